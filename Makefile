@@ -1,0 +1,53 @@
+# memhost build. Every go command uses the same tags (switching the SQLite
+# FTS5 tag recompiles SQLite, about 90 s), so they are set once here.
+export GOFLAGS := -buildvcs=false -tags=sqlite_fts5
+export CGO_ENABLED := 1
+
+BIN        := bin
+PLUGIN_DIR := $(BIN)/plugins
+PLUGINS    := markdown
+TOOLS      := $(CURDIR)/.tools
+
+.PHONY: all build run test test-race bench fuzz proto vet fmt clean
+
+all: build
+
+build: $(BIN)/memhost $(PLUGINS:%=$(PLUGIN_DIR)/memhost-plugin-%)
+	@$(BIN)/memhost plugins manifest $(PLUGINS:%=$(PLUGIN_DIR)/memhost-plugin-%)
+
+$(BIN)/memhost: FORCE
+	go build -o $@ ./cmd/memhost
+
+$(PLUGIN_DIR)/memhost-plugin-%: FORCE
+	go build -o $@ ./plugins/$*/cmd/memhost-plugin-$*
+
+run: build
+	$(BIN)/memhost serve
+
+test: build vet
+	go test -count=1 ./...
+
+vet:
+	go vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+
+bench: build
+	go test -run '^$$' -bench . -benchtime 2000x ./...
+
+proto: $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc
+	@command -v protoc >/dev/null || { echo "protoc missing: apt-get install -y protobuf-compiler"; exit 1; }
+	PATH=$(TOOLS):$$PATH protoc -I sdk/proto \
+		--go_out=sdk/proto --go_opt=paths=source_relative \
+		--go-grpc_out=sdk/proto --go-grpc_opt=paths=source_relative \
+		memhost/plugin/v1/plugin.proto
+
+$(TOOLS)/protoc-gen-go:
+	GOBIN=$(TOOLS) go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+
+$(TOOLS)/protoc-gen-go-grpc:
+	GOBIN=$(TOOLS) go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
+
+clean:
+	rm -rf $(BIN)
+
+FORCE:

@@ -1,0 +1,197 @@
+package sdk
+
+import (
+	"time"
+
+	pb "github.com/memhost/memhost/sdk/proto/memhost/plugin/v1"
+)
+
+func toMillis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func fromMillis(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+func recordToPB(r *Record) *pb.Record {
+	return &pb.Record{
+		Id: r.ID, Realm: r.Realm, Scope: string(r.Scope), Kind: string(r.Kind),
+		Title: r.Title, Description: r.Description, Body: r.Body, Tags: r.Tags,
+		Trust: string(r.Trust), Status: string(r.Status), Supersedes: r.Supersedes,
+		CreatedUnixMs: toMillis(r.CreatedAt), UpdatedUnixMs: toMillis(r.UpdatedAt),
+		ExpiresUnixMs: toMillis(r.ExpiresAt), ContentHash: r.ContentHash,
+		UseCount: r.UseCount, LastUsedUnixMs: toMillis(r.LastUsedAt),
+	}
+}
+
+func recordFromPB(p *pb.Record) Record {
+	if p == nil {
+		return Record{}
+	}
+	return Record{
+		ID: p.Id, Realm: p.Realm, Scope: Scope(p.Scope), Kind: RecordKind(p.Kind),
+		Title: p.Title, Description: p.Description, Body: p.Body, Tags: p.Tags,
+		Trust: Trust(p.Trust), Status: Status(p.Status), Supersedes: p.Supersedes,
+		CreatedAt: fromMillis(p.CreatedUnixMs), UpdatedAt: fromMillis(p.UpdatedUnixMs),
+		ExpiresAt: fromMillis(p.ExpiresUnixMs), ContentHash: p.ContentHash,
+		UseCount: p.UseCount, LastUsedAt: fromMillis(p.LastUsedUnixMs),
+	}
+}
+
+func recordsToPB(rs []Record) []*pb.Record {
+	out := make([]*pb.Record, len(rs))
+	for i := range rs {
+		out[i] = recordToPB(&rs[i])
+	}
+	return out
+}
+
+func recordsFromPB(ps []*pb.Record) []Record {
+	out := make([]Record, len(ps))
+	for i, p := range ps {
+		out[i] = recordFromPB(p)
+	}
+	return out
+}
+
+func scopesToStrings(ss []Scope) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = string(s)
+	}
+	return out
+}
+
+func scopesFromStrings(ss []string) []Scope {
+	out := make([]Scope, len(ss))
+	for i, s := range ss {
+		out[i] = Scope(s)
+	}
+	return out
+}
+
+func rowToPB(r *ManifestRow) *pb.ManifestRow {
+	return &pb.ManifestRow{
+		Id: r.ID, Scope: string(r.Scope), Kind: string(r.Kind), Title: r.Title,
+		Description: r.Description, UpdatedUnixMs: toMillis(r.UpdatedAt), Rank: r.Rank,
+	}
+}
+
+func rowFromPB(p *pb.ManifestRow) ManifestRow {
+	return ManifestRow{
+		ID: p.Id, Scope: Scope(p.Scope), Kind: RecordKind(p.Kind), Title: p.Title,
+		Description: p.Description, UpdatedAt: fromMillis(p.UpdatedUnixMs), Rank: p.Rank,
+	}
+}
+
+func rowsToPB(rs []ManifestRow) []*pb.ManifestRow {
+	out := make([]*pb.ManifestRow, len(rs))
+	for i := range rs {
+		out[i] = rowToPB(&rs[i])
+	}
+	return out
+}
+
+func rowsFromPB(ps []*pb.ManifestRow) []ManifestRow {
+	out := make([]ManifestRow, len(ps))
+	for i, p := range ps {
+		out[i] = rowFromPB(p)
+	}
+	return out
+}
+
+func tierToPB(t ManifestTier) pb.ManifestTier {
+	switch t {
+	case TierWorkingSet:
+		return pb.ManifestTier_MANIFEST_TIER_WORKING_SET
+	case TierFull:
+		return pb.ManifestTier_MANIFEST_TIER_FULL
+	}
+	return pb.ManifestTier_MANIFEST_TIER_UNSPECIFIED
+}
+
+func tierFromPB(t pb.ManifestTier) ManifestTier {
+	switch t {
+	case pb.ManifestTier_MANIFEST_TIER_WORKING_SET:
+		return TierWorkingSet
+	case pb.ManifestTier_MANIFEST_TIER_FULL:
+		return TierFull
+	}
+	return 0
+}
+
+func coverageToPB(c Coverage) pb.Coverage {
+	switch c {
+	case CoverageSufficient:
+		return pb.Coverage_COVERAGE_SUFFICIENT
+	case CoverageNeedDeeperSweep:
+		return pb.Coverage_COVERAGE_NEED_DEEPER_SWEEP
+	}
+	return pb.Coverage_COVERAGE_UNSPECIFIED
+}
+
+func coverageFromPB(c pb.Coverage) Coverage {
+	if c == pb.Coverage_COVERAGE_NEED_DEEPER_SWEEP {
+		return CoverageNeedDeeperSweep
+	}
+	return CoverageSufficient
+}
+
+func messageToPB(m *Message) *pb.Message {
+	if m == nil {
+		return nil
+	}
+	return &pb.Message{Role: m.Role, Content: m.Content}
+}
+
+func messageFromPB(p *pb.Message) Message {
+	if p == nil {
+		return Message{}
+	}
+	return Message{Role: p.Role, Content: p.Content}
+}
+
+func messagesToPB(ms []Message) []*pb.Message {
+	out := make([]*pb.Message, len(ms))
+	for i := range ms {
+		out[i] = messageToPB(&ms[i])
+	}
+	return out
+}
+
+func messagesFromPB(ps []*pb.Message) []Message {
+	out := make([]Message, len(ps))
+	for i, p := range ps {
+		out[i] = messageFromPB(p)
+	}
+	return out
+}
+
+func ledgerToPB(es []LedgerEntry) []*pb.LedgerEntry {
+	out := make([]*pb.LedgerEntry, len(es))
+	for i, e := range es {
+		out[i] = &pb.LedgerEntry{
+			Realm: e.Realm, Identity: e.Identity, Session: e.Session, RecordId: e.RecordID,
+			Surface: e.Surface, Bytes: e.Bytes, AtUnixMs: toMillis(e.At),
+		}
+	}
+	return out
+}
+
+func ledgerFromPB(ps []*pb.LedgerEntry) []LedgerEntry {
+	out := make([]LedgerEntry, len(ps))
+	for i, p := range ps {
+		out[i] = LedgerEntry{
+			Realm: p.Realm, Identity: p.Identity, Session: p.Session, RecordID: p.RecordId,
+			Surface: p.Surface, Bytes: p.Bytes, At: fromMillis(p.AtUnixMs),
+		}
+	}
+	return out
+}

@@ -1,0 +1,307 @@
+package sdk
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"time"
+)
+
+// ProtocolVersion is the plugin protocol major version this SDK speaks
+// (the proto package memhost.plugin.v1).
+const ProtocolVersion = 1
+
+// PluginKind is a role a plugin binary can serve.
+type PluginKind string
+
+const (
+	KindProvider         PluginKind = "provider"
+	KindSelector         PluginKind = "selector"
+	KindCompactor        PluginKind = "compactor"
+	KindOperatorResolver PluginKind = "operator_resolver"
+	KindMobResolver      PluginKind = "mob_resolver"
+)
+
+// PluginKinds lists every kind, in a stable order.
+var PluginKinds = []PluginKind{KindProvider, KindSelector, KindCompactor, KindOperatorResolver, KindMobResolver}
+
+// Capability is an optional provider feature. A plugin declares the
+// capabilities it supports in its Info; the host never probes for them.
+type Capability string
+
+const (
+	CapWrite     Capability = "write"     // RecordWriter
+	CapFetch     Capability = "fetch"     // RecordGetter
+	CapForget    Capability = "forget"    // RecordForgetter
+	CapManifest  Capability = "manifest"  // ManifestLister
+	CapSupersede Capability = "supersede" // Superseder
+	CapUsage     Capability = "usage"     // UsageMarker
+	CapLedger    Capability = "ledger"    // LedgerWriter
+)
+
+// Capabilities is a set of declared capabilities.
+type Capabilities []Capability
+
+// Has reports whether c is in the set.
+func (cs Capabilities) Has(c Capability) bool { return slices.Contains(cs, c) }
+
+// Info is what a plugin says about itself. The host compares it with the
+// plugin's manifest and refuses any difference.
+type Info struct {
+	Name         string          `json:"name"`
+	Version      string          `json:"version"`
+	Kinds        []PluginKind    `json:"kinds"`
+	Protocols    []int           `json:"protocols"`
+	Capabilities Capabilities    `json:"capabilities,omitempty"`
+	ConfigSchema json.RawMessage `json:"config_schema,omitempty"`
+}
+
+// Plugin is what every plugin implements, whatever its kinds.
+type Plugin interface {
+	// Info describes the plugin. It must not depend on configuration.
+	Info() Info
+	// Configure receives the instance configuration (a JSON object, "{}"
+	// when the deployment gives none) once, before any other call. It
+	// rejects unknown keys and bad values with an error wrapping ErrInvalid.
+	Configure(ctx context.Context, config json.RawMessage) error
+}
+
+// Provider stores and recalls memory records. Recall is the one required
+// call; every other ability is a capability interface below.
+type Provider interface {
+	Recall(ctx context.Context, q RecallQuery) ([]Hit, error)
+}
+
+// RecallQuery asks a provider for the records most relevant to Query.
+type RecallQuery struct {
+	Realm string
+	Query string
+	// Scopes limits the search; empty means every scope of the realm.
+	Scopes []Scope
+	// Limit caps the hits; 0 means the provider's default (10).
+	Limit int
+	// ExcludeIDs are never returned (already injected this session).
+	ExcludeIDs []string
+	// Tags a hit must all carry; ExcludeTags a hit must not carry.
+	Tags        []string
+	ExcludeTags []string
+}
+
+// DefaultRecallLimit applies when a query gives no limit.
+const DefaultRecallLimit = 10
+
+// Hit is one recalled record with its provider-specific score (higher is
+// more relevant; scores are comparable only within one answer).
+type Hit struct {
+	Record Record  `json:"record"`
+	Score  float64 `json:"score"`
+}
+
+// RecordWriter stores records (CapWrite). All or nothing: on error nothing
+// is stored. A record whose scope already holds the same content hash is not
+// stored again; its existing id is answered in its place.
+type RecordWriter interface {
+	Remember(ctx context.Context, realm string, records []Record) ([]string, error)
+}
+
+// RecordGetter fetches records by id (CapFetch), found ones only, in the
+// order asked. Records of any status are returned.
+type RecordGetter interface {
+	Get(ctx context.Context, realm string, ids []string) ([]Record, error)
+}
+
+// RecordForgetter deletes records by id (CapForget). Forgetting an id that
+// is not there is not an error; the count says how many were removed.
+type RecordForgetter interface {
+	Forget(ctx context.Context, realm string, ids []string) (int, error)
+}
+
+// ManifestTier chooses how much of the record manifest to list.
+type ManifestTier int
+
+const (
+	// TierWorkingSet lists the top-k ranked rows plus the newest unranked
+	// ones, capped at 2k rows.
+	TierWorkingSet ManifestTier = iota + 1
+	// TierFull lists every recallable row.
+	TierFull
+)
+
+// ManifestQuery asks for metadata rows (no bodies).
+type ManifestQuery struct {
+	Realm  string
+	Scopes []Scope
+	Tier   ManifestTier
+	K      int
+}
+
+// ManifestRow is a record's metadata without its body.
+type ManifestRow struct {
+	ID          string     `json:"id"`
+	Scope       Scope      `json:"scope"`
+	Kind        RecordKind `json:"kind"`
+	Title       string     `json:"title"`
+	Description string     `json:"description,omitempty"`
+	UpdatedAt   time.Time  `json:"updated_at"`
+	// Rank orders the working set; 0 means unranked.
+	Rank float64 `json:"rank"`
+}
+
+// ManifestLister lists record manifests (CapManifest).
+type ManifestLister interface {
+	Manifest(ctx context.Context, q ManifestQuery) ([]ManifestRow, error)
+}
+
+// Superseder replaces a record with a new one, marking the old superseded
+// (CapSupersede).
+type Superseder interface {
+	Supersede(ctx context.Context, realm, oldID string, replacement Record) (string, error)
+}
+
+// UsageMarker counts that records were injected or recalled (CapUsage).
+type UsageMarker interface {
+	MarkUsed(ctx context.Context, realm string, ids []string, at time.Time) error
+}
+
+// LedgerEntry records that a record was injected into a session.
+type LedgerEntry struct {
+	Realm    string    `json:"realm"`
+	Identity string    `json:"identity"`
+	Session  string    `json:"session,omitempty"`
+	RecordID string    `json:"record_id"`
+	Surface  string    `json:"surface"`
+	Bytes    int64     `json:"bytes"`
+	At       time.Time `json:"at"`
+}
+
+// LedgerWriter keeps the injection ledger (CapLedger).
+type LedgerWriter interface {
+	WriteLedger(ctx context.Context, entries []LedgerEntry) error
+}
+
+// Coverage is a selector's verdict on whether the working set sufficed.
+type Coverage string
+
+const (
+	CoverageSufficient      Coverage = "sufficient"
+	CoverageNeedDeeperSweep Coverage = "need_deeper_sweep"
+)
+
+// SelectRequest gives a selector the turn text and the candidate rows.
+type SelectRequest struct {
+	Identity      Identity
+	Query         string
+	Rows          []ManifestRow
+	SuppressedIDs []string
+	Max           int
+}
+
+// Selection is a selector's answer. An empty IDs list is a real verdict:
+// inject nothing.
+type Selection struct {
+	IDs      []string
+	Coverage Coverage
+}
+
+// Selector picks which record bodies to inject.
+type Selector interface {
+	Select(ctx context.Context, req SelectRequest) (Selection, error)
+}
+
+// Message is one conversation message.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// CompactRequest carries newly evicted messages and the previous artifact.
+type CompactRequest struct {
+	ConversationID string
+	Evicted        []Message
+	CarryOver      *Message
+	IdempotencyKey string
+	MaxBytes       int
+}
+
+// Compactor summarises evicted messages into an artifact.
+type Compactor interface {
+	Compact(ctx context.Context, req CompactRequest) (Message, error)
+}
+
+// OperatorResolver answers the active operator of an identity ("" for none).
+type OperatorResolver interface {
+	ResolveOperator(ctx context.Context, id Identity) (string, error)
+}
+
+// MobResolver answers the mobs an identity is bound to.
+type MobResolver interface {
+	ResolveMobs(ctx context.Context, id Identity) ([]string, error)
+}
+
+// implCheck pairs a declared name (a kind or a capability) with a check
+// that a value implements the matching interface.
+type implCheck[T comparable] struct {
+	name T
+	ok   func(any) bool
+}
+
+// implements answers whether name is known and v implements it.
+func implements[T comparable](checks []implCheck[T], name T, v any) (known, ok bool) {
+	for _, c := range checks {
+		if c.name == name {
+			return true, c.ok(v)
+		}
+	}
+	return false, false
+}
+
+// capabilityImpls pairs each capability with a check that v implements it.
+var capabilityImpls = []implCheck[Capability]{
+	{CapWrite, func(v any) bool { _, ok := v.(RecordWriter); return ok }},
+	{CapFetch, func(v any) bool { _, ok := v.(RecordGetter); return ok }},
+	{CapForget, func(v any) bool { _, ok := v.(RecordForgetter); return ok }},
+	{CapManifest, func(v any) bool { _, ok := v.(ManifestLister); return ok }},
+	{CapSupersede, func(v any) bool { _, ok := v.(Superseder); return ok }},
+	{CapUsage, func(v any) bool { _, ok := v.(UsageMarker); return ok }},
+	{CapLedger, func(v any) bool { _, ok := v.(LedgerWriter); return ok }},
+}
+
+// kindImpls pairs each plugin kind with a check that v implements it.
+var kindImpls = []implCheck[PluginKind]{
+	{KindProvider, func(v any) bool { _, ok := v.(Provider); return ok }},
+	{KindSelector, func(v any) bool { _, ok := v.(Selector); return ok }},
+	{KindCompactor, func(v any) bool { _, ok := v.(Compactor); return ok }},
+	{KindOperatorResolver, func(v any) bool { _, ok := v.(OperatorResolver); return ok }},
+	{KindMobResolver, func(v any) bool { _, ok := v.(MobResolver); return ok }},
+}
+
+// capabilityDeclarer is implemented by host-side clients, whose
+// capabilities come from the remote plugin's Info.
+type capabilityDeclarer interface {
+	Capabilities() Capabilities
+}
+
+// CapabilitiesOf answers the capabilities v both declares and implements.
+// Host-side clients answer what the remote plugin declared; an in-process
+// Plugin answers its Info's capabilities that it really implements; any
+// other value answers the capability interfaces it implements.
+func CapabilitiesOf(v any) Capabilities {
+	if d, ok := v.(capabilityDeclarer); ok {
+		return d.Capabilities()
+	}
+	var declared Capabilities
+	p, isPlugin := v.(Plugin)
+	if isPlugin {
+		declared = p.Info().Capabilities
+	}
+	var out Capabilities
+	for _, c := range capabilityImpls {
+		if c.ok(v) && (!isPlugin || declared.Has(c.name)) {
+			out = append(out, c.name)
+		}
+	}
+	return out
+}
+
+// Supports reports whether v declares and implements capability c.
+func Supports(v any, c Capability) bool { return CapabilitiesOf(v).Has(c) }

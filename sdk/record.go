@@ -1,0 +1,288 @@
+package sdk
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Record limits, in bytes.
+const (
+	MaxTitleBytes       = 200
+	MaxDescriptionBytes = 400
+	MaxBodyBytes        = 64 << 10
+	MaxTags             = 32
+	MaxTagBytes         = 64
+	MaxIDBytes          = 128
+	// MaxBatch bounds the records of one Remember call and the ids of one
+	// Get or Forget call.
+	MaxBatch = 1000
+)
+
+// DefaultRealm is the realm used when a caller names none.
+const DefaultRealm = "default"
+
+// RecordKind classifies what a record remembers.
+type RecordKind string
+
+const (
+	KindPreference   RecordKind = "preference"
+	KindFact         RecordKind = "fact"
+	KindGotcha       RecordKind = "gotcha"
+	KindProcedure    RecordKind = "procedure"
+	KindRelationship RecordKind = "relationship"
+	KindOpenLoop     RecordKind = "open_loop"
+	KindReference    RecordKind = "reference"
+)
+
+var recordKinds = []RecordKind{KindPreference, KindFact, KindGotcha, KindProcedure, KindRelationship, KindOpenLoop, KindReference}
+
+// Trust orders how far a record's origin is believed; higher is more trusted.
+type Trust string
+
+const (
+	TrustUntrusted     Trust = "untrusted"
+	TrustAgentObserved Trust = "agent_observed"
+	TrustAgentVerified Trust = "agent_verified"
+	TrustApplication   Trust = "application"
+	TrustOperator      Trust = "operator"
+)
+
+var trustLevels = []Trust{TrustUntrusted, TrustAgentObserved, TrustAgentVerified, TrustApplication, TrustOperator}
+
+// Level is the trust's rank from 0 (untrusted); -1 for an unknown value.
+func (t Trust) Level() int {
+	for i, v := range trustLevels {
+		if v == t {
+			return i
+		}
+	}
+	return -1
+}
+
+// Status is a record's lifecycle state. Only active records are recalled.
+type Status string
+
+const (
+	StatusActive      Status = "active"
+	StatusSuperseded  Status = "superseded"
+	StatusQuarantined Status = "quarantined"
+	StatusTombstoned  Status = "tombstoned"
+)
+
+var statuses = []Status{StatusActive, StatusSuperseded, StatusQuarantined, StatusTombstoned}
+
+// Record is one memory. Times are UTC; a zero ExpiresAt never expires.
+type Record struct {
+	ID          string     `json:"id"`
+	Realm       string     `json:"realm"`
+	Scope       Scope      `json:"scope"`
+	Kind        RecordKind `json:"kind"`
+	Title       string     `json:"title"`
+	Description string     `json:"description,omitempty"`
+	Body        string     `json:"body"`
+	Tags        []string   `json:"tags,omitempty"`
+	Trust       Trust      `json:"trust"`
+	Status      Status     `json:"status"`
+	Supersedes  string     `json:"supersedes,omitempty"`
+	CreatedAt   time.Time  `json:"created_at"`
+	UpdatedAt   time.Time  `json:"updated_at"`
+	ExpiresAt   time.Time  `json:"expires_at,omitzero"`
+	ContentHash string     `json:"content_hash"`
+	UseCount    int64      `json:"use_count"`
+	LastUsedAt  time.Time  `json:"last_used_at,omitzero"`
+}
+
+// Recallable reports whether the record may be recalled or injected at now.
+func (r *Record) Recallable(now time.Time) bool {
+	return r.Status == StatusActive && (r.ExpiresAt.IsZero() || now.Before(r.ExpiresAt))
+}
+
+// HasTag reports whether the record carries tag, compared case-folded.
+func (r *Record) HasTag(tag string) bool {
+	for _, t := range r.Tags {
+		if strings.EqualFold(t, tag) {
+			return true
+		}
+	}
+	return false
+}
+
+// ContentHash is the identity of a record's content: sha256 over title and
+// body. Writing the same title and body to the same scope again is a no-op
+// that answers the existing id.
+func ContentHash(title, body string) string {
+	h := sha256.New()
+	h.Write([]byte(title))
+	h.Write([]byte{0})
+	h.Write([]byte(body))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// NewRecordID returns a fresh id: a millisecond timestamp (so ids sort
+// roughly by creation) followed by 64 random bits.
+func NewRecordID(now time.Time) string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("sdk: crypto/rand failed: %v", err))
+	}
+	return fmt.Sprintf("r%011x%s", now.UnixMilli(), hex.EncodeToString(b[:]))
+}
+
+// ValidateID checks that id is a safe token: 1-128 bytes of ASCII letters,
+// digits, '-', '_' and '.', not starting with '.'. Such an id can name a
+// file or a key anywhere without escaping its directory.
+func ValidateID(id string) error {
+	if err := validateToken(id, MaxIDBytes); err != nil {
+		return invalid("id", err.Error())
+	}
+	return nil
+}
+
+// ValidateRealm checks that realm is a safe token.
+func ValidateRealm(realm string) error {
+	if err := validateToken(realm, 64); err != nil {
+		return invalid("realm", err.Error())
+	}
+	return nil
+}
+
+func validateToken(s string, max int) error {
+	if s == "" {
+		return fmt.Errorf("must not be empty")
+	}
+	if len(s) > max {
+		return fmt.Errorf("is %d bytes, the limit is %d", len(s), max)
+	}
+	if s[0] == '.' {
+		return fmt.Errorf("%q must not start with '.'", s)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return fmt.Errorf("%q may hold only letters, digits, '-', '_' and '.'", s)
+		}
+	}
+	return nil
+}
+
+// Validate checks every field against the record limits. It does not
+// require an id, timestamps or a hash: Prepare fills those.
+func (r *Record) Validate() error {
+	if r.ID != "" {
+		if err := ValidateID(r.ID); err != nil {
+			return err
+		}
+	}
+	if r.Realm != "" {
+		if err := ValidateRealm(r.Realm); err != nil {
+			return err
+		}
+	}
+	if err := r.Scope.Validate(); err != nil {
+		return err
+	}
+	if !contains(recordKinds, r.Kind) {
+		return invalid("kind", fmt.Sprintf("unknown kind %q (want one of %s)", r.Kind, join(recordKinds)))
+	}
+	if r.Trust != "" && r.Trust.Level() < 0 {
+		return invalid("trust", fmt.Sprintf("unknown trust %q (want one of %s)", r.Trust, join(trustLevels)))
+	}
+	if r.Status != "" && !contains(statuses, r.Status) {
+		return invalid("status", fmt.Sprintf("unknown status %q (want one of %s)", r.Status, join(statuses)))
+	}
+	if err := checkText("title", r.Title, MaxTitleBytes); err != nil {
+		return err
+	}
+	if err := checkText("description", r.Description, MaxDescriptionBytes); err != nil {
+		return err
+	}
+	if err := checkText("body", r.Body, MaxBodyBytes); err != nil {
+		return err
+	}
+	if strings.TrimSpace(r.Title) == "" && strings.TrimSpace(r.Body) == "" {
+		return invalid("title", "title and body are both empty")
+	}
+	if len(r.Tags) > MaxTags {
+		return tooLarge("tags", fmt.Sprintf("%d tags, the limit is %d", len(r.Tags), MaxTags))
+	}
+	for i, t := range r.Tags {
+		field := fmt.Sprintf("tags[%d]", i)
+		if err := checkText(field, t, MaxTagBytes); err != nil {
+			return err
+		}
+		if strings.TrimSpace(t) == "" || strings.ContainsAny(t, "\n\r\t,") {
+			return invalid(field, fmt.Sprintf("tag %q must be non-blank and hold no comma, tab or line break", t))
+		}
+	}
+	if r.Supersedes != "" {
+		if err := ValidateID(r.Supersedes); err != nil {
+			return invalid("supersedes", err.Error())
+		}
+	}
+	return nil
+}
+
+func checkText(field, s string, max int) error {
+	if len(s) > max {
+		return tooLarge(field, fmt.Sprintf("is %d bytes, the limit is %d", len(s), max))
+	}
+	if !utf8.ValidString(s) {
+		return invalid(field, "is not valid UTF-8")
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		return invalid(field, "contains a NUL byte")
+	}
+	return nil
+}
+
+// Prepare validates a record about to be stored in realm and fills what the
+// store owns: realm, id, default trust and status, timestamps, content hash.
+func (r *Record) Prepare(realm string, now time.Time) error {
+	if r.Realm == "" {
+		r.Realm = realm
+	}
+	if r.Realm != realm {
+		return invalid("realm", fmt.Sprintf("record names realm %q inside a write to realm %q", r.Realm, realm))
+	}
+	if r.Trust == "" {
+		r.Trust = TrustAgentObserved
+	}
+	if r.Status == "" {
+		r.Status = StatusActive
+	}
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	now = now.UTC()
+	if r.ID == "" {
+		r.ID = NewRecordID(now)
+	}
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = now
+	}
+	r.UpdatedAt = now
+	r.ContentHash = ContentHash(r.Title, r.Body)
+	return nil
+}
+
+func contains[T comparable](list []T, v T) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func join[T ~string](list []T) string {
+	parts := make([]string, len(list))
+	for i, v := range list {
+		parts[i] = string(v)
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,65 @@
+package tokenize
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestTokens(t *testing.T) {
+	cases := []struct {
+		name, in string
+		want     []string
+	}{
+		{"english with stopwords", "The quick brown Fox jumps over the lazy dog", []string{"quick", "brown", "fox", "jumps", "lazy", "dog"}},
+		{"punctuation splits", "user's e-mail: alice@example.com", []string{"user", "mail", "alice", "example", "com"}},
+		{"digits kept", "port 7077 and v2", []string{"port", "7077", "v2"}},
+		{"one-letter latin dropped", "x y z 9", []string{"9"}},
+		{"accents and other scripts", "Café Ærø Привет мир", []string{"café", "ærø", "привет", "мир"}},
+		{"chinese bigrams", "我喜欢咖啡", []string{"我喜", "喜欢", "欢咖", "咖啡"}},
+		{"lone han", "猫 cat", []string{"猫", "cat"}},
+		{"mixed scripts", "deploy到生产", []string{"deploy", "到生", "生产"}},
+		{"japanese kana", "すし", []string{"すし"}},
+		{"korean", "안녕하세요", []string{"안녕", "녕하", "하세", "세요"}},
+		{"invalid utf8 separates", "ab\xffcd", []string{"ab", "cd"}},
+		{"empty", "   ", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := Tokens(c.in); !slices.Equal(got, c.want) {
+				t.Fatalf("Tokens(%q) = %q, want %q", c.in, got, c.want)
+			}
+		})
+	}
+}
+
+func TestTermsDistinctInOrder(t *testing.T) {
+	got := Terms("coffee tea Coffee TEA milk")
+	want := []string{"coffee", "tea", "milk"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Terms = %q, want %q", got, want)
+	}
+}
+
+func FuzzTokens(f *testing.F) {
+	for _, s := range []string{"hello world", "我喜欢咖啡", "Ｆｕｌｌ－ｗｉｄｔｈ", "a\x00b", "\xff\xfe", "don't stop"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		toks := Tokens(s)
+		for _, tok := range toks {
+			if tok == "" || !utf8.ValidString(tok) {
+				t.Fatalf("bad token %q from %q", tok, s)
+			}
+			if strings.ContainsFunc(tok, func(r rune) bool { return !isWordRune(r) && !IsCJK(r) }) {
+				t.Fatalf("token %q holds a separator", tok)
+			}
+		}
+		// Tokenizing the joined tokens again is stable: tokens are fixed points.
+		again := Tokens(strings.Join(toks, " "))
+		if len(again) < len(toks) {
+			t.Fatalf("re-tokenizing lost terms: %q -> %q", toks, again)
+		}
+	})
+}
