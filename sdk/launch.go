@@ -33,6 +33,9 @@ type LaunchOptions struct {
 	Reattach *plugin.ReattachConfig
 	// Env is added to the host environment for the plugin process.
 	Env []string
+	// Dir is the plugin's working directory, so relative paths in its
+	// configuration resolve there (the host passes its data directory).
+	Dir string
 	// Logger receives the host-side client logs and the plugin's own log
 	// lines (parsed from its stderr), under the plugin's name.
 	Logger       hclog.Logger
@@ -84,6 +87,7 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Conn, error) {
 		}
 		cmd := exec.Command(opts.Path)
 		cmd.Env = append(cmd.Env, opts.Env...)
+		cmd.Dir = opts.Dir
 		cfg.Cmd = cmd
 		cfg.SecureConfig = &plugin.SecureConfig{Checksum: opts.SHA256, Hash: sha256.New()}
 		cfg.AutoMTLS = true
