@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -100,7 +101,7 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Conn, error) {
 		if errors.Is(err, plugin.ErrChecksumsDoNotMatch) {
 			return nil, fmt.Errorf("plugin %s: executable sha256 does not match its manifest: %w", label, ErrPermission)
 		}
-		return nil, fmt.Errorf("plugin %s: start failed: %v: %w", label, err, ErrUnavailable)
+		return nil, fmt.Errorf("plugin %s: start failed: %s: %w", label, firstLine(err.Error()), ErrUnavailable)
 	}
 	raw, err := rpc.Dispense(metaPluginName)
 	if err != nil {
@@ -219,4 +220,16 @@ func (c *Conn) Close() {
 			c.stop()
 		}
 	})
+}
+
+// firstLine keeps go-plugin's headline: its start errors append a
+// multi-line checklist, and the host reports each refusal as one line.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if strings.HasPrefix(s, "Unrecognized remote plugin message") {
+		s += " (the executable wrote to stdout before the handshake, or is not a memhost plugin)"
+	}
+	return s
 }

@@ -17,20 +17,8 @@ import (
 // so a plugin author finds the mistake at once, not in production.
 func CheckPlugin(p Plugin) error {
 	info := p.Info()
-	if info.Name == "" {
-		return fmt.Errorf("Info().Name is empty")
-	}
-	if err := validateToken(info.Name, 64); err != nil {
-		return fmt.Errorf("Info().Name %v", err)
-	}
-	if !IsSemver(info.Version) {
-		return fmt.Errorf("Info().Version %q is not a semantic version like 1.2.3", info.Version)
-	}
-	if !slices.Contains(info.Protocols, ProtocolVersion) {
-		return fmt.Errorf("Info().Protocols %v does not include protocol %d, the one this SDK serves", info.Protocols, ProtocolVersion)
-	}
-	if len(info.Kinds) == 0 {
-		return fmt.Errorf("Info().Kinds is empty")
+	if err := CheckInfo(info); err != nil {
+		return err
 	}
 	for _, k := range info.Kinds {
 		known, ok := implements(kindImpls, k, p)
@@ -49,6 +37,24 @@ func CheckPlugin(p Plugin) error {
 		if !ok {
 			return fmt.Errorf("Info().Capabilities declares %q but %T does not implement it", c, p)
 		}
+	}
+	return nil
+}
+
+// CheckInfo verifies the parts of an Info that do not need the plugin's Go
+// value: a safe name, a semantic version, protocol 1 and at least one kind.
+func CheckInfo(info Info) error {
+	if err := validateToken(info.Name, 64); err != nil {
+		return fmt.Errorf("Info().Name %v", err)
+	}
+	if !IsSemver(info.Version) {
+		return fmt.Errorf("Info().Version %q is not a semantic version like 1.2.3", info.Version)
+	}
+	if !slices.Contains(info.Protocols, ProtocolVersion) {
+		return fmt.Errorf("Info().Protocols %v does not include protocol %d, the one this SDK serves", info.Protocols, ProtocolVersion)
+	}
+	if len(info.Kinds) == 0 {
+		return fmt.Errorf("Info().Kinds is empty")
 	}
 	return nil
 }

@@ -1,0 +1,71 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// errUnauthenticated is answered 401 (no or unknown bearer token).
+var errUnauthenticated = errors.New("unauthenticated")
+
+// statusOf maps an error's stable code to its HTTP status.
+func statusOf(code string) int {
+	switch code {
+	case string(sdk.CodeInvalidArgument):
+		return http.StatusBadRequest
+	case "unauthenticated":
+		return http.StatusUnauthorized
+	case string(sdk.CodePermissionDenied):
+		return http.StatusForbidden
+	case string(sdk.CodeNotFound):
+		return http.StatusNotFound
+	case string(sdk.CodeConflict):
+		return http.StatusConflict
+	case string(sdk.CodeTooLarge):
+		return http.StatusRequestEntityTooLarge
+	case string(sdk.CodeUnsupported):
+		return http.StatusNotImplemented
+	case string(sdk.CodeUnavailable):
+		return http.StatusServiceUnavailable
+	case string(sdk.CodeDeadlineExceeded):
+		return http.StatusGatewayTimeout
+	}
+	return http.StatusInternalServerError
+}
+
+func codeOf(err error) string {
+	if errors.Is(err, errUnauthenticated) {
+		return "unauthenticated"
+	}
+	return string(sdk.CodeOf(err))
+}
+
+type errorBody struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	var body errorBody
+	body.Error.Code = codeOf(err)
+	body.Error.Message = err.Error()
+	writeJSON(w, statusOf(body.Error.Code), body)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+func badRequest(format string, args ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), sdk.ErrInvalid)
+}

@@ -1,0 +1,188 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// recordInput is what a client may send for a new record; everything else
+// (id, times, hash, status, counters) belongs to the store.
+type recordInput struct {
+	Scope       string     `json:"scope"`
+	Kind        string     `json:"kind"`
+	Title       string     `json:"title"`
+	Description string     `json:"description"`
+	Body        string     `json:"body"`
+	Tags        []string   `json:"tags"`
+	Trust       string     `json:"trust"`
+	ExpiresAt   *time.Time `json:"expires_at"`
+}
+
+func (in recordInput) record(realm string) sdk.Record {
+	r := sdk.Record{
+		Realm: realm, Scope: sdk.Scope(in.Scope), Kind: sdk.RecordKind(in.Kind), Title: in.Title,
+		Description: in.Description, Body: in.Body, Tags: in.Tags, Trust: sdk.Trust(in.Trust),
+	}
+	if in.ExpiresAt != nil {
+		r.ExpiresAt = in.ExpiresAt.UTC()
+	}
+	return r
+}
+
+type rememberRequest struct {
+	Realm   string        `json:"realm"`
+	Records []recordInput `json:"records"`
+}
+
+func (s *Server) handleRemember(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
+	var req rememberRequest
+	if err := s.decode(w, r, &req); err != nil {
+		return err
+	}
+	realm, p, err := s.provider(c, req.Realm)
+	if err != nil {
+		return err
+	}
+	if len(req.Records) == 0 {
+		return badRequest("records: at least one record is required")
+	}
+	if len(req.Records) > sdk.MaxBatch {
+		return fmt.Errorf("records: %d records, the limit per request is %d: %w", len(req.Records), sdk.MaxBatch, sdk.ErrTooLarge)
+	}
+	records := make([]sdk.Record, len(req.Records))
+	for i, in := range req.Records {
+		records[i] = in.record(realm)
+		// Checked here too so a bad batch is refused before any plugin call,
+		// with the index of the offending record.
+		probe := records[i]
+		if err := probe.Prepare(realm, time.Now()); err != nil {
+			return fmt.Errorf("records[%d].%w", i, err)
+		}
+	}
+	writer, ok := p.(sdk.RecordWriter)
+	if !ok || !sdk.Supports(p, sdk.CapWrite) {
+		return fmt.Errorf("the provider of realm %q does not accept writes: %w", realm, sdk.ErrUnsupported)
+	}
+	ids, err := writer.Remember(ctx, realm, records)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"ids": ids})
+	return nil
+}
+
+func (s *Server) handleGet(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	realm, p, err := s.provider(c, r.URL.Query().Get("realm"))
+	if err != nil {
+		return err
+	}
+	if err := sdk.ValidateID(id); err != nil {
+		return err
+	}
+	getter, ok := p.(sdk.RecordGetter)
+	if !ok || !sdk.Supports(p, sdk.CapFetch) {
+		return fmt.Errorf("the provider of realm %q cannot fetch records by id: %w", realm, sdk.ErrUnsupported)
+	}
+	recs, err := getter.Get(ctx, realm, []string{id})
+	if err != nil {
+		return err
+	}
+	if len(recs) == 0 {
+		return fmt.Errorf("record %q not found in realm %q: %w", id, realm, sdk.ErrNotFound)
+	}
+	writeJSON(w, http.StatusOK, recs[0])
+	return nil
+}
+
+func (s *Server) handleForget(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	realm, p, err := s.provider(c, r.URL.Query().Get("realm"))
+	if err != nil {
+		return err
+	}
+	if err := sdk.ValidateID(id); err != nil {
+		return err
+	}
+	forgetter, ok := p.(sdk.RecordForgetter)
+	if !ok || !sdk.Supports(p, sdk.CapForget) {
+		return fmt.Errorf("the provider of realm %q cannot forget records: %w", realm, sdk.ErrUnsupported)
+	}
+	if _, err := forgetter.Forget(ctx, realm, []string{id}); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+type recallRequest struct {
+	Identity    identityInput `json:"identity"`
+	Query       string        `json:"query"`
+	Scopes      []string      `json:"scopes"`
+	Limit       int           `json:"limit"`
+	Tags        []string      `json:"tags"`
+	ExcludeTags []string      `json:"exclude_tags"`
+}
+
+type identityInput struct {
+	Realm string `json:"realm"`
+	ID    string `json:"id"`
+}
+
+// MaxRecallLimit bounds how many hits one recall may ask for.
+const MaxRecallLimit = 100
+
+// identity resolves and authorises an identity from a request.
+func (s *Server) identity(c caller, in identityInput) (sdk.Identity, sdk.Provider, error) {
+	realm, p, err := s.provider(c, in.Realm)
+	if err != nil {
+		return sdk.Identity{}, nil, err
+	}
+	id := sdk.Identity{Realm: realm, ID: in.ID}
+	if err := id.Validate(); err != nil {
+		return sdk.Identity{}, nil, err
+	}
+	return id, p, nil
+}
+
+func (s *Server) handleRecall(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
+	var req recallRequest
+	if err := s.decode(w, r, &req); err != nil {
+		return err
+	}
+	id, p, err := s.identity(c, req.Identity)
+	if err != nil {
+		return err
+	}
+	if req.Limit < 0 || req.Limit > MaxRecallLimit {
+		return badRequest("limit: %d is outside 0..%d", req.Limit, MaxRecallLimit)
+	}
+	scopes := make([]sdk.Scope, 0, len(req.Scopes))
+	for i, sc := range req.Scopes {
+		if err := sdk.Scope(sc).Validate(); err != nil {
+			return fmt.Errorf("scopes[%d]: %w", i, err)
+		}
+		scopes = append(scopes, sdk.Scope(sc))
+	}
+	if len(scopes) == 0 {
+		// Until scope composition (mobs, operator) arrives with the
+		// coordinator, an identity reads its own scope and the realm's.
+		scopes = []sdk.Scope{id.Scope(), sdk.RealmScope}
+	}
+	hits, err := p.Recall(ctx, sdk.RecallQuery{
+		Realm: id.Realm, Query: req.Query, Scopes: scopes, Limit: req.Limit,
+		Tags: req.Tags, ExcludeTags: req.ExcludeTags,
+	})
+	if err != nil {
+		return err
+	}
+	if hits == nil {
+		hits = []sdk.Hit{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"hits": hits})
+	return nil
+}

@@ -1,0 +1,211 @@
+// Package httpapi serves memhost's HTTP API v1 (DESIGN Appendix A): JSON
+// in and out, errors as {"error":{"code","message"}} with a stable code,
+// bearer tokens bound to realms.
+package httpapi
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"net/http"
+	"time"
+
+	hclog "github.com/hashicorp/go-hclog"
+	"github.com/memhost/memhost/internal/pluginhost"
+	"github.com/memhost/memhost/sdk"
+)
+
+// DefaultMaxBodyBytes bounds a request body when the config sets none: a
+// full batch of maximum-size records is far larger, so big imports go in
+// several requests.
+const DefaultMaxBodyBytes = 8 << 20
+
+// Token is a bearer token and the realms it may touch.
+type Token struct {
+	Name   string
+	Secret string
+	Realms []string
+}
+
+// Plugins reports plugin health for /readyz and /v1/plugins.
+type Plugins interface {
+	Status() []pluginhost.Status
+	Ready() bool
+}
+
+// Options are the server's dependencies.
+type Options struct {
+	Logger hclog.Logger
+	// Provider answers the provider serving a realm; an unknown realm is an
+	// error wrapping sdk.ErrNotFound.
+	Provider     func(realm string) (sdk.Provider, error)
+	DefaultRealm string
+	// Tokens, when any, are required on every /v1 request.
+	Tokens       []Token
+	Plugins      Plugins
+	MaxBodyBytes int64
+	// RequestTimeout bounds each request's work (default 30s).
+	RequestTimeout time.Duration
+	Metrics        *Metrics
+}
+
+// Server is the HTTP API.
+type Server struct {
+	opts    Options
+	handler http.Handler
+}
+
+// New builds the server and its routes.
+func New(opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = 30 * time.Second
+	}
+	if opts.DefaultRealm == "" {
+		opts.DefaultRealm = sdk.DefaultRealm
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = NewMetrics(opts.Plugins)
+	}
+	s := &Server{opts: opts}
+	mux := http.NewServeMux()
+	s.route(mux, "POST /v1/records", s.handleRemember)
+	s.route(mux, "GET /v1/records/{id}", s.handleGet)
+	s.route(mux, "DELETE /v1/records/{id}", s.handleForget)
+	s.route(mux, "POST /v1/recall", s.handleRecall)
+	s.route(mux, "GET /v1/plugins", s.handlePlugins)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", s.handleReady)
+	mux.Handle("GET /metrics", opts.Metrics.Handler())
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, fmt.Errorf("no such endpoint: %s %s: %w", r.Method, r.URL.Path, sdk.ErrNotFound))
+	})
+	s.handler = mux
+	return s
+}
+
+// Handler is the root handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// caller is the authenticated principal of a request.
+type caller struct {
+	token *Token // nil when the server runs without tokens
+}
+
+type apiHandler func(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error
+
+// route wraps a /v1 handler with authentication, a deadline, metrics and
+// the error envelope.
+func (s *Server) route(mux *http.ServeMux, pattern string, h apiHandler) {
+	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		err := func() error {
+			c, err := s.authenticate(r)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
+			defer cancel()
+			return h(ctx, c, rec, r)
+		}()
+		if err != nil {
+			writeError(rec, err)
+			if rec.status >= 500 {
+				s.opts.Logger.Error("request failed", "route", pattern, "status", rec.status, "error", err)
+			}
+		}
+		s.opts.Metrics.observeRequest(pattern, rec.status, time.Since(start))
+	})
+}
+
+func (s *Server) authenticate(r *http.Request) (caller, error) {
+	if len(s.opts.Tokens) == 0 {
+		return caller{}, nil
+	}
+	const prefix = "Bearer "
+	h := r.Header.Get("Authorization")
+	if len(h) <= len(prefix) || h[:len(prefix)] != prefix {
+		return caller{}, fmt.Errorf("an Authorization: Bearer token is required: %w", errUnauthenticated)
+	}
+	secret := []byte(h[len(prefix):])
+	for i := range s.opts.Tokens {
+		t := &s.opts.Tokens[i]
+		if subtle.ConstantTimeCompare(secret, []byte(t.Secret)) == 1 {
+			return caller{token: t}, nil
+		}
+	}
+	return caller{}, fmt.Errorf("the bearer token is not recognised: %w", errUnauthenticated)
+}
+
+// realm resolves the realm a request names (the default when empty) and
+// checks the caller may touch it. The refusal is the same whether or not
+// the realm exists, so it reveals nothing about other tenants.
+func (s *Server) realm(c caller, name string) (string, error) {
+	if name == "" {
+		name = s.opts.DefaultRealm
+	}
+	if err := sdk.ValidateRealm(name); err != nil {
+		return "", err
+	}
+	if c.token != nil {
+		allowed := false
+		for _, r := range c.token.Realms {
+			allowed = allowed || r == name
+		}
+		if !allowed {
+			return "", fmt.Errorf("token %q may not access realm %q: %w", c.token.Name, name, sdk.ErrPermission)
+		}
+	}
+	return name, nil
+}
+
+// provider resolves the realm and its provider.
+func (s *Server) provider(c caller, realmName string) (string, sdk.Provider, error) {
+	realm, err := s.realm(c, realmName)
+	if err != nil {
+		return "", nil, err
+	}
+	p, err := s.opts.Provider(realm)
+	if err != nil {
+		return "", nil, err
+	}
+	return realm, p, nil
+}
+
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Plugins != nil && !s.opts.Plugins.Ready() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "plugins": s.opts.Plugins.Status()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+func (s *Server) handlePlugins(_ context.Context, _ caller, w http.ResponseWriter, _ *http.Request) error {
+	var st []pluginhost.Status
+	if s.opts.Plugins != nil {
+		st = s.opts.Plugins.Status()
+	}
+	if st == nil {
+		st = []pluginhost.Status{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"plugins": st})
+	return nil
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
+}

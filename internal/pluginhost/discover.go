@@ -1,0 +1,166 @@
+// Package pluginhost finds, verifies, starts and supervises memhost
+// plugins for the host process.
+//
+// Trust flows one way: a manifest found in the plugin directory names an
+// executable beside it and that executable's sha256; the executable must
+// stay inside the directory, hash to the manifest's digest (checked again
+// by go-plugin just before exec), and report through Info exactly the name,
+// version, kinds and protocols the manifest promises. Any difference is a
+// refusal, reported as one line naming the plugin, the file and the
+// difference.
+package pluginhost
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// ErrRefused marks a plugin the host will not run.
+var ErrRefused = errors.New("plugin refused")
+
+// Entry is one discovered plugin: its manifest and resolved executable.
+type Entry struct {
+	Manifest     *sdk.Manifest
+	ManifestPath string
+	// Executable is the absolute, symlink-free path of the plugin binary.
+	Executable string
+}
+
+// Discover reads every *.plugin.json in dir. A missing or unreadable
+// directory is an error; a bad manifest is refused on its own (one line
+// each in refusals) without hiding the good ones. Two manifests claiming
+// the same name are both refused.
+func Discover(dir string) (entries []Entry, refusals []error, err error) {
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("plugin directory %s: %w", dir, err)
+	}
+	info, err := os.Stat(root)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, fmt.Errorf("plugin directory %s does not exist (build the plugins with `make build`, or set plugin_dir)", root)
+		}
+		return nil, nil, fmt.Errorf("plugin directory %s: %w", root, err)
+	}
+	if !info.IsDir() {
+		return nil, nil, fmt.Errorf("plugin directory %s is not a directory", root)
+	}
+	names, err := filepath.Glob(filepath.Join(root, "*"+sdk.ManifestSuffix))
+	if err != nil {
+		return nil, nil, fmt.Errorf("plugin directory %s: %w", root, err)
+	}
+	sort.Strings(names)
+	byName := map[string][]Entry{}
+	for _, path := range names {
+		e, err := loadEntry(root, path)
+		if err != nil {
+			refusals = append(refusals, err)
+			continue
+		}
+		byName[e.Manifest.Name] = append(byName[e.Manifest.Name], e)
+	}
+	for _, name := range sortedKeys(byName) {
+		es := byName[name]
+		if len(es) > 1 {
+			paths := make([]string, len(es))
+			for i, e := range es {
+				paths[i] = e.ManifestPath
+			}
+			refusals = append(refusals, fmt.Errorf("plugin %s: refused: %d manifests claim this name (%s): %w", name, len(es), strings.Join(paths, ", "), ErrRefused))
+			continue
+		}
+		entries = append(entries, es[0])
+	}
+	return entries, refusals, nil
+}
+
+func loadEntry(root, path string) (Entry, error) {
+	refuse := func(format string, args ...any) error {
+		return fmt.Errorf("plugin manifest %s: refused: %s: %w", path, fmt.Sprintf(format, args...), ErrRefused)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Entry{}, refuse("%v", err)
+	}
+	m, err := sdk.ParseManifest(data)
+	if err != nil {
+		return Entry{}, refuse("%v", err)
+	}
+	exe, err := resolveInside(root, m.Executable)
+	if err != nil {
+		return Entry{}, fmt.Errorf("plugin %s (%s): refused: %v: %w", m.Name, path, err, ErrRefused)
+	}
+	return Entry{Manifest: m, ManifestPath: path, Executable: exe}, nil
+}
+
+// resolveInside resolves name inside root, following symlinks, and refuses
+// anything that lands outside root or is not a regular executable file.
+func resolveInside(root, name string) (string, error) {
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(root, name))
+	if err != nil {
+		return "", fmt.Errorf("executable %s: %w", name, err)
+	}
+	rel, err := filepath.Rel(realRoot, real)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("executable %s resolves to %s, outside the plugin directory %s", name, real, realRoot)
+	}
+	st, err := os.Stat(real)
+	if err != nil {
+		return "", fmt.Errorf("executable %s: %w", name, err)
+	}
+	if !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
+		return "", fmt.Errorf("executable %s is not an executable regular file", real)
+	}
+	return real, nil
+}
+
+// FileSHA256 hashes a file.
+func FileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("hash %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// VerifyChecksum compares the executable's digest with the manifest's, so
+// a tampered binary is refused with a clear line before anything starts.
+func (e Entry) VerifyChecksum() error {
+	sum, err := FileSHA256(e.Executable)
+	if err != nil {
+		return fmt.Errorf("plugin %s (%s): refused: %v: %w", e.Manifest.Name, e.Executable, err, ErrRefused)
+	}
+	if sum != strings.ToLower(e.Manifest.SHA256) {
+		return fmt.Errorf("plugin %s (%s): refused: executable sha256 %s does not match manifest %s (sha256 %s): %w",
+			e.Manifest.Name, e.Executable, sum, e.ManifestPath, e.Manifest.SHA256, ErrRefused)
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,90 @@
+package pluginhost
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	hclog "github.com/hashicorp/go-hclog"
+	"github.com/memhost/memhost/sdk"
+)
+
+// StartOptions are the host-wide settings for starting plugin processes.
+type StartOptions struct {
+	Logger       hclog.Logger
+	StartTimeout time.Duration
+	// Dir is the plugins' working directory (the data directory).
+	Dir string
+	Env []string
+}
+
+// Start verifies e, starts its process and checks its Info against the
+// manifest. The returned Conn is not yet configured.
+func Start(ctx context.Context, e Entry, opts StartOptions) (*sdk.Conn, error) {
+	if err := e.VerifyChecksum(); err != nil {
+		return nil, err
+	}
+	conn, err := sdk.Launch(ctx, sdk.LaunchOptions{
+		Name:         e.Manifest.Name,
+		Path:         e.Executable,
+		SHA256:       e.Manifest.Checksum(),
+		Logger:       opts.Logger,
+		StartTimeout: opts.StartTimeout,
+		Dir:          opts.Dir,
+		Env:          opts.Env,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%v (manifest %s)", err, e.ManifestPath)
+	}
+	if diff := e.Manifest.Mismatch(conn.Info()); diff != "" {
+		conn.Close()
+		return nil, fmt.Errorf("plugin %s (%s): refused: manifest %s and plugin disagree: %s: %w",
+			e.Manifest.Name, e.Executable, e.ManifestPath, diff, ErrRefused)
+	}
+	return conn, nil
+}
+
+// WriteManifest starts the executable once, asks its Info, and writes the
+// manifest beside it as <name>.plugin.json. It is how `make build` and
+// plugin authors produce manifests; the host never trusts a plugin that
+// has no manifest.
+func WriteManifest(ctx context.Context, exe string, logger hclog.Logger) (string, *sdk.Manifest, error) {
+	abs, err := filepath.Abs(exe)
+	if err != nil {
+		return "", nil, err
+	}
+	sum, err := FileSHA256(abs)
+	if err != nil {
+		return "", nil, fmt.Errorf("plugin %s: %w", abs, err)
+	}
+	m := &sdk.Manifest{SHA256: sum}
+	conn, err := sdk.Launch(ctx, sdk.LaunchOptions{Name: filepath.Base(abs), Path: abs, SHA256: m.Checksum(), Logger: logger, Dir: os.TempDir()})
+	if err != nil {
+		return "", nil, err
+	}
+	info := conn.Info()
+	conn.Close()
+	if err := sdk.CheckInfo(info); err != nil {
+		return "", nil, fmt.Errorf("plugin %s: %w", abs, err)
+	}
+	m = sdk.ManifestFor(info, filepath.Base(abs), sum)
+	if err := m.Validate(); err != nil {
+		return "", nil, fmt.Errorf("plugin %s: %w", abs, err)
+	}
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return "", nil, err
+	}
+	path := filepath.Join(filepath.Dir(abs), info.Name+sdk.ManifestSuffix)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
+		return "", nil, fmt.Errorf("write manifest %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return "", nil, fmt.Errorf("write manifest %s: %w", path, err)
+	}
+	return path, m, nil
+}

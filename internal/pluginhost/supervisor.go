@@ -1,0 +1,213 @@
+package pluginhost
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	hclog "github.com/hashicorp/go-hclog"
+	"github.com/memhost/memhost/sdk"
+)
+
+// Spec is one configured plugin instance. Each instance runs in its own
+// process and is configured once per start.
+type Spec struct {
+	Kind   sdk.PluginKind
+	Name   string // instance name from the config
+	Plugin string // manifest name
+	Config json.RawMessage
+}
+
+func (s Spec) key() string { return string(s.Kind) + "/" + s.Name }
+
+// Options tune supervision. Zero values take the defaults.
+type Options struct {
+	StartOptions
+	// HealthInterval is how often each plugin is pinged (default 2s).
+	HealthInterval time.Duration
+	// CallTimeout is the deadline given to a call whose context has none
+	// (default 10s): no plugin call is ever unbounded.
+	CallTimeout time.Duration
+	// MinBackoff and MaxBackoff bound the delay between restart attempts
+	// of a plugin that keeps failing (defaults 100ms and 30s).
+	MinBackoff, MaxBackoff time.Duration
+}
+
+func (o *Options) defaults() {
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = sdk.DefaultStartTimeout
+	}
+	if o.HealthInterval <= 0 {
+		o.HealthInterval = 2 * time.Second
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = 10 * time.Second
+	}
+	if o.MinBackoff <= 0 {
+		o.MinBackoff = 100 * time.Millisecond
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = 30 * time.Second
+	}
+}
+
+// Supervisor owns the plugin processes of one host.
+type Supervisor struct {
+	opts      Options
+	entries   map[string]Entry
+	instances map[string]*instance
+	order     []*instance
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+}
+
+// New prepares a supervisor over the discovered plugins.
+func New(entries []Entry, opts Options) *Supervisor {
+	opts.defaults()
+	byName := make(map[string]Entry, len(entries))
+	for _, e := range entries {
+		byName[e.Manifest.Name] = e
+	}
+	return &Supervisor{opts: opts, entries: byName, instances: map[string]*instance{}, stop: make(chan struct{})}
+}
+
+// Start launches and configures every instance, in parallel and each
+// within the start timeout. If any fails, all are stopped and the errors
+// are returned together, one line per plugin.
+func (s *Supervisor) Start(ctx context.Context, specs []Spec) error {
+	var errs []error
+	for _, spec := range specs {
+		if _, dup := s.instances[spec.key()]; dup {
+			errs = append(errs, fmt.Errorf("%s %q is configured twice", spec.Kind, spec.Name))
+			continue
+		}
+		e, ok := s.entries[spec.Plugin]
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s %q: no plugin named %q in the plugin directory (see `memhost plugins list`)", spec.Kind, spec.Name, spec.Plugin))
+			continue
+		}
+		if !containsKind(e.Manifest.Kinds, spec.Kind) {
+			errs = append(errs, fmt.Errorf("%s %q: plugin %q (%s) does not serve kind %s (it serves %v)", spec.Kind, spec.Name, spec.Plugin, e.ManifestPath, spec.Kind, e.Manifest.Kinds))
+			continue
+		}
+		inst := &instance{spec: spec, entry: e, opts: &s.opts, backoff: s.opts.MinBackoff}
+		s.instances[spec.key()] = inst
+		s.order = append(s.order, inst)
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	results := make([]error, len(s.order))
+	var wg sync.WaitGroup
+	for i, inst := range s.order {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = inst.launch(ctx)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(results...); err != nil {
+		s.Close()
+		return err
+	}
+	s.wg.Add(1)
+	go s.healthLoop()
+	return nil
+}
+
+// healthLoop pings every plugin and restarts the ones that died or hung,
+// so a crashed plugin comes back even when no call is made.
+func (s *Supervisor) healthLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.opts.HealthInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		for _, inst := range s.order {
+			inst.check()
+			if _, _, err := inst.current(context.Background(), false); err != nil && !errors.Is(err, errBackingOff) && !errors.Is(err, errRestarting) {
+				s.opts.Logger.Warn("plugin restart failed", "instance", inst.spec.Name, "plugin", inst.spec.Plugin, "error", err)
+			}
+		}
+	}
+}
+
+// Close stops health checks and shuts every plugin down.
+func (s *Supervisor) Close() {
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		s.wg.Wait()
+		var wg sync.WaitGroup
+		for _, inst := range s.order {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				inst.shutdown()
+			}()
+		}
+		wg.Wait()
+	})
+}
+
+// Status describes one instance for /v1/plugins and `memhost plugins list`.
+type Status struct {
+	Instance     string           `json:"instance"`
+	Kind         sdk.PluginKind   `json:"kind"`
+	Plugin       string           `json:"name"`
+	Version      string           `json:"version"`
+	Kinds        []sdk.PluginKind `json:"kinds"`
+	Protocols    []int            `json:"protocol"`
+	Capabilities sdk.Capabilities `json:"capabilities"`
+	Healthy      bool             `json:"healthy"`
+	Restarts     int              `json:"restarts"`
+	Pid          int              `json:"pid,omitempty"`
+	LastError    string           `json:"last_error,omitempty"`
+}
+
+// Status reports every instance in configuration order.
+func (s *Supervisor) Status() []Status {
+	out := make([]Status, 0, len(s.order))
+	for _, inst := range s.order {
+		out = append(out, inst.status())
+	}
+	return out
+}
+
+// Ready reports whether every plugin is up.
+func (s *Supervisor) Ready() bool {
+	for _, inst := range s.order {
+		if !inst.status().Healthy {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Supervisor) lookup(kind sdk.PluginKind, name string) (*instance, error) {
+	inst, ok := s.instances[string(kind)+"/"+name]
+	if !ok {
+		return nil, fmt.Errorf("no %s instance named %q: %w", kind, name, sdk.ErrNotFound)
+	}
+	return inst, nil
+}
+
+func containsKind(kinds []sdk.PluginKind, k sdk.PluginKind) bool {
+	for _, x := range kinds {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,127 @@
+// Package testbin builds memhost's real binaries for tests, once per test
+// process, with the same build tags as the Makefile, so end-to-end tests
+// run the real plugin processes and never a stand-in.
+package testbin
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	hclog "github.com/hashicorp/go-hclog"
+	"github.com/memhost/memhost/internal/pluginhost"
+)
+
+// Tags must match the Makefile's GOFLAGS: a different tag set recompiles
+// SQLite and would build plugins without FTS5.
+const Tags = "sqlite_fts5"
+
+var (
+	mu     sync.Mutex
+	outDir string
+	built  = map[string]string{}
+)
+
+// Main runs the tests and removes the built binaries; call it from
+// TestMain: os.Exit(testbin.Main(m)).
+func Main(m *testing.M) int {
+	code := m.Run()
+	mu.Lock()
+	defer mu.Unlock()
+	if outDir != "" {
+		os.RemoveAll(outDir)
+	}
+	return code
+}
+
+// ModuleRoot is the directory holding the root go.mod.
+func ModuleRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && len(data) > 0 && isRootModule(data) {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("testbin: root go.mod not found")
+		}
+		dir = parent
+	}
+}
+
+func isRootModule(gomod []byte) bool {
+	const want = "module github.com/memhost/memhost\n"
+	return len(gomod) >= len(want) && string(gomod[:len(want)]) == want
+}
+
+// Build compiles the main package pkg (relative to the module root, e.g.
+// "./cmd/memhost") once per process and answers the binary's path.
+func Build(t testing.TB, pkg string) string {
+	t.Helper()
+	mu.Lock()
+	defer mu.Unlock()
+	if path, ok := built[pkg]; ok {
+		return path
+	}
+	if outDir == "" {
+		dir, err := os.MkdirTemp("", "memhost-testbin-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		outDir = dir
+	}
+	out := filepath.Join(outDir, filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-tags", Tags, "-o", out, pkg)
+	cmd.Dir = ModuleRoot(t)
+	cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false", "CGO_ENABLED=1")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("testbin: go build %s: %v\n%s", pkg, err, msg)
+	}
+	built[pkg] = out
+	return out
+}
+
+// FirstPartyPlugins are the plugins `make build` ships.
+var FirstPartyPlugins = []string{"markdown"}
+
+// PluginDir builds the named first-party plugins (all when none are named)
+// into a fresh directory with their manifests, as `make build` lays them
+// out, and answers the directory.
+func PluginDir(t testing.TB, names ...string) string {
+	t.Helper()
+	if len(names) == 0 {
+		names = FirstPartyPlugins
+	}
+	dir := t.TempDir()
+	for _, name := range names {
+		bin := Build(t, fmt.Sprintf("./plugins/%s/cmd/memhost-plugin-%s", name, name))
+		InstallPlugin(t, dir, bin)
+	}
+	return dir
+}
+
+// InstallPlugin copies a plugin binary into dir and writes its manifest.
+func InstallPlugin(t testing.TB, dir, bin string) string {
+	t.Helper()
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, filepath.Base(bin))
+	if err := os.WriteFile(dst, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path, _, err := pluginhost.WriteManifest(context.Background(), dst, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatalf("testbin: manifest for %s: %v", dst, err)
+	}
+	return path
+}
