@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"text/tabwriter"
+
+	hclog "github.com/hashicorp/go-hclog"
+	"github.com/memhost/memhost/internal/pluginhost"
+	"github.com/spf13/cobra"
+)
+
+func pluginsCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "plugins", Short: "Inspect, verify and package plugins"}
+	cmd.AddCommand(pluginsListCommand(), pluginsVerifyCommand(), pluginsManifestCommand())
+	return cmd
+}
+
+func pluginsListCommand() *cobra.Command {
+	var cf configFlag
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the plugins found in the plugin directory (no plugin is started)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := cf.load()
+			if err != nil {
+				return err
+			}
+			entries, refusals, err := pluginhost.Discover(cfg.PluginDir)
+			if err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "NAME\tVERSION\tKINDS\tPROTOCOLS\tEXECUTABLE")
+			for _, e := range entries {
+				fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%s\n", e.Manifest.Name, e.Manifest.Version, e.Manifest.Kinds, e.Manifest.Protocols, e.Executable)
+			}
+			w.Flush()
+			for _, r := range refusals {
+				fmt.Fprintln(cmd.ErrOrStderr(), r)
+			}
+			return nil
+		},
+	}
+	cf.register(cmd)
+	return cmd
+}
+
+func pluginsVerifyCommand() *cobra.Command {
+	var cf configFlag
+	cmd := &cobra.Command{
+		Use:   "verify",
+		Short: "Check every plugin: manifest, sha256, start, and Info against the manifest",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := cf.load()
+			if err != nil {
+				return err
+			}
+			if err := ensureDataDir(cfg); err != nil {
+				return err
+			}
+			entries, refusals, err := pluginhost.Discover(cfg.PluginDir)
+			if err != nil {
+				return err
+			}
+			failed := refusals
+			for _, e := range entries {
+				conn, err := pluginhost.Start(cmd.Context(), e, pluginhost.StartOptions{Logger: hclog.NewNullLogger(), Dir: cfg.DataDir})
+				if err != nil {
+					failed = append(failed, err)
+					continue
+				}
+				conn.Close()
+				fmt.Fprintf(cmd.OutOrStdout(), "ok      %s %s (%s)\n", e.Manifest.Name, e.Manifest.Version, e.Executable)
+			}
+			for _, f := range failed {
+				fmt.Fprintf(cmd.OutOrStdout(), "REFUSED %v\n", f)
+			}
+			if len(failed) > 0 {
+				return fmt.Errorf("%d plugin(s) refused", len(failed))
+			}
+			return nil
+		},
+	}
+	cf.register(cmd)
+	return cmd
+}
+
+func pluginsManifestCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "manifest EXECUTABLE...",
+		Short: "Start each plugin executable once and write its manifest beside it",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var errs []error
+			for _, exe := range args {
+				path, m, err := pluginhost.WriteManifest(context.WithoutCancel(cmd.Context()), exe, hclog.NewNullLogger())
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%s %s)\n", path, m.Name, m.Version)
+			}
+			if len(errs) > 0 {
+				fmt.Fprintln(os.Stderr, errors.Join(errs...))
+				return fmt.Errorf("%d manifest(s) not written", len(errs))
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,360 @@
+// Package config loads the memhost deployment configuration: one HCL file
+// naming the plugin instances, which provider serves which realm, the
+// coordinator's settings, the HTTP server's limits and the auth tokens.
+//
+// Load parses and validates a file; Default is the configuration used when
+// there is no file. Every problem in a file is reported at once, each with
+// the file:line,column of the offending item (see Error). docs/config.md is
+// the reference for every key.
+package config
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/memhost/memhost/sdk"
+)
+
+// Defaults. Budgets follow DESIGN 5.1 and 5.2.
+const (
+	DefaultListen            = "127.0.0.1:7077"
+	DefaultRealmName         = "default"
+	DefaultPluginDirName     = "plugins"      // beside the executable
+	DefaultDataDirName       = "memhost-data" // beside the config file, or in the working directory
+	DefaultProviderInstance  = "main"
+	DefaultProviderPlugin    = "sqlite"
+	defaultProviderConfig    = `{"path":"memory.db"}`
+	defaultLogFormat         = "text"
+	defaultLogLevel          = "info"
+	defaultMaxEntries        = 8
+	defaultRecallTimeout     = 500 * time.Millisecond
+	defaultInstructionHeader = "Agent memory"
+	defaultSessionCacheSize  = 10000
+	defaultTurnBudgetBytes   = 20 << 10
+	defaultSessionBudget     = 60 << 10
+	defaultBuildBudgetBytes  = 20 << 10
+	defaultMaxBodyBytes      = 4 << 20
+	defaultReadTimeout       = 30 * time.Second
+	defaultShutdownTimeout   = 10 * time.Second
+)
+
+// Allowed values of the enumerated settings.
+const (
+	LogFormatText = "text"
+	LogFormatJSON = "json"
+
+	InjectionBudgeted = "budgeted"
+	InjectionOff      = "off"
+
+	SelectionContextual = "contextual"
+	SelectionAlways     = "always"
+
+	FailureSkip = "skip"
+	FailureFail = "fail"
+
+	OperatorScopeOff         = "off"
+	OperatorScopeProvisional = "provisional"
+)
+
+// LogLevels are the accepted log_level values, most verbose first.
+var LogLevels = []string{"trace", "debug", "info", "warn", "error"}
+
+// Config is a loaded, validated deployment configuration. Paths are
+// absolute. The zero value is not useful: start from Load or Default.
+type Config struct {
+	// File is the config file as named to Load; "" for Default.
+	File string
+
+	Listen              string // host:port
+	PluginDir           string // absolute
+	DataDir             string // absolute; also every plugin's working directory
+	LogFormat           string // LogFormatText or LogFormatJSON
+	LogLevel            string // one of LogLevels
+	AllowInsecureListen bool   // serve a non-loopback address without tokens
+	DefaultRealm        string // the realm of requests that name none
+
+	// Instances lists the plugin instances in declaration order (kinds
+	// interleaved as written). Names are unique across all kinds.
+	Instances []Instance
+	// Realms lists the realms with their own provider. The default realm
+	// is always present; any other realm is served by the default realm's
+	// provider (see ProviderForRealm).
+	Realms      []Realm
+	Coordinator Coordinator
+	Server      Server
+	Tokens      []Token
+
+	// pos maps an item's path ("listen", "coordinator.selector",
+	// "instance[2].plugin") to where the file set it, so Validate can
+	// point at the offending line. Items absent from the map (defaults,
+	// values set by the caller) are reported without a position.
+	pos map[string]hcl.Range
+	// fileValues holds the top-level strings as the file set them: a
+	// problem with a value changed since (a --listen flag) has no position.
+	fileValues map[string]string
+}
+
+// Instance is one configured plugin instance: a kind, a unique name and the
+// plugin (manifest name) that implements it.
+type Instance struct {
+	Kind   sdk.PluginKind
+	Name   string
+	Plugin string
+	// Config is the instance's JSON object for the plugin's Configure;
+	// "{}" when the file gives none.
+	Config json.RawMessage
+	// Pos is "file:line" of the block; "" for built-in defaults.
+	Pos string
+}
+
+// Realm binds a realm to the provider instance that stores its records.
+type Realm struct {
+	Name     string
+	Provider string // a provider instance name
+	Pos      string // "file:line"; "" when implied
+}
+
+// Coordinator holds the recall coordinator's settings (DESIGN 5).
+type Coordinator struct {
+	PerTurnInjection    string // InjectionBudgeted or InjectionOff
+	Selection           string // SelectionContextual or SelectionAlways
+	MaxEntries          int
+	RecallTimeout       time.Duration
+	RecallFailurePolicy string // FailureSkip or FailureFail
+	DefangInbound       bool
+	InstructionHeader   string
+	OperatorScope       string // OperatorScopeOff or OperatorScopeProvisional
+
+	// Instance names of the optional helpers; "" means none.
+	Selector         string
+	MobResolver      string
+	OperatorResolver string
+	Compactor        string
+
+	SessionCacheSize   int // sessions kept in the LRU
+	TurnBudgetBytes    int // per turn
+	SessionBudgetBytes int // per session, across turns
+	BuildBudgetBytes   int // per build injection
+}
+
+// Server holds the HTTP server's limits.
+type Server struct {
+	MaxBodyBytes    int64
+	ReadTimeout     time.Duration // reading a whole request, body included
+	ShutdownTimeout time.Duration // draining requests at shutdown
+}
+
+// Token is a bearer token and the realms it may touch. Its String,
+// GoString and JSON forms never contain the secret.
+type Token struct {
+	Name      string
+	SecretEnv string // the environment variable the secret was read from
+	Secret    string `json:"-"`
+	Realms    []string
+	Pos       string // "file:line"
+}
+
+// String describes the token without its secret.
+func (t Token) String() string {
+	return fmt.Sprintf("token %q (realms %s; secret from $%s)", t.Name, strings.Join(t.Realms, ", "), t.SecretEnv)
+}
+
+// GoString keeps the secret out of %#v.
+func (t Token) GoString() string { return t.String() }
+
+// Allows reports whether the token may touch realm.
+func (t *Token) Allows(realm string) bool { return slices.Contains(t.Realms, realm) }
+
+// Options adjusts how a configuration is loaded. The zero value reads the
+// real process environment.
+type Options struct {
+	// ExecutableDir holds the default plugin directory ("plugins" inside
+	// it); "" means the directory of the running executable.
+	ExecutableDir string
+	// WorkDir resolves a relative config path, and relative paths when
+	// there is no config file; "" means the process working directory.
+	WorkDir string
+	// LookupEnv reads token secrets; nil means os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+}
+
+// Default is the configuration used without a config file.
+func Default() *Config { return Options{}.Default() }
+
+// Load reads, parses and validates the config file at path.
+func Load(path string) (*Config, error) { return Options{}.Load(path) }
+
+// Default is the configuration used without a config file: listen on
+// 127.0.0.1:7077, plugins beside the executable, data under ./memhost-data,
+// realm "default" served by the sqlite provider instance "main".
+func (o Options) Default() *Config {
+	c := o.defaults(o.workDir())
+	c.addDefaultProvider()
+	c.bindDefaultRealm()
+	return c
+}
+
+// defaults is a Config with every scalar default set and no instances;
+// relative default paths resolve against baseDir.
+func (o Options) defaults(baseDir string) *Config {
+	// The template compactor ("summary", plugin "template") joins the
+	// defaults with the compaction work; no such plugin exists yet.
+	return &Config{
+		Listen:       DefaultListen,
+		PluginDir:    filepath.Join(o.executableDir(), DefaultPluginDirName),
+		DataDir:      filepath.Join(baseDir, DefaultDataDirName),
+		LogFormat:    defaultLogFormat,
+		LogLevel:     defaultLogLevel,
+		DefaultRealm: DefaultRealmName,
+		Coordinator: Coordinator{
+			PerTurnInjection:    InjectionBudgeted,
+			Selection:           SelectionContextual,
+			MaxEntries:          defaultMaxEntries,
+			RecallTimeout:       defaultRecallTimeout,
+			RecallFailurePolicy: FailureSkip,
+			DefangInbound:       true,
+			InstructionHeader:   defaultInstructionHeader,
+			OperatorScope:       OperatorScopeOff,
+			SessionCacheSize:    defaultSessionCacheSize,
+			TurnBudgetBytes:     defaultTurnBudgetBytes,
+			SessionBudgetBytes:  defaultSessionBudget,
+			BuildBudgetBytes:    defaultBuildBudgetBytes,
+		},
+		Server: Server{
+			MaxBodyBytes:    defaultMaxBodyBytes,
+			ReadTimeout:     defaultReadTimeout,
+			ShutdownTimeout: defaultShutdownTimeout,
+		},
+		pos:        map[string]hcl.Range{},
+		fileValues: map[string]string{},
+	}
+}
+
+// addDefaultProvider declares the default provider when none is declared.
+func (c *Config) addDefaultProvider() {
+	if len(c.InstancesOf(sdk.KindProvider)) > 0 {
+		return
+	}
+	c.Instances = append(c.Instances, Instance{
+		Kind: sdk.KindProvider, Name: DefaultProviderInstance, Plugin: DefaultProviderPlugin,
+		Config: json.RawMessage(defaultProviderConfig),
+	})
+}
+
+// bindDefaultRealm gives the default realm the only provider when the file
+// leaves it unbound; with several providers the choice is the user's, and
+// Validate reports it.
+func (c *Config) bindDefaultRealm() {
+	if _, ok := c.realm(c.DefaultRealm); ok || checkName(c.DefaultRealm) != "" {
+		return // a bad default_realm is reported as such
+	}
+	if providers := c.InstancesOf(sdk.KindProvider); len(providers) == 1 {
+		c.Realms = append(c.Realms, Realm{Name: c.DefaultRealm, Provider: providers[0].Name})
+	}
+}
+
+func (o Options) executableDir() string {
+	if o.ExecutableDir != "" {
+		return o.ExecutableDir
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		// Without an executable path the working directory is the best
+		// guess; plugin discovery then reports the missing directory.
+		return o.workDir()
+	}
+	if resolved, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = resolved
+	}
+	return filepath.Dir(exe)
+}
+
+func (o Options) workDir() string {
+	if o.WorkDir != "" {
+		return o.WorkDir
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return string(filepath.Separator)
+	}
+	return wd
+}
+
+func (o Options) lookupEnv(name string) (string, bool) {
+	if o.LookupEnv != nil {
+		return o.LookupEnv(name)
+	}
+	return os.LookupEnv(name)
+}
+
+// InstancesOf lists the instances of one kind, in declaration order.
+func (c *Config) InstancesOf(kind sdk.PluginKind) []Instance {
+	var out []Instance
+	for _, in := range c.Instances {
+		if in.Kind == kind {
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+// Instance finds the instance of kind named name.
+func (c *Config) Instance(kind sdk.PluginKind, name string) (*Instance, bool) {
+	for i := range c.Instances {
+		if c.Instances[i].Kind == kind && c.Instances[i].Name == name {
+			return &c.Instances[i], true
+		}
+	}
+	return nil, false
+}
+
+// ProviderForRealm is the provider instance that stores realm's records:
+// the realm's own binding, else the default realm's provider. Realms are
+// partitions inside a provider, so undeclared realms need no block.
+func (c *Config) ProviderForRealm(realm string) (*Instance, bool) {
+	r, ok := c.realm(realm)
+	if !ok {
+		if r, ok = c.realm(c.DefaultRealm); !ok {
+			return nil, false
+		}
+	}
+	return c.Instance(sdk.KindProvider, r.Provider)
+}
+
+func (c *Config) realm(name string) (Realm, bool) {
+	for _, r := range c.Realms {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return Realm{}, false
+}
+
+// TokenFor finds the token whose secret is secret. It compares digests in
+// constant time and visits every token, so timing reveals neither a
+// secret's length nor which token matched.
+func (c *Config) TokenFor(secret string) (*Token, bool) {
+	want := sha256.Sum256([]byte(secret))
+	found := -1
+	for i := range c.Tokens {
+		have := sha256.Sum256([]byte(c.Tokens[i].Secret))
+		if subtle.ConstantTimeCompare(want[:], have[:]) == 1 && c.Tokens[i].Secret != "" {
+			found = i
+		}
+	}
+	if found < 0 {
+		return nil, false
+	}
+	return &c.Tokens[found], true
+}
+
+// RequiresAuth reports whether requests must carry a bearer token.
+func (c *Config) RequiresAuth() bool { return len(c.Tokens) > 0 }

@@ -1,0 +1,531 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/memhost/memhost/sdk"
+)
+
+// parse loads src as /srv/memhost/memhost.hcl with the fixed test environment.
+func parse(t *testing.T, src string) (*Config, error) {
+	t.Helper()
+	opts := testOptions(t)
+	opts.WorkDir = "/srv"
+	return opts.Parse("memhost/memhost.hcl", []byte(src))
+}
+
+func mustParse(t *testing.T, src string) *Config {
+	t.Helper()
+	c, err := parse(t, src)
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	return c
+}
+
+func TestDefault(t *testing.T) {
+	c := Options{ExecutableDir: "/opt/memhost/bin", WorkDir: "/home/me"}.Default()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Default is invalid: %v", err)
+	}
+	checks := []struct{ name, got, want string }{
+		{"listen", c.Listen, "127.0.0.1:7077"},
+		{"plugin_dir", c.PluginDir, "/opt/memhost/bin/plugins"},
+		{"data_dir", c.DataDir, "/home/me/memhost-data"},
+		{"log_format", c.LogFormat, "text"},
+		{"log_level", c.LogLevel, "info"},
+		{"default_realm", c.DefaultRealm, "default"},
+		{"header", c.Coordinator.InstructionHeader, "Agent memory"},
+	}
+	for _, ch := range checks {
+		if ch.got != ch.want {
+			t.Errorf("%s = %q, want %q", ch.name, ch.got, ch.want)
+		}
+	}
+	if len(c.Instances) != 1 {
+		t.Fatalf("instances = %+v, want only the default provider", c.Instances)
+	}
+	p, ok := c.ProviderForRealm("default")
+	if !ok || p.Name != "main" || p.Plugin != "sqlite" || string(p.Config) != `{"path":"memory.db"}` {
+		t.Errorf("default realm provider = %+v, %v", p, ok)
+	}
+	for _, kind := range []sdk.PluginKind{sdk.KindSelector, sdk.KindCompactor, sdk.KindMobResolver, sdk.KindOperatorResolver} {
+		if got := c.InstancesOf(kind); len(got) != 0 {
+			t.Errorf("default has %s instances %+v", kind, got)
+		}
+	}
+	co := c.Coordinator
+	if co.TurnBudgetBytes != 20*1024 || co.SessionBudgetBytes != 60*1024 || co.BuildBudgetBytes != 20*1024 {
+		t.Errorf("budgets = %d/%d/%d, want 20/60/20 KiB", co.TurnBudgetBytes, co.SessionBudgetBytes, co.BuildBudgetBytes)
+	}
+	if !co.DefangInbound || co.PerTurnInjection != InjectionBudgeted || co.RecallTimeout != 500*time.Millisecond {
+		t.Errorf("coordinator defaults = %+v", co)
+	}
+	if c.RequiresAuth() {
+		t.Error("default requires auth")
+	}
+}
+
+func TestDefaultUsesTheRunningExecutable(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Skip(err)
+	}
+	exe, _ = filepath.EvalSymlinks(exe)
+	c := Default()
+	if want := filepath.Join(filepath.Dir(exe), "plugins"); c.PluginDir != want {
+		t.Errorf("PluginDir = %q, want %q", c.PluginDir, want)
+	}
+	if !filepath.IsAbs(c.DataDir) {
+		t.Errorf("DataDir %q is not absolute", c.DataDir)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "nope.hcl"))
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "nope.hcl") {
+		t.Fatalf("err = %v, want a not-exist error naming the file", err)
+	}
+}
+
+func TestLoadTooLarge(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.hcl")
+	if err := os.WriteFile(path, []byte(strings.Repeat("#", MaxFileBytes+1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path); !errors.Is(err, sdk.ErrInvalid) {
+		t.Fatalf("err = %v, want ErrInvalid", err)
+	}
+}
+
+func TestLoadRealEnvironment(t *testing.T) {
+	t.Setenv("MEMHOST_TEST_TOKEN", "from-the-environment-1234")
+	path := filepath.Join(t.TempDir(), "memhost.hcl")
+	src := "token \"t\" {\n  secret_env = \"MEMHOST_TEST_TOKEN\"\n  realms = [\"default\"]\n}\n"
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok, ok := c.TokenFor("from-the-environment-1234"); !ok || tok.Name != "t" {
+		t.Fatalf("TokenFor = %v, %v", tok, ok)
+	}
+	if c.DataDir != filepath.Join(filepath.Dir(path), "memhost-data") {
+		t.Errorf("DataDir = %q, want beside the file", c.DataDir)
+	}
+}
+
+func TestRelativePaths(t *testing.T) {
+	tests := []struct{ src, plugins, data string }{
+		{``, "/opt/memhost/bin/plugins", "/srv/memhost/memhost-data"},
+		{"plugin_dir = \"bin/plugins\"\ndata_dir = \"../var/data\"", "/srv/memhost/bin/plugins", "/srv/var/data"},
+		{"plugin_dir = \"/usr/lib/memhost/\"\ndata_dir = \"/var/lib/memhost\"", "/usr/lib/memhost", "/var/lib/memhost"},
+		{"data_dir = \".\"", "/opt/memhost/bin/plugins", "/srv/memhost"},
+	}
+	for _, tt := range tests {
+		c := mustParse(t, tt.src)
+		if c.PluginDir != tt.plugins || c.DataDir != tt.data {
+			t.Errorf("%q: plugin_dir %q data_dir %q, want %q %q", tt.src, c.PluginDir, c.DataDir, tt.plugins, tt.data)
+		}
+	}
+}
+
+// TestErrorPositions checks that each problem is reported at its line.
+func TestErrorPositions(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		line int
+		want string
+	}{
+		{"unknown argument", "listen = \"127.0.0.1:1\"\n\nbogus = 1\n", 3, `An argument named "bogus" is not expected here`},
+		{"unknown block", "\nstore \"x\" {}\n", 2, `Blocks of type "store" are not expected here`},
+		{"unknown nested argument", "provider \"p\" {\n  plugin = \"sqlite\"\n  dir = \"x\"\n}\n", 3, `"dir" is not expected`},
+		{"string as number", "coordinator {\n  max_entries = \"8\"\n}\n", 2, "max_entries must be a number, not a string"},
+		{"number as string", "\nlisten = 7077\n", 2, "listen must be a string, not a number"},
+		{"string as bool", "coordinator {\n\n  defang_inbound = \"false\"\n}\n", 3, "defang_inbound must be a bool"},
+		{"fraction", "server {\n  read_timeout_ms = 1.5\n}\n", 2, "must be a whole number"},
+		{"huge integer", "server {\n  max_body_bytes = 1e12\n}\n", 2, "out of range"},
+		{"null", "log_level = null\n", 1, "log_level must not be null"},
+		{"list of numbers", "token \"t\" {\n  secret_env = \"MEMHOST_TOKEN_OPS\"\n  realms = [1]\n}\n", 3, "realms must be a list of strings"},
+		{"bad log level", "log_format = \"json\"\nlog_level = \"loud\"\n", 2, `"loud" is not a log level`},
+		{"bad policy", "coordinator {\n  recall_failure_policy = \"retry\"\n}\n", 2, `"retry" is not allowed; use "skip" or "fail"`},
+		{"zero max entries", "coordinator {\n  max_entries = 0\n}\n", 2, "max_entries must be at least 1"},
+		{"negative timeout", "coordinator {\n\n\n  recall_timeout_ms = -5\n}\n", 4, "recall_timeout_ms must be at least 1"},
+		{"tiny budget", "coordinator {\n  session_budget_bytes = 511\n}\n", 2, "session_budget_bytes must be at least 512"},
+		{"blank header", "coordinator {\n  instruction_header = \"  \"\n}\n", 2, "must not be blank"},
+		{"undeclared realm provider", "provider \"main\" { plugin = \"sqlite\" }\nrealm \"acme\" {\n  provider = \"fts\"\n}\n", 3, `no provider of that name is declared (declared: "main")`},
+		{"realm provider of wrong kind", "provider \"main\" { plugin = \"sqlite\" }\nselector \"s\" { plugin = \"lexical\" }\nrealm \"acme\" { provider = \"s\" }\n", 3, `names selector "s", which is not a provider`},
+		{"undeclared selector", "coordinator {\n  selector = \"rerank\"\n}\n", 2, `no selector of that name is declared (none is declared)`},
+		{"compactor of wrong kind", "provider \"p\" { plugin = \"sqlite\" }\ncoordinator {\n  compactor = \"p\"\n}\n", 3, `names provider "p", which is not a compactor`},
+		{"duplicate instance", "provider \"a\" { plugin = \"sqlite\" }\n\ncompactor \"a\" { plugin = \"template\" }\n", 3, `already used by provider "a" at memhost/memhost.hcl:1`},
+		{"name of the default provider", "\nselector \"main\" { plugin = \"lexical\" }\n", 2, `selector "main" takes the name of the default provider`},
+		{"duplicate realm", "realm \"default\" { provider = \"main\" }\nrealm \"default\" { provider = \"main\" }\n", 2, `already declared at memhost/memhost.hcl:1`},
+		{"unsafe instance name", "\n\nprovider \"a/b\" { plugin = \"sqlite\" }\n", 3, `may hold only letters, digits`},
+		{"unsafe realm name", "realm \"a b\" { provider = \"main\" }\n", 1, `may hold only letters, digits`},
+		{"long name", "provider \"" + strings.Repeat("x", 65) + "\" { plugin = \"sqlite\" }\n", 1, "longer than 64 bytes"},
+		{"two providers no default", "provider \"a\" { plugin = \"sqlite\" }\nprovider \"b\" { plugin = \"bleve\" }\n", 2, `Several providers are declared ("a", "b")`},
+		{"default realm named", "default_realm = \"acme\"\nprovider \"a\" { plugin = \"sqlite\" }\nprovider \"b\" { plugin = \"bleve\" }\n", 1, `realm "acme" { provider = "a" }`},
+		{"listen without port", "listen = \"127.0.0.1\"\n", 1, "is not host:port"},
+		{"listen named port", "listen = \"127.0.0.1:http\"\n", 1, "the port must be a number"},
+		{"listen bad host", "listen = \"exa mple:80\"\n", 1, "neither an IP address nor a host name"},
+		{"insecure all interfaces", "\nlisten = \"0.0.0.0:7077\"\n", 2, "is not a loopback address and no token is declared"},
+		{"insecure host name", "listen = \"memhost.internal:7077\"\n", 1, "is not a loopback address"},
+		{"token env unset", "token \"ops\" {\n  realms = [\"default\"]\n  secret_env = \"MEMHOST_TOKEN_UNSET\"\n}\n", 3, `Token "ops" reads its secret from the environment variable MEMHOST_TOKEN_UNSET, which is not set`},
+		{"token env empty", "token \"ops\" {\n  secret_env = \"MEMHOST_TOKEN_EMPTY\"\n  realms = [\"default\"]\n}\n", 2, "MEMHOST_TOKEN_EMPTY, which is empty"},
+		{"token no realms", "token \"ops\" {\n  secret_env = \"MEMHOST_TOKEN_OPS\"\n  realms = []\n}\n", 3, "must name at least one realm"},
+		{"token missing realms", "token \"ops\" {\n  secret_env = \"MEMHOST_TOKEN_OPS\"\n}\n", 1, `The argument "realms" is required`},
+		{"interpolation", "listen = \"127.0.0.1:${7077}\"\n", 1, "Expression not allowed"},
+		{"variable", "\ndata_dir = home\n", 2, "Expression not allowed"},
+		{"function in config", "provider \"p\" {\n  plugin = \"sqlite\"\n  config = {\n    path = lower(\"X\")\n  }\n}\n", 4, "Expression not allowed"},
+		{"arithmetic", "coordinator {\n  max_entries = 4 * 2\n}\n", 2, "Expression not allowed"},
+		{"config list", "provider \"p\" {\n  plugin = \"sqlite\"\n  config = [1]\n}\n", 3, "config must be an object"},
+		{"duplicate coordinator", "coordinator {}\n\ncoordinator {}\n", 3, "the first is at memhost/memhost.hcl:1"},
+		{"syntax", "provider \"p\" {\n  plugin = \n}\n", 2, "Invalid expression"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parse(t, tt.src)
+			var cfgErr *Error
+			if !errors.As(err, &cfgErr) {
+				t.Fatalf("err = %v, want *config.Error", err)
+			}
+			prefix := fmt.Sprintf("memhost/memhost.hcl:%d,", tt.line)
+			for _, line := range strings.Split(err.Error(), "\n") {
+				if strings.HasPrefix(line, prefix) && strings.Contains(line, tt.want) {
+					return
+				}
+			}
+			t.Errorf("no problem %q at line %d in:\n%v", tt.want, tt.line, err)
+		})
+	}
+}
+
+func TestSecretsStayOutOfOutput(t *testing.T) {
+	const secret = "s3cr3t-value-0123456789"
+	opts := testOptions(t)
+	opts.LookupEnv = func(string) (string, bool) { return secret, true }
+	c, err := opts.Parse("m.hcl", []byte("token \"a\" {\n secret_env = \"A\"\n realms = [\"default\"]\n}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := json.Marshal(c)
+	outputs := map[string]string{
+		"%v": fmt.Sprintf("%v", c), "%+v": fmt.Sprintf("%+v", c), "%#v": fmt.Sprintf("%#v", c),
+		"token %v": fmt.Sprintf("%v", c.Tokens[0]), "token %#v": fmt.Sprintf("%#v", c.Tokens[0]),
+		"json": string(js), "HCL": string(c.HCL()), "warnings": strings.Join(c.Warnings(), "\n"),
+	}
+	for name, out := range outputs {
+		if strings.Contains(out, secret) {
+			t.Errorf("%s reveals the secret: %s", name, out)
+		}
+	}
+	if !strings.Contains(outputs["token %v"], `token "a"`) || !strings.Contains(outputs["token %v"], "$A") {
+		t.Errorf("token String = %q, want its name and variable", outputs["token %v"])
+	}
+
+	// Two tokens with one secret, and a short one: errors name tokens, not secrets.
+	opts.LookupEnv = func(name string) (string, bool) {
+		if name == "SHORT" {
+			return "short", true
+		}
+		return secret, true
+	}
+	_, err = opts.Parse("m.hcl", []byte(`
+token "a" {
+  secret_env = "A"
+  realms = ["default"]
+}
+token "b" {
+  secret_env = "B"
+  realms = ["default"]
+}
+token "c" {
+  secret_env = "SHORT"
+  realms = ["default"]
+}`))
+	if err == nil || strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), "short,") {
+		t.Fatalf("err = %v", err)
+	}
+	if !strings.Contains(err.Error(), `m.hcl:7,`) || !strings.Contains(err.Error(), `Tokens "a" and "b" have the same secret`) {
+		t.Errorf("duplicate secret not reported at line 7: %v", err)
+	}
+	if !strings.Contains(err.Error(), `m.hcl:11,`) || !strings.Contains(err.Error(), `the secret in SHORT is shorter than 16 bytes`) {
+		t.Errorf("short secret not reported at line 11: %v", err)
+	}
+}
+
+func TestTokenFor(t *testing.T) {
+	c := mustParse(t, `
+listen = "0.0.0.0:7077"
+token "ops" {
+  secret_env = "MEMHOST_TOKEN_OPS"
+  realms     = ["default", "acme"]
+}
+token "ci" {
+  secret_env = "MEMHOST_TOKEN_CI"
+  realms     = ["ci"]
+}`)
+	if !c.RequiresAuth() {
+		t.Error("RequiresAuth is false with tokens")
+	}
+	tests := []struct {
+		secret, token string
+		realm         string
+		allowed       bool
+	}{
+		{testEnv["MEMHOST_TOKEN_OPS"], "ops", "acme", true},
+		{testEnv["MEMHOST_TOKEN_OPS"], "ops", "ci", false},
+		{testEnv["MEMHOST_TOKEN_CI"], "ci", "ci", true},
+		{testEnv["MEMHOST_TOKEN_CI"], "ci", "default", false},
+		{"", "", "", false},
+		{testEnv["MEMHOST_TOKEN_OPS"] + "x", "", "", false},
+		{testEnv["MEMHOST_TOKEN_OPS"][1:], "", "", false},
+		{strings.ToUpper(testEnv["MEMHOST_TOKEN_OPS"]), "", "", false},
+	}
+	for _, tt := range tests {
+		tok, ok := c.TokenFor(tt.secret)
+		if tt.token == "" {
+			if ok {
+				t.Errorf("TokenFor(%q) = %v, want none", tt.secret, tok)
+			}
+			continue
+		}
+		if !ok || tok.Name != tt.token {
+			t.Errorf("TokenFor(%q) = %v, %v, want %s", tt.secret, tok, ok, tt.token)
+			continue
+		}
+		if got := tok.Allows(tt.realm); got != tt.allowed {
+			t.Errorf("%s.Allows(%q) = %v, want %v", tok.Name, tt.realm, got, tt.allowed)
+		}
+	}
+}
+
+func TestInstancesAndRealms(t *testing.T) {
+	c := mustParse(t, `
+provider "main" { plugin = "sqlite" }
+provider "fts" { plugin = "bleve" }
+selector "rerank" { plugin = "lexical" }
+compactor "summary" { plugin = "template" }
+realm "default" { provider = "main" }
+realm "acme" { provider = "fts" }
+coordinator {
+  selector = "rerank"
+}`)
+	if got := c.InstancesOf(sdk.KindProvider); len(got) != 2 || got[0].Name != "main" || got[1].Name != "fts" {
+		t.Errorf("providers = %+v", got)
+	}
+	if in, ok := c.Instance(sdk.KindSelector, "rerank"); !ok || in.Plugin != "lexical" || string(in.Config) != "{}" || in.Pos != "memhost/memhost.hcl:4" {
+		t.Errorf("Instance(selector, rerank) = %+v, %v", in, ok)
+	}
+	if _, ok := c.Instance(sdk.KindProvider, "rerank"); ok {
+		t.Error("Instance matched a selector as a provider")
+	}
+	for realm, want := range map[string]string{"default": "main", "acme": "fts", "undeclared": "main"} {
+		if p, ok := c.ProviderForRealm(realm); !ok || p.Name != want {
+			t.Errorf("ProviderForRealm(%q) = %+v, %v, want %s", realm, p, ok, want)
+		}
+	}
+	warnings := strings.Join(c.Warnings(), "\n")
+	if !strings.Contains(warnings, `memhost/memhost.hcl:5: compactor "summary" is declared but unused`) {
+		t.Errorf("warnings = %q, want the unused compactor", warnings)
+	}
+}
+
+func TestDefaultProviderRules(t *testing.T) {
+	tests := []struct {
+		name, src      string
+		providers      []string
+		defaultServer  string
+		defaultRealmIs string
+	}{
+		{"no provider declared gets the default", `realm "acme" { provider = "main" }`, []string{"main"}, "main", "default"},
+		{"one provider serves the default realm", `provider "fts" { plugin = "bleve" }`, []string{"fts"}, "fts", "default"},
+		{"renamed default realm", "default_realm = \"acme\"\nprovider \"fts\" { plugin = \"bleve\" }", []string{"fts"}, "fts", "acme"},
+		{"explicit binding wins", "provider \"a\" { plugin = \"sqlite\" }\nprovider \"b\" { plugin = \"bleve\" }\nrealm \"default\" { provider = \"b\" }", []string{"a", "b"}, "b", "default"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := mustParse(t, tt.src)
+			var names []string
+			for _, in := range c.InstancesOf(sdk.KindProvider) {
+				names = append(names, in.Name)
+			}
+			if strings.Join(names, ",") != strings.Join(tt.providers, ",") {
+				t.Errorf("providers = %v, want %v", names, tt.providers)
+			}
+			if c.DefaultRealm != tt.defaultRealmIs {
+				t.Errorf("DefaultRealm = %q", c.DefaultRealm)
+			}
+			if p, ok := c.ProviderForRealm(c.DefaultRealm); !ok || p.Name != tt.defaultServer {
+				t.Errorf("default realm served by %+v, want %s", p, tt.defaultServer)
+			}
+		})
+	}
+}
+
+func TestPluginConfigJSON(t *testing.T) {
+	tests := []struct{ hcl, json string }{
+		{`{}`, `{}`},
+		{`null`, `{}`},
+		{`{ path = "memory.db" }`, `{"path":"memory.db"}`},
+		{`{ b = 1, a = 2 }`, `{"a":2,"b":1}`},
+		{`{ "a b" = true, c = false, n = null }`, `{"a b":true,"c":false,"n":null}`},
+		{`{ n = -3, f = 0.25, e = 1e3, big = 9007199254740993 }`, `{"big":9007199254740993,"e":1000,"f":0.25,"n":-3}`},
+		{`{ l = [1, "two", [3], { four = 4 }] }`, `{"l":[1,"two",[3],{"four":4}]}`},
+		{`{ m = { n = { o = "deep" } } }`, `{"m":{"n":{"o":"deep"}}}`},
+		{`{ html = "<a & b>", esc = "tab\tq\"" }`, `{"esc":"tab\tq\"","html":"<a & b>"}`},
+		{"{ h = <<EOT\nline\nEOT\n}", `{"h":"line\n"}`},
+		{`{ dollar = "$${x}" }`, `{"dollar":"${x}"}`},
+	}
+	for _, tt := range tests {
+		c, err := parse(t, "provider \"p\" {\n  plugin = \"sqlite\"\n  config = "+tt.hcl+"\n}\n")
+		if err != nil {
+			t.Errorf("%s: %v", tt.hcl, err)
+			continue
+		}
+		got := string(c.Instances[0].Config)
+		if got != tt.json {
+			t.Errorf("config = %s\n got %s\nwant %s", tt.hcl, got, tt.json)
+		}
+		if !json.Valid(c.Instances[0].Config) {
+			t.Errorf("%s: invalid JSON %s", tt.hcl, got)
+		}
+	}
+	if _, err := parse(t, "provider \"p\" {\n  plugin = \"sqlite\"\n  config = { x = 1e400 }\n}\n"); err == nil || !strings.Contains(err.Error(), "memhost/memhost.hcl:3,") {
+		t.Errorf("a number beyond float64 range: err = %v, want an error at line 3", err)
+	}
+}
+
+func TestListenLoopback(t *testing.T) {
+	tests := []struct {
+		addr   string
+		secure bool // accepted without tokens
+	}{
+		{"127.0.0.1:7077", true},
+		{"127.8.9.10:1", true},
+		{"[::1]:7077", true},
+		{"localhost:7077", true},
+		{"LocalHost:0", true},
+		{"[::ffff:127.0.0.1]:80", true},
+		{"0.0.0.0:7077", false},
+		{":7077", false},
+		{"[::]:7077", false},
+		{"10.0.0.5:7077", false},
+		{"128.0.0.1:7077", false},
+		{"localhost.example.com:7077", false},
+	}
+	for _, tt := range tests {
+		c := mustParse(t, "")
+		c.Listen = tt.addr
+		err := c.Validate()
+		if (err == nil) != tt.secure {
+			t.Errorf("listen %s without tokens: err = %v, want accepted=%v", tt.addr, err, tt.secure)
+		}
+		c.AllowInsecureListen = true
+		if err := c.Validate(); err != nil {
+			t.Errorf("listen %s with allow_insecure_listen: %v", tt.addr, err)
+		}
+	}
+}
+
+// TestOverrideListen is what `memhost serve --listen` does: change a
+// loaded Config and validate again. The error has no file position, since
+// the value did not come from the file.
+func TestOverrideListen(t *testing.T) {
+	c := mustParse(t, "listen = \"127.0.0.1:9000\"\n")
+	c.Listen = "0.0.0.0:9000"
+	err := c.Validate()
+	if err == nil || strings.Contains(err.Error(), "memhost.hcl") || !strings.Contains(err.Error(), `"0.0.0.0:9000" is not a loopback address`) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestValidateProgrammaticConfig(t *testing.T) {
+	c := Options{ExecutableDir: "/x", WorkDir: "/y"}.Default()
+	c.DataDir = "relative"
+	c.Instances = append(c.Instances, Instance{Kind: "storage", Name: "s", Plugin: "p", Config: json.RawMessage(`[]`)})
+	c.Tokens = []Token{{Name: "t", Realms: []string{"default"}}}
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("Validate accepted a broken config")
+	}
+	for _, want := range []string{`data_dir "relative" must be absolute`, `"storage" is not a plugin kind`, "config must be a JSON object", `Token "t" has no secret`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in:\n%v", want, err)
+		}
+	}
+}
+
+func TestWarnings(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{"coordinator {\n  operator_scope = \"provisional\"\n}", `memhost/memhost.hcl:2: operator_scope = "provisional" has no effect`},
+		{"operator_resolver \"o\" { plugin = \"static\" }\ncoordinator {\n  operator_resolver = \"o\"\n}", `memhost/memhost.hcl:3: operator_resolver has no effect while operator_scope = "off"`},
+		{"provider \"a\" { plugin = \"sqlite\" }\nprovider \"b\" { plugin = \"bleve\" }\nrealm \"default\" { provider = \"a\" }", `memhost/memhost.hcl:2: provider "b" is declared but unused: no realm block names it`},
+		{"selector \"s\" { plugin = \"lexical\" }", `memhost/memhost.hcl:1: selector "s" is declared but unused: coordinator.selector does not name it`},
+	}
+	for _, tt := range tests {
+		w := strings.Join(mustParse(t, tt.src).Warnings(), "\n")
+		if !strings.Contains(w, tt.want) {
+			t.Errorf("%q: warnings %q, want %q", tt.src, w, tt.want)
+		}
+	}
+	if w := mustParse(t, "").Warnings(); len(w) != 0 {
+		t.Errorf("default config warns: %v", w)
+	}
+}
+
+// TestDocs keeps docs/config.md honest: its complete example loads, and
+// every key and block the parser knows is documented.
+func TestDocs(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/config.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	_, example, ok := strings.Cut(doc, "## Complete example")
+	if !ok {
+		t.Fatal("docs/config.md has no complete example")
+	}
+	_, example, _ = strings.Cut(example, "```hcl\n")
+	example, _, _ = strings.Cut(example, "```")
+	opts := testOptions(t)
+	opts.LookupEnv = func(string) (string, bool) { return "doc-secret-0123456789", true }
+	if _, err := opts.Parse("/srv/memhost.hcl", []byte(example)); err == nil {
+		t.Error("the example loaded although two tokens share one secret; the test environment is wrong")
+	}
+	n := 0
+	opts.LookupEnv = func(string) (string, bool) { n++; return fmt.Sprintf("doc-secret-%d-0123456789", n), true }
+	c, err := opts.Parse("/srv/memhost.hcl", []byte(example))
+	if err != nil {
+		t.Fatalf("the complete example does not load: %v", err)
+	}
+	if len(c.Realms) != 3 || c.Coordinator.Selector != "rerank" || c.DataDir != "/srv/memhost-data" {
+		t.Errorf("example loaded as %+v", c)
+	}
+
+	schemas := []*hcl.BodySchema{fileSchema, instanceSchema, realmSchema, tokenSchema, coordinatorSchema, serverSchema}
+	for _, s := range schemas {
+		for _, a := range s.Attributes {
+			if !strings.Contains(doc, "| `"+a.Name+"` |") {
+				t.Errorf("key %q has no row in docs/config.md", a.Name)
+			}
+		}
+		for _, b := range s.Blocks {
+			if !strings.Contains(doc, "`"+b.Type) {
+				t.Errorf("block %q is not documented", b.Type)
+			}
+		}
+	}
+}

@@ -1,0 +1,154 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// HCL renders the effective configuration as a canonical config file:
+// every setting explicit, defaults included, paths absolute. Loading the
+// output yields the same Config. Token secrets are never written, only the
+// variables they are read from.
+func (c *Config) HCL() []byte {
+	f := hclwrite.NewEmptyFile()
+	body := f.Body()
+	body.SetAttributeValue("listen", cty.StringVal(c.Listen))
+	body.SetAttributeValue("plugin_dir", cty.StringVal(c.PluginDir))
+	body.SetAttributeValue("data_dir", cty.StringVal(c.DataDir))
+	body.SetAttributeValue("log_format", cty.StringVal(c.LogFormat))
+	body.SetAttributeValue("log_level", cty.StringVal(c.LogLevel))
+	body.SetAttributeValue("allow_insecure_listen", cty.BoolVal(c.AllowInsecureListen))
+	body.SetAttributeValue("default_realm", cty.StringVal(c.DefaultRealm))
+
+	for _, in := range c.Instances {
+		body.AppendNewline()
+		b := body.AppendNewBlock(string(in.Kind), []string{in.Name}).Body()
+		b.SetAttributeValue("plugin", cty.StringVal(in.Plugin))
+		if cfg := jsonTokens(in.Config); cfg != nil {
+			b.SetAttributeRaw("config", cfg)
+		}
+	}
+	if len(c.Realms) > 0 {
+		body.AppendNewline()
+	}
+	for _, r := range c.Realms {
+		body.AppendNewBlock("realm", []string{r.Name}).Body().SetAttributeValue("provider", cty.StringVal(r.Provider))
+	}
+
+	co := &c.Coordinator
+	body.AppendNewline()
+	b := body.AppendNewBlock("coordinator", nil).Body()
+	b.SetAttributeValue("per_turn_injection", cty.StringVal(co.PerTurnInjection))
+	b.SetAttributeValue("selection", cty.StringVal(co.Selection))
+	b.SetAttributeValue("max_entries", cty.NumberIntVal(int64(co.MaxEntries)))
+	b.SetAttributeValue("recall_timeout_ms", cty.NumberIntVal(co.RecallTimeout.Milliseconds()))
+	b.SetAttributeValue("recall_failure_policy", cty.StringVal(co.RecallFailurePolicy))
+	b.SetAttributeValue("defang_inbound", cty.BoolVal(co.DefangInbound))
+	b.SetAttributeValue("instruction_header", cty.StringVal(co.InstructionHeader))
+	b.SetAttributeValue("operator_scope", cty.StringVal(co.OperatorScope))
+	for _, ref := range [][2]string{
+		{"selector", co.Selector}, {"mob_resolver", co.MobResolver},
+		{"operator_resolver", co.OperatorResolver}, {"compactor", co.Compactor},
+	} {
+		if ref[1] != "" {
+			b.SetAttributeValue(ref[0], cty.StringVal(ref[1]))
+		}
+	}
+	b.SetAttributeValue("session_cache_size", cty.NumberIntVal(int64(co.SessionCacheSize)))
+	b.SetAttributeValue("turn_budget_bytes", cty.NumberIntVal(int64(co.TurnBudgetBytes)))
+	b.SetAttributeValue("session_budget_bytes", cty.NumberIntVal(int64(co.SessionBudgetBytes)))
+	b.SetAttributeValue("build_budget_bytes", cty.NumberIntVal(int64(co.BuildBudgetBytes)))
+
+	body.AppendNewline()
+	b = body.AppendNewBlock("server", nil).Body()
+	b.SetAttributeValue("max_body_bytes", cty.NumberIntVal(c.Server.MaxBodyBytes))
+	b.SetAttributeValue("read_timeout_ms", cty.NumberIntVal(c.Server.ReadTimeout.Milliseconds()))
+	b.SetAttributeValue("shutdown_timeout_ms", cty.NumberIntVal(c.Server.ShutdownTimeout.Milliseconds()))
+
+	for _, t := range c.Tokens {
+		body.AppendNewline()
+		b := body.AppendNewBlock("token", []string{t.Name}).Body()
+		b.SetAttributeValue("secret_env", cty.StringVal(t.SecretEnv))
+		realms := make([]cty.Value, len(t.Realms))
+		for i, r := range t.Realms {
+			realms[i] = cty.StringVal(r)
+		}
+		b.SetAttributeValue("realms", cty.TupleVal(realms))
+	}
+	return f.Bytes()
+}
+
+// jsonTokens renders a plugin's JSON config as an HCL object expression;
+// nil for an empty object. Keys that are not plain identifiers, and the
+// keywords null, true and false, are quoted so they read back as strings.
+func jsonTokens(raw json.RawMessage) hclwrite.Tokens {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // numbers keep their exact text
+	var v any
+	if dec.Decode(&v) != nil {
+		return nil
+	}
+	if m, ok := v.(map[string]any); !ok || len(m) == 0 {
+		return nil
+	}
+	return appendJSONTokens(nil, v)
+}
+
+func appendJSONTokens(toks hclwrite.Tokens, v any) hclwrite.Tokens {
+	tok := func(t hclsyntax.TokenType, s string) *hclwrite.Token {
+		return &hclwrite.Token{Type: t, Bytes: []byte(s)}
+	}
+	switch v := v.(type) {
+	case nil:
+		return append(toks, tok(hclsyntax.TokenIdent, "null"))
+	case bool:
+		if v {
+			return append(toks, tok(hclsyntax.TokenIdent, "true"))
+		}
+		return append(toks, tok(hclsyntax.TokenIdent, "false"))
+	case json.Number:
+		if n, neg := strings.CutPrefix(string(v), "-"); neg {
+			return append(toks, tok(hclsyntax.TokenMinus, "-"), tok(hclsyntax.TokenNumberLit, n))
+		}
+		return append(toks, tok(hclsyntax.TokenNumberLit, string(v)))
+	case string:
+		return append(toks, hclwrite.TokensForValue(cty.StringVal(v))...)
+	case []any:
+		toks = append(toks, tok(hclsyntax.TokenOBrack, "["))
+		for i, e := range v {
+			if i > 0 {
+				toks = append(toks, tok(hclsyntax.TokenComma, ","))
+			}
+			toks = appendJSONTokens(toks, e)
+		}
+		return append(toks, tok(hclsyntax.TokenCBrack, "]"))
+	case map[string]any:
+		if len(v) == 0 {
+			return append(toks, tok(hclsyntax.TokenOBrace, "{"), tok(hclsyntax.TokenCBrace, "}"))
+		}
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		toks = append(toks, tok(hclsyntax.TokenOBrace, "{"), tok(hclsyntax.TokenNewline, "\n"))
+		for _, k := range keys {
+			if hclsyntax.ValidIdentifier(k) && k != "null" && k != "true" && k != "false" {
+				toks = append(toks, tok(hclsyntax.TokenIdent, k))
+			} else {
+				toks = append(toks, hclwrite.TokensForValue(cty.StringVal(k))...)
+			}
+			toks = append(toks, tok(hclsyntax.TokenEqual, "="))
+			toks = appendJSONTokens(toks, v[k])
+			toks = append(toks, tok(hclsyntax.TokenNewline, "\n"))
+		}
+		return append(toks, tok(hclsyntax.TokenCBrace, "}"))
+	}
+	return toks
+}

@@ -1,0 +1,602 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/memhost/memhost/sdk"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// MaxFileBytes bounds a config file; anything larger is surely not one.
+const MaxFileBytes = 1 << 20
+
+// Load reads, parses and validates the config file at path. A relative
+// path is taken from WorkDir.
+func (o Options) Load(path string) (*Config, error) {
+	full := path
+	if !filepath.IsAbs(full) {
+		full = filepath.Join(o.workDir(), full)
+	}
+	f, err := os.Open(full)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	src, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("config: read %s: %w", path, err)
+	}
+	if len(src) > MaxFileBytes {
+		return nil, fmt.Errorf("config: %s is larger than %d bytes: %w", path, MaxFileBytes, sdk.ErrInvalid)
+	}
+	return o.parse(path, full, src)
+}
+
+// Parse parses and validates config source as if read from the file
+// filename: diagnostics name it, and relative paths resolve against its
+// directory (taken from WorkDir when filename is relative).
+func (o Options) Parse(filename string, src []byte) (*Config, error) {
+	full := filename
+	if !filepath.IsAbs(full) {
+		full = filepath.Join(o.workDir(), full)
+	}
+	return o.parse(filename, full, src)
+}
+
+func (o Options) parse(name, full string, src []byte) (*Config, error) {
+	if d := checkUTF8(name, src); d != nil {
+		return nil, newError(hcl.Diagnostics{d})
+	}
+	file, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+	if diags.HasErrors() {
+		return nil, newError(diags)
+	}
+	d := &decoder{opts: o, dir: filepath.Dir(full), cfg: o.defaults(filepath.Dir(full))}
+	d.cfg.File = name
+	d.file(file.Body)
+	if d.diags.HasErrors() {
+		return nil, newError(d.diags)
+	}
+	c := d.cfg
+	c.addDefaultProvider()
+	c.bindDefaultRealm()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Schemas. Every block is closed: unknown arguments and blocks are errors.
+var (
+	instanceKinds = []sdk.PluginKind{sdk.KindProvider, sdk.KindSelector, sdk.KindCompactor, sdk.KindOperatorResolver, sdk.KindMobResolver}
+
+	fileSchema = func() *hcl.BodySchema {
+		s := &hcl.BodySchema{
+			Attributes: []hcl.AttributeSchema{
+				{Name: "listen"}, {Name: "plugin_dir"}, {Name: "data_dir"}, {Name: "log_format"},
+				{Name: "log_level"}, {Name: "allow_insecure_listen"}, {Name: "default_realm"},
+			},
+			Blocks: []hcl.BlockHeaderSchema{
+				{Type: "realm", LabelNames: []string{"name"}},
+				{Type: "coordinator"},
+				{Type: "server"},
+				{Type: "token", LabelNames: []string{"name"}},
+			},
+		}
+		for _, k := range instanceKinds {
+			s.Blocks = append(s.Blocks, hcl.BlockHeaderSchema{Type: string(k), LabelNames: []string{"name"}})
+		}
+		return s
+	}()
+	instanceSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+		{Name: "plugin", Required: true}, {Name: "config"},
+	}}
+	realmSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+		{Name: "provider", Required: true},
+	}}
+	tokenSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+		{Name: "secret_env", Required: true}, {Name: "realms", Required: true},
+	}}
+	coordinatorSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+		{Name: "per_turn_injection"}, {Name: "selection"}, {Name: "max_entries"},
+		{Name: "recall_timeout_ms"}, {Name: "recall_failure_policy"}, {Name: "defang_inbound"},
+		{Name: "instruction_header"}, {Name: "operator_scope"}, {Name: "selector"},
+		{Name: "mob_resolver"}, {Name: "operator_resolver"}, {Name: "compactor"},
+		{Name: "session_cache_size"}, {Name: "turn_budget_bytes"}, {Name: "session_budget_bytes"},
+		{Name: "build_budget_bytes"},
+	}}
+	serverSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+		{Name: "max_body_bytes"}, {Name: "read_timeout_ms"}, {Name: "shutdown_timeout_ms"},
+	}}
+)
+
+// decoder turns the HCL body into a Config, collecting every diagnostic.
+// It checks structure and types; Validate checks values.
+type decoder struct {
+	opts  Options
+	dir   string // the config file's directory, for relative paths
+	cfg   *Config
+	diags hcl.Diagnostics
+}
+
+func (d *decoder) file(body hcl.Body) {
+	content, diags := body.Content(fileSchema)
+	d.diags = append(d.diags, diags...)
+	c := d.cfg
+
+	d.str(content.Attributes, "listen", "listen", &c.Listen)
+	d.path(content.Attributes, "plugin_dir", &c.PluginDir)
+	d.path(content.Attributes, "data_dir", &c.DataDir)
+	d.str(content.Attributes, "log_format", "log_format", &c.LogFormat)
+	d.str(content.Attributes, "log_level", "log_level", &c.LogLevel)
+	d.boolean(content.Attributes, "allow_insecure_listen", "allow_insecure_listen", &c.AllowInsecureListen)
+	d.str(content.Attributes, "default_realm", "default_realm", &c.DefaultRealm)
+
+	seen := map[string]*hcl.Block{}
+	for _, b := range content.Blocks {
+		switch b.Type {
+		case "coordinator", "server":
+			if first, dup := seen[b.Type]; dup {
+				d.errorf(b.DefRange.Ptr(), "Duplicate "+b.Type+" block",
+					"Only one %s block is allowed; the first is at %s.", b.Type, lineOf(first.DefRange))
+				continue
+			}
+			seen[b.Type] = b
+			if b.Type == "coordinator" {
+				d.coordinator(b)
+			} else {
+				d.server(b)
+			}
+		case "realm":
+			d.realm(b)
+		case "token":
+			d.token(b)
+		default:
+			d.instance(sdk.PluginKind(b.Type), b)
+		}
+	}
+}
+
+func (d *decoder) instance(kind sdk.PluginKind, b *hcl.Block) {
+	content, diags := b.Body.Content(instanceSchema)
+	d.diags = append(d.diags, diags...)
+	key := fmt.Sprintf("instance[%d]", len(d.cfg.Instances))
+	in := Instance{Kind: kind, Name: b.Labels[0], Config: json.RawMessage("{}"), Pos: lineOf(b.DefRange)}
+	d.at(key, labelRange(b))
+	d.str(content.Attributes, "plugin", key+".plugin", &in.Plugin)
+	if attr, ok := content.Attributes["config"]; ok {
+		d.at(key+".config", attr.Expr.Range())
+		if v, ok := d.value(attr); ok {
+			if raw, ok := d.object(attr, v); ok {
+				in.Config = raw
+			}
+		}
+	}
+	d.cfg.Instances = append(d.cfg.Instances, in)
+}
+
+func (d *decoder) realm(b *hcl.Block) {
+	content, diags := b.Body.Content(realmSchema)
+	d.diags = append(d.diags, diags...)
+	key := fmt.Sprintf("realm[%d]", len(d.cfg.Realms))
+	r := Realm{Name: b.Labels[0], Pos: lineOf(b.DefRange)}
+	d.at(key, labelRange(b))
+	d.str(content.Attributes, "provider", key+".provider", &r.Provider)
+	d.cfg.Realms = append(d.cfg.Realms, r)
+}
+
+func (d *decoder) token(b *hcl.Block) {
+	content, diags := b.Body.Content(tokenSchema)
+	d.diags = append(d.diags, diags...)
+	key := fmt.Sprintf("token[%d]", len(d.cfg.Tokens))
+	t := Token{Name: b.Labels[0], Pos: lineOf(b.DefRange)}
+	d.at(key, labelRange(b))
+	d.strings(content.Attributes, "realms", key+".realms", &t.Realms)
+	if d.str(content.Attributes, "secret_env", key+".secret_env", &t.SecretEnv) {
+		attr := content.Attributes["secret_env"]
+		switch secret, ok := d.opts.lookupEnv(t.SecretEnv); {
+		case !validEnvName(t.SecretEnv):
+			d.errorf(attr.Expr.Range().Ptr(), "Invalid secret_env",
+				"Token %q: %q is not an environment variable name (letters, digits and '_', not starting with a digit).", t.Name, t.SecretEnv)
+		case !ok:
+			d.errorf(attr.Expr.Range().Ptr(), "Token secret not set",
+				"Token %q reads its secret from the environment variable %s, which is not set.", t.Name, t.SecretEnv)
+		case secret == "":
+			d.errorf(attr.Expr.Range().Ptr(), "Token secret not set",
+				"Token %q reads its secret from the environment variable %s, which is empty.", t.Name, t.SecretEnv)
+		default:
+			t.Secret = secret
+		}
+	}
+	d.cfg.Tokens = append(d.cfg.Tokens, t)
+}
+
+func (d *decoder) coordinator(b *hcl.Block) {
+	content, diags := b.Body.Content(coordinatorSchema)
+	d.diags = append(d.diags, diags...)
+	a, c := content.Attributes, &d.cfg.Coordinator
+	d.str(a, "per_turn_injection", "coordinator.per_turn_injection", &c.PerTurnInjection)
+	d.str(a, "selection", "coordinator.selection", &c.Selection)
+	d.integer(a, "max_entries", "coordinator.max_entries", &c.MaxEntries)
+	d.millis(a, "recall_timeout_ms", "coordinator.recall_timeout_ms", &c.RecallTimeout)
+	d.str(a, "recall_failure_policy", "coordinator.recall_failure_policy", &c.RecallFailurePolicy)
+	d.boolean(a, "defang_inbound", "coordinator.defang_inbound", &c.DefangInbound)
+	d.str(a, "instruction_header", "coordinator.instruction_header", &c.InstructionHeader)
+	d.str(a, "operator_scope", "coordinator.operator_scope", &c.OperatorScope)
+	d.str(a, "selector", "coordinator.selector", &c.Selector)
+	d.str(a, "mob_resolver", "coordinator.mob_resolver", &c.MobResolver)
+	d.str(a, "operator_resolver", "coordinator.operator_resolver", &c.OperatorResolver)
+	d.str(a, "compactor", "coordinator.compactor", &c.Compactor)
+	d.integer(a, "session_cache_size", "coordinator.session_cache_size", &c.SessionCacheSize)
+	d.integer(a, "turn_budget_bytes", "coordinator.turn_budget_bytes", &c.TurnBudgetBytes)
+	d.integer(a, "session_budget_bytes", "coordinator.session_budget_bytes", &c.SessionBudgetBytes)
+	d.integer(a, "build_budget_bytes", "coordinator.build_budget_bytes", &c.BuildBudgetBytes)
+}
+
+func (d *decoder) server(b *hcl.Block) {
+	content, diags := b.Body.Content(serverSchema)
+	d.diags = append(d.diags, diags...)
+	a, s := content.Attributes, &d.cfg.Server
+	var maxBody int
+	if d.integer(a, "max_body_bytes", "server.max_body_bytes", &maxBody) {
+		s.MaxBodyBytes = int64(maxBody)
+	}
+	d.millis(a, "read_timeout_ms", "server.read_timeout_ms", &s.ReadTimeout)
+	d.millis(a, "shutdown_timeout_ms", "server.shutdown_timeout_ms", &s.ShutdownTimeout)
+}
+
+// at records where the item key was set.
+func (d *decoder) at(key string, r hcl.Range) {
+	if key != "" {
+		d.cfg.pos[key] = r
+	}
+}
+
+func (d *decoder) errorf(subject *hcl.Range, summary, detail string, args ...any) {
+	d.diags = append(d.diags, &hcl.Diagnostic{
+		Severity: hcl.DiagError, Summary: summary, Detail: fmt.Sprintf(detail, args...), Subject: subject,
+	})
+}
+
+// value evaluates a literal attribute. Config values are literals: with no
+// variables or functions, operators, conditionals, for-expressions and
+// interpolation could only obscure a constant (and nested loops could
+// make a tiny file expensive to evaluate).
+func (d *decoder) value(attr *hcl.Attribute) (cty.Value, bool) {
+	if !d.literal(attr.Expr) {
+		return cty.NilVal, false
+	}
+	v, diags := attr.Expr.Value(nil)
+	d.diags = append(d.diags, diags...)
+	if diags.HasErrors() || !v.IsWhollyKnown() {
+		return cty.NilVal, false
+	}
+	return v, true
+}
+
+func (d *decoder) literal(e hcl.Expression) bool {
+	switch e := e.(type) {
+	case *hclsyntax.LiteralValueExpr:
+		return true
+	case *hclsyntax.TemplateExpr:
+		// A quoted string or heredoc is a template whose parts are all
+		// literal text; "${7077}" would be a literal number part.
+		for _, p := range e.Parts {
+			if lit, ok := p.(*hclsyntax.LiteralValueExpr); !ok || !lit.Val.Type().Equals(cty.String) {
+				return d.notLiteral(p.Range())
+			}
+		}
+		return true
+	case *hclsyntax.UnaryOpExpr:
+		if _, ok := e.Val.(*hclsyntax.LiteralValueExpr); ok && e.Op == hclsyntax.OpNegate {
+			return true
+		}
+	case *hclsyntax.TupleConsExpr:
+		ok := true
+		for _, x := range e.Exprs {
+			ok = d.literal(x) && ok
+		}
+		return ok
+	case *hclsyntax.ObjectConsExpr:
+		ok := true
+		for _, item := range e.Items {
+			ok = d.literal(item.KeyExpr) && ok
+			ok = d.literal(item.ValueExpr) && ok
+		}
+		return ok
+	case *hclsyntax.ObjectConsKeyExpr:
+		if !e.ForceNonLiteral && hcl.ExprAsKeyword(e.Wrapped) != "" {
+			return true // a bare key: `path = ...`
+		}
+		return d.literal(e.Wrapped)
+	}
+	return d.notLiteral(e.Range())
+}
+
+func (d *decoder) notLiteral(r hcl.Range) bool {
+	d.errorf(r.Ptr(), "Expression not allowed",
+		"Config values are literals: strings (without ${...} interpolation), numbers, true/false, lists and objects.")
+	return false
+}
+
+// typed evaluates attr and checks its type exactly: config values are never
+// coerced, so `listen = 7077` is a type error rather than "7077".
+func (d *decoder) typed(attr *hcl.Attribute, want cty.Type) (cty.Value, bool) {
+	v, ok := d.value(attr)
+	if !ok {
+		return v, false
+	}
+	if v.IsNull() {
+		d.errorf(attr.Expr.Range().Ptr(), "Invalid value", "%s must not be null.", attr.Name)
+		return v, false
+	}
+	if !v.Type().Equals(want) {
+		d.errorf(attr.Expr.Range().Ptr(), "Incorrect type", "%s must be %s, not %s.", attr.Name, typeName(want), typeName(v.Type()))
+		return v, false
+	}
+	return v, true
+}
+
+// str decodes a string attribute into dst and records its position under
+// key. It reports whether the attribute was present and well typed.
+func (d *decoder) str(attrs hcl.Attributes, name, key string, dst *string) bool {
+	attr, ok := attrs[name]
+	if !ok || dst == nil {
+		return false
+	}
+	d.at(key, attr.Expr.Range())
+	v, ok := d.typed(attr, cty.String)
+	if ok {
+		*dst = v.AsString()
+		d.cfg.fileValues[key] = *dst
+	}
+	return ok
+}
+
+// path decodes a path attribute, resolving it against the file's directory.
+func (d *decoder) path(attrs hcl.Attributes, name string, dst *string) {
+	var p string
+	if !d.str(attrs, name, name, &p) {
+		return
+	}
+	switch {
+	case p == "":
+		*dst = "" // Validate reports it
+	case filepath.IsAbs(p):
+		*dst = filepath.Clean(p)
+	default:
+		*dst = filepath.Join(d.dir, p)
+	}
+	d.cfg.fileValues[name] = *dst
+}
+
+func (d *decoder) boolean(attrs hcl.Attributes, name, key string, dst *bool) {
+	attr, ok := attrs[name]
+	if !ok {
+		return
+	}
+	d.at(key, attr.Expr.Range())
+	if v, ok := d.typed(attr, cty.Bool); ok {
+		*dst = v.True()
+	}
+}
+
+// integer decodes a whole number within int32 range (every integer setting
+// fits, and millisecond values then convert to time.Duration safely).
+func (d *decoder) integer(attrs hcl.Attributes, name, key string, dst *int) bool {
+	attr, ok := attrs[name]
+	if !ok {
+		return false
+	}
+	d.at(key, attr.Expr.Range())
+	v, ok := d.typed(attr, cty.Number)
+	if !ok {
+		return false
+	}
+	bf := v.AsBigFloat()
+	if !bf.IsInt() {
+		d.errorf(attr.Expr.Range().Ptr(), "Invalid value", "%s must be a whole number.", name)
+		return false
+	}
+	n, acc := bf.Int64()
+	if acc != big.Exact || n > math.MaxInt32 || n < math.MinInt32 {
+		d.errorf(attr.Expr.Range().Ptr(), "Invalid value", "%s is out of range (at most %d).", name, math.MaxInt32)
+		return false
+	}
+	*dst = int(n)
+	return true
+}
+
+func (d *decoder) millis(attrs hcl.Attributes, name, key string, dst *time.Duration) {
+	var ms int
+	if d.integer(attrs, name, key, &ms) {
+		*dst = time.Duration(ms) * time.Millisecond
+	}
+}
+
+func (d *decoder) strings(attrs hcl.Attributes, name, key string, dst *[]string) {
+	attr, ok := attrs[name]
+	if !ok {
+		return
+	}
+	d.at(key, attr.Expr.Range())
+	v, ok := d.value(attr)
+	if !ok {
+		return
+	}
+	t := v.Type()
+	if v.IsNull() || !(t.IsTupleType() || t.IsListType() || t.IsSetType()) {
+		d.errorf(attr.Expr.Range().Ptr(), "Incorrect type", "%s must be a list of strings, not %s.", name, typeName(t))
+		return
+	}
+	out := []string{}
+	for it := v.ElementIterator(); it.Next(); {
+		_, e := it.Element()
+		if e.IsNull() || !e.Type().Equals(cty.String) {
+			d.errorf(attr.Expr.Range().Ptr(), "Incorrect type", "%s must be a list of strings; it holds %s.", name, typeName(e.Type()))
+			return
+		}
+		out = append(out, e.AsString())
+	}
+	*dst = out
+}
+
+// object converts an object value to the JSON a plugin's Configure takes.
+func (d *decoder) object(attr *hcl.Attribute, v cty.Value) (json.RawMessage, bool) {
+	if v.IsNull() {
+		return json.RawMessage("{}"), true
+	}
+	if t := v.Type(); !t.IsObjectType() && !t.IsMapType() {
+		d.errorf(attr.Expr.Range().Ptr(), "Incorrect type", "config must be an object like { key = \"value\" }, not %s.", typeName(t))
+		return nil, false
+	}
+	var buf bytes.Buffer
+	if err := writeJSON(&buf, v); err != nil {
+		d.errorf(attr.Expr.Range().Ptr(), "Invalid value", "config: %v.", err)
+		return nil, false
+	}
+	return json.RawMessage(buf.Bytes()), true
+}
+
+// writeJSON encodes a literal value. Numbers become JSON numbers a Go
+// plugin can decode: integers exactly within int64, others as float64.
+func writeJSON(buf *bytes.Buffer, v cty.Value) error {
+	t := v.Type()
+	switch {
+	case v.IsNull():
+		buf.WriteString("null")
+	case t.Equals(cty.Bool):
+		buf.WriteString(strconv.FormatBool(v.True()))
+	case t.Equals(cty.String):
+		writeJSONString(buf, v.AsString())
+	case t.Equals(cty.Number):
+		bf := v.AsBigFloat()
+		if bf.IsInt() {
+			if n, acc := bf.Int64(); acc == big.Exact {
+				buf.WriteString(strconv.FormatInt(n, 10))
+				return nil
+			}
+		}
+		f, _ := bf.Float64()
+		if math.IsInf(f, 0) || (f == 0 && bf.Sign() != 0) {
+			return fmt.Errorf("a number is outside the range of a 64-bit float")
+		}
+		buf.WriteString(strconv.FormatFloat(f, 'g', -1, 64))
+	case t.IsTupleType() || t.IsListType() || t.IsSetType():
+		buf.WriteByte('[')
+		for it, i := v.ElementIterator(), 0; it.Next(); i++ {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			_, e := it.Element()
+			if err := writeJSON(buf, e); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte(']')
+	case t.IsObjectType() || t.IsMapType():
+		buf.WriteByte('{') // cty iterates keys in sorted order
+		for it, i := v.ElementIterator(), 0; it.Next(); i++ {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			k, e := it.Element()
+			writeJSONString(buf, k.AsString())
+			buf.WriteByte(':')
+			if err := writeJSON(buf, e); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte('}')
+	default:
+		return fmt.Errorf("%s cannot be expressed in JSON", typeName(t))
+	}
+	return nil
+}
+
+func writeJSONString(buf *bytes.Buffer, s string) {
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	buf.Truncate(buf.Len() - 1)
+}
+
+func typeName(t cty.Type) string {
+	switch {
+	case t.Equals(cty.String):
+		return "a string"
+	case t.Equals(cty.Number):
+		return "a number"
+	case t.Equals(cty.Bool):
+		return "a bool"
+	case t.IsTupleType(), t.IsListType(), t.IsSetType():
+		return "a list"
+	case t.IsObjectType(), t.IsMapType():
+		return "an object"
+	case t.Equals(cty.DynamicPseudoType):
+		return "null"
+	}
+	return t.FriendlyName()
+}
+
+// lineOf is the "file:line" form of a range used in Pos fields.
+func lineOf(r hcl.Range) string { return fmt.Sprintf("%s:%d", r.Filename, r.Start.Line) }
+
+// labelRange points at a block's name label, where name errors belong.
+func labelRange(b *hcl.Block) hcl.Range {
+	if len(b.LabelRanges) > 0 {
+		return b.LabelRanges[0]
+	}
+	return b.DefRange
+}
+
+func validEnvName(s string) bool {
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	return strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	}) < 0
+}
+
+// checkUTF8 reports the first byte that is not UTF-8. HCL requires UTF-8,
+// but its scanner lets stray bytes through into keys and strings.
+func checkUTF8(name string, src []byte) *hcl.Diagnostic {
+	if utf8.Valid(src) {
+		return nil
+	}
+	pos := hcl.Pos{Line: 1, Column: 1}
+	for len(src) > 0 {
+		r, size := utf8.DecodeRune(src)
+		if r == utf8.RuneError && size <= 1 {
+			end := pos
+			end.Column++
+			end.Byte++
+			return &hcl.Diagnostic{
+				Severity: hcl.DiagError, Summary: "Invalid UTF-8",
+				Detail:  "A config file must be UTF-8 text; this byte is not.",
+				Subject: &hcl.Range{Filename: name, Start: pos, End: end},
+			}
+		}
+		pos.Byte += size
+		pos.Column++
+		if r == '\n' {
+			pos.Line, pos.Column = pos.Line+1, 1
+		}
+		src = src[size:]
+	}
+	return nil
+}

@@ -1,0 +1,4 @@
+default_realm = "my realm"
+
+provider "../escape" { plugin = "sqlite" }
+provider ".hidden" { plugin = "sql/ite" }

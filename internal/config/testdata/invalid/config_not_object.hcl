@@ -1,0 +1,4 @@
+provider "main" {
+  plugin = "sqlite"
+  config = "path=memory.db"
+}

@@ -1,0 +1,10 @@
+coordinator {
+  max_entries = 4
+}
+
+coordinator {
+  max_entries = 5
+}
+
+server {}
+server {}

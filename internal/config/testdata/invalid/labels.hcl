@@ -1,0 +1,2 @@
+provider { plugin = "sqlite" }
+coordinator "main" {}

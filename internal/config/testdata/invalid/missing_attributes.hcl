@@ -1,0 +1,5 @@
+provider "main" {}
+
+realm "default" {}
+
+token "ops" {}

@@ -1,0 +1,4 @@
+provider "main" { plugin = "sqlite" }
+provider "fulltext" { plugin = "bleve" }
+
+realm "acme" { provider = "fulltext" }

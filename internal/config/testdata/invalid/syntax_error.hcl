@@ -1,0 +1,4 @@
+provider "main" {
+  plugin = "sqlite"
+
+realm "default" { provider = "main" }

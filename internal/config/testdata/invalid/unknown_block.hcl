@@ -1,0 +1,5 @@
+provider "main" { plugin = "sqlite" }
+
+storage "main" {
+  plugin = "sqlite"
+}

@@ -1,0 +1,8 @@
+provider "main" {
+  plugin = "sqlite"
+  path   = "memory.db"
+}
+
+coordinator {
+  max_entry = 8
+}

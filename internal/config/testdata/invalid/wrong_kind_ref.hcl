@@ -1,0 +1,7 @@
+provider "main" { plugin = "sqlite" }
+compactor "summary" { plugin = "template" }
+
+coordinator {
+  selector  = "main"
+  compactor = "nope"
+}

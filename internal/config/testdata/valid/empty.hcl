@@ -1,0 +1,1 @@
+# An empty file: every default, including the sqlite provider "main".
