@@ -30,6 +30,9 @@ var codeSentinels = []struct {
 	{codes.Unavailable, ErrUnavailable},
 	{codes.DeadlineExceeded, ErrDeadline},
 	{codes.PermissionDenied, ErrPermission},
+	// gRPC answers ResourceExhausted for a message over MaxMessageBytes.
+	// Listed after OutOfRange, so ErrTooLarge still goes out as OutOfRange.
+	{codes.ResourceExhausted, ErrTooLarge},
 }
 
 // toStatus turns a plugin-side error into a gRPC status the host maps back.

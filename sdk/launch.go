@@ -72,6 +72,7 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Conn, error) {
 		StartTimeout:     timeout,
 		Managed:          true,
 		Logger:           logger.Named(opts.Name),
+		GRPCDialOptions:  grpcDialOptions(),
 	}
 	label := opts.Name
 	if opts.Reattach != nil {

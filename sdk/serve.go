@@ -118,7 +118,7 @@ func serveConfig(p Plugin, logger hclog.Logger, test *plugin.ServeTestConfig) *p
 	return &plugin.ServeConfig{
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: map[int]plugin.PluginSet{ProtocolVersion: serverPluginSet(p)},
-		GRPCServer:       plugin.DefaultGRPCServer,
+		GRPCServer:       grpcServer,
 		Logger:           logger,
 		Test:             test,
 	}

@@ -314,4 +314,3 @@ func waitExited(t *testing.T, pid int) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
-

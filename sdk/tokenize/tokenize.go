@@ -17,7 +17,7 @@ import (
 // Tokens returns every term of s in order, repeats included.
 func Tokens(s string) []string {
 	var out []string
-	each(s, func(t string) { out = append(out, t) })
+	each(s, func(t string) bool { out = append(out, t); return true })
 	return out
 }
 
@@ -25,13 +25,22 @@ func Tokens(s string) []string {
 func Terms(s string) []string {
 	var out []string
 	seen := map[string]struct{}{}
-	each(s, func(t string) {
+	each(s, func(t string) bool {
 		if _, ok := seen[t]; !ok {
 			seen[t] = struct{}{}
 			out = append(out, t)
 		}
+		return true
 	})
 	return out
+}
+
+// HasTerms reports whether s holds at least one term. It stops at the
+// first one, so it is cheap on long text.
+func HasTerms(s string) bool {
+	found := false
+	each(s, func(string) bool { found = true; return false })
+	return found
 }
 
 // IsCJK reports whether r belongs to a script written without spaces.
@@ -43,10 +52,11 @@ func isWordRune(r rune) bool {
 	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsNumber(r) || unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Mc, r)
 }
 
-// each calls emit with each term of s.
-func each(s string, emit func(string)) {
+// each calls emit with each term of s until emit answers false.
+func each(s string, emit func(string) bool) {
 	var word strings.Builder
 	var cjk []rune
+	live := true
 	flushWord := func() {
 		if word.Len() == 0 {
 			return
@@ -59,22 +69,25 @@ func each(s string, emit func(string)) {
 		if r, size := utf8.DecodeRuneInString(w); size == len(w) && r < utf8.RuneSelf && unicode.IsLetter(r) {
 			return
 		}
-		emit(w)
+		live = live && emit(w)
 	}
 	flushCJK := func() {
 		switch len(cjk) {
 		case 0:
 			return
 		case 1:
-			emit(string(cjk))
+			live = live && emit(string(cjk))
 		default:
-			for i := 0; i+1 < len(cjk); i++ {
-				emit(string(cjk[i : i+2]))
+			for i := 0; live && i+1 < len(cjk); i++ {
+				live = emit(string(cjk[i : i+2]))
 			}
 		}
 		cjk = cjk[:0]
 	}
 	for _, r := range s {
+		if !live {
+			return
+		}
 		switch {
 		case r == utf8.RuneError:
 			flushWord()
@@ -90,8 +103,12 @@ func each(s string, emit func(string)) {
 			flushCJK()
 		}
 	}
-	flushWord()
-	flushCJK()
+	if live {
+		flushWord()
+	}
+	if live {
+		flushCJK()
+	}
 }
 
 // stopwords are dropped from every term list: words so common that they

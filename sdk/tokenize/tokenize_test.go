@@ -42,6 +42,20 @@ func TestTermsDistinctInOrder(t *testing.T) {
 	}
 }
 
+func TestHasTerms(t *testing.T) {
+	for in, want := range map[string]bool{
+		"": false, "   ": false, "the and of": false, "x y": false, "?!": false,
+		"coffee": true, "the coffee": true, "咖": true, "9": true, "a 7077": true,
+	} {
+		if got := HasTerms(in); got != want {
+			t.Errorf("HasTerms(%q) = %v, want %v", in, got, want)
+		}
+		if got := len(Tokens(in)) > 0; got != want {
+			t.Errorf("HasTerms and Tokens disagree on %q", in)
+		}
+	}
+}
+
 func FuzzTokens(f *testing.F) {
 	for _, s := range []string{"hello world", "我喜欢咖啡", "Ｆｕｌｌ－ｗｉｄｔｈ", "a\x00b", "\xff\xfe", "don't stop"} {
 		f.Add(s)
@@ -55,6 +69,9 @@ func FuzzTokens(f *testing.F) {
 			if strings.ContainsFunc(tok, func(r rune) bool { return !isWordRune(r) && !IsCJK(r) }) {
 				t.Fatalf("token %q holds a separator", tok)
 			}
+		}
+		if HasTerms(s) != (len(toks) > 0) {
+			t.Fatalf("HasTerms(%q) disagrees with Tokens %q", s, toks)
 		}
 		// Tokenizing the joined tokens again is stable: tokens are fixed points.
 		again := Tokens(strings.Join(toks, " "))

@@ -1,0 +1,26 @@
+package sdk
+
+import (
+	"testing"
+
+	pb "github.com/memhost/memhost/sdk/proto/memhost/plugin/v1"
+)
+
+func TestInvalidUTF8Field(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		req  *pb.RememberRequest
+		want string
+	}{
+		{"valid", &pb.RememberRequest{Realm: "default", Records: []*pb.Record{{Title: "café", Tags: []string{"日本"}}}}, ""},
+		{"realm", &pb.RememberRequest{Realm: "de\xfffault"}, "realm"},
+		{"nested title", &pb.RememberRequest{Realm: "default", Records: []*pb.Record{{Title: "ok"}, {Title: "bad \xc3\x28"}}}, "records[1].title"},
+		{"tag", &pb.RememberRequest{Records: []*pb.Record{{Tags: []string{"ok", "\xff"}}}}, "records[0].tags[1]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := invalidUTF8Field(tc.req.ProtoReflect(), ""); got != tc.want {
+				t.Fatalf("invalidUTF8Field = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
