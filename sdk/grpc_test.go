@@ -134,5 +134,5 @@ type lyingProvider struct{}
 func (lyingProvider) Info() Info {
 	return Info{Name: "liar", Version: "1.0.0", Kinds: []PluginKind{KindProvider}, Protocols: []int{1}, Capabilities: Capabilities{CapManifest}}
 }
-func (lyingProvider) Configure(context.Context, json.RawMessage) error { return nil }
+func (lyingProvider) Configure(context.Context, json.RawMessage) error   { return nil }
 func (lyingProvider) Recall(context.Context, RecallQuery) ([]Hit, error) { return nil, nil }

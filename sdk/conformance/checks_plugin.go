@@ -1,0 +1,289 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// checkInfo: Info is well formed, declares the provider kind and only
+// known capabilities, and does not change between starts.
+func checkInfo(_ context.Context, e *env) error {
+	info := e.inst.conn.Info()
+	var p problems
+	if err := sdk.CheckInfo(info); err != nil {
+		p.addf("the host refuses this Info: %v", err)
+	}
+	if !slices.Contains(info.Kinds, sdk.KindProvider) {
+		p.addf("Info.Kinds %v does not include %q", info.Kinds, sdk.KindProvider)
+	}
+	for i, k := range info.Kinds {
+		if !slices.Contains(sdk.PluginKinds, k) {
+			p.addf("Info.Kinds names unknown kind %q", k)
+		}
+		if slices.Contains(info.Kinds[:i], k) {
+			p.addf("Info.Kinds lists %q twice", k)
+		}
+	}
+	for i, c := range info.Capabilities {
+		if !slices.Contains(knownCapabilities, c) {
+			p.addf("Info.Capabilities names unknown capability %q (protocol v1 knows %v)", c, knownCapabilities)
+		}
+		if slices.Contains(info.Capabilities[:i], c) {
+			p.addf("Info.Capabilities lists %q twice", c)
+		}
+	}
+	if len(info.ConfigSchema) > 0 {
+		var schema map[string]any
+		if err := json.Unmarshal(info.ConfigSchema, &schema); err != nil || schema == nil {
+			p.addf("Info.ConfigSchema is not a JSON object (a JSON Schema): %s", info.ConfigSchema)
+		}
+	}
+	first := e.suite.info
+	if info.Name != first.Name || info.Version != first.Version || !slices.Equal(info.Kinds, first.Kinds) ||
+		!slices.Equal(info.Protocols, first.Protocols) || !slices.Equal(info.Capabilities, first.Capabilities) ||
+		!bytes.Equal(info.ConfigSchema, first.ConfigSchema) {
+		p.addf("Info changed between two starts: %+v, then %+v; it must not depend on anything", first, info)
+	}
+	return p.err()
+}
+
+// checkManifest: the plugin manifest parses, agrees with Info (the host
+// refuses the plugin otherwise) and, for a binary, names it and its sha256.
+func checkManifest(_ context.Context, e *env) error {
+	path := e.suite.target.Manifest
+	if !strings.HasSuffix(path, sdk.ManifestSuffix) {
+		return fmt.Errorf("manifest %s: the host only reads files named <name>%s", path, sdk.ManifestSuffix)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("manifest: %w", err)
+	}
+	m, err := sdk.ParseManifest(data)
+	if err != nil {
+		return fmt.Errorf("manifest %s: %w", path, err)
+	}
+	var p problems
+	info := e.suite.info
+	if d := m.Mismatch(info); d != "" {
+		p.addf("manifest %s disagrees with the plugin's Info (the host refuses it): %s", path, d)
+	}
+	if len(m.ConfigSchema) > 0 && !jsonEqual(m.ConfigSchema, info.ConfigSchema) {
+		p.addf("manifest %s: config_schema differs from the plugin's Info.ConfigSchema", path)
+	}
+	if bin := e.suite.target.Binary; bin != "" {
+		if m.Executable != filepath.Base(bin) {
+			p.addf("manifest %s: executable %q, but the binary is named %q", path, m.Executable, filepath.Base(bin))
+		}
+		if !bytes.Equal(m.Checksum(), e.suite.checksum) {
+			p.addf("manifest %s: sha256 %s, but %s hashes to %s (regenerate the manifest after every build)",
+				path, m.SHA256, bin, hex.EncodeToString(e.suite.checksum))
+		}
+	}
+	return p.err()
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+// checkUndeclared: every capability the plugin does not declare answers
+// sdk.ErrUnsupported through the host's client, and nothing happens.
+func checkUndeclared(ctx context.Context, e *env) error {
+	rec, _ := e.record(scopeAlice)
+	calls := map[sdk.Capability]func() error{
+		sdk.CapWrite: func() error { _, err := e.p.Remember(ctx, realmA, []sdk.Record{rec}); return err },
+		sdk.CapFetch: func() error { _, err := e.p.Get(ctx, realmA, []string{"conformance-id"}); return err },
+		sdk.CapForget: func() error {
+			_, err := e.p.Forget(ctx, realmA, []string{"conformance-id"})
+			return err
+		},
+		sdk.CapManifest: func() error {
+			_, err := e.p.Manifest(ctx, sdk.ManifestQuery{Realm: realmA, Tier: sdk.TierFull})
+			return err
+		},
+		sdk.CapSupersede: func() error { _, err := e.p.Supersede(ctx, realmA, "conformance-id", rec); return err },
+		sdk.CapUsage:     func() error { return e.p.MarkUsed(ctx, realmA, []string{"conformance-id"}, time.Now()) },
+		sdk.CapLedger: func() error {
+			return e.p.WriteLedger(ctx, []sdk.LedgerEntry{{Realm: realmA, Identity: "alice", RecordID: "conformance-id", Surface: "turn", At: time.Now()}})
+		},
+	}
+	var p problems
+	for _, c := range knownCapabilities {
+		if e.has(c) {
+			continue
+		}
+		p.add(wantErr(fmt.Sprintf("undeclared capability %s", c), calls[c](), sdk.ErrUnsupported))
+	}
+	return p.err()
+}
+
+// checkConfig: the target's config is accepted; an unknown key, a
+// non-object and every Target.BadConfigs entry are refused with
+// sdk.ErrInvalid, each by a fresh plugin.
+func checkConfig(ctx context.Context, e *env) error {
+	valid := e.suite.config(e.dir)
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(valid, &obj); err != nil || obj == nil {
+		return fmt.Errorf("Target.Config must answer a JSON object, got %s", valid)
+	}
+	if err := e.open(ctx); err != nil {
+		return err
+	}
+	if err := e.close(); err != nil {
+		return err
+	}
+	obj["conformance_unknown_key"] = json.RawMessage("true")
+	unknown, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	type badConfig struct {
+		what   string
+		config json.RawMessage
+	}
+	bad := []badConfig{
+		{"an unknown key", unknown},
+		{"a JSON array", json.RawMessage(`[]`)},
+		{"a JSON string", json.RawMessage(`"memory.db"`)},
+	}
+	for i, c := range e.suite.target.BadConfigs {
+		bad = append(bad, badConfig{fmt.Sprintf("Target.BadConfigs[%d]", i), c})
+	}
+	var p problems
+	for _, b := range bad {
+		inst, err := e.suite.launch(ctx, e.dir)
+		if err != nil {
+			return err
+		}
+		err = inst.conn.Configure(ctx, b.config)
+		if cerr := inst.close(); cerr != nil {
+			p.addf("Close after a refused Configure: %v", cerr)
+		}
+		p.add(wantErr(fmt.Sprintf("Configure with %s (%s)", b.what, b.config), err, sdk.ErrInvalid))
+	}
+	return p.err()
+}
+
+// checkBadRequests: malformed realms, scopes, ids and tiers in every call
+// the plugin declares are refused with sdk.ErrInvalid, or for an id that
+// cannot exist, answered as not found; nothing crashes.
+func checkBadRequests(ctx context.Context, e *env) error {
+	const badRealm = "../escape"
+	const badID = "../../etc/passwd"
+	var p problems
+	_, err := e.p.Recall(ctx, sdk.RecallQuery{Realm: badRealm, Query: commonWord})
+	p.add(wantErr("Recall in realm "+badRealm, err, sdk.ErrInvalid))
+	for _, s := range []sdk.Scope{"bogus", "team:x", "identity:../x", "identity:"} {
+		_, err = e.p.Recall(ctx, sdk.RecallQuery{Realm: realmA, Query: commonWord, Scopes: []sdk.Scope{s}})
+		p.add(wantErr(fmt.Sprintf("Recall with scope %q", s), err, sdk.ErrInvalid))
+	}
+	_, err = e.p.Recall(ctx, sdk.RecallQuery{Realm: realmA, Query: commonWord, Limit: -1})
+	p.add(wantErr("Recall with limit -1", err, sdk.ErrInvalid))
+	tooMany := make([]string, sdk.MaxBatch+1)
+	for i := range tooMany {
+		tooMany[i] = fmt.Sprintf("conformance-id-%d", i)
+	}
+	if e.has(sdk.CapFetch) {
+		_, err = e.p.Get(ctx, badRealm, []string{"conformance-id"})
+		p.add(wantErr("Get in realm "+badRealm, err, sdk.ErrInvalid))
+		_, err = e.p.Get(ctx, realmA, tooMany)
+		p.add(wantErr(fmt.Sprintf("Get of %d ids (the batch limit is %d)", len(tooMany), sdk.MaxBatch), err, sdk.ErrTooLarge))
+		recs, err := e.p.Get(ctx, realmA, []string{badID})
+		if err == nil && len(recs) > 0 {
+			p.addf("Get(%q) answered %d records", badID, len(recs))
+		} else if err != nil && !errors.Is(err, sdk.ErrInvalid) {
+			p.addf("Get(%q): error %q is neither sdk.ErrInvalid nor an empty answer", badID, err)
+		}
+	}
+	if e.has(sdk.CapForget) {
+		_, err = e.p.Forget(ctx, badRealm, []string{"conformance-id"})
+		p.add(wantErr("Forget in realm "+badRealm, err, sdk.ErrInvalid))
+		_, err = e.p.Forget(ctx, realmA, tooMany)
+		p.add(wantErr(fmt.Sprintf("Forget of %d ids (the batch limit is %d)", len(tooMany), sdk.MaxBatch), err, sdk.ErrTooLarge))
+		n, err := e.p.Forget(ctx, realmA, []string{badID})
+		if err == nil && n != 0 {
+			p.addf("Forget(%q) says it removed %d records", badID, n)
+		} else if err != nil && !errors.Is(err, sdk.ErrInvalid) {
+			p.addf("Forget(%q): error %q is neither sdk.ErrInvalid nor a count of 0", badID, err)
+		}
+	}
+	if e.has(sdk.CapManifest) {
+		_, err = e.p.Manifest(ctx, sdk.ManifestQuery{Realm: badRealm, Tier: sdk.TierFull})
+		p.add(wantErr("Manifest in realm "+badRealm, err, sdk.ErrInvalid))
+		_, err = e.p.Manifest(ctx, sdk.ManifestQuery{Realm: realmA, Tier: 0})
+		p.add(wantErr("Manifest without a tier", err, sdk.ErrInvalid))
+		_, err = e.p.Manifest(ctx, sdk.ManifestQuery{Realm: realmA, Tier: sdk.TierFull, Scopes: []sdk.Scope{"bogus"}})
+		p.add(wantErr(`Manifest with scope "bogus"`, err, sdk.ErrInvalid))
+		_, err = e.p.Manifest(ctx, sdk.ManifestQuery{Realm: realmA, Tier: sdk.TierWorkingSet, K: -1})
+		p.add(wantErr("Manifest working set with k -1", err, sdk.ErrInvalid))
+	}
+	if e.has(sdk.CapSupersede) {
+		rec, _ := e.record(scopeAlice)
+		_, err = e.p.Supersede(ctx, badRealm, "conformance-id", rec)
+		p.add(wantErr("Supersede in realm "+badRealm, err, sdk.ErrInvalid))
+		_, err = e.p.Supersede(ctx, realmA, badID, rec)
+		if !errors.Is(err, sdk.ErrInvalid) && !errors.Is(err, sdk.ErrNotFound) {
+			p.addf("Supersede(%q): error %v, want sdk.ErrInvalid or sdk.ErrNotFound", badID, err)
+		}
+	}
+	if e.has(sdk.CapUsage) {
+		err = e.p.MarkUsed(ctx, badRealm, []string{"conformance-id"}, time.Now())
+		p.add(wantErr("MarkUsed in realm "+badRealm, err, sdk.ErrInvalid))
+	}
+	if e.has(sdk.CapLedger) {
+		err = e.p.WriteLedger(ctx, []sdk.LedgerEntry{{Realm: badRealm, Identity: "alice", RecordID: "conformance-id", Surface: "turn", At: time.Now()}})
+		p.add(wantErr("WriteLedger with realm "+badRealm, err, sdk.ErrInvalid))
+	}
+	// The plugin must still serve after all that.
+	if _, err := e.recall(ctx, sdk.RecallQuery{Realm: realmA, Query: commonWord}); err != nil {
+		p.addf("after bad requests: %v", err)
+	}
+	return p.err()
+}
+
+// checkDeadline: a call whose deadline has passed fails promptly with a
+// deadline error, a cancelled one fails, and neither harms the plugin.
+func checkDeadline(ctx context.Context, e *env) error {
+	var p problems
+	expired, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
+	defer cancel()
+	_, err := e.p.Recall(expired, sdk.RecallQuery{Realm: realmA, Query: commonWord})
+	if !errors.Is(err, sdk.ErrDeadline) && !errors.Is(err, context.DeadlineExceeded) {
+		p.addf("Recall past its deadline: error %v, want sdk.ErrDeadline", err)
+	}
+	cancelled, cancelNow := context.WithCancel(ctx)
+	cancelNow()
+	if _, err := e.p.Recall(cancelled, sdk.RecallQuery{Realm: realmA, Query: commonWord}); err == nil {
+		p.addf("Recall with a cancelled context succeeded")
+	}
+	if e.has(sdk.CapWrite) {
+		rec, w := e.record(scopeAlice)
+		_, err := e.p.Remember(expired, realmA, []sdk.Record{rec})
+		if !errors.Is(err, sdk.ErrDeadline) && !errors.Is(err, context.DeadlineExceeded) {
+			p.addf("Remember past its deadline: error %v, want sdk.ErrDeadline", err)
+		}
+		if ok, err := e.stored(ctx, realmA, w); err != nil || ok {
+			p.addf("a Remember that failed its deadline before it was sent stored the record (stored %v, %v)", ok, err)
+		}
+	}
+	if _, err := e.recall(ctx, sdk.RecallQuery{Realm: realmA, Query: commonWord}); err != nil {
+		p.addf("after expired calls: %v", err)
+	}
+	return p.err()
+}

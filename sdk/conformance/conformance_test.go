@@ -1,0 +1,170 @@
+package conformance_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/conformance"
+)
+
+// serveRefEnv makes this test binary serve the reference provider as a
+// plugin process, so the kit's binary mode is tested without a build step.
+const serveRefEnv = "MEMHOST_CONFORMANCE_SERVE_REF"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(serveRefEnv) == "1" {
+		sdk.Serve(newRef())
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func refConfig(dir string) json.RawMessage {
+	cfg, _ := json.Marshal(map[string]string{"dir": dir})
+	return cfg
+}
+
+// inProcessManifest is a manifest for an in-process target, whose
+// executable and digest the kit does not check.
+func inProcessManifest(t *testing.T) string {
+	t.Helper()
+	exe := filepath.Join(t.TempDir(), "memhost-plugin-ref")
+	if err := os.WriteFile(exe, []byte("not a real executable"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return conformance.WriteManifest(t, newRef().Info(), exe)
+}
+
+func TestReferenceInProcess(t *testing.T) {
+	conformance.RunProvider(t, conformance.Target{
+		New:        func() sdk.Plugin { return newRef() },
+		Config:     refConfig,
+		Manifest:   inProcessManifest(t),
+		BadConfigs: []json.RawMessage{json.RawMessage(`{"dir":""}`), json.RawMessage(`{"dir":7}`)},
+	})
+}
+
+func TestReferenceBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a plugin process per check")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(serveRefEnv, "1")
+	conformance.RunProvider(t, conformance.Target{
+		Binary:   exe,
+		Config:   refConfig,
+		Manifest: conformance.WriteManifest(t, newRef().Info(), exe),
+	})
+}
+
+// TestSkipsUndeclaredCapabilities: a provider declaring nothing beyond
+// Recall has every capability-gated check skipped, with the reason.
+func TestSkipsUndeclaredCapabilities(t *testing.T) {
+	s, err := conformance.NewSuite(t.Context(), conformance.Target{
+		New:    func() sdk.Plugin { p := newRef(); p.caps = nil; return p },
+		Config: refConfig,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := map[string]bool{}
+	for _, name := range s.Checks() {
+		r := s.Run(t.Context(), name, t.TempDir())
+		if r.Err != nil {
+			t.Errorf("%s failed on a read-only provider: %v", name, r.Err)
+		}
+		ran[name] = r.Skipped == ""
+		if name == "RoundTrip" && !strings.Contains(r.Skipped, "does not declare capability write") {
+			t.Errorf("RoundTrip skip reason = %q, want it to name capability write", r.Skipped)
+		}
+	}
+	for _, name := range []string{"Info", "Config", "BadRequests", "Deadline", "UndeclaredCapabilities"} {
+		if !ran[name] {
+			t.Errorf("%s did not run; it needs no capability", name)
+		}
+	}
+	for _, name := range []string{"RoundTrip", "IdempotentWrite", "ManifestTiers", "Durability", "Manifest", "CrashDurability"} {
+		if ran[name] {
+			t.Errorf("%s ran; it should be skipped", name)
+		}
+	}
+}
+
+// TestCatchesBrokenProviders: each deliberate defect fails the check
+// written for it.
+func TestCatchesBrokenProviders(t *testing.T) {
+	for _, tc := range []struct {
+		check string
+		bug   func(*refProvider)
+		// manifest, when set, is written from the correct Info.
+		manifest bool
+	}{
+		{check: "RealmIsolation", bug: func(p *refProvider) { p.bugs.leakRealms = true }},
+		{check: "ScopeIsolation", bug: func(p *refProvider) { p.bugs.ignoreScopes = true }},
+		{check: "IdempotentWrite", bug: func(p *refProvider) { p.bugs.duplicateWrites = true }},
+		{check: "ConcurrentWriters", bug: func(p *refProvider) { p.bugs.duplicateWrites = true }},
+		{check: "BatchAllOrNothing", bug: func(p *refProvider) { p.bugs.partialBatch = true }},
+		{check: "Supersede", bug: func(p *refProvider) { p.bugs.recallSuperseded = true }},
+		{check: "Expiry", bug: func(p *refProvider) { p.bugs.recallExpired = true }},
+		{check: "IdempotentForget", bug: func(p *refProvider) { p.bugs.forgetMissingFails = true }},
+		{check: "Durability", bug: func(p *refProvider) { p.bugs.noPersist = true }},
+		{check: "RecordLimits", bug: func(p *refProvider) { p.bugs.truncateTitles = true }},
+		{check: "Config", bug: func(p *refProvider) { p.bugs.looseConfig = true }},
+		{check: "ManifestTiers", bug: func(p *refProvider) { p.bugs.unboundedWorkingSet = true }},
+		{check: "RecallFilters", bug: func(p *refProvider) { p.bugs.ignoreTags = true }},
+		{check: "Relevance", bug: func(p *refProvider) { p.bugs.worstFirst = true }},
+		{check: "RoundTrip", bug: func(p *refProvider) { p.bugs.dropExplicitID = true }},
+		{check: "Manifest", bug: func(p *refProvider) { p.version = "0.2.0" }, manifest: true},
+		{check: "Info", bug: func(p *refProvider) { p.caps = append(p.caps, sdk.CapWrite) }},
+	} {
+		t.Run(tc.check, func(t *testing.T) {
+			target := conformance.Target{
+				New:    func() sdk.Plugin { p := newRef(); tc.bug(p); return p },
+				Config: refConfig,
+			}
+			if tc.manifest {
+				target.Manifest = inProcessManifest(t)
+			}
+			s, err := conformance.NewSuite(t.Context(), target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := s.Run(t.Context(), tc.check, t.TempDir())
+			if r.Skipped != "" {
+				t.Fatalf("skipped: %s", r.Skipped)
+			}
+			if r.Err == nil {
+				t.Fatalf("%s passed a provider built to fail it", tc.check)
+			}
+			t.Logf("caught: %v", r.Err)
+		})
+	}
+}
+
+func TestTargetNeedsOneWayToStart(t *testing.T) {
+	for _, target := range []conformance.Target{
+		{},
+		{New: func() sdk.Plugin { return newRef() }, Binary: "/bin/true"},
+	} {
+		if _, err := conformance.NewSuite(t.Context(), target); err == nil {
+			t.Errorf("NewSuite(%+v) accepted a target with %s", target, "not exactly one of New and Binary")
+		}
+	}
+}
+
+func TestUnknownCheck(t *testing.T) {
+	s, err := conformance.NewSuite(t.Context(), conformance.Target{New: func() sdk.Plugin { return newRef() }, Config: refConfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Run(t.Context(), "NoSuchCheck", t.TempDir()); r.Err == nil {
+		t.Fatal("Run of an unknown check did not fail")
+	}
+}
