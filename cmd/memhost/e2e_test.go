@@ -49,8 +49,12 @@ func startMemhost(t *testing.T, body string, env ...string) *instance {
 
 func writeConfig(t *testing.T, body string) (path, dataDir string) {
 	t.Helper()
+	return writeConfigIn(t, testbin.PluginDir(t), body)
+}
+
+func writeConfigIn(t *testing.T, pluginDir, body string) (path, dataDir string) {
+	t.Helper()
 	dir := t.TempDir()
-	pluginDir := testbin.PluginDir(t)
 	dataDir = filepath.Join(dir, "data")
 	cfg := fmt.Sprintf("listen = \"127.0.0.1:0\"\nplugin_dir = %q\ndata_dir = %q\n%s", pluginDir, dataDir, body)
 	path = filepath.Join(dir, "memhost.hcl")
@@ -63,6 +67,11 @@ func writeConfig(t *testing.T, body string) (path, dataDir string) {
 func tryStartMemhost(t *testing.T, body string, env ...string) (*instance, error) {
 	t.Helper()
 	cfgPath, dataDir := writeConfig(t, body)
+	return startWithConfig(t, cfgPath, dataDir, env...)
+}
+
+func startWithConfig(t *testing.T, cfgPath, dataDir string, env ...string) (*instance, error) {
+	t.Helper()
 	inst := &instance{t: t, dataDir: dataDir}
 	inst.cmd = exec.Command(testbin.Build(t, "./cmd/memhost"), "serve", "--config", cfgPath)
 	inst.cmd.Env = append(os.Environ(), env...)
@@ -470,5 +479,43 @@ func TestPluginsVerify(t *testing.T) {
 	out, err = exec.Command(bin, "plugins", "verify", "--config", cfgPath).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "REFUSED plugin markdown") || !strings.Contains(string(out), "does not match manifest") {
 		t.Fatalf("verify on tampered plugin: %v\n%s", err, out)
+	}
+}
+
+// TestThirdPartyPlugin proves the plugin-author path end to end: the
+// example provider, built in its own Go module against the SDK, gets a
+// manifest from `memhost plugins manifest` and serves a stock memhost.
+func TestThirdPartyPlugin(t *testing.T) {
+	pluginDir := t.TempDir()
+	bin := testbin.BuildIn(t, "examples/journal", "./cmd/memhost-plugin-journal")
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(pluginDir, "memhost-plugin-journal")
+	if err := os.WriteFile(exe, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(testbin.Build(t, "./cmd/memhost"), "plugins", "manifest", exe).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "journal.plugin.json") {
+		t.Fatalf("plugins manifest: %v\n%s", err, out)
+	}
+	cfgPath, dataDir := writeConfigIn(t, pluginDir, `
+provider "notes" {
+  plugin = "journal"
+  config = { file = "notes.jsonl" }
+}
+`)
+	m, err := startWithConfig(t, cfgPath, dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := remember(t, m, map[string]any{"scope": "identity:dana", "kind": "gotcha", "title": "Flaky staging DNS", "body": "Staging DNS flaps on Mondays; retry once."})
+	got := recall(t, m, "dana", "staging dns")
+	if len(got.Hits) != 1 || got.Hits[0].Record.ID != ids[0] {
+		t.Fatalf("recall through the third-party plugin = %+v", got)
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "notes.jsonl")); err != nil {
+		t.Fatalf("the plugin did not write under the data directory: %v", err)
 	}
 }

@@ -66,9 +66,17 @@ func isRootModule(gomod []byte) bool {
 // "./cmd/memhost") once per process and answers the binary's path.
 func Build(t testing.TB, pkg string) string {
 	t.Helper()
+	return BuildIn(t, ".", pkg)
+}
+
+// BuildIn compiles pkg inside the module at moduleDir (relative to the
+// root module, e.g. "examples/journal" for a nested module).
+func BuildIn(t testing.TB, moduleDir, pkg string) string {
+	t.Helper()
 	mu.Lock()
 	defer mu.Unlock()
-	if path, ok := built[pkg]; ok {
+	key := filepath.Join(moduleDir, pkg)
+	if path, ok := built[key]; ok {
 		return path
 	}
 	if outDir == "" {
@@ -80,12 +88,12 @@ func Build(t testing.TB, pkg string) string {
 	}
 	out := filepath.Join(outDir, filepath.Base(pkg))
 	cmd := exec.Command("go", "build", "-tags", Tags, "-o", out, pkg)
-	cmd.Dir = ModuleRoot(t)
+	cmd.Dir = filepath.Join(ModuleRoot(t), moduleDir)
 	cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false", "CGO_ENABLED=1")
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("testbin: go build %s: %v\n%s", pkg, err, msg)
+		t.Fatalf("testbin: go build %s: %v\n%s", key, err, msg)
 	}
-	built[pkg] = out
+	built[key] = out
 	return out
 }
 
