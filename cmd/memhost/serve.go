@@ -13,6 +13,8 @@ import (
 
 	hclog "github.com/hashicorp/go-hclog"
 	plugin "github.com/hashicorp/go-plugin"
+	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/guide"
 	"github.com/memhost/memhost/internal/config"
 	"github.com/memhost/memhost/internal/httpapi"
 	"github.com/memhost/memhost/internal/pluginhost"
@@ -46,11 +48,13 @@ func serveCommand() *cobra.Command {
 	return cmd
 }
 
-// host is one running memhost: its plugins and its HTTP server.
+// host is one running memhost: its plugins, its coordinator and its HTTP
+// server.
 type host struct {
-	logger     hclog.Logger
-	supervisor *pluginhost.Supervisor
-	server     *httpapi.Server
+	logger      hclog.Logger
+	supervisor  *pluginhost.Supervisor
+	coordinator *coordinator.Coordinator
+	server      *httpapi.Server
 }
 
 // startHost discovers and starts every configured plugin and assembles the
@@ -94,28 +98,96 @@ func startHost(ctx context.Context, cfg *config.Config, logger hclog.Logger) (*h
 		}
 		providers[inst.Name] = p
 	}
+	providerOf := func(realm string) (sdk.Provider, error) {
+		inst, ok := cfg.ProviderForRealm(realm)
+		if !ok {
+			return nil, fmt.Errorf("no provider serves realm %q: %w", realm, sdk.ErrNotFound)
+		}
+		return providers[inst.Name], nil
+	}
+	metrics := httpapi.NewMetrics(sup, func(realm string) string {
+		if inst, ok := cfg.ProviderForRealm(realm); ok {
+			return inst.Name
+		}
+		return "none"
+	})
+	coord, err := newCoordinator(cfg, sup, coordinator.ProvidersFunc(providerOf), metrics, logger)
+	if err != nil {
+		sup.Close()
+		return nil, err
+	}
 	var tokens []httpapi.Token
 	for _, t := range cfg.Tokens {
 		tokens = append(tokens, httpapi.Token{Name: t.Name, Secret: t.Secret, Realms: t.Realms})
 	}
 	server := httpapi.New(httpapi.Options{
-		Logger: logger.Named("http"),
-		Provider: func(realm string) (sdk.Provider, error) {
-			inst, ok := cfg.ProviderForRealm(realm)
-			if !ok {
-				return nil, fmt.Errorf("no provider serves realm %q: %w", realm, sdk.ErrNotFound)
-			}
-			return providers[inst.Name], nil
-		},
+		Logger:       logger.Named("http"),
+		Provider:     providerOf,
 		DefaultRealm: cfg.DefaultRealm,
 		Tokens:       tokens,
 		Plugins:      sup,
 		MaxBodyBytes: cfg.Server.MaxBodyBytes,
+		Metrics:      metrics,
+		Coordinator:  coord,
+		Guide:        guide.NewSessions(coord, guide.SessionsOptions{Size: cfg.Coordinator.SessionCacheSize, Logger: logger}),
 	})
-	return &host{logger: logger, supervisor: sup, server: server}, nil
+	return &host{logger: logger, supervisor: sup, coordinator: coord, server: server}, nil
+}
+
+// newCoordinator maps the config's coordinator block onto the coordinator
+// and hands it the configured selector and resolvers.
+func newCoordinator(cfg *config.Config, sup *pluginhost.Supervisor, providers coordinator.Providers, metrics coordinator.Metrics, logger hclog.Logger) (*coordinator.Coordinator, error) {
+	cc := cfg.Coordinator
+	c := coordinator.DefaultConfig()
+	c.PerTurnInjection = coordinator.InjectionMode(cc.PerTurnInjection)
+	c.Selection = coordinator.SelectionMode(cc.Selection)
+	c.MaxEntries = cc.MaxEntries
+	c.RecallTimeout = cc.RecallTimeout
+	c.RecallFailurePolicy = coordinator.FailurePolicy(cc.RecallFailurePolicy)
+	c.DefangInbound = cc.DefangInbound
+	c.InstructionHeader = cc.InstructionHeader
+	c.OperatorScope = coordinator.OperatorScopeMode(cc.OperatorScope)
+	c.DefaultRealm = cfg.DefaultRealm
+	c.SessionCacheSize = cc.SessionCacheSize
+	c.Budgets.TurnBytes = cc.TurnBudgetBytes
+	c.Budgets.SessionBytes = cc.SessionBudgetBytes
+	c.Budgets.BuildBytes = cc.BuildBudgetBytes
+	opts := coordinator.Options{Providers: providers, Logger: logger.Named("coordinator"), Metrics: metrics}
+	if cc.Selector != "" {
+		sel, err := sup.Selector(cc.Selector)
+		if err != nil {
+			return nil, err
+		}
+		opts.Selector = sel
+	}
+	if cc.MobResolver != "" {
+		mobs, err := sup.MobResolver(cc.MobResolver)
+		if err != nil {
+			return nil, err
+		}
+		opts.MobResolver = mobs
+	}
+	if cc.OperatorResolver != "" {
+		op, err := sup.OperatorResolver(cc.OperatorResolver)
+		if err != nil {
+			return nil, err
+		}
+		opts.OperatorResolver = op
+	}
+	coord, err := coordinator.New(c, opts)
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: %w", err)
+	}
+	return coord, nil
 }
 
 func (h *host) close() {
+	// Flush ledger rows and usage marks while the plugins still run.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.coordinator.Close(ctx); err != nil {
+		h.logger.Warn("coordinator close", "error", err)
+	}
 	h.supervisor.Close()
 	// Belt and braces: kill any go-plugin managed client still alive.
 	plugin.CleanupClients()

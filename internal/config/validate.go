@@ -4,14 +4,13 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"github.com/memhost/memhost/coordinator"
 	"net"
 	"net/netip"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/memhost/memhost/sdk"
@@ -468,17 +467,11 @@ func isLoopbackListen(addr string) bool {
 	return err == nil && ip.Unmap().IsLoopback()
 }
 
+// checkHeader applies the coordinator's own rule, so a header the config
+// accepts is one the coordinator accepts.
 func checkHeader(h string) string {
-	switch {
-	case strings.TrimSpace(h) == "":
-		return "instruction_header must not be blank."
-	case len(h) > maxHeaderBytes:
-		return fmt.Sprintf("instruction_header is %d bytes; the limit is %d.", len(h), maxHeaderBytes)
-	case !utf8.ValidString(h):
-		return "instruction_header is not valid UTF-8."
-	case strings.ContainsFunc(h, unicode.IsControl):
-		// The envelope header is one line, and defanging matches it line by line.
-		return "instruction_header must be one line without control characters."
+	if err := coordinator.ValidateHeader(h); err != nil {
+		return "instruction_header " + err.Error() + "."
 	}
 	return ""
 }

@@ -5,22 +5,57 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/sdk"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Metrics is the host's Prometheus registry and the series it keeps.
+// Metrics is the host's Prometheus registry and the series it keeps. It
+// implements coordinator.Metrics.
 type Metrics struct {
 	Registry *prometheus.Registry
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+
+	// provider labels a realm with the provider instance serving it: any
+	// realm name is accepted (unlisted ones fall back to the default
+	// realm's provider), so realms themselves would be unbounded labels.
+	provider      func(realm string) string
+	injectedBytes *prometheus.HistogramVec
+	skips         *prometheus.CounterVec
+	recalls       *prometheus.HistogramVec
+	defangHits    *prometheus.CounterVec
+	telemetryLost *prometheus.CounterVec
 }
 
-// NewMetrics registers the host series; plugin health is read from
-// plugins at scrape time.
-func NewMetrics(plugins Plugins) *Metrics {
+// NewMetrics registers the host series. Plugin health is read from
+// plugins at scrape time; provider maps a realm to the provider instance
+// name that labels memory series (nil labels every realm "default").
+func NewMetrics(plugins Plugins, provider func(realm string) string) *Metrics {
+	if provider == nil {
+		provider = func(string) string { return "default" }
+	}
 	m := &Metrics{
+		provider: provider,
+		injectedBytes: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "memhost_injection_bytes", Help: "Rendered bytes of each injection, by surface and provider.",
+			Buckets: prometheus.ExponentialBuckets(256, 2, 9),
+		}, []string{"surface", "provider"}),
+		skips: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "memhost_injection_skips_total", Help: "Injections that answered nothing, by surface, provider and skip reason.",
+		}, []string{"surface", "provider", "reason"}),
+		recalls: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "memhost_recall_duration_seconds", Help: "Recall latency by surface, provider and outcome code.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 14),
+		}, []string{"surface", "provider", "code"}),
+		defangHits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "memhost_defang_hits_total", Help: "Reserved markers neutralised in inbound content, by provider.",
+		}, []string{"provider"}),
+		telemetryLost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "memhost_telemetry_lost_total", Help: "Ledger rows and usage marks not written, by kind and cause (dropped: queue full; failed: provider error).",
+		}, []string{"kind", "cause"}),
 		Registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memhost_http_requests_total", Help: "HTTP API requests by route and status code.",
@@ -30,7 +65,7 @@ func NewMetrics(plugins Plugins) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 14),
 		}, []string{"route"}),
 	}
-	m.Registry.MustRegister(m.requests, m.latency, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.Registry.MustRegister(m.requests, m.latency, m.injectedBytes, m.skips, m.recalls, m.defangHits, m.telemetryLost, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if plugins != nil {
 		m.Registry.MustRegister(pluginCollector{plugins})
 	}
@@ -46,6 +81,38 @@ func (m *Metrics) observeRequest(route string, status int, d time.Duration) {
 	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
 	m.latency.WithLabelValues(route).Observe(d.Seconds())
 }
+
+// Injected implements coordinator.Metrics.
+func (m *Metrics) Injected(surface coordinator.Surface, realm string, bytes, _ int) {
+	m.injectedBytes.WithLabelValues(string(surface), m.provider(realm)).Observe(float64(bytes))
+}
+
+// Skipped implements coordinator.Metrics.
+func (m *Metrics) Skipped(surface coordinator.Surface, realm string, reason coordinator.SkipReason) {
+	m.skips.WithLabelValues(string(surface), m.provider(realm), string(reason)).Inc()
+}
+
+// Recalled implements coordinator.Metrics.
+func (m *Metrics) Recalled(surface coordinator.Surface, realm string, took time.Duration, code sdk.Code) {
+	m.recalls.WithLabelValues(string(surface), m.provider(realm), string(code)).Observe(took.Seconds())
+}
+
+// Defanged implements coordinator.Metrics.
+func (m *Metrics) Defanged(realm string, hits int) {
+	m.defangHits.WithLabelValues(m.provider(realm)).Add(float64(hits))
+}
+
+// TelemetryDropped implements coordinator.Metrics.
+func (m *Metrics) TelemetryDropped(kind string, n int) {
+	m.telemetryLost.WithLabelValues(kind, "dropped").Add(float64(n))
+}
+
+// TelemetryFailed implements coordinator.Metrics.
+func (m *Metrics) TelemetryFailed(kind string, n int) {
+	m.telemetryLost.WithLabelValues(kind, "failed").Add(float64(n))
+}
+
+var _ coordinator.Metrics = (*Metrics)(nil)
 
 var (
 	pluginUpDesc       = prometheus.NewDesc("memhost_plugin_up", "1 when the plugin instance's process is up.", []string{"instance", "kind", "plugin"}, nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/memhost/memhost/sdk"
@@ -161,17 +162,25 @@ func (s *Server) handleRecall(ctx context.Context, c caller, w http.ResponseWrit
 	if req.Limit < 0 || req.Limit > MaxRecallLimit {
 		return badRequest("limit: %d is outside 0..%d", req.Limit, MaxRecallLimit)
 	}
-	scopes := make([]sdk.Scope, 0, len(req.Scopes))
-	for i, sc := range req.Scopes {
-		if err := sdk.Scope(sc).Validate(); err != nil {
-			return fmt.Errorf("scopes[%d]: %w", i, err)
-		}
-		scopes = append(scopes, sdk.Scope(sc))
+	// An identity reads what the coordinator composes for it (its own
+	// scope, its mobs, its operator, the realm); explicit scopes narrow
+	// that and never widen it.
+	readable, err := s.opts.Coordinator.Scopes(ctx, id)
+	if err != nil {
+		return err
 	}
-	if len(scopes) == 0 {
-		// Until scope composition (mobs, operator) arrives with the
-		// coordinator, an identity reads its own scope and the realm's.
-		scopes = []sdk.Scope{id.Scope(), sdk.RealmScope}
+	scopes := readable
+	if len(req.Scopes) > 0 {
+		scopes = make([]sdk.Scope, 0, len(req.Scopes))
+		for i, sc := range req.Scopes {
+			if err := sdk.Scope(sc).Validate(); err != nil {
+				return fmt.Errorf("scopes[%d]: %w", i, err)
+			}
+			if !slices.Contains(readable, sdk.Scope(sc)) {
+				return fmt.Errorf("scopes[%d]: identity %q does not read scope %q: %w", i, id.ID, sc, sdk.ErrPermission)
+			}
+			scopes = append(scopes, sdk.Scope(sc))
+		}
 	}
 	hits, err := p.Recall(ctx, sdk.RecallQuery{
 		Realm: id.Realm, Query: req.Query, Scopes: scopes, Limit: req.Limit,

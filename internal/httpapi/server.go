@@ -11,6 +11,8 @@ import (
 	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
+	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/guide"
 	"github.com/memhost/memhost/internal/pluginhost"
 	"github.com/memhost/memhost/sdk"
 )
@@ -47,6 +49,9 @@ type Options struct {
 	// RequestTimeout bounds each request's work (default 30s).
 	RequestTimeout time.Duration
 	Metrics        *Metrics
+	// Coordinator and Guide serve the memory endpoints.
+	Coordinator *coordinator.Coordinator
+	Guide       *guide.Sessions
 }
 
 // Server is the HTTP API.
@@ -70,7 +75,7 @@ func New(opts Options) *Server {
 		opts.DefaultRealm = sdk.DefaultRealm
 	}
 	if opts.Metrics == nil {
-		opts.Metrics = NewMetrics(opts.Plugins)
+		opts.Metrics = NewMetrics(opts.Plugins, nil)
 	}
 	s := &Server{opts: opts}
 	mux := http.NewServeMux()
@@ -78,6 +83,13 @@ func New(opts Options) *Server {
 	s.route(mux, "GET /v1/records/{id}", s.handleGet)
 	s.route(mux, "DELETE /v1/records/{id}", s.handleForget)
 	s.route(mux, "POST /v1/recall", s.handleRecall)
+	s.route(mux, "POST /v1/manifest", s.handleManifest)
+	s.route(mux, "POST /v1/turns/inject", s.handleInjectTurn)
+	s.route(mux, "POST /v1/builds/inject", s.handleInjectBuild)
+	s.route(mux, "POST /v1/defang", s.handleDefang)
+	s.route(mux, "POST /v1/sessions/{key}/compacted", s.handleSessionCompacted)
+	s.route(mux, "POST /v1/guide/session-start", s.handleGuideStart)
+	s.route(mux, "POST /v1/guide/before-iteration", s.handleGuideIteration)
 	s.route(mux, "GET /v1/plugins", s.handlePlugins)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

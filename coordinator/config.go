@@ -1,0 +1,252 @@
+package coordinator
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// InjectionMode turns per-turn injection on (budgeted) or off.
+type InjectionMode string
+
+const (
+	InjectionBudgeted InjectionMode = "budgeted"
+	InjectionOff      InjectionMode = "off"
+)
+
+// SelectionMode says whether a turn without query terms still recalls.
+type SelectionMode string
+
+const (
+	// SelectionContextual injects only what the turn's text asks for: a
+	// turn without query terms injects nothing.
+	SelectionContextual SelectionMode = "contextual"
+	// SelectionAlways recalls even for a turn without query terms; the
+	// provider answers its best records for an empty query.
+	SelectionAlways SelectionMode = "always"
+)
+
+// FailurePolicy says what a failed or timed-out recall does to the call.
+type FailurePolicy string
+
+const (
+	// FailureSkip injects nothing, logs, and answers SkipRecallFailed.
+	FailureSkip FailurePolicy = "skip"
+	// FailureFail returns the recall error to the caller.
+	FailureFail FailurePolicy = "fail"
+)
+
+// OperatorScopeMode gates operator scope in composition (DESIGN 5.3).
+type OperatorScopeMode string
+
+const (
+	OperatorScopeOff         OperatorScopeMode = "off"
+	OperatorScopeProvisional OperatorScopeMode = "provisional"
+)
+
+// Surface names the call a recall or an injection belongs to; it labels
+// ledger rows, metrics and failure policies.
+type Surface string
+
+const (
+	SurfaceTurn  Surface = "turn"
+	SurfaceBuild Surface = "build"
+	SurfaceGuide Surface = "guide"
+	SurfaceSweep Surface = "sweep"
+)
+
+// Budgets are the byte and row limits of DESIGN 5.1, 5.2 and 5.4.
+type Budgets struct {
+	TurnBytes    int // one per-turn injection, header included (20 KiB)
+	SessionBytes int // all per-turn injections of one session (60 KiB)
+	BuildBytes   int // one build injection (20 KiB)
+	MinBytes     int // a turn with less budget left injects nothing (512 B)
+	RecordBytes  int // one rendered observation, tags included (4 KiB)
+	BodyBytes    int // a body is cut to this before escaping (2 KiB)
+	TitleBytes   int // a title is cut to this (160 B)
+	IndexBytes   int // the build index, split across scopes by weight (8 KiB)
+	IndexRows    int // working-set rows listed per scope in the index (24)
+	SelectorRows int // working-set rows handed to the selector (200)
+}
+
+// Config mirrors the coordinator block of the deployment config
+// (DESIGN Appendix B). Start from DefaultConfig: the zero value is invalid
+// on purpose, so a half-filled struct cannot silently turn defanging off.
+type Config struct {
+	PerTurnInjection    InjectionMode
+	Selection           SelectionMode
+	MaxEntries          int           // records per injection; recall asks for twice as many
+	RecallTimeout       time.Duration // bounds every recall path (composition, manifest, selector, fetch)
+	RecallFailurePolicy FailurePolicy
+	// FailurePolicies overrides RecallFailurePolicy per surface (turn,
+	// build). The guide has its own rule: fatal at session start, logged
+	// before an iteration.
+	FailurePolicies   map[Surface]FailurePolicy
+	DefangInbound     bool   // false is the kill switch for defanging and the scope/trust labels
+	InstructionHeader string // the envelope header's first words
+	OperatorScope     OperatorScopeMode
+	DefaultRealm      string // the realm of an identity that names none
+
+	SessionCacheSize int           // sessions kept by the default in-memory store
+	SweepTimeout     time.Duration // bounds one background full sweep
+	TelemetryQueue   int           // pending ledger/usage batches before new ones are dropped
+	Budgets          Budgets
+}
+
+// DefaultConfig answers the settings DESIGN prescribes.
+func DefaultConfig() Config {
+	return Config{
+		PerTurnInjection:    InjectionBudgeted,
+		Selection:           SelectionContextual,
+		MaxEntries:          8,
+		RecallTimeout:       500 * time.Millisecond,
+		RecallFailurePolicy: FailureSkip,
+		DefangInbound:       true,
+		InstructionHeader:   "Agent memory",
+		OperatorScope:       OperatorScopeOff,
+		DefaultRealm:        sdk.DefaultRealm,
+		SessionCacheSize:    10000,
+		SweepTimeout:        10 * time.Second,
+		TelemetryQueue:      1024,
+		Budgets: Budgets{
+			TurnBytes:    20 << 10,
+			SessionBytes: 60 << 10,
+			BuildBytes:   20 << 10,
+			MinBytes:     512,
+			RecordBytes:  4 << 10,
+			BodyBytes:    2 << 10,
+			TitleBytes:   160,
+			IndexBytes:   8 << 10,
+			IndexRows:    24,
+			SelectorRows: 200,
+		},
+	}
+}
+
+// maxHeaderBytes bounds the instruction header.
+const maxHeaderBytes = 200
+
+// Validate reports the first bad setting, naming its config key. The
+// error wraps sdk.ErrInvalid.
+func (c Config) Validate() error {
+	bad := func(key, problem string, args ...any) error {
+		return &sdk.FieldError{Field: "coordinator." + key, Problem: fmt.Sprintf(problem, args...), Err: sdk.ErrInvalid}
+	}
+	switch c.PerTurnInjection {
+	case InjectionBudgeted, InjectionOff:
+	default:
+		return bad("per_turn_injection", "%q is not budgeted or off", c.PerTurnInjection)
+	}
+	switch c.Selection {
+	case SelectionContextual, SelectionAlways:
+	default:
+		return bad("selection", "%q is not contextual or always", c.Selection)
+	}
+	if c.MaxEntries < 1 || c.MaxEntries > 100 {
+		return bad("max_entries", "%d is outside 1..100", c.MaxEntries)
+	}
+	if c.RecallTimeout <= 0 {
+		return bad("recall_timeout", "%v must be positive", c.RecallTimeout)
+	}
+	if !c.RecallFailurePolicy.valid() {
+		return bad("recall_failure_policy", "%q is not skip or fail", c.RecallFailurePolicy)
+	}
+	for s, p := range c.FailurePolicies {
+		switch s {
+		case SurfaceTurn, SurfaceBuild:
+		default:
+			return bad("recall_failure_policy", "unknown surface %q (want turn or build)", s)
+		}
+		if !p.valid() {
+			return bad("recall_failure_policy", "%q for surface %s is not skip or fail", p, s)
+		}
+	}
+	if err := ValidateHeader(c.InstructionHeader); err != nil {
+		return bad("instruction_header", "%v", err)
+	}
+	switch c.OperatorScope {
+	case OperatorScopeOff, OperatorScopeProvisional:
+	default:
+		return bad("operator_scope", "%q is not off or provisional", c.OperatorScope)
+	}
+	if err := sdk.ValidateRealm(c.DefaultRealm); err != nil {
+		return bad("default_realm", "%v", err)
+	}
+	if c.SessionCacheSize < 1 {
+		return bad("session_cache_size", "%d must be at least 1", c.SessionCacheSize)
+	}
+	if c.SweepTimeout <= 0 {
+		return bad("sweep_timeout", "%v must be positive", c.SweepTimeout)
+	}
+	if c.TelemetryQueue < 1 {
+		return bad("telemetry_queue", "%d must be at least 1", c.TelemetryQueue)
+	}
+	return c.Budgets.validate(bad)
+}
+
+func (b Budgets) validate(bad func(key, problem string, args ...any) error) error {
+	for _, f := range []struct {
+		key string
+		v   int
+	}{
+		{"turn_budget_bytes", b.TurnBytes}, {"session_budget_bytes", b.SessionBytes},
+		{"build_budget_bytes", b.BuildBytes}, {"min_injection_bytes", b.MinBytes},
+		{"record_bytes", b.RecordBytes}, {"body_bytes", b.BodyBytes}, {"title_bytes", b.TitleBytes},
+		{"index_bytes", b.IndexBytes}, {"index_rows", b.IndexRows}, {"selector_rows", b.SelectorRows},
+	} {
+		if f.v < 1 {
+			return bad(f.key, "%d must be positive", f.v)
+		}
+	}
+	switch {
+	case b.MinBytes > b.TurnBytes:
+		return bad("min_injection_bytes", "%d exceeds the turn budget %d", b.MinBytes, b.TurnBytes)
+	case b.TurnBytes > b.SessionBytes:
+		return bad("turn_budget_bytes", "%d exceeds the session budget %d", b.TurnBytes, b.SessionBytes)
+	case b.IndexBytes >= b.BuildBytes:
+		return bad("index_bytes", "%d leaves nothing of the build budget %d", b.IndexBytes, b.BuildBytes)
+	case b.BodyBytes > b.RecordBytes:
+		return bad("body_bytes", "%d exceeds the record limit %d", b.BodyBytes, b.RecordBytes)
+	}
+	return nil
+}
+
+func (p FailurePolicy) valid() bool { return p == FailureSkip || p == FailureFail }
+
+// failurePolicy answers the policy of one surface.
+func (c *Config) failurePolicy(s Surface) FailurePolicy {
+	if p, ok := c.FailurePolicies[s]; ok {
+		return p
+	}
+	return c.RecallFailurePolicy
+}
+
+// ValidateHeader checks an instruction header: one non-blank line of at
+// most 200 bytes of UTF-8, without control characters or the envelope's
+// structural characters (< > [ ] and the backtick), which would let the
+// header blur into the markers it frames.
+func ValidateHeader(h string) error {
+	switch {
+	case strings.TrimSpace(h) == "":
+		return fmt.Errorf("must not be blank")
+	case len(h) > maxHeaderBytes:
+		return fmt.Errorf("is %d bytes, the limit is %d", len(h), maxHeaderBytes)
+	case !utf8.ValidString(h):
+		return fmt.Errorf("is not valid UTF-8")
+	}
+	for _, r := range h {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("must be one line without control characters")
+		}
+		for _, f := range foldString(string(r)) {
+			if strings.ContainsRune("<>[]`", f) {
+				return fmt.Errorf("%q must not hold %q (or a look-alike): the envelope's markers use it", h, r)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,602 @@
+package coordinator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	hclog "github.com/hashicorp/go-hclog"
+	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/tokenize"
+)
+
+// maxQueryBytes bounds the text a query is built from: relevance needs the
+// start of a message, and enormous content must not cost more.
+const maxQueryBytes = 4 << 10
+
+// Providers finds the provider that serves a realm. A realm it does not
+// know is an error wrapping sdk.ErrNotFound.
+type Providers interface {
+	Provider(realm string) (sdk.Provider, error)
+}
+
+// ProvidersFunc adapts a function to Providers.
+type ProvidersFunc func(realm string) (sdk.Provider, error)
+
+func (f ProvidersFunc) Provider(realm string) (sdk.Provider, error) { return f(realm) }
+
+// RealmProviders serves a fixed realm-to-provider map.
+type RealmProviders map[string]sdk.Provider
+
+func (m RealmProviders) Provider(realm string) (sdk.Provider, error) {
+	if p, ok := m[realm]; ok && p != nil {
+		return p, nil
+	}
+	return nil, fmt.Errorf("no provider serves realm %q: %w", realm, sdk.ErrNotFound)
+}
+
+// Options are a coordinator's collaborators. Only Providers is required.
+type Options struct {
+	Providers        Providers
+	Selector         sdk.Selector
+	OperatorResolver sdk.OperatorResolver
+	MobResolver      sdk.MobResolver
+	// Sessions holds per-session state; default an in-memory LRU of
+	// Config.SessionCacheSize sessions. Coordinators given the same store
+	// share budgets, dedup sets and nonces.
+	Sessions SessionStore
+	Logger   hclog.Logger
+	Metrics  Metrics
+	// Now is the clock (tests); default time.Now.
+	Now func() time.Time
+}
+
+// Coordinator is the recall coordinator (DESIGN 5). It is safe for
+// concurrent use; share one pointer, and every caller shares its session
+// state.
+type Coordinator struct {
+	cfg       Config
+	env       *Envelope
+	defang    *Defanger // nil when defanging is off
+	providers Providers
+	selector  sdk.Selector
+	operators sdk.OperatorResolver
+	mobs      sdk.MobResolver
+	store     SessionStore
+	logger    hclog.Logger
+	metrics   Metrics
+	now       func() time.Time
+	telemetry *telemetry
+
+	skipMu   sync.Mutex
+	skipSeen *lru[skipKey, struct{}]
+
+	sweepCtx    context.Context
+	stopSweeps  context.CancelFunc
+	sweeps      sync.WaitGroup
+	sweepsStart sync.Mutex // orders sweeps.Add against Close's Wait
+	closed      bool
+}
+
+type skipKey struct {
+	realm, identity string
+	reason          SkipReason
+}
+
+// New builds a coordinator. cfg must be valid (start from DefaultConfig).
+func New(cfg Config, opts Options) (*Coordinator, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Providers == nil {
+		return nil, fmt.Errorf("coordinator: no provider lookup: %w", sdk.ErrInvalid)
+	}
+	env, err := NewEnvelope(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &Coordinator{
+		cfg: cfg, env: env, defang: env.defang, providers: opts.Providers,
+		selector: opts.Selector, operators: opts.OperatorResolver, mobs: opts.MobResolver,
+		store: opts.Sessions, logger: opts.Logger, metrics: opts.Metrics, now: opts.Now,
+		skipSeen: newLRU[skipKey, struct{}](4096),
+	}
+	if c.store == nil {
+		c.store = NewMemoryStore(cfg.SessionCacheSize)
+	}
+	if c.logger == nil {
+		c.logger = hclog.NewNullLogger()
+	}
+	c.logger = c.logger.Named("coordinator")
+	if c.metrics == nil {
+		c.metrics = NopMetrics{}
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	c.telemetry = newTelemetry(cfg.TelemetryQueue, c.logger, c.metrics)
+	c.sweepCtx, c.stopSweeps = context.WithCancel(context.Background())
+	if cfg.PerTurnInjection == InjectionOff {
+		c.logger.Info("per-turn injection is off: turns inject nothing", "skip_reason", SkipInjectionOff)
+	}
+	if !cfg.DefangInbound {
+		c.logger.Warn("inbound defanging is off: forged memory markers reach the model unchanged")
+	}
+	if cfg.OperatorScope == OperatorScopeProvisional && opts.OperatorResolver == nil {
+		c.logger.Info("operator_scope is provisional but no operator resolver is installed: operator scope stays off")
+	}
+	return c, nil
+}
+
+// Config answers the coordinator's configuration.
+func (c *Coordinator) Config() Config { return c.cfg }
+
+// Envelope answers the envelope the coordinator renders with.
+func (c *Coordinator) Envelope() *Envelope { return c.env }
+
+// Flush waits until every ledger row and usage mark queued so far has
+// been handed to its provider.
+func (c *Coordinator) Flush(ctx context.Context) error { return c.telemetry.flush(ctx) }
+
+// Close stops background sweeps and writes what telemetry is queued. The
+// coordinator must not be used afterwards.
+func (c *Coordinator) Close(ctx context.Context) error {
+	c.sweepsStart.Lock()
+	c.closed = true
+	c.sweepsStart.Unlock()
+	c.stopSweeps()
+	done := make(chan struct{})
+	go func() { c.sweeps.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return c.telemetry.close(ctx)
+}
+
+// TurnInjection is InjectForTurn's answer, shaped like the HTTP API's.
+// InjectedContext holds the bodies to deliver beside the user's message
+// (never inside it); it is empty exactly when SkipReason is set.
+type TurnInjection struct {
+	InjectedContext []string   `json:"injected_context"`
+	SkipReason      SkipReason `json:"skip_reason"`
+	Bytes           int        `json:"bytes"`
+	RecordIDs       []string   `json:"record_ids"`
+}
+
+// BuildInjection is AssembleBuildInjection's answer. Injection is empty
+// (JSON null) when there is nothing to inject.
+type BuildInjection struct {
+	Injection string
+	RecordIDs []string
+}
+
+// MarshalJSON writes {"injection": string|null, "record_ids": [...]}.
+func (b BuildInjection) MarshalJSON() ([]byte, error) {
+	var out struct {
+		Injection *string  `json:"injection"`
+		RecordIDs []string `json:"record_ids"`
+	}
+	if b.Injection != "" {
+		out.Injection = &b.Injection
+	}
+	out.RecordIDs = b.RecordIDs
+	if out.RecordIDs == nil {
+		out.RecordIDs = []string{}
+	}
+	return json.Marshal(out)
+}
+
+// DefangResult is DefangInbound's answer.
+type DefangResult struct {
+	Content Content `json:"content"`
+	Hits    int     `json:"hits"`
+}
+
+// provider pairs a realm's provider with its declared capabilities.
+type provider struct {
+	sdk.Provider
+	caps sdk.Capabilities
+}
+
+func (c *Coordinator) provider(realm string) (provider, error) {
+	p, err := c.providers.Provider(realm)
+	if err != nil {
+		return provider{}, fmt.Errorf("coordinator: realm %q: %w", realm, err)
+	}
+	if p == nil {
+		return provider{}, fmt.Errorf("coordinator: no provider serves realm %q: %w", realm, sdk.ErrNotFound)
+	}
+	return provider{Provider: p, caps: sdk.CapabilitiesOf(p)}, nil
+}
+
+// identity fills the default realm and validates.
+func (c *Coordinator) identity(id sdk.Identity) (sdk.Identity, error) {
+	if id.Realm == "" {
+		id.Realm = c.cfg.DefaultRealm
+	}
+	if err := id.Validate(); err != nil {
+		return id, fmt.Errorf("coordinator: identity: %w", err)
+	}
+	return id, nil
+}
+
+// InjectForTurn assembles the memory to deliver beside one user turn
+// (DESIGN 5.1). session may be "" for a turn outside any session: then
+// only the per-turn cap applies and nothing is deduplicated. Errors are
+// bad input (sdk.ErrInvalid), an unknown realm (sdk.ErrNotFound), and,
+// under the fail policy, recall failures; everything else is an answer
+// with a SkipReason.
+func (c *Coordinator) InjectForTurn(ctx context.Context, id sdk.Identity, session string, content Content) (TurnInjection, error) {
+	id, err := c.identity(id)
+	if err != nil {
+		return TurnInjection{}, err
+	}
+	if session != "" {
+		if err := ValidateSessionKey(session); err != nil {
+			return TurnInjection{}, fmt.Errorf("coordinator: %w", err)
+		}
+	}
+	p, err := c.provider(id.Realm)
+	if err != nil {
+		return TurnInjection{}, err
+	}
+	// 1. Off by config.
+	if c.cfg.PerTurnInjection == InjectionOff {
+		return c.skipTurn(id, SkipInjectionOff), nil
+	}
+	// 2. Query.
+	query := compactSpace(content.textPrefix(maxQueryBytes), maxQueryBytes)
+	if !tokenize.HasTerms(query) {
+		if c.cfg.Selection == SelectionContextual {
+			return c.skipTurn(id, SkipEmptyQuery), nil
+		}
+		query = ""
+	}
+	// 3. Budget, nonce, suppressed ids and a ready sweep, in one visit.
+	key := SessionKey{Realm: id.Realm, Identity: id.ID, Session: session}
+	var snap turnSnapshot
+	if err := c.store.Update(ctx, key, func(s *SessionState) {
+		if s.Nonce == "" {
+			s.Nonce = NewNonce()
+		}
+		snap = turnSnapshot{nonce: s.Nonce}
+		if session != "" {
+			snap.used, snap.epoch = s.InjectedBytes, s.Epoch
+			snap.suppressed = slices.Clone(s.InjectedIDs)
+			snap.swept, s.SweepIDs = s.SweepIDs, nil
+		}
+	}); err != nil {
+		return TurnInjection{}, fmt.Errorf("coordinator: session store: %w", err)
+	}
+	if c.turnBudget(session, snap.used) < c.cfg.Budgets.MinBytes {
+		return c.skipTurn(id, SkipBudgetExhausted), nil
+	}
+	// 4. Records.
+	var deeper func(scopes []sdk.Scope)
+	if session != "" && c.selector != nil {
+		deeper = func(scopes []sdk.Scope) { c.startSweep(key, snap.epoch, id, p, scopes, query) }
+	}
+	recs, err := c.recall(ctx, SurfaceTurn, id, p, nil, query, snap.suppressed, snap.swept, deeper)
+	if err != nil {
+		reason, err := c.recallFailed(ctx, SurfaceTurn, id, err)
+		if err != nil {
+			return TurnInjection{}, err
+		}
+		return c.skipTurn(id, reason), nil
+	}
+	if len(recs) == 0 {
+		return c.skipTurn(id, SkipNoRecords), nil
+	}
+	// 5 and 6. Render and account. With a session, both happen inside one
+	// store visit against the state as it is then: a concurrent turn of
+	// the same session may have spent budget or injected some of these
+	// records meanwhile, and the ladder must hold regardless.
+	in := RenderInput{Identity: id, Nonce: snap.nonce, Records: recs, MaxEntries: c.cfg.MaxEntries, Now: c.now()}
+	var out Rendered
+	exhausted := false
+	if session == "" {
+		in.MaxBytes = c.cfg.Budgets.TurnBytes
+		out = c.env.Render(in)
+	} else if err := c.store.Update(ctx, key, func(s *SessionState) {
+		out, exhausted = Rendered{}, false
+		if s.Nonce == "" {
+			s.Nonce = snap.nonce // evicted and recreated meanwhile: keep the nonce just used
+		}
+		in.MaxBytes = c.turnBudget(session, s.InjectedBytes)
+		if in.MaxBytes < c.cfg.Budgets.MinBytes {
+			exhausted = true
+			return
+		}
+		in.Skip = s.injected
+		out = c.env.Render(in)
+		s.InjectedBytes += out.Bytes
+		s.InjectedIDs = append(s.InjectedIDs, out.IDs...)
+	}); err != nil {
+		return TurnInjection{}, fmt.Errorf("coordinator: session store: %w", err)
+	}
+	if exhausted {
+		return c.skipTurn(id, SkipBudgetExhausted), nil
+	}
+	if out.Bytes == 0 {
+		return c.skipTurn(id, SkipNothingRenderable), nil
+	}
+	// 7. Ledger and usage, off the turn's path.
+	c.injected(SurfaceTurn, id, session, p, out)
+	return TurnInjection{InjectedContext: []string{out.Text}, Bytes: out.Bytes, RecordIDs: out.IDs}, nil
+}
+
+// turnSnapshot is what a turn reads from its session before recalling.
+type turnSnapshot struct {
+	nonce      string
+	used       int
+	epoch      uint64
+	suppressed []string
+	swept      []string
+}
+
+// turnBudget is min(turn cap, session cap − spent); the turn cap alone
+// without a session.
+func (c *Coordinator) turnBudget(session string, used int) int {
+	if session == "" {
+		return c.cfg.Budgets.TurnBytes
+	}
+	return min(c.cfg.Budgets.TurnBytes, c.cfg.Budgets.SessionBytes-used)
+}
+
+func (c *Coordinator) skipTurn(id sdk.Identity, reason SkipReason) TurnInjection {
+	c.skipped(SurfaceTurn, id, reason)
+	return TurnInjection{InjectedContext: []string{}, SkipReason: reason, RecordIDs: []string{}}
+}
+
+// skipped counts a skip and logs it once per (identity, reason), so a
+// deployment never runs silently with injection off yet logs stay quiet.
+func (c *Coordinator) skipped(surface Surface, id sdk.Identity, reason SkipReason) {
+	c.metrics.Skipped(surface, id.Realm, reason)
+	k := skipKey{realm: id.Realm, identity: id.ID, reason: reason}
+	c.skipMu.Lock()
+	_, seen := c.skipSeen.get(k)
+	if !seen {
+		c.skipSeen.add(k, struct{}{})
+	}
+	c.skipMu.Unlock()
+	if !seen {
+		c.logger.Info("injected nothing", "surface", surface, "realm", id.Realm, "identity", id.ID, "skip_reason", reason)
+	}
+}
+
+// recallFailed applies the surface's failure policy: it answers the skip
+// reason, or the error to return. A caller that gave up gets its own
+// context's error whatever the policy.
+func (c *Coordinator) recallFailed(ctx context.Context, surface Surface, id sdk.Identity, err error) (SkipReason, error) {
+	if ctx.Err() != nil {
+		return SkipNone, fmt.Errorf("coordinator: %s recall in realm %q: %w", surface, id.Realm, ctx.Err())
+	}
+	if c.cfg.failurePolicy(surface) == FailureFail {
+		return SkipNone, fmt.Errorf("coordinator: %s recall in realm %q: %w", surface, id.Realm, err)
+	}
+	c.logger.Warn("recall failed; injecting nothing", "surface", surface, "realm", id.Realm, "identity", id.ID, "error", err)
+	return SkipRecallFailed, nil
+}
+
+// recall finds the records to inject under the recall timeout (DESIGN 5.1
+// step 4): through the selector when one is installed, there is a query
+// and the provider lists manifests and fetches by id; lexical recall on
+// the provider otherwise. suppressed ids are never answered; swept ids
+// (a finished background sweep) join the selector's picks. deeper, when
+// set, is called if the selector asks for a deeper sweep. scopes are
+// composed here when nil.
+func (c *Coordinator) recall(ctx context.Context, surface Surface, id sdk.Identity, p provider, scopes []sdk.Scope, query string, suppressed, swept []string, deeper func([]sdk.Scope)) (recs []sdk.Record, err error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.RecallTimeout)
+	defer cancel()
+	start := time.Now()
+	defer func() { c.metrics.Recalled(surface, id.Realm, time.Since(start), sdk.CodeOf(err)) }()
+	if scopes == nil {
+		if scopes, err = c.compose(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	if c.selector != nil && query != "" && p.caps.Has(sdk.CapManifest) && p.caps.Has(sdk.CapFetch) {
+		return c.selectRecords(ctx, id, p, scopes, query, suppressed, swept, deeper)
+	}
+	hits, err := p.Recall(ctx, sdk.RecallQuery{
+		Realm: id.Realm, Query: query, Scopes: scopes, Limit: 2 * c.cfg.MaxEntries, ExcludeIDs: suppressed,
+	})
+	if err != nil {
+		return nil, err
+	}
+	recs = make([]sdk.Record, 0, len(hits))
+	for i := range hits {
+		recs = append(recs, hits[i].Record)
+	}
+	return keepReadable(recs, scopes, suppressed), nil
+}
+
+func (c *Coordinator) selectRecords(ctx context.Context, id sdk.Identity, p provider, scopes []sdk.Scope, query string, suppressed, swept []string, deeper func([]sdk.Scope)) ([]sdk.Record, error) {
+	rows, err := p.Provider.(sdk.ManifestLister).Manifest(ctx, sdk.ManifestQuery{
+		Realm: id.Realm, Scopes: scopes, Tier: sdk.TierWorkingSet, K: c.cfg.Budgets.SelectorRows,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	sel, err := c.selector.Select(ctx, sdk.SelectRequest{Identity: id, Query: query, Rows: rows, SuppressedIDs: suppressed, Max: c.cfg.MaxEntries})
+	if err != nil {
+		return nil, fmt.Errorf("selector: %w", err)
+	}
+	if sel.Coverage == sdk.CoverageNeedDeeperSweep && deeper != nil {
+		deeper(scopes)
+	}
+	ids := make([]string, 0, len(sel.IDs)+len(swept))
+	for _, rid := range slices.Concat(sel.IDs, swept) {
+		if rid != "" && !slices.Contains(ids, rid) && !slices.Contains(suppressed, rid) {
+			ids = append(ids, rid)
+		}
+	}
+	// An empty selection is a verdict, not a failure: inject nothing.
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	recs, err := p.Provider.(sdk.RecordGetter).Get(ctx, id.Realm, ids)
+	if err != nil {
+		return nil, fmt.Errorf("fetch: %w", err)
+	}
+	return keepReadable(recs, scopes, suppressed), nil
+}
+
+// keepReadable drops records outside the composed scopes and suppressed
+// ones: a provider or selector plugin that ignores its query must not leak
+// another identity's memory or repeat an injection.
+func keepReadable(recs []sdk.Record, scopes []sdk.Scope, suppressed []string) []sdk.Record {
+	out := recs[:0]
+	for _, r := range recs {
+		if slices.Contains(scopes, r.Scope) && !slices.Contains(suppressed, r.ID) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// injected counts an injection and queues its ledger rows and usage marks
+// for the providers that keep them. The queue never blocks.
+func (c *Coordinator) injected(surface Surface, id sdk.Identity, session string, p provider, out Rendered) {
+	c.metrics.Injected(surface, id.Realm, out.Bytes, len(out.IDs))
+	job := telemetryJob{realm: id.Realm, provider: p.Provider, at: c.now().UTC()}
+	if p.caps.Has(sdk.CapLedger) {
+		job.ledger = make([]sdk.LedgerEntry, len(out.IDs))
+		for i, rid := range out.IDs {
+			job.ledger[i] = sdk.LedgerEntry{
+				Realm: id.Realm, Identity: id.ID, Session: session, RecordID: rid,
+				Surface: string(surface), Bytes: int64(out.RecordBytes[i]), At: job.at,
+			}
+		}
+	}
+	if p.caps.Has(sdk.CapUsage) {
+		job.usage = slices.Clone(out.IDs)
+	}
+	if job.ledger != nil || job.usage != nil {
+		c.telemetry.enqueue(job)
+	}
+}
+
+// DefangInbound neutralises forged envelope markers in inbound content
+// (user messages and tool results alike) before delivery (DESIGN 5.5).
+// Non-text blocks are left alone. With defang_inbound = false the content
+// is answered unchanged. Only the hit count is logged.
+func (c *Coordinator) DefangInbound(id sdk.Identity, content Content) (DefangResult, error) {
+	id, err := c.identity(id)
+	if err != nil {
+		return DefangResult{}, err
+	}
+	if _, err := c.provider(id.Realm); err != nil {
+		return DefangResult{}, err
+	}
+	if c.defang == nil {
+		return DefangResult{Content: content}, nil
+	}
+	out, hits := content.mapText(c.defang.Defang)
+	if hits > 0 {
+		c.metrics.Defanged(id.Realm, hits)
+		c.logger.Info("defanged forged memory markers in inbound content", "realm", id.Realm, "identity", id.ID, "hits", hits)
+	}
+	return DefangResult{Content: out, Hits: hits}, nil
+}
+
+// OnSessionCompacted clears a session's dedup set, byte counter and
+// cached sweep, so turns after a compaction may inject again what the
+// compaction took out of context (DESIGN 5.6). The nonce is kept.
+func (c *Coordinator) OnSessionCompacted(ctx context.Context, id sdk.Identity, session string) error {
+	id, err := c.identity(id)
+	if err != nil {
+		return err
+	}
+	if err := ValidateSessionKey(session); err != nil {
+		return fmt.Errorf("coordinator: %w", err)
+	}
+	if _, err := c.provider(id.Realm); err != nil {
+		return err
+	}
+	key := SessionKey{Realm: id.Realm, Identity: id.ID, Session: session}
+	if err := c.store.Update(ctx, key, (*SessionState).reset); err != nil {
+		return fmt.Errorf("coordinator: session store: %w", err)
+	}
+	return nil
+}
+
+// Recall answers the records most relevant to query among the identity's
+// composed scopes, under the recall timeout. The memory guide recalls
+// through it.
+func (c *Coordinator) Recall(ctx context.Context, id sdk.Identity, query string, limit int) (hits []sdk.Hit, err error) {
+	id, err = c.identity(id)
+	if err != nil {
+		return nil, err
+	}
+	if limit < 1 || limit > sdk.MaxBatch {
+		return nil, &sdk.FieldError{Field: "limit", Problem: fmt.Sprintf("%d is outside 1..%d", limit, sdk.MaxBatch), Err: sdk.ErrInvalid}
+	}
+	p, err := c.provider(id.Realm)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.RecallTimeout)
+	defer cancel()
+	start := time.Now()
+	defer func() { c.metrics.Recalled(SurfaceGuide, id.Realm, time.Since(start), sdk.CodeOf(err)) }()
+	scopes, err := c.compose(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: recall in realm %q: %w", id.Realm, err)
+	}
+	hits, err = p.Recall(ctx, sdk.RecallQuery{Realm: id.Realm, Query: query, Scopes: scopes, Limit: limit})
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: recall in realm %q: %w", id.Realm, err)
+	}
+	now := c.now()
+	out := hits[:0]
+	for _, h := range hits {
+		if slices.Contains(scopes, h.Record.Scope) && h.Record.Recallable(now) && (h.Record.Realm == "" || h.Record.Realm == id.Realm) {
+			out = append(out, h)
+		}
+	}
+	return out, nil
+}
+
+// RenderEnvelope renders records in the envelope with the nonce of
+// (identity, session), within maxBytes (the turn budget when <= 0). It
+// touches no budget or dedup state. The memory guide renders through it.
+func (c *Coordinator) RenderEnvelope(ctx context.Context, id sdk.Identity, session string, recs []sdk.Record, maxBytes int) (Rendered, error) {
+	id, err := c.identity(id)
+	if err != nil {
+		return Rendered{}, err
+	}
+	if session != "" {
+		if err := ValidateSessionKey(session); err != nil {
+			return Rendered{}, fmt.Errorf("coordinator: %w", err)
+		}
+	}
+	if maxBytes <= 0 {
+		maxBytes = c.cfg.Budgets.TurnBytes
+	}
+	nonce, err := c.nonce(ctx, SessionKey{Realm: id.Realm, Identity: id.ID, Session: session})
+	if err != nil {
+		return Rendered{}, err
+	}
+	return c.env.Render(RenderInput{Identity: id, Nonce: nonce, Records: recs, MaxBytes: maxBytes, Now: c.now()}), nil
+}
+
+// nonce answers the nonce of a session key, minting it on first use.
+func (c *Coordinator) nonce(ctx context.Context, key SessionKey) (string, error) {
+	var nonce string
+	err := c.store.Update(ctx, key, func(s *SessionState) {
+		if s.Nonce == "" {
+			s.Nonce = NewNonce()
+		}
+		nonce = s.Nonce
+	})
+	if err != nil {
+		return "", fmt.Errorf("coordinator: session store: %w", err)
+	}
+	return nonce, nil
+}

@@ -1,0 +1,423 @@
+package coordinator
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// The reserved markers of the envelope and what defanging makes of them.
+const (
+	openTag        = "<memhost_memory_observation"
+	closeTag       = "</memhost_memory_observation"
+	tokenMarker    = "[mem-token:"
+	defangedOpen   = "<defanged_memory_observation"
+	defangedClose  = "</defanged_memory_observation"
+	defangedToken  = "[defanged-mem-token:"
+	defangedPrefix = "[defanged] "
+	headerTail     = " for identity"
+)
+
+// Defanger neutralises forged envelope markers in text (DESIGN 5.5).
+//
+// Matching is deliberately loose, because a model reads loosely: letters
+// are compared after NFKC folding and lower-casing (so full-width ＜ and
+// ［, mathematical letters and the like count), and whitespace, control
+// and invisible format characters (zero-width spaces, joiners, soft
+// hyphens) are skipped, so a marker split across lines or salted with
+// invisible characters is still found. Each forged tag or token marker is
+// replaced by its visible defanged form; each line holding the header
+// phrase gets a "[defanged] " prefix. The output holds no live marker, so
+// defanging it again changes nothing. A Defanger is immutable and safe for
+// concurrent use.
+type Defanger struct {
+	// all finds markers and header phrases in one pass, which is all that
+	// text without forged tags or tokens needs. Text whose markers were
+	// replaced is searched again by header alone, for its new lines.
+	all    *matcher
+	header *matcher
+}
+
+// headerPattern is the header phrase's index in Defanger.all; the
+// markers precede it in markerReplacements' order.
+const headerPattern = 3
+
+var markerReplacements = [...]string{defangedOpen, defangedClose, defangedToken}
+
+// NewDefanger builds a defanger for an instruction header.
+func NewDefanger(header string) (*Defanger, error) {
+	if err := ValidateHeader(header); err != nil {
+		return nil, fmt.Errorf("instruction header: %w", err)
+	}
+	phrase := header + headerTail
+	all, err := newMatcher([]string{openTag, closeTag, tokenMarker, phrase})
+	if err != nil {
+		return nil, fmt.Errorf("instruction header: %w", err)
+	}
+	hdr, err := newMatcher([]string{phrase})
+	if err != nil {
+		return nil, fmt.Errorf("instruction header: %w", err)
+	}
+	bmpFolds() // build the fold table now, not on a first request
+	return &Defanger{all: all, header: hdr}, nil
+}
+
+// Defang answers s with every live marker neutralised, and the number of
+// markers and header lines it neutralised. Text without markers is
+// answered as is, without copying.
+func (d *Defanger) Defang(s string) (string, int) {
+	var (
+		b     strings.Builder
+		last  int
+		tags  int
+		lines []int // starts of the lines holding the header phrase
+	)
+	d.all.scan(s, func(p, start, end, line int) {
+		if p == headerPattern {
+			lines = appendLine(lines, line)
+			return
+		}
+		if start < last {
+			return
+		}
+		if tags == 0 {
+			b.Grow(len(s) + 16)
+		}
+		b.WriteString(s[last:start])
+		b.WriteString(markerReplacements[p])
+		last = end
+		tags++
+	})
+	if tags == 0 {
+		return prefixLines(s, lines)
+	}
+	b.WriteString(s[last:])
+	out := b.String()
+	lines = lines[:0]
+	d.header.scan(out, func(_, _, _, line int) { lines = appendLine(lines, line) })
+	out, n := prefixLines(out, lines)
+	return out, tags + n
+}
+
+// appendLine adds a line start unless it repeats the last one (matches
+// arrive in order, so repeats are adjacent).
+func appendLine(lines []int, line int) []int {
+	if n := len(lines); n > 0 && lines[n-1] == line {
+		return lines
+	}
+	return append(lines, line)
+}
+
+// prefixLines puts the defanged prefix at each line start that lacks it.
+func prefixLines(s string, lines []int) (string, int) {
+	var b strings.Builder
+	last, hits := 0, 0
+	for _, line := range lines {
+		if strings.HasPrefix(s[line:], defangedPrefix) {
+			continue
+		}
+		if hits == 0 {
+			b.Grow(len(s) + len(lines)*len(defangedPrefix))
+		}
+		b.WriteString(s[last:line])
+		b.WriteString(defangedPrefix)
+		last = line
+		hits++
+	}
+	if hits == 0 {
+		return s, 0
+	}
+	b.WriteString(s[last:])
+	return b.String(), hits
+}
+
+// maxPatternUnits bounds a folded pattern, so the scan's ring of match
+// starts lives on the stack.
+const maxPatternUnits = 256
+
+// matcher is an Aho-Corasick automaton over folded runes.
+type matcher struct {
+	lens  []int            // folded length of each pattern
+	ascii [][128]int32     // full DFA transitions for ASCII input
+	edges []map[rune]int32 // trie edges for non-ASCII pattern runes
+	fail  []int32
+	out   []int32 // pattern ending at the state (directly or by suffix), or -1
+	wide  bool    // some pattern holds a non-ASCII rune
+	// idle classifies bytes while no match is under way: 0 may start one
+	// (or is not ASCII), 1 cannot and is skipped, 2 is also a line break.
+	// Plain text spends most of its time in this one table lookup.
+	idle [256]uint8
+}
+
+func newMatcher(patterns []string) (*matcher, error) {
+	m := &matcher{}
+	trie := []map[rune]int32{{}}
+	m.fail, m.out = []int32{0}, []int32{-1}
+	for p, pat := range patterns {
+		units := foldString(pat)
+		if len(units) == 0 {
+			return nil, fmt.Errorf("pattern %q folds to nothing", pat)
+		}
+		if len(units) > maxPatternUnits {
+			return nil, fmt.Errorf("pattern %q folds to %d characters, the limit is %d", pat, len(units), maxPatternUnits)
+		}
+		m.lens = append(m.lens, len(units))
+		s := int32(0)
+		for _, r := range units {
+			m.wide = m.wide || r >= utf8.RuneSelf
+			next, ok := trie[s][r]
+			if !ok {
+				next = int32(len(trie))
+				trie = append(trie, map[rune]int32{})
+				m.fail = append(m.fail, 0)
+				m.out = append(m.out, -1)
+				trie[s][r] = next
+			}
+			s = next
+		}
+		m.out[s] = int32(p)
+	}
+	m.edges = trie
+	m.ascii = make([][128]int32, len(trie))
+	// Breadth-first: a state's fail link and transitions are complete
+	// before any deeper state needs them.
+	queue := []int32{0}
+	for len(queue) > 0 {
+		s := queue[0]
+		queue = queue[1:]
+		if m.out[s] < 0 && s != 0 {
+			m.out[s] = m.out[m.fail[s]]
+		}
+		for c := 0; c < 128; c++ {
+			if next, ok := trie[s][rune(c)]; ok {
+				m.ascii[s][c] = next
+			} else if s != 0 {
+				m.ascii[s][c] = m.ascii[m.fail[s]][c]
+			}
+		}
+		for r, next := range trie[s] {
+			if s != 0 {
+				m.fail[next] = m.step(m.fail[s], r)
+			}
+			queue = append(queue, next)
+		}
+	}
+	for c := 0; c < utf8.RuneSelf; c++ {
+		switch {
+		case c == '\n' || c == '\r' || c == '\v' || c == '\f':
+			m.idle[c] = 2
+		case c <= ' ' || c == 0x7f || m.ascii[0][unicode.ToLower(rune(c))] == 0:
+			m.idle[c] = 1
+		}
+	}
+	return m, nil
+}
+
+// step follows one rune from state s.
+func (m *matcher) step(s int32, r rune) int32 {
+	if r < utf8.RuneSelf {
+		return m.ascii[s][r]
+	}
+	if !m.wide {
+		return 0 // no pattern holds it: every partial match ends here
+	}
+	for {
+		if next, ok := m.edges[s][r]; ok {
+			return next
+		}
+		if s == 0 {
+			return 0
+		}
+		s = m.fail[s]
+	}
+}
+
+// scanner is one scan's state: the automaton's state and a ring of the
+// byte offsets and line starts of the latest folded units, so a match can
+// be traced back to where it began. Scanners are pooled: the ring is
+// large, and only entries written in this scan are ever read.
+type scanner struct {
+	m             *matcher
+	state         int32
+	units         int
+	starts, lines [maxPatternUnits]int
+}
+
+var scanners = sync.Pool{New: func() any { return new(scanner) }}
+
+// feed advances by one folded unit that began at byte start on the line
+// starting at line; it answers the pattern completed, or -1, and the ring
+// slot of the completed match's first unit.
+func (sc *scanner) feed(f rune, start, line int) (p int32, first int) {
+	k := sc.units % maxPatternUnits
+	sc.starts[k], sc.lines[k] = start, line
+	sc.units++
+	sc.state = sc.m.step(sc.state, f)
+	p = sc.m.out[sc.state]
+	if p < 0 {
+		return -1, 0
+	}
+	return p, (sc.units - sc.m.lens[p]) % maxPatternUnits
+}
+
+// scan reports every match in order of its end: the pattern, the byte
+// span [start, end) of s it covers, and the start of the line it starts
+// on. Matches of different patterns may overlap; callers decide.
+func (m *matcher) scan(s string, hit func(p, start, end, line int)) {
+	sc := scanners.Get().(*scanner)
+	defer scanners.Put(sc)
+	sc.m, sc.state, sc.units = m, 0, 0
+	table := bmpFolds()
+	line := 0
+	for i := 0; i < len(s); {
+		if sc.state == 0 {
+			for i < len(s) {
+				k := m.idle[s[i]]
+				if k == 0 {
+					break
+				}
+				i++
+				if k == 2 {
+					line = i
+				}
+			}
+			if i == len(s) {
+				return
+			}
+		}
+		c := s[i]
+		if c < utf8.RuneSelf {
+			i++
+			if c <= ' ' || c == 0x7f {
+				if c == '\n' || c == '\r' || c == '\v' || c == '\f' {
+					line = i
+				}
+				continue
+			}
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if p, first := sc.feed(rune(c), i-1, line); p >= 0 {
+				hit(int(p), sc.starts[first], i, sc.lines[first])
+			}
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		start := i
+		i += size
+		var fold uint32 = foldSlow
+		if r < 0x10000 {
+			fold = table[r]
+		}
+		switch fold {
+		case foldSkip:
+			continue
+		case foldBreak:
+			line = i
+			continue
+		case foldSlow:
+			if skippable(r) {
+				continue
+			}
+			foldRune(s[start:i], r, func(f rune) {
+				if p, first := sc.feed(f, start, line); p >= 0 {
+					hit(int(p), sc.starts[first], i, sc.lines[first])
+				}
+			})
+		default:
+			if p, first := sc.feed(rune(fold), start, line); p >= 0 {
+				hit(int(p), sc.starts[first], i, sc.lines[first])
+			}
+		}
+	}
+}
+
+// Markers in the BMP fold table; real entries are the folded rune.
+const (
+	foldSkip  = 0xFFFFFFFF // skippable
+	foldBreak = 0xFFFFFFFE // skippable line break
+	foldSlow  = 0xFFFFFFFD // folds to several runes: ask norm
+)
+
+// bmpFolds is the fold of every BMP rune, built on first use (a few tens
+// of milliseconds, 256 KiB) so that folding costs one lookup per rune.
+var bmpFolds = sync.OnceValue(func() *[0x10000]uint32 {
+	var t [0x10000]uint32
+	var buf [utf8.UTFMax]byte
+	for r := rune(0); r < 0x10000; r++ {
+		switch {
+		case r == '\u0085' || r == '\u2028' || r == '\u2029' || r == '\n' || r == '\r' || r == '\v' || r == '\f':
+			t[r] = foldBreak
+		case r >= 0xD800 && r <= 0xDFFF, skippable(r):
+			t[r] = foldSkip
+		default:
+			n := utf8.EncodeRune(buf[:], r)
+			count, first := 0, rune(0)
+			foldRune(string(buf[:n]), r, func(f rune) {
+				if count == 0 {
+					first = f
+				}
+				count++
+			})
+			switch count {
+			case 0:
+				t[r] = foldSkip
+			case 1:
+				t[r] = uint32(first)
+			default:
+				t[r] = foldSlow
+			}
+		}
+	}
+	return &t
+})
+
+// skippable reports runes a reader does not see as part of a word:
+// whitespace, controls, format characters (zero-width space and joiners,
+// soft hyphen, bidi controls, BOM), variation selectors and other default
+// ignorables, and bytes that are not UTF-8.
+func skippable(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r <= ' ' || r == 0x7f
+	}
+	return r == utf8.RuneError || unicode.IsSpace(r) || unicode.IsControl(r) ||
+		unicode.In(r, unicode.Cf, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point)
+}
+
+// foldRune emits the folded form of one rune (its encoding is enc): its
+// NFKC compatibility decomposition, lower-cased, without the skippable
+// runes some decompositions hold.
+func foldRune(enc string, r rune, emit func(rune)) {
+	if r < utf8.RuneSelf {
+		emit(unicode.ToLower(r))
+		return
+	}
+	d := norm.NFKC.PropertiesString(enc).Decomposition()
+	if d == nil {
+		emit(unicode.ToLower(r))
+		return
+	}
+	for len(d) > 0 {
+		dr, n := utf8.DecodeRune(d)
+		d = d[n:]
+		if !skippable(dr) {
+			emit(unicode.ToLower(dr))
+		}
+	}
+}
+
+// foldString folds s the way scan folds its input.
+func foldString(s string) []rune {
+	var out []rune
+	for i, r := range s {
+		if skippable(r) {
+			continue
+		}
+		foldRune(s[i:i+utf8.RuneLen(r)], r, func(f rune) { out = append(out, f) })
+	}
+	return out
+}

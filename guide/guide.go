@@ -1,0 +1,260 @@
+package guide
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"unicode"
+
+	hclog "github.com/hashicorp/go-hclog"
+	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/tokenize"
+)
+
+// Source is what a guide recalls from and renders through.
+// *coordinator.Coordinator is one: recall over the identity's composed
+// scopes under the recall timeout, and the coordinator's envelope with
+// the nonce of (identity, session).
+type Source interface {
+	Recall(ctx context.Context, id sdk.Identity, query string, limit int) ([]sdk.Hit, error)
+	RenderEnvelope(ctx context.Context, id sdk.Identity, session string, recs []sdk.Record, maxBytes int) (coordinator.Rendered, error)
+}
+
+// maxQueryBytes bounds the text a query is built from.
+const maxQueryBytes = 4 << 10
+
+// state is one guide session's memory of its last recall.
+type state struct {
+	recalled bool // a recall succeeded since the session began
+	query    string
+	filters  Filters
+	block    string
+}
+
+// recaller runs the guide's recall: fetch, filter, re-sort, render.
+type recaller struct {
+	src      Source
+	maxBytes int // envelope cap; 0 is the coordinator's per-turn cap
+	logger   hclog.Logger
+}
+
+// recall answers the block for query under filters f (normalized). An
+// empty block means nothing to inject.
+func (r *recaller) recall(ctx context.Context, id sdk.Identity, session, query string, f Filters) (string, error) {
+	terms := tokenize.Terms(query)
+	if len(terms) == 0 {
+		return "", nil
+	}
+	fetch := f.TopK
+	if f.active() {
+		fetch = f.TopK * overFetch
+	}
+	hits, err := r.src.Recall(ctx, id, query, fetch)
+	if err != nil {
+		return "", err
+	}
+	kept := rank(hits, terms, f)
+	// Filters starved the answer and the provider may hold more: ask once
+	// more, for many more.
+	if f.active() && len(kept) < f.TopK && len(hits) >= fetch {
+		more := min(f.TopK*refetch, sdk.MaxBatch)
+		if hits, err = r.src.Recall(ctx, id, query, more); err != nil {
+			return "", err
+		}
+		kept = rank(hits, terms, f)
+	}
+	if len(kept) > f.TopK {
+		kept = kept[:f.TopK]
+	}
+	if len(kept) == 0 {
+		return "", nil
+	}
+	out, err := r.src.RenderEnvelope(ctx, id, session, kept, r.maxBytes)
+	if err != nil {
+		return "", err
+	}
+	return out.Text, nil
+}
+
+// rank filters hits and sorts them by local score, best first; ties keep
+// the provider's order.
+func rank(hits []sdk.Hit, terms []string, f Filters) []sdk.Record {
+	type scored struct {
+		rec   sdk.Record
+		score float64
+	}
+	var keep []scored
+	for i := range hits {
+		r := &hits[i].Record
+		if !f.keeps(r) {
+			continue
+		}
+		s := Score(terms, r)
+		if f.MinScore > 0 && s < f.MinScore {
+			continue
+		}
+		keep = append(keep, scored{*r, s})
+	}
+	slices.SortStableFunc(keep, func(a, b scored) int {
+		switch {
+		case a.score > b.score:
+			return -1
+		case a.score < b.score:
+			return 1
+		}
+		return 0
+	})
+	out := make([]sdk.Record, len(keep))
+	for i, k := range keep {
+		out[i] = k.rec
+	}
+	return out
+}
+
+// start is the session-start recall: it always recalls, and its error is
+// the caller's (fatal).
+func (r *recaller) start(ctx context.Context, st *state, id sdk.Identity, session, task string, f Filters) (string, error) {
+	query := compactQuery(task)
+	block, err := r.recall(ctx, id, session, query, f)
+	if err != nil {
+		return "", err
+	}
+	*st = state{recalled: true, query: query, filters: f, block: block}
+	return block, nil
+}
+
+// iterate is the before-iteration recall. An empty message keeps the
+// block; an unchanged query and filters keep it byte for byte, without a
+// provider call; a failed recall is logged and keeps it too.
+func (r *recaller) iterate(ctx context.Context, st *state, id sdk.Identity, session, message string, f Filters) (string, bool) {
+	query := compactQuery(message)
+	if query == "" || (st.recalled && query == st.query && f.equal(st.filters)) {
+		return st.block, false
+	}
+	block, err := r.recall(ctx, id, session, query, f)
+	if err != nil {
+		r.logger.Warn("memory recall before an iteration failed; keeping the previous block",
+			"realm", id.Realm, "identity", id.ID, "error", err)
+		return st.block, false
+	}
+	changed := block != st.block
+	*st = state{recalled: true, query: query, filters: f, block: block}
+	return block, changed
+}
+
+// compactQuery collapses whitespace runs and trims, reading at most
+// maxQueryBytes of s.
+func compactQuery(s string) string {
+	if len(s) > maxQueryBytes {
+		s = s[:maxQueryBytes]
+		for len(s) > 0 && s[len(s)-1]&0xC0 == 0x80 {
+			s = s[:len(s)-1]
+		}
+	}
+	return strings.Join(strings.FieldsFunc(s, unicode.IsSpace), " ")
+}
+
+// validate checks an identity and session key.
+func validate(id sdk.Identity, session string) error {
+	if err := id.Validate(); err != nil {
+		return fmt.Errorf("guide: identity: %w", err)
+	}
+	if err := coordinator.ValidateSessionKey(session); err != nil {
+		return fmt.Errorf("guide: %w", err)
+	}
+	return nil
+}
+
+// Guide recalls memory into one agent session's context, for Go embedders
+// (DESIGN 6): once at session start with the task as query (errors are
+// fatal), and before every model iteration with the last user message
+// (errors are logged), replacing its previous block. Configure it with the
+// chainable With methods before the session starts. A Guide is safe for
+// concurrent use.
+type Guide struct {
+	rec     recaller
+	id      sdk.Identity
+	session string
+	name    string
+	filters Filters
+
+	mu sync.Mutex
+	st state
+}
+
+// New builds a guide for one (identity, session), recalling from src.
+func New(src Source, id sdk.Identity, session string) *Guide {
+	return &Guide{rec: recaller{src: src, logger: hclog.NewNullLogger()}, id: id, session: session, name: DefaultBlockSource}
+}
+
+// WithTopK sets how many records to inject (default 5). Pick small:
+// every recalled line spends prompt tokens.
+func (g *Guide) WithTopK(k int) *Guide { g.filters.TopK = k; return g }
+
+// WithMinScore drops records whose Score is below s, in [0, 1].
+func (g *Guide) WithMinScore(s float64) *Guide { g.filters.MinScore = s; return g }
+
+// WithRequiredTags keeps only records carrying all of tags.
+func (g *Guide) WithRequiredTags(tags ...string) *Guide { g.filters.RequiredTags = tags; return g }
+
+// WithExcludedTags drops records carrying any of tags.
+func (g *Guide) WithExcludedTags(tags ...string) *Guide { g.filters.ExcludedTags = tags; return g }
+
+// WithMaxBytes caps the rendered block (default: the coordinator's
+// per-turn cap).
+func (g *Guide) WithMaxBytes(n int) *Guide { g.rec.maxBytes = n; return g }
+
+// WithLogger sets where before-iteration failures are logged.
+func (g *Guide) WithLogger(l hclog.Logger) *Guide { g.rec.logger = l; return g }
+
+// WithName sets the Source of the guide's block in Context.Guides
+// (default "memory"), for a loop running several memory guides.
+func (g *Guide) WithName(name string) *Guide { g.name = name; return g }
+
+// Block answers the guide's current block ("" when it holds none).
+func (g *Guide) Block() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.st.block
+}
+
+// Apply is the session-start recall: the task description is the query.
+// An error is fatal to the session; c is then left as it was.
+func (g *Guide) Apply(ctx context.Context, c *Context) error {
+	if err := validate(g.id, g.session); err != nil {
+		return err
+	}
+	if err := g.filters.Validate(); err != nil {
+		return fmt.Errorf("guide: %w", err)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	block, err := g.rec.start(ctx, &g.st, g.id, g.session, c.Task, g.filters.normalized())
+	if err != nil {
+		return fmt.Errorf("guide: session-start recall: %w", err)
+	}
+	c.SetGuide(g.name, block)
+	return nil
+}
+
+// ApplyBeforeIteration re-recalls with the last user message in c's
+// history and replaces the guide's block, reporting whether it changed.
+// Without a user message, or with the same query as last time, the block
+// stays byte-identical (model prefix caches stay warm) and no recall is
+// made. A failed recall is logged and keeps the previous block.
+func (g *Guide) ApplyBeforeIteration(ctx context.Context, c *Context) bool {
+	msg, ok := c.LastUserMessage()
+	if !ok || validate(g.id, g.session) != nil || g.filters.Validate() != nil {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	block, changed := g.rec.iterate(ctx, &g.st, g.id, g.session, msg, g.filters.normalized())
+	if changed {
+		c.SetGuide(g.name, block)
+	}
+	return changed
+}

@@ -1,0 +1,245 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/guide"
+	"github.com/memhost/memhost/sdk"
+)
+
+// The endpoints below are the coordinator's and the guide's surfaces.
+// Each authorises the identity's realm first, so a token never learns
+// anything about a realm it may not touch.
+
+// authorised resolves the identity's realm (the default when empty),
+// checks the caller may touch it, and validates the identity.
+func (s *Server) authorised(c caller, in identityInput) (sdk.Identity, error) {
+	realm, err := s.realm(c, in.Realm)
+	if err != nil {
+		return sdk.Identity{}, err
+	}
+	id := sdk.Identity{Realm: realm, ID: in.ID}
+	if err := id.Validate(); err != nil {
+		return sdk.Identity{}, err
+	}
+	return id, nil
+}
+
+type turnRequest struct {
+	Identity identityInput       `json:"identity"`
+	Session  string              `json:"session"`
+	Content  coordinator.Content `json:"content"`
+}
+
+func (s *Server) handleInjectTurn(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
+	var req turnRequest
+	if err := s.decode(w, r, &req); err != nil {
+		return err
+	}
+	id, err := s.authorised(c, req.Identity)
+	if err != nil {
+		return err
+	}
+	out, err := s.opts.Coordinator.InjectForTurn(ctx, id, req.Session, req.Content)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+type buildRequest struct {
+	Identity   identityInput `json:"identity"`
+	QueryText  string        `json:"query_text"`
+	QueryTerms []string      `json:"query_terms"`
+}
+
+func (s *Server) handleInjectBuild(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
+	var req buildRequest
+	if err := s.decode(w, r, &req); err != nil {
+		return err
+	}
+	id, err := s.authorised(c, req.Identity)
+	if err != nil {
+		return err
+	}
+	out, err := s.opts.Coordinator.AssembleBuildInjection(ctx, id, req.QueryText, req.QueryTerms)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+type defangRequest struct {
+	Identity identityInput       `json:"identity"`
+	Content  coordinator.Content `json:"content"`
+}
+
+func (s *Server) handleDefang(_ context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
+	var req defangRequest
+	if err := s.decode(w, r, &req); err != nil {
+		return err
+	}
+	id, err := s.authorised(c, req.Identity)
+	if err != nil {
+		return err
+	}
+	out, err := s.opts.Coordinator.DefangInbound(id, req.Content)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+type compactedRequest struct {
+	Identity identityInput `json:"identity"`
+}
+
+func (s *Server) handleSessionCompacted(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
+	var req compactedRequest
+	if err := s.decode(w, r, &req); err != nil {
+		return err
+	}
+	id, err := s.authorised(c, req.Identity)
+	if err != nil {
+		return err
+	}
+	if err := s.opts.Coordinator.OnSessionCompacted(ctx, id, r.PathValue("key")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+type manifestRequest struct {
+	Identity identityInput `json:"identity"`
+	Tier     string        `json:"tier"`
+	K        int           `json:"k"`
+}
+
+// DefaultManifestK is the working-set size when a request gives none.
+const DefaultManifestK = 24
+
+func (s *Server) handleManifest(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
+	var req manifestRequest
+	if err := s.decode(w, r, &req); err != nil {
+		return err
+	}
+	id, p, err := s.identity(c, req.Identity)
+	if err != nil {
+		return err
+	}
+	q := sdk.ManifestQuery{Realm: id.Realm, K: req.K}
+	switch req.Tier {
+	case "working_set", "":
+		q.Tier = sdk.TierWorkingSet
+		if q.K == 0 {
+			q.K = DefaultManifestK
+		}
+		if q.K < 1 || q.K > sdk.MaxBatch {
+			return badRequest("k: %d is outside 1..%d", q.K, sdk.MaxBatch)
+		}
+	case "full":
+		q.Tier = sdk.TierFull
+	default:
+		return badRequest("tier: %q is not working_set or full", req.Tier)
+	}
+	lister, ok := p.(sdk.ManifestLister)
+	if !ok || !sdk.Supports(p, sdk.CapManifest) {
+		return fmt.Errorf("the provider of realm %q keeps no record manifest: %w", id.Realm, sdk.ErrUnsupported)
+	}
+	if q.Scopes, err = s.opts.Coordinator.Scopes(ctx, id); err != nil {
+		return err
+	}
+	rows, err := lister.Manifest(ctx, q)
+	if err != nil {
+		return err
+	}
+	if rows == nil {
+		rows = []sdk.ManifestRow{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"rows": rows})
+	return nil
+}
+
+// guideFilters are the optional filters of both guide endpoints.
+type guideFilters struct {
+	TopK         int      `json:"top_k"`
+	MinScore     float64  `json:"min_score"`
+	RequiredTags []string `json:"required_tags"`
+	ExcludedTags []string `json:"excluded_tags"`
+}
+
+func (f guideFilters) filters() (guide.Filters, error) {
+	out := guide.Filters{TopK: f.TopK, MinScore: f.MinScore, RequiredTags: f.RequiredTags, ExcludedTags: f.ExcludedTags}
+	return out, out.Validate()
+}
+
+// block is a guide block as JSON: null when there is nothing to inject.
+func block(b string) *string {
+	if b == "" {
+		return nil
+	}
+	return &b
+}
+
+type sessionStartRequest struct {
+	Identity identityInput `json:"identity"`
+	Session  string        `json:"session"`
+	Task     string        `json:"task"`
+	guideFilters
+}
+
+func (s *Server) handleGuideStart(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
+	var req sessionStartRequest
+	if err := s.decode(w, r, &req); err != nil {
+		return err
+	}
+	id, err := s.authorised(c, req.Identity)
+	if err != nil {
+		return err
+	}
+	f, err := req.filters()
+	if err != nil {
+		return err
+	}
+	b, err := s.opts.Guide.SessionStart(ctx, id, req.Session, req.Task, f)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"block": block(b)})
+	return nil
+}
+
+type beforeIterationRequest struct {
+	Identity        identityInput `json:"identity"`
+	Session         string        `json:"session"`
+	LastUserMessage string        `json:"last_user_message"`
+	guideFilters
+}
+
+func (s *Server) handleGuideIteration(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
+	var req beforeIterationRequest
+	if err := s.decode(w, r, &req); err != nil {
+		return err
+	}
+	id, err := s.authorised(c, req.Identity)
+	if err != nil {
+		return err
+	}
+	f, err := req.filters()
+	if err != nil {
+		return err
+	}
+	b, changed, err := s.opts.Guide.BeforeIteration(ctx, id, req.Session, req.LastUserMessage, f)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"block": block(b), "changed": changed})
+	return nil
+}
