@@ -1,0 +1,333 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// Benchmarks run on databases of 10k and 100k synthetic records (see
+// corpus), built once per process and copied per benchmark. Latencies are
+// reported as percentiles over b.N operations:
+//
+//	go test -run '^$' -bench . -benchtime 2000x ./plugins/sqlite/
+
+var benchSizes = []int{10_000, 100_000}
+
+const benchBatch = 1000
+
+var benchCorpus = sync.OnceValue(newCorpus)
+
+// benchDBs caches the built databases: fresh (as written, never merged)
+// and optimized (its index merged to one segment), by record count.
+var benchDBs struct {
+	sync.Mutex
+	fresh, optimized map[int]string
+}
+
+func benchRecords(start, n int) []sdk.Record {
+	c := benchCorpus()
+	out := make([]sdk.Record, n)
+	for i := range out {
+		out[i] = c.record(start + i)
+	}
+	return out
+}
+
+// builtDB answers a database of n corpus records. One record in twenty is
+// marked used, at spread-out times, so working sets have ranked rows.
+func builtDB(b *testing.B, n int, optimized bool) string {
+	b.Helper()
+	benchDBs.Lock()
+	defer benchDBs.Unlock()
+	if benchDBs.fresh == nil {
+		benchDBs.fresh, benchDBs.optimized = map[int]string{}, map[int]string{}
+	}
+	if !optimized {
+		if path, ok := benchDBs.fresh[n]; ok {
+			return path
+		}
+	} else if path, ok := benchDBs.optimized[n]; ok {
+		return path
+	}
+	fresh, ok := benchDBs.fresh[n]
+	if !ok {
+		fresh = filepath.Join(sharedTempDir(b, "memhost-sqlite-bench-"), "memory.db")
+		s := newStore()
+		ctx := context.Background()
+		if err := s.Configure(ctx, configJSON(fresh)); err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		used := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+		for i := 0; i < n; i += benchBatch {
+			ids, err := s.Remember(ctx, "bench", benchRecords(i, min(benchBatch, n-i)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			var mark []string
+			for j := 0; j < len(ids); j += 20 {
+				mark = append(mark, ids[j])
+			}
+			used = used.Add(time.Hour)
+			if err := s.MarkUsed(ctx, "bench", mark, used); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Logf("built %d records in %v (%.0f records/s, record generation included)", n, time.Since(start).Round(time.Millisecond), float64(n)/time.Since(start).Seconds())
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+		benchDBs.fresh[n] = fresh
+	}
+	if !optimized {
+		return fresh
+	}
+	opt := filepath.Join(sharedTempDir(b, "memhost-sqlite-bench-"), "memory.db")
+	copyFile(b, fresh, opt)
+	s := openAt(b, opt)
+	start := time.Now()
+	if _, err := s.db.maint.optimize(context.Background(), false); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("optimized %d records in %v", n, time.Since(start).Round(time.Millisecond))
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	benchDBs.optimized[n] = opt
+	return opt
+}
+
+func copyFile(b *testing.B, src, dst string) {
+	b.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		b.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// copyDB copies a built database into a fresh directory, for benchmarks
+// that write.
+func copyDB(b *testing.B, src string) string {
+	dst := filepath.Join(b.TempDir(), "memory.db")
+	copyFile(b, src, dst)
+	return dst
+}
+
+func sizeName(n int) string { return fmt.Sprintf("records=%dk", n/1000) }
+
+// reportLatency reports the 50th and 99th percentiles of lat.
+func reportLatency(b *testing.B, lat []time.Duration) {
+	slices.Sort(lat)
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	b.ReportMetric(ms(lat[len(lat)/2]), "p50-ms")
+	b.ReportMetric(ms(lat[len(lat)*99/100]), "p99-ms")
+}
+
+// BenchmarkWrite measures Remember in batches of benchBatch records into a
+// store already holding n; one op is one record.
+func BenchmarkWrite(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(sizeName(n), func(b *testing.B) {
+			s := openAt(b, copyDB(b, builtDB(b, n, true)))
+			ctx := context.Background()
+			b.ResetTimer()
+			for i := 0; i < b.N; i += benchBatch {
+				b.StopTimer()
+				recs := benchRecords(n+i, min(benchBatch, b.N-i))
+				b.StartTimer()
+				if _, err := s.Remember(ctx, "bench", recs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}
+
+// benchQueries is how many distinct queries the recall benchmarks cycle
+// through.
+const benchQueries = 500
+
+// exactAnswers caches the exact top-10 ids of each benchmark query, per
+// record count, to measure how far a posting budget strays from them.
+var exactAnswers struct {
+	sync.Mutex
+	ids map[int][][]string
+}
+
+func exactTop10(b *testing.B, n int) [][]string {
+	exactAnswers.Lock()
+	defer exactAnswers.Unlock()
+	if ids, ok := exactAnswers.ids[n]; ok {
+		return ids
+	}
+	s := openAt(b, builtDB(b, n, true))
+	c := benchCorpus()
+	ids := make([][]string, benchQueries)
+	for i := range ids {
+		hits, err := s.Recall(context.Background(), sdk.RecallQuery{Realm: "bench", Query: c.query(i, n), Limit: 10})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, h := range hits {
+			ids[i] = append(ids[i], h.Record.ID)
+		}
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if exactAnswers.ids == nil {
+		exactAnswers.ids = map[int][][]string{}
+	}
+	exactAnswers.ids[n] = ids
+	return ids
+}
+
+// benchRecall runs queries through recall and reports their latency and,
+// given the exact answers, the share of them found.
+func benchRecall(b *testing.B, n int, exact [][]string, recall func(sdk.RecallQuery) ([]sdk.Hit, error)) {
+	c := benchCorpus()
+	var lat []time.Duration
+	hits, found, want := 0, 0, 0
+	i := 0
+	for b.Loop() {
+		k := i % benchQueries
+		q := sdk.RecallQuery{Realm: "bench", Query: c.query(k, n), Limit: 10}
+		i++
+		start := time.Now()
+		h, err := recall(q)
+		if err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+		hits += len(h)
+		if exact != nil {
+			want += len(exact[k])
+			for _, hit := range h {
+				if slices.Contains(exact[k], hit.Record.ID) {
+					found++
+				}
+			}
+		}
+	}
+	reportLatency(b, lat)
+	b.ReportMetric(float64(hits)/float64(b.N), "hits/op")
+	if want > 0 {
+		b.ReportMetric(float64(found)/float64(want), "exact-top10-share")
+	}
+}
+
+func BenchmarkRecall(b *testing.B) {
+	ctx := context.Background()
+	for _, n := range benchSizes {
+		for _, v := range []struct {
+			name      string
+			optimized bool
+			budget    int
+		}{
+			{"exact-fresh", false, 0},
+			{"exact", true, 0},
+			{"budget500", true, 500},
+			{"budget2000", true, 2000},
+		} {
+			b.Run(sizeName(n)+"/inprocess-"+v.name, func(b *testing.B) {
+				var exact [][]string
+				if v.budget > 0 {
+					exact = exactTop10(b, n)
+				}
+				s := openAt(b, builtDB(b, n, v.optimized), func(o *options) { o.postingBudget = v.budget })
+				benchRecall(b, n, exact, func(q sdk.RecallQuery) ([]sdk.Hit, error) { return s.Recall(ctx, q) })
+			})
+		}
+		for _, budget := range []int{0, 500} {
+			name := "exact"
+			if budget > 0 {
+				name = fmt.Sprintf("budget%d", budget)
+			}
+			b.Run(sizeName(n)+"/plugin-"+name, func(b *testing.B) {
+				path := builtDB(b, n, true)
+				cfg, _ := json.Marshal(Config{Path: path, PostingBudget: budget})
+				conn, p, err := launchPlugin(b, filepath.Dir(path), cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer conn.Close() // before the next benchmark opens the database
+				benchRecall(b, n, nil, func(q sdk.RecallQuery) ([]sdk.Hit, error) { return p.Recall(ctx, q) })
+			})
+		}
+	}
+}
+
+func BenchmarkManifestWorkingSet(b *testing.B) {
+	ctx := context.Background()
+	for _, n := range benchSizes {
+		b.Run(sizeName(n), func(b *testing.B) {
+			s := openAt(b, builtDB(b, n, true))
+			var lat []time.Duration
+			i := 0
+			for b.Loop() {
+				q := sdk.ManifestQuery{Realm: "bench", Tier: sdk.TierWorkingSet, K: 24,
+					Scopes: []sdk.Scope{benchScope(1 + i%(benchIdentities-1)), sdk.RealmScope}}
+				i++
+				start := time.Now()
+				rows, err := s.Manifest(ctx, q)
+				if err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(start))
+				if len(rows) != 48 {
+					b.Fatalf("working set of %d rows, want 48", len(rows))
+				}
+			}
+			reportLatency(b, lat)
+		})
+	}
+}
+
+// BenchmarkDiskSize reports the size of the database files (after the
+// close checkpoint folded the WAL in) per record count.
+func BenchmarkDiskSize(b *testing.B) {
+	for _, n := range benchSizes {
+		for _, optimized := range []bool{false, true} {
+			name := sizeName(n) + "/fresh"
+			if optimized {
+				name = sizeName(n) + "/optimized"
+			}
+			b.Run(name, func(b *testing.B) {
+				path := builtDB(b, n, optimized)
+				for b.Loop() {
+				}
+				var total int64
+				for _, suffix := range []string{"", "-wal", "-shm"} {
+					if fi, err := os.Stat(path + suffix); err == nil {
+						total += fi.Size()
+					}
+				}
+				b.ReportMetric(float64(total)/(1<<20), "MiB")
+				b.ReportMetric(float64(total)/float64(n), "bytes/record")
+			})
+		}
+	}
+}

@@ -1,0 +1,145 @@
+package sqlite
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// The record manifest lists recallable rows (active, unexpired) of the
+// asked scopes, or of every scope of the realm when none are asked.
+//
+// Working set(k): a record is ranked once it has been used (MarkUsed), and
+// its rank is its use count with each use decayed by age, halving every
+// usageHalfLife (see usageKey): so both how often and how lately it was used
+// count. The tier lists
+//
+//  1. the k used records of highest rank, highest first, then
+//  2. the newest never-used records (rank 0) by updated time, newest first,
+//     filling the list up to 2k rows.
+//
+// Used records outside the top k are left out, even when newer than the
+// unused ones listed. Full lists every recallable row, newest first, with
+// the same rank (0 for never-used rows).
+
+// maxWorkingSetK caps k so 2k stays a sane number of rows.
+const maxWorkingSetK = 50_000
+
+const manifestColumns = `id, scope, kind, title, description, updated_ms, use_count, usage_key`
+
+// manifestFilter is the condition every listed row meets; ?1 is the realm,
+// ?2 now in milliseconds.
+const manifestFilter = `realm = ?1 AND status = 'active' AND (expires_ms = 0 OR expires_ms > ?2)`
+
+func (d *database) manifest(ctx context.Context, q sdk.ManifestQuery, now time.Time) ([]sdk.ManifestRow, error) {
+	if err := sdk.ValidateRealm(q.Realm); err != nil {
+		return nil, fmt.Errorf("sqlite: manifest: %w", err)
+	}
+	for i, s := range q.Scopes {
+		if err := s.Validate(); err != nil {
+			return nil, fmt.Errorf("sqlite: manifest: scopes[%d]: %w", i, err)
+		}
+	}
+	var rows []sdk.ManifestRow
+	var err error
+	switch q.Tier {
+	case sdk.TierFull:
+		rows, err = d.fullManifest(ctx, q, now)
+	case sdk.TierWorkingSet:
+		if q.K <= 0 {
+			return nil, fmt.Errorf("sqlite: manifest: working set k is %d, must be positive: %w", q.K, sdk.ErrInvalid)
+		}
+		rows, err = d.workingSet(ctx, q, min(q.K, maxWorkingSetK), now)
+	default:
+		return nil, fmt.Errorf("sqlite: manifest: unknown tier %d: %w", q.Tier, sdk.ErrInvalid)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: manifest: %w", err)
+	}
+	return rows, nil
+}
+
+func (d *database) fullManifest(ctx context.Context, q sdk.ManifestQuery, now time.Time) ([]sdk.ManifestRow, error) {
+	return d.listRows(ctx, d.r, `SELECT `+manifestColumns+` FROM records
+		WHERE `+manifestFilter+` AND (?3 IS NULL OR scope IN (SELECT value FROM json_each(?3)))
+		ORDER BY updated_ms DESC, seq DESC`, now, q.Realm, now.UnixMilli(), jsonScopes(q.Scopes))
+}
+
+// workingSet reads the used and the unused rows scope by scope, each from
+// its own index in rank (or time) order, so only about 2k rows per scope
+// are read however many the scopes hold; one snapshot serves both parts.
+func (d *database) workingSet(ctx context.Context, q sdk.ManifestQuery, k int, now time.Time) ([]sdk.ManifestRow, error) {
+	tx, err := d.r.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	const used = `SELECT ` + manifestColumns + ` FROM records WHERE ` + manifestFilter + ` AND use_count > 0`
+	const unused = `SELECT ` + manifestColumns + ` FROM records WHERE ` + manifestFilter + ` AND use_count = 0`
+	const byRank = ` ORDER BY usage_key DESC, seq DESC LIMIT ?3`
+	const byTime = ` ORDER BY updated_ms DESC, seq DESC LIMIT ?3`
+	ranked, err := d.perScope(ctx, tx, q, now, used, byRank, k)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(ranked, func(a, b sdk.ManifestRow) int { return cmp.Compare(b.Rank, a.Rank) })
+	ranked = ranked[:min(len(ranked), k)]
+	fresh, err := d.perScope(ctx, tx, q, now, unused, byTime, 2*k-len(ranked))
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(fresh, func(a, b sdk.ManifestRow) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
+	return append(ranked, fresh[:min(len(fresh), 2*k-len(ranked))]...), nil
+}
+
+// perScope runs base+order with limit n for the realm (no scopes) or for
+// each asked scope, concatenating the answers.
+func (d *database) perScope(ctx context.Context, tx *sql.Tx, q sdk.ManifestQuery, now time.Time, base, order string, n int) ([]sdk.ManifestRow, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	if len(q.Scopes) == 0 {
+		return d.listRows(ctx, tx, base+order, now, q.Realm, now.UnixMilli(), n)
+	}
+	var out []sdk.ManifestRow
+	for _, s := range distinct(q.Scopes) {
+		rows, err := d.listRows(ctx, tx, base+` AND scope = ?4`+order, now, q.Realm, now.UnixMilli(), n, string(s))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rows...)
+	}
+	return out, nil
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func (d *database) listRows(ctx context.Context, db querier, query string, now time.Time, args ...any) ([]sdk.ManifestRow, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []sdk.ManifestRow{}
+	for rows.Next() {
+		var r sdk.ManifestRow
+		var updated, uses int64
+		var key float64
+		if err := rows.Scan(&r.ID, &r.Scope, &r.Kind, &r.Title, &r.Description, &updated, &uses, &key); err != nil {
+			return nil, err
+		}
+		r.UpdatedAt = fromMillis(updated)
+		if uses > 0 {
+			r.Rank = usageRank(key, now)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,257 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	hclog "github.com/hashicorp/go-hclog"
+	sqlite3 "github.com/mattn/go-sqlite3"
+	"github.com/memhost/memhost/sdk"
+)
+
+// Durability: the database runs in WAL mode with synchronous=FULL, so a
+// commit returns only after its WAL frames are fsynced. An acknowledged
+// write therefore survives kill -9 of the plugin (which WAL alone already
+// guarantees: the frames are in the OS page cache) and also a power cut or
+// kernel crash (which synchronous=NORMAL would not). Batches make the fsync
+// per commit, not per record, so the cost is small.
+const connPragmas = `
+PRAGMA foreign_keys = ON;
+PRAGMA synchronous = FULL;
+PRAGMA temp_store = MEMORY;
+PRAGMA cache_size = -32768;
+PRAGMA mmap_size = 1073741824;
+PRAGMA journal_size_limit = 67108864;
+`
+
+// readers bounds the read connections; WAL lets them all read while the one
+// writer writes.
+const readers = 4
+
+const driverName = "memhost-sqlite3"
+
+var registerDriver = sync.OnceFunc(func() {
+	sql.Register(driverName, &sqlite3.SQLiteDriver{
+		ConnectHook: func(c *sqlite3.SQLiteConn) error {
+			_, err := c.Exec(connPragmas, nil)
+			return err
+		},
+	})
+})
+
+// database is one open database file.
+type database struct {
+	path string
+	lock *os.File
+	// w has one connection, so writes are serialized in Go rather than by
+	// SQLite's busy waits; r serves reads concurrently.
+	w, r   *sql.DB
+	opts   options
+	log    hclog.Logger
+	df     *dfCache
+	counts *scopeCounts
+	maint  *maintainer
+}
+
+// dsn builds a URI for path, escaping what SQLite would read as URI syntax.
+func dsn(path string, params ...string) string {
+	p := filepath.ToSlash(path)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p // a Windows drive path
+	}
+	return "file:" + (&url.URL{Path: p}).EscapedPath() + "?" + strings.Join(params, "&")
+}
+
+// openDatabase opens (creating if needed) the database at path: takes the
+// lock, switches to WAL, migrates, and checks the schema and index answer.
+// Every failure names the file.
+func openDatabase(ctx context.Context, path string, opts options, log hclog.Logger) (*database, error) {
+	registerDriver()
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: path %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("sqlite: create directory for %s: %w", abs, err)
+	}
+	lock, err := lockFile(abs + ".lock")
+	if err != nil {
+		return nil, err
+	}
+	d := &database{path: abs, lock: lock, opts: opts, log: log, df: newDFCache()}
+	if err := d.open(ctx); err != nil {
+		d.close()
+		return nil, describeOpenError(abs, opts.busyTimeout, err)
+	}
+	d.maint = startMaintainer(d)
+	return d, nil
+}
+
+func (d *database) open(ctx context.Context) error {
+	// Memories are private: create the file owner-only (SQLite gives its
+	// -wal and -shm files the same mode).
+	if f, err := os.OpenFile(d.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		f.Close()
+	} else if !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	// The driver's statement cache makes each query string a prepared
+	// statement, reused across calls on a connection.
+	busy := fmt.Sprintf("_busy_timeout=%d", d.opts.busyTimeout.Milliseconds())
+	const cache = "_stmt_cache_size=64"
+	var err error
+	if d.w, err = sql.Open(driverName, dsn(d.path, busy, cache, "_txlock=immediate")); err != nil {
+		return err
+	}
+	d.w.SetMaxOpenConns(1)
+	d.w.SetMaxIdleConns(1)
+	var mode string
+	if err := d.w.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
+		return err
+	}
+	if mode != "wal" {
+		return fmt.Errorf("could not switch to WAL mode (journal mode is %q)", mode)
+	}
+	// migrate takes the write lock (BEGIN IMMEDIATE) even when there is
+	// nothing to do, so a database another process holds locked fails here.
+	if err := migrate(ctx, d.w); err != nil {
+		return err
+	}
+	if d.r, err = sql.Open(driverName, dsn(d.path, busy, cache, "_query_only=1")); err != nil {
+		return err
+	}
+	d.r.SetMaxOpenConns(readers)
+	d.r.SetMaxIdleConns(readers)
+	if err := d.check(ctx); err != nil {
+		return err
+	}
+	d.counts, err = loadScopeCounts(ctx, d.r)
+	return err
+}
+
+// check reads the tables and the FTS index structure, so a damaged index
+// fails at start rather than on the first recall.
+func (d *database) check(ctx context.Context) error {
+	var docs, tokens, n int64
+	if err := d.r.QueryRowContext(ctx, "SELECT docs, tokens FROM fts_totals").Scan(&docs, &tokens); err != nil {
+		return fmt.Errorf("read index totals: %w", err)
+	}
+	if err := d.r.QueryRowContext(ctx, `SELECT count(*) FROM records_fts WHERE records_fts MATCH '"memhost"'`).Scan(&n); err != nil {
+		return fmt.Errorf("read full-text index: %w", err)
+	}
+	if err := d.r.QueryRowContext(ctx, "SELECT count(*) FROM (SELECT 1 FROM records LIMIT 1)").Scan(&n); err != nil {
+		return fmt.Errorf("read records: %w", err)
+	}
+	return nil
+}
+
+// describeOpenError turns SQLite's terse codes into a line an operator can
+// act on.
+func describeOpenError(path string, busy time.Duration, err error) error {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		switch se.Code {
+		case sqlite3.ErrNotADB:
+			return fmt.Errorf("sqlite: open %s: not an SQLite database (corrupt, encrypted or another kind of file): %v", path, err)
+		case sqlite3.ErrCorrupt:
+			return fmt.Errorf("sqlite: open %s: the database is corrupt; restore it from a backup: %v", path, err)
+		case sqlite3.ErrBusy, sqlite3.ErrLocked:
+			return fmt.Errorf("sqlite: open %s: the database is locked by another process (waited %v): %v: %w", path, busy, err, sdk.ErrConflict)
+		case sqlite3.ErrCantOpen, sqlite3.ErrPerm, sqlite3.ErrReadonly:
+			return fmt.Errorf("sqlite: open %s: cannot open the file for writing: %v", path, err)
+		}
+	}
+	return fmt.Errorf("sqlite: open %s: %w", path, err)
+}
+
+// close stops maintenance, checkpoints the WAL into the database and
+// releases the lock. It is safe on a half-opened database.
+func (d *database) close() error {
+	if d.maint != nil {
+		d.maint.stop()
+	}
+	var errs []error
+	if d.r != nil {
+		errs = append(errs, d.r.Close())
+	}
+	if d.w != nil {
+		// Best effort: fold the WAL back so the file stands alone.
+		_, _ = d.w.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
+		errs = append(errs, d.w.Close())
+	}
+	if d.lock != nil {
+		unlockFile(d.lock)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("sqlite: close %s: %w", d.path, err)
+	}
+	return nil
+}
+
+// indexChange collects what a write transaction did to the FTS index, to
+// keep fts_totals and the document-frequency cache in step.
+type indexChange struct {
+	docs, tokens int64
+	changes      []docChange
+}
+
+// docChange is one record added to (sign 1) or removed from (-1) the index.
+type docChange struct {
+	doc  *indexDoc
+	sign int64
+}
+
+func (c *indexChange) add(doc *indexDoc, sign int64) {
+	c.docs += sign
+	c.tokens += sign * int64(doc.ntok)
+	c.changes = append(c.changes, docChange{doc, sign})
+}
+
+// write runs fn in one write transaction (BEGIN IMMEDIATE). When fn
+// changed the index it also updates fts_totals and scope_totals, and after
+// the commit the in-memory statistics; maintenance hears of the write.
+func (d *database) write(ctx context.Context, fn func(tx *sql.Tx, ch *indexChange) error) error {
+	tx, err := d.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var ch indexChange
+	if err := fn(tx, &ch); err != nil {
+		return err
+	}
+	if len(ch.changes) == 0 {
+		return tx.Commit()
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE fts_totals SET docs = docs + ?, tokens = tokens + ? WHERE one = 1", ch.docs, ch.tokens); err != nil {
+		return err
+	}
+	perScope := map[scopeKey]int64{}
+	for _, c := range ch.changes {
+		perScope[c.doc.key] += c.sign
+	}
+	for k, n := range perScope {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO scope_totals (realm, scope, docs) VALUES (?, ?, ?)
+			ON CONFLICT (realm, scope) DO UPDATE SET docs = docs + excluded.docs`, k.realm, string(k.scope), n); err != nil {
+			return err
+		}
+	}
+	d.df.beginCommit()
+	err = tx.Commit()
+	if err != nil {
+		d.df.endCommit(nil)
+		return err
+	}
+	d.df.endCommit(ch.changes)
+	d.counts.apply(perScope)
+	d.maint.noteWrite(len(ch.changes))
+	return nil
+}

@@ -1,0 +1,203 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// rawDB opens path with the plain driver, outside any Store.
+func rawDB(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func configureErr(t *testing.T, path string, mods ...func(*options)) error {
+	t.Helper()
+	s := newStore(mods...)
+	defer s.Close()
+	return s.Configure(context.Background(), configJSON(path))
+}
+
+func TestMigrateFromEmpty(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sub", "memory.db")
+	s := openAt(t, path)
+	var version int
+	if err := s.db.r.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != schemaVersion {
+		t.Fatalf("user_version = %d, %v; want %d", version, err, schemaVersion)
+	}
+	for _, table := range []string{"records", "records_fts", "records_vocab", "fts_totals", "scope_totals", "ledger"} {
+		var n int
+		if err := s.db.r.QueryRow("SELECT count(*) FROM sqlite_schema WHERE name = ?", table).Scan(&n); err != nil || n != 1 {
+			t.Errorf("table %s: %d, %v", table, n, err)
+		}
+	}
+	var mode string
+	if err := s.db.r.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		t.Errorf("journal mode %q, %v", mode, err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("database file mode %v, %v; want 0600", fi.Mode(), err)
+	}
+	id := mustRemember(t, s, realm, rec(alice, "Persist", "across reopen"))[0]
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Reopening migrates nothing and keeps the data.
+	s = openAt(t, path)
+	if got := mustGet(t, s, realm, id); len(got) != 1 {
+		t.Fatalf("record lost across reopen: %v", got)
+	}
+	if got := recallIDs(t, s, sdk.RecallQuery{Realm: realm, Query: "persist"}); len(got) != 1 {
+		t.Errorf("recall after reopen = %v", got)
+	}
+	if share := s.db.counts.share(realm, []sdk.Scope{alice}); share != 1 {
+		t.Errorf("scope counts after reopen: alice holds %v of the index, want 1", share)
+	}
+}
+
+func TestOpenRefusesNewerOrForeignSchema(t *testing.T) {
+	dir := t.TempDir()
+	newer := filepath.Join(dir, "newer.db")
+	db := rawDB(t, newer)
+	if _, err := db.Exec("PRAGMA user_version = 99"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	wantErr(t, "open a newer schema", configureErr(t, newer), nil, newer, "newer", "99")
+
+	foreign := filepath.Join(dir, "foreign.db")
+	db = rawDB(t, foreign)
+	if _, err := db.Exec("CREATE TABLE records (x)"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	wantErr(t, "open a foreign database", configureErr(t, foreign), nil, foreign, "not a memhost database")
+	// Refusals leave the file as it was.
+	db = rawDB(t, foreign)
+	var n int
+	if err := db.QueryRow("SELECT count(*) FROM sqlite_schema").Scan(&n); err != nil || n != 1 {
+		t.Errorf("foreign database changed: %d objects, %v", n, err)
+	}
+}
+
+func TestOpenCorruptFile(t *testing.T) {
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "garbage.db")
+	if err := os.WriteFile(garbage, []byte("this is not a database, just some text that is long enough to have a header"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, "open a text file", configureErr(t, garbage), nil, garbage, "not an SQLite database")
+
+	// A real database whose pages past the first are overwritten: the
+	// schema still reads, the tables and the index do not.
+	damaged := filepath.Join(dir, "damaged.db")
+	s := openAt(t, damaged)
+	var recs []sdk.Record
+	for i := range 200 {
+		recs = append(recs, rec(alice, "Record", string(rune('a'+i%26))+" body text for page filling "+time.Duration(i).String()))
+	}
+	mustRemember(t, s, realm, recs...)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(damaged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 4096; i < len(data); i++ {
+		data[i] = 0xA5
+	}
+	if err := os.WriteFile(damaged, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, "open a damaged database", configureErr(t, damaged), nil, damaged, "corrupt")
+
+	// A sound file whose full-text index structure is garbage.
+	badIndex := filepath.Join(dir, "badindex.db")
+	s = openAt(t, badIndex)
+	mustRemember(t, s, realm, recs[:20]...)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db := rawDB(t, badIndex)
+	// Row 10 holds FTS5's segment structure.
+	if res, err := db.Exec("UPDATE records_fts_data SET block = x'00ff00ff00ff' WHERE id = 10"); err != nil {
+		t.Fatal(err)
+	} else if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("no FTS5 structure row to damage")
+	}
+	db.Close()
+	wantErr(t, "open a database with a damaged index", configureErr(t, badIndex), nil, badIndex, "full-text index")
+}
+
+func TestOpenLockedDatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "memory.db")
+	s := openAt(t, path)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Another program (not memhost: it does not take the lock file) holds
+	// the database's write lock.
+	db := rawDB(t, path)
+	db.SetMaxOpenConns(1)
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.Exec("INSERT INTO ledger (realm, identity, session, record_id, surface, bytes, at_ms) VALUES ('a','b','','c','d',0,0)"); err != nil {
+		t.Fatal(err)
+	}
+	err = configureErr(t, path, func(o *options) { o.busyTimeout = 100 * time.Millisecond })
+	wantErr(t, "open a locked database", err, sdk.ErrConflict, path, "locked")
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if err := configureErr(t, path); err != nil {
+		t.Errorf("open after the lock is released: %v", err)
+	}
+}
+
+func TestSecondInstanceIsRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "memory.db")
+	first := openAt(t, path)
+	id := mustRemember(t, first, realm, rec(alice, "Mine", "first instance"))[0]
+	err := configureErr(t, path)
+	wantErr(t, "second instance", err, sdk.ErrConflict, path+".lock", "another process")
+	// The refused instance touched nothing: the first still works.
+	if got := mustGet(t, first, realm, id); len(got) != 1 {
+		t.Fatal("first instance lost its record")
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	second := openAt(t, path)
+	if got := mustGet(t, second, realm, id); len(got) != 1 {
+		t.Error("record missing after handover")
+	}
+}
+
+func TestOpenUnwritablePath(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root can write anywhere")
+	}
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(dir, 0o700) })
+	path := filepath.Join(dir, "memory.db")
+	wantErr(t, "open in a read-only directory", configureErr(t, path), nil, path)
+}

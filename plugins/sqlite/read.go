@@ -1,0 +1,77 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// recordColumns are the columns scanRecord reads, in order.
+const recordColumns = `r.id, r.realm, r.scope, r.kind, r.title, r.description, r.body, r.tags, r.trust, r.status,
+	r.supersedes, r.created_ms, r.updated_ms, r.expires_ms, r.content_hash, r.use_count, r.last_used_ms`
+
+type scanner interface{ Scan(dest ...any) error }
+
+// scanRecord reads recordColumns, then any extra columns into extra.
+func scanRecord(s scanner, r *sdk.Record, extra ...any) error {
+	var tags string
+	var created, updated, expires, lastUsed int64
+	dest := append([]any{
+		&r.ID, &r.Realm, &r.Scope, &r.Kind, &r.Title, &r.Description, &r.Body, &tags, &r.Trust, &r.Status,
+		&r.Supersedes, &created, &updated, &expires, &r.ContentHash, &r.UseCount, &lastUsed,
+	}, extra...)
+	if err := s.Scan(dest...); err != nil {
+		return err
+	}
+	r.Tags = splitTags(tags)
+	r.CreatedAt, r.UpdatedAt = fromMillis(created), fromMillis(updated)
+	r.ExpiresAt, r.LastUsedAt = fromMillis(expires), fromMillis(lastUsed)
+	return nil
+}
+
+// fromMillis reads a stored time; 0 is the zero time.
+func fromMillis(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+// get answers the records of realm named by ids, of any status, in the
+// order asked; ids not there are skipped.
+func (d *database) get(ctx context.Context, realm string, ids []string) ([]sdk.Record, error) {
+	if err := checkIDs(realm, ids); err != nil {
+		return nil, fmt.Errorf("sqlite: get: %w", err)
+	}
+	out := []sdk.Record{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	idList, _ := json.Marshal(ids) // []string always marshals
+	rows, err := d.r.QueryContext(ctx, `SELECT `+recordColumns+` FROM records AS r
+		WHERE r.realm = ? AND r.id IN (SELECT value FROM json_each(?))`, realm, string(idList))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: get: %w", err)
+	}
+	defer rows.Close()
+	byID := make(map[string]sdk.Record, len(ids))
+	for rows.Next() {
+		var r sdk.Record
+		if err := scanRecord(rows, &r); err != nil {
+			return nil, fmt.Errorf("sqlite: get: %w", err)
+		}
+		byID[r.ID] = r
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: get: %w", err)
+	}
+	for _, id := range ids {
+		if r, ok := byID[id]; ok {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}

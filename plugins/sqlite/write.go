@@ -1,0 +1,464 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	sqlite3 "github.com/mattn/go-sqlite3"
+	"github.com/memhost/memhost/sdk"
+)
+
+const insertRecordSQL = `
+INSERT INTO records (realm, id, scope, status, expires_ms, tag_keys, kind, trust, supersedes,
+	created_ms, updated_ms, content_hash, ntok, title, description, tags, body)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (realm, scope, content_hash) WHERE status IN ('active', 'quarantined') DO NOTHING`
+
+// preparedRecord is a validated record with its index form, computed
+// before the write transaction so the lock is held for I/O only.
+type preparedRecord struct {
+	rec sdk.Record
+	doc indexDoc
+}
+
+func prepareRecord(realm string, r sdk.Record, now time.Time) (preparedRecord, error) {
+	r.Tags = append([]string(nil), r.Tags...)
+	r.UseCount, r.LastUsedAt = 0, time.Time{} // usage is the store's to count
+	if err := r.Prepare(realm, now); err != nil {
+		return preparedRecord{}, err
+	}
+	return preparedRecord{rec: r, doc: newIndexDoc(&r)}, nil
+}
+
+// remember stores records all or nothing. A record whose content hash is
+// live (active or quarantined) in its scope is not stored again: the
+// existing id is answered, and an expired copy takes the new expiry.
+func (d *database) remember(ctx context.Context, realm string, records []sdk.Record, now time.Time) ([]string, error) {
+	if err := sdk.ValidateRealm(realm); err != nil {
+		return nil, fmt.Errorf("sqlite: remember: %w", err)
+	}
+	if len(records) > sdk.MaxBatch {
+		return nil, fmt.Errorf("sqlite: remember: %d records, the limit is %d: %w", len(records), sdk.MaxBatch, sdk.ErrTooLarge)
+	}
+	prepared := make([]preparedRecord, len(records))
+	for i, r := range records {
+		p, err := prepareRecord(realm, r, now)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: remember: records[%d]: %w", i, err)
+		}
+		prepared[i] = p
+	}
+	ids := make([]string, len(prepared))
+	err := d.write(ctx, func(tx *sql.Tx, ch *indexChange) error {
+		for i := range prepared {
+			id, err := storeRecord(ctx, tx, ch, &prepared[i], now)
+			if err != nil {
+				return fmt.Errorf("records[%d]: %w", i, err)
+			}
+			ids[i] = id
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: remember: %w", err)
+	}
+	return ids, nil
+}
+
+// storeRecord inserts one prepared record, or answers the live copy of its
+// content.
+func storeRecord(ctx context.Context, tx *sql.Tx, ch *indexChange, p *preparedRecord, now time.Time) (string, error) {
+	r := &p.rec
+	res, err := tx.ExecContext(ctx, insertRecordSQL,
+		r.Realm, r.ID, string(r.Scope), string(r.Status), expiresMillis(r.ExpiresAt), tagKeys(r.Tags),
+		string(r.Kind), string(r.Trust), r.Supersedes, r.CreatedAt.UnixMilli(), r.UpdatedAt.UnixMilli(),
+		r.ContentHash, p.doc.ntok, r.Title, r.Description, strings.Join(r.Tags, "\n"), r.Body)
+	if isUniqueViolation(err) {
+		return "", fmt.Errorf("id %q already names another record in realm %q: %w", r.ID, r.Realm, sdk.ErrConflict)
+	}
+	if err != nil {
+		return "", err
+	}
+	// No row inserted: the content is live in the scope already.
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		if err != nil {
+			return "", err
+		}
+		return answerDuplicate(ctx, tx, r, now)
+	}
+	if r.Status != sdk.StatusActive {
+		return r.ID, nil
+	}
+	seq, err := res.LastInsertId()
+	if err != nil {
+		return "", err
+	}
+	return r.ID, index(ctx, tx, ch, seq, &p.doc)
+}
+
+// answerDuplicate answers the id of the live record holding r's content,
+// reviving it with r's expiry if it had expired.
+func answerDuplicate(ctx context.Context, tx *sql.Tx, r *sdk.Record, now time.Time) (string, error) {
+	var seq, expires int64
+	var id string
+	err := tx.QueryRowContext(ctx, `
+		SELECT seq, id, expires_ms FROM records
+		WHERE realm = ? AND scope = ? AND content_hash = ? AND status IN ('active', 'quarantined')`,
+		r.Realm, string(r.Scope), r.ContentHash).Scan(&seq, &id, &expires)
+	if err != nil {
+		return "", fmt.Errorf("find the existing copy of a duplicate: %w", err)
+	}
+	if expires != 0 && expires <= now.UnixMilli() {
+		if _, err := tx.ExecContext(ctx, "UPDATE records SET expires_ms = ?, updated_ms = ? WHERE seq = ?",
+			expiresMillis(r.ExpiresAt), now.UnixMilli(), seq); err != nil {
+			return "", err
+		}
+	}
+	return id, nil
+}
+
+func index(ctx context.Context, tx *sql.Tx, ch *indexChange, seq int64, doc *indexDoc) error {
+	if _, err := tx.ExecContext(ctx, "INSERT INTO records_fts (rowid, tags, title, description, body) VALUES (?, ?, ?, ?, ?)",
+		seq, doc.cols[0], doc.cols[1], doc.cols[2], doc.cols[3]); err != nil {
+		return fmt.Errorf("index record: %w", err)
+	}
+	ch.add(doc, 1)
+	return nil
+}
+
+func unindex(ctx context.Context, tx *sql.Tx, ch *indexChange, seq int64, doc *indexDoc) error {
+	if _, err := tx.ExecContext(ctx, "DELETE FROM records_fts WHERE rowid = ?", seq); err != nil {
+		return fmt.Errorf("unindex record: %w", err)
+	}
+	ch.add(doc, -1)
+	return nil
+}
+
+// storedRecord is what the write paths read back about an existing record.
+type storedRecord struct {
+	seq    int64
+	scope  sdk.Scope
+	kind   sdk.RecordKind
+	status sdk.Status
+	doc    indexDoc
+}
+
+// lookupForWrite reads the record id of realm inside a write transaction;
+// found is false when there is none.
+func lookupForWrite(ctx context.Context, tx *sql.Tx, realm, id string) (s storedRecord, found bool, err error) {
+	var r sdk.Record
+	var tags string
+	var ntok int
+	err = tx.QueryRowContext(ctx, `
+		SELECT seq, scope, kind, status, ntok, tags, title, description, body
+		FROM records WHERE realm = ? AND id = ?`, realm, id).
+		Scan(&s.seq, &s.scope, &s.kind, &s.status, &ntok, &tags, &r.Title, &r.Description, &r.Body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return s, false, nil
+	}
+	if err != nil {
+		return s, false, err
+	}
+	r.Realm, r.Scope, r.Tags = realm, s.scope, splitTags(tags)
+	s.doc = newIndexDoc(&r)
+	// The stored count is what was added to fts_totals; use it to remove.
+	s.doc.ntok = ntok
+	return s, true, nil
+}
+
+// forget deletes records; ids not there are skipped.
+func (d *database) forget(ctx context.Context, realm string, ids []string) (int, error) {
+	if err := checkIDs(realm, ids); err != nil {
+		return 0, fmt.Errorf("sqlite: forget: %w", err)
+	}
+	var n int
+	err := d.write(ctx, func(tx *sql.Tx, ch *indexChange) error {
+		n = 0
+		for _, id := range distinct(ids) {
+			s, found, err := lookupForWrite(ctx, tx, realm, id)
+			if err != nil {
+				return err
+			}
+			if !found {
+				continue
+			}
+			if s.status == sdk.StatusActive {
+				if err := unindex(ctx, tx, ch, s.seq, &s.doc); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.ExecContext(ctx, "DELETE FROM records WHERE seq = ?", s.seq); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: forget: %w", err)
+	}
+	return n, nil
+}
+
+// supersede stores replacement and marks oldID superseded in one
+// transaction. The replacement inherits the old record's scope and kind
+// when it names none. Retrying a supersede that already happened answers
+// the same replacement id; superseding a record already replaced by other
+// content, or tombstoned, is a conflict.
+func (d *database) supersede(ctx context.Context, realm, oldID string, replacement sdk.Record, now time.Time) (string, error) {
+	if err := sdk.ValidateRealm(realm); err != nil {
+		return "", fmt.Errorf("sqlite: supersede: %w", err)
+	}
+	if err := sdk.ValidateID(oldID); err != nil {
+		return "", fmt.Errorf("sqlite: supersede: old %w", err)
+	}
+	if replacement.Supersedes != "" && replacement.Supersedes != oldID {
+		return "", fmt.Errorf("sqlite: supersede: replacement names supersedes %q, not %q: %w", replacement.Supersedes, oldID, sdk.ErrInvalid)
+	}
+	replacement.Supersedes = oldID
+	var newID string
+	err := d.write(ctx, func(tx *sql.Tx, ch *indexChange) error {
+		old, found, err := lookupForWrite(ctx, tx, realm, oldID)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("record %q not found in realm %q: %w", oldID, realm, sdk.ErrNotFound)
+		}
+		rep := replacement
+		if rep.Scope == "" {
+			rep.Scope = old.scope
+		}
+		if rep.Kind == "" {
+			rep.Kind = old.kind
+		}
+		p, err := prepareRecord(realm, rep, now)
+		if err != nil {
+			return fmt.Errorf("replacement: %w", err)
+		}
+		switch old.status {
+		case sdk.StatusSuperseded:
+			if id, ok, err := liveSuccessor(ctx, tx, &p.rec, oldID); err != nil || ok {
+				newID = id
+				return err
+			}
+			return fmt.Errorf("record %q is already superseded by other content: %w", oldID, sdk.ErrConflict)
+		case sdk.StatusTombstoned:
+			return fmt.Errorf("record %q is tombstoned: %w", oldID, sdk.ErrConflict)
+		case sdk.StatusActive:
+			if err := unindex(ctx, tx, ch, old.seq, &old.doc); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE records SET status = 'superseded', updated_ms = ? WHERE seq = ?", now.UnixMilli(), old.seq); err != nil {
+			return err
+		}
+		newID, err = storeRecord(ctx, tx, ch, &p, now)
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("sqlite: supersede %s: %w", oldID, err)
+	}
+	return newID, nil
+}
+
+// liveSuccessor finds the live record with rep's content that supersedes
+// oldID: the answer of an earlier, identical supersede.
+func liveSuccessor(ctx context.Context, tx *sql.Tx, rep *sdk.Record, oldID string) (string, bool, error) {
+	var id string
+	err := tx.QueryRowContext(ctx, `
+		SELECT id FROM records
+		WHERE realm = ? AND scope = ? AND content_hash = ? AND supersedes = ? AND status IN ('active', 'quarantined')`,
+		rep.Realm, string(rep.Scope), rep.ContentHash, oldID).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	return id, err == nil, err
+}
+
+// usageHalfLife is how fast past uses fade from a record's rank.
+const usageHalfLife = 30 * 24 * time.Hour
+
+// usageKey folds one more use at time at into a record's usage key, which
+// is log2 of the sum over its uses of 2^(t/halfLife). Then
+// 2^(key - now/halfLife) is the use count with each use decayed by its age
+// (a use one half-life ago counts 1/2), and ordering by key orders by that
+// decayed count at every instant, so an index on the key serves the
+// working set. used is false for a record's first use.
+func usageKey(key float64, used bool, at time.Time) float64 {
+	x := float64(at.UnixMilli()) / float64(usageHalfLife.Milliseconds())
+	if !used {
+		return x
+	}
+	hi, lo := max(key, x), min(key, x)
+	return hi + math.Log2(1+math.Exp2(lo-hi))
+}
+
+// usageRank is the decayed use count of a used record at now; always > 0.
+func usageRank(key float64, now time.Time) float64 {
+	r := math.Exp2(key - float64(now.UnixMilli())/float64(usageHalfLife.Milliseconds()))
+	return max(r, math.SmallestNonzeroFloat64)
+}
+
+// markUsed counts one use of each record at time at; ids not there are
+// skipped.
+func (d *database) markUsed(ctx context.Context, realm string, ids []string, at time.Time) error {
+	if err := checkIDs(realm, ids); err != nil {
+		return fmt.Errorf("sqlite: mark used: %w", err)
+	}
+	err := d.write(ctx, func(tx *sql.Tx, _ *indexChange) error {
+		for _, id := range distinct(ids) {
+			var seq, count int64
+			var key float64
+			err := tx.QueryRowContext(ctx, "SELECT seq, use_count, usage_key FROM records WHERE realm = ? AND id = ?", realm, id).
+				Scan(&seq, &count, &key)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `
+				UPDATE records SET use_count = use_count + 1, usage_key = ?, last_used_ms = max(last_used_ms, ?)
+				WHERE seq = ?`, usageKey(key, count > 0, at), at.UnixMilli(), seq); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: mark used: %w", err)
+	}
+	return nil
+}
+
+// Ledger field limits.
+const (
+	maxSurfaceBytes = 64
+	maxSessionBytes = 256
+)
+
+// writeLedger appends entries, all or nothing. An entry without a time is
+// stamped now.
+func (d *database) writeLedger(ctx context.Context, entries []sdk.LedgerEntry, now time.Time) error {
+	if len(entries) > sdk.MaxBatch {
+		return fmt.Errorf("sqlite: write ledger: %d entries, the limit is %d: %w", len(entries), sdk.MaxBatch, sdk.ErrTooLarge)
+	}
+	for i, e := range entries {
+		if err := checkLedgerEntry(e); err != nil {
+			return fmt.Errorf("sqlite: write ledger: entries[%d]: %w", i, err)
+		}
+	}
+	err := d.write(ctx, func(tx *sql.Tx, _ *indexChange) error {
+		for _, e := range entries {
+			at := e.At
+			if at.IsZero() {
+				at = now
+			}
+			if _, err := tx.ExecContext(ctx, `
+				INSERT INTO ledger (realm, identity, session, record_id, surface, bytes, at_ms)
+				VALUES (?, ?, ?, ?, ?, ?, ?)`,
+				e.Realm, e.Identity, e.Session, e.RecordID, e.Surface, e.Bytes, at.UnixMilli()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: write ledger: %w", err)
+	}
+	return nil
+}
+
+func checkLedgerEntry(e sdk.LedgerEntry) error {
+	if err := (sdk.Identity{Realm: e.Realm, ID: e.Identity}).Validate(); err != nil {
+		return err
+	}
+	if err := sdk.ValidateID(e.RecordID); err != nil {
+		return &sdk.FieldError{Field: "record_id", Problem: err.Error(), Err: sdk.ErrInvalid}
+	}
+	if strings.TrimSpace(e.Surface) == "" {
+		return &sdk.FieldError{Field: "surface", Problem: "is empty", Err: sdk.ErrInvalid}
+	}
+	if err := checkPlainText("surface", e.Surface, maxSurfaceBytes); err != nil {
+		return err
+	}
+	if err := checkPlainText("session", e.Session, maxSessionBytes); err != nil {
+		return err
+	}
+	if e.Bytes < 0 {
+		return &sdk.FieldError{Field: "bytes", Problem: fmt.Sprintf("is %d, must not be negative", e.Bytes), Err: sdk.ErrInvalid}
+	}
+	return nil
+}
+
+func checkPlainText(field, s string, max int) error {
+	switch {
+	case len(s) > max:
+		return &sdk.FieldError{Field: field, Problem: fmt.Sprintf("is %d bytes, the limit is %d", len(s), max), Err: sdk.ErrTooLarge}
+	case !utf8.ValidString(s):
+		return &sdk.FieldError{Field: field, Problem: "is not valid UTF-8", Err: sdk.ErrInvalid}
+	case strings.ContainsRune(s, 0):
+		return &sdk.FieldError{Field: field, Problem: "contains a NUL byte", Err: sdk.ErrInvalid}
+	}
+	return nil
+}
+
+// checkIDs validates a realm and a batch of record ids.
+func checkIDs(realm string, ids []string) error {
+	if err := sdk.ValidateRealm(realm); err != nil {
+		return err
+	}
+	if len(ids) > sdk.MaxBatch {
+		return fmt.Errorf("%d ids, the limit is %d: %w", len(ids), sdk.MaxBatch, sdk.ErrTooLarge)
+	}
+	for i, id := range ids {
+		if err := sdk.ValidateID(id); err != nil {
+			return fmt.Errorf("ids[%d]: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// distinct answers items without repeats, in first-seen order.
+func distinct[T comparable](items []T) []T {
+	seen := make(map[T]bool, len(items))
+	out := items[:0:0]
+	for _, it := range items {
+		if !seen[it] {
+			seen[it] = true
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+func isUniqueViolation(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && (se.ExtendedCode == sqlite3.ErrConstraintUnique || se.ExtendedCode == sqlite3.ErrConstraintPrimaryKey)
+}
+
+// expiresMillis stores an expiry; 0 means never, so a real expiry at the
+// Unix epoch is kept as one millisecond before it.
+func expiresMillis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	if ms := t.UnixMilli(); ms != 0 {
+		return ms
+	}
+	return -1
+}
+
+func splitTags(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
