@@ -5,7 +5,7 @@ export CGO_ENABLED := 1
 
 BIN        := bin
 PLUGIN_DIR := $(BIN)/plugins
-PLUGINS    := markdown
+PLUGINS    := markdown sqlite bleve
 TOOLS      := $(CURDIR)/.tools
 
 .PHONY: all build run test test-race bench fuzz proto vet fmt clean

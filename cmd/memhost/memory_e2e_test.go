@@ -15,6 +15,8 @@ var providerConfigs = []struct {
 	manifest bool // keeps a record manifest (build index, /v1/manifest)
 }{
 	{"markdown", `{ root = "md" }`, false},
+	{"sqlite", `{ path = "memory.db" }`, true},
+	{"bleve", `{ dir = "bleve" }`, true},
 }
 
 func providerDeployment(plugin, config string) string {
