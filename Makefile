@@ -7,6 +7,9 @@ BIN        := bin
 PLUGIN_DIR := $(BIN)/plugins
 PLUGINS    := markdown sqlite bleve
 TOOLS      := $(CURDIR)/.tools
+# Packages with shared state also run under the race detector.
+RACE_PKGS  := ./sdk/ ./coordinator/... ./guide/... ./internal/pluginhost/... ./internal/httpapi/...
+EXAMPLE    := examples/journal
 
 .PHONY: all build run test test-race bench fuzz proto vet fmt clean
 
@@ -26,6 +29,8 @@ run: build
 
 test: build vet
 	go test -count=1 ./...
+	go test -race -count=1 $(RACE_PKGS)
+	cd $(EXAMPLE) && go vet ./... && go test -count=1 ./...
 
 vet:
 	go vet ./...

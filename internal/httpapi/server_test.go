@@ -1,0 +1,189 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/coordinator/coordinatortest"
+	"github.com/memhost/memhost/guide"
+	"github.com/memhost/memhost/sdk"
+)
+
+// newTestServer serves the API over an in-memory provider. End-to-end
+// coverage through real plugin processes lives in cmd/memhost; these tests
+// pin the HTTP layer's own rules quickly and under the race detector.
+func newTestServer(t *testing.T, opts Options, caps ...sdk.Capability) (*httptest.Server, *coordinatortest.Provider) {
+	t.Helper()
+	if len(caps) == 0 {
+		caps = []sdk.Capability{sdk.CapWrite, sdk.CapFetch, sdk.CapForget}
+	}
+	p := coordinatortest.NewProvider(caps...)
+	providers := func(string) (sdk.Provider, error) { return p, nil }
+	coord, err := coordinator.New(coordinator.DefaultConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { coord.Close(t.Context()) })
+	opts.Provider = providers
+	opts.Coordinator = coord
+	opts.Guide = guide.NewSessions(coord, guide.SessionsOptions{Size: 16})
+	srv := httptest.NewServer(New(opts).Handler())
+	t.Cleanup(srv.Close)
+	return srv, p
+}
+
+func call(t *testing.T, srv *httptest.Server, method, path, token string, body []byte) (int, errorBody) {
+	t.Helper()
+	req, _ := http.NewRequest(method, srv.URL+path, bytes.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var e errorBody
+	json.NewDecoder(resp.Body).Decode(&e)
+	return resp.StatusCode, e
+}
+
+func TestRequestDecoding(t *testing.T) {
+	srv, p := newTestServer(t, Options{MaxBodyBytes: 1024})
+	cases := []struct {
+		name   string
+		body   string
+		status int
+		code   string
+		msg    string
+	}{
+		{"empty body", "", 400, "invalid_argument", "empty"},
+		{"not an object", `[1,2]`, 400, "invalid_argument", "request body"},
+		{"trailing data", `{"records":[{"scope":"realm","kind":"fact","title":"a"}]} {}`, 400, "invalid_argument", "trailing"},
+		{"unknown field", `{"records":[{"scope":"realm","kind":"fact","title":"a","titel":"b"}]}`, 400, "invalid_argument", `unknown field "titel"`},
+		{"wrong type", `{"records":[{"scope":"realm","kind":"fact","title":7}]}`, 400, "invalid_argument", "records.title"},
+		{"invalid utf-8", "{\"records\":[{\"scope\":\"realm\",\"kind\":\"fact\",\"title\":\"\xc3\x28\"}]}", 400, "invalid_argument", "UTF-8"},
+		{"over the body limit", `{"records":[{"scope":"realm","kind":"fact","title":"` + strings.Repeat("x", 2000) + `"}]}`, 413, "too_large", "1024-byte limit"},
+		{"no records", `{"records":[]}`, 400, "invalid_argument", "at least one"},
+		{"bad record names its index", `{"records":[{"scope":"realm","kind":"fact","title":"ok"},{"scope":"realm","kind":"nope","title":"x"}]}`, 400, "invalid_argument", "records[1].kind"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			status, e := call(t, srv, "POST", "/v1/records", "", []byte(c.body))
+			if status != c.status || e.Error.Code != c.code || !strings.Contains(e.Error.Message, c.msg) {
+				t.Fatalf("= %d %+v, want %d %s containing %q", status, e, c.status, c.code, c.msg)
+			}
+		})
+	}
+	if n := p.Calls("Remember"); n != 0 {
+		t.Fatalf("refused requests reached the provider %d times", n)
+	}
+}
+
+func TestAuthBindsRealms(t *testing.T) {
+	srv, _ := newTestServer(t, Options{Tokens: []Token{{Name: "a", Secret: "secret-a-0123456789", Realms: []string{"default"}}}})
+	recall := []byte(`{"identity":{"realm":"other","id":"x"},"query":"q"}`)
+	cases := []struct {
+		name, token string
+		body        []byte
+		status      int
+	}{
+		{"missing", "", recall, 401},
+		{"unknown", "nope", recall, 401},
+		{"other realm", "secret-a-0123456789", recall, 403},
+		{"own realm", "secret-a-0123456789", []byte(`{"identity":{"id":"x"},"query":"q"}`), 200},
+	}
+	for _, c := range cases {
+		status, e := call(t, srv, "POST", "/v1/recall", c.token, c.body)
+		if status != c.status {
+			t.Errorf("%s: status %d %+v, want %d", c.name, status, e, c.status)
+		}
+		if status == 403 && !strings.Contains(e.Error.Message, `realm "other"`) {
+			t.Errorf("%s: message %q", c.name, e.Error.Message)
+		}
+	}
+	// Health endpoints need no token.
+	if status, _ := call(t, srv, "GET", "/healthz", "", nil); status != 200 {
+		t.Fatalf("healthz = %d", status)
+	}
+}
+
+func TestUndeclaredCapabilityIs501(t *testing.T) {
+	srv, _ := newTestServer(t, Options{}, sdk.CapWrite)
+	status, e := call(t, srv, "GET", "/v1/records/abc", "", nil)
+	if status != 501 || e.Error.Code != "unsupported" {
+		t.Fatalf("get without fetch = %d %+v", status, e)
+	}
+	status, e = call(t, srv, "POST", "/v1/manifest", "", []byte(`{"identity":{"id":"a"}}`))
+	if status != 501 || e.Error.Code != "unsupported" {
+		t.Fatalf("manifest without capability = %d %+v", status, e)
+	}
+}
+
+func TestStatusForEveryCode(t *testing.T) {
+	want := map[sdk.Code]int{
+		sdk.CodeInvalidArgument: 400, sdk.CodePermissionDenied: 403, sdk.CodeNotFound: 404,
+		sdk.CodeConflict: 409, sdk.CodeTooLarge: 413, sdk.CodeUnsupported: 501,
+		sdk.CodeUnavailable: 503, sdk.CodeDeadlineExceeded: 504, sdk.CodeInternal: 500,
+	}
+	for code, status := range want {
+		if got := statusOf(string(code)); got != status {
+			t.Errorf("statusOf(%s) = %d, want %d", code, got, status)
+		}
+	}
+	if got := statusOf("unauthenticated"); got != 401 {
+		t.Errorf("unauthenticated = %d", got)
+	}
+}
+
+// TestConcurrentSessionsStayInBudget drives many sessions' turns through
+// the HTTP layer at once (run with -race): no session ever passes its
+// 60 KiB budget and no record is injected twice in one session.
+func TestConcurrentSessionsStayInBudget(t *testing.T) {
+	srv, p := newTestServer(t, Options{})
+	body := strings.Repeat("espresso detail ", 120)
+	for i := range 60 {
+		p.MustAdd("default", sdk.Record{Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: fmt.Sprintf("espresso note %d", i), Body: body})
+	}
+	var wg sync.WaitGroup
+	for s := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			total := 0
+			seen := map[string]bool{}
+			for turn := range 12 {
+				req, _ := json.Marshal(map[string]any{"identity": map[string]string{"id": "agent"}, "session": fmt.Sprintf("s%d", s), "content": fmt.Sprintf("espresso detail %d", turn)})
+				resp, err := srv.Client().Post(srv.URL+"/v1/turns/inject", "application/json", bytes.NewReader(req))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				var out coordinator.TurnInjection
+				json.NewDecoder(resp.Body).Decode(&out)
+				resp.Body.Close()
+				total += out.Bytes
+				for _, id := range out.RecordIDs {
+					if seen[id] {
+						t.Errorf("session s%d: record %s injected twice", s, id)
+					}
+					seen[id] = true
+				}
+			}
+			if total > 60<<10 {
+				t.Errorf("session s%d injected %d bytes, over 60 KiB", s, total)
+			}
+			if total == 0 {
+				t.Errorf("session s%d injected nothing", s)
+			}
+		}()
+	}
+	wg.Wait()
+}
