@@ -11,7 +11,7 @@ TOOLS      := $(CURDIR)/.tools
 RACE_PKGS  := ./sdk/ ./coordinator/... ./guide/... ./internal/pluginhost/... ./internal/httpapi/...
 EXAMPLE    := examples/journal
 
-.PHONY: all build run test test-race bench fuzz proto vet fmt clean
+.PHONY: all build run test bench fuzz proto vet clean
 
 all: build
 
@@ -35,6 +35,17 @@ test: build vet
 vet:
 	go vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+
+# Every fuzz target for FUZZTIME each (their seed corpora already run in
+# `make test`). go test -fuzz takes one target in one package at a time.
+FUZZTIME ?= 10s
+fuzz:
+	@for pkg in $$(go list ./...); do \
+		for target in $$(go test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "fuzz $$pkg $$target"; \
+			go test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
 
 bench: build
 	go test -run '^$$' -bench . -benchtime 2000x ./...
