@@ -100,7 +100,7 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Conn, error) {
 	if err != nil {
 		client.Kill()
 		if errors.Is(err, plugin.ErrChecksumsDoNotMatch) {
-			return nil, fmt.Errorf("plugin %s: executable sha256 does not match its manifest: %w", label, ErrPermission)
+			return nil, fmt.Errorf("plugin %s: refused: executable sha256 does not match manifest sha256 %x: %w", label, opts.SHA256, ErrPermission)
 		}
 		return nil, fmt.Errorf("plugin %s: start failed: %s: %w", label, firstLine(err.Error()), ErrUnavailable)
 	}

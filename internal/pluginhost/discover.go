@@ -142,20 +142,6 @@ func FileSHA256(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// VerifyChecksum compares the executable's digest with the manifest's, so
-// a tampered binary is refused with a clear line before anything starts.
-func (e Entry) VerifyChecksum() error {
-	sum, err := FileSHA256(e.Executable)
-	if err != nil {
-		return fmt.Errorf("plugin %s (%s): refused: %v: %w", e.Manifest.Name, e.Executable, err, ErrRefused)
-	}
-	if sum != strings.ToLower(e.Manifest.SHA256) {
-		return fmt.Errorf("plugin %s (%s): refused: executable sha256 %s does not match manifest %s (sha256 %s): %w",
-			e.Manifest.Name, e.Executable, sum, e.ManifestPath, e.Manifest.SHA256, ErrRefused)
-	}
-	return nil
-}
-
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {

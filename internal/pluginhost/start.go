@@ -24,9 +24,9 @@ type StartOptions struct {
 // Start verifies e, starts its process and checks its Info against the
 // manifest. The returned Conn is not yet configured.
 func Start(ctx context.Context, e Entry, opts StartOptions) (*sdk.Conn, error) {
-	if err := e.VerifyChecksum(); err != nil {
-		return nil, err
-	}
+	// go-plugin hashes the executable and compares it with the manifest's
+	// sha256 immediately before exec; hashing it here as well would only
+	// double the start time (about 25 ms per 25 MB binary).
 	conn, err := sdk.Launch(ctx, sdk.LaunchOptions{
 		Name:         e.Manifest.Name,
 		Path:         e.Executable,
@@ -37,7 +37,7 @@ func Start(ctx context.Context, e Entry, opts StartOptions) (*sdk.Conn, error) {
 		Env:          opts.Env,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%v (manifest %s)", err, e.ManifestPath)
+		return nil, fmt.Errorf("%w (manifest %s)", err, e.ManifestPath)
 	}
 	if diff := e.Manifest.Mismatch(conn.Info()); diff != "" {
 		conn.Close()
