@@ -1,0 +1,230 @@
+// Package markdown is memhost's plain provider: one markdown file per
+// record, with the record's metadata in a front-matter header and the body
+// as markdown, so a memory can be read, edited and reviewed (in git, say)
+// by people. It declares no record manifest.
+//
+// The provider keeps every record of its root in memory, with an inverted
+// index for lexical recall, and follows hand edits (additions, edits,
+// deletions) through a file watcher where the platform has one and a
+// bounded periodic sweep otherwise. See frontmatter.go for the file
+// format, layout.go for the tree, index.go for scoring.
+package markdown
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	hclog "github.com/hashicorp/go-hclog"
+	"github.com/memhost/memhost/sdk"
+)
+
+// Version is the plugin's semantic version.
+const Version = "0.1.0"
+
+// DefaultRoot is the root used when the config names none, relative to
+// the plugin's working directory (the deployment's data directory).
+const DefaultRoot = "md"
+
+const configSchema = `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "title": "memhost markdown provider",
+  "type": "object",
+  "properties": {
+    "root": {
+      "type": "string",
+      "description": "Directory holding the record files. A relative path resolves against the plugin's working directory (the deployment's data directory). Created if missing.",
+      "default": "md"
+    }
+  },
+  "additionalProperties": false
+}`
+
+// Config is the instance configuration.
+type Config struct {
+	Root string `json:"root"`
+}
+
+// Provider is the markdown provider. It is safe for concurrent use.
+type Provider struct {
+	mu     sync.RWMutex
+	st     *store
+	opts   options
+	logger hclog.Logger
+}
+
+// New answers an unconfigured provider; Configure opens its root.
+func New() *Provider {
+	return &Provider{opts: defaultOptions()}
+}
+
+// Info describes the plugin.
+func (p *Provider) Info() sdk.Info {
+	return sdk.Info{
+		Name:         "markdown",
+		Version:      Version,
+		Kinds:        []sdk.PluginKind{sdk.KindProvider},
+		Protocols:    []int{sdk.ProtocolVersion},
+		Capabilities: sdk.Capabilities{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapSupersede},
+		ConfigSchema: json.RawMessage(configSchema),
+	}
+}
+
+// ParseConfig decodes a config object strictly: unknown keys, trailing
+// data and anything but a JSON object are errors wrapping sdk.ErrInvalid.
+func ParseConfig(raw json.RawMessage) (Config, error) {
+	var c Config
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 {
+		trimmed = []byte("{}")
+	}
+	if trimmed[0] != '{' {
+		return c, fmt.Errorf("markdown: config must be a JSON object like {\"root\": \"md\"}: %w", sdk.ErrInvalid)
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return c, fmt.Errorf("markdown: config: %v (the only key is \"root\"): %w", err, sdk.ErrInvalid)
+	}
+	if dec.More() {
+		return c, fmt.Errorf("markdown: config: trailing data after the JSON object: %w", sdk.ErrInvalid)
+	}
+	if c.Root == "" {
+		c.Root = DefaultRoot
+	}
+	return c, nil
+}
+
+// Configure opens the root, creating it if missing, and loads every
+// record in it. Configuring again switches to the new root.
+func (p *Provider) Configure(_ context.Context, raw json.RawMessage) error {
+	cfg, err := ParseConfig(raw)
+	if err != nil {
+		return err
+	}
+	root, err := filepath.Abs(cfg.Root)
+	if err != nil {
+		return fmt.Errorf("markdown: root %q: %v: %w", cfg.Root, err, sdk.ErrInvalid)
+	}
+	if err := os.MkdirAll(root, dirPerm); err != nil {
+		return fmt.Errorf("markdown: create root %s: %v: %w", root, err, sdk.ErrInvalid)
+	}
+	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+		return fmt.Errorf("markdown: root %s is not a directory: %w", root, sdk.ErrInvalid)
+	}
+	logger := p.logger
+	if logger == nil {
+		logger = sdk.NewPluginLogger("markdown")
+	}
+	st := openStore(root, logger, p.opts)
+	p.mu.Lock()
+	old := p.st
+	p.st = st
+	p.mu.Unlock()
+	if old != nil {
+		old.close()
+	}
+	return nil
+}
+
+// Close stops watching the root. Calls after Close fail.
+func (p *Provider) Close() error {
+	p.mu.Lock()
+	st := p.st
+	p.st = nil
+	p.mu.Unlock()
+	if st != nil {
+		st.close()
+	}
+	return nil
+}
+
+var errNotConfigured = fmt.Errorf("markdown: not configured: %w", sdk.ErrUnavailable)
+
+func (p *Provider) store(ctx context.Context) (*store, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, ctxErr(err)
+	}
+	p.mu.RLock()
+	st := p.st
+	p.mu.RUnlock()
+	if st == nil {
+		return nil, errNotConfigured
+	}
+	return st, nil
+}
+
+func ctxErr(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("markdown: %w: %w", sdk.ErrDeadline, err)
+	}
+	return fmt.Errorf("markdown: %w", err)
+}
+
+// Recall answers the active, unexpired records best matching q.Query by
+// the lexical scoring of DESIGN section 8 (see index.go).
+func (p *Provider) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
+	st, err := p.store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st.recall(ctx, q)
+}
+
+// Remember stores records, all or nothing; a record whose scope already
+// holds the same title and body answers the existing id.
+func (p *Provider) Remember(ctx context.Context, realm string, records []sdk.Record) ([]string, error) {
+	st, err := p.store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st.remember(realm, records)
+}
+
+// Get answers the records with ids, any status, in the order asked.
+func (p *Provider) Get(ctx context.Context, realm string, ids []string) ([]sdk.Record, error) {
+	st, err := p.store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st.get(realm, ids)
+}
+
+// Forget deletes the files of ids; ids already gone are not an error.
+func (p *Provider) Forget(ctx context.Context, realm string, ids []string) (int, error) {
+	st, err := p.store(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return st.forget(realm, ids)
+}
+
+// Supersede stores replacement (Supersedes = oldID) and marks the old
+// record superseded.
+func (p *Provider) Supersede(ctx context.Context, realm, oldID string, replacement sdk.Record) (string, error) {
+	st, err := p.store(ctx)
+	if err != nil {
+		return "", err
+	}
+	return st.supersede(realm, oldID, replacement)
+}
+
+var (
+	_ sdk.Provider        = (*Provider)(nil)
+	_ sdk.RecordWriter    = (*Provider)(nil)
+	_ sdk.RecordGetter    = (*Provider)(nil)
+	_ sdk.RecordForgetter = (*Provider)(nil)
+	_ sdk.Superseder      = (*Provider)(nil)
+)
+
+// timeNow truncates to the millisecond, the precision the wire carries,
+// so a record reads back the same in-process and through the plugin.
+func timeNow(now func() time.Time) time.Time {
+	return now().UTC().Truncate(time.Millisecond)
+}

@@ -1,0 +1,528 @@
+package markdown
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/tokenize"
+)
+
+func (s *store) recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
+	if err := sdk.ValidateRealm(q.Realm); err != nil {
+		return nil, err
+	}
+	for _, sc := range q.Scopes {
+		if err := sc.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	if q.Limit < 0 {
+		return nil, &sdk.FieldError{Field: "limit", Problem: fmt.Sprintf("%d is negative", q.Limit), Err: sdk.ErrInvalid}
+	}
+	limit := q.Limit
+	if limit == 0 {
+		limit = sdk.DefaultRecallLimit
+	}
+	s.refresh()
+	if err := ctx.Err(); err != nil {
+		return nil, ctxErr(err)
+	}
+	terms := tokenize.Terms(q.Query)
+	hits := []sdk.Hit{}
+	if len(terms) == 0 {
+		return hits, nil
+	}
+	now := s.opts.now()
+	s.idx.RLock()
+	defer s.idx.RUnlock()
+	ri := s.realms[q.Realm]
+	if ri == nil {
+		return hits, nil
+	}
+	var allowed []bool
+	if len(q.Scopes) > 0 {
+		allowed = make([]bool, len(ri.scopeNum))
+		any := false
+		for _, sc := range q.Scopes {
+			if n, ok := ri.scopeNum[sc]; ok {
+				allowed[n] = true
+				any = true
+			}
+		}
+		if !any {
+			return hits, nil
+		}
+	}
+	var exclude map[string]bool
+	if len(q.ExcludeIDs) > 0 {
+		exclude = make(map[string]bool, len(q.ExcludeIDs))
+		for _, id := range q.ExcludeIDs {
+			exclude[id] = true
+		}
+	}
+	keep := func(r *sdk.Record) bool {
+		if !r.Recallable(now) || exclude[r.ID] {
+			return false
+		}
+		for _, t := range q.Tags {
+			if !r.HasTag(t) {
+				return false
+			}
+		}
+		for _, t := range q.ExcludeTags {
+			if r.HasTag(t) {
+				return false
+			}
+		}
+		return true
+	}
+	// Keep the best limit candidates in order: score, then the newest
+	// update, then id so equal records always come out the same way.
+	better := func(a, b candidate) bool {
+		if a.score != b.score {
+			return a.score > b.score
+		}
+		ra, rb := &ri.docs[a.slot].rec, &ri.docs[b.slot].rec
+		if !ra.UpdatedAt.Equal(rb.UpdatedAt) {
+			return ra.UpdatedAt.After(rb.UpdatedAt)
+		}
+		return ra.ID < rb.ID
+	}
+	var top []candidate
+	for _, c := range ri.search(terms, allowed) {
+		if len(top) == limit && !better(c, top[len(top)-1]) {
+			continue
+		}
+		if !keep(&ri.docs[c.slot].rec) {
+			continue
+		}
+		i := sort.Search(len(top), func(i int) bool { return better(c, top[i]) })
+		if len(top) < limit {
+			top = append(top, candidate{})
+		}
+		copy(top[i+1:], top[i:])
+		top[i] = c
+	}
+	for _, c := range top {
+		hits = append(hits, sdk.Hit{Record: cloneRecord(&ri.docs[c.slot].rec), Score: float64(c.score)})
+	}
+	return hits, nil
+}
+
+// cloneRecord copies r so callers never share memory with the index.
+func cloneRecord(r *sdk.Record) sdk.Record {
+	c := *r
+	c.Tags = slices.Clone(r.Tags)
+	return c
+}
+
+// prepare validates a record for realm and fills what the store owns,
+// at millisecond precision. It also refuses times a file cannot hold.
+func prepare(r *sdk.Record, realm string, now time.Time) error {
+	r.Tags = slices.Clone(r.Tags)
+	if err := r.Prepare(realm, now); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name string
+		t    *time.Time
+	}{{"created_at", &r.CreatedAt}, {"updated_at", &r.UpdatedAt}, {"expires_at", &r.ExpiresAt}, {"last_used_at", &r.LastUsedAt}} {
+		if f.t.IsZero() {
+			continue
+		}
+		*f.t = f.t.UTC().Truncate(time.Millisecond)
+		if y := f.t.Year(); y < 1 || y > 9999 {
+			return &sdk.FieldError{Field: f.name, Problem: fmt.Sprintf("year %d is outside 1-9999", y), Err: sdk.ErrInvalid}
+		}
+	}
+	if r.UseCount < 0 {
+		return &sdk.FieldError{Field: "use_count", Problem: "must not be negative", Err: sdk.ErrInvalid}
+	}
+	return nil
+}
+
+// pickExisting answers the record a duplicate write should resolve to:
+// an active one if any, so re-remembering never hands back a dead record
+// while a live copy exists.
+func pickExisting(ds []*doc, skip string) *doc {
+	var found *doc
+	for _, d := range ds {
+		if d.rec.ID == skip {
+			continue
+		}
+		if d.rec.Status == sdk.StatusActive {
+			return d
+		}
+		if found == nil {
+			found = d
+		}
+	}
+	return found
+}
+
+// pendingWrite is a file a write call is about to put down.
+type pendingWrite struct {
+	key   fileKey
+	path  string
+	data  []byte
+	rec   sdk.Record
+	words map[string]fieldFlags
+	stamp fileStamp
+	isNew bool // no file was there before: roll back by removing it
+	// restore is what an existing file held, put back on rollback.
+	restore []byte
+}
+
+func newPendingWrite(root string, r sdk.Record, isNew bool) (*pendingWrite, error) {
+	k := fileKey{r.Realm, r.Scope, r.ID}
+	if err := checkKey(k); err != nil {
+		return nil, err
+	}
+	p, err := abs(root, k.rel())
+	if err != nil {
+		return nil, err
+	}
+	w := &pendingWrite{key: k, path: p, rec: r, isNew: isNew}
+	w.data = renderRecord(&w.rec)
+	return w, nil
+}
+
+// checkFree refuses to write a new record over a file the index does not
+// hold (a hand-written file that is not a valid record): it is someone's
+// work, not ours to replace. Generated ids never collide, so only chosen
+// ids are checked.
+func checkFree(path string) error {
+	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s already exists and is not a valid record (see the log); fix or remove it first: %w", path, sdk.ErrConflict)
+	}
+	return nil
+}
+
+func (w *pendingWrite) doc() *doc {
+	return &doc{rec: w.rec, stamp: w.stamp, digest: maphash.Bytes(digestSeed, w.data)}
+}
+
+// writeWorkers bounds how many files a batch writes at once: a batch is
+// bound by fsync latency, which parallel writers overlap.
+const writeWorkers = 16
+
+// writeAll puts writes down durably: every file to a temp file and
+// fsynced (in parallel), then each renamed into place, then each
+// directory synced once. On any failure it undoes what it did (removes
+// temp and new files, puts rewritten ones back) and answers the error, so
+// a batch is all or nothing. The caller holds mu.
+func (s *store) writeAll(ws []*pendingWrite) error {
+	dirs := map[string]bool{}
+	for _, w := range ws {
+		if d := filepath.Dir(w.path); !dirs[d] {
+			if err := ensureDir(s.root, w.key.dirRel()); err != nil {
+				return err
+			}
+			dirs[d] = true
+		}
+	}
+	tmps := make([]string, len(ws))
+	errs := make([]error, len(ws))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(writeWorkers, len(ws)) {
+		wg.Go(func() {
+			for i := range next {
+				tmps[i], ws[i].stamp, errs[i] = writeTemp(ws[i].path, ws[i].data)
+			}
+		})
+	}
+	for i := range ws {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	removeTemps := func(from int) {
+		for _, tmp := range tmps[from:] {
+			if tmp != "" {
+				os.Remove(tmp)
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		removeTemps(0)
+		return err
+	}
+	undo := func(renamed []*pendingWrite, err error) error {
+		for _, w := range renamed {
+			if w.isNew {
+				os.Remove(w.path)
+			} else if _, rerr := writeAtomic(w.path, w.restore); rerr != nil {
+				s.log.Error("cannot undo a rewrite after a failed write", "file", w.path, "error", rerr)
+			}
+		}
+		for d := range dirs {
+			syncDir(d)
+		}
+		return err
+	}
+	for i, w := range ws {
+		if err := os.Rename(tmps[i], w.path); err != nil {
+			removeTemps(i)
+			return undo(ws[:i], fmt.Errorf("markdown: write %s: %w", w.path, err))
+		}
+	}
+	for d := range dirs {
+		if err := syncDir(d); err != nil {
+			return undo(ws, fmt.Errorf("markdown: sync %s: %w", d, err))
+		}
+	}
+	return nil
+}
+
+func (s *store) remember(realm string, records []sdk.Record) ([]string, error) {
+	if err := sdk.ValidateRealm(realm); err != nil {
+		return nil, err
+	}
+	if len(records) > sdk.MaxBatch {
+		return nil, fmt.Errorf("markdown: %d records in one call, the limit is %d: %w", len(records), sdk.MaxBatch, sdk.ErrTooLarge)
+	}
+	now := timeNow(s.opts.now)
+	prepared := make([]sdk.Record, len(records))
+	for i := range records {
+		prepared[i] = records[i]
+		if err := prepare(&prepared[i], realm, now); err != nil {
+			return nil, fmt.Errorf("markdown: record %d: %w", i, err)
+		}
+	}
+	s.refresh()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ri := s.realms[realm] // read without idx: only holders of mu change it
+	ids := make([]string, len(records))
+	var writes []*pendingWrite
+	batchContent := map[contentKey]string{}
+	batchIDs := map[string]bool{}
+	for i := range prepared {
+		r := &prepared[i]
+		ck := contentKey{r.Scope, r.ContentHash}
+		if id, ok := batchContent[ck]; ok {
+			ids[i] = id
+			continue
+		}
+		if ri != nil {
+			if d := pickExisting(ri.sameContent(r.Scope, r.ContentHash), ""); d != nil {
+				ids[i] = d.rec.ID
+				continue
+			}
+			if ri.get(r.ID) != nil {
+				return nil, fmt.Errorf("markdown: record %d: id %q is already used by another record: %w", i, r.ID, sdk.ErrConflict)
+			}
+		}
+		if batchIDs[r.ID] {
+			return nil, fmt.Errorf("markdown: record %d: id %q appears twice in the batch: %w", i, r.ID, sdk.ErrConflict)
+		}
+		w, err := newPendingWrite(s.root, *r, true)
+		if err == nil && records[i].ID != "" {
+			err = checkFree(w.path)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("markdown: record %d: %w", i, err)
+		}
+		writes = append(writes, w)
+		batchContent[ck] = r.ID
+		batchIDs[r.ID] = true
+		ids[i] = r.ID
+	}
+	for _, w := range writes {
+		w.words = recordWords(&w.rec)
+	}
+	if err := s.writeAll(writes); err != nil {
+		return nil, err
+	}
+	s.idx.Lock()
+	ri = s.realmLocked(realm)
+	for _, w := range writes {
+		ri.add(w.doc(), w.words)
+	}
+	s.idx.Unlock()
+	return ids, nil
+}
+
+// realmLocked answers realm's index, creating it. The caller holds idx.
+func (s *store) realmLocked(realm string) *realmIndex {
+	ri := s.realms[realm]
+	if ri == nil {
+		ri = newRealmIndex()
+		s.realms[realm] = ri
+	}
+	return ri
+}
+
+func checkIDs(realm string, ids []string) error {
+	if err := sdk.ValidateRealm(realm); err != nil {
+		return err
+	}
+	if len(ids) > sdk.MaxBatch {
+		return fmt.Errorf("markdown: %d ids in one call, the limit is %d: %w", len(ids), sdk.MaxBatch, sdk.ErrTooLarge)
+	}
+	for _, id := range ids {
+		if err := sdk.ValidateID(id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *store) get(realm string, ids []string) ([]sdk.Record, error) {
+	if err := checkIDs(realm, ids); err != nil {
+		return nil, err
+	}
+	s.refresh()
+	s.idx.RLock()
+	defer s.idx.RUnlock()
+	out := []sdk.Record{}
+	ri := s.realms[realm]
+	if ri == nil {
+		return out, nil
+	}
+	for _, id := range ids {
+		if d := ri.get(id); d != nil {
+			out = append(out, cloneRecord(&d.rec))
+		}
+	}
+	return out, nil
+}
+
+func (s *store) forget(realm string, ids []string) (int, error) {
+	if err := checkIDs(realm, ids); err != nil {
+		return 0, err
+	}
+	s.refresh()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ri := s.realms[realm]
+	if ri == nil {
+		return 0, nil
+	}
+	var removed []string
+	dirs := map[string]bool{}
+	var firstErr error
+	for _, id := range ids {
+		d := ri.get(id)
+		if d == nil || slices.Contains(removed, id) {
+			continue
+		}
+		p, err := abs(s.root, fileKey{realm, d.rec.Scope, id}.rel())
+		if err == nil {
+			err = os.Remove(p)
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			firstErr = fmt.Errorf("markdown: forget %s: %w", id, err)
+			break
+		}
+		removed = append(removed, id)
+		dirs[filepath.Dir(p)] = true
+	}
+	for d := range dirs {
+		if err := syncDir(d); err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("markdown: sync %s: %w", d, err)
+		}
+	}
+	s.idx.Lock()
+	for _, id := range removed {
+		ri.remove(id)
+	}
+	s.idx.Unlock()
+	s.compact()
+	// Files removed before a failure stay removed (forgetting is
+	// idempotent, so a retry finishes the job).
+	return len(removed), firstErr
+}
+
+func (s *store) supersede(realm, oldID string, rep sdk.Record) (string, error) {
+	if err := sdk.ValidateRealm(realm); err != nil {
+		return "", err
+	}
+	if err := sdk.ValidateID(oldID); err != nil {
+		return "", err
+	}
+	if rep.Supersedes != "" && rep.Supersedes != oldID {
+		return "", &sdk.FieldError{Field: "supersedes", Problem: fmt.Sprintf("names %q but the record superseded is %q", rep.Supersedes, oldID), Err: sdk.ErrInvalid}
+	}
+	rep.Supersedes = oldID
+	s.refresh()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var old *doc
+	ri := s.realms[realm]
+	if ri != nil {
+		old = ri.get(oldID)
+	}
+	if old == nil {
+		return "", fmt.Errorf("markdown: supersede: no record %q in realm %q: %w", oldID, realm, sdk.ErrNotFound)
+	}
+	// The replacement inherits what it does not say.
+	if rep.Scope == "" {
+		rep.Scope = old.rec.Scope
+	}
+	if rep.Kind == "" {
+		rep.Kind = old.rec.Kind
+	}
+	now := timeNow(s.opts.now)
+	if err := prepare(&rep, realm, now); err != nil {
+		return "", fmt.Errorf("markdown: supersede: %w", err)
+	}
+	same := ri.sameContent(rep.Scope, rep.ContentHash)
+	for _, d := range same {
+		if d.rec.Supersedes == oldID && old.rec.Status == sdk.StatusSuperseded {
+			return d.rec.ID, nil // a retry of a supersede that succeeded
+		}
+	}
+	if old.rec.Status == sdk.StatusSuperseded {
+		return "", fmt.Errorf("markdown: supersede: record %q is already superseded: %w", oldID, sdk.ErrConflict)
+	}
+	var writes []*pendingWrite
+	newID := rep.ID
+	if d := pickExisting(same, oldID); d != nil {
+		newID = d.rec.ID // the replacement already exists: point at it
+	} else {
+		if ri.get(rep.ID) != nil {
+			return "", fmt.Errorf("markdown: supersede: id %q is already used by another record: %w", rep.ID, sdk.ErrConflict)
+		}
+		w, err := newPendingWrite(s.root, rep, true)
+		if err == nil {
+			err = checkFree(w.path)
+		}
+		if err != nil {
+			return "", fmt.Errorf("markdown: supersede: %w", err)
+		}
+		w.words = recordWords(&w.rec)
+		writes = append(writes, w)
+	}
+	marked := cloneRecord(&old.rec)
+	marked.Status = sdk.StatusSuperseded
+	marked.UpdatedAt = now
+	mw, err := newPendingWrite(s.root, marked, false)
+	if err != nil {
+		return "", fmt.Errorf("markdown: supersede: %w", err)
+	}
+	mw.restore = renderRecord(&old.rec)
+	// Both files or neither: writeAll removes the new one and puts the
+	// old one back if anything fails.
+	if err := s.writeAll(append(writes, mw)); err != nil {
+		return "", err
+	}
+	s.idx.Lock()
+	for _, w := range writes {
+		ri.add(w.doc(), w.words)
+	}
+	ri.replaceMeta(mw.doc())
+	s.idx.Unlock()
+	return newID, nil
+}

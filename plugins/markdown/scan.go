@@ -1,0 +1,580 @@
+package markdown
+
+import (
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// Reconciling brings the index in line with the files. It is the one path
+// by which outside changes (hand edits, additions, deletions, a git pull)
+// reach the index, whether a watcher event or a periodic sweep pointed at
+// them. It runs in three steps so that nothing slow happens under a lock:
+//
+//  1. list: stat the files of a part of the tree (no lock);
+//  2. plan: compare stamps with the index (read lock) and pick the files to
+//     read and the records whose files are gone;
+//  3. load (no lock) and apply (write lock). A change is applied only if
+//     the index still holds what the plan saw; otherwise a write of ours
+//     got there first and the file is queued for another look.
+
+// racyWindow: a file whose mtime was this close to the moment we read it
+// may be edited again within the same timestamp tick (coarse clocks, FAT's
+// 2 s) without its stamp changing, so its stamp is not trusted until the
+// window has passed (git calls this "racily clean").
+const racyWindow = 2 * time.Second
+
+// digestSeed keys file digests; they only ever compare within a process.
+var digestSeed = maphash.MakeSeed()
+
+// target names the part of the tree a reconcile covers. The zero target is
+// everything; then narrower: one realm, one scope class of a realm, one
+// scope directory.
+type target struct {
+	realm string
+	class sdk.ScopeClass
+	scope sdk.Scope
+}
+
+func (t target) covers(realm string, scope sdk.Scope) bool {
+	switch {
+	case t.realm == "":
+		return true
+	case t.realm != realm:
+		return false
+	case t.scope != "":
+		return t.scope == scope
+	case t.class != "":
+		return scope.Class() == t.class
+	}
+	return true
+}
+
+// listing is what one scope directory holds: record id → stamp.
+type listing struct {
+	realm string
+	scope sdk.Scope
+	files map[string]fileStamp
+}
+
+// lister walks the tree. visit is called for each directory before it is
+// read, so that a watcher registered there reports any later change.
+type lister struct {
+	root       string
+	visit      func(abs, rel string)
+	cleanTemps bool // remove temp files a crash left behind
+	log        func(msg string, args ...any)
+	out        []listing
+	failed     []target // parts that could not be read: never treat as empty
+}
+
+func (l *lister) readDir(rel string, t target) ([]fs.DirEntry, bool) {
+	p, err := abs(l.root, rel)
+	if err != nil {
+		return nil, false
+	}
+	if rel != "" { // below the root, only real directories are entered
+		if fi, err := os.Lstat(p); err != nil || !fi.IsDir() {
+			return nil, err == nil || errors.Is(err, fs.ErrNotExist)
+		}
+	}
+	if l.visit != nil {
+		l.visit(p, rel)
+	}
+	ents, err := os.ReadDir(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, true
+	}
+	if err != nil {
+		l.log("cannot read directory; its records keep their last known state", "dir", p, "error", err)
+		l.failed = append(l.failed, t)
+		return nil, false
+	}
+	return ents, true
+}
+
+func (l *lister) list(t target) {
+	switch {
+	case t.realm == "":
+		ents, _ := l.readDir("", t)
+		for _, e := range ents {
+			if e.IsDir() && sdk.ValidateRealm(e.Name()) == nil {
+				l.listRealm(e.Name())
+			}
+		}
+	case t.scope != "":
+		l.listScope(t.realm, t.scope)
+	case t.class != "":
+		l.listClass(t.realm, t.class)
+	default:
+		l.listRealm(t.realm)
+	}
+}
+
+func (l *lister) listRealm(realm string) {
+	ents, _ := l.readDir(realm, target{realm: realm})
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		switch c := sdk.ScopeClass(e.Name()); c {
+		case sdk.ScopeIdentity, sdk.ScopeMob, sdk.ScopeOperator:
+			l.listClass(realm, c)
+		case sdk.ScopeRealm:
+			l.listScope(realm, sdk.RealmScope)
+		}
+	}
+}
+
+func (l *lister) listClass(realm string, class sdk.ScopeClass) {
+	ents, _ := l.readDir(realm+"/"+string(class), target{realm: realm, class: class})
+	for _, e := range ents {
+		if scope := sdk.Scope(string(class) + ":" + e.Name()); e.IsDir() && scope.Validate() == nil {
+			l.listScope(realm, scope)
+		}
+	}
+}
+
+func (l *lister) listScope(realm string, scope sdk.Scope) {
+	d, err := scopeDir(scope)
+	if err != nil {
+		return
+	}
+	rel := realm + "/" + d
+	ents, ok := l.readDir(rel, target{realm: realm, scope: scope})
+	if !ok {
+		return
+	}
+	files := make(map[string]fileStamp, len(ents))
+	for _, e := range ents {
+		if l.cleanTemps && strings.HasPrefix(e.Name(), tempPrefix) {
+			if p, err := abs(l.root, rel+"/"+e.Name()); err == nil {
+				os.Remove(p)
+			}
+			continue
+		}
+		id, ok := recordID(e.Name())
+		if !ok || !e.Type().IsRegular() { // symlinks are never followed
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			continue // gone since the directory was read
+		}
+		files[id] = stampOf(fi)
+	}
+	l.out = append(l.out, listing{realm: realm, scope: scope, files: files})
+}
+
+// change is one planned update of the index.
+type change struct {
+	key  fileKey
+	prev *doc // what the index held when planned; nil for nothing
+	gone bool // the file is gone: drop prev
+	// filled by load:
+	stamp  fileStamp
+	digest uint64
+	same   bool // same bytes as prev: only the stamp changes
+	rec    sdk.Record
+	words  map[string]fieldFlags
+	err    error // the file is not a valid record
+}
+
+// planTree compares listings of target t with the index.
+func (s *store) planTree(t target, ls []listing, failed []target) []*change {
+	s.idx.RLock()
+	defer s.idx.RUnlock()
+	var out []*change
+	seen := map[fileKey]bool{}
+	for _, l := range ls {
+		ri := s.realms[l.realm]
+		for id, st := range l.files {
+			k := fileKey{l.realm, l.scope, id}
+			seen[k] = true
+			var prev *doc
+			if ri != nil {
+				prev = ri.inScope(l.scope, id)
+			}
+			if s.unchanged(k, prev, st) {
+				continue
+			}
+			out = append(out, &change{key: k, prev: prev})
+		}
+	}
+	for realm, ri := range s.realms {
+		for scope, ids := range ri.byScope {
+			if !t.covers(realm, scope) || anyCovers(failed, realm, scope) {
+				continue
+			}
+			for id, slot := range ids {
+				if k := (fileKey{realm, scope, id}); !seen[k] {
+					out = append(out, &change{key: k, prev: ri.docs[slot], gone: true})
+				}
+			}
+		}
+	}
+	return out
+}
+
+func anyCovers(ts []target, realm string, scope sdk.Scope) bool {
+	for _, t := range ts {
+		if t.covers(realm, scope) {
+			return true
+		}
+	}
+	return false
+}
+
+// unchanged reports whether a file with stamp st needs no reading. The
+// caller holds at least the read lock.
+func (s *store) unchanged(k fileKey, prev *doc, st fileStamp) bool {
+	if prev != nil {
+		return prev.stamp == st && !prev.racy
+	}
+	bad, ok := s.bad[k.rel()]
+	return ok && bad == st
+}
+
+// planFiles stats individual files a watcher named.
+func (s *store) planFiles(keys map[fileKey]struct{}) []*change {
+	type seenFile struct {
+		key    fileKey
+		stamp  fileStamp
+		exists bool
+	}
+	stats := make([]seenFile, 0, len(keys))
+	for k := range keys {
+		p, err := abs(s.root, k.rel())
+		if err != nil {
+			continue
+		}
+		fi, err := os.Lstat(p)
+		switch {
+		case err == nil && fi.Mode().IsRegular():
+			stats = append(stats, seenFile{k, stampOf(fi), true})
+		case err == nil || errors.Is(err, fs.ErrNotExist):
+			stats = append(stats, seenFile{key: k})
+		}
+	}
+	s.idx.RLock()
+	defer s.idx.RUnlock()
+	var out []*change
+	for _, f := range stats {
+		var prev *doc
+		if ri := s.realms[f.key.realm]; ri != nil {
+			prev = ri.inScope(f.key.scope, f.key.id)
+		}
+		switch {
+		case !f.exists && prev != nil:
+			out = append(out, &change{key: f.key, prev: prev, gone: true})
+		case !f.exists:
+			s.clearBadLater(f.key)
+		case !s.unchanged(f.key, prev, f.stamp):
+			out = append(out, &change{key: f.key, prev: prev})
+		}
+	}
+	return out
+}
+
+// clearBadLater forgets a vanished bad file (under the read lock, so the
+// map change waits for apply).
+func (s *store) clearBadLater(k fileKey) {
+	s.pendMu.Lock()
+	s.goneBad = append(s.goneBad, k.rel())
+	s.pendMu.Unlock()
+}
+
+// load reads and parses the file of c.
+func (s *store) load(c *change) {
+	p, err := abs(s.root, c.key.rel())
+	if err != nil {
+		c.err = err
+		return
+	}
+	if fi, err := os.Lstat(p); err == nil {
+		c.stamp = stampOf(fi) // so an unreadable file is known by its stamp
+	}
+	f, err := os.OpenFile(p, os.O_RDONLY|openNoFollow, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		c.gone = true
+		return
+	}
+	if err != nil {
+		c.err = err
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		c.err = err
+		return
+	}
+	c.stamp = stampOf(fi)
+	if !fi.Mode().IsRegular() {
+		c.err = errors.New("not a regular file")
+		return
+	}
+	if fi.Size() > maxFileBytes {
+		c.err = fmt.Errorf("file is %d bytes, the limit is %d", fi.Size(), maxFileBytes)
+		return
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
+	if err != nil {
+		c.err = err
+		return
+	}
+	if len(data) > maxFileBytes {
+		c.err = fmt.Errorf("file grew past the limit of %d bytes", maxFileBytes)
+		return
+	}
+	c.digest = maphash.Bytes(digestSeed, data)
+	if c.prev != nil && c.prev.digest == c.digest {
+		c.same = true
+		return
+	}
+	rec, err := parseRecord(data)
+	if err == nil {
+		err = adoptFileRecord(&rec, c.key, fi.ModTime())
+	}
+	if err != nil {
+		c.err = err
+		return
+	}
+	c.rec = rec
+	c.words = recordWords(&c.rec)
+}
+
+// adoptFileRecord checks a parsed file against its place on disk and
+// fills what a hand-written file may leave out: id and scope come from
+// the path, the times from the file's mtime, trust and status from the
+// same defaults a write gets. The content hash is always recomputed, so a
+// hand edit of the title or body is never shadowed by a stale hash.
+func adoptFileRecord(r *sdk.Record, k fileKey, mtime time.Time) error {
+	if r.ID == "" {
+		r.ID = k.id
+	} else if r.ID != k.id {
+		return fmt.Errorf("id %q does not match the file name %s%s", r.ID, k.id, recordExt)
+	}
+	if r.Scope == "" {
+		r.Scope = k.scope
+	} else if r.Scope != k.scope {
+		return fmt.Errorf("scope %q does not match the directory, which holds scope %q", r.Scope, k.scope)
+	}
+	r.Realm = k.realm
+	if r.Trust == "" {
+		r.Trust = sdk.TrustAgentObserved
+	}
+	if r.Status == "" {
+		r.Status = sdk.StatusActive
+	}
+	at := mtime.UTC().Truncate(time.Millisecond)
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = at
+	}
+	if r.UpdatedAt.IsZero() {
+		r.UpdatedAt = at
+	}
+	if r.UseCount < 0 {
+		return errors.New("use_count: must not be negative")
+	}
+	r.ContentHash = sdk.ContentHash(r.Title, r.Body)
+	return r.Validate()
+}
+
+// loadAll loads changes on every core.
+func (s *store) loadAll(cs []*change) {
+	var todo []*change
+	for _, c := range cs {
+		if !c.gone {
+			todo = append(todo, c)
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), (len(todo)+15)/16)
+	if workers <= 1 {
+		for _, c := range todo {
+			s.load(c)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	next := make(chan *change)
+	for range workers {
+		wg.Go(func() {
+			for c := range next {
+				s.load(c)
+			}
+		})
+	}
+	for _, c := range todo {
+		next <- c
+	}
+	close(next)
+	wg.Wait()
+}
+
+// applyChunk is how many changes are loaded and applied at a time, so a
+// first load of a large tree never holds every parsed file at once.
+const applyChunk = 512
+
+// reconcile loads and applies planned changes. first is the initial
+// load, which nothing runs beside.
+func (s *store) reconcile(cs []*change, first bool) {
+	for len(cs) > 0 {
+		n := min(len(cs), applyChunk)
+		s.loadAll(cs[:n])
+		s.apply(cs[:n], !first)
+		cs = cs[n:]
+	}
+}
+
+func (s *store) reconcileTree(t target, first bool) {
+	l := lister{root: s.root, visit: s.visitDir, cleanTemps: first, log: s.log.Warn}
+	l.list(t)
+	s.reconcile(s.planTree(t, l.out, l.failed), first)
+}
+
+// apply enters loaded changes into the index. With verify, each change is
+// first checked against the disk under mu, where none of our own writes
+// can interleave: a listing taken before a write of ours must not drop
+// the new record as gone, nor a read taken before a forget bring a
+// forgotten one back. A change the disk no longer matches is queued for
+// another look.
+func (s *store) apply(cs []*change, verify bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if verify {
+		kept := cs[:0:0]
+		for _, c := range cs {
+			if s.stillTrue(c) {
+				kept = append(kept, c)
+			} else {
+				s.requeue(c.key)
+			}
+		}
+		cs = kept
+	}
+	s.applyLocked(cs)
+	s.compact()
+}
+
+// stillTrue reports whether the file of c is as c found it.
+func (s *store) stillTrue(c *change) bool {
+	p, err := abs(s.root, c.key.rel())
+	if err != nil {
+		return false
+	}
+	fi, err := os.Lstat(p)
+	exists := err == nil && fi.Mode().IsRegular()
+	if c.gone {
+		return !exists && (err == nil || errors.Is(err, fs.ErrNotExist))
+	}
+	return exists && stampOf(fi) == c.stamp
+}
+
+func (s *store) applyLocked(cs []*change) {
+	s.idx.Lock()
+	defer s.idx.Unlock()
+	s.pendMu.Lock()
+	for _, rel := range s.goneBad {
+		delete(s.bad, rel)
+	}
+	s.goneBad = s.goneBad[:0]
+	s.pendMu.Unlock()
+	now := time.Now()
+	for _, c := range cs {
+		ri := s.realms[c.key.realm]
+		var cur *doc
+		if ri != nil {
+			cur = ri.inScope(c.key.scope, c.key.id)
+		}
+		if cur != c.prev {
+			// A write of ours changed this file after the plan; the index
+			// holds the newer state. Look again on the next refresh.
+			s.requeue(c.key)
+			continue
+		}
+		rel := c.key.rel()
+		switch {
+		case c.gone:
+			if cur != nil {
+				ri.remove(cur.rec.ID)
+			}
+			delete(s.bad, rel)
+			delete(s.warned, rel)
+		case c.same:
+			cur.stamp = c.stamp
+			cur.racy = now.Sub(time.Unix(0, c.stamp.mtime)) < racyWindow
+		case c.err != nil:
+			if cur != nil {
+				ri.remove(cur.rec.ID)
+			}
+			s.bad[rel] = c.stamp
+			s.warnOnce(rel, c.stamp, "skipping record file that is not a valid record", c.err)
+		default:
+			if ri == nil {
+				ri = newRealmIndex()
+				s.realms[c.key.realm] = ri
+			}
+			if other := ri.get(c.rec.ID); other != nil && other != cur {
+				// Ids are unique per realm; the file indexed first keeps
+				// it. Not cached as bad: it becomes valid when the other
+				// file goes.
+				if cur != nil {
+					ri.remove(cur.rec.ID)
+				}
+				dir, _ := scopeDir(other.rec.Scope)
+				s.warnOnce(rel, c.stamp, "skipping record file", fmt.Errorf("id %q is already used by %s/%s/%s%s", c.rec.ID, c.key.realm, dir, c.rec.ID, recordExt))
+				continue
+			}
+			delete(s.bad, rel)
+			d := &doc{rec: c.rec, stamp: c.stamp, digest: c.digest, racy: now.Sub(time.Unix(0, c.stamp.mtime)) < racyWindow}
+			if cur != nil && sameText(&cur.rec, &d.rec) {
+				ri.replaceMeta(d)
+				continue
+			}
+			if cur != nil {
+				ri.remove(cur.rec.ID)
+			}
+			ri.add(d, c.words)
+		}
+	}
+}
+
+// warnOnce logs a problem with one version of a file once.
+func (s *store) warnOnce(rel string, st fileStamp, msg string, err error) {
+	if last, ok := s.warned[rel]; ok && last == st {
+		return
+	}
+	s.warned[rel] = st
+	s.log.Warn(msg, "file", filepath.Join(s.root, filepath.FromSlash(rel)), "error", err)
+}
+
+// compact rebuilds realm indexes that have piled up dead slots. The
+// caller holds mu, so nothing else changes the index meanwhile; readers
+// keep using the old one until the swap.
+func (s *store) compact() {
+	s.idx.RLock()
+	var due []string
+	for realm, ri := range s.realms {
+		if ri.needsCompaction() {
+			due = append(due, realm)
+		}
+	}
+	s.idx.RUnlock()
+	for _, realm := range due {
+		fresh := s.realms[realm].compacted()
+		s.idx.Lock()
+		s.realms[realm] = fresh
+		s.idx.Unlock()
+	}
+}

@@ -1,0 +1,258 @@
+package markdown
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hclog "github.com/hashicorp/go-hclog"
+)
+
+// store is one configured root: the files, the index over them and the
+// machinery that keeps the two in step.
+//
+// Locks, always taken in this order:
+//   - refreshMu serializes draining watcher events (refresh);
+//   - sweepMu serializes full sweeps (taken under refreshMu only when
+//     events were lost);
+//   - mu serializes every change of files or index (writes, apply);
+//   - idx guards the index itself: readers share it, changes hold it
+//     briefly. A holder of mu may read the index without idx.
+type store struct {
+	root string
+	log  hclog.Logger
+	opts options
+
+	refreshMu sync.Mutex
+	sweepMu   sync.Mutex
+	mu        sync.Mutex
+	idx       sync.RWMutex
+
+	realms map[string]*realmIndex // guarded by idx
+	bad    map[string]fileStamp   // rel path → stamp of a file known invalid; guarded by idx
+	warned map[string]fileStamp   // rel path → stamp last warned about; guarded by mu
+
+	watch      atomic.Pointer[watcher] // nil: poll instead
+	watchBroke atomic.Bool             // a watch could not be added: fall back to polling
+
+	pendMu  sync.Mutex
+	pending work     // files and subtrees to look at on the next refresh
+	goneBad []string // bad files seen gone, dropped from bad on the next apply
+
+	lastSweep atomic.Int64 // opts.now() at the start of the last full sweep, ns
+	sweepCost atomic.Int64 // how long the last full sweep took, ns
+	active    atomic.Bool  // a call arrived since the last background sweep
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// options are the knobs of a store; tests shorten or freeze them.
+type options struct {
+	now func() time.Time
+	// poll bounds how stale the index may be without a watcher: a call
+	// finding the last full sweep older than this sweeps first.
+	poll time.Duration
+	// safety is how often a full sweep runs even with a watcher, to catch
+	// what no event reports (edits made on another host of a network
+	// file system).
+	safety     time.Duration
+	watch      bool // use the platform's file watcher when there is one
+	background bool // sweep in the background
+}
+
+func defaultOptions() options {
+	return options{now: time.Now, poll: time.Second, safety: time.Minute, watch: true, background: true}
+}
+
+// work is a set of places to reconcile.
+type work struct {
+	full    bool
+	targets map[target]struct{}
+	files   map[fileKey]struct{}
+}
+
+func (w *work) addTarget(t target) {
+	if w.targets == nil {
+		w.targets = map[target]struct{}{}
+	}
+	w.targets[t] = struct{}{}
+}
+
+func (w *work) addFile(k fileKey) {
+	if w.files == nil {
+		w.files = map[fileKey]struct{}{}
+	}
+	w.files[k] = struct{}{}
+}
+
+func (w *work) empty() bool { return !w.full && len(w.targets) == 0 && len(w.files) == 0 }
+
+// openStore loads root (which exists) and starts watching it.
+func openStore(root string, log hclog.Logger, opts options) *store {
+	s := &store{
+		root:   root,
+		log:    log,
+		opts:   opts,
+		realms: map[string]*realmIndex{},
+		bad:    map[string]fileStamp{},
+		warned: map[string]fileStamp{},
+		stop:   make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	if opts.watch {
+		w, err := newWatcher(root)
+		if err != nil {
+			log.Info("no file watcher; polling for hand edits instead", "every", opts.poll, "reason", err)
+		} else {
+			s.watch.Store(w)
+		}
+	}
+	s.sweep(true)
+	if opts.background {
+		go s.loop()
+	} else {
+		close(s.done)
+	}
+	return s
+}
+
+func (s *store) close() {
+	select {
+	case <-s.stop:
+		return
+	default:
+	}
+	close(s.stop)
+	<-s.done
+	s.refreshMu.Lock()
+	if w := s.watch.Swap(nil); w != nil {
+		w.close()
+	}
+	s.refreshMu.Unlock()
+}
+
+// visitDir registers a directory with the watcher before it is read.
+func (s *store) visitDir(abs, rel string) {
+	w := s.watch.Load()
+	if w == nil {
+		return
+	}
+	if err := w.add(abs, rel); err != nil && !s.watchBroke.Swap(true) {
+		s.log.Warn("cannot watch a directory; polling for hand edits instead", "dir", abs, "every", s.opts.poll, "error", err)
+	}
+}
+
+func (s *store) requeue(k fileKey) {
+	s.pendMu.Lock()
+	s.pending.addFile(k)
+	s.pendMu.Unlock()
+}
+
+// refresh brings the index up to date with the files before a call is
+// answered. With a watcher it drains the events queued so far (one
+// non-blocking read when nothing changed), so any edit finished before the
+// call began is seen. Without one, it sweeps when the last sweep is older
+// than the polling bound.
+func (s *store) refresh() {
+	s.active.Store(true)
+	s.refreshMu.Lock()
+	if s.watchBroke.Load() {
+		if w := s.watch.Swap(nil); w != nil {
+			w.close()
+		}
+	}
+	var todo work
+	if w := s.watch.Load(); w != nil {
+		if err := w.drain(&todo); err != nil {
+			s.log.Warn("file watcher failed; polling for hand edits instead", "error", err)
+			s.watch.Store(nil)
+			w.close()
+			todo.full = true
+		}
+	}
+	s.pendMu.Lock()
+	for t := range s.pending.targets {
+		todo.addTarget(t)
+	}
+	for k := range s.pending.files {
+		todo.addFile(k)
+	}
+	s.pending = work{}
+	s.pendMu.Unlock()
+	if todo.full {
+		// Events were lost; sweep before answering (refreshMu held, so
+		// no call answers from the stale index meanwhile).
+		s.sweepMu.Lock()
+		s.sweep(false)
+		s.sweepMu.Unlock()
+	} else if !todo.empty() {
+		if _, ok := todo.targets[target{}]; ok {
+			todo.targets = map[target]struct{}{{}: {}} // everything covers the rest
+		}
+		for t := range todo.targets {
+			s.reconcileTree(t, false)
+		}
+		if len(todo.files) > 0 {
+			s.reconcile(s.planFiles(todo.files), false)
+		}
+	}
+	s.refreshMu.Unlock()
+	if s.watch.Load() == nil && s.stale(s.pollBound()) {
+		s.sweepMu.Lock()
+		if s.stale(s.pollBound()) {
+			s.sweep(false)
+		}
+		s.sweepMu.Unlock()
+	}
+}
+
+// pollBound is the polling interval, stretched on trees so large that
+// sweeping every interval would keep a core busy: sweeps then take at
+// most a fifth of the time.
+func (s *store) pollBound() time.Duration {
+	return max(s.opts.poll, 5*time.Duration(s.sweepCost.Load()))
+}
+
+func (s *store) stale(bound time.Duration) bool {
+	return s.opts.now().Sub(time.Unix(0, s.lastSweep.Load())) >= bound
+}
+
+// sweep reconciles the whole tree. The caller holds sweepMu, or is
+// openStore (first, before anything else runs: it also clears temp files
+// a crash left, and its cost, which includes parsing every file, says
+// nothing about later sweeps).
+func (s *store) sweep(first bool) {
+	start := s.opts.now()
+	began := time.Now()
+	s.reconcileTree(target{}, first)
+	if !first {
+		s.sweepCost.Store(int64(time.Since(began)))
+	}
+	s.lastSweep.Store(start.UnixNano())
+}
+
+// loop sweeps in the background while calls keep arriving, so calls
+// rarely wait for a sweep themselves; an idle store does no work.
+func (s *store) loop() {
+	defer close(s.done)
+	tick := time.NewTicker(max(s.opts.poll/2, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-tick.C:
+		}
+		bound := s.opts.safety
+		if s.watch.Load() == nil {
+			bound = s.pollBound() / 2
+		}
+		if !s.stale(bound) || !s.active.Swap(false) {
+			continue
+		}
+		s.sweepMu.Lock()
+		s.sweep(false)
+		s.sweepMu.Unlock()
+	}
+}
