@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/memhost/memhost/internal/lru"
 	"slices"
 	"sync"
 	"time"
@@ -72,7 +73,7 @@ type Coordinator struct {
 	telemetry *telemetry
 
 	skipMu   sync.Mutex
-	skipSeen *lru[skipKey, struct{}]
+	skipSeen *lru.Cache[skipKey, struct{}]
 
 	sweepCtx    context.Context
 	stopSweeps  context.CancelFunc
@@ -102,7 +103,7 @@ func New(cfg Config, opts Options) (*Coordinator, error) {
 		cfg: cfg, env: env, defang: env.defang, providers: opts.Providers,
 		selector: opts.Selector, operators: opts.OperatorResolver, mobs: opts.MobResolver,
 		store: opts.Sessions, logger: opts.Logger, metrics: opts.Metrics, now: opts.Now,
-		skipSeen: newLRU[skipKey, struct{}](4096),
+		skipSeen: lru.New[skipKey, struct{}](4096),
 	}
 	if c.store == nil {
 		c.store = NewMemoryStore(cfg.SessionCacheSize)
@@ -359,9 +360,9 @@ func (c *Coordinator) skipped(surface Surface, id sdk.Identity, reason SkipReaso
 	c.metrics.Skipped(surface, id.Realm, reason)
 	k := skipKey{realm: id.Realm, identity: id.ID, reason: reason}
 	c.skipMu.Lock()
-	_, seen := c.skipSeen.get(k)
+	_, seen := c.skipSeen.Get(k)
 	if !seen {
-		c.skipSeen.add(k, struct{}{})
+		c.skipSeen.Add(k, struct{}{})
 	}
 	c.skipMu.Unlock()
 	if !seen {

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"fmt"
+	"github.com/memhost/memhost/internal/lru"
 	"hash/maphash"
 	"slices"
 	"strings"
@@ -97,7 +98,7 @@ type MemoryStore struct {
 
 type memoryShard struct {
 	mu  sync.Mutex
-	lru *lru[SessionKey, *SessionState]
+	lru *lru.Cache[SessionKey, *SessionState]
 }
 
 // NewMemoryStore keeps at most size sessions (at least 1).
@@ -108,7 +109,7 @@ func NewMemoryStore(size int) *MemoryStore {
 	m := &MemoryStore{seed: maphash.MakeSeed(), shards: make([]memoryShard, n)}
 	per := (size + n - 1) / n
 	for i := range m.shards {
-		m.shards[i].lru = newLRU[SessionKey, *SessionState](per)
+		m.shards[i].lru = lru.New[SessionKey, *SessionState](per)
 	}
 	return m
 }
@@ -118,10 +119,10 @@ func (m *MemoryStore) Update(_ context.Context, key SessionKey, fn func(*Session
 	sh := &m.shards[maphash.Comparable(m.seed, key)%uint64(len(m.shards))]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	s, ok := sh.lru.get(key)
+	s, ok := sh.lru.Get(key)
 	if !ok {
 		s = &SessionState{}
-		sh.lru.add(key, s)
+		sh.lru.Add(key, s)
 	}
 	fn(s)
 	return nil
@@ -133,88 +134,8 @@ func (m *MemoryStore) Len() int {
 	for i := range m.shards {
 		sh := &m.shards[i]
 		sh.mu.Lock()
-		n += sh.lru.len()
+		n += sh.lru.Len()
 		sh.mu.Unlock()
 	}
 	return n
-}
-
-// lru is a fixed-capacity map that evicts its least recently used entry.
-// It is not safe for concurrent use.
-type lru[K comparable, V any] struct {
-	capacity   int
-	items      map[K]*lruEntry[K, V]
-	head, tail *lruEntry[K, V] // head is the most recently used
-}
-
-type lruEntry[K comparable, V any] struct {
-	key        K
-	value      V
-	prev, next *lruEntry[K, V]
-}
-
-func newLRU[K comparable, V any](capacity int) *lru[K, V] {
-	return &lru[K, V]{capacity: max(capacity, 1), items: make(map[K]*lruEntry[K, V])}
-}
-
-func (l *lru[K, V]) len() int { return len(l.items) }
-
-func (l *lru[K, V]) get(k K) (V, bool) {
-	e, ok := l.items[k]
-	if !ok {
-		var zero V
-		return zero, false
-	}
-	l.moveToFront(e)
-	return e.value, true
-}
-
-// add inserts or replaces k as the most recently used entry.
-func (l *lru[K, V]) add(k K, v V) {
-	if e, ok := l.items[k]; ok {
-		e.value = v
-		l.moveToFront(e)
-		return
-	}
-	if len(l.items) >= l.capacity {
-		old := l.tail
-		l.unlink(old)
-		delete(l.items, old.key)
-	}
-	e := &lruEntry[K, V]{key: k, value: v}
-	l.items[k] = e
-	l.pushFront(e)
-}
-
-func (l *lru[K, V]) moveToFront(e *lruEntry[K, V]) {
-	if l.head == e {
-		return
-	}
-	l.unlink(e)
-	l.pushFront(e)
-}
-
-func (l *lru[K, V]) pushFront(e *lruEntry[K, V]) {
-	e.prev, e.next = nil, l.head
-	if l.head != nil {
-		l.head.prev = e
-	}
-	l.head = e
-	if l.tail == nil {
-		l.tail = e
-	}
-}
-
-func (l *lru[K, V]) unlink(e *lruEntry[K, V]) {
-	if e.prev != nil {
-		e.prev.next = e.next
-	} else {
-		l.head = e.next
-	}
-	if e.next != nil {
-		e.next.prev = e.prev
-	} else {
-		l.tail = e.prev
-	}
-	e.prev, e.next = nil, nil
 }

@@ -7,26 +7,6 @@ import (
 	"testing"
 )
 
-func TestLRU(t *testing.T) {
-	l := newLRU[string, int](2)
-	l.add("a", 1)
-	l.add("b", 2)
-	l.get("a") // b is now the oldest
-	l.add("c", 3)
-	if _, ok := l.get("b"); ok {
-		t.Fatal("b should have been evicted")
-	}
-	for k, want := range map[string]int{"a": 1, "c": 3} {
-		if v, ok := l.get(k); !ok || v != want {
-			t.Fatalf("get(%s) = %v %v", k, v, ok)
-		}
-	}
-	l.add("a", 10) // replace, no eviction
-	if v, _ := l.get("a"); v != 10 || l.len() != 2 {
-		t.Fatalf("replace: %v, len %d", v, l.len())
-	}
-}
-
 func TestMemoryStoreIsBounded(t *testing.T) {
 	for _, size := range []int{1, 3, 100, 5000} {
 		m := NewMemoryStore(size)

@@ -3,6 +3,7 @@ package guide
 import (
 	"context"
 	"fmt"
+	"github.com/memhost/memhost/internal/lru"
 	"sync"
 
 	hclog "github.com/hashicorp/go-hclog"
@@ -29,20 +30,15 @@ type SessionsOptions struct {
 type Sessions struct {
 	rec recaller
 
-	mu   sync.Mutex
-	size int
-	byID map[sessionKey]*sessionEntry
-	head *sessionEntry // most recently used
-	tail *sessionEntry
+	mu       sync.Mutex
+	sessions *lru.Cache[sessionKey, *sessionEntry]
 }
 
 type sessionKey struct{ realm, identity, session string }
 
 type sessionEntry struct {
-	key        sessionKey
-	prev, next *sessionEntry
-	mu         sync.Mutex // held across a recall
-	st         state
+	mu sync.Mutex // held across a recall
+	st state
 }
 
 // NewSessions builds a host-side guide recalling from src.
@@ -55,8 +51,8 @@ func NewSessions(src Source, opts SessionsOptions) *Sessions {
 		logger = hclog.NewNullLogger()
 	}
 	return &Sessions{
-		rec:  recaller{src: src, maxBytes: opts.MaxBytes, logger: logger.Named("guide")},
-		size: opts.Size, byID: map[sessionKey]*sessionEntry{},
+		rec:      recaller{src: src, maxBytes: opts.MaxBytes, logger: logger.Named("guide")},
+		sessions: lru.New[sessionKey, *sessionEntry](opts.Size),
 	}
 }
 
@@ -103,7 +99,7 @@ func (s *Sessions) BeforeIteration(ctx context.Context, id sdk.Identity, session
 func (s *Sessions) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.byID)
+	return s.sessions.Len()
 }
 
 // entry answers the session's entry, creating it (and forgetting the least
@@ -112,39 +108,10 @@ func (s *Sessions) entry(id sdk.Identity, session string) *sessionEntry {
 	k := sessionKey{id.Realm, id.ID, session}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.byID[k]
-	if ok {
-		s.unlink(e)
-	} else {
-		if len(s.byID) >= s.size {
-			old := s.tail
-			s.unlink(old)
-			delete(s.byID, old.key)
-		}
-		e = &sessionEntry{key: k}
-		s.byID[k] = e
-	}
-	e.next = s.head
-	if s.head != nil {
-		s.head.prev = e
-	}
-	s.head = e
-	if s.tail == nil {
-		s.tail = e
+	e, ok := s.sessions.Get(k)
+	if !ok {
+		e = &sessionEntry{}
+		s.sessions.Add(k, e)
 	}
 	return e
-}
-
-func (s *Sessions) unlink(e *sessionEntry) {
-	if e.prev != nil {
-		e.prev.next = e.next
-	} else {
-		s.head = e.next
-	}
-	if e.next != nil {
-		e.next.prev = e.prev
-	} else {
-		s.tail = e.prev
-	}
-	e.prev, e.next = nil, nil
 }

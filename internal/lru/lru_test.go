@@ -1,0 +1,23 @@
+package lru
+
+import "testing"
+
+func TestLRU(t *testing.T) {
+	l := New[string, int](2)
+	l.Add("a", 1)
+	l.Add("b", 2)
+	l.Get("a") // b is now the oldest
+	l.Add("c", 3)
+	if _, ok := l.Get("b"); ok {
+		t.Fatal("b should have been evicted")
+	}
+	for k, want := range map[string]int{"a": 1, "c": 3} {
+		if v, ok := l.Get(k); !ok || v != want {
+			t.Fatalf("get(%s) = %v %v", k, v, ok)
+		}
+	}
+	l.Add("a", 10) // replace, no eviction
+	if v, _ := l.Get("a"); v != 10 || l.Len() != 2 {
+		t.Fatalf("replace: %v, len %d", v, l.Len())
+	}
+}
