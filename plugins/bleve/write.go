@@ -1,0 +1,415 @@
+package bleve
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	blevesearch "github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/search/query"
+	"github.com/memhost/memhost/sdk"
+)
+
+// Remember stores records all or nothing. Every record is validated
+// before anything is written; then the new ones go to the index in one
+// batch, which scorch answers only once it is durable. A record whose
+// scope already holds an active or quarantined record with the same
+// content hash (in the index or earlier in this batch) is not stored
+// again: its existing id is answered in its place.
+func (p *Provider) Remember(ctx context.Context, realm string, records []sdk.Record) ([]string, error) {
+	done, err := p.begin(realm)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	if len(records) > sdk.MaxBatch {
+		return nil, fmt.Errorf("bleve: %d records in one write, the limit is %d: %w", len(records), sdk.MaxBatch, sdk.ErrTooLarge)
+	}
+	now := time.Now().UTC()
+	recs := make([]sdk.Record, len(records))
+	supplied := make([]bool, len(records))
+	for i := range records {
+		r := records[i]
+		r.Tags = slices.Clone(r.Tags)
+		supplied[i] = r.ID != ""
+		if err := prepare(&r, realm, now); err != nil {
+			return nil, fmt.Errorf("bleve: records[%d]: %w", i, err)
+		}
+		recs[i] = r
+	}
+	if len(recs) == 0 {
+		return []string{}, nil
+	}
+	ri, err := p.realm(realm, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := ri.lockWrites(ctx); err != nil {
+		return nil, err
+	}
+	defer ri.wmu.Unlock()
+	ids, fresh, err := ri.plan(ctx, recs, supplied)
+	if err != nil {
+		return nil, err
+	}
+	if err := ri.write(ctx, fresh, nil, nil); err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// prepare validates r for realm and fills what the store owns, usage
+// counters included: usage is the store's to count.
+func prepare(r *sdk.Record, realm string, now time.Time) error {
+	r.UseCount, r.LastUsedAt = 0, time.Time{}
+	if err := r.Prepare(realm, now); err != nil {
+		return err
+	}
+	for _, t := range []struct {
+		field string
+		at    time.Time
+	}{{"created_at", r.CreatedAt}, {"expires_at", r.ExpiresAt}} {
+		if !t.at.IsZero() && (t.at.Year() < 1 || t.at.Year() > 9999) {
+			return &sdk.FieldError{Field: t.field, Problem: fmt.Sprintf("year %d is outside 1-9999", t.at.Year()), Err: sdk.ErrInvalid}
+		}
+	}
+	return nil
+}
+
+// plan answers each record's id and the records that must be stored:
+// duplicates answer the existing id, and a caller-chosen id that is taken
+// by other content is a conflict.
+func (ri *realmIndex) plan(ctx context.Context, recs []sdk.Record, supplied []bool) (ids []string, fresh []sdk.Record, err error) {
+	var keys, chosen []string
+	for i := range recs {
+		if answersDuplicates(recs[i].Status) {
+			keys = append(keys, dedupKey(recs[i].Scope, recs[i].ContentHash))
+		}
+		if supplied[i] {
+			chosen = append(chosen, recs[i].ID)
+		}
+	}
+	known, err := ri.duplicates(ctx, keys)
+	if err != nil {
+		return nil, nil, err
+	}
+	taken, err := ri.lookup(ctx, chosen)
+	if err != nil {
+		return nil, nil, err
+	}
+	ids = make([]string, len(recs))
+	inBatch := map[string]bool{}
+	for i := range recs {
+		r := &recs[i]
+		if answersDuplicates(r.Status) {
+			key := dedupKey(r.Scope, r.ContentHash)
+			if id, ok := known[key]; ok {
+				ids[i] = id
+				continue
+			}
+			known[key] = r.ID
+		}
+		if _, ok := taken[r.ID]; ok || inBatch[r.ID] {
+			return nil, nil, fmt.Errorf("bleve: records[%d]: id %s already holds another record: %w", i, r.ID, sdk.ErrConflict)
+		}
+		inBatch[r.ID] = true
+		ids[i] = r.ID
+		fresh = append(fresh, *r)
+	}
+	return ids, fresh, nil
+}
+
+// lockWrites takes the realm's write lock, first waiting (as long as ctx
+// allows) for the catalog load that holds it when the realm was opened.
+func (ri *realmIndex) lockWrites(ctx context.Context) error {
+	select {
+	case <-ri.cat.loaded:
+	case <-ctx.Done():
+		return fmt.Errorf("bleve: realm %s is loading its catalog: %w", ri.realm, ctx.Err())
+	}
+	ri.wmu.Lock()
+	return nil
+}
+
+// write indexes put (with their usage keys, 0 when absent) and deletes
+// del in one durable batch, then mirrors it in the catalog.
+func (ri *realmIndex) write(ctx context.Context, put []sdk.Record, keys map[string]float64, del []string) error {
+	if len(put) == 0 && len(del) == 0 {
+		return nil
+	}
+	b := ri.idx.NewBatch()
+	entries := make([]catEntry, len(put))
+	for i := range put {
+		r := &put[i]
+		doc, err := document(r, keys[r.ID])
+		if err != nil {
+			return err
+		}
+		if err := b.Index(r.ID, doc); err != nil {
+			return fmt.Errorf("bleve: index record %s: %w", r.ID, err)
+		}
+		entries[i] = entryOf(r, keys[r.ID])
+	}
+	for _, id := range del {
+		b.Delete(id)
+	}
+	// Past this point the batch is not interrupted: it lands whole or not.
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("bleve: write to realm %s: %w", ri.realm, err)
+	}
+	if err := ri.idx.Batch(b); err != nil {
+		return fmt.Errorf("bleve: write to realm %s: %w", ri.realm, err)
+	}
+	ri.cat.put(entries)
+	ri.cat.remove(del)
+	return nil
+}
+
+// duplicates answers, for each dedup key present in the index, the id of
+// a record holding it.
+func (ri *realmIndex) duplicates(ctx context.Context, keys []string) (map[string]string, error) {
+	out := map[string]string{}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	terms := make([]query.Query, len(keys))
+	for i, k := range keys {
+		terms[i] = termQuery(fieldDedup, k)
+	}
+	recs, err := ri.search(ctx, "find duplicates", query.NewDisjunctionQuery(terms), 2*len(keys))
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range recs {
+		out[dedupKey(r.Scope, r.ContentHash)] = r.ID
+	}
+	return out, nil
+}
+
+// lookup answers the stored records among ids.
+func (ri *realmIndex) lookup(ctx context.Context, ids []string) (map[string]sdk.Record, error) {
+	out := map[string]sdk.Record{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	recs, err := ri.search(ctx, "fetch", query.NewDocIDQuery(ids), len(ids))
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range recs {
+		out[r.ID] = r
+	}
+	return out, nil
+}
+
+// search answers the stored records of up to size documents matching q.
+func (ri *realmIndex) search(ctx context.Context, op string, q query.Query, size int) ([]sdk.Record, error) {
+	req := blevesearch.NewSearchRequestOptions(q, size, 0, false)
+	req.Fields = []string{fieldRecord}
+	req.Score = "none"
+	res, err := ri.run(ctx, op, req)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]sdk.Record, 0, len(res.Hits))
+	for _, h := range res.Hits {
+		r, err := storedRecord(h)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// checkIDs validates a batch of ids for field.
+func checkIDs(field string, ids []string) error {
+	if len(ids) > sdk.MaxBatch {
+		return fmt.Errorf("bleve: %d %s in one call, the limit is %d: %w", len(ids), field, sdk.MaxBatch, sdk.ErrTooLarge)
+	}
+	for i, id := range ids {
+		if err := sdk.ValidateID(id); err != nil {
+			return fmt.Errorf("bleve: %s[%d]: %w", field, i, err)
+		}
+	}
+	return nil
+}
+
+// Get answers the records found among ids, of any status, in the order
+// asked (an id asked twice is answered once).
+func (p *Provider) Get(ctx context.Context, realm string, ids []string) ([]sdk.Record, error) {
+	done, err := p.begin(realm)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	if err := checkIDs("ids", ids); err != nil {
+		return nil, err
+	}
+	ri, err := p.realm(realm, false)
+	if err != nil || ri == nil {
+		return []sdk.Record{}, err
+	}
+	found, err := ri.lookup(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]sdk.Record, 0, len(found))
+	for _, id := range ids {
+		if r, ok := found[id]; ok {
+			out = append(out, r)
+			delete(found, id)
+		}
+	}
+	return out, nil
+}
+
+// Forget deletes the records among ids and answers how many there were.
+// Ids not present are not an error.
+func (p *Provider) Forget(ctx context.Context, realm string, ids []string) (int, error) {
+	done, err := p.begin(realm)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	if err := checkIDs("ids", ids); err != nil {
+		return 0, err
+	}
+	ri, err := p.realm(realm, false)
+	if err != nil || ri == nil {
+		return 0, err
+	}
+	if err := ri.lockWrites(ctx); err != nil {
+		return 0, err
+	}
+	defer ri.wmu.Unlock()
+	found, err := ri.lookup(ctx, ids)
+	if err != nil {
+		return 0, err
+	}
+	del := make([]string, 0, len(found))
+	for id := range found {
+		del = append(del, id)
+	}
+	if err := ri.write(ctx, nil, nil, del); err != nil {
+		return 0, err
+	}
+	return len(del), nil
+}
+
+// Supersede stores replacement and marks oldID superseded, in one batch.
+// The replacement inherits the old record's scope and kind when it names
+// none. Retrying a supersede that already happened answers the same id;
+// a replacement identical to the old record changes nothing.
+func (p *Provider) Supersede(ctx context.Context, realm, oldID string, replacement sdk.Record) (string, error) {
+	done, err := p.begin(realm)
+	if err != nil {
+		return "", err
+	}
+	defer done()
+	if err := sdk.ValidateID(oldID); err != nil {
+		return "", fmt.Errorf("bleve: old id: %w", err)
+	}
+	if replacement.Supersedes != "" && replacement.Supersedes != oldID {
+		return "", &sdk.FieldError{Field: "supersedes", Problem: fmt.Sprintf("names %s, but the record superseded is %s", replacement.Supersedes, oldID), Err: sdk.ErrInvalid}
+	}
+	ri, err := p.realm(realm, false)
+	if err != nil {
+		return "", err
+	}
+	if ri == nil {
+		return "", fmt.Errorf("bleve: supersede %s in realm %s: %w", oldID, realm, sdk.ErrNotFound)
+	}
+	if err := ri.lockWrites(ctx); err != nil {
+		return "", err
+	}
+	defer ri.wmu.Unlock()
+	found, err := ri.lookup(ctx, []string{oldID})
+	if err != nil {
+		return "", err
+	}
+	old, ok := found[oldID]
+	if !ok {
+		return "", fmt.Errorf("bleve: supersede %s in realm %s: %w", oldID, realm, sdk.ErrNotFound)
+	}
+	repl := replacement
+	repl.Tags = slices.Clone(repl.Tags)
+	repl.Supersedes = oldID
+	if repl.Scope == "" {
+		repl.Scope = old.Scope
+	}
+	if repl.Kind == "" {
+		repl.Kind = old.Kind
+	}
+	now := time.Now().UTC()
+	if err := prepare(&repl, realm, now); err != nil {
+		return "", fmt.Errorf("bleve: replacement: %w", err)
+	}
+	ids, fresh, err := ri.plan(ctx, []sdk.Record{repl}, []bool{replacement.ID != ""})
+	if err != nil {
+		return "", err
+	}
+	newID := ids[0]
+	if newID == oldID {
+		return oldID, nil
+	}
+	retired := old.Status == sdk.StatusSuperseded || old.Status == sdk.StatusTombstoned
+	if retired {
+		if len(fresh) == 0 {
+			return newID, nil // a retry: the replacement is already stored
+		}
+		return "", fmt.Errorf("bleve: record %s is already %s: %w", oldID, old.Status, sdk.ErrConflict)
+	}
+	old.Status = sdk.StatusSuperseded
+	old.UpdatedAt = now
+	keys := map[string]float64{oldID: ri.cat.usageKeyOf(oldID)}
+	if err := ri.write(ctx, append(fresh, old), keys, nil); err != nil {
+		return "", err
+	}
+	return newID, nil
+}
+
+// MarkUsed counts one use of each distinct id at time at, and moves its
+// last use to at when later. Ids not present are skipped: usage is
+// telemetry and never fails a turn over a record forgotten meanwhile.
+func (p *Provider) MarkUsed(ctx context.Context, realm string, ids []string, at time.Time) error {
+	done, err := p.begin(realm)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := checkIDs("ids", ids); err != nil {
+		return err
+	}
+	if at.IsZero() {
+		at = time.Now()
+	}
+	if at.Year() < 1 || at.Year() > 9999 {
+		return &sdk.FieldError{Field: "at", Problem: fmt.Sprintf("year %d is outside 1-9999", at.Year()), Err: sdk.ErrInvalid}
+	}
+	at = at.UTC()
+	ri, err := p.realm(realm, false)
+	if err != nil || ri == nil {
+		return err
+	}
+	if err := ri.lockWrites(ctx); err != nil {
+		return err
+	}
+	defer ri.wmu.Unlock()
+	found, err := ri.lookup(ctx, ids)
+	if err != nil {
+		return err
+	}
+	put := make([]sdk.Record, 0, len(found))
+	keys := make(map[string]float64, len(found))
+	for _, r := range found {
+		keys[r.ID] = usageKey(ri.cat.usageKeyOf(r.ID), r.UseCount > 0, at)
+		r.UseCount++
+		if at.After(r.LastUsedAt) {
+			r.LastUsedAt = at
+		}
+		put = append(put, r)
+	}
+	return ri.write(ctx, put, keys, nil)
+}
