@@ -769,7 +769,7 @@ func TestManifestWorkingSet(t *testing.T) {
 func TestUsageRank(t *testing.T) {
 	now := time.Now()
 	day := 24 * time.Hour
-	halfLife := usageHalfLife.Hours() / 24
+	halfLife := sdk.UsageHalfLife.Hours() / 24
 	cases := []struct {
 		name string
 		uses []time.Duration // ages at now
@@ -785,11 +785,11 @@ func TestUsageRank(t *testing.T) {
 		var key float64
 		want := 0.0
 		for n, age := range c.uses {
-			key = usageKey(key, n > 0, now.Add(-age))
+			key = sdk.UsageKey(key, n > 0, now.Add(-age))
 			want += math.Exp2(-age.Hours() / 24 / halfLife)
 		}
 		keys[i] = key
-		got := usageRank(key, now)
+		got := sdk.UsageRank(key, now)
 		if got <= 0 || math.Abs(got-want) > 1e-9*max(want, 1e-300) && want > 1e-300 {
 			t.Errorf("%s: rank %v, want %v (the decayed use count)", c.name, got, want)
 		}
@@ -799,7 +799,7 @@ func TestUsageRank(t *testing.T) {
 		at := now.Add(later)
 		for i := range keys {
 			for j := range keys {
-				if (keys[i] < keys[j]) != (usageRank(keys[i], at) < usageRank(keys[j], at)) && usageRank(keys[i], at) > 1e-300 {
+				if (keys[i] < keys[j]) != (sdk.UsageRank(keys[i], at) < sdk.UsageRank(keys[j], at)) && sdk.UsageRank(keys[i], at) > 1e-300 {
 					t.Fatalf("key order and rank order disagree for %q, %q at +%v", cases[i].name, cases[j].name, later)
 				}
 			}

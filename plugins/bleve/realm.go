@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"time"
 	"unicode"
 
 	blevesearch "github.com/blevesearch/bleve/v2"
@@ -360,35 +358,4 @@ func foldTag(s string) string {
 		}
 		return least
 	}, s)
-}
-
-// Usage rank, the same as the sqlite provider's, so a rank means one
-// thing whichever provider serves a realm. A used record's rank is its use
-// count with each use decayed by its age, halving every usageHalfLife:
-//
-//	rank = sum over uses of 2^(-(now - t_use) / halfLife)
-//
-// so both how often and how lately it was used count; a record never used
-// is unranked (rank 0). Each record keeps the time-invariant key
-// log2(sum over uses of 2^(t_use/halfLife)), folded in one use at a time;
-// rank = 2^(key - now/halfLife), and ordering by key orders by rank at
-// every instant.
-const usageHalfLife = 30 * 24 * time.Hour
-
-// usageKey folds one more use at time at into a record's usage key; used
-// is false for the record's first use.
-func usageKey(key float64, used bool, at time.Time) float64 {
-	x := float64(at.UnixMilli()) / float64(usageHalfLife.Milliseconds())
-	if !used {
-		return x
-	}
-	hi, lo := max(key, x), min(key, x)
-	return hi + math.Log2(1+math.Exp2(lo-hi))
-}
-
-// usageRank is the decayed use count at now of a record with key; always
-// > 0, so a used record never reads as unranked.
-func usageRank(key float64, now time.Time) float64 {
-	r := math.Exp2(key - float64(now.UnixMilli())/float64(usageHalfLife.Milliseconds()))
-	return max(r, math.SmallestNonzeroFloat64)
 }

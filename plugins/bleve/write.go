@@ -404,7 +404,7 @@ func (p *Provider) MarkUsed(ctx context.Context, realm string, ids []string, at 
 	put := make([]sdk.Record, 0, len(found))
 	keys := make(map[string]float64, len(found))
 	for _, r := range found {
-		keys[r.ID] = usageKey(ri.cat.usageKeyOf(r.ID), r.UseCount > 0, at)
+		keys[r.ID] = sdk.UsageKey(ri.cat.usageKeyOf(r.ID), r.UseCount > 0, at)
 		r.UseCount++
 		if at.After(r.LastUsedAt) {
 			r.LastUsedAt = at

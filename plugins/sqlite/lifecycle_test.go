@@ -111,18 +111,18 @@ func TestMarkUsed(t *testing.T) {
 
 func TestUsageKeyDecays(t *testing.T) {
 	now := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
-	once := usageKey(0, false, now)
-	if r := usageRank(once, now); abs(r-1) > 1e-9 {
+	once := sdk.UsageKey(0, false, now)
+	if r := sdk.UsageRank(once, now); abs(r-1) > 1e-9 {
 		t.Errorf("one use now ranks %v, want 1", r)
 	}
-	if r := usageRank(once, now.Add(usageHalfLife)); abs(r-0.5) > 1e-9 {
+	if r := sdk.UsageRank(once, now.Add(sdk.UsageHalfLife)); abs(r-0.5) > 1e-9 {
 		t.Errorf("one use a half-life ago ranks %v, want 0.5", r)
 	}
-	twice := usageKey(once, true, now.Add(-usageHalfLife))
-	if r := usageRank(twice, now); abs(r-1.5) > 1e-9 {
+	twice := sdk.UsageKey(once, true, now.Add(-sdk.UsageHalfLife))
+	if r := sdk.UsageRank(twice, now); abs(r-1.5) > 1e-9 {
 		t.Errorf("uses now and a half-life ago rank %v, want 1.5", r)
 	}
-	if r := usageRank(once, now.Add(100*365*24*time.Hour)); r <= 0 {
+	if r := sdk.UsageRank(once, now.Add(100*365*24*time.Hour)); r <= 0 {
 		t.Errorf("an ancient use ranks %v, want > 0 (ranked rows never rank 0)", r)
 	}
 }

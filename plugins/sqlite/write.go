@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -282,30 +281,6 @@ func liveSuccessor(ctx context.Context, tx *sql.Tx, rep *sdk.Record, oldID strin
 	return id, err == nil, err
 }
 
-// usageHalfLife is how fast past uses fade from a record's rank.
-const usageHalfLife = 30 * 24 * time.Hour
-
-// usageKey folds one more use at time at into a record's usage key, which
-// is log2 of the sum over its uses of 2^(t/halfLife). Then
-// 2^(key - now/halfLife) is the use count with each use decayed by its age
-// (a use one half-life ago counts 1/2), and ordering by key orders by that
-// decayed count at every instant, so an index on the key serves the
-// working set. used is false for a record's first use.
-func usageKey(key float64, used bool, at time.Time) float64 {
-	x := float64(at.UnixMilli()) / float64(usageHalfLife.Milliseconds())
-	if !used {
-		return x
-	}
-	hi, lo := max(key, x), min(key, x)
-	return hi + math.Log2(1+math.Exp2(lo-hi))
-}
-
-// usageRank is the decayed use count of a used record at now; always > 0.
-func usageRank(key float64, now time.Time) float64 {
-	r := math.Exp2(key - float64(now.UnixMilli())/float64(usageHalfLife.Milliseconds()))
-	return max(r, math.SmallestNonzeroFloat64)
-}
-
 // markUsed counts one use of each record at time at; ids not there are
 // skipped.
 func (d *database) markUsed(ctx context.Context, realm string, ids []string, at time.Time) error {
@@ -326,7 +301,7 @@ func (d *database) markUsed(ctx context.Context, realm string, ids []string, at 
 			}
 			if _, err := tx.ExecContext(ctx, `
 				UPDATE records SET use_count = use_count + 1, usage_key = ?, last_used_ms = max(last_used_ms, ?)
-				WHERE seq = ?`, usageKey(key, count > 0, at), at.UnixMilli(), seq); err != nil {
+				WHERE seq = ?`, sdk.UsageKey(key, count > 0, at), at.UnixMilli(), seq); err != nil {
 				return err
 			}
 		}
