@@ -16,7 +16,7 @@ import (
 //
 // Working set(k): a record is ranked once it has been used (MarkUsed), and
 // its rank is its use count with each use decayed by age, halving every
-// sdk.UsageHalfLife (see usageKey): so both how often and how lately it was used
+// sdk.UsageHalfLife (see sdk.UsageKey): so both how often and how lately it was used
 // count. The tier lists
 //
 //  1. the k used records of highest rank, highest first, then
