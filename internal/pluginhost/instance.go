@@ -39,13 +39,17 @@ type instance struct {
 
 // launch starts, verifies and configures a fresh process.
 func (i *instance) launch(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, i.opts.StartTimeout)
+	startCtx, cancel := context.WithTimeout(ctx, i.opts.StartTimeout)
 	defer cancel()
-	conn, err := Start(ctx, i.entry, i.opts.StartOptions)
+	conn, err := Start(startCtx, i.entry, i.opts.StartOptions)
 	if err != nil {
 		return fmt.Errorf("%s %q: %w", i.spec.Kind, i.spec.Name, err)
 	}
-	if err := conn.Configure(ctx, i.spec.Config); err != nil {
+	// Configure opens the plugin's store, which may load a large index
+	// (a 50k-file markdown root takes seconds), so it has its own bound.
+	configCtx, cancelConfig := context.WithTimeout(ctx, i.opts.ConfigureTimeout)
+	defer cancelConfig()
+	if err := conn.Configure(configCtx, i.spec.Config); err != nil {
 		conn.Close()
 		return fmt.Errorf("%s %q: %w", i.spec.Kind, i.spec.Name, err)
 	}

@@ -26,6 +26,9 @@ func (s Spec) key() string { return string(s.Kind) + "/" + s.Name }
 // Options tune supervision. Zero values take the defaults.
 type Options struct {
 	StartOptions
+	// ConfigureTimeout bounds a plugin's Configure call, which opens its
+	// store (default 2m).
+	ConfigureTimeout time.Duration
 	// HealthInterval is how often each plugin is pinged (default 2s).
 	HealthInterval time.Duration
 	// CallTimeout is the deadline given to a call whose context has none
@@ -42,6 +45,9 @@ func (o *Options) defaults() {
 	}
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = sdk.DefaultStartTimeout
+	}
+	if o.ConfigureTimeout <= 0 {
+		o.ConfigureTimeout = 2 * time.Minute
 	}
 	if o.HealthInterval <= 0 {
 		o.HealthInterval = 2 * time.Second
