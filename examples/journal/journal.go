@@ -82,16 +82,11 @@ func (p *Provider) Info() sdk.Info {
 // data and anything but a JSON object are errors wrapping sdk.ErrInvalid.
 func ParseConfig(raw json.RawMessage) (Config, error) {
 	cfg := Config{File: DefaultFile}
-	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
-		return cfg, fmt.Errorf("journal: config must be a JSON object, got %.40q: %w", raw, sdk.ErrInvalid)
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return cfg, fmt.Errorf("journal: config must be a JSON object, got nothing: %w", sdk.ErrInvalid)
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&cfg); err != nil {
-		return cfg, fmt.Errorf("journal: config: %v: %w", err, sdk.ErrInvalid)
-	}
-	if dec.More() {
-		return cfg, fmt.Errorf("journal: config: trailing data after the JSON object: %w", sdk.ErrInvalid)
+	if err := sdk.DecodeConfig(raw, &cfg); err != nil {
+		return cfg, fmt.Errorf("journal: config: %w", err)
 	}
 	if cfg.File == "" {
 		return cfg, fmt.Errorf("journal: config: file must not be empty: %w", sdk.ErrInvalid)

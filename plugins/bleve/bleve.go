@@ -80,20 +80,11 @@ type Config struct {
 // ParseConfig decodes raw strictly: one JSON object, known keys only.
 func ParseConfig(raw json.RawMessage) (Config, error) {
 	cfg := Config{Dir: DefaultDir}
-	trimmed := bytes.TrimSpace(raw)
-	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
-		return cfg, nil
+	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return cfg, nil // null means the defaults
 	}
-	if trimmed[0] != '{' {
-		return Config{}, fmt.Errorf("bleve: config must be a JSON object: %w", sdk.ErrInvalid)
-	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&cfg); err != nil {
-		return Config{}, fmt.Errorf("bleve: config: %v: %w", err, sdk.ErrInvalid)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return Config{}, fmt.Errorf("bleve: config: trailing data after the JSON object: %w", sdk.ErrInvalid)
+	if err := sdk.DecodeConfig(raw, &cfg); err != nil {
+		return Config{}, fmt.Errorf("bleve: config: %w", err)
 	}
 	if strings.TrimSpace(cfg.Dir) == "" {
 		return Config{}, &sdk.FieldError{Field: "dir", Problem: "must name a directory", Err: sdk.ErrInvalid}

@@ -11,7 +11,6 @@
 package markdown
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -80,20 +79,8 @@ func (p *Provider) Info() sdk.Info {
 // data and anything but a JSON object are errors wrapping sdk.ErrInvalid.
 func ParseConfig(raw json.RawMessage) (Config, error) {
 	var c Config
-	trimmed := bytes.TrimSpace(raw)
-	if len(trimmed) == 0 {
-		trimmed = []byte("{}")
-	}
-	if trimmed[0] != '{' {
-		return c, fmt.Errorf("markdown: config must be a JSON object like {\"root\": \"md\"}: %w", sdk.ErrInvalid)
-	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return c, fmt.Errorf("markdown: config: %v (the only key is \"root\"): %w", err, sdk.ErrInvalid)
-	}
-	if dec.More() {
-		return c, fmt.Errorf("markdown: config: trailing data after the JSON object: %w", sdk.ErrInvalid)
+	if err := sdk.DecodeConfig(raw, &c); err != nil {
+		return c, fmt.Errorf("markdown: config (the only key is \"root\"): %w", err)
 	}
 	if c.Root == "" {
 		c.Root = DefaultRoot

@@ -8,7 +8,6 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -64,20 +63,8 @@ type Config struct {
 // keys only, nothing after it. Errors wrap sdk.ErrInvalid.
 func ParseConfig(raw json.RawMessage) (Config, error) {
 	var cfg Config
-	trimmed := bytes.TrimSpace(raw)
-	if len(trimmed) == 0 {
-		trimmed = []byte("{}")
-	}
-	if trimmed[0] != '{' {
-		return cfg, fmt.Errorf("sqlite: config must be a JSON object: %w", sdk.ErrInvalid)
-	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&cfg); err != nil {
-		return cfg, fmt.Errorf("sqlite: config: %v: %w", err, sdk.ErrInvalid)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return cfg, fmt.Errorf("sqlite: config: unexpected data after the JSON object: %w", sdk.ErrInvalid)
+	if err := sdk.DecodeConfig(raw, &cfg); err != nil {
+		return cfg, fmt.Errorf("sqlite: config: %w", err)
 	}
 	if cfg.Path == "" {
 		cfg.Path = DefaultPath
