@@ -76,13 +76,23 @@ func (s *Server) handleRemember(ctx context.Context, c caller, w http.ResponseWr
 	return nil
 }
 
-func (s *Server) handleGet(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
-	id := r.PathValue("id")
-	realm, p, err := s.provider(c, r.URL.Query().Get("realm"))
+// recordTarget resolves a /v1/records/{id}?realm= request: the authorised
+// realm, its provider and a safe id.
+func (s *Server) recordTarget(c caller, r *http.Request) (realm, id string, p sdk.Provider, err error) {
+	realm, p, err = s.provider(c, r.URL.Query().Get("realm"))
 	if err != nil {
-		return err
+		return "", "", nil, err
 	}
+	id = r.PathValue("id")
 	if err := sdk.ValidateID(id); err != nil {
+		return "", "", nil, err
+	}
+	return realm, id, p, nil
+}
+
+func (s *Server) handleGet(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
+	realm, id, p, err := s.recordTarget(c, r)
+	if err != nil {
 		return err
 	}
 	getter, ok := p.(sdk.RecordGetter)
@@ -101,12 +111,8 @@ func (s *Server) handleGet(ctx context.Context, c caller, w http.ResponseWriter,
 }
 
 func (s *Server) handleForget(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
-	id := r.PathValue("id")
-	realm, p, err := s.provider(c, r.URL.Query().Get("realm"))
+	realm, id, p, err := s.recordTarget(c, r)
 	if err != nil {
-		return err
-	}
-	if err := sdk.ValidateID(id); err != nil {
 		return err
 	}
 	forgetter, ok := p.(sdk.RecordForgetter)
