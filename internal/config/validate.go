@@ -199,17 +199,26 @@ func (c *Config) validateInstances(p *problems) {
 	}
 }
 
+// checkLabel reports the name of the i-th block of a kind ("realm",
+// "token") when it is not a safe name or repeats an earlier one; first
+// maps each name to the index that declared it. It answers the block's key.
+func (c *Config) checkLabel(p *problems, first map[string]int, kind string, i int, name string) string {
+	key := fmt.Sprintf("%s[%d]", kind, i)
+	title := strings.ToUpper(kind[:1]) + kind[1:]
+	if problem := checkName(name); problem != "" {
+		p.add(key, "Invalid "+kind+" name", "The "+kind+" name %s", problem)
+	} else if j, dup := first[name]; dup {
+		p.add(key, "Duplicate "+kind, title+" %q is already declared at %s.", name, c.where(fmt.Sprintf("%s[%d]", kind, j)))
+	} else {
+		first[name] = i
+	}
+	return key
+}
+
 func (c *Config) validateRealms(p *problems) {
 	first := map[string]int{}
 	for i, r := range c.Realms {
-		key := fmt.Sprintf("realm[%d]", i)
-		if problem := checkName(r.Name); problem != "" {
-			p.add(key, "Invalid realm name", "The realm name %s", problem)
-		} else if j, dup := first[r.Name]; dup {
-			p.add(key, "Duplicate realm", "Realm %q is already declared at %s.", r.Name, c.where(fmt.Sprintf("realm[%d]", j)))
-		} else {
-			first[r.Name] = i
-		}
+		key := c.checkLabel(p, first, "realm", i, r.Name)
 		c.checkRef(p, key+".provider", "realm "+strconv.Quote(r.Name)+" provider", r.Provider, sdk.KindProvider)
 	}
 	if _, ok := c.realm(c.DefaultRealm); ok || checkName(c.DefaultRealm) != "" {
@@ -327,14 +336,7 @@ func (c *Config) validateTokens(p *problems) {
 	first := map[string]int{}
 	bySecret := map[string]int{}
 	for i, t := range c.Tokens {
-		key := fmt.Sprintf("token[%d]", i)
-		if problem := checkName(t.Name); problem != "" {
-			p.add(key, "Invalid token name", "The token name %s", problem)
-		} else if j, dup := first[t.Name]; dup {
-			p.add(key, "Duplicate token", "Token %q is already declared at %s.", t.Name, c.where(fmt.Sprintf("token[%d]", j)))
-		} else {
-			first[t.Name] = i
-		}
+		key := c.checkLabel(p, first, "token", i, t.Name)
 
 		source := "its secret"
 		if t.SecretEnv != "" {
