@@ -61,7 +61,7 @@ func (s *Supervisor) MobResolver(name string) (*MobResolver, error) {
 type Provider struct{ inst *instance }
 
 // Capabilities answers what the plugin declared in Info.
-func (p *Provider) Capabilities() sdk.Capabilities { return p.inst.status().Capabilities }
+func (p *Provider) Capabilities() sdk.Capabilities { return p.inst.capabilities() }
 
 // Name is the configured instance name.
 func (p *Provider) Name() string { return p.inst.spec.Name }

@@ -203,6 +203,14 @@ func (i *instance) shutdown() {
 	}
 }
 
+// capabilities answers what the plugin declared in its Info; it is read on
+// every request, so it does not build a whole Status.
+func (i *instance) capabilities() sdk.Capabilities {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.info.Capabilities
+}
+
 func (i *instance) status() Status {
 	i.mu.Lock()
 	defer i.mu.Unlock()
