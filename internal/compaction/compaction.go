@@ -1,0 +1,470 @@
+// Package compaction is the host side of conversation compaction (DESIGN
+// 7): per (realm, conversation) it keeps a rolling summary and a watermark
+// of how many evicted messages the summary has absorbed, hands a compactor
+// plugin only the messages beyond the watermark with the previous summary
+// as carry-over, and advances the watermark only when the compactor
+// succeeded. State is persisted through a Store, so a restart does not
+// compact again what was already absorbed.
+package compaction
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	hclog "github.com/hashicorp/go-hclog"
+	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/sdk"
+)
+
+// Defaults for Options.
+const (
+	DefaultMaxArtifactBytes = 16 << 10
+	DefaultChunkBytes       = 64 << 10
+	DefaultChunkMessages    = 200
+	// MaxMessages bounds one request's evicted list.
+	MaxMessages = 100_000
+	// MaxRoleBytes bounds a message role ("user", "assistant", "tool"...).
+	MaxRoleBytes = 32
+	// ArtifactRole is the role of an artifact whose compactor gave none.
+	ArtifactRole = "system"
+)
+
+// Stable error codes of a refused compaction, for the API edge. Each error
+// the Service answers for these cases carries its code (see CodeOf).
+const (
+	CodeFailed          = "compaction_failed"
+	CodeEmpty           = "compaction_empty"
+	CodeTooLarge        = "compaction_too_large"
+	CodeHistoryMismatch = "history_mismatch"
+)
+
+// Sentinel errors callers branch on.
+var (
+	// ErrNoCompactor: the deployment configures no compactor.
+	ErrNoCompactor = fmt.Errorf("no compactor is configured (set coordinator.compactor): %w", sdk.ErrUnsupported)
+	// ErrFailed: the compactor answered an error; it is wrapped unchanged.
+	ErrFailed = errors.New("compactor failed")
+	// ErrEmpty: the compactor answered an artifact with no text.
+	ErrEmpty = errors.New("compactor answered an empty artifact")
+	// ErrTooLarge: the compactor answered an artifact over the byte cap.
+	ErrTooLarge = errors.New("compactor answered an artifact over the byte cap")
+	// ErrHistoryMismatch: the evicted list does not start with the messages
+	// already absorbed (shorter, or different).
+	ErrHistoryMismatch = errors.New("evicted messages do not match the absorbed history")
+)
+
+// codedError gives a compaction refusal its stable code while keeping both
+// the compaction sentinel and the cause reachable through errors.Is.
+type codedError struct {
+	code     string
+	sentinel error
+	cause    error
+	msg      string
+}
+
+func (e *codedError) Error() string     { return e.msg }
+func (e *codedError) ErrorCode() string { return e.code }
+
+// Unwrap answers the compaction sentinel and, when there is one, the cause.
+func (e *codedError) Unwrap() []error {
+	if e.cause == nil {
+		return []error{e.sentinel}
+	}
+	return []error{e.sentinel, e.cause}
+}
+
+// CodeOf answers the compaction code of err, if it carries one.
+func CodeOf(err error) (string, bool) {
+	var c interface{ ErrorCode() string }
+	if errors.As(err, &c) {
+		return c.ErrorCode(), true
+	}
+	return "", false
+}
+
+// Resetter is told that a session was compacted (the coordinator's
+// OnSessionCompacted, DESIGN 5.6).
+type Resetter interface {
+	OnSessionCompacted(ctx context.Context, id sdk.Identity, session string) error
+}
+
+// Options configure a Service.
+type Options struct {
+	// Compactor turns slices into artifacts; nil answers ErrNoCompactor.
+	Compactor sdk.Compactor
+	// Store keeps the state; nil keeps it in memory.
+	Store Store
+	// Resetter, when set, is told after every compaction that absorbed
+	// new messages for a request naming a session.
+	Resetter Resetter
+	// MaxArtifactBytes caps an artifact's content (and is sent to the
+	// compactor as its limit).
+	MaxArtifactBytes int
+	// ChunkBytes and ChunkMessages bound one compactor call; a larger
+	// slice is compacted in chunks, each artifact carried into the next.
+	ChunkBytes    int
+	ChunkMessages int
+	Logger        hclog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Service compacts conversations. It is safe for concurrent use.
+type Service struct {
+	opts  Options
+	locks keyedLock
+}
+
+// New answers a Service with opts' zero values defaulted.
+func New(opts Options) *Service {
+	if opts.Store == nil {
+		opts.Store = NewMemoryStore()
+	}
+	if opts.MaxArtifactBytes <= 0 {
+		opts.MaxArtifactBytes = DefaultMaxArtifactBytes
+	}
+	if opts.ChunkBytes <= 0 {
+		opts.ChunkBytes = DefaultChunkBytes
+	}
+	if opts.ChunkMessages <= 0 {
+		opts.ChunkMessages = DefaultChunkMessages
+	}
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Service{opts: opts, locks: keyedLock{m: map[Key]*lockEntry{}}}
+}
+
+// Enabled reports whether a compactor is configured.
+func (s *Service) Enabled() bool { return s.opts.Compactor != nil }
+
+// Request asks to compact a conversation.
+type Request struct {
+	Identity     sdk.Identity
+	Conversation string
+	// Session, when set, is reset in the coordinator after a compaction
+	// that absorbed new messages.
+	Session string
+	// Evicted is every message evicted so far, in conversation order.
+	Evicted []sdk.Message
+}
+
+// Result is the conversation's summary after the call.
+type Result struct {
+	Artifact sdk.Message `json:"artifact"`
+	// Absorbed is the watermark: evicted messages the artifact covers.
+	Absorbed int `json:"absorbed"`
+	// Compacted is how many of them this call compacted (0 for a retry).
+	Compacted int `json:"compacted"`
+	// Calls is how many compactor calls this call made (chunks).
+	Calls int `json:"calls"`
+}
+
+// ValidateConversation checks a conversation id: the rules of a session key.
+func ValidateConversation(id string) error {
+	if err := coordinator.ValidateSessionKey(id); err != nil {
+		var fe *sdk.FieldError
+		if errors.As(err, &fe) {
+			return &sdk.FieldError{Field: "conversation", Problem: fe.Problem, Err: fe.Err}
+		}
+		return err
+	}
+	return nil
+}
+
+func validate(req *Request) error {
+	if err := req.Identity.Validate(); err != nil {
+		return err
+	}
+	if err := ValidateConversation(req.Conversation); err != nil {
+		return err
+	}
+	if req.Session != "" {
+		if err := coordinator.ValidateSessionKey(req.Session); err != nil {
+			return err
+		}
+	}
+	if len(req.Evicted) > MaxMessages {
+		return &sdk.FieldError{Field: "evicted", Problem: fmt.Sprintf("holds %d messages, the limit is %d", len(req.Evicted), MaxMessages), Err: sdk.ErrTooLarge}
+	}
+	for i, m := range req.Evicted {
+		field := fmt.Sprintf("evicted[%d]", i)
+		switch {
+		case m.Role == "":
+			return &sdk.FieldError{Field: field + ".role", Problem: "must not be empty", Err: sdk.ErrInvalid}
+		case len(m.Role) > MaxRoleBytes:
+			return &sdk.FieldError{Field: field + ".role", Problem: fmt.Sprintf("is %d bytes, the limit is %d", len(m.Role), MaxRoleBytes), Err: sdk.ErrInvalid}
+		case !utf8.ValidString(m.Role) || !utf8.ValidString(m.Content):
+			return &sdk.FieldError{Field: field, Problem: "is not valid UTF-8", Err: sdk.ErrInvalid}
+		}
+	}
+	return nil
+}
+
+// Compact absorbs the evicted messages beyond the watermark into the
+// conversation's summary and answers it. A request that brings nothing new
+// (a retry, or the second of two concurrent requests) answers the stored
+// summary without calling the compactor. On any failure nothing changes.
+func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
+	if s.opts.Compactor == nil {
+		return Result{}, ErrNoCompactor
+	}
+	if err := validate(&req); err != nil {
+		return Result{}, err
+	}
+	key := Key{Realm: req.Identity.Realm, Conversation: req.Conversation}
+	// One compaction per conversation at a time: a concurrent request for
+	// the same conversation waits, then finds the watermark moved and
+	// answers the first one's summary (singleflight per realm+conversation,
+	// but a request that carries more messages still gets them absorbed).
+	unlock, err := s.locks.lock(ctx, key)
+	if err != nil {
+		return Result{}, fmt.Errorf("conversation %s: waiting for a compaction under way: %w", req.Conversation, err)
+	}
+	defer unlock()
+
+	st, found, err := s.opts.Store.Load(ctx, key)
+	if err != nil {
+		return Result{}, err
+	}
+	if len(req.Evicted) < st.Watermark {
+		return Result{}, s.mismatch(req.Conversation, fmt.Sprintf("the summary has absorbed %d messages but the request lists %d; send every message evicted so far, or DELETE the conversation to start over", st.Watermark, len(req.Evicted)))
+	}
+	if found && hashChain("", req.Evicted[:st.Watermark]) != st.PrefixHash {
+		return Result{}, s.mismatch(req.Conversation, fmt.Sprintf("the first %d evicted messages differ from the ones the summary absorbed; DELETE the conversation to start over", st.Watermark))
+	}
+	slice := req.Evicted[st.Watermark:]
+	if len(slice) == 0 {
+		if !found {
+			return Result{}, &sdk.FieldError{Field: "evicted", Problem: "lists no messages: there is nothing to compact", Err: sdk.ErrInvalid}
+		}
+		return Result{Artifact: st.Artifact, Absorbed: st.Watermark}, nil
+	}
+
+	var carry *sdk.Message
+	if found {
+		prev := st.Artifact
+		carry = &prev
+	}
+	chunks := s.chunks(slice)
+	start := st.Watermark
+	for i, chunk := range chunks {
+		art, err := s.call(ctx, key, chunk, carry, i, len(chunks))
+		if err != nil {
+			s.opts.Logger.Warn("compaction failed; watermark kept", "realm", key.Realm, "conversation", key.Conversation,
+				"watermark", st.Watermark, "chunk", i+1, "chunks", len(chunks), "error", err)
+			return Result{}, err
+		}
+		carry = &art
+	}
+	next := State{
+		Watermark:  st.Watermark + len(slice),
+		PrefixHash: hashChain(st.PrefixHash, slice),
+		Artifact:   *carry,
+		UpdatedAt:  s.opts.Now().UTC(),
+	}
+	if err := s.opts.Store.Save(ctx, key, st.Watermark, next); err != nil {
+		if errors.Is(err, ErrStale) {
+			return Result{}, fmt.Errorf("conversation %s was compacted by another host meanwhile; retry: %w: %w", req.Conversation, err, sdk.ErrConflict)
+		}
+		return Result{}, err
+	}
+	s.opts.Logger.Debug("compacted", "realm", key.Realm, "conversation", key.Conversation, "from", start, "to", next.Watermark, "calls", len(chunks))
+	if req.Session != "" && s.opts.Resetter != nil {
+		// The summary is durable already; a failed reset only means the
+		// session may not re-inject at once, which the next compaction or
+		// an explicit POST /v1/sessions/{key}/compacted repairs.
+		if err := s.opts.Resetter.OnSessionCompacted(ctx, req.Identity, req.Session); err != nil {
+			s.opts.Logger.Warn("session reset after compaction failed", "realm", key.Realm, "session", req.Session, "error", err)
+		}
+	}
+	return Result{Artifact: next.Artifact, Absorbed: next.Watermark, Compacted: len(slice), Calls: len(chunks)}, nil
+}
+
+func (s *Service) mismatch(conversation, why string) error {
+	return &codedError{code: CodeHistoryMismatch, sentinel: ErrHistoryMismatch, cause: sdk.ErrConflict,
+		msg: fmt.Sprintf("conversation %s: %s", conversation, why)}
+}
+
+// call runs one compactor call and checks its artifact.
+func (s *Service) call(ctx context.Context, key Key, chunk []sdk.Message, carry *sdk.Message, i, n int) (sdk.Message, error) {
+	where := fmt.Sprintf("conversation %s", key.Conversation)
+	if n > 1 {
+		where += fmt.Sprintf(" (chunk %d of %d)", i+1, n)
+	}
+	art, err := s.opts.Compactor.Compact(ctx, sdk.CompactRequest{
+		ConversationID: key.Conversation,
+		Evicted:        chunk,
+		CarryOver:      carry,
+		IdempotencyKey: IdempotencyKey(key, chunk),
+		MaxBytes:       s.opts.MaxArtifactBytes,
+	})
+	if err != nil {
+		// Deadline and unavailability keep their own codes (504, 503):
+		// they say "try again", where a compactor error says "broken".
+		if errors.Is(err, sdk.ErrDeadline) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, sdk.ErrUnavailable) {
+			return sdk.Message{}, fmt.Errorf("%s: compactor: %w", where, err)
+		}
+		return sdk.Message{}, &codedError{code: CodeFailed, sentinel: ErrFailed, cause: err,
+			msg: fmt.Sprintf("%s: compactor failed (%s): %v", where, sdk.CodeOf(err), err)}
+	}
+	if strings.TrimSpace(art.Content) == "" {
+		return sdk.Message{}, &codedError{code: CodeEmpty, sentinel: ErrEmpty,
+			msg: fmt.Sprintf("%s: the compactor answered an empty artifact; the watermark stays", where)}
+	}
+	if len(art.Content) > s.opts.MaxArtifactBytes {
+		return sdk.Message{}, &codedError{code: CodeTooLarge, sentinel: ErrTooLarge, cause: sdk.ErrTooLarge,
+			msg: fmt.Sprintf("%s: the compactor answered %d bytes, over the %d-byte artifact cap; the watermark stays", where, len(art.Content), s.opts.MaxArtifactBytes)}
+	}
+	if art.Role == "" {
+		art.Role = ArtifactRole
+	}
+	return art, nil
+}
+
+// chunks splits a slice into compactor calls of at most ChunkMessages
+// messages and about ChunkBytes bytes. A single message over ChunkBytes is
+// split into parts of the same role, so no call is ever unbounded.
+func (s *Service) chunks(slice []sdk.Message) [][]sdk.Message {
+	var out [][]sdk.Message
+	var cur []sdk.Message
+	size := 0
+	flush := func() {
+		if len(cur) > 0 {
+			out = append(out, cur)
+			cur, size = nil, 0
+		}
+	}
+	for _, m := range slice {
+		for _, part := range splitMessage(m, s.opts.ChunkBytes) {
+			n := len(part.Role) + len(part.Content)
+			if len(cur) > 0 && (size+n > s.opts.ChunkBytes || len(cur) >= s.opts.ChunkMessages) {
+				flush()
+			}
+			cur = append(cur, part)
+			size += n
+		}
+	}
+	flush()
+	return out
+}
+
+// splitMessage cuts m's content into parts of at most max bytes, on UTF-8
+// boundaries, each marked with its position.
+func splitMessage(m sdk.Message, max int) []sdk.Message {
+	if len(m.Role)+len(m.Content) <= max {
+		return []sdk.Message{m}
+	}
+	const markRoom = 32 // " (part 12 of 34)" and the role
+	step := max - markRoom - len(m.Role)
+	if step < 64 {
+		step = 64
+	}
+	var parts []string
+	for rest := m.Content; rest != ""; {
+		cut := min(step, len(rest))
+		for cut < len(rest) && !utf8.RuneStart(rest[cut]) {
+			cut--
+		}
+		parts = append(parts, rest[:cut])
+		rest = rest[cut:]
+	}
+	out := make([]sdk.Message, len(parts))
+	for i, p := range parts {
+		out[i] = sdk.Message{Role: m.Role, Content: fmt.Sprintf("(part %d of %d) %s", i+1, len(parts), p)}
+	}
+	return out
+}
+
+// Forget deletes a conversation's summary and watermark; the next
+// compaction starts from nothing. Forgetting an unknown conversation is
+// not an error.
+func (s *Service) Forget(ctx context.Context, realm, conversation string) error {
+	if err := sdk.ValidateRealm(realm); err != nil {
+		return err
+	}
+	if err := ValidateConversation(conversation); err != nil {
+		return err
+	}
+	key := Key{Realm: realm, Conversation: conversation}
+	unlock, err := s.locks.lock(ctx, key)
+	if err != nil {
+		return fmt.Errorf("conversation %s: waiting for a compaction under way: %w", conversation, err)
+	}
+	defer unlock()
+	return s.opts.Store.Delete(ctx, key)
+}
+
+// IdempotencyKey is the key every compactor call carries: realm,
+// conversation id and the sha256 of the slice, so a side-effecting
+// compactor can recognise a retry of the same call.
+func IdempotencyKey(key Key, slice []sdk.Message) string {
+	return key.Realm + "/" + key.Conversation + "/sha256:" + hashChain("", slice)
+}
+
+// hashChain extends prev (hex, "" for the start) over msgs one message at
+// a time, so the chain over a list equals the chain over its prefix
+// extended by the rest. Fields are length-prefixed, so no two different
+// lists hash alike by concatenation.
+func hashChain(prev string, msgs []sdk.Message) string {
+	var n [8]byte
+	for _, m := range msgs {
+		h := sha256.New()
+		h.Write([]byte(prev))
+		for _, f := range []string{m.Role, m.Content} {
+			binary.BigEndian.PutUint64(n[:], uint64(len(f)))
+			h.Write(n[:])
+			h.Write([]byte(f))
+		}
+		prev = hex.EncodeToString(h.Sum(nil))
+	}
+	return prev
+}
+
+// keyedLock is a mutex per key whose waiters give up with their context.
+type keyedLock struct {
+	mu sync.Mutex
+	m  map[Key]*lockEntry
+}
+
+type lockEntry struct {
+	sem  chan struct{}
+	refs int
+}
+
+func (l *keyedLock) lock(ctx context.Context, key Key) (func(), error) {
+	l.mu.Lock()
+	e := l.m[key]
+	if e == nil {
+		e = &lockEntry{sem: make(chan struct{}, 1)}
+		l.m[key] = e
+	}
+	e.refs++
+	l.mu.Unlock()
+	release := func() {
+		l.mu.Lock()
+		e.refs--
+		if e.refs == 0 {
+			delete(l.m, key)
+		}
+		l.mu.Unlock()
+	}
+	select {
+	case e.sem <- struct{}{}:
+		return func() { <-e.sem; release() }, nil
+	case <-ctx.Done():
+		release()
+		return nil, fmt.Errorf("%w: %w", ctx.Err(), sdk.ErrDeadline)
+	}
+}

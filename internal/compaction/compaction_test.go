@@ -1,0 +1,422 @@
+package compaction
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	_ "github.com/mattn/go-sqlite3"
+	"github.com/memhost/memhost/sdk"
+)
+
+// fakeCompactor joins the carry-over and the slice, so every test can see
+// exactly what it was handed; fail, empty and huge make it misbehave.
+type fakeCompactor struct {
+	mu    sync.Mutex
+	calls []sdk.CompactRequest
+	err   error
+	empty bool
+	huge  bool
+	// gate, when set, holds every call until it is closed.
+	gate    chan struct{}
+	entered chan struct{}
+}
+
+func (f *fakeCompactor) Compact(ctx context.Context, req sdk.CompactRequest) (sdk.Message, error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, req)
+	f.mu.Unlock()
+	if f.entered != nil {
+		f.entered <- struct{}{}
+	}
+	if f.gate != nil {
+		<-f.gate
+	}
+	switch {
+	case f.err != nil:
+		return sdk.Message{}, f.err
+	case f.empty:
+		return sdk.Message{Role: "system", Content: "  \n"}, nil
+	case f.huge:
+		return sdk.Message{Content: strings.Repeat("x", req.MaxBytes+1)}, nil
+	}
+	var parts []string
+	if req.CarryOver != nil {
+		parts = append(parts, "["+req.CarryOver.Content+"]")
+	}
+	for _, m := range req.Evicted {
+		parts = append(parts, m.Role+":"+m.Content)
+	}
+	return sdk.Message{Content: strings.Join(parts, " ")}, nil
+}
+
+func (f *fakeCompactor) callCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.calls)
+}
+
+type fakeResetter struct {
+	mu       sync.Mutex
+	sessions []string
+}
+
+func (r *fakeResetter) OnSessionCompacted(_ context.Context, id sdk.Identity, session string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sessions = append(r.sessions, id.Realm+"/"+session)
+	return nil
+}
+
+var alice = sdk.Identity{Realm: "default", ID: "alice"}
+
+func msgs(contents ...string) []sdk.Message {
+	out := make([]sdk.Message, len(contents))
+	for i, c := range contents {
+		out[i] = sdk.Message{Role: "user", Content: c}
+	}
+	return out
+}
+
+func req(evicted ...string) Request {
+	return Request{Identity: alice, Conversation: "c1", Session: "s1", Evicted: msgs(evicted...)}
+}
+
+func TestRollingSummaryAndWatermark(t *testing.T) {
+	f := &fakeCompactor{}
+	r := &fakeResetter{}
+	s := New(Options{Compactor: f, Resetter: r})
+	ctx := context.Background()
+
+	steps := []struct {
+		evicted       []string
+		wantArtifact  string
+		wantAbsorbed  int
+		wantCompacted int
+		wantCalls     int // cumulative compactor calls
+	}{
+		{[]string{"a", "b"}, "user:a user:b", 2, 2, 1},
+		{[]string{"a", "b", "c"}, "[user:a user:b] user:c", 3, 1, 2},
+		{[]string{"a", "b", "c"}, "[user:a user:b] user:c", 3, 0, 2}, // retry: no call
+		{[]string{"a", "b", "c", "d"}, "[[user:a user:b] user:c] user:d", 4, 1, 3},
+	}
+	for i, st := range steps {
+		res, err := s.Compact(ctx, req(st.evicted...))
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if res.Artifact.Content != st.wantArtifact || res.Artifact.Role != ArtifactRole {
+			t.Errorf("step %d: artifact %+v, want %q as %s", i, res.Artifact, st.wantArtifact, ArtifactRole)
+		}
+		if res.Absorbed != st.wantAbsorbed || res.Compacted != st.wantCompacted {
+			t.Errorf("step %d: absorbed %d compacted %d, want %d and %d", i, res.Absorbed, res.Compacted, st.wantAbsorbed, st.wantCompacted)
+		}
+		if got := f.callCount(); got != st.wantCalls {
+			t.Errorf("step %d: %d compactor calls, want %d", i, got, st.wantCalls)
+		}
+	}
+	// Only the slice beyond the watermark was sent each time.
+	if got := f.calls[1].Evicted; len(got) != 1 || got[0].Content != "c" {
+		t.Errorf("second call got %v, want only the new message", got)
+	}
+	if got := len(r.sessions); got != 3 {
+		t.Errorf("session reset %d times (%v), want once per compaction that absorbed messages (3)", got, r.sessions)
+	}
+}
+
+func TestIdempotencyKey(t *testing.T) {
+	f := &fakeCompactor{}
+	ctx := context.Background()
+	for range 2 {
+		s := New(Options{Compactor: f}) // fresh state: the same slice compacted twice
+		if _, err := s.Compact(ctx, req("a", "b")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := New(Options{Compactor: f})
+	if _, err := other.Compact(ctx, req("a", "B")); err != nil {
+		t.Fatal(err)
+	}
+	k0, k1, k2 := f.calls[0].IdempotencyKey, f.calls[1].IdempotencyKey, f.calls[2].IdempotencyKey
+	if k0 != k1 {
+		t.Errorf("same slice, different keys: %q and %q", k0, k1)
+	}
+	if k0 == k2 {
+		t.Errorf("different slices share key %q", k0)
+	}
+	if !strings.HasPrefix(k0, "default/c1/sha256:") {
+		t.Errorf("key %q does not name realm and conversation", k0)
+	}
+}
+
+func TestFailuresChangeNothing(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name     string
+		f        *fakeCompactor
+		sentinel error
+		code     string
+	}{
+		{"plugin error", &fakeCompactor{err: fmt.Errorf("model said no: %w", sdk.ErrInvalid)}, ErrFailed, CodeFailed},
+		{"unavailable", &fakeCompactor{err: fmt.Errorf("crashed: %w", sdk.ErrUnavailable)}, sdk.ErrUnavailable, ""},
+		{"deadline", &fakeCompactor{err: fmt.Errorf("slow: %w", sdk.ErrDeadline)}, sdk.ErrDeadline, ""},
+		{"empty artifact", &fakeCompactor{empty: true}, ErrEmpty, CodeEmpty},
+		{"artifact over the cap", &fakeCompactor{huge: true}, ErrTooLarge, CodeTooLarge},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			good := &fakeCompactor{}
+			store := NewMemoryStore()
+			if _, err := New(Options{Compactor: good, Store: store}).Compact(ctx, req("a")); err != nil {
+				t.Fatal(err)
+			}
+			r := &fakeResetter{}
+			_, err := New(Options{Compactor: tc.f, Store: store, Resetter: r}).Compact(ctx, req("a", "b"))
+			if !errors.Is(err, tc.sentinel) {
+				t.Fatalf("error %v, want %v", err, tc.sentinel)
+			}
+			if code, _ := CodeOf(err); code != tc.code {
+				t.Errorf("code %q, want %q", code, tc.code)
+			}
+			st, _, _ := store.Load(ctx, Key{"default", "c1"})
+			if st.Watermark != 1 || st.Artifact.Content != "user:a" {
+				t.Errorf("state changed after a failure: %+v", st)
+			}
+			if len(r.sessions) != 0 {
+				t.Errorf("a failed compaction reset sessions %v", r.sessions)
+			}
+		})
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	ctx := context.Background()
+	s := New(Options{Compactor: &fakeCompactor{}})
+	if _, err := s.Compact(ctx, req("a", "b")); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name     string
+		req      Request
+		sentinel error
+	}{
+		{"empty first compaction", Request{Identity: alice, Conversation: "c2"}, sdk.ErrInvalid},
+		{"bad conversation", Request{Identity: alice, Conversation: "has space", Evicted: msgs("a")}, sdk.ErrInvalid},
+		{"bad realm", Request{Identity: sdk.Identity{Realm: "../x", ID: "a"}, Conversation: "c3", Evicted: msgs("a")}, sdk.ErrInvalid},
+		{"empty role", Request{Identity: alice, Conversation: "c3", Evicted: []sdk.Message{{Content: "x"}}}, sdk.ErrInvalid},
+		{"bad utf-8", Request{Identity: alice, Conversation: "c3", Evicted: msgs("\xff")}, sdk.ErrInvalid},
+		{"shorter than the watermark", req("a"), ErrHistoryMismatch},
+		{"rewritten history", req("a", "X", "c"), ErrHistoryMismatch},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := s.Compact(ctx, tc.req)
+			if !errors.Is(err, tc.sentinel) {
+				t.Fatalf("error %v, want %v", err, tc.sentinel)
+			}
+		})
+	}
+	if _, err := New(Options{}).Compact(ctx, req("a")); !errors.Is(err, ErrNoCompactor) || !errors.Is(err, sdk.ErrUnsupported) {
+		t.Errorf("no compactor: %v", err)
+	}
+}
+
+func TestRealmsAreSeparate(t *testing.T) {
+	ctx := context.Background()
+	s := New(Options{Compactor: &fakeCompactor{}})
+	if _, err := s.Compact(ctx, req("a", "b")); err != nil {
+		t.Fatal(err)
+	}
+	other := req("z")
+	other.Identity.Realm = "acme"
+	res, err := s.Compact(ctx, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Artifact.Content != "user:z" || res.Absorbed != 1 {
+		t.Errorf("realm acme saw realm default's state: %+v", res)
+	}
+}
+
+func TestConcurrentRequestsCompactOnce(t *testing.T) {
+	f := &fakeCompactor{gate: make(chan struct{}), entered: make(chan struct{}, 8)}
+	s := New(Options{Compactor: f})
+	ctx := context.Background()
+	const n = 5
+	results := make([]Result, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = s.Compact(ctx, req("a", "b"))
+		}()
+	}
+	<-f.entered // one call is in the compactor; the others wait behind it
+	close(f.gate)
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("request %d: %v", i, errs[i])
+		}
+		if results[i].Artifact != results[0].Artifact || results[i].Absorbed != 2 {
+			t.Errorf("request %d answered %+v, want the first's %+v", i, results[i], results[0])
+		}
+	}
+	if got := f.callCount(); got != 1 {
+		t.Errorf("%d compactor calls for %d concurrent identical requests, want 1", got, n)
+	}
+}
+
+func TestWaiterGivesUpWithItsContext(t *testing.T) {
+	f := &fakeCompactor{gate: make(chan struct{}), entered: make(chan struct{}, 1)}
+	s := New(Options{Compactor: f})
+	done := make(chan error, 1)
+	go func() { _, err := s.Compact(context.Background(), req("a")); done <- err }()
+	<-f.entered
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.Compact(ctx, req("a")); !errors.Is(err, sdk.ErrDeadline) {
+		t.Errorf("waiting with a cancelled context: %v, want a deadline error", err)
+	}
+	close(f.gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestChunks(t *testing.T) {
+	f := &fakeCompactor{}
+	s := New(Options{Compactor: f, ChunkBytes: 100, ChunkMessages: 3, MaxArtifactBytes: 1 << 20})
+	big := strings.Repeat("é", 120) // 240 bytes: split into parts
+	evicted := []string{"m1", "m2", "m3", "m4", big, "m6"}
+	res, err := s.Compact(context.Background(), req(evicted...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Absorbed != len(evicted) || res.Calls != len(f.calls) || res.Calls < 3 {
+		t.Fatalf("absorbed %d in %d calls (%d made), want %d in at least 3", res.Absorbed, res.Calls, len(f.calls), len(evicted))
+	}
+	for i, c := range f.calls {
+		size := 0
+		for _, m := range c.Evicted {
+			size += len(m.Role) + len(m.Content)
+		}
+		if len(c.Evicted) > 3 || size > 100 {
+			t.Errorf("call %d carried %d messages, %d bytes: over the chunk bounds", i, len(c.Evicted), size)
+		}
+		if i > 0 && (c.CarryOver == nil || !strings.Contains(res.Artifact.Content, c.CarryOver.Content)) {
+			t.Errorf("call %d did not carry the previous chunk's artifact", i)
+		}
+	}
+	// Every message (and every part of the big one) reached the compactor.
+	for _, want := range []string{"user:m1", "user:m4", "(part 1 of", "user:m6"} {
+		if !strings.Contains(res.Artifact.Content, want) {
+			t.Errorf("artifact lacks %q", want)
+		}
+	}
+}
+
+func TestForget(t *testing.T) {
+	ctx := context.Background()
+	f := &fakeCompactor{}
+	s := New(Options{Compactor: f})
+	if _, err := s.Compact(ctx, req("a", "b")); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // forgetting twice is fine
+		if err := s.Forget(ctx, "default", "c1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := s.Compact(ctx, req("x"))
+	if err != nil {
+		t.Fatalf("after forget, a new history is accepted: %v", err)
+	}
+	if res.Artifact.Content != "user:x" || f.calls[1].CarryOver != nil {
+		t.Errorf("after forget: %+v carry %v, want a fresh summary", res, f.calls[1].CarryOver)
+	}
+	if err := s.Forget(ctx, "default", "bad id"); !errors.Is(err, sdk.ErrInvalid) {
+		t.Errorf("forget with a bad id: %v", err)
+	}
+}
+
+func openDB(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestSQLStoreSurvivesRestart(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	f := &fakeCompactor{}
+	open := func() *Service {
+		store, err := NewSQLStore(ctx, openDB(t, path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return New(Options{Compactor: f, Store: store})
+	}
+	first, err := open().Compact(ctx, req("a", "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := open().Compact(ctx, req("a", "b")) // a "restarted host"
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != (Result{Artifact: first.Artifact, Absorbed: 2}) || f.callCount() != 1 {
+		t.Errorf("after restart: %+v with %d calls, want the stored summary and no new call", again, f.callCount())
+	}
+	if _, err := open().Compact(ctx, req("a", "X")); !errors.Is(err, ErrHistoryMismatch) {
+		t.Errorf("the prefix hash did not survive the restart: %v", err)
+	}
+}
+
+func TestStoresCompareAndSet(t *testing.T) {
+	ctx := context.Background()
+	sqlStore, err := NewSQLStore(ctx, openDB(t, filepath.Join(t.TempDir(), "state.db")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, store := range map[string]Store{"memory": NewMemoryStore(), "sqlite": sqlStore} {
+		t.Run(name, func(t *testing.T) {
+			k := Key{"r", "c"}
+			st := State{Watermark: 2, PrefixHash: "h", Artifact: sdk.Message{Role: "system", Content: "s"}}
+			if err := store.Save(ctx, k, 1, st); !errors.Is(err, ErrStale) {
+				t.Errorf("save over missing state at watermark 1: %v, want ErrStale", err)
+			}
+			if err := store.Save(ctx, k, 0, st); err != nil {
+				t.Fatal(err)
+			}
+			if err := store.Save(ctx, k, 0, st); !errors.Is(err, ErrStale) {
+				t.Errorf("second save from watermark 0: %v, want ErrStale", err)
+			}
+			st.Watermark = 5
+			if err := store.Save(ctx, k, 2, st); err != nil {
+				t.Fatal(err)
+			}
+			got, found, err := store.Load(ctx, k)
+			if err != nil || !found || got.Watermark != 5 || got.Artifact != st.Artifact || got.PrefixHash != "h" {
+				t.Errorf("load: %+v %v %v", got, found, err)
+			}
+			if err := store.Delete(ctx, k); err != nil {
+				t.Fatal(err)
+			}
+			if _, found, _ := store.Load(ctx, k); found {
+				t.Error("state still there after delete")
+			}
+		})
+	}
+}
