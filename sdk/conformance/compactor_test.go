@@ -1,0 +1,89 @@
+package conformance_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/conformance"
+)
+
+// refCompactor is the smallest compactor that passes the suite; each
+// defect switches on one bug the suite must catch.
+type refCompactor struct{ defect string }
+
+func (c *refCompactor) Info() sdk.Info {
+	return sdk.Info{Name: "refcompactor", Version: "0.1.0", Kinds: []sdk.PluginKind{sdk.KindCompactor}, Protocols: []int{sdk.ProtocolVersion}}
+}
+
+func (c *refCompactor) Configure(_ context.Context, raw json.RawMessage) error {
+	var cfg struct{}
+	if c.defect == "looseConfig" {
+		return nil
+	}
+	return sdk.DecodeConfig(raw, &cfg)
+}
+
+func (c *refCompactor) Compact(ctx context.Context, req sdk.CompactRequest) (sdk.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return sdk.Message{}, fmt.Errorf("%v: %w", err, sdk.ErrDeadline)
+	}
+	if c.defect != "acceptEmpty" && (len(req.Evicted) == 0 || req.MaxBytes < 0) {
+		return sdk.Message{}, fmt.Errorf("bad request: %w", sdk.ErrInvalid)
+	}
+	for _, m := range req.Evicted {
+		if m.Role == "" && c.defect != "acceptEmpty" {
+			return sdk.Message{}, fmt.Errorf("empty role: %w", sdk.ErrInvalid)
+		}
+	}
+	if c.defect == "emptyArtifact" {
+		return sdk.Message{Role: "system"}, nil
+	}
+	var b strings.Builder
+	if req.CarryOver != nil {
+		b.WriteString(req.CarryOver.Content + "\n")
+	}
+	for _, m := range req.Evicted {
+		b.WriteString(m.Role + ": " + m.Content + "\n")
+	}
+	out := b.String()
+	if c.defect != "ignoreCap" && req.MaxBytes > 0 && len(out) > req.MaxBytes {
+		out = out[len(out)-req.MaxBytes:]
+	}
+	return sdk.Message{Role: "system", Content: out}, nil
+}
+
+func TestCompactorSuitePassesTheReference(t *testing.T) {
+	conformance.RunCompactor(t, conformance.Target{New: func() sdk.Plugin { return &refCompactor{} }})
+}
+
+func TestCompactorSuiteCatchesDefects(t *testing.T) {
+	cases := []struct{ defect, check string }{
+		{"looseConfig", "Config"},
+		{"emptyArtifact", "Compact"},
+		{"ignoreCap", "ByteCap"},
+		{"acceptEmpty", "BadInput"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.defect, func(t *testing.T) {
+			s, err := conformance.NewSuite(t.Context(), conformance.Target{New: func() sdk.Plugin { return &refCompactor{defect: tc.defect} }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.RunCompactorCheck(t.Context(), tc.check, t.TempDir()); err == nil {
+				t.Errorf("check %s passed a compactor with defect %s", tc.check, tc.defect)
+			}
+		})
+	}
+	s, err := conformance.NewSuite(t.Context(), conformance.Target{New: func() sdk.Plugin { return &refCompactor{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RunCompactorCheck(t.Context(), "NoSuchCheck", t.TempDir()); err == nil || errors.Is(err, sdk.ErrInvalid) {
+		t.Errorf("unknown check: %v", err)
+	}
+}
