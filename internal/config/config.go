@@ -31,6 +31,8 @@ const (
 	DefaultDataDirName       = "memhost-data" // beside the config file, or in the working directory
 	DefaultProviderInstance  = "main"
 	DefaultProviderPlugin    = "sqlite"
+	DefaultCompactorInstance = "summary"
+	DefaultCompactorPlugin   = "template"
 	defaultProviderConfig    = `{"path":"memory.db"}`
 	defaultLogFormat         = "text"
 	defaultLogLevel          = "info"
@@ -194,19 +196,23 @@ func Load(path string) (*Config, error) { return Options{}.Load(path) }
 
 // Default is the configuration used without a config file: listen on
 // 127.0.0.1:7077, plugins beside the executable, data under ./memhost-data,
-// realm "default" served by the sqlite provider instance "main".
+// realm "default" served by the sqlite provider instance "main", and the
+// template compactor instance "summary", so compaction works out of the
+// box. A config file names its compactor itself (none means none).
 func (o Options) Default() *Config {
 	c := o.defaults(o.workDir())
 	c.addDefaultProvider()
 	c.bindDefaultRealm()
+	c.Instances = append(c.Instances, Instance{
+		Kind: sdk.KindCompactor, Name: DefaultCompactorInstance, Plugin: DefaultCompactorPlugin, Config: json.RawMessage("{}"),
+	})
+	c.Coordinator.Compactor = DefaultCompactorInstance
 	return c
 }
 
 // defaults is a Config with every scalar default set and no instances;
 // relative default paths resolve against baseDir.
 func (o Options) defaults(baseDir string) *Config {
-	// The template compactor ("summary", plugin "template") joins the
-	// defaults with the compaction work; no such plugin exists yet.
 	return &Config{
 		Listen:       DefaultListen,
 		PluginDir:    filepath.Join(o.executableDir(), DefaultPluginDirName),

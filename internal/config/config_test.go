@@ -51,14 +51,17 @@ func TestDefault(t *testing.T) {
 			t.Errorf("%s = %q, want %q", ch.name, ch.got, ch.want)
 		}
 	}
-	if len(c.Instances) != 1 {
-		t.Fatalf("instances = %+v, want only the default provider", c.Instances)
+	if len(c.Instances) != 2 {
+		t.Fatalf("instances = %+v, want the default provider and compactor", c.Instances)
+	}
+	if comp, ok := c.Instance(sdk.KindCompactor, c.Coordinator.Compactor); !ok || comp.Name != "summary" || comp.Plugin != "template" {
+		t.Errorf("default compactor = %+v, %v, want instance summary of plugin template", comp, ok)
 	}
 	p, ok := c.ProviderForRealm("default")
 	if !ok || p.Name != "main" || p.Plugin != "sqlite" || string(p.Config) != `{"path":"memory.db"}` {
 		t.Errorf("default realm provider = %+v, %v", p, ok)
 	}
-	for _, kind := range []sdk.PluginKind{sdk.KindSelector, sdk.KindCompactor, sdk.KindMobResolver, sdk.KindOperatorResolver} {
+	for _, kind := range []sdk.PluginKind{sdk.KindSelector, sdk.KindMobResolver, sdk.KindOperatorResolver} {
 		if got := c.InstancesOf(kind); len(got) != 0 {
 			t.Errorf("default has %s instances %+v", kind, got)
 		}

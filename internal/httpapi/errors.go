@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/memhost/memhost/internal/compaction"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -33,6 +34,10 @@ func statusOf(code string) int {
 		return http.StatusServiceUnavailable
 	case string(sdk.CodeDeadlineExceeded):
 		return http.StatusGatewayTimeout
+	case compaction.CodeHistoryMismatch:
+		return http.StatusConflict
+	case compaction.CodeFailed, compaction.CodeEmpty, compaction.CodeTooLarge:
+		return http.StatusBadGateway
 	}
 	return http.StatusInternalServerError
 }
@@ -40,6 +45,9 @@ func statusOf(code string) int {
 func codeOf(err error) string {
 	if errors.Is(err, errUnauthenticated) {
 		return "unauthenticated"
+	}
+	if code, ok := compaction.CodeOf(err); ok {
+		return code
 	}
 	return string(sdk.CodeOf(err))
 }

@@ -13,6 +13,7 @@ import (
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/guide"
+	"github.com/memhost/memhost/internal/compaction"
 	"github.com/memhost/memhost/internal/pluginhost"
 	"github.com/memhost/memhost/sdk"
 )
@@ -52,6 +53,9 @@ type Options struct {
 	// Coordinator and Guide serve the memory endpoints.
 	Coordinator *coordinator.Coordinator
 	Guide       *guide.Sessions
+	// Compaction serves the conversation endpoints; nil (or one without a
+	// compactor) answers them 501.
+	Compaction *compaction.Service
 }
 
 // Server is the HTTP API.
@@ -90,6 +94,8 @@ func New(opts Options) *Server {
 	s.route(mux, "POST /v1/sessions/{key}/compacted", s.handleSessionCompacted)
 	s.route(mux, "POST /v1/guide/session-start", s.handleGuideStart)
 	s.route(mux, "POST /v1/guide/before-iteration", s.handleGuideIteration)
+	s.route(mux, "POST /v1/conversations/{id}/compact", s.handleCompact)
+	s.route(mux, "DELETE /v1/conversations/{id}", s.handleForgetConversation)
 	s.route(mux, "GET /v1/plugins", s.handlePlugins)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

@@ -1,0 +1,80 @@
+package compaction
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/memhost/memhost/coordinator"
+)
+
+// Markers of non-text blocks in a flattened message. The template
+// compactor recognises the tool markers; any compactor reads them as text.
+const (
+	ToolCallMarker   = "[tool call"
+	ToolResultMarker = "[tool result]"
+)
+
+// maxToolInputBytes bounds the arguments of a tool call kept in a line:
+// the call's name and the start of its input say what happened.
+const maxToolInputBytes = 512
+
+// Flatten renders message content (a string or blocks, as the HTTP API
+// carries it) as the text a compactor sees: text blocks as they are, tool
+// calls as "[tool call: name] input", tool results as "[tool result] text",
+// any other block (an image...) as "[type]".
+func Flatten(c coordinator.Content) string {
+	if !c.IsBlocks() {
+		return c.String()
+	}
+	var parts []string
+	for _, b := range c.Blocks() {
+		switch b.Type {
+		case coordinator.BlockText:
+			parts = append(parts, b.Text)
+		case coordinator.BlockToolResult:
+			text := ""
+			if b.Nested != nil {
+				text = Flatten(*b.Nested)
+			}
+			parts = append(parts, strings.TrimSpace(ToolResultMarker+" "+text))
+		case "tool_use", "tool_call", "function_call":
+			parts = append(parts, toolCall(b.Raw))
+		default:
+			parts = append(parts, "["+b.Type+"]")
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func toolCall(raw json.RawMessage) string {
+	var call struct {
+		Name      string          `json:"name"`
+		Input     json.RawMessage `json:"input"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	_ = json.Unmarshal(raw, &call) // a block that decoded once decodes again
+	args := call.Input
+	if len(args) == 0 {
+		args = call.Arguments
+	}
+	out := ToolCallMarker
+	if call.Name != "" {
+		out += ": " + call.Name
+	}
+	out += "]"
+	if len(args) > 0 && string(args) != "null" {
+		s := string(args)
+		if len(s) > maxToolInputBytes {
+			s = cut(s, maxToolInputBytes) + " …"
+		}
+		out += " " + s
+	}
+	return out
+}
+
+func cut(s string, n int) string {
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}
