@@ -5,7 +5,7 @@ export CGO_ENABLED := 1
 
 BIN        := bin
 PLUGIN_DIR := $(BIN)/plugins
-PLUGINS    := markdown sqlite bleve
+PLUGINS    := markdown sqlite bleve template llm
 TOOLS      := $(CURDIR)/.tools
 # Packages with shared state also run under the race detector.
 RACE_PKGS  := ./sdk/ ./coordinator/... ./guide/... ./internal/lru/... ./internal/pluginhost/... ./internal/httpapi/...

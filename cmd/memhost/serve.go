@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net"
@@ -55,6 +56,7 @@ type host struct {
 	supervisor  *pluginhost.Supervisor
 	coordinator *coordinator.Coordinator
 	server      *httpapi.Server
+	stateDB     *sql.DB
 }
 
 // startHost discovers and starts every configured plugin and assembles the
@@ -116,6 +118,19 @@ func startHost(ctx context.Context, cfg *config.Config, logger hclog.Logger) (*h
 		sup.Close()
 		return nil, err
 	}
+	stateDB, err := openStateDB(cfg)
+	if err != nil {
+		coord.Close(ctx)
+		sup.Close()
+		return nil, err
+	}
+	comp, err := newCompaction(ctx, cfg, sup, stateDB, coord, logger)
+	if err != nil {
+		stateDB.Close()
+		coord.Close(ctx)
+		sup.Close()
+		return nil, err
+	}
 	var tokens []httpapi.Token
 	for _, t := range cfg.Tokens {
 		tokens = append(tokens, httpapi.Token{Name: t.Name, Secret: t.Secret, Realms: t.Realms})
@@ -130,8 +145,9 @@ func startHost(ctx context.Context, cfg *config.Config, logger hclog.Logger) (*h
 		Metrics:      metrics,
 		Coordinator:  coord,
 		Guide:        guide.NewSessions(coord, guide.SessionsOptions{Size: cfg.Coordinator.SessionCacheSize, Logger: logger}),
+		Compaction:   comp,
 	})
-	return &host{logger: logger, supervisor: sup, coordinator: coord, server: server}, nil
+	return &host{logger: logger, supervisor: sup, coordinator: coord, server: server, stateDB: stateDB}, nil
 }
 
 // newCoordinator maps the config's coordinator block onto the coordinator
@@ -189,6 +205,9 @@ func (h *host) close() {
 		h.logger.Warn("coordinator close", "error", err)
 	}
 	h.supervisor.Close()
+	if err := h.stateDB.Close(); err != nil {
+		h.logger.Warn("state database close", "error", err)
+	}
 	// Belt and braces: kill any go-plugin managed client still alive.
 	plugin.CleanupClients()
 }

@@ -1,0 +1,109 @@
+package llm
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// Config bounds and defaults.
+const (
+	DefaultTimeout   = 60 * time.Second
+	MaxTimeout       = 10 * time.Minute
+	DefaultMaxBytes  = 8192
+	MinMaxBytes      = 256
+	MaxMaxBytes      = 1 << 20
+	DefaultMaxTokens = 1024
+)
+
+const configSchema = `{
+  "type": "object",
+  "additionalProperties": false,
+  "required": ["base_url", "model"],
+  "properties": {
+    "base_url":    {"type": "string", "description": "OpenAI-compatible API root, e.g. https://api.openai.com/v1; the plugin POSTs to <base_url>/chat/completions"},
+    "model":       {"type": "string"},
+    "api_key_env": {"type": "string", "description": "environment variable holding the API key (sent as a bearer token); none for a local server"},
+    "timeout_ms":  {"type": "integer", "minimum": 1, "maximum": 600000, "default": 60000},
+    "max_tokens":  {"type": "integer", "minimum": 16, "default": 1024},
+    "temperature": {"type": "number", "minimum": 0, "maximum": 2, "default": 0},
+    "max_bytes":   {"type": "integer", "minimum": 256, "maximum": 1048576, "default": 8192, "description": "byte cap of a summary (the host's cap applies too)"}
+  }
+}`
+
+// Config is the plugin's configuration as the deployment writes it.
+type Config struct {
+	BaseURL     string   `json:"base_url"`
+	Model       string   `json:"model"`
+	APIKeyEnv   string   `json:"api_key_env"`
+	TimeoutMS   int      `json:"timeout_ms"`
+	MaxTokens   int      `json:"max_tokens"`
+	Temperature *float64 `json:"temperature"`
+	MaxBytes    int      `json:"max_bytes"`
+}
+
+// settings is a validated Config, ready to use.
+type settings struct {
+	endpoint    string
+	model       string
+	apiKey      string
+	timeout     time.Duration
+	maxTokens   int
+	temperature float64
+	maxBytes    int
+}
+
+// parseConfig validates raw; lookupEnv reads the API key variable (the key
+// itself never appears in an error).
+func parseConfig(raw json.RawMessage, lookupEnv func(string) (string, bool)) (settings, error) {
+	c := Config{TimeoutMS: int(DefaultTimeout / time.Millisecond), MaxTokens: DefaultMaxTokens, MaxBytes: DefaultMaxBytes}
+	if err := sdk.DecodeConfig(raw, &c); err != nil {
+		return settings{}, fmt.Errorf("llm config: %w", err)
+	}
+	bad := func(format string, args ...any) (settings, error) {
+		return settings{}, fmt.Errorf("llm config: "+format+": %w", append(args, sdk.ErrInvalid)...)
+	}
+	u, err := url.Parse(c.BaseURL)
+	switch {
+	case c.BaseURL == "":
+		return bad("base_url is required (for example https://api.openai.com/v1)")
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return bad("base_url %q is not an http or https URL", c.BaseURL)
+	case u.RawQuery != "" || u.Fragment != "":
+		return bad("base_url %q must not carry a query or fragment", c.BaseURL)
+	case strings.TrimSpace(c.Model) == "":
+		return bad("model is required")
+	case c.TimeoutMS < 1 || time.Duration(c.TimeoutMS)*time.Millisecond > MaxTimeout:
+		return bad("timeout_ms %d is outside 1..%d", c.TimeoutMS, MaxTimeout.Milliseconds())
+	case c.MaxTokens < 16:
+		return bad("max_tokens %d is below 16", c.MaxTokens)
+	case c.Temperature != nil && (*c.Temperature < 0 || *c.Temperature > 2):
+		return bad("temperature %v is outside 0..2", *c.Temperature)
+	case c.MaxBytes < MinMaxBytes || c.MaxBytes > MaxMaxBytes:
+		return bad("max_bytes %d is outside %d..%d", c.MaxBytes, MinMaxBytes, MaxMaxBytes)
+	}
+	s := settings{
+		endpoint: strings.TrimRight(c.BaseURL, "/") + "/chat/completions",
+		model:    c.Model, timeout: time.Duration(c.TimeoutMS) * time.Millisecond,
+		maxTokens: c.MaxTokens, maxBytes: c.MaxBytes,
+	}
+	if c.Temperature != nil {
+		s.temperature = *c.Temperature
+	}
+	if c.APIKeyEnv != "" {
+		if lookupEnv == nil {
+			lookupEnv = os.LookupEnv
+		}
+		key, ok := lookupEnv(c.APIKeyEnv)
+		if !ok || strings.TrimSpace(key) == "" {
+			return bad("api_key_env names %s, which is not set in the plugin's environment", c.APIKeyEnv)
+		}
+		s.apiKey = strings.TrimSpace(key)
+	}
+	return s, nil
+}

@@ -1,0 +1,288 @@
+// Package llm is memhost's LLM compactor: it asks any OpenAI-compatible
+// chat completions endpoint (OpenAI, a vLLM or llama.cpp server, a
+// gateway) to fold evicted messages into the rolling summary. Empty,
+// failed or malformed output is an error, so the host never advances its
+// watermark over a summary that was not written.
+package llm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// Version is the plugin's version, reported by Info and the manifest.
+const Version = "1.0.0"
+
+// maxResponseBytes bounds what the plugin reads of an answer.
+const maxResponseBytes = 4 << 20
+
+// cacheSize is how many recent artifacts are kept by idempotency key: a
+// host retry of a call that succeeded here (its answer lost on the way
+// back) is answered without paying for the model again.
+const cacheSize = 64
+
+// Compactor is the LLM compactor plugin.
+type Compactor struct {
+	client    *http.Client
+	lookupEnv func(string) (string, bool)
+
+	mu    sync.RWMutex
+	cfg   *settings
+	cache map[string]sdk.Message
+	order []string
+}
+
+// New answers an unconfigured compactor.
+func New() *Compactor {
+	return &Compactor{client: &http.Client{}, cache: map[string]sdk.Message{}}
+}
+
+func (c *Compactor) Info() sdk.Info {
+	return sdk.Info{
+		Name: "llm", Version: Version, Kinds: []sdk.PluginKind{sdk.KindCompactor},
+		Protocols: []int{sdk.ProtocolVersion}, ConfigSchema: json.RawMessage(configSchema),
+	}
+}
+
+func (c *Compactor) Configure(_ context.Context, raw json.RawMessage) error {
+	s, err := parseConfig(raw, c.lookupEnv)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.cfg = &s
+	c.mu.Unlock()
+	return nil
+}
+
+// ErrNotConfigured answers a Compact before Configure.
+var ErrNotConfigured = fmt.Errorf("llm compactor is not configured: %w", sdk.ErrUnavailable)
+
+// ErrEmptyOutput: the model answered no summary text.
+var ErrEmptyOutput = errors.New("the model answered an empty summary")
+
+func (c *Compactor) Compact(ctx context.Context, req sdk.CompactRequest) (sdk.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return sdk.Message{}, ctxError(err)
+	}
+	c.mu.RLock()
+	cfg := c.cfg
+	c.mu.RUnlock()
+	if cfg == nil {
+		return sdk.Message{}, ErrNotConfigured
+	}
+	if err := checkRequest(req); err != nil {
+		return sdk.Message{}, err
+	}
+	limit := cfg.maxBytes
+	if req.MaxBytes > 0 && req.MaxBytes < limit {
+		limit = req.MaxBytes
+	}
+	cacheKey := ""
+	if req.IdempotencyKey != "" {
+		carry := ""
+		if req.CarryOver != nil {
+			carry = req.CarryOver.Content
+		}
+		cacheKey = fmt.Sprintf("%s\x00%d\x00%s", req.IdempotencyKey, limit, carry)
+		if art, ok := c.cached(cacheKey); ok {
+			return art, nil
+		}
+	}
+	text, err := c.complete(ctx, cfg, req, limit)
+	if err != nil {
+		return sdk.Message{}, err
+	}
+	art := sdk.Message{Role: "system", Content: fit(text, limit)}
+	if cacheKey != "" {
+		c.remember(cacheKey, art)
+	}
+	return art, nil
+}
+
+func checkRequest(req sdk.CompactRequest) error {
+	bad := func(field, problem string) error {
+		return &sdk.FieldError{Field: field, Problem: problem, Err: sdk.ErrInvalid}
+	}
+	if len(req.Evicted) == 0 {
+		return bad("evicted", "lists no messages")
+	}
+	if req.MaxBytes < 0 {
+		return bad("max_bytes", "must not be negative")
+	}
+	for i, m := range req.Evicted {
+		if strings.TrimSpace(m.Role) == "" {
+			return bad(fmt.Sprintf("evicted[%d].role", i), "must not be empty")
+		}
+	}
+	return nil
+}
+
+// The wire shapes of the chat completions API, as far as the plugin uses
+// them.
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type chatRequest struct {
+	Model       string        `json:"model"`
+	Messages    []chatMessage `json:"messages"`
+	MaxTokens   int           `json:"max_tokens,omitempty"`
+	Temperature float64       `json:"temperature"`
+}
+
+type chatResponse struct {
+	Choices []struct {
+		Message struct {
+			Content *string `json:"content"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+}
+
+type apiError struct {
+	Error struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func (c *Compactor) complete(ctx context.Context, cfg *settings, req sdk.CompactRequest, limit int) (string, error) {
+	body, err := json.Marshal(chatRequest{
+		Model: cfg.model, Messages: Prompt(req, limit), MaxTokens: cfg.maxTokens, Temperature: cfg.temperature,
+	})
+	if err != nil {
+		return "", fmt.Errorf("llm compactor: encode request: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return "", fmt.Errorf("llm compactor: %v: %w", err, sdk.ErrInvalid)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "application/json")
+	if cfg.apiKey != "" {
+		hreq.Header.Set("Authorization", "Bearer "+cfg.apiKey)
+	}
+	if req.IdempotencyKey != "" {
+		hreq.Header.Set("Idempotency-Key", req.IdempotencyKey)
+	}
+	resp, err := c.client.Do(hreq)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("llm compactor: %s gave no answer within %s: %w", cfg.endpoint, cfg.timeout, ctxError(ctx.Err()))
+		}
+		return "", fmt.Errorf("llm compactor: %s: %v: %w", cfg.endpoint, err, sdk.ErrUnavailable)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("llm compactor: reading the answer of %s: %w", cfg.endpoint, ctxError(ctx.Err()))
+		}
+		return "", fmt.Errorf("llm compactor: reading the answer of %s: %v: %w", cfg.endpoint, err, sdk.ErrUnavailable)
+	}
+	if len(data) > maxResponseBytes {
+		return "", fmt.Errorf("llm compactor: the answer of %s is over %d bytes", cfg.endpoint, maxResponseBytes)
+	}
+	if resp.StatusCode/100 != 2 {
+		return "", statusError(cfg.endpoint, resp.StatusCode, data)
+	}
+	var out chatResponse
+	if err := json.Unmarshal(data, &out); err != nil {
+		return "", fmt.Errorf("llm compactor: %s answered malformed JSON (%v): %.200q", cfg.endpoint, err, data)
+	}
+	if len(out.Choices) == 0 || out.Choices[0].Message.Content == nil {
+		return "", fmt.Errorf("llm compactor: %s answered no choices with message content: %.200q", cfg.endpoint, data)
+	}
+	text := strings.TrimSpace(*out.Choices[0].Message.Content)
+	if text == "" {
+		return "", fmt.Errorf("llm compactor: %s (finish_reason %q): %w", cfg.endpoint, out.Choices[0].FinishReason, ErrEmptyOutput)
+	}
+	if !utf8.ValidString(text) {
+		return "", fmt.Errorf("llm compactor: %s answered invalid UTF-8", cfg.endpoint)
+	}
+	return text, nil
+}
+
+// statusError classifies a non-2xx answer: overload and server faults are
+// "try again" (unavailable), a refused key is permission denied, anything
+// else a broken request.
+func statusError(endpoint string, code int, body []byte) error {
+	msg := strings.TrimSpace(string(body))
+	var e apiError
+	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
+		msg = e.Error.Message
+	}
+	if len(msg) > 200 {
+		msg = msg[:200]
+	}
+	var sentinel error
+	switch {
+	case code == http.StatusTooManyRequests || code >= 500:
+		sentinel = sdk.ErrUnavailable
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		sentinel = sdk.ErrPermission
+	case code == http.StatusRequestTimeout:
+		sentinel = sdk.ErrDeadline
+	default:
+		sentinel = sdk.ErrInvalid
+	}
+	return fmt.Errorf("llm compactor: %s answered HTTP %d: %s: %w", endpoint, code, msg, sentinel)
+}
+
+func ctxError(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%v: %w", err, sdk.ErrDeadline)
+	}
+	return fmt.Errorf("%v: %w", err, sdk.ErrUnavailable)
+}
+
+// fit cuts text to limit bytes at the last line break that fits (else at
+// a UTF-8 boundary): a model overshooting the cap loses its last lines,
+// never the whole summary.
+func fit(text string, limit int) string {
+	if len(text) <= limit {
+		return text
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	if i := strings.LastIndexByte(text[:cut], '\n'); i > limit/2 {
+		cut = i
+	}
+	return strings.TrimRight(text[:cut], " \n")
+}
+
+func (c *Compactor) cached(key string) (sdk.Message, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	m, ok := c.cache[key]
+	return m, ok
+}
+
+func (c *Compactor) remember(key string, art sdk.Message) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.cache[key]; ok {
+		return
+	}
+	if len(c.order) >= cacheSize {
+		delete(c.cache, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.cache[key] = art
+	c.order = append(c.order, key)
+}
