@@ -347,7 +347,7 @@ func TestForget(t *testing.T) {
 	}
 }
 
-func openDB(t *testing.T, path string) *sql.DB {
+func openDB(t testing.TB, path string) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_busy_timeout=5000")
 	if err != nil {
