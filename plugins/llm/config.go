@@ -13,7 +13,7 @@ import (
 
 // Config bounds and defaults.
 const (
-	DefaultTimeout   = 60 * time.Second
+	DefaultTimeout   = 25 * time.Second
 	MaxTimeout       = 10 * time.Minute
 	DefaultMaxBytes  = 8192
 	MinMaxBytes      = 256
@@ -29,7 +29,7 @@ const configSchema = `{
     "base_url":    {"type": "string", "description": "OpenAI-compatible API root, e.g. https://api.openai.com/v1; the plugin POSTs to <base_url>/chat/completions"},
     "model":       {"type": "string"},
     "api_key_env": {"type": "string", "description": "environment variable holding the API key (sent as a bearer token); none for a local server"},
-    "timeout_ms":  {"type": "integer", "minimum": 1, "maximum": 600000, "default": 60000},
+    "timeout_ms":  {"type": "integer", "minimum": 1, "maximum": 600000, "default": 25000, "description": "bound of one model call; the host bounds a whole compaction request at 30 s"},
     "max_tokens":  {"type": "integer", "minimum": 16, "default": 1024},
     "temperature": {"type": "number", "minimum": 0, "maximum": 2, "default": 0},
     "max_bytes":   {"type": "integer", "minimum": 256, "maximum": 1048576, "default": 8192, "description": "byte cap of a summary (the host's cap applies too)"}
