@@ -8,7 +8,7 @@ PLUGIN_DIR := $(BIN)/plugins
 PLUGINS    := markdown sqlite bleve template llm
 TOOLS      := $(CURDIR)/.tools
 # Packages with shared state also run under the race detector.
-RACE_PKGS  := ./sdk/ ./coordinator/... ./guide/... ./internal/lru/... ./internal/pluginhost/... ./internal/httpapi/...
+RACE_PKGS  := ./sdk/ ./coordinator/... ./guide/... ./internal/lru/... ./internal/pluginhost/... ./internal/httpapi/... ./internal/compaction/...
 EXAMPLE    := examples/journal
 
 .PHONY: all build run test bench fuzz proto vet clean

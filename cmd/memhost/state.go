@@ -19,10 +19,13 @@ const stateDBName = "memhost-state.db"
 
 // openStateDB opens the host state database. It is the one place that
 // knows where and how; the host state package (internal/statedb) replaces
-// it when it lands, and every store keeps taking a *sql.DB.
+// it when it lands, and every store keeps taking a *sql.DB. WAL with
+// synchronous=NORMAL survives a crash of the host; a power cut may lose
+// the last compaction, which the next request then redoes (the compactor
+// sees the same idempotency key).
 func openStateDB(cfg *config.Config) (*sql.DB, error) {
 	path := filepath.Join(cfg.DataDir, stateDBName)
-	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_synchronous=FULL&_busy_timeout=5000&_txlock=immediate")
+	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=5000&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("state database %s: %w", path, err)
 	}

@@ -21,7 +21,7 @@ import (
 )
 
 // Version is the plugin's version, reported by Info and the manifest.
-const Version = "1.0.0"
+const Version = "0.1.0"
 
 // maxResponseBytes bounds what the plugin reads of an answer.
 const maxResponseBytes = 4 << 20

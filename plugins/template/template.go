@@ -22,7 +22,7 @@ import (
 )
 
 // Version is the plugin's version, reported by Info and the manifest.
-const Version = "1.0.0"
+const Version = "0.1.0"
 
 // Config bounds and defaults.
 const (
