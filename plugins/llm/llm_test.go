@@ -46,11 +46,11 @@ func (f *fakeOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "slow":
 		<-r.Context().Done()
 	case "500":
-		http.Error(w, `{"error":{"message":"upstream exploded"}}`, 500)
+		http.Error(w, `{"error":{"message":"upstream exploded"}}`, http.StatusInternalServerError)
 	case "429":
-		http.Error(w, `{"error":{"message":"rate limited"}}`, 429)
+		http.Error(w, `{"error":{"message":"rate limited"}}`, http.StatusTooManyRequests)
 	case "401":
-		http.Error(w, `{"error":{"message":"bad key"}}`, 401)
+		http.Error(w, `{"error":{"message":"bad key"}}`, http.StatusUnauthorized)
 	case "empty":
 		answer("   ")
 	case "null":
