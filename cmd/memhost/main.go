@@ -28,6 +28,6 @@ func rootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(serveCommand(), pluginsCommand())
+	root.AddCommand(serveCommand(), mcpCommand(), pluginsCommand())
 	return root
 }

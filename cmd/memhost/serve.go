@@ -18,6 +18,7 @@ import (
 	"github.com/memhost/memhost/guide"
 	"github.com/memhost/memhost/internal/config"
 	"github.com/memhost/memhost/internal/httpapi"
+	"github.com/memhost/memhost/internal/mcpserver"
 	"github.com/memhost/memhost/internal/pluginhost"
 	"github.com/memhost/memhost/sdk"
 	"github.com/spf13/cobra"
@@ -57,6 +58,8 @@ type host struct {
 	coordinator *coordinator.Coordinator
 	server      *httpapi.Server
 	stateDB     *sql.DB
+	// provider answers the provider serving a realm.
+	provider func(realm string) (sdk.Provider, error)
 }
 
 // startHost discovers and starts every configured plugin and assembles the
@@ -146,8 +149,11 @@ func startHost(ctx context.Context, cfg *config.Config, logger hclog.Logger) (*h
 		Coordinator:  coord,
 		Guide:        guide.NewSessions(coord, guide.SessionsOptions{Size: cfg.Coordinator.SessionCacheSize, Logger: logger}),
 		Compaction:   comp,
+		MCP: func(bind func(http.Header) (sdk.Identity, error)) http.Handler {
+			return mcpserver.Handler(mcpserver.Options{Version: version, Provider: providerOf, Coordinator: coord, Bind: bind})
+		},
 	})
-	return &host{logger: logger, supervisor: sup, coordinator: coord, server: server, stateDB: stateDB}, nil
+	return &host{logger: logger, supervisor: sup, coordinator: coord, server: server, stateDB: stateDB, provider: providerOf}, nil
 }
 
 // newCoordinator maps the config's coordinator block onto the coordinator

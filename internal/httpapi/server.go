@@ -56,7 +56,16 @@ type Options struct {
 	// Compaction serves the conversation endpoints; nil (or one without a
 	// compactor) answers them 501.
 	Compaction *compaction.Service
+	// MCP, when set, builds the MCP endpoint served at /mcp; bind answers
+	// the identity of an authenticated request from its headers.
+	MCP func(bind func(http.Header) (sdk.Identity, error)) http.Handler
 }
+
+// MCP request headers naming who the tools act for.
+const (
+	HeaderIdentity = "X-Memhost-Identity"
+	HeaderRealm    = "X-Memhost-Realm"
+)
 
 // Server is the HTTP API.
 type Server struct {
@@ -97,6 +106,9 @@ func New(opts Options) *Server {
 	s.route(mux, "POST /v1/conversations/{id}/compact", s.handleCompact)
 	s.route(mux, "DELETE /v1/conversations/{id}", s.handleForgetConversation)
 	s.route(mux, "GET /v1/plugins", s.handlePlugins)
+	if opts.MCP != nil {
+		s.mountMCP(mux, opts.MCP(s.mcpIdentity))
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -126,7 +138,7 @@ func (s *Server) route(mux *http.ServeMux, pattern string, h apiHandler) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		err := func() error {
-			c, err := s.authenticate(r)
+			c, err := s.authenticate(r.Header)
 			if err != nil {
 				return err
 			}
@@ -144,12 +156,12 @@ func (s *Server) route(mux *http.ServeMux, pattern string, h apiHandler) {
 	})
 }
 
-func (s *Server) authenticate(r *http.Request) (caller, error) {
+func (s *Server) authenticate(header http.Header) (caller, error) {
 	if len(s.opts.Tokens) == 0 {
 		return caller{}, nil
 	}
 	const prefix = "Bearer "
-	h := r.Header.Get("Authorization")
+	h := header.Get("Authorization")
 	if len(h) <= len(prefix) || h[:len(prefix)] != prefix {
 		return caller{}, fmt.Errorf("an Authorization: Bearer token is required: %w", errUnauthenticated)
 	}
@@ -196,6 +208,44 @@ func (s *Server) provider(c caller, realmName string) (string, sdk.Provider, err
 		return "", nil, err
 	}
 	return realm, p, nil
+}
+
+// mountMCP serves the MCP endpoint behind the same authentication, body
+// limit and metrics as /v1.
+func (s *Server) mountMCP(mux *http.ServeMux, h http.Handler) {
+	const pattern = "/mcp"
+	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		if _, err := s.mcpIdentity(r.Header); err != nil {
+			writeError(rec, err)
+		} else {
+			r.Body = http.MaxBytesReader(rec, r.Body, s.opts.MaxBodyBytes)
+			h.ServeHTTP(rec, r)
+		}
+		s.opts.Metrics.observeRequest(pattern, rec.status, time.Since(start))
+	})
+}
+
+// mcpIdentity authenticates an MCP request and answers the identity its
+// headers name, in a realm its token may touch.
+func (s *Server) mcpIdentity(header http.Header) (sdk.Identity, error) {
+	c, err := s.authenticate(header)
+	if err != nil {
+		return sdk.Identity{}, err
+	}
+	realm, err := s.realm(c, header.Get(HeaderRealm))
+	if err != nil {
+		return sdk.Identity{}, err
+	}
+	id := sdk.Identity{Realm: realm, ID: header.Get(HeaderIdentity)}
+	if id.ID == "" {
+		return sdk.Identity{}, badRequest("the %s header is required on /mcp", HeaderIdentity)
+	}
+	if err := id.Validate(); err != nil {
+		return sdk.Identity{}, err
+	}
+	return id, nil
 }
 
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
