@@ -3,8 +3,10 @@ package sdk
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
+
+	"github.com/memhost/memhost/sdk/strictjson"
 )
 
 // DecodeConfig decodes a plugin's Configure payload into v strictly: it
@@ -20,13 +22,12 @@ func DecodeConfig(raw json.RawMessage, v any) error {
 	if trimmed[0] != '{' {
 		return fmt.Errorf("config must be a JSON object, got %.40q: %w", trimmed, ErrInvalid)
 	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%v: %w", err, ErrInvalid)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return fmt.Errorf("trailing data after the JSON object: %w", ErrInvalid)
+	if err := strictjson.Decode(trimmed, v); err != nil {
+		var e *strictjson.Error
+		if errors.As(err, &e) && e.Path != "" {
+			return invalid(e.Path, e.Problem)
+		}
+		return invalid("config", err.Error())
 	}
 	return nil
 }

@@ -21,11 +21,15 @@ func TestDecodeConfig(t *testing.T) {
 		{"null is not an object", " null ", cfg{}, "must be a JSON object"},
 		{"empty object keeps defaults", "{}", cfg{Path: "default.db"}, ""},
 		{"known keys", `{"path":"x.db","limit":3}`, cfg{Path: "x.db", Limit: 3}, ""},
-		{"unknown key", `{"pth":"x.db"}`, cfg{}, `unknown field "pth"`},
+		{"unknown key", `{"pth":"x.db"}`, cfg{}, `pth: unknown field`},
+		{"case-folded key", `{"Path":"x.db"}`, cfg{}, `Path: unknown field`},
+		{"duplicate key", `{"path":"a.db","path":"b.db"}`, cfg{}, `path: appears more than once`},
+		{"extra closing brace", `{"path":"x.db"}}`, cfg{}, "trailing data"},
+		{"lone surrogate", `{"path":"\udc00"}`, cfg{}, "surrogate"},
 		{"wrong type", `{"limit":"3"}`, cfg{}, "limit"},
 		{"not an object", `["x.db"]`, cfg{}, "must be a JSON object"},
 		{"trailing data", `{"path":"x.db"} {}`, cfg{}, "trailing data"},
-		{"truncated", `{"path":`, cfg{}, "unexpected EOF"},
+		{"truncated", `{"path":`, cfg{}, "cut short"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,0 +1,245 @@
+// Package strictjson is the one JSON decoder memhost uses for what arrives
+// from outside: HTTP API bodies, plugin manifests and plugin configs. It
+// refuses whatever the standard decoder would silently reinterpret, so data
+// is either taken exactly as sent or refused whole:
+//
+//   - member names match struct tags exactly ({"Identity":...} is unknown);
+//   - unknown members, duplicate members and trailing data are errors;
+//   - invalid UTF-8 and lone surrogate escapes are errors, never replaced
+//     with U+FFFD.
+//
+// Errors are *Error values naming the field path ("records[0].title") and
+// the problem in words a client can act on, never Go type names.
+package strictjson
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Error is a refused JSON document: the path of the offending field (empty
+// for the document itself) and what is wrong with it.
+type Error struct {
+	Path    string
+	Problem string
+}
+
+func (e *Error) Error() string {
+	if e.Path == "" {
+		return e.Problem
+	}
+	return e.Path + ": " + e.Problem
+}
+
+// Decode decodes data, which must be exactly one JSON value, into v.
+func Decode(data []byte, v any) error {
+	err := json.Unmarshal(data, v, json.RejectUnknownMembers(true))
+	if err == nil {
+		return nil
+	}
+	return describe(err)
+}
+
+// DecodeTolerant is Decode for documents whose format grows over time
+// (plugin manifests): members v does not know are skipped and their paths
+// answered, so the caller can warn about them; everything else Decode
+// refuses is still refused.
+func DecodeTolerant(data []byte, v any) (unknown []string, err error) {
+	if err := json.Unmarshal(data, v); err != nil {
+		return nil, describe(err)
+	}
+	var tree any
+	if err := json.Unmarshal(data, &tree); err != nil {
+		return nil, describe(err)
+	}
+	collectUnknown(reflect.TypeOf(v), tree, "", &unknown)
+	return unknown, nil
+}
+
+// collectUnknown walks a decoded JSON tree beside the Go type it was
+// decoded into and appends the paths of members the type has no field for.
+func collectUnknown(t reflect.Type, tree any, at string, out *[]string) {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return
+	}
+	switch node := tree.(type) {
+	case map[string]any:
+		switch t.Kind() {
+		case reflect.Map:
+			for k, child := range node {
+				collectUnknown(t.Elem(), child, join(at, k), out)
+			}
+		case reflect.Struct:
+			fields := jsonFields(t)
+			for k, child := range node {
+				ft, ok := fields[k]
+				if !ok {
+					*out = append(*out, join(at, k))
+					continue
+				}
+				collectUnknown(ft, child, join(at, k), out)
+			}
+		}
+	case []any:
+		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
+			for i, child := range node {
+				collectUnknown(t.Elem(), child, at+"["+strconv.Itoa(i)+"]", out)
+			}
+		}
+	}
+}
+
+func join(at, name string) string {
+	if at == "" {
+		return name
+	}
+	return at + "." + name
+}
+
+// jsonFields maps a struct's JSON member names to their field types
+// (embedded structs' fields included, "-" fields left out).
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || (!f.IsExported() && !f.Anonymous) {
+			continue
+		}
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				for k, v := range jsonFields(ft) {
+					out[k] = v
+				}
+				continue
+			}
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = f.Type
+	}
+	return out
+}
+
+// describe turns a decoder error into an *Error.
+func describe(err error) error {
+	var sem *json.SemanticError
+	var syn *jsontext.SyntacticError
+	switch {
+	case errors.As(err, &syn):
+		return &Error{Path: path(string(syn.JSONPointer)), Problem: syntaxProblem(syn)}
+	case errors.As(err, &sem):
+		p := path(string(sem.JSONPointer))
+		switch {
+		case errors.Is(sem.Err, json.ErrUnknownName):
+			return &Error{Path: p, Problem: "unknown field"}
+		case sem.GoType != nil && sem.JSONKind != 0:
+			return &Error{Path: p, Problem: fmt.Sprintf("must be %s, not %s", jsonKindOf(sem.GoType), kindName(sem.JSONKind))}
+		case sem.Err != nil:
+			return &Error{Path: p, Problem: sem.Err.Error()}
+		}
+		return &Error{Path: p, Problem: "has a value of the wrong kind"}
+	}
+	return &Error{Problem: strings.TrimPrefix(err.Error(), "json: ")}
+}
+
+func syntaxProblem(syn *jsontext.SyntacticError) string {
+	msg := ""
+	if syn.Err != nil {
+		msg = syn.Err.Error()
+	}
+	switch {
+	case errors.Is(syn.Err, jsontext.ErrDuplicateName):
+		return "appears more than once"
+	case strings.Contains(msg, "invalid UTF-8"):
+		return "is not valid UTF-8"
+	case strings.Contains(msg, "surrogate"):
+		return "holds a lone UTF-16 surrogate, which is not a character"
+	case strings.Contains(msg, "after top-level value"):
+		return fmt.Sprintf("trailing data after the JSON value at byte %d", syn.ByteOffset)
+	case strings.Contains(msg, "unexpected EOF"):
+		return "the JSON is empty or cut short"
+	}
+	return fmt.Sprintf("invalid JSON at byte %d: %s", syn.ByteOffset, msg)
+}
+
+// path turns a JSON pointer ("/records/0/title") into the field path
+// callers read elsewhere ("records[0].title").
+func path(pointer string) string {
+	if pointer == "" {
+		return ""
+	}
+	var b strings.Builder
+	for _, tok := range strings.Split(strings.TrimPrefix(pointer, "/"), "/") {
+		tok = strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
+		if _, err := strconv.Atoi(tok); err == nil && b.Len() > 0 {
+			b.WriteString("[" + tok + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(tok)
+	}
+	return b.String()
+}
+
+// jsonKindOf names the JSON a Go type accepts.
+func jsonKindOf(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.PkgPath() == "time" && t.Name() == "Time" {
+		return "an RFC 3339 time string"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "an integer"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a non-negative integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return "another kind of value"
+}
+
+// kindName names a JSON kind as a client would.
+func kindName(k jsontext.Kind) string {
+	switch k {
+	case 'n':
+		return "null"
+	case 'f', 't':
+		return "a boolean"
+	case '"':
+		return "a string"
+	case '0':
+		return "a number"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	}
+	return "something else"
+}
