@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/memhost/memhost/internal/compaction"
 	"github.com/memhost/memhost/sdk"
@@ -13,6 +14,9 @@ import (
 // errUnauthenticated is answered 401 (no or unknown bearer token).
 var errUnauthenticated = errors.New("unauthenticated")
 
+// errMethodNotAllowed is answered 405 (a known path, another method).
+var errMethodNotAllowed = errors.New("method not allowed")
+
 // statusOf maps an error's stable code to its HTTP status.
 func statusOf(code string) int {
 	switch code {
@@ -20,6 +24,8 @@ func statusOf(code string) int {
 		return http.StatusBadRequest
 	case "unauthenticated":
 		return http.StatusUnauthorized
+	case "method_not_allowed":
+		return http.StatusMethodNotAllowed
 	case string(sdk.CodePermissionDenied):
 		return http.StatusForbidden
 	case string(sdk.CodeNotFound):
@@ -49,6 +55,9 @@ func codeOf(err error) string {
 	if code, ok := compaction.CodeOf(err); ok {
 		return code
 	}
+	if errors.Is(err, errMethodNotAllowed) {
+		return "method_not_allowed"
+	}
 	return string(sdk.CodeOf(err))
 }
 
@@ -62,7 +71,7 @@ type errorBody struct {
 func writeError(w http.ResponseWriter, err error) {
 	var body errorBody
 	body.Error.Code = codeOf(err)
-	body.Error.Message = err.Error()
+	body.Error.Message = clientMessage(err)
 	writeJSON(w, statusOf(body.Error.Code), body)
 }
 
@@ -76,4 +85,23 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func badRequest(format string, args ...any) error {
 	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), sdk.ErrInvalid)
+}
+
+// sentinels are the class errors a message may end with; the code already
+// says the class, so the message states the problem once, without it.
+var sentinels = []error{
+	sdk.ErrInvalid, sdk.ErrNotFound, sdk.ErrConflict, sdk.ErrTooLarge, sdk.ErrUnsupported,
+	sdk.ErrUnavailable, sdk.ErrDeadline, sdk.ErrPermission, errUnauthenticated, errMethodNotAllowed,
+}
+
+// clientMessage is err's text without a trailing sentinel ("...: invalid
+// argument") that repeats the code.
+func clientMessage(err error) string {
+	msg := err.Error()
+	for _, s := range sentinels {
+		if trimmed, ok := strings.CutSuffix(msg, ": "+s.Error()); ok && errors.Is(err, s) {
+			return trimmed
+		}
+	}
+	return msg
 }

@@ -8,6 +8,7 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
@@ -115,10 +116,34 @@ func New(opts Options) *Server {
 	mux.HandleFunc("GET /readyz", s.handleReady)
 	mux.Handle("GET /metrics", opts.Metrics.Handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		// The catch-all matches every method, so the mux's own 405 never
+		// fires: a known path with a wrong method is answered here.
+		if allow := allowedMethods(mux, r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			writeError(w, fmt.Errorf("%s is not allowed on %s (allowed: %s): %w", r.Method, r.URL.Path, strings.Join(allow, ", "), errMethodNotAllowed))
+			return
+		}
 		writeError(w, fmt.Errorf("no such endpoint: %s %s: %w", r.Method, r.URL.Path, sdk.ErrNotFound))
 	})
 	s.handler = mux
 	return s
+}
+
+// allowedMethods answers the methods some route other than the catch-all
+// serves on r's path.
+func allowedMethods(mux *http.ServeMux, r *http.Request) []string {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := mux.Handler(probe); pattern != "/" && pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	return allow
 }
 
 // Handler is the root handler.

@@ -191,3 +191,49 @@ func TestConcurrentSessionsStayInBudget(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestWrongMethodAnswers405(t *testing.T) {
+	srv, _ := newTestServer(t, Options{})
+	cases := []struct {
+		method, path string
+		status       int
+		allow        string
+	}{
+		{"GET", "/v1/records", 405, "POST"},
+		{"PUT", "/v1/records/r1", 405, "GET, DELETE"},
+		{"GET", "/v1/recall", 405, "POST"},
+		{"POST", "/healthz", 405, "GET"},
+		{"GET", "/v1/nope", 404, ""},
+	}
+	for _, c := range cases {
+		req, _ := http.NewRequest(c.method, srv.URL+c.path, nil)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e errorBody
+		json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if resp.StatusCode != c.status || resp.Header.Get("Allow") != c.allow {
+			t.Errorf("%s %s = %d Allow %q, want %d Allow %q", c.method, c.path, resp.StatusCode, resp.Header.Get("Allow"), c.status, c.allow)
+		}
+		if c.status == 405 && e.Error.Code != "method_not_allowed" {
+			t.Errorf("%s %s code = %q", c.method, c.path, e.Error.Code)
+		}
+	}
+}
+
+func TestErrorMessagesSayTheProblemOnce(t *testing.T) {
+	srv, _ := newTestServer(t, Options{})
+	for _, body := range []string{
+		`{"records":[{"scope":"realm","kind":"fact","title":"a","titel":"b"}]}`,
+		`{"records":[{"scope":"realm","kind":"nope","title":"x"}]}`,
+		`{"records":[{"scope":"realm","kind":"fact","title":7}]}`,
+	} {
+		_, e := call(t, srv, "POST", "/v1/records", "", []byte(body))
+		msg := e.Error.Message
+		if e.Error.Code != "invalid_argument" || strings.HasSuffix(msg, "invalid argument") || strings.Contains(msg, "json:") || strings.Contains(msg, "Go ") || strings.Contains(msg, "sdk.") {
+			t.Errorf("%s: message %q (code %q) repeats the code or names Go internals", body, msg, e.Error.Code)
+		}
+	}
+}
