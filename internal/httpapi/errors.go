@@ -63,13 +63,15 @@ func codeOf(err error) string {
 
 type errorBody struct {
 	Error struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
+		Code      string `json:"code"`
+		Message   string `json:"message"`
+		RequestID string `json:"request_id,omitempty"`
 	} `json:"error"`
 }
 
-func writeError(w http.ResponseWriter, err error) {
+func writeError(w http.ResponseWriter, err error, requestID string) {
 	var body errorBody
+	body.Error.RequestID = requestID
 	body.Error.Code = codeOf(err)
 	body.Error.Message = clientMessage(err)
 	writeJSON(w, statusOf(body.Error.Code), body)

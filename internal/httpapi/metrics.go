@@ -61,9 +61,9 @@ func NewMetrics(plugins Plugins, provider func(realm string) string) *Metrics {
 			Name: "memhost_http_requests_total", Help: "HTTP API requests by route and status code.",
 		}, []string{"route", "code"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "memhost_http_request_duration_seconds", Help: "HTTP API request latency by route.",
+			Name: "memhost_http_request_duration_seconds", Help: "HTTP API request latency by route and status code.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 14),
-		}, []string{"route"}),
+		}, []string{"route", "code"}),
 	}
 	m.Registry.MustRegister(m.requests, m.latency, m.injectedBytes, m.skips, m.recalls, m.defangHits, m.telemetryLost, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if plugins != nil {
@@ -78,8 +78,9 @@ func (m *Metrics) Handler() http.Handler {
 }
 
 func (m *Metrics) observeRequest(route string, status int, d time.Duration) {
-	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
-	m.latency.WithLabelValues(route).Observe(d.Seconds())
+	code := strconv.Itoa(status)
+	m.requests.WithLabelValues(route, code).Inc()
+	m.latency.WithLabelValues(route, code).Observe(d.Seconds())
 }
 
 // Injected implements coordinator.Metrics.

@@ -5,6 +5,8 @@ package httpapi
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"crypto/subtle"
 	"fmt"
 	"net/http"
@@ -120,13 +122,35 @@ func New(opts Options) *Server {
 		// fires: a known path with a wrong method is answered here.
 		if allow := allowedMethods(mux, r); len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
-			writeError(w, fmt.Errorf("%s is not allowed on %s (allowed: %s): %w", r.Method, r.URL.Path, strings.Join(allow, ", "), errMethodNotAllowed))
+			writeError(w, fmt.Errorf("%s is not allowed on %s (allowed: %s): %w", r.Method, r.URL.Path, strings.Join(allow, ", "), errMethodNotAllowed), "")
 			return
 		}
-		writeError(w, fmt.Errorf("no such endpoint: %s %s: %w", r.Method, r.URL.Path, sdk.ErrNotFound))
+		writeError(w, fmt.Errorf("no such endpoint: %s %s: %w", r.Method, r.URL.Path, sdk.ErrNotFound), "")
 	})
 	s.handler = mux
 	return s
+}
+
+// HeaderRequestID carries a request's id: the client's own when it sends a
+// safe one, else a fresh one. It is echoed in the answer, in an error body
+// and in every log line of the request.
+const HeaderRequestID = "X-Request-Id"
+
+// requestID answers the client's request id when it is a short safe token,
+// else a new random one.
+func requestID(r *http.Request) string {
+	if id := r.Header.Get(HeaderRequestID); id != "" && len(id) <= 64 && sdk.ValidateID(id) == nil {
+		return id
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// msSince is the elapsed time in milliseconds, the unit every duration in
+// the logs is given in.
+func msSince(t time.Time) float64 {
+	return float64(time.Since(t).Microseconds()) / 1000
 }
 
 // allowedMethods answers the methods some route other than the catch-all
@@ -162,6 +186,9 @@ func (s *Server) route(mux *http.ServeMux, pattern string, h apiHandler) {
 	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		reqID := requestID(r)
+		rec.Header().Set(HeaderRequestID, reqID)
+		logger := s.opts.Logger.With("request_id", reqID)
 		err := func() error {
 			c, err := s.authenticate(r.Header)
 			if err != nil {
@@ -169,12 +196,19 @@ func (s *Server) route(mux *http.ServeMux, pattern string, h apiHandler) {
 			}
 			ctx, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
 			defer cancel()
+			// Code below the API logs through hclog.FromContext, so every
+			// line of the request carries its id.
+			ctx = hclog.WithContext(ctx, logger)
 			return h(ctx, c, rec, r)
 		}()
 		if err != nil {
-			writeError(rec, err)
-			if rec.status >= 500 {
-				s.opts.Logger.Error("request failed", "route", pattern, "status", rec.status, "error", err)
+			writeError(rec, err, reqID)
+			// A client's mistake (4xx) or an unsupported capability (501)
+			// is the client's to fix: it is not an operator's error.
+			if rec.status >= 500 && rec.status != http.StatusNotImplemented {
+				logger.Error("request failed", "route", pattern, "status", rec.status, "duration_ms", msSince(start), "error", err)
+			} else {
+				logger.Debug("request refused", "route", pattern, "status", rec.status, "error", err)
 			}
 		}
 		s.opts.Metrics.observeRequest(pattern, rec.status, time.Since(start))
@@ -243,7 +277,7 @@ func (s *Server) mountMCP(mux *http.ServeMux, h http.Handler) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		if _, err := s.mcpIdentity(r.Header); err != nil {
-			writeError(rec, err)
+			writeError(rec, err, "")
 		} else {
 			r.Body = http.MaxBytesReader(rec, r.Body, s.opts.MaxBodyBytes)
 			h.ServeHTTP(rec, r)

@@ -237,3 +237,32 @@ func TestErrorMessagesSayTheProblemOnce(t *testing.T) {
 		}
 	}
 }
+
+func TestRequestIDs(t *testing.T) {
+	srv, _ := newTestServer(t, Options{})
+	post := func(id string) (*http.Response, errorBody) {
+		req, _ := http.NewRequest("POST", srv.URL+"/v1/records", strings.NewReader(`{"records":[]}`))
+		if id != "" {
+			req.Header.Set(HeaderRequestID, id)
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var e errorBody
+		json.NewDecoder(resp.Body).Decode(&e)
+		return resp, e
+	}
+	resp, e := post("")
+	if got := resp.Header.Get(HeaderRequestID); len(got) != 16 || e.Error.RequestID != got {
+		t.Fatalf("fresh id: header %q, body %q", got, e.Error.RequestID)
+	}
+	if resp, e := post("client-abc.1"); resp.Header.Get(HeaderRequestID) != "client-abc.1" || e.Error.RequestID != "client-abc.1" {
+		t.Fatalf("client id not kept: header %q body %q", resp.Header.Get(HeaderRequestID), e.Error.RequestID)
+	}
+	// An unsafe id (here one that would forge a log field) is replaced.
+	if resp, _ := post("x\" level=error"); resp.Header.Get(HeaderRequestID) == "x\" level=error" {
+		t.Fatal("an unsafe client request id was echoed")
+	}
+}
