@@ -18,10 +18,27 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memhost/memhost/internal/apispec"
 	"github.com/memhost/memhost/internal/testbin"
 )
 
 func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
+
+var (
+	specOnce sync.Once
+	spec     *apispec.Spec
+	specErr  error
+)
+
+// apiSpec is docs/openapi.yaml, loaded once.
+func apiSpec(t *testing.T) *apispec.Spec {
+	t.Helper()
+	specOnce.Do(func() { spec, specErr = apispec.Load(filepath.Join(testbin.ModuleRoot(t), "docs", "openapi.yaml")) })
+	if specErr != nil {
+		t.Fatal(specErr)
+	}
+	return spec
+}
 
 // instance is one real `memhost serve` process under test.
 type instance struct {
@@ -135,19 +152,23 @@ func (i *instance) stop() {
 // do sends a JSON request and decodes a JSON answer into out (if non-nil).
 func (i *instance) do(method, path string, body any, out any) int {
 	i.t.Helper()
-	var rd io.Reader
+	var sent []byte
 	switch b := body.(type) {
 	case nil:
 	case string:
-		rd = strings.NewReader(b)
+		sent = []byte(b)
 	case []byte:
-		rd = bytes.NewReader(b)
+		sent = b
 	default:
 		data, err := json.Marshal(b)
 		if err != nil {
 			i.t.Fatal(err)
 		}
-		rd = bytes.NewReader(data)
+		sent = data
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(sent)
 	}
 	req, err := http.NewRequest(method, i.base+path, rd)
 	if err != nil {
@@ -163,6 +184,10 @@ func (i *instance) do(method, path string, body any, out any) int {
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
+	// Every exchange of the e2e tests is held to docs/openapi.yaml.
+	if err := apiSpec(i.t).Check(req, sent, resp.StatusCode, resp.Header, data); err != nil {
+		i.t.Errorf("%v\nanswer: %s", err, data)
+	}
 	if out != nil && len(data) > 0 {
 		if err := json.Unmarshal(data, out); err != nil {
 			i.t.Fatalf("%s %s: decode %q: %v", method, path, data, err)

@@ -14,6 +14,11 @@ import (
 // Each authorises the identity's realm first, so a token never learns
 // anything about a realm it may not touch.
 
+// required refuses a request that leaves out a required field.
+func required(field string) error {
+	return &sdk.FieldError{Field: field, Problem: "is required", Err: sdk.ErrInvalid}
+}
+
 // authorised resolves the identity's realm (the default when empty),
 // checks the caller may touch it, and validates the identity.
 func (s *Server) authorised(c caller, in identityInput) (sdk.Identity, error) {
@@ -29,9 +34,9 @@ func (s *Server) authorised(c caller, in identityInput) (sdk.Identity, error) {
 }
 
 type turnRequest struct {
-	Identity identityInput       `json:"identity"`
-	Session  string              `json:"session"`
-	Content  coordinator.Content `json:"content"`
+	Identity identityInput        `json:"identity"`
+	Session  string               `json:"session"`
+	Content  *coordinator.Content `json:"content"`
 }
 
 func (s *Server) handleInjectTurn(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
@@ -43,7 +48,10 @@ func (s *Server) handleInjectTurn(ctx context.Context, c caller, w http.Response
 	if err != nil {
 		return err
 	}
-	out, err := s.opts.Coordinator.InjectForTurn(ctx, id, req.Session, req.Content)
+	if req.Content == nil {
+		return required("content")
+	}
+	out, err := s.opts.Coordinator.InjectForTurn(ctx, id, req.Session, *req.Content)
 	if err != nil {
 		return err
 	}
@@ -75,8 +83,8 @@ func (s *Server) handleInjectBuild(ctx context.Context, c caller, w http.Respons
 }
 
 type defangRequest struct {
-	Identity identityInput       `json:"identity"`
-	Content  coordinator.Content `json:"content"`
+	Identity identityInput        `json:"identity"`
+	Content  *coordinator.Content `json:"content"`
 }
 
 func (s *Server) handleDefang(_ context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
@@ -88,7 +96,10 @@ func (s *Server) handleDefang(_ context.Context, c caller, w http.ResponseWriter
 	if err != nil {
 		return err
 	}
-	out, err := s.opts.Coordinator.DefangInbound(id, req.Content)
+	if req.Content == nil {
+		return required("content")
+	}
+	out, err := s.opts.Coordinator.DefangInbound(id, *req.Content)
 	if err != nil {
 		return err
 	}
@@ -191,7 +202,7 @@ func block(b string) *string {
 type sessionStartRequest struct {
 	Identity identityInput `json:"identity"`
 	Session  string        `json:"session"`
-	Task     string        `json:"task"`
+	Task     *string       `json:"task"`
 	guideFilters
 }
 
@@ -208,7 +219,10 @@ func (s *Server) handleGuideStart(ctx context.Context, c caller, w http.Response
 	if err != nil {
 		return err
 	}
-	b, err := s.opts.Guide.SessionStart(ctx, id, req.Session, req.Task, f)
+	if req.Task == nil {
+		return required("task")
+	}
+	b, err := s.opts.Guide.SessionStart(ctx, id, req.Session, *req.Task, f)
 	if err != nil {
 		return err
 	}

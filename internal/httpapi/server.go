@@ -10,6 +10,7 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -74,6 +75,9 @@ const (
 type Server struct {
 	opts    Options
 	handler http.Handler
+	// routes are the served operations, "METHOD /path", for the check
+	// against the OpenAPI document.
+	routes []string
 }
 
 // New builds the server and its routes.
@@ -112,11 +116,11 @@ func New(opts Options) *Server {
 	if opts.MCP != nil {
 		s.mountMCP(mux, opts.MCP(s.mcpIdentity))
 	}
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+	s.handle(mux, "GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	mux.HandleFunc("GET /readyz", s.handleReady)
-	mux.Handle("GET /metrics", opts.Metrics.Handler())
+	}))
+	s.handle(mux, "GET /readyz", http.HandlerFunc(s.handleReady))
+	s.handle(mux, "GET /metrics", opts.Metrics.Handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// The catch-all matches every method, so the mux's own 405 never
 		// fires: a known path with a wrong method is answered here.
@@ -173,6 +177,15 @@ func allowedMethods(mux *http.ServeMux, r *http.Request) []string {
 // Handler is the root handler.
 func (s *Server) Handler() http.Handler { return s.handler }
 
+// Routes lists the served operations as "METHOD /path", sorted.
+func (s *Server) Routes() []string { return slices.Sorted(slices.Values(s.routes)) }
+
+// handle registers an operation that needs no API prologue.
+func (s *Server) handle(mux *http.ServeMux, pattern string, h http.Handler) {
+	s.routes = append(s.routes, pattern)
+	mux.Handle(pattern, h)
+}
+
 // caller is the authenticated principal of a request.
 type caller struct {
 	token *Token // nil when the server runs without tokens
@@ -183,6 +196,7 @@ type apiHandler func(ctx context.Context, c caller, w http.ResponseWriter, r *ht
 // route wraps a /v1 handler with authentication, a deadline, metrics and
 // the error envelope.
 func (s *Server) route(mux *http.ServeMux, pattern string, h apiHandler) {
+	s.routes = append(s.routes, pattern)
 	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
@@ -273,6 +287,7 @@ func (s *Server) provider(c caller, realmName string) (string, sdk.Provider, err
 // limit and metrics as /v1.
 func (s *Server) mountMCP(mux *http.ServeMux, h http.Handler) {
 	const pattern = "/mcp"
+	s.routes = append(s.routes, "POST "+pattern)
 	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}

@@ -266,3 +266,22 @@ func TestRequestIDs(t *testing.T) {
 		t.Fatal("an unsafe client request id was echoed")
 	}
 }
+
+func TestRequiredFieldsAreEnforced(t *testing.T) {
+	srv, _ := newTestServer(t, Options{})
+	cases := []struct{ path, body, msg string }{
+		{"/v1/defang", `{"identity":{"id":"a"}}`, "content: is required"},
+		{"/v1/turns/inject", `{"identity":{"id":"a"},"session":"s"}`, "content: is required"},
+		{"/v1/guide/session-start", `{"identity":{"id":"a"},"session":"s"}`, "task: is required"},
+	}
+	for _, c := range cases {
+		status, e := call(t, srv, "POST", c.path, "", []byte(c.body))
+		if status != 400 || e.Error.Message != c.msg {
+			t.Errorf("%s %s = %d %q, want 400 %q", c.path, c.body, status, e.Error.Message, c.msg)
+		}
+	}
+	// Present but empty is not absent.
+	if status, e := call(t, srv, "POST", "/v1/defang", "", []byte(`{"identity":{"id":"a"},"content":""}`)); status != 200 {
+		t.Errorf("empty content = %d %+v", status, e)
+	}
+}

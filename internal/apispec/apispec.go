@@ -1,0 +1,92 @@
+// Package apispec holds the HTTP API to its OpenAPI document
+// (docs/openapi.yaml): tests check that every route served is documented,
+// that every documented path is served, and that the requests and answers
+// they exchange with a real server match the document's schemas.
+package apispec
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+)
+
+// Spec is a loaded and validated OpenAPI document.
+type Spec struct {
+	doc    *openapi3.T
+	router routers.Router
+}
+
+// Load reads and validates the document at path.
+func Load(path string) (*Spec, error) {
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		return nil, fmt.Errorf("%s is not a valid OpenAPI document: %w", path, err)
+	}
+	// Requests are matched by path alone: the document's server URL names
+	// the default listen address, tests listen elsewhere.
+	doc.Servers = nil
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		return nil, fmt.Errorf("route %s: %w", path, err)
+	}
+	return &Spec{doc: doc, router: router}, nil
+}
+
+// Operations lists the documented operations as "METHOD /path", sorted.
+func (s *Spec) Operations() []string {
+	var out []string
+	for path, item := range s.doc.Paths.Map() {
+		for method := range item.Operations() {
+			out = append(out, strings.ToUpper(method)+" "+path)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Check validates one exchange against the document: the request (its
+// body given separately, as it was sent) and the answer.
+func (s *Spec) Check(req *http.Request, reqBody []byte, status int, header http.Header, respBody []byte) error {
+	r := req.Clone(context.Background())
+	r.Body = io.NopCloser(bytes.NewReader(reqBody))
+	route, params, err := s.router.FindRoute(r)
+	if err != nil && status == http.StatusNotFound {
+		return nil // the server agrees: no such route
+	}
+	if err != nil {
+		return fmt.Errorf("%s %s is not in the API document: %w", req.Method, req.URL.Path, err)
+	}
+	in := &openapi3filter.RequestValidationInput{
+		Request: r, PathParams: params, Route: route,
+		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, MultiError: true},
+	}
+	// Tests send bad requests on purpose; only a well-formed exchange (2xx)
+	// must match the request schema, every answer must match its own.
+	if status < 300 {
+		if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {
+			return fmt.Errorf("%s %s: request does not match the API document: %w", req.Method, req.URL.Path, err)
+		}
+	}
+	out := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: in, Status: status, Header: header,
+		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	}
+	out.SetBodyBytes(respBody)
+	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
+		return fmt.Errorf("%s %s -> %d: answer does not match the API document: %w", req.Method, req.URL.Path, status, err)
+	}
+	return nil
+}
