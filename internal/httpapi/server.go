@@ -6,8 +6,8 @@ package httpapi
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"crypto/subtle"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"slices"
