@@ -18,8 +18,10 @@ all: build
 build: $(BIN)/memhost $(PLUGINS:%=$(PLUGIN_DIR)/memhost-plugin-%)
 	@$(BIN)/memhost plugins manifest $(PLUGINS:%=$(PLUGIN_DIR)/memhost-plugin-%)
 
+COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+
 $(BIN)/memhost: FORCE
-	go build -o $@ ./cmd/memhost
+	go build -ldflags "-X main.commit=$(COMMIT)" -o $@ ./cmd/memhost
 
 $(PLUGIN_DIR)/memhost-plugin-%: FORCE
 	go build -o $@ ./plugins/$*/cmd/memhost-plugin-$*

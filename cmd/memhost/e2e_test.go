@@ -89,8 +89,19 @@ func tryStartMemhost(t *testing.T, body string, env ...string) (*instance, error
 
 func startWithConfig(t *testing.T, cfgPath, dataDir string, env ...string) (*instance, error) {
 	t.Helper()
+	return startServe(t, dataDir, []string{"--config", cfgPath}, env)
+}
+
+// startWithArgs starts `memhost serve --config cfgPath args...`.
+func startWithArgs(t *testing.T, cfgPath, dataDir string, args ...string) (*instance, error) {
+	t.Helper()
+	return startServe(t, dataDir, append([]string{"--config", cfgPath}, args...), nil)
+}
+
+func startServe(t *testing.T, dataDir string, args, env []string) (*instance, error) {
+	t.Helper()
 	inst := &instance{t: t, dataDir: dataDir}
-	inst.cmd = exec.Command(testbin.Build(t, "./cmd/memhost"), "serve", "--config", cfgPath)
+	inst.cmd = exec.Command(testbin.Build(t, "./cmd/memhost"), append([]string{"serve"}, args...)...)
 	inst.cmd.Env = append(os.Environ(), env...)
 	pipe, err := inst.cmd.StderrPipe()
 	if err != nil {

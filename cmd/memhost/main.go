@@ -10,8 +10,11 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// version is the host's version, set at build time with -ldflags.
-var version = "0.1.0-dev"
+// version and commit identify the build; make sets them with -ldflags.
+var (
+	version = "0.1.0-dev"
+	commit  = "unknown"
+)
 
 func main() {
 	if err := rootCommand().Execute(); err != nil {
@@ -28,6 +31,19 @@ func rootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(serveCommand(), mcpCommand(), pluginsCommand())
+	root.SetVersionTemplate("memhost {{.Version}}\n")
+	root.Version = version + " (commit " + commit + ")"
+	root.AddCommand(serveCommand(), mcpCommand(), pluginsCommand(), versionCommand())
 	return root
+}
+
+func versionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version and the commit memhost was built from",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Fprintf(cmd.OutOrStdout(), "memhost %s (commit %s)\n", version, commit)
+		},
+	}
 }

@@ -9,6 +9,9 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -26,28 +29,75 @@ import (
 
 func serveCommand() *cobra.Command {
 	var cf configFlag
-	var listen string
+	var o serveOverrides
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Start the plugins and serve the HTTP API",
-		Args:  cobra.NoArgs,
+		Long: `Start every configured plugin and serve the HTTP API (and MCP at /mcp).
+Without --config memhost runs on its built-in defaults: 127.0.0.1:7077, the
+SQLite provider for realm "default", plugins in ./plugins beside the binary,
+data in ./memhost-data. Flags win over the config file.
+
+The listen address is bound before any plugin starts, so a busy port fails
+at once. SIGINT or SIGTERM drain requests in flight, then stop the plugins.`,
+		Example: `  memhost serve
+  memhost serve --config memhost.hcl
+  memhost serve --listen 127.0.0.1:8080 --data-dir /var/lib/memhost --log-level debug`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := cf.load()
 			if err != nil {
 				return err
 			}
-			if listen != "" {
-				cfg.Listen = listen
-				if err := cfg.Validate(); err != nil {
-					return err
-				}
+			if err := o.apply(cfg); err != nil {
+				return err
 			}
 			return serve(cmd.Context(), cfg)
 		},
 	}
 	cf.register(cmd)
-	cmd.Flags().StringVar(&listen, "listen", "", "listen address host:port (wins over the config file)")
+	o.register(cmd)
 	return cmd
+}
+
+// serveOverrides are the flags that win over the config file.
+type serveOverrides struct {
+	listen, logLevel, dataDir, pluginDir string
+}
+
+func (o *serveOverrides) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.listen, "listen", "", "listen address host:port")
+	cmd.Flags().StringVar(&o.logLevel, "log-level", "", "log level: trace, debug, info, warn or error")
+	cmd.Flags().StringVar(&o.dataDir, "data-dir", "", "directory for plugin data and the host's state")
+	cmd.Flags().StringVar(&o.pluginDir, "plugin-dir", "", "directory holding plugin executables and their manifests")
+}
+
+// apply sets the given flags on cfg and validates the result.
+func (o *serveOverrides) apply(cfg *config.Config) error {
+	if o.listen == "" && o.logLevel == "" && o.dataDir == "" && o.pluginDir == "" {
+		return nil
+	}
+	if o.listen != "" {
+		cfg.Listen = o.listen
+	}
+	if o.logLevel != "" {
+		cfg.LogLevel = o.logLevel
+	}
+	if o.dataDir != "" {
+		abs, err := filepath.Abs(o.dataDir)
+		if err != nil {
+			return fmt.Errorf("--data-dir: %w", err)
+		}
+		cfg.DataDir = abs
+	}
+	if o.pluginDir != "" {
+		abs, err := filepath.Abs(o.pluginDir)
+		if err != nil {
+			return fmt.Errorf("--plugin-dir: %w", err)
+		}
+		cfg.PluginDir = abs
+	}
+	return cfg.Validate()
 }
 
 // host is one running memhost: its plugins, its coordinator and its HTTP
@@ -218,10 +268,28 @@ func (h *host) close() {
 	plugin.CleanupClients()
 }
 
+// realmMap renders realm → provider instance for the start-up log line.
+func realmMap(cfg *config.Config) string {
+	var parts []string
+	for _, r := range cfg.Realms {
+		parts = append(parts, r.Name+"→"+r.Provider)
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, " ")
+}
+
 func serve(ctx context.Context, cfg *config.Config) error {
 	logger := newLogger(cfg)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+
+	// Bound first: a busy port must fail before minutes of plugin start.
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	defer ln.Close()
+	logger.Info("memhost starting", "version", version, "commit", commit, "realms", realmMap(cfg))
 
 	h, err := startHost(ctx, cfg, logger)
 	if err != nil {
@@ -229,10 +297,6 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	}
 	defer h.close()
 
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
-	}
 	srv := &http.Server{
 		Handler:           h.server.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/memhost/memhost/internal/testbin"
+)
+
+// TestServeBusyPortFailsAtOnce: the listen address is bound before any
+// plugin starts, so a busy port is reported without starting one.
+func TestServeBusyPortFailsAtOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	cfgPath, _ := writeConfig(t, markdownConfig)
+	out, err := exec.Command(testbin.Build(t, "./cmd/memhost"), "serve", "--config", cfgPath, "--listen", ln.Addr().String()).CombinedOutput()
+	if err == nil {
+		t.Fatalf("serve started on a busy port:\n%s", out)
+	}
+	if !strings.Contains(string(out), "listen on "+ln.Addr().String()) {
+		t.Fatalf("no listen error:\n%s", out)
+	}
+	if strings.Contains(string(out), "plugins started") || strings.Contains(string(out), "plugin started") {
+		t.Fatalf("plugins were started before the port was bound:\n%s", out)
+	}
+}
+
+// TestServeFlagsWinOverConfig: --data-dir and --log-level replace the
+// file's values; the start line names the version and the realm map.
+func TestServeFlagsWinOverConfig(t *testing.T) {
+	cfgPath, fileDataDir := writeConfig(t, markdownConfig)
+	flagDataDir := filepath.Join(t.TempDir(), "flagdata")
+	inst, err := startWithArgs(t, cfgPath, flagDataDir, "--data-dir", flagDataDir, "--log-level", "debug")
+	if err != nil {
+		t.Fatal(err)
+	}
+	remember(t, inst, map[string]any{"scope": "identity:alice", "kind": "fact", "title": "flag data dir", "body": "lands in the flag's directory"})
+	if _, err := os.Stat(fileDataDir); err == nil {
+		t.Fatalf("the config file's data_dir %s was used despite --data-dir", fileDataDir)
+	}
+	if _, err := os.Stat(filepath.Join(flagDataDir, "md")); err != nil {
+		t.Fatalf("--data-dir was not used: %v", err)
+	}
+	logs := inst.logs()
+	if !strings.Contains(logs, "[DEBUG]") {
+		t.Fatalf("--log-level debug logged no debug line:\n%s", logs)
+	}
+	if !strings.Contains(logs, "version=") || !strings.Contains(logs, `realms="default→notes"`) {
+		t.Fatalf("the start line lacks the version or the realm map:\n%s", logs)
+	}
+}
+
+// TestGracefulShutdownDrainsInFlight: a request in flight when SIGTERM
+// arrives is answered before memhost exits.
+func TestGracefulShutdownDrainsInFlight(t *testing.T) {
+	m := startMemhost(t, markdownConfig)
+	pid := pluginPids(t, m)[0]
+	// Hold the request inside the plugin, so it is surely in flight.
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(pid, syscall.SIGCONT)
+	done := make(chan int, 1)
+	go func() {
+		resp, err := http.Post(m.base+"/v1/recall", "application/json", strings.NewReader(`{"identity":{"id":"alice"},"query":"anything"}`))
+		if err != nil {
+			done <- -1
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if err := m.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != http.StatusOK {
+			t.Fatalf("in-flight request answered %d during shutdown\n%s", code, m.logs())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("in-flight request never answered")
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- m.cmd.Wait() }()
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("memhost did not exit after draining")
+	}
+	// New connections are refused once it has gone.
+	if _, err := http.Get(m.base + "/healthz"); err == nil {
+		t.Fatal("memhost still answers after shutdown")
+	}
+}
