@@ -1,0 +1,298 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// TokenEnv names the environment variable the one-shot commands read the
+// bearer token from (never a flag: flags show in process listings).
+const TokenEnv = "MEMHOST_TOKEN"
+
+// clientFlags are shared by every one-shot command: where the API is, or
+// --local to start the configured plugins in this process instead.
+type clientFlags struct {
+	cf    configFlag
+	addr  string
+	local bool
+}
+
+func (f *clientFlags) register(cmd *cobra.Command) {
+	f.cf.register(cmd)
+	cmd.Flags().StringVar(&f.addr, "addr", "", "address of a running memhost (default: the configured listen address)")
+	cmd.Flags().BoolVar(&f.local, "local", false, "start the configured plugins in this process instead of calling a server")
+}
+
+// apiClient calls the HTTP API, over the network or in process.
+type apiClient struct {
+	base   string
+	token  string
+	http   *http.Client
+	closer func()
+}
+
+// client connects as the flags say. The caller must call close.
+func (f *clientFlags) client(ctx context.Context) (*apiClient, error) {
+	cfg, err := f.cf.load()
+	if err != nil {
+		return nil, err
+	}
+	c := &apiClient{token: os.Getenv(TokenEnv), closer: func() {}}
+	if !f.local {
+		addr := f.addr
+		if addr == "" {
+			addr = cfg.Listen
+		}
+		if !strings.Contains(addr, "://") {
+			addr = "http://" + addr
+		}
+		c.base = strings.TrimSuffix(addr, "/")
+		c.http = &http.Client{}
+		return c, nil
+	}
+	// In process: the same API, served by the handler without a socket,
+	// so --local and a server answer exactly alike. Only warnings are
+	// logged: the command's output is its answer.
+	cfg.LogLevel = "warn"
+	h, err := startHost(ctx, cfg, newLogger(cfg).Named("local"))
+	if err != nil {
+		return nil, err
+	}
+	c.base = "http://local"
+	c.http = &http.Client{Transport: handlerTransport{h.server.Handler()}}
+	c.closer = h.close
+	return c, nil
+}
+
+func (c *apiClient) close() { c.closer() }
+
+// handlerTransport answers requests with an in-process handler.
+type handlerTransport struct{ h http.Handler }
+
+func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	t.h.ServeHTTP(rec, r)
+	return rec.Result(), nil
+}
+
+// callError is an error answer of the API, shown as "code: message".
+type callError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *callError) Error() string { return e.Code + ": " + e.Message }
+
+// call sends body (JSON-encoded unless it is already bytes) and decodes the
+// answer into out when out is non-nil.
+func (c *apiClient) call(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("memhost at %s: %w", c.base, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("memhost at %s: %w", c.base, err)
+	}
+	if resp.StatusCode >= 300 {
+		var e struct {
+			Error struct{ Code, Message string }
+		}
+		if json.Unmarshal(data, &e) == nil && e.Error.Code != "" {
+			return &callError{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
+		}
+		return &callError{Status: resp.StatusCode, Code: http.StatusText(resp.StatusCode), Message: strings.TrimSpace(string(data))}
+	}
+	if out != nil && len(data) > 0 {
+		return json.Unmarshal(data, out)
+	}
+	return nil
+}
+
+// printJSON writes v indented to w.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// commandContext bounds a one-shot command.
+func commandContext(cmd *cobra.Command, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(cmd.Context(), d)
+}
+
+func rememberCommand() *cobra.Command {
+	var f clientFlags
+	var realm, scope, kind, title, body, description string
+	var tags []string
+	cmd := &cobra.Command{
+		Use:   "remember",
+		Short: "Store one record",
+		Long: `Store one record through the API and print its id. The body is --body,
+or standard input when --body is "-".`,
+		Example: `  memhost remember --scope identity:alice --kind preference --title "Coffee order" --body "No sugar."
+  echo "Deploys go out on Tuesdays." | memhost remember --scope realm --kind fact --title Deploys --body -`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if body == "-" {
+				data, err := io.ReadAll(cmd.InOrStdin())
+				if err != nil {
+					return err
+				}
+				body = string(data)
+			}
+			ctx, cancel := commandContext(cmd, time.Minute)
+			defer cancel()
+			c, err := f.client(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.close()
+			rec := map[string]any{"scope": scope, "kind": kind, "title": title, "body": body, "description": description, "tags": tags}
+			var out struct {
+				IDs []string `json:"ids"`
+			}
+			if err := c.call(ctx, "POST", "/v1/records", map[string]any{"realm": realm, "records": []any{rec}}, &out); err != nil {
+				return err
+			}
+			if len(out.IDs) != 1 {
+				return errors.New("the server answered no id")
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), out.IDs[0])
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&realm, "realm", "", "realm (default: the server's default realm)")
+	cmd.Flags().StringVar(&scope, "scope", "", "identity:<id>, mob:<name>, operator:<name> or realm (required)")
+	cmd.Flags().StringVar(&kind, "kind", "fact", "preference, fact, gotcha, procedure, relationship, open_loop or reference")
+	cmd.Flags().StringVar(&title, "title", "", "title")
+	cmd.Flags().StringVar(&description, "description", "", "one-line description")
+	cmd.Flags().StringVar(&body, "body", "", `body text, or "-" for standard input`)
+	cmd.Flags().StringSliceVar(&tags, "tag", nil, "a tag (repeat for more)")
+	_ = cmd.MarkFlagRequired("scope")
+	return cmd
+}
+
+func recallCommand() *cobra.Command {
+	var f clientFlags
+	var realm, identity string
+	var limit int
+	var tags []string
+	cmd := &cobra.Command{
+		Use:     "recall QUERY",
+		Short:   "Recall the records most relevant to a query for an identity",
+		Example: `  memhost recall --identity alice "how does alice take her coffee"`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := commandContext(cmd, time.Minute)
+			defer cancel()
+			c, err := f.client(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.close()
+			var out json.RawMessage
+			req := map[string]any{"identity": map[string]string{"realm": realm, "id": identity}, "query": args[0], "limit": limit, "tags": tags}
+			if err := c.call(ctx, "POST", "/v1/recall", req, &out); err != nil {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), out)
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&realm, "realm", "", "realm (default: the server's default realm)")
+	cmd.Flags().StringVar(&identity, "identity", "", "the identity recalling (required)")
+	cmd.Flags().IntVar(&limit, "limit", 10, "most hits to answer")
+	cmd.Flags().StringSliceVar(&tags, "tag", nil, "a tag every hit must carry (repeat for more)")
+	_ = cmd.MarkFlagRequired("identity")
+	return cmd
+}
+
+func injectCommand() *cobra.Command {
+	var f clientFlags
+	var realm, identity, session string
+	var raw bool
+	cmd := &cobra.Command{
+		Use:   "inject CONTENT",
+		Short: "Show what memory a turn's content would inject into an agent's context",
+		Long: `Ask for the per-turn injection of CONTENT in a session, exactly as an agent
+runtime would, and print the injected context (or --json for the whole answer).
+The session's budget and dedup state are updated as for a real turn.`,
+		Example: `  memhost inject --identity alice --session s1 "espresso, please"`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := commandContext(cmd, time.Minute)
+			defer cancel()
+			c, err := f.client(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.close()
+			var out struct {
+				InjectedContext []string `json:"injected_context"`
+				SkipReason      *string  `json:"skip_reason"`
+			}
+			var rawOut json.RawMessage
+			req := map[string]any{"identity": map[string]string{"realm": realm, "id": identity}, "session": session, "content": args[0]}
+			if err := c.call(ctx, "POST", "/v1/turns/inject", req, &rawOut); err != nil {
+				return err
+			}
+			if raw {
+				return printJSON(cmd.OutOrStdout(), rawOut)
+			}
+			if err := json.Unmarshal(rawOut, &out); err != nil {
+				return err
+			}
+			if out.SkipReason != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "nothing injected: %s\n", *out.SkipReason)
+			}
+			for _, block := range out.InjectedContext {
+				fmt.Fprintln(cmd.OutOrStdout(), block)
+			}
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&realm, "realm", "", "realm (default: the server's default realm)")
+	cmd.Flags().StringVar(&identity, "identity", "", "the agent's identity (required)")
+	cmd.Flags().StringVar(&session, "session", "", "the agent session (required)")
+	cmd.Flags().BoolVar(&raw, "json", false, "print the whole answer as JSON")
+	_ = cmd.MarkFlagRequired("identity")
+	_ = cmd.MarkFlagRequired("session")
+	return cmd
+}
