@@ -1,0 +1,422 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/memhost/memhost/internal/bench"
+	"github.com/memhost/memhost/internal/config"
+	"github.com/memhost/memhost/sdk"
+	"github.com/spf13/cobra"
+)
+
+// benchProviders are the first-party providers and the config each runs
+// with in the benchmark (paths under a fresh data directory).
+var benchProviders = map[string]string{
+	"sqlite":   `{ path = "memory.db" }`,
+	"bleve":    `{ dir = "bleve" }`,
+	"markdown": `{ root = "md" }`,
+}
+
+type benchOptions struct {
+	providers  []string
+	sizes      []int
+	queries    int
+	clients    []int
+	seed       uint64
+	locomo     string
+	samples    []int
+	pluginDir  string
+	out        string
+	categories bool
+}
+
+func benchCommand() *cobra.Command {
+	var o benchOptions
+	var quick bool
+	var sizes, clients, samples string
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure latency, throughput and LoCoMo retrieval per provider through a real memhost",
+		Long: `Start memhost (in this process, real plugin processes, a fresh data
+directory per provider) and measure, per provider:
+
+  - writes per second through POST /v1/records (batches of 500);
+  - recall and inject-for-turn p50/p99 through HTTP and recall through the
+    plugin alone, with 1 and 8 concurrent clients, on synthetic records
+    spread over 100 identities' scopes and the realm;
+  - host start time and each plugin process's resident memory;
+  - LoCoMo retrieval: every turn remembered as one record, each question of
+    categories 1-4 recalled (turn and session recall at k = 5, 10, 20) and
+    injected into a fresh session (the share of evidence delivered under the
+    default budget), dev (samples 0-4) and held-out (5-9) apart.
+
+Results are printed as Markdown. Runs are reproducible with --seed.`,
+		Example: `  memhost bench --quick
+  memhost bench --providers sqlite --sizes 100000 --out docs/bench-run.md`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if quick {
+				o.queries, sizes, clients, samples = 60, "1000", "1,8", "0,5"
+			}
+			if o.sizes, err = intList(sizes, 1); err != nil {
+				return fmt.Errorf("--sizes: %w", err)
+			}
+			if o.clients, err = intList(clients, 1); err != nil {
+				return fmt.Errorf("--clients: %w", err)
+			}
+			if samples != "" {
+				if o.samples, err = intList(samples, 0); err != nil {
+					return fmt.Errorf("--locomo-samples: %w", err)
+				}
+			}
+			for _, p := range o.providers {
+				if _, ok := benchProviders[p]; !ok {
+					return fmt.Errorf("--providers: %q is not a first-party provider", p)
+				}
+			}
+			w := cmd.OutOrStdout()
+			if o.out != "" {
+				f, err := os.Create(o.out)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				w = f
+			}
+			return runBench(cmd.Context(), o, w, cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&o.providers, "providers", []string{"sqlite", "bleve", "markdown"}, "providers to measure")
+	f.StringVar(&sizes, "sizes", "10000,100000", "synthetic store sizes (records)")
+	f.IntVar(&o.queries, "queries", 500, "queries per measurement")
+	f.StringVar(&clients, "clients", "1,8", "concurrent client counts")
+	f.Uint64Var(&o.seed, "seed", 1, "seed of the synthetic corpus")
+	f.StringVar(&o.locomo, "locomo", filepath.Join("..", "shared", "data", "locomo", "locomo10.json"), `LoCoMo file ("" to skip)`)
+	f.StringVar(&samples, "locomo-samples", "", "LoCoMo sample indexes to run (default all)")
+	f.StringVar(&o.pluginDir, "plugin-dir", "", "plugin directory (default: ./plugins beside the binary)")
+	f.StringVar(&o.out, "out", "", "write the Markdown report to this file instead of standard output")
+	f.BoolVar(&o.categories, "categories", true, "LoCoMo rows per question category too")
+	f.BoolVar(&quick, "quick", false, "a run under two minutes: 1,000 records, 60 queries, LoCoMo samples 0 and 5")
+	return cmd
+}
+
+// intList parses a comma-separated list of integers of at least least.
+func intList(s string, least int) ([]int, error) {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil || n < least {
+			return nil, fmt.Errorf("%q is not an integer of at least %d", part, least)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// benchHost is one memhost under measurement: the host in this process and
+// its API on a loopback port.
+type benchHost struct {
+	h       *host
+	base    string
+	client  *http.Client
+	srv     *http.Server
+	started time.Duration
+}
+
+func startBenchHost(ctx context.Context, o benchOptions, provider string) (*benchHost, error) {
+	dir, err := os.MkdirTemp("", "memhost-bench-")
+	if err != nil {
+		return nil, err
+	}
+	hcl := fmt.Sprintf("data_dir = %q\nlog_level = \"error\"\n%s\nprovider \"main\" {\n  plugin = %q\n  config = %s\n}\nrealm \"default\" { provider = \"main\" }\n",
+		filepath.Join(dir, "data"), pluginDirLine(o.pluginDir), provider, benchProviders[provider])
+	path := filepath.Join(dir, "memhost.hcl")
+	if err := os.WriteFile(path, []byte(hcl), 0o600); err != nil {
+		return nil, err
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	h, err := startHost(ctx, cfg, newLogger(cfg))
+	if err != nil {
+		return nil, err
+	}
+	started := time.Since(t0)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		h.close()
+		return nil, err
+	}
+	srv := &http.Server{Handler: h.server.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	return &benchHost{
+		h: h, base: "http://" + ln.Addr().String(), srv: srv, started: started,
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
+	}, nil
+}
+
+func pluginDirLine(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	abs, _ := filepath.Abs(dir)
+	return fmt.Sprintf("plugin_dir = %q", abs)
+}
+
+func (b *benchHost) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = b.srv.Shutdown(ctx)
+	b.h.close()
+}
+
+func (b *benchHost) post(ctx context.Context, path string, body, out any) error {
+	data, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, "POST", b.base+path, bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("POST %s: %d %s", path, resp.StatusCode, answer)
+	}
+	return json.Unmarshal(answer, out)
+}
+
+// Remember implements bench.Target.
+func (b *benchHost) Remember(ctx context.Context, realm string, recs []bench.Record) ([]string, error) {
+	var out struct {
+		IDs []string `json:"ids"`
+	}
+	err := b.post(ctx, "/v1/records", map[string]any{"realm": realm, "records": recs}, &out)
+	return out.IDs, err
+}
+
+// Recall implements bench.Target.
+func (b *benchHost) Recall(ctx context.Context, realm, identity, query string, limit int) ([]string, error) {
+	var out struct {
+		Hits []struct {
+			Record struct {
+				ID string `json:"id"`
+			} `json:"record"`
+		} `json:"hits"`
+	}
+	err := b.post(ctx, "/v1/recall", map[string]any{"identity": map[string]string{"realm": realm, "id": identity}, "query": query, "limit": limit}, &out)
+	ids := make([]string, len(out.Hits))
+	for i, h := range out.Hits {
+		ids[i] = h.Record.ID
+	}
+	return ids, err
+}
+
+// Inject implements bench.Target.
+func (b *benchHost) Inject(ctx context.Context, realm, identity, session, content string) ([]string, int, error) {
+	var out struct {
+		RecordIDs []string `json:"record_ids"`
+		Bytes     int      `json:"bytes"`
+	}
+	err := b.post(ctx, "/v1/turns/inject", map[string]any{"identity": map[string]string{"realm": realm, "id": identity}, "session": session, "content": content}, &out)
+	return out.RecordIDs, out.Bytes, err
+}
+
+// pluginRecall recalls through the provider plugin alone (gRPC, no HTTP),
+// over the scopes an identity reads.
+func (b *benchHost) pluginRecall(ctx context.Context, realm, identity, query string, limit int) error {
+	p, err := b.h.provider(realm)
+	if err != nil {
+		return err
+	}
+	_, err = p.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: query, Limit: limit,
+		Scopes: []sdk.Scope{sdk.IdentityScope(identity), sdk.RealmScope}})
+	return err
+}
+
+// pluginRSS answers the resident memory of each plugin process in bytes.
+func (b *benchHost) pluginRSS() map[string]int64 {
+	out := map[string]int64{}
+	for _, st := range b.h.supervisor.Status() {
+		if st.Pid > 0 {
+			out[st.Instance] = rssOf(st.Pid)
+		}
+	}
+	return out
+}
+
+// rssOf reads a process's resident set size from /proc (0 where /proc
+// is not there).
+func rssOf(pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// progressLine reports progress on w at most every tenth.
+func progressLine(w io.Writer, what string) func(done, total int) {
+	last := -1
+	return func(done, total int) {
+		if tenth := done * 10 / max(total, 1); tenth != last {
+			last = tenth
+			fmt.Fprintf(w, "bench: %s %d/%d\n", what, done, total)
+		}
+	}
+}
+
+type hostFacts struct {
+	provider string
+	records  int
+	start    time.Duration
+	writes   float64
+	rss      int64
+}
+
+func runBench(ctx context.Context, o benchOptions, w, progress io.Writer) error {
+	var samples []bench.Sample
+	if o.locomo != "" {
+		all, err := bench.LoadLoCoMo(o.locomo)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			fmt.Fprintf(progress, "bench: no LoCoMo file at %s; skipping retrieval\n", o.locomo)
+		case err != nil:
+			return err
+		default:
+			for _, s := range all {
+				if len(o.samples) == 0 || containsInt(o.samples, s.Index) {
+					samples = append(samples, s)
+				}
+			}
+		}
+	}
+	var latencies []bench.Latency
+	var facts []hostFacts
+	retrieval := map[string][]bench.Retrieval{}
+	for _, p := range o.providers {
+		for _, n := range o.sizes {
+			corpus := bench.NewCorpus(o.seed, n, o.queries)
+			b, err := startBenchHost(ctx, o, p)
+			if err != nil {
+				return fmt.Errorf("%s: %w", p, err)
+			}
+			rows, f, err := measureProvider(ctx, b, p, corpus, o, progress)
+			b.close()
+			if err != nil {
+				return fmt.Errorf("%s at %d records: %w", p, n, err)
+			}
+			latencies = append(latencies, rows...)
+			facts = append(facts, f)
+		}
+		if len(samples) > 0 {
+			b, err := startBenchHost(ctx, o, p)
+			if err != nil {
+				return fmt.Errorf("%s: %w", p, err)
+			}
+			res, err := bench.EvaluateLoCoMo(ctx, b, samples, progressLine(progress, p+" LoCoMo questions"))
+			b.close()
+			if err != nil {
+				return fmt.Errorf("%s LoCoMo: %w", p, err)
+			}
+			retrieval[p] = res
+		}
+	}
+	fmt.Fprintf(w, "## Latency and throughput\n\nseed %d, %d queries per row, identity + realm scopes, limit 10.\n\n", o.seed, o.queries)
+	bench.WriteLatencyTable(w, latencies)
+	fmt.Fprintf(w, "\n## Writes, start and memory\n\n| provider | records | writes/s (batches of 500) | host ready | plugin RSS after load |\n|---|---:|---:|---:|---:|\n")
+	for _, f := range facts {
+		fmt.Fprintf(w, "| %s | %d | %.0f | %d ms | %.0f MiB |\n", f.provider, f.records, f.writes, f.start.Milliseconds(), float64(f.rss)/(1<<20))
+	}
+	if len(retrieval) > 0 {
+		fmt.Fprintf(w, "\n## LoCoMo retrieval\n\nEvery turn one record; categories 1-4 with evidence; dev = samples 0-4, held-out = 5-9.\n\n")
+		bench.WriteRetrievalTable(w, retrieval, o.categories)
+	}
+	return nil
+}
+
+func containsInt(list []int, v int) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// measureProvider loads the corpus and measures every path and client
+// count on it.
+func measureProvider(ctx context.Context, b *benchHost, provider string, c bench.Corpus, o benchOptions, progress io.Writer) ([]bench.Latency, hostFacts, error) {
+	const realm = sdk.DefaultRealm
+	writes, err := c.Load(ctx, b, realm, 500, progressLine(progress, fmt.Sprintf("%s loading %d records", provider, len(c.Records))))
+	if err != nil {
+		return nil, hostFacts{}, err
+	}
+	facts := hostFacts{provider: provider, records: len(c.Records), start: b.started, writes: writes}
+	for _, rss := range b.pluginRSS() {
+		facts.rss += rss
+	}
+	var rows []bench.Latency
+	run := func(op string, path bench.Path, clients int, fn func(ctx context.Context, i int, q bench.Query) error) error {
+		fmt.Fprintf(progress, "bench: %s %d records: %s via %s, %d clients\n", provider, len(c.Records), op, path, clients)
+		p50, p99, perSec, err := bench.Measure(ctx, c.Queries, clients, fn)
+		if err != nil {
+			return fmt.Errorf("%s via %s: %w", op, path, err)
+		}
+		rows = append(rows, bench.Latency{Provider: provider, Records: len(c.Records), Op: op, Path: path, Clients: clients, P50: p50, P99: p99, PerSec: perSec})
+		return nil
+	}
+	for _, clients := range o.clients {
+		if err := run("recall", bench.PathPlugin, clients, func(ctx context.Context, _ int, q bench.Query) error {
+			return b.pluginRecall(ctx, realm, q.Identity, q.Text, 10)
+		}); err != nil {
+			return nil, facts, err
+		}
+		if err := run("recall", bench.PathHTTP, clients, func(ctx context.Context, _ int, q bench.Query) error {
+			_, err := b.Recall(ctx, realm, q.Identity, q.Text, 10)
+			return err
+		}); err != nil {
+			return nil, facts, err
+		}
+		// A fresh session per query, so every turn pays a real recall
+		// (nothing is suppressed by an earlier turn's dedup).
+		if err := run("inject", bench.PathHTTP, clients, func(ctx context.Context, i int, q bench.Query) error {
+			_, _, err := b.Inject(ctx, realm, q.Identity, fmt.Sprintf("bench-%d-%d", clients, i), q.Text)
+			return err
+		}); err != nil {
+			return nil, facts, err
+		}
+	}
+	return rows, facts, nil
+}

@@ -1,0 +1,243 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// Record is what the benchmark remembers: the HTTP API's record input.
+type Record struct {
+	Scope       string   `json:"scope"`
+	Kind        string   `json:"kind"`
+	Title       string   `json:"title"`
+	Description string   `json:"description,omitempty"`
+	Body        string   `json:"body"`
+	Tags        []string `json:"tags,omitempty"`
+}
+
+// Target is a memhost the benchmark drives.
+type Target interface {
+	// Remember stores records in realm and answers their ids in order.
+	Remember(ctx context.Context, realm string, recs []Record) ([]string, error)
+	// Recall answers the ids of the top hits for identity, best first.
+	Recall(ctx context.Context, realm, identity, query string, limit int) ([]string, error)
+	// Inject asks for the per-turn injection of content in a session and
+	// answers the injected record ids and the bytes spent.
+	Inject(ctx context.Context, realm, identity, session, content string) ([]string, int, error)
+}
+
+// Identity is who recalls in the benchmark; records live in realm scope.
+const Identity = "bench"
+
+// RetrievalKs are the k of recall@k the benchmark reports.
+var RetrievalKs = []int{5, 10, 20}
+
+// Retrieval is the LoCoMo score of one split and category ("all" for the
+// split's total).
+type Retrieval struct {
+	Split    string
+	Category string
+	// Questions counted (categories 1-4 with evidence).
+	Questions int
+	// TurnRecall[k] is the mean share of a question's evidence turns in
+	// the top k; SessionRecall[k] the share of its evidence sessions hit.
+	TurnRecall    map[int]float64
+	SessionRecall map[int]float64
+	// Evidence is the mean share of evidence turns a fresh session's turn
+	// injection delivers at the default budget; Bytes its mean size.
+	Evidence float64
+	Bytes    float64
+}
+
+// EvaluateLoCoMo remembers every turn of each sample as one record (its
+// own realm per sample) and scores recall and injection for every question
+// of categories 1-4 that has evidence.
+func EvaluateLoCoMo(ctx context.Context, t Target, samples []Sample, progress func(done, total int)) ([]Retrieval, error) {
+	type acc struct {
+		n                int
+		turn, session    map[int]float64
+		evidence, nbytes float64
+	}
+	accs := map[[2]string]*acc{}
+	add := func(split, cat string, turn, session map[int]float64, evidence float64, nbytes int) {
+		key := [2]string{split, cat}
+		a := accs[key]
+		if a == nil {
+			a = &acc{turn: map[int]float64{}, session: map[int]float64{}}
+			accs[key] = a
+		}
+		a.n++
+		for k, v := range turn {
+			a.turn[k] += v
+		}
+		for k, v := range session {
+			a.session[k] += v
+		}
+		a.evidence += evidence
+		a.nbytes += float64(nbytes)
+	}
+	total := 0
+	for _, s := range samples {
+		total += len(s.Questions)
+	}
+	done := 0
+	maxK := slices.Max(RetrievalKs)
+	for _, s := range samples {
+		realm := fmt.Sprintf("locomo%d", s.Index)
+		byID, err := rememberTurns(ctx, t, realm, s.Turns)
+		if err != nil {
+			return nil, fmt.Errorf("sample %d: %w", s.Index, err)
+		}
+		for qi, q := range s.Questions {
+			done++
+			if progress != nil {
+				progress(done, total)
+			}
+			if q.Category < 1 || q.Category > 4 || len(q.Evidence) == 0 {
+				continue
+			}
+			ids, err := t.Recall(ctx, realm, Identity, q.Text, maxK)
+			if err != nil {
+				return nil, fmt.Errorf("sample %d question %d: recall: %w", s.Index, qi, err)
+			}
+			ranked := make([]string, len(ids))
+			for i, id := range ids {
+				ranked[i] = byID[id]
+			}
+			turn, session := map[int]float64{}, map[int]float64{}
+			for _, k := range RetrievalKs {
+				top := ranked[:min(k, len(ranked))]
+				turn[k] = share(q.Evidence, top)
+				session[k] = sessionShare(q.Evidence, top)
+			}
+			injected, nbytes, err := t.Inject(ctx, realm, Identity, fmt.Sprintf("q%d", qi), q.Text)
+			if err != nil {
+				return nil, fmt.Errorf("sample %d question %d: inject: %w", s.Index, qi, err)
+			}
+			delivered := make([]string, len(injected))
+			for i, id := range injected {
+				delivered[i] = byID[id]
+			}
+			evidence := share(q.Evidence, delivered)
+			split := Split(s.Index)
+			add(split, "all", turn, session, evidence, nbytes)
+			add(split, fmt.Sprint(q.Category), turn, session, evidence, nbytes)
+		}
+	}
+	var out []Retrieval
+	for key, a := range accs {
+		r := Retrieval{Split: key[0], Category: key[1], Questions: a.n, TurnRecall: map[int]float64{}, SessionRecall: map[int]float64{}}
+		for _, k := range RetrievalKs {
+			r.TurnRecall[k] = a.turn[k] / float64(a.n)
+			r.SessionRecall[k] = a.session[k] / float64(a.n)
+		}
+		r.Evidence = a.evidence / float64(a.n)
+		r.Bytes = a.nbytes / float64(a.n)
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b Retrieval) int {
+		if c := strings.Compare(a.Split, b.Split); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Category, b.Category)
+	})
+	return out, nil
+}
+
+// TurnRecord is the record a LoCoMo turn is remembered as.
+func TurnRecord(t Turn) Record {
+	return Record{Scope: "realm", Kind: "fact", Title: t.Speaker, Description: t.Date, Body: t.Text}
+}
+
+// rememberTurns stores the turns in batches and maps record id → dia id.
+func rememberTurns(ctx context.Context, t Target, realm string, turns []Turn) (map[string]string, error) {
+	byID := make(map[string]string, len(turns))
+	const batch = 500
+	for start := 0; start < len(turns); start += batch {
+		part := turns[start:min(len(turns), start+batch)]
+		recs := make([]Record, len(part))
+		for i, turn := range part {
+			recs[i] = TurnRecord(turn)
+		}
+		ids, err := t.Remember(ctx, realm, recs)
+		if err != nil {
+			return nil, err
+		}
+		if len(ids) != len(part) {
+			return nil, fmt.Errorf("remember answered %d ids for %d records", len(ids), len(part))
+		}
+		for i, id := range ids {
+			// Two identical turns share one record (content-hash dedup);
+			// the first keeps the id.
+			if _, seen := byID[id]; !seen {
+				byID[id] = part[i].DiaID
+			}
+		}
+	}
+	return byID, nil
+}
+
+// share is the fraction of want found in got.
+func share(want, got []string) float64 {
+	n := 0
+	for _, w := range want {
+		if slices.Contains(got, w) {
+			n++
+		}
+	}
+	return float64(n) / float64(len(want))
+}
+
+// sessionShare is the fraction of want's sessions that got hits.
+func sessionShare(want, got []string) float64 {
+	sessions := map[int]bool{}
+	for _, w := range want {
+		sessions[sessionOf(w)] = false
+	}
+	for _, g := range got {
+		if _, ok := sessions[sessionOf(g)]; ok && g != "" {
+			sessions[sessionOf(g)] = true
+		}
+	}
+	n := 0
+	for _, hit := range sessions {
+		if hit {
+			n++
+		}
+	}
+	return float64(n) / float64(len(sessions))
+}
+
+// WriteRetrievalTable renders per-provider results as a Markdown table,
+// dev and held-out side by side for each row.
+func WriteRetrievalTable(w io.Writer, results map[string][]Retrieval, categories bool) {
+	fmt.Fprintln(w, "| provider | category | split | questions | turn R@5 | turn R@10 | turn R@20 | session R@10 | evidence under budget | bytes/turn |")
+	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+	providers := make([]string, 0, len(results))
+	for p := range results {
+		providers = append(providers, p)
+	}
+	slices.Sort(providers)
+	for _, p := range providers {
+		rows := slices.Clone(results[p])
+		slices.SortStableFunc(rows, func(a, b Retrieval) int {
+			if a.Category == "all" && b.Category != "all" {
+				return -1
+			}
+			if b.Category == "all" && a.Category != "all" {
+				return 1
+			}
+			return strings.Compare(a.Category, b.Category)
+		})
+		for _, r := range rows {
+			if !categories && r.Category != "all" {
+				continue
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %d | %.3f | %.3f | %.3f | %.3f | %.3f | %.0f |\n", p, r.Category, r.Split, r.Questions,
+				r.TurnRecall[5], r.TurnRecall[10], r.TurnRecall[20], r.SessionRecall[10], r.Evidence, r.Bytes)
+		}
+	}
+}
