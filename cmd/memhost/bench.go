@@ -39,6 +39,7 @@ type benchOptions struct {
 	samples    []int
 	pluginDir  string
 	out        string
+	svg        string
 	categories bool
 }
 
@@ -109,6 +110,7 @@ Results are printed as Markdown. Runs are reproducible with --seed.`,
 	f.StringVar(&samples, "locomo-samples", "", "LoCoMo sample indexes to run (default all)")
 	f.StringVar(&o.pluginDir, "plugin-dir", "", "plugin directory (default: ./plugins beside the binary)")
 	f.StringVar(&o.out, "out", "", "write the Markdown report to this file instead of standard output")
+	f.StringVar(&o.svg, "svg", "", "also write the latency chart as SVG to this file")
 	f.BoolVar(&o.categories, "categories", true, "LoCoMo rows per question category too")
 	f.BoolVar(&quick, "quick", false, "a run under two minutes: 1,000 records, 60 queries, LoCoMo samples 0 and 5")
 	return cmd
@@ -358,6 +360,16 @@ func runBench(ctx context.Context, o benchOptions, w, progress io.Writer) error 
 	fmt.Fprintf(w, "\n## Writes, start and memory\n\n| provider | records | writes/s (batches of 500) | host ready | plugin RSS after load |\n|---|---:|---:|---:|---:|\n")
 	for _, f := range facts {
 		fmt.Fprintf(w, "| %s | %d | %.0f | %d ms | %.0f MiB |\n", f.provider, f.records, f.writes, f.start.Milliseconds(), float64(f.rss)/(1<<20))
+	}
+	if o.svg != "" {
+		chart, err := bench.LatencyChart(latencies)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(o.svg, chart, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "\n![p50 latency per provider and path](%s)\n", filepath.Base(o.svg))
 	}
 	if len(retrieval) > 0 {
 		fmt.Fprintf(w, "\n## LoCoMo retrieval\n\nEvery turn one record; categories 1-4 with evidence; dev = samples 0-4, held-out = 5-9.\n\n")
