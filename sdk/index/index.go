@@ -1,0 +1,484 @@
+// Package index is an exact in-memory lexical engine: BM25F over a few
+// weighted fields, partitioned by realm, with scope, expiry, id and tag
+// filters applied inside the posting walk.
+//
+// It ranks exactly as SQLite FTS5's bm25() ranks one contentless table
+// whose columns are the fields and whose rank call passes the field
+// weights: the same document frequencies, lengths and formula, summed in
+// query-term order, so the scores are bit-for-bit those FTS5 computes and
+// a provider can answer recall from it with the same top k. Ties are
+// broken by Doc.Seq, higher first (FTS5's "rowid DESC"), then by id.
+//
+// The index holds only recallable documents: a caller deletes a record
+// that is superseded, quarantined or tombstoned, because such rows are not
+// in an FTS5 table either and must not count in its statistics. Expiry is
+// the exception, checked at query time against Query.Now, since an expired
+// row stays in FTS5 until it is purged.
+//
+// An Index is safe for concurrent use: searches share a read lock, writes
+// take it exclusively.
+package index
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"unicode"
+)
+
+// Stats chooses which documents BM25's collection statistics (document
+// count, average length, document frequencies) are taken over.
+type Stats int
+
+const (
+	// StatsIndex takes them over every realm, as one FTS5 table does.
+	StatsIndex Stats = iota
+	// StatsRealm takes them over the query's realm only.
+	StatsRealm
+)
+
+// ErrInvalid marks a bad option, document or snapshot.
+var ErrInvalid = errors.New("index: invalid")
+
+// Options configure an index.
+type Options struct {
+	// Weights are the field weights, one per field of every Doc.
+	// Weighted term frequencies are held as float32, exact when the weights
+	// are small integers (FTS5's bm25(…, 5, 4, 2, 1), say).
+	Weights []float64
+	// K1 and B are BM25's constants; zero means FTS5's 1.2 and 0.75.
+	K1, B float64
+	Stats Stats
+}
+
+// Doc is one document as the index sees it: terms already cut by the
+// shared tokenizer.
+type Doc struct {
+	ID    string
+	Realm string
+	Scope string
+	// Tags filter queries (Query.Tags, Query.ExcludeTags), compared
+	// case-folded as strings.EqualFold compares.
+	Tags []string
+	// Fields hold each field's terms in order, repeats included, one list
+	// per Options.Weights entry. Their total count is the BM25 length.
+	Fields [][]string
+	// ExpiresMs is the expiry in Unix milliseconds; 0 never expires.
+	ExpiresMs int64
+	// Seq orders equal scores, higher first. Zero takes the next number
+	// after every Seq the index has seen.
+	Seq uint64
+}
+
+// Query asks for the best documents of one realm.
+type Query struct {
+	Realm string
+	// Terms are the distinct query terms, in query order (the order FTS5
+	// sums them in, which makes the scores bit-exact).
+	Terms []string
+	// Scopes limit the search; empty means every scope.
+	Scopes     []string
+	ExcludeIDs []string
+	// Tags a hit must all carry; ExcludeTags a hit must carry none of.
+	Tags, ExcludeTags []string
+	// NowMs is the time expiry is judged at, in Unix milliseconds.
+	NowMs int64
+	// Limit is how many hits to answer at most; it must be positive.
+	Limit int
+}
+
+// Hit is one answered document; Score is FTS5's bm25() negated (higher is
+// better).
+type Hit struct {
+	ID    string
+	Score float64
+}
+
+// Index is the engine. The zero value is not usable; call New.
+type Index struct {
+	opts    Options
+	nfields int
+
+	mu      sync.RWMutex
+	realms  map[string]*realm
+	nextSeq uint64
+	docs    int   // every realm
+	tokens  int64 // every realm
+
+	scratch sync.Pool // *scratch
+}
+
+// New answers an empty index.
+func New(opts Options) (*Index, error) {
+	if len(opts.Weights) == 0 {
+		return nil, fmt.Errorf("%w: at least one field weight is needed", ErrInvalid)
+	}
+	for i, w := range opts.Weights {
+		if !(w > 0) || math.IsInf(w, 0) {
+			return nil, fmt.Errorf("%w: weight %d is %v, want a positive number", ErrInvalid, i, w)
+		}
+	}
+	if opts.K1 == 0 {
+		opts.K1 = 1.2
+	}
+	if opts.B == 0 {
+		opts.B = 0.75
+	}
+	if opts.K1 < 0 || opts.B < 0 || opts.B > 1 {
+		return nil, fmt.Errorf("%w: k1 %v and b %v are out of range", ErrInvalid, opts.K1, opts.B)
+	}
+	if opts.Stats != StatsIndex && opts.Stats != StatsRealm {
+		return nil, fmt.Errorf("%w: unknown stats mode %d", ErrInvalid, opts.Stats)
+	}
+	opts.Weights = append([]float64(nil), opts.Weights...)
+	return &Index{opts: opts, nfields: len(opts.Weights), realms: map[string]*realm{}, nextSeq: 1}, nil
+}
+
+// Len answers the number of documents in every realm.
+func (ix *Index) Len() int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.docs
+}
+
+// Has reports whether realm holds a document id.
+func (ix *Index) Has(realm, id string) bool {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	rm := ix.realms[realm]
+	if rm == nil {
+		return false
+	}
+	_, ok := rm.byID[id]
+	return ok
+}
+
+// Put adds d, replacing a document of the same realm and id.
+func (ix *Index) Put(d Doc) error {
+	if d.ID == "" || d.Realm == "" {
+		return fmt.Errorf("%w: a document needs an id and a realm", ErrInvalid)
+	}
+	if len(d.Fields) != ix.nfields {
+		return fmt.Errorf("%w: document %q has %d fields, the index %d", ErrInvalid, d.ID, len(d.Fields), ix.nfields)
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	rm := ix.realms[d.Realm]
+	if rm == nil {
+		rm = newRealm()
+		ix.realms[d.Realm] = rm
+	}
+	if no, ok := rm.byID[d.ID]; ok {
+		ix.remove(rm, no)
+	}
+	if d.Seq == 0 {
+		d.Seq = ix.nextSeq
+	}
+	ix.nextSeq = max(ix.nextSeq, d.Seq+1)
+	ix.add(rm, &d)
+	return nil
+}
+
+// Delete removes a document; it reports whether it was there.
+func (ix *Index) Delete(realm, id string) bool {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	rm := ix.realms[realm]
+	if rm == nil {
+		return false
+	}
+	no, ok := rm.byID[id]
+	if !ok {
+		return false
+	}
+	ix.remove(rm, no)
+	if rm.dead > 1024 && rm.dead > rm.live {
+		rm.renumber()
+	}
+	return true
+}
+
+func (ix *Index) add(rm *realm, d *Doc) {
+	no := uint32(len(rm.ids))
+	freq := rm.freq
+	clear(freq)
+	dl := 0
+	order := rm.order[:0]
+	for f, terms := range d.Fields {
+		w := ix.opts.Weights[f]
+		dl += len(terms)
+		for _, t := range terms {
+			tid := rm.term(t)
+			v, seen := freq[tid]
+			if !seen {
+				order = append(order, tid)
+			}
+			freq[tid] = v + w
+		}
+	}
+	rm.order = order
+	terms := make([]uint32, len(order))
+	copy(terms, order)
+	for _, tid := range terms {
+		rm.lists[tid].add(no, float32(freq[tid]), uint32(dl))
+	}
+	var tags []uint32
+	for _, t := range d.Tags {
+		k := rm.tag(t)
+		if !containsU32(tags, k) {
+			tags = append(tags, k)
+		}
+	}
+	rm.ids = append(rm.ids, d.ID)
+	rm.scope = append(rm.scope, rm.scopeID(d.Scope))
+	rm.dl = append(rm.dl, uint32(dl))
+	rm.expires = append(rm.expires, d.ExpiresMs)
+	rm.seq = append(rm.seq, d.Seq)
+	rm.tags = append(rm.tags, tags)
+	rm.terms = append(rm.terms, terms)
+	rm.byID[d.ID] = no
+	rm.live++
+	rm.tokens += int64(dl)
+	ix.docs++
+	ix.tokens += int64(dl)
+}
+
+func (ix *Index) remove(rm *realm, no uint32) {
+	rm.scope[no] = deadScope // first: compact below drops dead slots
+	for _, tid := range rm.terms[no] {
+		l := &rm.lists[tid]
+		l.df--
+		l.dead++
+		if l.dead > 16 && l.dead > l.df {
+			l.compact(rm.scope, rm.dl)
+		}
+	}
+	delete(rm.byID, rm.ids[no])
+	dl := int64(rm.dl[no])
+	rm.ids[no], rm.terms[no], rm.tags[no] = "", nil, nil
+	rm.live--
+	rm.dead++
+	rm.tokens -= dl
+	ix.docs--
+	ix.tokens -= dl
+}
+
+// deadScope is the scope id of a deleted document slot; no query passes it.
+const deadScope = 0
+
+// realm is one realm's partition: documents numbered in arrival order
+// (docno), and a posting list per term sorted by docno.
+type realm struct {
+	byID map[string]uint32
+	// Per docno; a deleted slot has scope deadScope.
+	ids     []string
+	scope   []uint32
+	dl      []uint32
+	expires []int64
+	seq     []uint64
+	tags    [][]uint32
+	terms   [][]uint32 // distinct term ids, for deletes
+
+	termIDs    map[string]uint32
+	termNames  []string
+	lists      []plist
+	scopeIDs   map[string]uint32
+	scopeNames []string // [0] is the dead scope
+	tagIDs     map[string]uint32
+
+	live, dead int
+	tokens     int64
+
+	// scratch for add, under the write lock
+	freq  map[uint32]float64
+	order []uint32
+}
+
+func newRealm() *realm {
+	return &realm{
+		byID: map[string]uint32{}, termIDs: map[string]uint32{},
+		scopeIDs: map[string]uint32{}, scopeNames: []string{""}, tagIDs: map[string]uint32{},
+		freq: map[uint32]float64{},
+	}
+}
+
+func (rm *realm) term(t string) uint32 {
+	if id, ok := rm.termIDs[t]; ok {
+		return id
+	}
+	id := uint32(len(rm.termNames))
+	rm.termIDs[t] = id
+	rm.termNames = append(rm.termNames, t)
+	rm.lists = append(rm.lists, plist{})
+	return id
+}
+
+func (rm *realm) scopeID(s string) uint32 {
+	if id, ok := rm.scopeIDs[s]; ok {
+		return id
+	}
+	id := uint32(len(rm.scopeNames))
+	rm.scopeIDs[s] = id
+	rm.scopeNames = append(rm.scopeNames, s)
+	return id
+}
+
+func (rm *realm) tag(t string) uint32 {
+	k := FoldTag(t)
+	if id, ok := rm.tagIDs[k]; ok {
+		return id
+	}
+	id := uint32(len(rm.tagIDs))
+	rm.tagIDs[k] = id
+	return id
+}
+
+// renumber drops deleted slots, keeping docno order (so posting lists stay
+// sorted), when they outnumber the live documents.
+func (rm *realm) renumber() {
+	remap := make([]uint32, len(rm.ids))
+	n := uint32(0)
+	for i := range rm.ids {
+		if rm.scope[i] == deadScope {
+			remap[i] = math.MaxUint32
+			continue
+		}
+		remap[i] = n
+		rm.ids[n], rm.scope[n], rm.dl[n] = rm.ids[i], rm.scope[i], rm.dl[i]
+		rm.expires[n], rm.seq[n], rm.tags[n], rm.terms[n] = rm.expires[i], rm.seq[i], rm.tags[i], rm.terms[i]
+		rm.byID[rm.ids[n]] = n
+		n++
+	}
+	for i := n; i < uint32(len(rm.ids)); i++ {
+		rm.ids[i], rm.tags[i], rm.terms[i] = "", nil, nil
+	}
+	rm.ids, rm.scope, rm.dl = rm.ids[:n], rm.scope[:n], rm.dl[:n]
+	rm.expires, rm.seq, rm.tags, rm.terms = rm.expires[:n], rm.seq[:n], rm.tags[:n], rm.terms[:n]
+	for t := range rm.lists {
+		l := &rm.lists[t]
+		out := l.postings[:0]
+		for _, p := range l.postings {
+			if nd := remap[p.doc]; nd != math.MaxUint32 {
+				out = append(out, posting{doc: nd, f: p.f})
+			}
+		}
+		l.postings = out
+		l.dead = 0
+		l.rebuildBlocks(rm.dl)
+	}
+	rm.dead = 0
+}
+
+// posting is one document holding a term, with its weighted frequency.
+type posting struct {
+	doc uint32
+	f   float32
+}
+
+// blockSize is how many postings share one upper-bound entry.
+const blockSize = 64
+
+// block bounds the scores of its postings: none has a higher weighted
+// frequency or a shorter document.
+type block struct {
+	maxF  float32
+	minDL uint32
+}
+
+// plist is one term's postings, sorted by docno. Deleted documents stay
+// in it (skipped by their dead scope) until they outnumber the live ones.
+type plist struct {
+	postings []posting
+	blocks   []block
+	df, dead int32
+}
+
+func (l *plist) add(no uint32, f float32, dl uint32) {
+	if len(l.postings)%blockSize == 0 {
+		l.blocks = append(l.blocks, block{maxF: f, minDL: dl})
+	} else {
+		b := &l.blocks[len(l.blocks)-1]
+		b.maxF, b.minDL = max(b.maxF, f), min(b.minDL, dl)
+	}
+	l.postings = append(l.postings, posting{doc: no, f: f})
+	l.df++
+}
+
+func (l *plist) compact(scope, dl []uint32) {
+	out := l.postings[:0]
+	for _, p := range l.postings {
+		if scope[p.doc] != deadScope {
+			out = append(out, p)
+		}
+	}
+	clear(l.postings[len(out):])
+	l.postings = out
+	l.dead = 0
+	l.rebuildBlocks(dl)
+}
+
+func (l *plist) rebuildBlocks(dl []uint32) {
+	l.blocks = l.blocks[:0]
+	for i, p := range l.postings {
+		if i%blockSize == 0 {
+			l.blocks = append(l.blocks, block{maxF: p.f, minDL: dl[p.doc]})
+			continue
+		}
+		b := &l.blocks[len(l.blocks)-1]
+		b.maxF, b.minDL = max(b.maxF, p.f), min(b.minDL, dl[p.doc])
+	}
+}
+
+// find answers the weighted frequency of docno no, searching from
+// postings[from:]; at is where the search stopped (for the next, larger
+// docno).
+func (l *plist) find(no uint32, from int) (f float32, at int) {
+	ps := l.postings
+	// Gallop, then binary search.
+	step, hi := 1, from
+	for hi < len(ps) && ps[hi].doc < no {
+		from = hi + 1
+		hi += step
+		step *= 2
+	}
+	hi = min(hi, len(ps))
+	for from < hi {
+		mid := int(uint(from+hi) >> 1)
+		if ps[mid].doc < no {
+			from = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if from < len(ps) && ps[from].doc == no {
+		return ps[from].f, from
+	}
+	return 0, from
+}
+
+// FoldTag maps a tag to a key two tags share exactly when strings.EqualFold
+// holds between them: each rune becomes the least rune of its simple
+// case-folding orbit.
+func FoldTag(tag string) string {
+	var b strings.Builder
+	b.Grow(len(tag))
+	for _, r := range tag {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		b.WriteRune(least)
+	}
+	return b.String()
+}
+
+func containsU32(list []uint32, v uint32) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,389 @@
+package index
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+var ftsWeights = []float64{5, 4, 2, 1}
+
+// refDoc is a document in the reference model, with the status a provider
+// would keep; only active ones are in the index.
+type refDoc struct {
+	Doc
+	active bool
+}
+
+// reference is a brute-force scorer: every document scored from its
+// fields with FTS5's bm25 as written in fts5_aux.c, nothing precomputed.
+type reference struct {
+	docs  map[string]*refDoc // realm+"\x00"+id
+	stats Stats
+}
+
+func newReference(stats Stats) *reference {
+	return &reference{docs: map[string]*refDoc{}, stats: stats}
+}
+
+func key(realm, id string) string { return realm + "\x00" + id }
+
+func (r *reference) search(q Query) []Hit {
+	var n, tokens int64
+	df := make([]int64, len(q.Terms))
+	for _, d := range r.docs {
+		if !d.active || (r.stats == StatsRealm && d.Realm != q.Realm) {
+			continue
+		}
+		n++
+		for _, f := range d.Fields {
+			tokens += int64(len(f))
+		}
+		for i, t := range q.Terms {
+			if slices.ContainsFunc(d.Fields, func(f []string) bool { return slices.Contains(f, t) }) {
+				df[i]++
+			}
+		}
+	}
+	type scored struct {
+		d     *refDoc
+		score float64
+	}
+	var all []scored
+	for _, d := range r.docs {
+		if !d.active || d.Realm != q.Realm || !refPass(d, &q) {
+			continue
+		}
+		dl := 0
+		freq := make([]float64, len(q.Terms))
+		for fi, f := range d.Fields {
+			dl += len(f)
+			for _, tok := range f {
+				for i, t := range q.Terms {
+					if tok == t {
+						freq[i] += ftsWeights[fi]
+					}
+				}
+			}
+		}
+		if !slices.ContainsFunc(freq, func(f float64) bool { return f > 0 }) {
+			continue
+		}
+		avgdl := float64(tokens) / float64(n)
+		score := 0.0
+		for i := range q.Terms {
+			idf := math.Log((float64(n-df[i]) + 0.5) / (float64(df[i]) + 0.5))
+			if idf <= 0 {
+				idf = 1e-6
+			}
+			score += float64(idf * (float64(freq[i]*(1.2+1)) / (freq[i] + float64(1.2*float64(1-0.75+float64(0.75*float64(dl))/avgdl)))))
+		}
+		all = append(all, scored{d, score})
+	}
+	slices.SortFunc(all, func(a, b scored) int {
+		return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(b.d.Seq, a.d.Seq), strings.Compare(a.d.ID, b.d.ID))
+	})
+	out := []Hit{}
+	for i := 0; i < len(all) && i < q.Limit; i++ {
+		out = append(out, Hit{ID: all[i].d.ID, Score: all[i].score})
+	}
+	return out
+}
+
+func refPass(d *refDoc, q *Query) bool {
+	if len(q.Scopes) > 0 && !slices.Contains(q.Scopes, d.Scope) {
+		return false
+	}
+	if d.ExpiresMs != 0 && d.ExpiresMs <= q.NowMs {
+		return false
+	}
+	if slices.Contains(q.ExcludeIDs, d.ID) {
+		return false
+	}
+	has := func(t string) bool {
+		return slices.ContainsFunc(d.Tags, func(x string) bool { return strings.EqualFold(x, t) })
+	}
+	return !slices.ContainsFunc(q.Tags, func(t string) bool { return !has(t) }) && !slices.ContainsFunc(q.ExcludeTags, has)
+}
+
+// corpus drives an index and the reference through the same changes.
+type corpus struct {
+	t     testing.TB
+	rng   *rand.Rand
+	ix    *Index
+	ref   *reference
+	vocab []string
+	seq   uint64
+	ids   []string // realm+"\x00"+id of every doc ever put
+}
+
+var realms = []string{"r1", "r2", "r3"}
+var scopes = []string{"identity:ann", "identity:bob", "realm", "mob:ops"}
+var tagPool = []string{"Go", "go", "db", "ops", "Straße", "STRASSE", "urgent"}
+
+func newCorpus(t testing.TB, seed uint64, vocabSize int, stats Stats) *corpus {
+	ix, err := New(Options{Weights: ftsWeights, Stats: stats})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &corpus{t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e37)), ix: ix, ref: newReference(stats)}
+	for i := range vocabSize {
+		c.vocab = append(c.vocab, fmt.Sprintf("w%d", i))
+	}
+	return c
+}
+
+// word draws from a skewed distribution: a few heavy terms, a long tail.
+func (c *corpus) word() string {
+	x := c.rng.Float64()
+	return c.vocab[int(x*x*x*float64(len(c.vocab)))]
+}
+
+func (c *corpus) field(max int) []string {
+	n := c.rng.IntN(max + 1)
+	out := make([]string, n)
+	for i := range out {
+		out[i] = c.word()
+	}
+	return out
+}
+
+func (c *corpus) newDoc() Doc {
+	c.seq++
+	d := Doc{
+		ID:     fmt.Sprintf("d%05d", c.rng.IntN(100000)),
+		Realm:  realms[c.rng.IntN(len(realms))],
+		Scope:  scopes[c.rng.IntN(len(scopes))],
+		Fields: [][]string{c.field(2), c.field(6), c.field(8), c.field(40)},
+		Seq:    c.seq,
+	}
+	// Some documents are exact copies in content, so scores tie.
+	if c.rng.IntN(8) == 0 && len(c.ids) > 0 {
+		if src := c.ref.docs[c.ids[c.rng.IntN(len(c.ids))]]; src != nil {
+			d.Fields, d.Realm = src.Fields, src.Realm
+		}
+	}
+	for range c.rng.IntN(3) {
+		d.Tags = append(d.Tags, tagPool[c.rng.IntN(len(tagPool))])
+	}
+	if c.rng.IntN(6) == 0 {
+		d.ExpiresMs = int64(1000 + c.rng.IntN(2000))
+	}
+	return d
+}
+
+func (c *corpus) put(d Doc) {
+	if err := c.ix.Put(d); err != nil {
+		c.t.Fatal(err)
+	}
+	c.ref.docs[key(d.Realm, d.ID)] = &refDoc{Doc: d, active: true}
+	c.ids = append(c.ids, key(d.Realm, d.ID))
+}
+
+// step applies one random change: mostly adds, some deletes, replaces
+// and supersedes (the old record leaves the index, a new one arrives).
+func (c *corpus) step() {
+	switch x := c.rng.IntN(20); {
+	case x < 14 || len(c.ids) == 0:
+		c.put(c.newDoc())
+	case x < 16:
+		k := c.ids[c.rng.IntN(len(c.ids))]
+		realm, id, _ := strings.Cut(k, "\x00")
+		d := c.ref.docs[k]
+		got := c.ix.Delete(realm, id)
+		if want := d != nil && d.active; got != want {
+			c.t.Fatalf("Delete(%s) = %v, want %v", k, got, want)
+		}
+		delete(c.ref.docs, k)
+	case x < 18:
+		// Replace in place: same id, new content.
+		k := c.ids[c.rng.IntN(len(c.ids))]
+		if old := c.ref.docs[k]; old != nil && old.active {
+			d := c.newDoc()
+			d.ID, d.Realm = old.ID, old.Realm
+			c.put(d)
+		}
+	default:
+		k := c.ids[c.rng.IntN(len(c.ids))]
+		if old := c.ref.docs[k]; old != nil && old.active {
+			c.ix.Delete(old.Realm, old.ID)
+			old.active = false // superseded: kept by the store, not recallable
+			d := c.newDoc()
+			d.Realm = old.Realm
+			d.ID = old.ID + "s"
+			c.put(d)
+		}
+	}
+}
+
+func (c *corpus) query() Query {
+	q := Query{Realm: realms[c.rng.IntN(len(realms))], NowMs: int64(c.rng.IntN(3500)), Limit: 1 + c.rng.IntN(15)}
+	seen := map[string]bool{}
+	for range 1 + c.rng.IntN(7) {
+		w := c.word()
+		if c.rng.IntN(10) == 0 {
+			w = "absent"
+		}
+		if !seen[w] {
+			seen[w] = true
+			q.Terms = append(q.Terms, w)
+		}
+	}
+	if c.rng.IntN(2) == 0 {
+		q.Scopes = []string{scopes[0], scopes[2]}
+	}
+	if c.rng.IntN(5) == 0 {
+		q.Scopes = append(q.Scopes, "identity:nobody")
+	}
+	if c.rng.IntN(4) == 0 && len(c.ids) > 0 {
+		for range 1 + c.rng.IntN(5) {
+			_, id, _ := strings.Cut(c.ids[c.rng.IntN(len(c.ids))], "\x00")
+			q.ExcludeIDs = append(q.ExcludeIDs, id)
+		}
+	}
+	if c.rng.IntN(5) == 0 {
+		q.Tags = []string{tagPool[c.rng.IntN(len(tagPool))]}
+	}
+	if c.rng.IntN(5) == 0 {
+		q.ExcludeTags = []string{tagPool[c.rng.IntN(len(tagPool))]}
+	}
+	return q
+}
+
+func (c *corpus) check(q Query) {
+	c.t.Helper()
+	got, err := c.ix.Search(q)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	want := c.ref.search(q)
+	if !slices.Equal(got, want) {
+		c.t.Fatalf("query %+v:\n got %v\nwant %v", q, got, want)
+	}
+}
+
+func TestSearchMatchesReference(t *testing.T) {
+	defer func(w int) { exhaustiveWork = w }(exhaustiveWork)
+	cases := []struct {
+		name  string
+		docs  int
+		vocab int
+		stats Stats
+		work  int // exhaustiveWork: 0 forces pruning, huge forbids it
+	}{
+		{"small exhaustive", 300, 40, StatsIndex, math.MaxInt},
+		{"small pruned", 300, 40, StatsIndex, 0},
+		{"realm stats pruned", 600, 60, StatsRealm, 0},
+		{"heavy terms pruned", 3000, 200, StatsIndex, 0},
+		{"heavy terms default", 3000, 200, StatsIndex, 4096},
+		{"churn renumbers", 5000, 30, StatsIndex, 0},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			exhaustiveWork = tc.work
+			c := newCorpus(t, uint64(i+1), tc.vocab, tc.stats)
+			for n := 0; n < tc.docs; n++ {
+				c.step()
+				if n%97 == 0 {
+					c.check(c.query())
+				}
+			}
+			if tc.name == "churn renumbers" {
+				// Delete most documents so realms renumber.
+				for _, k := range c.ids[:len(c.ids)*4/5] {
+					realm, id, _ := strings.Cut(k, "\x00")
+					c.ix.Delete(realm, id)
+					delete(c.ref.docs, k)
+				}
+			}
+			for range 300 {
+				c.check(c.query())
+			}
+			if got, want := c.ix.Len(), countActive(c.ref); got != want {
+				t.Fatalf("Len = %d, want %d", got, want)
+			}
+		})
+	}
+}
+
+func countActive(r *reference) int {
+	n := 0
+	for _, d := range r.docs {
+		if d.active {
+			n++
+		}
+	}
+	return n
+}
+
+func TestTiesBreakBySeqThenID(t *testing.T) {
+	ix, _ := New(Options{Weights: ftsWeights})
+	fields := [][]string{nil, {"coffee"}, nil, {"beans"}}
+	for _, d := range []Doc{
+		{ID: "b", Realm: "r", Scope: "realm", Fields: fields, Seq: 5},
+		{ID: "a", Realm: "r", Scope: "realm", Fields: fields, Seq: 5},
+		{ID: "c", Realm: "r", Scope: "realm", Fields: fields, Seq: 9},
+		{ID: "d", Realm: "r", Scope: "realm", Fields: fields}, // next seq: 10
+	} {
+		if err := ix.Put(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hits, err := ix.Search(Query{Realm: "r", Terms: []string{"coffee"}, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, h := range hits {
+		ids = append(ids, h.ID)
+		if h.Score != hits[0].Score {
+			t.Fatalf("scores differ on equal documents: %v", hits)
+		}
+	}
+	if want := []string{"d", "c", "a", "b"}; !slices.Equal(ids, want) {
+		t.Fatalf("order = %v, want %v", ids, want)
+	}
+}
+
+func TestInvalid(t *testing.T) {
+	for _, opts := range []Options{{}, {Weights: []float64{1, 0}}, {Weights: []float64{1}, B: 2}, {Weights: []float64{1}, Stats: 7}} {
+		if _, err := New(opts); !errors.Is(err, ErrInvalid) {
+			t.Errorf("New(%+v) = %v, want ErrInvalid", opts, err)
+		}
+	}
+	ix, _ := New(Options{Weights: ftsWeights})
+	for _, d := range []Doc{{Realm: "r", Fields: make([][]string, 4)}, {ID: "x", Realm: "r", Fields: make([][]string, 3)}} {
+		if err := ix.Put(d); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Put(%+v) = %v, want ErrInvalid", d, err)
+		}
+	}
+	if _, err := ix.Search(Query{Realm: "r", Terms: []string{"x"}}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Search with limit 0 = %v, want ErrInvalid", err)
+	}
+}
+
+// FuzzSearch drives a random history from the fuzzer's seed and checks
+// every answer against the reference.
+func FuzzSearch(f *testing.F) {
+	for _, s := range []uint64{1, 2, 3, 42} {
+		f.Add(s, uint16(200), uint8(12), false)
+	}
+	f.Fuzz(func(t *testing.T, seed uint64, docs uint16, vocab uint8, pruned bool) {
+		defer func(w int) { exhaustiveWork = w }(exhaustiveWork)
+		if pruned {
+			exhaustiveWork = 0
+		}
+		c := newCorpus(t, seed, 2+int(vocab), StatsIndex)
+		for range int(docs % 800) {
+			c.step()
+		}
+		for range 20 {
+			c.check(c.query())
+		}
+	})
+}

@@ -1,0 +1,458 @@
+package index
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Search answers the best q.Limit documents of q.Realm that hold any query
+// term and pass the filters, best first.
+//
+// It walks term at a time. A query with little posting work walks every
+// list in query order and its sums are the scores. Otherwise the lists are
+// walked by descending score bound (MaxScore): once the bounds of the
+// lists left cannot lift an unseen document past the k-th best partial
+// score, those lists are only probed for the documents still in reach, and
+// the survivors are rescored in query order so their scores stay bit-exact.
+func (ix *Index) Search(q Query) ([]Hit, error) {
+	if q.Limit <= 0 {
+		return nil, fmt.Errorf("%w: limit %d must be positive", ErrInvalid, q.Limit)
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	rm := ix.realms[q.Realm]
+	if rm == nil || rm.live == 0 || len(q.Terms) == 0 {
+		return []Hit{}, nil
+	}
+	nDocs, nTokens := int64(ix.docs), ix.tokens
+	if ix.opts.Stats == StatsRealm {
+		nDocs, nTokens = int64(rm.live), rm.tokens
+	}
+	s := scorer{k1: ix.opts.K1, b: ix.opts.B, avgdl: float64(nTokens) / float64(nDocs)}
+	qts := make([]qterm, 0, len(q.Terms))
+	work := 0
+	for _, t := range q.Terms {
+		tid, ok := rm.termIDs[t]
+		if !ok || rm.lists[tid].df == 0 {
+			continue // adds nothing to any score here
+		}
+		l := &rm.lists[tid]
+		qts = append(qts, qterm{list: l, idf: idf(nDocs, ix.docFreq(rm, t, l))})
+		work += len(l.postings)
+	}
+	f, ok := newFilter(rm, &q)
+	if len(qts) == 0 || !ok {
+		return []Hit{}, nil
+	}
+	sc := ix.getScratch(len(rm.ids))
+	defer ix.putScratch(sc)
+	for _, id := range q.ExcludeIDs {
+		if no, ok := rm.byID[id]; ok && sc.acc[no] == 0 {
+			sc.acc[no] = -1 // never scored: the walk skips it for free
+			sc.touched = append(sc.touched, no)
+		}
+	}
+	var hits []Hit
+	if len(qts) == 1 || work <= exhaustiveWork {
+		for i := range qts {
+			walk(rm, &f, &s, &qts[i], sc)
+		}
+		hits = top(rm, sc, sc.touched, nil, q.Limit)
+	} else {
+		hits = ix.maxScore(rm, &f, &s, qts, sc, q.Limit)
+	}
+	return hits, nil
+}
+
+// exhaustiveWork is the posting count under which pruning cannot pay. A
+// variable so tests can force either path.
+var exhaustiveWork = 4096
+
+// slack keeps pruning safe from the rounding of sums taken in another
+// order: a bound must fall this far below the threshold to prune.
+const slack = 1e-9
+
+func (ix *Index) maxScore(rm *realm, f *filter, s *scorer, qts []qterm, sc *scratch, k int) []Hit {
+	for i := range qts {
+		qts[i].ub = qts[i].list.bound(s, qts[i].idf)
+	}
+	order := make([]int, len(qts))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		switch {
+		case qts[a].ub > qts[b].ub:
+			return -1
+		case qts[a].ub < qts[b].ub:
+			return 1
+		}
+		return 0
+	})
+	// rem[j] bounds what the lists order[j:] can add to any document.
+	rem := make([]float64, len(order)+1)
+	left := make([]int, len(order)+1) // postings in order[j:]
+	for j := len(order) - 1; j >= 0; j-- {
+		rem[j] = rem[j+1] + qts[order[j]].ub
+		left[j] = left[j+1] + len(qts[order[j]].list.postings)
+	}
+	theta := 0.0
+	j := 0
+	for ; j < len(order); j++ {
+		if theta > 0 && rem[j] < theta*(1-slack) {
+			break
+		}
+		walk(rm, f, s, &qts[order[j]], sc)
+		// The k-th best costs a pass over the touched documents; take it
+		// only when the lists left would cost more.
+		if j+1 < len(order) && len(sc.touched) < left[j+1] {
+			theta = kth(sc, sc.touched, k)
+		}
+	}
+	cands := sc.cands[:0]
+	if j == len(order) {
+		theta = kth(sc, sc.touched, k)
+	}
+	for _, d := range sc.touched {
+		if a := sc.acc[d]; a > 0 && a+rem[j] >= theta*(1-slack) {
+			cands = append(cands, d)
+		}
+	}
+	slices.Sort(cands)
+	for ; j < len(order); j++ {
+		qt := &qts[order[j]]
+		pos := 0
+		for _, d := range cands {
+			var fr float32
+			fr, pos = qt.list.find(d, pos)
+			if fr > 0 {
+				sc.acc[d] += s.share(qt.idf, fr, rm.dl[d])
+			}
+		}
+		theta = max(theta, kth(sc, cands, k))
+		kept := cands[:0]
+		for _, d := range cands {
+			if sc.acc[d]+rem[j+1] >= theta*(1-slack) {
+				kept = append(kept, d)
+			}
+		}
+		cands = kept
+	}
+	// Rescore in query order, so each sum is the one FTS5 takes.
+	exact := sc.exact[:0]
+	for range cands {
+		exact = append(exact, 0)
+	}
+	for i := range qts {
+		qt := &qts[i]
+		pos := 0
+		for c, d := range cands {
+			var fr float32
+			fr, pos = qt.list.find(d, pos)
+			if fr > 0 {
+				exact[c] += s.share(qt.idf, fr, rm.dl[d])
+			}
+		}
+	}
+	sc.cands, sc.exact = cands, exact
+	return top(rm, sc, cands, exact, k)
+}
+
+// walk adds one list's shares to the accumulators of the documents in it
+// that pass the filter; a document failing it is marked -1 once.
+func walk(rm *realm, f *filter, s *scorer, qt *qterm, sc *scratch) {
+	acc, dl := sc.acc, rm.dl
+	for _, p := range qt.list.postings {
+		a := acc[p.doc]
+		if a < 0 {
+			continue
+		}
+		if a == 0 {
+			sc.touched = append(sc.touched, p.doc)
+			if !f.pass(p.doc) {
+				acc[p.doc] = -1
+				continue
+			}
+		}
+		acc[p.doc] = a + s.share(qt.idf, p.f, dl[p.doc])
+	}
+}
+
+type qterm struct {
+	list *plist
+	idf  float64
+	ub   float64
+}
+
+// docFreq is the number of documents holding t, over the statistics'
+// documents.
+func (ix *Index) docFreq(rm *realm, t string, l *plist) int64 {
+	if ix.opts.Stats == StatsRealm || len(ix.realms) == 1 {
+		return int64(l.df)
+	}
+	n := int64(0)
+	for _, other := range ix.realms {
+		if tid, ok := other.termIDs[t]; ok {
+			n += int64(other.lists[tid].df)
+		}
+	}
+	return n
+}
+
+// idf is FTS5's inverse document frequency, never below 1e-6.
+func idf(docs, hits int64) float64 {
+	v := math.Log((float64(docs-hits) + 0.5) / (float64(hits) + 0.5))
+	if v <= 0 {
+		v = 1e-6
+	}
+	return v
+}
+
+type scorer struct{ k1, b, avgdl float64 }
+
+// share is one term's part of FTS5's bm25 for a document of length dl
+// holding it with weighted frequency f. The conversions round each step
+// as C does and forbid fused multiply-adds.
+func (s *scorer) share(idf float64, f float32, dl uint32) float64 {
+	ff := float64(f)
+	norm := float64(s.k1 * float64(1-s.b+float64(s.b*float64(dl))/s.avgdl))
+	return float64(idf * (float64(ff*(s.k1+1)) / (ff + norm)))
+}
+
+// bound is the most one list can add to any document's score.
+func (l *plist) bound(s *scorer, idf float64) float64 {
+	ub := 0.0
+	for _, b := range l.blocks {
+		ub = max(ub, s.share(idf, b.maxF, b.minDL))
+	}
+	return ub
+}
+
+// filter is a query's filters resolved to the realm's ids.
+type filter struct {
+	rm            *realm
+	scopeOK       []bool
+	now           int64
+	tags, notTags []uint32
+	checkTags     bool
+}
+
+// newFilter resolves q's filters; ok is false when nothing can pass.
+func newFilter(rm *realm, q *Query) (filter, bool) {
+	f := filter{rm: rm, now: q.NowMs, scopeOK: make([]bool, len(rm.scopeNames))}
+	if len(q.Scopes) == 0 {
+		for i := 1; i < len(f.scopeOK); i++ {
+			f.scopeOK[i] = true
+		}
+	} else {
+		any := false
+		for _, s := range q.Scopes {
+			if id, ok := rm.scopeIDs[s]; ok {
+				f.scopeOK[id], any = true, true
+			}
+		}
+		if !any {
+			return f, false
+		}
+	}
+	for _, t := range q.Tags {
+		id, ok := rm.tagIDs[FoldTag(t)]
+		if !ok {
+			return f, false // no document carries it
+		}
+		f.tags = append(f.tags, id)
+	}
+	for _, t := range q.ExcludeTags {
+		if id, ok := rm.tagIDs[FoldTag(t)]; ok {
+			f.notTags = append(f.notTags, id)
+		}
+	}
+	f.checkTags = len(f.tags)+len(f.notTags) > 0
+	return f, true
+}
+
+func (f *filter) pass(d uint32) bool {
+	rm := f.rm
+	if !f.scopeOK[rm.scope[d]] {
+		return false
+	}
+	if e := rm.expires[d]; e != 0 && e <= f.now {
+		return false
+	}
+	if f.checkTags {
+		have := rm.tags[d]
+		for _, t := range f.tags {
+			if !containsU32(have, t) {
+				return false
+			}
+		}
+		for _, t := range f.notTags {
+			if containsU32(have, t) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// scratch is one search's working memory. acc is indexed by docno and is
+// all zero between searches: 0 untouched, -1 filtered out, else a sum.
+type scratch struct {
+	acc     []float64
+	touched []uint32
+	cands   []uint32
+	exact   []float64
+	heap    []float64
+	best    []entry
+}
+
+func (ix *Index) getScratch(n int) *scratch {
+	sc, _ := ix.scratch.Get().(*scratch)
+	if sc == nil {
+		sc = &scratch{}
+	}
+	if len(sc.acc) < n {
+		sc.acc = make([]float64, n+n/4)
+	}
+	return sc
+}
+
+func (ix *Index) putScratch(sc *scratch) {
+	for _, d := range sc.touched {
+		sc.acc[d] = 0
+	}
+	sc.touched = sc.touched[:0]
+	ix.scratch.Put(sc)
+}
+
+// kth answers the k-th largest positive accumulator among docs, or 0 when
+// fewer than k are positive.
+func kth(sc *scratch, docs []uint32, k int) float64 {
+	h := sc.heap[:0]
+	for _, d := range docs {
+		a := sc.acc[d]
+		if a <= 0 {
+			continue
+		}
+		if len(h) < k {
+			h = append(h, a)
+			siftUpF(h, len(h)-1)
+		} else if a > h[0] {
+			h[0] = a
+			siftDownF(h, 0)
+		}
+	}
+	sc.heap = h
+	if len(h) < k {
+		return 0
+	}
+	return h[0]
+}
+
+func siftUpF(h []float64, i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if h[p] <= h[i] {
+			return
+		}
+		h[p], h[i] = h[i], h[p]
+		i = p
+	}
+}
+
+func siftDownF(h []float64, i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		if r := l + 1; r < len(h) && h[r] < h[l] {
+			l = r
+		}
+		if h[i] <= h[l] {
+			return
+		}
+		h[i], h[l] = h[l], h[i]
+		i = l
+	}
+}
+
+// entry is a scored document in the top-k heap.
+type entry struct {
+	score float64
+	seq   uint64
+	doc   uint32
+}
+
+// better orders hits: higher score, then higher seq, then lower id.
+func better(rm *realm, a, b entry) bool {
+	if a.score != b.score {
+		return a.score > b.score
+	}
+	if a.seq != b.seq {
+		return a.seq > b.seq
+	}
+	return rm.ids[a.doc] < rm.ids[b.doc]
+}
+
+// top answers the best k of docs, scored by scores (parallel to docs) or,
+// when scores is nil, by their accumulators.
+func top(rm *realm, sc *scratch, docs []uint32, scores []float64, k int) []Hit {
+	h := sc.best[:0]
+	for i, d := range docs {
+		var e entry
+		if scores != nil {
+			e = entry{score: scores[i], seq: rm.seq[d], doc: d}
+		} else {
+			a := sc.acc[d]
+			if a <= 0 {
+				continue
+			}
+			e = entry{score: a, seq: rm.seq[d], doc: d}
+		}
+		if len(h) < k {
+			h = append(h, e)
+			for c := len(h) - 1; c > 0; {
+				p := (c - 1) / 2
+				if !better(rm, h[p], h[c]) {
+					break
+				}
+				h[p], h[c] = h[c], h[p]
+				c = p
+			}
+			continue
+		}
+		if !better(rm, e, h[0]) {
+			continue
+		}
+		h[0] = e
+		for i := 0; ; {
+			l := 2*i + 1
+			if l >= len(h) {
+				break
+			}
+			// The root is the worst: sift toward the worse child.
+			if r := l + 1; r < len(h) && better(rm, h[l], h[r]) {
+				l = r
+			}
+			if !better(rm, h[i], h[l]) {
+				break
+			}
+			h[i], h[l] = h[l], h[i]
+			i = l
+		}
+	}
+	sc.best = h
+	slices.SortFunc(h, func(a, b entry) int {
+		if better(rm, a, b) {
+			return -1
+		}
+		return 1
+	})
+	out := make([]Hit, len(h))
+	for i, e := range h {
+		out[i] = Hit{ID: rm.ids[e.doc], Score: e.score}
+	}
+	return out
+}
