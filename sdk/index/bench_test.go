@@ -1,0 +1,215 @@
+package index
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memhost/memhost/sdk/tokenize"
+)
+
+// The benchmark corpus is shaped like the sqlite provider's: made-up words
+// from a 20,000-word vocabulary drawn with a Zipf law (s = 1.1, the 150
+// commonest ranks flattened), 3-9 title words, 6-16 description words,
+// 10-60 body words, 0-3 tags; 20 identities and the realm scope. A query
+// is two words of a random record's title and 2-4 Zipf words, asked in
+// one identity's scope plus the realm scope, limit 10.
+
+var benchSyllables = strings.Fields("ka ri to mu sen ra pel dor vin esh lo tam quo bri zel nor fa gu hin jop kel mir nat pov rus sil tev ul wex yor zan cha dri fel gro hal ist jun kra lum mok nib orf pra qui ros sta tru umb vel wra xen yal zor")
+
+type benchCorpus struct {
+	vocab []string
+	tags  []string
+}
+
+var benchWords = sync.OnceValue(func() *benchCorpus {
+	r := rand.New(rand.NewPCG(1, 2))
+	c := &benchCorpus{}
+	seen := map[string]bool{}
+	for len(c.vocab) < 20000 {
+		var b strings.Builder
+		for range 2 + r.IntN(3) {
+			b.WriteString(benchSyllables[r.IntN(len(benchSyllables))])
+		}
+		if w := b.String(); !seen[w] {
+			seen[w] = true
+			c.vocab = append(c.vocab, w)
+		}
+	}
+	for i := range 200 {
+		c.tags = append(c.tags, c.vocab[i*7+3])
+	}
+	return c
+})
+
+func (c *benchCorpus) words(z *rand.Zipf, n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = c.vocab[z.Uint64()]
+	}
+	return strings.Join(parts, " ")
+}
+
+type benchRecord struct {
+	title, desc, body string
+	tags              []string
+	scope             string
+}
+
+func (c *benchCorpus) record(i int) benchRecord {
+	r := rand.New(rand.NewPCG(uint64(i), 99))
+	z := rand.NewZipf(r, 1.1, 150, uint64(len(c.vocab)-1))
+	out := benchRecord{scope: fmt.Sprintf("identity:user%d", i%20)}
+	if i%10 == 0 {
+		out.scope = "realm"
+	}
+	out.title, out.desc, out.body = c.words(z, 3+r.IntN(7)), c.words(z, 6+r.IntN(11)), c.words(z, 10+r.IntN(51))
+	for range r.IntN(4) {
+		out.tags = append(out.tags, c.tags[r.IntN(len(c.tags))])
+	}
+	return out
+}
+
+func (rec benchRecord) doc(i int) Doc {
+	return Doc{
+		ID: fmt.Sprintf("r%07d", i), Realm: "default", Scope: rec.scope, Tags: rec.tags,
+		Fields: [][]string{tokenize.Tokens(strings.Join(rec.tags, " ")), tokenize.Tokens(rec.title), tokenize.Tokens(rec.desc), tokenize.Tokens(rec.body)},
+	}
+}
+
+func (c *benchCorpus) query(i, n int) Query {
+	r := rand.New(rand.NewPCG(uint64(i), 7))
+	z := rand.NewZipf(r, 1.1, 150, uint64(len(c.vocab)-1))
+	title := strings.Fields(c.record(r.IntN(n)).title)
+	text := strings.Join([]string{title[r.IntN(len(title))], title[r.IntN(len(title))], c.words(z, 2+r.IntN(3))}, " ")
+	return Query{
+		Realm: "default", Terms: tokenize.Terms(text), Limit: 10, NowMs: 1,
+		Scopes: []string{fmt.Sprintf("identity:user%d", i%20), "realm"},
+	}
+}
+
+var benchIndexes sync.Map // n -> *Index
+
+func benchIndex(tb testing.TB, n int) *Index {
+	if ix, ok := benchIndexes.Load(n); ok {
+		return ix.(*Index)
+	}
+	c := benchWords()
+	ix, err := New(Options{Weights: ftsWeights})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i := range n {
+		if err := ix.Put(c.record(i).doc(i)); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	benchIndexes.Store(n, ix)
+	return ix
+}
+
+// BenchmarkSearch reports recall latency percentiles in-process, over
+// 1,000 distinct queries.
+func BenchmarkSearch(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+			ix := benchIndex(b, n)
+			c := benchWords()
+			queries := make([]Query, 1000)
+			for i := range queries {
+				queries[i] = c.query(i, n)
+			}
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				t0 := time.Now()
+				if _, err := ix.Search(queries[i%len(queries)]); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
+		})
+	}
+}
+
+// BenchmarkHeapPerRecord reports the index's live heap per record.
+func BenchmarkHeapPerRecord(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+			c := benchWords()
+			docs := make([]Doc, n)
+			for i := range docs {
+				docs[i] = c.record(i).doc(i)
+			}
+			var per float64
+			for b.Loop() {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				ix, _ := New(Options{Weights: ftsWeights})
+				for _, d := range docs {
+					if err := ix.Put(d); err != nil {
+						b.Fatal(err)
+					}
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				// The docs' term strings are shared with the caller's
+				// slices, which stay alive; count them as the index's.
+				per = float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
+				runtime.KeepAlive(ix)
+			}
+			runtime.KeepAlive(docs)
+			b.ReportMetric(per, "heap-B/record")
+		})
+	}
+}
+
+// BenchmarkOpen measures reopening from a snapshot (Decode), the path a
+// store takes at start instead of tokenizing every record.
+func BenchmarkOpen(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+			var buf bytes.Buffer
+			if err := benchIndex(b, n).Encode(&buf); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(buf.Len())/float64(n), "snapshot-B/record")
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := Decode(bytes.NewReader(buf.Bytes())); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkPut measures adding tokenized documents (the write path, and a
+// rebuild without a snapshot).
+func BenchmarkPut(b *testing.B) {
+	c := benchWords()
+	docs := make([]Doc, 10_000)
+	for i := range docs {
+		docs[i] = c.record(i).doc(i)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		ix, _ := New(Options{Weights: ftsWeights})
+		for _, d := range docs {
+			if err := ix.Put(d); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(len(docs))*float64(b.N)/b.Elapsed().Seconds(), "docs/s")
+}

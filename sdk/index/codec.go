@@ -1,0 +1,394 @@
+package index
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+)
+
+// A snapshot is the index as postings, so a store can reopen without
+// tokenizing a single record: Decode reads the lists back as they were and
+// derives each document's term list from them. Layout (integers are
+// uvarints unless noted, strings are a length and bytes):
+//
+//	magic, field count, weights, k1, b (float64 bits, 8 bytes LE), stats,
+//	next seq, realm count, then per realm:
+//	  name, scope count, scopes, tag count, folded tags,
+//	  doc count, per doc: id, scope id, seq, expiry (zigzag), length,
+//	    tag count, tag ids;
+//	  term count, per term: term, posting count, per posting:
+//	    docno delta, weighted frequency (float32 bits, 4 bytes LE).
+//
+// Deleted slots are dropped, so docnos are renumbered densely.
+
+const magic = "memhost-index\x00v1\n"
+
+// ErrCorrupt marks a snapshot that is not one this package wrote.
+var ErrCorrupt = errors.New("index: corrupt snapshot")
+
+// Encode writes a snapshot of the index to w.
+func (ix *Index) Encode(w io.Writer) error {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	bw := bufio.NewWriterSize(w, 256<<10)
+	e := encoder{w: bw}
+	e.raw([]byte(magic))
+	e.uint(uint64(ix.nfields))
+	for _, v := range ix.opts.Weights {
+		e.f64(v)
+	}
+	e.f64(ix.opts.K1)
+	e.f64(ix.opts.B)
+	e.uint(uint64(ix.opts.Stats))
+	e.uint(ix.nextSeq)
+	e.uint(uint64(len(ix.realms)))
+	for name, rm := range ix.realms {
+		e.str(name)
+		rm.encode(&e)
+	}
+	if e.err != nil {
+		return fmt.Errorf("index: encode: %w", e.err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("index: encode: %w", err)
+	}
+	return nil
+}
+
+func (rm *realm) encode(e *encoder) {
+	e.uint(uint64(len(rm.scopeNames) - 1))
+	for _, s := range rm.scopeNames[1:] {
+		e.str(s)
+	}
+	tags := make([]string, len(rm.tagIDs))
+	for t, id := range rm.tagIDs {
+		tags[id] = t
+	}
+	e.uint(uint64(len(tags)))
+	for _, t := range tags {
+		e.str(t)
+	}
+	// Live docs renumbered densely, in docno order.
+	renum := make([]uint32, len(rm.ids))
+	e.uint(uint64(rm.live))
+	n := uint32(0)
+	for d := range rm.ids {
+		if rm.scope[d] == deadScope {
+			continue
+		}
+		renum[d] = n
+		n++
+		e.str(rm.ids[d])
+		e.uint(uint64(rm.scope[d] - 1))
+		e.uint(rm.seq[d])
+		e.int(rm.expires[d])
+		e.uint(uint64(rm.dl[d]))
+		e.uint(uint64(len(rm.tags[d])))
+		for _, t := range rm.tags[d] {
+			e.uint(uint64(t))
+		}
+	}
+	live := 0
+	for t := range rm.lists {
+		if rm.lists[t].df > 0 {
+			live++
+		}
+	}
+	e.uint(uint64(live))
+	for t := range rm.lists {
+		l := &rm.lists[t]
+		if l.df == 0 {
+			continue
+		}
+		e.str(rm.termNames[t])
+		e.uint(uint64(l.df))
+		prev := uint32(0)
+		for _, p := range l.postings {
+			if rm.scope[p.doc] == deadScope {
+				continue
+			}
+			d := renum[p.doc]
+			e.uint(uint64(d - prev))
+			prev = d
+			e.u32(math.Float32bits(p.f))
+		}
+	}
+}
+
+type encoder struct {
+	w   *bufio.Writer
+	buf [binary.MaxVarintLen64]byte
+	err error
+}
+
+func (e *encoder) raw(b []byte) {
+	if e.err == nil {
+		_, e.err = e.w.Write(b)
+	}
+}
+func (e *encoder) uint(v uint64) { e.raw(binary.AppendUvarint(e.buf[:0], v)) }
+func (e *encoder) int(v int64)   { e.raw(binary.AppendVarint(e.buf[:0], v)) }
+func (e *encoder) f64(v float64) {
+	e.raw(binary.LittleEndian.AppendUint64(e.buf[:0], math.Float64bits(v)))
+}
+func (e *encoder) u32(v uint32) { e.raw(binary.LittleEndian.AppendUint32(e.buf[:0], v)) }
+func (e *encoder) str(s string) {
+	e.uint(uint64(len(s)))
+	if e.err == nil {
+		_, e.err = e.w.WriteString(s)
+	}
+}
+
+// Decode reads a snapshot Encode wrote. It refuses, with ErrCorrupt,
+// anything it cannot load whole and consistent.
+func Decode(r io.Reader) (*Index, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("index: decode: %w", err)
+	}
+	d := decoder{b: data}
+	if string(d.take(len(magic))) != magic {
+		return nil, fmt.Errorf("%w: not an index snapshot", ErrCorrupt)
+	}
+	nf := d.count(64)
+	var opts Options
+	for range nf {
+		opts.Weights = append(opts.Weights, d.f64())
+	}
+	opts.K1, opts.B = d.f64(), d.f64()
+	opts.Stats = Stats(d.count(8))
+	nextSeq := d.uint()
+	if d.err != nil {
+		return nil, d.err
+	}
+	ix, err := New(opts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	ix.nextSeq = max(nextSeq, 1)
+	nr := d.count(len(d.b))
+	for range nr {
+		name := d.str()
+		if _, dup := ix.realms[name]; dup || name == "" {
+			d.fail("realm %q repeated or empty", name)
+		}
+		if d.err != nil {
+			return nil, d.err
+		}
+		rm, err := decodeRealm(&d, ix.nextSeq)
+		if err != nil {
+			return nil, err
+		}
+		ix.realms[name] = rm
+		ix.docs += rm.live
+		ix.tokens += rm.tokens
+	}
+	if d.err == nil && len(d.b) > 0 {
+		d.fail("%d bytes after the last realm", len(d.b))
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	return ix, nil
+}
+
+func decodeRealm(d *decoder, nextSeq uint64) (*realm, error) {
+	rm := newRealm()
+	for range d.count(len(d.b)) {
+		s := d.str()
+		if _, dup := rm.scopeIDs[s]; dup {
+			d.fail("scope %q repeated", s)
+		}
+		rm.scopeID(s)
+	}
+	ntags := d.count(len(d.b))
+	for i := range ntags {
+		t := d.str()
+		if _, dup := rm.tagIDs[t]; dup {
+			d.fail("tag %q repeated", t)
+		}
+		rm.tagIDs[t] = uint32(i)
+	}
+	ndocs := d.count(len(d.b))
+	if d.err != nil {
+		return nil, d.err
+	}
+	rm.ids = make([]string, ndocs)
+	rm.scope = make([]uint32, ndocs)
+	rm.dl = make([]uint32, ndocs)
+	rm.expires = make([]int64, ndocs)
+	rm.seq = make([]uint64, ndocs)
+	rm.tags = make([][]uint32, ndocs)
+	rm.terms = make([][]uint32, ndocs)
+	for i := range ndocs {
+		id := d.str()
+		if _, dup := rm.byID[id]; dup || id == "" {
+			d.fail("document id %q repeated or empty", id)
+		}
+		rm.ids[i] = id
+		rm.byID[id] = uint32(i)
+		rm.scope[i] = uint32(d.count(len(rm.scopeNames)-2)) + 1
+		rm.seq[i] = d.uint()
+		if rm.seq[i] == 0 || rm.seq[i] >= nextSeq {
+			d.fail("document %q has seq %d outside 1..%d", id, rm.seq[i], nextSeq-1)
+		}
+		rm.expires[i] = d.int()
+		rm.dl[i] = uint32(d.count(math.MaxUint32))
+		rm.tokens += int64(rm.dl[i])
+		nt := d.count(ntags)
+		for range nt {
+			t := uint32(d.count(ntags - 1))
+			if containsU32(rm.tags[i], t) {
+				d.fail("document %q repeats a tag", id)
+			}
+			rm.tags[i] = append(rm.tags[i], t)
+		}
+		if d.err != nil {
+			return nil, d.err
+		}
+	}
+	rm.live = ndocs
+	nterms := d.count(len(d.b))
+	rm.lists = make([]plist, 0, nterms)
+	counts := make([]uint32, ndocs)
+	for range nterms {
+		t := d.str()
+		if _, dup := rm.termIDs[t]; dup {
+			d.fail("term %q repeated", t)
+		}
+		tid := rm.term(t)
+		l := &rm.lists[tid]
+		n := d.count(ndocs)
+		if n == 0 {
+			d.fail("term %q has no postings", t)
+		}
+		l.postings = make([]posting, n)
+		prev := uint32(0)
+		for i := range n {
+			delta := d.count(ndocs)
+			if i > 0 && delta == 0 {
+				d.fail("term %q repeats a document", t)
+			}
+			doc := prev + uint32(delta)
+			if int(doc) >= ndocs {
+				d.fail("term %q names document %d of %d", t, doc, ndocs)
+			}
+			f := math.Float32frombits(d.u32())
+			if !(f > 0) || math.IsInf(float64(f), 0) {
+				d.fail("term %q has frequency %v", t, f)
+			}
+			if d.err != nil {
+				return nil, d.err
+			}
+			l.postings[i] = posting{doc: doc, f: f}
+			counts[doc]++
+			prev = doc
+		}
+		l.df = int32(n)
+		l.rebuildBlocks(rm.dl)
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	// Each document's term list, carved from one slab.
+	total := 0
+	for _, c := range counts {
+		total += int(c)
+	}
+	slab := make([]uint32, total)
+	off := 0
+	for i, c := range counts {
+		rm.terms[i] = slab[off : off : off+int(c)]
+		off += int(c)
+	}
+	for tid := range rm.lists {
+		for _, p := range rm.lists[tid].postings {
+			rm.terms[p.doc] = append(rm.terms[p.doc], uint32(tid))
+		}
+	}
+	return rm, nil
+}
+
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(format string, args ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: %s", ErrCorrupt, fmt.Sprintf(format, args...))
+	}
+	d.b = nil
+}
+
+func (d *decoder) take(n int) []byte {
+	if d.err != nil {
+		return nil
+	}
+	if n < 0 || n > len(d.b) {
+		d.fail("truncated")
+		return nil
+	}
+	out := d.b[:n]
+	d.b = d.b[n:]
+	return out
+}
+
+func (d *decoder) uint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail("bad integer")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) int() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail("bad integer")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// count reads an integer that must be at most limit.
+func (d *decoder) count(limit int) int {
+	v := d.uint()
+	if limit < 0 || v > uint64(limit) {
+		d.fail("count %d exceeds %d", v, limit)
+		return 0
+	}
+	return int(v)
+}
+
+func (d *decoder) f64() float64 {
+	b := d.take(8)
+	if b == nil {
+		return 0
+	}
+	return math.Float64frombits(binary.LittleEndian.Uint64(b))
+}
+
+func (d *decoder) u32() uint32 {
+	b := d.take(4)
+	if b == nil {
+		return 0
+	}
+	return binary.LittleEndian.Uint32(b)
+}
+
+func (d *decoder) str() string {
+	return string(d.take(d.count(len(d.b))))
+}
