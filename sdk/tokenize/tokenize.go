@@ -14,7 +14,8 @@ import (
 	"unicode/utf8"
 )
 
-// Tokens returns every term of s in order, repeats included.
+// Tokens returns every term of s in order, repeats included. A term may
+// share memory with s.
 func Tokens(s string) []string {
 	var out []string
 	each(s, func(t string) bool { out = append(out, t); return true })
@@ -53,23 +54,55 @@ func isWordRune(r rune) bool {
 }
 
 // each calls emit with each term of s until emit answers false.
+//
+// ASCII, most of what is stored, takes a table lookup per byte instead of
+// the Unicode tables, and a word that needs no lower-casing is emitted as
+// a slice of s rather than copied. Other runes take the general path; the
+// tests hold both to the plain rune-by-rune definition.
 func each(s string, emit func(string) bool) {
-	var word strings.Builder
+	var buf []byte   // the word, once it cannot be a slice of s
+	slow := false    // the word is in buf
+	ws, we := -1, -1 // the word is s[ws:we] while !slow
 	var cjk []rune
 	live := true
 	flushWord := func() {
-		if word.Len() == 0 {
+		var w string
+		switch {
+		case slow:
+			w = string(buf)
+			buf, slow = buf[:0], false
+		case ws >= 0:
+			w = s[ws:we]
+		default:
 			return
 		}
-		w := word.String()
-		word.Reset()
+		ws, we = -1, -1
 		if _, stop := stopwords[w]; stop {
 			return
 		}
-		if r, size := utf8.DecodeRuneInString(w); size == len(w) && r < utf8.RuneSelf && unicode.IsLetter(r) {
-			return
+		if len(w) == 1 && asciiKind[w[0]] >= kindLower {
+			return // a one-letter Latin word
 		}
 		live = live && emit(w)
+	}
+	// appendRune adds the word rune s[i:i+size], lower-cased to lower.
+	appendRune := func(i, size int, lower rune, same bool) {
+		if !slow {
+			if same {
+				if ws < 0 {
+					ws = i
+				}
+				we = i + size
+				return
+			}
+			slow = true
+			if ws >= 0 {
+				buf = append(buf[:0], s[ws:we]...)
+			} else {
+				buf = buf[:0]
+			}
+		}
+		buf = utf8.AppendRune(buf, lower)
 	}
 	flushCJK := func() {
 		switch len(cjk) {
@@ -84,10 +117,23 @@ func each(s string, emit func(string) bool) {
 		}
 		cjk = cjk[:0]
 	}
-	for _, r := range s {
-		if !live {
-			return
+	for i := 0; i < len(s) && live; {
+		if c := s[i]; c < utf8.RuneSelf {
+			switch asciiKind[c] {
+			case kindSep:
+				flushWord()
+				flushCJK()
+			case kindUpper:
+				flushCJK()
+				appendRune(i, 1, rune(c+'a'-'A'), false)
+			default:
+				flushCJK()
+				appendRune(i, 1, rune(c), true)
+			}
+			i++
+			continue
 		}
+		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == utf8.RuneError:
 			flushWord()
@@ -97,11 +143,13 @@ func each(s string, emit func(string) bool) {
 			cjk = append(cjk, r)
 		case isWordRune(r):
 			flushCJK()
-			word.WriteRune(unicode.ToLower(r))
+			lower := unicode.ToLower(r)
+			appendRune(i, size, lower, lower == r)
 		default:
 			flushWord()
 			flushCJK()
 		}
+		i += size
 	}
 	if live {
 		flushWord()
@@ -110,6 +158,29 @@ func each(s string, emit func(string) bool) {
 		flushCJK()
 	}
 }
+
+// Kinds of ASCII bytes. Lower and upper are letters, ordered after digit
+// so that ">= kindLower" means "a letter".
+const (
+	kindSep = iota
+	kindDigit
+	kindLower
+	kindUpper
+)
+
+var asciiKind = func() (t [utf8.RuneSelf]uint8) {
+	for c := range t {
+		switch {
+		case c >= 'a' && c <= 'z':
+			t[c] = kindLower
+		case c >= 'A' && c <= 'Z':
+			t[c] = kindUpper
+		case c >= '0' && c <= '9':
+			t[c] = kindDigit
+		}
+	}
+	return t
+}()
 
 // stopwords are dropped from every term list: words so common that they
 // carry no topic.
