@@ -309,6 +309,7 @@ func (rm *realm) term(t string) uint32 {
 		return id
 	}
 	id := uint32(len(rm.termNames))
+	t = strings.Clone(t) // a term may be a slice of a whole record text
 	rm.termIDs[t] = id
 	rm.termNames = append(rm.termNames, t)
 	rm.lists = append(rm.lists, plist{})

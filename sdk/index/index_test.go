@@ -387,3 +387,18 @@ func FuzzSearch(f *testing.F) {
 		}
 	})
 }
+
+func TestTextHelpers(t *testing.T) {
+	long := strings.Repeat("é", 40) // 80 bytes: cut to 64 at a rune boundary
+	if got := FieldTerms("Coffee " + long + " coffee"); len(got) != 3 || got[0] != "coffee" || got[1] != strings.Repeat("é", 32) || got[2] != "coffee" {
+		t.Fatalf("FieldTerms = %q", got)
+	}
+	var q strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&q, "w%d w%d ", i, i)
+	}
+	got := QueryTerms(q.String())
+	if len(got) != MaxQueryTerms || got[0] != "w0" || got[1] != "w1" {
+		t.Fatalf("QueryTerms answers %d terms starting %q", len(got), got[:2])
+	}
+}

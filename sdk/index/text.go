@@ -1,0 +1,57 @@
+package index
+
+import (
+	"unicode/utf8"
+
+	"github.com/memhost/memhost/sdk/tokenize"
+)
+
+// These cut text into terms exactly as the sqlite provider feeds FTS5, so
+// an index built from them ranks as its bm25() does.
+
+const (
+	// MaxTermBytes truncates (at a rune boundary) the rare giant token, a
+	// pasted hash or blob, on both the document and the query side.
+	MaxTermBytes = 64
+	// MaxQueryTerms bounds the work one query can ask for: its first
+	// distinct terms are used, the rest ignored.
+	MaxQueryTerms = 64
+)
+
+// FieldTerms answers the terms of one field's text, repeats included.
+func FieldTerms(text string) []string {
+	toks := tokenize.Tokens(text)
+	for i, t := range toks {
+		toks[i] = truncateTerm(t)
+	}
+	return toks
+}
+
+// QueryTerms answers the distinct terms of a query in first-seen order, at
+// most MaxQueryTerms of them.
+func QueryTerms(text string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, t := range tokenize.Tokens(text) {
+		t = truncateTerm(t)
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+			if len(out) == MaxQueryTerms {
+				break
+			}
+		}
+	}
+	return out
+}
+
+func truncateTerm(t string) string {
+	if len(t) <= MaxTermBytes {
+		return t
+	}
+	cut := MaxTermBytes
+	for cut > 0 && !utf8.RuneStart(t[cut]) {
+		cut--
+	}
+	return t[:cut]
+}
