@@ -40,9 +40,9 @@ type Key struct {
 // Store is the storage an author implements. Calls are serialised: the
 // provider never runs two of them at once.
 type Store interface {
-	// Load calls fn once for every stored record, of every realm and
-	// status, as last put. It runs once, in Configure.
-	Load(ctx context.Context, fn func(sdk.Record) error) error
+	// Load answers every stored record, of every realm and status, as
+	// last put. It runs once, in Configure.
+	Load(ctx context.Context) ([]sdk.Record, error)
 	// Put stores records durably before it returns, all or nothing,
 	// replacing any stored record of the same realm and id.
 	Put(ctx context.Context, records []sdk.Record) error
@@ -134,10 +134,26 @@ func (p *Provider) Configure(ctx context.Context, config json.RawMessage) error 
 	if err != nil {
 		return err
 	}
+	realms, err := load(ctx, store, ix)
+	if err != nil {
+		closeStore(store)
+		return p.errorf("load: %w", err)
+	}
+	p.store, p.realms, p.ix = store, realms, ix
+	return nil
+}
+
+// load reads every stored record into memory and the index.
+func load(ctx context.Context, store Store, ix *index.Index) (map[string]*realm, error) {
+	recs, err := store.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
 	realms := map[string]*realm{}
-	err = store.Load(ctx, func(r sdk.Record) error {
-		if err := checkLoaded(&r); err != nil {
-			return fmt.Errorf("stored record %s/%s: %w", r.Realm, r.ID, err)
+	for i := range recs {
+		r := &recs[i]
+		if err := checkLoaded(r); err != nil {
+			return nil, fmt.Errorf("stored record %s/%s: %w", r.Realm, r.ID, err)
 		}
 		rm := realms[r.Realm]
 		if rm == nil {
@@ -145,16 +161,13 @@ func (p *Provider) Configure(ctx context.Context, config json.RawMessage) error 
 			realms[r.Realm] = rm
 		}
 		if _, dup := rm.recs[r.ID]; dup {
-			return fmt.Errorf("stored record %s/%s is loaded twice", r.Realm, r.ID)
+			return nil, fmt.Errorf("stored record %s/%s is loaded twice", r.Realm, r.ID)
 		}
-		return apply(ix, rm, &r)
-	})
-	if err != nil {
-		closeStore(store)
-		return p.errorf("load: %w", err)
+		if err := apply(ix, rm, r); err != nil {
+			return nil, err
+		}
 	}
-	p.store, p.realms, p.ix = store, realms, ix
-	return nil
+	return realms, nil
 }
 
 // checkLoaded checks a record read back from the Store, which a person or
@@ -275,4 +288,17 @@ func cloneRecord(r *sdk.Record) sdk.Record {
 	c := *r
 	c.Tags = append([]string(nil), r.Tags...)
 	return c
+}
+
+// Decoded builds an Options.Open from a typed configuration: the payload
+// is decoded strictly (sdk.DecodeConfig) over a copy of defaults, then
+// handed to open.
+func Decoded[C any](defaults C, open func(context.Context, C) (Store, error)) func(context.Context, json.RawMessage) (Store, error) {
+	return func(ctx context.Context, raw json.RawMessage) (Store, error) {
+		cfg := defaults
+		if err := sdk.DecodeConfig(raw, &cfg); err != nil {
+			return nil, err
+		}
+		return open(ctx, cfg)
+	}
 }

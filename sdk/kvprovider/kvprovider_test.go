@@ -43,16 +43,15 @@ func storeFor(dir string) *memStore {
 	return s
 }
 
-func (s *memStore) Load(_ context.Context, fn func(sdk.Record) error) error {
+func (s *memStore) Load(context.Context) ([]sdk.Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var out []sdk.Record
 	for _, r := range s.recs {
 		r.Tags = slices.Clone(r.Tags)
-		if err := fn(r); err != nil {
-			return err
-		}
+		out = append(out, r)
 	}
-	return nil
+	return out, nil
 }
 
 func (s *memStore) Put(_ context.Context, recs []sdk.Record) error {
