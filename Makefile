@@ -9,7 +9,7 @@ PLUGINS    := markdown sqlite bleve template llm
 TOOLS      := $(CURDIR)/.tools
 # Packages with shared state also run under the race detector.
 RACE_PKGS  := ./sdk/ ./coordinator/... ./guide/... ./internal/lru/... ./internal/pluginhost/... ./internal/httpapi/... ./internal/compaction/...
-EXAMPLE    := examples/journal
+EXAMPLES   := examples/journal examples/kv
 
 .PHONY: all build run test bench fuzz proto vet clean
 
@@ -32,7 +32,7 @@ run: build
 test: build vet
 	go test -count=1 ./...
 	go test -race -count=1 $(RACE_PKGS)
-	cd $(EXAMPLE) && go vet ./... && go test -count=1 ./...
+	for ex in $(EXAMPLES); do (cd $$ex && go vet ./... && go test -count=1 ./...) || exit 1; done
 
 vet:
 	go vet ./...
