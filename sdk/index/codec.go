@@ -222,7 +222,7 @@ func decodeRealm(d *decoder, nextSeq uint64) (*realm, error) {
 	rm.expires = make([]int64, ndocs)
 	rm.seq = make([]uint64, ndocs)
 	rm.tags = make([][]uint32, ndocs)
-	rm.terms = make([][]uint32, ndocs)
+	rm.terms = make([][]byte, ndocs)
 	for i := range ndocs {
 		id := d.str()
 		if _, dup := rm.byID[id]; dup || id == "" {
@@ -253,7 +253,6 @@ func decodeRealm(d *decoder, nextSeq uint64) (*realm, error) {
 	rm.live = ndocs
 	nterms := d.count(len(d.b))
 	rm.lists = make([]plist, 0, nterms)
-	counts := make([]uint32, ndocs)
 	for range nterms {
 		t := d.str()
 		if _, dup := rm.termIDs[t]; dup {
@@ -284,7 +283,6 @@ func decodeRealm(d *decoder, nextSeq uint64) (*realm, error) {
 				return nil, d.err
 			}
 			l.postings[i] = posting{doc: doc, f: f}
-			counts[doc]++
 			prev = doc
 		}
 		l.df = int32(n)
@@ -293,20 +291,33 @@ func decodeRealm(d *decoder, nextSeq uint64) (*realm, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
-	// Each document's term list, carved from one slab.
-	total := 0
-	for _, c := range counts {
-		total += int(c)
-	}
-	slab := make([]uint32, total)
-	off := 0
-	for i, c := range counts {
-		rm.terms[i] = slab[off : off : off+int(c)]
-		off += int(c)
-	}
+	// Each document's term list, carved from one slab: sized in a first
+	// pass over the postings (term ids ascend, so deltas are known), filled
+	// in a second.
+	prev := make([]uint32, ndocs)
+	size := make([]int, ndocs)
+	var tmp [binary.MaxVarintLen32]byte
 	for tid := range rm.lists {
 		for _, p := range rm.lists[tid].postings {
-			rm.terms[p.doc] = append(rm.terms[p.doc], uint32(tid))
+			size[p.doc] += len(binary.AppendUvarint(tmp[:0], uint64(uint32(tid)-prev[p.doc])))
+			prev[p.doc] = uint32(tid)
+		}
+	}
+	total := 0
+	for _, n := range size {
+		total += n
+	}
+	slab := make([]byte, total)
+	off := 0
+	for i, n := range size {
+		rm.terms[i] = slab[off : off : off+n]
+		off += n
+	}
+	clear(prev)
+	for tid := range rm.lists {
+		for _, p := range rm.lists[tid].postings {
+			rm.terms[p.doc] = binary.AppendUvarint(rm.terms[p.doc], uint64(uint32(tid)-prev[p.doc]))
+			prev[p.doc] = uint32(tid)
 		}
 	}
 	return rm, nil

@@ -20,9 +20,12 @@
 package index
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -219,11 +222,11 @@ func (ix *Index) add(rm *realm, d *Doc) {
 		}
 	}
 	rm.order = order
-	terms := make([]uint32, len(order))
-	copy(terms, order)
-	for _, tid := range terms {
+	for _, tid := range order {
 		rm.lists[tid].add(no, float32(freq[tid]), uint32(dl))
 	}
+	slices.Sort(order)
+	terms := appendTermList(nil, order)
 	var tags []uint32
 	for _, t := range d.Tags {
 		k := rm.tag(t)
@@ -247,7 +250,7 @@ func (ix *Index) add(rm *realm, d *Doc) {
 
 func (ix *Index) remove(rm *realm, no uint32) {
 	rm.scope[no] = deadScope // first: compact below drops dead slots
-	for _, tid := range rm.terms[no] {
+	for tid := range termList(rm.terms[no]) {
 		l := &rm.lists[tid]
 		l.df--
 		l.dead++
@@ -279,7 +282,7 @@ type realm struct {
 	expires []int64
 	seq     []uint64
 	tags    [][]uint32
-	terms   [][]uint32 // distinct term ids, for deletes
+	terms   [][]byte // distinct term ids (a termList), for deletes
 
 	termIDs    map[string]uint32
 	termNames  []string
@@ -473,6 +476,32 @@ func FoldTag(tag string) string {
 		b.WriteRune(least)
 	}
 	return b.String()
+}
+
+// A termList is a document's distinct term ids, ascending, as uvarint
+// deltas: about a byte and a half per term instead of four.
+func appendTermList(dst []byte, sorted []uint32) []byte {
+	prev := uint32(0)
+	for _, t := range sorted {
+		dst = binary.AppendUvarint(dst, uint64(t-prev))
+		prev = t
+	}
+	return dst
+}
+
+// termList iterates the term ids of an encoded list.
+func termList(b []byte) iter.Seq[uint32] {
+	return func(yield func(uint32) bool) {
+		t := uint32(0)
+		for len(b) > 0 {
+			d, n := binary.Uvarint(b)
+			t += uint32(d)
+			b = b[n:]
+			if !yield(t) {
+				return
+			}
+		}
+	}
 }
 
 func containsU32(list []uint32, v uint32) bool {
