@@ -8,7 +8,7 @@ PLUGIN_DIR := $(BIN)/plugins
 PLUGINS    := markdown sqlite bleve template llm
 TOOLS      := $(CURDIR)/.tools
 # Packages with shared state also run under the race detector.
-RACE_PKGS  := ./sdk/ ./coordinator/... ./guide/... ./internal/lru/... ./internal/pluginhost/... ./internal/httpapi/... ./internal/compaction/...
+RACE_PKGS  := ./sdk/ ./sdk/index/ ./sdk/kvprovider/ ./coordinator/... ./guide/... ./internal/lru/... ./internal/pluginhost/... ./internal/httpapi/... ./internal/compaction/...
 EXAMPLES   := examples/journal examples/kv
 
 .PHONY: all build run test bench fuzz proto vet clean

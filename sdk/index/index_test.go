@@ -402,3 +402,54 @@ func TestTextHelpers(t *testing.T) {
 		t.Fatalf("QueryTerms answers %d terms starting %q", len(got), got[:2])
 	}
 }
+
+// TestConcurrentSearchAndWrite runs searches beside writes and deletes;
+// under the race detector it proves the locking, and every answer stays
+// well formed.
+func TestConcurrentSearchAndWrite(t *testing.T) {
+	defer func(w int) { exhaustiveWork = w }(exhaustiveWork)
+	exhaustiveWork = 0
+	c := newCorpus(t, 11, 50, StatsIndex)
+	for range 500 {
+		c.step()
+	}
+	queries := make([]Query, 50)
+	for i := range queries {
+		queries[i] = c.query()
+	}
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for w := range 4 {
+		go func() {
+			for i := w; ; i++ {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				q := queries[i%len(queries)]
+				hits, err := c.ix.Search(q)
+				if err == nil && len(hits) > q.Limit {
+					err = fmt.Errorf("%d hits for limit %d", len(hits), q.Limit)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for range 1500 {
+		c.step() // the corpus's own rng and reference: this goroutine only
+	}
+	close(done)
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range queries {
+		c.check(q)
+	}
+}
