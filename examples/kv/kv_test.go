@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"example.com/kv"
@@ -54,5 +55,23 @@ func TestTornLastLineIsCutOff(t *testing.T) {
 	p = configure(t, file)
 	if hits, err := p.Recall(ctx, sdk.RecallQuery{Realm: "r", Query: "kettle espresso"}); err != nil || len(hits) != 2 {
 		t.Fatalf("Recall after reopening = %v, %v; want both records", hits, err)
+	}
+}
+
+// The plugin-authoring guide shows the example whole; it must show this
+// code, not an older copy.
+func TestGuideShowsThisCode(t *testing.T) {
+	guide, err := os.ReadFile("../../docs/plugin-authoring.md")
+	if err != nil {
+		t.Skip("not inside the memhost repository")
+	}
+	for _, f := range []string{"kv.go", "cmd/memhost-plugin-kv/main.go"} {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(guide), "```go\n"+string(src)+"```") {
+			t.Errorf("docs/plugin-authoring.md does not show %s as it is", f)
+		}
 	}
 }
