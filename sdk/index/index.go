@@ -175,6 +175,9 @@ func (ix *Index) Put(d Doc) error {
 	}
 	if no, ok := rm.byID[d.ID]; ok {
 		ix.remove(rm, no)
+		if rm.dead > 1024 && rm.dead > rm.live {
+			rm.renumber()
+		}
 	}
 	if d.Seq == 0 {
 		d.Seq = ix.nextSeq

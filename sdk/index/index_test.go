@@ -453,3 +453,27 @@ func TestConcurrentSearchAndWrite(t *testing.T) {
 		c.check(q)
 	}
 }
+
+// Replacing one document over and over renumbers the realm rather than
+// growing it, and the answer stays the one live copy.
+func TestReplaceChurnRenumbers(t *testing.T) {
+	ix, _ := New(Options{Weights: ftsWeights})
+	for i := range 3000 {
+		d := Doc{ID: "only", Realm: "r", Scope: "realm", Fields: [][]string{nil, {"coffee", fmt.Sprint("v", i)}, nil, nil}}
+		if err := ix.Put(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(ix.realms["r"].ids); n > 2100 {
+		t.Fatalf("%d document slots for one live document: deleted slots are not reclaimed", n)
+	}
+	hits, err := ix.Search(Query{Realm: "r", Terms: []string{"coffee", "v2999", "v5"}, Limit: 10})
+	if err != nil || len(hits) != 1 || hits[0].ID != "only" || ix.Len() != 1 {
+		t.Fatalf("Search = %v, %v; Len %d; want the one document", hits, err, ix.Len())
+	}
+	want := newReference(StatsIndex)
+	want.docs[key("r", "only")] = &refDoc{Doc: Doc{ID: "only", Realm: "r", Scope: "realm", Seq: 3000, Fields: [][]string{nil, {"coffee", "v2999"}, nil, nil}}, active: true}
+	if ref := want.search(Query{Realm: "r", Terms: []string{"coffee", "v2999", "v5"}, Limit: 10}); !slices.Equal(hits, ref) {
+		t.Fatalf("Search = %v, reference %v", hits, ref)
+	}
+}

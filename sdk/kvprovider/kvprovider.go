@@ -163,7 +163,7 @@ func load(ctx context.Context, store Store, ix *index.Index) (map[string]*realm,
 		if _, dup := rm.recs[r.ID]; dup {
 			return nil, fmt.Errorf("stored record %s/%s is loaded twice", r.Realm, r.ID)
 		}
-		if err := apply(ix, rm, r); err != nil {
+		if err := apply(ix, rm, r, true); err != nil {
 			return nil, err
 		}
 	}
@@ -216,16 +216,20 @@ func (p *Provider) ready(ctx context.Context) error {
 }
 
 // apply puts a stored record into memory: the record, its content key and,
-// when it is active, the index.
-func apply(ix *index.Index, rm *realm, r *sdk.Record) error {
+// when it is active, the index. A usage-only change (reindex false) keeps
+// the record's index entry as it is.
+func apply(ix *index.Index, rm *realm, r *sdk.Record, reindex bool) error {
 	if old := rm.recs[r.ID]; old != nil {
 		forgetContent(rm, old)
 	}
 	rm.recs[r.ID] = r
 	k := contentKey(r.Scope, r.ContentHash)
 	rm.content[k] = append(rm.content[k], r.ID)
-	if r.Status != sdk.StatusActive {
+	switch {
+	case r.Status != sdk.StatusActive:
 		ix.Delete(r.Realm, r.ID)
+		return nil
+	case !reindex && ix.Has(r.Realm, r.ID):
 		return nil
 	}
 	return ix.Put(docOf(r))

@@ -63,14 +63,15 @@ func (p *Provider) Remember(ctx context.Context, realmName string, records []sdk
 	if len(fresh) == 0 {
 		return ids, nil
 	}
-	if err := p.put(ctx, realmName, fresh); err != nil {
+	if err := p.put(ctx, realmName, fresh, true); err != nil {
 		return nil, err
 	}
 	return ids, nil
 }
 
-// put stores records durably, then applies them to memory.
-func (p *Provider) put(ctx context.Context, realmName string, recs []sdk.Record) error {
+// put stores records durably, then applies them to memory; reindex is
+// false when only their usage changed.
+func (p *Provider) put(ctx context.Context, realmName string, recs []sdk.Record, reindex bool) error {
 	if err := p.store.Put(ctx, recs); err != nil {
 		return p.errorf("store: %w", err)
 	}
@@ -81,7 +82,7 @@ func (p *Provider) put(ctx context.Context, realmName string, recs []sdk.Record)
 	}
 	for i := range recs {
 		r := recs[i]
-		if err := apply(p.ix, rm, &r); err != nil {
+		if err := apply(p.ix, rm, &r, reindex); err != nil {
 			// Stored but not indexed: a bug, not a caller's mistake.
 			return p.errorf("index record %s: %w", r.ID, err)
 		}
@@ -174,7 +175,7 @@ func (p *Provider) Supersede(ctx context.Context, realmName, oldID string, repla
 	}
 	retired := cloneRecord(old)
 	retired.Status, retired.UpdatedAt = sdk.StatusSuperseded, now.UTC()
-	if err := p.put(ctx, realmName, []sdk.Record{replacement, retired}); err != nil {
+	if err := p.put(ctx, realmName, []sdk.Record{replacement, retired}, true); err != nil {
 		return "", err
 	}
 	return replacement.ID, nil
@@ -217,7 +218,7 @@ func (p *Provider) MarkUsed(ctx context.Context, realmName string, ids []string,
 	if len(used) == 0 {
 		return nil
 	}
-	return p.put(ctx, realmName, used)
+	return p.put(ctx, realmName, used, false)
 }
 
 // WriteLedger hands valid entries to the Store's ledger.
