@@ -7,11 +7,16 @@ BIN        := bin
 PLUGIN_DIR := $(BIN)/plugins
 PLUGINS    := markdown sqlite bleve template llm
 TOOLS      := $(CURDIR)/.tools
+# The Go modules of the workspace (go.work). In workspace mode `./...` means
+# the root module's packages only, so every go command names them all.
+MODULES    := . sdk examples/journal examples/kv
+PKGS       := $(MODULES:%=./%/...)
 # Packages with shared state also run under the race detector.
-RACE_PKGS  := ./sdk/ ./sdk/index/ ./sdk/kvprovider/ ./coordinator/... ./guide/... ./internal/lru/... ./internal/pluginhost/... ./internal/httpapi/... ./internal/compaction/...
+RACE_PKGS  := ./sdk/ ./sdk/host/... ./sdk/index/ ./sdk/kvprovider/ ./coordinator/... ./guide/... ./internal/lru/... ./internal/pluginhost/... ./internal/httpapi/... ./internal/compaction/...
+# The example plugins must depend on the SDK module alone.
 EXAMPLES   := examples/journal examples/kv
 
-.PHONY: all build run test bench fuzz proto vet clean
+.PHONY: all build run test bench fuzz proto vet deps clean
 
 all: build
 
@@ -29,20 +34,29 @@ $(PLUGIN_DIR)/memhost-plugin-%: FORCE
 run: build
 	$(BIN)/memhost serve
 
-test: build vet
-	go test -count=1 ./...
+test: build vet deps
+	go test -count=1 $(PKGS)
 	go test -race -count=1 $(RACE_PKGS)
-	for ex in $(EXAMPLES); do (cd $$ex && go vet ./... && go test -count=1 ./...) || exit 1; done
 
 vet:
-	go vet ./...
+	go vet $(PKGS)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+
+# An example plugin module builds from the SDK module alone: none of the
+# host's dependencies may reach its build (go list -deps) or its go.sum.
+HOST_DEPS := blevesearch|mattn/go-sqlite3|hashicorp/hcl|spf13/cobra|prometheus
+deps:
+	@for ex in $(EXAMPLES); do \
+		if (cd $$ex && GOWORK=off go list -deps -test ./... | grep -E '$(HOST_DEPS)|memhost/memhost/(internal|plugins|coordinator|cmd)'); then \
+			echo "$$ex depends on the host"; exit 1; fi; \
+		if grep -E '$(HOST_DEPS)' $$ex/go.sum; then echo "$$ex/go.sum lists host modules"; exit 1; fi; \
+	done
 
 # Every fuzz target for FUZZTIME each (their seed corpora already run in
 # `make test`). go test -fuzz takes one target in one package at a time.
 FUZZTIME ?= 10s
 fuzz:
-	@for pkg in $$(go list ./...); do \
+	@for pkg in $$(go list $(PKGS)); do \
 		for target in $$(go test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 			echo "fuzz $$pkg $$target"; \
 			go test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
@@ -50,7 +64,7 @@ fuzz:
 	done
 
 bench: build
-	go test -run '^$$' -bench . -benchtime 2000x ./...
+	go test -run '^$$' -bench . -benchtime 2000x $(PKGS)
 
 proto: $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc
 	@command -v protoc >/dev/null || { echo "protoc missing: apt-get install -y protobuf-compiler"; exit 1; }

@@ -10,13 +10,14 @@ import (
 
 	"github.com/memhost/memhost/coordinator/coordinatortest"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 // servePlugin serves p through go-plugin's in-process test mode (real
 // gRPC) and answers the host-side provider client.
 func servePlugin(tb testing.TB, p *coordinatortest.Provider) sdk.Provider {
 	tb.Helper()
-	conn, err := sdk.ServeInProcess(context.Background(), p, nil)
+	conn, err := host.ServeInProcess(context.Background(), p, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"slices"
 	"time"
+
+	"github.com/memhost/memhost/sdk/internal/wire"
 )
 
 // ProtocolVersion is the plugin protocol major version this SDK speaks
 // (the proto package memhost.plugin.v1).
-const ProtocolVersion = 1
+const ProtocolVersion = wire.ProtocolVersion
 
 // PluginKind is a role a plugin binary can serve.
 type PluginKind string
@@ -22,8 +24,20 @@ const (
 	KindMobResolver      PluginKind = "mob_resolver"
 )
 
-// PluginKinds lists every kind, in a stable order.
-var PluginKinds = []PluginKind{KindProvider, KindSelector, KindCompactor, KindOperatorResolver, KindMobResolver}
+// Kinds lists every kind this SDK can serve, in a stable order.
+func Kinds() []PluginKind {
+	out := make([]PluginKind, len(kindTable))
+	for i, k := range kindTable {
+		out[i] = k.kind
+	}
+	return out
+}
+
+// Known reports whether this SDK knows kind k.
+func (k PluginKind) Known() bool {
+	_, ok := kindEntry(k)
+	return ok
+}
 
 // Capability is an optional provider feature. A plugin declares the
 // capabilities it supports in its Info; the host never probes for them.
@@ -238,25 +252,11 @@ type MobResolver interface {
 	ResolveMobs(ctx context.Context, id Identity) ([]string, error)
 }
 
-// implCheck pairs a declared name (a kind or a capability) with a check
-// that a value implements the matching interface.
-type implCheck[T comparable] struct {
-	name T
-	ok   func(any) bool
-}
-
-// implements answers whether name is known and v implements it.
-func implements[T comparable](checks []implCheck[T], name T, v any) (known, ok bool) {
-	for _, c := range checks {
-		if c.name == name {
-			return true, c.ok(v)
-		}
-	}
-	return false, false
-}
-
 // capabilityImpls pairs each capability with a check that v implements it.
-var capabilityImpls = []implCheck[Capability]{
+var capabilityImpls = []struct {
+	name Capability
+	ok   func(any) bool
+}{
 	{CapWrite, func(v any) bool { _, ok := v.(RecordWriter); return ok }},
 	{CapFetch, func(v any) bool { _, ok := v.(RecordGetter); return ok }},
 	{CapForget, func(v any) bool { _, ok := v.(RecordForgetter); return ok }},
@@ -266,13 +266,22 @@ var capabilityImpls = []implCheck[Capability]{
 	{CapLedger, func(v any) bool { _, ok := v.(LedgerWriter); return ok }},
 }
 
-// kindImpls pairs each plugin kind with a check that v implements it.
-var kindImpls = []implCheck[PluginKind]{
-	{KindProvider, func(v any) bool { _, ok := v.(Provider); return ok }},
-	{KindSelector, func(v any) bool { _, ok := v.(Selector); return ok }},
-	{KindCompactor, func(v any) bool { _, ok := v.(Compactor); return ok }},
-	{KindOperatorResolver, func(v any) bool { _, ok := v.(OperatorResolver); return ok }},
-	{KindMobResolver, func(v any) bool { _, ok := v.(MobResolver); return ok }},
+func capabilityIndex(c Capability) int {
+	for i, e := range capabilityImpls {
+		if e.name == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// AllCapabilities lists every provider capability this SDK knows.
+func AllCapabilities() Capabilities {
+	out := make(Capabilities, len(capabilityImpls))
+	for i, c := range capabilityImpls {
+		out[i] = c.name
+	}
+	return out
 }
 
 // capabilityDeclarer is implemented by host-side clients, whose

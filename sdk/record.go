@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/memhost/memhost/sdk/internal/wire"
 )
 
 // Record limits, in bytes.
@@ -137,7 +139,7 @@ func NewRecordID(now time.Time) string {
 // digits, '-', '_' and '.', not starting with '.'. Such an id can name a
 // file or a key anywhere without escaping its directory.
 func ValidateID(id string) error {
-	if err := validateToken(id, MaxIDBytes); err != nil {
+	if err := wire.ValidateToken(id, MaxIDBytes); err != nil {
 		return invalid("id", err.Error())
 	}
 	return nil
@@ -145,27 +147,8 @@ func ValidateID(id string) error {
 
 // ValidateRealm checks that realm is a safe token.
 func ValidateRealm(realm string) error {
-	if err := validateToken(realm, 64); err != nil {
+	if err := wire.ValidateToken(realm, 64); err != nil {
 		return invalid("realm", err.Error())
-	}
-	return nil
-}
-
-func validateToken(s string, max int) error {
-	if s == "" {
-		return fmt.Errorf("must not be empty")
-	}
-	if len(s) > max {
-		return fmt.Errorf("is %d bytes, the limit is %d", len(s), max)
-	}
-	if s[0] == '.' {
-		return fmt.Errorf("%q must not start with '.'", s)
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return fmt.Errorf("%q may hold only letters, digits, '-', '_' and '.'", s)
-		}
 	}
 	return nil
 }

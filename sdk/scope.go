@@ -3,6 +3,8 @@ package sdk
 import (
 	"fmt"
 	"strings"
+
+	"github.com/memhost/memhost/sdk/internal/wire"
 )
 
 // Scope names who a record belongs to inside a realm: "identity:<id>",
@@ -41,7 +43,7 @@ func (s Scope) Parse() (ScopeClass, string, error) {
 	default:
 		return "", "", invalid("scope", fmt.Sprintf("unknown scope class %q in %q", class, string(s)))
 	}
-	if err := validateToken(name, MaxIDBytes); err != nil {
+	if err := wire.ValidateToken(name, MaxIDBytes); err != nil {
 		return "", "", invalid("scope", fmt.Sprintf("name in %q %v", string(s), err))
 	}
 	return ScopeClass(class), name, nil
@@ -70,7 +72,7 @@ func (id Identity) Validate() error {
 	if err := ValidateRealm(id.Realm); err != nil {
 		return err
 	}
-	if err := validateToken(id.ID, MaxIDBytes); err != nil {
+	if err := wire.ValidateToken(id.ID, MaxIDBytes); err != nil {
 		return invalid("identity.id", err.Error())
 	}
 	return nil

@@ -24,6 +24,7 @@ import (
 	"github.com/memhost/memhost/internal/mcpserver"
 	"github.com/memhost/memhost/internal/pluginhost"
 	"github.com/memhost/memhost/sdk"
+	sdkhost "github.com/memhost/memhost/sdk/host"
 	"github.com/spf13/cobra"
 )
 
@@ -128,8 +129,16 @@ func startHost(ctx context.Context, cfg *config.Config, logger hclog.Logger) (*h
 	for _, r := range refusals {
 		logger.Error(r.Error())
 	}
+	for _, e := range entries {
+		for _, w := range e.Manifest.Warnings {
+			logger.Warn(w, "plugin", e.Manifest.Name, "manifest", e.ManifestPath)
+		}
+	}
 	sup := pluginhost.New(entries, pluginhost.Options{
-		StartOptions: pluginhost.StartOptions{Logger: logger.Named("plugin"), Dir: cfg.DataDir},
+		StartOptions: pluginhost.StartOptions{
+			Logger: logger.Named("plugin"), Dir: cfg.DataDir,
+			Host: sdkhost.Host{Version: version, Capabilities: sdkhost.HostCapabilities()},
+		},
 	})
 	var specs []pluginhost.Spec
 	for _, inst := range cfg.Instances {

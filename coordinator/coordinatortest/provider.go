@@ -1,7 +1,7 @@
 // Package coordinatortest holds in-memory doubles of memhost plugins for
 // tests and benchmarks of the coordinator, the guide and the host: a
 // provider that is also a servable plugin (so it can run behind real gRPC
-// with sdk.ServeInProcess), and function adapters for selectors and scope
+// with host.ServeInProcess), and function adapters for selectors and scope
 // resolvers. Everything here is safe for concurrent use.
 package coordinatortest
 

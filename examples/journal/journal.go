@@ -13,11 +13,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 
-	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -53,7 +53,7 @@ type Config struct {
 
 // Provider is the journal provider. It is safe for concurrent use.
 type Provider struct {
-	logger hclog.Logger
+	logger *slog.Logger
 
 	mu     sync.RWMutex
 	j      *journal // nil until configured and after Close
@@ -63,7 +63,7 @@ type Provider struct {
 
 // New answers an unconfigured provider; Configure opens its journal.
 func New() *Provider {
-	return &Provider{logger: sdk.NewPluginLogger(Name), realms: map[string]*realm{}}
+	return &Provider{logger: sdk.Logger(), realms: map[string]*realm{}}
 }
 
 // Info describes the plugin. It never depends on configuration.

@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"slices"
 	"time"
 
-	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/tokenize"
 )
@@ -45,7 +45,7 @@ type journal struct {
 // line without its newline is a write the plugin never acknowledged (it
 // died mid-append): it is cut off. Any other bad line is corruption, and
 // the journal is refused rather than half loaded.
-func openJournal(path string, logger hclog.Logger) (*journal, map[string]*realm, error) {
+func openJournal(path string, logger *slog.Logger) (*journal, map[string]*realm, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, nil, fmt.Errorf("journal: open %s: %w", path, err)

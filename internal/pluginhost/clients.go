@@ -2,23 +2,37 @@ package pluginhost
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 // The types below are what the rest of the host holds: stable values that
 // implement the sdk interfaces and route each call to whichever process is
-// live, restarting it when it died. Capabilities are the ones the plugin
-// declared in Info, so sdk.Supports works on them as on any provider.
+// live, restarting it when it died. A provider implements exactly the
+// capability interfaces its plugin declared in Info (host.Narrow), so a
+// type assertion or sdk.Supports on it answers truthfully.
 
-// Provider returns the supervised provider instance name.
-func (s *Supervisor) Provider(name string) (*Provider, error) {
+// Compile-time checks that each supervised type is its kind's interface.
+var (
+	_ host.FullProvider    = (*Provider)(nil)
+	_ sdk.Selector         = (*Selector)(nil)
+	_ sdk.Compactor        = (*Compactor)(nil)
+	_ sdk.OperatorResolver = (*OperatorResolver)(nil)
+	_ sdk.MobResolver      = (*MobResolver)(nil)
+)
+
+// Provider returns the supervised provider instance name, implementing
+// the capability interfaces the plugin declared.
+func (s *Supervisor) Provider(name string) (sdk.Provider, error) {
 	inst, err := s.lookup(sdk.KindProvider, name)
 	if err != nil {
 		return nil, err
 	}
-	return &Provider{inst: inst}, nil
+	p := &Provider{inst: inst}
+	return host.Narrow(p, p.Capabilities()), nil
 }
 
 // Selector returns the supervised selector instance name.
@@ -57,7 +71,8 @@ func (s *Supervisor) MobResolver(name string) (*MobResolver, error) {
 	return &MobResolver{inst: inst}, nil
 }
 
-// Provider is a supervised provider plugin.
+// Provider is a supervised provider plugin, with every capability method;
+// Supervisor.Provider hands it out narrowed to the declared ones.
 type Provider struct{ inst *instance }
 
 // Capabilities answers what the plugin declared in Info.
@@ -66,52 +81,89 @@ func (p *Provider) Capabilities() sdk.Capabilities { return p.inst.capabilities(
 // Name is the configured instance name.
 func (p *Provider) Name() string { return p.inst.spec.Name }
 
+// capability answers the live client as the capability interface C.
+func capability[C any](c sdk.Provider, cap sdk.Capability) (C, error) {
+	v, ok := c.(C)
+	if !ok {
+		return v, fmt.Errorf("provider does not declare capability %q: %w", cap, sdk.ErrUnsupported)
+	}
+	return v, nil
+}
+
 func (p *Provider) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
-	return call(ctx, p.inst, true, func(ctx context.Context, c *sdk.ProviderClient) ([]sdk.Hit, error) {
+	return call(ctx, p.inst, true, func(ctx context.Context, c sdk.Provider) ([]sdk.Hit, error) {
 		return c.Recall(ctx, q)
 	})
 }
 
 func (p *Provider) Remember(ctx context.Context, realm string, records []sdk.Record) ([]string, error) {
-	return call(ctx, p.inst, false, func(ctx context.Context, c *sdk.ProviderClient) ([]string, error) {
-		return c.Remember(ctx, realm, records)
+	return call(ctx, p.inst, false, func(ctx context.Context, c sdk.Provider) ([]string, error) {
+		w, err := capability[sdk.RecordWriter](c, sdk.CapWrite)
+		if err != nil {
+			return nil, err
+		}
+		return w.Remember(ctx, realm, records)
 	})
 }
 
 func (p *Provider) Get(ctx context.Context, realm string, ids []string) ([]sdk.Record, error) {
-	return call(ctx, p.inst, true, func(ctx context.Context, c *sdk.ProviderClient) ([]sdk.Record, error) {
-		return c.Get(ctx, realm, ids)
+	return call(ctx, p.inst, true, func(ctx context.Context, c sdk.Provider) ([]sdk.Record, error) {
+		g, err := capability[sdk.RecordGetter](c, sdk.CapFetch)
+		if err != nil {
+			return nil, err
+		}
+		return g.Get(ctx, realm, ids)
 	})
 }
 
 func (p *Provider) Forget(ctx context.Context, realm string, ids []string) (int, error) {
-	return call(ctx, p.inst, false, func(ctx context.Context, c *sdk.ProviderClient) (int, error) {
-		return c.Forget(ctx, realm, ids)
+	return call(ctx, p.inst, false, func(ctx context.Context, c sdk.Provider) (int, error) {
+		f, err := capability[sdk.RecordForgetter](c, sdk.CapForget)
+		if err != nil {
+			return 0, err
+		}
+		return f.Forget(ctx, realm, ids)
 	})
 }
 
 func (p *Provider) Manifest(ctx context.Context, q sdk.ManifestQuery) ([]sdk.ManifestRow, error) {
-	return call(ctx, p.inst, true, func(ctx context.Context, c *sdk.ProviderClient) ([]sdk.ManifestRow, error) {
-		return c.Manifest(ctx, q)
+	return call(ctx, p.inst, true, func(ctx context.Context, c sdk.Provider) ([]sdk.ManifestRow, error) {
+		m, err := capability[sdk.ManifestLister](c, sdk.CapManifest)
+		if err != nil {
+			return nil, err
+		}
+		return m.Manifest(ctx, q)
 	})
 }
 
 func (p *Provider) Supersede(ctx context.Context, realm, oldID string, replacement sdk.Record) (string, error) {
-	return call(ctx, p.inst, false, func(ctx context.Context, c *sdk.ProviderClient) (string, error) {
-		return c.Supersede(ctx, realm, oldID, replacement)
+	return call(ctx, p.inst, false, func(ctx context.Context, c sdk.Provider) (string, error) {
+		s, err := capability[sdk.Superseder](c, sdk.CapSupersede)
+		if err != nil {
+			return "", err
+		}
+		return s.Supersede(ctx, realm, oldID, replacement)
 	})
 }
 
 func (p *Provider) MarkUsed(ctx context.Context, realm string, ids []string, at time.Time) error {
-	_, err := call(ctx, p.inst, false, func(ctx context.Context, c *sdk.ProviderClient) (struct{}, error) {
-		return struct{}{}, c.MarkUsed(ctx, realm, ids, at)
+	_, err := call(ctx, p.inst, false, func(ctx context.Context, c sdk.Provider) (struct{}, error) {
+		u, err := capability[sdk.UsageMarker](c, sdk.CapUsage)
+		if err != nil {
+			return struct{}{}, err
+		}
+		return struct{}{}, u.MarkUsed(ctx, realm, ids, at)
 	})
 	return err
 }
 
 func (p *Provider) WriteLedger(ctx context.Context, entries []sdk.LedgerEntry) error {
-	_, err := call(ctx, p.inst, false, func(ctx context.Context, c *sdk.ProviderClient) (struct{}, error) {
-		return struct{}{}, c.WriteLedger(ctx, entries)
+	_, err := call(ctx, p.inst, false, func(ctx context.Context, c sdk.Provider) (struct{}, error) {
+		l, err := capability[sdk.LedgerWriter](c, sdk.CapLedger)
+		if err != nil {
+			return struct{}{}, err
+		}
+		return struct{}{}, l.WriteLedger(ctx, entries)
 	})
 	return err
 }
@@ -120,7 +172,7 @@ func (p *Provider) WriteLedger(ctx context.Context, entries []sdk.LedgerEntry) e
 type Selector struct{ inst *instance }
 
 func (s *Selector) Select(ctx context.Context, req sdk.SelectRequest) (sdk.Selection, error) {
-	return call(ctx, s.inst, true, func(ctx context.Context, c *sdk.SelectorClient) (sdk.Selection, error) {
+	return call(ctx, s.inst, true, func(ctx context.Context, c sdk.Selector) (sdk.Selection, error) {
 		return c.Select(ctx, req)
 	})
 }
@@ -130,7 +182,7 @@ func (s *Selector) Select(ctx context.Context, req sdk.SelectRequest) (sdk.Selec
 type Compactor struct{ inst *instance }
 
 func (c *Compactor) Compact(ctx context.Context, req sdk.CompactRequest) (sdk.Message, error) {
-	return call(ctx, c.inst, false, func(ctx context.Context, cl *sdk.CompactorClient) (sdk.Message, error) {
+	return call(ctx, c.inst, false, func(ctx context.Context, cl sdk.Compactor) (sdk.Message, error) {
 		return cl.Compact(ctx, req)
 	})
 }
@@ -139,7 +191,7 @@ func (c *Compactor) Compact(ctx context.Context, req sdk.CompactRequest) (sdk.Me
 type OperatorResolver struct{ inst *instance }
 
 func (r *OperatorResolver) ResolveOperator(ctx context.Context, id sdk.Identity) (string, error) {
-	return call(ctx, r.inst, true, func(ctx context.Context, c *sdk.OperatorResolverClient) (string, error) {
+	return call(ctx, r.inst, true, func(ctx context.Context, c sdk.OperatorResolver) (string, error) {
 		return c.ResolveOperator(ctx, id)
 	})
 }
@@ -148,7 +200,7 @@ func (r *OperatorResolver) ResolveOperator(ctx context.Context, id sdk.Identity)
 type MobResolver struct{ inst *instance }
 
 func (r *MobResolver) ResolveMobs(ctx context.Context, id sdk.Identity) ([]string, error) {
-	return call(ctx, r.inst, true, func(ctx context.Context, c *sdk.MobResolverClient) ([]string, error) {
+	return call(ctx, r.inst, true, func(ctx context.Context, c sdk.MobResolver) ([]string, error) {
 		return c.ResolveMobs(ctx, id)
 	})
 }

@@ -22,7 +22,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 // ErrRefused marks a plugin the host will not run.
@@ -30,7 +30,7 @@ var ErrRefused = errors.New("plugin refused")
 
 // Entry is one discovered plugin: its manifest and resolved executable.
 type Entry struct {
-	Manifest     *sdk.Manifest
+	Manifest     *host.Manifest
 	ManifestPath string
 	// Executable is the absolute, symlink-free path of the plugin binary.
 	Executable string
@@ -55,7 +55,7 @@ func Discover(dir string) (entries []Entry, refusals []error, err error) {
 	if !info.IsDir() {
 		return nil, nil, fmt.Errorf("plugin directory %s is not a directory", root)
 	}
-	names, err := filepath.Glob(filepath.Join(root, "*"+sdk.ManifestSuffix))
+	names, err := filepath.Glob(filepath.Join(root, "*"+host.ManifestSuffix))
 	if err != nil {
 		return nil, nil, fmt.Errorf("plugin directory %s: %w", root, err)
 	}
@@ -92,7 +92,7 @@ func loadEntry(root, path string) (Entry, error) {
 	if err != nil {
 		return Entry{}, refuse("%v", err)
 	}
-	m, err := sdk.ParseManifest(data)
+	m, err := host.ParseManifest(data)
 	if err != nil {
 		return Entry{}, refuse("%v", err)
 	}

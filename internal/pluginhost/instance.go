@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 // errBackingOff marks a call refused because a crashed plugin is waiting
@@ -24,7 +25,7 @@ type instance struct {
 	opts  *Options
 
 	mu          sync.Mutex
-	conn        *sdk.Conn
+	conn        *host.Conn
 	client      any // the kind's host-side client
 	info        sdk.Info
 	restarting  chan struct{}
@@ -41,7 +42,9 @@ type instance struct {
 func (i *instance) launch(ctx context.Context) error {
 	startCtx, cancel := context.WithTimeout(ctx, i.opts.StartTimeout)
 	defer cancel()
-	conn, err := Start(startCtx, i.entry, i.opts.StartOptions)
+	opts := i.opts.StartOptions
+	opts.Instance = i.spec.Name // the plugin's log lines carry the instance name
+	conn, err := Start(startCtx, i.entry, opts)
 	if err != nil {
 		return fmt.Errorf("%s %q: %w", i.spec.Kind, i.spec.Name, err)
 	}
@@ -53,7 +56,7 @@ func (i *instance) launch(ctx context.Context) error {
 		conn.Close()
 		return fmt.Errorf("%s %q: %w", i.spec.Kind, i.spec.Name, err)
 	}
-	client, err := dispense(conn, i.spec.Kind)
+	client, err := conn.Dispense(i.spec.Kind)
 	if err != nil {
 		conn.Close()
 		return fmt.Errorf("%s %q: %w", i.spec.Kind, i.spec.Name, err)
@@ -68,26 +71,10 @@ func (i *instance) launch(ctx context.Context) error {
 	return nil
 }
 
-func dispense(conn *sdk.Conn, kind sdk.PluginKind) (any, error) {
-	switch kind {
-	case sdk.KindProvider:
-		return conn.Provider()
-	case sdk.KindSelector:
-		return conn.Selector()
-	case sdk.KindCompactor:
-		return conn.Compactor()
-	case sdk.KindOperatorResolver:
-		return conn.OperatorResolver()
-	case sdk.KindMobResolver:
-		return conn.MobResolver()
-	}
-	return nil, fmt.Errorf("unknown plugin kind %q", kind)
-}
-
 // current answers the live client, restarting a dead plugin first when
 // its backoff allows. With wait, a call that finds a restart under way
 // waits for it (bounded by ctx); otherwise it returns at once.
-func (i *instance) current(ctx context.Context, wait bool) (any, *sdk.Conn, error) {
+func (i *instance) current(ctx context.Context, wait bool) (any, *host.Conn, error) {
 	for {
 		i.mu.Lock()
 		switch {
@@ -141,7 +128,7 @@ func (i *instance) current(ctx context.Context, wait bool) (any, *sdk.Conn, erro
 // broken retires conn if it is still the live one and is really dead (its
 // process exited or it no longer answers a ping). It reports whether conn
 // is out of service, so the caller may retry on a fresh process.
-func (i *instance) broken(conn *sdk.Conn) bool {
+func (i *instance) broken(conn *host.Conn) bool {
 	dead := conn.Exited() || pingWithin(conn, i.opts.CallTimeout) != nil
 	if !dead {
 		return false
@@ -181,7 +168,7 @@ func (i *instance) check() {
 
 // pingWithin pings with a bound: go-plugin's Ping has no deadline, and a
 // stopped process would otherwise hang the health loop.
-func pingWithin(conn *sdk.Conn, d time.Duration) error {
+func pingWithin(conn *host.Conn, d time.Duration) error {
 	done := make(chan error, 1)
 	go func() { done <- conn.Ping() }()
 	select {

@@ -16,6 +16,7 @@ import (
 	"github.com/memhost/memhost/internal/pluginhost"
 	"github.com/memhost/memhost/internal/testbin"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
@@ -60,9 +61,9 @@ func TestDiscoverRefusals(t *testing.T) {
 		setup func(t *testing.T, dir, manifest string)
 		want  string
 	}{
-		{"unknown manifest field", func(t *testing.T, dir, manifest string) {
-			editManifest(t, manifest, func(m map[string]any) { m["exectuable"] = "x" })
-		}, `unknown field "exectuable"`},
+		{"unknown manifest format", func(t *testing.T, dir, manifest string) {
+			editManifest(t, manifest, func(m map[string]any) { m["format"] = 2 })
+		}, `format 2 is not one this memhost reads`},
 		{"executable escapes by path", func(t *testing.T, dir, manifest string) {
 			editManifest(t, manifest, func(m map[string]any) { m["executable"] = "../echo" })
 		}, "must be a plain file name"},
@@ -84,7 +85,7 @@ func TestDiscoverRefusals(t *testing.T) {
 		}, "sha256 must be 64 hex digits"},
 		{"duplicate name", func(t *testing.T, dir, manifest string) {
 			data, _ := os.ReadFile(manifest)
-			if err := os.WriteFile(filepath.Join(dir, "copy"+sdk.ManifestSuffix), data, 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, "copy"+host.ManifestSuffix), data, 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}, "2 manifests claim this name"},
@@ -175,7 +176,7 @@ func TestStartRefusals(t *testing.T) {
 	}
 }
 
-func startEcho(t *testing.T, opts pluginhost.Options) (*pluginhost.Supervisor, *pluginhost.Provider) {
+func startEcho(t *testing.T, opts pluginhost.Options) (*pluginhost.Supervisor, sdk.Provider) {
 	t.Helper()
 	dir, _ := echoDir(t)
 	e := discoverOne(t, dir)
@@ -195,7 +196,7 @@ func startEcho(t *testing.T, opts pluginhost.Options) (*pluginhost.Supervisor, *
 func TestSupervisorRecoversKilledPlugin(t *testing.T) {
 	sup, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour})
 	ctx := context.Background()
-	if _, err := p.Remember(ctx, "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "x"}}); err != nil {
+	if _, err := p.(sdk.RecordWriter).Remember(ctx, "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "x"}}); err != nil {
 		t.Fatal(err)
 	}
 	pid := sup.Status()[0].Pid
@@ -217,17 +218,17 @@ func TestSupervisorCrashMidCall(t *testing.T) {
 	sup, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour})
 	ctx := context.Background()
 	// A write is not retried: it fails with a typed error...
-	_, err := p.Remember(ctx, "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "crash"}})
+	_, err := p.(sdk.RecordWriter).Remember(ctx, "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "crash"}})
 	if !errors.Is(err, sdk.ErrUnavailable) {
 		t.Fatalf("write to a plugin that crashed mid-call: err = %v, want ErrUnavailable", err)
 	}
 	// ...and the next call recovers on a fresh process.
-	if _, err := p.Remember(ctx, "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "fine"}}); err != nil {
+	if _, err := p.(sdk.RecordWriter).Remember(ctx, "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "fine"}}); err != nil {
 		t.Fatalf("next call after crash: %v", err)
 	}
 	// A second crash soon after the first waits out a backoff: it fails
 	// fast with a typed error instead of restarting in a tight loop.
-	if _, err := p.Remember(ctx, "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "crash"}}); !errors.Is(err, sdk.ErrUnavailable) {
+	if _, err := p.(sdk.RecordWriter).Remember(ctx, "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "crash"}}); !errors.Is(err, sdk.ErrUnavailable) {
 		t.Fatalf("second crash: err = %v", err)
 	}
 	if st := sup.Status()[0]; st.Restarts != 1 {
@@ -274,8 +275,13 @@ func TestSupervisorUndeclaredCapability(t *testing.T) {
 	if sdk.Supports(p, sdk.CapFetch) {
 		t.Fatal("echo does not declare fetch")
 	}
-	if _, err := p.Get(context.Background(), "default", []string{"a"}); !errors.Is(err, sdk.ErrUnsupported) {
-		t.Fatalf("err = %v, want ErrUnsupported", err)
+	// The supervised provider implements only what the plugin declared, so
+	// a type assertion answers as truthfully as Supports.
+	if _, ok := p.(sdk.RecordGetter); ok {
+		t.Fatal("the supervised provider implements Get, which echo does not declare")
+	}
+	if _, ok := p.(sdk.RecordWriter); !ok {
+		t.Fatal("the supervised provider does not implement Remember, which echo declares")
 	}
 }
 

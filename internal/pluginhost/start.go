@@ -9,7 +9,7 @@ import (
 	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
-	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 // StartOptions are the host-wide settings for starting plugin processes.
@@ -19,16 +19,26 @@ type StartOptions struct {
 	// Dir is the plugins' working directory (the data directory).
 	Dir string
 	Env []string
+	// Instance names the plugin in the host's log ("" for the manifest
+	// name): every line the plugin logs appears under it.
+	Instance string
+	// Host is what Configure tells the plugin about this host.
+	Host host.Host
 }
 
 // Start verifies e, starts its process and checks its Info against the
 // manifest. The returned Conn is not yet configured.
-func Start(ctx context.Context, e Entry, opts StartOptions) (*sdk.Conn, error) {
+func Start(ctx context.Context, e Entry, opts StartOptions) (*host.Conn, error) {
 	// go-plugin hashes the executable and compares it with the manifest's
 	// sha256 immediately before exec; hashing it here as well would only
 	// double the start time (about 25 ms per 25 MB binary).
-	conn, err := sdk.Launch(ctx, sdk.LaunchOptions{
-		Name:         e.Manifest.Name,
+	name := opts.Instance
+	if name == "" {
+		name = e.Manifest.Name
+	}
+	conn, err := host.Launch(ctx, host.LaunchOptions{
+		Name:         name,
+		Host:         opts.Host,
 		Path:         e.Executable,
 		SHA256:       e.Manifest.Checksum(),
 		Logger:       opts.Logger,
@@ -51,7 +61,7 @@ func Start(ctx context.Context, e Entry, opts StartOptions) (*sdk.Conn, error) {
 // manifest beside it as <name>.plugin.json. It is how `make build` and
 // plugin authors produce manifests; the host never trusts a plugin that
 // has no manifest.
-func WriteManifest(ctx context.Context, exe string, logger hclog.Logger) (string, *sdk.Manifest, error) {
+func WriteManifest(ctx context.Context, exe string, logger hclog.Logger) (string, *host.Manifest, error) {
 	abs, err := filepath.Abs(exe)
 	if err != nil {
 		return "", nil, err
@@ -60,17 +70,17 @@ func WriteManifest(ctx context.Context, exe string, logger hclog.Logger) (string
 	if err != nil {
 		return "", nil, fmt.Errorf("plugin %s: %w", abs, err)
 	}
-	m := &sdk.Manifest{SHA256: sum}
-	conn, err := sdk.Launch(ctx, sdk.LaunchOptions{Name: filepath.Base(abs), Path: abs, SHA256: m.Checksum(), Logger: logger, Dir: os.TempDir()})
+	m := &host.Manifest{SHA256: sum}
+	conn, err := host.Launch(ctx, host.LaunchOptions{Name: filepath.Base(abs), Path: abs, SHA256: m.Checksum(), Logger: logger, Dir: os.TempDir()})
 	if err != nil {
 		return "", nil, err
 	}
 	info := conn.Info()
 	conn.Close()
-	if err := sdk.CheckInfo(info); err != nil {
+	if err := host.CheckInfo(info); err != nil {
 		return "", nil, fmt.Errorf("plugin %s: %w", abs, err)
 	}
-	m = sdk.ManifestFor(info, filepath.Base(abs), sum)
+	m = host.ManifestFor(info, filepath.Base(abs), sum)
 	if err := m.Validate(); err != nil {
 		return "", nil, fmt.Errorf("plugin %s: %w", abs, err)
 	}
@@ -78,7 +88,7 @@ func WriteManifest(ctx context.Context, exe string, logger hclog.Logger) (string
 	if err != nil {
 		return "", nil, err
 	}
-	path := filepath.Join(filepath.Dir(abs), info.Name+sdk.ManifestSuffix)
+	path := filepath.Join(filepath.Dir(abs), info.Name+host.ManifestSuffix)
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
 		return "", nil, fmt.Errorf("write manifest %s: %w", path, err)

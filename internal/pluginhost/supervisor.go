@@ -10,6 +10,7 @@ import (
 
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 // Spec is one configured plugin instance. Each instance runs in its own
@@ -44,7 +45,7 @@ func (o *Options) defaults() {
 		o.Logger = hclog.NewNullLogger()
 	}
 	if o.StartTimeout <= 0 {
-		o.StartTimeout = sdk.DefaultStartTimeout
+		o.StartTimeout = host.DefaultStartTimeout
 	}
 	if o.ConfigureTimeout <= 0 {
 		o.ConfigureTimeout = 2 * time.Minute

@@ -34,12 +34,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 
-	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -97,7 +97,7 @@ func ParseConfig(raw json.RawMessage) (Config, error) {
 
 // Provider is the bleve provider plugin. The zero value is not usable; call New.
 type Provider struct {
-	log hclog.Logger
+	log *slog.Logger
 
 	// life is held shared by every call and exclusively by Close, so Close
 	// never pulls an index out from under a running call.
@@ -124,13 +124,13 @@ var (
 
 // New returns an unconfigured provider that logs to stderr.
 func New() *Provider {
-	return NewWithLogger(sdk.NewPluginLogger("bleve"))
+	return NewWithLogger(sdk.Logger())
 }
 
 // NewWithLogger returns an unconfigured provider that logs to logger.
-func NewWithLogger(logger hclog.Logger) *Provider {
+func NewWithLogger(logger *slog.Logger) *Provider {
 	if logger == nil {
-		logger = hclog.NewNullLogger()
+		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Provider{log: logger, realms: map[string]*realmIndex{}}
 }
@@ -192,7 +192,7 @@ func (p *Provider) Configure(ctx context.Context, raw json.RawMessage) error {
 // openExisting opens every <realm>.bleve under dir and removes partial
 // indexes left by a crash during creation (no write was acknowledged into
 // them: an index is renamed into place before its first batch).
-func openExisting(ctx context.Context, dir string, log hclog.Logger) (map[string]*realmIndex, error) {
+func openExisting(ctx context.Context, dir string, log *slog.Logger) (map[string]*realmIndex, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("bleve: read dir %s: %w", dir, err)

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
+	"github.com/memhost/memhost/sdk/usage"
 )
 
 var ctx = context.Background()
@@ -135,7 +137,7 @@ func TestInfo(t *testing.T) {
 		t.Fatal(err)
 	}
 	info := p.Info()
-	if info.Name != "bleve" || !sdk.IsSemver(info.Version) {
+	if info.Name != "bleve" || !host.IsSemver(info.Version) {
 		t.Fatalf("info = %+v", info)
 	}
 	for _, c := range []sdk.Capability{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage} {
@@ -769,7 +771,7 @@ func TestManifestWorkingSet(t *testing.T) {
 func TestUsageRank(t *testing.T) {
 	now := time.Now()
 	day := 24 * time.Hour
-	halfLife := sdk.UsageHalfLife.Hours() / 24
+	halfLife := usage.HalfLife.Hours() / 24
 	cases := []struct {
 		name string
 		uses []time.Duration // ages at now
@@ -785,11 +787,11 @@ func TestUsageRank(t *testing.T) {
 		var key float64
 		want := 0.0
 		for n, age := range c.uses {
-			key = sdk.UsageKey(key, n > 0, now.Add(-age))
+			key = usage.Key(key, n > 0, now.Add(-age))
 			want += math.Exp2(-age.Hours() / 24 / halfLife)
 		}
 		keys[i] = key
-		got := sdk.UsageRank(key, now)
+		got := usage.Rank(key, now)
 		if got <= 0 || math.Abs(got-want) > 1e-9*max(want, 1e-300) && want > 1e-300 {
 			t.Errorf("%s: rank %v, want %v (the decayed use count)", c.name, got, want)
 		}
@@ -799,7 +801,7 @@ func TestUsageRank(t *testing.T) {
 		at := now.Add(later)
 		for i := range keys {
 			for j := range keys {
-				if (keys[i] < keys[j]) != (sdk.UsageRank(keys[i], at) < sdk.UsageRank(keys[j], at)) && sdk.UsageRank(keys[i], at) > 1e-300 {
+				if (keys[i] < keys[j]) != (usage.Rank(keys[i], at) < usage.Rank(keys[j], at)) && usage.Rank(keys[i], at) > 1e-300 {
 					t.Fatalf("key order and rank order disagree for %q, %q at +%v", cases[i].name, cases[j].name, later)
 				}
 			}

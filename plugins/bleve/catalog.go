@@ -13,6 +13,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/usage"
 )
 
 // catalog holds, in memory, what manifests filter and rank on for every
@@ -290,7 +291,7 @@ func (c *catalog) workingSet(scopes []sdk.Scope, k int, now time.Time) []pick {
 	rest := unranked.sorted()
 	out := make([]pick, 0, min(2*k, len(top)+len(rest)))
 	for _, e := range top {
-		out = append(out, pick{e.id, sdk.UsageRank(e.usageKey, now)})
+		out = append(out, pick{e.id, usage.Rank(e.usageKey, now)})
 	}
 	for _, e := range rest {
 		if len(out) == 2*k {
@@ -313,7 +314,7 @@ func (c *catalog) full(scopes []sdk.Scope, now time.Time) []pick {
 	for i, e := range all {
 		out[i] = pick{id: e.id}
 		if e.useCount > 0 {
-			out[i].rank = sdk.UsageRank(e.usageKey, now)
+			out[i].rank = usage.Rank(e.usageKey, now)
 		}
 	}
 	return out

@@ -20,7 +20,7 @@ const maxWorkingSetK = 50_000
 // TierWorkingSet(k) lists the top k ranked rows, highest rank first, then
 // fills with the newest unranked rows until there are 2k rows. A row is
 // ranked once its record was used (MarkUsed); its rank is the use count
-// with each use decayed by its age, halving every 30 days (see sdk.UsageKey),
+// with each use decayed by its age, halving every 30 days (see usage.Key),
 // so both how often and how lately count. Unranked rows (never used) come
 // newest first by update time. Used records below the top k are left out:
 // they had their chance, while unranked ones are new and have not.

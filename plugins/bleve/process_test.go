@@ -15,10 +15,11 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 // The tests here run the plugin as the host does: a built binary, started
-// through sdk.Launch (sha256-checked, AutoMTLS), spoken to over gRPC.
+// through host.Launch (sha256-checked, AutoMTLS), spoken to over gRPC.
 
 var (
 	buildOnce sync.Once
@@ -71,10 +72,10 @@ func pluginBinary(t testing.TB) (string, []byte) {
 }
 
 // launch starts the plugin binary; configure it with the returned conn.
-func launch(t testing.TB) *sdk.Conn {
+func launch(t testing.TB) *host.Conn {
 	t.Helper()
 	bin, sum := pluginBinary(t)
-	conn, err := sdk.Launch(ctx, sdk.LaunchOptions{Name: "bleve", Path: bin, SHA256: sum})
+	conn, err := host.Launch(ctx, host.LaunchOptions{Name: "bleve", Path: bin, SHA256: sum})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,13 +84,13 @@ func launch(t testing.TB) *sdk.Conn {
 }
 
 // launchProvider starts the binary, configures it on dir and answers its provider.
-func launchProvider(t testing.TB, dir string) (*sdk.Conn, *sdk.ProviderClient) {
+func launchProvider(t testing.TB, dir string) (*host.Conn, host.FullProvider) {
 	t.Helper()
 	conn := launch(t)
 	if err := conn.Configure(ctx, configJSON(dir)); err != nil {
 		t.Fatal(err)
 	}
-	prov, err := conn.Provider()
+	prov, err := conn.FullProvider()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestPluginProcess(t *testing.T) {
 	if err := conn.Configure(ctx, configJSON(dir)); err != nil {
 		t.Fatal(err)
 	}
-	prov, err := conn.Provider()
+	prov, err := conn.FullProvider()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +243,7 @@ type ackState struct {
 	forgotten map[string]bool
 }
 
-func (st *ackState) verify(t *testing.T, prov *sdk.ProviderClient) {
+func (st *ackState) verify(t *testing.T, prov host.FullProvider) {
 	t.Helper()
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -282,7 +283,7 @@ func (st *ackState) verify(t *testing.T, prov *sdk.ProviderClient) {
 	}
 }
 
-func verifyWholeOrNothing(t *testing.T, prov *sdk.ProviderClient, inflight []sdk.Record) {
+func verifyWholeOrNothing(t *testing.T, prov host.FullProvider, inflight []sdk.Record) {
 	t.Helper()
 	if len(inflight) == 0 {
 		return

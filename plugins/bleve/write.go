@@ -9,6 +9,7 @@ import (
 	blevesearch "github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search/query"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/usage"
 )
 
 // Remember stores records all or nothing. Every record is validated
@@ -404,7 +405,7 @@ func (p *Provider) MarkUsed(ctx context.Context, realm string, ids []string, at 
 	put := make([]sdk.Record, 0, len(found))
 	keys := make(map[string]float64, len(found))
 	for _, r := range found {
-		keys[r.ID] = sdk.UsageKey(ri.cat.usageKeyOf(r.ID), r.UseCount > 0, at)
+		keys[r.ID] = usage.Key(ri.cat.usageKeyOf(r.ID), r.UseCount > 0, at)
 		r.UseCount++
 		if at.After(r.LastUsedAt) {
 			r.LastUsedAt = at

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -18,6 +19,7 @@ import (
 
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 // Benchmarks. Run them all with
@@ -208,7 +210,7 @@ func cachedProvider(b *testing.B, key string, n int, open func(root string) (sdk
 func openInProcess(b *testing.B) func(string) (sdk.Provider, func()) {
 	return func(root string) (sdk.Provider, func()) {
 		p := New()
-		p.logger = hclog.NewNullLogger()
+		p.logger = slog.New(slog.DiscardHandler)
 		if err := p.Configure(ctx, []byte(fmt.Sprintf(`{"root": %q}`, root))); err != nil {
 			b.Fatal(err)
 		}
@@ -257,8 +259,8 @@ func BenchmarkRecall(b *testing.B) {
 		// go-plugin's test mode: the gRPC stack without a process boundary.
 		measure(b, cachedProvider(b, "grpc-inprocess", 10000, func(root string) (sdk.Provider, func()) {
 			p := New()
-			p.logger = hclog.NewNullLogger()
-			conn, err := sdk.ServeInProcess(ctx, p, nil)
+			p.logger = slog.New(slog.DiscardHandler)
+			conn, err := host.ServeInProcess(ctx, p, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -273,12 +275,12 @@ func BenchmarkRecall(b *testing.B) {
 	})
 }
 
-func configureConn(b testing.TB, conn *sdk.Conn, root string) *sdk.ProviderClient {
+func configureConn(b testing.TB, conn *host.Conn, root string) host.FullProvider {
 	cfg, _ := json.Marshal(Config{Root: root})
 	if err := conn.Configure(ctx, cfg); err != nil {
 		b.Fatal(err)
 	}
-	prov, err := conn.Provider()
+	prov, err := conn.FullProvider()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -331,9 +333,9 @@ func buildPlugin(t testing.TB) (string, []byte) {
 	return pluginBinary.path, pluginBinary.sum
 }
 
-func launchPlugin(t testing.TB) *sdk.Conn {
+func launchPlugin(t testing.TB) *host.Conn {
 	bin, sum := buildPlugin(t)
-	conn, err := sdk.Launch(ctx, sdk.LaunchOptions{Name: "markdown", Path: bin, SHA256: sum, Dir: t.TempDir(), Logger: hclog.NewNullLogger()})
+	conn, err := host.Launch(ctx, host.LaunchOptions{Name: "markdown", Path: bin, SHA256: sum, Dir: t.TempDir(), Logger: hclog.NewNullLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +349,7 @@ func BenchmarkRemember(b *testing.B) {
 	for _, batch := range []int{1, 100} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
 			p := New()
-			p.logger = hclog.NewNullLogger()
+			p.logger = slog.New(slog.DiscardHandler)
 			if err := p.Configure(ctx, []byte(fmt.Sprintf(`{"root": %q}`, b.TempDir()))); err != nil {
 				b.Fatal(err)
 			}

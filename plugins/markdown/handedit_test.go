@@ -2,6 +2,7 @@ package markdown
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -186,7 +186,7 @@ func TestBackgroundSweepPicksUpEdits(t *testing.T) {
 	p := New()
 	p.opts.watch = false
 	p.opts.poll = 20 * time.Millisecond
-	p.logger = hclog.NewNullLogger()
+	p.logger = slog.New(slog.DiscardHandler)
 	if err := p.Configure(ctx, []byte(fmt.Sprintf(`{"root": %q}`, root))); err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +290,7 @@ func TestConcurrentUse(t *testing.T) {
 			p := New()
 			p.opts.watch = m.watch
 			p.opts.poll = 5 * time.Millisecond
-			p.logger = hclog.NewNullLogger()
+			p.logger = slog.New(slog.DiscardHandler)
 			if err := p.Configure(ctx, []byte(fmt.Sprintf(`{"root": %q}`, root))); err != nil {
 				t.Fatal(err)
 			}
@@ -400,7 +400,7 @@ func TestConcurrentUse(t *testing.T) {
 				t.Fatal(err)
 			}
 			fresh := New()
-			fresh.opts.background, fresh.logger = false, hclog.NewNullLogger()
+			fresh.opts.background, fresh.logger = false, slog.New(slog.DiscardHandler)
 			if err := fresh.Configure(ctx, []byte(fmt.Sprintf(`{"root": %q}`, root))); err != nil {
 				t.Fatal(err)
 			}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -90,7 +90,7 @@ func openTestProvider(t testing.TB, root string, m mode) *testProvider {
 	tp.opts.now = tp.clock.Now
 	tp.opts.watch = m.watch
 	tp.opts.background = false
-	tp.logger = hclog.New(&hclog.LoggerOptions{Output: tp.logs, Level: hclog.Debug})
+	tp.logger = slog.New(slog.NewTextHandler(tp.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg, _ := json.Marshal(Config{Root: root})
 	if err := tp.Configure(ctx, cfg); err != nil {
 		t.Fatal(err)

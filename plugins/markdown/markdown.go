@@ -15,12 +15,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
-	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -55,7 +55,7 @@ type Provider struct {
 	mu     sync.RWMutex
 	st     *store
 	opts   options
-	logger hclog.Logger
+	logger *slog.Logger
 }
 
 // New answers an unconfigured provider; Configure opens its root.
@@ -107,7 +107,7 @@ func (p *Provider) Configure(_ context.Context, raw json.RawMessage) error {
 	}
 	logger := p.logger
 	if logger == nil {
-		logger = sdk.NewPluginLogger("markdown")
+		logger = sdk.Logger()
 	}
 	st := openStore(root, logger, p.opts)
 	p.mu.Lock()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 func TestInfo(t *testing.T) {
@@ -20,7 +21,7 @@ func TestInfo(t *testing.T) {
 		t.Fatal(err)
 	}
 	info := p.Info()
-	if info.Name != "markdown" || !sdk.IsSemver(info.Version) {
+	if info.Name != "markdown" || !host.IsSemver(info.Version) {
 		t.Fatalf("Info = %+v", info)
 	}
 	caps := sdk.CapabilitiesOf(p)

@@ -1,11 +1,10 @@
 package markdown
 
 import (
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	hclog "github.com/hashicorp/go-hclog"
 )
 
 // store is one configured root: the files, the index over them and the
@@ -20,7 +19,7 @@ import (
 //     briefly. A holder of mu may read the index without idx.
 type store struct {
 	root string
-	log  hclog.Logger
+	log  *slog.Logger
 	opts options
 
 	refreshMu sync.Mutex
@@ -89,7 +88,7 @@ func (w *work) addFile(k fileKey) {
 func (w *work) empty() bool { return !w.full && len(w.targets) == 0 && len(w.files) == 0 }
 
 // openStore loads root (which exists) and starts watching it.
-func openStore(root string, log hclog.Logger, opts options) *store {
+func openStore(root string, log *slog.Logger, opts options) *store {
 	s := &store{
 		root:   root,
 		log:    log,

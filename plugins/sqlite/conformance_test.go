@@ -9,6 +9,7 @@ import (
 
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/conformance"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 func conformanceTarget() conformance.Target {
@@ -39,12 +40,12 @@ func TestConformanceBinary(t *testing.T) {
 	var sum []byte
 	target.Binary, sum = pluginBinary(t)
 	// The plugin's manifest, as `make build` writes it beside the binary.
-	m := sdk.ManifestFor(New().Info(), filepath.Base(target.Binary), hex.EncodeToString(sum))
+	m := host.ManifestFor(New().Info(), filepath.Base(target.Binary), hex.EncodeToString(sum))
 	data, err := json.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	target.Manifest = filepath.Join(t.TempDir(), "sqlite"+sdk.ManifestSuffix)
+	target.Manifest = filepath.Join(t.TempDir(), "sqlite"+host.ManifestSuffix)
 	if err := os.WriteFile(target.Manifest, data, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -39,7 +39,7 @@ func (c *clock) advance(d time.Duration) {
 // merging held off, so tests see only what they do.
 func newStore(mods ...func(*options)) *Store {
 	s := New()
-	s.log = hclog.NewNullLogger()
+	s.log = slog.New(slog.DiscardHandler)
 	s.opts.maintainIdle = time.Hour
 	for _, m := range mods {
 		m(&s.opts)

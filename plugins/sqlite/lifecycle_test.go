@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/usage"
 )
 
 func TestForget(t *testing.T) {
@@ -111,18 +112,18 @@ func TestMarkUsed(t *testing.T) {
 
 func TestUsageKeyDecays(t *testing.T) {
 	now := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
-	once := sdk.UsageKey(0, false, now)
-	if r := sdk.UsageRank(once, now); abs(r-1) > 1e-9 {
+	once := usage.Key(0, false, now)
+	if r := usage.Rank(once, now); abs(r-1) > 1e-9 {
 		t.Errorf("one use now ranks %v, want 1", r)
 	}
-	if r := sdk.UsageRank(once, now.Add(sdk.UsageHalfLife)); abs(r-0.5) > 1e-9 {
+	if r := usage.Rank(once, now.Add(usage.HalfLife)); abs(r-0.5) > 1e-9 {
 		t.Errorf("one use a half-life ago ranks %v, want 0.5", r)
 	}
-	twice := sdk.UsageKey(once, true, now.Add(-sdk.UsageHalfLife))
-	if r := sdk.UsageRank(twice, now); abs(r-1.5) > 1e-9 {
+	twice := usage.Key(once, true, now.Add(-usage.HalfLife))
+	if r := usage.Rank(twice, now); abs(r-1.5) > 1e-9 {
 		t.Errorf("uses now and a half-life ago rank %v, want 1.5", r)
 	}
-	if r := sdk.UsageRank(once, now.Add(100*365*24*time.Hour)); r <= 0 {
+	if r := usage.Rank(once, now.Add(100*365*24*time.Hour)); r <= 0 {
 		t.Errorf("an ancient use ranks %v, want > 0 (ranked rows never rank 0)", r)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 // tempDirs are removed after every test and benchmark has run: the built
@@ -76,11 +76,11 @@ func pluginBinary(tb testing.TB) (path string, sum []byte) {
 
 // launchPlugin starts the built plugin in dir, as the host does, and
 // configures it with cfg. The plugin is stopped when the test ends.
-func launchPlugin(tb testing.TB, dir string, cfg []byte) (*sdk.Conn, *sdk.ProviderClient, error) {
+func launchPlugin(tb testing.TB, dir string, cfg []byte) (*host.Conn, host.FullProvider, error) {
 	tb.Helper()
 	path, sum := pluginBinary(tb)
 	ctx := context.Background()
-	conn, err := sdk.Launch(ctx, sdk.LaunchOptions{Name: "sqlite", Path: path, SHA256: sum, Dir: dir})
+	conn, err := host.Launch(ctx, host.LaunchOptions{Name: "sqlite", Path: path, SHA256: sum, Dir: dir})
 	if err != nil {
 		tb.Fatalf("launch plugin: %v", err)
 	}
@@ -88,7 +88,7 @@ func launchPlugin(tb testing.TB, dir string, cfg []byte) (*sdk.Conn, *sdk.Provid
 	if err := conn.Configure(ctx, cfg); err != nil {
 		return conn, nil, err
 	}
-	p, err := conn.Provider()
+	p, err := conn.FullProvider()
 	if err != nil {
 		tb.Fatal(err)
 	}

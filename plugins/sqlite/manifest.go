@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/usage"
 )
 
 // The record manifest lists recallable rows (active, unexpired) of the
@@ -16,7 +17,7 @@ import (
 //
 // Working set(k): a record is ranked once it has been used (MarkUsed), and
 // its rank is its use count with each use decayed by age, halving every
-// sdk.UsageHalfLife (see sdk.UsageKey): so both how often and how lately it was used
+// usage.HalfLife (see usage.Key): so both how often and how lately it was used
 // count. The tier lists
 //
 //  1. the k used records of highest rank, highest first, then
@@ -137,7 +138,7 @@ func (d *database) listRows(ctx context.Context, db querier, query string, now t
 		}
 		r.UpdatedAt = fromMillis(updated)
 		if uses > 0 {
-			r.Rank = sdk.UsageRank(key, now)
+			r.Rank = usage.Rank(key, now)
 		}
 		out = append(out, r)
 	}

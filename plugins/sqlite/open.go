@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -12,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	hclog "github.com/hashicorp/go-hclog"
 	sqlite3 "github.com/mattn/go-sqlite3"
 	"github.com/memhost/memhost/sdk"
 )
@@ -55,7 +55,7 @@ type database struct {
 	// SQLite's busy waits; r serves reads concurrently.
 	w, r   *sql.DB
 	opts   options
-	log    hclog.Logger
+	log    *slog.Logger
 	df     *dfCache
 	counts *scopeCounts
 	maint  *maintainer
@@ -73,7 +73,7 @@ func dsn(path string, params ...string) string {
 // openDatabase opens (creating if needed) the database at path: takes the
 // lock, switches to WAL, migrates, and checks the schema and index answer.
 // Every failure names the file.
-func openDatabase(ctx context.Context, path string, opts options, log hclog.Logger) (*database, error) {
+func openDatabase(ctx context.Context, path string, opts options, log *slog.Logger) (*database, error) {
 	registerDriver()
 	abs, err := filepath.Abs(path)
 	if err != nil {

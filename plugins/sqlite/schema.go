@@ -24,7 +24,7 @@ CREATE TABLE records (
 	tag_keys     TEXT    NOT NULL, -- case-folded tags, each wrapped in line feeds
 	use_count    INTEGER NOT NULL DEFAULT 0,
 	last_used_ms INTEGER NOT NULL DEFAULT 0,
-	usage_key    REAL    NOT NULL DEFAULT 0, -- see sdk.UsageKey
+	usage_key    REAL    NOT NULL DEFAULT 0, -- see usage.Key
 	kind         TEXT    NOT NULL,
 	trust        TEXT    NOT NULL,
 	supersedes   TEXT    NOT NULL,

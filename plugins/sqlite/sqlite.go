@@ -12,11 +12,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
 
-	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -108,7 +108,7 @@ type Store struct {
 	db     *database
 	closed bool
 
-	log  hclog.Logger
+	log  *slog.Logger
 	opts options
 }
 
@@ -131,7 +131,7 @@ func defaultOptions() options {
 
 // New returns an unconfigured provider.
 func New() *Store {
-	return &Store{log: sdk.NewPluginLogger("sqlite"), opts: defaultOptions()}
+	return &Store{log: sdk.Logger(), opts: defaultOptions()}
 }
 
 var (

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 const realm = "acme"
@@ -26,7 +27,7 @@ func TestInfo(t *testing.T) {
 		t.Fatal(err)
 	}
 	info := s.Info()
-	if info.Name != "sqlite" || !sdk.IsSemver(info.Version) {
+	if info.Name != "sqlite" || !host.IsSemver(info.Version) {
 		t.Errorf("name %q version %q", info.Name, info.Version)
 	}
 	for _, c := range []sdk.Capability{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger} {

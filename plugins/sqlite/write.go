@@ -11,6 +11,7 @@ import (
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/usage"
 )
 
 const insertRecordSQL = `
@@ -301,7 +302,7 @@ func (d *database) markUsed(ctx context.Context, realm string, ids []string, at 
 			}
 			if _, err := tx.ExecContext(ctx, `
 				UPDATE records SET use_count = use_count + 1, usage_key = ?, last_used_ms = max(last_used_ms, ?)
-				WHERE seq = ?`, sdk.UsageKey(key, count > 0, at), at.UnixMilli(), seq); err != nil {
+				WHERE seq = ?`, usage.Key(key, count > 0, at), at.UnixMilli(), seq); err != nil {
 				return err
 			}
 		}

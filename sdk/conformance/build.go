@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 // BuildBinary builds the plugin's main package pkg (an import path, or a
@@ -40,11 +41,11 @@ func WriteManifest(t testing.TB, info sdk.Info, binary string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := json.MarshalIndent(sdk.ManifestFor(info, filepath.Base(binary), hex.EncodeToString(sum)), "", "  ")
+	data, err := json.MarshalIndent(host.ManifestFor(info, filepath.Base(binary), hex.EncodeToString(sum)), "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), info.Name+sdk.ManifestSuffix)
+	path := filepath.Join(t.TempDir(), info.Name+host.ManifestSuffix)
 	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
 		t.Fatal(err)
 	}

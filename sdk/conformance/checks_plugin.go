@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 // checkInfo: Info is well formed, declares the provider kind and only
@@ -22,14 +23,14 @@ import (
 func checkInfo(_ context.Context, e *env) error {
 	info := e.inst.conn.Info()
 	var p problems
-	if err := sdk.CheckInfo(info); err != nil {
+	if err := host.CheckInfo(info); err != nil {
 		p.addf("the host refuses this Info: %v", err)
 	}
 	if !slices.Contains(info.Kinds, sdk.KindProvider) {
 		p.addf("Info.Kinds %v does not include %q", info.Kinds, sdk.KindProvider)
 	}
 	for i, k := range info.Kinds {
-		if !slices.Contains(sdk.PluginKinds, k) {
+		if !k.Known() {
 			p.addf("Info.Kinds names unknown kind %q", k)
 		}
 		if slices.Contains(info.Kinds[:i], k) {
@@ -63,14 +64,14 @@ func checkInfo(_ context.Context, e *env) error {
 // refuses the plugin otherwise) and, for a binary, names it and its sha256.
 func checkManifest(_ context.Context, e *env) error {
 	path := e.suite.target.Manifest
-	if !strings.HasSuffix(path, sdk.ManifestSuffix) {
-		return fmt.Errorf("manifest %s: the host only reads files named <name>%s", path, sdk.ManifestSuffix)
+	if !strings.HasSuffix(path, host.ManifestSuffix) {
+		return fmt.Errorf("manifest %s: the host only reads files named <name>%s", path, host.ManifestSuffix)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("manifest: %w", err)
 	}
-	m, err := sdk.ParseManifest(data)
+	m, err := host.ParseManifest(data)
 	if err != nil {
 		return fmt.Errorf("manifest %s: %w", path, err)
 	}

@@ -8,7 +8,7 @@
 //		})
 //	}
 //
-// The plugin is driven only through the host-side client (*sdk.ProviderClient
+// The plugin is driven only through the host-side client (host.FullProvider
 // over real gRPC), exactly as memhost sees it: either served inside the test
 // process through go-plugin's test mode (Target.New; coverage and debuggers
 // work) or started from a built executable (Target.Binary), sha256-checked,
@@ -43,12 +43,12 @@ type Target struct {
 	Name string
 
 	// New returns a fresh, unconfigured plugin value each call. The kit
-	// serves it in-process over real gRPC (sdk.ServeInProcess) and closes
+	// serves it in-process over real gRPC (host.ServeInProcess) and closes
 	// it (io.Closer) when it stops the plugin, as sdk.Serve does.
 	New func() sdk.Plugin
 
 	// Binary is the path of a built plugin executable. The kit starts it
-	// the way the host does (sdk.Launch), with its working directory set to
+	// the way the host does (host.Launch), with its working directory set to
 	// the check's data directory.
 	Binary string
 

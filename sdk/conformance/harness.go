@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 // The realms every check writes to. Realm B is the stranger: nothing
@@ -37,7 +38,7 @@ const listLimit = 100
 
 // instance is one running plugin.
 type instance struct {
-	conn *sdk.Conn
+	conn *host.Conn
 	impl sdk.Plugin // in-process targets only
 }
 
@@ -58,7 +59,7 @@ func (s *Suite) launch(ctx context.Context, dir string) (*instance, error) {
 		if impl == nil {
 			return nil, errors.New("Target.New returned nil")
 		}
-		conn, err := sdk.ServeInProcess(ctx, impl, s.logger)
+		conn, err := host.ServeInProcess(ctx, impl, s.logger)
 		if err != nil {
 			if c, ok := impl.(io.Closer); ok {
 				c.Close()
@@ -67,7 +68,7 @@ func (s *Suite) launch(ctx context.Context, dir string) (*instance, error) {
 		}
 		return &instance{conn: conn, impl: impl}, nil
 	}
-	conn, err := sdk.Launch(ctx, sdk.LaunchOptions{
+	conn, err := host.Launch(ctx, host.LaunchOptions{
 		Name: s.name, Path: s.target.Binary, SHA256: s.checksum, Dir: dir, Logger: s.logger,
 	})
 	if err != nil {
@@ -89,7 +90,7 @@ type env struct {
 	suite *Suite
 	dir   string
 	inst  *instance
-	p     *sdk.ProviderClient
+	p     host.FullProvider
 	words int
 }
 
@@ -103,7 +104,7 @@ func (e *env) open(ctx context.Context) error {
 		inst.close()
 		return fmt.Errorf("Configure with Target.Config(%q): %w", e.dir, err)
 	}
-	p, err := inst.conn.Provider()
+	p, err := inst.conn.FullProvider()
 	if err != nil {
 		inst.close()
 		return err

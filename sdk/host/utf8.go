@@ -1,10 +1,11 @@
-package sdk
+package host
 
 import (
 	"context"
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/memhost/memhost/sdk/internal/wire"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -66,4 +67,13 @@ func invalidUTF8Field(m protoreflect.Message, prefix string) string {
 		return bad == ""
 	})
 	return bad
+}
+
+// grpcDialOptions are the host side's: the raised message limit, and bad
+// UTF-8 reported as bad input.
+func grpcDialOptions() []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithDefaultCallOptions(wire.CallOptions()...),
+		grpc.WithChainUnaryInterceptor(utf8Interceptor),
+	}
 }

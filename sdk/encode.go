@@ -6,6 +6,10 @@ import (
 	pb "github.com/memhost/memhost/sdk/proto/memhost/plugin/v1"
 )
 
+// Conversions on the plugin side of the wire: requests are decoded, answers
+// encoded. sdk/host holds the opposite directions; a round-trip test there
+// holds the two together.
+
 func toMillis(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
@@ -31,20 +35,6 @@ func recordToPB(r *Record) *pb.Record {
 	}
 }
 
-func recordFromPB(p *pb.Record) Record {
-	if p == nil {
-		return Record{}
-	}
-	return Record{
-		ID: p.Id, Realm: p.Realm, Scope: Scope(p.Scope), Kind: RecordKind(p.Kind),
-		Title: p.Title, Description: p.Description, Body: p.Body, Tags: p.Tags,
-		Trust: Trust(p.Trust), Status: Status(p.Status), Supersedes: p.Supersedes,
-		CreatedAt: fromMillis(p.CreatedUnixMs), UpdatedAt: fromMillis(p.UpdatedUnixMs),
-		ExpiresAt: fromMillis(p.ExpiresUnixMs), ContentHash: p.ContentHash,
-		UseCount: p.UseCount, LastUsedAt: fromMillis(p.LastUsedUnixMs),
-	}
-}
-
 func recordsToPB(rs []Record) []*pb.Record {
 	out := make([]*pb.Record, len(rs))
 	for i := range rs {
@@ -53,18 +43,23 @@ func recordsToPB(rs []Record) []*pb.Record {
 	return out
 }
 
-func recordsFromPB(ps []*pb.Record) []Record {
-	out := make([]Record, len(ps))
-	for i, p := range ps {
-		out[i] = recordFromPB(p)
+// recordFromInput builds the record a caller asked to write. The store-owned
+// fields stay zero: the wire has no place for a caller to set them.
+func recordFromInput(p *pb.RecordInput) Record {
+	if p == nil {
+		return Record{}
 	}
-	return out
+	return Record{
+		ID: p.Id, Realm: p.Realm, Scope: Scope(p.Scope), Kind: RecordKind(p.Kind),
+		Title: p.Title, Description: p.Description, Body: p.Body, Tags: p.Tags,
+		Trust: Trust(p.Trust), ExpiresAt: fromMillis(p.ExpiresUnixMs),
+	}
 }
 
-func scopesToStrings(ss []Scope) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = string(s)
+func recordsFromInput(ps []*pb.RecordInput) []Record {
+	out := make([]Record, len(ps))
+	for i, p := range ps {
+		out[i] = recordFromInput(p)
 	}
 	return out
 }
@@ -77,24 +72,14 @@ func scopesFromStrings(ss []string) []Scope {
 	return out
 }
 
-func rowToPB(r *ManifestRow) *pb.ManifestRow {
-	return &pb.ManifestRow{
-		Id: r.ID, Scope: string(r.Scope), Kind: string(r.Kind), Title: r.Title,
-		Description: r.Description, UpdatedUnixMs: toMillis(r.UpdatedAt), Rank: r.Rank,
-	}
-}
-
-func rowFromPB(p *pb.ManifestRow) ManifestRow {
-	return ManifestRow{
-		ID: p.Id, Scope: Scope(p.Scope), Kind: RecordKind(p.Kind), Title: p.Title,
-		Description: p.Description, UpdatedAt: fromMillis(p.UpdatedUnixMs), Rank: p.Rank,
-	}
-}
-
 func rowsToPB(rs []ManifestRow) []*pb.ManifestRow {
 	out := make([]*pb.ManifestRow, len(rs))
 	for i := range rs {
-		out[i] = rowToPB(&rs[i])
+		r := &rs[i]
+		out[i] = &pb.ManifestRow{
+			Id: r.ID, Scope: string(r.Scope), Kind: string(r.Kind), Title: r.Title,
+			Description: r.Description, UpdatedUnixMs: toMillis(r.UpdatedAt), Rank: r.Rank,
+		}
 	}
 	return out
 }
@@ -102,19 +87,12 @@ func rowsToPB(rs []ManifestRow) []*pb.ManifestRow {
 func rowsFromPB(ps []*pb.ManifestRow) []ManifestRow {
 	out := make([]ManifestRow, len(ps))
 	for i, p := range ps {
-		out[i] = rowFromPB(p)
+		out[i] = ManifestRow{
+			ID: p.Id, Scope: Scope(p.Scope), Kind: RecordKind(p.Kind), Title: p.Title,
+			Description: p.Description, UpdatedAt: fromMillis(p.UpdatedUnixMs), Rank: p.Rank,
+		}
 	}
 	return out
-}
-
-func tierToPB(t ManifestTier) pb.ManifestTier {
-	switch t {
-	case TierWorkingSet:
-		return pb.ManifestTier_MANIFEST_TIER_WORKING_SET
-	case TierFull:
-		return pb.ManifestTier_MANIFEST_TIER_FULL
-	}
-	return pb.ManifestTier_MANIFEST_TIER_UNSPECIFIED
 }
 
 func tierFromPB(t pb.ManifestTier) ManifestTier {
@@ -137,13 +115,6 @@ func coverageToPB(c Coverage) pb.Coverage {
 	return pb.Coverage_COVERAGE_UNSPECIFIED
 }
 
-func coverageFromPB(c pb.Coverage) Coverage {
-	if c == pb.Coverage_COVERAGE_NEED_DEEPER_SWEEP {
-		return CoverageNeedDeeperSweep
-	}
-	return CoverageSufficient
-}
-
 func messageToPB(m *Message) *pb.Message {
 	if m == nil {
 		return nil
@@ -158,29 +129,10 @@ func messageFromPB(p *pb.Message) Message {
 	return Message{Role: p.Role, Content: p.Content}
 }
 
-func messagesToPB(ms []Message) []*pb.Message {
-	out := make([]*pb.Message, len(ms))
-	for i := range ms {
-		out[i] = messageToPB(&ms[i])
-	}
-	return out
-}
-
 func messagesFromPB(ps []*pb.Message) []Message {
 	out := make([]Message, len(ps))
 	for i, p := range ps {
 		out[i] = messageFromPB(p)
-	}
-	return out
-}
-
-func ledgerToPB(es []LedgerEntry) []*pb.LedgerEntry {
-	out := make([]*pb.LedgerEntry, len(es))
-	for i, e := range es {
-		out[i] = &pb.LedgerEntry{
-			Realm: e.Realm, Identity: e.Identity, Session: e.Session, RecordId: e.RecordID,
-			Surface: e.Surface, Bytes: e.Bytes, AtUnixMs: toMillis(e.At),
-		}
 	}
 	return out
 }

@@ -1,10 +1,12 @@
-package sdk
+package host
 
 import (
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/memhost/memhost/sdk"
 )
 
 const goodManifest = `{"name":"markdown","version":"0.1.0","kinds":["provider"],"protocols":[1],
@@ -15,11 +17,11 @@ func TestParseManifest(t *testing.T) {
 		name, edit, want string
 	}{
 		{"valid", "", ""},
-		{"unknown field", `"sha265":"x",`, `unknown field "sha265"`},
 		{"escaping executable", `"executable":"../evil",`, "plain file name"},
 		{"hidden executable", `"executable":".evil",`, "plain file name"},
 		{"bad version", `"version":"one",`, "semantic version"},
-		{"unknown kind", `"kinds":["oracle"],`, `unknown kind "oracle"`},
+		{"only unknown kinds", `"kinds":["oracle"],`, `none is a kind this memhost serves`},
+		{"unknown format", `"format":2,`, `format 2 is not one this memhost reads`},
 		{"no kinds", `"kinds":[],`, "kinds is empty"},
 		{"short sha", `"sha256":"abc",`, "64 hex digits"},
 		{"bad name", `"name":"a/b",`, "name"},
@@ -38,8 +40,8 @@ func TestParseManifest(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("err = %v, want ErrInvalid containing %q", err, c.want)
+			if err == nil || !errors.Is(err, sdk.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want sdk.ErrInvalid containing %q", err, c.want)
 			}
 		})
 	}
@@ -50,11 +52,11 @@ func TestManifestMismatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	same := Info{Name: "markdown", Version: "0.1.0", Kinds: []PluginKind{KindProvider}, Protocols: []int{1}}
+	same := sdk.Info{Name: "markdown", Version: "0.1.0", Kinds: []sdk.PluginKind{sdk.KindProvider}, Protocols: []int{1}}
 	if d := m.Mismatch(same); d != "" {
 		t.Fatalf("Mismatch(same) = %q", d)
 	}
-	other := Info{Name: "md", Version: "0.2.0", Kinds: []PluginKind{KindProvider, KindSelector}, Protocols: []int{2}}
+	other := sdk.Info{Name: "md", Version: "0.2.0", Kinds: []sdk.PluginKind{sdk.KindProvider, sdk.KindSelector}, Protocols: []int{2}}
 	d := m.Mismatch(other)
 	for _, want := range []string{"name:", "version:", "kinds:", "protocols:"} {
 		if !strings.Contains(d, want) {
@@ -71,8 +73,8 @@ func FuzzParseManifest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := ParseManifest(data)
 		if err != nil {
-			if !errors.Is(err, ErrInvalid) {
-				t.Fatalf("error does not wrap ErrInvalid: %v", err)
+			if !errors.Is(err, sdk.ErrInvalid) {
+				t.Fatalf("error does not wrap sdk.ErrInvalid: %v", err)
 			}
 			return
 		}
@@ -89,4 +91,31 @@ func FuzzParseManifest(f *testing.F) {
 			t.Fatalf("re-parse of %s: %v", again, err)
 		}
 	})
+}
+
+// TestManifestForwardCompatible: within format 1, a field and a kind a
+// newer memhost added are accepted with a warning each; the kinds this
+// host knows are still served.
+func TestManifestForwardCompatible(t *testing.T) {
+	data := goodManifest[:len(goodManifest)-1] + `,"format":1,"kinds":["provider","oracle"],"signature":"abc"}`
+	m, err := ParseManifest([]byte(data))
+	if err != nil {
+		t.Fatalf("ParseManifest: %v", err)
+	}
+	if len(m.Warnings) != 2 || !strings.Contains(m.Warnings[0], `"signature"`) || !strings.Contains(m.Warnings[1], `"oracle"`) {
+		t.Fatalf("Warnings = %q, want one for the field and one for the kind", m.Warnings)
+	}
+	if k := m.KnownKinds(); len(k) != 1 || k[0] != sdk.KindProvider {
+		t.Fatalf("KnownKinds = %v, want [provider]", k)
+	}
+}
+
+// TestManifestUnknownFormat: a format this host does not read is refused
+// in one line that says what to do.
+func TestManifestUnknownFormat(t *testing.T) {
+	data := goodManifest[:len(goodManifest)-1] + `,"format":7,"future":{"x":1}}`
+	_, err := ParseManifest([]byte(data))
+	if !errors.Is(err, ErrManifestFormat) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "format 7") {
+		t.Fatalf("err = %v, want one line wrapping ErrManifestFormat naming format 7", err)
+	}
 }

@@ -1,4 +1,9 @@
-package sdk
+// Package host is the host's side of the memhost plugin connection: it
+// launches a plugin process and verifies it against its manifest (Launch,
+// ParseManifest), and answers clients for the kinds the plugin serves. The
+// memhost host and the conformance kit share it; a plugin author needs it
+// only in tests (ServeInProcess).
+package host
 
 import (
 	"context"
@@ -7,13 +12,14 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
 	plugin "github.com/hashicorp/go-plugin"
+	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/internal/wire"
 	pb "github.com/memhost/memhost/sdk/proto/memhost/plugin/v1"
 )
 
@@ -24,23 +30,22 @@ const DefaultStartTimeout = 10 * time.Second
 type LaunchOptions struct {
 	// Name labels the plugin in logs and errors.
 	Name string
-	// Path is the executable; SHA256 its expected digest, checked by
-	// go-plugin before the process starts. Both are required unless
-	// Reattach is set.
+	// Path is the executable; SHA256 its expected digest, checked before
+	// the process starts. Both are required.
 	Path   string
 	SHA256 []byte
-	// Reattach connects to an already running plugin (debug or test mode)
-	// instead of starting one. AutoMTLS cannot be used when reattaching.
-	Reattach *plugin.ReattachConfig
 	// Env is added to the host environment for the plugin process.
 	Env []string
 	// Dir is the plugin's working directory, so relative paths in its
 	// configuration resolve there (the host passes its data directory).
 	Dir string
 	// Logger receives the host-side client logs and the plugin's own log
-	// lines (parsed from its stderr), under the plugin's name.
+	// lines (its sdk.Logger lines and anything else it writes to stderr),
+	// under Name. The plugin logs at Logger's level.
 	Logger       hclog.Logger
 	StartTimeout time.Duration
+	// Host is what Configure tells the plugin about the host.
+	Host Host
 }
 
 // Conn is a live connection to one plugin process.
@@ -49,7 +54,8 @@ type Conn struct {
 	client *plugin.Client
 	rpc    plugin.ClientProtocol
 	meta   pb.PluginClient
-	info   Info
+	info   sdk.Info
+	host   Host
 	stop   func()
 	once   sync.Once
 }
@@ -57,6 +63,11 @@ type Conn struct {
 // Launch starts the plugin, completes the handshake and asks its Info.
 // Every failure names the plugin and says what went wrong in one line.
 func Launch(ctx context.Context, opts LaunchOptions) (*Conn, error) {
+	return launch(ctx, opts, nil)
+}
+
+// launch starts the plugin, or reattaches to one served in-process.
+func launch(ctx context.Context, opts LaunchOptions, reattach *plugin.ReattachConfig) (*Conn, error) {
 	logger := opts.Logger
 	if logger == nil {
 		logger = hclog.NewNullLogger()
@@ -65,30 +76,35 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Conn, error) {
 	if timeout <= 0 {
 		timeout = DefaultStartTimeout
 	}
+	named := logger.Named(opts.Name)
 	cfg := &plugin.ClientConfig{
-		HandshakeConfig:  Handshake,
-		VersionedPlugins: map[int]plugin.PluginSet{ProtocolVersion: hostPluginSet()},
+		HandshakeConfig:  wire.Handshake(),
+		VersionedPlugins: map[int]plugin.PluginSet{wire.ProtocolVersion: hostPluginSet()},
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		StartTimeout:     timeout,
 		Managed:          true,
-		Logger:           logger.Named(opts.Name),
-		GRPCDialOptions:  grpcDialOptions(),
+		Logger:           stderrLogger{named},
+		// Whatever the plugin writes to os.Stderr after Serve started
+		// (go-plugin redirects it into the connection) is logged too.
+		SyncStderr:      &lineLogger{log: named},
+		GRPCDialOptions: grpcDialOptions(),
 	}
 	label := opts.Name
-	if opts.Reattach != nil {
-		cfg.Reattach = opts.Reattach
+	if reattach != nil {
+		cfg.Reattach = reattach
 		// go-plugin skips version negotiation when reattaching and reads
 		// the unversioned set.
 		cfg.Plugins = hostPluginSet()
 	} else {
 		if opts.Path == "" {
-			return nil, fmt.Errorf("plugin %s: no executable path: %w", label, ErrInvalid)
+			return nil, fmt.Errorf("plugin %s: no executable path: %w", label, sdk.ErrInvalid)
 		}
 		if len(opts.SHA256) != sha256.Size {
-			return nil, fmt.Errorf("plugin %s (%s): no sha256 to verify the executable against: %w", label, opts.Path, ErrInvalid)
+			return nil, fmt.Errorf("plugin %s (%s): no sha256 to verify the executable against: %w", label, opts.Path, sdk.ErrInvalid)
 		}
 		cmd := exec.Command(opts.Path)
 		cmd.Env = append(cmd.Env, opts.Env...)
+		cmd.Env = append(cmd.Env, "MEMHOST_LOG_LEVEL="+levelName(logger))
 		cmd.Dir = opts.Dir
 		cfg.Cmd = cmd
 		cfg.SecureConfig = &plugin.SecureConfig{Checksum: opts.SHA256, Hash: sha256.New()}
@@ -100,16 +116,16 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Conn, error) {
 	if err != nil {
 		client.Kill()
 		if errors.Is(err, plugin.ErrChecksumsDoNotMatch) {
-			return nil, fmt.Errorf("plugin %s: refused: executable sha256 does not match manifest sha256 %x: %w", label, opts.SHA256, ErrPermission)
+			return nil, fmt.Errorf("plugin %s: refused: executable sha256 does not match manifest sha256 %x: %w", label, opts.SHA256, sdk.ErrPermission)
 		}
-		return nil, fmt.Errorf("plugin %s: start failed: %s: %w", label, firstLine(err.Error()), ErrUnavailable)
+		return nil, fmt.Errorf("plugin %s: start failed: %s: %w", label, firstLine(err.Error()), sdk.ErrUnavailable)
 	}
-	raw, err := rpc.Dispense(metaPluginName)
+	raw, err := rpc.Dispense(wire.MetaPlugin)
 	if err != nil {
 		client.Kill()
-		return nil, fmt.Errorf("plugin %s: no plugin service: %v: %w", label, err, ErrUnavailable)
+		return nil, fmt.Errorf("plugin %s: no plugin service: %v: %w", label, err, sdk.ErrUnavailable)
 	}
-	c := &Conn{name: opts.Name, client: client, rpc: rpc, meta: raw.(pb.PluginClient)}
+	c := &Conn{name: opts.Name, client: client, rpc: rpc, meta: raw.(pb.PluginClient), host: opts.Host}
 	ictx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	resp, err := c.meta.Info(ictx, &pb.InfoRequest{})
@@ -122,79 +138,44 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Conn, error) {
 }
 
 // Info is what the plugin reported at launch.
-func (c *Conn) Info() Info { return c.info }
+func (c *Conn) Info() sdk.Info { return c.info }
 
-// Configure hands the plugin its instance configuration (a JSON object).
+// Host describes the host to a plugin in Configure.
+type Host struct {
+	// Version is the host's semantic version.
+	Version string
+	// Capabilities are host features a plugin may rely on.
+	Capabilities []string
+}
+
+// HostCapabilities are the features every host built on this package has.
+func HostCapabilities() []string {
+	// field_errors: a *sdk.FieldError reaches the caller with its field.
+	// manifest_stream, select_stream: rows travel in chunks.
+	return []string{"field_errors", "manifest_stream", "select_stream"}
+}
+
+// Configure hands the plugin its instance configuration (a JSON object)
+// and tells it who the host is (LaunchOptions.Host). A refused key comes back as a
+// *sdk.FieldError whose Field is "config.<key>".
 func (c *Conn) Configure(ctx context.Context, config json.RawMessage) error {
+	h := c.host
 	if len(config) == 0 {
 		config = json.RawMessage("{}")
 	}
-	if _, err := c.meta.Configure(ctx, &pb.ConfigureRequest{ConfigJson: config}); err != nil {
-		return fmt.Errorf("plugin %s: configure: %w", c.name, fromStatus(err))
+	req := &pb.ConfigureRequest{ConfigJson: config, Host: &pb.HostInfo{
+		Version: h.Version, ProtocolVersions: []int32{wire.ProtocolVersion}, Capabilities: h.Capabilities,
+	}}
+	if _, err := c.meta.Configure(ctx, req); err != nil {
+		return fmt.Errorf("plugin %s: configure: %w", c.name, withFieldPrefix("config", fromStatus(err)))
 	}
 	return nil
-}
-
-func (c *Conn) dispense(kind PluginKind) (any, error) {
-	if !slices.Contains(c.info.Kinds, kind) {
-		return nil, fmt.Errorf("plugin %s does not serve kind %q (it serves %v): %w", c.name, kind, c.info.Kinds, ErrUnsupported)
-	}
-	raw, err := c.rpc.Dispense(string(kind))
-	if err != nil {
-		return nil, fmt.Errorf("plugin %s: dispense %s: %v: %w", c.name, kind, err, ErrUnavailable)
-	}
-	return raw, nil
-}
-
-// Provider answers the plugin's provider, with the capabilities it declared.
-func (c *Conn) Provider() (*ProviderClient, error) {
-	raw, err := c.dispense(KindProvider)
-	if err != nil {
-		return nil, err
-	}
-	return NewProviderClient(raw.(pb.ProviderClient), c.info.Capabilities), nil
-}
-
-// Selector answers the plugin's selector.
-func (c *Conn) Selector() (*SelectorClient, error) {
-	raw, err := c.dispense(KindSelector)
-	if err != nil {
-		return nil, err
-	}
-	return &SelectorClient{rpc: raw.(pb.SelectorClient)}, nil
-}
-
-// Compactor answers the plugin's compactor.
-func (c *Conn) Compactor() (*CompactorClient, error) {
-	raw, err := c.dispense(KindCompactor)
-	if err != nil {
-		return nil, err
-	}
-	return &CompactorClient{rpc: raw.(pb.CompactorClient)}, nil
-}
-
-// OperatorResolver answers the plugin's operator resolver.
-func (c *Conn) OperatorResolver() (*OperatorResolverClient, error) {
-	raw, err := c.dispense(KindOperatorResolver)
-	if err != nil {
-		return nil, err
-	}
-	return &OperatorResolverClient{rpc: raw.(pb.OperatorResolverClient)}, nil
-}
-
-// MobResolver answers the plugin's mob resolver.
-func (c *Conn) MobResolver() (*MobResolverClient, error) {
-	raw, err := c.dispense(KindMobResolver)
-	if err != nil {
-		return nil, err
-	}
-	return &MobResolverClient{rpc: raw.(pb.MobResolverClient)}, nil
 }
 
 // Ping checks the connection (go-plugin's gRPC health service).
 func (c *Conn) Ping() error {
 	if err := c.rpc.Ping(); err != nil {
-		return fmt.Errorf("plugin %s: ping: %v: %w", c.name, err, ErrUnavailable)
+		return fmt.Errorf("plugin %s: ping: %v: %w", c.name, err, sdk.ErrUnavailable)
 	}
 	return nil
 }
@@ -209,9 +190,6 @@ func (c *Conn) Pid() int {
 	}
 	return 0
 }
-
-// ReattachConfig describes how another process could reattach (debug mode).
-func (c *Conn) ReattachConfig() *plugin.ReattachConfig { return c.client.ReattachConfig() }
 
 // Close shuts the plugin down gracefully, killing it if it does not stop.
 func (c *Conn) Close() {

@@ -1,4 +1,4 @@
-package sdk
+package host
 
 import (
 	"testing"
@@ -12,10 +12,10 @@ func TestInvalidUTF8Field(t *testing.T) {
 		req  *pb.RememberRequest
 		want string
 	}{
-		{"valid", &pb.RememberRequest{Realm: "default", Records: []*pb.Record{{Title: "café", Tags: []string{"日本"}}}}, ""},
+		{"valid", &pb.RememberRequest{Realm: "default", Records: []*pb.RecordInput{{Title: "café", Tags: []string{"日本"}}}}, ""},
 		{"realm", &pb.RememberRequest{Realm: "de\xfffault"}, "realm"},
-		{"nested title", &pb.RememberRequest{Realm: "default", Records: []*pb.Record{{Title: "ok"}, {Title: "bad \xc3\x28"}}}, "records[1].title"},
-		{"tag", &pb.RememberRequest{Records: []*pb.Record{{Tags: []string{"ok", "\xff"}}}}, "records[0].tags[1]"},
+		{"nested title", &pb.RememberRequest{Realm: "default", Records: []*pb.RecordInput{{Title: "ok"}, {Title: "bad \xc3\x28"}}}, "records[1].title"},
+		{"tag", &pb.RememberRequest{Records: []*pb.RecordInput{{Tags: []string{"ok", "\xff"}}}}, "records[0].tags[1]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := invalidUTF8Field(tc.req.ProtoReflect(), ""); got != tc.want {

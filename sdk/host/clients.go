@@ -1,0 +1,335 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	plugin "github.com/hashicorp/go-plugin"
+	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/internal/wire"
+	pb "github.com/memhost/memhost/sdk/proto/memhost/plugin/v1"
+	"google.golang.org/grpc"
+)
+
+// clientKinds is the host side's one table of plugin kinds: how each
+// kind's gRPC client is made and wrapped. sdk.Kinds is the plugin side's;
+// TestClientKindsCoverSDK holds the two to the same kinds. The plugin set,
+// Conn.Dispense and the typed accessors below all read it.
+var clientKinds = map[sdk.PluginKind]struct {
+	grpc func(*grpc.ClientConn) any
+	wrap func(rpc any, info sdk.Info) any
+}{
+	sdk.KindProvider: {
+		func(c *grpc.ClientConn) any { return pb.NewProviderClient(c) },
+		func(rpc any, info sdk.Info) any {
+			return Narrow(&providerClient{rpc: rpc.(pb.ProviderClient), caps: info.Capabilities}, info.Capabilities)
+		},
+	},
+	sdk.KindSelector: {
+		func(c *grpc.ClientConn) any { return pb.NewSelectorClient(c) },
+		func(rpc any, _ sdk.Info) any { return &selectorClient{rpc: rpc.(pb.SelectorClient)} },
+	},
+	sdk.KindCompactor: {
+		func(c *grpc.ClientConn) any { return pb.NewCompactorClient(c) },
+		func(rpc any, _ sdk.Info) any { return &compactorClient{rpc: rpc.(pb.CompactorClient)} },
+	},
+	sdk.KindOperatorResolver: {
+		func(c *grpc.ClientConn) any { return pb.NewOperatorResolverClient(c) },
+		func(rpc any, _ sdk.Info) any { return &operatorClient{rpc: rpc.(pb.OperatorResolverClient)} },
+	},
+	sdk.KindMobResolver: {
+		func(c *grpc.ClientConn) any { return pb.NewMobResolverClient(c) },
+		func(rpc any, _ sdk.Info) any { return &mobClient{rpc: rpc.(pb.MobResolverClient)} },
+	},
+}
+
+// Compile-time checks that each client is the kind's interface.
+var (
+	_ FullProvider         = (*providerClient)(nil)
+	_ sdk.Selector         = (*selectorClient)(nil)
+	_ sdk.Compactor        = (*compactorClient)(nil)
+	_ sdk.OperatorResolver = (*operatorClient)(nil)
+	_ sdk.MobResolver      = (*mobClient)(nil)
+)
+
+// clientPlugin is one plugin-set entry on the host side.
+type clientPlugin struct {
+	plugin.NetRPCUnsupportedPlugin
+	name string
+}
+
+func (p *clientPlugin) GRPCServer(*plugin.GRPCBroker, *grpc.Server) error {
+	return fmt.Errorf("plugin kind %q: the host side serves nothing", p.name)
+}
+
+func (p *clientPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	if p.name == wire.MetaPlugin {
+		return pb.NewPluginClient(c), nil
+	}
+	k, ok := clientKinds[sdk.PluginKind(p.name)]
+	if !ok {
+		return nil, fmt.Errorf("unknown plugin kind %q", p.name)
+	}
+	return k.grpc(c), nil
+}
+
+// hostPluginSet can dispense every kind; Conn checks Info before it does.
+func hostPluginSet() plugin.PluginSet {
+	set := plugin.PluginSet{wire.MetaPlugin: &clientPlugin{name: wire.MetaPlugin}}
+	for k := range clientKinds {
+		set[string(k)] = &clientPlugin{name: string(k)}
+	}
+	return set
+}
+
+// Dispense answers the client for kind: a value implementing the kind's
+// sdk interface (sdk.Provider, sdk.Selector...). A provider implements
+// exactly the capability interfaces the plugin declared, so a type
+// assertion (or sdk.Supports) answers truthfully.
+func (c *Conn) Dispense(kind sdk.PluginKind) (any, error) {
+	k, known := clientKinds[kind]
+	if !known {
+		return nil, fmt.Errorf("plugin %s: this host does not know kind %q: %w", c.name, kind, sdk.ErrUnsupported)
+	}
+	if !slices.Contains(c.info.Kinds, kind) {
+		return nil, fmt.Errorf("plugin %s does not serve kind %q (it serves %v): %w", c.name, kind, c.info.Kinds, sdk.ErrUnsupported)
+	}
+	raw, err := c.rpc.Dispense(string(kind))
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s: dispense %s: %v: %w", c.name, kind, err, sdk.ErrUnavailable)
+	}
+	return k.wrap(raw, c.info), nil
+}
+
+func dispenseAs[T any](c *Conn, kind sdk.PluginKind) (T, error) {
+	var zero T
+	v, err := c.Dispense(kind)
+	if err != nil {
+		return zero, err
+	}
+	return v.(T), nil
+}
+
+// Provider answers the plugin's provider, with the capabilities it declared.
+func (c *Conn) Provider() (sdk.Provider, error) { return dispenseAs[sdk.Provider](c, sdk.KindProvider) }
+
+// Selector answers the plugin's selector.
+func (c *Conn) Selector() (sdk.Selector, error) { return dispenseAs[sdk.Selector](c, sdk.KindSelector) }
+
+// Compactor answers the plugin's compactor.
+func (c *Conn) Compactor() (sdk.Compactor, error) {
+	return dispenseAs[sdk.Compactor](c, sdk.KindCompactor)
+}
+
+// OperatorResolver answers the plugin's operator resolver.
+func (c *Conn) OperatorResolver() (sdk.OperatorResolver, error) {
+	return dispenseAs[sdk.OperatorResolver](c, sdk.KindOperatorResolver)
+}
+
+// MobResolver answers the plugin's mob resolver.
+func (c *Conn) MobResolver() (sdk.MobResolver, error) {
+	return dispenseAs[sdk.MobResolver](c, sdk.KindMobResolver)
+}
+
+// providerClient implements every capability; Narrow hides the ones the
+// plugin did not declare. A call to an undeclared one (through FullProvider)
+// fails with ErrUnsupported without a round trip.
+type providerClient struct {
+	rpc  pb.ProviderClient
+	caps sdk.Capabilities
+}
+
+func (c *providerClient) Capabilities() sdk.Capabilities { return c.caps }
+
+func (c *providerClient) need(cap sdk.Capability) error {
+	if !c.caps.Has(cap) {
+		return fmt.Errorf("provider does not declare capability %q: %w", cap, sdk.ErrUnsupported)
+	}
+	return nil
+}
+
+func (c *providerClient) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
+	resp, err := c.rpc.Recall(ctx, &pb.RecallRequest{
+		Realm: q.Realm, Query: q.Query, Scopes: scopesToStrings(q.Scopes), Limit: int32(q.Limit),
+		ExcludeIds: q.ExcludeIDs, Tags: q.Tags, ExcludeTags: q.ExcludeTags,
+	})
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	hits := make([]sdk.Hit, len(resp.Hits))
+	for i, h := range resp.Hits {
+		hits[i] = sdk.Hit{Record: recordFromPB(h.Record), Score: h.Score}
+	}
+	return hits, nil
+}
+
+func (c *providerClient) Remember(ctx context.Context, realm string, records []sdk.Record) ([]string, error) {
+	if err := c.need(sdk.CapWrite); err != nil {
+		return nil, err
+	}
+	in, err := recordsToInput(records)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.rpc.Remember(ctx, &pb.RememberRequest{Realm: realm, Records: in})
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	return resp.Ids, nil
+}
+
+func (c *providerClient) Get(ctx context.Context, realm string, ids []string) ([]sdk.Record, error) {
+	if err := c.need(sdk.CapFetch); err != nil {
+		return nil, err
+	}
+	resp, err := c.rpc.Get(ctx, &pb.GetRequest{Realm: realm, Ids: ids})
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	return recordsFromPB(resp.Records), nil
+}
+
+func (c *providerClient) Forget(ctx context.Context, realm string, ids []string) (int, error) {
+	if err := c.need(sdk.CapForget); err != nil {
+		return 0, err
+	}
+	resp, err := c.rpc.Forget(ctx, &pb.ForgetRequest{Realm: realm, Ids: ids})
+	if err != nil {
+		return 0, fromStatus(err)
+	}
+	return int(resp.Forgotten), nil
+}
+
+func (c *providerClient) Manifest(ctx context.Context, q sdk.ManifestQuery) ([]sdk.ManifestRow, error) {
+	if err := c.need(sdk.CapManifest); err != nil {
+		return nil, err
+	}
+	stream, err := c.rpc.Manifest(ctx, &pb.ManifestRequest{
+		Realm: q.Realm, Scopes: scopesToStrings(q.Scopes), Tier: tierToPB(q.Tier), K: int32(q.K),
+	})
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	rows := []sdk.ManifestRow{}
+	for {
+		chunk, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return rows, nil
+		}
+		if err != nil {
+			return nil, fromStatus(err)
+		}
+		rows = append(rows, rowsFromPB(chunk.Rows)...)
+	}
+}
+
+func (c *providerClient) Supersede(ctx context.Context, realm, oldID string, replacement sdk.Record) (string, error) {
+	if err := c.need(sdk.CapSupersede); err != nil {
+		return "", err
+	}
+	if err := callerOwned("replacement", &replacement); err != nil {
+		return "", err
+	}
+	resp, err := c.rpc.Supersede(ctx, &pb.SupersedeRequest{Realm: realm, OldId: oldID, Replacement: recordToInput(&replacement)})
+	if err != nil {
+		return "", fromStatus(err)
+	}
+	return resp.NewId, nil
+}
+
+func (c *providerClient) MarkUsed(ctx context.Context, realm string, ids []string, at time.Time) error {
+	if err := c.need(sdk.CapUsage); err != nil {
+		return err
+	}
+	_, err := c.rpc.MarkUsed(ctx, &pb.MarkUsedRequest{Realm: realm, Ids: ids, AtUnixMs: toMillis(at)})
+	return fromStatus(err)
+}
+
+func (c *providerClient) WriteLedger(ctx context.Context, entries []sdk.LedgerEntry) error {
+	if err := c.need(sdk.CapLedger); err != nil {
+		return err
+	}
+	_, err := c.rpc.WriteLedger(ctx, &pb.WriteLedgerRequest{Entries: ledgerToPB(entries)})
+	return fromStatus(err)
+}
+
+type selectorClient struct{ rpc pb.SelectorClient }
+
+func (c *selectorClient) Select(ctx context.Context, req sdk.SelectRequest) (sdk.Selection, error) {
+	stream, err := c.rpc.Select(ctx)
+	if err != nil {
+		return sdk.Selection{}, fromStatus(err)
+	}
+	header := &pb.SelectHeader{
+		Realm: req.Identity.Realm, Identity: req.Identity.ID, Query: req.Query,
+		SuppressedIds: req.SuppressedIDs, Max: int32(req.Max),
+	}
+	for start := 0; start == 0 || start < len(req.Rows); start += wire.ChunkRows {
+		end := min(start+wire.ChunkRows, len(req.Rows))
+		msg := &pb.SelectRequest{Rows: rowsToPB(req.Rows[start:end])}
+		if start == 0 {
+			msg.Header = header
+		}
+		// A send error means the stream broke; CloseAndRecv reports why.
+		if stream.Send(msg) != nil || end == len(req.Rows) {
+			break
+		}
+	}
+	resp, err := stream.CloseAndRecv()
+	if err != nil {
+		return sdk.Selection{}, fromStatus(err)
+	}
+	return sdk.Selection{IDs: resp.Ids, Coverage: coverageFromPB(resp.Coverage)}, nil
+}
+
+type compactorClient struct{ rpc pb.CompactorClient }
+
+func (c *compactorClient) Compact(ctx context.Context, req sdk.CompactRequest) (sdk.Message, error) {
+	resp, err := c.rpc.Compact(ctx, &pb.CompactRequest{
+		ConversationId: req.ConversationID, Evicted: messagesToPB(req.Evicted),
+		CarryOver: messageToPB(req.CarryOver), IdempotencyKey: req.IdempotencyKey, MaxBytes: int32(req.MaxBytes),
+	})
+	if err != nil {
+		return sdk.Message{}, fromStatus(err)
+	}
+	return messageFromPB(resp.Artifact), nil
+}
+
+type operatorClient struct{ rpc pb.OperatorResolverClient }
+
+func (c *operatorClient) ResolveOperator(ctx context.Context, id sdk.Identity) (string, error) {
+	resp, err := c.rpc.ResolveOperator(ctx, &pb.ResolveOperatorRequest{Realm: id.Realm, Identity: id.ID})
+	if err != nil {
+		return "", fromStatus(err)
+	}
+	return resp.Operator, nil
+}
+
+type mobClient struct{ rpc pb.MobResolverClient }
+
+func (c *mobClient) ResolveMobs(ctx context.Context, id sdk.Identity) ([]string, error) {
+	resp, err := c.rpc.ResolveMobs(ctx, &pb.ResolveMobsRequest{Realm: id.Realm, Identity: id.ID})
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	return resp.Mobs, nil
+}
+
+// FullProvider answers the plugin's provider with every capability method
+// callable: a call to one the plugin did not declare fails with
+// sdk.ErrUnsupported without a round trip. The conformance kit uses it to
+// check refusals; everything else should use Provider.
+func (c *Conn) FullProvider() (FullProvider, error) {
+	if _, err := c.Dispense(sdk.KindProvider); err != nil {
+		return nil, err
+	}
+	raw, err := c.rpc.Dispense(string(sdk.KindProvider))
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s: dispense provider: %v: %w", c.name, err, sdk.ErrUnavailable)
+	}
+	return &providerClient{rpc: raw.(pb.ProviderClient), caps: c.info.Capabilities}, nil
+}

@@ -1,0 +1,216 @@
+package host
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/internal/wire"
+)
+
+// ManifestFormat is the manifest format version this host reads and
+// writes. A manifest without one is format 1 (they predate the field).
+// Within one format, fields and kinds are only ever added: a host accepts
+// a manifest with fields or kinds it does not know, with a warning, and
+// refuses only what it cannot serve. A new format version is a break, and
+// a host refuses a format it does not know.
+const ManifestFormat = 1
+
+// ErrManifestFormat is wrapped by the error for a manifest whose format
+// version this host does not read.
+var ErrManifestFormat = errors.New("unknown manifest format")
+
+// ManifestSuffix ends every plugin manifest file name. The host scans its
+// plugin directory for files with this suffix.
+const ManifestSuffix = ".plugin.json"
+
+// Manifest is the plugin manifest: a JSON file beside the plugin
+// executable that the host trusts only after checking the executable's
+// sha256 and the plugin's own Info against it.
+type Manifest struct {
+	Format       int              `json:"format"`
+	Name         string           `json:"name"`
+	Version      string           `json:"version"`
+	Kinds        []sdk.PluginKind `json:"kinds"`
+	Protocols    []int            `json:"protocols"`
+	Executable   string           `json:"executable"`
+	SHA256       string           `json:"sha256"`
+	ConfigSchema json.RawMessage  `json:"config_schema,omitempty"`
+	// Warnings say what this host ignored: fields and kinds newer than it.
+	// The host logs them; they are not part of the file.
+	Warnings []string `json:"-"`
+}
+
+// manifestFields are the fields of format 1 this host knows.
+var manifestFields = []string{"format", "name", "version", "kinds", "protocols", "executable", "sha256", "config_schema"}
+
+// ParseManifest decodes and validates a manifest. A field or kind this host
+// does not know is a warning (Manifest.Warnings): a newer memhost wrote
+// it. A format version this host does not read is an error wrapping
+// ErrManifestFormat, and so is a manifest none of whose kinds it knows.
+func ParseManifest(data []byte) (*Manifest, error) {
+	var head struct {
+		Format *int `json:"format"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return nil, fmt.Errorf("manifest: %v: %w", err, sdk.ErrInvalid)
+	}
+	if head.Format != nil && *head.Format != ManifestFormat {
+		return nil, fmt.Errorf("manifest: format %d is not one this memhost reads (it reads format %d); upgrade memhost or rebuild the plugin's manifest: %w: %w",
+			*head.Format, ManifestFormat, ErrManifestFormat, sdk.ErrInvalid)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var m Manifest
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("manifest: %v: %w", err, sdk.ErrInvalid)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("manifest: trailing data after the JSON object: %w", sdk.ErrInvalid)
+	}
+	if m.Format == 0 {
+		m.Format = ManifestFormat
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return nil, fmt.Errorf("manifest: %v: %w", err, sdk.ErrInvalid)
+	}
+	var unknown []string
+	for k := range fields {
+		if !slices.Contains(manifestFields, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	sort.Strings(unknown)
+	for _, k := range unknown {
+		m.Warnings = append(m.Warnings, fmt.Sprintf("manifest: ignoring field %q, unknown to this memhost", k))
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	for _, k := range m.Kinds {
+		if !k.Known() {
+			m.Warnings = append(m.Warnings, fmt.Sprintf("manifest: kind %q is unknown to this memhost; it serves the plugin's other kinds", k))
+		}
+	}
+	return &m, nil
+}
+
+// KnownKinds are the manifest's kinds this host can serve.
+func (m *Manifest) KnownKinds() []sdk.PluginKind {
+	var out []sdk.PluginKind
+	for _, k := range m.Kinds {
+		if k.Known() {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// Validate checks the manifest's own fields.
+func (m *Manifest) Validate() error {
+	bad := func(field, problem string) error {
+		return fmt.Errorf("manifest: %s %s: %w", field, problem, sdk.ErrInvalid)
+	}
+	if err := wire.ValidateToken(m.Name, 64); err != nil {
+		return bad("name", err.Error())
+	}
+	if !wire.IsSemver(m.Version) {
+		return bad("version", fmt.Sprintf("%q is not a semantic version like 1.2.3", m.Version))
+	}
+	if len(m.Kinds) == 0 {
+		return bad("kinds", "is empty")
+	}
+	if len(m.KnownKinds()) == 0 {
+		return fmt.Errorf("manifest: kinds %v: none is a kind this memhost serves (it serves %v): %w: %w", m.Kinds, sdk.Kinds(), ErrManifestFormat, sdk.ErrInvalid)
+	}
+	if len(m.Protocols) == 0 {
+		return bad("protocols", "is empty")
+	}
+	if m.Executable == "" || m.Executable != filepath.Base(m.Executable) || strings.HasPrefix(m.Executable, ".") || strings.ContainsAny(m.Executable, `/\`) {
+		return bad("executable", fmt.Sprintf("%q must be a plain file name inside the plugin directory", m.Executable))
+	}
+	if sum, err := hex.DecodeString(m.SHA256); err != nil || len(sum) != 32 {
+		return bad("sha256", "must be 64 hex digits")
+	}
+	if len(m.ConfigSchema) > 0 && !json.Valid(m.ConfigSchema) {
+		return bad("config_schema", "is not valid JSON")
+	}
+	return nil
+}
+
+// Checksum is the decoded sha256.
+func (m *Manifest) Checksum() []byte {
+	sum, _ := hex.DecodeString(m.SHA256)
+	return sum
+}
+
+// Mismatch compares the manifest with what the running plugin reported and
+// describes every difference; "" means they agree.
+func (m *Manifest) Mismatch(info sdk.Info) string {
+	var diffs []string
+	if info.Name != m.Name {
+		diffs = append(diffs, fmt.Sprintf("name: manifest %q, plugin %q", m.Name, info.Name))
+	}
+	if info.Version != m.Version {
+		diffs = append(diffs, fmt.Sprintf("version: manifest %q, plugin %q", m.Version, info.Version))
+	}
+	if !sameSet(m.Kinds, info.Kinds) {
+		diffs = append(diffs, fmt.Sprintf("kinds: manifest %v, plugin %v", m.Kinds, info.Kinds))
+	}
+	if !sameSet(m.Protocols, info.Protocols) {
+		diffs = append(diffs, fmt.Sprintf("protocols: manifest %v, plugin %v", m.Protocols, info.Protocols))
+	}
+	return strings.Join(diffs, "; ")
+}
+
+// ManifestFor builds the manifest for a plugin from its Info, executable
+// name and digest (the `memhost plugins manifest` command uses it).
+func ManifestFor(info sdk.Info, executable, sha256hex string) *Manifest {
+	return &Manifest{
+		Format: ManifestFormat, Name: info.Name, Version: info.Version, Kinds: info.Kinds, Protocols: info.Protocols,
+		Executable: executable, SHA256: sha256hex, ConfigSchema: info.ConfigSchema,
+	}
+}
+
+func sameSet[T comparable](a, b []T) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	for _, x := range b {
+		if !slices.Contains(a, x) {
+			return false
+		}
+	}
+	return true
+}
+
+// CheckInfo verifies what a plugin reported about itself: a safe name, a
+// semantic version, protocol 1 and at least one kind.
+func CheckInfo(info sdk.Info) error {
+	if err := wire.ValidateToken(info.Name, 64); err != nil {
+		return fmt.Errorf("Info().Name %v", err)
+	}
+	if !wire.IsSemver(info.Version) {
+		return fmt.Errorf("Info().Version %q is not a semantic version like 1.2.3", info.Version)
+	}
+	if !slices.Contains(info.Protocols, wire.ProtocolVersion) {
+		return fmt.Errorf("Info().Protocols %v does not include protocol %d, the one this host speaks", info.Protocols, wire.ProtocolVersion)
+	}
+	if len(info.Kinds) == 0 {
+		return fmt.Errorf("Info().Kinds is empty")
+	}
+	return nil
+}
+
+// IsSemver reports whether v looks like MAJOR.MINOR.PATCH with an optional
+// pre-release or build suffix.
+func IsSemver(v string) bool { return wire.IsSemver(v) }

@@ -1,0 +1,74 @@
+package host
+
+import (
+	"context"
+	"errors"
+
+	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/internal/wire"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// remoteError is an error that crossed the plugin boundary: it keeps the
+// plugin's message and unwraps to the sentinel its status code stands for.
+type remoteError struct {
+	msg      string
+	sentinel error
+}
+
+func (e *remoteError) Error() string { return e.msg }
+func (e *remoteError) Unwrap() error { return e.sentinel }
+
+// sentinels maps each stable code name to the sdk sentinel it stands for.
+var sentinels = map[string]error{
+	string(sdk.CodeTooLarge):         sdk.ErrTooLarge,
+	string(sdk.CodeInvalidArgument):  sdk.ErrInvalid,
+	string(sdk.CodeNotFound):         sdk.ErrNotFound,
+	string(sdk.CodeConflict):         sdk.ErrConflict,
+	string(sdk.CodeUnsupported):      sdk.ErrUnsupported,
+	string(sdk.CodeUnavailable):      sdk.ErrUnavailable,
+	string(sdk.CodeDeadlineExceeded): sdk.ErrDeadline,
+	string(sdk.CodePermissionDenied): sdk.ErrPermission,
+}
+
+// fromStatus turns a gRPC error answered by a plugin into an sdk error.
+// A google.rpc.BadRequest detail becomes a *sdk.FieldError naming the
+// field. Transport failures (the plugin died or is unreachable) become
+// ErrUnavailable so callers can retry after a restart.
+func fromStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	var sentinel error
+	for _, c := range wire.Codes {
+		if st.Code() == c.GRPC {
+			sentinel = sentinels[c.Name]
+			break
+		}
+	}
+	if st.Code() == codes.Canceled {
+		sentinel = context.Canceled
+	}
+	for _, d := range st.Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok && len(br.FieldViolations) > 0 && sentinel != nil {
+			v := br.FieldViolations[0]
+			return &sdk.FieldError{Field: v.Field, Problem: v.Description, Err: sentinel}
+		}
+	}
+	return &remoteError{msg: st.Message(), sentinel: sentinel}
+}
+
+// withFieldPrefix puts a FieldError under a parent path ("config.path").
+func withFieldPrefix(prefix string, err error) error {
+	var fe *sdk.FieldError
+	if errors.As(err, &fe) {
+		return &sdk.FieldError{Field: prefix + "." + fe.Field, Problem: fe.Problem, Err: fe.Err}
+	}
+	return err
+}

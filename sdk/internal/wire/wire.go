@@ -1,0 +1,137 @@
+// Package wire holds what both ends of the plugin connection must agree on
+// (the handshake, message limits, the plugin-set names, the error codes)
+// and the one bridge the host side needs into the SDK's server: both
+// package sdk and package sdk/host import it, and it imports neither.
+package wire
+
+import (
+	"errors"
+	"fmt"
+
+	hclog "github.com/hashicorp/go-hclog"
+	plugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+)
+
+// ProtocolVersion is the plugin protocol major version (memhost.plugin.v1).
+const ProtocolVersion = 1
+
+// MetaPlugin is the plugin-set entry that serves the Plugin service (Info
+// and Configure); every binary serves it, whatever its kinds. Each kind is
+// served under its kind name.
+const MetaPlugin = "plugin"
+
+// ChunkRows bounds the rows of one streamed Manifest or Select message.
+const ChunkRows = 500
+
+// Record limits that size MaxMessageBytes; package sdk asserts in a test
+// that they match its own constants.
+const (
+	maxBatch     = 1000
+	maxBodyBytes = 64 << 10
+	maxTextBytes = 200 + 400 + 32*64
+)
+
+// MaxMessageBytes bounds one gRPC message between host and plugin. It fits
+// the largest call the record limits allow (a Remember of MaxBatch records
+// at every limit, with room for ids, times and framing); gRPC's own 4 MiB
+// default would refuse a batch of 64 records with 64 KiB bodies.
+const MaxMessageBytes = maxBatch * (maxBodyBytes + maxTextBytes + 1024)
+
+// Handshake is the go-plugin handshake every memhost plugin answers. The
+// cookie is fixed forever: it only stops a plugin binary from being run by
+// hand by mistake, it is not a secret. A func, so nobody can change it.
+func Handshake() plugin.HandshakeConfig {
+	return plugin.HandshakeConfig{
+		ProtocolVersion:  ProtocolVersion,
+		MagicCookieKey:   "MEMHOST_PLUGIN_COOKIE",
+		MagicCookieValue: "5f0c0a3e9d2b4c71a8e6f3b2d9c4e1a7",
+	}
+}
+
+// ServerOptions raise gRPC's message limit on the plugin side.
+func ServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxMessageBytes), grpc.MaxSendMsgSize(MaxMessageBytes)}
+}
+
+// CallOptions raise it on the host side.
+func CallOptions() []grpc.CallOption {
+	return []grpc.CallOption{grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes)}
+}
+
+// ServeConfigFunc builds the go-plugin serve configuration for a plugin
+// value. Package sdk sets it at init, so the host side can serve a plugin
+// in-process (sdk/host.ServeInProcess) without the SDK exporting its
+// server internals to plugin authors.
+var ServeConfigFunc func(p any, logger hclog.Logger, test *plugin.ServeTestConfig) (*plugin.ServeConfig, error)
+
+// Codes pairs each stable error code name (sdk.Code) with its gRPC code,
+// in the order a sentinel is looked up.
+var Codes = []struct {
+	Name string
+	GRPC codes.Code
+}{
+	{"too_large", codes.OutOfRange},
+	{"invalid_argument", codes.InvalidArgument},
+	{"not_found", codes.NotFound},
+	{"conflict", codes.AlreadyExists},
+	{"unsupported", codes.Unimplemented},
+	{"unavailable", codes.Unavailable},
+	{"deadline_exceeded", codes.DeadlineExceeded},
+	{"permission_denied", codes.PermissionDenied},
+	// gRPC answers ResourceExhausted for a message over MaxMessageBytes.
+	// Listed after OutOfRange, so too_large still goes out as OutOfRange.
+	{"too_large", codes.ResourceExhausted},
+}
+
+// ValidateToken checks that s is a safe token: 1-max bytes of ASCII
+// letters, digits, '-', '_' and '.', not starting with '.'. Such a token can
+// name a file or a key anywhere without escaping its directory.
+func ValidateToken(s string, max int) error {
+	if s == "" {
+		return errors.New("must not be empty")
+	}
+	if len(s) > max {
+		return fmt.Errorf("is %d bytes, the limit is %d", len(s), max)
+	}
+	if s[0] == '.' {
+		return fmt.Errorf("%q must not start with '.'", s)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return fmt.Errorf("%q may hold only letters, digits, '-', '_' and '.'", s)
+		}
+	}
+	return nil
+}
+
+// IsSemver reports whether v looks like MAJOR.MINOR.PATCH with an optional
+// pre-release or build suffix.
+func IsSemver(v string) bool {
+	core := v
+	for i, c := range v {
+		if c == '-' || c == '+' {
+			core = v[:i]
+			break
+		}
+	}
+	parts := 0
+	digits := 0
+	for i := 0; i <= len(core); i++ {
+		if i == len(core) || core[i] == '.' {
+			if digits == 0 {
+				return false
+			}
+			parts++
+			digits = 0
+			continue
+		}
+		if core[i] < '0' || core[i] > '9' {
+			return false
+		}
+		digits++
+	}
+	return parts == 3
+}

@@ -1,0 +1,95 @@
+package sdk
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	hclog "github.com/hashicorp/go-hclog"
+)
+
+// stderr is the process's real standard error, taken at package init:
+// go-plugin's Serve later points os.Stderr at a pipe the host discards, so
+// a logger made after Serve started (in Configure, say) must not follow it.
+// The host reads this stream line by line and re-logs each JSON line under
+// the plugin instance's name, in its own format and at its own level.
+var stderr io.Writer = os.Stderr
+
+var (
+	loggerOnce sync.Once
+	logger     *slog.Logger
+)
+
+// Logger is the logger a plugin uses, at any point of its life: in main,
+// in Configure, in a call or in a background goroutine. Every line reaches
+// the host's log, named by the plugin instance. The level is the host's
+// (MEMHOST_LOG_LEVEL, set by the host; info when unset). A plugin must
+// never write to stdout: go-plugin owns it for the handshake.
+func Logger() *slog.Logger {
+	loggerOnce.Do(func() { logger = newLogger(stderr, os.Getenv("MEMHOST_LOG_LEVEL")) })
+	return logger
+}
+
+// newLogger writes JSON lines in the shape go-plugin's host side parses
+// (hclog's: "@level", "@message", "@timestamp" with microseconds).
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var lv slog.Level
+	switch strings.ToLower(level) {
+	case "trace", "debug":
+		lv = slog.LevelDebug
+	case "warn":
+		lv = slog.LevelWarn
+	case "error":
+		lv = slog.LevelError
+	default:
+		lv = slog.LevelInfo
+	}
+	h := slog.NewJSONHandler(&lineWriter{w: w}, &slog.HandlerOptions{
+		Level: lv,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) > 0 {
+				return a
+			}
+			switch a.Key {
+			case slog.TimeKey:
+				return slog.String("@timestamp", a.Value.Time().Format("2006-01-02T15:04:05.000000Z07:00"))
+			case slog.LevelKey:
+				return slog.String("@level", strings.ToLower(a.Value.Any().(slog.Level).String()))
+			case slog.MessageKey:
+				return slog.String("@message", a.Value.String())
+			}
+			if err, ok := a.Value.Any().(error); ok {
+				return slog.String(a.Key, err.Error())
+			}
+			return a
+		},
+	})
+	return slog.New(h)
+}
+
+// lineWriter serialises writes, so lines from concurrent goroutines never
+// interleave on the stream the host parses.
+type lineWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// hclogTo is go-plugin's own logger for the plugin side, on the same
+// stream in the same JSON shape.
+func hclogTo(w io.Writer) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{
+		Level:      hclog.LevelFromString(os.Getenv("MEMHOST_LOG_LEVEL")),
+		JSONFormat: true,
+		Output:     w,
+		TimeFn:     func() time.Time { return time.Now() },
+	})
+}

@@ -1,0 +1,348 @@
+package sdk
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/memhost/memhost/sdk/internal/wire"
+	pb "github.com/memhost/memhost/sdk/proto/memhost/plugin/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// The servers below adapt a plugin's Go implementation to the gRPC
+// services. Every request is validated first (validate.go), so plugins see
+// valid input only. A capability the plugin did not declare answers
+// UNIMPLEMENTED, even when the Go value happens to implement it.
+
+// HostInfo is what the host tells a plugin about itself in Configure.
+type HostInfo struct {
+	// Version is the memhost version, like "0.4.0".
+	Version string
+	// Protocols are the plugin protocol versions the host speaks.
+	Protocols []int
+	// Capabilities are host features a plugin may rely on.
+	Capabilities []string
+}
+
+type hostInfoKey struct{}
+
+// HostFrom answers the calling host's HostInfo inside Configure; ok is
+// false when the host sent none (an in-process test, an older host).
+func HostFrom(ctx context.Context) (HostInfo, bool) {
+	h, ok := ctx.Value(hostInfoKey{}).(HostInfo)
+	return h, ok
+}
+
+type pluginServer struct {
+	pb.UnimplementedPluginServer
+	impl Plugin
+}
+
+func (s *pluginServer) Info(context.Context, *pb.InfoRequest) (*pb.InfoResponse, error) {
+	in := s.impl.Info()
+	out := &pb.InfoResponse{Name: in.Name, Version: in.Version, ConfigSchema: in.ConfigSchema}
+	for _, k := range in.Kinds {
+		out.Kinds = append(out.Kinds, string(k))
+	}
+	for _, p := range in.Protocols {
+		out.ProtocolVersions = append(out.ProtocolVersions, int32(p))
+	}
+	for _, c := range in.Capabilities {
+		out.Capabilities = append(out.Capabilities, string(c))
+	}
+	return out, nil
+}
+
+func (s *pluginServer) Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb.ConfigureResponse, error) {
+	raw := json.RawMessage(req.ConfigJson)
+	if len(raw) == 0 {
+		raw = json.RawMessage("{}")
+	}
+	if h := req.Host; h != nil {
+		info := HostInfo{Version: h.Version, Capabilities: h.Capabilities}
+		for _, v := range h.ProtocolVersions {
+			info.Protocols = append(info.Protocols, int(v))
+		}
+		ctx = context.WithValue(ctx, hostInfoKey{}, info)
+	}
+	if err := s.impl.Configure(ctx, raw); err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.ConfigureResponse{}, nil
+}
+
+type providerServer struct {
+	pb.UnimplementedProviderServer
+	impl Provider
+	caps Capabilities
+}
+
+func unsupported(c Capability) error {
+	return status.Error(codes.Unimplemented, fmt.Sprintf("capability %q is not declared by this plugin", c))
+}
+
+func (s *providerServer) Recall(ctx context.Context, req *pb.RecallRequest) (*pb.RecallResponse, error) {
+	q, err := checkRecall(RecallQuery{
+		Realm: req.Realm, Query: req.Query, Scopes: scopesFromStrings(req.Scopes), Limit: int(req.Limit),
+		ExcludeIDs: req.ExcludeIds, Tags: req.Tags, ExcludeTags: req.ExcludeTags,
+	})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	hits, err := s.impl.Recall(ctx, q)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	out := &pb.RecallResponse{Hits: make([]*pb.Hit, len(hits))}
+	for i := range hits {
+		out.Hits[i] = &pb.Hit{Record: recordToPB(&hits[i].Record), Score: hits[i].Score}
+	}
+	return out, nil
+}
+
+func (s *providerServer) Remember(ctx context.Context, req *pb.RememberRequest) (*pb.RememberResponse, error) {
+	if !s.caps.Has(CapWrite) {
+		return nil, unsupported(CapWrite)
+	}
+	records := recordsFromInput(req.Records)
+	if err := checkWrite(req.Realm, records); err != nil {
+		return nil, toStatus(err)
+	}
+	ids, err := s.impl.(RecordWriter).Remember(ctx, req.Realm, records)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.RememberResponse{Ids: ids}, nil
+}
+
+func (s *providerServer) Get(ctx context.Context, req *pb.GetRequest) (*pb.GetResponse, error) {
+	if !s.caps.Has(CapFetch) {
+		return nil, unsupported(CapFetch)
+	}
+	if err := firstOf(checkRealm(req.Realm), checkIDs("ids", req.Ids)); err != nil {
+		return nil, toStatus(err)
+	}
+	recs, err := s.impl.(RecordGetter).Get(ctx, req.Realm, req.Ids)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.GetResponse{Records: recordsToPB(recs)}, nil
+}
+
+func (s *providerServer) Forget(ctx context.Context, req *pb.ForgetRequest) (*pb.ForgetResponse, error) {
+	if !s.caps.Has(CapForget) {
+		return nil, unsupported(CapForget)
+	}
+	if err := firstOf(checkRealm(req.Realm), checkIDs("ids", req.Ids)); err != nil {
+		return nil, toStatus(err)
+	}
+	n, err := s.impl.(RecordForgetter).Forget(ctx, req.Realm, req.Ids)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.ForgetResponse{Forgotten: int32(n)}, nil
+}
+
+func (s *providerServer) Manifest(req *pb.ManifestRequest, stream grpc.ServerStreamingServer[pb.ManifestResponse]) error {
+	if !s.caps.Has(CapManifest) {
+		return unsupported(CapManifest)
+	}
+	q := ManifestQuery{Realm: req.Realm, Scopes: scopesFromStrings(req.Scopes), Tier: tierFromPB(req.Tier), K: int(req.K)}
+	if err := checkManifest(q); err != nil {
+		return toStatus(err)
+	}
+	rows, err := s.impl.(ManifestLister).Manifest(stream.Context(), q)
+	if err != nil {
+		return toStatus(err)
+	}
+	// An empty manifest is still one (empty) message, so the host can tell
+	// "no rows" from a stream cut short.
+	for start := 0; start == 0 || start < len(rows); start += wire.ChunkRows {
+		end := min(start+wire.ChunkRows, len(rows))
+		if err := stream.Send(&pb.ManifestResponse{Rows: rowsToPB(rows[start:end])}); err != nil {
+			return err
+		}
+		if end == len(rows) {
+			break
+		}
+	}
+	return nil
+}
+
+func (s *providerServer) Supersede(ctx context.Context, req *pb.SupersedeRequest) (*pb.SupersedeResponse, error) {
+	if !s.caps.Has(CapSupersede) {
+		return nil, unsupported(CapSupersede)
+	}
+	replacement := recordFromInput(req.Replacement)
+	// An empty scope or kind is inherited from the old record, so only
+	// what the replacement sets is checked here.
+	check := replacement
+	if check.Scope == "" {
+		check.Scope = RealmScope
+	}
+	if check.Kind == "" {
+		check.Kind = KindFact
+	}
+	if err := firstOf(checkRealm(req.Realm), validateField("old_id", ValidateID(req.OldId)),
+		prefixField("replacement", check.Validate())); err != nil {
+		return nil, toStatus(err)
+	}
+	id, err := s.impl.(Superseder).Supersede(ctx, req.Realm, req.OldId, replacement)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.SupersedeResponse{NewId: id}, nil
+}
+
+func (s *providerServer) MarkUsed(ctx context.Context, req *pb.MarkUsedRequest) (*pb.MarkUsedResponse, error) {
+	if !s.caps.Has(CapUsage) {
+		return nil, unsupported(CapUsage)
+	}
+	if err := firstOf(checkRealm(req.Realm), checkIDs("ids", req.Ids)); err != nil {
+		return nil, toStatus(err)
+	}
+	at := fromMillis(req.AtUnixMs)
+	if at.IsZero() {
+		at = time.Now().UTC()
+	}
+	if err := s.impl.(UsageMarker).MarkUsed(ctx, req.Realm, req.Ids, at); err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.MarkUsedResponse{}, nil
+}
+
+func (s *providerServer) WriteLedger(ctx context.Context, req *pb.WriteLedgerRequest) (*pb.WriteLedgerResponse, error) {
+	if !s.caps.Has(CapLedger) {
+		return nil, unsupported(CapLedger)
+	}
+	entries := ledgerFromPB(req.Entries)
+	if err := checkLedger(entries); err != nil {
+		return nil, toStatus(err)
+	}
+	if err := s.impl.(LedgerWriter).WriteLedger(ctx, entries); err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.WriteLedgerResponse{}, nil
+}
+
+type selectorServer struct {
+	pb.UnimplementedSelectorServer
+	impl Selector
+}
+
+func (s *selectorServer) Select(stream grpc.ClientStreamingServer[pb.SelectRequest, pb.SelectResponse]) error {
+	var header *pb.SelectHeader
+	var rows []ManifestRow
+	for {
+		msg, err := stream.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if header == nil {
+			header = msg.Header
+		}
+		rows = append(rows, rowsFromPB(msg.Rows)...)
+	}
+	if header == nil {
+		return toStatus(invalid("header", "the first message carries no header"))
+	}
+	req := SelectRequest{
+		Identity: Identity{Realm: header.Realm, ID: header.Identity}, Query: header.Query,
+		Rows: rows, SuppressedIDs: header.SuppressedIds, Max: int(header.Max),
+	}
+	if err := firstOf(req.Identity.Validate(), checkIDs("suppressed_ids", req.SuppressedIDs)); err != nil {
+		return toStatus(err)
+	}
+	if req.Max < 0 {
+		return toStatus(invalid("max", fmt.Sprintf("%d is negative", req.Max)))
+	}
+	sel, err := s.impl.Select(stream.Context(), req)
+	if err != nil {
+		return toStatus(err)
+	}
+	return stream.SendAndClose(&pb.SelectResponse{Ids: sel.IDs, Coverage: coverageToPB(sel.Coverage)})
+}
+
+type compactorServer struct {
+	pb.UnimplementedCompactorServer
+	impl Compactor
+}
+
+func (s *compactorServer) Compact(ctx context.Context, req *pb.CompactRequest) (*pb.CompactResponse, error) {
+	var carry *Message
+	if req.CarryOver != nil {
+		m := messageFromPB(req.CarryOver)
+		carry = &m
+	}
+	if req.MaxBytes < 0 {
+		return nil, toStatus(invalid("max_bytes", fmt.Sprintf("%d is negative", req.MaxBytes)))
+	}
+	art, err := s.impl.Compact(ctx, CompactRequest{
+		ConversationID: req.ConversationId, Evicted: messagesFromPB(req.Evicted), CarryOver: carry,
+		IdempotencyKey: req.IdempotencyKey, MaxBytes: int(req.MaxBytes),
+	})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.CompactResponse{Artifact: messageToPB(&art)}, nil
+}
+
+type operatorServer struct {
+	pb.UnimplementedOperatorResolverServer
+	impl OperatorResolver
+}
+
+func (s *operatorServer) ResolveOperator(ctx context.Context, req *pb.ResolveOperatorRequest) (*pb.ResolveOperatorResponse, error) {
+	id := Identity{Realm: req.Realm, ID: req.Identity}
+	if err := id.Validate(); err != nil {
+		return nil, toStatus(err)
+	}
+	op, err := s.impl.ResolveOperator(ctx, id)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.ResolveOperatorResponse{Operator: op}, nil
+}
+
+type mobServer struct {
+	pb.UnimplementedMobResolverServer
+	impl MobResolver
+}
+
+func (s *mobServer) ResolveMobs(ctx context.Context, req *pb.ResolveMobsRequest) (*pb.ResolveMobsResponse, error) {
+	id := Identity{Realm: req.Realm, ID: req.Identity}
+	if err := id.Validate(); err != nil {
+		return nil, toStatus(err)
+	}
+	mobs, err := s.impl.ResolveMobs(ctx, id)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.ResolveMobsResponse{Mobs: mobs}, nil
+}
+
+// firstOf answers the first non-nil error, checks being run in order.
+func firstOf(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateField re-homes a token check under the request field it checked.
+func validateField(field string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return invalid(field, problemOf(err))
+}

@@ -1,0 +1,36 @@
+// Package usage is the usage-rank arithmetic providers share, so a working
+// set's rank means the same in every provider: a record's key folds in each
+// use, decayed by age with a fixed half-life.
+package usage
+
+import (
+	"math"
+	"time"
+)
+
+// HalfLife is how fast past uses fade from a record's usage rank: a
+// use one half-life ago counts 1/2. Providers share it (and the functions
+// below) so that a working set's rank means the same in every provider.
+const HalfLife = 30 * 24 * time.Hour
+
+// Key folds one more use at time at into a record's usage key, which
+// is log2 of the sum over its uses of 2^(t/halfLife). Then
+// 2^(key - now/halfLife) is the use count with each use decayed by its
+// age, and ordering by key orders by that decayed count at every instant,
+// so an index on the key can serve a working set. used is false for a
+// record's first use.
+func Key(key float64, used bool, at time.Time) float64 {
+	x := float64(at.UnixMilli()) / float64(HalfLife.Milliseconds())
+	if !used {
+		return x
+	}
+	hi, lo := max(key, x), min(key, x)
+	return hi + math.Log2(1+math.Exp2(lo-hi))
+}
+
+// Rank is the decayed use count at now of a used record with key;
+// always > 0, so a used record never reads as unranked (rank 0).
+func Rank(key float64, now time.Time) float64 {
+	r := math.Exp2(key - float64(now.UnixMilli())/float64(HalfLife.Milliseconds()))
+	return max(r, math.SmallestNonzeroFloat64)
+}

@@ -1,0 +1,118 @@
+package sdk
+
+import "fmt"
+
+// The server adapter checks every request shape here, once, before a
+// plugin sees it: a plugin served by Serve receives only valid realms,
+// scopes, ids, limits and batch sizes, and a recall limit already defaulted
+// (0 becomes DefaultRecallLimit) and capped at MaxBatch. Field paths name
+// the request field ("scopes[1]", "ids[0]") so the host can report them.
+
+func checkRealm(realm string) error { return ValidateRealm(realm) }
+
+func checkScopes(scopes []Scope) error {
+	for i, s := range scopes {
+		if err := s.Validate(); err != nil {
+			return invalid(fmt.Sprintf("scopes[%d]", i), problemOf(err))
+		}
+	}
+	return nil
+}
+
+func checkIDs(field string, ids []string) error {
+	if len(ids) > MaxBatch {
+		return tooLarge(field, fmt.Sprintf("%d ids in one call, the limit is %d", len(ids), MaxBatch))
+	}
+	for i, id := range ids {
+		if err := ValidateID(id); err != nil {
+			return invalid(fmt.Sprintf("%s[%d]", field, i), problemOf(err))
+		}
+	}
+	return nil
+}
+
+// checkRecall validates q and answers it with the limit defaulted and capped.
+func checkRecall(q RecallQuery) (RecallQuery, error) {
+	if err := checkRealm(q.Realm); err != nil {
+		return q, err
+	}
+	if err := checkScopes(q.Scopes); err != nil {
+		return q, err
+	}
+	switch {
+	case q.Limit < 0:
+		return q, invalid("limit", fmt.Sprintf("%d is negative", q.Limit))
+	case q.Limit == 0:
+		q.Limit = DefaultRecallLimit
+	case q.Limit > MaxBatch:
+		q.Limit = MaxBatch
+	}
+	return q, checkIDs("exclude_ids", q.ExcludeIDs)
+}
+
+func checkManifest(q ManifestQuery) error {
+	if err := checkRealm(q.Realm); err != nil {
+		return err
+	}
+	if err := checkScopes(q.Scopes); err != nil {
+		return err
+	}
+	if q.Tier != TierWorkingSet && q.Tier != TierFull {
+		return invalid("tier", "must be the working set or full")
+	}
+	if q.K < 0 {
+		return invalid("k", fmt.Sprintf("%d is negative", q.K))
+	}
+	return nil
+}
+
+// checkWrite validates the batch shape; each record's content is the
+// store's to check (Record.Prepare), as it fills the store-owned fields.
+func checkWrite(realm string, records []Record) error {
+	if err := checkRealm(realm); err != nil {
+		return err
+	}
+	if len(records) > MaxBatch {
+		return tooLarge("records", fmt.Sprintf("%d records in one call, the limit is %d", len(records), MaxBatch))
+	}
+	for i := range records {
+		if err := records[i].Validate(); err != nil {
+			return prefixField(fmt.Sprintf("records[%d]", i), err)
+		}
+	}
+	return nil
+}
+
+func checkLedger(entries []LedgerEntry) error {
+	if len(entries) > MaxBatch {
+		return tooLarge("entries", fmt.Sprintf("%d entries in one call, the limit is %d", len(entries), MaxBatch))
+	}
+	for i, e := range entries {
+		if err := (Identity{Realm: e.Realm, ID: e.Identity}).Validate(); err != nil {
+			return prefixField(fmt.Sprintf("entries[%d]", i), err)
+		}
+		if err := ValidateID(e.RecordID); err != nil {
+			return invalid(fmt.Sprintf("entries[%d].record_id", i), problemOf(err))
+		}
+	}
+	return nil
+}
+
+// problemOf is a FieldError's problem without its field, for re-homing it.
+func problemOf(err error) string {
+	if fe, ok := err.(*FieldError); ok {
+		return fe.Problem
+	}
+	return err.Error()
+}
+
+// prefixField re-homes a FieldError under a request path ("records[2]").
+func prefixField(prefix string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if fe, ok := err.(*FieldError); ok {
+		return &FieldError{Field: prefix + "." + fe.Field, Problem: fe.Problem, Err: fe.Err}
+	}
+	return fmt.Errorf("%s: %w", prefix, err)
+}
