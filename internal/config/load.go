@@ -81,7 +81,9 @@ func (o Options) parse(name, full string, src []byte) (*Config, error) {
 
 // Schemas. Every block is closed: unknown arguments and blocks are errors.
 var (
-	instanceKinds = []sdk.PluginKind{sdk.KindProvider, sdk.KindSelector, sdk.KindCompactor, sdk.KindOperatorResolver, sdk.KindMobResolver}
+	// The SDK's table of plugin kinds is the one list: a new kind becomes
+	// a config block, and a valid instance kind, with no edit here.
+	instanceKinds = sdk.Kinds()
 
 	fileSchema = func() *hcl.BodySchema {
 		s := &hcl.BodySchema{

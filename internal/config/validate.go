@@ -18,13 +18,21 @@ import (
 
 // Limits on values.
 const (
-	maxNameBytes         = 64  // instance, realm and token names (as sdk realms)
-	maxHeaderBytes       = 200 // instruction_header: one short line
-	minBudgetBytes       = 512 // below this the coordinator skips (DESIGN 5.1: budget_exhausted)
-	MinTokenSecretBytes  = 16
-	tokenSecretAlphabet  = "visible ASCII (no spaces)"
-	instanceKindsMessage = "provider, selector, compactor, operator_resolver or mob_resolver"
+	maxNameBytes        = 64  // instance, realm and token names (as sdk realms)
+	maxHeaderBytes      = 200 // instruction_header: one short line
+	minBudgetBytes      = 512 // below this the coordinator skips (DESIGN 5.1: budget_exhausted)
+	MinTokenSecretBytes = 16
+	tokenSecretAlphabet = "visible ASCII (no spaces)"
 )
+
+// instanceKindsMessage lists the kinds as "a, b or c".
+func instanceKindsMessage() string {
+	names := make([]string, len(instanceKinds))
+	for i, k := range instanceKinds {
+		names[i] = string(k)
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
 
 // Error reports every problem found in a configuration. Each line starts
 // with the file:line,column of the offending item when it came from a
@@ -171,7 +179,7 @@ func (c *Config) validateInstances(p *problems) {
 	for i, in := range c.Instances {
 		key := fmt.Sprintf("instance[%d]", i)
 		if !slices.Contains(instanceKinds, in.Kind) {
-			p.add(key, "Invalid instance kind", "%q is not a plugin kind; use %s.", in.Kind, instanceKindsMessage)
+			p.add(key, "Invalid instance kind", "%q is not a plugin kind; use %s.", in.Kind, instanceKindsMessage())
 		}
 		if problem := checkName(in.Name); problem != "" {
 			p.add(key, "Invalid instance name", "The %s name %s", in.Kind, problem)
