@@ -51,7 +51,8 @@ type instance struct {
 	token   string
 }
 
-var listeningRE = regexp.MustCompile(`memhost listening: addr=(\S+)`)
+// listeningRE finds the address in the text or the JSON log format.
+var listeningRE = regexp.MustCompile(`memhost listening: addr=(\S+)|"memhost listening".*"addr":"([^"]+)"`)
 
 // startMemhost writes body (HCL) into a config with a fresh plugin and data
 // directory, starts `memhost serve`, and waits until it listens.
@@ -121,7 +122,7 @@ func startServe(t *testing.T, dataDir string, args, env []string) (*instance, er
 			inst.stderr.WriteString(line + "\n")
 			inst.mu.Unlock()
 			if m := listeningRE.FindStringSubmatch(line); m != nil && !sent {
-				addr <- m[1]
+				addr <- m[1] + m[2]
 				sent = true
 			}
 		}
@@ -211,6 +212,7 @@ type apiError struct {
 	Error struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
+		Field   string `json:"field"`
 	} `json:"error"`
 }
 

@@ -66,6 +66,9 @@ type errorBody struct {
 		Code      string `json:"code"`
 		Message   string `json:"message"`
 		RequestID string `json:"request_id,omitempty"`
+		// Field is the request field refused, when the refusal named one
+		// (a plugin's too: sdk.FieldError crosses the plugin boundary).
+		Field string `json:"field,omitempty"`
 	} `json:"error"`
 }
 
@@ -74,6 +77,10 @@ func writeError(w http.ResponseWriter, err error, requestID string) {
 	body.Error.RequestID = requestID
 	body.Error.Code = codeOf(err)
 	body.Error.Message = clientMessage(err)
+	var fe *sdk.FieldError
+	if errors.As(err, &fe) {
+		body.Error.Field = fe.Field
+	}
 	writeJSON(w, statusOf(body.Error.Code), body)
 }
 
