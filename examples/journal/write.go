@@ -12,13 +12,10 @@ import (
 // Remember stores records, all or nothing. A record whose scope already
 // holds the same title and body answers the existing id, also when the
 // duplicate is earlier in the same batch.
+//
+// Like every call, it needs no checks of its realm, ids or batch size:
+// sdk.Serve validated them before the call got here.
 func (p *Provider) Remember(ctx context.Context, realmName string, records []sdk.Record) ([]string, error) {
-	if err := sdk.ValidateRealm(realmName); err != nil {
-		return nil, err
-	}
-	if len(records) > sdk.MaxBatch {
-		return nil, fmt.Errorf("journal: %d records in one call, the limit is %d: %w", len(records), sdk.MaxBatch, sdk.ErrTooLarge)
-	}
 	now := time.Now()
 	prepared := make([]sdk.Record, len(records))
 	for i, r := range records {
@@ -77,27 +74,8 @@ func (p *Provider) Remember(ctx context.Context, realmName string, records []sdk
 	return ids, nil
 }
 
-// checkIDs validates ids asked for by Get and Forget.
-func checkIDs(ids []string) error {
-	if len(ids) > sdk.MaxBatch {
-		return fmt.Errorf("journal: %d ids in one call, the limit is %d: %w", len(ids), sdk.MaxBatch, sdk.ErrTooLarge)
-	}
-	for _, id := range ids {
-		if err := sdk.ValidateID(id); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // Get answers the records found, of any status, in the order asked.
 func (p *Provider) Get(_ context.Context, realmName string, ids []string) ([]sdk.Record, error) {
-	if err := sdk.ValidateRealm(realmName); err != nil {
-		return nil, err
-	}
-	if err := checkIDs(ids); err != nil {
-		return nil, err
-	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if err := p.ready(); err != nil {
@@ -118,12 +96,6 @@ func (p *Provider) Get(_ context.Context, realmName string, ids []string) ([]sdk
 
 // Forget deletes records; ids that are not there are not an error.
 func (p *Provider) Forget(_ context.Context, realmName string, ids []string) (int, error) {
-	if err := sdk.ValidateRealm(realmName); err != nil {
-		return 0, err
-	}
-	if err := checkIDs(ids); err != nil {
-		return 0, err
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := p.ready(); err != nil {
@@ -153,12 +125,6 @@ func (p *Provider) Forget(_ context.Context, realmName string, ids []string) (in
 // Supersede stores replacement and marks the active record oldID
 // superseded, in one journal line.
 func (p *Provider) Supersede(_ context.Context, realmName, oldID string, replacement sdk.Record) (string, error) {
-	if err := sdk.ValidateRealm(realmName); err != nil {
-		return "", err
-	}
-	if err := sdk.ValidateID(oldID); err != nil {
-		return "", err
-	}
 	replacement.Supersedes = oldID
 	replacement.Status = sdk.StatusActive
 	if err := replacement.Prepare(realmName, time.Now()); err != nil {

@@ -259,12 +259,10 @@ func (p *Provider) Close() error {
 	return errors.Join(errs...)
 }
 
-// begin starts a call: it checks the realm and holds the provider open
-// until the returned func runs.
+// begin starts a call: it holds the provider open until the returned
+// func runs. The SDK's server validated the realm (and every other request
+// field) before the call got here.
 func (p *Provider) begin(realm string) (func(), error) {
-	if err := sdk.ValidateRealm(realm); err != nil {
-		return nil, err
-	}
 	p.life.RLock()
 	p.mu.Lock()
 	closed, configured := p.closed, p.dir != ""

@@ -307,8 +307,9 @@ func TestRealmIsolation(t *testing.T) {
 		t.Fatal("a read created an index")
 	}
 	// A realm name cannot escape the directory.
+	sp := served(t, p)
 	for _, bad := range []string{"../x", "a/b", ".hidden", "", "x y"} {
-		if _, err := p.Remember(ctx, bad, []sdk.Record{rec("realm", "x", "y")}); !errors.Is(err, sdk.ErrInvalid) {
+		if _, err := sp.Remember(ctx, bad, []sdk.Record{rec("realm", "x", "y")}); !errors.Is(err, sdk.ErrInvalid) {
 			t.Errorf("realm %q: %v, want ErrInvalid", bad, err)
 		}
 	}
@@ -348,7 +349,7 @@ func TestScopes(t *testing.T) {
 			t.Errorf("scopes %v: manifest %v, want %v", c.scopes, rowIDs, c.want)
 		}
 	}
-	if _, err := p.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "x", Scopes: []sdk.Scope{"team:x"}}); !errors.Is(err, sdk.ErrInvalid) {
+	if _, err := served(t, p).Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "x", Scopes: []sdk.Scope{"team:x"}}); !errors.Is(err, sdk.ErrInvalid) {
 		t.Fatalf("bad scope: %v, want ErrInvalid", err)
 	}
 }
@@ -499,10 +500,10 @@ func TestExcludeIDsAndLimit(t *testing.T) {
 			t.Fatalf("excluded id %s recalled", id)
 		}
 	}
-	if _, err := p.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "harbor", Limit: -1}); !errors.Is(err, sdk.ErrInvalid) {
+	if _, err := served(t, p).Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "harbor", Limit: -1}); !errors.Is(err, sdk.ErrInvalid) {
 		t.Fatalf("negative limit: %v, want ErrInvalid", err)
 	}
-	if _, err := p.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "harbor", ExcludeIDs: []string{"../x"}}); !errors.Is(err, sdk.ErrInvalid) {
+	if _, err := served(t, p).Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "harbor", ExcludeIDs: []string{"../x"}}); !errors.Is(err, sdk.ErrInvalid) {
 		t.Fatalf("bad exclude id: %v, want ErrInvalid", err)
 	}
 }
@@ -560,6 +561,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 	p := newProvider(t, "")
 	good := rec("realm", "good", "valid record")
 	existing := remember(t, p, realm, rec("realm", "existing", "already here"))
+	sp := served(t, p)
 	cases := []struct {
 		name string
 		recs []sdk.Record
@@ -576,7 +578,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ids, err := p.Remember(ctx, realm, c.recs)
+			ids, err := sp.Remember(ctx, realm, c.recs)
 			if !errors.Is(err, c.want) || ids != nil {
 				t.Fatalf("Remember = %v, %v; want %v", ids, err, c.want)
 			}
@@ -593,23 +595,23 @@ func TestBadInputChangesNothing(t *testing.T) {
 	}
 	for _, c := range idCases {
 		t.Run("ids "+c.name, func(t *testing.T) {
-			if _, err := p.Get(ctx, realm, c.ids); !errors.Is(err, c.want) {
+			if _, err := sp.Get(ctx, realm, c.ids); !errors.Is(err, c.want) {
 				t.Errorf("Get: %v, want %v", err, c.want)
 			}
-			if _, err := p.Forget(ctx, realm, c.ids); !errors.Is(err, c.want) {
+			if _, err := sp.Forget(ctx, realm, c.ids); !errors.Is(err, c.want) {
 				t.Errorf("Forget: %v, want %v", err, c.want)
 			}
-			if err := p.MarkUsed(ctx, realm, c.ids, time.Now()); !errors.Is(err, c.want) {
+			if err := sp.MarkUsed(ctx, realm, c.ids, time.Now()); !errors.Is(err, c.want) {
 				t.Errorf("MarkUsed: %v, want %v", err, c.want)
 			}
 		})
 	}
 	for _, q := range []sdk.ManifestQuery{{Realm: realm}, {Realm: realm, Tier: 9}, {Realm: realm, Tier: sdk.TierWorkingSet, K: -1}, {Realm: realm, Tier: sdk.TierWorkingSet}, {Realm: realm, Tier: sdk.TierFull, Scopes: []sdk.Scope{"nope"}}} {
-		if _, err := p.Manifest(ctx, q); !errors.Is(err, sdk.ErrInvalid) {
+		if _, err := sp.Manifest(ctx, q); !errors.Is(err, sdk.ErrInvalid) {
 			t.Errorf("Manifest(%+v): %v, want ErrInvalid", q, err)
 		}
 	}
-	if _, err := p.Supersede(ctx, realm, existing[0], sdk.Record{Title: "\xff"}); !errors.Is(err, sdk.ErrInvalid) {
+	if _, err := sp.Supersede(ctx, realm, existing[0], sdk.Record{Title: "\xff"}); !errors.Is(err, sdk.ErrInvalid) {
 		t.Errorf("bad replacement: %v, want ErrInvalid", err)
 	}
 	// Nothing of the above was stored or changed.

@@ -35,11 +35,6 @@ func (p *Provider) Manifest(ctx context.Context, q sdk.ManifestQuery) ([]sdk.Man
 		return nil, err
 	}
 	defer done()
-	for i, s := range q.Scopes {
-		if err := s.Validate(); err != nil {
-			return nil, fmt.Errorf("bleve: scopes[%d]: %w", i, err)
-		}
-	}
 	k := q.K
 	switch q.Tier {
 	case sdk.TierFull:

@@ -31,26 +31,15 @@ func (p *Provider) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, er
 		return nil, err
 	}
 	defer done()
-	limit, err := recallLimit(q.Limit)
-	if err != nil {
-		return nil, err
-	}
+	limit := recallLimit(q.Limit)
 	now := time.Now()
 	var filters []query.Query
 	if len(q.Scopes) > 0 {
 		inScope := make([]query.Query, len(q.Scopes))
 		for i, s := range q.Scopes {
-			if err := s.Validate(); err != nil {
-				return nil, fmt.Errorf("bleve: scopes[%d]: %w", i, err)
-			}
 			inScope[i] = termQuery(fieldScope, string(s))
 		}
 		filters = append(filters, query.NewDisjunctionQuery(inScope))
-	}
-	for i, id := range q.ExcludeIDs {
-		if err := sdk.ValidateID(id); err != nil {
-			return nil, fmt.Errorf("bleve: exclude_ids[%d]: %w", i, err)
-		}
 	}
 	terms := tokenize.Terms(q.Query)
 	if len(terms) == 0 {
@@ -113,16 +102,16 @@ func (p *Provider) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, er
 	return hits, nil
 }
 
-func recallLimit(limit int) (int, error) {
+// recallLimit defaults and caps a limit the SDK's server has already
+// checked (a direct call may still pass 0).
+func recallLimit(limit int) int {
 	switch {
-	case limit < 0:
-		return 0, &sdk.FieldError{Field: "limit", Problem: fmt.Sprintf("%d is negative", limit), Err: sdk.ErrInvalid}
-	case limit == 0:
-		return sdk.DefaultRecallLimit, nil
+	case limit <= 0:
+		return sdk.DefaultRecallLimit
 	case limit > maxRecallLimit:
-		return maxRecallLimit, nil
+		return maxRecallLimit
 	}
-	return limit, nil
+	return limit
 }
 
 // expiredAt matches the records whose expiry is at or before now.

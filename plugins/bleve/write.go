@@ -24,9 +24,6 @@ func (p *Provider) Remember(ctx context.Context, realm string, records []sdk.Rec
 		return nil, err
 	}
 	defer done()
-	if len(records) > sdk.MaxBatch {
-		return nil, fmt.Errorf("bleve: %d records in one write, the limit is %d: %w", len(records), sdk.MaxBatch, sdk.ErrTooLarge)
-	}
 	now := time.Now().UTC()
 	recs := make([]sdk.Record, len(records))
 	supplied := make([]bool, len(records))
@@ -224,19 +221,6 @@ func (ri *realmIndex) search(ctx context.Context, op string, q query.Query, size
 	return out, nil
 }
 
-// checkIDs validates a batch of ids for field.
-func checkIDs(field string, ids []string) error {
-	if len(ids) > sdk.MaxBatch {
-		return fmt.Errorf("bleve: %d %s in one call, the limit is %d: %w", len(ids), field, sdk.MaxBatch, sdk.ErrTooLarge)
-	}
-	for i, id := range ids {
-		if err := sdk.ValidateID(id); err != nil {
-			return fmt.Errorf("bleve: %s[%d]: %w", field, i, err)
-		}
-	}
-	return nil
-}
-
 // Get answers the records found among ids, of any status, in the order
 // asked (an id asked twice is answered once).
 func (p *Provider) Get(ctx context.Context, realm string, ids []string) ([]sdk.Record, error) {
@@ -245,9 +229,6 @@ func (p *Provider) Get(ctx context.Context, realm string, ids []string) ([]sdk.R
 		return nil, err
 	}
 	defer done()
-	if err := checkIDs("ids", ids); err != nil {
-		return nil, err
-	}
 	ri, err := p.realm(realm, false)
 	if err != nil || ri == nil {
 		return []sdk.Record{}, err
@@ -274,9 +255,6 @@ func (p *Provider) Forget(ctx context.Context, realm string, ids []string) (int,
 		return 0, err
 	}
 	defer done()
-	if err := checkIDs("ids", ids); err != nil {
-		return 0, err
-	}
 	ri, err := p.realm(realm, false)
 	if err != nil || ri == nil {
 		return 0, err
@@ -309,9 +287,6 @@ func (p *Provider) Supersede(ctx context.Context, realm, oldID string, replaceme
 		return "", err
 	}
 	defer done()
-	if err := sdk.ValidateID(oldID); err != nil {
-		return "", fmt.Errorf("bleve: old id: %w", err)
-	}
 	if replacement.Supersedes != "" && replacement.Supersedes != oldID {
 		return "", &sdk.FieldError{Field: "supersedes", Problem: fmt.Sprintf("names %s, but the record superseded is %s", replacement.Supersedes, oldID), Err: sdk.ErrInvalid}
 	}
@@ -380,9 +355,6 @@ func (p *Provider) MarkUsed(ctx context.Context, realm string, ids []string, at 
 		return err
 	}
 	defer done()
-	if err := checkIDs("ids", ids); err != nil {
-		return err
-	}
 	if at.IsZero() {
 		at = time.Now()
 	}

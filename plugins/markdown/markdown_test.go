@@ -246,7 +246,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 			tp.remember(t, "default", taken)
 			writeFile(t, tp.path("default", alice, "handmade"), "my notes, no front matter yet\n")
 			before := snapshot(t, tp.root)
-			_, err := tp.Remember(ctx, tt.realm, tt.batch)
+			_, err := served(t, tp.Provider).Remember(ctx, tt.realm, tt.batch)
 			if !errors.Is(err, tt.wantErr) || !strings.Contains(err.Error(), tt.errHas) {
 				t.Fatalf("err = %v, want %v mentioning %q", err, tt.wantErr, tt.errHas)
 			}
@@ -267,14 +267,15 @@ func TestBadIDsInReadsAndDeletes(t *testing.T) {
 	tp := newTestProvider(t, modes[0])
 	id := tp.remember(t, "default", rec(alice, "keep", "me"))[0]
 	before := snapshot(t, tp.root)
+	sp := served(t, tp.Provider)
 	for _, bad := range []string{"../../etc/passwd", "", ".x", "a/b", strings.Repeat("x", 200)} {
-		if _, err := tp.Get(ctx, "default", []string{id, bad}); !errors.Is(err, sdk.ErrInvalid) {
+		if _, err := sp.Get(ctx, "default", []string{id, bad}); !errors.Is(err, sdk.ErrInvalid) {
 			t.Errorf("Get(%q): err = %v, want ErrInvalid", bad, err)
 		}
-		if _, err := tp.Forget(ctx, "default", []string{id, bad}); !errors.Is(err, sdk.ErrInvalid) {
+		if _, err := sp.Forget(ctx, "default", []string{id, bad}); !errors.Is(err, sdk.ErrInvalid) {
 			t.Errorf("Forget(%q): err = %v, want ErrInvalid", bad, err)
 		}
-		if _, err := tp.Supersede(ctx, "default", bad, rec(alice, "n", "b")); !errors.Is(err, sdk.ErrInvalid) {
+		if _, err := sp.Supersede(ctx, "default", bad, rec(alice, "n", "b")); !errors.Is(err, sdk.ErrInvalid) {
 			t.Errorf("Supersede(%q): err = %v, want ErrInvalid", bad, err)
 		}
 	}
@@ -283,11 +284,11 @@ func TestBadIDsInReadsAndDeletes(t *testing.T) {
 		{Realm: "default", Query: "keep", Scopes: []sdk.Scope{"identity:../../x"}},
 		{Realm: "default", Query: "keep", Scopes: []sdk.Scope{"everyone"}},
 	} {
-		if _, err := tp.Recall(ctx, q); !errors.Is(err, sdk.ErrInvalid) {
+		if _, err := sp.Recall(ctx, q); !errors.Is(err, sdk.ErrInvalid) {
 			t.Errorf("Recall(%+v): err = %v, want ErrInvalid", q, err)
 		}
 	}
-	if _, err := tp.Get(ctx, "default", make([]string, sdk.MaxBatch+1)); !errors.Is(err, sdk.ErrTooLarge) {
+	if _, err := sp.Get(ctx, "default", make([]string, sdk.MaxBatch+1)); !errors.Is(err, sdk.ErrTooLarge) {
 		t.Errorf("Get of too many ids: %v", err)
 	}
 	if after := snapshot(t, tp.root); !mapsEqual(before, after) {

@@ -17,18 +17,10 @@ import (
 	"github.com/memhost/memhost/sdk/tokenize"
 )
 
+// The SDK's server has validated every request below (realm, scopes, ids,
+// batch sizes, limits) before it reaches the store.
+
 func (s *store) recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
-	if err := sdk.ValidateRealm(q.Realm); err != nil {
-		return nil, err
-	}
-	for _, sc := range q.Scopes {
-		if err := sc.Validate(); err != nil {
-			return nil, err
-		}
-	}
-	if q.Limit < 0 {
-		return nil, &sdk.FieldError{Field: "limit", Problem: fmt.Sprintf("%d is negative", q.Limit), Err: sdk.ErrInvalid}
-	}
 	limit := q.Limit
 	if limit == 0 {
 		limit = sdk.DefaultRecallLimit
@@ -286,12 +278,6 @@ func (s *store) writeAll(ws []*pendingWrite) error {
 }
 
 func (s *store) remember(realm string, records []sdk.Record) ([]string, error) {
-	if err := sdk.ValidateRealm(realm); err != nil {
-		return nil, err
-	}
-	if len(records) > sdk.MaxBatch {
-		return nil, fmt.Errorf("markdown: %d records in one call, the limit is %d: %w", len(records), sdk.MaxBatch, sdk.ErrTooLarge)
-	}
 	now := timeNow(s.opts.now)
 	prepared := make([]sdk.Record, len(records))
 	for i := range records {
@@ -364,25 +350,7 @@ func (s *store) realmLocked(realm string) *realmIndex {
 	return ri
 }
 
-func checkIDs(realm string, ids []string) error {
-	if err := sdk.ValidateRealm(realm); err != nil {
-		return err
-	}
-	if len(ids) > sdk.MaxBatch {
-		return fmt.Errorf("markdown: %d ids in one call, the limit is %d: %w", len(ids), sdk.MaxBatch, sdk.ErrTooLarge)
-	}
-	for _, id := range ids {
-		if err := sdk.ValidateID(id); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func (s *store) get(realm string, ids []string) ([]sdk.Record, error) {
-	if err := checkIDs(realm, ids); err != nil {
-		return nil, err
-	}
 	s.refresh()
 	s.idx.RLock()
 	defer s.idx.RUnlock()
@@ -400,9 +368,6 @@ func (s *store) get(realm string, ids []string) ([]sdk.Record, error) {
 }
 
 func (s *store) forget(realm string, ids []string) (int, error) {
-	if err := checkIDs(realm, ids); err != nil {
-		return 0, err
-	}
 	s.refresh()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -446,12 +411,6 @@ func (s *store) forget(realm string, ids []string) (int, error) {
 }
 
 func (s *store) supersede(realm, oldID string, rep sdk.Record) (string, error) {
-	if err := sdk.ValidateRealm(realm); err != nil {
-		return "", err
-	}
-	if err := sdk.ValidateID(oldID); err != nil {
-		return "", err
-	}
 	if rep.Supersedes != "" && rep.Supersedes != oldID {
 		return "", &sdk.FieldError{Field: "supersedes", Problem: fmt.Sprintf("names %q but the record superseded is %q", rep.Supersedes, oldID), Err: sdk.ErrInvalid}
 	}

@@ -167,19 +167,11 @@ type candidate struct {
 }
 
 func (d *database) recall(ctx context.Context, q sdk.RecallQuery, now time.Time) ([]sdk.Hit, error) {
-	if err := sdk.ValidateRealm(q.Realm); err != nil {
-		return nil, fmt.Errorf("sqlite: recall: %w", err)
-	}
-	for i, s := range q.Scopes {
-		if err := s.Validate(); err != nil {
-			return nil, fmt.Errorf("sqlite: recall: scopes[%d]: %w", i, err)
-		}
-	}
+	// The SDK's server validated the realm, scopes and limit; a direct
+	// call may still leave the limit 0.
 	limit := q.Limit
 	switch {
-	case limit < 0:
-		return nil, fmt.Errorf("sqlite: recall: limit %d is negative: %w", limit, sdk.ErrInvalid)
-	case limit == 0:
+	case limit <= 0:
 		limit = sdk.DefaultRecallLimit
 	case limit > maxRecallLimit:
 		limit = maxRecallLimit

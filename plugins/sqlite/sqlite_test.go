@@ -246,21 +246,22 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"second of two bad", realm, []sdk.Record{rec(alice, "ok", "fine"), rec(alice, "", "")}, sdk.ErrInvalid, "records[1]"},
 		{"batch too large", realm, make([]sdk.Record, sdk.MaxBatch+1), sdk.ErrTooLarge, "limit"},
 	}
+	sp := served(t, s)
 	for _, c := range cases {
-		_, err := s.Remember(ctx, c.realm, c.recs)
+		_, err := sp.Remember(ctx, c.realm, c.recs)
 		wantErr(t, c.name, err, c.sentinel, c.mention)
 	}
-	_, err := s.Get(ctx, realm, []string{"ok", "no/slash"})
+	_, err := sp.Get(ctx, realm, []string{"ok", "no/slash"})
 	wantErr(t, "Get with a bad id", err, sdk.ErrInvalid, "ids[1]")
-	_, err = s.Forget(ctx, realm, []string{existing, ""})
+	_, err = sp.Forget(ctx, realm, []string{existing, ""})
 	wantErr(t, "Forget with a bad id", err, sdk.ErrInvalid, "ids[1]")
-	err = s.MarkUsed(ctx, realm, []string{existing, "bad id"}, time.Time{})
+	err = sp.MarkUsed(ctx, realm, []string{existing, "bad id"}, time.Time{})
 	wantErr(t, "MarkUsed with a bad id", err, sdk.ErrInvalid, "ids[1]")
-	_, err = s.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "keep", Scopes: []sdk.Scope{"nope"}})
+	_, err = sp.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "keep", Scopes: []sdk.Scope{"nope"}})
 	wantErr(t, "Recall with a bad scope", err, sdk.ErrInvalid, "scopes[0]")
-	_, err = s.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "keep", Limit: -1})
+	_, err = sp.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "keep", Limit: -1})
 	wantErr(t, "Recall with a negative limit", err, sdk.ErrInvalid, "limit")
-	_, err = s.Supersede(ctx, realm, existing, sdk.Record{Title: "", Body: ""})
+	_, err = sp.Supersede(ctx, realm, existing, sdk.Record{Title: "", Body: ""})
 	wantErr(t, "Supersede with an empty replacement", err, sdk.ErrInvalid, "title")
 
 	if n := rowCount(t, s, "records"); n != 1 {

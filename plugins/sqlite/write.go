@@ -39,13 +39,10 @@ func prepareRecord(realm string, r sdk.Record, now time.Time) (preparedRecord, e
 // remember stores records all or nothing. A record whose content hash is
 // live (active or quarantined) in its scope is not stored again: the
 // existing id is answered, and an expired copy takes the new expiry.
+//
+// Realms, ids and batch sizes here and below were validated by the SDK's
+// server before the call reached the store.
 func (d *database) remember(ctx context.Context, realm string, records []sdk.Record, now time.Time) ([]string, error) {
-	if err := sdk.ValidateRealm(realm); err != nil {
-		return nil, fmt.Errorf("sqlite: remember: %w", err)
-	}
-	if len(records) > sdk.MaxBatch {
-		return nil, fmt.Errorf("sqlite: remember: %d records, the limit is %d: %w", len(records), sdk.MaxBatch, sdk.ErrTooLarge)
-	}
 	prepared := make([]preparedRecord, len(records))
 	for i, r := range records {
 		p, err := prepareRecord(realm, r, now)
@@ -174,9 +171,6 @@ func lookupForWrite(ctx context.Context, tx *sql.Tx, realm, id string) (s stored
 
 // forget deletes records; ids not there are skipped.
 func (d *database) forget(ctx context.Context, realm string, ids []string) (int, error) {
-	if err := checkIDs(realm, ids); err != nil {
-		return 0, fmt.Errorf("sqlite: forget: %w", err)
-	}
 	var n int
 	err := d.write(ctx, func(tx *sql.Tx, ch *indexChange) error {
 		n = 0
@@ -212,12 +206,6 @@ func (d *database) forget(ctx context.Context, realm string, ids []string) (int,
 // the same replacement id; superseding a record already replaced by other
 // content, or tombstoned, is a conflict.
 func (d *database) supersede(ctx context.Context, realm, oldID string, replacement sdk.Record, now time.Time) (string, error) {
-	if err := sdk.ValidateRealm(realm); err != nil {
-		return "", fmt.Errorf("sqlite: supersede: %w", err)
-	}
-	if err := sdk.ValidateID(oldID); err != nil {
-		return "", fmt.Errorf("sqlite: supersede: old %w", err)
-	}
 	if replacement.Supersedes != "" && replacement.Supersedes != oldID {
 		return "", fmt.Errorf("sqlite: supersede: replacement names supersedes %q, not %q: %w", replacement.Supersedes, oldID, sdk.ErrInvalid)
 	}
@@ -285,9 +273,6 @@ func liveSuccessor(ctx context.Context, tx *sql.Tx, rep *sdk.Record, oldID strin
 // markUsed counts one use of each record at time at; ids not there are
 // skipped.
 func (d *database) markUsed(ctx context.Context, realm string, ids []string, at time.Time) error {
-	if err := checkIDs(realm, ids); err != nil {
-		return fmt.Errorf("sqlite: mark used: %w", err)
-	}
 	err := d.write(ctx, func(tx *sql.Tx, _ *indexChange) error {
 		for _, id := range distinct(ids) {
 			var seq, count int64
@@ -323,9 +308,6 @@ const (
 // writeLedger appends entries, all or nothing. An entry without a time is
 // stamped now.
 func (d *database) writeLedger(ctx context.Context, entries []sdk.LedgerEntry, now time.Time) error {
-	if len(entries) > sdk.MaxBatch {
-		return fmt.Errorf("sqlite: write ledger: %d entries, the limit is %d: %w", len(entries), sdk.MaxBatch, sdk.ErrTooLarge)
-	}
 	for i, e := range entries {
 		if err := checkLedgerEntry(e); err != nil {
 			return fmt.Errorf("sqlite: write ledger: entries[%d]: %w", i, err)
@@ -352,13 +334,9 @@ func (d *database) writeLedger(ctx context.Context, entries []sdk.LedgerEntry, n
 	return nil
 }
 
+// checkLedgerEntry checks what only this store limits; the identity and
+// record id were validated by the SDK's server.
 func checkLedgerEntry(e sdk.LedgerEntry) error {
-	if err := (sdk.Identity{Realm: e.Realm, ID: e.Identity}).Validate(); err != nil {
-		return err
-	}
-	if err := sdk.ValidateID(e.RecordID); err != nil {
-		return &sdk.FieldError{Field: "record_id", Problem: err.Error(), Err: sdk.ErrInvalid}
-	}
 	if strings.TrimSpace(e.Surface) == "" {
 		return &sdk.FieldError{Field: "surface", Problem: "is empty", Err: sdk.ErrInvalid}
 	}
@@ -382,22 +360,6 @@ func checkPlainText(field, s string, max int) error {
 		return &sdk.FieldError{Field: field, Problem: "is not valid UTF-8", Err: sdk.ErrInvalid}
 	case strings.ContainsRune(s, 0):
 		return &sdk.FieldError{Field: field, Problem: "contains a NUL byte", Err: sdk.ErrInvalid}
-	}
-	return nil
-}
-
-// checkIDs validates a realm and a batch of record ids.
-func checkIDs(realm string, ids []string) error {
-	if err := sdk.ValidateRealm(realm); err != nil {
-		return err
-	}
-	if len(ids) > sdk.MaxBatch {
-		return fmt.Errorf("%d ids, the limit is %d: %w", len(ids), sdk.MaxBatch, sdk.ErrTooLarge)
-	}
-	for i, id := range ids {
-		if err := sdk.ValidateID(id); err != nil {
-			return fmt.Errorf("ids[%d]: %w", i, err)
-		}
 	}
 	return nil
 }

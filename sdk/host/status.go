@@ -12,7 +12,8 @@ import (
 )
 
 // remoteError is an error that crossed the plugin boundary: it keeps the
-// plugin's message and unwraps to the sentinel its status code stands for.
+// plugin's message and unwraps to the sentinel its status code stands for
+// (through a *sdk.FieldError when the plugin named the refused field).
 type remoteError struct {
 	msg      string
 	sentinel error
@@ -58,7 +59,9 @@ func fromStatus(err error) error {
 	for _, d := range st.Details() {
 		if br, ok := d.(*errdetails.BadRequest); ok && len(br.FieldViolations) > 0 && sentinel != nil {
 			v := br.FieldViolations[0]
-			return &sdk.FieldError{Field: v.Field, Problem: v.Description, Err: sentinel}
+			// The plugin's whole message stays the message (it may add
+			// context around the field); errors.As finds the field.
+			return &remoteError{msg: st.Message(), sentinel: &sdk.FieldError{Field: v.Field, Problem: v.Description, Err: sentinel}}
 		}
 	}
 	return &remoteError{msg: st.Message(), sentinel: sentinel}
@@ -68,7 +71,8 @@ func fromStatus(err error) error {
 func withFieldPrefix(prefix string, err error) error {
 	var fe *sdk.FieldError
 	if errors.As(err, &fe) {
-		return &sdk.FieldError{Field: prefix + "." + fe.Field, Problem: fe.Problem, Err: fe.Err}
+		field := prefix + "." + fe.Field
+		return &remoteError{msg: field + ": " + err.Error(), sentinel: &sdk.FieldError{Field: field, Problem: fe.Problem, Err: fe.Err}}
 	}
 	return err
 }
