@@ -1,0 +1,80 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// TestClientKindsCoverSDK holds the host's client table to the SDK's kind
+// table: a kind added on one side only fails here.
+func TestClientKindsCoverSDK(t *testing.T) {
+	var host []sdk.PluginKind
+	for k := range clientKinds {
+		host = append(host, k)
+	}
+	slices.Sort(host)
+	want := slices.Sorted(slices.Values(sdk.Kinds()))
+	if !slices.Equal(host, want) {
+		t.Fatalf("host client kinds %v, SDK kinds %v", host, want)
+	}
+}
+
+// rowsPlugin is a provider with a large manifest and a selector that
+// answers how many candidate rows it was given.
+type rowsPlugin struct{ rows int }
+
+func (p *rowsPlugin) Info() sdk.Info {
+	return sdk.Info{Name: "rows", Version: "0.1.0", Kinds: []sdk.PluginKind{sdk.KindProvider, sdk.KindSelector},
+		Protocols: []int{sdk.ProtocolVersion}, Capabilities: sdk.Capabilities{sdk.CapManifest}}
+}
+func (p *rowsPlugin) Configure(context.Context, json.RawMessage) error           { return nil }
+func (p *rowsPlugin) Recall(context.Context, sdk.RecallQuery) ([]sdk.Hit, error) { return nil, nil }
+func (p *rowsPlugin) Manifest(_ context.Context, q sdk.ManifestQuery) ([]sdk.ManifestRow, error) {
+	out := make([]sdk.ManifestRow, p.rows)
+	for i := range out {
+		out[i] = sdk.ManifestRow{ID: fmt.Sprintf("r%d", i), Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "t"}
+	}
+	return out, nil
+}
+func (p *rowsPlugin) Select(_ context.Context, req sdk.SelectRequest) (sdk.Selection, error) {
+	return sdk.Selection{IDs: []string{fmt.Sprint(len(req.Rows)), req.Rows[len(req.Rows)-1].ID}, Coverage: sdk.CoverageSufficient}, nil
+}
+
+// TestRowsStreamInChunks: a manifest and a selection larger than one chunk
+// arrive whole and in order (rows travel in chunks of wire.ChunkRows).
+func TestRowsStreamInChunks(t *testing.T) {
+	for _, n := range []int{0, 1, 500, 501, 1234} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			ctx := context.Background()
+			conn, err := ServeInProcess(ctx, &rowsPlugin{rows: n}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			p, err := conn.Provider()
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, err := p.(sdk.ManifestLister).Manifest(ctx, sdk.ManifestQuery{Realm: "default", Tier: sdk.TierFull})
+			if err != nil || len(rows) != n || (n > 0 && rows[n-1].ID != fmt.Sprintf("r%d", n-1)) {
+				t.Fatalf("Manifest = %d rows, %v; want %d in order", len(rows), err, n)
+			}
+			if n == 0 {
+				return
+			}
+			sel, err := conn.Selector()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := sel.Select(ctx, sdk.SelectRequest{Identity: sdk.Identity{Realm: "default", ID: "alice"}, Rows: rows, Max: 3})
+			if err != nil || len(got.IDs) != 2 || got.IDs[0] != fmt.Sprint(n) || got.IDs[1] != rows[n-1].ID {
+				t.Fatalf("Select = %+v, %v; want it to see all %d rows", got, err, n)
+			}
+		})
+	}
+}

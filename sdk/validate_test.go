@@ -1,0 +1,80 @@
+package sdk
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/memhost/memhost/sdk/internal/wire"
+)
+
+func TestCheckRecall(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		q         RecallQuery
+		wantLimit int
+		field     string // "" means valid
+	}{
+		{"default limit", RecallQuery{Realm: "default"}, DefaultRecallLimit, ""},
+		{"capped limit", RecallQuery{Realm: "default", Limit: MaxBatch + 5}, MaxBatch, ""},
+		{"kept limit", RecallQuery{Realm: "default", Limit: 3, Scopes: []Scope{RealmScope, IdentityScope("a")}}, 3, ""},
+		{"bad realm", RecallQuery{Realm: "../x"}, 0, "realm"},
+		{"bad scope", RecallQuery{Realm: "default", Scopes: []Scope{RealmScope, "team:x"}}, 0, "scopes[1]"},
+		{"negative limit", RecallQuery{Realm: "default", Limit: -1}, 0, "limit"},
+		{"bad exclude id", RecallQuery{Realm: "default", ExcludeIDs: []string{"ok", "a/b"}}, 0, "exclude_ids[1]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := checkRecall(tc.q)
+			if tc.field == "" {
+				if err != nil || got.Limit != tc.wantLimit {
+					t.Fatalf("checkRecall = %+v, %v; want limit %d", got, err, tc.wantLimit)
+				}
+				return
+			}
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Field != tc.field || !errors.Is(err, ErrInvalid) {
+				t.Fatalf("checkRecall err = %v, want an invalid %s", err, tc.field)
+			}
+		})
+	}
+}
+
+func TestCheckWriteAndLedger(t *testing.T) {
+	good := Record{Scope: RealmScope, Kind: KindFact, Title: "t"}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+		is   error
+	}{
+		{"valid batch", checkWrite("default", []Record{good, good}), "", nil},
+		{"bad record", checkWrite("default", []Record{good, {Scope: RealmScope, Kind: "rumour", Title: "t"}}), "records[1].kind", ErrInvalid},
+		{"batch too large", checkWrite("default", make([]Record, MaxBatch+1)), "records", ErrTooLarge},
+		{"too many ids", checkIDs("ids", make([]string, MaxBatch+1)), "ids", ErrTooLarge},
+		{"ledger identity", checkLedger([]LedgerEntry{{Realm: "default", Identity: "", RecordID: "r"}}), "entries[0].identity.id", ErrInvalid},
+		{"ledger record id", checkLedger([]LedgerEntry{{Realm: "default", Identity: "a", RecordID: ".r"}}), "entries[0].record_id", ErrInvalid},
+		{"manifest tier", checkManifest(ManifestQuery{Realm: "default"}), "tier", ErrInvalid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.want == "" {
+				if tc.err != nil {
+					t.Fatal(tc.err)
+				}
+				return
+			}
+			var fe *FieldError
+			if !errors.As(tc.err, &fe) || fe.Field != tc.want || !errors.Is(tc.err, tc.is) || !strings.Contains(tc.err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %v for %s", tc.err, tc.is, tc.want)
+			}
+		})
+	}
+}
+
+// TestMessageLimitFitsRecords: the wire's message limit is sized from the
+// record limits; changing one without the other fails here.
+func TestMessageLimitFitsRecords(t *testing.T) {
+	want := MaxBatch * (MaxBodyBytes + MaxTitleBytes + MaxDescriptionBytes + MaxTags*MaxTagBytes + 1024)
+	if wire.MaxMessageBytes != want {
+		t.Fatalf("wire.MaxMessageBytes = %d, the record limits need %d", wire.MaxMessageBytes, want)
+	}
+}
