@@ -13,6 +13,7 @@ import (
 	"github.com/memhost/memhost/internal/testbin"
 	"github.com/memhost/memhost/plugins/template"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
@@ -70,7 +71,7 @@ func BenchmarkCompact(b *testing.B) {
 	}
 }
 
-func launchTemplate(b *testing.B) *sdk.Conn {
+func launchTemplate(b *testing.B) *host.Conn {
 	b.Helper()
 	bin := testbin.Build(b, "./plugins/template/cmd/memhost-plugin-template")
 	data, err := os.ReadFile(bin)
@@ -78,7 +79,7 @@ func launchTemplate(b *testing.B) *sdk.Conn {
 		b.Fatal(err)
 	}
 	sum := sha256.Sum256(data)
-	conn, err := sdk.Launch(context.Background(), sdk.LaunchOptions{Name: "template", Path: bin, SHA256: sum[:], Dir: b.TempDir()})
+	conn, err := host.Launch(context.Background(), host.LaunchOptions{Name: "template", Path: bin, SHA256: sum[:], Dir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}

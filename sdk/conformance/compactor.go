@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 // RunCompactor runs the compactor suite as subtests of t, each check on a
@@ -21,7 +22,7 @@ import (
 //
 //	conformance.RunCompactor(t, conformance.Target{New: func() sdk.Plugin { return mycompactor.New() }})
 //
-// The plugin is driven through the host-side client (*sdk.CompactorClient
+// The plugin is driven through the host-side client (sdk.Compactor
 // over real gRPC), in-process (Target.New) or as a built binary
 // (Target.Binary). It checks Info (and the manifest when given), config
 // validation, a first and a rolling compaction, the byte cap, bad input,
@@ -82,7 +83,7 @@ type compactorEnv struct {
 	suite *Suite
 	dir   string
 	inst  *instance
-	c     *sdk.CompactorClient
+	c     sdk.Compactor
 }
 
 // RunCompactorCheck runs the named compactor check against a fresh plugin
@@ -169,7 +170,7 @@ func checkArtifact(what string, art sdk.Message, maxBytes int) error {
 func checkCompactorInfo(_ context.Context, e *compactorEnv) error {
 	info := e.inst.conn.Info()
 	var p problems
-	if err := sdk.CheckInfo(info); err != nil {
+	if err := host.CheckInfo(info); err != nil {
 		p.addf("the host refuses this Info: %v", err)
 	}
 	if !slices.Contains(info.Kinds, sdk.KindCompactor) {
