@@ -10,7 +10,7 @@ TOOLS      := $(CURDIR)/.tools
 # The Go modules of the workspace (go.work). In workspace mode `./...` means
 # the root module's packages only, so every go command names them all.
 MODULES    := . sdk examples/journal examples/kv
-PKGS       := $(MODULES:%=./%/...)
+PKGS       := ./... $(patsubst %,./%/...,$(filter-out .,$(MODULES)))
 # Packages with shared state also run under the race detector.
 RACE_PKGS  := ./sdk/ ./sdk/host/... ./sdk/index/ ./sdk/kvprovider/ ./coordinator/... ./guide/... ./internal/lru/... ./internal/pluginhost/... ./internal/httpapi/... ./internal/compaction/...
 # The example plugins must depend on the SDK module alone.
