@@ -72,8 +72,13 @@ func TestPluginLogsReachHost(t *testing.T) {
 			"plugin.talker: chatty background goroutine",
 			"plugin.talker: chatty raw stderr line")
 		m.stop()
-		if logs := m.logs(); strings.Contains(logs, "chatty configure detail") {
+		logs := m.logs()
+		if strings.Contains(logs, "chatty configure detail") {
 			t.Fatalf("a debug line reached a host logging at info:\n%s", logs)
+		}
+		// Configure told the plugin the host's version.
+		if !strings.Contains(logs, "host_version=") || strings.Contains(logs, `host_version=""`) {
+			t.Fatalf("the plugin did not learn the host's version in Configure:\n%s", logs)
 		}
 	})
 	t.Run("json at debug", func(t *testing.T) {
