@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"text/tabwriter"
 
@@ -42,6 +43,7 @@ func pluginsListCommand() *cobra.Command {
 			for _, r := range refusals {
 				fmt.Fprintln(cmd.ErrOrStderr(), r)
 			}
+			printManifestWarnings(cmd.ErrOrStderr(), entries)
 			return nil
 		},
 	}
@@ -68,6 +70,7 @@ func pluginsVerifyCommand() *cobra.Command {
 				return err
 			}
 			failed := refusals
+			printManifestWarnings(cmd.ErrOrStderr(), entries)
 			for _, e := range entries {
 				conn, err := pluginhost.Start(cmd.Context(), e, pluginhost.StartOptions{Logger: hclog.NewNullLogger(), Dir: cfg.DataDir})
 				if err != nil {
@@ -111,5 +114,15 @@ func pluginsManifestCommand() *cobra.Command {
 			}
 			return nil
 		},
+	}
+}
+
+// printManifestWarnings names what this memhost ignored in each manifest
+// (fields and kinds a newer memhost added).
+func printManifestWarnings(w io.Writer, entries []pluginhost.Entry) {
+	for _, e := range entries {
+		for _, warning := range e.Manifest.Warnings {
+			fmt.Fprintf(w, "warning: %s: %s\n", e.ManifestPath, warning)
+		}
 	}
 }

@@ -24,8 +24,15 @@ import (
 const ManifestFormat = 1
 
 // ErrManifestFormat is wrapped by the error for a manifest whose format
-// version this host does not read.
+// version this host does not read, or none of whose kinds it knows.
 var ErrManifestFormat = errors.New("unknown manifest format")
+
+// formatError is that error: one line saying what to do, wrapping
+// ErrManifestFormat and sdk.ErrInvalid without repeating their text.
+type formatError struct{ msg string }
+
+func (e *formatError) Error() string   { return e.msg }
+func (e *formatError) Unwrap() []error { return []error{ErrManifestFormat, sdk.ErrInvalid} }
 
 // ManifestSuffix ends every plugin manifest file name. The host scans its
 // plugin directory for files with this suffix.
@@ -63,8 +70,8 @@ func ParseManifest(data []byte) (*Manifest, error) {
 		return nil, fmt.Errorf("manifest: %v: %w", err, sdk.ErrInvalid)
 	}
 	if head.Format != nil && *head.Format != ManifestFormat {
-		return nil, fmt.Errorf("manifest: format %d is not one this memhost reads (it reads format %d); upgrade memhost or rebuild the plugin's manifest: %w: %w",
-			*head.Format, ManifestFormat, ErrManifestFormat, sdk.ErrInvalid)
+		return nil, &formatError{fmt.Sprintf("manifest: format %d is not one this memhost reads (it reads format %d); upgrade memhost or rebuild the plugin's manifest",
+			*head.Format, ManifestFormat)}
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var m Manifest
@@ -128,7 +135,7 @@ func (m *Manifest) Validate() error {
 		return bad("kinds", "is empty")
 	}
 	if len(m.KnownKinds()) == 0 {
-		return fmt.Errorf("manifest: kinds %v: none is a kind this memhost serves (it serves %v): %w: %w", m.Kinds, sdk.Kinds(), ErrManifestFormat, sdk.ErrInvalid)
+		return &formatError{fmt.Sprintf("manifest: kinds %v: none is a kind this memhost serves (it serves %v)", m.Kinds, sdk.Kinds())}
 	}
 	if len(m.Protocols) == 0 {
 		return bad("protocols", "is empty")
