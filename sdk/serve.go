@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,7 +18,7 @@ func init() {
 	wire.ServeConfigFunc = func(v any, logger hclog.Logger, test *plugin.ServeTestConfig) (*plugin.ServeConfig, error) {
 		p, ok := v.(Plugin)
 		if !ok {
-			return nil, fmt.Errorf("%T is not a memhost plugin (no Info and Configure)", v)
+			return nil, errors.New("the value served is not a memhost plugin (it has no Info and Configure)")
 		}
 		if err := CheckPlugin(p); err != nil {
 			return nil, err
