@@ -10,6 +10,7 @@ import (
 
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/index"
+	"github.com/memhost/memhost/sdk/usage"
 )
 
 // maxWorkingSetK caps k so 2k stays a sane number of rows.
@@ -98,7 +99,7 @@ func (p *Provider) Get(ctx context.Context, realmName string, ids []string) ([]s
 // all, newest first. Working set(k) lists the k used records of highest
 // usage rank, then the newest never-used ones up to 2k rows, as the sqlite
 // provider does. The rank takes every use at the last use time (the Store
-// keeps a count and a time, not each use), decayed by sdk.UsageHalfLife.
+// keeps a count and a time, not each use), decayed by usage.HalfLife.
 func (p *Provider) Manifest(ctx context.Context, q sdk.ManifestQuery) ([]sdk.ManifestRow, error) {
 	if err := sdk.ValidateRealm(q.Realm); err != nil {
 		return nil, err
@@ -152,9 +153,9 @@ func (p *Provider) Manifest(ctx context.Context, q sdk.ManifestQuery) ([]sdk.Man
 }
 
 // usageRank is the decayed use count of r at now, taking its uses all at
-// its last use: the key sdk.UsageKey would reach after UseCount uses at
+// its last use: the key usage.Key would reach after UseCount uses at
 // that instant.
 func usageRank(r *sdk.Record, now time.Time) float64 {
-	at := float64(r.LastUsedAt.UnixMilli()) / float64(sdk.UsageHalfLife.Milliseconds())
-	return sdk.UsageRank(at+math.Log2(float64(r.UseCount)), now)
+	at := float64(r.LastUsedAt.UnixMilli()) / float64(usage.HalfLife.Milliseconds())
+	return usage.Rank(at+math.Log2(float64(r.UseCount)), now)
 }
