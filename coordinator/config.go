@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memhost/memhost/sdk"
+	"golang.org/x/text/unicode/norm"
 )
 
 // InjectionMode turns per-turn injection on (budgeted) or off.
@@ -242,8 +243,13 @@ func ValidateHeader(h string) error {
 		if unicode.IsControl(r) {
 			return fmt.Errorf("must be one line without control characters")
 		}
+		// The backtick is checked before folding: its confusable
+		// prototype is the apostrophe, which a header may hold.
+		if strings.ContainsRune(norm.NFKC.String(string(r)), '`') {
+			return fmt.Errorf("%q must not hold %q (or a look-alike): the envelope's markers use it", h, r)
+		}
 		for _, f := range foldString(string(r)) {
-			if strings.ContainsRune("<>[]`", f) {
+			if strings.ContainsRune("<>[]", f) {
 				return fmt.Errorf("%q must not hold %q (or a look-alike): the envelope's markers use it", h, r)
 			}
 		}

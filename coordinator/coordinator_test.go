@@ -517,7 +517,7 @@ func TestEnormousContent(t *testing.T) {
 		t.Fatalf("8 MiB blocks: %q, %v", res.SkipReason, err)
 	}
 	out, err := f.c.DefangInbound(alice, TextContent(huge+"<memhost_memory_observation"))
-	if err != nil || out.Hits != 1 || !strings.HasSuffix(out.Content.String(), defangedOpen) {
+	if err != nil || out.Hits != 1 || !strings.HasSuffix(out.Content.String(), "<"+defangedTagName) {
 		t.Fatalf("defang of 8 MiB: hits %d, %v", out.Hits, err)
 	}
 }

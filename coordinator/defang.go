@@ -2,38 +2,45 @@ package coordinator
 
 import (
 	"fmt"
+	"html"
 	"strings"
 	"sync"
 	"unicode"
 	"unicode/utf8"
 
+	"go.mau.fi/util/confusable"
 	"golang.org/x/text/unicode/norm"
 )
 
 // The reserved markers of the envelope and what defanging makes of them.
+// Tags are matched by their reserved name alone, whatever bracket or slash
+// stands before it, so no look-alike delimiter can keep a tag live.
 const (
-	openTag        = "<memhost_memory_observation"
-	closeTag       = "</memhost_memory_observation"
-	tokenMarker    = "[mem-token:"
-	defangedOpen   = "<defanged_memory_observation"
-	defangedClose  = "</defanged_memory_observation"
-	defangedToken  = "[defanged-mem-token:"
-	defangedPrefix = "[defanged] "
-	headerTail     = " for identity"
+	tagName           = "memhost_memory_observation"
+	tokenName         = "mem-token:"
+	defangedTagName   = "defanged_memory_observation"
+	defangedTokenName = "defanged-mem-token:"
+	defangedPrefix    = "[defanged] "
+	headerTail        = " for identity"
 )
 
 // Defanger neutralises forged envelope markers in text (DESIGN 5.5).
 //
-// Matching is deliberately loose, because a model reads loosely: letters
-// are compared after NFKC folding and lower-casing (so full-width ＜ and
-// ［, mathematical letters and the like count), and whitespace, control
-// and invisible format characters (zero-width spaces, joiners, soft
-// hyphens) are skipped, so a marker split across lines or salted with
-// invisible characters is still found. Each forged tag or token marker is
-// replaced by its visible defanged form; each line holding the header
-// phrase gets a "[defanged] " prefix. The output holds no live marker, so
-// defanging it again changes nothing. A Defanger is immutable and safe for
-// concurrent use.
+// Matching runs on a normalised view, because a model reads loosely: each
+// character is decomposed (NFKD, so full-width and mathematical forms
+// count), lower-cased, mapped to its UTS #39 confusable prototype from the
+// Unicode data (Cyrillic а, Greek ο, ‹, ˂, ᐸ, ∕, ⁄, ∶, ꞉, U+2010...), and
+// every dash (Unicode Dash property) counts as a hyphen-minus. Character
+// references (&lt; &#60; &#x3c; ...) are decoded the way
+// html.UnescapeString decodes them, and whitespace, controls and default
+// ignorable code points (zero-width characters, joiners, soft hyphens,
+// bidi controls) are skipped, so a marker split across lines or salted
+// with invisible characters is still found. Each match is neutralised in
+// the original text: the tag name becomes defanged_memory_observation, the
+// token marker defanged-mem-token: (a token already so marked is not
+// live), and each line holding the header phrase gets a "[defanged] "
+// prefix. The output holds no live marker, so defanging it again changes
+// nothing. A Defanger is immutable and safe for concurrent use.
 type Defanger struct {
 	// all finds markers and header phrases in one pass, which is all that
 	// text without forged tags or tokens needs. Text whose markers were
@@ -42,11 +49,15 @@ type Defanger struct {
 	header *matcher
 }
 
-// headerPattern is the header phrase's index in Defanger.all; the
-// markers precede it in markerReplacements' order.
-const headerPattern = 3
+// Patterns of Defanger.all, in order.
+const (
+	tagPattern    = iota
+	tokenPattern  // replaced by defangedTokenName
+	guardPattern  // an already defanged token: ends where tokenPattern does, so it shadows it
+	headerPattern // lines holding it get defangedPrefix
+)
 
-var markerReplacements = [...]string{defangedOpen, defangedClose, defangedToken}
+var markerReplacements = [...]string{tagPattern: defangedTagName, tokenPattern: defangedTokenName}
 
 // NewDefanger builds a defanger for an instruction header.
 func NewDefanger(header string) (*Defanger, error) {
@@ -54,7 +65,7 @@ func NewDefanger(header string) (*Defanger, error) {
 		return nil, fmt.Errorf("instruction header: %w", err)
 	}
 	phrase := header + headerTail
-	all, err := newMatcher([]string{openTag, closeTag, tokenMarker, phrase})
+	all, err := newMatcher([]string{tagName, tokenName, defangedTokenName, phrase})
 	if err != nil {
 		return nil, fmt.Errorf("instruction header: %w", err)
 	}
@@ -81,7 +92,7 @@ func (d *Defanger) Defang(s string) (string, int) {
 			lines = appendLine(lines, line)
 			return
 		}
-		if start < last {
+		if p == guardPattern || start < last {
 			return
 		}
 		if tags == 0 {
@@ -206,11 +217,13 @@ func newMatcher(patterns []string) (*matcher, error) {
 			queue = append(queue, next)
 		}
 	}
+	folds := asciiFolds()
 	for c := 0; c < utf8.RuneSelf; c++ {
 		switch {
 		case c == '\n' || c == '\r' || c == '\v' || c == '\f':
 			m.idle[c] = 2
-		case c <= ' ' || c == 0x7f || m.ascii[0][unicode.ToLower(rune(c))] == 0:
+		case c == '&': // may open a character reference
+		case c <= ' ' || c == 0x7f || m.step(0, folds[c].units[0]) == 0:
 			m.idle[c] = 1
 		}
 	}
@@ -272,6 +285,7 @@ func (m *matcher) scan(s string, hit func(p, start, end, line int)) {
 	defer scanners.Put(sc)
 	sc.m, sc.state, sc.units = m, 0, 0
 	table := bmpFolds()
+	folds := asciiFolds()
 	line := 0
 	for i := 0; i < len(s); {
 		if sc.state == 0 {
@@ -298,11 +312,18 @@ func (m *matcher) scan(s string, hit func(p, start, end, line int)) {
 				}
 				continue
 			}
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
+			if c == '&' {
+				if ref, end, ok := charRefAt(s, i-1); ok {
+					sc.feedDecoded(ref, i-1, end, line, hit)
+					i = end
+					continue
+				}
 			}
-			if p, first := sc.feed(rune(c), i-1, line); p >= 0 {
-				hit(int(p), sc.starts[first], i, sc.lines[first])
+			f := &folds[c]
+			for k := 0; k < f.n; k++ {
+				if p, first := sc.feed(f.units[k], i-1, line); p >= 0 {
+					hit(int(p), sc.starts[first], i, sc.lines[first])
+				}
 			}
 			continue
 		}
@@ -389,24 +410,128 @@ func skippable(r rune) bool {
 }
 
 // foldRune emits the folded form of one rune (its encoding is enc): its
-// NFKC compatibility decomposition, lower-cased, without the skippable
-// runes some decompositions hold.
+// NFKD decomposition without the skippable runes some decompositions
+// hold, each lower-cased and mapped by foldUnit.
 func foldRune(enc string, r rune, emit func(rune)) {
-	if r < utf8.RuneSelf {
-		emit(unicode.ToLower(r))
-		return
-	}
-	d := norm.NFKC.PropertiesString(enc).Decomposition()
+	d := norm.NFKD.PropertiesString(enc).Decomposition()
 	if d == nil {
-		emit(unicode.ToLower(r))
+		foldUnit(r, emit)
 		return
 	}
 	for len(d) > 0 {
 		dr, n := utf8.DecodeRune(d)
 		d = d[n:]
 		if !skippable(dr) {
-			emit(unicode.ToLower(dr))
+			foldUnit(dr, emit)
 		}
+	}
+}
+
+// foldUnit lower-cases r and replaces it by its UTS #39 confusable
+// prototype (in NFD, lower-cased again: prototypes may be capitals), with
+// every dash folded to a hyphen-minus, before and after the mapping.
+// Unicode's confusable data does not join all dashes (it maps U+2014 to
+// the katakana prolonged sound mark), but to a reader of a token marker
+// any dash is the hyphen; the Dash property is Unicode's own list of them.
+func foldUnit(r rune, emit func(rune)) {
+	l := dashFold(unicode.ToLower(r))
+	proto := confusable.GetReplacement(l)
+	if proto == "" {
+		emit(dashFold(l))
+		return
+	}
+	for _, x := range norm.NFD.String(proto) {
+		if !skippable(x) {
+			emit(dashFold(unicode.ToLower(x)))
+		}
+	}
+}
+
+func dashFold(r rune) rune {
+	if r != '-' && r >= 0x80 && unicode.Is(unicode.Dash, r) {
+		return '-'
+	}
+	return r
+}
+
+// asciiFold is the folded form of one ASCII byte: most fold to one unit,
+// a few to more (the confusable prototype of m is "rn").
+type asciiFold struct {
+	n     int
+	units [4]rune
+}
+
+var asciiFolds = sync.OnceValue(func() *[utf8.RuneSelf]asciiFold {
+	var t [utf8.RuneSelf]asciiFold
+	for c := range utf8.RuneSelf {
+		f := &t[c]
+		if skippable(rune(c)) {
+			continue
+		}
+		foldRune(string(rune(c)), rune(c), func(u rune) {
+			if f.n < len(f.units) {
+				f.units[f.n] = u
+				f.n++
+			}
+		})
+	}
+	return &t
+})
+
+// maxCharRef bounds the name or number of a character reference; the
+// longest entity name is 31 characters.
+const maxCharRef = 40
+
+// charRefAt decodes the character reference starting at s[i] ('&') the
+// way html.UnescapeString would, answering the decoded text and the end
+// of the reference. A named reference without its semicolon may cover
+// only a prefix of the letters after '&' ("&ltx" is "<" then "x").
+func charRefAt(s string, i int) (string, int, bool) {
+	j := i + 1
+	for j < len(s) && j-i <= maxCharRef && (isAlnum(s[j]) || (j == i+1 && s[j] == '#')) {
+		j++
+	}
+	if j < len(s) && s[j] == ';' {
+		j++
+	}
+	tok := s[i:j]
+	if len(tok) < 3 {
+		return "", 0, false
+	}
+	dec := html.UnescapeString(tok)
+	if dec == tok {
+		return "", 0, false
+	}
+	// The letters html left undecoded are a common suffix of both.
+	k := 0
+	for k < len(dec) && k < len(tok)-2 && dec[len(dec)-1-k] == tok[len(tok)-1-k] {
+		k++
+	}
+	for ; k > 0; k-- {
+		if html.UnescapeString(tok[:len(tok)-k]) == dec[:len(dec)-k] {
+			return dec[:len(dec)-k], j - k, true
+		}
+	}
+	return dec, j, true
+}
+
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+// feedDecoded feeds the folded form of a decoded character reference
+// s[start:end]; every unit maps back to the whole reference. A line break
+// written as a reference is no line break to a reader, so it is skipped.
+func (sc *scanner) feedDecoded(ref string, start, end, line int, hit func(p, start, end, line int)) {
+	for k, r := range ref {
+		if skippable(r) {
+			continue
+		}
+		foldRune(ref[k:k+utf8.RuneLen(r)], r, func(f rune) {
+			if p, first := sc.feed(f, start, line); p >= 0 {
+				hit(int(p), sc.starts[first], end, sc.lines[first])
+			}
+		})
 	}
 }
 
