@@ -10,27 +10,43 @@ import (
 )
 
 // Content is a message body as the HTTP API carries it: either a plain
-// string or a list of typed blocks. Text blocks ({"type":"text","text":..})
-// and tool results ({"type":"tool_result","content":..}, whose content is
-// itself a string or blocks) hold text; every other block (images, tool
-// calls, ...) is carried through verbatim. The zero Content is the empty
-// string.
+// string or a list of typed blocks. Text reaches a model from every block
+// with a string "text" field (text, input_text, output_text, a tool result
+// that has one, block types memhost does not know), from the "content" of
+// a tool result (itself a string or blocks) and from a document's title,
+// context and text source ({"type":"text","data":..} or
+// {"type":"content","content":..}); everything else (images, tool calls,
+// ...) is carried through verbatim. The zero Content is the empty string.
 type Content struct {
 	text     string
 	blocks   []Block
 	isBlocks bool
 }
 
-// Block is one content block. Type is always set. Text is the text of a
-// "text" block; Nested is the content of a "tool_result" block. Raw holds
-// the block as received, so fields memhost does not know survive a round
-// trip untouched.
+// Block is one content block. Type is always set. Text is the string
+// "text" field (always read on a "text" block); Nested is the content of
+// a "tool_result" block. Raw holds the block as received, so fields
+// memhost does not know survive a round trip untouched.
 type Block struct {
 	Type   string
 	Text   string
 	Nested *Content
 	Raw    json.RawMessage
+	// hasText marks a string "text" field on a block of another type.
+	hasText bool
+	// extra are the other text-bearing fields, by JSON path.
+	extra []textField
 }
+
+// textField is a text-bearing field of a block at a JSON path: a string,
+// or content when nested is set.
+type textField struct {
+	path   []string
+	text   string
+	nested *Content
+}
+
+func (b *Block) carriesText() bool { return b.Type == BlockText || b.hasText }
 
 // Block types that carry text.
 const (
@@ -94,20 +110,51 @@ func (c Content) appendText(b *strings.Builder, limit int) {
 		}
 		return
 	}
-	for _, blk := range c.blocks {
+	c.eachText(func(s string) bool {
 		if limit >= 0 && b.Len() >= limit {
-			return
+			return false
 		}
-		switch {
-		case blk.Type == BlockText && blk.Text != "":
+		if s != "" {
 			if b.Len() > 0 {
 				b.WriteByte('\n')
 			}
-			writeLimited(b, blk.Text, limit)
-		case blk.Type == BlockToolResult && blk.Nested != nil:
-			blk.Nested.appendText(b, limit)
+			writeLimited(b, s, limit)
+		}
+		return true
+	})
+}
+
+// eachText calls fn with every text the content carries, in order, until
+// fn answers false; it answers false when stopped.
+func (c Content) eachText(fn func(string) bool) bool {
+	if !c.isBlocks {
+		return fn(c.text)
+	}
+	for i := range c.blocks {
+		if !c.blocks[i].eachText(fn) {
+			return false
 		}
 	}
+	return true
+}
+
+func (b *Block) eachText(fn func(string) bool) bool {
+	if b.carriesText() && !fn(b.Text) {
+		return false
+	}
+	if b.Nested != nil && !b.Nested.eachText(fn) {
+		return false
+	}
+	for _, f := range b.extra {
+		if f.nested != nil {
+			if !f.nested.eachText(fn) {
+				return false
+			}
+		} else if !fn(f.text) {
+			return false
+		}
+	}
+	return true
 }
 
 func writeLimited(b *strings.Builder, s string, limit int) {
@@ -171,6 +218,9 @@ func (b *Block) decode(raw json.RawMessage, depth int) error {
 		Type    *string         `json:"type"`
 		Text    json.RawMessage `json:"text"`
 		Content json.RawMessage `json:"content"`
+		Title   json.RawMessage `json:"title"`
+		Context json.RawMessage `json:"context"`
+		Source  json.RawMessage `json:"source"`
 	}
 	if len(raw) == 0 || raw[0] != '{' {
 		return contentError("a block must be a JSON object")
@@ -182,25 +232,84 @@ func (b *Block) decode(raw json.RawMessage, depth int) error {
 		return contentError(`a block has no "type"`)
 	}
 	*b = Block{Type: *head.Type, Raw: append(json.RawMessage(nil), raw...)}
-	switch b.Type {
-	case BlockText:
+	if b.Type == BlockText {
 		if err := json.Unmarshal(head.Text, &b.Text); err != nil || len(head.Text) == 0 {
 			return contentError(`a text block needs a string "text"`)
 		}
+	} else if s, ok := jsonString(head.Text); ok {
+		b.Text, b.hasText = s, true
+	}
+	switch b.Type {
 	case BlockToolResult:
-		if len(head.Content) == 0 || string(head.Content) == "null" {
-			return nil
-		}
-		if depth >= maxNesting {
-			return contentError(fmt.Sprintf("tool results nest deeper than %d", maxNesting))
-		}
-		var nested Content
-		if err := nested.decode(head.Content, depth+1); err != nil {
+		nested, err := decodeNested(head.Content, depth)
+		if err != nil {
 			return err
 		}
-		b.Nested = &nested
+		b.Nested = nested
+	case blockDocument:
+		for _, f := range []struct {
+			name string
+			raw  json.RawMessage
+		}{{"title", head.Title}, {"context", head.Context}} {
+			if s, ok := jsonString(f.raw); ok {
+				b.extra = append(b.extra, textField{path: []string{f.name}, text: s})
+			}
+		}
+		var src struct {
+			Type    string          `json:"type"`
+			Data    json.RawMessage `json:"data"`
+			Content json.RawMessage `json:"content"`
+		}
+		if len(head.Source) == 0 || head.Source[0] != '{' || json.Unmarshal(head.Source, &src) != nil {
+			return nil
+		}
+		switch src.Type {
+		case "text":
+			if s, ok := jsonString(src.Data); ok {
+				b.extra = append(b.extra, textField{path: []string{"source", "data"}, text: s})
+			}
+		case "content":
+			nested, err := decodeNested(src.Content, depth)
+			if err != nil {
+				return err
+			}
+			if nested != nil {
+				b.extra = append(b.extra, textField{path: []string{"source", "content"}, nested: nested})
+			}
+		}
 	}
 	return nil
+}
+
+// blockDocument is a document block; its source may hold text.
+const blockDocument = "document"
+
+// jsonString decodes a JSON string; anything else is not one.
+func jsonString(raw json.RawMessage) (string, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// decodeNested decodes the content inside a block; nil when absent.
+func decodeNested(raw json.RawMessage, depth int) (*Content, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	if depth >= maxNesting {
+		return nil, contentError(fmt.Sprintf("tool results nest deeper than %d", maxNesting))
+	}
+	var nested Content
+	if err := nested.decode(raw, depth+1); err != nil {
+		return nil, err
+	}
+	return &nested, nil
 }
 
 // MarshalJSON writes the content back in the shape it came in. A block
@@ -230,52 +339,70 @@ func (c Content) MarshalJSON() ([]byte, error) {
 
 // MarshalJSON writes the block, keeping every field memhost did not touch.
 func (b Block) MarshalJSON() ([]byte, error) {
-	if b.Type != BlockText && b.Type != BlockToolResult {
-		if len(b.Raw) == 0 {
-			return json.Marshal(map[string]string{"type": b.Type})
-		}
-		return b.Raw, nil
-	}
 	if len(b.Raw) == 0 {
-		if b.Type == BlockText {
+		switch {
+		case b.carriesText():
 			return json.Marshal(struct {
 				Type string `json:"type"`
 				Text string `json:"text"`
 			}{b.Type, b.Text})
-		}
-		if b.Nested != nil {
+		case b.Type == BlockToolResult && b.Nested != nil:
 			return json.Marshal(struct {
 				Type    string   `json:"type"`
 				Content *Content `json:"content"`
 			}{b.Type, b.Nested})
 		}
+		return json.Marshal(map[string]string{"type": b.Type})
 	}
+	out := []byte(b.Raw)
+	var err error
+	if b.carriesText() {
+		if out, err = setJSONPath(out, []string{"text"}, b.Text); err != nil {
+			return nil, err
+		}
+	}
+	if b.Nested != nil {
+		if out, err = setJSONPath(out, []string{"content"}, b.Nested); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range b.extra {
+		var v any = f.text
+		if f.nested != nil {
+			v = f.nested
+		}
+		if out, err = setJSONPath(out, f.path, v); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// setJSONPath answers the object raw with the value at path set to v;
+// raw itself when the value there already means v.
+func setJSONPath(raw []byte, path []string, v any) ([]byte, error) {
 	fields := map[string]json.RawMessage{}
-	if len(b.Raw) > 0 {
-		if err := json.Unmarshal(b.Raw, &fields); err != nil {
-			return nil, fmt.Errorf("content block: %w", err)
-		}
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, fmt.Errorf("content block: %w", err)
 	}
-	key, value := "text", any(b.Text)
-	if b.Type == BlockToolResult {
-		if b.Nested == nil {
-			if len(b.Raw) > 0 {
-				return b.Raw, nil
-			}
-			return json.Marshal(map[string]string{"type": b.Type})
+	old := fields[path[0]]
+	var encoded []byte
+	var err error
+	if len(path) > 1 {
+		if len(old) == 0 {
+			old = json.RawMessage("{}")
 		}
-		key, value = "content", b.Nested
+		encoded, err = setJSONPath(old, path[1:], v)
+	} else {
+		encoded, err = json.Marshal(v)
 	}
-	encoded, err := json.Marshal(value)
 	if err != nil {
 		return nil, err
 	}
-	if old, ok := fields[key]; ok && len(b.Raw) > 0 && jsonEqual(old, encoded) {
-		return b.Raw, nil
+	if len(old) > 0 && jsonEqual(old, encoded) {
+		return raw, nil
 	}
-	typ, _ := json.Marshal(b.Type)
-	fields["type"] = typ
-	fields[key] = encoded
+	fields[path[0]] = encoded
 	return json.Marshal(fields)
 }
 
@@ -293,32 +420,56 @@ func jsonEqual(a, b json.RawMessage) bool {
 	return bytes.Equal(ax, by)
 }
 
-// mapText answers a copy of the content with every text passed through
-// f, and the sum of the counts f reports. Blocks f leaves unchanged keep
-// their original bytes; non-text blocks are never touched.
-func (c Content) mapText(f func(string) (string, int)) (Content, int) {
+// replaceText answers a copy of the content with its texts, in eachText
+// order, replaced by texts. Blocks whose texts are unchanged keep their
+// original bytes; a text block emptied by the replacement is dropped (it
+// held nothing but the pieces of a marker, and models refuse empty text
+// blocks); non-text blocks are never touched.
+func (c Content) replaceText(texts []string) Content {
+	out, _ := c.replaceFrom(texts)
+	return out
+}
+
+func (c Content) replaceFrom(texts []string) (Content, []string) {
 	if !c.isBlocks {
-		s, n := f(c.text)
-		return Content{text: s}, n
+		return Content{text: texts[0]}, texts[1:]
 	}
-	total := 0
-	out := make([]Block, len(c.blocks))
-	for i, b := range c.blocks {
-		out[i] = b
-		switch {
-		case b.Type == BlockText:
-			s, n := f(b.Text)
-			if n > 0 {
-				out[i].Text = s
-				total += n
-			}
-		case b.Type == BlockToolResult && b.Nested != nil:
-			nested, n := b.Nested.mapText(f)
-			if n > 0 {
-				out[i].Nested = &nested
-				total += n
+	blocks := make([]Block, 0, len(c.blocks))
+	for _, b := range c.blocks {
+		nb := b
+		dropped := false
+		if b.carriesText() {
+			nb.Text, texts = texts[0], texts[1:]
+			dropped = nb.Text == "" && b.Text != "" && (b.Type == BlockText || b.Type == "input_text" || b.Type == "output_text")
+		}
+		if b.Nested != nil {
+			var n Content
+			n, texts = b.Nested.replaceFrom(texts)
+			nb.Nested = &n
+		}
+		if len(b.extra) > 0 {
+			nb.extra = make([]textField, len(b.extra))
+			for i, f := range b.extra {
+				nb.extra[i] = f
+				if f.nested != nil {
+					var n Content
+					n, texts = f.nested.replaceFrom(texts)
+					nb.extra[i].nested = &n
+				} else {
+					nb.extra[i].text, texts = texts[0], texts[1:]
+				}
 			}
 		}
+		if !dropped {
+			blocks = append(blocks, nb)
+		}
 	}
-	return Content{blocks: out, isBlocks: true}, total
+	return Content{blocks: blocks, isBlocks: true}, texts
+}
+
+// texts answers every text the content carries, in eachText order.
+func (c Content) texts() []string {
+	var out []string
+	c.eachText(func(s string) bool { out = append(out, s); return true })
+	return out
 }

@@ -71,6 +71,7 @@ type Coordinator struct {
 	metrics   Metrics
 	now       func() time.Time
 	telemetry *telemetry
+	defangLog defangLog
 
 	skipMu   sync.Mutex
 	skipSeen *lru.Cache[skipKey, struct{}]
@@ -486,7 +487,8 @@ func (c *Coordinator) injected(surface Surface, id sdk.Identity, session string,
 // DefangInbound neutralises forged envelope markers in inbound content
 // (user messages and tool results alike) before delivery (DESIGN 5.5).
 // Non-text blocks are left alone. With defang_inbound = false the content
-// is answered unchanged. Only the hit count is logged.
+// is answered unchanged. Only hit counts are logged, at most one line per
+// identity per minute.
 func (c *Coordinator) DefangInbound(id sdk.Identity, content Content) (DefangResult, error) {
 	id, err := c.identity(id)
 	if err != nil {
@@ -498,10 +500,10 @@ func (c *Coordinator) DefangInbound(id sdk.Identity, content Content) (DefangRes
 	if c.defang == nil {
 		return DefangResult{Content: content}, nil
 	}
-	out, hits := content.mapText(c.defang.Defang)
+	out, hits := c.defang.DefangContent(content)
 	if hits > 0 {
 		c.metrics.Defanged(id.Realm, hits)
-		c.logger.Info("defanged forged memory markers in inbound content", "realm", id.Realm, "identity", id.ID, "hits", hits)
+		c.defangLog.record(c.logger, c.now(), id, hits)
 	}
 	return DefangResult{Content: out, Hits: hits}, nil
 }

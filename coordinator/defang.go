@@ -81,11 +81,65 @@ func NewDefanger(header string) (*Defanger, error) {
 // markers and header lines it neutralised. Text without markers is
 // answered as is, without copying.
 func (d *Defanger) Defang(s string) (string, int) {
+	out := []string{s}
+	hits := d.defangTexts(out)
+	return out[0], hits
+}
+
+// DefangContent defangs every text the content carries. The texts are
+// matched as one, so a marker split across consecutive blocks is found;
+// each match is neutralised in the block where it starts, and the pieces
+// of it in later blocks are removed.
+func (d *Defanger) DefangContent(c Content) (Content, int) {
+	texts := c.texts()
+	hits := d.defangTexts(texts)
+	if hits == 0 {
+		return c, 0
+	}
+	return c.replaceText(texts), hits
+}
+
+// maxPasses bounds the passes of defangTexts. One pass leaves no live
+// marker; a second is needed only when a replacement joined a header
+// phrase onto a line that had none.
+const maxPasses = 4
+
+// defangTexts defangs texts in place, matched as if joined by line
+// breaks, and answers the number of hits.
+func (d *Defanger) defangTexts(texts []string) int {
+	total := 0
+	for pass := 0; pass < maxPasses && len(texts) > 0; pass++ {
+		joined := texts[0]
+		if len(texts) > 1 {
+			joined = strings.Join(texts, "\n")
+		}
+		edits := d.plan(joined)
+		if len(edits) == 0 {
+			break
+		}
+		total += len(edits)
+		if len(texts) == 1 {
+			texts[0] = applyEdits(joined, edits)
+			continue
+		}
+		applySplit(texts, edits)
+	}
+	return total
+}
+
+// edit replaces [start, end) of a text by text; start == end inserts.
+type edit struct {
+	start, end int
+	text       string
+}
+
+// plan answers the edits that neutralise s's live markers, in order and
+// not overlapping; nil when there are none.
+func (d *Defanger) plan(s string) []edit {
 	var (
-		b     strings.Builder
-		last  int
-		tags  int
+		tags  []edit
 		lines []int // starts of the lines holding the header phrase
+		last  int
 	)
 	d.all.scan(s, func(p, start, end, line int) {
 		if p == headerPattern {
@@ -95,23 +149,30 @@ func (d *Defanger) Defang(s string) (string, int) {
 		if p == guardPattern || start < last {
 			return
 		}
-		if tags == 0 {
-			b.Grow(len(s) + 16)
-		}
-		b.WriteString(s[last:start])
-		b.WriteString(markerReplacements[p])
+		tags = append(tags, edit{start, end, markerReplacements[p]})
 		last = end
-		tags++
 	})
-	if tags == 0 {
-		return prefixLines(s, lines)
+	if len(lines) == 0 {
+		return tags
 	}
-	b.WriteString(s[last:])
-	out := b.String()
-	lines = lines[:0]
-	d.header.scan(out, func(_, _, _, line int) { lines = appendLine(lines, line) })
-	out, n := prefixLines(out, lines)
-	return out, tags + n
+	// Merge the line prefixes in; one inside a replaced span is dropped,
+	// and the next pass finds the line it now belongs to.
+	out := make([]edit, 0, len(tags)+len(lines))
+	k := 0
+	for _, line := range lines {
+		for k < len(tags) && tags[k].start < line {
+			out = append(out, tags[k])
+			k++
+		}
+		if k > 0 && tags[k-1].end > line {
+			continue
+		}
+		if strings.HasPrefix(s[line:], defangedPrefix) {
+			continue
+		}
+		out = append(out, edit{line, line, defangedPrefix})
+	}
+	return append(out, tags[k:]...)
 }
 
 // appendLine adds a line start unless it repeats the last one (matches
@@ -123,27 +184,43 @@ func appendLine(lines []int, line int) []int {
 	return append(lines, line)
 }
 
-// prefixLines puts the defanged prefix at each line start that lacks it.
-func prefixLines(s string, lines []int) (string, int) {
+func applyEdits(s string, edits []edit) string {
 	var b strings.Builder
-	last, hits := 0, 0
-	for _, line := range lines {
-		if strings.HasPrefix(s[line:], defangedPrefix) {
-			continue
-		}
-		if hits == 0 {
-			b.Grow(len(s) + len(lines)*len(defangedPrefix))
-		}
-		b.WriteString(s[last:line])
-		b.WriteString(defangedPrefix)
-		last = line
-		hits++
-	}
-	if hits == 0 {
-		return s, 0
+	b.Grow(len(s) + 32*len(edits))
+	last := 0
+	for _, e := range edits {
+		b.WriteString(s[last:e.start])
+		b.WriteString(e.text)
+		last = e.end
 	}
 	b.WriteString(s[last:])
-	return b.String(), hits
+	return b.String()
+}
+
+// applySplit applies edits planned on texts joined by one-byte
+// separators to the texts themselves: an edit goes to the text where it
+// starts, and what it covers of later texts is cut from them.
+func applySplit(texts []string, edits []edit) {
+	per := make([][]edit, len(texts))
+	off, k := 0, 0
+	for _, e := range edits {
+		for k < len(texts) && e.start > off+len(texts[k]) {
+			off += len(texts[k]) + 1
+			k++
+		}
+		end, o, j := e.end, off, k
+		per[j] = append(per[j], edit{e.start - o, min(end-o, len(texts[j])), e.text})
+		for end > o+len(texts[j])+1 && j+1 < len(texts) {
+			o += len(texts[j]) + 1
+			j++
+			per[j] = append(per[j], edit{0, min(end-o, len(texts[j])), ""})
+		}
+	}
+	for i, es := range per {
+		if len(es) > 0 {
+			texts[i] = applyEdits(texts[i], es)
+		}
+	}
 }
 
 // maxPatternUnits bounds a folded pattern, so the scan's ring of match
