@@ -178,26 +178,29 @@ func (c *Coordinator) indexSection(scope sdk.Scope, rows []sdk.ManifestRow, shar
 }
 
 // indexRow is "- id [kind, saved N days ago] title — description": one
-// line, whatever the row's text holds, and defanged like any record text.
+// line, whatever the row's text holds. Kind, title and description go
+// through what observation bodies go through: defanged, XML-escaped,
+// controls replaced. The index sits outside any observation element, so
+// raw markup there would read as the prompt's own.
 func (c *Coordinator) indexRow(r *sdk.ManifestRow, now time.Time) string {
 	title := cutUTF8(c.env.defangText(compactSpace(r.Title, 4*c.cfg.Budgets.TitleBytes)), c.cfg.Budgets.TitleBytes)
 	desc := cutUTF8(c.env.defangText(compactSpace(r.Description, 4*sdk.MaxDescriptionBytes)), sdk.MaxDescriptionBytes)
-	kind := compactSpace(string(r.Kind), 64)
-	var b strings.Builder
-	b.WriteString("- ")
-	b.WriteString(r.ID)
-	b.WriteString(" [")
-	b.WriteString(kind)
+	kind := c.env.defangText(compactSpace(string(r.Kind), 64))
+	var b []byte
+	b = append(b, "- "...)
+	b = append(b, r.ID...) // a validated id: a safe token
+	b = append(b, " ["...)
+	b = appendEscaped(b, kind, unlimited)
 	if !r.UpdatedAt.IsZero() {
-		b.WriteString(", ")
-		b.WriteString(ageLabel(r.UpdatedAt, now))
+		b = append(b, ", "...)
+		b = append(b, ageLabel(r.UpdatedAt, now)...)
 	}
-	b.WriteString("] ")
-	b.WriteString(title)
+	b = append(b, "] "...)
+	b = appendEscaped(b, title, unlimited)
 	if desc != "" {
-		b.WriteString(" — ")
-		b.WriteString(desc)
+		b = append(b, " — "...)
+		b = appendEscaped(b, desc, unlimited)
 	}
-	b.WriteByte('\n')
-	return b.String()
+	b = append(b, '\n')
+	return string(b)
 }

@@ -192,7 +192,7 @@ func appendAttr(buf []byte, name, value string) []byte {
 			buf = append(buf, "&gt;"...)
 		case r == '"':
 			buf = append(buf, "&quot;"...)
-		case r == utf8.RuneError || unicode.IsControl(r):
+		case notXMLText(r):
 			buf = append(buf, "\uFFFD"...)
 		default:
 			buf = utf8.AppendRune(buf, r)
@@ -201,9 +201,19 @@ func appendAttr(buf []byte, name, value string) []byte {
 	return append(buf, '"')
 }
 
+// notXMLText reports runes rendered as U+FFFD: controls (C0, DEL, C1),
+// bad bytes, and U+FFFE and U+FFFF, which XML cannot carry.
+func notXMLText(r rune) bool {
+	return r == utf8.RuneError || unicode.IsControl(r) || r == 0xFFFE || r == 0xFFFF
+}
+
+// unlimited is appendEscaped's limit for text already cut to its budget.
+const unlimited = 1 << 30
+
 // appendEscaped appends s XML-escaped, stopping before the output would
-// pass limit bytes; an escape is never split. Line breaks and tabs stay;
-// other controls and invalid bytes become U+FFFD, which XML can carry.
+// pass limit bytes; an escape is never split. Line feeds and tabs stay, a
+// carriage return becomes a line feed (a CR LF pair one line feed); other
+// controls and invalid bytes become U+FFFD, which XML can carry.
 func appendEscaped(buf []byte, s string, limit int) []byte {
 	end := len(buf) + limit
 	for i := 0; i < len(s); {
@@ -230,16 +240,19 @@ func appendEscaped(buf []byte, s string, limit int) []byte {
 			piece = "&lt;"
 		case '>':
 			piece = "&gt;"
-		case '\n', '\t', '\r':
-			piece = s[i : i+1]
+		case '\r':
+			piece = "\n"
+			if i+1 < len(s) && s[i+1] == '\n' {
+				piece, size = "", 1 // the line feed that follows is written next
+			}
 		default:
 			var r rune
 			if c >= utf8.RuneSelf {
 				r, size = utf8.DecodeRuneInString(s[i:])
 			}
 			piece = s[i : i+size]
-			if c < utf8.RuneSelf || r == utf8.RuneError || unicode.IsControl(r) {
-				piece = "\uFFFD" // an ASCII control here, a C1 control or a bad byte
+			if c < utf8.RuneSelf || notXMLText(r) {
+				piece = "\uFFFD" // an ASCII control here, a C1 control, a bad byte or a noncharacter
 			}
 		}
 		if len(buf)+len(piece) > end {
@@ -254,7 +267,7 @@ func appendEscaped(buf []byte, s string, limit int) []byte {
 // asciiSpecial marks the ASCII bytes appendEscaped must look at.
 var asciiSpecial = func() (t [utf8.RuneSelf]bool) {
 	for c := range utf8.RuneSelf {
-		t[c] = c == '&' || c == '<' || c == '>' || c < ' ' || c == 0x7f
+		t[c] = c == '&' || c == '<' || c == '>' || (c < ' ' && c != '\n' && c != '\t') || c == 0x7f
 	}
 	return t
 }()
