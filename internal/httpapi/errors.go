@@ -72,16 +72,21 @@ type errorBody struct {
 	} `json:"error"`
 }
 
-func writeError(w http.ResponseWriter, err error, requestID string) {
+// writeError answers err in the error envelope, its message sanitised;
+// it reports whether sanitising changed the message, so the caller can
+// log the full text.
+func writeError(w http.ResponseWriter, err error, requestID string) bool {
 	var body errorBody
 	body.Error.RequestID = requestID
 	body.Error.Code = codeOf(err)
-	body.Error.Message = clientMessage(err)
+	msg, changed := sanitizeMessage(clientMessage(err))
+	body.Error.Message = msg
 	var fe *sdk.FieldError
 	if errors.As(err, &fe) {
 		body.Error.Field = fe.Field
 	}
 	writeJSON(w, statusOf(body.Error.Code), body)
+	return changed
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

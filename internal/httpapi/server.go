@@ -216,12 +216,17 @@ func (s *Server) route(mux *http.ServeMux, pattern string, h apiHandler) {
 			return h(ctx, c, rec, r)
 		}()
 		if err != nil {
-			writeError(rec, err, reqID)
+			sanitised := writeError(rec, err, reqID)
 			// A client's mistake (4xx) or an unsupported capability (501)
 			// is the client's to fix: it is not an operator's error.
-			if rec.status >= 500 && rec.status != http.StatusNotImplemented {
+			switch {
+			case rec.status >= 500 && rec.status != http.StatusNotImplemented:
 				logger.Error("request failed", "route", pattern, "status", rec.status, "duration_ms", msSince(start), "error", err)
-			} else {
+			case sanitised:
+				// The client got the message without paths or pids; the
+				// operator gets them here.
+				logger.Warn("request refused", "route", pattern, "status", rec.status, "error", err)
+			default:
 				logger.Debug("request refused", "route", pattern, "status", rec.status, "error", err)
 			}
 		}
@@ -322,9 +327,16 @@ func (s *Server) mcpIdentity(header http.Header) (sdk.Identity, error) {
 	return id, nil
 }
 
+// handleReady answers whether every plugin is up. Probes carry no token,
+// so with tokens configured an unauthenticated caller learns only that:
+// plugin names, versions, pids, paths and errors need a valid token.
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Plugins != nil && !s.opts.Plugins.Ready() {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "plugins": s.opts.Plugins.Status()})
+		body := map[string]any{"status": "not ready"}
+		if _, err := s.authenticate(r.Header); err == nil {
+			body["plugins"] = s.opts.Plugins.Status()
+		}
+		writeJSON(w, http.StatusServiceUnavailable, body)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})

@@ -1,0 +1,110 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/guide"
+	"github.com/memhost/memhost/internal/pluginhost"
+	"github.com/memhost/memhost/sdk"
+)
+
+// downPlugins is a plugin host with one crashed plugin whose status names
+// its binary, pid and an error holding a path.
+type downPlugins struct{}
+
+func (downPlugins) Ready() bool { return false }
+func (downPlugins) Status() []pluginhost.Status {
+	return []pluginhost.Status{{Instance: "store", Plugin: "memhost-sqlite", Version: "1.2.3", Pid: 4242,
+		LastError: "open /var/lib/memhost/default.db: permission denied"}}
+}
+
+func get(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestReadyzHidesPluginDetailWithoutAToken(t *testing.T) {
+	tokens := []Token{{Name: "app", Secret: "s3cret", Realms: []string{"default"}}}
+	cases := []struct {
+		name   string
+		tokens []Token
+		token  string
+		detail bool
+	}{
+		{"tokens configured, none sent", tokens, "", false},
+		{"tokens configured, unknown token", tokens, "guess", false},
+		{"tokens configured, valid token", tokens, "s3cret", true},
+		{"no tokens configured", nil, "", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, _ := newTestServer(t, Options{Tokens: tc.tokens, Plugins: downPlugins{}})
+			status, body := get(t, srv.URL+"/readyz", tc.token)
+			if status != http.StatusServiceUnavailable || !strings.Contains(body, `"not ready"`) {
+				t.Fatalf("status %d body %s", status, body)
+			}
+			for _, secret := range []string{"memhost-sqlite", "1.2.3", "4242", "/var/lib", "permission denied"} {
+				if strings.Contains(body, secret) != tc.detail {
+					t.Fatalf("%q in body is %v, want %v: %s", secret, !tc.detail, tc.detail, body)
+				}
+			}
+		})
+	}
+}
+
+// leakyProvider fails every recall with the text a real plugin failure
+// carries: a binary, a pid and a database path.
+type leakyProvider struct{}
+
+var errLeaky = fmt.Errorf("plugin store (memhost-sqlite) crashed (plugin exited, pid 31337): open /var/lib/memhost/default.db: read-only file system: %w", sdk.ErrUnavailable)
+
+func (leakyProvider) Recall(context.Context, sdk.RecallQuery) ([]sdk.Hit, error) { return nil, errLeaky }
+
+func TestErrorBodiesHoldNoPathOrPid(t *testing.T) {
+	var logs strings.Builder
+	providers := func(string) (sdk.Provider, error) { return leakyProvider{}, nil }
+	coord, err := coordinator.New(coordinator.DefaultConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { coord.Close(t.Context()) })
+	srv := httptest.NewServer(New(Options{
+		Logger:   hclog.New(&hclog.LoggerOptions{Output: &logs}),
+		Provider: providers, Coordinator: coord, Guide: guide.NewSessions(coord, guide.SessionsOptions{Size: 4}),
+	}).Handler())
+	t.Cleanup(srv.Close)
+	status, e := call(t, srv, "POST", "/v1/recall", "", []byte(`{"identity":{"id":"alice"},"query":"tea"}`))
+	if status != http.StatusServiceUnavailable || e.Error.Code != "unavailable" {
+		t.Fatalf("status %d, %+v", status, e)
+	}
+	for _, leak := range []string{"/var/lib", "31337"} {
+		if strings.Contains(e.Error.Message, leak) {
+			t.Fatalf("error body leaks %q: %s", leak, e.Error.Message)
+		}
+	}
+	if !strings.Contains(e.Error.Message, "…/default.db: read-only file system") {
+		t.Fatalf("the sanitised message lost its meaning: %s", e.Error.Message)
+	}
+	srv.Close() // the log is complete once the server is
+	if !strings.Contains(logs.String(), "/var/lib/memhost/default.db") || !strings.Contains(logs.String(), "31337") {
+		t.Fatalf("the log should keep the full error:\n%s", logs.String())
+	}
+}

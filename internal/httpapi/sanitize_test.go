@@ -1,0 +1,29 @@
+package httpapi
+
+import "testing"
+
+func TestSanitizeMessage(t *testing.T) {
+	cases := []struct{ name, in, want string }{
+		{"plain", "record not found", "record not found"},
+		{"unix path", "open /var/lib/memhost/default.db: permission denied", "open …/default.db: permission denied"},
+		{"quoted path", `plugin "/opt/memhost/plugins/sqlite/memhost-sqlite" refused`, `plugin "…/memhost-sqlite" refused`},
+		{"path at start", "/tmp/x/store.db is locked", "…/store.db is locked"},
+		{"path in parentheses", "refused (manifest /etc/memhost/plugins/a/plugin.json)", "refused (manifest …/plugin.json)"},
+		{"directory with trailing slash", "plugin directory /srv/plugins/ is empty", "plugin directory …/plugins is empty"},
+		{"pid forms", "plugin exited (pid 4242); pid=77 process 9 PID: 12", "plugin exited (pid [hidden]); pid=[hidden] process [hidden] PID: [hidden]"},
+		{"windows path", `open C:\ProgramData\memhost\store.db: denied`, `open …/store.db: denied`},
+		{"unc path", `open \\fileserver\share\store.db`, `open …/store.db`},
+		{"api route kept", "no such endpoint: GET /v1/nope", "no such endpoint: GET /v1/nope"},
+		{"url kept", "see https://example.com/docs/x", "see https://example.com/docs/x"},
+		{"fraction kept", "batch 3/4 failed", "batch 3/4 failed"},
+		{"relative path kept", "plugins/sqlite failed", "plugins/sqlite failed"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, changed := sanitizeMessage(tc.in)
+			if got != tc.want || changed != (tc.in != tc.want) {
+				t.Fatalf("sanitizeMessage(%q) = %q, %v; want %q", tc.in, got, changed, tc.want)
+			}
+		})
+	}
+}
