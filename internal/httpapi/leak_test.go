@@ -76,7 +76,9 @@ type leakyProvider struct{}
 
 var errLeaky = fmt.Errorf("plugin store (memhost-sqlite) crashed (plugin exited, pid 31337): open /var/lib/memhost/default.db: read-only file system: %w", sdk.ErrUnavailable)
 
-func (leakyProvider) Recall(context.Context, sdk.RecallQuery) ([]sdk.Hit, error) { return nil, errLeaky }
+func (leakyProvider) Recall(context.Context, sdk.RecallQuery) ([]sdk.Hit, error) {
+	return nil, errLeaky
+}
 
 func TestErrorBodiesHoldNoPathOrPid(t *testing.T) {
 	var logs strings.Builder
