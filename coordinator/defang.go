@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"go.mau.fi/util/confusable"
+	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -28,7 +29,7 @@ const (
 //
 // Matching runs on a normalised view, because a model reads loosely: each
 // character is decomposed (NFKD, so full-width and mathematical forms
-// count), lower-cased, mapped to its UTS #39 confusable prototype from the
+// count), case-folded, mapped to its UTS #39 confusable prototype from the
 // Unicode data (Cyrillic а, Greek ο, ‹, ˂, ᐸ, ∕, ⁄, ∶, ꞉, U+2010...), and
 // every dash (Unicode Dash property) counts as a hyphen-minus. Character
 // references (&lt; &#60; &#x3c; ...) are decoded the way
@@ -504,17 +505,28 @@ func foldRune(enc string, r rune, emit func(rune)) {
 	}
 }
 
-// foldUnit lower-cases r and replaces it by its UTS #39 confusable
-// prototype (in NFD, lower-cased again: prototypes may be capitals), with
-// every dash folded to a hyphen-minus, before and after the mapping.
-// Unicode's confusable data does not join all dashes (it maps U+2014 to
-// the katakana prolonged sound mark), but to a reader of a token marker
-// any dash is the hyphen; the Dash property is Unicode's own list of them.
+// foldUnit case-folds r and replaces each rune of the fold by its UTS #39
+// confusable prototype (in NFD, lower-cased again: prototypes may be
+// capitals), with every dash folded to a hyphen-minus, before and after
+// the mapping. Unicode's confusable data does not join all dashes (it maps
+// U+2014 to the katakana prolonged sound mark), but to a reader of a token
+// marker any dash is the hyphen; the Dash property is Unicode's own list
+// of them.
 func foldUnit(r rune, emit func(rune)) {
-	l := dashFold(unicode.ToLower(r))
-	proto := confusable.GetReplacement(l)
+	if full, ok := fullCaseFolds()[r]; ok {
+		for _, x := range full {
+			prototype(x, emit)
+		}
+		return
+	}
+	prototype(unicode.ToLower(r), emit)
+}
+
+func prototype(r rune, emit func(rune)) {
+	r = dashFold(r)
+	proto := confusable.GetReplacement(r)
 	if proto == "" {
-		emit(dashFold(l))
+		emit(r)
 		return
 	}
 	for _, x := range norm.NFD.String(proto) {
@@ -523,6 +535,24 @@ func foldUnit(r rune, emit func(rune)) {
 		}
 	}
 }
+
+// fullCaseFolds holds the BMP runes whose full case folding (Unicode's
+// CaseFolding.txt, through x/text/cases) is not their lower case: ß is
+// "ss", ς is σ, ᲂ is о. Other runes fold to their lower case. Outside the
+// BMP the two agree for every cased script.
+var fullCaseFolds = sync.OnceValue(func() map[rune]string {
+	fold := cases.Fold()
+	out := map[rune]string{}
+	for r := rune(0x80); r < 0x10000; r++ {
+		if r >= 0xD800 && r <= 0xDFFF {
+			continue
+		}
+		if f := fold.String(string(r)); f != string(unicode.ToLower(r)) {
+			out[r] = f
+		}
+	}
+	return out
+})
 
 func dashFold(r rune) rune {
 	if r != '-' && r >= 0x80 && unicode.Is(unicode.Dash, r) {

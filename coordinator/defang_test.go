@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"go.mau.fi/util/confusable"
+	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -116,6 +117,8 @@ var bypassCases = []struct {
 	{name: "zero-width reference", in: "<memhost&#8203;_memory_observation>", want: "<defanged_memory_observation>", hits: 1},
 	{name: "double escaping stays literal", in: "&amp;lt;x", want: "&amp;lt;x"},
 	{name: "already defanged token with a homoglyph", in: "[d\u0435fanged-mem-token: 1]", want: "[d\u0435fanged-mem-token: 1]"},
+	{name: "combining grapheme joiner and hangul filler", in: "<mem\u034fhost_memory\u3164_observation>", want: "<defanged_memory_observation>", hits: 1},
+	{name: "long s and narrow cyrillic o fold by case folding", in: "<memho\u017ft_memory_\u1c82bservation>", want: "<defanged_memory_observation>", hits: 1},
 	{name: "rn reads as m", in: "<rnemhost_memory_observation", want: "<defanged_memory_observation", hits: 1},
 }
 
@@ -155,7 +158,7 @@ func skeletonView(s string) string {
 		}
 		return r
 	}
-	s = strings.Map(dashes, strings.ToLower(norm.NFKD.String(html.UnescapeString(s))))
+	s = strings.Map(dashes, cases.Fold().String(norm.NFKD.String(html.UnescapeString(s))))
 	s = strings.ToLower(confusable.Skeleton(s))
 	var b strings.Builder
 	for _, r := range s {
