@@ -39,7 +39,9 @@
 //     Ledger rows and usage marks go to a bounded background batcher that
 //     drops (and counts) rather than block a turn; telemetry never fails a
 //     turn. Flush and Close drain it.
-//   - Defanging folds Unicode look-alikes (NFKC, case), skips invisible and
-//     whitespace characters inside markers, and is idempotent: its output
-//     holds no live marker.
+//   - Defanging matches on a normalised view (character references
+//     decoded, NFKD, case folding, the UTS #39 confusable skeleton, dashes
+//     as one, invisible and whitespace characters skipped) across all of a
+//     content's text-bearing blocks, edits the original text, and is
+//     idempotent: its output holds no live marker.
 package coordinator
