@@ -33,21 +33,20 @@ const (
 // Unicode data (Cyrillic а, Greek ο, ‹, ˂, ᐸ, ∕, ⁄, ∶, ꞉, U+2010...), and
 // every dash (Unicode Dash property) counts as a hyphen-minus. Character
 // references (&lt; &#60; &#x3c; ...) are decoded the way
-// html.UnescapeString decodes them, and whitespace, controls and default
+// html.UnescapeString decodes them, and whitespace, controls, default
 // ignorable code points (zero-width characters, joiners, soft hyphens,
-// bidi controls) are skipped, so a marker split across lines or salted
-// with invisible characters is still found. Each match is neutralised in
+// bidi controls) and combining marks are skipped, so a marker split
+// across lines or salted with invisible characters or accents is still
+// found. Tag names are matched without their bracket. Each match is
+// neutralised in
 // the original text: the tag name becomes defanged_memory_observation, the
 // token marker defanged-mem-token: (a token already so marked is not
 // live), and each line holding the header phrase gets a "[defanged] "
 // prefix. The output holds no live marker, so defanging it again changes
 // nothing. A Defanger is immutable and safe for concurrent use.
 type Defanger struct {
-	// all finds markers and header phrases in one pass, which is all that
-	// text without forged tags or tokens needs. Text whose markers were
-	// replaced is searched again by header alone, for its new lines.
-	all    *matcher
-	header *matcher
+	// all finds markers and header phrases in one pass.
+	all *matcher
 }
 
 // Patterns of Defanger.all, in order.
@@ -70,12 +69,8 @@ func NewDefanger(header string) (*Defanger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("instruction header: %w", err)
 	}
-	hdr, err := newMatcher([]string{phrase})
-	if err != nil {
-		return nil, fmt.Errorf("instruction header: %w", err)
-	}
 	bmpFolds() // build the fold table now, not on a first request
-	return &Defanger{all: all, header: hdr}, nil
+	return &Defanger{all: all}, nil
 }
 
 // Defang answers s with every live marker neutralised, and the number of
@@ -478,13 +473,16 @@ var bmpFolds = sync.OnceValue(func() *[0x10000]uint32 {
 // skippable reports runes a reader does not see as part of a word:
 // whitespace, controls, format characters (zero-width space and joiners,
 // soft hyphen, bidi controls, BOM), variation selectors and other default
-// ignorables, and bytes that are not UTF-8.
+// ignorables, and bytes that are not UTF-8; and combining marks (Mn, Me),
+// because a reader takes a letter under a mark for the letter: after NFKD
+// "ḿ" and "ö" are m and o, and the confusable prototype of ø is o with a
+// combining stroke.
 func skippable(r rune) bool {
 	if r < utf8.RuneSelf {
 		return r <= ' ' || r == 0x7f
 	}
 	return r == utf8.RuneError || unicode.IsSpace(r) || unicode.IsControl(r) ||
-		unicode.In(r, unicode.Cf, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point)
+		unicode.In(r, unicode.Cf, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point, unicode.Mn, unicode.Me)
 }
 
 // foldRune emits the folded form of one rune (its encoding is enc): its

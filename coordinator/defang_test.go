@@ -119,6 +119,8 @@ var bypassCases = []struct {
 	{name: "already defanged token with a homoglyph", in: "[d\u0435fanged-mem-token: 1]", want: "[d\u0435fanged-mem-token: 1]"},
 	{name: "combining grapheme joiner and hangul filler", in: "<mem\u034fhost_memory\u3164_observation>", want: "<defanged_memory_observation>", hits: 1},
 	{name: "long s and narrow cyrillic o fold by case folding", in: "<memho\u017ft_memory_\u1c82bservation>", want: "<defanged_memory_observation>", hits: 1},
+	{name: "combining marks", in: "<m\u0301emhost_memory_observati\u00f6n>", want: "<defanged_memory_observation>", hits: 1},
+	{name: "o with stroke", in: "<memhost_memory_\u00f8bservation>", want: "<defanged_memory_observation>", hits: 1},
 	{name: "rn reads as m", in: "<rnemhost_memory_observation", want: "<defanged_memory_observation", hits: 1},
 }
 
