@@ -95,9 +95,9 @@ func (d *Defanger) DefangContent(c Content) (Content, int) {
 	return c.replaceText(texts), hits
 }
 
-// maxPasses bounds the passes of defangTexts. One pass leaves no live
-// marker; a second is needed only when a replacement joined a header
-// phrase onto a line that had none.
+// maxPasses bounds the passes of defangTexts. One pass neutralises every
+// tag and token; a second is needed only when a replacement swallowed the
+// line break before a header phrase, whose line then starts elsewhere.
 const maxPasses = 4
 
 // defangTexts defangs texts in place, matched as if joined by line
