@@ -11,8 +11,9 @@ import (
 // learning (DESIGN 9). The log keeps the full text.
 var (
 	// pidPattern is a process id as Go, go-plugin and hclog write it:
-	// "pid 123", "pid=123", "pid: 123", "process 123".
-	pidPattern = regexp.MustCompile(`(?i)\b(pid|process)(\s*[=:]\s*|\s+)\d+`)
+	// "pid 123", "pid=123", "pid: 123". A bare "process 3" is left alone:
+	// it is more often a count than a pid.
+	pidPattern = regexp.MustCompile(`(?i)\b(pid)(\s*[=:]\s*|\s+)\d+`)
 	// unixPath is an absolute path after a start or a delimiter; "//"
 	// (a URL's authority) is not one.
 	unixPath = regexp.MustCompile(`(^|[\s"'(\[{=,<])(/[^\s"'()\[\]{},;:<>]+)`)
