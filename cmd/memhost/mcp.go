@@ -63,5 +63,6 @@ func serveMCP(ctx context.Context, h *host, id sdk.Identity) error {
 		Provider:    h.provider,
 		Coordinator: h.coordinator,
 		Bind:        func(http.Header) (sdk.Identity, error) { return id, nil },
+		Logger:      h.logger.Named("mcp"),
 	})
 }

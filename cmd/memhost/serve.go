@@ -209,7 +209,7 @@ func startHost(ctx context.Context, cfg *config.Config, logger hclog.Logger) (*h
 		Guide:        guide.NewSessions(coord, guide.SessionsOptions{Size: cfg.Coordinator.SessionCacheSize, Logger: logger}),
 		Compaction:   comp,
 		MCP: func(bind func(http.Header) (sdk.Identity, error)) http.Handler {
-			return mcpserver.Handler(mcpserver.Options{Version: version, Provider: providerOf, Coordinator: coord, Bind: bind})
+			return mcpserver.Handler(mcpserver.Options{Version: version, Provider: providerOf, Coordinator: coord, Bind: bind, Logger: logger.Named("mcp")})
 		},
 	})
 	return &host{logger: logger, supervisor: sup, coordinator: coord, server: server, stateDB: stateDB, provider: providerOf}, nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/memhost/memhost/internal/compaction"
+	"github.com/memhost/memhost/internal/redact"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -79,7 +80,7 @@ func writeError(w http.ResponseWriter, err error, requestID string) bool {
 	var body errorBody
 	body.Error.RequestID = requestID
 	body.Error.Code = codeOf(err)
-	msg, changed := sanitizeMessage(clientMessage(err))
+	msg, changed := redact.Message(clientMessage(err))
 	body.Error.Message = msg
 	var fe *sdk.FieldError
 	if errors.As(err, &fe) {

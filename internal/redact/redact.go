@@ -1,14 +1,15 @@
-package httpapi
+// Package redact takes host details out of text bound for a client.
+// Errors from plugins, providers and the plugin host name files and
+// processes of the machine the host runs on, which a client has no
+// business learning (DESIGN 9); the HTTP API and the MCP tools pass every
+// error message through Message, and the log keeps the full text.
+package redact
 
 import (
 	"regexp"
 	"strings"
 )
 
-// Error text reaching a client passes through sanitizeMessage: errors
-// from plugins, providers and the plugin host name files and processes
-// of the machine the host runs on, which a client has no business
-// learning (DESIGN 9). The log keeps the full text.
 var (
 	// pidPattern is a process id as Go, go-plugin and hclog write it:
 	// "pid 123", "pid=123", "pid: 123". A bare "process 3" is left alone:
@@ -24,9 +25,9 @@ var (
 // apiPathPrefix marks the host's own routes, which a message may name.
 const apiPathPrefix = "/v1/"
 
-// sanitizeMessage answers msg without absolute paths (each keeps only its
-// last element, after "…/") or process ids, and whether it changed.
-func sanitizeMessage(msg string) (string, bool) {
+// Message answers msg without absolute paths (each keeps only its last
+// element, after "…/") or process ids, and whether it changed.
+func Message(msg string) (string, bool) {
 	out := pidPattern.ReplaceAllString(msg, "$1$2[hidden]")
 	out = replacePaths(unixPath, out, "/")
 	out = replacePaths(windowsPath, out, `\`)

@@ -1,8 +1,8 @@
-package httpapi
+package redact
 
 import "testing"
 
-func TestSanitizeMessage(t *testing.T) {
+func TestMessage(t *testing.T) {
 	cases := []struct{ name, in, want string }{
 		{"plain", "record not found", "record not found"},
 		{"unix path", "open /var/lib/memhost/default.db: permission denied", "open …/default.db: permission denied"},
@@ -21,9 +21,9 @@ func TestSanitizeMessage(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, changed := sanitizeMessage(tc.in)
+			got, changed := Message(tc.in)
 			if got != tc.want || changed != (tc.in != tc.want) {
-				t.Fatalf("sanitizeMessage(%q) = %q, %v; want %q", tc.in, got, changed, tc.want)
+				t.Fatalf("Message(%q) = %q, %v; want %q", tc.in, got, changed, tc.want)
 			}
 		})
 	}
