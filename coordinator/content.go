@@ -214,24 +214,24 @@ func contentError(problem string) error {
 }
 
 func (b *Block) decode(raw json.RawMessage, depth int) error {
-	var head struct {
-		Type    *string         `json:"type"`
-		Text    json.RawMessage `json:"text"`
-		Content json.RawMessage `json:"content"`
-		Title   json.RawMessage `json:"title"`
-		Context json.RawMessage `json:"context"`
-		Source  json.RawMessage `json:"source"`
-	}
 	if len(raw) == 0 || raw[0] != '{' {
 		return contentError("a block must be a JSON object")
 	}
-	if err := json.Unmarshal(raw, &head); err != nil {
+	// Field names are matched exactly, as a model API reads them: a
+	// "TEXT" field is not the text (encoding/json would take it for it,
+	// and the defanged text would then sit beside the forged one).
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
 		return contentError("a block is not a valid JSON object")
 	}
-	if head.Type == nil || *head.Type == "" {
+	typ, ok := jsonString(fields["type"])
+	if !ok || typ == "" {
 		return contentError(`a block has no "type"`)
 	}
-	*b = Block{Type: *head.Type, Raw: append(json.RawMessage(nil), raw...)}
+	head := struct{ Text, Content, Title, Context, Source json.RawMessage }{
+		fields["text"], fields["content"], fields["title"], fields["context"], fields["source"],
+	}
+	*b = Block{Type: typ, Raw: append(json.RawMessage(nil), raw...)}
 	if b.Type == BlockText {
 		if err := json.Unmarshal(head.Text, &b.Text); err != nil || len(head.Text) == 0 {
 			return contentError(`a text block needs a string "text"`)
@@ -255,21 +255,18 @@ func (b *Block) decode(raw json.RawMessage, depth int) error {
 				b.extra = append(b.extra, textField{path: []string{f.name}, text: s})
 			}
 		}
-		var src struct {
-			Type    string          `json:"type"`
-			Data    json.RawMessage `json:"data"`
-			Content json.RawMessage `json:"content"`
-		}
+		var src map[string]json.RawMessage
 		if len(head.Source) == 0 || head.Source[0] != '{' || json.Unmarshal(head.Source, &src) != nil {
 			return nil
 		}
-		switch src.Type {
+		srcType, _ := jsonString(src["type"])
+		switch srcType {
 		case "text":
-			if s, ok := jsonString(src.Data); ok {
+			if s, ok := jsonString(src["data"]); ok {
 				b.extra = append(b.extra, textField{path: []string{"source", "data"}, text: s})
 			}
 		case "content":
-			nested, err := decodeNested(src.Content, depth)
+			nested, err := decodeNested(src["content"], depth)
 			if err != nil {
 				return err
 			}

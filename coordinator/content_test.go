@@ -54,7 +54,7 @@ func TestContentJSON(t *testing.T) {
 
 func TestContentJSONErrors(t *testing.T) {
 	for _, in := range []string{`42`, `{"type":"text"}`, `[1]`, `[{"text":"no type"}]`, `[{"type":""}]`, `[{"type":"text","text":7}]`,
-		`[{"type":"text"}]`, `[{"type":"tool_result","content":5}]`, `true`,
+		`[{"type":"text"}]`, `[{"type":"tool_result","content":5}]`, `true`, `[{"type":"text","TEXT":"x"}]`, `[{"Type":"text","text":"x"}]`,
 		strings.Repeat(`[{"type":"tool_result","content":`, 20) + `"x"` + strings.Repeat(`}]`, 20)} {
 		var c Content
 		err := json.Unmarshal([]byte(in), &c)
