@@ -2,8 +2,8 @@ package pgtest
 
 import (
 	"context"
-	"os"
 	"errors"
+	"os"
 	"testing"
 	"time"
 
