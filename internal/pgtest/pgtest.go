@@ -216,18 +216,28 @@ func (c *Cluster) DSN(db string) string {
 	return fmt.Sprintf("host=%s port=%d user=postgres dbname=%s sslmode=disable", c.socket, c.port, db)
 }
 
-// NewDatabase creates an empty database and answers its connection
-// string; it is dropped when tb ends.
-func (c *Cluster) NewDatabase(tb testing.TB) string {
-	tb.Helper()
+// CreateDatabase creates an empty database and answers its name; it
+// lasts as long as the cluster.
+func (c *Cluster) CreateDatabase(ctx context.Context) (string, error) {
 	c.mu.Lock()
 	c.seq++
 	name := fmt.Sprintf("test_%d", c.seq)
 	c.mu.Unlock()
+	if err := c.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", fmt.Errorf("pgtest: %w", err)
+	}
+	return name, nil
+}
+
+// NewDatabase creates an empty database and answers its connection
+// string; it is dropped when tb ends.
+func (c *Cluster) NewDatabase(tb testing.TB) string {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := c.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		tb.Fatalf("pgtest: %v", err)
+	name, err := c.CreateDatabase(ctx)
+	if err != nil {
+		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
