@@ -514,4 +514,3 @@ func TestRecallFiltersInSQL(t *testing.T) {
 		})
 	}
 }
-
