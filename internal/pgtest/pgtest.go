@@ -281,8 +281,8 @@ func (c *Cluster) Stop() {
 
 var shared struct {
 	sync.Mutex
-	c   *Cluster
-	err error
+	clusters map[Options]*Cluster
+	errs     map[Options]error
 }
 
 // Shared answers the test process's one cluster, started on first use and
@@ -290,29 +290,43 @@ var shared struct {
 // other start failure fails it.
 func Shared(tb testing.TB) *Cluster {
 	tb.Helper()
-	shared.Lock()
-	defer shared.Unlock()
-	if shared.c == nil && shared.err == nil {
-		shared.c, shared.err = Start(context.Background(), Options{})
-	}
-	switch {
-	case errors.Is(shared.err, ErrNoPostgres):
-		tb.Skipf("skipping: %v", shared.err)
-	case shared.err != nil:
-		tb.Fatal(shared.err)
-	}
-	return shared.c
+	return SharedWith(tb, Options{})
 }
 
-// Main runs the tests, then stops the shared cluster if one started; call
+// SharedWith is Shared for a cluster started with opts (one per distinct
+// Options).
+func SharedWith(tb testing.TB, opts Options) *Cluster {
+	tb.Helper()
+	shared.Lock()
+	defer shared.Unlock()
+	if shared.clusters == nil {
+		shared.clusters, shared.errs = map[Options]*Cluster{}, map[Options]error{}
+	}
+	c, err := shared.clusters[opts], shared.errs[opts]
+	if c == nil && err == nil {
+		c, err = Start(context.Background(), opts)
+		shared.clusters[opts], shared.errs[opts] = c, err
+	}
+	switch {
+	case errors.Is(err, ErrNoPostgres):
+		tb.Skipf("skipping: %v", err)
+	case err != nil:
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// Main runs the tests, then stops the shared clusters that started; call
 // it from TestMain: os.Exit(pgtest.Main(m)).
 func Main(m *testing.M) int {
 	code := m.Run()
 	shared.Lock()
 	defer shared.Unlock()
-	if shared.c != nil {
-		shared.c.Stop()
-		shared.c = nil
+	for opts, c := range shared.clusters {
+		if c != nil {
+			c.Stop()
+		}
+		delete(shared.clusters, opts)
 	}
 	return code
 }

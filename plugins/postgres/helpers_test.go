@@ -6,16 +6,23 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/memhost/memhost/internal/pgtest"
 	"github.com/memhost/memhost/sdk"
-	"github.com/memhost/memhost/sdk/conformance"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func TestMain(m *testing.M) {
+	code := pgtest.Main(m)
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
 
 // testDSNEnv carries the test database's connection string to plugins,
 // in-process and as processes (they inherit the environment), as a
@@ -80,17 +87,26 @@ func openStore(tb testing.TB, schema string, opts ...func(*Store)) *Store {
 
 var built struct {
 	once sync.Once
+	dir  string
 	path string
+	err  error
+	out  []byte
 }
 
-// pluginBinary builds memhost-plugin-postgres once per test process.
+// pluginBinary builds memhost-plugin-postgres once per test process, into
+// a directory TestMain removes (benchmarks outlive any one TempDir).
 func pluginBinary(tb testing.TB) string {
 	tb.Helper()
 	built.once.Do(func() {
-		built.path = conformance.BuildBinary(tb, "./cmd/memhost-plugin-postgres")
+		if built.dir, built.err = os.MkdirTemp("", "memhost-postgres-bin-"); built.err != nil {
+			return
+		}
+		built.path = filepath.Join(built.dir, "memhost-plugin-postgres")
+		cmd := exec.Command("go", "build", "-o", built.path, "./cmd/memhost-plugin-postgres")
+		built.out, built.err = cmd.CombinedOutput()
 	})
-	if built.path == "" {
-		tb.Fatal("plugin binary was not built")
+	if built.err != nil {
+		tb.Fatalf("build plugin: %v\n%s", built.err, built.out)
 	}
 	return built.path
 }

@@ -55,7 +55,7 @@ CREATE TABLE terms (
 	term    text   NOT NULL,
 	df      bigint NOT NULL,
 	UNIQUE (realm, term)
-);
+) WITH (fillfactor = 50); -- room for df updates in place (HOT), sparing both indexes
 -- One row per term of each active record. tf is the field-weighted term
 -- frequency, dl the record's length; scope and expiry are copied here so
 -- recall filters without touching records. The primary key covers every

@@ -216,27 +216,27 @@ func index(ctx context.Context, tx pgx.Tx, realm string, add []indexed) error {
 			return fmt.Errorf("index terms: %w", err)
 		}
 	}
-	var pTerm, pSeq, pExp []int64
-	var pTF []float32
-	var pDL []int32
-	var pScope []string
+	type posting struct {
+		term, seq int64
+		tf        float32
+		dl        int32
+		scope     string
+		exp       int64
+	}
+	var ps []posting
 	for _, a := range add {
 		for t, tf := range a.doc.tf {
-			pTerm = append(pTerm, termIDs[t])
-			pSeq = append(pSeq, a.seq)
-			pTF = append(pTF, float32(tf))
-			pDL = append(pDL, int32(a.doc.ntok))
-			pScope = append(pScope, string(a.scope))
-			pExp = append(pExp, a.exp)
+			ps = append(ps, posting{termIDs[t], a.seq, float32(tf), int32(a.doc.ntok), string(a.scope), a.exp})
 		}
 	}
-	if len(pTerm) > 0 {
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO postings (term_id, seq, tf, dl, scope, expires_ms)
-			SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::real[], $4::integer[], $5::text[], $6::bigint[])`,
-			pTerm, pSeq, pTF, pDL, pScope, pExp); err != nil {
-			return fmt.Errorf("index postings: %w", err)
-		}
+	// In key order, so the primary key's leaf pages are visited once each.
+	slices.SortFunc(ps, func(a, b posting) int { return cmp.Or(cmp.Compare(a.term, b.term), cmp.Compare(a.seq, b.seq)) })
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"postings"}, []string{"term_id", "seq", "tf", "dl", "scope", "expires_ms"},
+		pgx.CopyFromSlice(len(ps), func(i int) ([]any, error) {
+			p := &ps[i]
+			return []any{p.term, p.seq, p.tf, p.dl, p.scope, p.exp}, nil
+		})); err != nil {
+		return fmt.Errorf("index postings: %w", err)
 	}
 	return addTotals(ctx, tx, realm, int64(len(add)), tokens)
 }
