@@ -320,6 +320,13 @@ func SharedWith(tb testing.TB, opts Options) *Cluster {
 // it from TestMain: os.Exit(pgtest.Main(m)).
 func Main(m *testing.M) int {
 	code := m.Run()
+	StopShared()
+	return code
+}
+
+// StopShared stops every shared cluster, for a TestMain that cannot use
+// Main (it already wraps m.Run in another helper).
+func StopShared() {
 	shared.Lock()
 	defer shared.Unlock()
 	for opts, c := range shared.clusters {
@@ -328,5 +335,4 @@ func Main(m *testing.M) int {
 		}
 		delete(shared.clusters, opts)
 	}
-	return code
 }
