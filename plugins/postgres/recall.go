@@ -40,20 +40,25 @@ const (
 // recallSQL: $1 realm, $2 terms, $3 now (ms), $4 scopes (NULL: any), $5
 // excluded ids, $6 scored window (NULL: all), $7 required tag keys
 // (NULL: none), $8 excluded tag keys, $9 limit.
+//
+// Each term's idf and the length-normalisation constants are computed once
+// per term (in q), so the per-posting work is a few float8 operations.
 var recallSQL = fmt.Sprintf(`
-WITH q AS (
-	SELECT term_id, df FROM terms WHERE realm = $1 AND term = ANY($2::text[]) AND df > 0
-), tot AS (
-	SELECT sum(docs)::float8 AS n, coalesce(sum(tokens)::float8 / nullif(sum(docs), 0), 1) AS avgdl
+WITH tot AS (
+	SELECT sum(docs)::float8 AS n, coalesce(sum(tokens)::float8 / nullif(sum(docs), 0)::float8, 1::float8) AS avgdl
 	FROM index_totals WHERE realm = $1
+), q AS (
+	SELECT t.term_id,
+		greatest(ln((greatest(tot.n - t.df::float8, 0::float8) + 0.5::float8) / (t.df::float8 + 0.5::float8)), 1e-6::float8) AS idf,
+		(%[2]g * (1 - %[3]g))::float8 AS c0,
+		(%[2]g * %[3]g)::float8 / tot.avgdl AS c1
+	FROM terms AS t CROSS JOIN tot
+	WHERE t.realm = $1 AND t.term = ANY($2::text[]) AND t.df > 0
 ), ex AS (
 	SELECT coalesce(array_agg(seq), '{}') AS seqs FROM records WHERE realm = $1 AND id = ANY($5::text[])
 ), scored AS (
-	SELECT p.seq, sum(
-		greatest(ln((greatest(tot.n - q.df, 0) + 0.5) / (q.df + 0.5)), 1e-6)
-		* (p.tf * %[1]g) / (p.tf + %[2]g * (%[3]g + %[4]g * p.dl / tot.avgdl))
-	) AS score
-	FROM q JOIN postings AS p ON p.term_id = q.term_id CROSS JOIN tot CROSS JOIN ex
+	SELECT p.seq, sum(q.idf * p.tf::float8 * %[1]g::float8 / (p.tf::float8 + q.c0 + q.c1 * p.dl::float8)) AS score
+	FROM q JOIN postings AS p ON p.term_id = q.term_id CROSS JOIN ex
 	WHERE (p.expires_ms = 0 OR p.expires_ms > $3)
 		AND ($4::text[] IS NULL OR p.scope = ANY($4::text[]))
 		AND p.seq <> ALL (ex.seqs)
@@ -61,12 +66,12 @@ WITH q AS (
 	ORDER BY score DESC, p.seq DESC
 	LIMIT $6
 )
-SELECT %[5]s, s.score
+SELECT %[4]s, s.score
 FROM scored AS s JOIN records AS r ON r.seq = s.seq
 WHERE ($7::text[] IS NULL OR r.tag_keys @> $7::text[])
 	AND ($8::text[] IS NULL OR NOT (r.tag_keys && $8::text[]))
 ORDER BY s.score DESC, s.seq DESC
-LIMIT $9`, bm25K1+1, bm25K1, 1-bm25B, bm25B, recordColumns)
+LIMIT $9`, bm25K1+1, bm25K1, bm25B, recordColumns)
 
 func recall(ctx context.Context, db *pgxpool.Pool, q sdk.RecallQuery, now time.Time) ([]sdk.Hit, error) {
 	if err := sdk.ValidateRealm(q.Realm); err != nil {
