@@ -39,6 +39,7 @@ type Store struct {
 	log    hclog.Logger
 	now    func() time.Time
 	getenv func(string) string
+	recall recallOptions
 }
 
 // New returns an unconfigured provider.
@@ -139,7 +140,7 @@ func (s *Store) use(fn func(db *pgxpool.Pool) error) error {
 func (s *Store) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
 	var hits []sdk.Hit
 	err := s.use(func(db *pgxpool.Pool) (err error) {
-		hits, err = recall(ctx, db, q, s.now())
+		hits, err = recall(ctx, db, q, s.now(), s.recall)
 		return err
 	})
 	return hits, err

@@ -514,3 +514,86 @@ func TestRecallFiltersInSQL(t *testing.T) {
 		})
 	}
 }
+
+// TestPrunedRecallIsExact compares recall with MaxScore pruning against
+// scoring every posting, over the benchmark corpus: the same records with
+// the same scores, for every query, and pruning really happened.
+func TestPrunedRecallIsExact(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 3000 records")
+	}
+	schema := schemaFor(t.Name())
+	plans := map[string]int{}
+	var mu sync.Mutex
+	pruned := openStore(t, schema, func(s *Store) {
+		// Thresholds scaled to the small corpus, so most queries prune.
+		s.recall.pruneMin, s.recall.seed = 1, 40
+		s.recall.plan = func(p string) { mu.Lock(); plans[p]++; mu.Unlock() }
+	})
+	whole := openStore(t, schema, func(s *Store) { s.recall.noPrune = true })
+	ctx := context.Background()
+	const n = 3000
+	for i := 0; i < n; i += 1000 {
+		if _, err := pruned.Remember(ctx, realm, benchRecordsIn(i, 1000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := benchCorpus()
+	for i := range 300 {
+		q := sdk.RecallQuery{Realm: realm, Query: c.query(i, n), Limit: 10}
+		if i%7 == 0 {
+			q.Scopes = []sdk.Scope{benchScope(i), sdk.RealmScope}
+		}
+		got, err := pruned.Recall(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := whole.Recall(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("query %q: %d hits pruned, %d whole", q.Query, len(got), len(want))
+		}
+		for k := range got {
+			if math.Abs(got[k].Score-want[k].Score) > 1e-9*want[k].Score {
+				t.Errorf("query %q: hit %d scores %v pruned, %v whole", q.Query, k, got[k].Score, want[k].Score)
+			}
+		}
+		gotIDs, wantIDs := hitIDs(got), hitIDs(want)
+		slices.Sort(gotIDs)
+		slices.Sort(wantIDs)
+		if !slices.Equal(gotIDs, wantIDs) && !tiedAtCut(want) {
+			t.Errorf("query %q: pruned answer %v, whole %v", q.Query, gotIDs, wantIDs)
+		}
+	}
+	t.Logf("plans: %v", plans)
+	if plans["pruned"]+plans["seeded"] == 0 {
+		t.Errorf("no query was pruned (plans %v): the test does not exercise pruning", plans)
+	}
+}
+
+func hitIDs(hits []sdk.Hit) []string {
+	out := make([]string, len(hits))
+	for i, h := range hits {
+		out[i] = h.Record.ID
+	}
+	return out
+}
+
+// tiedAtCut reports whether the last hit ties the one before it, when
+// either of two tied records may fill the last place.
+func tiedAtCut(hits []sdk.Hit) bool {
+	k := len(hits)
+	return k >= 2 && math.Abs(hits[k-1].Score-hits[k-2].Score) <= 1e-9*hits[k-1].Score
+}
+
+// benchRecordsIn is benchRecords for a test.
+func benchRecordsIn(start, n int) []sdk.Record {
+	c := benchCorpus()
+	out := make([]sdk.Record, n)
+	for i := range out {
+		out[i] = c.record(start + i)
+	}
+	return out
+}
