@@ -63,6 +63,9 @@ type Cluster struct {
 	cmd    *exec.Cmd
 	exited chan struct{}
 	logf   string
+	bin    string
+	args   []string
+	cred   *syscall.Credential
 
 	mu  sync.Mutex
 	seq int
@@ -138,7 +141,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgtest: %w", err)
 	}
-	c := &Cluster{dir: dir, socket: dir, port: 5432, exited: make(chan struct{}), logf: filepath.Join(dir, "server.log")}
+	c := &Cluster{dir: dir, socket: dir, port: 5432, logf: filepath.Join(dir, "server.log")}
 	if err := c.start(ctx, bin, cred, opts); err != nil {
 		c.Stop()
 		return nil, err
@@ -160,34 +163,44 @@ func (c *Cluster) start(ctx context.Context, bin string, cred *syscall.Credentia
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return fmt.Errorf("pgtest: initdb: %v\n%s", err, out)
 	}
+	fsync := "off"
+	if opts.Durable {
+		fsync = "on"
+	}
+	c.args = []string{"-D", data, "-k", c.socket, "-p", strconv.Itoa(c.port),
+		"-c", "listen_addresses=", "-c", "max_connections=300", "-c", "fsync=" + fsync,
+		"-c", "shared_buffers=256MB", "-c", "unix_socket_permissions=0777"}
+	if !opts.Durable {
+		c.args = append(c.args, "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
+	}
+	c.bin, c.cred = bin, cred
+	return c.launch(ctx)
+}
+
+// launch starts the server on the initialised data directory and waits
+// until it accepts connections.
+func (c *Cluster) launch(ctx context.Context) error {
 	logFile, err := os.OpenFile(c.logf, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("pgtest: %w", err)
 	}
 	defer logFile.Close()
-	fsync := "off"
-	if opts.Durable {
-		fsync = "on"
-	}
-	args := []string{"-D", data, "-k", c.socket, "-p", strconv.Itoa(c.port),
-		"-c", "listen_addresses=", "-c", "max_connections=300", "-c", "fsync=" + fsync,
-		"-c", "shared_buffers=256MB", "-c", "unix_socket_permissions=0777"}
-	if !opts.Durable {
-		args = append(args, "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
-	}
 	// postgres itself, not pg_ctl: as a direct child it gets a parent-death
 	// signal (set after the credential change, which would clear it), so
 	// a test binary that dies takes its server with it.
-	c.cmd = exec.Command(filepath.Join(bin, "postgres"), args...)
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
+	c.cmd = exec.Command(filepath.Join(c.bin, "postgres"), c.args...)
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
 	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
 	c.cmd.Dir = c.dir
 	if err := c.cmd.Start(); err != nil {
 		return fmt.Errorf("pgtest: start postgres: %w", err)
 	}
+	exited := make(chan struct{})
+	c.exited = exited
+	cmd := c.cmd
 	go func() {
-		_ = c.cmd.Wait()
-		close(c.exited)
+		_ = cmd.Wait()
+		close(exited)
 	}()
 	for {
 		conn, err := pgx.Connect(ctx, c.DSN("postgres"))
@@ -196,13 +209,25 @@ func (c *Cluster) start(ctx context.Context, bin string, cred *syscall.Credentia
 			return nil
 		}
 		select {
-		case <-c.exited:
+		case <-exited:
 			return fmt.Errorf("pgtest: postgres exited at start:\n%s", c.Log())
 		case <-ctx.Done():
 			return fmt.Errorf("pgtest: postgres not ready after %v: %v\n%s", startTimeout, err, c.Log())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// StopServer stops the server (fast shutdown: sessions are cut,
+// committed data stays) and keeps its data, for tests of outages;
+// StartServer brings it back.
+func (c *Cluster) StopServer() { c.stopServer() }
+
+// StartServer starts a server StopServer stopped, on the same data.
+func (c *Cluster) StartServer(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	return c.launch(ctx)
 }
 
 // Log answers the server's log so far, for failure messages.
@@ -267,16 +292,21 @@ func (c *Cluster) Exec(ctx context.Context, sql string) error {
 // Stop shuts the server down (fast shutdown, then SIGKILL after ten
 // seconds) and removes its directory. Stopping twice is harmless.
 func (c *Cluster) Stop() {
-	if c.cmd != nil && c.cmd.Process != nil {
-		_ = c.cmd.Process.Signal(syscall.SIGINT)
-		select {
-		case <-c.exited:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
-			<-c.exited
-		}
-	}
+	c.stopServer()
 	os.RemoveAll(c.dir)
+}
+
+func (c *Cluster) stopServer() {
+	if c.cmd == nil || c.cmd.Process == nil {
+		return
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-c.exited:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		<-c.exited
+	}
 }
 
 var shared struct {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/memhost/memhost/internal/pgtest"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/tokenize"
 )
@@ -596,4 +597,67 @@ func benchRecordsIn(start, n int) []sdk.Record {
 		out[i] = c.record(start + i)
 	}
 	return out
+}
+
+// TestServerOutage stops PostgreSQL under a configured plugin: calls fail
+// with sdk.ErrUnavailable while it is down, the plugin serves again once
+// it is back (the pool reconnects), and every acknowledged write is there.
+func TestServerOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster of its own")
+	}
+	ctx := context.Background()
+	c, err := pgtest.Start(ctx, pgtest.Options{})
+	if errors.Is(err, pgtest.ErrNoPostgres) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	name, err := c.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New()
+	s.getenv = func(string) string { return c.DSN(name) + " connect_timeout=2" }
+	defer s.Close()
+	if err := s.Configure(ctx, []byte(`{"statement_timeout": "5s"}`)); err != nil {
+		t.Fatal(err)
+	}
+	rec := func(i int) sdk.Record {
+		return sdk.Record{Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: fmt.Sprintf("outage note %d", i), Body: "kept across the outage"}
+	}
+	before, err := s.Remember(ctx, realm, []sdk.Record{rec(1), rec(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.StopServer()
+	if _, err := s.Remember(ctx, realm, []sdk.Record{rec(3)}); !errors.Is(err, sdk.ErrUnavailable) {
+		t.Errorf("Remember while the server is down: %v, want sdk.ErrUnavailable", err)
+	}
+	if _, err := s.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "outage"}); !errors.Is(err, sdk.ErrUnavailable) {
+		t.Errorf("Recall while the server is down: %v, want sdk.ErrUnavailable", err)
+	}
+	if err := c.StartServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var after []string
+	for attempt := 0; ; attempt++ {
+		after, err = s.Remember(ctx, realm, []sdk.Record{rec(4)})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, sdk.ErrUnavailable) || attempt == 5 {
+			t.Fatalf("Remember after the server came back (attempt %d): %v", attempt, err)
+		}
+	}
+	got, err := s.Get(ctx, realm, append(before, after...))
+	if err != nil || len(got) != 3 {
+		t.Fatalf("Get after the outage = %d records, %v; want the 3 acknowledged", len(got), err)
+	}
+	hits, err := s.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "outage note"})
+	if err != nil || len(hits) != 3 {
+		t.Errorf("Recall after the outage = %d hits, %v; want 3", len(hits), err)
+	}
 }
