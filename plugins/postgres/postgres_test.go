@@ -521,19 +521,19 @@ func TestRecallFiltersInSQL(t *testing.T) {
 // the same scores, for every query, and pruning really happened.
 func TestPrunedRecallIsExact(t *testing.T) {
 	if testing.Short() {
-		t.Skip("writes 3000 records")
+		t.Skip("writes 2000 records")
 	}
 	schema := schemaFor(t.Name())
 	plans := map[string]int{}
 	var mu sync.Mutex
 	pruned := openStore(t, schema, func(s *Store) {
 		// Thresholds scaled to the small corpus, so most queries prune.
-		s.recall.pruneMin, s.recall.seed = 1, 40
+		s.recall.pruneMin, s.recall.seed, s.recall.probeCost = 1, 40, 1
 		s.recall.plan = func(p string) { mu.Lock(); plans[p]++; mu.Unlock() }
 	})
 	whole := openStore(t, schema, func(s *Store) { s.recall.noPrune = true })
 	ctx := context.Background()
-	const n = 3000
+	const n = 2000
 	for i := 0; i < n; i += 1000 {
 		if _, err := pruned.Remember(ctx, realm, benchRecordsIn(i, 1000)); err != nil {
 			t.Fatal(err)

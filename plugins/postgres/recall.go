@@ -36,7 +36,8 @@ import (
 //  1. A term can add at most ub(t) = idf(t)·(k1+1) to a score (tf/(tf+K)
 //     stays below 1).
 //  2. The rarest terms (summed postings within defaultSeed) give
-//     candidates, each scored over every query term by index probes; the
+//     candidates, each scored over every query term from its own postings
+//     (one covering-index read per candidate); the
 //     k-th best score θ is a lower bound of the true k-th best.
 //  3. The terms of smallest ub whose ub sum stays below θ cannot lift a
 //     record holding only them into the top k: candidates come from the
@@ -62,7 +63,11 @@ const (
 	defaultPruneMin = 4000
 	// defaultSeed bounds the postings of the rarest terms that seed the
 	// threshold θ.
-	defaultSeed = 2000
+	defaultSeed = 400
+	// defaultProbeCost is what scoring one candidate by probes costs, in postings
+	// scanned: pruning pays only while candidates × probeCost stays under
+	// the postings a whole scan reads.
+	defaultProbeCost = 8
 )
 
 // statsSQL answers the query terms present in the realm with their
@@ -109,7 +114,8 @@ WITH `+exSQL+`, scored AS (
 
 // probeSQL takes candidates from the postings of the terms $13 and scores
 // each over every query term with one primary-key probe per term (the
-// correlated subquery keeps the plan to probes).
+// correlated subquery reads each candidate's postings from postings_by_seq,
+// which covers what scoring needs).
 var probeSQL = fmt.Sprintf(`
 WITH `+exSQL+`, cand AS (
 	SELECT DISTINCT p.seq FROM postings AS p CROSS JOIN ex
@@ -128,8 +134,8 @@ WITH `+exSQL+`, cand AS (
 // recallOptions are tunables tests adjust.
 type recallOptions struct {
 	noPrune bool // score every posting (the reference for pruning tests)
-	// pruneMin and seed replace defaultPruneMin and defaultSeed when set.
-	pruneMin, seed int64
+	// pruneMin, seed and probeCost replace their defaults when set.
+	pruneMin, seed, probeCost int64
 	// plan, when set, hears how each recall was answered: "scan",
 	// "seeded" (the seed answer was final) or "pruned".
 	plan func(string)
@@ -238,6 +244,7 @@ func search(ctx context.Context, tx pgx.Tx, q sdk.RecallQuery, terms []string, l
 		return readHits(ctx, tx, probeSQL, append(args, sel)...)
 	}
 	pruneMin, seedMax := cmp.Or(opts.pruneMin, defaultPruneMin), cmp.Or(opts.seed, defaultSeed)
+	probeCost := cmp.Or(opts.probeCost, defaultProbeCost)
 	if opts.noPrune || window == nil || postings < pruneMin {
 		return score(nil)
 	}
@@ -245,15 +252,16 @@ func search(ctx context.Context, tx pgx.Tx, q sdk.RecallQuery, terms []string, l
 	slices.SortFunc(qts, func(a, b queryTerm) int { return cmp.Compare(a.df, b.df) })
 	var seed []int64
 	var seedDF int64
+	seedMax = min(seedMax, postings/probeCost/2)
 	for i := range qts {
-		if i > 0 && seedDF+qts[i].df > seedMax {
+		if seedDF+qts[i].df > seedMax {
 			break
 		}
 		seedDF += qts[i].df
 		qts[i].selected = true
 		seed = append(seed, qts[i].id)
 	}
-	if len(seed) == len(qts) {
+	if len(seed) == 0 || len(seed) == len(qts) {
 		return score(nil)
 	}
 	first, err := score(seed)
@@ -277,10 +285,15 @@ func search(ctx context.Context, tx pgx.Tx, q sdk.RecallQuery, terms []string, l
 		return score(nil)
 	}
 	var essential []int64
+	var essentialDF int64
 	covered := true // every essential term seeded: the first answer is final
 	for _, t := range qts[k:] {
 		essential = append(essential, t.id)
+		essentialDF += t.df
 		covered = covered && t.selected
+	}
+	if !covered && essentialDF*probeCost > postings {
+		return score(nil)
 	}
 	if covered {
 		opts.note("seeded")

@@ -69,7 +69,9 @@ CREATE TABLE postings (
 	expires_ms bigint  NOT NULL,
 	PRIMARY KEY (term_id, seq) INCLUDE (tf, dl, scope, expires_ms)
 );
-CREATE INDEX postings_by_seq ON postings (seq);
+-- A record's postings, for unindexing and for scoring candidates (recall's
+-- probes read one record's terms from this index alone).
+CREATE INDEX postings_by_seq ON postings (seq) INCLUDE (term_id, tf, dl);
 -- BM25's N and total length per realm, split over slots so concurrent
 -- writers (on any host) rarely wait on one row; readers sum the slots.
 CREATE TABLE index_totals (
