@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/internal/pgtest"
-	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 func TestMain(m *testing.M) {
@@ -113,7 +113,7 @@ func pluginBinary(tb testing.TB) string {
 
 // launchPlugin starts the built plugin as the host does and configures it
 // with cfg; it is stopped when tb ends.
-func launchPlugin(tb testing.TB, cfg json.RawMessage) (*sdk.Conn, *sdk.ProviderClient) {
+func launchPlugin(tb testing.TB, cfg json.RawMessage) (*host.Conn, host.FullProvider) {
 	tb.Helper()
 	path := pluginBinary(tb)
 	data, err := os.ReadFile(path)
@@ -122,7 +122,7 @@ func launchPlugin(tb testing.TB, cfg json.RawMessage) (*sdk.Conn, *sdk.ProviderC
 	}
 	sum := sha256.Sum256(data)
 	ctx := context.Background()
-	conn, err := sdk.Launch(ctx, sdk.LaunchOptions{Name: "postgres", Path: path, SHA256: sum[:], Dir: tb.TempDir()})
+	conn, err := host.Launch(ctx, host.LaunchOptions{Name: "postgres", Path: path, SHA256: sum[:], Dir: tb.TempDir()})
 	if err != nil {
 		tb.Fatalf("launch plugin: %v", err)
 	}
@@ -130,7 +130,7 @@ func launchPlugin(tb testing.TB, cfg json.RawMessage) (*sdk.Conn, *sdk.ProviderC
 	if err := conn.Configure(ctx, cfg); err != nil {
 		tb.Fatalf("configure plugin: %v", err)
 	}
-	p, err := conn.Provider()
+	p, err := conn.FullProvider()
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -10,13 +10,14 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/usage"
 )
 
 // The record manifest lists recallable rows (active, unexpired) of the
 // asked scopes, or of every scope of the realm when none are asked, with
 // the sqlite provider's working-set rule:
 //
-//  1. the k used records of highest usage rank (sdk.UsageKey, each use
+//  1. the k used records of highest usage rank (usage.Key, each use
 //     decayed by age), highest first, then
 //  2. the newest never-used records by updated time, filling up to 2k.
 //
@@ -136,7 +137,7 @@ func listRows(ctx context.Context, db querier, query string, now time.Time, args
 		}
 		r.UpdatedAt = fromMillis(updated)
 		if uses > 0 {
-			r.Rank = sdk.UsageRank(key, now)
+			r.Rank = usage.Rank(key, now)
 		}
 		out = append(out, r)
 	}

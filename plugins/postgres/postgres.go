@@ -14,11 +14,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"sync"
 	"time"
 
-	hclog "github.com/hashicorp/go-hclog"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/memhost/memhost/sdk"
 )
@@ -36,7 +36,7 @@ type Store struct {
 	set    settings
 	closed bool
 
-	log    hclog.Logger
+	log    *slog.Logger
 	now    func() time.Time
 	getenv func(string) string
 	recall recallOptions
@@ -44,7 +44,7 @@ type Store struct {
 
 // New returns an unconfigured provider.
 func New() *Store {
-	return &Store{log: sdk.NewPluginLogger("postgres"), now: time.Now, getenv: os.Getenv}
+	return &Store{log: sdk.Logger(), now: time.Now, getenv: os.Getenv}
 }
 
 var (

@@ -25,7 +25,7 @@ CREATE TABLE records (
 	tag_keys     text[]  NOT NULL, -- case-folded tags, for filters
 	use_count    bigint  NOT NULL DEFAULT 0,
 	last_used_ms bigint  NOT NULL DEFAULT 0,
-	usage_key    float8  NOT NULL DEFAULT 0, -- see sdk.UsageKey
+	usage_key    float8  NOT NULL DEFAULT 0, -- see usage.Key
 	kind         text    NOT NULL,
 	trust        text    NOT NULL,
 	supersedes   text    NOT NULL,

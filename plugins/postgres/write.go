@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/usage"
 )
 
 // Writers on many hosts share the tables, so every write is one
@@ -434,7 +435,7 @@ func markUsed(ctx context.Context, db *pgxpool.Pool, realm string, ids []string,
 				return err
 			}
 			seqs = append(seqs, seq)
-			keys = append(keys, sdk.UsageKey(key, count > 0, at))
+			keys = append(keys, usage.Key(key, count > 0, at))
 		}
 		if err := rows.Err(); err != nil {
 			return err
