@@ -14,7 +14,7 @@ import (
 func TestKilledProviderLosesNoAcknowledgedWrite(t *testing.T) {
 	for _, pc := range providerConfigs {
 		t.Run(pc.plugin, func(t *testing.T) {
-			m := startMemhost(t, providerDeployment(pc.plugin, pc.config))
+			m := startMemhost(t, providerDeployment(pc.plugin, pc.config), envFor(t, pc.env)...)
 			pid := pluginPids(t, m)[0]
 			type acked struct{ id, title string }
 			var ok []acked

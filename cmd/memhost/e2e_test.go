@@ -19,10 +19,15 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/internal/apispec"
+	"github.com/memhost/memhost/internal/pgtest"
 	"github.com/memhost/memhost/internal/testbin"
 )
 
-func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
+func TestMain(m *testing.M) {
+	code := testbin.Main(m)
+	pgtest.StopShared()
+	os.Exit(code)
+}
 
 var (
 	specOnce sync.Once

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/memhost/memhost/internal/pgtest"
 )
 
 // providerConfigs are the first-party providers, each as the only provider
@@ -13,10 +15,29 @@ var providerConfigs = []struct {
 	plugin   string
 	config   string
 	manifest bool // keeps a record manifest (build index, /v1/manifest)
+	// env answers the environment memhost needs for the provider (nil:
+	// none): the postgres provider's connection string.
+	env func(t *testing.T) []string
 }{
-	{"markdown", `{ root = "md" }`, false},
-	{"sqlite", `{ path = "memory.db" }`, true},
-	{"bleve", `{ dir = "bleve" }`, true},
+	{"markdown", `{ root = "md" }`, false, nil},
+	{"sqlite", `{ path = "memory.db" }`, true, nil},
+	{"bleve", `{ dir = "bleve" }`, true, nil},
+	{"postgres", `{ pool_size = 4 }`, true, postgresEnv},
+}
+
+// postgresEnv gives the test a fresh database on the test process's
+// throwaway PostgreSQL cluster, in the variable the postgres provider
+// reads by default.
+func postgresEnv(t *testing.T) []string {
+	return []string{"MEMHOST_POSTGRES_DSN=" + pgtest.Shared(t).NewDatabase(t)}
+}
+
+// envFor answers pc's environment for this test.
+func envFor(t *testing.T, env func(*testing.T) []string) []string {
+	if env == nil {
+		return nil
+	}
+	return env(t)
 }
 
 func providerDeployment(plugin, config string) string {
@@ -35,7 +56,7 @@ type turnAnswer struct {
 func TestMemoryEndpoints(t *testing.T) {
 	for _, pc := range providerConfigs {
 		t.Run(pc.plugin, func(t *testing.T) {
-			m := startMemhost(t, providerDeployment(pc.plugin, pc.config))
+			m := startMemhost(t, providerDeployment(pc.plugin, pc.config), envFor(t, pc.env)...)
 			ids := remember(t, m,
 				map[string]any{"scope": "identity:alice", "kind": "preference", "title": "Espresso order", "description": "how Alice takes coffee", "body": "Alice takes her espresso without sugar.", "tags": []string{"coffee"}},
 				map[string]any{"scope": "realm", "kind": "procedure", "title": "Deploy checklist", "description": "steps before a deploy", "body": "Run the migrations before deploying the espresso service.", "tags": []string{"ops"}},

@@ -1,0 +1,141 @@
+package postgres
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/memhost/memhost/sdk"
+)
+
+// Configuration defaults.
+const (
+	DefaultDSNEnv           = "MEMHOST_POSTGRES_DSN"
+	DefaultSchema           = "memhost"
+	DefaultPoolSize         = 8
+	DefaultStatementTimeout = 10 * time.Second
+	maxPoolSize             = 200
+	maxStatementTimeout     = 10 * time.Minute
+)
+
+// configSchema is the JSON Schema of Config, published in Info.
+const configSchema = `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "title": "memhost postgres provider",
+  "type": "object",
+  "properties": {
+    "dsn_env": {
+      "type": "string",
+      "description": "Environment variable holding the PostgreSQL connection string (URL or key=value form). The string itself never sits in the config file.",
+      "default": "MEMHOST_POSTGRES_DSN",
+      "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"
+    },
+    "schema": {
+      "type": "string",
+      "description": "PostgreSQL schema holding the provider's tables; created on first start. Deployments sharing a database use different schemas.",
+      "default": "memhost",
+      "pattern": "^[a-z_][a-z0-9_]{0,62}$"
+    },
+    "pool_size": {
+      "type": "integer",
+      "description": "Most connections the plugin holds open.",
+      "default": 8,
+      "minimum": 1,
+      "maximum": 200
+    },
+    "statement_timeout": {
+      "type": "string",
+      "description": "PostgreSQL statement_timeout for every statement, as a Go duration (\"10s\", \"1500ms\").",
+      "default": "10s"
+    }
+  },
+  "additionalProperties": false
+}`
+
+// Config is the provider's configuration, as the deployment writes it.
+type Config struct {
+	DSNEnv           string `json:"dsn_env"`
+	Schema           string `json:"schema"`
+	PoolSize         int    `json:"pool_size"`
+	StatementTimeout string `json:"statement_timeout"`
+}
+
+// settings is a validated Config with the connection string read.
+type settings struct {
+	dsnEnv           string
+	schema           string
+	poolSize         int
+	statementTimeout time.Duration
+	pool             *pgxpool.Config
+}
+
+var (
+	envNameRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	schemaNameRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+)
+
+func fieldErr(field, problem string) error {
+	return &sdk.FieldError{Field: field, Problem: problem, Err: sdk.ErrInvalid}
+}
+
+// parseConfig decodes a configuration strictly and reads the connection
+// string from the environment (getenv). Errors wrap sdk.ErrInvalid and
+// never repeat the connection string, which may hold a password.
+func parseConfig(raw json.RawMessage, getenv func(string) string) (settings, error) {
+	cfg := Config{DSNEnv: DefaultDSNEnv, Schema: DefaultSchema, PoolSize: DefaultPoolSize}
+	if err := sdk.DecodeConfig(raw, &cfg); err != nil {
+		return settings{}, fmt.Errorf("postgres: config: %w", err)
+	}
+	s := settings{dsnEnv: cfg.DSNEnv, schema: cfg.Schema, poolSize: cfg.PoolSize, statementTimeout: DefaultStatementTimeout}
+	bad := func(err error) (settings, error) { return settings{}, fmt.Errorf("postgres: config: %w", err) }
+	if !envNameRE.MatchString(cfg.DSNEnv) {
+		return bad(fieldErr("dsn_env", fmt.Sprintf("%q is not an environment variable name (letters, digits, underscores)", cfg.DSNEnv)))
+	}
+	if !schemaNameRE.MatchString(cfg.Schema) {
+		return bad(fieldErr("schema", fmt.Sprintf("%q must be 1-63 lower-case letters, digits or underscores, not starting with a digit", cfg.Schema)))
+	}
+	if cfg.PoolSize < 1 || cfg.PoolSize > maxPoolSize {
+		return bad(fieldErr("pool_size", fmt.Sprintf("is %d, must be 1 to %d", cfg.PoolSize, maxPoolSize)))
+	}
+	if cfg.StatementTimeout != "" {
+		d, err := time.ParseDuration(cfg.StatementTimeout)
+		switch {
+		case err != nil:
+			return bad(fieldErr("statement_timeout", fmt.Sprintf("%q is not a duration such as \"10s\"", cfg.StatementTimeout)))
+		case d < time.Millisecond || d > maxStatementTimeout:
+			return bad(fieldErr("statement_timeout", fmt.Sprintf("is %v, must be 1ms to %v", d, maxStatementTimeout)))
+		}
+		s.statementTimeout = d
+	}
+	dsn := getenv(cfg.DSNEnv)
+	if dsn == "" {
+		return bad(fieldErr("dsn_env", fmt.Sprintf("environment variable %s is unset or empty; set it to the PostgreSQL connection string", cfg.DSNEnv)))
+	}
+	pc, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// pgx's message quotes the string; say only where it came from.
+		return bad(fieldErr("dsn_env", fmt.Sprintf("the connection string in %s does not parse (check its syntax)", cfg.DSNEnv)))
+	}
+	pc.MaxConns = int32(s.poolSize)
+	pc.MinConns = 0
+	rp := pc.ConnConfig.RuntimeParams
+	rp["search_path"] = s.schema
+	rp["statement_timeout"] = fmt.Sprint(s.statementTimeout.Milliseconds())
+	if rp["application_name"] == "" {
+		rp["application_name"] = "memhost-postgres"
+	}
+	if pc.ConnConfig.ConnectTimeout == 0 {
+		pc.ConnConfig.ConnectTimeout = 10 * time.Second
+	}
+	s.pool = pc
+	return s, nil
+}
+
+// describeTarget names the server and database a pool connects to, for
+// errors: never the password.
+func describeTarget(pc *pgxpool.Config) string {
+	cc := pc.ConnConfig
+	return fmt.Sprintf("database %q on %s:%d as %q", cc.Database, cc.Host, cc.Port, cc.User)
+}

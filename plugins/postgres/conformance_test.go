@@ -1,0 +1,46 @@
+package postgres
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/conformance"
+)
+
+// conformanceTarget gives every check a schema of its own, named after its
+// data directory, so checks start empty and a restart finds its data.
+func conformanceTarget() conformance.Target {
+	return conformance.Target{
+		Config: func(dir string) json.RawMessage { return configJSON(schemaFor(dir)) },
+		BadConfigs: []json.RawMessage{
+			json.RawMessage(`{"dsn_env": "MEMHOST_NO_SUCH_VARIABLE_SET"}`),
+			json.RawMessage(`{"dsn_env": "not a name"}`),
+			json.RawMessage(`{"dsn_env": "` + testDSNEnv + `", "pool_size": 0}`),
+			json.RawMessage(`{"dsn_env": "` + testDSNEnv + `", "statement_timeout": "soon"}`),
+			json.RawMessage(`{"dsn_env": "` + testDSNEnv + `", "schema": "Bad-Schema"}`),
+			json.RawMessage(`{"dsn": "postgres://user:secret@db/memhost"}`),
+		},
+	}
+}
+
+// TestConformance runs memhost's provider suite in-process.
+func TestConformance(t *testing.T) {
+	testDSN(t)
+	target := conformanceTarget()
+	target.New = func() sdk.Plugin { return New() }
+	conformance.RunProvider(t, target)
+}
+
+// TestConformanceBinary runs it against the built plugin, as the host
+// starts it (this adds the kit's crash check).
+func TestConformanceBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the plugin binary")
+	}
+	testDSN(t)
+	target := conformanceTarget()
+	target.Binary = pluginBinary(t)
+	target.Manifest = conformance.WriteManifest(t, New().Info(), target.Binary)
+	conformance.RunProvider(t, target)
+}

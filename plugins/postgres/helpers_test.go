@@ -1,0 +1,138 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memhost/memhost/internal/pgtest"
+	"github.com/memhost/memhost/sdk/host"
+)
+
+func TestMain(m *testing.M) {
+	code := pgtest.Main(m)
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// testDSNEnv carries the test database's connection string to plugins,
+// in-process and as processes (they inherit the environment), as a
+// deployment's MEMHOST_POSTGRES_DSN would.
+const testDSNEnv = "MEMHOST_POSTGRES_TEST_DSN"
+
+var testDB struct {
+	sync.Mutex
+	dsn string
+}
+
+// testDSN answers the connection string of the test process's database on
+// the shared cluster and exports it as testDSNEnv; tests keep apart by
+// schema (testSchema).
+func testDSN(tb testing.TB) string {
+	tb.Helper()
+	c := pgtest.Shared(tb)
+	testDB.Lock()
+	defer testDB.Unlock()
+	if testDB.dsn == "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		name, err := c.CreateDatabase(ctx)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		testDB.dsn = c.DSN(name)
+		os.Setenv(testDSNEnv, testDB.dsn)
+	}
+	return testDB.dsn
+}
+
+// schemaFor names a schema of its own for key (a test name, a directory).
+func schemaFor(key string) string {
+	h := sha256.Sum256([]byte(key))
+	return "t_" + hex.EncodeToString(h[:10])
+}
+
+func configJSON(schema string, extra ...string) json.RawMessage {
+	cfg := map[string]any{"dsn_env": testDSNEnv, "schema": schema}
+	for i := 0; i+1 < len(extra); i += 2 {
+		cfg[extra[i]] = extra[i+1]
+	}
+	data, _ := json.Marshal(cfg)
+	return data
+}
+
+// openStore configures an in-process store on schema, closed when tb ends.
+func openStore(tb testing.TB, schema string, opts ...func(*Store)) *Store {
+	tb.Helper()
+	testDSN(tb)
+	s := New()
+	for _, o := range opts {
+		o(s)
+	}
+	if err := s.Configure(context.Background(), configJSON(schema)); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
+var built struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+	out  []byte
+}
+
+// pluginBinary builds memhost-plugin-postgres once per test process, into
+// a directory TestMain removes (benchmarks outlive any one TempDir).
+func pluginBinary(tb testing.TB) string {
+	tb.Helper()
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "memhost-postgres-bin-"); built.err != nil {
+			return
+		}
+		built.path = filepath.Join(built.dir, "memhost-plugin-postgres")
+		cmd := exec.Command("go", "build", "-o", built.path, "./cmd/memhost-plugin-postgres")
+		built.out, built.err = cmd.CombinedOutput()
+	})
+	if built.err != nil {
+		tb.Fatalf("build plugin: %v\n%s", built.err, built.out)
+	}
+	return built.path
+}
+
+// launchPlugin starts the built plugin as the host does and configures it
+// with cfg; it is stopped when tb ends.
+func launchPlugin(tb testing.TB, cfg json.RawMessage) (*host.Conn, host.FullProvider) {
+	tb.Helper()
+	path := pluginBinary(tb)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	ctx := context.Background()
+	conn, err := host.Launch(ctx, host.LaunchOptions{Name: "postgres", Path: path, SHA256: sum[:], Dir: tb.TempDir()})
+	if err != nil {
+		tb.Fatalf("launch plugin: %v", err)
+	}
+	tb.Cleanup(conn.Close)
+	if err := conn.Configure(ctx, cfg); err != nil {
+		tb.Fatalf("configure plugin: %v", err)
+	}
+	p, err := conn.FullProvider()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return conn, p
+}

@@ -1,0 +1,218 @@
+// Package postgres is memhost's PostgreSQL provider: every record of every
+// realm in one PostgreSQL schema, shared by any number of hosts. Recall is
+// BM25 computed in SQL over the provider's own inverted index of the shared
+// tokenizer's terms; it also keeps record manifests ranked by use, usage
+// counters, supersede and the injection ledger.
+//
+// Unlike the file-backed providers, many plugin processes (one per host)
+// may open one schema at once: writes are idempotent by content hash
+// through a unique index, and schema migrations take an advisory lock.
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/memhost/memhost/sdk"
+)
+
+// Version is the plugin's semantic version.
+const Version = "0.1.0"
+
+// Store is the PostgreSQL provider. The zero value is not usable; call
+// New. It is safe for concurrent use once configured.
+type Store struct {
+	// mu guards pool: calls hold it shared, Configure and Close
+	// exclusively, so Close waits for calls in flight.
+	mu     sync.RWMutex
+	pool   *pgxpool.Pool
+	set    settings
+	closed bool
+
+	log    *slog.Logger
+	now    func() time.Time
+	getenv func(string) string
+	recall recallOptions
+}
+
+// New returns an unconfigured provider.
+func New() *Store {
+	return &Store{log: sdk.Logger(), now: time.Now, getenv: os.Getenv}
+}
+
+var (
+	_ sdk.Plugin          = (*Store)(nil)
+	_ sdk.Provider        = (*Store)(nil)
+	_ sdk.RecordWriter    = (*Store)(nil)
+	_ sdk.RecordGetter    = (*Store)(nil)
+	_ sdk.RecordForgetter = (*Store)(nil)
+	_ sdk.ManifestLister  = (*Store)(nil)
+	_ sdk.Superseder      = (*Store)(nil)
+	_ sdk.UsageMarker     = (*Store)(nil)
+	_ sdk.LedgerWriter    = (*Store)(nil)
+	_ io.Closer           = (*Store)(nil)
+)
+
+// Info describes the plugin.
+func (s *Store) Info() sdk.Info {
+	return sdk.Info{
+		Name:      "postgres",
+		Version:   Version,
+		Kinds:     []sdk.PluginKind{sdk.KindProvider},
+		Protocols: []int{sdk.ProtocolVersion},
+		Capabilities: sdk.Capabilities{
+			sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest,
+			sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger,
+		},
+		ConfigSchema: json.RawMessage(configSchema),
+	}
+}
+
+// Configure decodes the configuration, connects, and migrates the schema,
+// so a bad connection string, an unreachable server or a foreign schema
+// fails here, naming the database (never the password).
+func (s *Store) Configure(ctx context.Context, raw json.RawMessage) error {
+	set, err := parseConfig(raw, s.getenv)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return fmt.Errorf("postgres: configure after close: %w", sdk.ErrUnavailable)
+	case s.pool != nil:
+		return fmt.Errorf("postgres: already configured: %w", sdk.ErrConflict)
+	}
+	target := describeTarget(set.pool)
+	pool, err := pgxpool.NewWithConfig(ctx, set.pool)
+	if err != nil {
+		return fmt.Errorf("postgres: connect to %s: %w", target, classify(err))
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return fmt.Errorf("postgres: connect to %s: %w", target, classify(err))
+	}
+	if err := migrate(ctx, pool, set.schema); err != nil {
+		pool.Close()
+		return fmt.Errorf("postgres: %s: %w", target, classify(err))
+	}
+	s.pool, s.set = pool, set
+	s.log.Debug("connected", "target", target, "schema", set.schema, "pool_size", set.poolSize)
+	return nil
+}
+
+// Close waits for calls in flight and closes the pool. Closing twice is
+// harmless.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.pool != nil {
+		s.pool.Close()
+		s.pool = nil
+	}
+	return nil
+}
+
+// use runs fn with the pool, holding the shared lock.
+func (s *Store) use(fn func(db *pgxpool.Pool) error) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.pool == nil {
+		if s.closed {
+			return fmt.Errorf("postgres: provider is closed: %w", sdk.ErrUnavailable)
+		}
+		return fmt.Errorf("postgres: provider is not configured: %w", sdk.ErrUnavailable)
+	}
+	return fn(s.pool)
+}
+
+// Recall answers the active, unexpired records of the query's realm and
+// scopes that best match its text, best first (see recall.go).
+func (s *Store) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
+	var hits []sdk.Hit
+	err := s.use(func(db *pgxpool.Pool) (err error) {
+		hits, err = recall(ctx, db, q, s.now(), s.recall)
+		return err
+	})
+	return hits, err
+}
+
+// Remember stores records all or nothing and answers their ids; a record
+// whose content is already live in its scope answers the existing id.
+func (s *Store) Remember(ctx context.Context, realm string, records []sdk.Record) ([]string, error) {
+	var ids []string
+	err := s.use(func(db *pgxpool.Pool) (err error) {
+		ids, err = remember(ctx, db, realm, records, s.now())
+		return err
+	})
+	return ids, err
+}
+
+// Get answers the records found among ids, of any status, in the order
+// asked.
+func (s *Store) Get(ctx context.Context, realm string, ids []string) ([]sdk.Record, error) {
+	var recs []sdk.Record
+	err := s.use(func(db *pgxpool.Pool) (err error) {
+		recs, err = get(ctx, db, realm, ids)
+		return err
+	})
+	return recs, err
+}
+
+// Forget deletes records and answers how many were there.
+func (s *Store) Forget(ctx context.Context, realm string, ids []string) (int, error) {
+	var n int
+	err := s.use(func(db *pgxpool.Pool) (err error) {
+		n, err = forget(ctx, db, realm, ids)
+		return err
+	})
+	return n, err
+}
+
+// Manifest lists metadata rows of the realm's recallable records (see
+// manifest.go for the working-set rule).
+func (s *Store) Manifest(ctx context.Context, q sdk.ManifestQuery) ([]sdk.ManifestRow, error) {
+	var rows []sdk.ManifestRow
+	err := s.use(func(db *pgxpool.Pool) (err error) {
+		rows, err = manifest(ctx, db, q, s.now())
+		return err
+	})
+	return rows, err
+}
+
+// Supersede stores replacement and marks oldID superseded, in one
+// transaction, and answers the replacement's id.
+func (s *Store) Supersede(ctx context.Context, realm, oldID string, replacement sdk.Record) (string, error) {
+	var id string
+	err := s.use(func(db *pgxpool.Pool) (err error) {
+		id, err = supersede(ctx, db, realm, oldID, replacement, s.now())
+		return err
+	})
+	return id, err
+}
+
+// MarkUsed counts one use of each record at the given time.
+func (s *Store) MarkUsed(ctx context.Context, realm string, ids []string, at time.Time) error {
+	return s.use(func(db *pgxpool.Pool) error {
+		if at.IsZero() {
+			at = s.now()
+		}
+		return markUsed(ctx, db, realm, ids, at)
+	})
+}
+
+// WriteLedger appends injection ledger entries, all or nothing.
+func (s *Store) WriteLedger(ctx context.Context, entries []sdk.LedgerEntry) error {
+	return s.use(func(db *pgxpool.Pool) error {
+		return writeLedger(ctx, db, entries, s.now())
+	})
+}

@@ -1,0 +1,75 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/memhost/memhost/sdk"
+)
+
+// recordColumns are the columns scanRecord reads, in order.
+const recordColumns = `r.id, r.realm, r.scope, r.kind, r.title, r.description, r.body, r.tags, r.trust, r.status,
+	r.supersedes, r.created_ms, r.updated_ms, r.expires_ms, r.content_hash, r.use_count, r.last_used_ms`
+
+// scanRecord reads recordColumns, then any extra columns into extra.
+func scanRecord(row pgx.Row, r *sdk.Record, extra ...any) error {
+	var created, updated, expires, lastUsed int64
+	dest := append([]any{
+		&r.ID, &r.Realm, &r.Scope, &r.Kind, &r.Title, &r.Description, &r.Body, &r.Tags, &r.Trust, &r.Status,
+		&r.Supersedes, &created, &updated, &expires, &r.ContentHash, &r.UseCount, &lastUsed,
+	}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return err
+	}
+	if len(r.Tags) == 0 {
+		r.Tags = nil
+	}
+	r.CreatedAt, r.UpdatedAt = fromMillis(created), fromMillis(updated)
+	r.ExpiresAt, r.LastUsedAt = fromMillis(expires), fromMillis(lastUsed)
+	return nil
+}
+
+// fromMillis reads a stored time; 0 is the zero time.
+func fromMillis(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+// get answers the records of realm named by ids, of any status, in the
+// order asked; ids not there are skipped.
+func get(ctx context.Context, db *pgxpool.Pool, realm string, ids []string) ([]sdk.Record, error) {
+	if err := checkIDs(realm, ids); err != nil {
+		return nil, fmt.Errorf("postgres: get: %w", err)
+	}
+	out := []sdk.Record{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := db.Query(ctx, `SELECT `+recordColumns+` FROM records AS r WHERE r.realm = $1 AND r.id = ANY($2)`, realm, ids)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: get: %w", classify(err))
+	}
+	defer rows.Close()
+	byID := make(map[string]sdk.Record, len(ids))
+	for rows.Next() {
+		var r sdk.Record
+		if err := scanRecord(rows, &r); err != nil {
+			return nil, fmt.Errorf("postgres: get: %w", classify(err))
+		}
+		byID[r.ID] = r
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: get: %w", classify(err))
+	}
+	for _, id := range ids {
+		if r, ok := byID[id]; ok {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}

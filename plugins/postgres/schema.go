@@ -1,0 +1,170 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// migrations build the schema, one step per version: migrations[i] takes
+// it from version i to i+1. Steps are append-only; a released step is
+// never edited. Every name is unqualified: connections set search_path to
+// the configured schema.
+var migrations = []string{
+	// 1: records, the inverted index and its statistics, and the ledger.
+	`
+CREATE TABLE records (
+	seq          bigint  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	realm        text    NOT NULL,
+	id           text    NOT NULL,
+	scope        text    NOT NULL,
+	status       text    NOT NULL CHECK (status IN ('active', 'superseded', 'quarantined', 'tombstoned')),
+	expires_ms   bigint  NOT NULL, -- 0: never
+	tag_keys     text[]  NOT NULL, -- case-folded tags, for filters
+	use_count    bigint  NOT NULL DEFAULT 0,
+	last_used_ms bigint  NOT NULL DEFAULT 0,
+	usage_key    float8  NOT NULL DEFAULT 0, -- see usage.Key
+	kind         text    NOT NULL,
+	trust        text    NOT NULL,
+	supersedes   text    NOT NULL,
+	created_ms   bigint  NOT NULL,
+	updated_ms   bigint  NOT NULL,
+	content_hash text    NOT NULL,
+	ntok         integer NOT NULL, -- terms indexed for this record (BM25's length)
+	title        text    NOT NULL,
+	description  text    NOT NULL,
+	tags         text[]  NOT NULL,
+	body         text    NOT NULL
+);
+CREATE UNIQUE INDEX records_by_id ON records (realm, id);
+-- Idempotent writes: one live copy of a content per scope, whichever host
+-- writes it. Superseded and tombstoned records do not count.
+CREATE UNIQUE INDEX records_by_content ON records (realm, scope, content_hash)
+	WHERE status IN ('active', 'quarantined');
+CREATE INDEX records_unused_by_scope ON records (realm, scope, updated_ms) WHERE use_count = 0;
+CREATE INDEX records_unused_by_realm ON records (realm, updated_ms) WHERE use_count = 0;
+CREATE INDEX records_used_by_scope ON records (realm, scope, usage_key) WHERE use_count > 0;
+CREATE INDEX records_used_by_realm ON records (realm, usage_key) WHERE use_count > 0;
+
+-- The vocabulary of each realm, with document frequencies (BM25's n).
+CREATE TABLE terms (
+	term_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	realm   text   NOT NULL,
+	term    text   NOT NULL,
+	df      bigint NOT NULL,
+	UNIQUE (realm, term)
+) WITH (fillfactor = 50); -- room for df updates in place (HOT), sparing both indexes
+-- One row per term of each active record. tf is the field-weighted term
+-- frequency, dl the record's length; scope and expiry are copied here so
+-- recall filters without touching records. The primary key covers every
+-- column recall reads, so it scans the index alone.
+CREATE TABLE postings (
+	term_id    bigint  NOT NULL,
+	seq        bigint  NOT NULL,
+	tf         real    NOT NULL,
+	dl         integer NOT NULL,
+	scope      text    NOT NULL,
+	expires_ms bigint  NOT NULL,
+	PRIMARY KEY (term_id, seq) INCLUDE (tf, dl, scope, expires_ms)
+);
+-- A record's postings, for unindexing and for scoring candidates (recall's
+-- probes read one record's terms from this index alone).
+CREATE INDEX postings_by_seq ON postings (seq) INCLUDE (term_id, tf, dl);
+-- BM25's N and total length per realm, split over slots so concurrent
+-- writers (on any host) rarely wait on one row; readers sum the slots.
+CREATE TABLE index_totals (
+	realm  text     NOT NULL,
+	slot   smallint NOT NULL,
+	docs   bigint   NOT NULL,
+	tokens bigint   NOT NULL,
+	PRIMARY KEY (realm, slot)
+);
+
+CREATE TABLE ledger (
+	seq       bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	realm     text   NOT NULL,
+	identity  text   NOT NULL,
+	session   text   NOT NULL,
+	record_id text   NOT NULL,
+	surface   text   NOT NULL,
+	bytes     bigint NOT NULL,
+	at_ms     bigint NOT NULL
+);
+CREATE INDEX ledger_by_record ON ledger (realm, record_id, at_ms);
+`,
+}
+
+// schemaVersion is the version this build writes.
+var schemaVersion = len(migrations)
+
+// migrateLockKey is the first key of the advisory lock migrations hold
+// (the second is the schema name's hash): "memh" in ASCII.
+const migrateLockKey = 0x6d656d68
+
+// migrate brings the schema to schemaVersion in one transaction, holding
+// a transaction-level advisory lock so hosts starting at once migrate one
+// after another (the later ones find nothing to do). It refuses a schema a
+// newer build wrote, and one holding tables but no memhost version.
+func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	// Waiting for another host's migration may take longer than one
+	// statement may; Configure's context bounds the wait instead.
+	if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0"); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, hashtext($2))", migrateLockKey, schema); err != nil {
+		return fmt.Errorf("take the migration lock: %w", err)
+	}
+	ident := pgx.Identifier{schema}.Sanitize()
+	if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+ident); err != nil {
+		return fmt.Errorf("create schema %s: %w", schema, err)
+	}
+	var hasVersions bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = $1 AND tablename = 'schema_migrations')`, schema).Scan(&hasVersions); err != nil {
+		return err
+	}
+	version := 0
+	if hasVersions {
+		if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+ident+".schema_migrations").Scan(&version); err != nil {
+			return fmt.Errorf("read schema version: %w", err)
+		}
+	} else {
+		var tables int
+		if err := tx.QueryRow(ctx, "SELECT count(*) FROM pg_tables WHERE schemaname = $1", schema).Scan(&tables); err != nil {
+			return err
+		}
+		if tables > 0 {
+			return fmt.Errorf("schema %s holds %d tables but no memhost schema version: not a memhost schema (configure another schema)", schema, tables)
+		}
+		if _, err := tx.Exec(ctx, "CREATE TABLE "+ident+`.schema_migrations (
+			version    integer     PRIMARY KEY,
+			applied_at timestamptz NOT NULL DEFAULT now()
+		)`); err != nil {
+			return err
+		}
+	}
+	switch {
+	case version > schemaVersion:
+		return fmt.Errorf("schema %s is at version %d, newer than this plugin's %d: upgrade the plugin", schema, version, schemaVersion)
+	case version == schemaVersion:
+		return tx.Commit(ctx)
+	}
+	if _, err := tx.Exec(ctx, "SET LOCAL search_path = "+ident); err != nil {
+		return err
+	}
+	for v := version; v < schemaVersion; v++ {
+		if _, err := tx.Exec(ctx, migrations[v]); err != nil {
+			return fmt.Errorf("migrate schema %s to version %d: %w", schema, v+1, err)
+		}
+		if _, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version) VALUES ($1)", v+1); err != nil {
+			return err
+		}
+	}
+	return tx.Commit(ctx)
+}

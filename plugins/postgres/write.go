@@ -1,0 +1,565 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/usage"
+)
+
+// Writers on many hosts share the tables, so every write is one
+// read-committed transaction whose locks are taken in a fixed order:
+// records by (scope, content hash), then terms by term text in one
+// statement, then the writer's own totals slot. Two writers therefore
+// wait for each other rather than deadlock in the common cases; a
+// deadlock PostgreSQL still detects (batches overlapping in a different
+// order) is retried whole (inTx).
+
+const insertRecordSQL = `
+INSERT INTO records (realm, id, scope, status, expires_ms, tag_keys, kind, trust, supersedes,
+	created_ms, updated_ms, content_hash, ntok, title, description, tags, body)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+ON CONFLICT (realm, scope, content_hash) WHERE status IN ('active', 'quarantined') DO NOTHING
+RETURNING seq`
+
+// totalSlots spreads a realm's index totals over rows (see index_totals).
+const totalSlots = 16
+
+// preparedRecord is a validated record with its index form, computed
+// before the transaction so locks are held for I/O only.
+type preparedRecord struct {
+	rec sdk.Record
+	doc indexDoc
+}
+
+func prepareRecord(realm string, r sdk.Record, now time.Time) (preparedRecord, error) {
+	r.Tags = append([]string(nil), r.Tags...)
+	r.UseCount, r.LastUsedAt = 0, time.Time{} // usage is the store's to count
+	if err := r.Prepare(realm, now); err != nil {
+		return preparedRecord{}, err
+	}
+	return preparedRecord{rec: r, doc: newIndexDoc(&r)}, nil
+}
+
+func remember(ctx context.Context, db *pgxpool.Pool, realm string, records []sdk.Record, now time.Time) ([]string, error) {
+	if err := sdk.ValidateRealm(realm); err != nil {
+		return nil, fmt.Errorf("postgres: remember: %w", err)
+	}
+	if len(records) > sdk.MaxBatch {
+		return nil, fmt.Errorf("postgres: remember: %d records, the limit is %d: %w", len(records), sdk.MaxBatch, sdk.ErrTooLarge)
+	}
+	prepared := make([]preparedRecord, len(records))
+	for i, r := range records {
+		p, err := prepareRecord(realm, r, now)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: remember: records[%d]: %w", i, err)
+		}
+		prepared[i] = p
+	}
+	var ids []string
+	err := inTx(ctx, db, func(tx pgx.Tx) (err error) {
+		ids, err = storeRecords(ctx, tx, realm, prepared, now)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: remember: %w", err)
+	}
+	return ids, nil
+}
+
+// indexed is a stored active record to add to the index.
+type indexed struct {
+	seq   int64
+	scope sdk.Scope
+	exp   int64
+	doc   *indexDoc
+}
+
+// storeRecords inserts prepared records (or finds the live copy of their
+// content) and indexes the new active ones; it answers the ids in order.
+func storeRecords(ctx context.Context, tx pgx.Tx, realm string, prepared []preparedRecord, now time.Time) ([]string, error) {
+	order := make([]int, len(prepared))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		ra, rb := &prepared[a].rec, &prepared[b].rec
+		return cmp.Or(cmp.Compare(ra.Scope, rb.Scope), cmp.Compare(ra.ContentHash, rb.ContentHash))
+	})
+	batch := &pgx.Batch{}
+	for _, i := range order {
+		r, d := &prepared[i].rec, &prepared[i].doc
+		tags := r.Tags
+		if tags == nil {
+			tags = []string{}
+		}
+		batch.Queue(insertRecordSQL, r.Realm, r.ID, string(r.Scope), string(r.Status), expiresMillis(r.ExpiresAt),
+			foldTags(tags), string(r.Kind), string(r.Trust), r.Supersedes, r.CreatedAt.UnixMilli(), r.UpdatedAt.UnixMilli(),
+			r.ContentHash, d.ntok, r.Title, r.Description, tags, r.Body)
+	}
+	ids := make([]string, len(prepared))
+	var dups []int
+	var add []indexed
+	br := tx.SendBatch(ctx, batch)
+	for _, i := range order {
+		r := &prepared[i].rec
+		var seq int64
+		err := br.QueryRow().Scan(&seq)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			dups = append(dups, i) // the content is live in the scope already
+			continue
+		case sqlState(err) == codeUniqueViolation:
+			br.Close()
+			return nil, fmt.Errorf("records[%d]: id %q already names another record in realm %q: %w", i, r.ID, r.Realm, sdk.ErrConflict)
+		case err != nil:
+			br.Close()
+			return nil, fmt.Errorf("records[%d]: %w", i, err)
+		}
+		ids[i] = r.ID
+		if r.Status == sdk.StatusActive {
+			add = append(add, indexed{seq: seq, scope: r.Scope, exp: expiresMillis(r.ExpiresAt), doc: &prepared[i].doc})
+		}
+	}
+	if err := br.Close(); err != nil {
+		return nil, err
+	}
+	for _, i := range dups {
+		id, err := answerDuplicate(ctx, tx, &prepared[i].rec, now)
+		if err != nil {
+			return nil, fmt.Errorf("records[%d]: %w", i, err)
+		}
+		ids[i] = id
+	}
+	if err := index(ctx, tx, realm, add); err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// answerDuplicate answers the id of the live record holding r's content,
+// reviving it with r's expiry if it had expired.
+func answerDuplicate(ctx context.Context, tx pgx.Tx, r *sdk.Record, now time.Time) (string, error) {
+	var seq, expires int64
+	var id string
+	err := tx.QueryRow(ctx, `
+		SELECT seq, id, expires_ms FROM records
+		WHERE realm = $1 AND scope = $2 AND content_hash = $3 AND status IN ('active', 'quarantined')`,
+		r.Realm, string(r.Scope), r.ContentHash).Scan(&seq, &id, &expires)
+	if err != nil {
+		return "", fmt.Errorf("find the existing copy of a duplicate: %w", err)
+	}
+	if expires != 0 && expires <= now.UnixMilli() {
+		exp := expiresMillis(r.ExpiresAt)
+		if _, err := tx.Exec(ctx, "UPDATE records SET expires_ms = $1, updated_ms = $2 WHERE seq = $3", exp, now.UnixMilli(), seq); err != nil {
+			return "", err
+		}
+		if _, err := tx.Exec(ctx, "UPDATE postings SET expires_ms = $1 WHERE seq = $2", exp, seq); err != nil {
+			return "", err
+		}
+	}
+	return id, nil
+}
+
+// index adds records to the inverted index: document frequencies, one
+// posting per distinct term, and the realm's totals.
+func index(ctx context.Context, tx pgx.Tx, realm string, add []indexed) error {
+	if len(add) == 0 {
+		return nil
+	}
+	df := map[string]int64{}
+	var tokens int64
+	for _, a := range add {
+		for t := range a.doc.tf {
+			df[t]++
+		}
+		tokens += int64(a.doc.ntok)
+	}
+	terms := make([]string, 0, len(df))
+	for t := range df {
+		terms = append(terms, t)
+	}
+	// Sorted, so every writer locks term rows in one order.
+	slices.Sort(terms)
+	counts := make([]int64, len(terms))
+	for i, t := range terms {
+		counts[i] = df[t]
+	}
+	termIDs := make(map[string]int64, len(terms))
+	if len(terms) > 0 {
+		rows, err := tx.Query(ctx, `
+			INSERT INTO terms (realm, term, df)
+			SELECT $1, u.term, u.n FROM unnest($2::text[], $3::bigint[]) AS u(term, n) ORDER BY u.term COLLATE "C"
+			ON CONFLICT (realm, term) DO UPDATE SET df = terms.df + excluded.df
+			RETURNING term_id, term`, realm, terms, counts)
+		if err != nil {
+			return fmt.Errorf("index terms: %w", err)
+		}
+		for rows.Next() {
+			var id int64
+			var t string
+			if err := rows.Scan(&id, &t); err != nil {
+				rows.Close()
+				return err
+			}
+			termIDs[t] = id
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("index terms: %w", err)
+		}
+	}
+	type posting struct {
+		term, seq int64
+		tf        float32
+		dl        int32
+		scope     string
+		exp       int64
+	}
+	var ps []posting
+	for _, a := range add {
+		for t, tf := range a.doc.tf {
+			ps = append(ps, posting{termIDs[t], a.seq, float32(tf), int32(a.doc.ntok), string(a.scope), a.exp})
+		}
+	}
+	// In key order, so the primary key's leaf pages are visited once each.
+	slices.SortFunc(ps, func(a, b posting) int { return cmp.Or(cmp.Compare(a.term, b.term), cmp.Compare(a.seq, b.seq)) })
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"postings"}, []string{"term_id", "seq", "tf", "dl", "scope", "expires_ms"},
+		pgx.CopyFromSlice(len(ps), func(i int) ([]any, error) {
+			p := &ps[i]
+			return []any{p.term, p.seq, p.tf, p.dl, p.scope, p.exp}, nil
+		})); err != nil {
+		return fmt.Errorf("index postings: %w", err)
+	}
+	return addTotals(ctx, tx, realm, int64(len(add)), tokens)
+}
+
+// addTotals adds to the realm's index totals, in this connection's slot.
+func addTotals(ctx context.Context, tx pgx.Tx, realm string, docs, tokens int64) error {
+	_, err := tx.Exec(ctx, `
+		INSERT INTO index_totals (realm, slot, docs, tokens) VALUES ($1, pg_backend_pid() % $4, $2, $3)
+		ON CONFLICT (realm, slot) DO UPDATE
+		SET docs = index_totals.docs + excluded.docs, tokens = index_totals.tokens + excluded.tokens`,
+		realm, docs, tokens, totalSlots)
+	if err != nil {
+		return fmt.Errorf("index totals: %w", err)
+	}
+	return nil
+}
+
+// unindex removes active records (seqs, with their summed lengths) from
+// the index.
+func unindex(ctx context.Context, tx pgx.Tx, realm string, seqs []int64, tokens int64) error {
+	if len(seqs) == 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `
+		WITH d AS (DELETE FROM postings WHERE seq = ANY($1) RETURNING term_id),
+		c AS (SELECT term_id, count(*) AS n FROM d GROUP BY term_id)
+		UPDATE terms AS t SET df = t.df - c.n FROM c WHERE t.term_id = c.term_id`, seqs); err != nil {
+		return fmt.Errorf("unindex: %w", err)
+	}
+	return addTotals(ctx, tx, realm, -int64(len(seqs)), -tokens)
+}
+
+// storedRecord is what the write paths read back about an existing record.
+type storedRecord struct {
+	seq    int64
+	id     string
+	scope  sdk.Scope
+	kind   sdk.RecordKind
+	status sdk.Status
+	ntok   int64
+}
+
+// lockRecords reads and row-locks the records of realm named by ids, in id
+// order (one lock order for every writer).
+func lockRecords(ctx context.Context, tx pgx.Tx, realm string, ids []string) ([]storedRecord, error) {
+	rows, err := tx.Query(ctx, `
+		SELECT seq, id, scope, kind, status, ntok FROM records
+		WHERE realm = $1 AND id = ANY($2) ORDER BY id COLLATE "C" FOR UPDATE`, realm, ids)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (storedRecord, error) {
+		var s storedRecord
+		err := row.Scan(&s.seq, &s.id, &s.scope, &s.kind, &s.status, &s.ntok)
+		return s, err
+	})
+}
+
+func forget(ctx context.Context, db *pgxpool.Pool, realm string, ids []string) (int, error) {
+	if err := checkIDs(realm, ids); err != nil {
+		return 0, fmt.Errorf("postgres: forget: %w", err)
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	var n int
+	err := inTx(ctx, db, func(tx pgx.Tx) error {
+		found, err := lockRecords(ctx, tx, realm, distinct(ids))
+		if err != nil {
+			return err
+		}
+		var active, all []int64
+		var tokens int64
+		for _, s := range found {
+			all = append(all, s.seq)
+			if s.status == sdk.StatusActive {
+				active = append(active, s.seq)
+				tokens += s.ntok
+			}
+		}
+		if err := unindex(ctx, tx, realm, active, tokens); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "DELETE FROM records WHERE seq = ANY($1)", all); err != nil {
+			return err
+		}
+		n = len(found)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("postgres: forget: %w", err)
+	}
+	return n, nil
+}
+
+// supersede stores replacement and marks oldID superseded in one
+// transaction. The replacement inherits the old record's scope and kind
+// when it names none. Retrying a supersede that already happened answers
+// the same replacement id; superseding a record already replaced by other
+// content, or tombstoned, is a conflict.
+func supersede(ctx context.Context, db *pgxpool.Pool, realm, oldID string, replacement sdk.Record, now time.Time) (string, error) {
+	if err := sdk.ValidateRealm(realm); err != nil {
+		return "", fmt.Errorf("postgres: supersede: %w", err)
+	}
+	if err := sdk.ValidateID(oldID); err != nil {
+		return "", fmt.Errorf("postgres: supersede: old %w", err)
+	}
+	if replacement.Supersedes != "" && replacement.Supersedes != oldID {
+		return "", fmt.Errorf("postgres: supersede: replacement names supersedes %q, not %q: %w", replacement.Supersedes, oldID, sdk.ErrInvalid)
+	}
+	replacement.Supersedes = oldID
+	var newID string
+	err := inTx(ctx, db, func(tx pgx.Tx) error {
+		found, err := lockRecords(ctx, tx, realm, []string{oldID})
+		if err != nil {
+			return err
+		}
+		if len(found) == 0 {
+			return fmt.Errorf("record %q not found in realm %q: %w", oldID, realm, sdk.ErrNotFound)
+		}
+		old := found[0]
+		rep := replacement
+		if rep.Scope == "" {
+			rep.Scope = old.scope
+		}
+		if rep.Kind == "" {
+			rep.Kind = old.kind
+		}
+		p, err := prepareRecord(realm, rep, now)
+		if err != nil {
+			return fmt.Errorf("replacement: %w", err)
+		}
+		switch old.status {
+		case sdk.StatusSuperseded:
+			var id string
+			err := tx.QueryRow(ctx, `
+				SELECT id FROM records
+				WHERE realm = $1 AND scope = $2 AND content_hash = $3 AND supersedes = $4 AND status IN ('active', 'quarantined')`,
+				realm, string(p.rec.Scope), p.rec.ContentHash, oldID).Scan(&id)
+			if err == nil {
+				newID = id
+				return nil
+			}
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			return fmt.Errorf("record %q is already superseded by other content: %w", oldID, sdk.ErrConflict)
+		case sdk.StatusTombstoned:
+			return fmt.Errorf("record %q is tombstoned: %w", oldID, sdk.ErrConflict)
+		case sdk.StatusActive:
+			if err := unindex(ctx, tx, realm, []int64{old.seq}, old.ntok); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, "UPDATE records SET status = 'superseded', updated_ms = $1 WHERE seq = $2", now.UnixMilli(), old.seq); err != nil {
+			return err
+		}
+		ids, err := storeRecords(ctx, tx, realm, []preparedRecord{p}, now)
+		if err != nil {
+			return err
+		}
+		newID = ids[0]
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("postgres: supersede %s: %w", oldID, err)
+	}
+	return newID, nil
+}
+
+// markUsed counts one use of each record at time at; ids not there are
+// skipped. The rows are locked, so uses counted by two hosts at once both
+// count.
+func markUsed(ctx context.Context, db *pgxpool.Pool, realm string, ids []string, at time.Time) error {
+	if err := checkIDs(realm, ids); err != nil {
+		return fmt.Errorf("postgres: mark used: %w", err)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	err := inTx(ctx, db, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+			SELECT seq, use_count, usage_key FROM records
+			WHERE realm = $1 AND id = ANY($2) ORDER BY id COLLATE "C" FOR UPDATE`, realm, distinct(ids))
+		if err != nil {
+			return err
+		}
+		var seqs []int64
+		var keys []float64
+		for rows.Next() {
+			var seq, count int64
+			var key float64
+			if err := rows.Scan(&seq, &count, &key); err != nil {
+				rows.Close()
+				return err
+			}
+			seqs = append(seqs, seq)
+			keys = append(keys, usage.Key(key, count > 0, at))
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(seqs) == 0 {
+			return nil
+		}
+		_, err = tx.Exec(ctx, `
+			UPDATE records AS r SET use_count = r.use_count + 1, usage_key = u.key,
+				last_used_ms = greatest(r.last_used_ms, $3)
+			FROM unnest($1::bigint[], $2::float8[]) AS u(seq, key) WHERE r.seq = u.seq`,
+			seqs, keys, at.UnixMilli())
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: mark used: %w", err)
+	}
+	return nil
+}
+
+// Ledger field limits (as in the sqlite provider).
+const (
+	maxSurfaceBytes = 64
+	maxSessionBytes = 256
+)
+
+// writeLedger appends entries, all or nothing. An entry without a time is
+// stamped now.
+func writeLedger(ctx context.Context, db *pgxpool.Pool, entries []sdk.LedgerEntry, now time.Time) error {
+	if len(entries) > sdk.MaxBatch {
+		return fmt.Errorf("postgres: write ledger: %d entries, the limit is %d: %w", len(entries), sdk.MaxBatch, sdk.ErrTooLarge)
+	}
+	n := len(entries)
+	realms, idents, sessions, recs, surfaces := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	bytes, ats := make([]int64, n), make([]int64, n)
+	for i, e := range entries {
+		if err := checkLedgerEntry(e); err != nil {
+			return fmt.Errorf("postgres: write ledger: entries[%d]: %w", i, err)
+		}
+		at := e.At
+		if at.IsZero() {
+			at = now
+		}
+		realms[i], idents[i], sessions[i], recs[i], surfaces[i] = e.Realm, e.Identity, e.Session, e.RecordID, e.Surface
+		bytes[i], ats[i] = e.Bytes, at.UnixMilli()
+	}
+	if n == 0 {
+		return nil
+	}
+	_, err := db.Exec(ctx, `
+		INSERT INTO ledger (realm, identity, session, record_id, surface, bytes, at_ms)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[])`,
+		realms, idents, sessions, recs, surfaces, bytes, ats)
+	if err != nil {
+		return fmt.Errorf("postgres: write ledger: %w", classify(err))
+	}
+	return nil
+}
+
+func checkLedgerEntry(e sdk.LedgerEntry) error {
+	if err := (sdk.Identity{Realm: e.Realm, ID: e.Identity}).Validate(); err != nil {
+		return err
+	}
+	if err := sdk.ValidateID(e.RecordID); err != nil {
+		return &sdk.FieldError{Field: "record_id", Problem: err.Error(), Err: sdk.ErrInvalid}
+	}
+	if strings.TrimSpace(e.Surface) == "" {
+		return &sdk.FieldError{Field: "surface", Problem: "is empty", Err: sdk.ErrInvalid}
+	}
+	if err := checkPlainText("surface", e.Surface, maxSurfaceBytes); err != nil {
+		return err
+	}
+	return checkPlainText("session", e.Session, maxSessionBytes)
+}
+
+func checkPlainText(field, s string, max int) error {
+	switch {
+	case len(s) > max:
+		return &sdk.FieldError{Field: field, Problem: fmt.Sprintf("is %d bytes, the limit is %d", len(s), max), Err: sdk.ErrTooLarge}
+	case !utf8.ValidString(s):
+		return &sdk.FieldError{Field: field, Problem: "is not valid UTF-8", Err: sdk.ErrInvalid}
+	case strings.ContainsRune(s, 0):
+		return &sdk.FieldError{Field: field, Problem: "contains a NUL byte", Err: sdk.ErrInvalid}
+	}
+	return nil
+}
+
+// checkIDs validates a realm and a batch of record ids.
+func checkIDs(realm string, ids []string) error {
+	if err := sdk.ValidateRealm(realm); err != nil {
+		return err
+	}
+	if len(ids) > sdk.MaxBatch {
+		return fmt.Errorf("%d ids, the limit is %d: %w", len(ids), sdk.MaxBatch, sdk.ErrTooLarge)
+	}
+	for i, id := range ids {
+		if err := sdk.ValidateID(id); err != nil {
+			return fmt.Errorf("ids[%d]: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// distinct answers items without repeats, in first-seen order.
+func distinct[T comparable](items []T) []T {
+	seen := make(map[T]bool, len(items))
+	out := items[:0:0]
+	for _, it := range items {
+		if !seen[it] {
+			seen[it] = true
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// expiresMillis stores an expiry; 0 means never, so a real expiry at the
+// Unix epoch is kept as one millisecond before it.
+func expiresMillis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	if ms := t.UnixMilli(); ms != 0 {
+		return ms
+	}
+	return -1
+}
