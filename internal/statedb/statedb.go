@@ -104,6 +104,11 @@ func dsn(path string) string {
 	return "file:" + (&url.URL{Path: filepath.ToSlash(path)}).EscapedPath() + "?_txlock=immediate"
 }
 
+// SQL answers the underlying handle, for stores written against
+// database/sql (internal/compaction). It has one connection: a query made
+// on it while a Tx of the same goroutine is open waits forever.
+func (d *DB) SQL() *sql.DB { return d.db }
+
 // Path answers the database file's path.
 func (d *DB) Path() string { return d.path }
 
