@@ -345,7 +345,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       cfg.Server.ReadTimeout,
 	}
-	logger.Info("memhost listening", "addr", ln.Addr().String(), "plugin_dir", cfg.PluginDir, "data_dir", cfg.DataDir)
+	logger.Info("memhost listening", "addr", ln.Addr().String(), "plugin_dir", cfg.PluginDir, "data_dir", cfg.DataDir, "state_db", h.state.Path())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

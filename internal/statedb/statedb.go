@@ -94,7 +94,7 @@ func Open(ctx context.Context, dir string) (*DB, error) {
 	) WITHOUT ROWID`
 	if _, err := db.ExecContext(ctx, meta); err != nil {
 		db.Close()
-		return nil, d.wrap("open", err)
+		return nil, d.wrap("open "+path, err)
 	}
 	return d, nil
 }
@@ -167,8 +167,9 @@ func (d *DB) Version(ctx context.Context, component string) (int, error) {
 
 // Tx runs fn in one write transaction and commits it when fn returns nil.
 // fn uses tx only (the database has one connection: a query on DB inside
-// fn would wait for fn forever) and returns errors unwrapped. op names the work in errors ("save session"). Errors are wrapped with the
-// file and, for a full disk or a read-only file, ErrStorageFull or
+// fn would wait for fn forever) and returns errors unwrapped. Errors name
+// op ("save session") but not the file, since they may reach an API
+// client; a full disk or a read-only file wraps ErrStorageFull or
 // ErrReadOnly.
 func (d *DB) Tx(ctx context.Context, op string, fn func(*sql.Tx) error) error {
 	tx, err := d.db.BeginTx(ctx, nil)
@@ -209,15 +210,17 @@ func (d *DB) Wrap(op string, err error) error {
 	return d.wrap(op, err)
 }
 
+// wrap leaves the file's path out: these errors can reach an API client,
+// and the path is logged once at start instead.
 func (d *DB) wrap(op string, err error) error {
 	var se sqlite3.Error
 	if errors.As(err, &se) {
 		switch se.Code {
 		case sqlite3.ErrFull:
-			return fmt.Errorf("state database %s: %s: %w: %w", d.path, op, ErrStorageFull, err)
+			return fmt.Errorf("state database: %s: %w: %w", op, ErrStorageFull, err)
 		case sqlite3.ErrReadonly:
-			return fmt.Errorf("state database %s: %s: %w: %w", d.path, op, ErrReadOnly, err)
+			return fmt.Errorf("state database: %s: %w: %w", op, ErrReadOnly, err)
 		}
 	}
-	return fmt.Errorf("state database %s: %s: %w", d.path, op, err)
+	return fmt.Errorf("state database: %s: %w", op, err)
 }
