@@ -76,6 +76,9 @@ type Store struct {
 	// are serial anyway, and one lock keeps cache and file in step.
 	mu    sync.Mutex
 	cache *lru.Cache[coordinator.SessionKey, *entry]
+	// counts holds each realm's rows in the file, counted on the realm's
+	// first new session and kept exact since: this process owns the file.
+	counts map[string]int
 }
 
 type entry struct {
@@ -112,7 +115,8 @@ func Open(ctx context.Context, db *statedb.DB, opts Options) (*Store, error) {
 	}
 	return &Store{
 		db: db, opts: opts, refresh: opts.TTL / 16,
-		cache: lru.New[coordinator.SessionKey, *entry](opts.CacheSize),
+		cache:  lru.New[coordinator.SessionKey, *entry](opts.CacheSize),
+		counts: map[string]int{},
 	}, nil
 }
 
@@ -126,8 +130,9 @@ func (s *Store) Update(ctx context.Context, key coordinator.SessionKey, fn func(
 	if err != nil {
 		return err
 	}
-	if e != nil && now.Sub(e.touched) >= s.opts.TTL {
-		e = nil // idle too long: a fresh session
+	stored := e != nil
+	if stored && now.Sub(e.touched) >= s.opts.TTL {
+		e = nil // idle too long: a fresh session over the old row
 	}
 	var st coordinator.SessionState
 	if e != nil {
@@ -139,14 +144,12 @@ func (s *Store) Update(ctx context.Context, key coordinator.SessionKey, fn func(
 		}
 		return nil
 	}
-	evicted, err := s.save(ctx, key, &st, now, e == nil)
+	evicted, err := s.save(ctx, key, &st, now, !stored)
 	if err != nil {
 		return err
 	}
 	s.cache.Add(key, &entry{state: st, touched: now})
-	for _, k := range evicted {
-		s.cache.Remove(k)
-	}
+	s.forget(evicted)
 	return nil
 }
 
@@ -177,25 +180,45 @@ func (s *Store) load(ctx context.Context, key coordinator.SessionKey) (*entry, e
 	return e, nil
 }
 
-// save writes st and, for a session new to the file, drops the realm's
-// oldest sessions beyond the bound; it answers the keys dropped.
+// forget drops deleted rows from the cache and the realm counts.
+func (s *Store) forget(keys []coordinator.SessionKey) {
+	for _, k := range keys {
+		s.cache.Remove(k)
+		if n, ok := s.counts[k.Realm]; ok {
+			s.counts[k.Realm] = n - 1
+		}
+	}
+}
+
+// save writes st and, for a row new to the file, drops the realm's oldest
+// sessions beyond the bound; it answers the keys dropped.
 func (s *Store) save(ctx context.Context, key coordinator.SessionKey, st *coordinator.SessionState, now time.Time, fresh bool) ([]coordinator.SessionKey, error) {
 	blob, err := json.Marshal(record{Bytes: st.InjectedBytes, IDs: st.InjectedIDs, Epoch: st.Epoch, Sweep: st.SweepIDs})
 	if err != nil {
 		return nil, fmt.Errorf("session store: %w", err)
 	}
+	const upsert = `INSERT INTO sessions (realm, identity, session, state, touched_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (realm, identity, session) DO UPDATE SET state = excluded.state, touched_at = excluded.touched_at`
+	if !fresh {
+		// One statement commits on its own: no transaction to open.
+		if _, err := s.db.Exec(ctx, "save session", upsert, key.Realm, key.Identity, key.Session, blob, now.UnixMilli()); err != nil {
+			return nil, fmt.Errorf("session store: %w", err)
+		}
+		return nil, nil
+	}
 	var evicted []coordinator.SessionKey
+	newCount := 0
 	err = s.db.Tx(ctx, "save session", func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (realm, identity, session, state, touched_at) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (realm, identity, session) DO UPDATE SET state = excluded.state, touched_at = excluded.touched_at`,
-			key.Realm, key.Identity, key.Session, blob, now.UnixMilli())
-		if err != nil || !fresh {
+		if _, err := tx.ExecContext(ctx, upsert, key.Realm, key.Identity, key.Session, blob, now.UnixMilli()); err != nil {
 			return err
 		}
-		var count int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sessions WHERE realm = ?`, key.Realm).Scan(&count); err != nil {
+		count, known := s.counts[key.Realm]
+		if known {
+			count++
+		} else if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sessions WHERE realm = ?`, key.Realm).Scan(&count); err != nil {
 			return err
 		}
+		newCount = count
 		if count <= s.opts.PerRealm {
 			return nil
 		}
@@ -221,6 +244,7 @@ func (s *Store) save(ctx context.Context, key coordinator.SessionKey, st *coordi
 	if err != nil {
 		return nil, fmt.Errorf("session store: %w", err)
 	}
+	s.counts[key.Realm] = newCount
 	return evicted, nil
 }
 
@@ -261,9 +285,7 @@ func (s *Store) Expire(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("session store: %w", err)
 	}
-	for _, k := range dropped {
-		s.cache.Remove(k)
-	}
+	s.forget(dropped)
 	return len(dropped), nil
 }
 

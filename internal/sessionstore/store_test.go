@@ -267,3 +267,39 @@ func BenchmarkMemoryStore(b *testing.B) {
 		_ = m.Update(ctx, k, func(st *coordinator.SessionState) bool { st.InjectedBytes++; return true })
 	}
 }
+
+// TestBoundCountsExpiredSessionsOut: sessions dropped as idle free their
+// realm's slots, so the bound never evicts a live session early.
+func TestBoundCountsExpiredSessionsOut(t *testing.T) {
+	clk := newClock()
+	s, _ := openStore(t, t.TempDir(), Options{PerRealm: 5, TTL: time.Hour, Now: clk.now})
+	for i := range 3 {
+		if err := s.Update(ctx, key("r", fmt.Sprint("old-", i)), inject(1, "x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.advance(30 * time.Minute)
+	for i := range 2 {
+		if err := s.Update(ctx, key("r", fmt.Sprint("live-", i)), inject(1, "x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.advance(45 * time.Minute) // the old ones are idle past the TTL now
+	if n, err := s.Expire(ctx); err != nil || n != 3 {
+		t.Fatalf("Expire = %d %v, want 3", n, err)
+	}
+	for i := range 3 {
+		clk.advance(time.Millisecond)
+		if err := s.Update(ctx, key("r", fmt.Sprint("new-", i)), inject(1, "x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 2 {
+		if got := get(t, s, key("r", fmt.Sprint("live-", i))); got.InjectedBytes != 1 {
+			t.Fatalf("live session %d was evicted although the realm holds only 5", i)
+		}
+	}
+	if n := count(t, s, "r"); n != 5 {
+		t.Fatalf("realm holds %d sessions, want 5", n)
+	}
+}
