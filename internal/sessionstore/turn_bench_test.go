@@ -50,6 +50,8 @@ func BenchmarkTurn(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer c.Close(ctx)
+				cpu := processCPU()
+				defer func() { b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op") }()
 				i := 0
 				for b.Loop() {
 					session := "s"
