@@ -121,7 +121,8 @@ func Open(ctx context.Context, db *statedb.DB, opts Options) (*Store, error) {
 }
 
 // Update implements coordinator.SessionStore. fn runs once, on a copy: a
-// failed write leaves both the file and the cache as they were.
+// failed write leaves both the file and the cache as they were. Errors come
+// from the state database (the caller names the store).
 func (s *Store) Update(ctx context.Context, key coordinator.SessionKey, fn func(*coordinator.SessionState) bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -166,11 +167,11 @@ func (s *Store) load(ctx context.Context, key coordinator.SessionKey) (*entry, e
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("session store: %w", s.db.Wrap("load session", err))
+		return nil, s.db.Wrap("load session", err)
 	}
 	var r record
 	if err := json.Unmarshal(blob, &r); err != nil {
-		return nil, fmt.Errorf("session store: a stored session is unreadable: %w", err)
+		return nil, fmt.Errorf("a stored session is unreadable: %w", err)
 	}
 	e := &entry{
 		state:   coordinator.SessionState{InjectedBytes: r.Bytes, InjectedIDs: r.IDs, Epoch: r.Epoch, SweepIDs: r.Sweep},
@@ -202,7 +203,7 @@ func (s *Store) save(ctx context.Context, key coordinator.SessionKey, st *coordi
 	if !fresh {
 		// One statement commits on its own: no transaction to open.
 		if _, err := s.db.Exec(ctx, "save session", upsert, key.Realm, key.Identity, key.Session, blob, now.UnixMilli()); err != nil {
-			return nil, fmt.Errorf("session store: %w", err)
+			return nil, err
 		}
 		return nil, nil
 	}
@@ -242,7 +243,7 @@ func (s *Store) save(ctx context.Context, key coordinator.SessionKey, st *coordi
 		return rows.Err()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("session store: %w", err)
+		return nil, err
 	}
 	s.counts[key.Realm] = newCount
 	return evicted, nil
@@ -253,7 +254,7 @@ func (s *Store) save(ctx context.Context, key coordinator.SessionKey, st *coordi
 func (s *Store) touch(ctx context.Context, key coordinator.SessionKey, e *entry, now time.Time) error {
 	if _, err := s.db.Exec(ctx, "touch session", `UPDATE sessions SET touched_at = ? WHERE realm = ? AND identity = ? AND session = ?`,
 		now.UnixMilli(), key.Realm, key.Identity, key.Session); err != nil {
-		return fmt.Errorf("session store: %w", err)
+		return err
 	}
 	e.touched = now
 	return nil
