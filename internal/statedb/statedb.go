@@ -34,6 +34,9 @@ var (
 	ErrReadOnly = errors.New("storage read-only")
 	// ErrNewerSchema: the file was migrated by a newer memhost.
 	ErrNewerSchema = errors.New("schema newer than this memhost")
+	// ErrInUse: another process has the database open. One data_dir
+	// belongs to one host: the session cache is exact only then.
+	ErrInUse = errors.New("in use by another memhost")
 )
 
 // synchronous=NORMAL in WAL mode: a commit survives a host crash (kill -9)
@@ -61,15 +64,27 @@ var registerDriver = sync.OnceFunc(func() {
 // DB is an open state database. It is safe for concurrent use.
 type DB struct {
 	path string
+	lock *os.File
 	db   *sql.DB
 }
 
 // Open opens (creating if needed) the state database in dir. The file is
 // created with mode 0600 (and tightened to it if it was wider); SQLite
 // gives the WAL and shared-memory files the same mode.
-func Open(ctx context.Context, dir string) (*DB, error) {
+//
+// A second process opening the same file is refused with ErrInUse.
+func Open(ctx context.Context, dir string) (d *DB, err error) {
 	registerDriver()
 	path := filepath.Join(dir, FileName)
+	lock, err := acquire(path + ".lock")
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			release(lock)
+		}
+	}()
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("state database %s: %w", path, err)
@@ -87,7 +102,7 @@ func Open(ctx context.Context, dir string) (*DB, error) {
 	// upgrading a read lock.
 	db.SetMaxOpenConns(1)
 	db.SetConnMaxIdleTime(0)
-	d := &DB{path: path, db: db}
+	d = &DB{path: path, lock: lock, db: db}
 	const meta = `CREATE TABLE IF NOT EXISTS statedb_migrations (
 		component TEXT PRIMARY KEY,
 		version   INTEGER NOT NULL
@@ -112,9 +127,15 @@ func (d *DB) SQL() *sql.DB { return d.db }
 // Path answers the database file's path.
 func (d *DB) Path() string { return d.path }
 
-// Close closes the database.
+// Close closes the database and releases it to other processes. Closing
+// twice is harmless.
 func (d *DB) Close() error {
-	if err := d.db.Close(); err != nil {
+	err := d.db.Close()
+	if d.lock != nil {
+		release(d.lock)
+		d.lock = nil
+	}
+	if err != nil {
 		return d.wrap("close", err)
 	}
 	return nil

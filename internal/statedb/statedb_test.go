@@ -132,3 +132,17 @@ func TestStorageErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestSecondOpenerIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	if _, err := Open(context.Background(), dir); !errors.Is(err, ErrInUse) {
+		t.Fatalf("second open = %v, want ErrInUse", err)
+	}
+	db.Close()
+	again, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatalf("open after close: %v", err)
+	}
+	again.Close()
+}
