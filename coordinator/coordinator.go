@@ -116,7 +116,7 @@ func New(cfg Config, opts Options) (*Coordinator, error) {
 	c := &Coordinator{
 		cfg: cfg, env: env, defang: env.defang, providers: opts.Providers,
 		selector: opts.Selector, operators: opts.OperatorResolver, mobs: opts.MobResolver,
-		store: opts.Sessions, hostKey: opts.HostKey, logger: opts.Logger, metrics: opts.Metrics, now: opts.Now,
+		store: opts.Sessions, hostKey: slices.Clone(opts.HostKey), logger: opts.Logger, metrics: opts.Metrics, now: opts.Now,
 		skipSeen: lru.New[skipKey, struct{}](4096), sweeping: map[SessionKey]struct{}{},
 	}
 	if c.store == nil {

@@ -108,7 +108,7 @@ func (o *serveOverrides) apply(cfg *config.Config) error {
 type host struct {
 	logger      hclog.Logger
 	state       *statedb.DB
-	stopExpiry  context.CancelFunc
+	stopExpiry  func() // stops the session expiry loop and waits for it
 	supervisor  *pluginhost.Supervisor
 	coordinator *coordinator.Coordinator
 	server      *httpapi.Server
@@ -143,25 +143,28 @@ func startHost(ctx context.Context, cfg *config.Config, logger hclog.Logger) (*h
 		return nil, err
 	}
 	h := &host{logger: logger, state: state}
-	started, err := h.start(ctx, cfg, sessions, hostKey)
-	if err != nil {
+	if err := h.start(ctx, cfg, sessions, hostKey); err != nil {
 		state.Close()
 		return nil, err
 	}
-	expiryCtx, stopExpiry := context.WithCancel(context.Background())
-	h.stopExpiry = stopExpiry
-	go sessions.RunExpiry(expiryCtx, min(cfg.Sessions.IdleTTL/4, 10*time.Minute), func(err error) {
-		logger.Warn("session expiry", "error", err)
-	})
-	return started, nil
+	expiryCtx, cancel := context.WithCancel(context.Background())
+	expired := make(chan struct{})
+	go func() {
+		defer close(expired)
+		sessions.RunExpiry(expiryCtx, min(cfg.Sessions.IdleTTL/4, 10*time.Minute), func(err error) {
+			logger.Warn("session expiry", "error", err)
+		})
+	}()
+	h.stopExpiry = func() { cancel(); <-expired }
+	return h, nil
 }
 
 // start launches the plugins and builds the coordinator and API over them.
-func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinator.SessionStore, hostKey []byte) (*host, error) {
+func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinator.SessionStore, hostKey []byte) error {
 	logger := h.logger
 	entries, refusals, err := pluginhost.Discover(cfg.PluginDir)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, r := range refusals {
 		logger.Error(r.Error())
@@ -186,7 +189,7 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 		if len(refusals) > 0 {
 			err = errors.Join(append([]error{err}, refusals...)...)
 		}
-		return nil, fmt.Errorf("starting plugins: %w", err)
+		return fmt.Errorf("starting plugins: %w", err)
 	}
 	logger.Info("plugins started", "count", len(specs), "elapsed", time.Since(started).Round(time.Millisecond))
 
@@ -195,7 +198,7 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 		p, err := sup.Provider(inst.Name)
 		if err != nil {
 			sup.Close()
-			return nil, err
+			return err
 		}
 		providers[inst.Name] = p
 	}
@@ -215,13 +218,13 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 	coord, err := newCoordinator(cfg, sup, coordinator.ProvidersFunc(providerOf), metrics, logger, sessions, hostKey)
 	if err != nil {
 		sup.Close()
-		return nil, err
+		return err
 	}
 	comp, err := newCompaction(ctx, cfg, sup, h.state.SQL(), coord, logger)
 	if err != nil {
 		coord.Close(ctx)
 		sup.Close()
-		return nil, err
+		return err
 	}
 	var tokens []httpapi.Token
 	for _, t := range cfg.Tokens {
@@ -243,7 +246,7 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 		},
 	})
 	h.supervisor, h.coordinator, h.server, h.provider = sup, coord, server, providerOf
-	return h, nil
+	return nil
 }
 
 // newCoordinator maps the config's coordinator block onto the coordinator

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"strings"
 	"syscall"
@@ -258,6 +260,15 @@ func TestNoncesAreDerived(t *testing.T) {
 		}
 	}
 	for _, m := range []*instance{a, b} {
+		resp, err := http.Get(m.base + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		metrics, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if len(metrics) == 0 || strings.Contains(string(metrics), base) || strings.Contains(string(metrics), key) {
+			t.Fatalf("metrics are empty or show the nonce or the host key (%d bytes)", len(metrics))
+		}
 		m.stop()
 		if logs := m.logs(); strings.Contains(logs, base) || strings.Contains(logs, key) {
 			t.Fatal("the nonce or the host key appeared in the host's logs")
