@@ -200,10 +200,15 @@ func (s *Store) save(ctx context.Context, key coordinator.SessionKey, st *coordi
 	}
 	const upsert = `INSERT INTO sessions (realm, identity, session, state, touched_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (realm, identity, session) DO UPDATE SET state = excluded.state, touched_at = excluded.touched_at`
-	if !fresh {
-		// One statement commits on its own: no transaction to open.
+	count, known := s.counts[key.Realm]
+	if !fresh || known && count < s.opts.PerRealm {
+		// Nothing to evict: one statement commits on its own, with no
+		// transaction to open.
 		if _, err := s.db.Exec(ctx, "save session", upsert, key.Realm, key.Identity, key.Session, blob, now.UnixMilli()); err != nil {
 			return nil, err
+		}
+		if fresh {
+			s.counts[key.Realm] = count + 1
 		}
 		return nil, nil
 	}
@@ -213,7 +218,6 @@ func (s *Store) save(ctx context.Context, key coordinator.SessionKey, st *coordi
 		if _, err := tx.ExecContext(ctx, upsert, key.Realm, key.Identity, key.Session, blob, now.UnixMilli()); err != nil {
 			return err
 		}
-		count, known := s.counts[key.Realm]
 		if known {
 			count++
 		} else if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sessions WHERE realm = ?`, key.Realm).Scan(&count); err != nil {
