@@ -5,10 +5,13 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memhost/memhost/internal/statedb"
 )
 
 // Session e2e tests (DESIGN 5.7): budgets and dedup hold against a flood
@@ -208,7 +211,7 @@ func TestSessionsSurviveHostRestart(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkVictims(t, m, spent, partial) // partial's nonce is checked to be unchanged
-			fi, err := os.Stat(dataDir + "/host-state.db")
+			fi, err := os.Stat(filepath.Join(dataDir, statedb.FileName))
 			if err != nil || fi.Mode().Perm() != 0o600 {
 				t.Fatalf("state database: %v, mode %v, want 0600", err, fi.Mode().Perm())
 			}

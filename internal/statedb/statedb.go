@@ -22,7 +22,7 @@ import (
 )
 
 // FileName is the state database's file inside data_dir.
-const FileName = "host-state.db"
+const FileName = "memhost-state.db"
 
 // Sentinel errors for conditions an operator must act on. Every error from
 // this package that stems from one of them wraps it.
