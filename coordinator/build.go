@@ -45,10 +45,7 @@ func (c *Coordinator) AssembleBuildInjection(ctx context.Context, id sdk.Identit
 	if !tokenize.HasTerms(query) {
 		query = ""
 	}
-	nonce, err := c.nonce(ctx, SessionKey{Realm: id.Realm, Identity: id.ID})
-	if err != nil {
-		return BuildInjection{}, err
-	}
+	nonce := DeriveNonce(c.hostKey, SessionKey{Realm: id.Realm, Identity: id.ID})
 	scopes, rows, recs, err := c.buildSources(ctx, id, p, query)
 	if err != nil {
 		reason, err := c.recallFailed(ctx, SurfaceBuild, id, err)

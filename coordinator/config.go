@@ -92,7 +92,7 @@ type Config struct {
 	OperatorScope     OperatorScopeMode
 	DefaultRealm      string // the realm of an identity that names none
 
-	SessionCacheSize int           // sessions kept by the default in-memory store
+	SessionCacheSize int           // sessions kept per realm by the default in-memory store
 	SweepTimeout     time.Duration // bounds one background full sweep
 	TelemetryQueue   int           // pending ledger/usage batches before new ones are dropped
 	Budgets          Budgets

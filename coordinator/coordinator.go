@@ -46,11 +46,16 @@ type Options struct {
 	OperatorResolver sdk.OperatorResolver
 	MobResolver      sdk.MobResolver
 	// Sessions holds per-session state; default an in-memory LRU of
-	// Config.SessionCacheSize sessions. Coordinators given the same store
-	// share budgets, dedup sets and nonces.
+	// Config.SessionCacheSize sessions per realm. Coordinators given the
+	// same store share budgets and dedup sets.
 	Sessions SessionStore
-	Logger   hclog.Logger
-	Metrics  Metrics
+	// HostKey derives session nonces (DeriveNonce), at least
+	// MinHostKeyBytes long; default a random key, so nonces change when
+	// the process does. Coordinators given the same key mint the same
+	// nonces.
+	HostKey []byte
+	Logger  hclog.Logger
+	Metrics Metrics
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
 }
@@ -67,6 +72,7 @@ type Coordinator struct {
 	operators sdk.OperatorResolver
 	mobs      sdk.MobResolver
 	store     SessionStore
+	hostKey   []byte
 	logger    hclog.Logger
 	metrics   Metrics
 	now       func() time.Time
@@ -79,8 +85,12 @@ type Coordinator struct {
 	sweepCtx    context.Context
 	stopSweeps  context.CancelFunc
 	sweeps      sync.WaitGroup
-	sweepsStart sync.Mutex // orders sweeps.Add against Close's Wait
+	sweepsStart sync.Mutex // orders sweeps.Add against Close's Wait; guards sweeping
 	closed      bool
+	// sweeping holds the sessions with a background sweep running here.
+	// It is per process: two hosts sweeping one session at once only
+	// duplicate work.
+	sweeping map[SessionKey]struct{}
 }
 
 type skipKey struct {
@@ -96,6 +106,9 @@ func New(cfg Config, opts Options) (*Coordinator, error) {
 	if opts.Providers == nil {
 		return nil, fmt.Errorf("coordinator: no provider lookup: %w", sdk.ErrInvalid)
 	}
+	if opts.HostKey != nil && len(opts.HostKey) < MinHostKeyBytes {
+		return nil, fmt.Errorf("coordinator: the host key is %d bytes, at least %d are needed: %w", len(opts.HostKey), MinHostKeyBytes, sdk.ErrInvalid)
+	}
 	env, err := NewEnvelope(cfg)
 	if err != nil {
 		return nil, err
@@ -103,11 +116,14 @@ func New(cfg Config, opts Options) (*Coordinator, error) {
 	c := &Coordinator{
 		cfg: cfg, env: env, defang: env.defang, providers: opts.Providers,
 		selector: opts.Selector, operators: opts.OperatorResolver, mobs: opts.MobResolver,
-		store: opts.Sessions, logger: opts.Logger, metrics: opts.Metrics, now: opts.Now,
-		skipSeen: lru.New[skipKey, struct{}](4096),
+		store: opts.Sessions, hostKey: slices.Clone(opts.HostKey), logger: opts.Logger, metrics: opts.Metrics, now: opts.Now,
+		skipSeen: lru.New[skipKey, struct{}](4096), sweeping: map[SessionKey]struct{}{},
 	}
 	if c.store == nil {
 		c.store = NewMemoryStore(cfg.SessionCacheSize)
+	}
+	if c.hostKey == nil {
+		c.hostKey = NewHostKey()
 	}
 	if c.logger == nil {
 		c.logger = hclog.NewNullLogger()
@@ -259,21 +275,20 @@ func (c *Coordinator) InjectForTurn(ctx context.Context, id sdk.Identity, sessio
 		}
 		query = ""
 	}
-	// 3. Budget, nonce, suppressed ids and a ready sweep, in one visit.
+	// 3. Budget, suppressed ids and a ready sweep, in one visit; it
+	// writes only to take a ready sweep.
 	key := SessionKey{Realm: id.Realm, Identity: id.ID, Session: session}
-	var snap turnSnapshot
-	if err := c.store.Update(ctx, key, func(s *SessionState) {
-		if s.Nonce == "" {
-			s.Nonce = NewNonce()
-		}
-		snap = turnSnapshot{nonce: s.Nonce}
-		if session != "" {
+	snap := turnSnapshot{nonce: DeriveNonce(c.hostKey, key)}
+	if session != "" {
+		if err := c.store.Update(ctx, key, func(s *SessionState) bool {
 			snap.used, snap.epoch = s.InjectedBytes, s.Epoch
 			snap.suppressed = slices.Clone(s.InjectedIDs)
-			snap.swept, s.SweepIDs = s.SweepIDs, nil
+			snap.swept = s.SweepIDs
+			s.SweepIDs = nil
+			return snap.swept != nil
+		}); err != nil {
+			return TurnInjection{}, fmt.Errorf("coordinator: session store: %w", err)
 		}
-	}); err != nil {
-		return TurnInjection{}, fmt.Errorf("coordinator: session store: %w", err)
 	}
 	if c.turnBudget(session, snap.used) < c.cfg.Budgets.MinBytes {
 		return c.skipTurn(id, SkipBudgetExhausted), nil
@@ -304,20 +319,21 @@ func (c *Coordinator) InjectForTurn(ctx context.Context, id sdk.Identity, sessio
 	if session == "" {
 		in.MaxBytes = c.cfg.Budgets.TurnBytes
 		out = c.env.Render(in)
-	} else if err := c.store.Update(ctx, key, func(s *SessionState) {
+	} else if err := c.store.Update(ctx, key, func(s *SessionState) bool {
 		out, exhausted = Rendered{}, false
-		if s.Nonce == "" {
-			s.Nonce = snap.nonce // evicted and recreated meanwhile: keep the nonce just used
-		}
 		in.MaxBytes = c.turnBudget(session, s.InjectedBytes)
 		if in.MaxBytes < c.cfg.Budgets.MinBytes {
 			exhausted = true
-			return
+			return false
 		}
 		in.Skip = s.injected
 		out = c.env.Render(in)
+		if out.Bytes == 0 {
+			return false
+		}
 		s.InjectedBytes += out.Bytes
 		s.InjectedIDs = append(s.InjectedIDs, out.IDs...)
+		return true
 	}); err != nil {
 		return TurnInjection{}, fmt.Errorf("coordinator: session store: %w", err)
 	}
@@ -582,24 +598,6 @@ func (c *Coordinator) RenderEnvelope(ctx context.Context, id sdk.Identity, sessi
 	if maxBytes <= 0 {
 		maxBytes = c.cfg.Budgets.TurnBytes
 	}
-	nonce, err := c.nonce(ctx, SessionKey{Realm: id.Realm, Identity: id.ID, Session: session})
-	if err != nil {
-		return Rendered{}, err
-	}
+	nonce := DeriveNonce(c.hostKey, SessionKey{Realm: id.Realm, Identity: id.ID, Session: session})
 	return c.env.Render(RenderInput{Identity: id, Nonce: nonce, Records: recs, MaxBytes: maxBytes, Now: c.now()}), nil
-}
-
-// nonce answers the nonce of a session key, minting it on first use.
-func (c *Coordinator) nonce(ctx context.Context, key SessionKey) (string, error) {
-	var nonce string
-	err := c.store.Update(ctx, key, func(s *SessionState) {
-		if s.Nonce == "" {
-			s.Nonce = NewNonce()
-		}
-		nonce = s.Nonce
-	})
-	if err != nil {
-		return "", fmt.Errorf("coordinator: session store: %w", err)
-	}
-	return nonce, nil
 }

@@ -61,7 +61,7 @@ func TestSkipReasons(t *testing.T) {
 			setup: func(f *fixture) {
 				f.add(rec("Coffee", "flat white"))
 				key := SessionKey{Realm: "default", Identity: "alice", Session: "s1"}
-				_ = f.c.store.Update(context.Background(), key, func(s *SessionState) { s.InjectedBytes = 60<<10 - 511 })
+				_ = f.c.store.Update(context.Background(), key, func(s *SessionState) bool { s.InjectedBytes = 60<<10 - 511; return true })
 			},
 			session: "s1",
 			content: TextContent("coffee"),
@@ -256,7 +256,7 @@ func TestLadderDedupAndCompactionReset(t *testing.T) {
 			}
 			key := SessionKey{Realm: "default", Identity: "alice", Session: session}
 			var state SessionState
-			_ = f.c.store.Update(context.Background(), key, func(s *SessionState) { state = *s })
+			_ = f.c.store.Update(context.Background(), key, func(s *SessionState) bool { state = *s; return false })
 			if state.InjectedBytes != total || len(state.InjectedIDs) != len(injected) {
 				t.Fatalf("session holds %d bytes / %d ids, turns injected %d / %d", state.InjectedBytes, len(state.InjectedIDs), total, len(injected))
 			}
@@ -276,7 +276,7 @@ func TestLadderDedupAndCompactionReset(t *testing.T) {
 			if !injected[after.RecordIDs[0]] {
 				t.Fatalf("after compaction the best record %s should be injectable again", after.RecordIDs[0])
 			}
-			if nonceOf(t, after.InjectedContext[0]) != state.Nonce {
+			if nonceOf(t, after.InjectedContext[0]) != DeriveNonce(f.c.hostKey, key) {
 				t.Fatal("compaction rotated the nonce")
 			}
 		})
@@ -788,8 +788,9 @@ func TestConcurrentSessionsKeepTheirBudgets(t *testing.T) {
 
 func TestCoordinatorsSharingAStoreShareBudgets(t *testing.T) {
 	store := NewMemoryStore(100)
-	f := newFixture(t, func(_ *Config, o *Options) { o.Sessions = store })
-	other, err := New(DefaultConfig(), Options{Providers: RealmProviders{"default": f.p}, Sessions: store, Now: func() time.Time { return testNow }})
+	hostKey := NewHostKey()
+	f := newFixture(t, func(_ *Config, o *Options) { o.Sessions, o.HostKey = store, hostKey })
+	other, err := New(DefaultConfig(), Options{Providers: RealmProviders{"default": f.p}, Sessions: store, HostKey: hostKey, Now: func() time.Time { return testNow }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,19 +21,22 @@
 //   - Providers are plugins reached through a per-realm lookup; realms
 //     never compose. Capabilities are read with sdk.CapabilitiesOf, never
 //     guessed from Go types.
-//   - Session state (byte counter, injected ids, nonce, cached sweep) sits
-//     behind the one-method SessionStore, keyed by (realm, identity,
-//     session). The default store is a sharded in-memory LRU; coordinators
+//   - Session state (byte counter, injected ids, cached sweep) sits behind
+//     the one-method SessionStore, keyed by (realm, identity, session). The
+//     default store is a sharded in-memory LRU bounded per realm; memhost
+//     serve uses a durable one (internal/sessionstore). Coordinators
 //     sharing a store share budgets. A turn renders and accounts inside one
 //     store update, so concurrent turns of one session can never pass its
-//     budget or inject a record twice.
+//     budget or inject a record twice; a turn that injects nothing writes
+//     nothing.
 //   - Already-injected ids are passed to the provider as excluded ids, so
 //     dedup makes room for the next-best records instead of emptying turns.
 //   - Rendering packs greedily: a record that does not fit is skipped and
 //     the next is tried. Record text (titles, bodies, index rows) is
 //     defanged and escaped, so a poisoned record cannot forge the framing.
-//   - The envelope nonce is 128 random bits per (identity, session). It
-//     appears only inside injected text: never in logs, errors, metrics,
+//   - The envelope nonce is derived, never stored: HMAC-SHA256 of (realm,
+//     identity, session) under the host key, so hosts sharing the key agree
+//     on it and a restart keeps it. It appears only inside injected text: never in logs, errors, metrics,
 //     ledger rows or other response fields.
 //   - Without a selector a turn makes exactly one blocking provider call.
 //     Ledger rows and usage marks go to a bounded background batcher that

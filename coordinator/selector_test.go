@@ -246,7 +246,7 @@ func TestCompactionClearsSweeps(t *testing.T) {
 		close(gate)
 		f.c.sweeps.Wait()
 		var st SessionState
-		_ = f.c.store.Update(context.Background(), SessionKey{Realm: "default", Identity: "alice", Session: "s"}, func(s *SessionState) { st = *s })
+		_ = f.c.store.Update(context.Background(), SessionKey{Realm: "default", Identity: "alice", Session: "s"}, func(s *SessionState) bool { st = *s; return false })
 		if st.SweepIDs != nil {
 			t.Fatalf("a sweep started before the compaction stored %v after it", st.SweepIDs)
 		}

@@ -47,11 +47,11 @@ type SessionKey struct {
 	Session  string
 }
 
-// SessionState is what the coordinator remembers about one session.
+// SessionState is what the coordinator remembers about one session. The
+// zero value is a session with nothing injected. The nonce is not part of
+// it: it is derived from the key (see Options.HostKey), so it needs no
+// storage and every host sharing the key agrees on it.
 type SessionState struct {
-	// Nonce is minted on first use and kept for the session's life; a
-	// compaction does not rotate it.
-	Nonce string
 	// InjectedBytes and InjectedIDs account this session's per-turn
 	// injections since its start or last compaction.
 	InjectedBytes int
@@ -59,82 +59,115 @@ type SessionState struct {
 	// Epoch counts compactions, so a background sweep started before one
 	// cannot feed a turn after it.
 	Epoch uint64
-	// SweepRunning is set while a background full sweep runs; SweepIDs
-	// holds a finished sweep's picks until the next turn takes them.
-	SweepRunning bool
-	SweepIDs     []string
+	// SweepIDs holds a finished background sweep's picks until the next
+	// turn takes them; non-nil (possibly empty) while they wait.
+	SweepIDs []string
+}
+
+// IsZero reports whether s holds nothing worth keeping.
+func (s *SessionState) IsZero() bool {
+	return s.InjectedBytes == 0 && len(s.InjectedIDs) == 0 && s.Epoch == 0 && s.SweepIDs == nil
+}
+
+// Clone answers a deep copy of s, for stores that keep their own.
+func (s *SessionState) Clone() SessionState {
+	c := *s
+	c.InjectedIDs = slices.Clone(s.InjectedIDs)
+	c.SweepIDs = slices.Clone(s.SweepIDs)
+	return c
 }
 
 // injected reports whether id was injected in this session.
 func (s *SessionState) injected(id string) bool { return slices.Contains(s.InjectedIDs, id) }
 
-// reset forgets the session's injection accounting (DESIGN 5.6).
-func (s *SessionState) reset() {
+// reset forgets the session's injection accounting (DESIGN 5.6). A session
+// never seen stays unseen.
+func (s *SessionState) reset() bool {
+	if s.IsZero() {
+		return false
+	}
 	s.InjectedBytes = 0
 	s.InjectedIDs = nil
 	s.SweepIDs = nil
-	s.SweepRunning = false
 	s.Epoch++
+	return true
 }
 
 // SessionStore holds session state. The in-memory store is the default; a
-// durable or shared store (one state for many hosts) implements the same
-// one method.
+// durable store (internal/sessionstore) or a shared one (one state for many
+// hosts) implements the same one method.
 type SessionStore interface {
-	// Update runs fn on the state of key atomically, creating an empty
-	// state for an unknown key. fn is quick, pure CPU work: it never
-	// blocks and never calls the store. A store may run fn more than once
-	// (an optimistic transaction retrying); fn must allow for that.
-	Update(ctx context.Context, key SessionKey, fn func(*SessionState)) error
+	// Update runs fn on the state of key atomically. An unknown or expired
+	// key shows the zero state. fn answers whether it changed the state,
+	// and the store writes only then: a visit that changes nothing creates
+	// nothing. fn is quick, pure CPU work: it never blocks and never calls
+	// the store. A store may run fn more than once, each time on a fresh
+	// copy (a shared store reads the state and its version, runs fn and
+	// writes only if the version is unchanged, retrying otherwise); fn
+	// must allow for that.
+	Update(ctx context.Context, key SessionKey, fn func(*SessionState) bool) error
 }
 
-// MemoryStore is an in-memory SessionStore bounded by a least-recently
-// used policy: when full, it forgets the session untouched the longest.
-// It is sharded so concurrent sessions rarely wait for one another.
+// MemoryStore is an in-memory SessionStore bounded per realm by a least
+// recently used policy: when a realm is full, it forgets that realm's
+// session untouched the longest, so no realm can push out another's. It is
+// sharded so concurrent sessions rarely wait for one another.
 type MemoryStore struct {
-	seed   maphash.Seed
-	shards []memoryShard
+	seed     maphash.Seed
+	perShard int
+	shards   []memoryShard
 }
 
 type memoryShard struct {
-	mu  sync.Mutex
-	lru *lru.Cache[SessionKey, *SessionState]
+	mu     sync.Mutex
+	realms map[string]*lru.Cache[SessionKey, *SessionState]
 }
 
-// NewMemoryStore keeps at most size sessions (at least 1).
+// NewMemoryStore keeps at most size sessions per realm (at least 1).
 func NewMemoryStore(size int) *MemoryStore {
 	size = max(size, 1)
 	// Small stores get one shard, so their bound is exact.
 	n := min(16, max(1, size/256))
-	m := &MemoryStore{seed: maphash.MakeSeed(), shards: make([]memoryShard, n)}
-	per := (size + n - 1) / n
+	m := &MemoryStore{seed: maphash.MakeSeed(), perShard: (size + n - 1) / n, shards: make([]memoryShard, n)}
 	for i := range m.shards {
-		m.shards[i].lru = lru.New[SessionKey, *SessionState](per)
+		m.shards[i].realms = map[string]*lru.Cache[SessionKey, *SessionState]{}
 	}
 	return m
 }
 
 // Update implements SessionStore; it never fails.
-func (m *MemoryStore) Update(_ context.Context, key SessionKey, fn func(*SessionState)) error {
+func (m *MemoryStore) Update(_ context.Context, key SessionKey, fn func(*SessionState) bool) error {
 	sh := &m.shards[maphash.Comparable(m.seed, key)%uint64(len(m.shards))]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	s, ok := sh.lru.Get(key)
-	if !ok {
-		s = &SessionState{}
-		sh.lru.Add(key, s)
+	realm := sh.realms[key.Realm]
+	if realm != nil {
+		if s, ok := realm.Get(key); ok {
+			fn(s)
+			return nil
+		}
 	}
-	fn(s)
+	s := &SessionState{}
+	if !fn(s) {
+		return nil
+	}
+	if realm == nil {
+		realm = lru.New[SessionKey, *SessionState](m.perShard)
+		sh.realms[key.Realm] = realm
+	}
+	realm.Add(key, s)
 	return nil
 }
 
-// Len answers the number of sessions held.
-func (m *MemoryStore) Len() int {
+// Len answers the number of sessions held in realm.
+func (m *MemoryStore) Len(realm string) int {
 	n := 0
 	for i := range m.shards {
 		sh := &m.shards[i]
 		sh.mu.Lock()
-		n += sh.lru.Len()
+		if r := sh.realms[realm]; r != nil {
+			n += r.Len()
+		}
 		sh.mu.Unlock()
 	}
 	return n

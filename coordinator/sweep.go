@@ -19,22 +19,29 @@ func (c *Coordinator) startSweep(key SessionKey, epoch uint64, id sdk.Identity, 
 	if c.closed {
 		return
 	}
+	if _, running := c.sweeping[key]; running {
+		return
+	}
 	start := false
-	err := c.store.Update(c.sweepCtx, key, func(s *SessionState) {
-		start = s.Epoch == epoch && !s.SweepRunning && s.SweepIDs == nil
-		if start {
-			s.SweepRunning = true
-		}
+	err := c.store.Update(c.sweepCtx, key, func(s *SessionState) bool {
+		start = s.Epoch == epoch && s.SweepIDs == nil
+		return false
 	})
 	if err != nil || !start {
 		return
 	}
+	c.sweeping[key] = struct{}{}
 	c.sweeps.Add(1)
 	go c.sweep(key, epoch, id, p, slices.Clone(scopes), query)
 }
 
 func (c *Coordinator) sweep(key SessionKey, epoch uint64, id sdk.Identity, p provider, scopes []sdk.Scope, query string) {
 	defer c.sweeps.Done()
+	defer func() {
+		c.sweepsStart.Lock()
+		delete(c.sweeping, key)
+		c.sweepsStart.Unlock()
+	}()
 	ctx, cancel := context.WithTimeout(c.sweepCtx, c.cfg.SweepTimeout)
 	defer cancel()
 	start := time.Now()
@@ -43,15 +50,20 @@ func (c *Coordinator) sweep(key SessionKey, epoch uint64, id sdk.Identity, p pro
 	if err != nil {
 		c.logger.Warn("background sweep failed", "realm", id.Realm, "identity", id.ID, "error", err)
 	}
-	_ = c.store.Update(context.Background(), key, func(s *SessionState) {
+	if err != nil {
+		return
+	}
+	// The picks wait for the session's next turn, in the store so that a
+	// restart or another host sharing it keeps them.
+	if err := c.store.Update(context.Background(), key, func(s *SessionState) bool {
 		if s.Epoch != epoch {
-			return // compacted meanwhile: reset already cleared the flag
+			return false // compacted meanwhile: the picks are stale
 		}
-		s.SweepRunning = false
-		if err == nil {
-			s.SweepIDs = append(make([]string, 0, len(ids)), ids...)
-		}
-	})
+		s.SweepIDs = append(make([]string, 0, len(ids)), ids...)
+		return true
+	}); err != nil {
+		c.logger.Warn("background sweep: session store", "realm", id.Realm, "identity", id.ID, "error", err)
+	}
 }
 
 // fullSweep runs the selector over the composed scopes' full manifest.
@@ -61,7 +73,7 @@ func (c *Coordinator) fullSweep(ctx context.Context, key SessionKey, id sdk.Iden
 		return nil, fmt.Errorf("full manifest: %w", err)
 	}
 	var suppressed []string
-	if err := c.store.Update(ctx, key, func(s *SessionState) { suppressed = slices.Clone(s.InjectedIDs) }); err != nil {
+	if err := c.store.Update(ctx, key, func(s *SessionState) bool { suppressed = slices.Clone(s.InjectedIDs); return false }); err != nil {
 		return nil, err
 	}
 	sel, err := c.selector.Select(ctx, sdk.SelectRequest{Identity: id, Query: query, Rows: rows, SuppressedIDs: suppressed, Max: c.cfg.MaxEntries})

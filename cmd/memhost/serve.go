@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"net"
@@ -20,9 +19,12 @@ import (
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/guide"
 	"github.com/memhost/memhost/internal/config"
+	"github.com/memhost/memhost/internal/hostkey"
 	"github.com/memhost/memhost/internal/httpapi"
 	"github.com/memhost/memhost/internal/mcpserver"
 	"github.com/memhost/memhost/internal/pluginhost"
+	"github.com/memhost/memhost/internal/sessionstore"
+	"github.com/memhost/memhost/internal/statedb"
 	"github.com/memhost/memhost/sdk"
 	sdkhost "github.com/memhost/memhost/sdk/host"
 	"github.com/spf13/cobra"
@@ -105,10 +107,11 @@ func (o *serveOverrides) apply(cfg *config.Config) error {
 // server.
 type host struct {
 	logger      hclog.Logger
+	state       *statedb.DB
+	stopExpiry  func() // stops the session expiry loop and waits for it
 	supervisor  *pluginhost.Supervisor
 	coordinator *coordinator.Coordinator
 	server      *httpapi.Server
-	stateDB     *sql.DB
 	// provider answers the provider serving a realm.
 	provider func(realm string) (sdk.Provider, error)
 }
@@ -122,9 +125,46 @@ func startHost(ctx context.Context, cfg *config.Config, logger hclog.Logger) (*h
 	for _, w := range cfg.Warnings() {
 		logger.Warn("config: " + w)
 	}
-	entries, refusals, err := pluginhost.Discover(cfg.PluginDir)
+	// The host's own state first: a data_dir that cannot hold it fails the
+	// start before any plugin runs.
+	hostKey, err := hostkey.Load(cfg.DataDir, cfg.HostKeyEnv, nil)
 	if err != nil {
 		return nil, err
+	}
+	state, err := statedb.Open(ctx, cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	sessions, err := sessionstore.Open(ctx, state, sessionstore.Options{
+		TTL: cfg.Sessions.IdleTTL, PerRealm: cfg.Sessions.MaxPerRealm, CacheSize: cfg.Coordinator.SessionCacheSize,
+	})
+	if err != nil {
+		state.Close()
+		return nil, err
+	}
+	h := &host{logger: logger, state: state}
+	if err := h.start(ctx, cfg, sessions, hostKey); err != nil {
+		state.Close()
+		return nil, err
+	}
+	expiryCtx, cancel := context.WithCancel(context.Background())
+	expired := make(chan struct{})
+	go func() {
+		defer close(expired)
+		sessions.RunExpiry(expiryCtx, min(cfg.Sessions.IdleTTL/4, 10*time.Minute), func(err error) {
+			logger.Warn("session expiry", "error", err)
+		})
+	}()
+	h.stopExpiry = func() { cancel(); <-expired }
+	return h, nil
+}
+
+// start launches the plugins and builds the coordinator and API over them.
+func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinator.SessionStore, hostKey []byte) error {
+	logger := h.logger
+	entries, refusals, err := pluginhost.Discover(cfg.PluginDir)
+	if err != nil {
+		return err
 	}
 	for _, r := range refusals {
 		logger.Error(r.Error())
@@ -149,7 +189,7 @@ func startHost(ctx context.Context, cfg *config.Config, logger hclog.Logger) (*h
 		if len(refusals) > 0 {
 			err = errors.Join(append([]error{err}, refusals...)...)
 		}
-		return nil, fmt.Errorf("starting plugins: %w", err)
+		return fmt.Errorf("starting plugins: %w", err)
 	}
 	logger.Info("plugins started", "count", len(specs), "elapsed", time.Since(started).Round(time.Millisecond))
 
@@ -158,7 +198,7 @@ func startHost(ctx context.Context, cfg *config.Config, logger hclog.Logger) (*h
 		p, err := sup.Provider(inst.Name)
 		if err != nil {
 			sup.Close()
-			return nil, err
+			return err
 		}
 		providers[inst.Name] = p
 	}
@@ -175,23 +215,16 @@ func startHost(ctx context.Context, cfg *config.Config, logger hclog.Logger) (*h
 		}
 		return "none"
 	})
-	coord, err := newCoordinator(cfg, sup, coordinator.ProvidersFunc(providerOf), metrics, logger)
+	coord, err := newCoordinator(cfg, sup, coordinator.ProvidersFunc(providerOf), metrics, logger, sessions, hostKey)
 	if err != nil {
 		sup.Close()
-		return nil, err
+		return err
 	}
-	stateDB, err := openStateDB(cfg)
+	comp, err := newCompaction(ctx, cfg, sup, h.state.SQL(), coord, logger)
 	if err != nil {
 		coord.Close(ctx)
 		sup.Close()
-		return nil, err
-	}
-	comp, err := newCompaction(ctx, cfg, sup, stateDB, coord, logger)
-	if err != nil {
-		stateDB.Close()
-		coord.Close(ctx)
-		sup.Close()
-		return nil, err
+		return err
 	}
 	var tokens []httpapi.Token
 	for _, t := range cfg.Tokens {
@@ -212,12 +245,13 @@ func startHost(ctx context.Context, cfg *config.Config, logger hclog.Logger) (*h
 			return mcpserver.Handler(mcpserver.Options{Version: version, Provider: providerOf, Coordinator: coord, Bind: bind, Logger: logger.Named("mcp")})
 		},
 	})
-	return &host{logger: logger, supervisor: sup, coordinator: coord, server: server, stateDB: stateDB, provider: providerOf}, nil
+	h.supervisor, h.coordinator, h.server, h.provider = sup, coord, server, providerOf
+	return nil
 }
 
 // newCoordinator maps the config's coordinator block onto the coordinator
 // and hands it the configured selector and resolvers.
-func newCoordinator(cfg *config.Config, sup *pluginhost.Supervisor, providers coordinator.Providers, metrics coordinator.Metrics, logger hclog.Logger) (*coordinator.Coordinator, error) {
+func newCoordinator(cfg *config.Config, sup *pluginhost.Supervisor, providers coordinator.Providers, metrics coordinator.Metrics, logger hclog.Logger, sessions coordinator.SessionStore, hostKey []byte) (*coordinator.Coordinator, error) {
 	cc := cfg.Coordinator
 	c := coordinator.DefaultConfig()
 	c.PerTurnInjection = coordinator.InjectionMode(cc.PerTurnInjection)
@@ -233,7 +267,7 @@ func newCoordinator(cfg *config.Config, sup *pluginhost.Supervisor, providers co
 	c.Budgets.TurnBytes = cc.TurnBudgetBytes
 	c.Budgets.SessionBytes = cc.SessionBudgetBytes
 	c.Budgets.BuildBytes = cc.BuildBudgetBytes
-	opts := coordinator.Options{Providers: providers, Logger: logger.Named("coordinator"), Metrics: metrics}
+	opts := coordinator.Options{Providers: providers, Logger: logger.Named("coordinator"), Metrics: metrics, Sessions: sessions, HostKey: hostKey}
 	if cc.Selector != "" {
 		sel, err := sup.Selector(cc.Selector)
 		if err != nil {
@@ -270,11 +304,14 @@ func (h *host) close() {
 		h.logger.Warn("coordinator close", "error", err)
 	}
 	h.supervisor.Close()
-	if err := h.stateDB.Close(); err != nil {
-		h.logger.Warn("state database close", "error", err)
-	}
 	// Belt and braces: kill any go-plugin managed client still alive.
 	plugin.CleanupClients()
+	// Last: sweeps finishing during the coordinator's close, and
+	// compactions, still write.
+	h.stopExpiry()
+	if err := h.state.Close(); err != nil {
+		h.logger.Warn("state database close", "error", err)
+	}
 }
 
 // realmMap renders realm → provider instance for the start-up log line.
@@ -311,7 +348,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       cfg.Server.ReadTimeout,
 	}
-	logger.Info("memhost listening", "addr", ln.Addr().String(), "plugin_dir", cfg.PluginDir, "data_dir", cfg.DataDir)
+	logger.Info("memhost listening", "addr", ln.Addr().String(), "plugin_dir", cfg.PluginDir, "data_dir", cfg.DataDir, "state_db", h.state.Path())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

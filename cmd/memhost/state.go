@@ -3,38 +3,13 @@ package main
 import (
 	"context"
 	"database/sql"
-	"fmt"
-	"path/filepath"
 	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
-	_ "github.com/mattn/go-sqlite3" // the host state database driver
 	"github.com/memhost/memhost/internal/compaction"
 	"github.com/memhost/memhost/internal/config"
 	"github.com/memhost/memhost/internal/pluginhost"
 )
-
-// stateDBName is the host's own state database in data_dir (not a plugin's).
-const stateDBName = "memhost-state.db"
-
-// openStateDB opens the host state database. It is the one place that
-// knows where and how; the host state package (internal/statedb) replaces
-// it when it lands, and every store keeps taking a *sql.DB. WAL with
-// synchronous=NORMAL survives a crash of the host; a power cut may lose
-// the last compaction, which the next request then redoes (the compactor
-// sees the same idempotency key).
-func openStateDB(cfg *config.Config) (*sql.DB, error) {
-	path := filepath.Join(cfg.DataDir, stateDBName)
-	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=5000&_txlock=immediate")
-	if err != nil {
-		return nil, fmt.Errorf("state database %s: %w", path, err)
-	}
-	if err := db.Ping(); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("state database %s: %w", path, err)
-	}
-	return db, nil
-}
 
 // Host-side compaction limits: the artifact cap is a safety net over the
 // compactor's own (the template's max_bytes defaults to 4 KiB), and a

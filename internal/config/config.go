@@ -93,6 +93,9 @@ type Config struct {
 	Coordinator Coordinator
 	Server      Server
 	Tokens      []Token
+	// Sessions and HostKeyEnv configure durable session state (sessions.go).
+	Sessions   Sessions
+	HostKeyEnv string // the variable holding the host key; "" keeps it in data_dir
 
 	// pos maps an item's path ("listen", "coordinator.selector",
 	// "instance[2].plugin") to where the file set it, so Validate can
@@ -234,6 +237,7 @@ func (o Options) defaults(baseDir string) *Config {
 			SessionBudgetBytes:  defaultSessionBudget,
 			BuildBudgetBytes:    defaultBuildBudgetBytes,
 		},
+		Sessions: defaultSessions(),
 		Server: Server{
 			MaxBodyBytes:    defaultMaxBodyBytes,
 			ReadTimeout:     defaultReadTimeout,

@@ -25,6 +25,9 @@ func (c *Config) HCL() []byte {
 	body.SetAttributeValue("log_level", cty.StringVal(c.LogLevel))
 	body.SetAttributeValue("allow_insecure_listen", cty.BoolVal(c.AllowInsecureListen))
 	body.SetAttributeValue("default_realm", cty.StringVal(c.DefaultRealm))
+	if c.HostKeyEnv != "" {
+		body.SetAttributeValue("host_key_env", cty.StringVal(c.HostKeyEnv))
+	}
 
 	for _, in := range c.Instances {
 		body.AppendNewline()
@@ -70,6 +73,8 @@ func (c *Config) HCL() []byte {
 	b.SetAttributeValue("max_body_bytes", cty.NumberIntVal(c.Server.MaxBodyBytes))
 	b.SetAttributeValue("read_timeout_ms", cty.NumberIntVal(c.Server.ReadTimeout.Milliseconds()))
 	b.SetAttributeValue("shutdown_timeout_ms", cty.NumberIntVal(c.Server.ShutdownTimeout.Milliseconds()))
+
+	c.sessionsHCL(body)
 
 	for _, t := range c.Tokens {
 		body.AppendNewline()

@@ -20,6 +20,7 @@ var testEnv = map[string]string{
 	"MEMHOST_TOKEN_CI":    "ci-0123456789abcdef",
 	"MEMHOST_TOKEN_EMPTY": "",
 	"MEMHOST_TOKEN_SHORT": "tiny-secret",
+	"MEMHOST_HOST_KEY":    "host-key-0123456789abcdef0123456789abcdef",
 }
 
 const testExeDir = "/opt/memhost/bin"

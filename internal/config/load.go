@@ -90,11 +90,13 @@ var (
 			Attributes: []hcl.AttributeSchema{
 				{Name: "listen"}, {Name: "plugin_dir"}, {Name: "data_dir"}, {Name: "log_format"},
 				{Name: "log_level"}, {Name: "allow_insecure_listen"}, {Name: "default_realm"},
+				{Name: "host_key_env"},
 			},
 			Blocks: []hcl.BlockHeaderSchema{
 				{Type: "realm", LabelNames: []string{"name"}},
 				{Type: "coordinator"},
 				{Type: "server"},
+				{Type: "sessions"},
 				{Type: "token", LabelNames: []string{"name"}},
 			},
 		}
@@ -146,21 +148,25 @@ func (d *decoder) file(body hcl.Body) {
 	d.str(content.Attributes, "log_level", "log_level", &c.LogLevel)
 	d.boolean(content.Attributes, "allow_insecure_listen", "allow_insecure_listen", &c.AllowInsecureListen)
 	d.str(content.Attributes, "default_realm", "default_realm", &c.DefaultRealm)
+	d.hostKeyEnv(content.Attributes)
 
 	seen := map[string]*hcl.Block{}
 	for _, b := range content.Blocks {
 		switch b.Type {
-		case "coordinator", "server":
+		case "coordinator", "server", "sessions":
 			if first, dup := seen[b.Type]; dup {
 				d.errorf(b.DefRange.Ptr(), "Duplicate "+b.Type+" block",
 					"Only one %s block is allowed; the first is at %s.", b.Type, lineOf(first.DefRange))
 				continue
 			}
 			seen[b.Type] = b
-			if b.Type == "coordinator" {
+			switch b.Type {
+			case "coordinator":
 				d.coordinator(b)
-			} else {
+			case "server":
 				d.server(b)
+			case "sessions":
+				d.sessions(b)
 			}
 		case "realm":
 			d.realm(b)

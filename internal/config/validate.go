@@ -141,6 +141,7 @@ func (c *Config) Validate() error {
 	c.validateRealms(p)
 	c.validateCoordinator(p)
 	c.validateServer(p)
+	c.validateSessions(p)
 	c.validateTokens(p)
 	if len(p.diags) > 0 {
 		return newError(p.diags)

@@ -85,3 +85,11 @@ func (l *Cache[K, V]) unlink(e *lruEntry[K, V]) {
 	}
 	e.prev, e.next = nil, nil
 }
+
+// Remove forgets k, if kept.
+func (l *Cache[K, V]) Remove(k K) {
+	if e, ok := l.items[k]; ok {
+		l.unlink(e)
+		delete(l.items, k)
+	}
+}

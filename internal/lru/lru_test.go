@@ -20,4 +20,13 @@ func TestLRU(t *testing.T) {
 	if v, _ := l.Get("a"); v != 10 || l.Len() != 2 {
 		t.Fatalf("replace: %v, len %d", v, l.Len())
 	}
+	l.Remove("a")
+	l.Remove("missing")
+	if _, ok := l.Get("a"); ok || l.Len() != 1 {
+		t.Fatalf("after Remove: len %d", l.Len())
+	}
+	l.Add("d", 4) // room again: c stays
+	if _, ok := l.Get("c"); !ok {
+		t.Fatal("Remove left the cache full")
+	}
 }

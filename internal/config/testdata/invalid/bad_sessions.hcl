@@ -1,0 +1,4 @@
+sessions {
+  idle_ttl_minutes = 0
+  max_per_realm    = -1
+}

@@ -1,0 +1,1 @@
+host_key_env = "MEMHOST_HOST_KEY_UNSET"

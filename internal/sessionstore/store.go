@@ -1,0 +1,322 @@
+// Package sessionstore is the host's durable coordinator.SessionStore: each
+// session's byte counter, dedup set and cached sweep live in the host state
+// database (internal/statedb), with an in-memory LRU in front so a turn
+// reads without a query. State survives a restart; sessions idle longer
+// than a TTL are dropped; the bound on sessions is per realm, so a flood of
+// new sessions in one realm only ever evicts that realm's oldest.
+//
+// The cache is exact only while one process owns the database, which
+// memhost guarantees by giving each host its own data_dir. A store shared
+// by many hosts (PostgreSQL) implements coordinator.SessionStore itself,
+// with a versioned compare-and-swap instead of this cache.
+package sessionstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/internal/lru"
+	"github.com/memhost/memhost/internal/statedb"
+)
+
+// Defaults of Options.
+const (
+	DefaultTTL       = 24 * time.Hour
+	DefaultPerRealm  = 10000
+	DefaultCacheSize = 10000
+)
+
+// component names this package's tables in the state database.
+const component = "sessions"
+
+// migrations are the sessions tables' schema steps; append, never edit.
+var migrations = []string{
+	`CREATE TABLE sessions (
+		realm      TEXT    NOT NULL,
+		identity   TEXT    NOT NULL,
+		session    TEXT    NOT NULL,
+		state      BLOB    NOT NULL, -- JSON, see record
+		touched_at INTEGER NOT NULL, -- Unix milliseconds of the last visit kept
+		PRIMARY KEY (realm, identity, session)
+	) WITHOUT ROWID;
+	CREATE INDEX sessions_by_realm_age ON sessions (realm, touched_at);
+	CREATE INDEX sessions_by_age ON sessions (touched_at);`,
+}
+
+// Options tune a Store. Zero values take the defaults.
+type Options struct {
+	// TTL drops a session idle (neither written nor read) for longer.
+	TTL time.Duration
+	// PerRealm bounds the sessions kept per realm; beyond it the realm's
+	// least recently visited sessions are dropped.
+	PerRealm int
+	// CacheSize bounds the sessions cached in memory, all realms together.
+	// An evicted entry is read back from the database on its next visit.
+	CacheSize int
+	// Now is the clock (tests); default time.Now.
+	Now func() time.Time
+}
+
+// Store is a durable coordinator.SessionStore. It is safe for concurrent
+// use.
+type Store struct {
+	db   *statedb.DB
+	opts Options
+	// refresh: a read-only visit rewrites touched_at only when it is
+	// older than this, so reads keep a session alive at a small cost.
+	refresh time.Duration
+
+	// mu serializes visits: the database has one connection, so writes
+	// are serial anyway, and one lock keeps cache and file in step.
+	mu    sync.Mutex
+	cache *lru.Cache[coordinator.SessionKey, *entry]
+	// counts holds each realm's rows in the file, counted on the realm's
+	// first new session and kept exact since: this process owns the file.
+	counts map[string]int
+}
+
+type entry struct {
+	state   coordinator.SessionState
+	touched time.Time
+}
+
+// record is the stored form of a SessionState. Sweep keeps null apart
+// from [] (no sweep waiting versus a finished sweep that found nothing).
+type record struct {
+	Bytes int      `json:"bytes"`
+	IDs   []string `json:"ids,omitempty"`
+	Epoch uint64   `json:"epoch,omitempty"`
+	Sweep []string `json:"sweep"`
+}
+
+// Open migrates the sessions tables in db and answers a store over them.
+// The store does not own db.
+func Open(ctx context.Context, db *statedb.DB, opts Options) (*Store, error) {
+	if opts.TTL <= 0 {
+		opts.TTL = DefaultTTL
+	}
+	if opts.PerRealm <= 0 {
+		opts.PerRealm = DefaultPerRealm
+	}
+	if opts.CacheSize <= 0 {
+		opts.CacheSize = DefaultCacheSize
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if err := db.Migrate(ctx, component, migrations); err != nil {
+		return nil, fmt.Errorf("session store: %w", err)
+	}
+	return &Store{
+		db: db, opts: opts, refresh: opts.TTL / 16,
+		cache:  lru.New[coordinator.SessionKey, *entry](opts.CacheSize),
+		counts: map[string]int{},
+	}, nil
+}
+
+// Update implements coordinator.SessionStore. fn runs once, on a copy: a
+// failed write leaves both the file and the cache as they were. Errors come
+// from the state database (the caller names the store).
+func (s *Store) Update(ctx context.Context, key coordinator.SessionKey, fn func(*coordinator.SessionState) bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.opts.Now()
+	e, err := s.load(ctx, key)
+	if err != nil {
+		return err
+	}
+	stored := e != nil
+	if stored && now.Sub(e.touched) >= s.opts.TTL {
+		e = nil // idle too long: a fresh session over the old row
+	}
+	var st coordinator.SessionState
+	if e != nil {
+		st = e.state.Clone()
+	}
+	if !fn(&st) {
+		if e != nil && now.Sub(e.touched) >= s.refresh {
+			return s.touch(ctx, key, e, now)
+		}
+		return nil
+	}
+	evicted, err := s.save(ctx, key, &st, now, !stored)
+	if err != nil {
+		return err
+	}
+	s.cache.Add(key, &entry{state: st, touched: now})
+	s.forget(evicted)
+	return nil
+}
+
+// load answers key's entry from the cache or the file; nil when unknown.
+func (s *Store) load(ctx context.Context, key coordinator.SessionKey) (*entry, error) {
+	if e, ok := s.cache.Get(key); ok {
+		return e, nil
+	}
+	var blob []byte
+	var touched int64
+	err := s.db.QueryRow(ctx, `SELECT state, touched_at FROM sessions WHERE realm = ? AND identity = ? AND session = ?`,
+		key.Realm, key.Identity, key.Session).Scan(&blob, &touched)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, s.db.Wrap("load session", err)
+	}
+	var r record
+	if err := json.Unmarshal(blob, &r); err != nil {
+		return nil, fmt.Errorf("a stored session is unreadable: %w", err)
+	}
+	e := &entry{
+		state:   coordinator.SessionState{InjectedBytes: r.Bytes, InjectedIDs: r.IDs, Epoch: r.Epoch, SweepIDs: r.Sweep},
+		touched: time.UnixMilli(touched),
+	}
+	s.cache.Add(key, e)
+	return e, nil
+}
+
+// forget drops deleted rows from the cache and the realm counts.
+func (s *Store) forget(keys []coordinator.SessionKey) {
+	for _, k := range keys {
+		s.cache.Remove(k)
+		if n, ok := s.counts[k.Realm]; ok {
+			s.counts[k.Realm] = n - 1
+		}
+	}
+}
+
+// save writes st and, for a row new to the file, drops the realm's oldest
+// sessions beyond the bound; it answers the keys dropped.
+func (s *Store) save(ctx context.Context, key coordinator.SessionKey, st *coordinator.SessionState, now time.Time, fresh bool) ([]coordinator.SessionKey, error) {
+	blob, err := json.Marshal(record{Bytes: st.InjectedBytes, IDs: st.InjectedIDs, Epoch: st.Epoch, Sweep: st.SweepIDs})
+	if err != nil {
+		return nil, fmt.Errorf("session store: %w", err)
+	}
+	const upsert = `INSERT INTO sessions (realm, identity, session, state, touched_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (realm, identity, session) DO UPDATE SET state = excluded.state, touched_at = excluded.touched_at`
+	count, known := s.counts[key.Realm]
+	if !fresh || known && count < s.opts.PerRealm {
+		// Nothing to evict: one statement commits on its own, with no
+		// transaction to open.
+		if _, err := s.db.Exec(ctx, "save session", upsert, key.Realm, key.Identity, key.Session, blob, now.UnixMilli()); err != nil {
+			return nil, err
+		}
+		if fresh {
+			s.counts[key.Realm] = count + 1
+		}
+		return nil, nil
+	}
+	var evicted []coordinator.SessionKey
+	newCount := 0
+	err = s.db.Tx(ctx, "save session", func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, upsert, key.Realm, key.Identity, key.Session, blob, now.UnixMilli()); err != nil {
+			return err
+		}
+		if known {
+			count++
+		} else if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sessions WHERE realm = ?`, key.Realm).Scan(&count); err != nil {
+			return err
+		}
+		newCount = count
+		if count <= s.opts.PerRealm {
+			return nil
+		}
+		rows, err := tx.QueryContext(ctx, `DELETE FROM sessions WHERE realm = ? AND (identity, session) IN (
+				SELECT identity, session FROM sessions
+				WHERE realm = ? AND NOT (identity = ? AND session = ?)
+				ORDER BY touched_at LIMIT ?)
+			RETURNING identity, session`,
+			key.Realm, key.Realm, key.Identity, key.Session, count-s.opts.PerRealm)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			k := coordinator.SessionKey{Realm: key.Realm}
+			if err := rows.Scan(&k.Identity, &k.Session); err != nil {
+				return err
+			}
+			evicted = append(evicted, k)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.counts[key.Realm] = newCount
+	return evicted, nil
+}
+
+// touch records a read-only visit, so a session still in use is not
+// dropped as idle.
+func (s *Store) touch(ctx context.Context, key coordinator.SessionKey, e *entry, now time.Time) error {
+	if _, err := s.db.Exec(ctx, "touch session", `UPDATE sessions SET touched_at = ? WHERE realm = ? AND identity = ? AND session = ?`,
+		now.UnixMilli(), key.Realm, key.Identity, key.Session); err != nil {
+		return err
+	}
+	e.touched = now
+	return nil
+}
+
+// Expire drops every session idle longer than the TTL and answers how many
+// it dropped. Visits ignore idle sessions regardless; Expire reclaims
+// their space.
+func (s *Store) Expire(ctx context.Context) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cutoff := s.opts.Now().Add(-s.opts.TTL)
+	var dropped []coordinator.SessionKey
+	err := s.db.Tx(ctx, "expire sessions", func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `DELETE FROM sessions WHERE touched_at <= ? RETURNING realm, identity, session`, cutoff.UnixMilli())
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k coordinator.SessionKey
+			if err := rows.Scan(&k.Realm, &k.Identity, &k.Session); err != nil {
+				return err
+			}
+			dropped = append(dropped, k)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return 0, fmt.Errorf("session store: %w", err)
+	}
+	s.forget(dropped)
+	return len(dropped), nil
+}
+
+// RunExpiry calls Expire every interval until ctx ends, reporting
+// failures to report (which may be nil).
+func (s *Store) RunExpiry(ctx context.Context, interval time.Duration, report func(error)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := s.Expire(ctx); err != nil && report != nil && ctx.Err() == nil {
+				report(err)
+			}
+		}
+	}
+}
+
+// Len answers how many sessions of realm the file holds, idle ones not yet
+// expired included.
+func (s *Store) Len(ctx context.Context, realm string) (int, error) {
+	var n int
+	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM sessions WHERE realm = ?`, realm).Scan(&n); err != nil {
+		return 0, fmt.Errorf("session store: %w", s.db.Wrap("count sessions", err))
+	}
+	return n, nil
+}

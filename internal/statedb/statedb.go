@@ -1,0 +1,247 @@
+// Package statedb is the host's own state database: one SQLite file in
+// data_dir holding what the host itself must remember across restarts
+// (session budgets and dedup sets today; compaction summaries and
+// watermarks later). Plugins keep their own stores; nothing here is theirs.
+//
+// Each package owning tables registers them with Migrate under its own
+// component name, as an ordered list of schema steps. A step, once
+// released, is never edited: a change is a new step appended to the list.
+package statedb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+
+	sqlite3 "github.com/mattn/go-sqlite3"
+)
+
+// FileName is the state database's file inside data_dir.
+const FileName = "memhost-state.db"
+
+// Sentinel errors for conditions an operator must act on. Every error from
+// this package that stems from one of them wraps it.
+var (
+	// ErrStorageFull: the disk (or a size limit) has no room for a write.
+	// The data already written stays readable.
+	ErrStorageFull = errors.New("storage full")
+	// ErrReadOnly: the file or its file system refuses writes.
+	ErrReadOnly = errors.New("storage read-only")
+	// ErrNewerSchema: the file was migrated by a newer memhost.
+	ErrNewerSchema = errors.New("schema newer than this memhost")
+	// ErrInUse: another process has the database open. One data_dir
+	// belongs to one host: the session cache is exact only then.
+	ErrInUse = errors.New("in use by another memhost")
+)
+
+// synchronous=NORMAL in WAL mode: a commit survives a host crash (kill -9)
+// but the last commits may be lost on a power cut. Session accounting can
+// afford that; an fsync per turn would be the turn's largest cost.
+const connPragmas = `
+PRAGMA journal_mode = WAL;
+PRAGMA synchronous = NORMAL;
+PRAGMA foreign_keys = ON;
+PRAGMA busy_timeout = 5000;
+PRAGMA temp_store = MEMORY;
+`
+
+const driverName = "memhost-statedb"
+
+var registerDriver = sync.OnceFunc(func() {
+	sql.Register(driverName, &sqlite3.SQLiteDriver{
+		ConnectHook: func(c *sqlite3.SQLiteConn) error {
+			_, err := c.Exec(connPragmas, nil)
+			return err
+		},
+	})
+})
+
+// DB is an open state database. It is safe for concurrent use.
+type DB struct {
+	path string
+	lock *os.File
+	db   *sql.DB
+}
+
+// Open opens (creating if needed) the state database in dir. The file is
+// created with mode 0600 (and tightened to it if it was wider); SQLite
+// gives the WAL and shared-memory files the same mode.
+//
+// A second process opening the same file is refused with ErrInUse.
+func Open(ctx context.Context, dir string) (d *DB, err error) {
+	registerDriver()
+	path := filepath.Join(dir, FileName)
+	lock, err := acquire(path + ".lock")
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			release(lock)
+		}
+	}()
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("state database %s: %w", path, err)
+	}
+	f.Close()
+	if err := os.Chmod(path, 0o600); err != nil {
+		return nil, fmt.Errorf("state database %s: %w", path, err)
+	}
+	db, err := sql.Open(driverName, dsn(path))
+	if err != nil {
+		return nil, fmt.Errorf("state database %s: %w", path, err)
+	}
+	// One connection: the host's writes are small and serialized in Go
+	// rather than by SQLite busy waits, and transactions never deadlock
+	// upgrading a read lock.
+	db.SetMaxOpenConns(1)
+	db.SetConnMaxIdleTime(0)
+	d = &DB{path: path, lock: lock, db: db}
+	const meta = `CREATE TABLE IF NOT EXISTS statedb_migrations (
+		component TEXT PRIMARY KEY,
+		version   INTEGER NOT NULL
+	) WITHOUT ROWID`
+	if _, err := db.ExecContext(ctx, meta); err != nil {
+		db.Close()
+		return nil, d.wrap("open "+path, err)
+	}
+	return d, nil
+}
+
+// dsn builds a URI for path, escaping what SQLite would read as URI syntax.
+func dsn(path string) string {
+	return "file:" + (&url.URL{Path: filepath.ToSlash(path)}).EscapedPath() + "?_txlock=immediate"
+}
+
+// SQL answers the underlying handle, for stores written against
+// database/sql (internal/compaction). It has one connection: a query made
+// on it while a Tx of the same goroutine is open waits forever.
+func (d *DB) SQL() *sql.DB { return d.db }
+
+// Path answers the database file's path.
+func (d *DB) Path() string { return d.path }
+
+// Close closes the database and releases it to other processes. Closing
+// twice is harmless.
+func (d *DB) Close() error {
+	err := d.db.Close()
+	if d.lock != nil {
+		release(d.lock)
+		d.lock = nil
+	}
+	if err != nil {
+		return d.wrap("close", err)
+	}
+	return nil
+}
+
+// Migrate brings component's tables to the latest of steps: steps[i] is
+// the SQL taking the component from version i to i+1. Steps already
+// applied are skipped; the rest run in one transaction with the version
+// bump, so a failed step leaves the component at its old version. A file
+// at a version beyond len(steps) is refused (ErrNewerSchema).
+func (d *DB) Migrate(ctx context.Context, component string, steps []string) error {
+	if component == "" {
+		return fmt.Errorf("state database: migrate: empty component name")
+	}
+	return d.Tx(ctx, "migrate "+component, func(tx *sql.Tx) error {
+		var v int
+		err := tx.QueryRowContext(ctx, `SELECT version FROM statedb_migrations WHERE component = ?`, component).Scan(&v)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if v > len(steps) {
+			return fmt.Errorf("component %q is at version %d, this memhost knows %d: %w", component, v, len(steps), ErrNewerSchema)
+		}
+		for i := v; i < len(steps); i++ {
+			if _, err := tx.ExecContext(ctx, steps[i]); err != nil {
+				return fmt.Errorf("step %d: %w", i+1, err)
+			}
+		}
+		if v == len(steps) {
+			return nil
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO statedb_migrations (component, version) VALUES (?, ?)
+			ON CONFLICT (component) DO UPDATE SET version = excluded.version`, component, len(steps))
+		return err
+	})
+}
+
+// Version answers the schema version of component (0 when never migrated).
+func (d *DB) Version(ctx context.Context, component string) (int, error) {
+	var v int
+	err := d.db.QueryRowContext(ctx, `SELECT version FROM statedb_migrations WHERE component = ?`, component).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, d.wrap("schema version", err)
+	}
+	return v, nil
+}
+
+// Tx runs fn in one write transaction and commits it when fn returns nil.
+// fn uses tx only (the database has one connection: a query on DB inside
+// fn would wait for fn forever) and returns errors unwrapped. Errors name
+// op ("save session") but not the file, since they may reach an API
+// client; a full disk or a read-only file wraps ErrStorageFull or
+// ErrReadOnly.
+func (d *DB) Tx(ctx context.Context, op string, fn func(*sql.Tx) error) error {
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return d.wrap(op, err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return d.wrap(op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return d.wrap(op, err)
+	}
+	return nil
+}
+
+// QueryRow runs one read outside any transaction; pass Scan's error
+// through Wrap.
+func (d *DB) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	return d.db.QueryRowContext(ctx, query, args...)
+}
+
+// Exec runs one statement outside an explicit transaction.
+func (d *DB) Exec(ctx context.Context, op, query string, args ...any) (sql.Result, error) {
+	r, err := d.db.ExecContext(ctx, query, args...)
+	if err != nil {
+		return nil, d.wrap(op, err)
+	}
+	return r, nil
+}
+
+// Wrap adds the file, op and any sentinel to an error from a query made
+// through this database; nil stays nil.
+func (d *DB) Wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return d.wrap(op, err)
+}
+
+// wrap leaves the file's path out: these errors can reach an API client,
+// and the path is logged once at start instead.
+func (d *DB) wrap(op string, err error) error {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		switch se.Code {
+		case sqlite3.ErrFull:
+			return fmt.Errorf("state database: %s: %w: %w", op, ErrStorageFull, err)
+		case sqlite3.ErrReadonly:
+			return fmt.Errorf("state database: %s: %w: %w", op, ErrReadOnly, err)
+		}
+	}
+	return fmt.Errorf("state database: %s: %w", op, err)
+}

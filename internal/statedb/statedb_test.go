@@ -1,0 +1,148 @@
+package statedb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func open(t *testing.T, dir string) *DB {
+	t.Helper()
+	db, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestOpenFileModes(t *testing.T) {
+	dir := t.TempDir()
+	// A pre-existing, too-open file is tightened.
+	if err := os.WriteFile(filepath.Join(dir, FileName), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := open(t, dir)
+	if _, err := db.Exec(context.Background(), "write", `CREATE TABLE t (x)`); err != nil {
+		t.Fatal(err)
+	}
+	var mode string
+	if err := db.QueryRow(context.Background(), `PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
+		t.Fatalf("journal_mode = %q %v, want wal", mode, err)
+	}
+	for _, name := range []string{FileName, FileName + "-wal", FileName + "-shm"} {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s has mode %v, want 0600", name, fi.Mode().Perm())
+		}
+	}
+}
+
+func TestMigrate(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	steps := []string{
+		`CREATE TABLE a (x INTEGER)`,
+		`ALTER TABLE a ADD COLUMN y TEXT`,
+	}
+	tests := []struct {
+		name    string
+		steps   []string
+		want    int
+		wantErr error
+	}{
+		{"first step", steps[:1], 1, nil},
+		{"same again is a no-op", steps[:1], 1, nil},
+		{"a later step applies alone", steps, 2, nil},
+		{"an older build refuses the file", steps[:1], 2, ErrNewerSchema},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			db := open(t, dir)
+			err := db.Migrate(ctx, "comp", tt.steps)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("Migrate = %v, want %v", err, tt.wantErr)
+			}
+			if v, err := db.Version(ctx, "comp"); err != nil || v != tt.want {
+				t.Fatalf("version = %d %v, want %d", v, err, tt.want)
+			}
+			db.Close()
+		})
+	}
+	// Components are independent, and a failing step changes nothing.
+	db := open(t, dir)
+	if err := db.Migrate(ctx, "other", []string{`CREATE TABLE b (x)`, `NOT SQL`}); err == nil {
+		t.Fatal("a bad step was accepted")
+	}
+	if v, _ := db.Version(ctx, "other"); v != 0 {
+		t.Fatalf("failed migration left version %d", v)
+	}
+	if _, err := db.Exec(ctx, "probe", `SELECT * FROM b`); err == nil {
+		t.Fatal("a failed migration's first step was kept")
+	}
+	if _, err := db.Exec(ctx, "probe", `INSERT INTO a (x, y) VALUES (1, 'y')`); err != nil {
+		t.Fatalf("component comp lost its tables: %v", err)
+	}
+}
+
+// TestStorageErrors drives SQLite into a full database and a read-only
+// connection: both answer wrapped sentinels, and the data stays readable.
+func TestStorageErrors(t *testing.T) {
+	ctx := context.Background()
+	db := open(t, t.TempDir())
+	if err := db.Migrate(ctx, "t", []string{`CREATE TABLE t (v BLOB)`}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(ctx, "seed", `INSERT INTO t VALUES ('kept')`); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		pragma string
+		undo   string
+		want   error
+	}{
+		{"full", `PRAGMA max_page_count = 1`, `PRAGMA max_page_count = 1000000`, ErrStorageFull},
+		{"read-only", `PRAGMA query_only = ON`, `PRAGMA query_only = OFF`, ErrReadOnly},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := db.Exec(ctx, "limit", tt.pragma); err != nil {
+				t.Fatal(err)
+			}
+			defer db.Exec(ctx, "unlimit", tt.undo)
+			err := db.Tx(ctx, "grow", func(tx *sql.Tx) error {
+				_, err := tx.ExecContext(ctx, `INSERT INTO t VALUES (zeroblob(100000))`)
+				return err
+			})
+			if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), "grow") {
+				t.Fatalf("write = %v, want %v", err, tt.want)
+			}
+			var v string
+			if err := db.QueryRow(ctx, `SELECT v FROM t LIMIT 1`).Scan(&v); err != nil || v != "kept" {
+				t.Fatalf("read after the failure = %q %v", v, err)
+			}
+		})
+	}
+}
+
+func TestSecondOpenerIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	if _, err := Open(context.Background(), dir); !errors.Is(err, ErrInUse) {
+		t.Fatalf("second open = %v, want ErrInUse", err)
+	}
+	db.Close()
+	again, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatalf("open after close: %v", err)
+	}
+	again.Close()
+}
