@@ -75,5 +75,5 @@ token "ops" {
 
 func TestOneShotCommandsLocal(t *testing.T) {
 	cfgPath, _ := writeConfig(t, markdownConfig)
-	exerciseOneShot(t, nil, false, "--local", "--config", cfgPath)
+	exerciseOneShot(t, nil, true, "--local", "--config", cfgPath)
 }
