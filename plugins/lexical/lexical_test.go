@@ -76,7 +76,7 @@ func TestSelectWeakBestAsksDeeper(t *testing.T) {
 		cfg  string
 		want sdk.Coverage
 	}{
-		{`{}`, sdk.CoverageNeedDeeperSweep},               // one description hit of three: 0.2
+		{`{}`, sdk.CoverageNeedDeeperSweep},              // one description hit of three: 0.2
 		{`{"min_score":0.1}`, sdk.CoverageSufficient},    // a lower bar accepts it
 		{`{"min_score":1}`, sdk.CoverageNeedDeeperSweep}, // the strictest bar
 	} {

@@ -64,7 +64,7 @@ func TestEditTakesEffectAndMalformedKeepsLastGood(t *testing.T) {
 		want  []string
 	}{
 		{`{"realms": {"default": {"mobs": {"alice": ["team-b"]}}}}`, []string{"team-b"}},
-		{`{"realms": {"default": {"mobs": {"alice": ["team-b"]`, []string{"team-b"}},   // truncated
+		{`{"realms": {"default": {"mobs": {"alice": ["team-b"]`, []string{"team-b"}},       // truncated
 		{`{"realms": {"default": {"mobs": {"alice": ["bad name"]}}}}`, []string{"team-b"}}, // bad mob
 		{`{"realms": {"default": {"mobs": {"alice": ["team-c", "team-d"]}}}}`, []string{"team-c", "team-d"}},
 	}
