@@ -43,7 +43,7 @@ func bind(t *testing.T) func(string, conformance.Bindings) json.RawMessage {
 	}
 }
 
-var badConfigs = []json.RawMessage{json.RawMessage(`{}`), json.RawMessage(`{"file":"/nonexistent/bindings.json"}`)}
+var badConfigs = []json.RawMessage{json.RawMessage(`{}`), json.RawMessage(`{"file":7}`)}
 
 func targets(t *testing.T) map[string]conformance.ResolverTarget {
 	out := map[string]conformance.ResolverTarget{

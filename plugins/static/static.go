@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -93,7 +94,9 @@ func (r *Resolver) Info() sdk.Info {
 }
 
 // Configure reads the bindings file once: a deployment that names a
-// missing or malformed file fails at start, not at the first turn.
+// malformed file fails at start, not at the first turn. A file that does
+// not exist yet means no bindings (logged), and is read once it appears,
+// so a deployment can start before its bindings are written.
 func (r *Resolver) Configure(_ context.Context, raw json.RawMessage) error {
 	var cfg Config
 	if err := sdk.DecodeConfig(raw, &cfg); err != nil {
@@ -107,12 +110,17 @@ func (r *Resolver) Configure(_ context.Context, raw json.RawMessage) error {
 		return fmt.Errorf("static: file: %w", err)
 	}
 	b, stamp, err := load(path)
-	if err != nil {
+	missing := errors.Is(err, fs.ErrNotExist)
+	switch {
+	case missing:
+		r.log.Warn("bindings file does not exist yet: no bindings until it is written", "file", path)
+		b = &File{Realms: map[string]RealmBindings{}}
+	case err != nil:
 		return fmt.Errorf("static: %w: %w", err, sdk.ErrInvalid)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.path, r.bindings, r.stamp = path, b, stamp
+	r.path, r.bindings, r.stamp, r.missing = path, b, stamp, missing
 	return nil
 }
 

@@ -116,10 +116,29 @@ func TestConfigure(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(`{"realms": [}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, cfg := range []string{`{}`, `{"file":""}`, `{"file":"` + filepath.Join(dir, "missing.json") + `"}`, `{"file":"` + bad + `"}`, `{"path":"x"}`, `"x"`} {
+	for _, cfg := range []string{`{}`, `{"file":""}`, `{"file":"` + bad + `"}`, `{"path":"x"}`, `"x"`} {
 		if err := New().Configure(context.Background(), json.RawMessage(cfg)); !errors.Is(err, sdk.ErrInvalid) {
 			t.Errorf("Configure(%s) = %v, want ErrInvalid", cfg, err)
 		}
+	}
+}
+
+func TestMissingFileMeansNoBindingsUntilWritten(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bindings.json")
+	r := New()
+	cfg, _ := json.Marshal(Config{File: path})
+	if err := r.Configure(context.Background(), cfg); err != nil {
+		t.Fatalf("Configure with a file not written yet: %v", err)
+	}
+	alice := sdk.Identity{Realm: "default", ID: "alice"}
+	if mobs, err := r.ResolveMobs(context.Background(), alice); err != nil || len(mobs) != 0 {
+		t.Fatalf("before the file exists: %v, %v; want no mobs", mobs, err)
+	}
+	if err := os.WriteFile(path, []byte(goodFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if mobs, err := r.ResolveMobs(context.Background(), alice); err != nil || !slices.Equal(mobs, []string{"team-a", "oncall"}) {
+		t.Fatalf("after the file is written: %v, %v", mobs, err)
 	}
 }
 
