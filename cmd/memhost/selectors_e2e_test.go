@@ -70,7 +70,7 @@ coordinator {
 `
 }
 
-func turn(t *testing.T, m *instance, session, content string) turnAnswer {
+func turn(t testing.TB, m *instance, session, content string) turnAnswer {
 	t.Helper()
 	var out turnAnswer
 	body := map[string]any{"identity": map[string]string{"id": "alice"}, "content": content}
