@@ -31,7 +31,7 @@ var (
 )
 
 // apiSpec is docs/openapi.yaml, loaded once.
-func apiSpec(t *testing.T) *apispec.Spec {
+func apiSpec(t testing.TB) *apispec.Spec {
 	t.Helper()
 	specOnce.Do(func() { spec, specErr = apispec.Load(filepath.Join(testbin.ModuleRoot(t), "docs", "openapi.yaml")) })
 	if specErr != nil {
@@ -99,7 +99,7 @@ func startWithArgs(t *testing.T, cfgPath, dataDir string, args ...string) (*inst
 	return startServe(t, dataDir, append([]string{"--config", cfgPath}, args...), nil)
 }
 
-func startServe(t *testing.T, dataDir string, args, env []string) (*instance, error) {
+func startServe(t testing.TB, dataDir string, args, env []string) (*instance, error) {
 	t.Helper()
 	inst := &instance{t: t, dataDir: dataDir}
 	inst.cmd = exec.Command(testbin.Build(t, "./cmd/memhost"), append([]string{"serve"}, args...)...)
