@@ -122,6 +122,7 @@ func (s *Selector) Select(ctx context.Context, req sdk.SelectRequest) (sdk.Selec
 		suppressed[id] = true
 	}
 	now := s.now()
+	q := newQuery(terms)
 	seen := make(map[string]bool, len(req.Rows))
 	var cands []scored
 	for _, row := range req.Rows {
@@ -129,7 +130,7 @@ func (s *Selector) Select(ctx context.Context, req sdk.SelectRequest) (sdk.Selec
 			continue
 		}
 		seen[row.ID] = true
-		cov := coverage(terms, row)
+		cov := q.coverage(row)
 		if cov == 0 {
 			continue
 		}
@@ -162,20 +163,39 @@ func (s *Selector) Select(ctx context.Context, req sdk.SelectRequest) (sdk.Selec
 // coverage is the weighted count of the query's terms the row carries, as
 // a share of fullMatchTerms (or of the whole query when shorter), capped at
 // 1: a turn is long text, so a row is a strong match when it carries a few
-// of its terms in the title, not all of them.
-func coverage(terms []string, row sdk.ManifestRow) float64 {
-	title := set(tokenize.Terms(row.Title))
-	desc := set(tokenize.Terms(row.Description))
-	sum := 0.0
-	for _, t := range terms {
-		switch {
-		case title[t]:
-			sum += titleWeight
-		case desc[t]:
-			sum += descriptionWeight
+// of its terms in the title, not all of them. hit is scratch space, one
+// entry per query term, reused across rows.
+func (q *query) coverage(row sdk.ManifestRow) float64 {
+	clear(q.hit)
+	for _, t := range tokenize.Tokens(row.Title) {
+		if i, ok := q.index[t]; ok {
+			q.hit[i] = titleWeight
 		}
 	}
-	return math.Min(1, sum/(titleWeight*float64(min(len(terms), fullMatchTerms))))
+	for _, t := range tokenize.Tokens(row.Description) {
+		if i, ok := q.index[t]; ok && q.hit[i] == 0 {
+			q.hit[i] = descriptionWeight
+		}
+	}
+	sum := 0.0
+	for _, w := range q.hit {
+		sum += w
+	}
+	return math.Min(1, sum/(titleWeight*float64(min(len(q.hit), fullMatchTerms))))
+}
+
+// query is a turn's distinct terms, indexed for scoring rows.
+type query struct {
+	index map[string]int
+	hit   []float64
+}
+
+func newQuery(terms []string) *query {
+	q := &query{index: make(map[string]int, len(terms)), hit: make([]float64, len(terms))}
+	for i, t := range terms {
+		q.index[t] = i
+	}
+	return q
 }
 
 // bonus orders rows of similar coverage: newer and more used first. It is
@@ -207,12 +227,4 @@ func validate(req sdk.SelectRequest) error {
 		}
 	}
 	return nil
-}
-
-func set(terms []string) map[string]bool {
-	m := make(map[string]bool, len(terms))
-	for _, t := range terms {
-		m[t] = true
-	}
-	return m
 }

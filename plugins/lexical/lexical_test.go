@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -154,10 +155,18 @@ func TestSelectBadInput(t *testing.T) {
 	}
 }
 
-func BenchmarkSelectWorkingSet(b *testing.B) {
+// BenchmarkSelect is one Select over the turn's working set (400 rows)
+// and over one background-sweep page (2,000 rows), in-process.
+func BenchmarkSelect(b *testing.B) {
+	for _, n := range []int{400, 2000} {
+		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) { benchmarkSelect(b, n) })
+	}
+}
+
+func benchmarkSelect(b *testing.B, n int) {
 	var rows []sdk.ManifestRow
-	for i := range 400 {
-		rows = append(rows, row("r"+string(rune('a'+i%26))+string(rune('a'+i/26%26)), "deploy notes about production systems", "a description with several terms", i%90, 0))
+	for i := range n {
+		rows = append(rows, row(fmt.Sprintf("r%05d", i), fmt.Sprintf("deploy notes %d about production systems", i), "a description with several terms", i%90, 0))
 	}
 	s := New()
 	b.ReportAllocs()
