@@ -260,13 +260,6 @@ func TestCompleteExampleStarts(t *testing.T) {
 	_, example, _ = strings.Cut(example, "```hcl\n")
 	example, _, _ = strings.Cut(example, "```")
 	pluginDir := testbin.PluginDir(t)
-	if _, err := os.Stat(filepath.Join(pluginDir, "template"+".plugin.json")); err != nil {
-		// The template compactor ships with the compaction work; until then
-		// its two lines are the only ones left out.
-		t.Log("no template compactor plugin built: leaving the example's compactor out")
-		example = regexp.MustCompile(`(?s)compactor "summary" \{.*?\n\}\n`).ReplaceAllString(example, "")
-		example = regexp.MustCompile(`(?m)^\s*compactor\s*=.*\n`).ReplaceAllString(example, "")
-	}
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "memhost-data")
 	for key, value := range map[string]string{"listen": "127.0.0.1:0", "plugin_dir": pluginDir, "data_dir": dataDir} {
@@ -295,7 +288,7 @@ func TestCompleteExampleStarts(t *testing.T) {
 			healthy = append(healthy, p.Instance)
 		}
 	}
-	for _, want := range []string{"main", "fulltext", "notes", "rerank", "teams"} {
+	for _, want := range []string{"main", "fulltext", "notes", "rerank", "summary", "teams"} {
 		if !slices.Contains(healthy, want) {
 			t.Errorf("instance %s is not running healthy: %+v", want, plugins)
 		}
