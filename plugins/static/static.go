@@ -13,13 +13,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
 	"time"
 
-	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -59,7 +59,7 @@ type RealmBindings struct {
 
 // Resolver is the static resolver plugin.
 type Resolver struct {
-	log hclog.Logger
+	log *slog.Logger
 
 	mu       sync.Mutex
 	path     string
@@ -77,7 +77,7 @@ type fileStamp struct {
 }
 
 // New answers an unconfigured resolver.
-func New() *Resolver { return &Resolver{log: sdk.NewPluginLogger("static")} }
+func New() *Resolver { return &Resolver{log: sdk.Logger()} }
 
 var (
 	_ sdk.Plugin           = (*Resolver)(nil)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 // The suites below cover the kinds beside providers: selectors and the two
@@ -106,11 +107,11 @@ func (e *kindEnv) close() error {
 	return nil
 }
 
-func (e *kindEnv) selector() (*sdk.SelectorClient, error) { return e.inst.conn.Selector() }
+func (e *kindEnv) selector() (sdk.Selector, error) { return e.inst.conn.Selector() }
 
-func (e *kindEnv) mobs() (*sdk.MobResolverClient, error) { return e.inst.conn.MobResolver() }
+func (e *kindEnv) mobs() (sdk.MobResolver, error) { return e.inst.conn.MobResolver() }
 
-func (e *kindEnv) operators() (*sdk.OperatorResolverClient, error) {
+func (e *kindEnv) operators() (sdk.OperatorResolver, error) {
 	return e.inst.conn.OperatorResolver()
 }
 
@@ -213,14 +214,14 @@ func checkKindInfo(ctx context.Context, e *kindEnv) error {
 	}
 	info := e.inst.conn.Info()
 	var p problems
-	if err := sdk.CheckInfo(info); err != nil {
+	if err := host.CheckInfo(info); err != nil {
 		p.addf("the host refuses this Info: %v", err)
 	}
 	if !slices.Contains(info.Kinds, e.s.kind) {
 		p.addf("Info.Kinds %v does not include %q", info.Kinds, e.s.kind)
 	}
 	for i, k := range info.Kinds {
-		if !slices.Contains(sdk.PluginKinds, k) {
+		if !slices.Contains(sdk.Kinds(), k) {
 			p.addf("Info.Kinds names unknown kind %q", k)
 		}
 		if slices.Contains(info.Kinds[:i], k) {
@@ -334,7 +335,7 @@ func checkSelection(what string, req sdk.SelectRequest, sel sdk.Selection) error
 	return p.err()
 }
 
-func (e *kindEnv) openSelector(ctx context.Context) (*sdk.SelectorClient, error) {
+func (e *kindEnv) openSelector(ctx context.Context) (sdk.Selector, error) {
 	if err := e.open(ctx, e.s.config(e.dir)); err != nil {
 		return nil, err
 	}
