@@ -74,6 +74,13 @@ type Budgets struct {
 	SelectorRows int // working-set rows handed to the selector (200)
 }
 
+// SweepLimits bound the background full sweep (DESIGN 5.1 step 4).
+type SweepLimits struct {
+	PageRows int // manifest rows per Select call (2,000)
+	WarnRows int // a full manifest above this many rows is logged (4,000)
+	MaxRows  int // rows kept beyond this: ranked first, then newest (16,000)
+}
+
 // Config mirrors the coordinator block of the deployment config
 // (DESIGN Appendix B). Start from DefaultConfig: the zero value is invalid
 // on purpose, so a half-filled struct cannot silently turn defanging off.
@@ -94,7 +101,12 @@ type Config struct {
 
 	SessionCacheSize int           // sessions kept per realm by the default in-memory store
 	SweepTimeout     time.Duration // bounds one background full sweep
-	TelemetryQueue   int           // pending ledger/usage batches before new ones are dropped
+	// ResolverCacheTTL keeps each resolver answer (per realm and identity)
+	// this long, so a turn does not pay two extra blocking calls; 0 asks
+	// the resolvers every time.
+	ResolverCacheTTL time.Duration
+	Sweep            SweepLimits
+	TelemetryQueue   int // pending ledger/usage batches before new ones are dropped
 	Budgets          Budgets
 }
 
@@ -112,6 +124,8 @@ func DefaultConfig() Config {
 		DefaultRealm:        sdk.DefaultRealm,
 		SessionCacheSize:    10000,
 		SweepTimeout:        10 * time.Second,
+		ResolverCacheTTL:    5 * time.Second,
+		Sweep:               SweepLimits{PageRows: 2000, WarnRows: 4000, MaxRows: 16000},
 		TelemetryQueue:      1024,
 		Budgets: Budgets{
 			TurnBytes:    20 << 10,
@@ -182,6 +196,17 @@ func (c Config) Validate() error {
 	}
 	if c.SweepTimeout <= 0 {
 		return bad("sweep_timeout", "%v must be positive", c.SweepTimeout)
+	}
+	if c.ResolverCacheTTL < 0 {
+		return bad("resolver_cache_ms", "%v must not be negative", c.ResolverCacheTTL)
+	}
+	switch sw := c.Sweep; {
+	case sw.PageRows < 1:
+		return bad("sweep_page_rows", "%d must be positive", sw.PageRows)
+	case sw.WarnRows < 1:
+		return bad("sweep_warn_rows", "%d must be positive", sw.WarnRows)
+	case sw.MaxRows < sw.PageRows:
+		return bad("sweep_max_rows", "%d is below the page size %d", sw.MaxRows, sw.PageRows)
 	}
 	if c.TelemetryQueue < 1 {
 		return bad("telemetry_queue", "%d must be at least 1", c.TelemetryQueue)

@@ -135,6 +135,7 @@ func New(cfg Config, opts Options) (*Coordinator, error) {
 	if c.now == nil {
 		c.now = time.Now
 	}
+	c.mobs, c.operators = cacheResolvers(cfg.ResolverCacheTTL, c.now, c.mobs, c.operators)
 	c.telemetry = newTelemetry(cfg.TelemetryQueue, c.logger, c.metrics)
 	c.sweepCtx, c.stopSweeps = context.WithCancel(context.Background())
 	if cfg.PerTurnInjection == InjectionOff {

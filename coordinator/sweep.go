@@ -1,7 +1,9 @@
 package coordinator
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -66,19 +68,90 @@ func (c *Coordinator) sweep(key SessionKey, epoch uint64, id sdk.Identity, p pro
 	}
 }
 
-// fullSweep runs the selector over the composed scopes' full manifest.
+// fullSweep runs the selector over the composed scopes' full manifest,
+// page by page (Config.Sweep.PageRows rows per Select), within the sweep's
+// time bound. A manifest above WarnRows is logged; above MaxRows it is cut
+// to the ranked rows first, then the newest. When several pages picked more
+// than MaxEntries ids, one last Select over the picked rows narrows them.
+// Should the time bound end the sweep after some pages, their picks stand.
 func (c *Coordinator) fullSweep(ctx context.Context, key SessionKey, id sdk.Identity, p provider, scopes []sdk.Scope, query string) ([]string, error) {
 	rows, err := p.Provider.(sdk.ManifestLister).Manifest(ctx, sdk.ManifestQuery{Realm: id.Realm, Scopes: scopes, Tier: sdk.TierFull})
 	if err != nil {
 		return nil, fmt.Errorf("full manifest: %w", err)
 	}
+	lim := c.cfg.Sweep
+	if len(rows) > lim.WarnRows {
+		c.logger.Warn("background sweep over a large manifest", "realm", id.Realm, "identity", id.ID,
+			"rows", len(rows), "warn_rows", lim.WarnRows, "max_rows", lim.MaxRows)
+	}
+	if len(rows) > lim.MaxRows {
+		rows = truncateRows(rows, lim.MaxRows)
+		c.logger.Warn("background sweep truncated the manifest: ranked rows first, then the newest", "realm", id.Realm, "identity", id.ID, "kept", len(rows))
+	}
 	var suppressed []string
 	if err := c.store.Update(ctx, key, func(s *SessionState) bool { suppressed = slices.Clone(s.InjectedIDs); return false }); err != nil {
 		return nil, err
 	}
-	sel, err := c.selector.Select(ctx, sdk.SelectRequest{Identity: id, Query: query, Rows: rows, SuppressedIDs: suppressed, Max: c.cfg.MaxEntries})
-	if err != nil {
-		return nil, fmt.Errorf("selector: %w", err)
+	ask := func(page []sdk.ManifestRow) ([]string, error) {
+		sel, err := c.selector.Select(ctx, sdk.SelectRequest{Identity: id, Query: query, Rows: page, SuppressedIDs: suppressed, Max: c.cfg.MaxEntries})
+		return sel.IDs, err
 	}
-	return sel.IDs, nil
+	var picked []string
+	pages := 0
+	for start := 0; start < len(rows); start += lim.PageRows {
+		ids, err := ask(rows[start:min(start+lim.PageRows, len(rows))])
+		if err != nil {
+			if pages > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				c.logger.Warn("background sweep ran out of time; keeping the pages done", "realm", id.Realm, "identity", id.ID,
+					"pages_done", pages, "rows_done", start, "rows", len(rows))
+				break
+			}
+			return nil, fmt.Errorf("selector, rows %d..%d: %w", start, min(start+lim.PageRows, len(rows)), err)
+		}
+		pages++
+		for _, rid := range ids {
+			if !slices.Contains(picked, rid) {
+				picked = append(picked, rid)
+			}
+		}
+	}
+	if pages <= 1 || len(picked) <= c.cfg.MaxEntries {
+		return picked, nil
+	}
+	byID := make(map[string]sdk.ManifestRow, len(rows))
+	for _, r := range rows {
+		byID[r.ID] = r
+	}
+	finalists := make([]sdk.ManifestRow, 0, len(picked))
+	for _, rid := range picked {
+		if r, ok := byID[rid]; ok {
+			finalists = append(finalists, r)
+		}
+	}
+	ids, err := ask(finalists)
+	if err != nil {
+		// The pages' own picks still beat nothing.
+		c.logger.Warn("background sweep: narrowing the pages' picks failed; keeping the first ones", "realm", id.Realm, "identity", id.ID, "error", err)
+		return picked[:c.cfg.MaxEntries], nil
+	}
+	return ids, nil
+}
+
+// truncateRows keeps n rows: the ranked ones by rank, then the unranked
+// ones by update time, newest first.
+func truncateRows(rows []sdk.ManifestRow, n int) []sdk.ManifestRow {
+	rows = slices.Clone(rows)
+	slices.SortStableFunc(rows, func(a, b sdk.ManifestRow) int {
+		if (a.Rank > 0) != (b.Rank > 0) {
+			if a.Rank > 0 {
+				return -1
+			}
+			return 1
+		}
+		if c := cmp.Compare(b.Rank, a.Rank); c != 0 {
+			return c
+		}
+		return b.UpdatedAt.Compare(a.UpdatedAt)
+	})
+	return rows[:n]
 }

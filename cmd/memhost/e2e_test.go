@@ -36,7 +36,7 @@ var (
 )
 
 // apiSpec is docs/openapi.yaml, loaded once.
-func apiSpec(t *testing.T) *apispec.Spec {
+func apiSpec(t testing.TB) *apispec.Spec {
 	t.Helper()
 	specOnce.Do(func() { spec, specErr = apispec.Load(filepath.Join(testbin.ModuleRoot(t), "docs", "openapi.yaml")) })
 	if specErr != nil {
@@ -47,7 +47,7 @@ func apiSpec(t *testing.T) *apispec.Spec {
 
 // instance is one real `memhost serve` process under test.
 type instance struct {
-	t       *testing.T
+	t       testing.TB
 	cmd     *exec.Cmd
 	base    string
 	dataDir string
@@ -70,12 +70,12 @@ func startMemhost(t *testing.T, body string, env ...string) *instance {
 	return inst
 }
 
-func writeConfig(t *testing.T, body string) (path, dataDir string) {
+func writeConfig(t testing.TB, body string) (path, dataDir string) {
 	t.Helper()
 	return writeConfigIn(t, testbin.PluginDir(t), body)
 }
 
-func writeConfigIn(t *testing.T, pluginDir, body string) (path, dataDir string) {
+func writeConfigIn(t testing.TB, pluginDir, body string) (path, dataDir string) {
 	t.Helper()
 	dir := t.TempDir()
 	dataDir = filepath.Join(dir, "data")
@@ -93,7 +93,7 @@ func tryStartMemhost(t *testing.T, body string, env ...string) (*instance, error
 	return startWithConfig(t, cfgPath, dataDir, env...)
 }
 
-func startWithConfig(t *testing.T, cfgPath, dataDir string, env ...string) (*instance, error) {
+func startWithConfig(t testing.TB, cfgPath, dataDir string, env ...string) (*instance, error) {
 	t.Helper()
 	return startServe(t, dataDir, []string{"--config", cfgPath}, env)
 }
@@ -104,7 +104,7 @@ func startWithArgs(t *testing.T, cfgPath, dataDir string, args ...string) (*inst
 	return startServe(t, dataDir, append([]string{"--config", cfgPath}, args...), nil)
 }
 
-func startServe(t *testing.T, dataDir string, args, env []string) (*instance, error) {
+func startServe(t testing.TB, dataDir string, args, env []string) (*instance, error) {
 	t.Helper()
 	inst := &instance{t: t, dataDir: dataDir}
 	inst.cmd = exec.Command(testbin.Build(t, "./cmd/memhost"), append([]string{"serve"}, args...)...)
@@ -239,7 +239,7 @@ provider "notes" {
 realm "default" { provider = "notes" }
 `
 
-func remember(t *testing.T, m *instance, records ...map[string]any) []string {
+func remember(t testing.TB, m *instance, records ...map[string]any) []string {
 	t.Helper()
 	var out struct {
 		IDs []string `json:"ids"`

@@ -264,6 +264,8 @@ func newCoordinator(cfg *config.Config, sup *pluginhost.Supervisor, providers co
 	c.OperatorScope = coordinator.OperatorScopeMode(cc.OperatorScope)
 	c.DefaultRealm = cfg.DefaultRealm
 	c.SessionCacheSize = cc.SessionCacheSize
+	c.ResolverCacheTTL = cc.ResolverCache
+	c.SweepTimeout = cc.SweepTimeout
 	c.Budgets.TurnBytes = cc.TurnBudgetBytes
 	c.Budgets.SessionBytes = cc.SessionBudgetBytes
 	c.Budgets.BuildBytes = cc.BuildBudgetBytes

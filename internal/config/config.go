@@ -38,6 +38,8 @@ const (
 	defaultLogLevel          = "info"
 	defaultMaxEntries        = 8
 	defaultRecallTimeout     = 500 * time.Millisecond
+	defaultResolverCache     = 5 * time.Second
+	defaultSweepTimeout      = 10 * time.Second
 	defaultInstructionHeader = "Agent memory"
 	defaultSessionCacheSize  = 10000
 	defaultTurnBudgetBytes   = 20 << 10
@@ -144,10 +146,12 @@ type Coordinator struct {
 	OperatorResolver string
 	Compactor        string
 
-	SessionCacheSize   int // sessions kept in the LRU
-	TurnBudgetBytes    int // per turn
-	SessionBudgetBytes int // per session, across turns
-	BuildBudgetBytes   int // per build injection
+	SessionCacheSize   int           // sessions kept in the LRU
+	ResolverCache      time.Duration // how long a resolver answer is reused; 0 asks every time
+	SweepTimeout       time.Duration // bounds one background full sweep
+	TurnBudgetBytes    int           // per turn
+	SessionBudgetBytes int           // per session, across turns
+	BuildBudgetBytes   int           // per build injection
 }
 
 // Server holds the HTTP server's limits.
@@ -228,6 +232,8 @@ func (o Options) defaults(baseDir string) *Config {
 			Selection:           SelectionContextual,
 			MaxEntries:          defaultMaxEntries,
 			RecallTimeout:       defaultRecallTimeout,
+			ResolverCache:       defaultResolverCache,
+			SweepTimeout:        defaultSweepTimeout,
 			RecallFailurePolicy: FailureSkip,
 			DefangInbound:       true,
 			InstructionHeader:   defaultInstructionHeader,

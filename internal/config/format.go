@@ -64,6 +64,8 @@ func (c *Config) HCL() []byte {
 		}
 	}
 	b.SetAttributeValue("session_cache_size", cty.NumberIntVal(int64(co.SessionCacheSize)))
+	b.SetAttributeValue("resolver_cache_ms", cty.NumberIntVal(co.ResolverCache.Milliseconds()))
+	b.SetAttributeValue("sweep_timeout_ms", cty.NumberIntVal(co.SweepTimeout.Milliseconds()))
 	b.SetAttributeValue("turn_budget_bytes", cty.NumberIntVal(int64(co.TurnBudgetBytes)))
 	b.SetAttributeValue("session_budget_bytes", cty.NumberIntVal(int64(co.SessionBudgetBytes)))
 	b.SetAttributeValue("build_budget_bytes", cty.NumberIntVal(int64(co.BuildBudgetBytes)))

@@ -120,7 +120,7 @@ var (
 		{Name: "instruction_header"}, {Name: "operator_scope"}, {Name: "selector"},
 		{Name: "mob_resolver"}, {Name: "operator_resolver"}, {Name: "compactor"},
 		{Name: "session_cache_size"}, {Name: "turn_budget_bytes"}, {Name: "session_budget_bytes"},
-		{Name: "build_budget_bytes"},
+		{Name: "build_budget_bytes"}, {Name: "resolver_cache_ms"}, {Name: "sweep_timeout_ms"},
 	}}
 	serverSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 		{Name: "max_body_bytes"}, {Name: "read_timeout_ms"}, {Name: "shutdown_timeout_ms"},
@@ -249,6 +249,8 @@ func (d *decoder) coordinator(b *hcl.Block) {
 	d.str(a, "operator_resolver", "coordinator.operator_resolver", &c.OperatorResolver)
 	d.str(a, "compactor", "coordinator.compactor", &c.Compactor)
 	d.integer(a, "session_cache_size", "coordinator.session_cache_size", &c.SessionCacheSize)
+	d.millis(a, "resolver_cache_ms", "coordinator.resolver_cache_ms", &c.ResolverCache)
+	d.millis(a, "sweep_timeout_ms", "coordinator.sweep_timeout_ms", &c.SweepTimeout)
 	d.integer(a, "turn_budget_bytes", "coordinator.turn_budget_bytes", &c.TurnBudgetBytes)
 	d.integer(a, "session_budget_bytes", "coordinator.session_budget_bytes", &c.SessionBudgetBytes)
 	d.integer(a, "build_budget_bytes", "coordinator.build_budget_bytes", &c.BuildBudgetBytes)

@@ -303,6 +303,8 @@ func (c *Config) validateCoordinator(p *problems) {
 	positive("max_entries", int64(co.MaxEntries), 1, "")
 	positive("recall_timeout_ms", co.RecallTimeout.Milliseconds(), 1, "")
 	positive("session_cache_size", int64(co.SessionCacheSize), 1, "")
+	positive("resolver_cache_ms", co.ResolverCache.Milliseconds(), 0, " (0 asks the resolvers on every turn)")
+	positive("sweep_timeout_ms", co.SweepTimeout.Milliseconds(), 1, "")
 	const why = " (a smaller budget skips every injection as budget_exhausted)"
 	positive("turn_budget_bytes", int64(co.TurnBudgetBytes), minBudgetBytes, why)
 	positive("session_budget_bytes", int64(co.SessionBudgetBytes), minBudgetBytes, why)

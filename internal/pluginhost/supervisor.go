@@ -187,7 +187,13 @@ type Status struct {
 func (s *Supervisor) Status() []Status {
 	out := make([]Status, 0, len(s.order))
 	for _, inst := range s.order {
-		out = append(out, inst.status())
+		st := inst.status()
+		if st.Capabilities == nil {
+			// A selector, compactor or resolver declares none: an empty
+			// list, as the API document says, not null.
+			st.Capabilities = sdk.Capabilities{}
+		}
+		out = append(out, st)
 	}
 	return out
 }

@@ -98,7 +98,7 @@ func BuildIn(t testing.TB, moduleDir, pkg string) string {
 }
 
 // FirstPartyPlugins are the plugins `make build` ships.
-var FirstPartyPlugins = []string{"markdown", "sqlite", "bleve", "postgres", "template", "llm"}
+var FirstPartyPlugins = []string{"markdown", "sqlite", "bleve", "postgres", "template", "llm", "lexical", "static"}
 
 // PluginDir builds the named first-party plugins (all when none are named)
 // into a fresh directory with their manifests, as `make build` lays them

@@ -19,6 +19,8 @@ const (
 	MinMaxBytes      = 256
 	MaxMaxBytes      = 1 << 20
 	DefaultMaxTokens = 1024
+	DefaultMaxRows   = 400  // manifest rows in one selection prompt
+	MaxMaxRows       = 4000 // the most the host's sweep sends in one Select
 )
 
 const configSchema = `{
@@ -32,7 +34,8 @@ const configSchema = `{
     "timeout_ms":  {"type": "integer", "minimum": 1, "maximum": 600000, "default": 25000, "description": "bound of one model call; the host bounds a whole compaction request at 30 s"},
     "max_tokens":  {"type": "integer", "minimum": 16, "default": 1024},
     "temperature": {"type": "number", "minimum": 0, "maximum": 2, "default": 0},
-    "max_bytes":   {"type": "integer", "minimum": 256, "maximum": 1048576, "default": 8192, "description": "byte cap of a summary (the host's cap applies too)"}
+    "max_bytes":   {"type": "integer", "minimum": 256, "maximum": 1048576, "default": 8192, "description": "byte cap of a summary (the host's cap applies too)"},
+    "max_rows":    {"type": "integer", "minimum": 1, "maximum": 4000, "default": 400, "description": "selector: manifest rows put into one prompt"}
   }
 }`
 
@@ -45,6 +48,7 @@ type Config struct {
 	MaxTokens   int      `json:"max_tokens"`
 	Temperature *float64 `json:"temperature"`
 	MaxBytes    int      `json:"max_bytes"`
+	MaxRows     int      `json:"max_rows"`
 }
 
 // settings is a validated Config, ready to use.
@@ -56,12 +60,13 @@ type settings struct {
 	maxTokens   int
 	temperature float64
 	maxBytes    int
+	maxRows     int
 }
 
 // parseConfig validates raw; lookupEnv reads the API key variable (the key
 // itself never appears in an error).
 func parseConfig(raw json.RawMessage, lookupEnv func(string) (string, bool)) (settings, error) {
-	c := Config{TimeoutMS: int(DefaultTimeout / time.Millisecond), MaxTokens: DefaultMaxTokens, MaxBytes: DefaultMaxBytes}
+	c := Config{TimeoutMS: int(DefaultTimeout / time.Millisecond), MaxTokens: DefaultMaxTokens, MaxBytes: DefaultMaxBytes, MaxRows: DefaultMaxRows}
 	if err := sdk.DecodeConfig(raw, &c); err != nil {
 		return settings{}, fmt.Errorf("llm config: %w", err)
 	}
@@ -86,11 +91,13 @@ func parseConfig(raw json.RawMessage, lookupEnv func(string) (string, bool)) (se
 		return bad("temperature %v is outside 0..2", *c.Temperature)
 	case c.MaxBytes < MinMaxBytes || c.MaxBytes > MaxMaxBytes:
 		return bad("max_bytes %d is outside %d..%d", c.MaxBytes, MinMaxBytes, MaxMaxBytes)
+	case c.MaxRows < 1 || c.MaxRows > MaxMaxRows:
+		return bad("max_rows %d is outside 1..%d", c.MaxRows, MaxMaxRows)
 	}
 	s := settings{
 		endpoint: strings.TrimRight(c.BaseURL, "/") + "/chat/completions",
 		model:    c.Model, timeout: time.Duration(c.TimeoutMS) * time.Millisecond,
-		maxTokens: c.MaxTokens, maxBytes: c.MaxBytes,
+		maxTokens: c.MaxTokens, maxBytes: c.MaxBytes, maxRows: c.MaxRows,
 	}
 	if c.Temperature != nil {
 		s.temperature = *c.Temperature

@@ -1,6 +1,7 @@
-// Package llm is memhost's LLM compactor: it asks any OpenAI-compatible
-// chat completions endpoint (OpenAI, a vLLM or llama.cpp server, a
-// gateway) to fold evicted messages into the rolling summary. Empty,
+// Package llm is memhost's LLM plugin: it asks any OpenAI-compatible chat
+// completions endpoint (OpenAI, a vLLM or llama.cpp server, a gateway) to
+// fold evicted messages into the rolling summary (compactor) and to pick
+// the records to inject for a turn (selector, see select.go). Empty,
 // failed or malformed output is an error, so the host never advances its
 // watermark over a summary that was not written.
 package llm
@@ -49,7 +50,7 @@ func New() *Compactor {
 
 func (c *Compactor) Info() sdk.Info {
 	return sdk.Info{
-		Name: "llm", Version: Version, Kinds: []sdk.PluginKind{sdk.KindCompactor},
+		Name: "llm", Version: Version, Kinds: []sdk.PluginKind{sdk.KindCompactor, sdk.KindSelector},
 		Protocols: []int{sdk.ProtocolVersion}, ConfigSchema: json.RawMessage(configSchema),
 	}
 }
@@ -67,6 +68,9 @@ func (c *Compactor) Configure(_ context.Context, raw json.RawMessage) error {
 
 // ErrNotConfigured answers a Compact before Configure.
 var ErrNotConfigured = fmt.Errorf("llm compactor is not configured: %w", sdk.ErrUnavailable)
+
+// errNoContent: the answer held no choice with message content.
+var errNoContent = errors.New("no message content")
 
 // ErrEmptyOutput: the model answered no summary text.
 var ErrEmptyOutput = errors.New("the model answered an empty summary")
@@ -158,60 +162,66 @@ type apiError struct {
 }
 
 func (c *Compactor) complete(ctx context.Context, cfg *settings, req sdk.CompactRequest, limit int) (string, error) {
+	return c.chat(ctx, cfg, Prompt(req, limit), cfg.maxTokens, req.IdempotencyKey)
+}
+
+// chat sends one chat completions request and answers the first choice's
+// trimmed content; idempotencyKey, when set, is sent as a header.
+func (c *Compactor) chat(ctx context.Context, cfg *settings, messages []chatMessage, maxTokens int, idempotencyKey string) (string, error) {
 	body, err := json.Marshal(chatRequest{
-		Model: cfg.model, Messages: Prompt(req, limit), MaxTokens: cfg.maxTokens, Temperature: cfg.temperature,
+		Model: cfg.model, Messages: messages, MaxTokens: maxTokens, Temperature: cfg.temperature,
 	})
 	if err != nil {
-		return "", fmt.Errorf("llm compactor: encode request: %w", err)
+		return "", fmt.Errorf("llm: encode request: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.endpoint, bytes.NewReader(body))
 	if err != nil {
-		return "", fmt.Errorf("llm compactor: %v: %w", err, sdk.ErrInvalid)
+		return "", fmt.Errorf("llm: %v: %w", err, sdk.ErrInvalid)
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json")
 	if cfg.apiKey != "" {
 		hreq.Header.Set("Authorization", "Bearer "+cfg.apiKey)
 	}
-	if req.IdempotencyKey != "" {
-		hreq.Header.Set("Idempotency-Key", req.IdempotencyKey)
+	if idempotencyKey != "" {
+		hreq.Header.Set("Idempotency-Key", idempotencyKey)
 	}
 	resp, err := c.client.Do(hreq)
 	if err != nil {
 		if ctx.Err() != nil {
-			return "", fmt.Errorf("llm compactor: %s gave no answer within %s: %w", cfg.endpoint, cfg.timeout, ctxError(ctx.Err()))
+			return "", fmt.Errorf("llm: %s gave no answer within %s: %w", cfg.endpoint, cfg.timeout, ctxError(ctx.Err()))
 		}
-		return "", fmt.Errorf("llm compactor: %s: %v: %w", cfg.endpoint, err, sdk.ErrUnavailable)
+		return "", fmt.Errorf("llm: %s: %v: %w", cfg.endpoint, err, sdk.ErrUnavailable)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	if err != nil {
 		if ctx.Err() != nil {
-			return "", fmt.Errorf("llm compactor: reading the answer of %s: %w", cfg.endpoint, ctxError(ctx.Err()))
+			return "", fmt.Errorf("llm: reading the answer of %s: %w", cfg.endpoint, ctxError(ctx.Err()))
 		}
-		return "", fmt.Errorf("llm compactor: reading the answer of %s: %v: %w", cfg.endpoint, err, sdk.ErrUnavailable)
+		return "", fmt.Errorf("llm: reading the answer of %s: %v: %w", cfg.endpoint, err, sdk.ErrUnavailable)
 	}
 	if len(data) > maxResponseBytes {
-		return "", fmt.Errorf("llm compactor: the answer of %s is over %d bytes", cfg.endpoint, maxResponseBytes)
+		return "", fmt.Errorf("llm: the answer of %s is over %d bytes", cfg.endpoint, maxResponseBytes)
 	}
 	if resp.StatusCode/100 != 2 {
 		return "", statusError(cfg.endpoint, resp.StatusCode, data)
 	}
 	var out chatResponse
 	if err := json.Unmarshal(data, &out); err != nil {
-		return "", fmt.Errorf("llm compactor: %s answered malformed JSON (%v): %.200q", cfg.endpoint, err, data)
+		return "", fmt.Errorf("llm: %s answered malformed JSON (%v): %.200q: %w", cfg.endpoint, err, data, sdk.ErrUnavailable)
 	}
 	if len(out.Choices) == 0 || out.Choices[0].Message.Content == nil {
-		return "", fmt.Errorf("llm compactor: %s answered no choices with message content: %.200q", cfg.endpoint, data)
+		return "", fmt.Errorf("llm: %s answered no choices with message content: %.200q: %w", cfg.endpoint, data, errNoContent)
 	}
 	text := strings.TrimSpace(*out.Choices[0].Message.Content)
 	if text == "" {
-		return "", fmt.Errorf("llm compactor: %s (finish_reason %q): %w", cfg.endpoint, out.Choices[0].FinishReason, ErrEmptyOutput)
+		return "", fmt.Errorf("llm: %s (finish_reason %q): %w", cfg.endpoint, out.Choices[0].FinishReason, ErrEmptyOutput)
 	}
 	if !utf8.ValidString(text) {
-		return "", fmt.Errorf("llm compactor: %s answered invalid UTF-8", cfg.endpoint)
+		return "", fmt.Errorf("llm: %s answered invalid UTF-8", cfg.endpoint)
 	}
 	return text, nil
 }
@@ -239,7 +249,7 @@ func statusError(endpoint string, code int, body []byte) error {
 	default:
 		sentinel = sdk.ErrInvalid
 	}
-	return fmt.Errorf("llm compactor: %s answered HTTP %d: %s: %w", endpoint, code, msg, sentinel)
+	return fmt.Errorf("llm: %s answered HTTP %d: %s: %w", endpoint, code, msg, sentinel)
 }
 
 func ctxError(err error) error {

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// TestLLMSelectorThroughServe runs the llm selector plugin against a local
+// OpenAI-compatible server: the model picks the row whose title mentions
+// the checklist and adds an id it made up; the turn injects the checklist
+// only. A model that fails makes the turn skip as recall_failed.
+func TestLLMSelectorThroughServe(t *testing.T) {
+	var failing atomic.Bool
+	var prompts atomic.Int32
+	rowRE := regexp.MustCompile(`\{"id":"([^"]+)","kind":"[^"]*","title":"([^"]*)"`)
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if failing.Load() {
+			http.Error(w, "overloaded", http.StatusServiceUnavailable)
+			return
+		}
+		var req struct {
+			Messages []struct{ Content string } `json:"messages"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) < 2 {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		prompts.Add(1)
+		ids := []string{"made-up"}
+		for _, m := range rowRE.FindAllStringSubmatch(req.Messages[1].Content, -1) {
+			if strings.Contains(strings.ToLower(m[2]), "checklist") {
+				ids = append(ids, m[1])
+			}
+		}
+		answer, _ := json.Marshal(map[string]any{"selected_ids": ids, "coverage": "sufficient"})
+		json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]string{"role": "assistant", "content": string(answer)}}}})
+	}))
+	defer model.Close()
+	m := startMemhost(t, providerDeployment("sqlite", `{ path = "memory.db" }`)+`
+selector "model" {
+  plugin = "llm"
+  config = { base_url = "`+model.URL+`/v1", model = "test", timeout_ms = 2000 }
+}
+coordinator {
+  selector          = "model"
+  recall_timeout_ms = 2000
+}
+`)
+	ids := remember(t, m,
+		map[string]any{"scope": "identity:alice", "kind": "procedure", "title": "Release checklist", "body": "Tag, build, announce."},
+		map[string]any{"scope": "identity:alice", "kind": "fact", "title": "Release party", "body": "Cake on Friday."},
+	)
+	res := turn(t, m, "s", "what do I do for the release?")
+	if !slices.Equal(res.RecordIDs, ids[:1]) || prompts.Load() == 0 {
+		t.Fatalf("turn injected %v after %d prompts, want only the checklist %s\n%s", res.RecordIDs, prompts.Load(), ids[0], m.logs())
+	}
+	failing.Store(true)
+	if res := turn(t, m, "s2", "what do I do for the release?"); res.SkipReason == nil || *res.SkipReason != "recall_failed" {
+		t.Fatalf("turn with a failing model = %+v, want recall_failed", res)
+	}
+}

@@ -1,0 +1,25 @@
+package lexical
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/conformance"
+)
+
+var badConfigs = []json.RawMessage{json.RawMessage(`{"min_score":0}`), json.RawMessage(`{"recency_weight":"high"}`)}
+
+func TestConformance(t *testing.T) {
+	conformance.RunSelector(t, conformance.Target{New: func() sdk.Plugin { return New() }, BadConfigs: badConfigs})
+}
+
+func TestConformanceBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the plugin binary")
+	}
+	bin := conformance.BuildBinary(t, "./cmd/memhost-plugin-lexical")
+	conformance.RunSelector(t, conformance.Target{
+		Binary: bin, Manifest: conformance.WriteManifest(t, New().Info(), bin), BadConfigs: badConfigs,
+	})
+}
