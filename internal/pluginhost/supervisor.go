@@ -24,6 +24,15 @@ type Spec struct {
 
 func (s Spec) key() string { return string(s.Kind) + "/" + s.Name }
 
+// Defaults of the supervision settings (the config file's supervisor
+// block starts from these).
+const (
+	DefaultHealthInterval = 2 * time.Second
+	DefaultHealthTimeout  = 5 * time.Second
+	DefaultCallTimeout    = 10 * time.Second
+	DefaultMaxBackoff     = 30 * time.Second
+)
+
 // Options tune supervision. Zero values take the defaults.
 type Options struct {
 	StartOptions
@@ -57,22 +66,22 @@ func (o *Options) defaults() {
 		o.ConfigureTimeout = 2 * time.Minute
 	}
 	if o.HealthInterval <= 0 {
-		o.HealthInterval = 2 * time.Second
+		o.HealthInterval = DefaultHealthInterval
 	}
 	if o.HealthTimeout <= 0 {
-		o.HealthTimeout = 5 * time.Second
+		o.HealthTimeout = DefaultHealthTimeout
 	}
 	if o.KillGrace <= 0 {
 		o.KillGrace = host.DefaultKillGrace
 	}
 	if o.CallTimeout <= 0 {
-		o.CallTimeout = 10 * time.Second
+		o.CallTimeout = DefaultCallTimeout
 	}
 	if o.MinBackoff <= 0 {
 		o.MinBackoff = 100 * time.Millisecond
 	}
 	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = 30 * time.Second
+		o.MaxBackoff = DefaultMaxBackoff
 	}
 }
 
