@@ -174,11 +174,17 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 			logger.Warn(w, "plugin", e.Manifest.Name, "manifest", e.ManifestPath)
 		}
 	}
+	sv := cfg.Supervisor
 	sup := pluginhost.New(entries, pluginhost.Options{
 		StartOptions: pluginhost.StartOptions{
 			Logger: logger.Named("plugin"), Dir: cfg.DataDir,
 			Host: sdkhost.Host{Version: version, Capabilities: sdkhost.HostCapabilities()},
 		},
+		CallTimeout:    sv.CallTimeout,
+		HealthInterval: sv.HealthInterval,
+		HealthTimeout:  sv.HealthTimeout,
+		KillGrace:      sv.KillGrace,
+		MaxBackoff:     sv.MaxBackoff,
 	})
 	var specs []pluginhost.Spec
 	for _, inst := range cfg.Instances {

@@ -65,14 +65,15 @@ func TestServeFlagsWinOverConfig(t *testing.T) {
 func TestGracefulShutdownDrainsInFlight(t *testing.T) {
 	m := startMemhost(t, markdownConfig)
 	pid := pluginPids(t, m)[0]
-	// Hold the request inside the plugin, so it is surely in flight.
+	// Hold the request inside the plugin, so it is surely in flight. A
+	// write, not a recall: recall paths fail at the 500 ms recall timeout.
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	defer syscall.Kill(pid, syscall.SIGCONT)
 	done := make(chan int, 1)
 	go func() {
-		resp, err := http.Post(m.base+"/v1/recall", "application/json", strings.NewReader(`{"identity":{"id":"alice"},"query":"anything"}`))
+		resp, err := http.Post(m.base+"/v1/records", "application/json", strings.NewReader(`{"records":[{"scope":"realm","kind":"fact","title":"in flight","body":"during shutdown"}]}`))
 		if err != nil {
 			done <- -1
 			return

@@ -20,7 +20,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/memhost/memhost/internal/pluginhost"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 // Defaults. Budgets follow DESIGN 5.1 and 5.2.
@@ -94,6 +96,7 @@ type Config struct {
 	Realms      []Realm
 	Coordinator Coordinator
 	Server      Server
+	Supervisor  Supervisor
 	Tokens      []Token
 	// Sessions and HostKeyEnv configure durable session state (sessions.go).
 	Sessions   Sessions
@@ -159,6 +162,15 @@ type Server struct {
 	MaxBodyBytes    int64
 	ReadTimeout     time.Duration // reading a whole request, body included
 	ShutdownTimeout time.Duration // draining requests at shutdown
+}
+
+// Supervisor holds how plugin processes are supervised.
+type Supervisor struct {
+	CallTimeout    time.Duration // bounds a plugin call off the recall paths
+	HealthInterval time.Duration // between health checks of one plugin
+	HealthTimeout  time.Duration // a plugin that misses it is killed and restarted
+	KillGrace      time.Duration // a plugin being killed may exit cleanly for this long
+	MaxBackoff     time.Duration // longest wait between restarts of a crash-looping plugin
 }
 
 // Token is a bearer token and the realms it may touch. Its String,
@@ -248,6 +260,13 @@ func (o Options) defaults(baseDir string) *Config {
 			MaxBodyBytes:    defaultMaxBodyBytes,
 			ReadTimeout:     defaultReadTimeout,
 			ShutdownTimeout: defaultShutdownTimeout,
+		},
+		Supervisor: Supervisor{
+			CallTimeout:    pluginhost.DefaultCallTimeout,
+			HealthInterval: pluginhost.DefaultHealthInterval,
+			HealthTimeout:  pluginhost.DefaultHealthTimeout,
+			KillGrace:      host.DefaultKillGrace,
+			MaxBackoff:     pluginhost.DefaultMaxBackoff,
 		},
 		pos:        map[string]hcl.Range{},
 		fileValues: map[string]string{},

@@ -77,6 +77,13 @@ func (c *Config) HCL() []byte {
 	b.SetAttributeValue("shutdown_timeout_ms", cty.NumberIntVal(c.Server.ShutdownTimeout.Milliseconds()))
 
 	c.sessionsHCL(body)
+	body.AppendNewline()
+	b = body.AppendNewBlock("supervisor", nil).Body()
+	b.SetAttributeValue("call_timeout_ms", cty.NumberIntVal(c.Supervisor.CallTimeout.Milliseconds()))
+	b.SetAttributeValue("health_interval_ms", cty.NumberIntVal(c.Supervisor.HealthInterval.Milliseconds()))
+	b.SetAttributeValue("health_timeout_ms", cty.NumberIntVal(c.Supervisor.HealthTimeout.Milliseconds()))
+	b.SetAttributeValue("kill_grace_ms", cty.NumberIntVal(c.Supervisor.KillGrace.Milliseconds()))
+	b.SetAttributeValue("max_backoff_ms", cty.NumberIntVal(c.Supervisor.MaxBackoff.Milliseconds()))
 
 	for _, t := range c.Tokens {
 		body.AppendNewline()

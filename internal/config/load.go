@@ -97,6 +97,7 @@ var (
 				{Type: "coordinator"},
 				{Type: "server"},
 				{Type: "sessions"},
+				{Type: "supervisor"},
 				{Type: "token", LabelNames: []string{"name"}},
 			},
 		}
@@ -124,6 +125,10 @@ var (
 	}}
 	serverSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 		{Name: "max_body_bytes"}, {Name: "read_timeout_ms"}, {Name: "shutdown_timeout_ms"},
+	}}
+	supervisorSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+		{Name: "call_timeout_ms"}, {Name: "health_interval_ms"}, {Name: "health_timeout_ms"},
+		{Name: "kill_grace_ms"}, {Name: "max_backoff_ms"},
 	}}
 )
 
@@ -153,7 +158,7 @@ func (d *decoder) file(body hcl.Body) {
 	seen := map[string]*hcl.Block{}
 	for _, b := range content.Blocks {
 		switch b.Type {
-		case "coordinator", "server", "sessions":
+		case "coordinator", "server", "sessions", "supervisor":
 			if first, dup := seen[b.Type]; dup {
 				d.errorf(b.DefRange.Ptr(), "Duplicate "+b.Type+" block",
 					"Only one %s block is allowed; the first is at %s.", b.Type, lineOf(first.DefRange))
@@ -167,6 +172,8 @@ func (d *decoder) file(body hcl.Body) {
 				d.server(b)
 			case "sessions":
 				d.sessions(b)
+			default:
+				d.supervisor(b)
 			}
 		case "realm":
 			d.realm(b)
@@ -266,6 +273,17 @@ func (d *decoder) server(b *hcl.Block) {
 	}
 	d.millis(a, "read_timeout_ms", "server.read_timeout_ms", &s.ReadTimeout)
 	d.millis(a, "shutdown_timeout_ms", "server.shutdown_timeout_ms", &s.ShutdownTimeout)
+}
+
+func (d *decoder) supervisor(b *hcl.Block) {
+	content, diags := b.Body.Content(supervisorSchema)
+	d.diags = append(d.diags, diags...)
+	a, s := content.Attributes, &d.cfg.Supervisor
+	d.millis(a, "call_timeout_ms", "supervisor.call_timeout_ms", &s.CallTimeout)
+	d.millis(a, "health_interval_ms", "supervisor.health_interval_ms", &s.HealthInterval)
+	d.millis(a, "health_timeout_ms", "supervisor.health_timeout_ms", &s.HealthTimeout)
+	d.millis(a, "kill_grace_ms", "supervisor.kill_grace_ms", &s.KillGrace)
+	d.millis(a, "max_backoff_ms", "supervisor.max_backoff_ms", &s.MaxBackoff)
 }
 
 // at records where the item key was set.

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/memhost/memhost/sdk"
@@ -142,6 +143,7 @@ func (c *Config) Validate() error {
 	c.validateCoordinator(p)
 	c.validateServer(p)
 	c.validateSessions(p)
+	c.validateSupervisor(p)
 	c.validateTokens(p)
 	if len(p.diags) > 0 {
 		return newError(p.diags)
@@ -338,6 +340,21 @@ func (c *Config) validateServer(p *problems) {
 	}
 	if s.ShutdownTimeout.Milliseconds() < 1 {
 		p.add("server.shutdown_timeout_ms", "Invalid shutdown_timeout_ms", "shutdown_timeout_ms must be at least 1.")
+	}
+}
+
+func (c *Config) validateSupervisor(p *problems) {
+	s := &c.Supervisor
+	for _, v := range []struct {
+		key string
+		d   time.Duration
+	}{
+		{"call_timeout_ms", s.CallTimeout}, {"health_interval_ms", s.HealthInterval},
+		{"health_timeout_ms", s.HealthTimeout}, {"kill_grace_ms", s.KillGrace}, {"max_backoff_ms", s.MaxBackoff},
+	} {
+		if v.d.Milliseconds() < 1 {
+			p.add("supervisor."+v.key, "Invalid "+v.key, "%s must be at least 1.", v.key)
+		}
 	}
 }
 

@@ -168,6 +168,10 @@ func (s *Server) handleRecall(ctx context.Context, c caller, w http.ResponseWrit
 	if req.Limit < 0 || req.Limit > MaxRecallLimit {
 		return badRequest("limit: %d is outside 0..%d", req.Limit, MaxRecallLimit)
 	}
+	// A recall path: it runs under the recall timeout (DESIGN 3.4), not
+	// the request's, so a hung plugin fails it quickly.
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Coordinator.Config().RecallTimeout)
+	defer cancel()
 	// An identity reads what the coordinator composes for it (its own
 	// scope, its mobs, its operator, the realm); explicit scopes narrow
 	// that and never widen it.

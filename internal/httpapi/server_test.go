@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/coordinator/coordinatortest"
@@ -283,5 +285,28 @@ func TestRequiredFieldsAreEnforced(t *testing.T) {
 	// Present but empty is not absent.
 	if status, e := call(t, srv, "POST", "/v1/defang", "", []byte(`{"identity":{"id":"a"},"content":""}`)); status != 200 {
 		t.Errorf("empty content = %d %+v", status, e)
+	}
+}
+
+// POST /v1/recall is a recall path: a provider that hangs fails it at the
+// coordinator's recall timeout, not at the request timeout.
+func TestRecallRunsUnderTheRecallTimeout(t *testing.T) {
+	srv, p := newTestServer(t, Options{RequestTimeout: 5 * time.Second})
+	lefts := make(chan time.Duration, 1)
+	p.SetHook(coordinatortest.MethodRecall, func(ctx context.Context, _ any) error {
+		var left time.Duration
+		if dl, ok := ctx.Deadline(); ok {
+			left = time.Until(dl)
+		}
+		lefts <- left
+		<-ctx.Done()
+		return fmt.Errorf("provider: %w", sdk.ErrDeadline)
+	})
+	code, e := call(t, srv, "POST", "/v1/recall", "", []byte(`{"identity":{"id":"alice"},"query":"coffee"}`))
+	if code != http.StatusGatewayTimeout || e.Error.Code != string(sdk.CodeDeadlineExceeded) {
+		t.Fatalf("recall on a hung provider = %d %+v, want 504 deadline_exceeded", code, e)
+	}
+	if left, limit := <-lefts, coordinator.DefaultConfig().RecallTimeout; left <= 0 || left > limit {
+		t.Fatalf("the provider's deadline was %v away, want at most the recall timeout %v", left, limit)
 	}
 }

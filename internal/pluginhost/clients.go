@@ -96,8 +96,11 @@ func (p *Provider) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, er
 	})
 }
 
+// Remember is retried once when the plugin died under it: writes are
+// idempotent by content hash, so the client gets the id of a record that
+// may already have been stored rather than an error.
 func (p *Provider) Remember(ctx context.Context, realm string, records []sdk.Record) ([]string, error) {
-	return call(ctx, p.inst, false, func(ctx context.Context, c sdk.Provider) ([]string, error) {
+	return call(ctx, p.inst, true, func(ctx context.Context, c sdk.Provider) ([]string, error) {
 		w, err := capability[sdk.RecordWriter](c, sdk.CapWrite)
 		if err != nil {
 			return nil, err
@@ -116,8 +119,9 @@ func (p *Provider) Get(ctx context.Context, realm string, ids []string) ([]sdk.R
 	})
 }
 
+// Forget is retried like Remember: forgetting an id twice is harmless.
 func (p *Provider) Forget(ctx context.Context, realm string, ids []string) (int, error) {
-	return call(ctx, p.inst, false, func(ctx context.Context, c sdk.Provider) (int, error) {
+	return call(ctx, p.inst, true, func(ctx context.Context, c sdk.Provider) (int, error) {
 		f, err := capability[sdk.RecordForgetter](c, sdk.CapForget)
 		if err != nil {
 			return 0, err

@@ -12,181 +12,324 @@ import (
 )
 
 // errBackingOff marks a call refused because a crashed plugin is waiting
-// out its restart backoff; it wraps sdk.ErrUnavailable for callers.
+// out its restart backoff past the call's deadline; it wraps
+// sdk.ErrUnavailable for callers.
 var errBackingOff = fmt.Errorf("waiting to restart: %w", sdk.ErrUnavailable)
 
-// errRestarting marks a call that found a restart under way and did not wait.
-var errRestarting = fmt.Errorf("restart under way: %w", sdk.ErrUnavailable)
+// errExited is the reason recorded when a plugin process is gone.
+var errExited = errors.New("process exited")
 
-// instance is one supervised plugin process and its kind client.
+// State is where an instance is in its life, as /v1/plugins shows it.
+type State string
+
+const (
+	StateReady      State = "ready"      // a live, configured process serves calls
+	StateRestarting State = "restarting" // a new process is being started
+	StateBackoff    State = "backoff"    // waiting out the delay before the next start attempt
+	StateStopped    State = "stopped"    // the host shut the instance down
+)
+
+// instance is one supervised plugin process and its kind client. Its own
+// goroutine (run) health-checks it, kills it when it dies or hangs, and
+// restarts it; callers never start processes, they wait for one.
 type instance struct {
 	spec  Spec
 	entry Entry
 	opts  *Options
+	kick  chan struct{} // wakes run at once (buffered, never blocks)
 
 	mu          sync.Mutex
 	conn        *host.Conn
 	client      any // the kind's host-side client
 	info        sdk.Info
-	restarting  chan struct{}
+	changed     chan struct{} // closed and replaced whenever conn or state changes
+	dying       []*host.Conn  // retired processes run has still to kill
+	state       State
 	closed      bool
 	restarts    int
+	failures    int // failed start attempts since the last good start
 	lastErr     error
-	backoff     time.Duration
-	crashes     int // crashes since the process last stayed up a minute
+	backoff     time.Duration // the delay the next backoff will wait
+	wait        time.Duration // the delay before nextAttempt, for Status
+	crashes     int           // crashes since the process last stayed up a minute
 	nextAttempt time.Time
 	upSince     time.Time
 }
 
-// launch starts, verifies and configures a fresh process.
-func (i *instance) launch(ctx context.Context) error {
+func newInstance(spec Spec, e Entry, opts *Options) *instance {
+	return &instance{spec: spec, entry: e, opts: opts, kick: make(chan struct{}, 1),
+		changed: make(chan struct{}), state: StateRestarting, backoff: opts.MinBackoff}
+}
+
+// launch starts, verifies and configures a fresh process under ctx (the
+// boot context, or the supervisor's own lifetime: never a caller's).
+func (i *instance) launch(ctx context.Context) (*host.Conn, any, error) {
 	startCtx, cancel := context.WithTimeout(ctx, i.opts.StartTimeout)
 	defer cancel()
 	opts := i.opts.StartOptions
 	opts.Instance = i.spec.Name // the plugin's log lines carry the instance name
 	conn, err := Start(startCtx, i.entry, opts)
 	if err != nil {
-		return fmt.Errorf("%s %q: %w", i.spec.Kind, i.spec.Name, err)
+		return nil, nil, fmt.Errorf("%s %q: %w", i.spec.Kind, i.spec.Name, err)
 	}
 	// Configure opens the plugin's store, which may load a large index
 	// (a 50k-file markdown root takes seconds), so it has its own bound.
 	configCtx, cancelConfig := context.WithTimeout(ctx, i.opts.ConfigureTimeout)
 	defer cancelConfig()
 	if err := conn.Configure(configCtx, i.spec.Config); err != nil {
-		conn.Close()
-		return fmt.Errorf("%s %q: %w", i.spec.Kind, i.spec.Name, err)
+		conn.Kill(0)
+		return nil, nil, fmt.Errorf("%s %q: %w", i.spec.Kind, i.spec.Name, err)
 	}
 	client, err := conn.Dispense(i.spec.Kind)
 	if err != nil {
-		conn.Close()
-		return fmt.Errorf("%s %q: %w", i.spec.Kind, i.spec.Name, err)
+		conn.Kill(0)
+		return nil, nil, fmt.Errorf("%s %q: %w", i.spec.Kind, i.spec.Name, err)
 	}
+	return conn, client, nil
+}
+
+// install makes conn the live process. It refuses (and the caller kills
+// conn) when the host shut down meanwhile.
+func (i *instance) install(conn *host.Conn, client any, restart bool) bool {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.closed {
-		conn.Close()
-		return fmt.Errorf("%s %q: host is shutting down: %w", i.spec.Kind, i.spec.Name, sdk.ErrUnavailable)
-	}
-	i.conn, i.client, i.info, i.lastErr, i.upSince = conn, client, conn.Info(), nil, time.Now()
-	return nil
-}
-
-// current answers the live client, restarting a dead plugin first when
-// its backoff allows. With wait, a call that finds a restart under way
-// waits for it (bounded by ctx); otherwise it returns at once.
-func (i *instance) current(ctx context.Context, wait bool) (any, *host.Conn, error) {
-	for {
-		i.mu.Lock()
-		switch {
-		case i.closed:
-			i.mu.Unlock()
-			return nil, nil, fmt.Errorf("plugin %s (%s) is shut down: %w", i.spec.Name, i.spec.Plugin, sdk.ErrUnavailable)
-		case i.conn != nil:
-			c, conn := i.client, i.conn
-			i.mu.Unlock()
-			return c, conn, nil
-		case i.restarting != nil:
-			ch := i.restarting
-			i.mu.Unlock()
-			if !wait {
-				return nil, nil, fmt.Errorf("plugin %s (%s): %w", i.spec.Name, i.spec.Plugin, errRestarting)
-			}
-			select {
-			case <-ch:
-				continue
-			case <-ctx.Done():
-				return nil, nil, fmt.Errorf("plugin %s (%s) is restarting: %w", i.spec.Name, i.spec.Plugin, sdk.ErrDeadline)
-			}
-		case time.Now().Before(i.nextAttempt):
-			last := i.lastErr
-			i.mu.Unlock()
-			return nil, nil, fmt.Errorf("plugin %s (%s) crashed (%v), %w", i.spec.Name, i.spec.Plugin, last, errBackingOff)
-		}
-		ch := make(chan struct{})
-		i.restarting = ch
-		i.mu.Unlock()
-
-		err := i.launch(context.Background())
-
-		i.mu.Lock()
-		i.restarting = nil
-		close(ch)
-		if err != nil {
-			i.lastErr = err
-			i.nextAttempt = time.Now().Add(i.backoff)
-			i.backoff = min(i.backoff*2, i.opts.MaxBackoff)
-			i.mu.Unlock()
-			i.opts.Logger.Error("plugin restart failed", "instance", i.spec.Name, "plugin", i.spec.Plugin, "retry_in", i.backoff, "error", err)
-			return nil, nil, fmt.Errorf("plugin %s (%s): restart failed: %v: %w", i.spec.Name, i.spec.Plugin, err, sdk.ErrUnavailable)
-		}
-		i.restarts++
-		i.mu.Unlock()
-		i.opts.Logger.Warn("plugin restarted", "instance", i.spec.Name, "plugin", i.spec.Plugin, "restarts", i.restarts)
-	}
-}
-
-// broken retires conn if it is still the live one and is really dead (its
-// process exited or it no longer answers a ping). It reports whether conn
-// is out of service, so the caller may retry on a fresh process.
-func (i *instance) broken(conn *host.Conn) bool {
-	dead := conn.Exited() || pingWithin(conn, i.opts.CallTimeout) != nil
-	if !dead {
 		return false
 	}
-	i.mu.Lock()
-	if i.conn == conn {
-		i.conn, i.client = nil, nil
-		i.lastErr = errors.New("process exited or stopped answering")
-		// The first crash restarts at once; a plugin that keeps crashing
-		// waits out a growing backoff until it stays up a minute.
-		if time.Since(i.upSince) > time.Minute {
-			i.crashes, i.backoff = 0, i.opts.MinBackoff
-		}
-		if i.crashes == 0 {
-			i.nextAttempt = time.Time{}
-		} else {
-			i.nextAttempt = time.Now().Add(i.backoff)
-			i.backoff = min(i.backoff*2, i.opts.MaxBackoff)
-		}
-		i.crashes++
+	i.conn, i.client, i.info, i.lastErr, i.upSince = conn, client, conn.Info(), nil, time.Now()
+	i.state, i.failures, i.nextAttempt, i.wait = StateReady, 0, time.Time{}, 0
+	if restart {
+		i.restarts++
 	}
-	i.mu.Unlock()
-	conn.Close()
-	i.opts.Logger.Warn("plugin is down", "instance", i.spec.Name, "plugin", i.spec.Plugin)
+	i.changedLocked()
 	return true
 }
 
-// check is the health probe: it retires a dead or hung process.
-func (i *instance) check() {
-	i.mu.Lock()
-	conn := i.conn
-	i.mu.Unlock()
-	if conn != nil {
-		i.broken(conn)
+// changedLocked wakes every caller waiting for a change; i.mu is held.
+func (i *instance) changedLocked() {
+	close(i.changed)
+	i.changed = make(chan struct{})
+}
+
+func (i *instance) wake() {
+	select {
+	case i.kick <- struct{}{}:
+	default:
 	}
 }
 
+// run supervises the instance until ctx ends: one goroutine per plugin,
+// so a hung plugin never delays another's health check or restart.
+func (i *instance) run(ctx context.Context) {
+	t := time.NewTimer(i.opts.HealthInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-i.kick:
+		case <-t.C:
+		}
+		t.Reset(i.step(ctx))
+	}
+}
+
+// step does one round of supervision and answers when the next is due:
+// kill what was retired, probe the live process, or start a new one when
+// its backoff allows.
+func (i *instance) step(ctx context.Context) time.Duration {
+	for {
+		i.mu.Lock()
+		conn, dying, closed := i.conn, i.dying, i.closed
+		i.dying = nil
+		i.mu.Unlock()
+		for _, d := range dying {
+			// The old process must be gone before a new one starts: it
+			// may hold its store's lock.
+			d.Kill(i.opts.KillGrace)
+		}
+		if closed || ctx.Err() != nil {
+			return time.Hour
+		}
+		if conn == nil {
+			break
+		}
+		err := i.probe(ctx, conn)
+		if err == nil || ctx.Err() != nil {
+			return i.opts.HealthInterval
+		}
+		if i.retire(conn, err) {
+			i.opts.Logger.Warn("plugin failed its health check; killing it", "instance", i.spec.Name, "plugin", i.spec.Plugin, "error", err)
+		}
+	}
+
+	i.mu.Lock()
+	if d := time.Until(i.nextAttempt); d > 0 {
+		i.mu.Unlock()
+		return d
+	}
+	i.state = StateRestarting
+	i.changedLocked()
+	i.mu.Unlock()
+
+	conn, client, err := i.launch(ctx)
+	if ctx.Err() != nil {
+		if conn != nil {
+			conn.Kill(0)
+		}
+		return time.Hour
+	}
+	if err != nil {
+		i.mu.Lock()
+		i.failures++
+		i.lastErr = err
+		i.wait = i.backoff
+		i.nextAttempt = time.Now().Add(i.wait)
+		i.backoff = min(i.backoff*2, i.opts.MaxBackoff)
+		i.state = StateBackoff
+		i.changedLocked()
+		wait, failures := i.wait, i.failures
+		i.mu.Unlock()
+		i.opts.Logger.Error("plugin restart failed", "instance", i.spec.Name, "plugin", i.spec.Plugin, "failures", failures, "retry_in", wait, "error", err)
+		return wait
+	}
+	if !i.install(conn, client, true) {
+		conn.Kill(0)
+		return time.Hour
+	}
+	i.opts.Logger.Warn("plugin restarted", "instance", i.spec.Name, "plugin", i.spec.Plugin, "pid", conn.Pid())
+	return i.opts.HealthInterval
+}
+
+// probe is the health check: the process is alive and answers a ping
+// within the health bound.
+func (i *instance) probe(ctx context.Context, conn *host.Conn) error {
+	if conn.Exited() {
+		return errExited
+	}
+	return pingWithin(ctx, conn, i.opts.HealthTimeout)
+}
+
+// retire takes conn out of service if it is still the live process and
+// hands it to run to kill. The first crash restarts at once; a plugin
+// that keeps crashing waits out a growing backoff until it stays up a
+// minute. It reports whether this call retired conn.
+func (i *instance) retire(conn *host.Conn, reason error) bool {
+	i.mu.Lock()
+	if i.conn != conn {
+		i.mu.Unlock()
+		return false
+	}
+	i.conn, i.client = nil, nil
+	i.dying = append(i.dying, conn)
+	i.lastErr = reason
+	if time.Since(i.upSince) > time.Minute {
+		i.crashes, i.backoff = 0, i.opts.MinBackoff
+	}
+	if i.crashes == 0 {
+		i.nextAttempt, i.wait, i.state = time.Time{}, 0, StateRestarting
+	} else {
+		i.wait = i.backoff
+		i.nextAttempt = time.Now().Add(i.wait)
+		i.backoff = min(i.backoff*2, i.opts.MaxBackoff)
+		i.state = StateBackoff
+	}
+	i.crashes++
+	i.changedLocked()
+	i.mu.Unlock()
+	i.wake()
+	return true
+}
+
+// died tells whether a call's Unavailable error came from a dead process,
+// retiring it if so. A ping that merely runs out of time proves nothing:
+// run's health check, with its full bound, decides then.
+func (i *instance) died(ctx context.Context, conn *host.Conn) bool {
+	if conn.Exited() {
+		i.retire(conn, errExited)
+		return true
+	}
+	err := pingWithin(ctx, conn, i.opts.HealthTimeout)
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, errNoAnswer) || ctx.Err() != nil:
+		i.wake()
+		return false
+	}
+	i.retire(conn, err)
+	return true
+}
+
+// errNoAnswer marks a ping that ran out of time.
+var errNoAnswer = errors.New("no answer")
+
 // pingWithin pings with a bound: go-plugin's Ping has no deadline, and a
-// stopped process would otherwise hang the health loop.
-func pingWithin(conn *host.Conn, d time.Duration) error {
+// stopped process would otherwise hang the prober.
+func pingWithin(ctx context.Context, conn *host.Conn, d time.Duration) error {
 	done := make(chan error, 1)
 	go func() { done <- conn.Ping() }()
+	t := time.NewTimer(d)
+	defer t.Stop()
 	select {
 	case err := <-done:
 		return err
-	case <-time.After(d):
-		return fmt.Errorf("ping: no answer within %s: %w", d, sdk.ErrDeadline)
+	case <-t.C:
+		return fmt.Errorf("ping: %w within %s: %w", errNoAnswer, d, sdk.ErrDeadline)
+	case <-ctx.Done():
+		return fmt.Errorf("ping: %w: %w", errNoAnswer, ctx.Err())
 	}
 }
 
+// await answers the live client, waiting on the caller's own context
+// while the supervisor restarts the plugin. A plugin that failed to start
+// again, or backs off past the caller's deadline, fails the call fast
+// with a typed error, so a crash loop never holds callers; a restart after
+// a crash (once, or with a short backoff) is worth waiting for.
+func (i *instance) await(ctx context.Context) (any, *host.Conn, error) {
+	for {
+		i.mu.Lock()
+		if i.closed {
+			i.mu.Unlock()
+			return nil, nil, fmt.Errorf("plugin %s (%s) is shut down: %w", i.spec.Name, i.spec.Plugin, sdk.ErrUnavailable)
+		}
+		if i.conn != nil {
+			c, conn := i.client, i.conn
+			i.mu.Unlock()
+			return c, conn, nil
+		}
+		state, next, last, ch, failures := i.state, i.nextAttempt, i.lastErr, i.changed, i.failures
+		i.mu.Unlock()
+		if state == StateBackoff {
+			if dl, ok := ctx.Deadline(); !ok || next.After(dl) || failures > 0 {
+				return nil, nil, fmt.Errorf("plugin %s (%s) is down (%v), next start attempt at %s: %w",
+					i.spec.Name, i.spec.Plugin, last, next.UTC().Format(time.RFC3339), errBackingOff)
+			}
+		}
+		i.wake()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, nil, fmt.Errorf("plugin %s (%s) is %s and was not back within the call's deadline: %w", i.spec.Name, i.spec.Plugin, state, sdk.ErrUnavailable)
+		}
+	}
+}
+
+// shutdown stops the instance for good and kills its processes, each
+// within the kill grace.
 func (i *instance) shutdown() {
 	i.mu.Lock()
 	i.closed = true
-	conn := i.conn
-	i.conn, i.client = nil, nil
+	i.state = StateStopped
+	conns := i.dying
+	if i.conn != nil {
+		conns = append(conns, i.conn)
+	}
+	i.conn, i.client, i.dying = nil, nil, nil
+	i.changedLocked()
 	i.mu.Unlock()
-	if conn != nil {
-		conn.Close()
+	for _, c := range conns {
+		c.Kill(i.opts.KillGrace)
 	}
 }
 
@@ -204,10 +347,14 @@ func (i *instance) status() Status {
 	st := Status{
 		Instance: i.spec.Name, Kind: i.spec.Kind, Plugin: i.spec.Plugin, Version: i.entry.Manifest.Version,
 		Kinds: i.entry.Manifest.Kinds, Protocols: i.entry.Manifest.Protocols, Capabilities: i.info.Capabilities,
-		Healthy: i.conn != nil && !i.conn.Exited(), Restarts: i.restarts,
+		Healthy: i.conn != nil && !i.conn.Exited(), State: i.state, Restarts: i.restarts, StartFailures: i.failures,
 	}
 	if i.conn != nil {
 		st.Pid = i.conn.Pid()
+	}
+	if i.state == StateBackoff {
+		next := i.nextAttempt.UTC()
+		st.NextAttempt, st.BackoffMillis = &next, i.wait.Milliseconds()
 	}
 	if i.lastErr != nil {
 		st.LastError = i.lastErr.Error()
@@ -215,15 +362,18 @@ func (i *instance) status() Status {
 	return st
 }
 
-// call runs f against the live client of kind C under a deadline. When the
-// plugin turns out to be dead, a read is retried once on the restarted
-// process; a write is not (the caller decides whether to retry it).
-func call[C any, T any](ctx context.Context, i *instance, read bool, f func(context.Context, C) (T, error)) (T, error) {
+// call runs f against the live client of kind C under the call's own
+// deadline: the caller's when sooner, the call timeout otherwise (the
+// HTTP request's timeout is far longer). When the plugin died under the
+// call and retry is set, f runs once more on the restarted process: reads
+// are safe to repeat, and so are writes that are idempotent by content
+// hash or id.
+func call[C any, T any](ctx context.Context, i *instance, retry bool, f func(context.Context, C) (T, error)) (T, error) {
 	var zero T
-	ctx, cancel := withDeadline(ctx, i.opts.CallTimeout)
+	ctx, cancel := context.WithTimeout(ctx, i.opts.CallTimeout)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
-		raw, conn, err := i.current(ctx, true)
+		raw, conn, err := i.await(ctx)
 		if err != nil {
 			return zero, err
 		}
@@ -231,15 +381,9 @@ func call[C any, T any](ctx context.Context, i *instance, read bool, f func(cont
 		if err == nil || !errors.Is(err, sdk.ErrUnavailable) {
 			return v, err
 		}
-		if !i.broken(conn) || !read || attempt > 0 {
+		if !i.died(ctx, conn) || !retry || attempt > 0 {
 			return zero, fmt.Errorf("plugin %s (%s): %w", i.spec.Name, i.spec.Plugin, err)
 		}
+		i.opts.Logger.Warn("plugin died under a call; retrying once on the restarted process", "instance", i.spec.Name, "plugin", i.spec.Plugin)
 	}
-}
-
-func withDeadline(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, d)
 }

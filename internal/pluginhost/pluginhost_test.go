@@ -176,21 +176,61 @@ func TestStartRefusals(t *testing.T) {
 	}
 }
 
+// startEcho supervises the echo plugin as provider "main" and answers its
+// working directory, where echo keeps its misbehaviour switches.
 func startEcho(t *testing.T, opts pluginhost.Options) (*pluginhost.Supervisor, sdk.Provider) {
 	t.Helper()
-	dir, _ := echoDir(t)
-	e := discoverOne(t, dir)
-	opts.Logger = hclog.NewNullLogger()
-	sup := pluginhost.New([]pluginhost.Entry{e}, opts)
-	if err := sup.Start(context.Background(), []pluginhost.Spec{{Kind: sdk.KindProvider, Name: "main", Plugin: "echo"}}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sup.Close)
+	sup, _ := startEchos(t, opts, pluginhost.Spec{Kind: sdk.KindProvider, Name: "main", Plugin: "echo"})
 	p, err := sup.Provider("main")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return sup, p
+}
+
+func startEchos(t *testing.T, opts pluginhost.Options, specs ...pluginhost.Spec) (*pluginhost.Supervisor, string) {
+	t.Helper()
+	dir, _ := echoDir(t)
+	e := discoverOne(t, dir)
+	opts.Logger = hclog.NewNullLogger()
+	if opts.Dir == "" {
+		opts.Dir = t.TempDir()
+	}
+	sup := pluginhost.New([]pluginhost.Entry{e}, opts)
+	if err := sup.Start(context.Background(), specs); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sup.Close)
+	return sup, dir
+}
+
+// waitStatus polls the named instance's status until ok holds, within a
+// generous deadline.
+func waitStatus(t *testing.T, sup *pluginhost.Supervisor, instance string, what string, ok func(pluginhost.Status) bool) pluginhost.Status {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		for _, st := range sup.Status() {
+			if st.Instance == instance && ok(st) {
+				return st
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %s not reached within 30s: %+v", instance, what, sup.Status())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func pidOf(t *testing.T, sup *pluginhost.Supervisor, instance string) int {
+	t.Helper()
+	for _, st := range sup.Status() {
+		if st.Instance == instance && st.Pid != 0 {
+			return st.Pid
+		}
+	}
+	t.Fatalf("no pid for %s: %+v", instance, sup.Status())
+	return 0
 }
 
 func TestSupervisorRecoversKilledPlugin(t *testing.T) {
@@ -204,52 +244,47 @@ func TestSupervisorRecoversKilledPlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitExited(t, pid)
-	// The read finds the process dead, restarts it and retries once.
+	// The read finds the process dead, the supervisor restarts it, and
+	// the read is retried once.
 	if _, err := p.Recall(ctx, sdk.RecallQuery{Realm: "default", Query: "x"}); err != nil {
 		t.Fatalf("recall after kill: %v", err)
 	}
 	st := sup.Status()[0]
-	if st.Restarts != 1 || !st.Healthy || st.Pid == pid {
-		t.Fatalf("status after recovery = %+v, want 1 restart, healthy, new pid", st)
+	if st.Restarts != 1 || !st.Healthy || st.State != pluginhost.StateReady || st.Pid == pid {
+		t.Fatalf("status after recovery = %+v, want 1 restart, ready, new pid", st)
 	}
 }
 
 func TestSupervisorCrashMidCall(t *testing.T) {
 	sup, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour})
 	ctx := context.Background()
-	// A write is not retried: it fails with a typed error...
+	// A write that kills the plugin every time is retried once, then
+	// fails with a typed error...
 	_, err := p.(sdk.RecordWriter).Remember(ctx, "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "crash"}})
 	if !errors.Is(err, sdk.ErrUnavailable) {
 		t.Fatalf("write to a plugin that crashed mid-call: err = %v, want ErrUnavailable", err)
 	}
-	// ...and the next call recovers on a fresh process.
+	// ...and the next call recovers on a fresh process once the backoff
+	// (the second crash came soon after the first) has passed.
 	if _, err := p.(sdk.RecordWriter).Remember(ctx, "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "fine"}}); err != nil {
 		t.Fatalf("next call after crash: %v", err)
 	}
-	// A second crash soon after the first waits out a backoff: it fails
-	// fast with a typed error instead of restarting in a tight loop.
-	if _, err := p.(sdk.RecordWriter).Remember(ctx, "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "crash"}}); !errors.Is(err, sdk.ErrUnavailable) {
-		t.Fatalf("second crash: err = %v", err)
-	}
-	if st := sup.Status()[0]; st.Restarts != 1 {
-		t.Fatalf("restarts = %d, want 1", st.Restarts)
+	if st := sup.Status()[0]; st.Restarts != 2 {
+		t.Fatalf("restarts = %d, want 2 (one for the retry, one after the backoff)", st.Restarts)
 	}
 }
 
-func TestSupervisorHealthLoopRestarts(t *testing.T) {
-	sup, _ := startEcho(t, pluginhost.Options{HealthInterval: 20 * time.Millisecond})
+// A write whose plugin dies under it is retried once on the restarted
+// process, so the client gets an id rather than an error.
+func TestSupervisorRetriesWriteOnce(t *testing.T) {
+	sup, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour})
 	pid := sup.Status()[0].Pid
-	syscall.Kill(pid, syscall.SIGKILL)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		st := sup.Status()[0]
-		if st.Healthy && st.Restarts == 1 && st.Pid != pid {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("health loop did not restart the plugin: %+v", st)
-		}
-		time.Sleep(10 * time.Millisecond)
+	ids, err := p.(sdk.RecordWriter).Remember(context.Background(), "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "crash once"}})
+	if err != nil || len(ids) != 1 || ids[0] == "" {
+		t.Fatalf("write that crashed the plugin once = %v, %v; want its id", ids, err)
+	}
+	if st := sup.Status()[0]; st.Restarts != 1 || st.Pid == pid {
+		t.Fatalf("status = %+v, want one restart on a new pid", st)
 	}
 }
 
@@ -267,6 +302,171 @@ func TestSupervisorHungPluginDoesNotHangCaller(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("a hung plugin hung the caller past its deadline")
+	}
+}
+
+// A call fails at the call timeout even when the caller's own deadline
+// (an HTTP request's) is much later.
+func TestSupervisorCallTimeoutBeatsCallerDeadline(t *testing.T) {
+	_, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour, CallTimeout: 200 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.(sdk.RecordWriter).Remember(ctx, "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "hang"}})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, sdk.ErrDeadline) {
+			t.Fatalf("err = %v, want ErrDeadline", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the call waited for the caller's 10-minute deadline instead of the call timeout")
+	}
+}
+
+// A stopped (SIGSTOP) plugin that holds its store's lock is killed and
+// restarted by the supervisor alone, while another plugin that crashed
+// meanwhile is restarted on its own goroutine.
+func TestSupervisorKillsStoppedPlugin(t *testing.T) {
+	opts := pluginhost.Options{HealthInterval: 50 * time.Millisecond, HealthTimeout: time.Second, KillGrace: 200 * time.Millisecond, CallTimeout: 200 * time.Millisecond}
+	sup, _ := startEchos(t, opts,
+		pluginhost.Spec{Kind: sdk.KindProvider, Name: "stopped", Plugin: "echo", Config: json.RawMessage(`{"lock":"stopped.lock"}`)},
+		pluginhost.Spec{Kind: sdk.KindProvider, Name: "crashed", Plugin: "echo", Config: json.RawMessage(`{"lock":"crashed.lock"}`)})
+	stoppedPid, crashedPid := pidOf(t, sup, "stopped"), pidOf(t, sup, "crashed")
+	t.Cleanup(func() { syscall.Kill(stoppedPid, syscall.SIGCONT) })
+	stopped, _ := sup.Provider("stopped")
+	if err := syscall.Kill(stoppedPid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, stoppedPid, 'T')
+	// An in-flight call fails at its own deadline, before the health
+	// bound has run out.
+	_, err := stopped.(sdk.RecordWriter).Remember(context.Background(), "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "in flight"}})
+	if !errors.Is(err, sdk.ErrDeadline) {
+		t.Fatalf("call to the stopped plugin: err = %v, want ErrDeadline", err)
+	}
+	if err := syscall.Kill(crashedPid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, sup, "crashed", "restart after SIGKILL", func(st pluginhost.Status) bool {
+		return st.State == pluginhost.StateReady && st.Restarts == 1 && st.Pid != crashedPid
+	})
+	waitStatus(t, sup, "stopped", "kill and restart after SIGSTOP", func(st pluginhost.Status) bool {
+		return st.State == pluginhost.StateReady && st.Restarts == 1 && st.Pid != stoppedPid
+	})
+	waitExited(t, stoppedPid)
+	// The new process took the store lock the stopped one held, and serves.
+	ids, err := stopped.(sdk.RecordWriter).Remember(context.Background(), "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "after"}})
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("write after recovery = %v, %v", ids, err)
+	}
+}
+
+// A plugin that cannot start again backs off exponentially (visible in
+// its status) instead of retrying in a tight loop, and comes back once it
+// can start.
+func TestSupervisorCrashLoopBacksOff(t *testing.T) {
+	const minBackoff = 40 * time.Millisecond
+	sup, dir := startEchos(t, pluginhost.Options{HealthInterval: 20 * time.Millisecond, MinBackoff: minBackoff, MaxBackoff: 10 * time.Second, CallTimeout: 10 * time.Minute},
+		pluginhost.Spec{Kind: sdk.KindProvider, Name: "main", Plugin: "echo"})
+	p, _ := sup.Provider("main")
+	exe := filepath.Join(dir, "echo")
+	good, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replace := func(data []byte) {
+		t.Helper()
+		// Renamed into place: the running executable cannot be written.
+		if err := os.WriteFile(exe+".new", data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(exe+".new", exe); err != nil {
+			t.Fatal(err)
+		}
+	}
+	replace(append(append([]byte{}, good...), 0)) // no longer matches the manifest
+	syscall.Kill(pidOf(t, sup, "main"), syscall.SIGKILL)
+
+	st := waitStatus(t, sup, "main", "four failed starts", func(st pluginhost.Status) bool { return st.StartFailures >= 4 })
+	// Each failure doubles the wait: a busy loop would show the minimum.
+	want := minBackoff << (st.StartFailures - 1)
+	if st.State != pluginhost.StateBackoff || st.Healthy || st.NextAttempt == nil || st.BackoffMillis != want.Milliseconds() || !strings.Contains(st.LastError, "sha256") {
+		t.Fatalf("status in a crash loop = %+v, want backoff of %v, a next attempt and the sha256 refusal", st, want)
+	}
+	if sup.Ready() {
+		t.Fatal("Ready() with a plugin in a crash loop")
+	}
+	// A call whose deadline falls before the next attempt fails fast.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	if _, err := p.Recall(ctx, sdk.RecallQuery{Realm: "default", Query: "x"}); !errors.Is(err, sdk.ErrUnavailable) {
+		t.Fatalf("call during backoff: err = %v, want ErrUnavailable", err)
+	}
+	// Even a patient caller is not held by a plugin that fails to start:
+	// it gets the typed error instead of waiting out the crash loop.
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		_, err := p.Recall(ctx, sdk.RecallQuery{Realm: "default", Query: "x"})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, sdk.ErrUnavailable) {
+			t.Fatalf("patient call during the crash loop: err = %v, want ErrUnavailable", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("a call waited through the crash loop instead of one attempt")
+	}
+	replace(good)
+	waitStatus(t, sup, "main", "recovery once the executable is good", func(st pluginhost.Status) bool {
+		return st.State == pluginhost.StateReady && st.Restarts == 1 && st.StartFailures == 0
+	})
+	if !sup.Ready() {
+		t.Fatal("not Ready() after recovery")
+	}
+}
+
+// A restart never runs on the caller's context: a caller waits only as
+// long as its own deadline, and Close does not wait for the restart's
+// start and configure timeouts.
+func TestSupervisorRestartDoesNotBlockCallerOrClose(t *testing.T) {
+	work := t.TempDir()
+	sup, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour, ConfigureTimeout: 10 * time.Minute, StartOptions: pluginhost.StartOptions{Dir: work}})
+	pid := sup.Status()[0].Pid
+	// The next start's Configure never returns.
+	if err := os.WriteFile(filepath.Join(work, "hang-configure"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	waitExited(t, pid)
+	within := func(what string, f func()) {
+		t.Helper()
+		done := make(chan struct{})
+		go func() { f(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s blocked on a restart that cannot finish", what)
+		}
+	}
+	within("a call with a 300ms deadline", func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		if _, err := p.Recall(ctx, sdk.RecallQuery{Realm: "default", Query: "x"}); !errors.Is(err, sdk.ErrUnavailable) {
+			t.Errorf("call during a hung restart: err = %v, want ErrUnavailable", err)
+		}
+	})
+	if st := sup.Status()[0]; st.State != pluginhost.StateRestarting {
+		t.Fatalf("state = %s, want restarting", st.State)
+	}
+	within("Close", sup.Close)
+	if st := sup.Status()[0]; st.State != pluginhost.StateStopped {
+		t.Fatalf("state after Close = %s", st.State)
 	}
 }
 
@@ -303,6 +503,23 @@ func TestSupervisorStartErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("pluginhost.Start(%+v) = %v, want error containing %q", c.spec, err, c.want)
 		}
+	}
+}
+
+// waitState waits until the process shows state (as in /proc/pid/stat):
+// a signal takes effect asynchronously.
+func waitState(t *testing.T, pid int, state byte) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+		if i := strings.LastIndexByte(string(data), ')'); err == nil && i >= 0 && i+2 < len(data) && data[i+2] == state {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d never reached state %c", pid, state)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

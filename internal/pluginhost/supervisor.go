@@ -24,6 +24,15 @@ type Spec struct {
 
 func (s Spec) key() string { return string(s.Kind) + "/" + s.Name }
 
+// Defaults of the supervision settings (the config file's supervisor
+// block starts from these).
+const (
+	DefaultHealthInterval = 2 * time.Second
+	DefaultHealthTimeout  = 5 * time.Second
+	DefaultCallTimeout    = 10 * time.Second
+	DefaultMaxBackoff     = 30 * time.Second
+)
+
 // Options tune supervision. Zero values take the defaults.
 type Options struct {
 	StartOptions
@@ -32,8 +41,14 @@ type Options struct {
 	ConfigureTimeout time.Duration
 	// HealthInterval is how often each plugin is pinged (default 2s).
 	HealthInterval time.Duration
-	// CallTimeout is the deadline given to a call whose context has none
-	// (default 10s): no plugin call is ever unbounded.
+	// HealthTimeout bounds the ping (default 5s): a plugin that misses it
+	// is killed and restarted.
+	HealthTimeout time.Duration
+	// KillGrace is how long a plugin being killed may exit cleanly before
+	// SIGKILL (default 2s).
+	KillGrace time.Duration
+	// CallTimeout bounds every plugin call (default 10s); a caller's
+	// sooner deadline (the recall timeout) wins.
 	CallTimeout time.Duration
 	// MinBackoff and MaxBackoff bound the delay between restart attempts
 	// of a plugin that keeps failing (defaults 100ms and 30s).
@@ -51,26 +66,35 @@ func (o *Options) defaults() {
 		o.ConfigureTimeout = 2 * time.Minute
 	}
 	if o.HealthInterval <= 0 {
-		o.HealthInterval = 2 * time.Second
+		o.HealthInterval = DefaultHealthInterval
+	}
+	if o.HealthTimeout <= 0 {
+		o.HealthTimeout = DefaultHealthTimeout
+	}
+	if o.KillGrace <= 0 {
+		o.KillGrace = host.DefaultKillGrace
 	}
 	if o.CallTimeout <= 0 {
-		o.CallTimeout = 10 * time.Second
+		o.CallTimeout = DefaultCallTimeout
 	}
 	if o.MinBackoff <= 0 {
 		o.MinBackoff = 100 * time.Millisecond
 	}
 	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = 30 * time.Second
+		o.MaxBackoff = DefaultMaxBackoff
 	}
 }
 
-// Supervisor owns the plugin processes of one host.
+// Supervisor owns the plugin processes of one host. Each instance has
+// its own supervising goroutine; restarts run under the supervisor's
+// lifetime, which Close ends.
 type Supervisor struct {
 	opts      Options
 	entries   map[string]Entry
 	instances map[string]*instance
 	order     []*instance
-	stop      chan struct{}
+	ctx       context.Context
+	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 }
@@ -82,7 +106,8 @@ func New(entries []Entry, opts Options) *Supervisor {
 	for _, e := range entries {
 		byName[e.Manifest.Name] = e
 	}
-	return &Supervisor{opts: opts, entries: byName, instances: map[string]*instance{}, stop: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Supervisor{opts: opts, entries: byName, instances: map[string]*instance{}, ctx: ctx, cancel: cancel}
 }
 
 // Start launches and configures every instance, in parallel and each
@@ -104,7 +129,7 @@ func (s *Supervisor) Start(ctx context.Context, specs []Spec) error {
 			errs = append(errs, fmt.Errorf("%s %q: plugin %q (%s) does not serve kind %s (it serves %v)", spec.Kind, spec.Name, spec.Plugin, e.ManifestPath, spec.Kind, e.Manifest.Kinds))
 			continue
 		}
-		inst := &instance{spec: spec, entry: e, opts: &s.opts, backoff: s.opts.MinBackoff}
+		inst := newInstance(spec, e, &s.opts)
 		s.instances[spec.key()] = inst
 		s.order = append(s.order, inst)
 	}
@@ -117,7 +142,12 @@ func (s *Supervisor) Start(ctx context.Context, specs []Spec) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = inst.launch(ctx)
+			conn, client, err := inst.launch(ctx)
+			if err == nil && !inst.install(conn, client, false) {
+				conn.Kill(0)
+				err = fmt.Errorf("%s %q: host is shutting down: %w", inst.spec.Kind, inst.spec.Name, sdk.ErrUnavailable)
+			}
+			results[i] = err
 		}()
 	}
 	wg.Wait()
@@ -125,37 +155,22 @@ func (s *Supervisor) Start(ctx context.Context, specs []Spec) error {
 		s.Close()
 		return err
 	}
-	s.wg.Add(1)
-	go s.healthLoop()
+	for _, inst := range s.order {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			inst.run(s.ctx)
+		}()
+	}
 	return nil
 }
 
-// healthLoop pings every plugin and restarts the ones that died or hung,
-// so a crashed plugin comes back even when no call is made.
-func (s *Supervisor) healthLoop() {
-	defer s.wg.Done()
-	t := time.NewTicker(s.opts.HealthInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-		}
-		for _, inst := range s.order {
-			inst.check()
-			if _, _, err := inst.current(context.Background(), false); err != nil && !errors.Is(err, errBackingOff) && !errors.Is(err, errRestarting) {
-				s.opts.Logger.Warn("plugin restart failed", "instance", inst.spec.Name, "plugin", inst.spec.Plugin, "error", err)
-			}
-		}
-	}
-}
-
-// Close stops health checks and shuts every plugin down.
+// Close stops supervision and shuts every plugin down. It does not wait
+// for a restart under way (that is cancelled), only for each process to
+// exit within the kill grace.
 func (s *Supervisor) Close() {
 	s.closeOnce.Do(func() {
-		close(s.stop)
-		s.wg.Wait()
+		s.cancel()
 		var wg sync.WaitGroup
 		for _, inst := range s.order {
 			wg.Add(1)
@@ -165,6 +180,7 @@ func (s *Supervisor) Close() {
 			}()
 		}
 		wg.Wait()
+		s.wg.Wait()
 	})
 }
 
@@ -178,9 +194,15 @@ type Status struct {
 	Protocols    []int            `json:"protocol"`
 	Capabilities sdk.Capabilities `json:"capabilities"`
 	Healthy      bool             `json:"healthy"`
+	State        State            `json:"state"`
 	Restarts     int              `json:"restarts"`
-	Pid          int              `json:"pid,omitempty"`
-	LastError    string           `json:"last_error,omitempty"`
+	// StartFailures counts failed start attempts since the last good one.
+	StartFailures int `json:"start_failures"`
+	// NextAttempt and BackoffMillis are set while the instance backs off.
+	NextAttempt   *time.Time `json:"next_attempt,omitempty"`
+	BackoffMillis int64      `json:"backoff_ms,omitempty"`
+	Pid           int        `json:"pid,omitempty"`
+	LastError     string     `json:"last_error,omitempty"`
 }
 
 // Status reports every instance in configuration order.
@@ -201,7 +223,7 @@ func (s *Supervisor) Status() []Status {
 // Ready reports whether every plugin is up.
 func (s *Supervisor) Ready() bool {
 	for _, inst := range s.order {
-		if !inst.status().Healthy {
+		if st := inst.status(); !st.Healthy || st.State != StateReady {
 			return false
 		}
 	}

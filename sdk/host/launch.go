@@ -26,6 +26,10 @@ import (
 // DefaultStartTimeout bounds how long a plugin may take to hand-shake.
 const DefaultStartTimeout = 10 * time.Second
 
+// DefaultKillGrace is how long Close lets a plugin exit cleanly before it
+// is killed with SIGKILL.
+const DefaultKillGrace = 2 * time.Second
+
 // LaunchOptions says how to start (or reattach to) one plugin process.
 type LaunchOptions struct {
 	// Name labels the plugin in logs and errors.
@@ -57,7 +61,12 @@ type Conn struct {
 	info   sdk.Info
 	host   Host
 	stop   func()
-	once   sync.Once
+	// kill ends the process with SIGKILL. go-plugin's own Kill first asks
+	// the plugin to shut down and waits for the answer without a bound,
+	// so a stopped (SIGSTOP) or wedged process would never go away.
+	kill func()
+	once sync.Once
+	done chan struct{} // closed once the process is gone (Kill returned)
 }
 
 // Launch starts the plugin, completes the handshake and asks its Info.
@@ -90,6 +99,7 @@ func launch(ctx context.Context, opts LaunchOptions, reattach *plugin.ReattachCo
 		GRPCDialOptions: grpcDialOptions(),
 	}
 	label := opts.Name
+	kill := func() {} // a reattached process is not ours to signal
 	if reattach != nil {
 		cfg.Reattach = reattach
 		// go-plugin skips version negotiation when reattaching and reads
@@ -102,7 +112,12 @@ func launch(ctx context.Context, opts LaunchOptions, reattach *plugin.ReattachCo
 		if len(opts.SHA256) != sha256.Size {
 			return nil, fmt.Errorf("plugin %s (%s): no sha256 to verify the executable against: %w", label, opts.Path, sdk.ErrInvalid)
 		}
-		cmd := exec.Command(opts.Path)
+		// The process lives under its own context: cancelling it is how
+		// the host hard-kills the plugin (exec sends SIGKILL, race-free
+		// with go-plugin's wait).
+		procCtx, cancel := context.WithCancel(context.Background())
+		kill = cancel
+		cmd := exec.CommandContext(procCtx, opts.Path)
 		cmd.Env = append(cmd.Env, opts.Env...)
 		cmd.Env = append(cmd.Env, "MEMHOST_LOG_LEVEL="+levelName(logger))
 		cmd.Dir = opts.Dir
@@ -112,8 +127,12 @@ func launch(ctx context.Context, opts LaunchOptions, reattach *plugin.ReattachCo
 		label = fmt.Sprintf("%s (%s)", opts.Name, opts.Path)
 	}
 	client := plugin.NewClient(cfg)
+	// The handshake has no context of its own: a caller that gives up (the
+	// host shutting down) kills the process, which ends the handshake.
+	defer context.AfterFunc(ctx, kill)()
 	rpc, err := client.Client()
 	if err != nil {
+		kill()
 		client.Kill()
 		if errors.Is(err, plugin.ErrChecksumsDoNotMatch) {
 			return nil, fmt.Errorf("plugin %s: refused: executable sha256 does not match manifest sha256 %x: %w", label, opts.SHA256, sdk.ErrPermission)
@@ -122,14 +141,19 @@ func launch(ctx context.Context, opts LaunchOptions, reattach *plugin.ReattachCo
 	}
 	raw, err := rpc.Dispense(wire.MetaPlugin)
 	if err != nil {
+		kill()
 		client.Kill()
 		return nil, fmt.Errorf("plugin %s: no plugin service: %v: %w", label, err, sdk.ErrUnavailable)
 	}
-	c := &Conn{name: opts.Name, client: client, rpc: rpc, meta: raw.(pb.PluginClient), host: opts.Host}
+	c := &Conn{name: opts.Name, client: client, rpc: rpc, meta: raw.(pb.PluginClient), host: opts.Host, done: make(chan struct{})}
+	if reattach == nil {
+		c.kill = kill
+	}
 	ictx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	resp, err := c.meta.Info(ictx, &pb.InfoRequest{})
 	if err != nil {
+		kill()
 		client.Kill()
 		return nil, fmt.Errorf("plugin %s: Info call failed: %w", label, fromStatus(err))
 	}
@@ -191,14 +215,37 @@ func (c *Conn) Pid() int {
 	return 0
 }
 
-// Close shuts the plugin down gracefully, killing it if it does not stop.
-func (c *Conn) Close() {
+// Close shuts the plugin down gracefully, killing it if it does not stop
+// within DefaultKillGrace.
+func (c *Conn) Close() { c.Kill(DefaultKillGrace) }
+
+// Kill asks the plugin to exit and sends SIGKILL if it has not within
+// grace (at once when grace <= 0). It returns once the process is gone.
+// A reattached plugin is not the host's to signal: Kill waits for its
+// graceful exit. Concurrent and repeated calls are safe.
+func (c *Conn) Kill(grace time.Duration) {
 	c.once.Do(func() {
-		c.client.Kill()
-		if c.stop != nil {
-			c.stop()
-		}
+		go func() {
+			c.client.Kill()
+			if c.stop != nil {
+				c.stop()
+			}
+			close(c.done)
+		}()
 	})
+	if grace > 0 {
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-c.done:
+			return
+		case <-t.C:
+		}
+	}
+	if c.kill != nil {
+		c.kill()
+	}
+	<-c.done
 }
 
 // firstLine keeps go-plugin's headline: its start errors append a

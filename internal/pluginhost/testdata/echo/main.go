@@ -1,6 +1,7 @@
 // Command echo is a test-only provider plugin with misbehaviours switched
 // on by environment variables, so host tests can exercise refusal, crash
-// and hang handling against a real process.
+// and hang handling against a real process. Files in its working
+// directory switch on misbehaviours that must survive a restart.
 package main
 
 import (
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/memhost/memhost/sdk"
@@ -18,6 +20,7 @@ import (
 type echo struct {
 	mu      sync.Mutex
 	records []sdk.Record
+	lock    *os.File // held like a real store's lock, until the process dies
 }
 
 func (e *echo) Info() sdk.Info {
@@ -26,11 +29,27 @@ func (e *echo) Info() sdk.Info {
 }
 
 func (e *echo) Configure(_ context.Context, raw json.RawMessage) error {
-	var cfg struct{}
+	var cfg struct {
+		Lock string `json:"lock"` // a file to hold an exclusive lock on, like a store
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cfg); err != nil {
 		return fmt.Errorf("echo: config: %v: %w", err, sdk.ErrInvalid)
+	}
+	if _, err := os.Stat("hang-configure"); err == nil {
+		time.Sleep(time.Hour) // a store that never opens, deaf to cancellation
+	}
+	if cfg.Lock != "" {
+		f, err := os.OpenFile(cfg.Lock, os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			return fmt.Errorf("echo: lock: %v: %w", err, sdk.ErrUnavailable)
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			f.Close()
+			return fmt.Errorf("echo: %s is locked by another process: %w", cfg.Lock, sdk.ErrUnavailable)
+		}
+		e.lock = f
 	}
 	return nil
 }
@@ -55,8 +74,19 @@ func (e *echo) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error)
 }
 
 func (e *echo) Remember(_ context.Context, realm string, recs []sdk.Record) ([]string, error) {
-	if len(recs) > 0 && recs[0].Title == "crash" {
-		os.Exit(3)
+	if len(recs) > 0 {
+		switch recs[0].Title {
+		case "crash":
+			os.Exit(3)
+		case "crash once":
+			// Dies the first time only, as a process killed mid-write would.
+			if _, err := os.Stat("crashed-once"); err != nil {
+				os.WriteFile("crashed-once", nil, 0o600)
+				os.Exit(3)
+			}
+		case "hang":
+			time.Sleep(time.Hour) // deaf to the call's cancellation
+		}
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -1,0 +1,5 @@
+supervisor {
+  kill_grace_ms = "soon"
+}
+supervisor {
+}
