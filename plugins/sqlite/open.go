@@ -165,11 +165,15 @@ func describeOpenError(path string, busy time.Duration, err error) error {
 			return fmt.Errorf("sqlite: open %s: the database is corrupt; restore it from a backup: %v", path, err)
 		case sqlite3.ErrBusy, sqlite3.ErrLocked:
 			return fmt.Errorf("sqlite: open %s: the database is locked by another process (waited %v): %v: %w", path, busy, err, sdk.ErrConflict)
-		case sqlite3.ErrCantOpen, sqlite3.ErrPerm, sqlite3.ErrReadonly:
+		case sqlite3.ErrFull:
+			return fmt.Errorf("sqlite: open %s: the disk is full: %v: %w", path, err, sdk.ErrNoSpace)
+		case sqlite3.ErrReadonly:
+			return fmt.Errorf("sqlite: open %s: the data directory is read-only; memhost needs to write it: %v: %w", path, err, sdk.ErrReadOnly)
+		case sqlite3.ErrCantOpen, sqlite3.ErrPerm:
 			return fmt.Errorf("sqlite: open %s: cannot open the file for writing: %v", path, err)
 		}
 	}
-	return fmt.Errorf("sqlite: open %s: %w", path, err)
+	return fmt.Errorf("sqlite: open %s: %w", path, storageError(err))
 }
 
 // close stops maintenance, checkpoints the WAL into the database and
@@ -219,6 +223,10 @@ func (c *indexChange) add(doc *indexDoc, sign int64) {
 // changed the index it also updates fts_totals and scope_totals, and after
 // the commit the in-memory statistics; maintenance hears of the write.
 func (d *database) write(ctx context.Context, fn func(tx *sql.Tx, ch *indexChange) error) error {
+	return storageError(d.writeTx(ctx, fn))
+}
+
+func (d *database) writeTx(ctx context.Context, fn func(tx *sql.Tx, ch *indexChange) error) error {
 	tx, err := d.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -254,4 +262,22 @@ func (d *database) write(ctx context.Context, fn func(tx *sql.Tx, ch *indexChang
 	d.counts.apply(perScope)
 	d.maint.noteWrite(len(ch.changes))
 	return nil
+}
+
+// storageError classifies a write failure: SQLITE_FULL (or an I/O error
+// whose errno is ENOSPC) is a full disk, SQLITE_READONLY or EROFS a
+// read-only store; anything else is returned as it is.
+func storageError(err error) error {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		switch {
+		case se.Code == sqlite3.ErrFull:
+			return fmt.Errorf("%w: %w", err, sdk.ErrNoSpace)
+		case se.Code == sqlite3.ErrReadonly:
+			return fmt.Errorf("%w: %w", err, sdk.ErrReadOnly)
+		case se.SystemErrno != 0:
+			return sdk.StorageError(fmt.Errorf("%w: %w", err, se.SystemErrno))
+		}
+	}
+	return sdk.StorageError(err)
 }
