@@ -89,14 +89,6 @@ func (c *catalog) usageKeyOf(id string) float64 {
 	return 0
 }
 
-// has answers whether id is catalogued.
-func (c *catalog) has(id string) bool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	_, ok := c.pos[id]
-	return ok
-}
-
 // put inserts or replaces entries.
 func (c *catalog) put(entries []catEntry) {
 	c.mu.Lock()
