@@ -56,6 +56,10 @@ func CodeOf(err error) Code {
 		return CodeUnavailable
 	case errors.Is(err, ErrPermission):
 		return CodePermissionDenied
+	case errors.Is(err, ErrNoSpace):
+		return CodeStorageFull
+	case errors.Is(err, ErrReadOnly):
+		return CodeReadOnly
 	default:
 		return CodeInternal
 	}

@@ -36,6 +36,12 @@ func toStatus(err error) error {
 		}
 	}
 	st := status.New(code, err.Error())
+	if CodeOf(err) == CodeStorageFull {
+		st = status.New(codes.ResourceExhausted, err.Error())
+		if withInfo, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: wire.ReasonStorageFull, Domain: wire.ErrorDomain}); derr == nil {
+			st = withInfo
+		}
+	}
 	var fe *FieldError
 	if errors.As(err, &fe) {
 		detail := &errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: fe.Field, Description: fe.Problem}}}

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"syscall"
 
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/internal/config"
+	"github.com/memhost/memhost/sdk"
 	"github.com/spf13/cobra"
 )
 
@@ -40,7 +44,29 @@ func newLogger(cfg *config.Config) hclog.Logger {
 // ensureDataDir creates the data directory plugins run in.
 func ensureDataDir(cfg *config.Config) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return fmt.Errorf("data directory %s: %w", cfg.DataDir, err)
+		return describeDataDirError(cfg.DataDir, err)
 	}
-	return nil
+	// Probe with a real write: a read-only mount would otherwise surface
+	// later as a plugin's SQLite or index error, or only on the first write.
+	// A full disk is no reason to refuse: reads still work and writes
+	// answer storage_full.
+	f, err := os.CreateTemp(cfg.DataDir, ".memhost-probe-*")
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return nil
+	}
+	if err != nil {
+		return describeDataDirError(cfg.DataDir, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+func describeDataDirError(dir string, err error) error {
+	switch {
+	case errors.Is(err, syscall.EROFS):
+		return fmt.Errorf("data directory %s is read-only: memhost keeps its state and the plugins' data there; mount it read-write: %w", dir, sdk.ErrReadOnly)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("data directory %s is not writable by this user: %w", dir, err)
+	}
+	return fmt.Errorf("data directory %s: %w", dir, err)
 }

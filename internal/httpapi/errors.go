@@ -41,6 +41,8 @@ func statusOf(code string) int {
 		return http.StatusServiceUnavailable
 	case string(sdk.CodeDeadlineExceeded):
 		return http.StatusGatewayTimeout
+	case string(sdk.CodeStorageFull), string(sdk.CodeReadOnly):
+		return http.StatusInsufficientStorage
 	case compaction.CodeHistoryMismatch:
 		return http.StatusConflict
 	case compaction.CodeFailed, compaction.CodeEmpty, compaction.CodeTooLarge:
@@ -106,7 +108,7 @@ func badRequest(format string, args ...any) error {
 // says the class, so the message states the problem once, without it.
 var sentinels = []error{
 	sdk.ErrInvalid, sdk.ErrNotFound, sdk.ErrConflict, sdk.ErrTooLarge, sdk.ErrUnsupported,
-	sdk.ErrUnavailable, sdk.ErrDeadline, sdk.ErrPermission, errUnauthenticated, errMethodNotAllowed,
+	sdk.ErrUnavailable, sdk.ErrDeadline, sdk.ErrPermission, sdk.ErrNoSpace, sdk.ErrReadOnly, errUnauthenticated, errMethodNotAllowed,
 }
 
 // clientMessage is err's text without a trailing sentinel ("...: invalid

@@ -2,8 +2,11 @@ package bleve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"syscall"
 	"time"
 
 	blevesearch "github.com/blevesearch/bleve/v2"
@@ -41,7 +44,7 @@ func (p *Provider) Remember(ctx context.Context, realm string, records []sdk.Rec
 	}
 	ri, err := p.realm(realm, true)
 	if err != nil {
-		return nil, err
+		return nil, storageError(err)
 	}
 	if err := ri.lockWrites(ctx); err != nil {
 		return nil, err
@@ -156,7 +159,19 @@ func (ri *realmIndex) write(ctx context.Context, put []sdk.Record, keys map[stri
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("bleve: write to realm %s: %w", ri.realm, err)
 	}
+	if err := ri.checkSpace(put); err != nil {
+		return err
+	}
 	if err := ri.idx.Batch(b); err != nil {
+		err = storageError(err)
+		if errors.Is(err, sdk.ErrNoSpace) || errors.Is(err, sdk.ErrReadOnly) {
+			// Scorch applied the batch in memory before its persist failed,
+			// and retries the persist until it succeeds: the index serves
+			// the batch from now on, so the catalog must too. The caller is
+			// told the write is not durable; a retry is answered by dedup.
+			ri.cat.put(entries)
+			ri.cat.remove(del)
+		}
 		return fmt.Errorf("bleve: write to realm %s: %w", ri.realm, err)
 	}
 	ri.cat.put(entries)
@@ -385,4 +400,46 @@ func (p *Provider) MarkUsed(ctx context.Context, realm string, ids []string, at 
 		put = append(put, r)
 	}
 	return ri.write(ctx, put, keys, nil)
+}
+
+// storageError classifies a scorch failure. Scorch formats the system
+// error into its message (%v, not %w), so the errno is matched by its text
+// when errors.Is cannot see it.
+func storageError(err error) error {
+	if e := sdk.StorageError(err); e != err {
+		return e
+	}
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, syscall.ENOSPC.Error()), strings.Contains(msg, syscall.EDQUOT.Error()):
+		return fmt.Errorf("%w: %w", err, sdk.ErrNoSpace)
+	case strings.Contains(msg, syscall.EROFS.Error()):
+		return fmt.Errorf("%w: %w", err, sdk.ErrReadOnly)
+	}
+	return err
+}
+
+// spaceReserve is the free space a write leaves for scorch's segment
+// files, merges and bolt root. Scorch applies a batch in memory before it
+// persists it, and a persist that fails (ENOSPC) leaves the in-memory
+// segment unusable (later searches panic), so a write is refused before it
+// starts when the disk is nearly full, not after scorch has failed.
+const spaceReserve = 8 << 20
+
+// checkSpace refuses a write that would leave less than spaceReserve free,
+// counting a generous four times the records' text for the new segment.
+func (ri *realmIndex) checkSpace(put []sdk.Record) error {
+	free, ok := freeBytes(ri.path)
+	if !ok {
+		return nil
+	}
+	need := uint64(spaceReserve)
+	for i := range put {
+		r := &put[i]
+		need += 4 * uint64(len(r.Title)+len(r.Description)+len(r.Body)+len(strings.Join(r.Tags, " "))+256)
+	}
+	if free < need {
+		return fmt.Errorf("bleve: write to realm %s: %d bytes free under %s, the write needs %d: %w", ri.realm, free, ri.path, need, sdk.ErrNoSpace)
+	}
+	return nil
 }

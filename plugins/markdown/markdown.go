@@ -171,7 +171,8 @@ func (p *Provider) Remember(ctx context.Context, realm string, records []sdk.Rec
 	if err != nil {
 		return nil, err
 	}
-	return st.remember(realm, records)
+	ids, err := st.remember(realm, records)
+	return ids, sdk.StorageError(err)
 }
 
 // Get answers the records with ids, any status, in the order asked.
@@ -189,7 +190,8 @@ func (p *Provider) Forget(ctx context.Context, realm string, ids []string) (int,
 	if err != nil {
 		return 0, err
 	}
-	return st.forget(realm, ids)
+	n, err := st.forget(realm, ids)
+	return n, sdk.StorageError(err)
 }
 
 // Supersede stores replacement (Supersedes = oldID) and marks the old
@@ -199,7 +201,8 @@ func (p *Provider) Supersede(ctx context.Context, realm, oldID string, replaceme
 	if err != nil {
 		return "", err
 	}
-	return st.supersede(realm, oldID, replacement)
+	id, err := st.supersede(realm, oldID, replacement)
+	return id, sdk.StorageError(err)
 }
 
 var (

@@ -67,6 +67,11 @@ func (d *database) fullManifest(ctx context.Context, q sdk.ManifestQuery, now ti
 // its own index in rank (or time) order, so only about 2k rows per scope
 // are read however many the scopes hold; one snapshot serves both parts.
 func (d *database) workingSet(ctx context.Context, q sdk.ManifestQuery, k int, now time.Time) ([]sdk.ManifestRow, error) {
+	release, err := d.acquireRead(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	tx, err := d.r.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err

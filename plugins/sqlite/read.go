@@ -48,6 +48,11 @@ func (d *database) get(ctx context.Context, realm string, ids []string) ([]sdk.R
 		return out, nil
 	}
 	idList, _ := json.Marshal(ids) // []string always marshals
+	release, err := d.acquireRead(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: get: %w", err)
+	}
+	defer release()
 	rows, err := d.r.QueryContext(ctx, `SELECT `+recordColumns+` FROM records AS r
 		WHERE r.realm = ? AND r.id IN (SELECT value FROM json_each(?))`, realm, string(idList))
 	if err != nil {

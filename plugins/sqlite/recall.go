@@ -200,6 +200,11 @@ func (d *database) search(ctx context.Context, terms []string, f *recallFilter, 
 		// The generation is read before the snapshot starts (see dfCache).
 		gen = d.df.lookup(terms, dfs, cached)
 	}
+	release, err := d.acquireRead(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	tx, err := d.r.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err

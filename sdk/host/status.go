@@ -32,6 +32,7 @@ var sentinels = map[string]error{
 	string(sdk.CodeUnavailable):      sdk.ErrUnavailable,
 	string(sdk.CodeDeadlineExceeded): sdk.ErrDeadline,
 	string(sdk.CodePermissionDenied): sdk.ErrPermission,
+	string(sdk.CodeReadOnly):         sdk.ErrReadOnly,
 }
 
 // fromStatus turns a gRPC error answered by a plugin into an sdk error.
@@ -55,6 +56,11 @@ func fromStatus(err error) error {
 	}
 	if st.Code() == codes.Canceled {
 		sentinel = context.Canceled
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && st.Code() == codes.ResourceExhausted && info.Domain == wire.ErrorDomain && info.Reason == wire.ReasonStorageFull {
+			return &remoteError{msg: st.Message(), sentinel: sdk.ErrNoSpace}
+		}
 	}
 	for _, d := range st.Details() {
 		if br, ok := d.(*errdetails.BadRequest); ok && len(br.FieldViolations) > 0 && sentinel != nil {

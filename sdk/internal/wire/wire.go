@@ -80,10 +80,19 @@ var Codes = []struct {
 	{"unavailable", codes.Unavailable},
 	{"deadline_exceeded", codes.DeadlineExceeded},
 	{"permission_denied", codes.PermissionDenied},
+	{"read_only", codes.FailedPrecondition},
 	// gRPC answers ResourceExhausted for a message over MaxMessageBytes.
 	// Listed after OutOfRange, so too_large still goes out as OutOfRange.
 	{"too_large", codes.ResourceExhausted},
 }
+
+// A full disk (storage_full) goes out as ResourceExhausted, which gRPC
+// itself answers for an oversized message (too_large); this ErrorInfo
+// detail tells the two apart.
+const (
+	ErrorDomain       = "memhost"
+	ReasonStorageFull = "STORAGE_FULL"
+)
 
 // ValidateToken checks that s is a safe token: 1-max bytes of ASCII
 // letters, digits, '-', '_' and '.', not starting with '.'. Such a token can

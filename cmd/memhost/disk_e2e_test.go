@@ -1,0 +1,191 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// mountTmpfs mounts a tmpfs of size bytes on dir (created if needed) and
+// unmounts it when the test ends. Register it before starting memhost, so
+// the cleanup runs after memhost has stopped.
+func mountTmpfs(t *testing.T, dir string, size int) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d,mode=0700", size)); err != nil {
+		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) {
+			t.Skipf("mounting a tmpfs is not permitted here (%v): the full-disk tests need root or CAP_SYS_ADMIN", err)
+		}
+		t.Fatalf("mount tmpfs on %s: %v", dir, err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, 0); err != nil {
+			_ = syscall.Unmount(dir, syscall.MNT_DETACH)
+		}
+	})
+}
+
+// fillDisk writes a file in dir until the file system refuses more, and
+// answers its path.
+func fillDisk(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "filler")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 64<<10)
+	for size := len(chunk); size > 0; {
+		if _, err := f.Write(chunk[:size]); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("fill %s: %v", path, err)
+			}
+			size /= 2 // the last pages, in smaller pieces
+		}
+	}
+	return path
+}
+
+// noteRecord is a realm record with a body large enough to need new pages.
+func noteRecord(i int) map[string]any {
+	return map[string]any{
+		"scope": "realm", "kind": "fact",
+		"title": fmt.Sprintf("disk note %d", i),
+		"body":  fmt.Sprintf("note %d about the harbour crane %s", i, strings.Repeat(fmt.Sprintf("word%d ", i), 800)),
+	}
+}
+
+// TestFullDiskAnswersStorageFull fills the file system under the data
+// directory while memhost runs: writes answer 507 storage_full (never 500),
+// the host and plugin stay up, what was stored stays readable, and once
+// space is freed writes succeed again.
+func TestFullDiskAnswersStorageFull(t *testing.T) {
+	for _, pc := range providerConfigs {
+		t.Run(pc.plugin, func(t *testing.T) {
+			cfgPath, dataDir := writeConfig(t, providerDeployment(pc.plugin, pc.config))
+			mountTmpfs(t, dataDir, 32<<20)
+			m, err := startWithConfig(t, cfgPath, dataDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid := pluginPids(t, m)[0]
+			var stored []string
+			for i := range 3 {
+				stored = append(stored, remember(t, m, noteRecord(i))...)
+			}
+			filler := fillDisk(t, dataDir)
+
+			var refused []int
+			for i := 3; i < 200 && len(refused) < 3; i++ {
+				var out struct {
+					IDs []string `json:"ids"`
+					apiError
+				}
+				switch code := m.do("POST", "/v1/records", map[string]any{"records": []any{noteRecord(i)}}, &out); code {
+				case 200: // the store still had free pages of its own
+					stored = append(stored, out.IDs...)
+				case 507:
+					if out.Error.Code != "storage_full" {
+						t.Fatalf("write %d on a full disk: 507 with code %q, want storage_full: %s", i, out.Error.Code, out.Error.Message)
+					}
+					refused = append(refused, i)
+				default:
+					t.Fatalf("write %d on a full disk: status %d code %q: %s\n%s", i, code, out.Error.Code, out.Error.Message, m.logs())
+				}
+			}
+			if len(refused) == 0 {
+				t.Fatalf("197 writes on a full disk and none answered storage_full\n%s", m.logs())
+			}
+			if code := m.do("GET", "/healthz", nil, nil); code != 200 {
+				t.Fatalf("/healthz on a full disk = %d", code)
+			}
+			if now := pluginPids(t, m)[0]; now != pid {
+				t.Fatalf("the plugin restarted on a full disk (pid %d, was %d)", now, pid)
+			}
+			checkReadable(t, m, stored)
+
+			if err := os.Remove(filler); err != nil {
+				t.Fatal(err)
+			}
+			// A refused write was not acknowledged; retried once there is
+			// room it succeeds (writes are idempotent by content).
+			for _, i := range refused {
+				stored = append(stored, remember(t, m, noteRecord(i))...)
+			}
+			stored = append(stored, remember(t, m, noteRecord(1000))...)
+			checkReadable(t, m, stored)
+		})
+	}
+}
+
+// checkReadable gets each id and recalls the notes by their shared words.
+func checkReadable(t *testing.T, m *instance, ids []string) {
+	t.Helper()
+	for _, id := range ids {
+		if code := m.do("GET", "/v1/records/"+id, nil, nil); code != 200 {
+			t.Fatalf("GET /v1/records/%s = %d\n%s", id, code, m.logs())
+		}
+	}
+	found := map[string]bool{}
+	var out recallAnswer
+	if code := m.do("POST", "/v1/recall", map[string]any{"identity": map[string]string{"id": "ann"}, "query": "harbour crane", "limit": 100}, &out); code != 200 {
+		t.Fatalf("POST /v1/recall = %d\n%s", code, m.logs())
+	}
+	for _, h := range out.Hits {
+		found[h.Record.ID] = true
+	}
+	for _, id := range ids {
+		if !found[id] {
+			t.Fatalf("recall of harbour crane misses stored record %s (%d hits)", id, len(out.Hits))
+		}
+	}
+}
+
+// TestReadOnlyDataDirIsRefusedClearly starts memhost on a data directory
+// whose file system was remounted read-only after records were stored: it
+// refuses to start with a message naming the directory and the cause (not
+// a plugin stack of SQLite codes), and the data is intact once the mount is
+// writable again.
+func TestReadOnlyDataDirIsRefusedClearly(t *testing.T) {
+	for _, pc := range providerConfigs {
+		t.Run(pc.plugin, func(t *testing.T) {
+			cfgPath, dataDir := writeConfig(t, providerDeployment(pc.plugin, pc.config))
+			mountTmpfs(t, dataDir, 32<<20)
+			m, err := startWithConfig(t, cfgPath, dataDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := remember(t, m, noteRecord(1), noteRecord(2))
+			m.stop()
+
+			remount := func(flags uintptr) {
+				t.Helper()
+				if err := syscall.Mount("tmpfs", dataDir, "tmpfs", syscall.MS_REMOUNT|flags, ""); err != nil {
+					t.Fatalf("remount %s: %v", dataDir, err)
+				}
+			}
+			remount(syscall.MS_RDONLY)
+			_, err = startWithConfig(t, cfgPath, dataDir)
+			if err == nil {
+				t.Fatal("memhost started on a read-only data directory")
+			}
+			if msg := err.Error(); !strings.Contains(msg, "data directory "+dataDir+" is read-only") {
+				t.Fatalf("start on a read-only data directory does not say so:\n%s", msg)
+			}
+
+			remount(0)
+			m, err = startWithConfig(t, cfgPath, dataDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkReadable(t, m, ids)
+		})
+	}
+}

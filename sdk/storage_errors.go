@@ -1,0 +1,37 @@
+package sdk
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+)
+
+// Storage sentinels: a write the store could not make because the disk (or
+// quota) is full, or because the data directory is read-only. Both are the
+// operator's to fix, not the caller's, and reads keep working, so they get
+// their own codes rather than "internal".
+var (
+	ErrNoSpace  = errors.New("storage full")
+	ErrReadOnly = errors.New("storage is read-only")
+)
+
+const (
+	CodeStorageFull Code = "storage_full"
+	CodeReadOnly    Code = "read_only"
+)
+
+// StorageError wraps err with ErrNoSpace or ErrReadOnly when the system
+// error under it says so (ENOSPC, EDQUOT, EROFS), and returns err unchanged
+// otherwise. Providers call it on write paths so a full disk reaches the
+// caller as a stable code.
+func StorageError(err error) error {
+	switch {
+	case err == nil, errors.Is(err, ErrNoSpace), errors.Is(err, ErrReadOnly):
+		return err
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return fmt.Errorf("%w: %w", err, ErrNoSpace)
+	case errors.Is(err, syscall.EROFS):
+		return fmt.Errorf("%w: %w", err, ErrReadOnly)
+	}
+	return err
+}

@@ -1,0 +1,37 @@
+package sdk
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"syscall"
+	"testing"
+)
+
+func TestStorageErrorClassifiesSystemErrors(t *testing.T) {
+	pathErr := func(errno syscall.Errno) error {
+		return fmt.Errorf("write note: %w", &fs.PathError{Op: "write", Path: "/data/x", Err: errno})
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want Code
+	}{
+		{"enospc", pathErr(syscall.ENOSPC), CodeStorageFull},
+		{"edquot", pathErr(syscall.EDQUOT), CodeStorageFull},
+		{"erofs", pathErr(syscall.EROFS), CodeReadOnly},
+		{"eacces stays internal", pathErr(syscall.EACCES), CodeInternal},
+		{"already classified", fmt.Errorf("x: %w", ErrNoSpace), CodeStorageFull},
+		{"nil", nil, CodeOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := StorageError(tc.err)
+			if c := CodeOf(got); c != tc.want {
+				t.Fatalf("CodeOf(StorageError(%v)) = %s, want %s", tc.err, c, tc.want)
+			}
+			if tc.err != nil && !errors.Is(got, tc.err) {
+				t.Fatalf("%v no longer wraps %v", got, tc.err)
+			}
+		})
+	}
+}
