@@ -97,7 +97,10 @@ func rssBytes(pid int) (int64, error) {
 // sessions of turns (and now and then a write). It checks what must hold
 // under load: no session gets more than its budget, no record twice in one
 // session, no error and no recall_failed skip, and the RSS of host and
-// plugin stays under a bound. Latencies are reported, not asserted.
+// plugin stays under a bound. Latencies are reported, not asserted: the
+// recall deadline is raised to 5 s so a recall_failed skip is a failure of
+// the system, not of a CI machine that happens to be busy (the skip rate at
+// the default 500 ms deadline is measured in docs/benchmarks.md).
 func TestLoadManySessions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("load test: skipped with -short")
@@ -107,6 +110,7 @@ coordinator {
   selection            = "always"
   session_budget_bytes = %d
   turn_budget_bytes    = %d
+  recall_timeout_ms    = 5000
 }
 `, loadSessionBudget, loadTurnBudget))
 	seed := rand.New(rand.NewPCG(1, 2))
