@@ -15,6 +15,7 @@ import (
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 	"github.com/memhost/memhost/sdk"
+	memindex "github.com/memhost/memhost/sdk/index"
 )
 
 // Durability: the database runs in WAL mode with synchronous=FULL, so a
@@ -61,6 +62,13 @@ type database struct {
 	df     *dfCache
 	counts *scopeCounts
 	maint  *maintainer
+
+	// ix answers recall. wmu serializes writes through their index
+	// update, so the index changes in commit order, and holds snapshots
+	// still; snapGen is the generation the snapshot file holds.
+	ix      *memindex.Index
+	wmu     sync.Mutex
+	snapGen uint64
 }
 
 // dsn builds a URI for path, escaping what SQLite would read as URI syntax.
@@ -135,8 +143,10 @@ func (d *database) open(ctx context.Context) error {
 	if err := d.check(ctx); err != nil {
 		return err
 	}
-	d.counts, err = loadScopeCounts(ctx, d.r)
-	return err
+	if d.counts, err = loadScopeCounts(ctx, d.r); err != nil {
+		return err
+	}
+	return d.loadIndex(ctx)
 }
 
 // check reads the tables and the FTS index structure, so a damaged index
@@ -188,6 +198,11 @@ func (d *database) close() error {
 	if d.r != nil {
 		errs = append(errs, d.r.Close())
 	}
+	if d.w != nil && d.ix != nil {
+		if err := d.snapshot(context.Background()); err != nil {
+			d.log.Warn("the next open rebuilds the recall index", "error", err.Error())
+		}
+	}
 	if d.w != nil {
 		// Best effort: fold the WAL back so the file stands alone.
 		_, _ = d.w.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -207,6 +222,16 @@ func (d *database) close() error {
 type indexChange struct {
 	docs, tokens int64
 	changes      []docChange
+	// ops change the in-memory index once the transaction commits.
+	ops []indexOp
+}
+
+func (c *indexChange) put(seq int64, r *sdk.Record, doc *indexDoc) {
+	c.ops = append(c.ops, indexOp{doc: putDoc(seq, r, doc)})
+}
+
+func (c *indexChange) del(realm, id string) {
+	c.ops = append(c.ops, indexOp{del: true, realm: realm, id: id})
 }
 
 // docChange is one record added to (sign 1) or removed from (-1) the index.
@@ -229,6 +254,8 @@ func (d *database) write(ctx context.Context, fn func(tx *sql.Tx, ch *indexChang
 }
 
 func (d *database) writeTx(ctx context.Context, fn func(tx *sql.Tx, ch *indexChange) error) error {
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
 	tx, err := d.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -238,8 +265,16 @@ func (d *database) writeTx(ctx context.Context, fn func(tx *sql.Tx, ch *indexCha
 	if err := fn(tx, &ch); err != nil {
 		return err
 	}
+	if len(ch.ops) > 0 {
+		if _, err := tx.ExecContext(ctx, "UPDATE index_gen SET gen = gen + 1 WHERE one = 1"); err != nil {
+			return err
+		}
+	}
 	if len(ch.changes) == 0 {
-		return tx.Commit()
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+		return applyOps(d.ix, ch.ops)
 	}
 	if _, err := tx.ExecContext(ctx, "UPDATE fts_totals SET docs = docs + ?, tokens = tokens + ? WHERE one = 1", ch.docs, ch.tokens); err != nil {
 		return err
@@ -261,6 +296,9 @@ func (d *database) writeTx(ctx context.Context, fn func(tx *sql.Tx, ch *indexCha
 		return err
 	}
 	d.df.endCommit(ch.changes)
+	if err := applyOps(d.ix, ch.ops); err != nil {
+		return err
+	}
 	d.counts.apply(perScope)
 	d.maint.noteWrite(len(ch.changes))
 	return nil

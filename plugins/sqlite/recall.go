@@ -180,8 +180,7 @@ func (d *database) recall(ctx context.Context, q sdk.RecallQuery, now time.Time)
 	if len(terms) == 0 {
 		return []sdk.Hit{}, nil
 	}
-	f := newRecallFilter(q, now, d.counts.share(q.Realm, q.Scopes))
-	hits, err := d.search(ctx, terms, &f, limit)
+	hits, err := d.recallFromIndex(ctx, q, terms, now.UnixMilli(), limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: recall: %w", err)
 	}

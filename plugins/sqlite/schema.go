@@ -86,6 +86,15 @@ CREATE TABLE ledger (
 );
 CREATE INDEX ledger_by_record ON ledger (realm, record_id, at_ms);
 `,
+	// 2: the generation of the in-memory recall index, which stamps its
+	// snapshot (see memindex.go).
+	`
+CREATE TABLE index_gen (
+	one INTEGER PRIMARY KEY CHECK (one = 1),
+	gen INTEGER NOT NULL
+);
+INSERT INTO index_gen VALUES (1, 0);
+`,
 }
 
 // schemaVersion is the user_version this build writes.

@@ -87,7 +87,7 @@ func storeRecord(ctx context.Context, tx *sql.Tx, ch *indexChange, p *preparedRe
 		if err != nil {
 			return "", err
 		}
-		return answerDuplicate(ctx, tx, r, now)
+		return answerDuplicate(ctx, tx, ch, r, now)
 	}
 	if r.Status != sdk.StatusActive {
 		return r.ID, nil
@@ -96,18 +96,23 @@ func storeRecord(ctx context.Context, tx *sql.Tx, ch *indexChange, p *preparedRe
 	if err != nil {
 		return "", err
 	}
-	return r.ID, index(ctx, tx, ch, seq, &p.doc)
+	if err := index(ctx, tx, ch, seq, &p.doc); err != nil {
+		return "", err
+	}
+	ch.put(seq, r, &p.doc)
+	return r.ID, nil
 }
 
 // answerDuplicate answers the id of the live record holding r's content,
 // reviving it with r's expiry if it had expired.
-func answerDuplicate(ctx context.Context, tx *sql.Tx, r *sdk.Record, now time.Time) (string, error) {
+func answerDuplicate(ctx context.Context, tx *sql.Tx, ch *indexChange, r *sdk.Record, now time.Time) (string, error) {
 	var seq, expires int64
 	var id string
+	var status sdk.Status
 	err := tx.QueryRowContext(ctx, `
-		SELECT seq, id, expires_ms FROM records
+		SELECT seq, id, expires_ms, status FROM records
 		WHERE realm = ? AND scope = ? AND content_hash = ? AND status IN ('active', 'quarantined')`,
-		r.Realm, string(r.Scope), r.ContentHash).Scan(&seq, &id, &expires)
+		r.Realm, string(r.Scope), r.ContentHash).Scan(&seq, &id, &expires, &status)
 	if err != nil {
 		return "", fmt.Errorf("find the existing copy of a duplicate: %w", err)
 	}
@@ -115,6 +120,18 @@ func answerDuplicate(ctx context.Context, tx *sql.Tx, r *sdk.Record, now time.Ti
 		if _, err := tx.ExecContext(ctx, "UPDATE records SET expires_ms = ?, updated_ms = ? WHERE seq = ?",
 			expiresMillis(r.ExpiresAt), now.UnixMilli(), seq); err != nil {
 			return "", err
+		}
+		if status == sdk.StatusActive {
+			// The index judges expiry itself, so it needs the new one.
+			s, found, err := lookupForWrite(ctx, tx, r.Realm, id)
+			if err != nil {
+				return "", err
+			}
+			if !found {
+				return "", fmt.Errorf("revived duplicate %q vanished in its transaction", id)
+			}
+			live := sdk.Record{ID: id, Realm: r.Realm, Scope: s.scope, Tags: s.tags, ExpiresAt: r.ExpiresAt}
+			ch.put(seq, &live, &s.doc)
 		}
 	}
 	return id, nil
@@ -143,6 +160,7 @@ type storedRecord struct {
 	scope  sdk.Scope
 	kind   sdk.RecordKind
 	status sdk.Status
+	tags   []string
 	doc    indexDoc
 }
 
@@ -163,6 +181,7 @@ func lookupForWrite(ctx context.Context, tx *sql.Tx, realm, id string) (s stored
 		return s, false, err
 	}
 	r.Realm, r.Scope, r.Tags = realm, s.scope, splitTags(tags)
+	s.tags = r.Tags
 	s.doc = newIndexDoc(&r)
 	// The stored count is what was added to fts_totals; use it to remove.
 	s.doc.ntok = ntok
@@ -186,6 +205,7 @@ func (d *database) forget(ctx context.Context, realm string, ids []string) (int,
 				if err := unindex(ctx, tx, ch, s.seq, &s.doc); err != nil {
 					return err
 				}
+				ch.del(realm, id)
 			}
 			if _, err := tx.ExecContext(ctx, "DELETE FROM records WHERE seq = ?", s.seq); err != nil {
 				return err
@@ -243,6 +263,7 @@ func (d *database) supersede(ctx context.Context, realm, oldID string, replaceme
 			if err := unindex(ctx, tx, ch, old.seq, &old.doc); err != nil {
 				return err
 			}
+			ch.del(realm, oldID)
 		}
 		if _, err := tx.ExecContext(ctx, "UPDATE records SET status = 'superseded', updated_ms = ? WHERE seq = ?", now.UnixMilli(), old.seq); err != nil {
 			return err
