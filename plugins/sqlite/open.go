@@ -56,12 +56,10 @@ type database struct {
 	// SQLite's busy waits; r serves reads concurrently.
 	w, r *sql.DB
 	// slots admits reads to r in arrival order (see acquireRead).
-	slots  chan struct{}
-	opts   options
-	log    *slog.Logger
-	df     *dfCache
-	counts *scopeCounts
-	maint  *maintainer
+	slots chan struct{}
+	opts  options
+	log   *slog.Logger
+	maint *maintainer
 
 	// ix answers recall. wmu serializes writes through their index
 	// update, so the index changes in commit order, and holds snapshots
@@ -96,7 +94,7 @@ func openDatabase(ctx context.Context, path string, opts options, log *slog.Logg
 	if err != nil {
 		return nil, err
 	}
-	d := &database{path: abs, lock: lock, opts: opts, log: log, df: newDFCache(), slots: make(chan struct{}, readers)}
+	d := &database{path: abs, lock: lock, opts: opts, log: log, slots: make(chan struct{}, readers)}
 	if err := d.open(ctx); err != nil {
 		d.close()
 		return nil, describeOpenError(abs, opts.busyTimeout, err)
@@ -143,21 +141,15 @@ func (d *database) open(ctx context.Context) error {
 	if err := d.check(ctx); err != nil {
 		return err
 	}
-	if d.counts, err = loadScopeCounts(ctx, d.r); err != nil {
-		return err
-	}
 	return d.loadIndex(ctx)
 }
 
-// check reads the tables and the FTS index structure, so a damaged index
-// fails at start rather than on the first recall.
+// check reads the tables, so a damaged file fails at start rather than on
+// the first call.
 func (d *database) check(ctx context.Context) error {
-	var docs, tokens, n int64
-	if err := d.r.QueryRowContext(ctx, "SELECT docs, tokens FROM fts_totals").Scan(&docs, &tokens); err != nil {
-		return fmt.Errorf("read index totals: %w", err)
-	}
-	if err := d.r.QueryRowContext(ctx, `SELECT count(*) FROM records_fts WHERE records_fts MATCH '"memhost"'`).Scan(&n); err != nil {
-		return fmt.Errorf("read full-text index: %w", err)
+	var n int64
+	if _, err := indexGen(ctx, d.r); err != nil {
+		return err
 	}
 	if err := d.r.QueryRowContext(ctx, "SELECT count(*) FROM (SELECT 1 FROM records LIMIT 1)").Scan(&n); err != nil {
 		return fmt.Errorf("read records: %w", err)
@@ -198,7 +190,7 @@ func (d *database) close() error {
 	if d.r != nil {
 		errs = append(errs, d.r.Close())
 	}
-	if d.w != nil && d.ix != nil {
+	if d.w != nil && d.ix != nil && d.maint != nil {
 		if err := d.snapshot(context.Background()); err != nil {
 			d.log.Warn("the next open rebuilds the recall index", "error", err.Error())
 		}
@@ -217,12 +209,9 @@ func (d *database) close() error {
 	return nil
 }
 
-// indexChange collects what a write transaction did to the FTS index, to
-// keep fts_totals and the document-frequency cache in step.
+// indexChange collects what a write transaction does to the recall index,
+// applied once it commits.
 type indexChange struct {
-	docs, tokens int64
-	changes      []docChange
-	// ops change the in-memory index once the transaction commits.
 	ops []indexOp
 }
 
@@ -234,21 +223,9 @@ func (c *indexChange) del(realm, id string) {
 	c.ops = append(c.ops, indexOp{del: true, realm: realm, id: id})
 }
 
-// docChange is one record added to (sign 1) or removed from (-1) the index.
-type docChange struct {
-	doc  *indexDoc
-	sign int64
-}
-
-func (c *indexChange) add(doc *indexDoc, sign int64) {
-	c.docs += sign
-	c.tokens += sign * int64(doc.ntok)
-	c.changes = append(c.changes, docChange{doc, sign})
-}
-
 // write runs fn in one write transaction (BEGIN IMMEDIATE). When fn
-// changed the index it also updates fts_totals and scope_totals, and after
-// the commit the in-memory statistics; maintenance hears of the write.
+// changed the index it bumps index_gen, and after the commit applies the
+// change to the in-memory index; maintenance hears of the write.
 func (d *database) write(ctx context.Context, fn func(tx *sql.Tx, ch *indexChange) error) error {
 	return storageError(d.writeTx(ctx, fn))
 }
@@ -270,38 +247,15 @@ func (d *database) writeTx(ctx context.Context, fn func(tx *sql.Tx, ch *indexCha
 			return err
 		}
 	}
-	if len(ch.changes) == 0 {
-		if err := tx.Commit(); err != nil {
-			return err
-		}
-		return applyOps(d.ix, ch.ops)
-	}
-	if _, err := tx.ExecContext(ctx, "UPDATE fts_totals SET docs = docs + ?, tokens = tokens + ? WHERE one = 1", ch.docs, ch.tokens); err != nil {
+	if err := tx.Commit(); err != nil {
 		return err
 	}
-	perScope := map[scopeKey]int64{}
-	for _, c := range ch.changes {
-		perScope[c.doc.key] += c.sign
+	if len(ch.ops) == 0 {
+		return nil
 	}
-	for k, n := range perScope {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO scope_totals (realm, scope, docs) VALUES (?, ?, ?)
-			ON CONFLICT (realm, scope) DO UPDATE SET docs = docs + excluded.docs`, k.realm, string(k.scope), n); err != nil {
-			return err
-		}
-	}
-	d.df.beginCommit()
-	err = tx.Commit()
-	if err != nil {
-		d.df.endCommit(nil)
-		return err
-	}
-	d.df.endCommit(ch.changes)
-	if err := applyOps(d.ix, ch.ops); err != nil {
-		return err
-	}
-	d.counts.apply(perScope)
-	d.maint.noteWrite(len(ch.changes))
-	return nil
+	err = applyOps(d.ix, ch.ops)
+	d.maint.noteWrite()
+	return err
 }
 
 // storageError classifies a write failure: SQLITE_FULL (or an I/O error

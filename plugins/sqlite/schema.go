@@ -95,6 +95,14 @@ CREATE TABLE index_gen (
 );
 INSERT INTO index_gen VALUES (1, 0);
 `,
+	// 3: recall no longer reads FTS5 (the in-memory index answers it, 2-3x
+	// faster to write without it; docs/benchmarks.md), so its tables go.
+	`
+DROP TABLE records_vocab;
+DROP TABLE records_fts;
+DROP TABLE fts_totals;
+DROP TABLE scope_totals;
+`,
 }
 
 // schemaVersion is the user_version this build writes.

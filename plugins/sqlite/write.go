@@ -96,9 +96,6 @@ func storeRecord(ctx context.Context, tx *sql.Tx, ch *indexChange, p *preparedRe
 	if err != nil {
 		return "", err
 	}
-	if err := index(ctx, tx, ch, seq, &p.doc); err != nil {
-		return "", err
-	}
 	ch.put(seq, r, &p.doc)
 	return r.ID, nil
 }
@@ -123,35 +120,18 @@ func answerDuplicate(ctx context.Context, tx *sql.Tx, ch *indexChange, r *sdk.Re
 		}
 		if status == sdk.StatusActive {
 			// The index judges expiry itself, so it needs the new one.
-			s, found, err := lookupForWrite(ctx, tx, r.Realm, id)
-			if err != nil {
-				return "", err
+			live := sdk.Record{ID: id, Realm: r.Realm, ExpiresAt: r.ExpiresAt}
+			var tags string
+			if err := tx.QueryRowContext(ctx, "SELECT scope, tags, title, description, body FROM records WHERE seq = ?", seq).
+				Scan(&live.Scope, &tags, &live.Title, &live.Description, &live.Body); err != nil {
+				return "", fmt.Errorf("reread a revived duplicate: %w", err)
 			}
-			if !found {
-				return "", fmt.Errorf("revived duplicate %q vanished in its transaction", id)
-			}
-			live := sdk.Record{ID: id, Realm: r.Realm, Scope: s.scope, Tags: s.tags, ExpiresAt: r.ExpiresAt}
-			ch.put(seq, &live, &s.doc)
+			live.Tags = splitTags(tags)
+			doc := newIndexDoc(&live)
+			ch.put(seq, &live, &doc)
 		}
 	}
 	return id, nil
-}
-
-func index(ctx context.Context, tx *sql.Tx, ch *indexChange, seq int64, doc *indexDoc) error {
-	if _, err := tx.ExecContext(ctx, "INSERT INTO records_fts (rowid, tags, title, description, body) VALUES (?, ?, ?, ?, ?)",
-		seq, doc.cols[0], doc.cols[1], doc.cols[2], doc.cols[3]); err != nil {
-		return fmt.Errorf("index record: %w", err)
-	}
-	ch.add(doc, 1)
-	return nil
-}
-
-func unindex(ctx context.Context, tx *sql.Tx, ch *indexChange, seq int64, doc *indexDoc) error {
-	if _, err := tx.ExecContext(ctx, "DELETE FROM records_fts WHERE rowid = ?", seq); err != nil {
-		return fmt.Errorf("unindex record: %w", err)
-	}
-	ch.add(doc, -1)
-	return nil
 }
 
 // storedRecord is what the write paths read back about an existing record.
@@ -160,32 +140,17 @@ type storedRecord struct {
 	scope  sdk.Scope
 	kind   sdk.RecordKind
 	status sdk.Status
-	tags   []string
-	doc    indexDoc
 }
 
 // lookupForWrite reads the record id of realm inside a write transaction;
 // found is false when there is none.
 func lookupForWrite(ctx context.Context, tx *sql.Tx, realm, id string) (s storedRecord, found bool, err error) {
-	var r sdk.Record
-	var tags string
-	var ntok int
-	err = tx.QueryRowContext(ctx, `
-		SELECT seq, scope, kind, status, ntok, tags, title, description, body
-		FROM records WHERE realm = ? AND id = ?`, realm, id).
-		Scan(&s.seq, &s.scope, &s.kind, &s.status, &ntok, &tags, &r.Title, &r.Description, &r.Body)
+	err = tx.QueryRowContext(ctx, `SELECT seq, scope, kind, status FROM records WHERE realm = ? AND id = ?`, realm, id).
+		Scan(&s.seq, &s.scope, &s.kind, &s.status)
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, false, nil
 	}
-	if err != nil {
-		return s, false, err
-	}
-	r.Realm, r.Scope, r.Tags = realm, s.scope, splitTags(tags)
-	s.tags = r.Tags
-	s.doc = newIndexDoc(&r)
-	// The stored count is what was added to fts_totals; use it to remove.
-	s.doc.ntok = ntok
-	return s, true, nil
+	return s, err == nil, err
 }
 
 // forget deletes records; ids not there are skipped.
@@ -202,9 +167,6 @@ func (d *database) forget(ctx context.Context, realm string, ids []string) (int,
 				continue
 			}
 			if s.status == sdk.StatusActive {
-				if err := unindex(ctx, tx, ch, s.seq, &s.doc); err != nil {
-					return err
-				}
 				ch.del(realm, id)
 			}
 			if _, err := tx.ExecContext(ctx, "DELETE FROM records WHERE seq = ?", s.seq); err != nil {
@@ -260,9 +222,6 @@ func (d *database) supersede(ctx context.Context, realm, oldID string, replaceme
 		case sdk.StatusTombstoned:
 			return fmt.Errorf("record %q is tombstoned: %w", oldID, sdk.ErrConflict)
 		case sdk.StatusActive:
-			if err := unindex(ctx, tx, ch, old.seq, &old.doc); err != nil {
-				return err
-			}
 			ch.del(realm, oldID)
 		}
 		if _, err := tx.ExecContext(ctx, "UPDATE records SET status = 'superseded', updated_ms = ? WHERE seq = ?", now.UnixMilli(), old.seq); err != nil {
