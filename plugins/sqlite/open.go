@@ -28,14 +28,23 @@ const connPragmas = `
 PRAGMA foreign_keys = ON;
 PRAGMA synchronous = FULL;
 PRAGMA temp_store = MEMORY;
-PRAGMA cache_size = -32768;
-PRAGMA mmap_size = 1073741824;
+PRAGMA mmap_size = 0;
 PRAGMA journal_size_limit = 67108864;
 `
 
+// Memory is sized on purpose (the plugin's RSS is the index plus these):
+// recall reads only the few rows it answers, by primary key, so readers
+// need little page cache; the writer walks the records' b-tree indexes and
+// gets more. No mmap: mapped pages count as the plugin's resident memory,
+// and the OS page cache serves the same reads without that.
+const (
+	writerCacheKiB = 16 << 10
+	readerCacheKiB = 4 << 10
+)
+
 // readers bounds the read connections; WAL lets them all read while the one
-// writer writes.
-const readers = 4
+// writer writes. Two match the cores recall runs on.
+const readers = 2
 
 const driverName = "memhost-sqlite3"
 
@@ -116,7 +125,7 @@ func (d *database) open(ctx context.Context) error {
 	busy := fmt.Sprintf("_busy_timeout=%d", d.opts.busyTimeout.Milliseconds())
 	const cache = "_stmt_cache_size=64"
 	var err error
-	if d.w, err = sql.Open(driverName, dsn(d.path, busy, cache, "_txlock=immediate")); err != nil {
+	if d.w, err = sql.Open(driverName, dsn(d.path, busy, cache, "_txlock=immediate", fmt.Sprintf("_cache_size=-%d", writerCacheKiB))); err != nil {
 		return err
 	}
 	d.w.SetMaxOpenConns(1)
@@ -133,7 +142,7 @@ func (d *database) open(ctx context.Context) error {
 	if err := migrate(ctx, d.w); err != nil {
 		return err
 	}
-	if d.r, err = sql.Open(driverName, dsn(d.path, busy, cache, "_query_only=1")); err != nil {
+	if d.r, err = sql.Open(driverName, dsn(d.path, busy, cache, "_query_only=1", fmt.Sprintf("_cache_size=-%d", readerCacheKiB))); err != nil {
 		return err
 	}
 	d.r.SetMaxOpenConns(readers)

@@ -235,3 +235,25 @@ func TestOpenUnwritablePath(t *testing.T) {
 	path := filepath.Join(dir, "memory.db")
 	wantErr(t, "open in a read-only directory", configureErr(t, path), nil, path)
 }
+
+// TestConnectionMemory: the page caches and mmap window are the sizes
+// chosen in open.go, which bound the plugin's resident memory.
+func TestConnectionMemory(t *testing.T) {
+	s, _ := open(t, nil)
+	for _, tc := range []struct {
+		name string
+		db   *sql.DB
+		want int
+	}{{"writer", s.db.w, -writerCacheKiB}, {"reader", s.db.r, -readerCacheKiB}} {
+		var cache, mmap int
+		if err := tc.db.QueryRow("PRAGMA cache_size").Scan(&cache); err != nil {
+			t.Fatal(err)
+		}
+		if err := tc.db.QueryRow("PRAGMA mmap_size").Scan(&mmap); err != nil {
+			t.Fatal(err)
+		}
+		if cache != tc.want || mmap != 0 {
+			t.Errorf("%s: cache_size %d, mmap_size %d; want %d and 0", tc.name, cache, mmap, tc.want)
+		}
+	}
+}

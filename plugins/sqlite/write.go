@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -36,6 +38,32 @@ func prepareRecord(realm string, r sdk.Record, now time.Time) (preparedRecord, e
 	return preparedRecord{rec: r, doc: newIndexDoc(&r)}, nil
 }
 
+// prepareAll prepares records on every core: validating, hashing and
+// tokenizing are most of a write's CPU, and need no lock. The first
+// failing record (by index) is reported.
+func prepareAll(realm string, records []sdk.Record, now time.Time) ([]preparedRecord, error) {
+	prepared := make([]preparedRecord, len(records))
+	errs := make([]error, len(records))
+	workers := min(runtime.GOMAXPROCS(0), (len(records)+63)/64)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(records); i += workers {
+				prepared[i], errs[i] = prepareRecord(realm, records[i], now)
+			}
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("records[%d]: %w", i, err)
+		}
+	}
+	return prepared, nil
+}
+
 // remember stores records all or nothing. A record whose content hash is
 // live (active or quarantined) in its scope is not stored again: the
 // existing id is answered, and an expired copy takes the new expiry.
@@ -43,16 +71,12 @@ func prepareRecord(realm string, r sdk.Record, now time.Time) (preparedRecord, e
 // Realms, ids and batch sizes here and below were validated by the SDK's
 // server before the call reached the store.
 func (d *database) remember(ctx context.Context, realm string, records []sdk.Record, now time.Time) ([]string, error) {
-	prepared := make([]preparedRecord, len(records))
-	for i, r := range records {
-		p, err := prepareRecord(realm, r, now)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: remember: records[%d]: %w", i, err)
-		}
-		prepared[i] = p
+	prepared, err := prepareAll(realm, records, now)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: remember: %w", err)
 	}
 	ids := make([]string, len(prepared))
-	err := d.write(ctx, func(tx *sql.Tx, ch *indexChange) error {
+	err = d.write(ctx, func(tx *sql.Tx, ch *indexChange) error {
 		for i := range prepared {
 			id, err := storeRecord(ctx, tx, ch, &prepared[i], now)
 			if err != nil {
