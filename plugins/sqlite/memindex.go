@@ -132,7 +132,7 @@ func readSnapshot(path string, gen uint64) (*memindex.Index, error) {
 }
 
 // writeSnapshot stores the index as of generation gen. The caller holds
-// d.wmu, so no write changes the index meanwhile. The file is written
+// d.wmu and d.imu, so no write changes the index meanwhile. The file is written
 // beside the target and renamed over it, so a crash leaves the old one
 // or the new one, never half of either.
 func (d *database) writeSnapshot(gen uint64) error {
@@ -170,6 +170,8 @@ func (d *database) writeSnapshot(gen uint64) error {
 func (d *database) snapshot(ctx context.Context) error {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
+	d.imu.Lock()
+	defer d.imu.Unlock()
 	gen, err := indexGen(ctx, d.w)
 	if err != nil || gen == d.snapGen {
 		return err

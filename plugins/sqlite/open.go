@@ -70,11 +70,14 @@ type database struct {
 	log   *slog.Logger
 	maint *maintainer
 
-	// ix answers recall. wmu serializes writes through their index
-	// update, so the index changes in commit order, and holds snapshots
-	// still; snapGen is the generation the snapshot file holds.
+	// ix answers recall. wmu serializes write transactions; imu the index
+	// updates. A write takes imu before it lets go of wmu, so the index
+	// changes in commit order while the next transaction already runs.
+	// A snapshot holds both. snapGen is the generation the snapshot file
+	// holds.
 	ix      *memindex.Index
 	wmu     sync.Mutex
+	imu     sync.Mutex
 	snapGen uint64
 }
 
@@ -241,7 +244,12 @@ func (d *database) write(ctx context.Context, fn func(tx *sql.Tx, ch *indexChang
 
 func (d *database) writeTx(ctx context.Context, fn func(tx *sql.Tx, ch *indexChange) error) error {
 	d.wmu.Lock()
-	defer d.wmu.Unlock()
+	holding := true
+	defer func() {
+		if holding {
+			d.wmu.Unlock()
+		}
+	}()
 	tx, err := d.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -262,6 +270,10 @@ func (d *database) writeTx(ctx context.Context, fn func(tx *sql.Tx, ch *indexCha
 	if len(ch.ops) == 0 {
 		return nil
 	}
+	d.imu.Lock()
+	defer d.imu.Unlock()
+	d.wmu.Unlock()
+	holding = false
 	err = applyOps(d.ix, ch.ops)
 	d.maint.noteWrite()
 	return err
