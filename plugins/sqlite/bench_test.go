@@ -334,3 +334,39 @@ func BenchmarkDiskSize(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkOpen measures Configure on a store of n records: from the index
+// snapshot a clean close leaves, and rebuilt from the records (the
+// snapshot gone or stale, as after kill -9 during writes).
+func BenchmarkOpen(b *testing.B) {
+	for _, n := range benchSizes {
+		for _, snapshot := range []bool{true, false} {
+			name := sizeName(n) + "/snapshot"
+			if !snapshot {
+				name = sizeName(n) + "/rebuild"
+			}
+			b.Run(name, func(b *testing.B) {
+				path := copyDB(b, builtDB(b, n, false))
+				for range b.N {
+					if !snapshot {
+						if err := os.Remove(path + ".index"); err != nil && !os.IsNotExist(err) {
+							b.Fatal(err)
+						}
+					}
+					s := newStore(func(o *options) { o.maintainIdle = time.Hour })
+					if err := s.Configure(context.Background(), configJSON(path)); err != nil {
+						b.Fatal(err)
+					}
+					b.StopTimer()
+					if got := s.db.snapGen != 0; got != snapshot {
+						b.Fatalf("opened from a snapshot: %v, want %v", got, snapshot)
+					}
+					if err := s.Close(); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+				}
+			})
+		}
+	}
+}
