@@ -358,7 +358,7 @@ func BenchmarkOpen(b *testing.B) {
 						b.Fatal(err)
 					}
 					b.StopTimer()
-					if got := s.db.snapGen != 0; got != snapshot {
+					if got := s.db.fromSnapshot; got != snapshot {
 						b.Fatalf("opened from a snapshot: %v, want %v", got, snapshot)
 					}
 					if err := s.Close(); err != nil {

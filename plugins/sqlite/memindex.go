@@ -32,6 +32,9 @@ import (
 // snapshotMagic starts a snapshot file; the index generation follows.
 const snapshotMagic = "memhost-sqlite-index\x00\x01"
 
+// noSnapshot is the snapGen of an index no snapshot file holds.
+const noSnapshot = ^uint64(0)
+
 // errStaleSnapshot marks a snapshot that does not describe the database.
 var errStaleSnapshot = errors.New("index snapshot is stale")
 
@@ -96,7 +99,7 @@ func (d *database) loadIndex(ctx context.Context) error {
 	}
 	ix, err := readSnapshot(d.snapshotPath(), gen)
 	if err == nil {
-		d.ix, d.snapGen = ix, gen
+		d.ix, d.snapGen, d.fromSnapshot = ix, gen, true
 		return nil
 	}
 	if !errors.Is(err, os.ErrNotExist) {
@@ -106,7 +109,9 @@ func (d *database) loadIndex(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("build the recall index: %w", err)
 	}
-	d.ix = ix
+	// Even at generation 0 (a database from before index_gen) the next
+	// quiet period or close writes a snapshot.
+	d.ix, d.snapGen = ix, noSnapshot
 	return nil
 }
 

@@ -74,11 +74,13 @@ type database struct {
 	// updates. A write takes imu before it lets go of wmu, so the index
 	// changes in commit order while the next transaction already runs.
 	// A snapshot holds both. snapGen is the generation the snapshot file
-	// holds.
-	ix      *memindex.Index
-	wmu     sync.Mutex
-	imu     sync.Mutex
-	snapGen uint64
+	// holds (noSnapshot when none matches); fromSnapshot tells how this
+	// open built the index.
+	ix           *memindex.Index
+	wmu          sync.Mutex
+	imu          sync.Mutex
+	snapGen      uint64
+	fromSnapshot bool
 }
 
 // dsn builds a URI for path, escaping what SQLite would read as URI syntax.

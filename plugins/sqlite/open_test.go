@@ -62,7 +62,7 @@ func TestMigrateFromEmpty(t *testing.T) {
 	if got := recallIDs(t, s, sdk.RecallQuery{Realm: realm, Query: "persist"}); len(got) != 1 {
 		t.Errorf("recall after reopen = %v", got)
 	}
-	if s.db.snapGen == 0 {
+	if !s.db.fromSnapshot {
 		t.Error("reopen after a clean close rebuilt the index instead of reading its snapshot")
 	}
 }
@@ -83,7 +83,7 @@ func TestIndexSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = openAt(t, path)
-	if s.db.snapGen == 0 || s.db.ix.Len() != 2 {
+	if !s.db.fromSnapshot || s.db.ix.Len() != 2 {
 		t.Fatalf("reopen: snapshot generation %d, %d indexed; want the snapshot's 2", s.db.snapGen, s.db.ix.Len())
 	}
 	later := mustRemember(t, s, realm, rec(alice, "Walrus again", "more tusks"))
@@ -116,6 +116,26 @@ func TestIndexSnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A database upgraded from schema 1 has records at generation 0: the
+	// close after its rebuild still leaves a snapshot for the next open.
+	db := rawDB(t, path)
+	if _, err := db.Exec("UPDATE index_gen SET gen = 0"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	os.Remove(path + ".index")
+	s = openAt(t, path)
+	if s.db.fromSnapshot {
+		t.Fatal("opened from a removed snapshot")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openAt(t, path)
+	if !s.db.fromSnapshot {
+		t.Error("a rebuilt index at generation 0 left no snapshot at close")
+	}
+	checkIndex(t, s)
 }
 
 func TestOpenRefusesNewerOrForeignSchema(t *testing.T) {
