@@ -18,6 +18,7 @@ import (
 	"github.com/memhost/memhost/internal/bench"
 	"github.com/memhost/memhost/internal/config"
 	"github.com/memhost/memhost/sdk"
+	memindex "github.com/memhost/memhost/sdk/index"
 	"github.com/spf13/cobra"
 )
 
@@ -56,7 +57,9 @@ directory per provider) and measure, per provider:
   - writes per second through POST /v1/records (batches of 500);
   - recall and inject-for-turn p50/p99 through HTTP and recall through the
     plugin alone, with 1 and 8 concurrent clients, on synthetic records
-    spread over 100 identities' scopes and the realm;
+    spread over 100 identities' scopes and the realm; each size's first
+    row is the exact in-process engine (sdk/index) over the same records,
+    and every row's p50 is shown as a multiple of it;
   - host start time and each plugin process's resident memory;
   - LoCoMo retrieval: every turn remembered as one record, each question of
     categories 1-4 recalled (turn and session recall at k = 5, 10, 20) and
@@ -327,6 +330,13 @@ func runBench(ctx context.Context, o benchOptions, w, progress io.Writer) error 
 	var latencies []bench.Latency
 	var facts []hostFacts
 	retrieval := map[string][]bench.Retrieval{}
+	for _, n := range o.sizes {
+		row, err := measureInProcess(ctx, bench.NewCorpus(o.seed, n, o.queries), progress)
+		if err != nil {
+			return fmt.Errorf("in-process reference at %d records: %w", n, err)
+		}
+		latencies = append(latencies, row)
+	}
 	for _, p := range o.providers {
 		for _, n := range o.sizes {
 			corpus := bench.NewCorpus(o.seed, n, o.queries)
@@ -376,6 +386,34 @@ func runBench(ctx context.Context, o benchOptions, w, progress io.Writer) error 
 		bench.WriteRetrievalTable(w, retrieval, o.categories)
 	}
 	return nil
+}
+
+// measureInProcess builds the exact engine (sdk/index, ranked as the
+// sqlite provider ranks) over the corpus in this process and measures
+// recall on it alone: the floor every other path is compared with.
+func measureInProcess(ctx context.Context, c bench.Corpus, progress io.Writer) (bench.Latency, error) {
+	const realm = sdk.DefaultRealm
+	fmt.Fprintf(progress, "bench: in-process reference over %d records\n", len(c.Records))
+	ix, err := memindex.New(memindex.Options{Weights: []float64{5, 4, 2, 1}})
+	if err != nil {
+		return bench.Latency{}, err
+	}
+	for i, r := range c.Records {
+		d := memindex.Doc{ID: strconv.Itoa(i), Realm: realm, Scope: r.Scope, Tags: r.Tags, Fields: [][]string{
+			memindex.FieldTerms(strings.Join(r.Tags, " ")), memindex.FieldTerms(r.Title),
+			memindex.FieldTerms(r.Description), memindex.FieldTerms(r.Body),
+		}}
+		if err := ix.Put(d); err != nil {
+			return bench.Latency{}, err
+		}
+	}
+	p50, p99, perSec, err := bench.Measure(ctx, c.Queries, 1, func(_ context.Context, _ int, q bench.Query) error {
+		_, err := ix.Search(memindex.Query{Realm: realm, Terms: memindex.QueryTerms(q.Text), Limit: 10,
+			Scopes: []string{string(sdk.IdentityScope(q.Identity)), string(sdk.RealmScope)}})
+		return err
+	})
+	return bench.Latency{Provider: "sdk/index", Records: len(c.Records), Op: "recall", Path: bench.PathInProcess,
+		Clients: 1, P50: p50, P99: p99, PerSec: perSec}, err
 }
 
 func containsInt(list []int, v int) bool {

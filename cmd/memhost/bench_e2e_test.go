@@ -31,6 +31,12 @@ func TestBenchQuick(t *testing.T) {
 			}
 		}
 	}
+	if !strings.Contains(out, "| sdk/index | 1000 | recall | in-process | 1 |") {
+		t.Errorf("no in-process reference row in:\n%s", out)
+	}
+	if strings.Count(out, "× |") < 9 {
+		t.Errorf("rows lack their ratio to the in-process reference:\n%s", out)
+	}
 	if statErr != nil {
 		t.Logf("LoCoMo not checked: %v", statErr)
 		return

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -140,4 +141,17 @@ func (d *database) listRows(ctx context.Context, db querier, query string, now t
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// jsonScopes is scopes as a JSON list parameter, nil when there are none.
+func jsonScopes(scopes []sdk.Scope) any {
+	if len(scopes) == 0 {
+		return nil
+	}
+	list := make([]string, len(scopes))
+	for i, s := range scopes {
+		list[i] = string(s)
+	}
+	b, _ := json.Marshal(list) // []string always marshals
+	return string(b)
 }

@@ -15,6 +15,7 @@ import (
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 	"github.com/memhost/memhost/sdk"
+	memindex "github.com/memhost/memhost/sdk/index"
 )
 
 // Durability: the database runs in WAL mode with synchronous=FULL, so a
@@ -27,14 +28,23 @@ const connPragmas = `
 PRAGMA foreign_keys = ON;
 PRAGMA synchronous = FULL;
 PRAGMA temp_store = MEMORY;
-PRAGMA cache_size = -32768;
-PRAGMA mmap_size = 1073741824;
+PRAGMA mmap_size = 0;
 PRAGMA journal_size_limit = 67108864;
 `
 
+// Memory is sized on purpose (the plugin's RSS is the index plus these):
+// recall reads only the few rows it answers, by primary key, so readers
+// need little page cache; the writer walks the records' b-tree indexes and
+// gets more. No mmap: mapped pages count as the plugin's resident memory,
+// and the OS page cache serves the same reads without that.
+const (
+	writerCacheKiB = 16 << 10
+	readerCacheKiB = 4 << 10
+)
+
 // readers bounds the read connections; WAL lets them all read while the one
-// writer writes.
-const readers = 4
+// writer writes. Two match the cores recall runs on.
+const readers = 2
 
 const driverName = "memhost-sqlite3"
 
@@ -55,12 +65,22 @@ type database struct {
 	// SQLite's busy waits; r serves reads concurrently.
 	w, r *sql.DB
 	// slots admits reads to r in arrival order (see acquireRead).
-	slots  chan struct{}
-	opts   options
-	log    *slog.Logger
-	df     *dfCache
-	counts *scopeCounts
-	maint  *maintainer
+	slots chan struct{}
+	opts  options
+	log   *slog.Logger
+	maint *maintainer
+
+	// ix answers recall. wmu serializes write transactions; imu the index
+	// updates. A write takes imu before it lets go of wmu, so the index
+	// changes in commit order while the next transaction already runs.
+	// A snapshot holds both. snapGen is the generation the snapshot file
+	// holds (noSnapshot when none matches); fromSnapshot tells how this
+	// open built the index.
+	ix           *memindex.Index
+	wmu          sync.Mutex
+	imu          sync.Mutex
+	snapGen      uint64
+	fromSnapshot bool
 }
 
 // dsn builds a URI for path, escaping what SQLite would read as URI syntax.
@@ -88,7 +108,7 @@ func openDatabase(ctx context.Context, path string, opts options, log *slog.Logg
 	if err != nil {
 		return nil, err
 	}
-	d := &database{path: abs, lock: lock, opts: opts, log: log, df: newDFCache(), slots: make(chan struct{}, readers)}
+	d := &database{path: abs, lock: lock, opts: opts, log: log, slots: make(chan struct{}, readers)}
 	if err := d.open(ctx); err != nil {
 		d.close()
 		return nil, describeOpenError(abs, opts.busyTimeout, err)
@@ -110,7 +130,7 @@ func (d *database) open(ctx context.Context) error {
 	busy := fmt.Sprintf("_busy_timeout=%d", d.opts.busyTimeout.Milliseconds())
 	const cache = "_stmt_cache_size=64"
 	var err error
-	if d.w, err = sql.Open(driverName, dsn(d.path, busy, cache, "_txlock=immediate")); err != nil {
+	if d.w, err = sql.Open(driverName, dsn(d.path, busy, cache, "_txlock=immediate", fmt.Sprintf("_cache_size=-%d", writerCacheKiB))); err != nil {
 		return err
 	}
 	d.w.SetMaxOpenConns(1)
@@ -127,7 +147,7 @@ func (d *database) open(ctx context.Context) error {
 	if err := migrate(ctx, d.w); err != nil {
 		return err
 	}
-	if d.r, err = sql.Open(driverName, dsn(d.path, busy, cache, "_query_only=1")); err != nil {
+	if d.r, err = sql.Open(driverName, dsn(d.path, busy, cache, "_query_only=1", fmt.Sprintf("_cache_size=-%d", readerCacheKiB))); err != nil {
 		return err
 	}
 	d.r.SetMaxOpenConns(readers)
@@ -135,19 +155,15 @@ func (d *database) open(ctx context.Context) error {
 	if err := d.check(ctx); err != nil {
 		return err
 	}
-	d.counts, err = loadScopeCounts(ctx, d.r)
-	return err
+	return d.loadIndex(ctx)
 }
 
-// check reads the tables and the FTS index structure, so a damaged index
-// fails at start rather than on the first recall.
+// check reads the tables, so a damaged file fails at start rather than on
+// the first call.
 func (d *database) check(ctx context.Context) error {
-	var docs, tokens, n int64
-	if err := d.r.QueryRowContext(ctx, "SELECT docs, tokens FROM fts_totals").Scan(&docs, &tokens); err != nil {
-		return fmt.Errorf("read index totals: %w", err)
-	}
-	if err := d.r.QueryRowContext(ctx, `SELECT count(*) FROM records_fts WHERE records_fts MATCH '"memhost"'`).Scan(&n); err != nil {
-		return fmt.Errorf("read full-text index: %w", err)
+	var n int64
+	if _, err := indexGen(ctx, d.r); err != nil {
+		return err
 	}
 	if err := d.r.QueryRowContext(ctx, "SELECT count(*) FROM (SELECT 1 FROM records LIMIT 1)").Scan(&n); err != nil {
 		return fmt.Errorf("read records: %w", err)
@@ -188,6 +204,11 @@ func (d *database) close() error {
 	if d.r != nil {
 		errs = append(errs, d.r.Close())
 	}
+	if d.w != nil && d.ix != nil && d.maint != nil {
+		if err := d.snapshot(context.Background()); err != nil {
+			d.log.Warn("the next open rebuilds the recall index", "error", err.Error())
+		}
+	}
 	if d.w != nil {
 		// Best effort: fold the WAL back so the file stands alone.
 		_, _ = d.w.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -202,33 +223,35 @@ func (d *database) close() error {
 	return nil
 }
 
-// indexChange collects what a write transaction did to the FTS index, to
-// keep fts_totals and the document-frequency cache in step.
+// indexChange collects what a write transaction does to the recall index,
+// applied once it commits.
 type indexChange struct {
-	docs, tokens int64
-	changes      []docChange
+	ops []indexOp
 }
 
-// docChange is one record added to (sign 1) or removed from (-1) the index.
-type docChange struct {
-	doc  *indexDoc
-	sign int64
+func (c *indexChange) put(seq int64, r *sdk.Record, doc *indexDoc) {
+	c.ops = append(c.ops, indexOp{doc: putDoc(seq, r, doc)})
 }
 
-func (c *indexChange) add(doc *indexDoc, sign int64) {
-	c.docs += sign
-	c.tokens += sign * int64(doc.ntok)
-	c.changes = append(c.changes, docChange{doc, sign})
+func (c *indexChange) del(realm, id string) {
+	c.ops = append(c.ops, indexOp{del: true, realm: realm, id: id})
 }
 
 // write runs fn in one write transaction (BEGIN IMMEDIATE). When fn
-// changed the index it also updates fts_totals and scope_totals, and after
-// the commit the in-memory statistics; maintenance hears of the write.
+// changed the index it bumps index_gen, and after the commit applies the
+// change to the in-memory index; maintenance hears of the write.
 func (d *database) write(ctx context.Context, fn func(tx *sql.Tx, ch *indexChange) error) error {
 	return storageError(d.writeTx(ctx, fn))
 }
 
 func (d *database) writeTx(ctx context.Context, fn func(tx *sql.Tx, ch *indexChange) error) error {
+	d.wmu.Lock()
+	holding := true
+	defer func() {
+		if holding {
+			d.wmu.Unlock()
+		}
+	}()
 	tx, err := d.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -238,32 +261,24 @@ func (d *database) writeTx(ctx context.Context, fn func(tx *sql.Tx, ch *indexCha
 	if err := fn(tx, &ch); err != nil {
 		return err
 	}
-	if len(ch.changes) == 0 {
-		return tx.Commit()
-	}
-	if _, err := tx.ExecContext(ctx, "UPDATE fts_totals SET docs = docs + ?, tokens = tokens + ? WHERE one = 1", ch.docs, ch.tokens); err != nil {
-		return err
-	}
-	perScope := map[scopeKey]int64{}
-	for _, c := range ch.changes {
-		perScope[c.doc.key] += c.sign
-	}
-	for k, n := range perScope {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO scope_totals (realm, scope, docs) VALUES (?, ?, ?)
-			ON CONFLICT (realm, scope) DO UPDATE SET docs = docs + excluded.docs`, k.realm, string(k.scope), n); err != nil {
+	if len(ch.ops) > 0 {
+		if _, err := tx.ExecContext(ctx, "UPDATE index_gen SET gen = gen + 1 WHERE one = 1"); err != nil {
 			return err
 		}
 	}
-	d.df.beginCommit()
-	err = tx.Commit()
-	if err != nil {
-		d.df.endCommit(nil)
+	if err := tx.Commit(); err != nil {
 		return err
 	}
-	d.df.endCommit(ch.changes)
-	d.counts.apply(perScope)
-	d.maint.noteWrite(len(ch.changes))
-	return nil
+	if len(ch.ops) == 0 {
+		return nil
+	}
+	d.imu.Lock()
+	defer d.imu.Unlock()
+	d.wmu.Unlock()
+	holding = false
+	err = applyOps(d.ix, ch.ops)
+	d.maint.noteWrite()
+	return err
 }
 
 // storageError classifies a write failure: SQLITE_FULL (or an I/O error

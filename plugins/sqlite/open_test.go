@@ -37,7 +37,7 @@ func TestMigrateFromEmpty(t *testing.T) {
 	if err := s.db.r.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != schemaVersion {
 		t.Fatalf("user_version = %d, %v; want %d", version, err, schemaVersion)
 	}
-	for _, table := range []string{"records", "records_fts", "records_vocab", "fts_totals", "scope_totals", "ledger"} {
+	for _, table := range []string{"records", "index_gen", "ledger"} {
 		var n int
 		if err := s.db.r.QueryRow("SELECT count(*) FROM sqlite_schema WHERE name = ?", table).Scan(&n); err != nil || n != 1 {
 			t.Errorf("table %s: %d, %v", table, n, err)
@@ -62,9 +62,80 @@ func TestMigrateFromEmpty(t *testing.T) {
 	if got := recallIDs(t, s, sdk.RecallQuery{Realm: realm, Query: "persist"}); len(got) != 1 {
 		t.Errorf("recall after reopen = %v", got)
 	}
-	if share := s.db.counts.share(realm, []sdk.Scope{alice}); share != 1 {
-		t.Errorf("scope counts after reopen: alice holds %v of the index, want 1", share)
+	if !s.db.fromSnapshot {
+		t.Error("reopen after a clean close rebuilt the index instead of reading its snapshot")
 	}
+}
+
+// TestIndexSnapshot: a clean close leaves a snapshot the next open reads;
+// a stale one (the process died after later writes), a torn one or none
+// are ignored and the index is rebuilt from the records, which hold every
+// acknowledged write.
+func TestIndexSnapshot(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "memory.db")
+	s := openAt(t, path)
+	first := mustRemember(t, s, realm, rec(alice, "Walrus", "tusks"), rec(bob, "Otter", "river"))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	old, err := os.ReadFile(path + ".index")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = openAt(t, path)
+	if !s.db.fromSnapshot || s.db.ix.Len() != 2 {
+		t.Fatalf("reopen: snapshot generation %d, %d indexed; want the snapshot's 2", s.db.snapGen, s.db.ix.Len())
+	}
+	later := mustRemember(t, s, realm, rec(alice, "Walrus again", "more tusks"))
+	if _, err := s.Forget(context.Background(), realm, first[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		snapshot []byte
+	}{
+		{"stale", old},
+		{"torn", old[:len(old)/2]},
+		{"garbage", []byte("not a snapshot")},
+		{"none", nil},
+	} {
+		if tc.snapshot == nil {
+			os.Remove(path + ".index")
+		} else if err := os.WriteFile(path+".index", tc.snapshot, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s = openAt(t, path)
+		if got := recallIDs(t, s, sdk.RecallQuery{Realm: realm, Query: "walrus"}); len(got) != 1 || got[0] != later[0] {
+			t.Errorf("%s snapshot: recall walrus = %v, want [%s]", tc.name, got, later[0])
+		}
+		checkIndex(t, s)
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A database upgraded from schema 1 has records at generation 0: the
+	// close after its rebuild still leaves a snapshot for the next open.
+	db := rawDB(t, path)
+	if _, err := db.Exec("UPDATE index_gen SET gen = 0"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	os.Remove(path + ".index")
+	s = openAt(t, path)
+	if s.db.fromSnapshot {
+		t.Fatal("opened from a removed snapshot")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openAt(t, path)
+	if !s.db.fromSnapshot {
+		t.Error("a rebuilt index at generation 0 left no snapshot at close")
+	}
+	checkIndex(t, s)
 }
 
 func TestOpenRefusesNewerOrForeignSchema(t *testing.T) {
@@ -123,23 +194,6 @@ func TestOpenCorruptFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantErr(t, "open a damaged database", configureErr(t, damaged), nil, damaged, "corrupt")
-
-	// A sound file whose full-text index structure is garbage.
-	badIndex := filepath.Join(dir, "badindex.db")
-	s = openAt(t, badIndex)
-	mustRemember(t, s, realm, recs[:20]...)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db := rawDB(t, badIndex)
-	// Row 10 holds FTS5's segment structure.
-	if res, err := db.Exec("UPDATE records_fts_data SET block = x'00ff00ff00ff' WHERE id = 10"); err != nil {
-		t.Fatal(err)
-	} else if n, _ := res.RowsAffected(); n != 1 {
-		t.Fatalf("no FTS5 structure row to damage")
-	}
-	db.Close()
-	wantErr(t, "open a database with a damaged index", configureErr(t, badIndex), nil, badIndex, "full-text index")
 }
 
 func TestOpenLockedDatabase(t *testing.T) {
@@ -200,4 +254,26 @@ func TestOpenUnwritablePath(t *testing.T) {
 	t.Cleanup(func() { os.Chmod(dir, 0o700) })
 	path := filepath.Join(dir, "memory.db")
 	wantErr(t, "open in a read-only directory", configureErr(t, path), nil, path)
+}
+
+// TestConnectionMemory: the page caches and mmap window are the sizes
+// chosen in open.go, which bound the plugin's resident memory.
+func TestConnectionMemory(t *testing.T) {
+	s, _ := open(t, nil)
+	for _, tc := range []struct {
+		name string
+		db   *sql.DB
+		want int
+	}{{"writer", s.db.w, -writerCacheKiB}, {"reader", s.db.r, -readerCacheKiB}} {
+		var cache, mmap int
+		if err := tc.db.QueryRow("PRAGMA cache_size").Scan(&cache); err != nil {
+			t.Fatal(err)
+		}
+		if err := tc.db.QueryRow("PRAGMA mmap_size").Scan(&mmap); err != nil {
+			t.Fatal(err)
+		}
+		if cache != tc.want || mmap != 0 {
+			t.Errorf("%s: cache_size %d, mmap_size %d; want %d and 0", tc.name, cache, mmap, tc.want)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -132,4 +133,93 @@ func TestSecondPluginProcessIsRefused(t *testing.T) {
 	if got, err := first.Get(ctx, realm, ids); err != nil || len(got) != 1 {
 		t.Errorf("first process after the refusal: %v, %v", got, err)
 	}
+}
+
+// TestPluginRecallMatchesReference asks the real plugin process, over a
+// store with ties (the same content in several scopes), forgets,
+// supersedes, expired records and scope and tag filters, and holds every
+// answer to the FTS5 bm25 reference. The snapshot is removed first, so the
+// plugin rebuilds its index from the records, as after a crash.
+func TestPluginRecallMatchesReference(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the plugin binary")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "memory.db")
+	ctx := context.Background()
+	s := openAt(t, path)
+	c := newCorpus()
+	const n = 1500
+	var recs []sdk.Record
+	for i := range n {
+		r := c.record(i)
+		if i%9 == 0 { // a tie: record i-1's content in another scope
+			prev := c.record(i - 1 + boolInt(i == 0))
+			r.Title, r.Description, r.Body, r.Tags = prev.Title, prev.Description, prev.Body, prev.Tags
+		}
+		recs = append(recs, r)
+	}
+	var ids []string
+	for start := 0; start < n; start += 500 {
+		ids = append(ids, mustRemember(t, s, realm, recs[start:start+500]...)...)
+	}
+	if _, err := s.Forget(ctx, realm, ids[10:60]); err != nil {
+		t.Fatal(err)
+	}
+	for i := 100; i < 140; i++ {
+		if _, err := s.Supersede(ctx, realm, ids[i], c.record(n+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Expire every 13th record in the past, behind the index's back.
+	db := rawDB(t, path)
+	if _, err := db.Exec("UPDATE records SET expires_ms = 1000 WHERE seq % 13 = 0"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if err := os.Remove(path + ".index"); err != nil {
+		t.Fatal(err)
+	}
+	s = openAt(t, path)
+	ref := fts5Ref(t, s)
+	s.Close()
+
+	_, p, err := launchPlugin(t, dir, configJSON(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	compared := 0
+	for i := range 150 {
+		q := sdk.RecallQuery{Realm: realm, Query: c.query(i, n), Limit: 10,
+			Scopes: []sdk.Scope{benchScope(i + 1), sdk.RealmScope}}
+		switch i % 4 {
+		case 1:
+			q.Scopes = nil
+		case 2:
+			q.Tags = []string{c.tags[i%len(c.tags)]}
+		case 3:
+			q.ExcludeIDs, q.ExcludeTags = ids[i:i+20], []string{c.tags[i%len(c.tags)]}
+		}
+		hits, err := p.Recall(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sameAsRef(hits, refRecall(t, ref, q, time.Now().UnixMilli())); err != nil {
+			t.Fatalf("query %d %q: %v", i, q.Query, err)
+		}
+		compared += len(hits)
+	}
+	if compared < 500 {
+		t.Errorf("only %d hits compared", compared)
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"math"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,35 +13,11 @@ import (
 	"github.com/memhost/memhost/sdk"
 )
 
-// fts5Scores answers -bm25 of every active record of realm matching any
-// of the query's terms, straight from FTS5: the reference recall must equal.
-func fts5Scores(t *testing.T, s *Store, query string) map[string]float64 {
-	t.Helper()
-	rows, err := s.db.r.Query(`SELECT r.id, `+bm25Call+` FROM records_fts JOIN records AS r ON r.seq = records_fts.rowid
-		WHERE records_fts MATCH ? AND r.realm = ?`, matchExpr(queryTerms(query)), realm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	out := map[string]float64{}
-	for rows.Next() {
-		var id string
-		var bm25 float64
-		if err := rows.Scan(&id, &bm25); err != nil {
-			t.Fatal(err)
-		}
-		out[id] = -bm25
-	}
-	return out
-}
-
-func closeTo(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
-
-// TestPlannedRecallScoresAreFTS5Scores checks the query plan: whatever
-// terms FTS5 matches and whichever are added in Go, a hit's score is its
-// FTS5 bm25 over every query term, also after deletes and supersedes.
-func TestPlannedRecallScoresAreFTS5Scores(t *testing.T) {
-	s, _ := open(t, nil)
+// TestRecallMatchesFTS5 holds recall to the reference (FTS5's bm25 over
+// the same records): same hits, order and scores, also after deletes and
+// supersedes.
+func TestRecallMatchesFTS5(t *testing.T) {
+	s, clk := open(t, nil)
 	ctx := context.Background()
 	c := newCorpus()
 	const n = 800
@@ -56,42 +30,20 @@ func TestPlannedRecallScoresAreFTS5Scores(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	checkTotals(t, s)
-	split := 0
+	checkIndex(t, s)
+	ref := fts5Ref(t, s)
 	for i := range 60 {
-		query := c.query(i, n)
-		want := fts5Scores(t, s, query)
-		for _, budget := range []int{0, 1, 50, 500, math.MaxInt32} {
-			s.db.opts.postingBudget = budget
-			hits := mustRecall(t, s, sdk.RecallQuery{Realm: realm, Query: query, Limit: 20})
-			if (budget == 0 || budget == math.MaxInt32) && len(hits) != min(20, len(want)) {
-				t.Errorf("query %q: %d hits, FTS5 matches %d", query, len(hits), len(want))
-			}
-			for k, h := range hits {
-				ref, ok := want[h.Record.ID]
-				switch {
-				case !ok:
-					t.Errorf("query %q budget %d: hit %s does not match in FTS5", query, budget, h.Record.ID)
-				case !closeTo(h.Score, ref):
-					t.Errorf("query %q budget %d: hit %s scores %v, FTS5 %v", query, budget, h.Record.ID, h.Score, ref)
-				case k > 0 && h.Score > hits[k-1].Score:
-					t.Errorf("query %q budget %d: hits out of order", query, budget)
-				}
-			}
-			if budget == 1 && len(queryTerms(query)) > 1 {
-				split++
-			}
+		q := sdk.RecallQuery{Realm: realm, Query: c.query(i, n), Limit: 20}
+		if err := sameAsRef(mustRecall(t, s, q), refRecall(t, ref, q, clk.now().UnixMilli())); err != nil {
+			t.Errorf("query %q: %v", q.Query, err)
 		}
-	}
-	if split == 0 {
-		t.Error("no query exercised the split plan")
 	}
 }
 
 // TestRecallWidensWhenRareTermsFindTooFew: a query whose rare term finds
 // one record still fills its limit from the common terms.
 func TestRecallWidensWhenRareTermsFindTooFew(t *testing.T) {
-	s, _ := open(t, nil, func(o *options) { o.postingBudget = 5 })
+	s, _ := open(t, nil)
 	var recs []sdk.Record
 	for i := range 30 {
 		recs = append(recs, rec(alice, fmt.Sprintf("Common walrus %d", i), "walrus habits"))
@@ -221,80 +173,23 @@ func TestConcurrentUse(t *testing.T) {
 	if hits := mustRecall(t, s, sdk.RecallQuery{Realm: realm, Query: "temp"}); len(hits) != 0 {
 		t.Errorf("forgotten records recalled: %d", len(hits))
 	}
-	checkTotals(t, s)
+	checkIndex(t, s)
 }
 
-// TestDocFreqCacheFollowsWrites: cached document frequencies stay exact
-// across small writes, forgets and supersedes (scores computed from them
-// keep equal FTS5's), and a bulk write empties the cache.
-func TestDocFreqCacheFollowsWrites(t *testing.T) {
-	s, _ := open(t, nil, func(o *options) { o.postingBudget = 1 })
-	ctx := context.Background()
-	const query = "walrus tusk ivory"
-	check := func(step string) {
-		t.Helper()
-		want := fts5Scores(t, s, query)
-		hits := mustRecall(t, s, sdk.RecallQuery{Realm: realm, Query: query, Limit: 100})
-		if len(hits) != len(want) {
-			t.Fatalf("%s: %d hits, FTS5 matches %d", step, len(hits), len(want))
-		}
-		for _, h := range hits {
-			if !closeTo(h.Score, want[h.Record.ID]) {
-				t.Errorf("%s: %s scores %v, FTS5 %v", step, h.Record.ID, h.Score, want[h.Record.ID])
-			}
-		}
-	}
-	ids := mustRemember(t, s, realm, rec(alice, "walrus", "walrus tusk"), rec(alice, "tusk", "ivory tusk tusk"), rec(alice, "other", "unrelated"))
-	check("first query fills the cache")
-	var dfs [3]int64
-	var cached [3]bool
-	s.db.df.lookup([]string{"walrus", "tusk", "ivory"}, dfs[:], cached[:])
-	if cached != [3]bool{true, true, true} || dfs != [3]int64{1, 2, 1} {
-		t.Fatalf("cache after the first query: %v %v", cached, dfs)
-	}
-	mustRemember(t, s, realm, rec(bob, "walrus again", "walrus walrus ivory"))
-	check("after a small write")
-	if _, err := s.Forget(ctx, realm, ids[:1]); err != nil {
-		t.Fatal(err)
-	}
-	check("after a forget")
-	if _, err := s.Supersede(ctx, realm, ids[1], rec(alice, "tusk v2", "no ivory now")); err != nil {
-		t.Fatal(err)
-	}
-	check("after a supersede")
-	s.db.df.lookup([]string{"walrus", "tusk", "ivory"}, dfs[:], cached[:])
-	if dfs != [3]int64{1, 1, 2} {
-		t.Errorf("cached frequencies %v, want [1 1 2]", dfs)
-	}
-	var bulk []sdk.Record
-	for i := range maxExactUpdate + 1 {
-		bulk = append(bulk, rec(team, fmt.Sprintf("bulk %d", i), "tusk"))
-	}
-	mustRemember(t, s, realm, bulk...)
-	s.db.df.lookup([]string{"walrus"}, dfs[:1], cached[:1])
-	if cached[0] {
-		t.Error("a bulk write kept the cache")
-	}
-	check("after a bulk write")
-}
-
-func TestPostingBudgetComesFromConfig(t *testing.T) {
-	s := newStore()
-	defer s.Close()
+// TestPostingBudgetIsIgnored: configurations from before the index still
+// load, and recall stays exact.
+func TestPostingBudgetIsIgnored(t *testing.T) {
+	s := New()
+	t.Cleanup(func() { s.Close() })
 	if err := s.Configure(context.Background(), json.RawMessage(`{"path": "`+t.TempDir()+`/m.db", "posting_budget": 700}`)); err != nil {
 		t.Fatal(err)
 	}
-	if s.db.opts.postingBudget != 700 {
-		t.Errorf("posting budget %d, want 700", s.db.opts.postingBudget)
-	}
 }
 
-// TestFilterStrategiesAgree: ranking first and filtering in Go answers
-// what filtering first in SQL answers, for every kind of filter, and the
-// planner's choice between them answers the same.
-func TestFilterStrategiesAgree(t *testing.T) {
+// TestFiltersMatchReference: scopes, expiry, excluded ids and tags give
+// the reference's answers.
+func TestFiltersMatchReference(t *testing.T) {
 	s, c := open(t, nil)
-	ctx := context.Background()
 	var recs []sdk.Record
 	for i := range 120 {
 		scope := []sdk.Scope{alice, bob, team, sdk.RealmScope}[i%4]
@@ -316,68 +211,32 @@ func TestFilterStrategiesAgree(t *testing.T) {
 		{Tags: []string{"zoo"}},
 		{Scopes: []sdk.Scope{alice}, ExcludeIDs: ids[1:9], ExcludeTags: []string{"rare"}},
 	}
+	ref := fts5Ref(t, s)
 	for i, q := range queries {
-		q.Realm, q.Query = realm, "otter river"
-		tx, err := s.db.r.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
+		q.Realm, q.Query, q.Limit = realm, "otter river", 25
+		hits := mustRecall(t, s, q)
+		if err := sameAsRef(hits, refRecall(t, ref, q, c.now().UnixMilli())); err != nil {
+			t.Errorf("query %d: %v", i, err)
 		}
-		match := matchExpr(queryTerms(q.Query))
-		f := newRecallFilter(q, c.now(), 1)
-		ranked, complete, err := rankThenFilter(ctx, tx, match, &f, 1000)
-		if err != nil || !complete {
-			t.Fatalf("rankThenFilter: complete %v, %v", complete, err)
+		if len(hits) == 0 {
+			t.Errorf("query %d: no hits", i)
 		}
-		ranked = ranked[:min(len(ranked), 25)]
-		filtered, err := filterThenRank(ctx, tx, match, &f, 25)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var planned [2][]candidate
-		for k, share := range []float64{1, 0.01} {
-			f := newRecallFilter(q, c.now(), share)
-			if planned[k], err = candidates(ctx, tx, match, &f, 25); err != nil {
-				t.Fatal(err)
-			}
-		}
-		tx.Rollback()
-		same := func(a, b candidate) bool { return a.hit.Record.ID == b.hit.Record.ID && a.hit.Score == b.hit.Score }
-		if len(ranked) == 0 || !slices.EqualFunc(ranked, filtered, same) {
-			t.Errorf("query %d: rank-first %d hits, filter-first %d hits, or they differ", i, len(ranked), len(filtered))
-		}
-		if !slices.EqualFunc(planned[0], filtered, same) || !slices.EqualFunc(planned[1], filtered, same) {
-			t.Errorf("query %d: planned answers differ", i)
-		}
-		for _, h := range ranked {
-			if !h.hit.Record.Recallable(c.now()) || h.hit.Record.Realm != realm {
-				t.Errorf("query %d: answered %s (realm %s, expires %v)", i, h.hit.Record.ID, h.hit.Record.Realm, h.hit.Record.ExpiresAt)
+		for _, h := range hits {
+			if !h.Record.Recallable(c.now()) || h.Record.Realm != realm {
+				t.Errorf("query %d: answered %s (realm %s, expires %v)", i, h.Record.ID, h.Record.Realm, h.Record.ExpiresAt)
 			}
 		}
 	}
 }
 
-// checkTotals compares fts_totals and scope_totals with a count of the
-// active records and of their tokens.
-func checkTotals(t *testing.T, s *Store) {
+// checkIndex compares the recall index with the active records.
+func checkIndex(t *testing.T, s *Store) {
 	t.Helper()
-	var docs, tokens, wantDocs, wantTokens int64
-	if err := s.db.r.QueryRow("SELECT docs, tokens FROM fts_totals").Scan(&docs, &tokens); err != nil {
+	var want int
+	if err := s.db.r.QueryRow("SELECT count(*) FROM records WHERE status = 'active'").Scan(&want); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.db.r.QueryRow("SELECT count(*), coalesce(sum(ntok), 0) FROM records WHERE status = 'active'").Scan(&wantDocs, &wantTokens); err != nil {
-		t.Fatal(err)
-	}
-	if docs != wantDocs || tokens != wantTokens {
-		t.Errorf("fts_totals = %d docs %d tokens, records hold %d and %d", docs, tokens, wantDocs, wantTokens)
-	}
-	var mismatched int
-	if err := s.db.r.QueryRow(`SELECT count(*) FROM (
-		SELECT realm, scope, count(*) AS n FROM records WHERE status = 'active' GROUP BY realm, scope) AS a
-		FULL JOIN (SELECT realm, scope, docs FROM scope_totals WHERE docs != 0) AS b USING (realm, scope)
-		WHERE a.n IS NOT b.docs`).Scan(&mismatched); err != nil {
-		t.Fatal(err)
-	}
-	if mismatched > 0 {
-		t.Errorf("scope_totals disagrees with the records on %d scopes", mismatched)
+	if got := s.db.ix.Len(); got != want {
+		t.Errorf("the index holds %d records, the table %d active ones", got, want)
 	}
 }

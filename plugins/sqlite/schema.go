@@ -86,6 +86,23 @@ CREATE TABLE ledger (
 );
 CREATE INDEX ledger_by_record ON ledger (realm, record_id, at_ms);
 `,
+	// 2: the generation of the in-memory recall index, which stamps its
+	// snapshot (see memindex.go).
+	`
+CREATE TABLE index_gen (
+	one INTEGER PRIMARY KEY CHECK (one = 1),
+	gen INTEGER NOT NULL
+);
+INSERT INTO index_gen VALUES (1, 0);
+`,
+	// 3: recall no longer reads FTS5 (the in-memory index answers it, 2-3x
+	// faster to write without it; docs/benchmarks.md), so its tables go.
+	`
+DROP TABLE records_vocab;
+DROP TABLE records_fts;
+DROP TABLE fts_totals;
+DROP TABLE scope_totals;
+`,
 }
 
 // schemaVersion is the user_version this build writes.

@@ -1,6 +1,6 @@
 // Package sqlite is memhost's SQLite provider: every record of every realm
-// in one SQLite file (WAL, synchronous=FULL), BM25 recall over an FTS5 index
-// of the shared tokenizer's terms, record manifests ranked by use, usage
+// in one SQLite file (WAL, synchronous=FULL), exact BM25 recall from an in-memory
+// index of the shared tokenizer's terms (sdk/index), record manifests ranked by use, usage
 // counters, supersede, and the injection ledger.
 //
 // One process owns a database file at a time: Configure takes an exclusive
@@ -42,7 +42,7 @@ const configSchema = `{
     },
     "posting_budget": {
       "type": "integer",
-      "description": "0: exact BM25, FTS5 scores every record holding a query term. N > 0: FTS5 scores about N term postings per query, rarest terms first; commoner terms only add to the scores of records the rarer ones found. Faster on large stores, but a record holding only common query terms can be missed.",
+      "description": "Ignored, kept so existing configurations still load: recall is always exact BM25, answered by the in-memory index.",
       "default": 0,
       "minimum": 0
     }
@@ -54,8 +54,8 @@ const configSchema = `{
 type Config struct {
 	// Path is the database file (DefaultPath when empty).
 	Path string `json:"path"`
-	// PostingBudget trades exact BM25 for speed on large stores: 0 (the
-	// default) ranks exactly; see recall.go for N > 0.
+	// PostingBudget is ignored: it bounded FTS5's work per query, and FTS5
+	// no longer answers recall. Kept so existing configurations load.
 	PostingBudget int `json:"posting_budget"`
 }
 
@@ -115,10 +115,9 @@ type Store struct {
 // options are the tunables tests and benchmarks adjust; production uses
 // the defaults.
 type options struct {
-	now           func() time.Time
-	busyTimeout   time.Duration
-	postingBudget int // Config.PostingBudget, when that is set
-	maintainIdle  time.Duration
+	now          func() time.Time
+	busyTimeout  time.Duration
+	maintainIdle time.Duration
 }
 
 func defaultOptions() options {
@@ -178,11 +177,7 @@ func (s *Store) Configure(ctx context.Context, raw json.RawMessage) error {
 	case s.db != nil:
 		return fmt.Errorf("sqlite: already configured with %s: %w", s.db.path, sdk.ErrConflict)
 	}
-	opts := s.opts
-	if cfg.PostingBudget > 0 {
-		opts.postingBudget = cfg.PostingBudget
-	}
-	db, err := openDatabase(ctx, cfg.Path, opts, s.log)
+	db, err := openDatabase(ctx, cfg.Path, s.opts, s.log)
 	if err != nil {
 		return err
 	}

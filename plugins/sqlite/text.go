@@ -30,9 +30,6 @@ const (
 // matches the FTS5 columns.
 var fieldWeights = [4]float64{5, 4, 2, 1}
 
-// bm25Call is the FTS5 ranking expression with the field weights.
-const bm25Call = "bm25(records_fts, 5.0, 4.0, 2.0, 1.0)"
-
 // tokenTerms appends the (truncated) tokens of s to dst, repeats included.
 func tokenTerms(dst []string, s string) []string {
 	for _, t := range tokenize.Tokens(s) {
@@ -69,37 +66,18 @@ func queryTerms(q string) []string {
 	return out
 }
 
-// matchExpr is the FTS5 MATCH expression for any of terms: each term a
-// quoted string, so no user text is ever read as FTS5 syntax (NEAR, AND,
-// column filters, prefix stars, parentheses).
-func matchExpr(terms []string) string {
-	var b strings.Builder
-	for i, t := range terms {
-		if i > 0 {
-			b.WriteString(" OR ")
-		}
-		b.WriteByte('"')
-		b.WriteString(strings.ReplaceAll(t, `"`, `""`))
-		b.WriteByte('"')
-	}
-	return b.String()
-}
-
-// indexDoc is a record as the FTS index sees it.
+// indexDoc is a record as the recall index sees it.
 type indexDoc struct {
-	key  scopeKey
-	cols [4]string // tags, title, description, body: terms joined by spaces
-	ntok int       // tokens over all columns (BM25's document length)
-	// colTerms are each column's tokens, for the frequency cache.
+	ntok int // tokens over all fields (BM25's document length)
+	// colTerms are each field's tokens: tags, title, description, body.
 	colTerms [4][]string
 }
 
 func newIndexDoc(r *sdk.Record) indexDoc {
-	d := indexDoc{key: scopeKey{r.Realm, r.Scope}}
+	var d indexDoc
 	texts := [4]string{strings.Join(r.Tags, " "), r.Title, r.Description, r.Body}
 	for i, text := range texts {
 		d.colTerms[i] = tokenTerms(nil, text)
-		d.cols[i] = strings.Join(d.colTerms[i], " ")
 		d.ntok += len(d.colTerms[i])
 	}
 	return d
@@ -135,13 +113,4 @@ func tagKeys(tags []string) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
-}
-
-// tagNeedles answers the substrings tagKeys holds for each tag.
-func tagNeedles(tags []string) []string {
-	out := make([]string, len(tags))
-	for i, t := range tags {
-		out[i] = "\n" + foldTag(t) + "\n"
-	}
-	return out
 }

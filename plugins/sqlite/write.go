@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -36,6 +38,32 @@ func prepareRecord(realm string, r sdk.Record, now time.Time) (preparedRecord, e
 	return preparedRecord{rec: r, doc: newIndexDoc(&r)}, nil
 }
 
+// prepareAll prepares records on every core: validating, hashing and
+// tokenizing are most of a write's CPU, and need no lock. The first
+// failing record (by index) is reported.
+func prepareAll(realm string, records []sdk.Record, now time.Time) ([]preparedRecord, error) {
+	prepared := make([]preparedRecord, len(records))
+	errs := make([]error, len(records))
+	workers := min(runtime.GOMAXPROCS(0), (len(records)+63)/64)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(records); i += workers {
+				prepared[i], errs[i] = prepareRecord(realm, records[i], now)
+			}
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("records[%d]: %w", i, err)
+		}
+	}
+	return prepared, nil
+}
+
 // remember stores records all or nothing. A record whose content hash is
 // live (active or quarantined) in its scope is not stored again: the
 // existing id is answered, and an expired copy takes the new expiry.
@@ -43,16 +71,12 @@ func prepareRecord(realm string, r sdk.Record, now time.Time) (preparedRecord, e
 // Realms, ids and batch sizes here and below were validated by the SDK's
 // server before the call reached the store.
 func (d *database) remember(ctx context.Context, realm string, records []sdk.Record, now time.Time) ([]string, error) {
-	prepared := make([]preparedRecord, len(records))
-	for i, r := range records {
-		p, err := prepareRecord(realm, r, now)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: remember: records[%d]: %w", i, err)
-		}
-		prepared[i] = p
+	prepared, err := prepareAll(realm, records, now)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: remember: %w", err)
 	}
 	ids := make([]string, len(prepared))
-	err := d.write(ctx, func(tx *sql.Tx, ch *indexChange) error {
+	err = d.write(ctx, func(tx *sql.Tx, ch *indexChange) error {
 		for i := range prepared {
 			id, err := storeRecord(ctx, tx, ch, &prepared[i], now)
 			if err != nil {
@@ -87,7 +111,7 @@ func storeRecord(ctx context.Context, tx *sql.Tx, ch *indexChange, p *preparedRe
 		if err != nil {
 			return "", err
 		}
-		return answerDuplicate(ctx, tx, r, now)
+		return answerDuplicate(ctx, tx, ch, r, now)
 	}
 	if r.Status != sdk.StatusActive {
 		return r.ID, nil
@@ -96,18 +120,20 @@ func storeRecord(ctx context.Context, tx *sql.Tx, ch *indexChange, p *preparedRe
 	if err != nil {
 		return "", err
 	}
-	return r.ID, index(ctx, tx, ch, seq, &p.doc)
+	ch.put(seq, r, &p.doc)
+	return r.ID, nil
 }
 
 // answerDuplicate answers the id of the live record holding r's content,
 // reviving it with r's expiry if it had expired.
-func answerDuplicate(ctx context.Context, tx *sql.Tx, r *sdk.Record, now time.Time) (string, error) {
+func answerDuplicate(ctx context.Context, tx *sql.Tx, ch *indexChange, r *sdk.Record, now time.Time) (string, error) {
 	var seq, expires int64
 	var id string
+	var status sdk.Status
 	err := tx.QueryRowContext(ctx, `
-		SELECT seq, id, expires_ms FROM records
+		SELECT seq, id, expires_ms, status FROM records
 		WHERE realm = ? AND scope = ? AND content_hash = ? AND status IN ('active', 'quarantined')`,
-		r.Realm, string(r.Scope), r.ContentHash).Scan(&seq, &id, &expires)
+		r.Realm, string(r.Scope), r.ContentHash).Scan(&seq, &id, &expires, &status)
 	if err != nil {
 		return "", fmt.Errorf("find the existing copy of a duplicate: %w", err)
 	}
@@ -116,25 +142,20 @@ func answerDuplicate(ctx context.Context, tx *sql.Tx, r *sdk.Record, now time.Ti
 			expiresMillis(r.ExpiresAt), now.UnixMilli(), seq); err != nil {
 			return "", err
 		}
+		if status == sdk.StatusActive {
+			// The index judges expiry itself, so it needs the new one.
+			live := sdk.Record{ID: id, Realm: r.Realm, ExpiresAt: r.ExpiresAt}
+			var tags string
+			if err := tx.QueryRowContext(ctx, "SELECT scope, tags, title, description, body FROM records WHERE seq = ?", seq).
+				Scan(&live.Scope, &tags, &live.Title, &live.Description, &live.Body); err != nil {
+				return "", fmt.Errorf("reread a revived duplicate: %w", err)
+			}
+			live.Tags = splitTags(tags)
+			doc := newIndexDoc(&live)
+			ch.put(seq, &live, &doc)
+		}
 	}
 	return id, nil
-}
-
-func index(ctx context.Context, tx *sql.Tx, ch *indexChange, seq int64, doc *indexDoc) error {
-	if _, err := tx.ExecContext(ctx, "INSERT INTO records_fts (rowid, tags, title, description, body) VALUES (?, ?, ?, ?, ?)",
-		seq, doc.cols[0], doc.cols[1], doc.cols[2], doc.cols[3]); err != nil {
-		return fmt.Errorf("index record: %w", err)
-	}
-	ch.add(doc, 1)
-	return nil
-}
-
-func unindex(ctx context.Context, tx *sql.Tx, ch *indexChange, seq int64, doc *indexDoc) error {
-	if _, err := tx.ExecContext(ctx, "DELETE FROM records_fts WHERE rowid = ?", seq); err != nil {
-		return fmt.Errorf("unindex record: %w", err)
-	}
-	ch.add(doc, -1)
-	return nil
 }
 
 // storedRecord is what the write paths read back about an existing record.
@@ -143,30 +164,17 @@ type storedRecord struct {
 	scope  sdk.Scope
 	kind   sdk.RecordKind
 	status sdk.Status
-	doc    indexDoc
 }
 
 // lookupForWrite reads the record id of realm inside a write transaction;
 // found is false when there is none.
 func lookupForWrite(ctx context.Context, tx *sql.Tx, realm, id string) (s storedRecord, found bool, err error) {
-	var r sdk.Record
-	var tags string
-	var ntok int
-	err = tx.QueryRowContext(ctx, `
-		SELECT seq, scope, kind, status, ntok, tags, title, description, body
-		FROM records WHERE realm = ? AND id = ?`, realm, id).
-		Scan(&s.seq, &s.scope, &s.kind, &s.status, &ntok, &tags, &r.Title, &r.Description, &r.Body)
+	err = tx.QueryRowContext(ctx, `SELECT seq, scope, kind, status FROM records WHERE realm = ? AND id = ?`, realm, id).
+		Scan(&s.seq, &s.scope, &s.kind, &s.status)
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, false, nil
 	}
-	if err != nil {
-		return s, false, err
-	}
-	r.Realm, r.Scope, r.Tags = realm, s.scope, splitTags(tags)
-	s.doc = newIndexDoc(&r)
-	// The stored count is what was added to fts_totals; use it to remove.
-	s.doc.ntok = ntok
-	return s, true, nil
+	return s, err == nil, err
 }
 
 // forget deletes records; ids not there are skipped.
@@ -183,9 +191,7 @@ func (d *database) forget(ctx context.Context, realm string, ids []string) (int,
 				continue
 			}
 			if s.status == sdk.StatusActive {
-				if err := unindex(ctx, tx, ch, s.seq, &s.doc); err != nil {
-					return err
-				}
+				ch.del(realm, id)
 			}
 			if _, err := tx.ExecContext(ctx, "DELETE FROM records WHERE seq = ?", s.seq); err != nil {
 				return err
@@ -240,9 +246,7 @@ func (d *database) supersede(ctx context.Context, realm, oldID string, replaceme
 		case sdk.StatusTombstoned:
 			return fmt.Errorf("record %q is tombstoned: %w", oldID, sdk.ErrConflict)
 		case sdk.StatusActive:
-			if err := unindex(ctx, tx, ch, old.seq, &old.doc); err != nil {
-				return err
-			}
+			ch.del(realm, oldID)
 		}
 		if _, err := tx.ExecContext(ctx, "UPDATE records SET status = 'superseded', updated_ms = ? WHERE seq = ?", now.UnixMilli(), old.seq); err != nil {
 			return err

@@ -208,8 +208,6 @@ func (ix *Index) Delete(realm, id string) bool {
 
 func (ix *Index) add(rm *realm, d *Doc) {
 	no := uint32(len(rm.ids))
-	freq := rm.freq
-	clear(freq)
 	dl := 0
 	order := rm.order[:0]
 	for f, terms := range d.Fields {
@@ -217,16 +215,20 @@ func (ix *Index) add(rm *realm, d *Doc) {
 		dl += len(terms)
 		for _, t := range terms {
 			tid := rm.term(t)
-			v, seen := freq[tid]
-			if !seen {
+			if int(tid) >= len(rm.freq) {
+				rm.freq = append(rm.freq, make([]float64, int(tid)+1-len(rm.freq))...)
+			}
+			// Weights are positive, so zero means not seen yet.
+			if rm.freq[tid] == 0 {
 				order = append(order, tid)
 			}
-			freq[tid] = v + w
+			rm.freq[tid] += w
 		}
 	}
 	rm.order = order
 	for _, tid := range order {
-		rm.lists[tid].add(no, float32(freq[tid]), uint32(dl))
+		rm.lists[tid].add(no, float32(rm.freq[tid]), uint32(dl))
+		rm.freq[tid] = 0
 	}
 	slices.Sort(order)
 	terms := appendTermList(nil, order)
@@ -297,8 +299,9 @@ type realm struct {
 	live, dead int
 	tokens     int64
 
-	// scratch for add, under the write lock
-	freq  map[uint32]float64
+	// scratch for add, under the write lock: weighted frequency by term
+	// id (zero between calls) and the ids in first-seen order
+	freq  []float64
 	order []uint32
 }
 
@@ -306,7 +309,6 @@ func newRealm() *realm {
 	return &realm{
 		byID: map[string]uint32{}, termIDs: map[string]uint32{},
 		scopeIDs: map[string]uint32{}, scopeNames: []string{""}, tagIDs: map[string]uint32{},
-		freq: map[uint32]float64{},
 	}
 }
 

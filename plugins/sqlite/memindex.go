@@ -1,0 +1,282 @@
+package sqlite
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sync"
+
+	"github.com/memhost/memhost/sdk"
+	memindex "github.com/memhost/memhost/sdk/index"
+)
+
+// Recall is answered by sdk/index, an exact in-memory BM25F engine that
+// ranks as FTS5's bm25(5,4,2,1) did (plugins/sqlite/index_parity_test.go).
+// SQLite stays the durable truth: a write commits first and changes the
+// index only after the commit, so a crash at any point loses nothing the
+// database holds; the index is rebuilt at the next open.
+//
+// Opening does not re-tokenize when it can help it: the index is written as
+// a snapshot (<path>.index) when the database closes and after writes go
+// quiet, stamped with the database's index generation (index_gen, bumped in
+// every write transaction that changes the index). A snapshot whose stamp
+// matches is decoded; any other (none, torn, stale after a crash) is ignored
+// and the index is rebuilt from the records, tokenized on every core.
+
+// snapshotMagic starts a snapshot file; the index generation follows.
+const snapshotMagic = "memhost-sqlite-index\x00\x01"
+
+// noSnapshot is the snapGen of an index no snapshot file holds.
+const noSnapshot = ^uint64(0)
+
+// errStaleSnapshot marks a snapshot that does not describe the database.
+var errStaleSnapshot = errors.New("index snapshot is stale")
+
+func newMemIndex() *memindex.Index {
+	ix, err := memindex.New(memindex.Options{Weights: fieldWeights[:]})
+	if err != nil {
+		panic(err) // the weights are constants this package chose
+	}
+	return ix
+}
+
+// indexOp is one change to the index, applied after its commit.
+type indexOp struct {
+	del       bool
+	realm, id string
+	doc       memindex.Doc
+}
+
+// putDoc is the index document of an active record stored at seq.
+func putDoc(seq int64, r *sdk.Record, doc *indexDoc) memindex.Doc {
+	fields := make([][]string, len(doc.colTerms))
+	for i := range doc.colTerms {
+		fields[i] = doc.colTerms[i]
+	}
+	return memindex.Doc{ID: r.ID, Realm: r.Realm, Scope: string(r.Scope), Tags: r.Tags,
+		Fields: fields, ExpiresMs: expiresMillis(r.ExpiresAt), Seq: uint64(seq)}
+}
+
+// apply makes ops, committed in that order, visible to recall.
+func applyOps(ix *memindex.Index, ops []indexOp) error {
+	for i := range ops {
+		op := &ops[i]
+		if op.del {
+			ix.Delete(op.realm, op.id)
+			continue
+		}
+		if err := ix.Put(op.doc); err != nil {
+			return fmt.Errorf("index record %s: %w", op.doc.ID, err)
+		}
+	}
+	return nil
+}
+
+// indexGen reads the database's index generation.
+func indexGen(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}) (uint64, error) {
+	var gen int64
+	if err := q.QueryRowContext(ctx, "SELECT gen FROM index_gen").Scan(&gen); err != nil {
+		return 0, fmt.Errorf("read index generation: %w", err)
+	}
+	return uint64(gen), nil
+}
+
+func (d *database) snapshotPath() string { return d.path + ".index" }
+
+// loadIndex fills d.ix from a matching snapshot, or from the records.
+func (d *database) loadIndex(ctx context.Context) error {
+	gen, err := indexGen(ctx, d.r)
+	if err != nil {
+		return err
+	}
+	ix, err := readSnapshot(d.snapshotPath(), gen)
+	if err == nil {
+		d.ix, d.snapGen, d.fromSnapshot = ix, gen, true
+		return nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		d.log.Info("rebuilding the recall index from the records", "reason", err.Error())
+	}
+	ix, err = rebuildIndex(ctx, d.r)
+	if err != nil {
+		return fmt.Errorf("build the recall index: %w", err)
+	}
+	// Even at generation 0 (a database from before index_gen) the next
+	// quiet period or close writes a snapshot.
+	d.ix, d.snapGen = ix, noSnapshot
+	return nil
+}
+
+func readSnapshot(path string, gen uint64) (*memindex.Index, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 1<<16)
+	head := make([]byte, len(snapshotMagic)+8)
+	if _, err := io.ReadFull(br, head); err != nil || string(head[:len(snapshotMagic)]) != snapshotMagic {
+		return nil, fmt.Errorf("%s: %w", path, errStaleSnapshot)
+	}
+	if got := binary.LittleEndian.Uint64(head[len(snapshotMagic):]); got != gen {
+		return nil, fmt.Errorf("%s is of generation %d, the database %d: %w", path, got, gen, errStaleSnapshot)
+	}
+	ix, err := memindex.Decode(br)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return ix, nil
+}
+
+// writeSnapshot stores the index as of generation gen. The caller holds
+// d.wmu and d.imu, so no write changes the index meanwhile. The file is written
+// beside the target and renamed over it, so a crash leaves the old one
+// or the new one, never half of either.
+func (d *database) writeSnapshot(gen uint64) error {
+	path := d.snapshotPath()
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("write index snapshot: %w", err)
+	}
+	bw := bufio.NewWriterSize(f, 1<<16)
+	bw.WriteString(snapshotMagic)
+	bw.Write(binary.LittleEndian.AppendUint64(nil, gen))
+	err = d.ix.Encode(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write index snapshot %s: %w", path, err)
+	}
+	d.snapGen = gen
+	return nil
+}
+
+// snapshot writes the index when it changed since the last snapshot.
+func (d *database) snapshot(ctx context.Context) error {
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	d.imu.Lock()
+	defer d.imu.Unlock()
+	gen, err := indexGen(ctx, d.w)
+	if err != nil || gen == d.snapGen {
+		return err
+	}
+	return d.writeSnapshot(gen)
+}
+
+// rebuildIndex indexes every active record, tokenizing on every core.
+func rebuildIndex(ctx context.Context, db *sql.DB) (*memindex.Index, error) {
+	rows, err := db.QueryContext(ctx, `SELECT seq, realm, id, scope, expires_ms, tags, title, description, body
+		FROM records WHERE status = 'active'`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	type row struct {
+		seq  int64
+		r    sdk.Record
+		exp  int64
+		tags string
+	}
+	ix := newMemIndex()
+	in := make(chan []row, 4)
+	var wg sync.WaitGroup
+	var putErr error
+	var errOnce sync.Once
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for batch := range in {
+				for i := range batch {
+					b := &batch[i]
+					b.r.Tags = splitTags(b.tags)
+					doc := newIndexDoc(&b.r)
+					d := putDoc(b.seq, &b.r, &doc)
+					d.ExpiresMs = b.exp
+					if err := ix.Put(d); err != nil {
+						errOnce.Do(func() { putErr = err })
+					}
+				}
+			}
+		}()
+	}
+	batch := make([]row, 0, 256)
+	for rows.Next() {
+		var b row
+		if err := rows.Scan(&b.seq, &b.r.Realm, &b.r.ID, &b.r.Scope, &b.exp, &b.tags, &b.r.Title, &b.r.Description, &b.r.Body); err != nil {
+			close(in)
+			wg.Wait()
+			return nil, err
+		}
+		batch = append(batch, b)
+		if len(batch) == cap(batch) {
+			in <- batch
+			batch = make([]row, 0, 256)
+		}
+	}
+	in <- batch
+	close(in)
+	wg.Wait()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return ix, putErr
+}
+
+// recallFromIndex answers the best hits of q from the index, with their
+// records read from the database in one query.
+func (d *database) recallFromIndex(ctx context.Context, q sdk.RecallQuery, terms []string, nowMs int64, limit int) ([]sdk.Hit, error) {
+	scopes := make([]string, len(q.Scopes))
+	for i, s := range q.Scopes {
+		scopes[i] = string(s)
+	}
+	found, err := d.ix.Search(memindex.Query{Realm: q.Realm, Terms: terms, Scopes: scopes, ExcludeIDs: q.ExcludeIDs,
+		Tags: q.Tags, ExcludeTags: q.ExcludeTags, NowMs: nowMs, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	if len(found) == 0 {
+		return []sdk.Hit{}, nil
+	}
+	ids := make([]string, len(found))
+	for i, h := range found {
+		ids[i] = h.ID
+	}
+	recs, err := d.get(ctx, q.Realm, ids)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]*sdk.Record, len(recs))
+	for i := range recs {
+		byID[recs[i].ID] = &recs[i]
+	}
+	hits := make([]sdk.Hit, 0, len(found))
+	for _, h := range found {
+		// A write between the search and the read may have retired it.
+		if r := byID[h.ID]; r != nil && r.Status == sdk.StatusActive {
+			hits = append(hits, sdk.Hit{Record: *r, Score: h.Score})
+		}
+	}
+	return hits, nil
+}
