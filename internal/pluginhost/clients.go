@@ -172,6 +172,28 @@ func (p *Provider) WriteLedger(ctx context.Context, entries []sdk.LedgerEntry) e
 	return err
 }
 
+func (p *Provider) Export(ctx context.Context, realm, after string, limit int) (sdk.ExportPage, error) {
+	return call(ctx, p.inst, true, func(ctx context.Context, c sdk.Provider) (sdk.ExportPage, error) {
+		a, err := capability[sdk.Archiver](c, sdk.CapArchive)
+		if err != nil {
+			return sdk.ExportPage{}, err
+		}
+		return a.Export(ctx, realm, after, limit)
+	})
+}
+
+// Import is not retried by the supervisor; it is idempotent, so the caller
+// may repeat it.
+func (p *Provider) Import(ctx context.Context, realm string, records []sdk.Record) (sdk.ImportResult, error) {
+	return call(ctx, p.inst, false, func(ctx context.Context, c sdk.Provider) (sdk.ImportResult, error) {
+		a, err := capability[sdk.Archiver](c, sdk.CapArchive)
+		if err != nil {
+			return sdk.ImportResult{}, err
+		}
+		return a.Import(ctx, realm, records)
+	})
+}
+
 // Selector is a supervised selector plugin.
 type Selector struct{ inst *instance }
 
