@@ -94,4 +94,3 @@ func (p *Provider) Import(ctx context.Context, realmName string, records []sdk.R
 	res.Imported = len(fresh)
 	return res, nil
 }
-
