@@ -285,12 +285,12 @@ func (r *Record) PrepareImport(realm string) error {
 		return invalid("content_hash", "does not match the title and body")
 	}
 	r.ContentHash = hash
-	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
-	if !r.ExpiresAt.IsZero() {
-		r.ExpiresAt = r.ExpiresAt.UTC()
-	}
-	if !r.LastUsedAt.IsZero() {
-		r.LastUsedAt = r.LastUsedAt.UTC()
+	// Milliseconds, as the wire and every store keep them, so an import
+	// in-process stores what one through a plugin would.
+	for _, t := range []*time.Time{&r.CreatedAt, &r.UpdatedAt, &r.ExpiresAt, &r.LastUsedAt} {
+		if !t.IsZero() {
+			*t = t.UTC().Truncate(time.Millisecond)
+		}
 	}
 	return nil
 }
