@@ -234,7 +234,7 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 	}
 	var tokens []httpapi.Token
 	for _, t := range cfg.Tokens {
-		tokens = append(tokens, httpapi.Token{Name: t.Name, Secret: t.Secret, Realms: t.Realms})
+		tokens = append(tokens, httpapi.Token{Name: t.Name, Secret: t.Secret, Realms: t.Realms, Role: t.Role})
 	}
 	server := httpapi.New(httpapi.Options{
 		Logger:       logger.Named("http"),
