@@ -64,6 +64,20 @@ func (s *Server) handleRemember(ctx context.Context, c caller, w http.ResponseWr
 			return fmt.Errorf("records[%d].%w", i, err)
 		}
 	}
+	if !c.application() {
+		n := 0
+		for i := range records {
+			if shared(records[i].Scope) {
+				n++
+			}
+		}
+		switch {
+		case n == len(records):
+			return s.propose(ctx, realm, p, records, w)
+		case n > 0:
+			return badRequest("records: an agent's writes to shared scopes are proposals; send them in a request of their own, apart from identity-scope records")
+		}
+	}
 	writer, ok := p.(sdk.RecordWriter)
 	if !ok || !sdk.Supports(p, sdk.CapWrite) {
 		return fmt.Errorf("the provider of realm %q does not accept writes: %w", realm, sdk.ErrUnsupported)

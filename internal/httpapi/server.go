@@ -112,6 +112,7 @@ func New(opts Options) *Server {
 	s.route(mux, "POST /v1/records", s.handleRemember)
 	s.route(mux, "GET /v1/records/{id}", s.handleGet)
 	s.route(mux, "DELETE /v1/records/{id}", s.handleForget)
+	s.route(mux, "POST /v1/records/{id}/approve", s.handleApprove)
 	s.route(mux, "POST /v1/recall", s.handleRecall)
 	s.route(mux, "POST /v1/manifest", s.handleManifest)
 	s.route(mux, "POST /v1/turns/inject", s.handleInjectTurn)
