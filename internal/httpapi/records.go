@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -67,7 +68,7 @@ func (s *Server) handleRemember(ctx context.Context, c caller, w http.ResponseWr
 	if !c.application() {
 		n := 0
 		for i := range records {
-			if shared(records[i].Scope) {
+			if proposal.Shared(records[i].Scope) {
 				n++
 			}
 		}
