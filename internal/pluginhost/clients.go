@@ -32,6 +32,9 @@ func (s *Supervisor) Provider(name string) (sdk.Provider, error) {
 		return nil, err
 	}
 	p := &Provider{inst: inst}
+	if s.opts.ObserveCall != nil {
+		return host.Narrow(observed{p, name, s.opts.ObserveCall}, p.Capabilities()), nil
+	}
 	return host.Narrow(p, p.Capabilities()), nil
 }
 
