@@ -203,7 +203,7 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 		}
 		return fmt.Errorf("starting plugins: %w", err)
 	}
-	logger.Info("plugins started", "count", len(specs), "elapsed", time.Since(started).Round(time.Millisecond))
+	logger.Info("plugins started", "count", len(specs), "elapsed_ms", time.Since(started).Milliseconds())
 
 	providers := map[string]sdk.Provider{}
 	for _, inst := range cfg.InstancesOf(sdk.KindProvider) {
