@@ -16,8 +16,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/coordinator"
-	"github.com/memhost/memhost/internal/redact"
 	"github.com/memhost/memhost/internal/proposal"
+	"github.com/memhost/memhost/internal/redact"
 	"github.com/memhost/memhost/sdk"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
