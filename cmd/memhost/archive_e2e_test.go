@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,6 +63,26 @@ func writeArchive(t testing.TB, path string, n int) {
 	}
 }
 
+// declares reports whether the instance's provider declares capability c.
+func declares(t *testing.T, m *instance, c string) bool {
+	t.Helper()
+	var out struct {
+		Plugins []struct {
+			Kinds        []string `json:"kinds"`
+			Capabilities []string `json:"capabilities"`
+		} `json:"plugins"`
+	}
+	if code := m.do("GET", "/v1/plugins", nil, &out); code != 200 {
+		t.Fatalf("/v1/plugins = %d", code)
+	}
+	for _, p := range out.Plugins {
+		if slices.Contains(p.Kinds, "provider") {
+			return slices.Contains(p.Capabilities, c)
+		}
+	}
+	return false
+}
+
 // cliAddr is the --addr of a running instance.
 func cliAddr(m *instance) []string { return []string{"--addr", strings.TrimPrefix(m.base, "http://")} }
 
@@ -94,7 +115,15 @@ func TestExportImportRoundTrip(t *testing.T) {
 	writeArchive(t, src, n)
 	for _, pc := range providerConfigs {
 		t.Run(pc.plugin, func(t *testing.T) {
-			a := startMemhost(t, providerDeployment(pc.plugin, pc.config))
+			a := startMemhost(t, providerDeployment(pc.plugin, pc.config), envFor(t, pc.env)...)
+			if !declares(t, a, "archive") {
+				// A provider without the capability refuses plainly.
+				var e apiError
+				if code := a.do("POST", "/v1/export", map[string]any{}, &e); code != 501 {
+					t.Fatalf("export from a provider without archive = %d %+v, want 501", code, e)
+				}
+				return
+			}
 			if imp, skip := importCounts(t, append(cliAddr(a), src)...); imp != n || skip != 0 {
 				t.Fatalf("first import: %d imported, %d skipped; want %d, 0", imp, skip, n)
 			}
@@ -120,7 +149,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 			if err := os.WriteFile(dump, []byte(first), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			b := startMemhost(t, providerDeployment(pc.plugin, pc.config))
+			b := startMemhost(t, providerDeployment(pc.plugin, pc.config), envFor(t, pc.env)...)
 			if imp, _ := importCounts(t, append(cliAddr(b), dump)...); imp != n {
 				t.Fatalf("import of the export: %d imported, want %d", imp, n)
 			}
@@ -249,7 +278,10 @@ func TestImportRate(t *testing.T) {
 	writeArchive(t, file, n)
 	for _, pc := range providerConfigs {
 		t.Run(pc.plugin, func(t *testing.T) {
-			m := startMemhost(t, providerDeployment(pc.plugin, pc.config))
+			m := startMemhost(t, providerDeployment(pc.plugin, pc.config), envFor(t, pc.env)...)
+			if !declares(t, m, "archive") {
+				t.Skipf("%s does not declare the archive capability", pc.plugin)
+			}
 			start := time.Now()
 			if imp, _ := importCounts(t, append(cliAddr(m), file)...); imp != n {
 				t.Fatalf("imported %d, want %d", imp, n)
