@@ -15,6 +15,7 @@
 //	CapSupersede Superseder       Supersede
 //	CapUsage     UsageMarker      MarkUsed
 //	CapLedger    LedgerWriter     WriteLedger
+//	CapArchive   Archiver         Export, Import
 //
 // Serve refuses to start a plugin that declares what it does not
 // implement (CheckPlugin says why; call it from a test).
@@ -23,7 +24,9 @@
 // ids, batch sizes and recall limits are checked (a recall limit of 0
 // arrives as DefaultRecallLimit), and records arrive without store-owned
 // fields (status, use count, content hash, timestamps), which the wire
-// cannot carry. Record.Prepare fills those and checks the content.
+// cannot carry. Record.Prepare fills those and checks the content. Import
+// is the one call that carries full records; each arrives having passed
+// Record.PrepareImport.
 //
 // Errors: return an error wrapping one of the Err sentinels; the host sees
 // the same sentinel (errors.Is works across the process boundary). Return a

@@ -43,6 +43,29 @@ func recordsToPB(rs []Record) []*pb.Record {
 	return out
 }
 
+// recordFromPB decodes a full record; only Import carries one inbound.
+func recordFromPB(p *pb.Record) Record {
+	if p == nil {
+		return Record{}
+	}
+	return Record{
+		ID: p.Id, Realm: p.Realm, Scope: Scope(p.Scope), Kind: RecordKind(p.Kind),
+		Title: p.Title, Description: p.Description, Body: p.Body, Tags: p.Tags,
+		Trust: Trust(p.Trust), Status: Status(p.Status), Supersedes: p.Supersedes,
+		CreatedAt: fromMillis(p.CreatedUnixMs), UpdatedAt: fromMillis(p.UpdatedUnixMs),
+		ExpiresAt: fromMillis(p.ExpiresUnixMs), ContentHash: p.ContentHash,
+		UseCount: p.UseCount, LastUsedAt: fromMillis(p.LastUsedUnixMs),
+	}
+}
+
+func recordsFromPB(ps []*pb.Record) []Record {
+	out := make([]Record, len(ps))
+	for i, p := range ps {
+		out[i] = recordFromPB(p)
+	}
+	return out
+}
+
 // recordFromInput builds the record a caller asked to write. The store-owned
 // fields stay zero: the wire has no place for a caller to set them.
 func recordFromInput(p *pb.RecordInput) Record {

@@ -51,6 +51,7 @@ const (
 	CapSupersede Capability = "supersede" // Superseder
 	CapUsage     Capability = "usage"     // UsageMarker
 	CapLedger    Capability = "ledger"    // LedgerWriter
+	CapArchive   Capability = "archive"   // Archiver
 )
 
 // Capabilities is a set of declared capabilities.
@@ -193,6 +194,37 @@ type LedgerWriter interface {
 	WriteLedger(ctx context.Context, entries []LedgerEntry) error
 }
 
+// MaxExportPage bounds the records of one Export page.
+const MaxExportPage = MaxBatch
+
+// ExportPage is one page of a realm's records and the cursor of the next
+// ("" after the last page).
+type ExportPage struct {
+	Records []Record
+	Next    string
+}
+
+// ImportResult counts what an Import stored and what it found already there.
+type ImportResult struct {
+	Imported int `json:"imported"`
+	Skipped  int `json:"skipped"`
+}
+
+// Archiver dumps and loads a realm's full records (CapArchive), for backup,
+// migration between providers and resumable bulk loads.
+type Archiver interface {
+	// Export answers up to limit records of realm whose id sorts after
+	// after (byte order), of every status, in id order. limit is 1 to
+	// MaxExportPage.
+	Export(ctx context.Context, realm, after string, limit int) (ExportPage, error)
+	// Import stores records exactly as given, ids, times, status and
+	// counters included (each has passed PrepareImport). All or nothing. A
+	// record whose id is already stored is skipped, and so is a recallable
+	// one whose scope already holds its content hash in a recallable
+	// record, so a repeated import stores nothing twice.
+	Import(ctx context.Context, realm string, records []Record) (ImportResult, error)
+}
+
 // Coverage is a selector's verdict on whether the working set sufficed.
 type Coverage string
 
@@ -264,6 +296,7 @@ var capabilityImpls = []struct {
 	{CapSupersede, func(v any) bool { _, ok := v.(Superseder); return ok }},
 	{CapUsage, func(v any) bool { _, ok := v.(UsageMarker); return ok }},
 	{CapLedger, func(v any) bool { _, ok := v.(LedgerWriter); return ok }},
+	{CapArchive, func(v any) bool { _, ok := v.(Archiver); return ok }},
 }
 
 func capabilityIndex(c Capability) int {

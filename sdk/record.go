@@ -253,6 +253,48 @@ func (r *Record) Prepare(realm string, now time.Time) error {
 	return nil
 }
 
+// PrepareImport validates a full record about to be imported into realm as
+// it stands: unlike Prepare it keeps the id, status and times, and requires
+// them. The content hash is recomputed; a stated hash must match it.
+func (r *Record) PrepareImport(realm string) error {
+	if r.Realm == "" {
+		r.Realm = realm
+	}
+	if r.Realm != realm {
+		return invalid("realm", fmt.Sprintf("record names realm %q inside an import to realm %q", r.Realm, realm))
+	}
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case r.ID == "":
+		return invalid("id", "is required on an imported record")
+	case r.Status == "":
+		return invalid("status", "is required on an imported record")
+	case r.Trust == "":
+		return invalid("trust", "is required on an imported record")
+	case r.CreatedAt.IsZero():
+		return invalid("created_at", "is required on an imported record")
+	case r.UpdatedAt.IsZero():
+		return invalid("updated_at", "is required on an imported record")
+	case r.UseCount < 0:
+		return invalid("use_count", "is negative")
+	}
+	hash := ContentHash(r.Title, r.Body)
+	if r.ContentHash != "" && r.ContentHash != hash {
+		return invalid("content_hash", "does not match the title and body")
+	}
+	r.ContentHash = hash
+	// Milliseconds, as the wire and every store keep them, so an import
+	// in-process stores what one through a plugin would.
+	for _, t := range []*time.Time{&r.CreatedAt, &r.UpdatedAt, &r.ExpiresAt, &r.LastUsedAt} {
+		if !t.IsZero() {
+			*t = t.UTC().Truncate(time.Millisecond)
+		}
+	}
+	return nil
+}
+
 func contains[T comparable](list []T, v T) bool {
 	for _, x := range list {
 		if x == v {

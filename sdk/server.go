@@ -235,6 +235,36 @@ type selectorServer struct {
 	impl Selector
 }
 
+func (s *providerServer) Export(ctx context.Context, req *pb.ExportRequest) (*pb.ExportResponse, error) {
+	if !s.caps.Has(CapArchive) {
+		return nil, unsupported(CapArchive)
+	}
+	limit, err := checkExport(req.Realm, req.After, int(req.Limit))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	page, err := s.impl.(Archiver).Export(ctx, req.Realm, req.After, limit)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.ExportResponse{Records: recordsToPB(page.Records), Next: page.Next}, nil
+}
+
+func (s *providerServer) Import(ctx context.Context, req *pb.ImportRequest) (*pb.ImportResponse, error) {
+	if !s.caps.Has(CapArchive) {
+		return nil, unsupported(CapArchive)
+	}
+	records := recordsFromPB(req.Records)
+	if err := checkImport(req.Realm, records); err != nil {
+		return nil, toStatus(err)
+	}
+	res, err := s.impl.(Archiver).Import(ctx, req.Realm, records)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.ImportResponse{Imported: int32(res.Imported), Skipped: int32(res.Skipped)}, nil
+}
+
 func (s *selectorServer) Select(stream grpc.ClientStreamingServer[pb.SelectRequest, pb.SelectResponse]) error {
 	var header *pb.SelectHeader
 	var rows []ManifestRow

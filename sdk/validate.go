@@ -83,6 +83,40 @@ func checkWrite(realm string, records []Record) error {
 	return nil
 }
 
+// checkExport validates an export page request and answers its limit.
+func checkExport(realm, after string, limit int) (int, error) {
+	if err := checkRealm(realm); err != nil {
+		return 0, err
+	}
+	if after != "" {
+		if err := ValidateID(after); err != nil {
+			return 0, invalid("after", problemOf(err))
+		}
+	}
+	switch {
+	case limit < 0:
+		return 0, invalid("limit", fmt.Sprintf("%d is negative", limit))
+	case limit == 0, limit > MaxExportPage:
+		return MaxExportPage, nil
+	}
+	return limit, nil
+}
+
+func checkImport(realm string, records []Record) error {
+	if err := checkRealm(realm); err != nil {
+		return err
+	}
+	if len(records) > MaxBatch {
+		return tooLarge("records", fmt.Sprintf("%d records in one call, the limit is %d", len(records), MaxBatch))
+	}
+	for i := range records {
+		if err := records[i].PrepareImport(realm); err != nil {
+			return prefixField(fmt.Sprintf("records[%d]", i), err)
+		}
+	}
+	return nil
+}
+
 func checkLedger(entries []LedgerEntry) error {
 	if len(entries) > MaxBatch {
 		return tooLarge("entries", fmt.Sprintf("%d entries in one call, the limit is %d", len(entries), MaxBatch))

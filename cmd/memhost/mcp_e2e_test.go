@@ -94,6 +94,19 @@ func exerciseMemoryTools(t *testing.T, ctx context.Context, cs *mcp.ClientSessio
 		t.Fatalf("remember: %s", toolText(res))
 	}
 
+	// A write to the realm scope is an agent's proposal: stored, answered
+	// as proposed, and not recalled.
+	var proposed struct{ ID, Status string }
+	if res := callTool(t, ctx, cs, "remember", map[string]any{
+		"title": "Realm rule", "body": "Every deploy needs a rhubarb sign-off.", "scope": "realm",
+	}, &proposed); res.IsError || proposed.ID == "" || proposed.Status != "proposed" {
+		t.Fatalf("remember to the realm scope: %s (%+v)", toolText(res), proposed)
+	}
+	var none struct{ Hits []struct{ ID string } }
+	if res := callTool(t, ctx, cs, "recall", map[string]any{"query": "rhubarb sign-off"}, &none); res.IsError || len(none.Hits) != 0 {
+		t.Fatalf("a pending proposal was recalled over MCP: %s", toolText(res))
+	}
+
 	var recalled struct {
 		Text string
 		Hits []struct{ ID, Title string }

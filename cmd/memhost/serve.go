@@ -175,6 +175,9 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 		}
 	}
 	sv := cfg.Supervisor
+	// Set below, before any provider call: the metrics read plugin health
+	// from the supervisor, and the supervisor reports call latency to them.
+	var metrics *httpapi.Metrics
 	sup := pluginhost.New(entries, pluginhost.Options{
 		StartOptions: pluginhost.StartOptions{
 			Logger: logger.Named("plugin"), Dir: cfg.DataDir,
@@ -185,6 +188,9 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 		HealthTimeout:  sv.HealthTimeout,
 		KillGrace:      sv.KillGrace,
 		MaxBackoff:     sv.MaxBackoff,
+		ObserveCall: func(instance, method string, took time.Duration, err error) {
+			metrics.PluginCall(instance, method, took, err)
+		},
 	})
 	var specs []pluginhost.Spec
 	for _, inst := range cfg.Instances {
@@ -197,7 +203,7 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 		}
 		return fmt.Errorf("starting plugins: %w", err)
 	}
-	logger.Info("plugins started", "count", len(specs), "elapsed", time.Since(started).Round(time.Millisecond))
+	logger.Info("plugins started", "count", len(specs), "elapsed_ms", time.Since(started).Milliseconds())
 
 	providers := map[string]sdk.Provider{}
 	for _, inst := range cfg.InstancesOf(sdk.KindProvider) {
@@ -215,7 +221,7 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 		}
 		return providers[inst.Name], nil
 	}
-	metrics := httpapi.NewMetrics(sup, func(realm string) string {
+	metrics = httpapi.NewMetrics(sup, func(realm string) string {
 		if inst, ok := cfg.ProviderForRealm(realm); ok {
 			return inst.Name
 		}
@@ -234,7 +240,7 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 	}
 	var tokens []httpapi.Token
 	for _, t := range cfg.Tokens {
-		tokens = append(tokens, httpapi.Token{Name: t.Name, Secret: t.Secret, Realms: t.Realms})
+		tokens = append(tokens, httpapi.Token{Name: t.Name, Secret: t.Secret, Realms: t.Realms, Role: t.Role})
 	}
 	server := httpapi.New(httpapi.Options{
 		Logger:       logger.Named("http"),

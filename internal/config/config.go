@@ -173,19 +173,27 @@ type Supervisor struct {
 	MaxBackoff     time.Duration // longest wait between restarts of a crash-looping plugin
 }
 
-// Token is a bearer token and the realms it may touch. Its String,
-// GoString and JSON forms never contain the secret.
+// Token roles (DESIGN 5.3): what a token's caller may do beyond its realms.
+const (
+	RoleApplication = "application"
+	RoleAgent       = "agent"
+)
+
+// Token is a bearer token, the realms it may touch and its caller's role
+// (RoleAgent unless the block says otherwise). Its String, GoString and
+// JSON forms never contain the secret.
 type Token struct {
 	Name      string
 	SecretEnv string // the environment variable the secret was read from
 	Secret    string `json:"-"`
 	Realms    []string
+	Role      string
 	Pos       string // "file:line"
 }
 
 // String describes the token without its secret.
 func (t Token) String() string {
-	return fmt.Sprintf("token %q (realms %s; secret from $%s)", t.Name, strings.Join(t.Realms, ", "), t.SecretEnv)
+	return fmt.Sprintf("token %q (%s; realms %s; secret from $%s)", t.Name, t.Role, strings.Join(t.Realms, ", "), t.SecretEnv)
 }
 
 // GoString keeps the secret out of %#v.

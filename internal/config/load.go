@@ -113,7 +113,7 @@ var (
 		{Name: "provider", Required: true},
 	}}
 	tokenSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
-		{Name: "secret_env", Required: true}, {Name: "realms", Required: true},
+		{Name: "secret_env", Required: true}, {Name: "realms", Required: true}, {Name: "role"},
 	}}
 	coordinatorSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 		{Name: "per_turn_injection"}, {Name: "selection"}, {Name: "max_entries"},
@@ -220,6 +220,11 @@ func (d *decoder) token(b *hcl.Block) {
 	t := Token{Name: b.Labels[0], Pos: lineOf(b.DefRange)}
 	d.at(key, labelRange(b))
 	d.strings(content.Attributes, "realms", key+".realms", &t.Realms)
+	t.Role = RoleAgent
+	if d.str(content.Attributes, "role", key+".role", &t.Role) && t.Role != RoleAgent && t.Role != RoleApplication {
+		d.errorf(content.Attributes["role"].Expr.Range().Ptr(), "Invalid token role",
+			"Token %q: role %q is neither %q nor %q.", t.Name, t.Role, RoleApplication, RoleAgent)
+	}
 	if d.str(content.Attributes, "secret_env", key+".secret_env", &t.SecretEnv) {
 		attr := content.Attributes["secret_env"]
 		switch secret, ok := d.opts.lookupEnv(t.SecretEnv); {

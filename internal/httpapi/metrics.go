@@ -28,6 +28,7 @@ type Metrics struct {
 	recalls       *prometheus.HistogramVec
 	defangHits    *prometheus.CounterVec
 	telemetryLost *prometheus.CounterVec
+	pluginCalls   *prometheus.HistogramVec
 }
 
 // NewMetrics registers the host series. Plugin health is read from
@@ -56,6 +57,10 @@ func NewMetrics(plugins Plugins, provider func(realm string) string) *Metrics {
 		telemetryLost: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memhost_telemetry_lost_total", Help: "Ledger rows and usage marks not written, by kind and cause (dropped: queue full; failed: provider error).",
 		}, []string{"kind", "cause"}),
+		pluginCalls: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "memhost_plugin_call_duration_seconds", Help: "Provider plugin call latency by plugin instance, method and outcome code.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 14),
+		}, []string{"instance", "method", "code"}),
 		Registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memhost_http_requests_total", Help: "HTTP API requests by route and status code.",
@@ -65,7 +70,7 @@ func NewMetrics(plugins Plugins, provider func(realm string) string) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 14),
 		}, []string{"route", "code"}),
 	}
-	m.Registry.MustRegister(m.requests, m.latency, m.injectedBytes, m.skips, m.recalls, m.defangHits, m.telemetryLost, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.Registry.MustRegister(m.requests, m.latency, m.injectedBytes, m.skips, m.recalls, m.defangHits, m.telemetryLost, m.pluginCalls, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if plugins != nil {
 		m.Registry.MustRegister(pluginCollector{plugins})
 	}
@@ -111,6 +116,15 @@ func (m *Metrics) TelemetryDropped(kind string, n int) {
 // TelemetryFailed implements coordinator.Metrics.
 func (m *Metrics) TelemetryFailed(kind string, n int) {
 	m.telemetryLost.WithLabelValues(kind, "failed").Add(float64(n))
+}
+
+// PluginCall records one provider call (a pluginhost.CallObserver).
+func (m *Metrics) PluginCall(instance, method string, took time.Duration, err error) {
+	code := "ok"
+	if err != nil {
+		code = string(sdk.CodeOf(err))
+	}
+	m.pluginCalls.WithLabelValues(instance, method, code).Observe(took.Seconds())
 }
 
 var _ coordinator.Metrics = (*Metrics)(nil)

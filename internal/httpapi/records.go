@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -62,6 +63,20 @@ func (s *Server) handleRemember(ctx context.Context, c caller, w http.ResponseWr
 		probe := records[i]
 		if err := probe.Prepare(realm, time.Now()); err != nil {
 			return fmt.Errorf("records[%d].%w", i, err)
+		}
+	}
+	if !c.application() {
+		n := 0
+		for i := range records {
+			if proposal.Shared(records[i].Scope) {
+				n++
+			}
+		}
+		switch {
+		case n == len(records):
+			return s.propose(ctx, realm, p, records, w)
+		case n > 0:
+			return badRequest("records: an agent's writes to shared scopes are proposals; send them in a request of their own, apart from identity-scope records")
 		}
 	}
 	writer, ok := p.(sdk.RecordWriter)

@@ -27,11 +27,21 @@ import (
 // several requests.
 const DefaultMaxBodyBytes = 8 << 20
 
-// Token is a bearer token and the realms it may touch.
+// Caller roles (DESIGN 5.3). An application is trusted to write shared
+// scopes and administer a realm; an agent's writes to a shared scope are
+// proposals until an application approves them.
+const (
+	RoleApplication = "application"
+	RoleAgent       = "agent"
+)
+
+// Token is a bearer token, the realms it may touch and its caller's role
+// (RoleAgent when empty).
 type Token struct {
 	Name   string
 	Secret string
 	Realms []string
+	Role   string
 }
 
 // Plugins reports plugin health for /readyz and /v1/plugins.
@@ -102,6 +112,7 @@ func New(opts Options) *Server {
 	s.route(mux, "POST /v1/records", s.handleRemember)
 	s.route(mux, "GET /v1/records/{id}", s.handleGet)
 	s.route(mux, "DELETE /v1/records/{id}", s.handleForget)
+	s.route(mux, "POST /v1/records/{id}/approve", s.handleApprove)
 	s.route(mux, "POST /v1/recall", s.handleRecall)
 	s.route(mux, "POST /v1/manifest", s.handleManifest)
 	s.route(mux, "POST /v1/turns/inject", s.handleInjectTurn)
@@ -112,6 +123,8 @@ func New(opts Options) *Server {
 	s.route(mux, "POST /v1/guide/before-iteration", s.handleGuideIteration)
 	s.route(mux, "POST /v1/conversations/{id}/compact", s.handleCompact)
 	s.route(mux, "DELETE /v1/conversations/{id}", s.handleForgetConversation)
+	s.route(mux, "POST /v1/export", s.handleExport)
+	s.route(mux, "POST /v1/import", s.handleImport)
 	s.route(mux, "GET /v1/plugins", s.handlePlugins)
 	if opts.MCP != nil {
 		s.mountMCP(mux, opts.MCP(s.mcpIdentity))
@@ -189,6 +202,18 @@ func (s *Server) handle(mux *http.ServeMux, pattern string, h http.Handler) {
 // caller is the authenticated principal of a request.
 type caller struct {
 	token *Token // nil when the server runs without tokens
+}
+
+// application reports whether the caller has the application role. A
+// server without tokens listens for its own host's processes, which are
+// the application.
+func (c caller) application() bool { return c.token == nil || c.token.Role == RoleApplication }
+
+func (c caller) requireApplication(what string) error {
+	if c.application() {
+		return nil
+	}
+	return fmt.Errorf("token %q has the agent role; %s need an application token: %w", c.token.Name, what, sdk.ErrPermission)
 }
 
 type apiHandler func(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/internal/redact"
 	"github.com/memhost/memhost/sdk"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -60,9 +61,12 @@ type RememberInput struct {
 }
 
 // RememberOutput answers the stored record's id (an existing id when the
-// same title and body were already stored in that scope).
+// same title and body were already stored in that scope). Status is
+// "proposed" for a write to a shared scope, which waits for an
+// application's approval before it is recalled.
 type RememberOutput struct {
-	ID string `json:"id"`
+	ID     string `json:"id"`
+	Status string `json:"status,omitempty" jsonschema:"proposed: a write to a mob, operator or realm scope, not recalled until an application approves it"`
 }
 
 // RecallInput is the recall tool's arguments.
@@ -225,6 +229,15 @@ func (t tools) remember(ctx context.Context, req *mcp.CallToolRequest, in Rememb
 	probe := rec
 	if err := probe.Prepare(id.Realm, time.Now()); err != nil {
 		return nil, RememberOutput{}, err
+	}
+	// Every MCP caller is an agent: its writes to shared scopes are
+	// proposals until an application approves them (DESIGN 5.3).
+	if proposal.Shared(scope) {
+		ids, err := proposal.Store(ctx, id.Realm, p, []sdk.Record{rec})
+		if err != nil {
+			return nil, RememberOutput{}, err
+		}
+		return nil, RememberOutput{ID: ids[0], Status: "proposed"}, nil
 	}
 	w, ok := p.(sdk.RecordWriter)
 	if !ok || !sdk.Supports(p, sdk.CapWrite) {

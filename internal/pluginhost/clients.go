@@ -32,6 +32,9 @@ func (s *Supervisor) Provider(name string) (sdk.Provider, error) {
 		return nil, err
 	}
 	p := &Provider{inst: inst}
+	if s.opts.ObserveCall != nil {
+		return host.Narrow(observed{p, name, s.opts.ObserveCall}, p.Capabilities()), nil
+	}
 	return host.Narrow(p, p.Capabilities()), nil
 }
 
@@ -170,6 +173,28 @@ func (p *Provider) WriteLedger(ctx context.Context, entries []sdk.LedgerEntry) e
 		return struct{}{}, l.WriteLedger(ctx, entries)
 	})
 	return err
+}
+
+func (p *Provider) Export(ctx context.Context, realm, after string, limit int) (sdk.ExportPage, error) {
+	return call(ctx, p.inst, true, func(ctx context.Context, c sdk.Provider) (sdk.ExportPage, error) {
+		a, err := capability[sdk.Archiver](c, sdk.CapArchive)
+		if err != nil {
+			return sdk.ExportPage{}, err
+		}
+		return a.Export(ctx, realm, after, limit)
+	})
+}
+
+// Import is not retried by the supervisor; it is idempotent, so the caller
+// may repeat it.
+func (p *Provider) Import(ctx context.Context, realm string, records []sdk.Record) (sdk.ImportResult, error) {
+	return call(ctx, p.inst, false, func(ctx context.Context, c sdk.Provider) (sdk.ImportResult, error) {
+		a, err := capability[sdk.Archiver](c, sdk.CapArchive)
+		if err != nil {
+			return sdk.ImportResult{}, err
+		}
+		return a.Import(ctx, realm, records)
+	})
 }
 
 // Selector is a supervised selector plugin.

@@ -190,7 +190,7 @@ func (i *instance) step(ctx context.Context) time.Duration {
 		i.changedLocked()
 		wait, failures := i.wait, i.failures
 		i.mu.Unlock()
-		i.opts.Logger.Error("plugin restart failed", "instance", i.spec.Name, "plugin", i.spec.Plugin, "failures", failures, "retry_in", wait, "error", err)
+		i.opts.Logger.Error("plugin restart failed", "instance", i.spec.Name, "plugin", i.spec.Plugin, "failures", failures, "retry_in_ms", wait.Milliseconds(), "error", err)
 		return wait
 	}
 	if !i.install(conn, client, true) {

@@ -125,6 +125,12 @@ func prepare(r *sdk.Record, realm string, now time.Time) error {
 	if err := r.Prepare(realm, now); err != nil {
 		return err
 	}
+	return checkFileTimes(r)
+}
+
+// checkFileTimes truncates a prepared record's times to milliseconds and
+// refuses those a file cannot hold.
+func checkFileTimes(r *sdk.Record) error {
 	for _, f := range []struct {
 		name string
 		t    *time.Time

@@ -47,6 +47,7 @@ var checks = []check{
 	{name: "IdempotentForget", needs: caps(sdk.CapWrite, sdk.CapForget), run: checkIdempotentForget},
 	{name: "Usage", needs: caps(sdk.CapWrite, sdk.CapFetch, sdk.CapUsage), run: checkUsage},
 	{name: "Ledger", needs: caps(sdk.CapLedger), run: checkLedger},
+	{name: "Archive", needs: caps(sdk.CapArchive), run: checkArchive},
 	{name: "ConcurrentWriters", needs: caps(sdk.CapWrite), run: checkConcurrentWriters},
 	{name: "Deadline", run: checkDeadline},
 	{name: "Durability", needs: caps(sdk.CapWrite), run: checkDurability},
@@ -55,7 +56,7 @@ var checks = []check{
 
 // knownCapabilities is every capability protocol v1 defines.
 var knownCapabilities = []sdk.Capability{
-	sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger,
+	sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger, sdk.CapArchive,
 }
 
 func caps(cs ...sdk.Capability) []sdk.Capability { return cs }

@@ -123,6 +123,7 @@ func checkUndeclared(ctx context.Context, e *env) error {
 		sdk.CapLedger: func() error {
 			return e.p.WriteLedger(ctx, []sdk.LedgerEntry{{Realm: realmA, Identity: "alice", RecordID: "conformance-id", Surface: "turn", At: time.Now()}})
 		},
+		sdk.CapArchive: func() error { _, err := e.p.Export(ctx, realmA, "", 1); return err },
 	}
 	var p problems
 	for _, c := range knownCapabilities {

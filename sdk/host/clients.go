@@ -257,6 +257,32 @@ func (c *providerClient) WriteLedger(ctx context.Context, entries []sdk.LedgerEn
 	return fromStatus(err)
 }
 
+func (c *providerClient) Export(ctx context.Context, realm, after string, limit int) (sdk.ExportPage, error) {
+	if err := c.need(sdk.CapArchive); err != nil {
+		return sdk.ExportPage{}, err
+	}
+	resp, err := c.rpc.Export(ctx, &pb.ExportRequest{Realm: realm, After: after, Limit: int32(limit)})
+	if err != nil {
+		return sdk.ExportPage{}, fromStatus(err)
+	}
+	return sdk.ExportPage{Records: recordsFromPB(resp.Records), Next: resp.Next}, nil
+}
+
+func (c *providerClient) Import(ctx context.Context, realm string, records []sdk.Record) (sdk.ImportResult, error) {
+	if err := c.need(sdk.CapArchive); err != nil {
+		return sdk.ImportResult{}, err
+	}
+	in := make([]*pb.Record, len(records))
+	for i := range records {
+		in[i] = recordToPB(&records[i])
+	}
+	resp, err := c.rpc.Import(ctx, &pb.ImportRequest{Realm: realm, Records: in})
+	if err != nil {
+		return sdk.ImportResult{}, fromStatus(err)
+	}
+	return sdk.ImportResult{Imported: int(resp.Imported), Skipped: int(resp.Skipped)}, nil
+}
+
 type selectorClient struct{ rpc pb.SelectorClient }
 
 func (c *selectorClient) Select(ctx context.Context, req sdk.SelectRequest) (sdk.Selection, error) {

@@ -100,6 +100,18 @@ func recordFromPB(p *pb.Record) sdk.Record {
 	}
 }
 
+// recordToPB encodes a full record; only Import carries one outbound.
+func recordToPB(r *sdk.Record) *pb.Record {
+	return &pb.Record{
+		Id: r.ID, Realm: r.Realm, Scope: string(r.Scope), Kind: string(r.Kind),
+		Title: r.Title, Description: r.Description, Body: r.Body, Tags: r.Tags,
+		Trust: string(r.Trust), Status: string(r.Status), Supersedes: r.Supersedes,
+		CreatedUnixMs: toMillis(r.CreatedAt), UpdatedUnixMs: toMillis(r.UpdatedAt),
+		ExpiresUnixMs: toMillis(r.ExpiresAt), ContentHash: r.ContentHash,
+		UseCount: r.UseCount, LastUsedUnixMs: toMillis(r.LastUsedAt),
+	}
+}
+
 func recordsFromPB(ps []*pb.Record) []sdk.Record {
 	out := make([]sdk.Record, len(ps))
 	for i, p := range ps {

@@ -21,12 +21,13 @@ type FullProvider interface {
 	sdk.Superseder
 	sdk.UsageMarker
 	sdk.LedgerWriter
+	sdk.Archiver
 	Capabilities() sdk.Capabilities
 }
 
 // narrowOrder gives each capability its bit in narrowers' index.
 var narrowOrder = [...]sdk.Capability{
-	sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger,
+	sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger, sdk.CapArchive,
 }
 
 // Narrow answers full as a value that implements sdk.Provider and exactly
@@ -61,6 +62,7 @@ type (
 	capSupersede struct{ full FullProvider }
 	capUsage     struct{ full FullProvider }
 	capLedger    struct{ full FullProvider }
+	capArchive   struct{ full FullProvider }
 )
 
 func (c capWrite) Remember(ctx context.Context, realm string, records []sdk.Record) ([]string, error) {
@@ -83,4 +85,10 @@ func (c capUsage) MarkUsed(ctx context.Context, realm string, ids []string, at t
 }
 func (c capLedger) WriteLedger(ctx context.Context, entries []sdk.LedgerEntry) error {
 	return c.full.WriteLedger(ctx, entries)
+}
+func (c capArchive) Export(ctx context.Context, realm, after string, limit int) (sdk.ExportPage, error) {
+	return c.full.Export(ctx, realm, after, limit)
+}
+func (c capArchive) Import(ctx context.Context, realm string, records []sdk.Record) (sdk.ImportResult, error) {
+	return c.full.Import(ctx, realm, records)
 }

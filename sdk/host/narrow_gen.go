@@ -964,7 +964,1095 @@ type narrow127 struct {
 	capLedger
 }
 
-var narrowers = [128]func(FullProvider) sdk.Provider{
+type narrow128 struct {
+	narrowBase
+	capArchive
+}
+
+type narrow129 struct {
+	narrowBase
+	capWrite
+	capArchive
+}
+
+type narrow130 struct {
+	narrowBase
+	capFetch
+	capArchive
+}
+
+type narrow131 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capArchive
+}
+
+type narrow132 struct {
+	narrowBase
+	capForget
+	capArchive
+}
+
+type narrow133 struct {
+	narrowBase
+	capWrite
+	capForget
+	capArchive
+}
+
+type narrow134 struct {
+	narrowBase
+	capFetch
+	capForget
+	capArchive
+}
+
+type narrow135 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capArchive
+}
+
+type narrow136 struct {
+	narrowBase
+	capManifest
+	capArchive
+}
+
+type narrow137 struct {
+	narrowBase
+	capWrite
+	capManifest
+	capArchive
+}
+
+type narrow138 struct {
+	narrowBase
+	capFetch
+	capManifest
+	capArchive
+}
+
+type narrow139 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capManifest
+	capArchive
+}
+
+type narrow140 struct {
+	narrowBase
+	capForget
+	capManifest
+	capArchive
+}
+
+type narrow141 struct {
+	narrowBase
+	capWrite
+	capForget
+	capManifest
+	capArchive
+}
+
+type narrow142 struct {
+	narrowBase
+	capFetch
+	capForget
+	capManifest
+	capArchive
+}
+
+type narrow143 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capManifest
+	capArchive
+}
+
+type narrow144 struct {
+	narrowBase
+	capSupersede
+	capArchive
+}
+
+type narrow145 struct {
+	narrowBase
+	capWrite
+	capSupersede
+	capArchive
+}
+
+type narrow146 struct {
+	narrowBase
+	capFetch
+	capSupersede
+	capArchive
+}
+
+type narrow147 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capSupersede
+	capArchive
+}
+
+type narrow148 struct {
+	narrowBase
+	capForget
+	capSupersede
+	capArchive
+}
+
+type narrow149 struct {
+	narrowBase
+	capWrite
+	capForget
+	capSupersede
+	capArchive
+}
+
+type narrow150 struct {
+	narrowBase
+	capFetch
+	capForget
+	capSupersede
+	capArchive
+}
+
+type narrow151 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capSupersede
+	capArchive
+}
+
+type narrow152 struct {
+	narrowBase
+	capManifest
+	capSupersede
+	capArchive
+}
+
+type narrow153 struct {
+	narrowBase
+	capWrite
+	capManifest
+	capSupersede
+	capArchive
+}
+
+type narrow154 struct {
+	narrowBase
+	capFetch
+	capManifest
+	capSupersede
+	capArchive
+}
+
+type narrow155 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capManifest
+	capSupersede
+	capArchive
+}
+
+type narrow156 struct {
+	narrowBase
+	capForget
+	capManifest
+	capSupersede
+	capArchive
+}
+
+type narrow157 struct {
+	narrowBase
+	capWrite
+	capForget
+	capManifest
+	capSupersede
+	capArchive
+}
+
+type narrow158 struct {
+	narrowBase
+	capFetch
+	capForget
+	capManifest
+	capSupersede
+	capArchive
+}
+
+type narrow159 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capManifest
+	capSupersede
+	capArchive
+}
+
+type narrow160 struct {
+	narrowBase
+	capUsage
+	capArchive
+}
+
+type narrow161 struct {
+	narrowBase
+	capWrite
+	capUsage
+	capArchive
+}
+
+type narrow162 struct {
+	narrowBase
+	capFetch
+	capUsage
+	capArchive
+}
+
+type narrow163 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capUsage
+	capArchive
+}
+
+type narrow164 struct {
+	narrowBase
+	capForget
+	capUsage
+	capArchive
+}
+
+type narrow165 struct {
+	narrowBase
+	capWrite
+	capForget
+	capUsage
+	capArchive
+}
+
+type narrow166 struct {
+	narrowBase
+	capFetch
+	capForget
+	capUsage
+	capArchive
+}
+
+type narrow167 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capUsage
+	capArchive
+}
+
+type narrow168 struct {
+	narrowBase
+	capManifest
+	capUsage
+	capArchive
+}
+
+type narrow169 struct {
+	narrowBase
+	capWrite
+	capManifest
+	capUsage
+	capArchive
+}
+
+type narrow170 struct {
+	narrowBase
+	capFetch
+	capManifest
+	capUsage
+	capArchive
+}
+
+type narrow171 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capManifest
+	capUsage
+	capArchive
+}
+
+type narrow172 struct {
+	narrowBase
+	capForget
+	capManifest
+	capUsage
+	capArchive
+}
+
+type narrow173 struct {
+	narrowBase
+	capWrite
+	capForget
+	capManifest
+	capUsage
+	capArchive
+}
+
+type narrow174 struct {
+	narrowBase
+	capFetch
+	capForget
+	capManifest
+	capUsage
+	capArchive
+}
+
+type narrow175 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capManifest
+	capUsage
+	capArchive
+}
+
+type narrow176 struct {
+	narrowBase
+	capSupersede
+	capUsage
+	capArchive
+}
+
+type narrow177 struct {
+	narrowBase
+	capWrite
+	capSupersede
+	capUsage
+	capArchive
+}
+
+type narrow178 struct {
+	narrowBase
+	capFetch
+	capSupersede
+	capUsage
+	capArchive
+}
+
+type narrow179 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capSupersede
+	capUsage
+	capArchive
+}
+
+type narrow180 struct {
+	narrowBase
+	capForget
+	capSupersede
+	capUsage
+	capArchive
+}
+
+type narrow181 struct {
+	narrowBase
+	capWrite
+	capForget
+	capSupersede
+	capUsage
+	capArchive
+}
+
+type narrow182 struct {
+	narrowBase
+	capFetch
+	capForget
+	capSupersede
+	capUsage
+	capArchive
+}
+
+type narrow183 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capSupersede
+	capUsage
+	capArchive
+}
+
+type narrow184 struct {
+	narrowBase
+	capManifest
+	capSupersede
+	capUsage
+	capArchive
+}
+
+type narrow185 struct {
+	narrowBase
+	capWrite
+	capManifest
+	capSupersede
+	capUsage
+	capArchive
+}
+
+type narrow186 struct {
+	narrowBase
+	capFetch
+	capManifest
+	capSupersede
+	capUsage
+	capArchive
+}
+
+type narrow187 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capManifest
+	capSupersede
+	capUsage
+	capArchive
+}
+
+type narrow188 struct {
+	narrowBase
+	capForget
+	capManifest
+	capSupersede
+	capUsage
+	capArchive
+}
+
+type narrow189 struct {
+	narrowBase
+	capWrite
+	capForget
+	capManifest
+	capSupersede
+	capUsage
+	capArchive
+}
+
+type narrow190 struct {
+	narrowBase
+	capFetch
+	capForget
+	capManifest
+	capSupersede
+	capUsage
+	capArchive
+}
+
+type narrow191 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capManifest
+	capSupersede
+	capUsage
+	capArchive
+}
+
+type narrow192 struct {
+	narrowBase
+	capLedger
+	capArchive
+}
+
+type narrow193 struct {
+	narrowBase
+	capWrite
+	capLedger
+	capArchive
+}
+
+type narrow194 struct {
+	narrowBase
+	capFetch
+	capLedger
+	capArchive
+}
+
+type narrow195 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capLedger
+	capArchive
+}
+
+type narrow196 struct {
+	narrowBase
+	capForget
+	capLedger
+	capArchive
+}
+
+type narrow197 struct {
+	narrowBase
+	capWrite
+	capForget
+	capLedger
+	capArchive
+}
+
+type narrow198 struct {
+	narrowBase
+	capFetch
+	capForget
+	capLedger
+	capArchive
+}
+
+type narrow199 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capLedger
+	capArchive
+}
+
+type narrow200 struct {
+	narrowBase
+	capManifest
+	capLedger
+	capArchive
+}
+
+type narrow201 struct {
+	narrowBase
+	capWrite
+	capManifest
+	capLedger
+	capArchive
+}
+
+type narrow202 struct {
+	narrowBase
+	capFetch
+	capManifest
+	capLedger
+	capArchive
+}
+
+type narrow203 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capManifest
+	capLedger
+	capArchive
+}
+
+type narrow204 struct {
+	narrowBase
+	capForget
+	capManifest
+	capLedger
+	capArchive
+}
+
+type narrow205 struct {
+	narrowBase
+	capWrite
+	capForget
+	capManifest
+	capLedger
+	capArchive
+}
+
+type narrow206 struct {
+	narrowBase
+	capFetch
+	capForget
+	capManifest
+	capLedger
+	capArchive
+}
+
+type narrow207 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capManifest
+	capLedger
+	capArchive
+}
+
+type narrow208 struct {
+	narrowBase
+	capSupersede
+	capLedger
+	capArchive
+}
+
+type narrow209 struct {
+	narrowBase
+	capWrite
+	capSupersede
+	capLedger
+	capArchive
+}
+
+type narrow210 struct {
+	narrowBase
+	capFetch
+	capSupersede
+	capLedger
+	capArchive
+}
+
+type narrow211 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capSupersede
+	capLedger
+	capArchive
+}
+
+type narrow212 struct {
+	narrowBase
+	capForget
+	capSupersede
+	capLedger
+	capArchive
+}
+
+type narrow213 struct {
+	narrowBase
+	capWrite
+	capForget
+	capSupersede
+	capLedger
+	capArchive
+}
+
+type narrow214 struct {
+	narrowBase
+	capFetch
+	capForget
+	capSupersede
+	capLedger
+	capArchive
+}
+
+type narrow215 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capSupersede
+	capLedger
+	capArchive
+}
+
+type narrow216 struct {
+	narrowBase
+	capManifest
+	capSupersede
+	capLedger
+	capArchive
+}
+
+type narrow217 struct {
+	narrowBase
+	capWrite
+	capManifest
+	capSupersede
+	capLedger
+	capArchive
+}
+
+type narrow218 struct {
+	narrowBase
+	capFetch
+	capManifest
+	capSupersede
+	capLedger
+	capArchive
+}
+
+type narrow219 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capManifest
+	capSupersede
+	capLedger
+	capArchive
+}
+
+type narrow220 struct {
+	narrowBase
+	capForget
+	capManifest
+	capSupersede
+	capLedger
+	capArchive
+}
+
+type narrow221 struct {
+	narrowBase
+	capWrite
+	capForget
+	capManifest
+	capSupersede
+	capLedger
+	capArchive
+}
+
+type narrow222 struct {
+	narrowBase
+	capFetch
+	capForget
+	capManifest
+	capSupersede
+	capLedger
+	capArchive
+}
+
+type narrow223 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capManifest
+	capSupersede
+	capLedger
+	capArchive
+}
+
+type narrow224 struct {
+	narrowBase
+	capUsage
+	capLedger
+	capArchive
+}
+
+type narrow225 struct {
+	narrowBase
+	capWrite
+	capUsage
+	capLedger
+	capArchive
+}
+
+type narrow226 struct {
+	narrowBase
+	capFetch
+	capUsage
+	capLedger
+	capArchive
+}
+
+type narrow227 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capUsage
+	capLedger
+	capArchive
+}
+
+type narrow228 struct {
+	narrowBase
+	capForget
+	capUsage
+	capLedger
+	capArchive
+}
+
+type narrow229 struct {
+	narrowBase
+	capWrite
+	capForget
+	capUsage
+	capLedger
+	capArchive
+}
+
+type narrow230 struct {
+	narrowBase
+	capFetch
+	capForget
+	capUsage
+	capLedger
+	capArchive
+}
+
+type narrow231 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capUsage
+	capLedger
+	capArchive
+}
+
+type narrow232 struct {
+	narrowBase
+	capManifest
+	capUsage
+	capLedger
+	capArchive
+}
+
+type narrow233 struct {
+	narrowBase
+	capWrite
+	capManifest
+	capUsage
+	capLedger
+	capArchive
+}
+
+type narrow234 struct {
+	narrowBase
+	capFetch
+	capManifest
+	capUsage
+	capLedger
+	capArchive
+}
+
+type narrow235 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capManifest
+	capUsage
+	capLedger
+	capArchive
+}
+
+type narrow236 struct {
+	narrowBase
+	capForget
+	capManifest
+	capUsage
+	capLedger
+	capArchive
+}
+
+type narrow237 struct {
+	narrowBase
+	capWrite
+	capForget
+	capManifest
+	capUsage
+	capLedger
+	capArchive
+}
+
+type narrow238 struct {
+	narrowBase
+	capFetch
+	capForget
+	capManifest
+	capUsage
+	capLedger
+	capArchive
+}
+
+type narrow239 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capManifest
+	capUsage
+	capLedger
+	capArchive
+}
+
+type narrow240 struct {
+	narrowBase
+	capSupersede
+	capUsage
+	capLedger
+	capArchive
+}
+
+type narrow241 struct {
+	narrowBase
+	capWrite
+	capSupersede
+	capUsage
+	capLedger
+	capArchive
+}
+
+type narrow242 struct {
+	narrowBase
+	capFetch
+	capSupersede
+	capUsage
+	capLedger
+	capArchive
+}
+
+type narrow243 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capSupersede
+	capUsage
+	capLedger
+	capArchive
+}
+
+type narrow244 struct {
+	narrowBase
+	capForget
+	capSupersede
+	capUsage
+	capLedger
+	capArchive
+}
+
+type narrow245 struct {
+	narrowBase
+	capWrite
+	capForget
+	capSupersede
+	capUsage
+	capLedger
+	capArchive
+}
+
+type narrow246 struct {
+	narrowBase
+	capFetch
+	capForget
+	capSupersede
+	capUsage
+	capLedger
+	capArchive
+}
+
+type narrow247 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capSupersede
+	capUsage
+	capLedger
+	capArchive
+}
+
+type narrow248 struct {
+	narrowBase
+	capManifest
+	capSupersede
+	capUsage
+	capLedger
+	capArchive
+}
+
+type narrow249 struct {
+	narrowBase
+	capWrite
+	capManifest
+	capSupersede
+	capUsage
+	capLedger
+	capArchive
+}
+
+type narrow250 struct {
+	narrowBase
+	capFetch
+	capManifest
+	capSupersede
+	capUsage
+	capLedger
+	capArchive
+}
+
+type narrow251 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capManifest
+	capSupersede
+	capUsage
+	capLedger
+	capArchive
+}
+
+type narrow252 struct {
+	narrowBase
+	capForget
+	capManifest
+	capSupersede
+	capUsage
+	capLedger
+	capArchive
+}
+
+type narrow253 struct {
+	narrowBase
+	capWrite
+	capForget
+	capManifest
+	capSupersede
+	capUsage
+	capLedger
+	capArchive
+}
+
+type narrow254 struct {
+	narrowBase
+	capFetch
+	capForget
+	capManifest
+	capSupersede
+	capUsage
+	capLedger
+	capArchive
+}
+
+type narrow255 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capManifest
+	capSupersede
+	capUsage
+	capLedger
+	capArchive
+}
+
+var narrowers = [256]func(FullProvider) sdk.Provider{
 	func(f FullProvider) sdk.Provider { return narrow0{narrowBase{f}} },
 	func(f FullProvider) sdk.Provider { return narrow1{narrowBase{f}, capWrite{f}} },
 	func(f FullProvider) sdk.Provider { return narrow2{narrowBase{f}, capFetch{f}} },
@@ -1290,5 +2378,373 @@ var narrowers = [128]func(FullProvider) sdk.Provider{
 	},
 	func(f FullProvider) sdk.Provider {
 		return narrow127{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capLedger{f}}
+	},
+	func(f FullProvider) sdk.Provider { return narrow128{narrowBase{f}, capArchive{f}} },
+	func(f FullProvider) sdk.Provider { return narrow129{narrowBase{f}, capWrite{f}, capArchive{f}} },
+	func(f FullProvider) sdk.Provider { return narrow130{narrowBase{f}, capFetch{f}, capArchive{f}} },
+	func(f FullProvider) sdk.Provider {
+		return narrow131{narrowBase{f}, capWrite{f}, capFetch{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider { return narrow132{narrowBase{f}, capForget{f}, capArchive{f}} },
+	func(f FullProvider) sdk.Provider {
+		return narrow133{narrowBase{f}, capWrite{f}, capForget{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow134{narrowBase{f}, capFetch{f}, capForget{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow135{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider { return narrow136{narrowBase{f}, capManifest{f}, capArchive{f}} },
+	func(f FullProvider) sdk.Provider {
+		return narrow137{narrowBase{f}, capWrite{f}, capManifest{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow138{narrowBase{f}, capFetch{f}, capManifest{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow139{narrowBase{f}, capWrite{f}, capFetch{f}, capManifest{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow140{narrowBase{f}, capForget{f}, capManifest{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow141{narrowBase{f}, capWrite{f}, capForget{f}, capManifest{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow142{narrowBase{f}, capFetch{f}, capForget{f}, capManifest{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow143{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capManifest{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider { return narrow144{narrowBase{f}, capSupersede{f}, capArchive{f}} },
+	func(f FullProvider) sdk.Provider {
+		return narrow145{narrowBase{f}, capWrite{f}, capSupersede{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow146{narrowBase{f}, capFetch{f}, capSupersede{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow147{narrowBase{f}, capWrite{f}, capFetch{f}, capSupersede{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow148{narrowBase{f}, capForget{f}, capSupersede{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow149{narrowBase{f}, capWrite{f}, capForget{f}, capSupersede{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow150{narrowBase{f}, capFetch{f}, capForget{f}, capSupersede{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow151{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capSupersede{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow152{narrowBase{f}, capManifest{f}, capSupersede{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow153{narrowBase{f}, capWrite{f}, capManifest{f}, capSupersede{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow154{narrowBase{f}, capFetch{f}, capManifest{f}, capSupersede{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow155{narrowBase{f}, capWrite{f}, capFetch{f}, capManifest{f}, capSupersede{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow156{narrowBase{f}, capForget{f}, capManifest{f}, capSupersede{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow157{narrowBase{f}, capWrite{f}, capForget{f}, capManifest{f}, capSupersede{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow158{narrowBase{f}, capFetch{f}, capForget{f}, capManifest{f}, capSupersede{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow159{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capManifest{f}, capSupersede{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider { return narrow160{narrowBase{f}, capUsage{f}, capArchive{f}} },
+	func(f FullProvider) sdk.Provider {
+		return narrow161{narrowBase{f}, capWrite{f}, capUsage{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow162{narrowBase{f}, capFetch{f}, capUsage{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow163{narrowBase{f}, capWrite{f}, capFetch{f}, capUsage{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow164{narrowBase{f}, capForget{f}, capUsage{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow165{narrowBase{f}, capWrite{f}, capForget{f}, capUsage{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow166{narrowBase{f}, capFetch{f}, capForget{f}, capUsage{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow167{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capUsage{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow168{narrowBase{f}, capManifest{f}, capUsage{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow169{narrowBase{f}, capWrite{f}, capManifest{f}, capUsage{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow170{narrowBase{f}, capFetch{f}, capManifest{f}, capUsage{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow171{narrowBase{f}, capWrite{f}, capFetch{f}, capManifest{f}, capUsage{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow172{narrowBase{f}, capForget{f}, capManifest{f}, capUsage{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow173{narrowBase{f}, capWrite{f}, capForget{f}, capManifest{f}, capUsage{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow174{narrowBase{f}, capFetch{f}, capForget{f}, capManifest{f}, capUsage{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow175{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capManifest{f}, capUsage{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow176{narrowBase{f}, capSupersede{f}, capUsage{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow177{narrowBase{f}, capWrite{f}, capSupersede{f}, capUsage{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow178{narrowBase{f}, capFetch{f}, capSupersede{f}, capUsage{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow179{narrowBase{f}, capWrite{f}, capFetch{f}, capSupersede{f}, capUsage{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow180{narrowBase{f}, capForget{f}, capSupersede{f}, capUsage{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow181{narrowBase{f}, capWrite{f}, capForget{f}, capSupersede{f}, capUsage{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow182{narrowBase{f}, capFetch{f}, capForget{f}, capSupersede{f}, capUsage{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow183{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capSupersede{f}, capUsage{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow184{narrowBase{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow185{narrowBase{f}, capWrite{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow186{narrowBase{f}, capFetch{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow187{narrowBase{f}, capWrite{f}, capFetch{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow188{narrowBase{f}, capForget{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow189{narrowBase{f}, capWrite{f}, capForget{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow190{narrowBase{f}, capFetch{f}, capForget{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow191{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider { return narrow192{narrowBase{f}, capLedger{f}, capArchive{f}} },
+	func(f FullProvider) sdk.Provider {
+		return narrow193{narrowBase{f}, capWrite{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow194{narrowBase{f}, capFetch{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow195{narrowBase{f}, capWrite{f}, capFetch{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow196{narrowBase{f}, capForget{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow197{narrowBase{f}, capWrite{f}, capForget{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow198{narrowBase{f}, capFetch{f}, capForget{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow199{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow200{narrowBase{f}, capManifest{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow201{narrowBase{f}, capWrite{f}, capManifest{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow202{narrowBase{f}, capFetch{f}, capManifest{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow203{narrowBase{f}, capWrite{f}, capFetch{f}, capManifest{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow204{narrowBase{f}, capForget{f}, capManifest{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow205{narrowBase{f}, capWrite{f}, capForget{f}, capManifest{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow206{narrowBase{f}, capFetch{f}, capForget{f}, capManifest{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow207{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capManifest{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow208{narrowBase{f}, capSupersede{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow209{narrowBase{f}, capWrite{f}, capSupersede{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow210{narrowBase{f}, capFetch{f}, capSupersede{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow211{narrowBase{f}, capWrite{f}, capFetch{f}, capSupersede{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow212{narrowBase{f}, capForget{f}, capSupersede{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow213{narrowBase{f}, capWrite{f}, capForget{f}, capSupersede{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow214{narrowBase{f}, capFetch{f}, capForget{f}, capSupersede{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow215{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capSupersede{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow216{narrowBase{f}, capManifest{f}, capSupersede{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow217{narrowBase{f}, capWrite{f}, capManifest{f}, capSupersede{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow218{narrowBase{f}, capFetch{f}, capManifest{f}, capSupersede{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow219{narrowBase{f}, capWrite{f}, capFetch{f}, capManifest{f}, capSupersede{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow220{narrowBase{f}, capForget{f}, capManifest{f}, capSupersede{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow221{narrowBase{f}, capWrite{f}, capForget{f}, capManifest{f}, capSupersede{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow222{narrowBase{f}, capFetch{f}, capForget{f}, capManifest{f}, capSupersede{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow223{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capManifest{f}, capSupersede{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow224{narrowBase{f}, capUsage{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow225{narrowBase{f}, capWrite{f}, capUsage{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow226{narrowBase{f}, capFetch{f}, capUsage{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow227{narrowBase{f}, capWrite{f}, capFetch{f}, capUsage{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow228{narrowBase{f}, capForget{f}, capUsage{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow229{narrowBase{f}, capWrite{f}, capForget{f}, capUsage{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow230{narrowBase{f}, capFetch{f}, capForget{f}, capUsage{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow231{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capUsage{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow232{narrowBase{f}, capManifest{f}, capUsage{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow233{narrowBase{f}, capWrite{f}, capManifest{f}, capUsage{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow234{narrowBase{f}, capFetch{f}, capManifest{f}, capUsage{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow235{narrowBase{f}, capWrite{f}, capFetch{f}, capManifest{f}, capUsage{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow236{narrowBase{f}, capForget{f}, capManifest{f}, capUsage{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow237{narrowBase{f}, capWrite{f}, capForget{f}, capManifest{f}, capUsage{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow238{narrowBase{f}, capFetch{f}, capForget{f}, capManifest{f}, capUsage{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow239{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capManifest{f}, capUsage{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow240{narrowBase{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow241{narrowBase{f}, capWrite{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow242{narrowBase{f}, capFetch{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow243{narrowBase{f}, capWrite{f}, capFetch{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow244{narrowBase{f}, capForget{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow245{narrowBase{f}, capWrite{f}, capForget{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow246{narrowBase{f}, capFetch{f}, capForget{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow247{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow248{narrowBase{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow249{narrowBase{f}, capWrite{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow250{narrowBase{f}, capFetch{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow251{narrowBase{f}, capWrite{f}, capFetch{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow252{narrowBase{f}, capForget{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow253{narrowBase{f}, capWrite{f}, capForget{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow254{narrowBase{f}, capFetch{f}, capForget{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow255{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}}
 	},
 }

@@ -13,7 +13,7 @@ import (
 
 var updateNarrow = flag.Bool("update-narrow", false, "rewrite narrow_gen.go")
 
-var narrowTypes = [...]string{"capWrite", "capFetch", "capForget", "capManifest", "capSupersede", "capUsage", "capLedger"}
+var narrowTypes = [...]string{"capWrite", "capFetch", "capForget", "capManifest", "capSupersede", "capUsage", "capLedger", "capArchive"}
 
 func generateNarrow() []byte {
 	var b bytes.Buffer
@@ -78,6 +78,7 @@ func TestNarrowIsTruthful(t *testing.T) {
 		_, impl[sdk.CapManifest] = v.(sdk.ManifestLister)
 		_, impl[sdk.CapSupersede] = v.(sdk.Superseder)
 		_, impl[sdk.CapUsage] = v.(sdk.UsageMarker)
+		_, impl[sdk.CapArchive] = v.(sdk.Archiver)
 		_, impl[sdk.CapLedger] = v.(sdk.LedgerWriter)
 		for _, c := range all {
 			if impl[c] != caps.Has(c) {

@@ -1764,6 +1764,225 @@ func (*WriteLedgerResponse) Descriptor() ([]byte, []int) {
 	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{25}
 }
 
+type ExportRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Realm string                 `protobuf:"bytes,1,opt,name=realm,proto3" json:"realm,omitempty"`
+	// The page starts after this id; empty starts at the beginning.
+	After string `protobuf:"bytes,2,opt,name=after,proto3" json:"after,omitempty"`
+	// At most this many records (1-1000; 0 means 1000).
+	Limit         int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportRequest) Reset() {
+	*x = ExportRequest{}
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportRequest) ProtoMessage() {}
+
+func (x *ExportRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportRequest.ProtoReflect.Descriptor instead.
+func (*ExportRequest) Descriptor() ([]byte, []int) {
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ExportRequest) GetRealm() string {
+	if x != nil {
+		return x.Realm
+	}
+	return ""
+}
+
+func (x *ExportRequest) GetAfter() string {
+	if x != nil {
+		return x.After
+	}
+	return ""
+}
+
+func (x *ExportRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type ExportResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Records []*Record              `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	// The cursor for the next page; empty when this page is the last.
+	Next          string `protobuf:"bytes,2,opt,name=next,proto3" json:"next,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportResponse) Reset() {
+	*x = ExportResponse{}
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportResponse) ProtoMessage() {}
+
+func (x *ExportResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportResponse.ProtoReflect.Descriptor instead.
+func (*ExportResponse) Descriptor() ([]byte, []int) {
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ExportResponse) GetRecords() []*Record {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+func (x *ExportResponse) GetNext() string {
+	if x != nil {
+		return x.Next
+	}
+	return ""
+}
+
+type ImportRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Realm         string                 `protobuf:"bytes,1,opt,name=realm,proto3" json:"realm,omitempty"`
+	Records       []*Record              `protobuf:"bytes,2,rep,name=records,proto3" json:"records,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportRequest) Reset() {
+	*x = ImportRequest{}
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportRequest) ProtoMessage() {}
+
+func (x *ImportRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportRequest.ProtoReflect.Descriptor instead.
+func (*ImportRequest) Descriptor() ([]byte, []int) {
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *ImportRequest) GetRealm() string {
+	if x != nil {
+		return x.Realm
+	}
+	return ""
+}
+
+func (x *ImportRequest) GetRecords() []*Record {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+type ImportResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Imported      int32                  `protobuf:"varint,1,opt,name=imported,proto3" json:"imported,omitempty"`
+	Skipped       int32                  `protobuf:"varint,2,opt,name=skipped,proto3" json:"skipped,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportResponse) Reset() {
+	*x = ImportResponse{}
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportResponse) ProtoMessage() {}
+
+func (x *ImportResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportResponse.ProtoReflect.Descriptor instead.
+func (*ImportResponse) Descriptor() ([]byte, []int) {
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ImportResponse) GetImported() int32 {
+	if x != nil {
+		return x.Imported
+	}
+	return 0
+}
+
+func (x *ImportResponse) GetSkipped() int32 {
+	if x != nil {
+		return x.Skipped
+	}
+	return 0
+}
+
 type SelectRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Set on the first message only.
@@ -1775,7 +1994,7 @@ type SelectRequest struct {
 
 func (x *SelectRequest) Reset() {
 	*x = SelectRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[26]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1787,7 +2006,7 @@ func (x *SelectRequest) String() string {
 func (*SelectRequest) ProtoMessage() {}
 
 func (x *SelectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[26]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1800,7 +2019,7 @@ func (x *SelectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelectRequest.ProtoReflect.Descriptor instead.
 func (*SelectRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{26}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SelectRequest) GetHeader() *SelectHeader {
@@ -1830,7 +2049,7 @@ type SelectHeader struct {
 
 func (x *SelectHeader) Reset() {
 	*x = SelectHeader{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[27]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1842,7 +2061,7 @@ func (x *SelectHeader) String() string {
 func (*SelectHeader) ProtoMessage() {}
 
 func (x *SelectHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[27]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1855,7 +2074,7 @@ func (x *SelectHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelectHeader.ProtoReflect.Descriptor instead.
 func (*SelectHeader) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{27}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SelectHeader) GetRealm() string {
@@ -1903,7 +2122,7 @@ type SelectResponse struct {
 
 func (x *SelectResponse) Reset() {
 	*x = SelectResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[28]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1915,7 +2134,7 @@ func (x *SelectResponse) String() string {
 func (*SelectResponse) ProtoMessage() {}
 
 func (x *SelectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[28]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1928,7 +2147,7 @@ func (x *SelectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelectResponse.ProtoReflect.Descriptor instead.
 func (*SelectResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{28}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SelectResponse) GetIds() []string {
@@ -1955,7 +2174,7 @@ type Message struct {
 
 func (x *Message) Reset() {
 	*x = Message{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[29]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1967,7 +2186,7 @@ func (x *Message) String() string {
 func (*Message) ProtoMessage() {}
 
 func (x *Message) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[29]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1980,7 +2199,7 @@ func (x *Message) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Message.ProtoReflect.Descriptor instead.
 func (*Message) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{29}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Message) GetRole() string {
@@ -2013,7 +2232,7 @@ type CompactRequest struct {
 
 func (x *CompactRequest) Reset() {
 	*x = CompactRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[30]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2025,7 +2244,7 @@ func (x *CompactRequest) String() string {
 func (*CompactRequest) ProtoMessage() {}
 
 func (x *CompactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[30]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2038,7 +2257,7 @@ func (x *CompactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactRequest.ProtoReflect.Descriptor instead.
 func (*CompactRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{30}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CompactRequest) GetConversationId() string {
@@ -2085,7 +2304,7 @@ type CompactResponse struct {
 
 func (x *CompactResponse) Reset() {
 	*x = CompactResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[31]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2097,7 +2316,7 @@ func (x *CompactResponse) String() string {
 func (*CompactResponse) ProtoMessage() {}
 
 func (x *CompactResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[31]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2110,7 +2329,7 @@ func (x *CompactResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactResponse.ProtoReflect.Descriptor instead.
 func (*CompactResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{31}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CompactResponse) GetArtifact() *Message {
@@ -2130,7 +2349,7 @@ type ResolveOperatorRequest struct {
 
 func (x *ResolveOperatorRequest) Reset() {
 	*x = ResolveOperatorRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[32]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2142,7 +2361,7 @@ func (x *ResolveOperatorRequest) String() string {
 func (*ResolveOperatorRequest) ProtoMessage() {}
 
 func (x *ResolveOperatorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[32]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2155,7 +2374,7 @@ func (x *ResolveOperatorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveOperatorRequest.ProtoReflect.Descriptor instead.
 func (*ResolveOperatorRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{32}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ResolveOperatorRequest) GetRealm() string {
@@ -2182,7 +2401,7 @@ type ResolveOperatorResponse struct {
 
 func (x *ResolveOperatorResponse) Reset() {
 	*x = ResolveOperatorResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[33]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2194,7 +2413,7 @@ func (x *ResolveOperatorResponse) String() string {
 func (*ResolveOperatorResponse) ProtoMessage() {}
 
 func (x *ResolveOperatorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[33]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2207,7 +2426,7 @@ func (x *ResolveOperatorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveOperatorResponse.ProtoReflect.Descriptor instead.
 func (*ResolveOperatorResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{33}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ResolveOperatorResponse) GetOperator() string {
@@ -2227,7 +2446,7 @@ type ResolveMobsRequest struct {
 
 func (x *ResolveMobsRequest) Reset() {
 	*x = ResolveMobsRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[34]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2239,7 +2458,7 @@ func (x *ResolveMobsRequest) String() string {
 func (*ResolveMobsRequest) ProtoMessage() {}
 
 func (x *ResolveMobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[34]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2252,7 +2471,7 @@ func (x *ResolveMobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveMobsRequest.ProtoReflect.Descriptor instead.
 func (*ResolveMobsRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{34}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ResolveMobsRequest) GetRealm() string {
@@ -2278,7 +2497,7 @@ type ResolveMobsResponse struct {
 
 func (x *ResolveMobsResponse) Reset() {
 	*x = ResolveMobsResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[35]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2290,7 +2509,7 @@ func (x *ResolveMobsResponse) String() string {
 func (*ResolveMobsResponse) ProtoMessage() {}
 
 func (x *ResolveMobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[35]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2303,7 +2522,7 @@ func (x *ResolveMobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveMobsResponse.ProtoReflect.Descriptor instead.
 func (*ResolveMobsResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{35}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ResolveMobsResponse) GetMobs() []string {
@@ -2436,7 +2655,20 @@ const file_memhost_plugin_v1_plugin_proto_rawDesc = "" +
 	"at_unix_ms\x18\a \x01(\x03R\batUnixMs\"N\n" +
 	"\x12WriteLedgerRequest\x128\n" +
 	"\aentries\x18\x01 \x03(\v2\x1e.memhost.plugin.v1.LedgerEntryR\aentries\"\x15\n" +
-	"\x13WriteLedgerResponse\"|\n" +
+	"\x13WriteLedgerResponse\"Q\n" +
+	"\rExportRequest\x12\x14\n" +
+	"\x05realm\x18\x01 \x01(\tR\x05realm\x12\x14\n" +
+	"\x05after\x18\x02 \x01(\tR\x05after\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\x05R\x05limit\"Y\n" +
+	"\x0eExportResponse\x123\n" +
+	"\arecords\x18\x01 \x03(\v2\x19.memhost.plugin.v1.RecordR\arecords\x12\x12\n" +
+	"\x04next\x18\x02 \x01(\tR\x04next\"Z\n" +
+	"\rImportRequest\x12\x14\n" +
+	"\x05realm\x18\x01 \x01(\tR\x05realm\x123\n" +
+	"\arecords\x18\x02 \x03(\v2\x19.memhost.plugin.v1.RecordR\arecords\"F\n" +
+	"\x0eImportResponse\x12\x1a\n" +
+	"\bimported\x18\x01 \x01(\x05R\bimported\x12\x18\n" +
+	"\askipped\x18\x02 \x01(\x05R\askipped\"|\n" +
 	"\rSelectRequest\x127\n" +
 	"\x06header\x18\x01 \x01(\v2\x1f.memhost.plugin.v1.SelectHeaderR\x06header\x122\n" +
 	"\x04rows\x18\x02 \x03(\v2\x1e.memhost.plugin.v1.ManifestRowR\x04rows\"\x8f\x01\n" +
@@ -2481,7 +2713,7 @@ const file_memhost_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x1aCOVERAGE_NEED_DEEPER_SWEEP\x10\x022\xa9\x01\n" +
 	"\x06Plugin\x12G\n" +
 	"\x04Info\x12\x1e.memhost.plugin.v1.InfoRequest\x1a\x1f.memhost.plugin.v1.InfoResponse\x12V\n" +
-	"\tConfigure\x12#.memhost.plugin.v1.ConfigureRequest\x1a$.memhost.plugin.v1.ConfigureResponse2\xa5\x05\n" +
+	"\tConfigure\x12#.memhost.plugin.v1.ConfigureRequest\x1a$.memhost.plugin.v1.ConfigureResponse2\xc3\x06\n" +
 	"\bProvider\x12M\n" +
 	"\x06Recall\x12 .memhost.plugin.v1.RecallRequest\x1a!.memhost.plugin.v1.RecallResponse\x12S\n" +
 	"\bRemember\x12\".memhost.plugin.v1.RememberRequest\x1a#.memhost.plugin.v1.RememberResponse\x12D\n" +
@@ -2490,7 +2722,9 @@ const file_memhost_plugin_v1_plugin_proto_rawDesc = "" +
 	"\bManifest\x12\".memhost.plugin.v1.ManifestRequest\x1a#.memhost.plugin.v1.ManifestResponse0\x01\x12V\n" +
 	"\tSupersede\x12#.memhost.plugin.v1.SupersedeRequest\x1a$.memhost.plugin.v1.SupersedeResponse\x12S\n" +
 	"\bMarkUsed\x12\".memhost.plugin.v1.MarkUsedRequest\x1a#.memhost.plugin.v1.MarkUsedResponse\x12\\\n" +
-	"\vWriteLedger\x12%.memhost.plugin.v1.WriteLedgerRequest\x1a&.memhost.plugin.v1.WriteLedgerResponse2[\n" +
+	"\vWriteLedger\x12%.memhost.plugin.v1.WriteLedgerRequest\x1a&.memhost.plugin.v1.WriteLedgerResponse\x12M\n" +
+	"\x06Export\x12 .memhost.plugin.v1.ExportRequest\x1a!.memhost.plugin.v1.ExportResponse\x12M\n" +
+	"\x06Import\x12 .memhost.plugin.v1.ImportRequest\x1a!.memhost.plugin.v1.ImportResponse2[\n" +
 	"\bSelector\x12O\n" +
 	"\x06Select\x12 .memhost.plugin.v1.SelectRequest\x1a!.memhost.plugin.v1.SelectResponse(\x012]\n" +
 	"\tCompactor\x12P\n" +
@@ -2513,7 +2747,7 @@ func file_memhost_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_memhost_plugin_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_memhost_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_memhost_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_memhost_plugin_v1_plugin_proto_goTypes = []any{
 	(ManifestTier)(0),               // 0: memhost.plugin.v1.ManifestTier
 	(Coverage)(0),                   // 1: memhost.plugin.v1.Coverage
@@ -2543,16 +2777,20 @@ var file_memhost_plugin_v1_plugin_proto_goTypes = []any{
 	(*LedgerEntry)(nil),             // 25: memhost.plugin.v1.LedgerEntry
 	(*WriteLedgerRequest)(nil),      // 26: memhost.plugin.v1.WriteLedgerRequest
 	(*WriteLedgerResponse)(nil),     // 27: memhost.plugin.v1.WriteLedgerResponse
-	(*SelectRequest)(nil),           // 28: memhost.plugin.v1.SelectRequest
-	(*SelectHeader)(nil),            // 29: memhost.plugin.v1.SelectHeader
-	(*SelectResponse)(nil),          // 30: memhost.plugin.v1.SelectResponse
-	(*Message)(nil),                 // 31: memhost.plugin.v1.Message
-	(*CompactRequest)(nil),          // 32: memhost.plugin.v1.CompactRequest
-	(*CompactResponse)(nil),         // 33: memhost.plugin.v1.CompactResponse
-	(*ResolveOperatorRequest)(nil),  // 34: memhost.plugin.v1.ResolveOperatorRequest
-	(*ResolveOperatorResponse)(nil), // 35: memhost.plugin.v1.ResolveOperatorResponse
-	(*ResolveMobsRequest)(nil),      // 36: memhost.plugin.v1.ResolveMobsRequest
-	(*ResolveMobsResponse)(nil),     // 37: memhost.plugin.v1.ResolveMobsResponse
+	(*ExportRequest)(nil),           // 28: memhost.plugin.v1.ExportRequest
+	(*ExportResponse)(nil),          // 29: memhost.plugin.v1.ExportResponse
+	(*ImportRequest)(nil),           // 30: memhost.plugin.v1.ImportRequest
+	(*ImportResponse)(nil),          // 31: memhost.plugin.v1.ImportResponse
+	(*SelectRequest)(nil),           // 32: memhost.plugin.v1.SelectRequest
+	(*SelectHeader)(nil),            // 33: memhost.plugin.v1.SelectHeader
+	(*SelectResponse)(nil),          // 34: memhost.plugin.v1.SelectResponse
+	(*Message)(nil),                 // 35: memhost.plugin.v1.Message
+	(*CompactRequest)(nil),          // 36: memhost.plugin.v1.CompactRequest
+	(*CompactResponse)(nil),         // 37: memhost.plugin.v1.CompactResponse
+	(*ResolveOperatorRequest)(nil),  // 38: memhost.plugin.v1.ResolveOperatorRequest
+	(*ResolveOperatorResponse)(nil), // 39: memhost.plugin.v1.ResolveOperatorResponse
+	(*ResolveMobsRequest)(nil),      // 40: memhost.plugin.v1.ResolveMobsRequest
+	(*ResolveMobsResponse)(nil),     // 41: memhost.plugin.v1.ResolveMobsResponse
 }
 var file_memhost_plugin_v1_plugin_proto_depIdxs = []int32{
 	5,  // 0: memhost.plugin.v1.ConfigureRequest.host:type_name -> memhost.plugin.v1.HostInfo
@@ -2564,45 +2802,51 @@ var file_memhost_plugin_v1_plugin_proto_depIdxs = []int32{
 	19, // 6: memhost.plugin.v1.ManifestResponse.rows:type_name -> memhost.plugin.v1.ManifestRow
 	8,  // 7: memhost.plugin.v1.SupersedeRequest.replacement:type_name -> memhost.plugin.v1.RecordInput
 	25, // 8: memhost.plugin.v1.WriteLedgerRequest.entries:type_name -> memhost.plugin.v1.LedgerEntry
-	29, // 9: memhost.plugin.v1.SelectRequest.header:type_name -> memhost.plugin.v1.SelectHeader
-	19, // 10: memhost.plugin.v1.SelectRequest.rows:type_name -> memhost.plugin.v1.ManifestRow
-	1,  // 11: memhost.plugin.v1.SelectResponse.coverage:type_name -> memhost.plugin.v1.Coverage
-	31, // 12: memhost.plugin.v1.CompactRequest.evicted:type_name -> memhost.plugin.v1.Message
-	31, // 13: memhost.plugin.v1.CompactRequest.carry_over:type_name -> memhost.plugin.v1.Message
-	31, // 14: memhost.plugin.v1.CompactResponse.artifact:type_name -> memhost.plugin.v1.Message
-	2,  // 15: memhost.plugin.v1.Plugin.Info:input_type -> memhost.plugin.v1.InfoRequest
-	4,  // 16: memhost.plugin.v1.Plugin.Configure:input_type -> memhost.plugin.v1.ConfigureRequest
-	9,  // 17: memhost.plugin.v1.Provider.Recall:input_type -> memhost.plugin.v1.RecallRequest
-	12, // 18: memhost.plugin.v1.Provider.Remember:input_type -> memhost.plugin.v1.RememberRequest
-	14, // 19: memhost.plugin.v1.Provider.Get:input_type -> memhost.plugin.v1.GetRequest
-	16, // 20: memhost.plugin.v1.Provider.Forget:input_type -> memhost.plugin.v1.ForgetRequest
-	18, // 21: memhost.plugin.v1.Provider.Manifest:input_type -> memhost.plugin.v1.ManifestRequest
-	21, // 22: memhost.plugin.v1.Provider.Supersede:input_type -> memhost.plugin.v1.SupersedeRequest
-	23, // 23: memhost.plugin.v1.Provider.MarkUsed:input_type -> memhost.plugin.v1.MarkUsedRequest
-	26, // 24: memhost.plugin.v1.Provider.WriteLedger:input_type -> memhost.plugin.v1.WriteLedgerRequest
-	28, // 25: memhost.plugin.v1.Selector.Select:input_type -> memhost.plugin.v1.SelectRequest
-	32, // 26: memhost.plugin.v1.Compactor.Compact:input_type -> memhost.plugin.v1.CompactRequest
-	34, // 27: memhost.plugin.v1.OperatorResolver.ResolveOperator:input_type -> memhost.plugin.v1.ResolveOperatorRequest
-	36, // 28: memhost.plugin.v1.MobResolver.ResolveMobs:input_type -> memhost.plugin.v1.ResolveMobsRequest
-	3,  // 29: memhost.plugin.v1.Plugin.Info:output_type -> memhost.plugin.v1.InfoResponse
-	6,  // 30: memhost.plugin.v1.Plugin.Configure:output_type -> memhost.plugin.v1.ConfigureResponse
-	11, // 31: memhost.plugin.v1.Provider.Recall:output_type -> memhost.plugin.v1.RecallResponse
-	13, // 32: memhost.plugin.v1.Provider.Remember:output_type -> memhost.plugin.v1.RememberResponse
-	15, // 33: memhost.plugin.v1.Provider.Get:output_type -> memhost.plugin.v1.GetResponse
-	17, // 34: memhost.plugin.v1.Provider.Forget:output_type -> memhost.plugin.v1.ForgetResponse
-	20, // 35: memhost.plugin.v1.Provider.Manifest:output_type -> memhost.plugin.v1.ManifestResponse
-	22, // 36: memhost.plugin.v1.Provider.Supersede:output_type -> memhost.plugin.v1.SupersedeResponse
-	24, // 37: memhost.plugin.v1.Provider.MarkUsed:output_type -> memhost.plugin.v1.MarkUsedResponse
-	27, // 38: memhost.plugin.v1.Provider.WriteLedger:output_type -> memhost.plugin.v1.WriteLedgerResponse
-	30, // 39: memhost.plugin.v1.Selector.Select:output_type -> memhost.plugin.v1.SelectResponse
-	33, // 40: memhost.plugin.v1.Compactor.Compact:output_type -> memhost.plugin.v1.CompactResponse
-	35, // 41: memhost.plugin.v1.OperatorResolver.ResolveOperator:output_type -> memhost.plugin.v1.ResolveOperatorResponse
-	37, // 42: memhost.plugin.v1.MobResolver.ResolveMobs:output_type -> memhost.plugin.v1.ResolveMobsResponse
-	29, // [29:43] is the sub-list for method output_type
-	15, // [15:29] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	7,  // 9: memhost.plugin.v1.ExportResponse.records:type_name -> memhost.plugin.v1.Record
+	7,  // 10: memhost.plugin.v1.ImportRequest.records:type_name -> memhost.plugin.v1.Record
+	33, // 11: memhost.plugin.v1.SelectRequest.header:type_name -> memhost.plugin.v1.SelectHeader
+	19, // 12: memhost.plugin.v1.SelectRequest.rows:type_name -> memhost.plugin.v1.ManifestRow
+	1,  // 13: memhost.plugin.v1.SelectResponse.coverage:type_name -> memhost.plugin.v1.Coverage
+	35, // 14: memhost.plugin.v1.CompactRequest.evicted:type_name -> memhost.plugin.v1.Message
+	35, // 15: memhost.plugin.v1.CompactRequest.carry_over:type_name -> memhost.plugin.v1.Message
+	35, // 16: memhost.plugin.v1.CompactResponse.artifact:type_name -> memhost.plugin.v1.Message
+	2,  // 17: memhost.plugin.v1.Plugin.Info:input_type -> memhost.plugin.v1.InfoRequest
+	4,  // 18: memhost.plugin.v1.Plugin.Configure:input_type -> memhost.plugin.v1.ConfigureRequest
+	9,  // 19: memhost.plugin.v1.Provider.Recall:input_type -> memhost.plugin.v1.RecallRequest
+	12, // 20: memhost.plugin.v1.Provider.Remember:input_type -> memhost.plugin.v1.RememberRequest
+	14, // 21: memhost.plugin.v1.Provider.Get:input_type -> memhost.plugin.v1.GetRequest
+	16, // 22: memhost.plugin.v1.Provider.Forget:input_type -> memhost.plugin.v1.ForgetRequest
+	18, // 23: memhost.plugin.v1.Provider.Manifest:input_type -> memhost.plugin.v1.ManifestRequest
+	21, // 24: memhost.plugin.v1.Provider.Supersede:input_type -> memhost.plugin.v1.SupersedeRequest
+	23, // 25: memhost.plugin.v1.Provider.MarkUsed:input_type -> memhost.plugin.v1.MarkUsedRequest
+	26, // 26: memhost.plugin.v1.Provider.WriteLedger:input_type -> memhost.plugin.v1.WriteLedgerRequest
+	28, // 27: memhost.plugin.v1.Provider.Export:input_type -> memhost.plugin.v1.ExportRequest
+	30, // 28: memhost.plugin.v1.Provider.Import:input_type -> memhost.plugin.v1.ImportRequest
+	32, // 29: memhost.plugin.v1.Selector.Select:input_type -> memhost.plugin.v1.SelectRequest
+	36, // 30: memhost.plugin.v1.Compactor.Compact:input_type -> memhost.plugin.v1.CompactRequest
+	38, // 31: memhost.plugin.v1.OperatorResolver.ResolveOperator:input_type -> memhost.plugin.v1.ResolveOperatorRequest
+	40, // 32: memhost.plugin.v1.MobResolver.ResolveMobs:input_type -> memhost.plugin.v1.ResolveMobsRequest
+	3,  // 33: memhost.plugin.v1.Plugin.Info:output_type -> memhost.plugin.v1.InfoResponse
+	6,  // 34: memhost.plugin.v1.Plugin.Configure:output_type -> memhost.plugin.v1.ConfigureResponse
+	11, // 35: memhost.plugin.v1.Provider.Recall:output_type -> memhost.plugin.v1.RecallResponse
+	13, // 36: memhost.plugin.v1.Provider.Remember:output_type -> memhost.plugin.v1.RememberResponse
+	15, // 37: memhost.plugin.v1.Provider.Get:output_type -> memhost.plugin.v1.GetResponse
+	17, // 38: memhost.plugin.v1.Provider.Forget:output_type -> memhost.plugin.v1.ForgetResponse
+	20, // 39: memhost.plugin.v1.Provider.Manifest:output_type -> memhost.plugin.v1.ManifestResponse
+	22, // 40: memhost.plugin.v1.Provider.Supersede:output_type -> memhost.plugin.v1.SupersedeResponse
+	24, // 41: memhost.plugin.v1.Provider.MarkUsed:output_type -> memhost.plugin.v1.MarkUsedResponse
+	27, // 42: memhost.plugin.v1.Provider.WriteLedger:output_type -> memhost.plugin.v1.WriteLedgerResponse
+	29, // 43: memhost.plugin.v1.Provider.Export:output_type -> memhost.plugin.v1.ExportResponse
+	31, // 44: memhost.plugin.v1.Provider.Import:output_type -> memhost.plugin.v1.ImportResponse
+	34, // 45: memhost.plugin.v1.Selector.Select:output_type -> memhost.plugin.v1.SelectResponse
+	37, // 46: memhost.plugin.v1.Compactor.Compact:output_type -> memhost.plugin.v1.CompactResponse
+	39, // 47: memhost.plugin.v1.OperatorResolver.ResolveOperator:output_type -> memhost.plugin.v1.ResolveOperatorResponse
+	41, // 48: memhost.plugin.v1.MobResolver.ResolveMobs:output_type -> memhost.plugin.v1.ResolveMobsResponse
+	33, // [33:49] is the sub-list for method output_type
+	17, // [17:33] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_memhost_plugin_v1_plugin_proto_init() }
@@ -2616,7 +2860,7 @@ func file_memhost_plugin_v1_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_memhost_plugin_v1_plugin_proto_rawDesc), len(file_memhost_plugin_v1_plugin_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   36,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   6,
 		},

@@ -188,6 +188,8 @@ const (
 	Provider_Supersede_FullMethodName   = "/memhost.plugin.v1.Provider/Supersede"
 	Provider_MarkUsed_FullMethodName    = "/memhost.plugin.v1.Provider/MarkUsed"
 	Provider_WriteLedger_FullMethodName = "/memhost.plugin.v1.Provider/WriteLedger"
+	Provider_Export_FullMethodName      = "/memhost.plugin.v1.Provider/Export"
+	Provider_Import_FullMethodName      = "/memhost.plugin.v1.Provider/Import"
 )
 
 // ProviderClient is the client API for Provider service.
@@ -206,6 +208,13 @@ type ProviderClient interface {
 	Supersede(ctx context.Context, in *SupersedeRequest, opts ...grpc.CallOption) (*SupersedeResponse, error)
 	MarkUsed(ctx context.Context, in *MarkUsedRequest, opts ...grpc.CallOption) (*MarkUsedResponse, error)
 	WriteLedger(ctx context.Context, in *WriteLedgerRequest, opts ...grpc.CallOption) (*WriteLedgerResponse, error)
+	// Capability "archive": every record of a realm, any status, in id
+	// order, one page per call, so a dump is never one unbounded message.
+	Export(ctx context.Context, in *ExportRequest, opts ...grpc.CallOption) (*ExportResponse, error)
+	// Capability "archive": stores full records as exported (ids, times,
+	// status, counters kept); all or nothing; a record already there (same
+	// id, or same scope and content hash) is skipped.
+	Import(ctx context.Context, in *ImportRequest, opts ...grpc.CallOption) (*ImportResponse, error)
 }
 
 type providerClient struct {
@@ -305,6 +314,26 @@ func (c *providerClient) WriteLedger(ctx context.Context, in *WriteLedgerRequest
 	return out, nil
 }
 
+func (c *providerClient) Export(ctx context.Context, in *ExportRequest, opts ...grpc.CallOption) (*ExportResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExportResponse)
+	err := c.cc.Invoke(ctx, Provider_Export_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *providerClient) Import(ctx context.Context, in *ImportRequest, opts ...grpc.CallOption) (*ImportResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ImportResponse)
+	err := c.cc.Invoke(ctx, Provider_Import_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ProviderServer is the server API for Provider service.
 // All implementations must embed UnimplementedProviderServer
 // for forward compatibility.
@@ -321,6 +350,13 @@ type ProviderServer interface {
 	Supersede(context.Context, *SupersedeRequest) (*SupersedeResponse, error)
 	MarkUsed(context.Context, *MarkUsedRequest) (*MarkUsedResponse, error)
 	WriteLedger(context.Context, *WriteLedgerRequest) (*WriteLedgerResponse, error)
+	// Capability "archive": every record of a realm, any status, in id
+	// order, one page per call, so a dump is never one unbounded message.
+	Export(context.Context, *ExportRequest) (*ExportResponse, error)
+	// Capability "archive": stores full records as exported (ids, times,
+	// status, counters kept); all or nothing; a record already there (same
+	// id, or same scope and content hash) is skipped.
+	Import(context.Context, *ImportRequest) (*ImportResponse, error)
 	mustEmbedUnimplementedProviderServer()
 }
 
@@ -354,6 +390,12 @@ func (UnimplementedProviderServer) MarkUsed(context.Context, *MarkUsedRequest) (
 }
 func (UnimplementedProviderServer) WriteLedger(context.Context, *WriteLedgerRequest) (*WriteLedgerResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method WriteLedger not implemented")
+}
+func (UnimplementedProviderServer) Export(context.Context, *ExportRequest) (*ExportResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Export not implemented")
+}
+func (UnimplementedProviderServer) Import(context.Context, *ImportRequest) (*ImportResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Import not implemented")
 }
 func (UnimplementedProviderServer) mustEmbedUnimplementedProviderServer() {}
 func (UnimplementedProviderServer) testEmbeddedByValue()                  {}
@@ -513,6 +555,42 @@ func _Provider_WriteLedger_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Provider_Export_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExportRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProviderServer).Export(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Provider_Export_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProviderServer).Export(ctx, req.(*ExportRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Provider_Import_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ImportRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProviderServer).Import(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Provider_Import_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProviderServer).Import(ctx, req.(*ImportRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Provider_ServiceDesc is the grpc.ServiceDesc for Provider service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -547,6 +625,14 @@ var Provider_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "WriteLedger",
 			Handler:    _Provider_WriteLedger_Handler,
+		},
+		{
+			MethodName: "Export",
+			Handler:    _Provider_Export_Handler,
+		},
+		{
+			MethodName: "Import",
+			Handler:    _Provider_Import_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,105 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// The archive endpoints dump and load a realm's full records (ids, times,
+// status, counters), so they are an application caller's alone: an agent
+// could otherwise forge history or read every identity's records.
+
+type exportRequest struct {
+	Realm string `json:"realm"`
+	After string `json:"after"`
+	Limit int    `json:"limit"`
+}
+
+type exportResponse struct {
+	Records []sdk.Record `json:"records"`
+	Next    string       `json:"next"`
+}
+
+// archiver resolves the realm, requires an application caller and a
+// provider that declares the archive capability.
+func (s *Server) archiver(c caller, realmName string) (string, sdk.Archiver, error) {
+	if err := c.requireApplication("export and import"); err != nil {
+		return "", nil, err
+	}
+	realm, p, err := s.provider(c, realmName)
+	if err != nil {
+		return "", nil, err
+	}
+	a, ok := p.(sdk.Archiver)
+	if !ok || !sdk.Supports(p, sdk.CapArchive) {
+		return "", nil, fmt.Errorf("the provider of realm %q cannot export or import records: %w", realm, sdk.ErrUnsupported)
+	}
+	return realm, a, nil
+}
+
+func (s *Server) handleExport(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
+	var req exportRequest
+	if err := s.decode(w, r, &req); err != nil {
+		return err
+	}
+	realm, a, err := s.archiver(c, req.Realm)
+	if err != nil {
+		return err
+	}
+	if req.Limit < 0 || req.Limit > sdk.MaxExportPage {
+		return badRequest("limit: %d is outside 0..%d", req.Limit, sdk.MaxExportPage)
+	}
+	if req.Limit == 0 {
+		req.Limit = sdk.MaxExportPage
+	}
+	if req.After != "" {
+		if err := sdk.ValidateID(req.After); err != nil {
+			return fmt.Errorf("after: %w", err)
+		}
+	}
+	page, err := a.Export(ctx, realm, req.After, req.Limit)
+	if err != nil {
+		return err
+	}
+	if page.Records == nil {
+		page.Records = []sdk.Record{}
+	}
+	writeJSON(w, http.StatusOK, exportResponse{Records: page.Records, Next: page.Next})
+	return nil
+}
+
+type importRequest struct {
+	Realm   string       `json:"realm"`
+	Records []sdk.Record `json:"records"`
+}
+
+func (s *Server) handleImport(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
+	var req importRequest
+	if err := s.decode(w, r, &req); err != nil {
+		return err
+	}
+	realm, a, err := s.archiver(c, req.Realm)
+	if err != nil {
+		return err
+	}
+	if len(req.Records) > sdk.MaxBatch {
+		return fmt.Errorf("records: %d records, the limit per request is %d: %w", len(req.Records), sdk.MaxBatch, sdk.ErrTooLarge)
+	}
+	// Checked here so a bad batch is refused before any plugin call, with
+	// the index of the offending record.
+	for i := range req.Records {
+		probe := req.Records[i]
+		if err := probe.PrepareImport(realm); err != nil {
+			return fmt.Errorf("records[%d].%w", i, err)
+		}
+	}
+	res, err := a.Import(ctx, realm, req.Records)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}

@@ -1,0 +1,43 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/memhost/memhost/internal/proposal"
+	"github.com/memhost/memhost/sdk"
+)
+
+// ProposalTag marks a pending proposal (see internal/proposal).
+const ProposalTag = proposal.Tag
+
+// proposedMessage tells an agent what became of its write.
+const proposedMessage = "an agent's writes to mob, operator or realm scope are proposals: they are not recalled or injected until an application approves them (POST /v1/records/{id}/approve)"
+
+// propose stores an agent's writes to shared scopes as proposals.
+func (s *Server) propose(ctx context.Context, realm string, p sdk.Provider, records []sdk.Record, w http.ResponseWriter) error {
+	ids, err := proposal.Store(ctx, realm, p, records)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"ids": ids, "status": "proposed", "message": proposedMessage})
+	return nil
+}
+
+// handleApprove turns a proposal into an active record (application
+// callers only).
+func (s *Server) handleApprove(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
+	if err := c.requireApplication("approvals"); err != nil {
+		return err
+	}
+	realm, id, p, err := s.recordTarget(c, r)
+	if err != nil {
+		return err
+	}
+	newID, err := proposal.Approve(ctx, realm, id, p)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": newID, "approved": id, "status": "active"})
+	return nil
+}

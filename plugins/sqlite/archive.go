@@ -1,0 +1,122 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/usage"
+)
+
+var _ sdk.Archiver = (*Store)(nil)
+
+// Export answers a page of the realm's records, of every status, in id
+// order (sdk.Archiver); the (realm, id) index serves the cursor.
+func (s *Store) Export(ctx context.Context, realm, after string, limit int) (sdk.ExportPage, error) {
+	var page sdk.ExportPage
+	err := s.use(func(db *database) error {
+		rows, err := db.r.QueryContext(ctx, `SELECT `+recordColumns+` FROM records AS r
+			WHERE r.realm = ? AND r.id > ? ORDER BY r.id LIMIT ?`, realm, after, limit+1)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var r sdk.Record
+			if err := scanRecord(rows, &r); err != nil {
+				return err
+			}
+			page.Records = append(page.Records, r)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return sdk.ExportPage{}, fmt.Errorf("sqlite: export: %w", err)
+	}
+	if len(page.Records) > limit {
+		page.Records = page.Records[:limit]
+		page.Next = page.Records[limit-1].ID
+	}
+	return page, nil
+}
+
+// Import stores full records as given, in one transaction (sdk.Archiver).
+// A stored id is skipped; so is a record whose content is live in its
+// scope already (the records_by_content index decides).
+func (s *Store) Import(ctx context.Context, realm string, records []sdk.Record) (sdk.ImportResult, error) {
+	prepared := make([]preparedRecord, len(records))
+	for i, r := range records {
+		r.Tags = slices.Clone(r.Tags)
+		if err := r.PrepareImport(realm); err != nil {
+			return sdk.ImportResult{}, fmt.Errorf("sqlite: import: records[%d]: %w", i, err)
+		}
+		prepared[i] = preparedRecord{rec: r, doc: newIndexDoc(&r)}
+	}
+	var res sdk.ImportResult
+	err := s.use(func(db *database) error {
+		return db.write(ctx, func(tx *sql.Tx, ch *indexChange) error {
+			res = sdk.ImportResult{}
+			for i := range prepared {
+				stored, err := importRecord(ctx, tx, ch, &prepared[i])
+				if err != nil {
+					return fmt.Errorf("records[%d]: %w", i, err)
+				}
+				if stored {
+					res.Imported++
+				} else {
+					res.Skipped++
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return sdk.ImportResult{}, fmt.Errorf("sqlite: import: %w", err)
+	}
+	return res, nil
+}
+
+func importRecord(ctx context.Context, tx *sql.Tx, ch *indexChange, p *preparedRecord) (bool, error) {
+	r := &p.rec
+	var one int
+	switch err := tx.QueryRowContext(ctx, "SELECT 1 FROM records WHERE realm = ? AND id = ?", r.Realm, r.ID).Scan(&one); err {
+	case nil:
+		return false, nil
+	case sql.ErrNoRows:
+	default:
+		return false, err
+	}
+	res, err := tx.ExecContext(ctx, insertRecordSQL,
+		r.Realm, r.ID, string(r.Scope), string(r.Status), expiresMillis(r.ExpiresAt), tagKeys(r.Tags),
+		string(r.Kind), string(r.Trust), r.Supersedes, r.CreatedAt.UnixMilli(), r.UpdatedAt.UnixMilli(),
+		r.ContentHash, p.doc.ntok, r.Title, r.Description, strings.Join(r.Tags, "\n"), r.Body)
+	if err != nil {
+		return false, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return false, err
+	}
+	seq, err := res.LastInsertId()
+	if err != nil {
+		return false, err
+	}
+	if r.UseCount > 0 {
+		// The decayed usage key is rebuilt as if every use happened at the
+		// last one: the history behind the count is not exported.
+		at := r.LastUsedAt
+		if at.IsZero() {
+			at = r.UpdatedAt
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE records SET use_count = ?, last_used_ms = ?, usage_key = ? WHERE seq = ?",
+			r.UseCount, expiresMillis(r.LastUsedAt), usage.Key(0, false, at), seq); err != nil {
+			return false, err
+		}
+	}
+	if r.Status != sdk.StatusActive {
+		return true, nil
+	}
+	return true, index(ctx, tx, ch, seq, &p.doc)
+}

@@ -1,0 +1,113 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// realmArchive is written by the archive check only, so its export holds
+// exactly what the check imported.
+const realmArchive = "conformance-archive"
+
+// archiveRecords are full records as an export would carry them: fixed ids
+// and millisecond times, every status, usage counters set.
+func archiveRecords(e *env) []sdk.Record {
+	base := time.Date(2025, 3, 4, 5, 6, 7, 8_000_000, time.UTC)
+	statuses := []sdk.Status{sdk.StatusActive, sdk.StatusSuperseded, sdk.StatusQuarantined, sdk.StatusActive, sdk.StatusTombstoned}
+	out := make([]sdk.Record, len(statuses))
+	for i, st := range statuses {
+		r, _ := e.record(scopeAlice)
+		r.ID = fmt.Sprintf("conformance-archive-%02d", i)
+		r.Realm = realmArchive
+		r.Trust = sdk.TrustApplication
+		r.Status = st
+		r.Tags = []string{"archived"}
+		r.CreatedAt = base.Add(time.Duration(i) * time.Hour)
+		r.UpdatedAt = r.CreatedAt.Add(time.Minute)
+		if i == 3 {
+			r.UseCount, r.LastUsedAt = 7, r.UpdatedAt.Add(time.Second)
+			r.Supersedes = "conformance-archive-01"
+		}
+		r.ContentHash = sdk.ContentHash(r.Title, r.Body)
+		out[i] = r
+	}
+	return out
+}
+
+// checkArchive: imported records come back from Export exactly, in id order,
+// page by page; a repeated import stores nothing; a batch with one bad
+// record stores nothing.
+func checkArchive(ctx context.Context, e *env) error {
+	recs := archiveRecords(e)
+	res, err := e.p.Import(ctx, realmArchive, recs)
+	if err != nil {
+		return fmt.Errorf("Import(%d records): %w", len(recs), err)
+	}
+	var p problems
+	if res.Imported != len(recs) || res.Skipped != 0 {
+		p.addf("Import of %d new records answered %+v; want all imported", len(recs), res)
+	}
+	again, err := e.p.Import(ctx, realmArchive, recs)
+	if err != nil || again.Imported != 0 || again.Skipped != len(recs) {
+		p.addf("repeated Import answered %+v, %v; want all skipped", again, err)
+	}
+	dup := recs[0]
+	dup.ID = "conformance-archive-dup"
+	if res, err := e.p.Import(ctx, realmArchive, []sdk.Record{dup}); err != nil || res.Skipped != 1 {
+		p.addf("Import of a new id with a stored scope and content hash answered %+v, %v; want it skipped", res, err)
+	}
+	good, _ := e.record(scopeAlice)
+	good.ID, good.Realm, good.Trust, good.Status = "conformance-archive-new", realmArchive, sdk.TrustApplication, sdk.StatusActive
+	good.CreatedAt, good.UpdatedAt = recs[0].CreatedAt, recs[0].UpdatedAt
+	bad := good
+	bad.ID, bad.Title, bad.Body = "conformance-archive-bad", "Bad", "bad"
+	bad.ContentHash = "not-the-hash"
+	if _, err := e.p.Import(ctx, realmArchive, []sdk.Record{good, bad}); err == nil {
+		p.addf("Import of a batch holding a record with a wrong content hash succeeded; want an error")
+	}
+
+	var got []sdk.Record
+	after, pages := "", 0
+	for {
+		page, err := e.p.Export(ctx, realmArchive, after, 2)
+		if err != nil {
+			return fmt.Errorf("Export(after %q): %w", after, err)
+		}
+		if len(page.Records) > 2 {
+			p.addf("Export with limit 2 answered %d records", len(page.Records))
+		}
+		got = append(got, page.Records...)
+		pages++
+		if page.Next == "" || pages > len(recs)+2 {
+			break
+		}
+		after = page.Next
+	}
+	if !slices.IsSortedFunc(got, func(a, b sdk.Record) int { return strings.Compare(a.ID, b.ID) }) {
+		p.addf("Export answered records out of id order")
+	}
+	if len(got) != len(recs) {
+		p.addf("Export answered %d records, want the %d imported (a rejected batch must store nothing)", len(got), len(recs))
+	}
+	for i := range min(len(got), len(recs)) {
+		if !reflect.DeepEqual(got[i], recs[i]) {
+			p.addf("exported record %d differs from the imported one:\n got %+v\nwant %+v", i, got[i], recs[i])
+		}
+	}
+	if page, err := e.p.Export(ctx, realmA, "", 0); err != nil {
+		p.addf("Export of another realm: %v", err)
+	} else {
+		for _, r := range page.Records {
+			if r.Realm != realmA {
+				p.addf("Export of %s answered a record of realm %q", realmA, r.Realm)
+			}
+		}
+	}
+	return p.err()
+}

@@ -1,0 +1,96 @@
+package kvprovider
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// Export answers a page of the realm's records in id order (sdk.Archiver).
+func (p *Provider) Export(ctx context.Context, realmName, after string, limit int) (sdk.ExportPage, error) {
+	if err := sdk.ValidateRealm(realmName); err != nil {
+		return sdk.ExportPage{}, err
+	}
+	limit = min(max(limit, 1), sdk.MaxExportPage)
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if err := p.ready(ctx); err != nil {
+		return sdk.ExportPage{}, err
+	}
+	rm := p.realms[realmName]
+	if rm == nil {
+		return sdk.ExportPage{}, nil
+	}
+	// Sorting every id per page is O(n log n) a page; fine for the sizes
+	// this provider is made for, and it needs no second structure.
+	ids := make([]string, 0, len(rm.recs))
+	for id := range rm.recs {
+		if id > after {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	var page sdk.ExportPage
+	for _, id := range ids[:min(limit, len(ids))] {
+		page.Records = append(page.Records, cloneRecord(rm.recs[id]))
+	}
+	if len(ids) > limit {
+		page.Next = ids[limit-1]
+	}
+	return page, nil
+}
+
+// Import stores full records as given, all or nothing (sdk.Archiver).
+func (p *Provider) Import(ctx context.Context, realmName string, records []sdk.Record) (sdk.ImportResult, error) {
+	if err := sdk.ValidateRealm(realmName); err != nil {
+		return sdk.ImportResult{}, err
+	}
+	if len(records) > sdk.MaxBatch {
+		return sdk.ImportResult{}, p.errorf("%d records in one call, the limit is %d: %w", len(records), sdk.MaxBatch, sdk.ErrTooLarge)
+	}
+	prepared := make([]sdk.Record, len(records))
+	for i, r := range records {
+		r.Tags = slices.Clone(r.Tags)
+		if err := r.PrepareImport(realmName); err != nil {
+			return sdk.ImportResult{}, p.errorf("record %d: %w", i, err)
+		}
+		prepared[i] = r
+	}
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.ready(ctx); err != nil {
+		return sdk.ImportResult{}, err
+	}
+	rm := p.realms[realmName]
+	var res sdk.ImportResult
+	var fresh []sdk.Record
+	seen := map[string]bool{}
+	inBatch := map[string]bool{} // content keys of recallable fresh records
+	for _, r := range prepared {
+		key := contentKey(r.Scope, r.ContentHash)
+		recallable := r.Recallable(now)
+		switch {
+		case seen[r.ID], rm != nil && rm.recs[r.ID] != nil,
+			recallable && inBatch[key],
+			recallable && rm != nil && rm.findContent(r.Scope, r.ContentHash, now) != "":
+			res.Skipped++
+			continue
+		}
+		seen[r.ID] = true
+		if recallable {
+			inBatch[key] = true
+		}
+		fresh = append(fresh, r)
+	}
+	if len(fresh) == 0 {
+		return res, nil
+	}
+	if err := p.put(ctx, realmName, fresh, true); err != nil {
+		return sdk.ImportResult{}, err
+	}
+	res.Imported = len(fresh)
+	return res, nil
+}
