@@ -160,6 +160,16 @@ func TestExportImportRoundTrip(t *testing.T) {
 			if second != first {
 				t.Fatalf("the round trip changed the export:\nfirst  %.300s\nsecond %.300s", first, second)
 			}
+			// Imported records are recallable at once (no restart), and an
+			// imported superseded one is not.
+			if got := recall(t, b, "u1", "Note 1 topic 1 colour 1"); len(got.Hits) == 0 || got.Hits[0].Record.ID != "imp-0000001" {
+				t.Fatalf("an imported active record is not recalled: %+v", got)
+			}
+			for _, h := range recall(t, b, "u3", "Note 3 topic 3 colour 3").Hits {
+				if h.Record.ID == "imp-0000003" {
+					t.Fatal("an imported superseded record was recalled")
+				}
+			}
 			// A repeated import stores nothing.
 			if imp, skip := importCounts(t, append(cliAddr(b), dump)...); imp != 0 || skip != n {
 				t.Fatalf("repeated import: %d imported, %d skipped; want 0, %d", imp, skip, n)

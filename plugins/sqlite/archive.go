@@ -115,8 +115,8 @@ func importRecord(ctx context.Context, tx *sql.Tx, ch *indexChange, p *preparedR
 			return false, err
 		}
 	}
-	if r.Status != sdk.StatusActive {
-		return true, nil
+	if r.Status == sdk.StatusActive {
+		ch.put(seq, r, &p.doc)
 	}
-	return true, index(ctx, tx, ch, seq, &p.doc)
+	return true, nil
 }
