@@ -255,26 +255,11 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 	return nil
 }
 
-// newCoordinator maps the config's coordinator block onto the coordinator
-// and hands it the configured selector and resolvers.
+// newCoordinator builds the coordinator from the config's coordinator
+// settings (already checked by the coordinator's own rules at load) and
+// hands it the configured selector and resolvers.
 func newCoordinator(cfg *config.Config, sup *pluginhost.Supervisor, providers coordinator.Providers, metrics coordinator.Metrics, logger hclog.Logger, sessions coordinator.SessionStore, hostKey []byte) (*coordinator.Coordinator, error) {
 	cc := cfg.Coordinator
-	c := coordinator.DefaultConfig()
-	c.PerTurnInjection = coordinator.InjectionMode(cc.PerTurnInjection)
-	c.Selection = coordinator.SelectionMode(cc.Selection)
-	c.MaxEntries = cc.MaxEntries
-	c.RecallTimeout = cc.RecallTimeout
-	c.RecallFailurePolicy = coordinator.FailurePolicy(cc.RecallFailurePolicy)
-	c.DefangInbound = cc.DefangInbound
-	c.InstructionHeader = cc.InstructionHeader
-	c.OperatorScope = coordinator.OperatorScopeMode(cc.OperatorScope)
-	c.DefaultRealm = cfg.DefaultRealm
-	c.SessionCacheSize = cc.SessionCacheSize
-	c.ResolverCacheTTL = cc.ResolverCache
-	c.SweepTimeout = cc.SweepTimeout
-	c.Budgets.TurnBytes = cc.TurnBudgetBytes
-	c.Budgets.SessionBytes = cc.SessionBudgetBytes
-	c.Budgets.BuildBytes = cc.BuildBudgetBytes
 	opts := coordinator.Options{Providers: providers, Logger: logger.Named("coordinator"), Metrics: metrics, Sessions: sessions, HostKey: hostKey}
 	if cc.Selector != "" {
 		sel, err := sup.Selector(cc.Selector)
@@ -297,7 +282,7 @@ func newCoordinator(cfg *config.Config, sup *pluginhost.Supervisor, providers co
 		}
 		opts.OperatorResolver = op
 	}
-	coord, err := coordinator.New(c, opts)
+	coord, err := coordinator.New(cfg.CoordinatorConfig(), opts)
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
