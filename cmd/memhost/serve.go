@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -173,6 +174,15 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 		for _, w := range e.Manifest.Warnings {
 			logger.Warn(w, "plugin", e.Manifest.Name, "manifest", e.ManifestPath)
 		}
+	}
+	// Every instance's config against its plugin's declared schema, all
+	// problems at once, before any plugin process starts.
+	schemas := map[string]json.RawMessage{}
+	for _, e := range entries {
+		schemas[e.Manifest.Name] = e.Manifest.ConfigSchema
+	}
+	if err := cfg.CheckPluginConfigs(schemas); err != nil {
+		return err
 	}
 	sv := cfg.Supervisor
 	sup := pluginhost.New(entries, pluginhost.Options{

@@ -186,6 +186,7 @@ func (d *decoder) instance(kind sdk.PluginKind, b *hcl.Block) {
 	d.str(content.Attributes, "plugin", key+".plugin", &in.Plugin)
 	if attr, ok := content.Attributes["config"]; ok {
 		d.at(key+".config", attr.Expr.Range())
+		d.recordConfigPositions(key, attr.Expr, nil)
 		if v, ok := d.value(attr); ok {
 			if raw, ok := d.object(attr, v); ok {
 				in.Config = raw
