@@ -454,14 +454,3 @@ func isJSONObject(raw json.RawMessage) bool {
 	var obj map[string]json.RawMessage
 	return json.Unmarshal(raw, &obj) == nil && obj != nil
 }
-
-func quoteJoin(values []string) string {
-	q := make([]string, len(values))
-	for i, v := range values {
-		q[i] = strconv.Quote(v)
-	}
-	if len(q) == 2 {
-		return q[0] + " or " + q[1]
-	}
-	return strings.Join(q, ", ")
-}
