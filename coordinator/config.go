@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -145,76 +146,87 @@ func DefaultConfig() Config {
 // maxHeaderBytes bounds the instruction header.
 const maxHeaderBytes = 200
 
-// Validate reports the first bad setting, naming its config key. The
-// error wraps sdk.ErrInvalid.
+// Validate reports every bad setting, each as an *sdk.FieldError naming
+// its config key ("coordinator.max_entries"), joined with errors.Join so a
+// config loader can point at each one. The error wraps sdk.ErrInvalid.
+// These are the only rules for these settings: internal/config applies
+// them at load rather than keeping its own copy.
 func (c Config) Validate() error {
-	bad := func(key, problem string, args ...any) error {
-		return &sdk.FieldError{Field: "coordinator." + key, Problem: fmt.Sprintf(problem, args...), Err: sdk.ErrInvalid}
+	var errs []error
+	bad := func(key, problem string, args ...any) {
+		errs = append(errs, &sdk.FieldError{Field: "coordinator." + key, Problem: fmt.Sprintf(problem, args...), Err: sdk.ErrInvalid})
 	}
 	switch c.PerTurnInjection {
 	case InjectionBudgeted, InjectionOff:
 	default:
-		return bad("per_turn_injection", "%q is not budgeted or off", c.PerTurnInjection)
+		bad("per_turn_injection", "%q is not budgeted or off", c.PerTurnInjection)
 	}
 	switch c.Selection {
 	case SelectionContextual, SelectionAlways:
 	default:
-		return bad("selection", "%q is not contextual or always", c.Selection)
+		bad("selection", "%q is not contextual or always", c.Selection)
 	}
-	if c.MaxEntries < 1 || c.MaxEntries > 100 {
-		return bad("max_entries", "%d is outside 1..100", c.MaxEntries)
+	if c.MaxEntries < 1 || c.MaxEntries > maxEntriesLimit {
+		bad("max_entries", "%d is outside 1..%d", c.MaxEntries, maxEntriesLimit)
 	}
 	if c.RecallTimeout <= 0 {
-		return bad("recall_timeout", "%v must be positive", c.RecallTimeout)
+		bad("recall_timeout_ms", "%d ms must be positive", c.RecallTimeout.Milliseconds())
 	}
 	if !c.RecallFailurePolicy.valid() {
-		return bad("recall_failure_policy", "%q is not skip or fail", c.RecallFailurePolicy)
+		bad("recall_failure_policy", "%q is not skip or fail", c.RecallFailurePolicy)
 	}
 	for s, p := range c.FailurePolicies {
 		switch s {
 		case SurfaceTurn, SurfaceBuild:
+			if !p.valid() {
+				bad("recall_failure_policy", "%q for surface %s is not skip or fail", p, s)
+			}
 		default:
-			return bad("recall_failure_policy", "unknown surface %q (want turn or build)", s)
-		}
-		if !p.valid() {
-			return bad("recall_failure_policy", "%q for surface %s is not skip or fail", p, s)
+			bad("recall_failure_policy", "unknown surface %q (want turn or build)", s)
 		}
 	}
 	if err := ValidateHeader(c.InstructionHeader); err != nil {
-		return bad("instruction_header", "%v", err)
+		bad("instruction_header", "%v", err)
 	}
 	switch c.OperatorScope {
 	case OperatorScopeOff, OperatorScopeProvisional:
 	default:
-		return bad("operator_scope", "%q is not off or provisional", c.OperatorScope)
+		bad("operator_scope", "%q is not off or provisional", c.OperatorScope)
 	}
 	if err := sdk.ValidateRealm(c.DefaultRealm); err != nil {
-		return bad("default_realm", "%v", err)
+		bad("default_realm", "%v", err)
 	}
 	if c.SessionCacheSize < 1 {
-		return bad("session_cache_size", "%d must be at least 1", c.SessionCacheSize)
+		bad("session_cache_size", "%d must be at least 1", c.SessionCacheSize)
 	}
 	if c.SweepTimeout <= 0 {
-		return bad("sweep_timeout", "%v must be positive", c.SweepTimeout)
+		bad("sweep_timeout_ms", "%d ms must be positive", c.SweepTimeout.Milliseconds())
 	}
 	if c.ResolverCacheTTL < 0 {
-		return bad("resolver_cache_ms", "%v must not be negative", c.ResolverCacheTTL)
+		bad("resolver_cache_ms", "%d ms must not be negative (0 asks the resolvers on every turn)", c.ResolverCacheTTL.Milliseconds())
 	}
-	switch sw := c.Sweep; {
-	case sw.PageRows < 1:
-		return bad("sweep_page_rows", "%d must be positive", sw.PageRows)
-	case sw.WarnRows < 1:
-		return bad("sweep_warn_rows", "%d must be positive", sw.WarnRows)
-	case sw.MaxRows < sw.PageRows:
-		return bad("sweep_max_rows", "%d is below the page size %d", sw.MaxRows, sw.PageRows)
+	sw := c.Sweep
+	if sw.PageRows < 1 {
+		bad("sweep_page_rows", "%d must be positive", sw.PageRows)
+	}
+	if sw.WarnRows < 1 {
+		bad("sweep_warn_rows", "%d must be positive", sw.WarnRows)
+	}
+	if sw.PageRows >= 1 && sw.MaxRows < sw.PageRows {
+		bad("sweep_max_rows", "%d is below sweep_page_rows %d", sw.MaxRows, sw.PageRows)
 	}
 	if c.TelemetryQueue < 1 {
-		return bad("telemetry_queue", "%d must be at least 1", c.TelemetryQueue)
+		bad("telemetry_queue", "%d must be at least 1", c.TelemetryQueue)
 	}
-	return c.Budgets.validate(bad)
+	c.Budgets.validate(bad)
+	return errors.Join(errs...)
 }
 
-func (b Budgets) validate(bad func(key, problem string, args ...any) error) error {
+// maxEntriesLimit bounds max_entries: recall asks for twice as many rows.
+const maxEntriesLimit = 100
+
+func (b Budgets) validate(bad func(key, problem string, args ...any)) {
+	positive := true
 	for _, f := range []struct {
 		key string
 		v   int
@@ -225,20 +237,27 @@ func (b Budgets) validate(bad func(key, problem string, args ...any) error) erro
 		{"index_bytes", b.IndexBytes}, {"index_rows", b.IndexRows}, {"selector_rows", b.SelectorRows},
 	} {
 		if f.v < 1 {
-			return bad(f.key, "%d must be positive", f.v)
+			bad(f.key, "%d must be positive", f.v)
+			positive = false
 		}
 	}
-	switch {
-	case b.MinBytes > b.TurnBytes:
-		return bad("min_injection_bytes", "%d exceeds the turn budget %d", b.MinBytes, b.TurnBytes)
-	case b.TurnBytes > b.SessionBytes:
-		return bad("turn_budget_bytes", "%d exceeds the session budget %d", b.TurnBytes, b.SessionBytes)
-	case b.IndexBytes >= b.BuildBytes:
-		return bad("index_bytes", "%d leaves nothing of the build budget %d", b.IndexBytes, b.BuildBytes)
-	case b.BodyBytes > b.RecordBytes:
-		return bad("body_bytes", "%d exceeds the record limit %d", b.BodyBytes, b.RecordBytes)
+	if !positive {
+		return // the relations below would only repeat the same problem
 	}
-	return nil
+	// A turn budget below the minimum would skip every turn as
+	// budget_exhausted; one above the session budget could never be spent.
+	if b.TurnBytes < b.MinBytes {
+		bad("turn_budget_bytes", "%d is below min_injection_bytes %d (every turn would be skipped as budget_exhausted)", b.TurnBytes, b.MinBytes)
+	}
+	if b.TurnBytes > b.SessionBytes {
+		bad("turn_budget_bytes", "%d exceeds session_budget_bytes %d", b.TurnBytes, b.SessionBytes)
+	}
+	if b.IndexBytes >= b.BuildBytes {
+		bad("build_budget_bytes", "%d must exceed index_bytes %d, which the build index may take", b.BuildBytes, b.IndexBytes)
+	}
+	if b.BodyBytes > b.RecordBytes {
+		bad("body_bytes", "%d exceeds record_bytes %d", b.BodyBytes, b.RecordBytes)
+	}
 }
 
 func (p FailurePolicy) valid() bool { return p == FailureSkip || p == FailureFail }

@@ -35,7 +35,7 @@ func TestConfigValidate(t *testing.T) {
 		{"per_turn_injection", func(c *Config) { c.PerTurnInjection = "sometimes" }},
 		{"selection", func(c *Config) { c.Selection = "" }},
 		{"max_entries", func(c *Config) { c.MaxEntries = 0 }},
-		{"recall_timeout", func(c *Config) { c.RecallTimeout = 0 }},
+		{"recall_timeout_ms", func(c *Config) { c.RecallTimeout = 0 }},
 		{"recall_failure_policy", func(c *Config) { c.RecallFailurePolicy = "retry" }},
 		{"recall_failure_policy", func(c *Config) { c.FailurePolicies = map[Surface]FailurePolicy{"mcp": FailureFail} }},
 		{"recall_failure_policy", func(c *Config) { c.FailurePolicies = map[Surface]FailurePolicy{SurfaceTurn: "x"} }},
@@ -44,11 +44,13 @@ func TestConfigValidate(t *testing.T) {
 		{"operator_scope", func(c *Config) { c.OperatorScope = "on" }},
 		{"default_realm", func(c *Config) { c.DefaultRealm = "a b" }},
 		{"session_cache_size", func(c *Config) { c.SessionCacheSize = 0 }},
-		{"sweep_timeout", func(c *Config) { c.SweepTimeout = -1 }},
+		{"sweep_timeout_ms", func(c *Config) { c.SweepTimeout = -1 }},
 		{"telemetry_queue", func(c *Config) { c.TelemetryQueue = 0 }},
-		{"min_injection_bytes", func(c *Config) { c.Budgets.MinBytes = 30 << 10 }},
+		{"turn_budget_bytes", func(c *Config) { c.Budgets.MinBytes = 30 << 10 }},
+		{"min_injection_bytes", func(c *Config) { c.Budgets.MinBytes = 0 }},
 		{"turn_budget_bytes", func(c *Config) { c.Budgets.TurnBytes = 70 << 10 }},
-		{"index_bytes", func(c *Config) { c.Budgets.IndexBytes = 20 << 10 }},
+		{"build_budget_bytes", func(c *Config) { c.Budgets.IndexBytes = 20 << 10 }},
+		{"sweep_max_rows", func(c *Config) { c.Sweep.MaxRows = 10 }},
 		{"body_bytes", func(c *Config) { c.Budgets.BodyBytes = 5 << 10 }},
 		{"title_bytes", func(c *Config) { c.Budgets.TitleBytes = 0 }},
 	}
@@ -59,5 +61,32 @@ func TestConfigValidate(t *testing.T) {
 		if !errors.Is(err, sdk.ErrInvalid) || !strings.Contains(err.Error(), "coordinator."+tc.key) {
 			t.Errorf("%s: %v, want an ErrInvalid naming coordinator.%s", tc.key, err, tc.key)
 		}
+	}
+}
+
+// TestConfigValidateReportsEverySetting checks that one pass names every
+// bad setting, each as its own FieldError, so a config file can be fixed
+// in one go.
+func TestConfigValidateReportsEverySetting(t *testing.T) {
+	c := DefaultConfig()
+	c.MaxEntries = 500
+	c.Budgets.TurnBytes = 70000
+	c.Selection = "never"
+	err := c.Validate()
+	var fields []string
+	multi, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		t.Fatalf("Validate answered %v, want a joined error", err)
+	}
+	for _, e := range multi.Unwrap() {
+		var fe *sdk.FieldError
+		if !errors.As(e, &fe) || !errors.Is(e, sdk.ErrInvalid) {
+			t.Fatalf("%v is not an invalid-field error", e)
+		}
+		fields = append(fields, fe.Field)
+	}
+	want := []string{"coordinator.selection", "coordinator.max_entries", "coordinator.turn_budget_bytes"}
+	if strings.Join(fields, " ") != strings.Join(want, " ") {
+		t.Fatalf("fields %v, want %v", fields, want)
 	}
 }

@@ -88,7 +88,7 @@ func TestCompactionThroughTemplatePlugin(t *testing.T) {
 		if code != 200 || ans.Absorbed != upto || ans.Compacted != upto-[]int{0, 11, 41}[i] {
 			t.Fatalf("compaction %d = %d %+v %+v\n%s", i+1, code, ans, e, m.logs())
 		}
-		if len(ans.Artifact.Content) > 700 || ans.Artifact.Role != "system" {
+		if len(ans.Artifact.Content) > 700 || ans.Artifact.Role != "user" {
 			t.Fatalf("compaction %d: %d bytes, role %q; the cap is 700", i+1, len(ans.Artifact.Content), ans.Artifact.Role)
 		}
 		last = ans

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -71,6 +72,13 @@ func pluginsVerifyCommand() *cobra.Command {
 			}
 			failed := refusals
 			printManifestWarnings(cmd.ErrOrStderr(), entries)
+			schemas := map[string]json.RawMessage{}
+			for _, e := range entries {
+				schemas[e.Manifest.Name] = e.Manifest.ConfigSchema
+			}
+			if err := cfg.CheckPluginConfigs(schemas); err != nil {
+				failed = append(failed, err)
+			}
 			for _, e := range entries {
 				conn, err := pluginhost.Start(cmd.Context(), e, pluginhost.StartOptions{Logger: hclog.NewNullLogger(), Dir: cfg.DataDir})
 				if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -174,6 +175,15 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 			logger.Warn(w, "plugin", e.Manifest.Name, "manifest", e.ManifestPath)
 		}
 	}
+	// Every instance's config against its plugin's declared schema, all
+	// problems at once, before any plugin process starts.
+	schemas := map[string]json.RawMessage{}
+	for _, e := range entries {
+		schemas[e.Manifest.Name] = e.Manifest.ConfigSchema
+	}
+	if err := cfg.CheckPluginConfigs(schemas); err != nil {
+		return err
+	}
 	sv := cfg.Supervisor
 	// Set below, before any provider call: the metrics read plugin health
 	// from the supervisor, and the supervisor reports call latency to them.
@@ -261,26 +271,11 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 	return nil
 }
 
-// newCoordinator maps the config's coordinator block onto the coordinator
-// and hands it the configured selector and resolvers.
+// newCoordinator builds the coordinator from the config's coordinator
+// settings (already checked by the coordinator's own rules at load) and
+// hands it the configured selector and resolvers.
 func newCoordinator(cfg *config.Config, sup *pluginhost.Supervisor, providers coordinator.Providers, metrics coordinator.Metrics, logger hclog.Logger, sessions coordinator.SessionStore, hostKey []byte) (*coordinator.Coordinator, error) {
 	cc := cfg.Coordinator
-	c := coordinator.DefaultConfig()
-	c.PerTurnInjection = coordinator.InjectionMode(cc.PerTurnInjection)
-	c.Selection = coordinator.SelectionMode(cc.Selection)
-	c.MaxEntries = cc.MaxEntries
-	c.RecallTimeout = cc.RecallTimeout
-	c.RecallFailurePolicy = coordinator.FailurePolicy(cc.RecallFailurePolicy)
-	c.DefangInbound = cc.DefangInbound
-	c.InstructionHeader = cc.InstructionHeader
-	c.OperatorScope = coordinator.OperatorScopeMode(cc.OperatorScope)
-	c.DefaultRealm = cfg.DefaultRealm
-	c.SessionCacheSize = cc.SessionCacheSize
-	c.ResolverCacheTTL = cc.ResolverCache
-	c.SweepTimeout = cc.SweepTimeout
-	c.Budgets.TurnBytes = cc.TurnBudgetBytes
-	c.Budgets.SessionBytes = cc.SessionBudgetBytes
-	c.Budgets.BuildBytes = cc.BuildBudgetBytes
 	opts := coordinator.Options{Providers: providers, Logger: logger.Named("coordinator"), Metrics: metrics, Sessions: sessions, HostKey: hostKey}
 	if cc.Selector != "" {
 		sel, err := sup.Selector(cc.Selector)
@@ -303,7 +298,7 @@ func newCoordinator(cfg *config.Config, sup *pluginhost.Supervisor, providers co
 		}
 		opts.OperatorResolver = op
 	}
-	coord, err := coordinator.New(c, opts)
+	coord, err := coordinator.New(cfg.CoordinatorConfig(), opts)
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}

@@ -19,11 +19,18 @@ const (
 	compactionChunkBytes       = compaction.DefaultChunkBytes
 )
 
+// coordinatorForCompaction is what compaction needs of the coordinator:
+// the session reset and the defanging of artifacts.
+type coordinatorForCompaction interface {
+	compaction.Resetter
+	compaction.Defanger
+}
+
 // newCompaction wires the configured compactor (if any) to the state
-// database and the coordinator's session reset.
-func newCompaction(ctx context.Context, cfg *config.Config, sup *pluginhost.Supervisor, db *sql.DB, reset compaction.Resetter, logger hclog.Logger) (*compaction.Service, error) {
+// database and the coordinator's session reset and defanging.
+func newCompaction(ctx context.Context, cfg *config.Config, sup *pluginhost.Supervisor, db *sql.DB, coord coordinatorForCompaction, logger hclog.Logger) (*compaction.Service, error) {
 	opts := compaction.Options{
-		Resetter: reset, Logger: logger.Named("compaction"),
+		Resetter: coord, Defanger: coord, Logger: logger.Named("compaction"),
 		MaxArtifactBytes: compactionMaxArtifactBytes, ChunkBytes: compactionChunkBytes,
 	}
 	if name := cfg.Coordinator.Compactor; name != "" {

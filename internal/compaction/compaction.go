@@ -33,8 +33,12 @@ const (
 	MaxMessages = 100_000
 	// MaxRoleBytes bounds a message role ("user", "assistant", "tool"...).
 	MaxRoleBytes = 32
-	// ArtifactRole is the role of an artifact whose compactor gave none.
-	ArtifactRole = "system"
+	// ArtifactRole is the role of every artifact, whatever the compactor
+	// said: a summary is written from user, assistant and tool messages,
+	// so it must not reach the model with more authority than they had
+	// ("system" would let a user's words become instructions; see
+	// docs/api.md, Compaction).
+	ArtifactRole = "user"
 )
 
 // Stable error codes of a refused compaction, for the API edge. Each error
@@ -96,6 +100,12 @@ type Resetter interface {
 	OnSessionCompacted(ctx context.Context, id sdk.Identity, session string) error
 }
 
+// Defanger is what the Service needs of the coordinator to make text safe
+// for a model.
+type Defanger interface {
+	DefangText(id sdk.Identity, s string) (string, int)
+}
+
 // Options configure a Service.
 type Options struct {
 	// Compactor turns slices into artifacts; nil answers ErrNoCompactor.
@@ -112,7 +122,12 @@ type Options struct {
 	// slice is compacted in chunks, each artifact carried into the next.
 	ChunkBytes    int
 	ChunkMessages int
-	Logger        hclog.Logger
+	// Defanger makes an artifact safe to hand a model: forged envelope
+	// markers neutralised, controls replaced (the coordinator's
+	// DefangText). nil passes artifacts through unchanged; the host
+	// always sets it.
+	Defanger Defanger
+	Logger   hclog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -249,7 +264,9 @@ func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
 		if !found {
 			return Result{}, &sdk.FieldError{Field: "evicted", Problem: "lists no messages: there is nothing to compact", Err: sdk.ErrInvalid}
 		}
-		return Result{Artifact: st.Artifact, Absorbed: st.Watermark}, nil
+		// A summary stored before it was defanged on the way in is
+		// defanged on the way out; defanging is idempotent.
+		return Result{Artifact: s.safe(req.Identity, st.Artifact), Absorbed: st.Watermark}, nil
 	}
 
 	var carry *sdk.Message
@@ -260,7 +277,7 @@ func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
 	chunks := s.chunks(slice)
 	start := st.Watermark
 	for i, chunk := range chunks {
-		art, err := s.call(ctx, key, chunk, carry, i, len(chunks))
+		art, err := s.call(ctx, req.Identity, key, chunk, carry, i, len(chunks))
 		if err != nil {
 			s.opts.Logger.Warn("compaction failed; watermark kept", "realm", key.Realm, "conversation", key.Conversation,
 				"watermark", st.Watermark, "chunk", i+1, "chunks", len(chunks), "error", err)
@@ -298,7 +315,7 @@ func (s *Service) mismatch(conversation, why string) error {
 }
 
 // call runs one compactor call and checks its artifact.
-func (s *Service) call(ctx context.Context, key Key, chunk []sdk.Message, carry *sdk.Message, i, n int) (sdk.Message, error) {
+func (s *Service) call(ctx context.Context, id sdk.Identity, key Key, chunk []sdk.Message, carry *sdk.Message, i, n int) (sdk.Message, error) {
 	where := fmt.Sprintf("conversation %s", key.Conversation)
 	if n > 1 {
 		where += fmt.Sprintf(" (chunk %d of %d)", i+1, n)
@@ -327,10 +344,20 @@ func (s *Service) call(ctx context.Context, key Key, chunk []sdk.Message, carry 
 		return sdk.Message{}, &codedError{code: CodeTooLarge, sentinel: ErrTooLarge, cause: sdk.ErrTooLarge,
 			msg: fmt.Sprintf("%s: the compactor answered %d bytes, over the %d-byte artifact cap; the watermark stays", where, len(art.Content), s.opts.MaxArtifactBytes)}
 	}
-	if art.Role == "" {
-		art.Role = ArtifactRole
+	// The cap is checked first: it is the compactor's limit, and defanging
+	// grows a text by a few bytes per neutralised marker.
+	return s.safe(id, art), nil
+}
+
+// safe answers the artifact as a model may see it and as it is stored (so
+// the carry-over a compactor reads is safe too): defanged, with controls
+// replaced, in the role ArtifactRole.
+func (s *Service) safe(id sdk.Identity, art sdk.Message) sdk.Message {
+	if s.opts.Defanger != nil {
+		art.Content, _ = s.opts.Defanger.DefangText(id, art.Content)
 	}
-	return art, nil
+	art.Role = ArtifactRole
+	return art
 }
 
 // chunks splits a slice into compactor calls of at most ChunkMessages

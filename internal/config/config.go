@@ -20,15 +20,16 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/internal/pluginhost"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/host"
 )
 
-// Defaults. Budgets follow DESIGN 5.1 and 5.2.
+// Defaults of the host's own settings. The coordinator block's defaults
+// are the coordinator's (coordinator.DefaultConfig).
 const (
 	DefaultListen            = "127.0.0.1:7077"
-	DefaultRealmName         = "default"
 	DefaultPluginDirName     = "plugins"      // beside the executable
 	DefaultDataDirName       = "memhost-data" // beside the config file, or in the working directory
 	DefaultProviderInstance  = "main"
@@ -38,15 +39,6 @@ const (
 	defaultProviderConfig    = `{"path":"memory.db"}`
 	defaultLogFormat         = "text"
 	defaultLogLevel          = "info"
-	defaultMaxEntries        = 8
-	defaultRecallTimeout     = 500 * time.Millisecond
-	defaultResolverCache     = 5 * time.Second
-	defaultSweepTimeout      = 10 * time.Second
-	defaultInstructionHeader = "Agent memory"
-	defaultSessionCacheSize  = 10000
-	defaultTurnBudgetBytes   = 20 << 10
-	defaultSessionBudget     = 60 << 10
-	defaultBuildBudgetBytes  = 20 << 10
 	defaultMaxBodyBytes      = 4 << 20
 	defaultReadTimeout       = 30 * time.Second
 	defaultShutdownTimeout   = 10 * time.Second
@@ -56,18 +48,6 @@ const (
 const (
 	LogFormatText = "text"
 	LogFormatJSON = "json"
-
-	InjectionBudgeted = "budgeted"
-	InjectionOff      = "off"
-
-	SelectionContextual = "contextual"
-	SelectionAlways     = "always"
-
-	FailureSkip = "skip"
-	FailureFail = "fail"
-
-	OperatorScopeOff         = "off"
-	OperatorScopeProvisional = "provisional"
 )
 
 // LogLevels are the accepted log_level values, most verbose first.
@@ -85,7 +65,7 @@ type Config struct {
 	LogFormat           string // LogFormatText or LogFormatJSON
 	LogLevel            string // one of LogLevels
 	AllowInsecureListen bool   // serve a non-loopback address without tokens
-	DefaultRealm        string // the realm of requests that name none
+	DefaultRealm        string // the realm of requests that name none (also the coordinator's)
 
 	// Instances lists the plugin instances in declaration order (kinds
 	// interleaved as written). Names are unique across all kinds.
@@ -130,31 +110,6 @@ type Realm struct {
 	Name     string
 	Provider string // a provider instance name
 	Pos      string // "file:line"; "" when implied
-}
-
-// Coordinator holds the recall coordinator's settings (DESIGN 5).
-type Coordinator struct {
-	PerTurnInjection    string // InjectionBudgeted or InjectionOff
-	Selection           string // SelectionContextual or SelectionAlways
-	MaxEntries          int
-	RecallTimeout       time.Duration
-	RecallFailurePolicy string // FailureSkip or FailureFail
-	DefangInbound       bool
-	InstructionHeader   string
-	OperatorScope       string // OperatorScopeOff or OperatorScopeProvisional
-
-	// Instance names of the optional helpers; "" means none.
-	Selector         string
-	MobResolver      string
-	OperatorResolver string
-	Compactor        string
-
-	SessionCacheSize   int           // sessions kept in the LRU
-	ResolverCache      time.Duration // how long a resolver answer is reused; 0 asks every time
-	SweepTimeout       time.Duration // bounds one background full sweep
-	TurnBudgetBytes    int           // per turn
-	SessionBudgetBytes int           // per session, across turns
-	BuildBudgetBytes   int           // per build injection
 }
 
 // Server holds the HTTP server's limits.
@@ -246,24 +201,9 @@ func (o Options) defaults(baseDir string) *Config {
 		DataDir:      filepath.Join(baseDir, DefaultDataDirName),
 		LogFormat:    defaultLogFormat,
 		LogLevel:     defaultLogLevel,
-		DefaultRealm: DefaultRealmName,
-		Coordinator: Coordinator{
-			PerTurnInjection:    InjectionBudgeted,
-			Selection:           SelectionContextual,
-			MaxEntries:          defaultMaxEntries,
-			RecallTimeout:       defaultRecallTimeout,
-			ResolverCache:       defaultResolverCache,
-			SweepTimeout:        defaultSweepTimeout,
-			RecallFailurePolicy: FailureSkip,
-			DefangInbound:       true,
-			InstructionHeader:   defaultInstructionHeader,
-			OperatorScope:       OperatorScopeOff,
-			SessionCacheSize:    defaultSessionCacheSize,
-			TurnBudgetBytes:     defaultTurnBudgetBytes,
-			SessionBudgetBytes:  defaultSessionBudget,
-			BuildBudgetBytes:    defaultBuildBudgetBytes,
-		},
-		Sessions: defaultSessions(),
+		DefaultRealm: coordinator.DefaultConfig().DefaultRealm,
+		Coordinator:  defaultCoordinator(),
+		Sessions:     defaultSessions(),
 		Server: Server{
 			MaxBodyBytes:    defaultMaxBodyBytes,
 			ReadTimeout:     defaultReadTimeout,

@@ -44,34 +44,10 @@ func (c *Config) HCL() []byte {
 		body.AppendNewBlock("realm", []string{r.Name}).Body().SetAttributeValue("provider", cty.StringVal(r.Provider))
 	}
 
-	co := &c.Coordinator
-	body.AppendNewline()
-	b := body.AppendNewBlock("coordinator", nil).Body()
-	b.SetAttributeValue("per_turn_injection", cty.StringVal(co.PerTurnInjection))
-	b.SetAttributeValue("selection", cty.StringVal(co.Selection))
-	b.SetAttributeValue("max_entries", cty.NumberIntVal(int64(co.MaxEntries)))
-	b.SetAttributeValue("recall_timeout_ms", cty.NumberIntVal(co.RecallTimeout.Milliseconds()))
-	b.SetAttributeValue("recall_failure_policy", cty.StringVal(co.RecallFailurePolicy))
-	b.SetAttributeValue("defang_inbound", cty.BoolVal(co.DefangInbound))
-	b.SetAttributeValue("instruction_header", cty.StringVal(co.InstructionHeader))
-	b.SetAttributeValue("operator_scope", cty.StringVal(co.OperatorScope))
-	for _, ref := range [][2]string{
-		{"selector", co.Selector}, {"mob_resolver", co.MobResolver},
-		{"operator_resolver", co.OperatorResolver}, {"compactor", co.Compactor},
-	} {
-		if ref[1] != "" {
-			b.SetAttributeValue(ref[0], cty.StringVal(ref[1]))
-		}
-	}
-	b.SetAttributeValue("session_cache_size", cty.NumberIntVal(int64(co.SessionCacheSize)))
-	b.SetAttributeValue("resolver_cache_ms", cty.NumberIntVal(co.ResolverCache.Milliseconds()))
-	b.SetAttributeValue("sweep_timeout_ms", cty.NumberIntVal(co.SweepTimeout.Milliseconds()))
-	b.SetAttributeValue("turn_budget_bytes", cty.NumberIntVal(int64(co.TurnBudgetBytes)))
-	b.SetAttributeValue("session_budget_bytes", cty.NumberIntVal(int64(co.SessionBudgetBytes)))
-	b.SetAttributeValue("build_budget_bytes", cty.NumberIntVal(int64(co.BuildBudgetBytes)))
+	c.coordinatorHCL(body)
 
 	body.AppendNewline()
-	b = body.AppendNewBlock("server", nil).Body()
+	b := body.AppendNewBlock("server", nil).Body()
 	b.SetAttributeValue("max_body_bytes", cty.NumberIntVal(c.Server.MaxBodyBytes))
 	b.SetAttributeValue("read_timeout_ms", cty.NumberIntVal(c.Server.ReadTimeout.Milliseconds()))
 	b.SetAttributeValue("shutdown_timeout_ms", cty.NumberIntVal(c.Server.ShutdownTimeout.Milliseconds()))

@@ -115,14 +115,6 @@ var (
 	tokenSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 		{Name: "secret_env", Required: true}, {Name: "realms", Required: true}, {Name: "role"},
 	}}
-	coordinatorSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
-		{Name: "per_turn_injection"}, {Name: "selection"}, {Name: "max_entries"},
-		{Name: "recall_timeout_ms"}, {Name: "recall_failure_policy"}, {Name: "defang_inbound"},
-		{Name: "instruction_header"}, {Name: "operator_scope"}, {Name: "selector"},
-		{Name: "mob_resolver"}, {Name: "operator_resolver"}, {Name: "compactor"},
-		{Name: "session_cache_size"}, {Name: "turn_budget_bytes"}, {Name: "session_budget_bytes"},
-		{Name: "build_budget_bytes"}, {Name: "resolver_cache_ms"}, {Name: "sweep_timeout_ms"},
-	}}
 	serverSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 		{Name: "max_body_bytes"}, {Name: "read_timeout_ms"}, {Name: "shutdown_timeout_ms"},
 	}}
@@ -194,6 +186,7 @@ func (d *decoder) instance(kind sdk.PluginKind, b *hcl.Block) {
 	d.str(content.Attributes, "plugin", key+".plugin", &in.Plugin)
 	if attr, ok := content.Attributes["config"]; ok {
 		d.at(key+".config", attr.Expr.Range())
+		d.recordConfigPositions(key, attr.Expr, nil)
 		if v, ok := d.value(attr); ok {
 			if raw, ok := d.object(attr, v); ok {
 				in.Config = raw
@@ -242,30 +235,6 @@ func (d *decoder) token(b *hcl.Block) {
 		}
 	}
 	d.cfg.Tokens = append(d.cfg.Tokens, t)
-}
-
-func (d *decoder) coordinator(b *hcl.Block) {
-	content, diags := b.Body.Content(coordinatorSchema)
-	d.diags = append(d.diags, diags...)
-	a, c := content.Attributes, &d.cfg.Coordinator
-	d.str(a, "per_turn_injection", "coordinator.per_turn_injection", &c.PerTurnInjection)
-	d.str(a, "selection", "coordinator.selection", &c.Selection)
-	d.integer(a, "max_entries", "coordinator.max_entries", &c.MaxEntries)
-	d.millis(a, "recall_timeout_ms", "coordinator.recall_timeout_ms", &c.RecallTimeout)
-	d.str(a, "recall_failure_policy", "coordinator.recall_failure_policy", &c.RecallFailurePolicy)
-	d.boolean(a, "defang_inbound", "coordinator.defang_inbound", &c.DefangInbound)
-	d.str(a, "instruction_header", "coordinator.instruction_header", &c.InstructionHeader)
-	d.str(a, "operator_scope", "coordinator.operator_scope", &c.OperatorScope)
-	d.str(a, "selector", "coordinator.selector", &c.Selector)
-	d.str(a, "mob_resolver", "coordinator.mob_resolver", &c.MobResolver)
-	d.str(a, "operator_resolver", "coordinator.operator_resolver", &c.OperatorResolver)
-	d.str(a, "compactor", "coordinator.compactor", &c.Compactor)
-	d.integer(a, "session_cache_size", "coordinator.session_cache_size", &c.SessionCacheSize)
-	d.millis(a, "resolver_cache_ms", "coordinator.resolver_cache_ms", &c.ResolverCache)
-	d.millis(a, "sweep_timeout_ms", "coordinator.sweep_timeout_ms", &c.SweepTimeout)
-	d.integer(a, "turn_budget_bytes", "coordinator.turn_budget_bytes", &c.TurnBudgetBytes)
-	d.integer(a, "session_budget_bytes", "coordinator.session_budget_bytes", &c.SessionBudgetBytes)
-	d.integer(a, "build_budget_bytes", "coordinator.build_budget_bytes", &c.BuildBudgetBytes)
 }
 
 func (d *decoder) server(b *hcl.Block) {

@@ -19,9 +19,7 @@ import (
 
 // Limits on values.
 const (
-	maxNameBytes        = 64  // instance, realm and token names (as sdk realms)
-	maxHeaderBytes      = 200 // instruction_header: one short line
-	minBudgetBytes      = 512 // below this the coordinator skips (DESIGN 5.1: budget_exhausted)
+	maxNameBytes        = 64 // instance, realm and token names (as sdk realms)
 	MinTokenSecretBytes = 16
 	tokenSecretAlphabet = "visible ASCII (no spaces)"
 )
@@ -285,51 +283,6 @@ func (c *Config) checkRef(p *problems, key, what, name string, kind sdk.PluginKi
 	p.add(key, "Unknown instance", "%s names %q, but no %s of that name is declared (%s).", what, name, kind, list)
 }
 
-func (c *Config) validateCoordinator(p *problems) {
-	co := &c.Coordinator
-	oneOf := func(name, value string, allowed ...string) {
-		if !slices.Contains(allowed, value) {
-			p.add("coordinator."+name, "Invalid "+name, "%q is not allowed; use %s.", value, quoteJoin(allowed))
-		}
-	}
-	oneOf("per_turn_injection", co.PerTurnInjection, InjectionBudgeted, InjectionOff)
-	oneOf("selection", co.Selection, SelectionContextual, SelectionAlways)
-	oneOf("recall_failure_policy", co.RecallFailurePolicy, FailureSkip, FailureFail)
-	oneOf("operator_scope", co.OperatorScope, OperatorScopeOff, OperatorScopeProvisional)
-
-	positive := func(name string, v int64, min int64, why string) {
-		if v < min {
-			p.add("coordinator."+name, "Invalid "+name, "%s must be at least %d%s.", name, min, why)
-		}
-	}
-	positive("max_entries", int64(co.MaxEntries), 1, "")
-	positive("recall_timeout_ms", co.RecallTimeout.Milliseconds(), 1, "")
-	positive("session_cache_size", int64(co.SessionCacheSize), 1, "")
-	positive("resolver_cache_ms", co.ResolverCache.Milliseconds(), 0, " (0 asks the resolvers on every turn)")
-	positive("sweep_timeout_ms", co.SweepTimeout.Milliseconds(), 1, "")
-	const why = " (a smaller budget skips every injection as budget_exhausted)"
-	positive("turn_budget_bytes", int64(co.TurnBudgetBytes), minBudgetBytes, why)
-	positive("session_budget_bytes", int64(co.SessionBudgetBytes), minBudgetBytes, why)
-	positive("build_budget_bytes", int64(co.BuildBudgetBytes), minBudgetBytes, why)
-
-	if problem := checkHeader(co.InstructionHeader); problem != "" {
-		p.add("coordinator.instruction_header", "Invalid instruction_header", "%s", problem)
-	}
-	for _, ref := range []struct {
-		name, value string
-		kind        sdk.PluginKind
-	}{
-		{"selector", co.Selector, sdk.KindSelector},
-		{"mob_resolver", co.MobResolver, sdk.KindMobResolver},
-		{"operator_resolver", co.OperatorResolver, sdk.KindOperatorResolver},
-		{"compactor", co.Compactor, sdk.KindCompactor},
-	} {
-		if ref.value != "" {
-			c.checkRef(p, "coordinator."+ref.name, "coordinator."+ref.name, ref.value, ref.kind)
-		}
-	}
-}
-
 func (c *Config) validateServer(p *problems) {
 	s := &c.Server
 	if s.MaxBodyBytes < 1 {
@@ -428,10 +381,10 @@ func (c *Config) Warnings() []string {
 			warn(fmt.Sprintf("instance[%d]", i), "%s %q is declared but unused: %s.", in.Kind, in.Name, what)
 		}
 	}
-	if co.OperatorScope == OperatorScopeProvisional && co.OperatorResolver == "" {
+	if co.OperatorScope == coordinator.OperatorScopeProvisional && co.OperatorResolver == "" {
 		warn("coordinator.operator_scope", `operator_scope = "provisional" has no effect without coordinator.operator_resolver.`)
 	}
-	if co.OperatorScope == OperatorScopeOff && co.OperatorResolver != "" {
+	if co.OperatorScope == coordinator.OperatorScopeOff && co.OperatorResolver != "" {
 		warn("coordinator.operator_resolver", `operator_resolver has no effect while operator_scope = "off".`)
 	}
 	if c.AllowInsecureListen && len(c.Tokens) == 0 && checkListen(c.Listen) == "" && !isLoopbackListen(c.Listen) {
@@ -497,27 +450,7 @@ func isLoopbackListen(addr string) bool {
 	return err == nil && ip.Unmap().IsLoopback()
 }
 
-// checkHeader applies the coordinator's own rule, so a header the config
-// accepts is one the coordinator accepts.
-func checkHeader(h string) string {
-	if err := coordinator.ValidateHeader(h); err != nil {
-		return "instruction_header " + err.Error() + "."
-	}
-	return ""
-}
-
 func isJSONObject(raw json.RawMessage) bool {
 	var obj map[string]json.RawMessage
 	return json.Unmarshal(raw, &obj) == nil && obj != nil
-}
-
-func quoteJoin(values []string) string {
-	q := make([]string, len(values))
-	for i, v := range values {
-		q[i] = strconv.Quote(v)
-	}
-	if len(q) == 2 {
-		return q[0] + " or " + q[1]
-	}
-	return strings.Join(q, ", ")
 }

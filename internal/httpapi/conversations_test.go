@@ -101,7 +101,7 @@ func TestCompactEndpoint(t *testing.T) {
 		if status != st.status || e.Error.Code != st.code {
 			t.Fatalf("%s: %d %q (%s), want %d %q", st.name, status, e.Error.Code, e.Error.Message, st.status, st.code)
 		}
-		if status == 200 && (ok.Absorbed != st.absorbed || ok.Compacted != st.compacted || ok.Artifact.Content != st.artifact || ok.Artifact.Role != "system") {
+		if status == 200 && (ok.Absorbed != st.absorbed || ok.Compacted != st.compacted || ok.Artifact.Content != st.artifact || ok.Artifact.Role != compaction.ArtifactRole) {
 			t.Errorf("%s: %+v, want absorbed %d compacted %d artifact %q", st.name, ok, st.absorbed, st.compacted, st.artifact)
 		}
 	}

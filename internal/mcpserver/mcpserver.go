@@ -278,7 +278,8 @@ func (t tools) recall(ctx context.Context, req *mcp.CallToolRequest, in RecallIn
 			continue
 		}
 		recs = append(recs, h.Record)
-		out.Hits = append(out.Hits, RecallHit{ID: h.Record.ID, Title: h.Record.Title, Scope: string(h.Record.Scope), Kind: string(h.Record.Kind), Score: h.Score})
+		title, _ := t.opts.Coordinator.DefangText(id, h.Record.Title)
+		out.Hits = append(out.Hits, RecallHit{ID: h.Record.ID, Title: title, Scope: string(h.Record.Scope), Kind: string(h.Record.Kind), Score: h.Score})
 	}
 	if len(recs) > 0 {
 		r, err := t.opts.Coordinator.RenderEnvelope(ctx, id, recallSession, recs, 0)
@@ -358,7 +359,11 @@ func (t tools) index(ctx context.Context, req *mcp.CallToolRequest, in IndexInpu
 	if offset < len(rows) {
 		page := rows[offset:min(len(rows), offset+in.Limit)]
 		for _, r := range page {
-			out.Rows = append(out.Rows, IndexRow{ID: r.ID, Scope: string(r.Scope), Kind: string(r.Kind), Title: r.Title, Description: r.Description, UpdatedAt: r.UpdatedAt})
+			// Titles and descriptions reach the model as they are listed:
+			// defanged and control-free like the envelope's.
+			title, _ := t.opts.Coordinator.DefangText(id, r.Title)
+			desc, _ := t.opts.Coordinator.DefangText(id, r.Description)
+			out.Rows = append(out.Rows, IndexRow{ID: r.ID, Scope: string(r.Scope), Kind: string(r.Kind), Title: title, Description: desc, UpdatedAt: r.UpdatedAt})
 		}
 		if offset+len(page) < len(rows) {
 			out.NextCursor = strconv.Itoa(offset + len(page))

@@ -28,9 +28,9 @@ const configSchema = `{
   "additionalProperties": false,
   "required": ["base_url", "model"],
   "properties": {
-    "base_url":    {"type": "string", "description": "OpenAI-compatible API root, e.g. https://api.openai.com/v1; the plugin POSTs to <base_url>/chat/completions"},
-    "model":       {"type": "string"},
-    "api_key_env": {"type": "string", "description": "environment variable holding the API key (sent as a bearer token); none for a local server"},
+    "base_url":    {"type": "string", "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]", "description": "OpenAI-compatible API root, e.g. https://api.openai.com/v1; the plugin POSTs to <base_url>/chat/completions"},
+    "model":       {"type": "string", "pattern": "\\S"},
+    "api_key_env": {"type": "string", "pattern": "^([A-Za-z_][A-Za-z0-9_]*)?$", "description": "environment variable holding the API key (sent as a bearer token); none for a local server"},
     "timeout_ms":  {"type": "integer", "minimum": 1, "maximum": 600000, "default": 25000, "description": "bound of one model call; the host bounds a whole compaction request at 30 s"},
     "max_tokens":  {"type": "integer", "minimum": 16, "default": 1024},
     "temperature": {"type": "number", "minimum": 0, "maximum": 2, "default": 0},

@@ -48,7 +48,7 @@ const configSchema = `{
   "properties": {
     "max_bytes":  {"type": "integer", "minimum": 256, "maximum": 1048576, "default": 4096, "description": "byte cap of a summary (the host's cap applies too)"},
     "line_bytes": {"type": "integer", "minimum": 40, "default": 400, "description": "byte cap of one message's line"},
-    "header":     {"type": "string", "maxLength": 200, "default": "Summary of earlier conversation"}
+    "header":     {"type": "string", "maxLength": 200, "pattern": "^[^\\r\\n]*\\S[^\\r\\n]*$", "default": "Summary of earlier conversation"}
   }
 }`
 
