@@ -48,7 +48,8 @@ func (c *chatty) Configure(ctx context.Context, raw json.RawMessage) error {
 }
 
 func (c *chatty) Recall(_ context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
-	sdk.Logger().Info("chatty recall", "query", q.Query, "limit", q.Limit)
+	// One attribute: the host re-emits a plugin line's attributes in no set order.
+	sdk.Logger().Info("chatty recall", "query", q.Query)
 	return []sdk.Hit{}, nil
 }
 
