@@ -99,8 +99,10 @@ type Config struct {
 	Supervisor  Supervisor
 	Tokens      []Token
 	// Sessions and HostKeyEnv configure durable session state (sessions.go).
-	Sessions   Sessions
-	HostKeyEnv string // the variable holding the host key; "" keeps it in data_dir
+	Sessions Sessions
+	// SessionStore says where session and compaction state live.
+	SessionStore SessionStore
+	HostKeyEnv   string // the variable holding the host key; "" keeps it in data_dir
 
 	// pos maps an item's path ("listen", "coordinator.selector",
 	// "instance[2].plugin") to where the file set it, so Validate can
@@ -263,7 +265,8 @@ func (o Options) defaults(baseDir string) *Config {
 			SessionBudgetBytes:  defaultSessionBudget,
 			BuildBudgetBytes:    defaultBuildBudgetBytes,
 		},
-		Sessions: defaultSessions(),
+		Sessions:     defaultSessions(),
+		SessionStore: defaultSessionStore(),
 		Server: Server{
 			MaxBodyBytes:    defaultMaxBodyBytes,
 			ReadTimeout:     defaultReadTimeout,
