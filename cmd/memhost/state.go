@@ -20,8 +20,9 @@ const (
 )
 
 // newCompaction wires the configured compactor (if any) to the state
-// database and the coordinator's session reset.
-func newCompaction(ctx context.Context, cfg *config.Config, sup *pluginhost.Supervisor, db *sql.DB, reset compaction.Resetter, logger hclog.Logger) (*compaction.Service, error) {
+// database (or the shared store, when not nil) and the coordinator's
+// session reset.
+func newCompaction(ctx context.Context, cfg *config.Config, sup *pluginhost.Supervisor, db *sql.DB, shared compaction.Store, reset compaction.Resetter, logger hclog.Logger) (*compaction.Service, error) {
 	opts := compaction.Options{
 		Resetter: reset, Logger: logger.Named("compaction"),
 		MaxArtifactBytes: compactionMaxArtifactBytes, ChunkBytes: compactionChunkBytes,
@@ -32,6 +33,10 @@ func newCompaction(ctx context.Context, cfg *config.Config, sup *pluginhost.Supe
 			return nil, err
 		}
 		opts.Compactor = c
+	}
+	if shared != nil {
+		opts.Store = shared
+		return compaction.New(opts), nil
 	}
 	storeCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
