@@ -22,8 +22,8 @@ func (c *Compaction) Load(ctx context.Context, key compaction.Key) (compaction.S
 	var st compaction.State
 	var ms int64
 	err := c.db.pool.QueryRow(ctx,
-		`SELECT watermark, prefix_hash, artifact_role, artifact_content, updated_at_ms
-		 FROM compaction_state WHERE realm = $1 AND conversation = $2`, key.Realm, key.Conversation,
+		c.db.q(`SELECT watermark, prefix_hash, artifact_role, artifact_content, updated_at_ms
+		 FROM compaction_state WHERE realm = $1 AND conversation = $2`), key.Realm, key.Conversation,
 	).Scan(&st.Watermark, &st.PrefixHash, &st.Artifact.Role, &st.Artifact.Content, &ms)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return compaction.State{}, false, nil
@@ -39,16 +39,16 @@ func (c *Compaction) Save(ctx context.Context, key compaction.Key, prev int, st 
 	args := []any{st.Watermark, st.PrefixHash, st.Artifact.Role, st.Artifact.Content, st.UpdatedAt.UnixMilli(), key.Realm, key.Conversation}
 	var sql string
 	if prev == 0 {
-		sql = `INSERT INTO compaction_state (watermark, prefix_hash, artifact_role, artifact_content, updated_at_ms, realm, conversation)
+		sql = c.db.q(`INSERT INTO compaction_state AS cs (watermark, prefix_hash, artifact_role, artifact_content, updated_at_ms, realm, conversation)
 			VALUES ($1, $2, $3, $4, $5, $6, $7)
 			ON CONFLICT (realm, conversation) DO UPDATE SET
 			  watermark = excluded.watermark, prefix_hash = excluded.prefix_hash,
 			  artifact_role = excluded.artifact_role, artifact_content = excluded.artifact_content,
 			  updated_at_ms = excluded.updated_at_ms
-			WHERE compaction_state.watermark = 0`
+			WHERE cs.watermark = 0`)
 	} else {
-		sql = `UPDATE compaction_state SET watermark = $1, prefix_hash = $2, artifact_role = $3, artifact_content = $4, updated_at_ms = $5
-			WHERE realm = $6 AND conversation = $7 AND watermark = $8`
+		sql = c.db.q(`UPDATE compaction_state SET watermark = $1, prefix_hash = $2, artifact_role = $3, artifact_content = $4, updated_at_ms = $5
+			WHERE realm = $6 AND conversation = $7 AND watermark = $8`)
 		args = append(args, prev)
 	}
 	tag, err := c.db.pool.Exec(ctx, sql, args...)
@@ -62,7 +62,7 @@ func (c *Compaction) Save(ctx context.Context, key compaction.Key, prev int, st 
 }
 
 func (c *Compaction) Delete(ctx context.Context, key compaction.Key) error {
-	if _, err := c.db.pool.Exec(ctx, `DELETE FROM compaction_state WHERE realm = $1 AND conversation = $2`, key.Realm, key.Conversation); err != nil {
+	if _, err := c.db.pool.Exec(ctx, c.db.q(`DELETE FROM compaction_state WHERE realm = $1 AND conversation = $2`), key.Realm, key.Conversation); err != nil {
 		return fmt.Errorf("compaction store: delete %s/%s: %w", key.Realm, key.Conversation, classify(err))
 	}
 	return nil

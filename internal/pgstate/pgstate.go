@@ -50,6 +50,7 @@ type Options struct {
 type DB struct {
 	pool   *pgxpool.Pool
 	schema string
+	prefix string // the quoted schema and a dot
 }
 
 // Open connects to dsn and migrates the schema. Errors never repeat dsn,
@@ -73,7 +74,6 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	}
 	pc.MaxConns = int32(opts.PoolSize)
 	rp := pc.ConnConfig.RuntimeParams
-	rp["search_path"] = opts.Schema
 	rp["statement_timeout"] = fmt.Sprint(opts.StatementTimeout.Milliseconds())
 	if rp["application_name"] == "" {
 		rp["application_name"] = "memhost-host"
@@ -85,13 +85,22 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shared state: connect: %w", classify(err))
 	}
-	db := &DB{pool: pool, schema: opts.Schema}
+	db := &DB{pool: pool, schema: opts.Schema, prefix: pgx.Identifier{opts.Schema}.Sanitize() + "."}
 	if err := db.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
 	}
 	return db, nil
 }
+
+// q qualifies the table names of a statement with the schema: statements
+// never rely on search_path, which a connection pooler (PgBouncer) may not
+// pass through, and which the postgres provider sets to its own schema.
+func (db *DB) q(sql string) string {
+	return tableRE.ReplaceAllStringFunc(sql, func(t string) string { return db.prefix + t })
+}
+
+var tableRE = regexp.MustCompile(`\b(sessions|compaction_state)\b`)
 
 // Close closes the pool.
 func (db *DB) Close() { db.pool.Close() }

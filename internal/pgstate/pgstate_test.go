@@ -137,7 +137,7 @@ func TestSessionsLifecycle(t *testing.T) {
 		t.Errorf("newest session holds %d bytes, want 7", got)
 	}
 	// Age every row past the TTL: visits see a fresh session, Expire drops them.
-	if _, err := db.pool.Exec(ctx, `UPDATE sessions SET touched_at = now() - interval '2 hours'`); err != nil {
+	if _, err := db.pool.Exec(ctx, db.q(`UPDATE sessions SET touched_at = now() - interval '2 hours'`)); err != nil {
 		t.Fatal(err)
 	}
 	_ = s.Update(ctx, key("a", 4), func(st *coordinator.SessionState) bool { got = st.InjectedBytes; return false })

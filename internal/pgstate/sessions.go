@@ -105,8 +105,8 @@ func (s *Sessions) Update(ctx context.Context, key coordinator.SessionKey, fn fu
 func (s *Sessions) read(ctx context.Context, key coordinator.SessionKey) (st coordinator.SessionState, found, stale bool, err error) {
 	var blob []byte
 	var expired bool
-	err = s.db.pool.QueryRow(ctx, `SELECT state, touched_at <= now() - $4 * interval '1 millisecond', touched_at <= now() - $5 * interval '1 millisecond'
-		FROM sessions WHERE realm = $1 AND identity = $2 AND session = $3`,
+	err = s.db.pool.QueryRow(ctx, s.db.q(`SELECT state, touched_at <= now() - $4 * interval '1 millisecond', touched_at <= now() - $5 * interval '1 millisecond'
+		FROM sessions WHERE realm = $1 AND identity = $2 AND session = $3`),
 		key.Realm, key.Identity, key.Session, s.opts.TTL.Milliseconds(), s.refresh.Milliseconds()).Scan(&blob, &expired, &stale)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && expired {
 		return coordinator.SessionState{}, false, false, nil
@@ -123,16 +123,16 @@ func (s *Sessions) read(ctx context.Context, key coordinator.SessionKey) (st coo
 // on another host waits on it instead of inserting beside it; rolling back
 // (fn changed nothing after all) removes the placeholder.
 func (s *Sessions) locked(ctx context.Context, tx pgx.Tx, key coordinator.SessionKey, fn func(*coordinator.SessionState) bool) error {
-	tag, err := tx.Exec(ctx, `INSERT INTO sessions (realm, identity, session, state, touched_at) VALUES ($1, $2, $3, '{"bytes":0,"sweep":null}', now())
-		ON CONFLICT DO NOTHING`, key.Realm, key.Identity, key.Session)
+	tag, err := tx.Exec(ctx, s.db.q(`INSERT INTO sessions (realm, identity, session, state, touched_at) VALUES ($1, $2, $3, '{"bytes":0,"sweep":null}', now())
+		ON CONFLICT DO NOTHING`), key.Realm, key.Identity, key.Session)
 	if err != nil {
 		return err
 	}
 	fresh := tag.RowsAffected() == 1
 	var blob []byte
 	var expired bool
-	if err := tx.QueryRow(ctx, `SELECT state, touched_at <= now() - $4 * interval '1 millisecond' FROM sessions
-		WHERE realm = $1 AND identity = $2 AND session = $3 FOR UPDATE`,
+	if err := tx.QueryRow(ctx, s.db.q(`SELECT state, touched_at <= now() - $4 * interval '1 millisecond' FROM sessions
+		WHERE realm = $1 AND identity = $2 AND session = $3 FOR UPDATE`),
 		key.Realm, key.Identity, key.Session, s.opts.TTL.Milliseconds()).Scan(&blob, &expired); err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func (s *Sessions) locked(ctx context.Context, tx pgx.Tx, key coordinator.Sessio
 	if blob, err = encode(&st); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, `UPDATE sessions SET state = $4, touched_at = now() WHERE realm = $1 AND identity = $2 AND session = $3`,
+	if _, err := tx.Exec(ctx, s.db.q(`UPDATE sessions SET state = $4, touched_at = now() WHERE realm = $1 AND identity = $2 AND session = $3`),
 		key.Realm, key.Identity, key.Session, blob); err != nil {
 		return err
 	}
@@ -167,16 +167,16 @@ var errUnchanged = errors.New("unchanged")
 // between visits, which is all a bound on memory use needs.
 func (s *Sessions) bound(ctx context.Context, tx pgx.Tx, key coordinator.SessionKey) error {
 	var n int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM sessions WHERE realm = $1`, key.Realm).Scan(&n); err != nil {
+	if err := tx.QueryRow(ctx, s.db.q(`SELECT count(*) FROM sessions WHERE realm = $1`), key.Realm).Scan(&n); err != nil {
 		return err
 	}
 	if n <= s.opts.PerRealm {
 		return nil
 	}
-	_, err := tx.Exec(ctx, `DELETE FROM sessions WHERE realm = $1 AND (identity, session) IN (
+	_, err := tx.Exec(ctx, s.db.q(`DELETE FROM sessions WHERE realm = $1 AND (identity, session) IN (
 			SELECT identity, session FROM sessions
 			WHERE realm = $1 AND NOT (identity = $2 AND session = $3)
-			ORDER BY touched_at LIMIT $4 FOR UPDATE SKIP LOCKED)`,
+			ORDER BY touched_at LIMIT $4 FOR UPDATE SKIP LOCKED)`),
 		key.Realm, key.Identity, key.Session, n-s.opts.PerRealm)
 	return err
 }
@@ -184,7 +184,7 @@ func (s *Sessions) bound(ctx context.Context, tx pgx.Tx, key coordinator.Session
 // touch records a read-only visit, so a session still in use is not
 // dropped as idle.
 func (s *Sessions) touch(ctx context.Context, key coordinator.SessionKey) error {
-	if _, err := s.db.pool.Exec(ctx, `UPDATE sessions SET touched_at = now() WHERE realm = $1 AND identity = $2 AND session = $3`,
+	if _, err := s.db.pool.Exec(ctx, s.db.q(`UPDATE sessions SET touched_at = now() WHERE realm = $1 AND identity = $2 AND session = $3`),
 		key.Realm, key.Identity, key.Session); err != nil {
 		return fmt.Errorf("touch session: %w", classify(err))
 	}
@@ -194,7 +194,7 @@ func (s *Sessions) touch(ctx context.Context, key coordinator.SessionKey) error 
 // Expire drops every session idle longer than the TTL and answers how many
 // it dropped. Any host may run it; concurrent runs only split the work.
 func (s *Sessions) Expire(ctx context.Context) (int, error) {
-	tag, err := s.db.pool.Exec(ctx, `DELETE FROM sessions WHERE touched_at <= now() - $1 * interval '1 millisecond'`, s.opts.TTL.Milliseconds())
+	tag, err := s.db.pool.Exec(ctx, s.db.q(`DELETE FROM sessions WHERE touched_at <= now() - $1 * interval '1 millisecond'`), s.opts.TTL.Milliseconds())
 	if err != nil {
 		return 0, fmt.Errorf("expire sessions: %w", classify(err))
 	}
@@ -221,7 +221,7 @@ func (s *Sessions) RunExpiry(ctx context.Context, interval time.Duration, report
 // Len answers how many sessions of realm the database holds.
 func (s *Sessions) Len(ctx context.Context, realm string) (int, error) {
 	var n int
-	if err := s.db.pool.QueryRow(ctx, `SELECT count(*) FROM sessions WHERE realm = $1`, realm).Scan(&n); err != nil {
+	if err := s.db.pool.QueryRow(ctx, s.db.q(`SELECT count(*) FROM sessions WHERE realm = $1`), realm).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count sessions: %w", classify(err))
 	}
 	return n, nil
