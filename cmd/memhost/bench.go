@@ -462,6 +462,12 @@ func measureProvider(ctx context.Context, b *benchHost, provider string, c bench
 	if err != nil {
 		return nil, hostFacts{}, err
 	}
+	if provider == "postgres" {
+		// As after any bulk load: fresh statistics and visibility map.
+		if err := vacuumAnalyze(ctx); err != nil {
+			return nil, hostFacts{}, err
+		}
+	}
 	facts := hostFacts{provider: provider, records: len(c.Records), start: b.started, writes: writes}
 	for _, rss := range b.pluginRSS() {
 		facts.rss += rss

@@ -98,6 +98,9 @@ func benchMultiHost(ctx context.Context, o benchOptions, w, progress io.Writer) 
 	if _, err := corpus.Load(ctx, hosts[0], sdk.DefaultRealm, 500, progressLine(progress, fmt.Sprintf("multihost loading %d records", len(corpus.Records)))); err != nil {
 		return err
 	}
+	if err := vacuumAnalyze(ctx); err != nil {
+		return err
+	}
 	clients := 8
 	if len(o.clients) > 0 {
 		clients = max(o.clients[len(o.clients)-1], 2)
@@ -115,6 +118,20 @@ func benchMultiHost(ctx context.Context, o benchOptions, w, progress io.Writer) 
 			return err
 		}
 		fmt.Fprintf(w, "| %d | %.0f | %s | %s |\n", n, perSec, p50.Round(10*time.Microsecond), p99.Round(10*time.Microsecond))
+	}
+	return nil
+}
+
+// vacuumAnalyze runs VACUUM ANALYZE on the benchmark database, as an
+// operator does after a bulk load (docs/plugins.md, postgres operations).
+func vacuumAnalyze(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, os.Getenv(postgresDSNEnv))
+	if err != nil {
+		return fmt.Errorf("vacuum: %w", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "VACUUM ANALYZE"); err != nil {
+		return fmt.Errorf("vacuum: %w", err)
 	}
 	return nil
 }
