@@ -28,6 +28,8 @@ var benchProviders = map[string]string{
 	"sqlite":   `{ path = "memory.db" }`,
 	"bleve":    `{ dir = "bleve" }`,
 	"markdown": `{ root = "md" }`,
+	// postgres's schema and session store are per run (benchPostgres).
+	"postgres": `{ schema = %q, pool_size = 16 }`,
 }
 
 type benchOptions struct {
@@ -42,6 +44,7 @@ type benchOptions struct {
 	out        string
 	svg        string
 	categories bool
+	multiHost  bool
 }
 
 func benchCommand() *cobra.Command {
@@ -104,7 +107,7 @@ Results are printed as Markdown. Runs are reproducible with --seed.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringSliceVar(&o.providers, "providers", []string{"sqlite", "bleve", "markdown"}, "providers to measure")
+	f.StringSliceVar(&o.providers, "providers", []string{"sqlite", "bleve", "markdown"}, "providers to measure (postgres: a database from $"+postgresDSNEnv+", skipped when unset)")
 	f.StringVar(&sizes, "sizes", "10000,100000", "synthetic store sizes (records)")
 	f.IntVar(&o.queries, "queries", 500, "queries per measurement")
 	f.StringVar(&clients, "clients", "1,8", "concurrent client counts")
@@ -115,6 +118,7 @@ Results are printed as Markdown. Runs are reproducible with --seed.`,
 	f.StringVar(&o.out, "out", "", "write the Markdown report to this file instead of standard output")
 	f.StringVar(&o.svg, "svg", "", "also write the latency chart as SVG to this file")
 	f.BoolVar(&o.categories, "categories", true, "LoCoMo rows per question category too")
+	f.BoolVar(&o.multiHost, "multihost", false, "also measure turns/s through two hosts sharing PostgreSQL against one (needs $"+postgresDSNEnv+")")
 	f.BoolVar(&quick, "quick", false, "a run under two minutes: 1,000 records, 60 queries, LoCoMo samples 0 and 5")
 	return cmd
 }
@@ -142,13 +146,19 @@ type benchHost struct {
 	started time.Duration
 }
 
-func startBenchHost(ctx context.Context, o benchOptions, provider string) (*benchHost, error) {
+// startBenchHostOn starts a bench host; pg, for the postgres provider, names
+// the run's schemas (hosts given one pg share the store and the sessions).
+func startBenchHostOn(ctx context.Context, o benchOptions, provider string, pg *benchPostgres) (*benchHost, error) {
 	dir, err := os.MkdirTemp("", "memhost-bench-")
 	if err != nil {
 		return nil, err
 	}
-	hcl := fmt.Sprintf("data_dir = %q\nlog_level = \"error\"\n%s\nprovider \"main\" {\n  plugin = %q\n  config = %s\n}\nrealm \"default\" { provider = \"main\" }\n",
-		filepath.Join(dir, "data"), pluginDirLine(o.pluginDir), provider, benchProviders[provider])
+	providerConfig, extra := benchProviders[provider], ""
+	if provider == "postgres" {
+		providerConfig, extra = fmt.Sprintf(providerConfig, pg.schema), pg.hcl()
+	}
+	hcl := fmt.Sprintf("data_dir = %q\nlog_level = \"error\"\n%s\nprovider \"main\" {\n  plugin = %q\n  config = %s\n}\nrealm \"default\" { provider = \"main\" }\n%s",
+		filepath.Join(dir, "data"), pluginDirLine(o.pluginDir), provider, providerConfig, extra)
 	path := filepath.Join(dir, "memhost.hcl")
 	if err := os.WriteFile(path, []byte(hcl), 0o600); err != nil {
 		return nil, err
@@ -338,14 +348,23 @@ func runBench(ctx context.Context, o benchOptions, w, progress io.Writer) error 
 		latencies = append(latencies, row)
 	}
 	for _, p := range o.providers {
+		if p == "postgres" && os.Getenv(postgresDSNEnv) == "" {
+			fmt.Fprintf(progress, "bench: %s is unset; skipping the postgres provider\n", postgresDSNEnv)
+			continue
+		}
 		for _, n := range o.sizes {
 			corpus := bench.NewCorpus(o.seed, n, o.queries)
-			b, err := startBenchHost(ctx, o, p)
+			pg, err := newBenchPostgres(ctx, p)
+			if err != nil {
+				return err
+			}
+			b, err := startBenchHostOn(ctx, o, p, pg)
 			if err != nil {
 				return fmt.Errorf("%s: %w", p, err)
 			}
 			rows, f, err := measureProvider(ctx, b, p, corpus, o, progress)
 			b.close()
+			pg.drop(ctx)
 			if err != nil {
 				return fmt.Errorf("%s at %d records: %w", p, n, err)
 			}
@@ -353,12 +372,17 @@ func runBench(ctx context.Context, o benchOptions, w, progress io.Writer) error 
 			facts = append(facts, f)
 		}
 		if len(samples) > 0 {
-			b, err := startBenchHost(ctx, o, p)
+			pg, err := newBenchPostgres(ctx, p)
+			if err != nil {
+				return err
+			}
+			b, err := startBenchHostOn(ctx, o, p, pg)
 			if err != nil {
 				return fmt.Errorf("%s: %w", p, err)
 			}
 			res, err := bench.EvaluateLoCoMo(ctx, b, samples, progressLine(progress, p+" LoCoMo questions"))
 			b.close()
+			pg.drop(ctx)
 			if err != nil {
 				return fmt.Errorf("%s LoCoMo: %w", p, err)
 			}
@@ -380,6 +404,11 @@ func runBench(ctx context.Context, o benchOptions, w, progress io.Writer) error 
 			return err
 		}
 		fmt.Fprintf(w, "\n![p50 latency per provider and path](%s)\n", filepath.Base(o.svg))
+	}
+	if o.multiHost {
+		if err := benchMultiHost(ctx, o, w, progress); err != nil {
+			return fmt.Errorf("multihost: %w", err)
+		}
 	}
 	if len(retrieval) > 0 {
 		fmt.Fprintf(w, "\n## LoCoMo retrieval\n\nEvery turn one record; categories 1-4 with evidence; dev = samples 0-4, held-out = 5-9.\n\n")
@@ -432,6 +461,12 @@ func measureProvider(ctx context.Context, b *benchHost, provider string, c bench
 	writes, err := c.Load(ctx, b, realm, 500, progressLine(progress, fmt.Sprintf("%s loading %d records", provider, len(c.Records))))
 	if err != nil {
 		return nil, hostFacts{}, err
+	}
+	if provider == "postgres" {
+		// As after any bulk load: fresh statistics and visibility map.
+		if err := vacuumAnalyze(ctx); err != nil {
+			return nil, hostFacts{}, err
+		}
 	}
 	facts := hostFacts{provider: provider, records: len(c.Records), start: b.started, writes: writes}
 	for _, rss := range b.pluginRSS() {

@@ -24,7 +24,6 @@ import (
 	"github.com/memhost/memhost/internal/httpapi"
 	"github.com/memhost/memhost/internal/mcpserver"
 	"github.com/memhost/memhost/internal/pluginhost"
-	"github.com/memhost/memhost/internal/sessionstore"
 	"github.com/memhost/memhost/internal/statedb"
 	"github.com/memhost/memhost/sdk"
 	sdkhost "github.com/memhost/memhost/sdk/host"
@@ -109,6 +108,7 @@ func (o *serveOverrides) apply(cfg *config.Config) error {
 type host struct {
 	logger      hclog.Logger
 	state       *statedb.DB
+	stores      *sessionStores
 	stopExpiry  func() // stops the session expiry loop and waits for it
 	supervisor  *pluginhost.Supervisor
 	coordinator *coordinator.Coordinator
@@ -136,15 +136,14 @@ func startHost(ctx context.Context, cfg *config.Config, logger hclog.Logger) (*h
 	if err != nil {
 		return nil, err
 	}
-	sessions, err := sessionstore.Open(ctx, state, sessionstore.Options{
-		TTL: cfg.Sessions.IdleTTL, PerRealm: cfg.Sessions.MaxPerRealm, CacheSize: cfg.Coordinator.SessionCacheSize,
-	})
+	stores, err := openSessionStores(ctx, cfg, state)
 	if err != nil {
 		state.Close()
 		return nil, err
 	}
-	h := &host{logger: logger, state: state}
-	if err := h.start(ctx, cfg, sessions, hostKey); err != nil {
+	h := &host{logger: logger, state: state, stores: stores}
+	if err := h.start(ctx, cfg, stores.sessions, hostKey); err != nil {
+		stores.close()
 		state.Close()
 		return nil, err
 	}
@@ -152,7 +151,7 @@ func startHost(ctx context.Context, cfg *config.Config, logger hclog.Logger) (*h
 	expired := make(chan struct{})
 	go func() {
 		defer close(expired)
-		sessions.RunExpiry(expiryCtx, min(cfg.Sessions.IdleTTL/4, 10*time.Minute), func(err error) {
+		stores.expire(expiryCtx, min(cfg.Sessions.IdleTTL/4, 10*time.Minute), func(err error) {
 			logger.Warn("session expiry", "error", err)
 		})
 	}()
@@ -242,7 +241,7 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 		sup.Close()
 		return err
 	}
-	comp, err := newCompaction(ctx, cfg, sup, h.state.SQL(), coord, logger)
+	comp, err := newCompaction(ctx, cfg, sup, h.state.SQL(), h.stores.compaction, coord, logger)
 	if err != nil {
 		coord.Close(ctx)
 		sup.Close()
@@ -318,6 +317,7 @@ func (h *host) close() {
 	// Last: sweeps finishing during the coordinator's close, and
 	// compactions, still write.
 	h.stopExpiry()
+	h.stores.close()
 	if err := h.state.Close(); err != nil {
 		h.logger.Warn("state database close", "error", err)
 	}

@@ -27,8 +27,9 @@ type coordinatorForCompaction interface {
 }
 
 // newCompaction wires the configured compactor (if any) to the state
-// database and the coordinator's session reset and defanging.
-func newCompaction(ctx context.Context, cfg *config.Config, sup *pluginhost.Supervisor, db *sql.DB, coord coordinatorForCompaction, logger hclog.Logger) (*compaction.Service, error) {
+// database (or the shared store, when not nil) and the coordinator's
+// session reset and defanging.
+func newCompaction(ctx context.Context, cfg *config.Config, sup *pluginhost.Supervisor, db *sql.DB, shared compaction.Store, coord coordinatorForCompaction, logger hclog.Logger) (*compaction.Service, error) {
 	opts := compaction.Options{
 		Resetter: coord, Defanger: coord, Logger: logger.Named("compaction"),
 		MaxArtifactBytes: compactionMaxArtifactBytes, ChunkBytes: compactionChunkBytes,
@@ -39,6 +40,10 @@ func newCompaction(ctx context.Context, cfg *config.Config, sup *pluginhost.Supe
 			return nil, err
 		}
 		opts.Compactor = c
+	}
+	if shared != nil {
+		opts.Store = shared
+		return compaction.New(opts), nil
 	}
 	storeCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

@@ -79,8 +79,10 @@ type Config struct {
 	Supervisor  Supervisor
 	Tokens      []Token
 	// Sessions and HostKeyEnv configure durable session state (sessions.go).
-	Sessions   Sessions
-	HostKeyEnv string // the variable holding the host key; "" keeps it in data_dir
+	Sessions Sessions
+	// SessionStore says where session and compaction state live.
+	SessionStore SessionStore
+	HostKeyEnv   string // the variable holding the host key; "" keeps it in data_dir
 
 	// pos maps an item's path ("listen", "coordinator.selector",
 	// "instance[2].plugin") to where the file set it, so Validate can
@@ -204,6 +206,7 @@ func (o Options) defaults(baseDir string) *Config {
 		DefaultRealm: coordinator.DefaultConfig().DefaultRealm,
 		Coordinator:  defaultCoordinator(),
 		Sessions:     defaultSessions(),
+		SessionStore: defaultSessionStore(),
 		Server: Server{
 			MaxBodyBytes:    defaultMaxBodyBytes,
 			ReadTimeout:     defaultReadTimeout,

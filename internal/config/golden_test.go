@@ -21,6 +21,7 @@ var testEnv = map[string]string{
 	"MEMHOST_TOKEN_EMPTY": "",
 	"MEMHOST_TOKEN_SHORT": "tiny-secret",
 	"MEMHOST_HOST_KEY":    "host-key-0123456789abcdef0123456789abcdef",
+	"MEMHOST_STATE_DSN":   "host=/run/postgresql dbname=memhost",
 }
 
 const testExeDir = "/opt/memhost/bin"

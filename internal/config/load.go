@@ -98,6 +98,7 @@ var (
 				{Type: "server"},
 				{Type: "sessions"},
 				{Type: "supervisor"},
+				{Type: "session_store"},
 				{Type: "token", LabelNames: []string{"name"}},
 			},
 		}
@@ -150,7 +151,7 @@ func (d *decoder) file(body hcl.Body) {
 	seen := map[string]*hcl.Block{}
 	for _, b := range content.Blocks {
 		switch b.Type {
-		case "coordinator", "server", "sessions", "supervisor":
+		case "coordinator", "server", "sessions", "supervisor", "session_store":
 			if first, dup := seen[b.Type]; dup {
 				d.errorf(b.DefRange.Ptr(), "Duplicate "+b.Type+" block",
 					"Only one %s block is allowed; the first is at %s.", b.Type, lineOf(first.DefRange))
@@ -164,6 +165,8 @@ func (d *decoder) file(body hcl.Body) {
 				d.server(b)
 			case "sessions":
 				d.sessions(b)
+			case "session_store":
+				d.sessionStore(b)
 			default:
 				d.supervisor(b)
 			}

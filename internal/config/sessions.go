@@ -1,6 +1,7 @@
 package config
 
 import (
+	"regexp"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -73,4 +74,95 @@ func (c *Config) sessionsHCL(body *hclwrite.Body) {
 	b := body.AppendNewBlock("sessions", nil).Body()
 	b.SetAttributeValue("idle_ttl_minutes", cty.NumberIntVal(int64(c.Sessions.IdleTTL/time.Minute)))
 	b.SetAttributeValue("max_per_realm", cty.NumberIntVal(int64(c.Sessions.MaxPerRealm)))
+}
+
+// Session store kinds.
+const (
+	SessionStoreLocal    = "local"    // the host's own state database
+	SessionStorePostgres = "postgres" // shared by every host on one PostgreSQL
+)
+
+// DefaultSessionStoreDSNEnv is the postgres provider's own default, so one
+// variable serves both when they share a database.
+const DefaultSessionStoreDSNEnv = "MEMHOST_POSTGRES_DSN"
+
+// DefaultSessionStoreSchema keeps host state apart from the provider's
+// schema ("memhost") when both use one database.
+const DefaultSessionStoreSchema = "memhost_state"
+
+// SessionStore says where session and compaction state live.
+type SessionStore struct {
+	Kind   string // SessionStoreLocal or SessionStorePostgres
+	DSNEnv string // postgres: the variable holding the connection string
+	Schema string // postgres: the schema holding the tables
+}
+
+var sessionStoreSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+	{Name: "kind"}, {Name: "dsn_env"}, {Name: "schema"},
+}}
+
+func defaultSessionStore() SessionStore {
+	return SessionStore{Kind: SessionStoreLocal, DSNEnv: DefaultSessionStoreDSNEnv, Schema: DefaultSessionStoreSchema}
+}
+
+func (d *decoder) sessionStore(b *hcl.Block) {
+	content, diags := b.Body.Content(sessionStoreSchema)
+	d.diags = append(d.diags, diags...)
+	a, s := content.Attributes, &d.cfg.SessionStore
+	d.str(a, "kind", "session_store.kind", &s.Kind)
+	d.str(a, "schema", "session_store.schema", &s.Schema)
+	hasEnv := d.str(a, "dsn_env", "session_store.dsn_env", &s.DSNEnv)
+	if s.Kind != SessionStorePostgres {
+		return
+	}
+	// Like host_key_env: a missing connection string points at its line.
+	subject := b.DefRange.Ptr()
+	if hasEnv {
+		subject = a["dsn_env"].Expr.Range().Ptr()
+	}
+	switch v, ok := d.opts.lookupEnv(s.DSNEnv); {
+	case !validEnvName(s.DSNEnv):
+		d.errorf(subject, "Invalid dsn_env",
+			"%q is not an environment variable name (letters, digits and '_', not starting with a digit).", s.DSNEnv)
+	case !ok || v == "":
+		d.errorf(subject, "Connection string not set",
+			"session_store.dsn_env names the environment variable %s, which is unset or empty; set it to the PostgreSQL connection string.", s.DSNEnv)
+	}
+}
+
+func (c *Config) validateSessionStore(p *problems) {
+	s := &c.SessionStore
+	switch s.Kind {
+	case SessionStoreLocal:
+	case SessionStorePostgres:
+		if !schemaNameRE.MatchString(s.Schema) {
+			p.add("session_store.schema", "Invalid schema", "schema %q must be 1-63 lower-case letters, digits or underscores, not starting with a digit.", s.Schema)
+		}
+	default:
+		p.add("session_store.kind", "Invalid session store kind", `kind is %q; it must be "local" or "postgres".`, s.Kind)
+	}
+}
+
+var schemaNameRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// sessionStoreWarnings: hosts sharing sessions but not a host key mint
+// different nonces for one session.
+func (c *Config) sessionStoreWarnings(warn func(key, format string, args ...any)) {
+	if c.SessionStore.Kind == SessionStorePostgres && c.HostKeyEnv == "" {
+		warn("session_store.kind", `session_store kind = "postgres" without host_key_env: each host keeps its own key in data_dir, so hosts mint different nonces for one session; set host_key_env to one key shared by every host.`)
+	}
+}
+
+// sessionStoreHCL writes the block only when it is not the default, so
+// single-host configs print as before.
+func (c *Config) sessionStoreHCL(body *hclwrite.Body) {
+	s := c.SessionStore
+	if s == defaultSessionStore() {
+		return
+	}
+	body.AppendNewline()
+	b := body.AppendNewBlock("session_store", nil).Body()
+	b.SetAttributeValue("kind", cty.StringVal(s.Kind))
+	b.SetAttributeValue("dsn_env", cty.StringVal(s.DSNEnv))
+	b.SetAttributeValue("schema", cty.StringVal(s.Schema))
 }

@@ -142,6 +142,7 @@ func (c *Config) Validate() error {
 	c.validateServer(p)
 	c.validateSessions(p)
 	c.validateSupervisor(p)
+	c.validateSessionStore(p)
 	c.validateTokens(p)
 	if len(p.diags) > 0 {
 		return newError(p.diags)
@@ -390,6 +391,7 @@ func (c *Config) Warnings() []string {
 	if c.AllowInsecureListen && len(c.Tokens) == 0 && checkListen(c.Listen) == "" && !isLoopbackListen(c.Listen) {
 		warn("allow_insecure_listen", "listening on %s without tokens: anyone who can reach it can read and write every realm.", c.Listen)
 	}
+	c.sessionStoreWarnings(warn)
 	return out
 }
 

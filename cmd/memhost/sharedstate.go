@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/internal/compaction"
+	"github.com/memhost/memhost/internal/config"
+	"github.com/memhost/memhost/internal/pgstate"
+	"github.com/memhost/memhost/internal/sessionstore"
+	"github.com/memhost/memhost/internal/statedb"
+)
+
+// sessionStores is where session and compaction state live: the host's
+// state database, or PostgreSQL shared with other hosts.
+type sessionStores struct {
+	sessions   coordinator.SessionStore
+	compaction compaction.Store // nil: the state database's
+	expire     func(ctx context.Context, interval time.Duration, report func(error))
+	close      func()
+}
+
+// openSessionStores opens the configured session store (config block
+// session_store).
+func openSessionStores(ctx context.Context, cfg *config.Config, state *statedb.DB) (*sessionStores, error) {
+	if cfg.SessionStore.Kind != config.SessionStorePostgres {
+		s, err := sessionstore.Open(ctx, state, sessionstore.Options{
+			TTL: cfg.Sessions.IdleTTL, PerRealm: cfg.Sessions.MaxPerRealm, CacheSize: cfg.Coordinator.SessionCacheSize,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return &sessionStores{sessions: s, expire: s.RunExpiry, close: func() {}}, nil
+	}
+	dsn := os.Getenv(cfg.SessionStore.DSNEnv)
+	if dsn == "" {
+		return nil, fmt.Errorf("session_store: environment variable %s is unset or empty", cfg.SessionStore.DSNEnv)
+	}
+	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	db, err := pgstate.Open(openCtx, dsn, pgstate.Options{Schema: cfg.SessionStore.Schema})
+	if err != nil {
+		return nil, fmt.Errorf("session_store (from %s): %w", cfg.SessionStore.DSNEnv, err)
+	}
+	s := pgstate.NewSessions(db, pgstate.SessionOptions{TTL: cfg.Sessions.IdleTTL, PerRealm: cfg.Sessions.MaxPerRealm})
+	return &sessionStores{sessions: s, compaction: pgstate.NewCompaction(db), expire: s.RunExpiry, close: db.Close}, nil
+}

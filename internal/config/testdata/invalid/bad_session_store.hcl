@@ -1,0 +1,4 @@
+session_store {
+  kind   = "redis"
+  schema = "Not-A-Schema"
+}

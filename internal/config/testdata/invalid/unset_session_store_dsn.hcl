@@ -1,0 +1,4 @@
+session_store {
+  kind    = "postgres"
+  dsn_env = "MEMHOST_STATE_DSN_UNSET"
+}

@@ -1,0 +1,71 @@
+package pgstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/memhost/memhost/internal/compaction"
+)
+
+// Compaction is a compaction.Store shared by every host on the database.
+// Save is a compare-and-set on the watermark, as the local store's, so two
+// hosts can never both advance a conversation from the same point.
+type Compaction struct{ db *DB }
+
+// NewCompaction answers the compaction store on db.
+func NewCompaction(db *DB) *Compaction { return &Compaction{db: db} }
+
+func (c *Compaction) Load(ctx context.Context, key compaction.Key) (compaction.State, bool, error) {
+	var st compaction.State
+	var ms int64
+	err := c.db.pool.QueryRow(ctx,
+		c.db.q(`SELECT watermark, prefix_hash, artifact_role, artifact_content, updated_at_ms
+		 FROM compaction_state WHERE realm = $1 AND conversation = $2`), key.Realm, key.Conversation,
+	).Scan(&st.Watermark, &st.PrefixHash, &st.Artifact.Role, &st.Artifact.Content, &ms)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return compaction.State{}, false, nil
+	}
+	if err != nil {
+		return compaction.State{}, false, fmt.Errorf("compaction store: load %s/%s: %w", key.Realm, key.Conversation, classify(err))
+	}
+	st.UpdatedAt = time.UnixMilli(ms).UTC()
+	return st, true, nil
+}
+
+func (c *Compaction) Save(ctx context.Context, key compaction.Key, prev int, st compaction.State) error {
+	args := []any{st.Watermark, st.PrefixHash, st.Artifact.Role, st.Artifact.Content, st.UpdatedAt.UnixMilli(), key.Realm, key.Conversation}
+	var sql string
+	if prev == 0 {
+		sql = c.db.q(`INSERT INTO compaction_state AS cs (watermark, prefix_hash, artifact_role, artifact_content, updated_at_ms, realm, conversation)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)
+			ON CONFLICT (realm, conversation) DO UPDATE SET
+			  watermark = excluded.watermark, prefix_hash = excluded.prefix_hash,
+			  artifact_role = excluded.artifact_role, artifact_content = excluded.artifact_content,
+			  updated_at_ms = excluded.updated_at_ms
+			WHERE cs.watermark = 0`)
+	} else {
+		sql = c.db.q(`UPDATE compaction_state SET watermark = $1, prefix_hash = $2, artifact_role = $3, artifact_content = $4, updated_at_ms = $5
+			WHERE realm = $6 AND conversation = $7 AND watermark = $8`)
+		args = append(args, prev)
+	}
+	tag, err := c.db.pool.Exec(ctx, sql, args...)
+	if err != nil {
+		return fmt.Errorf("compaction store: save %s/%s: %w", key.Realm, key.Conversation, classify(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("compaction store: save %s/%s at watermark %d: %w", key.Realm, key.Conversation, prev, compaction.ErrStale)
+	}
+	return nil
+}
+
+func (c *Compaction) Delete(ctx context.Context, key compaction.Key) error {
+	if _, err := c.db.pool.Exec(ctx, c.db.q(`DELETE FROM compaction_state WHERE realm = $1 AND conversation = $2`), key.Realm, key.Conversation); err != nil {
+		return fmt.Errorf("compaction store: delete %s/%s: %w", key.Realm, key.Conversation, classify(err))
+	}
+	return nil
+}
+
+var _ compaction.Store = (*Compaction)(nil)

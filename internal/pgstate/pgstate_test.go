@@ -1,0 +1,225 @@
+package pgstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/internal/compaction"
+	"github.com/memhost/memhost/internal/pgtest"
+	"github.com/memhost/memhost/sdk"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// open answers n pools on one fresh database, each migrated as a host
+// starting at the same moment would.
+func open(t *testing.T, n int) []*DB {
+	t.Helper()
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	dbs := make([]*DB, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dbs[i], errs[i] = Open(context.Background(), dsn, Options{})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("host %d: %v", i, err)
+		}
+		t.Cleanup(dbs[i].Close)
+	}
+	return dbs
+}
+
+// TestConcurrentTurnsKeepBudgetAndDedup runs turns of one session on two
+// "hosts" (two pools) at once: each turn spends 100 bytes of a 1000-byte
+// budget and injects one id, possibly one another turn also picked.
+func TestConcurrentTurnsKeepBudgetAndDedup(t *testing.T) {
+	dbs := open(t, 2)
+	stores := []*Sessions{NewSessions(dbs[0], SessionOptions{}), NewSessions(dbs[1], SessionOptions{})}
+	key := coordinator.SessionKey{Realm: "r", Identity: "i", Session: "s"}
+	const budget, cost = 1000, 100
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var accepted []string
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			store := stores[g%2]
+			for turn := range 10 {
+				id := fmt.Sprint("rec-", (g+turn)%12) // overlapping picks
+				took := false
+				err := store.Update(context.Background(), key, func(s *coordinator.SessionState) bool {
+					took = false
+					if s.InjectedBytes+cost > budget || slices.Contains(s.InjectedIDs, id) {
+						return false
+					}
+					s.InjectedBytes += cost
+					s.InjectedIDs = append(s.InjectedIDs, id)
+					took = true
+					return true
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if took {
+					mu.Lock()
+					accepted = append(accepted, id)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var final coordinator.SessionState
+	if err := stores[1].Update(context.Background(), key, func(s *coordinator.SessionState) bool { final = s.Clone(); return false }); err != nil {
+		t.Fatal(err)
+	}
+	if final.InjectedBytes > budget || final.InjectedBytes != cost*len(final.InjectedIDs) {
+		t.Errorf("bytes %d for %d ids, budget %d", final.InjectedBytes, len(final.InjectedIDs), budget)
+	}
+	slices.Sort(accepted)
+	if len(slices.Compact(slices.Clone(accepted))) != len(accepted) {
+		t.Errorf("an id was accepted twice: %v", accepted)
+	}
+	if len(accepted) != len(final.InjectedIDs) || len(accepted) != budget/cost {
+		t.Errorf("accepted %d, stored %d, want %d", len(accepted), len(final.InjectedIDs), budget/cost)
+	}
+}
+
+func TestSessionsLifecycle(t *testing.T) {
+	db := open(t, 1)[0]
+	ctx := context.Background()
+	s := NewSessions(db, SessionOptions{PerRealm: 3, TTL: time.Hour})
+	add := func(k coordinator.SessionKey) {
+		t.Helper()
+		if err := s.Update(ctx, k, func(st *coordinator.SessionState) bool { st.InjectedBytes += 7; return true }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := func(realm string, i int) coordinator.SessionKey {
+		return coordinator.SessionKey{Realm: realm, Identity: "i", Session: fmt.Sprint(i)}
+	}
+	// A visit that changes nothing stores nothing.
+	if err := s.Update(ctx, key("a", 0), func(*coordinator.SessionState) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := s.Len(ctx, "a"); n != 0 {
+		t.Errorf("read-only visit stored %d rows", n)
+	}
+	for i := range 5 {
+		add(key("a", i))
+	}
+	add(key("b", 0))
+	if n, _ := s.Len(ctx, "a"); n != 3 {
+		t.Errorf("realm a holds %d sessions, bound 3", n)
+	}
+	if n, _ := s.Len(ctx, "b"); n != 1 {
+		t.Errorf("realm b holds %d sessions, want 1 (a's flood must not evict it)", n)
+	}
+	var got int
+	_ = s.Update(ctx, key("a", 4), func(st *coordinator.SessionState) bool { got = st.InjectedBytes; return false })
+	if got != 7 {
+		t.Errorf("newest session holds %d bytes, want 7", got)
+	}
+	// Age every row past the TTL: visits see a fresh session, Expire drops them.
+	if _, err := db.pool.Exec(ctx, db.q(`UPDATE sessions SET touched_at = now() - interval '2 hours'`)); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Update(ctx, key("a", 4), func(st *coordinator.SessionState) bool { got = st.InjectedBytes; return false })
+	if got != 0 {
+		t.Errorf("expired session shows %d bytes", got)
+	}
+	if n, err := s.Expire(ctx); err != nil || n != 4 {
+		t.Errorf("Expire = %d, %v; want 4", n, err)
+	}
+}
+
+func TestCompactionCompareAndSet(t *testing.T) {
+	dbs := open(t, 2)
+	a, b := NewCompaction(dbs[0]), NewCompaction(dbs[1])
+	ctx := context.Background()
+	key := compaction.Key{Realm: "r", Conversation: "c"}
+	st := compaction.State{Watermark: 4, PrefixHash: "h4", Artifact: sdk.Message{Role: "system", Content: "sum"}, UpdatedAt: time.UnixMilli(1000).UTC()}
+	if err := a.Save(ctx, key, 0, st); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Save(ctx, key, 0, st); !errors.Is(err, compaction.ErrStale) {
+		t.Errorf("second save from 0 = %v, want stale", err)
+	}
+	got, found, err := b.Load(ctx, key)
+	if err != nil || !found || got != st {
+		t.Errorf("host b loads %+v %v %v, want %+v", got, found, err, st)
+	}
+	next := st
+	next.Watermark = 9
+	if err := b.Save(ctx, key, 4, next); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Save(ctx, key, 4, next); !errors.Is(err, compaction.ErrStale) {
+		t.Errorf("save from an old watermark = %v, want stale", err)
+	}
+	if err := a.Delete(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, _ := b.Load(ctx, key); found {
+		t.Error("state survived Delete")
+	}
+}
+
+// TestOutageIsUnavailable: a stopped server answers sdk.ErrUnavailable,
+// and the store serves again once it is back.
+func TestOutageIsUnavailable(t *testing.T) {
+	c, err := pgtest.Start(context.Background(), pgtest.Options{})
+	if errors.Is(err, pgtest.ErrNoPostgres) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	name, err := c.CreateDatabase(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(context.Background(), c.DSN(name), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s := NewSessions(db, SessionOptions{})
+	key := coordinator.SessionKey{Realm: "r", Identity: "i", Session: "s"}
+	inc := func(st *coordinator.SessionState) bool { st.InjectedBytes++; return true }
+	if err := s.Update(context.Background(), key, inc); err != nil {
+		t.Fatal(err)
+	}
+	c.StopServer()
+	if err := s.Update(context.Background(), key, inc); !errors.Is(err, sdk.ErrUnavailable) {
+		t.Errorf("during the outage: %v, want unavailable", err)
+	}
+	if err := c.StartServer(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(context.Background(), key, inc); err != nil {
+		t.Fatalf("after the restart: %v", err)
+	}
+	var got int
+	_ = s.Update(context.Background(), key, func(st *coordinator.SessionState) bool { got = st.InjectedBytes; return false })
+	if got != 2 {
+		t.Errorf("bytes %d after two acknowledged writes, want 2", got)
+	}
+}

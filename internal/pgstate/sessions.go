@@ -1,0 +1,230 @@
+package pgstate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/memhost/memhost/coordinator"
+)
+
+// Defaults of SessionOptions, the local store's.
+const (
+	DefaultTTL      = 24 * time.Hour
+	DefaultPerRealm = 10000
+)
+
+// SessionOptions tune a Sessions store.
+type SessionOptions struct {
+	// TTL drops a session idle (neither written nor read) for longer.
+	TTL time.Duration
+	// PerRealm bounds the sessions kept per realm; a new session beyond
+	// it drops the realm's least recently visited ones.
+	PerRealm int
+}
+
+// Sessions is a coordinator.SessionStore shared by every host on the
+// database. It is safe for concurrent use on any number of hosts.
+type Sessions struct {
+	db      *DB
+	opts    SessionOptions
+	refresh time.Duration
+}
+
+// NewSessions answers the session store on db.
+func NewSessions(db *DB, opts SessionOptions) *Sessions {
+	if opts.TTL <= 0 {
+		opts.TTL = DefaultTTL
+	}
+	if opts.PerRealm <= 0 {
+		opts.PerRealm = DefaultPerRealm
+	}
+	return &Sessions{db: db, opts: opts, refresh: opts.TTL / 16}
+}
+
+// record is the stored form of a SessionState (the local store's JSON):
+// Sweep keeps null apart from [].
+type record struct {
+	Bytes int      `json:"bytes"`
+	IDs   []string `json:"ids,omitempty"`
+	Epoch uint64   `json:"epoch,omitempty"`
+	Sweep []string `json:"sweep"`
+}
+
+func decode(blob []byte) (coordinator.SessionState, error) {
+	var r record
+	if err := json.Unmarshal(blob, &r); err != nil {
+		return coordinator.SessionState{}, fmt.Errorf("a stored session is unreadable: %w", err)
+	}
+	return coordinator.SessionState{InjectedBytes: r.Bytes, InjectedIDs: r.IDs, Epoch: r.Epoch, SweepIDs: r.Sweep}, nil
+}
+
+func encode(st *coordinator.SessionState) ([]byte, error) {
+	return json.Marshal(record{Bytes: st.InjectedBytes, IDs: st.InjectedIDs, Epoch: st.Epoch, Sweep: st.SweepIDs})
+}
+
+// maxAttempts bounds retries of a transaction PostgreSQL aborted to break
+// a deadlock between hosts.
+const maxAttempts = 5
+
+// Update implements coordinator.SessionStore. It first reads without a
+// lock and runs fn on that copy; most visits change nothing and end there.
+// A visit that changes state runs fn again, on the state read under the
+// row's lock, and writes in the same transaction: a turn on another host
+// either saw this write or waits for it.
+func (s *Sessions) Update(ctx context.Context, key coordinator.SessionKey, fn func(*coordinator.SessionState) bool) error {
+	st, found, stale, err := s.read(ctx, key)
+	if err != nil {
+		return err
+	}
+	if !fn(&st) {
+		if found && stale {
+			return s.touch(ctx, key)
+		}
+		return nil
+	}
+	for range maxAttempts {
+		err = pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error { return s.locked(ctx, tx, key, fn) })
+		switch sqlState(err) {
+		case codeDeadlock, codeSerialization:
+			continue
+		}
+		break
+	}
+	if err != nil && !errors.Is(err, errUnchanged) {
+		return fmt.Errorf("save session: %w", classify(err))
+	}
+	return nil
+}
+
+// read answers key's live state without a lock; stale reports a
+// touched_at old enough to refresh.
+func (s *Sessions) read(ctx context.Context, key coordinator.SessionKey) (st coordinator.SessionState, found, stale bool, err error) {
+	var blob []byte
+	var expired bool
+	err = s.db.pool.QueryRow(ctx, s.db.q(`SELECT state, touched_at <= now() - $4 * interval '1 millisecond', touched_at <= now() - $5 * interval '1 millisecond'
+		FROM sessions WHERE realm = $1 AND identity = $2 AND session = $3`),
+		key.Realm, key.Identity, key.Session, s.opts.TTL.Milliseconds(), s.refresh.Milliseconds()).Scan(&blob, &expired, &stale)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && expired {
+		return coordinator.SessionState{}, false, false, nil
+	}
+	if err != nil {
+		return st, false, false, fmt.Errorf("load session: %w", classify(err))
+	}
+	st, err = decode(blob)
+	return st, true, stale, err
+}
+
+// locked runs fn on key's state under its row lock and writes the result.
+// An unknown key gets a placeholder row first, so a concurrent first turn
+// on another host waits on it instead of inserting beside it; rolling back
+// (fn changed nothing after all) removes the placeholder.
+func (s *Sessions) locked(ctx context.Context, tx pgx.Tx, key coordinator.SessionKey, fn func(*coordinator.SessionState) bool) error {
+	tag, err := tx.Exec(ctx, s.db.q(`INSERT INTO sessions (realm, identity, session, state, touched_at) VALUES ($1, $2, $3, '{"bytes":0,"sweep":null}', now())
+		ON CONFLICT DO NOTHING`), key.Realm, key.Identity, key.Session)
+	if err != nil {
+		return err
+	}
+	fresh := tag.RowsAffected() == 1
+	var blob []byte
+	var expired bool
+	if err := tx.QueryRow(ctx, s.db.q(`SELECT state, touched_at <= now() - $4 * interval '1 millisecond' FROM sessions
+		WHERE realm = $1 AND identity = $2 AND session = $3 FOR UPDATE`),
+		key.Realm, key.Identity, key.Session, s.opts.TTL.Milliseconds()).Scan(&blob, &expired); err != nil {
+		return err
+	}
+	var st coordinator.SessionState
+	if !expired {
+		if st, err = decode(blob); err != nil {
+			return err
+		}
+	}
+	if !fn(&st) {
+		return errUnchanged
+	}
+	if blob, err = encode(&st); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, s.db.q(`UPDATE sessions SET state = $4, touched_at = now() WHERE realm = $1 AND identity = $2 AND session = $3`),
+		key.Realm, key.Identity, key.Session, blob); err != nil {
+		return err
+	}
+	if fresh {
+		return s.bound(ctx, tx, key)
+	}
+	return nil
+}
+
+// errUnchanged rolls back a transaction whose fn changed nothing.
+var errUnchanged = errors.New("unchanged")
+
+// bound drops the realm's least recently visited sessions beyond the
+// bound. Rows another host holds locked are skipped (they are being
+// visited, so they are not the idlest); the count is therefore exact only
+// between visits, which is all a bound on memory use needs.
+func (s *Sessions) bound(ctx context.Context, tx pgx.Tx, key coordinator.SessionKey) error {
+	var n int
+	if err := tx.QueryRow(ctx, s.db.q(`SELECT count(*) FROM sessions WHERE realm = $1`), key.Realm).Scan(&n); err != nil {
+		return err
+	}
+	if n <= s.opts.PerRealm {
+		return nil
+	}
+	_, err := tx.Exec(ctx, s.db.q(`DELETE FROM sessions WHERE realm = $1 AND (identity, session) IN (
+			SELECT identity, session FROM sessions
+			WHERE realm = $1 AND NOT (identity = $2 AND session = $3)
+			ORDER BY touched_at LIMIT $4 FOR UPDATE SKIP LOCKED)`),
+		key.Realm, key.Identity, key.Session, n-s.opts.PerRealm)
+	return err
+}
+
+// touch records a read-only visit, so a session still in use is not
+// dropped as idle.
+func (s *Sessions) touch(ctx context.Context, key coordinator.SessionKey) error {
+	if _, err := s.db.pool.Exec(ctx, s.db.q(`UPDATE sessions SET touched_at = now() WHERE realm = $1 AND identity = $2 AND session = $3`),
+		key.Realm, key.Identity, key.Session); err != nil {
+		return fmt.Errorf("touch session: %w", classify(err))
+	}
+	return nil
+}
+
+// Expire drops every session idle longer than the TTL and answers how many
+// it dropped. Any host may run it; concurrent runs only split the work.
+func (s *Sessions) Expire(ctx context.Context) (int, error) {
+	tag, err := s.db.pool.Exec(ctx, s.db.q(`DELETE FROM sessions WHERE touched_at <= now() - $1 * interval '1 millisecond'`), s.opts.TTL.Milliseconds())
+	if err != nil {
+		return 0, fmt.Errorf("expire sessions: %w", classify(err))
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// RunExpiry calls Expire every interval until ctx ends, reporting
+// failures to report (which may be nil).
+func (s *Sessions) RunExpiry(ctx context.Context, interval time.Duration, report func(error)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := s.Expire(ctx); err != nil && report != nil && ctx.Err() == nil {
+				report(err)
+			}
+		}
+	}
+}
+
+// Len answers how many sessions of realm the database holds.
+func (s *Sessions) Len(ctx context.Context, realm string) (int, error) {
+	var n int
+	if err := s.db.pool.QueryRow(ctx, s.db.q(`SELECT count(*) FROM sessions WHERE realm = $1`), realm).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count sessions: %w", classify(err))
+	}
+	return n, nil
+}
+
+var _ coordinator.SessionStore = (*Sessions)(nil)
