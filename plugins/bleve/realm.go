@@ -61,8 +61,10 @@ var textFields = []struct {
 const termsAnalyzer = "memhost_terms"
 
 // schemaVersion is stored in each index; a plugin refuses an index written
-// with another layout rather than answering wrong results from it.
-const schemaVersion = "memhost-bleve/1"
+// with another layout rather than answering wrong results from it. It
+// follows tokenize.Version too (2: stemmed terms), since the text fields
+// hold the tokenizer's terms; TestSchemaFollowsTokenizer holds them together.
+const schemaVersion = "memhost-bleve/2"
 
 var schemaKey = []byte("memhost_schema")
 

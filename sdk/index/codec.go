@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+
+	"github.com/memhost/memhost/sdk/tokenize"
 )
 
 // A snapshot is the index as postings, so a store can reopen without
@@ -14,7 +16,7 @@ import (
 // derives each document's term list from them. Layout (integers are
 // uvarints unless noted, strings are a length and bytes):
 //
-//	magic, field count, weights, k1, b (float64 bits, 8 bytes LE), stats,
+//	magic, tokenizer version (tokenize.Version), field count, weights, k1, b (float64 bits, 8 bytes LE), stats,
 //	next seq, realm count, then per realm:
 //	  name, scope count, scopes, tag count, folded tags,
 //	  doc count, per doc: id, scope id, seq, expiry (zigzag), length,
@@ -24,10 +26,15 @@ import (
 //
 // Deleted slots are dropped, so docnos are renumbered densely.
 
-const magic = "memhost-index\x00v1\n"
+const magic = "memhost-index\x00v2\n"
 
 // ErrCorrupt marks a snapshot that is not one this package wrote.
 var ErrCorrupt = errors.New("index: corrupt snapshot")
+
+// ErrStale marks a snapshot whose terms another tokenizer version cut: its
+// postings would not match today's query terms, so the caller rebuilds the
+// index from the records instead.
+var ErrStale = errors.New("index: snapshot from another tokenizer version")
 
 // Encode writes a snapshot of the index to w.
 func (ix *Index) Encode(w io.Writer) error {
@@ -36,6 +43,7 @@ func (ix *Index) Encode(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	e := encoder{w: bw}
 	e.raw([]byte(magic))
+	e.uint(tokenize.Version)
 	e.uint(uint64(ix.nfields))
 	for _, v := range ix.opts.Weights {
 		e.f64(v)
@@ -152,6 +160,9 @@ func Decode(r io.Reader) (*Index, error) {
 	d := decoder{b: data}
 	if string(d.take(len(magic))) != magic {
 		return nil, fmt.Errorf("%w: not an index snapshot", ErrCorrupt)
+	}
+	if v := d.uint(); d.err == nil && v != tokenize.Version {
+		return nil, fmt.Errorf("%w: its terms are of version %d, the tokenizer's %d", ErrStale, v, tokenize.Version)
 	}
 	nf := d.count(64)
 	var opts Options

@@ -2,10 +2,13 @@ package index
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/memhost/memhost/sdk/tokenize"
 )
 
 // TestSnapshotRoundTrip reopens a churned index from its snapshot and asks
@@ -66,10 +69,17 @@ func TestDecodeRefuses(t *testing.T) {
 			t.Errorf("%s: Decode = %v, want ErrCorrupt", name, err)
 		}
 	}
+	// A snapshot cut by another tokenizer version is stale, not corrupt:
+	// its caller rebuilds rather than reporting damage.
+	stale := slices.Concat([]byte(magic), binary.AppendUvarint(nil, tokenize.Version+1), good[len(magic)+1:])
+	if _, err := Decode(bytes.NewReader(stale)); !errors.Is(err, ErrStale) {
+		t.Errorf("other tokenizer version: Decode = %v, want ErrStale", err)
+	}
 }
 
 // FuzzDecode: any input either decodes to an index that answers queries
-// and re-encodes to the same snapshot, or is refused with ErrCorrupt.
+// and re-encodes to the same snapshot, or is refused with ErrCorrupt (or
+// ErrStale, for a tokenizer version other than this one).
 func FuzzDecode(f *testing.F) {
 	c := newCorpus(f, 3, 20, StatsIndex)
 	for range 40 {
@@ -82,8 +92,8 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ix, err := Decode(bytes.NewReader(data))
 		if err != nil {
-			if !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("Decode error %v does not wrap ErrCorrupt", err)
+			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrStale) {
+				t.Fatalf("Decode error %v wraps neither ErrCorrupt nor ErrStale", err)
 			}
 			return
 		}

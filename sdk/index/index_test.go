@@ -390,7 +390,7 @@ func FuzzSearch(f *testing.F) {
 
 func TestTextHelpers(t *testing.T) {
 	long := strings.Repeat("é", 40) // 80 bytes: cut to 64 at a rune boundary
-	if got := FieldTerms("Coffee " + long + " coffee"); len(got) != 3 || got[0] != "coffee" || got[1] != strings.Repeat("é", 32) || got[2] != "coffee" {
+	if got := FieldTerms("Cat " + long + " cat"); len(got) != 3 || got[0] != "cat" || got[1] != strings.Repeat("é", 32) || got[2] != "cat" {
 		t.Fatalf("FieldTerms = %q", got)
 	}
 	var q strings.Builder
