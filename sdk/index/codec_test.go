@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -15,9 +16,15 @@ import (
 // both the same queries: the answers, scores included, are identical, and
 // the reopened index keeps taking writes.
 func TestSnapshotRoundTrip(t *testing.T) {
+	for _, ctx := range []float64{0, 0.5} {
+		t.Run(fmt.Sprintf("context weight %v", ctx), func(t *testing.T) { testSnapshotRoundTrip(t, ctx) })
+	}
+}
+
+func testSnapshotRoundTrip(t *testing.T, ctx float64) {
 	defer func(w int) { exhaustiveWork = w }(exhaustiveWork)
 	exhaustiveWork = 0
-	c := newCorpus(t, 7, 80, StatsIndex)
+	c := newThreadCorpus(t, 7, 80, StatsIndex, ctx)
 	for range 2000 {
 		c.step()
 	}
@@ -86,6 +93,13 @@ func FuzzDecode(f *testing.F) {
 		c.step()
 	}
 	var buf bytes.Buffer
+	_ = c.ix.Encode(&buf)
+	f.Add(buf.Bytes())
+	c = newThreadCorpus(f, 3, 20, StatsIndex, 0.5)
+	for range 40 {
+		c.step()
+	}
+	buf.Reset()
 	_ = c.ix.Encode(&buf)
 	f.Add(buf.Bytes())
 	f.Add([]byte(magic))

@@ -25,6 +25,26 @@ type refDoc struct {
 type reference struct {
 	docs  map[string]*refDoc // realm+"\x00"+id
 	stats Stats
+	// ctx is the context field's weight; zero means there is none.
+	ctx float64
+}
+
+// fields answers d's fields as the index sees them: its own, then (with a
+// context field) the own fields of the active documents of its realm at
+// its thread's seq-1 and seq+1.
+func (r *reference) fields(d *refDoc) ([][]string, []float64) {
+	if r.ctx == 0 {
+		return d.Fields, ftsWeights
+	}
+	var ctx []string
+	if d.Thread != "" {
+		for _, o := range r.docs {
+			if o.active && o.Realm == d.Realm && o.ID != d.ID && o.Thread == d.Thread && (o.ThreadSeq == d.ThreadSeq-1 || o.ThreadSeq == d.ThreadSeq+1) {
+				ctx = slices.Concat(append([][]string{ctx}, o.Fields...)...)
+			}
+		}
+	}
+	return append(slices.Clip(d.Fields), ctx), append(slices.Clip(ftsWeights), r.ctx)
 }
 
 func newReference(stats Stats) *reference {
@@ -41,11 +61,12 @@ func (r *reference) search(q Query) []Hit {
 			continue
 		}
 		n++
-		for _, f := range d.Fields {
+		fields, _ := r.fields(d)
+		for _, f := range fields {
 			tokens += int64(len(f))
 		}
 		for i, t := range q.Terms {
-			if slices.ContainsFunc(d.Fields, func(f []string) bool { return slices.Contains(f, t) }) {
+			if slices.ContainsFunc(fields, func(f []string) bool { return slices.Contains(f, t) }) {
 				df[i]++
 			}
 		}
@@ -61,12 +82,13 @@ func (r *reference) search(q Query) []Hit {
 		}
 		dl := 0
 		freq := make([]float64, len(q.Terms))
-		for fi, f := range d.Fields {
+		fields, weights := r.fields(d)
+		for fi, f := range fields {
 			dl += len(f)
 			for _, tok := range f {
 				for i, t := range q.Terms {
 					if tok == t {
-						freq[i] += ftsWeights[fi]
+						freq[i] += weights[fi]
 					}
 				}
 			}
@@ -114,6 +136,7 @@ func refPass(d *refDoc, q *Query) bool {
 // corpus drives an index and the reference through the same changes.
 type corpus struct {
 	t     testing.TB
+	ctx   float64 // context weight; documents carry threads when set
 	rng   *rand.Rand
 	ix    *Index
 	ref   *reference
@@ -127,11 +150,20 @@ var scopes = []string{"identity:ann", "identity:bob", "realm", "mob:ops"}
 var tagPool = []string{"Go", "go", "db", "ops", "Straße", "STRASSE", "urgent"}
 
 func newCorpus(t testing.TB, seed uint64, vocabSize int, stats Stats) *corpus {
-	ix, err := New(Options{Weights: ftsWeights, Stats: stats})
+	return newThreadCorpus(t, seed, vocabSize, stats, 0)
+}
+
+// newThreadCorpus is a corpus whose index has a context field of weight
+// ctx (a power of two keeps the float32 frequencies exact) and whose
+// documents mostly sit in a few short threads, so neighbours come and go.
+func newThreadCorpus(t testing.TB, seed uint64, vocabSize int, stats Stats, ctx float64) *corpus {
+	ix, err := New(Options{Weights: ftsWeights, Stats: stats, ContextWeight: ctx})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &corpus{t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e37)), ix: ix, ref: newReference(stats)}
+	ref := newReference(stats)
+	ref.ctx = ctx
+	c := &corpus{t: t, ctx: ctx, rng: rand.New(rand.NewPCG(seed, seed^0x9e37)), ix: ix, ref: ref}
 	for i := range vocabSize {
 		c.vocab = append(c.vocab, fmt.Sprintf("w%d", i))
 	}
@@ -173,6 +205,9 @@ func (c *corpus) newDoc() Doc {
 	}
 	if c.rng.IntN(6) == 0 {
 		d.ExpiresMs = int64(1000 + c.rng.IntN(2000))
+	}
+	if c.ctx > 0 && c.rng.IntN(4) > 0 {
+		d.Thread, d.ThreadSeq = fmt.Sprintf("t%d", c.rng.IntN(3)), int64(c.rng.IntN(12))
 	}
 	return d
 }
@@ -274,26 +309,30 @@ func TestSearchMatchesReference(t *testing.T) {
 		docs  int
 		vocab int
 		stats Stats
-		work  int // exhaustiveWork: 0 forces pruning, huge forbids it
+		work  int     // exhaustiveWork: 0 forces pruning, huge forbids it
+		ctx   float64 // context weight
 	}{
-		{"small exhaustive", 300, 40, StatsIndex, math.MaxInt},
-		{"small pruned", 300, 40, StatsIndex, 0},
-		{"realm stats pruned", 600, 60, StatsRealm, 0},
-		{"heavy terms pruned", 3000, 200, StatsIndex, 0},
-		{"heavy terms default", 3000, 200, StatsIndex, 4096},
-		{"churn renumbers", 5000, 30, StatsIndex, 0},
+		{"small exhaustive", 300, 40, StatsIndex, math.MaxInt, 0},
+		{"small pruned", 300, 40, StatsIndex, 0, 0},
+		{"realm stats pruned", 600, 60, StatsRealm, 0, 0},
+		{"heavy terms pruned", 3000, 200, StatsIndex, 0, 0},
+		{"heavy terms default", 3000, 200, StatsIndex, 4096, 0},
+		{"churn renumbers", 5000, 30, StatsIndex, 0, 0},
+		{"thread context exhaustive", 400, 40, StatsIndex, math.MaxInt, 0.5},
+		{"thread context pruned", 1500, 80, StatsRealm, 0, 0.25},
+		{"thread context churn", 3000, 30, StatsIndex, 0, 0.5},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			exhaustiveWork = tc.work
-			c := newCorpus(t, uint64(i+1), tc.vocab, tc.stats)
+			c := newThreadCorpus(t, uint64(i+1), tc.vocab, tc.stats, tc.ctx)
 			for n := 0; n < tc.docs; n++ {
 				c.step()
 				if n%97 == 0 {
 					c.check(c.query())
 				}
 			}
-			if tc.name == "churn renumbers" {
+			if strings.HasSuffix(tc.name, "churn renumbers") || strings.HasSuffix(tc.name, "churn") {
 				// Delete most documents so realms renumber.
 				for _, k := range c.ids[:len(c.ids)*4/5] {
 					realm, id, _ := strings.Cut(k, "\x00")
