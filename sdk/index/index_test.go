@@ -516,3 +516,46 @@ func TestReplaceChurnRenumbers(t *testing.T) {
 		t.Fatalf("Search = %v, reference %v", hits, ref)
 	}
 }
+
+// TestThreadContext: a turn that answers without naming its topic is found
+// through its neighbour, ranked below the turn that names it, and loses
+// that context when the neighbour goes or moves away.
+func TestThreadContext(t *testing.T) {
+	ix, err := New(Options{Weights: ftsWeights, ContextWeight: ContextWeight})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(id, body, thread string, seq int64) {
+		t.Helper()
+		if err := ix.Put(Doc{ID: id, Realm: "r", Scope: "realm", Fields: [][]string{nil, nil, nil, FieldTerms(body)}, Thread: thread, ThreadSeq: seq}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	search := func() []string {
+		t.Helper()
+		hits, err := ix.Search(Query{Realm: "r", Terms: QueryTerms("pottery class"), Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, h := range hits {
+			ids = append(ids, h.ID)
+		}
+		return ids
+	}
+	put("q", "Did you go to the pottery class?", "c1", 1)
+	put("a", "Yes, I made a bowl on Tuesday", "c1", 2)
+	put("far", "The weather was nice", "c1", 4)
+	put("other", "I made soup", "c2", 2)
+	if got, want := search(), []string{"q", "a"}; !slices.Equal(got, want) {
+		t.Fatalf("with the neighbour: %v, want %v", got, want)
+	}
+	put("q", "Did you go to the pottery class?", "c1", 5) // moves beside "far"
+	if got, want := search(), []string{"q", "far"}; !slices.Equal(got, want) {
+		t.Fatalf("after the move: %v, want %v", got, want)
+	}
+	ix.Delete("r", "q")
+	if got := search(); len(got) != 0 {
+		t.Fatalf("after the delete: %v, want nothing", got)
+	}
+}

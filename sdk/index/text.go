@@ -18,6 +18,12 @@ const (
 	MaxQueryTerms = 64
 )
 
+// ContextWeight is the thread context weight providers index with
+// (Options.ContextWeight): a neighbour's term counts half a body term.
+// Chosen on the LoCoMo development split (samples 0-4), where 0.25, 0.375,
+// 0.625 and 1 all ranked worse; see docs/benchmarks.md.
+const ContextWeight = 0.5
+
 // FieldTerms answers the terms of one field's text, repeats included.
 func FieldTerms(text string) []string {
 	toks := tokenize.Tokens(text)
