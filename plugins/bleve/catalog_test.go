@@ -150,7 +150,7 @@ func TestCatalogSurvivesReopen(t *testing.T) {
 // terms, so a tokenizer version the schema does not name would let an old
 // index answer with terms no query cuts any more.
 func TestSchemaFollowsTokenizer(t *testing.T) {
-	if want := "memhost-bleve/" + strconv.Itoa(tokenize.Version); schemaVersion != want {
-		t.Fatalf("schemaVersion is %q with tokenizer version %d; bump it to %q", schemaVersion, tokenize.Version, want)
+	if want := " terms/" + strconv.Itoa(tokenize.Version); !strings.HasSuffix(schemaVersion, want) {
+		t.Fatalf("schemaVersion is %q with tokenizer version %d; want it to end in %q", schemaVersion, tokenize.Version, want)
 	}
 }
