@@ -33,22 +33,22 @@ import (
 // the stored record and the in-memory catalog, not in index fields: every
 // numeric value costs 16 prefix-coded terms, and nothing queries them.
 const (
-	fieldTags   = "tags_t"  // text: tag terms
-	fieldTitle  = "title_t" // text: title terms
-	fieldDesc   = "desc_t"  // text: description terms
-	fieldBody   = "body_t"  // text: body terms
+	fieldTags  = "tags_t"  // text: tag terms
+	fieldTitle = "title_t" // text: title terms
+	fieldDesc  = "desc_t"  // text: description terms
+	fieldBody  = "body_t"  // text: body terms
 	// context: the terms of the active records beside an active threaded
 	// record in its thread (seq-1, seq+1), so a question naming the topic
 	// of a stretch of conversation finds the turn in it that answers.
 	fieldContext = "context_t"
 	// place is the keyword "thread id\nseq" of an active threaded record,
 	// which its neighbours' writes look it up by.
-	fieldPlace = "place"
-	fieldRealm  = "realm"   // keyword
-	fieldScope  = "scope"   // keyword
-	fieldStatus = "status"  // keyword
-	fieldKind   = "kind"    // keyword
-	fieldTag    = "tag"     // keyword, case-folded, one per tag
+	fieldPlace  = "place"
+	fieldRealm  = "realm"  // keyword
+	fieldScope  = "scope"  // keyword
+	fieldStatus = "status" // keyword
+	fieldKind   = "kind"   // keyword
+	fieldTag    = "tag"    // keyword, case-folded, one per tag
 	// dedup is the keyword "scope|content_hash", only on records that
 	// answer duplicates; the hash alone is not indexed, as nothing looks
 	// a record up by it across scopes.
