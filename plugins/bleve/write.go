@@ -12,6 +12,7 @@ import (
 	blevesearch "github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search/query"
 	"github.com/memhost/memhost/sdk"
+	memindex "github.com/memhost/memhost/sdk/index"
 	"github.com/memhost/memhost/sdk/usage"
 )
 
@@ -522,7 +523,15 @@ func (ri *realmIndex) threadContext(ctx context.Context, put []sdk.Record, keys 
 		p := place{r.Thread.ID, r.Thread.Seq}
 		at[p] = append(at[p], r)
 	}
+	// As in sdk/index, only the least ids of a crowded place take part.
+	for p, rs := range at {
+		slices.SortFunc(rs, func(a, b *sdk.Record) int { return strings.Compare(a.ID, b.ID) })
+		at[p] = rs[:min(len(rs), memindex.MaxPlaceDocs)]
+	}
 	contextOf := func(r *sdk.Record) []string {
+		if !slices.ContainsFunc(at[place{r.Thread.ID, r.Thread.Seq}], func(n *sdk.Record) bool { return n.ID == r.ID }) {
+			return nil
+		}
 		var out []string
 		for _, s := range [2]int64{r.Thread.Seq - 1, r.Thread.Seq + 1} {
 			for _, n := range at[place{r.Thread.ID, s}] {

@@ -20,7 +20,10 @@
 // more field, after the caller's, holding the terms of the documents at
 // ThreadSeq-1 and ThreadSeq+1 of the same thread in its realm, and keeps
 // that field current as neighbours are put and deleted. It ranks as an
-// FTS5 column would that held the neighbours' text.
+// FTS5 column would that held the neighbours' text. A place holds one
+// document in the usual thread; when more share it, only the
+// MaxPlaceDocs of them with the least ids take part (give and get
+// context), so a put costs a bounded amount of re-indexing.
 //
 // An Index is safe for concurrent use: searches share a read lock, writes
 // take it exclusively.
@@ -253,13 +256,26 @@ func (ix *Index) Delete(realm, id string) bool {
 	return true
 }
 
-// refresh re-indexes the thread neighbours of the places in stale, other
-// than the document self, so their context field holds what is there now.
+// MaxPlaceDocs bounds the documents of one thread place that take part
+// in thread context.
+const MaxPlaceDocs = 4
+
+// refresh re-indexes the participants of the places in stale and beside
+// them, other than the document self, so their context field holds what
+// is there now (a change at a place may also change who takes part in it).
 func (ix *Index) refresh(rm *realm, self string, stale []threadKey) {
 	var ids []string
 	for _, k := range stale {
+		// At k itself, also the first one past the bound: a newcomer may
+		// have pushed it out.
+		at := rm.threads[k]
+		for _, id := range at[:min(len(at), MaxPlaceDocs+1)] {
+			if id != self && !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
 		for _, s := range [2]int64{k.seq - 1, k.seq + 1} {
-			for _, id := range rm.threads[threadKey{k.id, s}] {
+			for _, id := range rm.participants(threadKey{k.id, s}) {
 				if id != self && !slices.Contains(ids, id) {
 					ids = append(ids, id)
 				}
@@ -405,7 +421,16 @@ func (rm *realm) enthread(id string, k threadKey, fields [][]string) {
 	}
 	k.id = strings.Clone(k.id)
 	rm.threaded[id] = &threadDoc{key: k, fields: own}
-	rm.threads[k] = append(rm.threads[k], id)
+	ids := rm.threads[k]
+	at, _ := slices.BinarySearch(ids, id)
+	rm.threads[k] = slices.Insert(ids, at, id)
+}
+
+// participants answers the ids of place k that take part in context: the
+// MaxPlaceDocs least (the place's list is sorted by id).
+func (rm *realm) participants(k threadKey) []string {
+	ids := rm.threads[k]
+	return ids[:min(len(ids), MaxPlaceDocs)]
 }
 
 // unthread forgets id's place, answering it.
@@ -425,11 +450,15 @@ func (rm *realm) unthread(id string) (threadKey, bool) {
 }
 
 // context answers the terms of the documents beside place k, other than
-// self: its neighbours' own fields, in one list.
+// self: its neighbours' own fields, in one list; nothing when self does
+// not take part at k.
 func (rm *realm) context(self string, k threadKey) []string {
+	if !slices.Contains(rm.participants(k), self) {
+		return nil
+	}
 	var out []string
 	for _, s := range [2]int64{k.seq - 1, k.seq + 1} {
-		for _, id := range rm.threads[threadKey{k.id, s}] {
+		for _, id := range rm.participants(threadKey{k.id, s}) {
 			if id == self {
 				continue
 			}

@@ -32,19 +32,44 @@ type reference struct {
 // fields answers d's fields as the index sees them: its own, then (with a
 // context field) the own fields of the active documents of its realm at
 // its thread's seq-1 and seq+1.
-func (r *reference) fields(d *refDoc) ([][]string, []float64) {
+func (r *reference) fields(d *refDoc, at map[refPlace][]*refDoc) ([][]string, []float64) {
 	if r.ctx == 0 {
 		return d.Fields, ftsWeights
 	}
 	var ctx []string
-	if d.Thread != "" {
-		for _, o := range r.docs {
-			if o.active && o.Realm == d.Realm && o.ID != d.ID && o.Thread == d.Thread && (o.ThreadSeq == d.ThreadSeq-1 || o.ThreadSeq == d.ThreadSeq+1) {
-				ctx = slices.Concat(append([][]string{ctx}, o.Fields...)...)
+	part := func(k refPlace) []*refDoc {
+		docs := slices.SortedFunc(slices.Values(at[k]), func(a, b *refDoc) int { return strings.Compare(a.ID, b.ID) })
+		return docs[:min(len(docs), MaxPlaceDocs)]
+	}
+	self := refPlace{d.Realm, d.Thread, d.ThreadSeq}
+	if d.Thread != "" && slices.Contains(part(self), d) {
+		for _, s := range [2]int64{d.ThreadSeq - 1, d.ThreadSeq + 1} {
+			for _, o := range part(refPlace{d.Realm, d.Thread, s}) {
+				if o.ID != d.ID {
+					ctx = slices.Concat(append([][]string{ctx}, o.Fields...)...)
+				}
 			}
 		}
 	}
 	return append(slices.Clip(d.Fields), ctx), append(slices.Clip(ftsWeights), r.ctx)
+}
+
+// refPlace is a place in a thread of a realm.
+type refPlace struct {
+	realm, thread string
+	seq           int64
+}
+
+// places maps every place to its active documents.
+func (r *reference) places() map[refPlace][]*refDoc {
+	at := map[refPlace][]*refDoc{}
+	for _, d := range r.docs {
+		if d.active && d.Thread != "" {
+			k := refPlace{d.Realm, d.Thread, d.ThreadSeq}
+			at[k] = append(at[k], d)
+		}
+	}
+	return at
 }
 
 func newReference(stats Stats) *reference {
@@ -56,12 +81,13 @@ func key(realm, id string) string { return realm + "\x00" + id }
 func (r *reference) search(q Query) []Hit {
 	var n, tokens int64
 	df := make([]int64, len(q.Terms))
+	at := r.places()
 	for _, d := range r.docs {
 		if !d.active || (r.stats == StatsRealm && d.Realm != q.Realm) {
 			continue
 		}
 		n++
-		fields, _ := r.fields(d)
+		fields, _ := r.fields(d, at)
 		for _, f := range fields {
 			tokens += int64(len(f))
 		}
@@ -82,7 +108,7 @@ func (r *reference) search(q Query) []Hit {
 		}
 		dl := 0
 		freq := make([]float64, len(q.Terms))
-		fields, weights := r.fields(d)
+		fields, weights := r.fields(d, at)
 		for fi, f := range fields {
 			dl += len(f)
 			for _, tok := range f {
@@ -206,8 +232,13 @@ func (c *corpus) newDoc() Doc {
 	if c.rng.IntN(6) == 0 {
 		d.ExpiresMs = int64(1000 + c.rng.IntN(2000))
 	}
+	// Mostly one document a place, as in a conversation, and a crowded
+	// place now and then.
 	if c.ctx > 0 && c.rng.IntN(4) > 0 {
-		d.Thread, d.ThreadSeq = fmt.Sprintf("t%d", c.rng.IntN(3)), int64(c.rng.IntN(12))
+		d.Thread, d.ThreadSeq = fmt.Sprintf("t%d", c.rng.IntN(5)), int64(c.rng.IntN(len(c.ids)/4+8))
+		if c.rng.IntN(10) == 0 {
+			d.Thread, d.ThreadSeq = "crowded", int64(c.rng.IntN(3))
+		}
 	}
 	return d
 }
