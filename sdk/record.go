@@ -105,7 +105,7 @@ type Record struct {
 
 // Thread is a record's place in a sequence of records: a conversation, a
 // log. Providers index a record together with the text of its neighbours
-// (Seq-1 and Seq+1 of the same ID) at a lower weight, so a question that
+// (Seq-2 to Seq+2 of the same ID) at a lower weight, so a question that
 // names the topic of a stretch also finds the turn in it that answers.
 type Thread struct {
 	ID  string `json:"id"`

@@ -926,7 +926,7 @@ func TestThreadContext(t *testing.T) {
 	}
 	q := sdk.RecallQuery{Query: "pottery class", Limit: 10}
 	ids := remember(t, p, realm, turn("Did you go to the pottery class?", 1), turn("Yes, I made a bowl on Tuesday", 2))
-	far := remember(t, p, realm, turn("The weather was nice", 3), rec("realm", "", "I made soup"))
+	far := remember(t, p, realm, turn("The weather was nice", 4), rec("realm", "", "I made soup"))
 	if got, want := recallIDs(t, p, q), ids; !slices.Equal(got, want) {
 		t.Fatalf("one batch: %v, want %v", got, want)
 	}
@@ -939,7 +939,7 @@ func TestThreadContext(t *testing.T) {
 	if got := recallIDs(t, p, q); len(got) != 0 {
 		t.Fatalf("after forgetting the question: %v, want nothing", got)
 	}
-	again, err := p.Supersede(ctx, realm, far[0], turn("Pottery again next week", 3))
+	again, err := p.Supersede(ctx, realm, far[0], turn("Pottery again next week", 4))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ const (
 	fieldDesc  = "desc_t"  // text: description terms
 	fieldBody  = "body_t"  // text: body terms
 	// context: the terms of the active records beside an active threaded
-	// record in its thread (seq-1, seq+1), so a question naming the topic
+	// record in its thread (within memindex.ContextSpan), so a question naming the topic
 	// of a stretch of conversation finds the turn in it that answers.
 	fieldContext = "context_t"
 	// place is the keyword "thread id\nseq" of an active threaded record,

@@ -484,11 +484,11 @@ func (ri *realmIndex) threadContext(ctx context.Context, put []sdk.Record, keys 
 	if len(changed) == 0 {
 		return put, keys, nil, nil
 	}
-	// Every place within two of a changed one: its neighbours, and theirs,
-	// which their context is rebuilt from.
+	// Every place within two spans of a changed one: its neighbours, and
+	// theirs, which their context is rebuilt from.
 	want := map[place]bool{}
 	for _, p := range changed {
-		for s := p.seq - 2; s <= p.seq+2; s++ {
+		for s := p.seq - 2*memindex.ContextSpan; s <= p.seq+2*memindex.ContextSpan; s++ {
 			want[place{p.id, s}] = true
 		}
 	}
@@ -533,7 +533,7 @@ func (ri *realmIndex) threadContext(ctx context.Context, put []sdk.Record, keys 
 			return nil
 		}
 		var out []string
-		for _, s := range [2]int64{r.Thread.Seq - 1, r.Thread.Seq + 1} {
+		for _, s := range memindex.Neighbours(r.Thread.Seq) {
 			for _, n := range at[place{r.Thread.ID, s}] {
 				if n.ID != r.ID {
 					out = append(out, recordTerms(n)...)
@@ -551,7 +551,7 @@ func (ri *realmIndex) threadContext(ctx context.Context, put []sdk.Record, keys 
 	// Neighbours outside the batch whose context changes are re-indexed.
 	var extra []sdk.Record
 	for _, p := range changed {
-		for _, s := range [2]int64{p.seq - 1, p.seq + 1} {
+		for _, s := range memindex.Neighbours(p.seq) {
 			for _, n := range at[place{p.id, s}] {
 				if !inBatch[n.ID] {
 					inBatch[n.ID] = true

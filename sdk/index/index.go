@@ -18,7 +18,7 @@
 // Thread context: a document may name its place in a thread (Doc.Thread,
 // Doc.ThreadSeq). With Options.ContextWeight set, the index gives it one
 // more field, after the caller's, holding the terms of the documents at
-// ThreadSeq-1 and ThreadSeq+1 of the same thread in its realm, and keeps
+// ThreadSeq±1…ContextSpan of the same thread in its realm, and keeps
 // that field current as neighbours are put and deleted. It ranks as an
 // FTS5 column would that held the neighbours' text. A place holds one
 // document in the usual thread; when more share it, only the
@@ -274,7 +274,7 @@ func (ix *Index) refresh(rm *realm, self string, stale []threadKey) {
 				ids = append(ids, id)
 			}
 		}
-		for _, s := range [2]int64{k.seq - 1, k.seq + 1} {
+		for _, s := range Neighbours(k.seq) {
 			for _, id := range rm.participants(threadKey{k.id, s}) {
 				if id != self && !slices.Contains(ids, id) {
 					ids = append(ids, id)
@@ -457,7 +457,7 @@ func (rm *realm) context(self string, k threadKey) []string {
 		return nil
 	}
 	var out []string
-	for _, s := range [2]int64{k.seq - 1, k.seq + 1} {
+	for _, s := range Neighbours(k.seq) {
 		for _, id := range rm.participants(threadKey{k.id, s}) {
 			if id == self {
 				continue

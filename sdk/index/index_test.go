@@ -31,7 +31,7 @@ type reference struct {
 
 // fields answers d's fields as the index sees them: its own, then (with a
 // context field) the own fields of the active documents of its realm at
-// its thread's seq-1 and seq+1.
+// its thread's places within ContextSpan.
 func (r *reference) fields(d *refDoc, at map[refPlace][]*refDoc) ([][]string, []float64) {
 	if r.ctx == 0 {
 		return d.Fields, ftsWeights
@@ -43,7 +43,7 @@ func (r *reference) fields(d *refDoc, at map[refPlace][]*refDoc) ([][]string, []
 	}
 	self := refPlace{d.Realm, d.Thread, d.ThreadSeq}
 	if d.Thread != "" && slices.Contains(part(self), d) {
-		for _, s := range [2]int64{d.ThreadSeq - 1, d.ThreadSeq + 1} {
+		for _, s := range Neighbours(d.ThreadSeq) {
 			for _, o := range part(refPlace{d.Realm, d.Thread, s}) {
 				if o.ID != d.ID {
 					ctx = slices.Concat(append([][]string{ctx}, o.Fields...)...)

@@ -593,7 +593,8 @@ func (x *Record) GetThread() *Thread {
 
 // Thread places an episodic record (a conversation turn, say) in a
 // sequence: providers index a record together with the text of its
-// neighbours (seq - 1 and seq + 1 of the same thread id) at a lower weight.
+// neighbours (the records a few seq before and after it in the same
+// thread) at a lower weight.
 type Thread struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
