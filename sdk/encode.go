@@ -32,7 +32,22 @@ func recordToPB(r *Record) *pb.Record {
 		CreatedUnixMs: toMillis(r.CreatedAt), UpdatedUnixMs: toMillis(r.UpdatedAt),
 		ExpiresUnixMs: toMillis(r.ExpiresAt), ContentHash: r.ContentHash,
 		UseCount: r.UseCount, LastUsedUnixMs: toMillis(r.LastUsedAt),
+		Thread: threadToPB(r.Thread),
 	}
+}
+
+func threadToPB(t *Thread) *pb.Thread {
+	if t == nil {
+		return nil
+	}
+	return &pb.Thread{Id: t.ID, Seq: t.Seq}
+}
+
+func threadFromPB(t *pb.Thread) *Thread {
+	if t == nil {
+		return nil
+	}
+	return &Thread{ID: t.Id, Seq: t.Seq}
 }
 
 func recordsToPB(rs []Record) []*pb.Record {
@@ -76,6 +91,7 @@ func recordFromInput(p *pb.RecordInput) Record {
 		ID: p.Id, Realm: p.Realm, Scope: Scope(p.Scope), Kind: RecordKind(p.Kind),
 		Title: p.Title, Description: p.Description, Body: p.Body, Tags: p.Tags,
 		Trust: Trust(p.Trust), ExpiresAt: fromMillis(p.ExpiresUnixMs),
+		Thread: threadFromPB(p.Thread),
 	}
 }
 

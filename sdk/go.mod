@@ -3,6 +3,7 @@ module github.com/memhost/memhost/sdk
 go 1.26.0
 
 require (
+	github.com/blevesearch/snowballstem v0.9.0
 	github.com/bufbuild/protocompile v0.14.1
 	github.com/go-json-experiment/json v1.27.2
 	github.com/hashicorp/go-hclog v1.6.3

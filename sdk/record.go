@@ -20,6 +20,7 @@ const (
 	MaxTags             = 32
 	MaxTagBytes         = 64
 	MaxIDBytes          = 128
+	MaxThreadIDBytes    = 128
 	// MaxBatch bounds the records of one Remember call and the ids of one
 	// Get or Forget call.
 	MaxBatch = 1000
@@ -97,6 +98,18 @@ type Record struct {
 	ContentHash string     `json:"content_hash"`
 	UseCount    int64      `json:"use_count"`
 	LastUsedAt  time.Time  `json:"last_used_at,omitzero"`
+	// Thread, when set, places an episodic record (a conversation turn)
+	// in a sequence; providers index it with its neighbours' text.
+	Thread *Thread `json:"thread,omitempty"`
+}
+
+// Thread is a record's place in a sequence of records: a conversation, a
+// log. Providers index a record together with the text of its neighbours
+// (Seq-2 to Seq+2 of the same ID) at a lower weight, so a question that
+// names the topic of a stretch also finds the turn in it that answers.
+type Thread struct {
+	ID  string `json:"id"`
+	Seq int64  `json:"seq"`
 }
 
 // Recallable reports whether the record may be recalled or injected at now.
@@ -205,6 +218,17 @@ func (r *Record) Validate() error {
 	if r.Supersedes != "" {
 		if err := ValidateID(r.Supersedes); err != nil {
 			return invalid("supersedes", err.Error())
+		}
+	}
+	if t := r.Thread; t != nil {
+		if err := checkText("thread.id", t.ID, MaxThreadIDBytes); err != nil {
+			return err
+		}
+		if strings.TrimSpace(t.ID) == "" {
+			return invalid("thread.id", "is blank: a thread needs an id")
+		}
+		if t.Seq < 0 {
+			return invalid("thread.seq", fmt.Sprintf("is %d, want 0 or more", t.Seq))
 		}
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -275,6 +276,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 	ids := remember(t, m, map[string]any{
 		"scope": "identity:alice", "kind": "preference", "title": "Coffee order",
 		"body": "Alice drinks her espresso without sugar.", "tags": []string{"drinks"},
+		"thread": map[string]any{"id": "conversation-1", "seq": 3},
 	})
 	hits := recall(t, m, "alice", "espresso sugar")
 	if len(hits.Hits) != 1 || hits.Hits[0].Record.ID != ids[0] {
@@ -290,7 +292,8 @@ func TestRecordsRoundTrip(t *testing.T) {
 		t.Fatalf("duplicate write got id %s, want %s", again[0], ids[0])
 	}
 	var rec map[string]any
-	if code := m.do("GET", "/v1/records/"+ids[0], nil, &rec); code != 200 || rec["title"] != "Coffee order" {
+	if code := m.do("GET", "/v1/records/"+ids[0], nil, &rec); code != 200 || rec["title"] != "Coffee order" ||
+		!reflect.DeepEqual(rec["thread"], map[string]any{"id": "conversation-1", "seq": float64(3)}) {
 		t.Fatalf("GET record = %d %v", code, rec)
 	}
 	if code := m.do("DELETE", "/v1/records/"+ids[0], nil, nil); code != 204 {

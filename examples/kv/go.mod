@@ -5,6 +5,7 @@ go 1.26.0
 require github.com/memhost/memhost/sdk v0.0.0
 
 require (
+	github.com/blevesearch/snowballstem v0.9.0 // indirect
 	github.com/fatih/color v1.13.0 // indirect
 	github.com/go-json-experiment/json v1.27.2 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect

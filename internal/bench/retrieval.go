@@ -16,6 +16,13 @@ type Record struct {
 	Description string   `json:"description,omitempty"`
 	Body        string   `json:"body"`
 	Tags        []string `json:"tags,omitempty"`
+	Thread      *Thread  `json:"thread,omitempty"`
+}
+
+// Thread is a record's place in a conversation, as the HTTP API takes it.
+type Thread struct {
+	ID  string `json:"id"`
+	Seq int64  `json:"seq"`
 }
 
 // Target is a memhost the benchmark drives.
@@ -87,7 +94,7 @@ func EvaluateLoCoMo(ctx context.Context, t Target, samples []Sample, progress fu
 	maxK := slices.Max(RetrievalKs)
 	for _, s := range samples {
 		realm := fmt.Sprintf("locomo%d", s.Index)
-		byID, err := rememberTurns(ctx, t, realm, s.Turns)
+		byID, err := rememberTurns(ctx, t, realm, s.ID, s.Turns)
 		if err != nil {
 			return nil, fmt.Errorf("sample %d: %w", s.Index, err)
 		}
@@ -147,20 +154,23 @@ func EvaluateLoCoMo(ctx context.Context, t Target, samples []Sample, progress fu
 	return out, nil
 }
 
-// TurnRecord is the record a LoCoMo turn is remembered as.
-func TurnRecord(t Turn) Record {
-	return Record{Scope: "realm", Kind: "fact", Title: t.Speaker, Description: t.Date, Body: t.Text}
+// TurnRecord is the record a LoCoMo turn of conversation conv is
+// remembered as: an episodic record in the conversation's thread, so a
+// provider indexes it with its neighbouring turns.
+func TurnRecord(conv string, t Turn) Record {
+	return Record{Scope: "realm", Kind: "fact", Title: t.Speaker, Description: t.Date, Body: t.Text,
+		Thread: &Thread{ID: conv, Seq: int64(t.Seq)}}
 }
 
 // rememberTurns stores the turns in batches and maps record id → dia id.
-func rememberTurns(ctx context.Context, t Target, realm string, turns []Turn) (map[string]string, error) {
+func rememberTurns(ctx context.Context, t Target, realm, conv string, turns []Turn) (map[string]string, error) {
 	byID := make(map[string]string, len(turns))
 	const batch = 500
 	for start := 0; start < len(turns); start += batch {
 		part := turns[start:min(len(turns), start+batch)]
 		recs := make([]Record, len(part))
 		for i, turn := range part {
-			recs[i] = TurnRecord(turn)
+			recs[i] = TurnRecord(conv, turn)
 		}
 		ids, err := t.Remember(ctx, realm, recs)
 		if err != nil {

@@ -14,20 +14,22 @@ import (
 // recordInput is what a client may send for a new record; everything else
 // (id, times, hash, status, counters) belongs to the store.
 type recordInput struct {
-	Scope       string     `json:"scope"`
-	Kind        string     `json:"kind"`
-	Title       string     `json:"title"`
-	Description string     `json:"description"`
-	Body        string     `json:"body"`
-	Tags        []string   `json:"tags"`
-	Trust       string     `json:"trust"`
-	ExpiresAt   *time.Time `json:"expires_at"`
+	Scope       string      `json:"scope"`
+	Kind        string      `json:"kind"`
+	Title       string      `json:"title"`
+	Description string      `json:"description"`
+	Body        string      `json:"body"`
+	Tags        []string    `json:"tags"`
+	Trust       string      `json:"trust"`
+	ExpiresAt   *time.Time  `json:"expires_at"`
+	Thread      *sdk.Thread `json:"thread"`
 }
 
 func (in recordInput) record(realm string) sdk.Record {
 	r := sdk.Record{
 		Realm: realm, Scope: sdk.Scope(in.Scope), Kind: sdk.RecordKind(in.Kind), Title: in.Title,
 		Description: in.Description, Body: in.Body, Tags: in.Tags, Trust: sdk.Trust(in.Trust),
+		Thread: in.Thread,
 	}
 	if in.ExpiresAt != nil {
 		r.ExpiresAt = in.ExpiresAt.UTC()

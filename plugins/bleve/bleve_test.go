@@ -911,3 +911,42 @@ func TestCancelledWriteStoresNothing(t *testing.T) {
 		t.Fatalf("a cancelled write was stored: %v", got)
 	}
 }
+
+// TestThreadContext: a turn that answers without naming the topic is found
+// through its neighbour, whether they arrive in one batch or apart (their
+// order is the boosts' business); it loses that context when the
+// neighbour is forgotten, and gains it again from a supersede, across a
+// reopen.
+func TestThreadContext(t *testing.T) {
+	dir := t.TempDir()
+	p := newProvider(t, dir)
+	turn := func(body string, seq int64) sdk.Record {
+		r := rec("realm", "", body)
+		r.Thread = &sdk.Thread{ID: "conv", Seq: seq}
+		return r
+	}
+	q := sdk.RecallQuery{Query: "pottery class", Limit: 10}
+	ids := remember(t, p, realm, turn("Did you go to the pottery class?", 1), turn("Yes, I made a bowl on Tuesday", 2))
+	far := remember(t, p, realm, turn("The weather was nice", 4), rec("realm", "", "I made soup"))
+	if got, want := recallIDs(t, p, q), ids; !slices.Equal(sorted(got), sorted(want)) {
+		t.Fatalf("one batch: %v, want %v", got, want)
+	}
+	if got := recallIDs(t, p, sdk.RecallQuery{Query: "bowl tuesday", Limit: 10}); len(got) != 3 || got[0] != ids[1] || !slices.Equal(sorted(got[1:]), sorted([]string{ids[0], far[0]})) {
+		t.Fatalf("the answer's own terms: %v, want %v then both neighbours", got, ids[1])
+	}
+	if _, err := p.Forget(ctx, realm, ids[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if got := recallIDs(t, p, q); len(got) != 0 {
+		t.Fatalf("after forgetting the question: %v, want nothing", got)
+	}
+	again, err := p.Supersede(ctx, realm, far[0], turn("Pottery again next week", 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	p = newProvider(t, dir)
+	if got, want := recallIDs(t, p, q), []string{again, ids[1]}; !slices.Equal(sorted(got), sorted(want)) {
+		t.Fatalf("after the supersede and a reopen: %v, want %v", got, want)
+	}
+}

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/tokenize"
 )
 
 func TestCatalogCodec(t *testing.T) {
@@ -141,5 +143,14 @@ func TestCatalogSurvivesReopen(t *testing.T) {
 				t.Fatalf("query %+v row %d: %s rank %v after reopen, %s rank %v before", q, j, a.ID, a.Rank, b.ID, b.Rank)
 			}
 		}
+	}
+}
+
+// TestSchemaFollowsTokenizer: an index's text fields hold the tokenizer's
+// terms, so a tokenizer version the schema does not name would let an old
+// index answer with terms no query cuts any more.
+func TestSchemaFollowsTokenizer(t *testing.T) {
+	if want := " terms/" + strconv.Itoa(tokenize.Version); !strings.HasSuffix(schemaVersion, want) {
+		t.Fatalf("schemaVersion is %q with tokenizer version %d; want it to end in %q", schemaVersion, tokenize.Version, want)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode"
@@ -31,15 +32,23 @@ import (
 // the stored record and the in-memory catalog, not in index fields: every
 // numeric value costs 16 prefix-coded terms, and nothing queries them.
 const (
-	fieldTags   = "tags_t"  // text: tag terms
-	fieldTitle  = "title_t" // text: title terms
-	fieldDesc   = "desc_t"  // text: description terms
-	fieldBody   = "body_t"  // text: body terms
-	fieldRealm  = "realm"   // keyword
-	fieldScope  = "scope"   // keyword
-	fieldStatus = "status"  // keyword
-	fieldKind   = "kind"    // keyword
-	fieldTag    = "tag"     // keyword, case-folded, one per tag
+	fieldTags  = "tags_t"  // text: tag terms
+	fieldTitle = "title_t" // text: title terms
+	fieldDesc  = "desc_t"  // text: description terms
+	fieldBody  = "body_t"  // text: body terms
+	// context: the terms of the active records beside an active threaded
+	// record in its thread (within memindex.ContextSpan), so a question
+	// naming the topic of a stretch of conversation finds the turn in it
+	// that answers.
+	fieldContext = "context_t"
+	// place is the keyword "thread id\nseq" of an active threaded record,
+	// which its neighbours' writes look it up by.
+	fieldPlace  = "place"
+	fieldRealm  = "realm"  // keyword
+	fieldScope  = "scope"  // keyword
+	fieldStatus = "status" // keyword
+	fieldKind   = "kind"   // keyword
+	fieldTag    = "tag"    // keyword, case-folded, one per tag
 	// dedup is the keyword "scope|content_hash", only on records that
 	// answer duplicates; the hash alone is not indexed, as nothing looks
 	// a record up by it across scopes.
@@ -55,14 +64,25 @@ var textFields = []struct {
 	name  string
 	boost float64
 }{
-	{fieldTags, 4}, {fieldTitle, 3}, {fieldDesc, 2}, {fieldBody, 1},
+	{fieldTags, 4}, {fieldTitle, 3}, {fieldDesc, 2}, {fieldBody, 1}, {fieldContext, contextBoost},
 }
+
+// contextBoost is the context field's boost. Bleve scores each field with
+// its own BM25 (the context field's lengths normalised among themselves)
+// and sums the boosted fields, so the weight that suits sdk/index's BM25F
+// (memindex.ContextWeight, 0.375) is too low here: on the LoCoMo
+// development split 0.375 / 1 / 1.5 gave turn recall@10 0.706 / 0.729 / 0.737.
+const contextBoost = 1.5
 
 const termsAnalyzer = "memhost_terms"
 
 // schemaVersion is stored in each index; a plugin refuses an index written
-// with another layout rather than answering wrong results from it.
-const schemaVersion = "memhost-bleve/1"
+// with another layout rather than answering wrong results from it. It
+// names tokenize.Version too, since the text fields hold the tokenizer's
+// terms; TestSchemaFollowsTokenizer holds the two together.
+// Layout 2 added the thread context and place fields; "terms/2" is the
+// stemmed tokenizer.
+const schemaVersion = "memhost-bleve/2 terms/2"
 
 var schemaKey = []byte("memhost_schema")
 
@@ -91,7 +111,7 @@ func newIndexMapping() (*mapping.IndexMappingImpl, error) {
 		fm.Store, fm.IncludeTermVectors, fm.IncludeInAll, fm.DocValues = false, false, false, false
 		doc.AddFieldMappingsAt(f.name, fm)
 	}
-	for _, name := range []string{fieldRealm, fieldScope, fieldStatus, fieldKind, fieldTag, fieldDedup} {
+	for _, name := range []string{fieldRealm, fieldScope, fieldStatus, fieldKind, fieldTag, fieldDedup, fieldPlace} {
 		fm := mapping.NewKeywordFieldMapping()
 		fm.Analyzer = keyword.Name
 		fm.Store, fm.IncludeTermVectors, fm.IncludeInAll, fm.DocValues = false, false, false, false
@@ -290,7 +310,7 @@ func (ri *realmIndex) close() error {
 
 // document is what the index mapping walks for one record with usage key
 // key. Absent keys index nothing, which the queries rely on (no expiry).
-func document(r *sdk.Record, key float64) (map[string]any, error) {
+func document(r *sdk.Record, key float64, context []string) (map[string]any, error) {
 	raw, err := json.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("bleve: encode record %s: %w", r.ID, err)
@@ -314,6 +334,12 @@ func document(r *sdk.Record, key float64) (map[string]any, error) {
 		doc[fieldTitle] = strings.Join(tokenize.Tokens(r.Title), " ")
 		doc[fieldDesc] = strings.Join(tokenize.Tokens(r.Description), " ")
 		doc[fieldBody] = strings.Join(tokenize.Tokens(r.Body), " ")
+		if r.Thread != nil {
+			doc[fieldPlace] = placeKey(r.Thread.ID, r.Thread.Seq)
+			if len(context) > 0 {
+				doc[fieldContext] = strings.Join(context, " ")
+			}
+		}
 	}
 	if len(folded) > 0 {
 		doc[fieldTag] = folded
@@ -358,4 +384,21 @@ func foldTag(s string) string {
 		}
 		return least
 	}, s)
+}
+
+// placeKey is the place field's value for seq in thread id; the seq after
+// the last line feed decides, so an id holding one cannot collide.
+func placeKey(id string, seq int64) string { return id + "\n" + strconv.FormatInt(seq, 10) }
+
+// recordTerms answers the terms a record contributes to its neighbours'
+// context: those of its text fields.
+func recordTerms(r *sdk.Record) []string {
+	var out []string
+	for _, t := range r.Tags {
+		out = append(out, tokenize.Tokens(t)...)
+	}
+	for _, s := range [3]string{r.Title, r.Description, r.Body} {
+		out = append(out, tokenize.Tokens(s)...)
+	}
+	return out
 }

@@ -12,6 +12,7 @@ import (
 	blevesearch "github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search/query"
 	"github.com/memhost/memhost/sdk"
+	memindex "github.com/memhost/memhost/sdk/index"
 	"github.com/memhost/memhost/sdk/usage"
 )
 
@@ -139,11 +140,15 @@ func (ri *realmIndex) write(ctx context.Context, put []sdk.Record, keys map[stri
 	if len(put) == 0 && len(del) == 0 {
 		return nil
 	}
+	put, keys, contexts, err := ri.threadContext(ctx, put, keys, del)
+	if err != nil {
+		return err
+	}
 	b := ri.idx.NewBatch()
 	entries := make([]catEntry, len(put))
 	for i := range put {
 		r := &put[i]
-		doc, err := document(r, keys[r.ID])
+		doc, err := document(r, keys[r.ID], contexts[r.ID])
 		if err != nil {
 			return err
 		}
@@ -442,4 +447,129 @@ func (ri *realmIndex) checkSpace(put []sdk.Record) error {
 		return fmt.Errorf("bleve: write to realm %s: %d bytes free under %s, the write needs %d: %w", ri.realm, free, ri.path, need, sdk.ErrNoSpace)
 	}
 	return nil
+}
+
+// threadContext answers the batch to write for put and del with thread
+// context: each active threaded record of put with the terms of its
+// neighbours as they will be after the batch, and the neighbours whose
+// context the batch changes added to put (with their usage keys), so the
+// batch lands with every context current.
+func (ri *realmIndex) threadContext(ctx context.Context, put []sdk.Record, keys map[string]float64, del []string) ([]sdk.Record, map[string]float64, map[string][]string, error) {
+	type place struct {
+		id  string
+		seq int64
+	}
+	var changed []place // places a record of the batch leaves or joins
+	for i := range put {
+		if t := put[i].Thread; t != nil {
+			changed = append(changed, place{t.ID, t.Seq})
+		}
+	}
+	ids := make([]string, 0, len(put)+len(del))
+	for i := range put {
+		ids = append(ids, put[i].ID)
+	}
+	ids = append(ids, del...)
+	// The stored versions: a record may leave its place (forgotten,
+	// superseded, moved).
+	old, err := ri.lookup(ctx, ids)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for _, r := range old {
+		if r.Thread != nil && r.Status == sdk.StatusActive {
+			changed = append(changed, place{r.Thread.ID, r.Thread.Seq})
+		}
+	}
+	if len(changed) == 0 {
+		return put, keys, nil, nil
+	}
+	// Every place within two spans of a changed one: its neighbours, and
+	// theirs, which their context is rebuilt from.
+	want := map[place]bool{}
+	for _, p := range changed {
+		for s := p.seq - 2*memindex.ContextSpan; s <= p.seq+2*memindex.ContextSpan; s++ {
+			want[place{p.id, s}] = true
+		}
+	}
+	terms := make([]query.Query, 0, len(want))
+	for p := range want {
+		terms = append(terms, termQuery(fieldPlace, placeKey(p.id, p.seq)))
+	}
+	stored, err := ri.search(ctx, "find thread neighbours", query.NewDisjunctionQuery(terms), 4*len(terms)+64)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	// The active threaded records after the batch, by place.
+	after := map[string]*sdk.Record{}
+	for i := range stored {
+		after[stored[i].ID] = &stored[i]
+	}
+	for _, id := range del {
+		delete(after, id)
+	}
+	inBatch := map[string]bool{}
+	for i := range put {
+		r := &put[i]
+		inBatch[r.ID] = true
+		if r.Thread != nil && r.Status == sdk.StatusActive {
+			after[r.ID] = r
+		} else {
+			delete(after, r.ID)
+		}
+	}
+	at := map[place][]*sdk.Record{}
+	for _, r := range after {
+		p := place{r.Thread.ID, r.Thread.Seq}
+		at[p] = append(at[p], r)
+	}
+	// As in sdk/index, only the least ids of a crowded place take part.
+	for p, rs := range at {
+		slices.SortFunc(rs, func(a, b *sdk.Record) int { return strings.Compare(a.ID, b.ID) })
+		at[p] = rs[:min(len(rs), memindex.MaxPlaceDocs)]
+	}
+	contextOf := func(r *sdk.Record) []string {
+		if !slices.ContainsFunc(at[place{r.Thread.ID, r.Thread.Seq}], func(n *sdk.Record) bool { return n.ID == r.ID }) {
+			return nil
+		}
+		var out []string
+		for _, s := range memindex.Neighbours(r.Thread.Seq) {
+			for _, n := range at[place{r.Thread.ID, s}] {
+				if n.ID != r.ID {
+					out = append(out, recordTerms(n)...)
+				}
+			}
+		}
+		return out
+	}
+	contexts := map[string][]string{}
+	for i := range put {
+		if r := &put[i]; r.Thread != nil && r.Status == sdk.StatusActive {
+			contexts[r.ID] = contextOf(r)
+		}
+	}
+	// Neighbours outside the batch whose context changes are re-indexed.
+	var extra []sdk.Record
+	for _, p := range changed {
+		for _, s := range memindex.Neighbours(p.seq) {
+			for _, n := range at[place{p.id, s}] {
+				if !inBatch[n.ID] {
+					inBatch[n.ID] = true
+					extra = append(extra, *n)
+					contexts[n.ID] = contextOf(n)
+				}
+			}
+		}
+	}
+	if len(extra) > 0 {
+		all := make(map[string]float64, len(keys)+len(extra))
+		for k, v := range keys {
+			all[k] = v
+		}
+		for i := range extra {
+			all[extra[i].ID] = ri.cat.usageKeyOf(extra[i].ID)
+		}
+		put, keys = append(slices.Clip(put), extra...), all
+	}
+	return put, keys, contexts, nil
 }

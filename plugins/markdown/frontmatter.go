@@ -55,6 +55,8 @@ const (
 	keyContentHash = "content_hash"
 	keyUseCount    = "use_count"
 	keyLastUsed    = "last_used"
+	keyThread      = "thread"     // the thread's id
+	keyThreadSeq   = "thread_seq" // the record's place in it
 )
 
 // timeLayout writes UTC with as many fraction digits as needed; parsing
@@ -107,6 +109,12 @@ func renderRecord(r *sdk.Record) []byte {
 		b = append(b, '\n')
 	}
 	tm(keyLastUsed, r.LastUsedAt)
+	if r.Thread != nil {
+		str(keyThread, r.Thread.ID)
+		b = append(b, keyThreadSeq+": "...)
+		b = strconv.AppendInt(b, r.Thread.Seq, 10)
+		b = append(b, '\n')
+	}
 	b = append(b, delimiter+"\n"...)
 	b = append(b, r.Body...)
 	return append(b, '\n')
@@ -180,6 +188,9 @@ func parseRecord(data []byte) (sdk.Record, error) {
 		if err := parseField(&r, line, seen); err != nil {
 			return r, fmt.Errorf("line %d: %w", n, err)
 		}
+	}
+	if seen[keyThreadSeq] && !seen[keyThread] {
+		return r, fmt.Errorf("%s without %s: a place needs its thread", keyThreadSeq, keyThread)
 	}
 	// The body is the rest verbatim, minus the newline that ends the file.
 	rest = bytes.TrimSuffix(rest, []byte("\n"))
@@ -260,8 +271,18 @@ func parseField(r *sdk.Record, line []byte, seen map[string]bool) error {
 		r.UseCount, err = jsonCount(v)
 	case keyLastUsed:
 		r.LastUsedAt, err = jsonTime(v)
+	case keyThread:
+		if r.Thread == nil {
+			r.Thread = &sdk.Thread{}
+		}
+		r.Thread.ID, err = jsonString(v)
+	case keyThreadSeq:
+		if r.Thread == nil {
+			r.Thread = &sdk.Thread{}
+		}
+		r.Thread.Seq, err = jsonCount(v)
 	default:
-		return fmt.Errorf("unknown key %q (known: id, scope, kind, title, description, tags, trust, status, supersedes, created, updated, expires, content_hash, use_count, last_used)", key)
+		return fmt.Errorf("unknown key %q (known: id, scope, kind, title, description, tags, trust, status, supersedes, created, updated, expires, content_hash, use_count, last_used, thread, thread_seq)", key)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", key, err)

@@ -34,6 +34,7 @@ func goldenRecord() sdk.Record {
 		ExpiresAt:   created.Add(365 * 24 * time.Hour),
 		UseCount:    3,
 		LastUsedAt:  created.Add(2 * time.Hour),
+		Thread:      &sdk.Thread{ID: "conv-7", Seq: 12},
 	}
 	r.ContentHash = sdk.ContentHash(r.Title, r.Body)
 	return r
@@ -133,6 +134,8 @@ func TestParseRejects(t *testing.T) {
 		{"negative count", "---\nuse_count: -1\n---\n", "use_count: want a whole number"},
 		{"fraction count", "---\nuse_count: 1.5\n---\n", "use_count: want a whole number"},
 		{"invalid UTF-8", "---\ntitle: \"\xff\"\n---\n", "not valid UTF-8"},
+		{"thread seq alone", "---\nthread_seq: 3\n---\n", "thread_seq without thread"},
+		{"thread seq negative", "---\nthread: \"c\"\nthread_seq: -3\n---\n", "thread_seq: want a whole number"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -89,10 +89,11 @@ func importRecord(ctx context.Context, tx *sql.Tx, ch *indexChange, p *preparedR
 	default:
 		return false, err
 	}
+	threadID, threadSeq := threadColumns(r)
 	res, err := tx.ExecContext(ctx, insertRecordSQL,
 		r.Realm, r.ID, string(r.Scope), string(r.Status), expiresMillis(r.ExpiresAt), tagKeys(r.Tags),
 		string(r.Kind), string(r.Trust), r.Supersedes, r.CreatedAt.UnixMilli(), r.UpdatedAt.UnixMilli(),
-		r.ContentHash, p.doc.ntok, r.Title, r.Description, strings.Join(r.Tags, "\n"), r.Body)
+		r.ContentHash, p.doc.ntok, r.Title, r.Description, strings.Join(r.Tags, "\n"), r.Body, threadID, threadSeq)
 	if err != nil {
 		return false, err
 	}

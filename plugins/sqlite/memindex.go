@@ -39,7 +39,7 @@ const noSnapshot = ^uint64(0)
 var errStaleSnapshot = errors.New("index snapshot is stale")
 
 func newMemIndex() *memindex.Index {
-	ix, err := memindex.New(memindex.Options{Weights: fieldWeights[:]})
+	ix, err := memindex.New(memindex.Options{Weights: fieldWeights[:], ContextWeight: memindex.ContextWeight})
 	if err != nil {
 		panic(err) // the weights are constants this package chose
 	}
@@ -59,8 +59,12 @@ func putDoc(seq int64, r *sdk.Record, doc *indexDoc) memindex.Doc {
 	for i := range doc.colTerms {
 		fields[i] = doc.colTerms[i]
 	}
-	return memindex.Doc{ID: r.ID, Realm: r.Realm, Scope: string(r.Scope), Tags: r.Tags,
+	d := memindex.Doc{ID: r.ID, Realm: r.Realm, Scope: string(r.Scope), Tags: r.Tags,
 		Fields: fields, ExpiresMs: expiresMillis(r.ExpiresAt), Seq: uint64(seq)}
+	if r.Thread != nil {
+		d.Thread, d.ThreadSeq = r.Thread.ID, r.Thread.Seq
+	}
+	return d
 }
 
 // apply makes ops, committed in that order, visible to recall.
@@ -186,8 +190,8 @@ func (d *database) snapshot(ctx context.Context) error {
 
 // rebuildIndex indexes every active record, tokenizing on every core.
 func rebuildIndex(ctx context.Context, db *sql.DB) (*memindex.Index, error) {
-	rows, err := db.QueryContext(ctx, `SELECT seq, realm, id, scope, expires_ms, tags, title, description, body
-		FROM records WHERE status = 'active'`)
+	rows, err := db.QueryContext(ctx, `SELECT seq, realm, id, scope, expires_ms, tags, title, description, body,
+		thread_id, thread_seq FROM records WHERE status = 'active'`)
 	if err != nil {
 		return nil, err
 	}
@@ -197,6 +201,9 @@ func rebuildIndex(ctx context.Context, db *sql.DB) (*memindex.Index, error) {
 		r    sdk.Record
 		exp  int64
 		tags string
+		// thread
+		tid  string
+		tseq int64
 	}
 	ix := newMemIndex()
 	in := make(chan []row, 4)
@@ -211,6 +218,9 @@ func rebuildIndex(ctx context.Context, db *sql.DB) (*memindex.Index, error) {
 				for i := range batch {
 					b := &batch[i]
 					b.r.Tags = splitTags(b.tags)
+					if b.tid != "" {
+						b.r.Thread = &sdk.Thread{ID: b.tid, Seq: b.tseq}
+					}
 					doc := newIndexDoc(&b.r)
 					d := putDoc(b.seq, &b.r, &doc)
 					d.ExpiresMs = b.exp
@@ -224,7 +234,7 @@ func rebuildIndex(ctx context.Context, db *sql.DB) (*memindex.Index, error) {
 	batch := make([]row, 0, 256)
 	for rows.Next() {
 		var b row
-		if err := rows.Scan(&b.seq, &b.r.Realm, &b.r.ID, &b.r.Scope, &b.exp, &b.tags, &b.r.Title, &b.r.Description, &b.r.Body); err != nil {
+		if err := rows.Scan(&b.seq, &b.r.Realm, &b.r.ID, &b.r.Scope, &b.exp, &b.tags, &b.r.Title, &b.r.Description, &b.r.Body, &b.tid, &b.tseq); err != nil {
 			close(in)
 			wg.Wait()
 			return nil, err

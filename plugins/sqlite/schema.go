@@ -103,6 +103,11 @@ DROP TABLE records_fts;
 DROP TABLE fts_totals;
 DROP TABLE scope_totals;
 `,
+	// 4: a record's thread (sdk.Thread); '' is none.
+	`
+ALTER TABLE records ADD COLUMN thread_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE records ADD COLUMN thread_seq INTEGER NOT NULL DEFAULT 0;
+`,
 }
 
 // schemaVersion is the user_version this build writes.

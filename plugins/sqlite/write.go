@@ -18,8 +18,8 @@ import (
 
 const insertRecordSQL = `
 INSERT INTO records (realm, id, scope, status, expires_ms, tag_keys, kind, trust, supersedes,
-	created_ms, updated_ms, content_hash, ntok, title, description, tags, body)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	created_ms, updated_ms, content_hash, ntok, title, description, tags, body, thread_id, thread_seq)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (realm, scope, content_hash) WHERE status IN ('active', 'quarantined') DO NOTHING`
 
 // preparedRecord is a validated record with its index form, computed
@@ -96,10 +96,11 @@ func (d *database) remember(ctx context.Context, realm string, records []sdk.Rec
 // content.
 func storeRecord(ctx context.Context, tx *sql.Tx, ch *indexChange, p *preparedRecord, now time.Time) (string, error) {
 	r := &p.rec
+	threadID, threadSeq := threadColumns(r)
 	res, err := tx.ExecContext(ctx, insertRecordSQL,
 		r.Realm, r.ID, string(r.Scope), string(r.Status), expiresMillis(r.ExpiresAt), tagKeys(r.Tags),
 		string(r.Kind), string(r.Trust), r.Supersedes, r.CreatedAt.UnixMilli(), r.UpdatedAt.UnixMilli(),
-		r.ContentHash, p.doc.ntok, r.Title, r.Description, strings.Join(r.Tags, "\n"), r.Body)
+		r.ContentHash, p.doc.ntok, r.Title, r.Description, strings.Join(r.Tags, "\n"), r.Body, threadID, threadSeq)
 	if isUniqueViolation(err) {
 		return "", fmt.Errorf("id %q already names another record in realm %q: %w", r.ID, r.Realm, sdk.ErrConflict)
 	}
@@ -403,4 +404,12 @@ func splitTags(s string) []string {
 		return nil
 	}
 	return strings.Split(s, "\n")
+}
+
+// threadColumns answers the stored form of r's thread: "" and 0 for none.
+func threadColumns(r *sdk.Record) (string, int64) {
+	if r.Thread == nil {
+		return "", 0
+	}
+	return r.Thread.ID, r.Thread.Seq
 }

@@ -25,6 +25,7 @@ func (e *env) fullRecord(scope sdk.Scope) (sdk.Record, string) {
 		Tags:      []string{"editor", "Go-Style", "naïve"},
 		Trust:     sdk.TrustAgentVerified,
 		ExpiresAt: time.Now().Add(30 * 24 * time.Hour).UTC().Truncate(time.Millisecond),
+		Thread:    &sdk.Thread{ID: "conversation " + w, Seq: 42},
 	}, w
 }
 
@@ -54,6 +55,12 @@ func diffRecord(want, got sdk.Record) []string {
 	field("supersedes", want.Supersedes, got.Supersedes)
 	if !sameSet(want.Tags, got.Tags) {
 		d = append(d, fmt.Sprintf("tags: wrote %q, read %q", want.Tags, got.Tags))
+	}
+	switch w, g := want.Thread, got.Thread; {
+	case w == nil && g != nil:
+		d = append(d, fmt.Sprintf("thread: wrote none, read %+v", *g))
+	case w != nil && (g == nil || *w != *g):
+		d = append(d, fmt.Sprintf("thread: wrote %+v, read %+v", *w, g))
 	}
 	if !want.ExpiresAt.Equal(got.ExpiresAt) {
 		d = append(d, fmt.Sprintf("expires_at: wrote %v, read %v", want.ExpiresAt, got.ExpiresAt))

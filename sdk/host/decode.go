@@ -46,6 +46,7 @@ func recordToInput(r *sdk.Record) *pb.RecordInput {
 		Id: r.ID, Realm: r.Realm, Scope: string(r.Scope), Kind: string(r.Kind),
 		Title: r.Title, Description: r.Description, Body: r.Body, Tags: r.Tags,
 		Trust: string(r.Trust), ExpiresUnixMs: toMillis(r.ExpiresAt),
+		Thread: threadToPB(r.Thread),
 	}
 }
 
@@ -97,6 +98,7 @@ func recordFromPB(p *pb.Record) sdk.Record {
 		CreatedAt: fromMillis(p.CreatedUnixMs), UpdatedAt: fromMillis(p.UpdatedUnixMs),
 		ExpiresAt: fromMillis(p.ExpiresUnixMs), ContentHash: p.ContentHash,
 		UseCount: p.UseCount, LastUsedAt: fromMillis(p.LastUsedUnixMs),
+		Thread: threadFromPB(p.Thread),
 	}
 }
 
@@ -199,4 +201,18 @@ func ledgerToPB(es []sdk.LedgerEntry) []*pb.LedgerEntry {
 		}
 	}
 	return out
+}
+
+func threadToPB(t *sdk.Thread) *pb.Thread {
+	if t == nil {
+		return nil
+	}
+	return &pb.Thread{Id: t.ID, Seq: t.Seq}
+}
+
+func threadFromPB(t *pb.Thread) *sdk.Thread {
+	if t == nil {
+		return nil
+	}
+	return &sdk.Thread{ID: t.Id, Seq: t.Seq}
 }

@@ -106,7 +106,7 @@ func TestGRPCRoundTrip(t *testing.T) {
 		t.Fatal("the client does not implement Remember, which the plugin declared")
 	}
 	when := time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC)
-	ids, err := w.Remember(ctx, "default", []sdk.Record{{Scope: sdk.IdentityScope("alice"), Kind: sdk.KindFact, Title: "t", Body: "b", Tags: []string{"x"}, ExpiresAt: when}})
+	ids, err := w.Remember(ctx, "default", []sdk.Record{{Scope: sdk.IdentityScope("alice"), Kind: sdk.KindFact, Title: "t", Body: "b", Tags: []string{"x"}, ExpiresAt: when, Thread: &sdk.Thread{ID: "conv-1", Seq: 7}}})
 	if err != nil || len(ids) != 1 {
 		t.Fatalf("Remember = %v, %v", ids, err)
 	}
@@ -114,7 +114,8 @@ func TestGRPCRoundTrip(t *testing.T) {
 	if err != nil || len(got) != 1 {
 		t.Fatalf("Get = %v, %v", got, err)
 	}
-	if r := got[0]; r.Title != "t" || r.Body != "b" || !r.ExpiresAt.Equal(when) || r.Tags[0] != "x" || r.ContentHash != sdk.ContentHash("t", "b") {
+	if r := got[0]; r.Title != "t" || r.Body != "b" || !r.ExpiresAt.Equal(when) || r.Tags[0] != "x" || r.ContentHash != sdk.ContentHash("t", "b") ||
+		r.Thread == nil || *r.Thread != (sdk.Thread{ID: "conv-1", Seq: 7}) {
 		t.Fatalf("record did not survive the round trip: %+v", r)
 	}
 	_, err = w.Remember(ctx, "default", []sdk.Record{{Scope: sdk.IdentityScope("a"), Kind: sdk.KindFact, Title: "t"}, {Scope: "nope", Kind: sdk.KindFact, Title: "t"}})

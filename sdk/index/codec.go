@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+
+	"github.com/memhost/memhost/sdk/tokenize"
 )
 
 // A snapshot is the index as postings, so a store can reopen without
@@ -14,20 +16,29 @@ import (
 // derives each document's term list from them. Layout (integers are
 // uvarints unless noted, strings are a length and bytes):
 //
-//	magic, field count, weights, k1, b (float64 bits, 8 bytes LE), stats,
+//	magic, tokenizer version (tokenize.Version), field count, weights,
+//	k1, b, context weight (float64 bits, 8 bytes LE), stats,
 //	next seq, realm count, then per realm:
 //	  name, scope count, scopes, tag count, folded tags,
 //	  doc count, per doc: id, scope id, seq, expiry (zigzag), length,
 //	    tag count, tag ids;
 //	  term count, per term: term, posting count, per posting:
-//	    docno delta, weighted frequency (float32 bits, 4 bytes LE).
+//	    docno delta, weighted frequency (float32 bits, 4 bytes LE);
+//	  threaded doc count, per threaded doc: docno, thread id, thread seq
+//	    (zigzag), per caller field: term count, terms (its own fields,
+//	    which its neighbours' context is rebuilt from).
 //
 // Deleted slots are dropped, so docnos are renumbered densely.
 
-const magic = "memhost-index\x00v1\n"
+const magic = "memhost-index\x00v2\n"
 
 // ErrCorrupt marks a snapshot that is not one this package wrote.
 var ErrCorrupt = errors.New("index: corrupt snapshot")
+
+// ErrStale marks a snapshot whose terms another tokenizer version cut: its
+// postings would not match today's query terms, so the caller rebuilds the
+// index from the records instead.
+var ErrStale = errors.New("index: snapshot from another tokenizer version")
 
 // Encode writes a snapshot of the index to w.
 func (ix *Index) Encode(w io.Writer) error {
@@ -36,12 +47,14 @@ func (ix *Index) Encode(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	e := encoder{w: bw}
 	e.raw([]byte(magic))
+	e.uint(tokenize.Version)
 	e.uint(uint64(ix.nfields))
 	for _, v := range ix.opts.Weights {
 		e.f64(v)
 	}
 	e.f64(ix.opts.K1)
 	e.f64(ix.opts.B)
+	e.f64(ix.opts.ContextWeight)
 	e.uint(uint64(ix.opts.Stats))
 	e.uint(ix.nextSeq)
 	e.uint(uint64(len(ix.realms)))
@@ -116,6 +129,22 @@ func (rm *realm) encode(e *encoder) {
 			e.u32(math.Float32bits(p.f))
 		}
 	}
+	e.uint(uint64(len(rm.threaded)))
+	for d := range rm.ids { // in docno order, so a snapshot is deterministic
+		td := rm.threaded[rm.ids[d]]
+		if rm.scope[d] == deadScope || td == nil {
+			continue
+		}
+		e.uint(uint64(renum[d]))
+		e.str(td.key.id)
+		e.int(td.key.seq)
+		for _, terms := range td.fields {
+			e.uint(uint64(len(terms)))
+			for _, t := range terms {
+				e.str(t)
+			}
+		}
+	}
 }
 
 type encoder struct {
@@ -153,12 +182,15 @@ func Decode(r io.Reader) (*Index, error) {
 	if string(d.take(len(magic))) != magic {
 		return nil, fmt.Errorf("%w: not an index snapshot", ErrCorrupt)
 	}
+	if v := d.uint(); d.err == nil && v != tokenize.Version {
+		return nil, fmt.Errorf("%w: its terms are of version %d, the tokenizer's %d", ErrStale, v, tokenize.Version)
+	}
 	nf := d.count(64)
 	var opts Options
 	for range nf {
 		opts.Weights = append(opts.Weights, d.f64())
 	}
-	opts.K1, opts.B = d.f64(), d.f64()
+	opts.K1, opts.B, opts.ContextWeight = d.f64(), d.f64(), d.f64()
 	opts.Stats = Stats(d.count(8))
 	nextSeq := d.uint()
 	if d.err != nil {
@@ -178,7 +210,7 @@ func Decode(r io.Reader) (*Index, error) {
 		if d.err != nil {
 			return nil, d.err
 		}
-		rm, err := decodeRealm(&d, ix.nextSeq)
+		rm, err := decodeRealm(&d, ix.nextSeq, ix.nfields)
 		if err != nil {
 			return nil, err
 		}
@@ -195,7 +227,7 @@ func Decode(r io.Reader) (*Index, error) {
 	return ix, nil
 }
 
-func decodeRealm(d *decoder, nextSeq uint64) (*realm, error) {
+func decodeRealm(d *decoder, nextSeq uint64, nfields int) (*realm, error) {
 	rm := newRealm()
 	for range d.count(len(d.b)) {
 		s := d.str()
@@ -319,6 +351,29 @@ func decodeRealm(d *decoder, nextSeq uint64) (*realm, error) {
 			rm.terms[p.doc] = binary.AppendUvarint(rm.terms[p.doc], uint64(uint32(tid)-prev[p.doc]))
 			prev[p.doc] = uint32(tid)
 		}
+	}
+	for range d.count(ndocs) {
+		no := d.count(ndocs - 1)
+		k := threadKey{id: d.str(), seq: d.int()}
+		if d.err == nil && k.id == "" {
+			d.fail("document %d has an empty thread id", no)
+		}
+		fields := make([][]string, nfields)
+		for f := range fields {
+			n := d.count(len(d.b))
+			for range n {
+				fields[f] = append(fields[f], d.str())
+			}
+		}
+		if d.err != nil {
+			return nil, d.err
+		}
+		id := rm.ids[no]
+		if _, dup := rm.threaded[id]; dup {
+			d.fail("document %q threaded twice", id)
+			return nil, d.err
+		}
+		rm.enthread(id, k, fields)
 	}
 	return rm, nil
 }

@@ -2,19 +2,29 @@ package index
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/memhost/memhost/sdk/tokenize"
 )
 
 // TestSnapshotRoundTrip reopens a churned index from its snapshot and asks
 // both the same queries: the answers, scores included, are identical, and
 // the reopened index keeps taking writes.
 func TestSnapshotRoundTrip(t *testing.T) {
+	for _, ctx := range []float64{0, 0.5} {
+		t.Run(fmt.Sprintf("context weight %v", ctx), func(t *testing.T) { testSnapshotRoundTrip(t, ctx) })
+	}
+}
+
+func testSnapshotRoundTrip(t *testing.T, ctx float64) {
 	defer func(w int) { exhaustiveWork = w }(exhaustiveWork)
 	exhaustiveWork = 0
-	c := newCorpus(t, 7, 80, StatsIndex)
+	c := newThreadCorpus(t, 7, 80, StatsIndex, ctx)
 	for range 2000 {
 		c.step()
 	}
@@ -66,10 +76,17 @@ func TestDecodeRefuses(t *testing.T) {
 			t.Errorf("%s: Decode = %v, want ErrCorrupt", name, err)
 		}
 	}
+	// A snapshot cut by another tokenizer version is stale, not corrupt:
+	// its caller rebuilds rather than reporting damage.
+	stale := slices.Concat([]byte(magic), binary.AppendUvarint(nil, tokenize.Version+1), good[len(magic)+1:])
+	if _, err := Decode(bytes.NewReader(stale)); !errors.Is(err, ErrStale) {
+		t.Errorf("other tokenizer version: Decode = %v, want ErrStale", err)
+	}
 }
 
 // FuzzDecode: any input either decodes to an index that answers queries
-// and re-encodes to the same snapshot, or is refused with ErrCorrupt.
+// and re-encodes to the same snapshot, or is refused with ErrCorrupt (or
+// ErrStale, for a tokenizer version other than this one).
 func FuzzDecode(f *testing.F) {
 	c := newCorpus(f, 3, 20, StatsIndex)
 	for range 40 {
@@ -78,12 +95,19 @@ func FuzzDecode(f *testing.F) {
 	var buf bytes.Buffer
 	_ = c.ix.Encode(&buf)
 	f.Add(buf.Bytes())
+	c = newThreadCorpus(f, 3, 20, StatsIndex, 0.5)
+	for range 40 {
+		c.step()
+	}
+	buf.Reset()
+	_ = c.ix.Encode(&buf)
+	f.Add(buf.Bytes())
 	f.Add([]byte(magic))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ix, err := Decode(bytes.NewReader(data))
 		if err != nil {
-			if !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("Decode error %v does not wrap ErrCorrupt", err)
+			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrStale) {
+				t.Fatalf("Decode error %v wraps neither ErrCorrupt nor ErrStale", err)
 			}
 			return
 		}

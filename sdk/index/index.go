@@ -15,6 +15,16 @@
 // the exception, checked at query time against Query.Now, since an expired
 // row stays in FTS5 until it is purged.
 //
+// Thread context: a document may name its place in a thread (Doc.Thread,
+// Doc.ThreadSeq). With Options.ContextWeight set, the index gives it one
+// more field, after the caller's, holding the terms of the documents at
+// ThreadSeq±1…ContextSpan of the same thread in its realm, and keeps
+// that field current as neighbours are put and deleted. It ranks as an
+// FTS5 column would that held the neighbours' text. A place holds one
+// document in the usual thread; when more share it, only the
+// MaxPlaceDocs of them with the least ids take part (give and get
+// context), so a put costs a bounded amount of re-indexing.
+//
 // An Index is safe for concurrent use: searches share a read lock, writes
 // take it exclusively.
 package index
@@ -54,6 +64,9 @@ type Options struct {
 	// K1 and B are BM25's constants; zero means FTS5's 1.2 and 0.75.
 	K1, B float64
 	Stats Stats
+	// ContextWeight is the weight of the thread context field; zero means
+	// documents are indexed without their thread neighbours.
+	ContextWeight float64
 }
 
 // Doc is one document as the index sees it: terms already cut by the
@@ -73,6 +86,10 @@ type Doc struct {
 	// Seq orders equal scores, higher first. Zero takes the next number
 	// after every Seq the index has seen.
 	Seq uint64
+	// Thread and ThreadSeq place the document in a thread; an empty
+	// Thread means none.
+	Thread    string
+	ThreadSeq int64
 }
 
 // Query asks for the best documents of one realm.
@@ -102,7 +119,8 @@ type Hit struct {
 // Index is the engine. The zero value is not usable; call New.
 type Index struct {
 	opts    Options
-	nfields int
+	nfields int       // the caller's fields
+	weights []float64 // theirs, then the context field's when there is one
 
 	mu      sync.RWMutex
 	realms  map[string]*realm
@@ -135,8 +153,15 @@ func New(opts Options) (*Index, error) {
 	if opts.Stats != StatsIndex && opts.Stats != StatsRealm {
 		return nil, fmt.Errorf("%w: unknown stats mode %d", ErrInvalid, opts.Stats)
 	}
+	if opts.ContextWeight < 0 || math.IsInf(opts.ContextWeight, 0) || math.IsNaN(opts.ContextWeight) {
+		return nil, fmt.Errorf("%w: context weight %v, want zero or a positive number", ErrInvalid, opts.ContextWeight)
+	}
 	opts.Weights = append([]float64(nil), opts.Weights...)
-	return &Index{opts: opts, nfields: len(opts.Weights), realms: map[string]*realm{}, nextSeq: 1}, nil
+	weights := opts.Weights
+	if opts.ContextWeight > 0 {
+		weights = append(slices.Clip(weights), opts.ContextWeight)
+	}
+	return &Index{opts: opts, nfields: len(opts.Weights), weights: weights, realms: map[string]*realm{}, nextSeq: 1}, nil
 }
 
 // Len answers the number of documents in every realm.
@@ -173,17 +198,38 @@ func (ix *Index) Put(d Doc) error {
 		rm = newRealm()
 		ix.realms[d.Realm] = rm
 	}
+	var stale []threadKey // places whose neighbours' context changes
 	if no, ok := rm.byID[d.ID]; ok {
-		ix.remove(rm, no)
-		if rm.dead > 1024 && rm.dead > rm.live {
-			rm.renumber()
+		if k, ok := rm.unthread(d.ID); ok {
+			stale = append(stale, k)
 		}
+		ix.remove(rm, no)
 	}
 	if d.Seq == 0 {
 		d.Seq = ix.nextSeq
 	}
 	ix.nextSeq = max(ix.nextSeq, d.Seq+1)
-	ix.add(rm, &d)
+	var tags []uint32
+	for _, t := range d.Tags {
+		k := rm.tag(t)
+		if !containsU32(tags, k) {
+			tags = append(tags, k)
+		}
+	}
+	fields := d.Fields
+	if ix.opts.ContextWeight > 0 && d.Thread != "" {
+		k := threadKey{d.Thread, d.ThreadSeq}
+		rm.enthread(d.ID, k, d.Fields)
+		fields = append(slices.Clip(fields), rm.context(d.ID, k))
+		stale = append(stale, k)
+	} else if ix.opts.ContextWeight > 0 {
+		fields = append(slices.Clip(fields), nil)
+	}
+	ix.add(rm, d.ID, d.Scope, tags, d.ExpiresMs, d.Seq, fields)
+	ix.refresh(rm, d.ID, stale)
+	if rm.dead > 1024 && rm.dead > rm.live {
+		rm.renumber()
+	}
 	return nil
 }
 
@@ -199,19 +245,60 @@ func (ix *Index) Delete(realm, id string) bool {
 	if !ok {
 		return false
 	}
+	k, threaded := rm.unthread(id)
 	ix.remove(rm, no)
+	if threaded {
+		ix.refresh(rm, id, []threadKey{k})
+	}
 	if rm.dead > 1024 && rm.dead > rm.live {
 		rm.renumber()
 	}
 	return true
 }
 
-func (ix *Index) add(rm *realm, d *Doc) {
+// MaxPlaceDocs bounds the documents of one thread place that take part
+// in thread context.
+const MaxPlaceDocs = 4
+
+// refresh re-indexes the participants of the places in stale and beside
+// them, other than the document self, so their context field holds what
+// is there now (a change at a place may also change who takes part in it).
+func (ix *Index) refresh(rm *realm, self string, stale []threadKey) {
+	var ids []string
+	for _, k := range stale {
+		// At k itself, also the first one past the bound: a newcomer may
+		// have pushed it out.
+		at := rm.threads[k]
+		for _, id := range at[:min(len(at), MaxPlaceDocs+1)] {
+			if id != self && !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+		for _, s := range Neighbours(k.seq) {
+			for _, id := range rm.participants(threadKey{k.id, s}) {
+				if id != self && !slices.Contains(ids, id) {
+					ids = append(ids, id)
+				}
+			}
+		}
+	}
+	for _, id := range ids {
+		no := rm.byID[id]
+		td := rm.threaded[id]
+		scope, tags := rm.scopeNames[rm.scope[no]], rm.tags[no]
+		expires, seq := rm.expires[no], rm.seq[no]
+		ix.remove(rm, no)
+		fields := append(slices.Clip(td.fields), rm.context(id, td.key))
+		ix.add(rm, id, scope, tags, expires, seq, fields)
+	}
+}
+
+func (ix *Index) add(rm *realm, id, scope string, tags []uint32, expires int64, seq uint64, fields [][]string) {
 	no := uint32(len(rm.ids))
 	dl := 0
 	order := rm.order[:0]
-	for f, terms := range d.Fields {
-		w := ix.opts.Weights[f]
+	for f, terms := range fields {
+		w := ix.weights[f]
 		dl += len(terms)
 		for _, t := range terms {
 			tid := rm.term(t)
@@ -232,21 +319,14 @@ func (ix *Index) add(rm *realm, d *Doc) {
 	}
 	slices.Sort(order)
 	terms := appendTermList(nil, order)
-	var tags []uint32
-	for _, t := range d.Tags {
-		k := rm.tag(t)
-		if !containsU32(tags, k) {
-			tags = append(tags, k)
-		}
-	}
-	rm.ids = append(rm.ids, d.ID)
-	rm.scope = append(rm.scope, rm.scopeID(d.Scope))
+	rm.ids = append(rm.ids, id)
+	rm.scope = append(rm.scope, rm.scopeID(scope))
 	rm.dl = append(rm.dl, uint32(dl))
-	rm.expires = append(rm.expires, d.ExpiresMs)
-	rm.seq = append(rm.seq, d.Seq)
+	rm.expires = append(rm.expires, expires)
+	rm.seq = append(rm.seq, seq)
 	rm.tags = append(rm.tags, tags)
 	rm.terms = append(rm.terms, terms)
-	rm.byID[d.ID] = no
+	rm.byID[id] = no
 	rm.live++
 	rm.tokens += int64(dl)
 	ix.docs++
@@ -299,6 +379,11 @@ type realm struct {
 	live, dead int
 	tokens     int64
 
+	// Thread context: the ids at each place of a thread, and each threaded
+	// document's own fields (terms interned in termNames).
+	threads  map[threadKey][]string
+	threaded map[string]*threadDoc
+
 	// scratch for add, under the write lock: weighted frequency by term
 	// id (zero between calls) and the ids in first-seen order
 	freq  []float64
@@ -309,7 +394,80 @@ func newRealm() *realm {
 	return &realm{
 		byID: map[string]uint32{}, termIDs: map[string]uint32{},
 		scopeIDs: map[string]uint32{}, scopeNames: []string{""}, tagIDs: map[string]uint32{},
+		threads: map[threadKey][]string{}, threaded: map[string]*threadDoc{},
 	}
+}
+
+// threadKey is a place in a thread.
+type threadKey struct {
+	id  string
+	seq int64
+}
+
+// threadDoc is a threaded document's place and own fields.
+type threadDoc struct {
+	key    threadKey
+	fields [][]string
+}
+
+// enthread records id at place k with its own fields.
+func (rm *realm) enthread(id string, k threadKey, fields [][]string) {
+	own := make([][]string, len(fields))
+	for f, terms := range fields {
+		own[f] = make([]string, len(terms))
+		for i, t := range terms {
+			own[f][i] = rm.termNames[rm.term(t)]
+		}
+	}
+	k.id = strings.Clone(k.id)
+	rm.threaded[id] = &threadDoc{key: k, fields: own}
+	ids := rm.threads[k]
+	at, _ := slices.BinarySearch(ids, id)
+	rm.threads[k] = slices.Insert(ids, at, id)
+}
+
+// participants answers the ids of place k that take part in context: the
+// MaxPlaceDocs least (the place's list is sorted by id).
+func (rm *realm) participants(k threadKey) []string {
+	ids := rm.threads[k]
+	return ids[:min(len(ids), MaxPlaceDocs)]
+}
+
+// unthread forgets id's place, answering it.
+func (rm *realm) unthread(id string) (threadKey, bool) {
+	td := rm.threaded[id]
+	if td == nil {
+		return threadKey{}, false
+	}
+	delete(rm.threaded, id)
+	ids := slices.DeleteFunc(rm.threads[td.key], func(x string) bool { return x == id })
+	if len(ids) == 0 {
+		delete(rm.threads, td.key)
+	} else {
+		rm.threads[td.key] = ids
+	}
+	return td.key, true
+}
+
+// context answers the terms of the documents beside place k, other than
+// self: its neighbours' own fields, in one list; nothing when self does
+// not take part at k.
+func (rm *realm) context(self string, k threadKey) []string {
+	if !slices.Contains(rm.participants(k), self) {
+		return nil
+	}
+	var out []string
+	for _, s := range Neighbours(k.seq) {
+		for _, id := range rm.participants(threadKey{k.id, s}) {
+			if id == self {
+				continue
+			}
+			for _, terms := range rm.threaded[id].fields {
+				out = append(out, terms...)
+			}
+		}
+	}
+	return out
 }
 
 func (rm *realm) term(t string) uint32 {

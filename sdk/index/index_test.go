@@ -25,6 +25,51 @@ type refDoc struct {
 type reference struct {
 	docs  map[string]*refDoc // realm+"\x00"+id
 	stats Stats
+	// ctx is the context field's weight; zero means there is none.
+	ctx float64
+}
+
+// fields answers d's fields as the index sees them: its own, then (with a
+// context field) the own fields of the active documents of its realm at
+// its thread's places within ContextSpan.
+func (r *reference) fields(d *refDoc, at map[refPlace][]*refDoc) ([][]string, []float64) {
+	if r.ctx == 0 {
+		return d.Fields, ftsWeights
+	}
+	var ctx []string
+	part := func(k refPlace) []*refDoc {
+		docs := slices.SortedFunc(slices.Values(at[k]), func(a, b *refDoc) int { return strings.Compare(a.ID, b.ID) })
+		return docs[:min(len(docs), MaxPlaceDocs)]
+	}
+	self := refPlace{d.Realm, d.Thread, d.ThreadSeq}
+	if d.Thread != "" && slices.Contains(part(self), d) {
+		for _, s := range Neighbours(d.ThreadSeq) {
+			for _, o := range part(refPlace{d.Realm, d.Thread, s}) {
+				if o.ID != d.ID {
+					ctx = slices.Concat(append([][]string{ctx}, o.Fields...)...)
+				}
+			}
+		}
+	}
+	return append(slices.Clip(d.Fields), ctx), append(slices.Clip(ftsWeights), r.ctx)
+}
+
+// refPlace is a place in a thread of a realm.
+type refPlace struct {
+	realm, thread string
+	seq           int64
+}
+
+// places maps every place to its active documents.
+func (r *reference) places() map[refPlace][]*refDoc {
+	at := map[refPlace][]*refDoc{}
+	for _, d := range r.docs {
+		if d.active && d.Thread != "" {
+			k := refPlace{d.Realm, d.Thread, d.ThreadSeq}
+			at[k] = append(at[k], d)
+		}
+	}
+	return at
 }
 
 func newReference(stats Stats) *reference {
@@ -36,16 +81,18 @@ func key(realm, id string) string { return realm + "\x00" + id }
 func (r *reference) search(q Query) []Hit {
 	var n, tokens int64
 	df := make([]int64, len(q.Terms))
+	at := r.places()
 	for _, d := range r.docs {
 		if !d.active || (r.stats == StatsRealm && d.Realm != q.Realm) {
 			continue
 		}
 		n++
-		for _, f := range d.Fields {
+		fields, _ := r.fields(d, at)
+		for _, f := range fields {
 			tokens += int64(len(f))
 		}
 		for i, t := range q.Terms {
-			if slices.ContainsFunc(d.Fields, func(f []string) bool { return slices.Contains(f, t) }) {
+			if slices.ContainsFunc(fields, func(f []string) bool { return slices.Contains(f, t) }) {
 				df[i]++
 			}
 		}
@@ -61,12 +108,13 @@ func (r *reference) search(q Query) []Hit {
 		}
 		dl := 0
 		freq := make([]float64, len(q.Terms))
-		for fi, f := range d.Fields {
+		fields, weights := r.fields(d, at)
+		for fi, f := range fields {
 			dl += len(f)
 			for _, tok := range f {
 				for i, t := range q.Terms {
 					if tok == t {
-						freq[i] += ftsWeights[fi]
+						freq[i] += weights[fi]
 					}
 				}
 			}
@@ -114,6 +162,7 @@ func refPass(d *refDoc, q *Query) bool {
 // corpus drives an index and the reference through the same changes.
 type corpus struct {
 	t     testing.TB
+	ctx   float64 // context weight; documents carry threads when set
 	rng   *rand.Rand
 	ix    *Index
 	ref   *reference
@@ -127,11 +176,20 @@ var scopes = []string{"identity:ann", "identity:bob", "realm", "mob:ops"}
 var tagPool = []string{"Go", "go", "db", "ops", "Straße", "STRASSE", "urgent"}
 
 func newCorpus(t testing.TB, seed uint64, vocabSize int, stats Stats) *corpus {
-	ix, err := New(Options{Weights: ftsWeights, Stats: stats})
+	return newThreadCorpus(t, seed, vocabSize, stats, 0)
+}
+
+// newThreadCorpus is a corpus whose index has a context field of weight
+// ctx (a power of two keeps the float32 frequencies exact) and whose
+// documents mostly sit in a few short threads, so neighbours come and go.
+func newThreadCorpus(t testing.TB, seed uint64, vocabSize int, stats Stats, ctx float64) *corpus {
+	ix, err := New(Options{Weights: ftsWeights, Stats: stats, ContextWeight: ctx})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &corpus{t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e37)), ix: ix, ref: newReference(stats)}
+	ref := newReference(stats)
+	ref.ctx = ctx
+	c := &corpus{t: t, ctx: ctx, rng: rand.New(rand.NewPCG(seed, seed^0x9e37)), ix: ix, ref: ref}
 	for i := range vocabSize {
 		c.vocab = append(c.vocab, fmt.Sprintf("w%d", i))
 	}
@@ -173,6 +231,14 @@ func (c *corpus) newDoc() Doc {
 	}
 	if c.rng.IntN(6) == 0 {
 		d.ExpiresMs = int64(1000 + c.rng.IntN(2000))
+	}
+	// Mostly one document a place, as in a conversation, and a crowded
+	// place now and then.
+	if c.ctx > 0 && c.rng.IntN(4) > 0 {
+		d.Thread, d.ThreadSeq = fmt.Sprintf("t%d", c.rng.IntN(5)), int64(c.rng.IntN(len(c.ids)/4+8))
+		if c.rng.IntN(10) == 0 {
+			d.Thread, d.ThreadSeq = "crowded", int64(c.rng.IntN(3))
+		}
 	}
 	return d
 }
@@ -274,26 +340,30 @@ func TestSearchMatchesReference(t *testing.T) {
 		docs  int
 		vocab int
 		stats Stats
-		work  int // exhaustiveWork: 0 forces pruning, huge forbids it
+		work  int     // exhaustiveWork: 0 forces pruning, huge forbids it
+		ctx   float64 // context weight
 	}{
-		{"small exhaustive", 300, 40, StatsIndex, math.MaxInt},
-		{"small pruned", 300, 40, StatsIndex, 0},
-		{"realm stats pruned", 600, 60, StatsRealm, 0},
-		{"heavy terms pruned", 3000, 200, StatsIndex, 0},
-		{"heavy terms default", 3000, 200, StatsIndex, 4096},
-		{"churn renumbers", 5000, 30, StatsIndex, 0},
+		{"small exhaustive", 300, 40, StatsIndex, math.MaxInt, 0},
+		{"small pruned", 300, 40, StatsIndex, 0, 0},
+		{"realm stats pruned", 600, 60, StatsRealm, 0, 0},
+		{"heavy terms pruned", 3000, 200, StatsIndex, 0, 0},
+		{"heavy terms default", 3000, 200, StatsIndex, 4096, 0},
+		{"churn renumbers", 5000, 30, StatsIndex, 0, 0},
+		{"thread context exhaustive", 400, 40, StatsIndex, math.MaxInt, 0.5},
+		{"thread context pruned", 1500, 80, StatsRealm, 0, 0.25},
+		{"thread context churn", 3000, 30, StatsIndex, 0, 0.5},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			exhaustiveWork = tc.work
-			c := newCorpus(t, uint64(i+1), tc.vocab, tc.stats)
+			c := newThreadCorpus(t, uint64(i+1), tc.vocab, tc.stats, tc.ctx)
 			for n := 0; n < tc.docs; n++ {
 				c.step()
 				if n%97 == 0 {
 					c.check(c.query())
 				}
 			}
-			if tc.name == "churn renumbers" {
+			if strings.HasSuffix(tc.name, "churn renumbers") || strings.HasSuffix(tc.name, "churn") {
 				// Delete most documents so realms renumber.
 				for _, k := range c.ids[:len(c.ids)*4/5] {
 					realm, id, _ := strings.Cut(k, "\x00")
@@ -390,7 +460,7 @@ func FuzzSearch(f *testing.F) {
 
 func TestTextHelpers(t *testing.T) {
 	long := strings.Repeat("é", 40) // 80 bytes: cut to 64 at a rune boundary
-	if got := FieldTerms("Coffee " + long + " coffee"); len(got) != 3 || got[0] != "coffee" || got[1] != strings.Repeat("é", 32) || got[2] != "coffee" {
+	if got := FieldTerms("Cat " + long + " cat"); len(got) != 3 || got[0] != "cat" || got[1] != strings.Repeat("é", 32) || got[2] != "cat" {
 		t.Fatalf("FieldTerms = %q", got)
 	}
 	var q strings.Builder
@@ -475,5 +545,48 @@ func TestReplaceChurnRenumbers(t *testing.T) {
 	want.docs[key("r", "only")] = &refDoc{Doc: Doc{ID: "only", Realm: "r", Scope: "realm", Seq: 3000, Fields: [][]string{nil, {"coffee", "v2999"}, nil, nil}}, active: true}
 	if ref := want.search(Query{Realm: "r", Terms: []string{"coffee", "v2999", "v5"}, Limit: 10}); !slices.Equal(hits, ref) {
 		t.Fatalf("Search = %v, reference %v", hits, ref)
+	}
+}
+
+// TestThreadContext: a turn that answers without naming its topic is found
+// through its neighbour, ranked below the turn that names it, and loses
+// that context when the neighbour goes or moves away.
+func TestThreadContext(t *testing.T) {
+	ix, err := New(Options{Weights: ftsWeights, ContextWeight: ContextWeight})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(id, body, thread string, seq int64) {
+		t.Helper()
+		if err := ix.Put(Doc{ID: id, Realm: "r", Scope: "realm", Fields: [][]string{nil, nil, nil, FieldTerms(body)}, Thread: thread, ThreadSeq: seq}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	search := func() []string {
+		t.Helper()
+		hits, err := ix.Search(Query{Realm: "r", Terms: QueryTerms("pottery class"), Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, h := range hits {
+			ids = append(ids, h.ID)
+		}
+		return ids
+	}
+	put("q", "Did you go to the pottery class?", "c1", 1)
+	put("a", "Yes, I made a bowl on Tuesday", "c1", 2)
+	put("far", "The weather was nice", "c1", 4)
+	put("other", "I made soup", "c2", 2)
+	if got, want := search(), []string{"q", "a"}; !slices.Equal(got, want) {
+		t.Fatalf("with the neighbour: %v, want %v", got, want)
+	}
+	put("q", "Did you go to the pottery class?", "c1", 5) // moves beside "far"
+	if got, want := search(), []string{"q", "far"}; !slices.Equal(got, want) {
+		t.Fatalf("after the move: %v, want %v", got, want)
+	}
+	ix.Delete("r", "q")
+	if got := search(); len(got) != 0 {
+		t.Fatalf("after the delete: %v, want nothing", got)
 	}
 }

@@ -18,6 +18,29 @@ const (
 	MaxQueryTerms = 64
 )
 
+// ContextWeight is the thread context weight providers index with
+// (Options.ContextWeight): a neighbour's term counts 3/8 of a body term
+// (a dyadic fraction, so weighted frequencies stay exact in float32).
+// Chosen on the LoCoMo development split (samples 0-4); see
+// docs/benchmarks.md for what else was tried.
+const ContextWeight = 0.375
+
+// ContextSpan is how far thread context reaches: a document's context
+// holds the documents from ThreadSeq-ContextSpan to ThreadSeq+ContextSpan
+// but itself. 2 ranked better than 1 on the development split.
+const ContextSpan = 2
+
+// Neighbours answers the places within ContextSpan of seq, itself left out.
+func Neighbours(seq int64) []int64 {
+	out := make([]int64, 0, 2*ContextSpan)
+	for s := seq - ContextSpan; s <= seq+ContextSpan; s++ {
+		if s != seq {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // FieldTerms answers the terms of one field's text, repeats included.
 func FieldTerms(text string) []string {
 	toks := tokenize.Tokens(text)

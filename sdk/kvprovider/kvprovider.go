@@ -130,7 +130,7 @@ func (p *Provider) Configure(ctx context.Context, config json.RawMessage) error 
 	if err != nil {
 		return p.errorf("open: %w", err)
 	}
-	ix, err := index.New(index.Options{Weights: fieldWeights})
+	ix, err := index.New(index.Options{Weights: fieldWeights, ContextWeight: index.ContextWeight})
 	if err != nil {
 		return err
 	}
@@ -275,7 +275,7 @@ func docOf(r *sdk.Record) index.Doc {
 	if !r.ExpiresAt.IsZero() {
 		exp = r.ExpiresAt.UnixMilli()
 	}
-	return index.Doc{
+	d := index.Doc{
 		ID: r.ID, Realm: r.Realm, Scope: string(r.Scope), Tags: r.Tags, ExpiresMs: exp,
 		// Equal scores answer the newest first, as the sqlite provider's
 		// insertion order does, and the same way after every reload.
@@ -285,6 +285,10 @@ func docOf(r *sdk.Record) index.Doc {
 			index.FieldTerms(r.Description), index.FieldTerms(r.Body),
 		},
 	}
+	if r.Thread != nil {
+		d.Thread, d.ThreadSeq = r.Thread.ID, r.Thread.Seq
+	}
+	return d
 }
 
 // cloneRecord copies r so callers never share the stored tag slice.

@@ -29,7 +29,7 @@ func generalTokens(s string) []string {
 		if r, size := utf8.DecodeRuneInString(w); size == len(w) && r < utf8.RuneSelf && unicode.IsLetter(r) {
 			return
 		}
-		out = append(out, w)
+		out = append(out, stem(w))
 	}
 	flushCJK := func() {
 		switch len(cjk) {

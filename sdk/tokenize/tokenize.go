@@ -5,14 +5,27 @@
 // marks of any script, lower-cased. Han, Hiragana, Katakana and Hangul have
 // no spaces between words, so their runs are cut into overlapping bigrams
 // (a lone character stands as itself). Common English stopwords and
-// one-letter Latin words are dropped.
+// one-letter Latin words are dropped, and a word of ASCII letters is cut to
+// its English (Snowball, Porter2) stem, so "hiking" and "hikes" meet at
+// "hike"; words of other scripts, and words with digits, stay as they are.
 package tokenize
 
 import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/blevesearch/snowballstem"
+	"github.com/blevesearch/snowballstem/english"
 )
+
+// Version names the terms this package cuts. A store that persists terms
+// (an index snapshot, a full-text table) records it and rebuilds from the
+// record text when it differs, since old terms would answer wrong results.
+// It goes up whenever a change alters any term.
+//
+// Version 1 was the unstemmed tokenizer; 2 stems English words.
+const Version = 2
 
 // Tokens returns every term of s in order, repeats included. A term may
 // share memory with s.
@@ -83,7 +96,7 @@ func each(s string, emit func(string) bool) {
 		if len(w) == 1 && asciiKind[w[0]] >= kindLower {
 			return // a one-letter Latin word
 		}
-		live = live && emit(w)
+		live = live && emit(stem(w))
 	}
 	// appendRune adds the word rune s[i:i+size], lower-cased to lower.
 	appendRune := func(i, size int, lower rune, same bool) {
@@ -157,6 +170,23 @@ func each(s string, emit func(string) bool) {
 	if live {
 		flushCJK()
 	}
+}
+
+// stem answers the English stem of a lower-case word made of ASCII letters
+// only, and any other word unchanged. Stopwords are matched before
+// stemming, so the list stays in plain words.
+func stem(w string) string {
+	if len(w) < 3 {
+		return w // the stemmer leaves such words alone
+	}
+	for i := 0; i < len(w); i++ {
+		if c := w[i]; c >= utf8.RuneSelf || asciiKind[c] != kindLower {
+			return w
+		}
+	}
+	env := snowballstem.NewEnv(w)
+	english.Stem(env)
+	return env.Current()
 }
 
 // Kinds of ASCII bytes. Lower and upper are letters, ordered after digit

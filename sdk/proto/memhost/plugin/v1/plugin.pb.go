@@ -429,8 +429,10 @@ type Record struct {
 	ContentHash    string `protobuf:"bytes,15,opt,name=content_hash,json=contentHash,proto3" json:"content_hash,omitempty"`
 	UseCount       int64  `protobuf:"varint,16,opt,name=use_count,json=useCount,proto3" json:"use_count,omitempty"`
 	LastUsedUnixMs int64  `protobuf:"varint,17,opt,name=last_used_unix_ms,json=lastUsedUnixMs,proto3" json:"last_used_unix_ms,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Absent for a record that is not part of a thread.
+	Thread        *Thread `protobuf:"bytes,18,opt,name=thread,proto3" json:"thread,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Record) Reset() {
@@ -582,6 +584,69 @@ func (x *Record) GetLastUsedUnixMs() int64 {
 	return 0
 }
 
+func (x *Record) GetThread() *Thread {
+	if x != nil {
+		return x.Thread
+	}
+	return nil
+}
+
+// Thread places an episodic record (a conversation turn, say) in a
+// sequence: providers index a record together with the text of its
+// neighbours (the records a few seq before and after it in the same
+// thread) at a lower weight.
+type Thread struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Seq           int64                  `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Thread) Reset() {
+	*x = Thread{}
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Thread) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Thread) ProtoMessage() {}
+
+func (x *Thread) ProtoReflect() protoreflect.Message {
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Thread.ProtoReflect.Descriptor instead.
+func (*Thread) Descriptor() ([]byte, []int) {
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Thread) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Thread) GetSeq() int64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
 // RecordInput is what a caller may set on a record it writes. Fields the
 // store owns (status, use count, content hash, timestamps) are not here, so
 // no caller can forge them; the store fills them in the stored Record.
@@ -600,13 +665,15 @@ type RecordInput struct {
 	Trust       string   `protobuf:"bytes,9,opt,name=trust,proto3" json:"trust,omitempty"`
 	// 0 means the record never expires.
 	ExpiresUnixMs int64 `protobuf:"varint,10,opt,name=expires_unix_ms,json=expiresUnixMs,proto3" json:"expires_unix_ms,omitempty"`
+	// Absent for a record that is not part of a thread.
+	Thread        *Thread `protobuf:"bytes,11,opt,name=thread,proto3" json:"thread,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RecordInput) Reset() {
 	*x = RecordInput{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[6]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -618,7 +685,7 @@ func (x *RecordInput) String() string {
 func (*RecordInput) ProtoMessage() {}
 
 func (x *RecordInput) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[6]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -631,7 +698,7 @@ func (x *RecordInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordInput.ProtoReflect.Descriptor instead.
 func (*RecordInput) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{6}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RecordInput) GetId() string {
@@ -704,6 +771,13 @@ func (x *RecordInput) GetExpiresUnixMs() int64 {
 	return 0
 }
 
+func (x *RecordInput) GetThread() *Thread {
+	if x != nil {
+		return x.Thread
+	}
+	return nil
+}
+
 type RecallRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Realm  string                 `protobuf:"bytes,1,opt,name=realm,proto3" json:"realm,omitempty"`
@@ -722,7 +796,7 @@ type RecallRequest struct {
 
 func (x *RecallRequest) Reset() {
 	*x = RecallRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[7]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -734,7 +808,7 @@ func (x *RecallRequest) String() string {
 func (*RecallRequest) ProtoMessage() {}
 
 func (x *RecallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[7]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -747,7 +821,7 @@ func (x *RecallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecallRequest.ProtoReflect.Descriptor instead.
 func (*RecallRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{7}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RecallRequest) GetRealm() string {
@@ -809,7 +883,7 @@ type Hit struct {
 
 func (x *Hit) Reset() {
 	*x = Hit{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[8]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -821,7 +895,7 @@ func (x *Hit) String() string {
 func (*Hit) ProtoMessage() {}
 
 func (x *Hit) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[8]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -834,7 +908,7 @@ func (x *Hit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hit.ProtoReflect.Descriptor instead.
 func (*Hit) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{8}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Hit) GetRecord() *Record {
@@ -860,7 +934,7 @@ type RecallResponse struct {
 
 func (x *RecallResponse) Reset() {
 	*x = RecallResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[9]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -872,7 +946,7 @@ func (x *RecallResponse) String() string {
 func (*RecallResponse) ProtoMessage() {}
 
 func (x *RecallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[9]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -885,7 +959,7 @@ func (x *RecallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecallResponse.ProtoReflect.Descriptor instead.
 func (*RecallResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{9}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RecallResponse) GetHits() []*Hit {
@@ -905,7 +979,7 @@ type RememberRequest struct {
 
 func (x *RememberRequest) Reset() {
 	*x = RememberRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[10]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -917,7 +991,7 @@ func (x *RememberRequest) String() string {
 func (*RememberRequest) ProtoMessage() {}
 
 func (x *RememberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[10]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -930,7 +1004,7 @@ func (x *RememberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RememberRequest.ProtoReflect.Descriptor instead.
 func (*RememberRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{10}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RememberRequest) GetRealm() string {
@@ -958,7 +1032,7 @@ type RememberResponse struct {
 
 func (x *RememberResponse) Reset() {
 	*x = RememberResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[11]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -970,7 +1044,7 @@ func (x *RememberResponse) String() string {
 func (*RememberResponse) ProtoMessage() {}
 
 func (x *RememberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[11]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -983,7 +1057,7 @@ func (x *RememberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RememberResponse.ProtoReflect.Descriptor instead.
 func (*RememberResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{11}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RememberResponse) GetIds() []string {
@@ -1003,7 +1077,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[12]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1015,7 +1089,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[12]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1028,7 +1102,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{12}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetRequest) GetRealm() string {
@@ -1055,7 +1129,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[13]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1067,7 +1141,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[13]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1080,7 +1154,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{13}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetResponse) GetRecords() []*Record {
@@ -1100,7 +1174,7 @@ type ForgetRequest struct {
 
 func (x *ForgetRequest) Reset() {
 	*x = ForgetRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[14]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1112,7 +1186,7 @@ func (x *ForgetRequest) String() string {
 func (*ForgetRequest) ProtoMessage() {}
 
 func (x *ForgetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[14]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1125,7 +1199,7 @@ func (x *ForgetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForgetRequest.ProtoReflect.Descriptor instead.
 func (*ForgetRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{14}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ForgetRequest) GetRealm() string {
@@ -1151,7 +1225,7 @@ type ForgetResponse struct {
 
 func (x *ForgetResponse) Reset() {
 	*x = ForgetResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[15]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1163,7 +1237,7 @@ func (x *ForgetResponse) String() string {
 func (*ForgetResponse) ProtoMessage() {}
 
 func (x *ForgetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[15]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1176,7 +1250,7 @@ func (x *ForgetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForgetResponse.ProtoReflect.Descriptor instead.
 func (*ForgetResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ForgetResponse) GetForgotten() int32 {
@@ -1198,7 +1272,7 @@ type ManifestRequest struct {
 
 func (x *ManifestRequest) Reset() {
 	*x = ManifestRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[16]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1210,7 +1284,7 @@ func (x *ManifestRequest) String() string {
 func (*ManifestRequest) ProtoMessage() {}
 
 func (x *ManifestRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[16]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1223,7 +1297,7 @@ func (x *ManifestRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ManifestRequest.ProtoReflect.Descriptor instead.
 func (*ManifestRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ManifestRequest) GetRealm() string {
@@ -1270,7 +1344,7 @@ type ManifestRow struct {
 
 func (x *ManifestRow) Reset() {
 	*x = ManifestRow{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[17]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1282,7 +1356,7 @@ func (x *ManifestRow) String() string {
 func (*ManifestRow) ProtoMessage() {}
 
 func (x *ManifestRow) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[17]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1295,7 +1369,7 @@ func (x *ManifestRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ManifestRow.ProtoReflect.Descriptor instead.
 func (*ManifestRow) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ManifestRow) GetId() string {
@@ -1357,7 +1431,7 @@ type ManifestResponse struct {
 
 func (x *ManifestResponse) Reset() {
 	*x = ManifestResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[18]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1369,7 +1443,7 @@ func (x *ManifestResponse) String() string {
 func (*ManifestResponse) ProtoMessage() {}
 
 func (x *ManifestResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[18]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1382,7 +1456,7 @@ func (x *ManifestResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ManifestResponse.ProtoReflect.Descriptor instead.
 func (*ManifestResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ManifestResponse) GetRows() []*ManifestRow {
@@ -1403,7 +1477,7 @@ type SupersedeRequest struct {
 
 func (x *SupersedeRequest) Reset() {
 	*x = SupersedeRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[19]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1415,7 +1489,7 @@ func (x *SupersedeRequest) String() string {
 func (*SupersedeRequest) ProtoMessage() {}
 
 func (x *SupersedeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[19]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1428,7 +1502,7 @@ func (x *SupersedeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SupersedeRequest.ProtoReflect.Descriptor instead.
 func (*SupersedeRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SupersedeRequest) GetRealm() string {
@@ -1461,7 +1535,7 @@ type SupersedeResponse struct {
 
 func (x *SupersedeResponse) Reset() {
 	*x = SupersedeResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[20]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1473,7 +1547,7 @@ func (x *SupersedeResponse) String() string {
 func (*SupersedeResponse) ProtoMessage() {}
 
 func (x *SupersedeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[20]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1486,7 +1560,7 @@ func (x *SupersedeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SupersedeResponse.ProtoReflect.Descriptor instead.
 func (*SupersedeResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{20}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SupersedeResponse) GetNewId() string {
@@ -1507,7 +1581,7 @@ type MarkUsedRequest struct {
 
 func (x *MarkUsedRequest) Reset() {
 	*x = MarkUsedRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[21]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1519,7 +1593,7 @@ func (x *MarkUsedRequest) String() string {
 func (*MarkUsedRequest) ProtoMessage() {}
 
 func (x *MarkUsedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[21]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1532,7 +1606,7 @@ func (x *MarkUsedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MarkUsedRequest.ProtoReflect.Descriptor instead.
 func (*MarkUsedRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{21}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *MarkUsedRequest) GetRealm() string {
@@ -1564,7 +1638,7 @@ type MarkUsedResponse struct {
 
 func (x *MarkUsedResponse) Reset() {
 	*x = MarkUsedResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[22]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1576,7 +1650,7 @@ func (x *MarkUsedResponse) String() string {
 func (*MarkUsedResponse) ProtoMessage() {}
 
 func (x *MarkUsedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[22]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1589,7 +1663,7 @@ func (x *MarkUsedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MarkUsedResponse.ProtoReflect.Descriptor instead.
 func (*MarkUsedResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{22}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{23}
 }
 
 type LedgerEntry struct {
@@ -1607,7 +1681,7 @@ type LedgerEntry struct {
 
 func (x *LedgerEntry) Reset() {
 	*x = LedgerEntry{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[23]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1619,7 +1693,7 @@ func (x *LedgerEntry) String() string {
 func (*LedgerEntry) ProtoMessage() {}
 
 func (x *LedgerEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[23]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1632,7 +1706,7 @@ func (x *LedgerEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LedgerEntry.ProtoReflect.Descriptor instead.
 func (*LedgerEntry) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{23}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *LedgerEntry) GetRealm() string {
@@ -1693,7 +1767,7 @@ type WriteLedgerRequest struct {
 
 func (x *WriteLedgerRequest) Reset() {
 	*x = WriteLedgerRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[24]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1705,7 +1779,7 @@ func (x *WriteLedgerRequest) String() string {
 func (*WriteLedgerRequest) ProtoMessage() {}
 
 func (x *WriteLedgerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[24]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1718,7 +1792,7 @@ func (x *WriteLedgerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteLedgerRequest.ProtoReflect.Descriptor instead.
 func (*WriteLedgerRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{24}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *WriteLedgerRequest) GetEntries() []*LedgerEntry {
@@ -1736,7 +1810,7 @@ type WriteLedgerResponse struct {
 
 func (x *WriteLedgerResponse) Reset() {
 	*x = WriteLedgerResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[25]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1748,7 +1822,7 @@ func (x *WriteLedgerResponse) String() string {
 func (*WriteLedgerResponse) ProtoMessage() {}
 
 func (x *WriteLedgerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[25]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1761,7 +1835,7 @@ func (x *WriteLedgerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteLedgerResponse.ProtoReflect.Descriptor instead.
 func (*WriteLedgerResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{25}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{26}
 }
 
 type ExportRequest struct {
@@ -1777,7 +1851,7 @@ type ExportRequest struct {
 
 func (x *ExportRequest) Reset() {
 	*x = ExportRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[26]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1789,7 +1863,7 @@ func (x *ExportRequest) String() string {
 func (*ExportRequest) ProtoMessage() {}
 
 func (x *ExportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[26]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1802,7 +1876,7 @@ func (x *ExportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportRequest.ProtoReflect.Descriptor instead.
 func (*ExportRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{26}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ExportRequest) GetRealm() string {
@@ -1837,7 +1911,7 @@ type ExportResponse struct {
 
 func (x *ExportResponse) Reset() {
 	*x = ExportResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[27]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1849,7 +1923,7 @@ func (x *ExportResponse) String() string {
 func (*ExportResponse) ProtoMessage() {}
 
 func (x *ExportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[27]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1862,7 +1936,7 @@ func (x *ExportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportResponse.ProtoReflect.Descriptor instead.
 func (*ExportResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{27}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ExportResponse) GetRecords() []*Record {
@@ -1889,7 +1963,7 @@ type ImportRequest struct {
 
 func (x *ImportRequest) Reset() {
 	*x = ImportRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[28]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1901,7 +1975,7 @@ func (x *ImportRequest) String() string {
 func (*ImportRequest) ProtoMessage() {}
 
 func (x *ImportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[28]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1914,7 +1988,7 @@ func (x *ImportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportRequest.ProtoReflect.Descriptor instead.
 func (*ImportRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{28}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ImportRequest) GetRealm() string {
@@ -1941,7 +2015,7 @@ type ImportResponse struct {
 
 func (x *ImportResponse) Reset() {
 	*x = ImportResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[29]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1953,7 +2027,7 @@ func (x *ImportResponse) String() string {
 func (*ImportResponse) ProtoMessage() {}
 
 func (x *ImportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[29]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1966,7 +2040,7 @@ func (x *ImportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportResponse.ProtoReflect.Descriptor instead.
 func (*ImportResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{29}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ImportResponse) GetImported() int32 {
@@ -1994,7 +2068,7 @@ type SelectRequest struct {
 
 func (x *SelectRequest) Reset() {
 	*x = SelectRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[30]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2006,7 +2080,7 @@ func (x *SelectRequest) String() string {
 func (*SelectRequest) ProtoMessage() {}
 
 func (x *SelectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[30]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2019,7 +2093,7 @@ func (x *SelectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelectRequest.ProtoReflect.Descriptor instead.
 func (*SelectRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{30}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SelectRequest) GetHeader() *SelectHeader {
@@ -2049,7 +2123,7 @@ type SelectHeader struct {
 
 func (x *SelectHeader) Reset() {
 	*x = SelectHeader{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[31]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2061,7 +2135,7 @@ func (x *SelectHeader) String() string {
 func (*SelectHeader) ProtoMessage() {}
 
 func (x *SelectHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[31]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2074,7 +2148,7 @@ func (x *SelectHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelectHeader.ProtoReflect.Descriptor instead.
 func (*SelectHeader) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{31}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SelectHeader) GetRealm() string {
@@ -2122,7 +2196,7 @@ type SelectResponse struct {
 
 func (x *SelectResponse) Reset() {
 	*x = SelectResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[32]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2134,7 +2208,7 @@ func (x *SelectResponse) String() string {
 func (*SelectResponse) ProtoMessage() {}
 
 func (x *SelectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[32]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2147,7 +2221,7 @@ func (x *SelectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelectResponse.ProtoReflect.Descriptor instead.
 func (*SelectResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{32}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SelectResponse) GetIds() []string {
@@ -2174,7 +2248,7 @@ type Message struct {
 
 func (x *Message) Reset() {
 	*x = Message{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[33]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2186,7 +2260,7 @@ func (x *Message) String() string {
 func (*Message) ProtoMessage() {}
 
 func (x *Message) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[33]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2199,7 +2273,7 @@ func (x *Message) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Message.ProtoReflect.Descriptor instead.
 func (*Message) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{33}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Message) GetRole() string {
@@ -2232,7 +2306,7 @@ type CompactRequest struct {
 
 func (x *CompactRequest) Reset() {
 	*x = CompactRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[34]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2244,7 +2318,7 @@ func (x *CompactRequest) String() string {
 func (*CompactRequest) ProtoMessage() {}
 
 func (x *CompactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[34]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2257,7 +2331,7 @@ func (x *CompactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactRequest.ProtoReflect.Descriptor instead.
 func (*CompactRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{34}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CompactRequest) GetConversationId() string {
@@ -2304,7 +2378,7 @@ type CompactResponse struct {
 
 func (x *CompactResponse) Reset() {
 	*x = CompactResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[35]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2316,7 +2390,7 @@ func (x *CompactResponse) String() string {
 func (*CompactResponse) ProtoMessage() {}
 
 func (x *CompactResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[35]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2329,7 +2403,7 @@ func (x *CompactResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactResponse.ProtoReflect.Descriptor instead.
 func (*CompactResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{35}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CompactResponse) GetArtifact() *Message {
@@ -2349,7 +2423,7 @@ type ResolveOperatorRequest struct {
 
 func (x *ResolveOperatorRequest) Reset() {
 	*x = ResolveOperatorRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[36]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2361,7 +2435,7 @@ func (x *ResolveOperatorRequest) String() string {
 func (*ResolveOperatorRequest) ProtoMessage() {}
 
 func (x *ResolveOperatorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[36]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2374,7 +2448,7 @@ func (x *ResolveOperatorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveOperatorRequest.ProtoReflect.Descriptor instead.
 func (*ResolveOperatorRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{36}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ResolveOperatorRequest) GetRealm() string {
@@ -2401,7 +2475,7 @@ type ResolveOperatorResponse struct {
 
 func (x *ResolveOperatorResponse) Reset() {
 	*x = ResolveOperatorResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[37]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2413,7 +2487,7 @@ func (x *ResolveOperatorResponse) String() string {
 func (*ResolveOperatorResponse) ProtoMessage() {}
 
 func (x *ResolveOperatorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[37]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2426,7 +2500,7 @@ func (x *ResolveOperatorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveOperatorResponse.ProtoReflect.Descriptor instead.
 func (*ResolveOperatorResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{37}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ResolveOperatorResponse) GetOperator() string {
@@ -2446,7 +2520,7 @@ type ResolveMobsRequest struct {
 
 func (x *ResolveMobsRequest) Reset() {
 	*x = ResolveMobsRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[38]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2458,7 +2532,7 @@ func (x *ResolveMobsRequest) String() string {
 func (*ResolveMobsRequest) ProtoMessage() {}
 
 func (x *ResolveMobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[38]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2471,7 +2545,7 @@ func (x *ResolveMobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveMobsRequest.ProtoReflect.Descriptor instead.
 func (*ResolveMobsRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{38}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ResolveMobsRequest) GetRealm() string {
@@ -2497,7 +2571,7 @@ type ResolveMobsResponse struct {
 
 func (x *ResolveMobsResponse) Reset() {
 	*x = ResolveMobsResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[39]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2509,7 +2583,7 @@ func (x *ResolveMobsResponse) String() string {
 func (*ResolveMobsResponse) ProtoMessage() {}
 
 func (x *ResolveMobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[39]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2522,7 +2596,7 @@ func (x *ResolveMobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveMobsResponse.ProtoReflect.Descriptor instead.
 func (*ResolveMobsResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{39}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ResolveMobsResponse) GetMobs() []string {
@@ -2553,7 +2627,7 @@ const file_memhost_plugin_v1_plugin_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12+\n" +
 	"\x11protocol_versions\x18\x02 \x03(\x05R\x10protocolVersions\x12\"\n" +
 	"\fcapabilities\x18\x03 \x03(\tR\fcapabilities\"\x13\n" +
-	"\x11ConfigureResponse\"\xe9\x03\n" +
+	"\x11ConfigureResponse\"\x9c\x04\n" +
 	"\x06Record\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05realm\x18\x02 \x01(\tR\x05realm\x12\x14\n" +
@@ -2574,7 +2648,11 @@ const file_memhost_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x0fexpires_unix_ms\x18\x0e \x01(\x03R\rexpiresUnixMs\x12!\n" +
 	"\fcontent_hash\x18\x0f \x01(\tR\vcontentHash\x12\x1b\n" +
 	"\tuse_count\x18\x10 \x01(\x03R\buseCount\x12)\n" +
-	"\x11last_used_unix_ms\x18\x11 \x01(\x03R\x0elastUsedUnixMs\"\xfb\x01\n" +
+	"\x11last_used_unix_ms\x18\x11 \x01(\x03R\x0elastUsedUnixMs\x121\n" +
+	"\x06thread\x18\x12 \x01(\v2\x19.memhost.plugin.v1.ThreadR\x06thread\"*\n" +
+	"\x06Thread\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x03R\x03seq\"\xae\x02\n" +
 	"\vRecordInput\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05realm\x18\x02 \x01(\tR\x05realm\x12\x14\n" +
@@ -2586,7 +2664,8 @@ const file_memhost_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x04tags\x18\b \x03(\tR\x04tags\x12\x14\n" +
 	"\x05trust\x18\t \x01(\tR\x05trust\x12&\n" +
 	"\x0fexpires_unix_ms\x18\n" +
-	" \x01(\x03R\rexpiresUnixMs\"\xc1\x01\n" +
+	" \x01(\x03R\rexpiresUnixMs\x121\n" +
+	"\x06thread\x18\v \x01(\v2\x19.memhost.plugin.v1.ThreadR\x06thread\"\xc1\x01\n" +
 	"\rRecallRequest\x12\x14\n" +
 	"\x05realm\x18\x01 \x01(\tR\x05realm\x12\x14\n" +
 	"\x05query\x18\x02 \x01(\tR\x05query\x12\x16\n" +
@@ -2747,7 +2826,7 @@ func file_memhost_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_memhost_plugin_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_memhost_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
+var file_memhost_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_memhost_plugin_v1_plugin_proto_goTypes = []any{
 	(ManifestTier)(0),               // 0: memhost.plugin.v1.ManifestTier
 	(Coverage)(0),                   // 1: memhost.plugin.v1.Coverage
@@ -2757,96 +2836,99 @@ var file_memhost_plugin_v1_plugin_proto_goTypes = []any{
 	(*HostInfo)(nil),                // 5: memhost.plugin.v1.HostInfo
 	(*ConfigureResponse)(nil),       // 6: memhost.plugin.v1.ConfigureResponse
 	(*Record)(nil),                  // 7: memhost.plugin.v1.Record
-	(*RecordInput)(nil),             // 8: memhost.plugin.v1.RecordInput
-	(*RecallRequest)(nil),           // 9: memhost.plugin.v1.RecallRequest
-	(*Hit)(nil),                     // 10: memhost.plugin.v1.Hit
-	(*RecallResponse)(nil),          // 11: memhost.plugin.v1.RecallResponse
-	(*RememberRequest)(nil),         // 12: memhost.plugin.v1.RememberRequest
-	(*RememberResponse)(nil),        // 13: memhost.plugin.v1.RememberResponse
-	(*GetRequest)(nil),              // 14: memhost.plugin.v1.GetRequest
-	(*GetResponse)(nil),             // 15: memhost.plugin.v1.GetResponse
-	(*ForgetRequest)(nil),           // 16: memhost.plugin.v1.ForgetRequest
-	(*ForgetResponse)(nil),          // 17: memhost.plugin.v1.ForgetResponse
-	(*ManifestRequest)(nil),         // 18: memhost.plugin.v1.ManifestRequest
-	(*ManifestRow)(nil),             // 19: memhost.plugin.v1.ManifestRow
-	(*ManifestResponse)(nil),        // 20: memhost.plugin.v1.ManifestResponse
-	(*SupersedeRequest)(nil),        // 21: memhost.plugin.v1.SupersedeRequest
-	(*SupersedeResponse)(nil),       // 22: memhost.plugin.v1.SupersedeResponse
-	(*MarkUsedRequest)(nil),         // 23: memhost.plugin.v1.MarkUsedRequest
-	(*MarkUsedResponse)(nil),        // 24: memhost.plugin.v1.MarkUsedResponse
-	(*LedgerEntry)(nil),             // 25: memhost.plugin.v1.LedgerEntry
-	(*WriteLedgerRequest)(nil),      // 26: memhost.plugin.v1.WriteLedgerRequest
-	(*WriteLedgerResponse)(nil),     // 27: memhost.plugin.v1.WriteLedgerResponse
-	(*ExportRequest)(nil),           // 28: memhost.plugin.v1.ExportRequest
-	(*ExportResponse)(nil),          // 29: memhost.plugin.v1.ExportResponse
-	(*ImportRequest)(nil),           // 30: memhost.plugin.v1.ImportRequest
-	(*ImportResponse)(nil),          // 31: memhost.plugin.v1.ImportResponse
-	(*SelectRequest)(nil),           // 32: memhost.plugin.v1.SelectRequest
-	(*SelectHeader)(nil),            // 33: memhost.plugin.v1.SelectHeader
-	(*SelectResponse)(nil),          // 34: memhost.plugin.v1.SelectResponse
-	(*Message)(nil),                 // 35: memhost.plugin.v1.Message
-	(*CompactRequest)(nil),          // 36: memhost.plugin.v1.CompactRequest
-	(*CompactResponse)(nil),         // 37: memhost.plugin.v1.CompactResponse
-	(*ResolveOperatorRequest)(nil),  // 38: memhost.plugin.v1.ResolveOperatorRequest
-	(*ResolveOperatorResponse)(nil), // 39: memhost.plugin.v1.ResolveOperatorResponse
-	(*ResolveMobsRequest)(nil),      // 40: memhost.plugin.v1.ResolveMobsRequest
-	(*ResolveMobsResponse)(nil),     // 41: memhost.plugin.v1.ResolveMobsResponse
+	(*Thread)(nil),                  // 8: memhost.plugin.v1.Thread
+	(*RecordInput)(nil),             // 9: memhost.plugin.v1.RecordInput
+	(*RecallRequest)(nil),           // 10: memhost.plugin.v1.RecallRequest
+	(*Hit)(nil),                     // 11: memhost.plugin.v1.Hit
+	(*RecallResponse)(nil),          // 12: memhost.plugin.v1.RecallResponse
+	(*RememberRequest)(nil),         // 13: memhost.plugin.v1.RememberRequest
+	(*RememberResponse)(nil),        // 14: memhost.plugin.v1.RememberResponse
+	(*GetRequest)(nil),              // 15: memhost.plugin.v1.GetRequest
+	(*GetResponse)(nil),             // 16: memhost.plugin.v1.GetResponse
+	(*ForgetRequest)(nil),           // 17: memhost.plugin.v1.ForgetRequest
+	(*ForgetResponse)(nil),          // 18: memhost.plugin.v1.ForgetResponse
+	(*ManifestRequest)(nil),         // 19: memhost.plugin.v1.ManifestRequest
+	(*ManifestRow)(nil),             // 20: memhost.plugin.v1.ManifestRow
+	(*ManifestResponse)(nil),        // 21: memhost.plugin.v1.ManifestResponse
+	(*SupersedeRequest)(nil),        // 22: memhost.plugin.v1.SupersedeRequest
+	(*SupersedeResponse)(nil),       // 23: memhost.plugin.v1.SupersedeResponse
+	(*MarkUsedRequest)(nil),         // 24: memhost.plugin.v1.MarkUsedRequest
+	(*MarkUsedResponse)(nil),        // 25: memhost.plugin.v1.MarkUsedResponse
+	(*LedgerEntry)(nil),             // 26: memhost.plugin.v1.LedgerEntry
+	(*WriteLedgerRequest)(nil),      // 27: memhost.plugin.v1.WriteLedgerRequest
+	(*WriteLedgerResponse)(nil),     // 28: memhost.plugin.v1.WriteLedgerResponse
+	(*ExportRequest)(nil),           // 29: memhost.plugin.v1.ExportRequest
+	(*ExportResponse)(nil),          // 30: memhost.plugin.v1.ExportResponse
+	(*ImportRequest)(nil),           // 31: memhost.plugin.v1.ImportRequest
+	(*ImportResponse)(nil),          // 32: memhost.plugin.v1.ImportResponse
+	(*SelectRequest)(nil),           // 33: memhost.plugin.v1.SelectRequest
+	(*SelectHeader)(nil),            // 34: memhost.plugin.v1.SelectHeader
+	(*SelectResponse)(nil),          // 35: memhost.plugin.v1.SelectResponse
+	(*Message)(nil),                 // 36: memhost.plugin.v1.Message
+	(*CompactRequest)(nil),          // 37: memhost.plugin.v1.CompactRequest
+	(*CompactResponse)(nil),         // 38: memhost.plugin.v1.CompactResponse
+	(*ResolveOperatorRequest)(nil),  // 39: memhost.plugin.v1.ResolveOperatorRequest
+	(*ResolveOperatorResponse)(nil), // 40: memhost.plugin.v1.ResolveOperatorResponse
+	(*ResolveMobsRequest)(nil),      // 41: memhost.plugin.v1.ResolveMobsRequest
+	(*ResolveMobsResponse)(nil),     // 42: memhost.plugin.v1.ResolveMobsResponse
 }
 var file_memhost_plugin_v1_plugin_proto_depIdxs = []int32{
 	5,  // 0: memhost.plugin.v1.ConfigureRequest.host:type_name -> memhost.plugin.v1.HostInfo
-	7,  // 1: memhost.plugin.v1.Hit.record:type_name -> memhost.plugin.v1.Record
-	10, // 2: memhost.plugin.v1.RecallResponse.hits:type_name -> memhost.plugin.v1.Hit
-	8,  // 3: memhost.plugin.v1.RememberRequest.records:type_name -> memhost.plugin.v1.RecordInput
-	7,  // 4: memhost.plugin.v1.GetResponse.records:type_name -> memhost.plugin.v1.Record
-	0,  // 5: memhost.plugin.v1.ManifestRequest.tier:type_name -> memhost.plugin.v1.ManifestTier
-	19, // 6: memhost.plugin.v1.ManifestResponse.rows:type_name -> memhost.plugin.v1.ManifestRow
-	8,  // 7: memhost.plugin.v1.SupersedeRequest.replacement:type_name -> memhost.plugin.v1.RecordInput
-	25, // 8: memhost.plugin.v1.WriteLedgerRequest.entries:type_name -> memhost.plugin.v1.LedgerEntry
-	7,  // 9: memhost.plugin.v1.ExportResponse.records:type_name -> memhost.plugin.v1.Record
-	7,  // 10: memhost.plugin.v1.ImportRequest.records:type_name -> memhost.plugin.v1.Record
-	33, // 11: memhost.plugin.v1.SelectRequest.header:type_name -> memhost.plugin.v1.SelectHeader
-	19, // 12: memhost.plugin.v1.SelectRequest.rows:type_name -> memhost.plugin.v1.ManifestRow
-	1,  // 13: memhost.plugin.v1.SelectResponse.coverage:type_name -> memhost.plugin.v1.Coverage
-	35, // 14: memhost.plugin.v1.CompactRequest.evicted:type_name -> memhost.plugin.v1.Message
-	35, // 15: memhost.plugin.v1.CompactRequest.carry_over:type_name -> memhost.plugin.v1.Message
-	35, // 16: memhost.plugin.v1.CompactResponse.artifact:type_name -> memhost.plugin.v1.Message
-	2,  // 17: memhost.plugin.v1.Plugin.Info:input_type -> memhost.plugin.v1.InfoRequest
-	4,  // 18: memhost.plugin.v1.Plugin.Configure:input_type -> memhost.plugin.v1.ConfigureRequest
-	9,  // 19: memhost.plugin.v1.Provider.Recall:input_type -> memhost.plugin.v1.RecallRequest
-	12, // 20: memhost.plugin.v1.Provider.Remember:input_type -> memhost.plugin.v1.RememberRequest
-	14, // 21: memhost.plugin.v1.Provider.Get:input_type -> memhost.plugin.v1.GetRequest
-	16, // 22: memhost.plugin.v1.Provider.Forget:input_type -> memhost.plugin.v1.ForgetRequest
-	18, // 23: memhost.plugin.v1.Provider.Manifest:input_type -> memhost.plugin.v1.ManifestRequest
-	21, // 24: memhost.plugin.v1.Provider.Supersede:input_type -> memhost.plugin.v1.SupersedeRequest
-	23, // 25: memhost.plugin.v1.Provider.MarkUsed:input_type -> memhost.plugin.v1.MarkUsedRequest
-	26, // 26: memhost.plugin.v1.Provider.WriteLedger:input_type -> memhost.plugin.v1.WriteLedgerRequest
-	28, // 27: memhost.plugin.v1.Provider.Export:input_type -> memhost.plugin.v1.ExportRequest
-	30, // 28: memhost.plugin.v1.Provider.Import:input_type -> memhost.plugin.v1.ImportRequest
-	32, // 29: memhost.plugin.v1.Selector.Select:input_type -> memhost.plugin.v1.SelectRequest
-	36, // 30: memhost.plugin.v1.Compactor.Compact:input_type -> memhost.plugin.v1.CompactRequest
-	38, // 31: memhost.plugin.v1.OperatorResolver.ResolveOperator:input_type -> memhost.plugin.v1.ResolveOperatorRequest
-	40, // 32: memhost.plugin.v1.MobResolver.ResolveMobs:input_type -> memhost.plugin.v1.ResolveMobsRequest
-	3,  // 33: memhost.plugin.v1.Plugin.Info:output_type -> memhost.plugin.v1.InfoResponse
-	6,  // 34: memhost.plugin.v1.Plugin.Configure:output_type -> memhost.plugin.v1.ConfigureResponse
-	11, // 35: memhost.plugin.v1.Provider.Recall:output_type -> memhost.plugin.v1.RecallResponse
-	13, // 36: memhost.plugin.v1.Provider.Remember:output_type -> memhost.plugin.v1.RememberResponse
-	15, // 37: memhost.plugin.v1.Provider.Get:output_type -> memhost.plugin.v1.GetResponse
-	17, // 38: memhost.plugin.v1.Provider.Forget:output_type -> memhost.plugin.v1.ForgetResponse
-	20, // 39: memhost.plugin.v1.Provider.Manifest:output_type -> memhost.plugin.v1.ManifestResponse
-	22, // 40: memhost.plugin.v1.Provider.Supersede:output_type -> memhost.plugin.v1.SupersedeResponse
-	24, // 41: memhost.plugin.v1.Provider.MarkUsed:output_type -> memhost.plugin.v1.MarkUsedResponse
-	27, // 42: memhost.plugin.v1.Provider.WriteLedger:output_type -> memhost.plugin.v1.WriteLedgerResponse
-	29, // 43: memhost.plugin.v1.Provider.Export:output_type -> memhost.plugin.v1.ExportResponse
-	31, // 44: memhost.plugin.v1.Provider.Import:output_type -> memhost.plugin.v1.ImportResponse
-	34, // 45: memhost.plugin.v1.Selector.Select:output_type -> memhost.plugin.v1.SelectResponse
-	37, // 46: memhost.plugin.v1.Compactor.Compact:output_type -> memhost.plugin.v1.CompactResponse
-	39, // 47: memhost.plugin.v1.OperatorResolver.ResolveOperator:output_type -> memhost.plugin.v1.ResolveOperatorResponse
-	41, // 48: memhost.plugin.v1.MobResolver.ResolveMobs:output_type -> memhost.plugin.v1.ResolveMobsResponse
-	33, // [33:49] is the sub-list for method output_type
-	17, // [17:33] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	8,  // 1: memhost.plugin.v1.Record.thread:type_name -> memhost.plugin.v1.Thread
+	8,  // 2: memhost.plugin.v1.RecordInput.thread:type_name -> memhost.plugin.v1.Thread
+	7,  // 3: memhost.plugin.v1.Hit.record:type_name -> memhost.plugin.v1.Record
+	11, // 4: memhost.plugin.v1.RecallResponse.hits:type_name -> memhost.plugin.v1.Hit
+	9,  // 5: memhost.plugin.v1.RememberRequest.records:type_name -> memhost.plugin.v1.RecordInput
+	7,  // 6: memhost.plugin.v1.GetResponse.records:type_name -> memhost.plugin.v1.Record
+	0,  // 7: memhost.plugin.v1.ManifestRequest.tier:type_name -> memhost.plugin.v1.ManifestTier
+	20, // 8: memhost.plugin.v1.ManifestResponse.rows:type_name -> memhost.plugin.v1.ManifestRow
+	9,  // 9: memhost.plugin.v1.SupersedeRequest.replacement:type_name -> memhost.plugin.v1.RecordInput
+	26, // 10: memhost.plugin.v1.WriteLedgerRequest.entries:type_name -> memhost.plugin.v1.LedgerEntry
+	7,  // 11: memhost.plugin.v1.ExportResponse.records:type_name -> memhost.plugin.v1.Record
+	7,  // 12: memhost.plugin.v1.ImportRequest.records:type_name -> memhost.plugin.v1.Record
+	34, // 13: memhost.plugin.v1.SelectRequest.header:type_name -> memhost.plugin.v1.SelectHeader
+	20, // 14: memhost.plugin.v1.SelectRequest.rows:type_name -> memhost.plugin.v1.ManifestRow
+	1,  // 15: memhost.plugin.v1.SelectResponse.coverage:type_name -> memhost.plugin.v1.Coverage
+	36, // 16: memhost.plugin.v1.CompactRequest.evicted:type_name -> memhost.plugin.v1.Message
+	36, // 17: memhost.plugin.v1.CompactRequest.carry_over:type_name -> memhost.plugin.v1.Message
+	36, // 18: memhost.plugin.v1.CompactResponse.artifact:type_name -> memhost.plugin.v1.Message
+	2,  // 19: memhost.plugin.v1.Plugin.Info:input_type -> memhost.plugin.v1.InfoRequest
+	4,  // 20: memhost.plugin.v1.Plugin.Configure:input_type -> memhost.plugin.v1.ConfigureRequest
+	10, // 21: memhost.plugin.v1.Provider.Recall:input_type -> memhost.plugin.v1.RecallRequest
+	13, // 22: memhost.plugin.v1.Provider.Remember:input_type -> memhost.plugin.v1.RememberRequest
+	15, // 23: memhost.plugin.v1.Provider.Get:input_type -> memhost.plugin.v1.GetRequest
+	17, // 24: memhost.plugin.v1.Provider.Forget:input_type -> memhost.plugin.v1.ForgetRequest
+	19, // 25: memhost.plugin.v1.Provider.Manifest:input_type -> memhost.plugin.v1.ManifestRequest
+	22, // 26: memhost.plugin.v1.Provider.Supersede:input_type -> memhost.plugin.v1.SupersedeRequest
+	24, // 27: memhost.plugin.v1.Provider.MarkUsed:input_type -> memhost.plugin.v1.MarkUsedRequest
+	27, // 28: memhost.plugin.v1.Provider.WriteLedger:input_type -> memhost.plugin.v1.WriteLedgerRequest
+	29, // 29: memhost.plugin.v1.Provider.Export:input_type -> memhost.plugin.v1.ExportRequest
+	31, // 30: memhost.plugin.v1.Provider.Import:input_type -> memhost.plugin.v1.ImportRequest
+	33, // 31: memhost.plugin.v1.Selector.Select:input_type -> memhost.plugin.v1.SelectRequest
+	37, // 32: memhost.plugin.v1.Compactor.Compact:input_type -> memhost.plugin.v1.CompactRequest
+	39, // 33: memhost.plugin.v1.OperatorResolver.ResolveOperator:input_type -> memhost.plugin.v1.ResolveOperatorRequest
+	41, // 34: memhost.plugin.v1.MobResolver.ResolveMobs:input_type -> memhost.plugin.v1.ResolveMobsRequest
+	3,  // 35: memhost.plugin.v1.Plugin.Info:output_type -> memhost.plugin.v1.InfoResponse
+	6,  // 36: memhost.plugin.v1.Plugin.Configure:output_type -> memhost.plugin.v1.ConfigureResponse
+	12, // 37: memhost.plugin.v1.Provider.Recall:output_type -> memhost.plugin.v1.RecallResponse
+	14, // 38: memhost.plugin.v1.Provider.Remember:output_type -> memhost.plugin.v1.RememberResponse
+	16, // 39: memhost.plugin.v1.Provider.Get:output_type -> memhost.plugin.v1.GetResponse
+	18, // 40: memhost.plugin.v1.Provider.Forget:output_type -> memhost.plugin.v1.ForgetResponse
+	21, // 41: memhost.plugin.v1.Provider.Manifest:output_type -> memhost.plugin.v1.ManifestResponse
+	23, // 42: memhost.plugin.v1.Provider.Supersede:output_type -> memhost.plugin.v1.SupersedeResponse
+	25, // 43: memhost.plugin.v1.Provider.MarkUsed:output_type -> memhost.plugin.v1.MarkUsedResponse
+	28, // 44: memhost.plugin.v1.Provider.WriteLedger:output_type -> memhost.plugin.v1.WriteLedgerResponse
+	30, // 45: memhost.plugin.v1.Provider.Export:output_type -> memhost.plugin.v1.ExportResponse
+	32, // 46: memhost.plugin.v1.Provider.Import:output_type -> memhost.plugin.v1.ImportResponse
+	35, // 47: memhost.plugin.v1.Selector.Select:output_type -> memhost.plugin.v1.SelectResponse
+	38, // 48: memhost.plugin.v1.Compactor.Compact:output_type -> memhost.plugin.v1.CompactResponse
+	40, // 49: memhost.plugin.v1.OperatorResolver.ResolveOperator:output_type -> memhost.plugin.v1.ResolveOperatorResponse
+	42, // 50: memhost.plugin.v1.MobResolver.ResolveMobs:output_type -> memhost.plugin.v1.ResolveMobsResponse
+	35, // [35:51] is the sub-list for method output_type
+	19, // [19:35] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_memhost_plugin_v1_plugin_proto_init() }
@@ -2860,7 +2942,7 @@ func file_memhost_plugin_v1_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_memhost_plugin_v1_plugin_proto_rawDesc), len(file_memhost_plugin_v1_plugin_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   40,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   6,
 		},
