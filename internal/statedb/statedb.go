@@ -19,6 +19,7 @@ import (
 	"sync"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
+	"github.com/memhost/memhost/sdk"
 )
 
 // FileName is the state database's file inside data_dir.
@@ -28,10 +29,12 @@ const FileName = "memhost-state.db"
 // this package that stems from one of them wraps it.
 var (
 	// ErrStorageFull: the disk (or a size limit) has no room for a write.
-	// The data already written stays readable.
-	ErrStorageFull = errors.New("storage full")
-	// ErrReadOnly: the file or its file system refuses writes.
-	ErrReadOnly = errors.New("storage read-only")
+	// The data already written stays readable. It is the SDK's sentinel,
+	// so the API answers it as 507 storage_full like a provider's.
+	ErrStorageFull = sdk.ErrNoSpace
+	// ErrReadOnly: the file or its file system refuses writes (507
+	// read_only).
+	ErrReadOnly = sdk.ErrReadOnly
 	// ErrNewerSchema: the file was migrated by a newer memhost.
 	ErrNewerSchema = errors.New("schema newer than this memhost")
 	// ErrInUse: another process has the database open. One data_dir

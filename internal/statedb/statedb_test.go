@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"github.com/memhost/memhost/sdk"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,9 +109,10 @@ func TestStorageErrors(t *testing.T) {
 		pragma string
 		undo   string
 		want   error
+		code   sdk.Code // the API's code for it, as for a provider's
 	}{
-		{"full", `PRAGMA max_page_count = 1`, `PRAGMA max_page_count = 1000000`, ErrStorageFull},
-		{"read-only", `PRAGMA query_only = ON`, `PRAGMA query_only = OFF`, ErrReadOnly},
+		{"full", `PRAGMA max_page_count = 1`, `PRAGMA max_page_count = 1000000`, ErrStorageFull, sdk.CodeStorageFull},
+		{"read-only", `PRAGMA query_only = ON`, `PRAGMA query_only = OFF`, ErrReadOnly, sdk.CodeReadOnly},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,8 +124,8 @@ func TestStorageErrors(t *testing.T) {
 				_, err := tx.ExecContext(ctx, `INSERT INTO t VALUES (zeroblob(100000))`)
 				return err
 			})
-			if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), "grow") {
-				t.Fatalf("write = %v, want %v", err, tt.want)
+			if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), "grow") || sdk.CodeOf(err) != tt.code {
+				t.Fatalf("write = %v (code %s), want %v (code %s)", err, sdk.CodeOf(err), tt.want, tt.code)
 			}
 			var v string
 			if err := db.QueryRow(ctx, `SELECT v FROM t LIMIT 1`).Scan(&v); err != nil || v != "kept" {
