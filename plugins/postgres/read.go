@@ -12,17 +12,24 @@ import (
 
 // recordColumns are the columns scanRecord reads, in order.
 const recordColumns = `r.id, r.realm, r.scope, r.kind, r.title, r.description, r.body, r.tags, r.trust, r.status,
-	r.supersedes, r.created_ms, r.updated_ms, r.expires_ms, r.content_hash, r.use_count, r.last_used_ms`
+	r.supersedes, r.created_ms, r.updated_ms, r.expires_ms, r.content_hash, r.use_count, r.last_used_ms,
+	r.thread_id, r.thread_seq`
 
 // scanRecord reads recordColumns, then any extra columns into extra.
 func scanRecord(row pgx.Row, r *sdk.Record, extra ...any) error {
 	var created, updated, expires, lastUsed int64
+	var threadID *string
+	var threadSeq *int64
 	dest := append([]any{
 		&r.ID, &r.Realm, &r.Scope, &r.Kind, &r.Title, &r.Description, &r.Body, &r.Tags, &r.Trust, &r.Status,
-		&r.Supersedes, &created, &updated, &expires, &r.ContentHash, &r.UseCount, &lastUsed,
+		&r.Supersedes, &created, &updated, &expires, &r.ContentHash, &r.UseCount, &lastUsed, &threadID, &threadSeq,
 	}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return err
+	}
+	r.Thread = nil
+	if threadID != nil && threadSeq != nil {
+		r.Thread = &sdk.Thread{ID: *threadID, Seq: *threadSeq}
 	}
 	if len(r.Tags) == 0 {
 		r.Tags = nil

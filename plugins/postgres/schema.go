@@ -94,6 +94,10 @@ CREATE TABLE ledger (
 );
 CREATE INDEX ledger_by_record ON ledger (realm, record_id, at_ms);
 `,
+	// 2: a record's optional thread (conversation id and position).
+	`
+ALTER TABLE records ADD COLUMN thread_id text, ADD COLUMN thread_seq bigint;
+`,
 }
 
 // schemaVersion is the version this build writes.

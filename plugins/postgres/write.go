@@ -26,8 +26,8 @@ import (
 
 const insertRecordSQL = `
 INSERT INTO records (realm, id, scope, status, expires_ms, tag_keys, kind, trust, supersedes,
-	created_ms, updated_ms, content_hash, ntok, title, description, tags, body)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+	created_ms, updated_ms, content_hash, ntok, title, description, tags, body, thread_id, thread_seq)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
 ON CONFLICT (realm, scope, content_hash) WHERE status IN ('active', 'quarantined') DO NOTHING
 RETURNING seq`
 
@@ -104,7 +104,7 @@ func storeRecords(ctx context.Context, tx pgx.Tx, realm string, prepared []prepa
 		}
 		batch.Queue(insertRecordSQL, r.Realm, r.ID, string(r.Scope), string(r.Status), expiresMillis(r.ExpiresAt),
 			foldTags(tags), string(r.Kind), string(r.Trust), r.Supersedes, r.CreatedAt.UnixMilli(), r.UpdatedAt.UnixMilli(),
-			r.ContentHash, d.ntok, r.Title, r.Description, tags, r.Body)
+			r.ContentHash, d.ntok, r.Title, r.Description, tags, r.Body, threadID(r.Thread), threadSeq(r.Thread))
 	}
 	ids := make([]string, len(prepared))
 	var dups []int
@@ -562,4 +562,19 @@ func expiresMillis(t time.Time) int64 {
 		return ms
 	}
 	return -1
+}
+
+// threadID and threadSeq are a record's thread columns (NULL without one).
+func threadID(t *sdk.Thread) *string {
+	if t == nil {
+		return nil
+	}
+	return &t.ID
+}
+
+func threadSeq(t *sdk.Thread) *int64 {
+	if t == nil {
+		return nil
+	}
+	return &t.Seq
 }
