@@ -230,6 +230,12 @@ func TestDeeperSweepFeedsTheNextTurn(t *testing.T) {
 	if len(first.RecordIDs) != 0 || first.SkipReason == nil || *first.SkipReason != "no_records" {
 		t.Fatalf("first turn = %+v, want no_records (the working set holds nothing relevant)", first)
 	}
+	// Another session does not get the sweep session s asked for: its
+	// first turn is empty too. (Checked before s injects the record: once
+	// injected, its usage may rightly rank it into every working set.)
+	if other := turn(t, m, "other", ask); len(other.RecordIDs) != 0 {
+		t.Fatalf("another session's first turn injected %v; a sweep feeds its own session only", other.RecordIDs)
+	}
 	// The sweep runs in the background; later turns of the session take
 	// its result once it is ready. Poll for that state, bounded.
 	deadline := time.Now().Add(60 * time.Second)
@@ -242,10 +248,6 @@ func TestDeeperSweepFeedsTheNextTurn(t *testing.T) {
 			t.Fatalf("later turn = %+v, want the swept record %s\n%s", next, old, m.logs())
 		}
 		time.Sleep(20 * time.Millisecond)
-	}
-	// Another session never saw a sweep: its first turn is empty again.
-	if other := turn(t, m, "other", ask); len(other.RecordIDs) != 0 {
-		t.Fatalf("another session's first turn injected %v; a sweep feeds its own session only", other.RecordIDs)
 	}
 }
 
