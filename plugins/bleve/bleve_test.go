@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/conformance"
 	"github.com/memhost/memhost/sdk/host"
 	"github.com/memhost/memhost/sdk/usage"
 )
@@ -307,7 +308,7 @@ func TestRealmIsolation(t *testing.T) {
 		t.Fatal("a read created an index")
 	}
 	// A realm name cannot escape the directory.
-	sp := served(t, p)
+	sp := conformance.Served(t, p)
 	for _, bad := range []string{"../x", "a/b", ".hidden", "", "x y"} {
 		if _, err := sp.Remember(ctx, bad, []sdk.Record{rec("realm", "x", "y")}); !errors.Is(err, sdk.ErrInvalid) {
 			t.Errorf("realm %q: %v, want ErrInvalid", bad, err)
@@ -349,7 +350,7 @@ func TestScopes(t *testing.T) {
 			t.Errorf("scopes %v: manifest %v, want %v", c.scopes, rowIDs, c.want)
 		}
 	}
-	if _, err := served(t, p).Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "x", Scopes: []sdk.Scope{"team:x"}}); !errors.Is(err, sdk.ErrInvalid) {
+	if _, err := conformance.Served(t, p).Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "x", Scopes: []sdk.Scope{"team:x"}}); !errors.Is(err, sdk.ErrInvalid) {
 		t.Fatalf("bad scope: %v, want ErrInvalid", err)
 	}
 }
@@ -500,10 +501,10 @@ func TestExcludeIDsAndLimit(t *testing.T) {
 			t.Fatalf("excluded id %s recalled", id)
 		}
 	}
-	if _, err := served(t, p).Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "harbor", Limit: -1}); !errors.Is(err, sdk.ErrInvalid) {
+	if _, err := conformance.Served(t, p).Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "harbor", Limit: -1}); !errors.Is(err, sdk.ErrInvalid) {
 		t.Fatalf("negative limit: %v, want ErrInvalid", err)
 	}
-	if _, err := served(t, p).Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "harbor", ExcludeIDs: []string{"../x"}}); !errors.Is(err, sdk.ErrInvalid) {
+	if _, err := conformance.Served(t, p).Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "harbor", ExcludeIDs: []string{"../x"}}); !errors.Is(err, sdk.ErrInvalid) {
 		t.Fatalf("bad exclude id: %v, want ErrInvalid", err)
 	}
 }
@@ -561,7 +562,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 	p := newProvider(t, "")
 	good := rec("realm", "good", "valid record")
 	existing := remember(t, p, realm, rec("realm", "existing", "already here"))
-	sp := served(t, p)
+	sp := conformance.Served(t, p)
 	cases := []struct {
 		name string
 		recs []sdk.Record

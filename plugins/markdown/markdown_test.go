@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/conformance"
 	"github.com/memhost/memhost/sdk/host"
 )
 
@@ -246,7 +247,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 			tp.remember(t, "default", taken)
 			writeFile(t, tp.path("default", alice, "handmade"), "my notes, no front matter yet\n")
 			before := snapshot(t, tp.root)
-			_, err := served(t, tp.Provider).Remember(ctx, tt.realm, tt.batch)
+			_, err := conformance.Served(t, tp.Provider).Remember(ctx, tt.realm, tt.batch)
 			if !errors.Is(err, tt.wantErr) || !strings.Contains(err.Error(), tt.errHas) {
 				t.Fatalf("err = %v, want %v mentioning %q", err, tt.wantErr, tt.errHas)
 			}
@@ -267,7 +268,7 @@ func TestBadIDsInReadsAndDeletes(t *testing.T) {
 	tp := newTestProvider(t, modes[0])
 	id := tp.remember(t, "default", rec(alice, "keep", "me"))[0]
 	before := snapshot(t, tp.root)
-	sp := served(t, tp.Provider)
+	sp := conformance.Served(t, tp.Provider)
 	for _, bad := range []string{"../../etc/passwd", "", ".x", "a/b", strings.Repeat("x", 200)} {
 		if _, err := sp.Get(ctx, "default", []string{id, bad}); !errors.Is(err, sdk.ErrInvalid) {
 			t.Errorf("Get(%q): err = %v, want ErrInvalid", bad, err)

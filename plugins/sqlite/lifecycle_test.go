@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/conformance"
 	"github.com/memhost/memhost/sdk/usage"
 )
 
@@ -205,7 +206,7 @@ func TestManifestWorkingSet(t *testing.T) {
 		{Realm: "", Tier: sdk.TierFull},
 		{Realm: realm, Tier: sdk.TierFull, Scopes: []sdk.Scope{"mob:"}},
 	} {
-		_, err := served(t, s).Manifest(ctx, q)
+		_, err := conformance.Served(t, s).Manifest(ctx, q)
 		wantErr(t, fmt.Sprintf("Manifest(%+v)", q), err, sdk.ErrInvalid)
 	}
 }
@@ -291,7 +292,7 @@ func TestWriteLedger(t *testing.T) {
 		{sdk.LedgerEntry{Realm: realm, Identity: "a", RecordID: "r", Surface: "turn", Session: "\xff"}, "session"},
 	}
 	for _, b := range bad {
-		err := served(t, s).WriteLedger(ctx, []sdk.LedgerEntry{entries[0], b.e})
+		err := conformance.Served(t, s).WriteLedger(ctx, []sdk.LedgerEntry{entries[0], b.e})
 		wantErr(t, "WriteLedger("+b.mention+")", err, nil, "entries[1]", b.mention)
 		if !errorsIsInvalid(err) {
 			t.Errorf("WriteLedger(%s): %v does not wrap ErrInvalid or ErrTooLarge", b.mention, err)

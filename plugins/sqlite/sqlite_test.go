@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/conformance"
 	"github.com/memhost/memhost/sdk/host"
 )
 
@@ -246,7 +247,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"second of two bad", realm, []sdk.Record{rec(alice, "ok", "fine"), rec(alice, "", "")}, sdk.ErrInvalid, "records[1]"},
 		{"batch too large", realm, make([]sdk.Record, sdk.MaxBatch+1), sdk.ErrTooLarge, "limit"},
 	}
-	sp := served(t, s)
+	sp := conformance.Served(t, s)
 	for _, c := range cases {
 		_, err := sp.Remember(ctx, c.realm, c.recs)
 		wantErr(t, c.name, err, c.sentinel, c.mention)
