@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/memhost/memhost/sdk"
+	sdkindex "github.com/memhost/memhost/sdk/index"
 )
 
 // Recall ranks with BM25 in one SQL statement over the provider's own
@@ -165,7 +166,7 @@ func recall(ctx context.Context, db *pgxpool.Pool, q sdk.RecallQuery, now time.T
 	case limit > maxRecallLimit:
 		limit = maxRecallLimit
 	}
-	terms := queryTerms(q.Query)
+	terms := sdkindex.QueryTerms(q.Query)
 	if len(terms) == 0 {
 		return []sdk.Hit{}, nil
 	}

@@ -3,55 +3,19 @@ package postgres
 import (
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/memhost/memhost/sdk"
-	"github.com/memhost/memhost/sdk/tokenize"
+	sdkindex "github.com/memhost/memhost/sdk/index"
 )
 
-// Text is indexed and queried as sdk/tokenize terms, the terms the host
-// and the sqlite provider cut (CJK runs become bigrams), truncated and
-// capped the same way, so the two providers rank over the same terms.
-const (
-	// maxTermBytes truncates (at a rune boundary) the rare giant token.
-	maxTermBytes = 64
-	// maxQueryTerms bounds one query's work: its first distinct terms.
-	maxQueryTerms = 64
-)
+// Text is indexed and queried as sdk/index terms (sdk/tokenize, truncated
+// and capped by sdk/index), the terms the host and the sqlite provider cut,
+// so the two providers rank over the same terms.
 
 // fieldWeights: a term in a tag counts five times a term in the body, in
 // the title four times, in the description twice (as in the sqlite
 // provider).
 var fieldWeights = [4]float64{5, 4, 2, 1}
-
-func truncateTerm(t string) string {
-	if len(t) <= maxTermBytes {
-		return t
-	}
-	cut := maxTermBytes
-	for cut > 0 && !utf8.RuneStart(t[cut]) {
-		cut--
-	}
-	return t[:cut]
-}
-
-// queryTerms answers the distinct terms of a query, in first-seen order,
-// at most maxQueryTerms of them.
-func queryTerms(q string) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, t := range tokenize.Tokens(q) {
-		t = truncateTerm(t)
-		if !seen[t] {
-			seen[t] = true
-			out = append(out, t)
-			if len(out) == maxQueryTerms {
-				break
-			}
-		}
-	}
-	return out
-}
 
 // indexDoc is a record as the index sees it: each distinct term with its
 // field-weighted frequency, and the record's length in terms.
@@ -64,8 +28,8 @@ func newIndexDoc(r *sdk.Record) indexDoc {
 	d := indexDoc{tf: map[string]float64{}}
 	texts := [4]string{strings.Join(r.Tags, " "), r.Title, r.Description, r.Body}
 	for i, text := range texts {
-		for _, t := range tokenize.Tokens(text) {
-			d.tf[truncateTerm(t)] += fieldWeights[i]
+		for _, t := range sdkindex.FieldTerms(text) {
+			d.tf[t] += fieldWeights[i]
 			d.ntok++
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/index"
 )
 
 // The reference for recall is SQLite FTS5's bm25(), which this provider
@@ -69,7 +70,7 @@ func fts5Ref(t testing.TB, s *Store) *sql.DB {
 		}
 		cols := [4]string{strings.Join(splitTags(tags), " "), title, desc, body}
 		for i, c := range cols {
-			cols[i] = strings.Join(tokenTerms(nil, c), " ")
+			cols[i] = strings.Join(index.FieldTerms(c), " ")
 		}
 		if _, err := tx.Exec("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?)", seq, realm, id, scope, exp, tagKeys); err != nil {
 			t.Fatal(err)
@@ -128,7 +129,7 @@ type refHit struct {
 // refRecall answers the reference's best hits for q at nowMs.
 func refRecall(t testing.TB, ref *sql.DB, q sdk.RecallQuery, nowMs int64) []refHit {
 	t.Helper()
-	terms := queryTerms(q.Query)
+	terms := index.QueryTerms(q.Query)
 	if len(terms) == 0 {
 		return nil
 	}

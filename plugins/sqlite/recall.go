@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/index"
 )
 
 // Recall ranks with sdk/index (memindex.go): BM25F over tags, title,
@@ -27,7 +28,7 @@ func (d *database) recall(ctx context.Context, q sdk.RecallQuery, now time.Time)
 	case limit > maxRecallLimit:
 		limit = maxRecallLimit
 	}
-	terms := queryTerms(q.Query)
+	terms := index.QueryTerms(q.Query)
 	if len(terms) == 0 {
 		return []sdk.Hit{}, nil
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/index"
 )
 
 // TestRecallMatchesFTS5 holds recall to the reference (FTS5's bm25 over
@@ -79,8 +80,8 @@ func FuzzQuery(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, q string) {
-		terms := queryTerms(q)
-		if len(terms) > maxQueryTerms {
+		terms := index.QueryTerms(q)
+		if len(terms) > index.MaxQueryTerms {
 			t.Fatalf("%d terms", len(terms))
 		}
 		if len(terms) == 0 {

@@ -3,68 +3,20 @@ package sqlite
 import (
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/memhost/memhost/sdk"
-	"github.com/memhost/memhost/sdk/tokenize"
+	"github.com/memhost/memhost/sdk/index"
 )
 
-// Text is indexed and queried as sdk/tokenize terms, so records and queries
-// are cut into terms exactly as the host and the other providers cut them
-// (CJK runs become bigrams). The FTS5 columns hold those terms joined by
-// single spaces; FTS5's ascii tokenizer splits them back one for one,
-// because a term holds only letters, digits and marks, and ascii treats
-// every non-ASCII rune as part of a token.
-
-const (
-	// maxTermBytes truncates (at a rune boundary) the rare giant token, a
-	// pasted hash or blob, on both the record and the query side.
-	maxTermBytes = 64
-	// maxQueryTerms bounds the work one query can ask for: its first
-	// distinct terms are used, the rest ignored.
-	maxQueryTerms = 64
-)
+// Text is indexed and queried as sdk/index terms (sdk/tokenize, truncated
+// and capped by sdk/index), so records and queries are cut into terms
+// exactly as the host and the other providers cut them (CJK runs become
+// bigrams).
 
 // field weights for BM25: a term in a tag counts five times a term in the
-// body, in the title four times, in the description twice. The order
-// matches the FTS5 columns.
+// body, in the title four times, in the description twice, as FTS5's
+// bm25(5,4,2,1) did (the test reference still does).
 var fieldWeights = [4]float64{5, 4, 2, 1}
-
-// tokenTerms appends the (truncated) tokens of s to dst, repeats included.
-func tokenTerms(dst []string, s string) []string {
-	for _, t := range tokenize.Tokens(s) {
-		dst = append(dst, truncateTerm(t))
-	}
-	return dst
-}
-
-func truncateTerm(t string) string {
-	if len(t) <= maxTermBytes {
-		return t
-	}
-	cut := maxTermBytes
-	for cut > 0 && !utf8.RuneStart(t[cut]) {
-		cut--
-	}
-	return t[:cut]
-}
-
-// queryTerms answers the distinct terms of a query, in first-seen order,
-// at most maxQueryTerms of them.
-func queryTerms(q string) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, t := range tokenTerms(nil, q) {
-		if !seen[t] {
-			seen[t] = true
-			out = append(out, t)
-			if len(out) == maxQueryTerms {
-				break
-			}
-		}
-	}
-	return out
-}
 
 // indexDoc is a record as the recall index sees it.
 type indexDoc struct {
@@ -77,7 +29,7 @@ func newIndexDoc(r *sdk.Record) indexDoc {
 	var d indexDoc
 	texts := [4]string{strings.Join(r.Tags, " "), r.Title, r.Description, r.Body}
 	for i, text := range texts {
-		d.colTerms[i] = tokenTerms(nil, text)
+		d.colTerms[i] = index.FieldTerms(text)
 		d.ntok += len(d.colTerms[i])
 	}
 	return d
