@@ -158,7 +158,7 @@ func (c *providerClient) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.H
 		ExcludeIds: q.ExcludeIDs, Tags: q.Tags, ExcludeTags: q.ExcludeTags,
 	})
 	if err != nil {
-		return nil, fromStatus(err)
+		return nil, fromStatus(ctx, err)
 	}
 	hits := make([]sdk.Hit, len(resp.Hits))
 	for i, h := range resp.Hits {
@@ -177,7 +177,7 @@ func (c *providerClient) Remember(ctx context.Context, realm string, records []s
 	}
 	resp, err := c.rpc.Remember(ctx, &pb.RememberRequest{Realm: realm, Records: in})
 	if err != nil {
-		return nil, fromStatus(err)
+		return nil, fromStatus(ctx, err)
 	}
 	return resp.Ids, nil
 }
@@ -188,7 +188,7 @@ func (c *providerClient) Get(ctx context.Context, realm string, ids []string) ([
 	}
 	resp, err := c.rpc.Get(ctx, &pb.GetRequest{Realm: realm, Ids: ids})
 	if err != nil {
-		return nil, fromStatus(err)
+		return nil, fromStatus(ctx, err)
 	}
 	return recordsFromPB(resp.Records), nil
 }
@@ -199,7 +199,7 @@ func (c *providerClient) Forget(ctx context.Context, realm string, ids []string)
 	}
 	resp, err := c.rpc.Forget(ctx, &pb.ForgetRequest{Realm: realm, Ids: ids})
 	if err != nil {
-		return 0, fromStatus(err)
+		return 0, fromStatus(ctx, err)
 	}
 	return int(resp.Forgotten), nil
 }
@@ -212,7 +212,7 @@ func (c *providerClient) Manifest(ctx context.Context, q sdk.ManifestQuery) ([]s
 		Realm: q.Realm, Scopes: scopesToStrings(q.Scopes), Tier: tierToPB(q.Tier), K: int32(q.K),
 	})
 	if err != nil {
-		return nil, fromStatus(err)
+		return nil, fromStatus(ctx, err)
 	}
 	rows := []sdk.ManifestRow{}
 	for {
@@ -221,7 +221,7 @@ func (c *providerClient) Manifest(ctx context.Context, q sdk.ManifestQuery) ([]s
 			return rows, nil
 		}
 		if err != nil {
-			return nil, fromStatus(err)
+			return nil, fromStatus(ctx, err)
 		}
 		rows = append(rows, rowsFromPB(chunk.Rows)...)
 	}
@@ -236,7 +236,7 @@ func (c *providerClient) Supersede(ctx context.Context, realm, oldID string, rep
 	}
 	resp, err := c.rpc.Supersede(ctx, &pb.SupersedeRequest{Realm: realm, OldId: oldID, Replacement: recordToInput(&replacement)})
 	if err != nil {
-		return "", fromStatus(err)
+		return "", fromStatus(ctx, err)
 	}
 	return resp.NewId, nil
 }
@@ -246,7 +246,7 @@ func (c *providerClient) MarkUsed(ctx context.Context, realm string, ids []strin
 		return err
 	}
 	_, err := c.rpc.MarkUsed(ctx, &pb.MarkUsedRequest{Realm: realm, Ids: ids, AtUnixMs: toMillis(at)})
-	return fromStatus(err)
+	return fromStatus(ctx, err)
 }
 
 func (c *providerClient) WriteLedger(ctx context.Context, entries []sdk.LedgerEntry) error {
@@ -254,7 +254,7 @@ func (c *providerClient) WriteLedger(ctx context.Context, entries []sdk.LedgerEn
 		return err
 	}
 	_, err := c.rpc.WriteLedger(ctx, &pb.WriteLedgerRequest{Entries: ledgerToPB(entries)})
-	return fromStatus(err)
+	return fromStatus(ctx, err)
 }
 
 func (c *providerClient) Export(ctx context.Context, realm, after string, limit int) (sdk.ExportPage, error) {
@@ -263,7 +263,7 @@ func (c *providerClient) Export(ctx context.Context, realm, after string, limit 
 	}
 	resp, err := c.rpc.Export(ctx, &pb.ExportRequest{Realm: realm, After: after, Limit: int32(limit)})
 	if err != nil {
-		return sdk.ExportPage{}, fromStatus(err)
+		return sdk.ExportPage{}, fromStatus(ctx, err)
 	}
 	return sdk.ExportPage{Records: recordsFromPB(resp.Records), Next: resp.Next}, nil
 }
@@ -278,7 +278,7 @@ func (c *providerClient) Import(ctx context.Context, realm string, records []sdk
 	}
 	resp, err := c.rpc.Import(ctx, &pb.ImportRequest{Realm: realm, Records: in})
 	if err != nil {
-		return sdk.ImportResult{}, fromStatus(err)
+		return sdk.ImportResult{}, fromStatus(ctx, err)
 	}
 	return sdk.ImportResult{Imported: int(resp.Imported), Skipped: int(resp.Skipped)}, nil
 }
@@ -288,7 +288,7 @@ type selectorClient struct{ rpc pb.SelectorClient }
 func (c *selectorClient) Select(ctx context.Context, req sdk.SelectRequest) (sdk.Selection, error) {
 	stream, err := c.rpc.Select(ctx)
 	if err != nil {
-		return sdk.Selection{}, fromStatus(err)
+		return sdk.Selection{}, fromStatus(ctx, err)
 	}
 	header := &pb.SelectHeader{
 		Realm: req.Identity.Realm, Identity: req.Identity.ID, Query: req.Query,
@@ -307,7 +307,7 @@ func (c *selectorClient) Select(ctx context.Context, req sdk.SelectRequest) (sdk
 	}
 	resp, err := stream.CloseAndRecv()
 	if err != nil {
-		return sdk.Selection{}, fromStatus(err)
+		return sdk.Selection{}, fromStatus(ctx, err)
 	}
 	return sdk.Selection{IDs: resp.Ids, Coverage: coverageFromPB(resp.Coverage)}, nil
 }
@@ -320,7 +320,7 @@ func (c *compactorClient) Compact(ctx context.Context, req sdk.CompactRequest) (
 		CarryOver: messageToPB(req.CarryOver), IdempotencyKey: req.IdempotencyKey, MaxBytes: int32(req.MaxBytes),
 	})
 	if err != nil {
-		return sdk.Message{}, fromStatus(err)
+		return sdk.Message{}, fromStatus(ctx, err)
 	}
 	return messageFromPB(resp.Artifact), nil
 }
@@ -330,7 +330,7 @@ type operatorClient struct{ rpc pb.OperatorResolverClient }
 func (c *operatorClient) ResolveOperator(ctx context.Context, id sdk.Identity) (string, error) {
 	resp, err := c.rpc.ResolveOperator(ctx, &pb.ResolveOperatorRequest{Realm: id.Realm, Identity: id.ID})
 	if err != nil {
-		return "", fromStatus(err)
+		return "", fromStatus(ctx, err)
 	}
 	return resp.Operator, nil
 }
@@ -340,7 +340,7 @@ type mobClient struct{ rpc pb.MobResolverClient }
 func (c *mobClient) ResolveMobs(ctx context.Context, id sdk.Identity) ([]string, error) {
 	resp, err := c.rpc.ResolveMobs(ctx, &pb.ResolveMobsRequest{Realm: id.Realm, Identity: id.ID})
 	if err != nil {
-		return nil, fromStatus(err)
+		return nil, fromStatus(ctx, err)
 	}
 	return resp.Mobs, nil
 }

@@ -155,7 +155,7 @@ func launch(ctx context.Context, opts LaunchOptions, reattach *plugin.ReattachCo
 	if err != nil {
 		kill()
 		client.Kill()
-		return nil, fmt.Errorf("plugin %s: Info call failed: %w", label, fromStatus(err))
+		return nil, fmt.Errorf("plugin %s: Info call failed: %w", label, fromStatus(ictx, err))
 	}
 	c.info = infoFromPB(resp)
 	return c, nil
@@ -191,7 +191,7 @@ func (c *Conn) Configure(ctx context.Context, config json.RawMessage) error {
 		Version: h.Version, ProtocolVersions: []int32{wire.ProtocolVersion}, Capabilities: h.Capabilities,
 	}}
 	if _, err := c.meta.Configure(ctx, req); err != nil {
-		return fmt.Errorf("plugin %s: configure: %w", c.name, withFieldPrefix("config", fromStatus(err)))
+		return fmt.Errorf("plugin %s: configure: %w", c.name, withFieldPrefix("config", fromStatus(ctx, err)))
 	}
 	return nil
 }

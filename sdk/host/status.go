@@ -38,8 +38,11 @@ var sentinels = map[string]error{
 // fromStatus turns a gRPC error answered by a plugin into an sdk error.
 // A google.rpc.BadRequest detail becomes a *sdk.FieldError naming the
 // field. Transport failures (the plugin died or is unreachable) become
-// ErrUnavailable so callers can retry after a restart.
-func fromStatus(err error) error {
+// ErrUnavailable so callers can retry after a restart. ctx is the call's
+// own: gRPC answers Canceled both when the caller gave up and when the
+// connection closed under the call (the plugin was killed), and only the
+// first is the caller's cancellation.
+func fromStatus(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -56,6 +59,9 @@ func fromStatus(err error) error {
 	}
 	if st.Code() == codes.Canceled {
 		sentinel = context.Canceled
+		if ctx.Err() == nil {
+			sentinel = sdk.ErrUnavailable
+		}
 	}
 	for _, d := range st.Details() {
 		if info, ok := d.(*errdetails.ErrorInfo); ok && st.Code() == codes.ResourceExhausted && info.Domain == wire.ErrorDomain && info.Reason == wire.ReasonStorageFull {
