@@ -312,13 +312,14 @@ func (s *compactorServer) Compact(ctx context.Context, req *pb.CompactRequest) (
 		m := messageFromPB(req.CarryOver)
 		carry = &m
 	}
-	if req.MaxBytes < 0 {
-		return nil, toStatus(invalid("max_bytes", fmt.Sprintf("%d is negative", req.MaxBytes)))
-	}
-	art, err := s.impl.Compact(ctx, CompactRequest{
+	creq := CompactRequest{
 		ConversationID: req.ConversationId, Evicted: messagesFromPB(req.Evicted), CarryOver: carry,
 		IdempotencyKey: req.IdempotencyKey, MaxBytes: int(req.MaxBytes),
-	})
+	}
+	if err := checkCompact(creq); err != nil {
+		return nil, toStatus(err)
+	}
+	art, err := s.impl.Compact(ctx, creq)
 	if err != nil {
 		return nil, toStatus(err)
 	}

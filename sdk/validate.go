@@ -1,6 +1,9 @@
 package sdk
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // The server adapter checks every request shape here, once, before a
 // plugin sees it: a plugin served by Serve receives only valid realms,
@@ -149,4 +152,21 @@ func prefixField(prefix string, err error) error {
 		return &FieldError{Field: prefix + "." + fe.Field, Problem: fe.Problem, Err: fe.Err}
 	}
 	return fmt.Errorf("%s: %w", prefix, err)
+}
+
+// checkCompact refuses what no compactor can summarise, so every
+// compactor sees only requests with messages that name their role.
+func checkCompact(req CompactRequest) error {
+	if len(req.Evicted) == 0 {
+		return invalid("evicted", "lists no messages")
+	}
+	if req.MaxBytes < 0 {
+		return invalid("max_bytes", fmt.Sprintf("%d is negative", req.MaxBytes))
+	}
+	for i, m := range req.Evicted {
+		if strings.TrimSpace(m.Role) == "" {
+			return invalid(fmt.Sprintf("evicted[%d].role", i), "must not be empty")
+		}
+	}
+	return nil
 }

@@ -85,9 +85,6 @@ func (c *Compactor) Compact(ctx context.Context, req sdk.CompactRequest) (sdk.Me
 	if cfg == nil {
 		return sdk.Message{}, ErrNotConfigured
 	}
-	if err := checkRequest(req); err != nil {
-		return sdk.Message{}, err
-	}
 	limit := cfg.maxBytes
 	if req.MaxBytes > 0 && req.MaxBytes < limit {
 		limit = req.MaxBytes
@@ -112,24 +109,6 @@ func (c *Compactor) Compact(ctx context.Context, req sdk.CompactRequest) (sdk.Me
 		c.remember(cacheKey, art)
 	}
 	return art, nil
-}
-
-func checkRequest(req sdk.CompactRequest) error {
-	bad := func(field, problem string) error {
-		return &sdk.FieldError{Field: field, Problem: problem, Err: sdk.ErrInvalid}
-	}
-	if len(req.Evicted) == 0 {
-		return bad("evicted", "lists no messages")
-	}
-	if req.MaxBytes < 0 {
-		return bad("max_bytes", "must not be negative")
-	}
-	for i, m := range req.Evicted {
-		if strings.TrimSpace(m.Role) == "" {
-			return bad(fmt.Sprintf("evicted[%d].role", i), "must not be empty")
-		}
-	}
-	return nil
 }
 
 // The wire shapes of the chat completions API, as far as the plugin uses

@@ -125,32 +125,11 @@ func (c *Compactor) Compact(ctx context.Context, req sdk.CompactRequest) (sdk.Me
 	if cfg == nil {
 		return sdk.Message{}, ErrNotConfigured
 	}
-	if err := checkRequest(req); err != nil {
-		return sdk.Message{}, err
-	}
 	limit := cfg.MaxBytes
 	if req.MaxBytes > 0 && req.MaxBytes < limit {
 		limit = req.MaxBytes
 	}
 	return sdk.Message{Role: "system", Content: Render(*cfg, limit, req.CarryOver, req.Evicted)}, nil
-}
-
-func checkRequest(req sdk.CompactRequest) error {
-	bad := func(field, problem string) error {
-		return &sdk.FieldError{Field: field, Problem: problem, Err: sdk.ErrInvalid}
-	}
-	if len(req.Evicted) == 0 {
-		return bad("evicted", "lists no messages")
-	}
-	if req.MaxBytes < 0 {
-		return bad("max_bytes", "must not be negative")
-	}
-	for i, m := range req.Evicted {
-		if strings.TrimSpace(m.Role) == "" {
-			return bad(fmt.Sprintf("evicted[%d].role", i), "must not be empty")
-		}
-	}
-	return nil
 }
 
 // Render is the summary, at most limit bytes (limit must leave room for

@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -74,6 +75,63 @@ func TestRowsStreamInChunks(t *testing.T) {
 			got, err := sel.Select(ctx, sdk.SelectRequest{Identity: sdk.Identity{Realm: "default", ID: "alice"}, Rows: rows, Max: 3})
 			if err != nil || len(got.IDs) != 2 || got.IDs[0] != fmt.Sprint(n) || got.IDs[1] != rows[n-1].ID {
 				t.Fatalf("Select = %+v, %v; want it to see all %d rows", got, err, n)
+			}
+		})
+	}
+}
+
+// countingCompactor counts the requests that reach it.
+type countingCompactor struct{ calls int }
+
+func (c *countingCompactor) Info() sdk.Info {
+	return sdk.Info{Name: "counting", Version: "0.1.0", Kinds: []sdk.PluginKind{sdk.KindCompactor}, Protocols: []int{sdk.ProtocolVersion}}
+}
+func (c *countingCompactor) Configure(context.Context, json.RawMessage) error { return nil }
+func (c *countingCompactor) Compact(context.Context, sdk.CompactRequest) (sdk.Message, error) {
+	c.calls++
+	return sdk.Message{Role: "system", Content: "summary"}, nil
+}
+
+// The SDK server refuses a compact request no compactor could summarise,
+// naming the field, before the plugin sees it.
+func TestCompactRequestsAreCheckedBeforeThePlugin(t *testing.T) {
+	ctx := context.Background()
+	impl := &countingCompactor{}
+	conn, err := ServeInProcess(ctx, impl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c, err := conn.Compactor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := sdk.Message{Role: "user", Content: "hi"}
+	for _, tc := range []struct {
+		name  string
+		req   sdk.CompactRequest
+		field string // "" when the request is valid
+	}{
+		{"no messages", sdk.CompactRequest{}, "evicted"},
+		{"negative cap", sdk.CompactRequest{Evicted: []sdk.Message{msg}, MaxBytes: -1}, "max_bytes"},
+		{"blank role", sdk.CompactRequest{Evicted: []sdk.Message{msg, {Role: " ", Content: "x"}}}, "evicted[1].role"},
+		{"valid", sdk.CompactRequest{Evicted: []sdk.Message{msg}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := impl.calls
+			_, err := c.Compact(ctx, tc.req)
+			if tc.field == "" {
+				if err != nil || impl.calls != before+1 {
+					t.Fatalf("Compact = %v after %d calls; want it to reach the plugin", err, impl.calls-before)
+				}
+				return
+			}
+			var fe *sdk.FieldError
+			if !errors.As(err, &fe) || fe.Field != tc.field || !errors.Is(err, sdk.ErrInvalid) {
+				t.Fatalf("Compact = %v, want an invalid-argument error on %s", err, tc.field)
+			}
+			if impl.calls != before {
+				t.Fatal("the plugin saw a request the SDK should have refused")
 			}
 		})
 	}
