@@ -151,7 +151,7 @@ func startHost(ctx context.Context, cfg *config.Config, logger hclog.Logger) (*h
 	expired := make(chan struct{})
 	go func() {
 		defer close(expired)
-		stores.expire(expiryCtx, min(cfg.Sessions.IdleTTL/4, 10*time.Minute), func(err error) {
+		runExpiry(expiryCtx, stores.expire, min(cfg.Sessions.IdleTTL/4, 10*time.Minute), func(err error) {
 			logger.Warn("session expiry", "error", err)
 		})
 	}()

@@ -18,8 +18,8 @@ import (
 // state database, or PostgreSQL shared with other hosts.
 type sessionStores struct {
 	sessions   coordinator.SessionStore
-	compaction compaction.Store // nil: the state database's
-	expire     func(ctx context.Context, interval time.Duration, report func(error))
+	compaction compaction.Store                       // nil: the state database's
+	expire     func(ctx context.Context) (int, error) // drops idle sessions
 	close      func()
 }
 
@@ -33,7 +33,7 @@ func openSessionStores(ctx context.Context, cfg *config.Config, state *statedb.D
 		if err != nil {
 			return nil, err
 		}
-		return &sessionStores{sessions: s, expire: s.RunExpiry, close: func() {}}, nil
+		return &sessionStores{sessions: s, expire: s.Expire, close: func() {}}, nil
 	}
 	dsn := os.Getenv(cfg.SessionStore.DSNEnv)
 	if dsn == "" {
@@ -46,5 +46,22 @@ func openSessionStores(ctx context.Context, cfg *config.Config, state *statedb.D
 		return nil, fmt.Errorf("session_store (from %s): %w", cfg.SessionStore.DSNEnv, err)
 	}
 	s := pgstate.NewSessions(db, pgstate.SessionOptions{TTL: cfg.Sessions.IdleTTL, PerRealm: cfg.Sessions.MaxPerRealm})
-	return &sessionStores{sessions: s, compaction: pgstate.NewCompaction(db), expire: s.RunExpiry, close: db.Close}, nil
+	return &sessionStores{sessions: s, compaction: pgstate.NewCompaction(db), expire: s.Expire, close: db.Close}, nil
+}
+
+// runExpiry drops idle sessions every interval until ctx ends, reporting
+// failures to report.
+func runExpiry(ctx context.Context, expire func(context.Context) (int, error), interval time.Duration, report func(error)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := expire(ctx); err != nil && ctx.Err() == nil {
+				report(err)
+			}
+		}
+	}
 }

@@ -201,23 +201,6 @@ func (s *Sessions) Expire(ctx context.Context) (int, error) {
 	return int(tag.RowsAffected()), nil
 }
 
-// RunExpiry calls Expire every interval until ctx ends, reporting
-// failures to report (which may be nil).
-func (s *Sessions) RunExpiry(ctx context.Context, interval time.Duration, report func(error)) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, err := s.Expire(ctx); err != nil && report != nil && ctx.Err() == nil {
-				report(err)
-			}
-		}
-	}
-}
-
 // Len answers how many sessions of realm the database holds.
 func (s *Sessions) Len(ctx context.Context, realm string) (int, error) {
 	var n int

@@ -294,23 +294,6 @@ func (s *Store) Expire(ctx context.Context) (int, error) {
 	return len(dropped), nil
 }
 
-// RunExpiry calls Expire every interval until ctx ends, reporting
-// failures to report (which may be nil).
-func (s *Store) RunExpiry(ctx context.Context, interval time.Duration, report func(error)) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, err := s.Expire(ctx); err != nil && report != nil && ctx.Err() == nil {
-				report(err)
-			}
-		}
-	}
-}
-
 // Len answers how many sessions of realm the file holds, idle ones not yet
 // expired included.
 func (s *Store) Len(ctx context.Context, realm string) (int, error) {

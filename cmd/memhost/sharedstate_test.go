@@ -1,0 +1,41 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// runExpiry keeps calling expire, reports each failure, and returns once
+// its context ends.
+func TestRunExpiryReportsFailuresAndStops(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	calls := 0
+	expire := func(context.Context) (int, error) {
+		calls++
+		if calls == 3 {
+			cancel()
+		}
+		if calls%2 == 1 {
+			return 0, errors.New("disk full")
+		}
+		return 1, nil
+	}
+	var reported []error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runExpiry(ctx, expire, time.Millisecond, func(err error) { reported = append(reported, err) })
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("runExpiry did not return after its context ended")
+	}
+	// The third call ended the context, so neither its failure nor any
+	// later one is reported: shutting down is not an expiry failure.
+	if calls < 3 || len(reported) != 1 {
+		t.Fatalf("%d calls, %d reported failures (%v); want 3 or more and 1", calls, len(reported), reported)
+	}
+}
