@@ -236,8 +236,9 @@ type Reindexer interface {
 	// canceled or failed reindex leaves the old one in place. progress,
 	// when not nil, is told done of total records now and then (say every
 	// 100 ms, and once at the end), possibly from another goroutine; it
-	// must return quickly. A reindex asked for while one already runs may
-	// be refused with an error wrapping ErrConflict.
+	// must return quickly. A reindex asked for while another runs waits
+	// for it (or for its own ctx); a canceled one must end promptly, so
+	// the next one is not kept waiting.
 	Reindex(ctx context.Context, realm string, progress func(done, total int)) (int, error)
 }
 

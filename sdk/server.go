@@ -409,16 +409,12 @@ func (s *providerServer) Reindex(req *pb.ReindexRequest, stream grpc.ServerStrea
 		default:
 		}
 	}
-	sent := make(chan error, 1)
+	// The sender sends the latest count on each wake; told to stop, it
+	// sends a count still pending, so the host sees the final one.
+	stop, sent := make(chan struct{}), make(chan error, 1)
 	go func() {
 		var err error
-		for {
-			select {
-			case <-ctx.Done():
-				sent <- err
-				return
-			case <-wake:
-			}
+		send := func() {
 			mu.Lock()
 			msg := &pb.ReindexProgress{Done: int64(done), Total: int64(total)}
 			mu.Unlock()
@@ -429,12 +425,29 @@ func (s *providerServer) Reindex(req *pb.ReindexRequest, stream grpc.ServerStrea
 				}
 			}
 		}
+		for {
+			select {
+			case <-ctx.Done():
+				sent <- err
+				return
+			case <-wake:
+				send()
+			case <-stop:
+				select {
+				case <-wake:
+					send()
+				default:
+				}
+				sent <- err
+				return
+			}
+		}
 	}()
 	n, err := s.impl.(Reindexer).Reindex(ctx, req.Realm, progress)
 	mu.Lock()
 	ended = true
 	mu.Unlock()
-	cancel()
+	close(stop)
 	sendErr := <-sent
 	if err != nil {
 		return toStatus(err)
