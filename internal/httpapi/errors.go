@@ -65,10 +65,12 @@ func codeOf(err error) string {
 }
 
 type errorBody struct {
-	Error errorDetail `json:"error"`
+	Error ErrorDetail `json:"error"`
 }
 
-type errorDetail struct {
+// ErrorDetail is the body of the error envelope: a stable code, the
+// message, and the request id and refused field when there are.
+type ErrorDetail struct {
 	Code      string `json:"code"`
 	Message   string `json:"message"`
 	RequestID string `json:"request_id,omitempty"`

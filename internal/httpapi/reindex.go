@@ -44,7 +44,7 @@ type ReindexResult struct {
 type ReindexLine struct {
 	Progress *ReindexProgress `json:"progress,omitempty"`
 	Result   *ReindexResult   `json:"result,omitempty"`
-	Error    *errorDetail     `json:"error,omitempty"`
+	Error    *ErrorDetail     `json:"error,omitempty"`
 }
 
 // reindexGuard refuses a second reindex of a realm while one runs, so an
