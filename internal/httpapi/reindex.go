@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -113,7 +114,13 @@ func (s *Server) handleReindex(ctx context.Context, c caller, w http.ResponseWri
 		body.Error.Message, _ = redact.Message(clientMessage(err))
 		body.Error.RequestID = reqID
 		out.write(ReindexLine{Error: &body.Error})
-		hclog.FromContext(ctx).Error("reindex failed after it started", "realm", realm, "duration_ms", msSince(start), "error", err)
+		log := hclog.FromContext(ctx)
+		if errors.Is(err, context.Canceled) {
+			// The caller went away: its choice, not an operator's error.
+			log.Info("reindex canceled; the old index stays", "realm", realm, "duration_ms", msSince(start))
+		} else {
+			log.Error("reindex failed after it started; the old index stays", "realm", realm, "duration_ms", msSince(start), "error", err)
+		}
 		return nil
 	}
 	hclog.FromContext(ctx).Info("reindexed", "realm", realm, "records", n, "duration_ms", msSince(start))
