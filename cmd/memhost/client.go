@@ -91,7 +91,13 @@ func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		rw.WriteHeader(http.StatusOK) // a handler that wrote nothing
 		pw.Close()
 	}()
-	<-rw.started
+	select {
+	case <-rw.started:
+	case <-r.Context().Done():
+		// The handler sees the same context and winds down on its own.
+		pr.CloseWithError(r.Context().Err())
+		return nil, r.Context().Err()
+	}
 	return &http.Response{
 		Status: fmt.Sprintf("%d %s", rw.status, http.StatusText(rw.status)), StatusCode: rw.status,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
