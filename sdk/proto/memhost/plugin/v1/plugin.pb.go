@@ -2239,7 +2239,7 @@ func (x *ReindexProgress) GetTotal() int64 {
 
 type ReindexDone struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// How many records the new index holds.
+	// How many records the rebuild indexed (writes during it come on top).
 	Reindexed     int64 `protobuf:"varint,1,opt,name=reindexed,proto3" json:"reindexed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
