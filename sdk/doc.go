@@ -16,6 +16,7 @@
 //	CapUsage     UsageMarker      MarkUsed
 //	CapLedger    LedgerWriter     WriteLedger
 //	CapArchive   Archiver         Export, Import
+//	CapReindex   Reindexer        Reindex
 //
 // Serve refuses to start a plugin that declares what it does not
 // implement (CheckPlugin says why; call it from a test).

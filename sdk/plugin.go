@@ -52,6 +52,7 @@ const (
 	CapUsage     Capability = "usage"     // UsageMarker
 	CapLedger    Capability = "ledger"    // LedgerWriter
 	CapArchive   Capability = "archive"   // Archiver
+	CapReindex   Capability = "reindex"   // Reindexer
 )
 
 // Capabilities is a set of declared capabilities.
@@ -225,6 +226,22 @@ type Archiver interface {
 	Import(ctx context.Context, realm string, records []Record) (ImportResult, error)
 }
 
+// Reindexer rebuilds a provider's search index from its stored records
+// (CapReindex): after an index went stale, a tokenizer changed, or an
+// operator asks. The records themselves are untouched.
+type Reindexer interface {
+	// Reindex rebuilds the index of realm ("" means every realm) and
+	// answers how many records it indexed. The provider keeps serving
+	// meanwhile, from its old index until the new one replaces it; a
+	// canceled or failed reindex leaves the old one in place. progress,
+	// when not nil, is told done of total records now and then (say every
+	// 100 ms, and once at the end), possibly from another goroutine; it
+	// must return quickly. A reindex asked for while another runs waits
+	// for it (or for its own ctx); a canceled one must end promptly, so
+	// the next one is not kept waiting.
+	Reindex(ctx context.Context, realm string, progress func(done, total int)) (int, error)
+}
+
 // Coverage is a selector's verdict on whether the working set sufficed.
 type Coverage string
 
@@ -297,6 +314,7 @@ var capabilityImpls = []struct {
 	{CapUsage, func(v any) bool { _, ok := v.(UsageMarker); return ok }},
 	{CapLedger, func(v any) bool { _, ok := v.(LedgerWriter); return ok }},
 	{CapArchive, func(v any) bool { _, ok := v.(Archiver); return ok }},
+	{CapReindex, func(v any) bool { _, ok := v.(Reindexer); return ok }},
 }
 
 func capabilityIndex(c Capability) int {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/memhost/memhost/sdk/internal/wire"
@@ -376,4 +377,83 @@ func validateField(field string, err error) error {
 		return nil
 	}
 	return invalid(field, problemOf(err))
+}
+
+// Reindex runs the plugin's Reindex and streams its progress, then the
+// result. Progress is coalesced: the plugin's callback only records the
+// latest count, and one sender goroutine sends it, so a slow host never
+// stalls the plugin's rebuild and stream.Send is never called twice at once.
+func (s *providerServer) Reindex(req *pb.ReindexRequest, stream grpc.ServerStreamingServer[pb.ReindexResponse]) error {
+	if !s.caps.Has(CapReindex) {
+		return unsupported(CapReindex)
+	}
+	if err := checkReindex(req.Realm); err != nil {
+		return toStatus(err)
+	}
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	var (
+		mu          sync.Mutex
+		done, total int
+		ended       bool
+	)
+	wake := make(chan struct{}, 1)
+	progress := func(d, t int) {
+		mu.Lock()
+		if !ended {
+			done, total = d, t
+		}
+		mu.Unlock()
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	// The sender sends the latest count on each wake; told to stop, it
+	// sends a count still pending, so the host sees the final one.
+	stop, sent := make(chan struct{}), make(chan error, 1)
+	go func() {
+		var err error
+		send := func() {
+			mu.Lock()
+			msg := &pb.ReindexProgress{Done: int64(done), Total: int64(total)}
+			mu.Unlock()
+			if err == nil {
+				if err = stream.Send(&pb.ReindexResponse{Event: &pb.ReindexResponse_Progress{Progress: msg}}); err != nil {
+					// The host is gone: stop the rebuild too.
+					cancel()
+				}
+			}
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				sent <- err
+				return
+			case <-wake:
+				send()
+			case <-stop:
+				select {
+				case <-wake:
+					send()
+				default:
+				}
+				sent <- err
+				return
+			}
+		}
+	}()
+	n, err := s.impl.(Reindexer).Reindex(ctx, req.Realm, progress)
+	mu.Lock()
+	ended = true
+	mu.Unlock()
+	close(stop)
+	sendErr := <-sent
+	if err != nil {
+		return toStatus(err)
+	}
+	if sendErr != nil {
+		return sendErr
+	}
+	return stream.Send(&pb.ReindexResponse{Event: &pb.ReindexResponse_Done{Done: &pb.ReindexDone{Reindexed: int64(n)}}})
 }

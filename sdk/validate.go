@@ -86,6 +86,14 @@ func checkWrite(realm string, records []Record) error {
 	return nil
 }
 
+// checkReindex validates a reindex request's realm; empty means every realm.
+func checkReindex(realm string) error {
+	if realm == "" {
+		return nil
+	}
+	return checkRealm(realm)
+}
+
 // checkExport validates an export page request and answers its limit.
 func checkExport(realm, after string, limit int) (int, error) {
 	if err := checkRealm(realm); err != nil {

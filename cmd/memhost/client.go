@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -8,9 +9,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -77,14 +78,59 @@ func (f *clientFlags) client(ctx context.Context) (*apiClient, error) {
 
 func (c *apiClient) close() { c.closer() }
 
-// handlerTransport answers requests with an in-process handler.
+// handlerTransport answers requests with an in-process handler. The body
+// streams through a pipe as the handler writes it, so a streamed answer
+// (reindex progress) arrives line by line with --local too.
 type handlerTransport struct{ h http.Handler }
 
 func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	rec := httptest.NewRecorder()
-	t.h.ServeHTTP(rec, r)
-	return rec.Result(), nil
+	pr, pw := io.Pipe()
+	rw := &pipeResponse{header: http.Header{}, body: pw, started: make(chan struct{})}
+	go func() {
+		t.h.ServeHTTP(rw, r)
+		rw.WriteHeader(http.StatusOK) // a handler that wrote nothing
+		pw.Close()
+	}()
+	select {
+	case <-rw.started:
+	case <-r.Context().Done():
+		// The handler sees the same context and winds down on its own.
+		pr.CloseWithError(r.Context().Err())
+		return nil, r.Context().Err()
+	}
+	return &http.Response{
+		Status: fmt.Sprintf("%d %s", rw.status, http.StatusText(rw.status)), StatusCode: rw.status,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: rw.sent, Body: pr, ContentLength: -1, Request: r,
+	}, nil
 }
+
+// pipeResponse is the handler's side of handlerTransport.
+type pipeResponse struct {
+	header  http.Header
+	sent    http.Header // the header as of WriteHeader
+	body    *io.PipeWriter
+	status  int
+	once    sync.Once
+	started chan struct{}
+}
+
+func (p *pipeResponse) Header() http.Header { return p.header }
+
+func (p *pipeResponse) WriteHeader(status int) {
+	p.once.Do(func() {
+		p.status, p.sent = status, p.header.Clone()
+		close(p.started)
+	})
+}
+
+func (p *pipeResponse) Write(b []byte) (int, error) {
+	p.WriteHeader(http.StatusOK)
+	return p.body.Write(b)
+}
+
+// Flush is a no-op: every write already reaches the reader.
+func (p *pipeResponse) Flush() {}
 
 // callError is an error answer of the API, shown as "code: message".
 type callError struct {
@@ -123,21 +169,52 @@ func (c *apiClient) call(ctx context.Context, method, path string, body, out any
 		return fmt.Errorf("memhost at %s: %w", c.base, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode < 300 {
+		if lines, ok := out.(streamLines); ok {
+			return c.readLines(resp.Body, lines)
+		}
+	}
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return fmt.Errorf("memhost at %s: %w", c.base, err)
 	}
 	if resp.StatusCode >= 300 {
-		var e struct {
-			Error struct{ Code, Message string }
-		}
-		if json.Unmarshal(data, &e) == nil && e.Error.Code != "" {
-			return &callError{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
-		}
-		return &callError{Status: resp.StatusCode, Code: http.StatusText(resp.StatusCode), Message: strings.TrimSpace(string(data))}
+		return answerError(resp.StatusCode, data)
 	}
 	if out != nil && len(data) > 0 {
 		return json.Unmarshal(data, out)
+	}
+	return nil
+}
+
+// answerError is the callError of an error answer's body.
+func answerError(status int, data []byte) error {
+	var e struct {
+		Error struct{ Code, Message string }
+	}
+	if json.Unmarshal(data, &e) == nil && e.Error.Code != "" {
+		return &callError{Status: status, Code: e.Error.Code, Message: e.Error.Message}
+	}
+	return &callError{Status: status, Code: http.StatusText(status), Message: strings.TrimSpace(string(data))}
+}
+
+// streamLines, passed as call's out, takes a JSON Lines answer line by line
+// as it streams in.
+type streamLines func(line []byte) error
+
+func (c *apiClient) readLines(body io.Reader, each streamLines) error {
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 0, 64<<10), maxLineBytes)
+	for sc.Scan() {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		if err := each(sc.Bytes()); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("memhost at %s: %w", c.base, err)
 	}
 	return nil
 }

@@ -197,6 +197,7 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 		HealthTimeout:  sv.HealthTimeout,
 		KillGrace:      sv.KillGrace,
 		MaxBackoff:     sv.MaxBackoff,
+		ReindexTimeout: sv.ReindexTimeout,
 		ObserveCall: func(instance, method string, took time.Duration, err error) {
 			metrics.PluginCall(instance, method, took, err)
 		},
@@ -259,9 +260,11 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 		Plugins:      sup,
 		MaxBodyBytes: cfg.Server.MaxBodyBytes,
 		Metrics:      metrics,
-		Coordinator:  coord,
-		Guide:        guide.NewSessions(coord, guide.SessionsOptions{Size: cfg.Coordinator.SessionCacheSize, Logger: logger}),
-		Compaction:   comp,
+		// One reindex may run as long as the supervisor lets its call.
+		ReindexTimeout: cfg.Supervisor.ReindexTimeout,
+		Coordinator:    coord,
+		Guide:          guide.NewSessions(coord, guide.SessionsOptions{Size: cfg.Coordinator.SessionCacheSize, Logger: logger}),
+		Compaction:     comp,
 		MCP: func(bind func(http.Header) (sdk.Identity, error)) http.Handler {
 			return mcpserver.Handler(mcpserver.Options{Version: version, Provider: providerOf, Coordinator: coord, Bind: bind, Logger: logger.Named("mcp")})
 		},

@@ -7,6 +7,8 @@ package apispec
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,6 +20,33 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 )
+
+// NDJSON is the media type of a JSON Lines answer (a streamed reindex).
+// The document gives such a body an array schema, one item per line, and
+// the decoder registered below reads it so.
+const NDJSON = "application/x-ndjson"
+
+func init() {
+	openapi3filter.RegisterBodyDecoder(NDJSON, decodeLines)
+}
+
+// decodeLines answers a JSON Lines body as the array of its lines.
+func decodeLines(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+	lines := []any{}
+	dec := json.NewDecoder(body)
+	dec.UseNumber()
+	for {
+		var v any
+		err := dec.Decode(&v)
+		if errors.Is(err, io.EOF) {
+			return lines, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", len(lines)+1, err)
+		}
+		lines = append(lines, v)
+	}
+}
 
 // Spec is a loaded and validated OpenAPI document.
 type Spec struct {

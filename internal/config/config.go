@@ -128,6 +128,7 @@ type Supervisor struct {
 	HealthTimeout  time.Duration // a plugin that misses it is killed and restarted
 	KillGrace      time.Duration // a plugin being killed may exit cleanly for this long
 	MaxBackoff     time.Duration // longest wait between restarts of a crash-looping plugin
+	ReindexTimeout time.Duration // bounds one reindex, request and plugin call alike
 }
 
 // Token roles (DESIGN 5.3): what a token's caller may do beyond its realms.
@@ -218,6 +219,7 @@ func (o Options) defaults(baseDir string) *Config {
 			HealthTimeout:  pluginhost.DefaultHealthTimeout,
 			KillGrace:      host.DefaultKillGrace,
 			MaxBackoff:     pluginhost.DefaultMaxBackoff,
+			ReindexTimeout: pluginhost.DefaultReindexTimeout,
 		},
 		pos:        map[string]hcl.Range{},
 		fileValues: map[string]string{},

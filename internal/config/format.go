@@ -60,6 +60,7 @@ func (c *Config) HCL() []byte {
 	b.SetAttributeValue("health_timeout_ms", cty.NumberIntVal(c.Supervisor.HealthTimeout.Milliseconds()))
 	b.SetAttributeValue("kill_grace_ms", cty.NumberIntVal(c.Supervisor.KillGrace.Milliseconds()))
 	b.SetAttributeValue("max_backoff_ms", cty.NumberIntVal(c.Supervisor.MaxBackoff.Milliseconds()))
+	b.SetAttributeValue("reindex_timeout_ms", cty.NumberIntVal(c.Supervisor.ReindexTimeout.Milliseconds()))
 	c.sessionStoreHCL(body)
 
 	for _, t := range c.Tokens {

@@ -121,7 +121,7 @@ var (
 	}}
 	supervisorSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 		{Name: "call_timeout_ms"}, {Name: "health_interval_ms"}, {Name: "health_timeout_ms"},
-		{Name: "kill_grace_ms"}, {Name: "max_backoff_ms"},
+		{Name: "kill_grace_ms"}, {Name: "max_backoff_ms"}, {Name: "reindex_timeout_ms"},
 	}}
 )
 
@@ -261,6 +261,7 @@ func (d *decoder) supervisor(b *hcl.Block) {
 	d.millis(a, "health_timeout_ms", "supervisor.health_timeout_ms", &s.HealthTimeout)
 	d.millis(a, "kill_grace_ms", "supervisor.kill_grace_ms", &s.KillGrace)
 	d.millis(a, "max_backoff_ms", "supervisor.max_backoff_ms", &s.MaxBackoff)
+	d.millis(a, "reindex_timeout_ms", "supervisor.reindex_timeout_ms", &s.ReindexTimeout)
 }
 
 // at records where the item key was set.

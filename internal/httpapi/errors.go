@@ -65,14 +65,18 @@ func codeOf(err error) string {
 }
 
 type errorBody struct {
-	Error struct {
-		Code      string `json:"code"`
-		Message   string `json:"message"`
-		RequestID string `json:"request_id,omitempty"`
-		// Field is the request field refused, when the refusal named one
-		// (a plugin's too: sdk.FieldError crosses the plugin boundary).
-		Field string `json:"field,omitempty"`
-	} `json:"error"`
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is the body of the error envelope: a stable code, the
+// message, and the request id and refused field when there are.
+type ErrorDetail struct {
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	RequestID string `json:"request_id,omitempty"`
+	// Field is the request field refused, when the refusal named one
+	// (a plugin's too: sdk.FieldError crosses the plugin boundary).
+	Field string `json:"field,omitempty"`
 }
 
 // writeError answers err in the error envelope, its message sanitised;

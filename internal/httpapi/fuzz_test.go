@@ -118,3 +118,25 @@ func FuzzGuideBeforeIterationBody(f *testing.F) {
 func FuzzConversationCompactBody(f *testing.F) {
 	fuzzEndpoint(f, "POST", "/v1/conversations/c1/compact", `{"identity":{"id":"alice"},"session":"s1","evicted":[{"role":"user","content":"hello"}]}`)
 }
+
+// FuzzReindexBody: no body makes the reindex endpoint fail with a 5xx,
+// and a refused one (4xx) never reaches the provider.
+func FuzzReindexBody(f *testing.F) {
+	p := &fakeReindexer{steps: [][2]int{{0, 1}, {1, 1}}, n: 1}
+	h := New(Options{Provider: func(string) (sdk.Provider, error) { return p, nil }, MaxBodyBytes: 64 << 10}).Handler()
+	f.Add([]byte(`{"realm":"acme"}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		before := p.callCount()
+		req := httptest.NewRequest("POST", "/v1/admin/reindex", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code >= 500 {
+			t.Fatalf("%q: status %d: %s", body, rec.Code, rec.Body)
+		}
+		if rec.Code >= 400 && p.callCount() != before {
+			t.Fatalf("%q: refused with %d but the provider reindexed: %s", body, rec.Code, rec.Body)
+		}
+	})
+}

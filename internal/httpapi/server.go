@@ -63,6 +63,8 @@ type Options struct {
 	MaxBodyBytes int64
 	// RequestTimeout bounds each request's work (default 30s).
 	RequestTimeout time.Duration
+	// ReindexTimeout bounds a reindex request instead (default 30m).
+	ReindexTimeout time.Duration
 	Metrics        *Metrics
 	// Coordinator and Guide serve the memory endpoints.
 	Coordinator *coordinator.Coordinator
@@ -88,6 +90,8 @@ type Server struct {
 	// routes are the served operations, "METHOD /path", for the check
 	// against the OpenAPI document.
 	routes []string
+	// reindex refuses a second reindex of a realm while one runs.
+	reindex reindexGuard
 }
 
 // New builds the server and its routes.
@@ -100,6 +104,9 @@ func New(opts Options) *Server {
 	}
 	if opts.RequestTimeout <= 0 {
 		opts.RequestTimeout = 30 * time.Second
+	}
+	if opts.ReindexTimeout <= 0 {
+		opts.ReindexTimeout = pluginhost.DefaultReindexTimeout
 	}
 	if opts.DefaultRealm == "" {
 		opts.DefaultRealm = sdk.DefaultRealm
@@ -125,6 +132,7 @@ func New(opts Options) *Server {
 	s.route(mux, "DELETE /v1/conversations/{id}", s.handleForgetConversation)
 	s.route(mux, "POST /v1/export", s.handleExport)
 	s.route(mux, "POST /v1/import", s.handleImport)
+	s.routeWithin(mux, "POST /v1/admin/reindex", opts.ReindexTimeout, s.handleReindex)
 	s.route(mux, "GET /v1/plugins", s.handlePlugins)
 	if opts.MCP != nil {
 		s.mountMCP(mux, opts.MCP(s.mcpIdentity))
@@ -221,6 +229,11 @@ type apiHandler func(ctx context.Context, c caller, w http.ResponseWriter, r *ht
 // route wraps a /v1 handler with authentication, a deadline, metrics and
 // the error envelope.
 func (s *Server) route(mux *http.ServeMux, pattern string, h apiHandler) {
+	s.routeWithin(mux, pattern, s.opts.RequestTimeout, h)
+}
+
+// routeWithin is route with a deadline of its own, for the long requests.
+func (s *Server) routeWithin(mux *http.ServeMux, pattern string, timeout time.Duration, h apiHandler) {
 	s.routes = append(s.routes, pattern)
 	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -233,7 +246,7 @@ func (s *Server) route(mux *http.ServeMux, pattern string, h apiHandler) {
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
+			ctx, cancel := context.WithTimeout(r.Context(), timeout)
 			defer cancel()
 			// Code below the API logs through hclog.FromContext, so every
 			// line of the request carries its id.
@@ -387,4 +400,12 @@ type statusRecorder struct {
 func (r *statusRecorder) WriteHeader(code int) {
 	r.status = code
 	r.ResponseWriter.WriteHeader(code)
+}
+
+// Flush lets a streamed answer (reindex progress) reach the client line
+// by line.
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }

@@ -197,6 +197,20 @@ func (p *Provider) Import(ctx context.Context, realm string, records []sdk.Recor
 	})
 }
 
+// Reindex runs under the reindex timeout, not the call timeout: a rebuild
+// of a large store outlasts any ordinary call. It is not retried when the
+// plugin died under it; a restarted plugin rebuilt or reloaded its index
+// on open, and the caller may ask again.
+func (p *Provider) Reindex(ctx context.Context, realm string, progress func(done, total int)) (int, error) {
+	return callWithin(ctx, p.inst, p.inst.opts.ReindexTimeout, false, func(ctx context.Context, c sdk.Provider) (int, error) {
+		r, err := capability[sdk.Reindexer](c, sdk.CapReindex)
+		if err != nil {
+			return 0, err
+		}
+		return r.Reindex(ctx, realm, progress)
+	})
+}
+
 // Selector is a supervised selector plugin.
 type Selector struct{ inst *instance }
 

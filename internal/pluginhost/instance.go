@@ -369,8 +369,13 @@ func (i *instance) status() Status {
 // are safe to repeat, and so are writes that are idempotent by content
 // hash or id.
 func call[C any, T any](ctx context.Context, i *instance, retry bool, f func(context.Context, C) (T, error)) (T, error) {
+	return callWithin(ctx, i, i.opts.CallTimeout, retry, f)
+}
+
+// callWithin is call under a timeout of its own, for the long calls.
+func callWithin[C any, T any](ctx context.Context, i *instance, timeout time.Duration, retry bool, f func(context.Context, C) (T, error)) (T, error) {
 	var zero T
-	ctx, cancel := context.WithTimeout(ctx, i.opts.CallTimeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
 		raw, conn, err := i.await(ctx)

@@ -72,6 +72,11 @@ func (o observed) Export(ctx context.Context, realm, after string, limit int) (p
 	return o.p.Export(ctx, realm, after, limit)
 }
 
+func (o observed) Reindex(ctx context.Context, realm string, progress func(done, total int)) (n int, err error) {
+	defer func(start time.Time) { o.done("reindex", start, err) }(time.Now())
+	return o.p.Reindex(ctx, realm, progress)
+}
+
 func (o observed) Import(ctx context.Context, realm string, records []sdk.Record) (res sdk.ImportResult, err error) {
 	defer func(start time.Time) { o.done("import", start, err) }(time.Now())
 	return o.p.Import(ctx, realm, records)

@@ -537,3 +537,36 @@ func waitExited(t *testing.T, pid int) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// Reindex runs under the reindex timeout, not the call timeout: a rebuild
+// that outlasts every ordinary call succeeds, and one that never ends
+// fails at the reindex timeout, whatever the caller's own deadline.
+func TestSupervisorReindexHasItsOwnDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		realm   string
+		timeout time.Duration
+		err     error
+	}{
+		{name: "outlasts the call timeout", realm: "slow", timeout: time.Minute},
+		{name: "bounded by the reindex timeout", realm: "hang", timeout: 300 * time.Millisecond, err: sdk.ErrDeadline},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour, CallTimeout: 100 * time.Millisecond, ReindexTimeout: tc.timeout})
+			rx, ok := p.(sdk.Reindexer)
+			if !ok {
+				t.Fatal("the supervised provider of a plugin declaring reindex is no sdk.Reindexer")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			var last [2]int
+			_, err := rx.Reindex(ctx, tc.realm, func(done, total int) { last = [2]int{done, total} })
+			if tc.err == nil && (err != nil || last != [2]int{0, 0}) {
+				t.Fatalf("Reindex(%s) = %v, last progress %v; want success", tc.realm, err, last)
+			}
+			if tc.err != nil && !errors.Is(err, tc.err) {
+				t.Fatalf("Reindex(%s) = %v, want an error wrapping %v", tc.realm, err, tc.err)
+			}
+		})
+	}
+}

@@ -31,6 +31,9 @@ const (
 	DefaultHealthTimeout  = 5 * time.Second
 	DefaultCallTimeout    = 10 * time.Second
 	DefaultMaxBackoff     = 30 * time.Second
+	// DefaultReindexTimeout bounds one reindex: rebuilding a large store's
+	// index takes minutes, not the seconds of an ordinary call.
+	DefaultReindexTimeout = 30 * time.Minute
 )
 
 // Options tune supervision. Zero values take the defaults.
@@ -50,6 +53,9 @@ type Options struct {
 	// CallTimeout bounds every plugin call (default 10s); a caller's
 	// sooner deadline (the recall timeout) wins.
 	CallTimeout time.Duration
+	// ReindexTimeout bounds a Reindex call instead (default 30m); a
+	// caller's sooner deadline wins.
+	ReindexTimeout time.Duration
 	// MinBackoff and MaxBackoff bound the delay between restart attempts
 	// of a plugin that keeps failing (defaults 100ms and 30s).
 	MinBackoff, MaxBackoff time.Duration
@@ -78,6 +84,9 @@ func (o *Options) defaults() {
 	}
 	if o.CallTimeout <= 0 {
 		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.ReindexTimeout <= 0 {
+		o.ReindexTimeout = DefaultReindexTimeout
 	}
 	if o.MinBackoff <= 0 {
 		o.MinBackoff = 100 * time.Millisecond

@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/memhost/memhost/sdk"
 	memindex "github.com/memhost/memhost/sdk/index"
@@ -109,7 +110,7 @@ func (d *database) loadIndex(ctx context.Context) error {
 	if !errors.Is(err, os.ErrNotExist) {
 		d.log.Info("rebuilding the recall index from the records", "reason", err.Error())
 	}
-	ix, err = rebuildIndex(ctx, d.r)
+	ix, _, err = rebuildIndex(ctx, d.r, "", nil)
 	if err != nil {
 		return fmt.Errorf("build the recall index: %w", err)
 	}
@@ -188,14 +189,28 @@ func (d *database) snapshot(ctx context.Context) error {
 	return d.writeSnapshot(gen)
 }
 
-// rebuildIndex indexes every active record, tokenizing on every core.
-func rebuildIndex(ctx context.Context, db *sql.DB) (*memindex.Index, error) {
+// activeRecords is the FROM and WHERE of the rows the index holds, of one
+// realm or of every realm (""), with its arguments. Two texts rather than
+// one with an OR, so a realm's query uses the realm index.
+func activeRecords(realm string) (string, []any) {
+	if realm == "" {
+		return ` FROM records WHERE status = 'active'`, nil
+	}
+	return ` FROM records WHERE status = 'active' AND realm = ?`, []any{realm}
+}
+
+// rebuildIndex indexes every active record of realm ("" for every realm),
+// tokenizing on every core, and answers the index and how many records it
+// holds. indexed, when set, is told the running count from this goroutine.
+func rebuildIndex(ctx context.Context, db querier, realm string, indexed func(n int)) (*memindex.Index, int, error) {
+	from, args := activeRecords(realm)
 	rows, err := db.QueryContext(ctx, `SELECT seq, realm, id, scope, expires_ms, tags, title, description, body,
-		thread_id, thread_seq FROM records WHERE status = 'active'`)
+		thread_id, thread_seq`+from, args...)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer rows.Close()
+	var done atomic.Int64
 	type row struct {
 		seq  int64
 		r    sdk.Record
@@ -228,6 +243,7 @@ func rebuildIndex(ctx context.Context, db *sql.DB) (*memindex.Index, error) {
 						errOnce.Do(func() { putErr = err })
 					}
 				}
+				done.Add(int64(len(batch)))
 			}
 		}()
 	}
@@ -237,21 +253,31 @@ func rebuildIndex(ctx context.Context, db *sql.DB) (*memindex.Index, error) {
 		if err := rows.Scan(&b.seq, &b.r.Realm, &b.r.ID, &b.r.Scope, &b.exp, &b.tags, &b.r.Title, &b.r.Description, &b.r.Body, &b.tid, &b.tseq); err != nil {
 			close(in)
 			wg.Wait()
-			return nil, err
+			return nil, 0, err
 		}
 		batch = append(batch, b)
 		if len(batch) == cap(batch) {
 			in <- batch
 			batch = make([]row, 0, 256)
+			if indexed != nil {
+				indexed(int(done.Load()))
+			}
 		}
 	}
 	in <- batch
 	close(in)
 	wg.Wait()
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return ix, putErr
+	if putErr != nil {
+		return nil, 0, putErr
+	}
+	n := int(done.Load())
+	if indexed != nil {
+		indexed(n)
+	}
+	return ix, n, nil
 }
 
 // recallFromIndex answers the best hits of q from the index, with their

@@ -81,6 +81,12 @@ type database struct {
 	imu          sync.Mutex
 	snapGen      uint64
 	fromSnapshot bool
+
+	// tap, under imu, collects the index changes committed while a
+	// reindex reads the records (reindex.go); reindexing admits one
+	// reindex at a time.
+	tap        *reindexTap
+	reindexing chan struct{}
 }
 
 // dsn builds a URI for path, escaping what SQLite would read as URI syntax.
@@ -108,7 +114,7 @@ func openDatabase(ctx context.Context, path string, opts options, log *slog.Logg
 	if err != nil {
 		return nil, err
 	}
-	d := &database{path: abs, lock: lock, opts: opts, log: log, slots: make(chan struct{}, readers)}
+	d := &database{path: abs, lock: lock, opts: opts, log: log, slots: make(chan struct{}, readers), reindexing: make(chan struct{}, 1)}
 	if err := d.open(ctx); err != nil {
 		d.close()
 		return nil, describeOpenError(abs, opts.busyTimeout, err)
@@ -277,6 +283,9 @@ func (d *database) writeTx(ctx context.Context, fn func(tx *sql.Tx, ch *indexCha
 	d.wmu.Unlock()
 	holding = false
 	err = applyOps(d.ix, ch.ops)
+	if d.tap != nil {
+		d.tap.ops = append(d.tap.ops, ch.ops...)
+	}
 	d.maint.noteWrite()
 	return err
 }

@@ -155,7 +155,7 @@ func (s *Store) Info() sdk.Info {
 		Protocols: []int{sdk.ProtocolVersion},
 		Capabilities: sdk.Capabilities{
 			sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest,
-			sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger, sdk.CapArchive,
+			sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger, sdk.CapArchive, sdk.CapReindex,
 		},
 		ConfigSchema: json.RawMessage(configSchema),
 	}

@@ -48,6 +48,8 @@ var checks = []check{
 	{name: "Usage", needs: caps(sdk.CapWrite, sdk.CapFetch, sdk.CapUsage), run: checkUsage},
 	{name: "Ledger", needs: caps(sdk.CapLedger), run: checkLedger},
 	{name: "Archive", needs: caps(sdk.CapArchive), run: checkArchive},
+	{name: "Reindex", needs: caps(sdk.CapWrite, sdk.CapReindex), run: checkReindex},
+	{name: "ReindexCanceled", needs: caps(sdk.CapWrite, sdk.CapReindex), run: checkReindexCanceled},
 	{name: "ConcurrentWriters", needs: caps(sdk.CapWrite), run: checkConcurrentWriters},
 	{name: "Deadline", run: checkDeadline},
 	{name: "Durability", needs: caps(sdk.CapWrite), run: checkDurability},
@@ -56,7 +58,7 @@ var checks = []check{
 
 // knownCapabilities is every capability protocol v1 defines.
 var knownCapabilities = []sdk.Capability{
-	sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger, sdk.CapArchive,
+	sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger, sdk.CapArchive, sdk.CapReindex,
 }
 
 func caps(cs ...sdk.Capability) []sdk.Capability { return cs }

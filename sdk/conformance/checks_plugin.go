@@ -124,6 +124,7 @@ func checkUndeclared(ctx context.Context, e *env) error {
 			return e.p.WriteLedger(ctx, []sdk.LedgerEntry{{Realm: realmA, Identity: "alice", RecordID: "conformance-id", Surface: "turn", At: time.Now()}})
 		},
 		sdk.CapArchive: func() error { _, err := e.p.Export(ctx, realmA, "", 1); return err },
+		sdk.CapReindex: func() error { _, err := e.p.Reindex(ctx, realmA, nil); return err },
 	}
 	var p problems
 	for _, c := range knownCapabilities {

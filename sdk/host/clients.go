@@ -283,6 +283,40 @@ func (c *providerClient) Import(ctx context.Context, realm string, records []sdk
 	return sdk.ImportResult{Imported: int(resp.Imported), Skipped: int(resp.Skipped)}, nil
 }
 
+// Reindex reads the plugin's stream until its result. The caller's ctx is
+// the only deadline: a rebuild takes as long as the store is large.
+func (c *providerClient) Reindex(ctx context.Context, realm string, progress func(done, total int)) (int, error) {
+	if err := c.need(sdk.CapReindex); err != nil {
+		return 0, err
+	}
+	// Canceled on return, so a stream left unread past its result is
+	// released.
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := c.rpc.Reindex(sctx, &pb.ReindexRequest{Realm: realm})
+	if err != nil {
+		return 0, fromStatus(ctx, err)
+	}
+	for {
+		msg, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return 0, fmt.Errorf("reindex: the plugin ended its answer without a result: %w", sdk.ErrUnavailable)
+		}
+		if err != nil {
+			return 0, fromStatus(ctx, err)
+		}
+		switch ev := msg.Event.(type) {
+		case *pb.ReindexResponse_Progress:
+			if progress != nil && ev.Progress != nil {
+				progress(int(ev.Progress.Done), int(ev.Progress.Total))
+			}
+		case *pb.ReindexResponse_Done:
+			return int(ev.Done.GetReindexed()), nil
+		}
+		// Any other event is a newer plugin's; this host skips it.
+	}
+}
+
 type selectorClient struct{ rpc pb.SelectorClient }
 
 func (c *selectorClient) Select(ctx context.Context, req sdk.SelectRequest) (sdk.Selection, error) {

@@ -22,12 +22,13 @@ type FullProvider interface {
 	sdk.UsageMarker
 	sdk.LedgerWriter
 	sdk.Archiver
+	sdk.Reindexer
 	Capabilities() sdk.Capabilities
 }
 
 // narrowOrder gives each capability its bit in narrowers' index.
 var narrowOrder = [...]sdk.Capability{
-	sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger, sdk.CapArchive,
+	sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger, sdk.CapArchive, sdk.CapReindex,
 }
 
 // Narrow answers full as a value that implements sdk.Provider and exactly
@@ -63,6 +64,7 @@ type (
 	capUsage     struct{ full FullProvider }
 	capLedger    struct{ full FullProvider }
 	capArchive   struct{ full FullProvider }
+	capReindex   struct{ full FullProvider }
 )
 
 func (c capWrite) Remember(ctx context.Context, realm string, records []sdk.Record) ([]string, error) {
@@ -91,4 +93,7 @@ func (c capArchive) Export(ctx context.Context, realm, after string, limit int) 
 }
 func (c capArchive) Import(ctx context.Context, realm string, records []sdk.Record) (sdk.ImportResult, error) {
 	return c.full.Import(ctx, realm, records)
+}
+func (c capReindex) Reindex(ctx context.Context, realm string, progress func(done, total int)) (int, error) {
+	return c.full.Reindex(ctx, realm, progress)
 }

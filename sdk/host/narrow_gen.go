@@ -2052,7 +2052,2311 @@ type narrow255 struct {
 	capArchive
 }
 
-var narrowers = [256]func(FullProvider) sdk.Provider{
+type narrow256 struct {
+	narrowBase
+	capReindex
+}
+
+type narrow257 struct {
+	narrowBase
+	capWrite
+	capReindex
+}
+
+type narrow258 struct {
+	narrowBase
+	capFetch
+	capReindex
+}
+
+type narrow259 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capReindex
+}
+
+type narrow260 struct {
+	narrowBase
+	capForget
+	capReindex
+}
+
+type narrow261 struct {
+	narrowBase
+	capWrite
+	capForget
+	capReindex
+}
+
+type narrow262 struct {
+	narrowBase
+	capFetch
+	capForget
+	capReindex
+}
+
+type narrow263 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capReindex
+}
+
+type narrow264 struct {
+	narrowBase
+	capManifest
+	capReindex
+}
+
+type narrow265 struct {
+	narrowBase
+	capWrite
+	capManifest
+	capReindex
+}
+
+type narrow266 struct {
+	narrowBase
+	capFetch
+	capManifest
+	capReindex
+}
+
+type narrow267 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capManifest
+	capReindex
+}
+
+type narrow268 struct {
+	narrowBase
+	capForget
+	capManifest
+	capReindex
+}
+
+type narrow269 struct {
+	narrowBase
+	capWrite
+	capForget
+	capManifest
+	capReindex
+}
+
+type narrow270 struct {
+	narrowBase
+	capFetch
+	capForget
+	capManifest
+	capReindex
+}
+
+type narrow271 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capManifest
+	capReindex
+}
+
+type narrow272 struct {
+	narrowBase
+	capSupersede
+	capReindex
+}
+
+type narrow273 struct {
+	narrowBase
+	capWrite
+	capSupersede
+	capReindex
+}
+
+type narrow274 struct {
+	narrowBase
+	capFetch
+	capSupersede
+	capReindex
+}
+
+type narrow275 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capSupersede
+	capReindex
+}
+
+type narrow276 struct {
+	narrowBase
+	capForget
+	capSupersede
+	capReindex
+}
+
+type narrow277 struct {
+	narrowBase
+	capWrite
+	capForget
+	capSupersede
+	capReindex
+}
+
+type narrow278 struct {
+	narrowBase
+	capFetch
+	capForget
+	capSupersede
+	capReindex
+}
+
+type narrow279 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capSupersede
+	capReindex
+}
+
+type narrow280 struct {
+	narrowBase
+	capManifest
+	capSupersede
+	capReindex
+}
+
+type narrow281 struct {
+	narrowBase
+	capWrite
+	capManifest
+	capSupersede
+	capReindex
+}
+
+type narrow282 struct {
+	narrowBase
+	capFetch
+	capManifest
+	capSupersede
+	capReindex
+}
+
+type narrow283 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capManifest
+	capSupersede
+	capReindex
+}
+
+type narrow284 struct {
+	narrowBase
+	capForget
+	capManifest
+	capSupersede
+	capReindex
+}
+
+type narrow285 struct {
+	narrowBase
+	capWrite
+	capForget
+	capManifest
+	capSupersede
+	capReindex
+}
+
+type narrow286 struct {
+	narrowBase
+	capFetch
+	capForget
+	capManifest
+	capSupersede
+	capReindex
+}
+
+type narrow287 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capManifest
+	capSupersede
+	capReindex
+}
+
+type narrow288 struct {
+	narrowBase
+	capUsage
+	capReindex
+}
+
+type narrow289 struct {
+	narrowBase
+	capWrite
+	capUsage
+	capReindex
+}
+
+type narrow290 struct {
+	narrowBase
+	capFetch
+	capUsage
+	capReindex
+}
+
+type narrow291 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capUsage
+	capReindex
+}
+
+type narrow292 struct {
+	narrowBase
+	capForget
+	capUsage
+	capReindex
+}
+
+type narrow293 struct {
+	narrowBase
+	capWrite
+	capForget
+	capUsage
+	capReindex
+}
+
+type narrow294 struct {
+	narrowBase
+	capFetch
+	capForget
+	capUsage
+	capReindex
+}
+
+type narrow295 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capUsage
+	capReindex
+}
+
+type narrow296 struct {
+	narrowBase
+	capManifest
+	capUsage
+	capReindex
+}
+
+type narrow297 struct {
+	narrowBase
+	capWrite
+	capManifest
+	capUsage
+	capReindex
+}
+
+type narrow298 struct {
+	narrowBase
+	capFetch
+	capManifest
+	capUsage
+	capReindex
+}
+
+type narrow299 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capManifest
+	capUsage
+	capReindex
+}
+
+type narrow300 struct {
+	narrowBase
+	capForget
+	capManifest
+	capUsage
+	capReindex
+}
+
+type narrow301 struct {
+	narrowBase
+	capWrite
+	capForget
+	capManifest
+	capUsage
+	capReindex
+}
+
+type narrow302 struct {
+	narrowBase
+	capFetch
+	capForget
+	capManifest
+	capUsage
+	capReindex
+}
+
+type narrow303 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capManifest
+	capUsage
+	capReindex
+}
+
+type narrow304 struct {
+	narrowBase
+	capSupersede
+	capUsage
+	capReindex
+}
+
+type narrow305 struct {
+	narrowBase
+	capWrite
+	capSupersede
+	capUsage
+	capReindex
+}
+
+type narrow306 struct {
+	narrowBase
+	capFetch
+	capSupersede
+	capUsage
+	capReindex
+}
+
+type narrow307 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capSupersede
+	capUsage
+	capReindex
+}
+
+type narrow308 struct {
+	narrowBase
+	capForget
+	capSupersede
+	capUsage
+	capReindex
+}
+
+type narrow309 struct {
+	narrowBase
+	capWrite
+	capForget
+	capSupersede
+	capUsage
+	capReindex
+}
+
+type narrow310 struct {
+	narrowBase
+	capFetch
+	capForget
+	capSupersede
+	capUsage
+	capReindex
+}
+
+type narrow311 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capSupersede
+	capUsage
+	capReindex
+}
+
+type narrow312 struct {
+	narrowBase
+	capManifest
+	capSupersede
+	capUsage
+	capReindex
+}
+
+type narrow313 struct {
+	narrowBase
+	capWrite
+	capManifest
+	capSupersede
+	capUsage
+	capReindex
+}
+
+type narrow314 struct {
+	narrowBase
+	capFetch
+	capManifest
+	capSupersede
+	capUsage
+	capReindex
+}
+
+type narrow315 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capManifest
+	capSupersede
+	capUsage
+	capReindex
+}
+
+type narrow316 struct {
+	narrowBase
+	capForget
+	capManifest
+	capSupersede
+	capUsage
+	capReindex
+}
+
+type narrow317 struct {
+	narrowBase
+	capWrite
+	capForget
+	capManifest
+	capSupersede
+	capUsage
+	capReindex
+}
+
+type narrow318 struct {
+	narrowBase
+	capFetch
+	capForget
+	capManifest
+	capSupersede
+	capUsage
+	capReindex
+}
+
+type narrow319 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capManifest
+	capSupersede
+	capUsage
+	capReindex
+}
+
+type narrow320 struct {
+	narrowBase
+	capLedger
+	capReindex
+}
+
+type narrow321 struct {
+	narrowBase
+	capWrite
+	capLedger
+	capReindex
+}
+
+type narrow322 struct {
+	narrowBase
+	capFetch
+	capLedger
+	capReindex
+}
+
+type narrow323 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capLedger
+	capReindex
+}
+
+type narrow324 struct {
+	narrowBase
+	capForget
+	capLedger
+	capReindex
+}
+
+type narrow325 struct {
+	narrowBase
+	capWrite
+	capForget
+	capLedger
+	capReindex
+}
+
+type narrow326 struct {
+	narrowBase
+	capFetch
+	capForget
+	capLedger
+	capReindex
+}
+
+type narrow327 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capLedger
+	capReindex
+}
+
+type narrow328 struct {
+	narrowBase
+	capManifest
+	capLedger
+	capReindex
+}
+
+type narrow329 struct {
+	narrowBase
+	capWrite
+	capManifest
+	capLedger
+	capReindex
+}
+
+type narrow330 struct {
+	narrowBase
+	capFetch
+	capManifest
+	capLedger
+	capReindex
+}
+
+type narrow331 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capManifest
+	capLedger
+	capReindex
+}
+
+type narrow332 struct {
+	narrowBase
+	capForget
+	capManifest
+	capLedger
+	capReindex
+}
+
+type narrow333 struct {
+	narrowBase
+	capWrite
+	capForget
+	capManifest
+	capLedger
+	capReindex
+}
+
+type narrow334 struct {
+	narrowBase
+	capFetch
+	capForget
+	capManifest
+	capLedger
+	capReindex
+}
+
+type narrow335 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capManifest
+	capLedger
+	capReindex
+}
+
+type narrow336 struct {
+	narrowBase
+	capSupersede
+	capLedger
+	capReindex
+}
+
+type narrow337 struct {
+	narrowBase
+	capWrite
+	capSupersede
+	capLedger
+	capReindex
+}
+
+type narrow338 struct {
+	narrowBase
+	capFetch
+	capSupersede
+	capLedger
+	capReindex
+}
+
+type narrow339 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capSupersede
+	capLedger
+	capReindex
+}
+
+type narrow340 struct {
+	narrowBase
+	capForget
+	capSupersede
+	capLedger
+	capReindex
+}
+
+type narrow341 struct {
+	narrowBase
+	capWrite
+	capForget
+	capSupersede
+	capLedger
+	capReindex
+}
+
+type narrow342 struct {
+	narrowBase
+	capFetch
+	capForget
+	capSupersede
+	capLedger
+	capReindex
+}
+
+type narrow343 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capSupersede
+	capLedger
+	capReindex
+}
+
+type narrow344 struct {
+	narrowBase
+	capManifest
+	capSupersede
+	capLedger
+	capReindex
+}
+
+type narrow345 struct {
+	narrowBase
+	capWrite
+	capManifest
+	capSupersede
+	capLedger
+	capReindex
+}
+
+type narrow346 struct {
+	narrowBase
+	capFetch
+	capManifest
+	capSupersede
+	capLedger
+	capReindex
+}
+
+type narrow347 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capManifest
+	capSupersede
+	capLedger
+	capReindex
+}
+
+type narrow348 struct {
+	narrowBase
+	capForget
+	capManifest
+	capSupersede
+	capLedger
+	capReindex
+}
+
+type narrow349 struct {
+	narrowBase
+	capWrite
+	capForget
+	capManifest
+	capSupersede
+	capLedger
+	capReindex
+}
+
+type narrow350 struct {
+	narrowBase
+	capFetch
+	capForget
+	capManifest
+	capSupersede
+	capLedger
+	capReindex
+}
+
+type narrow351 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capManifest
+	capSupersede
+	capLedger
+	capReindex
+}
+
+type narrow352 struct {
+	narrowBase
+	capUsage
+	capLedger
+	capReindex
+}
+
+type narrow353 struct {
+	narrowBase
+	capWrite
+	capUsage
+	capLedger
+	capReindex
+}
+
+type narrow354 struct {
+	narrowBase
+	capFetch
+	capUsage
+	capLedger
+	capReindex
+}
+
+type narrow355 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capUsage
+	capLedger
+	capReindex
+}
+
+type narrow356 struct {
+	narrowBase
+	capForget
+	capUsage
+	capLedger
+	capReindex
+}
+
+type narrow357 struct {
+	narrowBase
+	capWrite
+	capForget
+	capUsage
+	capLedger
+	capReindex
+}
+
+type narrow358 struct {
+	narrowBase
+	capFetch
+	capForget
+	capUsage
+	capLedger
+	capReindex
+}
+
+type narrow359 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capUsage
+	capLedger
+	capReindex
+}
+
+type narrow360 struct {
+	narrowBase
+	capManifest
+	capUsage
+	capLedger
+	capReindex
+}
+
+type narrow361 struct {
+	narrowBase
+	capWrite
+	capManifest
+	capUsage
+	capLedger
+	capReindex
+}
+
+type narrow362 struct {
+	narrowBase
+	capFetch
+	capManifest
+	capUsage
+	capLedger
+	capReindex
+}
+
+type narrow363 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capManifest
+	capUsage
+	capLedger
+	capReindex
+}
+
+type narrow364 struct {
+	narrowBase
+	capForget
+	capManifest
+	capUsage
+	capLedger
+	capReindex
+}
+
+type narrow365 struct {
+	narrowBase
+	capWrite
+	capForget
+	capManifest
+	capUsage
+	capLedger
+	capReindex
+}
+
+type narrow366 struct {
+	narrowBase
+	capFetch
+	capForget
+	capManifest
+	capUsage
+	capLedger
+	capReindex
+}
+
+type narrow367 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capManifest
+	capUsage
+	capLedger
+	capReindex
+}
+
+type narrow368 struct {
+	narrowBase
+	capSupersede
+	capUsage
+	capLedger
+	capReindex
+}
+
+type narrow369 struct {
+	narrowBase
+	capWrite
+	capSupersede
+	capUsage
+	capLedger
+	capReindex
+}
+
+type narrow370 struct {
+	narrowBase
+	capFetch
+	capSupersede
+	capUsage
+	capLedger
+	capReindex
+}
+
+type narrow371 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capSupersede
+	capUsage
+	capLedger
+	capReindex
+}
+
+type narrow372 struct {
+	narrowBase
+	capForget
+	capSupersede
+	capUsage
+	capLedger
+	capReindex
+}
+
+type narrow373 struct {
+	narrowBase
+	capWrite
+	capForget
+	capSupersede
+	capUsage
+	capLedger
+	capReindex
+}
+
+type narrow374 struct {
+	narrowBase
+	capFetch
+	capForget
+	capSupersede
+	capUsage
+	capLedger
+	capReindex
+}
+
+type narrow375 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capSupersede
+	capUsage
+	capLedger
+	capReindex
+}
+
+type narrow376 struct {
+	narrowBase
+	capManifest
+	capSupersede
+	capUsage
+	capLedger
+	capReindex
+}
+
+type narrow377 struct {
+	narrowBase
+	capWrite
+	capManifest
+	capSupersede
+	capUsage
+	capLedger
+	capReindex
+}
+
+type narrow378 struct {
+	narrowBase
+	capFetch
+	capManifest
+	capSupersede
+	capUsage
+	capLedger
+	capReindex
+}
+
+type narrow379 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capManifest
+	capSupersede
+	capUsage
+	capLedger
+	capReindex
+}
+
+type narrow380 struct {
+	narrowBase
+	capForget
+	capManifest
+	capSupersede
+	capUsage
+	capLedger
+	capReindex
+}
+
+type narrow381 struct {
+	narrowBase
+	capWrite
+	capForget
+	capManifest
+	capSupersede
+	capUsage
+	capLedger
+	capReindex
+}
+
+type narrow382 struct {
+	narrowBase
+	capFetch
+	capForget
+	capManifest
+	capSupersede
+	capUsage
+	capLedger
+	capReindex
+}
+
+type narrow383 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capManifest
+	capSupersede
+	capUsage
+	capLedger
+	capReindex
+}
+
+type narrow384 struct {
+	narrowBase
+	capArchive
+	capReindex
+}
+
+type narrow385 struct {
+	narrowBase
+	capWrite
+	capArchive
+	capReindex
+}
+
+type narrow386 struct {
+	narrowBase
+	capFetch
+	capArchive
+	capReindex
+}
+
+type narrow387 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capArchive
+	capReindex
+}
+
+type narrow388 struct {
+	narrowBase
+	capForget
+	capArchive
+	capReindex
+}
+
+type narrow389 struct {
+	narrowBase
+	capWrite
+	capForget
+	capArchive
+	capReindex
+}
+
+type narrow390 struct {
+	narrowBase
+	capFetch
+	capForget
+	capArchive
+	capReindex
+}
+
+type narrow391 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capArchive
+	capReindex
+}
+
+type narrow392 struct {
+	narrowBase
+	capManifest
+	capArchive
+	capReindex
+}
+
+type narrow393 struct {
+	narrowBase
+	capWrite
+	capManifest
+	capArchive
+	capReindex
+}
+
+type narrow394 struct {
+	narrowBase
+	capFetch
+	capManifest
+	capArchive
+	capReindex
+}
+
+type narrow395 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capManifest
+	capArchive
+	capReindex
+}
+
+type narrow396 struct {
+	narrowBase
+	capForget
+	capManifest
+	capArchive
+	capReindex
+}
+
+type narrow397 struct {
+	narrowBase
+	capWrite
+	capForget
+	capManifest
+	capArchive
+	capReindex
+}
+
+type narrow398 struct {
+	narrowBase
+	capFetch
+	capForget
+	capManifest
+	capArchive
+	capReindex
+}
+
+type narrow399 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capManifest
+	capArchive
+	capReindex
+}
+
+type narrow400 struct {
+	narrowBase
+	capSupersede
+	capArchive
+	capReindex
+}
+
+type narrow401 struct {
+	narrowBase
+	capWrite
+	capSupersede
+	capArchive
+	capReindex
+}
+
+type narrow402 struct {
+	narrowBase
+	capFetch
+	capSupersede
+	capArchive
+	capReindex
+}
+
+type narrow403 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capSupersede
+	capArchive
+	capReindex
+}
+
+type narrow404 struct {
+	narrowBase
+	capForget
+	capSupersede
+	capArchive
+	capReindex
+}
+
+type narrow405 struct {
+	narrowBase
+	capWrite
+	capForget
+	capSupersede
+	capArchive
+	capReindex
+}
+
+type narrow406 struct {
+	narrowBase
+	capFetch
+	capForget
+	capSupersede
+	capArchive
+	capReindex
+}
+
+type narrow407 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capSupersede
+	capArchive
+	capReindex
+}
+
+type narrow408 struct {
+	narrowBase
+	capManifest
+	capSupersede
+	capArchive
+	capReindex
+}
+
+type narrow409 struct {
+	narrowBase
+	capWrite
+	capManifest
+	capSupersede
+	capArchive
+	capReindex
+}
+
+type narrow410 struct {
+	narrowBase
+	capFetch
+	capManifest
+	capSupersede
+	capArchive
+	capReindex
+}
+
+type narrow411 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capManifest
+	capSupersede
+	capArchive
+	capReindex
+}
+
+type narrow412 struct {
+	narrowBase
+	capForget
+	capManifest
+	capSupersede
+	capArchive
+	capReindex
+}
+
+type narrow413 struct {
+	narrowBase
+	capWrite
+	capForget
+	capManifest
+	capSupersede
+	capArchive
+	capReindex
+}
+
+type narrow414 struct {
+	narrowBase
+	capFetch
+	capForget
+	capManifest
+	capSupersede
+	capArchive
+	capReindex
+}
+
+type narrow415 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capManifest
+	capSupersede
+	capArchive
+	capReindex
+}
+
+type narrow416 struct {
+	narrowBase
+	capUsage
+	capArchive
+	capReindex
+}
+
+type narrow417 struct {
+	narrowBase
+	capWrite
+	capUsage
+	capArchive
+	capReindex
+}
+
+type narrow418 struct {
+	narrowBase
+	capFetch
+	capUsage
+	capArchive
+	capReindex
+}
+
+type narrow419 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capUsage
+	capArchive
+	capReindex
+}
+
+type narrow420 struct {
+	narrowBase
+	capForget
+	capUsage
+	capArchive
+	capReindex
+}
+
+type narrow421 struct {
+	narrowBase
+	capWrite
+	capForget
+	capUsage
+	capArchive
+	capReindex
+}
+
+type narrow422 struct {
+	narrowBase
+	capFetch
+	capForget
+	capUsage
+	capArchive
+	capReindex
+}
+
+type narrow423 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capUsage
+	capArchive
+	capReindex
+}
+
+type narrow424 struct {
+	narrowBase
+	capManifest
+	capUsage
+	capArchive
+	capReindex
+}
+
+type narrow425 struct {
+	narrowBase
+	capWrite
+	capManifest
+	capUsage
+	capArchive
+	capReindex
+}
+
+type narrow426 struct {
+	narrowBase
+	capFetch
+	capManifest
+	capUsage
+	capArchive
+	capReindex
+}
+
+type narrow427 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capManifest
+	capUsage
+	capArchive
+	capReindex
+}
+
+type narrow428 struct {
+	narrowBase
+	capForget
+	capManifest
+	capUsage
+	capArchive
+	capReindex
+}
+
+type narrow429 struct {
+	narrowBase
+	capWrite
+	capForget
+	capManifest
+	capUsage
+	capArchive
+	capReindex
+}
+
+type narrow430 struct {
+	narrowBase
+	capFetch
+	capForget
+	capManifest
+	capUsage
+	capArchive
+	capReindex
+}
+
+type narrow431 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capManifest
+	capUsage
+	capArchive
+	capReindex
+}
+
+type narrow432 struct {
+	narrowBase
+	capSupersede
+	capUsage
+	capArchive
+	capReindex
+}
+
+type narrow433 struct {
+	narrowBase
+	capWrite
+	capSupersede
+	capUsage
+	capArchive
+	capReindex
+}
+
+type narrow434 struct {
+	narrowBase
+	capFetch
+	capSupersede
+	capUsage
+	capArchive
+	capReindex
+}
+
+type narrow435 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capSupersede
+	capUsage
+	capArchive
+	capReindex
+}
+
+type narrow436 struct {
+	narrowBase
+	capForget
+	capSupersede
+	capUsage
+	capArchive
+	capReindex
+}
+
+type narrow437 struct {
+	narrowBase
+	capWrite
+	capForget
+	capSupersede
+	capUsage
+	capArchive
+	capReindex
+}
+
+type narrow438 struct {
+	narrowBase
+	capFetch
+	capForget
+	capSupersede
+	capUsage
+	capArchive
+	capReindex
+}
+
+type narrow439 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capSupersede
+	capUsage
+	capArchive
+	capReindex
+}
+
+type narrow440 struct {
+	narrowBase
+	capManifest
+	capSupersede
+	capUsage
+	capArchive
+	capReindex
+}
+
+type narrow441 struct {
+	narrowBase
+	capWrite
+	capManifest
+	capSupersede
+	capUsage
+	capArchive
+	capReindex
+}
+
+type narrow442 struct {
+	narrowBase
+	capFetch
+	capManifest
+	capSupersede
+	capUsage
+	capArchive
+	capReindex
+}
+
+type narrow443 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capManifest
+	capSupersede
+	capUsage
+	capArchive
+	capReindex
+}
+
+type narrow444 struct {
+	narrowBase
+	capForget
+	capManifest
+	capSupersede
+	capUsage
+	capArchive
+	capReindex
+}
+
+type narrow445 struct {
+	narrowBase
+	capWrite
+	capForget
+	capManifest
+	capSupersede
+	capUsage
+	capArchive
+	capReindex
+}
+
+type narrow446 struct {
+	narrowBase
+	capFetch
+	capForget
+	capManifest
+	capSupersede
+	capUsage
+	capArchive
+	capReindex
+}
+
+type narrow447 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capManifest
+	capSupersede
+	capUsage
+	capArchive
+	capReindex
+}
+
+type narrow448 struct {
+	narrowBase
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow449 struct {
+	narrowBase
+	capWrite
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow450 struct {
+	narrowBase
+	capFetch
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow451 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow452 struct {
+	narrowBase
+	capForget
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow453 struct {
+	narrowBase
+	capWrite
+	capForget
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow454 struct {
+	narrowBase
+	capFetch
+	capForget
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow455 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow456 struct {
+	narrowBase
+	capManifest
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow457 struct {
+	narrowBase
+	capWrite
+	capManifest
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow458 struct {
+	narrowBase
+	capFetch
+	capManifest
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow459 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capManifest
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow460 struct {
+	narrowBase
+	capForget
+	capManifest
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow461 struct {
+	narrowBase
+	capWrite
+	capForget
+	capManifest
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow462 struct {
+	narrowBase
+	capFetch
+	capForget
+	capManifest
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow463 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capManifest
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow464 struct {
+	narrowBase
+	capSupersede
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow465 struct {
+	narrowBase
+	capWrite
+	capSupersede
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow466 struct {
+	narrowBase
+	capFetch
+	capSupersede
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow467 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capSupersede
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow468 struct {
+	narrowBase
+	capForget
+	capSupersede
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow469 struct {
+	narrowBase
+	capWrite
+	capForget
+	capSupersede
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow470 struct {
+	narrowBase
+	capFetch
+	capForget
+	capSupersede
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow471 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capSupersede
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow472 struct {
+	narrowBase
+	capManifest
+	capSupersede
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow473 struct {
+	narrowBase
+	capWrite
+	capManifest
+	capSupersede
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow474 struct {
+	narrowBase
+	capFetch
+	capManifest
+	capSupersede
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow475 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capManifest
+	capSupersede
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow476 struct {
+	narrowBase
+	capForget
+	capManifest
+	capSupersede
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow477 struct {
+	narrowBase
+	capWrite
+	capForget
+	capManifest
+	capSupersede
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow478 struct {
+	narrowBase
+	capFetch
+	capForget
+	capManifest
+	capSupersede
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow479 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capManifest
+	capSupersede
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow480 struct {
+	narrowBase
+	capUsage
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow481 struct {
+	narrowBase
+	capWrite
+	capUsage
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow482 struct {
+	narrowBase
+	capFetch
+	capUsage
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow483 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capUsage
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow484 struct {
+	narrowBase
+	capForget
+	capUsage
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow485 struct {
+	narrowBase
+	capWrite
+	capForget
+	capUsage
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow486 struct {
+	narrowBase
+	capFetch
+	capForget
+	capUsage
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow487 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capUsage
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow488 struct {
+	narrowBase
+	capManifest
+	capUsage
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow489 struct {
+	narrowBase
+	capWrite
+	capManifest
+	capUsage
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow490 struct {
+	narrowBase
+	capFetch
+	capManifest
+	capUsage
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow491 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capManifest
+	capUsage
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow492 struct {
+	narrowBase
+	capForget
+	capManifest
+	capUsage
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow493 struct {
+	narrowBase
+	capWrite
+	capForget
+	capManifest
+	capUsage
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow494 struct {
+	narrowBase
+	capFetch
+	capForget
+	capManifest
+	capUsage
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow495 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capManifest
+	capUsage
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow496 struct {
+	narrowBase
+	capSupersede
+	capUsage
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow497 struct {
+	narrowBase
+	capWrite
+	capSupersede
+	capUsage
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow498 struct {
+	narrowBase
+	capFetch
+	capSupersede
+	capUsage
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow499 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capSupersede
+	capUsage
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow500 struct {
+	narrowBase
+	capForget
+	capSupersede
+	capUsage
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow501 struct {
+	narrowBase
+	capWrite
+	capForget
+	capSupersede
+	capUsage
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow502 struct {
+	narrowBase
+	capFetch
+	capForget
+	capSupersede
+	capUsage
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow503 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capSupersede
+	capUsage
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow504 struct {
+	narrowBase
+	capManifest
+	capSupersede
+	capUsage
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow505 struct {
+	narrowBase
+	capWrite
+	capManifest
+	capSupersede
+	capUsage
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow506 struct {
+	narrowBase
+	capFetch
+	capManifest
+	capSupersede
+	capUsage
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow507 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capManifest
+	capSupersede
+	capUsage
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow508 struct {
+	narrowBase
+	capForget
+	capManifest
+	capSupersede
+	capUsage
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow509 struct {
+	narrowBase
+	capWrite
+	capForget
+	capManifest
+	capSupersede
+	capUsage
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow510 struct {
+	narrowBase
+	capFetch
+	capForget
+	capManifest
+	capSupersede
+	capUsage
+	capLedger
+	capArchive
+	capReindex
+}
+
+type narrow511 struct {
+	narrowBase
+	capWrite
+	capFetch
+	capForget
+	capManifest
+	capSupersede
+	capUsage
+	capLedger
+	capArchive
+	capReindex
+}
+
+var narrowers = [512]func(FullProvider) sdk.Provider{
 	func(f FullProvider) sdk.Provider { return narrow0{narrowBase{f}} },
 	func(f FullProvider) sdk.Provider { return narrow1{narrowBase{f}, capWrite{f}} },
 	func(f FullProvider) sdk.Provider { return narrow2{narrowBase{f}, capFetch{f}} },
@@ -2746,5 +5050,755 @@ var narrowers = [256]func(FullProvider) sdk.Provider{
 	},
 	func(f FullProvider) sdk.Provider {
 		return narrow255{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}}
+	},
+	func(f FullProvider) sdk.Provider { return narrow256{narrowBase{f}, capReindex{f}} },
+	func(f FullProvider) sdk.Provider { return narrow257{narrowBase{f}, capWrite{f}, capReindex{f}} },
+	func(f FullProvider) sdk.Provider { return narrow258{narrowBase{f}, capFetch{f}, capReindex{f}} },
+	func(f FullProvider) sdk.Provider {
+		return narrow259{narrowBase{f}, capWrite{f}, capFetch{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider { return narrow260{narrowBase{f}, capForget{f}, capReindex{f}} },
+	func(f FullProvider) sdk.Provider {
+		return narrow261{narrowBase{f}, capWrite{f}, capForget{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow262{narrowBase{f}, capFetch{f}, capForget{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow263{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider { return narrow264{narrowBase{f}, capManifest{f}, capReindex{f}} },
+	func(f FullProvider) sdk.Provider {
+		return narrow265{narrowBase{f}, capWrite{f}, capManifest{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow266{narrowBase{f}, capFetch{f}, capManifest{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow267{narrowBase{f}, capWrite{f}, capFetch{f}, capManifest{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow268{narrowBase{f}, capForget{f}, capManifest{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow269{narrowBase{f}, capWrite{f}, capForget{f}, capManifest{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow270{narrowBase{f}, capFetch{f}, capForget{f}, capManifest{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow271{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capManifest{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider { return narrow272{narrowBase{f}, capSupersede{f}, capReindex{f}} },
+	func(f FullProvider) sdk.Provider {
+		return narrow273{narrowBase{f}, capWrite{f}, capSupersede{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow274{narrowBase{f}, capFetch{f}, capSupersede{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow275{narrowBase{f}, capWrite{f}, capFetch{f}, capSupersede{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow276{narrowBase{f}, capForget{f}, capSupersede{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow277{narrowBase{f}, capWrite{f}, capForget{f}, capSupersede{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow278{narrowBase{f}, capFetch{f}, capForget{f}, capSupersede{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow279{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capSupersede{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow280{narrowBase{f}, capManifest{f}, capSupersede{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow281{narrowBase{f}, capWrite{f}, capManifest{f}, capSupersede{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow282{narrowBase{f}, capFetch{f}, capManifest{f}, capSupersede{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow283{narrowBase{f}, capWrite{f}, capFetch{f}, capManifest{f}, capSupersede{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow284{narrowBase{f}, capForget{f}, capManifest{f}, capSupersede{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow285{narrowBase{f}, capWrite{f}, capForget{f}, capManifest{f}, capSupersede{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow286{narrowBase{f}, capFetch{f}, capForget{f}, capManifest{f}, capSupersede{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow287{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capManifest{f}, capSupersede{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider { return narrow288{narrowBase{f}, capUsage{f}, capReindex{f}} },
+	func(f FullProvider) sdk.Provider {
+		return narrow289{narrowBase{f}, capWrite{f}, capUsage{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow290{narrowBase{f}, capFetch{f}, capUsage{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow291{narrowBase{f}, capWrite{f}, capFetch{f}, capUsage{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow292{narrowBase{f}, capForget{f}, capUsage{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow293{narrowBase{f}, capWrite{f}, capForget{f}, capUsage{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow294{narrowBase{f}, capFetch{f}, capForget{f}, capUsage{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow295{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capUsage{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow296{narrowBase{f}, capManifest{f}, capUsage{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow297{narrowBase{f}, capWrite{f}, capManifest{f}, capUsage{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow298{narrowBase{f}, capFetch{f}, capManifest{f}, capUsage{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow299{narrowBase{f}, capWrite{f}, capFetch{f}, capManifest{f}, capUsage{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow300{narrowBase{f}, capForget{f}, capManifest{f}, capUsage{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow301{narrowBase{f}, capWrite{f}, capForget{f}, capManifest{f}, capUsage{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow302{narrowBase{f}, capFetch{f}, capForget{f}, capManifest{f}, capUsage{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow303{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capManifest{f}, capUsage{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow304{narrowBase{f}, capSupersede{f}, capUsage{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow305{narrowBase{f}, capWrite{f}, capSupersede{f}, capUsage{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow306{narrowBase{f}, capFetch{f}, capSupersede{f}, capUsage{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow307{narrowBase{f}, capWrite{f}, capFetch{f}, capSupersede{f}, capUsage{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow308{narrowBase{f}, capForget{f}, capSupersede{f}, capUsage{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow309{narrowBase{f}, capWrite{f}, capForget{f}, capSupersede{f}, capUsage{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow310{narrowBase{f}, capFetch{f}, capForget{f}, capSupersede{f}, capUsage{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow311{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capSupersede{f}, capUsage{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow312{narrowBase{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow313{narrowBase{f}, capWrite{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow314{narrowBase{f}, capFetch{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow315{narrowBase{f}, capWrite{f}, capFetch{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow316{narrowBase{f}, capForget{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow317{narrowBase{f}, capWrite{f}, capForget{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow318{narrowBase{f}, capFetch{f}, capForget{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow319{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider { return narrow320{narrowBase{f}, capLedger{f}, capReindex{f}} },
+	func(f FullProvider) sdk.Provider {
+		return narrow321{narrowBase{f}, capWrite{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow322{narrowBase{f}, capFetch{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow323{narrowBase{f}, capWrite{f}, capFetch{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow324{narrowBase{f}, capForget{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow325{narrowBase{f}, capWrite{f}, capForget{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow326{narrowBase{f}, capFetch{f}, capForget{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow327{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow328{narrowBase{f}, capManifest{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow329{narrowBase{f}, capWrite{f}, capManifest{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow330{narrowBase{f}, capFetch{f}, capManifest{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow331{narrowBase{f}, capWrite{f}, capFetch{f}, capManifest{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow332{narrowBase{f}, capForget{f}, capManifest{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow333{narrowBase{f}, capWrite{f}, capForget{f}, capManifest{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow334{narrowBase{f}, capFetch{f}, capForget{f}, capManifest{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow335{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capManifest{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow336{narrowBase{f}, capSupersede{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow337{narrowBase{f}, capWrite{f}, capSupersede{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow338{narrowBase{f}, capFetch{f}, capSupersede{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow339{narrowBase{f}, capWrite{f}, capFetch{f}, capSupersede{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow340{narrowBase{f}, capForget{f}, capSupersede{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow341{narrowBase{f}, capWrite{f}, capForget{f}, capSupersede{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow342{narrowBase{f}, capFetch{f}, capForget{f}, capSupersede{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow343{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capSupersede{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow344{narrowBase{f}, capManifest{f}, capSupersede{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow345{narrowBase{f}, capWrite{f}, capManifest{f}, capSupersede{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow346{narrowBase{f}, capFetch{f}, capManifest{f}, capSupersede{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow347{narrowBase{f}, capWrite{f}, capFetch{f}, capManifest{f}, capSupersede{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow348{narrowBase{f}, capForget{f}, capManifest{f}, capSupersede{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow349{narrowBase{f}, capWrite{f}, capForget{f}, capManifest{f}, capSupersede{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow350{narrowBase{f}, capFetch{f}, capForget{f}, capManifest{f}, capSupersede{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow351{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capManifest{f}, capSupersede{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow352{narrowBase{f}, capUsage{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow353{narrowBase{f}, capWrite{f}, capUsage{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow354{narrowBase{f}, capFetch{f}, capUsage{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow355{narrowBase{f}, capWrite{f}, capFetch{f}, capUsage{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow356{narrowBase{f}, capForget{f}, capUsage{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow357{narrowBase{f}, capWrite{f}, capForget{f}, capUsage{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow358{narrowBase{f}, capFetch{f}, capForget{f}, capUsage{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow359{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capUsage{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow360{narrowBase{f}, capManifest{f}, capUsage{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow361{narrowBase{f}, capWrite{f}, capManifest{f}, capUsage{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow362{narrowBase{f}, capFetch{f}, capManifest{f}, capUsage{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow363{narrowBase{f}, capWrite{f}, capFetch{f}, capManifest{f}, capUsage{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow364{narrowBase{f}, capForget{f}, capManifest{f}, capUsage{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow365{narrowBase{f}, capWrite{f}, capForget{f}, capManifest{f}, capUsage{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow366{narrowBase{f}, capFetch{f}, capForget{f}, capManifest{f}, capUsage{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow367{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capManifest{f}, capUsage{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow368{narrowBase{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow369{narrowBase{f}, capWrite{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow370{narrowBase{f}, capFetch{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow371{narrowBase{f}, capWrite{f}, capFetch{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow372{narrowBase{f}, capForget{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow373{narrowBase{f}, capWrite{f}, capForget{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow374{narrowBase{f}, capFetch{f}, capForget{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow375{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow376{narrowBase{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow377{narrowBase{f}, capWrite{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow378{narrowBase{f}, capFetch{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow379{narrowBase{f}, capWrite{f}, capFetch{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow380{narrowBase{f}, capForget{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow381{narrowBase{f}, capWrite{f}, capForget{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow382{narrowBase{f}, capFetch{f}, capForget{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow383{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider { return narrow384{narrowBase{f}, capArchive{f}, capReindex{f}} },
+	func(f FullProvider) sdk.Provider {
+		return narrow385{narrowBase{f}, capWrite{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow386{narrowBase{f}, capFetch{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow387{narrowBase{f}, capWrite{f}, capFetch{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow388{narrowBase{f}, capForget{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow389{narrowBase{f}, capWrite{f}, capForget{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow390{narrowBase{f}, capFetch{f}, capForget{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow391{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow392{narrowBase{f}, capManifest{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow393{narrowBase{f}, capWrite{f}, capManifest{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow394{narrowBase{f}, capFetch{f}, capManifest{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow395{narrowBase{f}, capWrite{f}, capFetch{f}, capManifest{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow396{narrowBase{f}, capForget{f}, capManifest{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow397{narrowBase{f}, capWrite{f}, capForget{f}, capManifest{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow398{narrowBase{f}, capFetch{f}, capForget{f}, capManifest{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow399{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capManifest{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow400{narrowBase{f}, capSupersede{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow401{narrowBase{f}, capWrite{f}, capSupersede{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow402{narrowBase{f}, capFetch{f}, capSupersede{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow403{narrowBase{f}, capWrite{f}, capFetch{f}, capSupersede{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow404{narrowBase{f}, capForget{f}, capSupersede{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow405{narrowBase{f}, capWrite{f}, capForget{f}, capSupersede{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow406{narrowBase{f}, capFetch{f}, capForget{f}, capSupersede{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow407{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capSupersede{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow408{narrowBase{f}, capManifest{f}, capSupersede{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow409{narrowBase{f}, capWrite{f}, capManifest{f}, capSupersede{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow410{narrowBase{f}, capFetch{f}, capManifest{f}, capSupersede{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow411{narrowBase{f}, capWrite{f}, capFetch{f}, capManifest{f}, capSupersede{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow412{narrowBase{f}, capForget{f}, capManifest{f}, capSupersede{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow413{narrowBase{f}, capWrite{f}, capForget{f}, capManifest{f}, capSupersede{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow414{narrowBase{f}, capFetch{f}, capForget{f}, capManifest{f}, capSupersede{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow415{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capManifest{f}, capSupersede{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow416{narrowBase{f}, capUsage{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow417{narrowBase{f}, capWrite{f}, capUsage{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow418{narrowBase{f}, capFetch{f}, capUsage{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow419{narrowBase{f}, capWrite{f}, capFetch{f}, capUsage{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow420{narrowBase{f}, capForget{f}, capUsage{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow421{narrowBase{f}, capWrite{f}, capForget{f}, capUsage{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow422{narrowBase{f}, capFetch{f}, capForget{f}, capUsage{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow423{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capUsage{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow424{narrowBase{f}, capManifest{f}, capUsage{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow425{narrowBase{f}, capWrite{f}, capManifest{f}, capUsage{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow426{narrowBase{f}, capFetch{f}, capManifest{f}, capUsage{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow427{narrowBase{f}, capWrite{f}, capFetch{f}, capManifest{f}, capUsage{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow428{narrowBase{f}, capForget{f}, capManifest{f}, capUsage{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow429{narrowBase{f}, capWrite{f}, capForget{f}, capManifest{f}, capUsage{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow430{narrowBase{f}, capFetch{f}, capForget{f}, capManifest{f}, capUsage{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow431{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capManifest{f}, capUsage{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow432{narrowBase{f}, capSupersede{f}, capUsage{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow433{narrowBase{f}, capWrite{f}, capSupersede{f}, capUsage{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow434{narrowBase{f}, capFetch{f}, capSupersede{f}, capUsage{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow435{narrowBase{f}, capWrite{f}, capFetch{f}, capSupersede{f}, capUsage{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow436{narrowBase{f}, capForget{f}, capSupersede{f}, capUsage{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow437{narrowBase{f}, capWrite{f}, capForget{f}, capSupersede{f}, capUsage{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow438{narrowBase{f}, capFetch{f}, capForget{f}, capSupersede{f}, capUsage{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow439{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capSupersede{f}, capUsage{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow440{narrowBase{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow441{narrowBase{f}, capWrite{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow442{narrowBase{f}, capFetch{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow443{narrowBase{f}, capWrite{f}, capFetch{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow444{narrowBase{f}, capForget{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow445{narrowBase{f}, capWrite{f}, capForget{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow446{narrowBase{f}, capFetch{f}, capForget{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow447{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow448{narrowBase{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow449{narrowBase{f}, capWrite{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow450{narrowBase{f}, capFetch{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow451{narrowBase{f}, capWrite{f}, capFetch{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow452{narrowBase{f}, capForget{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow453{narrowBase{f}, capWrite{f}, capForget{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow454{narrowBase{f}, capFetch{f}, capForget{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow455{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow456{narrowBase{f}, capManifest{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow457{narrowBase{f}, capWrite{f}, capManifest{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow458{narrowBase{f}, capFetch{f}, capManifest{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow459{narrowBase{f}, capWrite{f}, capFetch{f}, capManifest{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow460{narrowBase{f}, capForget{f}, capManifest{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow461{narrowBase{f}, capWrite{f}, capForget{f}, capManifest{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow462{narrowBase{f}, capFetch{f}, capForget{f}, capManifest{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow463{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capManifest{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow464{narrowBase{f}, capSupersede{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow465{narrowBase{f}, capWrite{f}, capSupersede{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow466{narrowBase{f}, capFetch{f}, capSupersede{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow467{narrowBase{f}, capWrite{f}, capFetch{f}, capSupersede{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow468{narrowBase{f}, capForget{f}, capSupersede{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow469{narrowBase{f}, capWrite{f}, capForget{f}, capSupersede{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow470{narrowBase{f}, capFetch{f}, capForget{f}, capSupersede{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow471{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capSupersede{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow472{narrowBase{f}, capManifest{f}, capSupersede{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow473{narrowBase{f}, capWrite{f}, capManifest{f}, capSupersede{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow474{narrowBase{f}, capFetch{f}, capManifest{f}, capSupersede{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow475{narrowBase{f}, capWrite{f}, capFetch{f}, capManifest{f}, capSupersede{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow476{narrowBase{f}, capForget{f}, capManifest{f}, capSupersede{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow477{narrowBase{f}, capWrite{f}, capForget{f}, capManifest{f}, capSupersede{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow478{narrowBase{f}, capFetch{f}, capForget{f}, capManifest{f}, capSupersede{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow479{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capManifest{f}, capSupersede{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow480{narrowBase{f}, capUsage{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow481{narrowBase{f}, capWrite{f}, capUsage{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow482{narrowBase{f}, capFetch{f}, capUsage{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow483{narrowBase{f}, capWrite{f}, capFetch{f}, capUsage{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow484{narrowBase{f}, capForget{f}, capUsage{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow485{narrowBase{f}, capWrite{f}, capForget{f}, capUsage{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow486{narrowBase{f}, capFetch{f}, capForget{f}, capUsage{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow487{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capUsage{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow488{narrowBase{f}, capManifest{f}, capUsage{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow489{narrowBase{f}, capWrite{f}, capManifest{f}, capUsage{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow490{narrowBase{f}, capFetch{f}, capManifest{f}, capUsage{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow491{narrowBase{f}, capWrite{f}, capFetch{f}, capManifest{f}, capUsage{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow492{narrowBase{f}, capForget{f}, capManifest{f}, capUsage{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow493{narrowBase{f}, capWrite{f}, capForget{f}, capManifest{f}, capUsage{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow494{narrowBase{f}, capFetch{f}, capForget{f}, capManifest{f}, capUsage{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow495{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capManifest{f}, capUsage{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow496{narrowBase{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow497{narrowBase{f}, capWrite{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow498{narrowBase{f}, capFetch{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow499{narrowBase{f}, capWrite{f}, capFetch{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow500{narrowBase{f}, capForget{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow501{narrowBase{f}, capWrite{f}, capForget{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow502{narrowBase{f}, capFetch{f}, capForget{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow503{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow504{narrowBase{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow505{narrowBase{f}, capWrite{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow506{narrowBase{f}, capFetch{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow507{narrowBase{f}, capWrite{f}, capFetch{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow508{narrowBase{f}, capForget{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow509{narrowBase{f}, capWrite{f}, capForget{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow510{narrowBase{f}, capFetch{f}, capForget{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}, capReindex{f}}
+	},
+	func(f FullProvider) sdk.Provider {
+		return narrow511{narrowBase{f}, capWrite{f}, capFetch{f}, capForget{f}, capManifest{f}, capSupersede{f}, capUsage{f}, capLedger{f}, capArchive{f}, capReindex{f}}
 	},
 }

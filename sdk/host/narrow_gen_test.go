@@ -13,7 +13,7 @@ import (
 
 var updateNarrow = flag.Bool("update-narrow", false, "rewrite narrow_gen.go")
 
-var narrowTypes = [...]string{"capWrite", "capFetch", "capForget", "capManifest", "capSupersede", "capUsage", "capLedger", "capArchive"}
+var narrowTypes = [...]string{"capWrite", "capFetch", "capForget", "capManifest", "capSupersede", "capUsage", "capLedger", "capArchive", "capReindex"}
 
 func generateNarrow() []byte {
 	var b bytes.Buffer
@@ -80,6 +80,7 @@ func TestNarrowIsTruthful(t *testing.T) {
 		_, impl[sdk.CapUsage] = v.(sdk.UsageMarker)
 		_, impl[sdk.CapArchive] = v.(sdk.Archiver)
 		_, impl[sdk.CapLedger] = v.(sdk.LedgerWriter)
+		_, impl[sdk.CapReindex] = v.(sdk.Reindexer)
 		for _, c := range all {
 			if impl[c] != caps.Has(c) {
 				t.Fatalf("declared %v: implements %s = %v", caps, c, impl[c])

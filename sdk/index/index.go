@@ -675,3 +675,42 @@ func containsU32(list []uint32, v uint32) bool {
 	}
 	return false
 }
+
+// Replace moves src's documents of realm name (of every realm when name
+// is "") into ix in place of ix's own, as one change: a search sees the old
+// documents or the new ones, never a mix. A provider rebuilds an index
+// beside the live one and swaps it in this way. src must have been made
+// with the same options; it must not be used afterwards.
+func (ix *Index) Replace(src *Index, name string) error {
+	if src == ix {
+		return fmt.Errorf("%w: an index cannot replace itself", ErrInvalid)
+	}
+	if !slices.Equal(src.weights, ix.weights) || src.opts.K1 != ix.opts.K1 || src.opts.B != ix.opts.B ||
+		src.opts.Stats != ix.opts.Stats || src.opts.ContextWeight != ix.opts.ContextWeight {
+		return fmt.Errorf("%w: the replacement index was made with other options", ErrInvalid)
+	}
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.nextSeq = max(ix.nextSeq, src.nextSeq)
+	if name == "" {
+		ix.realms, ix.docs, ix.tokens = src.realms, src.docs, src.tokens
+		src.realms, src.docs, src.tokens = map[string]*realm{}, 0, 0
+		return nil
+	}
+	if old := ix.realms[name]; old != nil {
+		ix.docs -= old.live
+		ix.tokens -= old.tokens
+		delete(ix.realms, name)
+	}
+	if rm := src.realms[name]; rm != nil {
+		ix.realms[name] = rm
+		ix.docs += rm.live
+		ix.tokens += rm.tokens
+		delete(src.realms, name)
+		src.docs -= rm.live
+		src.tokens -= rm.tokens
+	}
+	return nil
+}

@@ -82,6 +82,8 @@ type Provider struct {
 	closed bool
 	realms map[string]*realm
 	ix     *index.Index
+	// reindexing admits one Reindex at a time (reindex.go).
+	reindexing chan struct{}
 }
 
 // realm is one realm's records in memory.
@@ -99,14 +101,14 @@ var fieldWeights = []float64{5, 4, 2, 1}
 
 // New answers an unconfigured provider.
 func New(opts Options) *Provider {
-	caps := sdk.Capabilities{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapArchive}
+	caps := sdk.Capabilities{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapArchive, sdk.CapReindex}
 	if opts.Ledger {
 		caps = append(caps, sdk.CapLedger)
 	}
 	opts.Info.Kinds = []sdk.PluginKind{sdk.KindProvider}
 	opts.Info.Protocols = []int{sdk.ProtocolVersion}
 	opts.Info.Capabilities = caps
-	return &Provider{opts: opts}
+	return &Provider{opts: opts, reindexing: make(chan struct{}, 1)}
 }
 
 // Info describes the plugin.

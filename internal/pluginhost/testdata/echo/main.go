@@ -25,7 +25,7 @@ type echo struct {
 
 func (e *echo) Info() sdk.Info {
 	return sdk.Info{Name: "echo", Version: "0.1.0", Kinds: []sdk.PluginKind{sdk.KindProvider}, Protocols: []int{1},
-		Capabilities: sdk.Capabilities{sdk.CapWrite}}
+		Capabilities: sdk.Capabilities{sdk.CapWrite, sdk.CapReindex}}
 }
 
 func (e *echo) Configure(_ context.Context, raw json.RawMessage) error {
@@ -99,6 +99,32 @@ func (e *echo) Remember(_ context.Context, realm string, recs []sdk.Record) ([]s
 	}
 	e.records = append(e.records, recs...)
 	return ids, nil
+}
+
+// Reindex counts the realm's records; realm "slow" takes 600 ms first,
+// outlasting a short call timeout, and "hang" waits for its ctx.
+func (e *echo) Reindex(ctx context.Context, realm string, progress func(done, total int)) (int, error) {
+	switch realm {
+	case "slow":
+		select {
+		case <-time.After(600 * time.Millisecond):
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	case "hang":
+		<-ctx.Done()
+		return 0, ctx.Err()
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, r := range e.records {
+		if realm == "" || r.Realm == realm {
+			n++
+		}
+	}
+	progress(n, n)
+	return n, nil
 }
 
 func main() {

@@ -2057,6 +2057,231 @@ func (x *ImportResponse) GetSkipped() int32 {
 	return 0
 }
 
+type ReindexRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Empty reindexes every realm.
+	Realm         string `protobuf:"bytes,1,opt,name=realm,proto3" json:"realm,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReindexRequest) Reset() {
+	*x = ReindexRequest{}
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReindexRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReindexRequest) ProtoMessage() {}
+
+func (x *ReindexRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReindexRequest.ProtoReflect.Descriptor instead.
+func (*ReindexRequest) Descriptor() ([]byte, []int) {
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ReindexRequest) GetRealm() string {
+	if x != nil {
+		return x.Realm
+	}
+	return ""
+}
+
+type ReindexResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Event:
+	//
+	//	*ReindexResponse_Progress
+	//	*ReindexResponse_Done
+	Event         isReindexResponse_Event `protobuf_oneof:"event"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReindexResponse) Reset() {
+	*x = ReindexResponse{}
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReindexResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReindexResponse) ProtoMessage() {}
+
+func (x *ReindexResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReindexResponse.ProtoReflect.Descriptor instead.
+func (*ReindexResponse) Descriptor() ([]byte, []int) {
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ReindexResponse) GetEvent() isReindexResponse_Event {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *ReindexResponse) GetProgress() *ReindexProgress {
+	if x != nil {
+		if x, ok := x.Event.(*ReindexResponse_Progress); ok {
+			return x.Progress
+		}
+	}
+	return nil
+}
+
+func (x *ReindexResponse) GetDone() *ReindexDone {
+	if x != nil {
+		if x, ok := x.Event.(*ReindexResponse_Done); ok {
+			return x.Done
+		}
+	}
+	return nil
+}
+
+type isReindexResponse_Event interface {
+	isReindexResponse_Event()
+}
+
+type ReindexResponse_Progress struct {
+	Progress *ReindexProgress `protobuf:"bytes,1,opt,name=progress,proto3,oneof"`
+}
+
+type ReindexResponse_Done struct {
+	Done *ReindexDone `protobuf:"bytes,2,opt,name=done,proto3,oneof"`
+}
+
+func (*ReindexResponse_Progress) isReindexResponse_Event() {}
+
+func (*ReindexResponse_Done) isReindexResponse_Event() {}
+
+// Records indexed so far of the records to index.
+type ReindexProgress struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Done          int64                  `protobuf:"varint,1,opt,name=done,proto3" json:"done,omitempty"`
+	Total         int64                  `protobuf:"varint,2,opt,name=total,proto3" json:"total,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReindexProgress) Reset() {
+	*x = ReindexProgress{}
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReindexProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReindexProgress) ProtoMessage() {}
+
+func (x *ReindexProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReindexProgress.ProtoReflect.Descriptor instead.
+func (*ReindexProgress) Descriptor() ([]byte, []int) {
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ReindexProgress) GetDone() int64 {
+	if x != nil {
+		return x.Done
+	}
+	return 0
+}
+
+func (x *ReindexProgress) GetTotal() int64 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+type ReindexDone struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many records the rebuild indexed (writes during it come on top).
+	Reindexed     int64 `protobuf:"varint,1,opt,name=reindexed,proto3" json:"reindexed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReindexDone) Reset() {
+	*x = ReindexDone{}
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReindexDone) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReindexDone) ProtoMessage() {}
+
+func (x *ReindexDone) ProtoReflect() protoreflect.Message {
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReindexDone.ProtoReflect.Descriptor instead.
+func (*ReindexDone) Descriptor() ([]byte, []int) {
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *ReindexDone) GetReindexed() int64 {
+	if x != nil {
+		return x.Reindexed
+	}
+	return 0
+}
+
 type SelectRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Set on the first message only.
@@ -2068,7 +2293,7 @@ type SelectRequest struct {
 
 func (x *SelectRequest) Reset() {
 	*x = SelectRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[31]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2080,7 +2305,7 @@ func (x *SelectRequest) String() string {
 func (*SelectRequest) ProtoMessage() {}
 
 func (x *SelectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[31]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2093,7 +2318,7 @@ func (x *SelectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelectRequest.ProtoReflect.Descriptor instead.
 func (*SelectRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{31}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SelectRequest) GetHeader() *SelectHeader {
@@ -2123,7 +2348,7 @@ type SelectHeader struct {
 
 func (x *SelectHeader) Reset() {
 	*x = SelectHeader{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[32]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2135,7 +2360,7 @@ func (x *SelectHeader) String() string {
 func (*SelectHeader) ProtoMessage() {}
 
 func (x *SelectHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[32]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2148,7 +2373,7 @@ func (x *SelectHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelectHeader.ProtoReflect.Descriptor instead.
 func (*SelectHeader) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{32}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SelectHeader) GetRealm() string {
@@ -2196,7 +2421,7 @@ type SelectResponse struct {
 
 func (x *SelectResponse) Reset() {
 	*x = SelectResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[33]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2208,7 +2433,7 @@ func (x *SelectResponse) String() string {
 func (*SelectResponse) ProtoMessage() {}
 
 func (x *SelectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[33]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2221,7 +2446,7 @@ func (x *SelectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelectResponse.ProtoReflect.Descriptor instead.
 func (*SelectResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{33}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SelectResponse) GetIds() []string {
@@ -2248,7 +2473,7 @@ type Message struct {
 
 func (x *Message) Reset() {
 	*x = Message{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[34]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2260,7 +2485,7 @@ func (x *Message) String() string {
 func (*Message) ProtoMessage() {}
 
 func (x *Message) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[34]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2273,7 +2498,7 @@ func (x *Message) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Message.ProtoReflect.Descriptor instead.
 func (*Message) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{34}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Message) GetRole() string {
@@ -2306,7 +2531,7 @@ type CompactRequest struct {
 
 func (x *CompactRequest) Reset() {
 	*x = CompactRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[35]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2318,7 +2543,7 @@ func (x *CompactRequest) String() string {
 func (*CompactRequest) ProtoMessage() {}
 
 func (x *CompactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[35]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2331,7 +2556,7 @@ func (x *CompactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactRequest.ProtoReflect.Descriptor instead.
 func (*CompactRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{35}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CompactRequest) GetConversationId() string {
@@ -2378,7 +2603,7 @@ type CompactResponse struct {
 
 func (x *CompactResponse) Reset() {
 	*x = CompactResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[36]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2390,7 +2615,7 @@ func (x *CompactResponse) String() string {
 func (*CompactResponse) ProtoMessage() {}
 
 func (x *CompactResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[36]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2403,7 +2628,7 @@ func (x *CompactResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactResponse.ProtoReflect.Descriptor instead.
 func (*CompactResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{36}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *CompactResponse) GetArtifact() *Message {
@@ -2423,7 +2648,7 @@ type ResolveOperatorRequest struct {
 
 func (x *ResolveOperatorRequest) Reset() {
 	*x = ResolveOperatorRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[37]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2435,7 +2660,7 @@ func (x *ResolveOperatorRequest) String() string {
 func (*ResolveOperatorRequest) ProtoMessage() {}
 
 func (x *ResolveOperatorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[37]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2448,7 +2673,7 @@ func (x *ResolveOperatorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveOperatorRequest.ProtoReflect.Descriptor instead.
 func (*ResolveOperatorRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{37}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ResolveOperatorRequest) GetRealm() string {
@@ -2475,7 +2700,7 @@ type ResolveOperatorResponse struct {
 
 func (x *ResolveOperatorResponse) Reset() {
 	*x = ResolveOperatorResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[38]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2487,7 +2712,7 @@ func (x *ResolveOperatorResponse) String() string {
 func (*ResolveOperatorResponse) ProtoMessage() {}
 
 func (x *ResolveOperatorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[38]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2500,7 +2725,7 @@ func (x *ResolveOperatorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveOperatorResponse.ProtoReflect.Descriptor instead.
 func (*ResolveOperatorResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{38}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ResolveOperatorResponse) GetOperator() string {
@@ -2520,7 +2745,7 @@ type ResolveMobsRequest struct {
 
 func (x *ResolveMobsRequest) Reset() {
 	*x = ResolveMobsRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[39]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2532,7 +2757,7 @@ func (x *ResolveMobsRequest) String() string {
 func (*ResolveMobsRequest) ProtoMessage() {}
 
 func (x *ResolveMobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[39]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2545,7 +2770,7 @@ func (x *ResolveMobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveMobsRequest.ProtoReflect.Descriptor instead.
 func (*ResolveMobsRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{39}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ResolveMobsRequest) GetRealm() string {
@@ -2571,7 +2796,7 @@ type ResolveMobsResponse struct {
 
 func (x *ResolveMobsResponse) Reset() {
 	*x = ResolveMobsResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[40]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2583,7 +2808,7 @@ func (x *ResolveMobsResponse) String() string {
 func (*ResolveMobsResponse) ProtoMessage() {}
 
 func (x *ResolveMobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[40]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2596,7 +2821,7 @@ func (x *ResolveMobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveMobsResponse.ProtoReflect.Descriptor instead.
 func (*ResolveMobsResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{40}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ResolveMobsResponse) GetMobs() []string {
@@ -2747,7 +2972,18 @@ const file_memhost_plugin_v1_plugin_proto_rawDesc = "" +
 	"\arecords\x18\x02 \x03(\v2\x19.memhost.plugin.v1.RecordR\arecords\"F\n" +
 	"\x0eImportResponse\x12\x1a\n" +
 	"\bimported\x18\x01 \x01(\x05R\bimported\x12\x18\n" +
-	"\askipped\x18\x02 \x01(\x05R\askipped\"|\n" +
+	"\askipped\x18\x02 \x01(\x05R\askipped\"&\n" +
+	"\x0eReindexRequest\x12\x14\n" +
+	"\x05realm\x18\x01 \x01(\tR\x05realm\"\x92\x01\n" +
+	"\x0fReindexResponse\x12@\n" +
+	"\bprogress\x18\x01 \x01(\v2\".memhost.plugin.v1.ReindexProgressH\x00R\bprogress\x124\n" +
+	"\x04done\x18\x02 \x01(\v2\x1e.memhost.plugin.v1.ReindexDoneH\x00R\x04doneB\a\n" +
+	"\x05event\";\n" +
+	"\x0fReindexProgress\x12\x12\n" +
+	"\x04done\x18\x01 \x01(\x03R\x04done\x12\x14\n" +
+	"\x05total\x18\x02 \x01(\x03R\x05total\"+\n" +
+	"\vReindexDone\x12\x1c\n" +
+	"\treindexed\x18\x01 \x01(\x03R\treindexed\"|\n" +
 	"\rSelectRequest\x127\n" +
 	"\x06header\x18\x01 \x01(\v2\x1f.memhost.plugin.v1.SelectHeaderR\x06header\x122\n" +
 	"\x04rows\x18\x02 \x03(\v2\x1e.memhost.plugin.v1.ManifestRowR\x04rows\"\x8f\x01\n" +
@@ -2792,7 +3028,7 @@ const file_memhost_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x1aCOVERAGE_NEED_DEEPER_SWEEP\x10\x022\xa9\x01\n" +
 	"\x06Plugin\x12G\n" +
 	"\x04Info\x12\x1e.memhost.plugin.v1.InfoRequest\x1a\x1f.memhost.plugin.v1.InfoResponse\x12V\n" +
-	"\tConfigure\x12#.memhost.plugin.v1.ConfigureRequest\x1a$.memhost.plugin.v1.ConfigureResponse2\xc3\x06\n" +
+	"\tConfigure\x12#.memhost.plugin.v1.ConfigureRequest\x1a$.memhost.plugin.v1.ConfigureResponse2\x97\a\n" +
 	"\bProvider\x12M\n" +
 	"\x06Recall\x12 .memhost.plugin.v1.RecallRequest\x1a!.memhost.plugin.v1.RecallResponse\x12S\n" +
 	"\bRemember\x12\".memhost.plugin.v1.RememberRequest\x1a#.memhost.plugin.v1.RememberResponse\x12D\n" +
@@ -2803,7 +3039,8 @@ const file_memhost_plugin_v1_plugin_proto_rawDesc = "" +
 	"\bMarkUsed\x12\".memhost.plugin.v1.MarkUsedRequest\x1a#.memhost.plugin.v1.MarkUsedResponse\x12\\\n" +
 	"\vWriteLedger\x12%.memhost.plugin.v1.WriteLedgerRequest\x1a&.memhost.plugin.v1.WriteLedgerResponse\x12M\n" +
 	"\x06Export\x12 .memhost.plugin.v1.ExportRequest\x1a!.memhost.plugin.v1.ExportResponse\x12M\n" +
-	"\x06Import\x12 .memhost.plugin.v1.ImportRequest\x1a!.memhost.plugin.v1.ImportResponse2[\n" +
+	"\x06Import\x12 .memhost.plugin.v1.ImportRequest\x1a!.memhost.plugin.v1.ImportResponse\x12R\n" +
+	"\aReindex\x12!.memhost.plugin.v1.ReindexRequest\x1a\".memhost.plugin.v1.ReindexResponse0\x012[\n" +
 	"\bSelector\x12O\n" +
 	"\x06Select\x12 .memhost.plugin.v1.SelectRequest\x1a!.memhost.plugin.v1.SelectResponse(\x012]\n" +
 	"\tCompactor\x12P\n" +
@@ -2826,7 +3063,7 @@ func file_memhost_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_memhost_plugin_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_memhost_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_memhost_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_memhost_plugin_v1_plugin_proto_goTypes = []any{
 	(ManifestTier)(0),               // 0: memhost.plugin.v1.ManifestTier
 	(Coverage)(0),                   // 1: memhost.plugin.v1.Coverage
@@ -2861,16 +3098,20 @@ var file_memhost_plugin_v1_plugin_proto_goTypes = []any{
 	(*ExportResponse)(nil),          // 30: memhost.plugin.v1.ExportResponse
 	(*ImportRequest)(nil),           // 31: memhost.plugin.v1.ImportRequest
 	(*ImportResponse)(nil),          // 32: memhost.plugin.v1.ImportResponse
-	(*SelectRequest)(nil),           // 33: memhost.plugin.v1.SelectRequest
-	(*SelectHeader)(nil),            // 34: memhost.plugin.v1.SelectHeader
-	(*SelectResponse)(nil),          // 35: memhost.plugin.v1.SelectResponse
-	(*Message)(nil),                 // 36: memhost.plugin.v1.Message
-	(*CompactRequest)(nil),          // 37: memhost.plugin.v1.CompactRequest
-	(*CompactResponse)(nil),         // 38: memhost.plugin.v1.CompactResponse
-	(*ResolveOperatorRequest)(nil),  // 39: memhost.plugin.v1.ResolveOperatorRequest
-	(*ResolveOperatorResponse)(nil), // 40: memhost.plugin.v1.ResolveOperatorResponse
-	(*ResolveMobsRequest)(nil),      // 41: memhost.plugin.v1.ResolveMobsRequest
-	(*ResolveMobsResponse)(nil),     // 42: memhost.plugin.v1.ResolveMobsResponse
+	(*ReindexRequest)(nil),          // 33: memhost.plugin.v1.ReindexRequest
+	(*ReindexResponse)(nil),         // 34: memhost.plugin.v1.ReindexResponse
+	(*ReindexProgress)(nil),         // 35: memhost.plugin.v1.ReindexProgress
+	(*ReindexDone)(nil),             // 36: memhost.plugin.v1.ReindexDone
+	(*SelectRequest)(nil),           // 37: memhost.plugin.v1.SelectRequest
+	(*SelectHeader)(nil),            // 38: memhost.plugin.v1.SelectHeader
+	(*SelectResponse)(nil),          // 39: memhost.plugin.v1.SelectResponse
+	(*Message)(nil),                 // 40: memhost.plugin.v1.Message
+	(*CompactRequest)(nil),          // 41: memhost.plugin.v1.CompactRequest
+	(*CompactResponse)(nil),         // 42: memhost.plugin.v1.CompactResponse
+	(*ResolveOperatorRequest)(nil),  // 43: memhost.plugin.v1.ResolveOperatorRequest
+	(*ResolveOperatorResponse)(nil), // 44: memhost.plugin.v1.ResolveOperatorResponse
+	(*ResolveMobsRequest)(nil),      // 45: memhost.plugin.v1.ResolveMobsRequest
+	(*ResolveMobsResponse)(nil),     // 46: memhost.plugin.v1.ResolveMobsResponse
 }
 var file_memhost_plugin_v1_plugin_proto_depIdxs = []int32{
 	5,  // 0: memhost.plugin.v1.ConfigureRequest.host:type_name -> memhost.plugin.v1.HostInfo
@@ -2886,49 +3127,53 @@ var file_memhost_plugin_v1_plugin_proto_depIdxs = []int32{
 	26, // 10: memhost.plugin.v1.WriteLedgerRequest.entries:type_name -> memhost.plugin.v1.LedgerEntry
 	7,  // 11: memhost.plugin.v1.ExportResponse.records:type_name -> memhost.plugin.v1.Record
 	7,  // 12: memhost.plugin.v1.ImportRequest.records:type_name -> memhost.plugin.v1.Record
-	34, // 13: memhost.plugin.v1.SelectRequest.header:type_name -> memhost.plugin.v1.SelectHeader
-	20, // 14: memhost.plugin.v1.SelectRequest.rows:type_name -> memhost.plugin.v1.ManifestRow
-	1,  // 15: memhost.plugin.v1.SelectResponse.coverage:type_name -> memhost.plugin.v1.Coverage
-	36, // 16: memhost.plugin.v1.CompactRequest.evicted:type_name -> memhost.plugin.v1.Message
-	36, // 17: memhost.plugin.v1.CompactRequest.carry_over:type_name -> memhost.plugin.v1.Message
-	36, // 18: memhost.plugin.v1.CompactResponse.artifact:type_name -> memhost.plugin.v1.Message
-	2,  // 19: memhost.plugin.v1.Plugin.Info:input_type -> memhost.plugin.v1.InfoRequest
-	4,  // 20: memhost.plugin.v1.Plugin.Configure:input_type -> memhost.plugin.v1.ConfigureRequest
-	10, // 21: memhost.plugin.v1.Provider.Recall:input_type -> memhost.plugin.v1.RecallRequest
-	13, // 22: memhost.plugin.v1.Provider.Remember:input_type -> memhost.plugin.v1.RememberRequest
-	15, // 23: memhost.plugin.v1.Provider.Get:input_type -> memhost.plugin.v1.GetRequest
-	17, // 24: memhost.plugin.v1.Provider.Forget:input_type -> memhost.plugin.v1.ForgetRequest
-	19, // 25: memhost.plugin.v1.Provider.Manifest:input_type -> memhost.plugin.v1.ManifestRequest
-	22, // 26: memhost.plugin.v1.Provider.Supersede:input_type -> memhost.plugin.v1.SupersedeRequest
-	24, // 27: memhost.plugin.v1.Provider.MarkUsed:input_type -> memhost.plugin.v1.MarkUsedRequest
-	27, // 28: memhost.plugin.v1.Provider.WriteLedger:input_type -> memhost.plugin.v1.WriteLedgerRequest
-	29, // 29: memhost.plugin.v1.Provider.Export:input_type -> memhost.plugin.v1.ExportRequest
-	31, // 30: memhost.plugin.v1.Provider.Import:input_type -> memhost.plugin.v1.ImportRequest
-	33, // 31: memhost.plugin.v1.Selector.Select:input_type -> memhost.plugin.v1.SelectRequest
-	37, // 32: memhost.plugin.v1.Compactor.Compact:input_type -> memhost.plugin.v1.CompactRequest
-	39, // 33: memhost.plugin.v1.OperatorResolver.ResolveOperator:input_type -> memhost.plugin.v1.ResolveOperatorRequest
-	41, // 34: memhost.plugin.v1.MobResolver.ResolveMobs:input_type -> memhost.plugin.v1.ResolveMobsRequest
-	3,  // 35: memhost.plugin.v1.Plugin.Info:output_type -> memhost.plugin.v1.InfoResponse
-	6,  // 36: memhost.plugin.v1.Plugin.Configure:output_type -> memhost.plugin.v1.ConfigureResponse
-	12, // 37: memhost.plugin.v1.Provider.Recall:output_type -> memhost.plugin.v1.RecallResponse
-	14, // 38: memhost.plugin.v1.Provider.Remember:output_type -> memhost.plugin.v1.RememberResponse
-	16, // 39: memhost.plugin.v1.Provider.Get:output_type -> memhost.plugin.v1.GetResponse
-	18, // 40: memhost.plugin.v1.Provider.Forget:output_type -> memhost.plugin.v1.ForgetResponse
-	21, // 41: memhost.plugin.v1.Provider.Manifest:output_type -> memhost.plugin.v1.ManifestResponse
-	23, // 42: memhost.plugin.v1.Provider.Supersede:output_type -> memhost.plugin.v1.SupersedeResponse
-	25, // 43: memhost.plugin.v1.Provider.MarkUsed:output_type -> memhost.plugin.v1.MarkUsedResponse
-	28, // 44: memhost.plugin.v1.Provider.WriteLedger:output_type -> memhost.plugin.v1.WriteLedgerResponse
-	30, // 45: memhost.plugin.v1.Provider.Export:output_type -> memhost.plugin.v1.ExportResponse
-	32, // 46: memhost.plugin.v1.Provider.Import:output_type -> memhost.plugin.v1.ImportResponse
-	35, // 47: memhost.plugin.v1.Selector.Select:output_type -> memhost.plugin.v1.SelectResponse
-	38, // 48: memhost.plugin.v1.Compactor.Compact:output_type -> memhost.plugin.v1.CompactResponse
-	40, // 49: memhost.plugin.v1.OperatorResolver.ResolveOperator:output_type -> memhost.plugin.v1.ResolveOperatorResponse
-	42, // 50: memhost.plugin.v1.MobResolver.ResolveMobs:output_type -> memhost.plugin.v1.ResolveMobsResponse
-	35, // [35:51] is the sub-list for method output_type
-	19, // [19:35] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	35, // 13: memhost.plugin.v1.ReindexResponse.progress:type_name -> memhost.plugin.v1.ReindexProgress
+	36, // 14: memhost.plugin.v1.ReindexResponse.done:type_name -> memhost.plugin.v1.ReindexDone
+	38, // 15: memhost.plugin.v1.SelectRequest.header:type_name -> memhost.plugin.v1.SelectHeader
+	20, // 16: memhost.plugin.v1.SelectRequest.rows:type_name -> memhost.plugin.v1.ManifestRow
+	1,  // 17: memhost.plugin.v1.SelectResponse.coverage:type_name -> memhost.plugin.v1.Coverage
+	40, // 18: memhost.plugin.v1.CompactRequest.evicted:type_name -> memhost.plugin.v1.Message
+	40, // 19: memhost.plugin.v1.CompactRequest.carry_over:type_name -> memhost.plugin.v1.Message
+	40, // 20: memhost.plugin.v1.CompactResponse.artifact:type_name -> memhost.plugin.v1.Message
+	2,  // 21: memhost.plugin.v1.Plugin.Info:input_type -> memhost.plugin.v1.InfoRequest
+	4,  // 22: memhost.plugin.v1.Plugin.Configure:input_type -> memhost.plugin.v1.ConfigureRequest
+	10, // 23: memhost.plugin.v1.Provider.Recall:input_type -> memhost.plugin.v1.RecallRequest
+	13, // 24: memhost.plugin.v1.Provider.Remember:input_type -> memhost.plugin.v1.RememberRequest
+	15, // 25: memhost.plugin.v1.Provider.Get:input_type -> memhost.plugin.v1.GetRequest
+	17, // 26: memhost.plugin.v1.Provider.Forget:input_type -> memhost.plugin.v1.ForgetRequest
+	19, // 27: memhost.plugin.v1.Provider.Manifest:input_type -> memhost.plugin.v1.ManifestRequest
+	22, // 28: memhost.plugin.v1.Provider.Supersede:input_type -> memhost.plugin.v1.SupersedeRequest
+	24, // 29: memhost.plugin.v1.Provider.MarkUsed:input_type -> memhost.plugin.v1.MarkUsedRequest
+	27, // 30: memhost.plugin.v1.Provider.WriteLedger:input_type -> memhost.plugin.v1.WriteLedgerRequest
+	29, // 31: memhost.plugin.v1.Provider.Export:input_type -> memhost.plugin.v1.ExportRequest
+	31, // 32: memhost.plugin.v1.Provider.Import:input_type -> memhost.plugin.v1.ImportRequest
+	33, // 33: memhost.plugin.v1.Provider.Reindex:input_type -> memhost.plugin.v1.ReindexRequest
+	37, // 34: memhost.plugin.v1.Selector.Select:input_type -> memhost.plugin.v1.SelectRequest
+	41, // 35: memhost.plugin.v1.Compactor.Compact:input_type -> memhost.plugin.v1.CompactRequest
+	43, // 36: memhost.plugin.v1.OperatorResolver.ResolveOperator:input_type -> memhost.plugin.v1.ResolveOperatorRequest
+	45, // 37: memhost.plugin.v1.MobResolver.ResolveMobs:input_type -> memhost.plugin.v1.ResolveMobsRequest
+	3,  // 38: memhost.plugin.v1.Plugin.Info:output_type -> memhost.plugin.v1.InfoResponse
+	6,  // 39: memhost.plugin.v1.Plugin.Configure:output_type -> memhost.plugin.v1.ConfigureResponse
+	12, // 40: memhost.plugin.v1.Provider.Recall:output_type -> memhost.plugin.v1.RecallResponse
+	14, // 41: memhost.plugin.v1.Provider.Remember:output_type -> memhost.plugin.v1.RememberResponse
+	16, // 42: memhost.plugin.v1.Provider.Get:output_type -> memhost.plugin.v1.GetResponse
+	18, // 43: memhost.plugin.v1.Provider.Forget:output_type -> memhost.plugin.v1.ForgetResponse
+	21, // 44: memhost.plugin.v1.Provider.Manifest:output_type -> memhost.plugin.v1.ManifestResponse
+	23, // 45: memhost.plugin.v1.Provider.Supersede:output_type -> memhost.plugin.v1.SupersedeResponse
+	25, // 46: memhost.plugin.v1.Provider.MarkUsed:output_type -> memhost.plugin.v1.MarkUsedResponse
+	28, // 47: memhost.plugin.v1.Provider.WriteLedger:output_type -> memhost.plugin.v1.WriteLedgerResponse
+	30, // 48: memhost.plugin.v1.Provider.Export:output_type -> memhost.plugin.v1.ExportResponse
+	32, // 49: memhost.plugin.v1.Provider.Import:output_type -> memhost.plugin.v1.ImportResponse
+	34, // 50: memhost.plugin.v1.Provider.Reindex:output_type -> memhost.plugin.v1.ReindexResponse
+	39, // 51: memhost.plugin.v1.Selector.Select:output_type -> memhost.plugin.v1.SelectResponse
+	42, // 52: memhost.plugin.v1.Compactor.Compact:output_type -> memhost.plugin.v1.CompactResponse
+	44, // 53: memhost.plugin.v1.OperatorResolver.ResolveOperator:output_type -> memhost.plugin.v1.ResolveOperatorResponse
+	46, // 54: memhost.plugin.v1.MobResolver.ResolveMobs:output_type -> memhost.plugin.v1.ResolveMobsResponse
+	38, // [38:55] is the sub-list for method output_type
+	21, // [21:38] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_memhost_plugin_v1_plugin_proto_init() }
@@ -2936,13 +3181,17 @@ func file_memhost_plugin_v1_plugin_proto_init() {
 	if File_memhost_plugin_v1_plugin_proto != nil {
 		return
 	}
+	file_memhost_plugin_v1_plugin_proto_msgTypes[32].OneofWrappers = []any{
+		(*ReindexResponse_Progress)(nil),
+		(*ReindexResponse_Done)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_memhost_plugin_v1_plugin_proto_rawDesc), len(file_memhost_plugin_v1_plugin_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   41,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   6,
 		},

@@ -190,6 +190,7 @@ const (
 	Provider_WriteLedger_FullMethodName = "/memhost.plugin.v1.Provider/WriteLedger"
 	Provider_Export_FullMethodName      = "/memhost.plugin.v1.Provider/Export"
 	Provider_Import_FullMethodName      = "/memhost.plugin.v1.Provider/Import"
+	Provider_Reindex_FullMethodName     = "/memhost.plugin.v1.Provider/Reindex"
 )
 
 // ProviderClient is the client API for Provider service.
@@ -215,6 +216,11 @@ type ProviderClient interface {
 	// status, counters kept); all or nothing; a record already there (same
 	// id, or same scope and content hash) is skipped.
 	Import(ctx context.Context, in *ImportRequest, opts ...grpc.CallOption) (*ImportResponse, error)
+	// Capability "reindex": rebuilds the search index of a realm (every
+	// realm when empty) from the stored records. The stream carries progress
+	// now and then and ends with one message holding the result, so a stream
+	// that ends without it was cut short. The caller owns the deadline.
+	Reindex(ctx context.Context, in *ReindexRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ReindexResponse], error)
 }
 
 type providerClient struct {
@@ -334,6 +340,25 @@ func (c *providerClient) Import(ctx context.Context, in *ImportRequest, opts ...
 	return out, nil
 }
 
+func (c *providerClient) Reindex(ctx context.Context, in *ReindexRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ReindexResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Provider_ServiceDesc.Streams[1], Provider_Reindex_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ReindexRequest, ReindexResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Provider_ReindexClient = grpc.ServerStreamingClient[ReindexResponse]
+
 // ProviderServer is the server API for Provider service.
 // All implementations must embed UnimplementedProviderServer
 // for forward compatibility.
@@ -357,6 +382,11 @@ type ProviderServer interface {
 	// status, counters kept); all or nothing; a record already there (same
 	// id, or same scope and content hash) is skipped.
 	Import(context.Context, *ImportRequest) (*ImportResponse, error)
+	// Capability "reindex": rebuilds the search index of a realm (every
+	// realm when empty) from the stored records. The stream carries progress
+	// now and then and ends with one message holding the result, so a stream
+	// that ends without it was cut short. The caller owns the deadline.
+	Reindex(*ReindexRequest, grpc.ServerStreamingServer[ReindexResponse]) error
 	mustEmbedUnimplementedProviderServer()
 }
 
@@ -396,6 +426,9 @@ func (UnimplementedProviderServer) Export(context.Context, *ExportRequest) (*Exp
 }
 func (UnimplementedProviderServer) Import(context.Context, *ImportRequest) (*ImportResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Import not implemented")
+}
+func (UnimplementedProviderServer) Reindex(*ReindexRequest, grpc.ServerStreamingServer[ReindexResponse]) error {
+	return status.Error(codes.Unimplemented, "method Reindex not implemented")
 }
 func (UnimplementedProviderServer) mustEmbedUnimplementedProviderServer() {}
 func (UnimplementedProviderServer) testEmbeddedByValue()                  {}
@@ -591,6 +624,17 @@ func _Provider_Import_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Provider_Reindex_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ReindexRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ProviderServer).Reindex(m, &grpc.GenericServerStream[ReindexRequest, ReindexResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Provider_ReindexServer = grpc.ServerStreamingServer[ReindexResponse]
+
 // Provider_ServiceDesc is the grpc.ServiceDesc for Provider service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -639,6 +683,11 @@ var Provider_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Manifest",
 			Handler:       _Provider_Manifest_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "Reindex",
+			Handler:       _Provider_Reindex_Handler,
 			ServerStreams: true,
 		},
 	},
