@@ -339,7 +339,7 @@ func TestConcurrentUse(t *testing.T) {
 							return
 						}
 						for _, h := range hits {
-							if h.Record.Status != sdk.StatusActive || h.Score < minRecallScore {
+							if h.Record.Status != sdk.StatusActive || !(h.Score > 0) {
 								errs <- fmt.Errorf("bad hit %+v", h)
 							}
 						}

@@ -42,6 +42,17 @@ type store struct {
 	sweepCost atomic.Int64 // how long the last full sweep took, ns
 	active    atomic.Bool  // a call arrived since the last background sweep
 
+	// The index snapshot (snapshot.go): snapPath is "" when off. changes
+	// counts index changes and lastChange is when the last one was
+	// (wall clock, ns); snapGen is the count the snapshot file holds,
+	// guarded by snapMu.
+	snapPath     string
+	changes      atomic.Uint64
+	lastChange   atomic.Int64
+	snapMu       sync.Mutex
+	snapGen      uint64
+	fromSnapshot bool
+
 	stop chan struct{}
 	done chan struct{}
 }
@@ -57,11 +68,20 @@ type options struct {
 	// file system).
 	safety     time.Duration
 	watch      bool // use the platform's file watcher when there is one
-	background bool // sweep in the background
+	background bool // sweep (and snapshot) in the background
+	// quiet is how long writes must pause before the background writes a
+	// snapshot.
+	quiet time.Duration
 }
 
 func defaultOptions() options {
-	return options{now: time.Now, poll: time.Second, safety: time.Minute, watch: true, background: true}
+	return options{now: time.Now, poll: time.Second, safety: time.Minute, watch: true, background: true, quiet: 2 * time.Second}
+}
+
+// noteChange counts a change of the index, which the snapshot lacks.
+func (s *store) noteChange() {
+	s.changes.Add(1)
+	s.lastChange.Store(time.Now().UnixNano())
 }
 
 // work is a set of places to reconcile.
@@ -87,17 +107,19 @@ func (w *work) addFile(k fileKey) {
 
 func (w *work) empty() bool { return !w.full && len(w.targets) == 0 && len(w.files) == 0 }
 
-// openStore loads root (which exists) and starts watching it.
-func openStore(root string, log *slog.Logger, opts options) *store {
+// openStore loads root (which exists), from the snapshot at snapPath ("" for
+// none) when it holds a usable one, and starts watching it.
+func openStore(root, snapPath string, log *slog.Logger, opts options) *store {
 	s := &store{
-		root:   root,
-		log:    log,
-		opts:   opts,
-		realms: map[string]*realmIndex{},
-		bad:    map[string]fileStamp{},
-		warned: map[string]fileStamp{},
-		stop:   make(chan struct{}),
-		done:   make(chan struct{}),
+		root:     root,
+		snapPath: snapPath,
+		log:      log,
+		opts:     opts,
+		realms:   map[string]*realmIndex{},
+		bad:      map[string]fileStamp{},
+		warned:   map[string]fileStamp{},
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
 	}
 	if opts.watch {
 		w, err := newWatcher(root)
@@ -107,6 +129,7 @@ func openStore(root string, log *slog.Logger, opts options) *store {
 			s.watch.Store(w)
 		}
 	}
+	s.fromSnapshot = s.loadSnapshot()
 	s.sweep(true)
 	if opts.background {
 		go s.loop()
@@ -129,6 +152,9 @@ func (s *store) close() {
 		w.close()
 	}
 	s.refreshMu.Unlock()
+	if err := s.saveSnapshot(); err != nil {
+		s.log.Warn("the next start reads every record file", "error", err.Error())
+	}
 }
 
 // visitDir registers a directory with the watcher before it is read.
@@ -231,6 +257,13 @@ func (s *store) sweep(first bool) {
 	s.lastSweep.Store(start.UnixNano())
 }
 
+// snapshotGen reads snapGen.
+func (s *store) snapshotGen() uint64 {
+	s.snapMu.Lock()
+	defer s.snapMu.Unlock()
+	return s.snapGen
+}
+
 // loop sweeps in the background while calls keep arriving, so calls
 // rarely wait for a sweep themselves; an idle store does no work.
 func (s *store) loop() {
@@ -242,6 +275,11 @@ func (s *store) loop() {
 		case <-s.stop:
 			return
 		case <-tick.C:
+		}
+		if s.changes.Load() != s.snapshotGen() && time.Since(time.Unix(0, s.lastChange.Load())) >= s.opts.quiet {
+			if err := s.saveSnapshot(); err != nil {
+				s.log.Warn("cannot save the recall index snapshot", "error", err.Error())
+			}
 		}
 		bound := s.opts.safety
 		if s.watch.Load() == nil {
