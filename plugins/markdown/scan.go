@@ -317,6 +317,7 @@ func (s *store) load(c *change) {
 		return
 	}
 	defer f.Close()
+	s.loads.Add(1)
 	fi, err := f.Stat()
 	if err != nil {
 		c.err = err

@@ -47,6 +47,7 @@ type store struct {
 	// (wall clock, ns); snapGen is the count the snapshot file holds,
 	// guarded by snapMu.
 	snapPath     string
+	loads        atomic.Int64 // record files read, for tests
 	changes      atomic.Uint64
 	lastChange   atomic.Int64
 	snapMu       sync.Mutex
