@@ -330,3 +330,36 @@ func TestHitsDoNotAliasIndex(t *testing.T) {
 		t.Fatalf("caller mutation reached the index: tag %q", got)
 	}
 }
+
+// TestThreadContext: a turn is found by words its neighbours in the
+// thread hold (at a lower weight than its own), in writes and in hand
+// edits; without the thread it is not.
+func TestThreadContext(t *testing.T) {
+	tp := newTestProvider(t, modes[0])
+	turns := []string{"What should we cook for the party?", "Pizza with pineapple, always.", "Fine, and lemonade."}
+	var threaded, plain []sdk.Record
+	for i, text := range turns {
+		r := rec(alice, "turn", text)
+		plain = append(plain, r)
+		r.Thread = &sdk.Thread{ID: "party", Seq: int64(i + 1)}
+		threaded = append(threaded, r)
+	}
+	ids := tp.remember(t, "default", threaded...)
+	tp.remember(t, "other", plain...)
+	hits := tp.recall(t, sdk.RecallQuery{Query: "cook party"})
+	if got := hitIDs(hits); len(got) != 3 || got[0] != ids[0] {
+		t.Fatalf("cook party recalls %v, want the question first and both answers by context", got)
+	}
+	if got := hitIDs(tp.recall(t, sdk.RecallQuery{Realm: "other", Query: "cook party"})); len(got) != 1 {
+		t.Fatalf("without a thread, cook party recalls %v, want the question alone", got)
+	}
+	compareWithReference(t, tp, sdk.RecallQuery{Query: "cook party pineapple"}, "threaded")
+	// A hand edit that takes the answer out of the thread.
+	editInPlace(t, tp.path("default", alice, ids[1]), func(s string) string {
+		return strings.Replace(s, "thread: \"party\"", "thread: \"other\"", 1)
+	})
+	if got := hitIDs(tp.recall(t, sdk.RecallQuery{Query: "cook party"})); slices.Contains(got, ids[1]) {
+		t.Fatalf("after leaving the thread, cook party still recalls %s: %v", ids[1], got)
+	}
+	compareWithReference(t, tp, sdk.RecallQuery{Query: "cook party pineapple lemonade"}, "after the edit")
+}
