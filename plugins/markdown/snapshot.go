@@ -30,8 +30,8 @@ import (
 // files. The files stay the truth; the snapshot is a cache of them.
 //
 // It is written beside its path and renamed over it, after writes go
-// quiet and at close, and never blocks recall (it reads the index under
-// the read lock).
+// quiet and at close, and never blocks recall (it copies the index under
+// the writers' lock, not the readers').
 
 // snapshotMagic starts a snapshot file; a CRC-64 of everything before it
 // ends it.
@@ -76,9 +76,11 @@ type snapDoc struct {
 	Rec         sdk.Record
 }
 
-// encodeSnapshot captures the index. The caller holds idx (read).
-func (s *store) encodeSnapshot() ([]byte, error) {
-	f := snapFile{Format: snapshotFormat, Tokenizer: tokenize.Version, Weights: fieldWeights[:],
+// captureSnapshot copies the index's state for encoding. The caller holds
+// mu, under which every change of the index happens, so the records and
+// postings it copies agree; readers are not held up (idx is not taken).
+func (s *store) captureSnapshot() (*snapFile, error) {
+	f := &snapFile{Format: snapshotFormat, Tokenizer: tokenize.Version, Weights: fieldWeights[:],
 		Context: index.ContextWeight, Root: s.root, WrittenNs: time.Now().UnixNano()}
 	names := make([]string, 0, len(s.realms))
 	for name := range s.realms {
@@ -99,9 +101,15 @@ func (s *store) encodeSnapshot() ([]byte, error) {
 		sr.Index = b.Bytes()
 		f.Realms = append(f.Realms, sr)
 	}
+	return f, nil
+}
+
+// encodeSnapshot lays f out as a snapshot file's bytes. Records are copied
+// values whose slices are never changed in place, so this needs no lock.
+func encodeSnapshot(f *snapFile) ([]byte, error) {
 	var out bytes.Buffer
 	out.WriteString(snapshotMagic)
-	if err := gob.NewEncoder(&out).Encode(&f); err != nil {
+	if err := gob.NewEncoder(&out).Encode(f); err != nil {
 		return nil, fmt.Errorf("encode index snapshot: %w", err)
 	}
 	sum := crc64.Checksum(out.Bytes(), digestTable)
@@ -192,20 +200,25 @@ func (s *store) loadSnapshot() bool {
 }
 
 // saveSnapshot writes the index when it changed since the last snapshot.
+// Writes wait while it copies the index; recall does not.
 func (s *store) saveSnapshot() error {
 	if s.snapPath == "" {
 		return nil
 	}
 	s.snapMu.Lock()
 	defer s.snapMu.Unlock()
-	s.idx.RLock()
-	gen := s.changes.Load() // every change counted here is in what follows
+	s.mu.Lock()
+	gen := s.changes.Load() // every change counted here is in the copy
 	if gen == s.snapGen {
-		s.idx.RUnlock()
+		s.mu.Unlock()
 		return nil
 	}
-	data, err := s.encodeSnapshot()
-	s.idx.RUnlock()
+	f, err := s.captureSnapshot()
+	s.mu.Unlock()
+	var data []byte
+	if err == nil {
+		data, err = encodeSnapshot(f)
+	}
 	if err == nil {
 		err = writeSnapshotFile(s.snapPath, data)
 	}

@@ -14,7 +14,9 @@ import (
 //   - refreshMu serializes draining watcher events (refresh);
 //   - sweepMu serializes full sweeps (taken under refreshMu only when
 //     events were lost);
-//   - mu serializes every change of files or index (writes, apply);
+//   - snapMu serializes snapshots (taken before mu);
+//   - mu serializes every change of files or index (writes, apply,
+//     reindex) and the snapshot's copy of the index;
 //   - idx guards the index itself: readers share it, changes hold it
 //     briefly. A holder of mu may read the index without idx.
 type store struct {
