@@ -441,10 +441,10 @@ func (s *store) reconcile(cs []*change, first bool) {
 	}
 }
 
-func (s *store) reconcileTree(t target, first bool) {
-	l := lister{root: s.root, visit: s.visitDir, cleanTemps: first, log: s.log.Warn}
+func (s *store) reconcileTree(t target) {
+	l := lister{root: s.root, visit: s.visitDir, log: s.log.Warn}
 	l.list(t)
-	s.reconcile(s.planTree(t, l.out, l.failed), first)
+	s.reconcile(s.planTree(t, l.out, l.failed), false)
 }
 
 // apply enters loaded changes into the index. With verify, each change is

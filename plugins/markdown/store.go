@@ -132,8 +132,7 @@ func openStore(root, snapPath string, log *slog.Logger, opts options) *store {
 			s.watch.Store(w)
 		}
 	}
-	s.fromSnapshot = s.loadSnapshot()
-	s.sweep(true)
+	s.firstSweep()
 	if opts.background {
 		go s.loop()
 	} else {
@@ -212,14 +211,14 @@ func (s *store) refresh() {
 		// Events were lost; sweep before answering (refreshMu held, so
 		// no call answers from the stale index meanwhile).
 		s.sweepMu.Lock()
-		s.sweep(false)
+		s.sweep()
 		s.sweepMu.Unlock()
 	} else if !todo.empty() {
 		if _, ok := todo.targets[target{}]; ok {
 			todo.targets = map[target]struct{}{{}: {}} // everything covers the rest
 		}
 		for t := range todo.targets {
-			s.reconcileTree(t, false)
+			s.reconcileTree(t)
 		}
 		if len(todo.files) > 0 {
 			s.reconcile(s.planFiles(todo.files), false)
@@ -229,7 +228,7 @@ func (s *store) refresh() {
 	if s.watch.Load() == nil && s.stale(s.pollBound()) {
 		s.sweepMu.Lock()
 		if s.stale(s.pollBound()) {
-			s.sweep(false)
+			s.sweep()
 		}
 		s.sweepMu.Unlock()
 	}
@@ -246,17 +245,31 @@ func (s *store) stale(bound time.Duration) bool {
 	return s.opts.now().Sub(time.Unix(0, s.lastSweep.Load())) >= bound
 }
 
-// sweep reconciles the whole tree. The caller holds sweepMu, or is
-// openStore (first, before anything else runs: it also clears temp files
-// a crash left, and its cost, which includes parsing every file, says
-// nothing about later sweeps).
-func (s *store) sweep(first bool) {
+// sweep reconciles the whole tree. The caller holds sweepMu.
+func (s *store) sweep() {
 	start := s.opts.now()
 	began := time.Now()
-	s.reconcileTree(target{}, first)
-	if !first {
-		s.sweepCost.Store(int64(time.Since(began)))
-	}
+	s.reconcileTree(target{})
+	s.sweepCost.Store(int64(time.Since(began)))
+	s.lastSweep.Store(start.UnixNano())
+}
+
+// firstSweep is openStore's load, before anything else runs: the snapshot
+// is decoded while the tree is listed (a stat per file, mostly waiting on
+// the kernel), then every file is planned against it. It also clears temp
+// files a crash left; its cost, which may include parsing every file,
+// says nothing about later sweeps.
+func (s *store) firstSweep() {
+	start := s.opts.now()
+	l := lister{root: s.root, visit: s.visitDir, cleanTemps: true, log: s.log.Warn}
+	listed := make(chan struct{})
+	go func() {
+		defer close(listed)
+		l.list(target{})
+	}()
+	s.fromSnapshot = s.loadSnapshot()
+	<-listed
+	s.reconcile(s.planTree(target{}, l.out, l.failed), true)
 	s.lastSweep.Store(start.UnixNano())
 }
 
@@ -292,7 +305,7 @@ func (s *store) loop() {
 			continue
 		}
 		s.sweepMu.Lock()
-		s.sweep(false)
+		s.sweep()
 		s.sweepMu.Unlock()
 	}
 }
