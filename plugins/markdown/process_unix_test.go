@@ -18,7 +18,8 @@ import (
 // TestAcknowledgedWritesSurviveKill9 writes (and forgets) from a goroutine
 // into the real plugin process, kills it with SIGKILL at a random moment,
 // restarts it on the same root, and checks that every acknowledged record
-// is there and recalled, and no acknowledged forget came back. Each round
+// is there and recalled, no acknowledged forget came back, and recall
+// ranks as the reference over the files. Each round
 // starts by configuring the root again, which closes the old store and so
 // snapshots the index; the kill then leaves that snapshot stale, and the
 // restart must add what it lacks from the files.
@@ -127,6 +128,18 @@ func TestAcknowledgedWritesSurviveKill9(t *testing.T) {
 			hits, err := p.Recall(ctx, sdk.RecallQuery{Realm: "default", Query: title[len("crash "):], Limit: 2})
 			if err != nil || len(hits) == 0 || hits[0].Record.ID != id {
 				t.Errorf("round %d: recall of %q after restart = %v, %v", round, title, hitIDs(hits), err)
+			}
+		}
+		// And it ranks as the reference over the files does.
+		files := refFiles(t, root)["default"]
+		for i := range 10 {
+			q := sdk.RecallQuery{Realm: "default", Query: fmt.Sprintf("crash body r%d %d-%d", i%3, i%3, i), Limit: 10}
+			hits, err := p.Recall(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := sameAsRef(hits, refRecall(files, q, time.Now())); err != nil {
+				t.Fatalf("round %d: query %q after restart: %v", round, q.Query, err)
 			}
 		}
 		t.Logf("round %d: %d acknowledged records survived, %d forgets held", round, found, len(gone))
