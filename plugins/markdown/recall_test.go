@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -217,6 +218,9 @@ func TestIndexMatchesReference(t *testing.T) {
 		t.Fatalf("Reindex = %d, %v", n, err)
 	}
 	check("after reindex")
+	before := exportAll(t, tp, "default", "other")
+	defer func(n int) { docChunk = n }(docChunk)
+	docChunk = 7 // records over many snapshot messages
 	if err := tp.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -226,6 +230,9 @@ func TestIndexMatchesReference(t *testing.T) {
 		t.Fatal("reopened without the snapshot")
 	}
 	tp = tp2
+	if after := exportAll(t, tp, "default", "other"); !reflect.DeepEqual(before, after) {
+		t.Fatal("records read back from the snapshot differ from those written")
+	}
 	check("reopened from the snapshot")
 	t.Logf("%d hits compared, %d tied", compared, ties)
 	if compared < 1500 || ties < 20 {
@@ -362,4 +369,27 @@ func TestThreadContext(t *testing.T) {
 		t.Fatalf("after leaving the thread, cook party still recalls %s: %v", ids[1], got)
 	}
 	compareWithReference(t, tp, sdk.RecallQuery{Query: "cook party pineapple lemonade"}, "after the edit")
+}
+
+// exportAll answers every record of the realms, of any status.
+func exportAll(t *testing.T, tp *testProvider, realms ...string) []sdk.Record {
+	t.Helper()
+	var out []sdk.Record
+	for _, realm := range realms {
+		for after := ""; ; {
+			page, err := tp.Export(ctx, realm, after, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, page.Records...)
+			if page.Next == "" {
+				break
+			}
+			after = page.Next
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("nothing exported")
+	}
+	return out
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/memhost/memhost/sdk"
@@ -38,8 +39,13 @@ import (
 const snapshotMagic = "memhost-markdown-index\x00"
 
 // snapshotFormat is bumped whenever the snapshot's meaning changes (the
-// fields or how they are cut, the record encoding).
-const snapshotFormat = 1
+// fields or how they are cut, the record encoding, the layout).
+const snapshotFormat = 2
+
+// docChunk is how many records one gob message of a snapshot holds, so
+// neither side ever buffers the whole record list as one message. A
+// variable so tests can make records span many messages.
+var docChunk = 4096
 
 // DefaultSnapshot is the snapshot's file name inside the root when the
 // config names none. It starts with a dot, so it is never a record or a
@@ -52,7 +58,11 @@ const tmpSuffix = ".tmp-*"
 // errBadSnapshot marks a snapshot that does not describe this root.
 var errBadSnapshot = errors.New("index snapshot is unusable")
 
-type snapFile struct {
+// A snapshot is, after the magic, a gob stream: a snapHeader holding every
+// realm's engine (index.Encode), then each realm's records in order, in
+// messages of at most docChunk snapDocs; a CRC-64 of all of it ends it.
+// The engines come first so they decode while the records do.
+type snapHeader struct {
 	Format    int
 	Tokenizer int
 	Weights   []float64
@@ -64,8 +74,14 @@ type snapFile struct {
 
 type snapRealm struct {
 	Name  string
-	Docs  []snapDoc
+	Docs  int    // records, in the messages after the header
 	Index []byte // index.Encode of the realm's engine
+}
+
+// snapCapture is a snapshot's content, copied out of the store.
+type snapCapture struct {
+	head snapHeader
+	docs [][]snapDoc // per realm of head.Realms
 }
 
 type snapDoc struct {
@@ -79,9 +95,9 @@ type snapDoc struct {
 // captureSnapshot copies the index's state for encoding. The caller holds
 // mu, under which every change of the index happens, so the records and
 // postings it copies agree; readers are not held up (idx is not taken).
-func (s *store) captureSnapshot() (*snapFile, error) {
-	f := &snapFile{Format: snapshotFormat, Tokenizer: tokenize.Version, Weights: fieldWeights[:],
-		Context: index.ContextWeight, Root: s.root, WrittenNs: time.Now().UnixNano()}
+func (s *store) captureSnapshot() (*snapCapture, error) {
+	c := &snapCapture{head: snapHeader{Format: snapshotFormat, Tokenizer: tokenize.Version, Weights: fieldWeights[:],
+		Context: index.ContextWeight, Root: s.root, WrittenNs: time.Now().UnixNano()}}
 	names := make([]string, 0, len(s.realms))
 	for name := range s.realms {
 		names = append(names, name)
@@ -89,27 +105,36 @@ func (s *store) captureSnapshot() (*snapFile, error) {
 	slices.Sort(names)
 	for _, name := range names {
 		ri := s.realms[name]
-		sr := snapRealm{Name: name, Docs: make([]snapDoc, 0, len(ri.byID))}
+		docs := make([]snapDoc, 0, len(ri.byID))
 		for _, d := range ri.byID {
-			sr.Docs = append(sr.Docs, snapDoc{Mtime: d.stamp.mtime, Size: d.stamp.size, Ino: d.stamp.ino,
+			docs = append(docs, snapDoc{Mtime: d.stamp.mtime, Size: d.stamp.size, Ino: d.stamp.ino,
 				Digest: d.digest, Racy: d.racy, Rec: d.rec})
 		}
 		var b bytes.Buffer
 		if err := ri.ix.Encode(&b); err != nil {
 			return nil, err
 		}
-		sr.Index = b.Bytes()
-		f.Realms = append(f.Realms, sr)
+		c.head.Realms = append(c.head.Realms, snapRealm{Name: name, Docs: len(docs), Index: b.Bytes()})
+		c.docs = append(c.docs, docs)
 	}
-	return f, nil
+	return c, nil
 }
 
-// encodeSnapshot lays f out as a snapshot file's bytes. Records are copied
+// encodeSnapshot lays c out as a snapshot file's bytes. Records are copied
 // values whose slices are never changed in place, so this needs no lock.
-func encodeSnapshot(f *snapFile) ([]byte, error) {
+func encodeSnapshot(c *snapCapture) ([]byte, error) {
 	var out bytes.Buffer
 	out.WriteString(snapshotMagic)
-	if err := gob.NewEncoder(&out).Encode(f); err != nil {
+	enc := gob.NewEncoder(&out)
+	err := enc.Encode(&c.head)
+	for _, docs := range c.docs {
+		for len(docs) > 0 && err == nil {
+			n := min(len(docs), docChunk)
+			err = enc.Encode(docs[:n])
+			docs = docs[n:]
+		}
+	}
+	if err != nil {
 		return nil, fmt.Errorf("encode index snapshot: %w", err)
 	}
 	sum := crc64.Checksum(out.Bytes(), digestTable)
@@ -126,47 +151,88 @@ func decodeSnapshot(data []byte, root string) (map[string]*realmIndex, error) {
 	if crc64.Checksum(data[:n], digestTable) != binary.LittleEndian.Uint64(data[n:]) {
 		return nil, fmt.Errorf("%w: checksum mismatch (torn or damaged)", errBadSnapshot)
 	}
-	var f snapFile
-	if err := gob.NewDecoder(bytes.NewReader(data[len(snapshotMagic):n])).Decode(&f); err != nil {
+	dec := gob.NewDecoder(bytes.NewReader(data[len(snapshotMagic):n]))
+	var h snapHeader
+	if err := dec.Decode(&h); err != nil {
 		return nil, fmt.Errorf("%w: %v", errBadSnapshot, err)
 	}
 	switch {
-	case f.Format != snapshotFormat:
-		return nil, fmt.Errorf("%w: format %d, want %d", errBadSnapshot, f.Format, snapshotFormat)
-	case f.Tokenizer != tokenize.Version:
-		return nil, fmt.Errorf("%w: from tokenizer version %d, this is %d", errBadSnapshot, f.Tokenizer, tokenize.Version)
-	case !slices.Equal(f.Weights, fieldWeights[:]) || f.Context != index.ContextWeight:
+	case h.Format != snapshotFormat:
+		return nil, fmt.Errorf("%w: format %d, want %d", errBadSnapshot, h.Format, snapshotFormat)
+	case h.Tokenizer != tokenize.Version:
+		return nil, fmt.Errorf("%w: from tokenizer version %d, this is %d", errBadSnapshot, h.Tokenizer, tokenize.Version)
+	case !slices.Equal(h.Weights, fieldWeights[:]) || h.Context != index.ContextWeight:
 		return nil, fmt.Errorf("%w: other field weights", errBadSnapshot)
-	case f.Root != root:
-		return nil, fmt.Errorf("%w: taken of root %s", errBadSnapshot, f.Root)
+	case h.Root != root:
+		return nil, fmt.Errorf("%w: taken of root %s", errBadSnapshot, h.Root)
 	}
-	racyAfter := f.WrittenNs - int64(racyWindow)
-	realms := make(map[string]*realmIndex, len(f.Realms))
-	for _, sr := range f.Realms {
-		ix, err := index.Decode(bytes.NewReader(sr.Index))
-		if err != nil {
-			return nil, fmt.Errorf("%w: realm %s: %v", errBadSnapshot, sr.Name, err)
+	// The engines decode on other cores while the records decode here.
+	engines := make([]*index.Index, len(h.Realms))
+	errs := make([]error, len(h.Realms))
+	var wg sync.WaitGroup
+	for i := range h.Realms {
+		wg.Go(func() { engines[i], errs[i] = index.Decode(bytes.NewReader(h.Realms[i].Index)) })
+	}
+	realms, err := decodeDocs(dec, &h)
+	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	for i, sr := range h.Realms {
+		if errs[i] != nil {
+			return nil, fmt.Errorf("%w: realm %s: %v", errBadSnapshot, sr.Name, errs[i])
 		}
-		ri := newRealmIndexOn(sr.Name, ix)
+		ri, ix := realms[sr.Name], engines[i]
+		ri.ix = ix
 		active := 0
-		for i := range sr.Docs {
-			sd := &sr.Docs[i]
-			r := &sd.Rec
-			if r.Realm != sr.Name || checkKey(fileKey{r.Realm, r.Scope, r.ID}) != nil || ri.byID[r.ID] != nil {
-				return nil, fmt.Errorf("%w: realm %s: bad record %q", errBadSnapshot, sr.Name, r.ID)
+		for id, d := range ri.byID {
+			if d.rec.Status != sdk.StatusActive {
+				continue
 			}
-			if r.Status == sdk.StatusActive {
-				if !ix.Has(sr.Name, r.ID) {
-					return nil, fmt.Errorf("%w: realm %s: record %s is not in the index", errBadSnapshot, sr.Name, r.ID)
-				}
-				active++
+			if !ix.Has(sr.Name, id) {
+				return nil, fmt.Errorf("%w: realm %s: record %s is not in the index", errBadSnapshot, sr.Name, id)
 			}
-			d := &doc{rec: *r, stamp: fileStamp{mtime: sd.Mtime, size: sd.Size, ino: sd.Ino}, digest: sd.Digest,
-				racy: sd.Racy || sd.Mtime >= racyAfter}
-			ri.link(d)
+			active++
 		}
 		if ix.Len() != active {
 			return nil, fmt.Errorf("%w: realm %s: %d indexed, %d active records", errBadSnapshot, sr.Name, ix.Len(), active)
+		}
+	}
+	return realms, nil
+}
+
+// decodeDocs reads each realm's records, the messages after the header.
+// The realms it answers have no engine yet.
+func decodeDocs(dec *gob.Decoder, h *snapHeader) (map[string]*realmIndex, error) {
+	racyAfter := h.WrittenNs - int64(racyWindow)
+	realms := make(map[string]*realmIndex, len(h.Realms))
+	for _, sr := range h.Realms {
+		if realms[sr.Name] != nil || sdk.ValidateRealm(sr.Name) != nil || sr.Docs < 0 {
+			return nil, fmt.Errorf("%w: bad realm %q", errBadSnapshot, sr.Name)
+		}
+		ri := newRealmIndexOn(sr.Name, nil)
+		ri.byID = make(map[string]*doc, sr.Docs)
+		ri.byContent = make(map[contentKey][]*doc, sr.Docs)
+		for left := sr.Docs; left > 0; {
+			// A fresh slice each time: gob leaves zero fields alone and
+			// reuses what it finds, which would bleed into the records kept.
+			var chunk []snapDoc
+			if err := dec.Decode(&chunk); err != nil {
+				return nil, fmt.Errorf("%w: realm %s: %v", errBadSnapshot, sr.Name, err)
+			}
+			if len(chunk) == 0 || len(chunk) > left {
+				return nil, fmt.Errorf("%w: realm %s: records do not add up", errBadSnapshot, sr.Name)
+			}
+			left -= len(chunk)
+			for i := range chunk {
+				sd := &chunk[i]
+				r := &sd.Rec
+				if r.Realm != sr.Name || checkKey(fileKey{r.Realm, r.Scope, r.ID}) != nil || ri.byID[r.ID] != nil {
+					return nil, fmt.Errorf("%w: realm %s: bad record %q", errBadSnapshot, sr.Name, r.ID)
+				}
+				ri.link(&doc{rec: *r, stamp: fileStamp{mtime: sd.Mtime, size: sd.Size, ino: sd.Ino}, digest: sd.Digest,
+					racy: sd.Racy || sd.Mtime >= racyAfter})
+			}
 		}
 		realms[sr.Name] = ri
 	}
@@ -213,11 +279,11 @@ func (s *store) saveSnapshot() error {
 		s.mu.Unlock()
 		return nil
 	}
-	f, err := s.captureSnapshot()
+	c, err := s.captureSnapshot()
 	s.mu.Unlock()
 	var data []byte
 	if err == nil {
-		data, err = encodeSnapshot(f)
+		data, err = encodeSnapshot(c)
 	}
 	if err == nil {
 		err = writeSnapshotFile(s.snapPath, data)
