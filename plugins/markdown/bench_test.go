@@ -411,6 +411,9 @@ func BenchmarkOpen(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "open-ms")
 			b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms")
+			if fi, err := os.Stat(snap); err == nil && strings.Contains(tt.name, "=on") {
+				b.ReportMetric(float64(fi.Size())/n, "snapshot-B/record")
+			}
 		})
 	}
 }
