@@ -17,11 +17,15 @@ var ErrPartialTree = errors.New("markdown: part of the tree could not be read (s
 // files, as a first open without a snapshot does: every record file is
 // read, parsed and tokenized again, and the result replaces what the
 // index held (so it also repairs an index that drifted from the files).
-// progress, when not nil, hears how many of the files found are done,
-// first with done 0. It answers how many records the rebuilt realms hold.
+// It answers how many records the rebuilt realms hold (of every status;
+// a file that is not a valid record is skipped and logged, as at open).
+// progress, when not nil, hears done of total records: first 0 of the
+// files found, and, as files turn out not to be records, a total that
+// shrinks by them, so the last report is n of n.
 //
 // Writes wait while it runs; recall keeps answering from the old index
-// until the new one is swapped in. A cancelled ctx leaves the old index.
+// until the new one is swapped in. A cancelled ctx leaves the old index;
+// a reindex asked for while another runs waits for it, or for its ctx.
 func (p *Provider) Reindex(ctx context.Context, realm string, progress func(done, total int)) (int, error) {
 	if realm != "" {
 		if err := sdk.ValidateRealm(realm); err != nil {
@@ -38,6 +42,12 @@ func (p *Provider) Reindex(ctx context.Context, realm string, progress func(done
 func (s *store) reindex(ctx context.Context, realm string, progress func(done, total int)) (int, error) {
 	if progress == nil {
 		progress = func(int, int) {}
+	}
+	select {
+	case s.reindexing <- struct{}{}:
+		defer func() { <-s.reindexing }()
+	case <-ctx.Done():
+		return 0, ctxErr(ctx.Err())
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -56,20 +66,22 @@ func (s *store) reindex(ctx context.Context, realm string, progress func(done, t
 	progress(0, total)
 	fresh := map[string]*realmIndex{}
 	bad := map[string]fileStamp{}
-	for done := 0; done < total; {
+	count := 0
+	for read := 0; read < total; {
 		if err := ctx.Err(); err != nil {
 			return 0, ctxErr(err)
 		}
-		n := min(total-done, applyChunk)
-		chunk := cs[done : done+n]
+		n := min(total-read, applyChunk)
+		chunk := cs[read : read+n]
 		s.loadAll(chunk)
 		s.applyChanges(fresh, bad, chunk)
-		done += n
-		progress(done, total)
-	}
-	count := 0
-	for _, ri := range fresh {
-		count += len(ri.byID)
+		read += n
+		count = 0
+		for _, ri := range fresh {
+			count += len(ri.byID)
+		}
+		// read-count files were not records: they leave the total.
+		progress(count, total-(read-count))
 	}
 	s.idx.Lock()
 	if realm == "" {

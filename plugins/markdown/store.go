@@ -56,6 +56,8 @@ type store struct {
 	snapGen      uint64
 	fromSnapshot bool
 
+	reindexing chan struct{} // holds one token while a reindex runs
+
 	stop chan struct{}
 	done chan struct{}
 }
@@ -114,15 +116,16 @@ func (w *work) empty() bool { return !w.full && len(w.targets) == 0 && len(w.fil
 // none) when it holds a usable one, and starts watching it.
 func openStore(root, snapPath string, log *slog.Logger, opts options) *store {
 	s := &store{
-		root:     root,
-		snapPath: snapPath,
-		log:      log,
-		opts:     opts,
-		realms:   map[string]*realmIndex{},
-		bad:      map[string]fileStamp{},
-		warned:   map[string]fileStamp{},
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
+		root:       root,
+		snapPath:   snapPath,
+		log:        log,
+		opts:       opts,
+		realms:     map[string]*realmIndex{},
+		bad:        map[string]fileStamp{},
+		warned:     map[string]fileStamp{},
+		stop:       make(chan struct{}),
+		reindexing: make(chan struct{}, 1),
+		done:       make(chan struct{}),
 	}
 	if opts.watch {
 		w, err := newWatcher(root)
