@@ -1,12 +1,14 @@
 package markdown
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/gob"
 	"errors"
 	"fmt"
 	"hash/crc64"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -120,12 +122,16 @@ func (s *store) captureSnapshot() (*snapCapture, error) {
 	return c, nil
 }
 
-// encodeSnapshot lays c out as a snapshot file's bytes. Records are copied
-// values whose slices are never changed in place, so this needs no lock.
-func encodeSnapshot(c *snapCapture) ([]byte, error) {
-	var out bytes.Buffer
-	out.WriteString(snapshotMagic)
-	enc := gob.NewEncoder(&out)
+// encodeSnapshot writes c as a snapshot file's bytes to w. Records are
+// copied values whose slices are never changed in place, so this needs no
+// lock.
+func encodeSnapshot(w io.Writer, c *snapCapture) error {
+	sum := crc64.New(digestTable)
+	mw := io.MultiWriter(w, sum)
+	if _, err := io.WriteString(mw, snapshotMagic); err != nil {
+		return err
+	}
+	enc := gob.NewEncoder(mw)
 	err := enc.Encode(&c.head)
 	for _, docs := range c.docs {
 		for len(docs) > 0 && err == nil {
@@ -135,11 +141,10 @@ func encodeSnapshot(c *snapCapture) ([]byte, error) {
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("encode index snapshot: %w", err)
+		return fmt.Errorf("encode index snapshot: %w", err)
 	}
-	sum := crc64.Checksum(out.Bytes(), digestTable)
-	out.Write(binary.LittleEndian.AppendUint64(nil, sum))
-	return out.Bytes(), nil
+	_, err = w.Write(binary.LittleEndian.AppendUint64(nil, sum.Sum64()))
+	return err
 }
 
 // decodeSnapshot answers the realms a snapshot of root holds.
@@ -281,12 +286,8 @@ func (s *store) saveSnapshot() error {
 	}
 	c, err := s.captureSnapshot()
 	s.mu.Unlock()
-	var data []byte
 	if err == nil {
-		data, err = encodeSnapshot(c)
-	}
-	if err == nil {
-		err = writeSnapshotFile(s.snapPath, data)
+		err = writeSnapshotFile(s.snapPath, func(w io.Writer) error { return encodeSnapshot(w, c) })
 	}
 	// A failure is not retried until the next change, so a read-only
 	// disk costs one attempt per change, not one per tick.
@@ -297,9 +298,10 @@ func (s *store) saveSnapshot() error {
 	return nil
 }
 
-// writeSnapshotFile replaces path with data, so a crash leaves the old
-// snapshot or the new one (a torn one would fail its checksum anyway).
-func writeSnapshotFile(path string, data []byte) error {
+// writeSnapshotFile replaces path with what write writes, streamed, so a
+// crash leaves the old snapshot or the new one (a torn one would fail its
+// checksum anyway).
+func writeSnapshotFile(path string, write func(io.Writer) error) error {
 	// A name of its own: two stores may share a root for a moment (a
 	// reconfigure, a test's second look).
 	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+tmpSuffix)
@@ -309,7 +311,10 @@ func writeSnapshotFile(path string, data []byte) error {
 	tmp := f.Name()
 	err = f.Chmod(filePerm)
 	if err == nil {
-		_, err = f.Write(data)
+		bw := bufio.NewWriterSize(f, 1<<20)
+		if err = write(bw); err == nil {
+			err = bw.Flush()
+		}
 	}
 	if err == nil {
 		err = f.Sync()
