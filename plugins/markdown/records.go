@@ -241,6 +241,12 @@ func (s *store) remember(realm string, records []sdk.Record) ([]string, error) {
 			return nil, fmt.Errorf("markdown: record %d: %w", i, err)
 		}
 	}
+	// Tokenized before the lock, so concurrent writers overlap it with
+	// each other's fsyncs (a duplicate's terms are cut for nothing).
+	fields := make([][][]string, len(prepared))
+	for i := range prepared {
+		fields[i] = recordFields(&prepared[i])
+	}
 	s.refresh()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -275,13 +281,11 @@ func (s *store) remember(realm string, records []sdk.Record) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("markdown: record %d: %w", i, err)
 		}
+		w.fields = fields[i]
 		writes = append(writes, w)
 		batchContent[ck] = r.ID
 		batchIDs[r.ID] = true
 		ids[i] = r.ID
-	}
-	for _, w := range writes {
-		w.fields = recordFields(&w.rec)
 	}
 	if err := s.writeAll(writes); err != nil {
 		return nil, err
