@@ -109,7 +109,7 @@ func (s *store) importRecords(realm string, records []sdk.Record) (sdk.ImportRes
 		}
 	}
 	for _, w := range writes {
-		w.words = recordWords(&w.rec)
+		w.fields = recordFields(&w.rec)
 	}
 	if err := s.writeAll(writes); err != nil {
 		return sdk.ImportResult{}, err
@@ -117,9 +117,12 @@ func (s *store) importRecords(realm string, records []sdk.Record) (sdk.ImportRes
 	s.idx.Lock()
 	ri = s.realmLocked(realm)
 	for _, w := range writes {
-		ri.add(w.doc(), w.words)
+		ri.put(w.doc(), w.fields)
 	}
 	s.idx.Unlock()
+	if len(writes) > 0 {
+		s.noteChange()
+	}
 	res.Imported = len(writes)
 	return res, nil
 }

@@ -371,3 +371,49 @@ func BenchmarkRemember(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkOpen measures Configure on a root of 100k records (corpus):
+// without a snapshot (read, parse and tokenize every file), and from a
+// snapshot (decode it, then stat every file to validate it). One op is
+// one open (timed) and close (not timed); cpu-ms is the CPU the open took
+// on every core, steadier than wall time on a shared machine.
+func BenchmarkOpen(b *testing.B) {
+	const n = 100000
+	root := corpus(b, n)
+	snap := filepath.Join(b.TempDir(), "md.index")
+	for _, tt := range []struct{ name, cfg string }{
+		{"snapshot=off", fmt.Sprintf(`{"root": %q, "snapshot": false}`, root)},
+		{"snapshot=on", fmt.Sprintf(`{"root": %q, "snapshot_path": %q}`, root, snap)},
+	} {
+		b.Run(fmt.Sprintf("records=%d/%s", n, tt.name), func(b *testing.B) {
+			open := func() *Provider {
+				p := New()
+				p.opts.background = false
+				p.logger = slog.New(slog.DiscardHandler)
+				if err := p.Configure(ctx, []byte(tt.cfg)); err != nil {
+					b.Fatal(err)
+				}
+				return p
+			}
+			open().Close() // writes the snapshot when it is on
+			var cpu time.Duration
+			b.ResetTimer()
+			for range b.N {
+				c0 := cpuTime()
+				p := open()
+				cpu += cpuTime() - c0
+				b.StopTimer()
+				if p.st.fromSnapshot != strings.Contains(tt.name, "=on") {
+					b.Fatalf("from snapshot: %v", p.st.fromSnapshot)
+				}
+				p.Close()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "open-ms")
+			b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms")
+			if fi, err := os.Stat(snap); err == nil && strings.Contains(tt.name, "=on") {
+				b.ReportMetric(float64(fi.Size())/n, "snapshot-B/record")
+			}
+		})
+	}
+}

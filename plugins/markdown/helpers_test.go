@@ -234,3 +234,5 @@ func countLines(s, substr string) int {
 	}
 	return n
 }
+
+func tpLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -3,11 +3,13 @@
 // as markdown, so a memory can be read, edited and reviewed (in git, say)
 // by people. It declares no record manifest.
 //
-// The provider keeps every record of its root in memory, with an inverted
-// index for lexical recall, and follows hand edits (additions, edits,
+// The provider keeps every record of its root in memory, with the shared
+// BM25F engine (sdk/index) for lexical recall and a snapshot of both so a
+// large root opens fast, and follows hand edits (additions, edits,
 // deletions) through a file watcher where the platform has one and a
 // bounded periodic sweep otherwise. See frontmatter.go for the file
-// format, layout.go for the tree, index.go for scoring.
+// format, layout.go for the tree, index.go for scoring, snapshot.go for
+// the snapshot.
 package markdown
 
 import (
@@ -40,6 +42,15 @@ const configSchema = `{
       "type": "string",
       "description": "Directory holding the record files. A relative path resolves against the plugin's working directory (the deployment's data directory). Created if missing.",
       "default": "md"
+    },
+    "snapshot": {
+      "type": "boolean",
+      "description": "Keep a snapshot of the recall index (records and postings), so a large root opens without reading every file. Each file's stamp is still checked at open; files that differ are read again.",
+      "default": true
+    },
+    "snapshot_path": {
+      "type": "string",
+      "description": "Where the snapshot lives. A relative path resolves against the plugin's working directory. Default: .memhost-index inside the root."
     }
   },
   "additionalProperties": false
@@ -48,6 +59,10 @@ const configSchema = `{
 // Config is the instance configuration.
 type Config struct {
 	Root string `json:"root"`
+	// Snapshot turns the index snapshot on (the default) or off.
+	Snapshot *bool `json:"snapshot,omitempty"`
+	// SnapshotPath is the snapshot file; "" means DefaultSnapshot in the root.
+	SnapshotPath string `json:"snapshot_path,omitempty"`
 }
 
 // Provider is the markdown provider. It is safe for concurrent use.
@@ -80,7 +95,7 @@ func (p *Provider) Info() sdk.Info {
 func ParseConfig(raw json.RawMessage) (Config, error) {
 	var c Config
 	if err := sdk.DecodeConfig(raw, &c); err != nil {
-		return c, fmt.Errorf("markdown: config (the only key is \"root\"): %w", err)
+		return c, fmt.Errorf("markdown: config (keys: root, snapshot, snapshot_path): %w", err)
 	}
 	if c.Root == "" {
 		c.Root = DefaultRoot
@@ -109,7 +124,16 @@ func (p *Provider) Configure(_ context.Context, raw json.RawMessage) error {
 	if logger == nil {
 		logger = sdk.Logger()
 	}
-	st := openStore(root, logger, p.opts)
+	snap := ""
+	if cfg.Snapshot == nil || *cfg.Snapshot {
+		snap = filepath.Join(root, DefaultSnapshot)
+		if cfg.SnapshotPath != "" {
+			if snap, err = filepath.Abs(cfg.SnapshotPath); err != nil {
+				return fmt.Errorf("markdown: snapshot_path %q: %v: %w", cfg.SnapshotPath, err, sdk.ErrInvalid)
+			}
+		}
+	}
+	st := openStore(root, snap, logger, p.opts)
 	p.mu.Lock()
 	old := p.st
 	p.st = st
@@ -154,8 +178,8 @@ func ctxErr(err error) error {
 	return fmt.Errorf("markdown: %w", err)
 }
 
-// Recall answers the active, unexpired records best matching q.Query by
-// the lexical scoring of DESIGN section 8 (see index.go).
+// Recall answers the active, unexpired records best matching q.Query,
+// ranked by BM25F (see index.go).
 func (p *Provider) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
 	st, err := p.store(ctx)
 	if err != nil {

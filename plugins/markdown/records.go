@@ -4,17 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
 	"github.com/memhost/memhost/sdk"
-	"github.com/memhost/memhost/sdk/tokenize"
+	"github.com/memhost/memhost/sdk/index"
 )
 
 // The SDK's server has validated every request below (realm, scopes, ids,
@@ -22,94 +20,45 @@ import (
 
 func (s *store) recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
 	limit := q.Limit
-	if limit == 0 {
+	switch {
+	case limit <= 0:
 		limit = sdk.DefaultRecallLimit
+	case limit > maxRecallLimit:
+		limit = maxRecallLimit
 	}
 	s.refresh()
 	if err := ctx.Err(); err != nil {
 		return nil, ctxErr(err)
 	}
-	terms := tokenize.Terms(q.Query)
 	hits := []sdk.Hit{}
+	terms := index.QueryTerms(q.Query)
 	if len(terms) == 0 {
 		return hits, nil
 	}
-	now := s.opts.now()
+	scopes := make([]string, len(q.Scopes))
+	for i, sc := range q.Scopes {
+		scopes[i] = string(sc)
+	}
 	s.idx.RLock()
 	defer s.idx.RUnlock()
 	ri := s.realms[q.Realm]
 	if ri == nil {
 		return hits, nil
 	}
-	var allowed []bool
-	if len(q.Scopes) > 0 {
-		allowed = make([]bool, len(ri.scopeNum))
-		any := false
-		for _, sc := range q.Scopes {
-			if n, ok := ri.scopeNum[sc]; ok {
-				allowed[n] = true
-				any = true
-			}
-		}
-		if !any {
-			return hits, nil
-		}
+	found, err := ri.ix.Search(index.Query{Realm: q.Realm, Terms: terms, Scopes: scopes, ExcludeIDs: q.ExcludeIDs,
+		Tags: q.Tags, ExcludeTags: q.ExcludeTags, NowMs: s.opts.now().UnixMilli(), Limit: limit})
+	if err != nil {
+		return nil, fmt.Errorf("markdown: recall: %w", err)
 	}
-	var exclude map[string]bool
-	if len(q.ExcludeIDs) > 0 {
-		exclude = make(map[string]bool, len(q.ExcludeIDs))
-		for _, id := range q.ExcludeIDs {
-			exclude[id] = true
-		}
-	}
-	keep := func(r *sdk.Record) bool {
-		if !r.Recallable(now) || exclude[r.ID] {
-			return false
-		}
-		for _, t := range q.Tags {
-			if !r.HasTag(t) {
-				return false
-			}
-		}
-		for _, t := range q.ExcludeTags {
-			if r.HasTag(t) {
-				return false
-			}
-		}
-		return true
-	}
-	// Keep the best limit candidates in order: score, then the newest
-	// update, then id so equal records always come out the same way.
-	better := func(a, b candidate) bool {
-		if a.score != b.score {
-			return a.score > b.score
-		}
-		ra, rb := &ri.docs[a.slot].rec, &ri.docs[b.slot].rec
-		if !ra.UpdatedAt.Equal(rb.UpdatedAt) {
-			return ra.UpdatedAt.After(rb.UpdatedAt)
-		}
-		return ra.ID < rb.ID
-	}
-	var top []candidate
-	for _, c := range ri.search(terms, allowed) {
-		if len(top) == limit && !better(c, top[len(top)-1]) {
-			continue
-		}
-		if !keep(&ri.docs[c.slot].rec) {
-			continue
-		}
-		i := sort.Search(len(top), func(i int) bool { return better(c, top[i]) })
-		if len(top) < limit {
-			top = append(top, candidate{})
-		}
-		copy(top[i+1:], top[i:])
-		top[i] = c
-	}
-	for _, c := range top {
-		hits = append(hits, sdk.Hit{Record: cloneRecord(&ri.docs[c.slot].rec), Score: float64(c.score)})
+	for _, h := range found {
+		// The engine and the records change together under idx.
+		hits = append(hits, sdk.Hit{Record: cloneRecord(&ri.byID[h.ID].rec), Score: h.Score})
 	}
 	return hits, nil
 }
+
+// maxRecallLimit caps a query's limit, as the SDK's server does.
+const maxRecallLimit = sdk.MaxBatch
 
 // cloneRecord copies r so callers never share memory with the index.
 func cloneRecord(r *sdk.Record) sdk.Record {
@@ -170,13 +119,13 @@ func pickExisting(ds []*doc, skip string) *doc {
 
 // pendingWrite is a file a write call is about to put down.
 type pendingWrite struct {
-	key   fileKey
-	path  string
-	data  []byte
-	rec   sdk.Record
-	words map[string]fieldFlags
-	stamp fileStamp
-	isNew bool // no file was there before: roll back by removing it
+	key    fileKey
+	path   string
+	data   []byte
+	rec    sdk.Record
+	fields [][]string // recordFields(&rec)
+	stamp  fileStamp
+	isNew  bool // no file was there before: roll back by removing it
 	// restore is what an existing file held, put back on rollback.
 	restore []byte
 }
@@ -207,7 +156,7 @@ func checkFree(path string) error {
 }
 
 func (w *pendingWrite) doc() *doc {
-	return &doc{rec: w.rec, stamp: w.stamp, digest: maphash.Bytes(digestSeed, w.data)}
+	return &doc{rec: w.rec, stamp: w.stamp, digest: fileDigest(w.data)}
 }
 
 // writeWorkers bounds how many files a batch writes at once: a batch is
@@ -292,6 +241,12 @@ func (s *store) remember(realm string, records []sdk.Record) ([]string, error) {
 			return nil, fmt.Errorf("markdown: record %d: %w", i, err)
 		}
 	}
+	// Tokenized before the lock, so concurrent writers overlap it with
+	// each other's fsyncs (a duplicate's terms are cut for nothing).
+	fields := make([][][]string, len(prepared))
+	for i := range prepared {
+		fields[i] = recordFields(&prepared[i])
+	}
 	s.refresh()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -326,23 +281,23 @@ func (s *store) remember(realm string, records []sdk.Record) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("markdown: record %d: %w", i, err)
 		}
+		w.fields = fields[i]
 		writes = append(writes, w)
 		batchContent[ck] = r.ID
 		batchIDs[r.ID] = true
 		ids[i] = r.ID
 	}
-	for _, w := range writes {
-		w.words = recordWords(&w.rec)
-	}
 	if err := s.writeAll(writes); err != nil {
 		return nil, err
 	}
+	// Durable now: only then does recall see them.
 	s.idx.Lock()
 	ri = s.realmLocked(realm)
 	for _, w := range writes {
-		ri.add(w.doc(), w.words)
+		ri.put(w.doc(), w.fields)
 	}
 	s.idx.Unlock()
+	s.noteChange()
 	return ids, nil
 }
 
@@ -350,7 +305,7 @@ func (s *store) remember(realm string, records []sdk.Record) ([]string, error) {
 func (s *store) realmLocked(realm string) *realmIndex {
 	ri := s.realms[realm]
 	if ri == nil {
-		ri = newRealmIndex()
+		ri = newRealmIndex(realm)
 		s.realms[realm] = ri
 	}
 	return ri
@@ -410,7 +365,9 @@ func (s *store) forget(realm string, ids []string) (int, error) {
 		ri.remove(id)
 	}
 	s.idx.Unlock()
-	s.compact()
+	if len(removed) > 0 {
+		s.noteChange()
+	}
 	// Files removed before a failure stay removed (forgetting is
 	// idempotent, so a retry finishes the job).
 	return len(removed), firstErr
@@ -467,7 +424,7 @@ func (s *store) supersede(realm, oldID string, rep sdk.Record) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("markdown: supersede: %w", err)
 		}
-		w.words = recordWords(&w.rec)
+		w.fields = recordFields(&w.rec)
 		writes = append(writes, w)
 	}
 	marked := cloneRecord(&old.rec)
@@ -485,9 +442,10 @@ func (s *store) supersede(realm, oldID string, rep sdk.Record) (string, error) {
 	}
 	s.idx.Lock()
 	for _, w := range writes {
-		ri.add(w.doc(), w.words)
+		ri.put(w.doc(), w.fields)
 	}
-	ri.replaceMeta(mw.doc())
+	ri.put(mw.doc(), nil) // superseded: out of the engine
 	s.idx.Unlock()
+	s.noteChange()
 	return newID, nil
 }

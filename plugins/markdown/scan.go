@@ -3,7 +3,7 @@ package markdown
 import (
 	"errors"
 	"fmt"
-	"hash/maphash"
+	"hash/crc64"
 	"io"
 	"io/fs"
 	"os"
@@ -34,8 +34,11 @@ import (
 // window has passed (git calls this "racily clean").
 const racyWindow = 2 * time.Second
 
-// digestSeed keys file digests; they only ever compare within a process.
-var digestSeed = maphash.MakeSeed()
+// digestTable keys file digests. They are kept in the index snapshot, so
+// they must mean the same in the next process (maphash's would not).
+var digestTable = crc64.MakeTable(crc64.ECMA)
+
+func fileDigest(data []byte) uint64 { return crc64.Checksum(data, digestTable) }
 
 // target names the part of the tree a reconcile covers. The zero target is
 // everything; then narrower: one realm, one scope class of a realm, one
@@ -186,8 +189,8 @@ type change struct {
 	digest uint64
 	same   bool // same bytes as prev: only the stamp changes
 	rec    sdk.Record
-	words  map[string]fieldFlags
-	err    error // the file is not a valid record
+	fields [][]string // recordFields(&rec)
+	err    error      // the file is not a valid record
 }
 
 // planTree compares listings of target t with the index.
@@ -216,9 +219,9 @@ func (s *store) planTree(t target, ls []listing, failed []target) []*change {
 			if !t.covers(realm, scope) || anyCovers(failed, realm, scope) {
 				continue
 			}
-			for id, slot := range ids {
+			for id, d := range ids {
 				if k := (fileKey{realm, scope, id}); !seen[k] {
-					out = append(out, &change{key: k, prev: ri.docs[slot], gone: true})
+					out = append(out, &change{key: k, prev: d, gone: true})
 				}
 			}
 		}
@@ -314,6 +317,7 @@ func (s *store) load(c *change) {
 		return
 	}
 	defer f.Close()
+	s.loads.Add(1)
 	fi, err := f.Stat()
 	if err != nil {
 		c.err = err
@@ -337,7 +341,7 @@ func (s *store) load(c *change) {
 		c.err = fmt.Errorf("file grew past the limit of %d bytes", maxFileBytes)
 		return
 	}
-	c.digest = maphash.Bytes(digestSeed, data)
+	c.digest = fileDigest(data)
 	if c.prev != nil && c.prev.digest == c.digest {
 		c.same = true
 		return
@@ -351,7 +355,7 @@ func (s *store) load(c *change) {
 		return
 	}
 	c.rec = rec
-	c.words = recordWords(&c.rec)
+	c.fields = recordFields(&c.rec)
 }
 
 // adoptFileRecord checks a parsed file against its place on disk and
@@ -437,10 +441,10 @@ func (s *store) reconcile(cs []*change, first bool) {
 	}
 }
 
-func (s *store) reconcileTree(t target, first bool) {
-	l := lister{root: s.root, visit: s.visitDir, cleanTemps: first, log: s.log.Warn}
+func (s *store) reconcileTree(t target) {
+	l := lister{root: s.root, visit: s.visitDir, log: s.log.Warn}
 	l.list(t)
-	s.reconcile(s.planTree(t, l.out, l.failed), first)
+	s.reconcile(s.planTree(t, l.out, l.failed), false)
 }
 
 // apply enters loaded changes into the index. With verify, each change is
@@ -464,7 +468,6 @@ func (s *store) apply(cs []*change, verify bool) {
 		cs = kept
 	}
 	s.applyLocked(cs)
-	s.compact()
 }
 
 // stillTrue reports whether the file of c is as c found it.
@@ -490,9 +493,19 @@ func (s *store) applyLocked(cs []*change) {
 	}
 	s.goneBad = s.goneBad[:0]
 	s.pendMu.Unlock()
+	if s.applyChanges(s.realms, s.bad, cs) {
+		s.noteChange()
+	}
+}
+
+// applyChanges enters loaded changes into realms, recording invalid files
+// in bad; it reports whether it changed anything. The caller holds mu, and
+// idx when realms or bad are the store's own.
+func (s *store) applyChanges(realms map[string]*realmIndex, bad map[string]fileStamp, cs []*change) bool {
 	now := time.Now()
+	changed := false
 	for _, c := range cs {
-		ri := s.realms[c.key.realm]
+		ri := realms[c.key.realm]
 		var cur *doc
 		if ri != nil {
 			cur = ri.inScope(c.key.scope, c.key.id)
@@ -508,22 +521,25 @@ func (s *store) applyLocked(cs []*change) {
 		case c.gone:
 			if cur != nil {
 				ri.remove(cur.rec.ID)
+				changed = true
 			}
-			delete(s.bad, rel)
+			delete(bad, rel)
 			delete(s.warned, rel)
 		case c.same:
 			cur.stamp = c.stamp
 			cur.racy = now.Sub(time.Unix(0, c.stamp.mtime)) < racyWindow
+			changed = true // the snapshot holds stamps
 		case c.err != nil:
 			if cur != nil {
 				ri.remove(cur.rec.ID)
+				changed = true
 			}
-			s.bad[rel] = c.stamp
+			bad[rel] = c.stamp
 			s.warnOnce(rel, c.stamp, "skipping record file that is not a valid record", c.err)
 		default:
 			if ri == nil {
-				ri = newRealmIndex()
-				s.realms[c.key.realm] = ri
+				ri = newRealmIndex(c.key.realm)
+				realms[c.key.realm] = ri
 			}
 			if other := ri.get(c.rec.ID); other != nil && other != cur {
 				// Ids are unique per realm; the file indexed first keeps
@@ -531,23 +547,19 @@ func (s *store) applyLocked(cs []*change) {
 				// file goes.
 				if cur != nil {
 					ri.remove(cur.rec.ID)
+					changed = true
 				}
 				dir, _ := scopeDir(other.rec.Scope)
 				s.warnOnce(rel, c.stamp, "skipping record file", fmt.Errorf("id %q is already used by %s/%s/%s%s", c.rec.ID, c.key.realm, dir, c.rec.ID, recordExt))
 				continue
 			}
-			delete(s.bad, rel)
+			delete(bad, rel)
 			d := &doc{rec: c.rec, stamp: c.stamp, digest: c.digest, racy: now.Sub(time.Unix(0, c.stamp.mtime)) < racyWindow}
-			if cur != nil && sameText(&cur.rec, &d.rec) {
-				ri.replaceMeta(d)
-				continue
-			}
-			if cur != nil {
-				ri.remove(cur.rec.ID)
-			}
-			ri.add(d, c.words)
+			ri.put(d, c.fields)
+			changed = true
 		}
 	}
+	return changed
 }
 
 // warnOnce logs a problem with one version of a file once.
@@ -557,24 +569,4 @@ func (s *store) warnOnce(rel string, st fileStamp, msg string, err error) {
 	}
 	s.warned[rel] = st
 	s.log.Warn(msg, "file", filepath.Join(s.root, filepath.FromSlash(rel)), "error", err)
-}
-
-// compact rebuilds realm indexes that have piled up dead slots. The
-// caller holds mu, so nothing else changes the index meanwhile; readers
-// keep using the old one until the swap.
-func (s *store) compact() {
-	s.idx.RLock()
-	var due []string
-	for realm, ri := range s.realms {
-		if ri.needsCompaction() {
-			due = append(due, realm)
-		}
-	}
-	s.idx.RUnlock()
-	for _, realm := range due {
-		fresh := s.realms[realm].compacted()
-		s.idx.Lock()
-		s.realms[realm] = fresh
-		s.idx.Unlock()
-	}
 }

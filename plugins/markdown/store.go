@@ -14,7 +14,9 @@ import (
 //   - refreshMu serializes draining watcher events (refresh);
 //   - sweepMu serializes full sweeps (taken under refreshMu only when
 //     events were lost);
-//   - mu serializes every change of files or index (writes, apply);
+//   - snapMu serializes snapshots (taken before mu);
+//   - mu serializes every change of files or index (writes, apply,
+//     reindex) and the snapshot's copy of the index;
 //   - idx guards the index itself: readers share it, changes hold it
 //     briefly. A holder of mu may read the index without idx.
 type store struct {
@@ -42,6 +44,20 @@ type store struct {
 	sweepCost atomic.Int64 // how long the last full sweep took, ns
 	active    atomic.Bool  // a call arrived since the last background sweep
 
+	// The index snapshot (snapshot.go): snapPath is "" when off. changes
+	// counts index changes and lastChange is when the last one was
+	// (wall clock, ns); snapGen is the count the snapshot file holds,
+	// guarded by snapMu.
+	snapPath     string
+	loads        atomic.Int64 // record files read, for tests
+	changes      atomic.Uint64
+	lastChange   atomic.Int64
+	snapMu       sync.Mutex
+	snapGen      uint64
+	fromSnapshot bool
+
+	reindexing chan struct{} // holds one token while a reindex runs
+
 	stop chan struct{}
 	done chan struct{}
 }
@@ -57,11 +73,20 @@ type options struct {
 	// file system).
 	safety     time.Duration
 	watch      bool // use the platform's file watcher when there is one
-	background bool // sweep in the background
+	background bool // sweep (and snapshot) in the background
+	// quiet is how long writes must pause before the background writes a
+	// snapshot.
+	quiet time.Duration
 }
 
 func defaultOptions() options {
-	return options{now: time.Now, poll: time.Second, safety: time.Minute, watch: true, background: true}
+	return options{now: time.Now, poll: time.Second, safety: time.Minute, watch: true, background: true, quiet: 2 * time.Second}
+}
+
+// noteChange counts a change of the index, which the snapshot lacks.
+func (s *store) noteChange() {
+	s.changes.Add(1)
+	s.lastChange.Store(time.Now().UnixNano())
 }
 
 // work is a set of places to reconcile.
@@ -87,17 +112,20 @@ func (w *work) addFile(k fileKey) {
 
 func (w *work) empty() bool { return !w.full && len(w.targets) == 0 && len(w.files) == 0 }
 
-// openStore loads root (which exists) and starts watching it.
-func openStore(root string, log *slog.Logger, opts options) *store {
+// openStore loads root (which exists), from the snapshot at snapPath ("" for
+// none) when it holds a usable one, and starts watching it.
+func openStore(root, snapPath string, log *slog.Logger, opts options) *store {
 	s := &store{
-		root:   root,
-		log:    log,
-		opts:   opts,
-		realms: map[string]*realmIndex{},
-		bad:    map[string]fileStamp{},
-		warned: map[string]fileStamp{},
-		stop:   make(chan struct{}),
-		done:   make(chan struct{}),
+		root:       root,
+		snapPath:   snapPath,
+		log:        log,
+		opts:       opts,
+		realms:     map[string]*realmIndex{},
+		bad:        map[string]fileStamp{},
+		warned:     map[string]fileStamp{},
+		stop:       make(chan struct{}),
+		reindexing: make(chan struct{}, 1),
+		done:       make(chan struct{}),
 	}
 	if opts.watch {
 		w, err := newWatcher(root)
@@ -107,7 +135,7 @@ func openStore(root string, log *slog.Logger, opts options) *store {
 			s.watch.Store(w)
 		}
 	}
-	s.sweep(true)
+	s.firstSweep()
 	if opts.background {
 		go s.loop()
 	} else {
@@ -129,6 +157,9 @@ func (s *store) close() {
 		w.close()
 	}
 	s.refreshMu.Unlock()
+	if err := s.saveSnapshot(); err != nil {
+		s.log.Warn("the next start reads every record file", "error", err.Error())
+	}
 }
 
 // visitDir registers a directory with the watcher before it is read.
@@ -183,14 +214,14 @@ func (s *store) refresh() {
 		// Events were lost; sweep before answering (refreshMu held, so
 		// no call answers from the stale index meanwhile).
 		s.sweepMu.Lock()
-		s.sweep(false)
+		s.sweep()
 		s.sweepMu.Unlock()
 	} else if !todo.empty() {
 		if _, ok := todo.targets[target{}]; ok {
 			todo.targets = map[target]struct{}{{}: {}} // everything covers the rest
 		}
 		for t := range todo.targets {
-			s.reconcileTree(t, false)
+			s.reconcileTree(t)
 		}
 		if len(todo.files) > 0 {
 			s.reconcile(s.planFiles(todo.files), false)
@@ -200,7 +231,7 @@ func (s *store) refresh() {
 	if s.watch.Load() == nil && s.stale(s.pollBound()) {
 		s.sweepMu.Lock()
 		if s.stale(s.pollBound()) {
-			s.sweep(false)
+			s.sweep()
 		}
 		s.sweepMu.Unlock()
 	}
@@ -217,18 +248,39 @@ func (s *store) stale(bound time.Duration) bool {
 	return s.opts.now().Sub(time.Unix(0, s.lastSweep.Load())) >= bound
 }
 
-// sweep reconciles the whole tree. The caller holds sweepMu, or is
-// openStore (first, before anything else runs: it also clears temp files
-// a crash left, and its cost, which includes parsing every file, says
-// nothing about later sweeps).
-func (s *store) sweep(first bool) {
+// sweep reconciles the whole tree. The caller holds sweepMu.
+func (s *store) sweep() {
 	start := s.opts.now()
 	began := time.Now()
-	s.reconcileTree(target{}, first)
-	if !first {
-		s.sweepCost.Store(int64(time.Since(began)))
-	}
+	s.reconcileTree(target{})
+	s.sweepCost.Store(int64(time.Since(began)))
 	s.lastSweep.Store(start.UnixNano())
+}
+
+// firstSweep is openStore's load, before anything else runs: the snapshot
+// is decoded while the tree is listed (a stat per file, mostly waiting on
+// the kernel), then every file is planned against it. It also clears temp
+// files a crash left; its cost, which may include parsing every file,
+// says nothing about later sweeps.
+func (s *store) firstSweep() {
+	start := s.opts.now()
+	l := lister{root: s.root, visit: s.visitDir, cleanTemps: true, log: s.log.Warn}
+	listed := make(chan struct{})
+	go func() {
+		defer close(listed)
+		l.list(target{})
+	}()
+	s.fromSnapshot = s.loadSnapshot()
+	<-listed
+	s.reconcile(s.planTree(target{}, l.out, l.failed), true)
+	s.lastSweep.Store(start.UnixNano())
+}
+
+// snapshotGen reads snapGen.
+func (s *store) snapshotGen() uint64 {
+	s.snapMu.Lock()
+	defer s.snapMu.Unlock()
+	return s.snapGen
 }
 
 // loop sweeps in the background while calls keep arriving, so calls
@@ -243,6 +295,11 @@ func (s *store) loop() {
 			return
 		case <-tick.C:
 		}
+		if s.changes.Load() != s.snapshotGen() && time.Since(time.Unix(0, s.lastChange.Load())) >= s.opts.quiet {
+			if err := s.saveSnapshot(); err != nil {
+				s.log.Warn("cannot save the recall index snapshot", "error", err.Error())
+			}
+		}
 		bound := s.opts.safety
 		if s.watch.Load() == nil {
 			bound = s.pollBound() / 2
@@ -251,7 +308,7 @@ func (s *store) loop() {
 			continue
 		}
 		s.sweepMu.Lock()
-		s.sweep(false)
+		s.sweep()
 		s.sweepMu.Unlock()
 	}
 }
