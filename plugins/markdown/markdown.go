@@ -85,7 +85,7 @@ func (p *Provider) Info() sdk.Info {
 		Version:      Version,
 		Kinds:        []sdk.PluginKind{sdk.KindProvider},
 		Protocols:    []int{sdk.ProtocolVersion},
-		Capabilities: sdk.Capabilities{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapSupersede, sdk.CapArchive},
+		Capabilities: sdk.Capabilities{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapSupersede, sdk.CapArchive, sdk.CapReindex},
 		ConfigSchema: json.RawMessage(configSchema),
 	}
 }
