@@ -82,6 +82,9 @@ func inTx(ctx context.Context, db *pgxpool.Pool, fn func(tx pgx.Tx) error) error
 		case codeDeadlock, codeSerialization:
 			continue
 		}
+		if errors.Is(err, errRelock) {
+			continue
+		}
 		return classify(err)
 	}
 	return classify(err)

@@ -38,7 +38,8 @@ const totalSlots = 16
 // before the transaction so locks are held for I/O only.
 type preparedRecord struct {
 	rec sdk.Record
-	doc indexDoc
+	own fieldTerms
+	doc indexDoc // own terms only; applyIndex adds thread context
 }
 
 func prepareRecord(realm string, r sdk.Record, now time.Time) (preparedRecord, error) {
@@ -47,7 +48,23 @@ func prepareRecord(realm string, r sdk.Record, now time.Time) (preparedRecord, e
 	if err := r.Prepare(realm, now); err != nil {
 		return preparedRecord{}, err
 	}
-	return preparedRecord{rec: r, doc: newIndexDoc(&r)}, nil
+	return newPrepared(r), nil
+}
+
+func newPrepared(r sdk.Record) preparedRecord {
+	own := recordTerms(r.Tags, r.Title, r.Description, r.Body)
+	return preparedRecord{rec: r, own: own, doc: buildDoc(own, nil)}
+}
+
+// recordThreads answers the threads of the records, to lock.
+func recordThreads(prepared []preparedRecord) []string {
+	var out []string
+	for i := range prepared {
+		if t := prepared[i].rec.Thread; t != nil {
+			out = append(out, t.ID)
+		}
+	}
+	return out
 }
 
 func remember(ctx context.Context, db *pgxpool.Pool, realm string, records []sdk.Record, now time.Time) ([]string, error) {
@@ -66,8 +83,12 @@ func remember(ctx context.Context, db *pgxpool.Pool, realm string, records []sdk
 		prepared[i] = p
 	}
 	var ids []string
+	threads := recordThreads(prepared)
 	err := inTx(ctx, db, func(tx pgx.Tx) (err error) {
-		ids, err = storeRecords(ctx, tx, realm, prepared, now)
+		if err := lockThreads(ctx, tx, realm, threads); err != nil {
+			return err
+		}
+		ids, err = storeRecords(ctx, tx, realm, prepared, nil, now)
 		return err
 	})
 	if err != nil {
@@ -78,15 +99,28 @@ func remember(ctx context.Context, db *pgxpool.Pool, realm string, records []sdk
 
 // indexed is a stored active record to add to the index.
 type indexed struct {
-	seq   int64
-	scope sdk.Scope
-	exp   int64
-	doc   *indexDoc
+	seq    int64
+	scope  string
+	exp    int64
+	doc    *indexDoc
+	own    fieldTerms
+	thread *place // nil: not threaded
+}
+
+func newIndexed(seq int64, p *preparedRecord) indexed {
+	r := &p.rec
+	a := indexed{seq: seq, scope: string(r.Scope), exp: expiresMillis(r.ExpiresAt), doc: &p.doc, own: p.own}
+	if r.Thread != nil {
+		a.thread = &place{r.Thread.ID, r.Thread.Seq}
+	}
+	return a
 }
 
 // storeRecords inserts prepared records (or finds the live copy of their
-// content) and indexes the new active ones; it answers the ids in order.
-func storeRecords(ctx context.Context, tx pgx.Tx, realm string, prepared []preparedRecord, now time.Time) ([]string, error) {
+// content) and indexes the new active ones, with the thread context
+// around them and around left (see applyIndex); it answers the ids in
+// order. The caller holds the records' thread locks.
+func storeRecords(ctx context.Context, tx pgx.Tx, realm string, prepared []preparedRecord, left []place, now time.Time) ([]string, error) {
 	order := make([]int, len(prepared))
 	for i := range order {
 		order[i] = i
@@ -127,7 +161,7 @@ func storeRecords(ctx context.Context, tx pgx.Tx, realm string, prepared []prepa
 		}
 		ids[i] = r.ID
 		if r.Status == sdk.StatusActive {
-			add = append(add, indexed{seq: seq, scope: r.Scope, exp: expiresMillis(r.ExpiresAt), doc: &prepared[i].doc})
+			add = append(add, newIndexed(seq, &prepared[i]))
 		}
 	}
 	if err := br.Close(); err != nil {
@@ -140,7 +174,7 @@ func storeRecords(ctx context.Context, tx pgx.Tx, realm string, prepared []prepa
 		}
 		ids[i] = id
 	}
-	if err := index(ctx, tx, realm, add); err != nil {
+	if err := applyIndex(ctx, tx, realm, add, left); err != nil {
 		return nil, err
 	}
 	return ids, nil
@@ -227,7 +261,7 @@ func index(ctx context.Context, tx pgx.Tx, realm string, add []indexed) error {
 	var ps []posting
 	for _, a := range add {
 		for t, tf := range a.doc.tf {
-			ps = append(ps, posting{termIDs[t], a.seq, float32(tf), int32(a.doc.ntok), string(a.scope), a.exp})
+			ps = append(ps, posting{termIDs[t], a.seq, float32(tf), int32(a.doc.ntok), a.scope, a.exp})
 		}
 	}
 	// In key order, so the primary key's leaf pages are visited once each.
@@ -278,20 +312,41 @@ type storedRecord struct {
 	kind   sdk.RecordKind
 	status sdk.Status
 	ntok   int64
+	thread *place
+}
+
+// threadLeft answers the places of the active threaded records among
+// found, and whether every one's thread is in locked.
+func threadLeft(found []storedRecord, locked []string) ([]place, bool) {
+	var left []place
+	for _, s := range found {
+		if s.status == sdk.StatusActive && s.thread != nil {
+			if !slices.Contains(locked, s.thread.thread) {
+				return nil, false
+			}
+			left = append(left, *s.thread)
+		}
+	}
+	return left, true
 }
 
 // lockRecords reads and row-locks the records of realm named by ids, in id
 // order (one lock order for every writer).
 func lockRecords(ctx context.Context, tx pgx.Tx, realm string, ids []string) ([]storedRecord, error) {
 	rows, err := tx.Query(ctx, `
-		SELECT seq, id, scope, kind, status, ntok FROM records
+		SELECT seq, id, scope, kind, status, ntok, thread_id, thread_seq FROM records
 		WHERE realm = $1 AND id = ANY($2) ORDER BY id COLLATE "C" FOR UPDATE`, realm, ids)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (storedRecord, error) {
 		var s storedRecord
-		err := row.Scan(&s.seq, &s.id, &s.scope, &s.kind, &s.status, &s.ntok)
+		var thread *string
+		var tseq *int64
+		err := row.Scan(&s.seq, &s.id, &s.scope, &s.kind, &s.status, &s.ntok, &thread, &tseq)
+		if thread != nil && tseq != nil {
+			s.thread = &place{*thread, *tseq}
+		}
 		return s, err
 	})
 }
@@ -304,10 +359,22 @@ func forget(ctx context.Context, db *pgxpool.Pool, realm string, ids []string) (
 		return 0, nil
 	}
 	var n int
+	ids = distinct(ids)
 	err := inTx(ctx, db, func(tx pgx.Tx) error {
-		found, err := lockRecords(ctx, tx, realm, distinct(ids))
+		threads, err := threadsOf(ctx, tx, realm, ids)
 		if err != nil {
 			return err
+		}
+		if err := lockThreads(ctx, tx, realm, threads); err != nil {
+			return err
+		}
+		found, err := lockRecords(ctx, tx, realm, ids)
+		if err != nil {
+			return err
+		}
+		left, ok := threadLeft(found, threads)
+		if !ok {
+			return errRelock
 		}
 		var active, all []int64
 		var tokens int64
@@ -322,6 +389,9 @@ func forget(ctx context.Context, db *pgxpool.Pool, realm string, ids []string) (
 			return err
 		}
 		if _, err := tx.Exec(ctx, "DELETE FROM records WHERE seq = ANY($1)", all); err != nil {
+			return err
+		}
+		if err := applyIndex(ctx, tx, realm, nil, left); err != nil {
 			return err
 		}
 		n = len(found)
@@ -351,6 +421,16 @@ func supersede(ctx context.Context, db *pgxpool.Pool, realm, oldID string, repla
 	replacement.Supersedes = oldID
 	var newID string
 	err := inTx(ctx, db, func(tx pgx.Tx) error {
+		threads, err := threadsOf(ctx, tx, realm, []string{oldID})
+		if err != nil {
+			return err
+		}
+		if t := replacement.Thread; t != nil {
+			threads = append(threads, t.ID)
+		}
+		if err := lockThreads(ctx, tx, realm, threads); err != nil {
+			return err
+		}
 		found, err := lockRecords(ctx, tx, realm, []string{oldID})
 		if err != nil {
 			return err
@@ -359,6 +439,10 @@ func supersede(ctx context.Context, db *pgxpool.Pool, realm, oldID string, repla
 			return fmt.Errorf("record %q not found in realm %q: %w", oldID, realm, sdk.ErrNotFound)
 		}
 		old := found[0]
+		left, ok := threadLeft(found, threads)
+		if !ok {
+			return errRelock
+		}
 		rep := replacement
 		if rep.Scope == "" {
 			rep.Scope = old.scope
@@ -395,7 +479,10 @@ func supersede(ctx context.Context, db *pgxpool.Pool, realm, oldID string, repla
 		if _, err := tx.Exec(ctx, "UPDATE records SET status = 'superseded', updated_ms = $1 WHERE seq = $2", now.UnixMilli(), old.seq); err != nil {
 			return err
 		}
-		ids, err := storeRecords(ctx, tx, realm, []preparedRecord{p}, now)
+		if old.status != sdk.StatusActive {
+			left = nil
+		}
+		ids, err := storeRecords(ctx, tx, realm, []preparedRecord{p}, left, now)
 		if err != nil {
 			return err
 		}
