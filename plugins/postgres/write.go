@@ -26,10 +26,28 @@ import (
 
 const insertRecordSQL = `
 INSERT INTO records (realm, id, scope, status, expires_ms, tag_keys, kind, trust, supersedes,
-	created_ms, updated_ms, content_hash, ntok, title, description, tags, body, thread_id, thread_seq)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+	created_ms, updated_ms, content_hash, ntok, title, description, tags, body, thread_id, thread_seq, seq)
+OVERRIDING SYSTEM VALUE
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
 ON CONFLICT (realm, scope, content_hash) WHERE status IN ('active', 'quarantined') DO NOTHING
 RETURNING seq`
+
+// allocSeqs draws n record seqs, ascending. Records are inserted in lock
+// order but numbered in the order given, so equal scores rank the later
+// record first (seq DESC) as they do in the sqlite provider, whose rows
+// are numbered in arrival order.
+func allocSeqs(ctx context.Context, tx pgx.Tx, n int) ([]int64, error) {
+	rows, err := tx.Query(ctx, `SELECT nextval(pg_get_serial_sequence('records', 'seq')) FROM generate_series(1, $1)`, n)
+	if err != nil {
+		return nil, err
+	}
+	seqs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("number records: %w", err)
+	}
+	slices.Sort(seqs)
+	return seqs, nil
+}
 
 // totalSlots spreads a realm's index totals over rows (see index_totals).
 const totalSlots = 16
@@ -129,6 +147,10 @@ func storeRecords(ctx context.Context, tx pgx.Tx, realm string, prepared []prepa
 		ra, rb := &prepared[a].rec, &prepared[b].rec
 		return cmp.Or(cmp.Compare(ra.Scope, rb.Scope), cmp.Compare(ra.ContentHash, rb.ContentHash))
 	})
+	seqs, err := allocSeqs(ctx, tx, len(prepared))
+	if err != nil {
+		return nil, err
+	}
 	batch := &pgx.Batch{}
 	for _, i := range order {
 		r, d := &prepared[i].rec, &prepared[i].doc
@@ -138,7 +160,7 @@ func storeRecords(ctx context.Context, tx pgx.Tx, realm string, prepared []prepa
 		}
 		batch.Queue(insertRecordSQL, r.Realm, r.ID, string(r.Scope), string(r.Status), expiresMillis(r.ExpiresAt),
 			foldTags(tags), string(r.Kind), string(r.Trust), r.Supersedes, r.CreatedAt.UnixMilli(), r.UpdatedAt.UnixMilli(),
-			r.ContentHash, d.ntok, r.Title, r.Description, tags, r.Body, threadID(r.Thread), threadSeq(r.Thread))
+			r.ContentHash, d.ntok, r.Title, r.Description, tags, r.Body, threadID(r.Thread), threadSeq(r.Thread), seqs[i])
 	}
 	ids := make([]string, len(prepared))
 	var dups []int
