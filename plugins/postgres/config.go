@@ -45,6 +45,12 @@ const configSchema = `{
       "minimum": 1,
       "maximum": 200
     },
+    "statistics": {
+      "type": "string",
+      "enum": ["store", "realm"],
+      "description": "What BM25's collection statistics (record count, mean length, document frequencies) are taken over: \"store\", every realm of the schema, as the sqlite provider takes them; \"realm\", the query's realm only, so one realm's writes never move another's scores and no realm's term counts shape another's ranking.",
+      "default": "store"
+    },
     "statement_timeout": {
       "type": "string",
       "description": "PostgreSQL statement_timeout for every statement, as a Go duration (\"10s\", \"1500ms\").",
@@ -60,6 +66,7 @@ type Config struct {
 	Schema           string `json:"schema"`
 	PoolSize         int    `json:"pool_size"`
 	StatementTimeout string `json:"statement_timeout"`
+	Statistics       string `json:"statistics"`
 }
 
 // settings is a validated Config with the connection string read.
@@ -68,6 +75,7 @@ type settings struct {
 	schema           string
 	poolSize         int
 	statementTimeout time.Duration
+	realmStats       bool
 	pool             *pgxpool.Config
 }
 
@@ -98,6 +106,13 @@ func parseConfig(raw json.RawMessage, getenv func(string) string) (settings, err
 	}
 	if cfg.PoolSize < 1 || cfg.PoolSize > maxPoolSize {
 		return bad(fieldErr("pool_size", fmt.Sprintf("is %d, must be 1 to %d", cfg.PoolSize, maxPoolSize)))
+	}
+	switch cfg.Statistics {
+	case "", "store":
+	case "realm":
+		s.realmStats = true
+	default:
+		return bad(fieldErr("statistics", fmt.Sprintf("is %q, must be \"store\" or \"realm\"", cfg.Statistics)))
 	}
 	if cfg.StatementTimeout != "" {
 		d, err := time.ParseDuration(cfg.StatementTimeout)

@@ -105,6 +105,7 @@ func (s *Store) Configure(ctx context.Context, raw json.RawMessage) error {
 		return fmt.Errorf("postgres: %s: %w", target, classify(err))
 	}
 	s.pool, s.set = pool, set
+	s.recall.realmStats = set.realmStats
 	s.log.Debug("connected", "target", target, "schema", set.schema, "pool_size", set.poolSize)
 	return nil
 }

@@ -107,12 +107,15 @@ ALTER TABLE records ADD COLUMN thread_id text, ADD COLUMN thread_seq bigint;
 `},
 	// 3: thread context (thread.go): the active records at a thread's
 	// places, for re-indexing neighbours; ids in byte order, for export
-	// cursors whatever the database's collation. Records stored by version
-	// 2 are re-indexed with their context.
+	// cursors whatever the database's collation; terms across realms.
+	// Records stored by version 2 are re-indexed with their context.
 	{sql: `
 CREATE INDEX records_by_thread ON records (realm, thread_id, thread_seq)
 	WHERE status = 'active' AND thread_id IS NOT NULL;
 CREATE INDEX records_by_id_bytes ON records (realm, id COLLATE "C");
+-- A term's rows in every realm, for statistics over the store; df stays
+-- out of it so its updates remain HOT.
+CREATE INDEX terms_by_term ON terms (term);
 `, then: indexAllThreads},
 }
 

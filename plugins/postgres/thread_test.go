@@ -193,7 +193,7 @@ func TestMigrationAddsThreadContext(t *testing.T) {
 				return err
 			}
 		}
-		_, err = tx.Exec(ctx, `DROP INDEX records_by_thread; DROP INDEX records_by_id_bytes; DELETE FROM schema_migrations WHERE version = 3`)
+		_, err = tx.Exec(ctx, `DROP INDEX records_by_thread; DROP INDEX records_by_id_bytes; DROP INDEX terms_by_term; DELETE FROM schema_migrations WHERE version = 3`)
 		return err
 	})
 	if err != nil {
