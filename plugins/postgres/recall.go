@@ -144,7 +144,7 @@ WITH `+exSQL+`, cand AS (
 // recallOptions are tunables tests adjust.
 type recallOptions struct {
 	realmStats bool // statistics = "realm" (set by Configure)
-	noPrune bool // score every posting (the reference for pruning tests)
+	noPrune    bool // score every posting (the reference for pruning tests)
 	// pruneMin, seed and probeCost replace their defaults when set.
 	pruneMin, seed, probeCost int64
 	// plan, when set, hears how each recall was answered: "scan",
