@@ -57,6 +57,7 @@ var (
 	_ sdk.Superseder      = (*Store)(nil)
 	_ sdk.UsageMarker     = (*Store)(nil)
 	_ sdk.LedgerWriter    = (*Store)(nil)
+	_ sdk.Archiver        = (*Store)(nil)
 	_ io.Closer           = (*Store)(nil)
 )
 
@@ -69,7 +70,7 @@ func (s *Store) Info() sdk.Info {
 		Protocols: []int{sdk.ProtocolVersion},
 		Capabilities: sdk.Capabilities{
 			sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest,
-			sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger,
+			sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger, sdk.CapArchive,
 		},
 		ConfigSchema: json.RawMessage(configSchema),
 	}

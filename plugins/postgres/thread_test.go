@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/memhost/memhost/sdk"
@@ -230,4 +234,88 @@ func postingsByID(t *testing.T, db interface {
 		t.Fatal(err)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestConcurrentImports: two stores (two hosts) import the same records
+// at once, in batches of different sizes and so in different lock
+// orders. Each record is stored once, the export is what was imported,
+// and the index is exact, thread context included.
+func TestConcurrentImports(t *testing.T) {
+	schema := schemaFor(t.Name())
+	a, b := openStore(t, schema), openStore(t, schema)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(5, 5))
+	recs := threadedRecords(rng)
+	base := time.Date(2025, 6, 1, 8, 0, 0, 0, time.UTC)
+	for i := range recs {
+		r := &recs[i]
+		r.Realm, r.Trust, r.Status = realm, sdk.TrustApplication, sdk.StatusActive
+		if i%7 == 3 {
+			r.Status = sdk.StatusQuarantined
+		}
+		r.CreatedAt, r.UpdatedAt = base.Add(time.Duration(i)*time.Minute), base.Add(time.Duration(i)*time.Minute)
+		if i%5 == 0 {
+			r.UseCount, r.LastUsedAt = int64(i), r.UpdatedAt.Add(time.Second)
+		}
+		r.ContentHash = sdk.ContentHash(r.Title, r.Body)
+	}
+	var wg sync.WaitGroup
+	imported := make([]int, 2)
+	errs := make([]error, 2)
+	for w, st := range []*Store{a, b} {
+		size := 7 + 6*w
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for start := 0; start < len(recs); start += size {
+				// The second host walks the batches backwards.
+				lo := start
+				if w == 1 {
+					lo = max(0, len(recs)-start-size)
+				}
+				res, err := st.Import(ctx, realm, recs[lo:min(len(recs), lo+size)])
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				imported[w] += res.Imported
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if imported[0]+imported[1] != len(recs) {
+		t.Errorf("hosts imported %d + %d records, want %d in all", imported[0], imported[1], len(recs))
+	}
+	var got []sdk.Record
+	for after := ""; ; {
+		page, err := a.Export(ctx, realm, after, 25)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, page.Records...)
+		if page.Next == "" {
+			break
+		}
+		after = page.Next
+	}
+	want := slices.Clone(recs)
+	slices.SortFunc(want, func(x, y sdk.Record) int { return strings.Compare(x.ID, y.ID) })
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("export after concurrent imports differs from the records: %d records, want %d", len(got), len(want))
+	}
+	db := rawPool(t, schema)
+	checkIndex(t, db)
+	// The index is the one a single import builds.
+	one := openStore(t, schemaFor(t.Name()+"/one"))
+	if _, err := one.Import(ctx, realm, recs); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := postingsByID(t, db), postingsByID(t, rawPool(t, schemaFor(t.Name()+"/one"))); got != want {
+		t.Errorf("concurrent imports indexed differently from one import")
+	}
 }
