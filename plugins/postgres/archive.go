@@ -8,7 +8,6 @@ import (
 	"slices"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/usage"
 )
@@ -24,21 +23,23 @@ func (s *Store) Export(ctx context.Context, realm, after string, limit int) (sdk
 		limit = sdk.MaxExportPage
 	}
 	var page sdk.ExportPage
-	err := s.use(func(db *pgxpool.Pool) error {
-		rows, err := db.Query(ctx, `SELECT `+recordColumns+` FROM records AS r
-			WHERE r.realm = $1 AND r.id COLLATE "C" > $2 ORDER BY r.id COLLATE "C" LIMIT $3`, realm, after, limit+1)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var r sdk.Record
-			if err := scanRecord(rows, &r); err != nil {
+	err := s.use(func(db *pgdb) error {
+		return db.run(ctx, readOnly, func(q dbtx) error {
+			rows, err := q.Query(ctx, `SELECT `+recordColumns+` FROM records AS r
+				WHERE r.realm = $1 AND r.id COLLATE "C" > $2 ORDER BY r.id COLLATE "C" LIMIT $3`, realm, after, limit+1)
+			if err != nil {
 				return err
 			}
-			page.Records = append(page.Records, r)
-		}
-		return rows.Err()
+			defer rows.Close()
+			for rows.Next() {
+				var r sdk.Record
+				if err := scanRecord(rows, &r); err != nil {
+					return err
+				}
+				page.Records = append(page.Records, r)
+			}
+			return rows.Err()
+		})
 	})
 	if err != nil {
 		return sdk.ExportPage{}, fmt.Errorf("postgres: export: %w", classify(err))
@@ -81,7 +82,7 @@ func (s *Store) Import(ctx context.Context, realm string, records []sdk.Record) 
 	}
 	threads := recordThreads(prepared)
 	var res sdk.ImportResult
-	err := s.use(func(db *pgxpool.Pool) error {
+	err := s.use(func(db *pgdb) error {
 		return inTx(ctx, db, func(tx pgx.Tx) (err error) {
 			if err := lockThreads(ctx, tx, realm, threads); err != nil {
 				return err

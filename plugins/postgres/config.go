@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/memhost/memhost/sdk"
 )
@@ -51,6 +52,11 @@ const configSchema = `{
       "description": "What BM25's collection statistics (record count, mean length, document frequencies) are taken over: \"store\", every realm of the schema, as the sqlite provider takes them; \"realm\", the query's realm only, so one realm's writes never move another's scores and no realm's term counts shape another's ranking.",
       "default": "store"
     },
+    "transaction_pooling": {
+      "type": "boolean",
+      "description": "Set when the connection string reaches PostgreSQL through a pooler in transaction mode (PgBouncer pool_mode = transaction): statements are not prepared by name, and the schema and statement timeout are set in each transaction instead of at connection start.",
+      "default": false
+    },
     "statement_timeout": {
       "type": "string",
       "description": "PostgreSQL statement_timeout for every statement, as a Go duration (\"10s\", \"1500ms\").",
@@ -67,6 +73,8 @@ type Config struct {
 	PoolSize         int    `json:"pool_size"`
 	StatementTimeout string `json:"statement_timeout"`
 	Statistics       string `json:"statistics"`
+	// TransactionPooling: see configSchema.
+	TransactionPooling bool `json:"transaction_pooling"`
 }
 
 // settings is a validated Config with the connection string read.
@@ -76,7 +84,9 @@ type settings struct {
 	poolSize         int
 	statementTimeout time.Duration
 	realmStats       bool
-	pool             *pgxpool.Config
+	// transactionPooling: see pgdb.
+	transactionPooling bool
+	pool               *pgxpool.Config
 }
 
 var (
@@ -136,8 +146,17 @@ func parseConfig(raw json.RawMessage, getenv func(string) string) (settings, err
 	pc.MaxConns = int32(s.poolSize)
 	pc.MinConns = 0
 	rp := pc.ConnConfig.RuntimeParams
-	rp["search_path"] = s.schema
-	rp["statement_timeout"] = fmt.Sprint(s.statementTimeout.Milliseconds())
+	s.transactionPooling = cfg.TransactionPooling
+	if s.transactionPooling {
+		// One round trip per statement and nothing named on the server,
+		// which the next transaction may not reach (see pgdb).
+		pc.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+		pc.ConnConfig.StatementCacheCapacity = 0
+		pc.ConnConfig.DescriptionCacheCapacity = 0
+	} else {
+		rp["search_path"] = s.schema
+		rp["statement_timeout"] = fmt.Sprint(s.statementTimeout.Milliseconds())
+	}
 	if rp["application_name"] == "" {
 		rp["application_name"] = "memhost-postgres"
 	}

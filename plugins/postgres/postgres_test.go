@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/memhost/memhost/internal/pgtest"
 	"github.com/memhost/memhost/sdk"
@@ -75,6 +76,16 @@ func TestParseConfig(t *testing.T) {
 	rp := s.pool.ConnConfig.RuntimeParams
 	if s.pool.MaxConns != 3 || rp["search_path"] != "mem_2" || rp["statement_timeout"] != "1500" {
 		t.Errorf("pool config: max %d, params %v", s.pool.MaxConns, rp)
+	}
+	pooled, err := parseConfig([]byte(`{"dsn_env": "GOOD_DSN", "transaction_pooling": true}`), getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// PgBouncer refuses these startup parameters; pgdb sets them per
+	// transaction instead.
+	if cc := pooled.pool.ConnConfig; cc.RuntimeParams["search_path"] != "" || cc.RuntimeParams["statement_timeout"] != "" ||
+		cc.DefaultQueryExecMode != pgx.QueryExecModeExec || cc.StatementCacheCapacity != 0 {
+		t.Errorf("transaction pooling config: params %v, exec mode %v, statement cache %d", cc.RuntimeParams, cc.DefaultQueryExecMode, cc.StatementCacheCapacity)
 	}
 	if got := describeTarget(s.pool); strings.Contains(got, "hunter2") || !strings.Contains(got, "db.internal") {
 		t.Errorf("target %q: want the host, never the password", got)

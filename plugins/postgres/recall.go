@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/memhost/memhost/sdk"
 	sdkindex "github.com/memhost/memhost/sdk/index"
 )
@@ -158,7 +157,7 @@ func (o recallOptions) note(plan string) {
 	}
 }
 
-func recall(ctx context.Context, db *pgxpool.Pool, q sdk.RecallQuery, now time.Time, opts recallOptions) ([]sdk.Hit, error) {
+func recall(ctx context.Context, db *pgdb, q sdk.RecallQuery, now time.Time, opts recallOptions) ([]sdk.Hit, error) {
 	if err := sdk.ValidateRealm(q.Realm); err != nil {
 		return nil, fmt.Errorf("postgres: recall: %w", err)
 	}

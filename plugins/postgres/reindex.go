@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -23,7 +22,7 @@ func (s *Store) Reindex(ctx context.Context, realm string, progress func(done, t
 		return 0, fmt.Errorf("postgres: reindex: %w", err)
 	}
 	var done int
-	err := s.use(func(db *pgxpool.Pool) error {
+	err := s.use(func(db *pgdb) error {
 		return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) (err error) {
 			done, err = reindex(ctx, tx, realm, progress)
 			return err

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // migration is one schema step: its SQL, then, when set, Go code in the
@@ -155,7 +154,7 @@ const migrateLockKey = 0x6d656d68
 // a transaction-level advisory lock so hosts starting at once migrate one
 // after another (the later ones find nothing to do). It refuses a schema a
 // newer build wrote, and one holding tables but no memhost version.
-func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+func migrate(ctx context.Context, pool *pgdb, schema string) error {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return err

@@ -11,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/usage"
 )
@@ -85,7 +84,7 @@ func recordThreads(prepared []preparedRecord) []string {
 	return out
 }
 
-func remember(ctx context.Context, db *pgxpool.Pool, realm string, records []sdk.Record, now time.Time) ([]string, error) {
+func remember(ctx context.Context, db *pgdb, realm string, records []sdk.Record, now time.Time) ([]string, error) {
 	if err := sdk.ValidateRealm(realm); err != nil {
 		return nil, fmt.Errorf("postgres: remember: %w", err)
 	}
@@ -373,7 +372,7 @@ func lockRecords(ctx context.Context, tx pgx.Tx, realm string, ids []string) ([]
 	})
 }
 
-func forget(ctx context.Context, db *pgxpool.Pool, realm string, ids []string) (int, error) {
+func forget(ctx context.Context, db *pgdb, realm string, ids []string) (int, error) {
 	if err := checkIDs(realm, ids); err != nil {
 		return 0, fmt.Errorf("postgres: forget: %w", err)
 	}
@@ -430,7 +429,7 @@ func forget(ctx context.Context, db *pgxpool.Pool, realm string, ids []string) (
 // when it names none. Retrying a supersede that already happened answers
 // the same replacement id; superseding a record already replaced by other
 // content, or tombstoned, is a conflict.
-func supersede(ctx context.Context, db *pgxpool.Pool, realm, oldID string, replacement sdk.Record, now time.Time) (string, error) {
+func supersede(ctx context.Context, db *pgdb, realm, oldID string, replacement sdk.Record, now time.Time) (string, error) {
 	if err := sdk.ValidateRealm(realm); err != nil {
 		return "", fmt.Errorf("postgres: supersede: %w", err)
 	}
@@ -520,7 +519,7 @@ func supersede(ctx context.Context, db *pgxpool.Pool, realm, oldID string, repla
 // markUsed counts one use of each record at time at; ids not there are
 // skipped. The rows are locked, so uses counted by two hosts at once both
 // count.
-func markUsed(ctx context.Context, db *pgxpool.Pool, realm string, ids []string, at time.Time) error {
+func markUsed(ctx context.Context, db *pgdb, realm string, ids []string, at time.Time) error {
 	if err := checkIDs(realm, ids); err != nil {
 		return fmt.Errorf("postgres: mark used: %w", err)
 	}
@@ -573,7 +572,7 @@ const (
 
 // writeLedger appends entries, all or nothing. An entry without a time is
 // stamped now.
-func writeLedger(ctx context.Context, db *pgxpool.Pool, entries []sdk.LedgerEntry, now time.Time) error {
+func writeLedger(ctx context.Context, db *pgdb, entries []sdk.LedgerEntry, now time.Time) error {
 	if len(entries) > sdk.MaxBatch {
 		return fmt.Errorf("postgres: write ledger: %d entries, the limit is %d: %w", len(entries), sdk.MaxBatch, sdk.ErrTooLarge)
 	}
@@ -594,10 +593,13 @@ func writeLedger(ctx context.Context, db *pgxpool.Pool, entries []sdk.LedgerEntr
 	if n == 0 {
 		return nil
 	}
-	_, err := db.Exec(ctx, `
-		INSERT INTO ledger (realm, identity, session, record_id, surface, bytes, at_ms)
-		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[])`,
-		realms, idents, sessions, recs, surfaces, bytes, ats)
+	err := db.run(ctx, pgx.TxOptions{}, func(q dbtx) error {
+		_, err := q.Exec(ctx, `
+			INSERT INTO ledger (realm, identity, session, record_id, surface, bytes, at_ms)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[])`,
+			realms, idents, sessions, recs, surfaces, bytes, ats)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("postgres: write ledger: %w", classify(err))
 	}
