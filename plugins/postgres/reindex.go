@@ -11,15 +11,19 @@ import (
 // reindexBatch is how many unthreaded records one re-index step reads.
 const reindexBatch = 1000
 
-// Reindex rebuilds realm's inverted index from its records (after a
-// tokenizer change, say) in one transaction, so recall answers from the old
-// index until it commits; it answers how many records it indexed.
-// progress, when set, hears the records done out of the active total.
-// Writers to the schema wait while it runs (it holds a share lock on
-// records); readers do not.
+// Reindex rebuilds realm's inverted index ("" means every realm) from its
+// records (after a tokenizer change, say) in one transaction, so recall
+// answers from the old index until it commits, and a canceled or failed
+// one changes nothing; it answers how many records it indexed. progress,
+// when set, hears the records done out of the active total. Writers to the
+// schema, and another reindex, wait while it runs (it holds a SHARE ROW
+// EXCLUSIVE lock on records); readers do not. Its signature is
+// sdk.Reindexer's, but the plugin does not declare the capability yet.
 func (s *Store) Reindex(ctx context.Context, realm string, progress func(done, total int)) (int, error) {
-	if err := sdk.ValidateRealm(realm); err != nil {
-		return 0, fmt.Errorf("postgres: reindex: %w", err)
+	if realm != "" {
+		if err := sdk.ValidateRealm(realm); err != nil {
+			return 0, fmt.Errorf("postgres: reindex: %w", err)
+		}
 	}
 	var done int
 	err := s.use(func(db *pgdb) error {
@@ -35,18 +39,46 @@ func (s *Store) Reindex(ctx context.Context, realm string, progress func(done, t
 }
 
 func reindex(ctx context.Context, tx pgx.Tx, realm string, progress func(done, total int)) (int, error) {
-	if _, err := tx.Exec(ctx, "LOCK TABLE records IN SHARE MODE"); err != nil {
+	if _, err := tx.Exec(ctx, "LOCK TABLE records IN SHARE ROW EXCLUSIVE MODE"); err != nil {
 		return 0, err
 	}
-	var total int
-	if err := tx.QueryRow(ctx, "SELECT count(*) FROM records WHERE realm = $1 AND status = 'active'", realm).Scan(&total); err != nil {
-		return 0, err
-	}
-	report := func(done int) {
-		if progress != nil {
-			progress(done, total)
+	var realms []string
+	if realm != "" {
+		realms = []string{realm}
+	} else {
+		// Realms with index rows but no records left are cleared too.
+		rows, err := tx.Query(ctx, "SELECT realm FROM records UNION SELECT realm FROM terms UNION SELECT realm FROM index_totals")
+		if err != nil {
+			return 0, err
+		}
+		if realms, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			return 0, err
 		}
 	}
+	var total int
+	if err := tx.QueryRow(ctx, "SELECT count(*) FROM records WHERE realm = ANY($1) AND status = 'active'", realms).Scan(&total); err != nil {
+		return 0, err
+	}
+	done := 0
+	report := func(n int) {
+		if progress != nil {
+			progress(done+n, total)
+		}
+	}
+	report(0)
+	for _, r := range realms {
+		n, err := reindexRealm(ctx, tx, r, report)
+		done += n
+		if err != nil {
+			return done, err
+		}
+	}
+	return done, nil
+}
+
+// reindexRealm rebuilds one realm's index; report hears the records done
+// in it so far.
+func reindexRealm(ctx context.Context, tx pgx.Tx, realm string, report func(done int)) (int, error) {
 	for _, sql := range []string{
 		"DELETE FROM postings AS p USING terms AS t WHERE p.term_id = t.term_id AND t.realm = $1",
 		"DELETE FROM terms WHERE realm = $1",
@@ -57,7 +89,6 @@ func reindex(ctx context.Context, tx pgx.Tx, realm string, progress func(done, t
 		}
 	}
 	done := 0
-	report(done)
 	for after := int64(0); ; {
 		rows, err := tx.Query(ctx, `
 			SELECT seq, id, scope, expires_ms, ntok, tags, title, description, body FROM records

@@ -138,11 +138,23 @@ func TestThreadContextRanksAsSDKIndex(t *testing.T) {
 	}
 	compare("after forget and supersede")
 
-	// Re-indexing from the records changes nothing.
-	if _, err := s.Reindex(ctx, realm, nil); err != nil {
+	// Re-indexing from the records, one realm or every realm, changes
+	// nothing, and reports every active record.
+	var active int
+	if err := db.QueryRow(ctx, "SELECT count(*) FROM records WHERE status = 'active'").Scan(&active); err != nil {
 		t.Fatal(err)
 	}
-	compare("after Reindex")
+	for _, r := range []string{realm, ""} {
+		var lastDone, lastTotal int
+		n, err := s.Reindex(ctx, r, func(done, total int) { lastDone, lastTotal = done, total })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != active || lastDone != active || lastTotal != active {
+			t.Errorf("Reindex(%q) = %d, last progress %d of %d; want %d", r, n, lastDone, lastTotal, active)
+		}
+		compare(fmt.Sprintf("after Reindex(%q)", r))
+	}
 }
 
 // TestMigrationAddsThreadContext opens a schema as version 2 left it
