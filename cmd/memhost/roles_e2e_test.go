@@ -10,6 +10,10 @@ const (
 	agentSecret = "agent-token-0123456789abcdef012"
 )
 
+// rolesConfig is a sqlite deployment with an application and an agent
+// token.
+var rolesConfig = providerDeployment("sqlite", `{ path = "memory.db" }`) + rolesTokens
+
 const rolesTokens = `
 token "platform" {
   secret_env = "MEMHOST_TEST_APP"
