@@ -10,11 +10,11 @@ const (
 	agentSecret = "agent-token-0123456789abcdef012"
 )
 
-const rolesConfig = `
-provider "main" {
-  plugin = "sqlite"
-  config = { path = "memory.db" }
-}
+// rolesConfig is a sqlite deployment with an application and an agent
+// token.
+var rolesConfig = providerDeployment("sqlite", `{ path = "memory.db" }`) + rolesTokens
+
+const rolesTokens = `
 token "platform" {
   secret_env = "MEMHOST_TEST_APP"
   realms     = ["default"]
@@ -26,12 +26,24 @@ token "agent" {
 }
 `
 
-// TestCallerRoles drives every auth and role path through memhost serve:
-// no token, a wrong token, another realm, the right realm, an agent's
+// TestCallerRoles drives every auth and role path through memhost serve,
+// on sqlite and on postgres (proposals need the archive capability): no
+// token, a wrong token, another realm, the right realm, an agent's
 // proposal (stored, not recalled or injected, not approvable by the
 // agent) and an application's approval (then recalled).
 func TestCallerRoles(t *testing.T) {
-	m := startMemhost(t, rolesConfig, "MEMHOST_TEST_APP="+appSecret, "MEMHOST_TEST_AGENT="+agentSecret)
+	for _, pc := range providerConfigs {
+		if pc.plugin != "sqlite" && pc.plugin != "postgres" {
+			continue
+		}
+		t.Run(pc.plugin, func(t *testing.T) {
+			env := append(envFor(t, pc.env), "MEMHOST_TEST_APP="+appSecret, "MEMHOST_TEST_AGENT="+agentSecret)
+			testCallerRoles(t, startMemhost(t, providerDeployment(pc.plugin, pc.config)+rolesTokens, env...))
+		})
+	}
+}
+
+func testCallerRoles(t *testing.T, m *instance) {
 	recallReq := func(query string) map[string]any {
 		return map[string]any{"identity": map[string]string{"id": "alice"}, "query": query}
 	}

@@ -168,6 +168,46 @@ func BenchmarkRecall(b *testing.B) {
 	}
 }
 
+// BenchmarkRecallStatistics compares the two statistics modes on one
+// schema, query by query in turn, so machine load weighs on both alike:
+// "store" (the default) adds each term's frequencies over every realm.
+func BenchmarkRecallStatistics(b *testing.B) {
+	ctx := context.Background()
+	for _, n := range benchSizes {
+		b.Run(sizeName(n), func(b *testing.B) {
+			schema := builtSchema(b, n)
+			stores := map[string]*Store{}
+			for _, mode := range []string{"store", "realm"} {
+				s := New()
+				cfg := fmt.Sprintf(`{"dsn_env": %q, "schema": %q, "pool_size": 8, "statistics": %q}`, benchDSNEnv, schema, mode)
+				if err := s.Configure(ctx, []byte(cfg)); err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { s.Close() })
+				stores[mode] = s
+			}
+			c := benchCorpus()
+			lat := map[string][]time.Duration{}
+			i := 0
+			for b.Loop() {
+				q := sdk.RecallQuery{Realm: "bench", Query: c.query(i%benchQueries, n), Limit: 10}
+				i++
+				for _, mode := range []string{"store", "realm"} {
+					start := time.Now()
+					if _, err := stores[mode].Recall(ctx, q); err != nil {
+						b.Fatal(err)
+					}
+					lat[mode] = append(lat[mode], time.Since(start))
+				}
+			}
+			for mode, l := range lat {
+				slices.Sort(l)
+				b.ReportMetric(float64(l[len(l)/2])/float64(time.Millisecond), mode+"-p50-ms")
+			}
+		})
+	}
+}
+
 // BenchmarkWrite measures Remember in batches of benchBatch records into a
 // store already holding n; one op is one record.
 func BenchmarkWrite(b *testing.B) {

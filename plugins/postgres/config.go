@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/memhost/memhost/sdk"
 )
@@ -45,6 +46,17 @@ const configSchema = `{
       "minimum": 1,
       "maximum": 200
     },
+    "statistics": {
+      "type": "string",
+      "enum": ["store", "realm"],
+      "description": "What BM25's collection statistics (record count, mean length, document frequencies) are taken over: \"store\", every realm of the schema, as the sqlite provider takes them; \"realm\", the query's realm only, so one realm's writes never move another's scores and no realm's term counts shape another's ranking.",
+      "default": "store"
+    },
+    "transaction_pooling": {
+      "type": "boolean",
+      "description": "Set when the connection string reaches PostgreSQL through a pooler in transaction mode (PgBouncer pool_mode = transaction): statements are not prepared by name, and the schema and statement timeout are set in each transaction instead of at connection start.",
+      "default": false
+    },
     "statement_timeout": {
       "type": "string",
       "description": "PostgreSQL statement_timeout for every statement, as a Go duration (\"10s\", \"1500ms\").",
@@ -60,6 +72,9 @@ type Config struct {
 	Schema           string `json:"schema"`
 	PoolSize         int    `json:"pool_size"`
 	StatementTimeout string `json:"statement_timeout"`
+	Statistics       string `json:"statistics"`
+	// TransactionPooling: see configSchema.
+	TransactionPooling bool `json:"transaction_pooling"`
 }
 
 // settings is a validated Config with the connection string read.
@@ -68,7 +83,10 @@ type settings struct {
 	schema           string
 	poolSize         int
 	statementTimeout time.Duration
-	pool             *pgxpool.Config
+	realmStats       bool
+	// transactionPooling: see pgdb.
+	transactionPooling bool
+	pool               *pgxpool.Config
 }
 
 var (
@@ -99,6 +117,13 @@ func parseConfig(raw json.RawMessage, getenv func(string) string) (settings, err
 	if cfg.PoolSize < 1 || cfg.PoolSize > maxPoolSize {
 		return bad(fieldErr("pool_size", fmt.Sprintf("is %d, must be 1 to %d", cfg.PoolSize, maxPoolSize)))
 	}
+	switch cfg.Statistics {
+	case "", "store":
+	case "realm":
+		s.realmStats = true
+	default:
+		return bad(fieldErr("statistics", fmt.Sprintf("is %q, must be \"store\" or \"realm\"", cfg.Statistics)))
+	}
 	if cfg.StatementTimeout != "" {
 		d, err := time.ParseDuration(cfg.StatementTimeout)
 		switch {
@@ -121,8 +146,17 @@ func parseConfig(raw json.RawMessage, getenv func(string) string) (settings, err
 	pc.MaxConns = int32(s.poolSize)
 	pc.MinConns = 0
 	rp := pc.ConnConfig.RuntimeParams
-	rp["search_path"] = s.schema
-	rp["statement_timeout"] = fmt.Sprint(s.statementTimeout.Milliseconds())
+	s.transactionPooling = cfg.TransactionPooling
+	if s.transactionPooling {
+		// One round trip per statement and nothing named on the server,
+		// which the next transaction may not reach (see pgdb).
+		pc.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+		pc.ConnConfig.StatementCacheCapacity = 0
+		pc.ConnConfig.DescriptionCacheCapacity = 0
+	} else {
+		rp["search_path"] = s.schema
+		rp["statement_timeout"] = fmt.Sprint(s.statementTimeout.Milliseconds())
+	}
 	if rp["application_name"] == "" {
 		rp["application_name"] = "memhost-postgres"
 	}

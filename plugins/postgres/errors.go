@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -74,12 +73,15 @@ const maxTxAttempts = 5
 
 // inTx runs fn in a read-committed transaction and commits, retrying the
 // whole transaction when PostgreSQL aborted it to break a deadlock.
-func inTx(ctx context.Context, db *pgxpool.Pool, fn func(tx pgx.Tx) error) error {
+func inTx(ctx context.Context, db *pgdb, fn func(tx pgx.Tx) error) error {
 	var err error
 	for range maxTxAttempts {
 		err = pgx.BeginFunc(ctx, db, fn)
 		switch sqlState(err) {
 		case codeDeadlock, codeSerialization:
+			continue
+		}
+		if errors.Is(err, errRelock) {
 			continue
 		}
 		return classify(err)

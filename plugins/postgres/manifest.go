@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/usage"
 )
@@ -31,7 +30,7 @@ const manifestColumns = `id, scope, kind, title, description, updated_ms, use_co
 // manifestFilter: $1 is the realm, $2 now in milliseconds.
 const manifestFilter = `realm = $1 AND status = 'active' AND (expires_ms = 0 OR expires_ms > $2)`
 
-func manifest(ctx context.Context, db *pgxpool.Pool, q sdk.ManifestQuery, now time.Time) ([]sdk.ManifestRow, error) {
+func manifest(ctx context.Context, db *pgdb, q sdk.ManifestQuery, now time.Time) ([]sdk.ManifestRow, error) {
 	if err := sdk.ValidateRealm(q.Realm); err != nil {
 		return nil, fmt.Errorf("postgres: manifest: %w", err)
 	}
@@ -44,9 +43,12 @@ func manifest(ctx context.Context, db *pgxpool.Pool, q sdk.ManifestQuery, now ti
 	var err error
 	switch q.Tier {
 	case sdk.TierFull:
-		rows, err = listRows(ctx, db, `SELECT `+manifestColumns+` FROM records
-			WHERE `+manifestFilter+` AND ($3::text[] IS NULL OR scope = ANY($3))
-			ORDER BY updated_ms DESC, seq DESC`, now, q.Realm, now.UnixMilli(), scopeList(q.Scopes))
+		err = db.run(ctx, readOnly, func(tx dbtx) (err error) {
+			rows, err = listRows(ctx, tx, `SELECT `+manifestColumns+` FROM records
+				WHERE `+manifestFilter+` AND ($3::text[] IS NULL OR scope = ANY($3))
+				ORDER BY updated_ms DESC, seq DESC`, now, q.Realm, now.UnixMilli(), scopeList(q.Scopes))
+			return err
+		})
 	case sdk.TierWorkingSet:
 		if q.K <= 0 {
 			return nil, fmt.Errorf("postgres: manifest: working set k is %d, must be positive: %w", q.K, sdk.ErrInvalid)

@@ -32,7 +32,7 @@ type Store struct {
 	// mu guards pool: calls hold it shared, Configure and Close
 	// exclusively, so Close waits for calls in flight.
 	mu     sync.RWMutex
-	pool   *pgxpool.Pool
+	pool   *pgdb
 	set    settings
 	closed bool
 
@@ -57,6 +57,7 @@ var (
 	_ sdk.Superseder      = (*Store)(nil)
 	_ sdk.UsageMarker     = (*Store)(nil)
 	_ sdk.LedgerWriter    = (*Store)(nil)
+	_ sdk.Archiver        = (*Store)(nil)
 	_ io.Closer           = (*Store)(nil)
 )
 
@@ -69,7 +70,7 @@ func (s *Store) Info() sdk.Info {
 		Protocols: []int{sdk.ProtocolVersion},
 		Capabilities: sdk.Capabilities{
 			sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest,
-			sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger,
+			sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger, sdk.CapArchive,
 		},
 		ConfigSchema: json.RawMessage(configSchema),
 	}
@@ -100,11 +101,13 @@ func (s *Store) Configure(ctx context.Context, raw json.RawMessage) error {
 		pool.Close()
 		return fmt.Errorf("postgres: connect to %s: %w", target, classify(err))
 	}
-	if err := migrate(ctx, pool, set.schema); err != nil {
+	db := newPGDB(pool, set)
+	if err := migrate(ctx, db, set.schema); err != nil {
 		pool.Close()
 		return fmt.Errorf("postgres: %s: %w", target, classify(err))
 	}
-	s.pool, s.set = pool, set
+	s.pool, s.set = db, set
+	s.recall.realmStats = set.realmStats
 	s.log.Debug("connected", "target", target, "schema", set.schema, "pool_size", set.poolSize)
 	return nil
 }
@@ -123,7 +126,7 @@ func (s *Store) Close() error {
 }
 
 // use runs fn with the pool, holding the shared lock.
-func (s *Store) use(fn func(db *pgxpool.Pool) error) error {
+func (s *Store) use(fn func(db *pgdb) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.pool == nil {
@@ -139,7 +142,7 @@ func (s *Store) use(fn func(db *pgxpool.Pool) error) error {
 // scopes that best match its text, best first (see recall.go).
 func (s *Store) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
 	var hits []sdk.Hit
-	err := s.use(func(db *pgxpool.Pool) (err error) {
+	err := s.use(func(db *pgdb) (err error) {
 		hits, err = recall(ctx, db, q, s.now(), s.recall)
 		return err
 	})
@@ -150,7 +153,7 @@ func (s *Store) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error
 // whose content is already live in its scope answers the existing id.
 func (s *Store) Remember(ctx context.Context, realm string, records []sdk.Record) ([]string, error) {
 	var ids []string
-	err := s.use(func(db *pgxpool.Pool) (err error) {
+	err := s.use(func(db *pgdb) (err error) {
 		ids, err = remember(ctx, db, realm, records, s.now())
 		return err
 	})
@@ -161,7 +164,7 @@ func (s *Store) Remember(ctx context.Context, realm string, records []sdk.Record
 // asked.
 func (s *Store) Get(ctx context.Context, realm string, ids []string) ([]sdk.Record, error) {
 	var recs []sdk.Record
-	err := s.use(func(db *pgxpool.Pool) (err error) {
+	err := s.use(func(db *pgdb) (err error) {
 		recs, err = get(ctx, db, realm, ids)
 		return err
 	})
@@ -171,7 +174,7 @@ func (s *Store) Get(ctx context.Context, realm string, ids []string) ([]sdk.Reco
 // Forget deletes records and answers how many were there.
 func (s *Store) Forget(ctx context.Context, realm string, ids []string) (int, error) {
 	var n int
-	err := s.use(func(db *pgxpool.Pool) (err error) {
+	err := s.use(func(db *pgdb) (err error) {
 		n, err = forget(ctx, db, realm, ids)
 		return err
 	})
@@ -182,7 +185,7 @@ func (s *Store) Forget(ctx context.Context, realm string, ids []string) (int, er
 // manifest.go for the working-set rule).
 func (s *Store) Manifest(ctx context.Context, q sdk.ManifestQuery) ([]sdk.ManifestRow, error) {
 	var rows []sdk.ManifestRow
-	err := s.use(func(db *pgxpool.Pool) (err error) {
+	err := s.use(func(db *pgdb) (err error) {
 		rows, err = manifest(ctx, db, q, s.now())
 		return err
 	})
@@ -193,7 +196,7 @@ func (s *Store) Manifest(ctx context.Context, q sdk.ManifestQuery) ([]sdk.Manife
 // transaction, and answers the replacement's id.
 func (s *Store) Supersede(ctx context.Context, realm, oldID string, replacement sdk.Record) (string, error) {
 	var id string
-	err := s.use(func(db *pgxpool.Pool) (err error) {
+	err := s.use(func(db *pgdb) (err error) {
 		id, err = supersede(ctx, db, realm, oldID, replacement, s.now())
 		return err
 	})
@@ -202,7 +205,7 @@ func (s *Store) Supersede(ctx context.Context, realm, oldID string, replacement 
 
 // MarkUsed counts one use of each record at the given time.
 func (s *Store) MarkUsed(ctx context.Context, realm string, ids []string, at time.Time) error {
-	return s.use(func(db *pgxpool.Pool) error {
+	return s.use(func(db *pgdb) error {
 		if at.IsZero() {
 			at = s.now()
 		}
@@ -212,7 +215,7 @@ func (s *Store) MarkUsed(ctx context.Context, realm string, ids []string, at tim
 
 // WriteLedger appends injection ledger entries, all or nothing.
 func (s *Store) WriteLedger(ctx context.Context, entries []sdk.LedgerEntry) error {
-	return s.use(func(db *pgxpool.Pool) error {
+	return s.use(func(db *pgdb) error {
 		return writeLedger(ctx, db, entries, s.now())
 	})
 }

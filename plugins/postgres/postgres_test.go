@@ -12,10 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/memhost/memhost/internal/pgtest"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/host"
+	sdkindex "github.com/memhost/memhost/sdk/index"
 	"github.com/memhost/memhost/sdk/tokenize"
 )
 
@@ -44,6 +46,8 @@ func TestParseConfig(t *testing.T) {
 		{"schema case", `{"dsn_env": "GOOD_DSN", "schema": "Memhost"}`, "schema"},
 		{"schema injection", `{"dsn_env": "GOOD_DSN", "schema": "x; DROP TABLE y"}`, "schema"},
 		{"not an object", `["GOOD_DSN"]`, "JSON object"},
+		{"realm statistics", `{"dsn_env": "GOOD_DSN", "statistics": "realm"}`, ""},
+		{"statistics value", `{"dsn_env": "GOOD_DSN", "statistics": "global"}`, "statistics: is \"global\""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := parseConfig([]byte(tc.config), getenv)
@@ -72,6 +76,16 @@ func TestParseConfig(t *testing.T) {
 	rp := s.pool.ConnConfig.RuntimeParams
 	if s.pool.MaxConns != 3 || rp["search_path"] != "mem_2" || rp["statement_timeout"] != "1500" {
 		t.Errorf("pool config: max %d, params %v", s.pool.MaxConns, rp)
+	}
+	pooled, err := parseConfig([]byte(`{"dsn_env": "GOOD_DSN", "transaction_pooling": true}`), getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// PgBouncer refuses these startup parameters; pgdb sets them per
+	// transaction instead.
+	if cc := pooled.pool.ConnConfig; cc.RuntimeParams["search_path"] != "" || cc.RuntimeParams["statement_timeout"] != "" ||
+		cc.DefaultQueryExecMode != pgx.QueryExecModeExec || cc.StatementCacheCapacity != 0 {
+		t.Errorf("transaction pooling config: params %v, exec mode %v, statement cache %d", cc.RuntimeParams, cc.DefaultQueryExecMode, cc.StatementCacheCapacity)
 	}
 	if got := describeTarget(s.pool); strings.Contains(got, "hunter2") || !strings.Contains(got, "db.internal") {
 		t.Errorf("target %q: want the host, never the password", got)
@@ -433,31 +447,69 @@ func TestScoresAreBM25(t *testing.T) {
 	}
 }
 
-// TestRealmStatisticsAreSeparate: writes to one realm do not change
-// another realm's scores.
-func TestRealmStatisticsAreSeparate(t *testing.T) {
-	s := openStore(t, schemaFor(t.Name()))
-	ctx := context.Background()
-	mk := func(title string) sdk.Record {
-		return sdk.Record{Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: title, Body: "shared body words"}
-	}
-	if _, err := s.Remember(ctx, "a", []sdk.Record{mk("kiwi fruit"), mk("plum fruit")}); err != nil {
-		t.Fatal(err)
-	}
-	before, err := s.Recall(ctx, sdk.RecallQuery{Realm: "a", Query: "kiwi"})
-	if err != nil || len(before) != 1 {
-		t.Fatal(before, err)
-	}
-	var many []sdk.Record
-	for i := range 50 {
-		many = append(many, mk(fmt.Sprintf("kiwi %d", i)))
-	}
-	if _, err := s.Remember(ctx, "b", many); err != nil {
-		t.Fatal(err)
-	}
-	after, err := s.Recall(ctx, sdk.RecallQuery{Realm: "a", Query: "kiwi"})
-	if err != nil || len(after) != 1 || after[0].Score != before[0].Score {
-		t.Errorf("realm a's score moved from %v to %v after writes to realm b (%v)", before[0].Score, after, err)
+// TestStatistics: with statistics = "realm", writes to one realm do not
+// change another realm's scores; with the default ("store") they do, and
+// the scores are sdk/index's over every realm (StatsIndex, as the sqlite
+// provider ranks).
+func TestStatistics(t *testing.T) {
+	for _, mode := range []string{"realm", "store"} {
+		t.Run(mode, func(t *testing.T) {
+			testDSN(t)
+			s := New()
+			if err := s.Configure(context.Background(), configJSON(schemaFor(t.Name()), "statistics", mode)); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			ctx := context.Background()
+			ref, err := sdkindex.New(sdkindex.Options{Weights: fieldWeights[:], ContextWeight: sdkindex.ContextWeight})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mk := func(title string) sdk.Record {
+				return sdk.Record{Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: title, Body: "shared body words"}
+			}
+			put := func(realm string, recs []sdk.Record) {
+				t.Helper()
+				ids, err := s.Remember(ctx, realm, recs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, r := range recs {
+					own := recordTerms(r.Tags, r.Title, r.Description, r.Body)
+					if err := ref.Put(sdkindex.Doc{ID: ids[i], Realm: realm, Scope: string(r.Scope), Fields: own[:]}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			put("a", []sdk.Record{mk("kiwi fruit"), mk("plum fruit")})
+			before, err := s.Recall(ctx, sdk.RecallQuery{Realm: "a", Query: "kiwi"})
+			if err != nil || len(before) != 1 {
+				t.Fatal(before, err)
+			}
+			var many []sdk.Record
+			for i := range 50 {
+				many = append(many, mk(fmt.Sprintf("apple %d", i)))
+			}
+			put("b", many)
+			after, err := s.Recall(ctx, sdk.RecallQuery{Realm: "a", Query: "kiwi"})
+			if err != nil || len(after) != 1 {
+				t.Fatal(after, err)
+			}
+			switch mode {
+			case "realm":
+				if after[0].Score != before[0].Score {
+					t.Errorf("realm a's score moved from %v to %v after writes to realm b", before[0].Score, after[0].Score)
+				}
+			case "store":
+				want, err := ref.Search(sdkindex.Query{Realm: "a", Terms: []string{"kiwi"}, Limit: 10})
+				if err != nil || len(want) != 1 {
+					t.Fatal(want, err)
+				}
+				if after[0].Score == before[0].Score || math.Abs(after[0].Score-want[0].Score) > 1e-9*want[0].Score {
+					t.Errorf("realm a's score %v before and %v after writes to realm b; sdk/index over every realm scores %v", before[0].Score, after[0].Score, want[0].Score)
+				}
+			}
+		})
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -49,7 +48,7 @@ func fromMillis(ms int64) time.Time {
 
 // get answers the records of realm named by ids, of any status, in the
 // order asked; ids not there are skipped.
-func get(ctx context.Context, db *pgxpool.Pool, realm string, ids []string) ([]sdk.Record, error) {
+func get(ctx context.Context, db *pgdb, realm string, ids []string) ([]sdk.Record, error) {
 	if err := checkIDs(realm, ids); err != nil {
 		return nil, fmt.Errorf("postgres: get: %w", err)
 	}
@@ -57,20 +56,23 @@ func get(ctx context.Context, db *pgxpool.Pool, realm string, ids []string) ([]s
 	if len(ids) == 0 {
 		return out, nil
 	}
-	rows, err := db.Query(ctx, `SELECT `+recordColumns+` FROM records AS r WHERE r.realm = $1 AND r.id = ANY($2)`, realm, ids)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: get: %w", classify(err))
-	}
-	defer rows.Close()
 	byID := make(map[string]sdk.Record, len(ids))
-	for rows.Next() {
-		var r sdk.Record
-		if err := scanRecord(rows, &r); err != nil {
-			return nil, fmt.Errorf("postgres: get: %w", classify(err))
+	err := db.run(ctx, readOnly, func(q dbtx) error {
+		rows, err := q.Query(ctx, `SELECT `+recordColumns+` FROM records AS r WHERE r.realm = $1 AND r.id = ANY($2)`, realm, ids)
+		if err != nil {
+			return err
 		}
-		byID[r.ID] = r
-	}
-	if err := rows.Err(); err != nil {
+		defer rows.Close()
+		for rows.Next() {
+			var r sdk.Record
+			if err := scanRecord(rows, &r); err != nil {
+				return err
+			}
+			byID[r.ID] = r
+		}
+		return rows.Err()
+	})
+	if err != nil {
 		return nil, fmt.Errorf("postgres: get: %w", classify(err))
 	}
 	for _, id := range ids {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/memhost/memhost/sdk"
 	sdkindex "github.com/memhost/memhost/sdk/index"
 )
@@ -24,9 +23,10 @@ import (
 //
 // with k1 = 1.2, b = 0.75; tf(t,d) is the field-weighted count of t in d
 // (tags 5, title 4, description 2, body 1), dl(d) the record's term count,
-// n(t) the active records of the realm holding t, N the realm's active
-// records and avgdl their mean length. Statistics are per realm, so one
-// realm's writes never move another's scores.
+// n(t) the active records holding t, N the active records and avgdl their
+// mean length. These statistics are taken over every realm of the schema
+// by default, as the sqlite provider's engine takes them (so the two rank
+// alike), or over the query's realm alone with statistics = "realm".
 //
 // Plan. Scoring every record that holds any query term costs one
 // covering-index scan per term (postings' primary key holds term, record,
@@ -71,12 +71,20 @@ const (
 	defaultProbeCost = 8
 )
 
-// statsSQL answers the query terms present in the realm with their
-// document frequencies, and the realm's totals on every row.
-const statsSQL = `
+// realmStatsSQL answers the query terms present in the realm with their
+// document frequencies, and the realm's totals on every row; storeStatsSQL
+// takes the frequencies and totals over every realm (terms_by_term finds
+// a term's rows in the other realms).
+const (
+	realmStatsSQL = `
 SELECT t.term_id, t.df, tot.n, tot.toks
 FROM terms AS t, (SELECT sum(docs)::float8 AS n, sum(tokens)::float8 AS toks FROM index_totals WHERE realm = $1) AS tot
 WHERE t.realm = $1 AND t.term = ANY($2::text[]) AND t.df > 0`
+	storeStatsSQL = `
+SELECT t.term_id, (SELECT sum(o.df)::bigint FROM terms AS o WHERE o.term = t.term), tot.n, tot.toks
+FROM terms AS t, (SELECT sum(docs)::float8 AS n, sum(tokens)::float8 AS toks FROM index_totals) AS tot
+WHERE t.realm = $1 AND t.term = ANY($2::text[]) AND t.df > 0`
+)
 
 // The scoring statements share their parameters: $1 realm, $2 now (ms),
 // $3 scopes (NULL: any), $4 excluded ids, $5 the query's term ids, $6
@@ -134,7 +142,8 @@ WITH `+exSQL+`, cand AS (
 
 // recallOptions are tunables tests adjust.
 type recallOptions struct {
-	noPrune bool // score every posting (the reference for pruning tests)
+	realmStats bool // statistics = "realm" (set by Configure)
+	noPrune    bool // score every posting (the reference for pruning tests)
 	// pruneMin, seed and probeCost replace their defaults when set.
 	pruneMin, seed, probeCost int64
 	// plan, when set, hears how each recall was answered: "scan",
@@ -148,7 +157,7 @@ func (o recallOptions) note(plan string) {
 	}
 }
 
-func recall(ctx context.Context, db *pgxpool.Pool, q sdk.RecallQuery, now time.Time, opts recallOptions) ([]sdk.Hit, error) {
+func recall(ctx context.Context, db *pgdb, q sdk.RecallQuery, now time.Time, opts recallOptions) ([]sdk.Hit, error) {
 	if err := sdk.ValidateRealm(q.Realm); err != nil {
 		return nil, fmt.Errorf("postgres: recall: %w", err)
 	}
@@ -190,6 +199,10 @@ type queryTerm struct {
 }
 
 func search(ctx context.Context, tx pgx.Tx, q sdk.RecallQuery, terms []string, limit int, now time.Time, opts recallOptions) ([]sdk.Hit, error) {
+	statsSQL := storeStatsSQL
+	if opts.realmStats {
+		statsSQL = realmStatsSQL
+	}
 	rows, err := tx.Query(ctx, statsSQL, q.Realm, terms)
 	if err != nil {
 		return nil, err

@@ -5,16 +5,22 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
+
+// migration is one schema step: its SQL, then, when set, Go code in the
+// same transaction (re-indexing needs the tokenizer).
+type migration struct {
+	sql  string
+	then func(ctx context.Context, tx pgx.Tx) error
+}
 
 // migrations build the schema, one step per version: migrations[i] takes
 // it from version i to i+1. Steps are append-only; a released step is
-// never edited. Every name is unqualified: connections set search_path to
-// the configured schema.
-var migrations = []string{
+// never edited. Every name is unqualified: the migration sets search_path
+// to the configured schema.
+var migrations = []migration{
 	// 1: records, the inverted index and its statistics, and the ledger.
-	`
+	{sql: `
 CREATE TABLE records (
 	seq          bigint  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	realm        text    NOT NULL,
@@ -93,11 +99,48 @@ CREATE TABLE ledger (
 	at_ms     bigint NOT NULL
 );
 CREATE INDEX ledger_by_record ON ledger (realm, record_id, at_ms);
-`,
+`},
 	// 2: a record's optional thread (conversation id and position).
-	`
+	{sql: `
 ALTER TABLE records ADD COLUMN thread_id text, ADD COLUMN thread_seq bigint;
-`,
+`},
+	// 3: thread context (thread.go): the active records at a thread's
+	// places, for re-indexing neighbours; ids in byte order, for export
+	// cursors whatever the database's collation; terms across realms.
+	// Records stored by version 2 are re-indexed with their context.
+	{sql: `
+CREATE INDEX records_by_thread ON records (realm, thread_id, thread_seq)
+	WHERE status = 'active' AND thread_id IS NOT NULL;
+CREATE INDEX records_by_id_bytes ON records (realm, id COLLATE "C");
+-- A term's rows in every realm, for statistics over the store; df stays
+-- out of it so its updates remain HOT.
+CREATE INDEX terms_by_term ON terms (term);
+`, then: indexAllThreads},
+}
+
+// indexAllThreads re-indexes every active threaded record with its
+// context (records indexed before thread context have their own terms
+// only).
+func indexAllThreads(ctx context.Context, tx pgx.Tx) error {
+	rows, err := tx.Query(ctx, `SELECT DISTINCT realm, thread_id FROM records WHERE status = 'active' AND thread_id IS NOT NULL`)
+	if err != nil {
+		return err
+	}
+	type key struct{ realm, thread string }
+	keys, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (key, error) {
+		var k key
+		err := row.Scan(&k.realm, &k.thread)
+		return k, err
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if _, err := indexThread(ctx, tx, k.realm, k.thread, true); err != nil {
+			return fmt.Errorf("re-index thread of realm %s: %w", k.realm, err)
+		}
+	}
+	return nil
 }
 
 // schemaVersion is the version this build writes.
@@ -111,7 +154,7 @@ const migrateLockKey = 0x6d656d68
 // a transaction-level advisory lock so hosts starting at once migrate one
 // after another (the later ones find nothing to do). It refuses a schema a
 // newer build wrote, and one holding tables but no memhost version.
-func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+func migrate(ctx context.Context, pool *pgdb, schema string) error {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return err
@@ -163,8 +206,14 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 		return err
 	}
 	for v := version; v < schemaVersion; v++ {
-		if _, err := tx.Exec(ctx, migrations[v]); err != nil {
+		m := migrations[v]
+		if _, err := tx.Exec(ctx, m.sql); err != nil {
 			return fmt.Errorf("migrate schema %s to version %d: %w", schema, v+1, err)
+		}
+		if m.then != nil {
+			if err := m.then(ctx, tx); err != nil {
+				return fmt.Errorf("migrate schema %s to version %d: %w", schema, v+1, err)
+			}
 		}
 		if _, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version) VALUES ($1)", v+1); err != nil {
 			return err

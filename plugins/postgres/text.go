@@ -18,21 +18,45 @@ import (
 var fieldWeights = [4]float64{5, 4, 2, 1}
 
 // indexDoc is a record as the index sees it: each distinct term with its
-// field-weighted frequency, and the record's length in terms.
+// weighted frequency, and the record's length in terms (its own and, for
+// a threaded record, its context's).
 type indexDoc struct {
 	tf   map[string]float64
 	ntok int
 }
 
-func newIndexDoc(r *sdk.Record) indexDoc {
-	d := indexDoc{tf: map[string]float64{}}
-	texts := [4]string{strings.Join(r.Tags, " "), r.Title, r.Description, r.Body}
+// fieldTerms are a record's own terms, field by field: tags, title,
+// description, body.
+type fieldTerms [4][]string
+
+func recordTerms(tags []string, title, description, body string) fieldTerms {
+	var f fieldTerms
+	texts := [4]string{strings.Join(tags, " "), title, description, body}
 	for i, text := range texts {
-		for _, t := range sdkindex.FieldTerms(text) {
-			d.tf[t] += fieldWeights[i]
-			d.ntok++
-		}
+		f[i] = sdkindex.FieldTerms(text)
 	}
+	return f
+}
+
+func newIndexDoc(r *sdk.Record) indexDoc {
+	return buildDoc(recordTerms(r.Tags, r.Title, r.Description, r.Body), nil)
+}
+
+// buildDoc weighs own terms by field and context terms (the thread
+// neighbours' own terms, see thread.go) by sdk/index's ContextWeight;
+// both count in the length, as sdk/index counts its context field.
+func buildDoc(own fieldTerms, context []string) indexDoc {
+	d := indexDoc{tf: map[string]float64{}}
+	for i, terms := range own {
+		for _, t := range terms {
+			d.tf[t] += fieldWeights[i]
+		}
+		d.ntok += len(terms)
+	}
+	for _, t := range context {
+		d.tf[t] += sdkindex.ContextWeight
+	}
+	d.ntok += len(context)
 	return d
 }
 

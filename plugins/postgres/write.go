@@ -11,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/usage"
 )
@@ -26,10 +25,28 @@ import (
 
 const insertRecordSQL = `
 INSERT INTO records (realm, id, scope, status, expires_ms, tag_keys, kind, trust, supersedes,
-	created_ms, updated_ms, content_hash, ntok, title, description, tags, body, thread_id, thread_seq)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+	created_ms, updated_ms, content_hash, ntok, title, description, tags, body, thread_id, thread_seq, seq)
+OVERRIDING SYSTEM VALUE
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
 ON CONFLICT (realm, scope, content_hash) WHERE status IN ('active', 'quarantined') DO NOTHING
 RETURNING seq`
+
+// allocSeqs draws n record seqs, ascending. Records are inserted in lock
+// order but numbered in the order given, so equal scores rank the later
+// record first (seq DESC) as they do in the sqlite provider, whose rows
+// are numbered in arrival order.
+func allocSeqs(ctx context.Context, tx pgx.Tx, n int) ([]int64, error) {
+	rows, err := tx.Query(ctx, `SELECT nextval(pg_get_serial_sequence('records', 'seq')) FROM generate_series(1, $1)`, n)
+	if err != nil {
+		return nil, err
+	}
+	seqs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("number records: %w", err)
+	}
+	slices.Sort(seqs)
+	return seqs, nil
+}
 
 // totalSlots spreads a realm's index totals over rows (see index_totals).
 const totalSlots = 16
@@ -38,7 +55,8 @@ const totalSlots = 16
 // before the transaction so locks are held for I/O only.
 type preparedRecord struct {
 	rec sdk.Record
-	doc indexDoc
+	own fieldTerms
+	doc indexDoc // own terms only; applyIndex adds thread context
 }
 
 func prepareRecord(realm string, r sdk.Record, now time.Time) (preparedRecord, error) {
@@ -47,10 +65,26 @@ func prepareRecord(realm string, r sdk.Record, now time.Time) (preparedRecord, e
 	if err := r.Prepare(realm, now); err != nil {
 		return preparedRecord{}, err
 	}
-	return preparedRecord{rec: r, doc: newIndexDoc(&r)}, nil
+	return newPrepared(r), nil
 }
 
-func remember(ctx context.Context, db *pgxpool.Pool, realm string, records []sdk.Record, now time.Time) ([]string, error) {
+func newPrepared(r sdk.Record) preparedRecord {
+	own := recordTerms(r.Tags, r.Title, r.Description, r.Body)
+	return preparedRecord{rec: r, own: own, doc: buildDoc(own, nil)}
+}
+
+// recordThreads answers the threads of the records, to lock.
+func recordThreads(prepared []preparedRecord) []string {
+	var out []string
+	for i := range prepared {
+		if t := prepared[i].rec.Thread; t != nil {
+			out = append(out, t.ID)
+		}
+	}
+	return out
+}
+
+func remember(ctx context.Context, db *pgdb, realm string, records []sdk.Record, now time.Time) ([]string, error) {
 	if err := sdk.ValidateRealm(realm); err != nil {
 		return nil, fmt.Errorf("postgres: remember: %w", err)
 	}
@@ -66,8 +100,12 @@ func remember(ctx context.Context, db *pgxpool.Pool, realm string, records []sdk
 		prepared[i] = p
 	}
 	var ids []string
+	threads := recordThreads(prepared)
 	err := inTx(ctx, db, func(tx pgx.Tx) (err error) {
-		ids, err = storeRecords(ctx, tx, realm, prepared, now)
+		if err := lockThreads(ctx, tx, realm, threads); err != nil {
+			return err
+		}
+		ids, err = storeRecords(ctx, tx, realm, prepared, nil, now)
 		return err
 	})
 	if err != nil {
@@ -78,15 +116,28 @@ func remember(ctx context.Context, db *pgxpool.Pool, realm string, records []sdk
 
 // indexed is a stored active record to add to the index.
 type indexed struct {
-	seq   int64
-	scope sdk.Scope
-	exp   int64
-	doc   *indexDoc
+	seq    int64
+	scope  string
+	exp    int64
+	doc    *indexDoc
+	own    fieldTerms
+	thread *place // nil: not threaded
+}
+
+func newIndexed(seq int64, p *preparedRecord) indexed {
+	r := &p.rec
+	a := indexed{seq: seq, scope: string(r.Scope), exp: expiresMillis(r.ExpiresAt), doc: &p.doc, own: p.own}
+	if r.Thread != nil {
+		a.thread = &place{r.Thread.ID, r.Thread.Seq}
+	}
+	return a
 }
 
 // storeRecords inserts prepared records (or finds the live copy of their
-// content) and indexes the new active ones; it answers the ids in order.
-func storeRecords(ctx context.Context, tx pgx.Tx, realm string, prepared []preparedRecord, now time.Time) ([]string, error) {
+// content) and indexes the new active ones, with the thread context
+// around them and around left (see applyIndex); it answers the ids in
+// order. The caller holds the records' thread locks.
+func storeRecords(ctx context.Context, tx pgx.Tx, realm string, prepared []preparedRecord, left []place, now time.Time) ([]string, error) {
 	order := make([]int, len(prepared))
 	for i := range order {
 		order[i] = i
@@ -95,6 +146,10 @@ func storeRecords(ctx context.Context, tx pgx.Tx, realm string, prepared []prepa
 		ra, rb := &prepared[a].rec, &prepared[b].rec
 		return cmp.Or(cmp.Compare(ra.Scope, rb.Scope), cmp.Compare(ra.ContentHash, rb.ContentHash))
 	})
+	seqs, err := allocSeqs(ctx, tx, len(prepared))
+	if err != nil {
+		return nil, err
+	}
 	batch := &pgx.Batch{}
 	for _, i := range order {
 		r, d := &prepared[i].rec, &prepared[i].doc
@@ -104,7 +159,7 @@ func storeRecords(ctx context.Context, tx pgx.Tx, realm string, prepared []prepa
 		}
 		batch.Queue(insertRecordSQL, r.Realm, r.ID, string(r.Scope), string(r.Status), expiresMillis(r.ExpiresAt),
 			foldTags(tags), string(r.Kind), string(r.Trust), r.Supersedes, r.CreatedAt.UnixMilli(), r.UpdatedAt.UnixMilli(),
-			r.ContentHash, d.ntok, r.Title, r.Description, tags, r.Body, threadID(r.Thread), threadSeq(r.Thread))
+			r.ContentHash, d.ntok, r.Title, r.Description, tags, r.Body, threadID(r.Thread), threadSeq(r.Thread), seqs[i])
 	}
 	ids := make([]string, len(prepared))
 	var dups []int
@@ -127,7 +182,7 @@ func storeRecords(ctx context.Context, tx pgx.Tx, realm string, prepared []prepa
 		}
 		ids[i] = r.ID
 		if r.Status == sdk.StatusActive {
-			add = append(add, indexed{seq: seq, scope: r.Scope, exp: expiresMillis(r.ExpiresAt), doc: &prepared[i].doc})
+			add = append(add, newIndexed(seq, &prepared[i]))
 		}
 	}
 	if err := br.Close(); err != nil {
@@ -140,7 +195,7 @@ func storeRecords(ctx context.Context, tx pgx.Tx, realm string, prepared []prepa
 		}
 		ids[i] = id
 	}
-	if err := index(ctx, tx, realm, add); err != nil {
+	if err := applyIndex(ctx, tx, realm, add, left); err != nil {
 		return nil, err
 	}
 	return ids, nil
@@ -227,7 +282,7 @@ func index(ctx context.Context, tx pgx.Tx, realm string, add []indexed) error {
 	var ps []posting
 	for _, a := range add {
 		for t, tf := range a.doc.tf {
-			ps = append(ps, posting{termIDs[t], a.seq, float32(tf), int32(a.doc.ntok), string(a.scope), a.exp})
+			ps = append(ps, posting{termIDs[t], a.seq, float32(tf), int32(a.doc.ntok), a.scope, a.exp})
 		}
 	}
 	// In key order, so the primary key's leaf pages are visited once each.
@@ -278,25 +333,46 @@ type storedRecord struct {
 	kind   sdk.RecordKind
 	status sdk.Status
 	ntok   int64
+	thread *place
+}
+
+// threadLeft answers the places of the active threaded records among
+// found, and whether every one's thread is in locked.
+func threadLeft(found []storedRecord, locked []string) ([]place, bool) {
+	var left []place
+	for _, s := range found {
+		if s.status == sdk.StatusActive && s.thread != nil {
+			if !slices.Contains(locked, s.thread.thread) {
+				return nil, false
+			}
+			left = append(left, *s.thread)
+		}
+	}
+	return left, true
 }
 
 // lockRecords reads and row-locks the records of realm named by ids, in id
 // order (one lock order for every writer).
 func lockRecords(ctx context.Context, tx pgx.Tx, realm string, ids []string) ([]storedRecord, error) {
 	rows, err := tx.Query(ctx, `
-		SELECT seq, id, scope, kind, status, ntok FROM records
+		SELECT seq, id, scope, kind, status, ntok, thread_id, thread_seq FROM records
 		WHERE realm = $1 AND id = ANY($2) ORDER BY id COLLATE "C" FOR UPDATE`, realm, ids)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (storedRecord, error) {
 		var s storedRecord
-		err := row.Scan(&s.seq, &s.id, &s.scope, &s.kind, &s.status, &s.ntok)
+		var thread *string
+		var tseq *int64
+		err := row.Scan(&s.seq, &s.id, &s.scope, &s.kind, &s.status, &s.ntok, &thread, &tseq)
+		if thread != nil && tseq != nil {
+			s.thread = &place{*thread, *tseq}
+		}
 		return s, err
 	})
 }
 
-func forget(ctx context.Context, db *pgxpool.Pool, realm string, ids []string) (int, error) {
+func forget(ctx context.Context, db *pgdb, realm string, ids []string) (int, error) {
 	if err := checkIDs(realm, ids); err != nil {
 		return 0, fmt.Errorf("postgres: forget: %w", err)
 	}
@@ -304,10 +380,22 @@ func forget(ctx context.Context, db *pgxpool.Pool, realm string, ids []string) (
 		return 0, nil
 	}
 	var n int
+	ids = distinct(ids)
 	err := inTx(ctx, db, func(tx pgx.Tx) error {
-		found, err := lockRecords(ctx, tx, realm, distinct(ids))
+		threads, err := threadsOf(ctx, tx, realm, ids)
 		if err != nil {
 			return err
+		}
+		if err := lockThreads(ctx, tx, realm, threads); err != nil {
+			return err
+		}
+		found, err := lockRecords(ctx, tx, realm, ids)
+		if err != nil {
+			return err
+		}
+		left, ok := threadLeft(found, threads)
+		if !ok {
+			return errRelock
 		}
 		var active, all []int64
 		var tokens int64
@@ -324,6 +412,9 @@ func forget(ctx context.Context, db *pgxpool.Pool, realm string, ids []string) (
 		if _, err := tx.Exec(ctx, "DELETE FROM records WHERE seq = ANY($1)", all); err != nil {
 			return err
 		}
+		if err := applyIndex(ctx, tx, realm, nil, left); err != nil {
+			return err
+		}
 		n = len(found)
 		return nil
 	})
@@ -338,7 +429,7 @@ func forget(ctx context.Context, db *pgxpool.Pool, realm string, ids []string) (
 // when it names none. Retrying a supersede that already happened answers
 // the same replacement id; superseding a record already replaced by other
 // content, or tombstoned, is a conflict.
-func supersede(ctx context.Context, db *pgxpool.Pool, realm, oldID string, replacement sdk.Record, now time.Time) (string, error) {
+func supersede(ctx context.Context, db *pgdb, realm, oldID string, replacement sdk.Record, now time.Time) (string, error) {
 	if err := sdk.ValidateRealm(realm); err != nil {
 		return "", fmt.Errorf("postgres: supersede: %w", err)
 	}
@@ -351,6 +442,16 @@ func supersede(ctx context.Context, db *pgxpool.Pool, realm, oldID string, repla
 	replacement.Supersedes = oldID
 	var newID string
 	err := inTx(ctx, db, func(tx pgx.Tx) error {
+		threads, err := threadsOf(ctx, tx, realm, []string{oldID})
+		if err != nil {
+			return err
+		}
+		if t := replacement.Thread; t != nil {
+			threads = append(threads, t.ID)
+		}
+		if err := lockThreads(ctx, tx, realm, threads); err != nil {
+			return err
+		}
 		found, err := lockRecords(ctx, tx, realm, []string{oldID})
 		if err != nil {
 			return err
@@ -359,6 +460,10 @@ func supersede(ctx context.Context, db *pgxpool.Pool, realm, oldID string, repla
 			return fmt.Errorf("record %q not found in realm %q: %w", oldID, realm, sdk.ErrNotFound)
 		}
 		old := found[0]
+		left, ok := threadLeft(found, threads)
+		if !ok {
+			return errRelock
+		}
 		rep := replacement
 		if rep.Scope == "" {
 			rep.Scope = old.scope
@@ -395,7 +500,10 @@ func supersede(ctx context.Context, db *pgxpool.Pool, realm, oldID string, repla
 		if _, err := tx.Exec(ctx, "UPDATE records SET status = 'superseded', updated_ms = $1 WHERE seq = $2", now.UnixMilli(), old.seq); err != nil {
 			return err
 		}
-		ids, err := storeRecords(ctx, tx, realm, []preparedRecord{p}, now)
+		if old.status != sdk.StatusActive {
+			left = nil
+		}
+		ids, err := storeRecords(ctx, tx, realm, []preparedRecord{p}, left, now)
 		if err != nil {
 			return err
 		}
@@ -411,7 +519,7 @@ func supersede(ctx context.Context, db *pgxpool.Pool, realm, oldID string, repla
 // markUsed counts one use of each record at time at; ids not there are
 // skipped. The rows are locked, so uses counted by two hosts at once both
 // count.
-func markUsed(ctx context.Context, db *pgxpool.Pool, realm string, ids []string, at time.Time) error {
+func markUsed(ctx context.Context, db *pgdb, realm string, ids []string, at time.Time) error {
 	if err := checkIDs(realm, ids); err != nil {
 		return fmt.Errorf("postgres: mark used: %w", err)
 	}
@@ -464,7 +572,7 @@ const (
 
 // writeLedger appends entries, all or nothing. An entry without a time is
 // stamped now.
-func writeLedger(ctx context.Context, db *pgxpool.Pool, entries []sdk.LedgerEntry, now time.Time) error {
+func writeLedger(ctx context.Context, db *pgdb, entries []sdk.LedgerEntry, now time.Time) error {
 	if len(entries) > sdk.MaxBatch {
 		return fmt.Errorf("postgres: write ledger: %d entries, the limit is %d: %w", len(entries), sdk.MaxBatch, sdk.ErrTooLarge)
 	}
@@ -485,10 +593,13 @@ func writeLedger(ctx context.Context, db *pgxpool.Pool, entries []sdk.LedgerEntr
 	if n == 0 {
 		return nil
 	}
-	_, err := db.Exec(ctx, `
-		INSERT INTO ledger (realm, identity, session, record_id, surface, bytes, at_ms)
-		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[])`,
-		realms, idents, sessions, recs, surfaces, bytes, ats)
+	err := db.run(ctx, pgx.TxOptions{}, func(q dbtx) error {
+		_, err := q.Exec(ctx, `
+			INSERT INTO ledger (realm, identity, session, record_id, surface, bytes, at_ms)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[])`,
+			realms, idents, sessions, recs, surfaces, bytes, ats)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("postgres: write ledger: %w", classify(err))
 	}

@@ -1,0 +1,161 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/usage"
+)
+
+// Export answers a page of the realm's records, of every status, in id
+// byte order (sdk.Archiver), whatever the database's collation:
+// records_by_id_bytes serves the cursor.
+func (s *Store) Export(ctx context.Context, realm, after string, limit int) (sdk.ExportPage, error) {
+	if err := sdk.ValidateRealm(realm); err != nil {
+		return sdk.ExportPage{}, fmt.Errorf("postgres: export: %w", err)
+	}
+	if limit <= 0 || limit > sdk.MaxExportPage {
+		limit = sdk.MaxExportPage
+	}
+	var page sdk.ExportPage
+	err := s.use(func(db *pgdb) error {
+		return db.run(ctx, readOnly, func(q dbtx) error {
+			rows, err := q.Query(ctx, `SELECT `+recordColumns+` FROM records AS r
+				WHERE r.realm = $1 AND r.id COLLATE "C" > $2 ORDER BY r.id COLLATE "C" LIMIT $3`, realm, after, limit+1)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var r sdk.Record
+				if err := scanRecord(rows, &r); err != nil {
+					return err
+				}
+				page.Records = append(page.Records, r)
+			}
+			return rows.Err()
+		})
+	})
+	if err != nil {
+		return sdk.ExportPage{}, fmt.Errorf("postgres: export: %w", classify(err))
+	}
+	if len(page.Records) > limit {
+		page.Records = page.Records[:limit]
+		page.Next = page.Records[limit-1].ID
+	}
+	return page, nil
+}
+
+const importRecordSQL = `
+INSERT INTO records (realm, id, scope, status, expires_ms, tag_keys, kind, trust, supersedes,
+	created_ms, updated_ms, content_hash, ntok, title, description, tags, body, thread_id, thread_seq, seq,
+	use_count, last_used_ms, usage_key)
+OVERRIDING SYSTEM VALUE
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)
+ON CONFLICT DO NOTHING
+RETURNING seq`
+
+// Import stores full records as given, all or nothing (sdk.Archiver). A
+// stored id is skipped, and so is a record whose content is live in its
+// scope already: the unique indexes decide, so hosts importing the same
+// records at once store each one once (a second insert waits for the
+// first to commit, then does nothing).
+func (s *Store) Import(ctx context.Context, realm string, records []sdk.Record) (sdk.ImportResult, error) {
+	if err := sdk.ValidateRealm(realm); err != nil {
+		return sdk.ImportResult{}, fmt.Errorf("postgres: import: %w", err)
+	}
+	if len(records) > sdk.MaxBatch {
+		return sdk.ImportResult{}, fmt.Errorf("postgres: import: %d records, the limit is %d: %w", len(records), sdk.MaxBatch, sdk.ErrTooLarge)
+	}
+	prepared := make([]preparedRecord, len(records))
+	for i, r := range records {
+		r.Tags = slices.Clone(r.Tags)
+		if err := r.PrepareImport(realm); err != nil {
+			return sdk.ImportResult{}, fmt.Errorf("postgres: import: records[%d]: %w", i, err)
+		}
+		prepared[i] = newPrepared(r)
+	}
+	threads := recordThreads(prepared)
+	var res sdk.ImportResult
+	err := s.use(func(db *pgdb) error {
+		return inTx(ctx, db, func(tx pgx.Tx) (err error) {
+			if err := lockThreads(ctx, tx, realm, threads); err != nil {
+				return err
+			}
+			res, err = importRecords(ctx, tx, realm, prepared)
+			return err
+		})
+	})
+	if err != nil {
+		return sdk.ImportResult{}, fmt.Errorf("postgres: import: %w", err)
+	}
+	return res, nil
+}
+
+func importRecords(ctx context.Context, tx pgx.Tx, realm string, prepared []preparedRecord) (sdk.ImportResult, error) {
+	if len(prepared) == 0 {
+		return sdk.ImportResult{}, nil
+	}
+	// In id order, one lock order for every importer.
+	order := make([]int, len(prepared))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(prepared[a].rec.ID, prepared[b].rec.ID) })
+	seqs, err := allocSeqs(ctx, tx, len(prepared))
+	if err != nil {
+		return sdk.ImportResult{}, err
+	}
+	batch := &pgx.Batch{}
+	for _, i := range order {
+		r, d := &prepared[i].rec, &prepared[i].doc
+		tags := r.Tags
+		if tags == nil {
+			tags = []string{}
+		}
+		var key float64
+		if r.UseCount > 0 {
+			// The decayed usage key is rebuilt as if every use happened at
+			// the last one: the history behind the count is not exported.
+			at := r.LastUsedAt
+			if at.IsZero() {
+				at = r.UpdatedAt
+			}
+			key = usage.Key(0, false, at)
+		}
+		batch.Queue(importRecordSQL, r.Realm, r.ID, string(r.Scope), string(r.Status), expiresMillis(r.ExpiresAt),
+			foldTags(tags), string(r.Kind), string(r.Trust), r.Supersedes, r.CreatedAt.UnixMilli(), r.UpdatedAt.UnixMilli(),
+			r.ContentHash, d.ntok, r.Title, r.Description, tags, r.Body, threadID(r.Thread), threadSeq(r.Thread), seqs[i],
+			r.UseCount, expiresMillis(r.LastUsedAt), key)
+	}
+	var res sdk.ImportResult
+	var add []indexed
+	br := tx.SendBatch(ctx, batch)
+	for _, i := range order {
+		var seq int64
+		switch err := br.QueryRow().Scan(&seq); {
+		case errors.Is(err, pgx.ErrNoRows):
+			res.Skipped++
+			continue
+		case err != nil:
+			br.Close()
+			return sdk.ImportResult{}, fmt.Errorf("records[%d]: %w", i, err)
+		}
+		res.Imported++
+		if prepared[i].rec.Status == sdk.StatusActive {
+			add = append(add, newIndexed(seq, &prepared[i]))
+		}
+	}
+	if err := br.Close(); err != nil {
+		return sdk.ImportResult{}, err
+	}
+	if err := applyIndex(ctx, tx, realm, add, nil); err != nil {
+		return sdk.ImportResult{}, err
+	}
+	return res, nil
+}

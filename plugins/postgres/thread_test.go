@@ -1,0 +1,333 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/memhost/memhost/sdk"
+	sdkindex "github.com/memhost/memhost/sdk/index"
+)
+
+// threadWords is a small vocabulary, so turns share terms and context
+// changes rankings.
+var threadWords = strings.Fields("coffee tea morning deadline report lisbon paris train flight budget garden piano " +
+	"meeting friday sister dentist recipe lemon marathon novel camera")
+
+// threadedRecords are turns of three threads, with a crowded place
+// (thread t0, seq 5, more records than MaxPlaceDocs) and a few unthreaded
+// records among them.
+func threadedRecords(rng *rand.Rand) []sdk.Record {
+	text := func(n int) string {
+		w := make([]string, n)
+		for i := range w {
+			w[i] = threadWords[rng.IntN(len(threadWords))]
+		}
+		return strings.Join(w, " ")
+	}
+	var out []sdk.Record
+	for i := range 60 {
+		r := sdk.Record{Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: text(2), Body: text(3 + rng.IntN(8))}
+		if i%3 == 0 {
+			r.Tags = []string{threadWords[rng.IntN(len(threadWords))]}
+		}
+		switch {
+		case i%11 == 10:
+			// unthreaded
+		case i < 8:
+			r.Thread = &sdk.Thread{ID: "t0", Seq: 5}
+		default:
+			r.Thread = &sdk.Thread{ID: fmt.Sprintf("t%d", i%3), Seq: int64(i / 3)}
+		}
+		r.ID = fmt.Sprintf("rec-%03d", (i*37)%60) // ids out of arrival order
+		out = append(out, r)
+	}
+	return out
+}
+
+// refDoc is rec as sdk/index takes it, with the sqlite provider's fields.
+func refDoc(r sdk.Record, seq uint64) sdkindex.Doc {
+	own := recordTerms(r.Tags, r.Title, r.Description, r.Body)
+	d := sdkindex.Doc{ID: r.ID, Realm: realm, Scope: string(r.Scope), Fields: own[:], Seq: seq}
+	if r.Thread != nil {
+		d.Thread, d.ThreadSeq = r.Thread.ID, r.Thread.Seq
+	}
+	return d
+}
+
+// TestThreadContextRanksAsSDKIndex writes threaded turns one at a time,
+// forgets and supersedes some, and checks that every query answers the
+// same records with the same scores as sdk/index (the sqlite provider's
+// engine) given the same changes, and that the inverted index stays exact.
+func TestThreadContextRanksAsSDKIndex(t *testing.T) {
+	schema := schemaFor(t.Name())
+	s := openStore(t, schema)
+	db := rawPool(t, schema)
+	ctx := context.Background()
+	ref, err := sdkindex.New(sdkindex.Options{Weights: fieldWeights[:], ContextWeight: sdkindex.ContextWeight, Stats: sdkindex.StatsRealm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	recs := threadedRecords(rng)
+	seq := uint64(0)
+	byID := map[string]sdk.Record{}
+	for _, r := range recs {
+		if _, err := s.Remember(ctx, realm, []sdk.Record{r}); err != nil {
+			t.Fatal(err)
+		}
+		seq++
+		if err := ref.Put(refDoc(r, seq)); err != nil {
+			t.Fatal(err)
+		}
+		byID[r.ID] = r
+	}
+	compare := func(stage string) {
+		t.Helper()
+		checkIndex(t, db)
+		for i := 0; i+1 < len(threadWords); i += 2 {
+			query := threadWords[i] + " " + threadWords[i+1]
+			got, err := s.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: query, Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := ref.Search(sdkindex.Query{Realm: realm, Terms: sdkindex.QueryTerms(query), Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) {
+				t.Errorf("%s: %q: %d hits, sdk/index %d", stage, query, len(got), len(want))
+				continue
+			}
+			for j := range got {
+				if got[j].Record.ID != want[j].ID || math.Abs(got[j].Score-want[j].Score) > 1e-9*math.Abs(want[j].Score) {
+					t.Errorf("%s: %q hit %d: %s %.12g, sdk/index %s %.12g", stage, query, j, got[j].Record.ID, got[j].Score, want[j].ID, want[j].Score)
+				}
+			}
+		}
+	}
+	compare("after writes")
+
+	// Forget a participant of the crowded place (another moves in), a
+	// middle turn and an unthreaded record.
+	forget := []string{recs[0].ID, recs[30].ID, recs[21].ID}
+	if _, err := s.Forget(ctx, realm, forget); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range forget {
+		ref.Delete(realm, id)
+	}
+	// Supersede a turn with one at the same place.
+	old := recs[40]
+	rep := sdk.Record{ID: "rec-new", Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "replacement", Body: "lisbon marathon train", Thread: old.Thread}
+	if _, err := s.Supersede(ctx, realm, old.ID, rep); err != nil {
+		t.Fatal(err)
+	}
+	ref.Delete(realm, old.ID)
+	seq++
+	if err := ref.Put(refDoc(rep, seq)); err != nil {
+		t.Fatal(err)
+	}
+	compare("after forget and supersede")
+
+	// Re-indexing from the records, one realm or every realm, changes
+	// nothing, and reports every active record.
+	var active int
+	if err := db.QueryRow(ctx, "SELECT count(*) FROM records WHERE status = 'active'").Scan(&active); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []string{realm, ""} {
+		var lastDone, lastTotal int
+		n, err := s.Reindex(ctx, r, func(done, total int) { lastDone, lastTotal = done, total })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != active || lastDone != active || lastTotal != active {
+			t.Errorf("Reindex(%q) = %d, last progress %d of %d; want %d", r, n, lastDone, lastTotal, active)
+		}
+		compare(fmt.Sprintf("after Reindex(%q)", r))
+	}
+}
+
+// TestMigrationAddsThreadContext opens a schema as version 2 left it
+// (threaded records indexed with their own terms only) and checks that
+// migrating re-indexes them as a fresh store indexes them.
+func TestMigrationAddsThreadContext(t *testing.T) {
+	ctx := context.Background()
+	recs := threadedRecords(rand.New(rand.NewPCG(3, 3)))
+	fresh := openStore(t, schemaFor(t.Name()+"/fresh"))
+	if _, err := fresh.Remember(ctx, realm, recs); err != nil {
+		t.Fatal(err)
+	}
+
+	schema := schemaFor(t.Name() + "/old")
+	s := openStore(t, schema)
+	if _, err := s.Remember(ctx, realm, recs); err != nil {
+		t.Fatal(err)
+	}
+	db := rawPool(t, schema)
+	// Back to version 2: the thread context gone from the index, the
+	// version 3 indexes dropped.
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT DISTINCT thread_id FROM records WHERE thread_id IS NOT NULL`)
+		if err != nil {
+			return err
+		}
+		threads, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		for _, th := range threads {
+			r, err := tx.Query(ctx, `SELECT seq, id, thread_id, thread_seq, scope, expires_ms, ntok, tags, title, description, body
+				FROM records WHERE status = 'active' AND thread_id = $1`, th)
+			if err != nil {
+				return err
+			}
+			var trs []*threadRow
+			for r.Next() {
+				tr := &threadRow{}
+				var tags []string
+				var title, description, body string
+				if err := r.Scan(&tr.seq, &tr.id, &tr.at.thread, &tr.at.seq, &tr.scope, &tr.exp, &tr.ntok, &tags, &title, &description, &body); err != nil {
+					return err
+				}
+				tr.own = recordTerms(tags, title, description, body)
+				trs = append(trs, tr)
+			}
+			if err := r.Err(); err != nil {
+				return err
+			}
+			if err := reindexRows(ctx, tx, realm, trs, nil, true); err != nil {
+				return err
+			}
+		}
+		_, err = tx.Exec(ctx, `DROP INDEX records_by_thread; DROP INDEX records_by_id_bytes; DROP INDEX terms_by_term; DELETE FROM schema_migrations WHERE version = 3`)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := postingsByID(t, db)
+	openStore(t, schema) // migrates to version 3
+	after := postingsByID(t, db)
+	want := postingsByID(t, rawPool(t, schemaFor(t.Name()+"/fresh")))
+	if before == want {
+		t.Fatal("the version 2 index already equals a fresh one: the test checks nothing")
+	}
+	if after != want {
+		t.Errorf("after migrating, the index differs from a fresh store's:\n got %.300s\nwant %.300s", after, want)
+	}
+	checkIndex(t, db)
+}
+
+// postingsByID renders every posting as record id, term, tf and length,
+// in order (comparable across schemas, whose seqs and term ids differ).
+func postingsByID(t *testing.T, db interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}) string {
+	t.Helper()
+	rows, err := db.Query(context.Background(), `
+		SELECT r.id || ' ' || t.term || ' ' || p.tf || ' ' || p.dl
+		FROM postings AS p JOIN records AS r ON r.seq = p.seq JOIN terms AS t ON t.term_id = p.term_id
+		ORDER BY r.id COLLATE "C", t.term COLLATE "C"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestConcurrentImports: two stores (two hosts) import the same records
+// at once, in batches of different sizes and so in different lock
+// orders. Each record is stored once, the export is what was imported,
+// and the index is exact, thread context included.
+func TestConcurrentImports(t *testing.T) {
+	schema := schemaFor(t.Name())
+	a, b := openStore(t, schema), openStore(t, schema)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(5, 5))
+	recs := threadedRecords(rng)
+	base := time.Date(2025, 6, 1, 8, 0, 0, 0, time.UTC)
+	for i := range recs {
+		r := &recs[i]
+		r.Realm, r.Trust, r.Status = realm, sdk.TrustApplication, sdk.StatusActive
+		if i%7 == 3 {
+			r.Status = sdk.StatusQuarantined
+		}
+		r.CreatedAt, r.UpdatedAt = base.Add(time.Duration(i)*time.Minute), base.Add(time.Duration(i)*time.Minute)
+		if i%5 == 0 {
+			r.UseCount, r.LastUsedAt = int64(i), r.UpdatedAt.Add(time.Second)
+		}
+		r.ContentHash = sdk.ContentHash(r.Title, r.Body)
+	}
+	var wg sync.WaitGroup
+	imported := make([]int, 2)
+	errs := make([]error, 2)
+	for w, st := range []*Store{a, b} {
+		size := 7 + 6*w
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for start := 0; start < len(recs); start += size {
+				// The second host walks the batches backwards.
+				lo := start
+				if w == 1 {
+					lo = max(0, len(recs)-start-size)
+				}
+				res, err := st.Import(ctx, realm, recs[lo:min(len(recs), lo+size)])
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				imported[w] += res.Imported
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if imported[0]+imported[1] != len(recs) {
+		t.Errorf("hosts imported %d + %d records, want %d in all", imported[0], imported[1], len(recs))
+	}
+	var got []sdk.Record
+	for after := ""; ; {
+		page, err := a.Export(ctx, realm, after, 25)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, page.Records...)
+		if page.Next == "" {
+			break
+		}
+		after = page.Next
+	}
+	want := slices.Clone(recs)
+	slices.SortFunc(want, func(x, y sdk.Record) int { return strings.Compare(x.ID, y.ID) })
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("export after concurrent imports differs from the records: %d records, want %d", len(got), len(want))
+	}
+	db := rawPool(t, schema)
+	checkIndex(t, db)
+	// The index is the one a single import builds.
+	one := openStore(t, schemaFor(t.Name()+"/one"))
+	if _, err := one.Import(ctx, realm, recs); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := postingsByID(t, db), postingsByID(t, rawPool(t, schemaFor(t.Name()+"/one"))); got != want {
+		t.Errorf("concurrent imports indexed differently from one import")
+	}
+}
