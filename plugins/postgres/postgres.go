@@ -58,6 +58,7 @@ var (
 	_ sdk.UsageMarker     = (*Store)(nil)
 	_ sdk.LedgerWriter    = (*Store)(nil)
 	_ sdk.Archiver        = (*Store)(nil)
+	_ sdk.Reindexer       = (*Store)(nil)
 	_ io.Closer           = (*Store)(nil)
 )
 
@@ -70,7 +71,7 @@ func (s *Store) Info() sdk.Info {
 		Protocols: []int{sdk.ProtocolVersion},
 		Capabilities: sdk.Capabilities{
 			sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest,
-			sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger, sdk.CapArchive,
+			sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger, sdk.CapArchive, sdk.CapReindex,
 		},
 		ConfigSchema: json.RawMessage(configSchema),
 	}

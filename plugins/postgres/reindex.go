@@ -17,8 +17,7 @@ const reindexBatch = 1000
 // one changes nothing; it answers how many records it indexed. progress,
 // when set, hears the records done out of the active total. Writers to the
 // schema, and another reindex, wait while it runs (it holds a SHARE ROW
-// EXCLUSIVE lock on records); readers do not. Its signature is
-// sdk.Reindexer's, but the plugin does not declare the capability yet.
+// EXCLUSIVE lock on records); readers do not.
 func (s *Store) Reindex(ctx context.Context, realm string, progress func(done, total int)) (int, error) {
 	if realm != "" {
 		if err := sdk.ValidateRealm(realm); err != nil {
