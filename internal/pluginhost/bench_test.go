@@ -13,6 +13,7 @@ import (
 	"github.com/memhost/memhost/internal/pluginhost"
 	"github.com/memhost/memhost/internal/testbin"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 // BenchmarkHostReady measures how long a host takes from discovery to every
@@ -97,7 +98,8 @@ func BenchmarkPluginRestart(b *testing.B) {
 	// what a long-running host sees.
 	time.Sleep(2100 * time.Millisecond)
 	// Back-to-back crashes would otherwise wait out a growing backoff.
-	sup := pluginhost.New(entries, pluginhost.Options{StartOptions: pluginhost.StartOptions{Logger: hclog.NewNullLogger(), Dir: b.TempDir()},
+	verifier := host.NewVerifier()
+	sup := pluginhost.New(entries, pluginhost.Options{StartOptions: pluginhost.StartOptions{Logger: hclog.NewNullLogger(), Dir: b.TempDir(), Verifier: verifier},
 		MinBackoff: time.Microsecond, MaxBackoff: time.Microsecond})
 	spec := pluginhost.Spec{Kind: sdk.KindProvider, Name: "s", Plugin: "sqlite", Config: json.RawMessage(`{"path":"memory.db"}`)}
 	if err := sup.Start(context.Background(), []pluginhost.Spec{spec}); err != nil {
@@ -106,6 +108,7 @@ func BenchmarkPluginRestart(b *testing.B) {
 	defer sup.Close()
 	p, _ := sup.Provider("s")
 	ctx := context.Background()
+	hashed := verifier.Hashes()
 	for b.Loop() {
 		pid := sup.Status()[0].Pid
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
@@ -117,5 +120,38 @@ func BenchmarkPluginRestart(b *testing.B) {
 		if sup.Status()[0].Pid == pid {
 			b.Fatal("the call was answered by the killed process")
 		}
+	}
+	b.ReportMetric(float64(verifier.Hashes()-hashed)/float64(b.N), "hashes/op")
+}
+
+// BenchmarkStart measures one plugin start (verify, exec, handshake,
+// Info, no Configure) of the sqlite plugin, hashing the binary each time
+// against remembering the verdict as a host's restarts do.
+func BenchmarkStart(b *testing.B) {
+	dir := testbin.PluginDir(b, "sqlite")
+	entries, _, err := pluginhost.Discover(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	time.Sleep(2100 * time.Millisecond) // see BenchmarkPluginRestart
+	shared := host.NewVerifier()
+	for _, c := range []struct {
+		name     string
+		verifier func() *host.Verifier
+	}{
+		{"hash-every-start", func() *host.Verifier { return nil }},
+		{"remembered", func() *host.Verifier { return shared }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				conn, err := pluginhost.Start(context.Background(), entries[0], pluginhost.StartOptions{Logger: hclog.NewNullLogger(), Dir: b.TempDir(), Verifier: c.verifier()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				conn.Kill(0)
+				b.StartTimer()
+			}
+		})
 	}
 }

@@ -67,6 +67,10 @@ func (o *Options) defaults() {
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
+	if o.Verifier == nil {
+		// Restarts of this host's plugins skip hashing an unchanged binary.
+		o.Verifier = host.NewVerifier()
+	}
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = host.DefaultStartTimeout
 	}
