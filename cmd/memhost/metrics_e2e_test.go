@@ -3,6 +3,8 @@ package main
 import (
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"testing"
 )
@@ -51,4 +53,39 @@ func grepLines(text, prefix string) string {
 		out += l + "\n"
 	}
 	return out
+}
+
+// TestMetricsForEveryPluginKind: calls to a selector, a compactor and
+// both resolvers show on /metrics as plugin call latency by instance and
+// method, as provider calls do.
+func TestMetricsForEveryPluginKind(t *testing.T) {
+	cfg := resolverDeployment("operator_scope = \"provisional\"\noperator_resolver = \"ops\"\nmob_resolver = \"teams\"\nselector = \"rerank\"\ncompactor = \"summary\"") + `
+selector "rerank" { plugin = "lexical" }
+compactor "summary" { plugin = "template" }
+`
+	cfgPath, dataDir := writeConfig(t, cfg)
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeBindings(t, filepath.Join(dataDir, "bindings.json"), aliceBindings)
+	m, err := startWithConfig(t, cfgPath, dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	remember(t, m, map[string]any{"scope": "identity:alice", "kind": "procedure", "title": "Deploy checklist", "body": "Run the migrations first."})
+	if res := turn(t, m, "s1", "where is the deploy checklist?"); len(res.RecordIDs) != 1 {
+		t.Fatalf("turn injected %v, want the checklist", res.RecordIDs)
+	}
+	if code, _, e := compact(t, m, "c1", "s1", history(6)); code != 200 {
+		t.Fatalf("compact = %d %+v", code, e)
+	}
+	text := scrape(t, m)
+	for _, c := range []struct{ instance, method string }{
+		{"main", "manifest"}, {"rerank", "select"}, {"summary", "compact"}, {"teams", "resolve_mobs"}, {"ops", "resolve_operator"},
+	} {
+		re := regexp.MustCompile(`memhost_plugin_call_duration_seconds_count\{code="ok",instance="` + c.instance + `",method="` + c.method + `"\} [1-9]`)
+		if !re.MatchString(text) {
+			t.Errorf("/metrics has no %s latency for instance %s:\n%s", c.method, c.instance, grepLines(text, "memhost_plugin_call_duration_seconds_count"))
+		}
+	}
 }

@@ -59,7 +59,7 @@ type Options struct {
 	// MinBackoff and MaxBackoff bound the delay between restart attempts
 	// of a plugin that keeps failing (defaults 100ms and 30s).
 	MinBackoff, MaxBackoff time.Duration
-	// ObserveCall, when set, is told the duration of every provider call.
+	// ObserveCall, when set, is told the duration of every plugin call.
 	ObserveCall CallObserver
 }
 
