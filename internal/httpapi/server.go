@@ -9,6 +9,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -97,7 +98,9 @@ type Server struct {
 // New builds the server and its routes.
 func New(opts Options) *Server {
 	if opts.Logger == nil {
-		opts.Logger = hclog.NewNullLogger()
+		// Not hclog's null logger: that one drops With's arguments, and
+		// the coordinator reads the request id from this logger.
+		opts.Logger = hclog.New(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Off})
 	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes

@@ -1,13 +1,16 @@
 package pluginhost_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -192,7 +195,9 @@ func startEchos(t *testing.T, opts pluginhost.Options, specs ...pluginhost.Spec)
 	t.Helper()
 	dir, _ := echoDir(t)
 	e := discoverOne(t, dir)
-	opts.Logger = hclog.NewNullLogger()
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
 	if opts.Dir == "" {
 		opts.Dir = t.TempDir()
 	}
@@ -275,17 +280,53 @@ func TestSupervisorCrashMidCall(t *testing.T) {
 }
 
 // A write whose plugin dies under it is retried once on the restarted
-// process, so the client gets an id rather than an error.
+// process, so the client gets an id rather than an error. The retry's log
+// line carries the request id of the call's context logger.
 func TestSupervisorRetriesWriteOnce(t *testing.T) {
-	sup, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour})
+	var logs syncBuffer
+	logger := hclog.New(&hclog.LoggerOptions{Output: &logs, JSONFormat: true, Level: hclog.Info})
+	sup, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour, StartOptions: pluginhost.StartOptions{Logger: logger}})
 	pid := sup.Status()[0].Pid
-	ids, err := p.(sdk.RecordWriter).Remember(context.Background(), "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "crash once"}})
+	ctx := hclog.WithContext(context.Background(), logger.Named("http").With("request_id", "req-7"))
+	ids, err := p.(sdk.RecordWriter).Remember(ctx, "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "crash once"}})
 	if err != nil || len(ids) != 1 || ids[0] == "" {
 		t.Fatalf("write that crashed the plugin once = %v, %v; want its id", ids, err)
 	}
 	if st := sup.Status()[0]; st.Restarts != 1 || st.Pid == pid {
 		t.Fatalf("status = %+v, want one restart on a new pid", st)
 	}
+	found := false
+	for _, line := range strings.Split(logs.String(), "\n") {
+		var l map[string]any
+		if json.Unmarshal([]byte(line), &l) != nil || !strings.Contains(fmt.Sprint(l["@message"]), "retrying once") {
+			continue
+		}
+		found = true
+		if l["request_id"] != "req-7" {
+			t.Errorf("retry line without the request id: %s", line)
+		}
+	}
+	if !found {
+		t.Fatalf("no retry line in the log:\n%s", logs.String())
+	}
+}
+
+// syncBuffer is a log sink safe for the supervisor's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func TestSupervisorHungPluginDoesNotHangCaller(t *testing.T) {
