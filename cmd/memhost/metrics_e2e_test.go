@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
+	"time"
 )
 
 func scrape(t *testing.T, m *instance) string {
@@ -87,5 +89,34 @@ compactor "summary" { plugin = "template" }
 		if !re.MatchString(text) {
 			t.Errorf("/metrics has no %s latency for instance %s:\n%s", c.method, c.instance, grepLines(text, "memhost_plugin_call_duration_seconds_count"))
 		}
+	}
+}
+
+// TestRequestIDInCoordinatorLog: through `memhost serve`, the line the
+// coordinator logs for a skipped injection carries the request id the
+// answer's X-Request-Id header names.
+func TestRequestIDInCoordinatorLog(t *testing.T) {
+	m := startMemhost(t, providerDeployment("sqlite", `{ path = "memory.db" }`))
+	req, _ := http.NewRequest("POST", m.base+"/v1/turns/inject", strings.NewReader(`{"identity":{"id":"nobody"},"session":"s1","content":"anything about zucchini"}`))
+	req.Header.Set("X-Request-Id", "e2e-turn-1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("X-Request-Id") != "e2e-turn-1" {
+		t.Fatalf("inject = %d, X-Request-Id %q", resp.StatusCode, resp.Header.Get("X-Request-Id"))
+	}
+	// The log is read from the server's stderr as it comes.
+	var skipLine string
+	for deadline := time.Now().Add(10 * time.Second); skipLine == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, l := range strings.Split(m.logs(), "\n") {
+			if strings.Contains(l, "coordinator: injected nothing") {
+				skipLine = l
+			}
+		}
+	}
+	if !strings.Contains(skipLine, "request_id=e2e-turn-1") {
+		t.Fatalf("the coordinator's skip line %q lacks request_id=e2e-turn-1:\n%s", skipLine, m.logs())
 	}
 }
