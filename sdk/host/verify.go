@@ -28,7 +28,7 @@ const verifySettle = 2 * time.Second
 // another file over the path changes the inode; writing it in place
 // changes mtime and ctime (which no caller can set back): either makes the
 // next launch hash the file again. One Verifier serves a host's launches;
-// it is safe for concurrent use.
+// it is safe for concurrent use, and its zero value is ready to use.
 type Verifier struct {
 	mu     sync.Mutex
 	known  map[string]verdict // by path
@@ -45,9 +45,7 @@ type verdict struct {
 }
 
 // NewVerifier answers an empty Verifier.
-func NewVerifier() *Verifier {
-	return &Verifier{known: map[string]verdict{}, now: time.Now}
-}
+func NewVerifier() *Verifier { return &Verifier{} }
 
 // Hashes is how many times v has read and hashed an executable.
 func (v *Verifier) Hashes() int64 { return v.hashes.Load() }
@@ -106,7 +104,10 @@ func (v *Verifier) checkOpen(f *os.File, path string, want []byte) (*verified, e
 			return &verified{f: f, path: path, id: id}, nil
 		}
 	}
-	started := v.now()
+	started := time.Now()
+	if v.now != nil {
+		started = v.now()
+	}
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
 		return nil, fmt.Errorf("hash executable: %w", err)
@@ -124,6 +125,9 @@ func (v *Verifier) checkOpen(f *os.File, path string, want []byte) (*verified, e
 	h.Sum(vd.sum[:0])
 	v.mu.Lock()
 	if cacheable && id.settledAt(started) {
+		if v.known == nil {
+			v.known = map[string]verdict{}
+		}
 		v.known[path] = vd
 	} else {
 		delete(v.known, path)
