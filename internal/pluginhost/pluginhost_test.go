@@ -238,6 +238,50 @@ func pidOf(t *testing.T, sup *pluginhost.Supervisor, instance string) int {
 	return 0
 }
 
+// A restart after a crash reuses the start's verdict on the unchanged
+// executable: the supervisor hands every launch its one Verifier.
+func TestSupervisorRestartDoesNotRehash(t *testing.T) {
+	dir, _ := echoDir(t)
+	e := discoverOne(t, dir)
+	// A verdict is remembered only for a file whose timestamps are 2 s old
+	// (host.Verifier); wait until the fresh copy's are.
+	fi, err := os.Stat(e.Executable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	changed := time.Unix(st.Ctim.Unix())
+	time.Sleep(time.Until(changed.Add(2100 * time.Millisecond)))
+	v := host.NewVerifier()
+	sup := pluginhost.New([]pluginhost.Entry{e}, pluginhost.Options{HealthInterval: time.Hour,
+		StartOptions: pluginhost.StartOptions{Logger: hclog.NewNullLogger(), Dir: t.TempDir(), Verifier: v}})
+	if err := sup.Start(context.Background(), []pluginhost.Spec{{Kind: sdk.KindProvider, Name: "main", Plugin: "echo"}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sup.Close)
+	if got := v.Hashes(); got != 1 {
+		t.Fatalf("start hashed %d times, want 1", got)
+	}
+	p, err := sup.Provider("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := sup.Status()[0].Pid
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitExited(t, pid)
+	if _, err := p.Recall(context.Background(), sdk.RecallQuery{Realm: "default", Query: "x"}); err != nil {
+		t.Fatalf("recall after kill: %v", err)
+	}
+	if st := sup.Status()[0]; st.Restarts != 1 || st.Pid == pid {
+		t.Fatalf("status = %+v, want one restart on a new pid", st)
+	}
+	if got := v.Hashes(); got != 1 {
+		t.Fatalf("start and restart hashed %d times, want 1", got)
+	}
+}
+
 func TestSupervisorRecoversKilledPlugin(t *testing.T) {
 	sup, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour})
 	ctx := context.Background()
