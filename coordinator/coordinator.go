@@ -297,7 +297,7 @@ func (c *Coordinator) InjectForTurn(ctx context.Context, id sdk.Identity, sessio
 	// 4. Records.
 	var deeper func(scopes []sdk.Scope)
 	if session != "" && c.selector != nil {
-		deeper = func(scopes []sdk.Scope) { c.startSweep(key, snap.epoch, id, p, scopes, query) }
+		deeper = func(scopes []sdk.Scope) { c.startSweep(hclog.FromContext(ctx), key, snap.epoch, id, p, scopes, query) }
 	}
 	recs, err := c.recall(ctx, SurfaceTurn, id, p, nil, query, snap.suppressed, snap.swept, deeper)
 	if err != nil {
