@@ -52,7 +52,7 @@ func (c *Coordinator) AssembleBuildInjection(ctx context.Context, id sdk.Identit
 		if err != nil {
 			return BuildInjection{}, err
 		}
-		c.skipped(SurfaceBuild, id, reason)
+		c.skipped(ctx, SurfaceBuild, id, reason)
 		return BuildInjection{RecordIDs: []string{}}, nil
 	}
 	now := c.now()
@@ -69,7 +69,7 @@ func (c *Coordinator) AssembleBuildInjection(ctx context.Context, id sdk.Identit
 		c.metrics.Injected(SurfaceBuild, id.Realm, len(prefix), 0)
 		return BuildInjection{Injection: prefix, RecordIDs: []string{}}, nil
 	default:
-		c.skipped(SurfaceBuild, id, SkipNoRecords)
+		c.skipped(ctx, SurfaceBuild, id, SkipNoRecords)
 		return BuildInjection{RecordIDs: []string{}}, nil
 	}
 }

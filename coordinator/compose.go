@@ -62,14 +62,14 @@ func (c *Coordinator) compose(ctx context.Context, id sdk.Identity) ([]sdk.Scope
 		if s := sdk.MobScope(m); s.Validate() == nil {
 			scopes = append(scopes, s)
 		} else {
-			c.logger.Warn("mob resolver answered an unusable mob name; ignoring it", "realm", id.Realm, "identity", id.ID, "mob", m)
+			c.log(ctx).Warn("mob resolver answered an unusable mob name; ignoring it", "realm", id.Realm, "identity", id.ID, "mob", m)
 		}
 	}
 	if op := strings.TrimSpace(operator); op != "" {
 		if s := sdk.OperatorScope(op); s.Validate() == nil {
 			scopes = append(scopes, s)
 		} else {
-			c.logger.Warn("operator resolver answered an unusable operator name; ignoring it", "realm", id.Realm, "identity", id.ID, "operator", op)
+			c.log(ctx).Warn("operator resolver answered an unusable operator name; ignoring it", "realm", id.Realm, "identity", id.ID, "operator", op)
 		}
 	}
 	return append(scopes, sdk.RealmScope), nil

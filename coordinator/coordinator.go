@@ -266,13 +266,13 @@ func (c *Coordinator) InjectForTurn(ctx context.Context, id sdk.Identity, sessio
 	}
 	// 1. Off by config.
 	if c.cfg.PerTurnInjection == InjectionOff {
-		return c.skipTurn(id, SkipInjectionOff), nil
+		return c.skipTurn(ctx, id, SkipInjectionOff), nil
 	}
 	// 2. Query.
 	query := compactSpace(content.textPrefix(maxQueryBytes), maxQueryBytes)
 	if !tokenize.HasTerms(query) {
 		if c.cfg.Selection == SelectionContextual {
-			return c.skipTurn(id, SkipEmptyQuery), nil
+			return c.skipTurn(ctx, id, SkipEmptyQuery), nil
 		}
 		query = ""
 	}
@@ -292,12 +292,12 @@ func (c *Coordinator) InjectForTurn(ctx context.Context, id sdk.Identity, sessio
 		}
 	}
 	if c.turnBudget(session, snap.used) < c.cfg.Budgets.MinBytes {
-		return c.skipTurn(id, SkipBudgetExhausted), nil
+		return c.skipTurn(ctx, id, SkipBudgetExhausted), nil
 	}
 	// 4. Records.
 	var deeper func(scopes []sdk.Scope)
 	if session != "" && c.selector != nil {
-		deeper = func(scopes []sdk.Scope) { c.startSweep(key, snap.epoch, id, p, scopes, query) }
+		deeper = func(scopes []sdk.Scope) { c.startSweep(hclog.FromContext(ctx), key, snap.epoch, id, p, scopes, query) }
 	}
 	recs, err := c.recall(ctx, SurfaceTurn, id, p, nil, query, snap.suppressed, snap.swept, deeper)
 	if err != nil {
@@ -305,10 +305,10 @@ func (c *Coordinator) InjectForTurn(ctx context.Context, id sdk.Identity, sessio
 		if err != nil {
 			return TurnInjection{}, err
 		}
-		return c.skipTurn(id, reason), nil
+		return c.skipTurn(ctx, id, reason), nil
 	}
 	if len(recs) == 0 {
-		return c.skipTurn(id, SkipNoRecords), nil
+		return c.skipTurn(ctx, id, SkipNoRecords), nil
 	}
 	// 5 and 6. Render and account. With a session, both happen inside one
 	// store visit against the state as it is then: a concurrent turn of
@@ -339,10 +339,10 @@ func (c *Coordinator) InjectForTurn(ctx context.Context, id sdk.Identity, sessio
 		return TurnInjection{}, fmt.Errorf("coordinator: session store: %w", err)
 	}
 	if exhausted {
-		return c.skipTurn(id, SkipBudgetExhausted), nil
+		return c.skipTurn(ctx, id, SkipBudgetExhausted), nil
 	}
 	if out.Bytes == 0 {
-		return c.skipTurn(id, SkipNothingRenderable), nil
+		return c.skipTurn(ctx, id, SkipNothingRenderable), nil
 	}
 	// 7. Ledger and usage, off the turn's path.
 	c.injected(SurfaceTurn, id, session, p, out)
@@ -367,14 +367,14 @@ func (c *Coordinator) turnBudget(session string, used int) int {
 	return min(c.cfg.Budgets.TurnBytes, c.cfg.Budgets.SessionBytes-used)
 }
 
-func (c *Coordinator) skipTurn(id sdk.Identity, reason SkipReason) TurnInjection {
-	c.skipped(SurfaceTurn, id, reason)
+func (c *Coordinator) skipTurn(ctx context.Context, id sdk.Identity, reason SkipReason) TurnInjection {
+	c.skipped(ctx, SurfaceTurn, id, reason)
 	return TurnInjection{InjectedContext: []string{}, SkipReason: reason, RecordIDs: []string{}}
 }
 
 // skipped counts a skip and logs it once per (identity, reason), so a
 // deployment never runs silently with injection off yet logs stay quiet.
-func (c *Coordinator) skipped(surface Surface, id sdk.Identity, reason SkipReason) {
+func (c *Coordinator) skipped(ctx context.Context, surface Surface, id sdk.Identity, reason SkipReason) {
 	c.metrics.Skipped(surface, id.Realm, reason)
 	k := skipKey{realm: id.Realm, identity: id.ID, reason: reason}
 	c.skipMu.Lock()
@@ -384,8 +384,18 @@ func (c *Coordinator) skipped(surface Surface, id sdk.Identity, reason SkipReaso
 	}
 	c.skipMu.Unlock()
 	if !seen {
-		c.logger.Info("injected nothing", "surface", surface, "realm", id.Realm, "identity", id.ID, "skip_reason", reason)
+		c.log(ctx).Info("injected nothing", "surface", surface, "realm", id.Realm, "identity", id.ID, "skip_reason", reason)
 	}
+}
+
+// log is the coordinator's logger for a request: with the attributes of
+// the request logger in ctx (the HTTP layer's request_id), so every line a
+// request causes carries its id.
+func (c *Coordinator) log(ctx context.Context) hclog.Logger {
+	if args := hclog.FromContext(ctx).ImpliedArgs(); len(args) > 0 {
+		return c.logger.With(args...)
+	}
+	return c.logger
 }
 
 // recallFailed applies the surface's failure policy: it answers the skip
@@ -398,7 +408,7 @@ func (c *Coordinator) recallFailed(ctx context.Context, surface Surface, id sdk.
 	if c.cfg.failurePolicy(surface) == FailureFail {
 		return SkipNone, fmt.Errorf("coordinator: %s recall in realm %q: %w", surface, id.Realm, err)
 	}
-	c.logger.Warn("recall failed; injecting nothing", "surface", surface, "realm", id.Realm, "identity", id.ID, "error", err)
+	c.log(ctx).Warn("recall failed; injecting nothing", "surface", surface, "realm", id.Realm, "identity", id.ID, "error", err)
 	return SkipRecallFailed, nil
 }
 

@@ -8,14 +8,16 @@ import (
 	"slices"
 	"time"
 
+	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/sdk"
 )
 
 // startSweep starts a background full sweep for a session unless one is
 // running or a finished one waits to be taken (at most one per session).
 // Its picks feed the session's next turn only. A compaction in the
-// meantime (a new epoch) discards them.
-func (c *Coordinator) startSweep(key SessionKey, epoch uint64, id sdk.Identity, p provider, scopes []sdk.Scope, query string) {
+// meantime (a new epoch) discards them. reqLog is the logger of the
+// request that asked for the sweep: the sweep's lines carry its id.
+func (c *Coordinator) startSweep(reqLog hclog.Logger, key SessionKey, epoch uint64, id sdk.Identity, p provider, scopes []sdk.Scope, query string) {
 	c.sweepsStart.Lock()
 	defer c.sweepsStart.Unlock()
 	if c.closed {
@@ -34,10 +36,10 @@ func (c *Coordinator) startSweep(key SessionKey, epoch uint64, id sdk.Identity, 
 	}
 	c.sweeping[key] = struct{}{}
 	c.sweeps.Add(1)
-	go c.sweep(key, epoch, id, p, slices.Clone(scopes), query)
+	go c.sweep(reqLog, key, epoch, id, p, slices.Clone(scopes), query)
 }
 
-func (c *Coordinator) sweep(key SessionKey, epoch uint64, id sdk.Identity, p provider, scopes []sdk.Scope, query string) {
+func (c *Coordinator) sweep(reqLog hclog.Logger, key SessionKey, epoch uint64, id sdk.Identity, p provider, scopes []sdk.Scope, query string) {
 	defer c.sweeps.Done()
 	defer func() {
 		c.sweepsStart.Lock()
@@ -46,11 +48,12 @@ func (c *Coordinator) sweep(key SessionKey, epoch uint64, id sdk.Identity, p pro
 	}()
 	ctx, cancel := context.WithTimeout(c.sweepCtx, c.cfg.SweepTimeout)
 	defer cancel()
+	ctx = hclog.WithContext(ctx, reqLog)
 	start := time.Now()
 	ids, err := c.fullSweep(ctx, key, id, p, scopes, query)
 	c.metrics.Recalled(SurfaceSweep, id.Realm, time.Since(start), sdk.CodeOf(err))
 	if err != nil {
-		c.logger.Warn("background sweep failed", "realm", id.Realm, "identity", id.ID, "error", err)
+		c.log(ctx).Warn("background sweep failed", "realm", id.Realm, "identity", id.ID, "error", err)
 	}
 	if err != nil {
 		return
@@ -64,7 +67,7 @@ func (c *Coordinator) sweep(key SessionKey, epoch uint64, id sdk.Identity, p pro
 		s.SweepIDs = append(make([]string, 0, len(ids)), ids...)
 		return true
 	}); err != nil {
-		c.logger.Warn("background sweep: session store", "realm", id.Realm, "identity", id.ID, "error", err)
+		c.log(ctx).Warn("background sweep: session store", "realm", id.Realm, "identity", id.ID, "error", err)
 	}
 }
 
@@ -81,12 +84,12 @@ func (c *Coordinator) fullSweep(ctx context.Context, key SessionKey, id sdk.Iden
 	}
 	lim := c.cfg.Sweep
 	if len(rows) > lim.WarnRows {
-		c.logger.Warn("background sweep over a large manifest", "realm", id.Realm, "identity", id.ID,
+		c.log(ctx).Warn("background sweep over a large manifest", "realm", id.Realm, "identity", id.ID,
 			"rows", len(rows), "warn_rows", lim.WarnRows, "max_rows", lim.MaxRows)
 	}
 	if len(rows) > lim.MaxRows {
 		rows = truncateRows(rows, lim.MaxRows)
-		c.logger.Warn("background sweep truncated the manifest: ranked rows first, then the newest", "realm", id.Realm, "identity", id.ID, "kept", len(rows))
+		c.log(ctx).Warn("background sweep truncated the manifest: ranked rows first, then the newest", "realm", id.Realm, "identity", id.ID, "kept", len(rows))
 	}
 	var suppressed []string
 	if err := c.store.Update(ctx, key, func(s *SessionState) bool { suppressed = slices.Clone(s.InjectedIDs); return false }); err != nil {
@@ -102,7 +105,7 @@ func (c *Coordinator) fullSweep(ctx context.Context, key SessionKey, id sdk.Iden
 		ids, err := ask(rows[start:min(start+lim.PageRows, len(rows))])
 		if err != nil {
 			if pages > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				c.logger.Warn("background sweep ran out of time; keeping the pages done", "realm", id.Realm, "identity", id.ID,
+				c.log(ctx).Warn("background sweep ran out of time; keeping the pages done", "realm", id.Realm, "identity", id.ID,
 					"pages_done", pages, "rows_done", start, "rows", len(rows))
 				break
 			}
@@ -131,7 +134,7 @@ func (c *Coordinator) fullSweep(ctx context.Context, key SessionKey, id sdk.Iden
 	ids, err := ask(finalists)
 	if err != nil {
 		// The pages' own picks still beat nothing.
-		c.logger.Warn("background sweep: narrowing the pages' picks failed; keeping the first ones", "realm", id.Realm, "identity", id.ID, "error", err)
+		c.log(ctx).Warn("background sweep: narrowing the pages' picks failed; keeping the first ones", "realm", id.Realm, "identity", id.ID, "error", err)
 		return picked[:c.cfg.MaxEntries], nil
 	}
 	return ids, nil

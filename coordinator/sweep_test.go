@@ -3,12 +3,14 @@ package coordinator
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -93,6 +95,8 @@ func TestFullSweepPages(t *testing.T) {
 			})
 			ctx, cancel := context.WithTimeout(context.Background(), f.c.cfg.SweepTimeout)
 			defer cancel()
+			// The sweep runs with the logger of the turn that asked for it.
+			ctx = hclog.WithContext(ctx, hclog.New(&hclog.LoggerOptions{Output: io.Discard}).With("request_id", "turn-9"))
 			ids, err := f.c.fullSweep(ctx, SessionKey{Realm: "default", Identity: "alice", Session: "s"}, alice,
 				provider{Provider: m, caps: sdk.Capabilities{sdk.CapManifest, sdk.CapFetch}}, []sdk.Scope{"identity:alice"}, "q")
 			if err != nil {
@@ -112,6 +116,11 @@ func TestFullSweepPages(t *testing.T) {
 			for _, w := range tt.wantLog {
 				if !strings.Contains(logs, w) {
 					t.Errorf("log lacks %q:\n%s", w, logs)
+				}
+			}
+			for _, line := range strings.Split(strings.TrimSpace(logs), "\n") {
+				if line != "" && !strings.Contains(line, "request_id=turn-9") {
+					t.Errorf("sweep line without the turn's request id: %s", line)
 				}
 			}
 			for _, w := range tt.noLog {

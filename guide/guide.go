@@ -136,7 +136,8 @@ func (r *recaller) iterate(ctx context.Context, st *state, id sdk.Identity, sess
 	}
 	block, err := r.recall(ctx, id, session, query, f)
 	if err != nil {
-		r.logger.Warn("memory recall before an iteration failed; keeping the previous block",
+		// With the request's attributes (its id) from the context logger.
+		r.logger.With(hclog.FromContext(ctx).ImpliedArgs()...).Warn("memory recall before an iteration failed; keeping the previous block",
 			"realm", id.Realm, "identity", id.ID, "error", err)
 		return st.block, false
 	}

@@ -3,8 +3,12 @@ package main
 import (
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
+	"time"
 )
 
 func scrape(t *testing.T, m *instance) string {
@@ -51,4 +55,68 @@ func grepLines(text, prefix string) string {
 		out += l + "\n"
 	}
 	return out
+}
+
+// TestMetricsForEveryPluginKind: calls to a selector, a compactor and
+// both resolvers show on /metrics as plugin call latency by instance and
+// method, as provider calls do.
+func TestMetricsForEveryPluginKind(t *testing.T) {
+	cfg := resolverDeployment("operator_scope = \"provisional\"\noperator_resolver = \"ops\"\nmob_resolver = \"teams\"\nselector = \"rerank\"\ncompactor = \"summary\"") + `
+selector "rerank" { plugin = "lexical" }
+compactor "summary" { plugin = "template" }
+`
+	cfgPath, dataDir := writeConfig(t, cfg)
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeBindings(t, filepath.Join(dataDir, "bindings.json"), aliceBindings)
+	m, err := startWithConfig(t, cfgPath, dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	remember(t, m, map[string]any{"scope": "identity:alice", "kind": "procedure", "title": "Deploy checklist", "body": "Run the migrations first."})
+	if res := turn(t, m, "s1", "where is the deploy checklist?"); len(res.RecordIDs) != 1 {
+		t.Fatalf("turn injected %v, want the checklist", res.RecordIDs)
+	}
+	if code, _, e := compact(t, m, "c1", "s1", history(6)); code != 200 {
+		t.Fatalf("compact = %d %+v", code, e)
+	}
+	text := scrape(t, m)
+	for _, c := range []struct{ instance, method string }{
+		{"main", "manifest"}, {"rerank", "select"}, {"summary", "compact"}, {"teams", "resolve_mobs"}, {"ops", "resolve_operator"},
+	} {
+		re := regexp.MustCompile(`memhost_plugin_call_duration_seconds_count\{code="ok",instance="` + c.instance + `",method="` + c.method + `"\} [1-9]`)
+		if !re.MatchString(text) {
+			t.Errorf("/metrics has no %s latency for instance %s:\n%s", c.method, c.instance, grepLines(text, "memhost_plugin_call_duration_seconds_count"))
+		}
+	}
+}
+
+// TestRequestIDInCoordinatorLog: through `memhost serve`, the line the
+// coordinator logs for a skipped injection carries the request id the
+// answer's X-Request-Id header names.
+func TestRequestIDInCoordinatorLog(t *testing.T) {
+	m := startMemhost(t, providerDeployment("sqlite", `{ path = "memory.db" }`))
+	req, _ := http.NewRequest("POST", m.base+"/v1/turns/inject", strings.NewReader(`{"identity":{"id":"nobody"},"session":"s1","content":"anything about zucchini"}`))
+	req.Header.Set("X-Request-Id", "e2e-turn-1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("X-Request-Id") != "e2e-turn-1" {
+		t.Fatalf("inject = %d, X-Request-Id %q", resp.StatusCode, resp.Header.Get("X-Request-Id"))
+	}
+	// The log is read from the server's stderr as it comes.
+	var skipLine string
+	for deadline := time.Now().Add(10 * time.Second); skipLine == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, l := range strings.Split(m.logs(), "\n") {
+			if strings.Contains(l, "coordinator: injected nothing") {
+				skipLine = l
+			}
+		}
+	}
+	if !strings.Contains(skipLine, "request_id=e2e-turn-1") {
+		t.Fatalf("the coordinator's skip line %q lacks request_id=e2e-turn-1:\n%s", skipLine, m.logs())
+	}
 }

@@ -164,6 +164,12 @@ func New(opts Options) *Service {
 // Enabled reports whether a compactor is configured.
 func (s *Service) Enabled() bool { return s.opts.Compactor != nil }
 
+// log is the service's logger with the attributes of the request logger
+// in ctx (its request id), so a request's lines all carry its id.
+func (s *Service) log(ctx context.Context) hclog.Logger {
+	return s.opts.Logger.With(hclog.FromContext(ctx).ImpliedArgs()...)
+}
+
 // Request asks to compact a conversation.
 type Request struct {
 	Identity     sdk.Identity
@@ -279,7 +285,7 @@ func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
 	for i, chunk := range chunks {
 		art, err := s.call(ctx, req.Identity, key, chunk, carry, i, len(chunks))
 		if err != nil {
-			s.opts.Logger.Warn("compaction failed; watermark kept", "realm", key.Realm, "conversation", key.Conversation,
+			s.log(ctx).Warn("compaction failed; watermark kept", "realm", key.Realm, "conversation", key.Conversation,
 				"watermark", st.Watermark, "chunk", i+1, "chunks", len(chunks), "error", err)
 			return Result{}, err
 		}
@@ -297,13 +303,13 @@ func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
 		}
 		return Result{}, err
 	}
-	s.opts.Logger.Debug("compacted", "realm", key.Realm, "conversation", key.Conversation, "from", start, "to", next.Watermark, "calls", len(chunks))
+	s.log(ctx).Debug("compacted", "realm", key.Realm, "conversation", key.Conversation, "from", start, "to", next.Watermark, "calls", len(chunks))
 	if req.Session != "" && s.opts.Resetter != nil {
 		// The summary is durable already; a failed reset only means the
 		// session may not re-inject at once, which the next compaction or
 		// an explicit POST /v1/sessions/{key}/compacted repairs.
 		if err := s.opts.Resetter.OnSessionCompacted(ctx, req.Identity, req.Session); err != nil {
-			s.opts.Logger.Warn("session reset after compaction failed", "realm", key.Realm, "session", req.Session, "error", err)
+			s.log(ctx).Warn("session reset after compaction failed", "realm", key.Realm, "session", req.Session, "error", err)
 		}
 	}
 	return Result{Artifact: next.Artifact, Absorbed: next.Watermark, Compacted: len(slice), Calls: len(chunks)}, nil

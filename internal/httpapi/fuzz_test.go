@@ -2,8 +2,11 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 
 	"github.com/memhost/memhost/coordinator"
@@ -22,16 +25,43 @@ import (
 type fuzzFixture struct {
 	h    http.Handler
 	p    *coordinatortest.Provider
+	arch *fuzzArchiver
 	comp *echoCompactor
 }
 
+// fuzzArchiver adds the archive capability to the test provider: Export
+// answers an empty page, and Import counts its calls and re-checks what
+// reaches it, failing (a 5xx) on a record the API should have refused.
+type fuzzArchiver struct {
+	*coordinatortest.Provider
+	mu      sync.Mutex
+	imports int
+}
+
+func (a *fuzzArchiver) Export(context.Context, string, string, int) (sdk.ExportPage, error) {
+	return sdk.ExportPage{}, nil
+}
+
+func (a *fuzzArchiver) Import(_ context.Context, realm string, records []sdk.Record) (sdk.ImportResult, error) {
+	a.mu.Lock()
+	a.imports++
+	a.mu.Unlock()
+	for i := range records {
+		if err := records[i].PrepareImport(realm); err != nil {
+			return sdk.ImportResult{}, fmt.Errorf("import got unchecked record %d: %v", i, err)
+		}
+	}
+	return sdk.ImportResult{Imported: len(records)}, nil
+}
+
 func newFuzzFixture(f *testing.F) *fuzzFixture {
-	p := coordinatortest.NewProvider(sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger)
+	p := coordinatortest.NewProvider(sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger, sdk.CapArchive)
 	p.MustAdd("default",
 		sdk.Record{Scope: sdk.IdentityScope("alice"), Kind: sdk.KindPreference, Title: "Espresso order", Body: "Alice takes her espresso without sugar."},
 		sdk.Record{Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "Harbour crane", Body: "The crane at berth 4 is out of service."},
 	)
-	providers := func(string) (sdk.Provider, error) { return p, nil }
+	arch := &fuzzArchiver{Provider: p}
+	providers := func(string) (sdk.Provider, error) { return arch, nil }
 	coord, err := coordinator.New(coordinator.DefaultConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
 	if err != nil {
 		f.Fatal(err)
@@ -43,7 +73,7 @@ func newFuzzFixture(f *testing.F) *fuzzFixture {
 		Guide:      guide.NewSessions(coord, guide.SessionsOptions{Size: 16}),
 		Compaction: compaction.New(compaction.Options{Compactor: comp}),
 	})
-	return &fuzzFixture{h: srv.Handler(), p: p, comp: comp}
+	return &fuzzFixture{h: srv.Handler(), p: p, arch: arch, comp: comp}
 }
 
 // mutations counts the synchronous writes a request can cause. Ledger and
@@ -53,6 +83,9 @@ func (fx *fuzzFixture) mutations() int {
 	fx.comp.mu.Lock()
 	n := fx.comp.calls
 	fx.comp.mu.Unlock()
+	fx.arch.mu.Lock()
+	n += fx.arch.imports
+	fx.arch.mu.Unlock()
 	for _, m := range []string{coordinatortest.MethodRemember, coordinatortest.MethodForget, coordinatortest.MethodSupersede} {
 		n += fx.p.Calls(m)
 	}
@@ -140,3 +173,14 @@ func FuzzReindexBody(f *testing.F) {
 		}
 	})
 }
+
+func FuzzExportBody(f *testing.F) {
+	fuzzEndpoint(f, "POST", "/v1/export", `{"realm":"default","after":"r19b7ca98c889ae80fe313a75c53","limit":100}`)
+}
+
+func FuzzImportBody(f *testing.F) {
+	fuzzEndpoint(f, "POST", "/v1/import", `{"realm":"default","records":[`+importSeedRecord+`]}`)
+}
+
+// importSeedRecord is a record as export writes it.
+const importSeedRecord = `{"id":"r19b7ca98c889ae80fe313a75c53","realm":"default","scope":"identity:alice","kind":"fact","title":"Espresso order","body":"No sugar.","tags":["coffee"],"trust":"agent_observed","status":"active","created_at":"2026-01-02T03:04:05Z","updated_at":"2026-01-02T03:04:05Z","content_hash":"e76c4a896bebfafe08c7cbd97eda39f4abb1a2bae59d2edda6cb6014a1410a5d","use_count":0}`

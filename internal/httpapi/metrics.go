@@ -58,7 +58,7 @@ func NewMetrics(plugins Plugins, provider func(realm string) string) *Metrics {
 			Name: "memhost_telemetry_lost_total", Help: "Ledger rows and usage marks not written, by kind and cause (dropped: queue full; failed: provider error).",
 		}, []string{"kind", "cause"}),
 		pluginCalls: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "memhost_plugin_call_duration_seconds", Help: "Provider plugin call latency by plugin instance, method and outcome code.",
+			Name: "memhost_plugin_call_duration_seconds", Help: "Plugin call latency (every kind) by plugin instance, method and outcome code.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 14),
 		}, []string{"instance", "method", "code"}),
 		Registry: prometheus.NewRegistry(),
@@ -118,7 +118,7 @@ func (m *Metrics) TelemetryFailed(kind string, n int) {
 	m.telemetryLost.WithLabelValues(kind, "failed").Add(float64(n))
 }
 
-// PluginCall records one provider call (a pluginhost.CallObserver).
+// PluginCall records one plugin call (a pluginhost.CallObserver).
 func (m *Metrics) PluginCall(instance, method string, took time.Duration, err error) {
 	code := "ok"
 	if err != nil {

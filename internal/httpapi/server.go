@@ -9,6 +9,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -97,7 +98,9 @@ type Server struct {
 // New builds the server and its routes.
 func New(opts Options) *Server {
 	if opts.Logger == nil {
-		opts.Logger = hclog.NewNullLogger()
+		// Not hclog's null logger: that one drops With's arguments, and
+		// the coordinator reads the request id from this logger.
+		opts.Logger = hclog.New(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Off})
 	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
@@ -334,10 +337,14 @@ func (s *Server) mountMCP(mux *http.ServeMux, h http.Handler) {
 	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		reqID := requestID(r)
+		rec.Header().Set(HeaderRequestID, reqID)
 		if _, err := s.mcpIdentity(r.Header); err != nil {
-			writeError(rec, err, "")
+			writeError(rec, err, reqID)
 		} else {
 			r.Body = http.MaxBytesReader(rec, r.Body, s.opts.MaxBodyBytes)
+			// The tools' coordinator lines carry the id, as /v1's do.
+			r = r.WithContext(hclog.WithContext(r.Context(), s.opts.Logger.With("request_id", reqID)))
 			h.ServeHTTP(rec, r)
 		}
 		s.opts.Metrics.observeRequest(pattern, rec.status, time.Since(start))

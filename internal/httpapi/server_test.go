@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/coordinator/coordinatortest"
 	"github.com/memhost/memhost/guide"
@@ -309,4 +310,84 @@ func TestRecallRunsUnderTheRecallTimeout(t *testing.T) {
 	if left, limit := <-lefts, coordinator.DefaultConfig().RecallTimeout; left <= 0 || left > limit {
 		t.Fatalf("the provider's deadline was %v away, want at most the recall timeout %v", left, limit)
 	}
+}
+
+// TestRequestIDInEveryLogLine: the coordinator's lines for a request (here
+// a failed recall and the skip it causes) carry the request's id, the one
+// in its X-Request-Id header, as the HTTP layer's own lines do.
+func TestRequestIDInEveryLogLine(t *testing.T) {
+	var logs logBuffer
+	logger := hclog.New(&hclog.LoggerOptions{Output: &logs, JSONFormat: true, Level: hclog.Debug})
+	p := coordinatortest.NewProvider(sdk.CapWrite, sdk.CapFetch)
+	p.SetHook(coordinatortest.MethodRecall, func(context.Context, any) error {
+		return fmt.Errorf("index file vanished: %w", sdk.ErrUnavailable)
+	})
+	providers := func(string) (sdk.Provider, error) { return p, nil }
+	coord, err := coordinator.New(coordinator.DefaultConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers), Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { coord.Close(t.Context()) })
+	srv := httptest.NewServer(New(Options{Provider: providers, Coordinator: coord, Logger: logger.Named("http")}).Handler())
+	t.Cleanup(srv.Close)
+
+	// A skip is logged once per identity and reason: each round is a new
+	// identity.
+	for _, sent := range []string{"turn-42", ""} {
+		logs.Reset()
+		req, _ := http.NewRequest("POST", srv.URL+"/v1/turns/inject", strings.NewReader(`{"identity":{"id":"alice`+sent+`"},"session":"s1","content":"espresso order?"}`))
+		if sent != "" {
+			req.Header.Set(HeaderRequestID, sent)
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		id := resp.Header.Get(HeaderRequestID)
+		if resp.StatusCode != 200 || id == "" || (sent != "" && id != sent) {
+			t.Fatalf("sent id %q: status %d, header %q", sent, resp.StatusCode, id)
+		}
+		var coordinatorLines int
+		for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+			var l map[string]any
+			if err := json.Unmarshal([]byte(line), &l); err != nil {
+				t.Fatalf("log line %q: %v", line, err)
+			}
+			if l["request_id"] != id {
+				t.Errorf("sent id %q: line without request_id %q: %s", sent, id, line)
+			}
+			if strings.HasPrefix(fmt.Sprint(l["@module"]), "coordinator") {
+				coordinatorLines++
+			}
+		}
+		// "recall failed; injecting nothing" and "injected nothing".
+		if coordinatorLines < 2 {
+			t.Fatalf("sent id %q: %d coordinator lines, want the failed recall and the skip:\n%s", sent, coordinatorLines, logs.String())
+		}
+	}
+}
+
+// logBuffer is a log sink safe for concurrent writers.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *logBuffer) Reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Reset()
 }

@@ -214,7 +214,8 @@ func (p *Provider) Reindex(ctx context.Context, realm string, progress func(done
 // Selector is a supervised selector plugin.
 type Selector struct{ inst *instance }
 
-func (s *Selector) Select(ctx context.Context, req sdk.SelectRequest) (sdk.Selection, error) {
+func (s *Selector) Select(ctx context.Context, req sdk.SelectRequest) (sel sdk.Selection, err error) {
+	defer func(start time.Time) { s.inst.observe("select", start, err) }(time.Now())
 	return call(ctx, s.inst, true, func(ctx context.Context, c sdk.Selector) (sdk.Selection, error) {
 		return c.Select(ctx, req)
 	})
@@ -224,7 +225,8 @@ func (s *Selector) Select(ctx context.Context, req sdk.SelectRequest) (sdk.Selec
 // the supervisor: the host's watermark logic decides.
 type Compactor struct{ inst *instance }
 
-func (c *Compactor) Compact(ctx context.Context, req sdk.CompactRequest) (sdk.Message, error) {
+func (c *Compactor) Compact(ctx context.Context, req sdk.CompactRequest) (msg sdk.Message, err error) {
+	defer func(start time.Time) { c.inst.observe("compact", start, err) }(time.Now())
 	return call(ctx, c.inst, false, func(ctx context.Context, cl sdk.Compactor) (sdk.Message, error) {
 		return cl.Compact(ctx, req)
 	})
@@ -233,7 +235,8 @@ func (c *Compactor) Compact(ctx context.Context, req sdk.CompactRequest) (sdk.Me
 // OperatorResolver is a supervised operator resolver plugin.
 type OperatorResolver struct{ inst *instance }
 
-func (r *OperatorResolver) ResolveOperator(ctx context.Context, id sdk.Identity) (string, error) {
+func (r *OperatorResolver) ResolveOperator(ctx context.Context, id sdk.Identity) (op string, err error) {
+	defer func(start time.Time) { r.inst.observe("resolve_operator", start, err) }(time.Now())
 	return call(ctx, r.inst, true, func(ctx context.Context, c sdk.OperatorResolver) (string, error) {
 		return c.ResolveOperator(ctx, id)
 	})
@@ -242,7 +245,8 @@ func (r *OperatorResolver) ResolveOperator(ctx context.Context, id sdk.Identity)
 // MobResolver is a supervised mob resolver plugin.
 type MobResolver struct{ inst *instance }
 
-func (r *MobResolver) ResolveMobs(ctx context.Context, id sdk.Identity) ([]string, error) {
+func (r *MobResolver) ResolveMobs(ctx context.Context, id sdk.Identity) (mobs []string, err error) {
+	defer func(start time.Time) { r.inst.observe("resolve_mobs", start, err) }(time.Now())
 	return call(ctx, r.inst, true, func(ctx context.Context, c sdk.MobResolver) ([]string, error) {
 		return c.ResolveMobs(ctx, id)
 	})

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/host"
 )
@@ -389,6 +390,8 @@ func callWithin[C any, T any](ctx context.Context, i *instance, timeout time.Dur
 		if !i.died(ctx, conn) || !retry || attempt > 0 {
 			return zero, fmt.Errorf("plugin %s (%s): %w", i.spec.Name, i.spec.Plugin, err)
 		}
-		i.opts.Logger.Warn("plugin died under a call; retrying once on the restarted process", "instance", i.spec.Name, "plugin", i.spec.Plugin)
+		// With the request's attributes (its id) from the context logger.
+		log := i.opts.Logger.With(hclog.FromContext(ctx).ImpliedArgs()...)
+		log.Warn("plugin died under a call; retrying once on the restarted process", "instance", i.spec.Name, "plugin", i.spec.Plugin)
 	}
 }

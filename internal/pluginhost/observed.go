@@ -8,9 +8,17 @@ import (
 	"github.com/memhost/memhost/sdk/host"
 )
 
-// CallObserver is told the duration and outcome of every provider call,
-// by instance and method, for the host's latency metrics.
+// CallObserver is told the duration and outcome of every plugin call, of
+// every kind, by instance and method, for the host's latency metrics.
 type CallObserver func(instance, method string, took time.Duration, err error)
+
+// observe reports one call of a selector, compactor or resolver; provider
+// calls are timed by observed, which wraps the narrowed provider.
+func (i *instance) observe(method string, start time.Time, err error) {
+	if i.opts.ObserveCall != nil {
+		i.opts.ObserveCall(i.spec.Name, method, time.Since(start), err)
+	}
+}
 
 // observed times each call of a supervised provider.
 type observed struct {

@@ -1,13 +1,16 @@
 package pluginhost_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -192,7 +195,9 @@ func startEchos(t *testing.T, opts pluginhost.Options, specs ...pluginhost.Spec)
 	t.Helper()
 	dir, _ := echoDir(t)
 	e := discoverOne(t, dir)
-	opts.Logger = hclog.NewNullLogger()
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
 	if opts.Dir == "" {
 		opts.Dir = t.TempDir()
 	}
@@ -231,6 +236,50 @@ func pidOf(t *testing.T, sup *pluginhost.Supervisor, instance string) int {
 	}
 	t.Fatalf("no pid for %s: %+v", instance, sup.Status())
 	return 0
+}
+
+// A restart after a crash reuses the start's verdict on the unchanged
+// executable: the supervisor hands every launch its one Verifier.
+func TestSupervisorRestartDoesNotRehash(t *testing.T) {
+	dir, _ := echoDir(t)
+	e := discoverOne(t, dir)
+	// A verdict is remembered only for a file whose timestamps are 2 s old
+	// (host.Verifier); wait until the fresh copy's are.
+	fi, err := os.Stat(e.Executable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	changed := time.Unix(st.Ctim.Unix())
+	time.Sleep(time.Until(changed.Add(2100 * time.Millisecond)))
+	v := host.NewVerifier()
+	sup := pluginhost.New([]pluginhost.Entry{e}, pluginhost.Options{HealthInterval: time.Hour,
+		StartOptions: pluginhost.StartOptions{Logger: hclog.NewNullLogger(), Dir: t.TempDir(), Verifier: v}})
+	if err := sup.Start(context.Background(), []pluginhost.Spec{{Kind: sdk.KindProvider, Name: "main", Plugin: "echo"}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sup.Close)
+	if got := v.Hashes(); got != 1 {
+		t.Fatalf("start hashed %d times, want 1", got)
+	}
+	p, err := sup.Provider("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := sup.Status()[0].Pid
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitExited(t, pid)
+	if _, err := p.Recall(context.Background(), sdk.RecallQuery{Realm: "default", Query: "x"}); err != nil {
+		t.Fatalf("recall after kill: %v", err)
+	}
+	if st := sup.Status()[0]; st.Restarts != 1 || st.Pid == pid {
+		t.Fatalf("status = %+v, want one restart on a new pid", st)
+	}
+	if got := v.Hashes(); got != 1 {
+		t.Fatalf("start and restart hashed %d times, want 1", got)
+	}
 }
 
 func TestSupervisorRecoversKilledPlugin(t *testing.T) {
@@ -275,17 +324,53 @@ func TestSupervisorCrashMidCall(t *testing.T) {
 }
 
 // A write whose plugin dies under it is retried once on the restarted
-// process, so the client gets an id rather than an error.
+// process, so the client gets an id rather than an error. The retry's log
+// line carries the request id of the call's context logger.
 func TestSupervisorRetriesWriteOnce(t *testing.T) {
-	sup, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour})
+	var logs syncBuffer
+	logger := hclog.New(&hclog.LoggerOptions{Output: &logs, JSONFormat: true, Level: hclog.Info})
+	sup, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour, StartOptions: pluginhost.StartOptions{Logger: logger}})
 	pid := sup.Status()[0].Pid
-	ids, err := p.(sdk.RecordWriter).Remember(context.Background(), "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "crash once"}})
+	ctx := hclog.WithContext(context.Background(), logger.Named("http").With("request_id", "req-7"))
+	ids, err := p.(sdk.RecordWriter).Remember(ctx, "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "crash once"}})
 	if err != nil || len(ids) != 1 || ids[0] == "" {
 		t.Fatalf("write that crashed the plugin once = %v, %v; want its id", ids, err)
 	}
 	if st := sup.Status()[0]; st.Restarts != 1 || st.Pid == pid {
 		t.Fatalf("status = %+v, want one restart on a new pid", st)
 	}
+	found := false
+	for _, line := range strings.Split(logs.String(), "\n") {
+		var l map[string]any
+		if json.Unmarshal([]byte(line), &l) != nil || !strings.Contains(fmt.Sprint(l["@message"]), "retrying once") {
+			continue
+		}
+		found = true
+		if l["request_id"] != "req-7" {
+			t.Errorf("retry line without the request id: %s", line)
+		}
+	}
+	if !found {
+		t.Fatalf("no retry line in the log:\n%s", logs.String())
+	}
+}
+
+// syncBuffer is a log sink safe for the supervisor's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func TestSupervisorHungPluginDoesNotHangCaller(t *testing.T) {

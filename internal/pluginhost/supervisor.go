@@ -59,13 +59,17 @@ type Options struct {
 	// MinBackoff and MaxBackoff bound the delay between restart attempts
 	// of a plugin that keeps failing (defaults 100ms and 30s).
 	MinBackoff, MaxBackoff time.Duration
-	// ObserveCall, when set, is told the duration of every provider call.
+	// ObserveCall, when set, is told the duration of every plugin call.
 	ObserveCall CallObserver
 }
 
 func (o *Options) defaults() {
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
+	}
+	if o.Verifier == nil {
+		// Restarts of this host's plugins skip hashing an unchanged binary.
+		o.Verifier = host.NewVerifier()
 	}
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = host.DefaultStartTimeout

@@ -9,7 +9,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -38,6 +37,9 @@ type LaunchOptions struct {
 	// the process starts. Both are required.
 	Path   string
 	SHA256 []byte
+	// Verifier checks Path against SHA256 and remembers the verdict, so a
+	// restart does not hash the executable again. Nil hashes it every time.
+	Verifier *Verifier
 	// Env is added to the host environment for the plugin process.
 	Env []string
 	// Dir is the plugin's working directory, so relative paths in its
@@ -100,6 +102,12 @@ func launch(ctx context.Context, opts LaunchOptions, reattach *plugin.ReattachCo
 	}
 	label := opts.Name
 	kill := func() {} // a reattached process is not ours to signal
+	var exe *verified
+	byPath := true
+	v := opts.Verifier
+	if v == nil {
+		v = NewVerifier()
+	}
 	if reattach != nil {
 		cfg.Reattach = reattach
 		// go-plugin skips version negotiation when reattaching and reads
@@ -112,19 +120,31 @@ func launch(ctx context.Context, opts LaunchOptions, reattach *plugin.ReattachCo
 		if len(opts.SHA256) != sha256.Size {
 			return nil, fmt.Errorf("plugin %s (%s): no sha256 to verify the executable against: %w", label, opts.Path, sdk.ErrInvalid)
 		}
+		label = fmt.Sprintf("%s (%s)", opts.Name, opts.Path)
+		var err error
+		if exe, err = v.check(opts.Path, opts.SHA256); err != nil {
+			return nil, fmt.Errorf("plugin %s: %w", label, err)
+		}
+		defer exe.f.Close()
+		if v.beforeExec != nil {
+			v.beforeExec()
+		}
+		var target string
+		target, byPath = exe.execTarget()
 		// The process lives under its own context: cancelling it is how
 		// the host hard-kills the plugin (exec sends SIGKILL, race-free
 		// with go-plugin's wait).
 		procCtx, cancel := context.WithCancel(context.Background())
 		kill = cancel
-		cmd := exec.CommandContext(procCtx, opts.Path)
+		cmd := exec.CommandContext(procCtx, target)
+		cmd.Args = []string{opts.Path}
 		cmd.Env = append(cmd.Env, opts.Env...)
 		cmd.Env = append(cmd.Env, "MEMHOST_LOG_LEVEL="+levelName(logger))
 		cmd.Dir = opts.Dir
 		cfg.Cmd = cmd
-		cfg.SecureConfig = &plugin.SecureConfig{Checksum: opts.SHA256, Hash: sha256.New()}
+		// Verifier checked the executable above; go-plugin's SecureConfig
+		// would hash it again on every start.
 		cfg.AutoMTLS = true
-		label = fmt.Sprintf("%s (%s)", opts.Name, opts.Path)
 	}
 	client := plugin.NewClient(cfg)
 	// The handshake has no context of its own: a caller that gives up (the
@@ -134,10 +154,15 @@ func launch(ctx context.Context, opts LaunchOptions, reattach *plugin.ReattachCo
 	if err != nil {
 		kill()
 		client.Kill()
-		if errors.Is(err, plugin.ErrChecksumsDoNotMatch) {
-			return nil, fmt.Errorf("plugin %s: refused: executable sha256 does not match manifest sha256 %x: %w", label, opts.SHA256, sdk.ErrPermission)
-		}
 		return nil, fmt.Errorf("plugin %s: start failed: %s: %w", label, firstLine(err.Error()), sdk.ErrUnavailable)
+	}
+	// The process has exec'd: a file changed in place since the check (or,
+	// when exec went by path, swapped) may be what runs.
+	if exe != nil && !exe.unchanged(byPath) {
+		kill()
+		client.Kill()
+		v.forget(opts.Path)
+		return nil, fmt.Errorf("plugin %s: %w", label, errChanged)
 	}
 	raw, err := rpc.Dispense(wire.MetaPlugin)
 	if err != nil {
