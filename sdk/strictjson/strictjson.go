@@ -147,6 +147,8 @@ func describe(err error) error {
 		switch {
 		case errors.Is(sem.Err, json.ErrUnknownName):
 			return &Error{Path: p, Problem: "unknown field"}
+		case isTime(sem.GoType) && sem.JSONKind == '"':
+			return &Error{Path: p, Problem: "is not an RFC 3339 time (like 2026-01-02T15:04:05Z)"}
 		case sem.GoType != nil && sem.JSONKind != 0:
 			return &Error{Path: p, Problem: fmt.Sprintf("must be %s, not %s", jsonKindOf(sem.GoType), kindName(sem.JSONKind))}
 		case sem.Err != nil:
@@ -198,13 +200,21 @@ func path(pointer string) string {
 	return b.String()
 }
 
-// jsonKindOf names the JSON a Go type accepts.
-func jsonKindOf(t reflect.Type) string {
-	for t.Kind() == reflect.Pointer {
+// isTime reports whether t is a time.Time or a pointer to one.
+func isTime(t reflect.Type) bool {
+	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t.PkgPath() == "time" && t.Name() == "Time" {
+	return t != nil && t.PkgPath() == "time" && t.Name() == "Time"
+}
+
+// jsonKindOf names the JSON a Go type accepts.
+func jsonKindOf(t reflect.Type) string {
+	if isTime(t) {
 		return "an RFC 3339 time string"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
 	}
 	switch t.Kind() {
 	case reflect.String:
