@@ -24,7 +24,7 @@ func (p *Provider) Export(ctx context.Context, realm, after string, limit int) (
 	if err != nil || ri == nil {
 		return sdk.ExportPage{}, err
 	}
-	if err := ri.cat.wait(ctx); err != nil {
+	if err := ri.waitCatalog(ctx, "export"); err != nil {
 		return sdk.ExportPage{}, err
 	}
 	ri.cat.mu.RLock()

@@ -123,14 +123,25 @@ func (ri *realmIndex) plan(ctx context.Context, recs []sdk.Record, supplied []bo
 }
 
 // lockWrites takes the realm's write lock, first waiting (as long as ctx
-// allows) for the catalog load that holds it when the realm was opened.
+// allows) for the catalog load that holds it when the realm was opened. A
+// realm being rebuilt refuses writes at once: the rebuild holds the lock
+// for as long as it takes.
 func (ri *realmIndex) lockWrites(ctx context.Context) error {
+	if err := ri.refuseWhileRebuilding("write"); err != nil {
+		return err
+	}
 	select {
 	case <-ri.cat.loaded:
 	case <-ctx.Done():
 		return fmt.Errorf("bleve: realm %s is loading its catalog: %w", ri.realm, ctx.Err())
 	}
-	ri.wmu.Lock()
+	if err := ri.wmu.LockCtx(ctx); err != nil {
+		return fmt.Errorf("bleve: write to realm %s: waiting for the realm's other writes: %w", ri.realm, err)
+	}
+	if err := ri.refuseWhileRebuilding("write"); err != nil {
+		ri.wmu.Unlock()
+		return err
+	}
 	return nil
 }
 
@@ -148,18 +159,20 @@ func (ri *realmIndex) write(ctx context.Context, put []sdk.Record, keys map[stri
 	entries := make([]catEntry, len(put))
 	for i := range put {
 		r := &put[i]
-		doc, err := document(r, keys[r.ID], contexts[r.ID])
+		doc, e, err := buildDocument(r, keys[r.ID], contexts[r.ID])
 		if err != nil {
 			return err
 		}
-		if err := b.Index(r.ID, doc); err != nil {
+		if err := b.IndexAdvanced(doc); err != nil {
 			return fmt.Errorf("bleve: index record %s: %w", r.ID, err)
 		}
-		entries[i] = entryOf(r, keys[r.ID])
+		entries[i] = e
 	}
 	for _, id := range del {
 		b.Delete(id)
 	}
+	// The statistics land with the batch, so they are never ahead of it.
+	b.SetInternal(statsKey, ri.cat.statsAfter(entries, del).encode())
 	// Past this point the batch is not interrupted: it lands whole or not.
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("bleve: write to realm %s: %w", ri.realm, err)
