@@ -94,23 +94,40 @@ func putScratch(s *segScratch) {
 	scratchPool.Put(s)
 }
 
-// candidate is a scored document of one segment.
+// candidate is a scored document of one segment; id is read only when
+// a tie needs it.
 type candidate struct {
 	score float64
 	seg   int
 	doc   uint32
+	id    string
 }
 
-// better orders candidates best first: higher score, then the later
-// segment and document (the newer write, mostly).
-func better(a, b candidate) bool {
+// ranking orders candidates best first: higher score, then the greater
+// record id (ids grow with time, so the newer record), as sdk/index
+// orders ties newest first; the id makes the order survive a rebuild,
+// which renumbers documents.
+type ranking struct {
+	segs []*scorch.SegmentSnapshot
+	err  error
+}
+
+func (rk *ranking) idOf(c *candidate) string {
+	if c.id == "" {
+		id, err := rk.segs[c.seg].DocID(uint64(c.doc))
+		if err != nil && rk.err == nil {
+			rk.err = err
+		}
+		c.id = string(id)
+	}
+	return c.id
+}
+
+func (rk *ranking) better(a, b *candidate) bool {
 	if a.score != b.score {
 		return a.score > b.score
 	}
-	if a.seg != b.seg {
-		return a.seg > b.seg
-	}
-	return a.doc > b.doc
+	return rk.idOf(a) > rk.idOf(b)
 }
 
 func (ri *realmIndex) recall(ctx context.Context, q sdk.RecallQuery, terms []string, limit int, now time.Time) (hits []sdk.Hit, err error) {
@@ -235,7 +252,11 @@ func (ri *realmIndex) recall(ctx context.Context, q sdk.RecallQuery, terms []str
 		want = limit + 8
 	}
 	for {
-		top := selectTop(scratch, want)
+		rk := &ranking{segs: segs}
+		top := rk.selectTop(scratch, want)
+		if rk.err != nil {
+			return nil, fmt.Errorf("bleve: recall in realm %s: %w", ri.realm, rk.err)
+		}
 		hits = hits[:0]
 		for _, c := range top {
 			r, err := storedRecordOf(segs[c.seg], uint64(c.doc))
@@ -260,9 +281,9 @@ func (ri *realmIndex) recall(ctx context.Context, q sdk.RecallQuery, terms []str
 }
 
 // selectTop answers the best n candidates, best first.
-func selectTop(scratch []*segScratch, n int) []candidate {
+func (rk *ranking) selectTop(scratch []*segScratch, n int) []candidate {
 	h := make([]candidate, 0, n) // min-heap on better: h[0] is the worst kept
-	less := func(i, j int) bool { return better(h[j], h[i]) }
+	less := func(i, j int) bool { return rk.better(&h[j], &h[i]) }
 	down := func(i int) {
 		for {
 			l, r, m := 2*i+1, 2*i+2, i
@@ -297,7 +318,7 @@ func selectTop(scratch []*segScratch, n int) []candidate {
 				}
 				continue
 			}
-			if better(c, h[0]) {
+			if rk.better(&c, &h[0]) {
 				h[0] = c
 				down(0)
 			}
