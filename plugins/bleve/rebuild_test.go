@@ -373,3 +373,46 @@ func waitRebuilt(t *testing.T, prov host.FullProvider) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestPruningExact: the MaxScore walk answers the same hits, with the
+// same scores, as walking every list, with and without filters.
+func TestPruningExact(t *testing.T) {
+	p := newProvider(t, "")
+	c := newCorpus(3)
+	for range 6 {
+		recs := make([]sdk.Record, sdk.MaxBatch)
+		for i := range recs {
+			recs[i] = c.record()
+		}
+		remember(t, p, realm, recs...)
+	}
+	checked := 0
+	for i, text := range queries(150) {
+		q := sdk.RecallQuery{Realm: realm, Query: text, Limit: 10}
+		if i%2 == 1 {
+			q.Scopes = []sdk.Scope{sdk.IdentityScope("user7"), sdk.RealmScope}
+		}
+		pruned, err := p.Recall(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pruning = false
+		full, err := p.Recall(ctx, q)
+		pruning = true
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pruned) != len(full) {
+			t.Fatalf("query %q: %d hits pruned, %d exhaustive", text, len(pruned), len(full))
+		}
+		for j := range full {
+			if pruned[j].Record.ID != full[j].Record.ID || math.Abs(pruned[j].Score-full[j].Score) > 1e-9*full[j].Score {
+				t.Fatalf("query %q hit %d: pruned %s (%v), exhaustive %s (%v)", text, j, pruned[j].Record.ID, pruned[j].Score, full[j].Record.ID, full[j].Score)
+			}
+		}
+		checked += len(full)
+	}
+	if checked == 0 {
+		t.Fatal("no query found anything")
+	}
+}

@@ -165,9 +165,8 @@ func (ri *realmIndex) recall(ctx context.Context, q sdk.RecallQuery, terms []str
 
 	// Document frequencies over the live documents of every segment.
 	type segLists struct {
-		dict   segment.TermDictionary
-		except *roaring.Bitmap // nil: nothing of the segment passes
-		lists  []segment.PostingsList
+		dict  segment.TermDictionary
+		lists []segment.PostingsList
 	}
 	per := make([]segLists, len(segs))
 	df := make([]uint64, len(terms))
@@ -195,15 +194,9 @@ func (ri *realmIndex) recall(ctx context.Context, q sdk.RecallQuery, terms []str
 		return nil, err
 	}
 
-	scratch := make([]*segScratch, len(segs))
-	defer func() {
-		for _, sc := range scratch {
-			if sc != nil {
-				putScratch(sc)
-			}
-		}
-	}()
-	var it segment.PostingsIterator
+	// Each segment's lists with the query's filters applied; nil where
+	// no document of the segment passes.
+	lists := make([][]segment.PostingsList, len(segs))
 	for i, ss := range segs {
 		except, pass, err := recallFilter(ss, &q)
 		if err != nil {
@@ -212,38 +205,21 @@ func (ri *realmIndex) recall(ctx context.Context, q sdk.RecallQuery, terms []str
 		if !pass {
 			continue
 		}
-		sc := getScratch(int(ss.Segment().Count()))
-		scratch[i] = sc
-		for t, term := range terms {
-			if df[t] == 0 {
-				continue
-			}
-			pl := per[i].lists[t]
-			if except != nil {
-				if pl, err = per[i].dict.PostingsList([]byte(term), except, nil); err != nil {
+		lists[i] = per[i].lists
+		if except != nil {
+			lists[i] = make([]segment.PostingsList, len(terms))
+			for t, term := range terms {
+				if df[t] == 0 {
+					continue
+				}
+				if lists[i][t], err = per[i].dict.PostingsList([]byte(term), except, nil); err != nil {
 					return nil, fmt.Errorf("bleve: recall in realm %s: %w", ri.realm, err)
 				}
-			}
-			it = pl.Iterator(true, true, false, it)
-			for {
-				p, err := it.Next()
-				if err != nil {
-					return nil, fmt.Errorf("bleve: recall in realm %s: %w", ri.realm, err)
-				}
-				if p == nil {
-					break
-				}
-				d := uint32(p.Number())
-				if sc.acc[d] == 0 {
-					sc.touched = append(sc.touched, d)
-				}
-				sc.acc[d] += s.share(idfs[t], float64(p.Frequency())/weightScale, p.Norm())
 			}
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+	w := &walker{s: s, idfs: idfs, df: df, lists: lists, segs: segs}
+	defer w.release()
 
 	// The best want candidates; expired records fail only at the fetch,
 	// so want grows when they crowd the top.
@@ -252,8 +228,11 @@ func (ri *realmIndex) recall(ctx context.Context, q sdk.RecallQuery, terms []str
 		want = limit + 8
 	}
 	for {
+		if err := w.score(ctx, want); err != nil {
+			return nil, fmt.Errorf("bleve: recall in realm %s: %w", ri.realm, err)
+		}
 		rk := &ranking{segs: segs}
-		top := rk.selectTop(scratch, want)
+		top := rk.selectTop(w.scratch, want)
 		if rk.err != nil {
 			return nil, fmt.Errorf("bleve: recall in realm %s: %w", ri.realm, rk.err)
 		}
@@ -278,6 +257,208 @@ func (ri *realmIndex) recall(ctx context.Context, q sdk.RecallQuery, terms []str
 		}
 		want *= 4
 	}
+}
+
+// pruning lets score skip lists that cannot change the best documents;
+// a variable so a test can compare against the exhaustive walk.
+var pruning = true
+
+// walker scores one query's posting lists into per-segment accumulators.
+type walker struct {
+	s       scorer
+	idfs    []float64
+	df      []uint64
+	lists   [][]segment.PostingsList // by segment, then term
+	segs    []*scorch.SegmentSnapshot
+	scratch []*segScratch
+	it      segment.PostingsIterator
+}
+
+func (w *walker) release() {
+	for _, sc := range w.scratch {
+		if sc != nil {
+			putScratch(sc)
+		}
+	}
+	w.scratch = nil
+}
+
+// score fills the accumulators so that the best n documents and their
+// scores are exact (MaxScore): the lists are walked by descending score
+// bound, and once the bounds of the lists left cannot lift a document
+// past the n-th best partial score, those lists are only probed for the
+// documents still in reach. Documents out of reach keep partial scores
+// below every one of the best n.
+func (w *walker) score(ctx context.Context, n int) error {
+	w.release()
+	w.scratch = make([]*segScratch, len(w.segs))
+	for i, ss := range w.segs {
+		if w.lists[i] != nil {
+			w.scratch[i] = getScratch(int(ss.Segment().Count()))
+		}
+	}
+	var order []int
+	for t := range w.idfs {
+		if w.df[t] > 0 {
+			order = append(order, t)
+		}
+	}
+	// A share never reaches idf*(k1+1).
+	ub := func(t int) float64 { return w.idfs[t] * (bm25K1 + 1) }
+	slices.SortStableFunc(order, func(a, b int) int {
+		switch {
+		case ub(a) > ub(b):
+			return -1
+		case ub(a) < ub(b):
+			return 1
+		}
+		return 0
+	})
+	rem := make([]float64, len(order)+1)
+	for j := len(order) - 1; j >= 0; j-- {
+		rem[j] = rem[j+1] + ub(order[j])
+	}
+	theta := 0.0
+	j := 0
+	for ; j < len(order); j++ {
+		if pruning && theta > 0 && rem[j] < theta*(1-1e-9) {
+			break
+		}
+		if err := w.walk(order[j]); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if j+1 < len(order) {
+			theta = w.kth(n)
+		}
+	}
+	if j == len(order) {
+		return nil
+	}
+	for i, sc := range w.scratch {
+		if sc == nil {
+			continue
+		}
+		var cands []uint32
+		for _, d := range sc.touched {
+			if sc.acc[d]+rem[j] >= theta*(1-1e-9) {
+				cands = append(cands, d)
+			}
+		}
+		if len(cands) == 0 {
+			continue
+		}
+		slices.Sort(cands)
+		for _, t := range order[j:] {
+			if err := w.probe(i, t, cands); err != nil {
+				return err
+			}
+		}
+	}
+	return ctx.Err()
+}
+
+// walk adds term t's shares to every document of its lists.
+func (w *walker) walk(t int) error {
+	for i, sc := range w.scratch {
+		if sc == nil {
+			continue
+		}
+		w.it = w.lists[i][t].Iterator(true, true, false, w.it)
+		for {
+			p, err := w.it.Next()
+			if err != nil {
+				return err
+			}
+			if p == nil {
+				break
+			}
+			d := uint32(p.Number())
+			if sc.acc[d] == 0 {
+				sc.touched = append(sc.touched, d)
+			}
+			sc.acc[d] += w.s.share(w.idfs[t], float64(p.Frequency())/weightScale, p.Norm())
+		}
+	}
+	return nil
+}
+
+// probe adds term t's shares to the documents cands (ascending) of
+// segment i.
+func (w *walker) probe(i, t int, cands []uint32) error {
+	sc := w.scratch[i]
+	w.it = w.lists[i][t].Iterator(true, true, false, w.it)
+	// The posting an Advance lands on is consumed; it may be the next
+	// candidate's, so it is kept.
+	have := false
+	var at uint64
+	var f, norm float64
+	for _, d := range cands {
+		if !have || at < uint64(d) {
+			p, err := w.it.Advance(uint64(d))
+			if err != nil {
+				return err
+			}
+			if p == nil {
+				return nil
+			}
+			have, at, f, norm = true, p.Number(), float64(p.Frequency())/weightScale, p.Norm()
+		}
+		if at == uint64(d) {
+			sc.acc[d] += w.s.share(w.idfs[t], f, norm)
+		}
+	}
+	return nil
+}
+
+// kth answers the n-th best accumulated score, 0 when fewer documents
+// have one.
+func (w *walker) kth(n int) float64 {
+	h := make([]float64, 0, n) // min-heap
+	for _, sc := range w.scratch {
+		if sc == nil {
+			continue
+		}
+		for _, d := range sc.touched {
+			v := sc.acc[d]
+			if len(h) < n {
+				h = append(h, v)
+				for i := len(h) - 1; i > 0; {
+					parent := (i - 1) / 2
+					if h[i] >= h[parent] {
+						break
+					}
+					h[i], h[parent] = h[parent], h[i]
+					i = parent
+				}
+				continue
+			}
+			if v <= h[0] {
+				continue
+			}
+			h[0] = v
+			for i := 0; ; {
+				l, r, m := 2*i+1, 2*i+2, i
+				if l < len(h) && h[l] < h[m] {
+					m = l
+				}
+				if r < len(h) && h[r] < h[m] {
+					m = r
+				}
+				if m == i {
+					break
+				}
+				h[i], h[m] = h[m], h[i]
+				i = m
+			}
+		}
+	}
+	if len(h) < n {
+		return 0
+	}
+	return h[0]
 }
 
 // selectTop answers the best n candidates, best first.
