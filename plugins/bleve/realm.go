@@ -107,6 +107,8 @@ type realmIndex struct {
 	idxMu sync.RWMutex
 	idx   blevesearch.Index
 	stale bool
+	// filters caches recall's per-segment scope and tag exclusions.
+	filters filterCache
 	// openStats are the BM25 statistics stored at the last write, which
 	// recall uses until the catalog has loaded.
 	openStats    bm25Stats

@@ -288,6 +288,10 @@ func (ri *realmIndex) swap(tmp string) error {
 		return fmt.Errorf("open the rebuilt index %s: %w", ri.path, err)
 	}
 	ri.idx, ri.stale = idx, false
+	// The rebuilt index numbers its segments afresh.
+	ri.filters.mu.Lock()
+	ri.filters.entries = nil
+	ri.filters.mu.Unlock()
 	if err := os.RemoveAll(stale); err != nil {
 		ri.log.Warn("remove the old realm index", "path", stale, "err", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -198,7 +199,7 @@ func (ri *realmIndex) recall(ctx context.Context, q sdk.RecallQuery, terms []str
 	// no document of the segment passes.
 	lists := make([][]segment.PostingsList, len(segs))
 	for i, ss := range segs {
-		except, pass, err := recallFilter(ss, &q)
+		except, pass, err := ri.filters.recallFilter(ss, &q)
 		if err != nil {
 			return nil, fmt.Errorf("bleve: recall in realm %s: %w", ri.realm, err)
 		}
@@ -337,24 +338,37 @@ func (w *walker) score(ctx context.Context, n int) error {
 	if j == len(order) {
 		return nil
 	}
+	// Documents still in reach, by segment; each list probed lifts the
+	// bar and drops those that fall out of reach.
+	cands := make([][]uint32, len(w.scratch))
 	for i, sc := range w.scratch {
 		if sc == nil {
 			continue
 		}
-		var cands []uint32
 		for _, d := range sc.touched {
 			if sc.acc[d]+rem[j] >= theta*(1-1e-9) {
-				cands = append(cands, d)
+				cands[i] = append(cands[i], d)
 			}
 		}
-		if len(cands) == 0 {
-			continue
-		}
-		slices.Sort(cands)
-		for _, t := range order[j:] {
-			if err := w.probe(i, t, cands); err != nil {
-				return err
+		slices.Sort(cands[i])
+	}
+	for ; j < len(order); j++ {
+		for i := range cands {
+			if len(cands[i]) > 0 {
+				if err := w.probe(i, order[j], cands[i]); err != nil {
+					return err
+				}
 			}
+		}
+		theta = max(theta, w.kthOf(cands, n))
+		for i, cs := range cands {
+			kept := cs[:0]
+			for _, d := range cs {
+				if w.scratch[i].acc[d]+rem[j+1] >= theta*(1-1e-9) {
+					kept = append(kept, d)
+				}
+			}
+			cands[i] = kept
 		}
 	}
 	return ctx.Err()
@@ -416,13 +430,25 @@ func (w *walker) probe(i, t int, cands []uint32) error {
 // kth answers the n-th best accumulated score, 0 when fewer documents
 // have one.
 func (w *walker) kth(n int) float64 {
+	docs := make([][]uint32, len(w.scratch))
+	for i, sc := range w.scratch {
+		if sc != nil {
+			docs[i] = sc.touched
+		}
+	}
+	return w.kthOf(docs, n)
+}
+
+// kthOf is kth over the documents docs of each segment.
+func (w *walker) kthOf(docs [][]uint32, n int) float64 {
 	h := make([]float64, 0, n) // min-heap
-	for _, sc := range w.scratch {
-		if sc == nil {
+	for i, ds := range docs {
+		if len(ds) == 0 {
 			continue
 		}
-		for _, d := range sc.touched {
-			v := sc.acc[d]
+		acc := w.scratch[i].acc
+		for _, d := range ds {
+			v := acc[d]
 			if len(h) < n {
 				h = append(h, v)
 				for i := len(h) - 1; i > 0; {
@@ -515,47 +541,75 @@ func (rk *ranking) selectTop(scratch []*segScratch, n int) []candidate {
 	return out
 }
 
+// filterCache keeps, per segment and scope and tag filter, the documents
+// the filter excludes: segments never change but for their deletions,
+// which are applied per query, and the same scopes are asked for on
+// every turn of a session.
+type filterCache struct {
+	mu      sync.Mutex
+	entries map[filterKey]*roaring.Bitmap // nil: nothing of the segment passes
+}
+
+type filterKey struct {
+	seg    uint64
+	filter string
+}
+
+// maxFilterEntries bounds the cache; it is emptied when full.
+const maxFilterEntries = 1024
+
 // recallFilter answers the documents of a segment a recall must not see
 // (deleted, out of scope, missing a required tag, carrying an excluded
 // tag or id) as an exclusion bitmap, nil when that is only the deleted
 // ones, and false when no document passes.
-func recallFilter(ss *scorch.SegmentSnapshot, q *sdk.RecallQuery) (*roaring.Bitmap, bool, error) {
+func (fc *filterCache) recallFilter(ss *scorch.SegmentSnapshot, q *sdk.RecallQuery) (*roaring.Bitmap, bool, error) {
 	if len(q.Scopes) == 0 && len(q.Tags) == 0 && len(q.ExcludeTags) == 0 && len(q.ExcludeIDs) == 0 {
 		return nil, true, nil
 	}
 	seg := ss.Segment()
-	n := seg.Count()
-	var allowed *roaring.Bitmap // nil: every document
-	if len(q.Scopes) > 0 {
-		allowed = roaring.New()
+	var excluded *roaring.Bitmap // outside the scopes or without a tag
+	if len(q.Scopes) > 0 || len(q.Tags) > 0 {
+		var b strings.Builder
 		for _, sc := range q.Scopes {
-			bm, err := termBitmap(seg, fieldScope, string(sc))
-			if err != nil {
+			b.WriteString(string(sc))
+			b.WriteByte(0)
+		}
+		b.WriteByte(1)
+		for _, tag := range q.Tags {
+			b.WriteString(foldTag(tag))
+			b.WriteByte(0)
+		}
+		key := filterKey{ss.Id(), b.String()}
+		fc.mu.Lock()
+		cached, ok := fc.entries[key]
+		fc.mu.Unlock()
+		if !ok {
+			var err error
+			if cached, err = excludedBy(seg, q); err != nil {
 				return nil, false, err
 			}
-			allowed.Or(bm)
+			fc.mu.Lock()
+			if fc.entries == nil || len(fc.entries) >= maxFilterEntries {
+				fc.entries = map[filterKey]*roaring.Bitmap{}
+			}
+			fc.entries[key] = cached
+			fc.mu.Unlock()
 		}
-	}
-	for _, tag := range q.Tags {
-		bm, err := termBitmap(seg, fieldTag, foldTag(tag))
-		if err != nil {
-			return nil, false, err
-		}
-		if allowed == nil {
-			allowed = bm.Clone()
-		} else {
-			allowed.And(bm)
-		}
-	}
-	except := roaring.New()
-	if d := ss.Deleted(); d != nil {
-		except.Or(d)
-	}
-	if allowed != nil {
-		if allowed.IsEmpty() {
+		if cached == nil {
 			return nil, false, nil
 		}
-		except.Or(roaring.Flip(allowed, 0, n))
+		excluded = cached
+	}
+	d := ss.Deleted()
+	if excluded != nil && (d == nil || d.IsEmpty()) && len(q.ExcludeTags) == 0 && len(q.ExcludeIDs) == 0 {
+		return excluded, true, nil // shared: zap only reads it
+	}
+	except := roaring.New()
+	if excluded != nil {
+		except.Or(excluded)
+	}
+	if d != nil {
+		except.Or(d)
 	}
 	for _, tag := range q.ExcludeTags {
 		bm, err := termBitmap(seg, fieldTag, foldTag(tag))
@@ -572,6 +626,39 @@ func recallFilter(ss *scorch.SegmentSnapshot, q *sdk.RecallQuery) (*roaring.Bitm
 		except.Or(bm)
 	}
 	return except, true, nil
+}
+
+// excludedBy answers the documents of seg outside q's scopes or missing
+// one of its tags, nil when that is every document.
+func excludedBy(seg segment.Segment, q *sdk.RecallQuery) (*roaring.Bitmap, error) {
+	var allowed *roaring.Bitmap // nil: every document
+	if len(q.Scopes) > 0 {
+		allowed = roaring.New()
+		for _, sc := range q.Scopes {
+			bm, err := termBitmap(seg, fieldScope, string(sc))
+			if err != nil {
+				return nil, err
+			}
+			allowed.Or(bm)
+		}
+	}
+	for _, tag := range q.Tags {
+		bm, err := termBitmap(seg, fieldTag, foldTag(tag))
+		if err != nil {
+			return nil, err
+		}
+		if allowed == nil {
+			allowed = bm.Clone()
+		} else {
+			allowed.And(bm)
+		}
+	}
+	if allowed.IsEmpty() {
+		return nil, nil
+	}
+	// Not run-optimized: AndNot of a posting list's array container with a
+	// run container converts the runs on every call.
+	return roaring.Flip(allowed, 0, seg.Count()), nil
 }
 
 // termBitmap answers the documents of seg holding term in field, deleted

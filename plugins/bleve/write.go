@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	blevesearch "github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/document"
 	"github.com/blevesearch/bleve/v2/search/query"
 	"github.com/memhost/memhost/sdk"
 	memindex "github.com/memhost/memhost/sdk/index"
@@ -155,18 +159,15 @@ func (ri *realmIndex) write(ctx context.Context, put []sdk.Record, keys map[stri
 	if err != nil {
 		return err
 	}
+	docs, entries, err := buildDocuments(put, keys, contexts)
+	if err != nil {
+		return err
+	}
 	b := ri.idx.NewBatch()
-	entries := make([]catEntry, len(put))
-	for i := range put {
-		r := &put[i]
-		doc, e, err := buildDocument(r, keys[r.ID], contexts[r.ID])
-		if err != nil {
-			return err
-		}
+	for i, doc := range docs {
 		if err := b.IndexAdvanced(doc); err != nil {
-			return fmt.Errorf("bleve: index record %s: %w", r.ID, err)
+			return fmt.Errorf("bleve: index record %s: %w", put[i].ID, err)
 		}
-		entries[i] = e
 	}
 	for _, id := range del {
 		b.Delete(id)
@@ -195,6 +196,36 @@ func (ri *realmIndex) write(ctx context.Context, put []sdk.Record, keys map[stri
 	ri.cat.put(entries)
 	ri.cat.remove(del)
 	return nil
+}
+
+// buildDocuments builds the documents of put on every core: cutting text
+// into terms is most of a write's own work.
+func buildDocuments(put []sdk.Record, keys map[string]float64, contexts map[string][]string) ([]*document.Document, []catEntry, error) {
+	docs := make([]*document.Document, len(put))
+	entries := make([]catEntry, len(put))
+	errs := make([]error, len(put))
+	workers := min(runtime.GOMAXPROCS(0), (len(put)+63)/64)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(put) {
+					return
+				}
+				r := &put[i]
+				docs[i], entries[i], errs[i] = buildDocument(r, keys[r.ID], contexts[r.ID])
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, err
+	}
+	return docs, entries, nil
 }
 
 // duplicates answers, for each dedup key present in the index, the id of
