@@ -123,3 +123,4 @@ func recordTerms(r *sdk.Record) []string {
 	}
 	return out
 }
+
