@@ -123,4 +123,3 @@ func recordTerms(r *sdk.Record) []string {
 	}
 	return out
 }
-
