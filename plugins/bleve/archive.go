@@ -102,7 +102,7 @@ func (p *Provider) Import(ctx context.Context, realm string, records []sdk.Recor
 	if err != nil {
 		return sdk.ImportResult{}, err
 	}
-	taken, err := ri.lookup(ctx, ids)
+	taken, err := ri.stored(ctx, ids)
 	if err != nil {
 		return sdk.ImportResult{}, err
 	}

@@ -100,7 +100,7 @@ func (ri *realmIndex) plan(ctx context.Context, recs []sdk.Record, supplied []bo
 	if err != nil {
 		return nil, nil, err
 	}
-	taken, err := ri.lookup(ctx, chosen)
+	taken, err := ri.stored(ctx, chosen)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -229,17 +229,42 @@ func buildDocuments(put []sdk.Record, keys map[string]float64, contexts map[stri
 }
 
 // duplicates answers, for each dedup key present in the index, the id of
-// a record holding it.
+// a record holding it. The catalog's fingerprints answer most keys
+// without a search: a key it has never seen is in no record, and a hit is
+// confirmed from the stored record (a fingerprint collision falls back to
+// searching the index).
 func (ri *realmIndex) duplicates(ctx context.Context, keys []string) (map[string]string, error) {
 	out := map[string]string{}
 	if len(keys) == 0 {
 		return out, nil
 	}
-	terms := make([]query.Query, len(keys))
-	for i, k := range keys {
-		terms[i] = termQuery(fieldDedup, k)
+	hits := map[string]string{} // key -> candidate id
+	var ids []string
+	for _, k := range keys {
+		if id, ok := ri.cat.duplicateOf(dedupPrint(k)); ok {
+			hits[k] = id
+			ids = append(ids, id)
+		}
 	}
-	recs, err := ri.search(ctx, "find duplicates", query.NewDisjunctionQuery(terms), 2*len(keys))
+	if len(hits) == 0 {
+		return out, nil
+	}
+	found, err := ri.lookup(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	var unsure []query.Query
+	for k, id := range hits {
+		if r, ok := found[id]; ok && answersDuplicates(r.Status) && dedupKey(r.Scope, r.ContentHash) == k {
+			out[k] = id
+			continue
+		}
+		unsure = append(unsure, termQuery(fieldDedup, k))
+	}
+	if len(unsure) == 0 {
+		return out, nil
+	}
+	recs, err := ri.search(ctx, "find duplicates", query.NewDisjunctionQuery(unsure), 2*len(unsure))
 	if err != nil {
 		return nil, err
 	}
@@ -247,6 +272,16 @@ func (ri *realmIndex) duplicates(ctx context.Context, keys []string) (map[string
 		out[dedupKey(r.Scope, r.ContentHash)] = r.ID
 	}
 	return out, nil
+}
+
+// stored answers the records among ids that the realm holds, reading
+// only those the catalog lists (a freshly minted id costs no search).
+func (ri *realmIndex) stored(ctx context.Context, ids []string) (map[string]sdk.Record, error) {
+	known := ri.cat.known(ids)
+	if len(known) == 0 {
+		return map[string]sdk.Record{}, nil
+	}
+	return ri.lookup(ctx, known)
 }
 
 // lookup answers the stored records among ids.
@@ -516,7 +551,7 @@ func (ri *realmIndex) threadContext(ctx context.Context, put []sdk.Record, keys 
 	ids = append(ids, del...)
 	// The stored versions: a record may leave its place (forgotten,
 	// superseded, moved).
-	old, err := ri.lookup(ctx, ids)
+	old, err := ri.stored(ctx, ids)
 	if err != nil {
 		return nil, nil, nil, err
 	}
