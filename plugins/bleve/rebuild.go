@@ -172,7 +172,7 @@ func (ri *realmIndex) copyInto(ctx context.Context, dst *realmIndex, progress fu
 	defer reader.Close()
 	snap, ok := reader.(*scorch.IndexSnapshot)
 	if !ok {
-		return 0, fmt.Errorf("index reader %T is not a scorch snapshot", reader)
+		return 0, errors.New("the index is not a scorch index")
 	}
 	count, err := snap.DocCount()
 	if err != nil {

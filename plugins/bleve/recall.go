@@ -156,7 +156,7 @@ func (ri *realmIndex) recall(ctx context.Context, q sdk.RecallQuery, terms []str
 	defer reader.Close()
 	snap, ok := reader.(*scorch.IndexSnapshot)
 	if !ok {
-		return nil, fmt.Errorf("bleve: recall in realm %s: index reader %T is not a scorch snapshot", ri.realm, reader)
+		return nil, fmt.Errorf("bleve: recall in realm %s: the index %s is not a scorch index", ri.realm, ri.path)
 	}
 	segs := snap.Segments()
 	s := scorer{avgdl: float64(st.tokens) / float64(st.docs)}
