@@ -35,10 +35,16 @@ const rebuildBatch = sdk.MaxBatch
 // to a realm being rebuilt are refused with ErrRebuilding (an
 // unavailability: retry later); recall keeps answering from the old index
 // unless that one is stale. progress, when not nil, is called after each
-// batch with the realm's records done and its total; it must not block.
+// batch with the records done and the total over every realm asked for,
+// and once at the end with the count answered; it must not block.
 // A rebuild killed half-way leaves the old index in place (see
 // recoverRebuilds) and can simply be run again.
 func (p *Provider) Reindex(ctx context.Context, realm string, progress func(done, total int)) (int, error) {
+	if realm != "" {
+		if err := sdk.ValidateRealm(realm); err != nil {
+			return 0, fmt.Errorf("bleve: reindex: %w", err)
+		}
+	}
 	done, err := p.begin(realm)
 	if err != nil {
 		return 0, err
@@ -55,19 +61,45 @@ func (p *Provider) Reindex(ctx context.Context, realm string, progress func(done
 	}
 	p.mu.Unlock()
 	slices.Sort(names)
+	// Progress runs over every realm asked for: done never goes back.
+	grand := 0
+	for _, name := range names {
+		if ri, _ := p.realm(name, false); ri != nil {
+			grand += ri.liveCount()
+		}
+	}
 	total := 0
 	for _, name := range names {
 		ri, err := p.realm(name, false)
 		if err != nil {
 			return total, err
 		}
-		n, err := ri.reindex(ctx, progress)
+		base := total
+		var realmProgress func(done, total int)
+		if progress != nil {
+			realmProgress = func(done, _ int) { progress(base+done, max(grand, base+done)) }
+		}
+		n, err := ri.reindex(ctx, realmProgress)
 		total += n
 		if err != nil {
 			return total, err
 		}
 	}
+	if progress != nil {
+		progress(total, total)
+	}
 	return total, nil
+}
+
+// liveCount answers the records the realm's index holds (0 when unknown).
+func (ri *realmIndex) liveCount() int {
+	ri.idxMu.RLock()
+	defer ri.idxMu.RUnlock()
+	n, err := ri.idx.DocCount()
+	if err != nil {
+		return 0
+	}
+	return int(n)
 }
 
 // reindex rebuilds the realm under its write lock.
@@ -244,9 +276,6 @@ func (ri *realmIndex) copyInto(ctx context.Context, dst *realmIndex, progress fu
 	}
 	if err := flush(); err != nil {
 		return done, err
-	}
-	if progress != nil && total == 0 {
-		progress(0, 0)
 	}
 	return done, nil
 }
