@@ -116,7 +116,11 @@ type realmIndex struct {
 
 	// rebuilding is set while a rebuild holds wmu; done and total count
 	// its progress in records.
-	rebuilding                atomic.Bool
+	rebuilding atomic.Bool
+	// reindexing serializes reindexes; journal, set by a live rebuild
+	// and guarded by wmu, collects the writes it must replay.
+	reindexing                writeLock
+	journal                   *[]journalOp
 	rebuildDone, rebuildTotal atomic.Int64
 	rebuildErr                atomic.Pointer[error]
 
@@ -179,7 +183,7 @@ func openRealm(path, realm string, log *slog.Logger) (ri *realmIndex, err error)
 		}
 		return nil, fmt.Errorf("bleve: index %s was not written by this plugin (%v); move it aside", path, err)
 	}
-	ri = &realmIndex{realm: realm, path: path, log: log, idx: idx, cat: newCatalog(), wmu: newWriteLock()}
+	ri = &realmIndex{realm: realm, path: path, log: log, idx: idx, cat: newCatalog(), wmu: newWriteLock(), reindexing: newWriteLock()}
 	ri.bgCtx, ri.stopLoad = context.WithCancel(context.Background())
 	if string(v) != schemaVersion {
 		ri.stale = true

@@ -13,6 +13,7 @@ import (
 
 	blevesearch "github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
+	index "github.com/blevesearch/bleve_index_api"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -31,13 +32,15 @@ const (
 const rebuildBatch = sdk.MaxBatch
 
 // Reindex rebuilds the index of realm ("" for every realm) from the
-// records it stores, and answers how many records were rewritten. Writes
-// to a realm being rebuilt are refused with ErrRebuilding (an
-// unavailability: retry later); recall keeps answering from the old index
-// unless that one is stale. progress, when not nil, is called after each
-// batch with the records done and the total over every realm asked for,
-// and once at the end with the count answered; it must not block.
-// A rebuild killed half-way leaves the old index in place (see
+// records it stores, and answers how many records the rebuild copied
+// (writes made meanwhile come on top). A current realm keeps serving
+// reads and writes during it: writes are journaled and replayed into the
+// new index before the swap. A stale realm refuses writes with
+// ErrRebuilding until it is done. progress, when not nil, is called after
+// each batch with the records done and the total over every realm asked
+// for, and once at the end with the count answered; it must not block. A
+// reindex of a realm waits for one already running there. A rebuild
+// killed or canceled half-way leaves the old index in place (see
 // recoverRebuilds) and can simply be run again.
 func (p *Provider) Reindex(ctx context.Context, realm string, progress func(done, total int)) (int, error) {
 	if realm != "" {
@@ -103,12 +106,43 @@ func (ri *realmIndex) liveCount() int {
 }
 
 // reindex rebuilds the realm under its write lock.
+// A reindex waits for one already running on the realm; a current realm
+// is rebuilt live (writes go on meanwhile), a stale one under its write
+// lock.
 func (ri *realmIndex) reindex(ctx context.Context, progress func(done, total int)) (int, error) {
+	if err := ri.reindexing.LockCtx(ctx); err != nil {
+		return 0, fmt.Errorf("bleve: reindex realm %s: waiting for the reindex already running: %w", ri.realm, err)
+	}
+	defer ri.reindexing.Unlock()
 	if err := ri.wmu.LockCtx(ctx); err != nil {
 		return 0, fmt.Errorf("bleve: reindex realm %s: waiting for its writes: %w", ri.realm, err)
 	}
 	defer ri.wmu.Unlock()
-	return ri.rebuild(ctx, progress)
+	ri.idxMu.RLock()
+	stale := ri.stale
+	ri.idxMu.RUnlock()
+	return ri.rebuild(ctx, progress, !stale)
+}
+
+// journalOp is one write made to a realm while it is rebuilt live, to be
+// replayed into the rebuilt index before the swap.
+type journalOp struct {
+	put  []sdk.Record
+	keys map[string]float64
+	del  []string
+}
+
+// record journals a write when a live rebuild is running; the caller
+// holds wmu.
+func (ri *realmIndex) journalWrite(put []sdk.Record, keys map[string]float64, del []string) {
+	if ri.journal == nil {
+		return
+	}
+	op := journalOp{put: slices.Clone(put), keys: make(map[string]float64, len(keys)), del: slices.Clone(del)}
+	for k, v := range keys {
+		op.keys[k] = v
+	}
+	*ri.journal = append(*ri.journal, op)
 }
 
 // startRebuild rebuilds a stale realm in the background. Its catalog is
@@ -121,7 +155,7 @@ func (ri *realmIndex) startRebuild() {
 		defer ri.loading.Done()
 		ri.wmu.Lock()
 		defer ri.wmu.Unlock()
-		if _, err := ri.rebuild(ri.bgCtx, nil); err != nil {
+		if _, err := ri.rebuild(ri.bgCtx, nil, false); err != nil {
 			if errors.Is(err, context.Canceled) {
 				ri.log.Info("realm index rebuild stopped by shutdown; it restarts at the next start", "realm", ri.realm)
 			} else {
@@ -152,10 +186,14 @@ func (ri *realmIndex) progress() string {
 }
 
 // rebuild writes the realm's records into a fresh index and swaps it in.
-// The caller holds wmu.
-func (ri *realmIndex) rebuild(ctx context.Context, progress func(done, total int)) (n int, err error) {
-	ri.rebuilding.Store(true)
-	defer ri.rebuilding.Store(false)
+// The caller holds wmu, at entry and on return. Live, it lets writes go on
+// while it copies a snapshot (they are journaled) and replays them into
+// the new index before the swap; otherwise writes are refused throughout.
+func (ri *realmIndex) rebuild(ctx context.Context, progress func(done, total int), live bool) (n int, err error) {
+	if !live {
+		ri.rebuilding.Store(true)
+		defer ri.rebuilding.Store(false)
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("bleve: rebuild realm %s: panicked (corrupt index?): %v", ri.realm, r)
@@ -178,7 +216,25 @@ func (ri *realmIndex) rebuild(ctx context.Context, progress func(done, total int
 	}
 	dst := &realmIndex{realm: ri.realm, path: tmp, log: ri.log, idx: idx, cat: newCatalog(), wmu: newWriteLock()}
 	dst.cat.finish(nil)
-	n, err = ri.copyInto(ctx, dst, progress)
+	reader, err := ri.reader()
+	if err == nil {
+		if live {
+			ri.journal = &[]journalOp{}
+			ri.wmu.Unlock()
+		}
+		n, err = ri.copyInto(ctx, dst, progress, reader)
+		reader.Close()
+		if live {
+			ri.wmu.Lock()
+			for _, op := range *ri.journal {
+				if err != nil {
+					break
+				}
+				err = dst.write(ctx, op.put, op.keys, op.del)
+			}
+			ri.journal = nil
+		}
+	}
 	if cerr := idx.Close(); err == nil {
 		err = cerr
 	}
@@ -196,12 +252,7 @@ func (ri *realmIndex) rebuild(ctx context.Context, progress func(done, total int
 
 // copyInto writes every live record of the realm's index into dst, in
 // durable batches, with its usage key, and reports progress.
-func (ri *realmIndex) copyInto(ctx context.Context, dst *realmIndex, progress func(done, total int)) (int, error) {
-	reader, err := ri.reader()
-	if err != nil {
-		return 0, err
-	}
-	defer reader.Close()
+func (ri *realmIndex) copyInto(ctx context.Context, dst *realmIndex, progress func(done, total int), reader index.IndexReader) (int, error) {
 	snap, ok := reader.(*scorch.IndexSnapshot)
 	if !ok {
 		return 0, errors.New("the index is not a scorch index")

@@ -437,3 +437,56 @@ func TestPruningExact(t *testing.T) {
 		t.Fatal("no query found anything")
 	}
 }
+
+// TestWritesDuringReindex: a reindex of a current realm lets writes go on
+// while it copies, and every one of them is in the rebuilt index.
+func TestWritesDuringReindex(t *testing.T) {
+	dir := t.TempDir()
+	p := newProvider(t, dir)
+	ids := seedRealm(t, p, 1500)
+	var added []string
+	var forgot string
+	calls := 0
+	n, err := p.Reindex(ctx, realm, func(done, total int) {
+		calls++
+		if calls != 1 {
+			return
+		}
+		// Called from the rebuild, between its batches: the write lock is free.
+		r := rec("realm", "mid reindex", "zanzibar written during the rebuild")
+		r.Thread = &sdk.Thread{ID: "conv0", Seq: 0}
+		added = remember(t, p, realm, r)
+		if _, err := p.Forget(ctx, realm, ids[3:4]); err != nil {
+			t.Error(err)
+		}
+		forgot = ids[3]
+		if err := p.MarkUsed(ctx, realm, ids[4:5], time.Now()); err != nil {
+			t.Error(err)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(added) != 1 || calls < 2 {
+		t.Fatalf("the writes during the reindex did not run (%d progress calls)", calls)
+	}
+	if n < 1400 {
+		t.Fatalf("Reindex answered %d records", n)
+	}
+	for round, prov := range []*Provider{p, nil} {
+		if prov == nil {
+			p.Close()
+			prov = newProvider(t, dir)
+		}
+		if got := recallIDs(t, prov, sdk.RecallQuery{Query: "zanzibar", Limit: 5}); !slices.Equal(got, added) {
+			t.Fatalf("round %d: a record written during the reindex recalls as %v, want %v", round, got, added)
+		}
+		got, err := prov.Get(ctx, realm, []string{forgot, ids[4]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || got[0].ID != ids[4] || got[0].UseCount != 2 {
+			t.Fatalf("round %d: after a forget and a use during the reindex, Get = %+v", round, got)
+		}
+	}
+}

@@ -190,11 +190,13 @@ func (ri *realmIndex) write(ctx context.Context, put []sdk.Record, keys map[stri
 			// told the write is not durable; a retry is answered by dedup.
 			ri.cat.put(entries)
 			ri.cat.remove(del)
+			ri.journalWrite(put, keys, del)
 		}
 		return fmt.Errorf("bleve: write to realm %s: %w", ri.realm, err)
 	}
 	ri.cat.put(entries)
 	ri.cat.remove(del)
+	ri.journalWrite(put, keys, del)
 	return nil
 }
 
