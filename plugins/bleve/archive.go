@@ -24,7 +24,7 @@ func (p *Provider) Export(ctx context.Context, realm, after string, limit int) (
 	if err != nil || ri == nil {
 		return sdk.ExportPage{}, err
 	}
-	if err := ri.cat.wait(ctx); err != nil {
+	if err := ri.waitCatalog(ctx, "export"); err != nil {
 		return sdk.ExportPage{}, err
 	}
 	ri.cat.mu.RLock()
@@ -102,7 +102,7 @@ func (p *Provider) Import(ctx context.Context, realm string, records []sdk.Recor
 	if err != nil {
 		return sdk.ImportResult{}, err
 	}
-	taken, err := ri.lookup(ctx, ids)
+	taken, err := ri.stored(ctx, ids)
 	if err != nil {
 		return sdk.ImportResult{}, err
 	}

@@ -273,6 +273,16 @@ func settle(b *testing.B, m sdk.ManifestLister) {
 	}
 }
 
+// benchScopes are what the host asks with for an identity: its own scope
+// and the realm's (the plain yardstick ignores them). Set
+// MEMHOST_BLEVE_BENCH_UNSCOPED to search the whole realm instead.
+var benchScopes = func() []sdk.Scope {
+	if os.Getenv("MEMHOST_BLEVE_BENCH_UNSCOPED") != "" {
+		return nil
+	}
+	return []sdk.Scope{sdk.IdentityScope("user7"), sdk.RealmScope}
+}()
+
 // BenchmarkRecall measures top-10 BM25 recall three ways, side by side:
 // plain bleve over the same corpus (the yardstick), the provider called
 // in-process, and the provider through its plugin process (the built
@@ -336,7 +346,7 @@ func BenchmarkRecall(b *testing.B) {
 			hits := make([]int, len(ways))
 			b.ResetTimer()
 			for i := range b.N {
-				q := sdk.RecallQuery{Realm: realm, Query: qs[i%len(qs)], Limit: 10}
+				q := sdk.RecallQuery{Realm: realm, Query: qs[i%len(qs)], Limit: 10, Scopes: benchScopes}
 				for k := range ways {
 					w := (i + k) % len(ways) // rotate who goes first
 					start := time.Now()

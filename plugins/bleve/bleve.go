@@ -193,6 +193,9 @@ func (p *Provider) Configure(ctx context.Context, raw json.RawMessage) error {
 // indexes left by a crash during creation (no write was acknowledged into
 // them: an index is renamed into place before its first batch).
 func openExisting(ctx context.Context, dir string, log *slog.Logger) (map[string]*realmIndex, error) {
+	if err := recoverRebuilds(dir, log); err != nil {
+		return nil, err
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("bleve: read dir %s: %w", dir, err)
@@ -223,7 +226,7 @@ func openExisting(ctx context.Context, dir string, log *slog.Logger) (map[string
 				closeAll()
 				return nil, err
 			}
-			ri, err := openRealm(path, realm)
+			ri, err := openRealm(path, realm, log)
 			if err != nil {
 				closeAll()
 				return nil, err
@@ -286,7 +289,7 @@ func (p *Provider) realm(name string, create bool) (*realmIndex, error) {
 	if ri := p.realms[name]; ri != nil || !create {
 		return ri, nil
 	}
-	ri, err := createRealm(p.dir, name)
+	ri, err := createRealm(p.dir, name, p.log)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"slices"
 	"strconv"
@@ -37,10 +38,45 @@ type catalog struct {
 	pos      map[string]int // id -> index in entries
 	scopes   map[sdk.Scope]sdk.Scope
 	expiring int // entries with an expiry
+	stats    bm25Stats
+	// dups maps dedup fingerprints to the id of a record holding one.
+	dups map[uint64]string
+}
+
+// bm25Stats are the realm's BM25 statistics: its active records, which
+// carry the terms field, and the sum of their lengths.
+type bm25Stats struct {
+	docs, tokens int64
+}
+
+func (s *bm25Stats) add(e *catEntry, sign int64) {
+	if e.status == sdk.StatusActive {
+		s.docs += sign
+		s.tokens += sign * int64(e.length)
+	}
+}
+
+// encode is the stats' stored form: "docs tokens".
+func (s bm25Stats) encode() []byte {
+	return []byte(strconv.FormatInt(s.docs, 10) + " " + strconv.FormatInt(s.tokens, 10))
+}
+
+func decodeStats(b []byte) (bm25Stats, bool) {
+	docs, tokens, ok := strings.Cut(string(b), " ")
+	if !ok {
+		return bm25Stats{}, false
+	}
+	d, err1 := strconv.ParseInt(docs, 10, 64)
+	t, err2 := strconv.ParseInt(tokens, 10, 64)
+	if err1 != nil || err2 != nil || d < 0 || t < 0 {
+		return bm25Stats{}, false
+	}
+	return bm25Stats{d, t}, true
 }
 
 // catEntry is one record's manifest keys. Times are unix nanoseconds;
 // zero expires means never. usageKey is meaningful when useCount > 0.
+// length is the record's BM25 length (0 when it carries no terms).
 type catEntry struct {
 	id       string
 	scope    sdk.Scope
@@ -49,10 +85,14 @@ type catEntry struct {
 	expires  int64
 	useCount int64
 	usageKey float64
+	length   uint32
+	// dedup is the fingerprint of the record's dedup key (dedupPrint), 0
+	// when the record answers no duplicates.
+	dedup uint64
 }
 
 func newCatalog() *catalog {
-	return &catalog{loaded: make(chan struct{}), pos: map[string]int{}, scopes: map[sdk.Scope]sdk.Scope{}}
+	return &catalog{loaded: make(chan struct{}), pos: map[string]int{}, scopes: map[sdk.Scope]sdk.Scope{}, dups: map[uint64]string{}}
 }
 
 // nanos is t in unix nanoseconds, 0 for the zero time, clamped to the
@@ -72,10 +112,48 @@ func nanos(t time.Time) int64 {
 var minNanoTime, maxNanoTime = time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
 
 func entryOf(r *sdk.Record, usageKey float64) catEntry {
-	return catEntry{
+	e := catEntry{
 		id: r.ID, scope: r.Scope, status: r.Status,
 		updated: nanos(r.UpdatedAt), expires: nanos(r.ExpiresAt),
 		useCount: r.UseCount, usageKey: usageKey,
+	}
+	if answersDuplicates(r.Status) {
+		e.dedup = dedupPrint(dedupKey(r.Scope, r.ContentHash))
+	}
+	return e
+}
+
+// dedupPrint is a dedup key's 64-bit fingerprint (FNV-1a), never 0.
+func dedupPrint(key string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	return h.Sum64() | 1
+}
+
+// duplicateOf answers the id of a record whose dedup key has fingerprint fp.
+func (c *catalog) duplicateOf(fp uint64) (string, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	id, ok := c.dups[fp]
+	return id, ok
+}
+
+// known answers the ids among ids the catalog lists.
+func (c *catalog) known(ids []string) []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []string
+	for _, id := range ids {
+		if _, ok := c.pos[id]; ok {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func (c *catalog) unlinkDup(e *catEntry) {
+	if e.dedup != 0 && c.dups[e.dedup] == e.id {
+		delete(c.dups, e.dedup)
 	}
 }
 
@@ -102,16 +180,64 @@ func (c *catalog) put(entries []catEntry) {
 		if e.expires != 0 {
 			c.expiring++
 		}
+		c.stats.add(&e, 1)
 		if at, ok := c.pos[e.id]; ok {
 			if c.entries[at].expires != 0 {
 				c.expiring--
 			}
+			c.stats.add(&c.entries[at], -1)
+			c.unlinkDup(&c.entries[at])
 			c.entries[at] = e
+			if e.dedup != 0 {
+				c.dups[e.dedup] = e.id
+			}
 			continue
+		}
+		if e.dedup != 0 {
+			c.dups[e.dedup] = e.id
 		}
 		c.pos[e.id] = len(c.entries)
 		c.entries = append(c.entries, e)
 	}
+}
+
+// replace takes over the entries of other (a rebuilt index's) and marks
+// the catalog loaded.
+func (c *catalog) replace(other *catalog) {
+	other.mu.RLock()
+	c.mu.Lock()
+	c.entries, c.pos, c.scopes, c.expiring, c.stats, c.dups = other.entries, other.pos, other.scopes, other.expiring, other.stats, other.dups
+	c.mu.Unlock()
+	other.mu.RUnlock()
+	select {
+	case <-c.loaded:
+	default:
+		c.finish(nil)
+	}
+}
+
+// statsAfter answers the BM25 statistics as they will be once entries
+// are put and del removed.
+func (c *catalog) statsAfter(entries []catEntry, del []string) bm25Stats {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	st := c.stats
+	seen := make(map[string]bool, len(entries)+len(del))
+	for i := range entries {
+		e := &entries[i]
+		if at, ok := c.pos[e.id]; ok && !seen[e.id] {
+			st.add(&c.entries[at], -1)
+		}
+		seen[e.id] = true
+		st.add(e, 1)
+	}
+	for _, id := range del {
+		if at, ok := c.pos[id]; ok && !seen[id] {
+			st.add(&c.entries[at], -1)
+			seen[id] = true
+		}
+	}
+	return st
 }
 
 // remove drops the entries of ids.
@@ -126,6 +252,8 @@ func (c *catalog) remove(ids []string) {
 		if c.entries[at].expires != 0 {
 			c.expiring--
 		}
+		c.stats.add(&c.entries[at], -1)
+		c.unlinkDup(&c.entries[at])
 		last := len(c.entries) - 1
 		c.entries[at] = c.entries[last]
 		c.pos[c.entries[at].id] = at
@@ -166,12 +294,15 @@ func (c *catalog) finish(err error) {
 // The catalog field stores a catEntry beside the record, so a load reads
 // a few bytes a record and never parses bodies:
 //
-//	c1 TAB id TAB scope TAB status TAB updated TAB expires TAB use_count TAB usage_key
+//	c2 TAB id TAB scope TAB status TAB updated TAB expires TAB use_count TAB usage_key TAB length TAB dedup
 //
-// with times in unix nanoseconds (0 for none) and the usage key in Go's
-// shortest exact float form. Ids, scopes and statuses are tokens that
-// never hold a tab. The usage key lives only here and in the catalog.
-const catalogFormat = "c1"
+// with times in unix nanoseconds (0 for none), the usage key in Go's
+// shortest exact float form, the record's BM25 length and its dedup
+// fingerprint in hex. Ids, scopes and
+// statuses are tokens that never hold a tab. The usage key lives only
+// here and in the catalog. Format c1 (layout 2 and before) has no length;
+// it is read only to rebuild a stale index.
+const catalogFormat = "c2"
 
 func encodeCatalog(e catEntry) string {
 	var b strings.Builder
@@ -185,12 +316,16 @@ func encodeCatalog(e catEntry) string {
 		b.WriteByte('\t')
 	}
 	b.WriteString(strconv.FormatFloat(e.usageKey, 'g', -1, 64))
+	b.WriteByte('\t')
+	b.WriteString(strconv.FormatUint(uint64(e.length), 10))
+	b.WriteByte('\t')
+	b.WriteString(strconv.FormatUint(e.dedup, 16))
 	return b.String()
 }
 
 func decodeCatalog(s string) (catEntry, error) {
 	parts := strings.Split(s, "\t")
-	if len(parts) != 8 || parts[0] != catalogFormat {
+	if !(len(parts) == 10 && parts[0] == catalogFormat) && !(len(parts) == 8 && parts[0] == "c1") {
 		return catEntry{}, fmt.Errorf("catalog field %.60q is not in format %s", s, catalogFormat)
 	}
 	e := catEntry{id: parts[1], scope: sdk.Scope(parts[2]), status: sdk.Status(parts[3])}
@@ -209,6 +344,16 @@ func decodeCatalog(s string) (catEntry, error) {
 		return catEntry{}, fmt.Errorf("catalog field %.60q: usage key %q is not a finite number", s, parts[7])
 	}
 	e.usageKey = key
+	if len(parts) == 10 {
+		n, err := strconv.ParseUint(parts[8], 10, 32)
+		if err != nil {
+			return catEntry{}, fmt.Errorf("catalog field %.60q: length: %v", s, err)
+		}
+		e.length = uint32(n)
+		if e.dedup, err = strconv.ParseUint(parts[9], 16, 64); err != nil {
+			return catEntry{}, fmt.Errorf("catalog field %.60q: dedup: %v", s, err)
+		}
+	}
 	return e, nil
 }
 

@@ -2,6 +2,7 @@ package bleve
 
 import (
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,7 +61,7 @@ func TestIndexLockedOutsideThePlugin(t *testing.T) {
 	}
 	defer holder.Close()
 	start := time.Now()
-	_, err = openRealm(path, realm)
+	_, err = openRealm(path, realm, slog.New(slog.DiscardHandler))
 	if !errors.Is(err, sdk.ErrConflict) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("openRealm on a held index: %v, want a lock conflict naming %s", err, path)
 	}

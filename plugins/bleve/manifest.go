@@ -50,7 +50,7 @@ func (p *Provider) Manifest(ctx context.Context, q sdk.ManifestQuery) ([]sdk.Man
 	if err != nil || ri == nil {
 		return []sdk.ManifestRow{}, err
 	}
-	if err := ri.cat.wait(ctx); err != nil {
+	if err := ri.waitCatalog(ctx, "manifest"); err != nil {
 		return nil, err
 	}
 	now := time.Now()

@@ -2,125 +2,85 @@ package bleve
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 
 	blevesearch "github.com/blevesearch/bleve/v2"
-	"github.com/blevesearch/bleve/v2/analysis/analyzer/custom"
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
-	"github.com/blevesearch/bleve/v2/analysis/tokenizer/whitespace"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
 	index "github.com/blevesearch/bleve_index_api"
 	"github.com/memhost/memhost/sdk"
-	"github.com/memhost/memhost/sdk/tokenize"
 	bolterrors "go.etcd.io/bbolt/errors"
 )
 
-// Index fields. Text is indexed pre-tokenized by sdk/tokenize (the terms
-// joined by spaces, cut again on whitespace), so the index and the query
-// agree with every other memhost component, CJK bigrams included. Only
-// active records carry text fields: a record of any other status cannot
-// match a query, so recall needs no status filter. Usage counters live in
-// the stored record and the in-memory catalog, not in index fields: every
-// numeric value costs 16 prefix-coded terms, and nothing queries them.
+// Index fields. A record's text is one field, fieldTerms, whose postings
+// carry BM25F's weighted term frequencies (see termsField): the field
+// weights are folded in at write time, so a query term costs one posting
+// list instead of one per field. Only active records carry it: a record of
+// any other status cannot match, so recall needs no status filter. Usage
+// counters live in the stored record and the in-memory catalog, not in
+// index fields: nothing queries them.
 const (
-	fieldTags  = "tags_t"  // text: tag terms
-	fieldTitle = "title_t" // text: title terms
-	fieldDesc  = "desc_t"  // text: description terms
-	fieldBody  = "body_t"  // text: body terms
-	// context: the terms of the active records beside an active threaded
-	// record in its thread (within memindex.ContextSpan), so a question
-	// naming the topic of a stretch of conversation finds the turn in it
-	// that answers.
-	fieldContext = "context_t"
+	fieldTerms = "terms" // weighted terms of tags, title, description, body and thread context
 	// place is the keyword "thread id\nseq" of an active threaded record,
 	// which its neighbours' writes look it up by.
-	fieldPlace  = "place"
-	fieldRealm  = "realm"  // keyword
-	fieldScope  = "scope"  // keyword
-	fieldStatus = "status" // keyword
-	fieldKind   = "kind"   // keyword
-	fieldTag    = "tag"    // keyword, case-folded, one per tag
+	fieldPlace = "place"
+	fieldScope = "scope" // keyword
+	fieldTag   = "tag"   // keyword, case-folded, one per tag
 	// dedup is the keyword "scope|content_hash", only on records that
 	// answer duplicates; the hash alone is not indexed, as nothing looks
 	// a record up by it across scopes.
 	fieldDedup   = "dedup"
-	fieldExpires = "expires_ms" // numeric, unix ms; absent when the record never expires
-	fieldRecord  = "record"     // stored only: the whole record as JSON
-	fieldCatalog = "catalog"    // stored only: the record's catalog entry (see encodeCatalog)
+	fieldRecord  = "record"  // stored only: the whole record as JSON
+	fieldCatalog = "catalog" // stored only: the record's catalog entry (see encodeCatalog)
 )
 
-// textFields are the searched fields with their boosts: a term in a tag or
-// the title says more about a record than the same term in its body.
-var textFields = []struct {
-	name  string
-	boost float64
-}{
-	{fieldTags, 4}, {fieldTitle, 3}, {fieldDesc, 2}, {fieldBody, 1}, {fieldContext, contextBoost},
-}
+// schemaVersion is stored in each index; an index stamped with another
+// is stale: it is rebuilt from the records it stores (see rebuild), never
+// searched. It names tokenize.Version too, since the terms field holds
+// the tokenizer's terms; TestSchemaFollowsTokenizer holds the two
+// together. Layout 2 added thread context; layout 3 folds the text fields
+// into one weighted terms field and stores each record's length in its
+// catalog entry.
+const schemaVersion = "memhost-bleve/3 terms/2"
 
-// contextBoost is the context field's boost. Bleve scores each field with
-// its own BM25 (the context field's lengths normalised among themselves)
-// and sums the boosted fields, so the weight that suits sdk/index's BM25F
-// (memindex.ContextWeight, 0.375) is too low here: on the LoCoMo
-// development split 0.375 / 1 / 1.5 gave turn recall@10 0.706 / 0.729 / 0.737.
-const contextBoost = 1.5
-
-const termsAnalyzer = "memhost_terms"
-
-// schemaVersion is stored in each index; a plugin refuses an index written
-// with another layout rather than answering wrong results from it. It
-// names tokenize.Version too, since the text fields hold the tokenizer's
-// terms; TestSchemaFollowsTokenizer holds the two together.
-// Layout 2 added the thread context and place fields; "terms/2" is the
-// stemmed tokenizer.
-const schemaVersion = "memhost-bleve/2 terms/2"
-
-var schemaKey = []byte("memhost_schema")
+var (
+	schemaKey = []byte("memhost_schema")
+	// statsKey holds the realm's BM25 statistics (see bm25Stats), written
+	// in every batch, so recall has them before the catalog has loaded.
+	statsKey = []byte("memhost_stats")
+)
 
 // boltTimeout bounds the wait for bolt's file lock. The directory flock
 // normally refuses a second opener first; this covers anything else
 // holding root.bolt, so open fails instead of blocking forever.
 const boltTimeout = "1s"
 
+// newIndexMapping describes the fields for bleve's own queries (ids,
+// dedup, place). Documents are built directly (see buildDocument), not
+// walked through the mapping.
 func newIndexMapping() (*mapping.IndexMappingImpl, error) {
 	im := mapping.NewIndexMapping()
-	if err := im.AddCustomAnalyzer(termsAnalyzer, map[string]any{
-		"type":      custom.Name,
-		"tokenizer": whitespace.Name,
-	}); err != nil {
-		return nil, err
-	}
-	im.ScoringModel = index.BM25Scoring
-	im.DefaultAnalyzer = termsAnalyzer
+	im.DefaultAnalyzer = keyword.Name
 	im.IndexDynamic, im.StoreDynamic, im.DocValuesDynamic = false, false, false
-
 	doc := mapping.NewDocumentStaticMapping()
 	doc.AddSubDocumentMapping("_all", mapping.NewDocumentDisabledMapping())
-	for _, f := range textFields {
-		fm := mapping.NewTextFieldMapping()
-		fm.Analyzer = termsAnalyzer
-		fm.Store, fm.IncludeTermVectors, fm.IncludeInAll, fm.DocValues = false, false, false, false
-		doc.AddFieldMappingsAt(f.name, fm)
-	}
-	for _, name := range []string{fieldRealm, fieldScope, fieldStatus, fieldKind, fieldTag, fieldDedup, fieldPlace} {
+	for _, name := range []string{fieldScope, fieldTag, fieldDedup, fieldPlace} {
 		fm := mapping.NewKeywordFieldMapping()
 		fm.Analyzer = keyword.Name
 		fm.Store, fm.IncludeTermVectors, fm.IncludeInAll, fm.DocValues = false, false, false, false
 		fm.SkipFreqNorm = true
 		doc.AddFieldMappingsAt(name, fm)
 	}
-	expires := mapping.NewNumericFieldMapping()
-	expires.Store, expires.IncludeInAll, expires.DocValues = false, false, false
-	doc.AddFieldMappingsAt(fieldExpires, expires)
 	for _, name := range []string{fieldRecord, fieldCatalog} {
 		stored := mapping.NewTextFieldMapping()
 		stored.Index, stored.Store, stored.IncludeTermVectors, stored.IncludeInAll, stored.DocValues = false, true, false, false, false
@@ -133,17 +93,59 @@ func newIndexMapping() (*mapping.IndexMappingImpl, error) {
 // realmIndex is one realm's index and catalog. Writers serialize on wmu:
 // a write reads (duplicates, counters) before it batches, two writers must
 // not interleave between the read and the batch, and the catalog follows
-// the index in the same order.
+// the index in the same order. A rebuild holds wmu throughout and swaps
+// idx under idxMu.
 type realmIndex struct {
 	realm string
 	path  string
-	idx   blevesearch.Index
+	log   *slog.Logger
 	cat   *catalog
-	wmu   sync.Mutex
+	wmu   writeLock
+
+	// idxMu is held shared by every search and exclusively by a rebuild's
+	// swap of idx; stale is set while idx has another layout.
+	idxMu sync.RWMutex
+	idx   blevesearch.Index
+	stale bool
+	// filters caches recall's per-segment scope and tag exclusions.
+	filters filterCache
+	// openStats are the BM25 statistics stored at the last write, which
+	// recall uses until the catalog has loaded.
+	openStats    bm25Stats
+	hasOpenStats bool
+
+	// rebuilding is set while a rebuild holds wmu; done and total count
+	// its progress in records.
+	rebuilding atomic.Bool
+	// reindexing serializes reindexes; journal, set by a live rebuild
+	// and guarded by wmu, collects the writes it must replay.
+	reindexing                writeLock
+	journal                   *[]journalOp
+	rebuildDone, rebuildTotal atomic.Int64
+	rebuildErr                atomic.Pointer[error]
 
 	stopLoad context.CancelFunc
+	bgCtx    context.Context
 	loading  sync.WaitGroup
 }
+
+// writeLock is a mutex whose Lock can give up when a context ends.
+type writeLock struct{ ch chan struct{} }
+
+func newWriteLock() writeLock { return writeLock{ch: make(chan struct{}, 1)} }
+
+func (l writeLock) Lock() { l.ch <- struct{}{} }
+
+func (l writeLock) LockCtx(ctx context.Context) error {
+	select {
+	case l.ch <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (l writeLock) Unlock() { <-l.ch }
 
 func runtimeConfig() map[string]any {
 	return map[string]any{
@@ -152,9 +154,15 @@ func runtimeConfig() map[string]any {
 	}
 }
 
+// schemaPrefix starts every layout stamp this plugin ever wrote; an index
+// stamped with another version of it is stale, anything else is foreign.
+const schemaPrefix = "memhost-bleve/"
+
 // openRealm opens an existing index, turning every failure (and any panic
-// from a corrupt file) into one clear error.
-func openRealm(path, realm string) (ri *realmIndex, err error) {
+// from a corrupt file) into one clear error. An index of an older layout
+// opens stale and is rebuilt from its records in the background; recall
+// fails with ErrRebuilding until that has finished.
+func openRealm(path, realm string, log *slog.Logger) (ri *realmIndex, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			ri, err = nil, fmt.Errorf("bleve: index %s is corrupt (open panicked: %v); restore it from a backup or move it aside to start the realm empty", path, r)
@@ -168,14 +176,24 @@ func openRealm(path, realm string) (ri *realmIndex, err error) {
 		return nil, openError(path, err)
 	}
 	v, err := idx.GetInternal(schemaKey)
-	if err != nil || string(v) != schemaVersion {
+	if err != nil || !strings.HasPrefix(string(v), schemaPrefix) {
 		idx.Close()
 		if err == nil {
 			err = fmt.Errorf("schema %q, want %q", v, schemaVersion)
 		}
-		return nil, fmt.Errorf("bleve: index %s was not written by this plugin (%v); move it aside or reindex", path, err)
+		return nil, fmt.Errorf("bleve: index %s was not written by this plugin (%v); move it aside", path, err)
 	}
-	ri = &realmIndex{realm: realm, path: path, idx: idx, cat: newCatalog()}
+	ri = &realmIndex{realm: realm, path: path, log: log, idx: idx, cat: newCatalog(), wmu: newWriteLock(), reindexing: newWriteLock()}
+	ri.bgCtx, ri.stopLoad = context.WithCancel(context.Background())
+	if string(v) != schemaVersion {
+		ri.stale = true
+		log.Warn("realm index has another layout; rebuilding it from its stored records", "realm", realm, "path", path, "layout", string(v), "want", schemaVersion)
+		ri.startRebuild()
+		return ri, nil
+	}
+	if raw, err := idx.GetInternal(statsKey); err == nil && raw != nil {
+		ri.openStats, ri.hasOpenStats = decodeStats(raw)
+	}
 	ri.startLoad()
 	return ri, nil
 }
@@ -183,8 +201,6 @@ func openRealm(path, realm string) (ri *realmIndex, err error) {
 // startLoad fills the catalog in the background; the realm's writers
 // wait for it, readers of the catalog wait for it, recall does not.
 func (ri *realmIndex) startLoad() {
-	ctx, cancel := context.WithCancel(context.Background())
-	ri.stopLoad = cancel
 	ri.loading.Add(1)
 	go func() {
 		defer ri.loading.Done()
@@ -196,13 +212,34 @@ func (ri *realmIndex) startLoad() {
 					err = fmt.Errorf("panic: %v", r)
 				}
 			}()
-			return ri.load(ctx)
+			return ri.load(ri.bgCtx)
 		}()
 		if err != nil {
 			err = fmt.Errorf("bleve: load the catalog of realm %s from %s (corrupt index?): %w", ri.realm, ri.path, err)
 		}
 		ri.cat.finish(err)
 	}()
+}
+
+// bm25 answers the realm's BM25 statistics: the catalog's once loaded,
+// before that those stored with the last write.
+func (ri *realmIndex) bm25(ctx context.Context) (bm25Stats, error) {
+	select {
+	case <-ri.cat.loaded:
+	default:
+		if ri.hasOpenStats {
+			return ri.openStats, nil
+		}
+		if err := ri.cat.wait(ctx); err != nil {
+			return bm25Stats{}, err
+		}
+	}
+	if ri.cat.loadErr != nil {
+		return bm25Stats{}, ri.cat.loadErr
+	}
+	ri.cat.mu.RLock()
+	defer ri.cat.mu.RUnlock()
+	return ri.cat.stats, nil
 }
 
 func (ri *realmIndex) reader() (index.IndexReader, error) {
@@ -258,25 +295,10 @@ func checkNewestSnapshot(path string) error {
 // createRealm builds a new index beside its final path and renames it into
 // place, so a crash mid-creation leaves only a .partial directory (removed
 // at the next start), never a half-made index that fails to open.
-func createRealm(dir, realm string) (*realmIndex, error) {
+func createRealm(dir, realm string, log *slog.Logger) (*realmIndex, error) {
 	final := filepath.Join(dir, realm+indexSuffix)
 	partial := filepath.Join(dir, realm+partialSuffix)
-	if err := os.RemoveAll(partial); err != nil {
-		return nil, fmt.Errorf("bleve: clear %s: %w", partial, err)
-	}
-	im, err := newIndexMapping()
-	if err != nil {
-		return nil, fmt.Errorf("bleve: index mapping: %w", err)
-	}
-	idx, err := blevesearch.NewUsing(partial, im, scorch.Name, scorch.Name, nil)
-	if err != nil {
-		os.RemoveAll(partial)
-		return nil, fmt.Errorf("bleve: create index %s: %w", partial, err)
-	}
-	err = idx.SetInternal(schemaKey, []byte(schemaVersion))
-	if cerr := idx.Close(); err == nil {
-		err = cerr
-	}
+	err := newEmptyIndex(partial)
 	if err == nil {
 		err = os.Rename(partial, final)
 	}
@@ -287,7 +309,29 @@ func createRealm(dir, realm string) (*realmIndex, error) {
 		os.RemoveAll(partial)
 		return nil, fmt.Errorf("bleve: create index %s: %w", final, err)
 	}
-	return openRealm(final, realm)
+	return openRealm(final, realm, log)
+}
+
+// newEmptyIndex creates an empty index of this layout at path (replacing
+// anything there) and closes it.
+func newEmptyIndex(path string) error {
+	if err := os.RemoveAll(path); err != nil {
+		return fmt.Errorf("clear %s: %w", path, err)
+	}
+	im, err := newIndexMapping()
+	if err != nil {
+		return fmt.Errorf("index mapping: %w", err)
+	}
+	idx, err := blevesearch.NewUsing(path, im, scorch.Name, scorch.Name, nil)
+	if err != nil {
+		os.RemoveAll(path)
+		return err
+	}
+	err = idx.SetInternal(schemaKey, []byte(schemaVersion))
+	if cerr := idx.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func syncDir(dir string) error {
@@ -305,52 +349,9 @@ func syncDir(dir string) error {
 func (ri *realmIndex) close() error {
 	ri.stopLoad()
 	ri.loading.Wait()
+	ri.idxMu.Lock()
+	defer ri.idxMu.Unlock()
 	return ri.idx.Close()
-}
-
-// document is what the index mapping walks for one record with usage key
-// key. Absent keys index nothing, which the queries rely on (no expiry).
-func document(r *sdk.Record, key float64, context []string) (map[string]any, error) {
-	raw, err := json.Marshal(r)
-	if err != nil {
-		return nil, fmt.Errorf("bleve: encode record %s: %w", r.ID, err)
-	}
-	var tagTerms []string
-	folded := make([]string, len(r.Tags))
-	for i, t := range r.Tags {
-		tagTerms = append(tagTerms, tokenize.Tokens(t)...)
-		folded[i] = foldTag(t)
-	}
-	doc := map[string]any{
-		fieldRealm:   r.Realm,
-		fieldScope:   string(r.Scope),
-		fieldStatus:  string(r.Status),
-		fieldKind:    string(r.Kind),
-		fieldRecord:  string(raw),
-		fieldCatalog: encodeCatalog(entryOf(r, key)),
-	}
-	if r.Status == sdk.StatusActive {
-		doc[fieldTags] = strings.Join(tagTerms, " ")
-		doc[fieldTitle] = strings.Join(tokenize.Tokens(r.Title), " ")
-		doc[fieldDesc] = strings.Join(tokenize.Tokens(r.Description), " ")
-		doc[fieldBody] = strings.Join(tokenize.Tokens(r.Body), " ")
-		if r.Thread != nil {
-			doc[fieldPlace] = placeKey(r.Thread.ID, r.Thread.Seq)
-			if len(context) > 0 {
-				doc[fieldContext] = strings.Join(context, " ")
-			}
-		}
-	}
-	if len(folded) > 0 {
-		doc[fieldTag] = folded
-	}
-	if answersDuplicates(r.Status) {
-		doc[fieldDedup] = dedupKey(r.Scope, r.ContentHash)
-	}
-	if !r.ExpiresAt.IsZero() {
-		doc[fieldExpires] = float64(r.ExpiresAt.UnixMilli())
-	}
-	return doc, nil
 }
 
 // answersDuplicates reports whether a record of this status answers a
@@ -389,16 +390,3 @@ func foldTag(s string) string {
 // placeKey is the place field's value for seq in thread id; the seq after
 // the last line feed decides, so an id holding one cannot collide.
 func placeKey(id string, seq int64) string { return id + "\n" + strconv.FormatInt(seq, 10) }
-
-// recordTerms answers the terms a record contributes to its neighbours'
-// context: those of its text fields.
-func recordTerms(r *sdk.Record) []string {
-	var out []string
-	for _, t := range r.Tags {
-		out = append(out, tokenize.Tokens(t)...)
-	}
-	for _, s := range [3]string{r.Title, r.Description, r.Body} {
-		out = append(out, tokenize.Tokens(s)...)
-	}
-	return out
-}

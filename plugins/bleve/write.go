@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	blevesearch "github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/document"
 	"github.com/blevesearch/bleve/v2/search/query"
 	"github.com/memhost/memhost/sdk"
 	memindex "github.com/memhost/memhost/sdk/index"
@@ -96,7 +100,7 @@ func (ri *realmIndex) plan(ctx context.Context, recs []sdk.Record, supplied []bo
 	if err != nil {
 		return nil, nil, err
 	}
-	taken, err := ri.lookup(ctx, chosen)
+	taken, err := ri.stored(ctx, chosen)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -123,14 +127,25 @@ func (ri *realmIndex) plan(ctx context.Context, recs []sdk.Record, supplied []bo
 }
 
 // lockWrites takes the realm's write lock, first waiting (as long as ctx
-// allows) for the catalog load that holds it when the realm was opened.
+// allows) for the catalog load that holds it when the realm was opened. A
+// realm being rebuilt refuses writes at once: the rebuild holds the lock
+// for as long as it takes.
 func (ri *realmIndex) lockWrites(ctx context.Context) error {
+	if err := ri.refuseWhileRebuilding("write"); err != nil {
+		return err
+	}
 	select {
 	case <-ri.cat.loaded:
 	case <-ctx.Done():
 		return fmt.Errorf("bleve: realm %s is loading its catalog: %w", ri.realm, ctx.Err())
 	}
-	ri.wmu.Lock()
+	if err := ri.wmu.LockCtx(ctx); err != nil {
+		return fmt.Errorf("bleve: write to realm %s: waiting for the realm's other writes: %w", ri.realm, err)
+	}
+	if err := ri.refuseWhileRebuilding("write"); err != nil {
+		ri.wmu.Unlock()
+		return err
+	}
 	return nil
 }
 
@@ -144,22 +159,21 @@ func (ri *realmIndex) write(ctx context.Context, put []sdk.Record, keys map[stri
 	if err != nil {
 		return err
 	}
+	docs, entries, err := buildDocuments(put, keys, contexts)
+	if err != nil {
+		return err
+	}
 	b := ri.idx.NewBatch()
-	entries := make([]catEntry, len(put))
-	for i := range put {
-		r := &put[i]
-		doc, err := document(r, keys[r.ID], contexts[r.ID])
-		if err != nil {
-			return err
+	for i, doc := range docs {
+		if err := b.IndexAdvanced(doc); err != nil {
+			return fmt.Errorf("bleve: index record %s: %w", put[i].ID, err)
 		}
-		if err := b.Index(r.ID, doc); err != nil {
-			return fmt.Errorf("bleve: index record %s: %w", r.ID, err)
-		}
-		entries[i] = entryOf(r, keys[r.ID])
 	}
 	for _, id := range del {
 		b.Delete(id)
 	}
+	// The statistics land with the batch, so they are never ahead of it.
+	b.SetInternal(statsKey, ri.cat.statsAfter(entries, del).encode())
 	// Past this point the batch is not interrupted: it lands whole or not.
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("bleve: write to realm %s: %w", ri.realm, err)
@@ -176,26 +190,83 @@ func (ri *realmIndex) write(ctx context.Context, put []sdk.Record, keys map[stri
 			// told the write is not durable; a retry is answered by dedup.
 			ri.cat.put(entries)
 			ri.cat.remove(del)
+			ri.journalWrite(put, keys, del)
 		}
 		return fmt.Errorf("bleve: write to realm %s: %w", ri.realm, err)
 	}
 	ri.cat.put(entries)
 	ri.cat.remove(del)
+	ri.journalWrite(put, keys, del)
 	return nil
 }
 
+// buildDocuments builds the documents of put on every core: cutting text
+// into terms is most of a write's own work.
+func buildDocuments(put []sdk.Record, keys map[string]float64, contexts map[string][]string) ([]*document.Document, []catEntry, error) {
+	docs := make([]*document.Document, len(put))
+	entries := make([]catEntry, len(put))
+	errs := make([]error, len(put))
+	workers := min(runtime.GOMAXPROCS(0), (len(put)+63)/64)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(put) {
+					return
+				}
+				r := &put[i]
+				docs[i], entries[i], errs[i] = buildDocument(r, keys[r.ID], contexts[r.ID])
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, err
+	}
+	return docs, entries, nil
+}
+
 // duplicates answers, for each dedup key present in the index, the id of
-// a record holding it.
+// a record holding it. The catalog's fingerprints answer most keys
+// without a search: a key it has never seen is in no record, and a hit is
+// confirmed from the stored record (a fingerprint collision falls back to
+// searching the index).
 func (ri *realmIndex) duplicates(ctx context.Context, keys []string) (map[string]string, error) {
 	out := map[string]string{}
 	if len(keys) == 0 {
 		return out, nil
 	}
-	terms := make([]query.Query, len(keys))
-	for i, k := range keys {
-		terms[i] = termQuery(fieldDedup, k)
+	hits := map[string]string{} // key -> candidate id
+	var ids []string
+	for _, k := range keys {
+		if id, ok := ri.cat.duplicateOf(dedupPrint(k)); ok {
+			hits[k] = id
+			ids = append(ids, id)
+		}
 	}
-	recs, err := ri.search(ctx, "find duplicates", query.NewDisjunctionQuery(terms), 2*len(keys))
+	if len(hits) == 0 {
+		return out, nil
+	}
+	found, err := ri.lookup(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	var unsure []query.Query
+	for k, id := range hits {
+		if r, ok := found[id]; ok && answersDuplicates(r.Status) && dedupKey(r.Scope, r.ContentHash) == k {
+			out[k] = id
+			continue
+		}
+		unsure = append(unsure, termQuery(fieldDedup, k))
+	}
+	if len(unsure) == 0 {
+		return out, nil
+	}
+	recs, err := ri.search(ctx, "find duplicates", query.NewDisjunctionQuery(unsure), 2*len(unsure))
 	if err != nil {
 		return nil, err
 	}
@@ -203,6 +274,16 @@ func (ri *realmIndex) duplicates(ctx context.Context, keys []string) (map[string
 		out[dedupKey(r.Scope, r.ContentHash)] = r.ID
 	}
 	return out, nil
+}
+
+// stored answers the records among ids that the realm holds, reading
+// only those the catalog lists (a freshly minted id costs no search).
+func (ri *realmIndex) stored(ctx context.Context, ids []string) (map[string]sdk.Record, error) {
+	known := ri.cat.known(ids)
+	if len(known) == 0 {
+		return map[string]sdk.Record{}, nil
+	}
+	return ri.lookup(ctx, known)
 }
 
 // lookup answers the stored records among ids.
@@ -472,7 +553,7 @@ func (ri *realmIndex) threadContext(ctx context.Context, put []sdk.Record, keys 
 	ids = append(ids, del...)
 	// The stored versions: a record may leave its place (forgotten,
 	// superseded, moved).
-	old, err := ri.lookup(ctx, ids)
+	old, err := ri.stored(ctx, ids)
 	if err != nil {
 		return nil, nil, nil, err
 	}
