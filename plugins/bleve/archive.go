@@ -9,7 +9,10 @@ import (
 	"github.com/memhost/memhost/sdk/usage"
 )
 
-var _ sdk.Archiver = (*Provider)(nil)
+var (
+	_ sdk.Archiver  = (*Provider)(nil)
+	_ sdk.Reindexer = (*Provider)(nil)
+)
 
 // Export answers a page of the realm's records, of every status, in id
 // order (sdk.Archiver). The catalog lists every id, so the page's ids are

@@ -144,7 +144,7 @@ func (p *Provider) Info() sdk.Info {
 		Kinds:     []sdk.PluginKind{sdk.KindProvider},
 		Protocols: []int{sdk.ProtocolVersion},
 		Capabilities: sdk.Capabilities{
-			sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapArchive,
+			sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapArchive, sdk.CapReindex,
 		},
 		ConfigSchema: json.RawMessage(configSchema),
 	}

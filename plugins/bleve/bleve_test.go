@@ -141,7 +141,7 @@ func TestInfo(t *testing.T) {
 	if info.Name != "bleve" || !host.IsSemver(info.Version) {
 		t.Fatalf("info = %+v", info)
 	}
-	for _, c := range []sdk.Capability{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage} {
+	for _, c := range []sdk.Capability{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapArchive, sdk.CapReindex} {
 		if !sdk.Supports(p, c) {
 			t.Errorf("capability %s not supported", c)
 		}
