@@ -87,6 +87,10 @@ type database struct {
 	// reindex at a time.
 	tap        *reindexTap
 	reindexing chan struct{}
+	// ilog carries the index's changes since the snapshot (indexlog.go);
+	// replayed counts the frames this open replayed from it.
+	ilog     *indexLog
+	replayed uint64
 }
 
 // dsn builds a URI for path, escaping what SQLite would read as URI syntax.
@@ -215,6 +219,9 @@ func (d *database) close() error {
 			d.log.Warn("the next open rebuilds the recall index", "error", err.Error())
 		}
 	}
+	if d.ilog != nil {
+		errs = append(errs, d.ilog.close())
+	}
 	if d.w != nil {
 		// Best effort: fold the WAL back so the file stands alone.
 		_, _ = d.w.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -267,8 +274,9 @@ func (d *database) writeTx(ctx context.Context, fn func(tx *sql.Tx, ch *indexCha
 	if err := fn(tx, &ch); err != nil {
 		return err
 	}
+	var gen uint64
 	if len(ch.ops) > 0 {
-		if _, err := tx.ExecContext(ctx, "UPDATE index_gen SET gen = gen + 1 WHERE one = 1"); err != nil {
+		if err := tx.QueryRowContext(ctx, "UPDATE index_gen SET gen = gen + 1 WHERE one = 1 RETURNING gen").Scan(&gen); err != nil {
 			return err
 		}
 	}
@@ -282,6 +290,11 @@ func (d *database) writeTx(ctx context.Context, fn func(tx *sql.Tx, ch *indexCha
 	defer d.imu.Unlock()
 	d.wmu.Unlock()
 	holding = false
+	if err := d.ilog.append(gen, ch.ops); err != nil {
+		// The commit stands; the next open without a fresh snapshot
+		// rebuilds instead of replaying.
+		d.log.Warn("the index log stops until the next snapshot", "error", err.Error())
+	}
 	err = applyOps(d.ix, ch.ops)
 	if d.tap != nil {
 		d.tap.ops = append(d.tap.ops, ch.ops...)
