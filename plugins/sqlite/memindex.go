@@ -316,6 +316,7 @@ func (d *database) recallFromIndex(ctx context.Context, q sdk.RecallQuery, terms
 	for i, s := range q.Scopes {
 		scopes[i] = string(s)
 	}
+	d.awaitIndex()
 	found, err := d.ix.Search(memindex.Query{Realm: q.Realm, Terms: terms, Scopes: scopes, ExcludeIDs: q.ExcludeIDs,
 		Tags: q.Tags, ExcludeTags: q.ExcludeTags, NowMs: nowMs, Limit: limit})
 	if err != nil {
