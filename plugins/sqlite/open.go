@@ -52,6 +52,9 @@ const driverName = "memhost-sqlite3"
 var registerDriver = sync.OnceFunc(func() {
 	sql.Register(driverName, &sqlite3.SQLiteDriver{
 		ConnectHook: func(c *sqlite3.SQLiteConn) error {
+			if err := c.RegisterFunc(usageKeySQL, usageKeyFunc, true); err != nil {
+				return err
+			}
 			_, err := c.Exec(connPragmas, nil)
 			return err
 		},
