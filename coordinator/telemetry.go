@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,6 +33,7 @@ type telemetry struct {
 	logger   hclog.Logger
 	metrics  Metrics
 	timeout  time.Duration
+	interval time.Duration
 	dropped  atomic.Int64
 	lastWarn atomic.Int64 // unix nanos of the last drop warning
 }
@@ -39,6 +41,7 @@ type telemetry struct {
 const (
 	telemetryMaxBatch    = 256
 	telemetryTimeout     = 5 * time.Second
+	telemetryInterval    = 200 * time.Millisecond
 	telemetryWarnEvery   = time.Minute
 	telemetryDrainOnStop = 10 * time.Second
 )
@@ -46,7 +49,7 @@ const (
 func newTelemetry(size int, logger hclog.Logger, metrics Metrics) *telemetry {
 	t := &telemetry{
 		queue: make(chan telemetryJob, size), done: make(chan struct{}),
-		logger: logger, metrics: metrics, timeout: telemetryTimeout,
+		logger: logger, metrics: metrics, timeout: telemetryTimeout, interval: telemetryInterval,
 	}
 	go t.run()
 	return t
@@ -125,21 +128,36 @@ func (t *telemetry) run() {
 	batch := make([]telemetryJob, 0, telemetryMaxBatch)
 	for job := range t.queue {
 		batch = append(batch[:0], job)
-		// Take whatever else is already waiting: batching costs no latency.
-	drain:
-		for len(batch) < telemetryMaxBatch {
-			select {
-			case more, ok := <-t.queue:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, more)
-			default:
-				break drain
-			}
+		if job.ack == nil {
+			batch = t.gather(batch)
 		}
 		t.write(batch)
 	}
+}
+
+// gather adds to batch what arrives within one interval of its first job:
+// a provider's ledger and usage writes then commit once per interval
+// rather than once per turn, so they stop competing with the turns that
+// follow (each commit is an fsync and a gRPC call). A flush marker, a
+// full batch or a closed queue end the wait early.
+func (t *telemetry) gather(batch []telemetryJob) []telemetryJob {
+	timer := time.NewTimer(t.interval)
+	defer timer.Stop()
+	for len(batch) < telemetryMaxBatch {
+		select {
+		case more, ok := <-t.queue:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, more)
+			if more.ack != nil {
+				return batch
+			}
+		case <-timer.C:
+			return batch
+		}
+	}
+	return batch
 }
 
 // write sends a batch: per realm one ledger call and one usage call,
@@ -185,20 +203,39 @@ func (t *telemetry) write(batch []telemetryJob) {
 func (t *telemetry) writeGroup(realm string, p sdk.Provider, ledger []sdk.LedgerEntry, usage []string, at time.Time) {
 	ctx, cancel := context.WithTimeout(context.Background(), t.timeout)
 	defer cancel()
-	if len(ledger) > 0 {
-		if w, ok := p.(sdk.LedgerWriter); ok {
-			if err := w.WriteLedger(ctx, ledger); err != nil {
-				t.metrics.TelemetryFailed(TelemetryLedger, len(ledger))
-				t.logger.Warn("writing the injection ledger failed", "realm", realm, "rows", len(ledger), "error", err)
+	if w, ok := p.(sdk.LedgerWriter); ok {
+		for part := range slices.Chunk(ledger, sdk.MaxBatch) {
+			if err := w.WriteLedger(ctx, part); err != nil {
+				t.metrics.TelemetryFailed(TelemetryLedger, len(part))
+				t.logger.Warn("writing the injection ledger failed", "realm", realm, "rows", len(part), "error", err)
 			}
 		}
 	}
-	if len(usage) > 0 {
-		if u, ok := p.(sdk.UsageMarker); ok {
-			if err := u.MarkUsed(ctx, realm, usage, at); err != nil {
-				t.metrics.TelemetryFailed(TelemetryUsage, len(usage))
-				t.logger.Warn("marking records used failed", "realm", realm, "records", len(usage), "error", err)
+	if u, ok := p.(sdk.UsageMarker); ok {
+		for _, round := range usageRounds(usage) {
+			for part := range slices.Chunk(round, sdk.MaxBatch) {
+				if err := u.MarkUsed(ctx, realm, part, at); err != nil {
+					t.metrics.TelemetryFailed(TelemetryUsage, len(part))
+					t.logger.Warn("marking records used failed", "realm", realm, "records", len(part), "error", err)
+				}
 			}
 		}
 	}
+}
+
+// usageRounds splits a batch's usage marks into lists without repeats: a
+// provider counts an id once per call, so a record injected by three turns
+// of one batch goes into three rounds and is counted three times.
+func usageRounds(ids []string) [][]string {
+	seen := make(map[string]int, len(ids))
+	var rounds [][]string
+	for _, id := range ids {
+		n := seen[id]
+		seen[id] = n + 1
+		if n == len(rounds) {
+			rounds = append(rounds, nil)
+		}
+		rounds[n] = append(rounds[n], id)
+	}
+	return rounds
 }

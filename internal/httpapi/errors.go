@@ -1,11 +1,14 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/memhost/memhost/internal/compaction"
 	"github.com/memhost/memhost/internal/redact"
@@ -97,11 +100,34 @@ func writeError(w http.ResponseWriter, err error, requestID string) bool {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
+	// Encoded whole first, into a reused buffer: the answer then goes out
+	// with a Content-Length in one write rather than in chunks, which is a
+	// measurable share of a sub-millisecond recall.
+	buf := jsonBuffers.Get().(*bytes.Buffer)
+	defer putJSONBuffer(buf)
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		// Every answer is plain data; keep the old behaviour of an empty
+		// body rather than a half-written one.
+		buf.Reset()
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// putJSONBuffer returns buf to the pool unless one large answer (an
+// export page, say) grew it past what is worth keeping.
+func putJSONBuffer(buf *bytes.Buffer) {
+	if buf.Cap() > 1<<20 {
+		return
+	}
+	buf.Reset()
+	jsonBuffers.Put(buf)
 }
 
 func badRequest(format string, args ...any) error {

@@ -84,6 +84,10 @@ type Store struct {
 type entry struct {
 	state   coordinator.SessionState
 	touched time.Time
+	// absent marks a session the file does not hold: a turn of a new
+	// session visits twice (before and after its recall), and the second
+	// visit need not ask the file again.
+	absent bool
 }
 
 // record is the stored form of a SessionState. Sweep keeps null apart
@@ -157,6 +161,9 @@ func (s *Store) Update(ctx context.Context, key coordinator.SessionKey, fn func(
 // load answers key's entry from the cache or the file; nil when unknown.
 func (s *Store) load(ctx context.Context, key coordinator.SessionKey) (*entry, error) {
 	if e, ok := s.cache.Get(key); ok {
+		if e.absent {
+			return nil, nil
+		}
 		return e, nil
 	}
 	var blob []byte
@@ -164,6 +171,7 @@ func (s *Store) load(ctx context.Context, key coordinator.SessionKey) (*entry, e
 	err := s.db.QueryRow(ctx, `SELECT state, touched_at FROM sessions WHERE realm = ? AND identity = ? AND session = ?`,
 		key.Realm, key.Identity, key.Session).Scan(&blob, &touched)
 	if errors.Is(err, sql.ErrNoRows) {
+		s.cache.Add(key, &entry{absent: true})
 		return nil, nil
 	}
 	if err != nil {

@@ -133,8 +133,10 @@ func copyFile(b *testing.B, src, dst string) {
 func copyDB(b *testing.B, src string) string {
 	dst := filepath.Join(b.TempDir(), "memory.db")
 	copyFile(b, src, dst)
-	if _, err := os.Stat(src + ".index"); err == nil {
-		copyFile(b, src+".index", dst+".index")
+	for _, suffix := range []string{"-wal", ".index", ".index.log"} {
+		if _, err := os.Stat(src + suffix); err == nil {
+			copyFile(b, src+suffix, dst+suffix)
+		}
 	}
 	return dst
 }
@@ -336,30 +338,35 @@ func BenchmarkDiskSize(b *testing.B) {
 }
 
 // BenchmarkOpen measures Configure on a store of n records: from the index
-// snapshot a clean close leaves, and rebuilt from the records (the
-// snapshot gone or stale, as after kill -9 during writes).
+// snapshot a clean close leaves; after a crash (kill -9) that left the
+// snapshot of n records behind while 10k more were written, replayed from
+// the index log; and rebuilt from the records (no snapshot and no log).
 func BenchmarkOpen(b *testing.B) {
 	for _, n := range benchSizes {
-		for _, snapshot := range []bool{true, false} {
-			name := sizeName(n) + "/snapshot"
-			if !snapshot {
-				name = sizeName(n) + "/rebuild"
-			}
-			b.Run(name, func(b *testing.B) {
-				path := copyDB(b, builtDB(b, n, false))
+		for _, mode := range []string{"snapshot", "crash", "rebuild"} {
+			b.Run(sizeName(n)+"/"+mode, func(b *testing.B) {
+				src := builtDB(b, n, false)
+				if mode == "crash" {
+					src = crashedDB(b, src, n)
+				}
 				for range b.N {
-					if !snapshot {
-						if err := os.Remove(path + ".index"); err != nil && !os.IsNotExist(err) {
-							b.Fatal(err)
-						}
+					b.StopTimer()
+					path := copyDB(b, src)
+					if mode == "rebuild" {
+						os.Remove(path + ".index")
+						os.Remove(path + ".index.log")
 					}
+					b.StartTimer()
 					s := newStore(func(o *options) { o.maintainIdle = time.Hour })
 					if err := s.Configure(context.Background(), configJSON(path)); err != nil {
 						b.Fatal(err)
 					}
 					b.StopTimer()
-					if got := s.db.fromSnapshot; got != snapshot {
-						b.Fatalf("opened from a snapshot: %v, want %v", got, snapshot)
+					if got := s.db.fromSnapshot; got != (mode == "snapshot") {
+						b.Fatalf("opened from a snapshot: %v, want %v", got, mode == "snapshot")
+					}
+					if got := s.db.replayed > 0; got != (mode == "crash") {
+						b.Fatalf("replayed %d log frames", s.db.replayed)
 					}
 					if err := s.Close(); err != nil {
 						b.Fatal(err)
@@ -395,4 +402,29 @@ func BenchmarkReindex(b *testing.B) {
 			b.ReportMetric(float64(indexed)/b.Elapsed().Seconds(), "records/s")
 		})
 	}
+}
+
+// crashedDB answers a copy of the n-record database src after 10k more
+// records were written and the process died: the files as they stood
+// before its close, with the snapshot of n records and the log after it.
+func crashedDB(b *testing.B, src string, n int) string {
+	b.Helper()
+	path := copyDB(b, src)
+	s := newStore(func(o *options) { o.maintainIdle = time.Hour })
+	if err := s.Configure(context.Background(), configJSON(path)); err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for i := 0; i < 10_000; i += benchBatch {
+		if _, err := s.Remember(context.Background(), "bench", benchRecords(n+i, benchBatch)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	dst := filepath.Join(b.TempDir(), "memory.db")
+	for _, suffix := range []string{"", "-wal", ".index", ".index.log"} {
+		if _, err := os.Stat(path + suffix); err == nil {
+			copyFile(b, path+suffix, dst+suffix)
+		}
+	}
+	return dst
 }

@@ -7,8 +7,8 @@ import (
 )
 
 // The maintainer writes the recall index's snapshot once writes have gone
-// quiet for opts.maintainIdle, so that a process killed later reopens from
-// the snapshot instead of re-tokenizing every record. A write arriving
+// quiet for opts.maintainIdle (or the index log has grown large), so that
+// a process killed later reopens from the snapshot and a short log. A write arriving
 // meanwhile waits for the snapshot (it holds d.wmu), which at 100k records
 // takes a few hundred milliseconds, once per quiet period.
 
@@ -65,14 +65,15 @@ func (m *maintainer) run(ctx context.Context) {
 	}
 }
 
-// waitIdle sleeps until no write has come for maintainIdle; false when
-// stopped.
+// waitIdle sleeps until no write has come for maintainIdle, or the index
+// log has grown past logSnapshotBytes under writes that never pause; false
+// when stopped.
 func (m *maintainer) waitIdle(ctx context.Context) bool {
 	for {
 		m.mu.Lock()
 		wait := m.d.opts.maintainIdle - time.Since(m.lastWrite)
 		m.mu.Unlock()
-		if wait <= 0 {
+		if wait <= 0 || m.d.ilog.size.Load() > logSnapshotBytes {
 			return true
 		}
 		select {

@@ -96,16 +96,39 @@ func indexGen(ctx context.Context, q interface {
 
 func (d *database) snapshotPath() string { return d.path + ".index" }
 
-// loadIndex fills d.ix from a matching snapshot, or from the records.
+// loadIndex fills d.ix from a matching snapshot; from an older snapshot
+// (or none) and the index log's frames after it; or from the records.
 func (d *database) loadIndex(ctx context.Context) error {
 	gen, err := indexGen(ctx, d.r)
 	if err != nil {
 		return err
 	}
-	ix, err := readSnapshot(d.snapshotPath(), gen)
-	if err == nil {
+	ix, snapGen, err := readSnapshot(d.snapshotPath())
+	switch {
+	case err == nil && snapGen == gen:
 		d.ix, d.snapGen, d.fromSnapshot = ix, gen, true
-		return nil
+		d.ilog, err = openIndexLog(d.logPath(), 0)
+		return err
+	case errors.Is(err, os.ErrNotExist) && gen > 0:
+		// No snapshot yet: the log may hold every change since the first.
+		ix, snapGen, err = newMemIndex(), 0, nil
+	}
+	if err == nil && snapGen < gen {
+		keep, ok, rerr := replayLog(d.logPath(), ix, snapGen, gen)
+		if rerr != nil {
+			return fmt.Errorf("read the index log: %w", rerr)
+		}
+		if ok {
+			d.ix, d.snapGen, d.replayed = ix, noSnapshot, gen-snapGen
+			if _, serr := os.Stat(d.snapshotPath()); serr == nil {
+				d.snapGen = snapGen
+			}
+			d.ilog, err = openIndexLog(d.logPath(), keep)
+			return err
+		}
+		err = fmt.Errorf("the index log does not reach generation %d from %d", gen, snapGen)
+	} else if err == nil {
+		err = fmt.Errorf("%s is of generation %d, the database %d: %w", d.snapshotPath(), snapGen, gen, errStaleSnapshot)
 	}
 	if !errors.Is(err, os.ErrNotExist) {
 		d.log.Info("rebuilding the recall index from the records", "reason", err.Error())
@@ -117,28 +140,29 @@ func (d *database) loadIndex(ctx context.Context) error {
 	// Even at generation 0 (a database from before index_gen) the next
 	// quiet period or close writes a snapshot.
 	d.ix, d.snapGen = ix, noSnapshot
-	return nil
+	d.ilog, err = openIndexLog(d.logPath(), 0)
+	return err
 }
 
-func readSnapshot(path string, gen uint64) (*memindex.Index, error) {
+// readSnapshot decodes a snapshot file and answers the generation it is
+// stamped with.
+func readSnapshot(path string) (*memindex.Index, uint64, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 1<<16)
 	head := make([]byte, len(snapshotMagic)+8)
 	if _, err := io.ReadFull(br, head); err != nil || string(head[:len(snapshotMagic)]) != snapshotMagic {
-		return nil, fmt.Errorf("%s: %w", path, errStaleSnapshot)
+		return nil, 0, fmt.Errorf("%s: %w", path, errStaleSnapshot)
 	}
-	if got := binary.LittleEndian.Uint64(head[len(snapshotMagic):]); got != gen {
-		return nil, fmt.Errorf("%s is of generation %d, the database %d: %w", path, got, gen, errStaleSnapshot)
-	}
+	gen := binary.LittleEndian.Uint64(head[len(snapshotMagic):])
 	ix, err := memindex.Decode(br)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, 0, fmt.Errorf("%s: %w", path, err)
 	}
-	return ix, nil
+	return ix, gen, nil
 }
 
 // writeSnapshot stores the index as of generation gen. The caller holds
@@ -173,6 +197,11 @@ func (d *database) writeSnapshot(gen uint64) error {
 		return fmt.Errorf("write index snapshot %s: %w", path, err)
 	}
 	d.snapGen = gen
+	// Everything the log held is in the snapshot now. Frames left by a
+	// failed reset are skipped at replay (their generations are older).
+	if err := d.ilog.reset(); err != nil {
+		return fmt.Errorf("empty the index log: %w", err)
+	}
 	return nil
 }
 
@@ -287,6 +316,7 @@ func (d *database) recallFromIndex(ctx context.Context, q sdk.RecallQuery, terms
 	for i, s := range q.Scopes {
 		scopes[i] = string(s)
 	}
+	d.awaitIndex()
 	found, err := d.ix.Search(memindex.Query{Realm: q.Realm, Terms: terms, Scopes: scopes, ExcludeIDs: q.ExcludeIDs,
 		Tags: q.Tags, ExcludeTags: q.ExcludeTags, NowMs: nowMs, Limit: limit})
 	if err != nil {

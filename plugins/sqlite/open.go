@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
@@ -51,6 +52,9 @@ const driverName = "memhost-sqlite3"
 var registerDriver = sync.OnceFunc(func() {
 	sql.Register(driverName, &sqlite3.SQLiteDriver{
 		ConnectHook: func(c *sqlite3.SQLiteConn) error {
+			if err := c.RegisterFunc(usageKeySQL, usageKeyFunc, true); err != nil {
+				return err
+			}
 			_, err := c.Exec(connPragmas, nil)
 			return err
 		},
@@ -87,6 +91,16 @@ type database struct {
 	// reindex at a time.
 	tap        *reindexTap
 	reindexing chan struct{}
+	// ilog carries the index's changes since the snapshot (indexlog.go);
+	// replayed counts the frames this open replayed from it.
+	ilog     *indexLog
+	replayed uint64
+	// committedGen is the generation of the last commit that changed the
+	// index, appliedGen of the last change applied to it; applied is
+	// signalled (under applyMu) as appliedGen moves.
+	committedGen, appliedGen atomic.Uint64
+	applyMu                  sync.Mutex
+	applied                  *sync.Cond
 }
 
 // dsn builds a URI for path, escaping what SQLite would read as URI syntax.
@@ -115,6 +129,7 @@ func openDatabase(ctx context.Context, path string, opts options, log *slog.Logg
 		return nil, err
 	}
 	d := &database{path: abs, lock: lock, opts: opts, log: log, slots: make(chan struct{}, readers), reindexing: make(chan struct{}, 1)}
+	d.applied = sync.NewCond(&d.applyMu)
 	if err := d.open(ctx); err != nil {
 		d.close()
 		return nil, describeOpenError(abs, opts.busyTimeout, err)
@@ -206,6 +221,7 @@ func (d *database) close() error {
 	if d.maint != nil {
 		d.maint.stop()
 	}
+	d.awaitIndex() // before the log and the snapshot are touched
 	var errs []error
 	if d.r != nil {
 		errs = append(errs, d.r.Close())
@@ -214,6 +230,9 @@ func (d *database) close() error {
 		if err := d.snapshot(context.Background()); err != nil {
 			d.log.Warn("the next open rebuilds the recall index", "error", err.Error())
 		}
+	}
+	if d.ilog != nil {
+		errs = append(errs, d.ilog.close())
 	}
 	if d.w != nil {
 		// Best effort: fold the WAL back so the file stands alone.
@@ -267,8 +286,9 @@ func (d *database) writeTx(ctx context.Context, fn func(tx *sql.Tx, ch *indexCha
 	if err := fn(tx, &ch); err != nil {
 		return err
 	}
+	var gen uint64
 	if len(ch.ops) > 0 {
-		if _, err := tx.ExecContext(ctx, "UPDATE index_gen SET gen = gen + 1 WHERE one = 1"); err != nil {
+		if err := tx.QueryRowContext(ctx, "UPDATE index_gen SET gen = gen + 1 WHERE one = 1 RETURNING gen").Scan(&gen); err != nil {
 			return err
 		}
 	}
@@ -278,16 +298,52 @@ func (d *database) writeTx(ctx context.Context, fn func(tx *sql.Tx, ch *indexCha
 	if len(ch.ops) == 0 {
 		return nil
 	}
+	// The write is durable and answered now; its index change is applied
+	// behind the answer, overlapping the caller's next request, under imu
+	// taken here so changes apply in commit order. Recall waits for it
+	// (awaitIndex), so a caller still reads its own writes.
 	d.imu.Lock()
-	defer d.imu.Unlock()
 	d.wmu.Unlock()
 	holding = false
-	err = applyOps(d.ix, ch.ops)
-	if d.tap != nil {
-		d.tap.ops = append(d.tap.ops, ch.ops...)
+	// The log frame is written before the answer (a kill -9 after it then
+	// replays rather than rebuilds); only the index update goes behind.
+	if err := d.ilog.append(gen, ch.ops); err != nil {
+		// The commit stands; the next open without a fresh snapshot
+		// rebuilds instead of replaying.
+		d.log.Warn("the index log stops until the next snapshot", "error", err.Error())
 	}
-	d.maint.noteWrite()
-	return err
+	d.committedGen.Store(gen)
+	go func() {
+		defer d.imu.Unlock()
+		if err := applyOps(d.ix, ch.ops); err != nil {
+			// Only a document the index refuses as malformed gets here,
+			// which prepareRecord rules out; the next open rebuilds.
+			d.log.Error("the recall index missed a committed change", "error", err.Error())
+		}
+		if d.tap != nil {
+			d.tap.ops = append(d.tap.ops, ch.ops...)
+		}
+		d.applyMu.Lock()
+		d.appliedGen.Store(gen)
+		d.applied.Broadcast()
+		d.applyMu.Unlock()
+		d.maint.noteWrite()
+	}()
+	return nil
+}
+
+// awaitIndex returns once every index change committed before the call
+// has been applied: at once when none is in flight.
+func (d *database) awaitIndex() {
+	want := d.committedGen.Load()
+	if d.appliedGen.Load() >= want {
+		return
+	}
+	d.applyMu.Lock()
+	for d.appliedGen.Load() < want {
+		d.applied.Wait()
+	}
+	d.applyMu.Unlock()
 }
 
 // storageError classifies a write failure: SQLITE_FULL (or an I/O error

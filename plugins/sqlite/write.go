@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -276,32 +277,33 @@ func liveSuccessor(ctx context.Context, tx *sql.Tx, rep *sdk.Record, oldID strin
 }
 
 // markUsed counts one use of each record at time at; ids not there are
-// skipped.
+// skipped, repeats count once. One statement updates them all, the new
+// usage key computed by usage.Key inside SQLite (usageKeySQL), rather
+// than a read and a write per id: a turn's usage marks cost the turns
+// after it little.
 func (d *database) markUsed(ctx context.Context, realm string, ids []string, at time.Time) error {
+	idList, _ := json.Marshal(distinct(ids)) // []string always marshals
 	err := d.write(ctx, func(tx *sql.Tx, _ *indexChange) error {
-		for _, id := range distinct(ids) {
-			var seq, count int64
-			var key float64
-			err := tx.QueryRowContext(ctx, "SELECT seq, use_count, usage_key FROM records WHERE realm = ? AND id = ?", realm, id).
-				Scan(&seq, &count, &key)
-			if errors.Is(err, sql.ErrNoRows) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, `
-				UPDATE records SET use_count = use_count + 1, usage_key = ?, last_used_ms = max(last_used_ms, ?)
-				WHERE seq = ?`, usage.Key(key, count > 0, at), at.UnixMilli(), seq); err != nil {
-				return err
-			}
-		}
-		return nil
+		_, err := tx.ExecContext(ctx, `
+			UPDATE records SET use_count = use_count + 1,
+				usage_key = `+usageKeySQL+`(usage_key, use_count, ?1), last_used_ms = max(last_used_ms, ?1)
+			WHERE realm = ?2 AND id IN (SELECT value FROM json_each(?3))`,
+			at.UnixMilli(), realm, string(idList))
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: mark used: %w", err)
 	}
 	return nil
+}
+
+// usageKeySQL names usage.Key as an SQL function of the stored key, the
+// use count before this use and the time in Unix milliseconds; every
+// connection registers it (open.go).
+const usageKeySQL = "memhost_usage_key"
+
+func usageKeyFunc(key float64, count, atMs int64) float64 {
+	return usage.Key(key, count > 0, time.UnixMilli(atMs))
 }
 
 // Ledger field limits.
@@ -318,20 +320,25 @@ func (d *database) writeLedger(ctx context.Context, entries []sdk.LedgerEntry, n
 			return fmt.Errorf("sqlite: write ledger: entries[%d]: %w", i, err)
 		}
 	}
-	err := d.write(ctx, func(tx *sql.Tx, _ *indexChange) error {
-		for _, e := range entries {
-			at := e.At
-			if at.IsZero() {
-				at = now
-			}
-			if _, err := tx.ExecContext(ctx, `
-				INSERT INTO ledger (realm, identity, session, record_id, surface, bytes, at_ms)
-				VALUES (?, ?, ?, ?, ?, ?, ?)`,
-				e.Realm, e.Identity, e.Session, e.RecordID, e.Surface, e.Bytes, at.UnixMilli()); err != nil {
-				return err
-			}
+	// The rows go to SQLite as one JSON array, inserted by one statement.
+	rows := make([][7]any, len(entries))
+	for i, e := range entries {
+		at := e.At
+		if at.IsZero() {
+			at = now
 		}
-		return nil
+		rows[i] = [7]any{e.Realm, e.Identity, e.Session, e.RecordID, e.Surface, e.Bytes, at.UnixMilli()}
+	}
+	data, err := json.Marshal(rows)
+	if err != nil {
+		return fmt.Errorf("sqlite: write ledger: %w", err)
+	}
+	err = d.write(ctx, func(tx *sql.Tx, _ *indexChange) error {
+		_, err := tx.ExecContext(ctx, `
+			INSERT INTO ledger (realm, identity, session, record_id, surface, bytes, at_ms)
+			SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6
+			FROM json_each(?) ORDER BY key`, string(data))
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: write ledger: %w", err)

@@ -1,0 +1,338 @@
+package sqlite
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"strings"
+	"sync/atomic"
+
+	memindex "github.com/memhost/memhost/sdk/index"
+)
+
+// The index log (<path>.index.log) carries the snapshot across a crash:
+// after each commit that changes the index, its changes are appended as
+// one frame stamped with the transaction's index generation, and a
+// snapshot empties the log. An open whose snapshot is older than the
+// database replays the frames after it, in commit order, and so reaches
+// exactly the index the crashed process held, without re-tokenizing a
+// record. A frame missing (a crash between a commit and its append), torn
+// or corrupt leaves a gap in the generations, and the open rebuilds from
+// the records as before: the log only ever saves work.
+//
+// Frames are not fsynced: a kill -9 keeps them in the page cache, and a
+// power cut that loses some shows as a gap.
+
+// logMagic starts a log file.
+const logMagic = "memhost-sqlite-index-log\x00\x01"
+
+// logSnapshotBytes is the log size past which the maintainer writes a
+// snapshot (and so empties the log) without waiting for writes to pause.
+const logSnapshotBytes = 64 << 20
+
+// maxFrameBytes bounds one frame: a transaction of sdk.MaxBatch records
+// at the record size limits fits many times over.
+const maxFrameBytes = 1 << 30
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// indexLog is the open log file. Appends happen under database.imu, a
+// reset under wmu and imu.
+type indexLog struct {
+	f    *os.File
+	size atomic.Int64
+	// broken stops appends after a failed one until the next reset: a
+	// frame lost mid-log must not be followed by later ones.
+	broken bool
+	buf    []byte
+}
+
+func (d *database) logPath() string { return d.path + ".index.log" }
+
+// openIndexLog opens the log for appending, cut to keep bytes (the valid
+// prefix the open replayed; 0 starts it afresh).
+func openIndexLog(path string, keep int64) (*indexLog, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open index log: %w", err)
+	}
+	l := &indexLog{f: f}
+	if keep < int64(len(logMagic)) {
+		err = l.reset()
+	} else if err = f.Truncate(keep); err == nil {
+		_, err = f.Seek(keep, io.SeekStart)
+		l.size.Store(keep)
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open index log %s: %w", path, err)
+	}
+	return l, nil
+}
+
+// reset empties the log: the snapshot now holds everything it held.
+func (l *indexLog) reset() error {
+	l.broken = false
+	if err := l.f.Truncate(0); err != nil {
+		l.broken = true
+		return err
+	}
+	if _, err := l.f.WriteAt([]byte(logMagic), 0); err != nil {
+		l.broken = true
+		return err
+	}
+	if _, err := l.f.Seek(int64(len(logMagic)), io.SeekStart); err != nil {
+		l.broken = true
+		return err
+	}
+	l.size.Store(int64(len(logMagic)))
+	return nil
+}
+
+func (l *indexLog) close() error { return l.f.Close() }
+
+// append writes the frame of generation gen. A failure breaks the log
+// until the next snapshot; the write it belongs to has committed and
+// stands.
+func (l *indexLog) append(gen uint64, ops []indexOp) error {
+	if l.broken {
+		return nil
+	}
+	b := append(l.buf[:0], make([]byte, 8)...) // length and checksum, below
+	b = binary.AppendUvarint(b, gen)
+	b = binary.AppendUvarint(b, uint64(len(ops)))
+	for i := range ops {
+		b = appendOp(b, &ops[i])
+	}
+	payload := b[8:]
+	binary.LittleEndian.PutUint32(b[0:], uint32(len(payload)))
+	binary.LittleEndian.PutUint32(b[4:], crc32.Checksum(payload, crcTable))
+	l.buf = b[:0]
+	if len(b) > 1<<20 {
+		l.buf = nil // do not keep a huge buffer for the next small frame
+	}
+	if _, err := l.f.Write(b); err != nil {
+		l.broken = true
+		return fmt.Errorf("append to the index log: %w", err)
+	}
+	l.size.Add(int64(len(b)))
+	return nil
+}
+
+const (
+	opPut byte = iota
+	opDel
+)
+
+func appendStr(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendOp(b []byte, op *indexOp) []byte {
+	if op.del {
+		b = append(b, opDel)
+		b = appendStr(b, op.realm)
+		return appendStr(b, op.id)
+	}
+	d := &op.doc
+	b = append(b, opPut)
+	b = appendStr(b, d.ID)
+	b = appendStr(b, d.Realm)
+	b = appendStr(b, d.Scope)
+	b = binary.AppendUvarint(b, uint64(len(d.Tags)))
+	for _, t := range d.Tags {
+		b = appendStr(b, t)
+	}
+	b = binary.AppendUvarint(b, uint64(len(d.Fields)))
+	for _, terms := range d.Fields {
+		b = binary.AppendUvarint(b, uint64(len(terms)))
+		for _, t := range terms {
+			b = appendStr(b, t)
+		}
+	}
+	b = binary.AppendVarint(b, d.ExpiresMs)
+	b = binary.AppendUvarint(b, d.Seq)
+	b = appendStr(b, d.Thread)
+	return binary.AppendVarint(b, d.ThreadSeq)
+}
+
+var errBadFrame = errors.New("corrupt index log frame")
+
+// frameReader decodes one frame's payload. Terms are substrings of the
+// payload, converted to a string once; whatever the index keeps (ids,
+// scopes, tags, new terms, a threaded document's fields) is cloned, so a
+// frame's memory is not held after its replay.
+type frameReader struct {
+	s   string
+	err error
+}
+
+func (r *frameReader) uint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint([]byte(r.s[:min(len(r.s), binary.MaxVarintLen64)]))
+	if n <= 0 {
+		r.err = errBadFrame
+		return 0
+	}
+	r.s = r.s[n:]
+	return v
+}
+
+func (r *frameReader) int() int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint([]byte(r.s[:min(len(r.s), binary.MaxVarintLen64)]))
+	if n <= 0 {
+		r.err = errBadFrame
+		return 0
+	}
+	r.s = r.s[n:]
+	return v
+}
+
+// count reads a count that cannot exceed the bytes left (every counted
+// item takes at least one).
+func (r *frameReader) count() int {
+	v := r.uint()
+	if v > uint64(len(r.s)) {
+		r.err = errBadFrame
+		return 0
+	}
+	return int(v)
+}
+
+func (r *frameReader) str() string {
+	n := r.count()
+	if r.err != nil {
+		return ""
+	}
+	s := r.s[:n]
+	r.s = r.s[n:]
+	return s
+}
+
+func (r *frameReader) byte() byte {
+	if r.err != nil || len(r.s) == 0 {
+		r.err = errBadFrame
+		return 0
+	}
+	c := r.s[0]
+	r.s = r.s[1:]
+	return c
+}
+
+// op decodes one change.
+func (r *frameReader) op() indexOp {
+	switch r.byte() {
+	case opDel:
+		return indexOp{del: true, realm: strings.Clone(r.str()), id: strings.Clone(r.str())}
+	case opPut:
+	default:
+		r.err = errBadFrame
+		return indexOp{}
+	}
+	d := memindex.Doc{ID: strings.Clone(r.str()), Realm: strings.Clone(r.str()), Scope: strings.Clone(r.str())}
+	if n := r.count(); n > 0 {
+		d.Tags = make([]string, n)
+		for i := range d.Tags {
+			d.Tags[i] = strings.Clone(r.str())
+		}
+	}
+	d.Fields = make([][]string, r.count())
+	for i := range d.Fields {
+		terms := make([]string, r.count())
+		for j := range terms {
+			terms[j] = r.str()
+		}
+		d.Fields[i] = terms
+	}
+	d.ExpiresMs = r.int()
+	d.Seq = r.uint()
+	d.Thread = strings.Clone(r.str())
+	d.ThreadSeq = r.int()
+	if d.Thread != "" {
+		// The index keeps a threaded document's fields for its
+		// neighbours' context.
+		for _, terms := range d.Fields {
+			for j := range terms {
+				terms[j] = strings.Clone(terms[j])
+			}
+		}
+	}
+	return indexOp{doc: d}
+}
+
+// replayLog applies to ix, which holds generation from, the log's frames
+// of generations from+1 through to, in order. It answers the bytes of the
+// log that hold those frames (the prefix to keep), and false when the log
+// does not reach to: it is missing, torn, corrupt or has a gap. ix is
+// then partly changed and must be dropped.
+func replayLog(path string, ix *memindex.Index, from, to uint64) (keep int64, ok bool, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return 0, false, nil
+		}
+		return 0, false, err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 1<<20)
+	head := make([]byte, len(logMagic))
+	if _, err := io.ReadFull(br, head); err != nil || string(head) != logMagic {
+		return 0, false, nil
+	}
+	keep = int64(len(logMagic))
+	at := from
+	var hdr [8]byte
+	var payload []byte
+	for at < to {
+		if _, err := io.ReadFull(br, hdr[:]); err != nil {
+			return keep, false, nil // the log ends before to
+		}
+		n := binary.LittleEndian.Uint32(hdr[0:])
+		if n > maxFrameBytes {
+			return keep, false, nil
+		}
+		if cap(payload) < int(n) {
+			payload = make([]byte, n)
+		}
+		payload = payload[:n]
+		if _, err := io.ReadFull(br, payload); err != nil || crc32.Checksum(payload, crcTable) != binary.LittleEndian.Uint32(hdr[4:]) {
+			return keep, false, nil // torn or corrupt
+		}
+		r := frameReader{s: string(payload)}
+		gen := r.uint()
+		switch {
+		case r.err != nil:
+			return keep, false, nil
+		case gen <= at:
+			// Written before the snapshot that holds it.
+			keep += int64(len(hdr)) + int64(n)
+			continue
+		case gen != at+1:
+			return keep, false, nil // a gap
+		}
+		nops := r.count()
+		ops := make([]indexOp, 0, nops)
+		for range nops {
+			ops = append(ops, r.op())
+		}
+		if r.err != nil || len(r.s) != 0 {
+			return keep, false, nil
+		}
+		if err := applyOps(ix, ops); err != nil {
+			return keep, false, nil
+		}
+		at = gen
+		keep += int64(len(hdr)) + int64(n)
+	}
+	return keep, true, nil
+}

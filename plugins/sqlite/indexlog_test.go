@@ -1,0 +1,156 @@
+package sqlite
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// crashImage copies the database's files as they stand, between writes,
+// into a fresh directory: what a kill -9 at that moment leaves behind.
+func crashImage(t *testing.T, path string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "memory.db")
+	for _, suffix := range []string{"", "-wal", ".index", ".index.log"} {
+		data, err := os.ReadFile(path + suffix)
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst+suffix, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+// logQueries cover every record the log test writes, and their ranking.
+var logQueries = []string{"walrus", "tusks", "otter river", "seal cousin", "thread harbour", "crane"}
+
+type scored struct {
+	id    string
+	score float64
+}
+
+func rankings(t *testing.T, s *Store) [][]scored {
+	t.Helper()
+	var out [][]scored
+	for _, q := range logQueries {
+		var row []scored
+		for _, h := range mustRecall(t, s, sdk.RecallQuery{Realm: realm, Query: q, Limit: 20}) {
+			row = append(row, scored{h.Record.ID, h.Score})
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+func sameRankings(t *testing.T, what string, got, want [][]scored) {
+	t.Helper()
+	for i := range want {
+		if len(got[i]) != len(want[i]) {
+			t.Errorf("%s: %q answers %v, a rebuild %v", what, logQueries[i], got[i], want[i])
+			continue
+		}
+		for j := range want[i] {
+			if got[i][j] != want[i][j] {
+				t.Errorf("%s: %q answers %v, a rebuild %v", what, logQueries[i], got[i], want[i])
+				break
+			}
+		}
+	}
+}
+
+// TestIndexLogReplaysAfterACrash opens crash images whose snapshot is
+// older than the database: the log's frames after the snapshot bring the
+// index to exactly what a rebuild from the records gives; a torn or
+// missing log, or a frame missing in the middle, falls back to the rebuild.
+func TestIndexLogReplaysAfterACrash(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "memory.db")
+	s := openAt(t, path)
+	first := mustRemember(t, s, realm, rec(alice, "Walrus", "tusks"), rec(bob, "Otter", "river"))
+	noSnapshot := crashImage(t, path) // every change is in the log only
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openAt(t, path)
+	later := mustRemember(t, s, realm, rec(alice, "Walrus again", "more tusks"), rec(alice, "Seal", "walrus cousin"))
+	threaded := rec(alice, "Thread harbour", "crane at the quay")
+	threaded.Thread = &sdk.Thread{ID: "t1", Seq: 1}
+	next := rec(alice, "Thread reply", "the harbour crane")
+	next.Thread = &sdk.Thread{ID: "t1", Seq: 2}
+	mustRemember(t, s, realm, threaded, next)
+	if _, err := s.Forget(ctx, realm, first[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Supersede(ctx, realm, later[1], rec(alice, "Seal", "walrus cousin, grey")); err != nil {
+		t.Fatal(err)
+	}
+	stale := crashImage(t, path)
+	want := rankings(t, s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	logSize := func(p string) int64 {
+		fi, err := os.Stat(p + ".index.log")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	for _, tc := range []struct {
+		name     string
+		image    string
+		mutate   func(p string)
+		replayed bool
+	}{
+		{"stale snapshot", stale, nil, true},
+		{"no snapshot yet", noSnapshot, nil, true},
+		{"torn log", stale, func(p string) { os.Truncate(p+".index.log", logSize(p)-3) }, false},
+		{"no log", stale, func(p string) { os.Remove(p + ".index.log") }, false},
+		{"corrupt frame", stale, func(p string) {
+			f, err := os.OpenFile(p+".index.log", os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteAt([]byte{0xff}, int64(len(logMagic))+12)
+			f.Close()
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := crashImage(t, tc.image)
+			if tc.mutate != nil {
+				tc.mutate(p)
+			}
+			s := openAt(t, p)
+			if got := s.db.replayed > 0; got != tc.replayed {
+				t.Fatalf("replayed %d frames, want replay: %v", s.db.replayed, tc.replayed)
+			}
+			checkIndex(t, s)
+			if tc.image == stale {
+				sameRankings(t, tc.name, rankings(t, s), want)
+			}
+			// Writes after the open append to the kept log, and the next
+			// crash replays them too.
+			mustRemember(t, s, realm, rec(alice, "Crane", "a heron-like bird"))
+			again := crashImage(t, p)
+			ref := rankings(t, s)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s2 := openAt(t, again)
+			if tc.replayed && s2.db.replayed == 0 {
+				t.Fatal("the log written after a replay did not replay")
+			}
+			checkIndex(t, s2)
+			sameRankings(t, tc.name+", second crash", rankings(t, s2), ref)
+		})
+	}
+}
