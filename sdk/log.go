@@ -26,7 +26,9 @@ var (
 // Logger is the logger a plugin uses, at any point of its life: in main,
 // in Configure, in a call or in a background goroutine. Every line reaches
 // the host's log, named by the plugin instance. The level is the host's
-// (MEMHOST_LOG_LEVEL, set by the host; info when unset). A plugin must
+// (MEMHOST_LOG_LEVEL, set by the host; info when unset). In a call, log
+// with the call's context (InfoContext(ctx, ...)): the line then carries
+// the id of the host request the call serves, as request_id. A plugin must
 // never write to stdout: go-plugin owns it for the handshake.
 func Logger() *slog.Logger {
 	loggerOnce.Do(func() { logger = newLogger(stderr, os.Getenv("MEMHOST_LOG_LEVEL")) })
@@ -67,7 +69,7 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 			return a
 		},
 	})
-	return slog.New(h)
+	return slog.New(requestIDHandler{h})
 }
 
 // lineWriter serialises writes, so lines from concurrent goroutines never

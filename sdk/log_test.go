@@ -2,11 +2,15 @@ package sdk
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memhost/memhost/sdk/internal/wire"
+	"google.golang.org/grpc/metadata"
 )
 
 // TestLoggerLinesAreHostParsable: each line is the JSON shape go-plugin's
@@ -31,4 +35,43 @@ func TestLoggerLinesAreHostParsable(t *testing.T) {
 	if _, err := time.Parse("2006-01-02T15:04:05.000000Z07:00", e["@timestamp"].(string)); err != nil {
 		t.Fatalf("@timestamp %v is not go-plugin's layout: %v", e["@timestamp"], err)
 	}
+}
+
+// A line logged with a call's context carries the host request's id, from
+// the call's metadata; one logged without it, or for a call without an id
+// (or with an absurd one), carries none.
+func TestLinesOfACallCarryItsRequestID(t *testing.T) {
+	call := func(ids ...string) context.Context {
+		return withIncomingRequestID(metadata.NewIncomingContext(context.Background(), metadata.Pairs(pairs(ids)...)))
+	}
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		want any // nil: no request_id
+	}{
+		{"call with an id", call("req-7"), "req-7"},
+		{"call without one", call(), nil},
+		{"id over the bound", call(strings.Repeat("x", maxRequestIDBytes+1)), nil},
+		{"no call", context.Background(), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			newLogger(&buf, "info").With("plugin_attr", 1).InfoContext(tc.ctx, "recall")
+			var e map[string]any
+			if err := json.Unmarshal(buf.Bytes(), &e); err != nil {
+				t.Fatal(err)
+			}
+			if e["request_id"] != tc.want || e["plugin_attr"] != float64(1) {
+				t.Fatalf("entry = %v, want request_id %v", e, tc.want)
+			}
+		})
+	}
+}
+
+func pairs(ids []string) []string {
+	var kv []string
+	for _, id := range ids {
+		kv = append(kv, wire.MetadataRequestID, id)
+	}
+	return kv
 }

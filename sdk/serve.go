@@ -95,7 +95,9 @@ func serveConfig(p Plugin, logger hclog.Logger, test *plugin.ServeTestConfig) *p
 		HandshakeConfig:  wire.Handshake(),
 		VersionedPlugins: map[int]plugin.PluginSet{ProtocolVersion: servedPluginSet(p)},
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			return grpc.NewServer(append(opts, wire.ServerOptions()...)...)
+			opts = append(opts, wire.ServerOptions()...)
+			opts = append(opts, grpc.ChainUnaryInterceptor(requestIDUnary), grpc.ChainStreamInterceptor(requestIDStream))
+			return grpc.NewServer(opts...)
 		},
 		Logger: logger,
 		Test:   test,

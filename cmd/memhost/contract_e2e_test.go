@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,7 +76,13 @@ func TestPluginLogsReachHost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m.do("POST", "/v1/recall", map[string]any{"identity": map[string]string{"id": "alice"}, "query": "coffee"}, nil)
+		req, _ := http.NewRequest("POST", m.base+"/v1/recall", strings.NewReader(`{"identity":{"id":"alice"},"query":"coffee"}`))
+		req.Header.Set("X-Request-Id", "e2e-chatty-1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
 		waitForLog(t, m,
 			"plugin.talker: chatty configured:",
 			"plugin.talker: chatty recall:",
@@ -84,7 +91,9 @@ func TestPluginLogsReachHost(t *testing.T) {
 		m.stop()
 		logs := m.logs()
 		// The host re-emits a plugin line's attributes in no fixed order.
-		for msg, attr := range map[string]string{"chatty configured:": "greeting=hi", "chatty recall:": "query=coffee"} {
+		// The plugin logged its recall line with the call's context, so it
+		// carries the id of the HTTP request the call served.
+		for msg, attr := range map[string]string{"chatty configured:": "greeting=hi", "chatty recall:": "query=coffee", "chatty recall": "request_id=e2e-chatty-1"} {
 			if line := logLine(logs, msg); !strings.Contains(line, attr) {
 				t.Fatalf("the line %q lacks %s:\n%s", msg, attr, logs)
 			}

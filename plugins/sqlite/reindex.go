@@ -114,7 +114,7 @@ func (d *database) reindex(ctx context.Context, realm string, progress func(done
 	}
 	if err != nil {
 		d.snapGen = noSnapshot
-		d.log.Warn("reindexed, but the index snapshot was not written; the next open may rebuild it", "error", err.Error())
+		d.log.WarnContext(ctx, "reindexed, but the index snapshot was not written; the next open may rebuild it", "error", err.Error())
 	}
 	return n, nil
 }

@@ -74,6 +74,7 @@ func invalidUTF8Field(m protoreflect.Message, prefix string) string {
 func grpcDialOptions() []grpc.DialOption {
 	return []grpc.DialOption{
 		grpc.WithDefaultCallOptions(wire.CallOptions()...),
-		grpc.WithChainUnaryInterceptor(utf8Interceptor),
+		grpc.WithChainUnaryInterceptor(utf8Interceptor, requestIDUnary),
+		grpc.WithChainStreamInterceptor(requestIDStream),
 	}
 }

@@ -66,6 +66,10 @@ func CallOptions() []grpc.CallOption {
 // server internals to plugin authors.
 var ServeConfigFunc func(p any, logger hclog.Logger, test *plugin.ServeTestConfig) (*plugin.ServeConfig, error)
 
+// MetadataRequestID is the gRPC metadata key that carries the id of the
+// host request a call serves, so a plugin's log lines for the call name it.
+const MetadataRequestID = "memhost-request-id"
+
 // Codes pairs each stable error code name (sdk.Code) with its gRPC code,
 // in the order a sentinel is looked up.
 var Codes = []struct {

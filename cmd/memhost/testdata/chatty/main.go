@@ -47,9 +47,9 @@ func (c *chatty) Configure(ctx context.Context, raw json.RawMessage) error {
 	return nil
 }
 
-func (c *chatty) Recall(_ context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
-	// One attribute: the host re-emits a plugin line's attributes in no set order.
-	sdk.Logger().Info("chatty recall", "query", q.Query)
+func (c *chatty) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
+	// Logged with the call's context, so the line carries the request id.
+	sdk.Logger().InfoContext(ctx, "chatty recall", "query", q.Query)
 	return []sdk.Hit{}, nil
 }
 
