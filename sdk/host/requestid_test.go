@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"io"
 	"slices"
 	"testing"
 
@@ -13,7 +14,7 @@ import (
 // A call made under a request's logger sends the request's id to the
 // plugin; one made without sends none.
 func TestCallsSendTheRequestID(t *testing.T) {
-	base := hclog.NewNullLogger()
+	base := hclog.New(&hclog.LoggerOptions{Output: io.Discard})
 	for _, tc := range []struct {
 		name string
 		ctx  context.Context
