@@ -197,19 +197,23 @@ func TestReindexSQLite(t *testing.T) {
 	sameSnapshot(t, "after reindex --local and a restart", before, recallSnapshot(t, m))
 }
 
-// TestReindexUnsupported: a provider without the capability answers 501
-// unsupported, and the CLI says so.
+// TestReindexUnsupported: a provider without the capability (the chatty
+// test plugin declares write only; every first-party provider declares
+// reindex) answers 501 unsupported, and the CLI says so.
 func TestReindexUnsupported(t *testing.T) {
-	m := startMemhost(t, markdownConfig)
+	m, err := startChatty(t, chattyDir(t), "", `{ greeting = "hi" }`)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if declares(t, m, "reindex") {
-		t.Skip("the markdown provider declares reindex now")
+		t.Fatal("the chatty test plugin declares reindex; this test needs a provider without it")
 	}
 	status, lines := reindexHTTP(t, m, "", `{}`)
 	if status != 501 || len(lines) != 1 || lines[0].Error == nil || lines[0].Error.Code != "unsupported" {
-		t.Fatalf("reindex of markdown = %d %+v, want 501 unsupported", status, lines)
+		t.Fatalf("reindex of chatty = %d %+v, want 501 unsupported", status, lines)
 	}
 	if _, err := runCLI(t, nil, append([]string{"reindex"}, cliAddr(m)...)...); err == nil || !strings.Contains(err.Error(), "unsupported") {
-		t.Fatalf("memhost reindex of markdown: %v, want unsupported", err)
+		t.Fatalf("memhost reindex of chatty: %v, want unsupported", err)
 	}
 }
 
