@@ -93,7 +93,7 @@ func (s *Server) handleImport(ctx context.Context, c caller, w http.ResponseWrit
 	for i := range req.Records {
 		probe := req.Records[i]
 		if err := probe.PrepareImport(realm); err != nil {
-			return fmt.Errorf("records[%d].%w", i, err)
+			return inRecord(i, err)
 		}
 	}
 	res, err := a.Import(ctx, realm, req.Records)

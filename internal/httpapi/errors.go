@@ -152,3 +152,14 @@ func clientMessage(err error) string {
 	}
 	return msg
 }
+
+// inRecord re-homes a record's refusal under its place in the request
+// ("records[1].kind"), in the field member as in the message.
+func inRecord(i int, err error) error {
+	prefix := fmt.Sprintf("records[%d]", i)
+	var fe *sdk.FieldError
+	if errors.As(err, &fe) {
+		return &sdk.FieldError{Field: prefix + "." + fe.Field, Problem: fe.Problem, Err: fe.Err}
+	}
+	return fmt.Errorf("%s: %w", prefix, err)
+}

@@ -64,7 +64,7 @@ func (s *Server) handleRemember(ctx context.Context, c caller, w http.ResponseWr
 		// with the index of the offending record.
 		probe := records[i]
 		if err := probe.Prepare(realm, time.Now()); err != nil {
-			return fmt.Errorf("records[%d].%w", i, err)
+			return inRecord(i, err)
 		}
 	}
 	if !c.application() {

@@ -79,13 +79,18 @@ func TestRequestDecoding(t *testing.T) {
 		{"invalid utf-8", "{\"records\":[{\"scope\":\"realm\",\"kind\":\"fact\",\"title\":\"\xc3\x28\"}]}", 400, "invalid_argument", "UTF-8"},
 		{"over the body limit", `{"records":[{"scope":"realm","kind":"fact","title":"` + strings.Repeat("x", 2000) + `"}]}`, 413, "too_large", "1024-byte limit"},
 		{"no records", `{"records":[]}`, 400, "invalid_argument", "at least one"},
-		{"bad record names its index", `{"records":[{"scope":"realm","kind":"fact","title":"ok"},{"scope":"realm","kind":"nope","title":"x"}]}`, 400, "invalid_argument", "records[1].kind"},
+		{"bad record names its index", `{"records":[{"scope":"realm","kind":"fact","title":"ok"},{"scope":"realm","kind":"nope","title":"x"}]}`, 400, "invalid_argument", "records[1].kind: unknown kind"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			status, e := call(t, srv, "POST", "/v1/records", "", []byte(c.body))
 			if status != c.status || e.Error.Code != c.code || !strings.Contains(e.Error.Message, c.msg) {
 				t.Fatalf("= %d %+v, want %d %s containing %q", status, e, c.status, c.code, c.msg)
+			}
+			// A refused field is named the same in the message and in
+			// the field member.
+			if field, _, ok := strings.Cut(e.Error.Message, ": "); ok && e.Error.Field != "" && e.Error.Field != field {
+				t.Fatalf("field %q, but the message names %q", e.Error.Field, field)
 			}
 		})
 	}
