@@ -151,36 +151,7 @@ func checkConfig(ctx context.Context, e *env) error {
 	if err := e.close(); err != nil {
 		return err
 	}
-	obj["conformance_unknown_key"] = json.RawMessage("true")
-	unknown, err := json.Marshal(obj)
-	if err != nil {
-		return err
-	}
-	type badConfig struct {
-		what   string
-		config json.RawMessage
-	}
-	bad := []badConfig{
-		{"an unknown key", unknown},
-		{"a JSON array", json.RawMessage(`[]`)},
-		{"a JSON string", json.RawMessage(`"memory.db"`)},
-	}
-	for i, c := range e.suite.target.BadConfigs {
-		bad = append(bad, badConfig{fmt.Sprintf("Target.BadConfigs[%d]", i), c})
-	}
-	var p problems
-	for _, b := range bad {
-		inst, err := e.suite.launch(ctx, e.dir)
-		if err != nil {
-			return err
-		}
-		err = inst.conn.Configure(ctx, b.config)
-		if cerr := inst.close(); cerr != nil {
-			p.addf("Close after a refused Configure: %v", cerr)
-		}
-		p.add(wantErr(fmt.Sprintf("Configure with %s (%s)", b.what, b.config), err, sdk.ErrInvalid))
-	}
-	return p.err()
+	return e.suite.refusesBadConfigs(ctx, e.dir, obj)
 }
 
 // checkBadRequests: malformed realms, scopes, ids and tiers in every call

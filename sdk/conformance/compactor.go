@@ -204,28 +204,7 @@ func checkCompactorConfig(ctx context.Context, e *compactorEnv) error {
 	if err != nil {
 		return err
 	}
-	obj["conformance_unknown_key"] = json.RawMessage("true")
-	unknown, err := json.Marshal(obj)
-	if err != nil {
-		return err
-	}
-	bad := map[string]json.RawMessage{"an unknown key": unknown, "a JSON array": json.RawMessage(`[]`), "a JSON string": json.RawMessage(`"x"`)}
-	for i, c := range e.suite.target.BadConfigs {
-		bad[fmt.Sprintf("Target.BadConfigs[%d]", i)] = c
-	}
-	var p problems
-	for what, config := range bad {
-		inst, err := e.suite.launch(ctx, e.dir)
-		if err != nil {
-			return err
-		}
-		err = inst.conn.Configure(ctx, config)
-		if cerr := inst.close(); cerr != nil {
-			p.addf("Close after a refused Configure: %v", cerr)
-		}
-		p.add(wantErr(fmt.Sprintf("Configure with %s (%s)", what, config), err, sdk.ErrInvalid))
-	}
-	return p.err()
+	return e.suite.refusesBadConfigs(ctx, e.dir, obj)
 }
 
 func checkCompact(ctx context.Context, e *compactorEnv) error {

@@ -52,6 +52,43 @@ func (i *instance) close() error {
 	return nil
 }
 
+// refusesBadConfigs configures a fresh plugin with each config no plugin
+// may accept: valid (the target's config, as an object) plus an unknown
+// key, a JSON array, a JSON string, and every Target.BadConfigs entry. Each
+// must be refused with sdk.ErrInvalid.
+func (s *Suite) refusesBadConfigs(ctx context.Context, dir string, valid map[string]json.RawMessage) error {
+	valid["conformance_unknown_key"] = json.RawMessage("true")
+	unknown, err := json.Marshal(valid)
+	if err != nil {
+		return err
+	}
+	type badConfig struct {
+		what   string
+		config json.RawMessage
+	}
+	bad := []badConfig{
+		{"an unknown key", unknown},
+		{"a JSON array", json.RawMessage(`[]`)},
+		{"a JSON string", json.RawMessage(`"memory.db"`)},
+	}
+	for i, c := range s.target.BadConfigs {
+		bad = append(bad, badConfig{fmt.Sprintf("Target.BadConfigs[%d]", i), c})
+	}
+	var p problems
+	for _, b := range bad {
+		inst, err := s.launch(ctx, dir)
+		if err != nil {
+			return err
+		}
+		err = inst.conn.Configure(ctx, b.config)
+		if cerr := inst.close(); cerr != nil {
+			p.addf("Close after a refused Configure: %v", cerr)
+		}
+		p.add(wantErr(fmt.Sprintf("Configure with %s (%s)", b.what, b.config), err, sdk.ErrInvalid))
+	}
+	return p.err()
+}
+
 // launch starts the plugin without configuring it.
 func (s *Suite) launch(ctx context.Context, dir string) (*instance, error) {
 	if s.target.New != nil {

@@ -261,28 +261,7 @@ func checkKindConfig(ctx context.Context, e *kindEnv) error {
 	if err := e.close(); err != nil {
 		return err
 	}
-	obj["conformance_unknown_key"] = json.RawMessage("true")
-	unknown, err := json.Marshal(obj)
-	if err != nil {
-		return err
-	}
-	bad := map[string]json.RawMessage{"an unknown key": unknown, "a JSON array": json.RawMessage(`[]`), "a JSON string": json.RawMessage(`"x"`)}
-	for i, c := range e.s.target.BadConfigs {
-		bad[fmt.Sprintf("Target.BadConfigs[%d]", i)] = c
-	}
-	var p problems
-	for what, cfg := range bad {
-		inst, err := e.s.launch(ctx, e.dir)
-		if err != nil {
-			return err
-		}
-		err = inst.conn.Configure(ctx, cfg)
-		if cerr := inst.close(); cerr != nil {
-			p.addf("Close after a refused Configure: %v", cerr)
-		}
-		p.add(wantErr(fmt.Sprintf("Configure with %s (%s)", what, cfg), err, sdk.ErrInvalid))
-	}
-	return p.err()
+	return e.s.refusesBadConfigs(ctx, e.dir, obj)
 }
 
 // --- selectors ---
