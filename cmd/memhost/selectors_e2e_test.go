@@ -171,8 +171,9 @@ func TestBindingsEditWithoutRestart(t *testing.T) {
 			t.Errorf("step %d: injected scopes %v, want %v", i, got, st.want)
 		}
 	}
-	if !strings.Contains(m.logs(), "bindings file refused") || !strings.Contains(m.logs(), "realms.default.mobs.alice") &&
-		!strings.Contains(m.logs(), "line 1") {
+	// The plugin's line crosses its stderr pipe after the turn has answered.
+	waitForLog(t, m, "bindings file refused")
+	if !strings.Contains(m.logs(), "realms.default.mobs.alice") && !strings.Contains(m.logs(), "line 1") {
 		t.Errorf("the malformed edit left no clear error in the log:\n%s", m.logs())
 	}
 	if !slices.Equal(pidsBefore, pluginPids(t, m)) {
