@@ -310,7 +310,9 @@ func rebuildIndex(ctx context.Context, db querier, realm string, indexed func(n 
 }
 
 // recallFromIndex answers the best hits of q from the index, with their
-// records read from the database in one query.
+// records read from the database in one query by row key (the index's
+// Seq is records.seq), which skips the (realm, id) index a read by id
+// walks first.
 func (d *database) recallFromIndex(ctx context.Context, q sdk.RecallQuery, terms []string, nowMs int64, limit int) ([]sdk.Hit, error) {
 	scopes := make([]string, len(q.Scopes))
 	for i, s := range q.Scopes {
@@ -325,22 +327,20 @@ func (d *database) recallFromIndex(ctx context.Context, q sdk.RecallQuery, terms
 	if len(found) == 0 {
 		return []sdk.Hit{}, nil
 	}
-	ids := make([]string, len(found))
-	for i, h := range found {
-		ids[i] = h.ID
-	}
-	recs, err := d.get(ctx, q.Realm, ids)
+	recs, err := d.bySeq(ctx, found)
 	if err != nil {
 		return nil, err
 	}
-	byID := make(map[string]*sdk.Record, len(recs))
+	bySeq := make(map[uint64]*sdk.Record, len(recs))
 	for i := range recs {
-		byID[recs[i].ID] = &recs[i]
+		bySeq[uint64(recs[i].seq)] = &recs[i].Record
 	}
 	hits := make([]sdk.Hit, 0, len(found))
 	for _, h := range found {
-		// A write between the search and the read may have retired it.
-		if r := byID[h.ID]; r != nil && r.Status == sdk.StatusActive {
+		// A write between the search and the read may have retired it;
+		// the realm and id are checked too, so a row key the index got
+		// wrong can never answer another record.
+		if r := bySeq[h.Seq]; r != nil && r.Status == sdk.StatusActive && r.ID == h.ID && r.Realm == q.Realm {
 			hits = append(hits, sdk.Hit{Record: *r, Score: h.Score})
 		}
 	}

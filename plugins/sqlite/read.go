@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	memindex "github.com/memhost/memhost/sdk/index"
 )
 
 // recordColumns are the columns scanRecord reads, in order.
@@ -44,6 +45,45 @@ func fromMillis(ms int64) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(ms).UTC()
+}
+
+// seqRecord is a record with the row key it was read by.
+type seqRecord struct {
+	sdk.Record
+	seq int64
+}
+
+// bySeq reads the records stored at the hits' Seq (records.seq), of any
+// status and in no set order; rows not there are skipped.
+func (d *database) bySeq(ctx context.Context, hits []memindex.Hit) ([]seqRecord, error) {
+	seqs := make([]uint64, len(hits))
+	for i := range hits {
+		seqs[i] = hits[i].Seq
+	}
+	list, _ := json.Marshal(seqs) // []uint64 always marshals
+	release, err := d.acquireRead(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: read hits: %w", err)
+	}
+	defer release()
+	rows, err := d.r.QueryContext(ctx, `SELECT `+recordColumns+`, r.seq FROM records AS r
+		WHERE r.seq IN (SELECT value FROM json_each(?))`, string(list))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: read hits: %w", err)
+	}
+	defer rows.Close()
+	out := make([]seqRecord, 0, len(hits))
+	for rows.Next() {
+		var r seqRecord
+		if err := scanRecord(rows, &r.Record, &r.seq); err != nil {
+			return nil, fmt.Errorf("sqlite: read hits: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: read hits: %w", err)
+	}
+	return out, nil
 }
 
 // get answers the records of realm named by ids, of any status, in the

@@ -110,10 +110,12 @@ type Query struct {
 }
 
 // Hit is one answered document; Score is FTS5's bm25() negated (higher is
-// better).
+// better). Seq is the document's Doc.Seq, so a caller that numbers
+// documents by its own row key can read the hit by that key.
 type Hit struct {
 	ID    string
 	Score float64
+	Seq   uint64
 }
 
 // Index is the engine. The zero value is not usable; call New.

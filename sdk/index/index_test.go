@@ -138,7 +138,7 @@ func (r *reference) search(q Query) []Hit {
 	})
 	out := []Hit{}
 	for i := 0; i < len(all) && i < q.Limit; i++ {
-		out = append(out, Hit{ID: all[i].d.ID, Score: all[i].score})
+		out = append(out, Hit{ID: all[i].d.ID, Score: all[i].score, Seq: all[i].d.Seq})
 	}
 	return out
 }

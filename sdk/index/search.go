@@ -452,7 +452,7 @@ func top(rm *realm, sc *scratch, docs []uint32, scores []float64, k int) []Hit {
 	})
 	out := make([]Hit, len(h))
 	for i, e := range h {
-		out[i] = Hit{ID: rm.ids[e.doc], Score: e.score}
+		out[i] = Hit{ID: rm.ids[e.doc], Score: e.score, Seq: rm.seq[e.doc]}
 	}
 	return out
 }
