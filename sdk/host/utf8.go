@@ -69,12 +69,11 @@ func invalidUTF8Field(m protoreflect.Message, prefix string) string {
 	return bad
 }
 
-// grpcDialOptions are the host side's: the raised message limit, and bad
-// UTF-8 reported as bad input.
+// grpcDialOptions are the host side's: wire's (message limit, windows),
+// bad UTF-8 reported as bad input, and the request id sent along.
 func grpcDialOptions() []grpc.DialOption {
-	return []grpc.DialOption{
-		grpc.WithDefaultCallOptions(wire.CallOptions()...),
+	return append(wire.DialOptions(),
 		grpc.WithChainUnaryInterceptor(utf8Interceptor, requestIDUnary),
 		grpc.WithChainStreamInterceptor(requestIDStream),
-	}
+	)
 }
