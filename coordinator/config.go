@@ -88,7 +88,7 @@ type SweepLimits struct {
 type Config struct {
 	PerTurnInjection    InjectionMode
 	Selection           SelectionMode
-	MaxEntries          int           // records per injection; recall asks for twice as many
+	MaxEntries          int           // records per injection; recall asks for a quarter more (turnCandidates)
 	RecallTimeout       time.Duration // bounds every recall path (composition, manifest, selector, fetch)
 	RecallFailurePolicy FailurePolicy
 	// FailurePolicies overrides RecallFailurePolicy per surface (turn,
@@ -222,7 +222,7 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// maxEntriesLimit bounds max_entries: recall asks for twice as many rows.
+// maxEntriesLimit bounds max_entries: recall asks for a quarter more rows.
 const maxEntriesLimit = 100
 
 func (b Budgets) validate(bad func(key, problem string, args ...any)) {

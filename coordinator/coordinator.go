@@ -433,7 +433,7 @@ func (c *Coordinator) recall(ctx context.Context, surface Surface, id sdk.Identi
 		return c.selectRecords(ctx, id, p, scopes, query, suppressed, swept, deeper)
 	}
 	hits, err := p.Recall(ctx, sdk.RecallQuery{
-		Realm: id.Realm, Query: query, Scopes: scopes, Limit: 2 * c.cfg.MaxEntries, ExcludeIDs: suppressed,
+		Realm: id.Realm, Query: query, Scopes: scopes, Limit: c.turnCandidates(), ExcludeIDs: suppressed,
 	})
 	if err != nil {
 		return nil, err
@@ -443,6 +443,17 @@ func (c *Coordinator) recall(ctx context.Context, surface Surface, id sdk.Identi
 		recs = append(recs, hits[i].Record)
 	}
 	return keepReadable(recs, scopes, suppressed), nil
+}
+
+// turnCandidates is how many hits a lexical recall asks for: MaxEntries
+// and a quarter more (at least two) in reserve for those the render
+// drops, a record too large for what is left of the budget or one a
+// concurrent turn of the session injected meanwhile. The provider already
+// leaves out the session's injected ids and expired records, so the
+// reserve is small; every extra hit is read, sent and decoded on every
+// turn (asking for twice MaxEntries made a turn 1.4× a plain recall).
+func (c *Coordinator) turnCandidates() int {
+	return c.cfg.MaxEntries + max(2, c.cfg.MaxEntries/4)
 }
 
 func (c *Coordinator) selectRecords(ctx context.Context, id sdk.Identity, p provider, scopes []sdk.Scope, query string, suppressed, swept []string, deeper func([]sdk.Scope)) ([]sdk.Record, error) {

@@ -323,6 +323,29 @@ func TestOversizedRecordIsSkippedNotBlocking(t *testing.T) {
 	}
 }
 
+// A turn asks for spare hits beyond MaxEntries, so records the budget
+// cannot hold do not leave the turn short when smaller ones rank below.
+func TestSpareCandidatesFillTheTurn(t *testing.T) {
+	f := newFixture(t, func(c *Config, _ *Options) {
+		c.Budgets.TurnBytes = 2 << 10
+		c.MaxEntries = 3
+	})
+	var recs []sdk.Record
+	for i := range 5 {
+		r := rec(fmt.Sprintf("Coffee note %d", i), "burr grinder setting")
+		if i < 2 {
+			r.Body = strings.Repeat("coffee origin notes ", 150) // ~2.3 KiB rendered: over the cap
+		}
+		r.UpdatedAt = testNow.Add(-time.Duration(i) * time.Hour) // ranks in this order
+		recs = append(recs, r)
+	}
+	ids := f.add(recs...)
+	res := f.turn(alice, "", "coffee")
+	if !slices.Equal(res.RecordIDs, ids[2:]) {
+		t.Fatalf("injected %v, want the three that fit %v (the two over the cap rank first)", res.RecordIDs, ids[2:])
+	}
+}
+
 func TestNonceStabilityAndSecrecy(t *testing.T) {
 	f := newFixture(t, func(c *Config, o *Options) {
 		c.FailurePolicies = map[Surface]FailurePolicy{SurfaceBuild: FailureFail}

@@ -48,7 +48,7 @@ func TestThroughThePlugin(t *testing.T) {
 	if n := backend.Calls(coordinatortest.MethodRecall); n != 1 {
 		t.Fatalf("%d recall RPCs for one turn", n)
 	}
-	if q := backend.RecallQueries()[0]; q.Limit != 16 || !slices.Equal(q.Scopes, []sdk.Scope{"identity:alice", "realm"}) {
+	if q := backend.RecallQueries()[0]; q.Limit != 10 || !slices.Equal(q.Scopes, []sdk.Scope{"identity:alice", "realm"}) {
 		t.Fatalf("recall over the wire: %+v", q)
 	}
 	second := f.turn(alice, "s", "coffee")
