@@ -31,6 +31,7 @@ PRAGMA synchronous = FULL;
 PRAGMA temp_store = MEMORY;
 PRAGMA mmap_size = 0;
 PRAGMA journal_size_limit = 67108864;
+PRAGMA wal_autocheckpoint = 0;
 `
 
 // Memory is sized on purpose (the plugin's RSS is the index plus these):
@@ -73,6 +74,7 @@ type database struct {
 	opts  options
 	log   *slog.Logger
 	maint *maintainer
+	ckpt  *checkpointer // folds the WAL back (checkpoint.go)
 
 	// ix answers recall. wmu serializes write transactions; imu the index
 	// updates. A write takes imu before it lets go of wmu, so the index
@@ -131,6 +133,10 @@ func openDatabase(ctx context.Context, path string, opts options, log *slog.Logg
 	d := &database{path: abs, lock: lock, opts: opts, log: log, slots: make(chan struct{}, readers), reindexing: make(chan struct{}, 1)}
 	d.applied = sync.NewCond(&d.applyMu)
 	if err := d.open(ctx); err != nil {
+		d.close()
+		return nil, describeOpenError(abs, opts.busyTimeout, err)
+	}
+	if d.ckpt, err = startCheckpointer(d); err != nil {
 		d.close()
 		return nil, describeOpenError(abs, opts.busyTimeout, err)
 	}
@@ -234,6 +240,9 @@ func (d *database) close() error {
 	if d.ilog != nil {
 		errs = append(errs, d.ilog.close())
 	}
+	if d.ckpt != nil {
+		errs = append(errs, d.ckpt.close())
+	}
 	if d.w != nil {
 		// Best effort: fold the WAL back so the file stands alone.
 		_, _ = d.w.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -295,6 +304,7 @@ func (d *database) writeTx(ctx context.Context, fn func(tx *sql.Tx, ch *indexCha
 	if err := tx.Commit(); err != nil {
 		return err
 	}
+	d.ckpt.noteCommit()
 	if len(ch.ops) == 0 {
 		return nil
 	}

@@ -118,6 +118,7 @@ type options struct {
 	now          func() time.Time
 	busyTimeout  time.Duration
 	maintainIdle time.Duration
+	walBound     int // frames; see checkpoint.go
 }
 
 func defaultOptions() options {
@@ -125,6 +126,7 @@ func defaultOptions() options {
 		now:          time.Now,
 		busyTimeout:  5 * time.Second,
 		maintainIdle: time.Second,
+		walBound:     walBoundFrames,
 	}
 }
 
