@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/blevesearch/snowballstem"
+	"github.com/blevesearch/snowballstem/english"
 )
 
 func TestTokens(t *testing.T) {
@@ -81,4 +84,39 @@ func FuzzTokens(f *testing.F) {
 			t.Fatalf("re-tokenizing lost terms: %q -> %q", toks, again)
 		}
 	})
+}
+
+// The stem cache answers what the stemmer does, on first sight and after,
+// and also once far more distinct words than it has slots went through.
+func TestStemCache(t *testing.T) {
+	direct := func(w string) string {
+		env := snowballstem.NewEnv(w)
+		english.Stem(env)
+		return env.Current()
+	}
+	words := []string{"hiking", "hikes", "running", "generously", "connection", "caresses", "ponies"}
+	for pass := range 2 {
+		for _, w := range words {
+			if got, want := stem(w), direct(w); got != want {
+				t.Fatalf("pass %d: stem(%q) = %q, want the stemmer's %q", pass, w, got, want)
+			}
+		}
+	}
+	word := func(i int) string {
+		b := []byte("qq")
+		for ; i > 0; i /= 26 {
+			b = append(b, byte('a'+i%26))
+		}
+		return string(b) + "ing"
+	}
+	for i := range 4 * len(stems) {
+		if w := word(i); stem(w) != direct(w) {
+			t.Fatalf("stem(%q) differs from the stemmer", w)
+		}
+	}
+	for _, w := range words {
+		if got, want := stem(w), direct(w); got != want {
+			t.Fatalf("after the flood: stem(%q) = %q, want %q", w, got, want)
+		}
+	}
 }
