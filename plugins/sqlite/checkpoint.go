@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"log/slog"
 	"time"
 )
 
@@ -66,23 +67,46 @@ func (c *checkpointer) close() error {
 
 func (c *checkpointer) run(ctx context.Context) {
 	defer close(c.done)
+	var streak failureStreak
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-c.kick:
 		}
-		if err := c.checkpoint(ctx); err != nil && ctx.Err() == nil {
-			c.d.log.Warn("WAL checkpoint failed; the next commit retries", "path", c.d.path, "error", err.Error())
+		err := c.checkpoint(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if streak.note(c.d.log, c.d.path, err) {
 			// A failing disk is not retried in a tight loop.
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(time.Second):
+			case <-time.After(checkpointRetry):
 			}
 		}
 	}
 }
+
+// failureStreak logs one line when checkpoints start failing (a full
+// disk, say) and one when they recover, not one per commit.
+type failureStreak struct{ failing bool }
+
+// note records one checkpoint's outcome and answers whether it failed.
+func (f *failureStreak) note(log *slog.Logger, path string, err error) bool {
+	switch {
+	case err != nil && !f.failing:
+		log.Warn("WAL checkpoint failed; the WAL grows until one succeeds", "path", path, "error", err.Error())
+	case err == nil && f.failing:
+		log.Info("WAL checkpoints succeed again", "path", path)
+	}
+	f.failing = err != nil
+	return f.failing
+}
+
+// checkpointRetry spaces the attempts while checkpoints fail.
+const checkpointRetry = time.Second
 
 // checkpoint copies the committed frames into the database file, and
 // finishes under the write lock once the WAL has grown past its bound.

@@ -2,8 +2,11 @@ package sqlite
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -30,10 +33,12 @@ func TestWALStaysBoundedUnderWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("WAL peak %d KiB, database %d KiB after %d batches", peak>>10, db.Size()>>10, batches)
-	// The bound plus what a few batches write while a checkpoint runs; the
-	// database itself is far larger, and an unchecked WAL larger still.
-	if limit := db.Size() / 3; peak > limit {
-		t.Fatalf("the WAL reached %d KiB, over a third of the %d KiB database: it is not being checkpointed", peak>>10, db.Size()>>10)
+	// The bound plus what the writes add while a checkpoint runs, with
+	// room for a slow machine; these batches write about 64 MiB of frames,
+	// which an unchecked WAL would hold whole.
+	const limit = 16 << 20
+	if peak > limit {
+		t.Fatalf("the WAL reached %d KiB, over %d KiB (the database is %d KiB): it is not kept bounded", peak>>10, limit>>10, db.Size()>>10)
 	}
 	// Everything written is in the database file once the WAL is folded
 	// back on close, and a fresh open reads it.
@@ -43,5 +48,25 @@ func TestWALStaysBoundedUnderWrites(t *testing.T) {
 	s2 := openAt(t, path)
 	if n := rowCount(t, s2, "records"); n != batches*500 {
 		t.Fatalf("reopened store holds %d records, want %d", n, batches*500)
+	}
+}
+
+// A checkpoint that keeps failing is logged once, not once per commit,
+// and its recovery once.
+func TestCheckpointFailuresLogOncePerStreak(t *testing.T) {
+	var logs strings.Builder
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	var f failureStreak
+	full := errors.New("database or disk is full")
+	for i, err := range []error{nil, full, full, full, nil, nil, full, nil} {
+		if failed := f.note(log, "memory.db", err); failed != (err != nil) {
+			t.Fatalf("outcome %d: note answered %v for %v", i, failed, err)
+		}
+	}
+	if n := strings.Count(logs.String(), "WAL checkpoint failed"); n != 2 {
+		t.Errorf("%d failure lines for two failing streaks, want 2:\n%s", n, logs.String())
+	}
+	if n := strings.Count(logs.String(), "succeed again"); n != 2 {
+		t.Errorf("%d recovery lines for two recoveries, want 2:\n%s", n, logs.String())
 	}
 }
