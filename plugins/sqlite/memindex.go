@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -327,21 +328,24 @@ func (d *database) recallFromIndex(ctx context.Context, q sdk.RecallQuery, terms
 	if len(found) == 0 {
 		return []sdk.Hit{}, nil
 	}
-	recs, err := d.bySeq(ctx, found)
-	if err != nil {
-		return nil, err
+	seqs := make([]uint64, len(found))
+	for i := range found {
+		seqs[i] = found[i].Seq
 	}
-	bySeq := make(map[uint64]*sdk.Record, len(recs))
-	for i := range recs {
-		bySeq[uint64(recs[i].seq)] = &recs[i].Record
+	list, _ := json.Marshal(seqs) // []uint64 always marshals
+	bySeq := make(map[uint64]sdk.Record, len(found))
+	err = d.readRecords(ctx, `r.seq IN (SELECT value FROM json_each(?))`, []any{string(list)},
+		func(r *sdk.Record, seq int64) { bySeq[uint64(seq)] = *r })
+	if err != nil {
+		return nil, fmt.Errorf("read hits: %w", err)
 	}
 	hits := make([]sdk.Hit, 0, len(found))
 	for _, h := range found {
 		// A write between the search and the read may have retired it;
 		// the realm and id are checked too, so a row key the index got
 		// wrong can never answer another record.
-		if r := bySeq[h.Seq]; r != nil && r.Status == sdk.StatusActive && r.ID == h.ID && r.Realm == q.Realm {
-			hits = append(hits, sdk.Hit{Record: *r, Score: h.Score})
+		if r, ok := bySeq[h.Seq]; ok && r.Status == sdk.StatusActive && r.ID == h.ID && r.Realm == q.Realm {
+			hits = append(hits, sdk.Hit{Record: r, Score: h.Score})
 		}
 	}
 	return hits, nil

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
-	memindex "github.com/memhost/memhost/sdk/index"
 )
 
 // recordColumns are the columns scanRecord reads, in order.
@@ -47,43 +46,29 @@ func fromMillis(ms int64) time.Time {
 	return time.UnixMilli(ms).UTC()
 }
 
-// seqRecord is a record with the row key it was read by.
-type seqRecord struct {
-	sdk.Record
-	seq int64
-}
-
-// bySeq reads the records stored at the hits' Seq (records.seq), of any
-// status and in no set order; rows not there are skipped.
-func (d *database) bySeq(ctx context.Context, hits []memindex.Hit) ([]seqRecord, error) {
-	seqs := make([]uint64, len(hits))
-	for i := range hits {
-		seqs[i] = hits[i].Seq
-	}
-	list, _ := json.Marshal(seqs) // []uint64 always marshals
+// readRecords reads the records the WHERE clause where picks (over
+// records AS r), on a read connection admitted as recall is, and hands
+// each to add with its row key.
+func (d *database) readRecords(ctx context.Context, where string, args []any, add func(r *sdk.Record, seq int64)) error {
 	release, err := d.acquireRead(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: read hits: %w", err)
+		return err
 	}
 	defer release()
-	rows, err := d.r.QueryContext(ctx, `SELECT `+recordColumns+`, r.seq FROM records AS r
-		WHERE r.seq IN (SELECT value FROM json_each(?))`, string(list))
+	rows, err := d.r.QueryContext(ctx, `SELECT `+recordColumns+`, r.seq FROM records AS r WHERE `+where, args...)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: read hits: %w", err)
+		return err
 	}
 	defer rows.Close()
-	out := make([]seqRecord, 0, len(hits))
 	for rows.Next() {
-		var r seqRecord
-		if err := scanRecord(rows, &r.Record, &r.seq); err != nil {
-			return nil, fmt.Errorf("sqlite: read hits: %w", err)
+		var r sdk.Record
+		var seq int64
+		if err := scanRecord(rows, &r, &seq); err != nil {
+			return err
 		}
-		out = append(out, r)
+		add(&r, seq)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: read hits: %w", err)
-	}
-	return out, nil
+	return rows.Err()
 }
 
 // get answers the records of realm named by ids, of any status, in the
@@ -94,26 +79,10 @@ func (d *database) get(ctx context.Context, realm string, ids []string) ([]sdk.R
 		return out, nil
 	}
 	idList, _ := json.Marshal(ids) // []string always marshals
-	release, err := d.acquireRead(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: get: %w", err)
-	}
-	defer release()
-	rows, err := d.r.QueryContext(ctx, `SELECT `+recordColumns+` FROM records AS r
-		WHERE r.realm = ? AND r.id IN (SELECT value FROM json_each(?))`, realm, string(idList))
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: get: %w", err)
-	}
-	defer rows.Close()
 	byID := make(map[string]sdk.Record, len(ids))
-	for rows.Next() {
-		var r sdk.Record
-		if err := scanRecord(rows, &r); err != nil {
-			return nil, fmt.Errorf("sqlite: get: %w", err)
-		}
-		byID[r.ID] = r
-	}
-	if err := rows.Err(); err != nil {
+	err := d.readRecords(ctx, `r.realm = ? AND r.id IN (SELECT value FROM json_each(?))`, []any{realm, string(idList)},
+		func(r *sdk.Record, _ int64) { byID[r.ID] = *r })
+	if err != nil {
 		return nil, fmt.Errorf("sqlite: get: %w", err)
 	}
 	for _, id := range ids {
