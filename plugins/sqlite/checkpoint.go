@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"log/slog"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,10 +22,19 @@ import (
 // so once the WAL holds walBoundFrames the checkpointer copies the rest
 // under the write lock, a short copy of what arrived since its last pass,
 // and the next write starts the WAL from the beginning: it stays bounded.
+//
+// Small commits gather first, as SQLite's own checkpoint waited for 1,000
+// pages: a checkpoint fsyncs the database file, and one after every
+// single-record write made such writes a fifth to a third slower. A pass
+// runs once commits of checkpointBatch records have come, or
+// options.checkpointGather after the first of them.
 
 // walBoundFrames is the WAL size (4 KiB pages) past which a checkpoint
 // waits for the write lock to finish (options.walBound).
 const walBoundFrames = 4096
+
+// checkpointBatch is how many records' commits start a checkpoint at once.
+const checkpointBatch = 256
 
 type checkpointer struct {
 	d    *database
@@ -32,6 +42,9 @@ type checkpointer struct {
 	kick chan struct{}
 	stop context.CancelFunc
 	done chan struct{}
+	// pending counts the commits (weighted by the records each changed)
+	// since the last pass began.
+	pending atomic.Int64
 }
 
 func startCheckpointer(d *database) (*checkpointer, error) {
@@ -47,12 +60,14 @@ func startCheckpointer(d *database) (*checkpointer, error) {
 	return c, nil
 }
 
-// noteCommit asks for a checkpoint after a commit; it never blocks. The
-// database's own writes while it opens come before the checkpointer.
-func (c *checkpointer) noteCommit() {
+// noteCommit asks for a checkpoint after a commit that changed records
+// records; it never blocks. The database's own writes while it opens
+// come before the checkpointer.
+func (c *checkpointer) noteCommit(records int) {
 	if c == nil {
 		return
 	}
+	c.pending.Add(int64(records) + 1)
 	select {
 	case c.kick <- struct{}{}:
 	default:
@@ -74,6 +89,10 @@ func (c *checkpointer) run(ctx context.Context) {
 			return
 		case <-c.kick:
 		}
+		if !c.gather(ctx) {
+			return
+		}
+		c.pending.Store(0)
 		err := c.checkpoint(ctx)
 		if ctx.Err() != nil {
 			return
@@ -87,6 +106,26 @@ func (c *checkpointer) run(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// gather waits until commits of checkpointBatch records have come since
+// the last pass, or checkpointGather has passed; false once stopped.
+func (c *checkpointer) gather(ctx context.Context) bool {
+	if c.pending.Load() >= checkpointBatch {
+		return true
+	}
+	timer := time.NewTimer(c.d.opts.checkpointGather)
+	defer timer.Stop()
+	for c.pending.Load() < checkpointBatch {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-timer.C:
+			return true
+		case <-c.kick:
+		}
+	}
+	return true
 }
 
 // failureStreak logs one line when checkpoints start failing (a full

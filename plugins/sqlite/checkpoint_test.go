@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // With SQLite's own checkpoint off (checkpoint.go), the WAL must still
@@ -68,5 +69,38 @@ func TestCheckpointFailuresLogOncePerStreak(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "succeed again"); n != 2 {
 		t.Errorf("%d recovery lines for two recoveries, want 2:\n%s", n, logs.String())
+	}
+}
+
+// Small commits gather before a checkpoint (each fsyncs the database
+// file): single-record writes leave their frames in the WAL, so it grows
+// with each. (TestWALStaysBoundedUnderWrites shows that batches of more
+// than checkpointBatch records are checkpointed at once.)
+func TestSmallCommitsGatherBeforeACheckpoint(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "memory.db")
+	s := openAt(t, path, func(o *options) { o.checkpointGather = time.Hour })
+	ctx := context.Background()
+	walSize := func() int64 {
+		fi, err := os.Stat(path + "-wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	if _, err := s.Remember(ctx, "bench", benchRecords(0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // a checkpoint, were one due, has run
+	first := walSize()
+	for i := 1; i < 20; i++ {
+		if _, err := s.Remember(ctx, "bench", benchRecords(i, 1)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Checkpointed after each, the WAL would start over every time and
+	// stay the size of one commit.
+	if got := walSize(); got < 4*first {
+		t.Fatalf("after 20 single-record writes the WAL is %d bytes, after one %d: small commits were checkpointed one by one", got, first)
 	}
 }

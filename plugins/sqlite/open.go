@@ -304,7 +304,7 @@ func (d *database) writeTx(ctx context.Context, fn func(tx *sql.Tx, ch *indexCha
 	if err := tx.Commit(); err != nil {
 		return err
 	}
-	d.ckpt.noteCommit()
+	d.ckpt.noteCommit(len(ch.ops))
 	if len(ch.ops) == 0 {
 		return nil
 	}

@@ -118,15 +118,19 @@ type options struct {
 	now          func() time.Time
 	busyTimeout  time.Duration
 	maintainIdle time.Duration
-	walBound     int // frames; see checkpoint.go
+	// walBound (frames) and checkpointGather pace the WAL checkpoint
+	// (checkpoint.go).
+	walBound         int
+	checkpointGather time.Duration
 }
 
 func defaultOptions() options {
 	return options{
-		now:          time.Now,
-		busyTimeout:  5 * time.Second,
-		maintainIdle: time.Second,
-		walBound:     walBoundFrames,
+		now:              time.Now,
+		busyTimeout:      5 * time.Second,
+		maintainIdle:     time.Second,
+		walBound:         walBoundFrames,
+		checkpointGather: time.Second,
 	}
 }
 
