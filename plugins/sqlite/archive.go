@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/usage"
@@ -45,7 +44,7 @@ func (s *Store) Export(ctx context.Context, realm, after string, limit int) (sdk
 
 // Import stores full records as given, in one transaction (sdk.Archiver).
 // A stored id is skipped; so is a record whose content is live in its
-// scope already (the records_by_content index decides).
+// scope already.
 func (s *Store) Import(ctx context.Context, realm string, records []sdk.Record) (sdk.ImportResult, error) {
 	prepared := make([]preparedRecord, len(records))
 	for i, r := range records {
@@ -89,20 +88,17 @@ func importRecord(ctx context.Context, tx *sql.Tx, ch *indexChange, p *preparedR
 	default:
 		return false, err
 	}
-	threadID, threadSeq := threadColumns(r)
-	res, err := tx.ExecContext(ctx, insertRecordSQL,
-		r.Realm, r.ID, string(r.Scope), string(r.Status), expiresMillis(r.ExpiresAt), tagKeys(r.Tags),
-		string(r.Kind), string(r.Trust), r.Supersedes, r.CreatedAt.UnixMilli(), r.UpdatedAt.UnixMilli(),
-		r.ContentHash, p.doc.ntok, r.Title, r.Description, strings.Join(r.Tags, "\n"), r.Body, threadID, threadSeq)
+	key := keyOf(r.Realm, r.Scope, r.ContentHash)
+	live := isLive(r.Status)
+	if _, ok := ch.content.seq(key); ok && live {
+		return false, nil
+	}
+	seq, err := insertRecord(ctx, tx, p)
 	if err != nil {
 		return false, err
 	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return false, err
-	}
-	seq, err := res.LastInsertId()
-	if err != nil {
-		return false, err
+	if live {
+		ch.content.add(key, seq)
 	}
 	if r.UseCount > 0 {
 		// The decayed usage key is rebuilt as if every use happened at the

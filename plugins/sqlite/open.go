@@ -84,6 +84,7 @@ type database struct {
 	// open built the index.
 	ix           *memindex.Index
 	wmu          sync.Mutex
+	live         liveContent // under wmu (content.go)
 	imu          sync.Mutex
 	snapGen      uint64
 	fromSnapshot bool
@@ -182,7 +183,11 @@ func (d *database) open(ctx context.Context) error {
 	if err := d.check(ctx); err != nil {
 		return err
 	}
-	return d.loadIndex(ctx)
+	// The live contents are read beside the index load: one is mostly
+	// SQLite's work, the other Go's decoding.
+	loaded := make(chan error, 1)
+	go func() { loaded <- d.live.load(ctx, d.r) }()
+	return errors.Join(d.loadIndex(ctx), <-loaded)
 }
 
 // check reads the tables, so a damaged file fails at start rather than on
@@ -257,10 +262,12 @@ func (d *database) close() error {
 	return nil
 }
 
-// indexChange collects what a write transaction does to the recall index,
-// applied once it commits.
+// indexChange collects what a write transaction does to the in-memory
+// state beside the database: the recall index's changes, applied once it
+// commits, and its view of the live contents (content.go).
 type indexChange struct {
-	ops []indexOp
+	ops     []indexOp
+	content contentChange
 }
 
 func (c *indexChange) put(seq int64, r *sdk.Record, doc *indexDoc) {
@@ -278,6 +285,27 @@ func (d *database) write(ctx context.Context, fn func(tx *sql.Tx, ch *indexChang
 	return storageError(d.writeTx(ctx, fn))
 }
 
+// run begins a write transaction and runs fn in it, answering the open
+// transaction and its changes; on failure the transaction is rolled back.
+func (d *database) run(ctx context.Context, fn func(tx *sql.Tx, ch *indexChange) error) (*sql.Tx, *indexChange, error) {
+	tx, err := d.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	ch := &indexChange{content: contentChange{base: &d.live}}
+	if d.live.stale {
+		err = d.live.load(ctx, tx)
+	}
+	if err == nil {
+		err = fn(tx, ch)
+	}
+	if err != nil {
+		tx.Rollback()
+		return nil, nil, err
+	}
+	return tx, ch, nil
+}
+
 func (d *database) writeTx(ctx context.Context, fn func(tx *sql.Tx, ch *indexChange) error) error {
 	d.wmu.Lock()
 	holding := true
@@ -286,15 +314,18 @@ func (d *database) writeTx(ctx context.Context, fn func(tx *sql.Tx, ch *indexCha
 			d.wmu.Unlock()
 		}
 	}()
-	tx, err := d.w.BeginTx(ctx, nil)
+	tx, ch, err := d.run(ctx, fn)
+	if errors.Is(err, errStaleContent) {
+		// Only a bug or a hand edit of the file gets here: the records
+		// are the truth, so the map is reloaded and the write runs again.
+		d.log.Warn("reloading the live contents", "error", err.Error())
+		d.live.stale = true
+		tx, ch, err = d.run(ctx, fn)
+	}
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	var ch indexChange
-	if err := fn(tx, &ch); err != nil {
-		return err
-	}
 	var gen uint64
 	if len(ch.ops) > 0 {
 		if err := tx.QueryRowContext(ctx, "UPDATE index_gen SET gen = gen + 1 WHERE one = 1 RETURNING gen").Scan(&gen); err != nil {
@@ -302,8 +333,11 @@ func (d *database) writeTx(ctx context.Context, fn func(tx *sql.Tx, ch *indexCha
 		}
 	}
 	if err := tx.Commit(); err != nil {
+		// Whether SQLite kept the transaction is not known here.
+		d.live.stale = true
 		return err
 	}
+	ch.content.commit()
 	d.ckpt.noteCommit(len(ch.ops))
 	if len(ch.ops) == 0 {
 		return nil

@@ -108,6 +108,11 @@ DROP TABLE scope_totals;
 ALTER TABLE records ADD COLUMN thread_id TEXT NOT NULL DEFAULT '';
 ALTER TABLE records ADD COLUMN thread_seq INTEGER NOT NULL DEFAULT 0;
 `,
+	// 5: the live contents are kept in memory (content.go); their unique
+	// index cost a dirty page per written record.
+	`
+DROP INDEX records_by_content;
+`,
 }
 
 // schemaVersion is the user_version this build writes.

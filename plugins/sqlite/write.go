@@ -20,8 +20,25 @@ import (
 const insertRecordSQL = `
 INSERT INTO records (realm, id, scope, status, expires_ms, tag_keys, kind, trust, supersedes,
 	created_ms, updated_ms, content_hash, ntok, title, description, tags, body, thread_id, thread_seq)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (realm, scope, content_hash) WHERE status IN ('active', 'quarantined') DO NOTHING`
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// insertRecord inserts p as a new row and answers its seq. An id already
+// stored in the realm is a conflict.
+func insertRecord(ctx context.Context, tx *sql.Tx, p *preparedRecord) (int64, error) {
+	r := &p.rec
+	threadID, threadSeq := threadColumns(r)
+	res, err := tx.ExecContext(ctx, insertRecordSQL,
+		r.Realm, r.ID, string(r.Scope), string(r.Status), expiresMillis(r.ExpiresAt), tagKeys(r.Tags),
+		string(r.Kind), string(r.Trust), r.Supersedes, r.CreatedAt.UnixMilli(), r.UpdatedAt.UnixMilli(),
+		r.ContentHash, p.doc.ntok, r.Title, r.Description, strings.Join(r.Tags, "\n"), r.Body, threadID, threadSeq)
+	if isUniqueViolation(err) {
+		return 0, fmt.Errorf("id %q already names another record in realm %q: %w", r.ID, r.Realm, sdk.ErrConflict)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
+}
 
 // preparedRecord is a validated record with its index form, computed
 // before the write transaction so the lock is held for I/O only.
@@ -97,49 +114,59 @@ func (d *database) remember(ctx context.Context, realm string, records []sdk.Rec
 // content.
 func storeRecord(ctx context.Context, tx *sql.Tx, ch *indexChange, p *preparedRecord, now time.Time) (string, error) {
 	r := &p.rec
-	threadID, threadSeq := threadColumns(r)
-	res, err := tx.ExecContext(ctx, insertRecordSQL,
-		r.Realm, r.ID, string(r.Scope), string(r.Status), expiresMillis(r.ExpiresAt), tagKeys(r.Tags),
-		string(r.Kind), string(r.Trust), r.Supersedes, r.CreatedAt.UnixMilli(), r.UpdatedAt.UnixMilli(),
-		r.ContentHash, p.doc.ntok, r.Title, r.Description, strings.Join(r.Tags, "\n"), r.Body, threadID, threadSeq)
-	if isUniqueViolation(err) {
-		return "", fmt.Errorf("id %q already names another record in realm %q: %w", r.ID, r.Realm, sdk.ErrConflict)
-	}
-	if err != nil {
-		return "", err
-	}
-	// No row inserted: the content is live in the scope already.
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		if err != nil {
-			return "", err
+	key := keyOf(r.Realm, r.Scope, r.ContentHash)
+	live := isLive(r.Status)
+	if live {
+		if seq, ok := ch.content.seq(key); ok {
+			return answerDuplicate(ctx, tx, ch, seq, key, r, now)
 		}
-		return answerDuplicate(ctx, tx, ch, r, now)
 	}
-	if r.Status != sdk.StatusActive {
-		return r.ID, nil
-	}
-	seq, err := res.LastInsertId()
+	seq, err := insertRecord(ctx, tx, p)
 	if err != nil {
 		return "", err
 	}
-	ch.put(seq, r, &p.doc)
+	if live {
+		ch.content.add(key, seq)
+	}
+	if r.Status == sdk.StatusActive {
+		ch.put(seq, r, &p.doc)
+	}
 	return r.ID, nil
 }
 
-// answerDuplicate answers the id of the live record holding r's content,
-// reviving it with r's expiry if it had expired.
-func answerDuplicate(ctx context.Context, tx *sql.Tx, ch *indexChange, r *sdk.Record, now time.Time) (string, error) {
-	var seq, expires int64
-	var id string
-	var status sdk.Status
-	err := tx.QueryRowContext(ctx, `
-		SELECT seq, id, expires_ms, status FROM records
-		WHERE realm = ? AND scope = ? AND content_hash = ? AND status IN ('active', 'quarantined')`,
-		r.Realm, string(r.Scope), r.ContentHash).Scan(&seq, &id, &expires, &status)
-	if err != nil {
-		return "", fmt.Errorf("find the existing copy of a duplicate: %w", err)
+// liveRecord is what the write paths read of the record holding a content
+// live.
+type liveRecord struct {
+	id, supersedes string
+	expires        int64
+	status         sdk.Status
+}
+
+// readLive reads the record at seq, which the live contents say holds key
+// live. A row that does not is an error rather than a wrong answer.
+func readLive(ctx context.Context, tx *sql.Tx, seq int64, key contentKey) (liveRecord, error) {
+	var l liveRecord
+	var realm, scope, hash string
+	err := tx.QueryRowContext(ctx, `SELECT id, realm, scope, content_hash, supersedes, expires_ms, status FROM records WHERE seq = ?`, seq).
+		Scan(&l.id, &realm, &scope, &hash, &l.supersedes, &l.expires, &l.status)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && (!isLive(l.status) || keyOf(realm, sdk.Scope(scope), hash) != key) {
+		err = errStaleContent
 	}
-	if expires != 0 && expires <= now.UnixMilli() {
+	if err != nil {
+		return liveRecord{}, fmt.Errorf("read the live copy of a content (row %d): %w", seq, err)
+	}
+	return l, nil
+}
+
+// answerDuplicate answers the id of the record at seq, which holds r's
+// content live, reviving it with r's expiry if it had expired.
+func answerDuplicate(ctx context.Context, tx *sql.Tx, ch *indexChange, seq int64, key contentKey, r *sdk.Record, now time.Time) (string, error) {
+	l, err := readLive(ctx, tx, seq, key)
+	if err != nil {
+		return "", err
+	}
+	id, status := l.id, l.status
+	if l.expires != 0 && l.expires <= now.UnixMilli() {
 		if _, err := tx.ExecContext(ctx, "UPDATE records SET expires_ms = ?, updated_ms = ? WHERE seq = ?",
 			expiresMillis(r.ExpiresAt), now.UnixMilli(), seq); err != nil {
 			return "", err
@@ -162,17 +189,25 @@ func answerDuplicate(ctx context.Context, tx *sql.Tx, ch *indexChange, r *sdk.Re
 
 // storedRecord is what the write paths read back about an existing record.
 type storedRecord struct {
-	seq    int64
-	scope  sdk.Scope
-	kind   sdk.RecordKind
-	status sdk.Status
+	seq         int64
+	scope       sdk.Scope
+	kind        sdk.RecordKind
+	status      sdk.Status
+	contentHash string
+}
+
+// retire notes in ch that s, once live, no longer holds its content.
+func (s *storedRecord) retire(ch *indexChange, realm string) {
+	if isLive(s.status) {
+		ch.content.drop(keyOf(realm, s.scope, s.contentHash))
+	}
 }
 
 // lookupForWrite reads the record id of realm inside a write transaction;
 // found is false when there is none.
 func lookupForWrite(ctx context.Context, tx *sql.Tx, realm, id string) (s storedRecord, found bool, err error) {
-	err = tx.QueryRowContext(ctx, `SELECT seq, scope, kind, status FROM records WHERE realm = ? AND id = ?`, realm, id).
-		Scan(&s.seq, &s.scope, &s.kind, &s.status)
+	err = tx.QueryRowContext(ctx, `SELECT seq, scope, kind, status, content_hash FROM records WHERE realm = ? AND id = ?`, realm, id).
+		Scan(&s.seq, &s.scope, &s.kind, &s.status, &s.contentHash)
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, false, nil
 	}
@@ -198,6 +233,7 @@ func (d *database) forget(ctx context.Context, realm string, ids []string) (int,
 			if _, err := tx.ExecContext(ctx, "DELETE FROM records WHERE seq = ?", s.seq); err != nil {
 				return err
 			}
+			s.retire(ch, realm)
 			n++
 		}
 		return nil
@@ -240,7 +276,7 @@ func (d *database) supersede(ctx context.Context, realm, oldID string, replaceme
 		}
 		switch old.status {
 		case sdk.StatusSuperseded:
-			if id, ok, err := liveSuccessor(ctx, tx, &p.rec, oldID); err != nil || ok {
+			if id, ok, err := liveSuccessor(ctx, tx, ch, &p.rec, oldID); err != nil || ok {
 				newID = id
 				return err
 			}
@@ -253,6 +289,7 @@ func (d *database) supersede(ctx context.Context, realm, oldID string, replaceme
 		if _, err := tx.ExecContext(ctx, "UPDATE records SET status = 'superseded', updated_ms = ? WHERE seq = ?", now.UnixMilli(), old.seq); err != nil {
 			return err
 		}
+		old.retire(ch, realm)
 		newID, err = storeRecord(ctx, tx, ch, &p, now)
 		return err
 	})
@@ -264,16 +301,17 @@ func (d *database) supersede(ctx context.Context, realm, oldID string, replaceme
 
 // liveSuccessor finds the live record with rep's content that supersedes
 // oldID: the answer of an earlier, identical supersede.
-func liveSuccessor(ctx context.Context, tx *sql.Tx, rep *sdk.Record, oldID string) (string, bool, error) {
-	var id string
-	err := tx.QueryRowContext(ctx, `
-		SELECT id FROM records
-		WHERE realm = ? AND scope = ? AND content_hash = ? AND supersedes = ? AND status IN ('active', 'quarantined')`,
-		rep.Realm, string(rep.Scope), rep.ContentHash, oldID).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
+func liveSuccessor(ctx context.Context, tx *sql.Tx, ch *indexChange, rep *sdk.Record, oldID string) (string, bool, error) {
+	key := keyOf(rep.Realm, rep.Scope, rep.ContentHash)
+	seq, ok := ch.content.seq(key)
+	if !ok {
 		return "", false, nil
 	}
-	return id, err == nil, err
+	l, err := readLive(ctx, tx, seq, key)
+	if err != nil || l.supersedes != oldID {
+		return "", false, err
+	}
+	return l.id, true, nil
 }
 
 // markUsed counts one use of each record at time at; ids not there are
