@@ -304,11 +304,7 @@ func buildPlugin(t testing.TB) (string, []byte) {
 			return
 		}
 		bin := filepath.Join(dir, "memhost-plugin-markdown")
-		goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, err := os.Stat(goTool); err != nil {
-			goTool = "go"
-		}
-		cmd := exec.Command(goTool, "build", "-o", bin, "./cmd/memhost-plugin-markdown")
+		cmd := exec.Command("go", "build", "-o", bin, "./cmd/memhost-plugin-markdown")
 		cmd.Env = os.Environ()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			pluginBinary.err = fmt.Errorf("go build: %v\n%s", err, out)

@@ -269,6 +269,9 @@ func TestTieOrderAndLimit(t *testing.T) {
 	if len(hits) != 16 || hits[0].Record.ID != strong || !(hits[0].Score > hits[1].Score) {
 		t.Fatalf("best hit %v (of %d), want %s alone on top", hits[0], len(hits), strong)
 	}
+	if rest := hitIDs(hits[1:]); !sameSet(rest, ids) {
+		t.Fatalf("the tied hits are %v, want the 15 harbor records %v", rest, ids)
+	}
 	for i := 2; i < len(hits); i++ {
 		a, b := hits[i-1].Record, hits[i].Record
 		if hits[i-1].Score != hits[i].Score {

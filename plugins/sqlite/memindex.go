@@ -58,9 +58,7 @@ type indexOp struct {
 // putDoc is the index document of an active record stored at seq.
 func putDoc(seq int64, r *sdk.Record, doc *indexDoc) memindex.Doc {
 	fields := make([][]string, len(doc.colTerms))
-	for i := range doc.colTerms {
-		fields[i] = doc.colTerms[i]
-	}
+	copy(fields, doc.colTerms[:])
 	d := memindex.Doc{ID: r.ID, Realm: r.Realm, Scope: string(r.Scope), Tags: r.Tags,
 		Fields: fields, ExpiresMs: expiresMillis(r.ExpiresAt), Seq: uint64(seq)}
 	if r.Thread != nil {
