@@ -14,9 +14,9 @@ import (
 	"github.com/memhost/memhost/sdk"
 )
 
-// BenchmarkSqlitePaths is one recall, turn or batch write of 500 through
-// the host `memhost bench` runs (in this process, the sqlite plugin as a
-// real process) on 20k synthetic records. Besides wall time it reports the
+// BenchmarkSqlitePaths is one recall (of nothing, or of ten hits), turn or
+// batch write of 500 through the host `memhost bench` runs (in this
+// process, the sqlite plugin as a real process) on 20k synthetic records. Besides wall time it reports the
 // CPU time of the host and of the plugin per operation, read from /proc:
 // on a shared machine CPU time measures work where wall time measures
 // waiting. -cpuprofile covers the host only.
@@ -43,6 +43,15 @@ func BenchmarkSqlitePaths(b *testing.B) {
 		name string
 		run  func(i int, q bench.Query) error
 	}{
+		// A recall whose word no record holds: no search work, no hits,
+		// so what is left is the transport's own cost.
+		{"plugin-recall-nothing", func(_ int, q bench.Query) error {
+			return h.pluginRecall(ctx, sdk.DefaultRealm, q.Identity, "zzqqxx", 10)
+		}},
+		{"http-recall-nothing", func(_ int, q bench.Query) error {
+			_, err := h.Recall(ctx, sdk.DefaultRealm, q.Identity, "zzqqxx", 10)
+			return err
+		}},
 		{"plugin-recall", func(_ int, q bench.Query) error {
 			return h.pluginRecall(ctx, sdk.DefaultRealm, q.Identity, q.Text, 10)
 		}},
