@@ -90,8 +90,8 @@ func importRecord(ctx context.Context, tx *sql.Tx, ch *indexChange, p *preparedR
 	}
 	key := keyOf(r.Realm, r.Scope, r.ContentHash)
 	live := isLive(r.Status)
-	if _, ok := ch.content.seq(key); ok && live {
-		return false, nil
+	if _, ok := ch.content.seq(key); live && ok {
+		return false, nil // its content is live in the scope already
 	}
 	seq, err := insertRecord(ctx, tx, p)
 	if err != nil {

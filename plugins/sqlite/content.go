@@ -43,17 +43,18 @@ func isLive(s sdk.Status) bool {
 	return s == sdk.StatusActive || s == sdk.StatusQuarantined
 }
 
-// errStaleContent marks a live-content entry the records contradict. The
-// write fails rather than answer a wrong id, and the map is reloaded
-// before the next.
+// errStaleContent marks a live-content entry the records contradict. It is
+// never answered: the write is rolled back, the map reloaded from the
+// records and the write run again (writeTx).
 var errStaleContent = errors.New("the live-content map disagrees with the records")
 
 // liveContent maps each live content to the seq of its record. Only write
 // transactions read or change it, under the database's wmu.
 type liveContent struct {
 	seqs map[contentKey]int64
-	// stale is set when a commit failed: SQLite may have kept it or not,
-	// so the next write reloads the map from the records first.
+	// stale is set when a commit failed (SQLite may have kept it or not)
+	// or an entry was found wrong: the next write reloads the map from the
+	// records first.
 	stale bool
 }
 
