@@ -87,7 +87,7 @@ func (c *liveContent) load(ctx context.Context, q querier) error {
 // commits.
 type contentChange struct {
 	base    *liveContent
-	changed map[contentKey]int64 // 0: no longer live
+	changed map[contentKey]int64 // 0 (never a row key; SQLite numbers rows from 1): no longer live
 }
 
 // seq answers the record holding k live, if any.
