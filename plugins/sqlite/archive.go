@@ -17,20 +17,8 @@ var _ sdk.Archiver = (*Store)(nil)
 func (s *Store) Export(ctx context.Context, realm, after string, limit int) (sdk.ExportPage, error) {
 	var page sdk.ExportPage
 	err := s.use(func(db *database) error {
-		rows, err := db.r.QueryContext(ctx, `SELECT `+recordColumns+` FROM records AS r
-			WHERE r.realm = ? AND r.id > ? ORDER BY r.id LIMIT ?`, realm, after, limit+1)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var r sdk.Record
-			if err := scanRecord(rows, &r); err != nil {
-				return err
-			}
-			page.Records = append(page.Records, r)
-		}
-		return rows.Err()
+		return db.readRecords(ctx, `r.realm = ? AND r.id > ? ORDER BY r.id LIMIT ?`, []any{realm, after, limit + 1},
+			func(r *sdk.Record, _ int64) { page.Records = append(page.Records, *r) })
 	})
 	if err != nil {
 		return sdk.ExportPage{}, fmt.Errorf("sqlite: export: %w", err)

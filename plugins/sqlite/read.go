@@ -47,8 +47,8 @@ func fromMillis(ms int64) time.Time {
 }
 
 // readRecords reads the records the WHERE clause where picks (over
-// records AS r), on a read connection admitted as recall is, and hands
-// each to add with its row key.
+// records AS r; it may go on to ORDER BY and LIMIT), on a read connection
+// admitted as recall is, and hands each to add with its row key.
 func (d *database) readRecords(ctx context.Context, where string, args []any, add func(r *sdk.Record, seq int64)) error {
 	release, err := d.acquireRead(ctx)
 	if err != nil {
