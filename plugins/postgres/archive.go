@@ -25,20 +25,9 @@ func (s *Store) Export(ctx context.Context, realm, after string, limit int) (sdk
 	var page sdk.ExportPage
 	err := s.use(func(db *pgdb) error {
 		return db.run(ctx, readOnly, func(q dbtx) error {
-			rows, err := q.Query(ctx, `SELECT `+recordColumns+` FROM records AS r
-				WHERE r.realm = $1 AND r.id COLLATE "C" > $2 ORDER BY r.id COLLATE "C" LIMIT $3`, realm, after, limit+1)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var r sdk.Record
-				if err := scanRecord(rows, &r); err != nil {
-					return err
-				}
-				page.Records = append(page.Records, r)
-			}
-			return rows.Err()
+			return readRecords(ctx, q, `SELECT `+recordColumns+` FROM records AS r
+				WHERE r.realm = $1 AND r.id COLLATE "C" > $2 ORDER BY r.id COLLATE "C" LIMIT $3`,
+				[]any{realm, after, limit + 1}, func(r *sdk.Record) { page.Records = append(page.Records, *r) })
 		})
 	})
 	if err != nil {

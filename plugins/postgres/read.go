@@ -38,6 +38,24 @@ func scanRecord(row pgx.Row, r *sdk.Record, extra ...any) error {
 	return nil
 }
 
+// readRecords runs query, which selects recordColumns (over records AS
+// r), on q and hands each record to add.
+func readRecords(ctx context.Context, q dbtx, query string, args []any, add func(r *sdk.Record)) error {
+	rows, err := q.Query(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r sdk.Record
+		if err := scanRecord(rows, &r); err != nil {
+			return err
+		}
+		add(&r)
+	}
+	return rows.Err()
+}
+
 // fromMillis reads a stored time; 0 is the zero time.
 func fromMillis(ms int64) time.Time {
 	if ms == 0 {
@@ -58,19 +76,8 @@ func get(ctx context.Context, db *pgdb, realm string, ids []string) ([]sdk.Recor
 	}
 	byID := make(map[string]sdk.Record, len(ids))
 	err := db.run(ctx, readOnly, func(q dbtx) error {
-		rows, err := q.Query(ctx, `SELECT `+recordColumns+` FROM records AS r WHERE r.realm = $1 AND r.id = ANY($2)`, realm, ids)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var r sdk.Record
-			if err := scanRecord(rows, &r); err != nil {
-				return err
-			}
-			byID[r.ID] = r
-		}
-		return rows.Err()
+		return readRecords(ctx, q, `SELECT `+recordColumns+` FROM records AS r WHERE r.realm = $1 AND r.id = ANY($2)`,
+			[]any{realm, ids}, func(r *sdk.Record) { byID[r.ID] = *r })
 	})
 	if err != nil {
 		return nil, fmt.Errorf("postgres: get: %w", classify(err))
