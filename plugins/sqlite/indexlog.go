@@ -185,17 +185,10 @@ func (r *frameReader) uint() uint64 {
 	return v
 }
 
+// int reads what binary.AppendVarint wrote: a zig-zag encoded uvarint.
 func (r *frameReader) int() int64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Varint([]byte(r.s[:min(len(r.s), binary.MaxVarintLen64)]))
-	if n <= 0 {
-		r.err = errBadFrame
-		return 0
-	}
-	r.s = r.s[n:]
-	return v
+	u := r.uint()
+	return int64(u>>1) ^ -int64(u&1)
 }
 
 // count reads a count that cannot exceed the bytes left (every counted
