@@ -204,13 +204,16 @@ func TestReindex(t *testing.T) {
 
 // markStale stamps the realm's index with an older layout, as an index
 // written by an earlier plugin version is stamped.
-func markStale(t *testing.T, dir string) {
+func markStale(t *testing.T, dir string) { stampSchema(t, dir, "memhost-bleve/2 terms/2") }
+
+// stampSchema overwrites the schema stamp of the realm's index.
+func stampSchema(t *testing.T, dir, stamp string) {
 	t.Helper()
 	idx, err := blevesearch.OpenUsing(filepath.Join(dir, realm+indexSuffix), runtimeConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := idx.SetInternal(schemaKey, []byte("memhost-bleve/2 terms/2")); err != nil {
+	if err := idx.SetInternal(schemaKey, []byte(stamp)); err != nil {
 		t.Fatal(err)
 	}
 	if err := idx.Close(); err != nil {
@@ -264,14 +267,7 @@ func TestForeignIndexRefused(t *testing.T) {
 	p := newProvider(t, dir)
 	remember(t, p, realm, rec("realm", "x", "y"))
 	p.Close()
-	idx, err := blevesearch.OpenUsing(filepath.Join(dir, realm+indexSuffix), runtimeConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := idx.SetInternal(schemaKey, []byte("someone else's")); err != nil {
-		t.Fatal(err)
-	}
-	idx.Close()
+	stampSchema(t, dir, "someone else's")
 	if err := NewWithLogger(nil).Configure(ctx, configJSON(dir)); err == nil || !strings.Contains(err.Error(), "not written by this plugin") {
 		t.Fatalf("Configure on a foreign index: %v, want a refusal", err)
 	}
