@@ -8,9 +8,9 @@ import (
 
 // The maintainer writes the recall index's snapshot once writes have gone
 // quiet for opts.maintainIdle (or the index log has grown large), so that
-// a process killed later reopens from the snapshot and a short log. A write arriving
-// meanwhile waits for the snapshot (it holds d.wmu), which at 100k records
-// takes a few hundred milliseconds, once per quiet period.
+// a process killed later reopens from the snapshot and a short log. A
+// write arriving meanwhile waits for the snapshot (it holds d.wmu), which
+// at 100k records takes a few hundred milliseconds, once per quiet period.
 
 type maintainer struct {
 	d      *database
