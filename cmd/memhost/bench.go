@@ -10,10 +10,12 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/memhost/memhost/internal/bench"
@@ -104,7 +106,11 @@ Results are printed as Markdown. Runs are reproducible with --seed.`,
 				defer f.Close()
 				w = f
 			}
-			return runBench(cmd.Context(), o, w, cmd.ErrOrStderr())
+			// An interrupted run still closes its hosts, which removes their
+			// data and drops their PostgreSQL schemas.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runBench(ctx, o, w, cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
@@ -141,6 +147,7 @@ func intList(s string, least int) ([]int, error) {
 // its API on a loopback port.
 type benchHost struct {
 	h       *host
+	dir     string // the run's own config and data, removed by close
 	base    string
 	client  *http.Client
 	srv     *http.Server
@@ -154,6 +161,18 @@ func startBenchHostOn(ctx context.Context, o benchOptions, provider string, pg *
 	if err != nil {
 		return nil, err
 	}
+	b, err := startBenchHostIn(ctx, dir, o, provider, pg)
+	if err != nil {
+		// A run at 100k records leaves hundreds of MB here: nothing is kept
+		// of a host that did not start.
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	return b, nil
+}
+
+// startBenchHostIn starts a bench host whose config and data live in dir.
+func startBenchHostIn(ctx context.Context, dir string, o benchOptions, provider string, pg *benchPostgres) (*benchHost, error) {
 	providerConfig, extra := benchProviders[provider], ""
 	if provider == "postgres" {
 		providerConfig, extra = fmt.Sprintf(providerConfig, pg.schema), pg.hcl()
@@ -185,7 +204,7 @@ func startBenchHostOn(ctx context.Context, o benchOptions, provider string, pg *
 	srv := &http.Server{Handler: h.server.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	return &benchHost{
-		h: h, base: "http://" + ln.Addr().String(), srv: srv, started: started,
+		h: h, dir: dir, base: "http://" + ln.Addr().String(), srv: srv, started: started,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
 	}, nil
 }
@@ -203,6 +222,8 @@ func (b *benchHost) close() {
 	defer cancel()
 	_ = b.srv.Shutdown(ctx)
 	b.h.close()
+	// After the plugins have exited, so none still writes into it.
+	_ = os.RemoveAll(b.dir)
 }
 
 func (b *benchHost) post(ctx context.Context, path string, body, out any) error {
@@ -366,6 +387,7 @@ func runBench(ctx context.Context, o benchOptions, w, progress io.Writer) error 
 			}
 			b, err := startBenchHostOn(ctx, o, p, pg)
 			if err != nil {
+				pg.drop(ctx)
 				return fmt.Errorf("%s: %w", p, err)
 			}
 			rows, f, err := measureProvider(ctx, b, p, &corpus, o, progress)
@@ -384,6 +406,7 @@ func runBench(ctx context.Context, o benchOptions, w, progress io.Writer) error 
 			}
 			b, err := startBenchHostOn(ctx, o, p, pg)
 			if err != nil {
+				pg.drop(ctx)
 				return fmt.Errorf("%s: %w", p, err)
 			}
 			res, err := bench.EvaluateLoCoMo(ctx, b, samples, progressLine(progress, p+" LoCoMo questions"))

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bufio"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memhost/memhost/internal/testbin"
 )
@@ -20,10 +24,12 @@ var locomoRowRE = regexp.MustCompile(`(?m)^\| (\w+) \| all \| (dev|held-out) \| 
 func TestBenchQuick(t *testing.T) {
 	locomo := filepath.Join(testbin.ModuleRoot(t), "..", "shared", "data", "locomo", "locomo10.json")
 	_, statErr := os.Stat(locomo)
-	out, err := runCLI(t, nil, "bench", "--quick", "--plugin-dir", testbin.PluginDir(t), "--locomo", locomo)
+	tmp := t.TempDir()
+	out, err := runCLI(t, []string{"TMPDIR=" + tmp}, "bench", "--quick", "--plugin-dir", testbin.PluginDir(t), "--locomo", locomo)
 	if err != nil {
 		t.Fatalf("bench --quick: %v\n%s", err, out)
 	}
+	assertNoBenchData(t, tmp)
 	for _, p := range []string{"sqlite", "bleve", "markdown"} {
 		for _, row := range []string{"| recall | plugin | 1 |", "| recall | http | 8 |", "| inject | http | 1 |"} {
 			if !strings.Contains(out, "| "+p+" | 1000 "+row) {
@@ -50,5 +56,52 @@ func TestBenchQuick(t *testing.T) {
 		if n, _ := strconv.Atoi(r[3]); n < 100 || recall < 0.4 {
 			t.Errorf("%s %s: %s questions, turn recall@10 %.3f", r[1], r[2], r[3], recall)
 		}
+	}
+}
+
+// TestBenchInterruptedRemovesItsData interrupts a bench while it loads
+// 100k records: it must exit with an error and still remove the data
+// directory it made, as a finished run does (each is hundreds of MB).
+func TestBenchInterruptedRemovesItsData(t *testing.T) {
+	tmp := t.TempDir()
+	cmd := exec.Command(testbin.Build(t, "./cmd/memhost"), "bench", "--providers", "sqlite", "--sizes", "100000",
+		"--queries", "20", "--clients", "1", "--locomo", "", "--plugin-dir", testbin.PluginDir(t))
+	cmd.Env = append(cmd.Environ(), "TMPDIR="+tmp)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stderr)
+	for lines.Scan() && !strings.Contains(lines.Text(), "loading") {
+	}
+	if dirs, _ := filepath.Glob(filepath.Join(tmp, "memhost-bench-*")); len(dirs) != 1 {
+		t.Fatalf("while loading, want the run's one data directory in %s, got %v", tmp, dirs)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, stderr)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("an interrupted bench exited 0")
+		}
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("bench did not exit within 30 s of an interrupt")
+	}
+	assertNoBenchData(t, tmp)
+}
+
+// assertNoBenchData fails when a bench left a data directory in tmp.
+func assertNoBenchData(t *testing.T, tmp string) {
+	t.Helper()
+	if dirs, _ := filepath.Glob(filepath.Join(tmp, "memhost-bench-*")); len(dirs) > 0 {
+		t.Errorf("bench left its data behind: %v", dirs)
 	}
 }

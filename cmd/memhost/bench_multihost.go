@@ -58,6 +58,10 @@ func (p *benchPostgres) drop(ctx context.Context) {
 	if p == nil {
 		return
 	}
+	// Dropped also when the run was interrupted (ctx cancelled), within
+	// a deadline of its own.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
 	conn, err := pgx.Connect(ctx, os.Getenv(postgresDSNEnv))
 	if err != nil {
 		return
