@@ -304,6 +304,38 @@ func TestSupervisorRecoversKilledPlugin(t *testing.T) {
 	}
 }
 
+// TestKilledPluginLeavesNoSocket: the socket of a plugin killed with
+// SIGKILL (which cannot remove it itself) is gone once the supervisor has
+// replaced the process, as is the live one's after Close.
+func TestKilledPluginLeavesNoSocket(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	sup, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour})
+	left := func() []string {
+		a, _ := filepath.Glob(filepath.Join(tmp, "plugin*"))
+		b, _ := filepath.Glob(filepath.Join(tmp, "memhost-plugin-*"))
+		return append(a, b...)
+	}
+	if len(left()) == 0 {
+		t.Fatalf("the running plugin's socket is not under TMPDIR %s", tmp)
+	}
+	pid := sup.Status()[0].Pid
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitExited(t, pid)
+	if _, err := p.Recall(context.Background(), sdk.RecallQuery{Realm: "default", Query: "x"}); err != nil {
+		t.Fatalf("recall after kill: %v", err)
+	}
+	if n := len(left()); n != 1 {
+		t.Errorf("after the restart, want the new plugin's socket directory alone, got %v", left())
+	}
+	sup.Close()
+	if l := left(); len(l) > 0 {
+		t.Errorf("sockets left after Close: %v", l)
+	}
+}
+
 func TestSupervisorCrashMidCall(t *testing.T) {
 	sup, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour})
 	ctx := context.Background()

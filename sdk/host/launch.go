@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -69,6 +70,9 @@ type Conn struct {
 	kill func()
 	once sync.Once
 	done chan struct{} // closed once the process is gone (Kill returned)
+	// sockets is the directory the plugin's socket is in, removed once
+	// the process is gone ("" for a reattached plugin).
+	sockets string
 }
 
 // Launch starts the plugin, completes the handshake and asks its Info.
@@ -78,7 +82,7 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Conn, error) {
 }
 
 // launch starts the plugin, or reattaches to one served in-process.
-func launch(ctx context.Context, opts LaunchOptions, reattach *plugin.ReattachConfig) (*Conn, error) {
+func launch(ctx context.Context, opts LaunchOptions, reattach *plugin.ReattachConfig) (_ *Conn, err error) {
 	logger := opts.Logger
 	if logger == nil {
 		logger = hclog.NewNullLogger()
@@ -102,6 +106,7 @@ func launch(ctx context.Context, opts LaunchOptions, reattach *plugin.ReattachCo
 	}
 	label := opts.Name
 	kill := func() {} // a reattached process is not ours to signal
+	var sockets string
 	var exe *verified
 	byPath := true
 	v := opts.Verifier
@@ -121,11 +126,22 @@ func launch(ctx context.Context, opts LaunchOptions, reattach *plugin.ReattachCo
 			return nil, fmt.Errorf("plugin %s (%s): no sha256 to verify the executable against: %w", label, opts.Path, sdk.ErrInvalid)
 		}
 		label = fmt.Sprintf("%s (%s)", opts.Name, opts.Path)
-		var err error
 		if exe, err = v.check(opts.Path, opts.SHA256); err != nil {
 			return nil, fmt.Errorf("plugin %s: %w", label, err)
 		}
 		defer exe.f.Close()
+		// The plugin's socket goes in a directory of the host's own, so it
+		// can be removed once the process is gone: by default go-plugin puts
+		// it in the temporary directory, where a plugin that was killed or
+		// crashed leaves it for good.
+		if sockets, err = os.MkdirTemp("", "memhost-plugin-"); err != nil {
+			return nil, fmt.Errorf("plugin %s: socket directory: %w", label, err)
+		}
+		defer func() {
+			if err != nil {
+				_ = os.RemoveAll(sockets)
+			}
+		}()
 		if v.beforeExec != nil {
 			v.beforeExec()
 		}
@@ -139,7 +155,7 @@ func launch(ctx context.Context, opts LaunchOptions, reattach *plugin.ReattachCo
 		cmd := exec.CommandContext(procCtx, target)
 		cmd.Args = []string{opts.Path}
 		cmd.Env = append(cmd.Env, opts.Env...)
-		cmd.Env = append(cmd.Env, "MEMHOST_LOG_LEVEL="+levelName(logger))
+		cmd.Env = append(cmd.Env, "MEMHOST_LOG_LEVEL="+levelName(logger), plugin.EnvUnixSocketDir+"="+sockets)
 		cmd.Dir = opts.Dir
 		cfg.Cmd = cmd
 		// Verifier checked the executable above; go-plugin's SecureConfig
@@ -170,7 +186,7 @@ func launch(ctx context.Context, opts LaunchOptions, reattach *plugin.ReattachCo
 		client.Kill()
 		return nil, fmt.Errorf("plugin %s: no plugin service: %v: %w", label, err, sdk.ErrUnavailable)
 	}
-	c := &Conn{name: opts.Name, client: client, rpc: rpc, meta: raw.(pb.PluginClient), host: opts.Host, done: make(chan struct{})}
+	c := &Conn{name: opts.Name, client: client, rpc: rpc, meta: raw.(pb.PluginClient), host: opts.Host, done: make(chan struct{}), sockets: sockets}
 	if reattach == nil {
 		c.kill = kill
 	}
@@ -254,6 +270,9 @@ func (c *Conn) Kill(grace time.Duration) {
 			c.client.Kill()
 			if c.stop != nil {
 				c.stop()
+			}
+			if c.sockets != "" {
+				_ = os.RemoveAll(c.sockets)
 			}
 			close(c.done)
 		}()
