@@ -48,6 +48,9 @@ func TestMain(m *testing.M) {
 	if corpora.base != "" {
 		os.RemoveAll(corpora.base)
 	}
+	if pluginBinary.dir != "" {
+		os.RemoveAll(pluginBinary.dir)
+	}
 	os.Exit(code)
 }
 
@@ -289,6 +292,7 @@ func configureConn(b testing.TB, conn *host.Conn, root string) host.FullProvider
 
 var pluginBinary struct {
 	once sync.Once
+	dir  string // removed by TestMain
 	path string
 	sum  []byte
 	err  error
@@ -303,6 +307,7 @@ func buildPlugin(t testing.TB) (string, []byte) {
 			pluginBinary.err = err
 			return
 		}
+		pluginBinary.dir = dir
 		bin := filepath.Join(dir, "memhost-plugin-markdown")
 		cmd := exec.Command("go", "build", "-o", bin, "./cmd/memhost-plugin-markdown")
 		cmd.Env = os.Environ()
