@@ -285,6 +285,35 @@ func BenchmarkRecall(b *testing.B) {
 	}
 }
 
+// BenchmarkHitRead is the second half of a recall alone: reading ten hits'
+// records by row key, as recall does after the index answered, spread over
+// the table so each op reads rows no earlier op read.
+//
+//	go test -run '^$' -bench HitRead -benchtime 20000x ./plugins/sqlite/
+func BenchmarkHitRead(b *testing.B) {
+	ctx := context.Background()
+	s := openAt(b, builtDB(b, 100_000, true))
+	var rows int64
+	if err := s.db.r.QueryRowContext(ctx, "SELECT max(seq) FROM records").Scan(&rows); err != nil {
+		b.Fatal(err)
+	}
+	seq := int64(1)
+	for b.Loop() {
+		seqs := make([]int64, 10)
+		for i := range seqs {
+			seq = (seq*7919 + 13) % rows // a stride prime to the table size
+			seqs[i] = seq + 1
+		}
+		list, _ := json.Marshal(seqs)
+		n := 0
+		err := s.db.readRecords(ctx, `r.seq IN (SELECT value FROM json_each(?))`, []any{string(list)},
+			func(*sdk.Record, int64) { n++ })
+		if err != nil || n == 0 {
+			b.Fatalf("read %d hits: %v", n, err)
+		}
+	}
+}
+
 func BenchmarkManifestWorkingSet(b *testing.B) {
 	ctx := context.Background()
 	for _, n := range benchSizes {
