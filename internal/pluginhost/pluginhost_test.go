@@ -266,14 +266,7 @@ func TestSupervisorRestartDoesNotRehash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid := sup.Status()[0].Pid
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	waitExited(t, pid)
-	if _, err := p.Recall(context.Background(), sdk.RecallQuery{Realm: "default", Query: "x"}); err != nil {
-		t.Fatalf("recall after kill: %v", err)
-	}
+	pid := killAndRecall(t, sup, p)
 	if st := sup.Status()[0]; st.Restarts != 1 || st.Pid == pid {
 		t.Fatalf("status = %+v, want one restart on a new pid", st)
 	}
@@ -282,22 +275,30 @@ func TestSupervisorRestartDoesNotRehash(t *testing.T) {
 	}
 }
 
+// killAndRecall kills the plugin with SIGKILL, waits for it to be gone and
+// recalls through it once (which restarts it); it answers the killed pid.
+func killAndRecall(t *testing.T, sup *pluginhost.Supervisor, p sdk.Provider) int {
+	t.Helper()
+	pid := sup.Status()[0].Pid
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitExited(t, pid)
+	if _, err := p.Recall(context.Background(), sdk.RecallQuery{Realm: "default", Query: "x"}); err != nil {
+		t.Fatalf("recall after kill: %v", err)
+	}
+	return pid
+}
+
 func TestSupervisorRecoversKilledPlugin(t *testing.T) {
 	sup, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour})
 	ctx := context.Background()
 	if _, err := p.(sdk.RecordWriter).Remember(ctx, "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "x"}}); err != nil {
 		t.Fatal(err)
 	}
-	pid := sup.Status()[0].Pid
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	waitExited(t, pid)
 	// The read finds the process dead, the supervisor restarts it, and
 	// the read is retried once.
-	if _, err := p.Recall(ctx, sdk.RecallQuery{Realm: "default", Query: "x"}); err != nil {
-		t.Fatalf("recall after kill: %v", err)
-	}
+	pid := killAndRecall(t, sup, p)
 	st := sup.Status()[0]
 	if st.Restarts != 1 || !st.Healthy || st.State != pluginhost.StateReady || st.Pid == pid {
 		t.Fatalf("status after recovery = %+v, want 1 restart, ready, new pid", st)
@@ -319,16 +320,9 @@ func TestKilledPluginLeavesNoSocket(t *testing.T) {
 	if len(left()) == 0 {
 		t.Fatalf("the running plugin's socket is not under TMPDIR %s", tmp)
 	}
-	pid := sup.Status()[0].Pid
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	waitExited(t, pid)
-	if _, err := p.Recall(context.Background(), sdk.RecallQuery{Realm: "default", Query: "x"}); err != nil {
-		t.Fatalf("recall after kill: %v", err)
-	}
-	if n := len(left()); n != 1 {
-		t.Errorf("after the restart, want the new plugin's socket directory alone, got %v", left())
+	killAndRecall(t, sup, p)
+	if l := left(); len(l) != 1 {
+		t.Errorf("after the restart, want the new plugin's socket directory alone, got %v", l)
 	}
 	sup.Close()
 	if l := left(); len(l) > 0 {
