@@ -5,7 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
@@ -118,9 +122,23 @@ func exitWithParent(p Plugin) {
 	parent := os.Getppid()
 	for range time.Tick(250 * time.Millisecond) {
 		if os.Getppid() != parent {
+			// Standard error is a pipe to the dead host: without this, the
+			// line below kills the process with SIGPIPE before it closes.
+			signal.Ignore(syscall.SIGPIPE)
 			Logger().Warn("host process is gone; exiting", "parent_pid", parent)
 			closePlugin(p)
+			removeSocketDir()
 			os.Exit(0)
 		}
+	}
+}
+
+// removeSocketDir removes the directory the host made for this process's
+// socket, which the host, being gone, cannot. A directory the host did not
+// make (an operator's PLUGIN_UNIX_SOCKET_DIR) is left alone.
+func removeSocketDir() {
+	dir := os.Getenv(plugin.EnvUnixSocketDir)
+	if dir != "" && strings.HasPrefix(filepath.Base(dir), wire.SocketDirPrefix) {
+		_ = os.RemoveAll(dir)
 	}
 }

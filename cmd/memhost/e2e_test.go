@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -403,9 +404,35 @@ func alive(pid int) bool {
 	return err == nil && !strings.Contains(string(data), ") Z ")
 }
 
+// TestNoPluginOutlivesKilledHost: when the host is killed with SIGKILL,
+// each plugin notices, closes its store cleanly (sqlite checkpoints and
+// removes its WAL) and removes its own socket directory, which no host is
+// left to remove.
 func TestNoPluginOutlivesKilledHost(t *testing.T) {
-	m := startMemhost(t, markdownConfig)
+	tmp := t.TempDir()
+	m := startMemhost(t, markdownConfig+`
+provider "db" {
+  plugin = "sqlite"
+  config = { path = "memory.db" }
+}
+realm "acme" { provider = "db" }
+`, "TMPDIR="+tmp)
 	pids := pluginPids(t, m)
+	sockets := func() []string {
+		dirs, _ := filepath.Glob(filepath.Join(tmp, "memhost-plugin-*"))
+		return dirs
+	}
+	if len(sockets()) != len(pids) {
+		t.Fatalf("want a socket directory per plugin in %s, got %v", tmp, sockets())
+	}
+	if code := m.do("POST", "/v1/records", map[string]any{"realm": "acme", "records": []map[string]any{
+		{"scope": "realm", "kind": "fact", "title": "t", "body": "written just before the host dies"}}}, nil); code != 200 {
+		t.Fatalf("POST /v1/records = %d\n%s", code, m.logs())
+	}
+	wal := filepath.Join(m.dataDir, "memory.db-wal")
+	if _, err := os.Stat(wal); err != nil {
+		t.Fatalf("the sqlite store has no WAL while open: %v", err)
+	}
 	if err := m.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -418,6 +445,12 @@ func TestNoPluginOutlivesKilledHost(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
+	}
+	if _, err := os.Stat(wal); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the sqlite plugin did not close its store (its WAL is still there: %v)", err)
+	}
+	if dirs := sockets(); len(dirs) > 0 {
+		t.Errorf("plugins of a killed host left their sockets: %v", dirs)
 	}
 }
 

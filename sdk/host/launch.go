@@ -134,7 +134,7 @@ func launch(ctx context.Context, opts LaunchOptions, reattach *plugin.ReattachCo
 		// can be removed once the process is gone: by default go-plugin puts
 		// it in the temporary directory, where a plugin that was killed or
 		// crashed leaves it for good.
-		if sockets, err = os.MkdirTemp("", "memhost-plugin-"); err != nil {
+		if sockets, err = os.MkdirTemp("", wire.SocketDirPrefix); err != nil {
 			return nil, fmt.Errorf("plugin %s: socket directory: %w", label, err)
 		}
 		defer func() {

@@ -84,6 +84,12 @@ func callOptions() []grpc.CallOption {
 // server internals to plugin authors.
 var ServeConfigFunc func(p any, logger hclog.Logger, test *plugin.ServeTestConfig) (*plugin.ServeConfig, error)
 
+// SocketDirPrefix names the directory the host makes for each plugin
+// process's socket (in the temporary directory, passed to the plugin as
+// PLUGIN_UNIX_SOCKET_DIR). The host removes it once the process is gone;
+// a plugin whose host died removes it itself, since no one else will.
+const SocketDirPrefix = "memhost-plugin-"
+
 // MetadataRequestID is the gRPC metadata key that carries the id of the
 // host request a call serves, so a plugin's log lines for the call name it.
 const MetadataRequestID = "memhost-request-id"
