@@ -88,6 +88,10 @@ func Serve(p Plugin) {
 		fmt.Fprintf(os.Stderr, "memhost plugin %T: %v\n", p, err)
 		os.Exit(1)
 	}
+	// Standard error is a pipe to the host. Once the host is gone, a log
+	// line written there would kill the process with SIGPIPE before it
+	// closed its store; ignored, the write just fails.
+	signal.Ignore(syscall.SIGPIPE)
 	logger := hclogTo(stderr)
 	go exitWithParent(p)
 	plugin.Serve(serveConfig(p, logger, nil))
@@ -122,9 +126,6 @@ func exitWithParent(p Plugin) {
 	parent := os.Getppid()
 	for range time.Tick(250 * time.Millisecond) {
 		if os.Getppid() != parent {
-			// Standard error is a pipe to the dead host: without this, the
-			// line below kills the process with SIGPIPE before it closes.
-			signal.Ignore(syscall.SIGPIPE)
 			Logger().Warn("host process is gone; exiting", "parent_pid", parent)
 			closePlugin(p)
 			removeSocketDir()
