@@ -24,7 +24,7 @@ var locomoRowRE = regexp.MustCompile(`(?m)^\| (\w+) \| all \| (dev|held-out) \| 
 func TestBenchQuick(t *testing.T) {
 	locomo := filepath.Join(testbin.ModuleRoot(t), "..", "shared", "data", "locomo", "locomo10.json")
 	_, statErr := os.Stat(locomo)
-	tmp := t.TempDir()
+	tmp := testbin.ShortTempDir(t)
 	out, err := runCLI(t, []string{"TMPDIR=" + tmp}, "bench", "--quick", "--plugin-dir", testbin.PluginDir(t), "--locomo", locomo)
 	if err != nil {
 		t.Fatalf("bench --quick: %v\n%s", err, out)
@@ -63,7 +63,7 @@ func TestBenchQuick(t *testing.T) {
 // 100k records: it must exit with an error and still remove the data
 // directory it made, as a finished run does (each is hundreds of MB).
 func TestBenchInterruptedRemovesItsData(t *testing.T) {
-	tmp := t.TempDir()
+	tmp := testbin.ShortTempDir(t)
 	cmd := exec.Command(testbin.Build(t, "./cmd/memhost"), "bench", "--providers", "sqlite", "--sizes", "100000",
 		"--queries", "20", "--clients", "1", "--locomo", "", "--plugin-dir", testbin.PluginDir(t))
 	cmd.Env = append(cmd.Environ(), "TMPDIR="+tmp)

@@ -409,7 +409,7 @@ func alive(pid int) bool {
 // removes its WAL) and removes its own socket directory, which no host is
 // left to remove.
 func TestNoPluginOutlivesKilledHost(t *testing.T) {
-	tmp := t.TempDir()
+	tmp := testbin.ShortTempDir(t)
 	m := startMemhost(t, markdownConfig+`
 provider "db" {
   plugin = "sqlite"
@@ -419,7 +419,7 @@ realm "acme" { provider = "db" }
 `, "TMPDIR="+tmp)
 	pids := pluginPids(t, m)
 	sockets := func() []string {
-		dirs, _ := filepath.Glob(filepath.Join(tmp, "memhost-plugin-*"))
+		dirs, _ := filepath.Glob(filepath.Join(tmp, "mhsock-*"))
 		return dirs
 	}
 	if len(sockets()) != len(pids) {

@@ -163,6 +163,8 @@ func TestStartRefusals(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir, manifest := echoDir(t)
+			tmp := testbin.ShortTempDir(t)
+			t.Setenv("TMPDIR", tmp)
 			opts := c.setup(t, dir, manifest)
 			opts.StartTimeout = 5 * time.Second
 			e := discoverOne(t, dir)
@@ -175,6 +177,8 @@ func TestStartRefusals(t *testing.T) {
 			if !strings.Contains(msg, c.want) || !strings.Contains(msg, e.Manifest.Name) || strings.Contains(msg, "\n") {
 				t.Fatalf("error %q: want one line naming the plugin and containing %q", msg, c.want)
 			}
+			// A refused launch removes the socket directory it made.
+			assertNoSockets(t, tmp)
 		})
 	}
 }
@@ -309,24 +313,33 @@ func TestSupervisorRecoversKilledPlugin(t *testing.T) {
 // SIGKILL (which cannot remove it itself) is gone once the supervisor has
 // replaced the process, as is the live one's after Close.
 func TestKilledPluginLeavesNoSocket(t *testing.T) {
-	tmp := t.TempDir()
+	echoDir(t) // builds the plugin before TMPDIR moves, so the build cache stays
+	tmp := testbin.ShortTempDir(t)
 	t.Setenv("TMPDIR", tmp)
 	sup, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour})
-	left := func() []string {
-		a, _ := filepath.Glob(filepath.Join(tmp, "plugin*"))
-		b, _ := filepath.Glob(filepath.Join(tmp, "memhost-plugin-*"))
-		return append(a, b...)
+	sockets := func() []string {
+		s, _ := filepath.Glob(filepath.Join(tmp, "mhsock-*", "plugin*"))
+		return s
 	}
-	if len(left()) == 0 {
-		t.Fatalf("the running plugin's socket is not under TMPDIR %s", tmp)
+	if s := sockets(); len(s) != 1 {
+		t.Fatalf("want the running plugin's socket in a directory of its own under TMPDIR %s, got %v", tmp, s)
 	}
 	killAndRecall(t, sup, p)
-	if l := left(); len(l) != 1 {
-		t.Errorf("after the restart, want the new plugin's socket directory alone, got %v", l)
+	if s := sockets(); len(s) != 1 {
+		t.Errorf("after the restart, want the new plugin's socket alone, got %v", s)
 	}
 	sup.Close()
-	if l := left(); len(l) > 0 {
-		t.Errorf("sockets left after Close: %v", l)
+	assertNoSockets(t, tmp)
+}
+
+// assertNoSockets fails when a plugin's socket or socket directory is
+// left in tmp.
+func assertNoSockets(t *testing.T, tmp string) {
+	t.Helper()
+	a, _ := filepath.Glob(filepath.Join(tmp, "mhsock-*"))
+	b, _ := filepath.Glob(filepath.Join(tmp, "plugin*"))
+	if left := append(a, b...); len(left) > 0 {
+		t.Errorf("sockets left: %v", left)
 	}
 }
 

@@ -97,6 +97,20 @@ func BuildIn(t testing.TB, moduleDir, pkg string) string {
 	return out
 }
 
+// ShortTempDir makes a temporary directory with a short path, removed
+// when the test ends: the plugins' Unix sockets go under $TMPDIR, and a
+// socket's whole path must fit in about 104 bytes, which a t.TempDir path
+// (it holds the test's name) can use up on its own.
+func ShortTempDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "mh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
 // FirstPartyPlugins are the plugins `make build` ships.
 var FirstPartyPlugins = []string{"markdown", "sqlite", "bleve", "postgres", "template", "llm", "lexical", "static"}
 

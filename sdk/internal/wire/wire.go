@@ -88,7 +88,8 @@ var ServeConfigFunc func(p any, logger hclog.Logger, test *plugin.ServeTestConfi
 // process's socket (in the temporary directory, passed to the plugin as
 // PLUGIN_UNIX_SOCKET_DIR). The host removes it once the process is gone;
 // a plugin whose host died removes it itself, since no one else will.
-const SocketDirPrefix = "memhost-plugin-"
+// Short, because a Unix socket's whole path must fit in about 104 bytes.
+const SocketDirPrefix = "mhsock-"
 
 // MetadataRequestID is the gRPC metadata key that carries the id of the
 // host request a call serves, so a plugin's log lines for the call name it.
