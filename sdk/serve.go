@@ -90,8 +90,9 @@ func Serve(p Plugin) {
 	}
 	// Standard error is a pipe to the host. Once the host is gone, a log
 	// line written there would kill the process with SIGPIPE before it
-	// closed its store; ignored, the write just fails.
-	signal.Ignore(syscall.SIGPIPE)
+	// closed its store; caught, the write just fails. (Caught rather than
+	// ignored: an ignored signal stays ignored in a child the plugin runs.)
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	logger := hclogTo(stderr)
 	go exitWithParent(p)
 	plugin.Serve(serveConfig(p, logger, nil))
