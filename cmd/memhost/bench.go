@@ -107,9 +107,11 @@ Results are printed as Markdown. Runs are reproducible with --seed.`,
 				w = f
 			}
 			// An interrupted run still closes its hosts, which removes their
-			// data and drops their PostgreSQL schemas.
+			// data and drops their PostgreSQL schemas. A second interrupt
+			// during that cleanup ends the process at once.
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			context.AfterFunc(ctx, stop)
 			return runBench(ctx, o, w, cmd.ErrOrStderr())
 		},
 	}
