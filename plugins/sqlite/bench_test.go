@@ -286,8 +286,9 @@ func BenchmarkRecall(b *testing.B) {
 }
 
 // BenchmarkHitRead is the second half of a recall alone: reading ten hits'
-// records by row key, as recall does after the index answered, spread over
-// the table so each op reads rows no earlier op read.
+// records by row key, as recall does after the index answered. The rows
+// step through the table by a stride prime to its size, so no row is read
+// twice before all have been (every 10,000 ops at 100k records).
 //
 //	go test -run '^$' -bench HitRead -benchtime 20000x ./plugins/sqlite/
 func BenchmarkHitRead(b *testing.B) {
@@ -301,7 +302,7 @@ func BenchmarkHitRead(b *testing.B) {
 	for b.Loop() {
 		seqs := make([]int64, 10)
 		for i := range seqs {
-			seq = (seq*7919 + 13) % rows // a stride prime to the table size
+			seq = (seq + 7919) % rows
 			seqs[i] = seq + 1
 		}
 		list, _ := json.Marshal(seqs)
