@@ -40,7 +40,7 @@ func (s *Store) Import(ctx context.Context, realm string, records []sdk.Record) 
 		if err := r.PrepareImport(realm); err != nil {
 			return sdk.ImportResult{}, fmt.Errorf("sqlite: import: records[%d]: %w", i, err)
 		}
-		prepared[i] = preparedRecord{rec: r, doc: newIndexDoc(&r)}
+		prepared[i] = newPrepared(r)
 	}
 	var res sdk.ImportResult
 	err := s.use(func(db *database) error {
@@ -76,17 +76,12 @@ func importRecord(ctx context.Context, tx *sql.Tx, ch *indexChange, p *preparedR
 	default:
 		return false, err
 	}
-	key := keyOf(r.Realm, r.Scope, r.ContentHash)
-	live := isLive(r.Status)
-	if _, ok := ch.content.seq(key); live && ok {
+	if _, ok := ch.content.seq(p.key); ok && isLive(r.Status) {
 		return false, nil // its content is live in the scope already
 	}
-	seq, err := insertRecord(ctx, tx, p)
+	seq, err := insertRecord(ctx, tx, ch, p)
 	if err != nil {
 		return false, err
-	}
-	if live {
-		ch.content.add(key, seq)
 	}
 	if r.UseCount > 0 {
 		// The decayed usage key is rebuilt as if every use happened at the

@@ -22,9 +22,10 @@ INSERT INTO records (realm, id, scope, status, expires_ms, tag_keys, kind, trust
 	created_ms, updated_ms, content_hash, ntok, title, description, tags, body, thread_id, thread_seq)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
-// insertRecord inserts p as a new row and answers its seq. An id already
-// stored in the realm is a conflict.
-func insertRecord(ctx context.Context, tx *sql.Tx, p *preparedRecord) (int64, error) {
+// insertRecord inserts p as a new row and answers its seq; a live record's
+// content becomes live in ch. An id already stored in the realm is a
+// conflict.
+func insertRecord(ctx context.Context, tx *sql.Tx, ch *indexChange, p *preparedRecord) (int64, error) {
 	r := &p.rec
 	threadID, threadSeq := threadColumns(r)
 	res, err := tx.ExecContext(ctx, insertRecordSQL,
@@ -37,14 +38,25 @@ func insertRecord(ctx context.Context, tx *sql.Tx, p *preparedRecord) (int64, er
 	if err != nil {
 		return 0, err
 	}
-	return res.LastInsertId()
+	seq, err := res.LastInsertId()
+	if err == nil && isLive(r.Status) {
+		ch.content.add(p.key, seq)
+	}
+	return seq, err
 }
 
-// preparedRecord is a validated record with its index form, computed
-// before the write transaction so the lock is held for I/O only.
+// preparedRecord is a validated record with its index form and the key of
+// its content in its scope, computed before the write transaction so the
+// lock is held for I/O only.
 type preparedRecord struct {
 	rec sdk.Record
 	doc indexDoc
+	key contentKey
+}
+
+// newPrepared completes a validated record's preparation.
+func newPrepared(r sdk.Record) preparedRecord {
+	return preparedRecord{rec: r, doc: newIndexDoc(&r), key: keyOf(r.Realm, r.Scope, r.ContentHash)}
 }
 
 func prepareRecord(realm string, r sdk.Record, now time.Time) (preparedRecord, error) {
@@ -53,7 +65,7 @@ func prepareRecord(realm string, r sdk.Record, now time.Time) (preparedRecord, e
 	if err := r.Prepare(realm, now); err != nil {
 		return preparedRecord{}, err
 	}
-	return preparedRecord{rec: r, doc: newIndexDoc(&r)}, nil
+	return newPrepared(r), nil
 }
 
 // prepareAll prepares records on every core: validating, hashing and
@@ -114,19 +126,14 @@ func (d *database) remember(ctx context.Context, realm string, records []sdk.Rec
 // content.
 func storeRecord(ctx context.Context, tx *sql.Tx, ch *indexChange, p *preparedRecord, now time.Time) (string, error) {
 	r := &p.rec
-	key := keyOf(r.Realm, r.Scope, r.ContentHash)
-	live := isLive(r.Status)
-	if live {
-		if seq, ok := ch.content.seq(key); ok {
-			return answerDuplicate(ctx, tx, ch, seq, key, r, now)
+	if isLive(r.Status) {
+		if seq, ok := ch.content.seq(p.key); ok {
+			return answerDuplicate(ctx, tx, ch, seq, p.key, r, now)
 		}
 	}
-	seq, err := insertRecord(ctx, tx, p)
+	seq, err := insertRecord(ctx, tx, ch, p)
 	if err != nil {
 		return "", err
-	}
-	if live {
-		ch.content.add(key, seq)
 	}
 	if r.Status == sdk.StatusActive {
 		ch.put(seq, r, &p.doc)
@@ -276,7 +283,7 @@ func (d *database) supersede(ctx context.Context, realm, oldID string, replaceme
 		}
 		switch old.status {
 		case sdk.StatusSuperseded:
-			if id, ok, err := liveSuccessor(ctx, tx, ch, &p.rec, oldID); err != nil || ok {
+			if id, ok, err := liveSuccessor(ctx, tx, ch, &p, oldID); err != nil || ok {
 				newID = id
 				return err
 			}
@@ -301,13 +308,12 @@ func (d *database) supersede(ctx context.Context, realm, oldID string, replaceme
 
 // liveSuccessor finds the live record with rep's content that supersedes
 // oldID: the answer of an earlier, identical supersede.
-func liveSuccessor(ctx context.Context, tx *sql.Tx, ch *indexChange, rep *sdk.Record, oldID string) (string, bool, error) {
-	key := keyOf(rep.Realm, rep.Scope, rep.ContentHash)
-	seq, ok := ch.content.seq(key)
+func liveSuccessor(ctx context.Context, tx *sql.Tx, ch *indexChange, rep *preparedRecord, oldID string) (string, bool, error) {
+	seq, ok := ch.content.seq(rep.key)
 	if !ok {
 		return "", false, nil
 	}
-	l, err := readLive(ctx, tx, seq, key)
+	l, err := readLive(ctx, tx, seq, rep.key)
 	if err != nil || l.supersedes != oldID {
 		return "", false, err
 	}
