@@ -313,7 +313,6 @@ func TestSupervisorRecoversKilledPlugin(t *testing.T) {
 // SIGKILL (which cannot remove it itself) is gone once the supervisor has
 // replaced the process, as is the live one's after Close.
 func TestKilledPluginLeavesNoSocket(t *testing.T) {
-	echoDir(t) // builds the plugin before TMPDIR moves, so the build cache stays
 	tmp := testbin.ShortTempDir(t)
 	t.Setenv("TMPDIR", tmp)
 	sup, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour})

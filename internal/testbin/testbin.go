@@ -26,6 +26,11 @@ var (
 	built  = map[string]string{}
 )
 
+// processTempDir is the temporary directory as the process started: the
+// build cache outlives any test, so it must not land in a TMPDIR a test
+// set for itself (t.Setenv), which goes away when that test ends.
+var processTempDir = os.TempDir()
+
 // Main runs the tests and removes the built binaries; call it from
 // TestMain: os.Exit(testbin.Main(m)).
 func Main(m *testing.M) int {
@@ -80,7 +85,7 @@ func BuildIn(t testing.TB, moduleDir, pkg string) string {
 		return path
 	}
 	if outDir == "" {
-		dir, err := os.MkdirTemp("", "memhost-testbin-")
+		dir, err := os.MkdirTemp(processTempDir, "memhost-testbin-")
 		if err != nil {
 			t.Fatal(err)
 		}
