@@ -12,8 +12,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
@@ -68,50 +70,67 @@ type Conn struct {
 	// the plugin to shut down and waits for the answer without a bound,
 	// so a stopped (SIGSTOP) or wedged process would never go away.
 	kill func()
-	once sync.Once
-	done chan struct{} // closed once the process is gone (Kill returned)
+	// stopping is set once the host ends the process, so its exit (by
+	// SIGKILL, say) is not logged as an error.
+	stopping *atomic.Bool
+	once     sync.Once
+	done     chan struct{} // closed once the process is gone (Kill returned)
 	// sockets is the directory the plugin's socket is in, removed once
 	// the process is gone ("" for a reattached plugin).
 	sockets string
 }
 
 // Launch starts the plugin, completes the handshake and asks its Info.
-// Every failure names the plugin and says what went wrong in one line.
+// Every failure names the plugin and says what went wrong in one line; a
+// plugin that fails to start is reported with the last lines it wrote.
 func Launch(ctx context.Context, opts LaunchOptions) (*Conn, error) {
 	return launch(ctx, opts, nil)
 }
 
-// launch starts the plugin, or reattaches to one served in-process.
-func launch(ctx context.Context, opts LaunchOptions, reattach *plugin.ReattachConfig) (_ *Conn, err error) {
+// starting is one launch under way.
+type starting struct {
+	opts     LaunchOptions
+	label    string // the plugin in errors: its name, and path when it has one
+	timeout  time.Duration
+	output   *pluginOutput
+	client   clientLogger
+	stopping *atomic.Bool
+	kill     func() // a reattached process is not ours to signal
+	sockets  string
+	exe      *verified
+	byPath   bool
+}
+
+func newStarting(opts LaunchOptions) *starting {
 	logger := opts.Logger
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	timeout := opts.StartTimeout
-	if timeout <= 0 {
-		timeout = DefaultStartTimeout
+	s := &starting{opts: opts, label: opts.Name, timeout: opts.StartTimeout, stopping: new(atomic.Bool), kill: func() {}, byPath: true}
+	if s.timeout <= 0 {
+		s.timeout = DefaultStartTimeout
 	}
 	named := logger.Named(opts.Name)
+	s.output = &pluginOutput{log: named}
+	s.client = clientLogger{Logger: named, path: opts.Path, stopping: s.stopping, exit: new(atomic.Value)}
+	return s
+}
+
+// launch starts the plugin, or reattaches to one served in-process.
+func launch(ctx context.Context, opts LaunchOptions, reattach *plugin.ReattachConfig) (_ *Conn, err error) {
+	s := newStarting(opts)
 	cfg := &plugin.ClientConfig{
 		HandshakeConfig:  wire.Handshake(),
 		VersionedPlugins: map[int]plugin.PluginSet{wire.ProtocolVersion: hostPluginSet()},
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		StartTimeout:     timeout,
+		StartTimeout:     s.timeout,
 		Managed:          true,
-		Logger:           stderrLogger{named},
-		// Whatever the plugin writes to os.Stderr after Serve started
-		// (go-plugin redirects it into the connection) is logged too.
-		SyncStderr:      &lineLogger{log: named},
+		// The plugin's stderr reaches the host's log through pluginOutput
+		// alone, before the handshake (Stderr) and after it (SyncStderr:
+		// what go-plugin forwards once Serve swapped os.Stderr).
+		Stderr:          s.output,
+		SyncStderr:      s.output,
 		GRPCDialOptions: grpcDialOptions(),
-	}
-	label := opts.Name
-	kill := func() {} // a reattached process is not ours to signal
-	var sockets string
-	var exe *verified
-	byPath := true
-	v := opts.Verifier
-	if v == nil {
-		v = NewVerifier()
 	}
 	if reattach != nil {
 		cfg.Reattach = reattach
@@ -119,87 +138,173 @@ func launch(ctx context.Context, opts LaunchOptions, reattach *plugin.ReattachCo
 		// the unversioned set.
 		cfg.Plugins = hostPluginSet()
 	} else {
-		if opts.Path == "" {
-			return nil, fmt.Errorf("plugin %s: no executable path: %w", label, sdk.ErrInvalid)
+		if err := s.prepareExec(cfg); err != nil {
+			return nil, err
 		}
-		if len(opts.SHA256) != sha256.Size {
-			return nil, fmt.Errorf("plugin %s (%s): no sha256 to verify the executable against: %w", label, opts.Path, sdk.ErrInvalid)
-		}
-		label = fmt.Sprintf("%s (%s)", opts.Name, opts.Path)
-		if exe, err = v.check(opts.Path, opts.SHA256); err != nil {
-			return nil, fmt.Errorf("plugin %s: %w", label, err)
-		}
-		defer exe.f.Close()
-		// The plugin's socket goes in a directory of the host's own, so it
-		// can be removed once the process is gone: by default go-plugin puts
-		// it in the temporary directory, where a plugin that was killed or
-		// crashed leaves it for good.
-		if sockets, err = os.MkdirTemp("", wire.SocketDirPrefix); err != nil {
-			return nil, fmt.Errorf("plugin %s: socket directory: %w", label, err)
-		}
+		defer s.exe.f.Close()
 		defer func() {
 			if err != nil {
-				_ = os.RemoveAll(sockets)
+				_ = os.RemoveAll(s.sockets)
 			}
 		}()
-		if v.beforeExec != nil {
-			v.beforeExec()
-		}
-		var target string
-		target, byPath = exe.execTarget()
-		// The process lives under its own context: cancelling it is how
-		// the host hard-kills the plugin (exec sends SIGKILL, race-free
-		// with go-plugin's wait).
-		procCtx, cancel := context.WithCancel(context.Background())
-		kill = cancel
-		cmd := exec.CommandContext(procCtx, target)
-		cmd.Args = []string{opts.Path}
-		cmd.Env = append(cmd.Env, opts.Env...)
-		cmd.Env = append(cmd.Env, "MEMHOST_LOG_LEVEL="+levelName(logger), plugin.EnvUnixSocketDir+"="+sockets)
-		cmd.Dir = opts.Dir
-		cfg.Cmd = cmd
-		// Verifier checked the executable above; go-plugin's SecureConfig
-		// would hash it again on every start.
-		cfg.AutoMTLS = true
 	}
+	cfg.Logger = s.client // after prepareExec named the exec target
 	client := plugin.NewClient(cfg)
 	// The handshake has no context of its own: a caller that gives up (the
 	// host shutting down) kills the process, which ends the handshake.
-	defer context.AfterFunc(ctx, kill)()
+	defer context.AfterFunc(ctx, s.kill)()
 	rpc, err := client.Client()
 	if err != nil {
-		kill()
-		client.Kill()
-		return nil, fmt.Errorf("plugin %s: start failed: %s: %w", label, firstLine(err.Error()), sdk.ErrUnavailable)
+		return nil, s.failed(client, s.startProblem(err), sdk.ErrUnavailable)
 	}
 	// The process has exec'd: a file changed in place since the check (or,
 	// when exec went by path, swapped) may be what runs.
-	if exe != nil && !exe.unchanged(byPath) {
-		kill()
-		client.Kill()
-		v.forget(opts.Path)
-		return nil, fmt.Errorf("plugin %s: %w", label, errChanged)
+	if s.exe != nil && !s.exe.unchanged(s.byPath) {
+		s.verifier().forget(opts.Path)
+		return nil, s.failed(client, "", errChanged)
 	}
 	raw, err := rpc.Dispense(wire.MetaPlugin)
 	if err != nil {
-		kill()
-		client.Kill()
-		return nil, fmt.Errorf("plugin %s: no plugin service: %v: %w", label, err, sdk.ErrUnavailable)
+		return nil, s.failed(client, fmt.Sprintf("no plugin service: %v", err), sdk.ErrUnavailable)
 	}
-	c := &Conn{name: opts.Name, client: client, rpc: rpc, meta: raw.(pb.PluginClient), host: opts.Host, done: make(chan struct{}), sockets: sockets}
+	c := &Conn{name: opts.Name, client: client, rpc: rpc, meta: raw.(pb.PluginClient), host: opts.Host,
+		stopping: s.stopping, done: make(chan struct{}), sockets: s.sockets}
 	if reattach == nil {
-		c.kill = kill
+		c.kill = s.kill
 	}
-	ictx, cancel := context.WithTimeout(ctx, timeout)
+	ictx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	resp, err := c.meta.Info(ictx, &pb.InfoRequest{})
 	if err != nil {
-		kill()
-		client.Kill()
-		return nil, fmt.Errorf("plugin %s: Info call failed: %w", label, fromStatus(ictx, err))
+		s.stop(client)
+		return nil, fmt.Errorf("plugin %s: Info call failed: %w", s.label, fromStatus(ictx, err))
 	}
 	c.info = infoFromPB(resp)
 	return c, nil
+}
+
+func (s *starting) verifier() *Verifier {
+	if s.opts.Verifier == nil {
+		s.opts.Verifier = NewVerifier()
+	}
+	return s.opts.Verifier
+}
+
+// prepareExec checks the executable and sets up its command: the socket
+// directory, the environment, and the client certificate for mutual TLS.
+// On error nothing is left behind.
+func (s *starting) prepareExec(cfg *plugin.ClientConfig) (err error) {
+	opts := s.opts
+	if opts.Path == "" {
+		return fmt.Errorf("plugin %s: no executable path: %w", s.label, sdk.ErrInvalid)
+	}
+	if len(opts.SHA256) != sha256.Size {
+		return fmt.Errorf("plugin %s (%s): no sha256 to verify the executable against: %w", s.label, opts.Path, sdk.ErrInvalid)
+	}
+	s.label = fmt.Sprintf("%s (%s)", opts.Name, opts.Path)
+	v := s.verifier()
+	if s.exe, err = v.check(opts.Path, opts.SHA256); err != nil {
+		return fmt.Errorf("plugin %s: %w", s.label, err)
+	}
+	defer func() {
+		if err != nil {
+			s.exe.f.Close()
+		}
+	}()
+	tlsConfig, certPEM, err := clientTLS()
+	if err != nil {
+		return fmt.Errorf("plugin %s: %w", s.label, err)
+	}
+	// The plugin's socket goes in a directory of the host's own, so it
+	// can be removed once the process is gone: by default go-plugin puts
+	// it in the temporary directory, where a plugin that was killed or
+	// crashed leaves it for good.
+	if s.sockets, err = os.MkdirTemp("", wire.SocketDirPrefix); err != nil {
+		return fmt.Errorf("plugin %s: socket directory: %w", s.label, err)
+	}
+	if v.beforeExec != nil {
+		v.beforeExec()
+	}
+	var target string
+	target, s.byPath = s.exe.execTarget()
+	s.client.target = target
+	// The process lives under its own context: cancelling it is how
+	// the host hard-kills the plugin (exec sends SIGKILL, race-free
+	// with go-plugin's wait).
+	procCtx, cancel := context.WithCancel(context.Background())
+	s.kill = cancel
+	cmd := exec.CommandContext(procCtx, target)
+	cmd.Args = []string{opts.Path}
+	cmd.Env = append(cmd.Env, opts.Env...)
+	cmd.Env = append(cmd.Env, "MEMHOST_LOG_LEVEL="+levelName(s.client.Logger), plugin.EnvUnixSocketDir+"="+s.sockets,
+		"PLUGIN_CLIENT_CERT="+certPEM)
+	cmd.Dir = opts.Dir
+	cfg.Cmd = cmd
+	// Mutual TLS with the host's own client certificate (clientTLS says
+	// why not AutoMTLS); go-plugin adds the server's certificate from the
+	// handshake line. Verifier checked the executable above: go-plugin's
+	// SecureConfig would hash it again on every start.
+	cfg.TLSConfig = tlsConfig
+	return nil
+}
+
+// stop ends a process whose launch failed and waits until it is gone, so
+// its last output has been read.
+func (s *starting) stop(client *plugin.Client) {
+	s.stopping.Store(true)
+	s.kill()
+	client.Kill()
+	// go-plugin's Kill does not wait for a process that never handed
+	// over an address; Exited turns true once its output is all read.
+	for deadline := time.Now().Add(2 * time.Second); !client.Exited() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.output.flush()
+}
+
+// failed stops the process and answers the launch's error: the problem,
+// how the process ended, and the last lines it wrote.
+func (s *starting) failed(client *plugin.Client, problem string, kind error) error {
+	s.stop(client)
+	if problem == "" {
+		return fmt.Errorf("plugin %s: %w", s.label, kind)
+	}
+	if status := s.client.exitStatus(); status != "" && status != "signal: killed" {
+		problem += " (" + status + ")"
+	}
+	if tail := s.output.lastLines(); len(tail) > 0 {
+		const show = 5
+		if len(tail) > show {
+			tail = tail[len(tail)-show:]
+		}
+		quoted := make([]string, len(tail))
+		for i, line := range tail {
+			quoted[i] = strconv.Quote(line)
+		}
+		problem += "; its last output: " + strings.Join(quoted, " ")
+	}
+	return fmt.Errorf("plugin %s: %s: %w", s.label, problem, kind)
+}
+
+// startProblem says in one line why go-plugin's start failed. go-plugin
+// reports a process that died before the handshake as an unrecognised
+// empty stdout line; a plugin that crashed wrote nothing to stdout.
+func (s *starting) startProblem(err error) string {
+	msg := err.Error()
+	first, rest, _ := strings.Cut(msg, "\n")
+	switch {
+	case strings.HasPrefix(first, "Unrecognized remote plugin message:"):
+		line := strings.TrimSpace(strings.TrimPrefix(first, "Unrecognized remote plugin message:"))
+		if line == "" && strings.Contains(rest, "Failed to read any lines") {
+			return "start failed: it exited before the handshake"
+		}
+		return fmt.Sprintf("start failed: it wrote %s to stdout instead of the handshake (a memhost plugin writes nothing else to stdout)", strconv.Quote(clean(line)))
+	case first == "plugin exited before we could connect":
+		return "start failed: it exited before the handshake"
+	case strings.HasPrefix(first, "timeout while waiting for plugin to start"):
+		return fmt.Sprintf("start failed: no handshake within %s", s.timeout)
+	}
+	return "start failed: " + first
 }
 
 // Info is what the plugin reported at launch.
@@ -266,6 +371,9 @@ func (c *Conn) Close() { c.Kill(DefaultKillGrace) }
 // graceful exit. Concurrent and repeated calls are safe.
 func (c *Conn) Kill(grace time.Duration) {
 	c.once.Do(func() {
+		if c.stopping != nil {
+			c.stopping.Store(true)
+		}
 		go func() {
 			c.client.Kill()
 			if c.stop != nil {
@@ -290,16 +398,4 @@ func (c *Conn) Kill(grace time.Duration) {
 		c.kill()
 	}
 	<-c.done
-}
-
-// firstLine keeps go-plugin's headline: its start errors append a
-// multi-line checklist, and the host reports each refusal as one line.
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	if strings.HasPrefix(s, "Unrecognized remote plugin message") {
-		s += " (the executable wrote to stdout before the handshake, or is not a memhost plugin)"
-	}
-	return s
 }

@@ -3,19 +3,314 @@ package host
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
 
 	hclog "github.com/hashicorp/go-hclog"
 )
 
-// stderrLogger is the logger go-plugin gets. go-plugin names the plugin's
-// stderr lines after the executable file; the host wants them under the
-// name it launched the plugin as (the instance), so naming is a no-op.
-type stderrLogger struct{ hclog.Logger }
+// A plugin is third-party code, and everything it writes to stderr is
+// input the host parses. go-plugin's own parser panics on a JSON line
+// whose "@message" is not a string and drops a line whose timestamp has
+// other than six fractional digits to DEBUG, so the host never lets it
+// parse: go-plugin gets a logger that is off for the plugin's stream
+// (muted below), and the raw bytes reach pluginOutput, which cannot
+// panic on any input.
 
-func (l stderrLogger) Named(string) hclog.Logger { return l }
+// Bounds on what one plugin line may cost the host.
+const (
+	maxLineBytes  = 64 << 10 // longer lines are cut, the rest of them dropped
+	maxLineFields = 32       // attributes kept from one JSON line
+	maxValueBytes = 4 << 10  // one attribute value or message, rendered
+	tailLines     = 20       // lines kept for a start failure's report
+	tailLineBytes = 512
+)
+
+// pluginOutput receives a plugin's stderr: before the handshake straight
+// from the process's pipe (ClientConfig.Stderr), after it the lines the
+// plugin's go-plugin server forwards over its stdio stream (SyncStderr).
+// It logs each line under the plugin's name and keeps the last few, so a
+// plugin that dies before the handshake can be reported with its own words.
+type pluginOutput struct {
+	log hclog.Logger
+
+	mu      sync.Mutex
+	buf     []byte
+	cut     bool // the line being read passed maxLineBytes
+	tail    []string
+	crashed bool // a crash report started: its untagged lines are errors
+}
+
+func (o *pluginOutput) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		chunk := p
+		if i >= 0 {
+			chunk = p[:i]
+		}
+		if !o.cut {
+			room := maxLineBytes - len(o.buf)
+			if len(chunk) > room {
+				chunk, o.cut = chunk[:room], true
+			}
+			o.buf = append(o.buf, chunk...)
+		}
+		if i < 0 {
+			break
+		}
+		o.line(bytes.TrimRight(o.buf, "\r"))
+		o.buf, o.cut = o.buf[:0], false
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
+// flush logs a last line the plugin did not end with a newline.
+func (o *pluginOutput) flush() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.buf) > 0 {
+		o.line(o.buf)
+		o.buf, o.cut = o.buf[:0], false
+	}
+}
+
+func (o *pluginOutput) line(raw []byte) {
+	l, ok := parsePluginLine(raw)
+	if !ok {
+		return
+	}
+	if !l.json {
+		switch {
+		case crashStart(l.msg):
+			o.crashed = true
+			l.level = hclog.Error
+		case o.crashed:
+			l.level = hclog.Error
+		}
+	}
+	o.log.Log(l.level, l.msg, l.args...)
+	o.keep(l.msg)
+}
+
+func (o *pluginOutput) keep(msg string) {
+	if len(msg) > tailLineBytes {
+		msg = msg[:tailLineBytes] + "…"
+	}
+	if len(o.tail) == tailLines {
+		o.tail = slices.Delete(o.tail, 0, 1)
+	}
+	o.tail = append(o.tail, msg)
+}
+
+// lastLines answers a copy of the last lines the plugin wrote.
+func (o *pluginOutput) lastLines() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.tail)
+}
+
+// crashStart reports whether a plain line starts a crash report (a Go
+// panic or fatal error, a Python traceback).
+func crashStart(s string) bool {
+	for _, p := range []string{"panic: ", "fatal error: ", "Traceback (most recent call last):"} {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// pluginLine is one parsed line of plugin output.
+type pluginLine struct {
+	level hclog.Level
+	msg   string
+	args  []any
+	json  bool // the line was a JSON object
+}
+
+// parsePluginLine reads one line of plugin output: a JSON object in
+// hclog's shape ("@level", "@message", "@timestamp", other keys as
+// attributes) at its own level, anything else as text at info. It never
+// panics and never fails: a malformed field degrades to text, a missing or
+// unknown level to info. Control characters are escaped, so a line cannot
+// forge a second line in the host's log. ok is false for a blank line.
+func parsePluginLine(raw []byte) (l pluginLine, ok bool) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return l, false
+	}
+	l.level = hclog.Info
+	var entry map[string]any
+	if raw[0] != '{' || json.Unmarshal(raw, &entry) != nil {
+		l.msg = clean(string(raw))
+		return l, true
+	}
+	l.json = true
+	if lv, isString := entry["@level"].(string); isString {
+		if level := hclog.LevelFromString(lv); level > hclog.NoLevel && level < hclog.Off {
+			l.level = level
+		}
+	}
+	switch m := entry["@message"].(type) {
+	case string:
+		l.msg = clean(m)
+	case nil:
+	default:
+		l.msg = render(m)
+	}
+	// The host stamps every line with its own time: a plugin's timestamp,
+	// any RFC 3339 form, is dropped; one that is no time stays visible.
+	if ts, isString := entry["@timestamp"].(string); isString {
+		if _, err := time.Parse(time.RFC3339Nano, ts); err == nil {
+			delete(entry, "@timestamp")
+		}
+	}
+	for _, k := range []string{"@level", "@message", "@module"} {
+		delete(entry, k)
+	}
+	keys := slices.Sorted(maps.Keys(entry))
+	if len(keys) > maxLineFields {
+		l.args = append(l.args, "dropped_fields", len(keys)-maxLineFields)
+		keys = keys[:maxLineFields]
+	}
+	for _, k := range keys {
+		l.args = append(l.args, clean(k), attrValue(entry[k]))
+	}
+	if l.msg == "" && len(l.args) == 0 {
+		l.msg = clean(string(raw))
+	}
+	return l, true
+}
+
+// attrValue keeps JSON scalars as they are and renders anything nested as
+// compact JSON text, bounded.
+func attrValue(v any) any {
+	switch v := v.(type) {
+	case string:
+		return clean(v)
+	case float64, bool, nil:
+		return v
+	default:
+		return render(v)
+	}
+}
+
+func render(v any) string {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return clean(fmt.Sprint(v))
+	}
+	return clean(string(data))
+}
+
+// clean bounds s and escapes what could break the host's log line:
+// control characters (newlines among them) and invalid UTF-8.
+func clean(s string) string {
+	if len(s) > maxValueBytes {
+		s = s[:maxValueBytes] + "…"
+	}
+	needs := !utf8.ValidString(s)
+	for _, r := range s {
+		if r < 0x20 && r != '\t' || r == 0x7f || r == 0x2028 || r == 0x2029 || (r >= 0x80 && r < 0xa0) {
+			needs = true
+			break
+		}
+	}
+	if !needs {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r < 0x20 && r != '\t' || r == 0x7f || r == 0x2028 || r == 0x2029 || (r >= 0x80 && r < 0xa0):
+			q := fmt.Sprintf("%+q", string(r))
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// clientLogger is the logger go-plugin gets for its own client-side
+// lines. It is off for the plugin's stderr stream (go-plugin names that
+// logger after the executable), so go-plugin never parses the plugin's
+// output (pluginOutput does); it names the plugin by the path the host
+// was given, not the /proc/self/fd path it execs; and a process the host
+// killed on purpose is no error.
+type clientLogger struct {
+	hclog.Logger
+	target, path string       // exec target and the path to show for it
+	stopping     *atomic.Bool // the host is ending the process
+	exit         *atomic.Value
+}
+
+func (l clientLogger) Named(name string) hclog.Logger {
+	if name == "stdio" {
+		return l
+	}
+	return muted{hclog.NewNullLogger()}
+}
+
+func (l clientLogger) Log(level hclog.Level, msg string, args ...any) {
+	if msg == "plugin process exited" {
+		for i := 0; i+1 < len(args); i += 2 {
+			if args[i] == "error" {
+				if s, ok := args[i+1].(string); ok {
+					l.exit.Store(s)
+				}
+			}
+		}
+		if l.stopping.Load() {
+			level = hclog.Debug
+		}
+	}
+	// The host is ending the process itself and kills it if it lingers.
+	if msg == "plugin failed to exit gracefully" && l.stopping.Load() {
+		level = hclog.Debug
+	}
+	if l.target != "" && slices.Contains(args, any(l.target)) {
+		args = slices.Clone(args)
+		for i, a := range args {
+			if a == any(l.target) {
+				args[i] = l.path
+			}
+		}
+	}
+	l.Logger.Log(level, msg, args...)
+}
+
+func (l clientLogger) Trace(msg string, args ...any) { l.Log(hclog.Trace, msg, args...) }
+func (l clientLogger) Debug(msg string, args ...any) { l.Log(hclog.Debug, msg, args...) }
+func (l clientLogger) Info(msg string, args ...any)  { l.Log(hclog.Info, msg, args...) }
+func (l clientLogger) Warn(msg string, args ...any)  { l.Log(hclog.Warn, msg, args...) }
+func (l clientLogger) Error(msg string, args ...any) { l.Log(hclog.Error, msg, args...) }
+
+// exitStatus is how the process ended, as go-plugin reported it ("" when
+// it has not, or exited cleanly).
+func (l clientLogger) exitStatus() string {
+	s, _ := l.exit.Load().(string)
+	return s
+}
+
+// muted is a logger that reports itself off, which is what makes
+// go-plugin skip parsing the plugin's stderr.
+type muted struct{ hclog.Logger }
+
+func (muted) GetLevel() hclog.Level { return hclog.Off }
 
 // levelName is the level a plugin should log at: the host's.
 func levelName(l hclog.Logger) string {
@@ -23,52 +318,4 @@ func levelName(l hclog.Logger) string {
 		return lv.String()
 	}
 	return "info"
-}
-
-// lineLogger logs what a plugin wrote to os.Stderr after Serve swapped it
-// (go-plugin forwards those bytes over its stdio stream): a JSON line in
-// hclog's shape at its own level, any other line at info.
-type lineLogger struct {
-	mu  sync.Mutex
-	log hclog.Logger
-	buf []byte
-}
-
-func (w *lineLogger) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf = append(w.buf, p...)
-	for {
-		i := bytes.IndexByte(w.buf, '\n')
-		if i < 0 {
-			break
-		}
-		w.logLine(bytes.TrimRight(w.buf[:i], "\r"))
-		w.buf = w.buf[i+1:]
-	}
-	return len(p), nil
-}
-
-func (w *lineLogger) logLine(line []byte) {
-	if len(bytes.TrimSpace(line)) == 0 {
-		return
-	}
-	var entry map[string]any
-	if json.Unmarshal(line, &entry) == nil {
-		msg, _ := entry["@message"].(string)
-		lv, _ := entry["@level"].(string)
-		if level := hclog.LevelFromString(lv); msg != "" && level != hclog.NoLevel {
-			delete(entry, "@message")
-			delete(entry, "@level")
-			delete(entry, "@timestamp")
-			delete(entry, "@module")
-			args := make([]any, 0, 2*len(entry))
-			for _, k := range slices.Sorted(maps.Keys(entry)) {
-				args = append(args, k, entry[k])
-			}
-			w.log.Log(level, msg, args...)
-			return
-		}
-	}
-	w.log.Info(string(line))
 }

@@ -1,0 +1,183 @@
+package host
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	hclog "github.com/hashicorp/go-hclog"
+)
+
+func TestParsePluginLine(t *testing.T) {
+	cases := []struct {
+		name  string
+		line  string
+		level hclog.Level
+		msg   string
+		args  []any
+	}{
+		{"hclog line", `{"@level":"warn","@message":"disk slow","@timestamp":"2026-12-01T00:00:00.000000Z","ms":12}`, hclog.Warn, "disk slow", []any{"ms", 12.0}},
+		{"millisecond timestamp keeps its level", `{"@level":"error","@message":"m","@timestamp":"2026-12-01T00:00:00.123Z"}`, hclog.Error, "m", nil},
+		{"timestamp without fraction", `{"@level":"debug","@message":"m","@timestamp":"2026-12-01T00:00:00+02:00"}`, hclog.Debug, "m", nil},
+		{"a timestamp that is no time stays", `{"@level":"info","@message":"m","@timestamp":"yesterday"}`, hclog.Info, "m", []any{"@timestamp", "yesterday"}},
+		{"number message", `{"@level":"info","@message":42,"@timestamp":"2026-12-01T00:00:00.000000Z"}`, hclog.Info, "42", nil},
+		{"object message", `{"@level":"warn","@message":{"a":[1]}}`, hclog.Warn, `{"a":[1]}`, nil},
+		{"number level", `{"@level":7,"@message":"m"}`, hclog.Info, "m", nil},
+		{"level off is info", `{"@level":"off","@message":"m"}`, hclog.Info, "m", nil},
+		{"unknown level", `{"@level":"loud","@message":"m"}`, hclog.Info, "m", nil},
+		{"nested attribute as JSON", `{"@message":"m","obj":{"k":"v"},"list":[1,2]}`, hclog.Info, "m", []any{"list", "[1,2]", "obj", `{"k":"v"}`}},
+		{"module dropped", `{"@message":"m","@module":"sdk"}`, hclog.Info, "m", nil},
+		{"empty object", `{}`, hclog.Info, "{}", nil},
+		{"array", `[1,2]`, hclog.Info, "[1,2]", nil},
+		{"truncated JSON is text", `{"@message":`, hclog.Info, `{"@message":`, nil},
+		{"plain text", `starting up`, hclog.Info, "starting up", nil},
+		{"newline in message escaped", `{"@message":"a\nb [ERROR] forged"}`, hclog.Info, `a\nb [ERROR] forged`, nil},
+		{"control characters escaped", "bell\x07 esc\x1b[31m", hclog.Info, `bell\a esc\x1b[31m`, nil},
+		{"invalid UTF-8 escaped", "\xff\xfeok", hclog.Info, `\xff\xfeok`, nil},
+		{"line separator escaped", "a\u2028b", hclog.Info, `a\u2028b`, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l, ok := parsePluginLine([]byte(c.line))
+			if !ok {
+				t.Fatal("line dropped")
+			}
+			if l.level != c.level || l.msg != c.msg {
+				t.Errorf("level %s msg %q, want %s %q", l.level, l.msg, c.level, c.msg)
+			}
+			if len(l.args) != len(c.args) {
+				t.Fatalf("args %v, want %v", l.args, c.args)
+			}
+			for i := range c.args {
+				if l.args[i] != c.args[i] {
+					t.Errorf("args %v, want %v", l.args, c.args)
+				}
+			}
+		})
+	}
+	if _, ok := parsePluginLine([]byte("  \t")); ok {
+		t.Error("a blank line was logged")
+	}
+}
+
+func TestParsePluginLineBoundsFields(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"@message":"m"`)
+	for i := range 100 {
+		b.WriteString(`,"k` + strings.Repeat("x", i) + `":"` + strings.Repeat("v", 10000) + `"`)
+	}
+	b.WriteString("}")
+	l, _ := parsePluginLine([]byte(b.String()))
+	if len(l.args) != 2*(maxLineFields+1) || l.args[0] != "dropped_fields" || l.args[1] != 100-maxLineFields {
+		t.Fatalf("%d args, first %v %v", len(l.args), l.args[0], l.args[1])
+	}
+	for i := 3; i < len(l.args); i += 2 {
+		if s := l.args[i].(string); len(s) > maxValueBytes+len("…") {
+			t.Fatalf("a value of %d bytes kept", len(s))
+		}
+	}
+}
+
+// recordingLogger keeps what it is given.
+type recordingLogger struct {
+	hclog.Logger
+	lines []string
+	lvls  []hclog.Level
+}
+
+func (r *recordingLogger) Log(level hclog.Level, msg string, _ ...any) {
+	r.lines = append(r.lines, msg)
+	r.lvls = append(r.lvls, level)
+}
+
+func TestPluginOutputSplitsAndBoundsLines(t *testing.T) {
+	rec := &recordingLogger{Logger: hclog.NewNullLogger()}
+	o := &pluginOutput{log: rec}
+	// Lines arrive split anywhere, and one is far longer than the bound.
+	input := "first li" + "ne\r\nsecond\n" + strings.Repeat("y", 3*maxLineBytes) + "\nafter the long one\nunterminated"
+	for chunk := range slices3(input, 7) {
+		o.Write([]byte(chunk))
+	}
+	o.flush()
+	want := []string{"first line", "second", strings.Repeat("y", maxValueBytes) + "…", "after the long one", "unterminated"}
+	if len(rec.lines) != len(want) {
+		t.Fatalf("%d lines, want %d", len(rec.lines), len(want))
+	}
+	for i := range want {
+		if rec.lines[i] != want[i] {
+			t.Errorf("line %d = %.40q (%d bytes), want %.40q", i, rec.lines[i], len(rec.lines[i]), want[i])
+		}
+	}
+	tail := o.lastLines()
+	if len(tail) != len(want) || tail[4] != "unterminated" || len(tail[2]) > tailLineBytes+len("…") {
+		t.Fatalf("tail %q", tail)
+	}
+}
+
+func TestPluginOutputCrashLinesAreErrors(t *testing.T) {
+	rec := &recordingLogger{Logger: hclog.NewNullLogger()}
+	o := &pluginOutput{log: rec}
+	o.Write([]byte("starting\nTraceback (most recent call last):\n  File \"x.py\", line 1\nImportError: grpc\n{\"@level\":\"debug\",\"@message\":\"json keeps its level\"}\n"))
+	want := []hclog.Level{hclog.Info, hclog.Error, hclog.Error, hclog.Error, hclog.Debug}
+	for i, lv := range want {
+		if rec.lvls[i] != lv {
+			t.Errorf("line %q at %s, want %s", rec.lines[i], rec.lvls[i], lv)
+		}
+	}
+	for i := 0; i < 2*tailLines; i++ {
+		o.Write([]byte("more\n"))
+	}
+	if n := len(o.lastLines()); n != tailLines {
+		t.Fatalf("tail holds %d lines, want %d", n, tailLines)
+	}
+}
+
+// slices3 cuts s into pieces of n bytes.
+func slices3(s string, n int) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for len(s) > 0 {
+			k := min(n, len(s))
+			if !yield(s[:k]) {
+				return
+			}
+			s = s[k:]
+		}
+	}
+}
+
+// FuzzPluginLine: no input panics the parser, and nothing it logs can
+// break the host's log line.
+func FuzzPluginLine(f *testing.F) {
+	for _, seed := range []string{
+		`{"@level":"info","@message":42,"@timestamp":"2026-12-01T00:00:00.000000Z"}`,
+		`{"@level":7,"@message":"m"}`,
+		`{"@level":["warn"],"@message":{"nested":true},"@timestamp":12}`,
+		`{"@level":"warn","@message":"m","@timestamp":"2026-12-01T00:00:00.123Z"}`,
+		`{"@message":"a\nb","k":"\u2028"}`,
+		`[1,2,3]`, `null`, `"s"`, `{"@message":`, "\xff\xfe", "panic: boom",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		l, ok := parsePluginLine(line)
+		if !ok {
+			return
+		}
+		check := func(s string) {
+			if !utf8.ValidString(s) || strings.ContainsAny(s, "\n\r\u2028\u2029") {
+				t.Fatalf("unsafe text %q from %q", s, line)
+			}
+		}
+		check(l.msg)
+		for _, a := range l.args {
+			if s, isString := a.(string); isString {
+				check(s)
+			}
+		}
+		rec := &recordingLogger{Logger: hclog.NewNullLogger()}
+		o := &pluginOutput{log: rec}
+		o.Write(line)
+		o.Write(bytes.Repeat([]byte{'\n'}, 1))
+	})
+}
