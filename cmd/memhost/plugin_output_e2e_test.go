@@ -88,19 +88,31 @@ func TestHostilePluginOutputCannotStopHost(t *testing.T) {
 		}
 	})
 	t.Run("text", func(t *testing.T) {
-		cfg, data := writeConfigIn(t, dir, "log_format = \"text\"\n"+hostileConfig)
+		cfg, data := writeConfigIn(t, dir, "log_format = \"text\"\nlog_level = \"debug\"\n"+hostileConfig)
 		m, err := startWithConfig(t, cfg, data)
 		if err != nil {
 			t.Fatal(err)
 		}
 		waitForLog(t, m, "pre survivor", "post survivor")
 		m.stop()
+		if !strings.Contains(m.logs(), "plugin process exited") {
+			t.Fatalf("no exit line to check:\n%.2000s", m.logs())
+		}
 		for _, line := range strings.Split(m.logs(), "\n") {
 			if strings.Contains(line, "FORGED") && !strings.Contains(line, "plugin.bad:") {
 				t.Errorf("a plugin forged a host log line: %q", line)
 			}
 			if len(line) > 80<<10 {
 				t.Errorf("a log line of %d bytes: a plugin line is bounded", len(line))
+			}
+			// The plugin is named by its path, not the descriptor the
+			// host execs; the host stamps a line once; a plugin the host
+			// stopped did not fail.
+			if strings.Contains(line, "/proc/self/fd/") || strings.Contains(line, " timestamp=") {
+				t.Errorf("log line %.200q", line)
+			}
+			if strings.Contains(line, "plugin process exited") && !strings.Contains(line, "[DEBUG]") {
+				t.Errorf("a plugin the host stopped is logged as %.200q", line)
 			}
 		}
 	})
