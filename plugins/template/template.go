@@ -1,11 +1,12 @@
 // Package template is memhost's deterministic compactor: no model, no
 // network, the same summary for the same input on every host. A summary is
-// a header, then the lines that state instructions, decisions or
-// constraints, then the other messages, one line each, tool calls and
-// results marked. Under the byte cap the key lines are kept ahead of the
-// chatter and, within each section, the newest lines ahead of the oldest:
-// losing an instruction at compaction is what agent users complain about
-// most, losing small talk is not.
+// a header, then one section per class of line (sdk/classify): standing
+// instructions, decisions, open items, facts, and the other messages, tool
+// calls and results marked. Under the byte cap a class never loses a line
+// to a less important one; standing instructions are kept oldest first
+// until a later one retires them ("stop answering in French"), every other
+// class newest first: losing an instruction at compaction is what agent
+// users complain about most, losing small talk is not.
 package template
 
 import (
@@ -15,10 +16,10 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/classify"
 )
 
 // Version is the plugin's version, reported by Info and the manifest.
@@ -35,12 +36,29 @@ const (
 	MaxHeaderBytes   = 200
 )
 
-// Section headings; the next compaction parses its carry-over by them.
-const (
-	keyHeading   = "Instructions, decisions and constraints:"
-	otherHeading = "Earlier messages:"
-	bullet       = "- "
-)
+// Section headings, one per class, most important first; the next
+// compaction parses its carry-over by them.
+var headings = map[classify.Class]string{
+	classify.Instruction: "Standing instructions:",
+	classify.Decision:    "Decisions:",
+	classify.OpenItem:    "Open items:",
+	classify.Fact:        "Facts:",
+	classify.Chatter:     "Earlier messages:",
+}
+
+// legacyHeading is the one key section of summaries written before the
+// classes: its lines are classified afresh.
+const legacyHeading = "Instructions, decisions and constraints:"
+
+const bullet = "- "
+
+// shares caps each class's part of the budget on the first pass, so a flood
+// of facts or open items cannot fill a summary; what is left over goes to
+// the classes again in order. Instructions are never capped, and no class
+// takes budget a more important one could still use.
+var shares = map[classify.Class]float64{
+	classify.Instruction: 1, classify.Decision: 0.4, classify.OpenItem: 0.25, classify.Fact: 0.25, classify.Chatter: 1,
+}
 
 const configSchema = `{
   "type": "object",
@@ -132,160 +150,234 @@ func (c *Compactor) Compact(ctx context.Context, req sdk.CompactRequest) (sdk.Me
 	return sdk.Message{Role: "system", Content: Render(*cfg, limit, req.CarryOver, req.Evicted)}, nil
 }
 
+// line is one line of a summary and what it is kept as.
+type line struct {
+	text string
+	kind classify.Message
+}
+
 // Render is the summary, at most limit bytes (limit must leave room for
 // the header; Compact guarantees at least MinMaxBytes).
 func Render(cfg Config, limit int, carry *sdk.Message, evicted []sdk.Message) string {
-	var keys, others []string
+	var lines []line
 	if carry != nil {
-		keys, others = parseCarry(carry.Content, cfg.LineBytes)
+		lines = parseCarry(carry.Content, cfg.LineBytes)
 	}
 	for _, m := range evicted {
-		line, key := messageLine(m, cfg.LineBytes)
-		if line == "" {
-			continue
-		}
-		if key {
-			keys = append(keys, line)
-		} else {
-			others = append(others, line)
-		}
+		lines = append(lines, messageLines(m, cfg.LineBytes)...)
 	}
-	keys = dedupKeepLast(keys)
+	lines = dedup(retire(lines))
 
 	header := cfg.Header
 	budget := limit - len(header) - 1
-	// Newest first within each section, key lines before any chatter.
-	keptKeys := fitNewest(keys, &budget, len(keyHeading)+1)
-	keptOthers := fitNewest(others, &budget, len(otherHeading)+1)
+	kept := fit(lines, budget)
 
 	var b strings.Builder
 	b.WriteString(header)
 	b.WriteByte('\n')
-	if len(keptKeys) > 0 {
-		b.WriteString(keyHeading + "\n")
-		for _, l := range keptKeys {
-			b.WriteString(l + "\n")
-		}
-	}
-	if len(keptOthers) > 0 {
-		b.WriteString(otherHeading + "\n")
-		for _, l := range keptOthers {
-			b.WriteString(l + "\n")
+	for _, class := range classify.Classes {
+		first := true
+		for i, l := range lines {
+			if !kept[i] || l.kind.Class != class {
+				continue
+			}
+			if first {
+				b.WriteString(headings[class] + "\n")
+				first = false
+			}
+			b.WriteString(l.text + "\n")
 		}
 	}
 	out := strings.TrimRight(b.String(), "\n")
 	return cutUTF8(out, limit)
 }
 
-// fitNewest keeps the newest lines that fit the budget (each plus a line
-// break, and the section heading once), answering them in original order.
-func fitNewest(lines []string, budget *int, heading int) []string {
-	if len(lines) == 0 || *budget < heading {
-		return nil
-	}
-	left := *budget - heading
-	first := len(lines)
-	for i := len(lines) - 1; i >= 0; i-- {
-		n := len(lines[i]) + 1
-		if n > left {
-			break
+// retire drops every instruction a later one withdraws or replaces, and a
+// retraction that withdrew something (its work is done; one that matched
+// nothing stays, as it may answer what the summary never held).
+func retire(lines []line) []line {
+	dropped := make([]bool, len(lines))
+	for i := range lines {
+		if lines[i].kind.Class != classify.Instruction {
+			continue
 		}
-		left -= n
-		first = i
+		for j := range i {
+			if !dropped[j] && classify.Retires(lines[i].kind, lines[j].kind) {
+				dropped[j] = true
+				if lines[i].kind.Retraction {
+					dropped[i] = true
+				}
+			}
+		}
 	}
-	if first == len(lines) {
-		return nil
+	out := lines[:0:0]
+	for i, l := range lines {
+		if !dropped[i] {
+			out = append(out, l)
+		}
 	}
-	*budget = left
-	return lines[first:]
+	return out
 }
 
-// parseCarry splits a previous summary into its key lines and its other
-// lines. A summary this plugin wrote is read by its headings; any other
-// text (another compactor's) has each line classified afresh.
-func parseCarry(s string, lineBytes int) (keys, others []string) {
-	lines := strings.Split(s, "\n")
-	ours := strings.Contains(s, "\n"+keyHeading+"\n") || strings.Contains(s, "\n"+otherHeading+"\n")
-	section := ""
+// dedup drops repeated lines: an instruction keeps its first place (it has
+// stood since then), any other line its newest.
+func dedup(lines []line) []line {
+	seen := map[string]bool{}
+	keep := make([]bool, len(lines))
 	for i, l := range lines {
-		l = strings.TrimSpace(l)
-		switch {
-		case l == "":
+		if l.kind.Class == classify.Instruction && !seen[l.text] {
+			seen[l.text], keep[i] = true, true
+		}
+	}
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := lines[i]; l.kind.Class != classify.Instruction && !seen[l.text] {
+			seen[l.text], keep[i] = true, true
+		}
+	}
+	out := lines[:0:0]
+	for i, l := range lines {
+		if keep[i] {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// fit chooses the lines that fit budget bytes: classes in order of
+// importance, instructions oldest first (a standing instruction is never
+// pushed out by newer ones), every other class newest first; a first pass
+// holds each class to its share, a second hands out what is left.
+func fit(lines []line, budget int) []bool {
+	kept := make([]bool, len(lines))
+	opened := map[classify.Class]bool{}
+	for pass := range 2 {
+		for _, class := range classify.Classes {
+			limit := budget
+			if pass == 0 {
+				limit = min(budget, int(shares[class]*float64(budget)))
+			}
+			used := 0
+			try := func(i int) {
+				l := lines[i]
+				if kept[i] || l.kind.Class != class {
+					return
+				}
+				cost := len(l.text) + 1
+				if !opened[class] {
+					cost += len(headings[class]) + 1
+				}
+				if cost > limit-used || cost > budget {
+					return
+				}
+				kept[i], opened[class] = true, true
+				used += cost
+				budget -= cost
+			}
+			if class == classify.Instruction {
+				for i := range lines {
+					try(i)
+				}
+			} else {
+				for i := len(lines) - 1; i >= 0; i-- {
+					try(i)
+				}
+			}
+		}
+	}
+	return kept
+}
+
+// parseCarry reads a previous summary back into lines. A summary this
+// plugin wrote is read by its headings; any other text (another
+// compactor's, or an older version's key section) is classified afresh.
+func parseCarry(s string, lineBytes int) []line {
+	byHeading := map[string]classify.Class{}
+	for c, h := range headings {
+		byHeading[h] = c
+	}
+	rows := strings.Split(s, "\n")
+	ours := false
+	for _, r := range rows {
+		if _, ok := byHeading[strings.TrimSpace(r)]; ok || strings.TrimSpace(r) == legacyHeading {
+			ours = true
+		}
+	}
+	var out []line
+	section, known := classify.Chatter, false
+	for i, r := range rows {
+		r = strings.TrimSpace(r)
+		if c, ok := byHeading[r]; ok {
+			section, known = c, true
 			continue
-		case l == keyHeading || l == otherHeading:
-			section = l
+		}
+		switch {
+		case r == "":
+			continue
+		case r == legacyHeading:
+			known = false
 			continue
 		case i == 0 && ours:
 			continue // this plugin's previous header
 		}
-		if !strings.HasPrefix(l, bullet) {
-			l = bullet + "earlier: " + oneLine(l)
-		}
-		l = cutLine(l, lineBytes)
-		switch section {
-		case keyHeading:
-			keys = append(keys, l)
-		case otherHeading:
-			others = append(others, l)
-		default:
-			if statesRule(l) {
-				keys = append(keys, l)
+		role, text := "earlier", r
+		if rest, ok := strings.CutPrefix(r, bullet); ok {
+			if rl, tx, ok := strings.Cut(rest, ": "); ok && !strings.ContainsAny(rl, " ") {
+				role, text = rl, tx
 			} else {
-				others = append(others, l)
+				text = rest
 			}
 		}
+		text = oneLine(text)
+		// A foreign summary speaks for the conversation: its rules are
+		// read as the system's.
+		kind := classify.Classify(classRole(role), text)
+		if known {
+			kind.Class = section
+			if section == classify.Instruction && len(kind.Topic()) == 0 {
+				kind = classify.Classify("system", text)
+				kind.Class = section
+			}
+		}
+		out = append(out, line{text: cutLine(bullet+role+": "+text, lineBytes), kind: kind})
 	}
-	return keys, others
+	return out
 }
 
-// messageLine renders one message as a bullet line and says whether it
-// states an instruction, decision or constraint. Tool output is never a
-// key line: text a tool returned does not get to instruct the agent.
-func messageLine(m sdk.Message, lineBytes int) (string, bool) {
+func classRole(role string) string {
+	if role == "earlier" {
+		return "system"
+	}
+	return role
+}
+
+// messageLines renders one message as its summary lines: one line per
+// directive sentence of an instruction (each stands, and is retired, on
+// its own), one line for any other message. Tool output is never an
+// instruction: text a tool returned does not get to instruct the agent.
+func messageLines(m sdk.Message, lineBytes int) []line {
 	text := oneLine(m.Content)
 	if text == "" {
-		return "", false
+		return nil
 	}
 	role := oneLine(m.Role)
-	tool := false
+	if role == "" || strings.ContainsAny(role, " :") {
+		role = "message"
+	}
 	switch strings.ToLower(role) {
 	case "tool", "function", "tool_result":
-		tool = true
 		if !strings.HasPrefix(text, "[tool result") {
 			text = "[tool result] " + text
 		}
 	}
-	if strings.HasPrefix(text, "[tool call") || strings.HasPrefix(text, "[tool result") {
-		tool = true
+	kind := classify.Classify(role, text)
+	if kind.Class != classify.Instruction {
+		return []line{{text: cutLine(bullet+role+": "+text, lineBytes), kind: kind}}
 	}
-	return cutLine(bullet+role+": "+text, lineBytes), !tool && statesRule(text)
-}
-
-// ruleWords mark a sentence as an instruction, decision or constraint.
-// Matched on whole words of the lower-cased text.
-var ruleWords = []string{
-	"always", "never", "must", "mustn't", "should", "shouldn't", "don't", "do not", "make sure", "ensure",
-	"remember", "important", "instruction", "instructions", "rule", "rules", "constraint", "constraints",
-	"require", "requires", "required", "requirement", "decided", "decide", "decision", "agreed",
-	"from now on", "going forward", "prefer", "preference", "deadline", "only use", "avoid", "forbidden",
-	"not allowed", "we will", "let's go with", "use only",
-}
-
-func statesRule(text string) bool {
-	lower := " " + strings.Map(func(r rune) rune {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) || r == '\'' {
-			return unicode.ToLower(r)
-		}
-		return ' '
-	}, text) + " "
-	lower = strings.Join(strings.Fields(lower), " ")
-	lower = " " + lower + " "
-	for _, w := range ruleWords {
-		if strings.Contains(lower, " "+w+" ") {
-			return true
-		}
+	out := make([]line, 0, len(kind.Sentences))
+	for _, s := range kind.Sentences {
+		out = append(out, line{text: cutLine(bullet+role+": "+s, lineBytes), kind: classify.Classify(role, s)})
 	}
-	return false
+	return out
 }
 
 // oneLine collapses all whitespace (line breaks included) to single spaces.
@@ -308,22 +400,4 @@ func cutUTF8(s string, n int) string {
 		n--
 	}
 	return s[:n]
-}
-
-// dedupKeepLast drops repeated lines, keeping each one's newest place, so
-// an instruction restated every slice does not crowd out the others.
-func dedupKeepLast(lines []string) []string {
-	seen := map[string]bool{}
-	out := make([]string, 0, len(lines))
-	for i := len(lines) - 1; i >= 0; i-- {
-		if seen[lines[i]] {
-			continue
-		}
-		seen[lines[i]] = true
-		out = append(out, lines[i])
-	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
-	}
-	return out
 }
