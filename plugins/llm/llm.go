@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/classify"
 )
 
 // Version is the plugin's version, reported by Info and the manifest.
@@ -104,7 +105,7 @@ func (c *Compactor) Compact(ctx context.Context, req sdk.CompactRequest) (sdk.Me
 	if err != nil {
 		return sdk.Message{}, err
 	}
-	art := sdk.Message{Role: "system", Content: fit(text, limit)}
+	art := sdk.Message{Role: "system", Content: keepStanding(text, req, limit)}
 	if cacheKey != "" {
 		c.remember(cacheKey, art)
 	}
@@ -241,6 +242,44 @@ func ctxError(err error) error {
 // fit cuts text to limit bytes at the last line break that fits (else at
 // a UTF-8 boundary): a model overshooting the cap loses its last lines,
 // never the whole summary.
+// standingHeading heads the instructions the model dropped and the plugin
+// put back.
+const standingHeading = "Standing instructions (kept from earlier):"
+
+// keepStanding checks the model's summary against the instructions still
+// standing after the previous summary and the removed messages
+// (sdk/classify) and puts back, ahead of the model's text, every one the
+// summary no longer states: a model that summarised a rule away would
+// have the agent forget it. Restored lines win the byte budget over the
+// model's text.
+func keepStanding(text string, req sdk.CompactRequest, limit int) string {
+	var said []classify.Said
+	if req.CarryOver != nil {
+		for _, l := range strings.Split(req.CarryOver.Content, "\n") {
+			said = append(said, classify.Said{Role: "system", Text: strings.TrimPrefix(strings.TrimSpace(l), "- ")})
+		}
+	}
+	for _, m := range req.Evicted {
+		said = append(said, classify.Said{Role: m.Role, Text: m.Content})
+	}
+	var restore []string
+	for _, in := range classify.Standing(said) {
+		if !classify.Covers(text, in) {
+			restore = append(restore, "- "+in.Text())
+		}
+	}
+	if len(restore) == 0 {
+		return fit(text, limit)
+	}
+	head := fit(standingHeading+"\n"+strings.Join(restore, "\n"), limit)
+	if room := limit - len(head) - 1; room > 0 && strings.TrimSpace(text) != "" {
+		if rest := fit(text, room); rest != "" {
+			return head + "\n" + rest
+		}
+	}
+	return head
+}
+
 func fit(text string, limit int) string {
 	if len(text) <= limit {
 		return text

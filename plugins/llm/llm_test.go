@@ -59,6 +59,8 @@ func (f *fakeOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte(`{"choices":[{"message":`))
 	case "nochoices":
 		w.Write([]byte(`{"choices":[]}`))
+	case "forgetful":
+		answer("- the user chatted about lunch and the build")
 	case "huge":
 		answer(strings.Repeat("a long summary line\n", 2000))
 	default:
@@ -228,5 +230,42 @@ func TestParseConfig(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), "secret-value") {
 			t.Errorf("%s: the error leaks the key", tc.raw)
 		}
+	}
+}
+
+// TestDroppedInstructionIsPutBack: a model that summarises a standing
+// instruction away gets it put back ahead of its text; one withdrawn in
+// the removed messages is not; one the summary paraphrases is not doubled.
+func TestDroppedInstructionIsPutBack(t *testing.T) {
+	f, srv := newFake(t)
+	c := configured(t, fmt.Sprintf(`{"base_url": %q, "model": "tiny"}`, srv.URL+"/v1/"), nil)
+	ctx := context.Background()
+	f.set("forgetful")
+	art, err := c.Compact(ctx, request("f1", nil, "Hi! Always answer in French from now on.", "this is important: lunch at noon"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(art.Content, standingHeading+"\n- Always answer in French from now on.\n- the user chatted") {
+		t.Fatalf("the dropped instruction was not put back first:\n%s", art.Content)
+	}
+	art, err = c.Compact(ctx, request("f2", &art, "Please stop answering in French."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(art.Content, "French") {
+		t.Fatalf("a withdrawn instruction was put back:\n%s", art.Content)
+	}
+	f.set("ok")
+	art, err = c.Compact(ctx, request("f3", nil, "Always answer in French from now on."))
+	if err != nil || strings.Contains(art.Content, standingHeading) {
+		t.Fatalf("an instruction the model kept was put back again (%v):\n%s", err, art.Content)
+	}
+	// Under a cap the restored lines win over the model's text.
+	f.set("huge")
+	req := request("f4", nil, "Always answer in French from now on.")
+	req.MaxBytes = 300
+	art, err = c.Compact(ctx, req)
+	if err != nil || len(art.Content) > 300 || !strings.Contains(art.Content, "Always answer in French") {
+		t.Fatalf("%d bytes (%v):\n%s", len(art.Content), err, art.Content)
 	}
 }

@@ -192,24 +192,14 @@ func Render(cfg Config, limit int, carry *sdk.Message, evicted []sdk.Message) st
 	return cutUTF8(out, limit)
 }
 
-// retire drops every instruction a later one withdraws or replaces, and a
-// retraction that withdrew something (its work is done; one that matched
-// nothing stays, as it may answer what the summary never held).
+// retire drops every instruction a later one withdraws or replaces (and a
+// retraction that did its work).
 func retire(lines []line) []line {
-	dropped := make([]bool, len(lines))
-	for i := range lines {
-		if lines[i].kind.Class != classify.Instruction {
-			continue
-		}
-		for j := range i {
-			if !dropped[j] && classify.Retires(lines[i].kind, lines[j].kind) {
-				dropped[j] = true
-				if lines[i].kind.Retraction {
-					dropped[i] = true
-				}
-			}
-		}
+	kinds := make([]classify.Message, len(lines))
+	for i, l := range lines {
+		kinds[i] = l.kind
 	}
+	dropped := classify.Retired(kinds)
 	out := lines[:0:0]
 	for i, l := range lines {
 		if !dropped[i] {

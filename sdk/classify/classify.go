@@ -328,3 +328,75 @@ func Retires(newer, older Message) bool {
 	}
 	return !newer.Retraction && newer.slot != "" && newer.slot == older.slot && shared < len(newer.topic)
 }
+
+// Retired reports, for instructions in the order they were said, which
+// ones a later one withdrew or replaced, and which retractions did their
+// work (withdrew something) and need not stand either. Messages of other
+// classes are never retired.
+func Retired(kinds []Message) []bool {
+	dropped := make([]bool, len(kinds))
+	for i := range kinds {
+		if kinds[i].Class != Instruction {
+			continue
+		}
+		for j := range i {
+			if !dropped[j] && Retires(kinds[i], kinds[j]) {
+				dropped[j] = true
+				if kinds[i].Retraction {
+					dropped[i] = true
+				}
+			}
+		}
+	}
+	return dropped
+}
+
+// Said is one message of a conversation.
+type Said struct{ Role, Text string }
+
+// Standing answers the instructions still standing after a conversation:
+// each directive sentence of the user's, the system's or the developer's,
+// in the order said, less those a later one retired.
+func Standing(conversation []Said) []Message {
+	var units []Message
+	for _, s := range conversation {
+		m := Classify(s.Role, s.Text)
+		if m.Class != Instruction {
+			continue
+		}
+		for _, sentence := range m.Sentences {
+			units = append(units, Classify(s.Role, sentence))
+		}
+	}
+	dropped := Retired(units)
+	out := units[:0:0]
+	for i, u := range units {
+		if !dropped[i] && !u.Retraction {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// Covers reports whether text states instruction: some line of it holds
+// every word of the instruction's topic (a paraphrase counts, a dropped
+// object does not).
+func Covers(text string, instruction Message) bool {
+	if len(instruction.topic) == 0 {
+		return true
+	}
+	for _, l := range strings.Split(text, "\n") {
+		terms := tokenize.Terms(l)
+		all := true
+		for _, t := range instruction.topic {
+			if !slices.Contains(terms, t) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
