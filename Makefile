@@ -53,6 +53,8 @@ clients-test: build
 	@command -v node >/dev/null && command -v npm >/dev/null || { echo "clients-test needs node 20+ and npm (apt-get install nodejs npm)"; exit 1; }
 	@node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' || { echo "clients-test needs node 20 or later, found $$(node --version)"; exit 1; }
 	timeout $(CLIENTS_TIMEOUT) python3 clients/testserver.py -- python3 -m unittest discover -s clients/python/tests -t clients/python/tests
+	cd clients/typescript && timeout $(CLIENTS_TIMEOUT) npm ci --no-audit --no-fund --prefer-offline
+	timeout $(CLIENTS_TIMEOUT) python3 clients/testserver.py -- npm --prefix clients/typescript test
 
 # An example plugin module builds from the SDK module alone: none of the
 # host's dependencies may reach its build (go list -deps) or its go.sum.
