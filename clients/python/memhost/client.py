@@ -142,7 +142,11 @@ class Client:
             headers["Content-Type"] = "application/json"
         req = urllib.request.Request(url, data=data, headers=headers, method=method)
         try:
-            return urllib.request.urlopen(req, timeout=self.timeout), request_id
+            resp = urllib.request.urlopen(req, timeout=self.timeout)
+            # The server's id: its own when it found the one sent unusable.
+            answered = resp.headers.get("X-Request-Id") or request_id
+            self.last_request_id = answered
+            return resp, answered
         except urllib.error.HTTPError as e:
             answered = e.headers.get("X-Request-Id") or request_id
             self.last_request_id = answered
@@ -179,7 +183,7 @@ class Client:
         resp, request_id = self._open(method, path, body, query, accept)
         with resp:
             raw = self._read(resp, method, path, request_id)
-            status = resp.status
+            status: int = resp.status or 0
         if not raw:
             return status, None
         try:
@@ -373,14 +377,19 @@ class Client:
                     )
                 if not line.strip():
                     continue
-                item = json.loads(line)
+                try:
+                    item = json.loads(line)
+                except ValueError as e:
+                    raise MemhostError(resp.status or 0, "unknown", f"POST /v1/admin/reindex: bad answer line: {e}", request_id) from None
+                if not isinstance(item, dict):
+                    raise MemhostError(resp.status or 0, "unknown", "POST /v1/admin/reindex: an answer line is not an object", request_id)
                 if "progress" in item:
                     if on_progress is not None:
                         on_progress(cast(ReindexProgress, item["progress"]))
                 elif "result" in item:
                     return cast(ReindexResult, item["result"])
                 elif "error" in item:
-                    raise error_from_body(resp.status, item["error"], request_id)
+                    raise error_from_body(resp.status or 0, item["error"], request_id)
 
     # --- operations ------------------------------------------------------
 

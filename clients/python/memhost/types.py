@@ -53,22 +53,24 @@ class RecordInput(TypedDict, total=False):
 
 
 class Record(TypedDict, total=False):
-    id: str
+    # The server always sends the Required fields; a record given to
+    # import_records may leave out its realm.
+    id: Required[str]
     realm: str
-    scope: str
-    kind: str
-    title: str
+    scope: Required[str]
+    kind: Required[str]
+    title: Required[str]
     description: str
-    body: str
+    body: Required[str]
     tags: list[str]
-    trust: str
-    status: Status
+    trust: Required[str]
+    status: Required[Status]
     supersedes: str
-    created_at: str
-    updated_at: str
+    created_at: Required[str]
+    updated_at: Required[str]
     expires_at: str
-    content_hash: str
-    use_count: int
+    content_hash: Required[str]
+    use_count: Required[int]
     last_used_at: str
     thread: Thread
 
@@ -97,13 +99,13 @@ class RecallResult(TypedDict):
 
 
 class ManifestRow(TypedDict, total=False):
-    id: str
-    scope: str
-    kind: str
-    title: str
+    id: Required[str]
+    scope: Required[str]
+    kind: Required[str]
+    title: Required[str]
     description: str
-    updated_at: str
-    rank: float
+    updated_at: Required[str]
+    rank: Required[float]  # 0 means unranked
 
 
 class ManifestResult(TypedDict):
@@ -181,17 +183,17 @@ class ReindexResult(TypedDict):
 
 
 class PluginStatus(TypedDict, total=False):
-    instance: str
-    kind: str
-    name: str
-    version: str
-    kinds: list[str]
-    protocol: list[int]
-    capabilities: list[str]
-    healthy: bool
-    state: Literal["ready", "restarting", "backoff", "stopped"]
-    restarts: int
-    start_failures: int
+    instance: Required[str]
+    kind: Required[str]
+    name: Required[str]
+    version: Required[str]
+    kinds: Required[list[str]]
+    protocol: Required[list[int]]
+    capabilities: Required[list[str]]
+    healthy: Required[bool]
+    state: Required[Literal["ready", "restarting", "backoff", "stopped"]]
+    restarts: Required[int]
+    start_failures: Required[int]
     next_attempt: str
     backoff_ms: int
     pid: int

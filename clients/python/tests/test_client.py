@@ -28,6 +28,7 @@ from memhost import (
     Unauthenticated,
 )
 from memhost.errors import error_from_response
+from memhost.types import ReindexProgress
 
 
 def unique(prefix: str) -> str:
@@ -81,7 +82,7 @@ class RecordsTest(Base):
         self.assertEqual(len(ids), 2)
         record = self.app.get(ids[0])
         self.assertEqual((record["id"], record["scope"], record["status"]), (ids[0], scope, "active"))
-        self.assertEqual(record["tags"], ["plant"])
+        self.assertEqual(record.get("tags"), ["plant"])
 
         hits = self.app.recall(self.who, "valve sticks winter", limit=5)["hits"]
         self.assertEqual(hits[0]["record"]["id"], ids[1])
@@ -105,7 +106,7 @@ class RecordsTest(Base):
 
     def test_identity_with_realm(self) -> None:
         ids = self.app.remember([{"scope": "identity:" + self.who, "kind": "fact", "title": "Other realm", "body": "kept apart"}], realm="other")["ids"]
-        self.assertEqual(self.app.get(ids[0], realm="other")["realm"], "other")
+        self.assertEqual(self.app.get(ids[0], realm="other").get("realm"), "other")
         with self.assertRaises(NotFound):
             self.app.get(ids[0])
         hits = self.app.recall({"id": self.who, "realm": "other"}, "kept apart")["hits"]
@@ -128,6 +129,16 @@ class ErrorsTest(Base):
         with self.assertRaises(NotFound) as cm:
             client.get("r-missing")
         self.assertEqual(cm.exception.request_id, "py-fixed-id.1")
+
+    def test_request_id_the_server_replaced(self) -> None:
+        # An id the server cannot use is replaced by its own, which the error carries.
+        client = Client(self.app.base_url, self.app.token, new_request_id=lambda: "not safe!")
+        with self.assertRaises(NotFound) as cm:
+            client.get("r-missing")
+        self.assertNotIn(cm.exception.request_id, (None, "not safe!"))
+        self.assertEqual(cm.exception.request_id, client.last_request_id)
+        client.plugins()  # a success answers the server's id too
+        self.assertNotIn(client.last_request_id, (None, "not safe!"))
 
     def test_invalid_argument_names_the_field(self) -> None:
         with self.assertRaises(InvalidArgument) as cm:
@@ -321,14 +332,44 @@ class ArchiveTest(Base):
         with self.assertRaises(PermissionDenied):
             self.agent.import_records(moved)  # type: ignore[arg-type]
 
-        progress: list[dict[str, int]] = []
-        result = self.app.reindex(realm="copy", on_progress=lambda p: progress.append(dict(p)))
+        progress: list[ReindexProgress] = []
+        result = self.app.reindex(realm="copy", on_progress=progress.append)
         self.assertEqual(result["realm"], "copy")
         self.assertGreaterEqual(result["reindexed"], 5)
         for p in progress:
             self.assertLessEqual(p["done"], p["total"])
         with self.assertRaises(PermissionDenied):
             self.agent.reindex()
+
+
+class ReindexStreamTest(unittest.TestCase):
+    def reindex(self, body: bytes) -> tuple[list[ReindexProgress], BaseException]:
+        port, stop = serve_once(200, body, "application/x-ndjson")
+        seen: list[ReindexProgress] = []
+        try:
+            with self.assertRaises(Exception) as cm:
+                Client(f"http://127.0.0.1:{port}", timeout=5).reindex(on_progress=seen.append)
+        finally:
+            stop()
+        return seen, cm.exception
+
+    def test_error_line_is_raised_with_its_code(self) -> None:
+        seen, e = self.reindex(b'{"progress":{"done":1,"total":2}}\n{"error":{"code":"unavailable","message":"provider restarted"}}\n')
+        self.assertEqual(seen, [{"done": 1, "total": 2}])
+        self.assertIsInstance(e, memhost.Unavailable)
+        assert isinstance(e, MemhostError)
+        self.assertEqual((e.status, e.code, e.request_id), (200, "unavailable", "py-stand-in"))
+
+    def test_stream_without_result(self) -> None:
+        _, e = self.reindex(b'{"progress":{"done":1,"total":2}}\n')
+        self.assertIsInstance(e, MemhostTransportError)
+        self.assertIn("without a result", str(e))
+
+    def test_bad_line(self) -> None:
+        _, e = self.reindex(b"<html>\n")
+        self.assertIsInstance(e, MemhostError)
+        assert isinstance(e, MemhostError)
+        self.assertEqual(e.code, "unknown")
 
 
 class OperationsTest(Base):
@@ -354,17 +395,22 @@ class OperationsTest(Base):
         self.assertEqual(ready.get("plugins"), [{"instance": "main", "state": "backoff"}])
 
 
-def serve_once(status: int, body: bytes) -> tuple[int, Callable[[], None]]:
-    """A one-request HTTP server answering status and body."""
+def serve_once(status: int, body: bytes, content_type: str = "application/json") -> tuple[int, Callable[[], None]]:
+    """A one-request HTTP server answering status and body (X-Request-Id: py-stand-in)."""
+
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
+        def answer(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
+            self.send_header("X-Request-Id", "py-stand-in")
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, *args: object) -> None:
+        do_GET = do_POST = answer  # noqa: N815
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
             pass
 
     server = http.server.HTTPServer(("127.0.0.1", 0), Handler)

@@ -145,6 +145,12 @@ describe("errors", () => {
     assert.match(generated.requestId ?? "", /^[0-9a-f-]{36}$/);
   });
 
+  it("carry the server's request id when it replaced the one sent", async () => {
+    const { app } = clients();
+    const e = await rejectsWith(app.get("r-missing", { requestId: "not safe!" }), 404, "not_found");
+    assert.ok(e.requestId && e.requestId !== "not safe!");
+  });
+
   it("name the refused field", async () => {
     const { app } = clients();
     const bad = { scope: "identity:x", kind: "opinion", title: "x" } as unknown as Parameters<MemhostClient["remember"]>[0]["records"][number];
