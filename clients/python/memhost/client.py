@@ -171,16 +171,8 @@ class Client:
         what = "timed out" if timed_out else str(reason)
         return MemhostTransportError(f"{method} {path}: {what}", request_id, timed_out)
 
-    def _call(
-        self,
-        method: str,
-        path: str,
-        body: Any = None,
-        query: dict[str, str | None] | None = None,
-        accept: tuple[int, ...] = (),
-    ) -> tuple[int, Any]:
-        """Sends a request and answers its status and decoded JSON (None when empty)."""
-        resp, request_id = self._open(method, path, body, query, accept)
+    def _decode(self, method: str, path: str, resp: Any, request_id: str) -> tuple[int, Any]:
+        """Reads an answer; answers its status and decoded JSON (None when empty)."""
         with resp:
             raw = self._read(resp, method, path, request_id)
             status: int = resp.status or 0
@@ -192,7 +184,7 @@ class Client:
             raise MemhostError(status, "unknown", f"{method} {path}: answer is not JSON: {e}", request_id) from None
 
     def _json(self, method: str, path: str, body: Any = None, query: dict[str, str | None] | None = None) -> Any:
-        return self._call(method, path, body, query)[1]
+        return self._decode(method, path, *self._open(method, path, body, query))[1]
 
     # --- records ---------------------------------------------------------
 
@@ -212,7 +204,7 @@ class Client:
     @_operation("forgetRecord")
     def forget(self, record_id: str, *, realm: str | None = None) -> None:
         """Forgets a record (also when it is already gone)."""
-        self._call("DELETE", "/v1/records/" + _seg(record_id), query={"realm": realm})
+        self._json("DELETE", "/v1/records/" + _seg(record_id), query={"realm": realm})
 
     @_operation("approveRecord")
     def approve(self, record_id: str, *, realm: str | None = None) -> Approval:
@@ -298,13 +290,13 @@ class Client:
 
     @_operation("forgetConversation")
     def forget_conversation(self, conversation_id: str, *, realm: str | None = None) -> None:
-        self._call("DELETE", "/v1/conversations/" + _seg(conversation_id), query={"realm": realm})
+        self._json("DELETE", "/v1/conversations/" + _seg(conversation_id), query={"realm": realm})
 
     @_operation("sessionCompacted")
     def session_compacted(self, session: str, identity: IdentityLike) -> None:
         """Says the session was compacted: its dedup set and byte counter reset."""
         path = "/v1/sessions/" + _seg(session) + "/compacted"
-        self._call("POST", path, {"identity": _identity(identity)})
+        self._json("POST", path, {"identity": _identity(identity)})
 
     # --- memory guide ----------------------------------------------------
 
@@ -400,13 +392,13 @@ class Client:
     @_operation("GET /healthz")
     def healthz(self) -> bool:
         """Liveness: True when the server answers."""
-        self._call("GET", "/healthz")
+        self._json("GET", "/healthz")
         return True
 
     @_operation("GET /readyz")
     def readyz(self) -> Readiness:
         """Readiness: a server whose plugins are not all up answers ready=False (not an exception)."""
-        status, body = self._call("GET", "/readyz", accept=(503,))
+        status, body = self._decode("GET", "/readyz", *self._open("GET", "/readyz", accept=(503,)))
         answer = cast(dict[str, Any], body or {})
         ready: Readiness = {"ready": status == 200, "status": str(answer.get("status", ""))}
         if "plugins" in answer:

@@ -323,13 +323,7 @@ export class MemhostClient {
   /** The Prometheus text exposition. */
   async metrics(opts?: CallOptions): Promise<string> {
     const sent = await this.send({ method: "GET", path: "/metrics", opts });
-    try {
-      return await sent.res.text();
-    } catch (e) {
-      throw this.transport(e, "GET", "/metrics", sent);
-    } finally {
-      sent.done();
-    }
+    return this.text(sent, "GET", "/metrics");
   }
 
   // --- transport -------------------------------------------------------
@@ -341,14 +335,7 @@ export class MemhostClient {
   /** Sends a request; answers its status and decoded JSON (undefined when empty). */
   private async call<T>(req: Request): Promise<{ status: number; body: T | undefined }> {
     const sent = await this.send(req);
-    let text: string;
-    try {
-      text = await sent.res.text();
-    } catch (e) {
-      throw this.transport(e, req.method, req.path, sent);
-    } finally {
-      sent.done();
-    }
+    const text = await this.text(sent, req.method, req.path);
     if (!text) return { status: sent.res.status, body: undefined };
     try {
       return { status: sent.res.status, body: JSON.parse(text) as T };
@@ -399,17 +386,20 @@ export class MemhostClient {
     }
     sent.requestId = sent.res.headers.get("X-Request-Id") ?? requestId;
     if (sent.res.status >= 400 && !req.accept?.includes(sent.res.status)) {
-      let text = "";
-      try {
-        text = await sent.res.text();
-      } catch (e) {
-        throw this.transport(e, req.method, req.path, sent);
-      } finally {
-        sent.done();
-      }
-      throw MemhostError.fromBody(sent.res.status, text, sent.requestId);
+      throw MemhostError.fromBody(sent.res.status, await this.text(sent, req.method, req.path), sent.requestId);
     }
     return sent;
+  }
+
+  /** Reads a whole answer within the call's timeout. */
+  private async text(sent: Sent, method: string, path: string): Promise<string> {
+    try {
+      return await sent.res.text();
+    } catch (e) {
+      throw this.transport(e, method, path, sent);
+    } finally {
+      sent.done();
+    }
   }
 
   private transport(e: unknown, method: string, path: string, sent: Sent): Error {
