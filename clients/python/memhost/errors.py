@@ -10,7 +10,7 @@ MemhostTransportError, which carries the request id the client sent.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 
 class MemhostError(Exception):
@@ -124,16 +124,18 @@ class MemhostTransportError(Exception):
 
 def error_from_body(status: int, error: Any, request_id: str | None) -> MemhostError:
     """The exception for a decoded {"error": {...}} object (also a reindex error line)."""
-    if not isinstance(error, dict) or not isinstance(error.get("code"), str):
+    fields = cast(dict[str, Any], error) if isinstance(error, dict) else {}
+    code = fields.get("code")
+    if not isinstance(code, str):
         return MemhostError(status, "unknown", f"HTTP {status} without an error body", request_id)
-    code: str = error["code"]
     cls = _BY_CODE.get(code, MemhostError)
+    field = fields.get("field")
     return cls(
         status,
         code,
-        str(error.get("message", "")),
-        error.get("request_id") or request_id,
-        error.get("field"),
+        str(fields.get("message", "")),
+        str(fields.get("request_id") or request_id or "") or None,
+        field if isinstance(field, str) else None,
     )
 
 
