@@ -365,6 +365,37 @@ class ReindexStreamTest(unittest.TestCase):
         self.assertIsInstance(e, MemhostTransportError)
         self.assertIn("without a result", str(e))
 
+    def test_stall_times_out(self) -> None:
+        # One progress line, then nothing: the timeout bounds each wait between lines.
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        accepted: list[socket.socket] = []
+
+        def answer() -> None:
+            conn = listener.accept()[0]
+            accepted.append(conn)
+            conn.recv(65536)
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n"
+                b'22\r\n{"progress":{"done":1,"total":2}}\n\r\n'
+            )
+
+        t = threading.Thread(target=answer, daemon=True)
+        t.start()
+        seen: list[ReindexProgress] = []
+        try:
+            client = Client(f"http://127.0.0.1:{listener.getsockname()[1]}", timeout=0.3)
+            with self.assertRaises(MemhostTransportError) as cm:
+                client.reindex(on_progress=seen.append)
+        finally:
+            t.join(5)
+            for conn in accepted:
+                conn.close()
+            listener.close()
+        self.assertTrue(cm.exception.timed_out)
+        self.assertEqual(seen, [{"done": 1, "total": 2}])
+
     def test_bad_line(self) -> None:
         _, e = self.reindex(b"<html>\n")
         self.assertIsInstance(e, MemhostError)

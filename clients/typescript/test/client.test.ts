@@ -376,6 +376,47 @@ describe("archive", () => {
   });
 });
 
+describe("reindex stream", () => {
+  it("a stream that stalls times out after its last line", async () => {
+    const stalled: import("node:http").ServerResponse[] = [];
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { "Content-Type": "application/x-ndjson" });
+      res.write('{"progress":{"done":1,"total":2}}\n');
+      stalled.push(res);
+    });
+    const port = await listen(server);
+    try {
+      const seen: ReindexProgress[] = [];
+      const client = new MemhostClient({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 300 });
+      await assert.rejects(client.reindex({ onProgress: (p) => seen.push(p) }), (e: unknown) => {
+        assert.ok(e instanceof MemhostTransportError, String(e));
+        assert.equal(e.timedOut, true);
+        return true;
+      });
+      assert.deepEqual(seen, [{ done: 1, total: 2 }]);
+    } finally {
+      for (const res of stalled) res.destroy();
+      server.close();
+    }
+  });
+
+  it("a stream that ends without a result is an error", async () => {
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { "Content-Type": "application/x-ndjson" });
+      res.end('{"progress":{"done":1,"total":2}}\n');
+    });
+    const port = await listen(server);
+    try {
+      await assert.rejects(
+        new MemhostClient({ baseUrl: `http://127.0.0.1:${port}` }).reindex(),
+        (e: unknown) => e instanceof MemhostTransportError && /without a result/.test(e.message),
+      );
+    } finally {
+      server.close();
+    }
+  });
+});
+
 describe("operations", () => {
   it("plugins, readyz, healthz and metrics", async () => {
     const { app, anonymous } = clients();
