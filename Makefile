@@ -42,6 +42,22 @@ vet:
 	go vet $(PKGS)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 
+# The Python and TypeScript clients, each against its own live memhost serve
+# (clients/testserver.py). Nothing is skipped: a missing python3 3.11+ or
+# node 20+ with npm fails here. The Node dev tools (pyright for the Python
+# client's type hints, tsc and openapi-typescript) come from lockfiles.
+CLIENTS_TIMEOUT ?= 600
+.PHONY: clients-test
+test: clients-test
+clients-test: build
+	@python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { echo "clients-test needs python3 3.11 or later"; exit 1; }
+	@command -v node >/dev/null && command -v npm >/dev/null || { echo "clients-test needs node 20+ and npm (apt-get install nodejs npm)"; exit 1; }
+	@node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' || { echo "clients-test needs node 20 or later, found $$(node --version)"; exit 1; }
+	cd clients/python && timeout $(CLIENTS_TIMEOUT) npm ci --no-audit --no-fund --prefer-offline && npx --no-install pyright
+	timeout $(CLIENTS_TIMEOUT) python3 clients/testserver.py -- python3 -m unittest discover -s clients/python/tests -t clients/python/tests
+	cd clients/typescript && timeout $(CLIENTS_TIMEOUT) npm ci --no-audit --no-fund --prefer-offline
+	timeout $(CLIENTS_TIMEOUT) python3 clients/testserver.py -- npm --prefix clients/typescript test
+
 # An example plugin module builds from the SDK module alone: none of the
 # host's dependencies may reach its build (go list -deps) or its go.sum.
 # blevesearch/snowballstem is no host dependency: it is the dependency-free

@@ -1,0 +1,413 @@
+"""The memhost HTTP API client (standard library only)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar, cast
+
+from .errors import MemhostError, MemhostTransportError, error_from_body, error_from_response
+from .types import (
+    Approval,
+    BuildInjection,
+    Compaction,
+    Content,
+    Defanged,
+    ExportPage,
+    GuideBlock,
+    GuideFilters,
+    GuideIteration,
+    Identity,
+    IdentityLike,
+    ImportResult,
+    ManifestResult,
+    Message,
+    PluginsResult,
+    Readiness,
+    RecallResult,
+    Record,
+    RecordInput,
+    ReindexProgress,
+    ReindexResult,
+    RememberResult,
+    TurnInjection,
+)
+
+__all__ = ["Client", "OPERATIONS", "NOT_COVERED", "DEFAULT_URL", "DEFAULT_TIMEOUT"]
+
+DEFAULT_URL = "http://127.0.0.1:7077"
+# Seconds. The server's own request timeout is 30 s; a little more lets its
+# deadline_exceeded answer arrive before the client gives up.
+DEFAULT_TIMEOUT = 35.0
+
+# The API operation (its operationId in docs/openapi.yaml, or "METHOD /path"
+# for one without) each method performs. The tests compare this table with
+# the document, so an operation the client lacks fails them.
+OPERATIONS: dict[str, str] = {}
+
+# Documented operations this client leaves to other tools, and why.
+NOT_COVERED: dict[str, str] = {
+    "mcp": "JSON-RPC for Model Context Protocol clients: use an MCP SDK against /mcp",
+}
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _operation(key: str) -> Callable[[F], F]:
+    def register(fn: F) -> F:
+        OPERATIONS[key] = fn.__name__
+        return fn
+
+    return register
+
+
+def _identity(identity: IdentityLike) -> Identity:
+    return {"id": identity} if isinstance(identity, str) else identity
+
+
+def _seg(value: str) -> str:
+    """A path segment: every reserved character escaped, "/" included."""
+    return urllib.parse.quote(value, safe="")
+
+
+def _drop_none(fields: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+class Client:
+    """A client of one memhost server.
+
+    `timeout` (seconds) bounds every call: connecting and each wait for data
+    from the server (urllib's socket timeout), so a stalled server or network
+    raises MemhostTransportError(timed_out=True) rather than hanging. Nothing
+    touches the network before the first call.
+    """
+
+    def __init__(
+        self,
+        base_url: str = DEFAULT_URL,
+        token: str | None = None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        new_request_id: Callable[[], str] | None = None,
+    ) -> None:
+        if timeout <= 0:
+            raise ValueError("timeout must be positive")
+        self.base_url = base_url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+        self._new_request_id = new_request_id or (lambda: uuid.uuid4().hex)
+        self.last_request_id: str | None = None
+
+    def with_options(self, *, token: str | None = None, timeout: float | None = None) -> Client:
+        """A client sharing this one's server with another token or timeout."""
+        return Client(
+            self.base_url,
+            token if token is not None else self.token,
+            timeout=timeout if timeout is not None else self.timeout,
+            new_request_id=self._new_request_id,
+        )
+
+    # --- transport -------------------------------------------------------
+
+    def _open(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: dict[str, str | None] | None = None,
+        accept: tuple[int, ...] = (),
+    ) -> tuple[http.client.HTTPResponse | urllib.error.HTTPError, str]:
+        """Sends a request; answers the open response and its request id.
+
+        A status >= 400 outside `accept` raises the API's error."""
+        url = self.base_url + path
+        params = {k: v for k, v in (query or {}).items() if v}
+        if params:
+            url += "?" + urllib.parse.urlencode(params)
+        request_id = self._new_request_id()
+        self.last_request_id = request_id
+        headers = {"Accept": "application/json", "X-Request-Id": request_id}
+        if self.token:
+            headers["Authorization"] = "Bearer " + self.token
+        data = None
+        if body is not None:
+            data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        req = urllib.request.Request(url, data=data, headers=headers, method=method)
+        try:
+            resp = urllib.request.urlopen(req, timeout=self.timeout)
+            # The server's id: its own when it found the one sent unusable.
+            answered = resp.headers.get("X-Request-Id") or request_id
+            self.last_request_id = answered
+            return resp, answered
+        except urllib.error.HTTPError as e:
+            answered = e.headers.get("X-Request-Id") or request_id
+            self.last_request_id = answered
+            if e.code in accept:
+                return e, answered
+            with e:
+                raw = self._read(e, method, path, answered)
+            raise error_from_response(e.code, raw, answered) from None
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
+            raise self._transport(e, method, path, request_id) from e
+
+    def _read(self, resp: Any, method: str, path: str, request_id: str) -> bytes:
+        try:
+            return cast(bytes, resp.read())
+        except (OSError, http.client.HTTPException) as e:
+            raise self._transport(e, method, path, request_id) from e
+
+    @staticmethod
+    def _transport(e: BaseException, method: str, path: str, request_id: str) -> MemhostTransportError:
+        reason = getattr(e, "reason", e)
+        timed_out = isinstance(reason, (TimeoutError, socket.timeout))
+        what = "timed out" if timed_out else str(reason)
+        return MemhostTransportError(f"{method} {path}: {what}", request_id, timed_out)
+
+    def _decode(self, method: str, path: str, resp: Any, request_id: str) -> tuple[int, Any]:
+        """Reads an answer; answers its status and decoded JSON (None when empty)."""
+        with resp:
+            raw = self._read(resp, method, path, request_id)
+            status: int = resp.status or 0
+        if not raw:
+            return status, None
+        try:
+            return status, json.loads(raw)
+        except ValueError as e:
+            raise MemhostError(status, "unknown", f"{method} {path}: answer is not JSON: {e}", request_id) from None
+
+    def _json(self, method: str, path: str, body: Any = None, query: dict[str, str | None] | None = None) -> Any:
+        return self._decode(method, path, *self._open(method, path, body, query))[1]
+
+    # --- records ---------------------------------------------------------
+
+    @_operation("remember")
+    def remember(self, records: Sequence[RecordInput], *, realm: str | None = None) -> RememberResult:
+        """Stores records, all or nothing; answers their ids in request order.
+
+        An agent token's shared-scope records are stored as proposals:
+        the answer then has status "proposed"."""
+        body = _drop_none({"realm": realm, "records": list(records)})
+        return cast(RememberResult, self._json("POST", "/v1/records", body))
+
+    @_operation("getRecord")
+    def get(self, record_id: str, *, realm: str | None = None) -> Record:
+        return cast(Record, self._json("GET", "/v1/records/" + _seg(record_id), query={"realm": realm}))
+
+    @_operation("forgetRecord")
+    def forget(self, record_id: str, *, realm: str | None = None) -> None:
+        """Forgets a record (also when it is already gone)."""
+        self._json("DELETE", "/v1/records/" + _seg(record_id), query={"realm": realm})
+
+    @_operation("approveRecord")
+    def approve(self, record_id: str, *, realm: str | None = None) -> Approval:
+        """Approves an agent's proposal (application callers only)."""
+        path = "/v1/records/" + _seg(record_id) + "/approve"
+        return cast(Approval, self._json("POST", path, query={"realm": realm}))
+
+    @_operation("recall")
+    def recall(
+        self,
+        identity: IdentityLike,
+        query: str | None = None,
+        *,
+        scopes: Sequence[str] | None = None,
+        limit: int | None = None,
+        tags: Sequence[str] | None = None,
+        exclude_tags: Sequence[str] | None = None,
+    ) -> RecallResult:
+        body = _drop_none(
+            {
+                "identity": _identity(identity),
+                "query": query,
+                "scopes": list(scopes) if scopes is not None else None,
+                "limit": limit,
+                "tags": list(tags) if tags is not None else None,
+                "exclude_tags": list(exclude_tags) if exclude_tags is not None else None,
+            }
+        )
+        return cast(RecallResult, self._json("POST", "/v1/recall", body))
+
+    @_operation("manifest")
+    def manifest(self, identity: IdentityLike, *, tier: str | None = None, k: int | None = None) -> ManifestResult:
+        body = _drop_none({"identity": _identity(identity), "tier": tier, "k": k})
+        return cast(ManifestResult, self._json("POST", "/v1/manifest", body))
+
+    # --- injection -------------------------------------------------------
+
+    @_operation("injectTurn")
+    def inject_turn(self, identity: IdentityLike, content: Content, *, session: str | None = None) -> TurnInjection:
+        """Memory to put beside this turn's user message."""
+        body = _drop_none({"identity": _identity(identity), "session": session, "content": content})
+        return cast(TurnInjection, self._json("POST", "/v1/turns/inject", body))
+
+    @_operation("injectBuild")
+    def inject_build(
+        self,
+        identity: IdentityLike,
+        *,
+        query_text: str | None = None,
+        query_terms: Sequence[str] | None = None,
+    ) -> BuildInjection:
+        """The system-prompt memory block for a new agent build."""
+        body = _drop_none(
+            {
+                "identity": _identity(identity),
+                "query_text": query_text,
+                "query_terms": list(query_terms) if query_terms is not None else None,
+            }
+        )
+        return cast(BuildInjection, self._json("POST", "/v1/builds/inject", body))
+
+    @_operation("defang")
+    def defang(self, identity: IdentityLike, content: Content) -> Defanged:
+        """Neutralises forged memory envelopes in inbound content."""
+        body = {"identity": _identity(identity), "content": content}
+        return cast(Defanged, self._json("POST", "/v1/defang", body))
+
+    # --- compaction ------------------------------------------------------
+
+    @_operation("compactConversation")
+    def compact(
+        self,
+        conversation_id: str,
+        identity: IdentityLike,
+        evicted: Sequence[Message],
+        *,
+        session: str | None = None,
+    ) -> Compaction:
+        """Folds the evicted messages (all of them so far, in order) into the rolling summary."""
+        body = _drop_none({"identity": _identity(identity), "session": session, "evicted": list(evicted)})
+        path = "/v1/conversations/" + _seg(conversation_id) + "/compact"
+        return cast(Compaction, self._json("POST", path, body))
+
+    @_operation("forgetConversation")
+    def forget_conversation(self, conversation_id: str, *, realm: str | None = None) -> None:
+        self._json("DELETE", "/v1/conversations/" + _seg(conversation_id), query={"realm": realm})
+
+    @_operation("sessionCompacted")
+    def session_compacted(self, session: str, identity: IdentityLike) -> None:
+        """Says the session was compacted: its dedup set and byte counter reset."""
+        path = "/v1/sessions/" + _seg(session) + "/compacted"
+        self._json("POST", path, {"identity": _identity(identity)})
+
+    # --- memory guide ----------------------------------------------------
+
+    @_operation("guideSessionStart")
+    def guide_session_start(
+        self, identity: IdentityLike, session: str, task: str, filters: GuideFilters | None = None
+    ) -> GuideBlock:
+        body = {"identity": _identity(identity), "session": session, "task": task, **(filters or {})}
+        return cast(GuideBlock, self._json("POST", "/v1/guide/session-start", body))
+
+    @_operation("guideBeforeIteration")
+    def guide_before_iteration(
+        self,
+        identity: IdentityLike,
+        session: str,
+        last_user_message: str | None = None,
+        filters: GuideFilters | None = None,
+    ) -> GuideIteration:
+        body = _drop_none(
+            {"identity": _identity(identity), "session": session, "last_user_message": last_user_message}
+        )
+        body.update(filters or {})
+        return cast(GuideIteration, self._json("POST", "/v1/guide/before-iteration", body))
+
+    # --- archive ---------------------------------------------------------
+
+    @_operation("exportRecords")
+    def export(self, *, realm: str | None = None, after: str | None = None, limit: int | None = None) -> ExportPage:
+        """One page of a realm's full records; follow `next` until it is empty."""
+        body = _drop_none({"realm": realm, "after": after, "limit": limit})
+        return cast(ExportPage, self._json("POST", "/v1/export", body))
+
+    def export_all(self, *, realm: str | None = None, page_size: int | None = None) -> Iterator[Record]:
+        """Every record of a realm, page by page."""
+        after = ""
+        while True:
+            page = self.export(realm=realm, after=after or None, limit=page_size)
+            yield from page["records"]
+            after = page["next"]
+            if not after:
+                return
+
+    @_operation("importRecords")
+    def import_records(self, records: Sequence[Record], *, realm: str | None = None) -> ImportResult:
+        """Stores exported records as they are (ids and times kept), all or nothing."""
+        body = _drop_none({"realm": realm, "records": list(records)})
+        return cast(ImportResult, self._json("POST", "/v1/import", body))
+
+    @_operation("reindex")
+    def reindex(
+        self,
+        *,
+        realm: str | None = None,
+        on_progress: Callable[[ReindexProgress], None] | None = None,
+    ) -> ReindexResult:
+        """Rebuilds the realm provider's search index; `timeout` bounds each wait between progress lines.
+
+        A failure after the server started streaming arrives as its last
+        line and is raised like any error answer."""
+        resp, request_id = self._open("POST", "/v1/admin/reindex", _drop_none({"realm": realm}))
+        with resp:
+            while True:
+                try:
+                    line = resp.readline()
+                except (OSError, http.client.HTTPException) as e:
+                    raise self._transport(e, "POST", "/v1/admin/reindex", request_id) from e
+                if not line:
+                    raise MemhostTransportError(
+                        "POST /v1/admin/reindex: the answer ended without a result", request_id
+                    )
+                if not line.strip():
+                    continue
+                try:
+                    item = json.loads(line)
+                except ValueError as e:
+                    raise MemhostError(resp.status or 0, "unknown", f"POST /v1/admin/reindex: bad answer line: {e}", request_id) from None
+                if not isinstance(item, dict):
+                    raise MemhostError(resp.status or 0, "unknown", "POST /v1/admin/reindex: an answer line is not an object", request_id)
+                if "progress" in item:
+                    if on_progress is not None:
+                        on_progress(cast(ReindexProgress, item["progress"]))
+                elif "result" in item:
+                    return cast(ReindexResult, item["result"])
+                elif "error" in item:
+                    raise error_from_body(resp.status or 0, item["error"], request_id)
+
+    # --- operations ------------------------------------------------------
+
+    @_operation("plugins")
+    def plugins(self) -> PluginsResult:
+        return cast(PluginsResult, self._json("GET", "/v1/plugins"))
+
+    @_operation("GET /healthz")
+    def healthz(self) -> bool:
+        """Liveness: True when the server answers."""
+        self._json("GET", "/healthz")
+        return True
+
+    @_operation("GET /readyz")
+    def readyz(self) -> Readiness:
+        """Readiness: a server whose plugins are not all up answers ready=False (not an exception)."""
+        status, body = self._decode("GET", "/readyz", *self._open("GET", "/readyz", accept=(503,)))
+        answer = cast(dict[str, Any], body or {})
+        ready: Readiness = {"ready": status == 200, "status": str(answer.get("status", ""))}
+        if "plugins" in answer:
+            ready["plugins"] = answer["plugins"]
+        return ready
+
+    @_operation("GET /metrics")
+    def metrics(self) -> str:
+        """The Prometheus text exposition."""
+        resp, request_id = self._open("GET", "/metrics")
+        with resp:
+            return self._read(resp, "GET", "/metrics", request_id).decode("utf-8")
