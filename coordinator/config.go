@@ -86,8 +86,12 @@ type SweepLimits struct {
 // (DESIGN Appendix B). Start from DefaultConfig: the zero value is invalid
 // on purpose, so a half-filled struct cannot silently turn defanging off.
 type Config struct {
-	PerTurnInjection    InjectionMode
-	Selection           SelectionMode
+	PerTurnInjection InjectionMode
+	Selection        SelectionMode
+	// SelectorFallback injects the recall ranking when the selector
+	// chooses nothing although recall found records; off, the turn
+	// answers selector_empty.
+	SelectorFallback    bool
 	MaxEntries          int           // records per injection; recall asks for a quarter more (turnCandidates)
 	RecallTimeout       time.Duration // bounds every recall path (composition, manifest, selector, fetch)
 	RecallFailurePolicy FailurePolicy
@@ -116,6 +120,7 @@ func DefaultConfig() Config {
 	return Config{
 		PerTurnInjection:    InjectionBudgeted,
 		Selection:           SelectionContextual,
+		SelectorFallback:    true,
 		MaxEntries:          8,
 		RecallTimeout:       500 * time.Millisecond,
 		RecallFailurePolicy: FailureSkip,

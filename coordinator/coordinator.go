@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/memhost/memhost/internal/lru"
 	"slices"
@@ -300,6 +301,9 @@ func (c *Coordinator) InjectForTurn(ctx context.Context, id sdk.Identity, sessio
 		deeper = func(scopes []sdk.Scope) { c.startSweep(hclog.FromContext(ctx), key, snap.epoch, id, p, scopes, query) }
 	}
 	recs, err := c.recall(ctx, SurfaceTurn, id, p, nil, query, snap.suppressed, snap.swept, deeper)
+	if errors.Is(err, errSelectorEmpty) {
+		return c.skipTurn(ctx, id, SkipSelectorEmpty), nil
+	}
 	if err != nil {
 		reason, err := c.recallFailed(ctx, SurfaceTurn, id, err)
 		if err != nil {
@@ -463,6 +467,16 @@ func (c *Coordinator) selectRecords(ctx context.Context, id sdk.Identity, p prov
 	if err != nil {
 		return nil, fmt.Errorf("manifest: %w", err)
 	}
+	// The working set is ranked without the query (newest, most used): the
+	// query's own top records join it, ahead, so a flood of newer records
+	// cannot hide the one recall ranks first.
+	hits, err := p.Recall(ctx, sdk.RecallQuery{
+		Realm: id.Realm, Query: query, Scopes: scopes, Limit: c.turnCandidates(), ExcludeIDs: suppressed,
+	})
+	if err != nil {
+		return nil, err
+	}
+	rows = withHits(rows, hits)
 	sel, err := c.selector.Select(ctx, sdk.SelectRequest{Identity: id, Query: query, Rows: rows, SuppressedIDs: suppressed, Max: c.cfg.MaxEntries})
 	if err != nil {
 		return nil, fmt.Errorf("selector: %w", err)
@@ -476,15 +490,73 @@ func (c *Coordinator) selectRecords(ctx context.Context, id sdk.Identity, p prov
 			ids = append(ids, rid)
 		}
 	}
-	// An empty selection is a verdict, not a failure: inject nothing.
 	if len(ids) == 0 {
-		return nil, nil
+		// An empty selection with no recall hits is a verdict: inject
+		// nothing. With hits, recall disagrees: say so, and by default
+		// trust the recall ranking.
+		recs := make([]sdk.Record, 0, len(hits))
+		for i := range hits {
+			recs = append(recs, hits[i].Record)
+		}
+		recs = keepReadable(recs, scopes, suppressed)
+		switch {
+		case len(recs) == 0:
+			return nil, nil
+		case !c.cfg.SelectorFallback:
+			return nil, errSelectorEmpty
+		}
+		c.fellBack(ctx, id, len(recs))
+		return recs, nil
 	}
 	recs, err := p.Provider.(sdk.RecordGetter).Get(ctx, id.Realm, ids)
 	if err != nil {
 		return nil, fmt.Errorf("fetch: %w", err)
 	}
 	return keepReadable(recs, scopes, suppressed), nil
+}
+
+// fellBack logs, once per identity while the cache remembers it, that the
+// selector chose nothing and the recall ranking was injected instead.
+func (c *Coordinator) fellBack(ctx context.Context, id sdk.Identity, hits int) {
+	k := skipKey{realm: id.Realm, identity: id.ID, reason: SkipSelectorEmpty}
+	c.skipMu.Lock()
+	_, seen := c.skipSeen.Get(k)
+	if !seen {
+		c.skipSeen.Add(k, struct{}{})
+	}
+	c.skipMu.Unlock()
+	if !seen {
+		c.log(ctx).Info("the selector chose nothing although recall found records; injecting the recall ranking (selector_fallback)",
+			"realm", id.Realm, "identity", id.ID, "hits", hits)
+	}
+}
+
+// errSelectorEmpty: the selector chose nothing although recall found
+// records, and the fallback is off.
+var errSelectorEmpty = errors.New("the selector chose nothing although recall found records")
+
+// withHits puts recall's hits at the head of the selector's working set,
+// as manifest rows, each once.
+func withHits(rows []sdk.ManifestRow, hits []sdk.Hit) []sdk.ManifestRow {
+	if len(hits) == 0 {
+		return rows
+	}
+	out := make([]sdk.ManifestRow, 0, len(hits)+len(rows))
+	seen := make(map[string]bool, len(hits))
+	for _, h := range hits {
+		r := h.Record
+		if seen[r.ID] {
+			continue
+		}
+		seen[r.ID] = true
+		out = append(out, sdk.ManifestRow{ID: r.ID, Scope: r.Scope, Kind: r.Kind, Title: r.Title, Description: r.Description, UpdatedAt: r.UpdatedAt, Rank: h.Score})
+	}
+	for _, row := range rows {
+		if !seen[row.ID] {
+			out = append(out, row)
+		}
+	}
+	return out
 }
 
 // keepReadable drops records outside the composed scopes and suppressed

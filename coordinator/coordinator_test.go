@@ -100,6 +100,16 @@ func TestSkipReasons(t *testing.T) {
 			want:    SkipNothingRenderable,
 		},
 		{
+			name: "selector chooses nothing while recall has hits, fallback off",
+			mutate: func(c *Config, o *Options) {
+				c.SelectorFallback = false
+				o.Selector = &recordingSelector{pick: func(sdk.SelectRequest) (sdk.Selection, error) { return sdk.Selection{}, nil }}
+			},
+			setup:   func(f *fixture) { f.add(rec("Coffee", "flat white")) },
+			content: TextContent("coffee"),
+			want:    SkipSelectorEmpty,
+		},
+		{
 			name:    "recall fails under skip",
 			setup:   func(f *fixture) { f.p.SetHook(coordinatortest.MethodRecall, failWith(sdk.ErrUnavailable)) },
 			content: TextContent("coffee"),

@@ -20,10 +20,13 @@ const (
 	// SkipRecallFailed: the recall failed or timed out under the skip
 	// policy.
 	SkipRecallFailed SkipReason = "recall_failed"
+	// SkipSelectorEmpty: the selector chose nothing while recall had
+	// hits, and the fallback to the recall ranking is off.
+	SkipSelectorEmpty SkipReason = "selector_empty"
 )
 
 // SkipReasons lists every reason, for metrics that pre-register labels.
-var SkipReasons = []SkipReason{SkipInjectionOff, SkipEmptyQuery, SkipBudgetExhausted, SkipNoRecords, SkipNothingRenderable, SkipRecallFailed}
+var SkipReasons = []SkipReason{SkipInjectionOff, SkipEmptyQuery, SkipBudgetExhausted, SkipNoRecords, SkipNothingRenderable, SkipRecallFailed, SkipSelectorEmpty}
 
 // MarshalJSON writes null for SkipNone.
 func (r SkipReason) MarshalJSON() ([]byte, error) {

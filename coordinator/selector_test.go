@@ -49,8 +49,8 @@ func TestSelectorPath(t *testing.T) {
 	if !slices.Equal(res.RecordIDs, []string{ids[2], ids[0]}) {
 		t.Fatalf("injected %v, want the selection in its order %v", res.RecordIDs, []string{ids[2], ids[0]})
 	}
-	if f.p.Calls(coordinatortest.MethodRecall) != 0 || f.p.Calls(coordinatortest.MethodGet) != 1 {
-		t.Fatal("the selector path must fetch by id, not recall")
+	if f.p.Calls(coordinatortest.MethodRecall) != 1 || f.p.Calls(coordinatortest.MethodGet) != 1 {
+		t.Fatal("the selector path recalls once (its working set's head) and fetches the selection by id")
 	}
 	mq := f.p.ManifestQueries()[0]
 	if mq.Tier != sdk.TierWorkingSet || mq.K != 200 || !slices.Equal(mq.Scopes, []sdk.Scope{"identity:alice", "realm"}) {
@@ -77,14 +77,19 @@ func TestSelectorVerdictsAndFallbacks(t *testing.T) {
 		selErr      error
 		content     string
 		always      bool
+		noFallback  bool
 		want        SkipReason
 		wantSelects int
 		wantRecalls int
 	}{
-		{name: "empty selection injects nothing", caps: coordinatortest.AllCapabilities, content: "coffee",
-			want: SkipNoRecords, wantSelects: 1},
+		{name: "empty selection with no recall hits injects nothing", caps: coordinatortest.AllCapabilities, content: "zebra",
+			want: SkipNoRecords, wantSelects: 1, wantRecalls: 1},
+		{name: "empty selection while recall had hits falls back to the recall ranking", caps: coordinatortest.AllCapabilities, content: "coffee",
+			want: SkipNone, wantSelects: 1, wantRecalls: 1},
+		{name: "empty selection while recall had hits, fallback off", caps: coordinatortest.AllCapabilities, content: "coffee", noFallback: true,
+			want: SkipSelectorEmpty, wantSelects: 1, wantRecalls: 1},
 		{name: "selector failure under skip", caps: coordinatortest.AllCapabilities, selErr: sdk.ErrUnavailable, content: "coffee",
-			want: SkipRecallFailed, wantSelects: 1},
+			want: SkipRecallFailed, wantSelects: 1, wantRecalls: 1},
 		{name: "provider without a manifest recalls lexically", caps: []sdk.Capability{sdk.CapFetch}, content: "coffee",
 			want: SkipNone, wantRecalls: 1},
 		{name: "provider without fetch recalls lexically", caps: []sdk.Capability{sdk.CapManifest}, content: "coffee",
@@ -92,7 +97,7 @@ func TestSelectorVerdictsAndFallbacks(t *testing.T) {
 		{name: "no turn text recalls lexically", caps: coordinatortest.AllCapabilities, content: " ", always: true,
 			want: SkipNone, wantRecalls: 1},
 		{name: "ids outside the composition are dropped", caps: coordinatortest.AllCapabilities, content: "coffee",
-			selection: sdk.Selection{IDs: []string{"BOB"}}, want: SkipNoRecords, wantSelects: 1},
+			selection: sdk.Selection{IDs: []string{"BOB"}}, want: SkipNoRecords, wantSelects: 1, wantRecalls: 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -114,6 +119,7 @@ func TestSelectorVerdictsAndFallbacks(t *testing.T) {
 				if tc.always {
 					c.Selection = SelectionAlways
 				}
+				c.SelectorFallback = !tc.noFallback
 			})
 			res := f.turn(alice, "s", tc.content)
 			if res.SkipReason != tc.want {
@@ -150,7 +156,9 @@ func sweepFixture(t *testing.T) (*fixture, []string, *recordingSelector) {
 	})
 	var ids []string
 	for i := range 4 { // ids[0] newest ... ids[3] oldest
-		r := rec(fmt.Sprintf("Note %d", i), "body")
+		// Titles the turn's query ("notes") does not match, so recall adds
+		// nothing to the working set and the sweep logic is what is tested.
+		r := rec(fmt.Sprintf("Item %d", i), "body")
 		r.UpdatedAt = testNow.Add(-time.Duration(i) * time.Hour)
 		ids = append(ids, f.add(r)...)
 	}

@@ -46,6 +46,7 @@ func (co *Coordinator) settings() []setting {
 	return []setting{
 		{name: "per_turn_injection", str: (*string)(&c.PerTurnInjection)},
 		{name: "selection", str: (*string)(&c.Selection)},
+		{name: "selector_fallback", flag: &c.SelectorFallback},
 		{name: "max_entries", num: &c.MaxEntries},
 		{name: "recall_timeout_ms", ms: &c.RecallTimeout},
 		{name: "recall_failure_policy", str: (*string)(&c.RecallFailurePolicy)},
