@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
+	pb "github.com/memhost/memhost/sdk/internal/pluginpb"
 	"github.com/memhost/memhost/sdk/internal/wire"
-	pb "github.com/memhost/memhost/sdk/proto/memhost/plugin/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"

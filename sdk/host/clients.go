@@ -10,8 +10,8 @@ import (
 
 	plugin "github.com/hashicorp/go-plugin"
 	"github.com/memhost/memhost/sdk"
+	pb "github.com/memhost/memhost/sdk/internal/pluginpb"
 	"github.com/memhost/memhost/sdk/internal/wire"
-	pb "github.com/memhost/memhost/sdk/proto/memhost/plugin/v1"
 	"google.golang.org/grpc"
 )
 

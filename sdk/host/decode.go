@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
-	pb "github.com/memhost/memhost/sdk/proto/memhost/plugin/v1"
+	pb "github.com/memhost/memhost/sdk/internal/pluginpb"
 )
 
 // Conversions on the host side of the wire: requests are encoded, answers

@@ -19,8 +19,8 @@ import (
 	hclog "github.com/hashicorp/go-hclog"
 	plugin "github.com/hashicorp/go-plugin"
 	"github.com/memhost/memhost/sdk"
+	pb "github.com/memhost/memhost/sdk/internal/pluginpb"
 	"github.com/memhost/memhost/sdk/internal/wire"
-	pb "github.com/memhost/memhost/sdk/proto/memhost/plugin/v1"
 )
 
 // DefaultStartTimeout bounds how long a plugin may take to hand-shake.
