@@ -153,7 +153,7 @@ func (c *providerClient) need(cap sdk.Capability) error {
 
 func (c *providerClient) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
 	resp, err := c.rpc.Recall(ctx, &pb.RecallRequest{
-		Realm: q.Realm, Query: q.Query, Scopes: scopesToStrings(q.Scopes), Limit: int32(q.Limit),
+		Realm: q.Realm, Query: q.Query, Scopes: toStrings(q.Scopes), Limit: int32(q.Limit),
 		ExcludeIds: q.ExcludeIDs, Tags: q.Tags, ExcludeTags: q.ExcludeTags,
 	})
 	if err != nil {
@@ -208,7 +208,7 @@ func (c *providerClient) Manifest(ctx context.Context, q sdk.ManifestQuery) ([]s
 		return nil, err
 	}
 	stream, err := c.rpc.Manifest(ctx, &pb.ManifestRequest{
-		Realm: q.Realm, Scopes: scopesToStrings(q.Scopes), Tier: tierToPB(q.Tier), K: int32(q.K),
+		Realm: q.Realm, Scopes: toStrings(q.Scopes), Tier: tierToPB(q.Tier), K: int32(q.K),
 	})
 	if err != nil {
 		return nil, fromStatus(ctx, err)

@@ -122,7 +122,8 @@ func recordsFromPB(ps []*pb.Record) []sdk.Record {
 	return out
 }
 
-func scopesToStrings(ss []sdk.Scope) []string {
+// toStrings answers the wire form of a list of named strings.
+func toStrings[S ~string](ss []S) []string {
 	out := make([]string, len(ss))
 	for i, s := range ss {
 		out[i] = string(s)
