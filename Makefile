@@ -84,11 +84,14 @@ fuzz:
 bench: build
 	go test -run '^$$' -bench . -benchtime 2000x $(PKGS)
 
+# The .proto is published in sdk/proto; the Go code generated from it is
+# the SDK's own (sdk/internal/pluginpb, where its go_package points), so
+# no plugin or host compiles against it.
 proto: $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc
 	@command -v protoc >/dev/null || { echo "protoc missing: apt-get install -y protobuf-compiler"; exit 1; }
 	PATH=$(TOOLS):$$PATH protoc -I sdk/proto \
-		--go_out=sdk/proto --go_opt=paths=source_relative \
-		--go-grpc_out=sdk/proto --go-grpc_opt=paths=source_relative \
+		--go_out=sdk --go_opt=module=github.com/memhost/memhost/sdk \
+		--go-grpc_out=sdk --go-grpc_opt=module=github.com/memhost/memhost/sdk \
 		memhost/plugin/v1/plugin.proto
 
 $(TOOLS)/protoc-gen-go:

@@ -94,8 +94,7 @@ func (c *Coordinator) buildSources(ctx context.Context, id sdk.Identity, p provi
 		errs = append(errs, err)
 		mu.Unlock()
 	}
-	if p.caps.Has(sdk.CapManifest) {
-		lister := p.Provider.(sdk.ManifestLister)
+	if lister, ok := p.Lister(); ok {
 		rows = make([][]sdk.ManifestRow, len(scopes))
 		for i, s := range scopes {
 			wg.Go(func() {

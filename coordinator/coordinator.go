@@ -12,6 +12,7 @@ import (
 
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 	"github.com/memhost/memhost/sdk/tokenize"
 )
 
@@ -217,9 +218,10 @@ type DefangResult struct {
 	Hits    int     `json:"hits"`
 }
 
-// provider pairs a realm's provider with its declared capabilities.
+// provider pairs a realm's provider with its declared capabilities, read
+// once per request.
 type provider struct {
-	sdk.Provider
+	*host.Provider
 	caps sdk.Capabilities
 }
 
@@ -231,7 +233,14 @@ func (c *Coordinator) provider(realm string) (provider, error) {
 	if p == nil {
 		return provider{}, fmt.Errorf("coordinator: no provider serves realm %q: %w", realm, sdk.ErrNotFound)
 	}
-	return provider{Provider: p, caps: sdk.CapabilitiesOf(p)}, nil
+	hp := host.ProviderOf(p)
+	return provider{Provider: hp, caps: hp.Capabilities()}, nil
+}
+
+// errUndeclared refuses a call to a capability the provider did not
+// declare (callers check the declaration first, so it is a safeguard).
+func errUndeclared(c sdk.Capability) error {
+	return fmt.Errorf("the provider does not declare capability %q: %w", c, sdk.ErrUnsupported)
 }
 
 // identity fills the default realm and validates.
@@ -461,7 +470,11 @@ func (c *Coordinator) turnCandidates() int {
 }
 
 func (c *Coordinator) selectRecords(ctx context.Context, id sdk.Identity, p provider, scopes []sdk.Scope, query string, suppressed, swept []string, deeper func([]sdk.Scope)) ([]sdk.Record, error) {
-	rows, err := p.Provider.(sdk.ManifestLister).Manifest(ctx, sdk.ManifestQuery{
+	lister, ok := p.Lister()
+	if !ok {
+		return nil, fmt.Errorf("manifest: %w", errUndeclared(sdk.CapManifest))
+	}
+	rows, err := lister.Manifest(ctx, sdk.ManifestQuery{
 		Realm: id.Realm, Scopes: scopes, Tier: sdk.TierWorkingSet, K: c.cfg.Budgets.SelectorRows,
 	})
 	if err != nil {
@@ -508,7 +521,11 @@ func (c *Coordinator) selectRecords(ctx context.Context, id sdk.Identity, p prov
 		c.fellBack(ctx, id, len(recs))
 		return recs, nil
 	}
-	recs, err := p.Provider.(sdk.RecordGetter).Get(ctx, id.Realm, ids)
+	getter, ok := p.Getter()
+	if !ok {
+		return nil, fmt.Errorf("fetch: %w", errUndeclared(sdk.CapFetch))
+	}
+	recs, err := getter.Get(ctx, id.Realm, ids)
 	if err != nil {
 		return nil, fmt.Errorf("fetch: %w", err)
 	}

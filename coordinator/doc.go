@@ -19,8 +19,9 @@
 // Design choices worth knowing:
 //
 //   - Providers are plugins reached through a per-realm lookup; realms
-//     never compose. Capabilities are read with sdk.CapabilitiesOf, never
-//     guessed from Go types.
+//     never compose. A provider is used through host.ProviderOf, whose
+//     accessors answer the capabilities it declared, never ones guessed
+//     from Go types.
 //   - Session state (byte counter, injected ids, cached sweep) sits behind
 //     the one-method SessionStore, keyed by (realm, identity, session). The
 //     default store is a sharded in-memory LRU bounded per realm; memhost

@@ -78,7 +78,11 @@ func (c *Coordinator) sweep(reqLog hclog.Logger, key SessionKey, epoch uint64, i
 // than MaxEntries ids, one last Select over the picked rows narrows them.
 // Should the time bound end the sweep after some pages, their picks stand.
 func (c *Coordinator) fullSweep(ctx context.Context, key SessionKey, id sdk.Identity, p provider, scopes []sdk.Scope, query string) ([]string, error) {
-	rows, err := p.Provider.(sdk.ManifestLister).Manifest(ctx, sdk.ManifestQuery{Realm: id.Realm, Scopes: scopes, Tier: sdk.TierFull})
+	lister, ok := p.Lister()
+	if !ok {
+		return nil, fmt.Errorf("full manifest: %w", errUndeclared(sdk.CapManifest))
+	}
+	rows, err := lister.Manifest(ctx, sdk.ManifestQuery{Realm: id.Realm, Scopes: scopes, Tier: sdk.TierFull})
 	if err != nil {
 		return nil, fmt.Errorf("full manifest: %w", err)
 	}

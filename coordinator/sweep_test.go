@@ -12,6 +12,7 @@ import (
 
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 // manifestOnly is a provider holding n manifest rows, newest first; every
@@ -32,6 +33,9 @@ func newManifestOnly(n int) *manifestOnly {
 }
 
 func (m *manifestOnly) Recall(context.Context, sdk.RecallQuery) ([]sdk.Hit, error) { return nil, nil }
+
+// Capabilities declares the manifest it lists.
+func (m *manifestOnly) Capabilities() sdk.Capabilities { return sdk.Capabilities{sdk.CapManifest} }
 func (m *manifestOnly) Manifest(context.Context, sdk.ManifestQuery) ([]sdk.ManifestRow, error) {
 	return slices.Clone(m.rows), nil
 }
@@ -98,7 +102,7 @@ func TestFullSweepPages(t *testing.T) {
 			// The sweep runs with the logger of the turn that asked for it.
 			ctx = hclog.WithContext(ctx, hclog.New(&hclog.LoggerOptions{Output: io.Discard}).With("request_id", "turn-9"))
 			ids, err := f.c.fullSweep(ctx, SessionKey{Realm: "default", Identity: "alice", Session: "s"}, alice,
-				provider{Provider: m, caps: sdk.Capabilities{sdk.CapManifest, sdk.CapFetch}}, []sdk.Scope{"identity:alice"}, "q")
+				provider{Provider: host.ProviderOf(m), caps: sdk.Capabilities{sdk.CapManifest, sdk.CapFetch}}, []sdk.Scope{"identity:alice"}, "q")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -141,7 +145,7 @@ func TestFullSweepTruncatesRankedFirstThenNewest(t *testing.T) {
 	}
 	f := newFixture(t, func(_ *Config, o *Options) { o.Selector = sel })
 	if _, err := f.c.fullSweep(context.Background(), SessionKey{Realm: "default", Identity: "alice", Session: "s"}, alice,
-		provider{Provider: m}, nil, "q"); err != nil {
+		provider{Provider: host.ProviderOf(m)}, nil, "q"); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
@@ -181,7 +185,7 @@ func TestFullSweepFirstPageFailure(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), f.c.cfg.SweepTimeout)
 	defer cancel()
 	if _, err := f.c.fullSweep(ctx, SessionKey{Realm: "default", Identity: "alice", Session: "s"}, alice,
-		provider{Provider: newManifestOnly(10)}, nil, "q"); err == nil {
+		provider{Provider: host.ProviderOf(newManifestOnly(10))}, nil, "q"); err == nil {
 		t.Fatal("a sweep whose only page failed succeeded")
 	}
 }

@@ -9,13 +9,14 @@ import (
 
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 // telemetryJob is one injection's ledger rows and usage marks, written
 // off the request path.
 type telemetryJob struct {
 	realm    string
-	provider sdk.Provider
+	provider *host.Provider
 	ledger   []sdk.LedgerEntry // nil when the provider keeps no ledger
 	usage    []string          // record ids; nil when it counts no usage
 	at       time.Time
@@ -164,7 +165,7 @@ func (t *telemetry) gather(batch []telemetryJob) []telemetryJob {
 // acknowledging flush markers once what precedes them is written.
 func (t *telemetry) write(batch []telemetryJob) {
 	type group struct {
-		provider sdk.Provider
+		provider *host.Provider
 		ledger   []sdk.LedgerEntry
 		usage    []string
 		at       time.Time
@@ -200,10 +201,10 @@ func (t *telemetry) write(batch []telemetryJob) {
 	send()
 }
 
-func (t *telemetry) writeGroup(realm string, p sdk.Provider, ledger []sdk.LedgerEntry, usage []string, at time.Time) {
+func (t *telemetry) writeGroup(realm string, p *host.Provider, ledger []sdk.LedgerEntry, usage []string, at time.Time) {
 	ctx, cancel := context.WithTimeout(context.Background(), t.timeout)
 	defer cancel()
-	if w, ok := p.(sdk.LedgerWriter); ok {
+	if w, ok := p.Ledger(); ok {
 		for part := range slices.Chunk(ledger, sdk.MaxBatch) {
 			if err := w.WriteLedger(ctx, part); err != nil {
 				t.metrics.TelemetryFailed(TelemetryLedger, len(part))
@@ -211,7 +212,7 @@ func (t *telemetry) writeGroup(realm string, p sdk.Provider, ledger []sdk.Ledger
 			}
 		}
 	}
-	if u, ok := p.(sdk.UsageMarker); ok {
+	if u, ok := p.UsageMarker(); ok {
 		for _, round := range usageRounds(usage) {
 			for part := range slices.Chunk(round, sdk.MaxBatch) {
 				if err := u.MarkUsed(ctx, realm, part, at); err != nil {

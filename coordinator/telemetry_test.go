@@ -11,6 +11,7 @@ import (
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/coordinator/coordinatortest"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 func TestUsageRounds(t *testing.T) {
@@ -61,7 +62,7 @@ func TestTelemetryBatchFitsProviderLimits(t *testing.T) {
 	const jobs, perJob = 200, 8 // 1600 rows, each id used by every job
 	var batch []telemetryJob
 	for range jobs {
-		job := telemetryJob{realm: "default", provider: p, at: testNow}
+		job := telemetryJob{realm: "default", provider: host.ProviderOf(p), at: testNow}
 		for i := range perJob {
 			id := fmt.Sprintf("r%d", i)
 			job.ledger = append(job.ledger, sdk.LedgerEntry{Realm: "default", Identity: "alice", RecordID: id, Surface: "turn", Bytes: 1, At: testNow})

@@ -3,7 +3,7 @@ package sdk
 import (
 	"time"
 
-	pb "github.com/memhost/memhost/sdk/proto/memhost/plugin/v1"
+	pb "github.com/memhost/memhost/sdk/internal/pluginpb"
 )
 
 // Conversions on the plugin side of the wire: requests are decoded, answers

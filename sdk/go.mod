@@ -1,5 +1,8 @@
 module github.com/memhost/memhost/sdk
 
+// The oldest Go the SDK builds with: its dependencies set it (grpc v1.85.0,
+// golang.org/x/net, x/sys, x/text and go-json-experiment/json each declare
+// go 1.26.0), not its own code.
 go 1.26.0
 
 require (

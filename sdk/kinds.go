@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	plugin "github.com/hashicorp/go-plugin"
+	pb "github.com/memhost/memhost/sdk/internal/pluginpb"
 	"github.com/memhost/memhost/sdk/internal/wire"
-	pb "github.com/memhost/memhost/sdk/proto/memhost/plugin/v1"
 	"google.golang.org/grpc"
 )
 

@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
+	pb "github.com/memhost/memhost/sdk/internal/pluginpb"
 	"github.com/memhost/memhost/sdk/internal/wire"
-	pb "github.com/memhost/memhost/sdk/proto/memhost/plugin/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -20,6 +21,28 @@ import (
 // valid input only. A capability the plugin did not declare answers
 // UNIMPLEMENTED, even when the Go value happens to implement it.
 
+// HostCapability is a feature of the calling host that a plugin may rely
+// on. A host names the ones it has in Configure; a name this SDK does not
+// know is a newer host's and is passed on as is.
+type HostCapability string
+
+const (
+	// HostFieldErrors: a *FieldError reaches the host's caller with its
+	// field path.
+	HostFieldErrors HostCapability = "field_errors"
+	// HostManifestStream: Manifest rows travel in chunks, so a manifest may
+	// be larger than one message.
+	HostManifestStream HostCapability = "manifest_stream"
+	// HostSelectStream: Select receives its rows in chunks.
+	HostSelectStream HostCapability = "select_stream"
+)
+
+// HostCapabilities is a set of host features.
+type HostCapabilities []HostCapability
+
+// Has reports whether c is in the set.
+func (hs HostCapabilities) Has(c HostCapability) bool { return slices.Contains(hs, c) }
+
 // HostInfo is what the host tells a plugin about itself in Configure.
 type HostInfo struct {
 	// Version is the memhost version, like "0.4.0".
@@ -27,7 +50,7 @@ type HostInfo struct {
 	// Protocols are the plugin protocol versions the host speaks.
 	Protocols []int
 	// Capabilities are host features a plugin may rely on.
-	Capabilities []string
+	Capabilities HostCapabilities
 }
 
 type hostInfoKey struct{}
@@ -65,7 +88,10 @@ func (s *pluginServer) Configure(ctx context.Context, req *pb.ConfigureRequest) 
 		raw = json.RawMessage("{}")
 	}
 	if h := req.Host; h != nil {
-		info := HostInfo{Version: h.Version, Capabilities: h.Capabilities}
+		info := HostInfo{Version: h.Version}
+		for _, c := range h.Capabilities {
+			info.Capabilities = append(info.Capabilities, HostCapability(c))
+		}
 		for _, v := range h.ProtocolVersions {
 			info.Protocols = append(info.Protocols, int(v))
 		}

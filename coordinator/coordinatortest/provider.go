@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,7 +21,7 @@ import (
 
 // Provider is an in-memory provider. It implements every capability
 // interface; Info declares only the capabilities it was built with, so
-// sdk.CapabilitiesOf sees exactly those.
+// the host (host.ProviderOf) sees exactly those.
 type Provider struct {
 	caps sdk.Capabilities
 	now  func() time.Time
@@ -50,10 +51,14 @@ const (
 	MethodMarkUsed    = "MarkUsed"
 	MethodWriteLedger = "WriteLedger"
 	MethodSupersede   = "Supersede"
+	MethodExport      = "Export"
+	MethodImport      = "Import"
+	MethodReindex     = "Reindex"
 )
 
-// AllCapabilities is every provider capability.
-var AllCapabilities = sdk.Capabilities{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger}
+// AllCapabilities is every provider capability the SDK knows; Provider
+// implements them all (TestProviderImplementsEveryCapability).
+var AllCapabilities = sdk.AllCapabilities()
 
 // NewProvider builds a provider declaring caps (write is always declared,
 // so tests can seed it).
@@ -78,8 +83,9 @@ func (p *Provider) SetNow(now func() time.Time) {
 // Hook sees a call before it runs: req is the call's request (a
 // sdk.RecallQuery, a sdk.ManifestQuery, the []string ids of Get, Forget and
 // MarkUsed, the []sdk.LedgerEntry of WriteLedger, the []sdk.Record of
-// Remember). An error is the call's answer. A hook may block (until ctx
-// ends) to hold a call.
+// Remember and Import, the after cursor of Export, the realm of Reindex).
+// An error is the call's answer. A hook may block (until ctx ends) to hold
+// a call.
 type Hook func(ctx context.Context, req any) error
 
 // SetHook installs fn for method (nil removes it).
@@ -205,19 +211,24 @@ func (p *Provider) add(realm string, recs []sdk.Record) ([]string, error) {
 			ids[i] = dup.rec.ID
 			continue
 		}
-		terms := map[string]struct{}{}
-		for _, t := range tokenize.Tokens(r.Title + " " + r.Description + " " + r.Body) {
-			terms[t] = struct{}{}
-		}
-		for _, tag := range r.Tags {
-			for _, t := range tokenize.Tokens(tag) {
-				terms[t] = struct{}{}
-			}
-		}
-		p.records[realm] = append(p.records[realm], &stored{rec: r, terms: terms})
+		p.records[realm] = append(p.records[realm], indexed(r))
 		ids[i] = r.ID
 	}
 	return ids, nil
+}
+
+// indexed answers r with the terms Recall matches.
+func indexed(r sdk.Record) *stored {
+	terms := map[string]struct{}{}
+	for _, t := range tokenize.Tokens(r.Title + " " + r.Description + " " + r.Body) {
+		terms[t] = struct{}{}
+	}
+	for _, tag := range r.Tags {
+		for _, t := range tokenize.Tokens(tag) {
+			terms[t] = struct{}{}
+		}
+	}
+	return &stored{rec: r, terms: terms}
 }
 
 func (p *Provider) byHash(realm string, scope sdk.Scope, hash string) *stored {
@@ -404,4 +415,70 @@ func (p *Provider) WriteLedger(ctx context.Context, entries []sdk.LedgerEntry) e
 	defer p.mu.Unlock()
 	p.ledger = append(p.ledger, entries...)
 	return nil
+}
+
+// Export implements sdk.Archiver: records of every status, in id order.
+func (p *Provider) Export(ctx context.Context, realm, after string, limit int) (sdk.ExportPage, error) {
+	if err := p.enter(ctx, MethodExport, after); err != nil {
+		return sdk.ExportPage{}, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var recs []sdk.Record
+	for _, s := range p.records[realm] {
+		if s.rec.ID > after {
+			recs = append(recs, s.rec)
+		}
+	}
+	slices.SortFunc(recs, func(a, b sdk.Record) int { return strings.Compare(a.ID, b.ID) })
+	if len(recs) <= limit {
+		return sdk.ExportPage{Records: recs}, nil
+	}
+	return sdk.ExportPage{Records: recs[:limit], Next: recs[limit-1].ID}, nil
+}
+
+// Import implements sdk.Archiver: records are stored as given; one whose
+// id is stored, or a recallable one whose content its scope holds in a
+// recallable record, is skipped.
+func (p *Provider) Import(ctx context.Context, realm string, recs []sdk.Record) (sdk.ImportResult, error) {
+	if err := p.enter(ctx, MethodImport, recs); err != nil {
+		return sdk.ImportResult{}, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var res sdk.ImportResult
+	now := p.now()
+	for _, r := range recs {
+		dup := slices.ContainsFunc(p.records[realm], func(s *stored) bool {
+			return s.rec.ID == r.ID || (r.Recallable(now) && s.rec.Recallable(now) && s.rec.Scope == r.Scope && s.rec.ContentHash == r.ContentHash)
+		})
+		if dup {
+			res.Skipped++
+			continue
+		}
+		p.records[realm] = append(p.records[realm], indexed(r))
+		res.Imported++
+	}
+	return res, nil
+}
+
+// Reindex implements sdk.Reindexer; the index is always current, so it
+// only counts the realm's records ("" counts every realm's).
+func (p *Provider) Reindex(ctx context.Context, realm string, progress func(done, total int)) (int, error) {
+	if err := p.enter(ctx, MethodReindex, realm); err != nil {
+		return 0, err
+	}
+	p.mu.Lock()
+	n := len(p.records[realm])
+	if realm == "" {
+		n = 0
+		for _, rs := range p.records {
+			n += len(rs)
+		}
+	}
+	p.mu.Unlock()
+	if progress != nil {
+		progress(n, n)
+	}
+	return n, nil
 }

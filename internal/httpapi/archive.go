@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 // The archive endpoints dump and load a realm's full records (ids, times,
@@ -33,8 +34,8 @@ func (s *Server) archiver(c caller, realmName string) (string, sdk.Archiver, err
 	if err != nil {
 		return "", nil, err
 	}
-	a, ok := p.(sdk.Archiver)
-	if !ok || !sdk.Supports(p, sdk.CapArchive) {
+	a, ok := host.ProviderOf(p).Archiver()
+	if !ok {
 		return "", nil, fmt.Errorf("the provider of realm %q cannot export or import records: %w", realm, sdk.ErrUnsupported)
 	}
 	return realm, a, nil

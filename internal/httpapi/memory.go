@@ -8,6 +8,7 @@ import (
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/guide"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 // The endpoints below are the coordinator's and the guide's surfaces.
@@ -160,8 +161,8 @@ func (s *Server) handleManifest(ctx context.Context, c caller, w http.ResponseWr
 	default:
 		return badRequest("tier: %q is not working_set or full", req.Tier)
 	}
-	lister, ok := p.(sdk.ManifestLister)
-	if !ok || !sdk.Supports(p, sdk.CapManifest) {
+	lister, ok := host.ProviderOf(p).Lister()
+	if !ok {
 		return fmt.Errorf("the provider of realm %q keeps no record manifest: %w", id.Realm, sdk.ErrUnsupported)
 	}
 	if q.Scopes, err = s.opts.Coordinator.Scopes(ctx, id); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 // recordInput is what a client may send for a new record; everything else
@@ -81,8 +82,8 @@ func (s *Server) handleRemember(ctx context.Context, c caller, w http.ResponseWr
 			return badRequest("records: an agent's writes to shared scopes are proposals; send them in a request of their own, apart from identity-scope records")
 		}
 	}
-	writer, ok := p.(sdk.RecordWriter)
-	if !ok || !sdk.Supports(p, sdk.CapWrite) {
+	writer, ok := host.ProviderOf(p).Writer()
+	if !ok {
 		return fmt.Errorf("the provider of realm %q does not accept writes: %w", realm, sdk.ErrUnsupported)
 	}
 	ids, err := writer.Remember(ctx, realm, records)
@@ -112,8 +113,8 @@ func (s *Server) handleGet(ctx context.Context, c caller, w http.ResponseWriter,
 	if err != nil {
 		return err
 	}
-	getter, ok := p.(sdk.RecordGetter)
-	if !ok || !sdk.Supports(p, sdk.CapFetch) {
+	getter, ok := host.ProviderOf(p).Getter()
+	if !ok {
 		return fmt.Errorf("the provider of realm %q cannot fetch records by id: %w", realm, sdk.ErrUnsupported)
 	}
 	recs, err := getter.Get(ctx, realm, []string{id})
@@ -132,8 +133,8 @@ func (s *Server) handleForget(ctx context.Context, c caller, w http.ResponseWrit
 	if err != nil {
 		return err
 	}
-	forgetter, ok := p.(sdk.RecordForgetter)
-	if !ok || !sdk.Supports(p, sdk.CapForget) {
+	forgetter, ok := host.ProviderOf(p).Forgetter()
+	if !ok {
 		return fmt.Errorf("the provider of realm %q cannot forget records: %w", realm, sdk.ErrUnsupported)
 	}
 	if _, err := forgetter.Forget(ctx, realm, []string{id}); err != nil {

@@ -12,6 +12,7 @@ import (
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/internal/redact"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 // Reindex rebuilds a realm provider's index from its records. It is an
@@ -88,8 +89,8 @@ func (s *Server) handleReindex(ctx context.Context, c caller, w http.ResponseWri
 	if err != nil {
 		return err
 	}
-	rx, ok := p.(sdk.Reindexer)
-	if !ok || !sdk.Supports(p, sdk.CapReindex) {
+	rx, ok := host.ProviderOf(p).Reindexer()
+	if !ok {
 		return fmt.Errorf("the provider of realm %q cannot rebuild its index (it does not declare the reindex capability): %w", realm, sdk.ErrUnsupported)
 	}
 	leave, err := s.reindex.enter(realm)

@@ -19,6 +19,7 @@ import (
 	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/internal/redact"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -239,8 +240,8 @@ func (t tools) remember(ctx context.Context, req *mcp.CallToolRequest, in Rememb
 		}
 		return nil, RememberOutput{ID: ids[0], Status: "proposed"}, nil
 	}
-	w, ok := p.(sdk.RecordWriter)
-	if !ok || !sdk.Supports(p, sdk.CapWrite) {
+	w, ok := host.ProviderOf(p).Writer()
+	if !ok {
 		return nil, RememberOutput{}, fmt.Errorf("the provider of realm %q does not accept writes", id.Realm)
 	}
 	ids, err := w.Remember(ctx, id.Realm, []sdk.Record{rec})
@@ -307,9 +308,10 @@ func (t tools) forget(ctx context.Context, req *mcp.CallToolRequest, in ForgetIn
 	if err != nil {
 		return nil, ForgetOutput{}, err
 	}
-	g, okGet := p.(sdk.RecordGetter)
-	f, okForget := p.(sdk.RecordForgetter)
-	if !okGet || !okForget || !sdk.Supports(p, sdk.CapFetch) || !sdk.Supports(p, sdk.CapForget) {
+	hp := host.ProviderOf(p)
+	g, okGet := hp.Getter()
+	f, okForget := hp.Forgetter()
+	if !okGet || !okForget {
 		return nil, ForgetOutput{}, fmt.Errorf("the provider of realm %q cannot forget records", id.Realm)
 	}
 	// Only a record the caller can read may be forgotten by it; an unknown
@@ -347,8 +349,8 @@ func (t tools) index(ctx context.Context, req *mcp.CallToolRequest, in IndexInpu
 	if err != nil {
 		return nil, IndexOutput{}, err
 	}
-	m, ok := p.(sdk.ManifestLister)
-	if !ok || !sdk.Supports(p, sdk.CapManifest) {
+	m, ok := host.ProviderOf(p).Lister()
+	if !ok {
 		return nil, IndexOutput{}, fmt.Errorf("the provider of realm %q keeps no record manifest", id.Realm)
 	}
 	rows, err := m.Manifest(ctx, sdk.ManifestQuery{Realm: id.Realm, Scopes: scopes, Tier: sdk.TierFull})

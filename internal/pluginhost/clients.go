@@ -11,31 +11,27 @@ import (
 
 // The types below are what the rest of the host holds: stable values that
 // implement the sdk interfaces and route each call to whichever process is
-// live, restarting it when it died. A provider implements exactly the
-// capability interfaces its plugin declared in Info (host.Narrow), so a
-// type assertion or sdk.Supports on it answers truthfully.
+// live, restarting it when it died. A provider is handed out as a
+// *host.Provider, whose accessors answer the capabilities its plugin
+// declared in Info; every call of every kind is observed in callWithin.
 
 // Compile-time checks that each supervised type is its kind's interface.
 var (
-	_ host.FullProvider    = (*Provider)(nil)
 	_ sdk.Selector         = (*Selector)(nil)
 	_ sdk.Compactor        = (*Compactor)(nil)
 	_ sdk.OperatorResolver = (*OperatorResolver)(nil)
 	_ sdk.MobResolver      = (*MobResolver)(nil)
 )
 
-// Provider returns the supervised provider instance name, implementing
-// the capability interfaces the plugin declared.
-func (s *Supervisor) Provider(name string) (sdk.Provider, error) {
+// Provider returns the supervised provider instance name. Its accessors
+// answer what the live plugin declared, asked at each access, so a
+// restarted plugin's declaration is the one that counts.
+func (s *Supervisor) Provider(name string) (*host.Provider, error) {
 	inst, err := s.lookup(sdk.KindProvider, name)
 	if err != nil {
 		return nil, err
 	}
-	p := &Provider{inst: inst}
-	if s.opts.ObserveCall != nil {
-		return host.Narrow(observed{p, name, s.opts.ObserveCall}, p.Capabilities()), nil
-	}
-	return host.Narrow(p, p.Capabilities()), nil
+	return host.ProviderOf(&provider{inst: inst}), nil
 }
 
 // Selector returns the supervised selector instance name.
@@ -74,27 +70,30 @@ func (s *Supervisor) MobResolver(name string) (*MobResolver, error) {
 	return &MobResolver{inst: inst}, nil
 }
 
-// Provider is a supervised provider plugin, with every capability method;
-// Supervisor.Provider hands it out narrowed to the declared ones.
-type Provider struct{ inst *instance }
+// provider is a supervised provider plugin with every capability method;
+// Supervisor.Provider hands it out behind a *host.Provider. Each method
+// asks the live plugin's own handle for the capability, so a call to one
+// the plugin did not declare fails with sdk.ErrUnsupported.
+type provider struct{ inst *instance }
 
 // Capabilities answers what the plugin declared in Info.
-func (p *Provider) Capabilities() sdk.Capabilities { return p.inst.capabilities() }
+func (p *provider) Capabilities() sdk.Capabilities { return p.inst.capabilities() }
 
-// Name is the configured instance name.
-func (p *Provider) Name() string { return p.inst.spec.Name }
-
-// capability answers the live client as the capability interface C.
-func capability[C any](c sdk.Provider, cap sdk.Capability) (C, error) {
-	v, ok := c.(C)
-	if !ok {
-		return v, fmt.Errorf("provider does not declare capability %q: %w", cap, sdk.ErrUnsupported)
-	}
-	return v, nil
+// capabilityCall runs f on the live plugin's capability C, which get
+// answers when the plugin declared cap, under call's rules.
+func capabilityCall[C, T any](ctx context.Context, p *provider, method string, retry bool, cap sdk.Capability, get func(*host.Provider) (C, bool), f func(context.Context, C) (T, error)) (T, error) {
+	return callWithin(ctx, p.inst, method, p.inst.opts.CallTimeout, retry, func(ctx context.Context, c *host.Provider) (T, error) {
+		v, ok := get(c)
+		if !ok {
+			var zero T
+			return zero, fmt.Errorf("provider does not declare capability %q: %w", cap, sdk.ErrUnsupported)
+		}
+		return f(ctx, v)
+	})
 }
 
-func (p *Provider) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
-	return call(ctx, p.inst, true, func(ctx context.Context, c sdk.Provider) ([]sdk.Hit, error) {
+func (p *provider) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
+	return call(ctx, p.inst, "recall", true, func(ctx context.Context, c *host.Provider) ([]sdk.Hit, error) {
 		return c.Recall(ctx, q)
 	})
 }
@@ -102,110 +101,74 @@ func (p *Provider) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, er
 // Remember is retried once when the plugin died under it: writes are
 // idempotent by content hash, so the client gets the id of a record that
 // may already have been stored rather than an error.
-func (p *Provider) Remember(ctx context.Context, realm string, records []sdk.Record) ([]string, error) {
-	return call(ctx, p.inst, true, func(ctx context.Context, c sdk.Provider) ([]string, error) {
-		w, err := capability[sdk.RecordWriter](c, sdk.CapWrite)
-		if err != nil {
-			return nil, err
-		}
+func (p *provider) Remember(ctx context.Context, realm string, records []sdk.Record) ([]string, error) {
+	return capabilityCall(ctx, p, "remember", true, sdk.CapWrite, (*host.Provider).Writer, func(ctx context.Context, w sdk.RecordWriter) ([]string, error) {
 		return w.Remember(ctx, realm, records)
 	})
 }
 
-func (p *Provider) Get(ctx context.Context, realm string, ids []string) ([]sdk.Record, error) {
-	return call(ctx, p.inst, true, func(ctx context.Context, c sdk.Provider) ([]sdk.Record, error) {
-		g, err := capability[sdk.RecordGetter](c, sdk.CapFetch)
-		if err != nil {
-			return nil, err
-		}
-		return g.Get(ctx, realm, ids)
+func (p *provider) Get(ctx context.Context, realm string, ids []string) ([]sdk.Record, error) {
+	return capabilityCall(ctx, p, "get", true, sdk.CapFetch, (*host.Provider).Getter, func(ctx context.Context, v sdk.RecordGetter) ([]sdk.Record, error) {
+		return v.Get(ctx, realm, ids)
 	})
 }
 
 // Forget is retried like Remember: forgetting an id twice is harmless.
-func (p *Provider) Forget(ctx context.Context, realm string, ids []string) (int, error) {
-	return call(ctx, p.inst, true, func(ctx context.Context, c sdk.Provider) (int, error) {
-		f, err := capability[sdk.RecordForgetter](c, sdk.CapForget)
-		if err != nil {
-			return 0, err
-		}
-		return f.Forget(ctx, realm, ids)
+func (p *provider) Forget(ctx context.Context, realm string, ids []string) (int, error) {
+	return capabilityCall(ctx, p, "forget", true, sdk.CapForget, (*host.Provider).Forgetter, func(ctx context.Context, v sdk.RecordForgetter) (int, error) {
+		return v.Forget(ctx, realm, ids)
 	})
 }
 
-func (p *Provider) Manifest(ctx context.Context, q sdk.ManifestQuery) ([]sdk.ManifestRow, error) {
-	return call(ctx, p.inst, true, func(ctx context.Context, c sdk.Provider) ([]sdk.ManifestRow, error) {
-		m, err := capability[sdk.ManifestLister](c, sdk.CapManifest)
-		if err != nil {
-			return nil, err
-		}
-		return m.Manifest(ctx, q)
+func (p *provider) Manifest(ctx context.Context, q sdk.ManifestQuery) ([]sdk.ManifestRow, error) {
+	return capabilityCall(ctx, p, "manifest", true, sdk.CapManifest, (*host.Provider).Lister, func(ctx context.Context, v sdk.ManifestLister) ([]sdk.ManifestRow, error) {
+		return v.Manifest(ctx, q)
 	})
 }
 
-func (p *Provider) Supersede(ctx context.Context, realm, oldID string, replacement sdk.Record) (string, error) {
-	return call(ctx, p.inst, false, func(ctx context.Context, c sdk.Provider) (string, error) {
-		s, err := capability[sdk.Superseder](c, sdk.CapSupersede)
-		if err != nil {
-			return "", err
-		}
-		return s.Supersede(ctx, realm, oldID, replacement)
+func (p *provider) Supersede(ctx context.Context, realm, oldID string, replacement sdk.Record) (string, error) {
+	return capabilityCall(ctx, p, "supersede", false, sdk.CapSupersede, (*host.Provider).Superseder, func(ctx context.Context, v sdk.Superseder) (string, error) {
+		return v.Supersede(ctx, realm, oldID, replacement)
 	})
 }
 
-func (p *Provider) MarkUsed(ctx context.Context, realm string, ids []string, at time.Time) error {
-	_, err := call(ctx, p.inst, false, func(ctx context.Context, c sdk.Provider) (struct{}, error) {
-		u, err := capability[sdk.UsageMarker](c, sdk.CapUsage)
-		if err != nil {
-			return struct{}{}, err
-		}
-		return struct{}{}, u.MarkUsed(ctx, realm, ids, at)
-	})
-	return err
-}
-
-func (p *Provider) WriteLedger(ctx context.Context, entries []sdk.LedgerEntry) error {
-	_, err := call(ctx, p.inst, false, func(ctx context.Context, c sdk.Provider) (struct{}, error) {
-		l, err := capability[sdk.LedgerWriter](c, sdk.CapLedger)
-		if err != nil {
-			return struct{}{}, err
-		}
-		return struct{}{}, l.WriteLedger(ctx, entries)
-	})
-	return err
-}
-
-func (p *Provider) Export(ctx context.Context, realm, after string, limit int) (sdk.ExportPage, error) {
-	return call(ctx, p.inst, true, func(ctx context.Context, c sdk.Provider) (sdk.ExportPage, error) {
-		a, err := capability[sdk.Archiver](c, sdk.CapArchive)
-		if err != nil {
-			return sdk.ExportPage{}, err
-		}
-		return a.Export(ctx, realm, after, limit)
+func (p *provider) Export(ctx context.Context, realm, after string, limit int) (sdk.ExportPage, error) {
+	return capabilityCall(ctx, p, "export", true, sdk.CapArchive, (*host.Provider).Archiver, func(ctx context.Context, v sdk.Archiver) (sdk.ExportPage, error) {
+		return v.Export(ctx, realm, after, limit)
 	})
 }
 
 // Import is not retried by the supervisor; it is idempotent, so the caller
 // may repeat it.
-func (p *Provider) Import(ctx context.Context, realm string, records []sdk.Record) (sdk.ImportResult, error) {
-	return call(ctx, p.inst, false, func(ctx context.Context, c sdk.Provider) (sdk.ImportResult, error) {
-		a, err := capability[sdk.Archiver](c, sdk.CapArchive)
-		if err != nil {
-			return sdk.ImportResult{}, err
-		}
-		return a.Import(ctx, realm, records)
+func (p *provider) Import(ctx context.Context, realm string, records []sdk.Record) (sdk.ImportResult, error) {
+	return capabilityCall(ctx, p, "import", false, sdk.CapArchive, (*host.Provider).Archiver, func(ctx context.Context, v sdk.Archiver) (sdk.ImportResult, error) {
+		return v.Import(ctx, realm, records)
 	})
+}
+
+func (p *provider) MarkUsed(ctx context.Context, realm string, ids []string, at time.Time) error {
+	_, err := capabilityCall(ctx, p, "mark_used", false, sdk.CapUsage, (*host.Provider).UsageMarker, func(ctx context.Context, u sdk.UsageMarker) (struct{}, error) {
+		return struct{}{}, u.MarkUsed(ctx, realm, ids, at)
+	})
+	return err
+}
+
+func (p *provider) WriteLedger(ctx context.Context, entries []sdk.LedgerEntry) error {
+	_, err := capabilityCall(ctx, p, "write_ledger", false, sdk.CapLedger, (*host.Provider).Ledger, func(ctx context.Context, l sdk.LedgerWriter) (struct{}, error) {
+		return struct{}{}, l.WriteLedger(ctx, entries)
+	})
+	return err
 }
 
 // Reindex runs under the reindex timeout, not the call timeout: a rebuild
 // of a large store outlasts any ordinary call. It is not retried when the
 // plugin died under it; a restarted plugin rebuilt or reloaded its index
 // on open, and the caller may ask again.
-func (p *Provider) Reindex(ctx context.Context, realm string, progress func(done, total int)) (int, error) {
-	return callWithin(ctx, p.inst, p.inst.opts.ReindexTimeout, false, func(ctx context.Context, c sdk.Provider) (int, error) {
-		r, err := capability[sdk.Reindexer](c, sdk.CapReindex)
-		if err != nil {
-			return 0, err
+func (p *provider) Reindex(ctx context.Context, realm string, progress func(done, total int)) (int, error) {
+	return callWithin(ctx, p.inst, "reindex", p.inst.opts.ReindexTimeout, false, func(ctx context.Context, c *host.Provider) (int, error) {
+		r, ok := c.Reindexer()
+		if !ok {
+			return 0, fmt.Errorf("provider does not declare capability %q: %w", sdk.CapReindex, sdk.ErrUnsupported)
 		}
 		return r.Reindex(ctx, realm, progress)
 	})
@@ -214,9 +177,8 @@ func (p *Provider) Reindex(ctx context.Context, realm string, progress func(done
 // Selector is a supervised selector plugin.
 type Selector struct{ inst *instance }
 
-func (s *Selector) Select(ctx context.Context, req sdk.SelectRequest) (sel sdk.Selection, err error) {
-	defer func(start time.Time) { s.inst.observe("select", start, err) }(time.Now())
-	return call(ctx, s.inst, true, func(ctx context.Context, c sdk.Selector) (sdk.Selection, error) {
+func (s *Selector) Select(ctx context.Context, req sdk.SelectRequest) (sdk.Selection, error) {
+	return call(ctx, s.inst, "select", true, func(ctx context.Context, c sdk.Selector) (sdk.Selection, error) {
 		return c.Select(ctx, req)
 	})
 }
@@ -225,9 +187,8 @@ func (s *Selector) Select(ctx context.Context, req sdk.SelectRequest) (sel sdk.S
 // the supervisor: the host's watermark logic decides.
 type Compactor struct{ inst *instance }
 
-func (c *Compactor) Compact(ctx context.Context, req sdk.CompactRequest) (msg sdk.Message, err error) {
-	defer func(start time.Time) { c.inst.observe("compact", start, err) }(time.Now())
-	return call(ctx, c.inst, false, func(ctx context.Context, cl sdk.Compactor) (sdk.Message, error) {
+func (c *Compactor) Compact(ctx context.Context, req sdk.CompactRequest) (sdk.Message, error) {
+	return call(ctx, c.inst, "compact", false, func(ctx context.Context, cl sdk.Compactor) (sdk.Message, error) {
 		return cl.Compact(ctx, req)
 	})
 }
@@ -235,9 +196,8 @@ func (c *Compactor) Compact(ctx context.Context, req sdk.CompactRequest) (msg sd
 // OperatorResolver is a supervised operator resolver plugin.
 type OperatorResolver struct{ inst *instance }
 
-func (r *OperatorResolver) ResolveOperator(ctx context.Context, id sdk.Identity) (op string, err error) {
-	defer func(start time.Time) { r.inst.observe("resolve_operator", start, err) }(time.Now())
-	return call(ctx, r.inst, true, func(ctx context.Context, c sdk.OperatorResolver) (string, error) {
+func (r *OperatorResolver) ResolveOperator(ctx context.Context, id sdk.Identity) (string, error) {
+	return call(ctx, r.inst, "resolve_operator", true, func(ctx context.Context, c sdk.OperatorResolver) (string, error) {
 		return c.ResolveOperator(ctx, id)
 	})
 }
@@ -245,9 +205,8 @@ func (r *OperatorResolver) ResolveOperator(ctx context.Context, id sdk.Identity)
 // MobResolver is a supervised mob resolver plugin.
 type MobResolver struct{ inst *instance }
 
-func (r *MobResolver) ResolveMobs(ctx context.Context, id sdk.Identity) (mobs []string, err error) {
-	defer func(start time.Time) { r.inst.observe("resolve_mobs", start, err) }(time.Now())
-	return call(ctx, r.inst, true, func(ctx context.Context, c sdk.MobResolver) ([]string, error) {
+func (r *MobResolver) ResolveMobs(ctx context.Context, id sdk.Identity) ([]string, error) {
+	return call(ctx, r.inst, "resolve_mobs", true, func(ctx context.Context, c sdk.MobResolver) ([]string, error) {
 		return c.ResolveMobs(ctx, id)
 	})
 }

@@ -12,6 +12,17 @@ import (
 	"github.com/memhost/memhost/sdk/host"
 )
 
+// CallObserver is told the duration and outcome of every plugin call, of
+// every kind, by instance and method, for the host's latency metrics.
+type CallObserver func(instance, method string, took time.Duration, err error)
+
+// observe reports one call; callWithin calls it for every kind alike.
+func (i *instance) observe(method string, start time.Time, err error) {
+	if i.opts.ObserveCall != nil {
+		i.opts.ObserveCall(i.spec.Name, method, time.Since(start), err)
+	}
+}
+
 // errBackingOff marks a call refused because a crashed plugin is waiting
 // out its restart backoff past the call's deadline; it wraps
 // sdk.ErrUnavailable for callers.
@@ -369,12 +380,14 @@ func (i *instance) status() Status {
 // call and retry is set, f runs once more on the restarted process: reads
 // are safe to repeat, and so are writes that are idempotent by content
 // hash or id.
-func call[C any, T any](ctx context.Context, i *instance, retry bool, f func(context.Context, C) (T, error)) (T, error) {
-	return callWithin(ctx, i, i.opts.CallTimeout, retry, f)
+func call[C any, T any](ctx context.Context, i *instance, method string, retry bool, f func(context.Context, C) (T, error)) (T, error) {
+	return callWithin(ctx, i, method, i.opts.CallTimeout, retry, f)
 }
 
-// callWithin is call under a timeout of its own, for the long calls.
-func callWithin[C any, T any](ctx context.Context, i *instance, timeout time.Duration, retry bool, f func(context.Context, C) (T, error)) (T, error) {
+// callWithin is call under a timeout of its own, for the long calls. It
+// reports every call, of every kind, to the call observer as method.
+func callWithin[C any, T any](ctx context.Context, i *instance, method string, timeout time.Duration, retry bool, f func(context.Context, C) (T, error)) (_ T, err error) {
+	defer func(start time.Time) { i.observe(method, start, err) }(time.Now())
 	var zero T
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

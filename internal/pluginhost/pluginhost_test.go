@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -185,7 +186,7 @@ func TestStartRefusals(t *testing.T) {
 
 // startEcho supervises the echo plugin as provider "main" and answers its
 // working directory, where echo keeps its misbehaviour switches.
-func startEcho(t *testing.T, opts pluginhost.Options) (*pluginhost.Supervisor, sdk.Provider) {
+func startEcho(t *testing.T, opts pluginhost.Options) (*pluginhost.Supervisor, *host.Provider) {
 	t.Helper()
 	sup, _ := startEchos(t, opts, pluginhost.Spec{Kind: sdk.KindProvider, Name: "main", Plugin: "echo"})
 	p, err := sup.Provider("main")
@@ -281,7 +282,7 @@ func TestSupervisorRestartDoesNotRehash(t *testing.T) {
 
 // killAndRecall kills the plugin with SIGKILL, waits for it to be gone and
 // recalls through it once (which restarts it); it answers the killed pid.
-func killAndRecall(t *testing.T, sup *pluginhost.Supervisor, p sdk.Provider) int {
+func killAndRecall(t *testing.T, sup *pluginhost.Supervisor, p *host.Provider) int {
 	t.Helper()
 	pid := sup.Status()[0].Pid
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
@@ -297,7 +298,7 @@ func killAndRecall(t *testing.T, sup *pluginhost.Supervisor, p sdk.Provider) int
 func TestSupervisorRecoversKilledPlugin(t *testing.T) {
 	sup, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour})
 	ctx := context.Background()
-	if _, err := p.(sdk.RecordWriter).Remember(ctx, "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "x"}}); err != nil {
+	if _, err := writer(t, p).Remember(ctx, "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "x"}}); err != nil {
 		t.Fatal(err)
 	}
 	// The read finds the process dead, the supervisor restarts it, and
@@ -347,13 +348,13 @@ func TestSupervisorCrashMidCall(t *testing.T) {
 	ctx := context.Background()
 	// A write that kills the plugin every time is retried once, then
 	// fails with a typed error...
-	_, err := p.(sdk.RecordWriter).Remember(ctx, "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "crash"}})
+	_, err := writer(t, p).Remember(ctx, "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "crash"}})
 	if !errors.Is(err, sdk.ErrUnavailable) {
 		t.Fatalf("write to a plugin that crashed mid-call: err = %v, want ErrUnavailable", err)
 	}
 	// ...and the next call recovers on a fresh process once the backoff
 	// (the second crash came soon after the first) has passed.
-	if _, err := p.(sdk.RecordWriter).Remember(ctx, "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "fine"}}); err != nil {
+	if _, err := writer(t, p).Remember(ctx, "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "fine"}}); err != nil {
 		t.Fatalf("next call after crash: %v", err)
 	}
 	if st := sup.Status()[0]; st.Restarts != 2 {
@@ -370,7 +371,7 @@ func TestSupervisorRetriesWriteOnce(t *testing.T) {
 	sup, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour, StartOptions: pluginhost.StartOptions{Logger: logger}})
 	pid := sup.Status()[0].Pid
 	ctx := hclog.WithContext(context.Background(), logger.Named("http").With("request_id", "req-7"))
-	ids, err := p.(sdk.RecordWriter).Remember(ctx, "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "crash once"}})
+	ids, err := writer(t, p).Remember(ctx, "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "crash once"}})
 	if err != nil || len(ids) != 1 || ids[0] == "" {
 		t.Fatalf("write that crashed the plugin once = %v, %v; want its id", ids, err)
 	}
@@ -436,7 +437,7 @@ func TestSupervisorCallTimeoutBeatsCallerDeadline(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, err := p.(sdk.RecordWriter).Remember(ctx, "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "hang"}})
+		_, err := writer(t, p).Remember(ctx, "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "hang"}})
 		done <- err
 	}()
 	select {
@@ -466,7 +467,7 @@ func TestSupervisorKillsStoppedPlugin(t *testing.T) {
 	waitState(t, stoppedPid, 'T')
 	// An in-flight call fails at its own deadline, before the health
 	// bound has run out.
-	_, err := stopped.(sdk.RecordWriter).Remember(context.Background(), "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "in flight"}})
+	_, err := writer(t, stopped).Remember(context.Background(), "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "in flight"}})
 	if !errors.Is(err, sdk.ErrDeadline) {
 		t.Fatalf("call to the stopped plugin: err = %v, want ErrDeadline", err)
 	}
@@ -481,7 +482,7 @@ func TestSupervisorKillsStoppedPlugin(t *testing.T) {
 	})
 	waitExited(t, stoppedPid)
 	// The new process took the store lock the stopped one held, and serves.
-	ids, err := stopped.(sdk.RecordWriter).Remember(context.Background(), "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "after"}})
+	ids, err := writer(t, stopped).Remember(context.Background(), "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "after"}})
 	if err != nil || len(ids) != 1 {
 		t.Fatalf("write after recovery = %v, %v", ids, err)
 	}
@@ -595,17 +596,25 @@ func TestSupervisorRestartDoesNotBlockCallerOrClose(t *testing.T) {
 
 func TestSupervisorUndeclaredCapability(t *testing.T) {
 	_, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour})
-	if sdk.Supports(p, sdk.CapFetch) {
+	if p.Capabilities().Has(sdk.CapFetch) {
 		t.Fatal("echo does not declare fetch")
 	}
-	// The supervised provider implements only what the plugin declared, so
-	// a type assertion answers as truthfully as Supports.
-	if _, ok := p.(sdk.RecordGetter); ok {
-		t.Fatal("the supervised provider implements Get, which echo does not declare")
+	if _, ok := p.Getter(); ok {
+		t.Fatal("Getter answers true, but echo does not declare fetch")
 	}
-	if _, ok := p.(sdk.RecordWriter); !ok {
-		t.Fatal("the supervised provider does not implement Remember, which echo declares")
+	if _, ok := p.Writer(); !ok {
+		t.Fatal("Writer answers false, but echo declares write")
 	}
+}
+
+// writer answers p's RecordWriter, failing the test when it has none.
+func writer(t testing.TB, p *host.Provider) sdk.RecordWriter {
+	t.Helper()
+	w, ok := p.Writer()
+	if !ok {
+		t.Fatal("Writer answers false, but the plugin declares write")
+	}
+	return w
 }
 
 func TestSupervisorStartErrors(t *testing.T) {
@@ -676,9 +685,9 @@ func TestSupervisorReindexHasItsOwnDeadline(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour, CallTimeout: 100 * time.Millisecond, ReindexTimeout: tc.timeout})
-			rx, ok := p.(sdk.Reindexer)
+			rx, ok := p.Reindexer()
 			if !ok {
-				t.Fatal("the supervised provider of a plugin declaring reindex is no sdk.Reindexer")
+				t.Fatal("Reindexer answers false, but the plugin declares reindex")
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
@@ -691,5 +700,45 @@ func TestSupervisorReindexHasItsOwnDeadline(t *testing.T) {
 				t.Fatalf("Reindex(%s) = %v, want an error wrapping %v", tc.realm, err, tc.err)
 			}
 		})
+	}
+}
+
+// TestSupervisorObservesEveryProviderCall: the call observer sees each
+// provider call by method with its outcome, a refused undeclared one too,
+// through the one path every kind takes.
+func TestSupervisorObservesEveryProviderCall(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		seen []string
+	)
+	obs := func(instance, method string, _ time.Duration, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, fmt.Sprintf("%s %s %s", instance, method, sdk.CodeOf(err)))
+	}
+	sup, _ := startEchos(t, pluginhost.Options{HealthInterval: time.Hour, ObserveCall: obs}, pluginhost.Spec{Kind: sdk.KindProvider, Name: "main", Plugin: "echo"})
+	hp, err := sup.Provider("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := hp.Recall(ctx, sdk.RecallQuery{Realm: "default", Query: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := writer(t, hp).Remember(ctx, "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	// Get reached through the writer's value: the plugin did not declare
+	// fetch, so the supervised provider refuses it, and says so.
+	if g, ok := any(writer(t, hp)).(sdk.RecordGetter); ok {
+		if _, err := g.Get(ctx, "default", []string{"x"}); !errors.Is(err, sdk.ErrUnsupported) {
+			t.Fatalf("undeclared Get = %v, want sdk.ErrUnsupported", err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"main recall ok", "main remember ok", "main get unsupported"}
+	if !slices.Equal(seen, want) {
+		t.Fatalf("observed %q, want %q", seen, want)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 // Tag marks a pending proposal.
@@ -28,8 +29,8 @@ func Shared(scope sdk.Scope) bool { return scope.Class() != sdk.ScopeIdentity }
 // capability (the one write path that may set a status) and answers
 // their ids.
 func Store(ctx context.Context, realm string, p sdk.Provider, records []sdk.Record) ([]string, error) {
-	a, ok := p.(sdk.Archiver)
-	if !ok || !sdk.Supports(p, sdk.CapArchive) {
+	a, ok := host.ProviderOf(p).Archiver()
+	if !ok {
 		return nil, fmt.Errorf("the provider of realm %q cannot hold an agent's proposals for shared scopes (it lacks the archive capability): %w", realm, sdk.ErrUnsupported)
 	}
 	now := time.Now()
@@ -56,9 +57,10 @@ func Store(ctx context.Context, realm string, p sdk.Provider, records []sdk.Reco
 // the tag, in one provider call, and answers the active record's id. The
 // proposal stays as history (superseded).
 func Approve(ctx context.Context, realm, id string, p sdk.Provider) (string, error) {
-	getter, ok := p.(sdk.RecordGetter)
-	sup, ok2 := p.(sdk.Superseder)
-	if !ok || !ok2 || !sdk.Supports(p, sdk.CapFetch) || !sdk.Supports(p, sdk.CapSupersede) {
+	hp := host.ProviderOf(p)
+	getter, ok := hp.Getter()
+	sup, ok2 := hp.Superseder()
+	if !ok || !ok2 {
 		return "", fmt.Errorf("the provider of realm %q cannot approve proposals (it needs the fetch and supersede capabilities): %w", realm, sdk.ErrUnsupported)
 	}
 	recs, err := getter.Get(ctx, realm, []string{id})

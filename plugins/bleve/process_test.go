@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/conformance"
 	"github.com/memhost/memhost/sdk/host"
 )
 
@@ -84,13 +85,13 @@ func launch(t testing.TB) *host.Conn {
 }
 
 // launchProvider starts the binary, configures it on dir and answers its provider.
-func launchProvider(t testing.TB, dir string) (*host.Conn, host.FullProvider) {
+func launchProvider(t testing.TB, dir string) (*host.Conn, *conformance.Client) {
 	t.Helper()
 	conn := launch(t)
 	if err := conn.Configure(ctx, configJSON(dir)); err != nil {
 		t.Fatal(err)
 	}
-	prov, err := conn.FullProvider()
+	prov, err := conformance.ClientOf(conn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestPluginProcess(t *testing.T) {
 	if err := conn.Configure(ctx, configJSON(dir)); err != nil {
 		t.Fatal(err)
 	}
-	prov, err := conn.FullProvider()
+	prov, err := conformance.ClientOf(conn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +244,7 @@ type ackState struct {
 	forgotten map[string]bool
 }
 
-func (st *ackState) verify(t *testing.T, prov host.FullProvider) {
+func (st *ackState) verify(t *testing.T, prov *conformance.Client) {
 	t.Helper()
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -283,7 +284,7 @@ func (st *ackState) verify(t *testing.T, prov host.FullProvider) {
 	}
 }
 
-func verifyWholeOrNothing(t *testing.T, prov host.FullProvider, inflight []sdk.Record) {
+func verifyWholeOrNothing(t *testing.T, prov *conformance.Client, inflight []sdk.Record) {
 	t.Helper()
 	if len(inflight) == 0 {
 		return

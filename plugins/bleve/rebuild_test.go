@@ -15,7 +15,7 @@ import (
 
 	blevesearch "github.com/blevesearch/bleve/v2"
 	"github.com/memhost/memhost/sdk"
-	"github.com/memhost/memhost/sdk/host"
+	"github.com/memhost/memhost/sdk/conformance"
 	memindex "github.com/memhost/memhost/sdk/index"
 )
 
@@ -376,7 +376,7 @@ func TestRebuildKilledHalfway(t *testing.T) {
 
 // waitRebuilt waits until the plugin's recall stops answering that the
 // realm is being rebuilt (a bound on a condition, not a timing).
-func waitRebuilt(t *testing.T, prov host.FullProvider) {
+func waitRebuilt(t *testing.T, prov *conformance.Client) {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
 	for {

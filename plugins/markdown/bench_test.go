@@ -19,6 +19,7 @@ import (
 
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/conformance"
 	"github.com/memhost/memhost/sdk/host"
 )
 
@@ -278,12 +279,12 @@ func BenchmarkRecall(b *testing.B) {
 	})
 }
 
-func configureConn(b testing.TB, conn *host.Conn, root string) host.FullProvider {
+func configureConn(b testing.TB, conn *host.Conn, root string) *conformance.Client {
 	cfg, _ := json.Marshal(Config{Root: root})
 	if err := conn.Configure(ctx, cfg); err != nil {
 		b.Fatal(err)
 	}
-	prov, err := conn.FullProvider()
+	prov, err := conformance.ClientOf(conn)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/internal/pgtest"
+	"github.com/memhost/memhost/sdk/conformance"
 	"github.com/memhost/memhost/sdk/host"
 )
 
@@ -113,7 +114,7 @@ func pluginBinary(tb testing.TB) string {
 
 // launchPlugin starts the built plugin as the host does and configures it
 // with cfg; it is stopped when tb ends.
-func launchPlugin(tb testing.TB, cfg json.RawMessage) (*host.Conn, host.FullProvider) {
+func launchPlugin(tb testing.TB, cfg json.RawMessage) (*host.Conn, *conformance.Client) {
 	tb.Helper()
 	path := pluginBinary(tb)
 	data, err := os.ReadFile(path)
@@ -130,7 +131,7 @@ func launchPlugin(tb testing.TB, cfg json.RawMessage) (*host.Conn, host.FullProv
 	if err := conn.Configure(ctx, cfg); err != nil {
 		tb.Fatalf("configure plugin: %v", err)
 	}
-	p, err := conn.FullProvider()
+	p, err := conformance.ClientOf(conn)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/memhost/memhost/internal/pgtest"
 	"github.com/memhost/memhost/sdk"
-	"github.com/memhost/memhost/sdk/host"
+	"github.com/memhost/memhost/sdk/conformance"
 	sdkindex "github.com/memhost/memhost/sdk/index"
 	"github.com/memhost/memhost/sdk/tokenize"
 )
@@ -270,7 +270,7 @@ func TestConcurrentWritersOnTwoPlugins(t *testing.T) {
 	ctx := context.Background()
 	errs := make(chan error, 2*writersPerHost)
 	var wg sync.WaitGroup
-	for h, p := range []host.FullProvider{a, b} {
+	for h, p := range []*conformance.Client{a, b} {
 		for w := range writersPerHost {
 			wg.Go(func() {
 				r := rand.New(rand.NewPCG(uint64(h), uint64(w)))

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/memhost/memhost/sdk/conformance"
 	"github.com/memhost/memhost/sdk/host"
 )
 
@@ -76,7 +77,7 @@ func pluginBinary(tb testing.TB) (path string, sum []byte) {
 
 // launchPlugin starts the built plugin in dir, as the host does, and
 // configures it with cfg. The plugin is stopped when the test ends.
-func launchPlugin(tb testing.TB, dir string, cfg []byte) (*host.Conn, host.FullProvider, error) {
+func launchPlugin(tb testing.TB, dir string, cfg []byte) (*host.Conn, *conformance.Client, error) {
 	tb.Helper()
 	path, sum := pluginBinary(tb)
 	ctx := context.Background()
@@ -88,7 +89,7 @@ func launchPlugin(tb testing.TB, dir string, cfg []byte) (*host.Conn, host.FullP
 	if err := conn.Configure(ctx, cfg); err != nil {
 		return conn, nil, err
 	}
-	p, err := conn.FullProvider()
+	p, err := conformance.ClientOf(conn)
 	if err != nil {
 		tb.Fatal(err)
 	}

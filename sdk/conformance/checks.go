@@ -57,9 +57,7 @@ var checks = []check{
 }
 
 // knownCapabilities is every capability protocol v1 defines.
-var knownCapabilities = []sdk.Capability{
-	sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger, sdk.CapArchive, sdk.CapReindex,
-}
+var knownCapabilities = sdk.AllCapabilities()
 
 func caps(cs ...sdk.Capability) []sdk.Capability { return cs }
 

@@ -103,8 +103,9 @@ func jsonEqual(a, b json.RawMessage) bool {
 	return reflect.DeepEqual(x, y)
 }
 
-// checkUndeclared: every capability the plugin does not declare answers
-// sdk.ErrUnsupported through the host's client, and nothing happens.
+// checkUndeclared: the host reads the capabilities Info declares, and
+// every one it does not declare answers sdk.ErrUnsupported through the
+// host's client, and nothing happens.
 func checkUndeclared(ctx context.Context, e *env) error {
 	rec, _ := e.record(scopeAlice)
 	calls := map[sdk.Capability]func() error{
@@ -127,6 +128,9 @@ func checkUndeclared(ctx context.Context, e *env) error {
 		sdk.CapReindex: func() error { _, err := e.p.Reindex(ctx, realmA, nil); return err },
 	}
 	var p problems
+	if got := e.p.Capabilities(); !slices.Equal(got, e.suite.info.Capabilities) {
+		p.addf("the host reads declared capabilities %v, Info declares %v", got, e.suite.info.Capabilities)
+	}
 	for _, c := range knownCapabilities {
 		if e.has(c) {
 			continue

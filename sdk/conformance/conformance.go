@@ -8,7 +8,7 @@
 //		})
 //	}
 //
-// The plugin is driven only through the host-side client (host.FullProvider
+// The plugin is driven only through the host-side client (host.Provider
 // over real gRPC), exactly as memhost sees it: either served inside the test
 // process through go-plugin's test mode (Target.New; coverage and debuggers
 // work) or started from a built executable (Target.Binary), sha256-checked,

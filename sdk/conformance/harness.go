@@ -127,7 +127,7 @@ type env struct {
 	suite *Suite
 	dir   string
 	inst  *instance
-	p     host.FullProvider
+	p     *Client
 	words int
 }
 
@@ -141,7 +141,7 @@ func (e *env) open(ctx context.Context) error {
 		inst.close()
 		return fmt.Errorf("Configure with Target.Config(%q): %w", e.dir, err)
 	}
-	p, err := inst.conn.FullProvider()
+	p, err := ClientOf(inst.conn)
 	if err != nil {
 		inst.close()
 		return err

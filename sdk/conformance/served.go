@@ -13,16 +13,16 @@ import (
 // test calling through it meets the SDK's request validation (realms,
 // scopes, ids, batch sizes, limits) before the provider, as a real caller
 // would. The connection closes when the test ends.
-func Served(t testing.TB, p sdk.Plugin) host.FullProvider {
+func Served(t testing.TB, p sdk.Plugin) *Client {
 	t.Helper()
 	conn, err := host.ServeInProcess(context.Background(), p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(conn.Close)
-	fp, err := conn.FullProvider()
+	c, err := ClientOf(conn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fp
+	return c
 }

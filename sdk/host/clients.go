@@ -10,8 +10,8 @@ import (
 
 	plugin "github.com/hashicorp/go-plugin"
 	"github.com/memhost/memhost/sdk"
+	pb "github.com/memhost/memhost/sdk/internal/pluginpb"
 	"github.com/memhost/memhost/sdk/internal/wire"
-	pb "github.com/memhost/memhost/sdk/proto/memhost/plugin/v1"
 	"google.golang.org/grpc"
 )
 
@@ -26,7 +26,7 @@ var clientKinds = map[sdk.PluginKind]struct {
 	sdk.KindProvider: {
 		func(c *grpc.ClientConn) any { return pb.NewProviderClient(c) },
 		func(rpc any, info sdk.Info) any {
-			return Narrow(&providerClient{rpc: rpc.(pb.ProviderClient), caps: info.Capabilities}, info.Capabilities)
+			return ProviderOf(&providerClient{rpc: rpc.(pb.ProviderClient), caps: info.Capabilities})
 		},
 	},
 	sdk.KindSelector: {
@@ -49,7 +49,7 @@ var clientKinds = map[sdk.PluginKind]struct {
 
 // Compile-time checks that each client is the kind's interface.
 var (
-	_ FullProvider         = (*providerClient)(nil)
+	_ fullProvider         = (*providerClient)(nil)
 	_ sdk.Selector         = (*selectorClient)(nil)
 	_ sdk.Compactor        = (*compactorClient)(nil)
 	_ sdk.OperatorResolver = (*operatorClient)(nil)
@@ -87,9 +87,8 @@ func hostPluginSet() plugin.PluginSet {
 }
 
 // Dispense answers the client for kind: a value implementing the kind's
-// sdk interface (sdk.Provider, sdk.Selector...). A provider implements
-// exactly the capability interfaces the plugin declared, so a type
-// assertion (or sdk.Supports) answers truthfully.
+// sdk interface (sdk.Selector...); a provider is a *Provider, whose
+// accessors answer the capabilities the plugin declared.
 func (c *Conn) Dispense(kind sdk.PluginKind) (any, error) {
 	k, known := clientKinds[kind]
 	if !known {
@@ -115,7 +114,7 @@ func dispenseAs[T any](c *Conn, kind sdk.PluginKind) (T, error) {
 }
 
 // Provider answers the plugin's provider, with the capabilities it declared.
-func (c *Conn) Provider() (sdk.Provider, error) { return dispenseAs[sdk.Provider](c, sdk.KindProvider) }
+func (c *Conn) Provider() (*Provider, error) { return dispenseAs[*Provider](c, sdk.KindProvider) }
 
 // Selector answers the plugin's selector.
 func (c *Conn) Selector() (sdk.Selector, error) { return dispenseAs[sdk.Selector](c, sdk.KindSelector) }
@@ -135,8 +134,8 @@ func (c *Conn) MobResolver() (sdk.MobResolver, error) {
 	return dispenseAs[sdk.MobResolver](c, sdk.KindMobResolver)
 }
 
-// providerClient implements every capability; Narrow hides the ones the
-// plugin did not declare. A call to an undeclared one (through FullProvider)
+// providerClient implements every capability; Provider's accessors hide
+// the ones the plugin did not declare. A call to an undeclared one still
 // fails with ErrUnsupported without a round trip.
 type providerClient struct {
 	rpc  pb.ProviderClient
@@ -154,7 +153,7 @@ func (c *providerClient) need(cap sdk.Capability) error {
 
 func (c *providerClient) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
 	resp, err := c.rpc.Recall(ctx, &pb.RecallRequest{
-		Realm: q.Realm, Query: q.Query, Scopes: scopesToStrings(q.Scopes), Limit: int32(q.Limit),
+		Realm: q.Realm, Query: q.Query, Scopes: toStrings(q.Scopes), Limit: int32(q.Limit),
 		ExcludeIds: q.ExcludeIDs, Tags: q.Tags, ExcludeTags: q.ExcludeTags,
 	})
 	if err != nil {
@@ -209,7 +208,7 @@ func (c *providerClient) Manifest(ctx context.Context, q sdk.ManifestQuery) ([]s
 		return nil, err
 	}
 	stream, err := c.rpc.Manifest(ctx, &pb.ManifestRequest{
-		Realm: q.Realm, Scopes: scopesToStrings(q.Scopes), Tier: tierToPB(q.Tier), K: int32(q.K),
+		Realm: q.Realm, Scopes: toStrings(q.Scopes), Tier: tierToPB(q.Tier), K: int32(q.K),
 	})
 	if err != nil {
 		return nil, fromStatus(ctx, err)
@@ -377,19 +376,4 @@ func (c *mobClient) ResolveMobs(ctx context.Context, id sdk.Identity) ([]string,
 		return nil, fromStatus(ctx, err)
 	}
 	return resp.Mobs, nil
-}
-
-// FullProvider answers the plugin's provider with every capability method
-// callable: a call to one the plugin did not declare fails with
-// sdk.ErrUnsupported without a round trip. The conformance kit uses it to
-// check refusals; everything else should use Provider.
-func (c *Conn) FullProvider() (FullProvider, error) {
-	if _, err := c.Dispense(sdk.KindProvider); err != nil {
-		return nil, err
-	}
-	raw, err := c.rpc.Dispense(string(sdk.KindProvider))
-	if err != nil {
-		return nil, fmt.Errorf("plugin %s: dispense provider: %v: %w", c.name, err, sdk.ErrUnavailable)
-	}
-	return &providerClient{rpc: raw.(pb.ProviderClient), caps: c.info.Capabilities}, nil
 }

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
-	pb "github.com/memhost/memhost/sdk/proto/memhost/plugin/v1"
+	pb "github.com/memhost/memhost/sdk/internal/pluginpb"
 )
 
 // Conversions on the host side of the wire: requests are encoded, answers
@@ -122,7 +122,8 @@ func recordsFromPB(ps []*pb.Record) []sdk.Record {
 	return out
 }
 
-func scopesToStrings(ss []sdk.Scope) []string {
+// toStrings answers the wire form of a list of named strings.
+func toStrings[S ~string](ss []S) []string {
 	out := make([]string, len(ss))
 	for i, s := range ss {
 		out[i] = string(s)

@@ -61,7 +61,11 @@ func TestRowsStreamInChunks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rows, err := p.(sdk.ManifestLister).Manifest(ctx, sdk.ManifestQuery{Realm: "default", Tier: sdk.TierFull})
+			lister, ok := p.Lister()
+			if !ok {
+				t.Fatal("the provider declares manifest, but Lister answers false")
+			}
+			rows, err := lister.Manifest(ctx, sdk.ManifestQuery{Realm: "default", Tier: sdk.TierFull})
 			if err != nil || len(rows) != n || (n > 0 && rows[n-1].ID != fmt.Sprintf("r%d", n-1)) {
 				t.Fatalf("Manifest = %d rows, %v; want %d in order", len(rows), err, n)
 			}

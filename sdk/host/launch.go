@@ -21,8 +21,8 @@ import (
 	hclog "github.com/hashicorp/go-hclog"
 	plugin "github.com/hashicorp/go-plugin"
 	"github.com/memhost/memhost/sdk"
+	pb "github.com/memhost/memhost/sdk/internal/pluginpb"
 	"github.com/memhost/memhost/sdk/internal/wire"
-	pb "github.com/memhost/memhost/sdk/proto/memhost/plugin/v1"
 )
 
 // DefaultStartTimeout bounds how long a plugin may take to hand-shake.
@@ -315,14 +315,12 @@ type Host struct {
 	// Version is the host's semantic version.
 	Version string
 	// Capabilities are host features a plugin may rely on.
-	Capabilities []string
+	Capabilities sdk.HostCapabilities
 }
 
 // HostCapabilities are the features every host built on this package has.
-func HostCapabilities() []string {
-	// field_errors: a *sdk.FieldError reaches the caller with its field.
-	// manifest_stream, select_stream: rows travel in chunks.
-	return []string{"field_errors", "manifest_stream", "select_stream"}
+func HostCapabilities() sdk.HostCapabilities {
+	return sdk.HostCapabilities{sdk.HostFieldErrors, sdk.HostManifestStream, sdk.HostSelectStream}
 }
 
 // Configure hands the plugin its instance configuration (a JSON object)
@@ -334,7 +332,7 @@ func (c *Conn) Configure(ctx context.Context, config json.RawMessage) error {
 		config = json.RawMessage("{}")
 	}
 	req := &pb.ConfigureRequest{ConfigJson: config, Host: &pb.HostInfo{
-		Version: h.Version, ProtocolVersions: []int32{wire.ProtocolVersion}, Capabilities: h.Capabilities,
+		Version: h.Version, ProtocolVersions: []int32{wire.ProtocolVersion}, Capabilities: toStrings(h.Capabilities),
 	}}
 	if _, err := c.meta.Configure(ctx, req); err != nil {
 		return fmt.Errorf("plugin %s: configure: %w", c.name, withFieldPrefix("config", fromStatus(ctx, err)))

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/memhost/memhost/sdk"
-	pb "github.com/memhost/memhost/sdk/proto/memhost/plugin/v1"
+	pb "github.com/memhost/memhost/sdk/internal/pluginpb"
 	"google.golang.org/grpc"
 )
 

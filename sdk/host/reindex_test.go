@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/conformance"
 	"github.com/memhost/memhost/sdk/host"
 )
 
@@ -58,7 +59,7 @@ func (p *reindexPlugin) Reindex(ctx context.Context, realm string, progress func
 	return 5, nil
 }
 
-func serveReindex(t *testing.T, declare bool) (*reindexPlugin, host.FullProvider, sdk.Provider) {
+func serveReindex(t *testing.T, declare bool) (*reindexPlugin, *host.Provider) {
 	t.Helper()
 	impl := &reindexPlugin{declare: declare}
 	conn, err := host.ServeInProcess(t.Context(), impl, nil)
@@ -69,22 +70,18 @@ func serveReindex(t *testing.T, declare bool) (*reindexPlugin, host.FullProvider
 	if err := conn.Configure(t.Context(), nil); err != nil {
 		t.Fatal(err)
 	}
-	full, err := conn.FullProvider()
-	if err != nil {
-		t.Fatal(err)
-	}
 	p, err := conn.Provider()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return impl, full, p
+	return impl, p
 }
 
 func TestReindexClient(t *testing.T) {
-	impl, _, p := serveReindex(t, true)
-	rx, ok := p.(sdk.Reindexer)
+	impl, p := serveReindex(t, true)
+	rx, ok := p.Reindexer()
 	if !ok {
-		t.Fatal("the client of a plugin declaring reindex does not implement sdk.Reindexer")
+		t.Fatal("the client of a plugin declaring reindex answers no Reindexer")
 	}
 	canceled, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -155,14 +152,14 @@ func TestReindexClient(t *testing.T) {
 }
 
 // TestReindexUndeclared: a plugin that implements Reindex without
-// declaring it is not offered as a Reindexer, and the full client refuses
-// the call without a round trip.
+// declaring it is not offered as a Reindexer, and a client made to call it
+// anyway refuses without a round trip.
 func TestReindexUndeclared(t *testing.T) {
-	impl, full, p := serveReindex(t, false)
-	if _, ok := p.(sdk.Reindexer); ok {
-		t.Fatal("the client implements Reindex, which the plugin did not declare")
+	impl, p := serveReindex(t, false)
+	if _, ok := p.Reindexer(); ok {
+		t.Fatal("Reindexer answers true for a plugin that did not declare it")
 	}
-	if _, err := full.Reindex(t.Context(), "acme", nil); !errors.Is(err, sdk.ErrUnsupported) {
+	if _, err := conformance.Served(t, impl).Reindex(t.Context(), "acme", nil); !errors.Is(err, sdk.ErrUnsupported) {
 		t.Fatalf("undeclared Reindex = %v, want sdk.ErrUnsupported", err)
 	}
 	if len(impl.asked) != 0 {

@@ -94,23 +94,27 @@ func TestGRPCRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	caps := sdk.CapabilitiesOf(p)
+	caps := p.Capabilities()
 	if !caps.Has(sdk.CapWrite) || caps.Has(sdk.CapForget) {
 		t.Fatalf("capabilities = %v, want write and fetch only", caps)
 	}
-	if _, ok := p.(sdk.RecordForgetter); ok {
-		t.Fatal("the client implements Forget, which the plugin did not declare")
+	if _, ok := p.Forgetter(); ok {
+		t.Fatal("Forgetter answers true, but the plugin did not declare forget")
 	}
-	w, ok := p.(sdk.RecordWriter)
+	w, ok := p.Writer()
 	if !ok {
-		t.Fatal("the client does not implement Remember, which the plugin declared")
+		t.Fatal("Writer answers false, but the plugin declared write")
+	}
+	g, ok := p.Getter()
+	if !ok {
+		t.Fatal("Getter answers false, but the plugin declared fetch")
 	}
 	when := time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC)
 	ids, err := w.Remember(ctx, "default", []sdk.Record{{Scope: sdk.IdentityScope("alice"), Kind: sdk.KindFact, Title: "t", Body: "b", Tags: []string{"x"}, ExpiresAt: when, Thread: &sdk.Thread{ID: "conv-1", Seq: 7}}})
 	if err != nil || len(ids) != 1 {
 		t.Fatalf("Remember = %v, %v", ids, err)
 	}
-	got, err := p.(sdk.RecordGetter).Get(ctx, "default", ids)
+	got, err := g.Get(ctx, "default", ids)
 	if err != nil || len(got) != 1 {
 		t.Fatalf("Get = %v, %v", got, err)
 	}

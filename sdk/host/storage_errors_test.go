@@ -33,9 +33,9 @@ func TestStorageSentinelsCrossTheBoundary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, ok := p.(sdk.RecordWriter)
+	w, ok := p.Writer()
 	if !ok {
-		t.Fatal("the client does not implement Remember")
+		t.Fatal("Writer answers false, but the plugin declared write")
 	}
 	for _, tc := range []struct {
 		title string

@@ -3,7 +3,7 @@ package host
 import (
 	"testing"
 
-	pb "github.com/memhost/memhost/sdk/proto/memhost/plugin/v1"
+	pb "github.com/memhost/memhost/sdk/internal/pluginpb"
 )
 
 func TestInvalidUTF8Field(t *testing.T) {

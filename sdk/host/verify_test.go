@@ -21,7 +21,11 @@ const serveStubEnv = "MEMHOST_HOST_TEST_SERVE_STUB"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(serveStubEnv) == "1" {
-		sdk.Serve(stubProvider{})
+		if caps, ok := os.LookupEnv(serveCapsEnv); ok {
+			sdk.Serve(capsPlugin{declared: splitCaps(caps)})
+		} else {
+			sdk.Serve(stubProvider{})
+		}
 		os.Exit(0)
 	}
 	os.Exit(m.Run())

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/bufbuild/protocompile"
-	pluginv1 "github.com/memhost/memhost/sdk/proto/memhost/plugin/v1"
+	"github.com/memhost/memhost/sdk/internal/pluginpb"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
@@ -77,7 +77,7 @@ func TestProtoCompatible(t *testing.T) {
 // TestGeneratedCodeIsFresh: the generated Go descriptor is plugin.proto's,
 // so nobody forgot `make proto`.
 func TestGeneratedCodeIsFresh(t *testing.T) {
-	gen := normalize(protodesc.ToFileDescriptorProto(pluginv1.File_memhost_plugin_v1_plugin_proto))
+	gen := normalize(protodesc.ToFileDescriptorProto(pluginpb.File_memhost_plugin_v1_plugin_proto))
 	if !proto.Equal(gen, compileProto(t)) {
 		t.Fatal("the generated code does not match plugin.proto: run make proto")
 	}

@@ -21,7 +21,7 @@
 // 	protoc        v3.21.12
 // source: memhost/plugin/v1/plugin.proto
 
-package pluginv1
+package pluginpb
 
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
@@ -3048,7 +3048,7 @@ const file_memhost_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x10OperatorResolver\x12h\n" +
 	"\x0fResolveOperator\x12).memhost.plugin.v1.ResolveOperatorRequest\x1a*.memhost.plugin.v1.ResolveOperatorResponse2k\n" +
 	"\vMobResolver\x12\\\n" +
-	"\vResolveMobs\x12%.memhost.plugin.v1.ResolveMobsRequest\x1a&.memhost.plugin.v1.ResolveMobsResponseBAZ?github.com/memhost/memhost/sdk/proto/memhost/plugin/v1;pluginv1b\x06proto3"
+	"\vResolveMobs\x12%.memhost.plugin.v1.ResolveMobsRequest\x1a&.memhost.plugin.v1.ResolveMobsResponseB;Z9github.com/memhost/memhost/sdk/internal/pluginpb;pluginpbb\x06proto3"
 
 var (
 	file_memhost_plugin_v1_plugin_proto_rawDescOnce sync.Once

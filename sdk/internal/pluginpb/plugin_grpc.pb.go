@@ -21,7 +21,7 @@
 // - protoc             v3.21.12
 // source: memhost/plugin/v1/plugin.proto
 
-package pluginv1
+package pluginpb
 
 import (
 	context "context"

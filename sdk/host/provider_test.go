@@ -1,0 +1,243 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// serveCapsEnv makes the stub process serve capsPlugin declaring the
+// comma-separated capabilities it holds.
+const serveCapsEnv = "MEMHOST_HOST_TEST_CAPS"
+
+func splitCaps(s string) sdk.Capabilities {
+	var out sdk.Capabilities
+	for c := range strings.SplitSeq(s, ",") {
+		if c != "" {
+			out = append(out, sdk.Capability(c))
+		}
+	}
+	return out
+}
+
+// capsPlugin implements every capability and declares those it is given.
+// Each call answers a value only a plugin call produces, so a test sees
+// that the call crossed to the process.
+type capsPlugin struct{ declared sdk.Capabilities }
+
+const marker = "from-the-plugin"
+
+func (p capsPlugin) Info() sdk.Info {
+	return sdk.Info{Name: "caps", Version: "0.1.0", Kinds: []sdk.PluginKind{sdk.KindProvider}, Protocols: []int{1}, Capabilities: p.declared}
+}
+func (capsPlugin) Configure(context.Context, json.RawMessage) error           { return nil }
+func (capsPlugin) Recall(context.Context, sdk.RecallQuery) ([]sdk.Hit, error) { return nil, nil }
+func (capsPlugin) Remember(_ context.Context, _ string, rs []sdk.Record) ([]string, error) {
+	return []string{marker}, nil
+}
+func (capsPlugin) Get(_ context.Context, realm string, _ []string) ([]sdk.Record, error) {
+	return []sdk.Record{{ID: marker, Realm: realm, Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: marker}}, nil
+}
+func (capsPlugin) Forget(context.Context, string, []string) (int, error) { return 42, nil }
+func (capsPlugin) Manifest(context.Context, sdk.ManifestQuery) ([]sdk.ManifestRow, error) {
+	return []sdk.ManifestRow{{ID: marker, Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: marker}}, nil
+}
+func (capsPlugin) Supersede(context.Context, string, string, sdk.Record) (string, error) {
+	return marker, nil
+}
+func (capsPlugin) MarkUsed(context.Context, string, []string, time.Time) error {
+	return errors.New(marker)
+}
+func (capsPlugin) WriteLedger(context.Context, []sdk.LedgerEntry) error { return errors.New(marker) }
+func (capsPlugin) Export(context.Context, string, string, int) (sdk.ExportPage, error) {
+	return sdk.ExportPage{Next: marker}, nil
+}
+func (capsPlugin) Import(context.Context, string, []sdk.Record) (sdk.ImportResult, error) {
+	return sdk.ImportResult{Skipped: 42}, nil
+}
+func (capsPlugin) Reindex(context.Context, string, func(done, total int)) (int, error) {
+	return 42, nil
+}
+
+// accessors is, per capability, its accessor on Provider and a call
+// through what the accessor answered that reports whether the plugin
+// process answered it.
+var accessors = map[sdk.Capability]func(p *Provider) (call func(context.Context) bool, ok bool){
+	sdk.CapWrite: func(p *Provider) (func(context.Context) bool, bool) {
+		w, ok := p.Writer()
+		return func(ctx context.Context) bool {
+			ids, err := w.Remember(ctx, "default", []sdk.Record{{Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "t"}})
+			return err == nil && slices.Equal(ids, []string{marker})
+		}, ok
+	},
+	sdk.CapFetch: func(p *Provider) (func(context.Context) bool, bool) {
+		g, ok := p.Getter()
+		return func(ctx context.Context) bool {
+			recs, err := g.Get(ctx, "default", []string{"x"})
+			return err == nil && len(recs) == 1 && recs[0].ID == marker
+		}, ok
+	},
+	sdk.CapForget: func(p *Provider) (func(context.Context) bool, bool) {
+		f, ok := p.Forgetter()
+		return func(ctx context.Context) bool {
+			n, err := f.Forget(ctx, "default", []string{"x"})
+			return err == nil && n == 42
+		}, ok
+	},
+	sdk.CapManifest: func(p *Provider) (func(context.Context) bool, bool) {
+		l, ok := p.Lister()
+		return func(ctx context.Context) bool {
+			rows, err := l.Manifest(ctx, sdk.ManifestQuery{Realm: "default", Tier: sdk.TierFull})
+			return err == nil && len(rows) == 1 && rows[0].ID == marker
+		}, ok
+	},
+	sdk.CapSupersede: func(p *Provider) (func(context.Context) bool, bool) {
+		s, ok := p.Superseder()
+		return func(ctx context.Context) bool {
+			id, err := s.Supersede(ctx, "default", "x", sdk.Record{Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "t"})
+			return err == nil && id == marker
+		}, ok
+	},
+	sdk.CapUsage: func(p *Provider) (func(context.Context) bool, bool) {
+		u, ok := p.UsageMarker()
+		return func(ctx context.Context) bool {
+			err := u.MarkUsed(ctx, "default", []string{"x"}, time.Now())
+			return err != nil && strings.Contains(err.Error(), marker)
+		}, ok
+	},
+	sdk.CapLedger: func(p *Provider) (func(context.Context) bool, bool) {
+		l, ok := p.Ledger()
+		return func(ctx context.Context) bool {
+			err := l.WriteLedger(ctx, []sdk.LedgerEntry{{Realm: "default", Identity: "alice", RecordID: "x", Surface: "turn", At: time.Now()}})
+			return err != nil && strings.Contains(err.Error(), marker)
+		}, ok
+	},
+	sdk.CapArchive: func(p *Provider) (func(context.Context) bool, bool) {
+		a, ok := p.Archiver()
+		return func(ctx context.Context) bool {
+			page, err := a.Export(ctx, "default", "", 1)
+			if err != nil || page.Next != marker {
+				return false
+			}
+			res, err := a.Import(ctx, "default", nil)
+			return err == nil && res.Skipped == 42
+		}, ok
+	},
+	sdk.CapReindex: func(p *Provider) (func(context.Context) bool, bool) {
+		r, ok := p.Reindexer()
+		return func(ctx context.Context) bool { n, err := r.Reindex(ctx, "default", nil); return err == nil && n == 42 }, ok
+	},
+}
+
+// TestAccessorsAnswerTheDeclaration launches a real plugin process per
+// declared set (none, then each capability alone) and checks that every
+// accessor answers true exactly for the declared capability, and that
+// what it answers reaches the plugin.
+func TestAccessorsAnswerTheDeclaration(t *testing.T) {
+	all := sdk.AllCapabilities()
+	for _, c := range all {
+		if accessors[c] == nil {
+			t.Fatalf("capability %s has no accessor case here", c)
+		}
+	}
+	path, _, sum := stubExecutable(t)
+	v := NewVerifier()
+	for _, declared := range append([]sdk.Capability{""}, all...) {
+		t.Run("declares "+string(declared), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			conn, err := Launch(ctx, LaunchOptions{Name: "caps", Path: path, SHA256: sum, Verifier: v, Dir: t.TempDir(),
+				Env: []string{serveCapsEnv + "=" + string(declared)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Kill(0)
+			if err := conn.Configure(ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+			p, err := conn.Provider()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := splitCaps(string(declared)); !slices.Equal(p.Capabilities(), want) {
+				t.Fatalf("Capabilities() = %v, want %v", p.Capabilities(), want)
+			}
+			for _, c := range all {
+				call, ok := accessors[c](p)
+				if ok != (c == declared) {
+					t.Errorf("accessor of %s answers %v, want %v", c, ok, c == declared)
+					continue
+				}
+				if ok && !call(ctx) {
+					t.Errorf("the %s call through its accessor did not reach the plugin", c)
+				}
+			}
+		})
+	}
+}
+
+// TestProviderOfDeclaredNeverGuessed: an in-process value declares what
+// its Info says (those it implements), a value without Info declares
+// nothing, whatever methods it has.
+func TestProviderOfDeclaredNeverGuessed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		v    sdk.Provider
+		want sdk.Capabilities
+	}{
+		{"plugin declaring two", capsPlugin{declared: sdk.Capabilities{sdk.CapFetch, sdk.CapLedger}}, sdk.Capabilities{sdk.CapFetch, sdk.CapLedger}},
+		{"plugin declaring none", capsPlugin{}, nil},
+		{"plugin declaring what it lacks", stubDeclaring{}, nil},
+		{"no Info", struct{ capsPlugin }{}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := ProviderOf(tc.v)
+			if !slices.Equal(p.Capabilities(), tc.want) {
+				t.Fatalf("Capabilities() = %v, want %v", p.Capabilities(), tc.want)
+			}
+			for _, c := range sdk.AllCapabilities() {
+				if _, ok := accessors[c](p); ok != tc.want.Has(c) {
+					t.Errorf("accessor of %s answers %v", c, ok)
+				}
+			}
+			if ProviderOf(p) != p {
+				t.Error("ProviderOf of a *Provider is not the same handle")
+			}
+		})
+	}
+}
+
+// stubDeclaring declares a capability it does not implement.
+type stubDeclaring struct{ stubProvider }
+
+func (stubDeclaring) Info() sdk.Info {
+	return sdk.Info{Name: "liar", Version: "0.1.0", Kinds: []sdk.PluginKind{sdk.KindProvider}, Protocols: []int{1}, Capabilities: sdk.Capabilities{sdk.CapWrite}}
+}
+
+// TestProviderHasNoCapabilityMethods: the handle itself satisfies none of
+// the interfaces its accessors answer, so no type assertion can skip them.
+func TestProviderHasNoCapabilityMethods(t *testing.T) {
+	handle := reflect.TypeFor[*Provider]()
+	boolType := reflect.TypeFor[bool]()
+	found := 0
+	for m := range handle.Methods() {
+		ft := m.Type // the receiver is its first argument
+		if ft.NumIn() != 1 || ft.NumOut() != 2 || ft.Out(0).Kind() != reflect.Interface || ft.Out(1) != boolType {
+			continue
+		}
+		found++
+		if handle.Implements(ft.Out(0)) {
+			t.Errorf("*Provider implements %s, which its accessor %s guards", ft.Out(0), m.Name)
+		}
+	}
+	if found != len(sdk.AllCapabilities()) {
+		t.Fatalf("found %d accessors, want one per capability (%d)", found, len(sdk.AllCapabilities()))
+	}
+}
