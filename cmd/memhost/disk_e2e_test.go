@@ -195,3 +195,59 @@ func TestReadOnlyDataDirIsRefusedClearly(t *testing.T) {
 		})
 	}
 }
+
+// TestFullDiskInjectKeepsWorking: with the data directory's file system
+// full, turns of a session still inject (the session's accounting held in
+// memory), never the same record twice and never past the session budget;
+// once space returns the accounting is written, so a restart still knows
+// what the session was given.
+func TestFullDiskInjectKeepsWorking(t *testing.T) {
+	cfgPath, dataDir := writeConfig(t, providerDeployment("sqlite", `{ path = "memory.db" }`)+
+		"coordinator {\n  session_budget_bytes = 2048\n  turn_budget_bytes = 1024\n}\n")
+	mountTmpfs(t, dataDir, 32<<20)
+	m, err := startWithConfig(t, cfgPath, dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 12 {
+		remember(t, m, map[string]any{"scope": "identity:alice", "kind": "fact", "title": fmt.Sprintf("harbour crane %d", i),
+			"body": fmt.Sprintf("The harbour crane number %d lifts %s", i, strings.Repeat("containers ", 20))})
+	}
+	filler := fillDisk(t, dataDir)
+	seen := map[string]bool{}
+	spent := 0
+	for range 6 {
+		var out turnAnswer
+		if code := m.do("POST", "/v1/turns/inject", map[string]any{"identity": map[string]string{"id": "alice"}, "session": "full", "content": "harbour crane"}, &out); code != 200 {
+			t.Fatalf("inject on a full disk = %d\n%s", code, m.logs())
+		}
+		for _, id := range out.RecordIDs {
+			if seen[id] {
+				t.Fatalf("record %s injected twice in one session on a full disk", id)
+			}
+			seen[id] = true
+		}
+		spent += out.Bytes
+	}
+	if len(seen) == 0 {
+		t.Fatal("nothing injected on a full disk")
+	}
+	if spent > 2048 {
+		t.Fatalf("%d bytes injected in a session whose budget is 2048", spent)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	turn(t, m, "other", "harbour crane") // a write with room flushes what was held
+	m.stop()
+	m, err = startWithConfig(t, cfgPath, dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := turn(t, m, "full", "harbour crane")
+	for _, id := range after.RecordIDs {
+		if seen[id] {
+			t.Fatalf("after a restart the session injected %s again: its full-disk accounting was lost", id)
+		}
+	}
+}

@@ -59,6 +59,10 @@ type Options struct {
 	// CacheSize bounds the sessions cached in memory, all realms together.
 	// An evicted entry is read back from the database on its next visit.
 	CacheSize int
+	// MaxPending bounds the sessions kept in memory only while the disk
+	// is full; past it a visit that must write fails with ErrStorageFull
+	// (507 storage_full) rather than grow without end. Default CacheSize.
+	MaxPending int
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
 }
@@ -79,6 +83,11 @@ type Store struct {
 	// counts holds each realm's rows in the file, counted on the realm's
 	// first new session and kept exact since: this process owns the file.
 	counts map[string]int
+	// pending holds sessions whose last state the file refused for want of
+	// space: a turn on a full disk still injects, its accounting kept here
+	// (never evicted, so the budget and dedup hold) and written by a later
+	// visit once there is room. A restart before then loses it.
+	pending map[coordinator.SessionKey]*entry
 }
 
 type entry struct {
@@ -88,7 +97,10 @@ type entry struct {
 	// session visits twice (before and after its recall), and the second
 	// visit need not ask the file again.
 	absent bool
+	// fresh marks a pending session the file has no row for yet.
+	fresh bool
 }
+
 
 // record is the stored form of a SessionState. Sweep keeps null apart
 // from [] (no sweep waiting versus a finished sweep that found nothing).
@@ -111,6 +123,9 @@ func Open(ctx context.Context, db *statedb.DB, opts Options) (*Store, error) {
 	if opts.CacheSize <= 0 {
 		opts.CacheSize = DefaultCacheSize
 	}
+	if opts.MaxPending <= 0 {
+		opts.MaxPending = opts.CacheSize
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -120,7 +135,7 @@ func Open(ctx context.Context, db *statedb.DB, opts Options) (*Store, error) {
 	return &Store{
 		db: db, opts: opts, refresh: opts.TTL / 16,
 		cache:  lru.New[coordinator.SessionKey, *entry](opts.CacheSize),
-		counts: map[string]int{},
+		counts: map[string]int{}, pending: map[coordinator.SessionKey]*entry{},
 	}, nil
 }
 
@@ -145,21 +160,70 @@ func (s *Store) Update(ctx context.Context, key coordinator.SessionKey, fn func(
 	}
 	if !fn(&st) {
 		if e != nil && now.Sub(e.touched) >= s.refresh {
-			return s.touch(ctx, key, e, now)
+			// Only a refresh of the idle clock: a full disk must not fail
+			// the read it came with.
+			if err := s.touch(ctx, key, e, now); err != nil && !errors.Is(err, statedb.ErrStorageFull) {
+				return err
+			}
 		}
 		return nil
 	}
-	evicted, err := s.save(ctx, key, &st, now, !stored)
+	fresh := !stored
+	if p, ok := s.pending[key]; ok {
+		fresh = p.fresh
+		delete(s.pending, key) // written now, or pending again below
+	}
+	evicted, err := s.save(ctx, key, &st, now, fresh)
+	if errors.Is(err, statedb.ErrStorageFull) && len(s.pending) < s.opts.MaxPending {
+		e := &entry{state: st, touched: now, fresh: fresh}
+		s.pending[key] = e
+		s.cache.Add(key, e)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
 	s.cache.Add(key, &entry{state: st, touched: now})
 	s.forget(evicted)
+	s.flush(ctx)
 	return nil
+}
+
+// flushBatch bounds the pending sessions one visit writes.
+const flushBatch = 16
+
+// flush writes sessions held in memory since the disk was full, a few per
+// call, once a write has succeeded again; it stops at the first refusal.
+func (s *Store) flush(ctx context.Context) {
+	n := 0
+	for key, e := range s.pending {
+		if n == flushBatch {
+			return
+		}
+		n++
+		evicted, err := s.save(ctx, key, &e.state, e.touched, e.fresh)
+		if err != nil {
+			return
+		}
+		delete(s.pending, key)
+		s.cache.Add(key, &entry{state: e.state, touched: e.touched})
+		s.forget(evicted)
+	}
+}
+
+// Pending answers how many sessions are held in memory only, waiting for
+// room on the disk.
+func (s *Store) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pending)
 }
 
 // load answers key's entry from the cache or the file; nil when unknown.
 func (s *Store) load(ctx context.Context, key coordinator.SessionKey) (*entry, error) {
+	if e, ok := s.pending[key]; ok {
+		return e, nil
+	}
 	if e, ok := s.cache.Get(key); ok {
 		if e.absent {
 			return nil, nil
@@ -278,6 +342,7 @@ func (s *Store) touch(ctx context.Context, key coordinator.SessionKey, e *entry,
 func (s *Store) Expire(ctx context.Context) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.flush(ctx)
 	cutoff := s.opts.Now().Add(-s.opts.TTL)
 	var dropped []coordinator.SessionKey
 	err := s.db.Tx(ctx, "expire sessions", func(tx *sql.Tx) error {

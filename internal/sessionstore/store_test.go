@@ -200,12 +200,16 @@ func TestConcurrentUpdatesAllLand(t *testing.T) {
 	}
 }
 
-// TestFullDiskKeepsState: a write the disk refuses fails with the sentinel
-// and changes neither the file nor what later visits see.
+// TestFullDiskKeepsState: once as many sessions as MaxPending wait in
+// memory for room, a write the disk refuses fails with the sentinel and
+// changes neither the file nor what later visits see.
 func TestFullDiskKeepsState(t *testing.T) {
-	s, db := openStore(t, t.TempDir(), Options{})
+	s, db := openStore(t, t.TempDir(), Options{MaxPending: 1})
 	k := key("default", "s")
 	if err := s.Update(ctx, k, inject(10, "kept")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(ctx, key("default", "other"), inject(10, "x")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Exec(ctx, "limit", `PRAGMA max_page_count = 1`); err != nil {
@@ -217,8 +221,11 @@ func TestFullDiskKeepsState(t *testing.T) {
 		}
 		return true
 	}
+	if err := s.Update(ctx, key("default", "other"), huge); err != nil {
+		t.Fatalf("the first write on a full disk is held in memory, got %v", err)
+	}
 	if err := s.Update(ctx, k, huge); !errors.Is(err, statedb.ErrStorageFull) {
-		t.Fatalf("write to a full disk = %v, want ErrStorageFull", err)
+		t.Fatalf("write to a full disk past MaxPending = %v, want ErrStorageFull", err)
 	}
 	if got := get(t, s, k); !slices.Equal(got.InjectedIDs, []string{"kept"}) {
 		t.Fatalf("a failed write changed the state to %d ids", len(got.InjectedIDs))

@@ -1,0 +1,71 @@
+package sessionstore
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestFullDiskKeepsAccounting: with the file refusing every new page
+// (SQLITE_FULL, as on a full disk), visits still succeed: each session's
+// bytes and ids are kept in memory, read back by the next visit (so the
+// budget and dedup hold), and written once there is room again.
+func TestFullDiskKeepsAccounting(t *testing.T) {
+	dir := t.TempDir()
+	s, db := openStore(t, dir, Options{CacheSize: 2, MaxPending: 100}) // pending entries must survive cache eviction
+	if err := s.Update(ctx, key("r", "warm"), inject(10, "w")); err != nil {
+		t.Fatal(err)
+	}
+	var pages int
+	if err := db.QueryRow(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	limit := func(n int) {
+		t.Helper()
+		var got int
+		if err := db.QueryRow(ctx, fmt.Sprintf("PRAGMA max_page_count = %d", n)).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+	}
+	limit(pages)
+	big := strings.Repeat("x", 8000) // an id list that needs new pages
+	for i := range 5 {
+		k := key("r", fmt.Sprintf("s%d", i))
+		for turn := range 3 {
+			if err := s.Update(ctx, k, inject(100, fmt.Sprintf("%s-%d-%d", big, i, turn))); err != nil {
+				t.Fatalf("visit on a full disk: %v", err)
+			}
+		}
+	}
+	if s.Pending() == 0 {
+		t.Fatal("nothing pending: the file never refused (the test does not fill it)")
+	}
+	for i := range 5 {
+		st := get(t, s, key("r", fmt.Sprintf("s%d", i)))
+		if st.InjectedBytes != 300 || len(st.InjectedIDs) != 3 {
+			t.Fatalf("session s%d on a full disk: %d bytes, %d ids; want 300 and 3", i, st.InjectedBytes, len(st.InjectedIDs))
+		}
+	}
+	// Room again: the next visits write what was held.
+	limit(1 << 30)
+	for range 2 {
+		if err := s.Update(ctx, key("r", "warm"), inject(1, "w2")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.Pending(); n != 0 {
+		t.Fatalf("%d sessions still pending after space returned", n)
+	}
+	// A second store over the same file (a restart) sees every session.
+	again, err := Open(ctx, db, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		st := get(t, again, key("r", fmt.Sprintf("s%d", i)))
+		if st.InjectedBytes != 300 || !slices.ContainsFunc(st.InjectedIDs, func(id string) bool { return strings.HasSuffix(id, fmt.Sprintf("-%d-2", i)) }) {
+			t.Fatalf("session s%d after the flush: %d bytes, ids %d", i, st.InjectedBytes, len(st.InjectedIDs))
+		}
+	}
+}
