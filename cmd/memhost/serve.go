@@ -19,6 +19,7 @@ import (
 	plugin "github.com/hashicorp/go-plugin"
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/guide"
+	"github.com/memhost/memhost/internal/compaction"
 	"github.com/memhost/memhost/internal/config"
 	"github.com/memhost/memhost/internal/hostkey"
 	"github.com/memhost/memhost/internal/httpapi"
@@ -237,12 +238,23 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 		}
 		return "none"
 	})
+	// Local state: a compaction records the session reset it owes, and
+	// the gate lets the session's next turn complete it. Shared state
+	// (PostgreSQL) resets in the compaction's own transaction instead.
+	var gate *compaction.SessionGate
+	if h.stores.compaction == nil {
+		gate = compaction.NewSessionGate(sessions)
+		sessions = gate
+	}
 	coord, err := newCoordinator(cfg, sup, coordinator.ProvidersFunc(providerOf), metrics, logger, sessions, hostKey)
 	if err != nil {
 		sup.Close()
 		return err
 	}
 	comp, err := newCompaction(ctx, cfg, sup, h.state.SQL(), h.stores.compaction, coord, logger)
+	if err == nil && gate != nil {
+		err = gate.Bind(ctx, comp)
+	}
 	if err != nil {
 		coord.Close(ctx)
 		sup.Close()

@@ -448,19 +448,6 @@ func TestLostSaveRaceIsAConflict(t *testing.T) {
 	}
 }
 
-func TestFailedSessionResetKeepsTheCompaction(t *testing.T) {
-	r := &failingResetter{}
-	store := NewMemoryStore()
-	s := New(Options{Compactor: &fakeCompactor{}, Store: store, Resetter: r})
-	res, err := s.Compact(context.Background(), req("a", "b"))
-	if err != nil || res.Absorbed != 2 || r.calls != 1 {
-		t.Fatalf("compact with a failing reset: %+v %v (reset called %d times)", res, err, r.calls)
-	}
-	if st, found, _ := store.Load(context.Background(), Key{"default", "c1"}); !found || st.Watermark != 2 {
-		t.Errorf("state %+v found %v, want the compaction stored", st, found)
-	}
-}
-
 // echoCompactor answers a fixed artifact, as a compactor that repeats what
 // a user wrote would.
 type echoCompactor struct {

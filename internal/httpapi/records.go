@@ -185,6 +185,12 @@ func (s *Server) handleRecall(ctx context.Context, c caller, w http.ResponseWrit
 	if req.Limit < 0 || req.Limit > MaxRecallLimit {
 		return badRequest("limit: %d is outside 0..%d", req.Limit, MaxRecallLimit)
 	}
+	if err := sdk.ValidateTagFilter("tags", req.Tags); err != nil {
+		return err
+	}
+	if err := sdk.ValidateTagFilter("exclude_tags", req.ExcludeTags); err != nil {
+		return err
+	}
 	// A recall path: it runs under the recall timeout (DESIGN 3.4), not
 	// the request's, so a hung plugin fails it quickly.
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Coordinator.Config().RecallTimeout)

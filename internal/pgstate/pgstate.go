@@ -100,7 +100,7 @@ func (db *DB) q(sql string) string {
 	return tableRE.ReplaceAllStringFunc(sql, func(t string) string { return db.prefix + t })
 }
 
-var tableRE = regexp.MustCompile(`\b(sessions|compaction_state)\b`)
+var tableRE = regexp.MustCompile(`\b(sessions|compaction_state|host_key)\b`)
 
 // Close closes the pool.
 func (db *DB) Close() { db.pool.Close() }
@@ -126,6 +126,18 @@ var migrations = []string{
 		artifact_content text   NOT NULL,
 		updated_at_ms    bigint NOT NULL,
 		PRIMARY KEY (realm, conversation)
+	);`,
+	// A compaction's session reset owed and not yet made (see
+	// compaction.State.Pending); '' when none.
+	`ALTER TABLE compaction_state
+		ADD COLUMN reset_identity text NOT NULL DEFAULT '',
+		ADD COLUMN reset_session  text NOT NULL DEFAULT '';`,
+	// The verifier of the host key every host sharing the state must use
+	// (see CheckHostKey); one row.
+	`CREATE TABLE host_key (
+		id         int         PRIMARY KEY CHECK (id = 1),
+		verifier   text        NOT NULL,
+		created_at timestamptz NOT NULL DEFAULT now()
 	);`,
 }
 
