@@ -137,7 +137,7 @@ func startHost(ctx context.Context, cfg *config.Config, logger hclog.Logger) (*h
 	if err != nil {
 		return nil, err
 	}
-	stores, err := openSessionStores(ctx, cfg, state)
+	stores, err := openSessionStores(ctx, cfg, state, hostKey)
 	if err != nil {
 		state.Close()
 		return nil, err
@@ -277,6 +277,7 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 		Coordinator:    coord,
 		Guide:          guide.NewSessions(coord, guide.SessionsOptions{Size: cfg.Coordinator.SessionCacheSize, Logger: logger}),
 		Compaction:     comp,
+		ReadyChecks:    readyChecks(h.stores),
 		MCP: func(bind func(http.Header) (sdk.Identity, error)) http.Handler {
 			return mcpserver.Handler(mcpserver.Options{Version: version, Provider: providerOf, Coordinator: coord, Bind: bind, Logger: logger.Named("mcp")})
 		},

@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 	"github.com/memhost/memhost/guide"
 	"github.com/memhost/memhost/internal/compaction"
 	"github.com/memhost/memhost/internal/pluginhost"
+	"github.com/memhost/memhost/internal/redact"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -73,6 +75,8 @@ type Options struct {
 	// Compaction serves the conversation endpoints; nil (or one without a
 	// compactor) answers them 501.
 	Compaction *compaction.Service
+	// ReadyChecks run on every GET /readyz, after the plugins' health.
+	ReadyChecks []ReadyCheck
 	// MCP, when set, builds the MCP endpoint served at /mcp; bind answers
 	// the identity of an authenticated request from its headers.
 	MCP func(bind func(http.Header) (sdk.Identity, error)) http.Handler
@@ -372,14 +376,45 @@ func (s *Server) mcpIdentity(header http.Header) (sdk.Identity, error) {
 	return id, nil
 }
 
-// handleReady answers whether every plugin is up. Probes carry no token,
-// so with tokens configured an unauthenticated caller learns only that:
-// plugin names, versions, pids, paths and errors need a valid token.
+// ReadyCheck is a readiness condition beyond the plugins' health: the
+// shared state's schema, say. Check answers nil when ready; an error
+// wrapping sdk.ErrUnavailable or sdk.ErrDeadline means it could not tell
+// (the database is down) and leaves the host ready, since an outage of a
+// shared database must not take every host out of the pool at once (calls
+// answer 503 meanwhile); any other error is "not ready".
+type ReadyCheck struct {
+	Name  string
+	Check func(ctx context.Context) error
+}
+
+// readyCheckTimeout bounds each ReadyCheck.
+const readyCheckTimeout = 2 * time.Second
+
+// handleReady answers whether every plugin is up and every ReadyCheck
+// passes. Probes carry no token, so with tokens configured an
+// unauthenticated caller learns only that: plugin names, versions, pids,
+// paths and errors need a valid token.
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
-	if s.opts.Plugins != nil && !s.opts.Plugins.Ready() {
+	pluginsReady := s.opts.Plugins == nil || s.opts.Plugins.Ready()
+	var failed []map[string]string
+	for _, c := range s.opts.ReadyChecks {
+		ctx, cancel := context.WithTimeout(r.Context(), readyCheckTimeout)
+		err := c.Check(ctx)
+		cancel()
+		if err != nil && !errors.Is(err, sdk.ErrUnavailable) && !errors.Is(err, sdk.ErrDeadline) {
+			msg, _ := redact.Message(err.Error())
+			failed = append(failed, map[string]string{"name": c.Name, "error": msg})
+		}
+	}
+	if !pluginsReady || len(failed) > 0 {
 		body := map[string]any{"status": "not ready"}
 		if _, err := s.authenticate(r.Header); err == nil {
-			body["plugins"] = s.opts.Plugins.Status()
+			if s.opts.Plugins != nil {
+				body["plugins"] = s.opts.Plugins.Status()
+			}
+			if len(failed) > 0 {
+				body["checks"] = failed
+			}
 		}
 		writeJSON(w, http.StatusServiceUnavailable, body)
 		return

@@ -12,6 +12,7 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -40,11 +41,15 @@ type Store struct {
 	now    func() time.Time
 	getenv func(string) string
 	recall recallOptions
+	// stopWatch ends the schema watch; exit ends the process when the
+	// watch finds the schema incomplete (os.Exit; tests replace it).
+	stopWatch func()
+	exit      func(code int)
 }
 
 // New returns an unconfigured provider.
 func New() *Store {
-	return &Store{log: sdk.Logger(), now: time.Now, getenv: os.Getenv}
+	return &Store{log: sdk.Logger(), now: time.Now, getenv: os.Getenv, exit: os.Exit}
 }
 
 var (
@@ -107,10 +112,42 @@ func (s *Store) Configure(ctx context.Context, raw json.RawMessage) error {
 		pool.Close()
 		return fmt.Errorf("postgres: %s: %w", target, classify(err))
 	}
+	if err := checkSchema(ctx, db, set.schema); err != nil {
+		pool.Close()
+		return fmt.Errorf("postgres: %s: %w", target, err)
+	}
 	s.pool, s.set = db, set
 	s.recall.realmStats = set.realmStats
+	watchCtx, stop := context.WithCancel(context.Background())
+	s.stopWatch = stop
+	go s.watchSchema(watchCtx, db, set.schema)
 	s.log.Debug("connected", "target", target, "schema", set.schema, "pool_size", set.poolSize)
 	return nil
+}
+
+// schemaWatchInterval is how often a running provider checks its schema.
+var schemaWatchInterval = 10 * time.Second
+
+// watchSchema checks the schema every schemaWatchInterval. A schema found
+// incomplete ends the process: the host restarts the plugin, whose
+// Configure then fails on the same check, so the host reports not ready
+// (GET /readyz) with the reason until the schema is whole again. A check
+// that cannot reach the database proves nothing and is ignored.
+func (s *Store) watchSchema(ctx context.Context, db *pgdb, schema string) {
+	t := time.NewTicker(schemaWatchInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := checkSchema(ctx, db, schema); errors.Is(err, errSchema) && ctx.Err() == nil {
+				s.log.Error("postgres: the schema is no longer complete; exiting so the host restarts the plugin and reports not ready", "error", err)
+				s.exit(3)
+				return
+			}
+		}
+	}
 }
 
 // Close waits for calls in flight and closes the pool. Closing twice is
@@ -119,6 +156,9 @@ func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
+	if s.stopWatch != nil {
+		s.stopWatch()
+	}
 	if s.pool != nil {
 		s.pool.Close()
 		s.pool = nil
