@@ -262,7 +262,7 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 	}
 	var tokens []httpapi.Token
 	for _, t := range cfg.Tokens {
-		tokens = append(tokens, httpapi.Token{Name: t.Name, Secret: t.Secret, Realms: t.Realms, Role: t.Role})
+		tokens = append(tokens, httpapi.Token{Name: t.Name, Secret: t.Secret, Realms: t.Realms, Role: t.Role, Identities: t.Identities})
 	}
 	server := httpapi.New(httpapi.Options{
 		Logger:       logger.Named("http"),

@@ -66,6 +66,9 @@ func (s *Server) handleRemember(ctx context.Context, c caller, w http.ResponseWr
 		if err := probe.Prepare(realm, time.Now()); err != nil {
 			return inRecord(i, err)
 		}
+		if err := c.touchScope(records[i].Scope); err != nil {
+			return inRecord(i, err)
+		}
 	}
 	if !c.application() {
 		n := 0
@@ -123,6 +126,9 @@ func (s *Server) handleGet(ctx context.Context, c caller, w http.ResponseWriter,
 	if len(recs) == 0 {
 		return fmt.Errorf("record %q not found in realm %q: %w", id, realm, sdk.ErrNotFound)
 	}
+	if err := c.touchScope(recs[0].Scope); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, recs[0])
 	return nil
 }
@@ -130,6 +136,9 @@ func (s *Server) handleGet(ctx context.Context, c caller, w http.ResponseWriter,
 func (s *Server) handleForget(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
 	realm, id, p, err := s.recordTarget(c, r)
 	if err != nil {
+		return err
+	}
+	if err := s.ownRecord(ctx, c, realm, id, p); err != nil {
 		return err
 	}
 	forgetter, ok := p.(sdk.RecordForgetter)
@@ -168,6 +177,9 @@ func (s *Server) identity(c caller, in identityInput) (sdk.Identity, sdk.Provide
 	}
 	id := sdk.Identity{Realm: realm, ID: in.ID}
 	if err := id.Validate(); err != nil {
+		return sdk.Identity{}, nil, err
+	}
+	if err := c.actAs(id.ID); err != nil {
 		return sdk.Identity{}, nil, err
 	}
 	return id, p, nil

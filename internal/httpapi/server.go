@@ -38,13 +38,15 @@ const (
 	RoleAgent       = "agent"
 )
 
-// Token is a bearer token, the realms it may touch and its caller's role
-// (RoleAgent when empty).
+// Token is a bearer token, the realms it may touch, its caller's role
+// (RoleAgent when empty) and the identities it may act as (any when
+// empty; see identity.go).
 type Token struct {
-	Name   string
-	Secret string
-	Realms []string
-	Role   string
+	Name       string
+	Secret     string
+	Realms     []string
+	Role       string
+	Identities []string
 }
 
 // Plugins reports plugin health for /readyz and /v1/plugins.
@@ -343,7 +345,11 @@ func (s *Server) mountMCP(mux *http.ServeMux, h http.Handler) {
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		reqID := requestID(r)
 		rec.Header().Set(HeaderRequestID, reqID)
-		if _, err := s.mcpIdentity(r.Header); err != nil {
+		err := mcpHeader(r)
+		if err == nil {
+			_, err = s.mcpIdentity(r.Header)
+		}
+		if err != nil {
 			writeError(rec, err, reqID)
 		} else {
 			r.Body = http.MaxBytesReader(rec, r.Body, s.opts.MaxBodyBytes)
@@ -356,7 +362,9 @@ func (s *Server) mountMCP(mux *http.ServeMux, h http.Handler) {
 }
 
 // mcpIdentity authenticates an MCP request and answers the identity its
-// headers name, in a realm its token may touch.
+// headers name (or ?identity=, folded in by mcpHeader), in a realm its
+// token may touch and as an identity the token may act as. A token bound
+// to exactly one identity makes it the default.
 func (s *Server) mcpIdentity(header http.Header) (sdk.Identity, error) {
 	c, err := s.authenticate(header)
 	if err != nil {
@@ -367,10 +375,16 @@ func (s *Server) mcpIdentity(header http.Header) (sdk.Identity, error) {
 		return sdk.Identity{}, err
 	}
 	id := sdk.Identity{Realm: realm, ID: header.Get(HeaderIdentity)}
+	if id.ID == "" && c.bound() && len(c.token.Identities) == 1 {
+		id.ID = c.token.Identities[0]
+	}
 	if id.ID == "" {
-		return sdk.Identity{}, badRequest("the %s header is required on /mcp", HeaderIdentity)
+		return sdk.Identity{}, badRequest("the %s header (or ?%s=) is required on /mcp", HeaderIdentity, QueryIdentity)
 	}
 	if err := id.Validate(); err != nil {
+		return sdk.Identity{}, err
+	}
+	if err := c.actAs(id.ID); err != nil {
 		return sdk.Identity{}, err
 	}
 	return id, nil
