@@ -68,6 +68,19 @@ func classify(err error) error {
 	return err
 }
 
+// startFailure is classify for Configure's connection: the operator
+// reads that error at start beside the target Configure names, so the
+// server's own words stay ("unsupported startup parameter", "database
+// ... does not exist"); a call's error never carries them.
+func startFailure(err error) error {
+	c := classify(err)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && errors.Is(c, sdk.ErrUnavailable) {
+		return fmt.Errorf("%s: %w", pe.Message, c)
+	}
+	return c
+}
+
 // unavailable is sdk.ErrUnavailable with a message fit for a client: what
 // happened and the SQLSTATE, if any. The cause stays reachable (errors.As)
 // and is logged whole.

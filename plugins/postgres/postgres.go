@@ -101,11 +101,11 @@ func (s *Store) Configure(ctx context.Context, raw json.RawMessage) error {
 	target := describeTarget(set.pool)
 	pool, err := pgxpool.NewWithConfig(ctx, set.pool)
 	if err != nil {
-		return fmt.Errorf("postgres: connect to %s: %w", target, classify(err))
+		return fmt.Errorf("postgres: connect to %s: %w", target, startFailure(err))
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return fmt.Errorf("postgres: connect to %s: %w", target, classify(err))
+		return fmt.Errorf("postgres: connect to %s: %w", target, startFailure(err))
 	}
 	db := newPGDB(pool, set)
 	if err := migrate(ctx, db, set.schema); err != nil {
