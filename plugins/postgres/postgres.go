@@ -18,8 +18,11 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/memhost/memhost/sdk"
 )
@@ -45,6 +48,8 @@ type Store struct {
 	// watch finds the schema incomplete (os.Exit; tests replace it).
 	stopWatch func()
 	exit      func(code int)
+	// refused is when the server last refused a connection (Unix ns).
+	refused atomic.Int64
 }
 
 // New returns an unconfigured provider.
@@ -99,6 +104,7 @@ func (s *Store) Configure(ctx context.Context, raw json.RawMessage) error {
 		return fmt.Errorf("postgres: already configured: %w", sdk.ErrConflict)
 	}
 	target := describeTarget(set.pool)
+	set.pool.BeforeConnect = s.beforeConnect
 	pool, err := pgxpool.NewWithConfig(ctx, set.pool)
 	if err != nil {
 		return fmt.Errorf("postgres: connect to %s: %w", target, startFailure(err))
@@ -176,7 +182,30 @@ func (s *Store) use(fn func(db *pgdb) error) error {
 		}
 		return fmt.Errorf("postgres: provider is not configured: %w", sdk.ErrUnavailable)
 	}
-	return fn(s.pool)
+	err := fn(s.pool)
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		s.refused.Store(time.Now().UnixNano())
+	}
+	return err
+}
+
+// refusalPause is how long after the server refused a connection new
+// connections are not attempted: calls waiting for one fail at once with
+// 503 rather than each spending a connection attempt (and often their
+// deadline) on a server at its connection limit, and the server is not
+// stormed with attempts it will refuse.
+const refusalPause = time.Second
+
+// errRefusedRecently fails a connection attempt within refusalPause.
+var errRefusedRecently = &hiddenError{msg: "the database refused a new connection a moment ago: " + sdk.ErrUnavailable.Error(), sentinel: sdk.ErrUnavailable, cause: errors.New("connection refused recently")}
+
+// beforeConnect is the pool's BeforeConnect: see refusalPause.
+func (s *Store) beforeConnect(context.Context, *pgx.ConnConfig) error {
+	if last := s.refused.Load(); last != 0 && time.Since(time.Unix(0, last)) < refusalPause {
+		return errRefusedRecently
+	}
+	return nil
 }
 
 // Recall answers the active, unexpired records of the query's realm and

@@ -112,3 +112,21 @@ func TestConnectRefusalsAreUnavailable(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusalPausesConnecting: after the server refused a connection, the
+// pool does not try another for refusalPause; calls fail at once with
+// sdk.ErrUnavailable instead of spending their deadline on attempts.
+func TestRefusalPausesConnecting(t *testing.T) {
+	s := New()
+	if err := s.beforeConnect(context.Background(), nil); err != nil {
+		t.Fatalf("before any refusal: %v", err)
+	}
+	s.refused.Store(time.Now().UnixNano())
+	if err := s.beforeConnect(context.Background(), nil); !errors.Is(err, sdk.ErrUnavailable) {
+		t.Errorf("just after a refusal: %v, want unavailable", err)
+	}
+	s.refused.Store(time.Now().Add(-refusalPause).UnixNano())
+	if err := s.beforeConnect(context.Background(), nil); err != nil {
+		t.Errorf("a pause after the refusal: %v, want an attempt", err)
+	}
+}
