@@ -248,6 +248,24 @@ func TestManyHostsNoSilentHalfStates(t *testing.T) {
 			}
 			cs.Close()
 		}
+		// A token without identities picks any through ?identity=.
+		cs, err := mcpHTTPClient(t, ctx, b.base+"/mcp?identity=carol", http.Header{"Authorization": {"Bearer " + hsRuntime}})
+		if err != nil {
+			t.Fatalf("/mcp?identity=carol with the runtime's token: %v", err)
+		}
+		var stored struct {
+			ID string `json:"id"`
+		}
+		if res := callTool(t, ctx, cs, "remember", map[string]any{"title": "Carol's cup", "body": "Carol drinks a cortado."}, &stored); res.IsError {
+			t.Fatalf("remember through /mcp?identity=carol: %s", toolText(res))
+		}
+		cs.Close()
+		var rec struct {
+			Scope string `json:"scope"`
+		}
+		if code := a.do("GET", "/v1/records/"+stored.ID, nil, &rec); code != 200 || rec.Scope != "identity:carol" {
+			t.Errorf("the record remembered through /mcp?identity=carol = %d in scope %q, want identity:carol", code, rec.Scope)
+		}
 		for _, endpoint := range []string{a.base + "/mcp?identity=bob", b.base + "/mcp"} {
 			h := bearer
 			if strings.HasPrefix(endpoint, b.base) {

@@ -429,13 +429,6 @@ type staleStore struct{ *MemoryStore }
 
 func (staleStore) Save(context.Context, Key, int, State) error { return ErrStale }
 
-type failingResetter struct{ calls int }
-
-func (r *failingResetter) OnSessionCompacted(context.Context, sdk.Identity, string) error {
-	r.calls++
-	return fmt.Errorf("session store down: %w", sdk.ErrUnavailable)
-}
-
 func TestLostSaveRaceIsAConflict(t *testing.T) {
 	r := &fakeResetter{}
 	s := New(Options{Compactor: &fakeCompactor{}, Store: staleStore{NewMemoryStore()}, Resetter: r})
