@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/memhost/memhost/internal/config"
 	"github.com/memhost/memhost/sdk"
@@ -29,7 +30,7 @@ func checkTokenIdentity(cfg *config.Config, id sdk.Identity) error {
 		return fmt.Errorf("token %q may not access realm %q: %w", t.Name, id.Realm, sdk.ErrPermission)
 	}
 	if len(t.Identities) > 0 && !slices.Contains(t.Identities, id.ID) {
-		return fmt.Errorf("token %q may act only as identity %q, not as %q: %w", t.Name, t.Identities, id.ID, sdk.ErrPermission)
+		return fmt.Errorf("token %q may act only as identity %s, not as %q: %w", t.Name, strings.Join(t.Identities, " or "), id.ID, sdk.ErrPermission)
 	}
 	return nil
 }
