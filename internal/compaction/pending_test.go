@@ -148,3 +148,30 @@ func TestFailedResetIsNeverASuccess(t *testing.T) {
 		})
 	}
 }
+
+// TestSQLStoreAddsPendingColumns: a state database made before pending
+// resets gains their columns, and its summaries load as they were.
+func TestSQLStoreAddsPendingColumns(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t, filepath.Join(t.TempDir(), "state.db"))
+	for _, stmt := range []string{
+		`CREATE TABLE compaction_state (realm TEXT NOT NULL, conversation TEXT NOT NULL, watermark INTEGER NOT NULL,
+			prefix_hash TEXT NOT NULL, artifact_role TEXT NOT NULL, artifact_content TEXT NOT NULL, updated_at_ms INTEGER NOT NULL,
+			PRIMARY KEY (realm, conversation))`,
+		`INSERT INTO compaction_state VALUES ('default', 'c1', 2, 'h', 'user', 'old summary', 1)`,
+	} {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 { // and a second start finds the columns there
+		store, err := NewSQLStore(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, found, err := store.Load(ctx, Key{"default", "c1"})
+		if err != nil || !found || st.Artifact.Content != "old summary" || !st.Pending.IsZero() {
+			t.Fatalf("old summary after the upgrade: %+v %v %v", st, found, err)
+		}
+	}
+}
