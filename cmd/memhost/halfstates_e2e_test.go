@@ -32,6 +32,7 @@ const (
 
 const halfStatesDeployment = `
 host_key_env = "MEMHOST_HOST_KEY"
+session_store { kind = "postgres" }
 provider "main" {
   plugin = "postgres"
   config = { pool_size = 4, statement_timeout = "5s" }
@@ -46,7 +47,6 @@ coordinator {
   turn_budget_bytes    = 2048
   session_budget_bytes = 4096
 }
-session_store { kind = "postgres" }
 token "app" {
   secret_env = "HS_TOKEN_APP"
   realms     = ["default"]
