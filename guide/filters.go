@@ -49,10 +49,10 @@ func (f Filters) Validate() error {
 		if len(tags) > sdk.MaxTags {
 			return bad(field, fmt.Sprintf("%d tags, the limit is %d", len(tags), sdk.MaxTags))
 		}
-		for _, t := range tags {
-			if strings.TrimSpace(t) == "" || len(t) > sdk.MaxTagBytes {
-				return bad(field, fmt.Sprintf("tag %q must be non-blank and at most %d bytes", t, sdk.MaxTagBytes))
-			}
+		// A stored tag's rules, so a NUL or invalid UTF-8 never reaches
+		// a store.
+		if err := sdk.ValidateTagFilter(field, tags); err != nil {
+			return err
 		}
 	}
 	return nil

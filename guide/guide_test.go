@@ -327,6 +327,8 @@ func TestFatalAndNonFatalErrors(t *testing.T) {
 		{alice, "s", Filters{MinScore: math.NaN()}},
 		{alice, "s", Filters{RequiredTags: []string{" "}}},
 		{alice, "s", Filters{ExcludedTags: []string{strings.Repeat("t", 65)}}},
+		{alice, "s", Filters{RequiredTags: []string{"red\x00"}}},
+		{alice, "s", Filters{ExcludedTags: []string{"\xff"}}},
 	} {
 		if _, err := s.SessionStart(ctx, tc.id, tc.session, "x", tc.f); !errors.Is(err, sdk.ErrInvalid) {
 			t.Errorf("SessionStart(%+v, %q, %+v): %v", tc.id, tc.session, tc.f, err)

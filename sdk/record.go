@@ -207,12 +207,8 @@ func (r *Record) Validate() error {
 		return tooLarge("tags", fmt.Sprintf("%d tags, the limit is %d", len(r.Tags), MaxTags))
 	}
 	for i, t := range r.Tags {
-		field := fmt.Sprintf("tags[%d]", i)
-		if err := checkText(field, t, MaxTagBytes); err != nil {
+		if err := checkTag(fmt.Sprintf("tags[%d]", i), t); err != nil {
 			return err
-		}
-		if strings.TrimSpace(t) == "" || strings.ContainsAny(t, "\n\r\t,") {
-			return invalid(field, fmt.Sprintf("tag %q must be non-blank and hold no comma, tab or line break", t))
 		}
 	}
 	if r.Supersedes != "" {

@@ -50,7 +50,47 @@ func checkRecall(q RecallQuery) (RecallQuery, error) {
 	case q.Limit > MaxBatch:
 		q.Limit = MaxBatch
 	}
+	if err := ValidateTagFilter("tags", q.Tags); err != nil {
+		return q, err
+	}
+	if err := ValidateTagFilter("exclude_tags", q.ExcludeTags); err != nil {
+		return q, err
+	}
 	return q, checkIDs("exclude_ids", q.ExcludeIDs)
+}
+
+// ValidateTagFilter checks a recall filter's tags (field names the list,
+// "tags" or "exclude_tags") by the rules of a record's tags, so a filter
+// reaches a store only in a shape a stored tag can have: a NUL byte or
+// invalid UTF-8 is refused here, not by the database. The host calls it
+// on every surface, the server adapter again for every plugin.
+func ValidateTagFilter(field string, tags []string) error {
+	// A filter is a question, not a payload: every refusal is invalid
+	// (400), an over-long one too.
+	if len(tags) > MaxBatch {
+		return invalid(field, fmt.Sprintf("%d tags, the limit is %d", len(tags), MaxBatch))
+	}
+	for i, t := range tags {
+		elem := fmt.Sprintf("%s[%d]", field, i)
+		if len(t) > MaxTagBytes {
+			return invalid(elem, fmt.Sprintf("is %d bytes, the limit is %d", len(t), MaxTagBytes))
+		}
+		if err := checkTag(elem, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkTag is the rule of one tag, stored or filtered on.
+func checkTag(field, t string) error {
+	if err := checkText(field, t, MaxTagBytes); err != nil {
+		return err
+	}
+	if strings.TrimSpace(t) == "" || strings.ContainsAny(t, "\n\r\t,") {
+		return invalid(field, fmt.Sprintf("tag %q must be non-blank and hold no comma, tab or line break", t))
+	}
+	return nil
 }
 
 func checkManifest(q ManifestQuery) error {

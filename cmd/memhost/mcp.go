@@ -39,6 +39,9 @@ The HTTP server offers the same tools at /mcp, for many identities.`,
 			if err := id.Validate(); err != nil {
 				return err
 			}
+			if err := checkTokenIdentity(cfg, id); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			h, err := startHost(ctx, cfg, newLogger(cfg))

@@ -19,6 +19,7 @@ import (
 	plugin "github.com/hashicorp/go-plugin"
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/guide"
+	"github.com/memhost/memhost/internal/compaction"
 	"github.com/memhost/memhost/internal/config"
 	"github.com/memhost/memhost/internal/hostkey"
 	"github.com/memhost/memhost/internal/httpapi"
@@ -136,7 +137,7 @@ func startHost(ctx context.Context, cfg *config.Config, logger hclog.Logger) (*h
 	if err != nil {
 		return nil, err
 	}
-	stores, err := openSessionStores(ctx, cfg, state)
+	stores, err := openSessionStores(ctx, cfg, state, hostKey)
 	if err != nil {
 		state.Close()
 		return nil, err
@@ -237,12 +238,23 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 		}
 		return "none"
 	})
+	// Local state: a compaction records the session reset it owes, and
+	// the gate lets the session's next turn complete it. Shared state
+	// (PostgreSQL) resets in the compaction's own transaction instead.
+	var gate *compaction.SessionGate
+	if h.stores.compaction == nil {
+		gate = compaction.NewSessionGate(sessions)
+		sessions = gate
+	}
 	coord, err := newCoordinator(cfg, sup, coordinator.ProvidersFunc(providerOf), metrics, logger, sessions, hostKey)
 	if err != nil {
 		sup.Close()
 		return err
 	}
 	comp, err := newCompaction(ctx, cfg, sup, h.state.SQL(), h.stores.compaction, coord, logger)
+	if err == nil && gate != nil {
+		err = gate.Bind(ctx, comp)
+	}
 	if err != nil {
 		coord.Close(ctx)
 		sup.Close()
@@ -250,7 +262,7 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 	}
 	var tokens []httpapi.Token
 	for _, t := range cfg.Tokens {
-		tokens = append(tokens, httpapi.Token{Name: t.Name, Secret: t.Secret, Realms: t.Realms, Role: t.Role})
+		tokens = append(tokens, httpapi.Token{Name: t.Name, Secret: t.Secret, Realms: t.Realms, Role: t.Role, Identities: t.Identities})
 	}
 	server := httpapi.New(httpapi.Options{
 		Logger:       logger.Named("http"),
@@ -265,6 +277,7 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 		Coordinator:    coord,
 		Guide:          guide.NewSessions(coord, guide.SessionsOptions{Size: cfg.Coordinator.SessionCacheSize, Logger: logger}),
 		Compaction:     comp,
+		ReadyChecks:    readyChecks(h.stores),
 		MCP: func(bind func(http.Header) (sdk.Identity, error)) http.Handler {
 			return mcpserver.Handler(mcpserver.Options{Version: version, Provider: providerOf, Coordinator: coord, Bind: bind, Logger: logger.Named("mcp")})
 		},

@@ -9,6 +9,7 @@ import (
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/internal/compaction"
 	"github.com/memhost/memhost/internal/config"
+	"github.com/memhost/memhost/internal/httpapi"
 	"github.com/memhost/memhost/internal/pgstate"
 	"github.com/memhost/memhost/internal/sessionstore"
 	"github.com/memhost/memhost/internal/statedb"
@@ -20,12 +21,15 @@ type sessionStores struct {
 	sessions   coordinator.SessionStore
 	compaction compaction.Store                       // nil: the state database's
 	expire     func(ctx context.Context) (int, error) // drops idle sessions
-	close      func()
+	// ready, when set, tells /readyz whether the store's schema is whole.
+	ready func(ctx context.Context) error
+	close func()
 }
 
 // openSessionStores opens the configured session store (config block
 // session_store).
-func openSessionStores(ctx context.Context, cfg *config.Config, state *statedb.DB) (*sessionStores, error) {
+// A shared store checks that hostKey is the key the other hosts use.
+func openSessionStores(ctx context.Context, cfg *config.Config, state *statedb.DB, hostKey []byte) (*sessionStores, error) {
 	if cfg.SessionStore.Kind != config.SessionStorePostgres {
 		s, err := sessionstore.Open(ctx, state, sessionstore.Options{
 			TTL: cfg.Sessions.IdleTTL, PerRealm: cfg.Sessions.MaxPerRealm, CacheSize: cfg.Coordinator.SessionCacheSize,
@@ -45,8 +49,12 @@ func openSessionStores(ctx context.Context, cfg *config.Config, state *statedb.D
 	if err != nil {
 		return nil, fmt.Errorf("session_store (from %s): %w", cfg.SessionStore.DSNEnv, err)
 	}
+	if err := db.CheckHostKey(openCtx, hostKey); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("session_store (from %s): %w", cfg.SessionStore.DSNEnv, err)
+	}
 	s := pgstate.NewSessions(db, pgstate.SessionOptions{TTL: cfg.Sessions.IdleTTL, PerRealm: cfg.Sessions.MaxPerRealm})
-	return &sessionStores{sessions: s, compaction: pgstate.NewCompaction(db), expire: s.Expire, close: db.Close}, nil
+	return &sessionStores{sessions: s, compaction: pgstate.NewCompaction(db), expire: s.Expire, ready: db.CheckSchema, close: db.Close}, nil
 }
 
 // runExpiry drops idle sessions every interval until ctx ends, reporting
@@ -64,4 +72,12 @@ func runExpiry(ctx context.Context, expire func(context.Context) (int, error), i
 			}
 		}
 	}
+}
+
+// readyChecks are the stores' conditions of GET /readyz.
+func readyChecks(s *sessionStores) []httpapi.ReadyCheck {
+	if s.ready == nil {
+		return nil
+	}
+	return []httpapi.ReadyCheck{{Name: "session_store", Check: s.ready}}
 }

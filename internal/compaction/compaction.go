@@ -134,8 +134,9 @@ type Options struct {
 
 // Service compacts conversations. It is safe for concurrent use.
 type Service struct {
-	opts  Options
-	locks keyedLock
+	opts    Options
+	locks   keyedLock
+	pending pendingIndex
 }
 
 // New answers a Service with opts' zero values defaulted.
@@ -259,6 +260,13 @@ func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	// A reset an earlier call owes is made before anything else: this
+	// call's answer is a success only once every reset it covers is done.
+	if found && !st.Pending.IsZero() && s.opts.Resetter != nil {
+		if err := s.completeReset(ctx, key, &st); err != nil {
+			return Result{}, err
+		}
+	}
 	if len(req.Evicted) < st.Watermark {
 		return Result{}, s.mismatch(req.Conversation, fmt.Sprintf("the summary has absorbed %d messages but the request lists %d; send every message evicted so far, or DELETE the conversation to start over", st.Watermark, len(req.Evicted)))
 	}
@@ -297,22 +305,40 @@ func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
 		Artifact:   *carry,
 		UpdatedAt:  s.opts.Now().UTC(),
 	}
-	if err := s.opts.Store.Save(ctx, key, st.Watermark, next); err != nil {
+	if err := s.save(ctx, req, key, st.Watermark, &next); err != nil {
 		if errors.Is(err, ErrStale) {
 			return Result{}, fmt.Errorf("conversation %s was compacted by another host meanwhile; retry: %w: %w", req.Conversation, err, sdk.ErrConflict)
 		}
 		return Result{}, err
 	}
 	s.log(ctx).Debug("compacted", "realm", key.Realm, "conversation", key.Conversation, "from", start, "to", next.Watermark, "calls", len(chunks))
-	if req.Session != "" && s.opts.Resetter != nil {
-		// The summary is durable already; a failed reset only means the
-		// session may not re-inject at once, which the next compaction or
-		// an explicit POST /v1/sessions/{key}/compacted repairs.
-		if err := s.opts.Resetter.OnSessionCompacted(ctx, req.Identity, req.Session); err != nil {
-			s.log(ctx).Warn("session reset after compaction failed", "realm", key.Realm, "session", req.Session, "error", err)
-		}
-	}
 	return Result{Artifact: next.Artifact, Absorbed: next.Watermark, Compacted: len(slice), Calls: len(chunks)}, nil
+}
+
+// save stores next and resets the request's session as one unit: in one
+// transaction when the store holds the sessions too, else by recording
+// the reset with the summary and then making it. Any failure is answered;
+// a reset recorded but not made is completed by the next compaction of
+// the conversation or the session's next turn.
+func (s *Service) save(ctx context.Context, req Request, key Key, prev int, next *State) error {
+	if req.Session == "" || s.opts.Resetter == nil {
+		return s.opts.Store.Save(ctx, key, prev, *next)
+	}
+	if tx, ok := s.opts.Store.(TxStore); ok {
+		err := tx.SaveWith(ctx, key, prev, *next, func(ctx context.Context) error {
+			return s.opts.Resetter.OnSessionCompacted(resetting(ctx), req.Identity, req.Session)
+		})
+		if err != nil && !errors.Is(err, ErrStale) {
+			return fmt.Errorf("conversation %s: the summary and the reset of session %s failed together, nothing changed; retry: %w", req.Conversation, req.Session, err)
+		}
+		return err
+	}
+	next.Pending = PendingReset{Identity: req.Identity.ID, Session: req.Session}
+	if err := s.opts.Store.Save(ctx, key, prev, *next); err != nil {
+		return err
+	}
+	s.pending.add(key, next.Pending)
+	return s.completeReset(ctx, key, next)
 }
 
 func (s *Service) mismatch(conversation, why string) error {
@@ -436,7 +462,18 @@ func (s *Service) Forget(ctx context.Context, realm, conversation string) error 
 		return fmt.Errorf("conversation %s: waiting for a compaction under way: %w", conversation, err)
 	}
 	defer unlock()
-	return s.opts.Store.Delete(ctx, key)
+	st, found, err := s.opts.Store.Load(ctx, key)
+	if err != nil {
+		return err
+	}
+	if err := s.opts.Store.Delete(ctx, key); err != nil {
+		return err
+	}
+	// The pending reset goes with the summary it was owed for.
+	if found && !st.Pending.IsZero() {
+		s.pending.remove(key, st.Pending)
+	}
+	return nil
 }
 
 // IdempotencyKey is the key every compactor call carries: realm,

@@ -429,13 +429,6 @@ type staleStore struct{ *MemoryStore }
 
 func (staleStore) Save(context.Context, Key, int, State) error { return ErrStale }
 
-type failingResetter struct{ calls int }
-
-func (r *failingResetter) OnSessionCompacted(context.Context, sdk.Identity, string) error {
-	r.calls++
-	return fmt.Errorf("session store down: %w", sdk.ErrUnavailable)
-}
-
 func TestLostSaveRaceIsAConflict(t *testing.T) {
 	r := &fakeResetter{}
 	s := New(Options{Compactor: &fakeCompactor{}, Store: staleStore{NewMemoryStore()}, Resetter: r})
@@ -445,19 +438,6 @@ func TestLostSaveRaceIsAConflict(t *testing.T) {
 	}
 	if len(r.sessions) != 0 {
 		t.Errorf("an unsaved compaction reset sessions %v", r.sessions)
-	}
-}
-
-func TestFailedSessionResetKeepsTheCompaction(t *testing.T) {
-	r := &failingResetter{}
-	store := NewMemoryStore()
-	s := New(Options{Compactor: &fakeCompactor{}, Store: store, Resetter: r})
-	res, err := s.Compact(context.Background(), req("a", "b"))
-	if err != nil || res.Absorbed != 2 || r.calls != 1 {
-		t.Fatalf("compact with a failing reset: %+v %v (reset called %d times)", res, err, r.calls)
-	}
-	if st, found, _ := store.Load(context.Background(), Key{"default", "c1"}); !found || st.Watermark != 2 {
-		t.Errorf("state %+v found %v, want the compaction stored", st, found)
 	}
 }
 

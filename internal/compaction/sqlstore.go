@@ -22,13 +22,27 @@ const schema = `CREATE TABLE IF NOT EXISTS compaction_state (
 	artifact_role    TEXT    NOT NULL,
 	artifact_content TEXT    NOT NULL,
 	updated_at_ms    INTEGER NOT NULL,
+	reset_identity   TEXT    NOT NULL DEFAULT '',
+	reset_session    TEXT    NOT NULL DEFAULT '',
 	PRIMARY KEY (realm, conversation)
 )`
 
-// NewSQLStore creates the compaction table in db if it is missing.
+// NewSQLStore creates the compaction table in db if it is missing, and
+// adds the pending reset's columns to a table made before them.
 func NewSQLStore(ctx context.Context, db *sql.DB) (*SQLStore, error) {
 	if _, err := db.ExecContext(ctx, schema); err != nil {
 		return nil, fmt.Errorf("compaction store: create table: %w", err)
+	}
+	var have int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('compaction_state') WHERE name = 'reset_session'`).Scan(&have); err != nil {
+		return nil, fmt.Errorf("compaction store: inspect table: %w", err)
+	}
+	if have == 0 {
+		for _, col := range []string{"reset_identity", "reset_session"} {
+			if _, err := db.ExecContext(ctx, `ALTER TABLE compaction_state ADD COLUMN `+col+` TEXT NOT NULL DEFAULT ''`); err != nil {
+				return nil, fmt.Errorf("compaction store: add column %s: %w", col, err)
+			}
+		}
 	}
 	return &SQLStore{db: db}, nil
 }
@@ -37,9 +51,9 @@ func (s *SQLStore) Load(ctx context.Context, key Key) (State, bool, error) {
 	var st State
 	var ms int64
 	err := s.db.QueryRowContext(ctx,
-		`SELECT watermark, prefix_hash, artifact_role, artifact_content, updated_at_ms
+		`SELECT watermark, prefix_hash, artifact_role, artifact_content, updated_at_ms, reset_identity, reset_session
 		 FROM compaction_state WHERE realm = ? AND conversation = ?`, key.Realm, key.Conversation,
-	).Scan(&st.Watermark, &st.PrefixHash, &st.Artifact.Role, &st.Artifact.Content, &ms)
+	).Scan(&st.Watermark, &st.PrefixHash, &st.Artifact.Role, &st.Artifact.Content, &ms, &st.Pending.Identity, &st.Pending.Session)
 	if errors.Is(err, sql.ErrNoRows) {
 		return State{}, false, nil
 	}
@@ -53,21 +67,23 @@ func (s *SQLStore) Load(ctx context.Context, key Key) (State, bool, error) {
 // Save is a compare-and-set on the watermark, so two hosts sharing the
 // database can never both advance a conversation from the same point.
 func (s *SQLStore) Save(ctx context.Context, key Key, prev int, st State) error {
-	args := []any{st.Watermark, st.PrefixHash, st.Artifact.Role, st.Artifact.Content, st.UpdatedAt.UnixMilli(), key.Realm, key.Conversation}
+	args := []any{st.Watermark, st.PrefixHash, st.Artifact.Role, st.Artifact.Content, st.UpdatedAt.UnixMilli(), st.Pending.Identity, st.Pending.Session, key.Realm, key.Conversation}
 	var res sql.Result
 	var err error
 	if prev == 0 {
 		res, err = s.db.ExecContext(ctx,
-			`INSERT INTO compaction_state (watermark, prefix_hash, artifact_role, artifact_content, updated_at_ms, realm, conversation)
-			 VALUES (?, ?, ?, ?, ?, ?, ?)
+			`INSERT INTO compaction_state (watermark, prefix_hash, artifact_role, artifact_content, updated_at_ms, reset_identity, reset_session, realm, conversation)
+			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 			 ON CONFLICT (realm, conversation) DO UPDATE SET
 			   watermark = excluded.watermark, prefix_hash = excluded.prefix_hash,
 			   artifact_role = excluded.artifact_role, artifact_content = excluded.artifact_content,
-			   updated_at_ms = excluded.updated_at_ms
+			   updated_at_ms = excluded.updated_at_ms,
+			   reset_identity = excluded.reset_identity, reset_session = excluded.reset_session
 			 WHERE compaction_state.watermark = 0`, args...)
 	} else {
 		res, err = s.db.ExecContext(ctx,
-			`UPDATE compaction_state SET watermark = ?, prefix_hash = ?, artifact_role = ?, artifact_content = ?, updated_at_ms = ?
+			`UPDATE compaction_state SET watermark = ?, prefix_hash = ?, artifact_role = ?, artifact_content = ?, updated_at_ms = ?,
+			   reset_identity = ?, reset_session = ?
 			 WHERE realm = ? AND conversation = ? AND watermark = ?`, append(args, prev)...)
 	}
 	if err != nil {
@@ -90,8 +106,33 @@ func (s *SQLStore) Delete(ctx context.Context, key Key) error {
 	return nil
 }
 
+// PendingResets lists the conversations whose summary is saved and whose
+// session reset is not done yet.
+func (s *SQLStore) PendingResets(ctx context.Context) (map[Key]PendingReset, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT realm, conversation, reset_identity, reset_session FROM compaction_state WHERE reset_session <> ''`)
+	if err != nil {
+		return nil, fmt.Errorf("compaction store: list pending resets: %w", err)
+	}
+	defer rows.Close()
+	out := map[Key]PendingReset{}
+	for rows.Next() {
+		var k Key
+		var p PendingReset
+		if err := rows.Scan(&k.Realm, &k.Conversation, &p.Identity, &p.Session); err != nil {
+			return nil, fmt.Errorf("compaction store: list pending resets: %w", err)
+		}
+		out[k] = p
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("compaction store: list pending resets: %w", err)
+	}
+	return out, nil
+}
+
 // compile-time checks that both stores satisfy Store.
 var (
-	_ Store = (*SQLStore)(nil)
-	_ Store = (*MemoryStore)(nil)
+	_ Store         = (*SQLStore)(nil)
+	_ Store         = (*MemoryStore)(nil)
+	_ PendingLister = (*SQLStore)(nil)
+	_ PendingLister = (*MemoryStore)(nil)
 )

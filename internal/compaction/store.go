@@ -27,7 +27,23 @@ type State struct {
 	// Artifact is the rolling summary; the carry-over of the next call.
 	Artifact  sdk.Message
 	UpdatedAt time.Time
+	// Pending is a session reset the compaction that saved this state owes
+	// and has not done yet (zero: none). It is saved with the summary, so
+	// a failure between the two, or a host killed there, leaves a record
+	// that the next compaction of the conversation, or the session's next
+	// turn, completes.
+	Pending PendingReset
 }
+
+// PendingReset names a session whose reset is owed: an identity of the
+// conversation's realm and its session key.
+type PendingReset struct {
+	Identity string
+	Session  string
+}
+
+// IsZero reports whether no reset is pending.
+func (p PendingReset) IsZero() bool { return p.Session == "" }
 
 // ErrStale is answered by Store.Save when the stored watermark is no longer
 // the one the caller read: another writer got there first.
@@ -43,6 +59,23 @@ type Store interface {
 	Save(ctx context.Context, key Key, prev int, st State) error
 	// Delete forgets key's state; forgetting nothing is not an error.
 	Delete(ctx context.Context, key Key) error
+}
+
+// TxStore is a Store that also holds the session store (pgstate, where both
+// live in PostgreSQL): the summary and the session reset commit in one
+// transaction, and no reset is ever pending.
+type TxStore interface {
+	Store
+	// SaveWith saves as Save does, then runs fn with a context carrying
+	// the transaction, which the session store joins; both commit, or
+	// neither does and the error is answered.
+	SaveWith(ctx context.Context, key Key, prev int, st State, fn func(ctx context.Context) error) error
+}
+
+// PendingLister is a Store that can list the states with a pending reset,
+// so a host that restarts still completes them on the sessions' turns.
+type PendingLister interface {
+	PendingResets(ctx context.Context) (map[Key]PendingReset, error)
 }
 
 // MemoryStore keeps state in memory: for tests and Go embedders that do
@@ -70,6 +103,18 @@ func (m *MemoryStore) Save(_ context.Context, key Key, prev int, st State) error
 	}
 	m.states[key] = st
 	return nil
+}
+
+func (m *MemoryStore) PendingResets(context.Context) (map[Key]PendingReset, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[Key]PendingReset{}
+	for k, st := range m.states {
+		if !st.Pending.IsZero() {
+			out[k] = st.Pending
+		}
+	}
+	return out, nil
 }
 
 func (m *MemoryStore) Delete(_ context.Context, key Key) error {

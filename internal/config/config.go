@@ -146,12 +146,20 @@ type Token struct {
 	Secret    string `json:"-"`
 	Realms    []string
 	Role      string
-	Pos       string // "file:line"
+	// Identities, when any, are the only identities the token may act
+	// as; none leaves it free to act as any identity of its realms (an
+	// agent runtime serving many users).
+	Identities []string
+	Pos        string // "file:line"
 }
 
 // String describes the token without its secret.
 func (t Token) String() string {
-	return fmt.Sprintf("token %q (%s; realms %s; secret from $%s)", t.Name, t.Role, strings.Join(t.Realms, ", "), t.SecretEnv)
+	ids := ""
+	if len(t.Identities) > 0 {
+		ids = "; identities " + strings.Join(t.Identities, ", ")
+	}
+	return fmt.Sprintf("token %q (%s; realms %s%s; secret from $%s)", t.Name, t.Role, strings.Join(t.Realms, ", "), ids, t.SecretEnv)
 }
 
 // GoString keeps the secret out of %#v.

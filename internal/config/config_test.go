@@ -188,6 +188,9 @@ func TestErrorPositions(t *testing.T) {
 		{"token env empty", "token \"ops\" {\n  secret_env = \"MEMHOST_TOKEN_EMPTY\"\n  realms = [\"default\"]\n}\n", 2, "MEMHOST_TOKEN_EMPTY, which is empty"},
 		{"token no realms", "token \"ops\" {\n  secret_env = \"MEMHOST_TOKEN_OPS\"\n  realms = []\n}\n", 3, "must name at least one realm"},
 		{"token missing realms", "token \"ops\" {\n  secret_env = \"MEMHOST_TOKEN_OPS\"\n}\n", 1, `The argument "realms" is required`},
+		{"token bad identity", "token \"ops\" {\n  secret_env = \"MEMHOST_TOKEN_OPS\"\n  realms = [\"default\"]\n  identity = \"a b\"\n}\n", 4, `Token "ops": identity "a b"`},
+		{"token identity twice", "token \"ops\" {\n  secret_env = \"MEMHOST_TOKEN_OPS\"\n  realms = [\"default\"]\n  identity = [\"al\", \"al\"]\n}\n", 4, `names identity "al" twice`},
+		{"token identity number", "token \"ops\" {\n  secret_env = \"MEMHOST_TOKEN_OPS\"\n  realms = [\"default\"]\n  identity = 7\n}\n", 4, "identity must be a list of strings"},
 		{"interpolation", "listen = \"127.0.0.1:${7077}\"\n", 1, "Expression not allowed"},
 		{"variable", "\ndata_dir = home\n", 2, "Expression not allowed"},
 		{"function in config", "provider \"p\" {\n  plugin = \"sqlite\"\n  config = {\n    path = lower(\"X\")\n  }\n}\n", 4, "Expression not allowed"},
@@ -265,6 +268,28 @@ token "c" {
 	}
 	if !strings.Contains(err.Error(), `m.hcl:11,`) || !strings.Contains(err.Error(), `the secret in SHORT is shorter than 16 bytes`) {
 		t.Errorf("short secret not reported at line 11: %v", err)
+	}
+}
+
+// TestTokenIdentities: identity takes one string or a list, and the
+// formatted config keeps it.
+func TestTokenIdentities(t *testing.T) {
+	c := mustParse(t, `
+token "one" {
+  secret_env = "MEMHOST_TOKEN_OPS"
+  realms     = ["default"]
+  identity   = "alice"
+}
+token "many" {
+  secret_env = "MEMHOST_TOKEN_CI"
+  realms     = ["default"]
+  identity   = ["bob", "carol"]
+}`)
+	if got := fmt.Sprint(c.Tokens[0].Identities, c.Tokens[1].Identities); got != "[alice] [bob carol]" {
+		t.Errorf("identities = %s", got)
+	}
+	if out := string(c.HCL()); !strings.Contains(out, `identity   = ["bob", "carol"]`) {
+		t.Errorf("formatted config lost the identities:\n%s", out)
 	}
 }
 

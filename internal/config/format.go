@@ -72,6 +72,13 @@ func (c *Config) HCL() []byte {
 			realms[i] = cty.StringVal(r)
 		}
 		b.SetAttributeValue("realms", cty.TupleVal(realms))
+		if len(t.Identities) > 0 {
+			ids := make([]cty.Value, len(t.Identities))
+			for i, id := range t.Identities {
+				ids[i] = cty.StringVal(id)
+			}
+			b.SetAttributeValue("identity", cty.TupleVal(ids))
+		}
 	}
 	return f.Bytes()
 }

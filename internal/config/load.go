@@ -114,7 +114,7 @@ var (
 		{Name: "provider", Required: true},
 	}}
 	tokenSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
-		{Name: "secret_env", Required: true}, {Name: "realms", Required: true}, {Name: "role"},
+		{Name: "secret_env", Required: true}, {Name: "realms", Required: true}, {Name: "role"}, {Name: "identity"},
 	}}
 	serverSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 		{Name: "max_body_bytes"}, {Name: "read_timeout_ms"}, {Name: "shutdown_timeout_ms"},
@@ -216,6 +216,7 @@ func (d *decoder) token(b *hcl.Block) {
 	t := Token{Name: b.Labels[0], Pos: lineOf(b.DefRange)}
 	d.at(key, labelRange(b))
 	d.strings(content.Attributes, "realms", key+".realms", &t.Realms)
+	d.identities(content.Attributes, key+".identity", &t.Identities)
 	t.Role = RoleAgent
 	if d.str(content.Attributes, "role", key+".role", &t.Role) && t.Role != RoleAgent && t.Role != RoleApplication {
 		d.errorf(content.Attributes["role"].Expr.Range().Ptr(), "Invalid token role",
@@ -238,6 +239,22 @@ func (d *decoder) token(b *hcl.Block) {
 		}
 	}
 	d.cfg.Tokens = append(d.cfg.Tokens, t)
+}
+
+// identities decodes a token's identity: one string, or a list of them.
+func (d *decoder) identities(attrs hcl.Attributes, key string, dst *[]string) {
+	attr, ok := attrs["identity"]
+	if !ok {
+		return
+	}
+	if v, diags := attr.Expr.Value(nil); !diags.HasErrors() && v.Type().Equals(cty.String) {
+		var one string
+		if d.str(attrs, "identity", key, &one) {
+			*dst = []string{one}
+		}
+		return
+	}
+	d.strings(attrs, "identity", key, dst)
 }
 
 func (d *decoder) server(b *hcl.Block) {

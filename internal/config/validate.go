@@ -355,6 +355,15 @@ func (c *Config) validateTokens(p *problems) {
 			}
 			seen[r] = true
 		}
+		seenID := map[string]bool{}
+		for _, id := range t.Identities {
+			if err := (sdk.Identity{Realm: sdk.DefaultRealm, ID: id}).Validate(); err != nil {
+				p.add(key+".identity", "Invalid identity", "Token %q: identity %q %s.", t.Name, id, strings.TrimPrefix(err.Error(), "identity.id: "))
+			} else if seenID[id] {
+				p.add(key+".identity", "Invalid identity", "Token %q names identity %q twice.", t.Name, id)
+			}
+			seenID[id] = true
+		}
 	}
 }
 

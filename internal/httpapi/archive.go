@@ -30,6 +30,9 @@ func (s *Server) archiver(c caller, realmName string) (string, sdk.Archiver, err
 	if err := c.requireApplication("export and import"); err != nil {
 		return "", nil, err
 	}
+	if err := c.requireRealmWide("export and import"); err != nil {
+		return "", nil, err
+	}
 	realm, p, err := s.provider(c, realmName)
 	if err != nil {
 		return "", nil, err

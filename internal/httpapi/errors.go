@@ -95,9 +95,18 @@ func writeError(w http.ResponseWriter, err error, requestID string) bool {
 	if errors.As(err, &fe) {
 		body.Error.Field = fe.Field
 	}
-	writeJSON(w, statusOf(body.Error.Code), body)
+	status := statusOf(body.Error.Code)
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
+	}
+	writeJSON(w, status, body)
 	return changed
 }
+
+// RetryAfterSeconds is the Retry-After of every 503: an outage's cause (a
+// plugin restarting, the database down or out of connections) is shared
+// by every host, so a client backs off rather than retrying at once.
+const RetryAfterSeconds = 2
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	// Encoded whole first, into a reused buffer: the answer then goes out

@@ -31,7 +31,7 @@ func (s *Server) authorised(c caller, in identityInput) (sdk.Identity, error) {
 	if err := id.Validate(); err != nil {
 		return sdk.Identity{}, err
 	}
-	return id, nil
+	return id, c.actAs(id.ID)
 }
 
 type turnRequest struct {

@@ -67,6 +67,9 @@ func (s *Server) handleRemember(ctx context.Context, c caller, w http.ResponseWr
 		if err := probe.Prepare(realm, time.Now()); err != nil {
 			return inRecord(i, err)
 		}
+		if err := c.touchScope(records[i].Scope); err != nil {
+			return inRecord(i, err)
+		}
 	}
 	if !c.application() {
 		n := 0
@@ -124,6 +127,9 @@ func (s *Server) handleGet(ctx context.Context, c caller, w http.ResponseWriter,
 	if len(recs) == 0 {
 		return fmt.Errorf("record %q not found in realm %q: %w", id, realm, sdk.ErrNotFound)
 	}
+	if err := c.touchScope(recs[0].Scope); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, recs[0])
 	return nil
 }
@@ -131,6 +137,9 @@ func (s *Server) handleGet(ctx context.Context, c caller, w http.ResponseWriter,
 func (s *Server) handleForget(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
 	realm, id, p, err := s.recordTarget(c, r)
 	if err != nil {
+		return err
+	}
+	if err := s.ownRecord(ctx, c, realm, id, p); err != nil {
 		return err
 	}
 	forgetter, ok := host.ProviderOf(p).Forgetter()
@@ -171,6 +180,9 @@ func (s *Server) identity(c caller, in identityInput) (sdk.Identity, sdk.Provide
 	if err := id.Validate(); err != nil {
 		return sdk.Identity{}, nil, err
 	}
+	if err := c.actAs(id.ID); err != nil {
+		return sdk.Identity{}, nil, err
+	}
 	return id, p, nil
 }
 
@@ -185,6 +197,12 @@ func (s *Server) handleRecall(ctx context.Context, c caller, w http.ResponseWrit
 	}
 	if req.Limit < 0 || req.Limit > MaxRecallLimit {
 		return badRequest("limit: %d is outside 0..%d", req.Limit, MaxRecallLimit)
+	}
+	if err := sdk.ValidateTagFilter("tags", req.Tags); err != nil {
+		return err
+	}
+	if err := sdk.ValidateTagFilter("exclude_tags", req.ExcludeTags); err != nil {
+		return err
 	}
 	// A recall path: it runs under the recall timeout (DESIGN 3.4), not
 	// the request's, so a hung plugin fails it quickly.

@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 	"github.com/memhost/memhost/guide"
 	"github.com/memhost/memhost/internal/compaction"
 	"github.com/memhost/memhost/internal/pluginhost"
+	"github.com/memhost/memhost/internal/redact"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -36,13 +38,15 @@ const (
 	RoleAgent       = "agent"
 )
 
-// Token is a bearer token, the realms it may touch and its caller's role
-// (RoleAgent when empty).
+// Token is a bearer token, the realms it may touch, its caller's role
+// (RoleAgent when empty) and the identities it may act as (any when
+// empty; see identity.go).
 type Token struct {
-	Name   string
-	Secret string
-	Realms []string
-	Role   string
+	Name       string
+	Secret     string
+	Realms     []string
+	Role       string
+	Identities []string
 }
 
 // Plugins reports plugin health for /readyz and /v1/plugins.
@@ -73,6 +77,8 @@ type Options struct {
 	// Compaction serves the conversation endpoints; nil (or one without a
 	// compactor) answers them 501.
 	Compaction *compaction.Service
+	// ReadyChecks run on every GET /readyz, after the plugins' health.
+	ReadyChecks []ReadyCheck
 	// MCP, when set, builds the MCP endpoint served at /mcp; bind answers
 	// the identity of an authenticated request from its headers.
 	MCP func(bind func(http.Header) (sdk.Identity, error)) http.Handler
@@ -339,7 +345,11 @@ func (s *Server) mountMCP(mux *http.ServeMux, h http.Handler) {
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		reqID := requestID(r)
 		rec.Header().Set(HeaderRequestID, reqID)
-		if _, err := s.mcpIdentity(r.Header); err != nil {
+		err := mcpHeader(r)
+		if err == nil {
+			_, err = s.mcpIdentity(r.Header)
+		}
+		if err != nil {
 			writeError(rec, err, reqID)
 		} else {
 			r.Body = http.MaxBytesReader(rec, r.Body, s.opts.MaxBodyBytes)
@@ -352,7 +362,9 @@ func (s *Server) mountMCP(mux *http.ServeMux, h http.Handler) {
 }
 
 // mcpIdentity authenticates an MCP request and answers the identity its
-// headers name, in a realm its token may touch.
+// headers name (or ?identity=, folded in by mcpHeader), in a realm its
+// token may touch and as an identity the token may act as. A token bound
+// to exactly one identity makes it the default.
 func (s *Server) mcpIdentity(header http.Header) (sdk.Identity, error) {
 	c, err := s.authenticate(header)
 	if err != nil {
@@ -363,23 +375,60 @@ func (s *Server) mcpIdentity(header http.Header) (sdk.Identity, error) {
 		return sdk.Identity{}, err
 	}
 	id := sdk.Identity{Realm: realm, ID: header.Get(HeaderIdentity)}
+	if id.ID == "" && c.bound() && len(c.token.Identities) == 1 {
+		id.ID = c.token.Identities[0]
+	}
 	if id.ID == "" {
-		return sdk.Identity{}, badRequest("the %s header is required on /mcp", HeaderIdentity)
+		return sdk.Identity{}, badRequest("the %s header (or ?%s=) is required on /mcp", HeaderIdentity, QueryIdentity)
 	}
 	if err := id.Validate(); err != nil {
+		return sdk.Identity{}, err
+	}
+	if err := c.actAs(id.ID); err != nil {
 		return sdk.Identity{}, err
 	}
 	return id, nil
 }
 
-// handleReady answers whether every plugin is up. Probes carry no token,
-// so with tokens configured an unauthenticated caller learns only that:
-// plugin names, versions, pids, paths and errors need a valid token.
+// ReadyCheck is a readiness condition beyond the plugins' health: the
+// shared state's schema, say. Check answers nil when ready; an error
+// wrapping sdk.ErrUnavailable or sdk.ErrDeadline means it could not tell
+// (the database is down) and leaves the host ready, since an outage of a
+// shared database must not take every host out of the pool at once (calls
+// answer 503 meanwhile); any other error is "not ready".
+type ReadyCheck struct {
+	Name  string
+	Check func(ctx context.Context) error
+}
+
+// readyCheckTimeout bounds each ReadyCheck.
+const readyCheckTimeout = 2 * time.Second
+
+// handleReady answers whether every plugin is up and every ReadyCheck
+// passes. Probes carry no token, so with tokens configured an
+// unauthenticated caller learns only that: plugin names, versions, pids,
+// paths and errors need a valid token.
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
-	if s.opts.Plugins != nil && !s.opts.Plugins.Ready() {
+	pluginsReady := s.opts.Plugins == nil || s.opts.Plugins.Ready()
+	var failed []map[string]string
+	for _, c := range s.opts.ReadyChecks {
+		ctx, cancel := context.WithTimeout(r.Context(), readyCheckTimeout)
+		err := c.Check(ctx)
+		cancel()
+		if err != nil && !errors.Is(err, sdk.ErrUnavailable) && !errors.Is(err, sdk.ErrDeadline) {
+			msg, _ := redact.Message(err.Error())
+			failed = append(failed, map[string]string{"name": c.Name, "error": msg})
+		}
+	}
+	if !pluginsReady || len(failed) > 0 {
 		body := map[string]any{"status": "not ready"}
 		if _, err := s.authenticate(r.Header); err == nil {
-			body["plugins"] = s.opts.Plugins.Status()
+			if s.opts.Plugins != nil {
+				body["plugins"] = s.opts.Plugins.Status()
+			}
+			if len(failed) > 0 {
+				body["checks"] = failed
+			}
 		}
 		writeJSON(w, http.StatusServiceUnavailable, body)
 		return

@@ -261,6 +261,9 @@ func (t tools) recall(ctx context.Context, req *mcp.CallToolRequest, in RecallIn
 	if in.Limit < 1 || in.Limit > MaxRecallLimit {
 		return nil, RecallOutput{}, fmt.Errorf("limit: %d is outside 1..%d", in.Limit, MaxRecallLimit)
 	}
+	if err := sdk.ValidateTagFilter("tags", in.Tags); err != nil {
+		return nil, RecallOutput{}, err
+	}
 	id, scopes, p, err := t.caller(ctx, req)
 	if err != nil {
 		return nil, RecallOutput{}, err

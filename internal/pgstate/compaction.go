@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/memhost/memhost/internal/compaction"
 )
 
@@ -22,9 +23,9 @@ func (c *Compaction) Load(ctx context.Context, key compaction.Key) (compaction.S
 	var st compaction.State
 	var ms int64
 	err := c.db.pool.QueryRow(ctx,
-		c.db.q(`SELECT watermark, prefix_hash, artifact_role, artifact_content, updated_at_ms
+		c.db.q(`SELECT watermark, prefix_hash, artifact_role, artifact_content, updated_at_ms, reset_identity, reset_session
 		 FROM compaction_state WHERE realm = $1 AND conversation = $2`), key.Realm, key.Conversation,
-	).Scan(&st.Watermark, &st.PrefixHash, &st.Artifact.Role, &st.Artifact.Content, &ms)
+	).Scan(&st.Watermark, &st.PrefixHash, &st.Artifact.Role, &st.Artifact.Content, &ms, &st.Pending.Identity, &st.Pending.Session)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return compaction.State{}, false, nil
 	}
@@ -36,27 +37,66 @@ func (c *Compaction) Load(ctx context.Context, key compaction.Key) (compaction.S
 }
 
 func (c *Compaction) Save(ctx context.Context, key compaction.Key, prev int, st compaction.State) error {
-	args := []any{st.Watermark, st.PrefixHash, st.Artifact.Role, st.Artifact.Content, st.UpdatedAt.UnixMilli(), key.Realm, key.Conversation}
-	var sql string
-	if prev == 0 {
-		sql = c.db.q(`INSERT INTO compaction_state AS cs (watermark, prefix_hash, artifact_role, artifact_content, updated_at_ms, realm, conversation)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)
-			ON CONFLICT (realm, conversation) DO UPDATE SET
-			  watermark = excluded.watermark, prefix_hash = excluded.prefix_hash,
-			  artifact_role = excluded.artifact_role, artifact_content = excluded.artifact_content,
-			  updated_at_ms = excluded.updated_at_ms
-			WHERE cs.watermark = 0`)
-	} else {
-		sql = c.db.q(`UPDATE compaction_state SET watermark = $1, prefix_hash = $2, artifact_role = $3, artifact_content = $4, updated_at_ms = $5
-			WHERE realm = $6 AND conversation = $7 AND watermark = $8`)
-		args = append(args, prev)
+	if err := c.save(ctx, c.db.pool, key, prev, st); err != nil {
+		return fmt.Errorf("compaction store: save %s/%s: %w", key.Realm, key.Conversation, err)
 	}
-	tag, err := c.db.pool.Exec(ctx, sql, args...)
+	return nil
+}
+
+// SaveWith saves st and runs fn in one transaction: fn's context carries
+// it, and the session store of the same database joins it (Sessions.Update),
+// so a compaction's summary and its session reset commit together.
+func (c *Compaction) SaveWith(ctx context.Context, key compaction.Key, prev int, st compaction.State, fn func(context.Context) error) error {
+	var err error
+	for range maxAttempts {
+		err = pgx.BeginFunc(ctx, c.db.pool, func(tx pgx.Tx) error {
+			if err := c.save(ctx, tx, key, prev, st); err != nil {
+				return err
+			}
+			return fn(context.WithValue(ctx, txKey{}, &joined{db: c.db, tx: tx}))
+		})
+		switch sqlState(err) {
+		case codeDeadlock, codeSerialization:
+			continue
+		}
+		break
+	}
 	if err != nil {
 		return fmt.Errorf("compaction store: save %s/%s: %w", key.Realm, key.Conversation, classify(err))
 	}
+	return nil
+}
+
+// execer is what the pool and a transaction share.
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// save is the compare-and-set of Save, on the pool or in a transaction.
+func (c *Compaction) save(ctx context.Context, ex execer, key compaction.Key, prev int, st compaction.State) error {
+	args := []any{st.Watermark, st.PrefixHash, st.Artifact.Role, st.Artifact.Content, st.UpdatedAt.UnixMilli(), st.Pending.Identity, st.Pending.Session, key.Realm, key.Conversation}
+	var sql string
+	if prev == 0 {
+		sql = c.db.q(`INSERT INTO compaction_state AS cs (watermark, prefix_hash, artifact_role, artifact_content, updated_at_ms, reset_identity, reset_session, realm, conversation)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+			ON CONFLICT (realm, conversation) DO UPDATE SET
+			  watermark = excluded.watermark, prefix_hash = excluded.prefix_hash,
+			  artifact_role = excluded.artifact_role, artifact_content = excluded.artifact_content,
+			  updated_at_ms = excluded.updated_at_ms,
+			  reset_identity = excluded.reset_identity, reset_session = excluded.reset_session
+			WHERE cs.watermark = 0`)
+	} else {
+		sql = c.db.q(`UPDATE compaction_state SET watermark = $1, prefix_hash = $2, artifact_role = $3, artifact_content = $4, updated_at_ms = $5,
+			  reset_identity = $6, reset_session = $7
+			WHERE realm = $8 AND conversation = $9 AND watermark = $10`)
+		args = append(args, prev)
+	}
+	tag, err := ex.Exec(ctx, sql, args...)
+	if err != nil {
+		return classify(err)
+	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("compaction store: save %s/%s at watermark %d: %w", key.Realm, key.Conversation, prev, compaction.ErrStale)
+		return fmt.Errorf("at watermark %d: %w", prev, compaction.ErrStale)
 	}
 	return nil
 }
@@ -68,4 +108,4 @@ func (c *Compaction) Delete(ctx context.Context, key compaction.Key) error {
 	return nil
 }
 
-var _ compaction.Store = (*Compaction)(nil)
+var _ compaction.TxStore = (*Compaction)(nil)

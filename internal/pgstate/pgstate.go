@@ -15,8 +15,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
+	"os"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -90,7 +94,74 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		pool.Close()
 		return nil, err
 	}
+	if err := db.CheckSchema(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
 	return db, nil
+}
+
+// catalogColumns lists a schema's tables and their live columns, whatever
+// the role's privileges on them (information_schema would hide some).
+const catalogColumns = `SELECT c.relname, a.attname FROM pg_catalog.pg_attribute a
+	JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
+	JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+	WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND a.attnum > 0 AND NOT a.attisdropped`
+
+// ErrSchema marks a schema that lacks a table or column the store needs
+// (renamed or dropped behind the host's back).
+var ErrSchema = errors.New("shared state schema incomplete")
+
+// requiredColumns is every table and column the stores read or write;
+// TestRequiredColumnsMatchMigrations holds it to the migrations.
+var requiredColumns = map[string][]string{
+	"state_migrations": {"version", "applied_at"},
+	"sessions":         {"realm", "identity", "session", "state", "touched_at"},
+	"compaction_state": {"realm", "conversation", "watermark", "prefix_hash", "artifact_role", "artifact_content", "updated_at_ms", "reset_identity", "reset_session"},
+	"host_key":         {"id", "verifier", "created_at"},
+}
+
+// CheckSchema answers an error wrapping ErrSchema, naming what is missing,
+// when the schema lacks a table or column the stores need: the version row
+// alone does not prove the tables are still there. Start and /readyz run
+// it.
+func (db *DB) CheckSchema(ctx context.Context) error {
+	rows, err := db.pool.Query(ctx, catalogColumns, db.schema)
+	if err != nil {
+		return fmt.Errorf("shared state: check the schema: %w", classify(err))
+	}
+	have := map[string]bool{}
+	var table, column string
+	_, err = pgx.ForEachRow(rows, []any{&table, &column}, func() error {
+		have[table] = true
+		have[table+"."+column] = true
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("shared state: check the schema: %w", classify(err))
+	}
+	return missingFrom(db.schema, requiredColumns, have)
+}
+
+// missingFrom names what of required the catalog rows in have lack.
+func missingFrom(schema string, required map[string][]string, have map[string]bool) error {
+	var missing []string
+	for _, table := range slices.Sorted(maps.Keys(required)) {
+		if !have[table] {
+			missing = append(missing, "table "+table)
+			continue
+		}
+		for _, col := range required[table] {
+			if !have[table+"."+col] {
+				missing = append(missing, "column "+table+"."+col)
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("shared state: schema %s lacks %s (renamed or dropped?); restore it from a backup or rename it back, or point session_store.schema at a complete schema: %w",
+		schema, strings.Join(missing, ", "), ErrSchema)
 }
 
 // q qualifies the table names of a statement with the schema: statements
@@ -100,7 +171,7 @@ func (db *DB) q(sql string) string {
 	return tableRE.ReplaceAllStringFunc(sql, func(t string) string { return db.prefix + t })
 }
 
-var tableRE = regexp.MustCompile(`\b(sessions|compaction_state)\b`)
+var tableRE = regexp.MustCompile(`\b(sessions|compaction_state|host_key)\b`)
 
 // Close closes the pool.
 func (db *DB) Close() { db.pool.Close() }
@@ -126,6 +197,18 @@ var migrations = []string{
 		artifact_content text   NOT NULL,
 		updated_at_ms    bigint NOT NULL,
 		PRIMARY KEY (realm, conversation)
+	);`,
+	// A compaction's session reset owed and not yet made (see
+	// compaction.State.Pending); '' when none.
+	`ALTER TABLE compaction_state
+		ADD COLUMN reset_identity text NOT NULL DEFAULT '',
+		ADD COLUMN reset_session  text NOT NULL DEFAULT '';`,
+	// The verifier of the host key every host sharing the state must use
+	// (see CheckHostKey); one row.
+	`CREATE TABLE host_key (
+		id         int         PRIMARY KEY CHECK (id = 1),
+		verifier   text        NOT NULL,
+		created_at timestamptz NOT NULL DEFAULT now()
 	);`,
 }
 
@@ -183,21 +266,30 @@ const (
 	codeCannotConnectNow = "57P03"
 )
 
-// classify marks a server that cannot be reached or is going down as
-// sdk.ErrUnavailable and a timeout as sdk.ErrDeadline, so the API answers
-// 503 / 504 during an outage rather than 500.
+// classify marks a server that cannot be reached, refuses a connection
+// or is going down as sdk.ErrUnavailable and a timeout as sdk.ErrDeadline,
+// so the API answers 503 / 504 during an outage rather than 500. A
+// connection failure's text (pgconn's names the user, database and
+// host:port) is kept out of the message, which reaches clients.
 func classify(err error) error {
 	if err == nil || errors.Is(err, sdk.ErrUnavailable) || errors.Is(err, sdk.ErrDeadline) || errors.Is(err, ErrInvalid) {
 		return err
 	}
+	// Connect-time first: a refusal at connect (too many connections,
+	// starting up, authentication) is a PgError inside a ConnectError.
+	var ce *pgconn.ConnectError
 	var pe *pgconn.PgError
+	if errors.As(err, &ce) {
+		return unavailable("shared state: the database refused a new connection", err)
+	}
 	if errors.As(err, &pe) {
 		switch {
 		case pe.Code == codeQueryCanceled:
 			return fmt.Errorf("%w: %w", sdk.ErrDeadline, err)
 		case pe.Code == codeAdminShutdown, pe.Code == codeCrashShutdown, pe.Code == codeCannotConnectNow,
-			len(pe.Code) == 5 && pe.Code[:2] == "08":
-			return fmt.Errorf("%w: %w", sdk.ErrUnavailable, err)
+			strings.HasPrefix(pe.Code, "08"), // connection exceptions
+			strings.HasPrefix(pe.Code, "53"): // insufficient resources: too many connections, out of memory, disk full
+			return unavailable("shared state: the database is unavailable", err)
 		}
 		return err
 	}
@@ -205,16 +297,37 @@ func classify(err error) error {
 		return fmt.Errorf("%w: %w", sdk.ErrDeadline, err)
 	}
 	var ne net.Error
-	var ce *pgconn.ConnectError
-	if errors.As(err, &ce) || errors.As(err, &ne) || pgconn.SafeToRetry(err) || errors.Is(err, pgx.ErrTxClosed) || pgconn.Timeout(err) {
-		return fmt.Errorf("%w: %w", sdk.ErrUnavailable, err)
-	}
-	// A connection dropped mid-statement surfaces as a bare EOF.
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
-		return fmt.Errorf("%w: %w", sdk.ErrUnavailable, err)
+	if errors.As(err, &ne) || pgconn.SafeToRetry(err) || errors.Is(err, pgx.ErrTxClosed) || pgconn.Timeout(err) ||
+		// A connection dropped mid-statement surfaces as a bare EOF.
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
+		return unavailable("shared state: the connection to the database failed", err)
 	}
 	return err
 }
+
+// unavailable is sdk.ErrUnavailable with a message fit for a client: what
+// happened and the SQLSTATE, if any. The cause stays reachable for
+// errors.As, and the host logs the full error of a failed request.
+func unavailable(what string, cause error) error {
+	var se *os.SyscallError
+	if code := sqlState(cause); code != "" {
+		what += " (SQLSTATE " + code + ")"
+	} else if errors.As(cause, &se) {
+		what += " (" + se.Err.Error() + ")" // "connection refused", with no address
+	}
+	return &hiddenError{msg: what + ": " + sdk.ErrUnavailable.Error(), sentinel: sdk.ErrUnavailable, cause: cause}
+}
+
+// hiddenError answers msg while wrapping a sentinel and a cause whose text
+// must not reach a client.
+type hiddenError struct {
+	msg      string
+	sentinel error
+	cause    error
+}
+
+func (e *hiddenError) Error() string   { return e.msg }
+func (e *hiddenError) Unwrap() []error { return []error{e.sentinel, e.cause} }
 
 func sqlState(err error) string {
 	var pe *pgconn.PgError

@@ -76,6 +76,16 @@ const maxAttempts = 5
 // row's lock, and writes in the same transaction: a turn on another host
 // either saw this write or waits for it.
 func (s *Sessions) Update(ctx context.Context, key coordinator.SessionKey, fn func(*coordinator.SessionState) bool) error {
+	if j, ok := ctx.Value(txKey{}).(*joined); ok && j.db == s.db {
+		// Inside a compaction's transaction (Compaction.SaveWith): the
+		// visit is part of it, in a savepoint so a visit that changes
+		// nothing drops its placeholder row.
+		err := pgx.BeginFunc(ctx, j.tx, func(tx pgx.Tx) error { return s.locked(ctx, tx, key, fn) })
+		if err != nil && !errors.Is(err, errUnchanged) {
+			return fmt.Errorf("save session: %w", classify(err))
+		}
+		return nil
+	}
 	st, found, stale, err := s.read(ctx, key)
 	if err != nil {
 		return err
@@ -156,6 +166,15 @@ func (s *Sessions) locked(ctx context.Context, tx pgx.Tx, key coordinator.Sessio
 		return s.bound(ctx, tx, key)
 	}
 	return nil
+}
+
+// txKey carries a joined transaction in a context.
+type txKey struct{}
+
+// joined is a transaction of db that a store visit joins.
+type joined struct {
+	db *DB
+	tx pgx.Tx
 }
 
 // errUnchanged rolls back a transaction whose fn changed nothing.

@@ -101,7 +101,6 @@ type entry struct {
 	fresh bool
 }
 
-
 // record is the stored form of a SessionState. Sweep keeps null apart
 // from [] (no sweep waiting versus a finished sweep that found nothing).
 type record struct {

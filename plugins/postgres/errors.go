@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -23,9 +25,11 @@ const (
 )
 
 // classify wraps err with the sdk sentinel the host branches on: a
-// timeout is sdk.ErrDeadline, a server that cannot be reached or is going
-// down is sdk.ErrUnavailable. Anything already carrying a sentinel, and
-// anything else, passes through.
+// timeout is sdk.ErrDeadline, a server that cannot be reached, refuses a
+// connection or is going down is sdk.ErrUnavailable. Anything already
+// carrying a sentinel, and anything else, passes through. A connection
+// failure's text (pgconn's names the user, database and host:port) never
+// reaches the message: it goes to the plugin's log.
 func classify(err error) error {
 	if err == nil {
 		return nil
@@ -35,16 +39,22 @@ func classify(err error) error {
 			return err
 		}
 	}
+	// Connect-time first: a server refusing a connection (too many
+	// connections, starting up, authentication) answers a PgError inside
+	// a ConnectError, and that is an outage for the caller, not a bug.
+	var ce *pgconn.ConnectError
 	var pe *pgconn.PgError
+	if errors.As(err, &ce) {
+		return unavailable("the database refused a new connection", err)
+	}
 	if errors.As(err, &pe) {
-		switch pe.Code {
-		case codeQueryCanceled:
+		switch {
+		case pe.Code == codeQueryCanceled:
 			return fmt.Errorf("%w: %w", sdk.ErrDeadline, err)
-		case codeAdminShutdown, codeCrashShutdown, codeCannotConnectNow:
-			return fmt.Errorf("%w: %w", sdk.ErrUnavailable, err)
-		}
-		if len(pe.Code) == 2+3 && pe.Code[:2] == "08" { // connection exceptions
-			return fmt.Errorf("%w: %w", sdk.ErrUnavailable, err)
+		case pe.Code == codeAdminShutdown, pe.Code == codeCrashShutdown, pe.Code == codeCannotConnectNow,
+			strings.HasPrefix(pe.Code, "08"), // connection exceptions
+			strings.HasPrefix(pe.Code, "53"): // insufficient resources: too many connections, out of memory, disk full
+			return unavailable("the database is unavailable", err)
 		}
 		return err
 	}
@@ -52,12 +62,49 @@ func classify(err error) error {
 		return fmt.Errorf("%w: %w", sdk.ErrDeadline, err)
 	}
 	var ne net.Error
-	var ce *pgconn.ConnectError
-	if errors.As(err, &ce) || errors.As(err, &ne) || pgconn.SafeToRetry(err) || errors.Is(err, pgx.ErrTxClosed) {
-		return fmt.Errorf("%w: %w", sdk.ErrUnavailable, err)
+	if errors.As(err, &ne) || pgconn.SafeToRetry(err) || errors.Is(err, pgx.ErrTxClosed) {
+		return unavailable("the connection to the database failed", err)
 	}
 	return err
 }
+
+// startFailure is classify for Configure's connection: the operator
+// reads that error at start beside the target Configure names, so the
+// server's own words stay ("unsupported startup parameter", "database
+// ... does not exist"); a call's error never carries them.
+func startFailure(err error) error {
+	c := classify(err)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && errors.Is(c, sdk.ErrUnavailable) {
+		return fmt.Errorf("%s: %w", pe.Message, c)
+	}
+	return c
+}
+
+// unavailable is sdk.ErrUnavailable with a message fit for a client: what
+// happened and the SQLSTATE, if any. The cause stays reachable (errors.As)
+// and is logged whole.
+func unavailable(what string, cause error) error {
+	var se *os.SyscallError
+	if code := sqlState(cause); code != "" {
+		what += " (SQLSTATE " + code + ")"
+	} else if errors.As(cause, &se) {
+		what += " (" + se.Err.Error() + ")" // "connection refused", with no address
+	}
+	sdk.Logger().Warn(what, "error", cause)
+	return &hiddenError{msg: what + ": " + sdk.ErrUnavailable.Error(), sentinel: sdk.ErrUnavailable, cause: cause}
+}
+
+// hiddenError answers msg while wrapping a sentinel and a cause whose text
+// must not reach a client.
+type hiddenError struct {
+	msg      string
+	sentinel error
+	cause    error
+}
+
+func (e *hiddenError) Error() string   { return e.msg }
+func (e *hiddenError) Unwrap() []error { return []error{e.sentinel, e.cause} }
 
 func sqlState(err error) string {
 	var pe *pgconn.PgError

@@ -12,13 +12,17 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/memhost/memhost/sdk"
 )
@@ -40,11 +44,17 @@ type Store struct {
 	now    func() time.Time
 	getenv func(string) string
 	recall recallOptions
+	// stopWatch ends the schema watch; exit ends the process when the
+	// watch finds the schema incomplete (os.Exit; tests replace it).
+	stopWatch func()
+	exit      func(code int)
+	// refused is when the server last refused a connection (Unix ns).
+	refused atomic.Int64
 }
 
 // New returns an unconfigured provider.
 func New() *Store {
-	return &Store{log: sdk.Logger(), now: time.Now, getenv: os.Getenv}
+	return &Store{log: sdk.Logger(), now: time.Now, getenv: os.Getenv, exit: os.Exit}
 }
 
 var (
@@ -94,23 +104,56 @@ func (s *Store) Configure(ctx context.Context, raw json.RawMessage) error {
 		return fmt.Errorf("postgres: already configured: %w", sdk.ErrConflict)
 	}
 	target := describeTarget(set.pool)
+	set.pool.BeforeConnect = s.beforeConnect
 	pool, err := pgxpool.NewWithConfig(ctx, set.pool)
 	if err != nil {
-		return fmt.Errorf("postgres: connect to %s: %w", target, classify(err))
+		return fmt.Errorf("postgres: connect to %s: %w", target, startFailure(err))
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return fmt.Errorf("postgres: connect to %s: %w", target, classify(err))
+		return fmt.Errorf("postgres: connect to %s: %w", target, startFailure(err))
 	}
 	db := newPGDB(pool, set)
 	if err := migrate(ctx, db, set.schema); err != nil {
 		pool.Close()
 		return fmt.Errorf("postgres: %s: %w", target, classify(err))
 	}
+	if err := checkSchema(ctx, db, set.schema); err != nil {
+		pool.Close()
+		return fmt.Errorf("postgres: %s: %w", target, err)
+	}
 	s.pool, s.set = db, set
 	s.recall.realmStats = set.realmStats
+	watchCtx, stop := context.WithCancel(context.Background())
+	s.stopWatch = stop
+	go s.watchSchema(watchCtx, db, set.schema)
 	s.log.Debug("connected", "target", target, "schema", set.schema, "pool_size", set.poolSize)
 	return nil
+}
+
+// schemaWatchInterval is how often a running provider checks its schema.
+var schemaWatchInterval = 10 * time.Second
+
+// watchSchema checks the schema every schemaWatchInterval. A schema found
+// incomplete ends the process: the host restarts the plugin, whose
+// Configure then fails on the same check, so the host reports not ready
+// (GET /readyz) with the reason until the schema is whole again. A check
+// that cannot reach the database proves nothing and is ignored.
+func (s *Store) watchSchema(ctx context.Context, db *pgdb, schema string) {
+	t := time.NewTicker(schemaWatchInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := checkSchema(ctx, db, schema); errors.Is(err, errSchema) && ctx.Err() == nil {
+				s.log.Error("postgres: the schema is no longer complete; exiting so the host restarts the plugin and reports not ready", "error", err)
+				s.exit(3)
+				return
+			}
+		}
+	}
 }
 
 // Close waits for calls in flight and closes the pool. Closing twice is
@@ -119,6 +162,9 @@ func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
+	if s.stopWatch != nil {
+		s.stopWatch()
+	}
 	if s.pool != nil {
 		s.pool.Close()
 		s.pool = nil
@@ -136,7 +182,30 @@ func (s *Store) use(fn func(db *pgdb) error) error {
 		}
 		return fmt.Errorf("postgres: provider is not configured: %w", sdk.ErrUnavailable)
 	}
-	return fn(s.pool)
+	err := fn(s.pool)
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		s.refused.Store(time.Now().UnixNano())
+	}
+	return err
+}
+
+// refusalPause is how long after the server refused a connection new
+// connections are not attempted: calls waiting for one fail at once with
+// 503 rather than each spending a connection attempt (and often their
+// deadline) on a server at its connection limit, and the server is not
+// stormed with attempts it will refuse.
+const refusalPause = time.Second
+
+// errRefusedRecently fails a connection attempt within refusalPause.
+var errRefusedRecently = &hiddenError{msg: "the database refused a new connection a moment ago: " + sdk.ErrUnavailable.Error(), sentinel: sdk.ErrUnavailable, cause: errors.New("connection refused recently")}
+
+// beforeConnect is the pool's BeforeConnect: see refusalPause.
+func (s *Store) beforeConnect(context.Context, *pgx.ConnConfig) error {
+	if last := s.refused.Load(); last != 0 && time.Since(time.Unix(0, last)) < refusalPause {
+		return errRefusedRecently
+	}
+	return nil
 }
 
 // Recall answers the active, unexpired records of the query's realm and

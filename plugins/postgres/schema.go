@@ -2,7 +2,11 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -220,4 +224,65 @@ func migrate(ctx context.Context, pool *pgdb, schema string) error {
 		}
 	}
 	return tx.Commit(ctx)
+}
+
+// errSchema marks a schema that lacks a table or column the provider
+// needs (renamed or dropped behind its back).
+var errSchema = errors.New("provider schema incomplete")
+
+// requiredColumns is every table and column the provider reads or writes;
+// TestRequiredColumnsMatchMigrations holds it to the migrations.
+var requiredColumns = map[string][]string{
+	"schema_migrations": {"version", "applied_at"},
+	"records": {"seq", "realm", "id", "scope", "status", "expires_ms", "tag_keys", "use_count", "last_used_ms", "usage_key",
+		"kind", "trust", "supersedes", "created_ms", "updated_ms", "content_hash", "ntok", "title", "description", "tags", "body",
+		"thread_id", "thread_seq"},
+	"terms":        {"term_id", "realm", "term", "df"},
+	"postings":     {"term_id", "seq", "tf", "dl", "scope", "expires_ms"},
+	"index_totals": {"realm", "slot", "docs", "tokens"},
+	"ledger":       {"seq", "realm", "identity", "session", "record_id", "surface", "bytes", "at_ms"},
+}
+
+// checkSchema answers an error wrapping errSchema, naming what is missing,
+// when schema lacks a table or column the provider needs: the version row
+// alone does not prove the tables are still there. The catalog is read
+// whatever the role's privileges (information_schema would hide tables).
+func checkSchema(ctx context.Context, db *pgdb, schema string) error {
+	have := map[string]bool{}
+	err := db.run(ctx, readOnly, func(q dbtx) error {
+		rows, err := q.Query(ctx, `SELECT c.relname, a.attname FROM pg_catalog.pg_attribute a
+			JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
+			JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+			WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND a.attnum > 0 AND NOT a.attisdropped`, schema)
+		if err != nil {
+			return err
+		}
+		var table, column string
+		_, err = pgx.ForEachRow(rows, []any{&table, &column}, func() error {
+			have[table] = true
+			have[table+"."+column] = true
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("check schema %s: %w", schema, classify(err))
+	}
+	var missing []string
+	for _, table := range slices.Sorted(maps.Keys(requiredColumns)) {
+		if !have[table] {
+			missing = append(missing, "table "+table)
+			continue
+		}
+		for _, col := range requiredColumns[table] {
+			if !have[table+"."+col] {
+				missing = append(missing, "column "+table+"."+col)
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("schema %s lacks %s (renamed or dropped?); restore it from a backup or rename it back, or point the provider's schema setting at a complete schema: %w",
+		schema, strings.Join(missing, ", "), errSchema)
 }

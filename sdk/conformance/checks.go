@@ -41,6 +41,7 @@ var checks = []check{
 	{name: "Supersede", needs: caps(sdk.CapWrite, sdk.CapSupersede), run: checkSupersede},
 	{name: "Expiry", needs: caps(sdk.CapWrite), run: checkExpiry},
 	{name: "RecallFilters", needs: caps(sdk.CapWrite), run: checkRecallFilters},
+	{name: "BadFilters", run: checkBadFilters},
 	{name: "Relevance", needs: caps(sdk.CapWrite), run: checkRelevance},
 	{name: "UnicodeRecall", needs: caps(sdk.CapWrite), run: checkUnicodeRecall},
 	{name: "ManifestTiers", needs: caps(sdk.CapWrite, sdk.CapManifest), run: checkManifestTiers},
