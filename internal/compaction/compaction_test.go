@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unicode"
 
 	_ "github.com/mattn/go-sqlite3"
@@ -522,5 +523,33 @@ func checkArtifact(t *testing.T, art sdk.Message) {
 		if r != '\n' && r != '\t' && unicode.IsControl(r) {
 			t.Errorf("control %U left in %q", r, c)
 		}
+	}
+}
+
+// TestSQLStoreFullDiskIsStorageFull: a save the file refuses for want of
+// space is the SDK's storage-full error (507 storage_full at the API), not
+// an anonymous database error (a 500), and the watermark stays.
+func TestSQLStoreFullDiskIsStorageFull(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t, filepath.Join(t.TempDir(), "state.db"))
+	db.SetMaxOpenConns(1) // the page limit below is per connection
+	store, err := NewSQLStore(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pages int
+	if err := db.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRowContext(ctx, fmt.Sprintf("PRAGMA max_page_count = %d", pages)).Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	st := State{Watermark: 3, PrefixHash: "h", Artifact: sdk.Message{Role: "system", Content: strings.Repeat("summary ", 4000)}, UpdatedAt: time.Now()}
+	err = store.Save(ctx, Key{Realm: "default", Conversation: "c"}, 0, st)
+	if !errors.Is(err, sdk.ErrNoSpace) {
+		t.Fatalf("save on a full file = %v, want the storage-full error", err)
+	}
+	if _, found, err := store.Load(ctx, Key{Realm: "default", Conversation: "c"}); err != nil || found {
+		t.Fatalf("after a refused save: found %v, %v", found, err)
 	}
 }

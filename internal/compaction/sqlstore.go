@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/memhost/memhost/internal/statedb"
 	"time"
 )
 
@@ -31,16 +32,16 @@ const schema = `CREATE TABLE IF NOT EXISTS compaction_state (
 // adds the pending reset's columns to a table made before them.
 func NewSQLStore(ctx context.Context, db *sql.DB) (*SQLStore, error) {
 	if _, err := db.ExecContext(ctx, schema); err != nil {
-		return nil, fmt.Errorf("compaction store: create table: %w", err)
+		return nil, fmt.Errorf("compaction store: create table: %w", statedb.Classify(err))
 	}
 	var have int
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('compaction_state') WHERE name = 'reset_session'`).Scan(&have); err != nil {
-		return nil, fmt.Errorf("compaction store: inspect table: %w", err)
+		return nil, fmt.Errorf("compaction store: inspect table: %w", statedb.Classify(err))
 	}
 	if have == 0 {
 		for _, col := range []string{"reset_identity", "reset_session"} {
 			if _, err := db.ExecContext(ctx, `ALTER TABLE compaction_state ADD COLUMN `+col+` TEXT NOT NULL DEFAULT ''`); err != nil {
-				return nil, fmt.Errorf("compaction store: add column %s: %w", col, err)
+				return nil, fmt.Errorf("compaction store: add column %s: %w", col, statedb.Classify(err))
 			}
 		}
 	}
@@ -58,7 +59,7 @@ func (s *SQLStore) Load(ctx context.Context, key Key) (State, bool, error) {
 		return State{}, false, nil
 	}
 	if err != nil {
-		return State{}, false, fmt.Errorf("compaction store: load %s/%s: %w", key.Realm, key.Conversation, err)
+		return State{}, false, fmt.Errorf("compaction store: load %s/%s: %w", key.Realm, key.Conversation, statedb.Classify(err))
 	}
 	st.UpdatedAt = time.UnixMilli(ms).UTC()
 	return st, true, nil
@@ -87,11 +88,11 @@ func (s *SQLStore) Save(ctx context.Context, key Key, prev int, st State) error 
 			 WHERE realm = ? AND conversation = ? AND watermark = ?`, append(args, prev)...)
 	}
 	if err != nil {
-		return fmt.Errorf("compaction store: save %s/%s: %w", key.Realm, key.Conversation, err)
+		return fmt.Errorf("compaction store: save %s/%s: %w", key.Realm, key.Conversation, statedb.Classify(err))
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return fmt.Errorf("compaction store: save %s/%s: %w", key.Realm, key.Conversation, err)
+		return fmt.Errorf("compaction store: save %s/%s: %w", key.Realm, key.Conversation, statedb.Classify(err))
 	}
 	if n == 0 {
 		return fmt.Errorf("compaction store: save %s/%s at watermark %d: %w", key.Realm, key.Conversation, prev, ErrStale)
@@ -101,7 +102,7 @@ func (s *SQLStore) Save(ctx context.Context, key Key, prev int, st State) error 
 
 func (s *SQLStore) Delete(ctx context.Context, key Key) error {
 	if _, err := s.db.ExecContext(ctx, `DELETE FROM compaction_state WHERE realm = ? AND conversation = ?`, key.Realm, key.Conversation); err != nil {
-		return fmt.Errorf("compaction store: delete %s/%s: %w", key.Realm, key.Conversation, err)
+		return fmt.Errorf("compaction store: delete %s/%s: %w", key.Realm, key.Conversation, statedb.Classify(err))
 	}
 	return nil
 }
@@ -111,7 +112,7 @@ func (s *SQLStore) Delete(ctx context.Context, key Key) error {
 func (s *SQLStore) PendingResets(ctx context.Context) (map[Key]PendingReset, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT realm, conversation, reset_identity, reset_session FROM compaction_state WHERE reset_session <> ''`)
 	if err != nil {
-		return nil, fmt.Errorf("compaction store: list pending resets: %w", err)
+		return nil, fmt.Errorf("compaction store: list pending resets: %w", statedb.Classify(err))
 	}
 	defer rows.Close()
 	out := map[Key]PendingReset{}
@@ -119,12 +120,12 @@ func (s *SQLStore) PendingResets(ctx context.Context) (map[Key]PendingReset, err
 		var k Key
 		var p PendingReset
 		if err := rows.Scan(&k.Realm, &k.Conversation, &p.Identity, &p.Session); err != nil {
-			return nil, fmt.Errorf("compaction store: list pending resets: %w", err)
+			return nil, fmt.Errorf("compaction store: list pending resets: %w", statedb.Classify(err))
 		}
 		out[k] = p
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("compaction store: list pending resets: %w", err)
+		return nil, fmt.Errorf("compaction store: list pending resets: %w", statedb.Classify(err))
 	}
 	return out, nil
 }

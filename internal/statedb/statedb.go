@@ -240,14 +240,23 @@ func (d *DB) Wrap(op string, err error) error {
 // wrap leaves the file's path out: these errors can reach an API client,
 // and the path is logged once at start instead.
 func (d *DB) wrap(op string, err error) error {
+	return fmt.Errorf("state database: %s: %w", op, Classify(err))
+}
+
+// Classify adds to an error from a SQLite query the sentinel its code
+// means: ErrStorageFull for a full disk, ErrReadOnly for a file that
+// refuses writes; any other error comes back as it is. Every store on a
+// host SQLite file passes its errors through it, so a full disk answers
+// 507 storage_full on every path.
+func Classify(err error) error {
 	var se sqlite3.Error
 	if errors.As(err, &se) {
 		switch se.Code {
 		case sqlite3.ErrFull:
-			return fmt.Errorf("state database: %s: %w: %w", op, ErrStorageFull, err)
+			return fmt.Errorf("%w: %w", ErrStorageFull, err)
 		case sqlite3.ErrReadonly:
-			return fmt.Errorf("state database: %s: %w: %w", op, ErrReadOnly, err)
+			return fmt.Errorf("%w: %w", ErrReadOnly, err)
 		}
 	}
-	return fmt.Errorf("state database: %s: %w", op, err)
+	return err
 }
