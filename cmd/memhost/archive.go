@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/strictjson"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -209,17 +210,13 @@ func (l *lineReader) err() error {
 	return nil
 }
 
-// parseLine decodes one line strictly and checks it as the provider will,
-// so a bad line is reported by number instead of failing its whole batch.
+// parseLine decodes one line strictly (sdk/strictjson, as the API will)
+// and checks it as the provider will, so a bad line is reported by number
+// instead of failing its whole batch.
 func parseLine(b []byte, realm string) (sdk.Record, error) {
 	var r sdk.Record
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
+	if err := strictjson.Decode(b, &r); err != nil {
 		return r, err
-	}
-	if dec.More() {
-		return r, errors.New("more than one JSON value")
 	}
 	if realm != "" {
 		r.Realm = realm

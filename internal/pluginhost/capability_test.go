@@ -137,3 +137,37 @@ func assertions(t *testing.T, path string, caps map[string]bool) []string {
 	})
 	return out
 }
+
+// TestAddingACapabilityDocListsRealFiles: every file the maintainers'
+// "Adding a capability" section of docs/plugin-authoring.md names exists,
+// so the list follows the code when a file moves.
+func TestAddingACapabilityDocListsRealFiles(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "plugin-authoring.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "\n## Adding a capability")
+	if !ok {
+		t.Fatal(`docs/plugin-authoring.md has no "Adding a capability" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	parts := strings.Split(section, "`")
+	named := 0
+	for i := 1; i < len(parts); i += 2 {
+		p := parts[i]
+		if !strings.Contains(p, "/") || strings.ContainsAny(p, "<> ") || filepath.Ext(p) == "" {
+			continue
+		}
+		named++
+		if _, err := os.Stat(filepath.Join(root, p)); err != nil {
+			t.Errorf("the section names %s: %v", p, err)
+		}
+	}
+	if named < 12 {
+		t.Fatalf("the section names only %d files", named)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/strictjson"
 )
 
 // Version is the plugin's semantic version, reported in Info.
@@ -216,18 +217,17 @@ func stat(path string) (fileStamp, error) {
 	return stampOf(fi), nil
 }
 
-// Parse decodes and checks a bindings file: known keys only, valid realm,
-// identity, mob and operator names, each error naming where it is.
-// Mob lists are trimmed of duplicates, in the order written.
+// Parse decodes and checks a bindings file strictly (sdk/strictjson: known
+// keys only, each once, nothing after the object) with valid realm,
+// identity, mob and operator names, each error naming where it is. Mob
+// lists are trimmed of duplicates, in the order written.
 func Parse(data []byte) (*File, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var f File
-	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrMalformed, describe(data, err))
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Errorf("%w: the file is empty; write {\"realms\": {}} for no bindings", ErrMalformed)
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("%w: trailing data after the JSON object", ErrMalformed)
+	var f File
+	if err := strictjson.Decode(data, &f); err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrMalformed, describe(data, err))
 	}
 	if f.Realms == nil {
 		f.Realms = map[string]RealmBindings{}
@@ -266,17 +266,11 @@ func Parse(data []byte) (*File, error) {
 	return &f, nil
 }
 
-// describe words a JSON decoding error with the line it is on.
+// describe words a decoding error with the line it is on.
 func describe(data []byte, err error) string {
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syn):
-		return fmt.Sprintf("line %d: %v", lineAt(data, syn.Offset), syn)
-	case errors.As(err, &typ):
-		return fmt.Sprintf("line %d: %s must be %s, not %s", lineAt(data, typ.Offset), typ.Field, typ.Type, typ.Value)
-	case errors.Is(err, io.EOF):
-		return "the file is empty; write {\"realms\": {}} for no bindings"
+	var e *strictjson.Error
+	if errors.As(err, &e) {
+		return fmt.Sprintf("line %d: %v", lineAt(data, e.Offset), e)
 	}
 	return err.Error()
 }

@@ -101,6 +101,10 @@ func TestParseErrors(t *testing.T) {
 		{`{"realms": {"default": {"operators": {"alice": "no good"}}}}`, "realms.default.operators.alice"},
 		{"{\n\"realms\": {\n}\n,}", "line 4"},
 		{`{"realms": {}} {}`, "trailing"},
+		{"{\n\"realms\": {},\n\"realms\": {}}", "line 3: realms: appears more than once"},
+		{`{"realms": {"default": {"mobs": {}, "mobs": {"alice": ["x"]}}}}`, "realms.default.mobs: appears more than once"},
+		{`{"Realms": {}}`, "Realms: unknown field"},
+		{"{\"realms\": {\"default\": {\"mobs\": {\"alice\": [\"\xff\"]}}}}", "not valid UTF-8"},
 	}
 	for _, tt := range tests {
 		_, err := Parse([]byte(tt.data))

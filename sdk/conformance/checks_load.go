@@ -51,7 +51,7 @@ func checkConcurrentWriters(ctx context.Context, e *env) error {
 				default:
 				}
 				if _, err := e.recall(ctx, sdk.RecallQuery{Realm: realmA, Query: commonWord, Limit: listLimit}); err != nil {
-					errs <- fmt.Errorf("Recall during concurrent writes: %w", err)
+					errs <- fmt.Errorf("recall during concurrent writes: %w", err)
 					return
 				}
 			}

@@ -135,7 +135,12 @@ func checkUndeclared(ctx context.Context, e *env) error {
 		if e.has(c) {
 			continue
 		}
-		p.add(wantErr(fmt.Sprintf("undeclared capability %s", c), calls[c](), sdk.ErrUnsupported))
+		call, ok := calls[c]
+		if !ok {
+			p.addf("this kit has no call to try for capability %s; update the SDK", c)
+			continue
+		}
+		p.add(wantErr(fmt.Sprintf("undeclared capability %s", c), call(), sdk.ErrUnsupported))
 	}
 	return p.err()
 }

@@ -127,7 +127,7 @@ func (e *compactorEnv) open(ctx context.Context) error {
 	}
 	if err := inst.conn.Configure(ctx, e.suite.config(e.dir)); err != nil {
 		inst.close()
-		return fmt.Errorf("Configure with Target.Config(%q): %w", e.dir, err)
+		return fmt.Errorf("configure with the target's config for %q: %w", e.dir, err)
 	}
 	c, err := inst.conn.Compactor()
 	if err != nil {
@@ -211,7 +211,7 @@ func checkCompact(ctx context.Context, e *compactorEnv) error {
 	req := compactRequest("conv-1", conversation(6, "first"), nil, 4096)
 	art, err := e.c.Compact(ctx, req)
 	if err != nil {
-		return fmt.Errorf("Compact of 6 messages: %w", err)
+		return fmt.Errorf("compacting 6 messages: %w", err)
 	}
 	return checkArtifact("Compact of 6 messages", art, 4096)
 }
@@ -223,7 +223,7 @@ func checkCarryOver(ctx context.Context, e *compactorEnv) error {
 	}
 	art, err := e.c.Compact(ctx, compactRequest("conv-2", conversation(4, "second"), &first, 4096))
 	if err != nil {
-		return fmt.Errorf("Compact with the first artifact as carry-over: %w", err)
+		return fmt.Errorf("compacting with the first artifact as carry-over: %w", err)
 	}
 	return checkArtifact("Compact with a carry-over", art, 4096)
 }

@@ -139,7 +139,7 @@ func (e *env) open(ctx context.Context) error {
 	}
 	if err := inst.conn.Configure(ctx, e.suite.config(e.dir)); err != nil {
 		inst.close()
-		return fmt.Errorf("Configure with Target.Config(%q): %w", e.dir, err)
+		return fmt.Errorf("configure with the target's config for %q: %w", e.dir, err)
 	}
 	p, err := ClientOf(inst.conn)
 	if err != nil {
@@ -158,7 +158,7 @@ func (e *env) close() error {
 	err := e.inst.close()
 	e.inst, e.p = nil, nil
 	if err != nil {
-		return fmt.Errorf("Close: %w", err)
+		return fmt.Errorf("closing the plugin: %w", err)
 	}
 	return nil
 }

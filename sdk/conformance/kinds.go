@@ -89,7 +89,7 @@ func (e *kindEnv) open(ctx context.Context, cfg json.RawMessage) error {
 	}
 	if err := inst.conn.Configure(ctx, cfg); err != nil {
 		inst.close()
-		return fmt.Errorf("Configure: %w", err)
+		return fmt.Errorf("configure: %w", err)
 	}
 	e.inst = inst
 	return nil
@@ -102,7 +102,7 @@ func (e *kindEnv) close() error {
 	err := e.inst.close()
 	e.inst = nil
 	if err != nil {
-		return fmt.Errorf("Close: %w", err)
+		return fmt.Errorf("closing the plugin: %w", err)
 	}
 	return nil
 }
@@ -383,10 +383,10 @@ func checkSelectorEmpty(ctx context.Context, e *kindEnv) error {
 	req := sdk.SelectRequest{Identity: selAlice, Query: selectQuery, Max: 3}
 	s, err := sel.Select(ctx, req)
 	if err != nil {
-		return fmt.Errorf("Select over an empty manifest: %v", err)
+		return fmt.Errorf("selecting over an empty manifest: %v", err)
 	}
 	if len(s.IDs) != 0 {
-		return fmt.Errorf("Select over an empty manifest answered %v", s.IDs)
+		return fmt.Errorf("selecting over an empty manifest answered %v", s.IDs)
 	}
 	return checkSelection("Select over an empty manifest", req, s)
 }

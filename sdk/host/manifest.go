@@ -1,18 +1,17 @@
 package host
 
 import (
-	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/internal/wire"
+	"github.com/memhost/memhost/sdk/strictjson"
 )
 
 // ManifestFormat is the manifest format version this host reads and
@@ -55,46 +54,30 @@ type Manifest struct {
 	Warnings []string `json:"-"`
 }
 
-// manifestFields are the fields of format 1 this host knows.
-var manifestFields = []string{"format", "name", "version", "kinds", "protocols", "executable", "sha256", "config_schema"}
-
 // ParseManifest decodes and validates a manifest. A field or kind this host
 // does not know is a warning (Manifest.Warnings): a newer memhost wrote
 // it. A format version this host does not read is an error wrapping
 // ErrManifestFormat, and so is a manifest none of whose kinds it knows.
 func ParseManifest(data []byte) (*Manifest, error) {
+	// The format is read first: another format's fields may mean anything.
 	var head struct {
 		Format *int `json:"format"`
 	}
-	if err := json.Unmarshal(data, &head); err != nil {
+	if _, err := strictjson.DecodeTolerant(data, &head); err != nil {
 		return nil, fmt.Errorf("manifest: %v: %w", err, sdk.ErrInvalid)
 	}
 	if head.Format != nil && *head.Format != ManifestFormat {
 		return nil, &formatError{fmt.Sprintf("manifest: format %d is not one this memhost reads (it reads format %d); upgrade memhost or rebuild the plugin's manifest",
 			*head.Format, ManifestFormat)}
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
 	var m Manifest
-	if err := dec.Decode(&m); err != nil {
+	unknown, err := strictjson.DecodeTolerant(data, &m)
+	if err != nil {
 		return nil, fmt.Errorf("manifest: %v: %w", err, sdk.ErrInvalid)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("manifest: trailing data after the JSON object: %w", sdk.ErrInvalid)
 	}
 	if m.Format == 0 {
 		m.Format = ManifestFormat
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(data, &fields); err != nil {
-		return nil, fmt.Errorf("manifest: %v: %w", err, sdk.ErrInvalid)
-	}
-	var unknown []string
-	for k := range fields {
-		if !slices.Contains(manifestFields, k) {
-			unknown = append(unknown, k)
-		}
-	}
-	sort.Strings(unknown)
 	for _, k := range unknown {
 		m.Warnings = append(m.Warnings, fmt.Sprintf("manifest: ignoring field %q, unknown to this memhost", k))
 	}

@@ -12,28 +12,42 @@ import (
 const goodManifest = `{"name":"markdown","version":"0.1.0","kinds":["provider"],"protocols":[1],
 "executable":"memhost-plugin-markdown","sha256":"` + "9f2c7a6b1d0e4f3a8b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a" + `"}`
 
+// withFields answers goodManifest with the members of edit (a JSON
+// object) set over its own.
+func withFields(t *testing.T, edit string) string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(goodManifest), &m); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(edit), &m); err != nil {
+		t.Fatal(err)
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
 func TestParseManifest(t *testing.T) {
 	cases := []struct {
 		name, edit, want string
 	}{
-		{"valid", "", ""},
-		{"escaping executable", `"executable":"../evil",`, "plain file name"},
-		{"hidden executable", `"executable":".evil",`, "plain file name"},
-		{"bad version", `"version":"one",`, "semantic version"},
-		{"only unknown kinds", `"kinds":["oracle"],`, `none is a kind this memhost serves`},
-		{"unknown format", `"format":2,`, `format 2 is not one this memhost reads`},
-		{"no kinds", `"kinds":[],`, "kinds is empty"},
-		{"short sha", `"sha256":"abc",`, "64 hex digits"},
-		{"bad name", `"name":"a/b",`, "name"},
+		{"valid", `{}`, ""},
+		{"escaping executable", `{"executable":"../evil"}`, "plain file name"},
+		{"hidden executable", `{"executable":".evil"}`, "plain file name"},
+		{"bad version", `{"version":"one"}`, "semantic version"},
+		{"only unknown kinds", `{"kinds":["oracle"]}`, `none is a kind this memhost serves`},
+		{"unknown format", `{"format":2}`, `format 2 is not one this memhost reads`},
+		{"no kinds", `{"kinds":[]}`, "kinds is empty"},
+		{"short sha", `{"sha256":"abc"}`, "64 hex digits"},
+		{"bad name", `{"name":"a/b"}`, "name"},
+		{"mistyped field", `{"protocols":"1"}`, "protocols: must be an array, not a string"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			// A later duplicate key wins in encoding/json: append the edit.
-			data := goodManifest
-			if c.edit != "" {
-				data = goodManifest[:len(goodManifest)-1] + "," + strings.TrimSuffix(c.edit, ",") + "}"
-			}
-			m, err := ParseManifest([]byte(data))
+			m, err := ParseManifest([]byte(withFields(t, c.edit)))
 			if c.want == "" {
 				if err != nil || m.Name != "markdown" || len(m.Checksum()) != 32 {
 					t.Fatalf("ParseManifest = %+v, %v", m, err)
@@ -41,6 +55,29 @@ func TestParseManifest(t *testing.T) {
 				return
 			}
 			if err == nil || !errors.Is(err, sdk.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want sdk.ErrInvalid containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestParseManifestIsStrictJSON: what the standard decoder would take
+// silently is refused (a duplicate member, whose last value would win;
+// trailing data; invalid UTF-8), and a member named in another case is
+// not the field: it is unknown, so the manifest lacks the real one.
+func TestParseManifestIsStrictJSON(t *testing.T) {
+	body := goodManifest[:len(goodManifest)-1]
+	for _, c := range []struct{ name, data, want string }{
+		{"duplicate member", body + `,"executable":"other"}`, "executable: appears more than once"},
+		{"duplicate format", `{"format":1,"format":2}`, "format: appears more than once"},
+		{"trailing data", goodManifest + ` {}`, "trailing data"},
+		{"invalid UTF-8", body + ",\"x\":\"\xff\"}", "not valid UTF-8"},
+		{"not an object", `[]`, "must be an object"},
+		{"other case", strings.Replace(goodManifest, `"sha256"`, `"SHA256"`, 1), "sha256 must be 64 hex digits"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseManifest([]byte(c.data))
+			if !errors.Is(err, sdk.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want sdk.ErrInvalid containing %q", err, c.want)
 			}
 		})
@@ -97,8 +134,7 @@ func FuzzParseManifest(f *testing.F) {
 // newer memhost added are accepted with a warning each; the kinds this
 // host knows are still served.
 func TestManifestForwardCompatible(t *testing.T) {
-	data := goodManifest[:len(goodManifest)-1] + `,"format":1,"kinds":["provider","oracle"],"signature":"abc"}`
-	m, err := ParseManifest([]byte(data))
+	m, err := ParseManifest([]byte(withFields(t, `{"format":1,"kinds":["provider","oracle"],"signature":"abc"}`)))
 	if err != nil {
 		t.Fatalf("ParseManifest: %v", err)
 	}

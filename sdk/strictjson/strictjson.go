@@ -1,5 +1,6 @@
 // Package strictjson is the one JSON decoder memhost uses for what arrives
-// from outside: HTTP API bodies, plugin manifests and plugin configs. It
+// from outside: HTTP API bodies, plugin manifests and configs, archive
+// lines and the static resolver's bindings. It
 // refuses whatever the standard decoder would silently reinterpret, so data
 // is either taken exactly as sent or refused whole:
 //
@@ -16,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,6 +30,9 @@ import (
 type Error struct {
 	Path    string
 	Problem string
+	// Offset is the byte offset in the input where the problem was found
+	// (0 when not known), for callers that report a line.
+	Offset int64
 }
 
 func (e *Error) Error() string {
@@ -47,9 +52,10 @@ func Decode(data []byte, v any) error {
 }
 
 // DecodeTolerant is Decode for documents whose format grows over time
-// (plugin manifests): members v does not know are skipped and their paths
-// answered, so the caller can warn about them; everything else Decode
-// refuses is still refused.
+// (plugin manifests, which a newer memhost may write): members v does not
+// know are skipped and their paths answered, sorted, so the caller can warn
+// about them; everything else Decode refuses (duplicate members, trailing
+// data, invalid UTF-8, a member named in another case) is still refused.
 func DecodeTolerant(data []byte, v any) (unknown []string, err error) {
 	if err := json.Unmarshal(data, v); err != nil {
 		return nil, describe(err)
@@ -59,6 +65,7 @@ func DecodeTolerant(data []byte, v any) (unknown []string, err error) {
 		return nil, describe(err)
 	}
 	collectUnknown(reflect.TypeOf(v), tree, "", &unknown)
+	slices.Sort(unknown)
 	return unknown, nil
 }
 
@@ -141,20 +148,22 @@ func describe(err error) error {
 	var syn *jsontext.SyntacticError
 	switch {
 	case errors.As(err, &syn):
-		return &Error{Path: path(string(syn.JSONPointer)), Problem: syntaxProblem(syn)}
+		return &Error{Path: path(string(syn.JSONPointer)), Problem: syntaxProblem(syn), Offset: syn.ByteOffset}
 	case errors.As(err, &sem):
-		p := path(string(sem.JSONPointer))
+		e := &Error{Path: path(string(sem.JSONPointer)), Offset: sem.ByteOffset}
 		switch {
 		case errors.Is(sem.Err, json.ErrUnknownName):
-			return &Error{Path: p, Problem: "unknown field"}
+			e.Problem = "unknown field"
 		case isTime(sem.GoType) && sem.JSONKind == '"':
-			return &Error{Path: p, Problem: "is not an RFC 3339 time (like 2026-01-02T15:04:05Z)"}
+			e.Problem = "is not an RFC 3339 time (like 2026-01-02T15:04:05Z)"
 		case sem.GoType != nil && sem.JSONKind != 0:
-			return &Error{Path: p, Problem: fmt.Sprintf("must be %s, not %s", jsonKindOf(sem.GoType), kindName(sem.JSONKind))}
+			e.Problem = fmt.Sprintf("must be %s, not %s", jsonKindOf(sem.GoType), kindName(sem.JSONKind))
 		case sem.Err != nil:
-			return &Error{Path: p, Problem: sem.Err.Error()}
+			e.Problem = sem.Err.Error()
+		default:
+			e.Problem = "has a value of the wrong kind"
 		}
-		return &Error{Path: p, Problem: "has a value of the wrong kind"}
+		return e
 	}
 	return &Error{Problem: strings.TrimPrefix(err.Error(), "json: ")}
 }
