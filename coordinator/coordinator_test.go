@@ -767,7 +767,9 @@ func TestConcurrentSessionsKeepTheirBudgets(t *testing.T) {
 	spent := map[string]int{}
 	seen := map[string]map[string]bool{}
 	var wg sync.WaitGroup
-	errs := make(chan error, sessions*workers)
+	// Errors are kept under mu, never sent to a channel that could fill
+	// and block a worker holding it.
+	var errs []error
 	for s := range sessions {
 		seen[fmt.Sprintf("s%d", s)] = map[string]bool{}
 	}
@@ -777,15 +779,16 @@ func TestConcurrentSessionsKeepTheirBudgets(t *testing.T) {
 			wg.Go(func() {
 				for range turns {
 					res, err := f.c.InjectForTurn(context.Background(), alice, session, TextContent("coffee latte"))
+					mu.Lock()
 					if err != nil {
-						errs <- err
+						errs = append(errs, err)
+						mu.Unlock()
 						return
 					}
-					mu.Lock()
 					spent[session] += res.Bytes
 					for _, id := range res.RecordIDs {
 						if seen[session][id] {
-							errs <- fmt.Errorf("session %s injected %s twice", session, id)
+							errs = append(errs, fmt.Errorf("session %s injected %s twice", session, id))
 						}
 						seen[session][id] = true
 					}
@@ -795,9 +798,8 @@ func TestConcurrentSessionsKeepTheirBudgets(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
+	if len(errs) > 0 {
+		t.Fatalf("%d failures, the first: %v", len(errs), errs[0])
 	}
 	for session, n := range spent {
 		if n > 60<<10 {
