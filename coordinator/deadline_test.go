@@ -11,13 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memhost/memhost/coordinator/coordinatortest"
 	"github.com/memhost/memhost/sdk"
 )
 
 var errNoDeadline = errors.New("a store call without a deadline")
 
-// hangingStore is a memory store that refuses any visit without a
-// deadline at once (so a missing one fails the test rather than hanging
+// hangingStore is a memory store that refuses a spent context, and any
+// visit without a deadline at once (so a missing one fails the test rather than hanging
 // it) and, while hang is set, holds each visit until its context ends, as
 // a PostgreSQL store behind a dead connection does.
 type hangingStore struct {
@@ -44,6 +45,9 @@ func (s *hangingStore) Update(ctx context.Context, key SessionKey, fn func(*Sess
 		s.hung = append(s.hung, ctx.Err())
 		s.mu.Unlock()
 		return ctx.Err()
+	}
+	if err := ctx.Err(); err != nil {
+		return err // as a database refuses a spent context
 	}
 	return s.inner.Update(ctx, key, fn)
 }
@@ -128,5 +132,50 @@ func TestSweepWriteToAHungStoreEndsAtItsDeadline(t *testing.T) {
 	}
 	if !strings.Contains(f.logs.String(), "background sweep: session store") {
 		t.Fatalf("the failed write was not logged:\n%s", f.logs.String())
+	}
+}
+
+// A sweep that runs out of its own time after a page keeps that page's
+// picks, and its write of them is not refused for the sweep's spent
+// deadline: the next turn of the session injects them.
+func TestSweepOutOfTimeStillStoresItsPicks(t *testing.T) {
+	var calls atomic.Int32
+	var picked atomic.Value
+	sel := coordinatortest.SelectorFunc(func(ctx context.Context, req sdk.SelectRequest) (sdk.Selection, error) {
+		switch calls.Add(1) {
+		case 1: // the turn: the newest row, and a sweep
+			return sdk.Selection{IDs: []string{req.Rows[0].ID}, Coverage: sdk.CoverageNeedDeeperSweep}, nil
+		case 2: // the sweep's first page
+			id := req.Rows[len(req.Rows)-1].ID
+			picked.Store(id)
+			return sdk.Selection{IDs: []string{id}}, nil
+		case 3: // the second page waits out the sweep's deadline
+			<-ctx.Done()
+			return sdk.Selection{}, ctx.Err()
+		}
+		return sdk.Selection{}, nil
+	})
+	f := newFixture(t, func(c *Config, o *Options) {
+		o.Selector, o.Sessions = sel, newHangingStore()
+		c.Budgets.SelectorRows = 2
+		c.Sweep.PageRows = 2
+		c.SweepTimeout = 50 * time.Millisecond
+	})
+	for i := range 4 {
+		r := rec(fmt.Sprintf("Note %d", i), "body")
+		r.UpdatedAt = testNow.Add(-time.Duration(i) * time.Hour)
+		f.add(r)
+	}
+	first := f.turn(alice, "s", "notes")
+	f.c.sweeps.Wait()
+	id, _ := picked.Load().(string)
+	if id == "" || slices.Contains(first.RecordIDs, id) {
+		t.Fatalf("the sweep's first page picked %q; the turn injected %v", id, first.RecordIDs)
+	}
+	if !strings.Contains(f.logs.String(), "ran out of time") {
+		t.Fatalf("the sweep did not run out of time:\n%s", f.logs.String())
+	}
+	if next := f.turn(alice, "s", "notes"); !slices.Contains(next.RecordIDs, id) {
+		t.Fatalf("the next turn injected %v, not the sweep's pick %s:\n%s", next.RecordIDs, id, f.logs.String())
 	}
 }
