@@ -29,32 +29,37 @@ func TestCallerRoles(t *testing.T) {
 	record := func(scope sdk.Scope) string {
 		return fmt.Sprintf(`{"scope":%q,"kind":"fact","title":"t %s"}`, scope, scope)
 	}
-	own := `{"records":[` + record(sdk.IdentityScope("alice")) + `]}`
-	shared := func(scope sdk.Scope) string { return `{"records":[` + record(scope) + `]}` }
-	mixed := `{"records":[` + record(sdk.IdentityScope("alice")) + `,` + record(sdk.RealmScope) + `]}`
+	// Bodies by name, so each subtest says what it sends.
+	bodies := map[string]string{
+		"own":      `{"records":[` + record(sdk.IdentityScope("alice")) + `]}`,
+		"realm":    `{"records":[` + record(sdk.RealmScope) + `]}`,
+		"mob":      `{"records":[` + record(sdk.MobScope("ops")) + `]}`,
+		"operator": `{"records":[` + record(sdk.OperatorScope("acme")) + `]}`,
+		"mixed":    `{"records":[` + record(sdk.IdentityScope("alice")) + `,` + record(sdk.RealmScope) + `]}`,
+	}
 
 	const written, proposed, refused, forbidden, approvable = "written", "proposed", "refused", "forbidden", "reaches approval"
 	cases := []struct {
 		caller string // a token name, or "none" for the server without tokens
 		method string
-		body   string
+		body   string // a key of bodies
 		want   string
 	}{
-		{"app", "write", own, written},
-		{"app", "write", shared(sdk.RealmScope), written},
-		{"app", "write", shared(sdk.MobScope("ops")), written},
-		{"app", "write", mixed, written},
+		{"app", "write", "own", written},
+		{"app", "write", "realm", written},
+		{"app", "write", "mob", written},
+		{"app", "write", "mixed", written},
 		{"app", "approve", "", approvable},
-		{"none", "write", shared(sdk.OperatorScope("acme")), written},
+		{"none", "write", "operator", written},
 		{"none", "approve", "", approvable},
-		{"bot", "write", own, written},
-		{"bot", "write", shared(sdk.RealmScope), proposed},
-		{"bot", "write", shared(sdk.MobScope("ops")), proposed},
-		{"bot", "write", shared(sdk.OperatorScope("acme")), proposed},
-		{"bot", "write", mixed, refused},
+		{"bot", "write", "own", written},
+		{"bot", "write", "realm", proposed},
+		{"bot", "write", "mob", proposed},
+		{"bot", "write", "operator", proposed},
+		{"bot", "write", "mixed", refused},
 		{"bot", "approve", "", forbidden},
-		{"plain", "write", own, written},
-		{"plain", "write", shared(sdk.RealmScope), proposed},
+		{"plain", "write", "own", written},
+		{"plain", "write", "realm", proposed},
 		{"plain", "approve", "", forbidden},
 	}
 	for _, tc := range cases {
@@ -73,7 +78,7 @@ func TestCallerRoles(t *testing.T) {
 			var status int
 			var e errorBody
 			if tc.method == "write" {
-				status, e = call(t, srv, "POST", "/v1/records?realm=default", token, []byte(tc.body))
+				status, e = call(t, srv, "POST", "/v1/records?realm=default", token, []byte(bodies[tc.body]))
 			} else {
 				status, e = call(t, srv, "POST", "/v1/records/"+id+"/approve?realm=default", token, nil)
 			}
