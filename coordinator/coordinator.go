@@ -51,6 +51,11 @@ type Options struct {
 	// Config.SessionCacheSize sessions per realm. Coordinators given the
 	// same store share budgets and dedup sets.
 	Sessions SessionStore
+	// StoreTimeout bounds each visit to Sessions (default
+	// DefaultStoreTimeout); a caller's sooner deadline wins. A hung shared
+	// store then fails the turn, or drops a sweep's picks, instead of
+	// pinning the goroutine that asked.
+	StoreTimeout time.Duration
 	// HostKey derives session nonces (DeriveNonce), at least
 	// MinHostKeyBytes long; default a random key, so nonces change when
 	// the process does. Coordinators given the same key mint the same
@@ -61,6 +66,10 @@ type Options struct {
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
 }
+
+// DefaultStoreTimeout is Options.StoreTimeout's default: a session store
+// answers in milliseconds, so seconds mean it is stuck.
+const DefaultStoreTimeout = 5 * time.Second
 
 // Coordinator is the recall coordinator (DESIGN 5). It is safe for
 // concurrent use; share one pointer, and every caller shares its session
@@ -74,6 +83,7 @@ type Coordinator struct {
 	operators sdk.OperatorResolver
 	mobs      sdk.MobResolver
 	store     SessionStore
+	storeTime time.Duration // bounds each store visit
 	hostKey   []byte
 	logger    hclog.Logger
 	metrics   Metrics
@@ -118,11 +128,14 @@ func New(cfg Config, opts Options) (*Coordinator, error) {
 	c := &Coordinator{
 		cfg: cfg, env: env, defang: env.defang, providers: opts.Providers,
 		selector: opts.Selector, operators: opts.OperatorResolver, mobs: opts.MobResolver,
-		store: opts.Sessions, hostKey: slices.Clone(opts.HostKey), logger: opts.Logger, metrics: opts.Metrics, now: opts.Now,
+		store: opts.Sessions, storeTime: opts.StoreTimeout, hostKey: slices.Clone(opts.HostKey), logger: opts.Logger, metrics: opts.Metrics, now: opts.Now,
 		skipSeen: lru.New[skipKey, struct{}](4096), sweeping: map[SessionKey]struct{}{},
 	}
 	if c.store == nil {
 		c.store = NewMemoryStore(cfg.SessionCacheSize)
+	}
+	if c.storeTime <= 0 {
+		c.storeTime = DefaultStoreTimeout
 	}
 	if c.hostKey == nil {
 		c.hostKey = NewHostKey()
@@ -291,7 +304,7 @@ func (c *Coordinator) InjectForTurn(ctx context.Context, id sdk.Identity, sessio
 	key := SessionKey{Realm: id.Realm, Identity: id.ID, Session: session}
 	snap := turnSnapshot{nonce: DeriveNonce(c.hostKey, key)}
 	if session != "" {
-		if err := c.store.Update(ctx, key, func(s *SessionState) bool {
+		if err := c.visit(ctx, key, func(s *SessionState) bool {
 			snap.used, snap.epoch = s.InjectedBytes, s.Epoch
 			snap.suppressed = slices.Clone(s.InjectedIDs)
 			snap.swept = s.SweepIDs
@@ -333,7 +346,7 @@ func (c *Coordinator) InjectForTurn(ctx context.Context, id sdk.Identity, sessio
 	if session == "" {
 		in.MaxBytes = c.cfg.Budgets.TurnBytes
 		out = c.env.Render(in)
-	} else if err := c.store.Update(ctx, key, func(s *SessionState) bool {
+	} else if err := c.visit(ctx, key, func(s *SessionState) bool {
 		out, exhausted = Rendered{}, false
 		in.MaxBytes = c.turnBudget(session, s.InjectedBytes)
 		if in.MaxBytes < c.cfg.Budgets.MinBytes {
@@ -360,6 +373,14 @@ func (c *Coordinator) InjectForTurn(ctx context.Context, id sdk.Identity, sessio
 	// 7. Ledger and usage, off the turn's path.
 	c.injected(SurfaceTurn, id, session, p, out)
 	return TurnInjection{InjectedContext: []string{out.Text}, Bytes: out.Bytes, RecordIDs: out.IDs}, nil
+}
+
+// visit runs fn on a session's state under the store timeout: every store
+// call has a deadline, whatever ctx carries.
+func (c *Coordinator) visit(ctx context.Context, key SessionKey, fn func(*SessionState) bool) error {
+	ctx, cancel := context.WithTimeout(ctx, c.storeTime)
+	defer cancel()
+	return c.store.Update(ctx, key, fn)
 }
 
 // turnSnapshot is what a turn reads from its session before recalling.
@@ -650,7 +671,7 @@ func (c *Coordinator) OnSessionCompacted(ctx context.Context, id sdk.Identity, s
 		return err
 	}
 	key := SessionKey{Realm: id.Realm, Identity: id.ID, Session: session}
-	if err := c.store.Update(ctx, key, (*SessionState).reset); err != nil {
+	if err := c.visit(ctx, key, (*SessionState).reset); err != nil {
 		return fmt.Errorf("coordinator: session store: %w", err)
 	}
 	return nil

@@ -27,7 +27,7 @@ func (c *Coordinator) startSweep(reqLog hclog.Logger, key SessionKey, epoch uint
 		return
 	}
 	start := false
-	err := c.store.Update(c.sweepCtx, key, func(s *SessionState) bool {
+	err := c.visit(c.sweepCtx, key, func(s *SessionState) bool {
 		start = s.Epoch == epoch && s.SweepIDs == nil
 		return false
 	})
@@ -59,8 +59,10 @@ func (c *Coordinator) sweep(reqLog hclog.Logger, key SessionKey, epoch uint64, i
 		return
 	}
 	// The picks wait for the session's next turn, in the store so that a
-	// restart or another host sharing it keeps them.
-	if err := c.store.Update(context.Background(), key, func(s *SessionState) bool {
+	// restart or another host sharing it keeps them. The sweep's own time
+	// may be spent (it keeps the pages done when it runs out), so the write
+	// has the store's bound alone; Close still waits for it.
+	if err := c.visit(context.WithoutCancel(ctx), key, func(s *SessionState) bool {
 		if s.Epoch != epoch {
 			return false // compacted meanwhile: the picks are stale
 		}
@@ -96,7 +98,7 @@ func (c *Coordinator) fullSweep(ctx context.Context, key SessionKey, id sdk.Iden
 		c.log(ctx).Warn("background sweep truncated the manifest: ranked rows first, then the newest", "realm", id.Realm, "identity", id.ID, "kept", len(rows))
 	}
 	var suppressed []string
-	if err := c.store.Update(ctx, key, func(s *SessionState) bool { suppressed = slices.Clone(s.InjectedIDs); return false }); err != nil {
+	if err := c.visit(ctx, key, func(s *SessionState) bool { suppressed = slices.Clone(s.InjectedIDs); return false }); err != nil {
 		return nil, err
 	}
 	ask := func(page []sdk.ManifestRow) ([]string, error) {

@@ -173,12 +173,42 @@ func checkLedger(entries []LedgerEntry) error {
 		return tooLarge("entries", fmt.Sprintf("%d entries in one call, the limit is %d", len(entries), MaxBatch))
 	}
 	for i, e := range entries {
-		if err := (Identity{Realm: e.Realm, ID: e.Identity}).Validate(); err != nil {
+		if err := e.Validate(); err != nil {
 			return prefixField(fmt.Sprintf("entries[%d]", i), err)
 		}
-		if err := ValidateID(e.RecordID); err != nil {
-			return invalid(fmt.Sprintf("entries[%d].record_id", i), problemOf(err))
-		}
+	}
+	return nil
+}
+
+// Ledger field limits: a surface names where an injection went ("turn",
+// "build"), a session is the host's session key.
+const (
+	MaxLedgerSurfaceBytes = 64
+	MaxLedgerSessionBytes = 256
+)
+
+// Validate checks a ledger entry: its identity and record id, a surface
+// that is not blank, surface and session as plain text within their
+// limits, and bytes not negative. The SDK's server applies it to every
+// WriteLedger; a store that takes entries in-process applies it itself.
+func (e LedgerEntry) Validate() error {
+	if err := (Identity{Realm: e.Realm, ID: e.Identity}).Validate(); err != nil {
+		return err
+	}
+	if err := ValidateID(e.RecordID); err != nil {
+		return invalid("record_id", problemOf(err))
+	}
+	if strings.TrimSpace(e.Surface) == "" {
+		return invalid("surface", "is empty")
+	}
+	if err := checkText("surface", e.Surface, MaxLedgerSurfaceBytes); err != nil {
+		return err
+	}
+	if err := checkText("session", e.Session, MaxLedgerSessionBytes); err != nil {
+		return err
+	}
+	if e.Bytes < 0 {
+		return invalid("bytes", fmt.Sprintf("is %d, must not be negative", e.Bytes))
 	}
 	return nil
 }

@@ -41,6 +41,8 @@ func TestCheckRecall(t *testing.T) {
 
 func TestCheckWriteAndLedger(t *testing.T) {
 	good := Record{Scope: RealmScope, Kind: KindFact, Title: "t"}
+	entry := LedgerEntry{Realm: "default", Identity: "a", RecordID: "r", Surface: "turn", Session: strings.Repeat("s", MaxLedgerSessionBytes), Bytes: 10}
+	ledger := func(edit func(*LedgerEntry)) LedgerEntry { e := entry; edit(&e); return e }
 	for _, tc := range []struct {
 		name string
 		err  error
@@ -53,6 +55,13 @@ func TestCheckWriteAndLedger(t *testing.T) {
 		{"too many ids", checkIDs("ids", make([]string, MaxBatch+1)), "ids", ErrTooLarge},
 		{"ledger identity", checkLedger([]LedgerEntry{{Realm: "default", Identity: "", RecordID: "r"}}), "entries[0].identity.id", ErrInvalid},
 		{"ledger record id", checkLedger([]LedgerEntry{{Realm: "default", Identity: "a", RecordID: ".r"}}), "entries[0].record_id", ErrInvalid},
+		{"valid ledger", checkLedger([]LedgerEntry{entry, entry}), "", nil},
+		{"ledger blank surface", checkLedger([]LedgerEntry{entry, ledger(func(e *LedgerEntry) { e.Surface = " " })}), "entries[1].surface", ErrInvalid},
+		{"ledger long surface", checkLedger([]LedgerEntry{ledger(func(e *LedgerEntry) { e.Surface = strings.Repeat("s", MaxLedgerSurfaceBytes+1) })}), "entries[0].surface", ErrTooLarge},
+		{"ledger session NUL", checkLedger([]LedgerEntry{ledger(func(e *LedgerEntry) { e.Session = "a\x00b" })}), "entries[0].session", ErrInvalid},
+		{"ledger session not UTF-8", checkLedger([]LedgerEntry{ledger(func(e *LedgerEntry) { e.Session = "\xff" })}), "entries[0].session", ErrInvalid},
+		{"ledger long session", checkLedger([]LedgerEntry{ledger(func(e *LedgerEntry) { e.Session = strings.Repeat("s", MaxLedgerSessionBytes+1) })}), "entries[0].session", ErrTooLarge},
+		{"ledger negative bytes", checkLedger([]LedgerEntry{ledger(func(e *LedgerEntry) { e.Bytes = -1 })}), "entries[0].bytes", ErrInvalid},
 		{"manifest tier", checkManifest(ManifestQuery{Realm: "default"}), "tier", ErrInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

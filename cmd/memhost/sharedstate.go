@@ -58,16 +58,24 @@ func openSessionStores(ctx context.Context, cfg *config.Config, state *statedb.D
 }
 
 // runExpiry drops idle sessions every interval until ctx ends, reporting
-// failures to report.
+// failures to report. Each pass has the interval to finish, so a hung
+// store fails a pass instead of pinning the loop (and the shutdown that
+// waits for it).
 func runExpiry(ctx context.Context, expire func(context.Context) (int, error), interval time.Duration, report func(error)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	pass := func() error {
+		ctx, cancel := context.WithTimeout(ctx, interval)
+		defer cancel()
+		_, err := expire(ctx)
+		return err
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if _, err := expire(ctx); err != nil && ctx.Err() == nil {
+			if err := pass(); err != nil && ctx.Err() == nil {
 				report(err)
 			}
 		}

@@ -159,93 +159,120 @@ func (ri *realmIndex) recall(ctx context.Context, q sdk.RecallQuery, terms []str
 		return nil, fmt.Errorf("bleve: recall in realm %s: the index %s is not a scorch index", ri.realm, ri.path)
 	}
 	segs := snap.Segments()
+	per, df, err := termLists(segs, terms)
+	if err != nil {
+		return nil, fmt.Errorf("bleve: recall in realm %s: %w", ri.realm, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	lists, err := ri.filteredLists(segs, per, df, terms, &q)
+	if err != nil {
+		return nil, fmt.Errorf("bleve: recall in realm %s: %w", ri.realm, err)
+	}
 	s := scorer{avgdl: float64(st.tokens) / float64(st.docs)}
 	if s.avgdl <= 0 {
 		s.avgdl = 1
 	}
-
-	// Document frequencies over the live documents of every segment.
-	type segLists struct {
-		dict  segment.TermDictionary
-		lists []segment.PostingsList
+	idfs := make([]float64, len(terms))
+	for t := range terms {
+		idfs[t] = idf(st.docs, int64(df[t]))
 	}
+	w := &walker{s: s, idfs: idfs, df: df, lists: lists, segs: segs}
+	defer w.release()
+	if hits, err = ri.topHits(ctx, w, q.Realm, limit, now); err != nil {
+		return nil, fmt.Errorf("bleve: recall in realm %s: %w", ri.realm, err)
+	}
+	return hits, nil
+}
+
+// segLists are one segment's term dictionary and the query terms'
+// posting lists in it, deleted documents left out.
+type segLists struct {
+	dict  segment.TermDictionary
+	lists []segment.PostingsList
+}
+
+// termLists opens the terms' posting lists in every segment and answers
+// them with each term's document frequency over the live documents.
+func termLists(segs []*scorch.SegmentSnapshot, terms []string) ([]segLists, []uint64, error) {
 	per := make([]segLists, len(segs))
 	df := make([]uint64, len(terms))
 	for i, ss := range segs {
 		dict, err := ss.Segment().Dictionary(fieldTerms)
 		if err != nil {
-			return nil, fmt.Errorf("bleve: recall in realm %s: %w", ri.realm, err)
+			return nil, nil, err
 		}
 		per[i].dict = dict
 		per[i].lists = make([]segment.PostingsList, len(terms))
 		for t, term := range terms {
 			pl, err := dict.PostingsList([]byte(term), ss.Deleted(), nil)
 			if err != nil {
-				return nil, fmt.Errorf("bleve: recall in realm %s: %w", ri.realm, err)
+				return nil, nil, err
 			}
 			per[i].lists[t] = pl
 			df[t] += pl.Count()
 		}
 	}
-	idfs := make([]float64, len(terms))
-	for t := range terms {
-		idfs[t] = idf(st.docs, int64(df[t]))
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+	return per, df, nil
+}
 
-	// Each segment's lists with the query's filters applied; nil where
-	// no document of the segment passes.
+// filteredLists answers each segment's lists with the query's filters
+// applied; nil where no document of the segment passes.
+func (ri *realmIndex) filteredLists(segs []*scorch.SegmentSnapshot, per []segLists, df []uint64, terms []string, q *sdk.RecallQuery) ([][]segment.PostingsList, error) {
 	lists := make([][]segment.PostingsList, len(segs))
 	for i, ss := range segs {
-		except, pass, err := ri.filters.recallFilter(ss, &q)
+		except, pass, err := ri.filters.recallFilter(ss, q)
 		if err != nil {
-			return nil, fmt.Errorf("bleve: recall in realm %s: %w", ri.realm, err)
+			return nil, err
 		}
 		if !pass {
 			continue
 		}
 		lists[i] = per[i].lists
-		if except != nil {
-			lists[i] = make([]segment.PostingsList, len(terms))
-			for t, term := range terms {
-				if df[t] == 0 {
-					continue
-				}
-				if lists[i][t], err = per[i].dict.PostingsList([]byte(term), except, nil); err != nil {
-					return nil, fmt.Errorf("bleve: recall in realm %s: %w", ri.realm, err)
-				}
+		if except == nil {
+			continue
+		}
+		lists[i] = make([]segment.PostingsList, len(terms))
+		for t, term := range terms {
+			if df[t] == 0 {
+				continue
+			}
+			if lists[i][t], err = per[i].dict.PostingsList([]byte(term), except, nil); err != nil {
+				return nil, err
 			}
 		}
 	}
-	w := &walker{s: s, idfs: idfs, df: df, lists: lists, segs: segs}
-	defer w.release()
+	return lists, nil
+}
 
-	// The best want candidates; expired records fail only at the fetch,
-	// so want grows when they crowd the top.
+// topHits answers the best limit recallable records of realm. Expired
+// records fail only at the fetch, so the candidates asked of the walker
+// grow when they crowd the top.
+func (ri *realmIndex) topHits(ctx context.Context, w *walker, realm string, limit int, now time.Time) ([]sdk.Hit, error) {
 	want := limit
 	if ri.cat.mayHoldExpiring() {
 		want = limit + 8
 	}
+	var hits []sdk.Hit
 	for {
 		if err := w.score(ctx, want); err != nil {
-			return nil, fmt.Errorf("bleve: recall in realm %s: %w", ri.realm, err)
+			return nil, err
 		}
-		rk := &ranking{segs: segs}
+		rk := &ranking{segs: w.segs}
 		top := rk.selectTop(w.scratch, want)
 		if rk.err != nil {
-			return nil, fmt.Errorf("bleve: recall in realm %s: %w", ri.realm, rk.err)
+			return nil, rk.err
 		}
 		hits = hits[:0]
 		for _, c := range top {
-			r, err := storedRecordOf(segs[c.seg], uint64(c.doc))
+			r, err := storedRecordOf(w.segs[c.seg], uint64(c.doc))
 			if err != nil {
-				return nil, fmt.Errorf("bleve: recall in realm %s: %w", ri.realm, err)
+				return nil, err
 			}
 			// Expiry is judged here, to the nanosecond; isolation is
 			// guarded once more.
-			if r.Realm != q.Realm || !r.Recallable(now) {
+			if r.Realm != realm || !r.Recallable(now) {
 				continue
 			}
 			hits = append(hits, sdk.Hit{Record: r, Score: c.score})

@@ -1,10 +1,8 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,9 +19,6 @@ import (
 //  2. the newest never-used records by updated time, filling up to 2k.
 //
 // Full lists every recallable row, newest first, with the same rank.
-
-// maxWorkingSetK caps k so 2k stays a sane number of rows.
-const maxWorkingSetK = 50_000
 
 const manifestColumns = `id, scope, kind, title, description, updated_ms, use_count, usage_key`
 
@@ -54,7 +49,7 @@ func manifest(ctx context.Context, db *pgdb, q sdk.ManifestQuery, now time.Time)
 			return nil, fmt.Errorf("postgres: manifest: working set k is %d, must be positive: %w", q.K, sdk.ErrInvalid)
 		}
 		err = pgx.BeginTxFunc(ctx, db, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) (err error) {
-			rows, err = workingSet(ctx, tx, q, min(q.K, maxWorkingSetK), now)
+			rows, err = workingSet(ctx, tx, q, min(q.K, usage.MaxWorkingSetK), now)
 			return err
 		})
 	default:
@@ -89,14 +84,9 @@ func workingSet(ctx context.Context, tx pgx.Tx, q sdk.ManifestQuery, k int, now 
 	if err != nil {
 		return nil, err
 	}
-	slices.SortStableFunc(ranked, func(a, b sdk.ManifestRow) int { return cmp.Compare(b.Rank, a.Rank) })
-	ranked = ranked[:min(len(ranked), k)]
-	fresh, err := perScope(ctx, tx, q, now, unused, byTime, 2*k-len(ranked))
-	if err != nil {
-		return nil, err
-	}
-	slices.SortStableFunc(fresh, func(a, b sdk.ManifestRow) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
-	return append(ranked, fresh[:min(len(fresh), 2*k-len(ranked))]...), nil
+	return usage.WorkingSet(k, ranked, func(n int) ([]sdk.ManifestRow, error) {
+		return perScope(ctx, tx, q, now, unused, byTime, n)
+	})
 }
 
 // perScope runs base+order with limit n for the realm (no scopes) or for

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"strings"
-	"unicode"
 
 	"github.com/memhost/memhost/sdk"
 	sdkindex "github.com/memhost/memhost/sdk/index"
@@ -60,28 +59,12 @@ func buildDoc(own fieldTerms, context []string) indexDoc {
 	return d
 }
 
-// foldTag maps a tag to a key two tags share exactly when
-// strings.EqualFold holds between them: each rune becomes the smallest
-// rune of its simple case-folding orbit.
-func foldTag(tag string) string {
-	var b strings.Builder
-	b.Grow(len(tag))
-	for _, r := range tag {
-		least := r
-		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-			least = min(least, f)
-		}
-		b.WriteRune(least)
-	}
-	return b.String()
-}
-
 // foldTags answers the folded keys of tags (never nil: the column is NOT
 // NULL).
 func foldTags(tags []string) []string {
 	out := make([]string, len(tags))
 	for i, t := range tags {
-		out[i] = foldTag(t)
+		out[i] = sdkindex.FoldTag(t)
 	}
 	return out
 }

@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/memhost/memhost/sdk"
@@ -564,12 +562,6 @@ func markUsed(ctx context.Context, db *pgdb, realm string, ids []string, at time
 	return nil
 }
 
-// Ledger field limits (as in the sqlite provider).
-const (
-	maxSurfaceBytes = 64
-	maxSessionBytes = 256
-)
-
 // writeLedger appends entries, all or nothing. An entry without a time is
 // stamped now.
 func writeLedger(ctx context.Context, db *pgdb, entries []sdk.LedgerEntry, now time.Time) error {
@@ -580,7 +572,7 @@ func writeLedger(ctx context.Context, db *pgdb, entries []sdk.LedgerEntry, now t
 	realms, idents, sessions, recs, surfaces := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	bytes, ats := make([]int64, n), make([]int64, n)
 	for i, e := range entries {
-		if err := checkLedgerEntry(e); err != nil {
+		if err := e.Validate(); err != nil {
 			return fmt.Errorf("postgres: write ledger: entries[%d]: %w", i, err)
 		}
 		at := e.At
@@ -602,34 +594,6 @@ func writeLedger(ctx context.Context, db *pgdb, entries []sdk.LedgerEntry, now t
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: write ledger: %w", classify(err))
-	}
-	return nil
-}
-
-func checkLedgerEntry(e sdk.LedgerEntry) error {
-	if err := (sdk.Identity{Realm: e.Realm, ID: e.Identity}).Validate(); err != nil {
-		return err
-	}
-	if err := sdk.ValidateID(e.RecordID); err != nil {
-		return &sdk.FieldError{Field: "record_id", Problem: err.Error(), Err: sdk.ErrInvalid}
-	}
-	if strings.TrimSpace(e.Surface) == "" {
-		return &sdk.FieldError{Field: "surface", Problem: "is empty", Err: sdk.ErrInvalid}
-	}
-	if err := checkPlainText("surface", e.Surface, maxSurfaceBytes); err != nil {
-		return err
-	}
-	return checkPlainText("session", e.Session, maxSessionBytes)
-}
-
-func checkPlainText(field, s string, max int) error {
-	switch {
-	case len(s) > max:
-		return &sdk.FieldError{Field: field, Problem: fmt.Sprintf("is %d bytes, the limit is %d", len(s), max), Err: sdk.ErrTooLarge}
-	case !utf8.ValidString(s):
-		return &sdk.FieldError{Field: field, Problem: "is not valid UTF-8", Err: sdk.ErrInvalid}
-	case strings.ContainsRune(s, 0):
-		return &sdk.FieldError{Field: field, Problem: "contains a NUL byte", Err: sdk.ErrInvalid}
 	}
 	return nil
 }

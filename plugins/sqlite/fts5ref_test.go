@@ -107,7 +107,7 @@ LIMIT ?8`
 func tagNeedles(tags []string) []string {
 	out := make([]string, len(tags))
 	for i, t := range tags {
-		out[i] = "\n" + foldTag(t) + "\n"
+		out[i] = "\n" + index.FoldTag(t) + "\n"
 	}
 	return out
 }

@@ -1,12 +1,10 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/memhost/memhost/sdk"
@@ -29,9 +27,6 @@ import (
 // unused ones listed. Full lists every recallable row, newest first, with
 // the same rank (0 for never-used rows).
 
-// maxWorkingSetK caps k so 2k stays a sane number of rows.
-const maxWorkingSetK = 50_000
-
 const manifestColumns = `id, scope, kind, title, description, updated_ms, use_count, usage_key`
 
 // manifestFilter is the condition every listed row meets; ?1 is the realm,
@@ -48,7 +43,7 @@ func (d *database) manifest(ctx context.Context, q sdk.ManifestQuery, now time.T
 		if q.K <= 0 {
 			return nil, fmt.Errorf("sqlite: manifest: working set k is %d, must be positive: %w", q.K, sdk.ErrInvalid)
 		}
-		rows, err = d.workingSet(ctx, q, min(q.K, maxWorkingSetK), now)
+		rows, err = d.workingSet(ctx, q, min(q.K, usage.MaxWorkingSetK), now)
 	default:
 		return nil, fmt.Errorf("sqlite: manifest: unknown tier %d: %w", q.Tier, sdk.ErrInvalid)
 	}
@@ -86,14 +81,9 @@ func (d *database) workingSet(ctx context.Context, q sdk.ManifestQuery, k int, n
 	if err != nil {
 		return nil, err
 	}
-	slices.SortStableFunc(ranked, func(a, b sdk.ManifestRow) int { return cmp.Compare(b.Rank, a.Rank) })
-	ranked = ranked[:min(len(ranked), k)]
-	fresh, err := d.perScope(ctx, tx, q, now, unused, byTime, 2*k-len(ranked))
-	if err != nil {
-		return nil, err
-	}
-	slices.SortStableFunc(fresh, func(a, b sdk.ManifestRow) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
-	return append(ranked, fresh[:min(len(fresh), 2*k-len(ranked))]...), nil
+	return usage.WorkingSet(k, ranked, func(n int) ([]sdk.ManifestRow, error) {
+		return d.perScope(ctx, tx, q, now, unused, byTime, n)
+	})
 }
 
 // perScope runs base+order with limit n for the realm (no scopes) or for

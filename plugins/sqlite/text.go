@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"strings"
-	"unicode"
 
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/index"
@@ -35,22 +34,6 @@ func newIndexDoc(r *sdk.Record) indexDoc {
 	return d
 }
 
-// foldTag maps a tag to a key that two tags share exactly when
-// strings.EqualFold holds between them: each rune becomes the smallest rune
-// of its simple case-folding orbit.
-func foldTag(tag string) string {
-	var b strings.Builder
-	b.Grow(len(tag))
-	for _, r := range tag {
-		least := r
-		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-			least = min(least, f)
-		}
-		b.WriteRune(least)
-	}
-	return b.String()
-}
-
 // tagKeys is the stored form of a record's tags for filtering: each folded
 // tag wrapped in line feeds (tags hold none), so "\n"+key+"\n" is found in
 // it exactly when the record carries the tag.
@@ -61,7 +44,7 @@ func tagKeys(tags []string) string {
 	var b strings.Builder
 	b.WriteByte('\n')
 	for _, t := range tags {
-		b.WriteString(foldTag(t))
+		b.WriteString(index.FoldTag(t))
 		b.WriteByte('\n')
 	}
 	return b.String()

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 	"github.com/memhost/memhost/sdk"
@@ -350,17 +349,11 @@ func usageKeyFunc(key float64, count, atMs int64) float64 {
 	return usage.Key(key, count > 0, time.UnixMilli(atMs))
 }
 
-// Ledger field limits.
-const (
-	maxSurfaceBytes = 64
-	maxSessionBytes = 256
-)
-
 // writeLedger appends entries, all or nothing. An entry without a time is
 // stamped now.
 func (d *database) writeLedger(ctx context.Context, entries []sdk.LedgerEntry, now time.Time) error {
 	for i, e := range entries {
-		if err := checkLedgerEntry(e); err != nil {
+		if err := e.Validate(); err != nil {
 			return fmt.Errorf("sqlite: write ledger: entries[%d]: %w", i, err)
 		}
 	}
@@ -386,36 +379,6 @@ func (d *database) writeLedger(ctx context.Context, entries []sdk.LedgerEntry, n
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: write ledger: %w", err)
-	}
-	return nil
-}
-
-// checkLedgerEntry checks what only this store limits; the identity and
-// record id were validated by the SDK's server.
-func checkLedgerEntry(e sdk.LedgerEntry) error {
-	if strings.TrimSpace(e.Surface) == "" {
-		return &sdk.FieldError{Field: "surface", Problem: "is empty", Err: sdk.ErrInvalid}
-	}
-	if err := checkPlainText("surface", e.Surface, maxSurfaceBytes); err != nil {
-		return err
-	}
-	if err := checkPlainText("session", e.Session, maxSessionBytes); err != nil {
-		return err
-	}
-	if e.Bytes < 0 {
-		return &sdk.FieldError{Field: "bytes", Problem: fmt.Sprintf("is %d, must not be negative", e.Bytes), Err: sdk.ErrInvalid}
-	}
-	return nil
-}
-
-func checkPlainText(field, s string, max int) error {
-	switch {
-	case len(s) > max:
-		return &sdk.FieldError{Field: field, Problem: fmt.Sprintf("is %d bytes, the limit is %d", len(s), max), Err: sdk.ErrTooLarge}
-	case !utf8.ValidString(s):
-		return &sdk.FieldError{Field: field, Problem: "is not valid UTF-8", Err: sdk.ErrInvalid}
-	case strings.ContainsRune(s, 0):
-		return &sdk.FieldError{Field: field, Problem: "contains a NUL byte", Err: sdk.ErrInvalid}
 	}
 	return nil
 }

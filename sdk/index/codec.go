@@ -229,6 +229,27 @@ func Decode(r io.Reader) (*Index, error) {
 
 func decodeRealm(d *decoder, nextSeq uint64, nfields int) (*realm, error) {
 	rm := newRealm()
+	ntags := decodeNames(d, rm)
+	ndocs := d.count(len(d.b))
+	if d.err != nil {
+		return nil, d.err
+	}
+	if err := decodeDocs(d, rm, ndocs, ntags, nextSeq); err != nil {
+		return nil, err
+	}
+	if err := decodePostings(d, rm, ndocs); err != nil {
+		return nil, err
+	}
+	rm.buildTermLists()
+	if err := decodeThreads(d, rm, ndocs, nfields); err != nil {
+		return nil, err
+	}
+	return rm, nil
+}
+
+// decodeNames reads the realm's scope and tag names and answers the
+// number of tags.
+func decodeNames(d *decoder, rm *realm) int {
 	for range d.count(len(d.b)) {
 		s := d.str()
 		if _, dup := rm.scopeIDs[s]; dup {
@@ -244,10 +265,12 @@ func decodeRealm(d *decoder, nextSeq uint64, nfields int) (*realm, error) {
 		}
 		rm.tagIDs[t] = uint32(i)
 	}
-	ndocs := d.count(len(d.b))
-	if d.err != nil {
-		return nil, d.err
-	}
+	return ntags
+}
+
+// decodeDocs reads ndocs documents: id, scope, seq, expiry, length and
+// tags.
+func decodeDocs(d *decoder, rm *realm, ndocs, ntags int, nextSeq uint64) error {
 	rm.ids = make([]string, ndocs)
 	rm.scope = make([]uint32, ndocs)
 	rm.dl = make([]uint32, ndocs)
@@ -270,8 +293,7 @@ func decodeRealm(d *decoder, nextSeq uint64, nfields int) (*realm, error) {
 		rm.expires[i] = d.int()
 		rm.dl[i] = uint32(d.count(math.MaxUint32))
 		rm.tokens += int64(rm.dl[i])
-		nt := d.count(ntags)
-		for range nt {
+		for range d.count(ntags) {
 			t := uint32(d.count(ntags - 1))
 			if containsU32(rm.tags[i], t) {
 				d.fail("document %q repeats a tag", id)
@@ -279,10 +301,15 @@ func decodeRealm(d *decoder, nextSeq uint64, nfields int) (*realm, error) {
 			rm.tags[i] = append(rm.tags[i], t)
 		}
 		if d.err != nil {
-			return nil, d.err
+			return d.err
 		}
 	}
 	rm.live = ndocs
+	return nil
+}
+
+// decodePostings reads every term and its postings list.
+func decodePostings(d *decoder, rm *realm, ndocs int) error {
 	nterms := d.count(len(d.b))
 	rm.lists = make([]plist, 0, nterms)
 	for range nterms {
@@ -290,42 +317,52 @@ func decodeRealm(d *decoder, nextSeq uint64, nfields int) (*realm, error) {
 		if _, dup := rm.termIDs[t]; dup {
 			d.fail("term %q repeated", t)
 		}
-		tid := rm.term(t)
-		l := &rm.lists[tid]
-		n := d.count(ndocs)
-		if n == 0 {
-			d.fail("term %q has no postings", t)
+		l := &rm.lists[rm.term(t)]
+		if err := decodePostingList(d, l, t, ndocs); err != nil {
+			return err
 		}
-		l.postings = make([]posting, n)
-		prev := uint32(0)
-		for i := range n {
-			delta := d.count(ndocs)
-			if i > 0 && delta == 0 {
-				d.fail("term %q repeats a document", t)
-			}
-			doc := prev + uint32(delta)
-			if int(doc) >= ndocs {
-				d.fail("term %q names document %d of %d", t, doc, ndocs)
-			}
-			f := math.Float32frombits(d.u32())
-			if !(f > 0) || math.IsInf(float64(f), 0) {
-				d.fail("term %q has frequency %v", t, f)
-			}
-			if d.err != nil {
-				return nil, d.err
-			}
-			l.postings[i] = posting{doc: doc, f: f}
-			prev = doc
-		}
-		l.df = int32(n)
 		l.rebuildBlocks(rm.dl)
 	}
-	if d.err != nil {
-		return nil, d.err
+	return d.err
+}
+
+// decodePostingList reads term t's postings: document deltas, each with a
+// frequency.
+func decodePostingList(d *decoder, l *plist, t string, ndocs int) error {
+	n := d.count(ndocs)
+	if n == 0 {
+		d.fail("term %q has no postings", t)
 	}
-	// Each document's term list, carved from one slab: sized in a first
-	// pass over the postings (term ids ascend, so deltas are known), filled
-	// in a second.
+	l.postings = make([]posting, n)
+	prev := uint32(0)
+	for i := range n {
+		delta := d.count(ndocs)
+		if i > 0 && delta == 0 {
+			d.fail("term %q repeats a document", t)
+		}
+		doc := prev + uint32(delta)
+		if int(doc) >= ndocs {
+			d.fail("term %q names document %d of %d", t, doc, ndocs)
+		}
+		f := math.Float32frombits(d.u32())
+		if !(f > 0) || math.IsInf(float64(f), 0) {
+			d.fail("term %q has frequency %v", t, f)
+		}
+		if d.err != nil {
+			return d.err
+		}
+		l.postings[i] = posting{doc: doc, f: f}
+		prev = doc
+	}
+	l.df = int32(n)
+	return nil
+}
+
+// buildTermLists derives each document's term list from the postings,
+// carved from one slab: sized in a first pass over the postings (term ids
+// ascend, so deltas are known), filled in a second.
+func (rm *realm) buildTermLists() {
+	ndocs := len(rm.terms)
 	prev := make([]uint32, ndocs)
 	size := make([]int, ndocs)
 	var tmp [binary.MaxVarintLen32]byte
@@ -352,6 +389,11 @@ func decodeRealm(d *decoder, nextSeq uint64, nfields int) (*realm, error) {
 			prev[p.doc] = uint32(tid)
 		}
 	}
+}
+
+// decodeThreads reads the threaded documents: each one's thread key and
+// its nfields place fields.
+func decodeThreads(d *decoder, rm *realm, ndocs, nfields int) error {
 	for range d.count(ndocs) {
 		no := d.count(ndocs - 1)
 		k := threadKey{id: d.str(), seq: d.int()}
@@ -360,22 +402,21 @@ func decodeRealm(d *decoder, nextSeq uint64, nfields int) (*realm, error) {
 		}
 		fields := make([][]string, nfields)
 		for f := range fields {
-			n := d.count(len(d.b))
-			for range n {
+			for range d.count(len(d.b)) {
 				fields[f] = append(fields[f], d.str())
 			}
 		}
 		if d.err != nil {
-			return nil, d.err
+			return d.err
 		}
 		id := rm.ids[no]
 		if _, dup := rm.threaded[id]; dup {
 			d.fail("document %q threaded twice", id)
-			return nil, d.err
+			return d.err
 		}
 		rm.enthread(id, k, fields)
 	}
-	return rm, nil
+	return nil
 }
 
 type decoder struct {

@@ -4,8 +4,12 @@
 package usage
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"time"
+
+	"github.com/memhost/memhost/sdk"
 )
 
 // HalfLife is how fast past uses fade from a record's usage rank: a
@@ -33,4 +37,30 @@ func Key(key float64, used bool, at time.Time) float64 {
 func Rank(key float64, now time.Time) float64 {
 	r := math.Exp2(key - float64(now.UnixMilli())/float64(HalfLife.Milliseconds()))
 	return max(r, math.SmallestNonzeroFloat64)
+}
+
+// MaxWorkingSetK caps a working set's k, so 2k stays a sane number of rows.
+const MaxWorkingSetK = 50_000
+
+// WorkingSet assembles the working-set tier of a manifest from a
+// provider's rows, the same in every provider: the k used rows (Rank > 0)
+// of highest rank, highest first, then the newest never-used rows, newest
+// first, filling the list up to 2k rows. used may hold more than k rows
+// (each scope's best, say) and is sorted in place; unused is asked for the
+// n rows wanted (at least k; never when k is 0). Sorts are stable, so rows
+// of equal rank or time keep the order the provider read them in.
+func WorkingSet(k int, used []sdk.ManifestRow, unused func(n int) ([]sdk.ManifestRow, error)) ([]sdk.ManifestRow, error) {
+	k = min(k, MaxWorkingSetK)
+	slices.SortStableFunc(used, func(a, b sdk.ManifestRow) int { return cmp.Compare(b.Rank, a.Rank) })
+	rows := used[:min(len(used), k)]
+	room := 2*k - len(rows)
+	if room <= 0 {
+		return rows, nil
+	}
+	fresh, err := unused(room)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(fresh, func(a, b sdk.ManifestRow) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
+	return append(rows, fresh[:min(len(fresh), room)]...), nil
 }
