@@ -2,7 +2,6 @@ package pluginhost
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -49,6 +48,7 @@ func Start(ctx context.Context, e Entry, opts StartOptions) (*host.Conn, error) 
 		StartTimeout: opts.StartTimeout,
 		Dir:          opts.Dir,
 		Env:          opts.Env,
+		Interpreted:  e.Interpreted,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w (manifest %s)", err, e.ManifestPath)
@@ -88,17 +88,5 @@ func WriteManifest(ctx context.Context, exe string, logger hclog.Logger) (string
 	if err := m.Validate(); err != nil {
 		return "", nil, fmt.Errorf("plugin %s: %w", abs, err)
 	}
-	data, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return "", nil, err
-	}
-	path := filepath.Join(filepath.Dir(abs), info.Name+host.ManifestSuffix)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
-		return "", nil, fmt.Errorf("write manifest %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return "", nil, fmt.Errorf("write manifest %s: %w", path, err)
-	}
-	return path, m, nil
+	return writeManifestFile(filepath.Join(filepath.Dir(abs), info.Name+host.ManifestSuffix), m)
 }
