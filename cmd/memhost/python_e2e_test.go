@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/memhost/memhost/internal/testbin"
 	"github.com/memhost/memhost/sdk/conformance"
@@ -80,4 +83,181 @@ func TestPythonProviderConformance(t *testing.T) {
 		Config:     func(string) json.RawMessage { return json.RawMessage(`{}`) },
 		BadConfigs: pythonBadConfigs,
 	})
+}
+
+// installPythonPlugin lays out the example in a fresh plugin directory
+// and writes its manifest with `memhost plugins manifest --interpreter`.
+func installPythonPlugin(t *testing.T) (pluginDir, script string) {
+	t.Helper()
+	pluginDir = testbin.ShortTempDir(t)
+	script = pythonPluginTree(t, pluginDir)
+	out, err := exec.Command(testbin.Build(t, "./cmd/memhost"), "plugins", "manifest", "--interpreter", python,
+		"--interpreter-arg=-B", "--interpreter-arg=-E", "--interpreter-arg=-s", script).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "sqlitepy.plugin.json") {
+		t.Fatalf("plugins manifest: %v\n%s", err, out)
+	}
+	return pluginDir, script
+}
+
+const pythonConfig = `
+provider "notes" {
+  plugin = "sqlitepy"
+  config = { path = "notes.sqlite" }
+}
+`
+
+// TestPythonProviderServe loads the example Python provider into a stock
+// `memhost serve` by its manifest: its log lines reach the host's log,
+// and no acknowledged write is lost across a restart of memhost, a kill -9
+// of the plugin, or a kill -9 of memhost (after which the plugin exits on
+// its own and removes its socket directory).
+func TestPythonProviderServe(t *testing.T) {
+	needPython(t)
+	pluginDir, _ := installPythonPlugin(t)
+	tmp := testbin.ShortTempDir(t)
+	cfgPath, dataDir := writeConfigIn(t, pluginDir, pythonConfig)
+	m, err := startWithConfig(t, cfgPath, dataDir, "TMPDIR="+tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := remember(t, m,
+		map[string]any{"scope": "identity:dana", "kind": "gotcha", "title": "Flaky staging DNS", "body": "Staging DNS flaps on Mondays; retry once."},
+		map[string]any{"scope": "identity:dana", "kind": "fact", "title": "Deploy window", "body": "Deploys to staging run at noon."},
+	)
+	want := func(m *instance, query, id string, n int) {
+		t.Helper()
+		got := recall(t, m, "dana", query)
+		if len(got.Hits) != n || got.Hits[0].Record.ID != id {
+			t.Fatalf("recall(%q) through the Python plugin = %+v, want %d hits, %s first\n%s", query, got, n, id, m.logs())
+		}
+	}
+	want(m, "staging dns", ids[0], 2)
+	if logs := m.logs(); !strings.Contains(logs, "store opened") || !strings.Contains(logs, "notes") {
+		t.Errorf("the plugin's log line did not reach the host's log under its instance name:\n%s", logs)
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "notes.sqlite")); err != nil {
+		t.Fatalf("the plugin did not write under the data directory: %v", err)
+	}
+
+	m.stop()
+	if m, err = startWithConfig(t, cfgPath, dataDir, "TMPDIR="+tmp); err != nil {
+		t.Fatal(err)
+	}
+	want(m, "staging dns", ids[0], 2)
+
+	// kill -9 the plugin right after an acknowledged write.
+	late := remember(t, m, map[string]any{"scope": "identity:dana", "kind": "fact", "title": "Pager rota", "body": "The pager moves to Ines on Fridays."})
+	pid := pluginPids(t, m)[0]
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// A Python process takes a second or two to start, longer than a
+	// recall's deadline, so calls during the restart may answer 503.
+	for attempt := 0; ; attempt++ {
+		var got recallAnswer
+		code := m.do("POST", "/v1/recall", map[string]any{"identity": map[string]string{"id": "dana"}, "query": "pager rota"}, &got)
+		if code == 200 {
+			if len(got.Hits) != 1 || got.Hits[0].Record.ID != late[0] {
+				t.Fatalf("recall after kill -9 = %+v, want the acknowledged write %s", got, late[0])
+			}
+			break
+		}
+		if code != 503 || attempt == 50 {
+			t.Fatalf("recall after kill -9 = %d (attempt %d)\n%s", code, attempt, m.logs())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if newPid := pluginPids(t, m)[0]; newPid == pid {
+		t.Fatalf("the plugin was not restarted after kill -9 (pid %d)", pid)
+	}
+
+	// kill -9 memhost right after an acknowledged write: the plugin
+	// notices, closes its store and goes, leaving no socket behind.
+	last := remember(t, m, map[string]any{"scope": "identity:dana", "kind": "fact", "title": "Backup bucket", "body": "Backups land in the cold bucket."})
+	pid = pluginPids(t, m)[0]
+	if err := m.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	m.cmd.Wait()
+	deadline := time.Now().Add(15 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the Python plugin (pid %d) outlived its killed host", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if dirs, _ := filepath.Glob(filepath.Join(tmp, "mhsock-*")); len(dirs) > 0 {
+		t.Errorf("the Python plugin of a killed host left its socket directory: %v", dirs)
+	}
+	if m, err = startWithConfig(t, cfgPath, dataDir, "TMPDIR="+tmp); err != nil {
+		t.Fatal(err)
+	}
+	want(m, "backup bucket", last[0], 1)
+	want(m, "staging dns", ids[0], 2)
+}
+
+// TestPythonProviderTampered: a changed file anywhere in the script tree,
+// or another interpreter, is refused by `memhost plugins verify` and
+// `memhost serve` with one line naming the plugin and the file.
+func TestPythonProviderTampered(t *testing.T) {
+	needPython(t)
+	for _, tc := range []struct {
+		name   string
+		tamper func(t *testing.T, pluginDir, script string)
+		want   string
+	}{
+		{"a module changed", func(t *testing.T, pluginDir, _ string) {
+			p := filepath.Join(pluginDir, "sqlitepy", "memhost_plugin", "text.py")
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, append(data, "\n# changed\n"...), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, "sha256 does not match manifest tree_sha256"},
+		{"a module added", func(t *testing.T, pluginDir, _ string) {
+			copyFile(t, filepath.Join(pluginDir, "sqlitepy", "main.py"), filepath.Join(pluginDir, "sqlitepy", "sitecustomize.py"), 0o644)
+		}, "sha256 does not match manifest tree_sha256"},
+		{"another interpreter", func(t *testing.T, pluginDir, _ string) {
+			editManifestFile(t, filepath.Join(pluginDir, "sqlitepy.plugin.json"), func(m map[string]any) {
+				m["interpreter"].(map[string]any)["sha256"] = strings.Repeat("0", 64)
+			})
+		}, "interpreter " + python + ": refused: sha256 does not match manifest interpreter.sha256"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pluginDir, script := installPythonPlugin(t)
+			tc.tamper(t, pluginDir, script)
+			cfgPath, dataDir := writeConfigIn(t, pluginDir, pythonConfig)
+			out, err := exec.Command(testbin.Build(t, "./cmd/memhost"), "plugins", "verify", "--config", cfgPath).CombinedOutput()
+			if err == nil || !strings.Contains(string(out), "plugin sqlitepy ("+script+")") || !strings.Contains(string(out), tc.want) {
+				t.Fatalf("plugins verify: %v, want a refusal naming %s and saying %q:\n%s", err, script, tc.want, out)
+			}
+			if m, err := startWithConfig(t, cfgPath, dataDir); err == nil {
+				m.stop()
+				t.Fatalf("memhost serve started with a tampered plugin:\n%s", m.logs())
+			} else if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("memhost serve: %v, want it to say %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func editManifestFile(t *testing.T, path string, edit func(map[string]any)) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	edit(m)
+	if data, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

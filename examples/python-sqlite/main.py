@@ -5,7 +5,7 @@ standard library's sqlite3), everything else from the SDK's KVProvider."""
 import json
 import sqlite3
 
-from memhost_plugin import KVProvider, Record, decode_config, errors, serve
+from memhost_plugin import KVProvider, Record, decode_config, errors, logger, serve
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (realm TEXT, id TEXT, data TEXT NOT NULL, PRIMARY KEY (realm, id));
@@ -56,6 +56,7 @@ def open_store(config):
     cfg = decode_config(config, {"path": "memory.sqlite"})
     if not cfg["path"]:
         raise errors.invalid("path", "must not be empty")
+    logger.info("store opened", path=cfg["path"])
     return Store(cfg["path"])
 
 
