@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"io/fs"
 	"os"
@@ -259,5 +260,64 @@ func editManifestFile(t *testing.T, path string, edit func(map[string]any)) {
 	}
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReattachDebugPlugin: a plugin a developer started with --debug (as
+// under a debugger) prints the MEMHOST_REATTACH_PLUGINS line; memhost
+// serve, given it, attaches to that very process instead of starting one,
+// and serves through it. Both SDKs: the Go sqlite plugin and the Python
+// example.
+func TestReattachDebugPlugin(t *testing.T) {
+	needPython(t)
+	pluginDir, script := installPythonPlugin(t)
+	testbin.InstallPlugin(t, pluginDir, testbin.Build(t, "./plugins/sqlite/cmd/memhost-plugin-sqlite"))
+	for _, tc := range []struct {
+		name, plugin string
+		cmd          []string
+	}{
+		{"python", "sqlitepy", []string{script, "--debug"}},
+		{"go", "sqlite", []string{filepath.Join(pluginDir, "memhost-plugin-sqlite"), "--debug"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfgPath, dataDir := writeConfigIn(t, pluginDir, `
+provider "notes" {
+  plugin = "`+tc.plugin+`"
+  config = { path = "`+filepath.Join(t.TempDir(), "debug.db")+`" }
+}
+`)
+			dbg := exec.Command(tc.cmd[0], tc.cmd[1:]...)
+			dbg.Dir = t.TempDir()
+			stdout, err := dbg.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := dbg.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { dbg.Process.Kill(); dbg.Wait() })
+			line, err := bufio.NewReader(stdout).ReadString('\n')
+			if err != nil {
+				t.Fatalf("reading the debug plugin's reattach line: %v", err)
+			}
+			value, ok := strings.CutPrefix(strings.TrimSpace(line), "MEMHOST_REATTACH_PLUGINS='")
+			if !ok || !strings.HasSuffix(value, "'") {
+				t.Fatalf("the debug plugin printed %q, want MEMHOST_REATTACH_PLUGINS='…'", line)
+			}
+			m, err := startWithConfig(t, cfgPath, dataDir, "MEMHOST_REATTACH_PLUGINS="+strings.TrimSuffix(value, "'"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pids := pluginPids(t, m); len(pids) != 1 || pids[0] != dbg.Process.Pid {
+				t.Fatalf("memhost serves plugin pids %v, want the debug process %d\n%s", pids, dbg.Process.Pid, m.logs())
+			}
+			if !strings.Contains(m.logs(), "the host did not start") {
+				t.Errorf("memhost did not warn that it attached to a process it did not start:\n%s", m.logs())
+			}
+			ids := remember(t, m, map[string]any{"scope": "identity:dana", "kind": "fact", "title": "Debugged", "body": "Written through a reattached plugin."})
+			if got := recall(t, m, "dana", "reattached plugin"); len(got.Hits) != 1 || got.Hits[0].Record.ID != ids[0] {
+				t.Fatalf("recall through the reattached plugin = %+v", got)
+			}
+		})
 	}
 }

@@ -38,7 +38,7 @@ func Start(ctx context.Context, e Entry, opts StartOptions) (*host.Conn, error) 
 	if name == "" {
 		name = e.Manifest.Name
 	}
-	conn, err := host.Launch(ctx, host.LaunchOptions{
+	conn, err := launchOrReattach(ctx, e, host.LaunchOptions{
 		Name:         name,
 		Host:         opts.Host,
 		Path:         e.Executable,

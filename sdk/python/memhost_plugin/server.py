@@ -468,11 +468,14 @@ def serve(p):
     except ValueError as e:
         sys.stderr.write("memhost plugin %s: %s\n" % (type(p).__name__, e))
         sys.exit(1)
-    if os.environ.get(COOKIE_KEY) != COOKIE_VALUE:
+    # --debug: started by hand (under a debugger) for a host to attach to
+    # through MEMHOST_REATTACH_PLUGINS; no TLS, and no parent to watch.
+    debug = "--debug" in sys.argv[1:]
+    if not debug and os.environ.get(COOKIE_KEY) != COOKIE_VALUE:
         sys.stderr.write("This is a memhost plugin: memhost starts it (see docs/plugins.md); it is not run by hand.\n")
         sys.exit(1)
     versions = os.environ.get("PLUGIN_PROTOCOL_VERSIONS", str(PROTOCOL_VERSION)).split(",")
-    if str(PROTOCOL_VERSION) not in versions:
+    if not debug and str(PROTOCOL_VERSION) not in versions:
         sys.stderr.write("memhost plugin: the host speaks protocols %s, this SDK speaks %d\n" % (",".join(versions), PROTOCOL_VERSION))
         sys.exit(1)
     # A write to a host that is gone must fail, not kill the process
@@ -480,29 +483,38 @@ def serve(p):
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the host's terminal's ^C is the host's to handle
-    threading.Thread(target=_watch_parent, args=(p, os.getppid()), daemon=True).start()
+    if debug:
+        signal.signal(signal.SIGINT, lambda *_: stopping.set())
+    else:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the host's terminal's ^C is the host's to handle
+        threading.Thread(target=_watch_parent, args=(p, os.getppid()), daemon=True).start()
 
     opts = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES), ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)]
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=32), options=opts)
     server.add_generic_rpc_handlers(_go_plugin_handlers(stopping) + _generic_handlers(_Services(p), p.info().kinds))
-    sock_dir = os.environ.get("PLUGIN_UNIX_SOCKET_DIR") or tempfile.gettempdir()
+    sock_dir = tempfile.mkdtemp(prefix="mhdebug-") if debug else os.environ.get("PLUGIN_UNIX_SOCKET_DIR") or tempfile.gettempdir()
     sock = tempfile.mktemp(prefix="plugin", dir=sock_dir)  # grpc creates it; a fresh name is all it needs
     cert = ""
-    client_pem = os.environ.get("PLUGIN_CLIENT_CERT", "")
+    client_pem = "" if debug else os.environ.get("PLUGIN_CLIENT_CERT", "")
     if client_pem:
         creds, cert = _server_certificate(client_pem)
         server.add_secure_port("unix:" + sock, creds)
     else:
         server.add_insecure_port("unix:" + sock)
     server.start()
-    sys.stdout.write("1|%d|unix|%s|grpc|%s\n" % (PROTOCOL_VERSION, sock, cert))
+    if debug:
+        target = {"protocol": "grpc", "protocol_version": PROTOCOL_VERSION, "pid": os.getpid(), "network": "unix", "address": sock}
+        sys.stdout.write("MEMHOST_REATTACH_PLUGINS='%s'\n" % json.dumps({p.info().name: target}, separators=(",", ":")))
+    else:
+        sys.stdout.write("1|%d|unix|%s|grpc|%s\n" % (PROTOCOL_VERSION, sock, cert))
     sys.stdout.flush()
     stopping.wait()
     server.stop(grace=1).wait()
     _close(p)
     try:
         os.unlink(sock)
+        if debug:
+            os.rmdir(sock_dir)
     except OSError:
         pass
     sys.stderr.flush()
