@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memhost/memhost/internal/pluginhost"
 	"github.com/memhost/memhost/internal/testbin"
 	"github.com/memhost/memhost/sdk/conformance"
 )
@@ -221,9 +222,18 @@ func TestPythonProviderTampered(t *testing.T) {
 			copyFile(t, filepath.Join(pluginDir, "sqlitepy", "main.py"), filepath.Join(pluginDir, "sqlitepy", "sitecustomize.py"), 0o644)
 		}, "sha256 does not match manifest tree_sha256"},
 		{"another interpreter", func(t *testing.T, pluginDir, _ string) {
-			editManifestFile(t, filepath.Join(pluginDir, "sqlitepy.plugin.json"), func(m map[string]any) {
-				m["interpreter"].(map[string]any)["sha256"] = strings.Repeat("0", 64)
-			})
+			sum, err := pluginhost.FileSHA256(python)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(pluginDir, "sqlitepy.plugin.json")
+			data, err := os.ReadFile(path)
+			if err != nil || !strings.Contains(string(data), sum) {
+				t.Fatalf("manifest %s does not pin %s's sha256 %s (%v)", path, python, sum, err)
+			}
+			if err := os.WriteFile(path, []byte(strings.Replace(string(data), sum, strings.Repeat("0", 64), 1)), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}, "interpreter " + python + ": refused: sha256 does not match manifest interpreter.sha256"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -241,25 +251,6 @@ func TestPythonProviderTampered(t *testing.T) {
 				t.Fatalf("memhost serve: %v, want it to say %q", err, tc.want)
 			}
 		})
-	}
-}
-
-func editManifestFile(t *testing.T, path string, edit func(map[string]any)) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatal(err)
-	}
-	edit(m)
-	if data, err = json.Marshal(m); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
 	}
 }
 

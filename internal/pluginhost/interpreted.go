@@ -76,15 +76,10 @@ func WriteScriptManifest(ctx context.Context, sp ScriptPlugin, logger hclog.Logg
 		Interpreter: &host.Interpreter{Path: sp.Interpreter, SHA256: interpSum, Args: sp.Args},
 		Tree:        filepath.Base(tree), TreeSHA256: hex.EncodeToString(treeSum),
 	}
-	conn, err := host.Launch(ctx, host.LaunchOptions{Name: filepath.Base(tree), Path: script, SHA256: m.Checksum(),
+	info, err := infoOf(ctx, host.LaunchOptions{Name: filepath.Base(tree), Path: script, SHA256: m.Checksum(),
 		Logger: logger, Dir: os.TempDir(), Interpreted: m.Interpreted(dir)})
 	if err != nil {
 		return "", nil, err
-	}
-	info := conn.Info()
-	conn.Close()
-	if err := host.CheckInfo(info); err != nil {
-		return "", nil, fmt.Errorf("plugin %s: %w", script, err)
 	}
 	full := host.ManifestFor(info, m.Executable, scriptSum)
 	full.Format, full.Interpreter, full.Tree, full.TreeSHA256 = m.Format, m.Interpreter, m.Tree, m.TreeSHA256

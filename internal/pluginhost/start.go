@@ -8,6 +8,7 @@ import (
 	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
+	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/host"
 )
 
@@ -75,18 +76,27 @@ func WriteManifest(ctx context.Context, exe string, logger hclog.Logger) (string
 		return "", nil, fmt.Errorf("plugin %s: %w", abs, err)
 	}
 	m := &host.Manifest{SHA256: sum}
-	conn, err := host.Launch(ctx, host.LaunchOptions{Name: filepath.Base(abs), Path: abs, SHA256: m.Checksum(), Logger: logger, Dir: os.TempDir()})
+	info, err := infoOf(ctx, host.LaunchOptions{Name: filepath.Base(abs), Path: abs, SHA256: m.Checksum(), Logger: logger, Dir: os.TempDir()})
 	if err != nil {
 		return "", nil, err
-	}
-	info := conn.Info()
-	conn.Close()
-	if err := host.CheckInfo(info); err != nil {
-		return "", nil, fmt.Errorf("plugin %s: %w", abs, err)
 	}
 	m = host.ManifestFor(info, filepath.Base(abs), sum)
 	if err := m.Validate(); err != nil {
 		return "", nil, fmt.Errorf("plugin %s: %w", abs, err)
 	}
 	return writeManifestFile(filepath.Join(filepath.Dir(abs), info.Name+host.ManifestSuffix), m)
+}
+
+// infoOf starts a plugin once and answers its checked Info.
+func infoOf(ctx context.Context, opts host.LaunchOptions) (sdk.Info, error) {
+	conn, err := host.Launch(ctx, opts)
+	if err != nil {
+		return sdk.Info{}, err
+	}
+	info := conn.Info()
+	conn.Close()
+	if err := host.CheckInfo(info); err != nil {
+		return sdk.Info{}, fmt.Errorf("plugin %s: %w", opts.Path, err)
+	}
+	return info, nil
 }

@@ -53,40 +53,19 @@ class MemhostError(Exception):
         return []
 
 
-class InvalidArgument(MemhostError):
-    code, grpc_code = "invalid_argument", grpc.StatusCode.INVALID_ARGUMENT
+def _coded(name, code, grpc_code):
+    return type(name, (MemhostError,), {"code": code, "grpc_code": grpc_code, "__module__": __name__})
 
 
-class TooLarge(MemhostError):
-    code, grpc_code = "too_large", grpc.StatusCode.OUT_OF_RANGE
-
-
-class NotFound(MemhostError):
-    code, grpc_code = "not_found", grpc.StatusCode.NOT_FOUND
-
-
-class Conflict(MemhostError):
-    code, grpc_code = "conflict", grpc.StatusCode.ALREADY_EXISTS
-
-
-class Unsupported(MemhostError):
-    code, grpc_code = "unsupported", grpc.StatusCode.UNIMPLEMENTED
-
-
-class Unavailable(MemhostError):
-    code, grpc_code = "unavailable", grpc.StatusCode.UNAVAILABLE
-
-
-class DeadlineExceeded(MemhostError):
-    code, grpc_code = "deadline_exceeded", grpc.StatusCode.DEADLINE_EXCEEDED
-
-
-class PermissionDenied(MemhostError):
-    code, grpc_code = "permission_denied", grpc.StatusCode.PERMISSION_DENIED
-
-
-class ReadOnly(MemhostError):
-    code, grpc_code = "read_only", grpc.StatusCode.FAILED_PRECONDITION
+InvalidArgument = _coded("InvalidArgument", "invalid_argument", grpc.StatusCode.INVALID_ARGUMENT)
+TooLarge = _coded("TooLarge", "too_large", grpc.StatusCode.OUT_OF_RANGE)
+NotFound = _coded("NotFound", "not_found", grpc.StatusCode.NOT_FOUND)
+Conflict = _coded("Conflict", "conflict", grpc.StatusCode.ALREADY_EXISTS)
+Unsupported = _coded("Unsupported", "unsupported", grpc.StatusCode.UNIMPLEMENTED)
+Unavailable = _coded("Unavailable", "unavailable", grpc.StatusCode.UNAVAILABLE)
+DeadlineExceeded = _coded("DeadlineExceeded", "deadline_exceeded", grpc.StatusCode.DEADLINE_EXCEEDED)
+PermissionDenied = _coded("PermissionDenied", "permission_denied", grpc.StatusCode.PERMISSION_DENIED)
+ReadOnly = _coded("ReadOnly", "read_only", grpc.StatusCode.FAILED_PRECONDITION)
 
 
 class StorageFull(MemhostError):
