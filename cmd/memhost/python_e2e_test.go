@@ -21,14 +21,15 @@ import (
 // where python3-grpcio and python3-protobuf are installed.
 const python = "/usr/bin/python3"
 
-// needPython skips when the Python SDK cannot run here (no grpcio).
+// needPython skips, as the postgres tests do without PostgreSQL, when the
+// Python SDK cannot run here; .ci/run installs what it needs.
 func needPython(t *testing.T) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts Python plugin processes")
 	}
-	if _, err := os.Stat(python); err != nil {
-		t.Skipf("%s: %v", python, err)
+	if out, err := exec.Command(python, "-c", "import grpc, google.protobuf, cryptography").CombinedOutput(); err != nil {
+		t.Skipf("%s cannot run the Python SDK (apt-get install python3-grpcio python3-protobuf python3-cryptography): %v %s", python, err, out)
 	}
 }
 
