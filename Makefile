@@ -16,7 +16,7 @@ RACE_PKGS  := ./sdk/ ./sdk/host/... ./sdk/index/ ./sdk/tokenize/ ./sdk/kvprovide
 # The example plugins must depend on the SDK module alone.
 EXAMPLES   := examples/journal examples/kv
 
-.PHONY: all build run test bench fuzz proto vet deps clean
+.PHONY: all build run test bench fuzz proto proto-python vet deps clean test-python example-python
 
 all: build
 
@@ -34,7 +34,7 @@ $(PLUGIN_DIR)/memhost-plugin-%: FORCE
 run: build
 	$(BIN)/memhost serve
 
-test: build vet deps
+test: build vet deps test-python
 	go test -count=1 $(PKGS)
 	go test -race -count=1 $(RACE_PKGS)
 
@@ -93,6 +93,28 @@ proto: $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc
 		--go_out=sdk --go_opt=module=github.com/memhost/memhost/sdk \
 		--go-grpc_out=sdk --go-grpc_opt=module=github.com/memhost/memhost/sdk \
 		memhost/plugin/v1/plugin.proto
+	$(MAKE) proto-python
+
+# The Python SDK's messages (its services are registered by hand, so no
+# grpc plugin is needed). protoc must match python3-protobuf's version.
+proto-python:
+	protoc -I sdk/proto/memhost/plugin/v1 --python_out=sdk/python/memhost_plugin plugin.proto
+
+# The Python SDK's own tests, on Debian's interpreter with python3-grpcio,
+# python3-protobuf and python3-cryptography. The example Python provider
+# runs under the Go conformance kit and through memhost serve in
+# cmd/memhost's TestPython* (part of `go test`).
+PYTHON ?= /usr/bin/python3
+test-python:
+	cd sdk/python && timeout 300 $(PYTHON) -B -W error::ResourceWarning -m unittest discover -s tests -t .
+
+# The example Python provider as a script tree in the plugin directory,
+# with its manifest (docs/plugin-authoring.md, "Writing a provider in Python").
+example-python: $(BIN)/memhost
+	rm -rf $(PLUGIN_DIR)/sqlitepy && mkdir -p $(PLUGIN_DIR)/sqlitepy/memhost_plugin
+	cp examples/python-sqlite/main.py $(PLUGIN_DIR)/sqlitepy/
+	cp sdk/python/memhost_plugin/*.py $(PLUGIN_DIR)/sqlitepy/memhost_plugin/
+	$(BIN)/memhost plugins manifest --interpreter $(PYTHON) --interpreter-arg=-B --interpreter-arg=-E --interpreter-arg=-s $(PLUGIN_DIR)/sqlitepy/main.py
 
 $(TOOLS)/protoc-gen-go:
 	GOBIN=$(TOOLS) go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12

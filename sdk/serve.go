@@ -88,6 +88,10 @@ func Serve(p Plugin) {
 		fmt.Fprintf(os.Stderr, "memhost plugin %T: %v\n", p, err)
 		os.Exit(1)
 	}
+	if debugRequested() {
+		serveDebug(p)
+		return
+	}
 	// Standard error is a pipe to the host. Once the host is gone, a log
 	// line written there would kill the process with SIGPIPE before it
 	// closed its store; caught, the write just fails. (Caught rather than

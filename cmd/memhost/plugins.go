@@ -11,6 +11,7 @@ import (
 
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/internal/pluginhost"
+	sdkhost "github.com/memhost/memhost/sdk/host"
 	"github.com/spf13/cobra"
 )
 
@@ -102,14 +103,27 @@ func pluginsVerifyCommand() *cobra.Command {
 }
 
 func pluginsManifestCommand() *cobra.Command {
-	return &cobra.Command{
+	var script pluginhost.ScriptPlugin
+	cmd := &cobra.Command{
 		Use:   "manifest EXECUTABLE...",
 		Short: "Start each plugin executable once and write its manifest beside it",
-		Args:  cobra.MinimumNArgs(1),
+		Long: `Start each plugin executable once and write its manifest beside it.
+With --interpreter, each argument is a script plugin's entry script, inside
+its script tree (a directory of the plugin directory); the manifest pins the
+interpreter and the tree's digest (docs/plugins.md, "Interpreted plugins").`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var errs []error
 			for _, exe := range args {
-				path, m, err := pluginhost.WriteManifest(context.WithoutCancel(cmd.Context()), exe, hclog.NewNullLogger())
+				write := pluginhost.WriteManifest
+				if script.Interpreter != "" {
+					write = func(ctx context.Context, exe string, logger hclog.Logger) (string, *sdkhost.Manifest, error) {
+						sp := script
+						sp.Script = exe
+						return pluginhost.WriteScriptManifest(ctx, sp, logger)
+					}
+				}
+				path, m, err := write(context.WithoutCancel(cmd.Context()), exe, hclog.NewNullLogger())
 				if err != nil {
 					errs = append(errs, err)
 					continue
@@ -123,6 +137,9 @@ func pluginsManifestCommand() *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&script.Interpreter, "interpreter", "", "absolute path of the interpreter that runs script plugins")
+	cmd.Flags().StringArrayVar(&script.Args, "interpreter-arg", nil, "an argument for the interpreter, before the script (repeatable)")
+	return cmd
 }
 
 // printManifestWarnings names what this memhost ignored in each manifest

@@ -32,8 +32,11 @@ var ErrRefused = errors.New("plugin refused")
 type Entry struct {
 	Manifest     *host.Manifest
 	ManifestPath string
-	// Executable is the absolute, symlink-free path of the plugin binary.
+	// Executable is the absolute, symlink-free path of the plugin binary
+	// (of the script, for a script plugin).
 	Executable string
+	// Interpreted is set for a script plugin (manifest format 2).
+	Interpreted *host.Interpreted
 }
 
 // Discover reads every *.plugin.json in dir. A missing or unreadable
@@ -100,7 +103,11 @@ func loadEntry(root, path string) (Entry, error) {
 	if err != nil {
 		return Entry{}, fmt.Errorf("plugin %s (%s): refused: %v: %w", m.Name, path, err, ErrRefused)
 	}
-	return Entry{Manifest: m, ManifestPath: path, Executable: exe}, nil
+	in, err := interpretedInside(root, m)
+	if err != nil {
+		return Entry{}, fmt.Errorf("plugin %s (%s): refused: %v: %w", m.Name, path, err, ErrRefused)
+	}
+	return Entry{Manifest: m, ManifestPath: path, Executable: exe, Interpreted: in}, nil
 }
 
 // resolveInside resolves name inside root, following symlinks, and refuses

@@ -66,8 +66,8 @@ func TestDiscoverRefusals(t *testing.T) {
 		want  string
 	}{
 		{"unknown manifest format", func(t *testing.T, dir, manifest string) {
-			editManifest(t, manifest, func(m map[string]any) { m["format"] = 2 })
-		}, `format 2 is not one this memhost reads`},
+			editManifest(t, manifest, func(m map[string]any) { m["format"] = 3 })
+		}, `format 3 is not one this memhost reads`},
 		{"executable escapes by path", func(t *testing.T, dir, manifest string) {
 			editManifest(t, manifest, func(m map[string]any) { m["executable"] = "../echo" })
 		}, "must be a plain file name"},

@@ -2,13 +2,13 @@ package pluginhost
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
+	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/host"
 )
 
@@ -39,7 +39,7 @@ func Start(ctx context.Context, e Entry, opts StartOptions) (*host.Conn, error) 
 	if name == "" {
 		name = e.Manifest.Name
 	}
-	conn, err := host.Launch(ctx, host.LaunchOptions{
+	conn, err := launchOrReattach(ctx, e, host.LaunchOptions{
 		Name:         name,
 		Host:         opts.Host,
 		Path:         e.Executable,
@@ -49,6 +49,7 @@ func Start(ctx context.Context, e Entry, opts StartOptions) (*host.Conn, error) 
 		StartTimeout: opts.StartTimeout,
 		Dir:          opts.Dir,
 		Env:          opts.Env,
+		Interpreted:  e.Interpreted,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w (manifest %s)", err, e.ManifestPath)
@@ -75,30 +76,27 @@ func WriteManifest(ctx context.Context, exe string, logger hclog.Logger) (string
 		return "", nil, fmt.Errorf("plugin %s: %w", abs, err)
 	}
 	m := &host.Manifest{SHA256: sum}
-	conn, err := host.Launch(ctx, host.LaunchOptions{Name: filepath.Base(abs), Path: abs, SHA256: m.Checksum(), Logger: logger, Dir: os.TempDir()})
+	info, err := infoOf(ctx, host.LaunchOptions{Name: filepath.Base(abs), Path: abs, SHA256: m.Checksum(), Logger: logger, Dir: os.TempDir()})
 	if err != nil {
 		return "", nil, err
-	}
-	info := conn.Info()
-	conn.Close()
-	if err := host.CheckInfo(info); err != nil {
-		return "", nil, fmt.Errorf("plugin %s: %w", abs, err)
 	}
 	m = host.ManifestFor(info, filepath.Base(abs), sum)
 	if err := m.Validate(); err != nil {
 		return "", nil, fmt.Errorf("plugin %s: %w", abs, err)
 	}
-	data, err := json.MarshalIndent(m, "", "  ")
+	return writeManifestFile(filepath.Join(filepath.Dir(abs), info.Name+host.ManifestSuffix), m)
+}
+
+// infoOf starts a plugin once and answers its checked Info.
+func infoOf(ctx context.Context, opts host.LaunchOptions) (sdk.Info, error) {
+	conn, err := host.Launch(ctx, opts)
 	if err != nil {
-		return "", nil, err
+		return sdk.Info{}, err
 	}
-	path := filepath.Join(filepath.Dir(abs), info.Name+host.ManifestSuffix)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
-		return "", nil, fmt.Errorf("write manifest %s: %w", path, err)
+	info := conn.Info()
+	conn.Close()
+	if err := host.CheckInfo(info); err != nil {
+		return sdk.Info{}, fmt.Errorf("plugin %s: %w", opts.Path, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		return "", nil, fmt.Errorf("write manifest %s: %w", path, err)
-	}
-	return path, m, nil
+	return info, nil
 }

@@ -55,6 +55,9 @@ type LaunchOptions struct {
 	StartTimeout time.Duration
 	// Host is what Configure tells the plugin about the host.
 	Host Host
+	// Interpreted, when set, runs Path (a script) with a pinned
+	// interpreter after checking its whole tree (interpreted.go).
+	Interpreted *Interpreted
 }
 
 // Conn is a live connection to one plugin process.
@@ -99,6 +102,9 @@ type starting struct {
 	sockets  string
 	exe      *verified
 	byPath   bool
+	// interp is a script plugin's interpreter, verified and open.
+	interp       *verified
+	interpByPath bool
 }
 
 func newStarting(opts LaunchOptions) *starting {
@@ -141,7 +147,7 @@ func launch(ctx context.Context, opts LaunchOptions, reattach *plugin.ReattachCo
 		if err := s.prepareExec(cfg); err != nil {
 			return nil, err
 		}
-		defer s.exe.f.Close()
+		defer s.closeExec()
 		defer func() {
 			if err != nil {
 				_ = os.RemoveAll(s.sockets)
@@ -162,6 +168,9 @@ func launch(ctx context.Context, opts LaunchOptions, reattach *plugin.ReattachCo
 	if s.exe != nil && !s.exe.unchanged(s.byPath) {
 		s.verifier().forget(opts.Path)
 		return nil, s.failed(client, "", errChanged)
+	}
+	if err := s.interpretedUnchanged(); err != nil {
+		return nil, s.failed(client, "", err)
 	}
 	raw, err := rpc.Dispense(wire.MetaPlugin)
 	if err != nil {
@@ -208,9 +217,16 @@ func (s *starting) prepareExec(cfg *plugin.ClientConfig) (err error) {
 	}
 	defer func() {
 		if err != nil {
-			s.exe.f.Close()
+			s.closeExec()
 		}
 	}()
+	var interpTarget string
+	var interpArgs []string
+	if opts.Interpreted != nil {
+		if interpTarget, interpArgs, err = s.prepareInterpreter(); err != nil {
+			return fmt.Errorf("plugin %s: %w", s.label, err)
+		}
+	}
 	tlsConfig, certPEM, err := clientTLS()
 	if err != nil {
 		return fmt.Errorf("plugin %s: %w", s.label, err)
@@ -227,6 +243,10 @@ func (s *starting) prepareExec(cfg *plugin.ClientConfig) (err error) {
 	}
 	var target string
 	target, s.byPath = s.exe.execTarget()
+	args := []string{opts.Path}
+	if opts.Interpreted != nil {
+		target, args = interpTarget, interpArgs
+	}
 	s.client.target = target
 	// The process lives under its own context: cancelling it is how
 	// the host hard-kills the plugin (exec sends SIGKILL, race-free
@@ -234,7 +254,7 @@ func (s *starting) prepareExec(cfg *plugin.ClientConfig) (err error) {
 	procCtx, cancel := context.WithCancel(context.Background())
 	s.kill = cancel
 	cmd := exec.CommandContext(procCtx, target)
-	cmd.Args = []string{opts.Path}
+	cmd.Args = args
 	cmd.Env = append(cmd.Env, opts.Env...)
 	cmd.Env = append(cmd.Env, "MEMHOST_LOG_LEVEL="+levelName(s.client.Logger), plugin.EnvUnixSocketDir+"="+s.sockets,
 		"PLUGIN_CLIENT_CERT="+certPEM)

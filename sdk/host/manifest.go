@@ -49,6 +49,11 @@ type Manifest struct {
 	Executable   string           `json:"executable"`
 	SHA256       string           `json:"sha256"`
 	ConfigSchema json.RawMessage  `json:"config_schema,omitempty"`
+	// Interpreter and Tree are format 2's, for a plugin that is a script
+	// (interpreted.go).
+	Interpreter *Interpreter `json:"interpreter,omitempty"`
+	Tree        string       `json:"tree,omitempty"`
+	TreeSHA256  string       `json:"tree_sha256,omitempty"`
 	// Warnings say what this host ignored: fields and kinds newer than it.
 	// The host logs them; they are not part of the file.
 	Warnings []string `json:"-"`
@@ -66,9 +71,9 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	if _, err := strictjson.DecodeTolerant(data, &head); err != nil {
 		return nil, fmt.Errorf("manifest: %v: %w", err, sdk.ErrInvalid)
 	}
-	if head.Format != nil && *head.Format != ManifestFormat {
-		return nil, &formatError{fmt.Sprintf("manifest: format %d is not one this memhost reads (it reads format %d); upgrade memhost or rebuild the plugin's manifest",
-			*head.Format, ManifestFormat)}
+	if head.Format != nil && *head.Format != ManifestFormat && *head.Format != InterpretedFormat {
+		return nil, &formatError{fmt.Sprintf("manifest: format %d is not one this memhost reads (it reads formats %d and %d); upgrade memhost or rebuild the plugin's manifest",
+			*head.Format, ManifestFormat, InterpretedFormat)}
 	}
 	var m Manifest
 	unknown, err := strictjson.DecodeTolerant(data, &m)
@@ -123,7 +128,10 @@ func (m *Manifest) Validate() error {
 	if len(m.Protocols) == 0 {
 		return bad("protocols", "is empty")
 	}
-	if m.Executable == "" || m.Executable != filepath.Base(m.Executable) || strings.HasPrefix(m.Executable, ".") || strings.ContainsAny(m.Executable, `/\`) {
+	if err := m.validateInterpreted(); err != nil {
+		return err
+	}
+	if m.Tree == "" && (m.Executable == "" || m.Executable != filepath.Base(m.Executable) || strings.HasPrefix(m.Executable, ".") || strings.ContainsAny(m.Executable, `/\`)) {
 		return bad("executable", fmt.Sprintf("%q must be a plain file name inside the plugin directory", m.Executable))
 	}
 	if sum, err := hex.DecodeString(m.SHA256); err != nil || len(sum) != 32 {

@@ -39,7 +39,7 @@ func TestParseManifest(t *testing.T) {
 		{"hidden executable", `{"executable":".evil"}`, "plain file name"},
 		{"bad version", `{"version":"one"}`, "semantic version"},
 		{"only unknown kinds", `{"kinds":["oracle"]}`, `none is a kind this memhost serves`},
-		{"unknown format", `{"format":2}`, `format 2 is not one this memhost reads`},
+		{"unknown format", `{"format":3}`, `format 3 is not one this memhost reads`},
 		{"no kinds", `{"kinds":[]}`, "kinds is empty"},
 		{"short sha", `{"sha256":"abc"}`, "64 hex digits"},
 		{"bad name", `{"name":"a/b"}`, "name"},

@@ -1,0 +1,19 @@
+"""The memhost plugin SDK for Python: serve a provider (or a resolver or
+compactor) written in Python to memhost over the plugin protocol
+(docs/protocol.md). A provider is any object with info(), configure()
+and recall(); each optional capability is one more method (server.py's
+CAPABILITIES). KVProvider (kv.py) is a complete provider over a store
+that only loads, puts and deletes."""
+
+from .errors import (Conflict, DeadlineExceeded, FieldError, InvalidArgument, MemhostError, NotFound,
+                     PermissionDenied, ReadOnly, StorageFull, TooLarge, Unavailable, Unsupported)
+from .kv import KVProvider, decode_config
+from .log import logger
+from .records import Record
+from .server import HostInfo, Info, LedgerEntry, ManifestQuery, ManifestRow, RecallQuery, check_plugin, serve
+
+__all__ = [
+    "Conflict", "DeadlineExceeded", "FieldError", "HostInfo", "Info", "InvalidArgument", "KVProvider", "LedgerEntry",
+    "ManifestQuery", "ManifestRow", "MemhostError", "NotFound", "PermissionDenied", "ReadOnly", "RecallQuery", "Record",
+    "StorageFull", "TooLarge", "Unavailable", "Unsupported", "check_plugin", "decode_config", "logger", "serve",
+]

@@ -1,0 +1,521 @@
+"""sdk.Serve for Python: the go-plugin handshake, mutual TLS, the
+services every plugin serves, and the memhost services of the plugin's
+kinds, with the Go SDK's input validation and error mapping
+(docs/protocol.md describes each part)."""
+
+import base64
+import dataclasses
+import datetime
+import json
+import os
+import signal
+import sys
+import tempfile
+import threading
+import traceback
+from concurrent import futures
+
+import grpc
+
+from . import errors, records
+from . import plugin_pb2 as pb
+from .log import logger, request_id
+
+PROTOCOL_VERSION = 1
+COOKIE_KEY, COOKIE_VALUE = "MEMHOST_PLUGIN_COOKIE", "5f0c0a3e9d2b4c71a8e6f3b2d9c4e1a7"
+MAX_MESSAGE_BYTES = 1000 * (64 * 1024 + 200 + 400 + 32 * 64 + 1024)
+CHUNK_ROWS = 500
+SOCKET_DIR_PREFIX = "mhsock-"
+
+KINDS = ("provider", "selector", "compactor", "operator_resolver", "mob_resolver")
+# Each provider capability and the method that implements it.
+CAPABILITIES = {"write": "remember", "fetch": "get", "forget": "forget", "manifest": "manifest",
+                "supersede": "supersede", "usage": "mark_used", "ledger": "write_ledger",
+                "archive": ("export", "import_records"), "reindex": "reindex"}
+KIND_METHODS = {"provider": "recall", "operator_resolver": "resolve_operator", "mob_resolver": "resolve_mobs",
+                "compactor": "compact"}
+
+
+@dataclasses.dataclass
+class Info:
+    name: str
+    version: str
+    kinds: list = dataclasses.field(default_factory=lambda: ["provider"])
+    capabilities: list = dataclasses.field(default_factory=list)
+    config_schema: dict = None
+
+
+@dataclasses.dataclass
+class HostInfo:
+    version: str = ""
+    protocols: list = dataclasses.field(default_factory=list)
+    capabilities: list = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class RecallQuery:
+    realm: str
+    query: str
+    scopes: list
+    limit: int
+    exclude_ids: list
+    tags: list
+    exclude_tags: list
+
+
+@dataclasses.dataclass
+class ManifestQuery:
+    realm: str
+    scopes: list
+    tier: str  # "working_set" or "full"
+    k: int
+
+
+@dataclasses.dataclass
+class ManifestRow:
+    id: str
+    scope: str
+    kind: str
+    title: str
+    description: str
+    updated_ms: int
+    rank: float = 0.0
+
+
+@dataclasses.dataclass
+class LedgerEntry:
+    realm: str
+    identity: str
+    session: str
+    record_id: str
+    surface: str
+    bytes: int
+    at_ms: int
+
+
+def check_plugin(p):
+    """Raises ValueError unless p's info is well formed and p implements
+    every kind and capability it declares (serve refuses to start
+    otherwise; call it from a unit test to learn sooner)."""
+    info = p.info()
+    problem = records.token_problem(info.name, 64)
+    if problem:
+        raise ValueError("info().name " + problem)
+    if not _is_semver(info.version):
+        raise ValueError("info().version %r is not a semantic version like 1.2.3" % info.version)
+    if not info.kinds:
+        raise ValueError("info().kinds is empty")
+    for k in info.kinds:
+        if k not in KIND_METHODS:
+            raise ValueError("info().kinds names %r, which this SDK does not serve (it serves %s)" % (k, ", ".join(KIND_METHODS)))
+        if not callable(getattr(p, KIND_METHODS[k], None)):
+            raise ValueError("info().kinds declares %r but the plugin has no %s method" % (k, KIND_METHODS[k]))
+    for c in info.capabilities:
+        if c not in CAPABILITIES:
+            raise ValueError("info().capabilities names unknown capability %r" % c)
+        methods = CAPABILITIES[c] if isinstance(CAPABILITIES[c], tuple) else (CAPABILITIES[c],)
+        for m in methods:
+            if not callable(getattr(p, m, None)):
+                raise ValueError("info().capabilities declares %r but the plugin has no %s method" % (c, m))
+
+
+def _is_semver(v):
+    core = v.split("-", 1)[0].split("+", 1)[0]
+    parts = core.split(".")
+    return len(parts) == 3 and all(x.isascii() and x.isdigit() for x in parts)
+
+
+# Conversions between the wire and the SDK's records.
+
+
+def record_from_pb(m):
+    r = records.Record(
+        id=m.id, realm=m.realm, scope=m.scope, kind=m.kind, title=m.title, description=m.description, body=m.body,
+        tags=list(m.tags), trust=m.trust, expires_ms=m.expires_unix_ms,
+        thread=(m.thread.id, m.thread.seq) if m.HasField("thread") else None)
+    if isinstance(m, pb.Record):
+        r.status, r.supersedes, r.content_hash = m.status, m.supersedes, m.content_hash
+        r.created_ms, r.updated_ms, r.use_count, r.last_used_ms = m.created_unix_ms, m.updated_unix_ms, m.use_count, m.last_used_unix_ms
+    return r
+
+
+def record_to_pb(r):
+    m = pb.Record(id=r.id, realm=r.realm, scope=r.scope, kind=r.kind, title=r.title, description=r.description,
+                  body=r.body, tags=r.tags, trust=r.trust, status=r.status, supersedes=r.supersedes,
+                  created_unix_ms=r.created_ms, updated_unix_ms=r.updated_ms, expires_unix_ms=r.expires_ms,
+                  content_hash=r.content_hash, use_count=r.use_count, last_used_unix_ms=r.last_used_ms)
+    if r.thread:
+        m.thread.id, m.thread.seq = r.thread
+    return m
+
+
+def _rows_to_pb(rows):
+    return [pb.ManifestRow(id=r.id, scope=r.scope, kind=r.kind, title=r.title, description=r.description,
+                           updated_unix_ms=r.updated_ms, rank=r.rank) for r in rows]
+
+
+class _Unsupported(errors.Unsupported):
+    def __init__(self, cap):
+        super().__init__("capability %r is not declared by this plugin" % cap)
+
+
+class _Services:
+    """The memhost services over one plugin value; every request is
+    validated here first, so the plugin sees valid input only."""
+
+    def __init__(self, impl):
+        self.impl, self.info = impl, impl.info()
+
+    def need(self, cap):
+        if cap not in self.info.capabilities:
+            raise _Unsupported(cap)
+
+    def Info(self, req, ctx):
+        i = self.info
+        schema = json.dumps(i.config_schema).encode() if i.config_schema is not None else b""
+        return pb.InfoResponse(name=i.name, version=i.version, kinds=i.kinds, protocol_versions=[PROTOCOL_VERSION],
+                               capabilities=i.capabilities, config_schema=schema)
+
+    def Configure(self, req, ctx):
+        raw = req.config_json or b"{}"
+        try:
+            config = json.loads(raw)
+        except ValueError as e:
+            raise errors.invalid("config", "is not valid JSON: %s" % e)
+        if not isinstance(config, dict):
+            raise errors.invalid("config", "must be a JSON object")
+        host = HostInfo(req.host.version, list(req.host.protocol_versions), list(req.host.capabilities))
+        self.impl.configure(config, host)
+        return pb.ConfigureResponse()
+
+    def Recall(self, req, ctx):
+        records.validate_realm(req.realm)
+        records.check_scopes(req.scopes)
+        if req.limit < 0:
+            raise errors.invalid("limit", "%d is negative" % req.limit)
+        limit = min(req.limit or records.DEFAULT_RECALL_LIMIT, records.MAX_BATCH)
+        records.check_ids("exclude_ids", req.exclude_ids)
+        q = RecallQuery(req.realm, req.query, list(req.scopes), limit, list(req.exclude_ids), list(req.tags), list(req.exclude_tags))
+        hits = self.impl.recall(q)
+        return pb.RecallResponse(hits=[pb.Hit(record=record_to_pb(r), score=s) for r, s in hits])
+
+    def Remember(self, req, ctx):
+        self.need("write")
+        recs = [record_from_pb(m) for m in req.records]
+        records.check_records(req.realm, recs, records.validate_record)
+        return pb.RememberResponse(ids=self.impl.remember(req.realm, recs))
+
+    def Get(self, req, ctx):
+        self.need("fetch")
+        records.validate_realm(req.realm)
+        records.check_ids("ids", req.ids)
+        return pb.GetResponse(records=[record_to_pb(r) for r in self.impl.get(req.realm, list(req.ids))])
+
+    def Forget(self, req, ctx):
+        self.need("forget")
+        records.validate_realm(req.realm)
+        records.check_ids("ids", req.ids)
+        return pb.ForgetResponse(forgotten=self.impl.forget(req.realm, list(req.ids)))
+
+    def Manifest(self, req, ctx):
+        self.need("manifest")
+        records.validate_realm(req.realm)
+        records.check_scopes(req.scopes)
+        tier = {pb.MANIFEST_TIER_WORKING_SET: "working_set", pb.MANIFEST_TIER_FULL: "full"}.get(req.tier)
+        if tier is None:
+            raise errors.invalid("tier", "must be the working set or full")
+        if req.k < 0:
+            raise errors.invalid("k", "%d is negative" % req.k)
+        rows = self.impl.manifest(ManifestQuery(req.realm, list(req.scopes), tier, req.k))
+        # An empty manifest is still one message, so the host can tell "no
+        # rows" from a stream cut short.
+        out = [pb.ManifestResponse(rows=_rows_to_pb(rows[i:i + CHUNK_ROWS])) for i in range(0, len(rows), CHUNK_ROWS)]
+        return out or [pb.ManifestResponse()]
+
+    def Supersede(self, req, ctx):
+        self.need("supersede")
+        rep = record_from_pb(req.replacement)
+        check = dataclasses.replace(rep, scope=rep.scope or "realm", kind=rep.kind or "fact")
+        records.validate_realm(req.realm)
+        records.validate_id(req.old_id, "old_id")
+        try:
+            records.validate_record(check)
+        except errors.FieldError as e:
+            raise e.prefixed("replacement")
+        return pb.SupersedeResponse(new_id=self.impl.supersede(req.realm, req.old_id, rep))
+
+    def MarkUsed(self, req, ctx):
+        self.need("usage")
+        records.validate_realm(req.realm)
+        records.check_ids("ids", req.ids)
+        self.impl.mark_used(req.realm, list(req.ids), req.at_unix_ms or records.now_ms())
+        return pb.MarkUsedResponse()
+
+    def WriteLedger(self, req, ctx):
+        self.need("ledger")
+        records.check_batch("entries", req.entries)
+        for i, e in enumerate(req.entries):
+            field = "entries[%d]" % i
+            try:
+                records.validate_realm(e.realm)
+                records.validate_id(e.identity, "identity.id")
+            except errors.FieldError as err:
+                raise err.prefixed(field)
+            records.validate_id(e.record_id, field + ".record_id")
+        self.impl.write_ledger([LedgerEntry(e.realm, e.identity, e.session, e.record_id, e.surface, e.bytes, e.at_unix_ms) for e in req.entries])
+        return pb.WriteLedgerResponse()
+
+    def Export(self, req, ctx):
+        self.need("archive")
+        records.validate_realm(req.realm)
+        if req.after:
+            records.validate_id(req.after, "after")
+        if req.limit < 0:
+            raise errors.invalid("limit", "%d is negative" % req.limit)
+        limit = req.limit if 0 < req.limit <= records.MAX_EXPORT_PAGE else records.MAX_EXPORT_PAGE
+        recs, nxt = self.impl.export(req.realm, req.after, limit)
+        return pb.ExportResponse(records=[record_to_pb(r) for r in recs], next=nxt)
+
+    def Import(self, req, ctx):
+        self.need("archive")
+        recs = [record_from_pb(m) for m in req.records]
+        records.check_records(req.realm, recs, lambda r: records.prepare_import(r, req.realm))
+        imported, skipped = self.impl.import_records(req.realm, recs)
+        return pb.ImportResponse(imported=imported, skipped=skipped)
+
+    def Reindex(self, req, ctx):
+        self.need("reindex")
+        if req.realm:
+            records.validate_realm(req.realm)
+        progress = []
+        n = self.impl.reindex(req.realm, lambda done, total: progress.append((done, total)))
+        out = [pb.ReindexResponse(progress=pb.ReindexProgress(done=d, total=t)) for d, t in progress[-1:]]
+        return out + [pb.ReindexResponse(done=pb.ReindexDone(reindexed=n))]
+
+    def _identity(self, req):
+        records.validate_realm(req.realm)
+        records.validate_id(req.identity, "identity.id")
+
+    def ResolveOperator(self, req, ctx):
+        self._identity(req)
+        return pb.ResolveOperatorResponse(operator=self.impl.resolve_operator(req.realm, req.identity))
+
+    def ResolveMobs(self, req, ctx):
+        self._identity(req)
+        return pb.ResolveMobsResponse(mobs=self.impl.resolve_mobs(req.realm, req.identity))
+
+    def Compact(self, req, ctx):
+        if not req.evicted:
+            raise errors.invalid("evicted", "lists no messages")
+        if req.max_bytes < 0:
+            raise errors.invalid("max_bytes", "%d is negative" % req.max_bytes)
+        for i, m in enumerate(req.evicted):
+            if not m.role.strip():
+                raise errors.invalid("evicted[%d].role" % i, "must not be empty")
+        carry = (req.carry_over.role, req.carry_over.content) if req.HasField("carry_over") else None
+        role, content = self.impl.compact(req.conversation_id, [(m.role, m.content) for m in req.evicted],
+                                          carry, req.idempotency_key, req.max_bytes)
+        return pb.CompactResponse(artifact=pb.Message(role=role, content=content))
+
+
+SERVICES = {
+    "Plugin": ("Info", "Configure"),
+    "Provider": ("Recall", "Remember", "Get", "Forget", "Manifest", "Supersede", "MarkUsed", "WriteLedger", "Export", "Import", "Reindex"),
+    "OperatorResolver": ("ResolveOperator",),
+    "MobResolver": ("ResolveMobs",),
+    "Compactor": ("Compact",),
+}
+STREAMING = ("Manifest", "Reindex")
+SERVICE_KIND = {"Provider": "provider", "OperatorResolver": "operator_resolver", "MobResolver": "mob_resolver", "Compactor": "compactor"}
+
+
+def _abort(ctx, e):
+    """Answers e as the gRPC status the host maps back to its code."""
+    if isinstance(e, errors.MemhostError):
+        code, msg, details = e.grpc_code, str(e), e.details()
+    else:
+        logger.error("call failed", error=repr(e), traceback=traceback.format_exc())
+        code, msg, details = grpc.StatusCode.UNKNOWN, "%s: %s" % (type(e).__name__, e), []
+    if details:
+        ctx.set_trailing_metadata((("grpc-status-details-bin", errors.status_details(code, msg, details)),))
+    ctx.abort(code, msg)
+
+
+def _handler(services, name, streaming):
+    fn = getattr(services, name)
+
+    def call(req, ctx):
+        rid = dict(ctx.invocation_metadata() or ()).get("memhost-request-id", "")
+        token = request_id.set(rid)
+        failure = None
+        try:
+            if not ctx.is_active():
+                raise errors.DeadlineExceeded("the call's deadline passed before it started")
+            return fn(req, ctx)
+        except Exception as e:  # the status below, after the handler state is unwound
+            failure = e
+        finally:
+            request_id.reset(token)
+        _abort(ctx, failure)
+
+    if streaming:
+        def stream(req, ctx):
+            yield from call(req, ctx)
+        return stream
+    return call
+
+
+def _generic_handlers(services, kinds):
+    out = []
+    for svc, methods in SERVICES.items():
+        if svc in SERVICE_KIND and SERVICE_KIND[svc] not in kinds:
+            continue
+        desc = pb.DESCRIPTOR.services_by_name[svc]
+        handlers = {}
+        for m in methods:
+            md = desc.methods_by_name[m]
+            req_cls, resp_cls = getattr(pb, md.input_type.name), getattr(pb, md.output_type.name)
+            streaming = m in STREAMING
+            h = grpc.unary_stream_rpc_method_handler if streaming else grpc.unary_unary_rpc_method_handler
+            handlers[m] = h(_handler(services, m, streaming),
+                            request_deserializer=req_cls.FromString, response_serializer=resp_cls.SerializeToString)
+        out.append(grpc.method_handlers_generic_handler(desc.full_name, handlers))
+    return out
+
+
+def _go_plugin_handlers(stopping):
+    """grpc.health.v1.Health, plugin.GRPCController and plugin.GRPCStdio,
+    on raw bytes: none of their fields needs reading."""
+    raw = {"request_deserializer": None, "response_serializer": None}
+    serving = b"\x08\x01"  # HealthCheckResponse{status: SERVING}
+
+    def stdio(req, ctx):
+        # This process logs to stderr itself: keep the stream open, quiet.
+        stopping.wait()
+        return iter(())
+
+    return [
+        grpc.method_handlers_generic_handler("grpc.health.v1.Health", {
+            "Check": grpc.unary_unary_rpc_method_handler(lambda req, ctx: serving, **raw)}),
+        grpc.method_handlers_generic_handler("plugin.GRPCController", {
+            "Shutdown": grpc.unary_unary_rpc_method_handler(lambda req, ctx: (stopping.set(), b"")[1], **raw)}),
+        grpc.method_handlers_generic_handler("plugin.GRPCStdio", {
+            "StreamStdio": grpc.unary_stream_rpc_method_handler(stdio, **raw)}),
+    ]
+
+
+def _server_certificate(client_pem):
+    """A fresh self-signed P-256 certificate for localhost, its own CA."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost"), x509.NameAttribute(NameOID.ORGANIZATION_NAME, "memhost")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=1)).not_valid_after(now + datetime.timedelta(days=30 * 365))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, content_commitment=False,
+                                         key_encipherment=False, data_encipherment=False, key_agreement=False,
+                                         crl_sign=False, encipher_only=False, decipher_only=False), critical=True)
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+            .sign(key, hashes.SHA256()))
+    cert_pem = cert.public_bytes(serialization.Encoding.PEM)
+    key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    creds = grpc.ssl_server_credentials([(key_pem, cert_pem)], root_certificates=client_pem.encode(), require_client_auth=True)
+    der = cert.public_bytes(serialization.Encoding.DER)
+    return creds, base64.b64encode(der).decode().rstrip("=")
+
+
+def _close(p):
+    close = getattr(p, "close", None)
+    if callable(close):
+        try:
+            close()
+        except Exception as e:
+            logger.error("close failed", error=repr(e))
+
+
+def _remove_socket_dir():
+    d = os.environ.get("PLUGIN_UNIX_SOCKET_DIR", "")
+    if d and os.path.basename(d.rstrip("/")).startswith(SOCKET_DIR_PREFIX):
+        import shutil
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _watch_parent(p, parent):
+    """Exits once the host is gone (the plugin was re-parented), closing
+    the store and removing the socket directory no one else will."""
+    while True:
+        threading.Event().wait(0.25)
+        if os.getppid() != parent:
+            logger.warn("host process is gone; exiting", parent_pid=parent)
+            _close(p)
+            _remove_socket_dir()
+            os._exit(0)
+
+
+def serve(p):
+    """Runs p as a plugin process. Call it from the script's main; it
+    returns never: the process exits once the host shut the plugin down
+    (closing p first when it has a close method), or once the host died."""
+    try:
+        check_plugin(p)
+    except ValueError as e:
+        sys.stderr.write("memhost plugin %s: %s\n" % (type(p).__name__, e))
+        sys.exit(1)
+    # --debug: started by hand (under a debugger) for a host to attach to
+    # through MEMHOST_REATTACH_PLUGINS; no TLS, and no parent to watch.
+    debug = "--debug" in sys.argv[1:]
+    if not debug and os.environ.get(COOKIE_KEY) != COOKIE_VALUE:
+        sys.stderr.write("This is a memhost plugin: memhost starts it (see docs/plugins.md); it is not run by hand.\n")
+        sys.exit(1)
+    versions = os.environ.get("PLUGIN_PROTOCOL_VERSIONS", str(PROTOCOL_VERSION)).split(",")
+    if not debug and str(PROTOCOL_VERSION) not in versions:
+        sys.stderr.write("memhost plugin: the host speaks protocols %s, this SDK speaks %d\n" % (",".join(versions), PROTOCOL_VERSION))
+        sys.exit(1)
+    # A write to a host that is gone must fail, not kill the process
+    # before it closed its store.
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    if debug:
+        signal.signal(signal.SIGINT, lambda *_: stopping.set())
+    else:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the host's terminal's ^C is the host's to handle
+        threading.Thread(target=_watch_parent, args=(p, os.getppid()), daemon=True).start()
+
+    opts = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES), ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)]
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=32), options=opts)
+    server.add_generic_rpc_handlers(_go_plugin_handlers(stopping) + _generic_handlers(_Services(p), p.info().kinds))
+    sock_dir = tempfile.mkdtemp(prefix="mhdebug-") if debug else os.environ.get("PLUGIN_UNIX_SOCKET_DIR") or tempfile.gettempdir()
+    sock = tempfile.mktemp(prefix="plugin", dir=sock_dir)  # grpc creates it; a fresh name is all it needs
+    cert = ""
+    client_pem = "" if debug else os.environ.get("PLUGIN_CLIENT_CERT", "")
+    if client_pem:
+        creds, cert = _server_certificate(client_pem)
+        server.add_secure_port("unix:" + sock, creds)
+    else:
+        server.add_insecure_port("unix:" + sock)
+    server.start()
+    if debug:
+        target = {"protocol": "grpc", "protocol_version": PROTOCOL_VERSION, "pid": os.getpid(), "network": "unix", "address": sock}
+        sys.stdout.write("MEMHOST_REATTACH_PLUGINS='%s'\n" % json.dumps({p.info().name: target}, separators=(",", ":")))
+    else:
+        sys.stdout.write("1|%d|unix|%s|grpc|%s\n" % (PROTOCOL_VERSION, sock, cert))
+    sys.stdout.flush()
+    stopping.wait()
+    server.stop(grace=1).wait()
+    _close(p)
+    try:
+        os.unlink(sock)
+        if debug:
+            os.rmdir(sock_dir)
+    except OSError:
+        pass
+    sys.stderr.flush()
+    os._exit(0)

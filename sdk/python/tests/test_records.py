@@ -1,0 +1,89 @@
+import unittest
+
+from memhost_plugin import errors, records
+from memhost_plugin.records import Record
+
+
+def rec(**kw):
+    base = dict(scope="identity:alice", kind="fact", title="A title", body="A body")
+    base.update(kw)
+    return Record(**base)
+
+
+class ValidateRecordTest(unittest.TestCase):
+    """The Go SDK's Record.Validate field paths and classes, case by case."""
+
+    def test_refusals(self):
+        cases = [
+            ("an id escaping a directory", rec(id="../../etc/passwd"), "id", "invalid_argument"),
+            ("an id starting with '.'", rec(id=".hidden"), "id", "invalid_argument"),
+            ("an id of 129 bytes", rec(id="a" * 129), "id", "invalid_argument"),
+            ("an unknown kind", rec(kind="opinion"), "kind", "invalid_argument"),
+            ("no scope", rec(scope=""), "scope", "invalid_argument"),
+            ("an unknown scope class", rec(scope="team:x"), "scope", "invalid_argument"),
+            ("a scope name escaping", rec(scope="identity:../x"), "scope", "invalid_argument"),
+            ("blank title and body", rec(title=" ", body="\n"), "title", "invalid_argument"),
+            ("a NUL byte", rec(body="a\0b"), "body", "invalid_argument"),
+            ("a title over 200 bytes", rec(title="é" * 101), "title", "too_large"),
+            ("a body over 64 KiB", rec(body="x" * (64 * 1024 + 1)), "body", "too_large"),
+            ("33 tags", rec(tags=["t%d" % i for i in range(33)]), "tags", "too_large"),
+            ("a tag with a comma", rec(tags=["ok", "a,b"]), "tags[1]", "invalid_argument"),
+            ("a blank tag", rec(tags=["  "]), "tags[0]", "invalid_argument"),
+            ("an unknown trust", rec(trust="root"), "trust", "invalid_argument"),
+            ("an unknown status", rec(status="deleted"), "status", "invalid_argument"),
+            ("a bad supersedes", rec(supersedes="../x"), "supersedes", "invalid_argument"),
+            ("a blank thread id", rec(thread=(" ", 0)), "thread.id", "invalid_argument"),
+            ("a negative seq", rec(thread=("t", -1)), "thread.seq", "invalid_argument"),
+        ]
+        for name, r, field, code in cases:
+            with self.subTest(name):
+                with self.assertRaises(errors.FieldError) as cm:
+                    records.validate_record(r)
+                self.assertEqual(cm.exception.field, field)
+                self.assertEqual(cm.exception.code, code)
+
+    def test_limits_are_inclusive(self):
+        records.validate_record(rec(title="x" * 200, description="d" * 400, body="b" * (64 << 10),
+                                    tags=["t%d" % i for i in range(32)], id="a" * 128))
+
+    def test_batch_paths(self):
+        with self.assertRaises(errors.FieldError) as cm:
+            records.check_records("acme", [rec(), rec(kind="nope")], records.validate_record)
+        self.assertEqual(cm.exception.field, "records[1].kind")
+        with self.assertRaises(errors.FieldError) as cm:
+            records.check_records("acme", [rec()] * 1001, records.validate_record)
+        self.assertEqual((cm.exception.field, cm.exception.code), ("records", "too_large"))
+        with self.assertRaises(errors.FieldError) as cm:
+            records.check_ids("ids", ["ok", "a/b"])
+        self.assertEqual(cm.exception.field, "ids[1]")
+
+    def test_prepare_fills_store_fields(self):
+        r = rec()
+        records.prepare(r, "acme", 1_700_000_000_000)
+        self.assertEqual((r.realm, r.trust, r.status), ("acme", "agent_observed", "active"))
+        self.assertRegex(r.id, r"^r18bcfe56800[0-9a-f]{16}$")
+        self.assertEqual((r.created_ms, r.updated_ms), (1_700_000_000_000, 1_700_000_000_000))
+        # sdk.ContentHash("A title", "A body"): sha256 of title, NUL, body.
+        self.assertEqual(r.content_hash, "87e4f63d18241a48f96cd88e0732859e50066bfb8c5075c0fc9f86dfa82800ea")
+        with self.assertRaises(errors.FieldError) as cm:
+            records.prepare(rec(realm="other"), "acme", 1)
+        self.assertEqual(cm.exception.field, "realm")
+
+
+class StatusDetailsTest(unittest.TestCase):
+    def test_bad_request_encoding(self):
+        e = errors.invalid("records[2].title", "is not valid")
+        (detail,) = e.details()
+        self.assertIn(b"type.googleapis.com/google.rpc.BadRequest", detail)
+        self.assertIn(b"records[2].title", detail)
+        self.assertIn(b"is not valid", detail)
+
+    def test_storage_full_info(self):
+        (detail,) = errors.StorageFull("disk full").details()
+        self.assertIn(b"google.rpc.ErrorInfo", detail)
+        self.assertIn(b"STORAGE_FULL", detail)
+        self.assertIn(b"memhost", detail)
+
+
+if __name__ == "__main__":
+    unittest.main()

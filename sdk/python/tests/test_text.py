@@ -1,0 +1,43 @@
+import unittest
+
+from memhost_plugin import text
+
+
+class TermsTest(unittest.TestCase):
+    def test_terms(self):
+        cases = [
+            ("Crème BRÛLÉE", ["creme", "brulee"]),
+            ("Заметка о ПАМЯТИ", ["заметка", "о", "памяти"]),
+            ("東京の会議メモ", ["東京", "京の", "の会", "会議", "議メ", "メモ"]),
+            ("a 東 b", ["a", "東", "b"]),
+            ("deploy-window, v2.1", ["deploy", "window", "v2", "1"]),
+        ]
+        for s, want in cases:
+            with self.subTest(s):
+                self.assertEqual(text.terms(s), want)
+
+
+class IndexTest(unittest.TestCase):
+    def test_title_outranks_body_and_both_terms_outrank_one(self):
+        ix = text.Index()
+        ix.put("title", ["", "The zyx incident", "", "What went wrong."])
+        ix.put("body", ["", "Unrelated", "", "A long body that mentions zyx once among many other words."])
+        ix.put("both", ["", "Note alpha beta", "", "Both."])
+        ix.put("alpha", ["", "Note alpha", "", "One."])
+        q = text.terms("zyx")
+        self.assertGreater(ix.score("title", q), ix.score("body", q))
+        q = text.terms("alpha beta")
+        self.assertGreater(ix.score("both", q), ix.score("alpha", q))
+        self.assertEqual(ix.score("body", q), 0)
+
+    def test_delete_forgets_document_frequencies(self):
+        ix = text.Index()
+        ix.put("a", ["", "alpha", "", ""])
+        ix.put("a", ["", "beta", "", ""])
+        self.assertNotIn("alpha", ix.df)
+        ix.delete("a")
+        self.assertEqual((ix.df, ix.total, ix.docs), ({}, 0, {}))
+
+
+if __name__ == "__main__":
+    unittest.main()
