@@ -19,6 +19,7 @@ import (
 	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/internal/redact"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/strictjson"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -138,9 +139,11 @@ func New(opts Options) *mcp.Server {
 	return s
 }
 
-// redacted wraps a tool so that its error reaches the client (a model,
-// as text) without host paths or pids; the log gets the full text.
+// redacted wraps a tool so that its arguments are decoded strictly (see
+// strictArguments) and its error reaches the client (a model, as text)
+// without host paths or pids; the log gets the full text.
 func redacted[In, Out any](log hclog.Logger, tool string, h mcp.ToolHandlerFor[In, Out]) mcp.ToolHandlerFor[In, Out] {
+	h = strictArguments(h)
 	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
 		res, out, err := h(ctx, req, in)
 		if err != nil {
@@ -150,6 +153,24 @@ func redacted[In, Out any](log hclog.Logger, tool string, h mcp.ToolHandlerFor[I
 			}
 		}
 		return res, out, err
+	}
+}
+
+// strictArguments decodes a tool's arguments again, from the bytes the
+// client sent, with the decoder /v1 uses: the SDK's own decoding keeps the
+// last of two repeated names and turns invalid UTF-8 and lone surrogates
+// into U+FFFD, where /v1 refuses all three. The handler gets the strict
+// result.
+func strictArguments[In, Out any](h mcp.ToolHandlerFor[In, Out]) mcp.ToolHandlerFor[In, Out] {
+	return func(ctx context.Context, req *mcp.CallToolRequest, _ In) (*mcp.CallToolResult, Out, error) {
+		var in In
+		if req != nil && req.Params != nil && len(req.Params.Arguments) > 0 {
+			if err := strictjson.Decode(req.Params.Arguments, &in); err != nil {
+				var zero Out
+				return nil, zero, fmt.Errorf("arguments: %w: %w", err, sdk.ErrInvalid)
+			}
+		}
+		return h(ctx, req, in)
 	}
 }
 
