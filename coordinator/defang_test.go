@@ -1,16 +1,11 @@
 package coordinator
 
 import (
-	"html"
 	"strings"
 	"testing"
-	"unicode"
 	"unicode/utf8"
 
-	"github.com/mozillazg/go-unidecode"
-	"go.mau.fi/util/confusable"
-	"golang.org/x/text/cases"
-	"golang.org/x/text/unicode/norm"
+	"github.com/memhost/memhost/coordinator/coordinatortest"
 )
 
 func mustDefanger(t testing.TB, header string) *Defanger {
@@ -188,110 +183,12 @@ func TestNewDefangerRejectsBadHeaders(t *testing.T) {
 	}
 }
 
-// readerView is the reference view a model reads, built independently
-// of the automaton from whole-string library calls: character references
-// decoded by html.UnescapeString, NFKD, full case folding, then each
-// character read as its confusable skeleton when that is ASCII, else as
-// its Unidecode transliteration, else as the transliteration of its
-// skeleton; only ASCII letters and digits of the readings are kept,
-// themselves as skeletons (m is rn), and a letter with no ASCII reading
-// is kept as itself, so that it breaks a word.
-func readerView(s string) string {
-	s = cases.Fold().String(norm.NFKD.String(html.UnescapeString(s)))
-	alnum := func(s string) string {
-		return strings.Map(func(r rune) rune {
-			if r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
-				return unicode.ToLower(r)
-			}
-			return -1
-		}, s)
-	}
-	ascii := func(s string) bool { return strings.IndexFunc(s, func(r rune) bool { return r >= utf8.RuneSelf }) < 0 }
-	marks := func(s string) string {
-		return strings.Map(func(r rune) rune {
-			if skippable(r) {
-				return -1
-			}
-			return r
-		}, norm.NFD.String(s))
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if skippable(r) {
-			continue
-		}
-		sk := strings.ToLower(marks(confusable.Skeleton(string(r))))
-		switch {
-		case ascii(sk):
-			b.WriteString(alnum(sk))
-		case alnum(unidecode.Unidecode(string(r))) != "":
-			b.WriteString(alnum(unidecode.Unidecode(string(r))))
-		case alnum(unidecode.Unidecode(sk)) != "":
-			b.WriteString(alnum(unidecode.Unidecode(sk)))
-		case (unicode.IsLetter(r) && !unicode.Is(unicode.Lm, r)) || unicode.IsNumber(r):
-			b.WriteRune(r)
-		}
-	}
-	// The ASCII letters as their own skeletons: m reads as rn.
-	return strings.ToLower(confusable.Skeleton(b.String()))
-}
-
-// checkNoLiveMarker is the property the defanger promises. In the
-// reader's view no tag name is left and every token marker is a defanged
-// one; and, by a naive search independent of the automaton, every
-// occurrence of the header phrase sits on a line that starts with the
-// defanged prefix.
+// checkNoLiveMarker is the property the defanger promises, checked by the
+// reference reader's view (coordinatortest.LiveMarker).
 func checkNoLiveMarker(t testing.TB, header, s string) {
 	t.Helper()
-	view := readerView(s)
-	for _, tag := range []string{tagName, summaryTagName} {
-		if strings.Contains(view, readerView(tag)) {
-			t.Fatalf("live tag name left in %q (reader's view %q)", s, view)
-		}
-	}
-	token, guard := readerView(tokenName), readerView(defangedTokenName)
-	for off := 0; ; {
-		i := strings.Index(view[off:], token)
-		if i < 0 {
-			break
-		}
-		if !strings.HasSuffix(view[:off+i+len(token)], guard) {
-			t.Fatalf("live token marker left in %q (reader's view %q)", s, view)
-		}
-		off += i + 1
-	}
-	var folded []rune
-	var lineOf []int
-	line := 0
-	for i, r := range s {
-		size := utf8.RuneLen(r)
-		if r == utf8.RuneError {
-			size = 1
-		}
-		if skippable(r) {
-			if r == '\n' || r == '\r' || r == '\v' || r == '\f' || r == '\u0085' || r == '\u2028' || r == '\u2029' {
-				line = i + size
-			}
-			continue
-		}
-		foldRune(s[i:i+size], r, func(f rune) {
-			folded = append(folded, f)
-			lineOf = append(lineOf, line)
-		})
-	}
-	text := string(folded)
-	runeIndex := func(byteOff int) int { return utf8.RuneCountInString(text[:byteOff]) }
-	phrase := string(foldString(header + headerTail))
-	for off := 0; ; {
-		i := strings.Index(text[off:], phrase)
-		if i < 0 {
-			break
-		}
-		start := lineOf[runeIndex(off+i)]
-		if !strings.HasPrefix(s[start:], defangedPrefix) {
-			t.Fatalf("live header line at byte %d in %q", start, s)
-		}
-		off += i + 1
+	if m, ok := coordinatortest.LiveMarker(header, s); ok {
+		t.Fatalf("live marker %q left in %q (reader's view %q)", m, s, coordinatortest.ReaderView(s))
 	}
 }
 

@@ -170,22 +170,14 @@ func (e *Envelope) appendObservation(buf []byte, index int, r *sdk.Record, now t
 	if at := r.UpdatedAt; !at.IsZero() {
 		buf = appendAttr(buf, "age", ageLabel(at, now))
 	}
-	title := cutUTF8(e.defangText(compactSpace(r.Title, 4*e.budgets.TitleBytes)), e.budgets.TitleBytes)
+	title, _ := e.render(r.Title, TextTitle)
 	buf = appendAttr(buf, "title", title)
 	buf = append(buf, '>')
 	const closing = "</memhost_memory_observation>\n"
 	room := e.budgets.RecordBytes - (len(buf) - start) - len(closing)
-	body := e.defangText(cutUTF8(r.Body, e.budgets.BodyBytes))
+	body, _ := e.render(r.Body, TextBody)
 	buf = appendEscaped(buf, body, max(room, 0))
 	return append(buf, closing...)
-}
-
-func (e *Envelope) defangText(s string) string {
-	if e.defang == nil {
-		return s
-	}
-	out, _ := e.defang.Defang(s)
-	return out
 }
 
 // ageLabel says how long ago a record was saved, in whole days.

@@ -299,8 +299,8 @@ func (t tools) recall(ctx context.Context, req *mcp.CallToolRequest, in RecallIn
 			continue
 		}
 		recs = append(recs, h.Record)
-		title, _ := t.opts.Coordinator.DefangText(id, h.Record.Title)
-		out.Hits = append(out.Hits, RecallHit{ID: h.Record.ID, Title: title, Scope: string(h.Record.Scope), Kind: string(h.Record.Kind), Score: h.Score})
+		out.Hits = append(out.Hits, RecallHit{ID: h.Record.ID, Title: t.opts.Coordinator.RenderText(id, h.Record.Title, coordinator.TextTitle),
+			Scope: string(h.Record.Scope), Kind: t.opts.Coordinator.RenderText(id, string(h.Record.Kind), coordinator.TextLabel), Score: h.Score})
 	}
 	if len(recs) > 0 {
 		r, err := t.opts.Coordinator.RenderEnvelope(ctx, id, recallSession, recs, 0)
@@ -380,11 +380,11 @@ func (t tools) index(ctx context.Context, req *mcp.CallToolRequest, in IndexInpu
 	if offset < len(rows) {
 		page := rows[offset:min(len(rows), offset+in.Limit)]
 		for _, r := range page {
-			// Titles and descriptions reach the model as they are listed:
-			// defanged and control-free like the envelope's.
-			title, _ := t.opts.Coordinator.DefangText(id, r.Title)
-			desc, _ := t.opts.Coordinator.DefangText(id, r.Description)
-			out.Rows = append(out.Rows, IndexRow{ID: r.ID, Scope: string(r.Scope), Kind: string(r.Kind), Title: title, Description: desc, UpdatedAt: r.UpdatedAt})
+			// Titles, descriptions and kinds reach the model as they are
+			// listed: rendered by the rules of the envelope's, one line each.
+			c := t.opts.Coordinator
+			out.Rows = append(out.Rows, IndexRow{ID: r.ID, Scope: string(r.Scope), Kind: c.RenderText(id, string(r.Kind), coordinator.TextLabel),
+				Title: c.RenderText(id, r.Title, coordinator.TextTitle), Description: c.RenderText(id, r.Description, coordinator.TextDescription), UpdatedAt: r.UpdatedAt})
 		}
 		if offset+len(page) < len(rows) {
 			out.NextCursor = strconv.Itoa(offset + len(page))
