@@ -149,7 +149,8 @@ func (c *Coordinator) renderIndex(scopes []sdk.Scope, rows [][]sdk.ManifestRow, 
 }
 
 func (c *Coordinator) indexSection(scope sdk.Scope, rows []sdk.ManifestRow, share int, now time.Time) string {
-	head := "Index of " + string(scope) + ":\n"
+	label, _ := c.env.render(string(scope), TextLabel)
+	head := "Index of " + label + ":\n"
 	var b strings.Builder
 	b.WriteString(head)
 	n := 0

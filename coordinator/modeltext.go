@@ -36,7 +36,8 @@ const (
 	// TextDescription is a record description: one line,
 	// sdk.MaxDescriptionBytes.
 	TextDescription
-	// TextLabel is a short label such as a record kind: one line, 64 bytes.
+	// TextLabel is a short label (a record kind, a scope, an identity):
+	// one line, 256 bytes.
 	TextLabel
 	// TextBody is a record body: lines, Budgets.BodyBytes.
 	TextBody
@@ -46,7 +47,7 @@ const (
 )
 
 // labelBytes bounds a TextLabel.
-const labelBytes = 64
+const labelBytes = 256
 
 // oneLine reports kinds rendered on one line.
 func (k TextKind) oneLine() bool { return k <= TextLabel }
