@@ -300,7 +300,8 @@ func (t tools) recall(ctx context.Context, req *mcp.CallToolRequest, in RecallIn
 		}
 		recs = append(recs, h.Record)
 		out.Hits = append(out.Hits, RecallHit{ID: h.Record.ID, Title: t.opts.Coordinator.RenderText(id, h.Record.Title, coordinator.TextTitle),
-			Scope: string(h.Record.Scope), Kind: t.opts.Coordinator.RenderText(id, string(h.Record.Kind), coordinator.TextLabel), Score: h.Score})
+			Scope: t.opts.Coordinator.RenderText(id, string(h.Record.Scope), coordinator.TextLabel),
+			Kind:  t.opts.Coordinator.RenderText(id, string(h.Record.Kind), coordinator.TextLabel), Score: h.Score})
 	}
 	if len(recs) > 0 {
 		r, err := t.opts.Coordinator.RenderEnvelope(ctx, id, recallSession, recs, 0)
@@ -383,7 +384,7 @@ func (t tools) index(ctx context.Context, req *mcp.CallToolRequest, in IndexInpu
 			// Titles, descriptions and kinds reach the model as they are
 			// listed: rendered by the rules of the envelope's, one line each.
 			c := t.opts.Coordinator
-			out.Rows = append(out.Rows, IndexRow{ID: r.ID, Scope: string(r.Scope), Kind: c.RenderText(id, string(r.Kind), coordinator.TextLabel),
+			out.Rows = append(out.Rows, IndexRow{ID: r.ID, Scope: c.RenderText(id, string(r.Scope), coordinator.TextLabel), Kind: c.RenderText(id, string(r.Kind), coordinator.TextLabel),
 				Title: c.RenderText(id, r.Title, coordinator.TextTitle), Description: c.RenderText(id, r.Description, coordinator.TextDescription), UpdatedAt: r.UpdatedAt})
 		}
 		if offset+len(page) < len(rows) {
