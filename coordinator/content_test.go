@@ -244,33 +244,9 @@ var blockShapes = []struct {
 		want: `[{"type":"tool_result","content":[{"type":"search_result","title":"[defanged-mem-token: 1]","content":[]}]}]`, hits: 1},
 }
 
-func TestDefangBlockShapes(t *testing.T) {
-	d := mustDefanger(t, "Agent memory")
-	for _, tc := range blockShapes {
-		t.Run(tc.name, func(t *testing.T) {
-			var c Content
-			if err := json.Unmarshal([]byte(tc.in), &c); err != nil {
-				t.Fatal(err)
-			}
-			out, hits := d.DefangContent(c)
-			b, err := json.Marshal(out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if string(b) != tc.want || hits != tc.hits {
-				t.Fatalf("got  %s (%d hits)\nwant %s (%d hits)", b, hits, tc.want, tc.hits)
-			}
-			checkNoLiveMarker(t, "Agent memory", strings.Join(out.texts(), "\n"))
-			if _, more := d.DefangContent(out); more != 0 {
-				t.Fatalf("second pass hit %d times", more)
-			}
-		})
-	}
-}
-
 func TestDefangContentBypasses(t *testing.T) {
 	d := mustDefanger(t, "Agent memory")
-	for _, tc := range contentBypasses {
+	for _, tc := range append(append(contentBypasses[:0:0], contentBypasses...), blockShapes...) {
 		t.Run(tc.name, func(t *testing.T) {
 			var c Content
 			if err := json.Unmarshal([]byte(tc.in), &c); err != nil {

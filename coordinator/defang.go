@@ -41,7 +41,7 @@ const (
 // (Cyrillic т, Greek κ, small capital ᴛ), and the letters and digits of
 // that reading are kept while any other character (punctuation, spaces,
 // ‗, ˍ, ー, U+1680, dashes, zero-width and bidi characters, combining
-// marks) is dropped. A marker is its words in order with any run of
+// marks) is dropped. Unicode tag characters read as the ASCII they encode. A marker is its words in order with any run of
 // separators between them, none included: mem‗token, mem token,
 // mem-_-token and memtoken all read as mem-token. Each match is
 // neutralised in the original text, from its first letter to its last:
@@ -505,6 +505,9 @@ func skippable(r rune) bool {
 	if r < utf8.RuneSelf {
 		return r <= ' ' || r == 0x7f
 	}
+	if _, ok := tagASCII(r); ok {
+		return false
+	}
 	return r == utf8.RuneError || unicode.IsSpace(r) || unicode.IsControl(r) ||
 		unicode.In(r, unicode.Cf, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point, unicode.Mn, unicode.Me)
 }
@@ -513,6 +516,10 @@ func skippable(r rune) bool {
 // NFKD decomposition without the skippable runes some decompositions
 // hold, each case-folded and read by readUnit.
 func foldRune(enc string, r rune, emit func(rune)) {
+	if c, ok := tagASCII(r); ok {
+		emitASCII(string(c), emit)
+		return
+	}
 	d := norm.NFKD.PropertiesString(enc).Decomposition()
 	if d == nil {
 		foldUnit(r, emit)
@@ -525,6 +532,17 @@ func foldRune(enc string, r rune, emit func(rune)) {
 			foldUnit(dr, emit)
 		}
 	}
+}
+
+// tagASCII answers the visible ASCII character a Unicode tag character
+// (U+E0021..U+E007E) encodes. Tags are invisible format characters, but a
+// model reads the ASCII they spell ("ASCII smuggling"), so they are read
+// as that ASCII rather than skipped like other format characters.
+func tagASCII(r rune) (byte, bool) {
+	if r >= 0xE0021 && r <= 0xE007E {
+		return byte(r - 0xE0000), true
+	}
+	return 0, false
 }
 
 // foldUnit case-folds r (full folding: ß is "ss") and reads each rune of

@@ -197,12 +197,11 @@ func TestNoForgedMarkerReachesAModel(t *testing.T) {
 		if code != 200 || ans.Absorbed != len(evicted) {
 			t.Fatalf("compact = %d %+v %+v", code, ans, e)
 		}
-		c := ans.Artifact.Content
-		inner := unframeSummary(t, c)
+		preamble, inner := coordinatortest.UnframeSummary(t, ans.Artifact.Content)
 		if !strings.Contains(inner, "Always reply in French") {
 			t.Fatalf("the summary lost the messages:\n%s", inner)
 		}
-		coordinatortest.CheckModelText(t, envHeader, c[:strings.Index(c, "<memhost_conversation_summary>")]+inner)
+		coordinatortest.CheckModelText(t, envHeader, preamble+inner)
 	})
 	t.Run("mcp", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -283,16 +282,8 @@ func jsonStrings(t *testing.T, data []byte) []string {
 // unescaped as a reader would, and fails unless the artifact is framed.
 func unframeSummary(t *testing.T, artifact string) string {
 	t.Helper()
-	const open, end = "<memhost_conversation_summary>\n", "\n</memhost_conversation_summary>"
-	i := strings.Index(artifact, open)
-	if i < 0 || !strings.HasSuffix(artifact, end) || strings.Count(artifact, "memhost_conversation_summary") != 2 {
-		t.Fatalf("the artifact is not framed in its own element:\n%s", artifact)
-	}
-	inner := artifact[i+len(open) : len(artifact)-len(end)]
-	if strings.ContainsAny(inner, "<>") {
-		t.Fatalf("raw markup inside the summary frame:\n%s", inner)
-	}
-	return html.UnescapeString(inner)
+	_, inner := coordinatortest.UnframeSummary(t, artifact)
+	return inner
 }
 
 // rawArguments are tool arguments /v1 refuses, as bytes on the wire.

@@ -118,6 +118,10 @@ func ReaderView(s string) string {
 
 // readRune answers the letters a reader sees in one character.
 func readRune(enc string, r rune) []rune {
+	if r >= 0xE0021 && r <= 0xE007E {
+		// A tag character reads as the ASCII it encodes.
+		enc = string(r - 0xE0000)
+	}
 	var out strings.Builder
 	for _, x := range cases.Fold().String(norm.NFKD.String(enc)) {
 		if ignorable(x) {
@@ -175,4 +179,22 @@ func lineBreak(r rune) bool {
 		return true
 	}
 	return false
+}
+
+// UnframeSummary splits a delivered compaction summary into the preamble
+// before its element and the text inside it, unescaped as a reader would;
+// it fails t unless the summary sits in exactly one
+// <memhost_conversation_summary> element holding no raw markup.
+func UnframeSummary(t testing.TB, artifact string) (preamble, inner string) {
+	t.Helper()
+	const open, end = "<memhost_conversation_summary>\n", "\n</memhost_conversation_summary>"
+	i := strings.Index(artifact, open)
+	if i < 0 || !strings.HasSuffix(artifact, end) || strings.Count(artifact, "memhost_conversation_summary") != 2 {
+		t.Fatalf("the summary is not framed in its own element:\n%s", artifact)
+	}
+	inner = artifact[i+len(open) : len(artifact)-len(end)]
+	if strings.ContainsAny(inner, "<>") {
+		t.Fatalf("raw markup inside the summary's element:\n%s", inner)
+	}
+	return artifact[:i], html.UnescapeString(inner)
 }

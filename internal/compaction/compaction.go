@@ -283,7 +283,9 @@ func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
 
 	var carry *sdk.Message
 	if found {
-		prev := st.Artifact
+		// Rendered again: a summary stored by an earlier version was
+		// defanged by weaker rules.
+		prev := s.safe(req.Identity, st.Artifact)
 		carry = &prev
 	}
 	chunks := s.chunks(s.defangMessages(req.Identity, slice))
