@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/strictjson"
 )
 
 // Content is a message body as the HTTP API carries it: either a plain
@@ -65,8 +66,8 @@ func (c Content) Blocks() []Block { return c.blocks }
 // String answers the plain string of string content ("" for blocks).
 func (c Content) String() string { return c.text }
 
-// Text answers all the text the content carries, blocks joined by a line
-// break: string content, text blocks and the text inside tool results.
+// Text answers all the text the content carries, joined by line breaks:
+// string content, or every model-readable string of the blocks.
 func (c Content) Text() string {
 	if !c.isBlocks {
 		return c.text
@@ -208,9 +209,15 @@ func (b *Block) decode(raw json.RawMessage, depth int) error {
 	// Field names are matched exactly, as a model API reads them: a
 	// "TEXT" field is not the text; and a repeated name is refused, since
 	// a model API may read either copy.
+	// The strict decoder of the API names what is wrong (a repeated
+	// name, invalid UTF-8, a lone surrogate) in plain words.
+	var probe any
+	if err := strictjson.Decode(raw, &probe); err != nil {
+		return contentError("a block is refused: " + err.Error())
+	}
 	tree, err := parseJSON(raw)
 	if err != nil {
-		return contentError("a block is not a valid JSON object (" + err.Error() + ")")
+		return contentError("a block " + err.Error())
 	}
 	typ, ok := tree.memberString("type")
 	if !ok || typ == "" {
@@ -299,9 +306,9 @@ func (b Block) MarshalJSON() ([]byte, error) {
 
 // replaceText answers a copy of the content with its texts, in eachText
 // order, replaced by texts. Blocks whose texts are unchanged keep their
-// original bytes; a text block emptied by the replacement is dropped (it
-// held nothing but the pieces of a marker, and models refuse empty text
-// blocks); non-text blocks are never touched.
+// original bytes; a changed block is written again with its members in
+// their order and only its strings changed; a text block emptied by the
+// replacement is dropped.
 func (c Content) replaceText(texts []string) Content {
 	out, _ := c.replaceFrom(texts)
 	return out
