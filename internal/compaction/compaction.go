@@ -374,14 +374,14 @@ func (s *Service) safe(id sdk.Identity, art sdk.Message) sdk.Message {
 	return art
 }
 
-// deliver answers a stored artifact as a model receives it: safe, and
-// framed as a summary whatever the compactor wrote, so that nothing in it
-// reads as the prompt's own instructions.
+// deliver answers a stored artifact as a model receives it: rendered like
+// a stored one, and framed as a summary whatever the compactor wrote, so
+// that nothing in it reads as the prompt's own instructions.
 func (s *Service) deliver(id sdk.Identity, art sdk.Message) sdk.Message {
-	art = s.safe(id, art)
 	if s.opts.Renderer != nil {
 		art.Content = s.opts.Renderer.RenderSummary(id, art.Content)
 	}
+	art.Role = ArtifactRole
 	return art
 }
 
