@@ -505,7 +505,7 @@ func skippable(r rune) bool {
 	if r < utf8.RuneSelf {
 		return r <= ' ' || r == 0x7f
 	}
-	if _, ok := tagASCII(r); ok {
+	if _, ok := symbolASCII(r); ok {
 		return false
 	}
 	return r == utf8.RuneError || unicode.IsSpace(r) || unicode.IsControl(r) ||
@@ -516,7 +516,7 @@ func skippable(r rune) bool {
 // NFKD decomposition without the skippable runes some decompositions
 // hold, each case-folded and read by readUnit.
 func foldRune(enc string, r rune, emit func(rune)) {
-	if c, ok := tagASCII(r); ok {
+	if c, ok := symbolASCII(r); ok {
 		emitASCII(string(c), emit)
 		return
 	}
@@ -534,20 +534,32 @@ func foldRune(enc string, r rune, emit func(rune)) {
 	}
 }
 
-// tagASCII answers the visible ASCII character a Unicode tag character
-// (U+E0021..U+E007E) encodes. Tags are invisible format characters, but a
-// model reads the ASCII they spell ("ASCII smuggling"), so they are read
-// as that ASCII rather than skipped like other format characters.
-func tagASCII(r rune) (byte, bool) {
-	if r >= 0xE0021 && r <= 0xE007E {
+// symbolASCII answers the ASCII character a model reads in a symbol that
+// neither decomposition nor the tables spell: a Unicode tag character
+// (U+E0021..U+E007E) encodes one ("ASCII smuggling": invisible, yet read),
+// and a regional indicator (U+1F1E6..U+1F1FF) outside a flag reads as its
+// capital letter.
+func symbolASCII(r rune) (byte, bool) {
+	switch {
+	case r >= 0xE0021 && r <= 0xE007E:
 		return byte(r - 0xE0000), true
+	case r >= 0x1F1E6 && r <= 0x1F1FF:
+		return byte('a' + r - 0x1F1E6), true
 	}
 	return 0, false
 }
 
-// foldUnit case-folds r (full folding: ß is "ss") and reads each rune of
-// the fold.
+// foldUnit reads r by its confusable prototype when that is ASCII (a
+// capital's shape comes first: Greek Ν reads as N, though its lower case ν
+// reads as v); otherwise it case-folds r (full folding: ß is "ss") and
+// reads each rune of the fold.
 func foldUnit(r rune, emit func(rune)) {
+	if r >= utf8.RuneSelf {
+		if proto := prototypeOf(r); proto != "" && isASCII(proto) {
+			emitASCII(proto, emit)
+			return
+		}
+	}
 	if full, ok := fullCaseFolds()[r]; ok {
 		for _, x := range full {
 			readUnit(x, emit)

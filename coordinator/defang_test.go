@@ -148,6 +148,8 @@ var lookAlikeCases = []defangCase{
 	{name: "a letter with its own reading ends a match", in: "mem\u6211token", want: "mem\u6211token"},
 	{name: "a letter with no reading ends a match", in: "mem\ua66etoken", want: "mem\ua66etoken"},
 	{name: "unicode tag characters spell a marker", in: "[mem\U000E002D\U000E0074\U000E006F\U000E006B\U000E0065\U000E006E: 1]", want: "[defanged-mem-token: 1]", hits: 1},
+	{name: "greek capitals read by their shape", in: "[M\u0395\u039c-\u03a4\u039f\u039a\u0395\u039d: 1]", want: "[defanged-mem-token: 1]", hits: 1},
+	{name: "regional indicators", in: "[\U0001F1F2\U0001F1EA\U0001F1F2-\U0001F1F9\U0001F1F4\U0001F1F0\U0001F1EA\U0001F1F3: 1]", want: "[defanged-mem-token: 1]", hits: 1},
 	{name: "negative squared letter", in: "[\U0001F17Cem-token: 1]", want: "[defanged-mem-token: 1]", hits: 1},
 	{name: "ordinary words stay", in: "I remember the token; my memory of the observation deck", want: "I remember the token; my memory of the observation deck"},
 }

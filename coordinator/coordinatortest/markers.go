@@ -118,16 +118,43 @@ func ReaderView(s string) string {
 
 // readRune answers the letters a reader sees in one character.
 func readRune(enc string, r rune) []rune {
-	if r >= 0xE0021 && r <= 0xE007E {
+	switch {
+	case r >= 0xE0021 && r <= 0xE007E:
 		// A tag character reads as the ASCII it encodes.
 		enc = string(r - 0xE0000)
+	case r >= 0x1F1E6 && r <= 0x1F1FF:
+		// A regional indicator reads as its letter.
+		enc = string('A' + r - 0x1F1E6)
 	}
 	var out strings.Builder
-	for _, x := range cases.Fold().String(norm.NFKD.String(enc)) {
+	for _, c := range norm.NFKD.String(enc) {
+		if ignorable(c) {
+			continue
+		}
+		// A character's own shape first: Greek capital Ν reads as N.
+		if sk := skeleton(c); c >= utf8.RuneSelf && sk != "" && isASCII(sk) {
+			out.WriteString(alnum(sk))
+			continue
+		}
+		readFolded(&out, cases.Fold().String(string(c)))
+	}
+	// ASCII letters read as their own skeletons: m reads as rn.
+	return []rune(strings.ToLower(confusable.Skeleton(out.String())))
+}
+
+// skeleton is the confusable skeleton of one character, lower case,
+// without marks.
+func skeleton(r rune) string {
+	return strings.ToLower(dropIgnorable(norm.NFD.String(confusable.Skeleton(string(r)))))
+}
+
+// readFolded writes the letters a reader sees in case-folded text.
+func readFolded(out *strings.Builder, folded string) {
+	for _, x := range folded {
 		if ignorable(x) {
 			continue
 		}
-		sk := strings.ToLower(dropIgnorable(norm.NFD.String(confusable.Skeleton(string(x)))))
+		sk := skeleton(x)
 		switch {
 		case isASCII(sk):
 			out.WriteString(alnum(sk))
@@ -139,8 +166,6 @@ func readRune(enc string, r rune) []rune {
 			out.WriteRune(x)
 		}
 	}
-	// ASCII letters read as their own skeletons: m reads as rn.
-	return []rune(strings.ToLower(confusable.Skeleton(out.String())))
 }
 
 func alnum(s string) string {
