@@ -16,6 +16,7 @@ require (
 	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/memhost/memhost/sdk v0.0.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
+	github.com/mozillazg/go-unidecode v0.2.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/schollz/progressbar/v3 v3.19.1

@@ -148,7 +148,8 @@ func (c *Coordinator) renderIndex(scopes []sdk.Scope, rows [][]sdk.ManifestRow, 
 }
 
 func (c *Coordinator) indexSection(scope sdk.Scope, rows []sdk.ManifestRow, share int, now time.Time) string {
-	head := "Index of " + string(scope) + ":\n"
+	label, _ := c.env.render(string(scope), TextLabel)
+	head := "Index of " + label + ":\n"
 	var b strings.Builder
 	b.WriteString(head)
 	n := 0
@@ -179,9 +180,9 @@ func (c *Coordinator) indexSection(scope sdk.Scope, rows []sdk.ManifestRow, shar
 // controls replaced. The index sits outside any observation element, so
 // raw markup there would read as the prompt's own.
 func (c *Coordinator) indexRow(r *sdk.ManifestRow, now time.Time) string {
-	title := cutUTF8(c.env.defangText(compactSpace(r.Title, 4*c.cfg.Budgets.TitleBytes)), c.cfg.Budgets.TitleBytes)
-	desc := cutUTF8(c.env.defangText(compactSpace(r.Description, 4*sdk.MaxDescriptionBytes)), sdk.MaxDescriptionBytes)
-	kind := c.env.defangText(compactSpace(string(r.Kind), 64))
+	title, _ := c.env.render(r.Title, TextTitle)
+	desc, _ := c.env.render(r.Description, TextDescription)
+	kind, _ := c.env.render(string(r.Kind), TextLabel)
 	var b []byte
 	b = append(b, "- "...)
 	b = append(b, r.ID...) // a validated id: a safe token

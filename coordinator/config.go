@@ -297,10 +297,8 @@ func ValidateHeader(h string) error {
 		if strings.ContainsRune(norm.NFKC.String(string(r)), '`') {
 			return fmt.Errorf("%q must not hold %q (or a look-alike): the envelope's markers use it", h, r)
 		}
-		for _, f := range foldString(string(r)) {
-			if strings.ContainsRune("<>[]", f) {
-				return fmt.Errorf("%q must not hold %q (or a look-alike): the envelope's markers use it", h, r)
-			}
+		if lookAlikeOf(r, "<>[]") {
+			return fmt.Errorf("%q must not hold %q (or a look-alike): the envelope's markers use it", h, r)
 		}
 	}
 	return nil

@@ -4,19 +4,21 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/strictjson"
 )
 
 // Content is a message body as the HTTP API carries it: either a plain
-// string or a list of typed blocks. Text reaches a model from every block
-// with a string "text" field (text, input_text, output_text, a tool result
-// that has one, block types memhost does not know), from the "content" of
-// a tool result (itself a string or blocks) and from a document's title,
-// context and text source ({"type":"text","data":..} or
-// {"type":"content","content":..}); everything else (images, tool calls,
-// ...) is carried through verbatim. The zero Content is the empty string.
+// string or a list of typed blocks. Every string of a block, at any depth,
+// is text a model may read, except the few fields that never reach one
+// (see hiddenFields: ids, "type", media data, URLs); inside a tool call's
+// arguments every string and member name is. A tool result's "content"
+// (itself a string or blocks) is also decoded as Nested. Blocks are kept as
+// received, so fields memhost does not know survive a round trip
+// untouched. The zero Content is the empty string.
 type Content struct {
 	text     string
 	blocks   []Block
@@ -24,9 +26,8 @@ type Content struct {
 }
 
 // Block is one content block. Type is always set. Text is the string
-// "text" field (always read on a "text" block); Nested is the content of
-// a "tool_result" block. Raw holds the block as received, so fields
-// memhost does not know survive a round trip untouched.
+// "text" field (always present on a "text" block); Nested is the content
+// of a "tool_result" block. Raw holds the block as received.
 type Block struct {
 	Type   string
 	Text   string
@@ -34,16 +35,8 @@ type Block struct {
 	Raw    json.RawMessage
 	// hasText marks a string "text" field on a block of another type.
 	hasText bool
-	// extra are the other text-bearing fields, by JSON path.
-	extra []textField
-}
-
-// textField is a text-bearing field of a block at a JSON path: a string,
-// or content when nested is set.
-type textField struct {
-	path   []string
-	text   string
-	nested *Content
+	// texts are the model-readable strings of Raw, in document order.
+	texts []string
 }
 
 func (b *Block) carriesText() bool { return b.Type == BlockText || b.hasText }
@@ -73,8 +66,8 @@ func (c Content) Blocks() []Block { return c.blocks }
 // String answers the plain string of string content ("" for blocks).
 func (c Content) String() string { return c.text }
 
-// Text answers all the text the content carries, blocks joined by a line
-// break: string content, text blocks and the text inside tool results.
+// Text answers all the text the content carries, joined by line breaks:
+// string content, or every model-readable string of the blocks.
 func (c Content) Text() string {
 	if !c.isBlocks {
 		return c.text
@@ -139,22 +132,18 @@ func (c Content) eachText(fn func(string) bool) bool {
 }
 
 func (b *Block) eachText(fn func(string) bool) bool {
+	if b.Raw != nil {
+		for _, t := range b.texts {
+			if !fn(t) {
+				return false
+			}
+		}
+		return true
+	}
 	if b.carriesText() && !fn(b.Text) {
 		return false
 	}
-	if b.Nested != nil && !b.Nested.eachText(fn) {
-		return false
-	}
-	for _, f := range b.extra {
-		if f.nested != nil {
-			if !f.nested.eachText(fn) {
-				return false
-			}
-		} else if !fn(f.text) {
-			return false
-		}
-	}
-	return true
+	return b.Nested == nil || b.Nested.eachText(fn)
 }
 
 func writeLimited(b *strings.Builder, s string, limit int) {
@@ -218,80 +207,41 @@ func (b *Block) decode(raw json.RawMessage, depth int) error {
 		return contentError("a block must be a JSON object")
 	}
 	// Field names are matched exactly, as a model API reads them: a
-	// "TEXT" field is not the text (encoding/json would take it for it,
-	// and the defanged text would then sit beside the forged one).
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil {
-		return contentError("a block is not a valid JSON object")
+	// "TEXT" field is not the text; and a repeated name is refused, since
+	// a model API may read either copy.
+	// The strict decoder of the API names what is wrong (a repeated
+	// name, invalid UTF-8, a lone surrogate) in plain words.
+	var probe any
+	if err := strictjson.Decode(raw, &probe); err != nil {
+		return contentError("a block is refused: " + err.Error())
 	}
-	typ, ok := jsonString(fields["type"])
+	tree, err := parseJSON(raw)
+	if err != nil {
+		return contentError("a block " + err.Error())
+	}
+	typ, ok := tree.memberString("type")
 	if !ok || typ == "" {
 		return contentError(`a block has no "type"`)
 	}
-	head := struct{ Text, Content, Title, Context, Source json.RawMessage }{
-		fields["text"], fields["content"], fields["title"], fields["context"], fields["source"],
-	}
 	*b = Block{Type: typ, Raw: append(json.RawMessage(nil), raw...)}
-	if b.Type == BlockText {
-		if err := json.Unmarshal(head.Text, &b.Text); err != nil || len(head.Text) == 0 {
-			return contentError(`a text block needs a string "text"`)
-		}
-	} else if s, ok := jsonString(head.Text); ok {
-		b.Text, b.hasText = s, true
+	if s, ok := tree.memberString("text"); ok {
+		b.Text, b.hasText = s, b.Type != BlockText
+	} else if b.Type == BlockText {
+		return contentError(`a text block needs a string "text"`)
 	}
-	switch b.Type {
-	case BlockToolResult:
-		nested, err := decodeNested(head.Content, depth)
-		if err != nil {
+	if b.Type == BlockToolResult {
+		var nested json.RawMessage
+		if v := tree.member("content"); v != nil {
+			if nested, err = v.encode(); err != nil {
+				return contentError("a tool result's content could not be read")
+			}
+		}
+		if b.Nested, err = decodeNested(nested, depth); err != nil {
 			return err
 		}
-		b.Nested = nested
-	case blockDocument:
-		for _, f := range []struct {
-			name string
-			raw  json.RawMessage
-		}{{"title", head.Title}, {"context", head.Context}} {
-			if s, ok := jsonString(f.raw); ok {
-				b.extra = append(b.extra, textField{path: []string{f.name}, text: s})
-			}
-		}
-		var src map[string]json.RawMessage
-		if len(head.Source) == 0 || head.Source[0] != '{' || json.Unmarshal(head.Source, &src) != nil {
-			return nil
-		}
-		srcType, _ := jsonString(src["type"])
-		switch srcType {
-		case "text":
-			if s, ok := jsonString(src["data"]); ok {
-				b.extra = append(b.extra, textField{path: []string{"source", "data"}, text: s})
-			}
-		case "content":
-			nested, err := decodeNested(src["content"], depth)
-			if err != nil {
-				return err
-			}
-			if nested != nil {
-				b.extra = append(b.extra, textField{path: []string{"source", "content"}, nested: nested})
-			}
-		}
 	}
+	tree.walkText(false, func(s string) string { b.texts = append(b.texts, s); return s })
 	return nil
-}
-
-// blockDocument is a document block; its source may hold text.
-const blockDocument = "document"
-
-// jsonString decodes a JSON string; anything else is not one.
-func jsonString(raw json.RawMessage) (string, bool) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '"' {
-		return "", false
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return "", false
-	}
-	return s, true
 }
 
 // decodeNested decodes the content inside a block; nil when absent.
@@ -336,92 +286,29 @@ func (c Content) MarshalJSON() ([]byte, error) {
 
 // MarshalJSON writes the block, keeping every field memhost did not touch.
 func (b Block) MarshalJSON() ([]byte, error) {
-	if len(b.Raw) == 0 {
-		switch {
-		case b.carriesText():
-			return json.Marshal(struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			}{b.Type, b.Text})
-		case b.Type == BlockToolResult && b.Nested != nil:
-			return json.Marshal(struct {
-				Type    string   `json:"type"`
-				Content *Content `json:"content"`
-			}{b.Type, b.Nested})
-		}
-		return json.Marshal(map[string]string{"type": b.Type})
+	if len(b.Raw) > 0 {
+		return b.Raw, nil
 	}
-	out := []byte(b.Raw)
-	var err error
-	if b.carriesText() {
-		if out, err = setJSONPath(out, []string{"text"}, b.Text); err != nil {
-			return nil, err
-		}
+	switch {
+	case b.carriesText():
+		return json.Marshal(struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}{b.Type, b.Text})
+	case b.Type == BlockToolResult && b.Nested != nil:
+		return json.Marshal(struct {
+			Type    string   `json:"type"`
+			Content *Content `json:"content"`
+		}{b.Type, b.Nested})
 	}
-	if b.Nested != nil {
-		if out, err = setJSONPath(out, []string{"content"}, b.Nested); err != nil {
-			return nil, err
-		}
-	}
-	for _, f := range b.extra {
-		var v any = f.text
-		if f.nested != nil {
-			v = f.nested
-		}
-		if out, err = setJSONPath(out, f.path, v); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// setJSONPath answers the object raw with the value at path set to v;
-// raw itself when the value there already means v.
-func setJSONPath(raw []byte, path []string, v any) ([]byte, error) {
-	fields := map[string]json.RawMessage{}
-	if err := json.Unmarshal(raw, &fields); err != nil {
-		return nil, fmt.Errorf("content block: %w", err)
-	}
-	old := fields[path[0]]
-	var encoded []byte
-	var err error
-	if len(path) > 1 {
-		if len(old) == 0 {
-			old = json.RawMessage("{}")
-		}
-		encoded, err = setJSONPath(old, path[1:], v)
-	} else {
-		encoded, err = json.Marshal(v)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if len(old) > 0 && jsonEqual(old, encoded) {
-		return raw, nil
-	}
-	fields[path[0]] = encoded
-	return json.Marshal(fields)
-}
-
-// jsonEqual compares two JSON values by meaning, not spelling.
-func jsonEqual(a, b json.RawMessage) bool {
-	if bytes.Equal(a, b) {
-		return true
-	}
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	ax, _ := json.Marshal(x)
-	by, _ := json.Marshal(y)
-	return bytes.Equal(ax, by)
+	return json.Marshal(map[string]string{"type": b.Type})
 }
 
 // replaceText answers a copy of the content with its texts, in eachText
 // order, replaced by texts. Blocks whose texts are unchanged keep their
-// original bytes; a text block emptied by the replacement is dropped (it
-// held nothing but the pieces of a marker, and models refuse empty text
-// blocks); non-text blocks are never touched.
+// original bytes; a changed block is written again with its members in
+// their order and only its strings changed; a text block emptied by the
+// replacement is dropped.
 func (c Content) replaceText(texts []string) Content {
 	out, _ := c.replaceFrom(texts)
 	return out
@@ -433,35 +320,54 @@ func (c Content) replaceFrom(texts []string) (Content, []string) {
 	}
 	blocks := make([]Block, 0, len(c.blocks))
 	for _, b := range c.blocks {
+		var nb Block
+		nb, texts = b.replaceFrom(texts)
+		// A text block emptied by the replacement held nothing but the
+		// pieces of a marker, and models refuse empty text blocks.
+		dropped := b.Text != "" && nb.Text == "" && (b.Type == BlockText || b.Type == "input_text" || b.Type == "output_text")
+		if !dropped {
+			blocks = append(blocks, nb)
+		}
+	}
+	return Content{blocks: blocks, isBlocks: true}, texts
+}
+
+// replaceFrom answers the block with its texts taken from the front of
+// texts, and the rest of texts. An unchanged block is itself.
+func (b Block) replaceFrom(texts []string) (Block, []string) {
+	if b.Raw == nil {
 		nb := b
-		dropped := false
 		if b.carriesText() {
 			nb.Text, texts = texts[0], texts[1:]
-			dropped = nb.Text == "" && b.Text != "" && (b.Type == BlockText || b.Type == "input_text" || b.Type == "output_text")
 		}
 		if b.Nested != nil {
 			var n Content
 			n, texts = b.Nested.replaceFrom(texts)
 			nb.Nested = &n
 		}
-		if len(b.extra) > 0 {
-			nb.extra = make([]textField, len(b.extra))
-			for i, f := range b.extra {
-				nb.extra[i] = f
-				if f.nested != nil {
-					var n Content
-					n, texts = f.nested.replaceFrom(texts)
-					nb.extra[i].nested = &n
-				} else {
-					nb.extra[i].text, texts = texts[0], texts[1:]
-				}
-			}
-		}
-		if !dropped {
-			blocks = append(blocks, nb)
-		}
+		return nb, texts
 	}
-	return Content{blocks: blocks, isBlocks: true}, texts
+	mine, rest := texts[:len(b.texts)], texts[len(b.texts):]
+	if slices.Equal(mine, b.texts) {
+		return b, rest
+	}
+	tree, err := parseJSON(b.Raw)
+	if err != nil {
+		panic("coordinator: a decoded block no longer parses: " + err.Error())
+	}
+	k := 0
+	tree.walkText(false, func(string) string { k++; return mine[k-1] })
+	out, err := tree.encode()
+	var nb Block
+	if err == nil {
+		err = nb.decode(out, 0)
+	}
+	if err != nil {
+		// Only strings changed, each to valid UTF-8 (renamed members made
+		// unique), so the block is as valid as it was.
+		panic("coordinator: a defanged block is not valid: " + err.Error())
+	}
+	return nb, rest
 }
 
 // texts answers every text the content carries, in eachText order.

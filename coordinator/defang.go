@@ -8,42 +8,49 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/mozillazg/go-unidecode"
 	"go.mau.fi/util/confusable"
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 )
 
 // The reserved markers of the envelope and what defanging makes of them.
-// Tags are matched by their reserved name alone, whatever bracket or slash
-// stands before it, so no look-alike delimiter can keep a tag live.
+// Markers are matched by their words alone (see Defanger), whatever
+// bracket, slash or colon stands around them, so no look-alike delimiter
+// can keep one live.
 const (
-	tagName           = "memhost_memory_observation"
-	tokenName         = "mem-token:"
-	defangedTagName   = "defanged_memory_observation"
-	defangedTokenName = "defanged-mem-token:"
-	defangedPrefix    = "[defanged] "
-	headerTail        = " for identity"
+	tagName             = "memhost_memory_observation"
+	summaryTagName      = "memhost_conversation_summary"
+	tokenName           = "mem-token"
+	defangedTagName     = "defanged_memory_observation"
+	defangedSummaryName = "defanged_conversation_summary"
+	defangedTokenName   = "defanged-mem-token"
+	defangedPrefix      = "[defanged] "
+	headerTail          = " for identity"
 )
 
 // Defanger neutralises forged envelope markers in text (DESIGN 5.5).
 //
-// Matching runs on a normalised view, because a model reads loosely: each
-// character is decomposed (NFKD, so full-width and mathematical forms
-// count), case-folded, mapped to its UTS #39 confusable prototype from the
-// Unicode data (Cyrillic а, Greek ο, ‹, ˂, ᐸ, ∕, ⁄, ∶, ꞉, U+2010...), and
-// every dash (Unicode Dash property) counts as a hyphen-minus. Character
+// Matching runs on the view a model reads: the letters of the text, each
+// spelled in ASCII, with everything else a separator. Character
 // references (&lt; &#60; &#x3c; ...) are decoded the way
-// html.UnescapeString decodes them, and whitespace, controls, default
-// ignorable code points (zero-width characters, joiners, soft hyphens,
-// bidi controls) and combining marks are skipped, so a marker split
-// across lines or salted with invisible characters or accents is still
-// found. Tag names are matched without their bracket. Each match is
-// neutralised in
-// the original text: the tag name becomes defanged_memory_observation, the
-// token marker defanged-mem-token: (a token already so marked is not
-// live), and each line holding the header phrase gets a "[defanged] "
-// prefix. The output holds no live marker, so defanging it again changes
-// nothing. A Defanger is immutable and safe for concurrent use.
+// html.UnescapeString decodes them; each character is decomposed (NFKD,
+// so full-width and mathematical forms count) and case-folded; then it is
+// read as its UTS #39 confusable prototype when that is ASCII (Cyrillic
+// а, Greek ο), else as its transliteration from the Unidecode tables
+// (Cyrillic т, Greek κ, small capital ᴛ), and the letters and digits of
+// that reading are kept while any other character (punctuation, spaces,
+// ‗, ˍ, ー, U+1680, dashes, zero-width and bidi characters, combining
+// marks) is dropped. Unicode tag characters read as the ASCII they encode. A marker is its words in order with any run of
+// separators between them, none included: mem‗token, mem token,
+// mem-_-token and memtoken all read as mem-token. Each match is
+// neutralised in the original text, from its first letter to its last:
+// the tag names become defanged_memory_observation and
+// defanged_conversation_summary, the token words defanged-mem-token (a
+// token already so marked is not live), and each line holding the header
+// phrase gets a "[defanged] " prefix. The output holds no live marker, so
+// defanging it again changes nothing. A Defanger is immutable and safe
+// for concurrent use.
 type Defanger struct {
 	// all finds markers and header phrases in one pass.
 	all *matcher
@@ -51,13 +58,14 @@ type Defanger struct {
 
 // Patterns of Defanger.all, in order.
 const (
-	tagPattern    = iota
-	tokenPattern  // replaced by defangedTokenName
-	guardPattern  // an already defanged token: ends where tokenPattern does, so it shadows it
-	headerPattern // lines holding it get defangedPrefix
+	tagPattern     = iota
+	summaryPattern // the compaction summary's element
+	tokenPattern   // replaced by defangedTokenName
+	guardPattern   // an already defanged token: ends where tokenPattern does, so it shadows it
+	headerPattern  // lines holding it get defangedPrefix
 )
 
-var markerReplacements = [...]string{tagPattern: defangedTagName, tokenPattern: defangedTokenName}
+var markerReplacements = [...]string{tagPattern: defangedTagName, summaryPattern: defangedSummaryName, tokenPattern: defangedTokenName}
 
 // NewDefanger builds a defanger for an instruction header.
 func NewDefanger(header string) (*Defanger, error) {
@@ -65,7 +73,7 @@ func NewDefanger(header string) (*Defanger, error) {
 		return nil, fmt.Errorf("instruction header: %w", err)
 	}
 	phrase := header + headerTail
-	all, err := newMatcher([]string{tagName, tokenName, defangedTokenName, phrase})
+	all, err := newMatcher([]string{tagName, summaryTagName, tokenName, defangedTokenName, phrase})
 	if err != nil {
 		return nil, fmt.Errorf("instruction header: %w", err)
 	}
@@ -296,7 +304,7 @@ func newMatcher(patterns []string) (*matcher, error) {
 		case c == '\n' || c == '\r' || c == '\v' || c == '\f':
 			m.idle[c] = 2
 		case c == '&': // may open a character reference
-		case c <= ' ' || c == 0x7f || m.step(0, folds[c].units[0]) == 0:
+		case c <= ' ' || c == 0x7f || folds[c].n == 0 || m.step(0, folds[c].units[0]) == 0:
 			m.idle[c] = 1
 		}
 	}
@@ -403,25 +411,26 @@ func (m *matcher) scan(s string, hit func(p, start, end, line int)) {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		start := i
 		i += size
-		var fold uint32 = foldSlow
-		if r < 0x10000 {
-			fold = table[r]
-		}
-		switch fold {
-		case foldSkip:
-			continue
-		case foldBreak:
-			line = i
-			continue
-		case foldSlow:
-			if skippable(r) {
-				continue
+		if r >= 0x10000 {
+			if !skippable(r) {
+				foldRune(s[start:i], r, func(f rune) {
+					if p, first := sc.feed(f, start, line); p >= 0 {
+						hit(int(p), sc.starts[first], i, sc.lines[first])
+					}
+				})
 			}
-			foldRune(s[start:i], r, func(f rune) {
+			continue
+		}
+		switch fold := table.fold[r]; {
+		case fold == foldSkip:
+		case fold == foldBreak:
+			line = i
+		case fold&foldMulti != 0:
+			for _, f := range table.units(fold) {
 				if p, first := sc.feed(f, start, line); p >= 0 {
 					hit(int(p), sc.starts[first], i, sc.lines[first])
 				}
-			})
+			}
 		default:
 			if p, first := sc.feed(rune(fold), start, line); p >= 0 {
 				hit(int(p), sc.starts[first], i, sc.lines[first])
@@ -430,44 +439,59 @@ func (m *matcher) scan(s string, hit func(p, start, end, line int)) {
 	}
 }
 
-// Markers in the BMP fold table; real entries are the folded rune.
+// Markers in the BMP fold table; other entries are the one folded rune,
+// or foldMulti with the offset and count of the rune's units in
+// bmpFoldTable.multi.
 const (
-	foldSkip  = 0xFFFFFFFF // skippable
+	foldSkip  = 0xFFFFFFFF // skippable or a separator
 	foldBreak = 0xFFFFFFFE // skippable line break
-	foldSlow  = 0xFFFFFFFD // folds to several runes: ask norm
+	foldMulti = 0x80000000 // | offset<<foldCountBits | count
+	// foldCountBits holds the count of a multi-unit fold.
+	foldCountBits = 5
 )
 
-// bmpFolds is the fold of every BMP rune, built on first use (a few tens
-// of milliseconds, 256 KiB) so that folding costs one lookup per rune.
-var bmpFolds = sync.OnceValue(func() *[0x10000]uint32 {
-	var t [0x10000]uint32
+// bmpFoldTable is the fold of every BMP rune, so that folding costs one
+// lookup per rune.
+type bmpFoldTable struct {
+	fold  [0x10000]uint32
+	multi []rune
+}
+
+// units answers the folded units of a foldMulti entry.
+func (t *bmpFoldTable) units(entry uint32) []rune {
+	off := (entry &^ foldMulti) >> foldCountBits
+	return t.multi[off : off+entry&(1<<foldCountBits-1)]
+}
+
+// bmpFolds builds the table on first use (about a hundred milliseconds,
+// under 1 MiB).
+var bmpFolds = sync.OnceValue(func() *bmpFoldTable {
+	t := &bmpFoldTable{}
 	var buf [utf8.UTFMax]byte
+	var units []rune
 	for r := rune(0); r < 0x10000; r++ {
 		switch {
 		case r == '\u0085' || r == '\u2028' || r == '\u2029' || r == '\n' || r == '\r' || r == '\v' || r == '\f':
-			t[r] = foldBreak
+			t.fold[r] = foldBreak
 		case r >= 0xD800 && r <= 0xDFFF, skippable(r):
-			t[r] = foldSkip
+			t.fold[r] = foldSkip
 		default:
 			n := utf8.EncodeRune(buf[:], r)
-			count, first := 0, rune(0)
-			foldRune(string(buf[:n]), r, func(f rune) {
-				if count == 0 {
-					first = f
-				}
-				count++
-			})
-			switch count {
-			case 0:
-				t[r] = foldSkip
-			case 1:
-				t[r] = uint32(first)
+			units = units[:0]
+			foldRune(string(buf[:n]), r, func(f rune) { units = append(units, f) })
+			switch {
+			case len(units) == 0:
+				t.fold[r] = foldSkip
+			case len(units) == 1:
+				t.fold[r] = uint32(units[0])
 			default:
-				t[r] = foldSlow
+				n := min(len(units), 1<<foldCountBits-1)
+				t.fold[r] = foldMulti | uint32(len(t.multi))<<foldCountBits | uint32(n)
+				t.multi = append(t.multi, units[:n]...)
 			}
 		}
 	}
-	return &t
+	return t
 })
 
 // skippable reports runes a reader does not see as part of a word:
@@ -481,14 +505,21 @@ func skippable(r rune) bool {
 	if r < utf8.RuneSelf {
 		return r <= ' ' || r == 0x7f
 	}
+	if _, ok := symbolASCII(r); ok {
+		return false
+	}
 	return r == utf8.RuneError || unicode.IsSpace(r) || unicode.IsControl(r) ||
 		unicode.In(r, unicode.Cf, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point, unicode.Mn, unicode.Me)
 }
 
 // foldRune emits the folded form of one rune (its encoding is enc): its
 // NFKD decomposition without the skippable runes some decompositions
-// hold, each lower-cased and mapped by foldUnit.
+// hold, each case-folded and read by readUnit.
 func foldRune(enc string, r rune, emit func(rune)) {
+	if c, ok := symbolASCII(r); ok {
+		emitASCII(string(c), emit)
+		return
+	}
 	d := norm.NFKD.PropertiesString(enc).Decomposition()
 	if d == nil {
 		foldUnit(r, emit)
@@ -503,35 +534,138 @@ func foldRune(enc string, r rune, emit func(rune)) {
 	}
 }
 
-// foldUnit case-folds r and replaces each rune of the fold by its UTS #39
-// confusable prototype (in NFD, lower-cased again: prototypes may be
-// capitals), with every dash folded to a hyphen-minus, before and after
-// the mapping. Unicode's confusable data does not join all dashes (it maps
-// U+2014 to the katakana prolonged sound mark), but to a reader of a token
-// marker any dash is the hyphen; the Dash property is Unicode's own list
-// of them.
-func foldUnit(r rune, emit func(rune)) {
-	if full, ok := fullCaseFolds()[r]; ok {
-		for _, x := range full {
-			prototype(x, emit)
-		}
-		return
+// symbolASCII answers the ASCII character a model reads in a symbol that
+// neither decomposition nor the tables spell: a Unicode tag character
+// (U+E0021..U+E007E) encodes one ("ASCII smuggling": invisible, yet read),
+// and a regional indicator (U+1F1E6..U+1F1FF) outside a flag reads as its
+// capital letter.
+func symbolASCII(r rune) (byte, bool) {
+	switch {
+	case r >= 0xE0021 && r <= 0xE007E:
+		return byte(r - 0xE0000), true
+	case r >= 0x1F1E6 && r <= 0x1F1FF:
+		return byte('a' + r - 0x1F1E6), true
 	}
-	prototype(unicode.ToLower(r), emit)
+	return 0, false
 }
 
-func prototype(r rune, emit func(rune)) {
-	r = dashFold(r)
-	proto := confusable.GetReplacement(r)
-	if proto == "" {
-		emit(r)
-		return
-	}
-	for _, x := range norm.NFD.String(proto) {
-		if !skippable(x) {
-			emit(dashFold(unicode.ToLower(x)))
+// foldUnit reads r by its confusable prototype when that is ASCII (a
+// capital's shape comes first: Greek Ν reads as N, though its lower case ν
+// reads as v); otherwise it case-folds r (full folding: ß is "ss") and
+// reads each rune of the fold.
+func foldUnit(r rune, emit func(rune)) {
+	if r >= utf8.RuneSelf {
+		if proto := prototypeOf(r); proto != "" && isASCII(proto) {
+			emitASCII(proto, emit)
+			return
 		}
 	}
+	if full, ok := fullCaseFolds()[r]; ok {
+		for _, x := range full {
+			readUnit(x, emit)
+		}
+		return
+	}
+	readUnit(unicode.ToLower(r), emit)
+}
+
+// readUnit emits the letters a reader sees in r: a model reads a word by
+// its letters, whatever script or style draws them, and reads any run of
+// other characters between words as a separator. The reading of r is its
+// UTS #39 confusable prototype when that is ASCII (Cyrillic а, Greek ο,
+// ı), else its transliteration (Cyrillic т is t, Greek κ is k, small
+// capital ᴛ is t, Hangul 한 is han), else the transliteration of its
+// prototype. The reading's ASCII letters and digits are emitted, each as
+// its own prototype (m is "rn", 0 is o, 1 is l), so every spelling of a
+// word folds alike; the rest of the reading is a separator and emits
+// nothing. A letter or digit with no ASCII reading at all is emitted as
+// itself, so it ends a match rather than joining two words (a modifier
+// letter such as ー or ˍ reads as punctuation and is a separator).
+func readUnit(r rune, emit func(rune)) {
+	if r < utf8.RuneSelf {
+		emitASCII(string(r), emit)
+		return
+	}
+	proto := prototypeOf(r)
+	switch {
+	case proto != "" && isASCII(proto):
+		emitASCII(proto, emit)
+	case hasASCIIAlnum(transliterate(r)):
+		emitASCII(transliterate(r), emit)
+	case proto != "" && hasASCIIAlnum(unidecode.Unidecode(proto)):
+		emitASCII(unidecode.Unidecode(proto), emit)
+	case (unicode.IsLetter(r) && !unicode.Is(unicode.Lm, r)) || unicode.IsNumber(r):
+		emit(r)
+	}
+}
+
+// transliterate is r's closest ASCII spelling from the Unidecode tables
+// (empty when they have none).
+func transliterate(r rune) string { return unidecode.Unidecode(string(r)) }
+
+// prototypeOf answers r's UTS #39 confusable prototype in NFD, lower
+// case, without marks ("" when r is its own prototype).
+func prototypeOf(r rune) string {
+	proto := confusable.GetReplacement(r)
+	if proto == "" {
+		return ""
+	}
+	var b strings.Builder
+	for _, x := range norm.NFD.String(proto) {
+		if !skippable(x) {
+			b.WriteRune(unicode.ToLower(x))
+		}
+	}
+	return b.String()
+}
+
+// asciiPrototypes is the prototype of each ASCII letter and digit, lower
+// case: most are themselves, m is "rn", 0 is o, 1 is l.
+var asciiPrototypes = sync.OnceValue(func() *[utf8.RuneSelf]string {
+	var t [utf8.RuneSelf]string
+	for c := rune(0); c < utf8.RuneSelf; c++ {
+		if !isAlnum(byte(c)) {
+			continue
+		}
+		lower := unicode.ToLower(c)
+		p := strings.ToLower(confusable.GetReplacement(lower))
+		if p == "" || !isASCII(p) {
+			p = string(lower)
+		}
+		t[c] = p
+	}
+	return &t
+})
+
+// emitASCII emits the prototypes of the ASCII letters and digits of s;
+// everything else in s is a separator.
+func emitASCII(s string, emit func(rune)) {
+	protos := asciiPrototypes()
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < utf8.RuneSelf && isAlnum(c) {
+			for _, u := range protos[c] {
+				emit(u)
+			}
+		}
+	}
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+func hasASCIIAlnum(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if isAlnum(s[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // fullCaseFolds holds the BMP runes whose full case folding (Unicode's
@@ -552,11 +686,22 @@ var fullCaseFolds = sync.OnceValue(func() map[rune]string {
 	return out
 })
 
-func dashFold(r rune) rune {
-	if r != '-' && r >= 0x80 && unicode.Is(unicode.Dash, r) {
-		return '-'
+// lookAlikeOf reports whether r, or a look-alike of it, is one of the
+// characters in set: the rune's NFKD form and the confusable prototypes
+// of its parts, before any reading drops punctuation. A custom header is
+// checked with it, so it cannot hold the envelope's brackets.
+func lookAlikeOf(r rune, set string) bool {
+	for _, x := range norm.NFKD.String(string(r)) {
+		if strings.ContainsRune(set, x) {
+			return true
+		}
+		for _, p := range norm.NFD.String(confusable.GetReplacement(x)) {
+			if strings.ContainsRune(set, p) {
+				return true
+			}
+		}
 	}
-	return r
+	return false
 }
 
 // asciiFold is the folded form of one ASCII byte: most fold to one unit,

@@ -76,8 +76,12 @@ func NewEnvelope(cfg Config) (*Envelope, error) {
 }
 
 // Header answers the header line and preamble for an identity.
+// The identity and realm are rendered as labels: an identity may be
+// named like a marker, and only the header's own marker may be live.
 func (e *Envelope) Header(id sdk.Identity, nonce string) string {
-	return e.header + " for identity `" + id.ID + "` in realm `" + id.Realm + "` [mem-token: " + nonce + "]:\n" + preamble
+	ident, _ := e.render(id.ID, TextLabel)
+	realm, _ := e.render(id.Realm, TextLabel)
+	return e.header + " for identity `" + ident + "` in realm `" + realm + "` [mem-token: " + nonce + "]:\n" + preamble
 }
 
 // RenderInput is what Render packs.
@@ -164,28 +168,24 @@ func (e *Envelope) appendObservation(buf []byte, index int, r *sdk.Record, now t
 	buf = strconv.AppendInt(buf, int64(index), 10)
 	buf = append(buf, '"')
 	if e.labels {
-		buf = appendAttr(buf, "scope", string(r.Scope))
-		buf = appendAttr(buf, "trust", string(r.Trust))
+		// Validated tokens, rendered anyway: a mob or identity may be
+		// named like a marker.
+		scope, _ := e.render(string(r.Scope), TextLabel)
+		trust, _ := e.render(string(r.Trust), TextLabel)
+		buf = appendAttr(buf, "scope", scope)
+		buf = appendAttr(buf, "trust", trust)
 	}
 	if at := r.UpdatedAt; !at.IsZero() {
 		buf = appendAttr(buf, "age", ageLabel(at, now))
 	}
-	title := cutUTF8(e.defangText(compactSpace(r.Title, 4*e.budgets.TitleBytes)), e.budgets.TitleBytes)
+	title, _ := e.render(r.Title, TextTitle)
 	buf = appendAttr(buf, "title", title)
 	buf = append(buf, '>')
 	const closing = "</memhost_memory_observation>\n"
 	room := e.budgets.RecordBytes - (len(buf) - start) - len(closing)
-	body := e.defangText(cutUTF8(r.Body, e.budgets.BodyBytes))
+	body, _ := e.render(r.Body, TextBody)
 	buf = appendEscaped(buf, body, max(room, 0))
 	return append(buf, closing...)
-}
-
-func (e *Envelope) defangText(s string) string {
-	if e.defang == nil {
-		return s
-	}
-	out, _ := e.defang.Defang(s)
-	return out
 }
 
 // ageLabel says how long ago a record was saved, in whole days.

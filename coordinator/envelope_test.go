@@ -217,3 +217,23 @@ func TestAgeLabel(t *testing.T) {
 		}
 	}
 }
+
+// An identity, a mob or a realm may be named like a marker (the names are
+// valid tokens); only the envelope's own header, token and observation
+// elements may be live.
+func TestEnvelopeLabelsNamedLikeMarkers(t *testing.T) {
+	e := mustEnvelope(t, nil)
+	id := sdk.Identity{Realm: "default", ID: "memhost_memory_observation"}
+	r := envRec("r1", "t", "b", 0)
+	r.Scope = sdk.Scope("mob:mem-token")
+	out := e.Render(RenderInput{Identity: id, Nonce: testNonce, Records: []sdk.Record{r}, MaxBytes: 20 << 10, Now: testNow})
+	if n := strings.Count(out.Text, "memhost_memory_observation"); n != 2 {
+		t.Fatalf("%d live tag names, want the observation's own 2:\n%s", n, out.Text)
+	}
+	if n := strings.Count(out.Text, "mem-token"); n != 2 || !strings.Contains(out.Text, `scope="mob:defanged-mem-token"`) {
+		t.Fatalf("the scope label is not defanged:\n%s", out.Text)
+	}
+	if !strings.Contains(out.Text, "for identity `defanged_memory_observation`") {
+		t.Fatalf("the identity label is not defanged:\n%s", out.Text)
+	}
+}

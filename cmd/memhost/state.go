@@ -20,10 +20,10 @@ const (
 )
 
 // coordinatorForCompaction is what compaction needs of the coordinator:
-// the session reset and the defanging of artifacts.
+// the session reset and the rendering of messages and artifacts.
 type coordinatorForCompaction interface {
 	compaction.Resetter
-	compaction.Defanger
+	compaction.Renderer
 }
 
 // newCompaction wires the configured compactor (if any) to the state
@@ -31,7 +31,7 @@ type coordinatorForCompaction interface {
 // session reset and defanging.
 func newCompaction(ctx context.Context, cfg *config.Config, sup *pluginhost.Supervisor, db *sql.DB, shared compaction.Store, coord coordinatorForCompaction, logger hclog.Logger) (*compaction.Service, error) {
 	opts := compaction.Options{
-		Resetter: coord, Defanger: coord, Logger: logger.Named("compaction"),
+		Resetter: coord, Renderer: coord, Logger: logger.Named("compaction"),
 		MaxArtifactBytes: compactionMaxArtifactBytes, ChunkBytes: compactionChunkBytes,
 	}
 	if name := cfg.Coordinator.Compactor; name != "" {

@@ -100,10 +100,15 @@ type Resetter interface {
 	OnSessionCompacted(ctx context.Context, id sdk.Identity, session string) error
 }
 
-// Defanger is what the Service needs of the coordinator to make text safe
-// for a model.
-type Defanger interface {
-	DefangText(id sdk.Identity, s string) (string, int)
+// Renderer is what the Service needs of the coordinator to make text safe
+// for a model (coordinator.Coordinator implements it).
+type Renderer interface {
+	// RenderText defangs and cleans a text (the evicted messages a
+	// compactor reads, the summary it answered).
+	RenderText(id sdk.Identity, s string, k coordinator.TextKind) string
+	// RenderSummary frames a summary for delivery: escaped, inside its
+	// own element, after a fixed preamble.
+	RenderSummary(id sdk.Identity, s string) string
 }
 
 // Options configure a Service.
@@ -122,11 +127,12 @@ type Options struct {
 	// slice is compacted in chunks, each artifact carried into the next.
 	ChunkBytes    int
 	ChunkMessages int
-	// Defanger makes an artifact safe to hand a model: forged envelope
-	// markers neutralised, controls replaced (the coordinator's
-	// DefangText). nil passes artifacts through unchanged; the host
-	// always sets it.
-	Defanger Defanger
+	// Renderer makes text safe to hand a model: the evicted messages are
+	// defanged before any compactor reads them, the summary is defanged
+	// before it is stored, and what a request answers is framed (see
+	// Renderer). nil passes text through unchanged; the host always sets
+	// it.
+	Renderer Renderer
 	Logger   hclog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -280,15 +286,17 @@ func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
 		}
 		// A summary stored before it was defanged on the way in is
 		// defanged on the way out; defanging is idempotent.
-		return Result{Artifact: s.safe(req.Identity, st.Artifact), Absorbed: st.Watermark}, nil
+		return Result{Artifact: s.deliver(req.Identity, st.Artifact), Absorbed: st.Watermark}, nil
 	}
 
 	var carry *sdk.Message
 	if found {
-		prev := st.Artifact
+		// Rendered again: a summary stored by an earlier version was
+		// defanged by weaker rules.
+		prev := s.safe(req.Identity, st.Artifact)
 		carry = &prev
 	}
-	chunks := s.chunks(slice)
+	chunks := s.chunks(s.defangMessages(req.Identity, slice))
 	start := st.Watermark
 	for i, chunk := range chunks {
 		art, err := s.call(ctx, req.Identity, key, chunk, carry, i, len(chunks))
@@ -312,7 +320,7 @@ func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	s.log(ctx).Debug("compacted", "realm", key.Realm, "conversation", key.Conversation, "from", start, "to", next.Watermark, "calls", len(chunks))
-	return Result{Artifact: next.Artifact, Absorbed: next.Watermark, Compacted: len(slice), Calls: len(chunks)}, nil
+	return Result{Artifact: s.deliver(req.Identity, next.Artifact), Absorbed: next.Watermark, Compacted: len(slice), Calls: len(chunks)}, nil
 }
 
 // save stores next and resets the request's session as one unit: in one
@@ -381,15 +389,41 @@ func (s *Service) call(ctx context.Context, id sdk.Identity, key Key, chunk []sd
 	return s.safe(id, art), nil
 }
 
-// safe answers the artifact as a model may see it and as it is stored (so
-// the carry-over a compactor reads is safe too): defanged, with controls
-// replaced, in the role ArtifactRole.
+// safe answers the artifact as it is stored (so the carry-over a
+// compactor reads is safe too): defanged, with controls replaced, in the
+// role ArtifactRole.
 func (s *Service) safe(id sdk.Identity, art sdk.Message) sdk.Message {
-	if s.opts.Defanger != nil {
-		art.Content, _ = s.opts.Defanger.DefangText(id, art.Content)
+	if s.opts.Renderer != nil {
+		art.Content = s.opts.Renderer.RenderText(id, art.Content, coordinator.TextSummary)
 	}
 	art.Role = ArtifactRole
 	return art
+}
+
+// deliver answers a stored artifact as a model receives it: rendered like
+// a stored one, and framed as a summary whatever the compactor wrote, so
+// that nothing in it reads as the prompt's own instructions.
+func (s *Service) deliver(id sdk.Identity, art sdk.Message) sdk.Message {
+	if s.opts.Renderer != nil {
+		art.Content = s.opts.Renderer.RenderSummary(id, art.Content)
+	}
+	art.Role = ArtifactRole
+	return art
+}
+
+// defangMessages answers the messages as a compactor may read them: a
+// forged marker or header in an evicted message would otherwise be copied
+// into the summary, which goes back to the model on every later turn. The
+// watermark's hash covers the messages as sent, not these.
+func (s *Service) defangMessages(id sdk.Identity, msgs []sdk.Message) []sdk.Message {
+	if s.opts.Renderer == nil {
+		return msgs
+	}
+	out := make([]sdk.Message, len(msgs))
+	for i, m := range msgs {
+		out[i] = sdk.Message{Role: s.opts.Renderer.RenderText(id, m.Role, coordinator.TextLabel), Content: s.opts.Renderer.RenderText(id, m.Content, coordinator.TextSummary)}
+	}
+	return out
 }
 
 // chunks splits a slice into compactor calls of at most ChunkMessages

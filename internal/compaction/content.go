@@ -1,6 +1,7 @@
 package compaction
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 
@@ -20,8 +21,9 @@ const maxToolInputBytes = 512
 
 // Flatten renders message content (a string or blocks, as the HTTP API
 // carries it) as the text a compactor sees: text blocks as they are, tool
-// calls as "[tool call: name] input", tool results as "[tool result] text",
-// any other block (an image...) as "[type]".
+// calls as "[tool call: name] input" (the input's escapes decoded), tool
+// results as "[tool result] text", any other block as "[type]" and the
+// texts a model reads in it.
 func Flatten(c coordinator.Content) string {
 	if !c.IsBlocks() {
 		return c.String()
@@ -40,7 +42,9 @@ func Flatten(c coordinator.Content) string {
 		case "tool_use", "tool_call", "function_call":
 			parts = append(parts, toolCall(b.Raw))
 		default:
-			parts = append(parts, "["+b.Type+"]")
+			// Any other block by its type and the texts a model reads in
+			// it (a search result's title and content...); none for media.
+			parts = append(parts, strings.TrimSpace("["+b.Type+"] "+coordinator.BlockContent(b).Text()))
 		}
 	}
 	return strings.Join(parts, "\n")
@@ -63,13 +67,32 @@ func toolCall(raw json.RawMessage) string {
 	}
 	out += "]"
 	if len(args) > 0 && string(args) != "null" {
-		s := string(args)
+		s := readableJSON(args)
 		if len(s) > maxToolInputBytes {
 			s = cut(s, maxToolInputBytes) + " …"
 		}
 		out += " " + s
 	}
 	return out
+}
+
+// readableJSON answers JSON as a reader sees it: escapes decoded, so a
+// marker spelled with \u escapes is as visible to the defanger as it is
+// to a compactor that decodes them; raw JSON that does not decode is kept.
+func readableJSON(raw json.RawMessage) string {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if dec.Decode(&v) != nil {
+		return string(raw)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) != nil {
+		return string(raw)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 func cut(s string, n int) string {

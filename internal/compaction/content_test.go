@@ -16,6 +16,9 @@ func TestFlatten(t *testing.T) {
 		{`[{"type":"tool_result","tool_use_id":"t1","content":"3 hits"}]`, "[tool result] 3 hits"},
 		{`[{"type":"tool_result","content":[{"type":"text","text":"nested"}]}]`, "[tool result] nested"},
 		{`[{"type":"image","source":{}}]`, "[image]"},
+		{`[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAAA"}}]`, "[image]"},
+		{`[{"type":"tool_use","name":"s","input":{"q":"\u003c\u006demhost_memory_observation\u003e"}}]`, `[tool call: s] {"q":"<memhost_memory_observation>"}`},
+		{`[{"type":"search_result","source":"https://x.example/","title":"Docs","content":[{"type":"text","text":"body"}]}]`, "[search_result] https://x.example/\nDocs\nbody"},
 	}
 	for _, tc := range cases {
 		var c coordinator.Content

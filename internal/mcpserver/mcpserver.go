@@ -20,6 +20,7 @@ import (
 	"github.com/memhost/memhost/internal/redact"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/host"
+	"github.com/memhost/memhost/sdk/strictjson"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -139,9 +140,11 @@ func New(opts Options) *mcp.Server {
 	return s
 }
 
-// redacted wraps a tool so that its error reaches the client (a model,
-// as text) without host paths or pids; the log gets the full text.
+// redacted wraps a tool so that its arguments are decoded strictly (see
+// strictArguments) and its error reaches the client (a model, as text)
+// without host paths or pids; the log gets the full text.
 func redacted[In, Out any](log hclog.Logger, tool string, h mcp.ToolHandlerFor[In, Out]) mcp.ToolHandlerFor[In, Out] {
+	h = strictArguments(h)
 	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
 		res, out, err := h(ctx, req, in)
 		if err != nil {
@@ -151,6 +154,24 @@ func redacted[In, Out any](log hclog.Logger, tool string, h mcp.ToolHandlerFor[I
 			}
 		}
 		return res, out, err
+	}
+}
+
+// strictArguments decodes a tool's arguments again, from the bytes the
+// client sent, with the decoder /v1 uses: the SDK's own decoding keeps the
+// last of two repeated names and turns invalid UTF-8 and lone surrogates
+// into U+FFFD, where /v1 refuses all three. The handler gets the strict
+// result.
+func strictArguments[In, Out any](h mcp.ToolHandlerFor[In, Out]) mcp.ToolHandlerFor[In, Out] {
+	return func(ctx context.Context, req *mcp.CallToolRequest, _ In) (*mcp.CallToolResult, Out, error) {
+		var in In
+		if req != nil && req.Params != nil && len(req.Params.Arguments) > 0 {
+			if err := strictjson.Decode(req.Params.Arguments, &in); err != nil {
+				var zero Out
+				return nil, zero, fmt.Errorf("arguments: %w: %w", err, sdk.ErrInvalid)
+			}
+		}
+		return h(ctx, req, in)
 	}
 }
 
@@ -282,8 +303,9 @@ func (t tools) recall(ctx context.Context, req *mcp.CallToolRequest, in RecallIn
 			continue
 		}
 		recs = append(recs, h.Record)
-		title, _ := t.opts.Coordinator.DefangText(id, h.Record.Title)
-		out.Hits = append(out.Hits, RecallHit{ID: h.Record.ID, Title: title, Scope: string(h.Record.Scope), Kind: string(h.Record.Kind), Score: h.Score})
+		out.Hits = append(out.Hits, RecallHit{ID: h.Record.ID, Title: t.opts.Coordinator.RenderText(id, h.Record.Title, coordinator.TextTitle),
+			Scope: t.opts.Coordinator.RenderText(id, string(h.Record.Scope), coordinator.TextLabel),
+			Kind:  t.opts.Coordinator.RenderText(id, string(h.Record.Kind), coordinator.TextLabel), Score: h.Score})
 	}
 	if len(recs) > 0 {
 		r, err := t.opts.Coordinator.RenderEnvelope(ctx, id, recallSession, recs, 0)
@@ -364,11 +386,11 @@ func (t tools) index(ctx context.Context, req *mcp.CallToolRequest, in IndexInpu
 	if offset < len(rows) {
 		page := rows[offset:min(len(rows), offset+in.Limit)]
 		for _, r := range page {
-			// Titles and descriptions reach the model as they are listed:
-			// defanged and control-free like the envelope's.
-			title, _ := t.opts.Coordinator.DefangText(id, r.Title)
-			desc, _ := t.opts.Coordinator.DefangText(id, r.Description)
-			out.Rows = append(out.Rows, IndexRow{ID: r.ID, Scope: string(r.Scope), Kind: string(r.Kind), Title: title, Description: desc, UpdatedAt: r.UpdatedAt})
+			// Titles, descriptions and kinds reach the model as they are
+			// listed: rendered by the rules of the envelope's, one line each.
+			c := t.opts.Coordinator
+			out.Rows = append(out.Rows, IndexRow{ID: r.ID, Scope: c.RenderText(id, string(r.Scope), coordinator.TextLabel), Kind: c.RenderText(id, string(r.Kind), coordinator.TextLabel),
+				Title: c.RenderText(id, r.Title, coordinator.TextTitle), Description: c.RenderText(id, r.Description, coordinator.TextDescription), UpdatedAt: r.UpdatedAt})
 		}
 		if offset+len(page) < len(rows) {
 			out.NextCursor = strconv.Itoa(offset + len(page))

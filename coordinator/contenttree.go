@@ -1,0 +1,189 @@
+package coordinator
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// maxJSONDepth bounds the nesting of one content block, so hostile JSON
+// cannot recurse without end.
+const maxJSONDepth = 64
+
+// jsonNode is a JSON value kept in document order, so a block can be
+// walked the way a model reads it and written back with only its strings
+// changed.
+type jsonNode struct {
+	kind jsontext.Kind  // '{', '[', '"' or another scalar's kind
+	str  string         // a string's value
+	raw  jsontext.Value // another scalar as received
+	keys []string       // an object's member names
+	vals []*jsonNode    // an object's member values or an array's elements
+}
+
+// parseJSON parses one JSON value strictly: duplicate member names and
+// invalid UTF-8 are errors, because a model API and memhost could read
+// such a block differently.
+func parseJSON(data []byte) (*jsonNode, error) {
+	dec := jsontext.NewDecoder(bytes.NewReader(data))
+	n, err := parseNode(dec, 0)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return nil, errors.New("trailing data after the value")
+	}
+	return n, nil
+}
+
+func parseNode(dec *jsontext.Decoder, depth int) (*jsonNode, error) {
+	if depth > maxJSONDepth {
+		return nil, fmt.Errorf("nests deeper than %d", maxJSONDepth)
+	}
+	switch kind := dec.PeekKind(); kind {
+	case '{', '[':
+		if _, err := dec.ReadToken(); err != nil {
+			return nil, err
+		}
+		n := &jsonNode{kind: kind}
+		end := jsontext.Kind('}')
+		if kind == '[' {
+			end = ']'
+		}
+		for dec.PeekKind() != end {
+			if kind == '{' {
+				name, err := dec.ReadToken()
+				if err != nil {
+					return nil, err
+				}
+				n.keys = append(n.keys, name.String())
+			}
+			v, err := parseNode(dec, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			n.vals = append(n.vals, v)
+		}
+		if _, err := dec.ReadToken(); err != nil {
+			return nil, err
+		}
+		return n, nil
+	case '"':
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return nil, err
+		}
+		return &jsonNode{kind: kind, str: tok.String()}, nil
+	default:
+		v, err := dec.ReadValue()
+		if err != nil {
+			return nil, err
+		}
+		return &jsonNode{kind: kind, raw: slices.Clone(v)}, nil
+	}
+}
+
+// encode writes the value back, members in their order.
+func (n *jsonNode) encode() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := jsontext.NewEncoder(&buf)
+	if err := n.write(enc); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+func (n *jsonNode) write(enc *jsontext.Encoder) error {
+	switch n.kind {
+	case '{', '[':
+		begin, end := jsontext.BeginObject, jsontext.EndObject
+		if n.kind == '[' {
+			begin, end = jsontext.BeginArray, jsontext.EndArray
+		}
+		if err := enc.WriteToken(begin); err != nil {
+			return err
+		}
+		for i, v := range n.vals {
+			if n.kind == '{' {
+				if err := enc.WriteToken(jsontext.String(n.keys[i])); err != nil {
+					return err
+				}
+			}
+			if err := v.write(enc); err != nil {
+				return err
+			}
+		}
+		return enc.WriteToken(end)
+	case '"':
+		return enc.WriteToken(jsontext.String(n.str))
+	default:
+		return enc.WriteValue(n.raw)
+	}
+}
+
+// member answers an object's member by name, or nil.
+func (n *jsonNode) member(name string) *jsonNode {
+	if i := slices.Index(n.keys, name); i >= 0 {
+		return n.vals[i]
+	}
+	return nil
+}
+
+// memberString answers an object's string member by name.
+func (n *jsonNode) memberString(name string) (string, bool) {
+	if v := n.member(name); v != nil && v.kind == '"' {
+		return v.str, true
+	}
+	return "", false
+}
+
+// Fields of a content value that never reach a model, outside a tool
+// call's arguments: the discriminator, identifiers, signatures and cache
+// hints, media types, URLs, file handles, opaque encrypted payloads, and
+// "data" (base64 media) unless it is the data of a {"type":"text"}
+// source. Every other string of a block, at any depth, is model text.
+var hiddenFields = map[string]bool{
+	"type": true, "id": true, "tool_use_id": true, "call_id": true, "signature": true,
+	"cache_control": true, "media_type": true, "mime_type": true, "url": true, "image_url": true,
+	"file_id": true, "file_data": true, "encrypted_content": true, "encrypted_index": true,
+}
+
+// freeFormFields hold a tool call's arguments: JSON the model reads whole,
+// names included, where no field is exempt.
+var freeFormFields = map[string]bool{"input": true, "arguments": true}
+
+// walkText calls visit with every model-readable string of n in document
+// order, and sets each to what visit answers. Inside a tool call's
+// arguments member names are model text too; a renamed member that would
+// repeat another's name gets underscores until it does not.
+func (n *jsonNode) walkText(free bool, visit func(string) string) {
+	switch n.kind {
+	case '"':
+		n.str = visit(n.str)
+	case '[':
+		for _, v := range n.vals {
+			v.walkText(free, visit)
+		}
+	case '{':
+		typ, _ := n.memberString("type")
+		for i, k := range n.keys {
+			switch {
+			case free:
+				if name := visit(k); name != k {
+					for slices.Contains(n.keys, name) {
+						name += "_"
+					}
+					n.keys[i] = name
+				}
+				n.vals[i].walkText(true, visit)
+			case hiddenFields[k] || (k == "data" && typ != "text"):
+			default:
+				n.vals[i].walkText(freeFormFields[k], visit)
+			}
+		}
+	}
+}

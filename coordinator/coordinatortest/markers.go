@@ -1,0 +1,225 @@
+package coordinatortest
+
+import (
+	"html"
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/mozillazg/go-unidecode"
+	"go.mau.fi/util/confusable"
+	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
+)
+
+// The envelope's reserved markers as a model reads them (DESIGN 5.4, 5.5),
+// spelled here independently of the coordinator.
+var (
+	liveTags      = []string{"memhost_memory_observation", "memhost_conversation_summary"}
+	liveToken     = "mem-token"
+	defangedToken = "defanged-mem-token"
+)
+
+// DefangedPrefix starts a line whose header phrase was neutralised.
+const DefangedPrefix = "[defanged] "
+
+// LiveMarker answers the first live envelope marker in s, if any: a
+// reserved tag name or a token marker not marked defanged, anywhere in the
+// reader's view of s, or the header phrase (header + " for identity") on a
+// line that does not start with DefangedPrefix. It is the property every
+// text memhost hands a model must hold, checked by a reference built from
+// whole-string library calls rather than the coordinator's automaton.
+func LiveMarker(header, s string) (string, bool) {
+	view := ReaderView(s)
+	for _, tag := range liveTags {
+		if strings.Contains(view, ReaderView(tag)) {
+			return tag, true
+		}
+	}
+	token, guard := ReaderView(liveToken), ReaderView(defangedToken)
+	for off := 0; ; {
+		i := strings.Index(view[off:], token)
+		if i < 0 {
+			break
+		}
+		if !strings.HasSuffix(view[:off+i+len(token)], guard) {
+			return liveToken, true
+		}
+		off += i + 1
+	}
+	// The header phrase, by the line each of its letters came from.
+	var letters strings.Builder
+	var lineOf []int
+	line := 0
+	for i, r := range s {
+		size := utf8.RuneLen(r)
+		if r == utf8.RuneError {
+			size = 1
+		}
+		if lineBreak(r) {
+			line = i + size
+			continue
+		}
+		for _, u := range readRune(s[i:i+size], r) {
+			letters.WriteRune(u)
+			lineOf = append(lineOf, line)
+		}
+	}
+	text := letters.String()
+	phrase := ReaderView(header + " for identity")
+	for off := 0; phrase != ""; {
+		i := strings.Index(text[off:], phrase)
+		if i < 0 {
+			break
+		}
+		start := lineOf[utf8.RuneCountInString(text[:off+i])]
+		if !strings.HasPrefix(s[start:], DefangedPrefix) {
+			return header + " for identity", true
+		}
+		off += i + 1
+	}
+	return "", false
+}
+
+// CheckModelText fails t when s holds a live marker (see LiveMarker) or a
+// control other than line feed and tab.
+func CheckModelText(t testing.TB, header, s string) {
+	t.Helper()
+	if m, ok := LiveMarker(header, s); ok {
+		t.Fatalf("live marker %q in the reader's view of %q (%q)", m, s, ReaderView(s))
+	}
+	for _, r := range s {
+		if r != '\n' && r != '\t' && (unicode.IsControl(r) || r == 0xFFFE || r == 0xFFFF) {
+			t.Fatalf("control %U left in %q", r, s)
+		}
+	}
+}
+
+// ReaderView is the text a model reads in s, reduced to its letters:
+// character references decoded, NFKD, full case folding, each character
+// read as its confusable skeleton when that is ASCII, else as its
+// Unidecode transliteration, else as the transliteration of its skeleton;
+// only the ASCII letters and digits of the readings are kept, themselves
+// as skeletons (m is rn). A letter with no ASCII reading is kept as itself,
+// so that it breaks a word.
+func ReaderView(s string) string {
+	s = html.UnescapeString(s)
+	var b strings.Builder
+	for i, r := range s {
+		size := utf8.RuneLen(r)
+		if r == utf8.RuneError {
+			size = 1
+		}
+		b.WriteString(string(readRune(s[i:i+size], r)))
+	}
+	return b.String()
+}
+
+// readRune answers the letters a reader sees in one character.
+func readRune(enc string, r rune) []rune {
+	switch {
+	case r >= 0xE0021 && r <= 0xE007E:
+		// A tag character reads as the ASCII it encodes.
+		enc = string(r - 0xE0000)
+	case r >= 0x1F1E6 && r <= 0x1F1FF:
+		// A regional indicator reads as its letter.
+		enc = string('A' + r - 0x1F1E6)
+	}
+	var out strings.Builder
+	for _, c := range norm.NFKD.String(enc) {
+		if ignorable(c) {
+			continue
+		}
+		// A character's own shape first: Greek capital Ν reads as N.
+		if sk := skeleton(c); c >= utf8.RuneSelf && sk != "" && isASCII(sk) {
+			out.WriteString(alnum(sk))
+			continue
+		}
+		readFolded(&out, cases.Fold().String(string(c)))
+	}
+	// ASCII letters read as their own skeletons: m reads as rn.
+	return []rune(strings.ToLower(confusable.Skeleton(out.String())))
+}
+
+// skeleton is the confusable skeleton of one character, lower case,
+// without marks.
+func skeleton(r rune) string {
+	return strings.ToLower(dropIgnorable(norm.NFD.String(confusable.Skeleton(string(r)))))
+}
+
+// readFolded writes the letters a reader sees in case-folded text.
+func readFolded(out *strings.Builder, folded string) {
+	for _, x := range folded {
+		if ignorable(x) {
+			continue
+		}
+		sk := skeleton(x)
+		switch {
+		case isASCII(sk):
+			out.WriteString(alnum(sk))
+		case alnum(unidecode.Unidecode(string(x))) != "":
+			out.WriteString(alnum(unidecode.Unidecode(string(x))))
+		case alnum(unidecode.Unidecode(sk)) != "":
+			out.WriteString(alnum(unidecode.Unidecode(sk)))
+		case (unicode.IsLetter(x) && !unicode.Is(unicode.Lm, x)) || unicode.IsNumber(x):
+			out.WriteRune(x)
+		}
+	}
+}
+
+func alnum(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			return unicode.ToLower(r)
+		}
+		return -1
+	}, s)
+}
+
+func isASCII(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return r >= utf8.RuneSelf }) < 0
+}
+
+func dropIgnorable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if ignorable(r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// ignorable reports what a reader does not see as part of a word: spaces,
+// controls, format characters, variation selectors, other default
+// ignorables, combining marks, bytes that are not UTF-8.
+func ignorable(r rune) bool {
+	return r == utf8.RuneError || unicode.IsSpace(r) || unicode.IsControl(r) ||
+		unicode.In(r, unicode.Cf, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point, unicode.Mn, unicode.Me)
+}
+
+func lineBreak(r rune) bool {
+	switch r {
+	case '\n', '\r', '\v', '\f', '\u0085', '\u2028', '\u2029':
+		return true
+	}
+	return false
+}
+
+// UnframeSummary splits a delivered compaction summary into the preamble
+// before its element and the text inside it, unescaped as a reader would;
+// it fails t unless the summary sits in exactly one
+// <memhost_conversation_summary> element holding no raw markup.
+func UnframeSummary(t testing.TB, artifact string) (preamble, inner string) {
+	t.Helper()
+	const open, end = "<memhost_conversation_summary>\n", "\n</memhost_conversation_summary>"
+	i := strings.Index(artifact, open)
+	if i < 0 || !strings.HasSuffix(artifact, end) || strings.Count(artifact, "memhost_conversation_summary") != 2 {
+		t.Fatalf("the summary is not framed in its own element:\n%s", artifact)
+	}
+	inner = artifact[i+len(open) : len(artifact)-len(end)]
+	if strings.ContainsAny(inner, "<>") {
+		t.Fatalf("raw markup inside the summary's element:\n%s", inner)
+	}
+	return artifact[:i], html.UnescapeString(inner)
+}
