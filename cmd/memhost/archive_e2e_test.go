@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -91,7 +90,7 @@ var importedRE = regexp.MustCompile(`imported (\d+) records, skipped (\d+) alrea
 // importCounts runs memhost import and answers its imported and skipped counts.
 func importCounts(t *testing.T, args ...string) (imported, skipped int) {
 	t.Helper()
-	cmd := exec.Command(testbin.Build(t, "./cmd/memhost"), append([]string{"import"}, args...)...)
+	cmd := testbin.Command(testbin.Build(t, "./cmd/memhost"), append([]string{"import"}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
@@ -223,7 +222,7 @@ func TestImportInterruptedAndResumed(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "big.jsonl")
 	writeArchive(t, file, n)
 	m := startMemhost(t, providerDeployment("sqlite", `{ path = "memory.db" }`))
-	cmd := exec.Command(testbin.Build(t, "./cmd/memhost"), append([]string{"import"}, append(cliAddr(m), file)...)...)
+	cmd := testbin.Command(testbin.Build(t, "./cmd/memhost"), append([]string{"import"}, append(cliAddr(m), file)...)...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -64,7 +63,7 @@ func TestBenchQuick(t *testing.T) {
 // directory it made, as a finished run does (each is hundreds of MB).
 func TestBenchInterruptedRemovesItsData(t *testing.T) {
 	tmp := testbin.ShortTempDir(t)
-	cmd := exec.Command(testbin.Build(t, "./cmd/memhost"), "bench", "--providers", "sqlite", "--sizes", "100000",
+	cmd := testbin.Command(testbin.Build(t, "./cmd/memhost"), "bench", "--providers", "sqlite", "--sizes", "100000",
 		"--queries", "20", "--clients", "1", "--locomo", "", "--plugin-dir", testbin.PluginDir(t))
 	cmd.Env = append(cmd.Environ(), "TMPDIR="+tmp)
 	stderr, err := cmd.StderrPipe()

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,7 +32,7 @@ type clientFlags struct {
 
 func (f *clientFlags) register(cmd *cobra.Command) {
 	f.cf.register(cmd)
-	cmd.Flags().StringVar(&f.addr, "addr", "", "address of a running memhost (default: the configured listen address)")
+	cmd.Flags().StringVar(&f.addr, "addr", "", "address of a running memhost (default: the configured listen address); its token in "+TokenEnv)
 	cmd.Flags().BoolVar(&f.local, "local", false, "start the configured plugins in this process instead of calling a server")
 }
 
@@ -45,22 +46,23 @@ type apiClient struct {
 
 // client connects as the flags say. The caller must call close.
 func (f *clientFlags) client(ctx context.Context) (*apiClient, error) {
-	cfg, err := f.cf.load()
-	if err != nil {
-		return nil, err
-	}
 	c := &apiClient{token: os.Getenv(TokenEnv), closer: func() {}}
 	if !f.local {
 		addr := f.addr
 		if addr == "" {
+			cfg, err := f.cf.loadForClient()
+			if err != nil {
+				return nil, err
+			}
 			addr = cfg.Listen
 		}
-		if !strings.Contains(addr, "://") {
-			addr = "http://" + addr
-		}
-		c.base = strings.TrimSuffix(addr, "/")
+		c.base = baseURL(addr)
 		c.http = &http.Client{}
 		return c, nil
+	}
+	cfg, err := f.cf.load()
+	if err != nil {
+		return nil, err
 	}
 	// In process: the same API, served by the handler without a socket,
 	// so --local and a server answer exactly alike. Only warnings are
@@ -166,7 +168,7 @@ func (c *apiClient) call(ctx context.Context, method, path string, body, out any
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("memhost at %s: %w", c.base, err)
+		return fmt.Errorf("memhost at %s: %w%s", c.base, err, connectHint(err, "--local to start the plugins in this process"))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 300 {
@@ -192,10 +194,39 @@ func answerError(status int, data []byte) error {
 	var e struct {
 		Error struct{ Code, Message string }
 	}
+	ce := &callError{Status: status, Code: http.StatusText(status), Message: strings.TrimSpace(string(data))}
 	if json.Unmarshal(data, &e) == nil && e.Error.Code != "" {
-		return &callError{Status: status, Code: e.Error.Code, Message: e.Error.Message}
+		ce.Code, ce.Message = e.Error.Code, e.Error.Message
 	}
-	return &callError{Status: status, Code: http.StatusText(status), Message: strings.TrimSpace(string(data))}
+	if status == http.StatusUnauthorized {
+		ce.Message += unauthenticatedHint()
+	}
+	return ce
+}
+
+// unauthenticatedHint names the one thing a client needs for a 401.
+func unauthenticatedHint() string {
+	if os.Getenv(TokenEnv) == "" {
+		return fmt.Sprintf(" (this server wants a token: set %s to its secret)", TokenEnv)
+	}
+	return fmt.Sprintf(" (%s holds no token this server accepts)", TokenEnv)
+}
+
+// connectHint says what to do when nothing listens at the address:
+// start a server, or use alternative.
+func connectHint(err error, alternative string) string {
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return ""
+	}
+	return "\nNo memhost listens there: start one with `memhost serve`, or use " + alternative
+}
+
+// baseURL is the API's base URL for an address given as host:port or URL.
+func baseURL(addr string) string {
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr
+	}
+	return strings.TrimSuffix(addr, "/")
 }
 
 // streamLines, passed as call's out, takes a JSON Lines answer line by line

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -11,7 +10,7 @@ import (
 // runCLI runs a one-shot memhost command and answers its standard output.
 func runCLI(t *testing.T, env []string, args ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command(testbin.Build(t, "./cmd/memhost"), args...)
+	cmd := testbin.Command(testbin.Build(t, "./cmd/memhost"), args...)
 	cmd.Env = append(cmd.Environ(), env...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -34,7 +33,7 @@ coordinator {
   compactor = "summary"
 }
 `)
-	out, err := exec.Command(testbin.Build(t, "./cmd/memhost"), "serve", "--config", cfgPath, "--log-level", "trace").CombinedOutput()
+	out, err := testbin.Command(testbin.Build(t, "./cmd/memhost"), "serve", "--config", cfgPath, "--log-level", "trace").CombinedOutput()
 	if err == nil {
 		t.Fatalf("serve started with a misspelled plugin config key:\n%s", out)
 	}
@@ -65,7 +64,7 @@ coordinator {
   turn_budget_bytes = 70000
 }
 `)
-	out, err := exec.Command(testbin.Build(t, "./cmd/memhost"), "serve", "--config", cfgPath).CombinedOutput()
+	out, err := testbin.Command(testbin.Build(t, "./cmd/memhost"), "serve", "--config", cfgPath).CombinedOutput()
 	if err == nil {
 		t.Fatalf("serve started with coordinator values it refuses:\n%s", out)
 	}

@@ -109,7 +109,7 @@ func startWithArgs(t *testing.T, cfgPath, dataDir string, args ...string) (*inst
 func startServe(t testing.TB, dataDir string, args, env []string) (*instance, error) {
 	t.Helper()
 	inst := &instance{t: t, dataDir: dataDir}
-	inst.cmd = exec.Command(testbin.Build(t, "./cmd/memhost"), append([]string{"serve"}, args...)...)
+	inst.cmd = testbin.Command(testbin.Build(t, "./cmd/memhost"), append([]string{"serve"}, args...)...)
 	inst.cmd.Env = append(os.Environ(), env...)
 	pipe, err := inst.cmd.StderrPipe()
 	if err != nil {
@@ -510,7 +510,7 @@ func TestServeRefusesBadSetup(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cfgPath, _ := writeConfig(t, c.body)
-			out, err := exec.Command(testbin.Build(t, "./cmd/memhost"), "serve", "--config", cfgPath).CombinedOutput()
+			out, err := testbin.Command(testbin.Build(t, "./cmd/memhost"), "serve", "--config", cfgPath).CombinedOutput()
 			if err == nil {
 				t.Fatalf("serve started with a bad setup:\n%s", out)
 			}
@@ -523,14 +523,14 @@ func TestServeRefusesBadSetup(t *testing.T) {
 		dir := t.TempDir()
 		cfg := filepath.Join(dir, "memhost.hcl")
 		os.WriteFile(cfg, []byte(fmt.Sprintf("plugin_dir = %q\ndata_dir = %q\n", filepath.Join(dir, "absent"), dir)), 0o644)
-		out, err := exec.Command(testbin.Build(t, "./cmd/memhost"), "serve", "--config", cfg).CombinedOutput()
+		out, err := testbin.Command(testbin.Build(t, "./cmd/memhost"), "serve", "--config", cfg).CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "does not exist") {
 			t.Fatalf("err %v, output:\n%s", err, out)
 		}
 	})
 	t.Run("non-loopback listen without tokens", func(t *testing.T) {
 		cfgPath, _ := writeConfig(t, markdownConfig)
-		out, err := exec.Command(testbin.Build(t, "./cmd/memhost"), "serve", "--config", cfgPath, "--listen", "0.0.0.0:0").CombinedOutput()
+		out, err := testbin.Command(testbin.Build(t, "./cmd/memhost"), "serve", "--config", cfgPath, "--listen", "0.0.0.0:0").CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "token") {
 			t.Fatalf("err %v, output:\n%s", err, out)
 		}
@@ -540,11 +540,11 @@ func TestServeRefusesBadSetup(t *testing.T) {
 func TestPluginsVerify(t *testing.T) {
 	cfgPath, _ := writeConfig(t, markdownConfig)
 	bin := testbin.Build(t, "./cmd/memhost")
-	out, err := exec.Command(bin, "plugins", "verify", "--config", cfgPath).CombinedOutput()
+	out, err := testbin.Command(bin, "plugins", "verify", "--config", cfgPath).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "ok      markdown") {
 		t.Fatalf("verify on good plugins: %v\n%s", err, out)
 	}
-	list, err := exec.Command(bin, "plugins", "list", "--config", cfgPath).CombinedOutput()
+	list, err := testbin.Command(bin, "plugins", "list", "--config", cfgPath).CombinedOutput()
 	if err != nil || !strings.Contains(string(list), "markdown") {
 		t.Fatalf("list: %v\n%s", err, list)
 	}
@@ -555,7 +555,7 @@ func TestPluginsVerify(t *testing.T) {
 	f, _ := os.OpenFile(exe, os.O_APPEND|os.O_WRONLY, 0)
 	f.Write([]byte("tampered"))
 	f.Close()
-	out, err = exec.Command(bin, "plugins", "verify", "--config", cfgPath).CombinedOutput()
+	out, err = testbin.Command(bin, "plugins", "verify", "--config", cfgPath).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "REFUSED plugin markdown") || !strings.Contains(string(out), "does not match manifest") {
 		t.Fatalf("verify on tampered plugin: %v\n%s", err, out)
 	}
@@ -575,7 +575,7 @@ func TestThirdPartyPlugin(t *testing.T) {
 	if err := os.WriteFile(exe, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(testbin.Build(t, "./cmd/memhost"), "plugins", "manifest", exe).CombinedOutput()
+	out, err := testbin.Command(testbin.Build(t, "./cmd/memhost"), "plugins", "manifest", exe).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "journal.plugin.json") {
 		t.Fatalf("plugins manifest: %v\n%s", err, out)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,7 +24,7 @@ func TestKVExamplePlugin(t *testing.T) {
 	if err := os.WriteFile(exe, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(testbin.Build(t, "./cmd/memhost"), "plugins", "manifest", exe).CombinedOutput()
+	out, err := testbin.Command(testbin.Build(t, "./cmd/memhost"), "plugins", "manifest", exe).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "kv.plugin.json") {
 		t.Fatalf("plugins manifest: %v\n%s", err, out)
 	}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -177,7 +176,7 @@ func TestReindexSQLite(t *testing.T) {
 
 	// --local, on the stopped server's store: plain progress lines (no
 	// terminal), then the result.
-	cmd := exec.Command(testbin.Build(t, "./cmd/memhost"), "reindex", "--local", "--config", cfgPath)
+	cmd := testbin.Command(testbin.Build(t, "./cmd/memhost"), "reindex", "--local", "--config", cfgPath)
 	cmd.Env = append(os.Environ(), append(env, "MEMHOST_TOKEN="+appSecret)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

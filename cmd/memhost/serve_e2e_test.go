@@ -4,7 +4,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -23,7 +22,7 @@ func TestServeBusyPortFailsAtOnce(t *testing.T) {
 	}
 	defer ln.Close()
 	cfgPath, _ := writeConfig(t, markdownConfig)
-	out, err := exec.Command(testbin.Build(t, "./cmd/memhost"), "serve", "--config", cfgPath, "--listen", ln.Addr().String()).CombinedOutput()
+	out, err := testbin.Command(testbin.Build(t, "./cmd/memhost"), "serve", "--config", cfgPath, "--listen", ln.Addr().String()).CombinedOutput()
 	if err == nil {
 		t.Fatalf("serve started on a busy port:\n%s", out)
 	}
