@@ -21,6 +21,7 @@ var locomoRowRE = regexp.MustCompile(`(?m)^\| (\w+) \| all \| (dev|held-out) \| 
 // (when the data set is beside the repository, as in CI) is far above
 // chance on both splits.
 func TestBenchQuick(t *testing.T) {
+	t.Parallel()
 	locomo := filepath.Join(testbin.ModuleRoot(t), "..", "shared", "data", "locomo", "locomo10.json")
 	_, statErr := os.Stat(locomo)
 	tmp := testbin.ShortTempDir(t)
@@ -62,6 +63,7 @@ func TestBenchQuick(t *testing.T) {
 // 100k records: it must exit with an error and still remove the data
 // directory it made, as a finished run does (each is hundreds of MB).
 func TestBenchInterruptedRemovesItsData(t *testing.T) {
+	t.Parallel()
 	tmp := testbin.ShortTempDir(t)
 	cmd := testbin.Command(testbin.Build(t, "./cmd/memhost"), "bench", "--providers", "sqlite", "--sizes", "100000",
 		"--queries", "20", "--clients", "1", "--locomo", "", "--plugin-dir", testbin.PluginDir(t))

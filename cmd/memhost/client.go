@@ -271,7 +271,7 @@ func rememberCommand() *cobra.Command {
 		Use:   "remember",
 		Short: "Store one record",
 		Long: `Store one record through the API and print its id. The body is --body,
-or standard input when --body is "-".`,
+or standard input when --body is "-" (without its final line end).`,
 		Example: `  memhost remember --scope identity:alice --kind preference --title "Coffee order" --body "No sugar."
   echo "Deploys go out on Tuesdays." | memhost remember --scope realm --kind fact --title Deploys --body -`,
 		Args: cobra.NoArgs,
@@ -281,7 +281,7 @@ or standard input when --body is "-".`,
 				if err != nil {
 					return err
 				}
-				body = string(data)
+				body = trimOneNewline(string(data))
 			}
 			ctx, cancel := commandContext(cmd, time.Minute)
 			defer cancel()
@@ -314,6 +314,15 @@ or standard input when --body is "-".`,
 	cmd.Flags().StringSliceVar(&tags, "tag", nil, "a tag (repeat for more)")
 	_ = cmd.MarkFlagRequired("scope")
 	return cmd
+}
+
+// trimOneNewline drops the one line end that `echo` or a file's last line
+// adds to standard input; any further blank lines are the body's own.
+func trimOneNewline(s string) string {
+	if t, ok := strings.CutSuffix(s, "\n"); ok {
+		return strings.TrimSuffix(t, "\r")
+	}
+	return s
 }
 
 func recallCommand() *cobra.Command {

@@ -57,6 +57,7 @@ func exerciseOneShot(t *testing.T, env []string, sessionsPersist bool, conn ...s
 }
 
 func TestOneShotCommandsAgainstAServer(t *testing.T) {
+	t.Parallel()
 	const token = "cli-token-0123456789abcdef0123"
 	m := startMemhost(t, markdownConfig+`
 token "ops" {
@@ -73,6 +74,7 @@ token "ops" {
 }
 
 func TestOneShotCommandsLocal(t *testing.T) {
+	t.Parallel()
 	cfgPath, _ := writeConfig(t, markdownConfig)
 	exerciseOneShot(t, nil, true, "--local", "--config", cfgPath)
 }

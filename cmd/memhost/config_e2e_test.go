@@ -16,6 +16,7 @@ import (
 // checked against its plugin's declared schema before any plugin starts;
 // every problem is reported at once with the file:line of its key.
 func TestServeRefusesPluginConfigAgainstSchema(t *testing.T) {
+	t.Parallel()
 	cfgPath, dataDir := writeConfig(t, `
 provider "main" {
   plugin = "sqlite"
@@ -58,6 +59,7 @@ coordinator {
 // TestServeRefusesCoordinatorValuesAtLoad: values the coordinator refuses
 // are refused at load, each at its line, in one pass.
 func TestServeRefusesCoordinatorValuesAtLoad(t *testing.T) {
+	t.Parallel()
 	cfgPath, _ := writeConfig(t, `
 coordinator {
   max_entries       = 500
@@ -82,6 +84,7 @@ coordinator {
 // config schema compiles, refuses an unknown key at the top level, and
 // accepts the configs the documentation and examples use.
 func TestFirstPartySchemasAreClosed(t *testing.T) {
+	t.Parallel()
 	entries, refusals, err := pluginhost.Discover(testbin.PluginDir(t))
 	if err != nil || len(refusals) > 0 {
 		t.Fatalf("discover: %v %v", err, refusals)

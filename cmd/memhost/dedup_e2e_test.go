@@ -7,8 +7,10 @@ import "testing"
 // restart, when each provider has to find its live contents again (sqlite
 // reads them back from its records at open).
 func TestDuplicatesAcrossRestart(t *testing.T) {
+	t.Parallel()
 	for _, pc := range providerConfigs {
 		t.Run(pc.plugin, func(t *testing.T) {
+			t.Parallel()
 			env := envFor(t, pc.env)
 			cfgPath, dataDir := writeConfig(t, providerDeployment(pc.plugin, pc.config))
 			m, err := startWithConfig(t, cfgPath, dataDir, env...)

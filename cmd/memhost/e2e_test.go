@@ -273,6 +273,7 @@ func recall(t *testing.T, m *instance, id, query string) recallAnswer {
 }
 
 func TestRecordsRoundTrip(t *testing.T) {
+	t.Parallel()
 	m := startMemhost(t, markdownConfig)
 	ids := remember(t, m, map[string]any{
 		"scope": "identity:alice", "kind": "preference", "title": "Coffee order",
@@ -310,6 +311,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 }
 
 func TestBadInputChangesNothing(t *testing.T) {
+	t.Parallel()
 	m := startMemhost(t, markdownConfig+"server {\n  max_body_bytes = 200000\n}\n")
 	good := map[string]any{"scope": "identity:alice", "kind": "fact", "title": "ok", "body": "fine"}
 	cases := []struct {
@@ -380,6 +382,7 @@ func pluginPids(t *testing.T, m *instance) []int {
 }
 
 func TestPluginKilledMidRunRecovers(t *testing.T) {
+	t.Parallel()
 	m := startMemhost(t, markdownConfig)
 	ids := remember(t, m, map[string]any{"scope": "realm", "kind": "fact", "title": "Deploy window", "body": "Deploys happen on Tuesdays."})
 	pid := pluginPids(t, m)[0]
@@ -409,6 +412,7 @@ func alive(pid int) bool {
 // removes its WAL) and removes its own socket directory, which no host is
 // left to remove.
 func TestNoPluginOutlivesKilledHost(t *testing.T) {
+	t.Parallel()
 	tmp := testbin.ShortTempDir(t)
 	m := startMemhost(t, markdownConfig+`
 provider "db" {
@@ -455,6 +459,7 @@ realm "acme" { provider = "db" }
 }
 
 func TestNoPluginOutlivesStoppedHost(t *testing.T) {
+	t.Parallel()
 	m := startMemhost(t, markdownConfig)
 	pids := pluginPids(t, m)
 	m.stop()
@@ -469,6 +474,7 @@ func TestNoPluginOutlivesStoppedHost(t *testing.T) {
 }
 
 func TestTokensBindRealms(t *testing.T) {
+	t.Parallel()
 	m := startMemhost(t, markdownConfig+`
 token "ops" {
   secret_env = "MEMHOST_TEST_TOKEN"
@@ -496,6 +502,7 @@ token "ops" {
 }
 
 func TestServeRefusesBadSetup(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		body string
@@ -538,6 +545,7 @@ func TestServeRefusesBadSetup(t *testing.T) {
 }
 
 func TestPluginsVerify(t *testing.T) {
+	t.Parallel()
 	cfgPath, _ := writeConfig(t, markdownConfig)
 	bin := testbin.Build(t, "./cmd/memhost")
 	out, err := testbin.Command(bin, "plugins", "verify", "--config", cfgPath).CombinedOutput()
@@ -548,9 +556,19 @@ func TestPluginsVerify(t *testing.T) {
 	if err != nil || !strings.Contains(string(list), "markdown") {
 		t.Fatalf("list: %v\n%s", err, list)
 	}
-	// Tamper with the markdown binary: verify refuses it, in one line.
 	data, _ := os.ReadFile(cfgPath)
 	pluginDir := regexp.MustCompile(`plugin_dir = "([^"]+)"`).FindSubmatch(data)[1]
+	// --plugin-dir instead of a config file (the built-in defaults: their
+	// data directory is the working directory's memhost-data).
+	for _, sub := range []string{"list", "verify"} {
+		cmd := testbin.Command(bin, "plugins", sub, "--plugin-dir", string(pluginDir))
+		cmd.Dir = t.TempDir()
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "markdown") || !strings.Contains(string(out), "sqlite") {
+			t.Fatalf("plugins %s --plugin-dir: %v\n%s", sub, err, out)
+		}
+	}
+	// Tamper with the markdown binary: verify refuses it, in one line.
 	exe := filepath.Join(string(pluginDir), "memhost-plugin-markdown")
 	f, _ := os.OpenFile(exe, os.O_APPEND|os.O_WRONLY, 0)
 	f.Write([]byte("tampered"))
@@ -565,6 +583,7 @@ func TestPluginsVerify(t *testing.T) {
 // example provider, built in its own Go module against the SDK, gets a
 // manifest from `memhost plugins manifest` and serves a stock memhost.
 func TestThirdPartyPlugin(t *testing.T) {
+	t.Parallel()
 	pluginDir := t.TempDir()
 	bin := testbin.BuildIn(t, "examples/journal", "./cmd/memhost-plugin-journal")
 	data, err := os.ReadFile(bin)

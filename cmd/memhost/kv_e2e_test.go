@@ -14,6 +14,7 @@ import (
 // manifest`, it serves a stock memhost's remember and recall, and what it
 // acknowledged is recalled again after memhost and the plugin restart.
 func TestKVExamplePlugin(t *testing.T) {
+	t.Parallel()
 	pluginDir := t.TempDir()
 	bin := testbin.BuildIn(t, "examples/kv", "./cmd/memhost-plugin-kv")
 	data, err := os.ReadFile(bin)

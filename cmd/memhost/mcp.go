@@ -89,8 +89,8 @@ server already holds the data directory.`,
 		},
 	}
 	cf.register(cmd)
-	cmd.Flags().StringVar(&o.dataDir, "data-dir", "", "directory for plugin data and the host's state (default: the config's, or the user's data directory without --config)")
-	cmd.Flags().StringVar(&o.pluginDir, "plugin-dir", "", "directory holding plugin executables and their manifests")
+	o.registerDataDir(cmd, "directory for plugin data and the host's state (default: the config's, or the user's data directory without --config)")
+	o.registerPluginDir(cmd)
 	cmd.Flags().StringVar(&identity, "identity", "", "the identity the tools act for (required unless --addr's token carries one)")
 	cmd.Flags().StringVar(&realm, "realm", "", "the identity's realm (default: the configured default realm)")
 	cmd.Flags().StringVar(&addr, "addr", "", "URL of a running memhost to serve the tools of, instead of starting plugins here (token in "+TokenEnv+")")

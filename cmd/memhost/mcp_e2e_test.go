@@ -158,6 +158,7 @@ func exerciseMemoryTools(t *testing.T, ctx context.Context, cs *mcp.ClientSessio
 }
 
 func TestMCPOverHTTP(t *testing.T) {
+	t.Parallel()
 	m := startMemhost(t, providerDeployment("sqlite", `{ path = "memory.db" }`)+`
 realm "default" { provider = "main" }
 token "agent" {
@@ -196,6 +197,7 @@ token "agent" {
 }
 
 func TestMCPOverStdio(t *testing.T) {
+	t.Parallel()
 	cfgPath, _ := writeConfig(t, providerDeployment("sqlite", `{ path = "memory.db" }`)+`realm "default" { provider = "main" }`)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -56,6 +56,7 @@ var jsonKeyRE = regexp.MustCompile(`"([a-z_]+)":`)
 // port differs) against memhost on its built-in defaults and checks each
 // answer has the shape the README shows.
 func TestReadmeQuickStart(t *testing.T) {
+	t.Parallel()
 	m := startMemhost(t, "")
 	addr := strings.TrimPrefix(m.base, "http://")
 	for _, c := range readmeCommands(t) {

@@ -71,8 +71,16 @@ type serveOverrides struct {
 func (o *serveOverrides) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.listen, "listen", "", "listen address host:port")
 	cmd.Flags().StringVar(&o.logLevel, "log-level", "", "log level: trace, debug, info, warn or error")
-	cmd.Flags().StringVar(&o.dataDir, "data-dir", "", "directory for plugin data and the host's state")
-	cmd.Flags().StringVar(&o.pluginDir, "plugin-dir", "", "directory holding plugin executables and their manifests")
+	o.registerDataDir(cmd, "directory for plugin data and the host's state")
+	o.registerPluginDir(cmd)
+}
+
+func (o *serveOverrides) registerDataDir(cmd *cobra.Command, usage string) {
+	cmd.Flags().StringVar(&o.dataDir, "data-dir", "", usage)
+}
+
+func (o *serveOverrides) registerPluginDir(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.pluginDir, "plugin-dir", "", "directory holding plugin executables and their manifests (default: the config's)")
 }
 
 // apply sets the given flags on cfg and validates the result.

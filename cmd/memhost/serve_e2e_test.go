@@ -16,6 +16,7 @@ import (
 // TestServeBusyPortFailsAtOnce: the listen address is bound before any
 // plugin starts, so a busy port is reported without starting one.
 func TestServeBusyPortFailsAtOnce(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -37,6 +38,7 @@ func TestServeBusyPortFailsAtOnce(t *testing.T) {
 // TestServeFlagsWinOverConfig: --data-dir and --log-level replace the
 // file's values; the start line names the version and the realm map.
 func TestServeFlagsWinOverConfig(t *testing.T) {
+	t.Parallel()
 	cfgPath, fileDataDir := writeConfig(t, markdownConfig)
 	flagDataDir := filepath.Join(t.TempDir(), "flagdata")
 	inst, err := startWithArgs(t, cfgPath, flagDataDir, "--data-dir", flagDataDir, "--log-level", "debug")
