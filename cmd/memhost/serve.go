@@ -182,6 +182,9 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 			logger.Warn(w, "plugin", e.Manifest.Name, "manifest", e.ManifestPath)
 		}
 	}
+	if !slices.ContainsFunc(entries, func(e pluginhost.Entry) bool { return e.Manifest.Name == config.DefaultCompactorPlugin }) && cfg.DropImplicitCompactor() {
+		logger.Warn("compaction is off: the default compactor's plugin is not in the plugin directory", "plugin", config.DefaultCompactorPlugin, "plugin_dir", cfg.PluginDir)
+	}
 	// Every instance's config against its plugin's declared schema, all
 	// problems at once, before any plugin process starts.
 	schemas := map[string]json.RawMessage{}
