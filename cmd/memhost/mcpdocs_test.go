@@ -10,9 +10,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memhost/memhost/internal/httpapi"
 	"github.com/memhost/memhost/internal/testbin"
+	"github.com/memhost/memhost/sdk"
 )
 
 // mcpServer is one server entry of an MCP client configuration.
@@ -164,6 +166,25 @@ func checkHTTPEntry(t *testing.T, where string, s mcpServer) {
 		case httpapi.HeaderIdentity, httpapi.HeaderRealm:
 		default:
 			t.Errorf("%s: header %s is none the server reads", where, k)
+		}
+	}
+}
+
+// TestDocIDsHaveTheRealShape: every record id the README and the API
+// document show is shaped as memhost makes them.
+func TestDocIDsHaveTheRealShape(t *testing.T) {
+	if id := sdk.NewRecordID(time.Now()); !recordIDRE.MatchString(id) {
+		t.Fatalf("a new id %s does not have the shape the docs are held to", id)
+	}
+	for _, doc := range []string{"README.md", "docs/api.md", "docs/mcp.md"} {
+		data, err := os.ReadFile(filepath.Join(testbin.ModuleRoot(t), doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range docIDRE.FindAllString(string(data), -1) {
+			if !recordIDRE.MatchString(id) {
+				t.Errorf("%s shows the id %s, not shaped as memhost makes them", doc, id)
+			}
 		}
 	}
 }
