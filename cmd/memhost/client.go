@@ -292,13 +292,19 @@ or standard input when --body is "-" (without its final line end).`,
 			defer c.close()
 			rec := map[string]any{"scope": scope, "kind": kind, "title": title, "body": body, "description": description, "tags": tags}
 			var out struct {
-				IDs []string `json:"ids"`
+				IDs          []string `json:"ids"`
+				TagsNotAdded []struct {
+					Tags []string `json:"tags"`
+				} `json:"tags_not_added"`
 			}
 			if err := c.call(ctx, "POST", "/v1/records", map[string]any{"realm": realm, "records": []any{rec}}, &out); err != nil {
 				return err
 			}
 			if len(out.IDs) != 1 {
 				return errors.New("the server answered no id")
+			}
+			for _, n := range out.TagsNotAdded {
+				fmt.Fprintf(cmd.ErrOrStderr(), "already stored as %s, whose tags stay as they were: %s not added (forget it and remember it again to change its tags)\n", out.IDs[0], strings.Join(n.Tags, ", "))
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), out.IDs[0])
 			return nil
