@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"syscall"
 
@@ -53,7 +54,7 @@ server already holds the data directory.`,
 				return proxyMCP(ctx, addr, os.Getenv(TokenEnv), identity, realm)
 			}
 			if identity == "" {
-				return errors.New(`required flag "identity" not set`)
+				return errors.New("--identity is required: the tools act for one identity")
 			}
 			cfg, err := cf.load()
 			if err != nil {
@@ -171,7 +172,7 @@ func proxyMCP(ctx context.Context, addr, token, identity, realm string) error {
 // mcpEndpoint is the /mcp URL of a server given as host:port or URL.
 func mcpEndpoint(addr string) string {
 	base := baseURL(addr)
-	if filepath.Base(base) == "mcp" {
+	if strings.HasSuffix(base, "/mcp") {
 		return base
 	}
 	return base + "/mcp"

@@ -188,3 +188,16 @@ func TestDocIDsHaveTheRealShape(t *testing.T) {
 		}
 	}
 }
+
+func TestMCPEndpoint(t *testing.T) {
+	for addr, want := range map[string]string{
+		"127.0.0.1:7077":               "http://127.0.0.1:7077/mcp",
+		"http://127.0.0.1:7077/":       "http://127.0.0.1:7077/mcp",
+		"https://memhost.internal/mcp": "https://memhost.internal/mcp",
+		"http://h:1/prefix/mcp/":       "http://h:1/prefix/mcp",
+	} {
+		if got := mcpEndpoint(addr); got != want {
+			t.Errorf("mcpEndpoint(%q) = %q, want %q", addr, got, want)
+		}
+	}
+}
