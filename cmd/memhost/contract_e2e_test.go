@@ -188,4 +188,8 @@ func TestBrokenMarkdownFileIsLogged(t *testing.T) {
 	}
 	m.do("POST", "/v1/recall", map[string]any{"identity": map[string]string{"id": "alice"}, "query": "anything"}, nil)
 	waitForLog(t, m, fmt.Sprintf("file=%s", broken))
+	// The operator sees it without the log: /v1/plugins lists it.
+	if w := strings.Join(pluginStates(t, m)["notes"].Warnings, "\n"); !strings.Contains(w, "not a valid record") || !strings.Contains(w, broken) {
+		t.Fatalf("/v1/plugins does not show the broken file; warnings: %q", w)
+	}
 }

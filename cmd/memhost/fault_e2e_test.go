@@ -28,6 +28,7 @@ type pluginState struct {
 	BackoffMillis int64      `json:"backoff_ms"`
 	Pid           int        `json:"pid"`
 	LastError     string     `json:"last_error"`
+	Warnings      []string   `json:"warnings"`
 }
 
 func pluginStates(t *testing.T, m *instance) map[string]pluginState {
