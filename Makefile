@@ -47,7 +47,7 @@ run: build
 # Timeouts fit the slowest honest run on a busy 2-core machine (a package's
 # binary is killed past it, and its test processes die with it): the
 # cmd/memhost end-to-end tests, the longest package, took 4.5 minutes at
-# load 2-4, 16 at load 10-20 and up to 25 at load 25 (their binaries built
+# load 2-4, 16 at load 10-20 and over 25 at load 25 (their binaries built
 # inside the run), so TEST_TIMEOUT leaves room above that; the race step
 # gets RACE_TIMEOUT.
 TEST_TIMEOUT ?= 40m
