@@ -1,5 +1,8 @@
-# memhost build. Every go command uses the same tags (switching the SQLite
-# FTS5 tag recompiles SQLite, about 90 s), so they are set once here.
+# memhost build. Every go command uses the same tags (switching a SQLite
+# tag recompiles SQLite, minutes), so they are set once here. sqlite_fts5
+# stays: the sqlite provider's first schema migration creates an FTS5 table
+# (a database made by an older memhost upgrades through it) and its tests
+# hold recall to FTS5's bm25.
 export GOFLAGS := -buildvcs=false -tags=sqlite_fts5
 export CGO_ENABLED := 1
 
@@ -16,12 +19,19 @@ RACE_PKGS  := ./sdk/ ./sdk/host/... ./sdk/index/ ./sdk/tokenize/ ./sdk/kvprovide
 # The example plugins must depend on the SDK module alone.
 EXAMPLES   := examples/journal examples/kv
 
-.PHONY: all build run test bench fuzz proto proto-python vet deps clean test-python example-python
+.PHONY: all build build-notice run test bench fuzz proto proto-python vet deps clean test-python example-python
 
 all: build
 
-build: $(BIN)/memhost $(PLUGINS:%=$(PLUGIN_DIR)/memhost-plugin-%)
+build: build-notice $(BIN)/memhost $(PLUGINS:%=$(PLUGIN_DIR)/memhost-plugin-%)
 	@$(BIN)/memhost plugins manifest $(PLUGINS:%=$(PLUGIN_DIR)/memhost-plugin-%)
+
+# Said before the silence: a first build compiles SQLite's C source (cgo),
+# which takes minutes and prints nothing meanwhile.
+build-notice:
+	@echo "building $(BIN)/memhost and $(words $(PLUGINS)) plugins ($(PLUGINS)) into $(PLUGIN_DIR)"
+	@if [ "$$(go list -f '{{.Stale}}' github.com/mattn/go-sqlite3 2>/dev/null)" != false ]; then \
+		echo "first build: compiling SQLite (cgo) takes about 2 minutes on 2 idle cores, 10 or more on a busy machine; later builds take seconds"; fi
 
 COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
@@ -34,9 +44,17 @@ $(PLUGIN_DIR)/memhost-plugin-%: FORCE
 run: build
 	$(BIN)/memhost serve
 
+# Timeouts fit the slowest honest run on a busy 2-core machine (a package's
+# binary is killed past it, and its test processes die with it): the
+# cmd/memhost end-to-end tests, the longest package, took 4.5 minutes at
+# load 2-4, 16 at load 10-20 and over 25 at load 25 (their binaries built
+# inside the run), so TEST_TIMEOUT leaves room above that; the race step
+# gets RACE_TIMEOUT.
+TEST_TIMEOUT ?= 40m
+RACE_TIMEOUT ?= 20m
 test: build vet deps test-python
-	go test -count=1 $(PKGS)
-	go test -race -count=1 $(RACE_PKGS)
+	go test -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+	go test -race -count=1 -timeout $(RACE_TIMEOUT) $(RACE_PKGS)
 
 vet:
 	go vet $(PKGS)
@@ -75,14 +93,14 @@ deps:
 FUZZTIME ?= 10s
 fuzz:
 	@for pkg in $$(go list $(PKGS)); do \
-		for target in $$(go test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+		for target in $$(go test -list '^Fuzz' -timeout 5m $$pkg | grep '^Fuzz'); do \
 			echo "fuzz $$pkg $$target"; \
-			go test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+			go test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) -timeout 10m $$pkg || exit 1; \
 		done; \
 	done
 
 bench: build
-	go test -run '^$$' -bench . -benchtime 2000x $(PKGS)
+	go test -run '^$$' -bench . -benchtime 2000x -timeout 60m $(PKGS)
 
 # The .proto is published in sdk/proto; the Go code generated from it is
 # the SDK's own (sdk/internal/pluginpb, where its go_package points), so

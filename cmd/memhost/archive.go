@@ -146,7 +146,7 @@ plain lines otherwise. Needs an application token (or no tokens).`,
 			stderr := cmd.ErrOrStderr()
 			if o.strict {
 				if bad := checkLines(file, o.realm, stderr); bad > 0 {
-					return fmt.Errorf("%s: %d bad lines; nothing imported (--strict)", args[0], bad)
+					return fmt.Errorf("%s: %s; nothing imported (--strict)", args[0], count(bad, "bad line"))
 				}
 				if _, err := file.Seek(0, io.SeekStart); err != nil {
 					return err
@@ -157,15 +157,15 @@ plain lines otherwise. Needs an application token (or no tokens).`,
 				return err
 			}
 			defer c.close()
-			prog := newProgress(stderr, info.Size())
+			prog := newProgress(stderr, info.Size(), isTerminal(stderr))
 			st, err := importFrom(ctx, c, o, file, stderr, prog)
 			prog.finish()
-			fmt.Fprintf(stderr, "imported %d records, skipped %d already stored, %d bad lines\n", st.Imported, st.Skipped, st.Bad)
+			fmt.Fprintf(stderr, "imported %s, skipped %d already stored, %s\n", count(st.Imported, "record"), st.Skipped, count(st.Bad, "bad line"))
 			if err != nil {
 				return err
 			}
 			if st.Bad > 0 {
-				return fmt.Errorf("%s: %d bad lines were not imported", args[0], st.Bad)
+				return fmt.Errorf("%s: %s not imported", args[0], count(st.Bad, "bad line"))
 			}
 			return nil
 		},
@@ -231,24 +231,62 @@ func parseLine(b []byte, realm string) (sdk.Record, error) {
 	return r, nil
 }
 
-// checkLines reports every bad line and answers how many there were.
+// count is "1 record", "2 records".
+func count(n int, noun string) string {
+	return fmt.Sprintf("%d %s", n, plural(n, noun))
+}
+
+// plural is noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return noun
+	}
+	return noun + "s"
+}
+
+// maxShownBadLines bounds the bad lines reported one by one: a file that
+// is not JSON Lines at all (a binary, say) would otherwise print one error
+// per line it happens to hold.
+const maxShownBadLines = 10
+
+// badLines reports bad lines, the first maxShownBadLines by number, and
+// counts them all.
+type badLines struct {
+	w io.Writer
+	n int
+}
+
+func (b *badLines) report(line int, err error) {
+	b.n++
+	if b.n <= maxShownBadLines {
+		fmt.Fprintf(b.w, "line %d: %v\n", line, err)
+	}
+}
+
+// close says how many bad lines went unshown.
+func (b *badLines) close() {
+	if hidden := b.n - maxShownBadLines; hidden > 0 {
+		fmt.Fprintf(b.w, "... and %d more %s, not shown\n", hidden, plural(hidden, "bad line"))
+	}
+}
+
+// checkLines reports the bad lines and answers how many there were.
 func checkLines(r io.Reader, realm string, w io.Writer) int {
-	lr, bad := newLineReader(r), 0
+	lr, bad := newLineReader(r), &badLines{w: w}
+	defer bad.close()
 	for {
 		b, ok := lr.next()
 		if !ok {
 			break
 		}
 		if _, err := parseLine(b, realm); err != nil {
-			fmt.Fprintf(w, "line %d: %v\n", lr.line, err)
-			bad++
+			bad.report(lr.line, err)
 		}
 	}
 	if err := lr.err(); err != nil {
-		fmt.Fprintln(w, err)
-		bad++
+		bad.report(lr.line+1, err)
 	}
-	return bad
+	return bad.n
 }
 
 // importFrom sends r's records in batches; a batch holds one realm's
@@ -273,7 +311,8 @@ func importFrom(ctx context.Context, c *apiClient, o importOptions, r io.Reader,
 		batch, batchBytes = batch[:0], 0
 		return nil
 	}
-	lr := newLineReader(r)
+	lr, bad := newLineReader(r), &badLines{w: errw}
+	defer bad.close()
 	for {
 		b, ok := lr.next()
 		if !ok {
@@ -281,8 +320,8 @@ func importFrom(ctx context.Context, c *apiClient, o importOptions, r io.Reader,
 		}
 		rec, err := parseLine(b, o.realm)
 		if err != nil {
-			fmt.Fprintf(errw, "line %d: %v\n", lr.line, err)
-			st.Bad++
+			bad.report(lr.line, err)
+			st.Bad = bad.n
 			continue
 		}
 		if len(batch) > 0 && (rec.Realm != batchRealm || len(batch) == o.batch || batchBytes+len(b) > importBatchBytes) {
@@ -317,13 +356,24 @@ type progress struct {
 	start time.Time
 }
 
-func newProgress(w io.Writer, total int64) *progress {
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func newProgress(w io.Writer, total int64, bar bool) *progress {
 	p := &progress{w: w, total: total, start: time.Now()}
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if bar && total > 0 {
 		p.bar = progressbar.NewOptions64(total,
 			progressbar.OptionSetWriter(w), progressbar.OptionShowBytes(true),
 			progressbar.OptionSetDescription("importing"), progressbar.OptionThrottle(100*time.Millisecond),
 			progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
+		// Start the bar's clocks now: it starts them at its first render
+		// and first count otherwise, which for a file of one batch come
+		// together at the end, and the rate is the file over a few
+		// microseconds ("47 GB/s").
+		_ = p.bar.RenderBlank()
+		_ = p.bar.Add64(0)
 	}
 	return p
 }
@@ -339,8 +389,8 @@ func (p *progress) set(done int64, st importStats) {
 		if p.total > 0 {
 			pct = float64(done) * 100 / float64(p.total)
 		}
-		fmt.Fprintf(p.w, "import: %.0f%% of the file, %d imported, %d skipped, %d bad lines, %.1f s\n",
-			pct, st.Imported, st.Skipped, st.Bad, time.Since(p.start).Seconds())
+		fmt.Fprintf(p.w, "import: %.0f%% of the file, %d imported, %d skipped, %s, %.1f s\n",
+			pct, st.Imported, st.Skipped, count(st.Bad, "bad line"), time.Since(p.start).Seconds())
 	}
 }
 

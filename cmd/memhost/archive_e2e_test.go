@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -86,12 +85,12 @@ func declares(t *testing.T, m *instance, c string) bool {
 // cliAddr is the --addr of a running instance.
 func cliAddr(m *instance) []string { return []string{"--addr", strings.TrimPrefix(m.base, "http://")} }
 
-var importedRE = regexp.MustCompile(`imported (\d+) records, skipped (\d+) already stored, (\d+) bad lines`)
+var importedRE = regexp.MustCompile(`imported (\d+) records?, skipped (\d+) already stored, (\d+) bad lines?`)
 
 // importCounts runs memhost import and answers its imported and skipped counts.
 func importCounts(t *testing.T, args ...string) (imported, skipped int) {
 	t.Helper()
-	cmd := exec.Command(testbin.Build(t, "./cmd/memhost"), append([]string{"import"}, args...)...)
+	cmd := testbin.Command(testbin.Build(t, "./cmd/memhost"), append([]string{"import"}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
@@ -110,11 +109,13 @@ func importCounts(t *testing.T, args ...string) (imported, skipped int) {
 // exported, imported into an empty store and exported again is the same
 // file byte for byte, and the records are what was imported.
 func TestExportImportRoundTrip(t *testing.T) {
+	t.Parallel()
 	const n = 300
 	src := filepath.Join(t.TempDir(), "src.jsonl")
 	writeArchive(t, src, n)
 	for _, pc := range providerConfigs {
 		t.Run(pc.plugin, func(t *testing.T) {
+			t.Parallel()
 			a := startMemhost(t, providerDeployment(pc.plugin, pc.config), envFor(t, pc.env)...)
 			if !declares(t, a, "archive") {
 				t.Fatalf("first-party provider %s does not declare archive", pc.plugin)
@@ -176,6 +177,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 // TestImportReportsBadLines: bad lines are named by number and the good
 // ones imported; with --strict nothing is.
 func TestImportReportsBadLines(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	good, _ := json.Marshal(archiveLine(1, sdk.StatusActive))
 	other, _ := json.Marshal(archiveLine(2, sdk.StatusActive))
@@ -219,11 +221,12 @@ func importSize(t *testing.T, def int) int {
 // TestImportInterruptedAndResumed kills the import command mid-way, runs it
 // again and checks every record is stored exactly once.
 func TestImportInterruptedAndResumed(t *testing.T) {
+	t.Parallel()
 	n := importSize(t, 20000)
 	file := filepath.Join(t.TempDir(), "big.jsonl")
 	writeArchive(t, file, n)
 	m := startMemhost(t, providerDeployment("sqlite", `{ path = "memory.db" }`))
-	cmd := exec.Command(testbin.Build(t, "./cmd/memhost"), append([]string{"import"}, append(cliAddr(m), file)...)...)
+	cmd := testbin.Command(testbin.Build(t, "./cmd/memhost"), append([]string{"import"}, append(cliAddr(m), file)...)...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

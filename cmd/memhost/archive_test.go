@@ -1,7 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -39,5 +45,101 @@ func TestParseLineIsStrict(t *testing.T) {
 				t.Fatalf("parseLine = %v, want an error containing %q", err, c.want)
 			}
 		})
+	}
+}
+
+func TestCount(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		want string
+	}{{0, "0 bad lines"}, {1, "1 bad line"}, {2, "2 bad lines"}} {
+		if got := count(c.n, "bad line"); got != c.want {
+			t.Errorf("count(%d) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}
+
+// TestBinaryFileReportsFewLines: a file that is no JSON Lines at all is
+// reported by its first few bad lines and a count of the rest, by the
+// strict check and by the import alike.
+func TestBinaryFileReportsFewLines(t *testing.T) {
+	const lines = 3000
+	var file bytes.Buffer
+	for i := range lines {
+		fmt.Fprintf(&file, "\x7fELF\x00\x01%d\x00\n", i)
+	}
+	check := func(t *testing.T, bad int, out string) {
+		t.Helper()
+		if bad != lines {
+			t.Errorf("counted %d bad lines, want %d", bad, lines)
+		}
+		shown := regexp.MustCompile(`(?m)^line \d+: `).FindAllString(out, -1)
+		if len(shown) != maxShownBadLines {
+			t.Errorf("%d bad lines shown, want %d:\n%s", len(shown), maxShownBadLines, out)
+		}
+		if want := fmt.Sprintf("... and %d more bad lines, not shown\n", lines-maxShownBadLines); !strings.HasSuffix(out, want) {
+			t.Errorf("output does not end with %q:\n%s", want, out)
+		}
+	}
+	t.Run("strict", func(t *testing.T) {
+		var out strings.Builder
+		check(t, checkLines(bytes.NewReader(file.Bytes()), "default", &out), out.String())
+	})
+	t.Run("import", func(t *testing.T) {
+		var out strings.Builder
+		// Every line is bad, so no request is sent: the client has no server.
+		st, err := importFrom(context.Background(), &apiClient{}, importOptions{batch: 500}, bytes.NewReader(file.Bytes()), &out, newProgress(io.Discard, int64(file.Len()), false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, st.Bad, out.String())
+	})
+}
+
+func TestTrimOneNewline(t *testing.T) {
+	for in, want := range map[string]string{
+		"body":       "body",
+		"body\n":     "body",
+		"body\r\n":   "body",
+		"body\n\n":   "body\n",
+		"a\nb\n":     "a\nb",
+		"":           "",
+		"\n":         "",
+		"body \t\n":  "body \t",
+		"body\r":     "body\r",
+		"body\n\r\n": "body\n",
+	} {
+		if got := trimOneNewline(in); got != want {
+			t.Errorf("trimOneNewline(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+var rateRE = regexp.MustCompile(`([0-9.]+) ([kMGTP]?B)/s`)
+
+// TestProgressRate: the bar's rate is the bytes over the time since the
+// import started, also at its first step, after the first batch. The
+// test's pause is a lower bound on that time, so the rate shown can be no
+// more than done/pause.
+func TestProgressRate(t *testing.T) {
+	const total, done = 8 << 20, 4 << 20
+	const pause = 200 * time.Millisecond
+	var out bytes.Buffer
+	p := newProgress(&out, total, true)
+	time.Sleep(pause)
+	p.set(done, importStats{Imported: 1})
+	defer p.finish()
+	m := rateRE.FindAllStringSubmatch(out.String(), -1)
+	if len(m) == 0 {
+		t.Fatalf("no rate shown: %q", out.String())
+	}
+	last := m[len(m)-1]
+	v, err := strconv.ParseFloat(last[1], 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unit := map[string]float64{"B": 1, "kB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "PB": 1e15}[last[2]]
+	if most := float64(done) / pause.Seconds(); v*unit > most*1.01 {
+		t.Fatalf("rate shown %s %s/s, at most %.0f B/s is possible: %q", last[1], last[2], most, out.String())
 	}
 }

@@ -121,7 +121,7 @@ Results are printed as Markdown. Runs are reproducible with --seed.`,
 	f.IntVar(&o.queries, "queries", 500, "queries per measurement")
 	f.StringVar(&clients, "clients", "1,8", "concurrent client counts")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of the synthetic corpus")
-	f.StringVar(&o.locomo, "locomo", filepath.Join("..", "shared", "data", "locomo", "locomo10.json"), `LoCoMo file ("" to skip)`)
+	f.StringVar(&o.locomo, "locomo", defaultLoCoMo, `LoCoMo file ("" to skip); `+locomoSource)
 	f.StringVar(&samples, "locomo-samples", "", "LoCoMo sample indexes to run (default all)")
 	f.StringVar(&o.pluginDir, "plugin-dir", "", "plugin directory (default: ./plugins beside the binary)")
 	f.StringVar(&o.out, "out", "", "write the Markdown report to this file instead of standard output")
@@ -349,13 +349,21 @@ type hostFacts struct {
 	rss      int64
 }
 
+// defaultLoCoMo is the LoCoMo file bench reads unless told otherwise: in
+// the working directory, as no path outside it is the same on two
+// machines.
+const defaultLoCoMo = "locomo10.json"
+
+// locomoSource says where the LoCoMo file comes from.
+const locomoSource = "locomo10.json is data/locomo10.json of github.com/snap-research/locomo; pass its path with --locomo"
+
 func runBench(ctx context.Context, o benchOptions, w, progress io.Writer) error {
 	var samples []bench.Sample
 	if o.locomo != "" {
 		all, err := bench.LoadLoCoMo(o.locomo)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
-			fmt.Fprintf(progress, "bench: no LoCoMo file at %s; skipping retrieval\n", o.locomo)
+			fmt.Fprintf(progress, "bench: no LoCoMo file at %s; skipping retrieval (%s)\n", o.locomo, locomoSource)
 		case err != nil:
 			return err
 		default:

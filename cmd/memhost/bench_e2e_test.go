@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -22,6 +21,7 @@ var locomoRowRE = regexp.MustCompile(`(?m)^\| (\w+) \| all \| (dev|held-out) \| 
 // (when the data set is beside the repository, as in CI) is far above
 // chance on both splits.
 func TestBenchQuick(t *testing.T) {
+	t.Parallel()
 	locomo := filepath.Join(testbin.ModuleRoot(t), "..", "shared", "data", "locomo", "locomo10.json")
 	_, statErr := os.Stat(locomo)
 	tmp := testbin.ShortTempDir(t)
@@ -63,8 +63,9 @@ func TestBenchQuick(t *testing.T) {
 // 100k records: it must exit with an error and still remove the data
 // directory it made, as a finished run does (each is hundreds of MB).
 func TestBenchInterruptedRemovesItsData(t *testing.T) {
+	t.Parallel()
 	tmp := testbin.ShortTempDir(t)
-	cmd := exec.Command(testbin.Build(t, "./cmd/memhost"), "bench", "--providers", "sqlite", "--sizes", "100000",
+	cmd := testbin.Command(testbin.Build(t, "./cmd/memhost"), "bench", "--providers", "sqlite", "--sizes", "100000",
 		"--queries", "20", "--clients", "1", "--locomo", "", "--plugin-dir", testbin.PluginDir(t))
 	cmd.Env = append(cmd.Environ(), "TMPDIR="+tmp)
 	stderr, err := cmd.StderrPipe()

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,7 +32,7 @@ type clientFlags struct {
 
 func (f *clientFlags) register(cmd *cobra.Command) {
 	f.cf.register(cmd)
-	cmd.Flags().StringVar(&f.addr, "addr", "", "address of a running memhost (default: the configured listen address)")
+	cmd.Flags().StringVar(&f.addr, "addr", "", "address of a running memhost (default: the configured listen address); its token in "+TokenEnv)
 	cmd.Flags().BoolVar(&f.local, "local", false, "start the configured plugins in this process instead of calling a server")
 }
 
@@ -45,22 +46,23 @@ type apiClient struct {
 
 // client connects as the flags say. The caller must call close.
 func (f *clientFlags) client(ctx context.Context) (*apiClient, error) {
-	cfg, err := f.cf.load()
-	if err != nil {
-		return nil, err
-	}
 	c := &apiClient{token: os.Getenv(TokenEnv), closer: func() {}}
 	if !f.local {
 		addr := f.addr
 		if addr == "" {
+			cfg, err := f.cf.loadForClient()
+			if err != nil {
+				return nil, err
+			}
 			addr = cfg.Listen
 		}
-		if !strings.Contains(addr, "://") {
-			addr = "http://" + addr
-		}
-		c.base = strings.TrimSuffix(addr, "/")
+		c.base = baseURL(addr)
 		c.http = &http.Client{}
 		return c, nil
+	}
+	cfg, err := f.cf.load()
+	if err != nil {
+		return nil, err
 	}
 	// In process: the same API, served by the handler without a socket,
 	// so --local and a server answer exactly alike. Only warnings are
@@ -166,7 +168,7 @@ func (c *apiClient) call(ctx context.Context, method, path string, body, out any
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("memhost at %s: %w", c.base, err)
+		return fmt.Errorf("memhost at %s: %w%s", c.base, err, connectHint(err, "--local to start the plugins in this process"))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 300 {
@@ -192,10 +194,39 @@ func answerError(status int, data []byte) error {
 	var e struct {
 		Error struct{ Code, Message string }
 	}
+	ce := &callError{Status: status, Code: http.StatusText(status), Message: strings.TrimSpace(string(data))}
 	if json.Unmarshal(data, &e) == nil && e.Error.Code != "" {
-		return &callError{Status: status, Code: e.Error.Code, Message: e.Error.Message}
+		ce.Code, ce.Message = e.Error.Code, e.Error.Message
 	}
-	return &callError{Status: status, Code: http.StatusText(status), Message: strings.TrimSpace(string(data))}
+	if status == http.StatusUnauthorized {
+		ce.Message += unauthenticatedHint()
+	}
+	return ce
+}
+
+// unauthenticatedHint names the one thing a client needs for a 401.
+func unauthenticatedHint() string {
+	if os.Getenv(TokenEnv) == "" {
+		return fmt.Sprintf(" (this server wants a token: set %s to its secret)", TokenEnv)
+	}
+	return fmt.Sprintf(" (%s holds no token this server accepts)", TokenEnv)
+}
+
+// connectHint says what to do when nothing listens at the address:
+// start a server, or use alternative.
+func connectHint(err error, alternative string) string {
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return ""
+	}
+	return "\nNo memhost listens there: start one with `memhost serve`, or use " + alternative
+}
+
+// baseURL is the API's base URL for an address given as host:port or URL.
+func baseURL(addr string) string {
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr
+	}
+	return strings.TrimSuffix(addr, "/")
 }
 
 // streamLines, passed as call's out, takes a JSON Lines answer line by line
@@ -240,7 +271,7 @@ func rememberCommand() *cobra.Command {
 		Use:   "remember",
 		Short: "Store one record",
 		Long: `Store one record through the API and print its id. The body is --body,
-or standard input when --body is "-".`,
+or standard input when --body is "-" (without its final line end).`,
 		Example: `  memhost remember --scope identity:alice --kind preference --title "Coffee order" --body "No sugar."
   echo "Deploys go out on Tuesdays." | memhost remember --scope realm --kind fact --title Deploys --body -`,
 		Args: cobra.NoArgs,
@@ -250,7 +281,7 @@ or standard input when --body is "-".`,
 				if err != nil {
 					return err
 				}
-				body = string(data)
+				body = trimOneNewline(string(data))
 			}
 			ctx, cancel := commandContext(cmd, time.Minute)
 			defer cancel()
@@ -261,13 +292,19 @@ or standard input when --body is "-".`,
 			defer c.close()
 			rec := map[string]any{"scope": scope, "kind": kind, "title": title, "body": body, "description": description, "tags": tags}
 			var out struct {
-				IDs []string `json:"ids"`
+				IDs          []string `json:"ids"`
+				TagsNotAdded []struct {
+					Tags []string `json:"tags"`
+				} `json:"tags_not_added"`
 			}
 			if err := c.call(ctx, "POST", "/v1/records", map[string]any{"realm": realm, "records": []any{rec}}, &out); err != nil {
 				return err
 			}
 			if len(out.IDs) != 1 {
 				return errors.New("the server answered no id")
+			}
+			for _, n := range out.TagsNotAdded {
+				fmt.Fprintf(cmd.ErrOrStderr(), "already stored as %s, whose tags stay as they were: %s not added (forget it and remember it again to change its tags)\n", out.IDs[0], strings.Join(n.Tags, ", "))
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), out.IDs[0])
 			return nil
@@ -283,6 +320,15 @@ or standard input when --body is "-".`,
 	cmd.Flags().StringSliceVar(&tags, "tag", nil, "a tag (repeat for more)")
 	_ = cmd.MarkFlagRequired("scope")
 	return cmd
+}
+
+// trimOneNewline drops the one line end that `echo` or a file's last line
+// adds to standard input; any further blank lines are the body's own.
+func trimOneNewline(s string) string {
+	if t, ok := strings.CutSuffix(s, "\n"); ok {
+		return strings.TrimSuffix(t, "\r")
+	}
+	return s
 }
 
 func recallCommand() *cobra.Command {

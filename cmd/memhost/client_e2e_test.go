@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -11,7 +10,7 @@ import (
 // runCLI runs a one-shot memhost command and answers its standard output.
 func runCLI(t *testing.T, env []string, args ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command(testbin.Build(t, "./cmd/memhost"), args...)
+	cmd := testbin.Command(testbin.Build(t, "./cmd/memhost"), args...)
 	cmd.Env = append(cmd.Environ(), env...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -58,6 +57,7 @@ func exerciseOneShot(t *testing.T, env []string, sessionsPersist bool, conn ...s
 }
 
 func TestOneShotCommandsAgainstAServer(t *testing.T) {
+	t.Parallel()
 	const token = "cli-token-0123456789abcdef0123"
 	m := startMemhost(t, markdownConfig+`
 token "ops" {
@@ -74,6 +74,7 @@ token "ops" {
 }
 
 func TestOneShotCommandsLocal(t *testing.T) {
+	t.Parallel()
 	cfgPath, _ := writeConfig(t, markdownConfig)
 	exerciseOneShot(t, nil, true, "--local", "--config", cfgPath)
 }

@@ -62,6 +62,7 @@ coordinator { compactor = "summary" }
 `
 
 func TestCompactionThroughTemplatePlugin(t *testing.T) {
+	t.Parallel()
 	pluginDir := testbin.PluginDir(t, "sqlite", "template")
 	cfgPath, dataDir := writeConfigIn(t, pluginDir, templateCompactorConfig)
 	m, err := startWithConfig(t, cfgPath, dataDir)
@@ -172,6 +173,7 @@ func (c *chatServer) set(mode string) {
 }
 
 func TestFailingCompactorKeepsTheWatermark(t *testing.T) {
+	t.Parallel()
 	chat := &chatServer{}
 	srv := httptest.NewServer(chat)
 	t.Cleanup(srv.Close)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -17,6 +16,7 @@ import (
 // checked against its plugin's declared schema before any plugin starts;
 // every problem is reported at once with the file:line of its key.
 func TestServeRefusesPluginConfigAgainstSchema(t *testing.T) {
+	t.Parallel()
 	cfgPath, dataDir := writeConfig(t, `
 provider "main" {
   plugin = "sqlite"
@@ -34,7 +34,7 @@ coordinator {
   compactor = "summary"
 }
 `)
-	out, err := exec.Command(testbin.Build(t, "./cmd/memhost"), "serve", "--config", cfgPath, "--log-level", "trace").CombinedOutput()
+	out, err := testbin.Command(testbin.Build(t, "./cmd/memhost"), "serve", "--config", cfgPath, "--log-level", "trace").CombinedOutput()
 	if err == nil {
 		t.Fatalf("serve started with a misspelled plugin config key:\n%s", out)
 	}
@@ -59,13 +59,14 @@ coordinator {
 // TestServeRefusesCoordinatorValuesAtLoad: values the coordinator refuses
 // are refused at load, each at its line, in one pass.
 func TestServeRefusesCoordinatorValuesAtLoad(t *testing.T) {
+	t.Parallel()
 	cfgPath, _ := writeConfig(t, `
 coordinator {
   max_entries       = 500
   turn_budget_bytes = 70000
 }
 `)
-	out, err := exec.Command(testbin.Build(t, "./cmd/memhost"), "serve", "--config", cfgPath).CombinedOutput()
+	out, err := testbin.Command(testbin.Build(t, "./cmd/memhost"), "serve", "--config", cfgPath).CombinedOutput()
 	if err == nil {
 		t.Fatalf("serve started with coordinator values it refuses:\n%s", out)
 	}
@@ -83,6 +84,7 @@ coordinator {
 // config schema compiles, refuses an unknown key at the top level, and
 // accepts the configs the documentation and examples use.
 func TestFirstPartySchemasAreClosed(t *testing.T) {
+	t.Parallel()
 	entries, refusals, err := pluginhost.Discover(testbin.PluginDir(t))
 	if err != nil || len(refusals) > 0 {
 		t.Fatalf("discover: %v %v", err, refusals)

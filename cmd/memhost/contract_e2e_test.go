@@ -70,6 +70,7 @@ func logLine(logs, msg string) string {
 // goroutine and raw on stderr is in the host's log under the instance name
 // (not the plugin's), in the host's format and at the host's level.
 func TestPluginLogsReachHost(t *testing.T) {
+	t.Parallel()
 	dir := chattyDir(t)
 	t.Run("text at info", func(t *testing.T) {
 		m, err := startChatty(t, dir, "log_format = \"text\"\nlog_level = \"info\"\n", `{ greeting = "hi" }`)
@@ -141,6 +142,7 @@ func TestPluginLogsReachHost(t *testing.T) {
 // operator (a config key, at start) and to the API caller (a record
 // field, as an HTTP 400 with the field).
 func TestPluginFieldRefusals(t *testing.T) {
+	t.Parallel()
 	dir := chattyDir(t)
 	t.Run("config key at start", func(t *testing.T) {
 		_, err := startChatty(t, dir, "", `{ greeting = "" }`)
@@ -171,6 +173,7 @@ func TestPluginFieldRefusals(t *testing.T) {
 // TestBrokenMarkdownFileIsLogged: a hand-edited record file that no longer
 // parses drops out of recall, and the host log names the file.
 func TestBrokenMarkdownFileIsLogged(t *testing.T) {
+	t.Parallel()
 	cfgPath, dataDir := writeConfig(t, markdownConfig)
 	broken := filepath.Join(dataDir, "md", "default", "identity", "alice", "r0000000000001.md")
 	if err := os.MkdirAll(filepath.Dir(broken), 0o755); err != nil {
@@ -185,4 +188,8 @@ func TestBrokenMarkdownFileIsLogged(t *testing.T) {
 	}
 	m.do("POST", "/v1/recall", map[string]any{"identity": map[string]string{"id": "alice"}, "query": "anything"}, nil)
 	waitForLog(t, m, fmt.Sprintf("file=%s", broken))
+	// The operator sees it without the log: /v1/plugins lists it.
+	if w := strings.Join(pluginStates(t, m)["notes"].Warnings, "\n"); !strings.Contains(w, "not a valid record") || !strings.Contains(w, broken) {
+		t.Fatalf("/v1/plugins does not show the broken file; warnings: %q", w)
+	}
 }

@@ -1,14 +1,22 @@
 package main
 
-import "testing"
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/memhost/memhost/internal/testbin"
+)
 
 // TestDuplicatesAcrossRestart: writes are idempotent by content through
 // memhost serve and the real plugin processes, and stay so after a
 // restart, when each provider has to find its live contents again (sqlite
 // reads them back from its records at open).
 func TestDuplicatesAcrossRestart(t *testing.T) {
+	t.Parallel()
 	for _, pc := range providerConfigs {
 		t.Run(pc.plugin, func(t *testing.T) {
+			t.Parallel()
 			env := envFor(t, pc.env)
 			cfgPath, dataDir := writeConfig(t, providerDeployment(pc.plugin, pc.config))
 			m, err := startWithConfig(t, cfgPath, dataDir, env...)
@@ -38,5 +46,46 @@ func TestDuplicatesAcrossRestart(t *testing.T) {
 				t.Fatalf("the content of a deleted record answered the deleted id %s", id)
 			}
 		})
+	}
+}
+
+// TestDuplicateWithNewTagsSaysSo: remembering stored content again with
+// tags it lacks answers the existing id and names the tags not added,
+// through the API and the CLI; tags it has (in any case) are no news.
+// The CLI's --body - drops the one line end standard input adds.
+func TestDuplicateWithNewTagsSaysSo(t *testing.T) {
+	t.Parallel()
+	m := startMemhost(t, providerDeployment("sqlite", `{ path = "memory.db" }`))
+	rec := func(tags ...string) map[string]any {
+		return map[string]any{"scope": "identity:alice", "kind": "fact", "title": "Deploys", "body": "Deploys go out on Tuesdays.", "tags": tags}
+	}
+	type answer struct {
+		IDs          []string `json:"ids"`
+		TagsNotAdded []struct {
+			Index int      `json:"index"`
+			ID    string   `json:"id"`
+			Tags  []string `json:"tags"`
+		} `json:"tags_not_added"`
+	}
+	var first, same, more answer
+	if code := m.do("POST", "/v1/records", map[string]any{"records": []any{rec("ops")}}, &first); code != 200 || len(first.TagsNotAdded) != 0 {
+		t.Fatalf("first write = %d %+v", code, first)
+	}
+	if code := m.do("POST", "/v1/records", map[string]any{"records": []any{rec("OPS")}}, &same); code != 200 || same.IDs[0] != first.IDs[0] || len(same.TagsNotAdded) != 0 {
+		t.Fatalf("duplicate with the same tag = %d %+v", code, same)
+	}
+	other := map[string]any{"scope": "identity:alice", "kind": "fact", "title": "Other", "body": "new", "tags": []string{"x"}}
+	if code := m.do("POST", "/v1/records", map[string]any{"records": []any{other, rec("ops", "weekly")}}, &more); code != 200 || more.IDs[1] != first.IDs[0] ||
+		len(more.TagsNotAdded) != 1 || more.TagsNotAdded[0].Index != 1 || more.TagsNotAdded[0].ID != first.IDs[0] || !slices.Equal(more.TagsNotAdded[0].Tags, []string{"weekly"}) {
+		t.Fatalf("duplicate with a new tag = %d %+v", code, more)
+	}
+
+	cmd := testbin.Command(testbin.Build(t, "./cmd/memhost"), append([]string{"remember", "--scope", "identity:alice", "--title", "Deploys", "--tag", "friday", "--body", "-"}, cliAddr(m)...)...)
+	cmd.Stdin = strings.NewReader("Deploys go out on Tuesdays.\n")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil || strings.TrimSpace(string(out)) != first.IDs[0] || !strings.Contains(stderr.String(), "friday not added") {
+		t.Fatalf("memhost remember of the duplicate from standard input: %q %v\n%s", out, err, stderr.String())
 	}
 }

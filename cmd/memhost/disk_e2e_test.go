@@ -67,6 +67,7 @@ func noteRecord(i int) map[string]any {
 // the host and plugin stay up, what was stored stays readable, and once
 // space is freed writes succeed again.
 func TestFullDiskAnswersStorageFull(t *testing.T) {
+	t.Parallel()
 	for _, pc := range providerConfigs {
 		if pc.env != nil {
 			continue // a server-backed provider (postgres) keeps no data in data_dir
@@ -157,6 +158,7 @@ func checkReadable(t *testing.T, m *instance, ids []string) {
 // a plugin stack of SQLite codes), and the data is intact once the mount is
 // writable again.
 func TestReadOnlyDataDirIsRefusedClearly(t *testing.T) {
+	t.Parallel()
 	for _, pc := range providerConfigs {
 		if pc.env != nil {
 			continue // a server-backed provider (postgres) keeps no data in data_dir

@@ -109,7 +109,7 @@ func startWithArgs(t *testing.T, cfgPath, dataDir string, args ...string) (*inst
 func startServe(t testing.TB, dataDir string, args, env []string) (*instance, error) {
 	t.Helper()
 	inst := &instance{t: t, dataDir: dataDir}
-	inst.cmd = exec.Command(testbin.Build(t, "./cmd/memhost"), append([]string{"serve"}, args...)...)
+	inst.cmd = testbin.Command(testbin.Build(t, "./cmd/memhost"), append([]string{"serve"}, args...)...)
 	inst.cmd.Env = append(os.Environ(), env...)
 	pipe, err := inst.cmd.StderrPipe()
 	if err != nil {
@@ -273,6 +273,7 @@ func recall(t *testing.T, m *instance, id, query string) recallAnswer {
 }
 
 func TestRecordsRoundTrip(t *testing.T) {
+	t.Parallel()
 	m := startMemhost(t, markdownConfig)
 	ids := remember(t, m, map[string]any{
 		"scope": "identity:alice", "kind": "preference", "title": "Coffee order",
@@ -310,6 +311,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 }
 
 func TestBadInputChangesNothing(t *testing.T) {
+	t.Parallel()
 	m := startMemhost(t, markdownConfig+"server {\n  max_body_bytes = 200000\n}\n")
 	good := map[string]any{"scope": "identity:alice", "kind": "fact", "title": "ok", "body": "fine"}
 	cases := []struct {
@@ -380,7 +382,10 @@ func pluginPids(t *testing.T, m *instance) []int {
 }
 
 func TestPluginKilledMidRunRecovers(t *testing.T) {
-	m := startMemhost(t, markdownConfig)
+	t.Parallel()
+	// The recall waits for the restart: on a busy machine a plugin takes
+	// longer than the default 500 ms recall deadline to start again.
+	m := startMemhost(t, markdownConfig+"coordinator {\n  recall_timeout_ms = 30000\n}\n")
 	ids := remember(t, m, map[string]any{"scope": "realm", "kind": "fact", "title": "Deploy window", "body": "Deploys happen on Tuesdays."})
 	pid := pluginPids(t, m)[0]
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
@@ -409,6 +414,7 @@ func alive(pid int) bool {
 // removes its WAL) and removes its own socket directory, which no host is
 // left to remove.
 func TestNoPluginOutlivesKilledHost(t *testing.T) {
+	t.Parallel()
 	tmp := testbin.ShortTempDir(t)
 	m := startMemhost(t, markdownConfig+`
 provider "db" {
@@ -455,6 +461,7 @@ realm "acme" { provider = "db" }
 }
 
 func TestNoPluginOutlivesStoppedHost(t *testing.T) {
+	t.Parallel()
 	m := startMemhost(t, markdownConfig)
 	pids := pluginPids(t, m)
 	m.stop()
@@ -469,6 +476,7 @@ func TestNoPluginOutlivesStoppedHost(t *testing.T) {
 }
 
 func TestTokensBindRealms(t *testing.T) {
+	t.Parallel()
 	m := startMemhost(t, markdownConfig+`
 token "ops" {
   secret_env = "MEMHOST_TEST_TOKEN"
@@ -496,6 +504,7 @@ token "ops" {
 }
 
 func TestServeRefusesBadSetup(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		body string
@@ -510,7 +519,7 @@ func TestServeRefusesBadSetup(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cfgPath, _ := writeConfig(t, c.body)
-			out, err := exec.Command(testbin.Build(t, "./cmd/memhost"), "serve", "--config", cfgPath).CombinedOutput()
+			out, err := testbin.Command(testbin.Build(t, "./cmd/memhost"), "serve", "--config", cfgPath).CombinedOutput()
 			if err == nil {
 				t.Fatalf("serve started with a bad setup:\n%s", out)
 			}
@@ -523,14 +532,14 @@ func TestServeRefusesBadSetup(t *testing.T) {
 		dir := t.TempDir()
 		cfg := filepath.Join(dir, "memhost.hcl")
 		os.WriteFile(cfg, []byte(fmt.Sprintf("plugin_dir = %q\ndata_dir = %q\n", filepath.Join(dir, "absent"), dir)), 0o644)
-		out, err := exec.Command(testbin.Build(t, "./cmd/memhost"), "serve", "--config", cfg).CombinedOutput()
+		out, err := testbin.Command(testbin.Build(t, "./cmd/memhost"), "serve", "--config", cfg).CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "does not exist") {
 			t.Fatalf("err %v, output:\n%s", err, out)
 		}
 	})
 	t.Run("non-loopback listen without tokens", func(t *testing.T) {
 		cfgPath, _ := writeConfig(t, markdownConfig)
-		out, err := exec.Command(testbin.Build(t, "./cmd/memhost"), "serve", "--config", cfgPath, "--listen", "0.0.0.0:0").CombinedOutput()
+		out, err := testbin.Command(testbin.Build(t, "./cmd/memhost"), "serve", "--config", cfgPath, "--listen", "0.0.0.0:0").CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "token") {
 			t.Fatalf("err %v, output:\n%s", err, out)
 		}
@@ -538,24 +547,35 @@ func TestServeRefusesBadSetup(t *testing.T) {
 }
 
 func TestPluginsVerify(t *testing.T) {
+	t.Parallel()
 	cfgPath, _ := writeConfig(t, markdownConfig)
 	bin := testbin.Build(t, "./cmd/memhost")
-	out, err := exec.Command(bin, "plugins", "verify", "--config", cfgPath).CombinedOutput()
+	out, err := testbin.Command(bin, "plugins", "verify", "--config", cfgPath).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "ok      markdown") {
 		t.Fatalf("verify on good plugins: %v\n%s", err, out)
 	}
-	list, err := exec.Command(bin, "plugins", "list", "--config", cfgPath).CombinedOutput()
+	list, err := testbin.Command(bin, "plugins", "list", "--config", cfgPath).CombinedOutput()
 	if err != nil || !strings.Contains(string(list), "markdown") {
 		t.Fatalf("list: %v\n%s", err, list)
 	}
-	// Tamper with the markdown binary: verify refuses it, in one line.
 	data, _ := os.ReadFile(cfgPath)
 	pluginDir := regexp.MustCompile(`plugin_dir = "([^"]+)"`).FindSubmatch(data)[1]
+	// --plugin-dir instead of a config file (the built-in defaults: their
+	// data directory is the working directory's memhost-data).
+	for _, sub := range []string{"list", "verify"} {
+		cmd := testbin.Command(bin, "plugins", sub, "--plugin-dir", string(pluginDir))
+		cmd.Dir = t.TempDir()
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "markdown") || !strings.Contains(string(out), "sqlite") {
+			t.Fatalf("plugins %s --plugin-dir: %v\n%s", sub, err, out)
+		}
+	}
+	// Tamper with the markdown binary: verify refuses it, in one line.
 	exe := filepath.Join(string(pluginDir), "memhost-plugin-markdown")
 	f, _ := os.OpenFile(exe, os.O_APPEND|os.O_WRONLY, 0)
 	f.Write([]byte("tampered"))
 	f.Close()
-	out, err = exec.Command(bin, "plugins", "verify", "--config", cfgPath).CombinedOutput()
+	out, err = testbin.Command(bin, "plugins", "verify", "--config", cfgPath).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "REFUSED plugin markdown") || !strings.Contains(string(out), "does not match manifest") {
 		t.Fatalf("verify on tampered plugin: %v\n%s", err, out)
 	}
@@ -565,6 +585,7 @@ func TestPluginsVerify(t *testing.T) {
 // example provider, built in its own Go module against the SDK, gets a
 // manifest from `memhost plugins manifest` and serves a stock memhost.
 func TestThirdPartyPlugin(t *testing.T) {
+	t.Parallel()
 	pluginDir := t.TempDir()
 	bin := testbin.BuildIn(t, "examples/journal", "./cmd/memhost-plugin-journal")
 	data, err := os.ReadFile(bin)
@@ -575,7 +596,7 @@ func TestThirdPartyPlugin(t *testing.T) {
 	if err := os.WriteFile(exe, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(testbin.Build(t, "./cmd/memhost"), "plugins", "manifest", exe).CombinedOutput()
+	out, err := testbin.Command(testbin.Build(t, "./cmd/memhost"), "plugins", "manifest", exe).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "journal.plugin.json") {
 		t.Fatalf("plugins manifest: %v\n%s", err, out)
 	}

@@ -28,6 +28,7 @@ type pluginState struct {
 	BackoffMillis int64      `json:"backoff_ms"`
 	Pid           int        `json:"pid"`
 	LastError     string     `json:"last_error"`
+	Warnings      []string   `json:"warnings"`
 }
 
 func pluginStates(t *testing.T, m *instance) map[string]pluginState {
@@ -113,6 +114,7 @@ supervisor {
 // no SIGCONT, and the other realm's provider, killed meanwhile, is
 // restarted by its own health check.
 func TestStoppedPluginIsKilledWhileOtherRealmsServe(t *testing.T) {
+	t.Parallel()
 	m := startMemhost(t, twoRealmsConfig)
 	before := remember(t, m, map[string]any{"scope": "realm", "kind": "fact", "title": "Stuck realm note", "body": "Written before the plugin hung."})
 	var acmeIDs struct {
@@ -235,6 +237,7 @@ func recallIn(t *testing.T, m *instance, realm, id, query string) recallAnswer {
 // /readyz and /v1/plugins with an exponential backoff, never a busy loop,
 // and serves again once it can start.
 func TestCrashLoopingPluginBacksOff(t *testing.T) {
+	t.Parallel()
 	pluginDir := testbin.PluginDir(t, "markdown")
 	cfgPath, dataDir := writeConfigIn(t, pluginDir, markdownConfig+"supervisor {\n  health_interval_ms = 100\n  max_backoff_ms = 60000\n}\n")
 	m, err := startWithConfig(t, cfgPath, dataDir)
@@ -301,8 +304,10 @@ func TestCrashLoopingPluginBacksOff(t *testing.T) {
 // died under it is retried on the restarted plugin: every write is
 // acknowledged, and every acknowledged record is still there.
 func TestKilledProviderLosesNoAcknowledgedWrite(t *testing.T) {
+	t.Parallel()
 	for _, pc := range providerConfigs {
 		t.Run(pc.plugin, func(t *testing.T) {
+			t.Parallel()
 			m := startMemhost(t, providerDeployment(pc.plugin, pc.config), envFor(t, pc.env)...)
 			pid := pluginPids(t, m)[0]
 			const writers, perWriter = 3, 20

@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 // manifest`, it serves a stock memhost's remember and recall, and what it
 // acknowledged is recalled again after memhost and the plugin restart.
 func TestKVExamplePlugin(t *testing.T) {
+	t.Parallel()
 	pluginDir := t.TempDir()
 	bin := testbin.BuildIn(t, "examples/kv", "./cmd/memhost-plugin-kv")
 	data, err := os.ReadFile(bin)
@@ -25,7 +25,7 @@ func TestKVExamplePlugin(t *testing.T) {
 	if err := os.WriteFile(exe, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(testbin.Build(t, "./cmd/memhost"), "plugins", "manifest", exe).CombinedOutput()
+	out, err := testbin.Command(testbin.Build(t, "./cmd/memhost"), "plugins", "manifest", exe).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "kv.plugin.json") {
 		t.Fatalf("plugins manifest: %v\n%s", err, out)
 	}

@@ -13,6 +13,7 @@ import (
 // A real plugin error naming a file of the host's machine reaches the
 // client without the path or any pid; the log keeps the path.
 func TestPluginErrorBodiesHoldNoPath(t *testing.T) {
+	t.Parallel()
 	m := startMemhost(t, markdownConfig+`
 token "app" {
   secret_env = "MEMHOST_TEST_TOKEN"

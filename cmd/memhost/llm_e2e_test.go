@@ -16,6 +16,7 @@ import (
 // the checklist and adds an id it made up; the turn injects the checklist
 // only. A model that fails makes the turn skip as recall_failed.
 func TestLLMSelectorThroughServe(t *testing.T) {
+	t.Parallel()
 	var failing atomic.Bool
 	var prompts atomic.Int32
 	rowRE := regexp.MustCompile(`\{"id":"([^"]+)","kind":"[^"]*","title":"([^"]*)"`)

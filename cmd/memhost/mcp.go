@@ -2,34 +2,72 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"syscall"
 
+	"github.com/memhost/memhost/internal/httpapi"
 	"github.com/memhost/memhost/internal/mcpserver"
+	"github.com/memhost/memhost/internal/statedb"
 	"github.com/memhost/memhost/sdk"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 )
 
 func mcpCommand() *cobra.Command {
 	var cf configFlag
-	var identity, realm string
+	var o serveOverrides
+	var identity, realm, addr string
 	cmd := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve memory to one agent as an MCP server on standard input and output",
-		Long: `Serve the MCP memory tools (remember, recall, forget, index) on standard
-input and output for one identity, starting the configured plugins in this
-process. Point a desktop or IDE agent's MCP configuration at this command.
-Logs go to standard error; standard output carries only the protocol.
+		Long: `Serve the MCP memory tools (memory_remember, memory_recall, memory_forget,
+memory_index) on standard input and output for one identity. Point a desktop
+or IDE agent's MCP configuration at this command (docs/mcp.md has them
+ready to paste). Logs go to standard error; standard output carries only
+the protocol.
 
-The HTTP server offers the same tools at /mcp, for many identities.`,
+By default it starts the configured plugins in this process. Without
+--config its data lives in the user's data directory ($XDG_DATA_HOME/memhost,
+else ~/.local/share/memhost), whatever directory the agent starts it in.
+
+With --addr it starts no plugin: it serves the tools of a running
+` + "`memhost serve`" + ` (its /mcp endpoint), with the token in ` + TokenEnv + `. Use it when a
+server already holds the data directory.`,
 		Example: `  memhost mcp --identity alice
-  memhost mcp --config memhost.hcl --identity alice --realm team`,
+  memhost mcp --config memhost.hcl --identity alice --realm team
+  MEMHOST_TOKEN=... memhost mcp --addr http://127.0.0.1:7077 --identity alice`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if addr != "" {
+				if cmd.Flags().Changed("data-dir") || cmd.Flags().Changed("plugin-dir") || cf.path != "" {
+					return errors.New("--addr serves a running memhost's tools: --config, --data-dir and --plugin-dir belong to that server")
+				}
+				return proxyMCP(ctx, addr, os.Getenv(TokenEnv), identity, realm)
+			}
+			if identity == "" {
+				return errors.New("--identity is required: the tools act for one identity")
+			}
 			cfg, err := cf.load()
 			if err != nil {
+				return err
+			}
+			if cf.path == "" && o.dataDir == "" {
+				dir, err := userDataDir()
+				if err != nil {
+					return err
+				}
+				cfg.DataDir = dir
+			}
+			if err := o.apply(cfg); err != nil {
 				return err
 			}
 			if realm == "" {
@@ -42,9 +80,11 @@ The HTTP server offers the same tools at /mcp, for many identities.`,
 			if err := checkTokenIdentity(cfg, id); err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
 			h, err := startHost(ctx, cfg, newLogger(cfg))
+			if errors.Is(err, statedb.ErrInUse) {
+				return fmt.Errorf("%w\nA running memhost (memhost serve?) holds %s: serve its tools with `memhost mcp --addr http://%s --identity %s` (token in %s), or give this one its own --data-dir",
+					err, cfg.DataDir, cfg.Listen, identity, TokenEnv)
+			}
 			if err != nil {
 				return err
 			}
@@ -53,10 +93,26 @@ The HTTP server offers the same tools at /mcp, for many identities.`,
 		},
 	}
 	cf.register(cmd)
-	cmd.Flags().StringVar(&identity, "identity", "", "the identity the tools act for (required)")
+	o.registerDataDir(cmd, "directory for plugin data and the host's state (default: the config's, or the user's data directory without --config)")
+	o.registerPluginDir(cmd)
+	cmd.Flags().StringVar(&identity, "identity", "", "the identity the tools act for (required unless --addr's token carries one)")
 	cmd.Flags().StringVar(&realm, "realm", "", "the identity's realm (default: the configured default realm)")
-	_ = cmd.MarkFlagRequired("identity")
+	cmd.Flags().StringVar(&addr, "addr", "", "URL of a running memhost to serve the tools of, instead of starting plugins here (token in "+TokenEnv+")")
 	return cmd
+}
+
+// userDataDir is where `memhost mcp` keeps its data without a config: an
+// MCP client starts it in any directory (often /), so the working
+// directory is no place for it.
+func userDataDir() (string, error) {
+	if dir := os.Getenv("XDG_DATA_HOME"); filepath.IsAbs(dir) {
+		return filepath.Join(dir, "memhost"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no data directory: set XDG_DATA_HOME, HOME or --data-dir: %w", err)
+	}
+	return filepath.Join(home, ".local", "share", "memhost"), nil
 }
 
 // serveMCP serves the tools on stdio for one fixed identity.
@@ -68,4 +124,86 @@ func serveMCP(ctx context.Context, h *host, id sdk.Identity) error {
 		Bind:        func(http.Header) (sdk.Identity, error) { return id, nil },
 		Logger:      h.logger.Named("mcp"),
 	})
+}
+
+// proxyMCP serves on stdio the tools of the server at addr, calling its
+// /mcp endpoint with the token and identity headers for every request.
+func proxyMCP(ctx context.Context, addr, token, identity, realm string) error {
+	header := http.Header{}
+	if token != "" {
+		header.Set("Authorization", "Bearer "+token)
+	}
+	if identity != "" {
+		header.Set(httpapi.HeaderIdentity, identity)
+	}
+	if realm != "" {
+		header.Set(httpapi.HeaderRealm, realm)
+	}
+	endpoint := mcpEndpoint(addr)
+	transport := &headerTransport{header: header, next: http.DefaultTransport}
+	client := mcp.NewClient(&mcp.Implementation{Name: "memhost-mcp", Version: version}, nil)
+	remote, err := client.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint:             endpoint,
+		HTTPClient:           &http.Client{Transport: transport},
+		MaxRetries:           -1,
+		DisableStandaloneSSE: true, // the server's /mcp is stateless: it never pushes
+	}, nil)
+	if err != nil {
+		hint := connectHint(err, "no --addr to start the plugins in this process")
+		if transport.unauthorized.Load() {
+			hint = unauthenticatedHint()
+		}
+		return fmt.Errorf("memhost at %s: %w%s", endpoint, err, hint)
+	}
+	defer remote.Close()
+	local := mcp.NewServer(&mcp.Implementation{Name: "memhost", Version: version}, nil)
+	for tool, err := range remote.Tools(ctx, nil) {
+		if err != nil {
+			return fmt.Errorf("memhost at %s: listing tools: %w", endpoint, err)
+		}
+		if !objectSchema(tool.InputSchema) {
+			return fmt.Errorf("memhost at %s: tool %q has no object input schema", endpoint, tool.Name)
+		}
+		name := tool.Name
+		local.AddTool(tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return remote.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: req.Params.Arguments})
+		})
+	}
+	return local.Run(ctx, &mcp.StdioTransport{})
+}
+
+// mcpEndpoint is the /mcp URL of a server given as host:port or URL.
+func mcpEndpoint(addr string) string {
+	base := baseURL(addr)
+	if strings.HasSuffix(base, "/mcp") {
+		return base
+	}
+	return base + "/mcp"
+}
+
+// objectSchema: AddTool takes only an input schema of type object (it
+// panics otherwise), so the proxy checks what the server sent.
+func objectSchema(s any) bool {
+	m, ok := s.(map[string]any)
+	return ok && m["type"] == "object"
+}
+
+// headerTransport adds fixed headers to every request, and notes a 401
+// answer: the MCP client's error does not carry the status.
+type headerTransport struct {
+	header       http.Header
+	next         http.RoundTripper
+	unauthorized atomic.Bool
+}
+
+func (h *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h.header {
+		r.Header[k] = v
+	}
+	resp, err := h.next.RoundTrip(r)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized {
+		h.unauthorized.Store(true)
+	}
+	return resp, err
 }

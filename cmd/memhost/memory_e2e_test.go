@@ -54,8 +54,10 @@ type turnAnswer struct {
 }
 
 func TestMemoryEndpoints(t *testing.T) {
+	t.Parallel()
 	for _, pc := range providerConfigs {
 		t.Run(pc.plugin, func(t *testing.T) {
+			t.Parallel()
 			m := startMemhost(t, providerDeployment(pc.plugin, pc.config), envFor(t, pc.env)...)
 			ids := remember(t, m,
 				map[string]any{"scope": "identity:alice", "kind": "preference", "title": "Espresso order", "description": "how Alice takes coffee", "body": "Alice takes her espresso without sugar.", "tags": []string{"coffee"}},
@@ -184,6 +186,7 @@ func TestMemoryEndpoints(t *testing.T) {
 }
 
 func TestRecallScopesNarrowNeverWiden(t *testing.T) {
+	t.Parallel()
 	m := startMemhost(t, markdownConfig)
 	remember(t, m, map[string]any{"scope": "identity:bob", "kind": "fact", "title": "Bob's secret", "body": "bob hides the espresso"})
 	var e apiError

@@ -29,6 +29,7 @@ func scrape(t *testing.T, m *instance) string {
 // /metrics as a skip reason, and provider calls as latency by instance and
 // method.
 func TestMetricsAfterASkippedInjection(t *testing.T) {
+	t.Parallel()
 	m := startMemhost(t, providerDeployment("sqlite", `{ path = "memory.db" }`))
 	var turn turnAnswer
 	if code := m.do("POST", "/v1/turns/inject", map[string]any{"identity": map[string]string{"id": "nobody"}, "session": "s1", "content": "anything remembered about zucchini"}, &turn); code != 200 || turn.SkipReason == nil {
@@ -61,6 +62,7 @@ func grepLines(text, prefix string) string {
 // both resolvers show on /metrics as plugin call latency by instance and
 // method, as provider calls do.
 func TestMetricsForEveryPluginKind(t *testing.T) {
+	t.Parallel()
 	cfg := resolverDeployment("operator_scope = \"provisional\"\noperator_resolver = \"ops\"\nmob_resolver = \"teams\"\nselector = \"rerank\"\ncompactor = \"summary\"") + `
 selector "rerank" { plugin = "lexical" }
 compactor "summary" { plugin = "template" }
@@ -96,6 +98,7 @@ compactor "summary" { plugin = "template" }
 // coordinator logs for a skipped injection carries the request id the
 // answer's X-Request-Id header names.
 func TestRequestIDInCoordinatorLog(t *testing.T) {
+	t.Parallel()
 	m := startMemhost(t, providerDeployment("sqlite", `{ path = "memory.db" }`))
 	req, _ := http.NewRequest("POST", m.base+"/v1/turns/inject", strings.NewReader(`{"identity":{"id":"nobody"},"session":"s1","content":"anything about zucchini"}`))
 	req.Header.Set("X-Request-Id", "e2e-turn-1")

@@ -154,6 +154,7 @@ func concurrentTurns(hosts []*instance, realm, session string, perHost, turns in
 }
 
 func TestTwoHostsShareOnePostgres(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.Shared(t).NewDatabase(t)
 	hosts := startHosts(t, dsn, 2)
 	a, b := hosts[0], hosts[1]
@@ -249,6 +250,7 @@ func (l *ledger) count() int {
 // every call answers 503 unavailable meanwhile; once it is back, both
 // hosts serve again and every write acknowledged before is there.
 func TestPostgresRestartUnderTwoHosts(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c, err := pgtest.Start(ctx, pgtest.Options{})
 	if err != nil {

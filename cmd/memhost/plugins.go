@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	hclog "github.com/hashicorp/go-hclog"
+	"github.com/memhost/memhost/internal/config"
 	"github.com/memhost/memhost/internal/pluginhost"
 	sdkhost "github.com/memhost/memhost/sdk/host"
 	"github.com/spf13/cobra"
@@ -21,14 +22,26 @@ func pluginsCommand() *cobra.Command {
 	return cmd
 }
 
+// loadPluginConfig reads the config for the plugins commands, with
+// --plugin-dir applied. They start no server, so token secrets are not
+// needed.
+func loadPluginConfig(cf *configFlag, o *serveOverrides) (*config.Config, error) {
+	cfg, err := cf.loadForClient()
+	if err != nil {
+		return nil, err
+	}
+	return cfg, o.apply(cfg)
+}
+
 func pluginsListCommand() *cobra.Command {
 	var cf configFlag
+	var o serveOverrides
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the plugins found in the plugin directory (no plugin is started)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := cf.load()
+			cfg, err := loadPluginConfig(&cf, &o)
 			if err != nil {
 				return err
 			}
@@ -50,17 +63,19 @@ func pluginsListCommand() *cobra.Command {
 		},
 	}
 	cf.register(cmd)
+	o.registerPluginDir(cmd)
 	return cmd
 }
 
 func pluginsVerifyCommand() *cobra.Command {
 	var cf configFlag
+	var o serveOverrides
 	cmd := &cobra.Command{
 		Use:   "verify",
 		Short: "Check every plugin: manifest, sha256, start, and Info against the manifest",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := cf.load()
+			cfg, err := loadPluginConfig(&cf, &o)
 			if err != nil {
 				return err
 			}
@@ -99,6 +114,7 @@ func pluginsVerifyCommand() *cobra.Command {
 		},
 	}
 	cf.register(cmd)
+	o.registerPluginDir(cmd)
 	return cmd
 }
 

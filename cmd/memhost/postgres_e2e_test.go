@@ -13,6 +13,7 @@ import (
 // PostgreSQL (read back with SQL), are recalled and fetched through HTTP,
 // and are gone from PostgreSQL once forgotten.
 func TestPostgresRealm(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.Shared(t).NewDatabase(t)
 	m := startMemhost(t, `
 provider "main" {

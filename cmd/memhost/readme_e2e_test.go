@@ -50,12 +50,22 @@ func readmeCommands(t *testing.T) []readmeCommand {
 	return cmds
 }
 
-var jsonKeyRE = regexp.MustCompile(`"([a-z_]+)":`)
+var (
+	jsonKeyRE = regexp.MustCompile(`"([a-z_]+)":`)
+	// docIDRE finds what a document shows as a record id; recordIDRE is
+	// the shape sdk.NewRecordID gives.
+	docIDRE    = regexp.MustCompile(`\br[0-9a-f]{8,}\b`)
+	recordIDRE = regexp.MustCompile(`^r[0-9a-f]{27}$`)
+	scoreRE    = regexp.MustCompile(`"score":[0-9.e-]+`)
+)
+
+func firstID(answer []byte) string { return strings.Trim(docIDRE.FindString(string(answer)), `"`) }
 
 // TestReadmeQuickStart runs the README's curl examples verbatim (only the
 // port differs) against memhost on its built-in defaults and checks each
 // answer has the shape the README shows.
 func TestReadmeQuickStart(t *testing.T) {
+	t.Parallel()
 	m := startMemhost(t, "")
 	addr := strings.TrimPrefix(m.base, "http://")
 	for _, c := range readmeCommands(t) {
@@ -78,6 +88,17 @@ func TestReadmeQuickStart(t *testing.T) {
 			if !strings.Contains(string(out), `"`+key[1]+`":`) {
 				t.Errorf("%s: answer %s lacks %q, which the README shows", c.line, out, key[1])
 			}
+		}
+		// Ids and scores shown are real ones: the id has the real shape
+		// (the answer's differs only in time and randomness) and the score
+		// is the one this one-record realm answers.
+		for _, id := range docIDRE.FindAllString(c.expect, -1) {
+			if !recordIDRE.MatchString(id) || !recordIDRE.MatchString(firstID(out)) {
+				t.Errorf("%s: the README shows id %s, the server answered %s", c.line, id, firstID(out))
+			}
+		}
+		if score := scoreRE.FindString(c.expect); score != "" && !strings.Contains(string(out), score) {
+			t.Errorf("%s: the README shows %s, the server answered %s", c.line, score, out)
 		}
 		if strings.Contains(c.expect, "Coffee order") && !strings.Contains(string(out), "Coffee order") {
 			t.Errorf("%s: answer %s does not recall the record the README stored", c.line, out)

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -101,6 +100,7 @@ var reindexedRE = regexp.MustCompile(`reindexed (\d+) records of realm (\S+)`)
 // every query recalls the same records with the same scores before and
 // after, across a restart too.
 func TestReindexSQLite(t *testing.T) {
+	t.Parallel()
 	const n, active = 3000, 2700 // every tenth record of the archive is superseded
 	cfgPath, dataDir := writeConfig(t, rolesConfig)
 	env := []string{"MEMHOST_TEST_APP=" + appSecret, "MEMHOST_TEST_AGENT=" + agentSecret}
@@ -177,7 +177,7 @@ func TestReindexSQLite(t *testing.T) {
 
 	// --local, on the stopped server's store: plain progress lines (no
 	// terminal), then the result.
-	cmd := exec.Command(testbin.Build(t, "./cmd/memhost"), "reindex", "--local", "--config", cfgPath)
+	cmd := testbin.Command(testbin.Build(t, "./cmd/memhost"), "reindex", "--local", "--config", cfgPath)
 	cmd.Env = append(os.Environ(), append(env, "MEMHOST_TOKEN="+appSecret)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -201,6 +201,7 @@ func TestReindexSQLite(t *testing.T) {
 // test plugin declares write only; every first-party provider declares
 // reindex) answers 501 unsupported, and the CLI says so.
 func TestReindexUnsupported(t *testing.T) {
+	t.Parallel()
 	m, err := startChatty(t, chattyDir(t), "", `{ greeting = "hi" }`)
 	if err != nil {
 		t.Fatal(err)

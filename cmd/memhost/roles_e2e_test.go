@@ -32,6 +32,7 @@ token "agent" {
 // proposal (stored, not recalled or injected, not approvable by the
 // agent) and an application's approval (then recalled).
 func TestCallerRoles(t *testing.T) {
+	t.Parallel()
 	for _, pc := range providerConfigs {
 		if pc.plugin != "sqlite" && pc.plugin != "postgres" {
 			continue

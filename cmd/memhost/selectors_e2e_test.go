@@ -101,6 +101,7 @@ func build(t *testing.T, m *instance, query string) string {
 // operator only with operator_scope = "provisional" and an operator
 // resolver, either alone changing nothing.
 func TestScopesFollowResolvers(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name        string
 		coordinator string
@@ -140,6 +141,7 @@ func TestScopesFollowResolvers(t *testing.T) {
 // next turn's scopes; a malformed edit keeps the last good bindings and
 // says why in the log.
 func TestBindingsEditWithoutRestart(t *testing.T) {
+	t.Parallel()
 	cfgPath, dataDir := writeConfig(t, resolverDeployment("mob_resolver = \"teams\"\nresolver_cache_ms = 0"))
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		t.Fatal(err)
@@ -184,6 +186,7 @@ func TestBindingsEditWithoutRestart(t *testing.T) {
 // injects the record whose title matches, not the one that only repeats
 // the words in its body, which plain recall also injects.
 func TestLexicalSelectorChangesTheTurn(t *testing.T) {
+	t.Parallel()
 	records := []map[string]any{
 		{"scope": "identity:alice", "kind": "procedure", "title": "Deploy checklist", "description": "before every release", "body": "Run the migrations first."},
 		{"scope": "identity:alice", "kind": "fact", "title": "Lunch notes", "body": "We talked about the deploy checklist, the deploy checklist and the deploy checklist again."},
@@ -216,6 +219,7 @@ func TestLexicalSelectorChangesTheTurn(t *testing.T) {
 // only the newest rows, and every turn answered no_records). With the
 // fallback off, a selector that chooses nothing says selector_empty.
 func TestSelectorSeesTheRecallRanking(t *testing.T) {
+	t.Parallel()
 	deployment := providerDeployment("sqlite", `{ path = "memory.db" }`) + "selector \"rerank\" { plugin = \"lexical\" }\n"
 	m := startMemhost(t, deployment+"coordinator {\n  selector = \"rerank\"\n}\n")
 	old := remember(t, m, map[string]any{"scope": "identity:alice", "kind": "gotcha", "title": "Kubernetes quota escalation", "body": "Page the platform team before raising quotas."})[0]
@@ -238,6 +242,7 @@ func TestSelectorSeesTheRecallRanking(t *testing.T) {
 // TestCompleteExampleStarts starts docs/config.md's complete example as
 // written, only the listen address and directories pointed at the test's.
 func TestCompleteExampleStarts(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile(filepath.Join(testbin.ModuleRoot(t), "docs", "config.md"))
 	if err != nil {
 		t.Fatal(err)

@@ -72,8 +72,16 @@ type serveOverrides struct {
 func (o *serveOverrides) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.listen, "listen", "", "listen address host:port")
 	cmd.Flags().StringVar(&o.logLevel, "log-level", "", "log level: trace, debug, info, warn or error")
-	cmd.Flags().StringVar(&o.dataDir, "data-dir", "", "directory for plugin data and the host's state")
-	cmd.Flags().StringVar(&o.pluginDir, "plugin-dir", "", "directory holding plugin executables and their manifests")
+	o.registerDataDir(cmd, "directory for plugin data and the host's state")
+	o.registerPluginDir(cmd)
+}
+
+func (o *serveOverrides) registerDataDir(cmd *cobra.Command, usage string) {
+	cmd.Flags().StringVar(&o.dataDir, "data-dir", "", usage)
+}
+
+func (o *serveOverrides) registerPluginDir(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.pluginDir, "plugin-dir", "", "directory holding plugin executables and their manifests (default: the config's)")
 }
 
 // apply sets the given flags on cfg and validates the result.
@@ -174,6 +182,9 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 		for _, w := range e.Manifest.Warnings {
 			logger.Warn(w, "plugin", e.Manifest.Name, "manifest", e.ManifestPath)
 		}
+	}
+	if !slices.ContainsFunc(entries, func(e pluginhost.Entry) bool { return e.Manifest.Name == config.DefaultCompactorPlugin }) && cfg.DropImplicitCompactor() {
+		logger.Warn("compaction is off: the default compactor's plugin is not in the plugin directory", "plugin", config.DefaultCompactorPlugin, "plugin_dir", cfg.PluginDir)
 	}
 	// Every instance's config against its plugin's declared schema, all
 	// problems at once, before any plugin process starts.

@@ -4,7 +4,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -17,13 +16,14 @@ import (
 // TestServeBusyPortFailsAtOnce: the listen address is bound before any
 // plugin starts, so a busy port is reported without starting one.
 func TestServeBusyPortFailsAtOnce(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
 	cfgPath, _ := writeConfig(t, markdownConfig)
-	out, err := exec.Command(testbin.Build(t, "./cmd/memhost"), "serve", "--config", cfgPath, "--listen", ln.Addr().String()).CombinedOutput()
+	out, err := testbin.Command(testbin.Build(t, "./cmd/memhost"), "serve", "--config", cfgPath, "--listen", ln.Addr().String()).CombinedOutput()
 	if err == nil {
 		t.Fatalf("serve started on a busy port:\n%s", out)
 	}
@@ -38,6 +38,7 @@ func TestServeBusyPortFailsAtOnce(t *testing.T) {
 // TestServeFlagsWinOverConfig: --data-dir and --log-level replace the
 // file's values; the start line names the version and the realm map.
 func TestServeFlagsWinOverConfig(t *testing.T) {
+	t.Parallel()
 	cfgPath, fileDataDir := writeConfig(t, markdownConfig)
 	flagDataDir := filepath.Join(t.TempDir(), "flagdata")
 	inst, err := startWithArgs(t, cfgPath, flagDataDir, "--data-dir", flagDataDir, "--log-level", "debug")

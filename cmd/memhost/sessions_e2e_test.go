@@ -149,6 +149,7 @@ func checkVictims(t *testing.T, m *instance, spent, partial *victim) {
 }
 
 func TestSessionsSurviveAnotherRealmsFlood(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name        string
 		coordinator string // extra coordinator settings
@@ -176,6 +177,7 @@ func TestSessionsSurviveAnotherRealmsFlood(t *testing.T) {
 }
 
 func TestSessionsSurviveHostRestart(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		stop func(t *testing.T, m *instance)
@@ -223,6 +225,7 @@ func TestSessionsSurviveHostRestart(t *testing.T) {
 // for a session, a host with its own key another; each key part changes
 // it; and neither the nonce nor the key appears in the logs.
 func TestNoncesAreDerived(t *testing.T) {
+	t.Parallel()
 	const key = "shared-host-key-0123456789abcdef0123456789abcdef"
 	env := "MEMHOST_E2E_HOST_KEY=" + key
 	shared := fmt.Sprintf(sessionBudgetDeployment, "", `host_key_env = "MEMHOST_E2E_HOST_KEY"`)

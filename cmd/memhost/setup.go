@@ -28,6 +28,22 @@ func (f *configFlag) load() (*config.Config, error) {
 	return config.Load(f.path)
 }
 
+// loadForClient reads the config for a command that calls a server: it
+// needs the listen address, never the servers' token secrets (those stay
+// in the server's environment; the client sends its own from MEMHOST_TOKEN).
+func (f *configFlag) loadForClient() (*config.Config, error) {
+	if f.path == "" {
+		return config.Default(), nil
+	}
+	return config.Options{LookupEnv: placeholderSecret}.Load(f.path)
+}
+
+// placeholderSecret stands in for a token secret the client does not read:
+// unique per variable, so no two tokens share one.
+func placeholderSecret(name string) (string, bool) {
+	return "memhost-client-placeholder-" + name, true
+}
+
 func newLogger(cfg *config.Config) hclog.Logger {
 	level := hclog.LevelFromString(cfg.LogLevel)
 	if level == hclog.NoLevel {

@@ -10,6 +10,7 @@ import (
 // runExpiry keeps calling expire, reports each failure, and returns once
 // its context ends.
 func TestRunExpiryReportsFailuresAndStops(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	calls := 0
 	expire := func(context.Context) (int, error) {

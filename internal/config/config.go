@@ -84,6 +84,10 @@ type Config struct {
 	SessionStore SessionStore
 	HostKeyEnv   string // the variable holding the host key; "" keeps it in data_dir
 
+	// ImplicitCompactor: the compactor instance "summary" was added by
+	// default, not declared (see DropImplicitCompactor).
+	ImplicitCompactor bool
+
 	// pos maps an item's path ("listen", "coordinator.selector",
 	// "instance[2].plugin") to where the file set it, so Validate can
 	// point at the offending line. Items absent from the map (defaults,
@@ -191,16 +195,46 @@ func Load(path string) (*Config, error) { return Options{}.Load(path) }
 // 127.0.0.1:7077, plugins beside the executable, data under ./memhost-data,
 // realm "default" served by the sqlite provider instance "main", and the
 // template compactor instance "summary", so compaction works out of the
-// box. A config file names its compactor itself (none means none).
+// box (also with a config file that declares no compactor).
 func (o Options) Default() *Config {
 	c := o.defaults(o.workDir())
 	c.addDefaultProvider()
 	c.bindDefaultRealm()
+	c.addDefaultCompactor()
+	return c
+}
+
+// addDefaultCompactor declares the default compactor, so compaction works
+// out of the box, unless the file declares a compactor or sets
+// coordinator.compactor itself (compactor = "" turns compaction off).
+func (c *Config) addDefaultCompactor() {
+	if _, set := c.pos["coordinator.compactor"]; set || len(c.InstancesOf(sdk.KindCompactor)) > 0 {
+		return
+	}
+	// Names are unique across kinds: a file's own "summary" wins.
+	if slices.ContainsFunc(c.Instances, func(in Instance) bool { return in.Name == DefaultCompactorInstance }) {
+		return
+	}
 	c.Instances = append(c.Instances, Instance{
 		Kind: sdk.KindCompactor, Name: DefaultCompactorInstance, Plugin: DefaultCompactorPlugin, Config: json.RawMessage("{}"),
 	})
 	c.Coordinator.Compactor = DefaultCompactorInstance
-	return c
+	c.ImplicitCompactor = true
+}
+
+// DropImplicitCompactor removes the default compactor the config added on
+// its own (not one the file declared) and answers whether it did: a host
+// whose plugin directory lacks the template plugin serves without
+// compaction rather than refusing to start.
+func (c *Config) DropImplicitCompactor() bool {
+	if !c.ImplicitCompactor {
+		return false
+	}
+	c.Instances = slices.DeleteFunc(c.Instances, func(in Instance) bool {
+		return in.Kind == sdk.KindCompactor && in.Name == DefaultCompactorInstance
+	})
+	c.Coordinator.Compactor, c.ImplicitCompactor = "", false
+	return true
 }
 
 // defaults is a Config with every scalar default set and no instances;

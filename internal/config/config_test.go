@@ -556,3 +556,47 @@ func TestDocs(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultCompactor: a config without a compactor keeps the default one
+// (compaction stays on), compactor = "" turns it off, and a declared one
+// is the file's own choice; the canonical HCL round-trips each.
+func TestDefaultCompactor(t *testing.T) {
+	cases := []struct {
+		name, body string
+		want       string
+		implicit   bool
+	}{
+		{"no compactor", `provider "notes" {
+  plugin = "markdown"
+}
+`, DefaultCompactorInstance, true},
+		{"turned off", `coordinator { compactor = "" }
+`, "", false},
+		{"declared", `compactor "model" {
+  plugin = "llm"
+}
+coordinator { compactor = "model" }
+`, "model", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := Options{WorkDir: t.TempDir()}.Parse("memhost.hcl", []byte(c.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Coordinator.Compactor != c.want || cfg.ImplicitCompactor != c.implicit || len(cfg.InstancesOf(sdk.KindCompactor)) != min(len(c.want), 1) {
+				t.Fatalf("compactor %q (implicit %v, instances %v), want %q (implicit %v)", cfg.Coordinator.Compactor, cfg.ImplicitCompactor, cfg.InstancesOf(sdk.KindCompactor), c.want, c.implicit)
+			}
+			again, err := Options{WorkDir: t.TempDir()}.Parse("memhost.hcl", cfg.HCL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again.Coordinator.Compactor != cfg.Coordinator.Compactor || again.ImplicitCompactor != cfg.ImplicitCompactor {
+				t.Fatalf("round trip: compactor %q (implicit %v), want %q (implicit %v)\n%s", again.Coordinator.Compactor, again.ImplicitCompactor, cfg.Coordinator.Compactor, cfg.ImplicitCompactor, cfg.HCL())
+			}
+			if c.implicit != cfg.DropImplicitCompactor() || cfg.Coordinator.Compactor != "" && c.implicit {
+				t.Fatalf("DropImplicitCompactor on %s left compactor %q", c.name, cfg.Coordinator.Compactor)
+			}
+		})
+	}
+}

@@ -170,6 +170,10 @@ func (c *Config) coordinatorHCL(body *hclwrite.Body) {
 	for _, k := range c.Coordinator.settings() {
 		var v cty.Value
 		switch {
+		case k.name == "compactor" && c.ImplicitCompactor:
+			continue // the default, added again by Load
+		case k.name == "compactor" && *k.str == "":
+			v = cty.StringVal("") // compaction turned off, as the file said
 		case k.ref && *k.str == "":
 			continue
 		case k.str != nil:

@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/memhost/memhost/sdk"
 	"slices"
 	"strings"
 
@@ -30,6 +31,9 @@ func (c *Config) HCL() []byte {
 	}
 
 	for _, in := range c.Instances {
+		if c.ImplicitCompactor && in.Kind == sdk.KindCompactor && in.Name == DefaultCompactorInstance {
+			continue // added again by Load, as it was the first time
+		}
 		body.AppendNewline()
 		b := body.AppendNewBlock(string(in.Kind), []string{in.Name}).Body()
 		b.SetAttributeValue("plugin", cty.StringVal(in.Plugin))

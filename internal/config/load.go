@@ -73,6 +73,7 @@ func (o Options) parse(name, full string, src []byte) (*Config, error) {
 	c := d.cfg
 	c.addDefaultProvider()
 	c.bindDefaultRealm()
+	c.addDefaultCompactor()
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}

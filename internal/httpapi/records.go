@@ -93,7 +93,11 @@ func (s *Server) handleRemember(ctx context.Context, c caller, w http.ResponseWr
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"ids": ids})
+	answer := map[string]any{"ids": ids}
+	if unadded := tagsNotAdded(ctx, p, realm, records, ids); unadded != nil {
+		answer["tags_not_added"] = unadded
+	}
+	writeJSON(w, http.StatusOK, answer)
 	return nil
 }
 

@@ -66,6 +66,7 @@ type instance struct {
 	crashes     int           // crashes since the process last stayed up a minute
 	nextAttempt time.Time
 	upSince     time.Time
+	warnings    warnings // the latest warnings its processes logged
 }
 
 func newInstance(spec Spec, e Entry, opts *Options) *instance {
@@ -80,6 +81,7 @@ func (i *instance) launch(ctx context.Context) (*host.Conn, any, error) {
 	defer cancel()
 	opts := i.opts.StartOptions
 	opts.Instance = i.spec.Name // the plugin's log lines carry the instance name
+	opts.Logger = warnLogger{Logger: opts.Logger, w: &i.warnings}
 	conn, err := Start(startCtx, i.entry, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s %q: %w", i.spec.Kind, i.spec.Name, err)
@@ -371,6 +373,7 @@ func (i *instance) status() Status {
 	if i.lastErr != nil {
 		st.LastError = i.lastErr.Error()
 	}
+	st.Warnings = i.warnings.list()
 	return st
 }
 

@@ -218,6 +218,10 @@ type Status struct {
 	BackoffMillis int64      `json:"backoff_ms,omitempty"`
 	Pid           int        `json:"pid,omitempty"`
 	LastError     string     `json:"last_error,omitempty"`
+	// Warnings are the latest warning and error lines the instance's
+	// processes logged (a broken file a provider skipped, say), oldest
+	// first.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Status reports every instance in configuration order.

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 
 	hclog "github.com/hashicorp/go-hclog"
@@ -100,6 +101,15 @@ func BuildIn(t testing.TB, moduleDir, pkg string) string {
 	}
 	built[key] = out
 	return out
+}
+
+// Command is exec.Command for a process a test starts (memhost serve, a
+// plugin, a database): the process is killed when the test process dies,
+// so a test binary killed at its timeout leaves nothing running.
+func Command(name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(name, args...)
+	dieWithParent(cmd, syscall.SIGKILL)
+	return cmd
 }
 
 // ShortTempDir makes a temporary directory with a short path, removed

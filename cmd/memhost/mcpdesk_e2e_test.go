@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memhost/memhost/internal/mcpserver"
+	"github.com/memhost/memhost/internal/testbin"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// stdioMCP connects an MCP client to `memhost mcp args...` run in dir
+// with env added, as a desktop agent starts it.
+func stdioMCP(t *testing.T, ctx context.Context, dir string, env []string, args ...string) (*mcp.ClientSession, *strings.Builder) {
+	t.Helper()
+	cmd := testbin.Command(testbin.Build(t, "./cmd/memhost"), append([]string{"mcp"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	stderr := &strings.Builder{}
+	cmd.Stderr = stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect to memhost mcp %v: %v\n%s", args, err, stderr)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs, stderr
+}
+
+// TestMCPDataDir: an agent starts `memhost mcp` in any directory; without
+// --config its data goes to the user's data directory, never the working
+// directory, and --data-dir wins over both.
+func TestMCPDataDir(t *testing.T) {
+	t.Parallel()
+	pluginDir := testbin.PluginDir(t, "sqlite", "template")
+	cases := []struct {
+		name string
+		env  func(home, xdg, flagDir string) []string
+		args func(flagDir string) []string
+		want func(home, xdg, flagDir string) string
+	}{
+		{"XDG_DATA_HOME",
+			func(home, xdg, _ string) []string { return []string{"HOME=" + home, "XDG_DATA_HOME=" + xdg} },
+			func(string) []string { return nil },
+			func(_, xdg, _ string) string { return filepath.Join(xdg, "memhost") }},
+		{"HOME without XDG_DATA_HOME",
+			func(home, _, _ string) []string { return []string{"HOME=" + home, "XDG_DATA_HOME="} },
+			func(string) []string { return nil },
+			func(home, _, _ string) string { return filepath.Join(home, ".local", "share", "memhost") }},
+		{"--data-dir",
+			func(home, xdg, _ string) []string { return []string{"HOME=" + home, "XDG_DATA_HOME=" + xdg} },
+			func(flagDir string) []string { return []string{"--data-dir", flagDir} },
+			func(_, _, flagDir string) string { return flagDir }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			home, xdg, flagDir, work := filepath.Join(root, "home"), filepath.Join(root, "xdg"), filepath.Join(root, "flag"), filepath.Join(root, "work")
+			for _, d := range []string{home, work} {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			args := append([]string{"--identity", "alice", "--plugin-dir", pluginDir}, c.args(flagDir)...)
+			cs, stderr := stdioMCP(t, ctx, work, c.env(home, xdg, flagDir), args...)
+			var stored struct{ ID string }
+			if res := callTool(t, ctx, cs, mcpserver.ToolRemember, map[string]any{"title": "Where", "body": "in the user's data directory"}, &stored); res.IsError || stored.ID == "" {
+				t.Fatalf("remember: %s\n%s", toolText(res), stderr)
+			}
+			want := c.want(home, xdg, flagDir)
+			if _, err := os.Stat(filepath.Join(want, "memhost-state.db")); err != nil {
+				t.Fatalf("no state in %s: %v\n%s", want, err, stderr)
+			}
+			if entries, _ := os.ReadDir(work); len(entries) != 0 {
+				t.Fatalf("memhost mcp wrote into its working directory: %v", entries)
+			}
+		})
+	}
+}
+
+// TestMCPBesideServe: `memhost mcp` on the data directory a server holds
+// is refused with the fix named, and `memhost mcp --addr` serves the
+// server's tools on stdio, with the token from MEMHOST_TOKEN.
+func TestMCPBesideServe(t *testing.T) {
+	t.Parallel()
+	cfgPath, dataDir := writeConfig(t, providerDeployment("sqlite", `{ path = "memory.db" }`)+`
+realm "default" { provider = "main" }
+token "agent" {
+  secret_env = "MEMHOST_TEST_TOKEN"
+  realms     = ["default"]
+}
+`)
+	m, err := startWithConfig(t, cfgPath, dataDir, "MEMHOST_TEST_TOKEN="+mcpTestToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.token = mcpTestToken
+
+	t.Run("same data directory", func(t *testing.T) {
+		out, err := runCLI(t, []string{"MEMHOST_TEST_TOKEN=" + mcpTestToken}, "mcp", "--config", cfgPath, "--identity", "alice")
+		if err == nil || !strings.Contains(err.Error(), "in use by another memhost") || !strings.Contains(err.Error(), "memhost mcp --addr http://") {
+			t.Fatalf("mcp on a served data directory: %q, %v", out, err)
+		}
+	})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs, stderr := stdioMCP(t, ctx, t.TempDir(), []string{"MEMHOST_TOKEN=" + mcpTestToken}, "--addr", m.base, "--identity", "alice")
+	exerciseMemoryTools(t, ctx, cs)
+	// The proxy wrote through the server: its API recalls the record.
+	var stored struct{ ID string }
+	if res := callTool(t, ctx, cs, mcpserver.ToolRemember, map[string]any{"title": "Through the server", "body": "proxied rhododendron note"}, &stored); res.IsError {
+		t.Fatalf("remember: %s\n%s", toolText(res), stderr)
+	}
+	if got := recall(t, m, "alice", "rhododendron"); len(got.Hits) != 1 || got.Hits[0].Record.ID != stored.ID {
+		t.Fatalf("the server does not recall what memhost mcp --addr remembered: %+v", got)
+	}
+
+	t.Run("no token", func(t *testing.T) {
+		out, err := runCLI(t, []string{"MEMHOST_TOKEN="}, "mcp", "--addr", m.base, "--identity", "alice")
+		if err == nil || !strings.Contains(err.Error(), "MEMHOST_TOKEN") {
+			t.Fatalf("mcp --addr without a token: %q, %v", out, err)
+		}
+	})
+}
+
+// TestNothingListeningNamesTheFix: a client command or `memhost mcp
+// --addr` pointed where no memhost listens says how to start one.
+func TestNothingListeningNamesTheFix(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"recall", "--identity", "alice", "--addr", addr, "x"}, "--local"},
+		{[]string{"mcp", "--identity", "alice", "--addr", addr}, "no --addr"},
+	} {
+		out, err := runCLI(t, nil, c.args...)
+		if err == nil || !strings.Contains(err.Error(), "connection refused") || !strings.Contains(err.Error(), "memhost serve") || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("%v: %q, %v", c.args, out, err)
+		}
+	}
+}
+
+// TestClientNeedsOnlyItsToken: a client command reading the server's
+// config file needs MEMHOST_TOKEN alone, not the variables holding every
+// token's secret; without it the 401 names MEMHOST_TOKEN, as --help does.
+func TestClientNeedsOnlyItsToken(t *testing.T) {
+	t.Parallel()
+	const other = "other-token-0123456789abcdef0123"
+	cfgPath, dataDir := writeConfig(t, markdownConfig+`
+token "agent" {
+  secret_env = "MEMHOST_TEST_TOKEN"
+  realms     = ["default"]
+}
+token "ops" {
+  secret_env = "MEMHOST_TEST_OTHER"
+  realms     = ["default"]
+  role       = "application"
+}
+`)
+	m, err := startWithConfig(t, cfgPath, dataDir, "MEMHOST_TEST_TOKEN="+mcpTestToken, "MEMHOST_TEST_OTHER="+other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The config says where the server listens.
+	data, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := strings.TrimPrefix(m.base, "http://")
+	if err := os.WriteFile(cfgPath, []byte(strings.Replace(string(data), `listen = "127.0.0.1:0"`, `listen = "`+addr+`"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	noSecrets := []string{"MEMHOST_TEST_TOKEN=", "MEMHOST_TEST_OTHER="}
+	exerciseOneShot(t, append(noSecrets, "MEMHOST_TOKEN="+mcpTestToken), false, "--config", cfgPath)
+	for _, c := range []struct{ token, want string }{
+		{"", "set MEMHOST_TOKEN"},
+		{"wrong-token-0123456789abcdef0123", "MEMHOST_TOKEN holds no token"},
+	} {
+		out, err := runCLI(t, append(noSecrets, "MEMHOST_TOKEN="+c.token), "recall", "--config", cfgPath, "--identity", "alice", "x")
+		if err == nil || !strings.Contains(err.Error(), "unauthenticated") || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("token %q: %q, %v", c.token, out, err)
+		}
+	}
+	help, err := runCLI(t, nil, "recall", "--help")
+	if err != nil || !strings.Contains(help, "MEMHOST_TOKEN") {
+		t.Fatalf("recall --help does not name MEMHOST_TOKEN: %v\n%s", err, help)
+	}
+}
