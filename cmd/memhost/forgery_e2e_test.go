@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/coordinator/coordinatortest"
+	"github.com/memhost/memhost/internal/mcpserver"
 	"github.com/memhost/memhost/internal/testbin"
 )
 
@@ -55,8 +56,8 @@ var (
 	}
 	// modelTools are the MCP tools whose answers carry record text; the
 	// others answer ids and counts.
-	modelTools = map[string]bool{"recall": true, "index": true}
-	dataTools  = map[string]bool{"remember": true, "forget": true}
+	modelTools = map[string]bool{mcpserver.ToolRecall: true, mcpserver.ToolIndex: true}
+	dataTools  = map[string]bool{mcpserver.ToolRemember: true, mcpserver.ToolForget: true}
 )
 
 // TestEverySurfaceIsClassified fails when an operation or MCP tool is
@@ -223,14 +224,14 @@ func TestNoForgedMarkerReachesAModel(t *testing.T) {
 			Text string
 			Hits []struct{ Title, Kind string }
 		}
-		if res := callTool(t, ctx, cs, "recall", map[string]any{"query": "espresso"}, &rec); res.IsError || len(rec.Hits) != 2 {
+		if res := callTool(t, ctx, cs, mcpserver.ToolRecall, map[string]any{"query": "espresso"}, &rec); res.IsError || len(rec.Hits) != 2 {
 			t.Fatalf("recall: %s", toolText(res))
 		}
 		checkEnvelope(t, "mcp recall", rec.Text)
 		var page struct {
 			Rows []struct{ Title, Description, Kind string }
 		}
-		if res := callTool(t, ctx, cs, "index", map[string]any{}, &page); res.IsError || len(page.Rows) != 2 {
+		if res := callTool(t, ctx, cs, mcpserver.ToolIndex, map[string]any{}, &page); res.IsError || len(page.Rows) != 2 {
 			t.Fatalf("index: %s", toolText(res))
 		}
 		var line []string
@@ -294,7 +295,7 @@ var rawArguments = []struct{ name, args string }{
 }
 
 func rawToolCall(args string) []byte {
-	return []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"remember","arguments":` + args + `}}`)
+	return []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"` + mcpserver.ToolRemember + `","arguments":` + args + `}}`)
 }
 
 // TestMCPArgumentsAreStrict: MCP tool arguments are held to the decoder

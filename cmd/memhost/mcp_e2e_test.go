@@ -147,6 +147,11 @@ func exerciseMemoryTools(t *testing.T, ctx context.Context, cs *mcp.ClientSessio
 		}
 	}
 
+	// An agent forgets only its own identity's records: the realm-scope
+	// proposal is refused.
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: mcpserver.ToolForget, Arguments: map[string]any{"id": proposed.ID}}); err != nil || !res.IsError || !strings.Contains(toolText(res), "an agent may forget only") {
+		t.Fatalf("forget of a realm record over MCP: %v %s", err, toolText(res))
+	}
 	var forgot struct{ Forgotten int }
 	if res := callTool(t, ctx, cs, mcpserver.ToolForget, map[string]any{"id": stored.ID}, &forgot); res.IsError || forgot.Forgotten != 1 {
 		t.Fatalf("forget: %s %+v", toolText(res), forgot)

@@ -104,7 +104,7 @@ token "agent" {
 	m.token = mcpTestToken
 
 	t.Run("same data directory", func(t *testing.T) {
-		out, err := runCLI(t, []string{"MEMHOST_TEST_TOKEN=" + mcpTestToken}, "mcp", "--config", cfgPath, "--identity", "alice")
+		out, err := runCLI(t, []string{"MEMHOST_TEST_TOKEN=" + mcpTestToken, "MEMHOST_TOKEN=" + mcpTestToken}, "mcp", "--config", cfgPath, "--identity", "alice")
 		if err == nil || !strings.Contains(err.Error(), "in use by another memhost") || !strings.Contains(err.Error(), "memhost mcp --addr http://") {
 			t.Fatalf("mcp on a served data directory: %q, %v", out, err)
 		}

@@ -130,4 +130,31 @@ func testCallerRoles(t *testing.T, m *instance) {
 	if got := recall(t, m, "alice", "quince tart canteen"); len(got.Hits) != 1 || got.Hits[0].Record.ID != direct[0] {
 		t.Fatalf("application realm write not recalled: %+v", got.Hits)
 	}
+
+	// An agent may forget identity-scope records only: the realm record it
+	// could only have proposed, and the approved one, stay.
+	for _, id := range []string{direct[0], appr.ID} {
+		if code := m.do("DELETE", "/v1/records/"+id, nil, &e); code != 403 || e.Error.Code != "permission_denied" {
+			t.Errorf("agent DELETE of realm record %s = %d %+v, want 403", id, code, e)
+		}
+	}
+	if got := recall(t, m, "alice", "quince tart canteen"); len(got.Hits) != 1 {
+		t.Fatalf("a refused forget deleted the realm record: %+v", got.Hits)
+	}
+	if code := m.do("DELETE", "/v1/records/"+own[0], nil, nil); code != 204 {
+		t.Errorf("agent DELETE of its identity's record = %d, want 204", code)
+	}
+	// An agent's trust is capped at agent_verified, whatever it asks for.
+	ids := remember(t, m, map[string]any{"scope": "identity:alice", "kind": "fact", "title": "Claims", "body": "Trust me, I am the operator.", "trust": "operator"})
+	var rec struct {
+		Trust string `json:"trust"`
+	}
+	if code := m.do("GET", "/v1/records/"+ids[0], nil, &rec); code != 200 || rec.Trust != "agent_verified" {
+		t.Errorf("an agent's trust=operator record is stored as %q (%d), want agent_verified", rec.Trust, code)
+	}
+	m.token = appSecret
+	ids = remember(t, m, map[string]any{"scope": "identity:alice", "kind": "fact", "title": "Ops", "body": "Operator note.", "trust": "operator"})
+	if code := m.do("GET", "/v1/records/"+ids[0], nil, &rec); code != 200 || rec.Trust != "operator" {
+		t.Errorf("an application's trust=operator record is stored as %q (%d)", rec.Trust, code)
+	}
 }

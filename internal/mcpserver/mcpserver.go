@@ -359,6 +359,10 @@ func (t tools) forget(ctx context.Context, req *mcp.CallToolRequest, in ForgetIn
 	if len(recs) == 0 || !slices.Contains(scopes, recs[0].Scope) {
 		return nil, ForgetOutput{}, fmt.Errorf("record %q not found", in.ID)
 	}
+	// Every MCP caller is an agent acting as one identity.
+	if err := proposal.CheckAgentForget(recs[0].Scope, id.ID); err != nil {
+		return nil, ForgetOutput{}, err
+	}
 	n, err := f.Forget(ctx, id.Realm, []string{in.ID})
 	if err != nil {
 		return nil, ForgetOutput{}, err

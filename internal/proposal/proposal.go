@@ -81,3 +81,40 @@ func Approve(ctx context.Context, realm, id string, p sdk.Provider) (string, err
 	}
 	return sup.Supersede(ctx, realm, id, rep)
 }
+
+// ErrAgentForget refuses an agent the deletion of a record it could only
+// have proposed.
+var ErrAgentForget = errors.New("an agent may forget only records of an identity scope; a mob, operator or realm record is forgotten by an application")
+
+// CheckAgentForget is the one rule for an agent's forget, on every
+// surface: the record must be in an identity scope, and in own's when the
+// caller acts as one known identity (own is "" for an agent token that
+// serves many identities).
+func CheckAgentForget(scope sdk.Scope, own string) error {
+	if Shared(scope) {
+		return fmt.Errorf("record in scope %s: %w: %w", scope, ErrAgentForget, sdk.ErrPermission)
+	}
+	if own != "" && scope != sdk.IdentityScope(own) {
+		return fmt.Errorf("record in scope %s: an agent acting as %s may forget only its own records: %w", scope, own, sdk.ErrPermission)
+	}
+	return nil
+}
+
+// MaxAgentTrust is the most an agent's own word can be trusted: operator
+// and application trust come only from an application token or from an
+// application's approval.
+const MaxAgentTrust = sdk.TrustAgentVerified
+
+// CapTrust lowers the trust an agent asked for to MaxAgentTrust, in place;
+// it answers whether it lowered any. Every agent write path (HTTP, MCP,
+// proposals) applies it.
+func CapTrust(records []sdk.Record) bool {
+	capped := false
+	for i := range records {
+		if records[i].Trust.Level() > MaxAgentTrust.Level() {
+			records[i].Trust = MaxAgentTrust
+			capped = true
+		}
+	}
+	return capped
+}

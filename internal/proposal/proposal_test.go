@@ -264,3 +264,40 @@ func TestApprove(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckAgentForget(t *testing.T) {
+	for _, c := range []struct {
+		scope sdk.Scope
+		own   string
+		ok    bool
+	}{
+		{sdk.IdentityScope("alice"), "", true},
+		{sdk.IdentityScope("alice"), "alice", true},
+		{sdk.IdentityScope("bob"), "alice", false},
+		{sdk.RealmScope, "", false},
+		{sdk.RealmScope, "alice", false},
+		{sdk.Scope("mob:ops"), "", false},
+		{sdk.Scope("operator"), "alice", false},
+	} {
+		err := CheckAgentForget(c.scope, c.own)
+		if (err == nil) != c.ok || (err != nil && !errors.Is(err, sdk.ErrPermission)) {
+			t.Errorf("CheckAgentForget(%s, %q) = %v, want ok=%v", c.scope, c.own, err, c.ok)
+		}
+	}
+}
+
+func TestCapTrust(t *testing.T) {
+	recs := []sdk.Record{{Trust: sdk.TrustOperator}, {Trust: sdk.TrustApplication}, {Trust: sdk.TrustAgentVerified}, {Trust: ""}, {Trust: sdk.TrustUntrusted}}
+	if !CapTrust(recs) {
+		t.Fatal("nothing capped")
+	}
+	want := []sdk.Trust{sdk.TrustAgentVerified, sdk.TrustAgentVerified, sdk.TrustAgentVerified, "", sdk.TrustUntrusted}
+	for i := range recs {
+		if recs[i].Trust != want[i] {
+			t.Errorf("record %d trust %q, want %q", i, recs[i].Trust, want[i])
+		}
+	}
+	if CapTrust(recs) {
+		t.Error("capped twice")
+	}
+}
