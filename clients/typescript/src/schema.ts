@@ -371,8 +371,11 @@ export interface paths {
          * MCP memory tools (streamable HTTP, stateless)
          * @description The Model Context Protocol endpoint: JSON-RPC messages with the tools
          *     remember, recall, forget and index (see docs/api.md). The bearer token
-         *     works as on /v1; X-Memhost-Identity names the identity (required) and
-         *     X-Memhost-Realm its realm (default realm when absent).
+         *     works as on /v1; X-Memhost-Identity (or ?identity=) names the identity
+         *     and X-Memhost-Realm (or ?realm=) its realm (default realm when absent).
+         *     The identity is required unless the token is bound to exactly one
+         *     identity, which is then the default; a token bound to identities gets
+         *     403 for any other.
          */
         post: operations["mcp"];
         delete?: never;
@@ -423,8 +426,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Readiness (every plugin up)
-         * @description With tokens configured, a caller without a valid token gets only the status; plugin detail needs a token.
+         * Readiness (every plugin up, the shared schemas whole)
+         * @description With tokens configured, a caller without a valid token gets only the status; plugin and check detail need a token. A shared database that cannot be reached does not make a host not ready (calls answer 503 meanwhile); a schema lacking a table or column does.
          */
         get: {
             parameters: {
@@ -442,7 +445,7 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Some plugin is down: {"status":"not ready"}, plus "plugins" for a valid token or when no tokens are configured. */
+                /** @description Some plugin is down or a check failed: {"status":"not ready"}, plus "plugins" and "checks" ([{"name","error"}], e.g. the session store's missing table) for a valid token or when no tokens are configured. */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -641,9 +644,13 @@ export interface components {
          *     405 method_not_allowed, 409 conflict, 413 too_large, 501 unsupported, 503 unavailable, 504 deadline_exceeded,
          *     507 storage_full (the store's disk or quota is full; reads keep working; retry once space is freed),
          *     507 read_only (the store's data directory is read-only; reads keep working), 500 internal.
+         *     A 503 carries Retry-After (seconds): the cause (a plugin restarting, PostgreSQL down or
+         *     refusing connections) is usually shared by every host, so retry after it, not at once.
          */
         Error: {
             headers: {
+                /** @description On 503 only: seconds to wait before retrying. */
+                "Retry-After"?: number;
                 [name: string]: unknown;
             };
             content: {
@@ -684,7 +691,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Ids in request order; a duplicate (same scope, title and body) answers the existing id. */
+            /** @description Ids in request order; a duplicate (same scope, title and body) answers the existing id and leaves that record as stored. tags_not_added lists the duplicates whose request carried tags the stored record lacks (absent when none): those tags were not added. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -692,6 +699,12 @@ export interface operations {
                 content: {
                     "application/json": {
                         ids?: string[];
+                        tags_not_added?: {
+                            /** @description the record's place in the request */
+                            index: number;
+                            id: string;
+                            tags: string[];
+                        }[];
                     };
                 };
             };
@@ -897,7 +910,7 @@ export interface operations {
                     "application/json": {
                         injected_context?: string[];
                         /** @enum {string|null} */
-                        skip_reason?: "per_turn_injection_off" | "contextual_with_empty_query" | "budget_exhausted" | "no_records" | "nothing_renderable" | "recall_failed" | null;
+                        skip_reason?: "per_turn_injection_off" | "contextual_with_empty_query" | "budget_exhausted" | "no_records" | "nothing_renderable" | "recall_failed" | "selector_empty" | null;
                         bytes?: number;
                         record_ids?: string[];
                     };
@@ -1288,6 +1301,8 @@ export interface operations {
                             backoff_ms?: number;
                             pid?: number;
                             last_error?: string;
+                            /** @description the latest warning and error lines the instance logged (a broken file a provider skipped, say), oldest first */
+                            warnings?: string[];
                         }[];
                     };
                 };
@@ -1296,9 +1311,14 @@ export interface operations {
     };
     mcp: {
         parameters: {
-            query?: never;
-            header: {
-                "X-Memhost-Identity": string;
+            query?: {
+                /** @description the identity, for clients that cannot send X-Memhost-Identity */
+                identity?: string;
+                /** @description the realm, for clients that cannot send X-Memhost-Realm */
+                realm?: string;
+            };
+            header?: {
+                "X-Memhost-Identity"?: string;
                 "X-Memhost-Realm"?: string;
             };
             path?: never;
