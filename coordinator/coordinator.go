@@ -410,16 +410,22 @@ func (c *Coordinator) skipTurn(ctx context.Context, id sdk.Identity, reason Skip
 // deployment never runs silently with injection off yet logs stay quiet.
 func (c *Coordinator) skipped(ctx context.Context, surface Surface, id sdk.Identity, reason SkipReason) {
 	c.metrics.Skipped(surface, id.Realm, reason)
-	k := skipKey{realm: id.Realm, identity: id.ID, reason: reason}
-	c.skipMu.Lock()
-	_, seen := c.skipSeen.Get(k)
-	if !seen {
-		c.skipSeen.Add(k, struct{}{})
-	}
-	c.skipMu.Unlock()
-	if !seen {
+	if c.firstTime(id, reason) {
 		c.log(ctx).Info("injected nothing", "surface", surface, "realm", id.Realm, "identity", id.ID, "skip_reason", reason)
 	}
+}
+
+// firstTime reports whether (identity, reason) is new to the cache of
+// logged reasons, and records it: a reason is logged once per identity.
+func (c *Coordinator) firstTime(id sdk.Identity, reason SkipReason) bool {
+	k := skipKey{realm: id.Realm, identity: id.ID, reason: reason}
+	c.skipMu.Lock()
+	defer c.skipMu.Unlock()
+	if _, seen := c.skipSeen.Get(k); seen {
+		return false
+	}
+	c.skipSeen.Add(k, struct{}{})
+	return true
 }
 
 // log is the coordinator's logger for a request: with the attributes of
@@ -556,14 +562,7 @@ func (c *Coordinator) selectRecords(ctx context.Context, id sdk.Identity, p prov
 // fellBack logs, once per identity while the cache remembers it, that the
 // selector chose nothing and the recall ranking was injected instead.
 func (c *Coordinator) fellBack(ctx context.Context, id sdk.Identity, hits int) {
-	k := skipKey{realm: id.Realm, identity: id.ID, reason: SkipSelectorEmpty}
-	c.skipMu.Lock()
-	_, seen := c.skipSeen.Get(k)
-	if !seen {
-		c.skipSeen.Add(k, struct{}{})
-	}
-	c.skipMu.Unlock()
-	if !seen {
+	if c.firstTime(id, SkipSelectorEmpty) {
 		c.log(ctx).Info("the selector chose nothing although recall found records; injecting the recall ranking (selector_fallback)",
 			"realm", id.Realm, "identity", id.ID, "hits", hits)
 	}

@@ -116,7 +116,7 @@ func TestSweepWriteToAHungStoreEndsAtItsDeadline(t *testing.T) {
 		c.Budgets.SelectorRows = 2
 	})
 	for i := range 4 {
-		f.add(rec(fmt.Sprintf("Note %d", i), "body"))
+		f.add(rec(fmt.Sprintf("Item %d", i), "body")) // titles the query does not match: recall adds no rows
 	}
 	if res := f.turn(alice, "s", "notes"); res.SkipReason != SkipNone {
 		t.Fatalf("the turn before the store hung injected nothing: %s", res.SkipReason)

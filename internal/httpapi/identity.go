@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"fmt"
+	"github.com/memhost/memhost/internal/proposal"
 	"net/http"
 	"slices"
 	"strings"
@@ -57,25 +58,35 @@ func quoteAll(ids []string) string {
 	return strings.Join(q, " or ")
 }
 
-// ownRecord refuses a bound token a record in another identity's scope,
-// fetching it to learn its scope; a record that does not exist passes (the
-// operation answers as it would). A provider that cannot fetch leaves the
-// scope unknown, so a bound token is refused.
-func (s *Server) ownRecord(ctx context.Context, c caller, realm, id string, p sdk.Provider) error {
-	if !c.bound() {
+// mayForget applies the forget rules to the stored record, read once: a
+// bound token touches only its identities' records, and an agent forgets
+// only identity-scope records (proposal.CheckAgentForget). A record that
+// does not exist passes (the forget answers as it would). A provider that
+// cannot fetch leaves the scope unknown, so such callers are refused.
+func (s *Server) mayForget(ctx context.Context, c caller, realm, id string, p sdk.Provider) error {
+	if !c.bound() && c.application() {
 		return nil
 	}
 	getter, ok := host.ProviderOf(p).Getter()
 	if !ok {
-		return fmt.Errorf("token %q is bound to identity %s and the provider of realm %q cannot tell a record's scope: %w", c.token.Name, quoteAll(c.token.Identities), realm, sdk.ErrPermission)
+		return fmt.Errorf("token %q may forget only records whose scope the provider of realm %q can tell, and it cannot: %w", c.token.Name, realm, sdk.ErrPermission)
 	}
 	recs, err := getter.Get(ctx, realm, []string{id})
 	if err != nil {
 		return err
 	}
+	own := ""
+	if c.token != nil && len(c.token.Identities) == 1 {
+		own = c.token.Identities[0]
+	}
 	for _, r := range recs {
 		if err := c.touchScope(r.Scope); err != nil {
 			return err
+		}
+		if !c.application() {
+			if err := proposal.CheckAgentForget(r.Scope, own); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

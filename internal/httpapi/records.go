@@ -144,13 +144,8 @@ func (s *Server) handleForget(ctx context.Context, c caller, w http.ResponseWrit
 	if err != nil {
 		return err
 	}
-	if err := s.ownRecord(ctx, c, realm, id, p); err != nil {
+	if err := s.mayForget(ctx, c, realm, id, p); err != nil {
 		return err
-	}
-	if !c.application() {
-		if err := s.agentMayForget(ctx, c, realm, id, p); err != nil {
-			return err
-		}
 	}
 	forgetter, ok := host.ProviderOf(p).Forgetter()
 	if !ok {
@@ -160,30 +155,6 @@ func (s *Server) handleForget(ctx context.Context, c caller, w http.ResponseWrit
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
-// agentMayForget applies the agent's forget rule (proposal.CheckAgentForget)
-// to the stored record; a record that does not exist passes (the forget
-// answers as it would).
-func (s *Server) agentMayForget(ctx context.Context, c caller, realm, id string, p sdk.Provider) error {
-	getter, ok := host.ProviderOf(p).Getter()
-	if !ok {
-		return fmt.Errorf("the provider of realm %q cannot tell a record's scope, so an agent may not forget by id: %w", realm, sdk.ErrPermission)
-	}
-	recs, err := getter.Get(ctx, realm, []string{id})
-	if err != nil {
-		return err
-	}
-	own := ""
-	if c.token != nil && len(c.token.Identities) == 1 {
-		own = c.token.Identities[0]
-	}
-	for _, r := range recs {
-		if err := proposal.CheckAgentForget(r.Scope, own); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 

@@ -23,8 +23,6 @@ import (
 // refuses the manifest instead of running the script unchecked.
 const InterpretedFormat = 2
 
-// interpretedFields are the fields format 2 adds to format 1's.
-var interpretedFields = []string{"interpreter", "tree", "tree_sha256"}
 
 // Interpreter runs a script plugin: the host executes Path (absolute, no
 // search path) with Args, then the script's path. Path is pinned by its
