@@ -10,8 +10,10 @@ import (
 	"github.com/memhost/memhost/internal/compaction"
 	"github.com/memhost/memhost/internal/config"
 	"github.com/memhost/memhost/internal/pgstate"
+	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/internal/sessionstore"
 	"github.com/memhost/memhost/internal/statedb"
+	"github.com/memhost/memhost/internal/turntrace"
 )
 
 // sessionStores is where session and compaction state live: the host's
@@ -20,6 +22,8 @@ type sessionStores struct {
 	sessions   coordinator.SessionStore
 	compaction compaction.Store                       // nil: the state database's
 	expire     func(ctx context.Context) (int, error) // drops idle sessions
+	proposals  proposal.Ledger
+	traces     turntrace.Store
 	close      func()
 }
 
@@ -33,7 +37,15 @@ func openSessionStores(ctx context.Context, cfg *config.Config, state *statedb.D
 		if err != nil {
 			return nil, err
 		}
-		return &sessionStores{sessions: s, expire: s.Expire, close: func() {}}, nil
+		ledger, err := proposal.NewSQLLedger(ctx, state)
+		if err != nil {
+			return nil, err
+		}
+		traces, err := turntrace.NewSQLStore(ctx, state)
+		if err != nil {
+			return nil, err
+		}
+		return &sessionStores{sessions: s, expire: s.Expire, proposals: ledger, traces: traces, close: func() {}}, nil
 	}
 	dsn := os.Getenv(cfg.SessionStore.DSNEnv)
 	if dsn == "" {
@@ -46,7 +58,10 @@ func openSessionStores(ctx context.Context, cfg *config.Config, state *statedb.D
 		return nil, fmt.Errorf("session_store (from %s): %w", cfg.SessionStore.DSNEnv, err)
 	}
 	s := pgstate.NewSessions(db, pgstate.SessionOptions{TTL: cfg.Sessions.IdleTTL, PerRealm: cfg.Sessions.MaxPerRealm})
-	return &sessionStores{sessions: s, compaction: pgstate.NewCompaction(db), expire: s.Expire, close: db.Close}, nil
+	return &sessionStores{
+		sessions: s, compaction: pgstate.NewCompaction(db), expire: s.Expire,
+		proposals: pgstate.NewProposals(db), traces: pgstate.NewTraces(db), close: db.Close,
+	}, nil
 }
 
 // runExpiry drops idle sessions every interval until ctx ends, reporting

@@ -83,6 +83,11 @@ type Config struct {
 	// SessionStore says where session and compaction state live.
 	SessionStore SessionStore
 	HostKeyEnv   string // the variable holding the host key; "" keeps it in data_dir
+	// UI serves the operator console at /ui; Proposals and Trace bound
+	// what it shows (console.go).
+	UI        bool
+	Proposals Proposals
+	Trace     Trace
 
 	// pos maps an item's path ("listen", "coordinator.selector",
 	// "instance[2].plugin") to where the file set it, so Validate can
@@ -208,6 +213,9 @@ func (o Options) defaults(baseDir string) *Config {
 		Coordinator:  defaultCoordinator(),
 		Sessions:     defaultSessions(),
 		SessionStore: defaultSessionStore(),
+		UI:           true,
+		Proposals:    defaultProposals(),
+		Trace:        defaultTrace(),
 		Server: Server{
 			MaxBodyBytes:    defaultMaxBodyBytes,
 			ReadTimeout:     defaultReadTimeout,

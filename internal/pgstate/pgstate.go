@@ -100,7 +100,7 @@ func (db *DB) q(sql string) string {
 	return tableRE.ReplaceAllStringFunc(sql, func(t string) string { return db.prefix + t })
 }
 
-var tableRE = regexp.MustCompile(`\b(sessions|compaction_state)\b`)
+var tableRE = regexp.MustCompile(`\b(sessions|compaction_state|proposals|turn_trace)\b`)
 
 // Close closes the pool.
 func (db *DB) Close() { db.pool.Close() }
@@ -127,6 +127,7 @@ var migrations = []string{
 		updated_at_ms    bigint NOT NULL,
 		PRIMARY KEY (realm, conversation)
 	);`,
+	consoleMigration,
 }
 
 // migrateLockKey is the first key of the migration advisory lock ("mhst");
