@@ -116,6 +116,7 @@ type host struct {
 	coordinator *coordinator.Coordinator
 	server      *httpapi.Server
 	traces      *turntrace.Recorder
+	console     interface{ Close() } // nil when the console is off
 	// provider answers the provider serving a realm.
 	provider func(realm string) (sdk.Provider, error)
 }
@@ -323,6 +324,9 @@ func (h *host) close() {
 	defer cancel()
 	if err := h.coordinator.Close(ctx); err != nil {
 		h.logger.Warn("coordinator close", "error", err)
+	}
+	if h.console != nil {
+		h.console.Close()
 	}
 	h.traces.Close()
 	h.supervisor.Close()
