@@ -203,7 +203,9 @@ func (c *Console) record(w http.ResponseWriter, r *http.Request, s *session) {
 	realm := c.realm(r, s)
 	id := r.URL.Query().Get("id")
 	var rec record
-	path := func(id string) string { return "/v1/records/" + url.PathEscape(id) + "?realm=" + url.QueryEscape(realm) }
+	path := func(id string) string {
+		return "/v1/records/" + url.PathEscape(id) + "?realm=" + url.QueryEscape(realm)
+	}
 	if err := c.call(r.Context(), s, "GET", path(id), &rec); err != nil {
 		c.fail(w, r, s, "record", err)
 		return
