@@ -96,7 +96,7 @@ func shot(t *testing.T, ctx context.Context, name string) {
 	if dir == "" {
 		return
 	}
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}
@@ -214,7 +214,17 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	}
 	shot(t, ctx, "trace")
+	// The charts sample the host's metrics on each view (a second apart
+	// at most): turns between two views draw a line.
 	run(t, ctx, chromedp.Navigate(ui+"plugins"), chromedp.WaitVisible(css(".charts")))
+	for i := 0; i < 3; i++ {
+		time.Sleep(1100 * time.Millisecond) // the sampler takes one sample a second at most
+		m.as(appSecret).do("POST", "/v1/turns/inject", map[string]any{"identity": map[string]string{"id": "bob"}, "session": fmt.Sprint("c", i), "content": "kumquat window"}, nil)
+		run(t, ctx, chromedp.Navigate(ui+"plugins"), chromedp.WaitVisible(css(".charts")))
+	}
+	if lines := eval(t, ctx, `String(document.querySelectorAll("svg.line polyline").length)`); lines != "2" {
+		t.Errorf("plugins page draws %s line charts, want 2", lines)
+	}
 	if body := text(t, ctx, "table"); !strings.Contains(body, "healthy") || !strings.Contains(body, "sqlite") {
 		t.Errorf("plugins page = %q", body)
 	}
@@ -247,7 +257,9 @@ func TestConsoleAtPhoneWidth(t *testing.T) {
 	consoleSeed(t, m)
 	ctx := browser(t, 390, 844)
 	ui := m.base + "/ui/"
-	run(t, ctx, chromedp.Navigate(ui), chromedp.WaitVisible(chromedp.ID("token")),
+	// A window cannot be narrower than the browser's minimum; the
+	// viewport can.
+	run(t, ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(ui), chromedp.WaitVisible(chromedp.ID("token")),
 		chromedp.SendKeys(chromedp.ID("token"), appSecret), chromedp.Submit(chromedp.ID("token")), chromedp.WaitVisible(chromedp.CSS(".grid")))
 	for _, p := range []struct{ path, wait, name string }{
 		{"", ".grid", "phone-realms"},

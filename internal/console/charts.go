@@ -65,6 +65,17 @@ func (s *sampler) close() {
 	<-s.done
 }
 
+// takeIfStale samples now unless the last sample is under a second old:
+// a page view then brings the charts up to date.
+func (s *sampler) takeIfStale() {
+	s.mu.Lock()
+	stale := len(s.samples) == 0 || time.Since(s.samples[len(s.samples)-1].at) >= time.Second
+	s.mu.Unlock()
+	if stale {
+		s.take()
+	}
+}
+
 func (s *sampler) take() {
 	req, _ := http.NewRequest(http.MethodGet, "/metrics", nil)
 	rec := &recorder{header: http.Header{}, status: http.StatusOK}

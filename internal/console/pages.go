@@ -371,5 +371,6 @@ func (c *Console) plugins(w http.ResponseWriter, r *http.Request, s *session) {
 		// As /readyz words them: no paths or pids of the host in the text.
 		out.Plugins[i].LastError, _ = redact.Message(out.Plugins[i].LastError)
 	}
+	c.charts.takeIfStale()
 	c.render(w, r, s, "plugins", map[string]any{"Plugins": out.Plugins, "Charts": c.charts.charts()})
 }
