@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/memhost/memhost/coordinator"
 	"github.com/spf13/cobra"
 )
 
@@ -183,7 +184,7 @@ func traceCommand() *cobra.Command {
 				return printJSON(cmd.OutOrStdout(), raw)
 			}
 			var out struct {
-				Turns []traceTurn `json:"turns"`
+				Turns []coordinator.TurnTrace `json:"turns"`
 			}
 			if err := c.call(ctx, "GET", path, nil, &out); err != nil {
 				return err
@@ -205,42 +206,19 @@ func traceCommand() *cobra.Command {
 	return cmd
 }
 
-type traceRecord struct {
-	ID     string  `json:"id"`
-	Title  string  `json:"title"`
-	Scope  string  `json:"scope"`
-	Trust  string  `json:"trust"`
-	Bytes  int     `json:"bytes"`
-	Score  float64 `json:"score"`
-	Reason string  `json:"reason"`
-}
-
-type traceTurn struct {
-	Identity   string        `json:"identity"`
-	Surface    string        `json:"surface"`
-	Kind       string        `json:"kind"`
-	At         time.Time     `json:"at"`
-	SkipReason *string       `json:"skip_reason"`
-	Bytes      int           `json:"bytes"`
-	Budget     int           `json:"budget"`
-	Included   []traceRecord `json:"included"`
-	Excluded   []traceRecord `json:"excluded"`
-	DefangHits int           `json:"defang_hits"`
-}
-
-func printTurn(cmd *cobra.Command, t traceTurn) {
+func printTurn(cmd *cobra.Command, t coordinator.TurnTrace) {
 	out := cmd.OutOrStdout()
 	head := fmt.Sprintf("%s  %s %s  identity %s", t.At.Format(time.RFC3339), t.Surface, t.Kind, t.Identity)
 	switch t.Kind {
-	case "defang":
+	case coordinator.TraceDefang:
 		fmt.Fprintf(out, "%s  %d forged markers defanged\n", head, t.DefangHits)
 		return
-	case "reset":
+	case coordinator.TraceReset:
 		fmt.Fprintf(out, "%s  compaction reset the budget and dedup set\n", head)
 		return
 	}
-	if t.SkipReason != nil {
-		head += "  skipped: " + *t.SkipReason
+	if t.SkipReason != coordinator.SkipNone {
+		head += "  skipped: " + string(t.SkipReason)
 	}
 	fmt.Fprintf(out, "%s  %d of %d bytes\n", head, t.Bytes, t.Budget)
 	for _, r := range t.Included {

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/internal/redact"
 )
 
@@ -19,10 +20,10 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05")
 	},
-	"visible": visible,
+	"visible": func(v any) string { return visible(fmt.Sprint(v)) },
 	"q":       url.QueryEscape,
-	"short": func(s string, n int) string {
-		s = visible(s)
+	"short": func(v any, n int) string {
+		s := visible(fmt.Sprint(v))
 		if len([]rune(s)) <= n {
 			return s
 		}
@@ -40,12 +41,7 @@ var funcs = template.FuncMap{
 		}
 		return fmt.Sprintf("%.3g", f)
 	},
-	"deref": func(s *string) string {
-		if s == nil {
-			return ""
-		}
-		return *s
-	},
+	"skip": func(r coordinator.SkipReason) string { return string(r) },
 }
 
 // visible shows control characters (which memory may hold to confuse a
@@ -86,31 +82,6 @@ type record struct {
 	ExpiresAt   time.Time `json:"expires_at"`
 	UseCount    int64     `json:"use_count"`
 	LastUsedAt  time.Time `json:"last_used_at"`
-}
-
-type traceRecord struct {
-	ID     string  `json:"id"`
-	Title  string  `json:"title"`
-	Scope  string  `json:"scope"`
-	Trust  string  `json:"trust"`
-	Bytes  int     `json:"bytes"`
-	Score  float64 `json:"score"`
-	Reason string  `json:"reason"`
-}
-
-type turn struct {
-	Identity   string        `json:"identity"`
-	Session    string        `json:"session"`
-	Surface    string        `json:"surface"`
-	Kind       string        `json:"kind"`
-	At         time.Time     `json:"at"`
-	QueryBytes int           `json:"query_bytes"`
-	SkipReason *string       `json:"skip_reason"`
-	Bytes      int           `json:"bytes"`
-	Budget     int           `json:"budget"`
-	Included   []traceRecord `json:"included"`
-	Excluded   []traceRecord `json:"excluded"`
-	DefangHits int           `json:"defang_hits"`
 }
 
 type scopeCount struct {
@@ -220,7 +191,7 @@ func (c *Console) record(w http.ResponseWriter, r *http.Request, s *session) {
 		prev = older.Supersedes
 	}
 	var injections struct {
-		Turns []turn `json:"turns"`
+		Turns []coordinator.TurnTrace `json:"turns"`
 	}
 	data := map[string]any{"Record": rec, "Chain": chain}
 	if err := c.call(r.Context(), s, "GET", "/v1/records/"+url.PathEscape(id)+"/trace?limit=50&realm="+url.QueryEscape(realm), &injections); err != nil {
@@ -331,7 +302,7 @@ func (c *Console) trace(w http.ResponseWriter, r *http.Request, s *session) {
 		api.Set("identity", id)
 	}
 	var out struct {
-		Turns []turn `json:"turns"`
+		Turns []coordinator.TurnTrace `json:"turns"`
 	}
 	if err := c.call(r.Context(), s, "GET", "/v1/sessions/"+url.PathEscape(q.Get("session"))+"/trace?"+api.Encode(), &out); err != nil {
 		c.fail(w, r, s, "trace", err)

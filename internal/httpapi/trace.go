@@ -23,23 +23,30 @@ const (
 	MaxTracePage     = 1000
 )
 
-// traces answers the trace reader, or an error when the host keeps none.
-func (s *Server) traces() (TraceReader, error) {
-	if s.opts.Traces == nil {
-		return nil, fmt.Errorf("this host keeps no turn trace: %w", sdk.ErrUnsupported)
+// traceRequest checks what every trace read needs: an application
+// caller, a realm it may see, a page size and a host that keeps traces.
+func (s *Server) traceRequest(c caller, r *http.Request) (realm string, limit int, tr TraceReader, err error) {
+	if err := c.requireApplication("turn traces"); err != nil {
+		return "", 0, nil, err
 	}
-	return s.opts.Traces, nil
+	q := r.URL.Query()
+	if realm, err = s.realm(c, q.Get("realm")); err != nil {
+		return "", 0, nil, err
+	}
+	if limit, err = pageLimit(q.Get("limit"), DefaultTracePage, MaxTracePage); err != nil {
+		return "", 0, nil, err
+	}
+	if s.opts.Traces == nil {
+		return "", 0, nil, fmt.Errorf("this host keeps no turn trace: %w", sdk.ErrUnsupported)
+	}
+	return realm, limit, s.opts.Traces, nil
 }
 
 // handleSessionTrace answers a session's turns, oldest first: what each
 // injected, what it left out and why (application callers only: a trace
 // names records of every identity in the session's realm).
 func (s *Server) handleSessionTrace(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
-	if err := c.requireApplication("turn traces"); err != nil {
-		return err
-	}
-	q := r.URL.Query()
-	realm, err := s.realm(c, q.Get("realm"))
+	realm, limit, tr, err := s.traceRequest(c, r)
 	if err != nil {
 		return err
 	}
@@ -47,19 +54,11 @@ func (s *Server) handleSessionTrace(ctx context.Context, c caller, w http.Respon
 	if err := coordinator.ValidateSessionKey(session); err != nil {
 		return err
 	}
-	identity := q.Get("identity")
+	identity := r.URL.Query().Get("identity")
 	if identity != "" {
 		if err := (sdk.Identity{Realm: realm, ID: identity}).Validate(); err != nil {
 			return err
 		}
-	}
-	limit, err := pageLimit(q.Get("limit"), DefaultTracePage, MaxTracePage)
-	if err != nil {
-		return err
-	}
-	tr, err := s.traces()
-	if err != nil {
-		return err
 	}
 	turns, err := tr.Session(ctx, realm, identity, session, limit)
 	if err != nil {
@@ -71,19 +70,7 @@ func (s *Server) handleSessionTrace(ctx context.Context, c caller, w http.Respon
 
 // handleTraces lists the sessions of a realm with the newest traces.
 func (s *Server) handleTraces(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
-	if err := c.requireApplication("turn traces"); err != nil {
-		return err
-	}
-	q := r.URL.Query()
-	realm, err := s.realm(c, q.Get("realm"))
-	if err != nil {
-		return err
-	}
-	limit, err := pageLimit(q.Get("limit"), DefaultTracePage, MaxTracePage)
-	if err != nil {
-		return err
-	}
-	tr, err := s.traces()
+	realm, limit, tr, err := s.traceRequest(c, r)
 	if err != nil {
 		return err
 	}
@@ -97,24 +84,12 @@ func (s *Server) handleTraces(ctx context.Context, c caller, w http.ResponseWrit
 
 // handleRecordTrace answers the newest turns that injected a record.
 func (s *Server) handleRecordTrace(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
-	if err := c.requireApplication("turn traces"); err != nil {
-		return err
-	}
-	q := r.URL.Query()
-	realm, err := s.realm(c, q.Get("realm"))
+	realm, limit, tr, err := s.traceRequest(c, r)
 	if err != nil {
 		return err
 	}
 	id := r.PathValue("id")
 	if err := sdk.ValidateID(id); err != nil {
-		return err
-	}
-	limit, err := pageLimit(q.Get("limit"), DefaultTracePage, MaxTracePage)
-	if err != nil {
-		return err
-	}
-	tr, err := s.traces()
-	if err != nil {
 		return err
 	}
 	turns, err := tr.Record(ctx, realm, id, limit)

@@ -68,12 +68,13 @@ func lineDiff(name, a, b string) []DiffLine {
 		case i < n && j < m && al[i] == bl[j]:
 			out = append(out, DiffLine{Field: name, Op: "=", Text: al[i]})
 			i, j = i+1, j+1
-		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
-			out = append(out, DiffLine{Field: name, Op: "+", Text: bl[j]})
-			j++
-		default:
+		case i < n && (j == m || lcs[i+1][j] >= lcs[i][j+1]):
+			// Removals before additions, as diff tools show them.
 			out = append(out, DiffLine{Field: name, Op: "-", Text: al[i]})
 			i++
+		default:
+			out = append(out, DiffLine{Field: name, Op: "+", Text: bl[j]})
+			j++
 		}
 	}
 	return out
