@@ -54,7 +54,8 @@ func (p *Proposals) Add(ctx context.Context, entries []proposal.Entry, max int) 
 	}
 	realm, proposer := entries[0].Realm, entries[0].Proposer
 	err := pgx.BeginFunc(ctx, p.db.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, proposerLockKey, realm+"\x00"+proposer); err != nil {
+		// Realm and token names hold no line feed: the key names one pair.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, proposerLockKey, realm+"\n"+proposer); err != nil {
 			return err
 		}
 		var n int
