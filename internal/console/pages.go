@@ -11,6 +11,7 @@ import (
 
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/internal/redact"
+	"github.com/memhost/memhost/sdk"
 )
 
 var funcs = template.FuncMap{
@@ -21,7 +22,7 @@ var funcs = template.FuncMap{
 		return t.UTC().Format("2006-01-02 15:04:05")
 	},
 	"visible": func(v any) string { return visible(fmt.Sprint(v)) },
-	"q":       url.QueryEscape,
+	"q":       func(v any) string { return url.QueryEscape(fmt.Sprint(v)) },
 	"short": func(v any, n int) string {
 		s := visible(fmt.Sprint(v))
 		if len([]rune(s)) <= n {
@@ -64,24 +65,6 @@ func visible(s string) string {
 
 func isHidden(r rune) bool {
 	return r != '\n' && r != '\t' && (unicode.IsControl(r) || unicode.Is(unicode.Cf, r))
-}
-
-type record struct {
-	ID          string    `json:"id"`
-	Scope       string    `json:"scope"`
-	Kind        string    `json:"kind"`
-	Title       string    `json:"title"`
-	Description string    `json:"description"`
-	Body        string    `json:"body"`
-	Tags        []string  `json:"tags"`
-	Trust       string    `json:"trust"`
-	Status      string    `json:"status"`
-	Supersedes  string    `json:"supersedes"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
-	ExpiresAt   time.Time `json:"expires_at"`
-	UseCount    int64     `json:"use_count"`
-	LastUsedAt  time.Time `json:"last_used_at"`
 }
 
 type scopeCount struct {
@@ -141,8 +124,8 @@ func (c *Console) records(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	var list struct {
 		Records []struct {
-			Record record  `json:"record"`
-			Score  float64 `json:"score"`
+			Record sdk.Record `json:"record"`
+			Score  float64    `json:"score"`
 		} `json:"records"`
 		Next string `json:"next"`
 	}
@@ -173,7 +156,7 @@ const maxChain = 20
 func (c *Console) record(w http.ResponseWriter, r *http.Request, s *session) {
 	realm := c.realm(r, s)
 	id := r.URL.Query().Get("id")
-	var rec record
+	var rec sdk.Record
 	path := func(id string) string {
 		return "/v1/records/" + url.PathEscape(id) + "?realm=" + url.QueryEscape(realm)
 	}
@@ -181,9 +164,9 @@ func (c *Console) record(w http.ResponseWriter, r *http.Request, s *session) {
 		c.fail(w, r, s, "record", err)
 		return
 	}
-	var chain []record
+	var chain []sdk.Record
 	for prev := rec.Supersedes; prev != "" && len(chain) < maxChain; {
-		var older record
+		var older sdk.Record
 		if err := c.call(r.Context(), s, "GET", path(prev), &older); err != nil {
 			break
 		}
@@ -202,12 +185,12 @@ func (c *Console) record(w http.ResponseWriter, r *http.Request, s *session) {
 }
 
 type proposalItem struct {
-	ID         string    `json:"id"`
-	Proposer   string    `json:"proposer"`
-	Identity   string    `json:"identity"`
-	CreatedAt  time.Time `json:"created_at"`
-	Record     record    `json:"record"`
-	Supersedes *record   `json:"supersedes"`
+	ID         string      `json:"id"`
+	Proposer   string      `json:"proposer"`
+	Identity   string      `json:"identity"`
+	CreatedAt  time.Time   `json:"created_at"`
+	Record     sdk.Record  `json:"record"`
+	Supersedes *sdk.Record `json:"supersedes"`
 	Diff       []struct {
 		Field string `json:"field"`
 		Op    string `json:"op"`
