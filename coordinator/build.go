@@ -61,6 +61,13 @@ func (c *Coordinator) AssembleBuildInjection(ctx context.Context, id sdk.Identit
 	out := c.env.pack(prefix, RenderInput{
 		Identity: id, Records: recs, MaxBytes: c.cfg.Budgets.BuildBytes, MaxEntries: c.cfg.MaxEntries, Now: now,
 	})
+	if c.trace != nil {
+		skip := SkipNone
+		if out.Bytes == 0 && index == "" {
+			skip = SkipNoRecords
+		}
+		c.emit(id, "", SurfaceBuild, skip, &traceNotes{query: len(query), budget: c.cfg.Budgets.BuildBytes, candidates: recs, rendered: out}, c.cfg.MaxEntries)
+	}
 	switch {
 	case out.Bytes > 0:
 		c.injected(SurfaceBuild, id, "", p, out)

@@ -65,6 +65,8 @@ type Options struct {
 	Metrics Metrics
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
+	// Trace, when set, receives every turn's trace (trace.go).
+	Trace TraceSink
 }
 
 // DefaultStoreTimeout is Options.StoreTimeout's default: a session store
@@ -90,6 +92,7 @@ type Coordinator struct {
 	now       func() time.Time
 	telemetry *telemetry
 	defangLog defangLog
+	trace     TraceSink
 
 	skipMu   sync.Mutex
 	skipSeen *lru.Cache[skipKey, struct{}]
@@ -129,6 +132,7 @@ func New(cfg Config, opts Options) (*Coordinator, error) {
 		cfg: cfg, env: env, defang: env.defang, providers: opts.Providers,
 		selector: opts.Selector, operators: opts.OperatorResolver, mobs: opts.MobResolver,
 		store: opts.Sessions, storeTime: opts.StoreTimeout, hostKey: slices.Clone(opts.HostKey), logger: opts.Logger, metrics: opts.Metrics, now: opts.Now,
+		trace:    opts.Trace,
 		skipSeen: lru.New[skipKey, struct{}](4096), sweeping: map[SessionKey]struct{}{},
 	}
 	if c.store == nil {
@@ -274,6 +278,22 @@ func (c *Coordinator) identity(id sdk.Identity) (sdk.Identity, error) {
 // under the fail policy, recall failures; everything else is an answer
 // with a SkipReason.
 func (c *Coordinator) InjectForTurn(ctx context.Context, id sdk.Identity, session string, content Content) (TurnInjection, error) {
+	if c.trace == nil {
+		return c.injectForTurn(ctx, id, session, content, nil)
+	}
+	n := &traceNotes{}
+	out, err := c.injectForTurn(context.WithValue(ctx, traceKey{}, n), id, session, content, n)
+	if err == nil {
+		if id, err := c.identity(id); err == nil {
+			c.emit(id, session, SurfaceTurn, out.SkipReason, n, c.cfg.MaxEntries)
+		}
+	}
+	return out, err
+}
+
+// injectForTurn is InjectForTurn, noting what it decides in n when n is
+// not nil.
+func (c *Coordinator) injectForTurn(ctx context.Context, id sdk.Identity, session string, content Content, n *traceNotes) (TurnInjection, error) {
 	id, err := c.identity(id)
 	if err != nil {
 		return TurnInjection{}, err
@@ -299,6 +319,9 @@ func (c *Coordinator) InjectForTurn(ctx context.Context, id sdk.Identity, sessio
 		}
 		query = ""
 	}
+	if n != nil {
+		n.query = len(query)
+	}
 	// 3. Budget, suppressed ids and a ready sweep, in one visit; it
 	// writes only to take a ready sweep.
 	key := SessionKey{Realm: id.Realm, Identity: id.ID, Session: session}
@@ -313,6 +336,9 @@ func (c *Coordinator) InjectForTurn(ctx context.Context, id sdk.Identity, sessio
 		}); err != nil {
 			return TurnInjection{}, fmt.Errorf("coordinator: session store: %w", err)
 		}
+	}
+	if n != nil {
+		n.suppressed = snap.suppressed
 	}
 	if c.turnBudget(session, snap.used) < c.cfg.Budgets.MinBytes {
 		return c.skipTurn(ctx, id, SkipBudgetExhausted), nil
@@ -336,6 +362,9 @@ func (c *Coordinator) InjectForTurn(ctx context.Context, id sdk.Identity, sessio
 	if len(recs) == 0 {
 		return c.skipTurn(ctx, id, SkipNoRecords), nil
 	}
+	if n != nil {
+		n.candidates = slices.Clone(recs)
+	}
 	// 5 and 6. Render and account. With a session, both happen inside one
 	// store visit against the state as it is then: a concurrent turn of
 	// the same session may have spent budget or injected some of these
@@ -354,6 +383,12 @@ func (c *Coordinator) InjectForTurn(ctx context.Context, id sdk.Identity, sessio
 			return false
 		}
 		in.Skip = s.injected
+		if n != nil {
+			n.budget, n.dedup = in.MaxBytes, map[string]bool{}
+			for _, r := range recs {
+				n.dedup[r.ID] = s.injected(r.ID)
+			}
+		}
 		out = c.env.Render(in)
 		if out.Bytes == 0 {
 			return false
@@ -366,6 +401,12 @@ func (c *Coordinator) InjectForTurn(ctx context.Context, id sdk.Identity, sessio
 	}
 	if exhausted {
 		return c.skipTurn(ctx, id, SkipBudgetExhausted), nil
+	}
+	if n != nil {
+		n.rendered = out
+		if session == "" {
+			n.budget = in.MaxBytes
+		}
 	}
 	if out.Bytes == 0 {
 		return c.skipTurn(ctx, id, SkipNothingRenderable), nil
@@ -482,6 +523,13 @@ func (c *Coordinator) recall(ctx context.Context, surface Surface, id sdk.Identi
 	for i := range hits {
 		recs = append(recs, hits[i].Record)
 	}
+	if n := notesFrom(ctx); n != nil {
+		scores := make([]float64, len(hits))
+		for i := range hits {
+			scores[i] = hits[i].Score
+		}
+		n.noteRecalled(recs, scores, scopes, suppressed)
+	}
 	return keepReadable(recs, scopes, suppressed), nil
 }
 
@@ -555,6 +603,10 @@ func (c *Coordinator) selectRecords(ctx context.Context, id sdk.Identity, p prov
 	recs, err := getter.Get(ctx, id.Realm, ids)
 	if err != nil {
 		return nil, fmt.Errorf("fetch: %w", err)
+	}
+	if n := notesFrom(ctx); n != nil {
+		n.noteUnselected(rows, ids)
+		n.noteRecalled(recs, nil, scopes, suppressed)
 	}
 	return keepReadable(recs, scopes, suppressed), nil
 }
@@ -673,6 +725,7 @@ func (c *Coordinator) OnSessionCompacted(ctx context.Context, id sdk.Identity, s
 	if err := c.visit(ctx, key, (*SessionState).reset); err != nil {
 		return fmt.Errorf("coordinator: session store: %w", err)
 	}
+	c.traceEvent(id, session, TraceReset, 0)
 	return nil
 }
 
@@ -730,5 +783,13 @@ func (c *Coordinator) RenderEnvelope(ctx context.Context, id sdk.Identity, sessi
 		maxBytes = c.cfg.Budgets.TurnBytes
 	}
 	nonce := DeriveNonce(c.hostKey, SessionKey{Realm: id.Realm, Identity: id.ID, Session: session})
-	return c.env.Render(RenderInput{Identity: id, Nonce: nonce, Records: recs, MaxBytes: maxBytes, Now: c.now()}), nil
+	out := c.env.Render(RenderInput{Identity: id, Nonce: nonce, Records: recs, MaxBytes: maxBytes, Now: c.now()})
+	if c.trace != nil {
+		skip := SkipNone
+		if out.Bytes == 0 {
+			skip = SkipNothingRenderable
+		}
+		c.emit(id, session, SurfaceGuide, skip, &traceNotes{budget: maxBytes, candidates: recs, rendered: out}, 0)
+	}
+	return out, nil
 }

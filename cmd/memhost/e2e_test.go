@@ -171,6 +171,12 @@ func (i *instance) stop() {
 // do sends a JSON request and decodes a JSON answer into out (if non-nil).
 func (i *instance) do(method, path string, body any, out any) int {
 	i.t.Helper()
+	return i.doWith(method, path, body, out, nil)
+}
+
+// doWith is do that shows the response to seen (when not nil) first.
+func (i *instance) doWith(method, path string, body any, out any, seen func(*http.Response)) int {
+	i.t.Helper()
 	var sent []byte
 	switch b := body.(type) {
 	case nil:
@@ -202,6 +208,9 @@ func (i *instance) do(method, path string, body any, out any) int {
 		i.t.Fatalf("%s %s: %v\nlogs:\n%s", method, path, err, i.logs())
 	}
 	defer resp.Body.Close()
+	if seen != nil {
+		seen(resp)
+	}
 	data, _ := io.ReadAll(resp.Body)
 	// Every exchange of the e2e tests is held to docs/openapi.yaml.
 	if err := apiSpec(i.t).Check(req, sent, resp.StatusCode, resp.Header, data); err != nil {

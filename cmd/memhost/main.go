@@ -33,7 +33,7 @@ func rootCommand() *cobra.Command {
 	}
 	root.SetVersionTemplate("memhost {{.Version}}\n")
 	root.Version = version + " (commit " + commit + ")"
-	root.AddCommand(serveCommand(), mcpCommand(), rememberCommand(), recallCommand(), injectCommand(), exportCommand(), importCommand(), reindexCommand(), benchCommand(), pluginsCommand(), versionCommand())
+	root.AddCommand(serveCommand(), mcpCommand(), rememberCommand(), recallCommand(), injectCommand(), exportCommand(), importCommand(), reindexCommand(), benchCommand(), pluginsCommand(), proposalsCommand(), traceCommand(), versionCommand())
 	return root
 }
 

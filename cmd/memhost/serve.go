@@ -25,7 +25,9 @@ import (
 	"github.com/memhost/memhost/internal/httpapi"
 	"github.com/memhost/memhost/internal/mcpserver"
 	"github.com/memhost/memhost/internal/pluginhost"
+	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/internal/statedb"
+	"github.com/memhost/memhost/internal/turntrace"
 	"github.com/memhost/memhost/sdk"
 	sdkhost "github.com/memhost/memhost/sdk/host"
 	"github.com/spf13/cobra"
@@ -122,6 +124,8 @@ type host struct {
 	supervisor  *pluginhost.Supervisor
 	coordinator *coordinator.Coordinator
 	server      *httpapi.Server
+	traces      *turntrace.Recorder
+	console     interface{ Close() } // nil when the console is off
 	// provider answers the provider serving a realm.
 	provider func(realm string) (sdk.Provider, error)
 }
@@ -257,8 +261,12 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 		gate = compaction.NewSessionGate(sessions)
 		sessions = gate
 	}
-	coord, err := newCoordinator(cfg, sup, coordinator.ProvidersFunc(providerOf), metrics, logger, sessions, hostKey)
+	traces := turntrace.NewRecorder(h.stores.traces, turntrace.Options{
+		Retention: cfg.Trace.Retention, MaxTurnsPerRealm: cfg.Trace.MaxTurnsPerRealm, Logger: logger.Named("trace"),
+	})
+	coord, err := newCoordinator(cfg, sup, coordinator.ProvidersFunc(providerOf), metrics, logger, sessions, hostKey, traces)
 	if err != nil {
+		traces.Close()
 		sup.Close()
 		return err
 	}
@@ -284,25 +292,28 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 		MaxBodyBytes: cfg.Server.MaxBodyBytes,
 		Metrics:      metrics,
 		// One reindex may run as long as the supervisor lets its call.
-		ReindexTimeout: cfg.Supervisor.ReindexTimeout,
-		Coordinator:    coord,
-		Guide:          guide.NewSessions(coord, guide.SessionsOptions{Size: cfg.Coordinator.SessionCacheSize, Logger: logger}),
-		Compaction:     comp,
-		ReadyChecks:    readyChecks(h.stores),
+		ReindexTimeout:     cfg.Supervisor.ReindexTimeout,
+		Coordinator:        coord,
+		Guide:              guide.NewSessions(coord, guide.SessionsOptions{Size: cfg.Coordinator.SessionCacheSize, Logger: logger}),
+		Compaction:         comp,
+		Proposals:          &proposal.Queue{Ledger: h.stores.proposals, MaxPending: cfg.Proposals.MaxPending},
+		ProposalRetryAfter: cfg.Proposals.RetryAfter,
+		Traces:             traces,
+		ReadyChecks:        readyChecks(h.stores),
 		MCP: func(bind func(http.Header) (sdk.Identity, error)) http.Handler {
 			return mcpserver.Handler(mcpserver.Options{Version: version, Provider: providerOf, Coordinator: coord, Bind: bind, Logger: logger.Named("mcp")})
 		},
 	})
-	h.supervisor, h.coordinator, h.server, h.provider = sup, coord, server, providerOf
+	h.supervisor, h.coordinator, h.server, h.provider, h.traces = sup, coord, server, providerOf, traces
 	return nil
 }
 
 // newCoordinator builds the coordinator from the config's coordinator
 // settings (already checked by the coordinator's own rules at load) and
 // hands it the configured selector and resolvers.
-func newCoordinator(cfg *config.Config, sup *pluginhost.Supervisor, providers coordinator.Providers, metrics coordinator.Metrics, logger hclog.Logger, sessions coordinator.SessionStore, hostKey []byte) (*coordinator.Coordinator, error) {
+func newCoordinator(cfg *config.Config, sup *pluginhost.Supervisor, providers coordinator.Providers, metrics coordinator.Metrics, logger hclog.Logger, sessions coordinator.SessionStore, hostKey []byte, trace coordinator.TraceSink) (*coordinator.Coordinator, error) {
 	cc := cfg.Coordinator
-	opts := coordinator.Options{Providers: providers, Logger: logger.Named("coordinator"), Metrics: metrics, Sessions: sessions, HostKey: hostKey}
+	opts := coordinator.Options{Providers: providers, Logger: logger.Named("coordinator"), Metrics: metrics, Sessions: sessions, HostKey: hostKey, Trace: trace}
 	if cc.Selector != "" {
 		sel, err := sup.Selector(cc.Selector)
 		if err != nil {
@@ -338,6 +349,10 @@ func (h *host) close() {
 	if err := h.coordinator.Close(ctx); err != nil {
 		h.logger.Warn("coordinator close", "error", err)
 	}
+	if h.console != nil {
+		h.console.Close()
+	}
+	h.traces.Close()
 	h.supervisor.Close()
 	// Belt and braces: kill any go-plugin managed client still alive.
 	plugin.CleanupClients()
@@ -380,7 +395,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	defer h.close()
 
 	srv := &http.Server{
-		Handler:           h.server.Handler(),
+		Handler:           h.handler(cfg),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       cfg.Server.ReadTimeout,
 	}

@@ -11,8 +11,10 @@ import (
 	"github.com/memhost/memhost/internal/config"
 	"github.com/memhost/memhost/internal/httpapi"
 	"github.com/memhost/memhost/internal/pgstate"
+	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/internal/sessionstore"
 	"github.com/memhost/memhost/internal/statedb"
+	"github.com/memhost/memhost/internal/turntrace"
 )
 
 // sessionStores is where session and compaction state live: the host's
@@ -21,6 +23,8 @@ type sessionStores struct {
 	sessions   coordinator.SessionStore
 	compaction compaction.Store                       // nil: the state database's
 	expire     func(ctx context.Context) (int, error) // drops idle sessions
+	proposals  proposal.Ledger
+	traces     turntrace.Store
 	// ready, when set, tells /readyz whether the store's schema is whole.
 	ready func(ctx context.Context) error
 	close func()
@@ -37,7 +41,15 @@ func openSessionStores(ctx context.Context, cfg *config.Config, state *statedb.D
 		if err != nil {
 			return nil, err
 		}
-		return &sessionStores{sessions: s, expire: s.Expire, close: func() {}}, nil
+		ledger, err := proposal.NewSQLLedger(ctx, state)
+		if err != nil {
+			return nil, err
+		}
+		traces, err := turntrace.NewSQLStore(ctx, state)
+		if err != nil {
+			return nil, err
+		}
+		return &sessionStores{sessions: s, expire: s.Expire, proposals: ledger, traces: traces, close: func() {}}, nil
 	}
 	dsn := os.Getenv(cfg.SessionStore.DSNEnv)
 	if dsn == "" {
@@ -54,7 +66,10 @@ func openSessionStores(ctx context.Context, cfg *config.Config, state *statedb.D
 		return nil, fmt.Errorf("session_store (from %s): %w", cfg.SessionStore.DSNEnv, err)
 	}
 	s := pgstate.NewSessions(db, pgstate.SessionOptions{TTL: cfg.Sessions.IdleTTL, PerRealm: cfg.Sessions.MaxPerRealm})
-	return &sessionStores{sessions: s, compaction: pgstate.NewCompaction(db), expire: s.Expire, ready: db.CheckSchema, close: db.Close}, nil
+	return &sessionStores{
+		sessions: s, compaction: pgstate.NewCompaction(db), expire: s.Expire, ready: db.CheckSchema,
+		proposals: pgstate.NewProposals(db), traces: pgstate.NewTraces(db), close: db.Close,
+	}, nil
 }
 
 // runExpiry drops idle sessions every interval until ctx ends, reporting

@@ -83,6 +83,11 @@ type Config struct {
 	// SessionStore says where session and compaction state live.
 	SessionStore SessionStore
 	HostKeyEnv   string // the variable holding the host key; "" keeps it in data_dir
+	// UI serves the operator console at /ui; Proposals and Trace bound
+	// what it shows (console.go).
+	UI        bool
+	Proposals Proposals
+	Trace     Trace
 
 	// ImplicitCompactor: the compactor instance "summary" was added by
 	// default, not declared (see DropImplicitCompactor).
@@ -250,6 +255,9 @@ func (o Options) defaults(baseDir string) *Config {
 		Coordinator:  defaultCoordinator(),
 		Sessions:     defaultSessions(),
 		SessionStore: defaultSessionStore(),
+		UI:           true,
+		Proposals:    defaultProposals(),
+		Trace:        defaultTrace(),
 		Server: Server{
 			MaxBodyBytes:    defaultMaxBodyBytes,
 			ReadTimeout:     defaultReadTimeout,

@@ -542,7 +542,7 @@ func TestDocs(t *testing.T) {
 		t.Errorf("example loaded as %+v", c)
 	}
 
-	schemas := []*hcl.BodySchema{fileSchema, instanceSchema, realmSchema, tokenSchema, coordinatorSchema, serverSchema, sessionsSchema, supervisorSchema, sessionStoreSchema}
+	schemas := []*hcl.BodySchema{fileSchema, instanceSchema, realmSchema, tokenSchema, coordinatorSchema, serverSchema, sessionsSchema, supervisorSchema, sessionStoreSchema, proposalsSchema, traceSchema}
 	for _, s := range schemas {
 		for _, a := range s.Attributes {
 			if !strings.Contains(doc, "| `"+a.Name+"` |") {

@@ -66,6 +66,7 @@ func (c *Config) HCL() []byte {
 	b.SetAttributeValue("max_backoff_ms", cty.NumberIntVal(c.Supervisor.MaxBackoff.Milliseconds()))
 	b.SetAttributeValue("reindex_timeout_ms", cty.NumberIntVal(c.Supervisor.ReindexTimeout.Milliseconds()))
 	c.sessionStoreHCL(body)
+	c.consoleHCL(body)
 
 	for _, t := range c.Tokens {
 		body.AppendNewline()

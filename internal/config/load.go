@@ -91,7 +91,7 @@ var (
 			Attributes: []hcl.AttributeSchema{
 				{Name: "listen"}, {Name: "plugin_dir"}, {Name: "data_dir"}, {Name: "log_format"},
 				{Name: "log_level"}, {Name: "allow_insecure_listen"}, {Name: "default_realm"},
-				{Name: "host_key_env"},
+				{Name: "host_key_env"}, {Name: "ui"},
 			},
 			Blocks: []hcl.BlockHeaderSchema{
 				{Type: "realm", LabelNames: []string{"name"}},
@@ -100,6 +100,8 @@ var (
 				{Type: "sessions"},
 				{Type: "supervisor"},
 				{Type: "session_store"},
+				{Type: "proposals"},
+				{Type: "trace"},
 				{Type: "token", LabelNames: []string{"name"}},
 			},
 		}
@@ -148,11 +150,12 @@ func (d *decoder) file(body hcl.Body) {
 	d.boolean(content.Attributes, "allow_insecure_listen", "allow_insecure_listen", &c.AllowInsecureListen)
 	d.str(content.Attributes, "default_realm", "default_realm", &c.DefaultRealm)
 	d.hostKeyEnv(content.Attributes)
+	d.boolean(content.Attributes, "ui", "ui", &c.UI)
 
 	seen := map[string]*hcl.Block{}
 	for _, b := range content.Blocks {
 		switch b.Type {
-		case "coordinator", "server", "sessions", "supervisor", "session_store":
+		case "coordinator", "server", "sessions", "supervisor", "session_store", "proposals", "trace":
 			if first, dup := seen[b.Type]; dup {
 				d.errorf(b.DefRange.Ptr(), "Duplicate "+b.Type+" block",
 					"Only one %s block is allowed; the first is at %s.", b.Type, lineOf(first.DefRange))
@@ -168,6 +171,10 @@ func (d *decoder) file(body hcl.Body) {
 				d.sessions(b)
 			case "session_store":
 				d.sessionStore(b)
+			case "proposals":
+				d.proposals(b)
+			case "trace":
+				d.trace(b)
 			default:
 				d.supervisor(b)
 			}

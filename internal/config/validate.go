@@ -143,6 +143,7 @@ func (c *Config) Validate() error {
 	c.validateSessions(p)
 	c.validateSupervisor(p)
 	c.validateSessionStore(p)
+	c.validateConsole(p)
 	c.validateTokens(p)
 	if len(p.diags) > 0 {
 		return newError(p.diags)

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/memhost/memhost/internal/compaction"
+	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/internal/redact"
 	"github.com/memhost/memhost/sdk"
 )
@@ -48,6 +49,8 @@ func statusOf(code string) int {
 		return http.StatusInsufficientStorage
 	case compaction.CodeHistoryMismatch:
 		return http.StatusConflict
+	case codeTooManyProposals:
+		return http.StatusTooManyRequests
 	case compaction.CodeFailed, compaction.CodeEmpty, compaction.CodeTooLarge:
 		return http.StatusBadGateway
 	}
@@ -63,6 +66,9 @@ func codeOf(err error) string {
 	}
 	if errors.Is(err, errMethodNotAllowed) {
 		return "method_not_allowed"
+	}
+	if errors.Is(err, proposal.ErrTooMany) {
+		return codeTooManyProposals
 	}
 	return string(sdk.CodeOf(err))
 }

@@ -85,6 +85,7 @@ func (s *Server) handleInjectBuild(ctx context.Context, c caller, w http.Respons
 
 type defangRequest struct {
 	Identity identityInput        `json:"identity"`
+	Session  string               `json:"session"`
 	Content  *coordinator.Content `json:"content"`
 }
 
@@ -100,7 +101,12 @@ func (s *Server) handleDefang(_ context.Context, c caller, w http.ResponseWriter
 	if req.Content == nil {
 		return required("content")
 	}
-	out, err := s.opts.Coordinator.DefangInbound(id, *req.Content)
+	if req.Session != "" {
+		if err := coordinator.ValidateSessionKey(req.Session); err != nil {
+			return err
+		}
+	}
+	out, err := s.opts.Coordinator.DefangInboundInSession(id, req.Session, *req.Content)
 	if err != nil {
 		return err
 	}

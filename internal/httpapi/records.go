@@ -81,7 +81,7 @@ func (s *Server) handleRemember(ctx context.Context, c caller, w http.ResponseWr
 		}
 		switch {
 		case n == len(records):
-			return s.propose(ctx, realm, p, records, w)
+			return s.propose(ctx, c, realm, p, records, w)
 		case n > 0:
 			return badRequest("records: an agent's writes to shared scopes are proposals; send them in a request of their own, apart from identity-scope records")
 		}

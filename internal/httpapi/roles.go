@@ -15,8 +15,8 @@ const ProposalTag = proposal.Tag
 const proposedMessage = "an agent's writes to mob, operator or realm scope are proposals: they are not recalled or injected until an application approves them (POST /v1/records/{id}/approve)"
 
 // propose stores an agent's writes to shared scopes as proposals.
-func (s *Server) propose(ctx context.Context, realm string, p sdk.Provider, records []sdk.Record, w http.ResponseWriter) error {
-	ids, err := proposal.Store(ctx, realm, p, records)
+func (s *Server) propose(ctx context.Context, c caller, realm string, p sdk.Provider, records []sdk.Record, w http.ResponseWriter) error {
+	ids, err := s.storeProposals(ctx, c, realm, p, records, w)
 	if err != nil {
 		return err
 	}
@@ -34,7 +34,7 @@ func (s *Server) handleApprove(ctx context.Context, c caller, w http.ResponseWri
 	if err != nil {
 		return err
 	}
-	newID, err := proposal.Approve(ctx, realm, id, p)
+	newID, err := s.approve(ctx, realm, id, p)
 	if err != nil {
 		return err
 	}

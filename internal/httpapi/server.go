@@ -21,6 +21,7 @@ import (
 	"github.com/memhost/memhost/guide"
 	"github.com/memhost/memhost/internal/compaction"
 	"github.com/memhost/memhost/internal/pluginhost"
+	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/internal/redact"
 	"github.com/memhost/memhost/sdk"
 )
@@ -82,6 +83,12 @@ type Options struct {
 	// MCP, when set, builds the MCP endpoint served at /mcp; bind answers
 	// the identity of an authenticated request from its headers.
 	MCP func(bind func(http.Header) (sdk.Identity, error)) http.Handler
+	// Proposals, when set, notes, bounds and lists agents' proposals;
+	// ProposalRetryAfter is the Retry-After of its refusal (proposals.go).
+	Proposals          *proposal.Queue
+	ProposalRetryAfter time.Duration
+	// Traces, when set, serves the turn trace endpoints (trace.go).
+	Traces TraceReader
 }
 
 // MCP request headers naming who the tools act for.
@@ -129,6 +136,13 @@ func New(opts Options) *Server {
 	s.route(mux, "GET /v1/records/{id}", s.handleGet)
 	s.route(mux, "DELETE /v1/records/{id}", s.handleForget)
 	s.route(mux, "POST /v1/records/{id}/approve", s.handleApprove)
+	s.route(mux, "POST /v1/records/{id}/reject", s.handleReject)
+	s.route(mux, "GET /v1/proposals", s.handleListProposals)
+	s.route(mux, "GET /v1/sessions/{key}/trace", s.handleSessionTrace)
+	s.route(mux, "GET /v1/traces", s.handleTraces)
+	s.route(mux, "GET /v1/scopes", s.handleScopes)
+	s.route(mux, "GET /v1/records", s.handleListRecords)
+	s.route(mux, "GET /v1/records/{id}/trace", s.handleRecordTrace)
 	s.route(mux, "POST /v1/recall", s.handleRecall)
 	s.route(mux, "POST /v1/manifest", s.handleManifest)
 	s.route(mux, "POST /v1/turns/inject", s.handleInjectTurn)

@@ -207,7 +207,7 @@ func TestWrongMethodAnswers405(t *testing.T) {
 		status       int
 		allow        string
 	}{
-		{"GET", "/v1/records", 405, "POST"},
+		{"PUT", "/v1/records", 405, "GET, POST"},
 		{"PUT", "/v1/records/r1", 405, "GET, DELETE"},
 		{"GET", "/v1/recall", 405, "POST"},
 		{"POST", "/healthz", 405, "GET"},

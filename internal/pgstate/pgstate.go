@@ -171,7 +171,7 @@ func (db *DB) q(sql string) string {
 	return tableRE.ReplaceAllStringFunc(sql, func(t string) string { return db.prefix + t })
 }
 
-var tableRE = regexp.MustCompile(`\b(sessions|compaction_state|host_key)\b`)
+var tableRE = regexp.MustCompile(`\b(sessions|compaction_state|host_key|proposals|turn_trace)\b`)
 
 // Close closes the pool.
 func (db *DB) Close() { db.pool.Close() }
@@ -210,6 +210,7 @@ var migrations = []string{
 		verifier   text        NOT NULL,
 		created_at timestamptz NOT NULL DEFAULT now()
 	);`,
+	consoleMigration,
 }
 
 // migrateLockKey is the first key of the migration advisory lock ("mhst");

@@ -23,7 +23,6 @@ import (
 // refuses the manifest instead of running the script unchecked.
 const InterpretedFormat = 2
 
-
 // Interpreter runs a script plugin: the host executes Path (absolute, no
 // search path) with Args, then the script's path. Path is pinned by its
 // sha256 like a plugin executable.

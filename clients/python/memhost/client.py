@@ -212,6 +212,63 @@ class Client:
         path = "/v1/records/" + _seg(record_id) + "/approve"
         return cast(Approval, self._json("POST", path, query={"realm": realm}))
 
+    @_operation("rejectRecord")
+    def reject(self, record_id: str, *, realm: str | None = None) -> dict[str, Any]:
+        """Rejects (forgets) an agent's pending proposal (application callers only)."""
+        path = "/v1/records/" + _seg(record_id) + "/reject"
+        return cast("dict[str, Any]", self._json("POST", path, query={"realm": realm}))
+
+    @_operation("listProposals")
+    def proposals(self, *, realm: str | None = None, after: str | None = None, limit: int | None = None) -> dict[str, Any]:
+        """A realm's pending proposals, oldest first, each with its proposer and diff."""
+        query = {"realm": realm, "after": after, "limit": None if limit is None else str(limit)}
+        return cast("dict[str, Any]", self._json("GET", "/v1/proposals", query=query))
+
+    @_operation("listRecords")
+    def records(
+        self,
+        *,
+        realm: str | None = None,
+        scope: str | None = None,
+        q: str | None = None,
+        kind: str | None = None,
+        tag: str | None = None,
+        status: str | None = None,
+        trust: str | None = None,
+        since: str | None = None,
+        after: str | None = None,
+        limit: int | None = None,
+    ) -> dict[str, Any]:
+        """Lists or searches a realm's records (application callers only)."""
+        query = {
+            "realm": realm, "scope": scope, "q": q, "kind": kind, "tag": tag, "status": status,
+            "trust": trust, "since": since, "after": after, "limit": None if limit is None else str(limit),
+        }
+        return cast("dict[str, Any]", self._json("GET", "/v1/records", query=query))
+
+    @_operation("scopeCounts")
+    def scopes(self, *, realm: str | None = None) -> dict[str, Any]:
+        """A realm's records per scope and status."""
+        return cast("dict[str, Any]", self._json("GET", "/v1/scopes", query={"realm": realm}))
+
+    @_operation("sessionTrace")
+    def trace(self, session: str, *, realm: str | None = None, identity: str | None = None, limit: int | None = None) -> dict[str, Any]:
+        """A session's turn trace: what each turn injected and what it left out."""
+        query = {"realm": realm, "identity": identity, "limit": None if limit is None else str(limit)}
+        return cast("dict[str, Any]", self._json("GET", "/v1/sessions/" + _seg(session) + "/trace", query=query))
+
+    @_operation("listTraces")
+    def traces(self, *, realm: str | None = None, limit: int | None = None) -> dict[str, Any]:
+        """A realm's traced sessions, most recent first."""
+        query = {"realm": realm, "limit": None if limit is None else str(limit)}
+        return cast("dict[str, Any]", self._json("GET", "/v1/traces", query=query))
+
+    @_operation("recordTrace")
+    def record_trace(self, record_id: str, *, realm: str | None = None, limit: int | None = None) -> dict[str, Any]:
+        """The newest turns that injected a record."""
+        query = {"realm": realm, "limit": None if limit is None else str(limit)}
+        return cast("dict[str, Any]", self._json("GET", "/v1/records/" + _seg(record_id) + "/trace", query=query))
+
     @_operation("recall")
     def recall(
         self,

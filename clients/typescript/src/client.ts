@@ -65,6 +65,28 @@ export interface CallOptions {
   requestId?: string;
 }
 
+/** A page of a listing: its realm, cursor and size. */
+export interface PageParams {
+  realm?: string;
+  after?: string;
+  limit?: number;
+}
+
+/** The filters of a record listing (GET /v1/records). */
+export interface RecordFilter extends PageParams {
+  scope?: string;
+  q?: string;
+  kind?: string;
+  tag?: string;
+  status?: string;
+  trust?: string;
+  since?: string;
+}
+
+function pageQuery(p: PageParams): { [name: string]: string | undefined } {
+  return { realm: p.realm, after: p.after, limit: p.limit?.toString() };
+}
+
 export interface RealmOptions extends CallOptions {
   realm?: string;
 }
@@ -161,6 +183,42 @@ export class MemhostClient {
   /** Approves an agent's proposal (application callers only). */
   approve(id: string, opts?: RealmOptions): Promise<Answer<"approveRecord">> {
     return this.json({ method: "POST", path: `/v1/records/${seg(id)}/approve`, query: { realm: opts?.realm }, opts });
+  }
+
+  /** Rejects (forgets) an agent's pending proposal (application callers only). */
+  reject(id: string, opts?: RealmOptions): Promise<Answer<"rejectRecord">> {
+    return this.json({ method: "POST", path: `/v1/records/${seg(id)}/reject`, query: { realm: opts?.realm }, opts });
+  }
+
+  /** A realm's pending proposals, oldest first, each with its proposer and diff. */
+  proposals(params: PageParams = {}, opts?: CallOptions): Promise<Answer<"listProposals">> {
+    return this.json({ method: "GET", path: "/v1/proposals", query: pageQuery(params), opts });
+  }
+
+  /** Lists or searches a realm's records (application callers only). */
+  records(params: RecordFilter = {}, opts?: CallOptions): Promise<Answer<"listRecords">> {
+    const { limit, ...rest } = params;
+    return this.json({ method: "GET", path: "/v1/records", query: { ...rest, limit: limit?.toString() }, opts });
+  }
+
+  /** A realm's records per scope and status. */
+  scopes(opts?: RealmOptions): Promise<Answer<"scopeCounts">> {
+    return this.json({ method: "GET", path: "/v1/scopes", query: { realm: opts?.realm }, opts });
+  }
+
+  /** A session's turn trace: what each turn injected and what it left out. */
+  trace(session: string, params: PageParams & { identity?: string } = {}, opts?: CallOptions): Promise<Answer<"sessionTrace">> {
+    return this.json({ method: "GET", path: `/v1/sessions/${seg(session)}/trace`, query: { ...pageQuery(params), identity: params.identity }, opts });
+  }
+
+  /** A realm's traced sessions, most recent first. */
+  traces(params: PageParams = {}, opts?: CallOptions): Promise<Answer<"listTraces">> {
+    return this.json({ method: "GET", path: "/v1/traces", query: pageQuery(params), opts });
+  }
+
+  /** The newest turns that injected a record. */
+  recordTrace(id: string, params: PageParams = {}, opts?: CallOptions): Promise<Answer<"recordTrace">> {
+    return this.json({ method: "GET", path: `/v1/records/${seg(id)}/trace`, query: pageQuery(params), opts });
   }
 
   recall(body: WithIdentity<RequestBody<"recall">>, opts?: CallOptions): Promise<Answer<"recall">> {
@@ -431,6 +489,13 @@ export const OPERATIONS = {
   getRecord: "get",
   forgetRecord: "forget",
   approveRecord: "approve",
+  rejectRecord: "reject",
+  listProposals: "proposals",
+  listRecords: "records",
+  scopeCounts: "scopes",
+  sessionTrace: "trace",
+  listTraces: "traces",
+  recordTrace: "recordTrace",
   recall: "recall",
   manifest: "manifest",
   injectTurn: "injectTurn",

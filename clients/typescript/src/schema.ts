@@ -11,7 +11,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List or search a realm's records (application callers only)
+         * @description With `q`, the realm's own recall over `scope` (active records, best first, with scores);
+         *     without, every status in id order, a page at a time (`next` is the cursor for `after`,
+         *     empty after the last page). The filters apply to both.
+         */
+        get: operations["listRecords"];
         put?: never;
         /**
          * Remember records (all or nothing)
@@ -68,6 +74,130 @@ export interface paths {
          *     pending proposal, 403 for an agent caller.
          */
         post: operations["approveRecord"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/records/{id}/reject": {
+        parameters: {
+            query?: {
+                realm?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reject an agent's proposal (application callers only)
+         * @description The proposal is forgotten. 409 when the record is not a pending proposal, 403 for an agent caller.
+         */
+        post: operations["rejectRecord"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/records/{id}/trace": {
+        parameters: {
+            query?: {
+                realm?: string;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** The newest turns that injected a record (application callers only) */
+        get: operations["recordTrace"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/proposals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A realm's pending proposals (application callers only)
+         * @description Oldest first, each with the agent token that proposed it and, when the proposal restates an
+         *     active record of its scope (same kind and title), that record and a diff against it: approving
+         *     then supersedes that record. `next` is the cursor for `after`, empty after the last page.
+         */
+        get: operations["listProposals"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/scopes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A realm's records per scope and status (application callers only) */
+        get: operations["scopeCounts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/traces": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A realm's sessions with the newest turn traces (application callers only) */
+        get: operations["listTraces"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{key}/trace": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A session's turn trace (application callers only)
+         * @description Each turn of the session, oldest first: the records injected (bytes, score, trust), those left
+         *     out and why, the defang hits of inbound messages and the compaction resets. Kept per realm
+         *     within the `trace` settings; never holds the envelope nonce or text.
+         */
+        get: operations["sessionTrace"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -630,6 +760,39 @@ export interface components {
             /** @description 0 means unranked */
             rank?: number;
         };
+        TraceRecord: {
+            id: string;
+            title?: string;
+            scope?: string;
+            trust?: string;
+            /** @description the record's rendered size, when injected */
+            bytes?: number;
+            /** @description the provider's score, when recalled lexically */
+            score?: number;
+            /**
+             * @description why it was left out
+             * @enum {string}
+             */
+            reason?: "budget" | "max_entries" | "dedup" | "scope" | "selector" | "status" | "trust";
+        };
+        TurnTrace: {
+            realm: string;
+            identity: string;
+            session?: string;
+            /** @enum {string} */
+            surface: "turn" | "build" | "guide";
+            /** @enum {string} */
+            kind: "inject" | "defang" | "reset";
+            /** Format: date-time */
+            at: string;
+            query_bytes: number;
+            skip_reason: string | null;
+            bytes: number;
+            budget: number;
+            included: components["schemas"]["TraceRecord"][];
+            excluded: components["schemas"]["TraceRecord"][];
+            defang_hits: number;
+        };
         GuideFilters: {
             /** @description 0 means 5 */
             top_k?: number;
@@ -641,7 +804,8 @@ export interface components {
     responses: {
         /**
          * @description 400 invalid_argument, 401 unauthenticated, 403 permission_denied, 404 not_found,
-         *     405 method_not_allowed, 409 conflict, 413 too_large, 501 unsupported, 503 unavailable, 504 deadline_exceeded,
+         *     405 method_not_allowed, 409 conflict, 413 too_large,
+         *     429 too_many_proposals (an agent token's pending proposals in the realm are at the bound; see Retry-After), 501 unsupported, 503 unavailable, 504 deadline_exceeded,
          *     507 storage_full (the store's disk or quota is full; reads keep working; retry once space is freed),
          *     507 read_only (the store's data directory is read-only; reads keep working), 500 internal.
          *     A 503 carries Retry-After (seconds): the cause (a plugin restarting, PostgreSQL down or
@@ -674,6 +838,46 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    listRecords: {
+        parameters: {
+            query?: {
+                realm?: string;
+                scope?: string;
+                q?: string;
+                kind?: string;
+                tag?: string;
+                status?: "active" | "superseded" | "quarantined" | "tombstoned";
+                trust?: string;
+                /** @description updated at or after (RFC 3339) */
+                since?: string;
+                after?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Matching records. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        realm: string;
+                        records: {
+                            record: components["schemas"]["Record"];
+                            score?: number;
+                        }[];
+                        next: string;
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
     remember: {
         parameters: {
             query?: never;
@@ -799,6 +1003,212 @@ export interface operations {
                         approved: string;
                         /** @enum {string} */
                         status: "active";
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    rejectRecord: {
+        parameters: {
+            query?: {
+                realm?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Rejected. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        rejected: string;
+                        /** @enum {string} */
+                        status: "rejected";
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    recordTrace: {
+        parameters: {
+            query?: {
+                realm?: string;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Turns, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        realm: string;
+                        record: string;
+                        turns: components["schemas"]["TurnTrace"][];
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    listProposals: {
+        parameters: {
+            query?: {
+                realm?: string;
+                after?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pending proposals. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        realm: string;
+                        /** @description pending proposals of the realm in all */
+                        pending: number;
+                        next: string;
+                        proposals: {
+                            id: string;
+                            realm: string;
+                            /** @description the agent token's name; empty without tokens */
+                            proposer: string;
+                            identity?: string;
+                            target?: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            record: components["schemas"]["Record"];
+                            supersedes: components["schemas"]["Record"] | null;
+                            diff: {
+                                field: string;
+                                /** @enum {string} */
+                                op: "=" | "-" | "+";
+                                text: string;
+                            }[];
+                        }[];
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    scopeCounts: {
+        parameters: {
+            query?: {
+                realm?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Scopes in order; partial when the count stopped at its bound (200,000 records). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        realm: string;
+                        partial: boolean;
+                        scopes: {
+                            scope: string;
+                            total: number;
+                            by_status: {
+                                [key: string]: number;
+                            };
+                        }[];
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    listTraces: {
+        parameters: {
+            query?: {
+                realm?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Sessions, most recently traced first (a build has no session). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        realm: string;
+                        sessions: {
+                            realm: string;
+                            identity: string;
+                            session: string;
+                            turns: number;
+                            bytes: number;
+                            /** Format: date-time */
+                            last: string;
+                        }[];
+                    };
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    sessionTrace: {
+        parameters: {
+            query?: {
+                realm?: string;
+                identity?: string;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session's newest turns, oldest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        realm: string;
+                        session: string;
+                        turns: components["schemas"]["TurnTrace"][];
                     };
                 };
             };
@@ -962,6 +1372,8 @@ export interface operations {
             content: {
                 "application/json": {
                     identity: components["schemas"]["Identity"];
+                    /** @description the session the message belongs to: defang hits then show in its turn trace */
+                    session?: string;
                     content: components["schemas"]["Content"];
                 };
             };

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/memhost/memhost/coordinator"
+	"github.com/spf13/cobra"
+)
+
+// The review commands: an application's view of agents' proposals and of
+// what each turn injected.
+
+func proposalsCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "proposals",
+		Short: "List, approve or reject agents' pending proposals (application token)",
+	}
+	cmd.AddCommand(proposalsListCommand(), proposalsDecideCommand("approve"), proposalsDecideCommand("reject"))
+	return cmd
+}
+
+// proposalPage is the part of GET /v1/proposals the CLI prints.
+type proposalPage struct {
+	Pending   int    `json:"pending"`
+	Next      string `json:"next"`
+	Proposals []struct {
+		ID        string    `json:"id"`
+		Proposer  string    `json:"proposer"`
+		CreatedAt time.Time `json:"created_at"`
+		Target    string    `json:"target"`
+		Record    struct {
+			Scope string `json:"scope"`
+			Kind  string `json:"kind"`
+			Title string `json:"title"`
+		} `json:"record"`
+		Diff []struct {
+			Field string `json:"field"`
+			Op    string `json:"op"`
+			Text  string `json:"text"`
+		} `json:"diff"`
+	} `json:"proposals"`
+}
+
+func proposalsListCommand() *cobra.Command {
+	var f clientFlags
+	var realm string
+	var limit int
+	var asJSON, diff bool
+	cmd := &cobra.Command{
+		Use:     "list",
+		Short:   "List a realm's pending proposals, oldest first",
+		Example: "  memhost proposals list --realm acme --diff",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := commandContext(cmd, time.Minute)
+			defer cancel()
+			c, err := f.client(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.close()
+			q := url.Values{"limit": {fmt.Sprint(limit)}}
+			if realm != "" {
+				q.Set("realm", realm)
+			}
+			var page proposalPage
+			if asJSON {
+				var raw map[string]any
+				if err := c.call(ctx, "GET", "/v1/proposals?"+q.Encode(), nil, &raw); err != nil {
+					return err
+				}
+				return printJSON(cmd.OutOrStdout(), raw)
+			}
+			if err := c.call(ctx, "GET", "/v1/proposals?"+q.Encode(), nil, &page); err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "ID\tPROPOSED BY\tAT\tSCOPE\tKIND\tTITLE\tSUPERSEDES")
+			for _, p := range page.Proposals {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, orDash(p.Proposer), p.CreatedAt.Format(time.RFC3339),
+					p.Record.Scope, p.Record.Kind, printable(p.Record.Title), orDash(p.Target))
+				if diff {
+					for _, d := range p.Diff {
+						fmt.Fprintf(w, "\t%s %s: %s\n", d.Op, d.Field, printable(d.Text))
+					}
+				}
+			}
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "%d pending in all\n", page.Pending)
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&realm, "realm", "", "realm (default: the server's default realm)")
+	cmd.Flags().IntVar(&limit, "limit", 50, "proposals to list (1-500)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the answer as JSON")
+	cmd.Flags().BoolVar(&diff, "diff", false, "print each proposal's diff against the record it would supersede")
+	return cmd
+}
+
+func proposalsDecideCommand(verb string) *cobra.Command {
+	var f clientFlags
+	var realm string
+	cmd := &cobra.Command{
+		Use:     verb + " ID...",
+		Short:   strings.ToUpper(verb[:1]) + verb[1:] + " pending proposals",
+		Example: "  memhost proposals " + verb + " --realm acme 01J...",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := commandContext(cmd, time.Minute)
+			defer cancel()
+			c, err := f.client(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.close()
+			q := ""
+			if realm != "" {
+				q = "?realm=" + url.QueryEscape(realm)
+			}
+			var failed int
+			for _, id := range args {
+				var out map[string]any
+				if err := c.call(ctx, "POST", "/v1/records/"+url.PathEscape(id)+"/"+verb+q, nil, &out); err != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s: %v\n", id, err)
+					failed++
+					continue
+				}
+				if verb == "approve" {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s approved as %v\n", id, out["id"])
+				} else {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s rejected\n", id)
+				}
+			}
+			if failed > 0 {
+				return fmt.Errorf("%d of %d proposals were not %sd", failed, len(args), verb)
+			}
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&realm, "realm", "", "realm (default: the server's default realm)")
+	return cmd
+}
+
+func traceCommand() *cobra.Command {
+	var f clientFlags
+	var realm, identity string
+	var limit int
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "trace SESSION",
+		Short: "Show what each turn of a session injected and what it left out (application token)",
+		Example: `  memhost trace --realm acme --identity alice chat-42
+  memhost trace --json chat-42 | jq '.turns[-1].excluded'`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := commandContext(cmd, time.Minute)
+			defer cancel()
+			c, err := f.client(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.close()
+			q := url.Values{"limit": {fmt.Sprint(limit)}}
+			if realm != "" {
+				q.Set("realm", realm)
+			}
+			if identity != "" {
+				q.Set("identity", identity)
+			}
+			path := "/v1/sessions/" + url.PathEscape(args[0]) + "/trace?" + q.Encode()
+			var raw map[string]any
+			if asJSON {
+				if err := c.call(ctx, "GET", path, nil, &raw); err != nil {
+					return err
+				}
+				return printJSON(cmd.OutOrStdout(), raw)
+			}
+			var out struct {
+				Turns []coordinator.TurnTrace `json:"turns"`
+			}
+			if err := c.call(ctx, "GET", path, nil, &out); err != nil {
+				return err
+			}
+			if len(out.Turns) == 0 {
+				fmt.Fprintln(cmd.ErrOrStderr(), "no traced turns for this session")
+			}
+			for _, t := range out.Turns {
+				printTurn(cmd, t)
+			}
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&realm, "realm", "", "realm (default: the server's default realm)")
+	cmd.Flags().StringVar(&identity, "identity", "", "only this identity's turns")
+	cmd.Flags().IntVar(&limit, "limit", 100, "newest turns to show (1-1000)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the answer as JSON")
+	return cmd
+}
+
+func printTurn(cmd *cobra.Command, t coordinator.TurnTrace) {
+	out := cmd.OutOrStdout()
+	head := fmt.Sprintf("%s  %s %s  identity %s", t.At.Format(time.RFC3339), t.Surface, t.Kind, t.Identity)
+	switch t.Kind {
+	case coordinator.TraceDefang:
+		fmt.Fprintf(out, "%s  %d forged markers defanged\n", head, t.DefangHits)
+		return
+	case coordinator.TraceReset:
+		fmt.Fprintf(out, "%s  compaction reset the budget and dedup set\n", head)
+		return
+	}
+	if t.SkipReason != coordinator.SkipNone {
+		head += "  skipped: " + string(t.SkipReason)
+	}
+	fmt.Fprintf(out, "%s  %d of %d bytes\n", head, t.Bytes, t.Budget)
+	for _, r := range t.Included {
+		fmt.Fprintf(out, "  + %s  %q  %s  trust %s  %d bytes  score %.3g\n", r.ID, r.Title, r.Scope, r.Trust, r.Bytes, r.Score)
+	}
+	for _, r := range t.Excluded {
+		fmt.Fprintf(out, "  - %s  %q  %s  left out: %s\n", r.ID, r.Title, r.Scope, r.Reason)
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// printable keeps a terminal safe from what memory holds: control
+// characters (escape sequences among them) print as their Go escapes.
+func printable(s string) string {
+	q := fmt.Sprintf("%q", s)
+	return q[1 : len(q)-1]
+}

@@ -1,0 +1,266 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+const agent2Secret = "agent2-token-0123456789abcdef01"
+
+// reviewConfig is a sqlite deployment with an application token and two
+// agent tokens, each bounded to proposalBound pending proposals per realm.
+const proposalBound = 100
+
+var reviewConfig = providerDeployment("sqlite", `{ path = "memory.db" }`) + fmt.Sprintf(`
+proposals {
+  max_pending         = %d
+  retry_after_seconds = 30
+}
+token "platform" {
+  secret_env = "MEMHOST_TEST_APP"
+  realms     = ["default", "acme"]
+  role       = "application"
+}
+token "agent" {
+  secret_env = "MEMHOST_TEST_AGENT"
+  realms     = ["default", "acme"]
+}
+token "agent2" {
+  secret_env = "MEMHOST_TEST_AGENT2"
+  realms     = ["default"]
+}
+`, proposalBound)
+
+var reviewEnv = []string{"MEMHOST_TEST_APP=" + appSecret, "MEMHOST_TEST_AGENT=" + agentSecret, "MEMHOST_TEST_AGENT2=" + agent2Secret}
+
+type proposalList struct {
+	Realm     string `json:"realm"`
+	Pending   int    `json:"pending"`
+	Next      string `json:"next"`
+	Proposals []struct {
+		ID         string `json:"id"`
+		Proposer   string `json:"proposer"`
+		Target     string `json:"target"`
+		Record     struct{ Title, Body, Status string }
+		Supersedes *struct{ ID, Body string }
+		Diff       []struct{ Field, Op, Text string }
+	} `json:"proposals"`
+}
+
+// propose sends one realm-scope proposal as token and answers the status
+// and the Retry-After header.
+func propose(t *testing.T, m *instance, token, realm, title, body string) (int, string, []string) {
+	t.Helper()
+	var out struct {
+		IDs []string `json:"ids"`
+	}
+	req := map[string]any{"realm": realm, "records": []map[string]any{{"scope": "realm", "kind": "fact", "title": title, "body": body}}}
+	code, header := m.as(token).doHeader("POST", "/v1/records", req, &out)
+	return code, header.Get("Retry-After"), out.IDs
+}
+
+// rawPropose sends one proposal without the document check (the flood's
+// refusal is checked against it once, below), so the flood is quick.
+func rawPropose(t *testing.T, base, token, title string) (int, string) {
+	body := fmt.Sprintf(`{"records":[{"scope":"realm","kind":"fact","title":%q,"body":"Flood body about marmalade."}]}`, title)
+	req, err := http.NewRequest("POST", base+"/v1/records", strings.NewReader(body))
+	if err != nil {
+		t.Error(err)
+		return 0, ""
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Error(err)
+		return 0, ""
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("Retry-After")
+}
+
+// as answers a client of the same server that sends token (its logs
+// are the original's: read them there).
+func (i *instance) as(token string) *instance {
+	return &instance{t: i.t, cmd: i.cmd, base: i.base, dataDir: i.dataDir, token: token}
+}
+
+// doHeader is do that also answers the response header.
+func (i *instance) doHeader(method, path string, body, out any) (int, http.Header) {
+	i.t.Helper()
+	var h http.Header
+	code := i.doWith(method, path, body, out, func(resp *http.Response) { h = resp.Header })
+	return code, h
+}
+
+// TestProposalFloodIsBounded sends 3,000 proposals at once: exactly the
+// bound is stored, the rest are refused 429 with a Retry-After, another
+// token in the realm and the same token in another realm still propose,
+// and the application sees the queue, each proposal attributed.
+func TestProposalFloodIsBounded(t *testing.T) {
+	m := startMemhost(t, reviewConfig, reviewEnv...)
+	const flood = 3000
+	var accepted, refused, other atomic.Int64
+	var wg sync.WaitGroup
+	next := atomic.Int64{}
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				n := next.Add(1)
+				if n > flood {
+					return
+				}
+				code, retry := rawPropose(t, m.base, agentSecret, fmt.Sprintf("Flood %d", n))
+				switch {
+				case code == 202:
+					accepted.Add(1)
+				case code == 429 && retry == "30":
+					refused.Add(1)
+				default:
+					other.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if accepted.Load() != proposalBound || refused.Load() != flood-proposalBound || other.Load() != 0 {
+		t.Fatalf("flood: %d accepted, %d refused with Retry-After 30, %d other; want %d, %d, 0", accepted.Load(), refused.Load(), other.Load(), proposalBound, flood-proposalBound)
+	}
+	// The refusal names the problem and its code.
+	var e apiError
+	mm := m.as(agentSecret)
+	if code := mm.do("POST", "/v1/records", map[string]any{"records": []map[string]any{{"scope": "realm", "kind": "fact", "title": "One more", "body": "x"}}}, &e); code != 429 || e.Error.Code != "too_many_proposals" || !strings.Contains(e.Error.Message, "limit is 100") {
+		t.Errorf("proposal beyond the bound = %d %+v", code, e)
+	}
+	// Another token in the realm, and the same token in another realm, are unaffected.
+	if code, _, _ := propose(t, m, agent2Secret, "default", "Second agent", "The second agent has its own bound."); code != 202 {
+		t.Errorf("another token's proposal = %d, want 202", code)
+	}
+	if code, _, _ := propose(t, m, agentSecret, "acme", "Other realm", "Acme's queue is its own."); code != 202 {
+		t.Errorf("the same token in another realm = %d, want 202", code)
+	}
+	// An agent may not list the queue; the application pages through it.
+	if code := mm.do("GET", "/v1/proposals", nil, &e); code != 403 {
+		t.Errorf("agent list = %d, want 403", code)
+	}
+	m.token = appSecret
+	seen, byProposer := map[string]bool{}, map[string]int{}
+	after := ""
+	for {
+		var page proposalList
+		if code := m.do("GET", "/v1/proposals?limit=37&after="+after, nil, &page); code != 200 {
+			t.Fatalf("list = %d", code)
+		}
+		if page.Pending != proposalBound+1 {
+			t.Fatalf("pending = %d, want %d", page.Pending, proposalBound+1)
+		}
+		for _, p := range page.Proposals {
+			if seen[p.ID] || p.Record.Status != "quarantined" {
+				t.Fatalf("proposal %s listed twice or not pending: %+v", p.ID, p)
+			}
+			seen[p.ID] = true
+			byProposer[p.Proposer]++
+		}
+		if page.Next == "" {
+			break
+		}
+		after = page.Next
+	}
+	if len(seen) != proposalBound+1 || byProposer["agent"] != proposalBound || byProposer["agent2"] != 1 {
+		t.Fatalf("listed %d proposals by %v; want %d by agent and 1 by agent2", len(seen), byProposer, proposalBound)
+	}
+	// Rejecting one makes room for exactly one more.
+	var first proposalList
+	m.do("GET", "/v1/proposals?limit=1", nil, &first)
+	var rej struct{ Rejected, Status string }
+	if code := m.do("POST", "/v1/records/"+first.Proposals[0].ID+"/reject", nil, &rej); code != 200 || rej.Rejected != first.Proposals[0].ID {
+		t.Fatalf("reject = %d %+v", code, rej)
+	}
+	if code, _, _ := propose(t, m, agentSecret, "default", "Room again", "Made room by a rejection."); code != 202 {
+		t.Errorf("after a rejection = %d, want 202", code)
+	}
+	if code, _, _ := propose(t, m, agentSecret, "default", "No room", "The bound holds again."); code != 429 {
+		t.Errorf("past the bound again = %d, want 429", code)
+	}
+}
+
+// TestProposalReview: a proposal restating an active record shows that
+// record and a diff, and approving it supersedes that record; a rejected
+// proposal is gone; agents can do neither; the CLI lists, approves and
+// rejects.
+func TestProposalReview(t *testing.T) {
+	m := startMemhost(t, reviewConfig, reviewEnv...)
+	m.token = appSecret
+	old := remember(t, m, map[string]any{"scope": "realm", "kind": "fact", "title": "Deploy day", "body": "Deploys go out on Tuesdays.\nUse the checklist."})
+	_, _, ids := propose(t, m, agentSecret, "default", "Deploy day", "Deploys go out on Wednesdays.\nUse the checklist.")
+	if len(ids) != 1 {
+		t.Fatal("no proposal id")
+	}
+	var page proposalList
+	m.do("GET", "/v1/proposals", nil, &page)
+	if len(page.Proposals) != 1 || page.Proposals[0].Target != old[0] || page.Proposals[0].Supersedes == nil || page.Proposals[0].Supersedes.ID != old[0] {
+		t.Fatalf("proposal listing = %+v, want it to name %s", page, old[0])
+	}
+	diff := fmt.Sprint(page.Proposals[0].Diff)
+	for _, want := range []string{"{body - Deploys go out on Tuesdays.}", "{body + Deploys go out on Wednesdays.}", "{body = Use the checklist.}"} {
+		if !strings.Contains(diff, want) {
+			t.Errorf("diff %s lacks %s", diff, want)
+		}
+	}
+	// Agents may neither approve nor reject.
+	var e apiError
+	mm := m.as(agentSecret)
+	if code := mm.do("POST", "/v1/records/"+ids[0]+"/reject", nil, &e); code != 403 {
+		t.Errorf("agent reject = %d, want 403", code)
+	}
+	// The CLI approves it: the old record is superseded by the approved copy.
+	env := []string{"MEMHOST_TOKEN=" + appSecret}
+	addr := strings.TrimPrefix(m.base, "http://")
+	out, err := runCLI(t, env, "proposals", "list", "--addr", addr, "--diff")
+	if err != nil || !strings.Contains(out, ids[0]) || !strings.Contains(out, "agent") || !strings.Contains(out, "+ body: Deploys go out on Wednesdays.") {
+		t.Fatalf("proposals list = %q, %v", out, err)
+	}
+	out, err = runCLI(t, env, "proposals", "approve", "--addr", addr, ids[0])
+	if err != nil || !strings.Contains(out, ids[0]+" approved as ") {
+		t.Fatalf("proposals approve = %q, %v", out, err)
+	}
+	newID := strings.TrimSpace(out[strings.LastIndex(out, " ")+1:])
+	var rec struct{ ID, Status, Supersedes, Body string }
+	m.do("GET", "/v1/records/"+old[0], nil, &rec)
+	if rec.Status != "superseded" {
+		t.Errorf("the restated record is %q, want superseded", rec.Status)
+	}
+	rec = struct{ ID, Status, Supersedes, Body string }{}
+	if code := m.do("GET", "/v1/records/"+newID, nil, &rec); code != 200 {
+		t.Fatalf("GET approved record %q = %d (cli said %q)", newID, code, out)
+	}
+	if rec.Status != "active" || rec.Supersedes != old[0] || !strings.Contains(rec.Body, "Wednesdays") {
+		t.Errorf("approved record = %+v, want active, superseding %s", rec, old[0])
+	}
+	if code := m.do("GET", "/v1/records/"+ids[0], nil, &e); code != 404 {
+		t.Errorf("the applied proposal = %d, want 404 (dropped)", code)
+	}
+	// Rejected through the CLI, a proposal is gone; a second rejection fails.
+	_, _, ids = propose(t, m, agentSecret, "default", "Lunch", "Quince tart on Fridays.")
+	if out, err := runCLI(t, env, "proposals", "reject", "--addr", addr, ids[0]); err != nil || !strings.Contains(out, "rejected") {
+		t.Fatalf("proposals reject = %q, %v", out, err)
+	}
+	if code := m.do("GET", "/v1/records/"+ids[0], nil, &e); code != 404 {
+		t.Errorf("rejected proposal = %d, want 404", code)
+	}
+	if _, err := runCLI(t, env, "proposals", "reject", "--addr", addr, ids[0]); err == nil || !strings.Contains(err.Error(), "not_found") {
+		t.Errorf("second reject: %v, want not_found", err)
+	}
+	m.do("GET", "/v1/proposals", nil, &page)
+	if page.Pending != 0 || len(page.Proposals) != 0 {
+		t.Errorf("queue after review = %+v, want empty", page)
+	}
+}

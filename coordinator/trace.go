@@ -1,0 +1,216 @@
+package coordinator
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// TraceSink receives one TurnTrace per turn, build, guide render, defang
+// and compaction reset, so an operator can later see what memory put in
+// front of the model and why the rest was left out. Trace is called on
+// the request's path: it must not block (queue and drop instead) and
+// must not keep the trace's slices past the call if it mutates them.
+type TraceSink interface {
+	Trace(t TurnTrace)
+}
+
+// Trace event kinds.
+const (
+	TraceInject = "inject" // a turn, build or guide injection (or its skip)
+	TraceDefang = "defang" // forged markers neutralised in an inbound message
+	TraceReset  = "reset"  // a compaction reset the session's budget and dedup set
+)
+
+// Reasons a candidate record was left out of an injection.
+const (
+	ExcludedBudget     = "budget"      // it did not fit in what was left of the byte budget
+	ExcludedMaxEntries = "max_entries" // the entry cap was reached first
+	ExcludedDedup      = "dedup"       // already injected in this session
+	ExcludedScope      = "scope"       // outside the identity's composed scopes
+	ExcludedSelector   = "selector"    // a working-set row the selector did not pick
+	ExcludedStatus     = "status"      // expired or no longer active
+	ExcludedTrust      = "trust"       // below the trust the surface asks for
+)
+
+// maxTraceExcluded bounds the left-out records one trace lists: the
+// selector's working set alone may hold hundreds of rows.
+const maxTraceExcluded = 50
+
+// maxTraceTitle bounds a title kept in a trace.
+const maxTraceTitle = 160
+
+// TurnTrace is what one turn did. It never holds the envelope's nonce or
+// text: only ids, titles, sizes and reasons.
+type TurnTrace struct {
+	Realm    string    `json:"realm"`
+	Identity string    `json:"identity"`
+	Session  string    `json:"session,omitempty"`
+	Surface  Surface   `json:"surface"`
+	Kind     string    `json:"kind"`
+	At       time.Time `json:"at"`
+	// QueryBytes is the size of the query recalled with (the text itself
+	// is the user's and is not kept).
+	QueryBytes int        `json:"query_bytes"`
+	SkipReason SkipReason `json:"skip_reason"`
+	Bytes      int        `json:"bytes"`
+	// Budget is the byte budget the render had ("" skip: 0).
+	Budget     int           `json:"budget"`
+	Included   []TraceRecord `json:"included"`
+	Excluded   []TraceRecord `json:"excluded"`
+	DefangHits int           `json:"defang_hits"`
+}
+
+// TraceRecord is one record in a trace.
+type TraceRecord struct {
+	ID     string    `json:"id"`
+	Title  string    `json:"title,omitempty"`
+	Scope  sdk.Scope `json:"scope,omitempty"`
+	Trust  sdk.Trust `json:"trust,omitempty"`
+	Bytes  int       `json:"bytes,omitempty"`
+	Score  float64   `json:"score,omitempty"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+// traceNotes gathers a turn's trace as it runs; nil when no sink is set,
+// so an untraced turn does no extra work.
+type traceNotes struct {
+	query      int
+	budget     int
+	candidates []sdk.Record
+	scores     map[string]float64
+	dedup      map[string]bool
+	// suppressed are the ids the session injected before: the recall was
+	// told to leave them out, so they show as dedup without a title.
+	suppressed []string
+	rendered   Rendered
+	dropped    []TraceRecord
+}
+
+type traceKey struct{}
+
+// notesFrom answers the notes a traced turn put in ctx.
+func notesFrom(ctx context.Context) *traceNotes {
+	n, _ := ctx.Value(traceKey{}).(*traceNotes)
+	return n
+}
+
+// noteRecalled keeps hit scores and the hits keepReadable is about to
+// drop (outside the scopes, or already injected).
+func (n *traceNotes) noteRecalled(recs []sdk.Record, scores []float64, scopes []sdk.Scope, suppressed []string) {
+	if n == nil {
+		return
+	}
+	if n.scores == nil {
+		n.scores = map[string]float64{}
+	}
+	for i := range recs {
+		r := &recs[i]
+		if scores != nil {
+			n.scores[r.ID] = scores[i]
+		}
+		switch {
+		case !slices.Contains(scopes, r.Scope):
+			n.drop(r, ExcludedScope)
+		case slices.Contains(suppressed, r.ID):
+			n.drop(r, ExcludedDedup)
+		}
+	}
+}
+
+// noteUnselected records working-set rows the selector passed over.
+func (n *traceNotes) noteUnselected(rows []sdk.ManifestRow, picked []string) {
+	if n == nil {
+		return
+	}
+	for _, row := range rows {
+		if !slices.Contains(picked, row.ID) {
+			n.dropRow(TraceRecord{ID: row.ID, Title: row.Title, Scope: row.Scope, Reason: ExcludedSelector})
+		}
+	}
+}
+
+func (n *traceNotes) drop(r *sdk.Record, reason string) {
+	n.dropRow(TraceRecord{ID: r.ID, Title: r.Title, Scope: r.Scope, Trust: r.Trust, Reason: reason})
+}
+
+func (n *traceNotes) dropRow(t TraceRecord) {
+	if len(n.dropped) < maxTraceExcluded {
+		t.Title = cutUTF8(t.Title, maxTraceTitle)
+		n.dropped = append(n.dropped, t)
+	}
+}
+
+// emit sends the trace of an injection on surface to the sink.
+func (c *Coordinator) emit(id sdk.Identity, session string, surface Surface, skip SkipReason, n *traceNotes, maxEntries int) {
+	t := TurnTrace{
+		Realm: id.Realm, Identity: id.ID, Session: session, Surface: surface, Kind: TraceInject, At: c.now().UTC(),
+		QueryBytes: n.query, SkipReason: skip, Bytes: n.rendered.Bytes, Budget: n.budget,
+		Included: []TraceRecord{}, Excluded: slices.Clone(n.dropped),
+	}
+	if t.Excluded == nil {
+		t.Excluded = []TraceRecord{}
+	}
+	now := c.now()
+	for i := range n.candidates {
+		r := &n.candidates[i]
+		if k := slices.Index(n.rendered.IDs, r.ID); k >= 0 {
+			t.Included = append(t.Included, TraceRecord{
+				ID: r.ID, Title: cutUTF8(r.Title, maxTraceTitle), Scope: r.Scope, Trust: r.Trust,
+				Bytes: n.rendered.RecordBytes[k], Score: n.scores[r.ID],
+			})
+			continue
+		}
+		if len(t.Excluded) >= maxTraceExcluded {
+			continue
+		}
+		reason := ExcludedBudget
+		switch {
+		case n.dedup[r.ID]:
+			reason = ExcludedDedup
+		case !r.Recallable(now):
+			reason = ExcludedStatus
+		case maxEntries > 0 && len(n.rendered.IDs) >= maxEntries:
+			reason = ExcludedMaxEntries
+		}
+		t.Excluded = append(t.Excluded, TraceRecord{
+			ID: r.ID, Title: cutUTF8(r.Title, maxTraceTitle), Scope: r.Scope, Trust: r.Trust,
+			Score: n.scores[r.ID], Reason: reason,
+		})
+	}
+	for _, id := range n.suppressed {
+		if len(t.Excluded) >= maxTraceExcluded {
+			break
+		}
+		if !slices.ContainsFunc(t.Excluded, func(r TraceRecord) bool { return r.ID == id }) {
+			t.Excluded = append(t.Excluded, TraceRecord{ID: id, Reason: ExcludedDedup})
+		}
+	}
+	c.trace.Trace(t)
+}
+
+// traceEvent sends a defang or reset event.
+func (c *Coordinator) traceEvent(id sdk.Identity, session, kind string, hits int) {
+	if c.trace == nil {
+		return
+	}
+	c.trace.Trace(TurnTrace{
+		Realm: id.Realm, Identity: id.ID, Session: session, Surface: SurfaceTurn, Kind: kind, At: c.now().UTC(),
+		DefangHits: hits, Included: []TraceRecord{}, Excluded: []TraceRecord{},
+	})
+}
+
+// DefangInboundInSession is DefangInbound for a message of session: a
+// message with forged markers leaves a defang event in the session's
+// trace.
+func (c *Coordinator) DefangInboundInSession(id sdk.Identity, session string, content Content) (DefangResult, error) {
+	out, err := c.DefangInbound(id, content)
+	if err == nil && out.Hits > 0 {
+		if id, err := c.identity(id); err == nil {
+			c.traceEvent(id, session, TraceDefang, out.Hits)
+		}
+	}
+	return out, err
+}

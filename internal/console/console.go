@@ -1,0 +1,454 @@
+// Package console is the operator console served at /ui: server-rendered
+// pages over the host's own /v1 API, called in process with the signed-in
+// application token, so the console sees exactly what that token may see
+// and nothing the API does not document. Assets are embedded; nothing is
+// fetched from elsewhere at run time.
+package console
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	hclog "github.com/hashicorp/go-hclog"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Token is an API token the console may sign in with.
+type Token struct {
+	Name        string
+	Secret      string
+	Realms      []string
+	Application bool
+}
+
+// Options are the console's dependencies.
+type Options struct {
+	// API is the host's /v1 handler, called in process.
+	API http.Handler
+	// Tokens, when any, require signing in with an application token;
+	// without, the console is open, as the API is.
+	Tokens []Token
+	// Realms are the configured realms, the default first.
+	Realms     []string
+	SessionTTL time.Duration
+	Logger     hclog.Logger
+	// SampleEvery is how often the charts sample the host's metrics.
+	SampleEvery time.Duration
+}
+
+// DefaultSessionTTL bounds a sign-in.
+const DefaultSessionTTL = 8 * time.Hour
+
+// Prefix is where the console is mounted.
+const Prefix = "/ui"
+
+const (
+	sessionCookie = "memhost_console"
+	csrfField     = "csrf"
+	maxSessions   = 1024
+)
+
+// Console is the /ui handler.
+type Console struct {
+	opts    Options
+	pages   map[string]*template.Template
+	mux     *http.ServeMux
+	mu      sync.Mutex
+	session map[string]*session
+	charts  *sampler
+}
+
+// session is one signed-in browser (or, without tokens, one browser).
+type session struct {
+	id      string
+	token   *Token // nil without tokens
+	csrf    string
+	expires time.Time
+}
+
+// New builds the console. Close stops its metrics sampler.
+func New(opts Options) (*Console, error) {
+	if opts.SessionTTL <= 0 {
+		opts.SessionTTL = DefaultSessionTTL
+	}
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	if opts.SampleEvery <= 0 {
+		opts.SampleEvery = 15 * time.Second
+	}
+	c := &Console{opts: opts, session: map[string]*session{}}
+	if err := c.parse(); err != nil {
+		return nil, err
+	}
+	c.charts = newSampler(opts.API, opts.SampleEvery)
+	static, err := fs.Sub(staticFS, "static")
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /ui/login", c.loginPage)
+	mux.HandleFunc("POST /ui/login", c.login)
+	mux.HandleFunc("POST /ui/logout", c.signedIn(c.logout))
+	mux.HandleFunc("GET /ui/{$}", c.signedIn(c.home))
+	mux.HandleFunc("GET /ui/records", c.signedIn(c.records))
+	mux.HandleFunc("GET /ui/record", c.signedIn(c.record))
+	mux.HandleFunc("GET /ui/proposals", c.signedIn(c.proposals))
+	mux.HandleFunc("POST /ui/proposals", c.signedIn(c.decide))
+	mux.HandleFunc("GET /ui/traces", c.signedIn(c.traces))
+	mux.HandleFunc("GET /ui/trace", c.signedIn(c.trace))
+	mux.HandleFunc("GET /ui/plugins", c.signedIn(c.plugins))
+	mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no such page", http.StatusNotFound)
+	})
+	c.mux = mux
+	return c, nil
+}
+
+// Close stops the sampler.
+func (c *Console) Close() { c.charts.close() }
+
+// contentSecurityPolicy allows the console's own script and style and
+// nothing else: no inline script or style, no frames, forms only to itself.
+const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'; connect-src 'self'"
+
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Cache-Control", "no-store")
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && !sameOrigin(r) {
+		http.Error(w, "cross-site request refused", http.StatusForbidden)
+		return
+	}
+	c.mux.ServeHTTP(w, r)
+}
+
+// sameOrigin refuses a state-changing request another site's page sent:
+// the browser names the sender in Sec-Fetch-Site or Origin. A request
+// naming neither (a script, not a browser) still needs the CSRF token.
+func sameOrigin(r *http.Request) bool {
+	if s := r.Header.Get("Sec-Fetch-Site"); s != "" && s != "same-origin" && s != "none" {
+		return false
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		if err != nil || u.Host != r.Host {
+			return false
+		}
+	}
+	return true
+}
+
+// secure reports whether the browser reached the host over TLS (directly,
+// or through a proxy that says so).
+func secure(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
+func randomToken() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// current answers the request's live session, if any.
+func (c *Console) current(r *http.Request) *session {
+	ck, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.session[ck.Value]
+	if s == nil || time.Now().After(s.expires) {
+		delete(c.session, ck.Value)
+		return nil
+	}
+	return s
+}
+
+// start opens a session for token and sets its cookie.
+func (c *Console) start(w http.ResponseWriter, r *http.Request, token *Token) *session {
+	s := &session{id: randomToken(), token: token, csrf: randomToken(), expires: time.Now().Add(c.opts.SessionTTL)}
+	c.mu.Lock()
+	now := time.Now()
+	for id, old := range c.session {
+		if now.After(old.expires) || len(c.session) >= maxSessions {
+			delete(c.session, id)
+		}
+	}
+	c.session[s.id] = s
+	c.mu.Unlock()
+	http.SetCookie(w, &http.Cookie{
+		Name: sessionCookie, Value: s.id, Path: Prefix, MaxAge: int(c.opts.SessionTTL.Seconds()),
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure(r),
+	})
+	return s
+}
+
+type pageHandler func(w http.ResponseWriter, r *http.Request, s *session)
+
+// signedIn runs h with the request's session: without tokens every
+// browser gets one at once; with tokens an unknown browser is sent to
+// sign in. A POST must carry the session's CSRF token.
+func (c *Console) signedIn(h pageHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s := c.current(r)
+		if s == nil {
+			if len(c.opts.Tokens) > 0 {
+				if r.Method != http.MethodGet {
+					http.Error(w, "sign in first", http.StatusForbidden)
+					return
+				}
+				http.Redirect(w, r, Prefix+"/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			if r.Method != http.MethodGet {
+				http.Error(w, "this form has expired: reload the page", http.StatusForbidden)
+				return
+			}
+			s = c.start(w, r, nil)
+		}
+		if r.Method == http.MethodPost {
+			if err := r.ParseForm(); err != nil {
+				http.Error(w, "bad form", http.StatusBadRequest)
+				return
+			}
+			if subtle.ConstantTimeCompare([]byte(r.PostForm.Get(csrfField)), []byte(s.csrf)) != 1 {
+				http.Error(w, "the form's CSRF token is missing or wrong: reload the page", http.StatusForbidden)
+				return
+			}
+		}
+		h(w, r, s)
+	}
+}
+
+func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
+	if len(c.opts.Tokens) == 0 {
+		http.Redirect(w, r, Prefix+"/", http.StatusSeeOther)
+		return
+	}
+	c.render(w, r, nil, "login", map[string]any{"Next": safeNext(r.URL.Query().Get("next"))})
+}
+
+func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	if len(c.opts.Tokens) == 0 {
+		http.Redirect(w, r, Prefix+"/", http.StatusSeeOther)
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	secret := []byte(r.PostForm.Get("token"))
+	var found *Token
+	for i := range c.opts.Tokens {
+		if subtle.ConstantTimeCompare(secret, []byte(c.opts.Tokens[i].Secret)) == 1 {
+			found = &c.opts.Tokens[i]
+		}
+	}
+	next := safeNext(r.PostForm.Get("next"))
+	switch {
+	case found == nil:
+		w.WriteHeader(http.StatusUnauthorized)
+		c.render(w, r, nil, "login", map[string]any{"Next": next, "Error": "That token is not recognised."})
+		return
+	case !found.Application:
+		w.WriteHeader(http.StatusForbidden)
+		c.render(w, r, nil, "login", map[string]any{"Next": next, "Error": "Token " + found.Name + " has the agent role; the console needs an application token."})
+		return
+	}
+	c.start(w, r, found)
+	c.opts.Logger.Info("console sign-in", "token", found.Name)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// safeNext keeps a post-sign-in redirect inside the console.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, Prefix+"/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+		return Prefix + "/"
+	}
+	return next
+}
+
+func (c *Console) logout(w http.ResponseWriter, r *http.Request, s *session) {
+	c.mu.Lock()
+	delete(c.session, s.id)
+	c.mu.Unlock()
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: Prefix, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure(r)})
+	http.Redirect(w, r, Prefix+"/login", http.StatusSeeOther)
+}
+
+// realms answers the realms the session may see.
+func (c *Console) realms(s *session) []string {
+	if s.token == nil {
+		return c.opts.Realms
+	}
+	return s.token.Realms
+}
+
+// realm answers the realm a request names, if the session may see it,
+// else its first.
+func (c *Console) realm(r *http.Request, s *session) string {
+	rs := c.realms(s)
+	want := r.URL.Query().Get("realm")
+	for _, x := range rs {
+		if x == want {
+			return x
+		}
+	}
+	if len(rs) == 0 {
+		return ""
+	}
+	return rs[0]
+}
+
+// apiError is the API's error envelope.
+type apiError struct {
+	Status  int
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *apiError) Error() string { return e.Code + ": " + e.Message }
+
+// call makes one in-process API request as the session's token.
+func (c *Console) call(ctx context.Context, s *session, method, path string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, path, nil)
+	if err != nil {
+		return err
+	}
+	if s.token != nil {
+		req.Header.Set("Authorization", "Bearer "+s.token.Secret)
+	}
+	rec := &recorder{header: http.Header{}, status: http.StatusOK}
+	c.opts.API.ServeHTTP(rec, req)
+	if rec.status >= 300 {
+		var body struct{ Error apiError }
+		_ = json.Unmarshal(rec.body.Bytes(), &body)
+		body.Error.Status = rec.status
+		if body.Error.Code == "" {
+			body.Error.Code, body.Error.Message = "internal", http.StatusText(rec.status)
+		}
+		return &body.Error
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(rec.body.Bytes(), out)
+}
+
+// recorder is a minimal in-memory http.ResponseWriter.
+type recorder struct {
+	header http.Header
+	status int
+	wrote  bool
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+func (r *recorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.status, r.wrote = code, true
+	}
+}
+func (r *recorder) Write(b []byte) (int, error) { r.wrote = true; return r.body.Write(b) }
+
+// page is what every template gets.
+type page struct {
+	Title   string
+	Nav     string
+	Realm   string
+	Realms  []string
+	Signed  string // the token's name; "" when open
+	Open    bool
+	CSRF    string
+	Flash   string
+	Error   string
+	Data    any
+	Version string
+}
+
+// render executes the named page.
+func (c *Console) render(w http.ResponseWriter, r *http.Request, s *session, name string, data any) {
+	t, ok := c.pages[name]
+	if !ok {
+		http.Error(w, "no such page", http.StatusInternalServerError)
+		return
+	}
+	p := page{Title: titles[name], Nav: name, Data: data, Open: len(c.opts.Tokens) == 0}
+	if s != nil {
+		p.CSRF, p.Realms, p.Realm = s.csrf, c.realms(s), c.realm(r, s)
+		if s.token != nil {
+			p.Signed = s.token.Name
+		}
+	}
+	p.Flash = r.URL.Query().Get("flash")
+	if m, ok := data.(map[string]any); ok {
+		if e, ok := m["Error"].(string); ok {
+			p.Error = e
+		}
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "layout", p); err != nil {
+		c.opts.Logger.Error("console: render", "page", name, "error", err)
+		http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = io.Copy(w, &buf)
+}
+
+// fail renders an API refusal on the page it broke.
+func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *session, name string, err error) {
+	var ae *apiError
+	status := http.StatusInternalServerError
+	msg := err.Error()
+	if errors.As(err, &ae) {
+		status, msg = ae.Status, ae.Message
+	}
+	w.WriteHeader(status)
+	c.render(w, r, s, name, map[string]any{"Error": msg})
+}
+
+var titles = map[string]string{
+	"login": "Sign in", "home": "Realms", "records": "Records", "record": "Record",
+	"proposals": "Proposals", "traces": "Turn traces", "trace": "Turn trace", "plugins": "Plugins",
+}
+
+func (c *Console) parse() error {
+	c.pages = map[string]*template.Template{}
+	for name := range titles {
+		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+		if err != nil {
+			return fmt.Errorf("console: template %s: %w", name, err)
+		}
+		c.pages[name] = t
+	}
+	return nil
+}

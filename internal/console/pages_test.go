@@ -1,0 +1,68 @@
+package console
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+const (
+	fullRecord = `{"id":"r1","realm":"default","scope":"identity:alice","kind":"fact","title":"<b>T</b>","body":"line\u001b","tags":["a"],"trust":"agent_observed","status":"active","supersedes":"r0","created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z","use_count":2}`
+	fullTurn   = `{"realm":"default","identity":"alice","session":"s1","surface":"turn","kind":"inject","at":"2026-01-01T00:00:00Z","query_bytes":4,"skip_reason":null,"bytes":300,"budget":20480,"included":[{"id":"r1","title":"T","scope":"identity:alice","trust":"agent_observed","bytes":200,"score":0.5}],"excluded":[{"id":"r2","title":"U","scope":"realm","reason":"budget"}],"defang_hits":0}`
+)
+
+// richAPI answers each endpoint the console calls with a full example,
+// so every field a template reads is there to be rendered.
+type richAPI struct{}
+
+func (richAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Path
+	var body string
+	switch {
+	case p == "/v1/scopes":
+		body = `{"realm":"default","partial":false,"scopes":[{"scope":"identity:alice","total":3,"by_status":{"active":2,"quarantined":1}}]}`
+	case p == "/v1/proposals":
+		body = `{"realm":"default","pending":1,"next":"","proposals":[{"id":"p1","realm":"default","proposer":"bot","created_at":"2026-01-01T00:00:00Z","record":` + fullRecord + `,"target":"r1","supersedes":` + fullRecord + `,"diff":[{"field":"body","op":"+","text":"x"}]}]}`
+	case p == "/v1/records":
+		body = `{"realm":"default","next":"r1","records":[{"record":` + fullRecord + `,"score":0.25}]}`
+	case strings.HasSuffix(p, "/trace") || p == "/v1/traces":
+		body = `{"realm":"default","turns":[` + fullTurn + `,{"realm":"default","identity":"alice","session":"s1","surface":"turn","kind":"defang","at":"2026-01-01T00:00:00Z","query_bytes":0,"skip_reason":null,"bytes":0,"budget":0,"included":[],"excluded":[],"defang_hits":2}],"sessions":[{"realm":"default","identity":"alice","session":"s1","turns":2,"bytes":300,"last":"2026-01-01T00:00:00Z"}]}`
+	case strings.HasPrefix(p, "/v1/records/"):
+		body = fullRecord
+	case p == "/v1/plugins":
+		body = `{"plugins":[{"instance":"main","kind":"provider","name":"sqlite","version":"0.1.0","healthy":false,"state":"backoff","restarts":2,"last_error":"exit status 1 at /srv/secret/path"}]}`
+	case p == "/metrics":
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write([]byte("# TYPE memhost_injection_skips_total counter\nmemhost_injection_skips_total{skip_reason=\"no_records\",surface=\"turn\",provider=\"main\"} 3\n"))
+		return
+	default:
+		body = `{}`
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write([]byte(body))
+}
+
+// TestEveryPageRenders renders each page over full example answers: a
+// template reading a field of the wrong type fails here, not in a browser.
+func TestEveryPageRenders(t *testing.T) {
+	c, err := New(Options{API: richAPI{}, Realms: []string{"default"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, p := range []string{"/ui/", "/ui/records?q=x", "/ui/record?id=r1", "/ui/proposals", "/ui/traces", "/ui/trace?session=s1", "/ui/plugins"} {
+		w := httptest.NewRecorder()
+		c.ServeHTTP(w, httptest.NewRequest("GET", p, nil))
+		body := w.Body.String()
+		if w.Code != http.StatusOK || !strings.Contains(body, "</main>") {
+			t.Errorf("%s = %d: %.300s", p, w.Code, body)
+		}
+		if strings.Contains(body, "<b>T</b>") {
+			t.Errorf("%s shows a title's markup as markup", p)
+		}
+		if strings.Contains(body, "/srv/secret/path") {
+			t.Errorf("%s shows a host path from a plugin error", p)
+		}
+	}
+}

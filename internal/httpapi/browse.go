@@ -1,0 +1,133 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// Record listing page sizes, and how many records one listing request
+// may read looking for matches.
+const (
+	DefaultRecordPage = 50
+	MaxRecordPage     = 200
+	maxListScan       = 20_000
+)
+
+// recordFilter is what a record listing keeps.
+type recordFilter struct {
+	scope  sdk.Scope
+	kind   sdk.RecordKind
+	tag    string
+	status sdk.Status
+	trust  sdk.Trust
+	since  time.Time
+}
+
+func parseRecordFilter(q url.Values) (recordFilter, error) {
+	f := recordFilter{
+		scope: sdk.Scope(q.Get("scope")), kind: sdk.RecordKind(q.Get("kind")), tag: q.Get("tag"),
+		status: sdk.Status(q.Get("status")), trust: sdk.Trust(q.Get("trust")),
+	}
+	if f.scope != "" {
+		if err := f.scope.Validate(); err != nil {
+			return f, fmt.Errorf("scope: %w", err)
+		}
+	}
+	if v := q.Get("since"); v != "" {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return f, badRequest("since: %q is not an RFC 3339 time", v)
+		}
+		f.since = t
+	}
+	return f, nil
+}
+
+func (f recordFilter) keep(r *sdk.Record) bool {
+	return (f.scope == "" || r.Scope == f.scope) && (f.kind == "" || r.Kind == f.kind) &&
+		(f.tag == "" || r.HasTag(f.tag)) && (f.status == "" || r.Status == f.status) &&
+		(f.trust == "" || r.Trust == f.trust) && (f.since.IsZero() || !r.UpdatedAt.Before(f.since))
+}
+
+// handleListRecords lists a realm's records (application callers only):
+// with q, the provider's own recall over the scope (active records, best
+// first, with scores); without, every status in id order from the
+// archive, a page at a time.
+func (s *Server) handleListRecords(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
+	if err := c.requireApplication("listing records"); err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	realm, p, err := s.provider(c, q.Get("realm"))
+	if err != nil {
+		return err
+	}
+	f, err := parseRecordFilter(q)
+	if err != nil {
+		return err
+	}
+	limit, err := pageLimit(q.Get("limit"), DefaultRecordPage, MaxRecordPage)
+	if err != nil {
+		return err
+	}
+	type item struct {
+		Record sdk.Record `json:"record"`
+		Score  float64    `json:"score,omitempty"`
+	}
+	out := []item{}
+	next := ""
+	if query := q.Get("q"); query != "" {
+		rq := sdk.RecallQuery{Realm: realm, Query: query, Limit: MaxRecallLimit}
+		if f.scope != "" {
+			rq.Scopes = []sdk.Scope{f.scope}
+		}
+		hits, err := p.Recall(ctx, rq)
+		if err != nil {
+			return err
+		}
+		for _, h := range hits {
+			if f.keep(&h.Record) && len(out) < limit {
+				out = append(out, item{Record: h.Record, Score: h.Score})
+			}
+		}
+	} else {
+		a, ok := p.(sdk.Archiver)
+		if !ok || !sdk.Supports(p, sdk.CapArchive) {
+			return fmt.Errorf("the provider of realm %q cannot list its records (it lacks the archive capability): %w", realm, sdk.ErrUnsupported)
+		}
+		after := q.Get("after")
+		if after != "" {
+			if err := sdk.ValidateID(after); err != nil {
+				return fmt.Errorf("after: %w", err)
+			}
+		}
+		for scanned := 0; len(out) < limit && scanned < maxListScan; {
+			page, err := a.Export(ctx, realm, after, sdk.MaxExportPage)
+			if err != nil {
+				return err
+			}
+			scanned += len(page.Records)
+			for _, rec := range page.Records {
+				after = rec.ID
+				if f.keep(&rec) {
+					out = append(out, item{Record: rec})
+					if len(out) == limit {
+						break
+					}
+				}
+			}
+			if page.Next == "" && (len(page.Records) == 0 || after == page.Records[len(page.Records)-1].ID) {
+				after = ""
+				break
+			}
+		}
+		next = after
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "records": out, "next": next})
+	return nil
+}

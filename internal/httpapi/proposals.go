@@ -1,0 +1,131 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/memhost/memhost/internal/proposal"
+	"github.com/memhost/memhost/sdk"
+)
+
+// codeTooManyProposals answers a proposal beyond its proposer's bound
+// (429, with Retry-After).
+const codeTooManyProposals = "too_many_proposals"
+
+// Proposal listing page sizes.
+const (
+	DefaultProposalPage = 50
+	MaxProposalPage     = 500
+)
+
+// storeProposals stores an agent's proposals: noted, bounded and
+// attributed through the queue when the server has one.
+func (s *Server) storeProposals(ctx context.Context, c caller, realm string, p sdk.Provider, records []sdk.Record, w http.ResponseWriter) ([]string, error) {
+	if s.opts.Proposals == nil {
+		return proposal.Store(ctx, realm, p, records)
+	}
+	ids, err := s.opts.Proposals.Propose(ctx, realm, p, records, proposal.Proposer{Token: c.name()})
+	if errors.Is(err, proposal.ErrTooMany) {
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(s.opts.ProposalRetryAfter.Seconds()))))
+	}
+	return ids, err
+}
+
+// name is the caller's token name ("" without tokens).
+func (c caller) name() string {
+	if c.token == nil {
+		return ""
+	}
+	return c.token.Name
+}
+
+// approve approves a proposal through the queue when there is one.
+func (s *Server) approve(ctx context.Context, realm, id string, p sdk.Provider) (string, error) {
+	if s.opts.Proposals == nil {
+		return proposal.Approve(ctx, realm, id, p)
+	}
+	return s.opts.Proposals.Approve(ctx, realm, id, p)
+}
+
+// handleReject forgets a pending proposal (application callers only).
+func (s *Server) handleReject(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
+	if err := c.requireApplication("rejections"); err != nil {
+		return err
+	}
+	realm, id, p, err := s.recordTarget(c, r)
+	if err != nil {
+		return err
+	}
+	queue, err := s.queue()
+	if err != nil {
+		return err
+	}
+	if err := queue.Reject(ctx, realm, id, p); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"rejected": id, "status": "rejected"})
+	return nil
+}
+
+// queue answers the proposal queue, or an error when the host keeps
+// none (a server built without a state database).
+func (s *Server) queue() (*proposal.Queue, error) {
+	if s.opts.Proposals == nil {
+		return nil, fmt.Errorf("this host keeps no proposal queue: %w", sdk.ErrUnsupported)
+	}
+	return s.opts.Proposals, nil
+}
+
+// handleListProposals lists a realm's pending proposals, oldest first,
+// each with who proposed it and its diff against the record it would
+// supersede (application callers only).
+func (s *Server) handleListProposals(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
+	if err := c.requireApplication("listing proposals"); err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	realm, p, err := s.provider(c, q.Get("realm"))
+	if err != nil {
+		return err
+	}
+	limit, err := pageLimit(q.Get("limit"), DefaultProposalPage, MaxProposalPage)
+	if err != nil {
+		return err
+	}
+	after := q.Get("after")
+	if after != "" {
+		if err := sdk.ValidateID(after); err != nil {
+			return fmt.Errorf("after: %w", err)
+		}
+	}
+	queue, err := s.queue()
+	if err != nil {
+		return err
+	}
+	items, total, next, err := queue.List(ctx, realm, p, after, limit)
+	if err != nil {
+		return err
+	}
+	for i := range items {
+		if items[i].Diff == nil {
+			items[i].Diff = []proposal.DiffLine{}
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "proposals": items, "pending": total, "next": next})
+	return nil
+}
+
+// pageLimit parses a limit query parameter.
+func pageLimit(v string, def, maxLimit int) (int, error) {
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxLimit {
+		return 0, badRequest("limit: %q is not a number in 1..%d", v, maxLimit)
+	}
+	return n, nil
+}

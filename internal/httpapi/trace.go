@@ -1,0 +1,101 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/internal/turntrace"
+	"github.com/memhost/memhost/sdk"
+)
+
+// TraceReader reads the turn trace store.
+type TraceReader interface {
+	Session(ctx context.Context, realm, identity, session string, limit int) ([]coordinator.TurnTrace, error)
+	Recent(ctx context.Context, realm string, limit int) ([]turntrace.SessionSummary, error)
+	Record(ctx context.Context, realm, id string, limit int) ([]coordinator.TurnTrace, error)
+}
+
+// Trace page sizes.
+const (
+	DefaultTracePage = 100
+	MaxTracePage     = 1000
+)
+
+// traceRequest checks what every trace read needs: an application
+// caller, a realm it may see, a page size and a host that keeps traces.
+func (s *Server) traceRequest(c caller, r *http.Request) (realm string, limit int, tr TraceReader, err error) {
+	if err := c.requireApplication("turn traces"); err != nil {
+		return "", 0, nil, err
+	}
+	q := r.URL.Query()
+	if realm, err = s.realm(c, q.Get("realm")); err != nil {
+		return "", 0, nil, err
+	}
+	if limit, err = pageLimit(q.Get("limit"), DefaultTracePage, MaxTracePage); err != nil {
+		return "", 0, nil, err
+	}
+	if s.opts.Traces == nil {
+		return "", 0, nil, fmt.Errorf("this host keeps no turn trace: %w", sdk.ErrUnsupported)
+	}
+	return realm, limit, s.opts.Traces, nil
+}
+
+// handleSessionTrace answers a session's turns, oldest first: what each
+// injected, what it left out and why (application callers only: a trace
+// names records of every identity in the session's realm).
+func (s *Server) handleSessionTrace(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
+	realm, limit, tr, err := s.traceRequest(c, r)
+	if err != nil {
+		return err
+	}
+	session := r.PathValue("key")
+	if err := coordinator.ValidateSessionKey(session); err != nil {
+		return err
+	}
+	identity := r.URL.Query().Get("identity")
+	if identity != "" {
+		if err := (sdk.Identity{Realm: realm, ID: identity}).Validate(); err != nil {
+			return err
+		}
+	}
+	turns, err := tr.Session(ctx, realm, identity, session, limit)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "session": session, "turns": turns})
+	return nil
+}
+
+// handleTraces lists the sessions of a realm with the newest traces.
+func (s *Server) handleTraces(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
+	realm, limit, tr, err := s.traceRequest(c, r)
+	if err != nil {
+		return err
+	}
+	sessions, err := tr.Recent(ctx, realm, limit)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "sessions": sessions})
+	return nil
+}
+
+// handleRecordTrace answers the newest turns that injected a record.
+func (s *Server) handleRecordTrace(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
+	realm, limit, tr, err := s.traceRequest(c, r)
+	if err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	if err := sdk.ValidateID(id); err != nil {
+		return err
+	}
+	turns, err := tr.Record(ctx, realm, id, limit)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "record": id, "turns": turns})
+	return nil
+}

@@ -1,0 +1,233 @@
+package pgstate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/internal/proposal"
+	"github.com/memhost/memhost/internal/turntrace"
+)
+
+// consoleMigration adds the proposal ledger and the turn trace, shared by
+// every host like the sessions.
+const consoleMigration = `CREATE TABLE proposals (
+		realm      text        NOT NULL,
+		id         text        NOT NULL,
+		proposer   text        NOT NULL,
+		identity   text        NOT NULL,
+		created_ms bigint      NOT NULL,
+		PRIMARY KEY (realm, id)
+	);
+	CREATE INDEX proposals_by_proposer ON proposals (realm, proposer);
+	CREATE INDEX proposals_by_age ON proposals (realm, created_ms, id);
+	CREATE TABLE turn_trace (
+		seq      bigserial PRIMARY KEY,
+		realm    text   NOT NULL,
+		identity text   NOT NULL,
+		session  text   NOT NULL,
+		at_ms    bigint NOT NULL,
+		bytes    bigint NOT NULL,
+		trace    jsonb  NOT NULL
+	);
+	CREATE INDEX turn_trace_by_session ON turn_trace (realm, session, seq);
+	CREATE INDEX turn_trace_by_realm ON turn_trace (realm, seq);
+	CREATE INDEX turn_trace_by_age ON turn_trace (at_ms);`
+
+// Proposals is the proposal ledger shared by every host on the database.
+type Proposals struct{ db *DB }
+
+// NewProposals answers the ledger on db.
+func NewProposals(db *DB) *Proposals { return &Proposals{db: db} }
+
+// proposerLockKey is the first key of the per-(realm, proposer) advisory
+// lock that makes Add's count and insert atomic across hosts ("mhpr").
+const proposerLockKey = 0x6d687072
+
+func (p *Proposals) Add(ctx context.Context, entries []proposal.Entry, max int) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	realm, proposer := entries[0].Realm, entries[0].Proposer
+	err := pgx.BeginFunc(ctx, p.db.pool, func(tx pgx.Tx) error {
+		// Realm and token names hold no line feed: the key names one pair.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, proposerLockKey, realm+"\n"+proposer); err != nil {
+			return err
+		}
+		var n int
+		if err := tx.QueryRow(ctx, p.db.q(`SELECT count(*) FROM proposals WHERE realm = $1 AND proposer = $2`), realm, proposer).Scan(&n); err != nil {
+			return err
+		}
+		if n+len(entries) > max {
+			return proposal.TooMany(realm, proposer, n, max)
+		}
+		for _, e := range entries {
+			if _, err := tx.Exec(ctx, p.db.q(`INSERT INTO proposals (realm, id, proposer, identity, created_ms) VALUES ($1, $2, $3, $4, $5)
+				ON CONFLICT (realm, id) DO NOTHING`), e.Realm, e.ID, e.Proposer, e.Identity, e.CreatedAt.UnixMilli()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, proposal.ErrTooMany) {
+		return fmt.Errorf("proposal ledger: note: %w", classify(err))
+	}
+	return err
+}
+
+func (p *Proposals) Remove(ctx context.Context, realm string, ids []string) error {
+	if _, err := p.db.pool.Exec(ctx, p.db.q(`DELETE FROM proposals WHERE realm = $1 AND id = ANY($2)`), realm, ids); err != nil {
+		return fmt.Errorf("proposal ledger: drop: %w", classify(err))
+	}
+	return nil
+}
+
+func (p *Proposals) List(ctx context.Context, realm, after string, limit int) ([]proposal.Entry, int, error) {
+	var total int
+	if err := p.db.pool.QueryRow(ctx, p.db.q(`SELECT count(*) FROM proposals WHERE realm = $1`), realm).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("proposal ledger: list: %w", classify(err))
+	}
+	rows, err := p.db.pool.Query(ctx, p.db.q(`SELECT realm, id, proposer, identity, created_ms FROM proposals
+		WHERE realm = $1 AND ($2 = '' OR (created_ms, id) > (SELECT created_ms, id FROM proposals WHERE realm = $1 AND id = $2))
+		ORDER BY created_ms, id LIMIT $3`), realm, after, limit)
+	if err != nil {
+		return nil, 0, fmt.Errorf("proposal ledger: list: %w", classify(err))
+	}
+	defer rows.Close()
+	var out []proposal.Entry
+	for rows.Next() {
+		e, err := scanProposal(rows.Scan)
+		if err != nil {
+			return nil, 0, fmt.Errorf("proposal ledger: list: %w", classify(err))
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("proposal ledger: list: %w", classify(err))
+	}
+	return out, total, nil
+}
+
+func (p *Proposals) Lookup(ctx context.Context, realm, id string) (proposal.Entry, bool, error) {
+	e, err := scanProposal(p.db.pool.QueryRow(ctx, p.db.q(`SELECT realm, id, proposer, identity, created_ms FROM proposals WHERE realm = $1 AND id = $2`), realm, id).Scan)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return proposal.Entry{}, false, nil
+	}
+	if err != nil {
+		return proposal.Entry{}, false, fmt.Errorf("proposal ledger: look up: %w", classify(err))
+	}
+	return e, true, nil
+}
+
+func (p *Proposals) Counts(ctx context.Context) (map[string]int, error) {
+	rows, err := p.db.pool.Query(ctx, p.db.q(`SELECT realm, count(*) FROM proposals GROUP BY realm`))
+	if err != nil {
+		return nil, fmt.Errorf("proposal ledger: count: %w", classify(err))
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var realm string
+		var n int
+		if err := rows.Scan(&realm, &n); err != nil {
+			return nil, fmt.Errorf("proposal ledger: count: %w", classify(err))
+		}
+		out[realm] = n
+	}
+	return out, rows.Err()
+}
+
+func scanProposal(scan func(...any) error) (proposal.Entry, error) {
+	var e proposal.Entry
+	var ms int64
+	if err := scan(&e.Realm, &e.ID, &e.Proposer, &e.Identity, &ms); err != nil {
+		return proposal.Entry{}, err
+	}
+	e.CreatedAt = time.UnixMilli(ms).UTC()
+	return e, nil
+}
+
+// Traces is the turn trace store shared by every host on the database.
+type Traces struct{ db *DB }
+
+// NewTraces answers the trace store on db.
+func NewTraces(db *DB) *Traces { return &Traces{db: db} }
+
+func (t *Traces) Append(ctx context.Context, traces []coordinator.TurnTrace) error {
+	batch := &pgx.Batch{}
+	for _, tr := range traces {
+		batch.Queue(t.db.q(`INSERT INTO turn_trace (realm, identity, session, at_ms, bytes, trace) VALUES ($1, $2, $3, $4, $5, $6)`),
+			tr.Realm, tr.Identity, tr.Session, tr.At.UnixMilli(), tr.Bytes, tr)
+	}
+	if err := t.db.pool.SendBatch(ctx, batch).Close(); err != nil {
+		return fmt.Errorf("turn trace: write: %w", classify(err))
+	}
+	return nil
+}
+
+func (t *Traces) Session(ctx context.Context, realm, identity, session string, limit int) ([]coordinator.TurnTrace, error) {
+	rows, err := t.db.pool.Query(ctx, t.db.q(`SELECT trace::text FROM (SELECT seq, trace FROM turn_trace
+		WHERE realm = $1 AND session = $2 AND ($3 = '' OR identity = $3) ORDER BY seq DESC LIMIT $4) AS t ORDER BY seq`),
+		realm, session, identity, limit)
+	if err != nil {
+		return nil, fmt.Errorf("turn trace: read: %w", classify(err))
+	}
+	out, err := turntrace.ScanTraces(rows)
+	if err != nil {
+		return nil, fmt.Errorf("turn trace: read: %w", classify(err))
+	}
+	return out, nil
+}
+
+func (t *Traces) Record(ctx context.Context, realm, id string, limit int) ([]coordinator.TurnTrace, error) {
+	probe, err := json.Marshal([]map[string]string{{"id": id}})
+	if err != nil {
+		return nil, err
+	}
+	rows, err := t.db.pool.Query(ctx, t.db.q(`SELECT trace::text FROM turn_trace
+		WHERE realm = $1 AND trace->'included' @> $2::jsonb ORDER BY seq DESC LIMIT $3`), realm, string(probe), limit)
+	if err != nil {
+		return nil, fmt.Errorf("turn trace: read: %w", classify(err))
+	}
+	out, err := turntrace.ScanTraces(rows)
+	if err != nil {
+		return nil, fmt.Errorf("turn trace: read: %w", classify(err))
+	}
+	return out, nil
+}
+
+func (t *Traces) Recent(ctx context.Context, realm string, limit int) ([]turntrace.SessionSummary, error) {
+	rows, err := t.db.pool.Query(ctx, t.db.q(`SELECT realm, identity, session, count(*)::int, sum(bytes)::int, max(at_ms) FROM turn_trace
+		WHERE realm = $1 GROUP BY realm, identity, session ORDER BY max(seq) DESC LIMIT $2`), realm, limit)
+	if err != nil {
+		return nil, fmt.Errorf("turn trace: list sessions: %w", classify(err))
+	}
+	out, err := turntrace.ScanSummaries(rows)
+	if err != nil {
+		return nil, fmt.Errorf("turn trace: list sessions: %w", classify(err))
+	}
+	return out, nil
+}
+
+func (t *Traces) Prune(ctx context.Context, before time.Time, keep int) (int, error) {
+	tag, err := t.db.pool.Exec(ctx, t.db.q(`DELETE FROM turn_trace WHERE at_ms < $1`), before.UnixMilli())
+	if err != nil {
+		return 0, fmt.Errorf("turn trace: prune: %w", classify(err))
+	}
+	n := int(tag.RowsAffected())
+	tag, err = t.db.pool.Exec(ctx, t.db.q(`DELETE FROM turn_trace WHERE seq IN (
+		SELECT seq FROM (SELECT seq, row_number() OVER (PARTITION BY realm ORDER BY seq DESC) AS rn FROM turn_trace) AS r WHERE rn > $1)`), keep)
+	if err != nil {
+		return n, fmt.Errorf("turn trace: prune: %w", classify(err))
+	}
+	return n + int(tag.RowsAffected()), nil
+}
+
+var (
+	_ proposal.Ledger = (*Proposals)(nil)
+	_ turntrace.Store = (*Traces)(nil)
+)

@@ -1,0 +1,118 @@
+package pgstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/internal/proposal"
+)
+
+// TestProposalBoundAcrossHosts: two hosts noting proposals of one token at
+// once never pass the bound together; another token and realm are apart.
+func TestProposalBoundAcrossHosts(t *testing.T) {
+	ctx := context.Background()
+	dbs := open(t, 2)
+	ledgers := []*Proposals{NewProposals(dbs[0]), NewProposals(dbs[1])}
+	const bound, tries = 20, 60
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok, refused := 0, 0
+	for i := range tries {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e := proposal.Entry{Realm: "r", ID: fmt.Sprintf("p%03d", i), Proposer: "bot", CreatedAt: time.UnixMilli(int64(1000 + i))}
+			err := ledgers[i%2].Add(ctx, []proposal.Entry{e}, bound)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				ok++
+			case errors.Is(err, proposal.ErrTooMany):
+				refused++
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if ok != bound || refused != tries-bound {
+		t.Fatalf("%d noted, %d refused; want %d and %d", ok, refused, bound, tries-bound)
+	}
+	if err := ledgers[0].Add(ctx, []proposal.Entry{{Realm: "r", ID: "other", Proposer: "bot2", CreatedAt: time.Now()}}, bound); err != nil {
+		t.Errorf("another token: %v", err)
+	}
+	if err := ledgers[0].Add(ctx, []proposal.Entry{{Realm: "r2", ID: "x", Proposer: "bot", CreatedAt: time.Now()}}, bound); err != nil {
+		t.Errorf("another realm: %v", err)
+	}
+	// Paging sees each once, oldest first; Remove makes room.
+	var seen []string
+	after := ""
+	for {
+		page, total, err := ledgers[1].List(ctx, "r", after, 7)
+		if err != nil || total != bound+1 {
+			t.Fatalf("list: %d, %v", total, err)
+		}
+		for _, e := range page {
+			seen = append(seen, e.ID)
+		}
+		if len(page) < 7 {
+			break
+		}
+		after = page[len(page)-1].ID
+	}
+	if len(seen) != bound+1 {
+		t.Fatalf("paged %d entries, want %d: %v", len(seen), bound+1, seen)
+	}
+	if err := ledgers[0].Remove(ctx, "r", []string{seen[0]}); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, _ := ledgers[1].Lookup(ctx, "r", seen[0]); found {
+		t.Error("a removed entry is still found")
+	}
+	if err := ledgers[1].Add(ctx, []proposal.Entry{{Realm: "r", ID: "again", Proposer: "bot", CreatedAt: time.Now()}}, bound); err != nil {
+		t.Errorf("after a removal: %v", err)
+	}
+	if counts, err := ledgers[0].Counts(ctx); err != nil || counts["r"] != bound+1 || counts["r2"] != 1 {
+		t.Errorf("counts = %v, %v", counts, err)
+	}
+}
+
+func TestSharedTraces(t *testing.T) {
+	ctx := context.Background()
+	tr := NewTraces(open(t, 1)[0])
+	now := time.Now().UTC()
+	mk := func(realm string, at time.Time, id string) coordinator.TurnTrace {
+		return coordinator.TurnTrace{Realm: realm, Identity: "alice", Session: "s", Kind: coordinator.TraceInject, At: at,
+			Included: []coordinator.TraceRecord{{ID: id, Bytes: 5}}, Excluded: []coordinator.TraceRecord{}}
+	}
+	var batch []coordinator.TurnTrace
+	for i := range 5 {
+		batch = append(batch, mk("busy", now, fmt.Sprint("r", i)))
+	}
+	batch = append(batch, mk("quiet", now, "q"), mk("old", now.Add(-48*time.Hour), "o"))
+	if err := tr.Append(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := tr.Prune(ctx, now.Add(-time.Hour), 2); err != nil || n != 4 {
+		t.Fatalf("pruned %d, %v; want 4", n, err)
+	}
+	busy, err := tr.Session(ctx, "busy", "alice", "s", 10)
+	if err != nil || len(busy) != 2 || busy[1].Included[0].ID != "r4" {
+		t.Fatalf("busy = %+v, %v", busy, err)
+	}
+	if got, err := tr.Record(ctx, "busy", "r3", 10); err != nil || len(got) != 1 {
+		t.Errorf("record trace = %v, %v", got, err)
+	}
+	if got, _ := tr.Record(ctx, "quiet", "r3", 10); len(got) != 0 {
+		t.Errorf("another realm's trace: %v", got)
+	}
+	if s, err := tr.Recent(ctx, "busy", 10); err != nil || len(s) != 1 || s[0].Turns != 2 || s[0].Bytes != 0 {
+		t.Errorf("recent = %+v, %v", s, err)
+	}
+}

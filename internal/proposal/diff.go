@@ -1,0 +1,93 @@
+package proposal
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// DiffLine is one line of a proposal's difference from the record it
+// would supersede: Op is "=" (both), "-" (only the old) or "+" (only the
+// proposal).
+type DiffLine struct {
+	Field string `json:"field"`
+	Op    string `json:"op"`
+	Text  string `json:"text"`
+}
+
+// maxDiffLines bounds the lines compared per field: bodies are capped by
+// the SDK, but a quadratic table over every line is not needed to review.
+const maxDiffLines = 400
+
+// Diff compares old and proposed field by field, bodies line by line;
+// unchanged fields other than the body are left out.
+func Diff(old, proposed *sdk.Record) []DiffLine {
+	var out []DiffLine
+	field := func(name, a, b string) {
+		if a == b {
+			return
+		}
+		out = append(out, DiffLine{Field: name, Op: "-", Text: a}, DiffLine{Field: name, Op: "+", Text: b})
+	}
+	field("title", old.Title, proposed.Title)
+	field("kind", string(old.Kind), string(proposed.Kind))
+	field("trust", string(old.Trust), string(proposed.Trust))
+	field("description", old.Description, proposed.Description)
+	tags := func(r *sdk.Record) string {
+		t := slices.DeleteFunc(slices.Clone(r.Tags), func(s string) bool { return s == Tag })
+		slices.Sort(t)
+		return strings.Join(t, ", ")
+	}
+	field("tags", tags(old), tags(proposed))
+	return append(out, lineDiff("body", old.Body, proposed.Body)...)
+}
+
+// lineDiff is a longest-common-subsequence diff of a's and b's lines.
+func lineDiff(name, a, b string) []DiffLine {
+	al, bl := splitLines(a), splitLines(b)
+	n, m := len(al), len(bl)
+	// lcs[i][j] is the LCS length of al[i:] and bl[j:].
+	lcs := make([][]int, n+1)
+	for i := range lcs {
+		lcs[i] = make([]int, m+1)
+	}
+	for i := n - 1; i >= 0; i-- {
+		for j := m - 1; j >= 0; j-- {
+			if al[i] == bl[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	var out []DiffLine
+	i, j := 0, 0
+	for i < n || j < m {
+		switch {
+		case i < n && j < m && al[i] == bl[j]:
+			out = append(out, DiffLine{Field: name, Op: "=", Text: al[i]})
+			i, j = i+1, j+1
+		case i < n && (j == m || lcs[i+1][j] >= lcs[i][j+1]):
+			// Removals before additions, as diff tools show them.
+			out = append(out, DiffLine{Field: name, Op: "-", Text: al[i]})
+			i++
+		default:
+			out = append(out, DiffLine{Field: name, Op: "+", Text: bl[j]})
+			j++
+		}
+	}
+	return out
+}
+
+func splitLines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	l := strings.Split(s, "\n")
+	if len(l) > maxDiffLines {
+		// The rest is one line: still compared, never expanded.
+		l = append(l[:maxDiffLines-1:maxDiffLines-1], strings.Join(l[maxDiffLines-1:], "\n"))
+	}
+	return l
+}

@@ -1,0 +1,45 @@
+package proposal
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrTooMany refuses a proposal that would take its proposer's pending
+// proposals in a realm beyond the configured bound. The API answers it
+// 429 with a Retry-After: an application reviewing the queue makes room.
+var ErrTooMany = errors.New("too many pending proposals")
+
+// Entry is the host's note of one pending proposal: who proposed it. The
+// record itself lives in the realm's provider.
+type Entry struct {
+	Realm string `json:"realm"`
+	ID    string `json:"id"`
+	// Proposer is the agent token's name ("" when the host runs without
+	// tokens); Identity the agent identity that acted, when known.
+	Proposer  string    `json:"proposer"`
+	Identity  string    `json:"identity,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Ledger keeps the pending proposals of every realm, so they can be
+// listed, bounded per proposer and attributed without scanning a
+// provider. The host's state database keeps one (NewSQLLedger); a shared
+// PostgreSQL state keeps another (internal/pgstate).
+type Ledger interface {
+	// Add notes entries, all of one realm and proposer, unless that
+	// proposer would then have more than max pending in the realm
+	// (ErrTooMany, nothing noted). The check and the insert are atomic.
+	Add(ctx context.Context, entries []Entry, max int) error
+	// Remove drops the entries of ids; unknown ids are no error.
+	Remove(ctx context.Context, realm string, ids []string) error
+	// List answers up to limit entries of realm, oldest first, created
+	// after the entry after ("" from the start), and how many are pending
+	// in all.
+	List(ctx context.Context, realm, after string, limit int) ([]Entry, int, error)
+	// Lookup answers the entry of id, if any.
+	Lookup(ctx context.Context, realm, id string) (Entry, bool, error)
+	// Counts answers the pending proposals per realm.
+	Counts(ctx context.Context) (map[string]int, error)
+}

@@ -1,0 +1,235 @@
+package proposal
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// Proposer names who leaves a proposal: the agent token and, when the
+// surface knows it, the identity acting.
+type Proposer struct {
+	Token    string
+	Identity string
+}
+
+// Queue is the reviewable side of proposals: every pending one noted in
+// a ledger, bounded per proposer and realm.
+type Queue struct {
+	Ledger Ledger
+	// MaxPending bounds one proposer's pending proposals in one realm.
+	MaxPending int
+}
+
+// Propose stores records as proposals of who, noting each in the ledger
+// first, so a flood is refused (ErrTooMany) before the provider is
+// touched.
+func (q *Queue) Propose(ctx context.Context, realm string, p sdk.Provider, records []sdk.Record, who Proposer) ([]string, error) {
+	now := time.Now().UTC()
+	recs := slices.Clone(records)
+	entries := make([]Entry, len(recs))
+	for i := range recs {
+		if recs[i].ID == "" {
+			recs[i].ID = sdk.NewRecordID(now)
+		}
+		entries[i] = Entry{Realm: realm, ID: recs[i].ID, Proposer: who.Token, Identity: who.Identity, CreatedAt: now}
+	}
+	if err := q.Ledger.Add(ctx, entries, q.MaxPending); err != nil {
+		return nil, err
+	}
+	ids, err := Store(ctx, realm, p, recs)
+	if err != nil {
+		ids := make([]string, len(entries))
+		for i, e := range entries {
+			ids[i] = e.ID
+		}
+		// The proposals were not stored: they must not hold the bound.
+		if rerr := q.Ledger.Remove(context.WithoutCancel(ctx), realm, ids); rerr != nil {
+			return nil, fmt.Errorf("%w (and releasing their place in the queue failed: %w)", err, rerr)
+		}
+		return nil, err
+	}
+	return ids, nil
+}
+
+// Target answers the active record a proposal would supersede: one of
+// its scope with the same kind and title, found by the realm's recall.
+// Finding none, or a provider that cannot say, is no error: approving
+// the proposal then adds a record. It is looked up when the proposal is
+// reviewed and again when it is approved, so it is never stale.
+func Target(ctx context.Context, realm string, p sdk.Provider, r *sdk.Record) (sdk.Record, bool) {
+	title := strings.TrimSpace(r.Title)
+	if title == "" {
+		return sdk.Record{}, false
+	}
+	hits, err := p.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: title, Scopes: []sdk.Scope{r.Scope}, Limit: 5, ExcludeTags: []string{Tag}})
+	if err != nil {
+		return sdk.Record{}, false
+	}
+	for _, h := range hits {
+		if h.Record.ID != r.ID && h.Record.Status == sdk.StatusActive && h.Record.Kind == r.Kind && strings.EqualFold(strings.TrimSpace(h.Record.Title), title) {
+			return h.Record, true
+		}
+	}
+	return sdk.Record{}, false
+}
+
+// Pending is one proposal as a reviewer sees it.
+type Pending struct {
+	Entry
+	Record sdk.Record `json:"record"`
+	// Target and Supersedes are the active record approval would
+	// replace, if any; Diff compares it with the proposal.
+	Target     string      `json:"target,omitempty"`
+	Supersedes *sdk.Record `json:"supersedes"`
+	Diff       []DiffLine  `json:"diff"`
+}
+
+// List answers up to limit pending proposals of realm after the cursor
+// after, with their records, targets and diffs, the total pending and
+// the next cursor ("" after the last page). An entry whose record is
+// gone (forgotten meanwhile) is dropped from the ledger.
+func (q *Queue) List(ctx context.Context, realm string, p sdk.Provider, after string, limit int) ([]Pending, int, string, error) {
+	getter, ok := p.(sdk.RecordGetter)
+	if !ok || !sdk.Supports(p, sdk.CapFetch) {
+		return nil, 0, "", fmt.Errorf("the provider of realm %q cannot fetch records by id, so proposals cannot be shown: %w", realm, sdk.ErrUnsupported)
+	}
+	entries, total, err := q.Ledger.List(ctx, realm, after, limit)
+	if err != nil {
+		return nil, 0, "", err
+	}
+	ids := make([]string, 0, len(entries))
+	for _, e := range entries {
+		ids = append(ids, e.ID)
+	}
+	byID := map[string]sdk.Record{}
+	for chunk := range slices.Chunk(ids, sdk.MaxBatch) {
+		recs, err := getter.Get(ctx, realm, chunk)
+		if err != nil {
+			return nil, 0, "", err
+		}
+		for _, r := range recs {
+			byID[r.ID] = r
+		}
+	}
+	out := make([]Pending, 0, len(entries))
+	var gone []string
+	for _, e := range entries {
+		rec, ok := byID[e.ID]
+		if !ok || rec.Status != sdk.StatusQuarantined || !rec.HasTag(Tag) {
+			gone = append(gone, e.ID)
+			continue
+		}
+		pd := Pending{Entry: e, Record: rec}
+		if t, ok := Target(ctx, realm, p, &rec); ok {
+			pd.Target, pd.Supersedes = t.ID, &t
+			pd.Diff = Diff(&t, &rec)
+		}
+		out = append(out, pd)
+	}
+	if len(gone) > 0 {
+		if err := q.Ledger.Remove(ctx, realm, gone); err != nil {
+			return nil, 0, "", err
+		}
+		total -= len(gone)
+	}
+	next := ""
+	if len(entries) == limit && len(entries) > 0 {
+		next = entries[len(entries)-1].ID
+	}
+	return out, total, next, nil
+}
+
+// Approve approves the pending proposal id and answers the active
+// record's id. A proposal that restates an active record (Target)
+// replaces it, so the chain runs old record -> approved copy, and the
+// proposal itself is dropped; any other becomes active as Approve makes
+// it.
+func (q *Queue) Approve(ctx context.Context, realm, id string, p sdk.Provider) (string, error) {
+	prop, err := pendingRecord(ctx, realm, id, p)
+	if err != nil {
+		return "", err
+	}
+	var newID string
+	sup, ok := p.(sdk.Superseder)
+	forget, ok2 := p.(sdk.RecordForgetter)
+	target, found := Target(ctx, realm, p, &prop)
+	if found && ok && ok2 && sdk.Supports(p, sdk.CapSupersede) && sdk.Supports(p, sdk.CapForget) {
+		newID, err = approveOver(ctx, realm, prop, target.ID, sup, forget, p)
+	} else {
+		newID, err = Approve(ctx, realm, id, p)
+	}
+	if err != nil {
+		return "", err
+	}
+	return newID, q.Ledger.Remove(ctx, realm, []string{id})
+}
+
+// approveOver drops the proposal, then supersedes target with its
+// content. The drop comes first: the copy has the proposal's content
+// hash, and a provider answers a write of a hash its scope holds with the
+// holder's id. A failed supersede puts the proposal back.
+func approveOver(ctx context.Context, realm string, prop sdk.Record, targetID string, sup sdk.Superseder, forget sdk.RecordForgetter, p sdk.Provider) (string, error) {
+	if _, err := forget.Forget(ctx, realm, []string{prop.ID}); err != nil {
+		return "", err
+	}
+	newID, err := sup.Supersede(ctx, realm, targetID, approvedCopy(prop))
+	if err != nil {
+		if a, ok := p.(sdk.Archiver); ok {
+			if _, rerr := a.Import(context.WithoutCancel(ctx), realm, []sdk.Record{prop}); rerr != nil {
+				return "", fmt.Errorf("%w (and restoring proposal %q failed: %w)", err, prop.ID, rerr)
+			}
+		}
+		return "", err
+	}
+	return newID, nil
+}
+
+// approvedCopy is the active record a proposal becomes: its content
+// without the proposal tag.
+func approvedCopy(old sdk.Record) sdk.Record {
+	return sdk.Record{
+		Scope: old.Scope, Kind: old.Kind, Title: old.Title, Description: old.Description, Body: old.Body,
+		Trust: old.Trust, ExpiresAt: old.ExpiresAt,
+		Tags: slices.DeleteFunc(slices.Clone(old.Tags), func(t string) bool { return t == Tag }),
+	}
+}
+
+// Reject forgets the pending proposal id: a rejected proposal leaves
+// nothing behind but the caller's log line.
+func (q *Queue) Reject(ctx context.Context, realm, id string, p sdk.Provider) error {
+	forget, ok := p.(sdk.RecordForgetter)
+	if !ok || !sdk.Supports(p, sdk.CapForget) {
+		return fmt.Errorf("the provider of realm %q cannot reject proposals (it lacks the forget capability): %w", realm, sdk.ErrUnsupported)
+	}
+	if _, err := pendingRecord(ctx, realm, id, p); err != nil {
+		return err
+	}
+	if _, err := forget.Forget(ctx, realm, []string{id}); err != nil {
+		return err
+	}
+	return q.Ledger.Remove(ctx, realm, []string{id})
+}
+
+// pendingRecord fetches id and checks it is a pending proposal.
+func pendingRecord(ctx context.Context, realm, id string, p sdk.Provider) (sdk.Record, error) {
+	getter, ok := p.(sdk.RecordGetter)
+	if !ok || !sdk.Supports(p, sdk.CapFetch) {
+		return sdk.Record{}, fmt.Errorf("the provider of realm %q cannot fetch records by id: %w", realm, sdk.ErrUnsupported)
+	}
+	recs, err := getter.Get(ctx, realm, []string{id})
+	if err != nil {
+		return sdk.Record{}, err
+	}
+	if len(recs) == 0 {
+		return sdk.Record{}, fmt.Errorf("record %q not found in realm %q: %w", id, realm, sdk.ErrNotFound)
+	}
+	if recs[0].Status != sdk.StatusQuarantined || !recs[0].HasTag(Tag) {
+		return sdk.Record{}, fmt.Errorf("record %q (status %s) is %w: %w", id, recs[0].Status, ErrNotPending, sdk.ErrConflict)
+	}
+	return recs[0], nil
+}

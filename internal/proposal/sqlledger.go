@@ -1,0 +1,147 @@
+package proposal
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/memhost/memhost/internal/statedb"
+)
+
+// ledgerComponent names the ledger's tables in the state database.
+const ledgerComponent = "proposals"
+
+// ledgerMigrations are the ledger's schema steps; append, never edit.
+var ledgerMigrations = []string{
+	`CREATE TABLE proposals (
+		realm      TEXT    NOT NULL,
+		id         TEXT    NOT NULL,
+		proposer   TEXT    NOT NULL,
+		identity   TEXT    NOT NULL,
+		created_ms INTEGER NOT NULL,
+		PRIMARY KEY (realm, id)
+	) WITHOUT ROWID;
+	CREATE INDEX proposals_by_proposer ON proposals (realm, proposer);
+	CREATE INDEX proposals_by_age ON proposals (realm, created_ms, id);`,
+}
+
+// SQLLedger is the Ledger in the host's state database.
+type SQLLedger struct{ db *statedb.DB }
+
+// NewSQLLedger migrates the ledger's table in db and answers the ledger.
+func NewSQLLedger(ctx context.Context, db *statedb.DB) (*SQLLedger, error) {
+	if err := db.Migrate(ctx, ledgerComponent, ledgerMigrations); err != nil {
+		return nil, fmt.Errorf("proposal ledger: %w", err)
+	}
+	return &SQLLedger{db: db}, nil
+}
+
+func (l *SQLLedger) Add(ctx context.Context, entries []Entry, max int) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	realm, proposer := entries[0].Realm, entries[0].Proposer
+	return l.db.Tx(ctx, "note proposals", func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM proposals WHERE realm = ? AND proposer = ?`, realm, proposer).Scan(&n); err != nil {
+			return err
+		}
+		if n+len(entries) > max {
+			return TooMany(realm, proposer, n, max)
+		}
+		for _, e := range entries {
+			if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO proposals (realm, id, proposer, identity, created_ms) VALUES (?, ?, ?, ?, ?)`,
+				e.Realm, e.ID, e.Proposer, e.Identity, e.CreatedAt.UnixMilli()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// TooMany is the refusal of Add, the same from every ledger.
+func TooMany(realm, proposer string, n, max int) error {
+	return fmt.Errorf("token %q has %d pending proposals in realm %q, the limit is %d; an application must approve or reject some first: %w", proposer, n, realm, max, ErrTooMany)
+}
+
+func (l *SQLLedger) Remove(ctx context.Context, realm string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	args := []any{realm}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	_, err := l.db.Exec(ctx, "drop proposals", `DELETE FROM proposals WHERE realm = ? AND id IN (?`+strings.Repeat(",?", len(ids)-1)+`)`, args...)
+	return err
+}
+
+func (l *SQLLedger) List(ctx context.Context, realm, after string, limit int) ([]Entry, int, error) {
+	var total int
+	if err := l.db.QueryRow(ctx, `SELECT count(*) FROM proposals WHERE realm = ?`, realm).Scan(&total); err != nil {
+		return nil, 0, l.db.Wrap("list proposals", err)
+	}
+	// Ordered by (created, id); a cursor names the last entry seen.
+	rows, err := l.db.SQL().QueryContext(ctx, `SELECT realm, id, proposer, identity, created_ms FROM proposals
+		WHERE realm = ?1 AND (?2 = '' OR (created_ms, id) > (SELECT created_ms, id FROM proposals WHERE realm = ?1 AND id = ?2))
+		ORDER BY created_ms, id LIMIT ?3`, realm, after, limit)
+	if err != nil {
+		return nil, 0, l.db.Wrap("list proposals", err)
+	}
+	defer rows.Close()
+	var out []Entry
+	for rows.Next() {
+		e, err := scanEntry(rows.Scan)
+		if err != nil {
+			return nil, 0, l.db.Wrap("list proposals", err)
+		}
+		out = append(out, e)
+	}
+	return out, total, l.db.Wrap("list proposals", rows.Err())
+}
+
+func (l *SQLLedger) Lookup(ctx context.Context, realm, id string) (Entry, bool, error) {
+	e, err := scanEntry(l.db.QueryRow(ctx, `SELECT realm, id, proposer, identity, created_ms FROM proposals WHERE realm = ? AND id = ?`, realm, id).Scan)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Entry{}, false, nil
+	}
+	if err != nil {
+		return Entry{}, false, l.db.Wrap("look up proposal", err)
+	}
+	return e, true, nil
+}
+
+func (l *SQLLedger) Counts(ctx context.Context) (map[string]int, error) {
+	rows, err := l.db.SQL().QueryContext(ctx, `SELECT realm, count(*) FROM proposals GROUP BY realm`)
+	if err != nil {
+		return nil, l.db.Wrap("count proposals", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var realm string
+		var n int
+		if err := rows.Scan(&realm, &n); err != nil {
+			return nil, l.db.Wrap("count proposals", err)
+		}
+		out[realm] = n
+	}
+	return out, l.db.Wrap("count proposals", rows.Err())
+}
+
+// scanEntry reads one row of the ledger's columns, in the order every
+// ledger selects them.
+func scanEntry(scan func(...any) error) (Entry, error) {
+	var e Entry
+	var ms int64
+	if err := scan(&e.Realm, &e.ID, &e.Proposer, &e.Identity, &ms); err != nil {
+		return Entry{}, err
+	}
+	e.CreatedAt = time.UnixMilli(ms).UTC()
+	return e, nil
+}
+
+var _ Ledger = (*SQLLedger)(nil)

@@ -1,0 +1,165 @@
+package turntrace
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/internal/statedb"
+)
+
+const component = "turn_trace"
+
+// migrations are the trace table's schema steps; append, never edit.
+var migrations = []string{
+	`CREATE TABLE turn_trace (
+		seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+		realm    TEXT    NOT NULL,
+		identity TEXT    NOT NULL,
+		session  TEXT    NOT NULL,
+		at_ms    INTEGER NOT NULL,
+		bytes    INTEGER NOT NULL,
+		trace    TEXT    NOT NULL
+	);
+	CREATE INDEX turn_trace_by_session ON turn_trace (realm, session, seq);
+	CREATE INDEX turn_trace_by_realm ON turn_trace (realm, seq);
+	CREATE INDEX turn_trace_by_age ON turn_trace (at_ms);`,
+}
+
+// SQLStore is the Store in the host's state database.
+type SQLStore struct{ db *statedb.DB }
+
+// NewSQLStore migrates the trace table in db and answers the store.
+func NewSQLStore(ctx context.Context, db *statedb.DB) (*SQLStore, error) {
+	if err := db.Migrate(ctx, component, migrations); err != nil {
+		return nil, fmt.Errorf("turn trace: %w", err)
+	}
+	return &SQLStore{db: db}, nil
+}
+
+func (s *SQLStore) Append(ctx context.Context, traces []coordinator.TurnTrace) error {
+	return s.db.Tx(ctx, "write turn trace", func(tx *sql.Tx) error {
+		for _, t := range traces {
+			body, err := json.Marshal(t)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO turn_trace (realm, identity, session, at_ms, bytes, trace) VALUES (?, ?, ?, ?, ?, ?)`,
+				t.Realm, t.Identity, t.Session, t.At.UnixMilli(), t.Bytes, string(body)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (s *SQLStore) Session(ctx context.Context, realm, identity, session string, limit int) ([]coordinator.TurnTrace, error) {
+	rows, err := s.db.SQL().QueryContext(ctx, `SELECT trace FROM (SELECT seq, trace FROM turn_trace
+		WHERE realm = ? AND session = ? AND (? = '' OR identity = ?) ORDER BY seq DESC LIMIT ?) ORDER BY seq`,
+		realm, session, identity, identity, limit)
+	if err != nil {
+		return nil, s.db.Wrap("read turn trace", err)
+	}
+	out, err := scanTraces(rows)
+	return out, s.db.Wrap("read turn trace", err)
+}
+
+func (s *SQLStore) Record(ctx context.Context, realm, id string, limit int) ([]coordinator.TurnTrace, error) {
+	rows, err := s.db.SQL().QueryContext(ctx, `SELECT trace FROM turn_trace
+		WHERE realm = ? AND EXISTS (SELECT 1 FROM json_each(trace, '$.included') WHERE json_extract(value, '$.id') = ?)
+		ORDER BY seq DESC LIMIT ?`, realm, id, limit)
+	if err != nil {
+		return nil, s.db.Wrap("read turn trace", err)
+	}
+	out, err := scanTraces(rows)
+	return out, s.db.Wrap("read turn trace", err)
+}
+
+func (s *SQLStore) Recent(ctx context.Context, realm string, limit int) ([]SessionSummary, error) {
+	rows, err := s.db.SQL().QueryContext(ctx, `SELECT realm, identity, session, count(*), sum(bytes), max(at_ms) FROM turn_trace
+		WHERE realm = ? GROUP BY realm, identity, session ORDER BY max(seq) DESC LIMIT ?`, realm, limit)
+	if err != nil {
+		return nil, s.db.Wrap("list traced sessions", err)
+	}
+	out, err := scanSummaries(rows)
+	return out, s.db.Wrap("list traced sessions", err)
+}
+
+func (s *SQLStore) Prune(ctx context.Context, before time.Time, keep int) (int, error) {
+	n := 0
+	err := s.db.Tx(ctx, "prune turn trace", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM turn_trace WHERE at_ms < ?`, before.UnixMilli())
+		if err != nil {
+			return err
+		}
+		k, _ := res.RowsAffected()
+		n += int(k)
+		res, err = tx.ExecContext(ctx, `DELETE FROM turn_trace WHERE seq IN (
+			SELECT seq FROM (SELECT seq, row_number() OVER (PARTITION BY realm ORDER BY seq DESC) AS rn FROM turn_trace) WHERE rn > ?)`, keep)
+		if err != nil {
+			return err
+		}
+		k, _ = res.RowsAffected()
+		n += int(k)
+		return nil
+	})
+	return n, err
+}
+
+// Rows is what scanTraces and scanSummaries read: database/sql's rows
+// and pgx's both fit.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close()
+}
+
+// sqlRows adapts *sql.Rows (whose Close answers an error) to Rows.
+type sqlRows struct{ *sql.Rows }
+
+func (r sqlRows) Close() { r.Rows.Close() }
+
+func scanTraces(rows *sql.Rows) ([]coordinator.TurnTrace, error) { return ScanTraces(sqlRows{rows}) }
+
+func scanSummaries(rows *sql.Rows) ([]SessionSummary, error) { return ScanSummaries(sqlRows{rows}) }
+
+// ScanTraces reads rows of one column, a trace's JSON.
+func ScanTraces(rows Rows) ([]coordinator.TurnTrace, error) {
+	defer rows.Close()
+	out := []coordinator.TurnTrace{}
+	for rows.Next() {
+		var body string
+		if err := rows.Scan(&body); err != nil {
+			return nil, err
+		}
+		var t coordinator.TurnTrace
+		if err := json.Unmarshal([]byte(body), &t); err != nil {
+			return nil, fmt.Errorf("a stored trace does not decode: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// ScanSummaries reads rows of (realm, identity, session, turns, bytes,
+// last at in unix milliseconds).
+func ScanSummaries(rows Rows) ([]SessionSummary, error) {
+	defer rows.Close()
+	out := []SessionSummary{}
+	for rows.Next() {
+		var s SessionSummary
+		var ms int64
+		if err := rows.Scan(&s.Realm, &s.Identity, &s.Session, &s.Turns, &s.Bytes, &ms); err != nil {
+			return nil, err
+		}
+		s.Last = time.UnixMilli(ms).UTC()
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+var _ Store = (*SQLStore)(nil)

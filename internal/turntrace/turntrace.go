@@ -1,0 +1,219 @@
+// Package turntrace keeps the turn trace (what each turn injected, what
+// it left out and why) in a bounded, per-realm store: the host's state
+// database, or PostgreSQL when the state is shared (internal/pgstate).
+// The coordinator hands traces to a Recorder, which writes them off the
+// request path.
+package turntrace
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hclog "github.com/hashicorp/go-hclog"
+	"github.com/memhost/memhost/coordinator"
+)
+
+// Store holds traces. Times are UTC.
+type Store interface {
+	// Append stores traces.
+	Append(ctx context.Context, traces []coordinator.TurnTrace) error
+	// Session answers the newest limit traces of a session in realm (of
+	// identity, when not ""), oldest first.
+	Session(ctx context.Context, realm, identity, session string, limit int) ([]coordinator.TurnTrace, error)
+	// Record answers the newest limit traces of realm that injected the
+	// record id, newest first.
+	Record(ctx context.Context, realm, id string, limit int) ([]coordinator.TurnTrace, error)
+	// Recent answers the sessions of realm with the newest traces.
+	Recent(ctx context.Context, realm string, limit int) ([]SessionSummary, error)
+	// Prune drops traces older than before and, per realm, all but the
+	// newest keep; it answers how many went.
+	Prune(ctx context.Context, before time.Time, keep int) (int, error)
+}
+
+// SessionSummary is one traced session of a realm.
+type SessionSummary struct {
+	Realm    string    `json:"realm"`
+	Identity string    `json:"identity"`
+	Session  string    `json:"session"`
+	Turns    int       `json:"turns"`
+	Bytes    int       `json:"bytes"`
+	Last     time.Time `json:"last"`
+}
+
+// Options bound the store.
+type Options struct {
+	Retention        time.Duration
+	MaxTurnsPerRealm int
+	// QueueSize bounds traces waiting to be written; beyond it they are
+	// dropped (counted) rather than slowing a turn.
+	QueueSize int
+	Logger    hclog.Logger
+}
+
+// Recorder is the coordinator's TraceSink: it queues traces and writes
+// them in batches from one goroutine, pruning now and then.
+type Recorder struct {
+	store   Store
+	opts    Options
+	queue   chan coordinator.TurnTrace
+	flushes chan chan struct{}
+	done    chan struct{}
+	stop    context.CancelFunc
+	once    sync.Once
+	dropped atomic.Int64
+}
+
+const (
+	defaultQueueSize = 4096
+	writeBatch       = 256
+	pruneEvery       = time.Minute
+)
+
+// NewRecorder starts a recorder over store; Close stops it.
+func NewRecorder(store Store, opts Options) *Recorder {
+	if opts.QueueSize <= 0 {
+		opts.QueueSize = defaultQueueSize
+	}
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Recorder{
+		store: store, opts: opts, queue: make(chan coordinator.TurnTrace, opts.QueueSize),
+		flushes: make(chan chan struct{}), done: make(chan struct{}), stop: cancel,
+	}
+	go r.run(ctx)
+	return r
+}
+
+// Trace implements coordinator.TraceSink without blocking.
+func (r *Recorder) Trace(t coordinator.TurnTrace) {
+	select {
+	case r.queue <- t:
+	default:
+		r.dropped.Add(1)
+	}
+}
+
+// Dropped answers how many traces a full queue cost.
+func (r *Recorder) Dropped() int64 { return r.dropped.Load() }
+
+// Session, Record and Recent read the store after a Flush, so a reader
+// sees every turn traced before its request (read your writes).
+func (r *Recorder) Session(ctx context.Context, realm, identity, session string, limit int) ([]coordinator.TurnTrace, error) {
+	if err := r.Flush(ctx); err != nil {
+		return nil, err
+	}
+	return r.store.Session(ctx, realm, identity, session, limit)
+}
+
+func (r *Recorder) Record(ctx context.Context, realm, id string, limit int) ([]coordinator.TurnTrace, error) {
+	if err := r.Flush(ctx); err != nil {
+		return nil, err
+	}
+	return r.store.Record(ctx, realm, id, limit)
+}
+
+func (r *Recorder) Recent(ctx context.Context, realm string, limit int) ([]SessionSummary, error) {
+	if err := r.Flush(ctx); err != nil {
+		return nil, err
+	}
+	return r.store.Recent(ctx, realm, limit)
+}
+
+// Flush waits until every trace queued before it is written.
+func (r *Recorder) Flush(ctx context.Context) error {
+	ack := make(chan struct{})
+	select {
+	case r.flushes <- ack:
+	case <-r.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-ack:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close writes what is queued and stops.
+func (r *Recorder) Close() {
+	r.once.Do(func() {
+		r.stop()
+		<-r.done
+	})
+}
+
+func (r *Recorder) run(ctx context.Context) {
+	defer close(r.done)
+	tick := time.NewTicker(pruneEvery)
+	defer tick.Stop()
+	batch := make([]coordinator.TurnTrace, 0, writeBatch)
+	for {
+		select {
+		case t := <-r.queue:
+			batch = append(batch[:0], t)
+			batch = r.drain(batch)
+			r.write(batch)
+		case ack := <-r.flushes:
+			r.writeQueued(batch)
+			close(ack)
+		case <-tick.C:
+			r.prune()
+		case <-ctx.Done():
+			r.writeQueued(batch)
+			return
+		}
+	}
+}
+
+// writeQueued writes everything queued now.
+func (r *Recorder) writeQueued(batch []coordinator.TurnTrace) {
+	for {
+		b := r.drain(batch[:0])
+		if len(b) == 0 {
+			return
+		}
+		r.write(b)
+	}
+}
+
+// drain adds what is queued now, up to a batch.
+func (r *Recorder) drain(batch []coordinator.TurnTrace) []coordinator.TurnTrace {
+	for len(batch) < writeBatch {
+		select {
+		case t := <-r.queue:
+			batch = append(batch, t)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+func (r *Recorder) write(batch []coordinator.TurnTrace) {
+	if len(batch) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.store.Append(ctx, batch); err != nil {
+		r.dropped.Add(int64(len(batch)))
+		r.opts.Logger.Warn("turn trace: write failed; traces dropped", "traces", len(batch), "error", err)
+	}
+}
+
+func (r *Recorder) prune() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := r.store.Prune(ctx, time.Now().Add(-r.opts.Retention), r.opts.MaxTurnsPerRealm); err != nil {
+		r.opts.Logger.Warn("turn trace: prune failed", "error", err)
+	}
+}
+
+var _ coordinator.TraceSink = (*Recorder)(nil)
