@@ -53,6 +53,10 @@ var (
 		"POST /v1/sessions/{key}/compacted": true, "DELETE /v1/conversations/{id}": true,
 		"POST /v1/export": true, "POST /v1/import": true, "POST /v1/admin/reindex": true,
 		"GET /v1/plugins": true, "GET /healthz": true, "GET /readyz": true, "GET /metrics": true,
+		// The console's: records, proposals and traces as stored, for people.
+		"GET /v1/scopes": true, "GET /v1/sessions/{key}/trace": true, "GET /v1/traces": true,
+		"POST /v1/records/{id}/reject": true, "GET /v1/proposals": true, "GET /v1/records": true,
+		"GET /v1/records/{id}/trace": true,
 	}
 	// modelTools are the MCP tools whose answers carry record text; the
 	// others answer ids and counts.

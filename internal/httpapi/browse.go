@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 // Record listing page sizes, and how many records one listing request
@@ -96,8 +97,8 @@ func (s *Server) handleListRecords(ctx context.Context, c caller, w http.Respons
 			}
 		}
 	} else {
-		a, ok := p.(sdk.Archiver)
-		if !ok || !sdk.Supports(p, sdk.CapArchive) {
+		a, ok := host.ProviderOf(p).Archiver()
+		if !ok {
 			return fmt.Errorf("the provider of realm %q cannot list its records (it lacks the archive capability): %w", realm, sdk.ErrUnsupported)
 		}
 		after := q.Get("after")

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 // unaddedTags is a duplicate write whose new tags were not stored: the
@@ -21,8 +22,8 @@ type unaddedTags struct {
 // costs one Get, and only when a record carries tags; a provider that
 // cannot fetch is not asked.
 func tagsNotAdded(ctx context.Context, p sdk.Provider, realm string, asked []sdk.Record, ids []string) []unaddedTags {
-	g, ok := p.(sdk.RecordGetter)
-	if !ok || !sdk.Supports(p, sdk.CapFetch) || len(ids) != len(asked) {
+	g, ok := host.ProviderOf(p).Getter()
+	if !ok || len(ids) != len(asked) {
 		return nil
 	}
 	var tagged []string

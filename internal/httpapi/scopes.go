@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 // maxScopeScan bounds the records a scope count reads: past it the
@@ -43,8 +44,8 @@ func (s *Server) handleScopes(ctx context.Context, c caller, w http.ResponseWrit
 // and status, scopes in order; partial is true when it stopped at the
 // scan bound.
 func CountScopes(ctx context.Context, realm string, p sdk.Provider) ([]ScopeCount, bool, error) {
-	a, ok := p.(sdk.Archiver)
-	if !ok || !sdk.Supports(p, sdk.CapArchive) {
+	a, ok := host.ProviderOf(p).Archiver()
+	if !ok {
 		return nil, false, fmt.Errorf("the provider of realm %q cannot list its records (it lacks the archive capability): %w", realm, sdk.ErrUnsupported)
 	}
 	by := map[sdk.Scope]*ScopeCount{}

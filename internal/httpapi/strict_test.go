@@ -16,6 +16,7 @@ import (
 // bodilessRoutes are the POST routes that read no body.
 var bodilessRoutes = map[string]bool{
 	"POST /v1/records/{id}/approve": true,
+	"POST /v1/records/{id}/reject":  true,
 }
 
 // Every route that reads a body refuses a body that is not a JSON object:

@@ -47,14 +47,14 @@ func TestToolArgumentsAreStrict(t *testing.T) {
 	provider := coordinatortest.NewProvider(coordinatortest.AllCapabilities...)
 	cs := connect(t, provider)
 	cases := []struct{ name, tool, args, problem string }{
-		{"repeated scope", "remember", `{"title":"t","body":"b","scope":"identity:alice","scope":"realm"}`, "scope"},
-		{"repeated title", "remember", `{"title":"a","title":"b","body":"b"}`, "title"},
-		{"lone surrogate", "remember", `{"title":"\ud800","body":"b"}`, "surrogate"},
-		{"invalid UTF-8", "remember", "{\"title\":\"\xc3\x28\",\"body\":\"b\"}", "UTF-8"},
-		{"repeated query", "recall", `{"query":"a","query":"b"}`, "query"},
-		{"case-folded name", "recall", `{"QUERY":"a"}`, "QUERY"},
-		{"repeated id", "forget", `{"id":"a","id":"b"}`, "id"},
-		{"repeated cursor", "index", `{"cursor":"","cursor":"1"}`, "cursor"},
+		{"repeated scope", ToolRemember, `{"title":"t","body":"b","scope":"identity:alice","scope":"realm"}`, "scope"},
+		{"repeated title", ToolRemember, `{"title":"a","title":"b","body":"b"}`, "title"},
+		{"lone surrogate", ToolRemember, `{"title":"\ud800","body":"b"}`, "surrogate"},
+		{"invalid UTF-8", ToolRemember, "{\"title\":\"\xc3\x28\",\"body\":\"b\"}", "UTF-8"},
+		{"repeated query", ToolRecall, `{"query":"a","query":"b"}`, "query"},
+		{"case-folded name", ToolRecall, `{"QUERY":"a"}`, "QUERY"},
+		{"repeated id", ToolForget, `{"id":"a","id":"b"}`, "id"},
+		{"repeated cursor", ToolIndex, `{"cursor":"","cursor":"1"}`, "cursor"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -75,7 +75,7 @@ func TestToolArgumentsAreStrict(t *testing.T) {
 		t.Fatalf("refused arguments reached the provider %d times", n)
 	}
 	// Well-formed arguments still work.
-	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "remember", Arguments: json.RawMessage(`{"title":"coffee","body":"flat white"}`)})
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: ToolRemember, Arguments: json.RawMessage(`{"title":"coffee","body":"flat white"}`)})
 	if err != nil || res.IsError {
 		t.Fatalf("remember: %v %+v", err, res)
 	}

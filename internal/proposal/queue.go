@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 // Proposer names who leaves a proposal: the agent token and, when the
@@ -94,8 +95,8 @@ type Pending struct {
 // the next cursor ("" after the last page). An entry whose record is
 // gone (forgotten meanwhile) is dropped from the ledger.
 func (q *Queue) List(ctx context.Context, realm string, p sdk.Provider, after string, limit int) ([]Pending, int, string, error) {
-	getter, ok := p.(sdk.RecordGetter)
-	if !ok || !sdk.Supports(p, sdk.CapFetch) {
+	getter, ok := host.ProviderOf(p).Getter()
+	if !ok {
 		return nil, 0, "", fmt.Errorf("the provider of realm %q cannot fetch records by id, so proposals cannot be shown: %w", realm, sdk.ErrUnsupported)
 	}
 	entries, total, err := q.Ledger.List(ctx, realm, after, limit)
@@ -155,10 +156,11 @@ func (q *Queue) Approve(ctx context.Context, realm, id string, p sdk.Provider) (
 		return "", err
 	}
 	var newID string
-	sup, ok := p.(sdk.Superseder)
-	forget, ok2 := p.(sdk.RecordForgetter)
+	hp := host.ProviderOf(p)
+	sup, ok := hp.Superseder()
+	forget, ok2 := hp.Forgetter()
 	target, found := Target(ctx, realm, p, &prop)
-	if found && ok && ok2 && sdk.Supports(p, sdk.CapSupersede) && sdk.Supports(p, sdk.CapForget) {
+	if found && ok && ok2 {
 		newID, err = approveOver(ctx, realm, prop, target.ID, sup, forget, p)
 	} else {
 		newID, err = Approve(ctx, realm, id, p)
@@ -179,7 +181,7 @@ func approveOver(ctx context.Context, realm string, prop sdk.Record, targetID st
 	}
 	newID, err := sup.Supersede(ctx, realm, targetID, approvedCopy(prop))
 	if err != nil {
-		if a, ok := p.(sdk.Archiver); ok {
+		if a, ok := host.ProviderOf(p).Archiver(); ok {
 			if _, rerr := a.Import(context.WithoutCancel(ctx), realm, []sdk.Record{prop}); rerr != nil {
 				return "", fmt.Errorf("%w (and restoring proposal %q failed: %w)", err, prop.ID, rerr)
 			}
@@ -202,8 +204,8 @@ func approvedCopy(old sdk.Record) sdk.Record {
 // Reject forgets the pending proposal id: a rejected proposal leaves
 // nothing behind but the caller's log line.
 func (q *Queue) Reject(ctx context.Context, realm, id string, p sdk.Provider) error {
-	forget, ok := p.(sdk.RecordForgetter)
-	if !ok || !sdk.Supports(p, sdk.CapForget) {
+	forget, ok := host.ProviderOf(p).Forgetter()
+	if !ok {
 		return fmt.Errorf("the provider of realm %q cannot reject proposals (it lacks the forget capability): %w", realm, sdk.ErrUnsupported)
 	}
 	if _, err := pendingRecord(ctx, realm, id, p); err != nil {
@@ -217,8 +219,8 @@ func (q *Queue) Reject(ctx context.Context, realm, id string, p sdk.Provider) er
 
 // pendingRecord fetches id and checks it is a pending proposal.
 func pendingRecord(ctx context.Context, realm, id string, p sdk.Provider) (sdk.Record, error) {
-	getter, ok := p.(sdk.RecordGetter)
-	if !ok || !sdk.Supports(p, sdk.CapFetch) {
+	getter, ok := host.ProviderOf(p).Getter()
+	if !ok {
 		return sdk.Record{}, fmt.Errorf("the provider of realm %q cannot fetch records by id: %w", realm, sdk.ErrUnsupported)
 	}
 	recs, err := getter.Get(ctx, realm, []string{id})
