@@ -175,77 +175,23 @@ func startHost(ctx context.Context, cfg *config.Config, logger hclog.Logger) (*h
 // start launches the plugins and builds the coordinator and API over them.
 func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinator.SessionStore, hostKey []byte) error {
 	logger := h.logger
-	entries, refusals, err := pluginhost.Discover(cfg.PluginDir)
+	entries, refusals, err := discoverPlugins(cfg, logger)
 	if err != nil {
 		return err
 	}
-	for _, r := range refusals {
-		logger.Error(r.Error())
-	}
-	for _, e := range entries {
-		for _, w := range e.Manifest.Warnings {
-			logger.Warn(w, "plugin", e.Manifest.Name, "manifest", e.ManifestPath)
-		}
-	}
-	if !slices.ContainsFunc(entries, func(e pluginhost.Entry) bool { return e.Manifest.Name == config.DefaultCompactorPlugin }) && cfg.DropImplicitCompactor() {
-		logger.Warn("compaction is off: the default compactor's plugin is not in the plugin directory", "plugin", config.DefaultCompactorPlugin, "plugin_dir", cfg.PluginDir)
-	}
-	// Every instance's config against its plugin's declared schema, all
-	// problems at once, before any plugin process starts.
-	schemas := map[string]json.RawMessage{}
-	for _, e := range entries {
-		schemas[e.Manifest.Name] = e.Manifest.ConfigSchema
-	}
-	if err := cfg.CheckPluginConfigs(schemas); err != nil {
-		return err
-	}
-	sv := cfg.Supervisor
 	// Set below, before any provider call: the metrics read plugin health
 	// from the supervisor, and the supervisor reports call latency to them.
 	var metrics *httpapi.Metrics
-	sup := pluginhost.New(entries, pluginhost.Options{
-		StartOptions: pluginhost.StartOptions{
-			Logger: logger.Named("plugin"), Dir: cfg.DataDir,
-			Host: sdkhost.Host{Version: version, Capabilities: sdkhost.HostCapabilities()},
-		},
-		CallTimeout:    sv.CallTimeout,
-		HealthInterval: sv.HealthInterval,
-		HealthTimeout:  sv.HealthTimeout,
-		KillGrace:      sv.KillGrace,
-		MaxBackoff:     sv.MaxBackoff,
-		ReindexTimeout: sv.ReindexTimeout,
-		ObserveCall: func(instance, method string, took time.Duration, err error) {
-			metrics.PluginCall(instance, method, took, err)
-		},
+	sup, err := startPlugins(ctx, cfg, logger, entries, refusals, func(instance, method string, took time.Duration, err error) {
+		metrics.PluginCall(instance, method, took, err)
 	})
-	var specs []pluginhost.Spec
-	for _, inst := range cfg.Instances {
-		specs = append(specs, pluginhost.Spec{Kind: inst.Kind, Name: inst.Name, Plugin: inst.Plugin, Config: inst.Config})
+	if err != nil {
+		return err
 	}
-	started := time.Now()
-	if err := sup.Start(ctx, specs); err != nil {
-		if len(refusals) > 0 {
-			err = errors.Join(append([]error{err}, refusals...)...)
-		}
-		return fmt.Errorf("starting plugins: %w", err)
-	}
-	logger.Info("plugins started", "count", len(specs), "elapsed_ms", time.Since(started).Milliseconds())
-
-	providers := map[string]sdk.Provider{}
-	for _, inst := range cfg.InstancesOf(sdk.KindProvider) {
-		p, err := sup.Provider(inst.Name)
-		if err != nil {
-			sup.Close()
-			return err
-		}
-		providers[inst.Name] = p
-	}
-	providerOf := func(realm string) (sdk.Provider, error) {
-		inst, ok := cfg.ProviderForRealm(realm)
-		if !ok {
-			return nil, fmt.Errorf("no provider serves realm %q: %w", realm, sdk.ErrNotFound)
-		}
-		return providers[inst.Name], nil
+	providerOf, err := realmProviders(cfg, sup)
+	if err != nil {
+		sup.Close()
+		return err
 	}
 	metrics = httpapi.NewMetrics(sup, func(realm string) string {
 		if inst, ok := cfg.ProviderForRealm(realm); ok {
@@ -276,14 +222,23 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 	}
 	if err != nil {
 		coord.Close(ctx)
+		traces.Close()
 		sup.Close()
 		return err
 	}
+	server := httpapi.New(h.apiOptions(cfg, logger, providerOf, sup, metrics, coord, comp, traces))
+	h.supervisor, h.coordinator, h.server, h.provider, h.traces = sup, coord, server, providerOf, traces
+	return nil
+}
+
+// apiOptions wires the HTTP API over the started host's parts.
+func (h *host) apiOptions(cfg *config.Config, logger hclog.Logger, providerOf func(string) (sdk.Provider, error), sup *pluginhost.Supervisor,
+	metrics *httpapi.Metrics, coord *coordinator.Coordinator, comp *compaction.Service, traces *turntrace.Recorder) httpapi.Options {
 	var tokens []httpapi.Token
 	for _, t := range cfg.Tokens {
 		tokens = append(tokens, httpapi.Token{Name: t.Name, Secret: t.Secret, Realms: t.Realms, Role: t.Role, Identities: t.Identities})
 	}
-	server := httpapi.New(httpapi.Options{
+	return httpapi.Options{
 		Logger:       logger.Named("http"),
 		Provider:     providerOf,
 		DefaultRealm: cfg.DefaultRealm,
@@ -303,9 +258,88 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 		MCP: func(bind func(http.Header) (sdk.Identity, error)) http.Handler {
 			return mcpserver.Handler(mcpserver.Options{Version: version, Provider: providerOf, Coordinator: coord, Bind: bind, Logger: logger.Named("mcp")})
 		},
+	}
+}
+
+// discoverPlugins finds the plugin directory's plugins, logs what their
+// manifests say and what was refused, and checks every instance's config
+// against its plugin's declared schema, all problems at once, before any
+// plugin process starts.
+func discoverPlugins(cfg *config.Config, logger hclog.Logger) ([]pluginhost.Entry, []error, error) {
+	entries, refusals, err := pluginhost.Discover(cfg.PluginDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, r := range refusals {
+		logger.Error(r.Error())
+	}
+	for _, e := range entries {
+		for _, w := range e.Manifest.Warnings {
+			logger.Warn(w, "plugin", e.Manifest.Name, "manifest", e.ManifestPath)
+		}
+	}
+	if !slices.ContainsFunc(entries, func(e pluginhost.Entry) bool { return e.Manifest.Name == config.DefaultCompactorPlugin }) && cfg.DropImplicitCompactor() {
+		logger.Warn("compaction is off: the default compactor's plugin is not in the plugin directory", "plugin", config.DefaultCompactorPlugin, "plugin_dir", cfg.PluginDir)
+	}
+	schemas := map[string]json.RawMessage{}
+	for _, e := range entries {
+		schemas[e.Manifest.Name] = e.Manifest.ConfigSchema
+	}
+	if err := cfg.CheckPluginConfigs(schemas); err != nil {
+		return nil, nil, err
+	}
+	return entries, refusals, nil
+}
+
+// startPlugins starts every configured instance under a supervisor; a
+// failure names the instance and joins the directory's refusals.
+func startPlugins(ctx context.Context, cfg *config.Config, logger hclog.Logger, entries []pluginhost.Entry, refusals []error, observe pluginhost.CallObserver) (*pluginhost.Supervisor, error) {
+	sv := cfg.Supervisor
+	sup := pluginhost.New(entries, pluginhost.Options{
+		StartOptions: pluginhost.StartOptions{
+			Logger: logger.Named("plugin"), Dir: cfg.DataDir,
+			Host: sdkhost.Host{Version: version, Capabilities: sdkhost.HostCapabilities()},
+		},
+		CallTimeout:    sv.CallTimeout,
+		HealthInterval: sv.HealthInterval,
+		HealthTimeout:  sv.HealthTimeout,
+		KillGrace:      sv.KillGrace,
+		MaxBackoff:     sv.MaxBackoff,
+		ReindexTimeout: sv.ReindexTimeout,
+		ObserveCall:    observe,
 	})
-	h.supervisor, h.coordinator, h.server, h.provider, h.traces = sup, coord, server, providerOf, traces
-	return nil
+	var specs []pluginhost.Spec
+	for _, inst := range cfg.Instances {
+		specs = append(specs, pluginhost.Spec{Kind: inst.Kind, Name: inst.Name, Plugin: inst.Plugin, Config: inst.Config})
+	}
+	started := time.Now()
+	if err := sup.Start(ctx, specs); err != nil {
+		if len(refusals) > 0 {
+			err = errors.Join(append([]error{err}, refusals...)...)
+		}
+		return nil, fmt.Errorf("starting plugins: %w", err)
+	}
+	logger.Info("plugins started", "count", len(specs), "elapsed_ms", time.Since(started).Milliseconds())
+	return sup, nil
+}
+
+// realmProviders answers the lookup of each realm's supervised provider.
+func realmProviders(cfg *config.Config, sup *pluginhost.Supervisor) (func(realm string) (sdk.Provider, error), error) {
+	providers := map[string]sdk.Provider{}
+	for _, inst := range cfg.InstancesOf(sdk.KindProvider) {
+		p, err := sup.Provider(inst.Name)
+		if err != nil {
+			return nil, err
+		}
+		providers[inst.Name] = p
+	}
+	return func(realm string) (sdk.Provider, error) {
+		inst, ok := cfg.ProviderForRealm(realm)
+		if !ok {
+			return nil, fmt.Errorf("no provider serves realm %q: %w", realm, sdk.ErrNotFound)
+		}
+		return providers[inst.Name], nil
+	}, nil
 }
 
 // newCoordinator builds the coordinator from the config's coordinator
