@@ -21,7 +21,7 @@ var renderPrimitives = map[string][]string{
 	"normalizeNewlines": {"render"},
 	"replaceControls":   {"render"},
 	// Queries are compacted too; no model reads them.
-	"compactSpace":      {"render", "AssembleBuildInjection", "InjectForTurn"},
+	"compactSpace":      {"render", "AssembleBuildInjection", "InjectForTurn", "injectForTurn"},
 	"appendAttr":        {"appendObservation"},
 	"appendEscaped":     {"appendObservation", "indexRow", "RenderSummary"},
 	"Header":            {"Render", "AssembleBuildInjection"},

@@ -343,7 +343,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"path traversal id", "GET", "/v1/records/..%2F..%2Fetc%2Fpasswd", nil, 400, "invalid_argument", "id"},
 		{"path traversal on delete", "DELETE", "/v1/records/..%2F..%2Fetc%2Fpasswd", nil, 400, "invalid_argument", "id"},
 		{"bad realm", "GET", "/v1/records/abc?realm=..%2Fx", nil, 400, "invalid_argument", "realm"},
-		{"not json", "POST", "/v1/recall", "identity=alice", 400, "invalid_argument", "invalid JSON"},
+		{"not json", "POST", "/v1/recall", "identity=alice", 400, "invalid_argument", "must be a JSON object"},
 		{"recall without identity", "POST", "/v1/recall", map[string]any{"query": "x"}, 400, "invalid_argument", "identity"},
 		{"recall limit too large", "POST", "/v1/recall", map[string]any{"identity": map[string]string{"id": "alice"}, "query": "x", "limit": 100000}, 400, "invalid_argument", "limit"},
 		{"unknown endpoint", "GET", "/v1/nothing", nil, 404, "not_found", "no such endpoint"},

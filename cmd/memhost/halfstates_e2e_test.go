@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/memhost/memhost/internal/mcpserver"
 	"github.com/memhost/memhost/internal/pgtest"
 )
 
@@ -198,7 +199,7 @@ func TestManyHostsNoSilentHalfStates(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer cs.Close()
-		res := callTool(t, ctx, cs, "recall", map[string]any{"query": "espresso", "tags": []string{"x\x00"}}, nil)
+		res := callTool(t, ctx, cs, mcpserver.ToolRecall, map[string]any{"query": "espresso", "tags": []string{"x\x00"}}, nil)
 		if !res.IsError || !strings.Contains(toolText(res), "tags[0]") || strings.Contains(toolText(res), "SQLSTATE") {
 			t.Errorf("MCP recall with a NUL tag = error %v %q, want a refusal naming tags[0]", res.IsError, toolText(res))
 		}
@@ -243,7 +244,7 @@ func TestManyHostsNoSilentHalfStates(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s with alice's token: %v", endpoint, err)
 			}
-			if res := callTool(t, ctx, cs, "recall", map[string]any{"query": "espresso"}, nil); res.IsError {
+			if res := callTool(t, ctx, cs, mcpserver.ToolRecall, map[string]any{"query": "espresso"}, nil); res.IsError {
 				t.Errorf("%s: recall failed: %s", endpoint, toolText(res))
 			}
 			cs.Close()
@@ -256,7 +257,7 @@ func TestManyHostsNoSilentHalfStates(t *testing.T) {
 		var stored struct {
 			ID string `json:"id"`
 		}
-		if res := callTool(t, ctx, cs, "remember", map[string]any{"title": "Carol's cup", "body": "Carol drinks a cortado."}, &stored); res.IsError {
+		if res := callTool(t, ctx, cs, mcpserver.ToolRemember, map[string]any{"title": "Carol's cup", "body": "Carol drinks a cortado."}, &stored); res.IsError {
 			t.Fatalf("remember through /mcp?identity=carol: %s", toolText(res))
 		}
 		cs.Close()

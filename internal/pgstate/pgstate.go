@@ -119,6 +119,8 @@ var requiredColumns = map[string][]string{
 	"sessions":         {"realm", "identity", "session", "state", "touched_at"},
 	"compaction_state": {"realm", "conversation", "watermark", "prefix_hash", "artifact_role", "artifact_content", "updated_at_ms", "reset_identity", "reset_session"},
 	"host_key":         {"id", "verifier", "created_at"},
+	"proposals":        {"realm", "id", "identity", "proposer", "created_ms"},
+	"turn_trace":       {"realm", "seq", "session", "identity", "at_ms", "bytes", "trace"},
 }
 
 // CheckSchema answers an error wrapping ErrSchema, naming what is missing,

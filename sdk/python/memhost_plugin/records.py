@@ -159,10 +159,7 @@ def validate_record(r):
     if len(r.tags) > MAX_TAGS:
         raise too_large("tags", "%d tags, the limit is %d" % (len(r.tags), MAX_TAGS))
     for i, t in enumerate(r.tags):
-        field = "tags[%d]" % i
-        _check_text(field, t, MAX_TAG_BYTES)
-        if not t.strip() or any(c in t for c in "\n\r\t,"):
-            raise invalid(field, "tag %s must be non-blank and hold no comma, tab or line break" % _quote(t))
+        _check_tag("tags[%d]" % i, t)
     if r.supersedes:
         p = token_problem(r.supersedes, MAX_ID_BYTES)
         if p:
@@ -174,6 +171,21 @@ def validate_record(r):
             raise invalid("thread.id", "is blank: a thread needs an id")
         if seq < 0:
             raise invalid("thread.seq", "is %d, want 0 or more" % seq)
+
+
+def _check_tag(field, t):
+    _check_text(field, t, MAX_TAG_BYTES)
+    if not t.strip() or any(c in t for c in "\n\r\t,"):
+        raise invalid(field, "tag %s must be non-blank and hold no comma, tab or line break" % _quote(t))
+
+
+def check_tag_filter(field, tags):
+    """Checks a recall filter's tags by the rules of a record's tags, as the
+    Go SDK's ValidateTagFilter does: every refusal is invalid (400)."""
+    if len(tags) > MAX_BATCH:
+        raise invalid(field, "%d tags, the limit is %d" % (len(tags), MAX_BATCH))
+    for i, t in enumerate(tags):
+        _check_tag("%s[%d]" % (field, i), t)
 
 
 def prepare(r, realm, at_ms):

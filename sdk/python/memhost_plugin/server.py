@@ -195,6 +195,8 @@ class _Services:
             raise errors.invalid("limit", "%d is negative" % req.limit)
         limit = min(req.limit or records.DEFAULT_RECALL_LIMIT, records.MAX_BATCH)
         records.check_ids("exclude_ids", req.exclude_ids)
+        records.check_tag_filter("tags", req.tags)
+        records.check_tag_filter("exclude_tags", req.exclude_tags)
         q = RecallQuery(req.realm, req.query, list(req.scopes), limit, list(req.exclude_ids), list(req.tags), list(req.exclude_tags))
         hits = self.impl.recall(q)
         return pb.RecallResponse(hits=[pb.Hit(record=record_to_pb(r), score=s) for r, s in hits])
