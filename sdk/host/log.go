@@ -218,14 +218,7 @@ func clean(s string) string {
 	if len(s) > maxValueBytes {
 		s = s[:maxValueBytes] + "…"
 	}
-	needs := !utf8.ValidString(s)
-	for _, r := range s {
-		if r < 0x20 && r != '\t' || r == 0x7f || r == 0x2028 || r == 0x2029 || (r >= 0x80 && r < 0xa0) {
-			needs = true
-			break
-		}
-	}
-	if !needs {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, breaksLine) {
 		return s
 	}
 	var b strings.Builder
@@ -234,7 +227,7 @@ func clean(s string) string {
 		switch {
 		case r == utf8.RuneError && size == 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r < 0x20 && r != '\t' || r == 0x7f || r == 0x2028 || r == 0x2029 || (r >= 0x80 && r < 0xa0):
+		case breaksLine(r):
 			q := fmt.Sprintf("%+q", string(r))
 			b.WriteString(q[1 : len(q)-1])
 		default:
@@ -243,6 +236,12 @@ func clean(s string) string {
 		i += size
 	}
 	return b.String()
+}
+
+// breaksLine reports whether r could end or forge a log line: a control
+// character (tab aside), DEL, a C1 control or a Unicode line separator.
+func breaksLine(r rune) bool {
+	return r < 0x20 && r != '\t' || r == 0x7f || r == 0x2028 || r == 0x2029 || (r >= 0x80 && r < 0xa0)
 }
 
 // clientLogger is the logger go-plugin gets for its own client-side
