@@ -44,6 +44,19 @@ type apiClient struct {
 	closer func()
 }
 
+// run answers fn's error, fn called with a client for f under the
+// command's one-minute deadline; the client is closed after.
+func (f *clientFlags) run(cmd *cobra.Command, fn func(ctx context.Context, c *apiClient) error) error {
+	ctx, cancel := commandContext(cmd, time.Minute)
+	defer cancel()
+	c, err := f.client(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	return fn(ctx, c)
+}
+
 // client connects as the flags say. The caller must call close.
 func (f *clientFlags) client(ctx context.Context) (*apiClient, error) {
 	c := &apiClient{token: os.Getenv(TokenEnv), closer: func() {}}
@@ -283,31 +296,26 @@ or standard input when --body is "-" (without its final line end).`,
 				}
 				body = trimOneNewline(string(data))
 			}
-			ctx, cancel := commandContext(cmd, time.Minute)
-			defer cancel()
-			c, err := f.client(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.close()
-			rec := map[string]any{"scope": scope, "kind": kind, "title": title, "body": body, "description": description, "tags": tags}
-			var out struct {
-				IDs          []string `json:"ids"`
-				TagsNotAdded []struct {
-					Tags []string `json:"tags"`
-				} `json:"tags_not_added"`
-			}
-			if err := c.call(ctx, "POST", "/v1/records", map[string]any{"realm": realm, "records": []any{rec}}, &out); err != nil {
-				return err
-			}
-			if len(out.IDs) != 1 {
-				return errors.New("the server answered no id")
-			}
-			for _, n := range out.TagsNotAdded {
-				fmt.Fprintf(cmd.ErrOrStderr(), "already stored as %s, whose tags stay as they were: %s not added (forget it and remember it again to change its tags)\n", out.IDs[0], strings.Join(n.Tags, ", "))
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), out.IDs[0])
-			return nil
+			return f.run(cmd, func(ctx context.Context, c *apiClient) error {
+				rec := map[string]any{"scope": scope, "kind": kind, "title": title, "body": body, "description": description, "tags": tags}
+				var out struct {
+					IDs          []string `json:"ids"`
+					TagsNotAdded []struct {
+						Tags []string `json:"tags"`
+					} `json:"tags_not_added"`
+				}
+				if err := c.call(ctx, "POST", "/v1/records", map[string]any{"realm": realm, "records": []any{rec}}, &out); err != nil {
+					return err
+				}
+				if len(out.IDs) != 1 {
+					return errors.New("the server answered no id")
+				}
+				for _, n := range out.TagsNotAdded {
+					fmt.Fprintf(cmd.ErrOrStderr(), "already stored as %s, whose tags stay as they were: %s not added (forget it and remember it again to change its tags)\n", out.IDs[0], strings.Join(n.Tags, ", "))
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), out.IDs[0])
+				return nil
+			})
 		},
 	}
 	f.register(cmd)
@@ -342,19 +350,14 @@ func recallCommand() *cobra.Command {
 		Example: `  memhost recall --identity alice "how does alice take her coffee"`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := commandContext(cmd, time.Minute)
-			defer cancel()
-			c, err := f.client(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.close()
-			var out json.RawMessage
-			req := map[string]any{"identity": map[string]string{"realm": realm, "id": identity}, "query": args[0], "limit": limit, "tags": tags}
-			if err := c.call(ctx, "POST", "/v1/recall", req, &out); err != nil {
-				return err
-			}
-			return printJSON(cmd.OutOrStdout(), out)
+			return f.run(cmd, func(ctx context.Context, c *apiClient) error {
+				var out json.RawMessage
+				req := map[string]any{"identity": map[string]string{"realm": realm, "id": identity}, "query": args[0], "limit": limit, "tags": tags}
+				if err := c.call(ctx, "POST", "/v1/recall", req, &out); err != nil {
+					return err
+				}
+				return printJSON(cmd.OutOrStdout(), out)
+			})
 		},
 	}
 	f.register(cmd)
@@ -379,35 +382,30 @@ The session's budget and dedup state are updated as for a real turn.`,
 		Example: `  memhost inject --identity alice --session s1 "espresso, please"`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := commandContext(cmd, time.Minute)
-			defer cancel()
-			c, err := f.client(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.close()
-			var out struct {
-				InjectedContext []string `json:"injected_context"`
-				SkipReason      *string  `json:"skip_reason"`
-			}
-			var rawOut json.RawMessage
-			req := map[string]any{"identity": map[string]string{"realm": realm, "id": identity}, "session": session, "content": args[0]}
-			if err := c.call(ctx, "POST", "/v1/turns/inject", req, &rawOut); err != nil {
-				return err
-			}
-			if raw {
-				return printJSON(cmd.OutOrStdout(), rawOut)
-			}
-			if err := json.Unmarshal(rawOut, &out); err != nil {
-				return err
-			}
-			if out.SkipReason != nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "nothing injected: %s\n", *out.SkipReason)
-			}
-			for _, block := range out.InjectedContext {
-				fmt.Fprintln(cmd.OutOrStdout(), block)
-			}
-			return nil
+			return f.run(cmd, func(ctx context.Context, c *apiClient) error {
+				var out struct {
+					InjectedContext []string `json:"injected_context"`
+					SkipReason      *string  `json:"skip_reason"`
+				}
+				var rawOut json.RawMessage
+				req := map[string]any{"identity": map[string]string{"realm": realm, "id": identity}, "session": session, "content": args[0]}
+				if err := c.call(ctx, "POST", "/v1/turns/inject", req, &rawOut); err != nil {
+					return err
+				}
+				if raw {
+					return printJSON(cmd.OutOrStdout(), rawOut)
+				}
+				if err := json.Unmarshal(rawOut, &out); err != nil {
+					return err
+				}
+				if out.SkipReason != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "nothing injected: %s\n", *out.SkipReason)
+				}
+				for _, block := range out.InjectedContext {
+					fmt.Fprintln(cmd.OutOrStdout(), block)
+				}
+				return nil
+			})
 		},
 	}
 	f.register(cmd)

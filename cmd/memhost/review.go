@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"strings"
@@ -56,44 +57,39 @@ func proposalsListCommand() *cobra.Command {
 		Example: "  memhost proposals list --realm acme --diff",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := commandContext(cmd, time.Minute)
-			defer cancel()
-			c, err := f.client(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.close()
-			q := url.Values{"limit": {fmt.Sprint(limit)}}
-			if realm != "" {
-				q.Set("realm", realm)
-			}
-			var page proposalPage
-			if asJSON {
-				var raw map[string]any
-				if err := c.call(ctx, "GET", "/v1/proposals?"+q.Encode(), nil, &raw); err != nil {
+			return f.run(cmd, func(ctx context.Context, c *apiClient) error {
+				q := url.Values{"limit": {fmt.Sprint(limit)}}
+				if realm != "" {
+					q.Set("realm", realm)
+				}
+				var page proposalPage
+				if asJSON {
+					var raw map[string]any
+					if err := c.call(ctx, "GET", "/v1/proposals?"+q.Encode(), nil, &raw); err != nil {
+						return err
+					}
+					return printJSON(cmd.OutOrStdout(), raw)
+				}
+				if err := c.call(ctx, "GET", "/v1/proposals?"+q.Encode(), nil, &page); err != nil {
 					return err
 				}
-				return printJSON(cmd.OutOrStdout(), raw)
-			}
-			if err := c.call(ctx, "GET", "/v1/proposals?"+q.Encode(), nil, &page); err != nil {
-				return err
-			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "ID\tPROPOSED BY\tAT\tSCOPE\tKIND\tTITLE\tSUPERSEDES")
-			for _, p := range page.Proposals {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, orDash(p.Proposer), p.CreatedAt.Format(time.RFC3339),
-					p.Record.Scope, p.Record.Kind, printable(p.Record.Title), orDash(p.Target))
-				if diff {
-					for _, d := range p.Diff {
-						fmt.Fprintf(w, "\t%s %s: %s\n", d.Op, d.Field, printable(d.Text))
+				w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
+				fmt.Fprintln(w, "ID\tPROPOSED BY\tAT\tSCOPE\tKIND\tTITLE\tSUPERSEDES")
+				for _, p := range page.Proposals {
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, orDash(p.Proposer), p.CreatedAt.Format(time.RFC3339),
+						p.Record.Scope, p.Record.Kind, printable(p.Record.Title), orDash(p.Target))
+					if diff {
+						for _, d := range p.Diff {
+							fmt.Fprintf(w, "\t%s %s: %s\n", d.Op, d.Field, printable(d.Text))
+						}
 					}
 				}
-			}
-			if err := w.Flush(); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "%d pending in all\n", page.Pending)
-			return nil
+				if err := w.Flush(); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "%d pending in all\n", page.Pending)
+				return nil
+			})
 		},
 	}
 	f.register(cmd)
@@ -113,35 +109,30 @@ func proposalsDecideCommand(verb string) *cobra.Command {
 		Example: "  memhost proposals " + verb + " --realm acme 01J...",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := commandContext(cmd, time.Minute)
-			defer cancel()
-			c, err := f.client(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.close()
-			q := ""
-			if realm != "" {
-				q = "?realm=" + url.QueryEscape(realm)
-			}
-			var failed int
-			for _, id := range args {
-				var out map[string]any
-				if err := c.call(ctx, "POST", "/v1/records/"+url.PathEscape(id)+"/"+verb+q, nil, &out); err != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "%s: %v\n", id, err)
-					failed++
-					continue
+			return f.run(cmd, func(ctx context.Context, c *apiClient) error {
+				q := ""
+				if realm != "" {
+					q = "?realm=" + url.QueryEscape(realm)
 				}
-				if verb == "approve" {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s approved as %v\n", id, out["id"])
-				} else {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s rejected\n", id)
+				var failed int
+				for _, id := range args {
+					var out map[string]any
+					if err := c.call(ctx, "POST", "/v1/records/"+url.PathEscape(id)+"/"+verb+q, nil, &out); err != nil {
+						fmt.Fprintf(cmd.ErrOrStderr(), "%s: %v\n", id, err)
+						failed++
+						continue
+					}
+					if verb == "approve" {
+						fmt.Fprintf(cmd.OutOrStdout(), "%s approved as %v\n", id, out["id"])
+					} else {
+						fmt.Fprintf(cmd.OutOrStdout(), "%s rejected\n", id)
+					}
 				}
-			}
-			if failed > 0 {
-				return fmt.Errorf("%d of %d proposals were not %sd", failed, len(args), verb)
-			}
-			return nil
+				if failed > 0 {
+					return fmt.Errorf("%d of %d proposals were not %sd", failed, len(args), verb)
+				}
+				return nil
+			})
 		},
 	}
 	f.register(cmd)
@@ -161,41 +152,36 @@ func traceCommand() *cobra.Command {
   memhost trace --json chat-42 | jq '.turns[-1].excluded'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := commandContext(cmd, time.Minute)
-			defer cancel()
-			c, err := f.client(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.close()
-			q := url.Values{"limit": {fmt.Sprint(limit)}}
-			if realm != "" {
-				q.Set("realm", realm)
-			}
-			if identity != "" {
-				q.Set("identity", identity)
-			}
-			path := "/v1/sessions/" + url.PathEscape(args[0]) + "/trace?" + q.Encode()
-			var raw map[string]any
-			if asJSON {
-				if err := c.call(ctx, "GET", path, nil, &raw); err != nil {
+			return f.run(cmd, func(ctx context.Context, c *apiClient) error {
+				q := url.Values{"limit": {fmt.Sprint(limit)}}
+				if realm != "" {
+					q.Set("realm", realm)
+				}
+				if identity != "" {
+					q.Set("identity", identity)
+				}
+				path := "/v1/sessions/" + url.PathEscape(args[0]) + "/trace?" + q.Encode()
+				var raw map[string]any
+				if asJSON {
+					if err := c.call(ctx, "GET", path, nil, &raw); err != nil {
+						return err
+					}
+					return printJSON(cmd.OutOrStdout(), raw)
+				}
+				var out struct {
+					Turns []coordinator.TurnTrace `json:"turns"`
+				}
+				if err := c.call(ctx, "GET", path, nil, &out); err != nil {
 					return err
 				}
-				return printJSON(cmd.OutOrStdout(), raw)
-			}
-			var out struct {
-				Turns []coordinator.TurnTrace `json:"turns"`
-			}
-			if err := c.call(ctx, "GET", path, nil, &out); err != nil {
-				return err
-			}
-			if len(out.Turns) == 0 {
-				fmt.Fprintln(cmd.ErrOrStderr(), "no traced turns for this session")
-			}
-			for _, t := range out.Turns {
-				printTurn(cmd, t)
-			}
-			return nil
+				if len(out.Turns) == 0 {
+					fmt.Fprintln(cmd.ErrOrStderr(), "no traced turns for this session")
+				}
+				for _, t := range out.Turns {
+					printTurn(cmd, t)
+				}
+				return nil
+			})
 		},
 	}
 	f.register(cmd)
