@@ -155,7 +155,9 @@ func TestPythonProviderServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A Python process takes a second or two to start, longer than a
-	// recall's deadline, so calls during the restart may answer 503.
+	// recall's deadline, so calls during the restart may answer 503, and on
+	// a loaded machine the first call to the new process may run past the
+	// deadline (504).
 	for attempt := 0; ; attempt++ {
 		var got recallAnswer
 		code := m.do("POST", "/v1/recall", map[string]any{"identity": map[string]string{"id": "dana"}, "query": "pager rota"}, &got)
@@ -165,7 +167,7 @@ func TestPythonProviderServe(t *testing.T) {
 			}
 			break
 		}
-		if code != 503 || attempt == 50 {
+		if (code != 503 && code != 504) || attempt == 50 {
 			t.Fatalf("recall after kill -9 = %d (attempt %d)\n%s", code, attempt, m.logs())
 		}
 		time.Sleep(100 * time.Millisecond)
