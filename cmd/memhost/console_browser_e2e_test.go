@@ -139,6 +139,7 @@ func consoleSeed(t *testing.T, m *instance) (oldID, restating, fresh string) {
 // see markup in a title rendered as text, approve a proposal, read a
 // turn's trace, and see a cross-site form post refused.
 func TestConsoleInBrowser(t *testing.T) {
+	t.Parallel()
 	m := startMemhost(t, reviewConfig+"\ncoordinator {\n  max_entries = 2\n}\n", reviewEnv...)
 	oldID, restating, fresh := consoleSeed(t, m)
 	ctx := browser(t, 1280, 900)
@@ -253,6 +254,7 @@ func TestConsoleInBrowser(t *testing.T) {
 // TestConsoleAtPhoneWidth renders the pages at a phone's width (for the
 // screenshots) and checks nothing overflows sideways.
 func TestConsoleAtPhoneWidth(t *testing.T) {
+	t.Parallel()
 	m := startMemhost(t, reviewConfig+"\ncoordinator {\n  max_entries = 2\n}\n", reviewEnv...)
 	consoleSeed(t, m)
 	ctx := browser(t, 390, 844)

@@ -204,6 +204,7 @@ func TestReadOnlyDataDirIsRefusedClearly(t *testing.T) {
 // once space returns the accounting is written, so a restart still knows
 // what the session was given.
 func TestFullDiskInjectKeepsWorking(t *testing.T) {
+	t.Parallel()
 	cfgPath, dataDir := writeConfig(t, providerDeployment("sqlite", `{ path = "memory.db" }`)+
 		"coordinator {\n  session_budget_bytes = 2048\n  turn_budget_bytes = 1024\n}\n")
 	mountTmpfs(t, dataDir, 32<<20)

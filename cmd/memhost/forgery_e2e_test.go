@@ -128,6 +128,7 @@ func checkEnvelope(t *testing.T, where, text string) {
 }
 
 func TestNoForgedMarkerReachesAModel(t *testing.T) {
+	t.Parallel()
 	pluginDir := testbin.PluginDir(t, "sqlite", "template")
 	cfgPath, dataDir := writeConfigIn(t, pluginDir, providerDeployment("sqlite", `{ path = "memory.db" }`)+
 		"realm \"default\" { provider = \"main\" }\n"+templateCompactorConfig)
@@ -305,6 +306,7 @@ func rawToolCall(args string) []byte {
 // TestMCPArgumentsAreStrict: MCP tool arguments are held to the decoder
 // of /v1, over HTTP and over stdio, and nothing is stored for them.
 func TestMCPArgumentsAreStrict(t *testing.T) {
+	t.Parallel()
 	m := startMemhost(t, providerDeployment("sqlite", `{ path = "memory.db" }`)+`realm "default" { provider = "main" }`)
 	for _, tc := range rawArguments {
 		t.Run("http/"+tc.name, func(t *testing.T) {
@@ -392,6 +394,7 @@ func toolRefused(data []byte) bool {
 // TestNullBodiesAreRefused: a null body no longer acts on the default
 // realm.
 func TestNullBodiesAreRefused(t *testing.T) {
+	t.Parallel()
 	m := startMemhost(t, providerDeployment("sqlite", `{ path = "memory.db" }`)+`realm "default" { provider = "main" }`)
 	remember(t, m, map[string]any{"scope": "realm", "kind": "fact", "title": "kept", "body": "kept"})
 	for _, path := range []string{"/v1/export", "/v1/import", "/v1/admin/reindex"} {

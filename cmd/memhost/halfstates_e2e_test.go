@@ -130,6 +130,7 @@ func as(h *instance, secret string) *instance {
 }
 
 func TestManyHostsNoSilentHalfStates(t *testing.T) {
+	t.Parallel()
 	hs := startHalfStates(t)
 	a, b := hs.hosts[0], hs.hosts[1]
 	seedEspresso(t, a, "default", 20)

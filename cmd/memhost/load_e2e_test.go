@@ -102,6 +102,7 @@ func rssBytes(pid int) (int64, error) {
 // the system, not of a CI machine that happens to be busy (the skip rate at
 // the default 500 ms deadline is measured in docs/benchmarks.md).
 func TestLoadManySessions(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("load test: skipped with -short")
 	}

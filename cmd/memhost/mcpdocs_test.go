@@ -190,6 +190,7 @@ func TestDocIDsHaveTheRealShape(t *testing.T) {
 }
 
 func TestMCPEndpoint(t *testing.T) {
+	t.Parallel()
 	for addr, want := range map[string]string{
 		"127.0.0.1:7077":               "http://127.0.0.1:7077/mcp",
 		"http://127.0.0.1:7077/":       "http://127.0.0.1:7077/mcp",

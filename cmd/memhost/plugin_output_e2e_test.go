@@ -32,6 +32,7 @@ realm "default" { provider = "bad" }
 // serving, logs each line once, at the plugin's level when it gave a valid
 // one whatever its RFC 3339 timestamp, and lets no line forge another.
 func TestHostilePluginOutputCannotStopHost(t *testing.T) {
+	t.Parallel()
 	dir := hostileDir(t)
 	t.Run("json", func(t *testing.T) {
 		cfg, data := writeConfigIn(t, dir, "log_format = \"json\"\n"+hostileConfig)
@@ -123,6 +124,7 @@ func TestHostilePluginOutputCannotStopHost(t *testing.T) {
 // plugins verify and by plugins manifest; one that writes to stdout
 // instead of the handshake is told apart from it.
 func TestPluginStartFailureSaysWhy(t *testing.T) {
+	t.Parallel()
 	dir := hostileDir(t)
 	bin := testbin.Build(t, "./cmd/memhost")
 	cfg, _ := writeConfigIn(t, dir, hostileConfig)

@@ -79,6 +79,7 @@ var pythonBadConfigs = []json.RawMessage{
 // example Python provider's own process, started as the host starts a
 // plugin (mutual TLS, its socket directory, SIGKILL once).
 func TestPythonProviderConformance(t *testing.T) {
+	t.Parallel()
 	needPython(t)
 	script := pythonPluginTree(t, testbin.ShortTempDir(t))
 	conformance.RunProvider(t, conformance.Target{
@@ -115,6 +116,7 @@ provider "notes" {
 // of the plugin, or a kill -9 of memhost (after which the plugin exits on
 // its own and removes its socket directory).
 func TestPythonProviderServe(t *testing.T) {
+	t.Parallel()
 	needPython(t)
 	pluginDir, _ := installPythonPlugin(t)
 	tmp := testbin.ShortTempDir(t)
@@ -205,6 +207,7 @@ func TestPythonProviderServe(t *testing.T) {
 // or another interpreter, is refused by `memhost plugins verify` and
 // `memhost serve` with one line naming the plugin and the file.
 func TestPythonProviderTampered(t *testing.T) {
+	t.Parallel()
 	needPython(t)
 	for _, tc := range []struct {
 		name   string
@@ -263,6 +266,7 @@ func TestPythonProviderTampered(t *testing.T) {
 // and serves through it. Both SDKs: the Go sqlite plugin and the Python
 // example.
 func TestReattachDebugPlugin(t *testing.T) {
+	t.Parallel()
 	needPython(t)
 	pluginDir, script := installPythonPlugin(t)
 	testbin.InstallPlugin(t, pluginDir, testbin.Build(t, "./plugins/sqlite/cmd/memhost-plugin-sqlite"))

@@ -104,6 +104,7 @@ func (i *instance) doHeader(method, path string, body, out any) (int, http.Heade
 // token in the realm and the same token in another realm still propose,
 // and the application sees the queue, each proposal attributed.
 func TestProposalFloodIsBounded(t *testing.T) {
+	t.Parallel()
 	m := startMemhost(t, reviewConfig, reviewEnv...)
 	const flood = 3000
 	var accepted, refused, other atomic.Int64
@@ -197,6 +198,7 @@ func TestProposalFloodIsBounded(t *testing.T) {
 // proposal is gone; agents can do neither; the CLI lists, approves and
 // rejects.
 func TestProposalReview(t *testing.T) {
+	t.Parallel()
 	m := startMemhost(t, reviewConfig, reviewEnv...)
 	m.token = appSecret
 	old := remember(t, m, map[string]any{"scope": "realm", "kind": "fact", "title": "Deploy day", "body": "Deploys go out on Tuesdays.\nUse the checklist."})

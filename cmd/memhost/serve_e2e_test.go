@@ -64,6 +64,7 @@ func TestServeFlagsWinOverConfig(t *testing.T) {
 // TestGracefulShutdownDrainsInFlight: a request in flight when SIGTERM
 // arrives is answered before memhost exits.
 func TestGracefulShutdownDrainsInFlight(t *testing.T) {
+	t.Parallel()
 	m := startMemhost(t, markdownConfig)
 	pid := pluginPids(t, m)[0]
 	// Hold the request inside the plugin, so it is surely in flight. A

@@ -12,6 +12,7 @@ import (
 // 4096 while 80 chatter messages a slice say "important", keeps the
 // instruction; a later "stop answering in French" retires it.
 func TestStandingInstructionSurvivesCompactions(t *testing.T) {
+	t.Parallel()
 	m := startMemhost(t, markdownConfig+`
 compactor "summary" {
   plugin = "template"

@@ -44,6 +44,7 @@ type traceAnswer struct {
 // what each turn injected (bytes, score, trust), what it left out and
 // why, the defang hits and the reset, and never the envelope nonce.
 func TestTurnTrace(t *testing.T) {
+	t.Parallel()
 	m := startMemhost(t, traceConfig)
 	ids := remember(t, m,
 		map[string]any{"scope": "identity:alice", "kind": "fact", "title": "Kumquat one", "body": "Alice waters the kumquat on Mondays."},
