@@ -69,7 +69,7 @@ func builtTypeScriptTree(t *testing.T) string {
 		if tsTree.err == nil {
 			tsTree.err = os.RemoveAll(filepath.Dir(tsTree.dir))
 		}
-		run("node", "scripts/plugin-tree.mjs", tsTree.dir, "dist/src", "dist/examples", "dist/plugin.proto")
+		run("node", "scripts/plugin-tree.mjs", tsTree.dir, "dist/examples/jsonl.js", "dist/src", "dist/plugin.proto")
 	})
 	if tsTree.err != nil {
 		t.Fatalf("building the TypeScript example: %v", tsTree.err)
@@ -86,7 +86,7 @@ func typescriptPluginTree(t *testing.T, pluginDir string) string {
 	if err := os.CopyFS(tree, os.DirFS(builtTypeScriptTree(t))); err != nil {
 		t.Fatal(err)
 	}
-	return filepath.Join(tree, "dist", "examples", "jsonl.js")
+	return filepath.Join(tree, "main.mjs")
 }
 
 // TestTypeScriptProviderConformance runs the Go conformance kit against
@@ -217,7 +217,7 @@ func TestTypeScriptProviderServe(t *testing.T) {
 
 // TestTypeScriptProviderTampered: the trust check covers the whole tree,
 // node_modules included: a changed dependency is refused by `memhost
-// serve` with one line naming the plugin.
+// serve` with one line naming the entry script.
 func TestTypeScriptProviderTampered(t *testing.T) {
 	node := needNode(t)
 	pluginDir, script := installTypeScriptPlugin(t, node)
@@ -234,7 +234,7 @@ func TestTypeScriptProviderTampered(t *testing.T) {
 	if m, err := startWithConfig(t, cfgPath, dataDir); err == nil {
 		m.stop()
 		t.Fatalf("memhost serve started with a tampered plugin:\n%s", m.logs())
-	} else if !strings.Contains(err.Error(), refusal) || !strings.Contains(err.Error(), "plugin jsonlts ("+script+")") {
+	} else if !strings.Contains(err.Error(), refusal) || !strings.Contains(err.Error(), "("+script+"): refused") {
 		t.Fatalf("memhost serve: %v, want a refusal naming %s and saying %q", err, script, refusal)
 	}
 }

@@ -1,18 +1,19 @@
 #!/usr/bin/env node
-// memhost-plugin-tree OUT PATH...: lays out a Node plugin as the script
-// tree memhost's plugin directory holds (docs/plugins.md, "Interpreted
-// plugins"). Run it in the plugin's package directory: OUT receives the
-// package.json, each PATH (the compiled code, relative to the package),
-// and every production dependency from node_modules, links followed and
-// without .bin (a tree may hold no symbolic link). Files starting with
-// "#!" become executable.
+// memhost-plugin-tree OUT ENTRY [PATH...]: lays out a Node plugin as the
+// script tree memhost's plugin directory holds (docs/plugins.md,
+// "Interpreted plugins"). Run it in the plugin's package directory: OUT
+// receives the package.json, ENTRY and each PATH (compiled code, relative
+// to the package), every production dependency from node_modules, links
+// followed and without .bin (a tree may hold no symbolic link), and
+// main.mjs, the executable entry script at the tree's top that memhost
+// plugins manifest wants, which imports ENTRY.
 import { execFileSync } from "node:child_process";
-import { chmodSync, cpSync, existsSync, readFileSync, readdirSync, statSync } from "node:fs";
+import { cpSync, existsSync, writeFileSync } from "node:fs";
 import { join, relative, sep } from "node:path";
 
-const [out, ...paths] = process.argv.slice(2);
-if (!out || !paths.length) {
-  console.error("usage: memhost-plugin-tree OUT PATH...  (in the plugin's package directory)");
+const [out, entry, ...paths] = process.argv.slice(2);
+if (!out || !entry) {
+  console.error("usage: memhost-plugin-tree OUT ENTRY [PATH...]  (in the plugin's package directory)");
   process.exit(2);
 }
 if (existsSync(out)) {
@@ -35,13 +36,6 @@ for (const dir of deps) {
     filter: (src) => !relative(dir, src).split(sep).some((part) => part === "node_modules" || part === ".bin"),
   });
 }
-for (const p of ["package.json", ...paths]) cpSync(join(root, p), join(out, p), { recursive: true, dereference: true });
-
-function markScripts(p) {
-  if (statSync(p).isDirectory()) {
-    for (const name of readdirSync(p)) markScripts(join(p, name));
-  } else if (readFileSync(p).subarray(0, 2).toString() === "#!") {
-    chmodSync(p, 0o755);
-  }
-}
-for (const p of paths) markScripts(join(out, p));
+for (const p of ["package.json", entry, ...paths]) cpSync(join(root, p), join(out, p), { recursive: true, dereference: true });
+const target = "./" + relative(root, join(root, entry)).split(sep).join("/");
+writeFileSync(join(out, "main.mjs"), `#!/usr/bin/env node\nimport ${JSON.stringify(target)};\n`, { mode: 0o755 });
