@@ -26,11 +26,11 @@ class JsonlStore implements Store {
     const whole = data.slice(0, data.lastIndexOf("\n") + 1);
     this.size = Buffer.byteLength(whole);
     if (whole.length < data.length) fs.ftruncateSync(this.fd, this.size);
-    for (const text of whole.split("\n").filter(Boolean)) {
-      const line = JSON.parse(text) as Line; // a bad whole line: the file is damaged, refuse it
+    whole.split("\n").slice(0, -1).forEach((text, i) => {
+      const line = parseLine(text, `${file}:${i + 1}`);
       for (const r of line.put ?? []) this.recs.set(r.realm + "\0" + r.id, r);
       for (const [realm, id] of line.delete ?? []) this.recs.delete(realm + "\0" + id);
-    }
+    });
     if (fresh) fsyncDir(path.dirname(file)); // the new file's name is durable too
   }
 
@@ -60,13 +60,22 @@ class JsonlStore implements Store {
       fs.ftruncateSync(this.fd, this.size); // no half line for the next write to follow
       const code = (e as NodeJS.ErrnoException).code;
       if (code === "ENOSPC" || code === "EDQUOT") throw new StorageFull(String(e));
-      if (code === "EROFS" || code === "EBADF") throw new ReadOnly(String(e));
+      if (code === "EROFS") throw new ReadOnly(String(e));
       throw e;
     }
   }
 
   close(): void {
     fs.closeSync(this.fd);
+  }
+}
+
+// A whole line that does not parse: the file is damaged; refuse to guess.
+function parseLine(text: string, where: string): Line {
+  try {
+    return JSON.parse(text) as Line;
+  } catch (e) {
+    throw new Error(`${where}: ${(e as Error).message}`);
   }
 }
 

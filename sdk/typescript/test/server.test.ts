@@ -2,88 +2,20 @@
 // go-plugin services, validation and error statuses, logging, shutdown
 // (the Python SDK's test_server.py, the same cases).
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
-import type { ChildProcessWithoutNullStreams } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { X509Certificate } from "node:crypto";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { after, before, describe, test } from "node:test";
-import { fileURLToPath } from "node:url";
 
 import * as grpc from "@grpc/grpc-js";
 
-import { checkPlugin, loadProto } from "../src/server.js";
-import type { Plugin } from "../src/server.js";
 import { KVProvider } from "../src/kv.js";
+import { checkPlugin } from "../src/server.js";
+import type { Plugin } from "../src/server.js";
 import { serverCertificate } from "../src/tls.js";
-
-const PLUGIN = fileURLToPath(new URL("./memplugin.js", import.meta.url));
-const COOKIE = { MEMHOST_PLUGIN_COOKIE: "5f0c0a3e9d2b4c71a8e6f3b2d9c4e1a7" };
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Wire = any;
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-const pb = (grpc.loadPackageDefinition(loadProto()) as any).memhost.plugin.v1;
-
-interface Started {
-  proc: ChildProcessWithoutNullStreams;
-  line: string[];
-  stderr: string[];
-  sockets: string;
-}
-
-async function start(env: { [k: string]: string } = {}): Promise<Started> {
-  const sockets = mkdtempSync(join(tmpdir(), "mhsock-"));
-  const proc = spawn(process.execPath, [PLUGIN], { env: { ...process.env, PLUGIN_UNIX_SOCKET_DIR: sockets, ...COOKIE, ...env } });
-  const stderr: string[] = [];
-  createInterface({ input: proc.stderr }).on("line", (l) => stderr.push(l));
-  const first = await new Promise<string>((resolve) => {
-    const rl = createInterface({ input: proc.stdout });
-    rl.once("line", resolve);
-    proc.once("exit", () => resolve(""));
-  });
-  return { proc, line: first.split("|"), stderr, sockets };
-}
-
-function stop(s: Started): void {
-  if (s.proc.exitCode === null) s.proc.kill("SIGKILL");
-  rmSync(s.sockets, { recursive: true, force: true });
-}
-
-const exited = (s: Started) =>
-  new Promise<number | null>((resolve) => (s.proc.exitCode !== null ? resolve(s.proc.exitCode) : s.proc.once("exit", resolve)));
-
-function unary(client: Wire, method: string, req: Wire, metadata = new grpc.Metadata()): Promise<Wire> {
-  return new Promise((resolve, reject) =>
-    client[method](req, metadata, { deadline: Date.now() + 10_000 }, (err: Error | null, res: Wire) => (err ? reject(err) : resolve(res))));
-}
-
-function stream(client: Wire, method: string, req: Wire): Promise<Wire[]> {
-  return new Promise((resolve, reject) => {
-    const out: Wire[] = [];
-    const call = client[method](req, { deadline: Date.now() + 10_000 });
-    call.on("data", (m: Wire) => out.push(m));
-    call.on("error", reject);
-    call.on("end", () => resolve(out));
-  });
-}
-
-async function failure(p: Promise<unknown>): Promise<grpc.ServiceError> {
-  try {
-    await p;
-  } catch (e) {
-    return e as grpc.ServiceError;
-  }
-  assert.fail("the call succeeded");
-}
-
-const details = (e: grpc.ServiceError) => Buffer.concat(e.metadata.get("grpc-status-details-bin") as Buffer[]).toString("latin1");
-
-function clients(address: string, creds = grpc.credentials.createInsecure()) {
-  const opts = { "grpc.ssl_target_name_override": "localhost", "grpc.default_authority": "localhost" };
-  return { plugin: new pb.Plugin("unix:" + address, creds, opts), provider: new pb.Provider("unix:" + address, creds, opts) };
-}
+import { MEMPLUGIN, channelOptions, clients, details, exited, failure, shutdown, start, stop, stream, unary } from "./harness.js";
+import type { Started, Wire } from "./harness.js";
 
 describe("a plugin process with the host's certificate", () => {
   let s: Started;
@@ -91,14 +23,13 @@ describe("a plugin process with the host's certificate", () => {
   const client = serverCertificate(); // a P-256 CA certificate for localhost, as the host makes
 
   before(async () => {
-    s = await start({ PLUGIN_CLIENT_CERT: client.certPem, PLUGIN_PROTOCOL_VERSIONS: "1", MEMHOST_LOG_LEVEL: "debug" });
+    s = await start(MEMPLUGIN, { PLUGIN_CLIENT_CERT: client.certPem, PLUGIN_PROTOCOL_VERSIONS: "1", MEMHOST_LOG_LEVEL: "debug" });
     const serverPem = new X509Certificate(Buffer.from(s.line[5]!, "base64")).toString();
     c = clients(s.line[3]!, grpc.credentials.createSsl(Buffer.from(serverPem), Buffer.from(client.keyPem), Buffer.from(client.certPem)));
     await unary(c.plugin, "Configure", { config_json: Buffer.from("{}") });
   });
   after(() => {
-    c?.plugin.close();
-    c?.provider.close();
+    c?.close();
     stop(s);
   });
 
@@ -116,8 +47,7 @@ describe("a plugin process with the host's certificate", () => {
     try {
       assert.equal((await failure(unary(stranger.plugin, "Info", {}))).code, grpc.status.UNAVAILABLE);
     } finally {
-      stranger.plugin.close();
-      stranger.provider.close();
+      stranger.close();
     }
   });
 
@@ -131,7 +61,7 @@ describe("a plugin process with the host's certificate", () => {
   test("answers the health check", async () => {
     const health = new grpc.Client("unix:" + s.line[3], grpc.credentials.createSsl(
       Buffer.from(new X509Certificate(Buffer.from(s.line[5]!, "base64")).toString()), Buffer.from(client.keyPem), Buffer.from(client.certPem)),
-    { "grpc.ssl_target_name_override": "localhost", "grpc.default_authority": "localhost" });
+    channelOptions);
     const res = await new Promise<Buffer>((resolve, reject) =>
       health.makeUnaryRequest("/grpc.health.v1.Health/Check", (b: Buffer) => b, (b: Buffer) => b, Buffer.from("\n\x06plugin"),
         (err, r) => (err ? reject(err) : resolve(r!))));
@@ -177,7 +107,7 @@ describe("a plugin process with the host's certificate", () => {
 
 describe("a plugin process's lifecycle", () => {
   test("a storage-full batch stores nothing and answers RESOURCE_EXHAUSTED with STORAGE_FULL", async () => {
-    const s = await start();
+    const s = await start(MEMPLUGIN);
     const c = clients(s.line[3]!);
     try {
       await unary(c.plugin, "Configure", { config_json: Buffer.from('{"fail_title":"boom"}') });
@@ -188,8 +118,7 @@ describe("a plugin process's lifecycle", () => {
       assert.ok(details(e).includes("STORAGE_FULL"));
       assert.equal((await unary(c.provider, "Recall", { realm: "a", query: "batch" })).hits.length, 0, "a refused batch stored a record");
     } finally {
-      c.plugin.close();
-      c.provider.close();
+      c.close();
       stop(s);
     }
   });
@@ -197,14 +126,14 @@ describe("a plugin process's lifecycle", () => {
   test("without the cookie it refuses to run", () => {
     const env = { ...process.env };
     delete env.MEMHOST_PLUGIN_COOKIE;
-    const r = spawnSync(process.execPath, [PLUGIN], { env, encoding: "utf8", timeout: 60_000 });
+    const r = spawnSync(process.execPath, [MEMPLUGIN], { env, encoding: "utf8", timeout: 60_000 });
     assert.equal(r.status, 1);
     assert.equal(r.stdout, "");
     assert.match(r.stderr, /not run by hand/);
   });
 
   test("another protocol is refused", async () => {
-    const s = await start({ PLUGIN_PROTOCOL_VERSIONS: "2,3" });
+    const s = await start(MEMPLUGIN, { PLUGIN_PROTOCOL_VERSIONS: "2,3" });
     try {
       assert.equal(await exited(s), 1);
       assert.match(s.stderr.join("\n"), /speaks protocols 2,3/);
@@ -214,7 +143,7 @@ describe("a plugin process's lifecycle", () => {
   });
 
   test("config errors name the key", async () => {
-    const s = await start();
+    const s = await start(MEMPLUGIN);
     const c = clients(s.line[3]!);
     try {
       for (const [config, field] of [['{"nope":1}', "nope"], ['{"fail_title":3}', "fail_title"], ["[]", "config"], ["{", "config"]]) {
@@ -223,14 +152,13 @@ describe("a plugin process's lifecycle", () => {
         assert.ok(details(e).includes(field!), `${config}: ${details(e)}`);
       }
     } finally {
-      c.plugin.close();
-      c.provider.close();
+      c.close();
       stop(s);
     }
   });
 
   test("logs hclog JSON with the request id, and exits 0 on shutdown, its socket removed", async () => {
-    const s = await start({ MEMHOST_LOG_LEVEL: "info" });
+    const s = await start(MEMPLUGIN, { MEMHOST_LOG_LEVEL: "info" });
     assert.equal(s.line[5], "", "no client certificate, no server certificate");
     const c = clients(s.line[3]!);
     const rid = new grpc.Metadata();
@@ -238,14 +166,8 @@ describe("a plugin process's lifecycle", () => {
     await unary(c.plugin, "Configure", { config_json: Buffer.from('{"fail_title":"x"}') }, rid);
     const e = await failure(unary(c.plugin, "Configure", { config_json: Buffer.from("{}") }));
     assert.equal(e.code, grpc.status.ALREADY_EXISTS);
-    const controller = new grpc.Client("unix:" + s.line[3], grpc.credentials.createInsecure());
-    await new Promise<void>((resolve, reject) =>
-      controller.makeUnaryRequest("/plugin.GRPCController/Shutdown", (b: Buffer) => b, (b: Buffer) => b, Buffer.alloc(0),
-        (err) => (err ? reject(err) : resolve())));
-    assert.equal(await exited(s), 0);
-    controller.close();
-    c.plugin.close();
-    c.provider.close();
+    assert.equal(await shutdown(s), 0);
+    c.close();
     assert.ok(!existsSync(s.line[3]!), "the socket outlived the plugin");
     const lines = s.stderr.map((l) => JSON.parse(l));
     const configured = lines.filter((l) => l["@message"] === "configured");
