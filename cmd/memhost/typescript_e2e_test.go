@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,9 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/memhost/memhost/internal/testbin"
 	"github.com/memhost/memhost/sdk/conformance"
@@ -111,10 +108,7 @@ func installTypeScriptPlugin(t *testing.T, node string) (pluginDir, script strin
 	t.Helper()
 	pluginDir = testbin.ShortTempDir(t)
 	script = typescriptPluginTree(t, pluginDir)
-	out, err := exec.Command(testbin.Build(t, "./cmd/memhost"), "plugins", "manifest", "--interpreter", node, script).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "jsonlts.plugin.json") {
-		t.Fatalf("plugins manifest: %v\n%s", err, out)
-	}
+	writeScriptManifest(t, "jsonlts", script, node)
 	return pluginDir, script
 }
 
@@ -126,93 +120,12 @@ provider "notes" {
 `
 
 // TestTypeScriptProviderServe loads the example TypeScript provider into
-// a stock `memhost serve` by its manifest: its log lines reach the host's
-// log, and no acknowledged write is lost across a restart of memhost, a
-// kill -9 of the plugin, or a kill -9 of memhost (after which the plugin
-// exits on its own and removes its socket directory).
+// a stock `memhost serve` by its manifest and checks its log lines and
+// that no acknowledged write is lost across restarts and kill -9s of the
+// plugin and of memhost (checkScriptProviderServe).
 func TestTypeScriptProviderServe(t *testing.T) {
-	node := needNode(t)
-	pluginDir, _ := installTypeScriptPlugin(t, node)
-	tmp := testbin.ShortTempDir(t)
-	cfgPath, dataDir := writeConfigIn(t, pluginDir, typescriptConfig)
-	m, err := startWithConfig(t, cfgPath, dataDir, "TMPDIR="+tmp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := remember(t, m,
-		map[string]any{"scope": "identity:dana", "kind": "gotcha", "title": "Flaky staging DNS", "body": "Staging DNS flaps on Mondays; retry once."},
-		map[string]any{"scope": "identity:dana", "kind": "fact", "title": "Deploy window", "body": "Deploys to staging run at noon."},
-	)
-	want := func(m *instance, query, id string, n int) {
-		t.Helper()
-		got := recall(t, m, "dana", query)
-		if len(got.Hits) != n || got.Hits[0].Record.ID != id {
-			t.Fatalf("recall(%q) through the TypeScript plugin = %+v, want %d hits, %s first\n%s", query, got, n, id, m.logs())
-		}
-	}
-	want(m, "staging dns", ids[0], 2)
-	if logs := m.logs(); !strings.Contains(logs, "store opened") || !strings.Contains(logs, "notes") {
-		t.Errorf("the plugin's log line did not reach the host's log under its instance name:\n%s", logs)
-	}
-	if _, err := os.Stat(filepath.Join(dataDir, "notes.jsonl")); err != nil {
-		t.Fatalf("the plugin did not write under the data directory: %v", err)
-	}
-
-	m.stop()
-	if m, err = startWithConfig(t, cfgPath, dataDir, "TMPDIR="+tmp); err != nil {
-		t.Fatal(err)
-	}
-	want(m, "staging dns", ids[0], 2)
-
-	// kill -9 the plugin right after an acknowledged write.
-	late := remember(t, m, map[string]any{"scope": "identity:dana", "kind": "fact", "title": "Pager rota", "body": "The pager moves to Ines on Fridays."})
-	pid := pluginPids(t, m)[0]
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	// Node takes a moment to start, which may be longer than a recall's
-	// deadline, so calls during the restart may answer 503.
-	for attempt := 0; ; attempt++ {
-		var got recallAnswer
-		code := m.do("POST", "/v1/recall", map[string]any{"identity": map[string]string{"id": "dana"}, "query": "pager rota"}, &got)
-		if code == 200 {
-			if len(got.Hits) != 1 || got.Hits[0].Record.ID != late[0] {
-				t.Fatalf("recall after kill -9 = %+v, want the acknowledged write %s", got, late[0])
-			}
-			break
-		}
-		if code != 503 || attempt == 100 {
-			t.Fatalf("recall after kill -9 = %d (attempt %d)\n%s", code, attempt, m.logs())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if newPid := pluginPids(t, m)[0]; newPid == pid {
-		t.Fatalf("the plugin was not restarted after kill -9 (pid %d)", pid)
-	}
-
-	// kill -9 memhost right after an acknowledged write: the plugin
-	// notices, closes its store and goes, leaving no socket behind.
-	last := remember(t, m, map[string]any{"scope": "identity:dana", "kind": "fact", "title": "Backup bucket", "body": "Backups land in the cold bucket."})
-	pid = pluginPids(t, m)[0]
-	if err := m.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	m.cmd.Wait()
-	deadline := time.Now().Add(15 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the TypeScript plugin (pid %d) outlived its killed host", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if dirs, _ := filepath.Glob(filepath.Join(tmp, "mhsock-*")); len(dirs) > 0 {
-		t.Errorf("the TypeScript plugin of a killed host left its socket directory: %v", dirs)
-	}
-	if m, err = startWithConfig(t, cfgPath, dataDir, "TMPDIR="+tmp); err != nil {
-		t.Fatal(err)
-	}
-	want(m, "backup bucket", last[0], 1)
-	want(m, "staging dns", ids[0], 2)
+	pluginDir, _ := installTypeScriptPlugin(t, needNode(t))
+	checkScriptProviderServe(t, "TypeScript", pluginDir, typescriptConfig, "notes.jsonl")
 }
 
 // TestTypeScriptProviderTampered: the trust check covers the whole tree,
@@ -245,39 +158,5 @@ func TestTypeScriptProviderTampered(t *testing.T) {
 func TestTypeScriptReattachDebugPlugin(t *testing.T) {
 	node := needNode(t)
 	pluginDir, script := installTypeScriptPlugin(t, node)
-	cfgPath, dataDir := writeConfigIn(t, pluginDir, `
-provider "notes" {
-  plugin = "jsonlts"
-  config = { path = "`+filepath.Join(t.TempDir(), "debug.jsonl")+`" }
-}
-`)
-	dbg := exec.Command(node, script, "--debug")
-	dbg.Dir = t.TempDir()
-	stdout, err := dbg.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := dbg.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dbg.Process.Kill(); dbg.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("reading the debug plugin's reattach line: %v", err)
-	}
-	value, ok := strings.CutPrefix(strings.TrimSpace(line), "MEMHOST_REATTACH_PLUGINS='")
-	if !ok || !strings.HasSuffix(value, "'") {
-		t.Fatalf("the debug plugin printed %q, want MEMHOST_REATTACH_PLUGINS='…'", line)
-	}
-	m, err := startWithConfig(t, cfgPath, dataDir, "MEMHOST_REATTACH_PLUGINS="+strings.TrimSuffix(value, "'"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pids := pluginPids(t, m); len(pids) != 1 || pids[0] != dbg.Process.Pid {
-		t.Fatalf("memhost serves plugin pids %v, want the debug process %d\n%s", pids, dbg.Process.Pid, m.logs())
-	}
-	ids := remember(t, m, map[string]any{"scope": "identity:dana", "kind": "fact", "title": "Debugged", "body": "Written through a reattached plugin."})
-	if got := recall(t, m, "dana", "reattached plugin"); len(got.Hits) != 1 || got.Hits[0].Record.ID != ids[0] {
-		t.Fatalf("recall through the reattached plugin = %+v", got)
-	}
+	checkReattach(t, pluginDir, "jsonlts", filepath.Join(t.TempDir(), "debug.jsonl"), []string{node, script, "--debug"})
 }
