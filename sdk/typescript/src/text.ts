@@ -15,10 +15,13 @@ function cjk(c: string): boolean {
   );
 }
 
-// Upper then lower case folds what lower case alone keeps apart (ß and
-// ss, ς and σ), as Python's casefold does.
+// Python's casefold: lower case, with the full case foldings lower case
+// leaves apart (ß, ẞ and ss; final ς and σ; long ſ and s). NFKD then
+// splits accents and compatibility forms (ﬁ, full-width letters) off.
+const FOLDS: { [c: string]: string } = { "ß": "ss", "ẞ": "ss", "ς": "σ", "ſ": "s" };
+
 function fold(s: string): string {
-  return s.toUpperCase().toLowerCase().normalize("NFKD").replace(/\p{M}/gu, "");
+  return s.toLowerCase().replace(/[ßẞςſ]/g, (c) => FOLDS[c]!).normalize("NFKD").replace(/\p{M}/gu, "");
 }
 
 export function terms(text: string): string[] {
