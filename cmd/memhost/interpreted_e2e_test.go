@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,12 @@ import (
 
 	"github.com/memhost/memhost/internal/testbin"
 )
+
+// notesConfig configures provider instance "notes" of plugin, storing at
+// path (relative to the data directory).
+func notesConfig(plugin, path string) string {
+	return fmt.Sprintf("provider \"notes\" {\n  plugin = %q\n  config = { path = %q }\n}\n", plugin, path)
+}
 
 // writeScriptManifest writes the manifest of the script plugin name (its
 // entry script inside its tree) with `memhost plugins manifest
@@ -125,12 +132,7 @@ func checkScriptProviderServe(t *testing.T, lang, pluginDir, cfg, dataFile strin
 // starting one, and serves through it. dbPath is the instance's store.
 func checkReattach(t *testing.T, pluginDir, plugin, dbPath string, cmd []string) {
 	t.Helper()
-	cfgPath, dataDir := writeConfigIn(t, pluginDir, `
-provider "notes" {
-  plugin = "`+plugin+`"
-  config = { path = "`+dbPath+`" }
-}
-`)
+	cfgPath, dataDir := writeConfigIn(t, pluginDir, notesConfig(plugin, dbPath))
 	dbg := exec.Command(cmd[0], cmd[1:]...)
 	dbg.Dir = t.TempDir()
 	stdout, err := dbg.StdoutPipe()

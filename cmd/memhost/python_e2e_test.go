@@ -95,12 +95,7 @@ func installPythonPlugin(t *testing.T) (pluginDir, script string) {
 	return pluginDir, script
 }
 
-const pythonConfig = `
-provider "notes" {
-  plugin = "sqlitepy"
-  config = { path = "notes.sqlite" }
-}
-`
+var pythonConfig = notesConfig("sqlitepy", "notes.sqlite")
 
 // TestPythonProviderServe loads the example Python provider into a stock
 // `memhost serve` by its manifest and checks its log lines and that no

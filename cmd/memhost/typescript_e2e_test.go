@@ -112,12 +112,7 @@ func installTypeScriptPlugin(t *testing.T, node string) (pluginDir, script strin
 	return pluginDir, script
 }
 
-const typescriptConfig = `
-provider "notes" {
-  plugin = "jsonlts"
-  config = { path = "notes.jsonl" }
-}
-`
+var typescriptConfig = notesConfig("jsonlts", "notes.jsonl")
 
 // TestTypeScriptProviderServe loads the example TypeScript provider into
 // a stock `memhost serve` by its manifest and checks its log lines and
