@@ -19,7 +19,7 @@ RACE_PKGS  := ./sdk/ ./sdk/host/... ./sdk/index/ ./sdk/tokenize/ ./sdk/kvprovide
 # The example plugins must depend on the SDK module alone.
 EXAMPLES   := examples/journal examples/kv
 
-.PHONY: all build build-notice run test bench fuzz proto proto-python vet deps clean test-python example-python
+.PHONY: all build build-notice run test bench fuzz proto proto-python vet deps clean test-python example-python test-typescript example-typescript
 
 all: build
 
@@ -52,7 +52,7 @@ run: build
 # gets RACE_TIMEOUT.
 TEST_TIMEOUT ?= 40m
 RACE_TIMEOUT ?= 20m
-test: build vet deps test-python
+test: build vet deps test-python test-typescript
 	go test -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
 	go test -race -count=1 -timeout $(RACE_TIMEOUT) $(RACE_PKGS)
 
@@ -133,6 +133,29 @@ example-python: $(BIN)/memhost
 	cp examples/python-sqlite/main.py $(PLUGIN_DIR)/sqlitepy/
 	cp sdk/python/memhost_plugin/*.py $(PLUGIN_DIR)/sqlitepy/memhost_plugin/
 	$(BIN)/memhost plugins manifest --interpreter $(PYTHON) --interpreter-arg=-B --interpreter-arg=-E --interpreter-arg=-s $(PLUGIN_DIR)/sqlitepy/main.py
+
+# The TypeScript SDK's own tests (node:test), on node 20+ with the packages
+# of sdk/typescript/package-lock.json (npm ci reads the registry or npm's
+# cache; the build and the tests then run offline). The SDK loads
+# sdk/proto's plugin.proto at run time (its build copies it beside the
+# compiled code), so `make proto` has nothing to generate for it. The
+# example provider runs under the Go conformance kit and through memhost
+# serve in cmd/memhost's TestTypeScript* (part of `go test`), which use
+# the build this leaves in sdk/typescript/dist.
+NODE_TIMEOUT ?= 600
+test-typescript:
+	@command -v node >/dev/null && command -v npm >/dev/null || { echo "test-typescript needs node 20+ and npm (apt-get install nodejs npm)"; exit 1; }
+	@node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' || { echo "test-typescript needs node 20 or later, found $$(node --version)"; exit 1; }
+	cd sdk/typescript && timeout $(NODE_TIMEOUT) npm ci --no-audit --no-fund --prefer-offline && timeout $(NODE_TIMEOUT) npm test
+
+# The example TypeScript provider as a script tree in the plugin directory,
+# with its manifest pinning node (docs/plugin-authoring.md, "Writing a
+# provider in TypeScript").
+example-typescript: $(BIN)/memhost
+	cd sdk/typescript && timeout $(NODE_TIMEOUT) npm ci --no-audit --no-fund --prefer-offline && npm run build
+	rm -rf $(PLUGIN_DIR)/jsonlts
+	cd sdk/typescript && node scripts/plugin-tree.mjs $(CURDIR)/$(PLUGIN_DIR)/jsonlts dist/examples/jsonl.js dist/src dist/plugin.proto
+	$(BIN)/memhost plugins manifest --interpreter "$$(readlink -f "$$(command -v node)")" $(PLUGIN_DIR)/jsonlts/main.mjs
 
 $(TOOLS)/protoc-gen-go:
 	GOBIN=$(TOOLS) go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12

@@ -1,16 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/memhost/memhost/internal/pluginhost"
 	"github.com/memhost/memhost/internal/testbin"
@@ -95,112 +92,21 @@ func installPythonPlugin(t *testing.T) (pluginDir, script string) {
 	t.Helper()
 	pluginDir = testbin.ShortTempDir(t)
 	script = pythonPluginTree(t, pluginDir)
-	out, err := exec.Command(testbin.Build(t, "./cmd/memhost"), "plugins", "manifest", "--interpreter", python,
-		"--interpreter-arg=-B", "--interpreter-arg=-E", "--interpreter-arg=-s", script).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "sqlitepy.plugin.json") {
-		t.Fatalf("plugins manifest: %v\n%s", err, out)
-	}
+	writeScriptManifest(t, "sqlitepy", script, python, "-B", "-E", "-s")
 	return pluginDir, script
 }
 
-const pythonConfig = `
-provider "notes" {
-  plugin = "sqlitepy"
-  config = { path = "notes.sqlite" }
-}
-`
+var pythonConfig = notesConfig("sqlitepy", "notes.sqlite")
 
 // TestPythonProviderServe loads the example Python provider into a stock
-// `memhost serve` by its manifest: its log lines reach the host's log,
-// and no acknowledged write is lost across a restart of memhost, a kill -9
-// of the plugin, or a kill -9 of memhost (after which the plugin exits on
-// its own and removes its socket directory).
+// `memhost serve` by its manifest and checks its log lines and that no
+// acknowledged write is lost across restarts and kill -9s of the plugin
+// and of memhost (checkScriptProviderServe).
 func TestPythonProviderServe(t *testing.T) {
 	t.Parallel()
 	needPython(t)
 	pluginDir, _ := installPythonPlugin(t)
-	tmp := testbin.ShortTempDir(t)
-	cfgPath, dataDir := writeConfigIn(t, pluginDir, pythonConfig)
-	m, err := startWithConfig(t, cfgPath, dataDir, "TMPDIR="+tmp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := remember(t, m,
-		map[string]any{"scope": "identity:dana", "kind": "gotcha", "title": "Flaky staging DNS", "body": "Staging DNS flaps on Mondays; retry once."},
-		map[string]any{"scope": "identity:dana", "kind": "fact", "title": "Deploy window", "body": "Deploys to staging run at noon."},
-	)
-	want := func(m *instance, query, id string, n int) {
-		t.Helper()
-		got := recall(t, m, "dana", query)
-		if len(got.Hits) != n || got.Hits[0].Record.ID != id {
-			t.Fatalf("recall(%q) through the Python plugin = %+v, want %d hits, %s first\n%s", query, got, n, id, m.logs())
-		}
-	}
-	want(m, "staging dns", ids[0], 2)
-	if logs := m.logs(); !strings.Contains(logs, "store opened") || !strings.Contains(logs, "notes") {
-		t.Errorf("the plugin's log line did not reach the host's log under its instance name:\n%s", logs)
-	}
-	if _, err := os.Stat(filepath.Join(dataDir, "notes.sqlite")); err != nil {
-		t.Fatalf("the plugin did not write under the data directory: %v", err)
-	}
-
-	m.stop()
-	if m, err = startWithConfig(t, cfgPath, dataDir, "TMPDIR="+tmp); err != nil {
-		t.Fatal(err)
-	}
-	want(m, "staging dns", ids[0], 2)
-
-	// kill -9 the plugin right after an acknowledged write.
-	late := remember(t, m, map[string]any{"scope": "identity:dana", "kind": "fact", "title": "Pager rota", "body": "The pager moves to Ines on Fridays."})
-	pid := pluginPids(t, m)[0]
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	// A Python process takes a second or two to start, longer than a
-	// recall's deadline, so calls during the restart may answer 503, and on
-	// a loaded machine the first call to the new process may run past the
-	// deadline (504).
-	for attempt := 0; ; attempt++ {
-		var got recallAnswer
-		code := m.do("POST", "/v1/recall", map[string]any{"identity": map[string]string{"id": "dana"}, "query": "pager rota"}, &got)
-		if code == 200 {
-			if len(got.Hits) != 1 || got.Hits[0].Record.ID != late[0] {
-				t.Fatalf("recall after kill -9 = %+v, want the acknowledged write %s", got, late[0])
-			}
-			break
-		}
-		if (code != 503 && code != 504) || attempt == 50 {
-			t.Fatalf("recall after kill -9 = %d (attempt %d)\n%s", code, attempt, m.logs())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if newPid := pluginPids(t, m)[0]; newPid == pid {
-		t.Fatalf("the plugin was not restarted after kill -9 (pid %d)", pid)
-	}
-
-	// kill -9 memhost right after an acknowledged write: the plugin
-	// notices, closes its store and goes, leaving no socket behind.
-	last := remember(t, m, map[string]any{"scope": "identity:dana", "kind": "fact", "title": "Backup bucket", "body": "Backups land in the cold bucket."})
-	pid = pluginPids(t, m)[0]
-	if err := m.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	m.cmd.Wait()
-	deadline := time.Now().Add(15 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the Python plugin (pid %d) outlived its killed host", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if dirs, _ := filepath.Glob(filepath.Join(tmp, "mhsock-*")); len(dirs) > 0 {
-		t.Errorf("the Python plugin of a killed host left its socket directory: %v", dirs)
-	}
-	if m, err = startWithConfig(t, cfgPath, dataDir, "TMPDIR="+tmp); err != nil {
-		t.Fatal(err)
-	}
-	want(m, "backup bucket", last[0], 1)
-	want(m, "staging dns", ids[0], 2)
+	checkScriptProviderServe(t, "Python", pluginDir, pythonConfig, "notes.sqlite")
 }
 
 // TestPythonProviderTampered: a changed file anywhere in the script tree,
@@ -278,44 +184,7 @@ func TestReattachDebugPlugin(t *testing.T) {
 		{"go", "sqlite", []string{filepath.Join(pluginDir, "memhost-plugin-sqlite"), "--debug"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfgPath, dataDir := writeConfigIn(t, pluginDir, `
-provider "notes" {
-  plugin = "`+tc.plugin+`"
-  config = { path = "`+filepath.Join(t.TempDir(), "debug.db")+`" }
-}
-`)
-			dbg := exec.Command(tc.cmd[0], tc.cmd[1:]...)
-			dbg.Dir = t.TempDir()
-			stdout, err := dbg.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := dbg.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { dbg.Process.Kill(); dbg.Wait() })
-			line, err := bufio.NewReader(stdout).ReadString('\n')
-			if err != nil {
-				t.Fatalf("reading the debug plugin's reattach line: %v", err)
-			}
-			value, ok := strings.CutPrefix(strings.TrimSpace(line), "MEMHOST_REATTACH_PLUGINS='")
-			if !ok || !strings.HasSuffix(value, "'") {
-				t.Fatalf("the debug plugin printed %q, want MEMHOST_REATTACH_PLUGINS='…'", line)
-			}
-			m, err := startWithConfig(t, cfgPath, dataDir, "MEMHOST_REATTACH_PLUGINS="+strings.TrimSuffix(value, "'"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if pids := pluginPids(t, m); len(pids) != 1 || pids[0] != dbg.Process.Pid {
-				t.Fatalf("memhost serves plugin pids %v, want the debug process %d\n%s", pids, dbg.Process.Pid, m.logs())
-			}
-			if !strings.Contains(m.logs(), "the host did not start") {
-				t.Errorf("memhost did not warn that it attached to a process it did not start:\n%s", m.logs())
-			}
-			ids := remember(t, m, map[string]any{"scope": "identity:dana", "kind": "fact", "title": "Debugged", "body": "Written through a reattached plugin."})
-			if got := recall(t, m, "dana", "reattached plugin"); len(got.Hits) != 1 || got.Hits[0].Record.ID != ids[0] {
-				t.Fatalf("recall through the reattached plugin = %+v", got)
-			}
+			checkReattach(t, pluginDir, tc.plugin, filepath.Join(t.TempDir(), "debug.db"), tc.cmd)
 		})
 	}
 }
