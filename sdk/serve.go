@@ -92,6 +92,13 @@ func Serve(p Plugin) {
 		serveDebug(p)
 		return
 	}
+	if remoteRequested() {
+		if err := serveRemote(p, os.Args[2:]); err != nil {
+			fmt.Fprintf(os.Stderr, "%s serve: %v\n", p.Info().Name, err)
+			os.Exit(2)
+		}
+		return
+	}
 	// Standard error is a pipe to the host. Once the host is gone, a log
 	// line written there would kill the process with SIGPIPE before it
 	// closed its store; caught, the write just fails. (Caught rather than
@@ -108,13 +115,17 @@ func serveConfig(p Plugin, logger hclog.Logger, test *plugin.ServeTestConfig) *p
 		HandshakeConfig:  wire.Handshake(),
 		VersionedPlugins: map[int]plugin.PluginSet{ProtocolVersion: servedPluginSet(p)},
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			opts = append(opts, wire.ServerOptions()...)
-			opts = append(opts, grpc.ChainUnaryInterceptor(requestIDUnary), grpc.ChainStreamInterceptor(requestIDStream))
-			return grpc.NewServer(opts...)
+			return grpc.NewServer(append(opts, serverOptions()...)...)
 		},
 		Logger: logger,
 		Test:   test,
 	}
+}
+
+// serverOptions are every server's: the wire limits and the request id
+// interceptors.
+func serverOptions() []grpc.ServerOption {
+	return append(wire.ServerOptions(), grpc.ChainUnaryInterceptor(requestIDUnary), grpc.ChainStreamInterceptor(requestIDStream))
 }
 
 func closePlugin(p Plugin) {

@@ -629,12 +629,51 @@ func TestSupervisorStartErrors(t *testing.T) {
 		{pluginhost.Spec{Kind: sdk.KindProvider, Name: "main", Plugin: "echo", Config: json.RawMessage(`{"bogus":1}`)}, `unknown field "bogus"`},
 	}
 	for _, c := range cases {
-		sup := pluginhost.New([]pluginhost.Entry{e}, pluginhost.Options{StartOptions: pluginhost.StartOptions{Logger: hclog.NewNullLogger()}})
+		// A plugin that fails to configure fails Start only under
+		// RequireAll; a spec naming no usable plugin fails it always.
+		sup := pluginhost.New([]pluginhost.Entry{e}, pluginhost.Options{StartOptions: pluginhost.StartOptions{Logger: hclog.NewNullLogger()}, RequireAll: true})
 		err := sup.Start(context.Background(), []pluginhost.Spec{c.spec})
 		sup.Close()
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("pluginhost.Start(%+v) = %v, want error containing %q", c.spec, err, c.want)
 		}
+	}
+}
+
+// Without RequireAll an instance that cannot start leaves Start to the
+// others: it backs off with the reason, its calls are refused as
+// provider_unavailable (not as an undeclared capability), and the healthy
+// instance serves.
+func TestSupervisorStartFailureStaysLocal(t *testing.T) {
+	dir, _ := echoDir(t)
+	e := discoverOne(t, dir)
+	sup := pluginhost.New([]pluginhost.Entry{e}, pluginhost.Options{StartOptions: pluginhost.StartOptions{Logger: hclog.NewNullLogger()}, MinBackoff: time.Hour, MaxBackoff: time.Hour})
+	t.Cleanup(sup.Close)
+	err := sup.Start(context.Background(), []pluginhost.Spec{
+		{Kind: sdk.KindProvider, Name: "good", Plugin: "echo"},
+		{Kind: sdk.KindProvider, Name: "bad", Plugin: "echo", Config: json.RawMessage(`{"bogus":1}`)},
+	})
+	if err != nil {
+		t.Fatalf("Start = %v, want the healthy instance started", err)
+	}
+	if sup.Ready() {
+		t.Error("Ready with an instance that failed to start")
+	}
+	st := sup.Status()
+	if st[0].State != pluginhost.StateReady || st[1].State != pluginhost.StateBackoff || !strings.Contains(st[1].LastError, `unknown field "bogus"`) || st[1].NextAttempt == nil {
+		t.Fatalf("status = %+v, want good ready and bad backing off with its reason", st)
+	}
+	good, _ := sup.Provider("good")
+	if _, err := good.Recall(context.Background(), sdk.RecallQuery{Realm: "default", Query: "x"}); err != nil {
+		t.Errorf("healthy instance: %v", err)
+	}
+	bad, _ := sup.Provider("bad")
+	if _, ok := bad.Writer(); !ok {
+		t.Error("a provider that never started answers no Writer: its writes would be 501, not 503")
+	}
+	_, err = writer(t, bad).Remember(context.Background(), "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "x"}})
+	if !errors.Is(err, pluginhost.ErrProviderUnavailable) || !errors.Is(err, sdk.ErrUnavailable) || !strings.Contains(err.Error(), "bogus") {
+		t.Errorf("write to the failed instance: err = %v, want provider unavailable with the reason", err)
 	}
 }
 

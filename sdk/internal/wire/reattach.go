@@ -74,3 +74,14 @@ func (t ReattachTarget) Addr() (net.Addr, error) {
 	}
 	return net.ResolveTCPAddr("tcp", t.Address)
 }
+
+// IsLoopbackHost reports whether host (an address's host part) is a
+// loopback IP or "localhost": only there may a plugin connection go
+// without TLS.
+func IsLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
