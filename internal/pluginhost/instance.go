@@ -425,12 +425,14 @@ func (i *instance) status() Status {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	st := Status{
-		Instance: i.spec.Name, Kind: i.spec.Kind, Plugin: i.spec.Plugin, Version: i.entry.Manifest.Version,
-		Kinds: i.entry.Manifest.Kinds, Protocols: i.entry.Manifest.Protocols, Capabilities: i.info.Capabilities,
+		Instance: i.spec.Name, Kind: i.spec.Kind, Capabilities: i.info.Capabilities,
 		Healthy: i.conn != nil && !i.conn.Exited(), State: i.state, Restarts: i.restarts, StartFailures: i.failures,
 	}
-	if i.spec.Remote != nil {
-		// No manifest: what the plugin said of itself when last reached.
+	if m := i.entry.Manifest; m != nil {
+		st.Plugin, st.Version, st.Kinds, st.Protocols = i.spec.Plugin, m.Version, m.Kinds, m.Protocols
+	} else {
+		// A remote plugin has no manifest: what it said of itself when
+		// last reached.
 		st.Address = i.spec.Remote.Address
 		st.Plugin, st.Version, st.Kinds, st.Protocols = i.info.Name, i.info.Version, i.info.Kinds, i.info.Protocols
 	}

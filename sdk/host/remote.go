@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"sync/atomic"
 
 	plugin "github.com/hashicorp/go-plugin"
@@ -14,9 +15,11 @@ import (
 	pb "github.com/memhost/memhost/sdk/internal/pluginpb"
 	"github.com/memhost/memhost/sdk/internal/wire"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 )
 
 // Remote says where a plugin served by `<plugin> serve --listen` is and
@@ -116,7 +119,13 @@ func Dial(ctx context.Context, opts LaunchOptions, r Remote) (*Conn, error) {
 	resp, err := c.meta.Info(ictx, &pb.InfoRequest{})
 	if err != nil {
 		_ = cc.Close()
-		return nil, fmt.Errorf("plugin %s: Info call failed: %w", label, fromStatus(ictx, err))
+		hint := ""
+		if r.TLS() && status.Code(err) == codes.Unavailable && closedAfterHandshake(err) {
+			// Under TLS 1.3 a server that refuses the client certificate
+			// just closes the connection after the handshake.
+			hint = " (a plugin that does not trust the host's client certificate, tls_cert, closes the connection so)"
+		}
+		return nil, fmt.Errorf("plugin %s: Info call failed%s: %w", label, hint, fromStatus(ictx, err))
 	}
 	c.info = infoFromPB(resp)
 	if err := CheckInfo(c.info); err != nil {
@@ -124,6 +133,13 @@ func Dial(ctx context.Context, opts LaunchOptions, r Remote) (*Conn, error) {
 		return nil, fmt.Errorf("plugin %s: refused: %v: %w", label, err, sdk.ErrInvalid)
 	}
 	return c, nil
+}
+
+// closedAfterHandshake tells a connection the server closed (or reset)
+// from one it refused outright or a name that did not resolve.
+func closedAfterHandshake(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "connection reset") || strings.Contains(msg, "EOF") || strings.Contains(msg, "certificate required") || strings.Contains(msg, "bad certificate")
 }
 
 // remotePeer is a remote plugin's connection: closing it is all the host
