@@ -82,7 +82,9 @@ func checkInfo(info Info) error {
 // Serve runs p as a plugin process. Call it from main; it returns only
 // after the host has shut the plugin down, and closes p if it is an
 // io.Closer. It exits the process if the host dies, so no plugin outlives
-// its host even after the host was killed with SIGKILL.
+// its host even after the host was killed with SIGKILL. Started as
+// `<plugin> serve --listen ADDR`, it serves hosts that dial it instead
+// (remote.go); with --debug, one that reattaches (debug.go).
 func Serve(p Plugin) {
 	if err := CheckPlugin(p); err != nil {
 		fmt.Fprintf(os.Stderr, "memhost plugin %T: %v\n", p, err)

@@ -476,7 +476,12 @@ func callWithin[C any, T any](ctx context.Context, i *instance, method string, t
 		if err == nil || !errors.Is(err, sdk.ErrUnavailable) {
 			return v, err
 		}
-		if !i.died(ctx, conn) || !retry || attempt > 0 {
+		if !i.died(ctx, conn) {
+			// The live plugin itself answered unavailable (its database
+			// down, say): the plugin's answer, not the instance's state.
+			return zero, fmt.Errorf("plugin %s (%s): %w", i.spec.Name, i.spec.source(), err)
+		}
+		if !retry || attempt > 0 {
 			return zero, i.down(fmt.Errorf("plugin %s (%s): %w", i.spec.Name, i.spec.source(), err))
 		}
 		// With the request's attributes (its id) from the context logger.
