@@ -2,14 +2,7 @@ package main
 
 import (
 	"bufio"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -202,37 +195,20 @@ func TestDamagedStoreStaysLocal(t *testing.T) {
 	}
 }
 
-// certPair writes a self-signed P-256 certificate for name (valid for
-// 127.0.0.1 and localhost) and its key as PEM files in dir; a
-// self-signed certificate named as the peer's CA pins it.
-func certPair(t *testing.T, dir, name string) (certFile, keyFile string) {
+// certPair makes a self-signed P-256 certificate and key for name in dir
+// with the OpenSSL command docs/deployment.md gives (san, when set, is
+// its subjectAltName); a self-signed certificate named as the peer's CA
+// pins it.
+func certPair(t *testing.T, dir, name, san string) (certFile, keyFile string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
-		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		IsCA:        true, BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
 	certFile, keyFile = filepath.Join(dir, name+".pem"), filepath.Join(dir, name+".key")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
-		t.Fatal(err)
+	args := []string{"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "825",
+		"-subj", "/CN=" + name, "-addext", "basicConstraints=critical,CA:TRUE", "-keyout", keyFile, "-out", certFile}
+	if san != "" {
+		args = append(args, "-addext", "subjectAltName="+san)
 	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
+	if out, err := exec.Command("openssl", args...).CombinedOutput(); err != nil {
+		t.Fatalf("openssl %v: %v\n%s", args, err, out)
 	}
 	return certFile, keyFile
 }
@@ -301,9 +277,9 @@ func freeAddr(t *testing.T) string {
 func TestRemotePluginSharedByTwoHosts(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	serverCert, serverKey := certPair(t, dir, "plugin")
-	hostCert, hostKey := certPair(t, dir, "host")
-	strangerCert, strangerKey := certPair(t, dir, "stranger")
+	serverCert, serverKey := certPair(t, dir, "plugin", "IP:127.0.0.1")
+	hostCert, hostKey := certPair(t, dir, "host", "")
+	strangerCert, strangerKey := certPair(t, dir, "stranger", "")
 	cfgJSON := filepath.Join(dir, "sqlite.json")
 	if err := os.WriteFile(cfgJSON, []byte(fmt.Sprintf(`{"path": %q}`, filepath.Join(dir, "shared.db"))), 0o644); err != nil {
 		t.Fatal(err)
@@ -387,6 +363,26 @@ supervisor {
 		var e apiError
 		if code := m.do("POST", "/v1/recall", map[string]any{"identity": map[string]string{"id": "alice"}, "query": "host one"}, &e); code != http.StatusServiceUnavailable {
 			t.Errorf("the stranger recalled: %d %+v", code, e)
+		}
+	})
+	t.Run("a remote plugin that does not serve the kind is refused", func(t *testing.T) {
+		m, err := tryStartMemhost(t, fmt.Sprintf(`
+selector "remote" {
+  address  = %q
+  tls_cert = %q
+  tls_key  = %q
+  tls_ca   = %q
+}
+`, addr, hostCert, hostKey, serverCert))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r readyAnswer
+		if code := m.do("GET", "/readyz", nil, &r); code != http.StatusServiceUnavailable {
+			t.Fatalf("/readyz = %d, want 503", code)
+		}
+		if state, last := r.instance("remote"); state != "backoff" || !strings.Contains(last, `does not serve kind "selector"`) {
+			t.Errorf("a provider dialled as a selector is %q (%q), want refused for its kind", state, last)
 		}
 	})
 	t.Run("a plaintext listen off loopback is refused", func(t *testing.T) {

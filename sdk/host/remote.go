@@ -135,11 +135,13 @@ func Dial(ctx context.Context, opts LaunchOptions, r Remote) (*Conn, error) {
 	return c, nil
 }
 
-// closedAfterHandshake tells a connection the server closed (or reset)
-// from one it refused outright or a name that did not resolve.
+// closedAfterHandshake tells a connection the server dropped after the
+// TLS handshake (reset, broken pipe, EOF or an alert, by timing) from one
+// that never got there: a dial that failed, or a server certificate this
+// host refused, which the error already says.
 func closedAfterHandshake(err error) bool {
 	msg := err.Error()
-	return strings.Contains(msg, "connection reset") || strings.Contains(msg, "EOF") || strings.Contains(msg, "certificate required") || strings.Contains(msg, "bad certificate")
+	return !strings.Contains(msg, "dial tcp") && !strings.Contains(msg, "authentication handshake failed")
 }
 
 // remotePeer is a remote plugin's connection: closing it is all the host
