@@ -3,7 +3,6 @@ package sdk
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -88,17 +87,9 @@ func (o remoteOptions) tlsConfig() (*tls.Config, error) {
 	if o.cert == "" {
 		return nil, nil
 	}
-	pair, err := tls.LoadX509KeyPair(o.cert, o.key)
+	pair, pool, err := wire.LoadTLS(o.cert, o.key, o.clientCA)
 	if err != nil {
-		return nil, fmt.Errorf("--tls-cert/--tls-key: %v", err)
-	}
-	pem, err := os.ReadFile(o.clientCA)
-	if err != nil {
-		return nil, fmt.Errorf("--tls-client-ca: %v", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("--tls-client-ca %s: no PEM certificate in it", o.clientCA)
+		return nil, fmt.Errorf("mutual TLS: %v", err)
 	}
 	return &tls.Config{Certificates: []tls.Certificate{pair}, ClientAuth: tls.RequireAndVerifyClientCert,
 		ClientCAs: pool, MinVersion: tls.VersionTLS12}, nil

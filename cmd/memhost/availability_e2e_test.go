@@ -40,6 +40,10 @@ func (r readyAnswer) instance(name string) (state, lastError string) {
 	return "", ""
 }
 
+// unavailable tells the states of an instance that cannot start: backing
+// off, or in the retry that ends the backoff.
+func unavailable(state string) bool { return state == "backoff" || state == "restarting" }
+
 // eventually polls cond until it holds, failing the test after a minute:
 // a supervisor's retry comes after its backoff, whose length is the
 // configuration's, not the test's to assert.
@@ -170,7 +174,7 @@ func TestDamagedStoreStaysLocal(t *testing.T) {
 	if state, _ := ready.instance("good"); state != "ready" {
 		t.Errorf("/readyz: good is %q, want ready: %+v", state, ready)
 	}
-	if state, last := ready.instance("bad"); (state != "backoff" && state != "restarting") || !strings.Contains(last, reason) {
+	if state, last := ready.instance("bad"); !unavailable(state) || !strings.Contains(last, reason) {
 		t.Errorf("/readyz: bad is %q (%q), want it backing off with the reason", state, last)
 	}
 	if logs := m.logs(); !strings.Contains(logs, "plugin failed to start") || !strings.Contains(logs, reason) {
@@ -347,6 +351,15 @@ supervisor {
 			t.Errorf("host %d exited", i+1)
 		}
 	}
+	// A host that stops closes its connection only: the plugin and the
+	// other host go on.
+	hosts[0].stop()
+	if got := recall(t, hosts[1], "alice", "host one"); len(got.Hits) != 1 {
+		t.Errorf("host two after host one stopped recalled %+v", got)
+	}
+	if err := remote.cmd.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("the remote plugin is gone after a host stopped: %v", err)
+	}
 
 	t.Run("a host whose certificate the plugin does not trust is refused", func(t *testing.T) {
 		m, err := tryStartMemhost(t, deployment(strangerCert, strangerKey))
@@ -357,7 +370,7 @@ supervisor {
 		if code := m.do("GET", "/readyz", nil, &r); code != http.StatusServiceUnavailable {
 			t.Fatalf("/readyz of the stranger = %d, want 503", code)
 		}
-		if state, last := r.instance("shared"); state != "backoff" || !strings.Contains(last, "client certificate") {
+		if state, last := r.instance("shared"); !unavailable(state) || !strings.Contains(last, "client certificate") {
 			t.Errorf("the stranger's instance is %q (%q), want backoff for its certificate", state, last)
 		}
 		var e apiError
@@ -381,7 +394,7 @@ selector "remote" {
 		if code := m.do("GET", "/readyz", nil, &r); code != http.StatusServiceUnavailable {
 			t.Fatalf("/readyz = %d, want 503", code)
 		}
-		if state, last := r.instance("remote"); state != "backoff" || !strings.Contains(last, `does not serve kind "selector"`) {
+		if state, last := r.instance("remote"); !unavailable(state) || !strings.Contains(last, `does not serve kind "selector"`) {
 			t.Errorf("a provider dialled as a selector is %q (%q), want refused for its kind", state, last)
 		}
 	})

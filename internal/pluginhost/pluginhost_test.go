@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -779,5 +780,38 @@ func TestSupervisorObservesEveryProviderCall(t *testing.T) {
 	want := []string{"main recall ok", "main remember ok", "main get unsupported"}
 	if !slices.Equal(seen, want) {
 		t.Fatalf("observed %q, want %q", seen, want)
+	}
+}
+
+// A remote plugin out of reach at start is an instance like any other
+// that cannot start: backing off with the reason and its address, its
+// calls refused as provider_unavailable, the supervisor not ready.
+func TestSupervisorRemoteOutOfReach(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	sup := pluginhost.New(nil, pluginhost.Options{StartOptions: pluginhost.StartOptions{Logger: hclog.NewNullLogger()}, MinBackoff: time.Hour, MaxBackoff: time.Hour})
+	t.Cleanup(sup.Close)
+	if err := sup.Start(context.Background(), []pluginhost.Spec{{Kind: sdk.KindProvider, Name: "far", Remote: &host.Remote{Address: addr}}}); err != nil {
+		t.Fatalf("Start = %v, want the unreachable remote left backing off", err)
+	}
+	st := sup.Status()[0]
+	if st.State != pluginhost.StateBackoff || st.Address != addr || st.Healthy || !strings.Contains(st.LastError, "connection refused") {
+		t.Fatalf("status = %+v, want backoff at %s with the reason", st, addr)
+	}
+	if sup.Ready() {
+		t.Error("Ready with the remote out of reach")
+	}
+	p, _ := sup.Provider("far")
+	if _, err := p.Recall(context.Background(), sdk.RecallQuery{Realm: "default", Query: "x"}); !errors.Is(err, pluginhost.ErrProviderUnavailable) {
+		t.Errorf("recall = %v, want provider unavailable", err)
+	}
+	sup2 := pluginhost.New(nil, pluginhost.Options{StartOptions: pluginhost.StartOptions{Logger: hclog.NewNullLogger()}, RequireAll: true})
+	defer sup2.Close()
+	if err := sup2.Start(context.Background(), []pluginhost.Spec{{Kind: sdk.KindProvider, Name: "far", Remote: &host.Remote{Address: addr}}}); err == nil || !strings.Contains(err.Error(), `provider "far"`) {
+		t.Errorf("Start under RequireAll = %v, want the refusal naming the instance", err)
 	}
 }

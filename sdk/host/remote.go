@@ -3,10 +3,8 @@ package host
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"sync/atomic"
 
@@ -72,17 +70,9 @@ func (r Remote) credentials() (credentials.TransportCredentials, error) {
 	if !r.TLS() {
 		return insecure.NewCredentials(), nil
 	}
-	pair, err := tls.LoadX509KeyPair(r.CertFile, r.KeyFile)
+	pair, pool, err := wire.LoadTLS(r.CertFile, r.KeyFile, r.CAFile)
 	if err != nil {
-		return nil, fmt.Errorf("client certificate: %v", err)
-	}
-	pem, err := os.ReadFile(r.CAFile)
-	if err != nil {
-		return nil, fmt.Errorf("CA file: %v", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("CA file %s: no PEM certificate in it", r.CAFile)
+		return nil, fmt.Errorf("client %v", err)
 	}
 	name := r.ServerName
 	if name == "" {

@@ -1,9 +1,12 @@
 package wire
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 )
 
@@ -84,4 +87,24 @@ func IsLoopbackHost(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// LoadTLS reads one end's mutual TLS files: its certificate and key, and
+// the CA certificates (or pinned self-signed ones) the peer's certificate
+// must chain to, all PEM. The files are read at each call, so a renewed
+// certificate is used from the next connection on.
+func LoadTLS(certFile, keyFile, caFile string) (tls.Certificate, *x509.CertPool, error) {
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return tls.Certificate{}, nil, fmt.Errorf("certificate %s and key %s: %v", certFile, keyFile, err)
+	}
+	data, err := os.ReadFile(caFile)
+	if err != nil {
+		return tls.Certificate{}, nil, fmt.Errorf("CA file: %v", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(data) {
+		return tls.Certificate{}, nil, fmt.Errorf("CA file %s: no PEM certificate in it", caFile)
+	}
+	return pair, pool, nil
 }
