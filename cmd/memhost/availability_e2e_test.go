@@ -60,16 +60,18 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 const availabilityToken = "avail-token-0123456789abcdef"
 
-// damagedDeployment: two sqlite providers, each its realm, and a token
-// for both (an application's, so realm records are stored, not proposed).
-const damagedDeployment = `
+// damagedDeployment: a healthy sqlite provider for realm default and a
+// provider of the plugin under test for realm broken, and a token for
+// both (an application's, so realm records are stored, not proposed).
+func damagedDeployment(plugin, config string) string {
+	return fmt.Sprintf(`
 provider "good" {
   plugin = "sqlite"
   config = { path = "good.db" }
 }
 provider "bad" {
-  plugin = "sqlite"
-  config = { path = "bad.db" }
+  plugin = %q
+  config = %s
 }
 realm "default" { provider = "good" }
 realm "broken" { provider = "bad" }
@@ -82,16 +84,34 @@ supervisor {
   health_interval_ms = 200
   max_backoff_ms     = 500
 }
-`
+`, plugin, config)
+}
 
-// TestDamagedStoreStaysLocal: a provider whose store cannot open leaves
-// its realm answering 503 provider_unavailable with the reason, in the
-// answer, in /readyz (for a token) and in the log, while the other realm
-// serves; once the file is repaired the realm recovers without a restart
-// of the host. --require-all keeps the fail-fast start.
+// TestDamagedStoreStaysLocal (a sqlite database, a bleve index): a
+// provider whose store cannot open leaves its realm answering 503
+// provider_unavailable with the reason, in the answer, in /readyz (for a
+// token) and in the log, while the other realm serves; once the file is
+// repaired the realm recovers without a restart of the host.
+// --require-all keeps the fail-fast start.
 func TestDamagedStoreStaysLocal(t *testing.T) {
 	t.Parallel()
-	cfgPath, dataDir := writeConfig(t, damagedDeployment)
+	for _, tc := range []struct {
+		plugin, config string
+		file           string // under data_dir: the file damaged
+		reason         string // what the refusal says
+	}{
+		{"sqlite", `{ path = "bad.db" }`, "bad.db", "not an SQLite database"},
+		{"bleve", `{ dir = "badidx" }`, filepath.Join("badidx", "broken.bleve", "index_meta.json"), "corrupt or not a bleve index"},
+	} {
+		t.Run(tc.plugin, func(t *testing.T) {
+			t.Parallel()
+			damagedStore(t, damagedDeployment(tc.plugin, tc.config), tc.file, tc.reason)
+		})
+	}
+}
+
+func damagedStore(t *testing.T, deployment, file, reason string) {
+	cfgPath, dataDir := writeConfig(t, deployment)
 	env := []string{"MEMHOST_TEST_TOKEN=" + availabilityToken}
 	start := func(args ...string) (*instance, error) {
 		m, err := startServe(t, dataDir, append([]string{"--config", cfgPath}, args...), env)
@@ -113,14 +133,13 @@ func TestDamagedStoreStaysLocal(t *testing.T) {
 	}
 	m.stop()
 
-	bad := filepath.Join(dataDir, "bad.db")
+	bad := filepath.Join(dataDir, file)
 	if err := os.Rename(bad, bad+".good"); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(bad, []byte(strings.Repeat("this is not a database\n", 400)), 0o644); err != nil {
+	if err := os.WriteFile(bad, []byte(strings.Repeat("this is not what the store wrote\n", 400)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	const reason = "not an SQLite database"
 
 	t.Run("require-all fails the start with the reason", func(t *testing.T) {
 		m, err := start("--require-all")
@@ -132,7 +151,6 @@ func TestDamagedStoreStaysLocal(t *testing.T) {
 			t.Fatalf("the refusal does not name the instance and the reason:\n%v", err)
 		}
 	})
-
 	m, err = start()
 	if err != nil {
 		t.Fatalf("serve did not start beside a damaged store: %v", err)
