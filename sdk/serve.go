@@ -82,7 +82,9 @@ func checkInfo(info Info) error {
 // Serve runs p as a plugin process. Call it from main; it returns only
 // after the host has shut the plugin down, and closes p if it is an
 // io.Closer. It exits the process if the host dies, so no plugin outlives
-// its host even after the host was killed with SIGKILL.
+// its host even after the host was killed with SIGKILL. Started as
+// `<plugin> serve --listen ADDR`, it serves hosts that dial it instead
+// (remote.go); with --debug, one that reattaches (debug.go).
 func Serve(p Plugin) {
 	if err := CheckPlugin(p); err != nil {
 		fmt.Fprintf(os.Stderr, "memhost plugin %T: %v\n", p, err)
@@ -90,6 +92,13 @@ func Serve(p Plugin) {
 	}
 	if debugRequested() {
 		serveDebug(p)
+		return
+	}
+	if remoteRequested() {
+		if err := serveRemote(p, os.Args[2:]); err != nil {
+			fmt.Fprintf(os.Stderr, "%s serve: %v\n", p.Info().Name, err)
+			os.Exit(2)
+		}
 		return
 	}
 	// Standard error is a pipe to the host. Once the host is gone, a log
@@ -108,13 +117,17 @@ func serveConfig(p Plugin, logger hclog.Logger, test *plugin.ServeTestConfig) *p
 		HandshakeConfig:  wire.Handshake(),
 		VersionedPlugins: map[int]plugin.PluginSet{ProtocolVersion: servedPluginSet(p)},
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			opts = append(opts, wire.ServerOptions()...)
-			opts = append(opts, grpc.ChainUnaryInterceptor(requestIDUnary), grpc.ChainStreamInterceptor(requestIDStream))
-			return grpc.NewServer(opts...)
+			return grpc.NewServer(append(opts, serverOptions()...)...)
 		},
 		Logger: logger,
 		Test:   test,
 	}
+}
+
+// serverOptions are every server's: the wire limits and the request id
+// interceptors.
+func serverOptions() []grpc.ServerOption {
+	return append(wire.ServerOptions(), grpc.ChainUnaryInterceptor(requestIDUnary), grpc.ChainStreamInterceptor(requestIDStream))
 }
 
 func closePlugin(p Plugin) {

@@ -282,9 +282,9 @@ func TestCrashLoopingPluginBacksOff(t *testing.T) {
 	if n := strings.Count(m.logs(), "plugin restart failed"); n > st.StartFailures+2 {
 		t.Fatalf("%d restart failures logged for %d counted: restarts are not backing off", n, st.StartFailures)
 	}
-	// A call during the backoff answers 503 unavailable, not a hang.
+	// A call during the backoff answers 503 provider_unavailable, not a hang.
 	var e apiError
-	if code := m.do("POST", "/v1/records", map[string]any{"records": []map[string]any{{"scope": "realm", "kind": "fact", "title": "t", "body": "b"}}}, &e); code != 503 || e.Error.Code != "unavailable" {
+	if code := m.do("POST", "/v1/records", map[string]any{"records": []map[string]any{{"scope": "realm", "kind": "fact", "title": "t", "body": "b"}}}, &e); code != 503 || e.Error.Code != "provider_unavailable" {
 		t.Fatalf("write during the crash loop = %d %+v", code, e)
 	}
 

@@ -415,7 +415,8 @@ func TestManyHostsNoSilentHalfStates(t *testing.T) {
 			}
 			time.Sleep(500 * time.Millisecond)
 		}
-		_, err := tryStartMemhost(t, halfStatesDeployment, hs.env...)
+		cfgPath, dataDir := writeConfig(t, halfStatesDeployment)
+		_, err := startServe(t, dataDir, []string{"--config", cfgPath, "--require-all"}, hs.env)
 		if err == nil || !strings.Contains(err.Error(), "table records") || !strings.Contains(err.Error(), "rename it back") {
 			t.Errorf("a host started on the renamed schema: %v, want a refusal naming table records and the fix", err)
 		}

@@ -120,7 +120,9 @@ func TestHostilePluginOutputCannotStopHost(t *testing.T) {
 }
 
 // TestPluginStartFailureSaysWhy: a plugin that dies before the handshake
-// is reported with how it ended and its own last lines, by serve, by
+// is reported with how it ended and its own last lines, by serve
+// --require-all (without it the log says the same, see
+// TestDamagedStoreStaysLocal), by
 // plugins verify and by plugins manifest; one that writes to stdout
 // instead of the handshake is told apart from it.
 func TestPluginStartFailureSaysWhy(t *testing.T) {
@@ -141,7 +143,7 @@ func TestPluginStartFailureSaysWhy(t *testing.T) {
 	}
 	exe := filepath.Join(dir, "hostile") // as testbin installed it
 	for name, out := range map[string]string{
-		"serve":            run(crash, "serve", "--config", cfg),
+		"serve":            run(crash, "serve", "--require-all", "--config", cfg),
 		"plugins verify":   run(crash, "plugins", "verify", "--config", cfg),
 		"plugins manifest": run(crash, "plugins", "manifest", exe),
 	} {
@@ -154,7 +156,7 @@ func TestPluginStartFailureSaysWhy(t *testing.T) {
 			t.Errorf("%s: a crash is blamed on stdout:\n%s", name, out)
 		}
 	}
-	out := run(append(os.Environ(), "MEMHOST_TEST_HOSTILE=stdout"), "serve", "--config", cfg)
+	out := run(append(os.Environ(), "MEMHOST_TEST_HOSTILE=stdout"), "serve", "--require-all", "--config", cfg)
 	if !strings.Contains(out, `wrote "hello from a plugin that prints" to stdout`) {
 		t.Errorf("serve does not say what the plugin wrote to stdout:\n%s", out)
 	}

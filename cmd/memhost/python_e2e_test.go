@@ -156,7 +156,7 @@ func TestPythonProviderTampered(t *testing.T) {
 			if err == nil || !strings.Contains(string(out), "plugin sqlitepy ("+script+")") || !strings.Contains(string(out), tc.want) {
 				t.Fatalf("plugins verify: %v, want a refusal naming %s and saying %q:\n%s", err, script, tc.want, out)
 			}
-			if m, err := startWithConfig(t, cfgPath, dataDir); err == nil {
+			if m, err := startServe(t, dataDir, []string{"--config", cfgPath, "--require-all"}, nil); err == nil {
 				m.stop()
 				t.Fatalf("memhost serve started with a tampered plugin:\n%s", m.logs())
 			} else if !strings.Contains(err.Error(), tc.want) {

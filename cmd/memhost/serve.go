@@ -36,6 +36,7 @@ import (
 func serveCommand() *cobra.Command {
 	var cf configFlag
 	var o serveOverrides
+	var requireAll bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Start the plugins and serve the HTTP API",
@@ -58,11 +59,13 @@ at once. SIGINT or SIGTERM drain requests in flight, then stop the plugins.`,
 			if err := o.apply(cfg); err != nil {
 				return err
 			}
+			cfg.Supervisor.RequireAll = requireAll
 			return serve(cmd.Context(), cfg)
 		},
 	}
 	cf.register(cmd)
 	o.register(cmd)
+	cmd.Flags().BoolVar(&requireAll, "require-all", false, "exit when any plugin instance cannot start (by default its realms answer 503 while the others serve, and it is retried)")
 	return cmd
 }
 
@@ -307,10 +310,15 @@ func startPlugins(ctx context.Context, cfg *config.Config, logger hclog.Logger, 
 		MaxBackoff:     sv.MaxBackoff,
 		ReindexTimeout: sv.ReindexTimeout,
 		ObserveCall:    observe,
+		RequireAll:     sv.RequireAll,
 	})
 	var specs []pluginhost.Spec
 	for _, inst := range cfg.Instances {
-		specs = append(specs, pluginhost.Spec{Kind: inst.Kind, Name: inst.Name, Plugin: inst.Plugin, Config: inst.Config})
+		spec := pluginhost.Spec{Kind: inst.Kind, Name: inst.Name, Plugin: inst.Plugin, Config: inst.Config}
+		if r := inst.Remote; r != nil {
+			spec.Remote = &sdkhost.Remote{Address: r.Address, CertFile: r.TLSCert, KeyFile: r.TLSKey, CAFile: r.TLSCA, ServerName: r.ServerName}
+		}
+		specs = append(specs, spec)
 	}
 	started := time.Now()
 	if err := sup.Start(ctx, specs); err != nil {
@@ -319,7 +327,7 @@ func startPlugins(ctx context.Context, cfg *config.Config, logger hclog.Logger, 
 		}
 		return nil, fmt.Errorf("starting plugins: %w", err)
 	}
-	logger.Info("plugins started", "count", len(specs), "elapsed_ms", time.Since(started).Milliseconds())
+	logger.Info("plugins started", "count", len(specs), "all_ready", sup.Ready(), "elapsed_ms", time.Since(started).Milliseconds())
 	return sup, nil
 }
 

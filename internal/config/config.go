@@ -109,11 +109,24 @@ type Instance struct {
 	Kind   sdk.PluginKind
 	Name   string
 	Plugin string
+	// Remote, instead of Plugin, is a plugin another process serves
+	// (`<plugin> serve --listen`): the host dials it and never starts it.
+	Remote *Remote
 	// Config is the instance's JSON object for the plugin's Configure;
 	// "{}" when the file gives none.
 	Config json.RawMessage
 	// Pos is "file:line" of the block; "" for built-in defaults.
 	Pos string
+}
+
+// Remote is where a remote plugin serves and the files of the host's
+// side of its mutual TLS (all three, or none on a loopback address).
+type Remote struct {
+	Address    string
+	TLSCert    string // the host's client certificate (PEM)
+	TLSKey     string // its key
+	TLSCA      string // the CA, or the plugin's pinned certificate, its server certificate must chain to
+	ServerName string // the name the server certificate must carry (default: the address's host)
 }
 
 // Realm binds a realm to the provider instance that stores its records.
@@ -138,6 +151,9 @@ type Supervisor struct {
 	KillGrace      time.Duration // a plugin being killed may exit cleanly for this long
 	MaxBackoff     time.Duration // longest wait between restarts of a crash-looping plugin
 	ReindexTimeout time.Duration // bounds one reindex, request and plugin call alike
+	// RequireAll (serve --require-all) fails the start when any instance
+	// cannot start, instead of serving the other realms.
+	RequireAll bool
 }
 
 // Token roles (DESIGN 5.3): what a token's caller may do beyond its realms.

@@ -36,6 +36,14 @@ func (c *Config) HCL() []byte {
 		}
 		body.AppendNewline()
 		b := body.AppendNewBlock(string(in.Kind), []string{in.Name}).Body()
+		if r := in.Remote; r != nil {
+			for _, a := range [][2]string{{"address", r.Address}, {"tls_cert", r.TLSCert}, {"tls_key", r.TLSKey}, {"tls_ca", r.TLSCA}, {"tls_server_name", r.ServerName}} {
+				if a[1] != "" {
+					b.SetAttributeValue(a[0], cty.StringVal(a[1]))
+				}
+			}
+			continue
+		}
 		b.SetAttributeValue("plugin", cty.StringVal(in.Plugin))
 		if cfg := jsonTokens(in.Config); cfg != nil {
 			b.SetAttributeRaw("config", cfg)

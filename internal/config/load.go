@@ -110,8 +110,11 @@ var (
 		}
 		return s
 	}()
+	// An instance names a plugin (started by the host) or the address of
+	// a remote one; Validate requires exactly one.
 	instanceSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
-		{Name: "plugin", Required: true}, {Name: "config"},
+		{Name: "plugin"}, {Name: "config"},
+		{Name: "address"}, {Name: "tls_cert"}, {Name: "tls_key"}, {Name: "tls_ca"}, {Name: "tls_server_name"},
 	}}
 	realmSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 		{Name: "provider", Required: true},
@@ -195,6 +198,24 @@ func (d *decoder) instance(kind sdk.PluginKind, b *hcl.Block) {
 	in := Instance{Kind: kind, Name: b.Labels[0], Config: json.RawMessage("{}"), Pos: lineOf(b.DefRange)}
 	d.at(key, labelRange(b))
 	d.str(content.Attributes, "plugin", key+".plugin", &in.Plugin)
+	var r Remote
+	if d.str(content.Attributes, "address", key+".address", &r.Address) {
+		d.instancePath(content.Attributes, "tls_cert", key, &r.TLSCert)
+		d.instancePath(content.Attributes, "tls_key", key, &r.TLSKey)
+		d.instancePath(content.Attributes, "tls_ca", key, &r.TLSCA)
+		d.str(content.Attributes, "tls_server_name", key+".tls_server_name", &r.ServerName)
+		in.Remote = &r
+	} else {
+		if _, ok := content.Attributes["plugin"]; !ok {
+			d.errorf(b.Body.MissingItemRange().Ptr(), "Missing required argument",
+				`The argument "plugin" (or "address", for a remote plugin) is required, but no definition was found.`)
+		}
+		for _, name := range []string{"tls_cert", "tls_key", "tls_ca", "tls_server_name"} {
+			if attr, ok := content.Attributes[name]; ok {
+				d.errorf(attr.NameRange.Ptr(), "Unexpected "+name, "%s %q: %s belongs to a remote plugin (one with an address).", kind, in.Name, name)
+			}
+		}
+	}
 	if attr, ok := content.Attributes["config"]; ok {
 		d.at(key+".config", attr.Expr.Range())
 		d.recordConfigPositions(key, attr.Expr, nil)
@@ -412,6 +433,14 @@ func (d *decoder) path(attrs hcl.Attributes, name string, dst *string) {
 		*dst = filepath.Join(d.dir, p)
 	}
 	d.cfg.fileValues[name] = *dst
+}
+
+// instancePath reads an instance's file attribute, relative to the config
+// file's directory.
+func (d *decoder) instancePath(attrs hcl.Attributes, name, key string, dst *string) {
+	if d.str(attrs, name, key+"."+name, dst) && *dst != "" && !filepath.IsAbs(*dst) {
+		*dst = filepath.Join(d.dir, *dst)
+	}
 }
 
 func (d *decoder) boolean(attrs hcl.Attributes, name, key string, dst *bool) {

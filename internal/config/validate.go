@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/memhost/memhost/sdk"
+	sdkhost "github.com/memhost/memhost/sdk/host"
 )
 
 // Limits on values.
@@ -201,12 +202,34 @@ func (c *Config) validateInstances(p *problems) {
 		} else {
 			first[in.Name] = i
 		}
-		if problem := checkName(in.Plugin); problem != "" {
-			p.add(key+".plugin", "Invalid plugin name", "%s %q: the plugin (manifest) name %s", in.Kind, in.Name, problem)
+		switch {
+		case in.Remote != nil:
+			c.validateRemote(p, key, in)
+		default:
+			if problem := checkName(in.Plugin); problem != "" {
+				p.add(key+".plugin", "Invalid plugin name", "%s %q: the plugin (manifest) name %s", in.Kind, in.Name, problem)
+			}
 		}
 		if !isJSONObject(in.Config) {
 			p.add(key+".config", "Invalid config", "%s %q: config must be a JSON object.", in.Kind, in.Name)
 		}
+	}
+}
+
+// validateRemote checks an instance with an address: no plugin or config
+// beside it (a remote plugin is configured where it runs, since hosts
+// share it), and mutual TLS off loopback.
+func (c *Config) validateRemote(p *problems, key string, in Instance) {
+	if in.Plugin != "" {
+		p.add(key+".plugin", "Plugin and address", "%s %q: give plugin (the host starts it) or address (a remote plugin), not both.", in.Kind, in.Name)
+	}
+	if _, set := c.pos[key+".config"]; set {
+		p.add(key+".config", "Config of a remote plugin", "%s %q: a remote plugin is configured where it runs (serve --config), not by each host.", in.Kind, in.Name)
+	}
+	r := in.Remote
+	remote := sdkhost.Remote{Address: r.Address, CertFile: r.TLSCert, KeyFile: r.TLSKey, CAFile: r.TLSCA, ServerName: r.ServerName}
+	if err := remote.Check(); err != nil {
+		p.add(key+".address", "Invalid remote plugin", "%s %q: %s.", in.Kind, in.Name, strings.TrimSuffix(err.Error(), ": "+sdk.ErrInvalid.Error()))
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/memhost/memhost/internal/compaction"
+	"github.com/memhost/memhost/internal/pluginhost"
 	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/internal/redact"
 	"github.com/memhost/memhost/sdk"
@@ -41,7 +42,7 @@ func statusOf(code string) int {
 		return http.StatusRequestEntityTooLarge
 	case string(sdk.CodeUnsupported):
 		return http.StatusNotImplemented
-	case string(sdk.CodeUnavailable):
+	case string(sdk.CodeUnavailable), CodeProviderUnavailable:
 		return http.StatusServiceUnavailable
 	case string(sdk.CodeDeadlineExceeded):
 		return http.StatusGatewayTimeout
@@ -70,8 +71,16 @@ func codeOf(err error) string {
 	if errors.Is(err, proposal.ErrTooMany) {
 		return codeTooManyProposals
 	}
+	if errors.Is(err, pluginhost.ErrProviderUnavailable) {
+		return CodeProviderUnavailable
+	}
 	return string(sdk.CodeOf(err))
 }
+
+// CodeProviderUnavailable (503) says the realm's provider instance is not
+// serving: it could not start (a damaged store, a remote plugin out of
+// reach) or is restarting; /readyz says why, and other realms still serve.
+const CodeProviderUnavailable = "provider_unavailable"
 
 type errorBody struct {
 	Error ErrorDetail `json:"error"`

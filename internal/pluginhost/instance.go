@@ -31,15 +31,45 @@ var errBackingOff = fmt.Errorf("waiting to restart: %w", sdk.ErrUnavailable)
 // errExited is the reason recorded when a plugin process is gone.
 var errExited = errors.New("process exited")
 
-// State is where an instance is in its life, as /v1/plugins shows it.
+// State is where an instance is in its life, as /v1/plugins and /readyz
+// show it. Every instance has the same states, whether the host starts
+// its process, reattaches to one (debug mode) or dials a remote one:
+// starting, then ready; when it dies or cannot start, restarting or (with
+// the reason in Status.LastError) backoff until the next attempt.
 type State string
 
 const (
+	StateStarting   State = "starting"   // the host's first start (or connection) is under way
 	StateReady      State = "ready"      // a live, configured process serves calls
-	StateRestarting State = "restarting" // a new process is being started
-	StateBackoff    State = "backoff"    // waiting out the delay before the next start attempt
+	StateRestarting State = "restarting" // a new process is being started (a remote one reconnected)
+	StateBackoff    State = "backoff"    // unavailable: waiting out the delay before the next attempt
 	StateStopped    State = "stopped"    // the host shut the instance down
 )
+
+// ErrProviderUnavailable marks a call refused because its provider
+// instance is not serving: it could not start (a damaged store, a remote
+// plugin out of reach) or is restarting past the call's deadline. The
+// API answers it 503 provider_unavailable. Errors that match it also
+// match sdk.ErrUnavailable.
+var ErrProviderUnavailable = errors.New("provider unavailable")
+
+// downError is an instance's refusal of a call while it does not serve;
+// a provider's matches ErrProviderUnavailable, its text unchanged.
+type downError struct {
+	err      error
+	provider bool
+}
+
+func (e *downError) Error() string { return e.err.Error() }
+func (e *downError) Unwrap() error { return e.err }
+func (e *downError) Is(target error) bool {
+	return e.provider && target == ErrProviderUnavailable
+}
+
+// down marks err as the instance not serving.
+func (i *instance) down(err error) error {
+	return &downError{err: err, provider: i.spec.Kind == sdk.KindProvider}
+}
 
 // instance is one supervised plugin process and its kind client. Its own
 // goroutine (run) health-checks it, kills it when it dies or hangs, and
@@ -71,7 +101,7 @@ type instance struct {
 
 func newInstance(spec Spec, e Entry, opts *Options) *instance {
 	return &instance{spec: spec, entry: e, opts: opts, kick: make(chan struct{}, 1),
-		changed: make(chan struct{}), state: StateRestarting, backoff: opts.MinBackoff}
+		changed: make(chan struct{}), state: StateStarting, backoff: opts.MinBackoff}
 }
 
 // launch starts, verifies and configures a fresh process under ctx (the
@@ -82,6 +112,15 @@ func (i *instance) launch(ctx context.Context) (*host.Conn, any, error) {
 	opts := i.opts.StartOptions
 	opts.Instance = i.spec.Name // the plugin's log lines carry the instance name
 	opts.Logger = warnLogger{Logger: opts.Logger, w: &i.warnings}
+	if i.spec.Remote != nil {
+		// A remote plugin configured itself where it runs: several hosts
+		// share it, and it is not this host's to configure.
+		conn, err := dial(startCtx, i.spec, opts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s %q: %w", i.spec.Kind, i.spec.Name, err)
+		}
+		return i.dispense(conn)
+	}
 	conn, err := Start(startCtx, i.entry, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s %q: %w", i.spec.Kind, i.spec.Name, err)
@@ -94,6 +133,12 @@ func (i *instance) launch(ctx context.Context) (*host.Conn, any, error) {
 		conn.Kill(0)
 		return nil, nil, fmt.Errorf("%s %q: %w", i.spec.Kind, i.spec.Name, err)
 	}
+	return i.dispense(conn)
+}
+
+// dispense answers conn's client of the instance's kind; a plugin that
+// does not serve the kind is refused.
+func (i *instance) dispense(conn *host.Conn) (*host.Conn, any, error) {
 	client, err := conn.Dispense(i.spec.Kind)
 	if err != nil {
 		conn.Kill(0)
@@ -173,7 +218,7 @@ func (i *instance) step(ctx context.Context) time.Duration {
 			return i.opts.HealthInterval
 		}
 		if i.retire(conn, err) {
-			i.opts.Logger.Warn("plugin failed its health check; killing it", "instance", i.spec.Name, "plugin", i.spec.Plugin, "error", err)
+			i.opts.Logger.Warn("plugin failed its health check; killing it", "instance", i.spec.Name, "plugin", i.spec.source(), "error", err)
 		}
 	}
 
@@ -194,25 +239,40 @@ func (i *instance) step(ctx context.Context) time.Duration {
 		return time.Hour
 	}
 	if err != nil {
-		i.mu.Lock()
-		i.failures++
-		i.lastErr = err
-		i.wait = i.backoff
-		i.nextAttempt = time.Now().Add(i.wait)
-		i.backoff = min(i.backoff*2, i.opts.MaxBackoff)
-		i.state = StateBackoff
-		i.changedLocked()
-		wait, failures := i.wait, i.failures
-		i.mu.Unlock()
-		i.opts.Logger.Error("plugin restart failed", "instance", i.spec.Name, "plugin", i.spec.Plugin, "failures", failures, "retry_in_ms", wait.Milliseconds(), "error", err)
+		wait, failures := i.backOff(err)
+		i.opts.Logger.Error("plugin restart failed", "instance", i.spec.Name, "plugin", i.spec.source(), "failures", failures, "retry_in_ms", wait.Milliseconds(), "error", err)
 		return wait
 	}
 	if !i.install(conn, client, true) {
 		conn.Kill(0)
 		return time.Hour
 	}
-	i.opts.Logger.Warn("plugin restarted", "instance", i.spec.Name, "plugin", i.spec.Plugin, "pid", conn.Pid())
+	i.opts.Logger.Warn("plugin restarted", "instance", i.spec.Name, "plugin", i.spec.source(), "pid", conn.Pid())
 	return i.opts.HealthInterval
+}
+
+// backOff records a failed start attempt: the instance is unavailable,
+// with err as the reason, until the next attempt after a growing delay.
+// It answers the delay and the failures so far.
+func (i *instance) backOff(err error) (time.Duration, int) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.failures++
+	i.lastErr = err
+	i.wait = i.backoff
+	i.nextAttempt = time.Now().Add(i.wait)
+	i.backoff = min(i.backoff*2, i.opts.MaxBackoff)
+	i.state = StateBackoff
+	i.changedLocked()
+	return i.wait, i.failures
+}
+
+// failed records the first start's failure; the supervisor goroutine
+// retries it after the backoff.
+func (i *instance) failed(err error) {
+	wait, _ := i.backOff(err)
+	i.opts.Logger.Error("plugin failed to start; calls to it are refused as unavailable until a retry succeeds",
+		"instance", i.spec.Name, "plugin", i.spec.source(), "retry_in_ms", wait.Milliseconds(), "error", err)
 }
 
 // probe is the health check: the process is alive and answers a ping
@@ -305,7 +365,7 @@ func (i *instance) await(ctx context.Context) (any, *host.Conn, error) {
 		i.mu.Lock()
 		if i.closed {
 			i.mu.Unlock()
-			return nil, nil, fmt.Errorf("plugin %s (%s) is shut down: %w", i.spec.Name, i.spec.Plugin, sdk.ErrUnavailable)
+			return nil, nil, i.down(fmt.Errorf("plugin %s (%s) is shut down: %w", i.spec.Name, i.spec.source(), sdk.ErrUnavailable))
 		}
 		if i.conn != nil {
 			c, conn := i.client, i.conn
@@ -316,15 +376,15 @@ func (i *instance) await(ctx context.Context) (any, *host.Conn, error) {
 		i.mu.Unlock()
 		if state == StateBackoff {
 			if dl, ok := ctx.Deadline(); !ok || next.After(dl) || failures > 0 {
-				return nil, nil, fmt.Errorf("plugin %s (%s) is down (%v), next start attempt at %s: %w",
-					i.spec.Name, i.spec.Plugin, last, next.UTC().Format(time.RFC3339), errBackingOff)
+				return nil, nil, i.down(fmt.Errorf("plugin %s (%s) is down (%v), next start attempt at %s: %w",
+					i.spec.Name, i.spec.source(), last, next.UTC().Format(time.RFC3339), errBackingOff))
 			}
 		}
 		i.wake()
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return nil, nil, fmt.Errorf("plugin %s (%s) is %s and was not back within the call's deadline: %w", i.spec.Name, i.spec.Plugin, state, sdk.ErrUnavailable)
+			return nil, nil, i.down(fmt.Errorf("plugin %s (%s) is %s and was not back within the call's deadline: %w", i.spec.Name, i.spec.source(), state, sdk.ErrUnavailable))
 		}
 	}
 }
@@ -352,6 +412,12 @@ func (i *instance) shutdown() {
 func (i *instance) capabilities() sdk.Capabilities {
 	i.mu.Lock()
 	defer i.mu.Unlock()
+	if i.info.Name == "" {
+		// Never up, so nothing declared yet: every capability is assumed,
+		// so a call reaches await and is refused as unavailable (503), not
+		// as unsupported (501) by a plugin that never said.
+		return sdk.AllCapabilities()
+	}
 	return i.info.Capabilities
 }
 
@@ -359,9 +425,16 @@ func (i *instance) status() Status {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	st := Status{
-		Instance: i.spec.Name, Kind: i.spec.Kind, Plugin: i.spec.Plugin, Version: i.entry.Manifest.Version,
-		Kinds: i.entry.Manifest.Kinds, Protocols: i.entry.Manifest.Protocols, Capabilities: i.info.Capabilities,
+		Instance: i.spec.Name, Kind: i.spec.Kind, Capabilities: i.info.Capabilities,
 		Healthy: i.conn != nil && !i.conn.Exited(), State: i.state, Restarts: i.restarts, StartFailures: i.failures,
+	}
+	if m := i.entry.Manifest; m != nil {
+		st.Plugin, st.Version, st.Kinds, st.Protocols = i.spec.Plugin, m.Version, m.Kinds, m.Protocols
+	} else {
+		// A remote plugin has no manifest: what it said of itself when
+		// last reached.
+		st.Address = i.spec.Remote.Address
+		st.Plugin, st.Version, st.Kinds, st.Protocols = i.info.Name, i.info.Version, i.info.Kinds, i.info.Protocols
 	}
 	if i.conn != nil {
 		st.Pid = i.conn.Pid()
@@ -403,11 +476,16 @@ func callWithin[C any, T any](ctx context.Context, i *instance, method string, t
 		if err == nil || !errors.Is(err, sdk.ErrUnavailable) {
 			return v, err
 		}
-		if !i.died(ctx, conn) || !retry || attempt > 0 {
-			return zero, fmt.Errorf("plugin %s (%s): %w", i.spec.Name, i.spec.Plugin, err)
+		if !i.died(ctx, conn) {
+			// The live plugin itself answered unavailable (its database
+			// down, say): the plugin's answer, not the instance's state.
+			return zero, fmt.Errorf("plugin %s (%s): %w", i.spec.Name, i.spec.source(), err)
+		}
+		if !retry || attempt > 0 {
+			return zero, i.down(fmt.Errorf("plugin %s (%s): %w", i.spec.Name, i.spec.source(), err))
 		}
 		// With the request's attributes (its id) from the context logger.
 		log := i.opts.Logger.With(hclog.FromContext(ctx).ImpliedArgs()...)
-		log.Warn("plugin died under a call; retrying once on the restarted process", "instance", i.spec.Name, "plugin", i.spec.Plugin)
+		log.Warn("plugin died under a call; retrying once on the restarted process", "instance", i.spec.Name, "plugin", i.spec.source())
 	}
 }

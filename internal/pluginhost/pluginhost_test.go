@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -629,12 +630,51 @@ func TestSupervisorStartErrors(t *testing.T) {
 		{pluginhost.Spec{Kind: sdk.KindProvider, Name: "main", Plugin: "echo", Config: json.RawMessage(`{"bogus":1}`)}, `unknown field "bogus"`},
 	}
 	for _, c := range cases {
-		sup := pluginhost.New([]pluginhost.Entry{e}, pluginhost.Options{StartOptions: pluginhost.StartOptions{Logger: hclog.NewNullLogger()}})
+		// A plugin that fails to configure fails Start only under
+		// RequireAll; a spec naming no usable plugin fails it always.
+		sup := pluginhost.New([]pluginhost.Entry{e}, pluginhost.Options{StartOptions: pluginhost.StartOptions{Logger: hclog.NewNullLogger()}, RequireAll: true})
 		err := sup.Start(context.Background(), []pluginhost.Spec{c.spec})
 		sup.Close()
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("pluginhost.Start(%+v) = %v, want error containing %q", c.spec, err, c.want)
 		}
+	}
+}
+
+// Without RequireAll an instance that cannot start leaves Start to the
+// others: it backs off with the reason, its calls are refused as
+// provider_unavailable (not as an undeclared capability), and the healthy
+// instance serves.
+func TestSupervisorStartFailureStaysLocal(t *testing.T) {
+	dir, _ := echoDir(t)
+	e := discoverOne(t, dir)
+	sup := pluginhost.New([]pluginhost.Entry{e}, pluginhost.Options{StartOptions: pluginhost.StartOptions{Logger: hclog.NewNullLogger()}, MinBackoff: time.Hour, MaxBackoff: time.Hour})
+	t.Cleanup(sup.Close)
+	err := sup.Start(context.Background(), []pluginhost.Spec{
+		{Kind: sdk.KindProvider, Name: "good", Plugin: "echo"},
+		{Kind: sdk.KindProvider, Name: "bad", Plugin: "echo", Config: json.RawMessage(`{"bogus":1}`)},
+	})
+	if err != nil {
+		t.Fatalf("Start = %v, want the healthy instance started", err)
+	}
+	if sup.Ready() {
+		t.Error("Ready with an instance that failed to start")
+	}
+	st := sup.Status()
+	if st[0].State != pluginhost.StateReady || st[1].State != pluginhost.StateBackoff || !strings.Contains(st[1].LastError, `unknown field "bogus"`) || st[1].NextAttempt == nil {
+		t.Fatalf("status = %+v, want good ready and bad backing off with its reason", st)
+	}
+	good, _ := sup.Provider("good")
+	if _, err := good.Recall(context.Background(), sdk.RecallQuery{Realm: "default", Query: "x"}); err != nil {
+		t.Errorf("healthy instance: %v", err)
+	}
+	bad, _ := sup.Provider("bad")
+	if _, ok := bad.Writer(); !ok {
+		t.Error("a provider that never started answers no Writer: its writes would be 501, not 503")
+	}
+	_, err = writer(t, bad).Remember(context.Background(), "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "x"}})
+	if !errors.Is(err, pluginhost.ErrProviderUnavailable) || !errors.Is(err, sdk.ErrUnavailable) || !strings.Contains(err.Error(), "bogus") {
+		t.Errorf("write to the failed instance: err = %v, want provider unavailable with the reason", err)
 	}
 }
 
@@ -740,5 +780,38 @@ func TestSupervisorObservesEveryProviderCall(t *testing.T) {
 	want := []string{"main recall ok", "main remember ok", "main get unsupported"}
 	if !slices.Equal(seen, want) {
 		t.Fatalf("observed %q, want %q", seen, want)
+	}
+}
+
+// A remote plugin out of reach at start is an instance like any other
+// that cannot start: backing off with the reason and its address, its
+// calls refused as provider_unavailable, the supervisor not ready.
+func TestSupervisorRemoteOutOfReach(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	sup := pluginhost.New(nil, pluginhost.Options{StartOptions: pluginhost.StartOptions{Logger: hclog.NewNullLogger()}, MinBackoff: time.Hour, MaxBackoff: time.Hour})
+	t.Cleanup(sup.Close)
+	if err := sup.Start(context.Background(), []pluginhost.Spec{{Kind: sdk.KindProvider, Name: "far", Remote: &host.Remote{Address: addr}}}); err != nil {
+		t.Fatalf("Start = %v, want the unreachable remote left backing off", err)
+	}
+	st := sup.Status()[0]
+	if st.State != pluginhost.StateBackoff || st.Address != addr || st.Healthy || !strings.Contains(st.LastError, "connection refused") {
+		t.Fatalf("status = %+v, want backoff at %s with the reason", st, addr)
+	}
+	if sup.Ready() {
+		t.Error("Ready with the remote out of reach")
+	}
+	p, _ := sup.Provider("far")
+	if _, err := p.Recall(context.Background(), sdk.RecallQuery{Realm: "default", Query: "x"}); !errors.Is(err, pluginhost.ErrProviderUnavailable) {
+		t.Errorf("recall = %v, want provider unavailable", err)
+	}
+	sup2 := pluginhost.New(nil, pluginhost.Options{StartOptions: pluginhost.StartOptions{Logger: hclog.NewNullLogger()}, RequireAll: true})
+	defer sup2.Close()
+	if err := sup2.Start(context.Background(), []pluginhost.Spec{{Kind: sdk.KindProvider, Name: "far", Remote: &host.Remote{Address: addr}}}); err == nil || !strings.Contains(err.Error(), `provider "far"`) {
+		t.Errorf("Start under RequireAll = %v, want the refusal naming the instance", err)
 	}
 }

@@ -18,11 +18,23 @@ import (
 type Spec struct {
 	Kind   sdk.PluginKind
 	Name   string // instance name from the config
-	Plugin string // manifest name
+	Plugin string // manifest name; "" for a remote plugin
 	Config json.RawMessage
+	// Remote, when set, is where a plugin the host does not start serves
+	// (`<plugin> serve --listen`); Plugin and Config are unused.
+	Remote *host.Remote
 }
 
 func (s Spec) key() string { return string(s.Kind) + "/" + s.Name }
+
+// source names where the instance's plugin comes from in messages: its
+// manifest name, or a remote one's address.
+func (s Spec) source() string {
+	if s.Remote != nil {
+		return "remote " + s.Remote.Address
+	}
+	return s.Plugin
+}
 
 // Defaults of the supervision settings (the config file's supervisor
 // block starts from these).
@@ -61,6 +73,10 @@ type Options struct {
 	MinBackoff, MaxBackoff time.Duration
 	// ObserveCall, when set, is told the duration of every plugin call.
 	ObserveCall CallObserver
+	// RequireAll makes Start fail, stopping every instance, when any
+	// instance fails to start. Without it such an instance backs off and
+	// is retried, its calls refused as unavailable, while the others serve.
+	RequireAll bool
 }
 
 func (o *Options) defaults() {
@@ -126,13 +142,22 @@ func New(entries []Entry, opts Options) *Supervisor {
 }
 
 // Start launches and configures every instance, in parallel and each
-// within the start timeout. If any fails, all are stopped and the errors
-// are returned together, one line per plugin.
+// within the start timeout. A spec that names no usable plugin fails
+// Start. An instance that fails to start fails it too under RequireAll
+// (every instance is then stopped, the errors returned one line per
+// plugin); otherwise the failure is logged, the instance backs off in
+// StateBackoff with the reason, and its supervisor retries it.
 func (s *Supervisor) Start(ctx context.Context, specs []Spec) error {
 	var errs []error
 	for _, spec := range specs {
 		if _, dup := s.instances[spec.key()]; dup {
 			errs = append(errs, fmt.Errorf("%s %q is configured twice", spec.Kind, spec.Name))
+			continue
+		}
+		if spec.Remote != nil {
+			inst := newInstance(spec, Entry{}, &s.opts)
+			s.instances[spec.key()] = inst
+			s.order = append(s.order, inst)
 			continue
 		}
 		e, ok := s.entries[spec.Plugin]
@@ -166,9 +191,14 @@ func (s *Supervisor) Start(ctx context.Context, specs []Spec) error {
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(results...); err != nil {
+	if err := errors.Join(results...); err != nil && s.opts.RequireAll {
 		s.Close()
 		return err
+	}
+	for i, err := range results {
+		if err != nil {
+			s.order[i].failed(err)
+		}
 	}
 	for _, inst := range s.order {
 		s.wg.Add(1)
@@ -217,7 +247,9 @@ type Status struct {
 	NextAttempt   *time.Time `json:"next_attempt,omitempty"`
 	BackoffMillis int64      `json:"backoff_ms,omitempty"`
 	Pid           int        `json:"pid,omitempty"`
-	LastError     string     `json:"last_error,omitempty"`
+	// Address is a remote plugin's (its host does not start it).
+	Address   string `json:"address,omitempty"`
+	LastError string `json:"last_error,omitempty"`
 	// Warnings are the latest warning and error lines the instance's
 	// processes logged (a broken file a provider skipped, say), oldest
 	// first.

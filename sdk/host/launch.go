@@ -62,13 +62,15 @@ type LaunchOptions struct {
 
 // Conn is a live connection to one plugin process.
 type Conn struct {
-	name   string
-	client *plugin.Client
-	rpc    plugin.ClientProtocol
-	meta   pb.PluginClient
-	info   sdk.Info
-	host   Host
-	stop   func()
+	name string
+	// peer is the process (or, for a remote plugin, the connection) the
+	// host supervises: whether it is gone, its pid, how to end it.
+	peer peer
+	rpc  plugin.ClientProtocol
+	meta pb.PluginClient
+	info sdk.Info
+	host Host
+	stop func()
 	// kill ends the process with SIGKILL. go-plugin's own Kill first asks
 	// the plugin to shut down and waits for the answer without a bound,
 	// so a stopped (SIGSTOP) or wedged process would never go away.
@@ -176,7 +178,7 @@ func launch(ctx context.Context, opts LaunchOptions, reattach *plugin.ReattachCo
 	if err != nil {
 		return nil, s.failed(client, fmt.Sprintf("no plugin service: %v", err), sdk.ErrUnavailable)
 	}
-	c := &Conn{name: opts.Name, client: client, rpc: rpc, meta: raw.(pb.PluginClient), host: opts.Host,
+	c := &Conn{name: opts.Name, peer: processPeer{client}, rpc: rpc, meta: raw.(pb.PluginClient), host: opts.Host,
 		stopping: s.stopping, done: make(chan struct{}), sockets: s.sockets}
 	if reattach == nil {
 		c.kill = s.kill
@@ -368,12 +370,29 @@ func (c *Conn) Ping() error {
 	return nil
 }
 
-// Exited reports whether the plugin process has exited.
-func (c *Conn) Exited() bool { return c.client.Exited() }
+// Exited reports whether the plugin process has exited (a remote
+// plugin's: whether the host closed the connection).
+func (c *Conn) Exited() bool { return c.peer.Exited() }
 
-// Pid is the plugin's process id (0 when unknown).
-func (c *Conn) Pid() int {
-	if rc := c.client.ReattachConfig(); rc != nil {
+// Pid is the plugin's process id (0 when unknown, and for a remote one).
+func (c *Conn) Pid() int { return c.peer.Pid() }
+
+// peer is what a Conn is connected to.
+type peer interface {
+	Exited() bool
+	Pid() int
+	// Kill ends it: a started process is asked to exit, a remote
+	// plugin's connection closed.
+	Kill()
+}
+
+// processPeer is a process go-plugin started or reattached to.
+type processPeer struct{ client *plugin.Client }
+
+func (p processPeer) Exited() bool { return p.client.Exited() }
+func (p processPeer) Kill()        { p.client.Kill() }
+func (p processPeer) Pid() int {
+	if rc := p.client.ReattachConfig(); rc != nil {
 		return rc.Pid
 	}
 	return 0
@@ -393,7 +412,7 @@ func (c *Conn) Kill(grace time.Duration) {
 			c.stopping.Store(true)
 		}
 		go func() {
-			c.client.Kill()
+			c.peer.Kill()
 			if c.stop != nil {
 				c.stop()
 			}

@@ -1,9 +1,12 @@
 package wire
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 )
 
@@ -73,4 +76,35 @@ func (t ReattachTarget) Addr() (net.Addr, error) {
 		return net.ResolveUnixAddr("unix", t.Address)
 	}
 	return net.ResolveTCPAddr("tcp", t.Address)
+}
+
+// IsLoopbackHost reports whether host (an address's host part) is a
+// loopback IP or "localhost": only there may a plugin connection go
+// without TLS.
+func IsLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// LoadTLS reads one end's mutual TLS files: its certificate and key, and
+// the CA certificates (or pinned self-signed ones) the peer's certificate
+// must chain to, all PEM. The files are read at each call, so a renewed
+// certificate is used from the next connection on.
+func LoadTLS(certFile, keyFile, caFile string) (tls.Certificate, *x509.CertPool, error) {
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return tls.Certificate{}, nil, fmt.Errorf("certificate %s and key %s: %v", certFile, keyFile, err)
+	}
+	data, err := os.ReadFile(caFile)
+	if err != nil {
+		return tls.Certificate{}, nil, fmt.Errorf("CA file: %v", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(data) {
+		return tls.Certificate{}, nil, fmt.Errorf("CA file %s: no PEM certificate in it", caFile)
+	}
+	return pair, pool, nil
 }

@@ -1,0 +1,4 @@
+provider "local" {
+  plugin = "sqlite"
+  tls_ca = "ca.pem"
+}
