@@ -13,6 +13,7 @@ import (
 
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 // Episode is one absorbed message and its position in the conversation's
@@ -67,9 +68,20 @@ type EpisodeArchive struct {
 var ErrArchive = errors.New("archiving the absorbed messages failed")
 
 // archiveProvider is what the archive needs of a provider.
-type archiveProvider interface {
-	sdk.RecordWriter
-	sdk.RecordForgetter
+type archiveProvider struct {
+	w sdk.RecordWriter
+	f sdk.RecordForgetter
+	g sdk.RecordGetter // nil when the provider cannot fetch
+}
+
+// capable answers the provider's writer and forgetter (and getter, if
+// any); ok is false when it lacks either of the two.
+func capable(raw sdk.Provider) (archiveProvider, bool) {
+	hp := host.ProviderOf(raw)
+	w, okW := hp.Writer()
+	f, okF := hp.Forgetter()
+	g, _ := hp.Getter()
+	return archiveProvider{w: w, f: f, g: g}, okW && okF
 }
 
 // provider answers the realm's provider when the realm archives and the
@@ -78,19 +90,18 @@ type archiveProvider interface {
 func (a *EpisodeArchive) provider(realm string) (p archiveProvider, pol ArchivePolicy, ok bool, err error) {
 	pol = a.Policy(realm)
 	if !pol.Enabled {
-		return nil, pol, false, nil
+		return p, pol, false, nil
 	}
 	raw, err := a.Provider(realm)
 	if err != nil {
-		return nil, pol, false, err
+		return p, pol, false, err
 	}
-	if !sdk.Supports(raw, sdk.CapWrite) || !sdk.Supports(raw, sdk.CapForget) {
+	if p, ok = capable(raw); !ok {
 		if _, seen := a.warned.LoadOrStore(realm, struct{}{}); !seen && a.Logger != nil {
 			a.Logger.Warn("the realm's provider cannot write and forget records; compactions are not archived", "realm", realm)
 		}
-		return nil, pol, false, nil
 	}
-	return raw.(archiveProvider), pol, true, nil
+	return p, pol, ok, nil
 }
 
 func (a *EpisodeArchive) now() time.Time {
@@ -119,7 +130,7 @@ func (a *EpisodeArchive) Archive(ctx context.Context, id sdk.Identity, conversat
 		if err := clearStale(ctx, p, id.Realm, batch); err != nil {
 			return fmt.Errorf("%w: conversation %s: %w", ErrArchive, conversation, err)
 		}
-		if _, err := p.Remember(ctx, id.Realm, batch); err != nil {
+		if _, err := p.w.Remember(ctx, id.Realm, batch); err != nil {
 			return fmt.Errorf("%w: conversation %s: %w", ErrArchive, conversation, err)
 		}
 	}
@@ -127,7 +138,7 @@ func (a *EpisodeArchive) Archive(ctx context.Context, id sdk.Identity, conversat
 		// The positions this slice pushed out of the newest MaxRecords;
 		// earlier ones went with earlier slices.
 		first := max(0, eps[0].Seq-pol.MaxRecords)
-		if err := forgetRange(ctx, p, id.Realm, conversation, first, end-pol.MaxRecords); err != nil {
+		if err := forgetRange(ctx, p.f, id.Realm, conversation, first, end-pol.MaxRecords); err != nil {
 			return fmt.Errorf("%w: conversation %s: retention: %w", ErrArchive, conversation, err)
 		}
 	}
@@ -140,8 +151,7 @@ func (a *EpisodeArchive) Archive(ctx context.Context, id sdk.Identity, conversat
 // conversation was deleted and restarted). Without this, their ids would
 // refuse the new episodes forever.
 func clearStale(ctx context.Context, p archiveProvider, realm string, batch []sdk.Record) error {
-	g, ok := p.(sdk.RecordGetter)
-	if !ok {
+	if p.g == nil {
 		return nil
 	}
 	ids := make([]string, len(batch))
@@ -150,7 +160,7 @@ func clearStale(ctx context.Context, p archiveProvider, realm string, batch []sd
 		ids[i] = r.ID
 		want[r.ID] = string(r.Scope) + "\x00" + sdk.ContentHash(r.Title, r.Body)
 	}
-	found, err := g.Get(ctx, realm, ids)
+	found, err := p.g.Get(ctx, realm, ids)
 	if err != nil {
 		return err
 	}
@@ -163,7 +173,7 @@ func clearStale(ctx context.Context, p archiveProvider, realm string, batch []sd
 	if len(stale) == 0 {
 		return nil
 	}
-	_, err = p.Forget(ctx, realm, stale)
+	_, err = p.f.Forget(ctx, realm, stale)
 	return err
 }
 
@@ -173,19 +183,19 @@ func (a *EpisodeArchive) Forget(ctx context.Context, realm, conversation string,
 	if err != nil {
 		return fmt.Errorf("forget the archive of conversation %s: %w", conversation, err)
 	}
-	p, ok := raw.(archiveProvider)
-	if !ok || !sdk.Supports(raw, sdk.CapForget) {
+	p, ok := capable(raw)
+	if !ok {
 		return nil // it never archived (see provider)
 	}
 	// Whatever the realm's setting is now: it may have archived before.
-	if err := forgetRange(ctx, p, realm, conversation, 0, absorbed); err != nil {
+	if err := forgetRange(ctx, p.f, realm, conversation, 0, absorbed); err != nil {
 		return fmt.Errorf("forget the archive of conversation %s: %w", conversation, err)
 	}
 	// A compaction that archived and was never committed left episodes
 	// right after the watermark, contiguous: forget batches until one
 	// finds nothing.
 	for from := absorbed; ; from += sdk.MaxBatch {
-		n, err := p.Forget(ctx, realm, episodeIDs(realm, conversation, from, from+sdk.MaxBatch))
+		n, err := p.f.Forget(ctx, realm, episodeIDs(realm, conversation, from, from+sdk.MaxBatch))
 		if err != nil {
 			return fmt.Errorf("forget the archive of conversation %s: %w", conversation, err)
 		}

@@ -224,7 +224,7 @@ func TestInjectedMemoryIsNotAbsorbed(t *testing.T) {
 	f := &fakeCompactor{}
 	s := archived(p, ArchivePolicy{Enabled: true}, Options{Compactor: f, Echoes: stripMarker{}})
 	ctx := context.Background()
-	r := req("<<injected locker code 4711>>", "hello <<injected locker>>world")
+	r := req("<<injected locker code 4711>>", "<<injected locker>>\nhello world")
 	res, err := s.Compact(ctx, r)
 	if err != nil {
 		t.Fatal(err)
@@ -238,7 +238,7 @@ func TestInjectedMemoryIsNotAbsorbed(t *testing.T) {
 	}
 	// A slice of injected memory alone moves the watermark, summarises and
 	// archives nothing.
-	res, err = s.Compact(ctx, req("<<injected locker code 4711>>", "hello <<injected locker>>world", "<<injected again>>"))
+	res, err = s.Compact(ctx, req("<<injected locker code 4711>>", "<<injected locker>>\nhello world", "<<injected again>>"))
 	if err != nil || res.Absorbed != 3 || f.callCount() != 1 {
 		t.Errorf("injected-only slice: %+v %v, %d compactor calls", res, err, f.callCount())
 	}

@@ -457,11 +457,13 @@ func (s *Service) absorbable(req Request, start int, slice []sdk.Message) []Epis
 	out := make([]Episode, 0, len(slice))
 	for i, m := range slice {
 		if s.opts.Echoes != nil {
-			stripped := s.opts.Echoes.StripInjected(req.Identity, req.Session, m.Content)
-			if stripped != m.Content && strings.TrimSpace(stripped) == "" {
-				continue
+			if stripped := s.opts.Echoes.StripInjected(req.Identity, req.Session, m.Content); stripped != m.Content {
+				// The line breaks that joined the memory to the rest go
+				// with it.
+				if m.Content = strings.TrimSpace(stripped); m.Content == "" {
+					continue
+				}
 			}
-			m.Content = stripped
 		}
 		if s.opts.Renderer != nil {
 			m = sdk.Message{Role: s.opts.Renderer.RenderText(req.Identity, m.Role, coordinator.TextLabel), Content: s.opts.Renderer.RenderText(req.Identity, m.Content, coordinator.TextSummary)}
