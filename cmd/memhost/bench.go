@@ -254,7 +254,7 @@ func (b *benchHost) post(ctx context.Context, path string, body, out any) error 
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		answer, _ := io.ReadAll(resp.Body)
-		return fmt.Errorf("POST %s: %d %s", path, resp.StatusCode, answer)
+		return &benchHTTPError{path: path, status: resp.StatusCode, body: answer}
 	}
 	// Decoded as it is read, in one pass (Unmarshal of a read-all copy
 	// scans the answer twice): this client's time counts in the HTTP rows.

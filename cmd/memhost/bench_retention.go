@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -127,6 +128,11 @@ func runRetention(ctx context.Context, o benchOptions, w, progress io.Writer) er
 // retentionHost is a bench host that compacts.
 type retentionHost struct{ *benchHost }
 
+// compactAttempts bounds the tries of one compaction: on this loaded
+// machine a provider write can outlast the host's 30 s request timeout,
+// and a compaction is safe to retry (its archive write is idempotent).
+const compactAttempts = 3
+
 // Compact implements bench.CompactTarget.
 func (h retentionHost) Compact(ctx context.Context, realm, identity, conversation string, evicted []bench.Message) (string, error) {
 	var out struct {
@@ -134,7 +140,25 @@ func (h retentionHost) Compact(ctx context.Context, realm, identity, conversatio
 			Content string `json:"content"`
 		} `json:"artifact"`
 	}
-	err := h.post(ctx, "/v1/conversations/"+conversation+"/compact",
-		map[string]any{"identity": map[string]string{"realm": realm, "id": identity}, "evicted": evicted}, &out)
+	body := map[string]any{"identity": map[string]string{"realm": realm, "id": identity}, "evicted": evicted}
+	var err error
+	for range compactAttempts {
+		err = h.post(ctx, "/v1/conversations/"+conversation+"/compact", body, &out)
+		var he *benchHTTPError
+		if !errors.As(err, &he) || (he.status != http.StatusServiceUnavailable && he.status != http.StatusGatewayTimeout) {
+			break
+		}
+	}
 	return out.Artifact.Content, err
+}
+
+// benchHTTPError is a bench request answered with a status other than 200.
+type benchHTTPError struct {
+	path   string
+	status int
+	body   []byte
+}
+
+func (e *benchHTTPError) Error() string {
+	return fmt.Sprintf("POST %s: %d %s", e.path, e.status, e.body)
 }

@@ -76,8 +76,8 @@ const killAfterArchiveEnv = "MEMHOST_TEST_KILL_AFTER_ARCHIVE"
 
 type killingArchive struct{ compaction.Archiver }
 
-func (k killingArchive) Archive(ctx context.Context, id sdk.Identity, conversation string, end int, eps []compaction.Episode) error {
-	err := k.Archiver.Archive(ctx, id, conversation, end, eps)
+func (k killingArchive) Archive(ctx context.Context, id sdk.Identity, conversation string, start, end int, eps []compaction.Episode) error {
+	err := k.Archiver.Archive(ctx, id, conversation, start, end, eps)
 	if err == nil {
 		if self, ferr := os.FindProcess(os.Getpid()); ferr == nil {
 			_ = self.Kill() // SIGKILL on Unix

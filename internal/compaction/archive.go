@@ -26,10 +26,11 @@ type Episode struct {
 // Archiver keeps verbatim what a compaction absorbs, so recall and
 // injection can bring back a detail the summary dropped.
 type Archiver interface {
-	// Archive stores the episodes of a slice that ends at position end,
-	// before the summary that absorbs them is committed. It must be
-	// idempotent: a retried compaction archives the same slice again.
-	Archive(ctx context.Context, id sdk.Identity, conversation string, end int, eps []Episode) error
+	// Archive stores the episodes of the slice [start, end) (a message
+	// that was only injected memory has none), before the summary that
+	// absorbs them is committed. It must be idempotent: a retried
+	// compaction archives the same slice again.
+	Archive(ctx context.Context, id sdk.Identity, conversation string, start, end int, eps []Episode) error
 	// Forget removes a conversation's archive: the first absorbed
 	// positions and whatever a compaction that never committed left
 	// beyond them.
@@ -112,12 +113,12 @@ func (a *EpisodeArchive) now() time.Time {
 }
 
 // Archive implements Archiver.
-func (a *EpisodeArchive) Archive(ctx context.Context, id sdk.Identity, conversation string, end int, eps []Episode) error {
+func (a *EpisodeArchive) Archive(ctx context.Context, id sdk.Identity, conversation string, start, end int, eps []Episode) error {
 	p, pol, ok, err := a.provider(id.Realm)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrArchive, err)
 	}
-	if !ok || len(eps) == 0 {
+	if !ok {
 		return nil
 	}
 	now := a.now().UTC()
@@ -125,8 +126,8 @@ func (a *EpisodeArchive) Archive(ctx context.Context, id sdk.Identity, conversat
 	for i, ep := range eps {
 		recs[i] = episodeRecord(id, conversation, ep, now, pol)
 	}
-	for start := 0; start < len(recs); start += sdk.MaxBatch {
-		batch := recs[start:min(start+sdk.MaxBatch, len(recs))]
+	for from := 0; from < len(recs); from += sdk.MaxBatch {
+		batch := recs[from:min(from+sdk.MaxBatch, len(recs))]
 		if err := clearStale(ctx, p, id.Realm, batch); err != nil {
 			return fmt.Errorf("%w: conversation %s: %w", ErrArchive, conversation, err)
 		}
@@ -137,7 +138,7 @@ func (a *EpisodeArchive) Archive(ctx context.Context, id sdk.Identity, conversat
 	if pol.MaxRecords > 0 {
 		// The positions this slice pushed out of the newest MaxRecords;
 		// earlier ones went with earlier slices.
-		first := max(0, eps[0].Seq-pol.MaxRecords)
+		first := max(0, start-pol.MaxRecords)
 		if err := forgetRange(ctx, p.f, id.Realm, conversation, first, end-pol.MaxRecords); err != nil {
 			return fmt.Errorf("%w: conversation %s: retention: %w", ErrArchive, conversation, err)
 		}

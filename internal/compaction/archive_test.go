@@ -111,7 +111,7 @@ func TestArchiveFailureCommitsNothing(t *testing.T) {
 	// The archive written by a compaction that never committed (a host
 	// killed between the two): the retry stores it once.
 	st, _, _ := s.opts.Store.Load(ctx, Key{Realm: "default", Conversation: "c1"})
-	if err := s.opts.Archive.Archive(ctx, alice, "c1", 3, []Episode{{Seq: 2, Message: sdk.Message{Role: "user", Content: "c"}}}); err != nil {
+	if err := s.opts.Archive.Archive(ctx, alice, "c1", 2, 3, []Episode{{Seq: 2, Message: sdk.Message{Role: "user", Content: "c"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Compact(ctx, Request{Identity: alice, Conversation: "c1", Evicted: msgs("a", "b", "c")}); err != nil {
@@ -147,6 +147,25 @@ func TestArchiveRetention(t *testing.T) {
 	}
 }
 
+// TestArchiveRetentionPastInjectedSlices: a slice of injected memory
+// alone archives nothing but still pushes older episodes out.
+func TestArchiveRetentionPastInjectedSlices(t *testing.T) {
+	p := coordinatortest.NewProvider(coordinatortest.AllCapabilities...)
+	s := archived(p, ArchivePolicy{Enabled: true, MaxRecords: 2}, Options{Echoes: stripMarker{}})
+	ctx := context.Background()
+	all := []string{"a", "b"}
+	for _, more := range [][]string{nil, {"<<injected x>>", "<<injected y>>"}, {"c"}} {
+		all = append(all, more...)
+		if _, err := s.Compact(ctx, req(all...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eps := episodes(t, p)
+	if _, ok := eps[4]; len(eps) != 1 || !ok {
+		t.Errorf("kept %v, want position 4 alone (2 and 3 were injected memory)", eps)
+	}
+}
+
 func TestArchiveOffAndUnableProviders(t *testing.T) {
 	ctx := context.Background()
 	p := coordinatortest.NewProvider(coordinatortest.AllCapabilities...)
@@ -178,7 +197,7 @@ func TestForgetRemovesTheArchive(t *testing.T) {
 	if _, err := s.Compact(ctx, req("a", "b")); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.opts.Archive.Archive(ctx, alice, "c1", 3, []Episode{{Seq: 2, Message: sdk.Message{Role: "user", Content: "uncommitted"}}}); err != nil {
+	if err := s.opts.Archive.Archive(ctx, alice, "c1", 2, 3, []Episode{{Seq: 2, Message: sdk.Message{Role: "user", Content: "uncommitted"}}}); err != nil {
 		t.Fatal(err)
 	}
 	p.MustAdd("default", sdk.Record{Scope: "identity:alice", Kind: sdk.KindFact, Title: "kept", Body: "not an episode"})

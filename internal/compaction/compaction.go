@@ -342,7 +342,7 @@ func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
 	// between the two has committed nothing, and the retry compacts and
 	// archives the same slice again, which stores nothing twice.
 	if s.opts.Archive != nil {
-		if err := s.opts.Archive.Archive(ctx, req.Identity, req.Conversation, next.Watermark, eps); err != nil {
+		if err := s.opts.Archive.Archive(ctx, req.Identity, req.Conversation, st.Watermark, next.Watermark, eps); err != nil {
 			s.log(ctx).Warn("archiving failed; watermark kept", "realm", key.Realm, "conversation", key.Conversation,
 				"watermark", st.Watermark, "error", err)
 			return Result{}, err
