@@ -197,15 +197,7 @@ func TestArchiveRepairsAfterKill(t *testing.T) {
 	if ws, ok := m.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("memhost ended with %v, want SIGKILL\n%s", m.cmd.ProcessState, m.logs())
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for _, pid := range pids {
-		for alive(pid) {
-			if time.Now().After(deadline) {
-				t.Fatalf("plugin pid %d outlived its killed host", pid)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	waitGone(t, pids)
 
 	m, err = startWithConfig(t, cfgPath, dataDir)
 	if err != nil {
