@@ -73,7 +73,12 @@ directory per provider) and measure, per provider:
   - LoCoMo retrieval: every turn remembered as one record, each question of
     categories 1-4 recalled (turn and session recall at k = 5, 10, 20) and
     injected into a fresh session (the share of evidence delivered under the
-    default budget), dev (samples 0-4) and held-out (5-9) apart.
+    default budget), dev (samples 0-4) and held-out (5-9) apart;
+  - retention through compaction (sqlite, template compactor): LoCoMo and
+    LongMemEval conversations replayed through compaction with a fixed
+    window, then each question's evidence turns counted as they reach the
+    model through the window, the summary and the archive (via injection),
+    against a baseline that stores every turn.
 
 Results are printed as Markdown. Runs are reproducible with --seed.`,
 		Example: `  memhost bench --quick
