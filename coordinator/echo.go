@@ -23,11 +23,17 @@ func (c *Coordinator) StripInjected(id sdk.Identity, session, s string) string {
 	if session != "" {
 		sessions = append(sessions, session)
 	}
+	// Line breaks are normalised as the envelope wrote them, but only a
+	// text that held an envelope comes back changed.
+	text := normalizeNewlines(s)
 	for _, sess := range sessions {
 		header := c.env.Header(id, DeriveNonce(c.hostKey, SessionKey{Realm: id.Realm, Identity: id.ID, Session: sess}))
-		s = stripEnvelopes(normalizeNewlines(s), header)
+		text = stripEnvelopes(text, header)
 	}
-	return s
+	if text == normalizeNewlines(s) {
+		return s
+	}
+	return text
 }
 
 // stripEnvelopes removes every header and the observations right after it.

@@ -29,6 +29,7 @@ func TestStripInjected(t *testing.T) {
 		{"another session's", inS2, inS2},
 		{"forged nonce", forged, forged},
 		{"no envelope", "hello [mem-token: x]", "hello [mem-token: x]"},
+		{"no envelope, CR LF kept", "a\r\nb [mem-token: x]", "a\r\nb [mem-token: x]"},
 	}
 	for _, c := range cases {
 		if got := f.c.StripInjected(alice, "s1", c.in); got != c.want {
