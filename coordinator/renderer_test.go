@@ -15,16 +15,18 @@ import (
 // that put rendered text into markup. A new caller is a surface bypassing
 // the renderer, and fails this test until it goes through render (or, for
 // text no model reads, such as a recall query, is listed here with why).
+// StripInjected reads the header (and inbound line breaks) to cut this
+// host's injected memory out of evicted text; it renders nothing.
 var renderPrimitives = map[string][]string{
 	"Defang":            {"render"},
 	"DefangContent":     {"DefangInbound"},
-	"normalizeNewlines": {"render"},
+	"normalizeNewlines": {"render", "StripInjected"},
 	"replaceControls":   {"render"},
 	// Queries are compacted too; no model reads them.
 	"compactSpace":      {"render", "AssembleBuildInjection", "InjectForTurn", "injectForTurn"},
 	"appendAttr":        {"appendObservation"},
 	"appendEscaped":     {"appendObservation", "indexRow", "RenderSummary"},
-	"Header":            {"Render", "AssembleBuildInjection"},
+	"Header":            {"Render", "AssembleBuildInjection", "StripInjected"},
 	"appendObservation": {"pack"},
 }
 

@@ -40,9 +40,12 @@ const (
 	KindRelationship RecordKind = "relationship"
 	KindOpenLoop     RecordKind = "open_loop"
 	KindReference    RecordKind = "reference"
+	// KindEpisode is a message of a conversation kept verbatim (the
+	// compaction archive writes them, one per evicted message).
+	KindEpisode RecordKind = "episode"
 )
 
-var recordKinds = []RecordKind{KindPreference, KindFact, KindGotcha, KindProcedure, KindRelationship, KindOpenLoop, KindReference}
+var recordKinds = []RecordKind{KindPreference, KindFact, KindGotcha, KindProcedure, KindRelationship, KindOpenLoop, KindReference, KindEpisode}
 
 // Trust orders how far a record's origin is believed; higher is more trusted.
 type Trust string

@@ -48,6 +48,9 @@ type benchOptions struct {
 	svg        string
 	categories bool
 	multiHost  bool
+	// compactor, when set, is the HCL body of the bench host's compactor.
+	compactor string
+	retention retentionOptions
 }
 
 func benchCommand() *cobra.Command {
@@ -70,7 +73,12 @@ directory per provider) and measure, per provider:
   - LoCoMo retrieval: every turn remembered as one record, each question of
     categories 1-4 recalled (turn and session recall at k = 5, 10, 20) and
     injected into a fresh session (the share of evidence delivered under the
-    default budget), dev (samples 0-4) and held-out (5-9) apart.
+    default budget), dev (samples 0-4) and held-out (5-9) apart;
+  - retention through compaction (sqlite, template compactor): LoCoMo and
+    LongMemEval conversations replayed through compaction with a fixed
+    window, then each question's evidence turns counted as they reach the
+    model through the window, the summary and the archive (via injection),
+    against a baseline that stores every turn.
 
 Results are printed as Markdown. Runs are reproducible with --seed.`,
 		Example: `  memhost bench --quick
@@ -80,6 +88,7 @@ Results are printed as Markdown. Runs are reproducible with --seed.`,
 			var err error
 			if quick {
 				o.queries, sizes, clients, samples = 60, "1000", "1,8", "0,5"
+				o.retention.questions = 2
 			}
 			if o.sizes, err = intList(sizes, 1); err != nil {
 				return fmt.Errorf("--sizes: %w", err)
@@ -128,7 +137,8 @@ Results are printed as Markdown. Runs are reproducible with --seed.`,
 	f.StringVar(&o.svg, "svg", "", "also write the latency chart as SVG to this file")
 	f.BoolVar(&o.categories, "categories", true, "LoCoMo rows per question category too")
 	f.BoolVar(&o.multiHost, "multihost", false, "also measure turns/s through two hosts sharing PostgreSQL against one (needs $"+postgresDSNEnv+")")
-	f.BoolVar(&quick, "quick", false, "a run under two minutes: 1,000 records, 60 queries, LoCoMo samples 0 and 5")
+	f.BoolVar(&quick, "quick", false, "a run under two minutes: 1,000 records, 60 queries, LoCoMo samples 0 and 5, 2 LongMemEval replays")
+	retentionFlags(f, &o.retention)
 	return cmd
 }
 
@@ -182,8 +192,12 @@ func startBenchHostIn(ctx context.Context, dir string, o benchOptions, provider 
 	// The recall deadline is raised far above any latency measured: the
 	// benchmark reports slow recalls in its percentiles rather than dying
 	// on the first one past the 500 ms production default.
-	hcl := fmt.Sprintf("data_dir = %q\nlog_level = \"error\"\n%s\nprovider \"main\" {\n  plugin = %q\n  config = %s\n}\nrealm \"default\" { provider = \"main\" }\ncoordinator { recall_timeout_ms = 30000 }\n%s",
-		filepath.Join(dir, "data"), pluginDirLine(o.pluginDir), provider, providerConfig, extra)
+	coordinator := "coordinator { recall_timeout_ms = 30000 }"
+	if o.compactor != "" {
+		coordinator = "compactor \"bench\" " + o.compactor + "\ncoordinator {\n  recall_timeout_ms = 30000\n  compactor = \"bench\"\n}"
+	}
+	hcl := fmt.Sprintf("data_dir = %q\nlog_level = \"error\"\n%s\nprovider \"main\" {\n  plugin = %q\n  config = %s\n}\nrealm \"default\" { provider = \"main\" }\n%s\n%s",
+		filepath.Join(dir, "data"), pluginDirLine(o.pluginDir), provider, providerConfig, coordinator, extra)
 	path := filepath.Join(dir, "memhost.hcl")
 	if err := os.WriteFile(path, []byte(hcl), 0o600); err != nil {
 		return nil, err
@@ -245,7 +259,7 @@ func (b *benchHost) post(ctx context.Context, path string, body, out any) error 
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		answer, _ := io.ReadAll(resp.Body)
-		return fmt.Errorf("POST %s: %d %s", path, resp.StatusCode, answer)
+		return &benchHTTPError{path: path, status: resp.StatusCode, body: answer}
 	}
 	// Decoded as it is read, in one pass (Unmarshal of a read-all copy
 	// scans the answer twice): this client's time counts in the HTTP rows.
@@ -453,7 +467,7 @@ func runBench(ctx context.Context, o benchOptions, w, progress io.Writer) error 
 		fmt.Fprintf(w, "\n## LoCoMo retrieval\n\nEvery turn one record; categories 1-4 with evidence; dev = samples 0-4, held-out = 5-9.\n\n")
 		bench.WriteRetrievalTable(w, retrieval, o.categories)
 	}
-	return nil
+	return runRetention(ctx, o, w, progress)
 }
 
 // measureInProcess builds the exact engine (sdk/index, ranked as the

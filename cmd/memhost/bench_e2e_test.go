@@ -25,11 +25,13 @@ func TestBenchQuick(t *testing.T) {
 	locomo := filepath.Join(testbin.ModuleRoot(t), "..", "shared", "data", "locomo", "locomo10.json")
 	_, statErr := os.Stat(locomo)
 	tmp := testbin.ShortTempDir(t)
-	out, err := runCLI(t, []string{"TMPDIR=" + tmp}, "bench", "--quick", "--plugin-dir", testbin.PluginDir(t), "--locomo", locomo)
+	lme := filepath.Join(testbin.ModuleRoot(t), "..", "shared", "data", "longmemeval", "longmemeval_s_dev.jsonl.gz")
+	out, err := runCLI(t, []string{"TMPDIR=" + tmp}, "bench", "--quick", "--plugin-dir", testbin.PluginDir(t), "--locomo", locomo, "--retention-longmemeval", lme)
 	if err != nil {
 		t.Fatalf("bench --quick: %v\n%s", err, out)
 	}
 	assertNoBenchData(t, tmp)
+	checkRetentionRows(t, out, statErr == nil)
 	for _, p := range []string{"sqlite", "bleve", "markdown"} {
 		for _, row := range []string{"| recall | plugin | 1 |", "| recall | http | 8 |", "| inject | http | 1 |"} {
 			if !strings.Contains(out, "| "+p+" | 1000 "+row) {

@@ -321,7 +321,7 @@ or standard input when --body is "-" (without its final line end).`,
 	f.register(cmd)
 	cmd.Flags().StringVar(&realm, "realm", "", "realm (default: the server's default realm)")
 	cmd.Flags().StringVar(&scope, "scope", "", "identity:<id>, mob:<name>, operator:<name> or realm (required)")
-	cmd.Flags().StringVar(&kind, "kind", "fact", "preference, fact, gotcha, procedure, relationship, open_loop or reference")
+	cmd.Flags().StringVar(&kind, "kind", "fact", "preference, fact, gotcha, procedure, relationship, open_loop, reference or episode")
 	cmd.Flags().StringVar(&title, "title", "", "title")
 	cmd.Flags().StringVar(&description, "description", "", "one-line description")
 	cmd.Flags().StringVar(&body, "body", "", `body text, or "-" for standard input`)

@@ -413,6 +413,20 @@ func TestPluginKilledMidRunRecovers(t *testing.T) {
 	}
 }
 
+// waitGone waits until the plugin processes of a killed host have exited.
+func waitGone(t *testing.T, pids []int) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for _, pid := range pids {
+		for alive(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("plugin pid %d outlived its killed host", pid)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
 func alive(pid int) bool {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	return err == nil && !strings.Contains(string(data), ") Z ")
@@ -452,15 +466,7 @@ realm "acme" { provider = "db" }
 		t.Fatal(err)
 	}
 	m.cmd.Wait()
-	deadline := time.Now().Add(15 * time.Second)
-	for _, pid := range pids {
-		for alive(pid) {
-			if time.Now().After(deadline) {
-				t.Fatalf("plugin pid %d outlived its killed host", pid)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	waitGone(t, pids)
 	if _, err := os.Stat(wal); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the sqlite plugin did not close its store (its WAL is still there: %v)", err)
 	}

@@ -236,7 +236,16 @@ func TestNoForgedMarkerReachesAModel(t *testing.T) {
 		var page struct {
 			Rows []struct{ Title, Description, Kind string }
 		}
-		if res := callTool(t, ctx, cs, mcpserver.ToolIndex, map[string]any{}, &page); res.IsError || len(page.Rows) != 2 {
+		// The index lists the two records and the episodes the compaction
+		// above archived; all of their text is checked below.
+		res := callTool(t, ctx, cs, mcpserver.ToolIndex, map[string]any{}, &page)
+		stored := 0
+		for _, r := range page.Rows {
+			if r.Kind != "episode" {
+				stored++
+			}
+		}
+		if res.IsError || stored != 2 || len(page.Rows) == stored {
 			t.Fatalf("index: %s", toolText(res))
 		}
 		var line []string

@@ -219,7 +219,7 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 		sup.Close()
 		return err
 	}
-	comp, err := newCompaction(ctx, cfg, sup, h.state.SQL(), h.stores.compaction, coord, logger)
+	comp, err := newCompaction(ctx, cfg, sup, h.state.SQL(), h.stores.compaction, coord, providerOf, logger)
 	if err == nil && gate != nil {
 		err = gate.Bind(ctx, comp)
 	}

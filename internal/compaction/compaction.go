@@ -111,6 +111,14 @@ type Renderer interface {
 	RenderSummary(id sdk.Identity, s string) string
 }
 
+// EchoStripper removes injected memory from a text (the coordinator's
+// StripInjected).
+type EchoStripper interface {
+	// StripInjected answers s without the memory envelopes this host
+	// rendered for the identity in session (or without one).
+	StripInjected(id sdk.Identity, session, s string) string
+}
+
 // Options configure a Service.
 type Options struct {
 	// Compactor turns slices into artifacts; nil answers ErrNoCompactor.
@@ -133,7 +141,14 @@ type Options struct {
 	// Renderer). nil passes text through unchanged; the host always sets
 	// it.
 	Renderer Renderer
-	Logger   hclog.Logger
+	// Echoes, when set, removes the memory this host injected from an
+	// evicted message before it is summarised or archived: injected
+	// context is never compacted back in (DESIGN 5.1).
+	Echoes EchoStripper
+	// Archive, when set, keeps every absorbed message verbatim; it is
+	// written before the summary commits (see Archiver).
+	Archive Archiver
+	Logger  hclog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -290,13 +305,18 @@ func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
 	}
 
 	var carry *sdk.Message
-	if found {
+	if found && st.Artifact.Content != "" {
 		// Rendered again: a summary stored by an earlier version was
 		// defanged by weaker rules.
 		prev := s.safe(req.Identity, st.Artifact)
 		carry = &prev
 	}
-	chunks := s.chunks(s.defangMessages(req.Identity, slice))
+	eps := s.absorbable(req, st.Watermark, slice)
+	msgs := make([]sdk.Message, len(eps))
+	for i, ep := range eps {
+		msgs[i] = ep.Message
+	}
+	chunks := s.chunks(msgs)
 	start := st.Watermark
 	for i, chunk := range chunks {
 		art, err := s.call(ctx, req.Identity, key, chunk, carry, i, len(chunks))
@@ -307,11 +327,26 @@ func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
 		}
 		carry = &art
 	}
+	if carry == nil {
+		// Nothing to summarise (the slice was injected memory only) and
+		// no summary yet: the watermark moves past it all the same.
+		carry = &sdk.Message{Role: ArtifactRole}
+	}
 	next := State{
 		Watermark:  st.Watermark + len(slice),
 		PrefixHash: hashChain(st.PrefixHash, slice),
 		Artifact:   *carry,
 		UpdatedAt:  s.opts.Now().UTC(),
+	}
+	// The archive is written before the summary commits: a host killed
+	// between the two has committed nothing, and the retry compacts and
+	// archives the same slice again, which stores nothing twice.
+	if s.opts.Archive != nil {
+		if err := s.opts.Archive.Archive(ctx, req.Identity, req.Conversation, st.Watermark, next.Watermark, eps); err != nil {
+			s.log(ctx).Warn("archiving failed; watermark kept", "realm", key.Realm, "conversation", key.Conversation,
+				"watermark", st.Watermark, "error", err)
+			return Result{}, err
+		}
 	}
 	if err := s.save(ctx, req, key, st.Watermark, &next); err != nil {
 		if errors.Is(err, ErrStale) {
@@ -411,17 +446,29 @@ func (s *Service) deliver(id sdk.Identity, art sdk.Message) sdk.Message {
 	return art
 }
 
-// defangMessages answers the messages as a compactor may read them: a
-// forged marker or header in an evicted message would otherwise be copied
-// into the summary, which goes back to the model on every later turn. The
-// watermark's hash covers the messages as sent, not these.
-func (s *Service) defangMessages(id sdk.Identity, msgs []sdk.Message) []sdk.Message {
-	if s.opts.Renderer == nil {
-		return msgs
-	}
-	out := make([]sdk.Message, len(msgs))
-	for i, m := range msgs {
-		out[i] = sdk.Message{Role: s.opts.Renderer.RenderText(id, m.Role, coordinator.TextLabel), Content: s.opts.Renderer.RenderText(id, m.Content, coordinator.TextSummary)}
+// absorbable answers the slice's messages as a compactor may read them
+// and the archive keeps them, each with its position: without the memory
+// this host injected (a message that held nothing else is left out), and
+// defanged, since a forged marker or header in an evicted message would
+// otherwise be copied into the summary, which goes back to the model on
+// every later turn. The watermark's hash covers the messages as sent, not
+// these.
+func (s *Service) absorbable(req Request, start int, slice []sdk.Message) []Episode {
+	out := make([]Episode, 0, len(slice))
+	for i, m := range slice {
+		if s.opts.Echoes != nil {
+			if stripped := s.opts.Echoes.StripInjected(req.Identity, req.Session, m.Content); stripped != m.Content {
+				// The line breaks that joined the memory to the rest go
+				// with it.
+				if m.Content = strings.TrimSpace(stripped); m.Content == "" {
+					continue
+				}
+			}
+		}
+		if s.opts.Renderer != nil {
+			m = sdk.Message{Role: s.opts.Renderer.RenderText(req.Identity, m.Role, coordinator.TextLabel), Content: s.opts.Renderer.RenderText(req.Identity, m.Content, coordinator.TextSummary)}
+		}
+		out = append(out, Episode{Seq: start + i, Message: m})
 	}
 	return out
 }
@@ -499,6 +546,13 @@ func (s *Service) Forget(ctx context.Context, realm, conversation string) error 
 	st, found, err := s.opts.Store.Load(ctx, key)
 	if err != nil {
 		return err
+	}
+	// The archive goes first: when it cannot be removed the summary
+	// stays, so the DELETE's retry still knows how far it reached.
+	if s.opts.Archive != nil {
+		if err := s.opts.Archive.Forget(ctx, realm, conversation, st.Watermark); err != nil {
+			return err
+		}
 	}
 	if err := s.opts.Store.Delete(ctx, key); err != nil {
 		return err

@@ -134,7 +134,23 @@ type Realm struct {
 	Name     string
 	Provider string // a provider instance name
 	Pos      string // "file:line"; "" when implied
+	// Archive is the realm's compaction archive setting; nil is the
+	// default (DefaultArchive).
+	Archive *RealmArchive
 }
+
+// RealmArchive says whether a realm's compactions keep the absorbed
+// messages as episode records, and for how long.
+type RealmArchive struct {
+	Enabled bool
+	// MaxAge expires an episode that long after it was archived; 0 never.
+	MaxAge time.Duration
+	// MaxRecords keeps a conversation's newest episodes; 0 keeps them all.
+	MaxRecords int
+}
+
+// DefaultArchive is the archive of a realm whose block says nothing of it.
+var DefaultArchive = RealmArchive{Enabled: true, MaxRecords: 10000}
 
 // Server holds the HTTP server's limits.
 type Server struct {
@@ -381,6 +397,20 @@ func (c *Config) ProviderForRealm(realm string) (*Instance, bool) {
 		}
 	}
 	return c.Instance(sdk.KindProvider, r.Provider)
+}
+
+// ArchiveForRealm is the compaction archive setting of realm: its own
+// block's, else the default realm's (whose provider it shares), else
+// DefaultArchive.
+func (c *Config) ArchiveForRealm(realm string) RealmArchive {
+	r, ok := c.realm(realm)
+	if !ok {
+		r, ok = c.realm(c.DefaultRealm)
+	}
+	if !ok || r.Archive == nil {
+		return DefaultArchive
+	}
+	return *r.Archive
 }
 
 func (c *Config) realm(name string) (Realm, bool) {

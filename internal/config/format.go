@@ -6,6 +6,7 @@ import (
 	"github.com/memhost/memhost/sdk"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
@@ -53,7 +54,13 @@ func (c *Config) HCL() []byte {
 		body.AppendNewline()
 	}
 	for _, r := range c.Realms {
-		body.AppendNewBlock("realm", []string{r.Name}).Body().SetAttributeValue("provider", cty.StringVal(r.Provider))
+		b := body.AppendNewBlock("realm", []string{r.Name}).Body()
+		b.SetAttributeValue("provider", cty.StringVal(r.Provider))
+		if a := r.Archive; a != nil {
+			b.SetAttributeValue("archive", cty.BoolVal(a.Enabled))
+			b.SetAttributeValue("archive_max_age_days", cty.NumberIntVal(int64(a.MaxAge/(24*time.Hour))))
+			b.SetAttributeValue("archive_max_records", cty.NumberIntVal(int64(a.MaxRecords)))
+		}
 	}
 
 	c.coordinatorHCL(body)

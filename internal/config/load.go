@@ -118,6 +118,7 @@ var (
 	}}
 	realmSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 		{Name: "provider", Required: true},
+		{Name: "archive"}, {Name: "archive_max_age_days"}, {Name: "archive_max_records"},
 	}}
 	tokenSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 		{Name: "secret_env", Required: true}, {Name: "realms", Required: true}, {Name: "role"}, {Name: "identity"},
@@ -235,6 +236,21 @@ func (d *decoder) realm(b *hcl.Block) {
 	r := Realm{Name: b.Labels[0], Pos: lineOf(b.DefRange)}
 	d.at(key, labelRange(b))
 	d.str(content.Attributes, "provider", key+".provider", &r.Provider)
+	for _, name := range []string{"archive", "archive_max_age_days", "archive_max_records"} {
+		if _, set := content.Attributes[name]; set && r.Archive == nil {
+			a := DefaultArchive
+			r.Archive = &a
+		}
+	}
+	if a := r.Archive; a != nil {
+		d.boolean(content.Attributes, "archive", key+".archive", &a.Enabled)
+		days := int(a.MaxAge / (24 * time.Hour))
+		if d.integer(content.Attributes, "archive_max_age_days", key+".archive_max_age_days", &days) {
+			// A century bounds it, so the duration cannot overflow.
+			a.MaxAge = time.Duration(min(days, maxArchiveDays+1)) * 24 * time.Hour
+		}
+		d.integer(content.Attributes, "archive_max_records", key+".archive_max_records", &a.MaxRecords)
+	}
 	d.cfg.Realms = append(d.cfg.Realms, r)
 }
 

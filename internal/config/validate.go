@@ -21,6 +21,7 @@ import (
 // Limits on values.
 const (
 	maxNameBytes        = 64 // instance, realm and token names (as sdk realms)
+	maxArchiveDays      = 36500
 	MinTokenSecretBytes = 16
 	tokenSecretAlphabet = "visible ASCII (no spaces)"
 )
@@ -254,6 +255,12 @@ func (c *Config) validateRealms(p *problems) {
 	for i, r := range c.Realms {
 		key := c.checkLabel(p, first, "realm", i, r.Name)
 		c.checkRef(p, key+".provider", "realm "+strconv.Quote(r.Name)+" provider", r.Provider, sdk.KindProvider)
+		if a := r.Archive; a != nil && (a.MaxAge < 0 || a.MaxAge > maxArchiveDays*24*time.Hour) {
+			p.add(key+".archive_max_age_days", "Invalid archive_max_age_days", "archive_max_age_days must be 0 to %d (0 keeps episodes until the conversation is deleted).", maxArchiveDays)
+		}
+		if a := r.Archive; a != nil && a.MaxRecords < 0 {
+			p.add(key+".archive_max_records", "Invalid archive_max_records", "archive_max_records must be at least 0 (0 keeps every episode).")
+		}
 	}
 	if _, ok := c.realm(c.DefaultRealm); ok || checkName(c.DefaultRealm) != "" {
 		return

@@ -145,7 +145,7 @@ func (c *Console) records(w http.ResponseWriter, r *http.Request, s *session) {
 }
 
 var (
-	kinds    = []string{"preference", "fact", "gotcha", "procedure", "relationship", "open_loop", "reference"}
+	kinds    = []string{"preference", "fact", "gotcha", "procedure", "relationship", "open_loop", "reference", "episode"}
 	statuses = []string{"active", "superseded", "quarantined", "tombstoned"}
 	trusts   = []string{"untrusted", "agent_observed", "agent_verified", "application", "operator"}
 )

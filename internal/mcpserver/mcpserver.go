@@ -68,7 +68,7 @@ const (
 type RememberInput struct {
 	Title string   `json:"title" jsonschema:"a short title, the first thing recall matches"`
 	Body  string   `json:"body" jsonschema:"the memory itself, in plain text or markdown"`
-	Kind  string   `json:"kind,omitempty" jsonschema:"record kind: fact, preference, gotcha, procedure, relationship, open_loop or reference (default fact)"`
+	Kind  string   `json:"kind,omitempty" jsonschema:"record kind: fact, preference, gotcha, procedure, relationship, open_loop, reference or episode (default fact)"`
 	Tags  []string `json:"tags,omitempty" jsonschema:"tags to filter recall by"`
 	Scope string   `json:"scope,omitempty" jsonschema:"who may read it: identity:<id> (default, the caller), mob:<name>, operator:<name> or realm"`
 }

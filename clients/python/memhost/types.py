@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, Required, TypedDict, Union
 
-Kind = Literal["preference", "fact", "gotcha", "procedure", "relationship", "open_loop", "reference"]
+Kind = Literal["preference", "fact", "gotcha", "procedure", "relationship", "open_loop", "reference", "episode"]
 Trust = Literal["untrusted", "agent_observed", "agent_verified", "application", "operator"]
 Status = Literal["active", "superseded", "quarantined", "tombstoned"]
 SkipReason = Literal[

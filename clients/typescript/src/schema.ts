@@ -700,7 +700,7 @@ export interface components {
         RecordInput: {
             scope: components["schemas"]["Scope"];
             /** @enum {string} */
-            kind: "preference" | "fact" | "gotcha" | "procedure" | "relationship" | "open_loop" | "reference";
+            kind: "preference" | "fact" | "gotcha" | "procedure" | "relationship" | "open_loop" | "reference" | "episode";
             /** @description bytes; title and body may not both be empty */
             title?: string;
             /** @description at most 400 bytes */

@@ -23,7 +23,7 @@ MAX_BATCH = 1000
 MAX_EXPORT_PAGE = 1000
 DEFAULT_RECALL_LIMIT = 10
 
-RECORD_KINDS = ("preference", "fact", "gotcha", "procedure", "relationship", "open_loop", "reference")
+RECORD_KINDS = ("preference", "fact", "gotcha", "procedure", "relationship", "open_loop", "reference", "episode")
 TRUST_LEVELS = ("untrusted", "agent_observed", "agent_verified", "application", "operator")
 STATUSES = ("active", "superseded", "quarantined", "tombstoned")
 ACTIVE = "active"

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/memhost/memhost/internal/bench"
+	"github.com/spf13/pflag"
+)
+
+// retentionOptions configure the retention benchmark: conversations
+// replayed through compaction with a fixed window, then questioned.
+type retentionOptions struct {
+	on          bool
+	longmemeval string
+	questions   int // LongMemEval questions replayed; 0 = all
+	window      int
+	llm         string // "base_url,model[,api_key_env]": also measure the llm compactor
+}
+
+// defaultLongMemEval is the LongMemEval file the retention benchmark reads
+// unless told otherwise, in the working directory as LoCoMo's.
+const defaultLongMemEval = "longmemeval_s_dev.jsonl.gz"
+
+func retentionFlags(f *pflag.FlagSet, o *retentionOptions) {
+	f.BoolVar(&o.on, "retention", true, "measure how much evidence survives compaction (sqlite provider, template compactor)")
+	f.StringVar(&o.longmemeval, "retention-longmemeval", defaultLongMemEval, `LongMemEval-S file for the retention benchmark ("" to skip); the development split of github.com/xiaowu0162/LongMemEval`)
+	f.IntVar(&o.questions, "retention-questions", 0, "LongMemEval questions to replay (0: all)")
+	f.IntVar(&o.window, "retention-window", bench.DefaultWindowBytes, "recent history the model holds, in bytes; compaction runs when it overflows")
+	f.StringVar(&o.llm, "retention-llm", "", "also measure the llm compactor on this endpoint: BASE_URL,MODEL[,API_KEY_ENV]")
+}
+
+// retentionCompactors answers the compactor configs to measure, by name.
+func retentionCompactors(o retentionOptions) ([][2]string, error) {
+	out := [][2]string{{"template", `{ plugin = "template" }`}}
+	if o.llm == "" {
+		return out, nil
+	}
+	parts := strings.Split(o.llm, ",")
+	if len(parts) < 2 || len(parts) > 3 || parts[0] == "" || parts[1] == "" {
+		return nil, fmt.Errorf("--retention-llm: want BASE_URL,MODEL[,API_KEY_ENV], got %q", o.llm)
+	}
+	cfg := fmt.Sprintf("base_url = %q, model = %q, timeout_ms = 120000", parts[0], parts[1])
+	if len(parts) == 3 {
+		cfg += fmt.Sprintf(", api_key_env = %q", parts[2])
+	}
+	return append(out, [2]string{"llm", `{
+  plugin = "llm"
+  config = { ` + cfg + ` }
+}`}), nil
+}
+
+// runRetention replays LoCoMo samples and LongMemEval questions through
+// each compactor on the sqlite provider and writes the table.
+func runRetention(ctx context.Context, o benchOptions, w, progress io.Writer) error {
+	r := o.retention
+	if !r.on {
+		return nil
+	}
+	compactors, err := retentionCompactors(r)
+	if err != nil {
+		return err
+	}
+	var replays []bench.Replay
+	if o.locomo != "" {
+		samples, err := bench.LoadLoCoMo(o.locomo)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		var chosen []bench.Sample
+		for _, s := range samples {
+			if len(o.samples) == 0 || containsInt(o.samples, s.Index) {
+				chosen = append(chosen, s)
+			}
+		}
+		replays = append(replays, bench.LoCoMoReplays(chosen)...)
+	}
+	if r.longmemeval != "" {
+		qs, err := bench.LoadLongMemEval(r.longmemeval)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			fmt.Fprintf(progress, "bench: no LongMemEval file at %s; retention runs without it\n", r.longmemeval)
+		case err != nil:
+			return err
+		default:
+			lme := bench.LongMemEvalReplays(qs)
+			if r.questions > 0 && r.questions < len(lme) {
+				lme = lme[:r.questions]
+			}
+			replays = append(replays, lme...)
+		}
+	}
+	if len(replays) == 0 {
+		fmt.Fprintf(progress, "bench: no conversations to replay; skipping retention\n")
+		return nil
+	}
+	fmt.Fprintf(w, "\n## Retention through compaction\n\nsqlite provider; a %d-byte window of recent history, compacted on overflow down to half; evidence turns that reach the model per question (see docs/benchmarks.md).\n\n", r.window)
+	for i, c := range compactors {
+		opts := o
+		opts.compactor = c[1]
+		b, err := startBenchHostOn(ctx, opts, "sqlite", nil)
+		if err != nil {
+			return fmt.Errorf("retention %s: %w", c[0], err)
+		}
+		t0 := time.Now()
+		rows, err := bench.EvaluateRetention(ctx, retentionHost{b}, replays, bench.RetentionOptions{WindowBytes: r.window},
+			progressLine(progress, "retention "+c[0]+" questions"))
+		b.close()
+		if err != nil {
+			return fmt.Errorf("retention %s: %w", c[0], err)
+		}
+		fmt.Fprintf(progress, "bench: retention %s took %s\n", c[0], time.Since(t0).Round(time.Second))
+		if i == 0 {
+			bench.WriteRetentionTable(w, c[0], rows)
+		} else {
+			bench.WriteRetentionRows(w, c[0], rows)
+		}
+	}
+	return nil
+}
+
+// retentionHost is a bench host that compacts.
+type retentionHost struct{ *benchHost }
+
+// compactAttempts bounds the tries of one compaction: on this loaded
+// machine a provider write can outlast the host's 30 s request timeout,
+// and a compaction is safe to retry (its archive write is idempotent).
+const compactAttempts = 3
+
+// Compact implements bench.CompactTarget.
+func (h retentionHost) Compact(ctx context.Context, realm, identity, conversation string, evicted []bench.Message) (string, error) {
+	var out struct {
+		Artifact struct {
+			Content string `json:"content"`
+		} `json:"artifact"`
+	}
+	body := map[string]any{"identity": map[string]string{"realm": realm, "id": identity}, "evicted": evicted}
+	var err error
+	for range compactAttempts {
+		err = h.post(ctx, "/v1/conversations/"+conversation+"/compact", body, &out)
+		var he *benchHTTPError
+		if !errors.As(err, &he) || (he.status != http.StatusServiceUnavailable && he.status != http.StatusGatewayTimeout) {
+			break
+		}
+	}
+	return out.Artifact.Content, err
+}
+
+// benchHTTPError is a bench request answered with a status other than 200.
+type benchHTTPError struct {
+	path   string
+	status int
+	body   []byte
+}
+
+func (e *benchHTTPError) Error() string {
+	return fmt.Sprintf("POST %s: %d %s", e.path, e.status, e.body)
+}

@@ -1,0 +1,61 @@
+package coordinator
+
+import (
+	"strings"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// StripInjected answers s without the memory envelopes this host rendered
+// for the identity in session, or outside any session: the header line
+// with the session's nonce, the preamble and the observations that follow
+// it. Injected context is never compacted back in (DESIGN 5.1), so a
+// runtime that evicts an injected body with the messages around it does
+// not get its memory summarised or archived a second time. Only the
+// genuine header (its nonce is secret to this host and the runtime) is
+// recognised; a forged one is left for the defanger.
+func (c *Coordinator) StripInjected(id sdk.Identity, session, s string) string {
+	id, err := c.identity(id)
+	if err != nil || !strings.Contains(s, "[mem-token: ") {
+		return s
+	}
+	sessions := []string{""}
+	if session != "" {
+		sessions = append(sessions, session)
+	}
+	// Line breaks are normalised as the envelope wrote them, but only a
+	// text that held an envelope comes back changed.
+	text := normalizeNewlines(s)
+	for _, sess := range sessions {
+		header := c.env.Header(id, DeriveNonce(c.hostKey, SessionKey{Realm: id.Realm, Identity: id.ID, Session: sess}))
+		text = stripEnvelopes(text, header)
+	}
+	if text == normalizeNewlines(s) {
+		return s
+	}
+	return text
+}
+
+// stripEnvelopes removes every header and the observations right after it.
+// An observation's body is escaped, so its closing tag cannot occur inside
+// it.
+func stripEnvelopes(s, header string) string {
+	const open, closing = "<" + tagName + " ", "</" + tagName + ">"
+	for {
+		at := strings.Index(s, header)
+		if at < 0 {
+			return s
+		}
+		end := at + len(header)
+		for strings.HasPrefix(s[end:], open) {
+			n := strings.Index(s[end:], closing)
+			if n < 0 {
+				end = len(s) // cut short by the runtime: the rest is the envelope's
+				break
+			}
+			end += n + len(closing)
+			end += len(s[end:]) - len(strings.TrimPrefix(s[end:], "\n"))
+		}
+		s = s[:at] + s[end:]
+	}
+}
