@@ -34,13 +34,26 @@ type Options struct {
 	// Coordinator composes an identity's readable scopes and renders the
 	// envelope.
 	Coordinator *coordinator.Coordinator
-	// Bind answers the identity a tool call acts for. Over stdio it is
-	// fixed; over HTTP it comes from the authenticated request's headers
-	// (header is nil over stdio).
-	Bind func(header http.Header) (sdk.Identity, error)
+	// Bind answers who a tool call acts for. Over stdio it is fixed;
+	// over HTTP it comes from the authenticated request's headers (header
+	// is nil over stdio).
+	Bind func(header http.Header) (Caller, error)
+	// Proposals notes, bounds and attributes proposals as /v1 does; nil
+	// stores them unnoted (a host without a state database).
+	Proposals *proposal.Queue
+	// ProposalRetryAfter is the wait a refused proposal suggests.
+	ProposalRetryAfter time.Duration
 	// Logger gets the full text of a tool error whose message was
 	// redacted for the client (nil: none).
 	Logger hclog.Logger
+}
+
+// Caller is who a tool call acts for.
+type Caller struct {
+	Identity sdk.Identity
+	// Token names the token the call authenticated with, to whom its
+	// proposals are attributed and counted ("" without tokens: stdio).
+	Token string
 }
 
 // The tools' names. Each carries the memory_ prefix: an agent sees them
@@ -213,35 +226,58 @@ func ServeStdio(ctx context.Context, opts Options) error {
 
 type tools struct{ opts Options }
 
-// caller resolves the identity, its readable scopes and its provider.
-func (t tools) caller(ctx context.Context, req *mcp.CallToolRequest) (sdk.Identity, []sdk.Scope, sdk.Provider, error) {
+// caller resolves who the call acts for, the identity's readable scopes
+// and its provider.
+func (t tools) caller(ctx context.Context, req *mcp.CallToolRequest) (Caller, []sdk.Scope, sdk.Provider, error) {
 	var header http.Header
 	if req != nil && req.Extra != nil {
 		header = req.Extra.Header
 	}
-	id, err := t.opts.Bind(header)
+	c, err := t.opts.Bind(header)
 	if err != nil {
-		return sdk.Identity{}, nil, nil, err
+		return Caller{}, nil, nil, err
 	}
-	if err := id.Validate(); err != nil {
-		return sdk.Identity{}, nil, nil, err
+	if err := c.Identity.Validate(); err != nil {
+		return Caller{}, nil, nil, err
 	}
-	scopes, err := t.opts.Coordinator.Scopes(ctx, id)
+	scopes, err := t.opts.Coordinator.Scopes(ctx, c.Identity)
 	if err != nil {
-		return sdk.Identity{}, nil, nil, err
+		return Caller{}, nil, nil, err
 	}
-	p, err := t.opts.Provider(id.Realm)
+	p, err := t.opts.Provider(c.Identity.Realm)
 	if err != nil {
-		return sdk.Identity{}, nil, nil, err
+		return Caller{}, nil, nil, err
 	}
-	return id, scopes, p, nil
+	return c, scopes, p, nil
+}
+
+// propose stores an agent's proposal: through the queue, noted, bounded
+// and attributed to the call's token and identity, as /v1 stores one.
+func (t tools) propose(ctx context.Context, c Caller, p sdk.Provider, rec sdk.Record) (string, error) {
+	if t.opts.Proposals == nil {
+		ids, err := proposal.Store(ctx, c.Identity.Realm, p, []sdk.Record{rec})
+		if err != nil {
+			return "", err
+		}
+		return ids[0], nil
+	}
+	ids, err := t.opts.Proposals.Propose(ctx, c.Identity.Realm, p, []sdk.Record{rec}, proposal.Proposer{Token: c.Token, Identity: c.Identity.ID})
+	if errors.Is(err, proposal.ErrTooMany) {
+		// A tool result has no header: the wait is said in the text.
+		return "", fmt.Errorf("%w; retry after %d s, once an application has reviewed them", err, max(1, int(t.opts.ProposalRetryAfter.Seconds())))
+	}
+	if err != nil {
+		return "", err
+	}
+	return ids[0], nil
 }
 
 func (t tools) remember(ctx context.Context, req *mcp.CallToolRequest, in RememberInput) (*mcp.CallToolResult, RememberOutput, error) {
-	id, scopes, p, err := t.caller(ctx, req)
+	c, scopes, p, err := t.caller(ctx, req)
 	if err != nil {
 		return nil, RememberOutput{}, err
 	}
+	id := c.Identity
 	scope := id.Scope()
 	if in.Scope != "" {
 		scope = sdk.Scope(in.Scope)
@@ -266,11 +302,11 @@ func (t tools) remember(ctx context.Context, req *mcp.CallToolRequest, in Rememb
 	// Every MCP caller is an agent: its writes to shared scopes are
 	// proposals until an application approves them (DESIGN 5.3).
 	if proposal.Shared(scope) {
-		ids, err := proposal.Store(ctx, id.Realm, p, []sdk.Record{rec})
+		pid, err := t.propose(ctx, c, p, rec)
 		if err != nil {
 			return nil, RememberOutput{}, err
 		}
-		return nil, RememberOutput{ID: ids[0], Status: "proposed"}, nil
+		return nil, RememberOutput{ID: pid, Status: "proposed"}, nil
 	}
 	w, ok := host.ProviderOf(p).Writer()
 	if !ok {
@@ -296,10 +332,11 @@ func (t tools) recall(ctx context.Context, req *mcp.CallToolRequest, in RecallIn
 	if err := sdk.ValidateTagFilter("tags", in.Tags); err != nil {
 		return nil, RecallOutput{}, err
 	}
-	id, scopes, p, err := t.caller(ctx, req)
+	c, scopes, p, err := t.caller(ctx, req)
 	if err != nil {
 		return nil, RecallOutput{}, err
 	}
+	id := c.Identity
 	hits, err := p.Recall(ctx, sdk.RecallQuery{Realm: id.Realm, Query: in.Query, Scopes: scopes, Limit: in.Limit, Tags: in.Tags})
 	if err != nil {
 		return nil, RecallOutput{}, err
@@ -340,10 +377,11 @@ func (t tools) forget(ctx context.Context, req *mcp.CallToolRequest, in ForgetIn
 	if err := sdk.ValidateID(in.ID); err != nil {
 		return nil, ForgetOutput{}, err
 	}
-	id, scopes, p, err := t.caller(ctx, req)
+	c, scopes, p, err := t.caller(ctx, req)
 	if err != nil {
 		return nil, ForgetOutput{}, err
 	}
+	id := c.Identity
 	hp := host.ProviderOf(p)
 	g, okGet := hp.Getter()
 	f, okForget := hp.Forgetter()
@@ -385,10 +423,11 @@ func (t tools) index(ctx context.Context, req *mcp.CallToolRequest, in IndexInpu
 		}
 		offset = n
 	}
-	id, scopes, p, err := t.caller(ctx, req)
+	c, scopes, p, err := t.caller(ctx, req)
 	if err != nil {
 		return nil, IndexOutput{}, err
 	}
+	id := c.Identity
 	m, ok := host.ProviderOf(p).Lister()
 	if !ok {
 		return nil, IndexOutput{}, fmt.Errorf("the provider of realm %q keeps no record manifest", id.Realm)
@@ -403,9 +442,9 @@ func (t tools) index(ctx context.Context, req *mcp.CallToolRequest, in IndexInpu
 		for _, r := range page {
 			// Titles, descriptions and kinds reach the model as they are
 			// listed: rendered by the rules of the envelope's, one line each.
-			c := t.opts.Coordinator
-			out.Rows = append(out.Rows, IndexRow{ID: r.ID, Scope: c.RenderText(id, string(r.Scope), coordinator.TextLabel), Kind: c.RenderText(id, string(r.Kind), coordinator.TextLabel),
-				Title: c.RenderText(id, r.Title, coordinator.TextTitle), Description: c.RenderText(id, r.Description, coordinator.TextDescription), UpdatedAt: r.UpdatedAt})
+			co := t.opts.Coordinator
+			out.Rows = append(out.Rows, IndexRow{ID: r.ID, Scope: co.RenderText(id, string(r.Scope), coordinator.TextLabel), Kind: co.RenderText(id, string(r.Kind), coordinator.TextLabel),
+				Title: co.RenderText(id, r.Title, coordinator.TextTitle), Description: co.RenderText(id, r.Description, coordinator.TextDescription), UpdatedAt: r.UpdatedAt})
 		}
 		if offset+len(page) < len(rows) {
 			out.NextCursor = strconv.Itoa(offset + len(page))
