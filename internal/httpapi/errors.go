@@ -88,14 +88,14 @@ type ErrorDetail struct {
 	Field string `json:"field,omitempty"`
 }
 
-// writeError answers err in the error envelope, its message sanitised;
-// it reports whether sanitising changed the message, so the caller can
-// log the full text.
-func writeError(w http.ResponseWriter, err error, requestID string) bool {
+// writeError answers err in the error envelope, its message sanitised
+// (see redact.ForClient); it reports whether sanitising changed the message,
+// so the caller can log the full text.
+func (s *Server) writeError(w http.ResponseWriter, err error, requestID string) bool {
 	var body errorBody
 	body.Error.RequestID = requestID
 	body.Error.Code = codeOf(err)
-	msg, changed := redact.Message(clientMessage(err))
+	msg, changed := redact.ForClient(s.opts.Coordinator, clientMessage(err))
 	body.Error.Message = msg
 	var fe *sdk.FieldError
 	if errors.As(err, &fe) {

@@ -171,10 +171,10 @@ func New(opts Options) *Server {
 		// fires: a known path with a wrong method is answered here.
 		if allow := allowedMethods(mux, r); len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
-			writeError(w, fmt.Errorf("%s is not allowed on %s (allowed: %s): %w", r.Method, r.URL.Path, strings.Join(allow, ", "), errMethodNotAllowed), "")
+			s.writeError(w, fmt.Errorf("%s is not allowed on %s (allowed: %s): %w", r.Method, r.URL.Path, strings.Join(allow, ", "), errMethodNotAllowed), "")
 			return
 		}
-		writeError(w, fmt.Errorf("no such endpoint: %s %s: %w", r.Method, r.URL.Path, sdk.ErrNotFound), "")
+		s.writeError(w, fmt.Errorf("no such endpoint: %s %s: %w", r.Method, r.URL.Path, sdk.ErrNotFound), "")
 	})
 	s.handler = mux
 	return s
@@ -278,7 +278,7 @@ func (s *Server) routeWithin(mux *http.ServeMux, pattern string, timeout time.Du
 			return h(ctx, c, rec, r)
 		}()
 		if err != nil {
-			sanitised := writeError(rec, err, reqID)
+			sanitised := s.writeError(rec, err, reqID)
 			// A client's mistake (4xx) or an unsupported capability (501)
 			// is the client's to fix: it is not an operator's error.
 			switch {
@@ -365,7 +365,7 @@ func (s *Server) mountMCP(mux *http.ServeMux, h http.Handler) {
 			_, _, err = s.mcpIdentity(r.Header)
 		}
 		if err != nil {
-			writeError(rec, err, reqID)
+			s.writeError(rec, err, reqID)
 		} else {
 			r.Body = http.MaxBytesReader(rec, r.Body, s.opts.MaxBodyBytes)
 			// The tools' coordinator lines carry the id, as /v1's do.
