@@ -15,6 +15,7 @@ import (
 	"github.com/memhost/memhost/coordinator/coordinatortest"
 	"github.com/memhost/memhost/internal/mcpserver"
 	"github.com/memhost/memhost/internal/statedb"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Token secrets of the ownership deployments.
@@ -295,6 +296,27 @@ func TestErrorMessagesDoNotEchoMarkers(t *testing.T) {
 		}
 		if mk, ok := coordinatortest.LiveMarker(envHeader, text); ok {
 			t.Errorf("%s %v: the error echoes a live %q: %q", tc.tool, tc.args, mk, text)
+		}
+	}
+	// The protocol's own errors: an unknown tool, arguments of the wrong
+	// type.
+	for _, p := range []*mcp.CallToolParams{
+		{Name: forged, Arguments: map[string]any{}},
+		{Name: mcpserver.ToolRecall, Arguments: map[string]any{"query": "x", "limit": forged}},
+	} {
+		res, err := cs.CallTool(ctx, p)
+		text := ""
+		switch {
+		case err != nil:
+			text = err.Error()
+		case res.IsError:
+			text = toolText(res)
+		default:
+			t.Errorf("tool %q %v: no error", p.Name, p.Arguments)
+			continue
+		}
+		if mk, ok := coordinatortest.LiveMarker(envHeader, text); ok {
+			t.Errorf("tool %q %v: the error echoes a live %q: %q", p.Name, p.Arguments, mk, text)
 		}
 	}
 }
