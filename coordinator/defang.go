@@ -599,11 +599,12 @@ func foldUnit(r rune, emit func(rune)) {
 // ı), else its transliteration (Cyrillic т is t, Greek κ is k, small
 // capital ᴛ is t, Hangul 한 is han), else the transliteration of its
 // prototype. The reading's ASCII letters and digits are emitted, each as
-// its own prototype (m is "rn", 0 is o, 1 is l), so every spelling of a
-// word folds alike; the rest of the reading is a separator and emits
-// nothing. A letter or digit with no ASCII reading at all is emitted as
-// itself, so it ends a match rather than joining two words (a modifier
-// letter such as ー or ˍ reads as punctuation and is a separator).
+// its own prototype (m is "rn", 0 is o, 1 and l are i, a leet digit its
+// letter: see asciiPrototypes), so every spelling of a word folds alike;
+// the rest of the reading is a separator and emits nothing. A letter or
+// digit with no ASCII reading at all is emitted as itself, so it ends a
+// match rather than joining two words (a modifier letter such as ー or ˍ
+// reads as punctuation and is a separator).
 func readUnit(r rune, emit func(rune)) {
 	if r < utf8.RuneSelf {
 		emitASCII(string(r), emit)
@@ -643,7 +644,11 @@ func prototypeOf(r rune) string {
 }
 
 // asciiPrototypes is the prototype of each ASCII letter and digit, lower
-// case: most are themselves, m is "rn", 0 is o, 1 is l.
+// case: most are themselves, m is "rn", 0 is o; l and 1 read as i, since
+// a reader takes l, I, 1 and i for one another; and a digit that stands
+// for a letter in leet spelling reads as that letter (m3m-t0k3n is
+// mem-token to a model). A digit between letters joined no words before
+// this reading either, so it opens no way around a match.
 var asciiPrototypes = sync.OnceValue(func() *[utf8.RuneSelf]string {
 	var t [utf8.RuneSelf]string
 	for c := rune(0); c < utf8.RuneSelf; c++ {
@@ -655,10 +660,17 @@ var asciiPrototypes = sync.OnceValue(func() *[utf8.RuneSelf]string {
 		if p == "" || !isASCII(p) {
 			p = string(lower)
 		}
+		if leet, ok := leetLetters[byte(p[0])]; ok && len(p) == 1 {
+			p = string(leet)
+		}
 		t[c] = p
 	}
 	return &t
 })
+
+// leetLetters reads a digit (or l, whose prototype 1 shares) as the letter
+// it stands for.
+var leetLetters = map[byte]byte{'l': 'i', '3': 'e', '4': 'a', '5': 's', '7': 't', '8': 'b', '9': 'g'}
 
 // emitASCII emits the prototypes of the ASCII letters and digits of s;
 // everything else in s is a separator.
