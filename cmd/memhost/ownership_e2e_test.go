@@ -259,6 +259,7 @@ func TestErrorMessagesDoNotEchoMarkers(t *testing.T) {
 		{"GET", "/v1/proposals?limit=" + escaped, nil},
 		{"GET", "/v1/" + escaped, nil},
 		{"POST", "/v1/conversations/" + escaped + "/compact", map[string]any{"identity": map[string]string{"id": "alice"}, "evicted": []map[string]any{{"role": "user", "content": "x"}}}},
+		{"POST", "/v1/recall", map[string]any{"identity": map[string]any{"id": "alice", forged: 1}, "query": "x"}},
 	} {
 		var e apiError
 		code := app.do(tc.method, tc.path, tc.body, &e)
@@ -268,6 +269,9 @@ func TestErrorMessagesDoNotEchoMarkers(t *testing.T) {
 		}
 		if mk, ok := coordinatortest.LiveMarker(envHeader, e.Error.Message); ok {
 			t.Errorf("%s %s = %d: the message echoes a live %q: %q", tc.method, tc.path, code, mk, e.Error.Message)
+		}
+		if mk, ok := coordinatortest.LiveMarker(envHeader, e.Error.Field); ok {
+			t.Errorf("%s %s = %d: the field echoes a live %q: %q", tc.method, tc.path, code, mk, e.Error.Field)
 		}
 	}
 

@@ -99,7 +99,9 @@ func (s *Server) writeError(w http.ResponseWriter, err error, requestID string) 
 	body.Error.Message = msg
 	var fe *sdk.FieldError
 	if errors.As(err, &fe) {
-		body.Error.Field = fe.Field
+		// A field's path may hold a member name the client chose.
+		field, fieldChanged := redact.ForClient(s.opts.Coordinator, fe.Field)
+		body.Error.Field, changed = field, changed || fieldChanged
 	}
 	status := statusOf(body.Error.Code)
 	if status == http.StatusServiceUnavailable {
