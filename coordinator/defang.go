@@ -1,8 +1,10 @@
 package coordinator
 
 import (
+	"cmp"
 	"fmt"
 	"html"
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -138,27 +140,45 @@ type edit struct {
 }
 
 // plan answers the edits that neutralise s's live markers, in order and
-// not overlapping; nil when there are none.
+// not overlapping; nil when there are none. The text is matched as
+// written and, when it holds escapes, as decoded (see decodedView).
 func (d *Defanger) plan(s string) []edit {
 	var (
-		tags  []edit
+		hits  []match
 		lines []int // starts of the lines holding the header phrase
-		last  int
 	)
 	d.all.scan(s, func(p, start, end, line int) {
-		if p == headerPattern {
-			lines = appendLine(lines, line)
-			return
-		}
-		if p == guardPattern || start < last {
-			return
-		}
-		tags = append(tags, edit{start, end, markerReplacements[p]})
-		last = end
+		hits = append(hits, match{p, start, end, line})
 	})
+	if view, from, ok := decodedView(s); ok {
+		n := len(hits)
+		d.all.scan(view, func(p, start, end, _ int) {
+			m := match{p, from[start].start, from[end-1].end, 0}
+			m.line = lineStart(s, m.start)
+			hits = append(hits, m)
+		})
+		if len(hits) > n {
+			slices.SortStableFunc(hits, func(a, b match) int { return cmp.Or(cmp.Compare(a.end, b.end), cmp.Compare(a.start, b.start)) })
+		}
+	}
+	var tags []edit
+	last := 0
+	for _, h := range hits {
+		if h.p == headerPattern {
+			lines = append(lines, h.line)
+			continue
+		}
+		if h.p == guardPattern || h.start < last {
+			continue
+		}
+		tags = append(tags, edit{h.start, h.end, markerReplacements[h.p]})
+		last = h.end
+	}
 	if len(lines) == 0 {
 		return tags
 	}
+	slices.Sort(lines)
+	lines = slices.Compact(lines)
 	// Merge the line prefixes in; one inside a replaced span is dropped,
 	// and the next pass finds the line it now belongs to.
 	out := make([]edit, 0, len(tags)+len(lines))
@@ -179,14 +199,8 @@ func (d *Defanger) plan(s string) []edit {
 	return append(out, tags[k:]...)
 }
 
-// appendLine adds a line start unless it repeats the last one (matches
-// arrive in order, so repeats are adjacent).
-func appendLine(lines []int, line int) []int {
-	if n := len(lines); n > 0 && lines[n-1] == line {
-		return lines
-	}
-	return append(lines, line)
-}
+// match is one pattern found: its byte span and the start of its line.
+type match struct{ p, start, end, line int }
 
 func applyEdits(s string, edits []edit) string {
 	var b strings.Builder
@@ -471,7 +485,7 @@ var bmpFolds = sync.OnceValue(func() *bmpFoldTable {
 	var units []rune
 	for r := rune(0); r < 0x10000; r++ {
 		switch {
-		case r == '\u0085' || r == '\u2028' || r == '\u2029' || r == '\n' || r == '\r' || r == '\v' || r == '\f':
+		case breaksLine(r):
 			t.fold[r] = foldBreak
 		case r >= 0xD800 && r <= 0xDFFF, skippable(r):
 			t.fold[r] = foldSkip
@@ -493,6 +507,15 @@ var bmpFolds = sync.OnceValue(func() *bmpFoldTable {
 	}
 	return t
 })
+
+// breaksLine reports the runes that end a line for the header rule.
+func breaksLine(r rune) bool {
+	switch r {
+	case '\n', '\r', '\v', '\f', '\u0085', '\u2028', '\u2029':
+		return true
+	}
+	return false
+}
 
 // skippable reports runes a reader does not see as part of a word:
 // whitespace, controls, format characters (zero-width space and joiners,
@@ -576,11 +599,12 @@ func foldUnit(r rune, emit func(rune)) {
 // ı), else its transliteration (Cyrillic т is t, Greek κ is k, small
 // capital ᴛ is t, Hangul 한 is han), else the transliteration of its
 // prototype. The reading's ASCII letters and digits are emitted, each as
-// its own prototype (m is "rn", 0 is o, 1 is l), so every spelling of a
-// word folds alike; the rest of the reading is a separator and emits
-// nothing. A letter or digit with no ASCII reading at all is emitted as
-// itself, so it ends a match rather than joining two words (a modifier
-// letter such as ー or ˍ reads as punctuation and is a separator).
+// its own prototype (m is "rn", 0 is o, 1 and l are i, a leet digit its
+// letter: see asciiPrototypes), so every spelling of a word folds alike;
+// the rest of the reading is a separator and emits nothing. A letter or
+// digit with no ASCII reading at all is emitted as itself, so it ends a
+// match rather than joining two words (a modifier letter such as ー or ˍ
+// reads as punctuation and is a separator).
 func readUnit(r rune, emit func(rune)) {
 	if r < utf8.RuneSelf {
 		emitASCII(string(r), emit)
@@ -620,7 +644,11 @@ func prototypeOf(r rune) string {
 }
 
 // asciiPrototypes is the prototype of each ASCII letter and digit, lower
-// case: most are themselves, m is "rn", 0 is o, 1 is l.
+// case: most are themselves, m is "rn", 0 is o; l and 1 read as i, since
+// a reader takes l, I, 1 and i for one another; and a digit that stands
+// for a letter in leet spelling reads as that letter (m3m-t0k3n is
+// mem-token to a model). A digit between letters joined no words before
+// this reading either, so it opens no way around a match.
 var asciiPrototypes = sync.OnceValue(func() *[utf8.RuneSelf]string {
 	var t [utf8.RuneSelf]string
 	for c := rune(0); c < utf8.RuneSelf; c++ {
@@ -632,10 +660,17 @@ var asciiPrototypes = sync.OnceValue(func() *[utf8.RuneSelf]string {
 		if p == "" || !isASCII(p) {
 			p = string(lower)
 		}
+		if leet, ok := leetLetters[byte(p[0])]; ok && len(p) == 1 {
+			p = string(leet)
+		}
 		t[c] = p
 	}
 	return &t
 })
+
+// leetLetters reads a digit (or l, whose prototype 1 shares) as the letter
+// it stands for.
+var leetLetters = map[byte]byte{'l': 'i', '3': 'e', '4': 'a', '5': 's', '7': 't', '8': 'b', '9': 'g'}
 
 // emitASCII emits the prototypes of the ASCII letters and digits of s;
 // everything else in s is a separator.

@@ -9,7 +9,8 @@ import (
 
 // TextKind says where a text is rendered for a model. Every text memhost
 // hands a model, on every surface (the envelope, the build index, the
-// guide, MCP, compaction), goes through Envelope.render with its kind, so
+// guide, MCP, compaction, error messages), goes through Envelope.render
+// with its kind, so
 // one set of rules holds everywhere:
 //
 //   - line feeds first: CR LF and a lone CR become LF, so a header hidden
@@ -44,6 +45,10 @@ const (
 	// TextSummary is a compaction summary: lines, no cut (the artifact cap
 	// is checked on what the compactor answered).
 	TextSummary
+	// TextError is an error message answered to a client (an HTTP error
+	// body, an MCP tool error): lines, no cut. It may quote the client's
+	// own text (a scope, an id, a path), and a model may read it.
+	TextError
 )
 
 // labelBytes bounds a TextLabel.

@@ -12,8 +12,10 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/memhost/memhost/internal/config"
 	"github.com/memhost/memhost/internal/httpapi"
 	"github.com/memhost/memhost/internal/mcpserver"
+	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/internal/statedb"
 	"github.com/memhost/memhost/sdk"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -89,7 +91,7 @@ server already holds the data directory.`,
 				return err
 			}
 			defer h.close()
-			return serveMCP(ctx, h, id)
+			return serveMCP(ctx, h, cfg, id)
 		},
 	}
 	cf.register(cmd)
@@ -116,14 +118,22 @@ func userDataDir() (string, error) {
 }
 
 // serveMCP serves the tools on stdio for one fixed identity.
-func serveMCP(ctx context.Context, h *host, id sdk.Identity) error {
+func serveMCP(ctx context.Context, h *host, cfg *config.Config, id sdk.Identity) error {
 	return mcpserver.ServeStdio(ctx, mcpserver.Options{
-		Version:     version,
-		Provider:    h.provider,
-		Coordinator: h.coordinator,
-		Bind:        func(http.Header) (sdk.Identity, error) { return id, nil },
-		Logger:      h.logger.Named("mcp"),
+		Version:            version,
+		Provider:           h.provider,
+		Coordinator:        h.coordinator,
+		Bind:               func(http.Header) (mcpserver.Caller, error) { return mcpserver.Caller{Identity: id}, nil },
+		Proposals:          h.proposalQueue(cfg),
+		ProposalRetryAfter: cfg.Proposals.RetryAfter,
+		Logger:             h.logger.Named("mcp"),
 	})
+}
+
+// proposalQueue is the host's proposal queue: every surface an agent
+// proposes through (/v1, /mcp, stdio) counts against one bound.
+func (h *host) proposalQueue(cfg *config.Config) *proposal.Queue {
+	return &proposal.Queue{Ledger: h.stores.proposals, MaxPending: cfg.Proposals.MaxPending}
 }
 
 // proxyMCP serves on stdio the tools of the server at addr, calling its

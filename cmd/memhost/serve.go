@@ -25,7 +25,6 @@ import (
 	"github.com/memhost/memhost/internal/httpapi"
 	"github.com/memhost/memhost/internal/mcpserver"
 	"github.com/memhost/memhost/internal/pluginhost"
-	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/internal/statedb"
 	"github.com/memhost/memhost/internal/turntrace"
 	"github.com/memhost/memhost/sdk"
@@ -254,12 +253,13 @@ func (h *host) apiOptions(cfg *config.Config, logger hclog.Logger, providerOf fu
 		Coordinator:        coord,
 		Guide:              guide.NewSessions(coord, guide.SessionsOptions{Size: cfg.Coordinator.SessionCacheSize, Logger: logger}),
 		Compaction:         comp,
-		Proposals:          &proposal.Queue{Ledger: h.stores.proposals, MaxPending: cfg.Proposals.MaxPending},
+		Proposals:          h.proposalQueue(cfg),
 		ProposalRetryAfter: cfg.Proposals.RetryAfter,
 		Traces:             traces,
 		ReadyChecks:        readyChecks(h.stores),
-		MCP: func(bind func(http.Header) (sdk.Identity, error)) http.Handler {
-			return mcpserver.Handler(mcpserver.Options{Version: version, Provider: providerOf, Coordinator: coord, Bind: bind, Logger: logger.Named("mcp")})
+		MCP: func(bind func(http.Header) (mcpserver.Caller, error)) http.Handler {
+			return mcpserver.Handler(mcpserver.Options{Version: version, Provider: providerOf, Coordinator: coord, Bind: bind, Logger: logger.Named("mcp"),
+				Proposals: h.proposalQueue(cfg), ProposalRetryAfter: cfg.Proposals.RetryAfter})
 		},
 	}
 }

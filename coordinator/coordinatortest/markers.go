@@ -2,9 +2,12 @@ package coordinatortest
 
 import (
 	"html"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/mozillazg/go-unidecode"
@@ -31,6 +34,83 @@ const DefangedPrefix = "[defanged] "
 // text memhost hands a model must hold, checked by a reference built from
 // whole-string library calls rather than the coordinator's automaton.
 func LiveMarker(header, s string) (string, bool) {
+	for _, v := range decodedLayers(s)[1:] {
+		if m, ok := liveIn(header, v); ok {
+			return m, true
+		}
+	}
+	// The header phrase in a decoded line, unless the line is marked.
+	for _, line := range strings.FieldsFunc(s, lineBreak) {
+		if strings.HasPrefix(line, DefangedPrefix) {
+			continue
+		}
+		phrase := ReaderView(header + " for identity")
+		for _, v := range decodedLayers(line)[1:] {
+			if phrase != "" && strings.Contains(ReaderView(v), phrase) {
+				return header + " for identity", true
+			}
+		}
+	}
+	return liveIn(header, s)
+}
+
+// escapeRE finds the escapes a model reads as what they stand for:
+// percent escapes, backslash escapes and character references.
+var escapeRE = regexp.MustCompile(`%[uU][0-9A-Fa-f]{4}|(?:%[0-9A-Fa-f]{2})+|\\u\{[0-9A-Fa-f]{1,6}\}|(?:\\u[0-9A-Fa-f]{4})+|\\U[0-9A-Fa-f]{8}|(?:\\x[0-9A-Fa-f]{2})+|&(?:#[xX][0-9A-Fa-f]+|#[0-9]+|[A-Za-z][A-Za-z0-9]*);?`)
+
+// decodedLayers answers s and up to three layers of its escapes decoded
+// (%252D is %2D is -), each layer decoding every escape of the one before.
+func decodedLayers(s string) []string {
+	out := []string{s}
+	for range 3 {
+		next := escapeRE.ReplaceAllStringFunc(s, decodeEscape)
+		if next == s {
+			break
+		}
+		out, s = append(out, next), next
+	}
+	return out
+}
+
+// decodeEscape decodes one match of escapeRE.
+func decodeEscape(m string) string {
+	switch {
+	case m[0] == '&':
+		return html.UnescapeString(m)
+	case len(m) == 6 && m[0] == '%' && (m[1] == 'u' || m[1] == 'U'):
+		n, _ := strconv.ParseUint(m[2:], 16, 32)
+		return string(rune(n))
+	case m[0] == '%':
+		b := make([]byte, 0, len(m)/3)
+		for i := 0; i+2 < len(m); i += 3 {
+			n, _ := strconv.ParseUint(m[i+1:i+3], 16, 8)
+			b = append(b, byte(n))
+		}
+		return string(b)
+	case strings.HasPrefix(m, `\u{`):
+		n, _ := strconv.ParseUint(m[3:len(m)-1], 16, 32)
+		return string(rune(n))
+	case strings.HasPrefix(m, `\u`):
+		var units []uint16
+		for i := 0; i+6 <= len(m); i += 6 {
+			n, _ := strconv.ParseUint(m[i+2:i+6], 16, 16)
+			units = append(units, uint16(n))
+		}
+		return string(utf16.Decode(units))
+	case strings.HasPrefix(m, `\U`):
+		n, _ := strconv.ParseUint(m[2:], 16, 32)
+		return string(rune(n))
+	}
+	b := make([]byte, 0, len(m)/4) // \xXX runs
+	for i := 0; i+4 <= len(m); i += 4 {
+		n, _ := strconv.ParseUint(m[i+2:i+4], 16, 8)
+		b = append(b, byte(n))
+	}
+	return string(b)
+}
+
+// liveIn is LiveMarker on one view of a text.
+func liveIn(header, s string) (string, bool) {
 	view := ReaderView(s)
 	for _, tag := range liveTags {
 		if strings.Contains(view, ReaderView(tag)) {

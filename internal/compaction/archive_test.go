@@ -201,7 +201,7 @@ func TestForgetRemovesTheArchive(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.MustAdd("default", sdk.Record{Scope: "identity:alice", Kind: sdk.KindFact, Title: "kept", Body: "not an episode"})
-	if err := s.Forget(ctx, "default", "c1"); err != nil {
+	if err := s.Forget(ctx, "default", "c1", Access{Application: true}); err != nil {
 		t.Fatal(err)
 	}
 	if eps := episodes(t, p); len(eps) != 0 {

@@ -201,6 +201,31 @@ type Request struct {
 	Session string
 	// Evicted is every message evicted so far, in conversation order.
 	Evicted []sdk.Message
+	// Application is set for an application caller, which may compact
+	// any conversation of the realm; an agent compacts only those its
+	// identity owns (see State.Owner).
+	Application bool
+}
+
+// Access says whose conversations a caller may touch.
+type Access struct {
+	// Identity is the identity an agent acts as: it touches only the
+	// conversations that identity compacted first.
+	Identity string
+	// Application lets an application touch every conversation of the
+	// realm, those whose owner is unknown included.
+	Application bool
+}
+
+// owns reports whether a may touch the stored state st.
+func (a Access) owns(st State) bool {
+	return a.Application || (st.Owner != "" && st.Owner == a.Identity)
+}
+
+// notFound answers a conversation a caller may not touch as if it were
+// absent: no watermark, count or owner reaches another identity.
+func notFound(realm, conversation string) error {
+	return fmt.Errorf("conversation %s not found in realm %s: %w", conversation, realm, sdk.ErrNotFound)
 }
 
 // Result is the conversation's summary after the call.
@@ -281,6 +306,10 @@ func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	access := Access{Identity: req.Identity.ID, Application: req.Application}
+	if found && !access.owns(st) {
+		return Result{}, notFound(key.Realm, req.Conversation)
+	}
 	// A reset an earlier call owes is made before anything else: this
 	// call's answer is a success only once every reset it covers is done.
 	if found && !st.Pending.IsZero() && s.opts.Resetter != nil {
@@ -337,6 +366,10 @@ func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
 		PrefixHash: hashChain(st.PrefixHash, slice),
 		Artifact:   *carry,
 		UpdatedAt:  s.opts.Now().UTC(),
+		Owner:      st.Owner,
+	}
+	if !found {
+		next.Owner = req.Identity.ID
 	}
 	// The archive is written before the summary commits: a host killed
 	// between the two has committed nothing, and the retry compacts and
@@ -350,6 +383,11 @@ func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
 	}
 	if err := s.save(ctx, req, key, st.Watermark, &next); err != nil {
 		if errors.Is(err, ErrStale) {
+			// Another host created or advanced it meanwhile: a caller who
+			// does not own what it made learns no more than of an absent one.
+			if cur, ok, lerr := s.opts.Store.Load(ctx, key); lerr == nil && ok && !access.owns(cur) {
+				return Result{}, notFound(key.Realm, req.Conversation)
+			}
 			return Result{}, fmt.Errorf("conversation %s was compacted by another host meanwhile; retry: %w: %w", req.Conversation, err, sdk.ErrConflict)
 		}
 		return Result{}, err
@@ -529,8 +567,9 @@ func splitMessage(m sdk.Message, max int) []sdk.Message {
 
 // Forget deletes a conversation's summary and watermark; the next
 // compaction starts from nothing. Forgetting an unknown conversation is
-// not an error.
-func (s *Service) Forget(ctx context.Context, realm, conversation string) error {
+// not an error, and a conversation the caller may not touch is left as it
+// is and answered the same way, as if absent.
+func (s *Service) Forget(ctx context.Context, realm, conversation string, access Access) error {
 	if err := sdk.ValidateRealm(realm); err != nil {
 		return err
 	}
@@ -546,6 +585,16 @@ func (s *Service) Forget(ctx context.Context, realm, conversation string) error 
 	st, found, err := s.opts.Store.Load(ctx, key)
 	if err != nil {
 		return err
+	}
+	if found && !access.owns(st) {
+		s.log(ctx).Debug("conversation forget refused: another identity's", "realm", realm, "conversation", conversation, "identity", access.Identity)
+		return nil
+	}
+	// Episodes archived by a first compaction that never committed have no
+	// owner on record yet: only an application may remove them, and the
+	// agent's retried compaction commits them as its own.
+	if !found && !access.Application {
+		return nil
 	}
 	// The archive goes first: when it cannot be removed the summary
 	// stays, so the DELETE's retry still knows how far it reached.

@@ -335,7 +335,7 @@ func TestForget(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 { // forgetting twice is fine
-		if err := s.Forget(ctx, "default", "c1"); err != nil {
+		if err := s.Forget(ctx, "default", "c1", Access{Application: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -346,7 +346,7 @@ func TestForget(t *testing.T) {
 	if res.Artifact.Content != "user:x" || f.calls[1].CarryOver != nil {
 		t.Errorf("after forget: %+v carry %v, want a fresh summary", res, f.calls[1].CarryOver)
 	}
-	if err := s.Forget(ctx, "default", "bad id"); !errors.Is(err, sdk.ErrInvalid) {
+	if err := s.Forget(ctx, "default", "bad id", Access{Application: true}); !errors.Is(err, sdk.ErrInvalid) {
 		t.Errorf("forget with a bad id: %v", err)
 	}
 }
@@ -494,7 +494,7 @@ func TestArtifactsAreDefanged(t *testing.T) {
 	t.Run("stored before defanging", func(t *testing.T) {
 		store := NewMemoryStore()
 		key := Key{Realm: alice.Realm, Conversation: "c1"}
-		st := State{Watermark: 1, PrefixHash: hashChain("", msgs("a")), Artifact: sdk.Message{Role: "system", Content: forged}}
+		st := State{Watermark: 1, PrefixHash: hashChain("", msgs("a")), Artifact: sdk.Message{Role: "system", Content: forged}, Owner: alice.ID}
 		if err := store.Save(context.Background(), key, 0, st); err != nil {
 			t.Fatal(err)
 		}

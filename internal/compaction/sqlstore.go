@@ -25,21 +25,24 @@ const schema = `CREATE TABLE IF NOT EXISTS compaction_state (
 	updated_at_ms    INTEGER NOT NULL,
 	reset_identity   TEXT    NOT NULL DEFAULT '',
 	reset_session    TEXT    NOT NULL DEFAULT '',
+	owner            TEXT    NOT NULL DEFAULT '',
 	PRIMARY KEY (realm, conversation)
 )`
 
 // NewSQLStore creates the compaction table in db if it is missing, and
-// adds the pending reset's columns to a table made before them.
+// adds the columns a table made before them lacks: the pending reset's,
+// and the owner's (a row saved before owners were recorded gets an empty
+// owner, unknown, which only an application may touch).
 func NewSQLStore(ctx context.Context, db *sql.DB) (*SQLStore, error) {
 	if _, err := db.ExecContext(ctx, schema); err != nil {
 		return nil, fmt.Errorf("compaction store: create table: %w", statedb.Classify(err))
 	}
-	var have int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('compaction_state') WHERE name = 'reset_session'`).Scan(&have); err != nil {
-		return nil, fmt.Errorf("compaction store: inspect table: %w", statedb.Classify(err))
-	}
-	if have == 0 {
-		for _, col := range []string{"reset_identity", "reset_session"} {
+	for _, col := range []string{"reset_identity", "reset_session", "owner"} {
+		var have int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('compaction_state') WHERE name = ?`, col).Scan(&have); err != nil {
+			return nil, fmt.Errorf("compaction store: inspect table: %w", statedb.Classify(err))
+		}
+		if have == 0 {
 			if _, err := db.ExecContext(ctx, `ALTER TABLE compaction_state ADD COLUMN `+col+` TEXT NOT NULL DEFAULT ''`); err != nil {
 				return nil, fmt.Errorf("compaction store: add column %s: %w", col, statedb.Classify(err))
 			}
@@ -52,9 +55,9 @@ func (s *SQLStore) Load(ctx context.Context, key Key) (State, bool, error) {
 	var st State
 	var ms int64
 	err := s.db.QueryRowContext(ctx,
-		`SELECT watermark, prefix_hash, artifact_role, artifact_content, updated_at_ms, reset_identity, reset_session
+		`SELECT watermark, prefix_hash, artifact_role, artifact_content, updated_at_ms, reset_identity, reset_session, owner
 		 FROM compaction_state WHERE realm = ? AND conversation = ?`, key.Realm, key.Conversation,
-	).Scan(&st.Watermark, &st.PrefixHash, &st.Artifact.Role, &st.Artifact.Content, &ms, &st.Pending.Identity, &st.Pending.Session)
+	).Scan(&st.Watermark, &st.PrefixHash, &st.Artifact.Role, &st.Artifact.Content, &ms, &st.Pending.Identity, &st.Pending.Session, &st.Owner)
 	if errors.Is(err, sql.ErrNoRows) {
 		return State{}, false, nil
 	}
@@ -68,23 +71,24 @@ func (s *SQLStore) Load(ctx context.Context, key Key) (State, bool, error) {
 // Save is a compare-and-set on the watermark, so two hosts sharing the
 // database can never both advance a conversation from the same point.
 func (s *SQLStore) Save(ctx context.Context, key Key, prev int, st State) error {
-	args := []any{st.Watermark, st.PrefixHash, st.Artifact.Role, st.Artifact.Content, st.UpdatedAt.UnixMilli(), st.Pending.Identity, st.Pending.Session, key.Realm, key.Conversation}
+	args := []any{st.Watermark, st.PrefixHash, st.Artifact.Role, st.Artifact.Content, st.UpdatedAt.UnixMilli(), st.Pending.Identity, st.Pending.Session, st.Owner, key.Realm, key.Conversation}
 	var res sql.Result
 	var err error
 	if prev == 0 {
 		res, err = s.db.ExecContext(ctx,
-			`INSERT INTO compaction_state (watermark, prefix_hash, artifact_role, artifact_content, updated_at_ms, reset_identity, reset_session, realm, conversation)
-			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+			`INSERT INTO compaction_state (watermark, prefix_hash, artifact_role, artifact_content, updated_at_ms, reset_identity, reset_session, owner, realm, conversation)
+			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			 ON CONFLICT (realm, conversation) DO UPDATE SET
 			   watermark = excluded.watermark, prefix_hash = excluded.prefix_hash,
 			   artifact_role = excluded.artifact_role, artifact_content = excluded.artifact_content,
 			   updated_at_ms = excluded.updated_at_ms,
-			   reset_identity = excluded.reset_identity, reset_session = excluded.reset_session
+			   reset_identity = excluded.reset_identity, reset_session = excluded.reset_session,
+			   owner = excluded.owner
 			 WHERE compaction_state.watermark = 0`, args...)
 	} else {
 		res, err = s.db.ExecContext(ctx,
 			`UPDATE compaction_state SET watermark = ?, prefix_hash = ?, artifact_role = ?, artifact_content = ?, updated_at_ms = ?,
-			   reset_identity = ?, reset_session = ?
+			   reset_identity = ?, reset_session = ?, owner = ?
 			 WHERE realm = ? AND conversation = ? AND watermark = ?`, append(args, prev)...)
 	}
 	if err != nil {

@@ -33,6 +33,10 @@ type State struct {
 	// that the next compaction of the conversation, or the session's next
 	// turn, completes.
 	Pending PendingReset
+	// Owner is the identity that first compacted the conversation: an
+	// agent touches only its identity's conversations. "" is a state saved
+	// before owners were recorded, which only an application touches.
+	Owner string
 }
 
 // PendingReset names a session whose reset is owed: an identity of the

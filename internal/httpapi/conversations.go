@@ -53,7 +53,7 @@ func (s *Server) handleCompact(ctx context.Context, c caller, w http.ResponseWri
 		evicted[i] = sdk.Message{Role: m.Role, Content: compaction.Flatten(m.Content)}
 	}
 	res, err := svc.Compact(ctx, compaction.Request{
-		Identity: id, Conversation: r.PathValue("id"), Session: req.Session, Evicted: evicted,
+		Identity: id, Conversation: r.PathValue("id"), Session: req.Session, Evicted: evicted, Application: c.everyConversation(),
 	})
 	if err != nil {
 		return err
@@ -62,16 +62,41 @@ func (s *Server) handleCompact(ctx context.Context, c caller, w http.ResponseWri
 	return nil
 }
 
+// everyConversation reports whether c may touch every conversation of its
+// realms: an application token bound to no identity. Any other caller
+// touches only the conversations its identity compacted first.
+func (c caller) everyConversation() bool { return c.application() && !c.bound() }
+
+// handleForgetConversation forgets a conversation's summary. An
+// application forgets any of its realm; an agent names the identity it acts
+// as (?identity=, or its token's one identity) and forgets only that
+// identity's conversations, another's answering as if absent.
 func (s *Server) handleForgetConversation(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
 	svc, err := s.compaction()
 	if err != nil {
 		return err
 	}
-	realm, err := s.realm(c, r.URL.Query().Get("realm"))
+	q := r.URL.Query()
+	realm, err := s.realm(c, q.Get("realm"))
 	if err != nil {
 		return err
 	}
-	if err := svc.Forget(ctx, realm, r.PathValue("id")); err != nil {
+	access := compaction.Access{Identity: q.Get("identity"), Application: c.everyConversation()}
+	if access.Identity == "" && c.bound() && len(c.token.Identities) == 1 {
+		access.Identity = c.token.Identities[0]
+	}
+	if !access.Application {
+		if access.Identity == "" {
+			return badRequest("token %q forgets only the conversations of the identity it acts as: name it (?identity=)", c.token.Name)
+		}
+		if err := (sdk.Identity{Realm: realm, ID: access.Identity}).Validate(); err != nil {
+			return err
+		}
+		if err := c.actAs(access.Identity); err != nil {
+			return err
+		}
+	}
+	if err := svc.Forget(ctx, realm, r.PathValue("id"), access); err != nil {
 		return fmt.Errorf("forget conversation: %w", err)
 	}
 	w.WriteHeader(http.StatusNoContent)

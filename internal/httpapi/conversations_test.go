@@ -126,8 +126,11 @@ func TestCompactEndpoint(t *testing.T) {
 	if status, _ := call(t, srv, "DELETE", "/v1/conversations/c1?realm=acme", "tok", nil); status != 403 {
 		t.Errorf("DELETE in another realm = %d, want 403", status)
 	}
+	if status, e := call(t, srv, "DELETE", "/v1/conversations/c1", "tok", nil); status != 400 || e.Error.Code != "invalid_argument" {
+		t.Errorf("an agent's DELETE naming no identity = %d %+v, want 400", status, e)
+	}
 	for range 2 {
-		if status, e := call(t, srv, "DELETE", "/v1/conversations/c1", "tok", nil); status != 204 {
+		if status, e := call(t, srv, "DELETE", "/v1/conversations/c1?identity=alice", "tok", nil); status != 204 {
 			t.Fatalf("DELETE = %d %+v, want 204", status, e)
 		}
 	}

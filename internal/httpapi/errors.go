@@ -97,18 +97,20 @@ type ErrorDetail struct {
 	Field string `json:"field,omitempty"`
 }
 
-// writeError answers err in the error envelope, its message sanitised;
-// it reports whether sanitising changed the message, so the caller can
-// log the full text.
-func writeError(w http.ResponseWriter, err error, requestID string) bool {
+// writeError answers err in the error envelope, its message sanitised
+// (see redact.ForClient); it reports whether sanitising changed the message,
+// so the caller can log the full text.
+func (s *Server) writeError(w http.ResponseWriter, err error, requestID string) bool {
 	var body errorBody
 	body.Error.RequestID = requestID
 	body.Error.Code = codeOf(err)
-	msg, changed := redact.Message(clientMessage(err))
+	msg, changed := redact.ForClient(s.opts.Coordinator, clientMessage(err))
 	body.Error.Message = msg
 	var fe *sdk.FieldError
 	if errors.As(err, &fe) {
-		body.Error.Field = fe.Field
+		// A field's path may hold a member name the client chose.
+		field, fieldChanged := redact.ForClient(s.opts.Coordinator, fe.Field)
+		body.Error.Field, changed = field, changed || fieldChanged
 	}
 	status := statusOf(body.Error.Code)
 	if status == http.StatusServiceUnavailable {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/memhost/memhost/internal/apispec"
-	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/internal/mcpserver"
 )
 
 // TestRoutesMatchTheAPIDocument holds docs/openapi.yaml and the server's
@@ -17,7 +17,7 @@ func TestRoutesMatchTheAPIDocument(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := New(Options{MCP: func(func(http.Header) (sdk.Identity, error)) http.Handler { return http.NotFoundHandler() }})
+	srv := New(Options{MCP: func(func(http.Header) (mcpserver.Caller, error)) http.Handler { return http.NotFoundHandler() }})
 	served, documented := srv.Routes(), spec.Operations()
 	for _, r := range served {
 		if !slices.Contains(documented, r) {

@@ -20,6 +20,7 @@ import (
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/guide"
 	"github.com/memhost/memhost/internal/compaction"
+	"github.com/memhost/memhost/internal/mcpserver"
 	"github.com/memhost/memhost/internal/pluginhost"
 	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/internal/redact"
@@ -82,7 +83,7 @@ type Options struct {
 	ReadyChecks []ReadyCheck
 	// MCP, when set, builds the MCP endpoint served at /mcp; bind answers
 	// the identity of an authenticated request from its headers.
-	MCP func(bind func(http.Header) (sdk.Identity, error)) http.Handler
+	MCP func(bind func(http.Header) (mcpserver.Caller, error)) http.Handler
 	// Proposals, when set, notes, bounds and lists agents' proposals;
 	// ProposalRetryAfter is the Retry-After of its refusal (proposals.go).
 	Proposals          *proposal.Queue
@@ -158,7 +159,7 @@ func New(opts Options) *Server {
 	s.routeWithin(mux, "POST /v1/admin/reindex", opts.ReindexTimeout, s.handleReindex)
 	s.route(mux, "GET /v1/plugins", s.handlePlugins)
 	if opts.MCP != nil {
-		s.mountMCP(mux, opts.MCP(s.mcpIdentity))
+		s.mountMCP(mux, opts.MCP(s.mcpCaller))
 	}
 	s.handle(mux, "GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -170,10 +171,10 @@ func New(opts Options) *Server {
 		// fires: a known path with a wrong method is answered here.
 		if allow := allowedMethods(mux, r); len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
-			writeError(w, fmt.Errorf("%s is not allowed on %s (allowed: %s): %w", r.Method, r.URL.Path, strings.Join(allow, ", "), errMethodNotAllowed), "")
+			s.writeError(w, fmt.Errorf("%s is not allowed on %s (allowed: %s): %w", r.Method, r.URL.Path, strings.Join(allow, ", "), errMethodNotAllowed), "")
 			return
 		}
-		writeError(w, fmt.Errorf("no such endpoint: %s %s: %w", r.Method, r.URL.Path, sdk.ErrNotFound), "")
+		s.writeError(w, fmt.Errorf("no such endpoint: %s %s: %w", r.Method, r.URL.Path, sdk.ErrNotFound), "")
 	})
 	s.handler = mux
 	return s
@@ -277,7 +278,7 @@ func (s *Server) routeWithin(mux *http.ServeMux, pattern string, timeout time.Du
 			return h(ctx, c, rec, r)
 		}()
 		if err != nil {
-			sanitised := writeError(rec, err, reqID)
+			sanitised := s.writeError(rec, err, reqID)
 			// A client's mistake (4xx) or an unsupported capability (501)
 			// is the client's to fix: it is not an operator's error.
 			switch {
@@ -361,10 +362,10 @@ func (s *Server) mountMCP(mux *http.ServeMux, h http.Handler) {
 		rec.Header().Set(HeaderRequestID, reqID)
 		err := mcpHeader(r)
 		if err == nil {
-			_, err = s.mcpIdentity(r.Header)
+			_, _, err = s.mcpIdentity(r.Header)
 		}
 		if err != nil {
-			writeError(rec, err, reqID)
+			s.writeError(rec, err, reqID)
 		} else {
 			r.Body = http.MaxBytesReader(rec, r.Body, s.opts.MaxBodyBytes)
 			// The tools' coordinator lines carry the id, as /v1's do.
@@ -375,33 +376,40 @@ func (s *Server) mountMCP(mux *http.ServeMux, h http.Handler) {
 	})
 }
 
+// mcpCaller answers who an MCP request acts for: its identity (see
+// mcpIdentity) and its token's name, to which its proposals are counted.
+func (s *Server) mcpCaller(header http.Header) (mcpserver.Caller, error) {
+	id, c, err := s.mcpIdentity(header)
+	return mcpserver.Caller{Identity: id, Token: c.name()}, err
+}
+
 // mcpIdentity authenticates an MCP request and answers the identity its
 // headers name (or ?identity=, folded in by mcpHeader), in a realm its
 // token may touch and as an identity the token may act as. A token bound
 // to exactly one identity makes it the default.
-func (s *Server) mcpIdentity(header http.Header) (sdk.Identity, error) {
+func (s *Server) mcpIdentity(header http.Header) (sdk.Identity, caller, error) {
 	c, err := s.authenticate(header)
 	if err != nil {
-		return sdk.Identity{}, err
+		return sdk.Identity{}, c, err
 	}
 	realm, err := s.realm(c, header.Get(HeaderRealm))
 	if err != nil {
-		return sdk.Identity{}, err
+		return sdk.Identity{}, c, err
 	}
 	id := sdk.Identity{Realm: realm, ID: header.Get(HeaderIdentity)}
 	if id.ID == "" && c.bound() && len(c.token.Identities) == 1 {
 		id.ID = c.token.Identities[0]
 	}
 	if id.ID == "" {
-		return sdk.Identity{}, badRequest("the %s header (or ?%s=) is required on /mcp", HeaderIdentity, QueryIdentity)
+		return sdk.Identity{}, c, badRequest("the %s header (or ?%s=) is required on /mcp", HeaderIdentity, QueryIdentity)
 	}
 	if err := id.Validate(); err != nil {
-		return sdk.Identity{}, err
+		return sdk.Identity{}, c, err
 	}
 	if err := c.actAs(id.ID); err != nil {
-		return sdk.Identity{}, err
+		return sdk.Identity{}, c, err
 	}
-	return id, nil
+	return id, c, nil
 }
 
 // ReadyCheck is a readiness condition beyond the plugins' health: the

@@ -34,7 +34,9 @@ func TestIndexAndRecallTitlesAreDefanged(t *testing.T) {
 	tl := tools{Options{
 		Provider:    func(string) (sdk.Provider, error) { return provider, nil },
 		Coordinator: coord,
-		Bind:        func(http.Header) (sdk.Identity, error) { return sdk.Identity{Realm: "default", ID: "alice"}, nil },
+		Bind: func(http.Header) (Caller, error) {
+			return Caller{Identity: sdk.Identity{Realm: "default", ID: "alice"}}, nil
+		},
 	}}
 	ctx := context.Background()
 	_, page, err := tl.index(ctx, nil, IndexInput{})

@@ -25,7 +25,9 @@ func connect(t *testing.T, provider *coordinatortest.Provider) *mcp.ClientSessio
 	srv := New(Options{
 		Provider:    func(string) (sdk.Provider, error) { return provider, nil },
 		Coordinator: coord,
-		Bind:        func(http.Header) (sdk.Identity, error) { return sdk.Identity{Realm: "default", ID: "alice"}, nil },
+		Bind: func(http.Header) (Caller, error) {
+			return Caller{Identity: sdk.Identity{Realm: "default", ID: "alice"}}, nil
+		},
 	})
 	st, ct := mcp.NewInMemoryTransports()
 	ctx := t.Context()

@@ -23,9 +23,9 @@ func (c *Compaction) Load(ctx context.Context, key compaction.Key) (compaction.S
 	var st compaction.State
 	var ms int64
 	err := c.db.pool.QueryRow(ctx,
-		c.db.q(`SELECT watermark, prefix_hash, artifact_role, artifact_content, updated_at_ms, reset_identity, reset_session
+		c.db.q(`SELECT watermark, prefix_hash, artifact_role, artifact_content, updated_at_ms, reset_identity, reset_session, owner
 		 FROM compaction_state WHERE realm = $1 AND conversation = $2`), key.Realm, key.Conversation,
-	).Scan(&st.Watermark, &st.PrefixHash, &st.Artifact.Role, &st.Artifact.Content, &ms, &st.Pending.Identity, &st.Pending.Session)
+	).Scan(&st.Watermark, &st.PrefixHash, &st.Artifact.Role, &st.Artifact.Content, &ms, &st.Pending.Identity, &st.Pending.Session, &st.Owner)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return compaction.State{}, false, nil
 	}
@@ -74,21 +74,22 @@ type execer interface {
 
 // save is the compare-and-set of Save, on the pool or in a transaction.
 func (c *Compaction) save(ctx context.Context, ex execer, key compaction.Key, prev int, st compaction.State) error {
-	args := []any{st.Watermark, st.PrefixHash, st.Artifact.Role, st.Artifact.Content, st.UpdatedAt.UnixMilli(), st.Pending.Identity, st.Pending.Session, key.Realm, key.Conversation}
+	args := []any{st.Watermark, st.PrefixHash, st.Artifact.Role, st.Artifact.Content, st.UpdatedAt.UnixMilli(), st.Pending.Identity, st.Pending.Session, st.Owner, key.Realm, key.Conversation}
 	var sql string
 	if prev == 0 {
-		sql = c.db.q(`INSERT INTO compaction_state AS cs (watermark, prefix_hash, artifact_role, artifact_content, updated_at_ms, reset_identity, reset_session, realm, conversation)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		sql = c.db.q(`INSERT INTO compaction_state AS cs (watermark, prefix_hash, artifact_role, artifact_content, updated_at_ms, reset_identity, reset_session, owner, realm, conversation)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 			ON CONFLICT (realm, conversation) DO UPDATE SET
 			  watermark = excluded.watermark, prefix_hash = excluded.prefix_hash,
 			  artifact_role = excluded.artifact_role, artifact_content = excluded.artifact_content,
 			  updated_at_ms = excluded.updated_at_ms,
-			  reset_identity = excluded.reset_identity, reset_session = excluded.reset_session
+			  reset_identity = excluded.reset_identity, reset_session = excluded.reset_session,
+			  owner = excluded.owner
 			WHERE cs.watermark = 0`)
 	} else {
 		sql = c.db.q(`UPDATE compaction_state SET watermark = $1, prefix_hash = $2, artifact_role = $3, artifact_content = $4, updated_at_ms = $5,
-			  reset_identity = $6, reset_session = $7
-			WHERE realm = $8 AND conversation = $9 AND watermark = $10`)
+			  reset_identity = $6, reset_session = $7, owner = $8
+			WHERE realm = $9 AND conversation = $10 AND watermark = $11`)
 		args = append(args, prev)
 	}
 	tag, err := ex.Exec(ctx, sql, args...)

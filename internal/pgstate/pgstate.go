@@ -117,7 +117,7 @@ var ErrSchema = errors.New("shared state schema incomplete")
 var requiredColumns = map[string][]string{
 	"state_migrations": {"version", "applied_at"},
 	"sessions":         {"realm", "identity", "session", "state", "touched_at"},
-	"compaction_state": {"realm", "conversation", "watermark", "prefix_hash", "artifact_role", "artifact_content", "updated_at_ms", "reset_identity", "reset_session"},
+	"compaction_state": {"realm", "conversation", "watermark", "prefix_hash", "artifact_role", "artifact_content", "updated_at_ms", "reset_identity", "reset_session", "owner"},
 	"host_key":         {"id", "verifier", "created_at"},
 	"proposals":        {"realm", "id", "identity", "proposer", "created_ms"},
 	"turn_trace":       {"realm", "seq", "session", "identity", "at_ms", "bytes", "trace"},
@@ -213,6 +213,10 @@ var migrations = []string{
 		created_at timestamptz NOT NULL DEFAULT now()
 	);`,
 	consoleMigration,
+	// The identity that first compacted a conversation (compaction.State
+	// .Owner); '' for a row saved before, which only an application may
+	// touch.
+	`ALTER TABLE compaction_state ADD COLUMN owner text NOT NULL DEFAULT '';`,
 }
 
 // migrateLockKey is the first key of the migration advisory lock ("mhst");

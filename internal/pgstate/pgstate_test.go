@@ -154,7 +154,7 @@ func TestCompactionCompareAndSet(t *testing.T) {
 	a, b := NewCompaction(dbs[0]), NewCompaction(dbs[1])
 	ctx := context.Background()
 	key := compaction.Key{Realm: "r", Conversation: "c"}
-	st := compaction.State{Watermark: 4, PrefixHash: "h4", Artifact: sdk.Message{Role: "system", Content: "sum"}, UpdatedAt: time.UnixMilli(1000).UTC()}
+	st := compaction.State{Watermark: 4, PrefixHash: "h4", Artifact: sdk.Message{Role: "system", Content: "sum"}, UpdatedAt: time.UnixMilli(1000).UTC(), Owner: "alice"}
 	if err := a.Save(ctx, key, 0, st); err != nil {
 		t.Fatal(err)
 	}

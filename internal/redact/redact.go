@@ -2,12 +2,15 @@
 // Errors from plugins, providers and the plugin host name files and
 // processes of the machine the host runs on, which a client has no
 // business learning (DESIGN 9); the HTTP API and the MCP tools pass every
-// error message through Message, and the log keeps the full text.
+// error message through ForClient, and the log keeps the full text.
 package redact
 
 import (
 	"regexp"
 	"strings"
+
+	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/sdk"
 )
 
 var (
@@ -24,6 +27,20 @@ var (
 
 // apiPathPrefix marks the host's own routes, which a message may name.
 const apiPathPrefix = "/v1/"
+
+// ForClient answers an error message as a client may read it: without
+// host paths or pids (Message), and rendered by the coordinator's rules for
+// model-bound text (coordinator.TextError; c nil skips this), since a
+// message may quote the client's own text (a scope, an id, a path) and a
+// model reads the answer: a forged marker quoted in it comes back
+// neutralised. It reports whether the message changed.
+func ForClient(c *coordinator.Coordinator, msg string) (string, bool) {
+	out, _ := Message(msg)
+	if c != nil {
+		out = c.RenderText(sdk.Identity{}, out, coordinator.TextError)
+	}
+	return out, out != msg
+}
 
 // Message answers msg without absolute paths (each keeps only its last
 // element, after "…/") or process ids, and whether it changed.

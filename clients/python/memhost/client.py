@@ -346,8 +346,10 @@ class Client:
         return cast(Compaction, self._json("POST", path, body))
 
     @_operation("forgetConversation")
-    def forget_conversation(self, conversation_id: str, *, realm: str | None = None) -> None:
-        self._json("DELETE", "/v1/conversations/" + _seg(conversation_id), query={"realm": realm})
+    def forget_conversation(self, conversation_id: str, *, realm: str | None = None, identity: str | None = None) -> None:
+        """Forgets a conversation's summary; an agent names the identity it acts as (it forgets only that identity's)."""
+        query = {"realm": realm, "identity": identity}
+        self._json("DELETE", "/v1/conversations/" + _seg(conversation_id), query=query)
 
     @_operation("sessionCompacted")
     def session_compacted(self, session: str, identity: IdentityLike) -> None:

@@ -258,9 +258,10 @@ export class MemhostClient {
     return this.json({ method: "POST", path, body: withIdentity(body), opts });
   }
 
-  async forgetConversation(conversationId: string, opts?: RealmOptions): Promise<void> {
+  /** Forgets a conversation's summary; an agent names the identity it acts as (it forgets only that identity's). */
+  async forgetConversation(conversationId: string, opts?: RealmOptions & { identity?: string }): Promise<void> {
     const path = `/v1/conversations/${seg(conversationId)}`;
-    await this.json({ method: "DELETE", path, query: { realm: opts?.realm }, opts });
+    await this.json({ method: "DELETE", path, query: { realm: opts?.realm, identity: opts?.identity }, opts });
   }
 
   /** Says the session was compacted: its dedup set and byte counter reset. */

@@ -1490,6 +1490,8 @@ export interface operations {
         parameters: {
             query?: {
                 realm?: string;
+                /** @description The identity an agent acts as (required for an agent token not bound to exactly one identity). */
+                identity?: string;
             };
             header?: never;
             path: {
