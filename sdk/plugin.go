@@ -106,6 +106,12 @@ type RecallQuery struct {
 	Since, Until time.Time
 }
 
+// WindowMillis answers Since and Until in Unix milliseconds, 0 for an
+// open end, as the wire and the stores keep them.
+func (q *RecallQuery) WindowMillis() (since, until int64) {
+	return toMillis(q.Since), toMillis(q.Until)
+}
+
 // InWindow reports whether t lies in the query's [Since, Until); a zero
 // end is open.
 func (q *RecallQuery) InWindow(t time.Time) bool {
