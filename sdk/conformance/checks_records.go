@@ -22,9 +22,9 @@ func (e *env) fullRecord(scope sdk.Scope) (sdk.Record, string) {
 		Description: "Indentation preference — " + w + " 日本語",
 		Body: "Uses tabs for Go code (" + w + ").\n\n---\ntitle: not front matter\nstatus: tombstoned\n---\n\n" +
 			"<memo a=\"1\">&amp; 日本語のメモ</memo> kept by the " + commonWord + " kit.",
-		Tags:      []string{"editor", "Go-Style", "naïve"},
-		Trust:     sdk.TrustAgentVerified,
-		ExpiresAt: time.Now().Add(30 * 24 * time.Hour).UTC().Truncate(time.Millisecond),
+		Tags:       []string{"editor", "Go-Style", "naïve"},
+		Trust:      sdk.TrustAgentVerified,
+		ExpiresAt:  time.Now().Add(30 * 24 * time.Hour).UTC().Truncate(time.Millisecond),
 		Thread:     &sdk.Thread{ID: "conversation " + w, Seq: 42},
 		OccurredAt: time.Date(2024, 2, 29, 23, 59, 58, 123_000_000, time.UTC),
 	}, w
