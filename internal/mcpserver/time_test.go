@@ -3,12 +3,10 @@ package mcpserver
 import (
 	"context"
 	"errors"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/coordinator/coordinatortest"
 	"github.com/memhost/memhost/sdk"
 )
@@ -18,16 +16,7 @@ import (
 // when each record happened; a bad time is a field error.
 func TestToolsReadTime(t *testing.T) {
 	provider := coordinatortest.NewProvider(coordinatortest.AllCapabilities...)
-	coord, err := coordinator.New(coordinator.DefaultConfig(), coordinator.Options{Providers: coordinator.RealmProviders{"default": provider}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer coord.Close(context.Background())
-	tl := tools{Options{
-		Provider:    func(string) (sdk.Provider, error) { return provider, nil },
-		Coordinator: coord,
-		Bind:        func(http.Header) (sdk.Identity, error) { return sdk.Identity{Realm: "default", ID: "alice"}, nil },
-	}}
+	tl := tools{aliceOptions(t, provider)}
 	ctx := context.Background()
 	var ids []string
 	// The Saturday's record first: without the time ranking the tie keeps
