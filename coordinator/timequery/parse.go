@@ -96,7 +96,7 @@ type word struct {
 }
 
 func words(s string) []word {
-	var out []word
+	out := make([]word, 0, 24)
 	for f := range strings.FieldsFuncSeq(strings.ToLower(s), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\''
 	}) {
