@@ -179,14 +179,13 @@ func answerDuplicate(ctx context.Context, tx *sql.Tx, ch *indexChange, seq int64
 			return "", err
 		}
 		if status == sdk.StatusActive {
-			// The index judges expiry itself, so it needs the new one.
-			live := sdk.Record{ID: id, Realm: r.Realm, ExpiresAt: r.ExpiresAt}
-			var tags string
-			if err := tx.QueryRowContext(ctx, "SELECT scope, tags, title, description, body FROM records WHERE seq = ?", seq).
-				Scan(&live.Scope, &tags, &live.Title, &live.Description, &live.Body); err != nil {
+			// The index judges expiry itself, so it needs the new one;
+			// the rest of its document (time, thread) as stored.
+			var live sdk.Record
+			if err := scanRecord(tx.QueryRowContext(ctx, "SELECT "+recordColumns+" FROM records AS r WHERE r.seq = ?", seq), &live); err != nil {
 				return "", fmt.Errorf("reread a revived duplicate: %w", err)
 			}
-			live.Tags = splitTags(tags)
+			live.ExpiresAt = r.ExpiresAt
 			doc := newIndexDoc(&live)
 			ch.put(seq, &live, &doc)
 		}
