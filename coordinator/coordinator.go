@@ -513,7 +513,7 @@ func (c *Coordinator) recall(ctx context.Context, surface Surface, id sdk.Identi
 	if c.selector != nil && query != "" && p.caps.Has(sdk.CapManifest) && p.caps.Has(sdk.CapFetch) {
 		return c.selectRecords(ctx, id, p, scopes, query, suppressed, swept, deeper)
 	}
-	hits, err := p.Recall(ctx, sdk.RecallQuery{
+	hits, err := c.timedRecall(ctx, p, sdk.RecallQuery{
 		Realm: id.Realm, Query: query, Scopes: scopes, Limit: c.turnCandidates(), ExcludeIDs: suppressed,
 	})
 	if err != nil {
@@ -558,7 +558,7 @@ func (c *Coordinator) selectRecords(ctx context.Context, id sdk.Identity, p prov
 	// The working set is ranked without the query (newest, most used): the
 	// query's own top records join it, ahead, so a flood of newer records
 	// cannot hide the one recall ranks first.
-	hits, err := p.Recall(ctx, sdk.RecallQuery{
+	hits, err := c.timedRecall(ctx, p, sdk.RecallQuery{
 		Realm: id.Realm, Query: query, Scopes: scopes, Limit: c.turnCandidates(), ExcludeIDs: suppressed,
 	})
 	if err != nil {
@@ -752,7 +752,7 @@ func (c *Coordinator) Recall(ctx context.Context, id sdk.Identity, query string,
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: recall in realm %q: %w", id.Realm, err)
 	}
-	hits, err = p.Recall(ctx, sdk.RecallQuery{Realm: id.Realm, Query: query, Scopes: scopes, Limit: limit})
+	hits, err = c.timedRecall(ctx, p, sdk.RecallQuery{Realm: id.Realm, Query: query, Scopes: scopes, Limit: limit})
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: recall in realm %q: %w", id.Realm, err)
 	}

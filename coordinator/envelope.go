@@ -178,6 +178,9 @@ func (e *Envelope) appendObservation(buf []byte, index int, r *sdk.Record, now t
 	if at := r.UpdatedAt; !at.IsZero() {
 		buf = appendAttr(buf, "age", ageLabel(at, now))
 	}
+	if at := r.OccurredAt; !at.IsZero() {
+		buf = appendAttr(buf, "occurred", occurredLabel(at))
+	}
 	title, _ := e.render(r.Title, TextTitle)
 	buf = appendAttr(buf, "title", title)
 	buf = append(buf, '>')
@@ -199,6 +202,17 @@ func ageLabel(at, now time.Time) string {
 	default:
 		return "saved " + strconv.Itoa(days) + " days ago"
 	}
+}
+
+// occurredLabel says when the remembered thing happened, in UTC, with its
+// weekday (so "last Saturday" can be checked) and the time of day unless
+// it is midnight (a date given without one).
+func occurredLabel(at time.Time) string {
+	at = at.UTC()
+	if at.Hour() == 0 && at.Minute() == 0 && at.Second() == 0 {
+		return at.Format("Mon 2006-01-02")
+	}
+	return at.Format("Mon 2006-01-02 15:04 UTC")
 }
 
 func appendAttr(buf []byte, name, value string) []byte {

@@ -62,6 +62,8 @@ func TestEnvelopeGolden(t *testing.T) {
 	}
 	recs[1].Trust = sdk.TrustUntrusted
 	recs[1].Scope = sdk.MobScope("ops")
+	recs[0].OccurredAt = time.Date(2023, 5, 27, 9, 30, 0, 0, time.UTC)
+	recs[2].OccurredAt = time.Date(2023, 3, 3, 0, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name   string
 		mutate func(*Config)
@@ -201,6 +203,22 @@ func TestEnvelopePacking(t *testing.T) {
 				t.Fatalf("%d observations, want %d", idx, len(tc.want))
 			}
 		})
+	}
+}
+
+func TestOccurredLabel(t *testing.T) {
+	for _, tc := range []struct {
+		at   time.Time
+		want string
+	}{
+		{time.Date(2023, 5, 27, 9, 30, 0, 0, time.UTC), "Sat 2023-05-27 09:30 UTC"},
+		{time.Date(2023, 5, 27, 0, 0, 0, 0, time.UTC), "Sat 2023-05-27"},
+		// Shown in UTC whatever the location it was given in.
+		{time.Date(2023, 5, 27, 23, 30, 0, 0, time.FixedZone("UTC-2", -2*3600)), "Sun 2023-05-28 01:30 UTC"},
+	} {
+		if got := occurredLabel(tc.at); got != tc.want {
+			t.Errorf("occurredLabel(%v) = %q, want %q", tc.at, got, tc.want)
+		}
 	}
 }
 

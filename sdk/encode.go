@@ -32,7 +32,7 @@ func recordToPB(r *Record) *pb.Record {
 		CreatedUnixMs: toMillis(r.CreatedAt), UpdatedUnixMs: toMillis(r.UpdatedAt),
 		ExpiresUnixMs: toMillis(r.ExpiresAt), ContentHash: r.ContentHash,
 		UseCount: r.UseCount, LastUsedUnixMs: toMillis(r.LastUsedAt),
-		Thread: threadToPB(r.Thread),
+		Thread: threadToPB(r.Thread), OccurredUnixMs: toMillis(r.OccurredAt),
 	}
 }
 
@@ -70,6 +70,7 @@ func recordFromPB(p *pb.Record) Record {
 		CreatedAt: fromMillis(p.CreatedUnixMs), UpdatedAt: fromMillis(p.UpdatedUnixMs),
 		ExpiresAt: fromMillis(p.ExpiresUnixMs), ContentHash: p.ContentHash,
 		UseCount: p.UseCount, LastUsedAt: fromMillis(p.LastUsedUnixMs),
+		Thread: threadFromPB(p.Thread), OccurredAt: fromMillis(p.OccurredUnixMs),
 	}
 }
 
@@ -91,7 +92,7 @@ func recordFromInput(p *pb.RecordInput) Record {
 		ID: p.Id, Realm: p.Realm, Scope: Scope(p.Scope), Kind: RecordKind(p.Kind),
 		Title: p.Title, Description: p.Description, Body: p.Body, Tags: p.Tags,
 		Trust: Trust(p.Trust), ExpiresAt: fromMillis(p.ExpiresUnixMs),
-		Thread: threadFromPB(p.Thread),
+		Thread: threadFromPB(p.Thread), OccurredAt: fromMillis(p.OccurredUnixMs),
 	}
 }
 

@@ -101,6 +101,21 @@ type RecallQuery struct {
 	// Tags a hit must all carry; ExcludeTags a hit must not carry.
 	Tags        []string
 	ExcludeTags []string
+	// Since and Until, when set, keep the hits whose Record.When lies in
+	// [Since, Until): the record's OccurredAt, else its CreatedAt.
+	Since, Until time.Time
+}
+
+// WindowMillis answers Since and Until in Unix milliseconds, 0 for an
+// open end, as the wire and the stores keep them.
+func (q *RecallQuery) WindowMillis() (since, until int64) {
+	return toMillis(q.Since), toMillis(q.Until)
+}
+
+// InWindow reports whether t lies in the query's [Since, Until); a zero
+// end is open.
+func (q *RecallQuery) InWindow(t time.Time) bool {
+	return (q.Since.IsZero() || !t.Before(q.Since)) && (q.Until.IsZero() || t.Before(q.Until))
 }
 
 // DefaultRecallLimit applies when a query gives no limit.

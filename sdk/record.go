@@ -104,6 +104,20 @@ type Record struct {
 	// Thread, when set, places an episodic record (a conversation turn)
 	// in a sequence; providers index it with its neighbours' text.
 	Thread *Thread `json:"thread,omitempty"`
+	// OccurredAt is when the remembered thing happened (the day of the
+	// conversation a turn came from, say), as distinct from CreatedAt, when
+	// it was stored; zero when unknown. Recall's time filters and the
+	// host's time-aware ranking read it, falling back to CreatedAt.
+	OccurredAt time.Time `json:"occurred_at,omitzero"`
+}
+
+// When is the time recall judges the record by: OccurredAt when known,
+// else CreatedAt.
+func (r *Record) When() time.Time {
+	if !r.OccurredAt.IsZero() {
+		return r.OccurredAt
+	}
+	return r.CreatedAt
 }
 
 // Thread is a record's place in a sequence of records: a conversation, a
@@ -219,6 +233,9 @@ func (r *Record) Validate() error {
 			return invalid("supersedes", err.Error())
 		}
 	}
+	if err := CheckTime("occurred_at", r.OccurredAt); err != nil {
+		return err
+	}
 	if t := r.Thread; t != nil {
 		if err := checkText("thread.id", t.ID, MaxThreadIDBytes); err != nil {
 			return err
@@ -229,6 +246,19 @@ func (r *Record) Validate() error {
 		if t.Seq < 0 {
 			return invalid("thread.seq", fmt.Sprintf("is %d, want 0 or more", t.Seq))
 		}
+	}
+	return nil
+}
+
+// CheckTime refuses a time outside the years 1-9999, the range every
+// store and the JSON and RFC 3339 forms of a time can hold; the zero time
+// (unset) passes.
+func CheckTime(field string, t time.Time) error {
+	if t.IsZero() {
+		return nil
+	}
+	if y := t.UTC().Year(); y < 1 || y > 9999 {
+		return invalid(field, fmt.Sprintf("year %d is outside 1-9999", y))
 	}
 	return nil
 }
@@ -272,6 +302,9 @@ func (r *Record) Prepare(realm string, now time.Time) error {
 		r.CreatedAt = now
 	}
 	r.UpdatedAt = now
+	if !r.OccurredAt.IsZero() {
+		r.OccurredAt = r.OccurredAt.UTC().Truncate(time.Millisecond)
+	}
 	r.ContentHash = ContentHash(r.Title, r.Body)
 	return nil
 }
@@ -310,7 +343,7 @@ func (r *Record) PrepareImport(realm string) error {
 	r.ContentHash = hash
 	// Milliseconds, as the wire and every store keep them, so an import
 	// in-process stores what one through a plugin would.
-	for _, t := range []*time.Time{&r.CreatedAt, &r.UpdatedAt, &r.ExpiresAt, &r.LastUsedAt} {
+	for _, t := range []*time.Time{&r.CreatedAt, &r.UpdatedAt, &r.ExpiresAt, &r.LastUsedAt, &r.OccurredAt} {
 		if !t.IsZero() {
 			*t = t.UTC().Truncate(time.Millisecond)
 		}

@@ -117,6 +117,7 @@ func (s *providerServer) Recall(ctx context.Context, req *pb.RecallRequest) (*pb
 	q, err := checkRecall(RecallQuery{
 		Realm: req.Realm, Query: req.Query, Scopes: scopesFromStrings(req.Scopes), Limit: int(req.Limit),
 		ExcludeIDs: req.ExcludeIds, Tags: req.Tags, ExcludeTags: req.ExcludeTags,
+		Since: fromMillis(req.SinceUnixMs), Until: fromMillis(req.UntilUnixMs),
 	})
 	if err != nil {
 		return nil, toStatus(err)

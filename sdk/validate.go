@@ -3,6 +3,7 @@ package sdk
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // The server adapter checks every request shape here, once, before a
@@ -56,7 +57,26 @@ func checkRecall(q RecallQuery) (RecallQuery, error) {
 	if err := ValidateTagFilter("exclude_tags", q.ExcludeTags); err != nil {
 		return q, err
 	}
+	if err := ValidateWindow(q.Since, q.Until); err != nil {
+		return q, err
+	}
 	return q, checkIDs("exclude_ids", q.ExcludeIDs)
+}
+
+// ValidateWindow checks a recall's time filters: each a time a record can
+// carry, and since before until when both are set. Like ValidateTagFilter
+// the host calls it on every surface, the server adapter for every plugin.
+func ValidateWindow(since, until time.Time) error {
+	if err := CheckTime("since", since); err != nil {
+		return err
+	}
+	if err := CheckTime("until", until); err != nil {
+		return err
+	}
+	if !since.IsZero() && !until.IsZero() && !since.Before(until) {
+		return invalid("until", fmt.Sprintf("%s is not after since %s", until.UTC().Format(time.RFC3339Nano), since.UTC().Format(time.RFC3339Nano)))
+	}
+	return nil
 }
 
 // ValidateTagFilter checks a recall filter's tags (field names the list,

@@ -4,9 +4,12 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memhost/memhost/sdk/internal/wire"
 )
+
+var may1 = time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
 
 func TestCheckRecall(t *testing.T) {
 	for _, tc := range []struct {
@@ -22,6 +25,12 @@ func TestCheckRecall(t *testing.T) {
 		{"bad scope", RecallQuery{Realm: "default", Scopes: []Scope{RealmScope, "team:x"}}, 0, "scopes[1]"},
 		{"negative limit", RecallQuery{Realm: "default", Limit: -1}, 0, "limit"},
 		{"bad exclude id", RecallQuery{Realm: "default", ExcludeIDs: []string{"ok", "a/b"}}, 0, "exclude_ids[1]"},
+		{"window", RecallQuery{Realm: "default", Since: may1, Until: may1.Add(time.Hour)}, DefaultRecallLimit, ""},
+		{"open window", RecallQuery{Realm: "default", Until: may1}, DefaultRecallLimit, ""},
+		{"empty window", RecallQuery{Realm: "default", Since: may1, Until: may1}, 0, "until"},
+		{"reversed window", RecallQuery{Realm: "default", Since: may1, Until: may1.Add(-time.Millisecond)}, 0, "until"},
+		{"since past 9999", RecallQuery{Realm: "default", Since: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}, 0, "since"},
+		{"until before year 1", RecallQuery{Realm: "default", Until: time.Date(0, 12, 31, 0, 0, 0, 0, time.UTC)}, 0, "until"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := checkRecall(tc.q)

@@ -31,12 +31,26 @@ func archiveLine(i int, status sdk.Status) sdk.Record {
 	if i%5 == 0 {
 		r.UseCount, r.LastUsedAt = int64(i%9+1), at.Add(time.Hour)
 	}
+	if i%3 == 0 {
+		r.OccurredAt = at.AddDate(0, 0, -i%30)
+	}
+	if i%4 == 1 {
+		r.Thread = &sdk.Thread{ID: fmt.Sprintf("conversation %d", i%7), Seq: int64(i)}
+	}
 	r.ContentHash = sdk.ContentHash(r.Title, r.Body)
 	return r
 }
 
-// writeArchive writes n generated records as JSON Lines; every tenth is
+// archiveStatus is the status writeArchive gives record i: every tenth is
 // superseded, so a round trip carries more than one status.
+func archiveStatus(i int) sdk.Status {
+	if i%10 == 3 {
+		return sdk.StatusSuperseded
+	}
+	return sdk.StatusActive
+}
+
+// writeArchive writes n generated records as JSON Lines.
 func writeArchive(t testing.TB, path string, n int) {
 	t.Helper()
 	f, err := os.Create(path)
@@ -46,11 +60,7 @@ func writeArchive(t testing.TB, path string, n int) {
 	w := bufio.NewWriter(f)
 	enc := json.NewEncoder(w)
 	for i := range n {
-		st := sdk.StatusActive
-		if i%10 == 3 {
-			st = sdk.StatusSuperseded
-		}
-		if err := enc.Encode(archiveLine(i, st)); err != nil {
+		if err := enc.Encode(archiveLine(i, archiveStatus(i))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -130,13 +140,15 @@ func TestExportImportRoundTrip(t *testing.T) {
 			if lines := strings.Count(first, "\n"); lines != n {
 				t.Fatalf("export wrote %d lines, want %d", lines, n)
 			}
-			var rec sdk.Record
-			firstLine, _, _ := strings.Cut(first, "\n")
-			if err := json.Unmarshal([]byte(firstLine), &rec); err != nil {
-				t.Fatal(err)
-			}
-			if want := archiveLine(0, sdk.StatusActive); rec.ID != want.ID || !rec.CreatedAt.Equal(want.CreatedAt) || rec.UseCount != want.UseCount {
-				t.Fatalf("exported %+v, want the imported %+v", rec, want)
+			// Every field of every record as imported: times, usage,
+			// thread and occurred_at included.
+			i := 0
+			for line := range strings.Lines(first) {
+				want, _ := json.Marshal(archiveLine(i, archiveStatus(i)))
+				if got := strings.TrimSuffix(line, "\n"); got != string(want) {
+					t.Fatalf("exported line %d differs from the imported record:\n got %s\nwant %s", i+1, got, want)
+				}
+				i++
 			}
 			if !strings.Contains(first, `"status":"superseded"`) {
 				t.Fatal("the superseded records lost their status")

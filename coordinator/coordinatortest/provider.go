@@ -270,7 +270,7 @@ func (p *Provider) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, er
 		if !r.Recallable(now) || (len(q.Scopes) > 0 && !slices.Contains(q.Scopes, r.Scope)) || slices.Contains(q.ExcludeIDs, r.ID) {
 			continue
 		}
-		if !hasAll(r, q.Tags) || hasAny(r, q.ExcludeTags) {
+		if !hasAll(r, q.Tags) || hasAny(r, q.ExcludeTags) || !q.InWindow(r.When()) {
 			continue
 		}
 		score := 0

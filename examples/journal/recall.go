@@ -51,6 +51,9 @@ func (p *Provider) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, er
 		if slices.ContainsFunc(q.Tags, func(t string) bool { return !r.HasTag(t) }) || slices.ContainsFunc(q.ExcludeTags, r.HasTag) {
 			continue
 		}
+		if !q.InWindow(r.When()) {
+			continue
+		}
 		score := 0
 		for _, t := range terms {
 			if d.tags[t] {

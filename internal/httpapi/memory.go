@@ -38,6 +38,7 @@ type turnRequest struct {
 	Identity identityInput        `json:"identity"`
 	Session  string               `json:"session"`
 	Content  *coordinator.Content `json:"content"`
+	timeInput
 }
 
 func (s *Server) handleInjectTurn(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
@@ -52,7 +53,11 @@ func (s *Server) handleInjectTurn(ctx context.Context, c caller, w http.Response
 	if req.Content == nil {
 		return required("content")
 	}
-	out, err := s.opts.Coordinator.InjectForTurn(ctx, id, req.Session, *req.Content)
+	rt, err := req.recallTime()
+	if err != nil {
+		return err
+	}
+	out, err := s.opts.Coordinator.InjectForTurn(coordinator.WithRecallTime(ctx, rt), id, req.Session, *req.Content)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/coordinator/timequery"
 	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/host"
@@ -24,6 +26,7 @@ type recordInput struct {
 	Trust       string      `json:"trust"`
 	ExpiresAt   *time.Time  `json:"expires_at"`
 	Thread      *sdk.Thread `json:"thread"`
+	OccurredAt  *time.Time  `json:"occurred_at"`
 }
 
 func (in recordInput) record(realm string) sdk.Record {
@@ -34,6 +37,9 @@ func (in recordInput) record(realm string) sdk.Record {
 	}
 	if in.ExpiresAt != nil {
 		r.ExpiresAt = in.ExpiresAt.UTC()
+	}
+	if in.OccurredAt != nil {
+		r.OccurredAt = in.OccurredAt.UTC()
 	}
 	return r
 }
@@ -165,6 +171,34 @@ type recallRequest struct {
 	Limit       int           `json:"limit"`
 	Tags        []string      `json:"tags"`
 	ExcludeTags []string      `json:"exclude_tags"`
+	timeInput
+}
+
+// timeInput is a recall's view of time (coordinator.RecallTime): now is
+// the reference for the query's time expressions (default: the request's
+// time), since and until filter on a record's occurred_at, else its
+// created_at.
+type timeInput struct {
+	Now   *time.Time `json:"now"`
+	Since *time.Time `json:"since"`
+	Until *time.Time `json:"until"`
+}
+
+// recallTime validates the input and answers it as a RecallTime.
+func (in timeInput) recallTime() (coordinator.RecallTime, error) {
+	var rt coordinator.RecallTime
+	for _, f := range []struct {
+		at  *time.Time
+		out *time.Time
+	}{{in.Now, &rt.Now}, {in.Since, &rt.Since}, {in.Until, &rt.Until}} {
+		if f.at != nil {
+			*f.out = *f.at
+		}
+	}
+	if err := sdk.CheckTime("now", rt.Now); err != nil {
+		return rt, err
+	}
+	return rt, sdk.ValidateWindow(rt.Since, rt.Until)
 }
 
 type identityInput struct {
@@ -209,6 +243,13 @@ func (s *Server) handleRecall(ctx context.Context, c caller, w http.ResponseWrit
 	if err := sdk.ValidateTagFilter("exclude_tags", req.ExcludeTags); err != nil {
 		return err
 	}
+	rt, err := req.recallTime()
+	if err != nil {
+		return err
+	}
+	if rt.Now.IsZero() {
+		rt.Now = time.Now()
+	}
 	// A recall path: it runs under the recall timeout (DESIGN 3.4), not
 	// the request's, so a hung plugin fails it quickly.
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Coordinator.Config().RecallTimeout)
@@ -233,10 +274,10 @@ func (s *Server) handleRecall(ctx context.Context, c caller, w http.ResponseWrit
 			scopes = append(scopes, sdk.Scope(sc))
 		}
 	}
-	hits, err := p.Recall(ctx, sdk.RecallQuery{
+	hits, err := timequery.Recall(ctx, p.Recall, sdk.RecallQuery{
 		Realm: id.Realm, Query: req.Query, Scopes: scopes, Limit: req.Limit,
-		Tags: req.Tags, ExcludeTags: req.ExcludeTags,
-	})
+		Tags: req.Tags, ExcludeTags: req.ExcludeTags, Since: rt.Since, Until: rt.Until,
+	}, rt.Now)
 	if err != nil {
 		return err
 	}

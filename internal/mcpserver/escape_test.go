@@ -2,12 +2,10 @@ package mcpserver
 
 import (
 	"context"
-	"net/http"
 	"strings"
 	"testing"
 	"unicode"
 
-	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/coordinator/coordinatortest"
 	"github.com/memhost/memhost/sdk"
 )
@@ -26,18 +24,7 @@ func TestIndexAndRecallTitlesAreDefanged(t *testing.T) {
 	for _, tc := range cases {
 		provider.MustAdd("default", sdk.Record{Scope: sdk.IdentityScope("alice"), Kind: sdk.KindFact, Title: tc.title, Description: tc.desc, Body: "coffee " + tc.name})
 	}
-	coord, err := coordinator.New(coordinator.DefaultConfig(), coordinator.Options{Providers: coordinator.RealmProviders{"default": provider}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer coord.Close(context.Background())
-	tl := tools{Options{
-		Provider:    func(string) (sdk.Provider, error) { return provider, nil },
-		Coordinator: coord,
-		Bind: func(http.Header) (Caller, error) {
-			return Caller{Identity: sdk.Identity{Realm: "default", ID: "alice"}}, nil
-		},
-	}}
+	tl := tools{aliceOptions(t, provider)}
 	ctx := context.Background()
 	_, page, err := tl.index(ctx, nil, IndexInput{})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/coordinator/timequery"
 	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/internal/redact"
 	"github.com/memhost/memhost/sdk"
@@ -85,6 +86,9 @@ type RememberInput struct {
 	Kind  string   `json:"kind,omitempty" jsonschema:"record kind: fact, preference, gotcha, procedure, relationship, open_loop, reference or episode (default fact)"`
 	Tags  []string `json:"tags,omitempty" jsonschema:"tags to filter recall by"`
 	Scope string   `json:"scope,omitempty" jsonschema:"who may read it: identity:<id> (default, the caller), mob:<name>, operator:<name> or realm"`
+	// OccurredAt is RFC 3339 text: a schema's date-time format would not
+	// tell a model more.
+	OccurredAt string `json:"occurred_at,omitempty" jsonschema:"when the remembered thing happened, RFC 3339 (2023-05-27T09:00:00Z); leave out when unknown"`
 }
 
 // RememberOutput answers the stored record's id (an existing id when the
@@ -101,6 +105,21 @@ type RecallInput struct {
 	Query string   `json:"query" jsonschema:"what to look for"`
 	Limit int      `json:"limit,omitempty" jsonschema:"most records to answer (default 10, at most 50)"`
 	Tags  []string `json:"tags,omitempty" jsonschema:"a record must carry every one of these tags"`
+	Now   string   `json:"now,omitempty" jsonschema:"the time the query's own time words (last Saturday, two weeks ago) are read against, RFC 3339 (default: now)"`
+	Since string   `json:"since,omitempty" jsonschema:"only records that happened at or after this time, RFC 3339"`
+	Until string   `json:"until,omitempty" jsonschema:"only records that happened before this time, RFC 3339"`
+}
+
+// parseTime reads an optional RFC 3339 argument; "" is the zero time.
+func parseTime(field, s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return t, &sdk.FieldError{Field: field, Problem: fmt.Sprintf("%q is not an RFC 3339 time (2023-05-27T09:00:00Z)", s), Err: sdk.ErrInvalid}
+	}
+	return t, sdk.CheckTime(field, t)
 }
 
 // RecallHit is one recalled record's metadata; its body is in Text.
@@ -332,7 +351,11 @@ func (t tools) remember(ctx context.Context, req *mcp.CallToolRequest, in Rememb
 	if kind == "" {
 		kind = sdk.KindFact
 	}
-	rec := sdk.Record{Realm: id.Realm, Scope: scope, Kind: kind, Title: in.Title, Body: in.Body, Tags: in.Tags}
+	occurred, err := parseTime("occurred_at", in.OccurredAt)
+	if err != nil {
+		return nil, RememberOutput{}, err
+	}
+	rec := sdk.Record{Realm: id.Realm, Scope: scope, Kind: kind, Title: in.Title, Body: in.Body, Tags: in.Tags, OccurredAt: occurred.UTC()}
 	probe := rec
 	if err := probe.Prepare(id.Realm, time.Now()); err != nil {
 		return nil, RememberOutput{}, err
@@ -370,16 +393,34 @@ func (t tools) recall(ctx context.Context, req *mcp.CallToolRequest, in RecallIn
 	if err := sdk.ValidateTagFilter("tags", in.Tags); err != nil {
 		return nil, RecallOutput{}, err
 	}
+	q := sdk.RecallQuery{Query: in.Query, Limit: in.Limit, Tags: in.Tags}
+	now, err := parseTime("now", in.Now)
+	if err != nil {
+		return nil, RecallOutput{}, err
+	}
+	if now.IsZero() {
+		now = time.Now()
+	}
+	if q.Since, err = parseTime("since", in.Since); err != nil {
+		return nil, RecallOutput{}, err
+	}
+	if q.Until, err = parseTime("until", in.Until); err != nil {
+		return nil, RecallOutput{}, err
+	}
+	if err := sdk.ValidateWindow(q.Since, q.Until); err != nil {
+		return nil, RecallOutput{}, err
+	}
 	c, scopes, p, err := t.caller(ctx, req)
 	if err != nil {
 		return nil, RecallOutput{}, err
 	}
 	id := c.Identity
-	hits, err := p.Recall(ctx, sdk.RecallQuery{Realm: id.Realm, Query: in.Query, Scopes: scopes, Limit: in.Limit, Tags: in.Tags})
+	q.Realm, q.Scopes = id.Realm, scopes
+	hits, err := timequery.Recall(ctx, p.Recall, q, now)
 	if err != nil {
 		return nil, RecallOutput{}, err
 	}
-	now := time.Now()
+	now = time.Now()
 	out := RecallOutput{Hits: []RecallHit{}}
 	recs := make([]sdk.Record, 0, len(hits))
 	for _, h := range hits {

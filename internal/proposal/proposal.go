@@ -74,12 +74,7 @@ func Approve(ctx context.Context, realm, id string, p sdk.Provider) (string, err
 	if old.Status != sdk.StatusQuarantined || !old.HasTag(Tag) {
 		return "", fmt.Errorf("record %q (status %s) is %w: %w", id, old.Status, ErrNotPending, sdk.ErrConflict)
 	}
-	rep := sdk.Record{
-		Scope: old.Scope, Kind: old.Kind, Title: old.Title, Description: old.Description, Body: old.Body,
-		Trust: old.Trust, ExpiresAt: old.ExpiresAt,
-		Tags: slices.DeleteFunc(slices.Clone(old.Tags), func(t string) bool { return t == Tag }),
-	}
-	return sup.Supersede(ctx, realm, id, rep)
+	return sup.Supersede(ctx, realm, id, approvedCopy(old))
 }
 
 // ErrAgentForget refuses an agent the deletion of a record it could only

@@ -230,6 +230,7 @@ func TestApprove(t *testing.T) {
 			p := newStore(tc.caps...)
 			rec := fact(sdk.MobScope("ops"), "Deploys", "infra")
 			rec.Trust, rec.Description, rec.ExpiresAt = sdk.TrustAgentObserved, "how we deploy", expires
+			rec.Thread, rec.OccurredAt = &sdk.Thread{ID: "ops chat", Seq: 7}, time.Date(2023, 5, 27, 9, 0, 0, 0, time.UTC)
 			ids, err := Store(ctx, "default", p, []sdk.Record{rec})
 			if err != nil {
 				t.Fatal(err)
@@ -255,7 +256,8 @@ func TestApprove(t *testing.T) {
 				t.Errorf("approved record %+v: want active, its own tags kept and the proposal tag gone", got)
 			}
 			if got.Title != tc.wantTitle || got.Scope != rec.Scope || got.Body != rec.Body || got.Description != rec.Description ||
-				got.Trust != rec.Trust || !got.ExpiresAt.Equal(expires) || got.Kind != rec.Kind {
+				got.Trust != rec.Trust || !got.ExpiresAt.Equal(expires) || got.Kind != rec.Kind ||
+				got.Thread == nil || *got.Thread != *rec.Thread || !got.OccurredAt.Equal(rec.OccurredAt) {
 				t.Errorf("approved record %+v does not carry the proposal's content %+v", got, rec)
 			}
 			if old := p.get(t, id); old.Status != sdk.StatusSuperseded {

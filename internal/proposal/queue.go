@@ -191,12 +191,12 @@ func approveOver(ctx context.Context, realm string, prop sdk.Record, targetID st
 	return newID, nil
 }
 
-// approvedCopy is the active record a proposal becomes: its content
-// without the proposal tag.
+// approvedCopy is the active record a proposal becomes: every field a
+// writer set (its thread and occurred_at too), without the proposal tag.
 func approvedCopy(old sdk.Record) sdk.Record {
 	return sdk.Record{
 		Scope: old.Scope, Kind: old.Kind, Title: old.Title, Description: old.Description, Body: old.Body,
-		Trust: old.Trust, ExpiresAt: old.ExpiresAt,
+		Trust: old.Trust, ExpiresAt: old.ExpiresAt, Thread: old.Thread, OccurredAt: old.OccurredAt,
 		Tags: slices.DeleteFunc(slices.Clone(old.Tags), func(t string) bool { return t == Tag }),
 	}
 }

@@ -180,7 +180,7 @@ func (ri *realmIndex) recall(ctx context.Context, q sdk.RecallQuery, terms []str
 	}
 	w := &walker{s: s, idfs: idfs, df: df, lists: lists, segs: segs}
 	defer w.release()
-	if hits, err = ri.topHits(ctx, w, q.Realm, limit, now); err != nil {
+	if hits, err = ri.topHits(ctx, w, &q, limit, now); err != nil {
 		return nil, fmt.Errorf("bleve: recall in realm %s: %w", ri.realm, err)
 	}
 	return hits, nil
@@ -246,13 +246,18 @@ func (ri *realmIndex) filteredLists(segs []*scorch.SegmentSnapshot, per []segLis
 	return lists, nil
 }
 
-// topHits answers the best limit recallable records of realm. Expired
-// records fail only at the fetch, so the candidates asked of the walker
-// grow when they crowd the top.
-func (ri *realmIndex) topHits(ctx context.Context, w *walker, realm string, limit int, now time.Time) ([]sdk.Hit, error) {
+// topHits answers the best limit recallable records of q's realm. Expired
+// records and records outside q's time window fail only at the fetch (the
+// window is judged on the stored record's When), so the candidates asked
+// of the walker grow when they crowd the top.
+func (ri *realmIndex) topHits(ctx context.Context, w *walker, q *sdk.RecallQuery, limit int, now time.Time) ([]sdk.Hit, error) {
+	realm := q.Realm
 	want := limit
 	if ri.cat.mayHoldExpiring() {
 		want = limit + 8
+	}
+	if !q.Since.IsZero() || !q.Until.IsZero() {
+		want = 4 * limit
 	}
 	var hits []sdk.Hit
 	for {
@@ -272,7 +277,7 @@ func (ri *realmIndex) topHits(ctx context.Context, w *walker, realm string, limi
 			}
 			// Expiry is judged here, to the nanosecond; isolation is
 			// guarded once more.
-			if r.Realm != realm || !r.Recallable(now) {
+			if r.Realm != realm || !r.Recallable(now) || !q.InWindow(r.When()) {
 				continue
 			}
 			hits = append(hits, sdk.Hit{Record: r, Score: c.score})

@@ -57,6 +57,7 @@ const (
 	keyLastUsed    = "last_used"
 	keyThread      = "thread"     // the thread's id
 	keyThreadSeq   = "thread_seq" // the record's place in it
+	keyOccurred    = "occurred"   // when the remembered thing happened
 )
 
 // timeLayout writes UTC with as many fraction digits as needed; parsing
@@ -115,6 +116,7 @@ func renderRecord(r *sdk.Record) []byte {
 		b = strconv.AppendInt(b, r.Thread.Seq, 10)
 		b = append(b, '\n')
 	}
+	tm(keyOccurred, r.OccurredAt)
 	b = append(b, delimiter+"\n"...)
 	b = append(b, r.Body...)
 	return append(b, '\n')
@@ -281,8 +283,10 @@ func parseField(r *sdk.Record, line []byte, seen map[string]bool) error {
 			r.Thread = &sdk.Thread{}
 		}
 		r.Thread.Seq, err = jsonCount(v)
+	case keyOccurred:
+		r.OccurredAt, err = jsonTime(v)
 	default:
-		return fmt.Errorf("unknown key %q (known: id, scope, kind, title, description, tags, trust, status, supersedes, created, updated, expires, content_hash, use_count, last_used, thread, thread_seq)", key)
+		return fmt.Errorf("unknown key %q (known: id, scope, kind, title, description, tags, trust, status, supersedes, created, updated, expires, content_hash, use_count, last_used, thread, thread_seq, occurred)", key)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", key, err)

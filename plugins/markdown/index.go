@@ -116,7 +116,7 @@ func expiresMs(r *sdk.Record) int64 {
 // engineDoc is the engine's document for an active record with fields.
 func engineDoc(r *sdk.Record, fields [][]string) index.Doc {
 	d := index.Doc{ID: r.ID, Realm: r.Realm, Scope: string(r.Scope), Tags: r.Tags, Fields: fields,
-		ExpiresMs: expiresMs(r), Seq: seqOf(r)}
+		ExpiresMs: expiresMs(r), WhenMs: r.When().UnixMilli(), Seq: seqOf(r)}
 	if r.Thread != nil {
 		d.Thread, d.ThreadSeq = r.Thread.ID, r.Thread.Seq
 	}

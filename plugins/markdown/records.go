@@ -45,8 +45,10 @@ func (s *store) recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error
 	if ri == nil {
 		return hits, nil
 	}
-	found, err := ri.ix.Search(index.Query{Realm: q.Realm, Terms: terms, Scopes: scopes, ExcludeIDs: q.ExcludeIDs,
-		Tags: q.Tags, ExcludeTags: q.ExcludeTags, NowMs: s.opts.now().UnixMilli(), Limit: limit})
+	iq := index.Query{Realm: q.Realm, Terms: terms, Scopes: scopes, ExcludeIDs: q.ExcludeIDs,
+		Tags: q.Tags, ExcludeTags: q.ExcludeTags, NowMs: s.opts.now().UnixMilli(), Limit: limit}
+	iq.SinceMs, iq.UntilMs = q.WindowMillis()
+	found, err := ri.ix.Search(iq)
 	if err != nil {
 		return nil, fmt.Errorf("markdown: recall: %w", err)
 	}
@@ -83,7 +85,7 @@ func checkFileTimes(r *sdk.Record) error {
 	for _, f := range []struct {
 		name string
 		t    *time.Time
-	}{{"created_at", &r.CreatedAt}, {"updated_at", &r.UpdatedAt}, {"expires_at", &r.ExpiresAt}, {"last_used_at", &r.LastUsedAt}} {
+	}{{"created_at", &r.CreatedAt}, {"updated_at", &r.UpdatedAt}, {"expires_at", &r.ExpiresAt}, {"last_used_at", &r.LastUsedAt}, {"occurred_at", &r.OccurredAt}} {
 		if f.t.IsZero() {
 			continue
 		}

@@ -43,9 +43,9 @@ func (s *Store) Export(ctx context.Context, realm, after string, limit int) (sdk
 const importRecordSQL = `
 INSERT INTO records (realm, id, scope, status, expires_ms, tag_keys, kind, trust, supersedes,
 	created_ms, updated_ms, content_hash, ntok, title, description, tags, body, thread_id, thread_seq, seq,
-	use_count, last_used_ms, usage_key)
+	use_count, last_used_ms, usage_key, occurred_ms)
 OVERRIDING SYSTEM VALUE
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
 ON CONFLICT DO NOTHING
 RETURNING seq`
 
@@ -117,10 +117,10 @@ func importRecords(ctx context.Context, tx pgx.Tx, realm string, prepared []prep
 			}
 			key = usage.Key(0, false, at)
 		}
-		batch.Queue(importRecordSQL, r.Realm, r.ID, string(r.Scope), string(r.Status), expiresMillis(r.ExpiresAt),
+		batch.Queue(importRecordSQL, r.Realm, r.ID, string(r.Scope), string(r.Status), optionalMillis(r.ExpiresAt),
 			foldTags(tags), string(r.Kind), string(r.Trust), r.Supersedes, r.CreatedAt.UnixMilli(), r.UpdatedAt.UnixMilli(),
 			r.ContentHash, d.ntok, r.Title, r.Description, tags, r.Body, threadID(r.Thread), threadSeq(r.Thread), seqs[i],
-			r.UseCount, expiresMillis(r.LastUsedAt), key)
+			r.UseCount, optionalMillis(r.LastUsedAt), key, optionalMillis(r.OccurredAt))
 	}
 	var res sdk.ImportResult
 	var add []indexed

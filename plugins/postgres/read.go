@@ -12,16 +12,17 @@ import (
 // recordColumns are the columns scanRecord reads, in order.
 const recordColumns = `r.id, r.realm, r.scope, r.kind, r.title, r.description, r.body, r.tags, r.trust, r.status,
 	r.supersedes, r.created_ms, r.updated_ms, r.expires_ms, r.content_hash, r.use_count, r.last_used_ms,
-	r.thread_id, r.thread_seq`
+	r.thread_id, r.thread_seq, r.occurred_ms`
 
 // scanRecord reads recordColumns, then any extra columns into extra.
 func scanRecord(row pgx.Row, r *sdk.Record, extra ...any) error {
-	var created, updated, expires, lastUsed int64
+	var created, updated, expires, lastUsed, occurred int64
 	var threadID *string
 	var threadSeq *int64
 	dest := append([]any{
 		&r.ID, &r.Realm, &r.Scope, &r.Kind, &r.Title, &r.Description, &r.Body, &r.Tags, &r.Trust, &r.Status,
 		&r.Supersedes, &created, &updated, &expires, &r.ContentHash, &r.UseCount, &lastUsed, &threadID, &threadSeq,
+		&occurred,
 	}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return err
@@ -35,6 +36,7 @@ func scanRecord(row pgx.Row, r *sdk.Record, extra ...any) error {
 	}
 	r.CreatedAt, r.UpdatedAt = fromMillis(created), fromMillis(updated)
 	r.ExpiresAt, r.LastUsedAt = fromMillis(expires), fromMillis(lastUsed)
+	r.OccurredAt = fromMillis(occurred)
 	return nil
 }
 

@@ -90,8 +90,9 @@ WHERE t.realm = $1 AND t.term = ANY($2::text[]) AND t.df > 0`
 // $3 scopes (NULL: any), $4 excluded ids, $5 the query's term ids, $6
 // their idfs, $7 and $8 the length constants c0 = k1·(1−b) and
 // c1 = k1·b/avgdl, $9 the scored window (NULL: all), $10 required tag keys
-// (NULL: none), $11 excluded tag keys, $12 the limit; the probe form adds
-// $13, the term ids whose postings give candidates.
+// (NULL: none), $11 excluded tag keys, $12 the limit, $13 and $14 the time
+// window's since and until in ms (NULL: open); the probe form adds $15,
+// the term ids whose postings give candidates.
 const (
 	exSQL = `ex AS (
 	SELECT coalesce(array_agg(seq), '{}') AS seqs FROM records WHERE realm = $1 AND id = ANY($4::text[])
@@ -105,6 +106,8 @@ SELECT %[2]s, s.score
 FROM scored AS s JOIN records AS r ON r.seq = s.seq
 WHERE ($10::text[] IS NULL OR r.tag_keys @> $10::text[])
 	AND ($11::text[] IS NULL OR NOT (r.tag_keys && $11::text[]))
+	AND ($13::bigint IS NULL OR coalesce(nullif(r.occurred_ms, 0), r.created_ms) >= $13::bigint)
+	AND ($14::bigint IS NULL OR coalesce(nullif(r.occurred_ms, 0), r.created_ms) < $14::bigint)
 ORDER BY s.score DESC, s.seq DESC
 LIMIT $12`
 )
@@ -121,14 +124,14 @@ WITH `+exSQL+`, scored AS (
 	LIMIT $9
 )`+readBest, bm25K1+1, recordColumns)
 
-// probeSQL takes candidates from the postings of the terms $13 and scores
+// probeSQL takes candidates from the postings of the terms $15 and scores
 // each over every query term with one primary-key probe per term (the
 // correlated subquery reads each candidate's postings from postings_by_seq,
 // which covers what scoring needs).
 var probeSQL = fmt.Sprintf(`
 WITH `+exSQL+`, cand AS (
 	SELECT DISTINCT p.seq FROM postings AS p CROSS JOIN ex
-	WHERE p.term_id = ANY($13::bigint[]) AND `+postingFilter+`
+	WHERE p.term_id = ANY($15::bigint[]) AND `+postingFilter+`
 ), scored AS (
 	SELECT c.seq, (
 		SELECT sum(`+termScore+`)
@@ -244,12 +247,24 @@ func search(ctx context.Context, tx pgx.Tx, q sdk.RecallQuery, terms []string, l
 	if len(q.ExcludeTags) > 0 {
 		excludeTags, window = foldTags(q.ExcludeTags), nil
 	}
+	// The time window, like tags, lives on records: every posting is
+	// scored and the filter applied before the limit.
+	var since, until any
+	if s, u := q.WindowMillis(); s != 0 || u != 0 {
+		window = nil
+		if s != 0 {
+			since = s
+		}
+		if u != 0 {
+			until = u
+		}
+	}
 	exclude := q.ExcludeIDs
 	if exclude == nil {
 		exclude = []string{}
 	}
 	args := []any{q.Realm, now.UnixMilli(), scopeList(q.Scopes), exclude, ids, idfs,
-		bm25K1 * (1 - bm25B), bm25K1 * bm25B / avgdl, window, tags, excludeTags, limit}
+		bm25K1 * (1 - bm25B), bm25K1 * bm25B / avgdl, window, tags, excludeTags, limit, since, until}
 	score := func(sel []int64) ([]sdk.Hit, error) {
 		if sel == nil {
 			opts.note("scan")

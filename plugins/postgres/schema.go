@@ -120,6 +120,11 @@ CREATE INDEX records_by_id_bytes ON records (realm, id COLLATE "C");
 -- out of it so its updates remain HOT.
 CREATE INDEX terms_by_term ON terms (term);
 `, then: indexAllThreads},
+	// 4: when the remembered thing happened (sdk.Record.OccurredAt); 0 is
+	// unknown.
+	{sql: `
+ALTER TABLE records ADD COLUMN occurred_ms bigint NOT NULL DEFAULT 0;
+`},
 }
 
 // indexAllThreads re-indexes every active threaded record with its
@@ -236,7 +241,7 @@ var requiredColumns = map[string][]string{
 	"schema_migrations": {"version", "applied_at"},
 	"records": {"seq", "realm", "id", "scope", "status", "expires_ms", "tag_keys", "use_count", "last_used_ms", "usage_key",
 		"kind", "trust", "supersedes", "created_ms", "updated_ms", "content_hash", "ntok", "title", "description", "tags", "body",
-		"thread_id", "thread_seq"},
+		"thread_id", "thread_seq", "occurred_ms"},
 	"terms":        {"term_id", "realm", "term", "df"},
 	"postings":     {"term_id", "seq", "tf", "dl", "scope", "expires_ms"},
 	"index_totals": {"realm", "slot", "docs", "tokens"},

@@ -175,7 +175,7 @@ func TestMigrationAddsThreadContext(t *testing.T) {
 	}
 	db := rawPool(t, schema)
 	// Back to version 2: the thread context gone from the index, the
-	// version 3 indexes dropped.
+	// version 3 indexes and the version 4 column dropped.
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT DISTINCT thread_id FROM records WHERE thread_id IS NOT NULL`)
 		if err != nil {
@@ -209,14 +209,15 @@ func TestMigrationAddsThreadContext(t *testing.T) {
 				return err
 			}
 		}
-		_, err = tx.Exec(ctx, `DROP INDEX records_by_thread; DROP INDEX records_by_id_bytes; DROP INDEX terms_by_term; DELETE FROM schema_migrations WHERE version = 3`)
+		_, err = tx.Exec(ctx, `DROP INDEX records_by_thread; DROP INDEX records_by_id_bytes; DROP INDEX terms_by_term;
+			ALTER TABLE records DROP COLUMN occurred_ms; DELETE FROM schema_migrations WHERE version >= 3`)
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := postingsByID(t, db)
-	openStore(t, schema) // migrates to version 3
+	openStore(t, schema) // migrates to the current version
 	after := postingsByID(t, db)
 	want := postingsByID(t, rawPool(t, schemaFor(t.Name()+"/fresh")))
 	if before == want {

@@ -23,9 +23,9 @@ import (
 
 const insertRecordSQL = `
 INSERT INTO records (realm, id, scope, status, expires_ms, tag_keys, kind, trust, supersedes,
-	created_ms, updated_ms, content_hash, ntok, title, description, tags, body, thread_id, thread_seq, seq)
+	created_ms, updated_ms, content_hash, ntok, title, description, tags, body, thread_id, thread_seq, seq, occurred_ms)
 OVERRIDING SYSTEM VALUE
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
 ON CONFLICT (realm, scope, content_hash) WHERE status IN ('active', 'quarantined') DO NOTHING
 RETURNING seq`
 
@@ -124,7 +124,7 @@ type indexed struct {
 
 func newIndexed(seq int64, p *preparedRecord) indexed {
 	r := &p.rec
-	a := indexed{seq: seq, scope: string(r.Scope), exp: expiresMillis(r.ExpiresAt), doc: &p.doc, own: p.own}
+	a := indexed{seq: seq, scope: string(r.Scope), exp: optionalMillis(r.ExpiresAt), doc: &p.doc, own: p.own}
 	if r.Thread != nil {
 		a.thread = &place{r.Thread.ID, r.Thread.Seq}
 	}
@@ -155,9 +155,10 @@ func storeRecords(ctx context.Context, tx pgx.Tx, realm string, prepared []prepa
 		if tags == nil {
 			tags = []string{}
 		}
-		batch.Queue(insertRecordSQL, r.Realm, r.ID, string(r.Scope), string(r.Status), expiresMillis(r.ExpiresAt),
+		batch.Queue(insertRecordSQL, r.Realm, r.ID, string(r.Scope), string(r.Status), optionalMillis(r.ExpiresAt),
 			foldTags(tags), string(r.Kind), string(r.Trust), r.Supersedes, r.CreatedAt.UnixMilli(), r.UpdatedAt.UnixMilli(),
-			r.ContentHash, d.ntok, r.Title, r.Description, tags, r.Body, threadID(r.Thread), threadSeq(r.Thread), seqs[i])
+			r.ContentHash, d.ntok, r.Title, r.Description, tags, r.Body, threadID(r.Thread), threadSeq(r.Thread), seqs[i],
+			optionalMillis(r.OccurredAt))
 	}
 	ids := make([]string, len(prepared))
 	var dups []int
@@ -212,7 +213,7 @@ func answerDuplicate(ctx context.Context, tx pgx.Tx, r *sdk.Record, now time.Tim
 		return "", fmt.Errorf("find the existing copy of a duplicate: %w", err)
 	}
 	if expires != 0 && expires <= now.UnixMilli() {
-		exp := expiresMillis(r.ExpiresAt)
+		exp := optionalMillis(r.ExpiresAt)
 		if _, err := tx.Exec(ctx, "UPDATE records SET expires_ms = $1, updated_ms = $2 WHERE seq = $3", exp, now.UnixMilli(), seq); err != nil {
 			return "", err
 		}
@@ -627,9 +628,10 @@ func distinct[T comparable](items []T) []T {
 	return out
 }
 
-// expiresMillis stores an expiry; 0 means never, so a real expiry at the
-// Unix epoch is kept as one millisecond before it.
-func expiresMillis(t time.Time) int64 {
+// optionalMillis stores an optional time (an expiry, an occurred_at); 0
+// means none, so a real time at the Unix epoch is kept as one millisecond
+// before it.
+func optionalMillis(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
 	}

@@ -91,7 +91,7 @@ func importRecord(ctx context.Context, tx *sql.Tx, ch *indexChange, p *preparedR
 			at = r.UpdatedAt
 		}
 		if _, err := tx.ExecContext(ctx, "UPDATE records SET use_count = ?, last_used_ms = ?, usage_key = ? WHERE seq = ?",
-			r.UseCount, expiresMillis(r.LastUsedAt), usage.Key(0, false, at), seq); err != nil {
+			r.UseCount, optionalMillis(r.LastUsedAt), usage.Key(0, false, at), seq); err != nil {
 			return false, err
 		}
 	}

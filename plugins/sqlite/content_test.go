@@ -48,6 +48,7 @@ func TestLiveContentsAcrossReopen(t *testing.T) {
 	}
 	for _, stmt := range []string{
 		`CREATE UNIQUE INDEX records_by_content ON records (realm, scope, content_hash) WHERE status IN ('active', 'quarantined')`,
+		`ALTER TABLE records DROP COLUMN occurred_ms`,
 		`PRAGMA user_version = 4`,
 	} {
 		if _, err := db.Exec(stmt); err != nil {

@@ -28,7 +28,7 @@ import (
 // power cut that loses some shows as a gap.
 
 // logMagic starts a log file.
-const logMagic = "memhost-sqlite-index-log\x00\x01"
+const logMagic = "memhost-sqlite-index-log\x00\x02"
 
 // logSnapshotBytes is the log size past which the maintainer writes a
 // snapshot (and so empties the log) without waiting for writes to pause.
@@ -156,6 +156,7 @@ func appendOp(b []byte, op *indexOp) []byte {
 		}
 	}
 	b = binary.AppendVarint(b, d.ExpiresMs)
+	b = binary.AppendVarint(b, d.WhenMs)
 	b = binary.AppendUvarint(b, d.Seq)
 	b = appendStr(b, d.Thread)
 	return binary.AppendVarint(b, d.ThreadSeq)
@@ -248,6 +249,7 @@ func (r *frameReader) op() indexOp {
 		d.Fields[i] = terms
 	}
 	d.ExpiresMs = r.int()
+	d.WhenMs = r.int()
 	d.Seq = r.uint()
 	d.Thread = strings.Clone(r.str())
 	d.ThreadSeq = r.int()

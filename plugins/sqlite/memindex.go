@@ -60,7 +60,7 @@ func putDoc(seq int64, r *sdk.Record, doc *indexDoc) memindex.Doc {
 	fields := make([][]string, len(doc.colTerms))
 	copy(fields, doc.colTerms[:])
 	d := memindex.Doc{ID: r.ID, Realm: r.Realm, Scope: string(r.Scope), Tags: r.Tags,
-		Fields: fields, ExpiresMs: expiresMillis(r.ExpiresAt), Seq: uint64(seq)}
+		Fields: fields, ExpiresMs: optionalMillis(r.ExpiresAt), WhenMs: r.When().UnixMilli(), Seq: uint64(seq)}
 	if r.Thread != nil {
 		d.Thread, d.ThreadSeq = r.Thread.ID, r.Thread.Seq
 	}
@@ -233,7 +233,7 @@ func activeRecords(realm string) (string, []any) {
 func rebuildIndex(ctx context.Context, db querier, realm string, indexed func(n int)) (*memindex.Index, int, error) {
 	from, args := activeRecords(realm)
 	rows, err := db.QueryContext(ctx, `SELECT seq, realm, id, scope, expires_ms, tags, title, description, body,
-		thread_id, thread_seq`+from, args...)
+		thread_id, thread_seq, created_ms, occurred_ms`+from, args...)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -247,6 +247,8 @@ func rebuildIndex(ctx context.Context, db querier, realm string, indexed func(n 
 		// thread
 		tid  string
 		tseq int64
+		// the record's time (sdk.Record.When)
+		created, occurred int64
 	}
 	ix := newMemIndex()
 	in := make(chan []row, 4)
@@ -261,6 +263,7 @@ func rebuildIndex(ctx context.Context, db querier, realm string, indexed func(n 
 				for i := range batch {
 					b := &batch[i]
 					b.r.Tags = splitTags(b.tags)
+					b.r.CreatedAt, b.r.OccurredAt = fromMillis(b.created), fromMillis(b.occurred)
 					if b.tid != "" {
 						b.r.Thread = &sdk.Thread{ID: b.tid, Seq: b.tseq}
 					}
@@ -278,7 +281,7 @@ func rebuildIndex(ctx context.Context, db querier, realm string, indexed func(n 
 	batch := make([]row, 0, 256)
 	for rows.Next() {
 		var b row
-		if err := rows.Scan(&b.seq, &b.r.Realm, &b.r.ID, &b.r.Scope, &b.exp, &b.tags, &b.r.Title, &b.r.Description, &b.r.Body, &b.tid, &b.tseq); err != nil {
+		if err := rows.Scan(&b.seq, &b.r.Realm, &b.r.ID, &b.r.Scope, &b.exp, &b.tags, &b.r.Title, &b.r.Description, &b.r.Body, &b.tid, &b.tseq, &b.created, &b.occurred); err != nil {
 			close(in)
 			wg.Wait()
 			return nil, 0, err
@@ -318,8 +321,10 @@ func (d *database) recallFromIndex(ctx context.Context, q sdk.RecallQuery, terms
 		scopes[i] = string(s)
 	}
 	d.awaitIndex()
-	found, err := d.ix.Search(memindex.Query{Realm: q.Realm, Terms: terms, Scopes: scopes, ExcludeIDs: q.ExcludeIDs,
-		Tags: q.Tags, ExcludeTags: q.ExcludeTags, NowMs: nowMs, Limit: limit})
+	iq := memindex.Query{Realm: q.Realm, Terms: terms, Scopes: scopes, ExcludeIDs: q.ExcludeIDs,
+		Tags: q.Tags, ExcludeTags: q.ExcludeTags, NowMs: nowMs, Limit: limit}
+	iq.SinceMs, iq.UntilMs = q.WindowMillis()
+	found, err := d.ix.Search(iq)
 	if err != nil {
 		return nil, err
 	}

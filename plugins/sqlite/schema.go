@@ -113,6 +113,11 @@ ALTER TABLE records ADD COLUMN thread_seq INTEGER NOT NULL DEFAULT 0;
 	`
 DROP INDEX records_by_content;
 `,
+	// 6: when the remembered thing happened (sdk.Record.OccurredAt); 0 is
+	// unknown.
+	`
+ALTER TABLE records ADD COLUMN occurred_ms INTEGER NOT NULL DEFAULT 0;
+`,
 }
 
 // schemaVersion is the user_version this build writes.

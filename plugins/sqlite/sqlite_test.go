@@ -182,20 +182,34 @@ func TestRememberIsIdempotentByContent(t *testing.T) {
 	if n := rowCount(t, s, "records"); n != 3 {
 		t.Errorf("%d rows stored, want 3", n)
 	}
-	// A duplicate of an expired copy revives it with the new expiry.
+	// A duplicate of an expired copy revives it with the new expiry, and
+	// the index keeps all it knew of the record: its time for the
+	// since/until filter, its thread for its neighbour's context.
 	exp := rec(alice, "Parking", "Level 3, spot 12.")
 	exp.ExpiresAt = c.now().Add(time.Hour)
-	first := mustRemember(t, s, realm, exp)[0]
+	exp.OccurredAt = time.Date(2023, 5, 27, 9, 0, 0, 0, time.UTC)
+	exp.Thread = &sdk.Thread{ID: "errands", Seq: 1}
+	neighbour := rec(alice, "Car", "The garage closes at ten.")
+	neighbour.Thread = &sdk.Thread{ID: "errands", Seq: 2}
+	first := mustRemember(t, s, realm, exp, neighbour)[0]
 	c.advance(2 * time.Hour)
-	if hits := recallIDs(t, s, sdk.RecallQuery{Realm: realm, Query: "parking"}); len(hits) != 0 {
+	// (The neighbour holds "parking" in its context.)
+	if hits := recallIDs(t, s, sdk.RecallQuery{Realm: realm, Query: "parking"}); slices.Contains(hits, first) {
 		t.Fatalf("expired record recalled: %v", hits)
 	}
 	exp.ExpiresAt = c.now().Add(time.Hour)
 	if id := mustRemember(t, s, realm, exp)[0]; id != first {
 		t.Errorf("duplicate of expired copy answered %s, want %s", id, first)
 	}
-	if hits := recallIDs(t, s, sdk.RecallQuery{Realm: realm, Query: "parking"}); !slices.Equal(hits, []string{first}) {
-		t.Errorf("revived record not recalled: %v", hits)
+	if hits := recallIDs(t, s, sdk.RecallQuery{Realm: realm, Query: "parking"}); len(hits) == 0 || hits[0] != first {
+		t.Errorf("revived record not recalled first: %v", hits)
+	}
+	may := sdk.RecallQuery{Realm: realm, Query: "parking", Since: time.Date(2023, 5, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2023, 6, 1, 0, 0, 0, 0, time.UTC)}
+	if hits := recallIDs(t, s, may); !slices.Equal(hits, []string{first}) {
+		t.Errorf("revived record not recalled in the May it happened: %v", hits)
+	}
+	if hits := recallIDs(t, s, sdk.RecallQuery{Realm: realm, Query: "garage"}); !slices.Contains(hits, first) {
+		t.Errorf("revived record lost its thread: its neighbour's word finds %v", hits)
 	}
 	// After forget, the same content is stored anew.
 	if _, err := s.Forget(ctx, realm, []string{ids[0]}); err != nil {

@@ -18,8 +18,8 @@ import (
 
 const insertRecordSQL = `
 INSERT INTO records (realm, id, scope, status, expires_ms, tag_keys, kind, trust, supersedes,
-	created_ms, updated_ms, content_hash, ntok, title, description, tags, body, thread_id, thread_seq)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	created_ms, updated_ms, content_hash, ntok, title, description, tags, body, thread_id, thread_seq, occurred_ms)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // insertRecord inserts p as a new row and answers its seq; a live record's
 // content becomes live in ch. An id already stored in the realm is a
@@ -28,9 +28,10 @@ func insertRecord(ctx context.Context, tx *sql.Tx, ch *indexChange, p *preparedR
 	r := &p.rec
 	threadID, threadSeq := threadColumns(r)
 	res, err := tx.ExecContext(ctx, insertRecordSQL,
-		r.Realm, r.ID, string(r.Scope), string(r.Status), expiresMillis(r.ExpiresAt), tagKeys(r.Tags),
+		r.Realm, r.ID, string(r.Scope), string(r.Status), optionalMillis(r.ExpiresAt), tagKeys(r.Tags),
 		string(r.Kind), string(r.Trust), r.Supersedes, r.CreatedAt.UnixMilli(), r.UpdatedAt.UnixMilli(),
-		r.ContentHash, p.doc.ntok, r.Title, r.Description, strings.Join(r.Tags, "\n"), r.Body, threadID, threadSeq)
+		r.ContentHash, p.doc.ntok, r.Title, r.Description, strings.Join(r.Tags, "\n"), r.Body, threadID, threadSeq,
+		optionalMillis(r.OccurredAt))
 	if isUniqueViolation(err) {
 		return 0, fmt.Errorf("id %q already names another record in realm %q: %w", r.ID, r.Realm, sdk.ErrConflict)
 	}
@@ -174,18 +175,17 @@ func answerDuplicate(ctx context.Context, tx *sql.Tx, ch *indexChange, seq int64
 	id, status := l.id, l.status
 	if l.expires != 0 && l.expires <= now.UnixMilli() {
 		if _, err := tx.ExecContext(ctx, "UPDATE records SET expires_ms = ?, updated_ms = ? WHERE seq = ?",
-			expiresMillis(r.ExpiresAt), now.UnixMilli(), seq); err != nil {
+			optionalMillis(r.ExpiresAt), now.UnixMilli(), seq); err != nil {
 			return "", err
 		}
 		if status == sdk.StatusActive {
-			// The index judges expiry itself, so it needs the new one.
-			live := sdk.Record{ID: id, Realm: r.Realm, ExpiresAt: r.ExpiresAt}
-			var tags string
-			if err := tx.QueryRowContext(ctx, "SELECT scope, tags, title, description, body FROM records WHERE seq = ?", seq).
-				Scan(&live.Scope, &tags, &live.Title, &live.Description, &live.Body); err != nil {
+			// The index judges expiry itself, so it needs the new one;
+			// the rest of its document (time, thread) as stored.
+			var live sdk.Record
+			if err := scanRecord(tx.QueryRowContext(ctx, "SELECT "+recordColumns+" FROM records AS r WHERE r.seq = ?", seq), &live); err != nil {
 				return "", fmt.Errorf("reread a revived duplicate: %w", err)
 			}
-			live.Tags = splitTags(tags)
+			live.ExpiresAt = r.ExpiresAt
 			doc := newIndexDoc(&live)
 			ch.put(seq, &live, &doc)
 		}
@@ -401,9 +401,10 @@ func isUniqueViolation(err error) bool {
 	return errors.As(err, &se) && (se.ExtendedCode == sqlite3.ErrConstraintUnique || se.ExtendedCode == sqlite3.ErrConstraintPrimaryKey)
 }
 
-// expiresMillis stores an expiry; 0 means never, so a real expiry at the
-// Unix epoch is kept as one millisecond before it.
-func expiresMillis(t time.Time) int64 {
+// optionalMillis stores an optional time (an expiry, an occurred_at); 0
+// means none, so a real time at the Unix epoch is kept as one millisecond
+// before it.
+func optionalMillis(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
 	}

@@ -34,6 +34,10 @@ func archiveRecords(e *env) []sdk.Record {
 			r.UseCount, r.LastUsedAt = 7, r.UpdatedAt.Add(time.Second)
 			r.Supersedes = "conformance-archive-01"
 		}
+		if i%2 == 0 {
+			r.OccurredAt = base.AddDate(-1, 0, -i)
+			r.Thread = &sdk.Thread{ID: "archived conversation", Seq: int64(i)}
+		}
 		r.ContentHash = sdk.ContentHash(r.Title, r.Body)
 		out[i] = r
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/memhost/memhost/sdk"
 )
@@ -37,6 +38,13 @@ func checkBadFilters(ctx context.Context, e *env) error {
 				p.addf("%s: error %q does not name the field %s", what, err, want)
 			}
 		}
+	}
+	// A time window that holds no instant is a mistake, not an empty
+	// answer.
+	at := time.Date(2020, 6, 1, 0, 0, 0, 0, time.UTC)
+	for _, w := range [][2]time.Time{{at, at}, {at, at.Add(-time.Hour)}} {
+		_, err := e.p.Recall(ctx, sdk.RecallQuery{Realm: realmA, Query: commonWord, Since: w[0], Until: w[1]})
+		p.add(wantErr(fmt.Sprintf("Recall with since %s and until %s", w[0].Format(time.RFC3339), w[1].Format(time.RFC3339)), err, sdk.ErrInvalid))
 	}
 	return p.err()
 }

@@ -22,10 +22,11 @@ func (e *env) fullRecord(scope sdk.Scope) (sdk.Record, string) {
 		Description: "Indentation preference — " + w + " 日本語",
 		Body: "Uses tabs for Go code (" + w + ").\n\n---\ntitle: not front matter\nstatus: tombstoned\n---\n\n" +
 			"<memo a=\"1\">&amp; 日本語のメモ</memo> kept by the " + commonWord + " kit.",
-		Tags:      []string{"editor", "Go-Style", "naïve"},
-		Trust:     sdk.TrustAgentVerified,
-		ExpiresAt: time.Now().Add(30 * 24 * time.Hour).UTC().Truncate(time.Millisecond),
-		Thread:    &sdk.Thread{ID: "conversation " + w, Seq: 42},
+		Tags:       []string{"editor", "Go-Style", "naïve"},
+		Trust:      sdk.TrustAgentVerified,
+		ExpiresAt:  time.Now().Add(30 * 24 * time.Hour).UTC().Truncate(time.Millisecond),
+		Thread:     &sdk.Thread{ID: "conversation " + w, Seq: 42},
+		OccurredAt: time.Date(2024, 2, 29, 23, 59, 58, 123_000_000, time.UTC),
 	}, w
 }
 
@@ -61,6 +62,9 @@ func diffRecord(want, got sdk.Record) []string {
 		d = append(d, fmt.Sprintf("thread: wrote none, read %+v", *g))
 	case w != nil && (g == nil || *w != *g):
 		d = append(d, fmt.Sprintf("thread: wrote %+v, read %+v", *w, g))
+	}
+	if !want.OccurredAt.Equal(got.OccurredAt) {
+		d = append(d, fmt.Sprintf("occurred_at: wrote %v, read %v", want.OccurredAt, got.OccurredAt))
 	}
 	if !want.ExpiresAt.Equal(got.ExpiresAt) {
 		d = append(d, fmt.Sprintf("expires_at: wrote %v, read %v", want.ExpiresAt, got.ExpiresAt))
@@ -376,6 +380,7 @@ func checkBadRecords(ctx context.Context, e *env) error {
 		{"an unknown trust", realmA, func(r *sdk.Record) { r.Trust = "root" }},
 		{"an unknown status", realmA, func(r *sdk.Record) { r.Status = "deleted" }},
 		{"a supersedes id that escapes a directory", realmA, func(r *sdk.Record) { r.Supersedes = "../x" }},
+		{"an occurred_at past the year 9999", realmA, func(r *sdk.Record) { r.OccurredAt = time.Date(10000, 1, 2, 0, 0, 0, 0, time.UTC) }},
 		{"a realm other than the call's", realmA, func(r *sdk.Record) { r.Realm = realmB }},
 		{"a realm that escapes a directory", "../escape", func(*sdk.Record) {}},
 	} {
@@ -648,6 +653,10 @@ func checkRecallFilters(ctx context.Context, e *env) error {
 	recs[0].Tags = []string{"red", "round"}
 	recs[1].Tags = []string{"Red"}
 	recs[2].Tags = []string{"round"}
+	// Three happened in 2020; the rest are judged by their creation, now.
+	mar, jun, sep := time.Date(2020, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2020, 6, 1, 0, 0, 0, 0, time.UTC), time.Date(2020, 9, 1, 0, 0, 0, 0, time.UTC)
+	recs[0].OccurredAt, recs[1].OccurredAt, recs[2].OccurredAt = mar, jun, sep
+	y2021 := time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC)
 	ids, err := e.remember(ctx, realmA, recs...)
 	if err != nil {
 		return err
@@ -674,6 +683,12 @@ func checkRecallFilters(ctx context.Context, e *env) error {
 		{"excluded tags red or round", q(func(q *sdk.RecallQuery) { q.ExcludeTags = []string{"round", "red"} }), ids[3:], 0},
 		{"tag round without red", q(func(q *sdk.RecallQuery) { q.Tags, q.ExcludeTags = []string{"round"}, []string{"red"} }), ids[2:3], 0},
 		{"an unknown tag", q(func(q *sdk.RecallQuery) { q.Tags = []string{"absent"} }), []string{}, 0},
+		{"until 2021 (occurred_at)", q(func(q *sdk.RecallQuery) { q.Until = y2021 }), ids[:3], 0},
+		{"since 2021 (created_at when occurred_at is unset)", q(func(q *sdk.RecallQuery) { q.Since = y2021 }), ids[3:], 0},
+		{"since June until September 2020 (since inclusive, until exclusive)", q(func(q *sdk.RecallQuery) { q.Since, q.Until = jun, sep }), ids[1:2], 0},
+		{"since one millisecond after June 2020", q(func(q *sdk.RecallQuery) { q.Since, q.Until = jun.Add(time.Millisecond), y2021 }), ids[2:3], 0},
+		{"tag red until April 2020", q(func(q *sdk.RecallQuery) { q.Tags, q.Until = []string{"red"}, mar.AddDate(0, 1, 0) }), ids[:1], 0},
+		{"since 1999 until 2000", q(func(q *sdk.RecallQuery) { q.Since, q.Until = y2021.AddDate(-22, 0, 0), y2021.AddDate(-21, 0, 0) }), []string{}, 0},
 	} {
 		hits, err := e.recall(ctx, tc.query)
 		if err != nil {

@@ -121,6 +121,7 @@ func TestCatchesBrokenProviders(t *testing.T) {
 		{check: "Config", bug: func(p *refProvider) { p.bugs.looseConfig = true }},
 		{check: "ManifestTiers", bug: func(p *refProvider) { p.bugs.unboundedWorkingSet = true }},
 		{check: "RecallFilters", bug: func(p *refProvider) { p.bugs.ignoreTags = true }},
+		{check: "RecallFilters", bug: func(p *refProvider) { p.bugs.ignoreWindow = true }},
 		{check: "Relevance", bug: func(p *refProvider) { p.bugs.worstFirst = true }},
 		{check: "RoundTrip", bug: func(p *refProvider) { p.bugs.dropExplicitID = true }},
 		{check: "Manifest", bug: func(p *refProvider) { p.version = "0.2.0" }, manifest: true},

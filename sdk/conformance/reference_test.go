@@ -37,7 +37,7 @@ type refProvider struct {
 type bugs struct {
 	leakRealms, ignoreScopes, duplicateWrites, partialBatch, recallSuperseded, recallExpired,
 	forgetMissingFails, noPersist, truncateTitles, looseConfig, unboundedWorkingSet, ignoreTags,
-	worstFirst, dropExplicitID bool
+	worstFirst, dropExplicitID, ignoreWindow bool
 }
 
 var allCaps = sdk.Capabilities{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger}
@@ -160,6 +160,9 @@ func (p *refProvider) Recall(_ context.Context, q sdk.RecallQuery) ([]sdk.Hit, e
 				continue
 			}
 			if !p.bugs.ignoreTags && (slices.ContainsFunc(q.Tags, func(t string) bool { return !r.HasTag(t) }) || slices.ContainsFunc(q.ExcludeTags, r.HasTag)) {
+				continue
+			}
+			if !p.bugs.ignoreWindow && !q.InWindow(r.When()) {
 				continue
 			}
 			title, body := p.termsOf(r)

@@ -155,6 +155,7 @@ func (c *providerClient) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.H
 	resp, err := c.rpc.Recall(ctx, &pb.RecallRequest{
 		Realm: q.Realm, Query: q.Query, Scopes: toStrings(q.Scopes), Limit: int32(q.Limit),
 		ExcludeIds: q.ExcludeIDs, Tags: q.Tags, ExcludeTags: q.ExcludeTags,
+		SinceUnixMs: toMillis(q.Since), UntilUnixMs: toMillis(q.Until),
 	})
 	if err != nil {
 		return nil, fromStatus(ctx, err)

@@ -46,7 +46,7 @@ func recordToInput(r *sdk.Record) *pb.RecordInput {
 		Id: r.ID, Realm: r.Realm, Scope: string(r.Scope), Kind: string(r.Kind),
 		Title: r.Title, Description: r.Description, Body: r.Body, Tags: r.Tags,
 		Trust: string(r.Trust), ExpiresUnixMs: toMillis(r.ExpiresAt),
-		Thread: threadToPB(r.Thread),
+		Thread: threadToPB(r.Thread), OccurredUnixMs: toMillis(r.OccurredAt),
 	}
 }
 
@@ -98,7 +98,7 @@ func recordFromPB(p *pb.Record) sdk.Record {
 		CreatedAt: fromMillis(p.CreatedUnixMs), UpdatedAt: fromMillis(p.UpdatedUnixMs),
 		ExpiresAt: fromMillis(p.ExpiresUnixMs), ContentHash: p.ContentHash,
 		UseCount: p.UseCount, LastUsedAt: fromMillis(p.LastUsedUnixMs),
-		Thread: threadFromPB(p.Thread),
+		Thread: threadFromPB(p.Thread), OccurredAt: fromMillis(p.OccurredUnixMs),
 	}
 }
 
@@ -111,6 +111,7 @@ func recordToPB(r *sdk.Record) *pb.Record {
 		CreatedUnixMs: toMillis(r.CreatedAt), UpdatedUnixMs: toMillis(r.UpdatedAt),
 		ExpiresUnixMs: toMillis(r.ExpiresAt), ContentHash: r.ContentHash,
 		UseCount: r.UseCount, LastUsedUnixMs: toMillis(r.LastUsedAt),
+		Thread: threadToPB(r.Thread), OccurredUnixMs: toMillis(r.OccurredAt),
 	}
 }
 

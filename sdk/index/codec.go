@@ -20,8 +20,8 @@ import (
 //	k1, b, context weight (float64 bits, 8 bytes LE), stats,
 //	next seq, realm count, then per realm:
 //	  name, scope count, scopes, tag count, folded tags,
-//	  doc count, per doc: id, scope id, seq, expiry (zigzag), length,
-//	    tag count, tag ids;
+//	  doc count, per doc: id, scope id, seq, expiry (zigzag), time
+//	    (Doc.WhenMs, zigzag), length, tag count, tag ids;
 //	  term count, per term: term, posting count, per posting:
 //	    docno delta, weighted frequency (float32 bits, 4 bytes LE);
 //	  threaded doc count, per threaded doc: docno, thread id, thread seq
@@ -30,7 +30,7 @@ import (
 //
 // Deleted slots are dropped, so docnos are renumbered densely.
 
-const magic = "memhost-index\x00v2\n"
+const magic = "memhost-index\x00v3\n"
 
 // ErrCorrupt marks a snapshot that is not one this package wrote.
 var ErrCorrupt = errors.New("index: corrupt snapshot")
@@ -98,6 +98,7 @@ func (rm *realm) encode(e *encoder) {
 		e.uint(uint64(rm.scope[d] - 1))
 		e.uint(rm.seq[d])
 		e.int(rm.expires[d])
+		e.int(rm.when[d])
 		e.uint(uint64(rm.dl[d]))
 		e.uint(uint64(len(rm.tags[d])))
 		for _, t := range rm.tags[d] {
@@ -268,13 +269,14 @@ func decodeNames(d *decoder, rm *realm) int {
 	return ntags
 }
 
-// decodeDocs reads ndocs documents: id, scope, seq, expiry, length and
+// decodeDocs reads ndocs documents: id, scope, seq, expiry, time, length and
 // tags.
 func decodeDocs(d *decoder, rm *realm, ndocs, ntags int, nextSeq uint64) error {
 	rm.ids = make([]string, ndocs)
 	rm.scope = make([]uint32, ndocs)
 	rm.dl = make([]uint32, ndocs)
 	rm.expires = make([]int64, ndocs)
+	rm.when = make([]int64, ndocs)
 	rm.seq = make([]uint64, ndocs)
 	rm.tags = make([][]uint32, ndocs)
 	rm.terms = make([][]byte, ndocs)
@@ -291,6 +293,7 @@ func decodeDocs(d *decoder, rm *realm, ndocs, ntags int, nextSeq uint64) error {
 			d.fail("document %q has seq %d outside 1..%d", id, rm.seq[i], nextSeq-1)
 		}
 		rm.expires[i] = d.int()
+		rm.when[i] = d.int()
 		rm.dl[i] = uint32(d.count(math.MaxUint32))
 		rm.tokens += int64(rm.dl[i])
 		for range d.count(ntags) {

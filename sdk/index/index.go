@@ -83,6 +83,9 @@ type Doc struct {
 	Fields [][]string
 	// ExpiresMs is the expiry in Unix milliseconds; 0 never expires.
 	ExpiresMs int64
+	// WhenMs is the time Query.SinceMs and UntilMs judge, in Unix
+	// milliseconds: the record's sdk.Record.When.
+	WhenMs int64
 	// Seq orders equal scores, higher first. Zero takes the next number
 	// after every Seq the index has seen.
 	Seq uint64
@@ -105,6 +108,9 @@ type Query struct {
 	Tags, ExcludeTags []string
 	// NowMs is the time expiry is judged at, in Unix milliseconds.
 	NowMs int64
+	// SinceMs and UntilMs keep the documents whose WhenMs lies in
+	// [SinceMs, UntilMs); 0 leaves that end open.
+	SinceMs, UntilMs int64
 	// Limit is how many hits to answer at most; it must be positive.
 	Limit int
 }
@@ -227,7 +233,7 @@ func (ix *Index) Put(d Doc) error {
 	} else if ix.opts.ContextWeight > 0 {
 		fields = append(slices.Clip(fields), nil)
 	}
-	ix.add(rm, d.ID, d.Scope, tags, d.ExpiresMs, d.Seq, fields)
+	ix.add(rm, d.ID, d.Scope, tags, d.ExpiresMs, d.WhenMs, d.Seq, fields)
 	ix.refresh(rm, d.ID, stale)
 	if rm.dead > 1024 && rm.dead > rm.live {
 		rm.renumber()
@@ -288,14 +294,14 @@ func (ix *Index) refresh(rm *realm, self string, stale []threadKey) {
 		no := rm.byID[id]
 		td := rm.threaded[id]
 		scope, tags := rm.scopeNames[rm.scope[no]], rm.tags[no]
-		expires, seq := rm.expires[no], rm.seq[no]
+		expires, when, seq := rm.expires[no], rm.when[no], rm.seq[no]
 		ix.remove(rm, no)
 		fields := append(slices.Clip(td.fields), rm.context(id, td.key))
-		ix.add(rm, id, scope, tags, expires, seq, fields)
+		ix.add(rm, id, scope, tags, expires, when, seq, fields)
 	}
 }
 
-func (ix *Index) add(rm *realm, id, scope string, tags []uint32, expires int64, seq uint64, fields [][]string) {
+func (ix *Index) add(rm *realm, id, scope string, tags []uint32, expires, when int64, seq uint64, fields [][]string) {
 	no := uint32(len(rm.ids))
 	dl := 0
 	order := rm.order[:0]
@@ -325,6 +331,7 @@ func (ix *Index) add(rm *realm, id, scope string, tags []uint32, expires int64, 
 	rm.scope = append(rm.scope, rm.scopeID(scope))
 	rm.dl = append(rm.dl, uint32(dl))
 	rm.expires = append(rm.expires, expires)
+	rm.when = append(rm.when, when)
 	rm.seq = append(rm.seq, seq)
 	rm.tags = append(rm.tags, tags)
 	rm.terms = append(rm.terms, terms)
@@ -367,6 +374,7 @@ type realm struct {
 	scope   []uint32
 	dl      []uint32
 	expires []int64
+	when    []int64 // Doc.WhenMs
 	seq     []uint64
 	tags    [][]uint32
 	terms   [][]byte // distinct term ids (a termList), for deletes
@@ -517,6 +525,7 @@ func (rm *realm) renumber() {
 		remap[i] = n
 		rm.ids[n], rm.scope[n], rm.dl[n] = rm.ids[i], rm.scope[i], rm.dl[i]
 		rm.expires[n], rm.seq[n], rm.tags[n], rm.terms[n] = rm.expires[i], rm.seq[i], rm.tags[i], rm.terms[i]
+		rm.when[n] = rm.when[i]
 		rm.byID[rm.ids[n]] = n
 		n++
 	}
@@ -525,6 +534,7 @@ func (rm *realm) renumber() {
 	}
 	rm.ids, rm.scope, rm.dl = rm.ids[:n], rm.scope[:n], rm.dl[:n]
 	rm.expires, rm.seq, rm.tags, rm.terms = rm.expires[:n], rm.seq[:n], rm.tags[:n], rm.terms[:n]
+	rm.when = rm.when[:n]
 	for t := range rm.lists {
 		l := &rm.lists[t]
 		out := l.postings[:0]

@@ -150,6 +150,9 @@ func refPass(d *refDoc, q *Query) bool {
 	if d.ExpiresMs != 0 && d.ExpiresMs <= q.NowMs {
 		return false
 	}
+	if q.SinceMs != 0 && d.WhenMs < q.SinceMs || q.UntilMs != 0 && d.WhenMs >= q.UntilMs {
+		return false
+	}
 	if slices.Contains(q.ExcludeIDs, d.ID) {
 		return false
 	}
@@ -232,6 +235,7 @@ func (c *corpus) newDoc() Doc {
 	if c.rng.IntN(6) == 0 {
 		d.ExpiresMs = int64(1000 + c.rng.IntN(2000))
 	}
+	d.WhenMs = int64(c.rng.IntN(100))
 	// Mostly one document a place, as in a conversation, and a crowded
 	// place now and then.
 	if c.ctx > 0 && c.rng.IntN(4) > 0 {
@@ -317,6 +321,17 @@ func (c *corpus) query() Query {
 	}
 	if c.rng.IntN(5) == 0 {
 		q.ExcludeTags = []string{tagPool[c.rng.IntN(len(tagPool))]}
+	}
+	// A time window, now and then open at one end; a bound may fall on a
+	// document's time exactly.
+	if c.rng.IntN(4) == 0 {
+		q.SinceMs = int64(c.rng.IntN(60))
+		q.UntilMs = q.SinceMs + 1 + int64(c.rng.IntN(60))
+		if c.rng.IntN(3) == 0 {
+			q.SinceMs = 0
+		} else if c.rng.IntN(3) == 0 {
+			q.UntilMs = 0
+		}
 	}
 	return q
 }

@@ -234,13 +234,14 @@ type filter struct {
 	rm            *realm
 	scopeOK       []bool
 	now           int64
+	since, until  int64
 	tags, notTags []uint32
 	checkTags     bool
 }
 
 // newFilter resolves q's filters; ok is false when nothing can pass.
 func newFilter(rm *realm, q *Query) (filter, bool) {
-	f := filter{rm: rm, now: q.NowMs, scopeOK: make([]bool, len(rm.scopeNames))}
+	f := filter{rm: rm, now: q.NowMs, since: q.SinceMs, until: q.UntilMs, scopeOK: make([]bool, len(rm.scopeNames))}
 	if len(q.Scopes) == 0 {
 		for i := 1; i < len(f.scopeOK); i++ {
 			f.scopeOK[i] = true
@@ -278,6 +279,9 @@ func (f *filter) pass(d uint32) bool {
 		return false
 	}
 	if e := rm.expires[d]; e != 0 && e <= f.now {
+		return false
+	}
+	if w := rm.when[d]; f.since != 0 && w < f.since || f.until != 0 && w >= f.until {
 		return false
 	}
 	if f.checkTags {

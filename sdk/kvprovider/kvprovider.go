@@ -278,7 +278,7 @@ func docOf(r *sdk.Record) index.Doc {
 		exp = r.ExpiresAt.UnixMilli()
 	}
 	d := index.Doc{
-		ID: r.ID, Realm: r.Realm, Scope: string(r.Scope), Tags: r.Tags, ExpiresMs: exp,
+		ID: r.ID, Realm: r.Realm, Scope: string(r.Scope), Tags: r.Tags, ExpiresMs: exp, WhenMs: r.When().UnixMilli(),
 		// Equal scores answer the newest first, as the sqlite provider's
 		// insertion order does, and the same way after every reload.
 		Seq: uint64(max(r.UpdatedAt.UnixNano(), 1)),

@@ -52,6 +52,7 @@ func (p *Provider) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, er
 		Realm: q.Realm, Terms: index.QueryTerms(q.Query), Scopes: scopes, ExcludeIDs: q.ExcludeIDs,
 		Tags: q.Tags, ExcludeTags: q.ExcludeTags, NowMs: time.Now().UnixMilli(), Limit: limit,
 	}
+	iq.SinceMs, iq.UntilMs = q.WindowMillis()
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if err := p.ready(ctx); err != nil {

@@ -279,7 +279,13 @@ class Client:
         limit: int | None = None,
         tags: Sequence[str] | None = None,
         exclude_tags: Sequence[str] | None = None,
+        now: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
     ) -> RecallResult:
+        """Records most relevant to query. now (RFC 3339) is what the query's
+        time words ("last Saturday") are read against; since and until keep
+        records that happened in [since, until)."""
         body = _drop_none(
             {
                 "identity": _identity(identity),
@@ -288,6 +294,9 @@ class Client:
                 "limit": limit,
                 "tags": list(tags) if tags is not None else None,
                 "exclude_tags": list(exclude_tags) if exclude_tags is not None else None,
+                "now": now,
+                "since": since,
+                "until": until,
             }
         )
         return cast(RecallResult, self._json("POST", "/v1/recall", body))
@@ -300,9 +309,21 @@ class Client:
     # --- injection -------------------------------------------------------
 
     @_operation("injectTurn")
-    def inject_turn(self, identity: IdentityLike, content: Content, *, session: str | None = None) -> TurnInjection:
-        """Memory to put beside this turn's user message."""
-        body = _drop_none({"identity": _identity(identity), "session": session, "content": content})
+    def inject_turn(
+        self,
+        identity: IdentityLike,
+        content: Content,
+        *,
+        session: str | None = None,
+        now: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+    ) -> TurnInjection:
+        """Memory to put beside this turn's user message; now, since and until
+        as for recall."""
+        body = _drop_none(
+            {"identity": _identity(identity), "session": session, "content": content, "now": now, "since": since, "until": until}
+        )
         return cast(TurnInjection, self._json("POST", "/v1/turns/inject", body))
 
     @_operation("injectBuild")

@@ -50,6 +50,7 @@ class RecordInput(TypedDict, total=False):
     trust: Trust
     expires_at: str  # RFC 3339
     thread: Thread
+    occurred_at: str  # RFC 3339: when the remembered thing happened
 
 
 class Record(TypedDict, total=False):
@@ -73,6 +74,7 @@ class Record(TypedDict, total=False):
     use_count: Required[int]
     last_used_at: str
     thread: Thread
+    occurred_at: str
 
 
 class RememberResult(TypedDict):

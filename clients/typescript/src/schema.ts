@@ -716,6 +716,11 @@ export interface components {
             /** Format: date-time */
             expires_at?: string;
             thread?: components["schemas"]["Thread"];
+            /**
+             * Format: date-time
+             * @description when the remembered thing happened (a conversation's date), as distinct from when it was stored; absent when unknown
+             */
+            occurred_at?: string;
         };
         /** @description an episodic record's place in a sequence (a conversation turn); providers index a record with its neighbours' text (seq - 2 to seq + 2) at a lower weight */
         Thread: {
@@ -748,6 +753,11 @@ export interface components {
             /** Format: date-time */
             last_used_at?: string;
             thread?: components["schemas"]["Thread"];
+            /**
+             * Format: date-time
+             * @description absent when unknown
+             */
+            occurred_at?: string;
         };
         ManifestRow: {
             id?: string;
@@ -1235,6 +1245,21 @@ export interface operations {
                     tags?: string[];
                     /** @description a hit carries none of these */
                     exclude_tags?: string[];
+                    /**
+                     * Format: date-time
+                     * @description the reference time the query's time expressions (last Saturday, two weeks ago, in May) are read against, in its own UTC offset; default the request's time
+                     */
+                    now?: string;
+                    /**
+                     * Format: date-time
+                     * @description a hit happened at or after this: its occurred_at, else its created_at
+                     */
+                    since?: string;
+                    /**
+                     * Format: date-time
+                     * @description a hit happened before this; after since when both are set
+                     */
+                    until?: string;
                 };
             };
         };
@@ -1307,6 +1332,21 @@ export interface operations {
                     /** @description session key; without it there is no dedup and only the per-turn cap */
                     session?: string;
                     content: components["schemas"]["Content"];
+                    /**
+                     * Format: date-time
+                     * @description the reference time the query's time expressions (last Saturday, two weeks ago, in May) are read against, in its own UTC offset; default the request's time
+                     */
+                    now?: string;
+                    /**
+                     * Format: date-time
+                     * @description a hit happened at or after this: its occurred_at, else its created_at
+                     */
+                    since?: string;
+                    /**
+                     * Format: date-time
+                     * @description a hit happened before this; after since when both are set
+                     */
+                    until?: string;
                 };
             };
         };

@@ -430,9 +430,13 @@ type Record struct {
 	UseCount       int64  `protobuf:"varint,16,opt,name=use_count,json=useCount,proto3" json:"use_count,omitempty"`
 	LastUsedUnixMs int64  `protobuf:"varint,17,opt,name=last_used_unix_ms,json=lastUsedUnixMs,proto3" json:"last_used_unix_ms,omitempty"`
 	// Absent for a record that is not part of a thread.
-	Thread        *Thread `protobuf:"bytes,18,opt,name=thread,proto3" json:"thread,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Thread *Thread `protobuf:"bytes,18,opt,name=thread,proto3" json:"thread,omitempty"`
+	// When the remembered thing happened (a conversation's date, say), as
+	// distinct from when it was stored; 0 when unknown, and recall's time
+	// filters then judge the record by created_unix_ms.
+	OccurredUnixMs int64 `protobuf:"varint,19,opt,name=occurred_unix_ms,json=occurredUnixMs,proto3" json:"occurred_unix_ms,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Record) Reset() {
@@ -591,6 +595,13 @@ func (x *Record) GetThread() *Thread {
 	return nil
 }
 
+func (x *Record) GetOccurredUnixMs() int64 {
+	if x != nil {
+		return x.OccurredUnixMs
+	}
+	return 0
+}
+
 // Thread places an episodic record (a conversation turn, say) in a
 // sequence: providers index a record together with the text of its
 // neighbours (the records a few seq before and after it in the same
@@ -666,9 +677,11 @@ type RecordInput struct {
 	// 0 means the record never expires.
 	ExpiresUnixMs int64 `protobuf:"varint,10,opt,name=expires_unix_ms,json=expiresUnixMs,proto3" json:"expires_unix_ms,omitempty"`
 	// Absent for a record that is not part of a thread.
-	Thread        *Thread `protobuf:"bytes,11,opt,name=thread,proto3" json:"thread,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Thread *Thread `protobuf:"bytes,11,opt,name=thread,proto3" json:"thread,omitempty"`
+	// When the remembered thing happened; 0 when unknown.
+	OccurredUnixMs int64 `protobuf:"varint,12,opt,name=occurred_unix_ms,json=occurredUnixMs,proto3" json:"occurred_unix_ms,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *RecordInput) Reset() {
@@ -778,6 +791,13 @@ func (x *RecordInput) GetThread() *Thread {
 	return nil
 }
 
+func (x *RecordInput) GetOccurredUnixMs() int64 {
+	if x != nil {
+		return x.OccurredUnixMs
+	}
+	return 0
+}
+
 type RecallRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Realm  string                 `protobuf:"bytes,1,opt,name=realm,proto3" json:"realm,omitempty"`
@@ -789,7 +809,11 @@ type RecallRequest struct {
 	// A hit must carry every one of these tags.
 	Tags []string `protobuf:"bytes,6,rep,name=tags,proto3" json:"tags,omitempty"`
 	// A hit must carry none of these tags.
-	ExcludeTags   []string `protobuf:"bytes,7,rep,name=exclude_tags,json=excludeTags,proto3" json:"exclude_tags,omitempty"`
+	ExcludeTags []string `protobuf:"bytes,7,rep,name=exclude_tags,json=excludeTags,proto3" json:"exclude_tags,omitempty"`
+	// A hit's time (occurred_unix_ms, else created_unix_ms) must lie in
+	// [since_unix_ms, until_unix_ms); 0 leaves that end open.
+	SinceUnixMs   int64 `protobuf:"varint,8,opt,name=since_unix_ms,json=sinceUnixMs,proto3" json:"since_unix_ms,omitempty"`
+	UntilUnixMs   int64 `protobuf:"varint,9,opt,name=until_unix_ms,json=untilUnixMs,proto3" json:"until_unix_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -871,6 +895,20 @@ func (x *RecallRequest) GetExcludeTags() []string {
 		return x.ExcludeTags
 	}
 	return nil
+}
+
+func (x *RecallRequest) GetSinceUnixMs() int64 {
+	if x != nil {
+		return x.SinceUnixMs
+	}
+	return 0
+}
+
+func (x *RecallRequest) GetUntilUnixMs() int64 {
+	if x != nil {
+		return x.UntilUnixMs
+	}
+	return 0
 }
 
 type Hit struct {
@@ -2852,7 +2890,7 @@ const file_memhost_plugin_v1_plugin_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12+\n" +
 	"\x11protocol_versions\x18\x02 \x03(\x05R\x10protocolVersions\x12\"\n" +
 	"\fcapabilities\x18\x03 \x03(\tR\fcapabilities\"\x13\n" +
-	"\x11ConfigureResponse\"\x9c\x04\n" +
+	"\x11ConfigureResponse\"\xc6\x04\n" +
 	"\x06Record\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05realm\x18\x02 \x01(\tR\x05realm\x12\x14\n" +
@@ -2874,10 +2912,11 @@ const file_memhost_plugin_v1_plugin_proto_rawDesc = "" +
 	"\fcontent_hash\x18\x0f \x01(\tR\vcontentHash\x12\x1b\n" +
 	"\tuse_count\x18\x10 \x01(\x03R\buseCount\x12)\n" +
 	"\x11last_used_unix_ms\x18\x11 \x01(\x03R\x0elastUsedUnixMs\x121\n" +
-	"\x06thread\x18\x12 \x01(\v2\x19.memhost.plugin.v1.ThreadR\x06thread\"*\n" +
+	"\x06thread\x18\x12 \x01(\v2\x19.memhost.plugin.v1.ThreadR\x06thread\x12(\n" +
+	"\x10occurred_unix_ms\x18\x13 \x01(\x03R\x0eoccurredUnixMs\"*\n" +
 	"\x06Thread\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
-	"\x03seq\x18\x02 \x01(\x03R\x03seq\"\xae\x02\n" +
+	"\x03seq\x18\x02 \x01(\x03R\x03seq\"\xd8\x02\n" +
 	"\vRecordInput\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05realm\x18\x02 \x01(\tR\x05realm\x12\x14\n" +
@@ -2890,7 +2929,8 @@ const file_memhost_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x05trust\x18\t \x01(\tR\x05trust\x12&\n" +
 	"\x0fexpires_unix_ms\x18\n" +
 	" \x01(\x03R\rexpiresUnixMs\x121\n" +
-	"\x06thread\x18\v \x01(\v2\x19.memhost.plugin.v1.ThreadR\x06thread\"\xc1\x01\n" +
+	"\x06thread\x18\v \x01(\v2\x19.memhost.plugin.v1.ThreadR\x06thread\x12(\n" +
+	"\x10occurred_unix_ms\x18\f \x01(\x03R\x0eoccurredUnixMs\"\x89\x02\n" +
 	"\rRecallRequest\x12\x14\n" +
 	"\x05realm\x18\x01 \x01(\tR\x05realm\x12\x14\n" +
 	"\x05query\x18\x02 \x01(\tR\x05query\x12\x16\n" +
@@ -2899,7 +2939,9 @@ const file_memhost_plugin_v1_plugin_proto_rawDesc = "" +
 	"\vexclude_ids\x18\x05 \x03(\tR\n" +
 	"excludeIds\x12\x12\n" +
 	"\x04tags\x18\x06 \x03(\tR\x04tags\x12!\n" +
-	"\fexclude_tags\x18\a \x03(\tR\vexcludeTags\"N\n" +
+	"\fexclude_tags\x18\a \x03(\tR\vexcludeTags\x12\"\n" +
+	"\rsince_unix_ms\x18\b \x01(\x03R\vsinceUnixMs\x12\"\n" +
+	"\runtil_unix_ms\x18\t \x01(\x03R\vuntilUnixMs\"N\n" +
 	"\x03Hit\x121\n" +
 	"\x06record\x18\x01 \x01(\v2\x19.memhost.plugin.v1.RecordR\x06record\x12\x14\n" +
 	"\x05score\x18\x02 \x01(\x01R\x05score\"<\n" +

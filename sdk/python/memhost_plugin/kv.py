@@ -102,6 +102,9 @@ class KVProvider:
                 tags = {t.casefold() for t in r.tags}
                 if not want <= tags or unwanted & tags:
                     continue
+                when = r.when_ms()
+                if q.since_ms and when < q.since_ms or q.until_ms and when >= q.until_ms:
+                    continue
                 s = self._ix.score((realm, rid), qt)
                 if s > 0:
                     hits.append((r, s))

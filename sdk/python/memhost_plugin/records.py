@@ -32,7 +32,8 @@ ACTIVE = "active"
 @dataclasses.dataclass
 class Record:
     """One memory. Times are Unix milliseconds; expires_ms 0 never expires;
-    thread is None or (thread_id, seq)."""
+    thread is None or (thread_id, seq); occurred_ms is when the remembered
+    thing happened, 0 when unknown."""
 
     id: str = ""
     realm: str = ""
@@ -52,9 +53,14 @@ class Record:
     use_count: int = 0
     last_used_ms: int = 0
     thread: tuple = None
+    occurred_ms: int = 0
 
     def recallable(self, now_ms):
         return self.status == ACTIVE and (self.expires_ms == 0 or now_ms < self.expires_ms)
+
+    def when_ms(self):
+        """The time recall's since/until judge: occurred_ms, else created_ms."""
+        return self.occurred_ms or self.created_ms
 
     def copy(self):
         return dataclasses.replace(self, tags=list(self.tags))
@@ -164,6 +170,7 @@ def validate_record(r):
         p = token_problem(r.supersedes, MAX_ID_BYTES)
         if p:
             raise invalid("supersedes", "id: " + p)
+    check_time("occurred_at", r.occurred_ms)
     if r.thread is not None:
         tid, seq = r.thread
         _check_text("thread.id", tid, MAX_THREAD_ID_BYTES)
@@ -171,6 +178,26 @@ def validate_record(r):
             raise invalid("thread.id", "is blank: a thread needs an id")
         if seq < 0:
             raise invalid("thread.seq", "is %d, want 0 or more" % seq)
+
+
+# Unix milliseconds of 0001-01-01 and 10000-01-01 UTC: the years every store
+# and the RFC 3339 form of a time can hold (the Go SDK's CheckTime).
+_MIN_MS, _END_MS = -62135596800000, 253402300800000
+
+
+def check_time(field, ms):
+    """Refuses a time outside the years 1-9999; 0 (unset) passes."""
+    if ms and not _MIN_MS <= ms < _END_MS:
+        raise invalid(field, "%d ms is outside the years 1-9999" % ms)
+
+
+def check_window(since_ms, until_ms):
+    """Checks a recall's since/until (0 leaves an end open), as the Go SDK's
+    ValidateWindow does."""
+    check_time("since", since_ms)
+    check_time("until", until_ms)
+    if since_ms and until_ms and since_ms >= until_ms:
+        raise invalid("until", "%d ms is not after since %d ms" % (until_ms, since_ms))
 
 
 def _check_tag(field, t):

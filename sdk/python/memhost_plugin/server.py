@@ -61,6 +61,9 @@ class RecallQuery:
     exclude_ids: list
     tags: list
     exclude_tags: list
+    # A hit's when_ms() must lie in [since_ms, until_ms); 0 leaves an end open.
+    since_ms: int = 0
+    until_ms: int = 0
 
 
 @dataclasses.dataclass
@@ -132,7 +135,7 @@ def record_from_pb(m):
     r = records.Record(
         id=m.id, realm=m.realm, scope=m.scope, kind=m.kind, title=m.title, description=m.description, body=m.body,
         tags=list(m.tags), trust=m.trust, expires_ms=m.expires_unix_ms,
-        thread=(m.thread.id, m.thread.seq) if m.HasField("thread") else None)
+        thread=(m.thread.id, m.thread.seq) if m.HasField("thread") else None, occurred_ms=m.occurred_unix_ms)
     if isinstance(m, pb.Record):
         r.status, r.supersedes, r.content_hash = m.status, m.supersedes, m.content_hash
         r.created_ms, r.updated_ms, r.use_count, r.last_used_ms = m.created_unix_ms, m.updated_unix_ms, m.use_count, m.last_used_unix_ms
@@ -143,7 +146,8 @@ def record_to_pb(r):
     m = pb.Record(id=r.id, realm=r.realm, scope=r.scope, kind=r.kind, title=r.title, description=r.description,
                   body=r.body, tags=r.tags, trust=r.trust, status=r.status, supersedes=r.supersedes,
                   created_unix_ms=r.created_ms, updated_unix_ms=r.updated_ms, expires_unix_ms=r.expires_ms,
-                  content_hash=r.content_hash, use_count=r.use_count, last_used_unix_ms=r.last_used_ms)
+                  content_hash=r.content_hash, use_count=r.use_count, last_used_unix_ms=r.last_used_ms,
+                  occurred_unix_ms=r.occurred_ms)
     if r.thread:
         m.thread.id, m.thread.seq = r.thread
     return m
@@ -197,7 +201,9 @@ class _Services:
         records.check_ids("exclude_ids", req.exclude_ids)
         records.check_tag_filter("tags", req.tags)
         records.check_tag_filter("exclude_tags", req.exclude_tags)
-        q = RecallQuery(req.realm, req.query, list(req.scopes), limit, list(req.exclude_ids), list(req.tags), list(req.exclude_tags))
+        records.check_window(req.since_unix_ms, req.until_unix_ms)
+        q = RecallQuery(req.realm, req.query, list(req.scopes), limit, list(req.exclude_ids), list(req.tags), list(req.exclude_tags),
+                        req.since_unix_ms, req.until_unix_ms)
         hits = self.impl.recall(q)
         return pb.RecallResponse(hits=[pb.Hit(record=record_to_pb(r), score=s) for r, s in hits])
 

@@ -1,0 +1,538 @@
+// Package timequery reads the time a recall query speaks of: a window
+// ("last Saturday", "two weeks ago", "in May", "on March 3rd") or an
+// ordering ("the first time", "most recently", "what is my current …"),
+// relative to a reference time, and ranks recall hits by it. The host
+// applies it after the provider's text ranking, so every provider ranks
+// the same way and the query text still decides among records of the same
+// time.
+//
+// The parser is a small deterministic scanner over the query's words
+// rather than a natural-language date library: the expressions a memory
+// question uses are few, the answer must be the same on every host for
+// the same reference time, and orderings (earliest, latest) are no
+// library's business.
+package timequery
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// Order is a preference among records by the time they happened.
+type Order int
+
+const (
+	// OrderNone prefers no time.
+	OrderNone Order = iota
+	// OrderEarliest prefers older records ("the first time").
+	OrderEarliest
+	// OrderLatest prefers newer records ("most recently", "my current").
+	OrderLatest
+)
+
+func (o Order) String() string {
+	switch o {
+	case OrderEarliest:
+		return "earliest"
+	case OrderLatest:
+		return "latest"
+	}
+	return "none"
+}
+
+// Intent is what a query says about time. The window is [Since, Until),
+// both zero when the query names none.
+type Intent struct {
+	Since, Until time.Time
+	Order        Order
+}
+
+// HasWindow reports whether the query names a time window.
+func (in Intent) HasWindow() bool { return !in.Since.IsZero() && in.Since.Before(in.Until) }
+
+// IsZero reports whether the query says nothing about time.
+func (in Intent) IsZero() bool { return !in.HasWindow() && in.Order == OrderNone }
+
+// maxQueryBytes bounds the text scanned: a time expression sits in a
+// question, not in a pasted document.
+const maxQueryBytes = 4096
+
+// Parse reads query's time expressions relative to now, whose location
+// decides where days begin. The first window expression found wins; an
+// ordering word anywhere sets the order.
+func Parse(query string, now time.Time) Intent {
+	if len(query) > maxQueryBytes {
+		query = query[:maxQueryBytes]
+	}
+	w := words(query)
+	p := parser{w: w, now: now, today: day(now)}
+	var in Intent
+	if s, u, ok := isoDate(query, now.Location()); ok {
+		in.Since, in.Until = s, u
+	}
+	for i := 0; i < len(w) && !in.HasWindow(); i++ {
+		if s, u, ok := p.window(i); ok {
+			in.Since, in.Until = s, u
+		}
+	}
+	if sdk.ValidateWindow(in.Since, in.Until) != nil {
+		// Past the years a store holds ("in 9999" ends in 10000).
+		in.Since, in.Until = time.Time{}, time.Time{}
+	}
+	in.Order = p.order()
+	return in
+}
+
+// word is one lower-cased run of letters or digits; num is its value when
+// it is a number ("3", "3rd", "three"), -1 otherwise.
+type word struct {
+	s   string
+	num int
+}
+
+func words(s string) []word {
+	out := make([]word, 0, 24)
+	for f := range strings.FieldsFuncSeq(strings.ToLower(s), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\''
+	}) {
+		f = strings.Trim(f, "'")
+		f = strings.TrimSuffix(f, "'s")
+		if f == "" {
+			continue
+		}
+		out = append(out, word{s: f, num: number(f)})
+	}
+	return out
+}
+
+var numberWords = map[string]int{
+	"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+	"eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple": 2, "few": 3, "several": 3,
+	"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5,
+}
+
+// number reads "3", "3rd", "21st" as numbers; words are read by count.
+func number(s string) int {
+	for _, suf := range []string{"st", "nd", "rd", "th"} {
+		if t, ok := strings.CutSuffix(s, suf); ok && t != "" && t[0] >= '0' && t[0] <= '9' {
+			s = t
+			break
+		}
+	}
+	if len(s) == 0 || len(s) > 4 || s[0] < '0' || s[0] > '9' {
+		return -1
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// count reads a count at w[i] ("3", "two", "a", "a couple of", "a few")
+// and answers it and the index after it.
+func (p *parser) count(i int) (int, int, bool) {
+	if i >= len(p.w) {
+		return 0, i, false
+	}
+	if n := p.w[i].num; n > 0 && n < 1000 {
+		return n, i + 1, true
+	}
+	s := p.w[i].s
+	if s == "a" || s == "an" {
+		if i+1 < len(p.w) && (p.w[i+1].s == "couple" || p.w[i+1].s == "few") {
+			j := i + 2
+			if j < len(p.w) && p.w[j].s == "of" {
+				j++
+			}
+			return numberWords[p.w[i+1].s], j, true
+		}
+		return 1, i + 1, true
+	}
+	switch s {
+	case "few", "several", "couple", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve":
+		j := i + 1
+		if j < len(p.w) && p.w[j].s == "of" {
+			j++
+		}
+		return numberWords[s], j, true
+	}
+	return 0, i, false
+}
+
+type unit int
+
+const (
+	noUnit unit = iota
+	hours
+	days
+	weeks
+	months
+	years
+	weekends
+)
+
+func unitOf(s string) unit {
+	switch strings.TrimSuffix(s, "s") {
+	case "hour":
+		return hours
+	case "day", "night":
+		return days
+	case "week":
+		return weeks
+	case "month":
+		return months
+	case "year":
+		return years
+	case "weekend":
+		return weekends
+	}
+	return noUnit
+}
+
+var weekdays = map[string]time.Weekday{
+	"sunday": time.Sunday, "monday": time.Monday, "tuesday": time.Tuesday, "wednesday": time.Wednesday,
+	"thursday": time.Thursday, "friday": time.Friday, "saturday": time.Saturday,
+}
+
+var monthNames = map[string]time.Month{
+	"january": time.January, "february": time.February, "march": time.March, "april": time.April,
+	"may": time.May, "june": time.June, "july": time.July, "august": time.August, "september": time.September,
+	"october": time.October, "november": time.November, "december": time.December,
+	"jan": time.January, "feb": time.February, "mar": time.March, "apr": time.April, "jun": time.June,
+	"jul": time.July, "aug": time.August, "sep": time.September, "sept": time.September, "oct": time.October,
+	"nov": time.November, "dec": time.December,
+}
+
+// monthLead are the words that make a month name a month ("in May"), not
+// a verb or a name ("you may", "march on").
+var monthLead = map[string]bool{
+	"in": true, "on": true, "of": true, "during": true, "early": true, "late": true, "mid": true,
+	"last": true, "this": true, "since": true, "until": true, "by": true, "from": true, "throughout": true,
+}
+
+type parser struct {
+	w     []word
+	now   time.Time
+	today time.Time // midnight of now's day, in now's location
+}
+
+func (p *parser) at(i int) string {
+	if i < 0 || i >= len(p.w) {
+		return ""
+	}
+	return p.w[i].s
+}
+
+// window answers the window an expression starting at w[i] names.
+func (p *parser) window(i int) (time.Time, time.Time, bool) {
+	s := p.at(i)
+	switch s {
+	case "today", "tonight":
+		return p.today, p.today.AddDate(0, 0, 1), true
+	case "yesterday":
+		if p.at(i-1) == "before" && p.at(i-2) == "day" {
+			return p.today.AddDate(0, 0, -2), p.today.AddDate(0, 0, -1), true
+		}
+		return p.today.AddDate(0, 0, -1), p.today, true
+	case "this":
+		switch p.at(i + 1) {
+		case "morning", "afternoon", "evening":
+			return p.today, p.today.AddDate(0, 0, 1), true
+		}
+	}
+	if s, u, ok := p.ago(i); ok {
+		return s, u, true
+	}
+	if s, u, ok := p.relative(i); ok {
+		return s, u, true
+	}
+	if wd, ok := weekdays[s]; ok && p.at(i-1) != "last" && p.at(i-1) != "this" && p.at(i-1) != "next" {
+		// "on Saturday", "what did I do Saturday": the latest one up to today.
+		d := p.today.AddDate(0, 0, -((int(p.today.Weekday()) - int(wd) + 7) % 7))
+		return d, d.AddDate(0, 0, 1), true
+	}
+	return p.date(i)
+}
+
+// ago reads "<count> <unit> ago": a window around the point, a unit wide.
+func (p *parser) ago(i int) (time.Time, time.Time, bool) {
+	n, j, ok := p.count(i)
+	if !ok || j+1 >= len(p.w) || p.at(j+1) != "ago" {
+		return time.Time{}, time.Time{}, false
+	}
+	switch unitOf(p.at(j)) {
+	case hours:
+		at := p.now.Add(-time.Duration(n) * time.Hour)
+		return at.Add(-time.Hour), at.Add(time.Hour), true
+	case days:
+		d := p.today.AddDate(0, 0, -n)
+		return d, d.AddDate(0, 0, 1), true
+	case weeks:
+		d := p.today.AddDate(0, 0, -7*n)
+		return d.AddDate(0, 0, -3), d.AddDate(0, 0, 4), true
+	case months:
+		d := p.today.AddDate(0, -n, 0)
+		return d.AddDate(0, 0, -15), d.AddDate(0, 0, 16), true
+	case years:
+		d := p.today.AddDate(-n, 0, 0)
+		return d.AddDate(0, -6, 0), d.AddDate(0, 6, 0), true
+	case weekends:
+		sat := p.weekend(p.today.AddDate(0, 0, -7*n))
+		return sat, sat.AddDate(0, 0, 2), true
+	}
+	return time.Time{}, time.Time{}, false
+}
+
+// relative reads "last|past|previous|this|next …": a calendar unit, a
+// weekday, a month, or "the last <count> <unit>" (up to now).
+func (p *parser) relative(i int) (time.Time, time.Time, bool) {
+	var step int
+	switch p.at(i) {
+	case "last", "previous", "past":
+		step = -1
+	case "this", "current":
+		step = 0
+	case "next", "coming":
+		step = 1
+	default:
+		return time.Time{}, time.Time{}, false
+	}
+	next := p.at(i + 1)
+	if step < 0 {
+		// "the last 3 days", "the past few weeks": up to now.
+		if n, j, ok := p.count(i + 1); ok {
+			if u := unitOf(p.at(j)); u != noUnit && u != weekends {
+				return p.span(n, u), p.today.AddDate(0, 0, 1), true
+			}
+		}
+	}
+	if wd, ok := weekdays[next]; ok {
+		back := (int(p.today.Weekday()) - int(wd) + 7) % 7
+		switch step {
+		case -1:
+			if back == 0 {
+				back = 7
+			}
+		case 0:
+			// The one of this week, weeks starting on Monday.
+			back = (int(p.today.Weekday())+6)%7 - (int(wd)+6)%7
+		case 1:
+			back = -((int(wd) - int(p.today.Weekday()) + 7) % 7)
+			if back == 0 {
+				back = -7
+			}
+		}
+		d := p.today.AddDate(0, 0, -back)
+		return d, d.AddDate(0, 0, 1), true
+	}
+	if m, ok := monthNames[next]; ok && step <= 0 {
+		y := p.today.Year()
+		if m > p.today.Month() || step < 0 && m == p.today.Month() {
+			y--
+		}
+		return monthWindow(y, m, p.now.Location())
+	}
+	switch unitOf(next) {
+	case days:
+		d := p.today.AddDate(0, 0, step)
+		return d, d.AddDate(0, 0, 1), true
+	case weeks:
+		mon := p.today.AddDate(0, 0, -((int(p.today.Weekday())+6)%7)+7*step)
+		return mon, mon.AddDate(0, 0, 7), true
+	case weekends:
+		// This week's Saturday (weeks start on Monday); last weekend is
+		// the latest one that is over.
+		sat := p.today.AddDate(0, 0, 5-(int(p.today.Weekday())+6)%7+7*step)
+		if step < 0 {
+			sat = p.weekend(p.today.AddDate(0, 0, -2))
+		}
+		return sat, sat.AddDate(0, 0, 2), true
+	case months:
+		first := time.Date(p.today.Year(), p.today.Month()+time.Month(step), 1, 0, 0, 0, 0, p.now.Location())
+		return first, first.AddDate(0, 1, 0), true
+	case years:
+		first := time.Date(p.today.Year()+step, 1, 1, 0, 0, 0, 0, p.now.Location())
+		return first, first.AddDate(1, 0, 0), true
+	}
+	return time.Time{}, time.Time{}, false
+}
+
+// span is the start of "the last n units": n units before today's end.
+func (p *parser) span(n int, u unit) time.Time {
+	end := p.today.AddDate(0, 0, 1)
+	switch u {
+	case hours:
+		return p.now.Add(-time.Duration(n) * time.Hour)
+	case weeks:
+		return end.AddDate(0, 0, -7*n)
+	case months:
+		return end.AddDate(0, -n, 0)
+	case years:
+		return end.AddDate(-n, 0, 0)
+	}
+	return end.AddDate(0, 0, -n)
+}
+
+// weekend answers the Saturday of the weekend on or before d (d itself
+// when it is Saturday, the day before when it is Sunday).
+func (p *parser) weekend(d time.Time) time.Time {
+	return d.AddDate(0, 0, -((int(d.Weekday()) + 1) % 7))
+}
+
+// date reads a calendar date or month at w[i]: "May 3rd", "May 3, 2023",
+// "3rd of May", "3 May 2023", "in May", "May 2023", "in 2023". A date
+// without a year is the latest one up to today.
+func (p *parser) date(i int) (time.Time, time.Time, bool) {
+	loc := p.now.Location()
+	s := p.at(i)
+	if m, ok := monthNames[s]; ok {
+		// May 3rd [, 2023]
+		if n := p.numAt(i + 1); n >= 1 && n <= 31 {
+			y, ok := p.yearAt(i + 2)
+			return p.dayWindow(y, ok, m, n)
+		}
+		if y, ok := p.yearAt(i + 1); ok {
+			return monthWindow(y, m, loc)
+		}
+		if !monthLead[p.at(i-1)] || len(s) <= 3 && s != "may" {
+			return time.Time{}, time.Time{}, false
+		}
+		y := p.today.Year()
+		if m > p.today.Month() {
+			y--
+		}
+		return monthWindow(y, m, loc)
+	}
+	if n := p.w[i].num; n >= 1 && n <= 31 && len(p.w[i].s) <= 4 {
+		// 3rd of May [2023], 3 May [2023]
+		j := i + 1
+		if p.at(j) == "of" {
+			j++
+		}
+		if m, ok := monthNames[p.at(j)]; ok {
+			y, ok := p.yearAt(j + 1)
+			return p.dayWindow(y, ok, m, n)
+		}
+	}
+	if y := p.w[i].num; y >= 1000 && y <= 9999 && len(p.w[i].s) == 4 {
+		switch p.at(i - 1) {
+		case "in", "during", "of", "throughout":
+			first := time.Date(y, 1, 1, 0, 0, 0, 0, loc)
+			return first, first.AddDate(1, 0, 0), true
+		}
+	}
+	return time.Time{}, time.Time{}, false
+}
+
+func (p *parser) numAt(i int) int {
+	if i < 0 || i >= len(p.w) {
+		return -1
+	}
+	return p.w[i].num
+}
+
+// yearAt reads a four-digit year at w[i].
+func (p *parser) yearAt(i int) (int, bool) {
+	if i < 0 || i >= len(p.w) || len(p.w[i].s) != 4 {
+		return 0, false
+	}
+	y := p.w[i].num
+	return y, y >= 1000 && y <= 9999
+}
+
+// dayWindow is the day m/d of year y, or of the latest year that puts it
+// on or before today when the year is not given; false for a date that
+// does not exist (February 30th).
+func (p *parser) dayWindow(y int, haveYear bool, m time.Month, d int) (time.Time, time.Time, bool) {
+	loc := p.now.Location()
+	if !haveYear {
+		y = p.today.Year()
+		if t := time.Date(y, m, d, 0, 0, 0, 0, loc); t.After(p.today) {
+			y--
+		}
+	}
+	t := time.Date(y, m, d, 0, 0, 0, 0, loc)
+	if t.Month() != m || t.Day() != d {
+		return time.Time{}, time.Time{}, false
+	}
+	return t, t.AddDate(0, 0, 1), true
+}
+
+func monthWindow(y int, m time.Month, loc *time.Location) (time.Time, time.Time, bool) {
+	first := time.Date(y, m, 1, 0, 0, 0, 0, loc)
+	return first, first.AddDate(0, 1, 0), true
+}
+
+var isoDateRE = regexp.MustCompile(`\b(\d{4})-(\d{2})-(\d{2})\b`)
+
+// isoDate reads the first 2023-05-14 in s as that day.
+func isoDate(s string, loc *time.Location) (time.Time, time.Time, bool) {
+	m := isoDateRE.FindStringSubmatch(s)
+	if m == nil {
+		return time.Time{}, time.Time{}, false
+	}
+	y, _ := strconv.Atoi(m[1])
+	mo, _ := strconv.Atoi(m[2])
+	d, _ := strconv.Atoi(m[3])
+	t := time.Date(y, time.Month(mo), d, 0, 0, 0, 0, loc)
+	if y < 1 || t.Month() != time.Month(mo) || t.Day() != d {
+		return time.Time{}, time.Time{}, false
+	}
+	return t, t.AddDate(0, 0, 1), true
+}
+
+func day(t time.Time) time.Time {
+	y, m, d := t.Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, t.Location())
+}
+
+// order reads an ordering preference from the words. Latest wins over
+// earliest when both appear ("the first time since I most recently …" is
+// rare; a current-state question is not).
+func (p *parser) order() Order {
+	earliest := false
+	for i, w := range p.w {
+		switch w.s {
+		case "latest", "newest", "currently", "current", "nowadays", "anymore", "recently", "lately":
+			return OrderLatest
+		case "now":
+			if p.at(i-1) != "until" && p.at(i-1) != "from" {
+				return OrderLatest
+			}
+		case "days":
+			if p.at(i-1) == "these" {
+				return OrderLatest
+			}
+		case "last":
+			// "the last time", "the last book I read", "when did I last
+			// …"; "last week" and "the last 3 days" are windows.
+			n := p.at(i + 1)
+			_, weekday := weekdays[n]
+			_, month := monthNames[n]
+			_, _, counted := p.count(i + 1)
+			window := unitOf(n) != noUnit || weekday || month || counted
+			switch p.at(i - 1) {
+			case "the", "i", "we", "you":
+				if !window {
+					return OrderLatest
+				}
+			}
+		case "first":
+			if n := p.at(i + 1); n != "name" && n != "names" && n != "of" {
+				earliest = true
+			}
+		case "earliest", "initially", "originally", "oldest", "beginning":
+			earliest = true
+		}
+	}
+	if earliest {
+		return OrderEarliest
+	}
+	return OrderNone
+}

@@ -1,0 +1,143 @@
+package timequery
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// Boosts: a hit's score grows by this share of itself. They only reorder
+// hits of close text relevance: a record the query's words barely match
+// does not overtake a strong match for being of the right week.
+const (
+	// WindowBoost is for a record that happened inside the query's window;
+	// one outside it gets a share falling linearly to nothing at a
+	// window's width away, so "two weeks ago" still favours the day next
+	// to the window.
+	WindowBoost = 0.5
+	// OrderBoost is for the newest (OrderLatest) or oldest (OrderEarliest)
+	// of the candidates, falling linearly to nothing for the other end.
+	OrderBoost = 0.3
+)
+
+// Rank rescores hits by in and sorts them best first; equal scores keep
+// their order. A record's time is its sdk.Record.When.
+func Rank(hits []sdk.Hit, in Intent) {
+	if in.IsZero() || len(hits) == 0 {
+		return
+	}
+	boost := make([]float64, len(hits))
+	if in.HasWindow() {
+		width := in.Until.Sub(in.Since)
+		for i := range hits {
+			t := hits[i].Record.When()
+			var off time.Duration
+			switch {
+			case t.Before(in.Since):
+				off = in.Since.Sub(t)
+			case !t.Before(in.Until):
+				off = t.Sub(in.Until) + time.Millisecond
+			}
+			if off < width {
+				boost[i] += WindowBoost * (1 - float64(off)/float64(width))
+			}
+		}
+	}
+	if in.Order != OrderNone {
+		// The position of each hit's time between the oldest and the
+		// newest candidate, 0 to 1.
+		lo, hi := hits[0].Record.When(), hits[0].Record.When()
+		for i := range hits {
+			t := hits[i].Record.When()
+			if t.Before(lo) {
+				lo = t
+			}
+			if t.After(hi) {
+				hi = t
+			}
+		}
+		if span := hi.Sub(lo); span > 0 {
+			for i := range hits {
+				pos := float64(hits[i].Record.When().Sub(lo)) / float64(span)
+				if in.Order == OrderEarliest {
+					pos = 1 - pos
+				}
+				boost[i] += OrderBoost * pos
+			}
+		}
+	}
+	type scored struct {
+		hit sdk.Hit
+		at  int
+	}
+	all := make([]scored, len(hits))
+	for i, h := range hits {
+		// |score|, so a provider scoring below zero is boosted upward too.
+		h.Score += max(h.Score, -h.Score) * boost[i]
+		all[i] = scored{h, i}
+	}
+	slices.SortFunc(all, func(a, b scored) int {
+		return cmp.Or(cmp.Compare(b.hit.Score, a.hit.Score), cmp.Compare(a.at, b.at))
+	})
+	for i := range all {
+		hits[i] = all[i].hit
+	}
+}
+
+// Candidates is how many hits a time-aware recall of limit asks the
+// provider for: the time ranking can lift a record from below the cut.
+func Candidates(limit int) int {
+	return min(sdk.MaxBatch, max(3*limit, limit+20))
+}
+
+// RecallFunc is a provider's recall.
+type RecallFunc func(context.Context, sdk.RecallQuery) ([]sdk.Hit, error)
+
+// Recall answers q through recall, ranked by the time q's text speaks of
+// relative to now. A query that names no time is passed through as it is.
+// One that does is asked for Candidates(limit) hits; when it names a
+// window, the best limit hits inside the window (and inside q's own
+// since/until) are asked for too, so a record of the right week competes
+// even when the text ranks it far down. The provider scores a record the
+// same in both answers (its ranking statistics do not depend on the
+// filters), so they merge by id. The merged hits are ranked by Rank and
+// cut to the limit.
+func Recall(ctx context.Context, recall RecallFunc, q sdk.RecallQuery, now time.Time) ([]sdk.Hit, error) {
+	in := Parse(q.Query, now)
+	if in.IsZero() {
+		return recall(ctx, q)
+	}
+	limit := cmp.Or(q.Limit, sdk.DefaultRecallLimit)
+	wide := q
+	wide.Limit = Candidates(limit)
+	hits, err := recall(ctx, wide)
+	if err != nil {
+		return nil, err
+	}
+	if in.HasWindow() {
+		win := q
+		win.Limit = limit
+		if q.Since.IsZero() || in.Since.After(q.Since) {
+			win.Since = in.Since
+		}
+		if q.Until.IsZero() || in.Until.Before(q.Until) {
+			win.Until = in.Until
+		}
+		if win.Since.Before(win.Until) {
+			more, err := recall(ctx, win)
+			if err != nil {
+				return nil, err
+			}
+			for _, h := range more {
+				if !slices.ContainsFunc(hits, func(o sdk.Hit) bool { return o.Record.ID == h.Record.ID }) {
+					hits = append(hits, h)
+				}
+			}
+		}
+	}
+	Rank(hits, in)
+	return hits[:min(limit, len(hits))], nil
+}

@@ -1,0 +1,110 @@
+package timequery
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+func hit(id string, score float64, occurred time.Time) sdk.Hit {
+	return sdk.Hit{Record: sdk.Record{ID: id, CreatedAt: now, OccurredAt: occurred}, Score: score}
+}
+
+func ids(hits []sdk.Hit) []string {
+	out := make([]string, len(hits))
+	for i, h := range hits {
+		out[i] = h.Record.ID
+	}
+	return out
+}
+
+func TestRank(t *testing.T) {
+	sat, before := d(2023, 5, 27), d(2023, 5, 20)
+	for _, tc := range []struct {
+		name  string
+		query string
+		hits  []sdk.Hit
+		want  []string
+	}{
+		{"equal text: the window's record first", "what did I do last Saturday",
+			[]sdk.Hit{hit("week-before", 2, before.Add(9*time.Hour)), hit("saturday", 2, sat.Add(9*time.Hour)), hit("later", 2, d(2023, 5, 29))},
+			[]string{"saturday", "week-before", "later"}},
+		{"text still ranks: a much better match stays ahead", "what did I do last Saturday",
+			[]sdk.Hit{hit("strong", 5, before), hit("saturday", 2, sat)},
+			[]string{"strong", "saturday"}},
+		{"no occurred_at: judged by created_at", "what did I do today",
+			[]sdk.Hit{hit("old", 2, before), hit("created-today", 2, time.Time{})},
+			[]string{"created-today", "old"}},
+		{"latest of competing records", "what is my current job",
+			[]sdk.Hit{hit("2021", 3, d(2021, 1, 1)), hit("2023", 3, d(2023, 1, 1)), hit("2022", 3, d(2022, 1, 1))},
+			[]string{"2023", "2022", "2021"}},
+		{"earliest", "the first time I went hiking",
+			[]sdk.Hit{hit("2023", 3, d(2023, 1, 1)), hit("2021", 3, d(2021, 1, 1))},
+			[]string{"2021", "2023"}},
+		{"no time in the query: order kept", "hiking boots",
+			[]sdk.Hit{hit("a", 1, before), hit("b", 3, sat)},
+			[]string{"a", "b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hits := slices.Clone(tc.hits)
+			Rank(hits, Parse(tc.query, now))
+			if got := ids(hits); !slices.Equal(got, tc.want) {
+				t.Fatalf("Rank = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A record inside the window that the text ranks below the wide cut is
+// found by the windowed recall and ranked in; a query without time is
+// passed through with its own limit.
+func TestRecall(t *testing.T) {
+	var store []sdk.Hit
+	for i := range 100 {
+		store = append(store, hit("filler"+string(rune('A'+i%26))+string(rune('a'+i/26)), 10, d(2023, 1, 1)))
+	}
+	store = append(store, hit("saturday", 9.5, d(2023, 5, 27).Add(8*time.Hour)))
+	var asked []sdk.RecallQuery
+	recall := func(_ context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
+		asked = append(asked, q)
+		var out []sdk.Hit
+		for _, h := range store {
+			if q.InWindow(h.Record.When()) {
+				out = append(out, h)
+			}
+		}
+		return out[:min(q.Limit, len(out))], nil
+	}
+	got, err := Recall(context.Background(), recall, sdk.RecallQuery{Realm: "r", Query: "what did I do last Saturday", Limit: 5}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 5 || got[0].Record.ID != "saturday" {
+		t.Fatalf("Recall answered %v, want 5 hits led by saturday", ids(got))
+	}
+	if len(asked) != 2 || asked[0].Limit != Candidates(5) || !asked[1].Since.Equal(d(2023, 5, 27)) || !asked[1].Until.Equal(d(2023, 5, 28)) {
+		t.Fatalf("asked %+v; want a wide recall, then one inside Saturday", asked)
+	}
+
+	asked = nil
+	if _, err := Recall(context.Background(), recall, sdk.RecallQuery{Realm: "r", Query: "hiking boots", Limit: 5}, now); err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != 1 || asked[0].Limit != 5 {
+		t.Fatalf("a query without time asked %+v; want it passed through", asked)
+	}
+
+	// The caller's own window narrows the query's; one that excludes it
+	// skips the windowed recall.
+	asked = nil
+	q := sdk.RecallQuery{Realm: "r", Query: "last Saturday", Limit: 5, Until: d(2023, 5, 1)}
+	if _, err := Recall(context.Background(), recall, q, now); err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != 1 || !asked[0].Until.Equal(q.Until) {
+		t.Fatalf("asked %+v; want only the wide recall, with the caller's until", asked)
+	}
+}
