@@ -14,6 +14,8 @@ import (
 	"github.com/memhost/memhost/internal/testbin"
 )
 
+var lmeRowRE = regexp.MustCompile(`(?m)^\| (\w+) \| all \| (\d+) \| ([0-9.]+) \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| ([0-9.]+) \| ([0-9.]+) \|`)
+
 var locomoRowRE = regexp.MustCompile(`(?m)^\| (\w+) \| all \| (dev|held-out) \| (\d+) \| [0-9.]+ \| ([0-9.]+) \|`)
 
 // TestBenchQuick is the smoke test of `memhost bench --quick`: every
@@ -24,8 +26,10 @@ func TestBenchQuick(t *testing.T) {
 	t.Parallel()
 	locomo := filepath.Join(testbin.ModuleRoot(t), "..", "shared", "data", "locomo", "locomo10.json")
 	_, statErr := os.Stat(locomo)
+	lme := filepath.Join(testbin.ModuleRoot(t), "..", "shared", "data", "longmemeval", "longmemeval_s_dev.jsonl.gz")
+	_, lmeErr := os.Stat(lme)
 	tmp := testbin.ShortTempDir(t)
-	out, err := runCLI(t, []string{"TMPDIR=" + tmp}, "bench", "--quick", "--plugin-dir", testbin.PluginDir(t), "--locomo", locomo)
+	out, err := runCLI(t, []string{"TMPDIR=" + tmp}, "bench", "--quick", "--plugin-dir", testbin.PluginDir(t), "--locomo", locomo, "--longmemeval", lme)
 	if err != nil {
 		t.Fatalf("bench --quick: %v\n%s", err, out)
 	}
@@ -43,6 +47,7 @@ func TestBenchQuick(t *testing.T) {
 	if strings.Count(out, "× |") < 9 {
 		t.Errorf("rows lack their ratio to the in-process reference:\n%s", out)
 	}
+	checkLongMemEval(t, out, lmeErr)
 	if statErr != nil {
 		t.Logf("LoCoMo not checked: %v", statErr)
 		return
@@ -59,6 +64,28 @@ func TestBenchQuick(t *testing.T) {
 	}
 }
 
+// checkLongMemEval asserts the quick run's LongMemEval block: one "all"
+// row per provider over the questions --quick keeps, far above chance.
+func checkLongMemEval(t *testing.T, out string, statErr error) {
+	t.Helper()
+	if statErr != nil {
+		t.Logf("LongMemEval not checked: %v", statErr)
+		return
+	}
+	rows := lmeRowRE.FindAllStringSubmatch(out, -1)
+	if len(rows) != 3 {
+		t.Fatalf("want a LongMemEval row per provider, got %d:\n%s", len(rows), out)
+	}
+	for _, r := range rows {
+		n, _ := strconv.Atoi(r[2])
+		any5, _ := strconv.ParseFloat(r[3], 64)
+		evidence, _ := strconv.ParseFloat(r[5], 64)
+		if n < 1 || n > quickLongMemEval || any5 < 0.5 || evidence <= 0 {
+			t.Errorf("%s LongMemEval: %d questions, session any@5 %.3f, evidence %.3f", r[1], n, any5, evidence)
+		}
+	}
+}
+
 // TestBenchInterruptedRemovesItsData interrupts a bench while it loads
 // 100k records: it must exit with an error and still remove the data
 // directory it made, as a finished run does (each is hundreds of MB).
@@ -66,7 +93,7 @@ func TestBenchInterruptedRemovesItsData(t *testing.T) {
 	t.Parallel()
 	tmp := testbin.ShortTempDir(t)
 	cmd := testbin.Command(testbin.Build(t, "./cmd/memhost"), "bench", "--providers", "sqlite", "--sizes", "100000",
-		"--queries", "20", "--clients", "1", "--locomo", "", "--plugin-dir", testbin.PluginDir(t))
+		"--queries", "20", "--clients", "1", "--locomo", "", "--longmemeval", "", "--plugin-dir", testbin.PluginDir(t))
 	cmd.Env = append(cmd.Environ(), "TMPDIR="+tmp)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
