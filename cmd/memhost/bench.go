@@ -36,22 +36,22 @@ var benchProviders = map[string]string{
 }
 
 type benchOptions struct {
-	providers  []string
-	sizes      []int
-	queries    int
-	clients    []int
-	seed       uint64
-	locomo     string
-	samples    []int
+	providers []string
+	sizes     []int
+	queries   int
+	clients   []int
+	seed      uint64
+	locomo    string
+	samples   []int
 	// longMemEval is the LongMemEval file; lmeQuestions the first n
 	// questions to run (0: all).
 	longMemEval  string
 	lmeQuestions int
-	pluginDir  string
-	out        string
-	svg        string
-	categories bool
-	multiHost  bool
+	pluginDir    string
+	out          string
+	svg          string
+	categories   bool
+	multiHost    bool
 }
 
 func benchCommand() *cobra.Command {
