@@ -120,6 +120,9 @@ CREATE INDEX records_by_id_bytes ON records (realm, id COLLATE "C");
 -- out of it so its updates remain HOT.
 CREATE INDEX terms_by_term ON terms (term);
 `, then: indexAllThreads},
+	// 4: thread context saturates on its own (sdk/index ContextFrequency
+	// and ContextLength): threaded records are re-indexed.
+	{sql: `SELECT 1;`, then: indexAllThreads},
 }
 
 // indexAllThreads re-indexes every active threaded record with its

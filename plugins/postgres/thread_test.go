@@ -209,14 +209,14 @@ func TestMigrationAddsThreadContext(t *testing.T) {
 				return err
 			}
 		}
-		_, err = tx.Exec(ctx, `DROP INDEX records_by_thread; DROP INDEX records_by_id_bytes; DROP INDEX terms_by_term; DELETE FROM schema_migrations WHERE version = 3`)
+		_, err = tx.Exec(ctx, `DROP INDEX records_by_thread; DROP INDEX records_by_id_bytes; DROP INDEX terms_by_term; DELETE FROM schema_migrations WHERE version >= 3`)
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := postingsByID(t, db)
-	openStore(t, schema) // migrates to version 3
+	openStore(t, schema) // migrates to version 3 and on
 	after := postingsByID(t, db)
 	want := postingsByID(t, rawPool(t, schemaFor(t.Name()+"/fresh")))
 	if before == want {
@@ -226,6 +226,39 @@ func TestMigrationAddsThreadContext(t *testing.T) {
 		t.Errorf("after migrating, the index differs from a fresh store's:\n got %.300s\nwant %.300s", after, want)
 	}
 	checkIndex(t, db)
+}
+
+// TestMigrationCapsThreadContext opens a schema as version 3 left it
+// (thread context weighed without caps: other frequencies and lengths on
+// the threaded records' postings) and checks that migrating re-indexes
+// them as a fresh store indexes them.
+func TestMigrationCapsThreadContext(t *testing.T) {
+	ctx := context.Background()
+	recs := threadedRecords(rand.New(rand.NewPCG(4, 4)))
+	fresh := openStore(t, schemaFor(t.Name()+"/fresh"))
+	if _, err := fresh.Remember(ctx, realm, recs); err != nil {
+		t.Fatal(err)
+	}
+	schema := schemaFor(t.Name() + "/old")
+	s := openStore(t, schema)
+	if _, err := s.Remember(ctx, realm, recs); err != nil {
+		t.Fatal(err)
+	}
+	db := rawPool(t, schema)
+	if _, err := db.Exec(ctx, `
+		UPDATE postings AS p SET tf = p.tf + 0.375, dl = p.dl + 100 FROM records AS r
+		WHERE r.seq = p.seq AND r.thread_id IS NOT NULL;
+		DELETE FROM schema_migrations WHERE version >= 4`); err != nil {
+		t.Fatal(err)
+	}
+	want := postingsByID(t, rawPool(t, schemaFor(t.Name()+"/fresh")))
+	if before := postingsByID(t, db); before == want {
+		t.Fatal("the version 3 index already equals a fresh one: the test checks nothing")
+	}
+	openStore(t, schema) // migrates to version 4
+	if after := postingsByID(t, db); after != want {
+		t.Errorf("after migrating, the index differs from a fresh store's:\n got %.300s\nwant %.300s", after, want)
+	}
 }
 
 // postingsByID renders every posting as record id, term, tf and length,
