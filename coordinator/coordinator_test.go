@@ -212,7 +212,7 @@ func TestLadderDedupAndCompactionReset(t *testing.T) {
 		// Found by their titles: bodies without the query's terms are
 		// injected whole, never as an excerpt (see excerpt.go).
 		{"large records", strings.Repeat("arabica crema ", 200)}, // cut to 2 KiB: ~2.2 KiB observations
-		{"small records", strings.Repeat("espresso ", 30)},        // ~0.4 KiB observations
+		{"small records", strings.Repeat("espresso ", 30)},       // ~0.4 KiB observations
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, nil)
