@@ -47,36 +47,9 @@ func TestBenchQuick(t *testing.T) {
 	if strings.Count(out, "× |") < 9 {
 		t.Errorf("rows lack their ratio to the in-process reference:\n%s", out)
 	}
-	checkLongMemEval(t, out, lmeErr)
-	if statErr != nil {
-		t.Logf("LoCoMo not checked: %v", statErr)
-		return
-	}
-	rows := locomoRowRE.FindAllStringSubmatch(out, -1)
-	if len(rows) != 6 {
-		t.Fatalf("want a dev and a held-out LoCoMo row per provider, got %d:\n%s", len(rows), out)
-	}
-	for _, r := range rows {
-		recall, _ := strconv.ParseFloat(r[4], 64)
-		if n, _ := strconv.Atoi(r[3]); n < 100 || recall < 0.4 {
-			t.Errorf("%s %s: %s questions, turn recall@10 %.3f", r[1], r[2], r[3], recall)
-		}
-	}
-}
-
-// checkLongMemEval asserts the quick run's LongMemEval block: one "all"
-// row per provider over the questions --quick keeps, far above chance.
-func checkLongMemEval(t *testing.T, out string, statErr error) {
-	t.Helper()
-	if statErr != nil {
-		t.Logf("LongMemEval not checked: %v", statErr)
-		return
-	}
-	rows := lmeRowRE.FindAllStringSubmatch(out, -1)
-	if len(rows) != 3 {
-		t.Fatalf("want a LongMemEval row per provider, got %d:\n%s", len(rows), out)
-	}
-	for _, r := range rows {
+	// LongMemEval: one "all" row per provider over the questions --quick
+	// keeps, far above chance.
+	for _, r := range retrievalRows(t, out, lmeRowRE, 3, "LongMemEval", lmeErr) {
 		n, _ := strconv.Atoi(r[2])
 		any5, _ := strconv.ParseFloat(r[3], 64)
 		evidence, _ := strconv.ParseFloat(r[5], 64)
@@ -84,6 +57,28 @@ func checkLongMemEval(t *testing.T, out string, statErr error) {
 			t.Errorf("%s LongMemEval: %d questions, session any@5 %.3f, evidence %.3f", r[1], n, any5, evidence)
 		}
 	}
+	// LoCoMo: a dev and a held-out row per provider.
+	for _, r := range retrievalRows(t, out, locomoRowRE, 6, "LoCoMo", statErr) {
+		recall, _ := strconv.ParseFloat(r[4], 64)
+		if n, _ := strconv.Atoi(r[3]); n < 100 || recall < 0.4 {
+			t.Errorf("%s %s: %s questions, turn recall@10 %.3f", r[1], r[2], r[3], recall)
+		}
+	}
+}
+
+// retrievalRows answers the report's rows re matches, want of them, or
+// none (logged) when the data set was not there (statErr).
+func retrievalRows(t *testing.T, out string, re *regexp.Regexp, want int, what string, statErr error) [][]string {
+	t.Helper()
+	if statErr != nil {
+		t.Logf("%s not checked: %v", what, statErr)
+		return nil
+	}
+	rows := re.FindAllStringSubmatch(out, -1)
+	if len(rows) != want {
+		t.Fatalf("want %d %s rows, got %d:\n%s", want, what, len(rows), out)
+	}
+	return rows
 }
 
 // TestBenchInterruptedRemovesItsData interrupts a bench while it loads

@@ -50,7 +50,7 @@ func TestTurnPacksExcerptsAndSpreadsThreads(t *testing.T) {
 	var turns []map[string]any
 	for i := range 9 {
 		turns = append(turns, map[string]any{"scope": "identity:bob", "kind": "fact", "title": "user",
-			"body": fmt.Sprintf("Turn %d: the Lisbon flight and the Lisbon hotel are booked for the conference.", i),
+			"body":   fmt.Sprintf("Turn %d: the Lisbon flight and the Lisbon hotel are booked for the conference.", i),
 			"thread": map[string]any{"id": "chat-trip", "seq": i}})
 	}
 	turns = append(turns,
