@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -240,12 +241,7 @@ func boolScore(b bool) float64 {
 func WriteLMETable(w io.Writer, results map[string][]LMEScore) {
 	fmt.Fprintln(w, "| provider | question type | questions | session any@5 | session all@5 | session all@10 | NDCG@10 | turn R@10 | evidence under budget | bytes/turn |")
 	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-	providers := make([]string, 0, len(results))
-	for p := range results {
-		providers = append(providers, p)
-	}
-	slices.Sort(providers)
-	for _, p := range providers {
+	for _, p := range slices.Sorted(maps.Keys(results)) {
 		for _, r := range results[p] {
 			fmt.Fprintf(w, "| %s | %s | %d | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.0f |\n", p, r.Type, r.Questions,
 				r.AnyAt5, r.AllAt5, r.AllAt10, r.NDCG10, r.TurnAt10, r.Evidence, r.Bytes)
