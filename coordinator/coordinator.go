@@ -370,6 +370,9 @@ func (c *Coordinator) injectForTurn(ctx context.Context, id sdk.Identity, sessio
 	// the same session may have spent budget or injected some of these
 	// records meanwhile, and the ladder must hold regardless.
 	in := RenderInput{Identity: id, Nonce: snap.nonce, Records: recs, MaxEntries: c.cfg.MaxEntries, Now: c.now()}
+	if query != "" {
+		in.Terms = tokenize.Terms(query)
+	}
 	var out Rendered
 	exhausted := false
 	if session == "" {
@@ -382,7 +385,7 @@ func (c *Coordinator) injectForTurn(ctx context.Context, id sdk.Identity, sessio
 			exhausted = true
 			return false
 		}
-		in.Skip = s.injected
+		in.Skip, in.Whole = s.injected, s.excerpted
 		if n != nil {
 			n.budget, n.dedup = in.MaxBytes, map[string]bool{}
 			for _, r := range recs {
@@ -393,8 +396,7 @@ func (c *Coordinator) injectForTurn(ctx context.Context, id sdk.Identity, sessio
 		if out.Bytes == 0 {
 			return false
 		}
-		s.InjectedBytes += out.Bytes
-		s.InjectedIDs = append(s.InjectedIDs, out.IDs...)
+		s.account(out)
 		return true
 	}); err != nil {
 		return TurnInjection{}, fmt.Errorf("coordinator: session store: %w", err)
@@ -518,6 +520,9 @@ func (c *Coordinator) recall(ctx context.Context, surface Surface, id sdk.Identi
 	})
 	if err != nil {
 		return nil, err
+	}
+	if surface == SurfaceTurn {
+		hits = spreadThreads(hits)
 	}
 	recs = make([]sdk.Record, 0, len(hits))
 	for i := range hits {

@@ -209,8 +209,10 @@ func TestLadderDedupAndCompactionReset(t *testing.T) {
 		name string
 		body string
 	}{
-		{"large records", strings.Repeat("espresso crema ", 200)}, // cut to 2 KiB: ~2.2 KiB observations
-		{"small records", strings.Repeat("espresso ", 30)},        // ~0.4 KiB observations
+		// Found by their titles: bodies without the query's terms are
+		// injected whole, never as an excerpt (see excerpt.go).
+		{"large records", strings.Repeat("arabica crema ", 200)}, // cut to 2 KiB: ~2.2 KiB observations
+		{"small records", strings.Repeat("espresso ", 30)},       // ~0.4 KiB observations
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, nil)
@@ -320,7 +322,7 @@ func TestOversizedRecordIsSkippedNotBlocking(t *testing.T) {
 	f := newFixture(t, func(c *Config, _ *Options) {
 		c.Budgets.TurnBytes = 2 << 10
 	})
-	big := rec("Coffee atlas", strings.Repeat("coffee origin notes ", 150)) // ~2.3 KiB rendered
+	big := rec("Coffee atlas", strings.Repeat("bean origin notes ", 170)) // ~2.3 KiB rendered, whole: the body lacks "coffee"
 	small1 := rec("Coffee grinder", "burr, setting 12")
 	small2 := rec("Coffee scale", "0.1 g resolution")
 	big.UpdatedAt, small1.UpdatedAt, small2.UpdatedAt = testNow, testNow.Add(-time.Hour), testNow.Add(-2*time.Hour)
@@ -345,7 +347,7 @@ func TestSpareCandidatesFillTheTurn(t *testing.T) {
 	for i := range 5 {
 		r := rec(fmt.Sprintf("Coffee note %d", i), "burr grinder setting")
 		if i < 2 {
-			r.Body = strings.Repeat("coffee origin notes ", 150) // ~2.3 KiB rendered: over the cap
+			r.Body = strings.Repeat("bean origin notes ", 170) // ~2.3 KiB rendered, whole (no query term in it): over the cap
 		}
 		r.UpdatedAt = testNow.Add(-time.Duration(i) * time.Hour) // ranks in this order
 		recs = append(recs, r)
@@ -767,7 +769,7 @@ func ptr[T any](v T) *T { return &v }
 
 func TestConcurrentSessionsKeepTheirBudgets(t *testing.T) {
 	f := newFixture(t, nil)
-	body := strings.Repeat("latte art ", 220)
+	body := strings.Repeat("milk art ", 240) // whole: no query term in it
 	var recs []sdk.Record
 	for i := range 60 {
 		recs = append(recs, rec(fmt.Sprintf("Coffee %d", i), body))
@@ -837,7 +839,7 @@ func TestOverlappingTurnsOfOneSessionInjectEachRecordOnce(t *testing.T) {
 		c.RecallTimeout = time.Minute
 		c.RecallFailurePolicy = FailureFail
 	})
-	body := strings.Repeat("latte art ", 200) // about 2 KiB rendered: four fit one turn
+	body := strings.Repeat("milk art ", 220) // about 2 KiB rendered, whole (no query term in it): four fit one turn
 	var recs []sdk.Record
 	for i := range 12 {
 		recs = append(recs, rec(fmt.Sprintf("Coffee %d", i), body))

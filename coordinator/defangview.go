@@ -19,7 +19,8 @@ import (
 // decodeLayers bounds the layers of escaping the view peels.
 const decodeLayers = 3
 
-// span is the byte range of the original text a byte of a view stands for.
+// span is a byte range [start, end) of a text: the original bytes a byte
+// of a decoded view stands for, or a piece of a body an excerpt keeps.
 type span struct{ start, end int }
 
 // decodedView answers s with its escapes decoded and, for each byte of

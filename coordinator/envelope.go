@@ -95,7 +95,12 @@ type RenderInput struct {
 	MaxEntries int
 	// Skip leaves out records it answers true for (already injected).
 	Skip func(id string) bool
-	Now  time.Time
+	// Terms, when set, are the turn's query terms: a long record is shown
+	// as its excerpt matching them (see excerpt), unless Whole answers
+	// true for it (an excerpt of it was injected earlier in the session).
+	Terms []string
+	Whole func(id string) bool
+	Now   time.Time
 }
 
 // Rendered is a packed envelope. Text is empty when no record fitted.
@@ -106,6 +111,8 @@ type Rendered struct {
 	// size of each one's observation.
 	IDs         []string
 	RecordBytes []int
+	// Excerpts are the ids of IDs shown as an excerpt, not whole.
+	Excerpts []string
 }
 
 // Render packs records greedily into an envelope of at most MaxBytes: a
@@ -141,10 +148,17 @@ func (e *Envelope) pack(prefix string, in RenderInput) Rendered {
 			continue
 		}
 		mark := len(buf)
-		buf = e.appendObservation(buf, len(out.IDs)+1, r, in.Now)
+		passage, cut := "", false
+		if len(in.Terms) > 0 && (in.Whole == nil || !in.Whole(r.ID)) {
+			passage, cut = excerpt(r.Body, in.Terms, excerptBytes(e.budgets.BodyBytes))
+		}
+		buf = e.appendObservation(buf, len(out.IDs)+1, r, in.Now, passage, cut)
 		if len(buf) > in.MaxBytes {
 			buf = buf[:mark]
 			continue
+		}
+		if cut {
+			out.Excerpts = append(out.Excerpts, r.ID)
 		}
 		out.IDs = append(out.IDs, r.ID)
 		out.RecordBytes = append(out.RecordBytes, len(buf)-mark)
@@ -161,8 +175,10 @@ func (e *Envelope) pack(prefix string, in RenderInput) Rendered {
 // appendObservation appends one record's observation and a line break.
 // The whole observation stays within the per-record budget: the body is
 // cut to BodyBytes, defanged, escaped, and cut again (never inside an
-// escape) to what the tags leave of RecordBytes.
-func (e *Envelope) appendObservation(buf []byte, index int, r *sdk.Record, now time.Time) []byte {
+// escape) to what the tags leave of RecordBytes. With cut, passage (an
+// excerpt of the body) stands in for the body, rendered by the same
+// rules, and the observation names the record it is cut from.
+func (e *Envelope) appendObservation(buf []byte, index int, r *sdk.Record, now time.Time, passage string, cut bool) []byte {
 	start := len(buf)
 	buf = append(buf, `<memhost_memory_observation index="`...)
 	buf = strconv.AppendInt(buf, int64(index), 10)
@@ -183,10 +199,16 @@ func (e *Envelope) appendObservation(buf []byte, index int, r *sdk.Record, now t
 	}
 	title, _ := e.render(r.Title, TextTitle)
 	buf = appendAttr(buf, "title", title)
+	text := r.Body
+	if cut {
+		id, _ := e.render(r.ID, TextLabel)
+		buf = appendAttr(buf, "excerpt_of", id)
+		text = passage
+	}
 	buf = append(buf, '>')
 	const closing = "</memhost_memory_observation>\n"
 	room := e.budgets.RecordBytes - (len(buf) - start) - len(closing)
-	body, _ := e.render(r.Body, TextBody)
+	body, _ := e.render(text, TextBody)
 	buf = appendEscaped(buf, body, max(room, 0))
 	return append(buf, closing...)
 }

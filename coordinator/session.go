@@ -56,6 +56,10 @@ type SessionState struct {
 	// injections since its start or last compaction.
 	InjectedBytes int
 	InjectedIDs   []string
+	// ExcerptIDs are the records injected as an excerpt only (query-
+	// focused packing): they stay recallable, and a later turn that
+	// injects one again shows it whole (and moves it to InjectedIDs).
+	ExcerptIDs []string
 	// Epoch counts compactions, so a background sweep started before one
 	// cannot feed a turn after it.
 	Epoch uint64
@@ -66,19 +70,39 @@ type SessionState struct {
 
 // IsZero reports whether s holds nothing worth keeping.
 func (s *SessionState) IsZero() bool {
-	return s.InjectedBytes == 0 && len(s.InjectedIDs) == 0 && s.Epoch == 0 && s.SweepIDs == nil
+	return s.InjectedBytes == 0 && len(s.InjectedIDs) == 0 && len(s.ExcerptIDs) == 0 && s.Epoch == 0 && s.SweepIDs == nil
 }
 
 // Clone answers a deep copy of s, for stores that keep their own.
 func (s *SessionState) Clone() SessionState {
 	c := *s
 	c.InjectedIDs = slices.Clone(s.InjectedIDs)
+	c.ExcerptIDs = slices.Clone(s.ExcerptIDs)
 	c.SweepIDs = slices.Clone(s.SweepIDs)
 	return c
 }
 
 // injected reports whether id was injected in this session.
 func (s *SessionState) injected(id string) bool { return slices.Contains(s.InjectedIDs, id) }
+
+// excerpted reports whether an excerpt of id was injected in this session.
+func (s *SessionState) excerpted(id string) bool { return slices.Contains(s.ExcerptIDs, id) }
+
+// account adds a turn's injection: whole records to InjectedIDs, excerpts
+// to ExcerptIDs (a record shown whole leaves ExcerptIDs).
+func (s *SessionState) account(out Rendered) {
+	s.InjectedBytes += out.Bytes
+	for _, id := range out.IDs {
+		if slices.Contains(out.Excerpts, id) {
+			if !s.excerpted(id) {
+				s.ExcerptIDs = append(s.ExcerptIDs, id)
+			}
+			continue
+		}
+		s.InjectedIDs = append(s.InjectedIDs, id)
+		s.ExcerptIDs = slices.DeleteFunc(s.ExcerptIDs, func(x string) bool { return x == id })
+	}
+}
 
 // reset forgets the session's injection accounting (DESIGN 5.6). A session
 // never seen stays unseen.
@@ -88,6 +112,7 @@ func (s *SessionState) reset() bool {
 	}
 	s.InjectedBytes = 0
 	s.InjectedIDs = nil
+	s.ExcerptIDs = nil
 	s.SweepIDs = nil
 	s.Epoch++
 	return true

@@ -36,18 +36,22 @@ var benchProviders = map[string]string{
 }
 
 type benchOptions struct {
-	providers  []string
-	sizes      []int
-	queries    int
-	clients    []int
-	seed       uint64
-	locomo     string
-	samples    []int
-	pluginDir  string
-	out        string
-	svg        string
-	categories bool
-	multiHost  bool
+	providers []string
+	sizes     []int
+	queries   int
+	clients   []int
+	seed      uint64
+	locomo    string
+	samples   []int
+	// longMemEval is the LongMemEval file; lmeQuestions the first n
+	// questions to run (0: all).
+	longMemEval  string
+	lmeQuestions int
+	pluginDir    string
+	out          string
+	svg          string
+	categories   bool
+	multiHost    bool
 	// compactor, when set, is the HCL body of the bench host's compactor.
 	compactor string
 	retention retentionOptions
@@ -79,6 +83,10 @@ directory per provider) and measure, per provider:
     window, then each question's evidence turns counted as they reach the
     model through the window, the summary and the archive (via injection),
     against a baseline that stores every turn.
+  - LongMemEval-S retrieval: each question's haystack remembered in its own
+    realm, one record per turn, then recalled (sessions ranked by their best
+    turn: any@5, all@5, all@10, NDCG@10; turn recall@10) and injected into a
+    fresh session, per question type.
 
 Results are printed as Markdown. Runs are reproducible with --seed.`,
 		Example: `  memhost bench --quick
@@ -88,7 +96,7 @@ Results are printed as Markdown. Runs are reproducible with --seed.`,
 			var err error
 			if quick {
 				o.queries, sizes, clients, samples = 60, "1000", "1,8", "0,5"
-				o.retention.questions = 2
+				o.lmeQuestions = quickLongMemEval
 			}
 			if o.sizes, err = intList(sizes, 1); err != nil {
 				return fmt.Errorf("--sizes: %w", err)
@@ -131,13 +139,15 @@ Results are printed as Markdown. Runs are reproducible with --seed.`,
 	f.StringVar(&clients, "clients", "1,8", "concurrent client counts")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of the synthetic corpus")
 	f.StringVar(&o.locomo, "locomo", defaultLoCoMo, `LoCoMo file ("" to skip); `+locomoSource)
+	f.StringVar(&o.longMemEval, "longmemeval", defaultLongMemEval, `LongMemEval file ("" to skip); `+longMemEvalSource)
+	f.IntVar(&o.lmeQuestions, "longmemeval-questions", 0, "LongMemEval questions to run, the first n (default all)")
 	f.StringVar(&samples, "locomo-samples", "", "LoCoMo sample indexes to run (default all)")
 	f.StringVar(&o.pluginDir, "plugin-dir", "", "plugin directory (default: ./plugins beside the binary)")
 	f.StringVar(&o.out, "out", "", "write the Markdown report to this file instead of standard output")
 	f.StringVar(&o.svg, "svg", "", "also write the latency chart as SVG to this file")
 	f.BoolVar(&o.categories, "categories", true, "LoCoMo rows per question category too")
 	f.BoolVar(&o.multiHost, "multihost", false, "also measure turns/s through two hosts sharing PostgreSQL against one (needs $"+postgresDSNEnv+")")
-	f.BoolVar(&quick, "quick", false, "a run under two minutes: 1,000 records, 60 queries, LoCoMo samples 0 and 5, 2 LongMemEval replays")
+	f.BoolVar(&quick, "quick", false, "a run under two minutes: 1,000 records, 60 queries, LoCoMo samples 0 and 5, the first LongMemEval questions (retrieval and retention)")
 	retentionFlags(f, &o.retention)
 	return cmd
 }
@@ -388,9 +398,14 @@ func runBench(ctx context.Context, o benchOptions, w, progress io.Writer) error 
 			}
 		}
 	}
+	questions, err := loadLongMemEval(o, progress)
+	if err != nil {
+		return err
+	}
 	var latencies []bench.Latency
 	var facts []hostFacts
 	retrieval := map[string][]bench.Retrieval{}
+	lme := map[string][]bench.LMEScore{}
 	for _, n := range o.sizes {
 		row, err := measureInProcess(ctx, bench.NewCorpus(o.seed, n, o.queries), progress)
 		if err != nil {
@@ -441,6 +456,11 @@ func runBench(ctx context.Context, o benchOptions, w, progress io.Writer) error 
 			}
 			retrieval[p] = res
 		}
+		if len(questions) > 0 {
+			if lme[p], err = benchLongMemEval(ctx, o, p, questions, progress); err != nil {
+				return err
+			}
+		}
 	}
 	fmt.Fprintf(w, "## Latency and throughput\n\nseed %d, %d queries per row, identity + realm scopes, limit 10.\n\n", o.seed, o.queries)
 	bench.WriteLatencyTable(w, latencies)
@@ -467,6 +487,7 @@ func runBench(ctx context.Context, o benchOptions, w, progress io.Writer) error 
 		fmt.Fprintf(w, "\n## LoCoMo retrieval\n\nEvery turn one record; categories 1-4 with evidence; dev = samples 0-4, held-out = 5-9.\n\n")
 		bench.WriteRetrievalTable(w, retrieval, o.categories)
 	}
+	writeLongMemEval(w, lme)
 	return runRetention(ctx, o, w, progress)
 }
 

@@ -14,6 +14,8 @@ import (
 	"github.com/memhost/memhost/internal/testbin"
 )
 
+var lmeRowRE = regexp.MustCompile(`(?m)^\| (\w+) \| all \| (\d+) \| ([0-9.]+) \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| ([0-9.]+) \| ([0-9.]+) \|`)
+
 var locomoRowRE = regexp.MustCompile(`(?m)^\| (\w+) \| all \| (dev|held-out) \| (\d+) \| [0-9.]+ \| ([0-9.]+) \|`)
 
 // TestBenchQuick is the smoke test of `memhost bench --quick`: every
@@ -24,9 +26,10 @@ func TestBenchQuick(t *testing.T) {
 	t.Parallel()
 	locomo := filepath.Join(testbin.ModuleRoot(t), "..", "shared", "data", "locomo", "locomo10.json")
 	_, statErr := os.Stat(locomo)
-	tmp := testbin.ShortTempDir(t)
 	lme := filepath.Join(testbin.ModuleRoot(t), "..", "shared", "data", "longmemeval", "longmemeval_s_dev.jsonl.gz")
-	out, err := runCLI(t, []string{"TMPDIR=" + tmp}, "bench", "--quick", "--plugin-dir", testbin.PluginDir(t), "--locomo", locomo, "--retention-longmemeval", lme)
+	_, lmeErr := os.Stat(lme)
+	tmp := testbin.ShortTempDir(t)
+	out, err := runCLI(t, []string{"TMPDIR=" + tmp}, "bench", "--quick", "--plugin-dir", testbin.PluginDir(t), "--locomo", locomo, "--longmemeval", lme)
 	if err != nil {
 		t.Fatalf("bench --quick: %v\n%s", err, out)
 	}
@@ -45,20 +48,38 @@ func TestBenchQuick(t *testing.T) {
 	if strings.Count(out, "× |") < 9 {
 		t.Errorf("rows lack their ratio to the in-process reference:\n%s", out)
 	}
-	if statErr != nil {
-		t.Logf("LoCoMo not checked: %v", statErr)
-		return
+	// LongMemEval: one "all" row per provider over the questions --quick
+	// keeps, far above chance.
+	for _, r := range retrievalRows(t, out, lmeRowRE, 3, "LongMemEval", lmeErr) {
+		n, _ := strconv.Atoi(r[2])
+		any5, _ := strconv.ParseFloat(r[3], 64)
+		evidence, _ := strconv.ParseFloat(r[5], 64)
+		if n < 1 || n > quickLongMemEval || any5 < 0.5 || evidence <= 0 {
+			t.Errorf("%s LongMemEval: %d questions, session any@5 %.3f, evidence %.3f", r[1], n, any5, evidence)
+		}
 	}
-	rows := locomoRowRE.FindAllStringSubmatch(out, -1)
-	if len(rows) != 6 {
-		t.Fatalf("want a dev and a held-out LoCoMo row per provider, got %d:\n%s", len(rows), out)
-	}
-	for _, r := range rows {
+	// LoCoMo: a dev and a held-out row per provider.
+	for _, r := range retrievalRows(t, out, locomoRowRE, 6, "LoCoMo", statErr) {
 		recall, _ := strconv.ParseFloat(r[4], 64)
 		if n, _ := strconv.Atoi(r[3]); n < 100 || recall < 0.4 {
 			t.Errorf("%s %s: %s questions, turn recall@10 %.3f", r[1], r[2], r[3], recall)
 		}
 	}
+}
+
+// retrievalRows answers the report's rows re matches, want of them, or
+// none (logged) when the data set was not there (statErr).
+func retrievalRows(t *testing.T, out string, re *regexp.Regexp, want int, what string, statErr error) [][]string {
+	t.Helper()
+	if statErr != nil {
+		t.Logf("%s not checked: %v", what, statErr)
+		return nil
+	}
+	rows := re.FindAllStringSubmatch(out, -1)
+	if len(rows) != want {
+		t.Fatalf("want %d %s rows, got %d:\n%s", want, what, len(rows), out)
+	}
+	return rows
 }
 
 // TestBenchInterruptedRemovesItsData interrupts a bench while it loads
@@ -68,7 +89,7 @@ func TestBenchInterruptedRemovesItsData(t *testing.T) {
 	t.Parallel()
 	tmp := testbin.ShortTempDir(t)
 	cmd := testbin.Command(testbin.Build(t, "./cmd/memhost"), "bench", "--providers", "sqlite", "--sizes", "100000",
-		"--queries", "20", "--clients", "1", "--locomo", "", "--plugin-dir", testbin.PluginDir(t))
+		"--queries", "20", "--clients", "1", "--locomo", "", "--longmemeval", "", "--plugin-dir", testbin.PluginDir(t))
 	cmd.Env = append(cmd.Environ(), "TMPDIR="+tmp)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

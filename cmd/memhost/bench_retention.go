@@ -17,21 +17,13 @@ import (
 // retentionOptions configure the retention benchmark: conversations
 // replayed through compaction with a fixed window, then questioned.
 type retentionOptions struct {
-	on          bool
-	longmemeval string
-	questions   int // LongMemEval questions replayed; 0 = all
-	window      int
-	llm         string // "base_url,model[,api_key_env]": also measure the llm compactor
+	on     bool
+	window int
+	llm    string // "base_url,model[,api_key_env]": also measure the llm compactor
 }
-
-// defaultLongMemEval is the LongMemEval file the retention benchmark reads
-// unless told otherwise, in the working directory as LoCoMo's.
-const defaultLongMemEval = "longmemeval_s_dev.jsonl.gz"
 
 func retentionFlags(f *pflag.FlagSet, o *retentionOptions) {
 	f.BoolVar(&o.on, "retention", true, "measure how much evidence survives compaction (sqlite provider, template compactor)")
-	f.StringVar(&o.longmemeval, "retention-longmemeval", defaultLongMemEval, `LongMemEval-S file for the retention benchmark ("" to skip); the development split of github.com/xiaowu0162/LongMemEval`)
-	f.IntVar(&o.questions, "retention-questions", 0, "LongMemEval questions to replay (0: all)")
 	f.IntVar(&o.window, "retention-window", bench.DefaultWindowBytes, "recent history the model holds, in bytes; compaction runs when it overflows")
 	f.StringVar(&o.llm, "retention-llm", "", "also measure the llm compactor on this endpoint: BASE_URL,MODEL[,API_KEY_ENV]")
 }
@@ -81,17 +73,17 @@ func runRetention(ctx context.Context, o benchOptions, w, progress io.Writer) er
 		}
 		replays = append(replays, bench.LoCoMoReplays(chosen)...)
 	}
-	if r.longmemeval != "" {
-		qs, err := bench.LoadLongMemEval(r.longmemeval)
+	if o.longMemEval != "" {
+		qs, err := bench.LoadLongMemEval(o.longMemEval)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
-			fmt.Fprintf(progress, "bench: no LongMemEval file at %s; retention runs without it\n", r.longmemeval)
+			fmt.Fprintf(progress, "bench: no LongMemEval file at %s; retention runs without it\n", o.longMemEval)
 		case err != nil:
 			return err
 		default:
 			lme := bench.LongMemEvalReplays(qs)
-			if r.questions > 0 && r.questions < len(lme) {
-				lme = lme[:r.questions]
+			if o.lmeQuestions > 0 && o.lmeQuestions < len(lme) {
+				lme = lme[:o.lmeQuestions]
 			}
 			replays = append(replays, lme...)
 		}

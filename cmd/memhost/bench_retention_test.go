@@ -8,12 +8,12 @@ import (
 	"testing"
 )
 
-// TestBenchRetentionFlags: the LongMemEval file is looked for in the
-// working directory, and --retention-llm takes BASE_URL,MODEL[,KEY_ENV].
+// TestBenchRetentionFlags: the LongMemEval file (retrieval and retention)
+// is looked for in the working directory, and --retention-llm takes BASE_URL,MODEL[,KEY_ENV].
 func TestBenchRetentionFlags(t *testing.T) {
-	f := benchCommand().Flags().Lookup("retention-longmemeval")
+	f := benchCommand().Flags().Lookup("longmemeval")
 	if f == nil || filepath.Base(f.DefValue) != f.DefValue || !strings.Contains(f.Usage, "LongMemEval") {
-		t.Fatalf("--retention-longmemeval: %+v", f)
+		t.Fatalf("--longmemeval: %+v", f)
 	}
 	for _, c := range []struct {
 		llm  string

@@ -160,7 +160,9 @@ func TestStatusForEveryCode(t *testing.T) {
 // 60 KiB budget and no record is injected twice in one session.
 func TestConcurrentSessionsStayInBudget(t *testing.T) {
 	srv, p := newTestServer(t, Options{})
-	body := strings.Repeat("espresso detail ", 120)
+	// Found by their titles: a body without the turn's words is injected
+	// whole, so each record can come at most once (never excerpt, then whole).
+	body := strings.Repeat("crema notes ", 160)
 	for i := range 60 {
 		p.MustAdd("default", sdk.Record{Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: fmt.Sprintf("espresso note %d", i), Body: body})
 	}

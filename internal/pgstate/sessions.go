@@ -52,6 +52,8 @@ type record struct {
 	IDs   []string `json:"ids,omitempty"`
 	Epoch uint64   `json:"epoch,omitempty"`
 	Sweep []string `json:"sweep"`
+	// Excerpts: SessionState.ExcerptIDs.
+	Excerpts []string `json:"excerpts,omitempty"`
 }
 
 func decode(blob []byte) (coordinator.SessionState, error) {
@@ -59,11 +61,11 @@ func decode(blob []byte) (coordinator.SessionState, error) {
 	if err := json.Unmarshal(blob, &r); err != nil {
 		return coordinator.SessionState{}, fmt.Errorf("a stored session is unreadable: %w", err)
 	}
-	return coordinator.SessionState{InjectedBytes: r.Bytes, InjectedIDs: r.IDs, Epoch: r.Epoch, SweepIDs: r.Sweep}, nil
+	return coordinator.SessionState{InjectedBytes: r.Bytes, InjectedIDs: r.IDs, ExcerptIDs: r.Excerpts, Epoch: r.Epoch, SweepIDs: r.Sweep}, nil
 }
 
 func encode(st *coordinator.SessionState) ([]byte, error) {
-	return json.Marshal(record{Bytes: st.InjectedBytes, IDs: st.InjectedIDs, Epoch: st.Epoch, Sweep: st.SweepIDs})
+	return json.Marshal(record{Bytes: st.InjectedBytes, IDs: st.InjectedIDs, Excerpts: st.ExcerptIDs, Epoch: st.Epoch, Sweep: st.SweepIDs})
 }
 
 // maxAttempts bounds retries of a transaction PostgreSQL aborted to break

@@ -108,6 +108,8 @@ type record struct {
 	IDs   []string `json:"ids,omitempty"`
 	Epoch uint64   `json:"epoch,omitempty"`
 	Sweep []string `json:"sweep"`
+	// Excerpts: SessionState.ExcerptIDs.
+	Excerpts []string `json:"excerpts,omitempty"`
 }
 
 // Open migrates the sessions tables in db and answers a store over them.
@@ -245,7 +247,7 @@ func (s *Store) load(ctx context.Context, key coordinator.SessionKey) (*entry, e
 		return nil, fmt.Errorf("a stored session is unreadable: %w", err)
 	}
 	e := &entry{
-		state:   coordinator.SessionState{InjectedBytes: r.Bytes, InjectedIDs: r.IDs, Epoch: r.Epoch, SweepIDs: r.Sweep},
+		state:   coordinator.SessionState{InjectedBytes: r.Bytes, InjectedIDs: r.IDs, ExcerptIDs: r.Excerpts, Epoch: r.Epoch, SweepIDs: r.Sweep},
 		touched: time.UnixMilli(touched),
 	}
 	s.cache.Add(key, e)
@@ -265,7 +267,7 @@ func (s *Store) forget(keys []coordinator.SessionKey) {
 // save writes st and, for a row new to the file, drops the realm's oldest
 // sessions beyond the bound; it answers the keys dropped.
 func (s *Store) save(ctx context.Context, key coordinator.SessionKey, st *coordinator.SessionState, now time.Time, fresh bool) ([]coordinator.SessionKey, error) {
-	blob, err := json.Marshal(record{Bytes: st.InjectedBytes, IDs: st.InjectedIDs, Epoch: st.Epoch, Sweep: st.SweepIDs})
+	blob, err := json.Marshal(record{Bytes: st.InjectedBytes, IDs: st.InjectedIDs, Excerpts: st.ExcerptIDs, Epoch: st.Epoch, Sweep: st.SweepIDs})
 	if err != nil {
 		return nil, fmt.Errorf("session store: %w", err)
 	}

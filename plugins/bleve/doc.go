@@ -29,7 +29,8 @@ const (
 
 // termsField is the one searched field of a record: each distinct term
 // with its weighted frequency, and the record's BM25 length (the count of
-// its terms and its context's terms, unweighted, as sdk/index counts it).
+// its terms and of its context's up to memindex.ContextLengthCap,
+// unweighted, as sdk/index counts it).
 // It implements bleve's field interfaces directly, so no analyzer runs at
 // write time: the terms are cut once, by sdk/index.FieldTerms.
 type termsField struct {
@@ -61,6 +62,22 @@ func weighTerms(freqs index.TokenFrequencies, terms []string, weight int) {
 			freqs[t] = tf
 		}
 		tf.SetFrequency(tf.Frequency() + weight)
+	}
+}
+
+// weighContext adds the thread context's terms as sdk/index weighs its
+// context field: weightContext per occurrence, up to
+// memindex.ContextTermCap occurrences of a term.
+func weighContext(freqs index.TokenFrequencies, context []string) {
+	n := map[string]int{}
+	for _, t := range context {
+		n[t]++
+	}
+	for _, t := range context {
+		if c := n[t]; c > 0 {
+			weighTerms(freqs, []string{t}, weightContext*min(c, memindex.ContextTermCap))
+			n[t] = 0
+		}
 	}
 }
 
@@ -97,8 +114,8 @@ func buildDocument(r *sdk.Record, key float64, context []string) (*document.Docu
 		}
 		if r.Thread != nil {
 			doc.AddField(keywordField(fieldPlace, placeKey(r.Thread.ID, r.Thread.Seq), 0))
-			weighTerms(freqs, context, weightContext)
-			length += len(context)
+			weighContext(freqs, context)
+			length += memindex.ContextLength(len(context))
 		}
 		if len(freqs) > 0 {
 			doc.AddField(&termsField{freqs: freqs, length: length})

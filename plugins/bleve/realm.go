@@ -50,8 +50,9 @@ const (
 // the tokenizer's terms; TestSchemaFollowsTokenizer holds the two
 // together. Layout 2 added thread context; layout 3 folds the text fields
 // into one weighted terms field and stores each record's length in its
-// catalog entry.
-const schemaVersion = "memhost-bleve/3 terms/2"
+// catalog entry; layout 4 caps the context's frequencies and length
+// (memindex.ContextFrequency, ContextLength).
+const schemaVersion = "memhost-bleve/4 terms/2"
 
 var (
 	schemaKey = []byte("memhost_schema")

@@ -133,10 +133,17 @@ func refRecall(docs []*refDoc, q sdk.RecallQuery, now time.Time) []refHit {
 	}
 	weights := append(fieldWeights[:], index.ContextWeight)
 	const k1, b = 1.2, 0.75
+	// The context field (the last) saturates on its own: a term counts at
+	// most twice in it, and at most 48 of its terms count in the length.
+	ctxField := len(weights) - 1
 	dl := func(d *refDoc) int {
 		n := 0
-		for _, f := range d.fields {
-			n += len(f)
+		for i, f := range d.fields {
+			if i == ctxField {
+				n += min(len(f), 48)
+			} else {
+				n += len(f)
+			}
 		}
 		return n
 	}
@@ -148,11 +155,16 @@ func refRecall(docs []*refDoc, q sdk.RecallQuery, now time.Time) []refHit {
 	freq := func(d *refDoc, term string) float64 {
 		f := 0.0
 		for i, terms := range d.fields {
+			n := 0
 			for _, x := range terms {
 				if x == term {
-					f += weights[i]
+					n++
 				}
 			}
+			if i == ctxField {
+				n = min(n, 2)
+			}
+			f += float64(n) * weights[i]
 		}
 		return f
 	}

@@ -125,6 +125,9 @@ CREATE INDEX terms_by_term ON terms (term);
 	{sql: `
 ALTER TABLE records ADD COLUMN occurred_ms bigint NOT NULL DEFAULT 0;
 `},
+	// 5: thread context saturates on its own (sdk/index ContextFrequency
+	// and ContextLength): threaded records are re-indexed.
+	{sql: `SELECT 1;`, then: indexAllThreads},
 }
 
 // indexAllThreads re-indexes every active threaded record with its

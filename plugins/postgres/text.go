@@ -42,8 +42,9 @@ func newIndexDoc(r *sdk.Record) indexDoc {
 }
 
 // buildDoc weighs own terms by field and context terms (the thread
-// neighbours' own terms, see thread.go) by sdk/index's ContextWeight;
-// both count in the length, as sdk/index counts its context field.
+// neighbours' own terms, see thread.go) as sdk/index weighs its context
+// field: each term's occurrences capped (ContextFrequency), the field's
+// length capped (ContextLength).
 func buildDoc(own fieldTerms, context []string) indexDoc {
 	d := indexDoc{tf: map[string]float64{}}
 	for i, terms := range own {
@@ -52,10 +53,14 @@ func buildDoc(own fieldTerms, context []string) indexDoc {
 		}
 		d.ntok += len(terms)
 	}
+	n := map[string]int{}
 	for _, t := range context {
-		d.tf[t] += sdkindex.ContextWeight
+		n[t]++
 	}
-	d.ntok += len(context)
+	for t, c := range n {
+		d.tf[t] += sdkindex.ContextFrequency(sdkindex.ContextWeight, c)
+	}
+	d.ntok += sdkindex.ContextLength(len(context))
 	return d
 }
 

@@ -16,7 +16,8 @@ import (
 // record with a thread {id, seq} is indexed with one more field holding
 // the own terms (tags, title, description, body) of the active records of
 // its realm at seq±1…ContextSpan of the same thread, each term weighted
-// ContextWeight, and those terms count in its length. A place holding
+// ContextWeight up to ContextTermCap occurrences, and at most
+// ContextLengthCap of those terms count in its length. A place holding
 // more than MaxPlaceDocs records lets only the MaxPlaceDocs least ids
 // (byte order) give and get context. So a record's postings change when
 // a neighbour comes or goes, and every write path that adds or removes an

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/memhost/memhost/sdk"
 	sdkindex "github.com/memhost/memhost/sdk/index"
 )
@@ -157,23 +158,27 @@ func TestThreadContextRanksAsSDKIndex(t *testing.T) {
 	}
 }
 
+// twinStores stores the same threaded records (drawn from seed) in two
+// schemas: the test's "/fresh" one, left as written, and its "/old" one,
+// answered with a raw pool for the test to take back to an older version.
+func twinStores(t *testing.T, seed uint64) (string, *pgxpool.Pool) {
+	t.Helper()
+	recs := threadedRecords(rand.New(rand.NewPCG(seed, seed)))
+	for _, schema := range []string{schemaFor(t.Name() + "/fresh"), schemaFor(t.Name() + "/old")} {
+		if _, err := openStore(t, schema).Remember(context.Background(), realm, recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	schema := schemaFor(t.Name() + "/old")
+	return schema, rawPool(t, schema)
+}
+
 // TestMigrationAddsThreadContext opens a schema as version 2 left it
 // (threaded records indexed with their own terms only) and checks that
 // migrating re-indexes them as a fresh store indexes them.
 func TestMigrationAddsThreadContext(t *testing.T) {
 	ctx := context.Background()
-	recs := threadedRecords(rand.New(rand.NewPCG(3, 3)))
-	fresh := openStore(t, schemaFor(t.Name()+"/fresh"))
-	if _, err := fresh.Remember(ctx, realm, recs); err != nil {
-		t.Fatal(err)
-	}
-
-	schema := schemaFor(t.Name() + "/old")
-	s := openStore(t, schema)
-	if _, err := s.Remember(ctx, realm, recs); err != nil {
-		t.Fatal(err)
-	}
-	db := rawPool(t, schema)
+	schema, db := twinStores(t, 3)
 	// Back to version 2: the thread context gone from the index, the
 	// version 3 indexes and the version 4 column dropped.
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
@@ -227,6 +232,29 @@ func TestMigrationAddsThreadContext(t *testing.T) {
 		t.Errorf("after migrating, the index differs from a fresh store's:\n got %.300s\nwant %.300s", after, want)
 	}
 	checkIndex(t, db)
+}
+
+// TestMigrationCapsThreadContext opens a schema as version 4 left it
+// (thread context weighed without caps: other frequencies and lengths on
+// the threaded records' postings) and checks that migrating re-indexes
+// them as a fresh store indexes them.
+func TestMigrationCapsThreadContext(t *testing.T) {
+	ctx := context.Background()
+	schema, db := twinStores(t, 4)
+	if _, err := db.Exec(ctx, `
+		UPDATE postings AS p SET tf = p.tf + 0.375, dl = p.dl + 100 FROM records AS r
+		WHERE r.seq = p.seq AND r.thread_id IS NOT NULL;
+		DELETE FROM schema_migrations WHERE version >= 5`); err != nil {
+		t.Fatal(err)
+	}
+	want := postingsByID(t, rawPool(t, schemaFor(t.Name()+"/fresh")))
+	if before := postingsByID(t, db); before == want {
+		t.Fatal("the version 4 index already equals a fresh one: the test checks nothing")
+	}
+	openStore(t, schema) // migrates to version 5
+	if after := postingsByID(t, db); after != want {
+		t.Errorf("after migrating, the index differs from a fresh store's:\n got %.300s\nwant %.300s", after, want)
+	}
 }
 
 // postingsByID renders every posting as record id, term, tf and length,

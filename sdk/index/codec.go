@@ -30,15 +30,21 @@ import (
 //
 // Deleted slots are dropped, so docnos are renumbered densely.
 
-const magic = "memhost-index\x00v3\n"
+// v3 caps the thread context's frequencies and length (ContextFrequency,
+// ContextLength); a v2 snapshot holds the old ones and is stale.
+const (
+	magic   = "memhost-index\x00v3\n"
+	magicV2 = "memhost-index\x00v2\n"
+)
 
 // ErrCorrupt marks a snapshot that is not one this package wrote.
 var ErrCorrupt = errors.New("index: corrupt snapshot")
 
-// ErrStale marks a snapshot whose terms another tokenizer version cut: its
-// postings would not match today's query terms, so the caller rebuilds the
-// index from the records instead.
-var ErrStale = errors.New("index: snapshot from another tokenizer version")
+// ErrStale marks a snapshot whose terms another tokenizer version cut, or
+// whose frequencies an earlier layout weighed: its postings would not
+// rank as today's, so the caller rebuilds the index from the records
+// instead.
+var ErrStale = errors.New("index: stale snapshot")
 
 // Encode writes a snapshot of the index to w.
 func (ix *Index) Encode(w io.Writer) error {
@@ -180,7 +186,11 @@ func Decode(r io.Reader) (*Index, error) {
 		return nil, fmt.Errorf("index: decode: %w", err)
 	}
 	d := decoder{b: data}
-	if string(d.take(len(magic))) != magic {
+	switch string(d.take(len(magic))) {
+	case magic:
+	case magicV2:
+		return nil, fmt.Errorf("%w: it ranks thread context the earlier way", ErrStale)
+	default:
 		return nil, fmt.Errorf("%w: not an index snapshot", ErrCorrupt)
 	}
 	if v := d.uint(); d.err == nil && v != tokenize.Version {

@@ -19,8 +19,10 @@
 // Doc.ThreadSeq). With Options.ContextWeight set, the index gives it one
 // more field, after the caller's, holding the terms of the documents at
 // ThreadSeq±1…ContextSpan of the same thread in its realm, and keeps
-// that field current as neighbours are put and deleted. It ranks as an
-// FTS5 column would that held the neighbours' text. A place holds one
+// that field current as neighbours are put and deleted. The context field
+// has its own saturation and length (ContextFrequency, ContextLength): a
+// term counts in it at most ContextTermCap times, and it adds at most
+// ContextLengthCap terms to the document's length. A place holds one
 // document in the usual thread; when more share it, only the
 // MaxPlaceDocs of them with the least ids take part (give and get
 // context), so a put costs a bounded amount of re-indexing.
@@ -307,23 +309,36 @@ func (ix *Index) add(rm *realm, id, scope string, tags []uint32, expires, when i
 	order := rm.order[:0]
 	for f, terms := range fields {
 		w := ix.weights[f]
-		dl += len(terms)
+		context := f == ix.nfields // the thread context field
+		if context {
+			dl += ContextLength(len(terms))
+		} else {
+			dl += len(terms)
+		}
 		for _, t := range terms {
 			tid := rm.term(t)
 			if int(tid) >= len(rm.freq) {
 				rm.freq = append(rm.freq, make([]float64, int(tid)+1-len(rm.freq))...)
+				rm.ctxN = append(rm.ctxN, make([]int32, int(tid)+1-len(rm.ctxN))...)
 			}
 			// Weights are positive, so zero means not seen yet.
-			if rm.freq[tid] == 0 {
+			if rm.freq[tid] == 0 && rm.ctxN[tid] == 0 {
 				order = append(order, tid)
 			}
-			rm.freq[tid] += w
+			if context {
+				rm.ctxN[tid]++
+			} else {
+				rm.freq[tid] += w
+			}
 		}
 	}
 	rm.order = order
 	for _, tid := range order {
+		if n := rm.ctxN[tid]; n > 0 {
+			rm.freq[tid] += ContextFrequency(ix.opts.ContextWeight, int(n))
+		}
 		rm.lists[tid].add(no, float32(rm.freq[tid]), uint32(dl))
-		rm.freq[tid] = 0
+		rm.freq[tid], rm.ctxN[tid] = 0, 0
 	}
 	slices.Sort(order)
 	terms := appendTermList(nil, order)
@@ -394,9 +409,11 @@ type realm struct {
 	threads  map[threadKey][]string
 	threaded map[string]*threadDoc
 
-	// scratch for add, under the write lock: weighted frequency by term
-	// id (zero between calls) and the ids in first-seen order
+	// scratch for add, under the write lock: weighted frequency and
+	// context occurrences by term id (zero between calls) and the ids in
+	// first-seen order
 	freq  []float64
+	ctxN  []int32
 	order []uint32
 }
 

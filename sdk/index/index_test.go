@@ -54,6 +54,20 @@ func (r *reference) fields(d *refDoc, at map[refPlace][]*refDoc) ([][]string, []
 	return append(slices.Clip(d.Fields), ctx), append(slices.Clip(ftsWeights), r.ctx)
 }
 
+// length is the BM25 length of a document's fields: every own term, and
+// at most 48 of the context's.
+func (r *reference) length(fields [][]string) int {
+	dl := 0
+	for fi, f := range fields {
+		if r.ctx > 0 && fi == len(fields)-1 {
+			dl += min(len(f), 48)
+		} else {
+			dl += len(f)
+		}
+	}
+	return dl
+}
+
 // refPlace is a place in a thread of a realm.
 type refPlace struct {
 	realm, thread string
@@ -88,9 +102,7 @@ func (r *reference) search(q Query) []Hit {
 		}
 		n++
 		fields, _ := r.fields(d, at)
-		for _, f := range fields {
-			tokens += int64(len(f))
-		}
+		tokens += int64(r.length(fields))
 		for i, t := range q.Terms {
 			if slices.ContainsFunc(fields, func(f []string) bool { return slices.Contains(f, t) }) {
 				df[i]++
@@ -106,17 +118,23 @@ func (r *reference) search(q Query) []Hit {
 		if !d.active || d.Realm != q.Realm || !refPass(d, &q) {
 			continue
 		}
-		dl := 0
 		freq := make([]float64, len(q.Terms))
 		fields, weights := r.fields(d, at)
+		dl := r.length(fields)
 		for fi, f := range fields {
-			dl += len(f)
-			for _, tok := range f {
-				for i, t := range q.Terms {
+			for i, t := range q.Terms {
+				n := 0
+				for _, tok := range f {
 					if tok == t {
-						freq[i] += weights[fi]
+						n++
 					}
 				}
+				if r.ctx > 0 && fi == len(fields)-1 {
+					// The context field saturates on its own: a term
+					// counts at most twice in it.
+					n = min(n, 2)
+				}
+				freq[i] += float64(n) * weights[fi]
 			}
 		}
 		if !slices.ContainsFunc(freq, func(f float64) bool { return f > 0 }) {

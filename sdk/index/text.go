@@ -21,9 +21,32 @@ const (
 // ContextWeight is the thread context weight providers index with
 // (Options.ContextWeight): a neighbour's term counts 3/8 of a body term
 // (a dyadic fraction, so weighted frequencies stay exact in float32).
-// Chosen on the LoCoMo development split (samples 0-4); see
-// docs/benchmarks.md for what else was tried.
+//
+// The context is a field apart from the record's own terms, with its own
+// saturation and length: a term counts in it at most ContextTermCap times
+// and it adds at most ContextLengthCap terms to the document's BM25
+// length. So context lifts a short turn whose neighbours name its topic
+// without drowning a long turn among long neighbours, whose context would
+// otherwise repeat every term of the session and swell its length.
+// Chosen on the LoCoMo and LongMemEval-S development splits together
+// (LoCoMo samples 0-4; docs/benchmarks.md says what else was tried).
 const ContextWeight = 0.375
+
+// ContextTermCap is how many occurrences of one term the context field
+// counts (ContextWeight each).
+const ContextTermCap = 2
+
+// ContextLengthCap is the most terms the context adds to a document's
+// BM25 length.
+const ContextLengthCap = 48
+
+// ContextFrequency answers what n occurrences of a term in the context
+// add to its weighted frequency at context weight w.
+func ContextFrequency(w float64, n int) float64 { return w * float64(min(n, ContextTermCap)) }
+
+// ContextLength answers what a context of n terms adds to a document's
+// BM25 length.
+func ContextLength(n int) int { return min(n, ContextLengthCap) }
 
 // ContextSpan is how far thread context reaches: a document's context
 // holds the documents from ThreadSeq-ContextSpan to ThreadSeq+ContextSpan

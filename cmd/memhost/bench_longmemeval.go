@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/memhost/memhost/internal/bench"
+)
+
+// defaultLongMemEval is the LongMemEval-S development split bench reads
+// unless told otherwise: beside the repository, as the data set is not
+// committed into it (its README says so). Like --locomo, a relative path
+// is taken from the working directory, the repository root in make.
+const defaultLongMemEval = "../shared/data/longmemeval/longmemeval_s_dev.jsonl.gz"
+
+// longMemEvalSource says where the LongMemEval file comes from.
+const longMemEvalSource = "the LongMemEval-S development split (longmemeval_s_dev.jsonl.gz, MIT); pass its path with --longmemeval"
+
+// quickLongMemEval is how many questions --quick keeps.
+const quickLongMemEval = 3
+
+// loadLongMemEval answers the questions to run; none, with a line on
+// progress, when the file is absent.
+func loadLongMemEval(o benchOptions, progress io.Writer) ([]bench.LongMemEval, error) {
+	if o.longMemEval == "" {
+		return nil, nil
+	}
+	all, err := bench.LoadLongMemEval(o.longMemEval)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		fmt.Fprintf(progress, "bench: no LongMemEval file at %s; skipping it (%s)\n", o.longMemEval, longMemEvalSource)
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	if o.lmeQuestions > 0 && o.lmeQuestions < len(all) {
+		all = all[:o.lmeQuestions]
+	}
+	return all, nil
+}
+
+// benchLongMemEval scores one provider on the questions in a fresh host.
+func benchLongMemEval(ctx context.Context, o benchOptions, p string, questions []bench.LongMemEval, progress io.Writer) ([]bench.LMEScore, error) {
+	pg, err := newBenchPostgres(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	defer pg.drop(ctx)
+	b, err := startBenchHostOn(ctx, o, p, pg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	defer b.close()
+	res, err := bench.EvaluateLongMemEval(ctx, b, questions, progressLine(progress, p+" LongMemEval questions"))
+	if err != nil {
+		return nil, fmt.Errorf("%s LongMemEval: %w", p, err)
+	}
+	return res, nil
+}
+
+// writeLongMemEval renders the LongMemEval block of the report.
+func writeLongMemEval(w io.Writer, results map[string][]bench.LMEScore) {
+	if len(results) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n## LongMemEval-S retrieval\n\nOne record per turn (thread = session); abstention questions left out; sessions ranked by their best turn; evidence = share of evidence turns a fresh session's inject delivers under the default budget.\n\n")
+	bench.WriteLMETable(w, results)
+}

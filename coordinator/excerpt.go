@@ -1,0 +1,161 @@
+package coordinator
+
+import (
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/memhost/memhost/sdk/tokenize"
+)
+
+// Query-focused packing: a turn's injection shows a long record as the
+// passage that matches the turn (an excerpt) rather than its first bytes,
+// so the budget is spent on what the turn asked about. A body is long
+// when it holds more than excerptBytes(BodyBytes) bytes; the excerpt holds
+// at most that many, cut from the raw body before it is rendered, so the
+// excerpt is defanged, escaped and framed exactly as a whole body is.
+
+// excerptGap joins passages that are not adjacent in the body, and marks
+// a cut start or end.
+const excerptGap = " … "
+
+// excerptBytes is the most an excerpt holds: half of a body's budget, so
+// a long record costs half of what its cut body did.
+func excerptBytes(bodyBytes int) int { return bodyBytes / 2 }
+
+// excerpt answers the passage of body that best matches terms, at most
+// limit bytes with its gap marks, and whether body needed one: false when
+// body fits in limit or holds no term (a record found by its title or its
+// thread is shown as it is). The passage is whole sentences (or, in text
+// without sentence breaks, runs of words) around those holding the most
+// distinct terms, in body order; each sentence that holds a term is taken
+// before any neighbour is added for context. Deterministic: ties go to the
+// earlier sentence.
+func excerpt(body string, terms []string, limit int) (string, bool) {
+	if len(body) <= limit || len(terms) == 0 || limit < 4*len(excerptGap) {
+		return "", false
+	}
+	pieces := sentences(body, limit/4)
+	score := make([]int, len(pieces))
+	matched := false
+	for i, p := range pieces {
+		for _, t := range tokenize.Terms(body[p.start:p.end]) {
+			if slices.Contains(terms, t) {
+				score[i]++
+			}
+		}
+		matched = matched || score[i] > 0
+	}
+	if !matched {
+		return "", false
+	}
+	order := make([]int, len(pieces))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return score[b] - score[a] })
+	taken := make([]bool, len(pieces))
+	size := 0
+	// cost is what taking piece i adds: its bytes and, at most, a gap.
+	cost := func(i int) int { return pieces[i].end - pieces[i].start + len(excerptGap) }
+	for _, i := range order {
+		if score[i] == 0 {
+			break
+		}
+		if size+cost(i) <= limit-len(excerptGap) {
+			taken[i] = true
+			size += cost(i)
+		}
+	}
+	// Context: the untaken neighbours of taken pieces, one ring at a
+	// time (both sides of every passage before the next ring), while they
+	// fit.
+	for grew := true; grew; {
+		grew = false
+		ring := slices.Clone(taken)
+		for j := range pieces {
+			if !taken[j] && adjacentTaken(ring, j) && size+cost(j) <= limit-len(excerptGap) {
+				taken[j] = true
+				size += cost(j)
+				grew = true
+			}
+		}
+	}
+	var b strings.Builder
+	b.Grow(limit)
+	last := -1
+	for i, p := range pieces {
+		if !taken[i] {
+			continue
+		}
+		switch {
+		case last < 0 && p.start > 0, last >= 0 && last != i-1:
+			b.WriteString(excerptGap)
+		case last >= 0:
+			// Adjacent: the text between the two pieces (spacing) is kept.
+			b.WriteString(body[pieces[last].end:p.start])
+		}
+		b.WriteString(strings.TrimSpace(body[p.start:p.end]))
+		last = i
+	}
+	if last >= 0 && pieces[last].end < len(strings.TrimRightFunc(body, unicode.IsSpace)) {
+		b.WriteString(excerptGap)
+	}
+	return cutUTF8(b.String(), limit), true
+}
+
+// adjacentTaken reports whether a piece beside j is taken, so context
+// grows outward from matches without leaving holes.
+func adjacentTaken(taken []bool, j int) bool {
+	return (j > 0 && taken[j-1]) || (j+1 < len(taken) && taken[j+1])
+}
+
+// sentences cuts body into pieces: sentences and lines, and a piece longer
+// than most cut at spaces (or, with none, at a character boundary) into
+// runs of at most most bytes. Whitespace between pieces belongs to no
+// piece.
+func sentences(body string, most int) []span {
+	most = max(most, 16)
+	var out []span
+	add := func(start, end int) {
+		for start < end && isSpaceByte(body[start]) {
+			start++
+		}
+		for end > start && isSpaceByte(body[end-1]) {
+			end--
+		}
+		for end-start > most {
+			cut := start + most
+			for cut > start && !utf8.RuneStart(body[cut]) {
+				cut--
+			}
+			if sp := strings.LastIndexByte(body[start:cut], ' '); sp > 0 {
+				cut = start + sp
+			}
+			out = append(out, span{start, cut})
+			start = cut
+			for start < end && isSpaceByte(body[start]) {
+				start++
+			}
+		}
+		if end > start {
+			out = append(out, span{start, end})
+		}
+	}
+	start := 0
+	for i := 0; i < len(body); i++ {
+		switch c := body[i]; {
+		case c == '\n':
+			add(start, i)
+			start = i + 1
+		case (c == '.' || c == '!' || c == '?') && i+1 < len(body) && (body[i+1] == ' ' || body[i+1] == '\n'):
+			add(start, i+1)
+			start = i + 1
+		}
+	}
+	add(start, len(body))
+	return out
+}
+
+func isSpaceByte(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

@@ -1,0 +1,250 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+)
+
+// LMEDepth is how many hits a LongMemEval question recalls: enough turns
+// to rank ten distinct sessions by their best turn in most haystacks.
+const LMEDepth = 100
+
+// LMEScore is the LongMemEval score of one question type ("all" for the
+// total), over the questions with evidence (abstention ones left out).
+type LMEScore struct {
+	Type      string
+	Questions int
+	// Session metrics rank sessions by their best-ranked turn (the
+	// LongMemEval convention): AnyAt5 is the share of questions with an
+	// evidence session in the top 5, AllAt5 and AllAt10 with all of them,
+	// NDCG10 the mean binary NDCG@10 of the session ranking.
+	AnyAt5, AllAt5, AllAt10, NDCG10 float64
+	// TurnAt10 is the mean share of evidence turns in the top 10 turns,
+	// over the TurnQuestions that mark evidence turns.
+	TurnAt10      float64
+	TurnQuestions int
+	// Evidence is the mean share of evidence turns a fresh session's turn
+	// injection delivers at the default budget; Bytes its mean size.
+	Evidence float64
+	Bytes    float64
+}
+
+// LMETurnRecord is the record turn i of session s is remembered as: one
+// record per turn in the session's thread, the role as title and the
+// session date as description.
+func LMETurnRecord(s LMESession, i int) Record {
+	t := s.Turns[i]
+	// occurred_at: set it from s.Date here once records carry the time the
+	// remembered thing happened (issue #22, "Time on records and in
+	// queries").
+	return Record{Scope: "realm", Kind: "fact", Title: t.Role, Description: s.Date.Format(lmeTimeLayout), Body: t.Content,
+		Thread: &Thread{ID: s.ID, Seq: int64(i)}}
+}
+
+// EvaluateLongMemEval remembers each question's haystack in its own realm
+// (one record per turn) and scores recall and a fresh session's injection
+// for every question that is not an abstention.
+func EvaluateLongMemEval(ctx context.Context, t Target, questions []LongMemEval, progress func(done, total int)) ([]LMEScore, error) {
+	accs := map[string]*LMEScore{}
+	add := func(typ string, q lmeQuestionScore) {
+		a := accs[typ]
+		if a == nil {
+			a = &LMEScore{Type: typ}
+			accs[typ] = a
+		}
+		a.Questions++
+		a.AnyAt5 += q.anyAt5
+		a.AllAt5 += q.allAt5
+		a.AllAt10 += q.allAt10
+		a.NDCG10 += q.ndcg10
+		if q.hasTurns {
+			a.TurnQuestions++
+			a.TurnAt10 += q.turnAt10
+		}
+		a.Evidence += q.evidence
+		a.Bytes += float64(q.bytes)
+	}
+	for i, q := range questions {
+		if progress != nil {
+			progress(i, len(questions))
+		}
+		if q.Abstention() {
+			continue
+		}
+		s, err := evaluateLMEQuestion(ctx, t, q)
+		if err != nil {
+			return nil, fmt.Errorf("longmemeval question %s: %w", q.ID, err)
+		}
+		add("all", s)
+		add(q.Type, s)
+	}
+	if progress != nil {
+		progress(len(questions), len(questions))
+	}
+	out := make([]LMEScore, 0, len(accs))
+	for _, a := range accs {
+		n := float64(a.Questions)
+		a.AnyAt5, a.AllAt5, a.AllAt10, a.NDCG10 = a.AnyAt5/n, a.AllAt5/n, a.AllAt10/n, a.NDCG10/n
+		a.Evidence, a.Bytes = a.Evidence/n, a.Bytes/n
+		if a.TurnQuestions > 0 {
+			a.TurnAt10 /= float64(a.TurnQuestions)
+		}
+		out = append(out, *a)
+	}
+	slices.SortFunc(out, func(a, b LMEScore) int {
+		if (a.Type == "all") != (b.Type == "all") {
+			if a.Type == "all" {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Type, b.Type)
+	})
+	return out, nil
+}
+
+type lmeQuestionScore struct {
+	anyAt5, allAt5, allAt10, ndcg10 float64
+	turnAt10                        float64
+	hasTurns                        bool
+	evidence                        float64
+	bytes                           int
+}
+
+func evaluateLMEQuestion(ctx context.Context, t Target, q LongMemEval) (lmeQuestionScore, error) {
+	var s lmeQuestionScore
+	realm := fmt.Sprintf("lme%d", q.Index)
+	keys, err := rememberLME(ctx, t, realm, q)
+	if err != nil {
+		return s, err
+	}
+	ids, err := t.Recall(ctx, realm, Identity, q.Question, LMEDepth)
+	if err != nil {
+		return s, fmt.Errorf("recall: %w", err)
+	}
+	var ranked []string // turn keys, best first
+	for _, id := range ids {
+		ranked = append(ranked, keys[id]...)
+	}
+	sessions := rankSessions(ranked)
+	s.anyAt5 = boolScore(sessionHits(q.AnswerSessions, sessions, 5) > 0)
+	s.allAt5 = boolScore(sessionHits(q.AnswerSessions, sessions, 5) == len(q.AnswerSessions))
+	s.allAt10 = boolScore(sessionHits(q.AnswerSessions, sessions, 10) == len(q.AnswerSessions))
+	s.ndcg10 = ndcg(q.AnswerSessions, sessions, 10)
+	evidence := q.Evidence()
+	if s.hasTurns = len(evidence) > 0; s.hasTurns {
+		s.turnAt10 = share(evidence, ranked[:min(10, len(ranked))])
+	}
+	injected, nbytes, err := t.Inject(ctx, realm, Identity, "lme-"+q.ID, q.Question)
+	if err != nil {
+		return s, fmt.Errorf("inject: %w", err)
+	}
+	var delivered []string
+	for _, id := range injected {
+		delivered = append(delivered, keys[id]...)
+	}
+	s.bytes = nbytes
+	if s.hasTurns {
+		s.evidence = share(evidence, delivered)
+	} else {
+		// No turn is marked: a delivered turn of an evidence session is
+		// the evidence.
+		s.evidence = float64(sessionHits(q.AnswerSessions, rankSessions(delivered), len(delivered))) / float64(len(q.AnswerSessions))
+	}
+	return s, nil
+}
+
+// rememberLME stores a question's haystack and maps record id → the turn
+// keys it holds (identical turns share one record).
+func rememberLME(ctx context.Context, t Target, realm string, q LongMemEval) (map[string][]string, error) {
+	var recs []Record
+	var keys []string
+	for _, s := range q.Sessions {
+		for i := range s.Turns {
+			recs = append(recs, LMETurnRecord(s, i))
+			keys = append(keys, TurnKey(s.ID, i))
+		}
+	}
+	byID := make(map[string][]string, len(recs))
+	const batch = 500
+	for start := 0; start < len(recs); start += batch {
+		end := min(len(recs), start+batch)
+		ids, err := t.Remember(ctx, realm, recs[start:end])
+		if err != nil {
+			return nil, fmt.Errorf("remember: %w", err)
+		}
+		if len(ids) != end-start {
+			return nil, fmt.Errorf("remember answered %d ids for %d records", len(ids), end-start)
+		}
+		for i, id := range ids {
+			byID[id] = append(byID[id], keys[start+i])
+		}
+	}
+	return byID, nil
+}
+
+// rankSessions answers the sessions of ranked turn keys by their best
+// turn, best first.
+func rankSessions(ranked []string) []string {
+	var out []string
+	for _, k := range ranked {
+		s := k[:strings.LastIndexByte(k, '#')]
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// sessionHits counts the wanted sessions among the first k ranked.
+func sessionHits(want, ranked []string, k int) int {
+	n := 0
+	for _, s := range ranked[:min(k, len(ranked))] {
+		if slices.Contains(want, s) {
+			n++
+		}
+	}
+	return n
+}
+
+// ndcg is binary NDCG@k of a session ranking.
+func ndcg(want, ranked []string, k int) float64 {
+	dcg, ideal := 0.0, 0.0
+	for i, s := range ranked[:min(k, len(ranked))] {
+		if slices.Contains(want, s) {
+			dcg += 1 / math.Log2(float64(i+2))
+		}
+	}
+	for i := range min(k, len(want)) {
+		ideal += 1 / math.Log2(float64(i+2))
+	}
+	if ideal == 0 {
+		return 0
+	}
+	return dcg / ideal
+}
+
+func boolScore(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// WriteLMETable renders per-provider LongMemEval scores as a Markdown
+// table.
+func WriteLMETable(w io.Writer, results map[string][]LMEScore) {
+	fmt.Fprintln(w, "| provider | question type | questions | session any@5 | session all@5 | session all@10 | NDCG@10 | turn R@10 | evidence under budget | bytes/turn |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, p := range slices.Sorted(maps.Keys(results)) {
+		for _, r := range results[p] {
+			fmt.Fprintf(w, "| %s | %s | %d | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.0f |\n", p, r.Type, r.Questions,
+				r.AnyAt5, r.AllAt5, r.AllAt10, r.NDCG10, r.TurnAt10, r.Evidence, r.Bytes)
+		}
+	}
+}

@@ -1,0 +1,94 @@
+package bench
+
+import (
+	"context"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// lmeFake answers recall with a fixed ranking of turn bodies and inject
+// with a fixed set, so the metrics can be checked by hand.
+type lmeFake struct {
+	byBody   map[string]string // body → id
+	ranking  []string          // bodies, best first
+	injected []string          // bodies
+}
+
+func (f *lmeFake) Remember(_ context.Context, _ string, recs []Record) ([]string, error) {
+	ids := make([]string, len(recs))
+	for i, r := range recs {
+		if f.byBody[r.Body] == "" {
+			f.byBody[r.Body] = "id-" + r.Body
+		}
+		ids[i] = f.byBody[r.Body]
+	}
+	return ids, nil
+}
+
+func (f *lmeFake) Recall(_ context.Context, _, _, _ string, limit int) ([]string, error) {
+	var out []string
+	for _, b := range f.ranking[:min(limit, len(f.ranking))] {
+		out = append(out, f.byBody[b])
+	}
+	return out, nil
+}
+
+func (f *lmeFake) Inject(_ context.Context, _, _, _, _ string) ([]string, int, error) {
+	var out []string
+	for _, b := range f.injected {
+		out = append(out, f.byBody[b])
+	}
+	return out, 100, nil
+}
+
+func TestEvaluateLongMemEval(t *testing.T) {
+	session := func(id string, bodies ...string) LMESession {
+		s := LMESession{ID: id, Date: time.Date(2023, 5, 1, 10, 0, 0, 0, time.UTC)}
+		for _, b := range bodies {
+			s.Turns = append(s.Turns, LMETurn{Role: "user", Content: b, Evidence: strings.HasPrefix(b, "ev")})
+		}
+		return s
+	}
+	q := LongMemEval{ID: "q1", Type: "multi-session", Question: "what?", AnswerSessions: []string{"a", "b"},
+		Sessions: []LMESession{session("a", "ev1", "x1"), session("b", "x2", "ev2"), session("c", "x3", "x4")}}
+	abs := q
+	abs.ID = "q2_abs"
+	// Sessions by best turn: c, a, b; evidence turns at ranks 2 and 6.
+	f := &lmeFake{byBody: map[string]string{}, ranking: []string{"x3", "ev1", "x4", "x1", "x2", "ev2"}, injected: []string{"ev1", "x3"}}
+	got, err := EvaluateLongMemEval(context.Background(), f, []LongMemEval{q, abs}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Type != "all" || got[1].Type != "multi-session" {
+		t.Fatalf("want an all and a multi-session row, got %+v", got)
+	}
+	r := got[0]
+	ideal := 1 + 1/math.Log2(3)
+	want := LMEScore{Type: "all", Questions: 1, AnyAt5: 1, AllAt5: 1, AllAt10: 1,
+		NDCG10: (1/math.Log2(3) + 1/math.Log2(4)) / ideal, TurnAt10: 1, TurnQuestions: 1, Evidence: 0.5, Bytes: 100}
+	if math.Abs(r.NDCG10-want.NDCG10) > 1e-12 {
+		t.Errorf("NDCG@10 %v, want %v", r.NDCG10, want.NDCG10)
+	}
+	r.NDCG10 = want.NDCG10
+	if r != want {
+		t.Errorf("got %+v\nwant %+v", r, want)
+	}
+}
+
+func TestRankSessionsAndHits(t *testing.T) {
+	ranked := rankSessions([]string{"s1#3", "s2#0", "s1#1", "answer_x#2"})
+	if !slices.Equal(ranked, []string{"s1", "s2", "answer_x"}) {
+		t.Fatalf("sessions %v", ranked)
+	}
+	for _, c := range []struct {
+		want []string
+		k, n int
+	}{{[]string{"s2"}, 1, 0}, {[]string{"s2"}, 2, 1}, {[]string{"s1", "answer_x"}, 5, 2}, {[]string{"zz"}, 5, 0}} {
+		if got := sessionHits(c.want, ranked, c.k); got != c.n {
+			t.Errorf("sessionHits(%v, k=%d) = %d, want %d", c.want, c.k, got, c.n)
+		}
+	}
+}
