@@ -289,7 +289,7 @@ func (b *benchHost) Remember(ctx context.Context, realm string, recs []bench.Rec
 }
 
 // Recall implements bench.Target.
-func (b *benchHost) Recall(ctx context.Context, realm, identity, query string, limit int) ([]string, error) {
+func (b *benchHost) Recall(ctx context.Context, realm, identity, query string, limit int, now time.Time) ([]string, error) {
 	var out struct {
 		Hits []struct {
 			Record struct {
@@ -297,7 +297,9 @@ func (b *benchHost) Recall(ctx context.Context, realm, identity, query string, l
 			} `json:"record"`
 		} `json:"hits"`
 	}
-	err := b.post(ctx, "/v1/recall", map[string]any{"identity": map[string]string{"realm": realm, "id": identity}, "query": query, "limit": limit}, &out)
+	body := map[string]any{"identity": map[string]string{"realm": realm, "id": identity}, "query": query, "limit": limit}
+	withNow(body, now)
+	err := b.post(ctx, "/v1/recall", body, &out)
 	ids := make([]string, len(out.Hits))
 	for i, h := range out.Hits {
 		ids[i] = h.Record.ID
@@ -306,13 +308,22 @@ func (b *benchHost) Recall(ctx context.Context, realm, identity, query string, l
 }
 
 // Inject implements bench.Target.
-func (b *benchHost) Inject(ctx context.Context, realm, identity, session, content string) ([]string, int, error) {
+func (b *benchHost) Inject(ctx context.Context, realm, identity, session, content string, now time.Time) ([]string, int, error) {
 	var out struct {
 		RecordIDs []string `json:"record_ids"`
 		Bytes     int      `json:"bytes"`
 	}
-	err := b.post(ctx, "/v1/turns/inject", map[string]any{"identity": map[string]string{"realm": realm, "id": identity}, "session": session, "content": content}, &out)
+	body := map[string]any{"identity": map[string]string{"realm": realm, "id": identity}, "session": session, "content": content}
+	withNow(body, now)
+	err := b.post(ctx, "/v1/turns/inject", body, &out)
 	return out.RecordIDs, out.Bytes, err
+}
+
+// withNow sets a request's reference time when the benchmark gives one.
+func withNow(body map[string]any, now time.Time) {
+	if !now.IsZero() {
+		body["now"] = now.Format(time.RFC3339)
+	}
 }
 
 // pluginRecall recalls through the provider plugin alone (gRPC, no HTTP),
@@ -581,7 +592,7 @@ func measureProvider(ctx context.Context, b *benchHost, provider string, c *benc
 			return nil, facts, err
 		}
 		if err := run("recall", bench.PathHTTP, clients, func(ctx context.Context, _ int, q bench.Query) error {
-			_, err := b.Recall(ctx, realm, q.Identity, q.Text, 10)
+			_, err := b.Recall(ctx, realm, q.Identity, q.Text, 10, time.Time{})
 			return err
 		}); err != nil {
 			return nil, facts, err
@@ -589,7 +600,7 @@ func measureProvider(ctx context.Context, b *benchHost, provider string, c *benc
 		// A fresh session per query, so every turn pays a real recall
 		// (nothing is suppressed by an earlier turn's dedup).
 		if err := run("inject", bench.PathHTTP, clients, func(ctx context.Context, i int, q bench.Query) error {
-			_, _, err := b.Inject(ctx, realm, q.Identity, fmt.Sprintf("bench-%d-%d", clients, i), q.Text)
+			_, _, err := b.Inject(ctx, realm, q.Identity, fmt.Sprintf("bench-%d-%d", clients, i), q.Text, time.Time{})
 			return err
 		}); err != nil {
 			return nil, facts, err

@@ -49,18 +49,18 @@ func BenchmarkSqlitePaths(b *testing.B) {
 			return h.pluginRecall(ctx, sdk.DefaultRealm, q.Identity, "zzqqxx", 10)
 		}},
 		{"http-recall-nothing", func(_ int, q bench.Query) error {
-			_, err := h.Recall(ctx, sdk.DefaultRealm, q.Identity, "zzqqxx", 10)
+			_, err := h.Recall(ctx, sdk.DefaultRealm, q.Identity, "zzqqxx", 10, time.Time{})
 			return err
 		}},
 		{"plugin-recall", func(_ int, q bench.Query) error {
 			return h.pluginRecall(ctx, sdk.DefaultRealm, q.Identity, q.Text, 10)
 		}},
 		{"http-recall", func(_ int, q bench.Query) error {
-			_, err := h.Recall(ctx, sdk.DefaultRealm, q.Identity, q.Text, 10)
+			_, err := h.Recall(ctx, sdk.DefaultRealm, q.Identity, q.Text, 10, time.Time{})
 			return err
 		}},
 		{"http-inject", func(i int, q bench.Query) error {
-			_, _, err := h.Inject(ctx, sdk.DefaultRealm, q.Identity, fmt.Sprintf("b-%d", i), q.Text)
+			_, _, err := h.Inject(ctx, sdk.DefaultRealm, q.Identity, fmt.Sprintf("b-%d", i), q.Text, time.Time{})
 			return err
 		}},
 		{"http-write-500", func(i int, _ bench.Query) error {

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Sample is one LoCoMo conversation: its turns and its questions.
@@ -39,6 +40,27 @@ type Question struct {
 	Text     string
 	Category int
 	Evidence []string // dia ids
+}
+
+// locomoTimeLayout is a LoCoMo session's date: "1:56 pm on 8 May, 2023".
+const locomoTimeLayout = "3:04 pm on 2 January, 2006"
+
+// locomoTime reads a session date; false when it has another shape.
+func locomoTime(date string) (time.Time, bool) {
+	t, err := time.Parse(locomoTimeLayout, date)
+	return t, err == nil
+}
+
+// End is when the conversation's last dated session took place: the
+// reference time its questions are asked at (zero when no date reads).
+func (s Sample) End() time.Time {
+	var end time.Time
+	for _, t := range s.Turns {
+		if at, ok := locomoTime(t.Date); ok && at.After(end) {
+			end = at
+		}
+	}
+	return end
 }
 
 // Split names the LoCoMo split a sample belongs to: samples 0-4 are the

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestLoadLoCoMoSplitsMalformedEvidence(t *testing.T) {
@@ -59,5 +60,24 @@ func TestShares(t *testing.T) {
 		if got := sessionShare(c.want, c.got); got != c.sessionHits {
 			t.Errorf("sessionShare(%v, %v) = %v, want %v", c.want, c.got, got, c.sessionHits)
 		}
+	}
+}
+
+// TestLoCoMoTimes: a turn's record carries its session's date as the time
+// it happened, and a sample's questions are asked at its last session.
+func TestLoCoMoTimes(t *testing.T) {
+	s := Sample{Turns: []Turn{
+		{Seq: 0, Date: "1:56 pm on 8 May, 2023"},
+		{Seq: 1, Date: "10:37 am on 27 June, 2023"},
+		{Seq: 2, Date: "sometime"},
+	}}
+	if got := TurnRecord("c", s.Turns[0]).OccurredAt; got != "2023-05-08T13:56:00Z" {
+		t.Errorf("occurred_at %q, want 2023-05-08T13:56:00Z", got)
+	}
+	if got := TurnRecord("c", s.Turns[2]).OccurredAt; got != "" {
+		t.Errorf("an unreadable date gave occurred_at %q", got)
+	}
+	if got, want := s.End(), time.Date(2023, 6, 27, 10, 37, 0, 0, time.UTC); !got.Equal(want) {
+		t.Errorf("end %v, want %v", got, want)
 	}
 }

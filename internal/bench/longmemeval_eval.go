@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 )
 
 // LMEDepth is how many hits a LongMemEval question recalls: enough turns
@@ -39,11 +40,8 @@ type LMEScore struct {
 // session date as description.
 func LMETurnRecord(s LMESession, i int) Record {
 	t := s.Turns[i]
-	// occurred_at: set it from s.Date here once records carry the time the
-	// remembered thing happened (issue #22, "Time on records and in
-	// queries").
 	return Record{Scope: "realm", Kind: "fact", Title: t.Role, Description: s.Date.Format(lmeTimeLayout), Body: t.Content,
-		Thread: &Thread{ID: s.ID, Seq: int64(i)}}
+		Thread: &Thread{ID: s.ID, Seq: int64(i)}, OccurredAt: s.Date.Format(time.RFC3339)}
 }
 
 // EvaluateLongMemEval remembers each question's haystack in its own realm
@@ -123,7 +121,7 @@ func evaluateLMEQuestion(ctx context.Context, t Target, q LongMemEval) (lmeQuest
 	if err != nil {
 		return s, err
 	}
-	ids, err := t.Recall(ctx, realm, Identity, q.Question, LMEDepth)
+	ids, err := t.Recall(ctx, realm, Identity, q.Question, LMEDepth, q.Asked)
 	if err != nil {
 		return s, fmt.Errorf("recall: %w", err)
 	}
@@ -140,7 +138,7 @@ func evaluateLMEQuestion(ctx context.Context, t Target, q LongMemEval) (lmeQuest
 	if s.hasTurns = len(evidence) > 0; s.hasTurns {
 		s.turnAt10 = share(evidence, ranked[:min(10, len(ranked))])
 	}
-	injected, nbytes, err := t.Inject(ctx, realm, Identity, "lme-"+q.ID, q.Question)
+	injected, nbytes, err := t.Inject(ctx, realm, Identity, "lme-"+q.ID, q.Question, q.Asked)
 	if err != nil {
 		return s, fmt.Errorf("inject: %w", err)
 	}

@@ -28,7 +28,7 @@ func (f *lmeFake) Remember(_ context.Context, _ string, recs []Record) ([]string
 	return ids, nil
 }
 
-func (f *lmeFake) Recall(_ context.Context, _, _, _ string, limit int) ([]string, error) {
+func (f *lmeFake) Recall(_ context.Context, _, _, _ string, limit int, _ time.Time) ([]string, error) {
 	var out []string
 	for _, b := range f.ranking[:min(limit, len(f.ranking))] {
 		out = append(out, f.byBody[b])
@@ -36,7 +36,7 @@ func (f *lmeFake) Recall(_ context.Context, _, _, _ string, limit int) ([]string
 	return out, nil
 }
 
-func (f *lmeFake) Inject(_ context.Context, _, _, _, _ string) ([]string, int, error) {
+func (f *lmeFake) Inject(_ context.Context, _, _, _, _ string, _ time.Time) ([]string, int, error) {
 	var out []string
 	for _, b := range f.injected {
 		out = append(out, f.byBody[b])

@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/memhost/memhost/internal/compaction"
@@ -255,7 +256,7 @@ func rememberMessages(ctx context.Context, t Target, realm, conv string, r Repla
 // injectedKeys injects for question in a fresh session and answers the
 // evidence keys of the injected records.
 func injectedKeys(ctx context.Context, t Target, realm, session, question string, byID map[string]string) (map[string]bool, error) {
-	ids, _, err := t.Inject(ctx, realm, Identity, session, question)
+	ids, _, err := t.Inject(ctx, realm, Identity, session, question, time.Time{})
 	if err != nil {
 		return nil, fmt.Errorf("inject: %w", err)
 	}

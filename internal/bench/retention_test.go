@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memhost/memhost/internal/compaction"
 )
@@ -33,11 +34,11 @@ func (f *fakeCompacting) Remember(_ context.Context, realm string, recs []Record
 	return ids, nil
 }
 
-func (f *fakeCompacting) Recall(context.Context, string, string, string, int) ([]string, error) {
+func (f *fakeCompacting) Recall(context.Context, string, string, string, int, time.Time) ([]string, error) {
 	return nil, nil
 }
 
-func (f *fakeCompacting) Inject(_ context.Context, realm, _, _, content string) ([]string, int, error) {
+func (f *fakeCompacting) Inject(_ context.Context, realm, _, _, content string, _ time.Time) ([]string, int, error) {
 	var ids []string
 	for id, body := range f.bodies[realm] {
 		if strings.Contains(body, content) {

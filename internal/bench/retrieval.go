@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Record is what the benchmark remembers: the HTTP API's record input.
@@ -17,6 +18,8 @@ type Record struct {
 	Body        string   `json:"body"`
 	Tags        []string `json:"tags,omitempty"`
 	Thread      *Thread  `json:"thread,omitempty"`
+	// OccurredAt is when the remembered thing happened, RFC 3339.
+	OccurredAt string `json:"occurred_at,omitempty"`
 }
 
 // Thread is a record's place in a conversation, as the HTTP API takes it.
@@ -30,10 +33,12 @@ type Target interface {
 	// Remember stores records in realm and answers their ids in order.
 	Remember(ctx context.Context, realm string, recs []Record) ([]string, error)
 	// Recall answers the ids of the top hits for identity, best first.
-	Recall(ctx context.Context, realm, identity, query string, limit int) ([]string, error)
+	// now, when not zero, is the reference time the query's time words
+	// are read against (the request time otherwise).
+	Recall(ctx context.Context, realm, identity, query string, limit int, now time.Time) ([]string, error)
 	// Inject asks for the per-turn injection of content in a session and
 	// answers the injected record ids and the bytes spent.
-	Inject(ctx context.Context, realm, identity, session, content string) ([]string, int, error)
+	Inject(ctx context.Context, realm, identity, session, content string, now time.Time) ([]string, int, error)
 }
 
 // Identity is who recalls in the benchmark; records live in realm scope.
@@ -106,7 +111,7 @@ func EvaluateLoCoMo(ctx context.Context, t Target, samples []Sample, progress fu
 			if q.Category < 1 || q.Category > 4 || len(q.Evidence) == 0 {
 				continue
 			}
-			ids, err := t.Recall(ctx, realm, Identity, q.Text, maxK)
+			ids, err := t.Recall(ctx, realm, Identity, q.Text, maxK, s.End())
 			if err != nil {
 				return nil, fmt.Errorf("sample %d question %d: recall: %w", s.Index, qi, err)
 			}
@@ -120,7 +125,7 @@ func EvaluateLoCoMo(ctx context.Context, t Target, samples []Sample, progress fu
 				turn[k] = share(q.Evidence, top)
 				session[k] = sessionShare(q.Evidence, top)
 			}
-			injected, nbytes, err := t.Inject(ctx, realm, Identity, fmt.Sprintf("q%d", qi), q.Text)
+			injected, nbytes, err := t.Inject(ctx, realm, Identity, fmt.Sprintf("q%d", qi), q.Text, s.End())
 			if err != nil {
 				return nil, fmt.Errorf("sample %d question %d: inject: %w", s.Index, qi, err)
 			}
@@ -158,8 +163,12 @@ func EvaluateLoCoMo(ctx context.Context, t Target, samples []Sample, progress fu
 // remembered as: an episodic record in the conversation's thread, so a
 // provider indexes it with its neighbouring turns.
 func TurnRecord(conv string, t Turn) Record {
-	return Record{Scope: "realm", Kind: "fact", Title: t.Speaker, Description: t.Date, Body: t.Text,
+	r := Record{Scope: "realm", Kind: "fact", Title: t.Speaker, Description: t.Date, Body: t.Text,
 		Thread: &Thread{ID: conv, Seq: int64(t.Seq)}}
+	if at, ok := locomoTime(t.Date); ok {
+		r.OccurredAt = at.Format(time.RFC3339)
+	}
+	return r
 }
 
 // rememberTurns stores the turns in batches and maps record id → dia id.
