@@ -22,9 +22,10 @@ const maxWidening = 8
 // adding one means a wire field, every provider's SQL and index code, and
 // a host-side filter anyway for a plugin built before it. Episodes are the
 // newest never-used rows after a compaction, so they fill a working set
-// first; when a full answer lost rows to the filter, the working set is
-// read once more with maxWidening times k, and assembled anew with k as
-// asked: the top k used rows, then the newest unused, at most 2k rows like
+// first. Its readers use k rows (IndexRows per scope, SelectorRows): when
+// the filter left fewer than k of an answer that may have held more, the
+// working set is read once more with maxWidening times k, and assembled
+// anew with k as asked: the top k used rows, then the newest unused, at most 2k rows like
 // any working set. That bounds the cost (two reads, the second at most
 // maxWidening times k) and so the cure: an unused record with maxWidening
 // times k unused episodes newer than it may be left out, and the set hold
@@ -39,7 +40,7 @@ func ListMemory(ctx context.Context, l sdk.ManifestLister, q sdk.ManifestQuery) 
 	kept := withoutEpisodes(rows)
 	// An answer under k rows is the whole working set: a wider read finds
 	// nothing more.
-	if q.Tier != sdk.TierWorkingSet || len(kept) == len(rows) || len(rows) < q.K || q.K >= usage.MaxWorkingSetK {
+	if q.Tier != sdk.TierWorkingSet || len(kept) >= q.K || len(rows) < q.K || q.K >= usage.MaxWorkingSetK {
 		return kept, nil
 	}
 	wide := q

@@ -131,3 +131,55 @@ func TestListMemoryReads(t *testing.T) {
 		})
 	}
 }
+
+type listerFunc func(q sdk.ManifestQuery) []sdk.ManifestRow
+
+func (f listerFunc) Manifest(_ context.Context, q sdk.ManifestQuery) ([]sdk.ManifestRow, error) {
+	return f(q), nil
+}
+
+// TestListMemoryKeepsAFullEnoughSet: a working set of 2k rows (the
+// providers' shape) that keeps k rows after the filter is not read again;
+// its readers use k.
+func TestListMemoryKeepsAFullEnoughSet(t *testing.T) {
+	var ks []int
+	l := listerFunc(func(q sdk.ManifestQuery) []sdk.ManifestRow {
+		ks = append(ks, q.K)
+		return []sdk.ManifestRow{{ID: "e1", Kind: sdk.KindEpisode}, {ID: "f1", Kind: sdk.KindFact}, {ID: "e2", Kind: sdk.KindEpisode}, {ID: "f2", Kind: sdk.KindFact}}
+	})
+	rows, err := ListMemory(context.Background(), l, sdk.ManifestQuery{Realm: "default", Tier: sdk.TierWorkingSet, K: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].ID != "f1" || rows[1].ID != "f2" || !slices.Equal(ks, []int{2}) {
+		t.Fatalf("rows %+v after reads with k %v, want f1, f2 after one read", rows, ks)
+	}
+}
+
+// TestBackgroundSweepListsNoEpisode: the full manifest a sweep pages
+// through holds no episode, though the oldest rows are episodes the
+// fixture's selector would pick.
+func TestBackgroundSweepListsNoEpisode(t *testing.T) {
+	f, ids, sel := sweepFixture(t)
+	for i := range 3 {
+		r := rec(fmt.Sprintf("user, message %d of conversation c1", i+1), "chatter")
+		r.Kind = sdk.KindEpisode
+		r.UpdatedAt = testNow.Add(-time.Duration(100+i) * time.Hour)
+		f.add(r)
+	}
+	f.turn(alice, "s", "notes")
+	f.c.sweeps.Wait()
+	if fullSweeps(f.p) != 1 {
+		t.Fatalf("%d full sweeps, want 1", fullSweeps(f.p))
+	}
+	for _, req := range sel.requests() {
+		for _, r := range req.Rows {
+			if r.Kind == sdk.KindEpisode {
+				t.Fatalf("the selector was handed an episode: %+v", r)
+			}
+		}
+	}
+	if second := f.turn(alice, "s", "notes"); !slices.Contains(second.RecordIDs, ids[3]) {
+		t.Fatalf("turn 2 injected %v, want the swept record %s", second.RecordIDs, ids[3])
+	}
+}
