@@ -105,7 +105,7 @@ func (c *Coordinator) buildSources(ctx context.Context, id sdk.Identity, p provi
 		rows = make([][]sdk.ManifestRow, len(scopes))
 		for i, s := range scopes {
 			wg.Go(func() {
-				r, err := lister.Manifest(ctx, sdk.ManifestQuery{Realm: id.Realm, Scopes: []sdk.Scope{s}, Tier: sdk.TierWorkingSet, K: c.cfg.Budgets.IndexRows})
+				r, err := ListMemory(ctx, lister, sdk.ManifestQuery{Realm: id.Realm, Scopes: []sdk.Scope{s}, Tier: sdk.TierWorkingSet, K: c.cfg.Budgets.IndexRows})
 				if err != nil {
 					fail(fmt.Errorf("manifest of %s: %w", s, err))
 					return

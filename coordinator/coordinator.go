@@ -554,7 +554,7 @@ func (c *Coordinator) selectRecords(ctx context.Context, id sdk.Identity, p prov
 	if !ok {
 		return nil, fmt.Errorf("manifest: %w", errUndeclared(sdk.CapManifest))
 	}
-	rows, err := lister.Manifest(ctx, sdk.ManifestQuery{
+	rows, err := ListMemory(ctx, lister, sdk.ManifestQuery{
 		Realm: id.Realm, Scopes: scopes, Tier: sdk.TierWorkingSet, K: c.cfg.Budgets.SelectorRows,
 	})
 	if err != nil {
@@ -562,7 +562,9 @@ func (c *Coordinator) selectRecords(ctx context.Context, id sdk.Identity, p prov
 	}
 	// The working set is ranked without the query (newest, most used): the
 	// query's own top records join it, ahead, so a flood of newer records
-	// cannot hide the one recall ranks first.
+	// cannot hide the one recall ranks first. The working set holds no
+	// episode (ListMemory); one of the hits may be, which is how a turn
+	// with a selector still brings back what a compaction absorbed.
 	hits, err := c.timedRecall(ctx, p, sdk.RecallQuery{
 		Realm: id.Realm, Query: query, Scopes: scopes, Limit: c.turnCandidates(), ExcludeIDs: suppressed,
 	})

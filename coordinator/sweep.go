@@ -84,7 +84,7 @@ func (c *Coordinator) fullSweep(ctx context.Context, key SessionKey, id sdk.Iden
 	if !ok {
 		return nil, fmt.Errorf("full manifest: %w", errUndeclared(sdk.CapManifest))
 	}
-	rows, err := lister.Manifest(ctx, sdk.ManifestQuery{Realm: id.Realm, Scopes: scopes, Tier: sdk.TierFull})
+	rows, err := ListMemory(ctx, lister, sdk.ManifestQuery{Realm: id.Realm, Scopes: scopes, Tier: sdk.TierFull})
 	if err != nil {
 		return nil, fmt.Errorf("full manifest: %w", err)
 	}

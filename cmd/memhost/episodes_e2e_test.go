@@ -113,6 +113,19 @@ func TestArchiveThroughServe(t *testing.T) {
 	if len(hits.Hits) == 0 || hits.Hits[0].Record.ID != locker.ID {
 		t.Errorf("recall right after the compaction: %+v, want the locker episode first", hits)
 	}
+	// The build's index summarises what memory holds: the preference,
+	// not 40 transcript lines; recall above still finds the episode.
+	var build struct {
+		Injection string `json:"injection"`
+	}
+	if code := m.do("POST", "/v1/builds/inject", map[string]any{"identity": map[string]string{"id": "alice"}, "query_text": "gym locker code"}, &build); code != 200 {
+		t.Fatalf("builds/inject = %d\n%s", code, m.logs())
+	}
+	index, _, _ := strings.Cut(build.Injection, "<memhost_memory_observation")
+	_, index, _ = strings.Cut(index, "Index of identity:alice:")
+	if !strings.Contains(index, kept[0]+" [preference") || strings.Contains(index, "[episode") || strings.Contains(index, "of conversation conv-1") {
+		t.Errorf("the build's index of alice lists episodes or lacks the preference:\n%s", index)
+	}
 	var turn turnAnswer
 	m.do("POST", "/v1/turns/inject", map[string]any{"identity": map[string]string{"id": "alice"}, "session": "s1", "content": "what is my gym locker code?"}, &turn)
 	if !slices.Contains(turn.RecordIDs, locker.ID) || len(turn.InjectedContext) != 1 || !strings.Contains(turn.InjectedContext[0], "4711") {

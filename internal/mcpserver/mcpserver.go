@@ -511,7 +511,9 @@ func (t tools) index(ctx context.Context, req *mcp.CallToolRequest, in IndexInpu
 	if !ok {
 		return nil, IndexOutput{}, fmt.Errorf("the provider of realm %q keeps no record manifest", id.Realm)
 	}
-	rows, err := m.Manifest(ctx, sdk.ManifestQuery{Realm: id.Realm, Scopes: scopes, Tier: sdk.TierFull})
+	// The episodes of the compaction archive are left out (ListMemory):
+	// memory_recall finds them.
+	rows, err := coordinator.ListMemory(ctx, m, sdk.ManifestQuery{Realm: id.Realm, Scopes: scopes, Tier: sdk.TierFull})
 	if err != nil {
 		return nil, IndexOutput{}, err
 	}
