@@ -127,7 +127,7 @@ func TestTypeScriptProviderServe(t *testing.T) {
 
 // TestTypeScriptProviderTampered: the trust check covers the whole tree,
 // node_modules included: a changed dependency is refused by `memhost
-// serve` with one line naming the entry script.
+// serve --require-all` with one line naming the entry script.
 func TestTypeScriptProviderTampered(t *testing.T) {
 	t.Parallel()
 	node := needNode(t)
@@ -142,7 +142,8 @@ func TestTypeScriptProviderTampered(t *testing.T) {
 	}
 	cfgPath, dataDir := writeConfigIn(t, pluginDir, typescriptConfig)
 	const refusal = "sha256 does not match manifest tree_sha256"
-	if m, err := startWithConfig(t, cfgPath, dataDir); err == nil {
+	// --require-all: without it serve starts and answers the realm 503.
+	if m, err := startWithArgs(t, cfgPath, dataDir, "--require-all"); err == nil {
 		m.stop()
 		t.Fatalf("memhost serve started with a tampered plugin:\n%s", m.logs())
 	} else if !strings.Contains(err.Error(), refusal) || !strings.Contains(err.Error(), "("+script+"): refused") {

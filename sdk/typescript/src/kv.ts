@@ -91,7 +91,9 @@ export class KVProvider implements Plugin {
     return this.lock.run(async () => {
       if (this.store) throw new Conflict("already configured");
       const store = await this.opts.open(config);
-      for (const r of await store.load()) this.apply(r);
+      // newRecord fills a field the Store's records predate (occurredMs in
+      // a file written by an older SDK) with its empty value.
+      for (const r of await store.load()) this.apply(records.newRecord(r));
       this.store = store;
     });
   }
@@ -141,6 +143,8 @@ export class KVProvider implements Plugin {
         if (q.excludeIds.includes(r.id)) continue;
         const tags = new Set(r.tags.map(fold));
         if (!want.every((t) => tags.has(t)) || [...tags].some((t) => unwanted.has(t))) continue;
+        const when = records.whenMs(r);
+        if ((q.sinceMs && when < q.sinceMs) || (q.untilMs && when >= q.untilMs)) continue;
         const score = this.ix.score(k, qt);
         if (score > 0) hits.push({ record: r, score });
       }

@@ -19,12 +19,13 @@ export const MAX_BATCH = 1000;
 export const MAX_EXPORT_PAGE = 1000;
 export const DEFAULT_RECALL_LIMIT = 10;
 
-export const RECORD_KINDS = ["preference", "fact", "gotcha", "procedure", "relationship", "open_loop", "reference"];
+export const RECORD_KINDS = ["preference", "fact", "gotcha", "procedure", "relationship", "open_loop", "reference", "episode"];
 export const TRUST_LEVELS = ["untrusted", "agent_observed", "agent_verified", "application", "operator"];
 export const STATUSES = ["active", "superseded", "quarantined", "tombstoned"];
 export const ACTIVE = "active";
 
-/** One memory. Times are Unix milliseconds; expiresMs 0 never expires. */
+/** One memory. Times are Unix milliseconds; expiresMs 0 never expires;
+ * occurredMs is when the remembered thing happened, 0 when unknown. */
 export interface Record {
   id: string;
   realm: string;
@@ -44,6 +45,7 @@ export interface Record {
   useCount: number;
   lastUsedMs: number;
   thread: { id: string; seq: number } | null;
+  occurredMs: number;
 }
 
 /** A record with every field empty but those given. */
@@ -51,7 +53,7 @@ export function newRecord(fields: Partial<Record> = {}): Record {
   return {
     id: "", realm: "", scope: "", kind: "", title: "", description: "", body: "", tags: [], trust: "", status: "",
     supersedes: "", createdMs: 0, updatedMs: 0, expiresMs: 0, contentHash: "", useCount: 0, lastUsedMs: 0, thread: null,
-    ...fields,
+    occurredMs: 0, ...fields,
   };
 }
 
@@ -61,6 +63,11 @@ export function copyRecord(r: Record): Record {
 
 export function recallable(r: Record, nowMs: number): boolean {
   return r.status === ACTIVE && (r.expiresMs === 0 || nowMs < r.expiresMs);
+}
+
+/** The time recall's since/until judge: occurredMs, else createdMs. */
+export function whenMs(r: Record): number {
+  return r.occurredMs || r.createdMs;
 }
 
 export function nowMs(): number {
@@ -147,11 +154,30 @@ export function validateRecord(r: Record): void {
     const p = tokenProblem(r.supersedes, MAX_ID_BYTES);
     if (p) throw invalid("supersedes", "id: " + p);
   }
+  checkTime("occurred_at", r.occurredMs);
   if (r.thread) {
     checkText("thread.id", r.thread.id, MAX_THREAD_ID_BYTES);
     if (!r.thread.id.trim()) throw invalid("thread.id", "is blank: a thread needs an id");
     if (r.thread.seq < 0) throw invalid("thread.seq", `is ${r.thread.seq}, want 0 or more`);
   }
+}
+
+// Unix milliseconds of 0001-01-01 and 10000-01-01 UTC: the years every store
+// and the RFC 3339 form of a time can hold (the Go SDK's CheckTime).
+const MIN_MS = -62135596800000;
+const END_MS = 253402300800000;
+
+/** Refuses a time outside the years 1-9999; 0 (unset) passes. */
+export function checkTime(field: string, ms: number): void {
+  if (ms && !(ms >= MIN_MS && ms < END_MS)) throw invalid(field, `${ms} ms is outside the years 1-9999`);
+}
+
+/** Checks a recall's since/until (0 leaves an end open), as the Go SDK's
+ * ValidateWindow does. */
+export function checkWindow(sinceMs: number, untilMs: number): void {
+  checkTime("since", sinceMs);
+  checkTime("until", untilMs);
+  if (sinceMs && untilMs && sinceMs >= untilMs) throw invalid("until", `${untilMs} ms is not after since ${sinceMs} ms`);
 }
 
 /** Checks a recall filter's tags by the rules of a record's tags, as the

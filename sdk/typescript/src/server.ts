@@ -51,6 +51,9 @@ export interface RecallQuery {
   excludeIds: string[];
   tags: string[];
   excludeTags: string[];
+  /** A hit's whenMs must lie in [sinceMs, untilMs); 0 leaves an end open. */
+  sinceMs: number;
+  untilMs: number;
 }
 
 export interface ManifestQuery {
@@ -170,7 +173,7 @@ export function recordFromWire(m: Wire): Record {
     status: m.status ?? "", supersedes: m.supersedes ?? "", createdMs: m.created_unix_ms ?? 0,
     updatedMs: m.updated_unix_ms ?? 0, expiresMs: m.expires_unix_ms ?? 0, contentHash: m.content_hash ?? "",
     useCount: m.use_count ?? 0, lastUsedMs: m.last_used_unix_ms ?? 0,
-    thread: m.thread ? { id: m.thread.id ?? "", seq: m.thread.seq ?? 0 } : null,
+    thread: m.thread ? { id: m.thread.id ?? "", seq: m.thread.seq ?? 0 } : null, occurredMs: m.occurred_unix_ms ?? 0,
   });
 }
 
@@ -179,7 +182,7 @@ export function recordToWire(r: Record): Wire {
     id: r.id, realm: r.realm, scope: r.scope, kind: r.kind, title: r.title, description: r.description, body: r.body,
     tags: r.tags, trust: r.trust, status: r.status, supersedes: r.supersedes, created_unix_ms: r.createdMs,
     updated_unix_ms: r.updatedMs, expires_unix_ms: r.expiresMs, content_hash: r.contentHash, use_count: r.useCount,
-    last_used_unix_ms: r.lastUsedMs, thread: r.thread,
+    last_used_unix_ms: r.lastUsedMs, thread: r.thread, occurred_unix_ms: r.occurredMs,
   };
 }
 
@@ -242,9 +245,10 @@ class Services {
     records.checkIds("exclude_ids", req.exclude_ids);
     records.checkTagFilter("tags", req.tags);
     records.checkTagFilter("exclude_tags", req.exclude_tags);
+    records.checkWindow(req.since_unix_ms, req.until_unix_ms);
     const hits = await this.call<Hit[]>("recall", {
       realm: req.realm, query: req.query, scopes: [...req.scopes], limit, excludeIds: [...req.exclude_ids],
-      tags: [...req.tags], excludeTags: [...req.exclude_tags],
+      tags: [...req.tags], excludeTags: [...req.exclude_tags], sinceMs: req.since_unix_ms, untilMs: req.until_unix_ms,
     } satisfies RecallQuery);
     return { hits: hits.map((h) => ({ record: recordToWire(h.record), score: h.score })) };
   }

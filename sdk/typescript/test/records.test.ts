@@ -41,6 +41,8 @@ test("validateRecord refuses each bad field under its path and code", async (t) 
     ["a bad supersedes", rec({ supersedes: "../x" }), "supersedes", "invalid_argument"],
     ["a blank thread id", rec({ thread: { id: " ", seq: 0 } }), "thread.id", "invalid_argument"],
     ["a negative seq", rec({ thread: { id: "t", seq: -1 } }), "thread.seq", "invalid_argument"],
+    ["an occurred_at in the year 10000", rec({ occurredMs: Date.UTC(10000, 0, 1) }), "occurred_at", "invalid_argument"],
+    ["an occurred_at before the year 1", rec({ occurredMs: -62135596800001 }), "occurred_at", "invalid_argument"],
   ];
   for (const [name, r, field, code] of cases) {
     await t.test(name, () => {
@@ -56,6 +58,26 @@ test("the limits are inclusive", () => {
     title: "x".repeat(200), description: "d".repeat(400), body: "b".repeat(64 << 10),
     tags: Array.from({ length: 32 }, (_, i) => `t${i}`), id: "a".repeat(128),
   }));
+  // The first and last millisecond of the years 1-9999 (the Go SDK's CheckTime).
+  for (const occurredMs of [Date.UTC(10000, 0, 1) - 1, -62135596800000]) records.validateRecord(rec({ occurredMs }));
+});
+
+test("every kind the Go SDK knows is accepted, episode included", () => {
+  for (const kind of ["preference", "fact", "gotcha", "procedure", "relationship", "open_loop", "reference", "episode"]) {
+    records.validateRecord(rec({ kind }));
+  }
+});
+
+test("checkWindow refuses a window that holds no instant, or an end outside the years 1-9999", () => {
+  const jun = Date.UTC(2020, 5, 1);
+  for (const [since, until] of [[0, 0], [jun, 0], [0, jun], [jun, jun + 1]]) records.checkWindow(since!, until!);
+  const cases: [number, number, string][] = [
+    [jun, jun, "until"], [jun, jun - 1, "until"], [Date.UTC(10000, 0, 1), 0, "since"], [0, -62135596800001, "until"],
+  ];
+  for (const [since, until, field] of cases) {
+    const e = refusal(() => records.checkWindow(since, until));
+    assert.deepEqual([e.field, e.code], [field, "invalid_argument"], `since ${since} until ${until}`);
+  }
 });
 
 test("batch checks name the element", () => {

@@ -1,0 +1,57 @@
+// KVProvider in process: recall's since/until window and records a Store
+// loads from before a field existed.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { KVProvider } from "../src/kv.js";
+import { newRecord } from "../src/records.js";
+import type { Record } from "../src/records.js";
+import type { RecallQuery } from "../src/server.js";
+
+async function provider(stored: Record[] = []): Promise<KVProvider> {
+  const p = new KVProvider({ name: "kv", version: "0.1.0", open: () => ({ load: () => stored, put() {}, delete() {} }) });
+  await p.configure({}, { version: "", protocols: [1], capabilities: [] });
+  return p;
+}
+
+const query = (fields: Partial<RecallQuery>): RecallQuery => ({
+  realm: "acme", query: "lunch", scopes: [], limit: 10, excludeIds: [], tags: [], excludeTags: [], sinceMs: 0, untilMs: 0,
+  ...fields,
+});
+
+test("recall keeps the records whose occurredMs, else createdMs, lies in [sinceMs, untilMs), before its limit", async () => {
+  const p = await provider();
+  const jun = Date.UTC(2020, 5, 1);
+  const sep = Date.UTC(2020, 8, 1);
+  const note = (title: string, occurredMs: number) =>
+    newRecord({ scope: "realm", kind: "fact", title, body: "lunch", occurredMs });
+  // "lunch lunch" outscores the rest, so a limit applied before the window
+  // would answer it and nothing else.
+  const [junId, sepId, nowId, loudId] = await p.remember("acme", [
+    note("june", jun), note("september", sep), note("stored now", 0),
+    newRecord({ scope: "realm", kind: "fact", title: "lunch lunch", body: "lunch", occurredMs: Date.UTC(2019, 0, 1) }),
+  ]);
+  const ids = async (q: Partial<RecallQuery>) => (await p.recall(query(q))).map((h) => h.record.id).sort();
+  const cases: [string, Partial<RecallQuery>, string[]][] = [
+    ["no window", {}, [junId!, sepId!, nowId!, loudId!]],
+    ["since June until September: since inclusive, until exclusive", { sinceMs: jun, untilMs: sep }, [junId!]],
+    ["since one millisecond after June", { sinceMs: jun + 1, untilMs: sep + 1 }, [sepId!]],
+    ["since 2021: createdMs when occurredMs is unset", { sinceMs: Date.UTC(2021, 0, 1) }, [nowId!]],
+  ];
+  for (const [name, q, want] of cases) assert.deepEqual(await ids(q), [...want].sort(), name);
+  const top = await p.recall(query({ sinceMs: jun, limit: 1 }));
+  assert.equal(top.length, 1, "the limit was applied before the window");
+  assert.ok([junId, sepId, nowId].includes(top[0]!.record.id), top[0]!.record.title);
+});
+
+test("a record loaded without occurredMs (stored by an older SDK) reads 0 and is judged by createdMs", async () => {
+  const old = newRecord({
+    id: "r1", realm: "acme", scope: "realm", kind: "fact", title: "lunch", body: "b", trust: "operator", status: "active",
+    createdMs: Date.UTC(2020, 0, 1), updatedMs: Date.UTC(2020, 0, 1),
+  });
+  delete (old as Partial<Record>).occurredMs;
+  const p = await provider([old]);
+  assert.equal((await p.get("acme", ["r1"]))[0]!.occurredMs, 0);
+  assert.equal((await p.recall(query({ untilMs: Date.UTC(2020, 0, 1) }))).length, 0);
+  assert.equal((await p.recall(query({ sinceMs: Date.UTC(2020, 0, 1) }))).length, 1);
+});
