@@ -94,15 +94,7 @@ func EvaluateLongMemEval(ctx context.Context, t Target, questions []LongMemEval,
 		}
 		out = append(out, *a)
 	}
-	slices.SortFunc(out, func(a, b LMEScore) int {
-		if (a.Type == "all") != (b.Type == "all") {
-			if a.Type == "all" {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.Type, b.Type)
-	})
+	slices.SortFunc(out, func(a, b LMEScore) int { return allFirst(a.Type, b.Type) })
 	return out, nil
 }
 

@@ -204,13 +204,7 @@ func EvaluateRetention(ctx context.Context, t CompactTarget, replays []Replay, o
 		if c := strings.Compare(a.Bench, b.Bench); c != 0 {
 			return c
 		}
-		if (a.Type == "all") != (b.Type == "all") {
-			if a.Type == "all" {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.Type, b.Type)
+		return allFirst(a.Type, b.Type)
 	})
 	return out, nil
 }

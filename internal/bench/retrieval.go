@@ -199,6 +199,18 @@ func rememberTurns(ctx context.Context, t Target, realm, conv string, turns []Tu
 	return byID, nil
 }
 
+// allFirst orders table rows by category or question type, the "all" row
+// first.
+func allFirst(a, b string) int {
+	if (a == "all") != (b == "all") {
+		if a == "all" {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a, b)
+}
+
 // share is the fraction of want found in got.
 func share(want, got []string) float64 {
 	n := 0
@@ -242,15 +254,7 @@ func WriteRetrievalTable(w io.Writer, results map[string][]Retrieval, categories
 	slices.Sort(providers)
 	for _, p := range providers {
 		rows := slices.Clone(results[p])
-		slices.SortStableFunc(rows, func(a, b Retrieval) int {
-			if a.Category == "all" && b.Category != "all" {
-				return -1
-			}
-			if b.Category == "all" && a.Category != "all" {
-				return 1
-			}
-			return strings.Compare(a.Category, b.Category)
-		})
+		slices.SortStableFunc(rows, func(a, b Retrieval) int { return allFirst(a.Category, b.Category) })
 		for _, r := range rows {
 			if !categories && r.Category != "all" {
 				continue
