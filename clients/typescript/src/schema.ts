@@ -332,6 +332,9 @@ export interface paths {
          *     advances only when the compactor succeeds; a failure changes nothing. With a `session`,
          *     a compaction that absorbed messages also resets that session (as
          *     `POST /v1/sessions/{key}/compacted`). State is per realm and survives a restart.
+         *     A conversation belongs to the identity that first compacted it: any caller but an
+         *     application token bound to no identity gets 404 `not_found` for another identity's (or
+         *     one stored before owners were recorded), as if it were absent.
          */
         post: operations["compactConversation"];
         delete?: never;
@@ -350,7 +353,14 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Forget a conversation's summary and watermark */
+        /**
+         * Forget a conversation's summary and watermark
+         * @description A conversation belongs to the identity that first compacted it. An application token
+         *     (bound to no identity) forgets any conversation of its realm; any other caller names the
+         *     identity it acts as (`identity`, or its token's one identity) and forgets only that
+         *     identity's conversations: another identity's, or one stored before owners were recorded,
+         *     is left as it is and answered 204 as if absent.
+         */
         delete: operations["forgetConversation"];
         options?: never;
         head?: never;
@@ -575,7 +585,7 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Some plugin is down or a check failed: {"status":"not ready"}, plus "plugins" and "checks" ([{"name","error"}], e.g. the session store's missing table) for a valid token or when no tokens are configured. */
+                /** @description Some plugin is down (one that cannot start stays listed, in state backoff with its last_error) or a check failed: {"status":"not ready"}, plus "plugins" and "checks" ([{"name","error"}], e.g. the session store's missing table) for a valid token or when no tokens are configured. */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -815,7 +825,8 @@ export interface components {
         /**
          * @description 400 invalid_argument, 401 unauthenticated, 403 permission_denied, 404 not_found,
          *     405 method_not_allowed, 409 conflict, 413 too_large,
-         *     429 too_many_proposals (an agent token's pending proposals in the realm are at the bound; see Retry-After), 501 unsupported, 503 unavailable, 504 deadline_exceeded,
+         *     429 too_many_proposals (an agent token's pending proposals in the realm are at the bound; see Retry-After), 501 unsupported, 503 unavailable,
+         *     503 provider_unavailable (the realm's provider instance is not serving: it could not start or is restarting; /readyz says why; other realms serve), 504 deadline_exceeded,
          *     507 storage_full (the store's disk or quota is full; reads keep working; retry once space is freed),
          *     507 read_only (the store's data directory is read-only; reads keep working), 500 internal.
          *     A 503 carries Retry-After (seconds): the cause (a plugin restarting, PostgreSQL down or
@@ -1496,6 +1507,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description `not_found`: the conversation is another identity's (its watermark is not told). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description `history_mismatch`: the evicted list is shorter than the watermark, or its absorbed prefix differs. */
             409: {
                 headers: {
@@ -1541,7 +1561,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Forgotten (also when there was nothing). */
+            /** @description Forgotten (also when there was nothing, or when it is another identity's). */
             204: {
                 headers: {
                     [name: string]: unknown;
@@ -1741,8 +1761,11 @@ export interface operations {
                             protocol?: number[];
                             capabilities?: string[];
                             healthy?: boolean;
-                            /** @enum {string} */
-                            state?: "ready" | "restarting" | "backoff" | "stopped";
+                            /**
+                             * @description backoff: unavailable (last_error says why) until next_attempt; the same states for a started, reattached or remote plugin
+                             * @enum {string}
+                             */
+                            state?: "starting" | "ready" | "restarting" | "backoff" | "stopped";
                             restarts?: number;
                             /** @description Failed start attempts since the last good one. */
                             start_failures?: number;
@@ -1754,6 +1777,8 @@ export interface operations {
                             /** @description While backing off, the wait before next_attempt. */
                             backoff_ms?: number;
                             pid?: number;
+                            /** @description a remote plugin's address (the host does not start it) */
+                            address?: string;
                             last_error?: string;
                             /** @description the latest warning and error lines the instance logged (a broken file a provider skipped, say), oldest first */
                             warnings?: string[];
