@@ -34,7 +34,7 @@ func TestBenchQuick(t *testing.T) {
 		t.Fatalf("bench --quick: %v\n%s", err, out)
 	}
 	assertNoBenchData(t, tmp)
-	checkRetentionRows(t, out, statErr == nil)
+	checkRetentionRows(t, out, statErr == nil, lmeErr == nil)
 	for _, p := range []string{"sqlite", "bleve", "markdown"} {
 		for _, row := range []string{"| recall | plugin | 1 |", "| recall | http | 8 |", "| inject | http | 1 |"} {
 			if !strings.Contains(out, "| "+p+" | 1000 "+row) {

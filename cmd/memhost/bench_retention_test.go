@@ -1,18 +1,17 @@
 package main
 
 import (
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 )
 
-// TestBenchRetentionFlags: the LongMemEval file (retrieval and retention)
-// is looked for in the working directory, and --retention-llm takes BASE_URL,MODEL[,KEY_ENV].
+// TestBenchRetentionFlags: one LongMemEval file serves retrieval and
+// retention, and --retention-llm takes BASE_URL,MODEL[,KEY_ENV].
 func TestBenchRetentionFlags(t *testing.T) {
 	f := benchCommand().Flags().Lookup("longmemeval")
-	if f == nil || filepath.Base(f.DefValue) != f.DefValue || !strings.Contains(f.Usage, "LongMemEval") {
+	if f == nil || !strings.HasSuffix(f.DefValue, "longmemeval_s_dev.jsonl.gz") || !strings.Contains(f.Usage, "LongMemEval") {
 		t.Fatalf("--longmemeval: %+v", f)
 	}
 	for _, c := range []struct {
@@ -50,12 +49,14 @@ var retentionRowRE = regexp.MustCompile(`(?m)^\| template \| (LoCoMo|LongMemEval
 // a LongMemEval row (2 replays) and, with the LoCoMo file, a LoCoMo row,
 // each with a share of evidence reaching the model after compaction well
 // above nothing.
-func checkRetentionRows(t *testing.T, out string, withLoCoMo bool) {
+func checkRetentionRows(t *testing.T, out string, withLoCoMo, withLongMemEval bool) {
 	t.Helper()
 	rows := retentionRowRE.FindAllStringSubmatch(out, -1)
-	want := 1
-	if withLoCoMo {
-		want = 2
+	want := 0
+	for _, present := range []bool{withLoCoMo, withLongMemEval} {
+		if present {
+			want++
+		}
 	}
 	if len(rows) != want {
 		t.Fatalf("want %d retention rows, got %d:\n%s", want, len(rows), out)
