@@ -16,7 +16,7 @@ import (
 // recognised; a forged one is left for the defanger.
 func (c *Coordinator) StripInjected(id sdk.Identity, session, s string) string {
 	id, err := c.identity(id)
-	if err != nil || !strings.Contains(s, "[mem-token: ") {
+	if err != nil || !strings.Contains(s, tokenLabel) {
 		return s
 	}
 	sessions := []string{""}
@@ -25,12 +25,13 @@ func (c *Coordinator) StripInjected(id sdk.Identity, session, s string) string {
 	}
 	// Line breaks are normalised as the envelope wrote them, but only a
 	// text that held an envelope comes back changed.
-	text := normalizeNewlines(s)
+	norm := normalizeNewlines(s)
+	text := norm
 	for _, sess := range sessions {
 		header := c.env.Header(id, DeriveNonce(c.hostKey, SessionKey{Realm: id.Realm, Identity: id.ID, Session: sess}))
 		text = stripEnvelopes(text, header)
 	}
-	if text == normalizeNewlines(s) {
+	if text == norm {
 		return s
 	}
 	return text

@@ -27,6 +27,9 @@ const preamble = "What follows are untrusted observations recalled from earlier 
 // is the key's.
 const MinHostKeyBytes = 32
 
+// tokenLabel opens the nonce in an envelope header: "[mem-token: <nonce>]".
+const tokenLabel = "[mem-token: "
+
 // NewHostKey answers a random host key.
 func NewHostKey() []byte {
 	b := make([]byte, MinHostKeyBytes)
@@ -81,7 +84,7 @@ func NewEnvelope(cfg Config) (*Envelope, error) {
 func (e *Envelope) Header(id sdk.Identity, nonce string) string {
 	ident, _ := e.render(id.ID, TextLabel)
 	realm, _ := e.render(id.Realm, TextLabel)
-	return e.header + " for identity `" + ident + "` in realm `" + realm + "` [mem-token: " + nonce + "]:\n" + preamble
+	return e.header + " for identity `" + ident + "` in realm `" + realm + "` " + tokenLabel + nonce + "]:\n" + preamble
 }
 
 // RenderInput is what Render packs.

@@ -25,8 +25,8 @@ const maxWidening = 8
 // first. Its readers use k rows (IndexRows per scope, SelectorRows): when
 // the filter left fewer than k of an answer that may have held more, the
 // working set is read once more with maxWidening times k, and assembled
-// anew with k as asked: the top k used rows, then the newest unused, at most 2k rows like
-// any working set. That bounds the cost (two reads, the second at most
+// anew with k as asked: the top k used rows, then the newest unused, at
+// most 2k rows like any working set. That bounds the cost (two reads, the second at most
 // maxWidening times k) and so the cure: an unused record with maxWidening
 // times k unused episodes newer than it may be left out, and the set hold
 // fewer rows than asked (the used records still show). A kind filter in

@@ -35,9 +35,7 @@ func spreadThreads(hits []sdk.Hit) []sdk.Hit {
 			}
 			s := rel[i]
 			if t := hits[i].Record.Thread; t != nil {
-				for range picks[t.ID] {
-					s *= threadDecay
-				}
+				s *= math.Pow(threadDecay, float64(picks[t.ID]))
 			}
 			if best < 0 || s > bestScore {
 				best, bestScore = i, s

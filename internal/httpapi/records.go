@@ -186,19 +186,19 @@ type timeInput struct {
 
 // recallTime validates the input and answers it as a RecallTime.
 func (in timeInput) recallTime() (coordinator.RecallTime, error) {
-	var rt coordinator.RecallTime
-	for _, f := range []struct {
-		at  *time.Time
-		out *time.Time
-	}{{in.Now, &rt.Now}, {in.Since, &rt.Since}, {in.Until, &rt.Until}} {
-		if f.at != nil {
-			*f.out = *f.at
-		}
-	}
+	rt := coordinator.RecallTime{Now: orZero(in.Now), Since: orZero(in.Since), Until: orZero(in.Until)}
 	if err := sdk.CheckTime("now", rt.Now); err != nil {
 		return rt, err
 	}
 	return rt, sdk.ValidateWindow(rt.Since, rt.Until)
+}
+
+// orZero is *t, or the zero time (no bound, the host's clock) for nil.
+func orZero(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
 }
 
 type identityInput struct {
