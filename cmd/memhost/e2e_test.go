@@ -254,9 +254,10 @@ func remember(t testing.TB, m *instance, records ...map[string]any) []string {
 	t.Helper()
 	var out struct {
 		IDs []string `json:"ids"`
+		apiError
 	}
 	if code := m.do("POST", "/v1/records", map[string]any{"records": records}, &out); code != 200 || len(out.IDs) != len(records) {
-		t.Fatalf("POST /v1/records = %d %v\n%s", code, out, m.logs())
+		t.Fatalf("POST /v1/records = %d ids %v error %+v\n%s", code, out.IDs, out.Error, m.logs())
 	}
 	return out.IDs
 }

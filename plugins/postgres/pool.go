@@ -2,7 +2,10 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -40,12 +43,40 @@ func newPGDB(pool *pgxpool.Pool, set settings) *pgdb {
 }
 
 // BeginTx begins a transaction, with the session settings under
-// transaction pooling.
+// transaction pooling. A BEGIN that fails on a connection the server
+// closed while it sat in the pool is begun again on another: nothing
+// happened yet, and after a server restart or failover every pooled
+// connection is dead (the pool pings only those idle over a second).
 func (d *pgdb) BeginTx(ctx context.Context, o pgx.TxOptions) (pgx.Tx, error) {
 	if d.setLocal != "" {
 		o.BeginQuery = beginSQL(o) + d.setLocal
 	}
-	return d.Pool.BeginTx(ctx, o)
+	for attempt := 1; ; attempt++ {
+		tx, err := d.Pool.BeginTx(ctx, o)
+		if err == nil || attempt == maxStaleAttempts || !staleConnection(ctx, err) {
+			return tx, err
+		}
+	}
+}
+
+// maxStaleAttempts bounds the attempts of one call on pooled connections
+// found dead.
+const maxStaleAttempts = 3
+
+// staleConnection tells whether err is a pooled connection's failure
+// rather than the server's answer or a refusal to connect (which the
+// refusal pause governs), with the caller still waiting.
+func staleConnection(ctx context.Context, err error) bool {
+	var ce *pgconn.ConnectError
+	var pe *pgconn.PgError
+	if ctx.Err() != nil || errors.As(err, &ce) {
+		return false
+	}
+	if errors.As(err, &pe) {
+		return pe.Code == codeAdminShutdown || pe.Code == codeCrashShutdown // its backend was terminated
+	}
+	var ne net.Error
+	return pgconn.SafeToRetry(err) || errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // Begin begins a read-committed read-write transaction.
@@ -53,11 +84,19 @@ func (d *pgdb) Begin(ctx context.Context) (pgx.Tx, error) { return d.BeginTx(ctx
 
 // run runs fn on the pool itself, or under transaction pooling in a
 // transaction of mode o (so the settings hold).
+// On the pool itself a read runs again when its connection was found
+// dead, and a write when its statement never reached the server.
 func (d *pgdb) run(ctx context.Context, o pgx.TxOptions, fn func(q dbtx) error) error {
-	if d.setLocal == "" {
-		return fn(d.Pool)
+	if d.setLocal != "" {
+		return pgx.BeginTxFunc(ctx, d, o, func(tx pgx.Tx) error { return fn(tx) })
 	}
-	return pgx.BeginTxFunc(ctx, d, o, func(tx pgx.Tx) error { return fn(tx) })
+	for attempt := 1; ; attempt++ {
+		err := fn(d.Pool)
+		again := o.AccessMode == pgx.ReadOnly && staleConnection(ctx, err) || pgconn.SafeToRetry(err) && ctx.Err() == nil
+		if err == nil || attempt == maxStaleAttempts || !again {
+			return err
+		}
+	}
 }
 
 var readOnly = pgx.TxOptions{AccessMode: pgx.ReadOnly}

@@ -718,3 +718,60 @@ func TestServerOutage(t *testing.T) {
 		t.Errorf("Recall after the outage = %d hits, %v; want 3", len(hits), err)
 	}
 }
+
+// TestDeadPooledConnectionIsReplaced: after a restart or failover every
+// pooled connection is dead, and one used less than a second ago is not
+// pinged before reuse. A transaction and a read on it must go through on
+// a fresh connection, not fail the call.
+func TestDeadPooledConnectionIsReplaced(t *testing.T) {
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(testDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const app = "memhost_dead_conn_test"
+	cfg.ConnConfig.RuntimeParams["application_name"] = app
+	cfg.MaxConns = 1                                                                       // the dead connection is the one reused
+	cfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false } // as for one idle under a second
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	db := newPGDB(pool, settings{})
+	admin := rawPool(t, "public")
+	for _, tc := range []struct {
+		name string
+		call func() error
+	}{
+		{"transaction", func() error {
+			return inTx(ctx, db, func(tx pgx.Tx) error { _, err := tx.Exec(ctx, "SELECT 1"); return err })
+		}},
+		{"read on the pool", func() error {
+			return db.run(ctx, readOnly, func(q dbtx) error { var n int; return q.QueryRow(ctx, "SELECT 1").Scan(&n) })
+		}},
+	} {
+		if err := tc.call(); err != nil {
+			t.Fatalf("%s before: %v", tc.name, err)
+		}
+		if _, err := admin.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", app); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			var n int
+			if err := admin.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", app).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d backends still there", n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err := tc.call(); err != nil {
+			t.Errorf("%s on a connection the server closed: %v, want it run on a new one", tc.name, err)
+		}
+	}
+}
