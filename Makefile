@@ -52,9 +52,17 @@ run: build
 # gets RACE_TIMEOUT.
 TEST_TIMEOUT ?= 40m
 RACE_TIMEOUT ?= 20m
-test: build vet deps test-python test-typescript
-	go test -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+# The Go packages, the Python and TypeScript SDKs' suites and the clients'
+# run side by side once everything they share is built: the Go end-to-end
+# tests spend most of their time waiting on processes, which leaves the
+# cores to the others. Each suite's output appears whole when it ends.
+test: build vet deps typescript-tree clients-deps
+	@echo "running the Go, Python SDK, TypeScript SDK and client suites side by side"
+	+@$(MAKE) --no-print-directory -j4 -Otarget test-go test-python typescript-run clients-run
 	go test -race -count=1 -timeout $(RACE_TIMEOUT) $(RACE_PKGS)
+
+test-go:
+	$(TYPESCRIPT_TREE_ENV) go test -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
 
 vet:
 	go vet $(PKGS)
@@ -65,15 +73,18 @@ vet:
 # node 20+ with npm fails here. The Node dev tools (pyright for the Python
 # client's type hints, tsc and openapi-typescript) come from lockfiles.
 CLIENTS_TIMEOUT ?= 600
-.PHONY: clients-test
-test: clients-test
-clients-test: build
+.PHONY: clients-test clients-deps clients-run test-go typescript-deps typescript-run typescript-tree
+clients-test: build clients-deps
+	@$(MAKE) --no-print-directory clients-run
+clients-deps:
 	@python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { echo "clients-test needs python3 3.11 or later"; exit 1; }
 	@command -v node >/dev/null && command -v npm >/dev/null || { echo "clients-test needs node 20+ and npm (apt-get install nodejs npm)"; exit 1; }
 	@node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' || { echo "clients-test needs node 20 or later, found $$(node --version)"; exit 1; }
-	cd clients/python && timeout $(CLIENTS_TIMEOUT) npm ci --no-audit --no-fund --prefer-offline && npx --no-install pyright
-	timeout $(CLIENTS_TIMEOUT) python3 clients/testserver.py -- python3 -m unittest discover -s clients/python/tests -t clients/python/tests
+	cd clients/python && timeout $(CLIENTS_TIMEOUT) npm ci --no-audit --no-fund --prefer-offline
 	cd clients/typescript && timeout $(CLIENTS_TIMEOUT) npm ci --no-audit --no-fund --prefer-offline
+clients-run:
+	cd clients/python && npx --no-install pyright
+	timeout $(CLIENTS_TIMEOUT) python3 clients/testserver.py -- python3 -m unittest discover -s clients/python/tests -t clients/python/tests
 	timeout $(CLIENTS_TIMEOUT) python3 clients/testserver.py -- npm --prefix clients/typescript test
 
 # An example plugin module builds from the SDK module alone: none of the
@@ -143,10 +154,23 @@ example-python: $(BIN)/memhost
 # serve in cmd/memhost's TestTypeScript* (part of `go test`), which use
 # the build this leaves in sdk/typescript/dist.
 NODE_TIMEOUT ?= 600
-test-typescript:
+test-typescript: typescript-deps
+	@$(MAKE) --no-print-directory typescript-run
+typescript-deps:
 	@command -v node >/dev/null && command -v npm >/dev/null || { echo "test-typescript needs node 20+ and npm (apt-get install nodejs npm)"; exit 1; }
 	@node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' || { echo "test-typescript needs node 20 or later, found $$(node --version)"; exit 1; }
-	cd sdk/typescript && timeout $(NODE_TIMEOUT) npm ci --no-audit --no-fund --prefer-offline && timeout $(NODE_TIMEOUT) npm test
+	cd sdk/typescript && timeout $(NODE_TIMEOUT) npm ci --no-audit --no-fund --prefer-offline
+typescript-run:
+	cd sdk/typescript && timeout $(NODE_TIMEOUT) npm test
+
+# The example's script tree for cmd/memhost's TestTypeScript*, laid out
+# before the suites run side by side: the SDK's own tests rebuild dist
+# meanwhile, and the Go tests must not (they build it themselves when run
+# alone, without TYPESCRIPT_TREE_ENV).
+TYPESCRIPT_TREE := $(CURDIR)/sdk/typescript/dist/tree/jsonlts
+TYPESCRIPT_TREE_ENV := MEMHOST_TEST_TYPESCRIPT_TREE=$(TYPESCRIPT_TREE)
+typescript-tree: typescript-deps
+	cd sdk/typescript && timeout $(NODE_TIMEOUT) npm run build && rm -rf dist/tree && node scripts/plugin-tree.mjs $(TYPESCRIPT_TREE) dist/examples/jsonl.js dist/src dist/plugin.proto
 
 # The example TypeScript provider as a script tree in the plugin directory,
 # with its manifest pinning node (docs/plugin-authoring.md, "Writing a

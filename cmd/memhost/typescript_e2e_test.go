@@ -34,6 +34,9 @@ func needNode(t *testing.T) string {
 	return node
 }
 
+// typescriptTreeEnv names a tree of the example already built.
+const typescriptTreeEnv = "MEMHOST_TEST_TYPESCRIPT_TREE"
+
 var tsTree struct {
 	once sync.Once
 	dir  string
@@ -43,9 +46,17 @@ var tsTree struct {
 // builtTypeScriptTree builds the TypeScript SDK and its example once per
 // test binary (npm ci when node_modules is missing, then tsc) and lays the
 // example out as a script tree with the SDK's memhost-plugin-tree, under
-// the SDK's gitignored dist/.
+// the SDK's gitignored dist/. `make test` builds the tree before its
+// suites run side by side (the SDK's own tests rebuild dist meanwhile)
+// and names it in typescriptTreeEnv.
 func builtTypeScriptTree(t *testing.T) string {
 	t.Helper()
+	if dir := os.Getenv(typescriptTreeEnv); dir != "" {
+		if _, err := os.Stat(filepath.Join(dir, "main.mjs")); err != nil {
+			t.Fatalf("%s names no built tree: %v", typescriptTreeEnv, err)
+		}
+		return dir
+	}
 	tsTree.once.Do(func() {
 		sdk := filepath.Join(testbin.ModuleRoot(t), "sdk", "typescript")
 		run := func(name string, args ...string) {
