@@ -81,13 +81,37 @@ func writeConfigIn(t testing.TB, pluginDir, body string) (path, dataDir string) 
 	t.Helper()
 	dir := t.TempDir()
 	dataDir = filepath.Join(dir, "data")
-	cfg := fmt.Sprintf("listen = \"127.0.0.1:0\"\nplugin_dir = %q\ndata_dir = %q\n%s", pluginDir, dataDir, body)
+	cfg := fmt.Sprintf("listen = \"127.0.0.1:0\"\nplugin_dir = %q\ndata_dir = %q\n%s", pluginDir, dataDir, withTestRecallTimeout(body))
 	path = filepath.Join(dir, "memhost.hcl")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path, dataDir
 }
+
+// testRecallTimeout replaces the 500 ms production recall deadline in
+// every test config that does not set its own: on a machine kept busy
+// (make test's suites side by side, other work) a recall can take longer,
+// and a test not about deadlines must not turn on the machine's load.
+const testRecallTimeout = "recall_timeout_ms = 20000"
+
+func withTestRecallTimeout(body string) string {
+	switch {
+	case strings.Contains(body, "recall_timeout_ms"):
+		return body
+	case strings.Contains(body, "coordinator {\n"):
+		// Last in the block: the lines a test reads errors at stay put.
+		start := strings.Index(body, "coordinator {\n")
+		end := start + strings.Index(body[start:], "\n}")
+		return body[:end] + "\n  " + testRecallTimeout + body[end:]
+	case oneLineCoordinator.MatchString(body):
+		return oneLineCoordinator.ReplaceAllString(body, "coordinator {\n  "+testRecallTimeout+"\n  $1\n}")
+	default:
+		return body + "\ncoordinator {\n  " + testRecallTimeout + "\n}\n"
+	}
+}
+
+var oneLineCoordinator = regexp.MustCompile(`coordinator \{ ([^\n{}]*) \}`)
 
 func tryStartMemhost(t *testing.T, body string, env ...string) (*instance, error) {
 	t.Helper()

@@ -106,6 +106,9 @@ supervisor {
   health_timeout_ms  = 5000
   kill_grace_ms      = 1000
 }
+coordinator {
+  recall_timeout_ms = 500
+}
 `
 
 // TestStoppedPluginIsKilledWhileOtherRealmsServe stops (SIGSTOP) the
