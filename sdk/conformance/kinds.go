@@ -131,19 +131,28 @@ func runKind(t *testing.T, target Target, kind sdk.PluginKind, bind func(string,
 					t.Skip(reason)
 				}
 			}
-			timeout := target.CheckTimeout
-			if timeout <= 0 {
-				timeout = 2 * time.Minute
-			}
-			ctx, cancel := context.WithTimeout(t.Context(), timeout)
-			defer cancel()
-			e := &kindEnv{s: ks, dir: t.TempDir()}
-			err := c.run(ctx, e)
-			if err = errors.Join(err, e.close()); err != nil {
-				t.Errorf("%s: %v", s.name, err)
+			if err := ks.run(t.Context(), c, t.TempDir()); err != nil {
+				t.Error(err)
 			}
 		})
 	}
+}
+
+// run runs one check against a fresh plugin on dir, within the target's
+// check timeout.
+func (s *kindSuite) run(ctx context.Context, c kindCheck, dir string) error {
+	timeout := s.target.CheckTimeout
+	if timeout <= 0 {
+		timeout = 2 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	e := &kindEnv{s: s, dir: dir}
+	err := c.run(ctx, e)
+	if err = errors.Join(err, e.close()); err != nil {
+		return fmt.Errorf("%s: %v", s.name, err)
+	}
+	return nil
 }
 
 // RunSelector runs the selector suite: Info and manifest, configuration,
