@@ -252,7 +252,7 @@ func checkEmbedDeterminism(ctx context.Context, e *kindEnv) error {
 	req := sdk.EmbedRequest{Purpose: sdk.EmbedDocument, Texts: batch}
 	first, err := emb.Embed(ctx, req)
 	if err != nil {
-		return fmt.Errorf("Embed: %w", err)
+		return fmt.Errorf("embedding: %w", err)
 	}
 	var p problems
 	compare := func(what string, got [][]float32) {
@@ -308,7 +308,7 @@ func embedsAfter(ctx context.Context, emb sdk.Embedder, info sdk.EmbedderInfo, w
 	texts := embedTexts[:1]
 	vecs, err := emb.Embed(ctx, sdk.EmbedRequest{Purpose: sdk.EmbedQuery, Texts: texts})
 	if err != nil {
-		return fmt.Errorf("Embed after %s: %v", what, err)
+		return fmt.Errorf("embedding after %s: %v", what, err)
 	}
 	return checkVectors("Embed after "+what, info, texts, vecs)
 }
@@ -369,7 +369,7 @@ func checkEmbedConcurrency(ctx context.Context, e *kindEnv) error {
 	for i, text := range embedTexts {
 		v, err := emb.Embed(ctx, sdk.EmbedRequest{Purpose: sdk.EmbedDocument, Texts: []string{text}})
 		if err != nil {
-			return fmt.Errorf("Embed: %w", err)
+			return fmt.Errorf("embedding one text: %w", err)
 		}
 		if err := checkVectors("Embed", info, []string{text}, v); err != nil {
 			return err
