@@ -55,7 +55,7 @@ func TestSupervisedEmbedder(t *testing.T) {
 		seen = append(seen, fmt.Sprintf("%s %s %s", instance, method, sdk.CodeOf(err)))
 	}
 	sup := pluginhost.New([]pluginhost.Entry{discoverOne(t, dir)}, pluginhost.Options{
-		StartOptions: pluginhost.StartOptions{Logger: hclog.NewNullLogger(), Dir: t.TempDir()},
+		StartOptions:   pluginhost.StartOptions{Logger: hclog.NewNullLogger(), Dir: t.TempDir()},
 		HealthInterval: time.Hour, ObserveCall: obs,
 	})
 	t.Cleanup(sup.Close)
