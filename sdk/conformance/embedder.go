@@ -50,10 +50,7 @@ func (s *Suite) RunEmbedderCheck(ctx context.Context, name, dataDir string) erro
 	return fmt.Errorf("conformance: no embedder check named %q", name)
 }
 
-var embedderChecks = []kindCheck{
-	{name: "Info", run: checkKindInfo},
-	{name: "Manifest", skip: kindNeedManifest, run: checkKindManifest},
-	{name: "Config", run: checkKindConfig},
+var embedderChecks = kindChecks([]kindCheck{
 	{name: "EmbedderInfo", run: checkEmbedderInfo},
 	{name: "Shapes", run: checkEmbedShapes},
 	{name: "Determinism", run: checkEmbedDeterminism},
@@ -61,7 +58,7 @@ var embedderChecks = []kindCheck{
 	{name: "BadInput", run: checkEmbedBadInput},
 	{name: "Deadline", run: checkEmbedDeadline},
 	{name: "Concurrency", run: checkEmbedConcurrency},
-}
+})
 
 // embedTexts are short texts on unrelated topics, so any embedder answers
 // them with different vectors.

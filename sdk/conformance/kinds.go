@@ -161,17 +161,14 @@ func (s *kindSuite) run(ctx context.Context, c kindCheck, dir string) error {
 // SelectorPageRows rows, deadlines and concurrent calls.
 func RunSelector(t *testing.T, target Target) {
 	t.Helper()
-	runKind(t, target, sdk.KindSelector, nil, []kindCheck{
-		{name: "Info", run: checkKindInfo},
-		{name: "Manifest", skip: kindNeedManifest, run: checkKindManifest},
-		{name: "Config", run: checkKindConfig},
+	runKind(t, target, sdk.KindSelector, nil, kindChecks([]kindCheck{
 		{name: "BadRequests", run: checkSelectorBadRequests},
 		{name: "Contract", run: checkSelectorContract},
 		{name: "EmptyManifest", run: checkSelectorEmpty},
 		{name: "Pagination", run: checkSelectorPage},
 		{name: "Deadline", run: checkSelectorDeadline},
 		{name: "Concurrency", run: checkSelectorConcurrency},
-	})
+	}))
 }
 
 // RunMobResolver runs the mob resolver suite: Info and manifest,
@@ -179,31 +176,35 @@ func RunSelector(t *testing.T, target Target) {
 // isolation, a large binding answered whole, deadlines and concurrency.
 func RunMobResolver(t *testing.T, target ResolverTarget) {
 	t.Helper()
-	runKind(t, target.Target, sdk.KindMobResolver, target.Bind, []kindCheck{
-		{name: "Info", run: checkKindInfo},
-		{name: "Manifest", skip: kindNeedManifest, run: checkKindManifest},
-		{name: "Config", run: checkKindConfig},
+	runKind(t, target.Target, sdk.KindMobResolver, target.Bind, kindChecks([]kindCheck{
 		{name: "BadRequests", run: checkResolverBadRequests},
 		{name: "Answers", skip: needBind, run: checkMobAnswers},
 		{name: "Pagination", skip: needBind, run: checkMobPage},
 		{name: "Deadline", run: checkResolverDeadline},
 		{name: "Concurrency", skip: needBind, run: checkResolverConcurrency},
-	})
+	}))
 }
 
 // RunOperatorResolver runs the operator resolver suite, as RunMobResolver
 // does for mobs.
 func RunOperatorResolver(t *testing.T, target ResolverTarget) {
 	t.Helper()
-	runKind(t, target.Target, sdk.KindOperatorResolver, target.Bind, []kindCheck{
-		{name: "Info", run: checkKindInfo},
-		{name: "Manifest", skip: kindNeedManifest, run: checkKindManifest},
-		{name: "Config", run: checkKindConfig},
+	runKind(t, target.Target, sdk.KindOperatorResolver, target.Bind, kindChecks([]kindCheck{
 		{name: "BadRequests", run: checkResolverBadRequests},
 		{name: "Answers", skip: needBind, run: checkOperatorAnswers},
 		{name: "Deadline", run: checkResolverDeadline},
 		{name: "Concurrency", skip: needBind, run: checkResolverConcurrency},
-	})
+	}))
+}
+
+// kindChecks answers the checks every kind's suite starts with (Info,
+// Manifest, Config), then the kind's own.
+func kindChecks(own []kindCheck) []kindCheck {
+	return append([]kindCheck{
+		{name: "Info", run: checkKindInfo},
+		{name: "Manifest", skip: kindNeedManifest, run: checkKindManifest},
+		{name: "Config", run: checkKindConfig},
+	}, own...)
 }
 
 func kindNeedManifest(s *kindSuite) string { return needManifest(s.Suite) }
