@@ -15,7 +15,7 @@ const (
 	MaxEmbedBatch      = MaxBatch
 	MaxEmbedInputBytes = MaxBodyBytes
 	MaxEmbedDimensions = 8192
-	MaxModelBytes      = 256
+	MaxEmbedModelBytes = 256
 )
 
 // Validate checks a declaration against the SDK's limits; the host refuses
@@ -24,8 +24,8 @@ func (i EmbedderInfo) Validate() error {
 	switch {
 	case strings.TrimSpace(i.Model) == "":
 		return invalid("model", "must not be empty")
-	case len(i.Model) > MaxModelBytes:
-		return invalid("model", fmt.Sprintf("is %d bytes, over %d", len(i.Model), MaxModelBytes))
+	case len(i.Model) > MaxEmbedModelBytes:
+		return invalid("model", fmt.Sprintf("is %d bytes, over %d", len(i.Model), MaxEmbedModelBytes))
 	case !utf8.ValidString(i.Model) || strings.ContainsFunc(i.Model, unicode.IsControl):
 		return invalid("model", "must be valid UTF-8 without control characters")
 	case i.Dimensions < 1 || i.Dimensions > MaxEmbedDimensions:

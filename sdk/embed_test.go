@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/memhost/memhost/sdk/internal/wire"
 )
 
 var embedInfo = EmbedderInfo{Model: "m", Dimensions: 3, MaxBatch: 2, MaxInputBytes: 8}
@@ -16,9 +18,9 @@ func TestEmbedderInfoValidate(t *testing.T) {
 		field string // "" = valid
 	}{
 		{"valid", embedInfo, ""},
-		{"at every limit", EmbedderInfo{Model: strings.Repeat("m", MaxModelBytes), Dimensions: MaxEmbedDimensions, MaxBatch: MaxEmbedBatch, MaxInputBytes: MaxEmbedInputBytes}, ""},
+		{"at every limit", EmbedderInfo{Model: strings.Repeat("m", MaxEmbedModelBytes), Dimensions: MaxEmbedDimensions, MaxBatch: MaxEmbedBatch, MaxInputBytes: MaxEmbedInputBytes}, ""},
 		{"no model", EmbedderInfo{Model: " ", Dimensions: 3, MaxBatch: 1, MaxInputBytes: 1}, "model"},
-		{"long model", EmbedderInfo{Model: strings.Repeat("m", MaxModelBytes+1), Dimensions: 3, MaxBatch: 1, MaxInputBytes: 1}, "model"},
+		{"long model", EmbedderInfo{Model: strings.Repeat("m", MaxEmbedModelBytes+1), Dimensions: 3, MaxBatch: 1, MaxInputBytes: 1}, "model"},
 		{"control in model", EmbedderInfo{Model: "a\nb", Dimensions: 3, MaxBatch: 1, MaxInputBytes: 1}, "model"},
 		{"invalid UTF-8 model", EmbedderInfo{Model: "a\xff", Dimensions: 3, MaxBatch: 1, MaxInputBytes: 1}, "model"},
 		{"zero dimensions", EmbedderInfo{Model: "m", MaxBatch: 1, MaxInputBytes: 1}, "dimensions"},
@@ -96,5 +98,17 @@ func TestEmbedderInfoCheckVectors(t *testing.T) {
 				t.Fatalf("a bad answer is the embedder's fault, code %s, want internal", CodeOf(err))
 			}
 		})
+	}
+}
+
+// TestEmbedLimitsFitOneMessage: the largest request and the largest
+// answer the limits allow travel in one plugin message.
+func TestEmbedLimitsFitOneMessage(t *testing.T) {
+	const perItem = 16 // field tag, length prefix and framing, with room
+	if req := MaxEmbedBatch * (MaxEmbedInputBytes + perItem); req > wire.MaxMessageBytes {
+		t.Errorf("the largest Embed request is %d bytes, over the message limit %d", req, wire.MaxMessageBytes)
+	}
+	if answer := MaxEmbedBatch * (MaxEmbedDimensions*4 + perItem); answer > wire.MaxMessageBytes {
+		t.Errorf("the largest Embed answer is %d bytes, over the message limit %d", answer, wire.MaxMessageBytes)
 	}
 }

@@ -105,6 +105,9 @@ func parseConfig(raw json.RawMessage, lookupEnv func(string) (string, bool)) (se
 		return bad("base_url", "is required (for example https://api.openai.com/v1)")
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 		return bad("base_url", "%q is not an http or https URL", c.BaseURL)
+	case u.User != nil:
+		// Errors name the endpoint: a password in it would be logged.
+		return bad("base_url", "must not carry credentials; name the key's variable in api_key_env")
 	case u.RawQuery != "" || u.Fragment != "":
 		return bad("base_url", "%q must not carry a query or fragment", c.BaseURL)
 	case strings.TrimSpace(c.Model) == "":
@@ -139,7 +142,11 @@ func parseConfig(raw json.RawMessage, lookupEnv func(string) (string, bool)) (se
 		s.info.Model = modelID(c)
 	}
 	if err := s.info.Validate(); err != nil {
-		return bad("model_id", "%v", err)
+		field := "model_id"
+		if c.ModelID == "" {
+			field = "model"
+		}
+		return bad(field, "makes a model id the host refuses: %v", err)
 	}
 	if c.APIKeyEnv != "" {
 		if lookupEnv == nil {

@@ -427,6 +427,8 @@ func TestConfigRefusals(t *testing.T) {
 		{`{"base_url": "ftp://x", "model": "m", "dimensions": 4}`, "base_url"},
 		{fmt.Sprintf(`{"base_url": %q, "model": "m", "dimensions": 4, "extra": 1}`, url), ""},
 		{fmt.Sprintf(`{"base_url": "%s?x=1", "model": "m", "dimensions": 4}`, url), "base_url"},
+		{`{"base_url": "https://user:sk-secret@example.com/v1", "model": "m", "dimensions": 4}`, "base_url"},
+		{fmt.Sprintf(`{"base_url": %q, "model": "m\u0001", "dimensions": 4}`, url), "model"},
 		{fmt.Sprintf(`{"base_url": %q, "model": " ", "dimensions": 4}`, url), "model"},
 		{fmt.Sprintf(`{"base_url": %q, "model": "m"}`, url), "dimensions"},
 		{fmt.Sprintf(`{"base_url": %q, "model": "m", "dimensions": 9000}`, url), "dimensions"},
