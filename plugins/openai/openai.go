@@ -343,7 +343,9 @@ func retryAfter(v string, now time.Time) time.Duration {
 	v = strings.TrimSpace(v)
 	var d time.Duration
 	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		d = time.Duration(min(secs, MaxBackoff.Seconds()) * float64(time.Second))
+		if secs > 0 { // NaN is not
+			d = time.Duration(min(secs, MaxBackoff.Seconds()) * float64(time.Second))
+		}
 	} else if t, err := http.ParseTime(v); err == nil {
 		d = t.Sub(now)
 	}
