@@ -110,6 +110,8 @@ func (e *Embedder) Embed(ctx context.Context, req sdk.EmbedRequest) ([][]float32
 		once  sync.Once
 		first error
 		slots = make(chan struct{}, cfg.parallel)
+		// stopped: the call ended before every batch was sent.
+		stopped bool
 	)
 	for start := 0; start < len(inputs); start += cfg.requestBatch {
 		end := min(start+cfg.requestBatch, len(inputs))
@@ -118,6 +120,7 @@ func (e *Embedder) Embed(ctx context.Context, req sdk.EmbedRequest) ([][]float32
 		case <-ctx.Done():
 		}
 		if ctx.Err() != nil {
+			stopped = true
 			break
 		}
 		wg.Add(1)
@@ -136,8 +139,8 @@ func (e *Embedder) Embed(ctx context.Context, req sdk.EmbedRequest) ([][]float32
 	if first != nil {
 		return nil, first
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, ctxError(err)
+	if stopped {
+		return nil, ctxError(ctx.Err())
 	}
 	return out, nil
 }

@@ -458,3 +458,56 @@ func TestConfigRefusals(t *testing.T) {
 		t.Errorf("Embed before Configure: %v", err)
 	}
 }
+
+// TestParallelBound: one call's requests are at most parallel in flight.
+// The server holds each request until another is in flight too (or a
+// while passes), so an unbounded client would pile all of them up.
+func TestParallelBound(t *testing.T) {
+	var (
+		mu       sync.Mutex
+		inflight int
+		most     int
+		arrived  = sync.NewCond(&mu)
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req embeddingsRequest
+		json.NewDecoder(r.Body).Decode(&req)
+		mu.Lock()
+		inflight++
+		most = max(most, inflight)
+		arrived.Broadcast()
+		deadline := time.Now().Add(300 * time.Millisecond)
+		for inflight < 2 && time.Now().Before(deadline) {
+			go func() { time.Sleep(10 * time.Millisecond); arrived.Broadcast() }()
+			arrived.Wait()
+		}
+		mu.Unlock()
+		// Held a little longer, so a client with no bound sends more meanwhile.
+		time.Sleep(20 * time.Millisecond)
+		mu.Lock()
+		inflight--
+		mu.Unlock()
+		data := make([]map[string]any, len(req.Input))
+		for i, text := range req.Input {
+			data[i] = map[string]any{"index": i, "embedding": hashVector(text, 4)}
+		}
+		json.NewEncoder(w).Encode(map[string]any{"data": data})
+	}))
+	t.Cleanup(srv.Close)
+	e := configured(t, fmt.Sprintf(`{"base_url": %q, "model": "m", "dimensions": 4, "request_batch": 1, "parallel": 2}`, srv.URL), nil, nil)
+	texts := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	vecs, err := e.Embed(t.Context(), docs(texts...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, text := range texts {
+		if !slices.Equal(vecs[i], hashVector(text, 4)) {
+			t.Errorf("vector %d is not text %q's", i, text)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if most > 2 {
+		t.Errorf("%d requests in flight at once, parallel is 2", most)
+	}
+}
