@@ -408,7 +408,8 @@ func (s *embedderServer) info(ctx context.Context) (EmbedderInfo, error) {
 	return info, nil
 }
 
-func (s *embedderServer) EmbedderInfo(ctx context.Context, _ *pb.EmbedderInfoRequest) (*pb.EmbedderInfoResponse, error) {
+// Info answers the impl's declaration (the Embedder service's Info).
+func (s *embedderServer) Info(ctx context.Context, _ *pb.EmbedderInfoRequest) (*pb.EmbedderInfoResponse, error) {
 	info, err := s.info(ctx)
 	if err != nil {
 		return nil, toStatus(err)

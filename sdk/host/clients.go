@@ -402,7 +402,7 @@ type embedderClient struct {
 }
 
 func (c *embedderClient) EmbedderInfo(ctx context.Context) (sdk.EmbedderInfo, error) {
-	resp, err := c.rpc.EmbedderInfo(ctx, &pb.EmbedderInfoRequest{})
+	resp, err := c.rpc.Info(ctx, &pb.EmbedderInfoRequest{})
 	if err != nil {
 		return sdk.EmbedderInfo{}, fromStatus(ctx, err)
 	}

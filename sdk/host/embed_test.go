@@ -121,7 +121,7 @@ type rawEmbedder struct {
 	infos int
 }
 
-func (r *rawEmbedder) EmbedderInfo(context.Context, *pb.EmbedderInfoRequest, ...grpc.CallOption) (*pb.EmbedderInfoResponse, error) {
+func (r *rawEmbedder) Info(context.Context, *pb.EmbedderInfoRequest, ...grpc.CallOption) (*pb.EmbedderInfoResponse, error) {
 	r.infos++
 	return r.info, nil
 }

@@ -3419,9 +3419,9 @@ const file_memhost_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x10OperatorResolver\x12h\n" +
 	"\x0fResolveOperator\x12).memhost.plugin.v1.ResolveOperatorRequest\x1a*.memhost.plugin.v1.ResolveOperatorResponse2k\n" +
 	"\vMobResolver\x12\\\n" +
-	"\vResolveMobs\x12%.memhost.plugin.v1.ResolveMobsRequest\x1a&.memhost.plugin.v1.ResolveMobsResponse2\xb7\x01\n" +
-	"\bEmbedder\x12_\n" +
-	"\fEmbedderInfo\x12&.memhost.plugin.v1.EmbedderInfoRequest\x1a'.memhost.plugin.v1.EmbedderInfoResponse\x12J\n" +
+	"\vResolveMobs\x12%.memhost.plugin.v1.ResolveMobsRequest\x1a&.memhost.plugin.v1.ResolveMobsResponse2\xaf\x01\n" +
+	"\bEmbedder\x12W\n" +
+	"\x04Info\x12&.memhost.plugin.v1.EmbedderInfoRequest\x1a'.memhost.plugin.v1.EmbedderInfoResponse\x12J\n" +
 	"\x05Embed\x12\x1f.memhost.plugin.v1.EmbedRequest\x1a .memhost.plugin.v1.EmbedResponseB;Z9github.com/memhost/memhost/sdk/internal/pluginpb;pluginpbb\x06proto3"
 
 var (
@@ -3534,7 +3534,7 @@ var file_memhost_plugin_v1_plugin_proto_depIdxs = []int32{
 	42, // 37: memhost.plugin.v1.Compactor.Compact:input_type -> memhost.plugin.v1.CompactRequest
 	44, // 38: memhost.plugin.v1.OperatorResolver.ResolveOperator:input_type -> memhost.plugin.v1.ResolveOperatorRequest
 	46, // 39: memhost.plugin.v1.MobResolver.ResolveMobs:input_type -> memhost.plugin.v1.ResolveMobsRequest
-	48, // 40: memhost.plugin.v1.Embedder.EmbedderInfo:input_type -> memhost.plugin.v1.EmbedderInfoRequest
+	48, // 40: memhost.plugin.v1.Embedder.Info:input_type -> memhost.plugin.v1.EmbedderInfoRequest
 	50, // 41: memhost.plugin.v1.Embedder.Embed:input_type -> memhost.plugin.v1.EmbedRequest
 	4,  // 42: memhost.plugin.v1.Plugin.Info:output_type -> memhost.plugin.v1.InfoResponse
 	7,  // 43: memhost.plugin.v1.Plugin.Configure:output_type -> memhost.plugin.v1.ConfigureResponse
@@ -3553,7 +3553,7 @@ var file_memhost_plugin_v1_plugin_proto_depIdxs = []int32{
 	43, // 56: memhost.plugin.v1.Compactor.Compact:output_type -> memhost.plugin.v1.CompactResponse
 	45, // 57: memhost.plugin.v1.OperatorResolver.ResolveOperator:output_type -> memhost.plugin.v1.ResolveOperatorResponse
 	47, // 58: memhost.plugin.v1.MobResolver.ResolveMobs:output_type -> memhost.plugin.v1.ResolveMobsResponse
-	49, // 59: memhost.plugin.v1.Embedder.EmbedderInfo:output_type -> memhost.plugin.v1.EmbedderInfoResponse
+	49, // 59: memhost.plugin.v1.Embedder.Info:output_type -> memhost.plugin.v1.EmbedderInfoResponse
 	52, // 60: memhost.plugin.v1.Embedder.Embed:output_type -> memhost.plugin.v1.EmbedResponse
 	42, // [42:61] is the sub-list for method output_type
 	23, // [23:42] is the sub-list for method input_type

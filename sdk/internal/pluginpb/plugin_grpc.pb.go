@@ -1116,8 +1116,8 @@ var MobResolver_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	Embedder_EmbedderInfo_FullMethodName = "/memhost.plugin.v1.Embedder/EmbedderInfo"
-	Embedder_Embed_FullMethodName        = "/memhost.plugin.v1.Embedder/Embed"
+	Embedder_Info_FullMethodName  = "/memhost.plugin.v1.Embedder/Info"
+	Embedder_Embed_FullMethodName = "/memhost.plugin.v1.Embedder/Embed"
 )
 
 // EmbedderClient is the client API for Embedder service.
@@ -1128,7 +1128,7 @@ const (
 // the model and the limits the host keeps to; every text of one Embed is
 // embedded for one purpose.
 type EmbedderClient interface {
-	EmbedderInfo(ctx context.Context, in *EmbedderInfoRequest, opts ...grpc.CallOption) (*EmbedderInfoResponse, error)
+	Info(ctx context.Context, in *EmbedderInfoRequest, opts ...grpc.CallOption) (*EmbedderInfoResponse, error)
 	Embed(ctx context.Context, in *EmbedRequest, opts ...grpc.CallOption) (*EmbedResponse, error)
 }
 
@@ -1140,10 +1140,10 @@ func NewEmbedderClient(cc grpc.ClientConnInterface) EmbedderClient {
 	return &embedderClient{cc}
 }
 
-func (c *embedderClient) EmbedderInfo(ctx context.Context, in *EmbedderInfoRequest, opts ...grpc.CallOption) (*EmbedderInfoResponse, error) {
+func (c *embedderClient) Info(ctx context.Context, in *EmbedderInfoRequest, opts ...grpc.CallOption) (*EmbedderInfoResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(EmbedderInfoResponse)
-	err := c.cc.Invoke(ctx, Embedder_EmbedderInfo_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, Embedder_Info_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1168,7 +1168,7 @@ func (c *embedderClient) Embed(ctx context.Context, in *EmbedRequest, opts ...gr
 // the model and the limits the host keeps to; every text of one Embed is
 // embedded for one purpose.
 type EmbedderServer interface {
-	EmbedderInfo(context.Context, *EmbedderInfoRequest) (*EmbedderInfoResponse, error)
+	Info(context.Context, *EmbedderInfoRequest) (*EmbedderInfoResponse, error)
 	Embed(context.Context, *EmbedRequest) (*EmbedResponse, error)
 	mustEmbedUnimplementedEmbedderServer()
 }
@@ -1180,8 +1180,8 @@ type EmbedderServer interface {
 // pointer dereference when methods are called.
 type UnimplementedEmbedderServer struct{}
 
-func (UnimplementedEmbedderServer) EmbedderInfo(context.Context, *EmbedderInfoRequest) (*EmbedderInfoResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "method EmbedderInfo not implemented")
+func (UnimplementedEmbedderServer) Info(context.Context, *EmbedderInfoRequest) (*EmbedderInfoResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Info not implemented")
 }
 func (UnimplementedEmbedderServer) Embed(context.Context, *EmbedRequest) (*EmbedResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Embed not implemented")
@@ -1207,20 +1207,20 @@ func RegisterEmbedderServer(s grpc.ServiceRegistrar, srv EmbedderServer) {
 	s.RegisterService(&Embedder_ServiceDesc, srv)
 }
 
-func _Embedder_EmbedderInfo_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _Embedder_Info_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(EmbedderInfoRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(EmbedderServer).EmbedderInfo(ctx, in)
+		return srv.(EmbedderServer).Info(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Embedder_EmbedderInfo_FullMethodName,
+		FullMethod: Embedder_Info_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(EmbedderServer).EmbedderInfo(ctx, req.(*EmbedderInfoRequest))
+		return srv.(EmbedderServer).Info(ctx, req.(*EmbedderInfoRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1251,8 +1251,8 @@ var Embedder_ServiceDesc = grpc.ServiceDesc{
 	HandlerType: (*EmbedderServer)(nil),
 	Methods: []grpc.MethodDesc{
 		{
-			MethodName: "EmbedderInfo",
-			Handler:    _Embedder_EmbedderInfo_Handler,
+			MethodName: "Info",
+			Handler:    _Embedder_Info_Handler,
 		},
 		{
 			MethodName: "Embed",
