@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -509,5 +510,35 @@ func TestParallelBound(t *testing.T) {
 	defer mu.Unlock()
 	if most > 2 {
 		t.Errorf("%d requests in flight at once, parallel is 2", most)
+	}
+}
+
+// TestSchemaMatchesConfig: the published schema and the decoded struct
+// name the same keys, so neither refuses what the other takes.
+func TestSchemaMatchesConfig(t *testing.T) {
+	var schema struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+		Required   []string                   `json:"required"`
+	}
+	if err := json.Unmarshal([]byte(configSchema), &schema); err != nil {
+		t.Fatal(err)
+	}
+	var inSchema, inStruct []string
+	for k := range schema.Properties {
+		inSchema = append(inSchema, k)
+	}
+	typ := reflect.TypeFor[Config]()
+	for i := range typ.NumField() {
+		inStruct = append(inStruct, strings.Split(typ.Field(i).Tag.Get("json"), ",")[0])
+	}
+	slices.Sort(inSchema)
+	slices.Sort(inStruct)
+	if !slices.Equal(inSchema, inStruct) {
+		t.Errorf("schema keys %v, Config keys %v", inSchema, inStruct)
+	}
+	for _, k := range schema.Required {
+		if !slices.Contains(inStruct, k) {
+			t.Errorf("schema requires %q, which Config lacks", k)
+		}
 	}
 }
