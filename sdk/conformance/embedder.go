@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -59,6 +60,13 @@ var embedderChecks = kindChecks([]kindCheck{
 	{name: "Deadline", run: checkEmbedDeadline},
 	{name: "Concurrency", run: checkEmbedConcurrency},
 })
+
+// EmbedderTexts answers the texts whose vectors the embedder suite checks
+// (not zero, different texts different): an embedder bound to a
+// vocabulary, tested with a small one, must know their words. Every other
+// text the suite sends (longer copies, fillers) only needs an answer of the
+// right shape.
+func EmbedderTexts() []string { return slices.Clone(embedTexts) }
 
 // embedTexts are short texts on unrelated topics, so any embedder answers
 // them with different vectors.
@@ -206,7 +214,8 @@ func checkEmbedShapes(ctx context.Context, e *kindEnv) error {
 			}
 		}
 	}
-	longest := fillRunes("élan ", info.MaxInputBytes)
+	// Made of a multi-byte text's words, cut at a rune boundary.
+	longest := fillRunes(embedTexts[3]+" ", info.MaxInputBytes)
 	if vecs, err := emb.Embed(ctx, sdk.EmbedRequest{Purpose: sdk.EmbedDocument, Texts: []string{longest}}); err != nil {
 		p.addf("Embed of a text of %d bytes, the declared MaxInputBytes: %v", len(longest), err)
 	} else {
