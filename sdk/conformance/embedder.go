@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/memhost/memhost/sdk"
@@ -350,17 +349,10 @@ func checkEmbedDeadline(ctx context.Context, e *kindEnv) error {
 		return err
 	}
 	req := sdk.EmbedRequest{Purpose: sdk.EmbedQuery, Texts: embedTexts[:1]}
-	var p problems
-	expired, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
-	defer cancel()
-	if _, err := emb.Embed(expired, req); !errors.Is(err, sdk.ErrDeadline) && !errors.Is(err, context.DeadlineExceeded) {
-		p.addf("Embed past its deadline: error %v, want sdk.ErrDeadline", err)
-	}
-	cancelled, cancelNow := context.WithCancel(ctx)
-	cancelNow()
-	if _, err := emb.Embed(cancelled, req); err == nil {
-		p.addf("Embed with a cancelled context succeeded")
-	}
+	p := expiredCalls(ctx, "Embed", func(ctx context.Context) error {
+		_, err := emb.Embed(ctx, req)
+		return err
+	})
 	p.add(embedsAfter(ctx, emb, info, "expired calls"))
 	return p.err()
 }

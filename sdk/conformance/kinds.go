@@ -197,6 +197,24 @@ func RunOperatorResolver(t *testing.T, target ResolverTarget) {
 	}))
 }
 
+// expiredCalls makes call with a context past its deadline, which must
+// fail with sdk.ErrDeadline, and with a cancelled one, which must fail;
+// what names the call in problems.
+func expiredCalls(ctx context.Context, what string, call func(context.Context) error) problems {
+	var p problems
+	expired, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
+	defer cancel()
+	if err := call(expired); !errors.Is(err, sdk.ErrDeadline) && !errors.Is(err, context.DeadlineExceeded) {
+		p.addf("%s past its deadline: error %v, want sdk.ErrDeadline", what, err)
+	}
+	cancelled, cancelNow := context.WithCancel(ctx)
+	cancelNow()
+	if call(cancelled) == nil {
+		p.addf("%s with a cancelled context succeeded", what)
+	}
+	return p
+}
+
 // kindChecks answers the checks every kind's suite starts with (Info,
 // Manifest, Config), then the kind's own.
 func kindChecks(own []kindCheck) []kindCheck {
@@ -428,17 +446,10 @@ func checkSelectorDeadline(ctx context.Context, e *kindEnv) error {
 		return err
 	}
 	req := sdk.SelectRequest{Identity: selAlice, Query: selectQuery, Rows: selectorRows(20), Max: 3}
-	var p problems
-	expired, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
-	defer cancel()
-	if _, err := sel.Select(expired, req); !errors.Is(err, sdk.ErrDeadline) && !errors.Is(err, context.DeadlineExceeded) {
-		p.addf("Select past its deadline: error %v, want sdk.ErrDeadline", err)
-	}
-	cancelled, cancelNow := context.WithCancel(ctx)
-	cancelNow()
-	if _, err := sel.Select(cancelled, req); err == nil {
-		p.addf("Select with a cancelled context succeeded")
-	}
+	p := expiredCalls(ctx, "Select", func(ctx context.Context) error {
+		_, err := sel.Select(ctx, req)
+		return err
+	})
 	if s, err := sel.Select(ctx, req); err != nil {
 		p.addf("Select after expired calls: %v", err)
 	} else {
@@ -592,17 +603,10 @@ func checkResolverDeadline(ctx context.Context, e *kindEnv) error {
 		return err
 	}
 	id := sdk.Identity{Realm: realmA, ID: "alice"}
-	var p problems
-	expired, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
-	defer cancel()
-	if _, err := e.resolve(expired, id); !errors.Is(err, sdk.ErrDeadline) && !errors.Is(err, context.DeadlineExceeded) {
-		p.addf("%s past its deadline: error %v, want sdk.ErrDeadline", e.s.kind, err)
-	}
-	cancelled, cancelNow := context.WithCancel(ctx)
-	cancelNow()
-	if _, err := e.resolve(cancelled, id); err == nil {
-		p.addf("%s with a cancelled context succeeded", e.s.kind)
-	}
+	p := expiredCalls(ctx, string(e.s.kind), func(ctx context.Context) error {
+		_, err := e.resolve(ctx, id)
+		return err
+	})
 	if _, err := e.resolve(ctx, id); err != nil {
 		p.addf("%s after expired calls: %v", e.s.kind, err)
 	}
