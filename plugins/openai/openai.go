@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -35,6 +36,7 @@ const maxResponseBytes = 64 << 20
 // Embedder is the OpenAI-compatible embedder plugin.
 type Embedder struct {
 	client    *http.Client
+	log       *slog.Logger
 	lookupEnv func(string) (string, bool)
 	// sleep waits d or until ctx ends; tests replace it to record the
 	// delays instead of waiting them.
@@ -46,7 +48,7 @@ type Embedder struct {
 
 // New answers an unconfigured embedder.
 func New() *Embedder {
-	return &Embedder{client: &http.Client{}, sleep: sleepCtx}
+	return &Embedder{client: &http.Client{}, log: sdk.Logger(), sleep: sleepCtx}
 }
 
 func (e *Embedder) Info() sdk.Info {
@@ -198,6 +200,9 @@ func (e *Embedder) embedBatch(ctx context.Context, cfg *settings, inputs []strin
 		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
 			return nil, fmt.Errorf("%w; the next attempt, in %s, would pass the call's deadline", err, wait.Round(time.Millisecond))
 		}
+		// A warning, so a rate-limited endpoint shows in the instance's
+		// status, not only as slow calls.
+		e.log.WarnContext(ctx, "embeddings request retried", "endpoint", cfg.endpoint, "attempt", attempt+2, "wait_ms", wait.Milliseconds(), "error", err.Error())
 		if err := e.sleep(ctx, wait); err != nil {
 			return nil, fmt.Errorf("openai: waiting to retry %s: %w", cfg.endpoint, ctxError(err))
 		}

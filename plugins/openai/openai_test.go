@@ -1,11 +1,13 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -138,6 +140,7 @@ func newFake(t *testing.T) (*fakeEmbeddings, *httptest.Server) {
 func configured(t *testing.T, cfg string, env map[string]string, waits *[]time.Duration) *Embedder {
 	t.Helper()
 	e := New()
+	e.log = slog.New(slog.DiscardHandler)
 	e.lookupEnv = func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	var mu sync.Mutex
 	e.sleep = func(ctx context.Context, d time.Duration) error {
@@ -540,5 +543,27 @@ func TestSchemaMatchesConfig(t *testing.T) {
 		if !slices.Contains(inStruct, k) {
 			t.Errorf("schema requires %q, which Config lacks", k)
 		}
+	}
+}
+
+// TestRetryIsLogged: each retry is a warning line naming the endpoint and
+// the attempt, never the key.
+func TestRetryIsLogged(t *testing.T) {
+	f, srv := newFake(t)
+	e := configured(t, fmt.Sprintf(`{"base_url": %q, "model": "m", "dimensions": 4, "api_key_env": "KEY"}`, srv.URL), map[string]string{"KEY": "sk-very-secret"}, nil)
+	var buf bytes.Buffer
+	e.log = slog.New(slog.NewJSONHandler(&buf, nil))
+	f.failFirst(1, 429, "")
+	if _, err := e.Embed(t.Context(), docs("a")); err != nil {
+		t.Fatal(err)
+	}
+	line := buf.String()
+	for _, want := range []string{`"level":"WARN"`, `"msg":"embeddings request retried"`, `"attempt":2`, srv.URL + `/embeddings`, "HTTP 429"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("log %s lacks %s", line, want)
+		}
+	}
+	if strings.Contains(line, "sk-very-secret") {
+		t.Errorf("the log shows the key: %s", line)
 	}
 }
