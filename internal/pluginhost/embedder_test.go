@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -20,9 +22,13 @@ import (
 )
 
 // embeddingsServer answers every input with a 3-dimensional vector made
-// from its length.
-func embeddingsServer(t *testing.T) *httptest.Server {
+// from its length; while *limited is set, it answers 429 once and clears it.
+func embeddingsServer(t *testing.T, limited *atomic.Bool) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if limited.CompareAndSwap(true, false) {
+			http.Error(w, `{"error":{"message":"slow down"}}`, http.StatusTooManyRequests)
+			return
+		}
 		var req struct{ Input []string }
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 			http.Error(w, "bad request", http.StatusBadRequest)
@@ -42,7 +48,8 @@ func embeddingsServer(t *testing.T) *httptest.Server {
 // is started, called, observed per call, listed in Status, and restarted
 // under a call when it dies.
 func TestSupervisedEmbedder(t *testing.T) {
-	srv := embeddingsServer(t)
+	var limited atomic.Bool
+	srv := embeddingsServer(t, &limited)
 	dir := t.TempDir()
 	testbin.InstallPlugin(t, dir, testbin.Build(t, "./plugins/openai/cmd/memhost-plugin-openai"))
 	var (
@@ -86,6 +93,15 @@ func TestSupervisedEmbedder(t *testing.T) {
 		t.Fatalf("Embed of no texts = %v, want invalid", err)
 	}
 
+	// A retried request shows as a warning in the instance's status.
+	limited.Store(true)
+	if _, err := emb.Embed(ctx, sdk.EmbedRequest{Purpose: sdk.EmbedQuery, Texts: []string{"limited"}}); err != nil {
+		t.Fatalf("Embed past one 429: %v", err)
+	}
+	waitStatus(t, sup, "vec", "a warning about the retry", func(s pluginhost.Status) bool {
+		return slices.ContainsFunc(s.Warnings, func(w string) bool { return strings.Contains(w, "embeddings request retried") })
+	})
+
 	var st pluginhost.Status
 	for _, s := range sup.Status() {
 		if s.Instance == "vec" {
@@ -109,8 +125,8 @@ func TestSupervisedEmbedder(t *testing.T) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	want := []string{"vec embedder_info ok", "vec embed ok", "vec embed invalid_argument"}
-	if len(seen) < 4 || !slices.Equal(seen[:3], want) || seen[len(seen)-1] != "vec embed ok" {
+	want := []string{"vec embedder_info ok", "vec embed ok", "vec embed invalid_argument", "vec embed ok"}
+	if len(seen) < 5 || !slices.Equal(seen[:4], want) || seen[len(seen)-1] != "vec embed ok" {
 		t.Fatalf("observed %q, want %q then the call after the restart ok", seen, want)
 	}
 }
