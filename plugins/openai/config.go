@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -70,6 +71,9 @@ type Config struct {
 	RetryBaseMS    int    `json:"retry_base_ms"`
 	Deterministic  bool   `json:"deterministic"`
 }
+
+// envName is what api_key_env must look like, as the schema says.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // settings is a validated Config, ready to use.
 type settings struct {
@@ -149,6 +153,10 @@ func parseConfig(raw json.RawMessage, lookupEnv func(string) (string, bool)) (se
 		return bad(field, "makes a model id the host refuses: %v", err)
 	}
 	if c.APIKeyEnv != "" {
+		if !envName.MatchString(c.APIKeyEnv) {
+			// Not echoed: a key pasted here by mistake would be logged.
+			return bad("api_key_env", "must name an environment variable (letters, digits and _), not hold the key itself")
+		}
 		if lookupEnv == nil {
 			lookupEnv = os.LookupEnv
 		}

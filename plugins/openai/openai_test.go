@@ -444,6 +444,7 @@ func TestConfigRefusals(t *testing.T) {
 		{fmt.Sprintf(`{"base_url": %q, "model": "m", "dimensions": 4, "retry_base_ms": 0}`, url), "retry_base_ms"},
 		{fmt.Sprintf(`{"base_url": %q, "model": "m", "dimensions": 4, "model_id": "a\nb"}`, url), "model_id"},
 		{fmt.Sprintf(`{"base_url": %q, "model": "m", "dimensions": 4, "api_key_env": "UNSET_KEY"}`, url), "api_key_env"},
+		{fmt.Sprintf(`{"base_url": %q, "model": "m", "dimensions": 4, "api_key_env": "sk-live-pasted"}`, url), "api_key_env"},
 	} {
 		e := New()
 		e.lookupEnv = func(string) (string, bool) { return "", false }
