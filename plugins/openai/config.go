@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"os"
-	"regexp"
 	"strings"
 	"time"
 
@@ -72,9 +70,6 @@ type Config struct {
 	Deterministic  bool   `json:"deterministic"`
 }
 
-// envName is what api_key_env must look like, as the schema says.
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
 // settings is a validated Config, ready to use.
 type settings struct {
 	endpoint       string
@@ -101,7 +96,7 @@ func parseConfig(raw json.RawMessage, lookupEnv func(string) (string, bool)) (se
 		return settings{}, fmt.Errorf("openai config: %w", err)
 	}
 	bad := func(field, format string, args ...any) (settings, error) {
-		return settings{}, fmt.Errorf("openai config: %w", &sdk.FieldError{Field: "config." + field, Problem: fmt.Sprintf(format, args...), Err: sdk.ErrInvalid})
+		return settings{}, fmt.Errorf("openai config: %w", &sdk.FieldError{Field: field, Problem: fmt.Sprintf(format, args...), Err: sdk.ErrInvalid})
 	}
 	u, err := url.Parse(c.BaseURL)
 	switch {
@@ -152,20 +147,11 @@ func parseConfig(raw json.RawMessage, lookupEnv func(string) (string, bool)) (se
 		}
 		return bad(field, "makes a model id the host refuses: %v", err)
 	}
-	if c.APIKeyEnv != "" {
-		if !envName.MatchString(c.APIKeyEnv) {
-			// Not echoed: a key pasted here by mistake would be logged.
-			return bad("api_key_env", "must name an environment variable (letters, digits and _), not hold the key itself")
-		}
-		if lookupEnv == nil {
-			lookupEnv = os.LookupEnv
-		}
-		key, ok := lookupEnv(c.APIKeyEnv)
-		if !ok || strings.TrimSpace(key) == "" {
-			return bad("api_key_env", "names %s, which is not set in the plugin's environment", c.APIKeyEnv)
-		}
-		s.apiKey = strings.TrimSpace(key)
+	key, err := sdk.SecretFromEnv("api_key_env", c.APIKeyEnv, lookupEnv)
+	if err != nil {
+		return settings{}, fmt.Errorf("openai config: %w", err)
 	}
+	s.apiKey = key
 	return s, nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 // fakeEmbeddings speaks the embeddings API. Each input's vector comes
@@ -453,8 +454,8 @@ func TestConfigRefusals(t *testing.T) {
 		switch {
 		case !errors.Is(err, sdk.ErrInvalid):
 			t.Errorf("config %s: %v, want invalid", tc.cfg, err)
-		case tc.field != "" && (!errors.As(err, &fe) || fe.Field != "config."+tc.field):
-			t.Errorf("config %s: %v, want field config.%s", tc.cfg, err, tc.field)
+		case tc.field != "" && (!errors.As(err, &fe) || fe.Field != tc.field):
+			t.Errorf("config %s: %v, want field %s", tc.cfg, err, tc.field)
 		case strings.Contains(err.Error(), "sk-"):
 			t.Errorf("config %s: the error shows a key: %v", tc.cfg, err)
 		}
@@ -566,5 +567,20 @@ func TestRetryIsLogged(t *testing.T) {
 	}
 	if strings.Contains(line, "sk-very-secret") {
 		t.Errorf("the log shows the key: %s", line)
+	}
+}
+
+// TestRefusedKeyThroughTheHost: the host names a refused key as
+// config.<key>, once.
+func TestRefusedKeyThroughTheHost(t *testing.T) {
+	conn, err := host.ServeInProcess(t.Context(), New(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	err = conn.Configure(t.Context(), json.RawMessage(`{"base_url": "http://localhost:1", "model": "m", "dimensions": 0}`))
+	var fe *sdk.FieldError
+	if !errors.As(err, &fe) || fe.Field != "config.dimensions" {
+		t.Fatalf("Configure: %v, want a refusal of config.dimensions", err)
 	}
 }
