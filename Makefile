@@ -8,7 +8,7 @@ export CGO_ENABLED := 1
 
 BIN        := bin
 PLUGIN_DIR := $(BIN)/plugins
-PLUGINS    := markdown sqlite bleve postgres template llm lexical static
+PLUGINS    := markdown sqlite bleve postgres template llm lexical static openai
 TOOLS      := $(CURDIR)/.tools
 # The Go modules of the workspace (go.work). In workspace mode `./...` means
 # the root module's packages only, so every go command names them all.

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"regexp"
+	"strings"
 
 	"github.com/memhost/memhost/sdk/strictjson"
 )
@@ -30,4 +33,30 @@ func DecodeConfig(raw json.RawMessage, v any) error {
 		return invalid("config", err.Error())
 	}
 	return nil
+}
+
+// envName is what a variable name in a plugin config must look like.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// SecretFromEnv reads a secret (an API key) that a plugin's config names
+// by its environment variable, at config key field: "" for an empty name
+// (no secret), else the variable's trimmed value. A name that is no
+// variable name is refused without echoing it (a key pasted into the
+// config by mistake would be logged), and an unset or blank variable is
+// refused naming it. Errors wrap ErrInvalid. lookup nil is os.LookupEnv.
+func SecretFromEnv(field, name string, lookup func(string) (string, bool)) (string, error) {
+	if name == "" {
+		return "", nil
+	}
+	if !envName.MatchString(name) {
+		return "", invalid(field, "must name an environment variable (letters, digits and _), not hold the secret itself")
+	}
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	v, ok := lookup(name)
+	if !ok || strings.TrimSpace(v) == "" {
+		return "", invalid(field, fmt.Sprintf("names %s, which is not set in the plugin's environment", name))
+	}
+	return strings.TrimSpace(v), nil
 }

@@ -47,3 +47,29 @@ func TestDecodeConfig(t *testing.T) {
 		})
 	}
 }
+
+func TestSecretFromEnv(t *testing.T) {
+	env := map[string]string{"SET": " sk-1 ", "BLANK": "  "}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	for _, tc := range []struct {
+		name, want, problem string
+	}{
+		{"", "", ""},
+		{"SET", "sk-1", ""},
+		{"UNSET", "", "names UNSET, which is not set"},
+		{"BLANK", "", "names BLANK, which is not set"},
+		{"sk-pasted-secret", "", "must name an environment variable"},
+		{"1ABC", "", "must name an environment variable"},
+	} {
+		got, err := SecretFromEnv("api_key_env", tc.name, lookup)
+		var fe *FieldError
+		switch {
+		case tc.problem == "" && (err != nil || got != tc.want):
+			t.Errorf("%q: %q, %v; want %q", tc.name, got, err, tc.want)
+		case tc.problem != "" && (!errors.As(err, &fe) || fe.Field != "api_key_env" || !strings.Contains(fe.Problem, tc.problem) || !errors.Is(err, ErrInvalid)):
+			t.Errorf("%q: %v, want an invalid api_key_env saying %q", tc.name, err, tc.problem)
+		case err != nil && strings.Contains(err.Error(), "pasted-secret"):
+			t.Errorf("%q: the error echoes the value: %v", tc.name, err)
+		}
+	}
+}

@@ -155,6 +155,18 @@ func coverageToPB(c Coverage) pb.Coverage {
 	return pb.Coverage_COVERAGE_UNSPECIFIED
 }
 
+// purposeFromPB answers "" for a purpose this SDK does not know, which
+// the request check refuses.
+func purposeFromPB(p pb.EmbedPurpose) EmbedPurpose {
+	switch p {
+	case pb.EmbedPurpose_EMBED_PURPOSE_QUERY:
+		return EmbedQuery
+	case pb.EmbedPurpose_EMBED_PURPOSE_DOCUMENT:
+		return EmbedDocument
+	}
+	return ""
+}
+
 func messageToPB(m *Message) *pb.Message {
 	if m == nil {
 		return nil

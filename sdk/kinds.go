@@ -35,6 +35,9 @@ var kindTable = []struct {
 	{KindMobResolver, func(v any) bool { _, ok := v.(MobResolver); return ok }, func(s *grpc.Server, p Plugin) {
 		pb.RegisterMobResolverServer(s, &mobServer{impl: p.(MobResolver)})
 	}},
+	{KindEmbedder, func(v any) bool { _, ok := v.(Embedder); return ok }, func(s *grpc.Server, p Plugin) {
+		pb.RegisterEmbedderServer(s, &embedderServer{impl: p.(Embedder)})
+	}},
 }
 
 func kindEntry(k PluginKind) (int, bool) {

@@ -22,6 +22,7 @@ const (
 	KindCompactor        PluginKind = "compactor"
 	KindOperatorResolver PluginKind = "operator_resolver"
 	KindMobResolver      PluginKind = "mob_resolver"
+	KindEmbedder         PluginKind = "embedder"
 )
 
 // Kinds lists every kind this SDK can serve, in a stable order.
@@ -314,6 +315,39 @@ type OperatorResolver interface {
 // MobResolver answers the mobs an identity is bound to.
 type MobResolver interface {
 	ResolveMobs(ctx context.Context, id Identity) ([]string, error)
+}
+
+// EmbedPurpose says what a text is embedded for: some models embed a
+// question and a passage differently.
+type EmbedPurpose string
+
+const (
+	EmbedQuery    EmbedPurpose = "query"
+	EmbedDocument EmbedPurpose = "document"
+)
+
+// Known reports whether p is a purpose this SDK knows.
+func (p EmbedPurpose) Known() bool { return p == EmbedQuery || p == EmbedDocument }
+
+// EmbedderInfo declares what an embedder makes.
+type EmbedderInfo struct {
+	Model         string // model id; stored vectors made by another id are stale
+	Dimensions    int
+	MaxBatch      int  // texts per Embed call
+	MaxInputBytes int  // bytes per text
+	Deterministic bool // the same text always gives the same vector
+}
+
+// EmbedRequest asks for one vector per text, all for one purpose.
+type EmbedRequest struct {
+	Purpose EmbedPurpose
+	Texts   []string
+}
+
+// Embedder turns texts into vectors, one per text, in order.
+type Embedder interface {
+	EmbedderInfo(ctx context.Context) (EmbedderInfo, error)
+	Embed(ctx context.Context, req EmbedRequest) ([][]float32, error)
 }
 
 // capabilityImpls pairs each capability with a check that v implements it.

@@ -388,6 +388,63 @@ func (s *mobServer) ResolveMobs(ctx context.Context, req *pb.ResolveMobsRequest)
 	return &pb.ResolveMobsResponse{Mobs: mobs}, nil
 }
 
+type embedderServer struct {
+	pb.UnimplementedEmbedderServer
+	impl Embedder
+}
+
+// info answers the impl's declaration, refused when it breaks the SDK's
+// limits: the host would refuse it anyway, and the SDK checks requests
+// and answers against it.
+func (s *embedderServer) info(ctx context.Context) (EmbedderInfo, error) {
+	info, err := s.impl.EmbedderInfo(ctx)
+	if err != nil {
+		return EmbedderInfo{}, err
+	}
+	if err := info.Validate(); err != nil {
+		// Not wrapped: the plugin is at fault, not the request.
+		return EmbedderInfo{}, fmt.Errorf("the embedder's info is malformed: %v", err)
+	}
+	return info, nil
+}
+
+// Info answers the impl's declaration (the Embedder service's Info).
+func (s *embedderServer) Info(ctx context.Context, _ *pb.EmbedderInfoRequest) (*pb.EmbedderInfoResponse, error) {
+	info, err := s.info(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.EmbedderInfoResponse{
+		Model: info.Model, Dimensions: int32(info.Dimensions), MaxBatch: int32(info.MaxBatch),
+		MaxInputBytes: int32(info.MaxInputBytes), Deterministic: info.Deterministic,
+	}, nil
+}
+
+// Embed checks the request against the impl's declared limits before the
+// impl sees it, and the impl's answer before the host does.
+func (s *embedderServer) Embed(ctx context.Context, req *pb.EmbedRequest) (*pb.EmbedResponse, error) {
+	info, err := s.info(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	ereq := EmbedRequest{Purpose: purposeFromPB(req.Purpose), Texts: req.Texts}
+	if err := info.CheckRequest(ereq); err != nil {
+		return nil, toStatus(err)
+	}
+	vecs, err := s.impl.Embed(ctx, ereq)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if err := info.CheckVectors(len(ereq.Texts), vecs); err != nil {
+		return nil, toStatus(err)
+	}
+	out := make([]*pb.Embedding, len(vecs))
+	for i, v := range vecs {
+		out[i] = &pb.Embedding{Values: v}
+	}
+	return &pb.EmbedResponse{Vectors: out}, nil
+}
+
 // firstOf answers the first non-nil error, checks being run in order.
 func firstOf(errs ...error) error {
 	for _, err := range errs {

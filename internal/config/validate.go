@@ -417,8 +417,11 @@ func (c *Config) Warnings() []string {
 	for i, in := range c.Instances {
 		if !used[in.Name] {
 			what := "coordinator." + string(in.Kind) + " does not name it"
-			if in.Kind == sdk.KindProvider {
+			switch in.Kind {
+			case sdk.KindProvider:
 				what = "no realm block names it"
+			case sdk.KindEmbedder:
+				what = "recall does not use embedders yet"
 			}
 			warn(fmt.Sprintf("instance[%d]", i), "%s %q is declared but unused: %s.", in.Kind, in.Name, what)
 		}

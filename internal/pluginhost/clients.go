@@ -21,6 +21,7 @@ var (
 	_ sdk.Compactor        = (*Compactor)(nil)
 	_ sdk.OperatorResolver = (*OperatorResolver)(nil)
 	_ sdk.MobResolver      = (*MobResolver)(nil)
+	_ sdk.Embedder         = (*Embedder)(nil)
 )
 
 // Provider returns the supervised provider instance name. Its accessors
@@ -68,6 +69,15 @@ func (s *Supervisor) MobResolver(name string) (*MobResolver, error) {
 		return nil, err
 	}
 	return &MobResolver{inst: inst}, nil
+}
+
+// Embedder returns the supervised embedder instance name.
+func (s *Supervisor) Embedder(name string) (*Embedder, error) {
+	inst, err := s.lookup(sdk.KindEmbedder, name)
+	if err != nil {
+		return nil, err
+	}
+	return &Embedder{inst: inst}, nil
 }
 
 // provider is a supervised provider plugin with every capability method;
@@ -208,5 +218,21 @@ type MobResolver struct{ inst *instance }
 func (r *MobResolver) ResolveMobs(ctx context.Context, id sdk.Identity) ([]string, error) {
 	return call(ctx, r.inst, "resolve_mobs", true, func(ctx context.Context, c sdk.MobResolver) ([]string, error) {
 		return c.ResolveMobs(ctx, id)
+	})
+}
+
+// Embedder is a supervised embedder plugin. Its calls are retried when the
+// plugin died under them: embedding a text twice has no side effect.
+type Embedder struct{ inst *instance }
+
+func (e *Embedder) EmbedderInfo(ctx context.Context) (sdk.EmbedderInfo, error) {
+	return call(ctx, e.inst, "embedder_info", true, func(ctx context.Context, c sdk.Embedder) (sdk.EmbedderInfo, error) {
+		return c.EmbedderInfo(ctx)
+	})
+}
+
+func (e *Embedder) Embed(ctx context.Context, req sdk.EmbedRequest) ([][]float32, error) {
+	return call(ctx, e.inst, "embed", true, func(ctx context.Context, c sdk.Embedder) ([][]float32, error) {
+		return c.Embed(ctx, req)
 	})
 }

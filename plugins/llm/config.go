@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -79,6 +78,9 @@ func parseConfig(raw json.RawMessage, lookupEnv func(string) (string, bool)) (se
 		return bad("base_url is required (for example https://api.openai.com/v1)")
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 		return bad("base_url %q is not an http or https URL", c.BaseURL)
+	case u.User != nil:
+		// Errors name the endpoint: a password in it would be logged.
+		return bad("base_url must not carry credentials; name the key's variable in api_key_env")
 	case u.RawQuery != "" || u.Fragment != "":
 		return bad("base_url %q must not carry a query or fragment", c.BaseURL)
 	case strings.TrimSpace(c.Model) == "":
@@ -102,15 +104,10 @@ func parseConfig(raw json.RawMessage, lookupEnv func(string) (string, bool)) (se
 	if c.Temperature != nil {
 		s.temperature = *c.Temperature
 	}
-	if c.APIKeyEnv != "" {
-		if lookupEnv == nil {
-			lookupEnv = os.LookupEnv
-		}
-		key, ok := lookupEnv(c.APIKeyEnv)
-		if !ok || strings.TrimSpace(key) == "" {
-			return bad("api_key_env names %s, which is not set in the plugin's environment", c.APIKeyEnv)
-		}
-		s.apiKey = strings.TrimSpace(key)
+	key, err := sdk.SecretFromEnv("api_key_env", c.APIKeyEnv, lookupEnv)
+	if err != nil {
+		return settings{}, fmt.Errorf("llm config: %w", err)
 	}
+	s.apiKey = key
 	return s, nil
 }

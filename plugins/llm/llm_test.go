@@ -215,6 +215,8 @@ func TestParseConfig(t *testing.T) {
 		{`{"base_url":"http://x?y=1","model":"m"}`, false},
 		{`{"base_url":"http://x"}`, false},
 		{`{"base_url":"http://x","model":"m","api_key_env":"UNSET"}`, false},
+		{`{"base_url":"http://x","model":"m","api_key_env":"secret-value"}`, false},
+		{`{"base_url":"http://user:secret-value@x/v1","model":"m"}`, false},
 		{`{"base_url":"http://x","model":"m","timeout_ms":0}`, false},
 		{`{"base_url":"http://x","model":"m","timeout_ms":700000}`, false},
 		{`{"base_url":"http://x","model":"m","temperature":3}`, false},

@@ -131,19 +131,28 @@ func runKind(t *testing.T, target Target, kind sdk.PluginKind, bind func(string,
 					t.Skip(reason)
 				}
 			}
-			timeout := target.CheckTimeout
-			if timeout <= 0 {
-				timeout = 2 * time.Minute
-			}
-			ctx, cancel := context.WithTimeout(t.Context(), timeout)
-			defer cancel()
-			e := &kindEnv{s: ks, dir: t.TempDir()}
-			err := c.run(ctx, e)
-			if err = errors.Join(err, e.close()); err != nil {
-				t.Errorf("%s: %v", s.name, err)
+			if err := ks.run(t.Context(), c, t.TempDir()); err != nil {
+				t.Error(err)
 			}
 		})
 	}
+}
+
+// run runs one check against a fresh plugin on dir, within the target's
+// check timeout.
+func (s *kindSuite) run(ctx context.Context, c kindCheck, dir string) error {
+	timeout := s.target.CheckTimeout
+	if timeout <= 0 {
+		timeout = 2 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	e := &kindEnv{s: s, dir: dir}
+	err := c.run(ctx, e)
+	if err = errors.Join(err, e.close()); err != nil {
+		return fmt.Errorf("%s: %v", s.name, err)
+	}
+	return nil
 }
 
 // RunSelector runs the selector suite: Info and manifest, configuration,
@@ -152,17 +161,14 @@ func runKind(t *testing.T, target Target, kind sdk.PluginKind, bind func(string,
 // SelectorPageRows rows, deadlines and concurrent calls.
 func RunSelector(t *testing.T, target Target) {
 	t.Helper()
-	runKind(t, target, sdk.KindSelector, nil, []kindCheck{
-		{name: "Info", run: checkKindInfo},
-		{name: "Manifest", skip: kindNeedManifest, run: checkKindManifest},
-		{name: "Config", run: checkKindConfig},
+	runKind(t, target, sdk.KindSelector, nil, kindChecks([]kindCheck{
 		{name: "BadRequests", run: checkSelectorBadRequests},
 		{name: "Contract", run: checkSelectorContract},
 		{name: "EmptyManifest", run: checkSelectorEmpty},
 		{name: "Pagination", run: checkSelectorPage},
 		{name: "Deadline", run: checkSelectorDeadline},
 		{name: "Concurrency", run: checkSelectorConcurrency},
-	})
+	}))
 }
 
 // RunMobResolver runs the mob resolver suite: Info and manifest,
@@ -170,31 +176,53 @@ func RunSelector(t *testing.T, target Target) {
 // isolation, a large binding answered whole, deadlines and concurrency.
 func RunMobResolver(t *testing.T, target ResolverTarget) {
 	t.Helper()
-	runKind(t, target.Target, sdk.KindMobResolver, target.Bind, []kindCheck{
-		{name: "Info", run: checkKindInfo},
-		{name: "Manifest", skip: kindNeedManifest, run: checkKindManifest},
-		{name: "Config", run: checkKindConfig},
+	runKind(t, target.Target, sdk.KindMobResolver, target.Bind, kindChecks([]kindCheck{
 		{name: "BadRequests", run: checkResolverBadRequests},
 		{name: "Answers", skip: needBind, run: checkMobAnswers},
 		{name: "Pagination", skip: needBind, run: checkMobPage},
 		{name: "Deadline", run: checkResolverDeadline},
 		{name: "Concurrency", skip: needBind, run: checkResolverConcurrency},
-	})
+	}))
 }
 
 // RunOperatorResolver runs the operator resolver suite, as RunMobResolver
 // does for mobs.
 func RunOperatorResolver(t *testing.T, target ResolverTarget) {
 	t.Helper()
-	runKind(t, target.Target, sdk.KindOperatorResolver, target.Bind, []kindCheck{
-		{name: "Info", run: checkKindInfo},
-		{name: "Manifest", skip: kindNeedManifest, run: checkKindManifest},
-		{name: "Config", run: checkKindConfig},
+	runKind(t, target.Target, sdk.KindOperatorResolver, target.Bind, kindChecks([]kindCheck{
 		{name: "BadRequests", run: checkResolverBadRequests},
 		{name: "Answers", skip: needBind, run: checkOperatorAnswers},
 		{name: "Deadline", run: checkResolverDeadline},
 		{name: "Concurrency", skip: needBind, run: checkResolverConcurrency},
-	})
+	}))
+}
+
+// expiredCalls makes call with a context past its deadline, which must
+// fail with sdk.ErrDeadline, and with a cancelled one, which must fail;
+// what names the call in problems.
+func expiredCalls(ctx context.Context, what string, call func(context.Context) error) problems {
+	var p problems
+	expired, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
+	defer cancel()
+	if err := call(expired); !errors.Is(err, sdk.ErrDeadline) && !errors.Is(err, context.DeadlineExceeded) {
+		p.addf("%s past its deadline: error %v, want sdk.ErrDeadline", what, err)
+	}
+	cancelled, cancelNow := context.WithCancel(ctx)
+	cancelNow()
+	if call(cancelled) == nil {
+		p.addf("%s with a cancelled context succeeded", what)
+	}
+	return p
+}
+
+// kindChecks answers the checks every kind's suite starts with (Info,
+// Manifest, Config), then the kind's own.
+func kindChecks(own []kindCheck) []kindCheck {
+	return append([]kindCheck{
+		{name: "Info", run: checkKindInfo},
+		{name: "Manifest", skip: kindNeedManifest, run: checkKindManifest},
+		{name: "Config", run: checkKindConfig},
+	}, own...)
 }
 
 func kindNeedManifest(s *kindSuite) string { return needManifest(s.Suite) }
@@ -418,17 +446,10 @@ func checkSelectorDeadline(ctx context.Context, e *kindEnv) error {
 		return err
 	}
 	req := sdk.SelectRequest{Identity: selAlice, Query: selectQuery, Rows: selectorRows(20), Max: 3}
-	var p problems
-	expired, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
-	defer cancel()
-	if _, err := sel.Select(expired, req); !errors.Is(err, sdk.ErrDeadline) && !errors.Is(err, context.DeadlineExceeded) {
-		p.addf("Select past its deadline: error %v, want sdk.ErrDeadline", err)
-	}
-	cancelled, cancelNow := context.WithCancel(ctx)
-	cancelNow()
-	if _, err := sel.Select(cancelled, req); err == nil {
-		p.addf("Select with a cancelled context succeeded")
-	}
+	p := expiredCalls(ctx, "Select", func(ctx context.Context) error {
+		_, err := sel.Select(ctx, req)
+		return err
+	})
 	if s, err := sel.Select(ctx, req); err != nil {
 		p.addf("Select after expired calls: %v", err)
 	} else {
@@ -582,17 +603,10 @@ func checkResolverDeadline(ctx context.Context, e *kindEnv) error {
 		return err
 	}
 	id := sdk.Identity{Realm: realmA, ID: "alice"}
-	var p problems
-	expired, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
-	defer cancel()
-	if _, err := e.resolve(expired, id); !errors.Is(err, sdk.ErrDeadline) && !errors.Is(err, context.DeadlineExceeded) {
-		p.addf("%s past its deadline: error %v, want sdk.ErrDeadline", e.s.kind, err)
-	}
-	cancelled, cancelNow := context.WithCancel(ctx)
-	cancelNow()
-	if _, err := e.resolve(cancelled, id); err == nil {
-		p.addf("%s with a cancelled context succeeded", e.s.kind)
-	}
+	p := expiredCalls(ctx, string(e.s.kind), func(ctx context.Context) error {
+		_, err := e.resolve(ctx, id)
+		return err
+	})
 	if _, err := e.resolve(ctx, id); err != nil {
 		p.addf("%s after expired calls: %v", e.s.kind, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 	"time"
 
 	plugin "github.com/hashicorp/go-plugin"
@@ -45,6 +46,10 @@ var clientKinds = map[sdk.PluginKind]struct {
 		func(c *grpc.ClientConn) any { return pb.NewMobResolverClient(c) },
 		func(rpc any, _ sdk.Info) any { return &mobClient{rpc: rpc.(pb.MobResolverClient)} },
 	},
+	sdk.KindEmbedder: {
+		func(c *grpc.ClientConn) any { return pb.NewEmbedderClient(c) },
+		func(rpc any, _ sdk.Info) any { return &embedderClient{rpc: rpc.(pb.EmbedderClient)} },
+	},
 }
 
 // Compile-time checks that each client is the kind's interface.
@@ -54,6 +59,7 @@ var (
 	_ sdk.Compactor        = (*compactorClient)(nil)
 	_ sdk.OperatorResolver = (*operatorClient)(nil)
 	_ sdk.MobResolver      = (*mobClient)(nil)
+	_ sdk.Embedder         = (*embedderClient)(nil)
 )
 
 // clientPlugin is one plugin-set entry on the host side.
@@ -132,6 +138,11 @@ func (c *Conn) OperatorResolver() (sdk.OperatorResolver, error) {
 // MobResolver answers the plugin's mob resolver.
 func (c *Conn) MobResolver() (sdk.MobResolver, error) {
 	return dispenseAs[sdk.MobResolver](c, sdk.KindMobResolver)
+}
+
+// Embedder answers the plugin's embedder.
+func (c *Conn) Embedder() (sdk.Embedder, error) {
+	return dispenseAs[sdk.Embedder](c, sdk.KindEmbedder)
 }
 
 // providerClient implements every capability; Provider's accessors hide
@@ -377,4 +388,63 @@ func (c *mobClient) ResolveMobs(ctx context.Context, id sdk.Identity) ([]string,
 		return nil, fromStatus(ctx, err)
 	}
 	return resp.Mobs, nil
+}
+
+// embedderClient checks what the plugin answers, whatever its language:
+// a malformed Info, or vectors not of the declared shape, are errors here
+// rather than bad vectors stored by the host. It keeps the plugin's Info
+// once asked; a restarted plugin gets a new client.
+type embedderClient struct {
+	rpc pb.EmbedderClient
+
+	mu   sync.Mutex
+	info *sdk.EmbedderInfo
+}
+
+func (c *embedderClient) EmbedderInfo(ctx context.Context) (sdk.EmbedderInfo, error) {
+	resp, err := c.rpc.Info(ctx, &pb.EmbedderInfoRequest{})
+	if err != nil {
+		return sdk.EmbedderInfo{}, fromStatus(ctx, err)
+	}
+	info := sdk.EmbedderInfo{
+		Model: resp.Model, Dimensions: int(resp.Dimensions), MaxBatch: int(resp.MaxBatch),
+		MaxInputBytes: int(resp.MaxInputBytes), Deterministic: resp.Deterministic,
+	}
+	if err := info.Validate(); err != nil {
+		return sdk.EmbedderInfo{}, fmt.Errorf("the embedder's info is malformed: %v", err)
+	}
+	c.mu.Lock()
+	c.info = &info
+	c.mu.Unlock()
+	return info, nil
+}
+
+// declared answers the plugin's Info, asking for it on the first call.
+func (c *embedderClient) declared(ctx context.Context) (sdk.EmbedderInfo, error) {
+	c.mu.Lock()
+	info := c.info
+	c.mu.Unlock()
+	if info != nil {
+		return *info, nil
+	}
+	return c.EmbedderInfo(ctx)
+}
+
+func (c *embedderClient) Embed(ctx context.Context, req sdk.EmbedRequest) ([][]float32, error) {
+	info, err := c.declared(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.rpc.Embed(ctx, &pb.EmbedRequest{Purpose: purposeToPB(req.Purpose), Texts: req.Texts})
+	if err != nil {
+		return nil, fromStatus(ctx, err)
+	}
+	vecs := make([][]float32, len(resp.Vectors))
+	for i, v := range resp.Vectors {
+		vecs[i] = v.GetValues()
+	}
+	if err := info.CheckVectors(len(req.Texts), vecs); err != nil {
+		return nil, fmt.Errorf("embed: %w", err)
+	}
+	return vecs, nil
 }

@@ -218,3 +218,15 @@ func threadFromPB(t *pb.Thread) *sdk.Thread {
 	}
 	return &sdk.Thread{ID: t.Id, Seq: t.Seq}
 }
+
+// purposeToPB sends a purpose this host does not know as unspecified,
+// which the plugin refuses as invalid.
+func purposeToPB(p sdk.EmbedPurpose) pb.EmbedPurpose {
+	switch p {
+	case sdk.EmbedQuery:
+		return pb.EmbedPurpose_EMBED_PURPOSE_QUERY
+	case sdk.EmbedDocument:
+		return pb.EmbedPurpose_EMBED_PURPOSE_DOCUMENT
+	}
+	return pb.EmbedPurpose_EMBED_PURPOSE_UNSPECIFIED
+}

@@ -136,6 +136,57 @@ func (Coverage) EnumDescriptor() ([]byte, []int) {
 	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{1}
 }
 
+type EmbedPurpose int32
+
+const (
+	EmbedPurpose_EMBED_PURPOSE_UNSPECIFIED EmbedPurpose = 0
+	// A question searched with.
+	EmbedPurpose_EMBED_PURPOSE_QUERY EmbedPurpose = 1
+	// A passage searched for.
+	EmbedPurpose_EMBED_PURPOSE_DOCUMENT EmbedPurpose = 2
+)
+
+// Enum value maps for EmbedPurpose.
+var (
+	EmbedPurpose_name = map[int32]string{
+		0: "EMBED_PURPOSE_UNSPECIFIED",
+		1: "EMBED_PURPOSE_QUERY",
+		2: "EMBED_PURPOSE_DOCUMENT",
+	}
+	EmbedPurpose_value = map[string]int32{
+		"EMBED_PURPOSE_UNSPECIFIED": 0,
+		"EMBED_PURPOSE_QUERY":       1,
+		"EMBED_PURPOSE_DOCUMENT":    2,
+	}
+)
+
+func (x EmbedPurpose) Enum() *EmbedPurpose {
+	p := new(EmbedPurpose)
+	*p = x
+	return p
+}
+
+func (x EmbedPurpose) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (EmbedPurpose) Descriptor() protoreflect.EnumDescriptor {
+	return file_memhost_plugin_v1_plugin_proto_enumTypes[2].Descriptor()
+}
+
+func (EmbedPurpose) Type() protoreflect.EnumType {
+	return &file_memhost_plugin_v1_plugin_proto_enumTypes[2]
+}
+
+func (x EmbedPurpose) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use EmbedPurpose.Descriptor instead.
+func (EmbedPurpose) EnumDescriptor() ([]byte, []int) {
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{2}
+}
+
 type InfoRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -2869,6 +2920,264 @@ func (x *ResolveMobsResponse) GetMobs() []string {
 	return nil
 }
 
+type EmbedderInfoRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EmbedderInfoRequest) Reset() {
+	*x = EmbedderInfoRequest{}
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EmbedderInfoRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EmbedderInfoRequest) ProtoMessage() {}
+
+func (x *EmbedderInfoRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EmbedderInfoRequest.ProtoReflect.Descriptor instead.
+func (*EmbedderInfoRequest) Descriptor() ([]byte, []int) {
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{45}
+}
+
+type EmbedderInfoResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Model id; vectors stored under another id are stale.
+	Model      string `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
+	Dimensions int32  `protobuf:"varint,2,opt,name=dimensions,proto3" json:"dimensions,omitempty"`
+	// Texts per Embed call.
+	MaxBatch int32 `protobuf:"varint,3,opt,name=max_batch,json=maxBatch,proto3" json:"max_batch,omitempty"`
+	// UTF-8 bytes per text.
+	MaxInputBytes int32 `protobuf:"varint,4,opt,name=max_input_bytes,json=maxInputBytes,proto3" json:"max_input_bytes,omitempty"`
+	// The same text always gives the same vector.
+	Deterministic bool `protobuf:"varint,5,opt,name=deterministic,proto3" json:"deterministic,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EmbedderInfoResponse) Reset() {
+	*x = EmbedderInfoResponse{}
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EmbedderInfoResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EmbedderInfoResponse) ProtoMessage() {}
+
+func (x *EmbedderInfoResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EmbedderInfoResponse.ProtoReflect.Descriptor instead.
+func (*EmbedderInfoResponse) Descriptor() ([]byte, []int) {
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *EmbedderInfoResponse) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *EmbedderInfoResponse) GetDimensions() int32 {
+	if x != nil {
+		return x.Dimensions
+	}
+	return 0
+}
+
+func (x *EmbedderInfoResponse) GetMaxBatch() int32 {
+	if x != nil {
+		return x.MaxBatch
+	}
+	return 0
+}
+
+func (x *EmbedderInfoResponse) GetMaxInputBytes() int32 {
+	if x != nil {
+		return x.MaxInputBytes
+	}
+	return 0
+}
+
+func (x *EmbedderInfoResponse) GetDeterministic() bool {
+	if x != nil {
+		return x.Deterministic
+	}
+	return false
+}
+
+type EmbedRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Purpose       EmbedPurpose           `protobuf:"varint,1,opt,name=purpose,proto3,enum=memhost.plugin.v1.EmbedPurpose" json:"purpose,omitempty"`
+	Texts         []string               `protobuf:"bytes,2,rep,name=texts,proto3" json:"texts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EmbedRequest) Reset() {
+	*x = EmbedRequest{}
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EmbedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EmbedRequest) ProtoMessage() {}
+
+func (x *EmbedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EmbedRequest.ProtoReflect.Descriptor instead.
+func (*EmbedRequest) Descriptor() ([]byte, []int) {
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *EmbedRequest) GetPurpose() EmbedPurpose {
+	if x != nil {
+		return x.Purpose
+	}
+	return EmbedPurpose_EMBED_PURPOSE_UNSPECIFIED
+}
+
+func (x *EmbedRequest) GetTexts() []string {
+	if x != nil {
+		return x.Texts
+	}
+	return nil
+}
+
+// One text's vector.
+type Embedding struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Values        []float32              `protobuf:"fixed32,1,rep,packed,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Embedding) Reset() {
+	*x = Embedding{}
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Embedding) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Embedding) ProtoMessage() {}
+
+func (x *Embedding) ProtoReflect() protoreflect.Message {
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Embedding.ProtoReflect.Descriptor instead.
+func (*Embedding) Descriptor() ([]byte, []int) {
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *Embedding) GetValues() []float32 {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+type EmbedResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per text, in the request's order, each of the declared dimensions.
+	Vectors       []*Embedding `protobuf:"bytes,1,rep,name=vectors,proto3" json:"vectors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EmbedResponse) Reset() {
+	*x = EmbedResponse{}
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EmbedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EmbedResponse) ProtoMessage() {}
+
+func (x *EmbedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EmbedResponse.ProtoReflect.Descriptor instead.
+func (*EmbedResponse) Descriptor() ([]byte, []int) {
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *EmbedResponse) GetVectors() []*Embedding {
+	if x != nil {
+		return x.Vectors
+	}
+	return nil
+}
+
 var File_memhost_plugin_v1_plugin_proto protoreflect.FileDescriptor
 
 const file_memhost_plugin_v1_plugin_proto_rawDesc = "" +
@@ -3059,7 +3368,23 @@ const file_memhost_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x05realm\x18\x01 \x01(\tR\x05realm\x12\x1a\n" +
 	"\bidentity\x18\x02 \x01(\tR\bidentity\")\n" +
 	"\x13ResolveMobsResponse\x12\x12\n" +
-	"\x04mobs\x18\x01 \x03(\tR\x04mobs*d\n" +
+	"\x04mobs\x18\x01 \x03(\tR\x04mobs\"\x15\n" +
+	"\x13EmbedderInfoRequest\"\xb7\x01\n" +
+	"\x14EmbedderInfoResponse\x12\x14\n" +
+	"\x05model\x18\x01 \x01(\tR\x05model\x12\x1e\n" +
+	"\n" +
+	"dimensions\x18\x02 \x01(\x05R\n" +
+	"dimensions\x12\x1b\n" +
+	"\tmax_batch\x18\x03 \x01(\x05R\bmaxBatch\x12&\n" +
+	"\x0fmax_input_bytes\x18\x04 \x01(\x05R\rmaxInputBytes\x12$\n" +
+	"\rdeterministic\x18\x05 \x01(\bR\rdeterministic\"_\n" +
+	"\fEmbedRequest\x129\n" +
+	"\apurpose\x18\x01 \x01(\x0e2\x1f.memhost.plugin.v1.EmbedPurposeR\apurpose\x12\x14\n" +
+	"\x05texts\x18\x02 \x03(\tR\x05texts\"#\n" +
+	"\tEmbedding\x12\x16\n" +
+	"\x06values\x18\x01 \x03(\x02R\x06values\"G\n" +
+	"\rEmbedResponse\x126\n" +
+	"\avectors\x18\x01 \x03(\v2\x1c.memhost.plugin.v1.EmbeddingR\avectors*d\n" +
 	"\fManifestTier\x12\x1d\n" +
 	"\x19MANIFEST_TIER_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19MANIFEST_TIER_WORKING_SET\x10\x01\x12\x16\n" +
@@ -3067,7 +3392,11 @@ const file_memhost_plugin_v1_plugin_proto_rawDesc = "" +
 	"\bCoverage\x12\x18\n" +
 	"\x14COVERAGE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13COVERAGE_SUFFICIENT\x10\x01\x12\x1e\n" +
-	"\x1aCOVERAGE_NEED_DEEPER_SWEEP\x10\x022\xa9\x01\n" +
+	"\x1aCOVERAGE_NEED_DEEPER_SWEEP\x10\x02*b\n" +
+	"\fEmbedPurpose\x12\x1d\n" +
+	"\x19EMBED_PURPOSE_UNSPECIFIED\x10\x00\x12\x17\n" +
+	"\x13EMBED_PURPOSE_QUERY\x10\x01\x12\x1a\n" +
+	"\x16EMBED_PURPOSE_DOCUMENT\x10\x022\xa9\x01\n" +
 	"\x06Plugin\x12G\n" +
 	"\x04Info\x12\x1e.memhost.plugin.v1.InfoRequest\x1a\x1f.memhost.plugin.v1.InfoResponse\x12V\n" +
 	"\tConfigure\x12#.memhost.plugin.v1.ConfigureRequest\x1a$.memhost.plugin.v1.ConfigureResponse2\x97\a\n" +
@@ -3090,7 +3419,10 @@ const file_memhost_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x10OperatorResolver\x12h\n" +
 	"\x0fResolveOperator\x12).memhost.plugin.v1.ResolveOperatorRequest\x1a*.memhost.plugin.v1.ResolveOperatorResponse2k\n" +
 	"\vMobResolver\x12\\\n" +
-	"\vResolveMobs\x12%.memhost.plugin.v1.ResolveMobsRequest\x1a&.memhost.plugin.v1.ResolveMobsResponseB;Z9github.com/memhost/memhost/sdk/internal/pluginpb;pluginpbb\x06proto3"
+	"\vResolveMobs\x12%.memhost.plugin.v1.ResolveMobsRequest\x1a&.memhost.plugin.v1.ResolveMobsResponse2\xaf\x01\n" +
+	"\bEmbedder\x12W\n" +
+	"\x04Info\x12&.memhost.plugin.v1.EmbedderInfoRequest\x1a'.memhost.plugin.v1.EmbedderInfoResponse\x12J\n" +
+	"\x05Embed\x12\x1f.memhost.plugin.v1.EmbedRequest\x1a .memhost.plugin.v1.EmbedResponseB;Z9github.com/memhost/memhost/sdk/internal/pluginpb;pluginpbb\x06proto3"
 
 var (
 	file_memhost_plugin_v1_plugin_proto_rawDescOnce sync.Once
@@ -3104,118 +3436,130 @@ func file_memhost_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 	return file_memhost_plugin_v1_plugin_proto_rawDescData
 }
 
-var file_memhost_plugin_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_memhost_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
+var file_memhost_plugin_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_memhost_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
 var file_memhost_plugin_v1_plugin_proto_goTypes = []any{
 	(ManifestTier)(0),               // 0: memhost.plugin.v1.ManifestTier
 	(Coverage)(0),                   // 1: memhost.plugin.v1.Coverage
-	(*InfoRequest)(nil),             // 2: memhost.plugin.v1.InfoRequest
-	(*InfoResponse)(nil),            // 3: memhost.plugin.v1.InfoResponse
-	(*ConfigureRequest)(nil),        // 4: memhost.plugin.v1.ConfigureRequest
-	(*HostInfo)(nil),                // 5: memhost.plugin.v1.HostInfo
-	(*ConfigureResponse)(nil),       // 6: memhost.plugin.v1.ConfigureResponse
-	(*Record)(nil),                  // 7: memhost.plugin.v1.Record
-	(*Thread)(nil),                  // 8: memhost.plugin.v1.Thread
-	(*RecordInput)(nil),             // 9: memhost.plugin.v1.RecordInput
-	(*RecallRequest)(nil),           // 10: memhost.plugin.v1.RecallRequest
-	(*Hit)(nil),                     // 11: memhost.plugin.v1.Hit
-	(*RecallResponse)(nil),          // 12: memhost.plugin.v1.RecallResponse
-	(*RememberRequest)(nil),         // 13: memhost.plugin.v1.RememberRequest
-	(*RememberResponse)(nil),        // 14: memhost.plugin.v1.RememberResponse
-	(*GetRequest)(nil),              // 15: memhost.plugin.v1.GetRequest
-	(*GetResponse)(nil),             // 16: memhost.plugin.v1.GetResponse
-	(*ForgetRequest)(nil),           // 17: memhost.plugin.v1.ForgetRequest
-	(*ForgetResponse)(nil),          // 18: memhost.plugin.v1.ForgetResponse
-	(*ManifestRequest)(nil),         // 19: memhost.plugin.v1.ManifestRequest
-	(*ManifestRow)(nil),             // 20: memhost.plugin.v1.ManifestRow
-	(*ManifestResponse)(nil),        // 21: memhost.plugin.v1.ManifestResponse
-	(*SupersedeRequest)(nil),        // 22: memhost.plugin.v1.SupersedeRequest
-	(*SupersedeResponse)(nil),       // 23: memhost.plugin.v1.SupersedeResponse
-	(*MarkUsedRequest)(nil),         // 24: memhost.plugin.v1.MarkUsedRequest
-	(*MarkUsedResponse)(nil),        // 25: memhost.plugin.v1.MarkUsedResponse
-	(*LedgerEntry)(nil),             // 26: memhost.plugin.v1.LedgerEntry
-	(*WriteLedgerRequest)(nil),      // 27: memhost.plugin.v1.WriteLedgerRequest
-	(*WriteLedgerResponse)(nil),     // 28: memhost.plugin.v1.WriteLedgerResponse
-	(*ExportRequest)(nil),           // 29: memhost.plugin.v1.ExportRequest
-	(*ExportResponse)(nil),          // 30: memhost.plugin.v1.ExportResponse
-	(*ImportRequest)(nil),           // 31: memhost.plugin.v1.ImportRequest
-	(*ImportResponse)(nil),          // 32: memhost.plugin.v1.ImportResponse
-	(*ReindexRequest)(nil),          // 33: memhost.plugin.v1.ReindexRequest
-	(*ReindexResponse)(nil),         // 34: memhost.plugin.v1.ReindexResponse
-	(*ReindexProgress)(nil),         // 35: memhost.plugin.v1.ReindexProgress
-	(*ReindexDone)(nil),             // 36: memhost.plugin.v1.ReindexDone
-	(*SelectRequest)(nil),           // 37: memhost.plugin.v1.SelectRequest
-	(*SelectHeader)(nil),            // 38: memhost.plugin.v1.SelectHeader
-	(*SelectResponse)(nil),          // 39: memhost.plugin.v1.SelectResponse
-	(*Message)(nil),                 // 40: memhost.plugin.v1.Message
-	(*CompactRequest)(nil),          // 41: memhost.plugin.v1.CompactRequest
-	(*CompactResponse)(nil),         // 42: memhost.plugin.v1.CompactResponse
-	(*ResolveOperatorRequest)(nil),  // 43: memhost.plugin.v1.ResolveOperatorRequest
-	(*ResolveOperatorResponse)(nil), // 44: memhost.plugin.v1.ResolveOperatorResponse
-	(*ResolveMobsRequest)(nil),      // 45: memhost.plugin.v1.ResolveMobsRequest
-	(*ResolveMobsResponse)(nil),     // 46: memhost.plugin.v1.ResolveMobsResponse
+	(EmbedPurpose)(0),               // 2: memhost.plugin.v1.EmbedPurpose
+	(*InfoRequest)(nil),             // 3: memhost.plugin.v1.InfoRequest
+	(*InfoResponse)(nil),            // 4: memhost.plugin.v1.InfoResponse
+	(*ConfigureRequest)(nil),        // 5: memhost.plugin.v1.ConfigureRequest
+	(*HostInfo)(nil),                // 6: memhost.plugin.v1.HostInfo
+	(*ConfigureResponse)(nil),       // 7: memhost.plugin.v1.ConfigureResponse
+	(*Record)(nil),                  // 8: memhost.plugin.v1.Record
+	(*Thread)(nil),                  // 9: memhost.plugin.v1.Thread
+	(*RecordInput)(nil),             // 10: memhost.plugin.v1.RecordInput
+	(*RecallRequest)(nil),           // 11: memhost.plugin.v1.RecallRequest
+	(*Hit)(nil),                     // 12: memhost.plugin.v1.Hit
+	(*RecallResponse)(nil),          // 13: memhost.plugin.v1.RecallResponse
+	(*RememberRequest)(nil),         // 14: memhost.plugin.v1.RememberRequest
+	(*RememberResponse)(nil),        // 15: memhost.plugin.v1.RememberResponse
+	(*GetRequest)(nil),              // 16: memhost.plugin.v1.GetRequest
+	(*GetResponse)(nil),             // 17: memhost.plugin.v1.GetResponse
+	(*ForgetRequest)(nil),           // 18: memhost.plugin.v1.ForgetRequest
+	(*ForgetResponse)(nil),          // 19: memhost.plugin.v1.ForgetResponse
+	(*ManifestRequest)(nil),         // 20: memhost.plugin.v1.ManifestRequest
+	(*ManifestRow)(nil),             // 21: memhost.plugin.v1.ManifestRow
+	(*ManifestResponse)(nil),        // 22: memhost.plugin.v1.ManifestResponse
+	(*SupersedeRequest)(nil),        // 23: memhost.plugin.v1.SupersedeRequest
+	(*SupersedeResponse)(nil),       // 24: memhost.plugin.v1.SupersedeResponse
+	(*MarkUsedRequest)(nil),         // 25: memhost.plugin.v1.MarkUsedRequest
+	(*MarkUsedResponse)(nil),        // 26: memhost.plugin.v1.MarkUsedResponse
+	(*LedgerEntry)(nil),             // 27: memhost.plugin.v1.LedgerEntry
+	(*WriteLedgerRequest)(nil),      // 28: memhost.plugin.v1.WriteLedgerRequest
+	(*WriteLedgerResponse)(nil),     // 29: memhost.plugin.v1.WriteLedgerResponse
+	(*ExportRequest)(nil),           // 30: memhost.plugin.v1.ExportRequest
+	(*ExportResponse)(nil),          // 31: memhost.plugin.v1.ExportResponse
+	(*ImportRequest)(nil),           // 32: memhost.plugin.v1.ImportRequest
+	(*ImportResponse)(nil),          // 33: memhost.plugin.v1.ImportResponse
+	(*ReindexRequest)(nil),          // 34: memhost.plugin.v1.ReindexRequest
+	(*ReindexResponse)(nil),         // 35: memhost.plugin.v1.ReindexResponse
+	(*ReindexProgress)(nil),         // 36: memhost.plugin.v1.ReindexProgress
+	(*ReindexDone)(nil),             // 37: memhost.plugin.v1.ReindexDone
+	(*SelectRequest)(nil),           // 38: memhost.plugin.v1.SelectRequest
+	(*SelectHeader)(nil),            // 39: memhost.plugin.v1.SelectHeader
+	(*SelectResponse)(nil),          // 40: memhost.plugin.v1.SelectResponse
+	(*Message)(nil),                 // 41: memhost.plugin.v1.Message
+	(*CompactRequest)(nil),          // 42: memhost.plugin.v1.CompactRequest
+	(*CompactResponse)(nil),         // 43: memhost.plugin.v1.CompactResponse
+	(*ResolveOperatorRequest)(nil),  // 44: memhost.plugin.v1.ResolveOperatorRequest
+	(*ResolveOperatorResponse)(nil), // 45: memhost.plugin.v1.ResolveOperatorResponse
+	(*ResolveMobsRequest)(nil),      // 46: memhost.plugin.v1.ResolveMobsRequest
+	(*ResolveMobsResponse)(nil),     // 47: memhost.plugin.v1.ResolveMobsResponse
+	(*EmbedderInfoRequest)(nil),     // 48: memhost.plugin.v1.EmbedderInfoRequest
+	(*EmbedderInfoResponse)(nil),    // 49: memhost.plugin.v1.EmbedderInfoResponse
+	(*EmbedRequest)(nil),            // 50: memhost.plugin.v1.EmbedRequest
+	(*Embedding)(nil),               // 51: memhost.plugin.v1.Embedding
+	(*EmbedResponse)(nil),           // 52: memhost.plugin.v1.EmbedResponse
 }
 var file_memhost_plugin_v1_plugin_proto_depIdxs = []int32{
-	5,  // 0: memhost.plugin.v1.ConfigureRequest.host:type_name -> memhost.plugin.v1.HostInfo
-	8,  // 1: memhost.plugin.v1.Record.thread:type_name -> memhost.plugin.v1.Thread
-	8,  // 2: memhost.plugin.v1.RecordInput.thread:type_name -> memhost.plugin.v1.Thread
-	7,  // 3: memhost.plugin.v1.Hit.record:type_name -> memhost.plugin.v1.Record
-	11, // 4: memhost.plugin.v1.RecallResponse.hits:type_name -> memhost.plugin.v1.Hit
-	9,  // 5: memhost.plugin.v1.RememberRequest.records:type_name -> memhost.plugin.v1.RecordInput
-	7,  // 6: memhost.plugin.v1.GetResponse.records:type_name -> memhost.plugin.v1.Record
+	6,  // 0: memhost.plugin.v1.ConfigureRequest.host:type_name -> memhost.plugin.v1.HostInfo
+	9,  // 1: memhost.plugin.v1.Record.thread:type_name -> memhost.plugin.v1.Thread
+	9,  // 2: memhost.plugin.v1.RecordInput.thread:type_name -> memhost.plugin.v1.Thread
+	8,  // 3: memhost.plugin.v1.Hit.record:type_name -> memhost.plugin.v1.Record
+	12, // 4: memhost.plugin.v1.RecallResponse.hits:type_name -> memhost.plugin.v1.Hit
+	10, // 5: memhost.plugin.v1.RememberRequest.records:type_name -> memhost.plugin.v1.RecordInput
+	8,  // 6: memhost.plugin.v1.GetResponse.records:type_name -> memhost.plugin.v1.Record
 	0,  // 7: memhost.plugin.v1.ManifestRequest.tier:type_name -> memhost.plugin.v1.ManifestTier
-	20, // 8: memhost.plugin.v1.ManifestResponse.rows:type_name -> memhost.plugin.v1.ManifestRow
-	9,  // 9: memhost.plugin.v1.SupersedeRequest.replacement:type_name -> memhost.plugin.v1.RecordInput
-	26, // 10: memhost.plugin.v1.WriteLedgerRequest.entries:type_name -> memhost.plugin.v1.LedgerEntry
-	7,  // 11: memhost.plugin.v1.ExportResponse.records:type_name -> memhost.plugin.v1.Record
-	7,  // 12: memhost.plugin.v1.ImportRequest.records:type_name -> memhost.plugin.v1.Record
-	35, // 13: memhost.plugin.v1.ReindexResponse.progress:type_name -> memhost.plugin.v1.ReindexProgress
-	36, // 14: memhost.plugin.v1.ReindexResponse.done:type_name -> memhost.plugin.v1.ReindexDone
-	38, // 15: memhost.plugin.v1.SelectRequest.header:type_name -> memhost.plugin.v1.SelectHeader
-	20, // 16: memhost.plugin.v1.SelectRequest.rows:type_name -> memhost.plugin.v1.ManifestRow
+	21, // 8: memhost.plugin.v1.ManifestResponse.rows:type_name -> memhost.plugin.v1.ManifestRow
+	10, // 9: memhost.plugin.v1.SupersedeRequest.replacement:type_name -> memhost.plugin.v1.RecordInput
+	27, // 10: memhost.plugin.v1.WriteLedgerRequest.entries:type_name -> memhost.plugin.v1.LedgerEntry
+	8,  // 11: memhost.plugin.v1.ExportResponse.records:type_name -> memhost.plugin.v1.Record
+	8,  // 12: memhost.plugin.v1.ImportRequest.records:type_name -> memhost.plugin.v1.Record
+	36, // 13: memhost.plugin.v1.ReindexResponse.progress:type_name -> memhost.plugin.v1.ReindexProgress
+	37, // 14: memhost.plugin.v1.ReindexResponse.done:type_name -> memhost.plugin.v1.ReindexDone
+	39, // 15: memhost.plugin.v1.SelectRequest.header:type_name -> memhost.plugin.v1.SelectHeader
+	21, // 16: memhost.plugin.v1.SelectRequest.rows:type_name -> memhost.plugin.v1.ManifestRow
 	1,  // 17: memhost.plugin.v1.SelectResponse.coverage:type_name -> memhost.plugin.v1.Coverage
-	40, // 18: memhost.plugin.v1.CompactRequest.evicted:type_name -> memhost.plugin.v1.Message
-	40, // 19: memhost.plugin.v1.CompactRequest.carry_over:type_name -> memhost.plugin.v1.Message
-	40, // 20: memhost.plugin.v1.CompactResponse.artifact:type_name -> memhost.plugin.v1.Message
-	2,  // 21: memhost.plugin.v1.Plugin.Info:input_type -> memhost.plugin.v1.InfoRequest
-	4,  // 22: memhost.plugin.v1.Plugin.Configure:input_type -> memhost.plugin.v1.ConfigureRequest
-	10, // 23: memhost.plugin.v1.Provider.Recall:input_type -> memhost.plugin.v1.RecallRequest
-	13, // 24: memhost.plugin.v1.Provider.Remember:input_type -> memhost.plugin.v1.RememberRequest
-	15, // 25: memhost.plugin.v1.Provider.Get:input_type -> memhost.plugin.v1.GetRequest
-	17, // 26: memhost.plugin.v1.Provider.Forget:input_type -> memhost.plugin.v1.ForgetRequest
-	19, // 27: memhost.plugin.v1.Provider.Manifest:input_type -> memhost.plugin.v1.ManifestRequest
-	22, // 28: memhost.plugin.v1.Provider.Supersede:input_type -> memhost.plugin.v1.SupersedeRequest
-	24, // 29: memhost.plugin.v1.Provider.MarkUsed:input_type -> memhost.plugin.v1.MarkUsedRequest
-	27, // 30: memhost.plugin.v1.Provider.WriteLedger:input_type -> memhost.plugin.v1.WriteLedgerRequest
-	29, // 31: memhost.plugin.v1.Provider.Export:input_type -> memhost.plugin.v1.ExportRequest
-	31, // 32: memhost.plugin.v1.Provider.Import:input_type -> memhost.plugin.v1.ImportRequest
-	33, // 33: memhost.plugin.v1.Provider.Reindex:input_type -> memhost.plugin.v1.ReindexRequest
-	37, // 34: memhost.plugin.v1.Selector.Select:input_type -> memhost.plugin.v1.SelectRequest
-	41, // 35: memhost.plugin.v1.Compactor.Compact:input_type -> memhost.plugin.v1.CompactRequest
-	43, // 36: memhost.plugin.v1.OperatorResolver.ResolveOperator:input_type -> memhost.plugin.v1.ResolveOperatorRequest
-	45, // 37: memhost.plugin.v1.MobResolver.ResolveMobs:input_type -> memhost.plugin.v1.ResolveMobsRequest
-	3,  // 38: memhost.plugin.v1.Plugin.Info:output_type -> memhost.plugin.v1.InfoResponse
-	6,  // 39: memhost.plugin.v1.Plugin.Configure:output_type -> memhost.plugin.v1.ConfigureResponse
-	12, // 40: memhost.plugin.v1.Provider.Recall:output_type -> memhost.plugin.v1.RecallResponse
-	14, // 41: memhost.plugin.v1.Provider.Remember:output_type -> memhost.plugin.v1.RememberResponse
-	16, // 42: memhost.plugin.v1.Provider.Get:output_type -> memhost.plugin.v1.GetResponse
-	18, // 43: memhost.plugin.v1.Provider.Forget:output_type -> memhost.plugin.v1.ForgetResponse
-	21, // 44: memhost.plugin.v1.Provider.Manifest:output_type -> memhost.plugin.v1.ManifestResponse
-	23, // 45: memhost.plugin.v1.Provider.Supersede:output_type -> memhost.plugin.v1.SupersedeResponse
-	25, // 46: memhost.plugin.v1.Provider.MarkUsed:output_type -> memhost.plugin.v1.MarkUsedResponse
-	28, // 47: memhost.plugin.v1.Provider.WriteLedger:output_type -> memhost.plugin.v1.WriteLedgerResponse
-	30, // 48: memhost.plugin.v1.Provider.Export:output_type -> memhost.plugin.v1.ExportResponse
-	32, // 49: memhost.plugin.v1.Provider.Import:output_type -> memhost.plugin.v1.ImportResponse
-	34, // 50: memhost.plugin.v1.Provider.Reindex:output_type -> memhost.plugin.v1.ReindexResponse
-	39, // 51: memhost.plugin.v1.Selector.Select:output_type -> memhost.plugin.v1.SelectResponse
-	42, // 52: memhost.plugin.v1.Compactor.Compact:output_type -> memhost.plugin.v1.CompactResponse
-	44, // 53: memhost.plugin.v1.OperatorResolver.ResolveOperator:output_type -> memhost.plugin.v1.ResolveOperatorResponse
-	46, // 54: memhost.plugin.v1.MobResolver.ResolveMobs:output_type -> memhost.plugin.v1.ResolveMobsResponse
-	38, // [38:55] is the sub-list for method output_type
-	21, // [21:38] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	41, // 18: memhost.plugin.v1.CompactRequest.evicted:type_name -> memhost.plugin.v1.Message
+	41, // 19: memhost.plugin.v1.CompactRequest.carry_over:type_name -> memhost.plugin.v1.Message
+	41, // 20: memhost.plugin.v1.CompactResponse.artifact:type_name -> memhost.plugin.v1.Message
+	2,  // 21: memhost.plugin.v1.EmbedRequest.purpose:type_name -> memhost.plugin.v1.EmbedPurpose
+	51, // 22: memhost.plugin.v1.EmbedResponse.vectors:type_name -> memhost.plugin.v1.Embedding
+	3,  // 23: memhost.plugin.v1.Plugin.Info:input_type -> memhost.plugin.v1.InfoRequest
+	5,  // 24: memhost.plugin.v1.Plugin.Configure:input_type -> memhost.plugin.v1.ConfigureRequest
+	11, // 25: memhost.plugin.v1.Provider.Recall:input_type -> memhost.plugin.v1.RecallRequest
+	14, // 26: memhost.plugin.v1.Provider.Remember:input_type -> memhost.plugin.v1.RememberRequest
+	16, // 27: memhost.plugin.v1.Provider.Get:input_type -> memhost.plugin.v1.GetRequest
+	18, // 28: memhost.plugin.v1.Provider.Forget:input_type -> memhost.plugin.v1.ForgetRequest
+	20, // 29: memhost.plugin.v1.Provider.Manifest:input_type -> memhost.plugin.v1.ManifestRequest
+	23, // 30: memhost.plugin.v1.Provider.Supersede:input_type -> memhost.plugin.v1.SupersedeRequest
+	25, // 31: memhost.plugin.v1.Provider.MarkUsed:input_type -> memhost.plugin.v1.MarkUsedRequest
+	28, // 32: memhost.plugin.v1.Provider.WriteLedger:input_type -> memhost.plugin.v1.WriteLedgerRequest
+	30, // 33: memhost.plugin.v1.Provider.Export:input_type -> memhost.plugin.v1.ExportRequest
+	32, // 34: memhost.plugin.v1.Provider.Import:input_type -> memhost.plugin.v1.ImportRequest
+	34, // 35: memhost.plugin.v1.Provider.Reindex:input_type -> memhost.plugin.v1.ReindexRequest
+	38, // 36: memhost.plugin.v1.Selector.Select:input_type -> memhost.plugin.v1.SelectRequest
+	42, // 37: memhost.plugin.v1.Compactor.Compact:input_type -> memhost.plugin.v1.CompactRequest
+	44, // 38: memhost.plugin.v1.OperatorResolver.ResolveOperator:input_type -> memhost.plugin.v1.ResolveOperatorRequest
+	46, // 39: memhost.plugin.v1.MobResolver.ResolveMobs:input_type -> memhost.plugin.v1.ResolveMobsRequest
+	48, // 40: memhost.plugin.v1.Embedder.Info:input_type -> memhost.plugin.v1.EmbedderInfoRequest
+	50, // 41: memhost.plugin.v1.Embedder.Embed:input_type -> memhost.plugin.v1.EmbedRequest
+	4,  // 42: memhost.plugin.v1.Plugin.Info:output_type -> memhost.plugin.v1.InfoResponse
+	7,  // 43: memhost.plugin.v1.Plugin.Configure:output_type -> memhost.plugin.v1.ConfigureResponse
+	13, // 44: memhost.plugin.v1.Provider.Recall:output_type -> memhost.plugin.v1.RecallResponse
+	15, // 45: memhost.plugin.v1.Provider.Remember:output_type -> memhost.plugin.v1.RememberResponse
+	17, // 46: memhost.plugin.v1.Provider.Get:output_type -> memhost.plugin.v1.GetResponse
+	19, // 47: memhost.plugin.v1.Provider.Forget:output_type -> memhost.plugin.v1.ForgetResponse
+	22, // 48: memhost.plugin.v1.Provider.Manifest:output_type -> memhost.plugin.v1.ManifestResponse
+	24, // 49: memhost.plugin.v1.Provider.Supersede:output_type -> memhost.plugin.v1.SupersedeResponse
+	26, // 50: memhost.plugin.v1.Provider.MarkUsed:output_type -> memhost.plugin.v1.MarkUsedResponse
+	29, // 51: memhost.plugin.v1.Provider.WriteLedger:output_type -> memhost.plugin.v1.WriteLedgerResponse
+	31, // 52: memhost.plugin.v1.Provider.Export:output_type -> memhost.plugin.v1.ExportResponse
+	33, // 53: memhost.plugin.v1.Provider.Import:output_type -> memhost.plugin.v1.ImportResponse
+	35, // 54: memhost.plugin.v1.Provider.Reindex:output_type -> memhost.plugin.v1.ReindexResponse
+	40, // 55: memhost.plugin.v1.Selector.Select:output_type -> memhost.plugin.v1.SelectResponse
+	43, // 56: memhost.plugin.v1.Compactor.Compact:output_type -> memhost.plugin.v1.CompactResponse
+	45, // 57: memhost.plugin.v1.OperatorResolver.ResolveOperator:output_type -> memhost.plugin.v1.ResolveOperatorResponse
+	47, // 58: memhost.plugin.v1.MobResolver.ResolveMobs:output_type -> memhost.plugin.v1.ResolveMobsResponse
+	49, // 59: memhost.plugin.v1.Embedder.Info:output_type -> memhost.plugin.v1.EmbedderInfoResponse
+	52, // 60: memhost.plugin.v1.Embedder.Embed:output_type -> memhost.plugin.v1.EmbedResponse
+	42, // [42:61] is the sub-list for method output_type
+	23, // [23:42] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_memhost_plugin_v1_plugin_proto_init() }
@@ -3232,10 +3576,10 @@ func file_memhost_plugin_v1_plugin_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_memhost_plugin_v1_plugin_proto_rawDesc), len(file_memhost_plugin_v1_plugin_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   45,
+			NumEnums:      3,
+			NumMessages:   50,
 			NumExtensions: 0,
-			NumServices:   6,
+			NumServices:   7,
 		},
 		GoTypes:           file_memhost_plugin_v1_plugin_proto_goTypes,
 		DependencyIndexes: file_memhost_plugin_v1_plugin_proto_depIdxs,

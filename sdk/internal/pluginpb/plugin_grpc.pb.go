@@ -1114,3 +1114,151 @@ var MobResolver_ServiceDesc = grpc.ServiceDesc{
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "memhost/plugin/v1/plugin.proto",
 }
+
+const (
+	Embedder_Info_FullMethodName  = "/memhost.plugin.v1.Embedder/Info"
+	Embedder_Embed_FullMethodName = "/memhost.plugin.v1.Embedder/Embed"
+)
+
+// EmbedderClient is the client API for Embedder service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// Embedder turns texts into vectors, one per text, in order. Info declares
+// the model and the limits the host keeps to; every text of one Embed is
+// embedded for one purpose.
+type EmbedderClient interface {
+	Info(ctx context.Context, in *EmbedderInfoRequest, opts ...grpc.CallOption) (*EmbedderInfoResponse, error)
+	Embed(ctx context.Context, in *EmbedRequest, opts ...grpc.CallOption) (*EmbedResponse, error)
+}
+
+type embedderClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewEmbedderClient(cc grpc.ClientConnInterface) EmbedderClient {
+	return &embedderClient{cc}
+}
+
+func (c *embedderClient) Info(ctx context.Context, in *EmbedderInfoRequest, opts ...grpc.CallOption) (*EmbedderInfoResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EmbedderInfoResponse)
+	err := c.cc.Invoke(ctx, Embedder_Info_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *embedderClient) Embed(ctx context.Context, in *EmbedRequest, opts ...grpc.CallOption) (*EmbedResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EmbedResponse)
+	err := c.cc.Invoke(ctx, Embedder_Embed_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// EmbedderServer is the server API for Embedder service.
+// All implementations must embed UnimplementedEmbedderServer
+// for forward compatibility.
+//
+// Embedder turns texts into vectors, one per text, in order. Info declares
+// the model and the limits the host keeps to; every text of one Embed is
+// embedded for one purpose.
+type EmbedderServer interface {
+	Info(context.Context, *EmbedderInfoRequest) (*EmbedderInfoResponse, error)
+	Embed(context.Context, *EmbedRequest) (*EmbedResponse, error)
+	mustEmbedUnimplementedEmbedderServer()
+}
+
+// UnimplementedEmbedderServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedEmbedderServer struct{}
+
+func (UnimplementedEmbedderServer) Info(context.Context, *EmbedderInfoRequest) (*EmbedderInfoResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Info not implemented")
+}
+func (UnimplementedEmbedderServer) Embed(context.Context, *EmbedRequest) (*EmbedResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Embed not implemented")
+}
+func (UnimplementedEmbedderServer) mustEmbedUnimplementedEmbedderServer() {}
+func (UnimplementedEmbedderServer) testEmbeddedByValue()                  {}
+
+// UnsafeEmbedderServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to EmbedderServer will
+// result in compilation errors.
+type UnsafeEmbedderServer interface {
+	mustEmbedUnimplementedEmbedderServer()
+}
+
+func RegisterEmbedderServer(s grpc.ServiceRegistrar, srv EmbedderServer) {
+	// If the following call panics, it indicates UnimplementedEmbedderServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&Embedder_ServiceDesc, srv)
+}
+
+func _Embedder_Info_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EmbedderInfoRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(EmbedderServer).Info(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Embedder_Info_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(EmbedderServer).Info(ctx, req.(*EmbedderInfoRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Embedder_Embed_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EmbedRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(EmbedderServer).Embed(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Embedder_Embed_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(EmbedderServer).Embed(ctx, req.(*EmbedRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// Embedder_ServiceDesc is the grpc.ServiceDesc for Embedder service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var Embedder_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "memhost.plugin.v1.Embedder",
+	HandlerType: (*EmbedderServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Info",
+			Handler:    _Embedder_Info_Handler,
+		},
+		{
+			MethodName: "Embed",
+			Handler:    _Embedder_Embed_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "memhost/plugin/v1/plugin.proto",
+}

@@ -1,0 +1,132 @@
+package pluginhost_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	hclog "github.com/hashicorp/go-hclog"
+	"github.com/memhost/memhost/internal/pluginhost"
+	"github.com/memhost/memhost/internal/testbin"
+	"github.com/memhost/memhost/sdk"
+)
+
+// embeddingsServer answers every input with a 3-dimensional vector made
+// from its length; while *limited is set, it answers 429 once and clears it.
+func embeddingsServer(t *testing.T, limited *atomic.Bool) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if limited.CompareAndSwap(true, false) {
+			http.Error(w, `{"error":{"message":"slow down"}}`, http.StatusTooManyRequests)
+			return
+		}
+		var req struct{ Input []string }
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		data := make([]map[string]any, len(req.Input))
+		for i, in := range req.Input {
+			data[i] = map[string]any{"index": i, "embedding": []float32{float32(len(in)), 1, float32(i)}}
+		}
+		json.NewEncoder(w).Encode(map[string]any{"data": data})
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestSupervisedEmbedder: an embedder instance of the real openai plugin
+// is started, called, observed per call, listed in Status, and restarted
+// under a call when it dies.
+func TestSupervisedEmbedder(t *testing.T) {
+	var limited atomic.Bool
+	srv := embeddingsServer(t, &limited)
+	dir := t.TempDir()
+	testbin.InstallPlugin(t, dir, testbin.Build(t, "./plugins/openai/cmd/memhost-plugin-openai"))
+	var (
+		mu   sync.Mutex
+		seen []string
+	)
+	obs := func(instance, method string, _ time.Duration, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, fmt.Sprintf("%s %s %s", instance, method, sdk.CodeOf(err)))
+	}
+	sup := pluginhost.New([]pluginhost.Entry{discoverOne(t, dir)}, pluginhost.Options{
+		StartOptions:   pluginhost.StartOptions{Logger: hclog.NewNullLogger(), Dir: t.TempDir()},
+		HealthInterval: time.Hour, ObserveCall: obs,
+	})
+	t.Cleanup(sup.Close)
+	cfg := json.RawMessage(fmt.Sprintf(`{"base_url": %q, "model": "m", "dimensions": 3}`, srv.URL+"/v1"))
+	if err := sup.Start(context.Background(), []pluginhost.Spec{{Kind: sdk.KindEmbedder, Name: "vec", Plugin: "openai", Config: cfg}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sup.Embedder("other"); !errors.Is(err, sdk.ErrNotFound) {
+		t.Errorf("Embedder(other) = %v, want not found", err)
+	}
+	if _, err := sup.Selector("vec"); !errors.Is(err, sdk.ErrNotFound) {
+		t.Errorf("Selector(vec) of an embedder = %v, want not found", err)
+	}
+	emb, err := sup.Embedder("vec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	info, err := emb.EmbedderInfo(ctx)
+	if err != nil || info.Model != "m/3" || info.Dimensions != 3 {
+		t.Fatalf("EmbedderInfo = %+v, %v", info, err)
+	}
+	vecs, err := emb.Embed(ctx, sdk.EmbedRequest{Purpose: sdk.EmbedDocument, Texts: []string{"ab", "abcd"}})
+	if err != nil || len(vecs) != 2 || !slices.Equal(vecs[1], []float32{4, 1, 1}) {
+		t.Fatalf("Embed = %v, %v", vecs, err)
+	}
+	if _, err := emb.Embed(ctx, sdk.EmbedRequest{Purpose: sdk.EmbedDocument}); !errors.Is(err, sdk.ErrInvalid) {
+		t.Fatalf("Embed of no texts = %v, want invalid", err)
+	}
+
+	// A retried request shows as a warning in the instance's status.
+	limited.Store(true)
+	if _, err := emb.Embed(ctx, sdk.EmbedRequest{Purpose: sdk.EmbedQuery, Texts: []string{"limited"}}); err != nil {
+		t.Fatalf("Embed past one 429: %v", err)
+	}
+	waitStatus(t, sup, "vec", "a warning about the retry", func(s pluginhost.Status) bool {
+		return slices.ContainsFunc(s.Warnings, func(w string) bool { return strings.Contains(w, "embeddings request retried") })
+	})
+
+	var st pluginhost.Status
+	for _, s := range sup.Status() {
+		if s.Instance == "vec" {
+			st = s
+		}
+	}
+	if st.Kind != sdk.KindEmbedder || st.Plugin != "openai" || st.State != pluginhost.StateReady || st.Capabilities == nil || st.Pid == 0 {
+		t.Fatalf("status %+v", st)
+	}
+	// A plugin killed between calls is restarted under the next one,
+	// which is retried: embedding has no side effect.
+	if err := syscall.Kill(st.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitExited(t, st.Pid)
+	callCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if _, err := emb.Embed(callCtx, sdk.EmbedRequest{Purpose: sdk.EmbedQuery, Texts: []string{"after"}}); err != nil {
+		t.Fatalf("Embed after the plugin died: %v", err)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"vec embedder_info ok", "vec embed ok", "vec embed invalid_argument", "vec embed ok"}
+	if len(seen) < 5 || !slices.Equal(seen[:4], want) || seen[len(seen)-1] != "vec embed ok" {
+		t.Fatalf("observed %q, want %q then the call after the restart ok", seen, want)
+	}
+}

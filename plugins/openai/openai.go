@@ -1,0 +1,368 @@
+// Package openai is memhost's OpenAI-compatible embedder plugin: it asks
+// any /embeddings endpoint (OpenAI, vLLM, TEI, Ollama, a llama.cpp server,
+// a gateway) for one vector per text. A call the host makes is split into
+// requests of request_batch texts, sent a few at a time; a request
+// answered 429, 408 or 5xx, or lost on the way, is retried with
+// exponential backoff and jitter (a Retry-After answer wins) while the
+// host's deadline allows. An answer that is not exactly one vector of the
+// configured dimensions per text is an error, never a stored vector.
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// Version is the plugin's version, reported by Info and the manifest.
+const Version = "0.1.0"
+
+// maxResponseBytes bounds what the plugin reads of one answer: the
+// largest batch of the largest vectors as JSON text, with room.
+const maxResponseBytes = 64 << 20
+
+// Embedder is the OpenAI-compatible embedder plugin.
+type Embedder struct {
+	client    *http.Client
+	log       *slog.Logger
+	lookupEnv func(string) (string, bool)
+	// sleep waits d or until ctx ends; tests replace it to record the
+	// delays instead of waiting them.
+	sleep func(ctx context.Context, d time.Duration) error
+
+	mu  sync.RWMutex
+	cfg *settings
+}
+
+// New answers an unconfigured embedder.
+func New() *Embedder {
+	return &Embedder{client: &http.Client{}, log: sdk.Logger(), sleep: sleepCtx}
+}
+
+func (e *Embedder) Info() sdk.Info {
+	return sdk.Info{
+		Name: "openai", Version: Version, Kinds: []sdk.PluginKind{sdk.KindEmbedder},
+		Protocols: []int{sdk.ProtocolVersion}, ConfigSchema: json.RawMessage(configSchema),
+	}
+}
+
+func (e *Embedder) Configure(_ context.Context, raw json.RawMessage) error {
+	s, err := parseConfig(raw, e.lookupEnv)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	e.cfg = &s
+	e.mu.Unlock()
+	return nil
+}
+
+// ErrNotConfigured answers a call before Configure.
+var ErrNotConfigured = fmt.Errorf("openai embedder is not configured: %w", sdk.ErrUnavailable)
+
+func (e *Embedder) settings() (*settings, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.cfg == nil {
+		return nil, ErrNotConfigured
+	}
+	return e.cfg, nil
+}
+
+func (e *Embedder) EmbedderInfo(context.Context) (sdk.EmbedderInfo, error) {
+	cfg, err := e.settings()
+	if err != nil {
+		return sdk.EmbedderInfo{}, err
+	}
+	return cfg.info, nil
+}
+
+// Embed sends the texts in requests of request_batch, parallel at a time,
+// and answers the vectors in the texts' order. The first failure cancels
+// the requests still running.
+func (e *Embedder) Embed(ctx context.Context, req sdk.EmbedRequest) ([][]float32, error) {
+	cfg, err := e.settings()
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, ctxError(err)
+	}
+	inputs := make([]string, len(req.Texts))
+	for i, t := range req.Texts {
+		inputs[i] = cfg.prefix[req.Purpose] + t
+	}
+	out := make([][]float32, len(inputs))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+		slots = make(chan struct{}, cfg.parallel)
+		// stopped: the call ended before every batch was sent.
+		stopped bool
+	)
+	for start := 0; start < len(inputs); start += cfg.requestBatch {
+		end := min(start+cfg.requestBatch, len(inputs))
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			stopped = true
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			vecs, err := e.embedBatch(ctx, cfg, inputs[start:end])
+			if err != nil {
+				once.Do(func() { first = err; cancel() })
+				return
+			}
+			copy(out[start:end], vecs)
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return nil, first
+	}
+	if stopped {
+		return nil, ctxError(ctx.Err())
+	}
+	return out, nil
+}
+
+// The wire shapes of the embeddings API, as far as the plugin uses them.
+type embeddingsRequest struct {
+	Model      string   `json:"model"`
+	Input      []string `json:"input"`
+	Dimensions int      `json:"dimensions,omitempty"`
+}
+
+type embeddingsResponse struct {
+	Data *[]struct {
+		Index     *int      `json:"index"`
+		Embedding []float32 `json:"embedding"`
+	} `json:"data"`
+}
+
+type apiError struct {
+	Error struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// retryable marks an attempt's failure worth another attempt; after wraps
+// how long the server asked to wait (0: not said).
+type retryable struct {
+	err   error
+	after time.Duration
+}
+
+func (r *retryable) Error() string { return r.err.Error() }
+func (r *retryable) Unwrap() error { return r.err }
+
+// embedBatch makes one request, retried while it fails retryably and the
+// deadline leaves room for the wait.
+func (e *Embedder) embedBatch(ctx context.Context, cfg *settings, inputs []string) ([][]float32, error) {
+	body, err := json.Marshal(embeddingsRequest{Model: cfg.model, Input: inputs, Dimensions: dimensionsSent(cfg)})
+	if err != nil {
+		return nil, fmt.Errorf("openai: encode request: %w", err)
+	}
+	for attempt := 0; ; attempt++ {
+		vecs, err := e.post(ctx, cfg, body, len(inputs))
+		var r *retryable
+		if err == nil || !errors.As(err, &r) || attempt >= cfg.retries {
+			if err != nil && attempt > 0 {
+				err = fmt.Errorf("%w (after %d attempts)", err, attempt+1)
+			}
+			return vecs, err
+		}
+		wait := r.after
+		if wait <= 0 {
+			wait = backoff(cfg.backoff, attempt)
+		}
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
+			return nil, fmt.Errorf("%w; the next attempt, in %s, would pass the call's deadline", err, wait.Round(time.Millisecond))
+		}
+		// A warning, so a rate-limited endpoint shows in the instance's
+		// status, not only as slow calls.
+		e.log.WarnContext(ctx, "embeddings request retried", "endpoint", cfg.endpoint, "attempt", attempt+2, "wait_ms", wait.Milliseconds(), "error", err.Error())
+		if err := e.sleep(ctx, wait); err != nil {
+			return nil, fmt.Errorf("openai: waiting to retry %s: %w", cfg.endpoint, ctxError(err))
+		}
+	}
+}
+
+func dimensionsSent(cfg *settings) int {
+	if cfg.sendDimensions {
+		return cfg.info.Dimensions
+	}
+	return 0
+}
+
+// backoff is attempt's delay: base doubled per attempt up to MaxBackoff,
+// of which a random part is waited (full jitter), so clients refused at
+// once do not come back at once.
+func backoff(base time.Duration, attempt int) time.Duration {
+	d := MaxBackoff
+	if attempt < 16 && base<<attempt < MaxBackoff {
+		d = base << attempt
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// post sends one request under the per-request timeout and decodes its
+// answer of n vectors.
+func (e *Embedder) post(parent context.Context, cfg *settings, body []byte, n int) ([][]float32, error) {
+	ctx, cancel := context.WithTimeout(parent, cfg.timeout)
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("openai: %v: %w", err, sdk.ErrInvalid)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "application/json")
+	if cfg.apiKey != "" {
+		hreq.Header.Set("Authorization", "Bearer "+cfg.apiKey)
+	}
+	resp, err := e.client.Do(hreq)
+	if err != nil {
+		return nil, transportError(parent, cfg, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	if err != nil {
+		return nil, transportError(parent, cfg, err)
+	}
+	if len(data) > maxResponseBytes {
+		return nil, fmt.Errorf("openai: the answer of %s is over %d bytes: %w", cfg.endpoint, maxResponseBytes, sdk.ErrUnavailable)
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, statusError(cfg.endpoint, resp, data)
+	}
+	vecs, err := decode(data, n, cfg.info.Dimensions)
+	if err != nil {
+		return nil, fmt.Errorf("openai: %s: %w: %w", cfg.endpoint, err, sdk.ErrUnavailable)
+	}
+	return vecs, nil
+}
+
+// transportError classifies a request that got no answer: the end of the
+// call's own context (parent) is final; the request's timeout or a lost
+// connection is worth retrying.
+func transportError(parent context.Context, cfg *settings, err error) error {
+	if perr := parent.Err(); perr != nil {
+		return fmt.Errorf("openai: %s: %w", cfg.endpoint, ctxError(perr))
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &retryable{err: fmt.Errorf("openai: %s gave no answer within %s: %w", cfg.endpoint, cfg.timeout, sdk.ErrUnavailable)}
+	}
+	return &retryable{err: fmt.Errorf("openai: %s: %v: %w", cfg.endpoint, err, sdk.ErrUnavailable)}
+}
+
+// decode reads an embeddings answer: exactly one entry per input, each
+// with an index (entries may come in any order) and dims values.
+func decode(data []byte, n, dims int) ([][]float32, error) {
+	var out embeddingsResponse
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, fmt.Errorf("malformed JSON answer (%v): %.200q", err, data)
+	}
+	if out.Data == nil {
+		return nil, fmt.Errorf("the answer has no data: %.200q", data)
+	}
+	entries := *out.Data
+	if len(entries) != n {
+		return nil, fmt.Errorf("the answer has %d embeddings for %d texts", len(entries), n)
+	}
+	vecs := make([][]float32, n)
+	for k, d := range entries {
+		switch {
+		case d.Index == nil:
+			return nil, fmt.Errorf("embedding %d of the answer has no index", k)
+		case *d.Index < 0 || *d.Index >= n:
+			return nil, fmt.Errorf("embedding %d of the answer has index %d, outside 0..%d", k, *d.Index, n-1)
+		case vecs[*d.Index] != nil:
+			return nil, fmt.Errorf("the answer has index %d twice", *d.Index)
+		case len(d.Embedding) != dims:
+			return nil, fmt.Errorf("the model answered %d dimensions, the config says %d (set dimensions to the model's vector length)", len(d.Embedding), dims)
+		}
+		vecs[*d.Index] = d.Embedding
+	}
+	return vecs, nil
+}
+
+// statusError classifies a non-2xx answer: overload and server faults are
+// retried (then unavailable), a refused key is permission denied, a
+// refused request invalid.
+func statusError(endpoint string, resp *http.Response, body []byte) error {
+	msg := strings.TrimSpace(string(body))
+	var e apiError
+	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
+		msg = e.Error.Message
+	}
+	if len(msg) > 200 {
+		msg = msg[:200]
+	}
+	code := resp.StatusCode
+	err := func(sentinel error) error {
+		return fmt.Errorf("openai: %s answered HTTP %d: %s: %w", endpoint, code, msg, sentinel)
+	}
+	switch {
+	case code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code >= 500:
+		return &retryable{err: err(sdk.ErrUnavailable), after: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		return err(sdk.ErrPermission)
+	default:
+		return err(sdk.ErrInvalid)
+	}
+}
+
+// retryAfter reads a Retry-After header, in seconds or an HTTP date; 0
+// when absent or unreadable. It is capped at MaxBackoff: a server asking
+// for minutes is down, and the caller's deadline decides.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	var d time.Duration
+	if secs, err := strconv.ParseFloat(v, 64); err == nil {
+		if secs > 0 { // NaN is not
+			d = time.Duration(min(secs, MaxBackoff.Seconds()) * float64(time.Second))
+		}
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), MaxBackoff)
+}
+
+func ctxError(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%v: %w", err, sdk.ErrDeadline)
+	}
+	return fmt.Errorf("%v: %w", err, sdk.ErrUnavailable)
+}
