@@ -37,7 +37,7 @@ const marker = "from-the-plugin"
 func (p capsPlugin) Info() sdk.Info {
 	return sdk.Info{Name: "caps", Version: "0.1.0", Kinds: []sdk.PluginKind{sdk.KindProvider}, Protocols: []int{1}, Capabilities: p.declared}
 }
-func (capsPlugin) Configure(context.Context, json.RawMessage) error           { return nil }
+func (capsPlugin) Configure(context.Context, json.RawMessage) error { return nil }
 
 // Recall answers nothing to a lexical query, and to one with a query
 // vector a hit scored by its dimensions and titled by its model, so a test
