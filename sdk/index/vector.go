@@ -105,14 +105,55 @@ func (ix *Index) PutVector(realm, id, model string, v []float32) (found bool, er
 	if !ok {
 		return false, nil
 	}
-	if ms := rm.models[model]; ms != nil && ms.dims != len(v) {
-		if old := rm.vec[no]; !(ms.n == 1 && old != nil && old.model == model) {
-			return false, fmt.Errorf("%w: model %q makes %d dimensions in realm %q, this vector has %d", ErrInvalid, model, ms.dims, realm, len(v))
-		}
+	if err := rm.fits(no, model, len(v)); err != nil {
+		return false, err
 	}
 	rm.dropVector(no)
 	rm.setVector(no, &docVec{model: strings.Clone(model), v: unit})
 	return true, nil
+}
+
+// DeleteVector drops the vector of the document id of realm; it reports
+// whether there was one.
+func (ix *Index) DeleteVector(realm, id string) bool {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	rm := ix.realms[realm]
+	if rm == nil {
+		return false
+	}
+	no, ok := rm.byID[id]
+	return ok && rm.dropVector(no) != nil
+}
+
+// VectorFits answers the ErrInvalid PutVector would answer for a vector
+// of dims dimensions by model for the document id of realm, nil when it
+// would be stored or skipped.
+func (ix *Index) VectorFits(realm, id, model string, dims int) error {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	rm := ix.realms[realm]
+	if rm == nil {
+		return nil
+	}
+	if no, ok := rm.byID[id]; ok {
+		return rm.fits(no, model, dims)
+	}
+	return nil
+}
+
+// fits checks that docno no may take a vector of dims dimensions by
+// model: the model's other vectors in the realm, if any, have as many
+// (replacing the model's only vector may change them).
+func (rm *realm) fits(no uint32, model string, dims int) error {
+	ms := rm.models[model]
+	if ms == nil || ms.dims == dims {
+		return nil
+	}
+	if old := rm.vec[no]; ms.n == 1 && old != nil && old.model == model {
+		return nil
+	}
+	return fmt.Errorf("%w: model %q makes %d dimensions here, this vector has %d", ErrInvalid, model, ms.dims, dims)
 }
 
 // HasVector reports whether the document id of realm has a vector made by
