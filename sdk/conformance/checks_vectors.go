@@ -44,7 +44,7 @@ func vectorFirst(ctx context.Context, e *env, q sdk.RecallQuery, want string) ([
 		return nil, err
 	}
 	if len(hits) == 0 || hits[0].Record.ID != want {
-		return nil, fmt.Errorf("Recall with query vector %v (scopes %v, tags %v, excluded %v) answered %v, want %s first",
+		return nil, fmt.Errorf("Recall(query vector %v, scopes %v, tags %v, excluded %v) answered %v, want %s first",
 			q.QueryVector, q.Scopes, q.Tags, q.ExcludeIDs, hitIDs(hits), want)
 	}
 	return hits, nil
@@ -110,10 +110,10 @@ func checkVectors(ctx context.Context, e *env) error {
 		return err
 	}
 	if len(hits) != 1 {
-		return fmt.Errorf("Recall with a query vector and tag red answered %v, want only %s", hitIDs(hits), idA)
+		return fmt.Errorf("Recall(query vector, tags [red]) answered %v, want only %s", hitIDs(hits), idA)
 	}
 	if hits, err := e.recall(ctx, sdk.RecallQuery{Realm: realmB, QueryVector: nearB, VectorModel: vectorModel}); err != nil || len(hits) != 0 {
-		return fmt.Errorf("Recall with a query vector in realm %s: %v, %v; want nothing", realmB, hitIDs(hits), err)
+		return fmt.Errorf("Recall(realm %s, query vector): %v, %v; want nothing", realmB, hitIDs(hits), err)
 	}
 	if _, err := e.p.Forget(ctx, realmA, []string{idB}); err != nil {
 		return fmt.Errorf("Forget: %w", err)

@@ -191,12 +191,19 @@ func (ix *Index) Len() int {
 func (ix *Index) Has(realm, id string) bool {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
+	_, _, ok := ix.lookup(realm, id)
+	return ok
+}
+
+// lookup answers the realm and docno of document id; the caller holds the
+// lock.
+func (ix *Index) lookup(realm, id string) (*realm, uint32, bool) {
 	rm := ix.realms[realm]
 	if rm == nil {
-		return false
+		return nil, 0, false
 	}
-	_, ok := rm.byID[id]
-	return ok
+	no, ok := rm.byID[id]
+	return rm, no, ok
 }
 
 // Put adds d, replacing a document of the same realm and id.

@@ -97,11 +97,7 @@ func (ix *Index) PutVector(realm, id, model string, v []float32) (found bool, er
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	rm := ix.realms[realm]
-	if rm == nil {
-		return false, nil
-	}
-	no, ok := rm.byID[id]
+	rm, no, ok := ix.lookup(realm, id)
 	if !ok {
 		return false, nil
 	}
@@ -118,11 +114,7 @@ func (ix *Index) PutVector(realm, id, model string, v []float32) (found bool, er
 func (ix *Index) DeleteVector(realm, id string) bool {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	rm := ix.realms[realm]
-	if rm == nil {
-		return false
-	}
-	no, ok := rm.byID[id]
+	rm, no, ok := ix.lookup(realm, id)
 	return ok && rm.dropVector(no) != nil
 }
 
@@ -132,11 +124,7 @@ func (ix *Index) DeleteVector(realm, id string) bool {
 func (ix *Index) VectorFits(realm, id, model string, dims int) error {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	rm := ix.realms[realm]
-	if rm == nil {
-		return nil
-	}
-	if no, ok := rm.byID[id]; ok {
+	if rm, no, ok := ix.lookup(realm, id); ok {
 		return rm.fits(no, model, dims)
 	}
 	return nil
@@ -161,11 +149,7 @@ func (rm *realm) fits(no uint32, model string, dims int) error {
 func (ix *Index) HasVector(realm, id, model string) bool {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	rm := ix.realms[realm]
-	if rm == nil {
-		return false
-	}
-	no, ok := rm.byID[id]
+	rm, no, ok := ix.lookup(realm, id)
 	return ok && rm.vec[no] != nil && rm.vec[no].model == model
 }
 
