@@ -54,7 +54,7 @@ func vectorFirst(ctx context.Context, e *env, q sdk.RecallQuery, want string) ([
 // the model, stably; PutVectors stores them (an unknown id is skipped);
 // recall with a query vector and no text ranks the nearest record first,
 // under the same scope, tag and exclusion filters as text; a forgotten
-// record's vector goes with it; vectors survive a restart.
+// record's vector goes with it; vectors survive a restart and a reindex.
 func checkVectors(ctx context.Context, e *env) error {
 	a, _ := e.record(scopeAlice)
 	a.Tags = []string{"red"}
@@ -130,6 +130,15 @@ func checkVectors(ctx context.Context, e *env) error {
 	}
 	if _, err := vectorFirst(ctx, e, sdk.RecallQuery{Realm: realmA, QueryVector: []float32{0, 0, 1, 0.1}}, idC); err != nil {
 		return fmt.Errorf("after a restart: %w", err)
+	}
+	if e.has(sdk.CapReindex) {
+		// A rebuilt index keeps the stored vectors.
+		if _, err := e.p.Reindex(ctx, realmA, nil); err != nil {
+			return fmt.Errorf("Reindex(%s): %w", realmA, err)
+		}
+		if _, err := vectorFirst(ctx, e, sdk.RecallQuery{Realm: realmA, QueryVector: []float32{1, 0, 0.1, 0}}, idA); err != nil {
+			return fmt.Errorf("after a reindex: %w", err)
+		}
 	}
 	if got, err := missingAll(ctx, e, realmA, vectorModel); err != nil || !slices.Equal(got, []string{idD}) {
 		return fmt.Errorf("MissingVectors after a restart: %v, %v; want only %s", got, err, idD)
