@@ -223,11 +223,20 @@ func readVectors(path string) (map[string]vecEntry, vecFile, error) {
 	if err != nil {
 		return nil, vecFile{}, err
 	}
+	out, vf, err := parseVectors(data)
+	if err != nil {
+		return nil, vecFile{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return out, vf, nil
+}
+
+// parseVectors reads a vector file's bytes (see readVectors).
+func parseVectors(data []byte) (map[string]vecEntry, vecFile, error) {
 	if !bytes.HasPrefix(data, []byte(vectorsMagic)) {
 		if len(data) < len(vectorsMagic) && bytes.HasPrefix([]byte(vectorsMagic), data) {
 			return map[string]vecEntry{}, vecFile{}, nil // torn at creation
 		}
-		return nil, vecFile{}, fmt.Errorf("%s: %w", path, errBadVectors)
+		return nil, vecFile{}, errBadVectors
 	}
 	out := map[string]vecEntry{}
 	vf := vecFile{good: int64(len(vectorsMagic))}

@@ -2,6 +2,7 @@ package markdown
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -138,4 +139,41 @@ func TestVectorsPersist(t *testing.T) {
 	if _, err := tp.Recall(ctx, sdk.RecallQuery{Realm: sdk.DefaultRealm, QueryVector: []float32{1, 0}, VectorModel: "m"}); !errors.Is(err, sdk.ErrInvalid) {
 		t.Fatalf("a query vector of another length: %v, want invalid", err)
 	}
+}
+
+// FuzzParseVectors: any bytes parse to whole frames only, never a panic;
+// what parsed, written again, parses to the same.
+func FuzzParseVectors(f *testing.F) {
+	good := appendVecFrame([]byte(vectorsMagic), &vecEntry{id: "r1", model: "m", digest: 7, v: []float32{1, -2.5}})
+	good = appendVecFrame(good, &vecEntry{id: "r2", model: "BAAI/bge", digest: 1 << 60, v: []float32{0, 0, 3}})
+	f.Add(good)
+	f.Add(good[:len(good)-3])
+	f.Add([]byte(vectorsMagic[:5]))
+	f.Add([]byte("not a vector file"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		entries, vf, err := parseVectors(data)
+		if err != nil {
+			if !errors.Is(err, errBadVectors) {
+				t.Fatalf("error %v is not errBadVectors", err)
+			}
+			return
+		}
+		if vf.good > int64(len(data)) || len(entries) > vf.frames {
+			t.Fatalf("%d good bytes of %d, %d entries of %d frames", vf.good, len(data), len(entries), vf.frames)
+		}
+		b := []byte(vectorsMagic)
+		for _, e := range entries {
+			b = appendVecFrame(b, &e)
+		}
+		again, _, err := parseVectors(b)
+		if err != nil || len(again) != len(entries) {
+			t.Fatalf("re-encoded entries parse to %d, %v; want %d", len(again), err, len(entries))
+		}
+		for id, e := range entries {
+			a := again[id]
+			if a.model != e.model || a.digest != e.digest || !slices.EqualFunc(a.v, e.v, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) }) {
+				t.Fatalf("entry %q changed: %+v, was %+v", id, a, e)
+			}
+		}
+	})
 }

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -114,4 +115,26 @@ func TestVectorsPersist(t *testing.T) {
 	wantErr(t, "a query vector of other dimensions", err, sdk.ErrInvalid)
 	_, err = s.Recall(ctx, sdk.RecallQuery{Realm: realm, QueryVector: []float32{1, 0, 0}, VectorModel: "other"})
 	wantErr(t, "a query vector of another model", err, sdk.ErrInvalid)
+}
+
+// FuzzFrameOp: any bytes decode to index changes or an error, never a
+// panic; a vector put written by appendOp reads back exactly.
+func FuzzFrameOp(f *testing.F) {
+	vecOp := indexOp{realm: "acme", vec: &sdk.RecordVector{ID: "r1", Model: "m/1", Vector: []float32{1, -0.5, 3e-8}}}
+	f.Add(appendOp(nil, &vecOp))
+	f.Add(appendOp(nil, &indexOp{del: true, realm: "acme", id: "r2"}))
+	f.Add([]byte{opVec, 4, 'a', 'c', 'm', 'e', 1, 'r', 1, 'm', 200})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := frameReader{s: string(data)}
+		op := r.op()
+		if r.err != nil || op.vec == nil {
+			return
+		}
+		again := frameReader{s: string(appendOp(nil, &op))}
+		back := again.op()
+		if again.err != nil || back.realm != op.realm || back.vec.ID != op.vec.ID || back.vec.Model != op.vec.Model ||
+			!slices.EqualFunc(back.vec.Vector, op.vec.Vector, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
+			t.Fatalf("vector op %+v read back as %+v (%v)", op.vec, back.vec, again.err)
+		}
+	})
 }
