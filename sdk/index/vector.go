@@ -45,10 +45,10 @@ type modelStat struct {
 	dims, n int
 }
 
-// Normalize answers v scaled to unit length, computed in float64 and
+// normalize answers v scaled to unit length, computed in float64 and
 // rounded to float32 once per component; ok is false for a vector that
 // is empty, all zero or not finite.
-func Normalize(v []float32) ([]float32, bool) {
+func normalize(v []float32) ([]float32, bool) {
 	sum := 0.0
 	for _, x := range v {
 		sum += float64(x) * float64(x)
@@ -64,10 +64,10 @@ func Normalize(v []float32) ([]float32, bool) {
 	return out, true
 }
 
-// Dot is the cosine of two unit vectors of one length: float32 products
+// dot is the cosine of two unit vectors of one length: float32 products
 // in four running sums (the order is fixed, so a score is reproducible
 // bit for bit), added pairwise at the end.
-func Dot(a, b []float32) float64 {
+func dot(a, b []float32) float64 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
 	i := 0
@@ -91,7 +91,7 @@ func (ix *Index) PutVector(realm, id, model string, v []float32) (found bool, er
 	if model == "" {
 		return false, fmt.Errorf("%w: a vector needs its model", ErrInvalid)
 	}
-	unit, ok := Normalize(v)
+	unit, ok := normalize(v)
 	if !ok {
 		return false, fmt.Errorf("%w: the vector of %q is empty, zero or not finite", ErrInvalid, id)
 	}
@@ -244,7 +244,7 @@ func (ix *Index) hybrid(q Query) ([]Hit, error) {
 	if err != nil {
 		return nil, err
 	}
-	qv, ok := Normalize(q.Vector)
+	qv, ok := normalize(q.Vector)
 	if !ok || q.Model == "" {
 		return nil, fmt.Errorf("%w: a query vector must be finite, not zero, and name its model", ErrInvalid)
 	}
@@ -289,7 +289,7 @@ func (ix *Index) hybrid(q Query) ([]Hit, error) {
 			continue
 		}
 		docs = append(docs, uint32(no))
-		cos = append(cos, Dot(qv, dv.v))
+		cos = append(cos, dot(qv, dv.v))
 	}
 	sc.cands, sc.exact = docs, cos
 	vtop := top(rm, sc, docs, cos, depth)
@@ -307,19 +307,19 @@ func (ix *Index) hybrid(q Query) ([]Hit, error) {
 	hasVec := make([]bool, len(cands))
 	for i, no := range cands {
 		if dv := rm.vec[no]; dv != nil && dv.model == q.Model {
-			semScores[i], hasVec[i] = Dot(qv, dv.v), true
+			semScores[i], hasVec[i] = dot(qv, dv.v), true
 		}
 	}
-	fused := Fuse(lexScores, semScores, hasVec, wl, ws)
+	fused := fuse(lexScores, semScores, hasVec, wl, ws)
 	return top(rm, sc, cands, fused, q.Limit), nil
 }
 
-// Fuse answers wl*lex' + ws*sem' per candidate, where lex' is lex
+// fuse answers wl*lex' + ws*sem' per candidate, where lex' is lex
 // min-max normalised over every candidate and sem' is sem normalised over
 // the candidates with a vector (hasVec), 0 for one without. When every
 // value of a half is equal, a lexical score above 0 and any vector
 // normalise to 1.
-func Fuse(lex, sem []float64, hasVec []bool, wl, ws float64) []float64 {
+func fuse(lex, sem []float64, hasVec []bool, wl, ws float64) []float64 {
 	lmin, lmax := math.Inf(1), math.Inf(-1)
 	for _, x := range lex {
 		lmin, lmax = min(lmin, x), max(lmax, x)

@@ -20,7 +20,7 @@ type refVec struct {
 // refHybrid is the reference of hybrid ranking, written as plainly as it
 // can be: every active document of the realm looked at, the candidates
 // and their scores from the reference BM25, and the fusion done again by
-// hand. Only the cosine primitive (Normalize, Dot) is shared, so scores
+// hand. Only the cosine primitive (normalize, dot) is shared, so scores
 // compare bit for bit.
 func refHybrid(r *reference, vecs map[string]refVec, q Query) ([]Hit, error) {
 	dims := map[string]int{}
@@ -48,7 +48,7 @@ func refHybrid(r *reference, vecs map[string]refVec, q Query) ([]Hit, error) {
 	for _, h := range lexAll {
 		lexScore[h.ID] = h.Score
 	}
-	qv, _ := Normalize(q.Vector)
+	qv, _ := normalize(q.Vector)
 	type cand struct {
 		d        *refDoc
 		lex, sem float64
@@ -61,8 +61,8 @@ func refHybrid(r *reference, vecs map[string]refVec, q Query) ([]Hit, error) {
 		if !d.active || d.Realm != q.Realm || !ok || rv.model != q.Model || !refPass(d, &q) {
 			continue
 		}
-		unit, _ := Normalize(rv.v)
-		vecCands = append(vecCands, cand{d: d, sem: Dot(qv, unit), hasVec: true})
+		unit, _ := normalize(rv.v)
+		vecCands = append(vecCands, cand{d: d, sem: dot(qv, unit), hasVec: true})
 	}
 	order := func(a, b *refDoc, sa, sb float64) int {
 		return cmp.Or(cmp.Compare(sb, sa), cmp.Compare(b.Seq, a.Seq), strings.Compare(a.ID, b.ID))
@@ -83,8 +83,8 @@ func refHybrid(r *reference, vecs map[string]refVec, q Query) ([]Hit, error) {
 		c := &union[i]
 		c.lex = lexScore[c.d.ID]
 		if rv, ok := vecs[key(q.Realm, c.d.ID)]; ok && rv.model == q.Model {
-			unit, _ := Normalize(rv.v)
-			c.sem, c.hasVec = Dot(qv, unit), true
+			unit, _ := normalize(rv.v)
+			c.sem, c.hasVec = dot(qv, unit), true
 		}
 	}
 	var lexs, sems []float64
@@ -410,22 +410,22 @@ func TestDotAndNormalize(t *testing.T) {
 		for i := range a {
 			a[i], b[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
 		}
-		ua, _ := Normalize(a)
-		ub, _ := Normalize(b)
-		var dot, na, nb float64
+		ua, _ := normalize(a)
+		ub, _ := normalize(b)
+		var prod, na, nb float64
 		for i := range a {
-			dot += float64(a[i]) * float64(b[i])
+			prod += float64(a[i]) * float64(b[i])
 			na += float64(a[i]) * float64(a[i])
 			nb += float64(b[i]) * float64(b[i])
 		}
-		want := dot / math.Sqrt(na*nb)
-		if got := Dot(ua, ub); math.Abs(got-want) > 1e-5 {
+		want := prod / math.Sqrt(na*nb)
+		if got := dot(ua, ub); math.Abs(got-want) > 1e-5 {
 			t.Fatalf("cosine %v, want %v", got, want)
 		}
 	}
 	for _, v := range [][]float32{nil, {0, 0}, {float32(math.Inf(1)), 1}, {float32(math.NaN())}} {
-		if _, ok := Normalize(v); ok {
-			t.Errorf("Normalize(%v) ok", v)
+		if _, ok := normalize(v); ok {
+			t.Errorf("normalize(%v) ok", v)
 		}
 	}
 }
