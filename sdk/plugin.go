@@ -54,6 +54,7 @@ const (
 	CapLedger    Capability = "ledger"    // LedgerWriter
 	CapArchive   Capability = "archive"   // Archiver
 	CapReindex   Capability = "reindex"   // Reindexer
+	CapVectors   Capability = "vectors"   // VectorStore
 )
 
 // Capabilities is a set of declared capabilities.
@@ -105,7 +106,21 @@ type RecallQuery struct {
 	// Since and Until, when set, keep the hits whose Record.When lies in
 	// [Since, Until): the record's OccurredAt, else its CreatedAt.
 	Since, Until time.Time
+	// QueryVector is the query's embedding, nil for lexical recall only;
+	// VectorModel is the model that made it. Only a provider that declared
+	// CapVectors reads them (the host sends none to another): it answers
+	// ErrInvalid when the model or the dimension differs from its stored
+	// vectors'.
+	QueryVector []float32
+	VectorModel string
+	// Fusion weighs the lexical and the semantic half; the zero value is
+	// the provider's default.
+	Fusion Fusion
 }
+
+// Fusion weighs min-max-normalised lexical and vector scores:
+// score = Lexical*lex + Semantic*sem.
+type Fusion struct{ Lexical, Semantic float64 }
 
 // WindowMillis answers Since and Until in Unix milliseconds, 0 for an
 // open end, as the wire and the stores keep them.
@@ -258,6 +273,28 @@ type Reindexer interface {
 	Reindex(ctx context.Context, realm string, progress func(done, total int)) (int, error)
 }
 
+// RecordVector is one record's embedding, with the model that made it.
+type RecordVector struct {
+	ID     string
+	Model  string
+	Vector []float32
+}
+
+// MaxVectorDimensions bounds one vector's length.
+const MaxVectorDimensions = 8192
+
+// VectorStore keeps a vector per record and uses it in Recall (CapVectors).
+type VectorStore interface {
+	// PutVectors stores vectors for existing records of realm (a
+	// record's previous vector is replaced; an unknown id is skipped
+	// and not an error, it may have been forgotten meanwhile).
+	PutVectors(ctx context.Context, realm string, vecs []RecordVector) error
+	// MissingVectors answers up to limit ids of live records of realm
+	// with no vector made by model, in a stable order after `after`
+	// ("" = from the start): the host's embedding backlog.
+	MissingVectors(ctx context.Context, realm, model, after string, limit int) ([]string, error)
+}
+
 // Coverage is a selector's verdict on whether the working set sufficed.
 type Coverage string
 
@@ -364,6 +401,7 @@ var capabilityImpls = []struct {
 	{CapLedger, func(v any) bool { _, ok := v.(LedgerWriter); return ok }},
 	{CapArchive, func(v any) bool { _, ok := v.(Archiver); return ok }},
 	{CapReindex, func(v any) bool { _, ok := v.(Reindexer); return ok }},
+	{CapVectors, func(v any) bool { _, ok := v.(VectorStore); return ok }},
 }
 
 func capabilityIndex(c Capability) int {

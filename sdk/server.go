@@ -118,9 +118,14 @@ func (s *providerServer) Recall(ctx context.Context, req *pb.RecallRequest) (*pb
 		Realm: req.Realm, Query: req.Query, Scopes: scopesFromStrings(req.Scopes), Limit: int(req.Limit),
 		ExcludeIDs: req.ExcludeIds, Tags: req.Tags, ExcludeTags: req.ExcludeTags,
 		Since: fromMillis(req.SinceUnixMs), Until: fromMillis(req.UntilUnixMs),
+		QueryVector: req.QueryVector, VectorModel: req.VectorModel, Fusion: fusionFromPB(req.Fusion),
 	})
 	if err != nil {
 		return nil, toStatus(err)
+	}
+	if !s.caps.Has(CapVectors) {
+		// Undeclared: the semantic half is ignored, as the contract says.
+		q.QueryVector, q.VectorModel, q.Fusion = nil, "", Fusion{}
 	}
 	hits, err := s.impl.Recall(ctx, q)
 	if err != nil {
@@ -291,6 +296,44 @@ func (s *providerServer) Import(ctx context.Context, req *pb.ImportRequest) (*pb
 		return nil, toStatus(err)
 	}
 	return &pb.ImportResponse{Imported: int32(res.Imported), Skipped: int32(res.Skipped)}, nil
+}
+
+func (s *providerServer) PutVectors(ctx context.Context, req *pb.PutVectorsRequest) (*pb.PutVectorsResponse, error) {
+	if !s.caps.Has(CapVectors) {
+		return nil, unsupported(CapVectors)
+	}
+	vecs := make([]RecordVector, len(req.Vectors))
+	for i, v := range req.Vectors {
+		vecs[i] = RecordVector{ID: v.GetId(), Model: v.GetModel(), Vector: v.GetVector()}
+	}
+	if err := checkPutVectors(req.Realm, vecs); err != nil {
+		return nil, toStatus(err)
+	}
+	if err := s.impl.(VectorStore).PutVectors(ctx, req.Realm, vecs); err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.PutVectorsResponse{}, nil
+}
+
+func (s *providerServer) MissingVectors(ctx context.Context, req *pb.MissingVectorsRequest) (*pb.MissingVectorsResponse, error) {
+	if !s.caps.Has(CapVectors) {
+		return nil, unsupported(CapVectors)
+	}
+	limit, err := checkMissingVectors(req.Realm, req.Model, req.After, int(req.Limit))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	ids, err := s.impl.(VectorStore).MissingVectors(ctx, req.Realm, req.Model, req.After, limit)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.MissingVectorsResponse{Ids: ids}, nil
+}
+
+// fusionFromPB answers the zero Fusion (the provider's default) for an
+// absent message.
+func fusionFromPB(f *pb.Fusion) Fusion {
+	return Fusion{Lexical: f.GetLexical(), Semantic: f.GetSemantic()}
 }
 
 func (s *selectorServer) Select(stream grpc.ClientStreamingServer[pb.SelectRequest, pb.SelectResponse]) error {

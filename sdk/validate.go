@@ -60,6 +60,9 @@ func checkRecall(q RecallQuery) (RecallQuery, error) {
 	if err := ValidateWindow(q.Since, q.Until); err != nil {
 		return q, err
 	}
+	if err := checkRecallVector(q); err != nil {
+		return q, err
+	}
 	return q, checkIDs("exclude_ids", q.ExcludeIDs)
 }
 

@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,16 @@ func TestCheckRecall(t *testing.T) {
 		{"reversed window", RecallQuery{Realm: "default", Since: may1, Until: may1.Add(-time.Millisecond)}, 0, "until"},
 		{"since past 9999", RecallQuery{Realm: "default", Since: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}, 0, "since"},
 		{"until before year 1", RecallQuery{Realm: "default", Until: time.Date(0, 12, 31, 0, 0, 0, 0, time.UTC)}, 0, "until"},
+		{"query vector", RecallQuery{Realm: "default", QueryVector: []float32{0, 1}, VectorModel: "BAAI/bge-small-en-v1.5", Fusion: Fusion{Lexical: 1}}, DefaultRecallLimit, ""},
+		{"vector without model", RecallQuery{Realm: "default", QueryVector: []float32{1}}, 0, "vector_model"},
+		{"model without vector", RecallQuery{Realm: "default", VectorModel: "m"}, 0, "vector_model"},
+		{"model with a space", RecallQuery{Realm: "default", QueryVector: []float32{1}, VectorModel: "a b"}, 0, "vector_model"},
+		{"empty vector", RecallQuery{Realm: "default", QueryVector: []float32{}, VectorModel: "m"}, 0, "query_vector"},
+		{"zero vector", RecallQuery{Realm: "default", QueryVector: []float32{0, 0}, VectorModel: "m"}, 0, "query_vector"},
+		{"NaN in vector", RecallQuery{Realm: "default", QueryVector: []float32{1, float32(math.NaN())}, VectorModel: "m"}, 0, "query_vector[1]"},
+		{"too many dimensions", RecallQuery{Realm: "default", QueryVector: make([]float32, MaxVectorDimensions+1), VectorModel: "m"}, 0, "query_vector"},
+		{"negative fusion", RecallQuery{Realm: "default", Fusion: Fusion{Lexical: 1, Semantic: -0.1}}, 0, "fusion.semantic"},
+		{"infinite fusion", RecallQuery{Realm: "default", Fusion: Fusion{Lexical: math.Inf(1)}}, 0, "fusion.lexical"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := checkRecall(tc.q)
@@ -94,5 +105,62 @@ func TestMessageLimitFitsRecords(t *testing.T) {
 	want := MaxBatch * (MaxBodyBytes + MaxTitleBytes + MaxDescriptionBytes + MaxTags*MaxTagBytes + 1024)
 	if wire.MaxMessageBytes != want {
 		t.Fatalf("wire.MaxMessageBytes = %d, the record limits need %d", wire.MaxMessageBytes, want)
+	}
+}
+
+func TestCheckVectors(t *testing.T) {
+	vec := func(id string) RecordVector { return RecordVector{ID: id, Model: "m", Vector: []float32{1, 0}} }
+	many := make([]RecordVector, MaxBatch+1)
+	for i := range many {
+		many[i] = vec("r" + strings.Repeat("x", i%5))
+	}
+	for _, tc := range []struct {
+		name  string
+		err   error
+		field string // "" means valid
+		is    error
+	}{
+		{"put", checkPutVectors("default", []RecordVector{vec("a"), vec("b")}), "", nil},
+		{"put bad realm", checkPutVectors("a/b", nil), "realm", ErrInvalid},
+		{"put bad id", checkPutVectors("default", []RecordVector{vec("a"), vec("a/b")}), "vectors[1].id", ErrInvalid},
+		{"put repeated id", checkPutVectors("default", []RecordVector{vec("a"), vec("a")}), "vectors[1].id", ErrInvalid},
+		{"put no model", checkPutVectors("default", []RecordVector{{ID: "a", Vector: []float32{1}}}), "vectors[0].model", ErrInvalid},
+		{"put zero vector", checkPutVectors("default", []RecordVector{{ID: "a", Model: "m", Vector: []float32{0}}}), "vectors[0].vector", ErrInvalid},
+		{"put infinite", checkPutVectors("default", []RecordVector{{ID: "a", Model: "m", Vector: []float32{float32(math.Inf(-1))}}}), "vectors[0].vector[0]", ErrInvalid},
+		{"put too many", checkPutVectors("default", many), "vectors", ErrTooLarge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.field == "" {
+				if tc.err != nil {
+					t.Fatal(tc.err)
+				}
+				return
+			}
+			var fe *FieldError
+			if !errors.As(tc.err, &fe) || fe.Field != tc.field || !errors.Is(tc.err, tc.is) {
+				t.Fatalf("err = %v, want %v at %s", tc.err, tc.is, tc.field)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		model, after string
+		limit, want  int
+		field        string
+	}{
+		{"m", "", 0, MaxExportPage, ""},
+		{"m", "r1", 7, 7, ""},
+		{"m", "", MaxExportPage + 1, MaxExportPage, ""},
+		{"", "", 1, 0, "model"},
+		{"m", "a/b", 1, 0, "after"},
+		{"m", "", -1, 0, "limit"},
+	} {
+		got, err := checkMissingVectors("default", tc.model, tc.after, tc.limit)
+		var fe *FieldError
+		switch {
+		case tc.field == "" && (err != nil || got != tc.want):
+			t.Errorf("checkMissingVectors(%q, %q, %d) = %d, %v; want %d", tc.model, tc.after, tc.limit, got, err, tc.want)
+		case tc.field != "" && (!errors.As(err, &fe) || fe.Field != tc.field):
+			t.Errorf("checkMissingVectors(%q, %q, %d) err = %v, want one at %s", tc.model, tc.after, tc.limit, err, tc.field)
+		}
 	}
 }

@@ -39,6 +39,7 @@ type Provider struct {
 type stored struct {
 	rec   sdk.Record
 	terms map[string]struct{}
+	vec   *sdk.RecordVector // nil until PutVectors
 }
 
 // Method names for Calls and SetHook.
@@ -54,6 +55,8 @@ const (
 	MethodExport      = "Export"
 	MethodImport      = "Import"
 	MethodReindex     = "Reindex"
+	MethodPutVectors  = "PutVectors"
+	MethodMissing     = "MissingVectors"
 )
 
 // AllCapabilities is every provider capability the SDK knows; Provider
@@ -83,7 +86,8 @@ func (p *Provider) SetNow(now func() time.Time) {
 // Hook sees a call before it runs: req is the call's request (a
 // sdk.RecallQuery, a sdk.ManifestQuery, the []string ids of Get, Forget and
 // MarkUsed, the []sdk.LedgerEntry of WriteLedger, the []sdk.Record of
-// Remember and Import, the after cursor of Export, the realm of Reindex).
+// Remember and Import, the after cursor of Export, the realm of Reindex,
+// the []sdk.RecordVector of PutVectors, the model of MissingVectors).
 // An error is the call's answer. A hook may block (until ctx ends) to hold
 // a call.
 type Hook func(ctx context.Context, req any) error
@@ -481,4 +485,54 @@ func (p *Provider) Reindex(ctx context.Context, realm string, progress func(done
 		progress(n, n)
 	}
 	return n, nil
+}
+
+// PutVectors implements sdk.VectorStore: a vector is kept on its record
+// (so forgetting the record drops it); an unknown id is skipped. Recall
+// does not use them: the double ranks by shared terms only.
+func (p *Provider) PutVectors(ctx context.Context, realm string, vecs []sdk.RecordVector) error {
+	if err := p.enter(ctx, MethodPutVectors, vecs); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, v := range vecs {
+		for _, s := range p.records[realm] {
+			if s.rec.ID == v.ID {
+				s.vec = &sdk.RecordVector{ID: v.ID, Model: v.Model, Vector: slices.Clone(v.Vector)}
+			}
+		}
+	}
+	return nil
+}
+
+// MissingVectors implements sdk.VectorStore: recallable records with no
+// vector of model, in id order after after.
+func (p *Provider) MissingVectors(ctx context.Context, realm, model, after string, limit int) ([]string, error) {
+	if err := p.enter(ctx, MethodMissing, model); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.now()
+	var ids []string
+	for _, s := range p.records[realm] {
+		if s.rec.ID > after && s.rec.Recallable(now) && (s.vec == nil || s.vec.Model != model) {
+			ids = append(ids, s.rec.ID)
+		}
+	}
+	slices.Sort(ids)
+	return ids[:min(len(ids), limit)], nil
+}
+
+// Vector answers the vector stored for a record of realm, if any.
+func (p *Provider) Vector(realm, id string) (sdk.RecordVector, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, s := range p.records[realm] {
+		if s.rec.ID == id && s.vec != nil {
+			return *s.vec, true
+		}
+	}
+	return sdk.RecordVector{}, false
 }

@@ -156,6 +156,20 @@ func (p *provider) Import(ctx context.Context, realm string, records []sdk.Recor
 	})
 }
 
+// PutVectors is retried: storing the same vectors again is harmless.
+func (p *provider) PutVectors(ctx context.Context, realm string, vecs []sdk.RecordVector) error {
+	_, err := capabilityCall(ctx, p, "put_vectors", true, sdk.CapVectors, (*host.Provider).VectorStore, func(ctx context.Context, v sdk.VectorStore) (struct{}, error) {
+		return struct{}{}, v.PutVectors(ctx, realm, vecs)
+	})
+	return err
+}
+
+func (p *provider) MissingVectors(ctx context.Context, realm, model, after string, limit int) ([]string, error) {
+	return capabilityCall(ctx, p, "missing_vectors", true, sdk.CapVectors, (*host.Provider).VectorStore, func(ctx context.Context, v sdk.VectorStore) ([]string, error) {
+		return v.MissingVectors(ctx, realm, model, after, limit)
+	})
+}
+
 func (p *provider) MarkUsed(ctx context.Context, realm string, ids []string, at time.Time) error {
 	_, err := capabilityCall(ctx, p, "mark_used", false, sdk.CapUsage, (*host.Provider).UsageMarker, func(ctx context.Context, u sdk.UsageMarker) (struct{}, error) {
 		return struct{}{}, u.MarkUsed(ctx, realm, ids, at)

@@ -161,6 +161,11 @@ func (ri *realmIndex) put(d *doc, fields [][]string) {
 	if err := ri.ix.Put(engineDoc(&d.rec, fields)); err != nil {
 		panic(err) // ids and realms are validated and the field count is ours
 	}
+	if old != nil && textDigest(&old.rec) != textDigest(&d.rec) {
+		// The engine keeps a document's vector across a put; this one's
+		// text changed (a hand edit), so its vector no longer describes it.
+		ri.ix.DeleteVector(ri.name, d.rec.ID)
+	}
 }
 
 // remove drops the record with id, if held.

@@ -85,7 +85,7 @@ func (p *Provider) Info() sdk.Info {
 		Version:      Version,
 		Kinds:        []sdk.PluginKind{sdk.KindProvider},
 		Protocols:    []int{sdk.ProtocolVersion},
-		Capabilities: sdk.Capabilities{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapSupersede, sdk.CapArchive, sdk.CapReindex},
+		Capabilities: sdk.Capabilities{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapSupersede, sdk.CapArchive, sdk.CapReindex, sdk.CapVectors},
 		ConfigSchema: json.RawMessage(configSchema),
 	}
 }

@@ -32,7 +32,7 @@ func (s *store) recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error
 	}
 	hits := []sdk.Hit{}
 	terms := index.QueryTerms(q.Query)
-	if len(terms) == 0 {
+	if len(terms) == 0 && q.QueryVector == nil {
 		return hits, nil
 	}
 	scopes := make([]string, len(q.Scopes))
@@ -46,9 +46,14 @@ func (s *store) recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error
 		return hits, nil
 	}
 	iq := index.Query{Realm: q.Realm, Terms: terms, Scopes: scopes, ExcludeIDs: q.ExcludeIDs,
-		Tags: q.Tags, ExcludeTags: q.ExcludeTags, NowMs: s.opts.now().UnixMilli(), Limit: limit}
+		Tags: q.Tags, ExcludeTags: q.ExcludeTags, NowMs: s.opts.now().UnixMilli(), Limit: limit,
+		Vector: q.QueryVector, Model: q.VectorModel, LexicalWeight: q.Fusion.Lexical, SemanticWeight: q.Fusion.Semantic}
 	iq.SinceMs, iq.UntilMs = q.WindowMillis()
 	found, err := ri.ix.Search(iq)
+	if errors.Is(err, index.ErrInvalid) {
+		// Only the query vector can be wrong here (its model or length).
+		return nil, fmt.Errorf("markdown: recall: %w: %w", sdk.ErrInvalid, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("markdown: recall: %w", err)
 	}

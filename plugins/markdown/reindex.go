@@ -83,6 +83,7 @@ func (s *store) reindex(ctx context.Context, realm string, progress func(done, t
 		// read-count files were not records: they leave the total.
 		progress(count, total-(read-count))
 	}
+	s.loadVectors(fresh)
 	s.idx.Lock()
 	if realm == "" {
 		s.realms, s.bad = fresh, bad

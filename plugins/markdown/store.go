@@ -58,6 +58,8 @@ type store struct {
 
 	reindexing chan struct{} // holds one token while a reindex runs
 
+	vecFiles map[string]*vecFile // by realm (vectors.go); guarded by mu
+
 	stop chan struct{}
 	done chan struct{}
 }
@@ -125,6 +127,7 @@ func openStore(root, snapPath string, log *slog.Logger, opts options) *store {
 		warned:     map[string]fileStamp{},
 		stop:       make(chan struct{}),
 		reindexing: make(chan struct{}, 1),
+		vecFiles:   map[string]*vecFile{},
 		done:       make(chan struct{}),
 	}
 	if opts.watch {
@@ -273,6 +276,11 @@ func (s *store) firstSweep() {
 	s.fromSnapshot = s.loadSnapshot()
 	<-listed
 	s.reconcile(s.planTree(target{}, l.out, l.failed), true)
+	s.mu.Lock()
+	s.idx.Lock()
+	s.loadVectors(s.realms)
+	s.idx.Unlock()
+	s.mu.Unlock()
 	s.lastSweep.Store(start.UnixNano())
 }
 

@@ -49,6 +49,9 @@ func TestLiveContentsAcrossReopen(t *testing.T) {
 	for _, stmt := range []string{
 		`CREATE UNIQUE INDEX records_by_content ON records (realm, scope, content_hash) WHERE status IN ('active', 'quarantined')`,
 		`ALTER TABLE records DROP COLUMN occurred_ms`,
+		`DROP TRIGGER vectors_of_deleted`,
+		`DROP TRIGGER vectors_of_retired`,
+		`DROP TABLE vectors`,
 		`PRAGMA user_version = 4`,
 	} {
 		if _, err := db.Exec(stmt); err != nil {

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"sync/atomic"
 
+	"github.com/memhost/memhost/sdk"
 	memindex "github.com/memhost/memhost/sdk/index"
 )
 
@@ -126,6 +128,7 @@ func (l *indexLog) append(gen uint64, ops []indexOp) error {
 const (
 	opPut byte = iota
 	opDel
+	opVec
 )
 
 func appendStr(b []byte, s string) []byte {
@@ -138,6 +141,17 @@ func appendOp(b []byte, op *indexOp) []byte {
 		b = append(b, opDel)
 		b = appendStr(b, op.realm)
 		return appendStr(b, op.id)
+	}
+	if v := op.vec; v != nil {
+		b = append(b, opVec)
+		b = appendStr(b, op.realm)
+		b = appendStr(b, v.ID)
+		b = appendStr(b, v.Model)
+		b = binary.AppendUvarint(b, uint64(len(v.Vector)))
+		for _, x := range v.Vector {
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+		}
+		return b
 	}
 	d := &op.doc
 	b = append(b, opPut)
@@ -228,6 +242,8 @@ func (r *frameReader) op() indexOp {
 	switch r.byte() {
 	case opDel:
 		return indexOp{del: true, realm: strings.Clone(r.str()), id: strings.Clone(r.str())}
+	case opVec:
+		return r.vecOp()
 	case opPut:
 	default:
 		r.err = errBadFrame
@@ -263,6 +279,23 @@ func (r *frameReader) op() indexOp {
 		}
 	}
 	return indexOp{doc: d}
+}
+
+// vecOp decodes a vector put after its tag.
+func (r *frameReader) vecOp() indexOp {
+	realm := strings.Clone(r.str())
+	v := &sdk.RecordVector{ID: strings.Clone(r.str()), Model: strings.Clone(r.str())}
+	n := r.count()
+	if r.err != nil || 4*n > len(r.s) {
+		r.err = errBadFrame
+		return indexOp{}
+	}
+	v.Vector = make([]float32, n)
+	for i := range v.Vector {
+		v.Vector[i] = math.Float32frombits(binary.LittleEndian.Uint32([]byte(r.s[4*i : 4*i+4])))
+	}
+	r.s = r.s[4*n:]
+	return indexOp{realm: realm, vec: v}
 }
 
 // replayLog applies to ix, which holds generation from, the log's frames

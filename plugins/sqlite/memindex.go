@@ -48,11 +48,13 @@ func newMemIndex() *memindex.Index {
 	return ix
 }
 
-// indexOp is one change to the index, applied after its commit.
+// indexOp is one change to the index, applied after its commit: a
+// document put, a delete (del), or a vector put (vec).
 type indexOp struct {
 	del       bool
 	realm, id string
 	doc       memindex.Doc
+	vec       *sdk.RecordVector
 }
 
 // putDoc is the index document of an active record stored at seq.
@@ -73,6 +75,12 @@ func applyOps(ix *memindex.Index, ops []indexOp) error {
 		op := &ops[i]
 		if op.del {
 			ix.Delete(op.realm, op.id)
+			continue
+		}
+		if v := op.vec; v != nil {
+			if _, err := ix.PutVector(op.realm, v.ID, v.Model, v.Vector); err != nil {
+				return fmt.Errorf("index the vector of %s: %w", v.ID, err)
+			}
 			continue
 		}
 		if err := ix.Put(op.doc); err != nil {
@@ -305,6 +313,9 @@ func rebuildIndex(ctx context.Context, db querier, realm string, indexed func(n 
 		return nil, 0, putErr
 	}
 	n := int(done.Load())
+	if err := loadVectors(ctx, db, ix, realm); err != nil {
+		return nil, 0, err
+	}
 	if indexed != nil {
 		indexed(n)
 	}
@@ -322,9 +333,14 @@ func (d *database) recallFromIndex(ctx context.Context, q sdk.RecallQuery, terms
 	}
 	d.awaitIndex()
 	iq := memindex.Query{Realm: q.Realm, Terms: terms, Scopes: scopes, ExcludeIDs: q.ExcludeIDs,
-		Tags: q.Tags, ExcludeTags: q.ExcludeTags, NowMs: nowMs, Limit: limit}
+		Tags: q.Tags, ExcludeTags: q.ExcludeTags, NowMs: nowMs, Limit: limit,
+		Vector: q.QueryVector, Model: q.VectorModel, LexicalWeight: q.Fusion.Lexical, SemanticWeight: q.Fusion.Semantic}
 	iq.SinceMs, iq.UntilMs = q.WindowMillis()
 	found, err := d.ix.Search(iq)
+	if errors.Is(err, memindex.ErrInvalid) {
+		// Only the query vector can be wrong here (its model or length).
+		return nil, fmt.Errorf("%w: %w", sdk.ErrInvalid, err)
+	}
 	if err != nil {
 		return nil, err
 	}

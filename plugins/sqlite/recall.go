@@ -29,7 +29,7 @@ func (d *database) recall(ctx context.Context, q sdk.RecallQuery, now time.Time)
 		limit = maxRecallLimit
 	}
 	terms := index.QueryTerms(q.Query)
-	if len(terms) == 0 {
+	if len(terms) == 0 && q.QueryVector == nil {
 		return []sdk.Hit{}, nil
 	}
 	hits, err := d.recallFromIndex(ctx, q, terms, now.UnixMilli(), limit)

@@ -118,6 +118,24 @@ DROP INDEX records_by_content;
 	`
 ALTER TABLE records ADD COLUMN occurred_ms INTEGER NOT NULL DEFAULT 0;
 `,
+	// 7: a record's embedding (sdk.VectorStore), keyed by its row. The
+	// triggers drop it when the record leaves recall (forgotten, expired
+	// and purged, superseded, quarantined), whichever path does it.
+	`
+CREATE TABLE vectors (
+	seq   INTEGER PRIMARY KEY, -- records.seq
+	model TEXT    NOT NULL,
+	vec   BLOB    NOT NULL     -- float32 components, little-endian, as given
+);
+CREATE TRIGGER vectors_of_deleted AFTER DELETE ON records
+BEGIN
+	DELETE FROM vectors WHERE seq = OLD.seq;
+END;
+CREATE TRIGGER vectors_of_retired AFTER UPDATE OF status ON records WHEN NEW.status != 'active'
+BEGIN
+	DELETE FROM vectors WHERE seq = OLD.seq;
+END;
+`,
 }
 
 // schemaVersion is the user_version this build writes.

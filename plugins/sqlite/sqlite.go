@@ -161,7 +161,7 @@ func (s *Store) Info() sdk.Info {
 		Protocols: []int{sdk.ProtocolVersion},
 		Capabilities: sdk.Capabilities{
 			sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest,
-			sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger, sdk.CapArchive, sdk.CapReindex,
+			sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger, sdk.CapArchive, sdk.CapReindex, sdk.CapVectors,
 		},
 		ConfigSchema: json.RawMessage(configSchema),
 	}

@@ -51,6 +51,8 @@ var checks = []check{
 	{name: "Archive", needs: caps(sdk.CapArchive), run: checkArchive},
 	{name: "Reindex", needs: caps(sdk.CapWrite, sdk.CapReindex), run: checkReindex},
 	{name: "ReindexCanceled", needs: caps(sdk.CapWrite, sdk.CapReindex), run: checkReindexCanceled},
+	{name: "Vectors", needs: caps(sdk.CapWrite, sdk.CapForget, sdk.CapVectors), run: checkVectors},
+	{name: "BadVectors", needs: caps(sdk.CapWrite, sdk.CapVectors), run: checkBadVectors},
 	{name: "ConcurrentWriters", needs: caps(sdk.CapWrite), run: checkConcurrentWriters},
 	{name: "Deadline", run: checkDeadline},
 	{name: "Durability", needs: caps(sdk.CapWrite), run: checkDurability},

@@ -101,6 +101,22 @@ func (c *Client) Import(ctx context.Context, realm string, records []sdk.Record)
 	return v.Import(ctx, realm, records)
 }
 
+func (c *Client) PutVectors(ctx context.Context, realm string, vecs []sdk.RecordVector) error {
+	v, ok := c.VectorStore()
+	if !ok {
+		return undeclared(sdk.CapVectors)
+	}
+	return v.PutVectors(ctx, realm, vecs)
+}
+
+func (c *Client) MissingVectors(ctx context.Context, realm, model, after string, limit int) ([]string, error) {
+	v, ok := c.VectorStore()
+	if !ok {
+		return nil, undeclared(sdk.CapVectors)
+	}
+	return v.MissingVectors(ctx, realm, model, after, limit)
+}
+
 func (c *Client) Reindex(ctx context.Context, realm string, progress func(done, total int)) (int, error) {
 	v, ok := c.Reindexer()
 	if !ok {

@@ -163,11 +163,19 @@ func (c *providerClient) need(cap sdk.Capability) error {
 }
 
 func (c *providerClient) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
-	resp, err := c.rpc.Recall(ctx, &pb.RecallRequest{
+	req := &pb.RecallRequest{
 		Realm: q.Realm, Query: q.Query, Scopes: toStrings(q.Scopes), Limit: int32(q.Limit),
 		ExcludeIds: q.ExcludeIDs, Tags: q.Tags, ExcludeTags: q.ExcludeTags,
 		SinceUnixMs: toMillis(q.Since), UntilUnixMs: toMillis(q.Until),
-	})
+	}
+	// The semantic half goes only to a provider that declared vectors.
+	if c.caps.Has(sdk.CapVectors) {
+		req.QueryVector, req.VectorModel = q.QueryVector, q.VectorModel
+		if q.Fusion != (sdk.Fusion{}) {
+			req.Fusion = &pb.Fusion{Lexical: q.Fusion.Lexical, Semantic: q.Fusion.Semantic}
+		}
+	}
+	resp, err := c.rpc.Recall(ctx, req)
 	if err != nil {
 		return nil, fromStatus(ctx, err)
 	}
@@ -292,6 +300,29 @@ func (c *providerClient) Import(ctx context.Context, realm string, records []sdk
 		return sdk.ImportResult{}, fromStatus(ctx, err)
 	}
 	return sdk.ImportResult{Imported: int(resp.Imported), Skipped: int(resp.Skipped)}, nil
+}
+
+func (c *providerClient) PutVectors(ctx context.Context, realm string, vecs []sdk.RecordVector) error {
+	if err := c.need(sdk.CapVectors); err != nil {
+		return err
+	}
+	in := make([]*pb.RecordVector, len(vecs))
+	for i, v := range vecs {
+		in[i] = &pb.RecordVector{Id: v.ID, Model: v.Model, Vector: v.Vector}
+	}
+	_, err := c.rpc.PutVectors(ctx, &pb.PutVectorsRequest{Realm: realm, Vectors: in})
+	return fromStatus(ctx, err)
+}
+
+func (c *providerClient) MissingVectors(ctx context.Context, realm, model, after string, limit int) ([]string, error) {
+	if err := c.need(sdk.CapVectors); err != nil {
+		return nil, err
+	}
+	resp, err := c.rpc.MissingVectors(ctx, &pb.MissingVectorsRequest{Realm: realm, Model: model, After: after, Limit: int32(limit)})
+	if err != nil {
+		return nil, fromStatus(ctx, err)
+	}
+	return resp.Ids, nil
 }
 
 // Reindex reads the plugin's stream until its result. The caller's ctx is

@@ -98,6 +98,11 @@ func (p *Provider) Reindexer() (sdk.Reindexer, bool) {
 	return capability[sdk.Reindexer](p, sdk.CapReindex)
 }
 
+// VectorStore answers the provider's sdk.VectorStore when it declared sdk.CapVectors.
+func (p *Provider) VectorStore() (sdk.VectorStore, bool) {
+	return capability[sdk.VectorStore](p, sdk.CapVectors)
+}
+
 // capability answers p's implementation as C when p declared c. This is
 // the one place host code turns a provider into a capability interface.
 func capability[C any](p *Provider, c sdk.Capability) (C, bool) {
@@ -126,4 +131,5 @@ type fullProvider interface {
 	sdk.LedgerWriter
 	sdk.Archiver
 	sdk.Reindexer
+	sdk.VectorStore
 }

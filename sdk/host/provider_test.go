@@ -37,8 +37,18 @@ const marker = "from-the-plugin"
 func (p capsPlugin) Info() sdk.Info {
 	return sdk.Info{Name: "caps", Version: "0.1.0", Kinds: []sdk.PluginKind{sdk.KindProvider}, Protocols: []int{1}, Capabilities: p.declared}
 }
-func (capsPlugin) Configure(context.Context, json.RawMessage) error           { return nil }
-func (capsPlugin) Recall(context.Context, sdk.RecallQuery) ([]sdk.Hit, error) { return nil, nil }
+func (capsPlugin) Configure(context.Context, json.RawMessage) error { return nil }
+
+// Recall answers nothing to a lexical query, and to one with a query
+// vector a hit scored by its dimensions and titled by its model, so a test
+// sees the semantic half crossed the wire.
+func (capsPlugin) Recall(_ context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
+	if q.QueryVector == nil {
+		return nil, nil
+	}
+	rec := sdk.Record{ID: marker, Realm: q.Realm, Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: q.VectorModel}
+	return []sdk.Hit{{Record: rec, Score: float64(len(q.QueryVector)) + q.Fusion.Semantic}}, nil
+}
 func (capsPlugin) Remember(_ context.Context, _ string, rs []sdk.Record) ([]string, error) {
 	return []string{marker}, nil
 }
@@ -64,6 +74,12 @@ func (capsPlugin) Import(context.Context, string, []sdk.Record) (sdk.ImportResul
 }
 func (capsPlugin) Reindex(context.Context, string, func(done, total int)) (int, error) {
 	return 42, nil
+}
+func (capsPlugin) PutVectors(context.Context, string, []sdk.RecordVector) error {
+	return errors.New(marker)
+}
+func (capsPlugin) MissingVectors(context.Context, string, string, string, int) ([]string, error) {
+	return []string{marker}, nil
 }
 
 // accessors is, per capability, its accessor on Provider and a call
@@ -134,6 +150,21 @@ var accessors = map[sdk.Capability]func(p *Provider) (call func(context.Context)
 		r, ok := p.Reindexer()
 		return func(ctx context.Context) bool { n, err := r.Reindex(ctx, "default", nil); return err == nil && n == 42 }, ok
 	},
+	sdk.CapVectors: func(p *Provider) (func(context.Context) bool, bool) {
+		v, ok := p.VectorStore()
+		return func(ctx context.Context) bool {
+			err := v.PutVectors(ctx, "default", []sdk.RecordVector{{ID: "x", Model: "m", Vector: []float32{1}}})
+			if err == nil || !strings.Contains(err.Error(), marker) {
+				return false
+			}
+			ids, err := v.MissingVectors(ctx, "default", "m", "", 1)
+			if err != nil || !slices.Equal(ids, []string{marker}) {
+				return false
+			}
+			hits, err := p.Recall(ctx, sdk.RecallQuery{Realm: "default", QueryVector: []float32{1, 2, 3}, VectorModel: "m/1", Fusion: sdk.Fusion{Semantic: 0.5}})
+			return err == nil && len(hits) == 1 && hits[0].Score == 3.5 && hits[0].Record.Title == "m/1"
+		}, ok
+	},
 }
 
 // TestAccessorsAnswerTheDeclaration launches a real plugin process per
@@ -177,6 +208,13 @@ func TestAccessorsAnswerTheDeclaration(t *testing.T) {
 				}
 				if ok && !call(ctx) {
 					t.Errorf("the %s call through its accessor did not reach the plugin", c)
+				}
+			}
+			if declared != sdk.CapVectors {
+				// The semantic half never reaches a provider without vectors.
+				hits, err := p.Recall(ctx, sdk.RecallQuery{Realm: "default", QueryVector: []float32{1}, VectorModel: "m"})
+				if err != nil || len(hits) != 0 {
+					t.Errorf("recall with a query vector reached a provider without vectors: %v, %v", hits, err)
 				}
 			}
 		})

@@ -140,6 +140,61 @@ func BenchmarkSearch(b *testing.B) {
 	}
 }
 
+// BenchmarkHybrid reports recall latency at 100k records, lexical alone
+// and fused with an exact brute-force vector half, for embeddings of 100
+// (static word vectors) and 384 dimensions (a small sentence encoder).
+// The vectors are random: the cost does not depend on what they mean.
+func BenchmarkHybrid(b *testing.B) {
+	const n = 100_000
+	ix := benchIndex(b, n)
+	c := benchWords()
+	queries := make([]Query, 1000)
+	for i := range queries {
+		queries[i] = c.query(i, n)
+	}
+	run := func(b *testing.B, vector func(i int) []float32, model string) {
+		var lat []time.Duration
+		for i := 0; b.Loop(); i++ {
+			q := queries[i%len(queries)]
+			if vector != nil {
+				q.Vector, q.Model = vector(i), model
+			}
+			t0 := time.Now()
+			if _, err := ix.Search(q); err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, time.Since(t0))
+		}
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
+	}
+	b.Run("lexical", func(b *testing.B) { run(b, nil, "") })
+	for _, dims := range []int{100, 384} {
+		r := rand.New(rand.NewPCG(uint64(dims), 5))
+		gauss := func() []float32 {
+			v := make([]float32, dims)
+			for i := range v {
+				v[i] = float32(r.NormFloat64())
+			}
+			return v
+		}
+		model := fmt.Sprintf("bench-%d", dims)
+		for i := range n {
+			if _, err := ix.PutVector("default", fmt.Sprintf("r%07d", i), model, gauss()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		qv := make([][]float32, 64)
+		for i := range qv {
+			qv[i] = gauss()
+		}
+		b.Run(fmt.Sprintf("hybrid-dims=%d", dims), func(b *testing.B) {
+			run(b, func(i int) []float32 { return qv[i%len(qv)] }, model)
+		})
+	}
+}
+
 // BenchmarkHeapPerRecord reports the index's live heap per record.
 func BenchmarkHeapPerRecord(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {

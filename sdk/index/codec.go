@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 
 	"github.com/memhost/memhost/sdk/tokenize"
 )
@@ -26,14 +28,19 @@ import (
 //	    docno delta, weighted frequency (float32 bits, 4 bytes LE);
 //	  threaded doc count, per threaded doc: docno, thread id, thread seq
 //	    (zigzag), per caller field: term count, terms (its own fields,
-//	    which its neighbours' context is rebuilt from).
+//	    which its neighbours' context is rebuilt from);
+//	  model count, models (sorted), vector count, per vector: docno,
+//	    model number, dimensions, components (float32 bits, 4 bytes LE,
+//	    at unit length as the index holds them).
 //
 // Deleted slots are dropped, so docnos are renumbered densely.
 
 // v3 caps the thread context's frequencies and length (ContextFrequency,
-// ContextLength); a v2 snapshot holds the old ones and is stale.
+// ContextLength); a v2 snapshot holds the old ones and is stale. v4 adds
+// the vectors; a v3 snapshot loads without any.
 const (
-	magic   = "memhost-index\x00v3\n"
+	magic   = "memhost-index\x00v4\n"
+	magicV3 = "memhost-index\x00v3\n"
 	magicV2 = "memhost-index\x00v2\n"
 )
 
@@ -152,6 +159,26 @@ func (rm *realm) encode(e *encoder) {
 			}
 		}
 	}
+	models := slices.Sorted(maps.Keys(rm.models))
+	e.uint(uint64(len(models)))
+	nvec := 0
+	for _, m := range models {
+		e.str(m)
+		nvec += rm.models[m].n
+	}
+	e.uint(uint64(nvec))
+	for d, dv := range rm.vec {
+		if dv == nil || rm.scope[d] == deadScope {
+			continue
+		}
+		e.uint(uint64(renum[d]))
+		mi, _ := slices.BinarySearch(models, dv.model)
+		e.uint(uint64(mi))
+		e.uint(uint64(len(dv.v)))
+		for _, x := range dv.v {
+			e.u32(math.Float32bits(x))
+		}
+	}
 }
 
 type encoder struct {
@@ -186,8 +213,11 @@ func Decode(r io.Reader) (*Index, error) {
 		return nil, fmt.Errorf("index: decode: %w", err)
 	}
 	d := decoder{b: data}
+	withVectors := true
 	switch string(d.take(len(magic))) {
 	case magic:
+	case magicV3:
+		withVectors = false
 	case magicV2:
 		return nil, fmt.Errorf("%w: it ranks thread context the earlier way", ErrStale)
 	default:
@@ -221,7 +251,7 @@ func Decode(r io.Reader) (*Index, error) {
 		if d.err != nil {
 			return nil, d.err
 		}
-		rm, err := decodeRealm(&d, ix.nextSeq, ix.nfields)
+		rm, err := decodeRealm(&d, ix.nextSeq, ix.nfields, withVectors)
 		if err != nil {
 			return nil, err
 		}
@@ -238,7 +268,7 @@ func Decode(r io.Reader) (*Index, error) {
 	return ix, nil
 }
 
-func decodeRealm(d *decoder, nextSeq uint64, nfields int) (*realm, error) {
+func decodeRealm(d *decoder, nextSeq uint64, nfields int, withVectors bool) (*realm, error) {
 	rm := newRealm()
 	ntags := decodeNames(d, rm)
 	ndocs := d.count(len(d.b))
@@ -255,7 +285,55 @@ func decodeRealm(d *decoder, nextSeq uint64, nfields int) (*realm, error) {
 	if err := decodeThreads(d, rm, ndocs, nfields); err != nil {
 		return nil, err
 	}
+	if withVectors {
+		if err := decodeVectors(d, rm, ndocs); err != nil {
+			return nil, err
+		}
+	}
 	return rm, nil
+}
+
+// decodeVectors reads the model names and the documents' vectors.
+func decodeVectors(d *decoder, rm *realm, ndocs int) error {
+	models := make([]string, d.count(len(d.b)))
+	for i := range models {
+		models[i] = d.str()
+		if d.err == nil && (models[i] == "" || i > 0 && models[i] <= models[i-1]) {
+			d.fail("model %q empty or out of order", models[i])
+		}
+	}
+	for range d.count(ndocs) {
+		no := d.count(ndocs - 1)
+		model := ""
+		if mi := d.count(len(models) - 1); d.err == nil {
+			model = models[mi]
+		}
+		v := make([]float32, d.count(len(d.b)/4))
+		for i := range v {
+			v[i] = math.Float32frombits(d.u32())
+			if f := float64(v[i]); math.IsNaN(f) || math.IsInf(f, 0) {
+				d.fail("a vector component is %v", v[i])
+			}
+		}
+		if d.err != nil {
+			return d.err
+		}
+		if len(v) == 0 || rm.vec[no] != nil {
+			d.fail("document %d has an empty or second vector", no)
+		} else if ms := rm.models[model]; ms != nil && ms.dims != len(v) {
+			d.fail("model %q has vectors of %d and %d dimensions", model, ms.dims, len(v))
+		}
+		if d.err != nil {
+			return d.err
+		}
+		rm.setVector(uint32(no), &docVec{model: model, v: v})
+	}
+	for _, m := range models {
+		if rm.models[m] == nil {
+			d.fail("model %q has no vector", m)
+		}
+	}
+	return d.err
 }
 
 // decodeNames reads the realm's scope and tag names and answers the
@@ -290,6 +368,7 @@ func decodeDocs(d *decoder, rm *realm, ndocs, ntags int, nextSeq uint64) error {
 	rm.seq = make([]uint64, ndocs)
 	rm.tags = make([][]uint32, ndocs)
 	rm.terms = make([][]byte, ndocs)
+	rm.vec = make([]*docVec, ndocs)
 	for i := range ndocs {
 		id := d.str()
 		if _, dup := rm.byID[id]; dup || id == "" {

@@ -102,6 +102,13 @@ func FuzzDecode(f *testing.F) {
 	buf.Reset()
 	_ = c.ix.Encode(&buf)
 	f.Add(buf.Bytes())
+	vc := &vecCorpus{corpus: newCorpus(f, 4, 20, StatsIndex), vecs: map[string]refVec{}}
+	for range 60 {
+		vc.step()
+	}
+	buf.Reset()
+	_ = vc.ix.Encode(&buf)
+	f.Add(buf.Bytes())
 	f.Add([]byte(magic))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ix, err := Decode(bytes.NewReader(data))
@@ -114,6 +121,14 @@ func FuzzDecode(f *testing.F) {
 		for _, r := range realms {
 			if _, err := ix.Search(Query{Realm: r, Terms: strings.Fields("w1 w2 w3"), Limit: 5}); err != nil {
 				t.Fatal(err)
+			}
+			// A loaded vector of any length is refused or scored, never a panic.
+			for _, dims := range []int{4, 6} {
+				q := Query{Realm: r, Terms: []string{"w1"}, Vector: make([]float32, dims), Model: "m1", Limit: 5}
+				q.Vector[0] = 1
+				if _, err := ix.Search(q); err != nil && !errors.Is(err, ErrInvalid) {
+					t.Fatal(err)
+				}
 			}
 		}
 		var again bytes.Buffer

@@ -115,6 +115,12 @@ type Query struct {
 	SinceMs, UntilMs int64
 	// Limit is how many hits to answer at most; it must be positive.
 	Limit int
+	// Vector, when not nil, is the query's embedding by Model: the hits
+	// are ranked by fusing both halves (vector.go), weighed by
+	// LexicalWeight and SemanticWeight (both 0: the defaults).
+	Vector                        []float32
+	Model                         string
+	LexicalWeight, SemanticWeight float64
 }
 
 // Hit is one answered document; Score is FTS5's bm25() negated (higher is
@@ -185,12 +191,19 @@ func (ix *Index) Len() int {
 func (ix *Index) Has(realm, id string) bool {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
+	_, _, ok := ix.lookup(realm, id)
+	return ok
+}
+
+// lookup answers the realm and docno of document id; the caller holds the
+// lock.
+func (ix *Index) lookup(realm, id string) (*realm, uint32, bool) {
 	rm := ix.realms[realm]
 	if rm == nil {
-		return false
+		return nil, 0, false
 	}
-	_, ok := rm.byID[id]
-	return ok
+	no, ok := rm.byID[id]
+	return rm, no, ok
 }
 
 // Put adds d, replacing a document of the same realm and id.
@@ -209,10 +222,12 @@ func (ix *Index) Put(d Doc) error {
 		ix.realms[d.Realm] = rm
 	}
 	var stale []threadKey // places whose neighbours' context changes
+	var vec *docVec
 	if no, ok := rm.byID[d.ID]; ok {
 		if k, ok := rm.unthread(d.ID); ok {
 			stale = append(stale, k)
 		}
+		vec = rm.dropVector(no)
 		ix.remove(rm, no)
 	}
 	if d.Seq == 0 {
@@ -236,6 +251,7 @@ func (ix *Index) Put(d Doc) error {
 		fields = append(slices.Clip(fields), nil)
 	}
 	ix.add(rm, d.ID, d.Scope, tags, d.ExpiresMs, d.WhenMs, d.Seq, fields)
+	rm.setVector(rm.byID[d.ID], vec)
 	ix.refresh(rm, d.ID, stale)
 	if rm.dead > 1024 && rm.dead > rm.live {
 		rm.renumber()
@@ -297,9 +313,11 @@ func (ix *Index) refresh(rm *realm, self string, stale []threadKey) {
 		td := rm.threaded[id]
 		scope, tags := rm.scopeNames[rm.scope[no]], rm.tags[no]
 		expires, when, seq := rm.expires[no], rm.when[no], rm.seq[no]
+		vec := rm.dropVector(no)
 		ix.remove(rm, no)
 		fields := append(slices.Clip(td.fields), rm.context(id, td.key))
 		ix.add(rm, id, scope, tags, expires, when, seq, fields)
+		rm.setVector(rm.byID[id], vec)
 	}
 }
 
@@ -350,6 +368,7 @@ func (ix *Index) add(rm *realm, id, scope string, tags []uint32, expires, when i
 	rm.seq = append(rm.seq, seq)
 	rm.tags = append(rm.tags, tags)
 	rm.terms = append(rm.terms, terms)
+	rm.vec = append(rm.vec, nil)
 	rm.byID[id] = no
 	rm.live++
 	rm.tokens += int64(dl)
@@ -368,6 +387,7 @@ func (ix *Index) remove(rm *realm, no uint32) {
 		}
 	}
 	delete(rm.byID, rm.ids[no])
+	rm.dropVector(no)
 	dl := int64(rm.dl[no])
 	rm.ids[no], rm.terms[no], rm.tags[no] = "", nil, nil
 	rm.live--
@@ -392,7 +412,8 @@ type realm struct {
 	when    []int64 // Doc.WhenMs
 	seq     []uint64
 	tags    [][]uint32
-	terms   [][]byte // distinct term ids (a termList), for deletes
+	terms   [][]byte  // distinct term ids (a termList), for deletes
+	vec     []*docVec // nil: no vector
 
 	termIDs    map[string]uint32
 	termNames  []string
@@ -403,6 +424,7 @@ type realm struct {
 
 	live, dead int
 	tokens     int64
+	models     map[string]*modelStat // vector counts by model
 
 	// Thread context: the ids at each place of a thread, and each threaded
 	// document's own fields (terms interned in termNames).
@@ -542,16 +564,16 @@ func (rm *realm) renumber() {
 		remap[i] = n
 		rm.ids[n], rm.scope[n], rm.dl[n] = rm.ids[i], rm.scope[i], rm.dl[i]
 		rm.expires[n], rm.seq[n], rm.tags[n], rm.terms[n] = rm.expires[i], rm.seq[i], rm.tags[i], rm.terms[i]
-		rm.when[n] = rm.when[i]
+		rm.when[n], rm.vec[n] = rm.when[i], rm.vec[i]
 		rm.byID[rm.ids[n]] = n
 		n++
 	}
 	for i := n; i < uint32(len(rm.ids)); i++ {
-		rm.ids[i], rm.tags[i], rm.terms[i] = "", nil, nil
+		rm.ids[i], rm.tags[i], rm.terms[i], rm.vec[i] = "", nil, nil, nil
 	}
 	rm.ids, rm.scope, rm.dl = rm.ids[:n], rm.scope[:n], rm.dl[:n]
 	rm.expires, rm.seq, rm.tags, rm.terms = rm.expires[:n], rm.seq[:n], rm.tags[:n], rm.terms[:n]
-	rm.when = rm.when[:n]
+	rm.when, rm.vec = rm.when[:n], rm.vec[:n]
 	for t := range rm.lists {
 		l := &rm.lists[t]
 		out := l.postings[:0]

@@ -15,31 +15,50 @@ import (
 // lists left cannot lift an unseen document past the k-th best partial
 // score, those lists are only probed for the documents still in reach, and
 // the survivors are rescored in query order so their scores stay bit-exact.
+//
+// A query with a Vector is answered by hybrid ranking (vector.go).
 func (ix *Index) Search(q Query) ([]Hit, error) {
 	if q.Limit <= 0 {
 		return nil, fmt.Errorf("%w: limit %d must be positive", ErrInvalid, q.Limit)
 	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	rm := ix.realms[q.Realm]
-	if rm == nil || rm.live == 0 || len(q.Terms) == 0 {
-		return []Hit{}, nil
+	if q.Vector != nil {
+		return ix.hybrid(q)
 	}
+	return ix.search(q)
+}
+
+// prepare answers the scorer of realm rm and its lists of terms, in query
+// order, leaving out the terms no document holds.
+func (ix *Index) prepare(rm *realm, terms []string) (scorer, []qterm) {
 	nDocs, nTokens := int64(ix.docs), ix.tokens
 	if ix.opts.Stats == StatsRealm {
 		nDocs, nTokens = int64(rm.live), rm.tokens
 	}
 	s := scorer{k1: ix.opts.K1, b: ix.opts.B, avgdl: float64(nTokens) / float64(nDocs)}
-	qts := make([]qterm, 0, len(q.Terms))
-	work := 0
-	for _, t := range q.Terms {
+	qts := make([]qterm, 0, len(terms))
+	for _, t := range terms {
 		tid, ok := rm.termIDs[t]
 		if !ok || rm.lists[tid].df == 0 {
 			continue // adds nothing to any score here
 		}
 		l := &rm.lists[tid]
 		qts = append(qts, qterm{list: l, idf: idf(nDocs, ix.docFreq(rm, t, l))})
-		work += len(l.postings)
+	}
+	return s, qts
+}
+
+// search is the lexical Search; the caller holds the read lock.
+func (ix *Index) search(q Query) ([]Hit, error) {
+	rm := ix.realms[q.Realm]
+	if rm == nil || rm.live == 0 || len(q.Terms) == 0 {
+		return []Hit{}, nil
+	}
+	s, qts := ix.prepare(rm, q.Terms)
+	work := 0
+	for i := range qts {
+		work += len(qts[i].list.postings)
 	}
 	f, ok := newFilter(rm, &q)
 	if len(qts) == 0 || !ok {

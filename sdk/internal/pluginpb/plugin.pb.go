@@ -863,8 +863,14 @@ type RecallRequest struct {
 	ExcludeTags []string `protobuf:"bytes,7,rep,name=exclude_tags,json=excludeTags,proto3" json:"exclude_tags,omitempty"`
 	// A hit's time (occurred_unix_ms, else created_unix_ms) must lie in
 	// [since_unix_ms, until_unix_ms); 0 leaves that end open.
-	SinceUnixMs   int64 `protobuf:"varint,8,opt,name=since_unix_ms,json=sinceUnixMs,proto3" json:"since_unix_ms,omitempty"`
-	UntilUnixMs   int64 `protobuf:"varint,9,opt,name=until_unix_ms,json=untilUnixMs,proto3" json:"until_unix_ms,omitempty"`
+	SinceUnixMs int64 `protobuf:"varint,8,opt,name=since_unix_ms,json=sinceUnixMs,proto3" json:"since_unix_ms,omitempty"`
+	UntilUnixMs int64 `protobuf:"varint,9,opt,name=until_unix_ms,json=untilUnixMs,proto3" json:"until_unix_ms,omitempty"`
+	// Capability "vectors" only: the query's embedding (empty for lexical
+	// recall), the model that made it, and the weights of the two halves
+	// (absent or both 0 = the provider's default).
+	QueryVector   []float32 `protobuf:"fixed32,10,rep,packed,name=query_vector,json=queryVector,proto3" json:"query_vector,omitempty"`
+	VectorModel   string    `protobuf:"bytes,11,opt,name=vector_model,json=vectorModel,proto3" json:"vector_model,omitempty"`
+	Fusion        *Fusion   `protobuf:"bytes,12,opt,name=fusion,proto3" json:"fusion,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -962,6 +968,81 @@ func (x *RecallRequest) GetUntilUnixMs() int64 {
 	return 0
 }
 
+func (x *RecallRequest) GetQueryVector() []float32 {
+	if x != nil {
+		return x.QueryVector
+	}
+	return nil
+}
+
+func (x *RecallRequest) GetVectorModel() string {
+	if x != nil {
+		return x.VectorModel
+	}
+	return ""
+}
+
+func (x *RecallRequest) GetFusion() *Fusion {
+	if x != nil {
+		return x.Fusion
+	}
+	return nil
+}
+
+// Fusion weighs min-max-normalised lexical and vector scores:
+// score = lexical*lex + semantic*sem.
+type Fusion struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Lexical       float64                `protobuf:"fixed64,1,opt,name=lexical,proto3" json:"lexical,omitempty"`
+	Semantic      float64                `protobuf:"fixed64,2,opt,name=semantic,proto3" json:"semantic,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Fusion) Reset() {
+	*x = Fusion{}
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Fusion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Fusion) ProtoMessage() {}
+
+func (x *Fusion) ProtoReflect() protoreflect.Message {
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Fusion.ProtoReflect.Descriptor instead.
+func (*Fusion) Descriptor() ([]byte, []int) {
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *Fusion) GetLexical() float64 {
+	if x != nil {
+		return x.Lexical
+	}
+	return 0
+}
+
+func (x *Fusion) GetSemantic() float64 {
+	if x != nil {
+		return x.Semantic
+	}
+	return 0
+}
+
 type Hit struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Record        *Record                `protobuf:"bytes,1,opt,name=record,proto3" json:"record,omitempty"`
@@ -972,7 +1053,7 @@ type Hit struct {
 
 func (x *Hit) Reset() {
 	*x = Hit{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[9]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -984,7 +1065,7 @@ func (x *Hit) String() string {
 func (*Hit) ProtoMessage() {}
 
 func (x *Hit) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[9]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -997,7 +1078,7 @@ func (x *Hit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hit.ProtoReflect.Descriptor instead.
 func (*Hit) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{9}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Hit) GetRecord() *Record {
@@ -1023,7 +1104,7 @@ type RecallResponse struct {
 
 func (x *RecallResponse) Reset() {
 	*x = RecallResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[10]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1035,7 +1116,7 @@ func (x *RecallResponse) String() string {
 func (*RecallResponse) ProtoMessage() {}
 
 func (x *RecallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[10]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1048,7 +1129,7 @@ func (x *RecallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecallResponse.ProtoReflect.Descriptor instead.
 func (*RecallResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{10}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RecallResponse) GetHits() []*Hit {
@@ -1068,7 +1149,7 @@ type RememberRequest struct {
 
 func (x *RememberRequest) Reset() {
 	*x = RememberRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[11]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1080,7 +1161,7 @@ func (x *RememberRequest) String() string {
 func (*RememberRequest) ProtoMessage() {}
 
 func (x *RememberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[11]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1093,7 +1174,7 @@ func (x *RememberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RememberRequest.ProtoReflect.Descriptor instead.
 func (*RememberRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{11}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RememberRequest) GetRealm() string {
@@ -1121,7 +1202,7 @@ type RememberResponse struct {
 
 func (x *RememberResponse) Reset() {
 	*x = RememberResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[12]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1133,7 +1214,7 @@ func (x *RememberResponse) String() string {
 func (*RememberResponse) ProtoMessage() {}
 
 func (x *RememberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[12]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1146,7 +1227,7 @@ func (x *RememberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RememberResponse.ProtoReflect.Descriptor instead.
 func (*RememberResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{12}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RememberResponse) GetIds() []string {
@@ -1166,7 +1247,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[13]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1178,7 +1259,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[13]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1191,7 +1272,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{13}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetRequest) GetRealm() string {
@@ -1218,7 +1299,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[14]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1230,7 +1311,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[14]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1243,7 +1324,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{14}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetResponse) GetRecords() []*Record {
@@ -1263,7 +1344,7 @@ type ForgetRequest struct {
 
 func (x *ForgetRequest) Reset() {
 	*x = ForgetRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[15]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1275,7 +1356,7 @@ func (x *ForgetRequest) String() string {
 func (*ForgetRequest) ProtoMessage() {}
 
 func (x *ForgetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[15]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1288,7 +1369,7 @@ func (x *ForgetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForgetRequest.ProtoReflect.Descriptor instead.
 func (*ForgetRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ForgetRequest) GetRealm() string {
@@ -1314,7 +1395,7 @@ type ForgetResponse struct {
 
 func (x *ForgetResponse) Reset() {
 	*x = ForgetResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[16]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1326,7 +1407,7 @@ func (x *ForgetResponse) String() string {
 func (*ForgetResponse) ProtoMessage() {}
 
 func (x *ForgetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[16]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1339,7 +1420,7 @@ func (x *ForgetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForgetResponse.ProtoReflect.Descriptor instead.
 func (*ForgetResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ForgetResponse) GetForgotten() int32 {
@@ -1361,7 +1442,7 @@ type ManifestRequest struct {
 
 func (x *ManifestRequest) Reset() {
 	*x = ManifestRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[17]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1373,7 +1454,7 @@ func (x *ManifestRequest) String() string {
 func (*ManifestRequest) ProtoMessage() {}
 
 func (x *ManifestRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[17]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1386,7 +1467,7 @@ func (x *ManifestRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ManifestRequest.ProtoReflect.Descriptor instead.
 func (*ManifestRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ManifestRequest) GetRealm() string {
@@ -1433,7 +1514,7 @@ type ManifestRow struct {
 
 func (x *ManifestRow) Reset() {
 	*x = ManifestRow{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[18]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1445,7 +1526,7 @@ func (x *ManifestRow) String() string {
 func (*ManifestRow) ProtoMessage() {}
 
 func (x *ManifestRow) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[18]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1458,7 +1539,7 @@ func (x *ManifestRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ManifestRow.ProtoReflect.Descriptor instead.
 func (*ManifestRow) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ManifestRow) GetId() string {
@@ -1520,7 +1601,7 @@ type ManifestResponse struct {
 
 func (x *ManifestResponse) Reset() {
 	*x = ManifestResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[19]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1532,7 +1613,7 @@ func (x *ManifestResponse) String() string {
 func (*ManifestResponse) ProtoMessage() {}
 
 func (x *ManifestResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[19]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1545,7 +1626,7 @@ func (x *ManifestResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ManifestResponse.ProtoReflect.Descriptor instead.
 func (*ManifestResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ManifestResponse) GetRows() []*ManifestRow {
@@ -1566,7 +1647,7 @@ type SupersedeRequest struct {
 
 func (x *SupersedeRequest) Reset() {
 	*x = SupersedeRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[20]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1578,7 +1659,7 @@ func (x *SupersedeRequest) String() string {
 func (*SupersedeRequest) ProtoMessage() {}
 
 func (x *SupersedeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[20]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1591,7 +1672,7 @@ func (x *SupersedeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SupersedeRequest.ProtoReflect.Descriptor instead.
 func (*SupersedeRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{20}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SupersedeRequest) GetRealm() string {
@@ -1624,7 +1705,7 @@ type SupersedeResponse struct {
 
 func (x *SupersedeResponse) Reset() {
 	*x = SupersedeResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[21]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1636,7 +1717,7 @@ func (x *SupersedeResponse) String() string {
 func (*SupersedeResponse) ProtoMessage() {}
 
 func (x *SupersedeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[21]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1649,7 +1730,7 @@ func (x *SupersedeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SupersedeResponse.ProtoReflect.Descriptor instead.
 func (*SupersedeResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{21}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SupersedeResponse) GetNewId() string {
@@ -1670,7 +1751,7 @@ type MarkUsedRequest struct {
 
 func (x *MarkUsedRequest) Reset() {
 	*x = MarkUsedRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[22]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1682,7 +1763,7 @@ func (x *MarkUsedRequest) String() string {
 func (*MarkUsedRequest) ProtoMessage() {}
 
 func (x *MarkUsedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[22]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1695,7 +1776,7 @@ func (x *MarkUsedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MarkUsedRequest.ProtoReflect.Descriptor instead.
 func (*MarkUsedRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{22}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *MarkUsedRequest) GetRealm() string {
@@ -1727,7 +1808,7 @@ type MarkUsedResponse struct {
 
 func (x *MarkUsedResponse) Reset() {
 	*x = MarkUsedResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[23]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1739,7 +1820,7 @@ func (x *MarkUsedResponse) String() string {
 func (*MarkUsedResponse) ProtoMessage() {}
 
 func (x *MarkUsedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[23]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1752,7 +1833,7 @@ func (x *MarkUsedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MarkUsedResponse.ProtoReflect.Descriptor instead.
 func (*MarkUsedResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{23}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{24}
 }
 
 type LedgerEntry struct {
@@ -1770,7 +1851,7 @@ type LedgerEntry struct {
 
 func (x *LedgerEntry) Reset() {
 	*x = LedgerEntry{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[24]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1782,7 +1863,7 @@ func (x *LedgerEntry) String() string {
 func (*LedgerEntry) ProtoMessage() {}
 
 func (x *LedgerEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[24]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1795,7 +1876,7 @@ func (x *LedgerEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LedgerEntry.ProtoReflect.Descriptor instead.
 func (*LedgerEntry) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{24}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *LedgerEntry) GetRealm() string {
@@ -1856,7 +1937,7 @@ type WriteLedgerRequest struct {
 
 func (x *WriteLedgerRequest) Reset() {
 	*x = WriteLedgerRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[25]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1868,7 +1949,7 @@ func (x *WriteLedgerRequest) String() string {
 func (*WriteLedgerRequest) ProtoMessage() {}
 
 func (x *WriteLedgerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[25]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1881,7 +1962,7 @@ func (x *WriteLedgerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteLedgerRequest.ProtoReflect.Descriptor instead.
 func (*WriteLedgerRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{25}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *WriteLedgerRequest) GetEntries() []*LedgerEntry {
@@ -1899,7 +1980,7 @@ type WriteLedgerResponse struct {
 
 func (x *WriteLedgerResponse) Reset() {
 	*x = WriteLedgerResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[26]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1911,7 +1992,7 @@ func (x *WriteLedgerResponse) String() string {
 func (*WriteLedgerResponse) ProtoMessage() {}
 
 func (x *WriteLedgerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[26]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1924,7 +2005,7 @@ func (x *WriteLedgerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteLedgerResponse.ProtoReflect.Descriptor instead.
 func (*WriteLedgerResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{26}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{27}
 }
 
 type ExportRequest struct {
@@ -1940,7 +2021,7 @@ type ExportRequest struct {
 
 func (x *ExportRequest) Reset() {
 	*x = ExportRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[27]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1952,7 +2033,7 @@ func (x *ExportRequest) String() string {
 func (*ExportRequest) ProtoMessage() {}
 
 func (x *ExportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[27]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1965,7 +2046,7 @@ func (x *ExportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportRequest.ProtoReflect.Descriptor instead.
 func (*ExportRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{27}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ExportRequest) GetRealm() string {
@@ -2000,7 +2081,7 @@ type ExportResponse struct {
 
 func (x *ExportResponse) Reset() {
 	*x = ExportResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[28]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2012,7 +2093,7 @@ func (x *ExportResponse) String() string {
 func (*ExportResponse) ProtoMessage() {}
 
 func (x *ExportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[28]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2025,7 +2106,7 @@ func (x *ExportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportResponse.ProtoReflect.Descriptor instead.
 func (*ExportResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{28}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ExportResponse) GetRecords() []*Record {
@@ -2052,7 +2133,7 @@ type ImportRequest struct {
 
 func (x *ImportRequest) Reset() {
 	*x = ImportRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[29]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2064,7 +2145,7 @@ func (x *ImportRequest) String() string {
 func (*ImportRequest) ProtoMessage() {}
 
 func (x *ImportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[29]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2077,7 +2158,7 @@ func (x *ImportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportRequest.ProtoReflect.Descriptor instead.
 func (*ImportRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{29}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ImportRequest) GetRealm() string {
@@ -2104,7 +2185,7 @@ type ImportResponse struct {
 
 func (x *ImportResponse) Reset() {
 	*x = ImportResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[30]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2116,7 +2197,7 @@ func (x *ImportResponse) String() string {
 func (*ImportResponse) ProtoMessage() {}
 
 func (x *ImportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[30]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2129,7 +2210,7 @@ func (x *ImportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportResponse.ProtoReflect.Descriptor instead.
 func (*ImportResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{30}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ImportResponse) GetImported() int32 {
@@ -2156,7 +2237,7 @@ type ReindexRequest struct {
 
 func (x *ReindexRequest) Reset() {
 	*x = ReindexRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[31]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2168,7 +2249,7 @@ func (x *ReindexRequest) String() string {
 func (*ReindexRequest) ProtoMessage() {}
 
 func (x *ReindexRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[31]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2181,7 +2262,7 @@ func (x *ReindexRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReindexRequest.ProtoReflect.Descriptor instead.
 func (*ReindexRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{31}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ReindexRequest) GetRealm() string {
@@ -2204,7 +2285,7 @@ type ReindexResponse struct {
 
 func (x *ReindexResponse) Reset() {
 	*x = ReindexResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[32]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2216,7 +2297,7 @@ func (x *ReindexResponse) String() string {
 func (*ReindexResponse) ProtoMessage() {}
 
 func (x *ReindexResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[32]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2229,7 +2310,7 @@ func (x *ReindexResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReindexResponse.ProtoReflect.Descriptor instead.
 func (*ReindexResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{32}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ReindexResponse) GetEvent() isReindexResponse_Event {
@@ -2284,7 +2365,7 @@ type ReindexProgress struct {
 
 func (x *ReindexProgress) Reset() {
 	*x = ReindexProgress{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[33]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2296,7 +2377,7 @@ func (x *ReindexProgress) String() string {
 func (*ReindexProgress) ProtoMessage() {}
 
 func (x *ReindexProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[33]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2309,7 +2390,7 @@ func (x *ReindexProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReindexProgress.ProtoReflect.Descriptor instead.
 func (*ReindexProgress) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{33}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ReindexProgress) GetDone() int64 {
@@ -2336,7 +2417,7 @@ type ReindexDone struct {
 
 func (x *ReindexDone) Reset() {
 	*x = ReindexDone{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[34]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2348,7 +2429,7 @@ func (x *ReindexDone) String() string {
 func (*ReindexDone) ProtoMessage() {}
 
 func (x *ReindexDone) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[34]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2361,7 +2442,7 @@ func (x *ReindexDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReindexDone.ProtoReflect.Descriptor instead.
 func (*ReindexDone) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{34}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ReindexDone) GetReindexed() int64 {
@@ -2382,7 +2463,7 @@ type SelectRequest struct {
 
 func (x *SelectRequest) Reset() {
 	*x = SelectRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[35]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2394,7 +2475,7 @@ func (x *SelectRequest) String() string {
 func (*SelectRequest) ProtoMessage() {}
 
 func (x *SelectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[35]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2407,7 +2488,7 @@ func (x *SelectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelectRequest.ProtoReflect.Descriptor instead.
 func (*SelectRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{35}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SelectRequest) GetHeader() *SelectHeader {
@@ -2437,7 +2518,7 @@ type SelectHeader struct {
 
 func (x *SelectHeader) Reset() {
 	*x = SelectHeader{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[36]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2449,7 +2530,7 @@ func (x *SelectHeader) String() string {
 func (*SelectHeader) ProtoMessage() {}
 
 func (x *SelectHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[36]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2462,7 +2543,7 @@ func (x *SelectHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelectHeader.ProtoReflect.Descriptor instead.
 func (*SelectHeader) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{36}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SelectHeader) GetRealm() string {
@@ -2510,7 +2591,7 @@ type SelectResponse struct {
 
 func (x *SelectResponse) Reset() {
 	*x = SelectResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[37]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2522,7 +2603,7 @@ func (x *SelectResponse) String() string {
 func (*SelectResponse) ProtoMessage() {}
 
 func (x *SelectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[37]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2535,7 +2616,7 @@ func (x *SelectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelectResponse.ProtoReflect.Descriptor instead.
 func (*SelectResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{37}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SelectResponse) GetIds() []string {
@@ -2562,7 +2643,7 @@ type Message struct {
 
 func (x *Message) Reset() {
 	*x = Message{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[38]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2574,7 +2655,7 @@ func (x *Message) String() string {
 func (*Message) ProtoMessage() {}
 
 func (x *Message) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[38]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2587,7 +2668,7 @@ func (x *Message) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Message.ProtoReflect.Descriptor instead.
 func (*Message) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{38}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Message) GetRole() string {
@@ -2620,7 +2701,7 @@ type CompactRequest struct {
 
 func (x *CompactRequest) Reset() {
 	*x = CompactRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[39]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2632,7 +2713,7 @@ func (x *CompactRequest) String() string {
 func (*CompactRequest) ProtoMessage() {}
 
 func (x *CompactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[39]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2645,7 +2726,7 @@ func (x *CompactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactRequest.ProtoReflect.Descriptor instead.
 func (*CompactRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{39}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *CompactRequest) GetConversationId() string {
@@ -2692,7 +2773,7 @@ type CompactResponse struct {
 
 func (x *CompactResponse) Reset() {
 	*x = CompactResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[40]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2704,7 +2785,7 @@ func (x *CompactResponse) String() string {
 func (*CompactResponse) ProtoMessage() {}
 
 func (x *CompactResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[40]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2717,7 +2798,7 @@ func (x *CompactResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactResponse.ProtoReflect.Descriptor instead.
 func (*CompactResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{40}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CompactResponse) GetArtifact() *Message {
@@ -2737,7 +2818,7 @@ type ResolveOperatorRequest struct {
 
 func (x *ResolveOperatorRequest) Reset() {
 	*x = ResolveOperatorRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[41]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2749,7 +2830,7 @@ func (x *ResolveOperatorRequest) String() string {
 func (*ResolveOperatorRequest) ProtoMessage() {}
 
 func (x *ResolveOperatorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[41]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2762,7 +2843,7 @@ func (x *ResolveOperatorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveOperatorRequest.ProtoReflect.Descriptor instead.
 func (*ResolveOperatorRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{41}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ResolveOperatorRequest) GetRealm() string {
@@ -2789,7 +2870,7 @@ type ResolveOperatorResponse struct {
 
 func (x *ResolveOperatorResponse) Reset() {
 	*x = ResolveOperatorResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[42]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2801,7 +2882,7 @@ func (x *ResolveOperatorResponse) String() string {
 func (*ResolveOperatorResponse) ProtoMessage() {}
 
 func (x *ResolveOperatorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[42]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2814,7 +2895,7 @@ func (x *ResolveOperatorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveOperatorResponse.ProtoReflect.Descriptor instead.
 func (*ResolveOperatorResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{42}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ResolveOperatorResponse) GetOperator() string {
@@ -2834,7 +2915,7 @@ type ResolveMobsRequest struct {
 
 func (x *ResolveMobsRequest) Reset() {
 	*x = ResolveMobsRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[43]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2846,7 +2927,7 @@ func (x *ResolveMobsRequest) String() string {
 func (*ResolveMobsRequest) ProtoMessage() {}
 
 func (x *ResolveMobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[43]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2859,7 +2940,7 @@ func (x *ResolveMobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveMobsRequest.ProtoReflect.Descriptor instead.
 func (*ResolveMobsRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{43}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ResolveMobsRequest) GetRealm() string {
@@ -2885,7 +2966,7 @@ type ResolveMobsResponse struct {
 
 func (x *ResolveMobsResponse) Reset() {
 	*x = ResolveMobsResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[44]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2897,7 +2978,7 @@ func (x *ResolveMobsResponse) String() string {
 func (*ResolveMobsResponse) ProtoMessage() {}
 
 func (x *ResolveMobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[44]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2910,12 +2991,273 @@ func (x *ResolveMobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveMobsResponse.ProtoReflect.Descriptor instead.
 func (*ResolveMobsResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{44}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ResolveMobsResponse) GetMobs() []string {
 	if x != nil {
 		return x.Mobs
+	}
+	return nil
+}
+
+type RecordVector struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Model         string                 `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	Vector        []float32              `protobuf:"fixed32,3,rep,packed,name=vector,proto3" json:"vector,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordVector) Reset() {
+	*x = RecordVector{}
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordVector) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordVector) ProtoMessage() {}
+
+func (x *RecordVector) ProtoReflect() protoreflect.Message {
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordVector.ProtoReflect.Descriptor instead.
+func (*RecordVector) Descriptor() ([]byte, []int) {
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *RecordVector) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *RecordVector) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *RecordVector) GetVector() []float32 {
+	if x != nil {
+		return x.Vector
+	}
+	return nil
+}
+
+type PutVectorsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Realm         string                 `protobuf:"bytes,1,opt,name=realm,proto3" json:"realm,omitempty"`
+	Vectors       []*RecordVector        `protobuf:"bytes,2,rep,name=vectors,proto3" json:"vectors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutVectorsRequest) Reset() {
+	*x = PutVectorsRequest{}
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutVectorsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutVectorsRequest) ProtoMessage() {}
+
+func (x *PutVectorsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutVectorsRequest.ProtoReflect.Descriptor instead.
+func (*PutVectorsRequest) Descriptor() ([]byte, []int) {
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *PutVectorsRequest) GetRealm() string {
+	if x != nil {
+		return x.Realm
+	}
+	return ""
+}
+
+func (x *PutVectorsRequest) GetVectors() []*RecordVector {
+	if x != nil {
+		return x.Vectors
+	}
+	return nil
+}
+
+type PutVectorsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutVectorsResponse) Reset() {
+	*x = PutVectorsResponse{}
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutVectorsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutVectorsResponse) ProtoMessage() {}
+
+func (x *PutVectorsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutVectorsResponse.ProtoReflect.Descriptor instead.
+func (*PutVectorsResponse) Descriptor() ([]byte, []int) {
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{48}
+}
+
+type MissingVectorsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Realm string                 `protobuf:"bytes,1,opt,name=realm,proto3" json:"realm,omitempty"`
+	Model string                 `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	// The last id of the previous page; empty for the first.
+	After         string `protobuf:"bytes,3,opt,name=after,proto3" json:"after,omitempty"`
+	Limit         int32  `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MissingVectorsRequest) Reset() {
+	*x = MissingVectorsRequest{}
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MissingVectorsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MissingVectorsRequest) ProtoMessage() {}
+
+func (x *MissingVectorsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MissingVectorsRequest.ProtoReflect.Descriptor instead.
+func (*MissingVectorsRequest) Descriptor() ([]byte, []int) {
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *MissingVectorsRequest) GetRealm() string {
+	if x != nil {
+		return x.Realm
+	}
+	return ""
+}
+
+func (x *MissingVectorsRequest) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *MissingVectorsRequest) GetAfter() string {
+	if x != nil {
+		return x.After
+	}
+	return ""
+}
+
+func (x *MissingVectorsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type MissingVectorsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ids           []string               `protobuf:"bytes,1,rep,name=ids,proto3" json:"ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MissingVectorsResponse) Reset() {
+	*x = MissingVectorsResponse{}
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MissingVectorsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MissingVectorsResponse) ProtoMessage() {}
+
+func (x *MissingVectorsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MissingVectorsResponse.ProtoReflect.Descriptor instead.
+func (*MissingVectorsResponse) Descriptor() ([]byte, []int) {
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *MissingVectorsResponse) GetIds() []string {
+	if x != nil {
+		return x.Ids
 	}
 	return nil
 }
@@ -2928,7 +3270,7 @@ type EmbedderInfoRequest struct {
 
 func (x *EmbedderInfoRequest) Reset() {
 	*x = EmbedderInfoRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[45]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2940,7 +3282,7 @@ func (x *EmbedderInfoRequest) String() string {
 func (*EmbedderInfoRequest) ProtoMessage() {}
 
 func (x *EmbedderInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[45]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2953,7 +3295,7 @@ func (x *EmbedderInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmbedderInfoRequest.ProtoReflect.Descriptor instead.
 func (*EmbedderInfoRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{45}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{51}
 }
 
 type EmbedderInfoResponse struct {
@@ -2973,7 +3315,7 @@ type EmbedderInfoResponse struct {
 
 func (x *EmbedderInfoResponse) Reset() {
 	*x = EmbedderInfoResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[46]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2985,7 +3327,7 @@ func (x *EmbedderInfoResponse) String() string {
 func (*EmbedderInfoResponse) ProtoMessage() {}
 
 func (x *EmbedderInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[46]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2998,7 +3340,7 @@ func (x *EmbedderInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmbedderInfoResponse.ProtoReflect.Descriptor instead.
 func (*EmbedderInfoResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{46}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *EmbedderInfoResponse) GetModel() string {
@@ -3046,7 +3388,7 @@ type EmbedRequest struct {
 
 func (x *EmbedRequest) Reset() {
 	*x = EmbedRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[47]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3058,7 +3400,7 @@ func (x *EmbedRequest) String() string {
 func (*EmbedRequest) ProtoMessage() {}
 
 func (x *EmbedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[47]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3071,7 +3413,7 @@ func (x *EmbedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmbedRequest.ProtoReflect.Descriptor instead.
 func (*EmbedRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{47}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *EmbedRequest) GetPurpose() EmbedPurpose {
@@ -3098,7 +3440,7 @@ type Embedding struct {
 
 func (x *Embedding) Reset() {
 	*x = Embedding{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[48]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3110,7 +3452,7 @@ func (x *Embedding) String() string {
 func (*Embedding) ProtoMessage() {}
 
 func (x *Embedding) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[48]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3123,7 +3465,7 @@ func (x *Embedding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Embedding.ProtoReflect.Descriptor instead.
 func (*Embedding) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{48}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *Embedding) GetValues() []float32 {
@@ -3143,7 +3485,7 @@ type EmbedResponse struct {
 
 func (x *EmbedResponse) Reset() {
 	*x = EmbedResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[49]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3155,7 +3497,7 @@ func (x *EmbedResponse) String() string {
 func (*EmbedResponse) ProtoMessage() {}
 
 func (x *EmbedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[49]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3168,7 +3510,7 @@ func (x *EmbedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmbedResponse.ProtoReflect.Descriptor instead.
 func (*EmbedResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{49}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *EmbedResponse) GetVectors() []*Embedding {
@@ -3239,7 +3581,7 @@ const file_memhost_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x0fexpires_unix_ms\x18\n" +
 	" \x01(\x03R\rexpiresUnixMs\x121\n" +
 	"\x06thread\x18\v \x01(\v2\x19.memhost.plugin.v1.ThreadR\x06thread\x12(\n" +
-	"\x10occurred_unix_ms\x18\f \x01(\x03R\x0eoccurredUnixMs\"\x89\x02\n" +
+	"\x10occurred_unix_ms\x18\f \x01(\x03R\x0eoccurredUnixMs\"\x82\x03\n" +
 	"\rRecallRequest\x12\x14\n" +
 	"\x05realm\x18\x01 \x01(\tR\x05realm\x12\x14\n" +
 	"\x05query\x18\x02 \x01(\tR\x05query\x12\x16\n" +
@@ -3250,7 +3592,14 @@ const file_memhost_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x04tags\x18\x06 \x03(\tR\x04tags\x12!\n" +
 	"\fexclude_tags\x18\a \x03(\tR\vexcludeTags\x12\"\n" +
 	"\rsince_unix_ms\x18\b \x01(\x03R\vsinceUnixMs\x12\"\n" +
-	"\runtil_unix_ms\x18\t \x01(\x03R\vuntilUnixMs\"N\n" +
+	"\runtil_unix_ms\x18\t \x01(\x03R\vuntilUnixMs\x12!\n" +
+	"\fquery_vector\x18\n" +
+	" \x03(\x02R\vqueryVector\x12!\n" +
+	"\fvector_model\x18\v \x01(\tR\vvectorModel\x121\n" +
+	"\x06fusion\x18\f \x01(\v2\x19.memhost.plugin.v1.FusionR\x06fusion\">\n" +
+	"\x06Fusion\x12\x18\n" +
+	"\alexical\x18\x01 \x01(\x01R\alexical\x12\x1a\n" +
+	"\bsemantic\x18\x02 \x01(\x01R\bsemantic\"N\n" +
 	"\x03Hit\x121\n" +
 	"\x06record\x18\x01 \x01(\v2\x19.memhost.plugin.v1.RecordR\x06record\x12\x14\n" +
 	"\x05score\x18\x02 \x01(\x01R\x05score\"<\n" +
@@ -3368,7 +3717,22 @@ const file_memhost_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x05realm\x18\x01 \x01(\tR\x05realm\x12\x1a\n" +
 	"\bidentity\x18\x02 \x01(\tR\bidentity\")\n" +
 	"\x13ResolveMobsResponse\x12\x12\n" +
-	"\x04mobs\x18\x01 \x03(\tR\x04mobs\"\x15\n" +
+	"\x04mobs\x18\x01 \x03(\tR\x04mobs\"L\n" +
+	"\fRecordVector\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05model\x18\x02 \x01(\tR\x05model\x12\x16\n" +
+	"\x06vector\x18\x03 \x03(\x02R\x06vector\"d\n" +
+	"\x11PutVectorsRequest\x12\x14\n" +
+	"\x05realm\x18\x01 \x01(\tR\x05realm\x129\n" +
+	"\avectors\x18\x02 \x03(\v2\x1f.memhost.plugin.v1.RecordVectorR\avectors\"\x14\n" +
+	"\x12PutVectorsResponse\"o\n" +
+	"\x15MissingVectorsRequest\x12\x14\n" +
+	"\x05realm\x18\x01 \x01(\tR\x05realm\x12\x14\n" +
+	"\x05model\x18\x02 \x01(\tR\x05model\x12\x14\n" +
+	"\x05after\x18\x03 \x01(\tR\x05after\x12\x14\n" +
+	"\x05limit\x18\x04 \x01(\x05R\x05limit\"*\n" +
+	"\x16MissingVectorsResponse\x12\x10\n" +
+	"\x03ids\x18\x01 \x03(\tR\x03ids\"\x15\n" +
 	"\x13EmbedderInfoRequest\"\xb7\x01\n" +
 	"\x14EmbedderInfoResponse\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x1e\n" +
@@ -3399,7 +3763,7 @@ const file_memhost_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x16EMBED_PURPOSE_DOCUMENT\x10\x022\xa9\x01\n" +
 	"\x06Plugin\x12G\n" +
 	"\x04Info\x12\x1e.memhost.plugin.v1.InfoRequest\x1a\x1f.memhost.plugin.v1.InfoResponse\x12V\n" +
-	"\tConfigure\x12#.memhost.plugin.v1.ConfigureRequest\x1a$.memhost.plugin.v1.ConfigureResponse2\x97\a\n" +
+	"\tConfigure\x12#.memhost.plugin.v1.ConfigureRequest\x1a$.memhost.plugin.v1.ConfigureResponse2\xd9\b\n" +
 	"\bProvider\x12M\n" +
 	"\x06Recall\x12 .memhost.plugin.v1.RecallRequest\x1a!.memhost.plugin.v1.RecallResponse\x12S\n" +
 	"\bRemember\x12\".memhost.plugin.v1.RememberRequest\x1a#.memhost.plugin.v1.RememberResponse\x12D\n" +
@@ -3411,7 +3775,10 @@ const file_memhost_plugin_v1_plugin_proto_rawDesc = "" +
 	"\vWriteLedger\x12%.memhost.plugin.v1.WriteLedgerRequest\x1a&.memhost.plugin.v1.WriteLedgerResponse\x12M\n" +
 	"\x06Export\x12 .memhost.plugin.v1.ExportRequest\x1a!.memhost.plugin.v1.ExportResponse\x12M\n" +
 	"\x06Import\x12 .memhost.plugin.v1.ImportRequest\x1a!.memhost.plugin.v1.ImportResponse\x12R\n" +
-	"\aReindex\x12!.memhost.plugin.v1.ReindexRequest\x1a\".memhost.plugin.v1.ReindexResponse0\x012[\n" +
+	"\aReindex\x12!.memhost.plugin.v1.ReindexRequest\x1a\".memhost.plugin.v1.ReindexResponse0\x01\x12Y\n" +
+	"\n" +
+	"PutVectors\x12$.memhost.plugin.v1.PutVectorsRequest\x1a%.memhost.plugin.v1.PutVectorsResponse\x12e\n" +
+	"\x0eMissingVectors\x12(.memhost.plugin.v1.MissingVectorsRequest\x1a).memhost.plugin.v1.MissingVectorsResponse2[\n" +
 	"\bSelector\x12O\n" +
 	"\x06Select\x12 .memhost.plugin.v1.SelectRequest\x1a!.memhost.plugin.v1.SelectResponse(\x012]\n" +
 	"\tCompactor\x12P\n" +
@@ -3437,7 +3804,7 @@ func file_memhost_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_memhost_plugin_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_memhost_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_memhost_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
 var file_memhost_plugin_v1_plugin_proto_goTypes = []any{
 	(ManifestTier)(0),               // 0: memhost.plugin.v1.ManifestTier
 	(Coverage)(0),                   // 1: memhost.plugin.v1.Coverage
@@ -3451,115 +3818,127 @@ var file_memhost_plugin_v1_plugin_proto_goTypes = []any{
 	(*Thread)(nil),                  // 9: memhost.plugin.v1.Thread
 	(*RecordInput)(nil),             // 10: memhost.plugin.v1.RecordInput
 	(*RecallRequest)(nil),           // 11: memhost.plugin.v1.RecallRequest
-	(*Hit)(nil),                     // 12: memhost.plugin.v1.Hit
-	(*RecallResponse)(nil),          // 13: memhost.plugin.v1.RecallResponse
-	(*RememberRequest)(nil),         // 14: memhost.plugin.v1.RememberRequest
-	(*RememberResponse)(nil),        // 15: memhost.plugin.v1.RememberResponse
-	(*GetRequest)(nil),              // 16: memhost.plugin.v1.GetRequest
-	(*GetResponse)(nil),             // 17: memhost.plugin.v1.GetResponse
-	(*ForgetRequest)(nil),           // 18: memhost.plugin.v1.ForgetRequest
-	(*ForgetResponse)(nil),          // 19: memhost.plugin.v1.ForgetResponse
-	(*ManifestRequest)(nil),         // 20: memhost.plugin.v1.ManifestRequest
-	(*ManifestRow)(nil),             // 21: memhost.plugin.v1.ManifestRow
-	(*ManifestResponse)(nil),        // 22: memhost.plugin.v1.ManifestResponse
-	(*SupersedeRequest)(nil),        // 23: memhost.plugin.v1.SupersedeRequest
-	(*SupersedeResponse)(nil),       // 24: memhost.plugin.v1.SupersedeResponse
-	(*MarkUsedRequest)(nil),         // 25: memhost.plugin.v1.MarkUsedRequest
-	(*MarkUsedResponse)(nil),        // 26: memhost.plugin.v1.MarkUsedResponse
-	(*LedgerEntry)(nil),             // 27: memhost.plugin.v1.LedgerEntry
-	(*WriteLedgerRequest)(nil),      // 28: memhost.plugin.v1.WriteLedgerRequest
-	(*WriteLedgerResponse)(nil),     // 29: memhost.plugin.v1.WriteLedgerResponse
-	(*ExportRequest)(nil),           // 30: memhost.plugin.v1.ExportRequest
-	(*ExportResponse)(nil),          // 31: memhost.plugin.v1.ExportResponse
-	(*ImportRequest)(nil),           // 32: memhost.plugin.v1.ImportRequest
-	(*ImportResponse)(nil),          // 33: memhost.plugin.v1.ImportResponse
-	(*ReindexRequest)(nil),          // 34: memhost.plugin.v1.ReindexRequest
-	(*ReindexResponse)(nil),         // 35: memhost.plugin.v1.ReindexResponse
-	(*ReindexProgress)(nil),         // 36: memhost.plugin.v1.ReindexProgress
-	(*ReindexDone)(nil),             // 37: memhost.plugin.v1.ReindexDone
-	(*SelectRequest)(nil),           // 38: memhost.plugin.v1.SelectRequest
-	(*SelectHeader)(nil),            // 39: memhost.plugin.v1.SelectHeader
-	(*SelectResponse)(nil),          // 40: memhost.plugin.v1.SelectResponse
-	(*Message)(nil),                 // 41: memhost.plugin.v1.Message
-	(*CompactRequest)(nil),          // 42: memhost.plugin.v1.CompactRequest
-	(*CompactResponse)(nil),         // 43: memhost.plugin.v1.CompactResponse
-	(*ResolveOperatorRequest)(nil),  // 44: memhost.plugin.v1.ResolveOperatorRequest
-	(*ResolveOperatorResponse)(nil), // 45: memhost.plugin.v1.ResolveOperatorResponse
-	(*ResolveMobsRequest)(nil),      // 46: memhost.plugin.v1.ResolveMobsRequest
-	(*ResolveMobsResponse)(nil),     // 47: memhost.plugin.v1.ResolveMobsResponse
-	(*EmbedderInfoRequest)(nil),     // 48: memhost.plugin.v1.EmbedderInfoRequest
-	(*EmbedderInfoResponse)(nil),    // 49: memhost.plugin.v1.EmbedderInfoResponse
-	(*EmbedRequest)(nil),            // 50: memhost.plugin.v1.EmbedRequest
-	(*Embedding)(nil),               // 51: memhost.plugin.v1.Embedding
-	(*EmbedResponse)(nil),           // 52: memhost.plugin.v1.EmbedResponse
+	(*Fusion)(nil),                  // 12: memhost.plugin.v1.Fusion
+	(*Hit)(nil),                     // 13: memhost.plugin.v1.Hit
+	(*RecallResponse)(nil),          // 14: memhost.plugin.v1.RecallResponse
+	(*RememberRequest)(nil),         // 15: memhost.plugin.v1.RememberRequest
+	(*RememberResponse)(nil),        // 16: memhost.plugin.v1.RememberResponse
+	(*GetRequest)(nil),              // 17: memhost.plugin.v1.GetRequest
+	(*GetResponse)(nil),             // 18: memhost.plugin.v1.GetResponse
+	(*ForgetRequest)(nil),           // 19: memhost.plugin.v1.ForgetRequest
+	(*ForgetResponse)(nil),          // 20: memhost.plugin.v1.ForgetResponse
+	(*ManifestRequest)(nil),         // 21: memhost.plugin.v1.ManifestRequest
+	(*ManifestRow)(nil),             // 22: memhost.plugin.v1.ManifestRow
+	(*ManifestResponse)(nil),        // 23: memhost.plugin.v1.ManifestResponse
+	(*SupersedeRequest)(nil),        // 24: memhost.plugin.v1.SupersedeRequest
+	(*SupersedeResponse)(nil),       // 25: memhost.plugin.v1.SupersedeResponse
+	(*MarkUsedRequest)(nil),         // 26: memhost.plugin.v1.MarkUsedRequest
+	(*MarkUsedResponse)(nil),        // 27: memhost.plugin.v1.MarkUsedResponse
+	(*LedgerEntry)(nil),             // 28: memhost.plugin.v1.LedgerEntry
+	(*WriteLedgerRequest)(nil),      // 29: memhost.plugin.v1.WriteLedgerRequest
+	(*WriteLedgerResponse)(nil),     // 30: memhost.plugin.v1.WriteLedgerResponse
+	(*ExportRequest)(nil),           // 31: memhost.plugin.v1.ExportRequest
+	(*ExportResponse)(nil),          // 32: memhost.plugin.v1.ExportResponse
+	(*ImportRequest)(nil),           // 33: memhost.plugin.v1.ImportRequest
+	(*ImportResponse)(nil),          // 34: memhost.plugin.v1.ImportResponse
+	(*ReindexRequest)(nil),          // 35: memhost.plugin.v1.ReindexRequest
+	(*ReindexResponse)(nil),         // 36: memhost.plugin.v1.ReindexResponse
+	(*ReindexProgress)(nil),         // 37: memhost.plugin.v1.ReindexProgress
+	(*ReindexDone)(nil),             // 38: memhost.plugin.v1.ReindexDone
+	(*SelectRequest)(nil),           // 39: memhost.plugin.v1.SelectRequest
+	(*SelectHeader)(nil),            // 40: memhost.plugin.v1.SelectHeader
+	(*SelectResponse)(nil),          // 41: memhost.plugin.v1.SelectResponse
+	(*Message)(nil),                 // 42: memhost.plugin.v1.Message
+	(*CompactRequest)(nil),          // 43: memhost.plugin.v1.CompactRequest
+	(*CompactResponse)(nil),         // 44: memhost.plugin.v1.CompactResponse
+	(*ResolveOperatorRequest)(nil),  // 45: memhost.plugin.v1.ResolveOperatorRequest
+	(*ResolveOperatorResponse)(nil), // 46: memhost.plugin.v1.ResolveOperatorResponse
+	(*ResolveMobsRequest)(nil),      // 47: memhost.plugin.v1.ResolveMobsRequest
+	(*ResolveMobsResponse)(nil),     // 48: memhost.plugin.v1.ResolveMobsResponse
+	(*RecordVector)(nil),            // 49: memhost.plugin.v1.RecordVector
+	(*PutVectorsRequest)(nil),       // 50: memhost.plugin.v1.PutVectorsRequest
+	(*PutVectorsResponse)(nil),      // 51: memhost.plugin.v1.PutVectorsResponse
+	(*MissingVectorsRequest)(nil),   // 52: memhost.plugin.v1.MissingVectorsRequest
+	(*MissingVectorsResponse)(nil),  // 53: memhost.plugin.v1.MissingVectorsResponse
+	(*EmbedderInfoRequest)(nil),     // 54: memhost.plugin.v1.EmbedderInfoRequest
+	(*EmbedderInfoResponse)(nil),    // 55: memhost.plugin.v1.EmbedderInfoResponse
+	(*EmbedRequest)(nil),            // 56: memhost.plugin.v1.EmbedRequest
+	(*Embedding)(nil),               // 57: memhost.plugin.v1.Embedding
+	(*EmbedResponse)(nil),           // 58: memhost.plugin.v1.EmbedResponse
 }
 var file_memhost_plugin_v1_plugin_proto_depIdxs = []int32{
 	6,  // 0: memhost.plugin.v1.ConfigureRequest.host:type_name -> memhost.plugin.v1.HostInfo
 	9,  // 1: memhost.plugin.v1.Record.thread:type_name -> memhost.plugin.v1.Thread
 	9,  // 2: memhost.plugin.v1.RecordInput.thread:type_name -> memhost.plugin.v1.Thread
-	8,  // 3: memhost.plugin.v1.Hit.record:type_name -> memhost.plugin.v1.Record
-	12, // 4: memhost.plugin.v1.RecallResponse.hits:type_name -> memhost.plugin.v1.Hit
-	10, // 5: memhost.plugin.v1.RememberRequest.records:type_name -> memhost.plugin.v1.RecordInput
-	8,  // 6: memhost.plugin.v1.GetResponse.records:type_name -> memhost.plugin.v1.Record
-	0,  // 7: memhost.plugin.v1.ManifestRequest.tier:type_name -> memhost.plugin.v1.ManifestTier
-	21, // 8: memhost.plugin.v1.ManifestResponse.rows:type_name -> memhost.plugin.v1.ManifestRow
-	10, // 9: memhost.plugin.v1.SupersedeRequest.replacement:type_name -> memhost.plugin.v1.RecordInput
-	27, // 10: memhost.plugin.v1.WriteLedgerRequest.entries:type_name -> memhost.plugin.v1.LedgerEntry
-	8,  // 11: memhost.plugin.v1.ExportResponse.records:type_name -> memhost.plugin.v1.Record
-	8,  // 12: memhost.plugin.v1.ImportRequest.records:type_name -> memhost.plugin.v1.Record
-	36, // 13: memhost.plugin.v1.ReindexResponse.progress:type_name -> memhost.plugin.v1.ReindexProgress
-	37, // 14: memhost.plugin.v1.ReindexResponse.done:type_name -> memhost.plugin.v1.ReindexDone
-	39, // 15: memhost.plugin.v1.SelectRequest.header:type_name -> memhost.plugin.v1.SelectHeader
-	21, // 16: memhost.plugin.v1.SelectRequest.rows:type_name -> memhost.plugin.v1.ManifestRow
-	1,  // 17: memhost.plugin.v1.SelectResponse.coverage:type_name -> memhost.plugin.v1.Coverage
-	41, // 18: memhost.plugin.v1.CompactRequest.evicted:type_name -> memhost.plugin.v1.Message
-	41, // 19: memhost.plugin.v1.CompactRequest.carry_over:type_name -> memhost.plugin.v1.Message
-	41, // 20: memhost.plugin.v1.CompactResponse.artifact:type_name -> memhost.plugin.v1.Message
-	2,  // 21: memhost.plugin.v1.EmbedRequest.purpose:type_name -> memhost.plugin.v1.EmbedPurpose
-	51, // 22: memhost.plugin.v1.EmbedResponse.vectors:type_name -> memhost.plugin.v1.Embedding
-	3,  // 23: memhost.plugin.v1.Plugin.Info:input_type -> memhost.plugin.v1.InfoRequest
-	5,  // 24: memhost.plugin.v1.Plugin.Configure:input_type -> memhost.plugin.v1.ConfigureRequest
-	11, // 25: memhost.plugin.v1.Provider.Recall:input_type -> memhost.plugin.v1.RecallRequest
-	14, // 26: memhost.plugin.v1.Provider.Remember:input_type -> memhost.plugin.v1.RememberRequest
-	16, // 27: memhost.plugin.v1.Provider.Get:input_type -> memhost.plugin.v1.GetRequest
-	18, // 28: memhost.plugin.v1.Provider.Forget:input_type -> memhost.plugin.v1.ForgetRequest
-	20, // 29: memhost.plugin.v1.Provider.Manifest:input_type -> memhost.plugin.v1.ManifestRequest
-	23, // 30: memhost.plugin.v1.Provider.Supersede:input_type -> memhost.plugin.v1.SupersedeRequest
-	25, // 31: memhost.plugin.v1.Provider.MarkUsed:input_type -> memhost.plugin.v1.MarkUsedRequest
-	28, // 32: memhost.plugin.v1.Provider.WriteLedger:input_type -> memhost.plugin.v1.WriteLedgerRequest
-	30, // 33: memhost.plugin.v1.Provider.Export:input_type -> memhost.plugin.v1.ExportRequest
-	32, // 34: memhost.plugin.v1.Provider.Import:input_type -> memhost.plugin.v1.ImportRequest
-	34, // 35: memhost.plugin.v1.Provider.Reindex:input_type -> memhost.plugin.v1.ReindexRequest
-	38, // 36: memhost.plugin.v1.Selector.Select:input_type -> memhost.plugin.v1.SelectRequest
-	42, // 37: memhost.plugin.v1.Compactor.Compact:input_type -> memhost.plugin.v1.CompactRequest
-	44, // 38: memhost.plugin.v1.OperatorResolver.ResolveOperator:input_type -> memhost.plugin.v1.ResolveOperatorRequest
-	46, // 39: memhost.plugin.v1.MobResolver.ResolveMobs:input_type -> memhost.plugin.v1.ResolveMobsRequest
-	48, // 40: memhost.plugin.v1.Embedder.Info:input_type -> memhost.plugin.v1.EmbedderInfoRequest
-	50, // 41: memhost.plugin.v1.Embedder.Embed:input_type -> memhost.plugin.v1.EmbedRequest
-	4,  // 42: memhost.plugin.v1.Plugin.Info:output_type -> memhost.plugin.v1.InfoResponse
-	7,  // 43: memhost.plugin.v1.Plugin.Configure:output_type -> memhost.plugin.v1.ConfigureResponse
-	13, // 44: memhost.plugin.v1.Provider.Recall:output_type -> memhost.plugin.v1.RecallResponse
-	15, // 45: memhost.plugin.v1.Provider.Remember:output_type -> memhost.plugin.v1.RememberResponse
-	17, // 46: memhost.plugin.v1.Provider.Get:output_type -> memhost.plugin.v1.GetResponse
-	19, // 47: memhost.plugin.v1.Provider.Forget:output_type -> memhost.plugin.v1.ForgetResponse
-	22, // 48: memhost.plugin.v1.Provider.Manifest:output_type -> memhost.plugin.v1.ManifestResponse
-	24, // 49: memhost.plugin.v1.Provider.Supersede:output_type -> memhost.plugin.v1.SupersedeResponse
-	26, // 50: memhost.plugin.v1.Provider.MarkUsed:output_type -> memhost.plugin.v1.MarkUsedResponse
-	29, // 51: memhost.plugin.v1.Provider.WriteLedger:output_type -> memhost.plugin.v1.WriteLedgerResponse
-	31, // 52: memhost.plugin.v1.Provider.Export:output_type -> memhost.plugin.v1.ExportResponse
-	33, // 53: memhost.plugin.v1.Provider.Import:output_type -> memhost.plugin.v1.ImportResponse
-	35, // 54: memhost.plugin.v1.Provider.Reindex:output_type -> memhost.plugin.v1.ReindexResponse
-	40, // 55: memhost.plugin.v1.Selector.Select:output_type -> memhost.plugin.v1.SelectResponse
-	43, // 56: memhost.plugin.v1.Compactor.Compact:output_type -> memhost.plugin.v1.CompactResponse
-	45, // 57: memhost.plugin.v1.OperatorResolver.ResolveOperator:output_type -> memhost.plugin.v1.ResolveOperatorResponse
-	47, // 58: memhost.plugin.v1.MobResolver.ResolveMobs:output_type -> memhost.plugin.v1.ResolveMobsResponse
-	49, // 59: memhost.plugin.v1.Embedder.Info:output_type -> memhost.plugin.v1.EmbedderInfoResponse
-	52, // 60: memhost.plugin.v1.Embedder.Embed:output_type -> memhost.plugin.v1.EmbedResponse
-	42, // [42:61] is the sub-list for method output_type
-	23, // [23:42] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	12, // 3: memhost.plugin.v1.RecallRequest.fusion:type_name -> memhost.plugin.v1.Fusion
+	8,  // 4: memhost.plugin.v1.Hit.record:type_name -> memhost.plugin.v1.Record
+	13, // 5: memhost.plugin.v1.RecallResponse.hits:type_name -> memhost.plugin.v1.Hit
+	10, // 6: memhost.plugin.v1.RememberRequest.records:type_name -> memhost.plugin.v1.RecordInput
+	8,  // 7: memhost.plugin.v1.GetResponse.records:type_name -> memhost.plugin.v1.Record
+	0,  // 8: memhost.plugin.v1.ManifestRequest.tier:type_name -> memhost.plugin.v1.ManifestTier
+	22, // 9: memhost.plugin.v1.ManifestResponse.rows:type_name -> memhost.plugin.v1.ManifestRow
+	10, // 10: memhost.plugin.v1.SupersedeRequest.replacement:type_name -> memhost.plugin.v1.RecordInput
+	28, // 11: memhost.plugin.v1.WriteLedgerRequest.entries:type_name -> memhost.plugin.v1.LedgerEntry
+	8,  // 12: memhost.plugin.v1.ExportResponse.records:type_name -> memhost.plugin.v1.Record
+	8,  // 13: memhost.plugin.v1.ImportRequest.records:type_name -> memhost.plugin.v1.Record
+	37, // 14: memhost.plugin.v1.ReindexResponse.progress:type_name -> memhost.plugin.v1.ReindexProgress
+	38, // 15: memhost.plugin.v1.ReindexResponse.done:type_name -> memhost.plugin.v1.ReindexDone
+	40, // 16: memhost.plugin.v1.SelectRequest.header:type_name -> memhost.plugin.v1.SelectHeader
+	22, // 17: memhost.plugin.v1.SelectRequest.rows:type_name -> memhost.plugin.v1.ManifestRow
+	1,  // 18: memhost.plugin.v1.SelectResponse.coverage:type_name -> memhost.plugin.v1.Coverage
+	42, // 19: memhost.plugin.v1.CompactRequest.evicted:type_name -> memhost.plugin.v1.Message
+	42, // 20: memhost.plugin.v1.CompactRequest.carry_over:type_name -> memhost.plugin.v1.Message
+	42, // 21: memhost.plugin.v1.CompactResponse.artifact:type_name -> memhost.plugin.v1.Message
+	49, // 22: memhost.plugin.v1.PutVectorsRequest.vectors:type_name -> memhost.plugin.v1.RecordVector
+	2,  // 23: memhost.plugin.v1.EmbedRequest.purpose:type_name -> memhost.plugin.v1.EmbedPurpose
+	57, // 24: memhost.plugin.v1.EmbedResponse.vectors:type_name -> memhost.plugin.v1.Embedding
+	3,  // 25: memhost.plugin.v1.Plugin.Info:input_type -> memhost.plugin.v1.InfoRequest
+	5,  // 26: memhost.plugin.v1.Plugin.Configure:input_type -> memhost.plugin.v1.ConfigureRequest
+	11, // 27: memhost.plugin.v1.Provider.Recall:input_type -> memhost.plugin.v1.RecallRequest
+	15, // 28: memhost.plugin.v1.Provider.Remember:input_type -> memhost.plugin.v1.RememberRequest
+	17, // 29: memhost.plugin.v1.Provider.Get:input_type -> memhost.plugin.v1.GetRequest
+	19, // 30: memhost.plugin.v1.Provider.Forget:input_type -> memhost.plugin.v1.ForgetRequest
+	21, // 31: memhost.plugin.v1.Provider.Manifest:input_type -> memhost.plugin.v1.ManifestRequest
+	24, // 32: memhost.plugin.v1.Provider.Supersede:input_type -> memhost.plugin.v1.SupersedeRequest
+	26, // 33: memhost.plugin.v1.Provider.MarkUsed:input_type -> memhost.plugin.v1.MarkUsedRequest
+	29, // 34: memhost.plugin.v1.Provider.WriteLedger:input_type -> memhost.plugin.v1.WriteLedgerRequest
+	31, // 35: memhost.plugin.v1.Provider.Export:input_type -> memhost.plugin.v1.ExportRequest
+	33, // 36: memhost.plugin.v1.Provider.Import:input_type -> memhost.plugin.v1.ImportRequest
+	35, // 37: memhost.plugin.v1.Provider.Reindex:input_type -> memhost.plugin.v1.ReindexRequest
+	50, // 38: memhost.plugin.v1.Provider.PutVectors:input_type -> memhost.plugin.v1.PutVectorsRequest
+	52, // 39: memhost.plugin.v1.Provider.MissingVectors:input_type -> memhost.plugin.v1.MissingVectorsRequest
+	39, // 40: memhost.plugin.v1.Selector.Select:input_type -> memhost.plugin.v1.SelectRequest
+	43, // 41: memhost.plugin.v1.Compactor.Compact:input_type -> memhost.plugin.v1.CompactRequest
+	45, // 42: memhost.plugin.v1.OperatorResolver.ResolveOperator:input_type -> memhost.plugin.v1.ResolveOperatorRequest
+	47, // 43: memhost.plugin.v1.MobResolver.ResolveMobs:input_type -> memhost.plugin.v1.ResolveMobsRequest
+	54, // 44: memhost.plugin.v1.Embedder.Info:input_type -> memhost.plugin.v1.EmbedderInfoRequest
+	56, // 45: memhost.plugin.v1.Embedder.Embed:input_type -> memhost.plugin.v1.EmbedRequest
+	4,  // 46: memhost.plugin.v1.Plugin.Info:output_type -> memhost.plugin.v1.InfoResponse
+	7,  // 47: memhost.plugin.v1.Plugin.Configure:output_type -> memhost.plugin.v1.ConfigureResponse
+	14, // 48: memhost.plugin.v1.Provider.Recall:output_type -> memhost.plugin.v1.RecallResponse
+	16, // 49: memhost.plugin.v1.Provider.Remember:output_type -> memhost.plugin.v1.RememberResponse
+	18, // 50: memhost.plugin.v1.Provider.Get:output_type -> memhost.plugin.v1.GetResponse
+	20, // 51: memhost.plugin.v1.Provider.Forget:output_type -> memhost.plugin.v1.ForgetResponse
+	23, // 52: memhost.plugin.v1.Provider.Manifest:output_type -> memhost.plugin.v1.ManifestResponse
+	25, // 53: memhost.plugin.v1.Provider.Supersede:output_type -> memhost.plugin.v1.SupersedeResponse
+	27, // 54: memhost.plugin.v1.Provider.MarkUsed:output_type -> memhost.plugin.v1.MarkUsedResponse
+	30, // 55: memhost.plugin.v1.Provider.WriteLedger:output_type -> memhost.plugin.v1.WriteLedgerResponse
+	32, // 56: memhost.plugin.v1.Provider.Export:output_type -> memhost.plugin.v1.ExportResponse
+	34, // 57: memhost.plugin.v1.Provider.Import:output_type -> memhost.plugin.v1.ImportResponse
+	36, // 58: memhost.plugin.v1.Provider.Reindex:output_type -> memhost.plugin.v1.ReindexResponse
+	51, // 59: memhost.plugin.v1.Provider.PutVectors:output_type -> memhost.plugin.v1.PutVectorsResponse
+	53, // 60: memhost.plugin.v1.Provider.MissingVectors:output_type -> memhost.plugin.v1.MissingVectorsResponse
+	41, // 61: memhost.plugin.v1.Selector.Select:output_type -> memhost.plugin.v1.SelectResponse
+	44, // 62: memhost.plugin.v1.Compactor.Compact:output_type -> memhost.plugin.v1.CompactResponse
+	46, // 63: memhost.plugin.v1.OperatorResolver.ResolveOperator:output_type -> memhost.plugin.v1.ResolveOperatorResponse
+	48, // 64: memhost.plugin.v1.MobResolver.ResolveMobs:output_type -> memhost.plugin.v1.ResolveMobsResponse
+	55, // 65: memhost.plugin.v1.Embedder.Info:output_type -> memhost.plugin.v1.EmbedderInfoResponse
+	58, // 66: memhost.plugin.v1.Embedder.Embed:output_type -> memhost.plugin.v1.EmbedResponse
+	46, // [46:67] is the sub-list for method output_type
+	25, // [25:46] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_memhost_plugin_v1_plugin_proto_init() }
@@ -3567,7 +3946,7 @@ func file_memhost_plugin_v1_plugin_proto_init() {
 	if File_memhost_plugin_v1_plugin_proto != nil {
 		return
 	}
-	file_memhost_plugin_v1_plugin_proto_msgTypes[32].OneofWrappers = []any{
+	file_memhost_plugin_v1_plugin_proto_msgTypes[33].OneofWrappers = []any{
 		(*ReindexResponse_Progress)(nil),
 		(*ReindexResponse_Done)(nil),
 	}
@@ -3577,7 +3956,7 @@ func file_memhost_plugin_v1_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_memhost_plugin_v1_plugin_proto_rawDesc), len(file_memhost_plugin_v1_plugin_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   50,
+			NumMessages:   56,
 			NumExtensions: 0,
 			NumServices:   7,
 		},

@@ -180,17 +180,19 @@ var Plugin_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	Provider_Recall_FullMethodName      = "/memhost.plugin.v1.Provider/Recall"
-	Provider_Remember_FullMethodName    = "/memhost.plugin.v1.Provider/Remember"
-	Provider_Get_FullMethodName         = "/memhost.plugin.v1.Provider/Get"
-	Provider_Forget_FullMethodName      = "/memhost.plugin.v1.Provider/Forget"
-	Provider_Manifest_FullMethodName    = "/memhost.plugin.v1.Provider/Manifest"
-	Provider_Supersede_FullMethodName   = "/memhost.plugin.v1.Provider/Supersede"
-	Provider_MarkUsed_FullMethodName    = "/memhost.plugin.v1.Provider/MarkUsed"
-	Provider_WriteLedger_FullMethodName = "/memhost.plugin.v1.Provider/WriteLedger"
-	Provider_Export_FullMethodName      = "/memhost.plugin.v1.Provider/Export"
-	Provider_Import_FullMethodName      = "/memhost.plugin.v1.Provider/Import"
-	Provider_Reindex_FullMethodName     = "/memhost.plugin.v1.Provider/Reindex"
+	Provider_Recall_FullMethodName         = "/memhost.plugin.v1.Provider/Recall"
+	Provider_Remember_FullMethodName       = "/memhost.plugin.v1.Provider/Remember"
+	Provider_Get_FullMethodName            = "/memhost.plugin.v1.Provider/Get"
+	Provider_Forget_FullMethodName         = "/memhost.plugin.v1.Provider/Forget"
+	Provider_Manifest_FullMethodName       = "/memhost.plugin.v1.Provider/Manifest"
+	Provider_Supersede_FullMethodName      = "/memhost.plugin.v1.Provider/Supersede"
+	Provider_MarkUsed_FullMethodName       = "/memhost.plugin.v1.Provider/MarkUsed"
+	Provider_WriteLedger_FullMethodName    = "/memhost.plugin.v1.Provider/WriteLedger"
+	Provider_Export_FullMethodName         = "/memhost.plugin.v1.Provider/Export"
+	Provider_Import_FullMethodName         = "/memhost.plugin.v1.Provider/Import"
+	Provider_Reindex_FullMethodName        = "/memhost.plugin.v1.Provider/Reindex"
+	Provider_PutVectors_FullMethodName     = "/memhost.plugin.v1.Provider/PutVectors"
+	Provider_MissingVectors_FullMethodName = "/memhost.plugin.v1.Provider/MissingVectors"
 )
 
 // ProviderClient is the client API for Provider service.
@@ -221,6 +223,12 @@ type ProviderClient interface {
 	// now and then and ends with one message holding the result, so a stream
 	// that ends without it was cut short. The caller owns the deadline.
 	Reindex(ctx context.Context, in *ReindexRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ReindexResponse], error)
+	// Capability "vectors": stores an embedding per record, replacing the
+	// record's previous one; an id the realm does not hold is skipped.
+	PutVectors(ctx context.Context, in *PutVectorsRequest, opts ...grpc.CallOption) (*PutVectorsResponse, error)
+	// Capability "vectors": ids of live records with no vector of a model,
+	// one page per call in a stable order (the host's embedding backlog).
+	MissingVectors(ctx context.Context, in *MissingVectorsRequest, opts ...grpc.CallOption) (*MissingVectorsResponse, error)
 }
 
 type providerClient struct {
@@ -359,6 +367,26 @@ func (c *providerClient) Reindex(ctx context.Context, in *ReindexRequest, opts .
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Provider_ReindexClient = grpc.ServerStreamingClient[ReindexResponse]
 
+func (c *providerClient) PutVectors(ctx context.Context, in *PutVectorsRequest, opts ...grpc.CallOption) (*PutVectorsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PutVectorsResponse)
+	err := c.cc.Invoke(ctx, Provider_PutVectors_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *providerClient) MissingVectors(ctx context.Context, in *MissingVectorsRequest, opts ...grpc.CallOption) (*MissingVectorsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MissingVectorsResponse)
+	err := c.cc.Invoke(ctx, Provider_MissingVectors_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ProviderServer is the server API for Provider service.
 // All implementations must embed UnimplementedProviderServer
 // for forward compatibility.
@@ -387,6 +415,12 @@ type ProviderServer interface {
 	// now and then and ends with one message holding the result, so a stream
 	// that ends without it was cut short. The caller owns the deadline.
 	Reindex(*ReindexRequest, grpc.ServerStreamingServer[ReindexResponse]) error
+	// Capability "vectors": stores an embedding per record, replacing the
+	// record's previous one; an id the realm does not hold is skipped.
+	PutVectors(context.Context, *PutVectorsRequest) (*PutVectorsResponse, error)
+	// Capability "vectors": ids of live records with no vector of a model,
+	// one page per call in a stable order (the host's embedding backlog).
+	MissingVectors(context.Context, *MissingVectorsRequest) (*MissingVectorsResponse, error)
 	mustEmbedUnimplementedProviderServer()
 }
 
@@ -429,6 +463,12 @@ func (UnimplementedProviderServer) Import(context.Context, *ImportRequest) (*Imp
 }
 func (UnimplementedProviderServer) Reindex(*ReindexRequest, grpc.ServerStreamingServer[ReindexResponse]) error {
 	return status.Error(codes.Unimplemented, "method Reindex not implemented")
+}
+func (UnimplementedProviderServer) PutVectors(context.Context, *PutVectorsRequest) (*PutVectorsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PutVectors not implemented")
+}
+func (UnimplementedProviderServer) MissingVectors(context.Context, *MissingVectorsRequest) (*MissingVectorsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method MissingVectors not implemented")
 }
 func (UnimplementedProviderServer) mustEmbedUnimplementedProviderServer() {}
 func (UnimplementedProviderServer) testEmbeddedByValue()                  {}
@@ -635,6 +675,42 @@ func _Provider_Reindex_Handler(srv interface{}, stream grpc.ServerStream) error 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Provider_ReindexServer = grpc.ServerStreamingServer[ReindexResponse]
 
+func _Provider_PutVectors_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PutVectorsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProviderServer).PutVectors(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Provider_PutVectors_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProviderServer).PutVectors(ctx, req.(*PutVectorsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Provider_MissingVectors_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MissingVectorsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProviderServer).MissingVectors(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Provider_MissingVectors_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProviderServer).MissingVectors(ctx, req.(*MissingVectorsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Provider_ServiceDesc is the grpc.ServiceDesc for Provider service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -677,6 +753,14 @@ var Provider_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Import",
 			Handler:    _Provider_Import_Handler,
+		},
+		{
+			MethodName: "PutVectors",
+			Handler:    _Provider_PutVectors_Handler,
+		},
+		{
+			MethodName: "MissingVectors",
+			Handler:    _Provider_MissingVectors_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,179 @@
+package markdown
+
+import (
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+func (tp *testProvider) vectorIDs(t *testing.T, v []float32) []string {
+	t.Helper()
+	return hitIDs(tp.recall(t, sdk.RecallQuery{QueryVector: v, VectorModel: "m", Limit: 10}))
+}
+
+func (tp *testProvider) missing(t *testing.T) []string {
+	t.Helper()
+	ids, err := tp.MissingVectors(ctx, sdk.DefaultRealm, "m", "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+func (tp *testProvider) putVectors(t *testing.T, vecs ...sdk.RecordVector) {
+	t.Helper()
+	if err := tp.PutVectors(ctx, sdk.DefaultRealm, vecs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestVectorsPersist: vectors reach recall and survive a reopen from the
+// snapshot and one without it (the realm's vector file); a hand edit drops
+// a record's vector, here and across a reopen; a torn tail is cut by the
+// next append; a file mostly of dead frames is compacted at open.
+func TestVectorsPersist(t *testing.T) {
+	poll := modes[1]
+	tp := newTestProvider(t, poll)
+	root := tp.root
+	ids := tp.remember(t, sdk.DefaultRealm, rec(alice, "Walrus", "tusks"), rec(alice, "Otter", "river"), rec(bob, "Seal", "cousin"))
+	walrus, otter, seal := ids[0], ids[1], ids[2]
+	tp.putVectors(t,
+		sdk.RecordVector{ID: walrus, Model: "m", Vector: []float32{1, 0, 0}},
+		sdk.RecordVector{ID: otter, Model: "m", Vector: []float32{0, 1, 0}},
+		sdk.RecordVector{ID: "gone", Model: "m", Vector: []float32{0, 1, 0}},
+		sdk.RecordVector{ID: seal, Model: "m", Vector: []float32{0, 0, 1}},
+	)
+	near := []float32{0.1, 0.9, 0.05}
+	want := []string{otter, walrus, seal}
+	if got := tp.vectorIDs(t, near); !slices.Equal(got, want) {
+		t.Fatalf("vector recall = %v, want %v", got, want)
+	}
+	tp.Close()
+	tp = openTestProvider(t, root, poll)
+	if !tp.st.fromSnapshot {
+		t.Fatal("the reopen did not use the snapshot")
+	}
+	if got := tp.vectorIDs(t, near); !slices.Equal(got, want) {
+		t.Fatalf("vector recall from the snapshot = %v, want %v", got, want)
+	}
+	tp.Close()
+	if err := os.Remove(filepath.Join(root, DefaultSnapshot)); err != nil {
+		t.Fatal(err)
+	}
+	tp = openTestProvider(t, root, poll)
+	if got := tp.vectorIDs(t, near); !slices.Equal(got, want) || len(tp.missing(t)) != 0 {
+		t.Fatalf("vector recall from the files = %v (missing %v), want %v", got, tp.missing(t), want)
+	}
+
+	// A hand edit of the otter's text: its vector no longer holds.
+	editInPlace(t, tp.path(sdk.DefaultRealm, alice, otter), func(s string) string { return strings.Replace(s, "river", "sea", 1) })
+	tp.clock.Advance(tp.opts.poll)
+	if got := tp.missing(t); !slices.Equal(got, []string{otter}) {
+		t.Fatalf("missing after a hand edit = %v, want %s", got, otter)
+	}
+	if got := tp.vectorIDs(t, near); !slices.Equal(got, []string{walrus, seal}) {
+		t.Fatalf("vector recall after a hand edit = %v, want walrus then seal", got)
+	}
+	tp.Close()
+	tp = openTestProvider(t, root, poll)
+	if got := tp.missing(t); !slices.Equal(got, []string{otter}) {
+		t.Fatalf("missing after reopening an edited root = %v, want %s", got, otter)
+	}
+
+	// A torn tail: the next append cuts it, so its frame reads back.
+	vecPath := tp.st.vectorsPath(sdk.DefaultRealm)
+	f, err := os.OpenFile(vecPath, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte{9, 0, 0, 0, 1, 2})
+	f.Close()
+	tp.Close()
+	tp = openTestProvider(t, root, poll)
+	tp.putVectors(t, sdk.RecordVector{ID: otter, Model: "m", Vector: []float32{0, 1, 0}})
+	tp.Close()
+	os.Remove(filepath.Join(root, DefaultSnapshot))
+	tp = openTestProvider(t, root, poll)
+	if got := tp.missing(t); len(got) != 0 {
+		t.Fatalf("missing after a put behind a torn tail = %v, want none", got)
+	}
+
+	// Many puts of one vector: the file is compacted at the next open.
+	for range 100 {
+		tp.putVectors(t, sdk.RecordVector{ID: walrus, Model: "m", Vector: []float32{1, 0, 0}})
+	}
+	size := func() int64 {
+		fi, err := os.Stat(vecPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	before := size()
+	tp.Close()
+	tp = openTestProvider(t, root, poll)
+	if after := size(); after*10 > before {
+		t.Fatalf("the vector file was not compacted: %d bytes, %d before", after, before)
+	}
+	if got := tp.vectorIDs(t, near); !slices.Equal(got, want) {
+		t.Fatalf("vector recall after compaction = %v, want %v", got, want)
+	}
+
+	// Forgetting drops the vector; a bad length or model is invalid.
+	if _, err := tp.Forget(ctx, sdk.DefaultRealm, []string{walrus}); err != nil {
+		t.Fatal(err)
+	}
+	if got := tp.vectorIDs(t, []float32{1, 0, 0}); slices.Contains(got, walrus) {
+		t.Fatalf("a forgotten record is recalled by its vector: %v", got)
+	}
+	err = tp.PutVectors(ctx, sdk.DefaultRealm, []sdk.RecordVector{{ID: otter, Model: "m", Vector: []float32{1, 2}}})
+	if !errors.Is(err, sdk.ErrInvalid) {
+		t.Fatalf("a vector of another length: %v, want invalid", err)
+	}
+	if _, err := tp.Recall(ctx, sdk.RecallQuery{Realm: sdk.DefaultRealm, QueryVector: []float32{1, 0}, VectorModel: "m"}); !errors.Is(err, sdk.ErrInvalid) {
+		t.Fatalf("a query vector of another length: %v, want invalid", err)
+	}
+}
+
+// FuzzParseVectors: any bytes parse to whole frames only, never a panic;
+// what parsed, written again, parses to the same.
+func FuzzParseVectors(f *testing.F) {
+	good := appendVecFrame([]byte(vectorsMagic), &vecEntry{id: "r1", model: "m", digest: 7, v: []float32{1, -2.5}})
+	good = appendVecFrame(good, &vecEntry{id: "r2", model: "BAAI/bge", digest: 1 << 60, v: []float32{0, 0, 3}})
+	f.Add(good)
+	f.Add(good[:len(good)-3])
+	f.Add([]byte(vectorsMagic[:5]))
+	f.Add([]byte("not a vector file"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		entries, vf, err := parseVectors(data)
+		if err != nil {
+			if !errors.Is(err, errBadVectors) {
+				t.Fatalf("error %v is not errBadVectors", err)
+			}
+			return
+		}
+		if vf.good > int64(len(data)) || len(entries) > vf.frames {
+			t.Fatalf("%d good bytes of %d, %d entries of %d frames", vf.good, len(data), len(entries), vf.frames)
+		}
+		b := []byte(vectorsMagic)
+		for _, e := range entries {
+			b = appendVecFrame(b, &e)
+		}
+		again, _, err := parseVectors(b)
+		if err != nil || len(again) != len(entries) {
+			t.Fatalf("re-encoded entries parse to %d, %v; want %d", len(again), err, len(entries))
+		}
+		for id, e := range entries {
+			a := again[id]
+			if a.model != e.model || a.digest != e.digest || !slices.EqualFunc(a.v, e.v, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) }) {
+				t.Fatalf("entry %q changed: %+v, was %+v", id, a, e)
+			}
+		}
+	})
+}

@@ -1,0 +1,378 @@
+package index
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// Vectors: a document may carry one embedding, with the id of the model
+// that made it (PutVector). A query with Query.Vector ranks by a convex
+// combination of its lexical (BM25F) and semantic (cosine) scores, each
+// min-max normalised over the candidates: the lexical top FusionDepth
+// and the vector top FusionDepth, both under the query's filters. Vectors
+// are kept as float32 at unit length, so a cosine is one dot product, and
+// scored exactly by brute force over the realm.
+//
+// A document keeps its vector when it is put again under its id (a
+// record's text does not change under its id; the thread-context refresh
+// re-puts neighbours too) and loses it when deleted.
+
+// FusionDepth is how many candidates each half contributes at least; a
+// query's Limit raises it.
+const FusionDepth = 100
+
+// Default fusion weights. Lexical ranking carries most of the weight: on
+// the benchmarks the issue measured (LongMemEval-S, LoCoMo) BM25F is the
+// stronger signal and a static word-vector signal helped only as a
+// minority term; a query sharing no word with any record is still ranked
+// by the vectors alone, because then every lexical score is 0.
+const (
+	DefaultLexicalWeight  = 0.7
+	DefaultSemanticWeight = 0.3
+)
+
+// docVec is one document's embedding.
+type docVec struct {
+	model string
+	v     []float32 // unit length
+}
+
+// modelStat counts a realm's vectors of one model, which all have dims
+// dimensions.
+type modelStat struct {
+	dims, n int
+}
+
+// normalize answers v scaled to unit length, computed in float64 and
+// rounded to float32 once per component; ok is false for a vector that
+// is empty, all zero or not finite.
+func normalize(v []float32) ([]float32, bool) {
+	sum := 0.0
+	for _, x := range v {
+		sum += float64(x) * float64(x)
+	}
+	norm := math.Sqrt(sum)
+	if len(v) == 0 || !(norm > 0) || math.IsInf(norm, 0) {
+		return nil, false
+	}
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(float64(x) / norm)
+	}
+	return out, true
+}
+
+// dot is the cosine of two unit vectors of one length: float32 products
+// in four running sums (the order is fixed, so a score is reproducible
+// bit for bit), added pairwise at the end.
+func dot(a, b []float32) float64 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return float64((s0 + s1) + (s2 + s3))
+}
+
+// PutVector gives the document id of realm the embedding v made by model,
+// replacing its previous one; found is false (and nothing changes) when
+// the realm holds no such document. A vector of a model whose other
+// vectors in the realm have another length is refused with ErrInvalid.
+func (ix *Index) PutVector(realm, id, model string, v []float32) (found bool, err error) {
+	if model == "" {
+		return false, fmt.Errorf("%w: a vector needs its model", ErrInvalid)
+	}
+	unit, ok := normalize(v)
+	if !ok {
+		return false, fmt.Errorf("%w: the vector of %q is empty, zero or not finite", ErrInvalid, id)
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	rm, no, ok := ix.lookup(realm, id)
+	if !ok {
+		return false, nil
+	}
+	if err := rm.fits(no, model, len(v)); err != nil {
+		return false, err
+	}
+	rm.dropVector(no)
+	rm.setVector(no, &docVec{model: strings.Clone(model), v: unit})
+	return true, nil
+}
+
+// DeleteVector drops the vector of the document id of realm; it reports
+// whether there was one.
+func (ix *Index) DeleteVector(realm, id string) bool {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	rm, no, ok := ix.lookup(realm, id)
+	return ok && rm.dropVector(no) != nil
+}
+
+// VectorFits answers the ErrInvalid PutVector would answer for a vector
+// of dims dimensions by model for the document id of realm, nil when it
+// would be stored or skipped.
+func (ix *Index) VectorFits(realm, id, model string, dims int) error {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if rm, no, ok := ix.lookup(realm, id); ok {
+		return rm.fits(no, model, dims)
+	}
+	return nil
+}
+
+// fits checks that docno no may take a vector of dims dimensions by
+// model: the model's other vectors in the realm, if any, have as many
+// (replacing the model's only vector may change them).
+func (rm *realm) fits(no uint32, model string, dims int) error {
+	ms := rm.models[model]
+	if ms == nil || ms.dims == dims {
+		return nil
+	}
+	if old := rm.vec[no]; ms.n == 1 && old != nil && old.model == model {
+		return nil
+	}
+	return fmt.Errorf("%w: model %q makes %d dimensions here, this vector has %d", ErrInvalid, model, ms.dims, dims)
+}
+
+// HasVector reports whether the document id of realm has a vector made by
+// model.
+func (ix *Index) HasVector(realm, id, model string) bool {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	rm, no, ok := ix.lookup(realm, id)
+	return ok && rm.vec[no] != nil && rm.vec[no].model == model
+}
+
+// Vectors answers how many documents of realm have a vector.
+func (ix *Index) Vectors(realm string) int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	n := 0
+	if rm := ix.realms[realm]; rm != nil {
+		for _, ms := range rm.models {
+			n += ms.n
+		}
+	}
+	return n
+}
+
+// MissingVectors answers up to limit ids of realm's documents, not
+// expired at nowMs, with no vector made by model, in id order after
+// after: a backlog a caller pages through stably.
+func (ix *Index) MissingVectors(realm, model, after string, nowMs int64, limit int) []string {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	rm := ix.realms[realm]
+	if rm == nil || limit <= 0 {
+		return []string{}
+	}
+	var ids []string
+	for no, id := range rm.ids {
+		if rm.scope[no] == deadScope || id <= after {
+			continue
+		}
+		if e := rm.expires[no]; e != 0 && e <= nowMs {
+			continue
+		}
+		if dv := rm.vec[no]; dv == nil || dv.model != model {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids[:min(len(ids), limit)]
+}
+
+func (rm *realm) setVector(no uint32, dv *docVec) {
+	rm.vec[no] = dv
+	if dv == nil {
+		return
+	}
+	if rm.models == nil {
+		rm.models = map[string]*modelStat{}
+	}
+	ms := rm.models[dv.model]
+	if ms == nil {
+		ms = &modelStat{dims: len(dv.v)}
+		rm.models[dv.model] = ms
+	}
+	ms.n++
+}
+
+// dropVector removes docno no's vector, answering it.
+func (rm *realm) dropVector(no uint32) *docVec {
+	dv := rm.vec[no]
+	if dv == nil {
+		return nil
+	}
+	rm.vec[no] = nil
+	if ms := rm.models[dv.model]; ms != nil {
+		if ms.n--; ms.n == 0 {
+			delete(rm.models, dv.model)
+		}
+	}
+	return dv
+}
+
+// fusionWeights answers q's weights scaled to sum to 1, the defaults for
+// the zero value.
+func fusionWeights(q *Query) (lex, sem float64, err error) {
+	lex, sem = q.LexicalWeight, q.SemanticWeight
+	for _, w := range []float64{lex, sem} {
+		if math.IsNaN(w) || math.IsInf(w, 0) || w < 0 {
+			return 0, 0, fmt.Errorf("%w: fusion weight %v, want a finite number at least 0", ErrInvalid, w)
+		}
+	}
+	if lex == 0 && sem == 0 {
+		lex, sem = DefaultLexicalWeight, DefaultSemanticWeight
+	}
+	return lex / (lex + sem), sem / (lex + sem), nil
+}
+
+// hybrid answers a query with a vector; the caller holds the read lock.
+func (ix *Index) hybrid(q Query) ([]Hit, error) {
+	wl, ws, err := fusionWeights(&q)
+	if err != nil {
+		return nil, err
+	}
+	qv, ok := normalize(q.Vector)
+	if !ok || q.Model == "" {
+		return nil, fmt.Errorf("%w: a query vector must be finite, not zero, and name its model", ErrInvalid)
+	}
+	rm := ix.realms[q.Realm]
+	if rm == nil || rm.live == 0 {
+		return []Hit{}, nil
+	}
+	ms := rm.models[q.Model]
+	switch {
+	case ms == nil && len(rm.models) > 0:
+		return nil, fmt.Errorf("%w: realm %q holds vectors of %s, not of model %q", ErrInvalid, q.Realm, modelNames(rm), q.Model)
+	case ms == nil:
+		// No vector to compare with: the answer is the lexical one.
+		return ix.search(q)
+	case ms.dims != len(qv):
+		return nil, fmt.Errorf("%w: model %q makes %d dimensions in realm %q, the query vector has %d", ErrInvalid, q.Model, ms.dims, q.Realm, len(qv))
+	}
+	depth := max(q.Limit, FusionDepth)
+	lq := q
+	lq.Limit = depth
+	lex, err := ix.search(lq)
+	if err != nil {
+		return nil, err
+	}
+	f, ok := newFilter(rm, &q)
+	if !ok {
+		return []Hit{}, nil
+	}
+	sc := ix.getScratch(len(rm.ids))
+	defer ix.putScratch(sc)
+	// Candidates: the lexical top, then the vector top (brute force).
+	var excluded map[string]bool
+	if len(q.ExcludeIDs) > 0 {
+		excluded = make(map[string]bool, len(q.ExcludeIDs))
+		for _, id := range q.ExcludeIDs {
+			excluded[id] = true
+		}
+	}
+	docs, cos := sc.cands[:0], sc.exact[:0]
+	for no, dv := range rm.vec {
+		if dv == nil || dv.model != q.Model || !f.pass(uint32(no)) || excluded[rm.ids[no]] {
+			continue
+		}
+		docs = append(docs, uint32(no))
+		cos = append(cos, dot(qv, dv.v))
+	}
+	sc.cands, sc.exact = docs, cos
+	vtop := top(rm, sc, docs, cos, depth)
+	cands := make([]uint32, 0, len(lex)+len(vtop))
+	for _, h := range lex {
+		cands = append(cands, rm.byID[h.ID])
+	}
+	for _, h := range vtop {
+		if no := rm.byID[h.ID]; !slices.Contains(cands[:len(lex)], no) {
+			cands = append(cands, no)
+		}
+	}
+	lexScores := ix.lexicalScores(rm, q.Terms, cands)
+	semScores := make([]float64, len(cands))
+	hasVec := make([]bool, len(cands))
+	for i, no := range cands {
+		if dv := rm.vec[no]; dv != nil && dv.model == q.Model {
+			semScores[i], hasVec[i] = dot(qv, dv.v), true
+		}
+	}
+	fused := fuse(lexScores, semScores, hasVec, wl, ws)
+	return top(rm, sc, cands, fused, q.Limit), nil
+}
+
+// fuse answers wl*lex' + ws*sem' per candidate, where lex' is lex
+// min-max normalised over every candidate and sem' is sem normalised over
+// the candidates with a vector (hasVec), 0 for one without. When every
+// value of a half is equal, a lexical score above 0 and any vector
+// normalise to 1.
+func fuse(lex, sem []float64, hasVec []bool, wl, ws float64) []float64 {
+	lmin, lmax := math.Inf(1), math.Inf(-1)
+	for _, x := range lex {
+		lmin, lmax = min(lmin, x), max(lmax, x)
+	}
+	smin, smax := math.Inf(1), math.Inf(-1)
+	for i, x := range sem {
+		if hasVec[i] {
+			smin, smax = min(smin, x), max(smax, x)
+		}
+	}
+	out := make([]float64, len(lex))
+	for i := range lex {
+		l := 0.0
+		switch {
+		case lmax > lmin:
+			l = (lex[i] - lmin) / (lmax - lmin)
+		case lex[i] > 0:
+			l = 1
+		}
+		s := 0.0
+		switch {
+		case !hasVec[i]:
+		case smax > smin:
+			s = (sem[i] - smin) / (smax - smin)
+		default:
+			s = 1
+		}
+		out[i] = wl*l + ws*s
+	}
+	return out
+}
+
+// lexicalScores answers the BM25F score of each document docs names (0
+// for one holding no query term), summed in query order as Search sums.
+func (ix *Index) lexicalScores(rm *realm, terms []string, docs []uint32) []float64 {
+	out := make([]float64, len(docs))
+	s, qts := ix.prepare(rm, terms)
+	for i := range qts {
+		qt := &qts[i]
+		for c, d := range docs {
+			if fr, _ := qt.list.find(d, 0); fr > 0 {
+				out[c] += s.share(qt.idf, fr, rm.dl[d])
+			}
+		}
+	}
+	return out
+}
+
+func modelNames(rm *realm) string {
+	var names []string
+	for m := range rm.models {
+		names = append(names, fmt.Sprintf("%q", m))
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
