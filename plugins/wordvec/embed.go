@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 )
 
 // Embedding is smooth inverse frequency (SIF, Arora, Liang and Ma 2017): a
@@ -11,9 +12,19 @@ import (
 // a/(a+p(w)) so frequent words count little; the table's common component
 // (the first principal component of many such means, see
 // CommonComponent) is then removed and the result scaled to unit length.
-// Unknown words are skipped. A text with no known word embeds as the zero
-// vector: an error would fail its whole batch and leave the record in the
-// host's backlog forever, and zero scores no similarity with anything.
+// Unknown words are skipped.
+//
+// A text with no word in the table (a name, a code, another language) is
+// not answered the zero vector, which no similarity can rank and which
+// an index cannot normalise: it is the mean of a pseudo-random direction
+// per token, drawn from the token's hash, so it matches texts sharing its
+// tokens and is near-orthogonal to everything else. A text with no token
+// at all (punctuation, emoji) hashes its whitespace-separated fields.
+// Every text but whitespace gets a unit vector.
+
+// Every product below that is summed is converted explicitly: Go may
+// otherwise fuse multiply and add on some processors, and the vectors
+// must be the same bits everywhere (a model id promises it).
 
 // Embedder embeds texts with one table. It is safe for concurrent use.
 type Embedder struct {
@@ -45,14 +56,13 @@ func (e *Embedder) Dims() int { return e.t.dims }
 // Table answers the embedder's table.
 func (e *Embedder) Table() *Table { return e.t }
 
-// Embed answers text's vector: unit length, or all zero when no word of
-// text is in the table.
+// Embed answers text's vector: unit length, or all zero for a text of
+// whitespace only.
 func (e *Embedder) Embed(text string) []float32 {
 	out := make([]float32, e.t.dims)
 	var buf [64]byte
-	n := e.sum(out, text, buf[:0])
-	if n == 0 {
-		return out
+	if e.sum(out, text, buf[:0]) == 0 {
+		hashedMean(out, text, buf[:0])
 	}
 	if e.t.hasPC {
 		project(out, e.t.pc)
@@ -70,23 +80,61 @@ func (e *Embedder) sum(acc []float32, text string, buf []byte) int {
 		n++
 	}
 	eachToken(text, buf, func(tok []byte) { e.t.lookupToken(tok, add) })
-	if n > 0 {
-		inv := 1 / float32(n)
-		for d := range acc {
-			acc[d] *= inv
+	scaleBy(acc, n)
+	return n
+}
+
+// hashedMean sets acc to the mean of text's tokens' hashed directions
+// (of its fields when it has no token).
+func hashedMean(acc []float32, text string, buf []byte) {
+	n := 0
+	add := func(unit []byte) {
+		addHashed(acc, unit)
+		n++
+	}
+	eachToken(text, buf, add)
+	if n == 0 {
+		for f := range strings.FieldsSeq(text) {
+			add([]byte(f))
 		}
 	}
-	return n
+	scaleBy(acc, n)
+}
+
+// addHashed adds a pseudo-random vector with coordinates in [-1, 1), a
+// function of unit alone: splitmix64 seeded with unit's hash, written out
+// so no library change can move it.
+func addHashed(acc []float32, unit []byte) {
+	x := hashWord(unit)
+	for d := range acc {
+		x += 0x9e3779b97f4a7c15
+		z := x
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+		z ^= z >> 31
+		acc[d] += float32(float64(z>>11)/(1<<52) - 1)
+	}
+}
+
+// scaleBy divides acc by n, when n is not zero.
+func scaleBy(acc []float32, n int) {
+	if n == 0 {
+		return
+	}
+	inv := 1 / float32(n)
+	for d := range acc {
+		acc[d] *= inv
+	}
 }
 
 // project removes v's component along the unit vector u.
 func project(v, u []float32) {
 	var dot float32
 	for d := range v {
-		dot += v[d] * u[d]
+		dot += float32(v[d] * u[d])
 	}
 	for d := range v {
-		v[d] -= dot * u[d]
+		v[d] -= float32(dot * u[d])
 	}
 }
 
@@ -94,7 +142,7 @@ func project(v, u []float32) {
 func normalise(v []float32) {
 	var ss float64
 	for _, x := range v {
-		ss += float64(x) * float64(x)
+		ss += float64(float64(x) * float64(x))
 	}
 	if ss == 0 {
 		return
@@ -123,6 +171,29 @@ const (
 // frequencies, as a unit vector whose largest coordinate is positive.
 func CommonComponent(t *Table) []float32 {
 	e := NewEmbedder(t)
+	dims := t.dims
+	cov := make([]float64, dims*dims)
+	x := make([]float32, dims)
+	for _, sentence := range sampleSentences(t) {
+		clear(x)
+		for _, i := range sentence {
+			e.addWord(x, i)
+		}
+		scaleBy(x, len(sentence))
+		for r := range dims {
+			xr := float64(x[r])
+			row := cov[r*dims : (r+1)*dims]
+			for c := range dims {
+				row[c] += float64(xr * float64(x[c]))
+			}
+		}
+	}
+	return topEigenvector(cov, dims)
+}
+
+// sampleSentences answers pcSentences sentences of word ranks, each word
+// drawn with probability p(w), from a fixed seed.
+func sampleSentences(t *Table) [][]int {
 	cum := make([]float64, t.Len())
 	var total float64
 	for i, p := range t.freq {
@@ -130,34 +201,22 @@ func CommonComponent(t *Table) []float32 {
 		cum[i] = total
 	}
 	rng := rand.New(rand.NewPCG(pcSeed, pcSeed))
-	dims := t.dims
-	cov := make([]float64, dims*dims)
-	x := make([]float32, dims)
-	for range pcSentences {
-		clear(x)
-		words := pcMinWords + rng.IntN(pcMaxWords-pcMinWords+1)
-		for range words {
+	out := make([][]int, pcSentences)
+	for s := range out {
+		words := make([]int, pcMinWords+rng.IntN(pcMaxWords-pcMinWords+1))
+		for w := range words {
 			i, _ := slices.BinarySearch(cum, rng.Float64()*total)
-			e.addWord(x, min(i, t.Len()-1))
+			words[w] = min(i, t.Len()-1)
 		}
-		for d := range x {
-			x[d] /= float32(words)
-		}
-		for r := range dims {
-			xr := float64(x[r])
-			row := cov[r*dims : (r+1)*dims]
-			for c := range dims {
-				row[c] += xr * float64(x[c])
-			}
-		}
+		out[s] = words
 	}
-	return topEigenvector(cov, dims)
+	return out
 }
 
 func (e *Embedder) addWord(acc []float32, i int) {
 	c := e.coef[i]
 	for d, q := range e.t.vecs[i*e.t.dims : (i+1)*e.t.dims] {
-		acc[d] += c * float32(q)
+		acc[d] += float32(c * float32(q))
 	}
 }
 
@@ -175,13 +234,13 @@ func topEigenvector(m []float64, n int) []float32 {
 		for r := range n {
 			var s float64
 			for c := range n {
-				s += m[r*n+c] * v[c]
+				s += float64(m[r*n+c] * v[c])
 			}
 			next[r] = s
 		}
 		var norm, delta float64
 		for _, x := range next {
-			norm += x * x
+			norm += float64(x * x)
 		}
 		norm = math.Sqrt(norm)
 		if norm == 0 {
@@ -189,7 +248,7 @@ func topEigenvector(m []float64, n int) []float32 {
 		}
 		for i := range next {
 			next[i] /= norm
-			delta += (next[i] - v[i]) * (next[i] - v[i])
+			delta += float64((next[i] - v[i]) * (next[i] - v[i]))
 		}
 		v, next = next, v
 		if delta < 1e-24 {

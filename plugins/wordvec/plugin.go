@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/memhost/memhost/sdk"
 )
@@ -21,11 +22,11 @@ import (
 // Version is the plugin's semantic version, reported in Info.
 const Version = "0.1.0"
 
-// Limits declared to the host. A record body is at most 64 KiB; the rest
-// of a text (summary, tags) fits in the second half.
+// Limits declared to the host: a batch answers in well under a second
+// and a text may be a whole record body (the SDK's largest input).
 const (
 	MaxBatch      = 512
-	MaxInputBytes = 128 << 10
+	MaxInputBytes = 64 << 10
 )
 
 // DefaultTable is where `make vectors` writes the table, relative to the
@@ -102,12 +103,17 @@ func (p *Plugin) EmbedTexts(ctx context.Context, texts []string) ([][]float32, e
 	if err != nil {
 		return nil, err
 	}
-	if len(texts) > MaxBatch {
-		return nil, fmt.Errorf("wordvec: %d texts, at most %d per call: %w", len(texts), MaxBatch, sdk.ErrInvalid)
+	if len(texts) == 0 || len(texts) > MaxBatch {
+		return nil, fmt.Errorf("wordvec: %d texts, 1 to %d per call: %w", len(texts), MaxBatch, sdk.ErrInvalid)
 	}
 	for i, t := range texts {
-		if len(t) > MaxInputBytes {
+		switch {
+		case t == "":
+			return nil, fmt.Errorf("wordvec: text %d is empty: %w", i, sdk.ErrInvalid)
+		case len(t) > MaxInputBytes:
 			return nil, fmt.Errorf("wordvec: text %d is %d bytes, at most %d: %w", i, len(t), MaxInputBytes, sdk.ErrInvalid)
+		case !utf8.ValidString(t):
+			return nil, fmt.Errorf("wordvec: text %d is not valid UTF-8: %w", i, sdk.ErrInvalid)
 		}
 	}
 	out := make([][]float32, len(texts))

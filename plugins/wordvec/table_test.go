@@ -212,3 +212,34 @@ func TestEncodeRejects(t *testing.T) {
 		}
 	}
 }
+
+func TestConvertRejects(t *testing.T) {
+	const head = `{"l2NormIndex":2,"wordIndex":3,"size":2,"dimensions":2,"words":["a","b"],`
+	cases := []struct{ name, src, want string }{
+		{"not an object", `[1]`, "where {"},
+		{"truncated", head + `"vectors":{"a":[0.5,0.25,1,0]`, "EOF"},
+		{"no vectors", head + `"unkVector":[]}`, `no "vectors"`},
+		{"vectors first", `{"vectors":{"a":[1,2,1,0]},"dimensions":2}`, `"dimensions" must come first`},
+		{"indices inside the vector", `{"l2NormIndex":1,"wordIndex":2,"size":1,"dimensions":2,"words":["a"],"vectors":{}}`, `"l2NormIndex" (1)`},
+		{"size disagrees", `{"l2NormIndex":2,"wordIndex":3,"size":3,"dimensions":2,"words":["a","b"],"vectors":{}}`, `"size" (3)`},
+		{"short entry", head + `"vectors":{"a":[0.5,1,0]}}`, "3 numbers, want 4"},
+		{"wrong rank", head + `"vectors":{"a":[0.5,0.25,1,1]}}`, "does not name it"},
+		{"fractional rank", head + `"vectors":{"a":[0.5,0.25,1,0.5]}}`, "does not name it"},
+		{"duplicate", head + `"vectors":{"a":[0.5,0.25,1,0],"a":[0.5,0.25,1,0]}}`, "does not name it"},
+		{"huge", head + `"vectors":{"a":[1e300,0.25,1,0]}}`, "not a finite float32"},
+		{"string value", head + `"vectors":{"a":["x",0.25,1,0]}}`, "cannot unmarshal"},
+		{"trailing data", head + `"vectors":{"a":[0.5,0.25,1,0]}} {}`, "after the top-level object"},
+		{"no usable word", `{"l2NormIndex":2,"wordIndex":3,"size":1,"dimensions":2,"words":[","],"vectors":{",":[0.5,0.25,1,0]}}`, "no usable word"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Convert(strings.NewReader(c.src), 10)
+			if !errors.Is(err, ErrSource) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want ErrSource saying %q", err, c.want)
+			}
+		})
+	}
+	if _, err := Convert(strings.NewReader(head+`"vectors":{"a":[0.5,0.25,1,0]}}`), 10); err != nil {
+		t.Fatalf("a good source: %v", err)
+	}
+}
