@@ -56,9 +56,9 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 type Table struct {
 	dims  int
 	sifA  float32
-	pc    []float32 // unit length, or all zero
-	hasPC bool      // pc is not all zero
-	words []string  // by rank
+	pc    []float32  // unit length, or all zero
+	hasPC bool       // pc is not all zero
+	words vocabulary // by rank
 	freq  []float32
 	scale []float32
 	vecs  []int8 // count x dims
@@ -82,7 +82,7 @@ type TableData struct {
 func (t *Table) Dims() int { return t.dims }
 
 // Len answers the number of words.
-func (t *Table) Len() int { return len(t.words) }
+func (t *Table) Len() int { return t.words.len() }
 
 // Hash answers the hex SHA-256 of the table file: a different table is a
 // different model.
@@ -92,7 +92,7 @@ func (t *Table) Hash() string { return t.hash }
 func (t *Table) Lookup(w []byte) int { return t.index.lookup(t.words, w) }
 
 // Word answers the word at rank i.
-func (t *Table) Word(i int) string { return t.words[i] }
+func (t *Table) Word(i int) string { return t.words.at(i) }
 
 // Freq answers the probability estimate of the word at rank i.
 func (t *Table) Freq(i int) float32 { return t.freq[i] }
@@ -109,7 +109,11 @@ func (t *Table) Vector(i int) []float32 {
 
 // Data answers the table's content; encoding it gives the file back.
 func (t *Table) Data() TableData {
-	return TableData{Dims: t.dims, SIFA: t.sifA, PC: t.pc, Words: t.words, Freq: t.freq, Scale: t.scale, Vecs: t.vecs}
+	words := make([]string, t.Len())
+	for i := range words {
+		words[i] = t.words.at(i)
+	}
+	return TableData{Dims: t.dims, SIFA: t.sifA, PC: t.pc, Words: words, Freq: t.freq, Scale: t.scale, Vecs: t.vecs}
 }
 
 // LoadTable reads and checks the table file at path.
@@ -188,31 +192,39 @@ func parseTable(data []byte) (*Table, error) {
 		return nil, fmt.Errorf("common component has length %.4f, not 1", math.Sqrt(norm))
 	}
 	t.pc, t.hasPC = pc, norm != 0
-	vocab := r.next(vocabBytes)
-	t.words = make([]string, 0, count)
-	for len(vocab) > 0 && len(t.words) < count {
-		n := int(vocab[0])
-		if n == 0 || n+1 > len(vocab) {
-			return nil, fmt.Errorf("word %d: length %d does not fit the vocabulary", len(t.words), n)
+	// The words are kept as one string and their offsets: 50k strings
+	// of their own would cost a megabyte more.
+	vocab := string(r.next(vocabBytes))
+	t.words = vocabulary{off: make([]uint32, 0, count+1)}
+	var blob strings.Builder
+	blob.Grow(vocabBytes - count)
+	at := 0
+	for i := 0; at < len(vocab) && i < count; i++ {
+		t.words.off = append(t.words.off, uint32(blob.Len()))
+		n := int(vocab[at])
+		if n == 0 || at+1+n > len(vocab) {
+			return nil, fmt.Errorf("word %d: length %d does not fit the vocabulary", i, n)
 		}
-		w := string(vocab[1 : 1+n])
+		w := vocab[at+1 : at+1+n]
 		if err := checkWord(w); err != nil {
-			return nil, fmt.Errorf("word %d: %w", len(t.words), err)
+			return nil, fmt.Errorf("word %d: %w", i, err)
 		}
-		t.words = append(t.words, w)
-		vocab = vocab[1+n:]
+		blob.WriteString(w)
+		at += 1 + n
 	}
-	if len(t.words) != count || len(vocab) != 0 {
-		return nil, fmt.Errorf("vocabulary holds %d words and %d spare bytes, the header says %d words", len(t.words), len(vocab), count)
+	t.words.off = append(t.words.off, uint32(blob.Len()))
+	t.words.blob = blob.String()
+	if t.words.len() != count || at != len(vocab) {
+		return nil, fmt.Errorf("vocabulary holds %d words and %d spare bytes, the header says %d words", t.words.len(), len(vocab)-at, count)
 	}
 	t.freq = r.floats(count)
 	var total float64
 	for i, p := range t.freq {
 		if !(p > 0 && p <= 1) {
-			return nil, fmt.Errorf("word %q: frequency %v outside (0, 1]", t.words[i], p)
+			return nil, fmt.Errorf("word %q: frequency %v outside (0, 1]", t.words.at(i), p)
 		}
 		if i > 0 && p > t.freq[i-1] {
-			return nil, fmt.Errorf("word %q: frequency %v above the previous word's: words must be in frequency order", t.words[i], p)
+			return nil, fmt.Errorf("word %q: frequency %v above the previous word's: words must be in frequency order", t.words.at(i), p)
 		}
 		total += float64(p)
 	}
@@ -222,19 +234,19 @@ func parseTable(data []byte) (*Table, error) {
 	t.scale = r.floats(count)
 	for i, s := range t.scale {
 		if !(s > 0) || math.IsInf(float64(s), 0) {
-			return nil, fmt.Errorf("word %q: scale %v is not positive and finite", t.words[i], s)
+			return nil, fmt.Errorf("word %q: scale %v is not positive and finite", t.words.at(i), s)
 		}
 	}
 	t.vecs = make([]int8, count*dims)
 	for i, b := range r.next(count * dims) {
 		if b == 0x80 {
-			return nil, fmt.Errorf("word %q: vector value -128 (values are -127..127)", t.words[i/dims])
+			return nil, fmt.Errorf("word %q: vector value -128 (values are -127..127)", t.words.at(i/dims))
 		}
 		t.vecs[i] = int8(b)
 	}
 	idx, dup := buildIndex(t.words)
 	if dup >= 0 {
-		return nil, fmt.Errorf("word %q appears twice", t.words[dup])
+		return nil, fmt.Errorf("word %q appears twice", t.words.at(dup))
 	}
 	t.index = idx
 	h := sha256.Sum256(data)
@@ -325,6 +337,16 @@ func writeFloats(b *bytes.Buffer, fs []float32) {
 	}
 }
 
+// vocabulary is the words in rank order, concatenated, with offsets.
+type vocabulary struct {
+	blob string
+	off  []uint32 // word i is blob[off[i]:off[i+1]]
+}
+
+func (v vocabulary) len() int { return max(0, len(v.off)-1) }
+
+func (v vocabulary) at(i int) string { return v.blob[v.off[i]:v.off[i+1]] }
+
 // wordIndex finds a word's rank: open addressing over the words slice,
 // half a megabyte for 50k words where a map would take several.
 type wordIndex struct {
@@ -332,16 +354,17 @@ type wordIndex struct {
 	mask  uint64
 }
 
-func buildIndex(words []string) (wordIndex, int) {
+func buildIndex(words vocabulary) (wordIndex, int) {
 	n := 1
-	for n < 2*len(words) {
+	for n < 2*words.len() {
 		n <<= 1
 	}
 	idx := wordIndex{slots: make([]int32, n), mask: uint64(n - 1)}
-	for i, w := range words {
+	for i := range words.len() {
+		w := words.at(i)
 		h := hashWord(w) & idx.mask
 		for idx.slots[h] != 0 {
-			if words[idx.slots[h]-1] == w {
+			if words.at(int(idx.slots[h]-1)) == w {
 				return idx, i
 			}
 			h = (h + 1) & idx.mask
@@ -351,7 +374,7 @@ func buildIndex(words []string) (wordIndex, int) {
 	return idx, -1
 }
 
-func (x wordIndex) lookup(words []string, w []byte) int {
+func (x wordIndex) lookup(words vocabulary, w []byte) int {
 	if len(x.slots) == 0 {
 		return -1
 	}
@@ -361,7 +384,7 @@ func (x wordIndex) lookup(words []string, w []byte) int {
 		if s == 0 {
 			return -1
 		}
-		if words[s-1] == string(w) {
+		if words.at(int(s-1)) == string(w) {
 			return int(s - 1)
 		}
 		h = (h + 1) & x.mask

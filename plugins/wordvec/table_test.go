@@ -163,7 +163,7 @@ func TestParseTableRejects(t *testing.T) {
 		{"vocab bytes", "the header implies", put32(16, uint32(vocab+1))},
 		{"pc length", "common component has length", putF(pcAt, 7)},
 		{"pc NaN", "not finite", putF(pcAt, float32(math.Inf(1)))},
-		{"word length", "does not fit", func(b []byte) []byte { b[vocabAt] = 200; return setCRC(b) }},
+		{"word length", "word 0: length 200 does not fit", func(b []byte) []byte { b[vocabAt] = 200; return setCRC(b) }},
 		{"upper case", "not lower case", func(b []byte) []byte { b[vocabAt+1] = 'T'; return setCRC(b) }},
 		{"not a token", "not one token", func(b []byte) []byte { b[vocabAt+1] = ' '; return setCRC(b) }},
 		{"not UTF-8", "not UTF-8", func(b []byte) []byte { b[vocabAt+1] = 0xff; return setCRC(b) }},
