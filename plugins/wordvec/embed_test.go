@@ -315,14 +315,7 @@ func TestModelIDFollowsTable(t *testing.T) {
 	d := tb.Data()
 	d.Scale = slices.Clone(d.Scale)
 	d.Scale[0] *= 2
-	data, err := d.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := ParseTable(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := encoded(t, d)
 	a, b := NewEmbedder(tb).Model(), NewEmbedder(other).Model()
 	if a == b || !strings.HasPrefix(a, ModelPrefix) || a != NewEmbedder(tinyTable(t)).Model() {
 		t.Fatalf("model ids %q and %q", a, b)

@@ -13,10 +13,7 @@ import (
 // loads must encode back to the same bytes and embed text without panic
 // into a vector of its dimensions.
 func FuzzParseTable(f *testing.F) {
-	good, err := os.ReadFile(filepath.Join("testdata", "tiny.wvt"))
-	if err != nil {
-		f.Fatal(err)
-	}
+	good := tinyFile(f)
 	f.Add(good, false)
 	f.Add(good[:len(good)-4], true)
 	f.Add(good[:headerBytes], true)

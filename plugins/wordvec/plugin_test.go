@@ -179,14 +179,7 @@ func syntheticTable(tb testing.TB) (*Table, []string) {
 	}
 	d.PC = make([]float32, dims)
 	d.PC[0] = 1
-	data, err := d.Encode()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	t, err := ParseTable(data)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	t := encoded(tb, d)
 	texts := make([]string, 256)
 	for i := range texts {
 		var b strings.Builder

@@ -29,11 +29,7 @@ func TestTinyGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := os.ReadFile(filepath.Join("testdata", "tiny.wvt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
+	if !bytes.Equal(got, tinyFile(t)) {
 		t.Fatal("converting testdata/tiny-wink.json no longer gives testdata/tiny.wvt; rerun with -update if the change is meant")
 	}
 }
@@ -76,11 +72,7 @@ func TestTableRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	file, err := os.ReadFile(filepath.Join("testdata", "tiny.wvt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(data, file) {
+	if !bytes.Equal(data, tinyFile(t)) {
 		t.Fatal("encoding a loaded table does not give its file back")
 	}
 	back, err := ParseTable(data)
@@ -128,10 +120,7 @@ func setCRC(b []byte) []byte {
 }
 
 func TestParseTableRejects(t *testing.T) {
-	good, err := os.ReadFile(filepath.Join("testdata", "tiny.wvt"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	good := tinyFile(t)
 	tb := tinyTable(t)
 	n, dims := tb.Len(), tb.Dims()
 	vocab := 0

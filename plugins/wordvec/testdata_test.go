@@ -80,3 +80,27 @@ func tinyTable(t testing.TB) *Table {
 	}
 	return tb
 }
+
+// tinyFile answers testdata/tiny.wvt's bytes.
+func tinyFile(t testing.TB) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "tiny.wvt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// encoded answers d encoded and loaded again.
+func encoded(t testing.TB, d TableData) *Table {
+	t.Helper()
+	data, err := d.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := ParseTable(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tb
+}
