@@ -53,9 +53,6 @@ func (e *Embedder) Model() string { return ModelPrefix + e.t.hash[:16] }
 // Dims answers the vectors' dimensions.
 func (e *Embedder) Dims() int { return e.t.dims }
 
-// Table answers the embedder's table.
-func (e *Embedder) Table() *Table { return e.t }
-
 // Embed answers text's vector: unit length, or all zero for a text of
 // whitespace only.
 func (e *Embedder) Embed(text string) []float32 {

@@ -97,16 +97,6 @@ func (t *Table) Word(i int) string { return t.words.at(i) }
 // Freq answers the probability estimate of the word at rank i.
 func (t *Table) Freq(i int) float32 { return t.freq[i] }
 
-// Vector answers the dequantised vector of the word at rank i.
-func (t *Table) Vector(i int) []float32 {
-	out := make([]float32, t.dims)
-	s := t.scale[i]
-	for d, q := range t.vecs[i*t.dims : (i+1)*t.dims] {
-		out[d] = s * float32(q)
-	}
-	return out
-}
-
 // Data answers the table's content; encoding it gives the file back.
 func (t *Table) Data() TableData {
 	words := make([]string, t.Len())
