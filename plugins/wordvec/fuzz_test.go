@@ -5,7 +5,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzParseTable feeds the loader arbitrary bytes. Half the inputs get a
@@ -61,6 +64,28 @@ func FuzzConvert(f *testing.F) {
 		}
 		if _, err := ParseTable(data); err != nil {
 			t.Fatalf("the converter wrote a table that does not load: %v", err)
+		}
+	})
+}
+
+// FuzzTokens holds the tokenizer to its definition on any input: tokens
+// are non-empty, lower case, start and end with a word rune, and cutting
+// them again, joined by spaces, gives them back.
+func FuzzTokens(f *testing.F) {
+	for _, s := range []string{"Don’t stop", "well-being--x", "'quoted' it's'", "ÉCOLE 3.5", "a\xffb", "İstanbul ǅ"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		toks := Tokens(s)
+		for _, tok := range toks {
+			first, _ := utf8.DecodeRuneInString(tok)
+			last, _ := utf8.DecodeLastRuneInString(tok)
+			if tok == "" || !isWordRune(first) || !isWordRune(last) || strings.ToLower(tok) != tok {
+				t.Fatalf("Tokens(%q) holds %q", s, tok)
+			}
+		}
+		if again := Tokens(strings.Join(toks, " ")); !slices.Equal(again, toks) {
+			t.Fatalf("Tokens(%q) = %q, cut again %q", s, toks, again)
 		}
 	})
 }
