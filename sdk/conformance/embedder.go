@@ -96,7 +96,7 @@ func (e *kindEnv) openEmbedder(ctx context.Context) (sdk.Embedder, sdk.EmbedderI
 
 // checkVectors checks an answer to texts: the declared shape, no zero
 // vector, and different texts answered differently.
-func checkVectors(what string, info sdk.EmbedderInfo, texts []string, vecs [][]float32) error {
+func checkEmbeddings(what string, info sdk.EmbedderInfo, texts []string, vecs [][]float32) error {
 	if err := info.CheckVectors(len(texts), vecs); err != nil {
 		return fmt.Errorf("%s: %v", what, err)
 	}
@@ -195,7 +195,7 @@ func checkEmbedShapes(ctx context.Context, e *kindEnv) error {
 			p.addf("Embed of %d %s texts: %v", len(batch), purpose, err)
 			continue
 		}
-		p.add(checkVectors(fmt.Sprintf("Embed of %d %s texts", len(batch), purpose), info, batch, vecs))
+		p.add(checkEmbeddings(fmt.Sprintf("Embed of %d %s texts", len(batch), purpose), info, batch, vecs))
 		// Each text alone points where it pointed in the batch: the
 		// answer is in the request's order.
 		for i, text := range batch {
@@ -204,7 +204,7 @@ func checkEmbedShapes(ctx context.Context, e *kindEnv) error {
 				p.addf("Embed of text %d alone (%s): %v", i, purpose, err)
 				continue
 			}
-			if err := checkVectors("Embed of one text", info, []string{text}, one); err != nil {
+			if err := checkEmbeddings("Embed of one text", info, []string{text}, one); err != nil {
 				p.add(err)
 				continue
 			}
@@ -218,7 +218,7 @@ func checkEmbedShapes(ctx context.Context, e *kindEnv) error {
 	if vecs, err := emb.Embed(ctx, sdk.EmbedRequest{Purpose: sdk.EmbedDocument, Texts: []string{longest}}); err != nil {
 		p.addf("Embed of a text of %d bytes, the declared MaxInputBytes: %v", len(longest), err)
 	} else {
-		p.add(checkVectors("Embed of a text of MaxInputBytes", info, []string{longest}, vecs))
+		p.add(checkEmbeddings("Embed of a text of MaxInputBytes", info, []string{longest}, vecs))
 	}
 	full := make([]string, info.MaxBatch)
 	for i := range full {
@@ -315,7 +315,7 @@ func embedsAfter(ctx context.Context, emb sdk.Embedder, info sdk.EmbedderInfo, w
 	if err != nil {
 		return fmt.Errorf("embedding after %s: %v", what, err)
 	}
-	return checkVectors("Embed after "+what, info, texts, vecs)
+	return checkEmbeddings("Embed after "+what, info, texts, vecs)
 }
 
 // checkEmbedBadInput: an empty list, an empty text, invalid UTF-8 and an
@@ -369,7 +369,7 @@ func checkEmbedConcurrency(ctx context.Context, e *kindEnv) error {
 		if err != nil {
 			return fmt.Errorf("embedding one text: %w", err)
 		}
-		if err := checkVectors("Embed", info, []string{text}, v); err != nil {
+		if err := checkEmbeddings("Embed", info, []string{text}, v); err != nil {
 			return err
 		}
 		want[i] = v[0]
