@@ -3,6 +3,7 @@ package pluginhost
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/memhost/memhost/sdk"
@@ -31,7 +32,7 @@ func (s *Supervisor) Provider(name string) (*host.Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	return host.ProviderOf(&provider{inst: inst}), nil
+	return host.ProviderOf(&provider{inst: inst, prepare: &s.prepare}), nil
 }
 
 // Selector returns the supervised selector instance name.
@@ -74,7 +75,10 @@ func (s *Supervisor) MobResolver(name string) (*MobResolver, error) {
 // Supervisor.Provider hands it out behind a *host.Provider. Each method
 // asks the live plugin's own handle for the capability, so a call to one
 // the plugin did not declare fails with sdk.ErrUnsupported.
-type provider struct{ inst *instance }
+type provider struct {
+	inst    *instance
+	prepare *atomic.Pointer[RecallPreparer]
+}
 
 // Capabilities answers what the plugin declared in Info.
 func (p *provider) Capabilities() sdk.Capabilities { return p.inst.capabilities() }
@@ -92,7 +96,12 @@ func capabilityCall[C, T any](ctx context.Context, p *provider, method string, r
 	})
 }
 
+// Recall first lets the recall preparer add the query's embedding when
+// the plugin stores vectors.
 func (p *provider) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
+	if f := p.prepare; f != nil && f.Load() != nil && p.Capabilities().Has(sdk.CapVectors) {
+		(*f.Load())(ctx, &q)
+	}
 	return call(ctx, p.inst, "recall", true, func(ctx context.Context, c *host.Provider) ([]sdk.Hit, error) {
 		return c.Recall(ctx, q)
 	})

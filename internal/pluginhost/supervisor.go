@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
@@ -128,7 +129,17 @@ type Supervisor struct {
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 	closeOnce sync.Once
+	prepare   atomic.Pointer[RecallPreparer]
 }
+
+// RecallPreparer completes a recall query before it is sent to a provider
+// that declared sdk.CapVectors (it adds the query's embedding), and
+// answers why it added nothing, or "".
+type RecallPreparer func(ctx context.Context, q *sdk.RecallQuery) string
+
+// SetRecallPreparer installs f for every supervised provider's recalls
+// from now on.
+func (s *Supervisor) SetRecallPreparer(f RecallPreparer) { s.prepare.Store(&f) }
 
 // New prepares a supervisor over the discovered plugins.
 func New(entries []Entry, opts Options) *Supervisor {
