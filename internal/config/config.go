@@ -137,6 +137,12 @@ type Realm struct {
 	// Archive is the realm's compaction archive setting; nil is the
 	// default (DefaultArchive).
 	Archive *RealmArchive
+	// Embedder names the embedder instance that gives the realm semantic
+	// recall; "" keeps it lexical.
+	Embedder string
+	// SemanticWeight is the semantic share of the fused score (the
+	// lexical share is the rest); nil leaves the provider's default.
+	SemanticWeight *float64
 }
 
 // RealmArchive says whether a realm's compactions keep the absorbed

@@ -48,6 +48,13 @@ type Options struct {
 	// MaxBackoff caps the wait after a failed backlog step.
 	MaxBackoff time.Duration
 	Logger     hclog.Logger
+	// Unlisted answers the setup of a realm New was not given (a realm
+	// without a block, served as the default realm is), or false to keep
+	// it lexical. Its backlog starts on the realm's first recall or write.
+	Unlisted func(realm string) (Realm, bool)
+	// MaxRealms bounds the realms started through Unlisted (default
+	// 10000); past it, more stay lexical.
+	MaxRealms int
 }
 
 // Defaults.
@@ -77,8 +84,13 @@ const (
 // Engine runs the backlogs and embeds queries. Its methods are safe for
 // concurrent use.
 type Engine struct {
-	opts   Options
-	realms map[string]*realm
+	opts Options
+
+	mu      sync.Mutex
+	realms  map[string]*realm
+	listed  int             // realms given to New
+	run     context.Context // set by Run: realms added later start at once
+	workers sync.WaitGroup
 }
 
 type realm struct {
@@ -119,43 +131,87 @@ func New(realms []Realm, opts Options) (*Engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
-	e := &Engine{opts: opts, realms: make(map[string]*realm, len(realms))}
+	if opts.MaxRealms <= 0 {
+		opts.MaxRealms = 10000
+	}
+	e := &Engine{opts: opts, realms: make(map[string]*realm, len(realms)), listed: len(realms)}
 	for _, r := range realms {
-		switch {
-		case r.Name == "":
-			return nil, fmt.Errorf("hybrid recall: a realm has no name: %w", sdk.ErrInvalid)
-		case r.Embedder == nil || r.Vectors == nil || r.Records == nil:
-			return nil, fmt.Errorf("hybrid recall: realm %q needs an embedder and a provider that stores vectors and fetches records: %w", r.Name, sdk.ErrInvalid)
-		case r.Fusion.Lexical < 0 || r.Fusion.Semantic < 0:
-			return nil, fmt.Errorf("hybrid recall: realm %q: fusion weights must not be negative: %w", r.Name, sdk.ErrInvalid)
-		case e.realms[r.Name] != nil:
+		if err := check(r); err != nil {
+			return nil, err
+		}
+		if e.realms[r.Name] != nil {
 			return nil, fmt.Errorf("hybrid recall: realm %q is listed twice: %w", r.Name, sdk.ErrInvalid)
 		}
-		e.realms[r.Name] = &realm{cfg: r, opts: &e.opts, kick: make(chan struct{}, 1), state: StateStarting, fallbacks: map[string]int64{}, refused: map[string]string{}}
+		e.realms[r.Name] = e.newRealm(r)
 	}
 	return e, nil
 }
 
-// Has reports whether realm has an embedder.
-func (e *Engine) Has(realm string) bool { return e != nil && e.realms[realm] != nil }
-
-// Run drains every realm's backlog until ctx ends.
-func (e *Engine) Run(ctx context.Context) {
-	var wg sync.WaitGroup
-	for _, r := range e.realms {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.run(ctx)
-		}()
+func check(r Realm) error {
+	switch {
+	case r.Name == "":
+		return fmt.Errorf("hybrid recall: a realm has no name: %w", sdk.ErrInvalid)
+	case r.Embedder == nil || r.Vectors == nil || r.Records == nil:
+		return fmt.Errorf("hybrid recall: realm %q needs an embedder and a provider that stores vectors and fetches records: %w", r.Name, sdk.ErrInvalid)
+	case r.Fusion.Lexical < 0 || r.Fusion.Semantic < 0:
+		return fmt.Errorf("hybrid recall: realm %q: fusion weights must not be negative: %w", r.Name, sdk.ErrInvalid)
 	}
-	wg.Wait()
+	return nil
 }
 
-// Kick tells realm's backlog that records were written, so it looks now
-// rather than at its next poll.
-func (e *Engine) Kick(realm string) {
-	if r := e.realms[realm]; r != nil {
+func (e *Engine) newRealm(r Realm) *realm {
+	return &realm{cfg: r, opts: &e.opts, kick: make(chan struct{}, 1), state: StateStarting, fallbacks: map[string]int64{}, refused: map[string]string{}}
+}
+
+// realm answers name's setup, starting an unlisted realm's on first use;
+// nil for a lexical realm.
+func (e *Engine) realm(name string) *realm {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if r := e.realms[name]; r != nil || e.opts.Unlisted == nil || len(e.realms)-e.listed >= e.opts.MaxRealms {
+		return r
+	}
+	cfg, ok := e.opts.Unlisted(name)
+	if !ok || cfg.Name != name || check(cfg) != nil {
+		return nil
+	}
+	r := e.newRealm(cfg)
+	e.realms[name] = r
+	if e.run != nil {
+		e.start(r)
+	}
+	return r
+}
+
+// start runs r's backlog under e.run; e.mu is held.
+func (e *Engine) start(r *realm) {
+	e.workers.Add(1)
+	go func() {
+		defer e.workers.Done()
+		r.run(e.run)
+	}()
+}
+
+// Has reports whether realm has an embedder.
+func (e *Engine) Has(realm string) bool { return e != nil && e.realm(realm) != nil }
+
+// Run drains every realm's backlog until ctx ends; realms first used
+// meanwhile start theirs at once.
+func (e *Engine) Run(ctx context.Context) {
+	e.mu.Lock()
+	e.run = ctx
+	for _, r := range e.realms {
+		e.start(r)
+	}
+	e.mu.Unlock()
+	<-ctx.Done()
+	e.workers.Wait()
+}
+
+// Written tells realm's backlog that records were written, so it looks
+// now rather than at its next poll.
+func (e *Engine) Written(realm string) {
+	if r := e.realm(realm); r != nil {
 		select {
 		case r.kick <- struct{}{}:
 		default:
@@ -172,7 +228,7 @@ func (e *Engine) PrepareRecall(ctx context.Context, q *sdk.RecallQuery) string {
 	if e == nil || q.Query == "" || q.QueryVector != nil {
 		return ""
 	}
-	r := e.realms[q.Realm]
+	r := e.realm(q.Realm)
 	if r == nil {
 		return ""
 	}
@@ -342,9 +398,11 @@ func (r *realm) run(ctx context.Context) {
 			// Another pass from the start, for ids written behind the cursor.
 			after, wait, stored = "", 0, 0
 		case n == 0:
-			// Only refused records are left (or none).
+			// Only refused records are left (or none). Writes kick; the
+			// poll is the safety net, and slows while the realm is idle.
 			r.setState(StateIdle, "")
-			after, wait, stored = "", r.opts.Poll, 0
+			after, stored = "", 0
+			wait = min(max(2*wait, r.opts.Poll), 64*r.opts.Poll)
 		default:
 			after, wait = next, 0
 		}
@@ -483,8 +541,14 @@ func (e *Engine) Status() []Status {
 	if e == nil {
 		return nil
 	}
-	out := make([]Status, 0, len(e.realms))
+	e.mu.Lock()
+	realms := make([]*realm, 0, len(e.realms))
 	for _, r := range e.realms {
+		realms = append(realms, r)
+	}
+	e.mu.Unlock()
+	out := make([]Status, 0, len(realms))
+	for _, r := range realms {
 		out = append(out, r.status())
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Realm < out[j].Realm })

@@ -244,7 +244,7 @@ func TestBacklogDrainsEveryRecordInBatches(t *testing.T) {
 	// A record written later is embedded at the next look; a kick makes
 	// it now.
 	store.add("r999", "late", "written after the drain")
-	eng.Kick("default")
+	eng.Written("default")
 	eventually(t, "the late record embedded", func() bool { return store.withModel("m1") == 41 })
 }
 
@@ -448,4 +448,39 @@ func (f embedderFunc) EmbedderInfo(context.Context) (sdk.EmbedderInfo, error) {
 }
 func (f embedderFunc) Embed(ctx context.Context, r sdk.EmbedRequest) ([][]float32, error) {
 	return f(ctx, r)
+}
+
+// TestUnlistedRealmsStartOnFirstUse: a realm without a block (served as
+// the default realm is) gets its backlog at its first write or recall,
+// up to MaxRealms of them.
+func TestUnlistedRealmsStartOnFirstUse(t *testing.T) {
+	emb := newEmbedder("m1")
+	stores := map[string]*fakeStore{"acme": newStore(5), "globex": newStore(5), "initech": newStore(5)}
+	eng, err := New(nil, Options{Poll: 5 * time.Millisecond, MaxRealms: 2, Unlisted: func(name string) (Realm, bool) {
+		s, ok := stores[name]
+		return Realm{Name: name, Embedder: emb, Vectors: s, Records: s}, ok
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	running(t, eng)
+	if len(eng.Status()) != 0 {
+		t.Fatalf("status before any use: %+v", eng.Status())
+	}
+	eng.Written("acme")
+	q := sdk.RecallQuery{Realm: "globex", Query: "anything"}
+	if reason := eng.PrepareRecall(context.Background(), &q); reason != "" || q.QueryVector == nil {
+		t.Fatalf("recall in an unlisted realm: reason %q, vector %v", reason, q.QueryVector)
+	}
+	eventually(t, "both realms embedded", func() bool { return stores["acme"].withModel("m1") == 5 && stores["globex"].withModel("m1") == 5 })
+	// Past MaxRealms a realm stays lexical; a realm Unlisted refuses too.
+	for _, name := range []string{"initech", "unknown"} {
+		q := sdk.RecallQuery{Realm: name, Query: "anything"}
+		if reason := eng.PrepareRecall(context.Background(), &q); reason != "" || q.QueryVector != nil {
+			t.Errorf("recall in %s: reason %q, vector %v; want plain lexical", name, reason, q.QueryVector)
+		}
+	}
+	if n := len(eng.Status()); n != 2 {
+		t.Errorf("%d realms running, want 2", n)
+	}
 }

@@ -129,17 +129,22 @@ type Supervisor struct {
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 	closeOnce sync.Once
-	prepare   atomic.Pointer[RecallPreparer]
+	vectors   atomic.Pointer[VectorHooks]
 }
 
-// RecallPreparer completes a recall query before it is sent to a provider
-// that declared sdk.CapVectors (it adds the query's embedding), and
-// answers why it added nothing, or "".
-type RecallPreparer func(ctx context.Context, q *sdk.RecallQuery) string
+// VectorHooks let the host's semantic recall see the calls to providers
+// that declared sdk.CapVectors.
+type VectorHooks struct {
+	// PrepareRecall completes a recall query before it is sent (it adds
+	// the query's embedding) and answers why it added nothing, or "".
+	PrepareRecall func(ctx context.Context, q *sdk.RecallQuery) string
+	// Written is told the realm of every acknowledged write.
+	Written func(realm string)
+}
 
-// SetRecallPreparer installs f for every supervised provider's recalls
-// from now on.
-func (s *Supervisor) SetRecallPreparer(f RecallPreparer) { s.prepare.Store(&f) }
+// SetVectorHooks installs h for every supervised provider's calls from
+// now on.
+func (s *Supervisor) SetVectorHooks(h VectorHooks) { s.vectors.Store(&h) }
 
 // New prepares a supervisor over the discovered plugins.
 func New(entries []Entry, opts Options) *Supervisor {
