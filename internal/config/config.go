@@ -419,6 +419,18 @@ func (c *Config) ArchiveForRealm(realm string) RealmArchive {
 	return *r.Archive
 }
 
+// EmbedderForRealm answers the embedder instance that gives realm
+// semantic recall ("" for none) and its semantic weight (nil: the
+// provider's default). A realm without a block has the default realm's,
+// as it has its provider.
+func (c *Config) EmbedderForRealm(realm string) (string, *float64) {
+	r, ok := c.realm(realm)
+	if !ok {
+		r, _ = c.realm(c.DefaultRealm)
+	}
+	return r.Embedder, r.SemanticWeight
+}
+
 func (c *Config) realm(name string) (Realm, bool) {
 	for _, r := range c.Realms {
 		if r.Name == name {
