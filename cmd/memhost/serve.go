@@ -23,6 +23,7 @@ import (
 	"github.com/memhost/memhost/internal/config"
 	"github.com/memhost/memhost/internal/hostkey"
 	"github.com/memhost/memhost/internal/httpapi"
+	"github.com/memhost/memhost/internal/hybrid"
 	"github.com/memhost/memhost/internal/mcpserver"
 	"github.com/memhost/memhost/internal/pluginhost"
 	"github.com/memhost/memhost/internal/statedb"
@@ -128,7 +129,9 @@ type host struct {
 	server      *httpapi.Server
 	traces      *turntrace.Recorder
 	console     interface{ Close() } // nil when the console is off
-	// stopSemantic stops the embedding backlogs and waits for them.
+	// semantic is the realms' semantic recall (nil: none has an embedder);
+	// stopSemantic stops its backlogs and waits for them.
+	semantic     *hybrid.Engine
 	stopSemantic func()
 	// provider answers the provider serving a realm.
 	provider func(realm string) (sdk.Provider, error)
@@ -242,7 +245,7 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 	}
 	server := httpapi.New(apiOpts)
 	h.supervisor, h.coordinator, h.server, h.provider, h.traces = sup, coord, server, providerOf, traces
-	h.stopSemantic = runSemantic(semantic)
+	h.semantic, h.stopSemantic = semantic, runSemantic(semantic)
 	return nil
 }
 

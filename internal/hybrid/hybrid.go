@@ -524,6 +524,40 @@ func (r *realm) oneByOne(ctx context.Context, info sdk.EmbedderInfo, recs []sdk.
 	return out, nil
 }
 
+// WaitDrained wakes realm's backlog and waits until every live record
+// of it has a vector from the current model (records the embedder
+// refused aside), or ctx ends. A realm without an embedder is drained.
+func (e *Engine) WaitDrained(ctx context.Context, realm string) error {
+	r := e.realm(realm)
+	if r == nil {
+		return nil
+	}
+	e.Written(realm)
+	for {
+		info, err := r.embedderInfo(ctx, false)
+		if err == nil {
+			var ids []string
+			ids, err = r.cfg.Vectors.MissingVectors(ctx, realm, info.Model, "", r.opts.Batch)
+			if err == nil && len(r.notRefused(asRecords(ids), info.Model)) == 0 {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for realm %q's embeddings: %w (last: %v)", realm, ctx.Err(), err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func asRecords(ids []string) []sdk.Record {
+	out := make([]sdk.Record, len(ids))
+	for i, id := range ids {
+		out[i].ID = id
+	}
+	return out
+}
+
 // Status is one realm's semantic state, for /v1/plugins and metrics.
 type Status struct {
 	Realm    string `json:"realm"`

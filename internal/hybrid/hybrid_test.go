@@ -484,3 +484,22 @@ func TestUnlistedRealmsStartOnFirstUse(t *testing.T) {
 		t.Errorf("%d realms running, want 2", n)
 	}
 }
+
+func TestWaitDrained(t *testing.T) {
+	emb, store := newEmbedder("m1"), newStore(30)
+	store.add("r900", "poison", "refused")
+	emb.set(func(f *fakeEmbedder) { f.refuse = "poison" })
+	eng := engine(t, emb, store, Options{Poll: time.Hour}) // only the kick wakes it
+	running(t, eng)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := eng.WaitDrained(ctx, "default"); err != nil {
+		t.Fatal(err)
+	}
+	if n := store.withModel("m1"); n != 30 {
+		t.Errorf("drained with %d of 30 records embedded", n)
+	}
+	if err := eng.WaitDrained(ctx, "lexical-realm"); err != nil {
+		t.Errorf("a realm without an embedder: %v", err)
+	}
+}
