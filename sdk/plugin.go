@@ -104,10 +104,6 @@ type RecallQuery struct {
 	// Since and Until, when set, keep the hits whose Record.When lies in
 	// [Since, Until): the record's OccurredAt, else its CreatedAt.
 	Since, Until time.Time
-	// TEMPORARY (the vectors branch brings these): the semantic half.
-	QueryVector []float32
-	VectorModel string
-	Fusion      Fusion
 }
 
 // WindowMillis answers Since and Until in Unix milliseconds, 0 for an
