@@ -55,6 +55,47 @@ type benchOptions struct {
 	// compactor, when set, is the HCL body of the bench host's compactor.
 	compactor string
 	retention retentionOptions
+	// embedder, when set, is an embedder plugin: every provider is also
+	// measured with it (label "provider+embedder"), configured with
+	// embedderConfig (an HCL object) and semanticWeight (< 0: the
+	// provider's default).
+	embedder       string
+	embedderConfig string
+	semanticWeight float64
+}
+
+// benchVariant is one configuration a provider is measured in.
+type benchVariant struct {
+	label string
+	o     benchOptions
+}
+
+// variants answers provider p lexical, then with the embedder when one
+// is given.
+func (o benchOptions) variants(p string) []benchVariant {
+	lexical := o
+	lexical.embedder = ""
+	out := []benchVariant{{label: p, o: lexical}}
+	if o.embedder != "" {
+		out = append(out, benchVariant{label: p + "+" + o.embedder, o: o})
+	}
+	return out
+}
+
+// embedderHCL answers the embedder block and the realm's extra lines.
+func (o benchOptions) embedderHCL() (block, realm string) {
+	if o.embedder == "" {
+		return "", ""
+	}
+	cfg := o.embedderConfig
+	if cfg == "" {
+		cfg = "{}"
+	}
+	realm = "\n  embedder = \"bench\""
+	if o.semanticWeight >= 0 {
+		realm += fmt.Sprintf("\n  semantic_weight = %g", o.semanticWeight)
+	}
+	return fmt.Sprintf("embedder \"bench\" {\n  plugin = %q\n  config = %s\n}\n", o.embedder, cfg), realm
 }
 
 func benchCommand() *cobra.Command {
@@ -147,6 +188,9 @@ Results are printed as Markdown. Runs are reproducible with --seed.`,
 	f.StringVar(&o.svg, "svg", "", "also write the latency chart as SVG to this file")
 	f.BoolVar(&o.categories, "categories", true, "LoCoMo rows per question category too")
 	f.BoolVar(&o.multiHost, "multihost", false, "also measure turns/s through two hosts sharing PostgreSQL against one (needs $"+postgresDSNEnv+")")
+	f.StringVar(&o.embedder, "embedder", "", "also measure every provider with this embedder plugin (wordvec, openai): hybrid recall, its latency and the backlog's drain rate")
+	f.StringVar(&o.embedderConfig, "embedder-config", "", "the embedder's config, an HCL object (default {})")
+	f.Float64Var(&o.semanticWeight, "semantic-weight", -1, "the realms' semantic_weight with --embedder (default: the provider's)")
 	f.BoolVar(&quick, "quick", false, "a run under two minutes: 1,000 records, 60 queries, LoCoMo samples 0 and 5, the first LongMemEval questions (retrieval and retention)")
 	retentionFlags(f, &o.retention)
 	return cmd
@@ -206,8 +250,9 @@ func startBenchHostIn(ctx context.Context, dir string, o benchOptions, provider 
 	if o.compactor != "" {
 		coordinator = "compactor \"bench\" " + o.compactor + "\ncoordinator {\n  recall_timeout_ms = 30000\n  compactor = \"bench\"\n}"
 	}
-	hcl := fmt.Sprintf("data_dir = %q\nlog_level = \"error\"\n%s\nprovider \"main\" {\n  plugin = %q\n  config = %s\n}\nrealm \"default\" { provider = \"main\" }\n%s\n%s",
-		filepath.Join(dir, "data"), pluginDirLine(o.pluginDir), provider, providerConfig, coordinator, extra)
+	embedder, realm := o.embedderHCL()
+	hcl := fmt.Sprintf("data_dir = %q\nlog_level = \"error\"\n%s\nprovider \"main\" {\n  plugin = %q\n  config = %s\n}\n%srealm \"default\" {\n  provider = \"main\"%s\n}\n%s\n%s",
+		filepath.Join(dir, "data"), pluginDirLine(o.pluginDir), provider, providerConfig, embedder, realm, coordinator, extra)
 	path := filepath.Join(dir, "memhost.hcl")
 	if err := os.WriteFile(path, []byte(hcl), 0o600); err != nil {
 		return nil, err
@@ -382,6 +427,9 @@ type hostFacts struct {
 	start    time.Duration
 	writes   float64
 	rss      int64
+	// embedded is the embedding backlog's drain rate after the load,
+	// records/s (0: no embedder).
+	embedded float64
 }
 
 // defaultLoCoMo is the LoCoMo file bench reads unless told otherwise: in
@@ -429,55 +477,21 @@ func runBench(ctx context.Context, o benchOptions, w, progress io.Writer) error 
 			fmt.Fprintf(progress, "bench: %s is unset; skipping the postgres provider\n", postgresDSNEnv)
 			continue
 		}
-		for _, n := range o.sizes {
-			corpus := bench.NewCorpus(o.seed, n, o.queries)
-			pg, err := newBenchPostgres(ctx, p)
-			if err != nil {
-				return err
-			}
-			b, err := startBenchHostOn(ctx, o, p, pg)
-			if err != nil {
-				pg.drop(ctx)
-				return fmt.Errorf("%s: %w", p, err)
-			}
-			rows, f, err := measureProvider(ctx, b, p, &corpus, o, progress)
-			b.close()
-			pg.drop(ctx)
-			if err != nil {
-				return fmt.Errorf("%s at %d records: %w", p, n, err)
-			}
-			latencies = append(latencies, rows...)
-			facts = append(facts, f)
-		}
-		if len(samples) > 0 {
-			pg, err := newBenchPostgres(ctx, p)
-			if err != nil {
-				return err
-			}
-			b, err := startBenchHostOn(ctx, o, p, pg)
-			if err != nil {
-				pg.drop(ctx)
-				return fmt.Errorf("%s: %w", p, err)
-			}
-			res, err := bench.EvaluateLoCoMo(ctx, b, samples, progressLine(progress, p+" LoCoMo questions"))
-			b.close()
-			pg.drop(ctx)
-			if err != nil {
-				return fmt.Errorf("%s LoCoMo: %w", p, err)
-			}
-			retrieval[p] = res
-		}
-		if len(questions) > 0 {
-			if lme[p], err = benchLongMemEval(ctx, o, p, questions, progress); err != nil {
+		for _, v := range o.variants(p) {
+			if err := benchVariantRun(ctx, p, v, samples, questions, progress, &latencies, &facts, retrieval, lme); err != nil {
 				return err
 			}
 		}
 	}
 	fmt.Fprintf(w, "## Latency and throughput\n\nseed %d, %d queries per row, identity + realm scopes, limit 10.\n\n", o.seed, o.queries)
 	bench.WriteLatencyTable(w, latencies)
-	fmt.Fprintf(w, "\n## Writes, start and memory\n\n| provider | records | writes/s (batches of 500) | host ready | plugin RSS after load |\n|---|---:|---:|---:|---:|\n")
+	fmt.Fprintf(w, "\n## Writes, start and memory\n\n| provider | records | writes/s (batches of 500) | embedded/s after the load | host ready | plugin RSS after load |\n|---|---:|---:|---:|---:|---:|\n")
 	for _, f := range facts {
-		fmt.Fprintf(w, "| %s | %d | %.0f | %d ms | %.0f MiB |\n", f.provider, f.records, f.writes, f.start.Milliseconds(), float64(f.rss)/(1<<20))
+		embedded := "—"
+		if f.embedded > 0 {
+			embedded = fmt.Sprintf("%.0f", f.embedded)
+		}
+		fmt.Fprintf(w, "| %s | %d | %.0f | %s | %d ms | %.0f MiB |\n", f.provider, f.records, f.writes, embedded, f.start.Milliseconds(), float64(f.rss)/(1<<20))
 	}
 	if o.svg != "" {
 		chart, err := bench.LatencyChart(latencies)
@@ -547,12 +561,21 @@ const benchSettle = 4 * time.Second
 // count on it. The corpus's records are let go once loaded: the host
 // runs in this process, and a production host does not carry a copy of
 // its store in its heap for the collector to walk on every cycle.
-func measureProvider(ctx context.Context, b *benchHost, provider string, c *bench.Corpus, o benchOptions, progress io.Writer) ([]bench.Latency, hostFacts, error) {
+func measureProvider(ctx context.Context, b *benchHost, plugin, provider string, c *bench.Corpus, o benchOptions, progress io.Writer) ([]bench.Latency, hostFacts, error) {
 	const realm = sdk.DefaultRealm
 	records := len(c.Records)
 	writes, err := c.Load(ctx, b, realm, 500, progressLine(progress, fmt.Sprintf("%s loading %d records", provider, records)))
 	if err != nil {
 		return nil, hostFacts{}, err
+	}
+	var embedded float64
+	if b.h.semantic != nil {
+		fmt.Fprintf(progress, "bench: %s embedding %d records\n", provider, records)
+		t0 := time.Now()
+		if err := b.h.semantic.WaitDrained(ctx, realm); err != nil {
+			return nil, hostFacts{}, err
+		}
+		embedded = float64(records) / time.Since(t0).Seconds()
 	}
 	c.Records = nil
 	runtime.GC()
@@ -565,13 +588,13 @@ func measureProvider(ctx context.Context, b *benchHost, provider string, c *benc
 		return nil, hostFacts{}, ctx.Err()
 	case <-time.After(benchSettle):
 	}
-	if provider == "postgres" {
+	if plugin == "postgres" {
 		// As after any bulk load: fresh statistics and visibility map.
 		if err := vacuumAnalyze(ctx); err != nil {
 			return nil, hostFacts{}, err
 		}
 	}
-	facts := hostFacts{provider: provider, records: records, start: b.started, writes: writes}
+	facts := hostFacts{provider: provider, records: records, start: b.started, writes: writes, embedded: embedded}
 	for _, rss := range b.pluginRSS() {
 		facts.rss += rss
 	}
@@ -607,4 +630,65 @@ func measureProvider(ctx context.Context, b *benchHost, provider string, c *benc
 		}
 	}
 	return rows, facts, nil
+}
+
+// benchVariantRun measures provider p in one variant: latency at each
+// size, LoCoMo and LongMemEval, each in a fresh host, into the report's
+// tables under the variant's label.
+func benchVariantRun(ctx context.Context, p string, v benchVariant, samples []bench.Sample, questions []bench.LongMemEval, progress io.Writer,
+	latencies *[]bench.Latency, facts *[]hostFacts, retrieval map[string][]bench.Retrieval, lme map[string][]bench.LMEScore) error {
+	o := v.o
+	for _, n := range o.sizes {
+		corpus := bench.NewCorpus(o.seed, n, o.queries)
+		pg, err := newBenchPostgres(ctx, p)
+		if err != nil {
+			return err
+		}
+		b, err := startBenchHostOn(ctx, o, p, pg)
+		if err != nil {
+			pg.drop(ctx)
+			return fmt.Errorf("%s: %w", v.label, err)
+		}
+		rows, f, err := measureProvider(ctx, b, p, v.label, &corpus, o, progress)
+		b.close()
+		pg.drop(ctx)
+		if err != nil {
+			return fmt.Errorf("%s at %d records: %w", v.label, n, err)
+		}
+		*latencies = append(*latencies, rows...)
+		*facts = append(*facts, f)
+	}
+	if len(samples) > 0 {
+		pg, err := newBenchPostgres(ctx, p)
+		if err != nil {
+			return err
+		}
+		b, err := startBenchHostOn(ctx, o, p, pg)
+		if err != nil {
+			pg.drop(ctx)
+			return fmt.Errorf("%s: %w", v.label, err)
+		}
+		res, err := bench.EvaluateLoCoMo(ctx, b, samples, progressLine(progress, v.label+" LoCoMo questions"))
+		b.close()
+		pg.drop(ctx)
+		if err != nil {
+			return fmt.Errorf("%s LoCoMo: %w", v.label, err)
+		}
+		retrieval[v.label] = res
+	}
+	if len(questions) > 0 {
+		var err error
+		if lme[v.label], err = benchLongMemEval(ctx, o, p, v.label, questions, progress); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Settle waits until realm's records are embedded (bench.Settler).
+func (b *benchHost) Settle(ctx context.Context, realm string) error {
+	if b.h.semantic == nil {
+		return nil
+	}
+	return b.h.semantic.WaitDrained(ctx, realm)
 }

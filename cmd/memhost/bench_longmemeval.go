@@ -43,7 +43,7 @@ func loadLongMemEval(o benchOptions, progress io.Writer) ([]bench.LongMemEval, e
 }
 
 // benchLongMemEval scores one provider on the questions in a fresh host.
-func benchLongMemEval(ctx context.Context, o benchOptions, p string, questions []bench.LongMemEval, progress io.Writer) ([]bench.LMEScore, error) {
+func benchLongMemEval(ctx context.Context, o benchOptions, p, label string, questions []bench.LongMemEval, progress io.Writer) ([]bench.LMEScore, error) {
 	pg, err := newBenchPostgres(ctx, p)
 	if err != nil {
 		return nil, err
@@ -51,12 +51,12 @@ func benchLongMemEval(ctx context.Context, o benchOptions, p string, questions [
 	defer pg.drop(ctx)
 	b, err := startBenchHostOn(ctx, o, p, pg)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", p, err)
+		return nil, fmt.Errorf("%s: %w", label, err)
 	}
 	defer b.close()
-	res, err := bench.EvaluateLongMemEval(ctx, b, questions, progressLine(progress, p+" LongMemEval questions"))
+	res, err := bench.EvaluateLongMemEval(ctx, b, questions, progressLine(progress, label+" LongMemEval questions"))
 	if err != nil {
-		return nil, fmt.Errorf("%s LongMemEval: %w", p, err)
+		return nil, fmt.Errorf("%s LongMemEval: %w", label, err)
 	}
 	return res, nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/memhost/memhost/internal/config"
 	"github.com/memhost/memhost/internal/hostkey"
 	"github.com/memhost/memhost/internal/httpapi"
+	"github.com/memhost/memhost/internal/hybrid"
 	"github.com/memhost/memhost/internal/mcpserver"
 	"github.com/memhost/memhost/internal/pluginhost"
 	"github.com/memhost/memhost/internal/statedb"
@@ -128,6 +129,10 @@ type host struct {
 	server      *httpapi.Server
 	traces      *turntrace.Recorder
 	console     interface{ Close() } // nil when the console is off
+	// semantic is the realms' semantic recall (nil: none has an embedder);
+	// stopSemantic stops its backlogs and waits for them.
+	semantic     *hybrid.Engine
+	stopSemantic func()
 	// provider answers the provider serving a realm.
 	provider func(realm string) (sdk.Provider, error)
 }
@@ -195,6 +200,11 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 		sup.Close()
 		return err
 	}
+	semantic, err := semanticRecall(cfg, sup, providerOf, logger)
+	if err != nil {
+		sup.Close()
+		return err
+	}
 	metrics = httpapi.NewMetrics(sup, func(realm string) string {
 		if inst, ok := cfg.ProviderForRealm(realm); ok {
 			return inst.Name
@@ -228,8 +238,14 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 		sup.Close()
 		return err
 	}
-	server := httpapi.New(h.apiOptions(cfg, logger, providerOf, sup, metrics, coord, comp, traces))
+	apiOpts := h.apiOptions(cfg, logger, providerOf, sup, metrics, coord, comp, traces)
+	if semantic != nil {
+		apiOpts.Semantic = semantic
+		metrics.WatchSemantic(semantic)
+	}
+	server := httpapi.New(apiOpts)
 	h.supervisor, h.coordinator, h.server, h.provider, h.traces = sup, coord, server, providerOf, traces
+	h.semantic, h.stopSemantic = semantic, runSemantic(semantic)
 	return nil
 }
 
@@ -395,6 +411,9 @@ func (h *host) close() {
 		h.console.Close()
 	}
 	h.traces.Close()
+	if h.stopSemantic != nil {
+		h.stopSemantic()
+	}
 	h.supervisor.Close()
 	// Belt and braces: kill any go-plugin managed client still alive.
 	plugin.CleanupClients()

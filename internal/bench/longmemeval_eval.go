@@ -110,6 +110,9 @@ func evaluateLMEQuestion(ctx context.Context, t Target, q LongMemEval) (lmeQuest
 	var s lmeQuestionScore
 	realm := fmt.Sprintf("lme%d", q.Index)
 	keys, err := rememberLME(ctx, t, realm, q)
+	if err == nil {
+		err = settle(ctx, t, realm)
+	}
 	if err != nil {
 		return s, err
 	}

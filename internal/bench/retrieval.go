@@ -41,6 +41,24 @@ type Target interface {
 	Inject(ctx context.Context, realm, identity, session, content string, now time.Time) ([]string, int, error)
 }
 
+// Settler is a Target with background work on what it stored (a host
+// embedding new records); the evaluators call Settle after storing a
+// question's records and before asking, so a ranking is measured on
+// finished work.
+type Settler interface {
+	Settle(ctx context.Context, realm string) error
+}
+
+// settle calls t's Settle when it has one.
+func settle(ctx context.Context, t Target, realm string) error {
+	if s, ok := t.(Settler); ok {
+		if err := s.Settle(ctx, realm); err != nil {
+			return fmt.Errorf("settle: %w", err)
+		}
+	}
+	return nil
+}
+
 // Identity is who recalls in the benchmark; records live in realm scope.
 const Identity = "bench"
 
@@ -100,6 +118,9 @@ func EvaluateLoCoMo(ctx context.Context, t Target, samples []Sample, progress fu
 	for _, s := range samples {
 		realm := fmt.Sprintf("locomo%d", s.Index)
 		byID, err := rememberTurns(ctx, t, realm, s.ID, s.Turns)
+		if err == nil {
+			err = settle(ctx, t, realm)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("sample %d: %w", s.Index, err)
 		}

@@ -137,6 +137,12 @@ type Realm struct {
 	// Archive is the realm's compaction archive setting; nil is the
 	// default (DefaultArchive).
 	Archive *RealmArchive
+	// Embedder names the embedder instance that gives the realm semantic
+	// recall; "" keeps it lexical.
+	Embedder string
+	// SemanticWeight is the semantic share of the fused score (the
+	// lexical share is the rest); nil leaves the provider's default.
+	SemanticWeight *float64
 }
 
 // RealmArchive says whether a realm's compactions keep the absorbed
@@ -411,6 +417,18 @@ func (c *Config) ArchiveForRealm(realm string) RealmArchive {
 		return DefaultArchive
 	}
 	return *r.Archive
+}
+
+// EmbedderForRealm answers the embedder instance that gives realm
+// semantic recall ("" for none) and its semantic weight (nil: the
+// provider's default). A realm without a block has the default realm's,
+// as it has its provider.
+func (c *Config) EmbedderForRealm(realm string) (string, *float64) {
+	r, ok := c.realm(realm)
+	if !ok {
+		r, _ = c.realm(c.DefaultRealm)
+	}
+	return r.Embedder, r.SemanticWeight
 }
 
 func (c *Config) realm(name string) (Realm, bool) {

@@ -61,6 +61,12 @@ func (c *Config) HCL() []byte {
 			b.SetAttributeValue("archive_max_age_days", cty.NumberIntVal(int64(a.MaxAge/(24*time.Hour))))
 			b.SetAttributeValue("archive_max_records", cty.NumberIntVal(int64(a.MaxRecords)))
 		}
+		if r.Embedder != "" {
+			b.SetAttributeValue("embedder", cty.StringVal(r.Embedder))
+		}
+		if w := r.SemanticWeight; w != nil {
+			b.SetAttributeValue("semantic_weight", cty.NumberFloatVal(*w))
+		}
 	}
 
 	c.coordinatorHCL(body)

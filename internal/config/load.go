@@ -119,6 +119,7 @@ var (
 	realmSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 		{Name: "provider", Required: true},
 		{Name: "archive"}, {Name: "archive_max_age_days"}, {Name: "archive_max_records"},
+		{Name: "embedder"}, {Name: "semantic_weight"},
 	}}
 	tokenSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 		{Name: "secret_env", Required: true}, {Name: "realms", Required: true}, {Name: "role"}, {Name: "identity"},
@@ -250,6 +251,11 @@ func (d *decoder) realm(b *hcl.Block) {
 			a.MaxAge = time.Duration(min(days, maxArchiveDays+1)) * 24 * time.Hour
 		}
 		d.integer(content.Attributes, "archive_max_records", key+".archive_max_records", &a.MaxRecords)
+	}
+	d.str(content.Attributes, "embedder", key+".embedder", &r.Embedder)
+	var w float64
+	if d.float(content.Attributes, "semantic_weight", key+".semantic_weight", &w) {
+		r.SemanticWeight = &w
 	}
 	d.cfg.Realms = append(d.cfg.Realms, r)
 }
@@ -457,6 +463,21 @@ func (d *decoder) instancePath(attrs hcl.Attributes, name, key string, dst *stri
 	if d.str(attrs, name, key+"."+name, dst) && *dst != "" && !filepath.IsAbs(*dst) {
 		*dst = filepath.Join(d.dir, *dst)
 	}
+}
+
+// float decodes a number attribute into dst; it reports whether the
+// attribute was present and well typed.
+func (d *decoder) float(attrs hcl.Attributes, name, key string, dst *float64) bool {
+	attr, ok := attrs[name]
+	if !ok {
+		return false
+	}
+	d.at(key, attr.Expr.Range())
+	v, ok := d.typed(attr, cty.Number)
+	if ok {
+		*dst, _ = v.AsBigFloat().Float64()
+	}
+	return ok
 }
 
 func (d *decoder) boolean(attrs hcl.Attributes, name, key string, dst *bool) {

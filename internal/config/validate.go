@@ -255,6 +255,15 @@ func (c *Config) validateRealms(p *problems) {
 	for i, r := range c.Realms {
 		key := c.checkLabel(p, first, "realm", i, r.Name)
 		c.checkRef(p, key+".provider", "realm "+strconv.Quote(r.Name)+" provider", r.Provider, sdk.KindProvider)
+		if r.Embedder != "" {
+			c.checkRef(p, key+".embedder", "realm "+strconv.Quote(r.Name)+" embedder", r.Embedder, sdk.KindEmbedder)
+		}
+		if w := r.SemanticWeight; w != nil && !(*w >= 0 && *w <= 1) {
+			p.add(key+".semantic_weight", "Invalid semantic_weight", "semantic_weight must be 0 to 1 (the semantic share of the fused score; the lexical share is the rest).")
+		}
+		if r.SemanticWeight != nil && r.Embedder == "" {
+			p.add(key+".semantic_weight", "semantic_weight without an embedder", "Realm %q sets semantic_weight but names no embedder; add embedder = \"<embedder instance>\" or remove it.", r.Name)
+		}
 		if a := r.Archive; a != nil && (a.MaxAge < 0 || a.MaxAge > maxArchiveDays*24*time.Hour) {
 			p.add(key+".archive_max_age_days", "Invalid archive_max_age_days", "archive_max_age_days must be 0 to %d (0 keeps episodes until the conversation is deleted).", maxArchiveDays)
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/internal/hybrid"
 	"github.com/memhost/memhost/sdk"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -150,5 +151,51 @@ func (c pluginCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(pluginUpDesc, prometheus.GaugeValue, up, st.Instance, string(st.Kind), st.Plugin)
 		ch <- prometheus.MustNewConstMetric(pluginRestartsDesc, prometheus.CounterValue, float64(st.Restarts), st.Instance, string(st.Kind), st.Plugin)
+	}
+}
+
+var (
+	semanticEmbeddedDesc  = prometheus.NewDesc("memhost_semantic_embedded_total", "Records the embedding backlogs embedded since the start, by provider.", []string{"provider"}, nil)
+	semanticFallbacksDesc = prometheus.NewDesc("memhost_semantic_fallbacks_total", "Recalls in realms with an embedder that stayed lexical, by provider and reason.", []string{"provider", "reason"}, nil)
+	semanticFailingDesc   = prometheus.NewDesc("memhost_semantic_backlogs_failing", "Embedding backlogs whose last step failed, by provider.", []string{"provider"}, nil)
+)
+
+// WatchSemantic adds the semantic recall series, read from s at scrape
+// time and summed by provider (realms are unbounded labels).
+func (m *Metrics) WatchSemantic(s SemanticStatus) {
+	m.Registry.MustRegister(semanticCollector{s: s, provider: m.provider})
+}
+
+type semanticCollector struct {
+	s        SemanticStatus
+	provider func(realm string) string
+}
+
+func (c semanticCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- semanticEmbeddedDesc
+	ch <- semanticFallbacksDesc
+	ch <- semanticFailingDesc
+}
+
+func (c semanticCollector) Collect(ch chan<- prometheus.Metric) {
+	embedded, failing := map[string]float64{}, map[string]float64{}
+	fallbacks := map[[2]string]float64{}
+	for _, st := range c.s.Status() {
+		p := c.provider(st.Realm)
+		embedded[p] += float64(st.Embedded)
+		failing[p] += 0 // a series for every provider, 0 while all is well
+		if st.State == hybrid.StateFailing {
+			failing[p]++
+		}
+		for reason, n := range st.Fallbacks {
+			fallbacks[[2]string{p, reason}] += float64(n)
+		}
+	}
+	for p, n := range embedded {
+		ch <- prometheus.MustNewConstMetric(semanticEmbeddedDesc, prometheus.CounterValue, n, p)
+		ch <- prometheus.MustNewConstMetric(semanticFailingDesc, prometheus.GaugeValue, failing[p], p)
+	}
+	for k, n := range fallbacks {
+		ch <- prometheus.MustNewConstMetric(semanticFallbacksDesc, prometheus.CounterValue, n, k[0], k[1])
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/guide"
 	"github.com/memhost/memhost/internal/compaction"
+	"github.com/memhost/memhost/internal/hybrid"
 	"github.com/memhost/memhost/internal/mcpserver"
 	"github.com/memhost/memhost/internal/pluginhost"
 	"github.com/memhost/memhost/internal/proposal"
@@ -90,6 +91,14 @@ type Options struct {
 	ProposalRetryAfter time.Duration
 	// Traces, when set, serves the turn trace endpoints (trace.go).
 	Traces TraceReader
+	// Semantic, when set, reports the realms with semantic recall in
+	// /v1/plugins and the metrics.
+	Semantic SemanticStatus
+}
+
+// SemanticStatus reports each realm's semantic recall.
+type SemanticStatus interface {
+	Status() []hybrid.Status
 }
 
 // MCP request headers naming who the tools act for.
@@ -466,7 +475,11 @@ func (s *Server) handlePlugins(_ context.Context, _ caller, w http.ResponseWrite
 	if st == nil {
 		st = []pluginhost.Status{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"plugins": st})
+	answer := map[string]any{"plugins": st}
+	if s.opts.Semantic != nil {
+		answer["semantic"] = s.opts.Semantic.Status()
+	}
+	writeJSON(w, http.StatusOK, answer)
 	return nil
 }
 

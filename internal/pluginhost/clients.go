@@ -3,6 +3,7 @@ package pluginhost
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/memhost/memhost/sdk"
@@ -32,7 +33,7 @@ func (s *Supervisor) Provider(name string) (*host.Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	return host.ProviderOf(&provider{inst: inst}), nil
+	return host.ProviderOf(&provider{inst: inst, vectors: &s.vectors}), nil
 }
 
 // Selector returns the supervised selector instance name.
@@ -84,7 +85,28 @@ func (s *Supervisor) Embedder(name string) (*Embedder, error) {
 // Supervisor.Provider hands it out behind a *host.Provider. Each method
 // asks the live plugin's own handle for the capability, so a call to one
 // the plugin did not declare fails with sdk.ErrUnsupported.
-type provider struct{ inst *instance }
+type provider struct {
+	inst    *instance
+	vectors *atomic.Pointer[VectorHooks]
+}
+
+// vectorHooks answers the installed hooks when the plugin stores vectors.
+func (p *provider) vectorHooks() *VectorHooks {
+	if p.vectors == nil {
+		return nil
+	}
+	if h := p.vectors.Load(); h != nil && p.Capabilities().Has(sdk.CapVectors) {
+		return h
+	}
+	return nil
+}
+
+// written tells the hooks of an acknowledged write in realm.
+func (p *provider) written(realm string, err error) {
+	if h := p.vectorHooks(); h != nil && h.Written != nil && err == nil {
+		h.Written(realm)
+	}
+}
 
 // Capabilities answers what the plugin declared in Info.
 func (p *provider) Capabilities() sdk.Capabilities { return p.inst.capabilities() }
@@ -102,7 +124,12 @@ func capabilityCall[C, T any](ctx context.Context, p *provider, method string, r
 	})
 }
 
+// Recall first lets the recall preparer add the query's embedding when
+// the plugin stores vectors.
 func (p *provider) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
+	if h := p.vectorHooks(); h != nil && h.PrepareRecall != nil {
+		h.PrepareRecall(ctx, &q)
+	}
 	return call(ctx, p.inst, "recall", true, func(ctx context.Context, c *host.Provider) ([]sdk.Hit, error) {
 		return c.Recall(ctx, q)
 	})
@@ -112,9 +139,11 @@ func (p *provider) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, er
 // idempotent by content hash, so the client gets the id of a record that
 // may already have been stored rather than an error.
 func (p *provider) Remember(ctx context.Context, realm string, records []sdk.Record) ([]string, error) {
-	return capabilityCall(ctx, p, "remember", true, sdk.CapWrite, (*host.Provider).Writer, func(ctx context.Context, w sdk.RecordWriter) ([]string, error) {
+	ids, err := capabilityCall(ctx, p, "remember", true, sdk.CapWrite, (*host.Provider).Writer, func(ctx context.Context, w sdk.RecordWriter) ([]string, error) {
 		return w.Remember(ctx, realm, records)
 	})
+	p.written(realm, err)
+	return ids, err
 }
 
 func (p *provider) Get(ctx context.Context, realm string, ids []string) ([]sdk.Record, error) {
@@ -137,9 +166,11 @@ func (p *provider) Manifest(ctx context.Context, q sdk.ManifestQuery) ([]sdk.Man
 }
 
 func (p *provider) Supersede(ctx context.Context, realm, oldID string, replacement sdk.Record) (string, error) {
-	return capabilityCall(ctx, p, "supersede", false, sdk.CapSupersede, (*host.Provider).Superseder, func(ctx context.Context, v sdk.Superseder) (string, error) {
+	id, err := capabilityCall(ctx, p, "supersede", false, sdk.CapSupersede, (*host.Provider).Superseder, func(ctx context.Context, v sdk.Superseder) (string, error) {
 		return v.Supersede(ctx, realm, oldID, replacement)
 	})
+	p.written(realm, err)
+	return id, err
 }
 
 func (p *provider) Export(ctx context.Context, realm, after string, limit int) (sdk.ExportPage, error) {
@@ -151,9 +182,11 @@ func (p *provider) Export(ctx context.Context, realm, after string, limit int) (
 // Import is not retried by the supervisor; it is idempotent, so the caller
 // may repeat it.
 func (p *provider) Import(ctx context.Context, realm string, records []sdk.Record) (sdk.ImportResult, error) {
-	return capabilityCall(ctx, p, "import", false, sdk.CapArchive, (*host.Provider).Archiver, func(ctx context.Context, v sdk.Archiver) (sdk.ImportResult, error) {
+	res, err := capabilityCall(ctx, p, "import", false, sdk.CapArchive, (*host.Provider).Archiver, func(ctx context.Context, v sdk.Archiver) (sdk.ImportResult, error) {
 		return v.Import(ctx, realm, records)
 	})
+	p.written(realm, err)
+	return res, err
 }
 
 // PutVectors is retried: storing the same vectors again is harmless.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
@@ -128,7 +129,22 @@ type Supervisor struct {
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 	closeOnce sync.Once
+	vectors   atomic.Pointer[VectorHooks]
 }
+
+// VectorHooks let the host's semantic recall see the calls to providers
+// that declared sdk.CapVectors.
+type VectorHooks struct {
+	// PrepareRecall completes a recall query before it is sent (it adds
+	// the query's embedding) and answers why it added nothing, or "".
+	PrepareRecall func(ctx context.Context, q *sdk.RecallQuery) string
+	// Written is told the realm of every acknowledged write.
+	Written func(realm string)
+}
+
+// SetVectorHooks installs h for every supervised provider's calls from
+// now on.
+func (s *Supervisor) SetVectorHooks(h VectorHooks) { s.vectors.Store(&h) }
 
 // New prepares a supervisor over the discovered plugins.
 func New(entries []Entry, opts Options) *Supervisor {

@@ -1783,6 +1783,26 @@ export interface operations {
                             /** @description the latest warning and error lines the instance logged (a broken file a provider skipped, say), oldest first */
                             warnings?: string[];
                         }[];
+                        /** @description Present when an embedder is configured. Each realm with semantic recall (a realm without a block appears after its first write or recall). */
+                        semantic?: {
+                            realm?: string;
+                            /** @description the model the embedder makes; records embedded by another are re-embedded */
+                            model?: string;
+                            /**
+                             * @description the embedding backlog: idle when every record has a vector from the current model
+                             * @enum {string}
+                             */
+                            state?: "starting" | "draining" | "idle" | "failing";
+                            /** @description records embedded since the start */
+                            embedded?: number;
+                            /** @description records embedded per second over the last backlog step */
+                            rate_per_second?: number;
+                            /** @description recalls that stayed lexical, by reason (embedder_unavailable, no_time) */
+                            fallbacks?: {
+                                [key: string]: number;
+                            };
+                            last_error?: string;
+                        }[];
                     };
                 };
             };

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// conceptEmbeddings is a local server speaking the OpenAI embeddings API
+// (the one part no real process here can play): a text's vector counts
+// the concepts its words belong to, so texts that share no word can
+// share a meaning.
+type conceptEmbeddings struct {
+	*httptest.Server
+	down  atomic.Bool  // answers 503
+	calls atomic.Int64 // document and query requests
+	mu    sync.Mutex
+	texts map[string]int // texts embedded, with how often
+}
+
+// concepts are the four dimensions.
+var concepts = [][]string{
+	{"evening", "routine", "night", "bed", "sleep", "read", "book"},
+	{"coffee", "espresso", "latte", "beans", "roast"},
+	{"car", "tyre", "engine", "garage", "brakes"},
+	{"garden", "tomato", "soil", "compost", "seedlings"},
+}
+
+func newConceptEmbeddings(t *testing.T) *conceptEmbeddings {
+	e := &conceptEmbeddings{texts: map[string]int{}}
+	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if e.down.Load() {
+			http.Error(w, `{"error":{"message":"overloaded"}}`, http.StatusServiceUnavailable)
+			return
+		}
+		var req struct {
+			Input []string `json:"input"`
+		}
+		if r.URL.Path != "/v1/embeddings" || json.NewDecoder(r.Body).Decode(&req) != nil {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		e.calls.Add(1)
+		type item struct {
+			Index     int       `json:"index"`
+			Embedding []float64 `json:"embedding"`
+		}
+		out := struct {
+			Data []item `json:"data"`
+		}{}
+		for i, text := range req.Input {
+			e.mu.Lock()
+			e.texts[text]++
+			e.mu.Unlock()
+			v := make([]float64, len(concepts))
+			for _, word := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return r < 'a' || r > 'z' }) {
+				for d, words := range concepts {
+					for _, c := range words {
+						if word == c {
+							v[d]++
+						}
+					}
+				}
+			}
+			v[0] += 1e-3 // never the zero vector
+			out.Data = append(out.Data, item{Index: i, Embedding: v})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(out)
+	}))
+	t.Cleanup(e.Close)
+	return e
+}
+
+func (e *conceptEmbeddings) embedded(text string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.texts[text]
+}
+
+func semanticConfig(url string) string {
+	return fmt.Sprintf(`provider "main" {
+  plugin = "sqlite"
+  config = { path = "memory.db" }
+}
+embedder "meaning" {
+  plugin = "openai"
+  config = { base_url = %q, model = "concepts", dimensions = 4 }
+}
+realm "default" {
+  provider        = "main"
+  embedder        = "meaning"
+  semantic_weight = 0.5
+}
+`, url+"/v1")
+}
+
+type semanticStatus struct {
+	Semantic []struct {
+		Realm     string           `json:"realm"`
+		Model     string           `json:"model"`
+		State     string           `json:"state"`
+		Embedded  int64            `json:"embedded"`
+		Fallbacks map[string]int64 `json:"fallbacks"`
+	} `json:"semantic"`
+}
+
+// realmStatus polls /v1/plugins until realm's semantic state satisfies ok.
+func realmStatus(t *testing.T, m *instance, realm string, what string, ok func(state string, embedded int64, fallbacks map[string]int64) bool) {
+	t.Helper()
+	var st semanticStatus
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		st = semanticStatus{}
+		if code := m.do("GET", "/v1/plugins", nil, &st); code == 200 {
+			for _, r := range st.Semantic {
+				if r.Realm == realm && ok(r.State, r.Embedded, r.Fallbacks) {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never %s: %+v\n%s", what, st, m.logs())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestSemanticRecallThroughServe: a realm with an embedder embeds its
+// records in the background and recall finds by meaning what shares no
+// word with the question; an embedder outage never fails a recall or a
+// turn (lexical, with the reason counted); a restart re-embeds nothing,
+// and a kill -9 mid-drain loses no acknowledged record or vector.
+func TestSemanticRecallThroughServe(t *testing.T) {
+	t.Parallel()
+	emb := newConceptEmbeddings(t)
+	cfgPath, dataDir := writeConfig(t, semanticConfig(emb.URL))
+	m, err := startWithConfig(t, cfgPath, dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const evidence = "I usually read a book before bed"
+	ids := remember(t, m,
+		map[string]any{"scope": "identity:alice", "kind": "preference", "title": "Wind-down", "body": evidence},
+		map[string]any{"scope": "identity:alice", "kind": "fact", "title": "Coffee", "body": "Alice roasts her own espresso beans."},
+		map[string]any{"scope": "identity:alice", "kind": "fact", "title": "Car", "body": "The garage replaced the brakes in May."},
+	)
+	realmStatus(t, m, "default", "3 records embedded", func(state string, n int64, _ map[string]int64) bool { return state == "idle" && n == 3 })
+	if emb.embedded("Wind-down\n\n"+evidence) != 1 {
+		t.Errorf("the evidence was embedded %d times, want once by its title and body", emb.embedded("Wind-down\n\n"+evidence))
+	}
+
+	// No word in common with the evidence: lexical recall has nothing.
+	const question = "any tips for my evening routine?"
+	hits := recall(t, m, "alice", question)
+	if len(hits.Hits) == 0 || hits.Hits[0].Record.ID != ids[0] {
+		t.Fatalf("recall %q = %+v, want the wind-down record %s first", question, hits, ids[0])
+	}
+	// Words still count: a lexical match outranks a semantic neighbour.
+	if hits := recall(t, m, "alice", "brakes"); len(hits.Hits) == 0 || hits.Hits[0].Record.ID != ids[2] {
+		t.Fatalf("recall brakes = %+v, want the car record %s first", hits, ids[2])
+	}
+	// Another identity's records stay out of the semantic half too.
+	if other := recall(t, m, "bob", question); len(other.Hits) != 0 {
+		t.Fatalf("bob recalled alice's records by meaning: %+v", other)
+	}
+
+	// The embedder goes down: recall and a turn still answer, lexically,
+	// and the fallback is counted.
+	emb.down.Store(true)
+	if hits := recall(t, m, "alice", "espresso beans"); len(hits.Hits) == 0 || hits.Hits[0].Record.ID != ids[1] {
+		t.Fatalf("recall while the embedder is down = %+v, want the coffee record by its words", hits)
+	}
+	var turn map[string]any
+	if code := m.do("POST", "/v1/turns/inject", map[string]any{"identity": map[string]string{"id": "alice"}, "session": "s1", "content": "espresso beans"}, &turn); code != 200 {
+		t.Fatalf("a turn while the embedder is down = %d %v", code, turn)
+	}
+	realmStatus(t, m, "default", "the fallback counted", func(_ string, _ int64, f map[string]int64) bool { return f["embedder_unavailable"] >= 2 })
+	// A write meanwhile is acknowledged and waits in the backlog.
+	late := remember(t, m, map[string]any{"scope": "identity:alice", "kind": "fact", "title": "Garden", "body": "The tomato seedlings went out in April."})
+	realmStatus(t, m, "default", "the backlog failing", func(state string, _ int64, _ map[string]int64) bool { return state == "failing" })
+	emb.down.Store(false)
+	realmStatus(t, m, "default", "the late record embedded", func(state string, n int64, _ map[string]int64) bool { return state == "idle" && n == 4 })
+	if hits := recall(t, m, "alice", "compost soil"); len(hits.Hits) == 0 || hits.Hits[0].Record.ID != late[0] {
+		t.Fatalf("recall by meaning after the outage = %+v, want the garden record %s", hits, late[0])
+	}
+
+	// A restart finds every vector stored: nothing is embedded again.
+	m.stop()
+	before := emb.calls.Load()
+	m, err = startWithConfig(t, cfgPath, dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hits := recall(t, m, "alice", question); len(hits.Hits) == 0 || hits.Hits[0].Record.ID != ids[0] {
+		t.Fatalf("recall after a restart = %+v, want the wind-down record", hits)
+	}
+	realmStatus(t, m, "default", "idle after the restart", func(state string, n int64, _ map[string]int64) bool { return state == "idle" && n == 0 })
+	if after := emb.calls.Load(); after-before != 1 { // the question's embedding only
+		t.Errorf("%d embedding calls after the restart, want 1 (the query): stored vectors were embedded again", after-before)
+	}
+
+	// kill -9 with a backlog: every acknowledged record is embedded after
+	// the next start.
+	emb.down.Store(true)
+	var batch []map[string]any
+	for i := range 40 {
+		batch = append(batch, map[string]any{"scope": "identity:alice", "kind": "fact", "title": fmt.Sprintf("Roast %d", i), "body": fmt.Sprintf("Batch %d of coffee beans roasted dark.", i)})
+	}
+	remember(t, m, batch...)
+	if err := m.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	m.cmd.Wait()
+	emb.down.Store(false)
+	m, err = startWithConfig(t, cfgPath, dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	realmStatus(t, m, "default", "the 40 records embedded after the kill", func(state string, n int64, _ map[string]int64) bool { return state == "idle" && n == 40 })
+}
+
+// TestSemanticRealmWithoutVectors: a realm naming an embedder on a
+// provider that cannot store vectors is said at start and stays lexical.
+func TestSemanticRealmWithoutVectors(t *testing.T) {
+	t.Parallel()
+	emb := newConceptEmbeddings(t)
+	m := startMemhost(t, strings.Replace(semanticConfig(emb.URL), `plugin = "sqlite"
+  config = { path = "memory.db" }`, `plugin = "bleve"
+  config = { dir = "bleve" }`, 1))
+	ids := remember(t, m, map[string]any{"scope": "identity:alice", "kind": "fact", "title": "Coffee", "body": "Alice roasts her own espresso beans."})
+	if hits := recall(t, m, "alice", "espresso"); len(hits.Hits) != 1 || hits.Hits[0].Record.ID != ids[0] {
+		t.Fatalf("lexical recall = %+v", hits)
+	}
+	if !strings.Contains(m.logs(), "does not store vectors") {
+		t.Errorf("no start-up line says the realm stays lexical:\n%s", m.logs())
+	}
+	if n := emb.calls.Load(); n != 0 {
+		t.Errorf("%d embedding calls for a realm that cannot use them", n)
+	}
+}

@@ -1,0 +1,606 @@
+// Package hybrid adds the semantic half of recall to the realms that have
+// an embedder. In the background it embeds each realm's records: the
+// backlog is what the provider reports as having no vector from the
+// embedder's current model, so it survives a restart, a crash and a model
+// change with nothing kept on the host. At recall it embeds the query
+// within the recall's own deadline and hands the vector to the provider,
+// which fuses it with its lexical scores; when the embedder is slow or
+// down, recall stays lexical and says why.
+package hybrid
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/memhost/memhost/sdk"
+)
+
+// Realm is one realm's semantic setup: the embedder and the provider's
+// vector store and record reader.
+type Realm struct {
+	Name     string
+	Embedder sdk.Embedder
+	Vectors  sdk.VectorStore
+	Records  sdk.RecordGetter
+	// Fusion weighs the lexical and semantic scores; the zero value leaves
+	// the provider's defaults.
+	Fusion sdk.Fusion
+}
+
+// Options tune the engine; zero values take the defaults.
+type Options struct {
+	// Batch is how many missing records one backlog step asks for; an
+	// embed call carries at most the embedder's MaxBatch of them.
+	Batch int
+	// Poll is how often an idle backlog looks for new records.
+	Poll time.Duration
+	// QueryTimeout caps embedding a query; a recall also gives it at most
+	// half of what is left of its own deadline.
+	QueryTimeout time.Duration
+	// CallTimeout bounds one backlog call to the embedder or provider.
+	CallTimeout time.Duration
+	// MaxBackoff caps the wait after a failed backlog step.
+	MaxBackoff time.Duration
+	Logger     hclog.Logger
+	// Unlisted answers the setup of a realm New was not given (a realm
+	// without a block, served as the default realm is), or false to keep
+	// it lexical. Its backlog starts on the realm's first recall or write.
+	Unlisted func(realm string) (Realm, bool)
+	// MaxRealms bounds the realms started through Unlisted (default
+	// 10000); past it, more stay lexical.
+	MaxRealms int
+}
+
+// Defaults.
+const (
+	DefaultBatch        = 256
+	DefaultPoll         = time.Second
+	DefaultQueryTimeout = 250 * time.Millisecond
+	DefaultCallTimeout  = 30 * time.Second
+	DefaultMaxBackoff   = 30 * time.Second
+)
+
+// Fallback reasons: why a recall in a realm with an embedder stayed
+// lexical.
+const (
+	ReasonEmbedderUnavailable = "embedder_unavailable" // the embedder failed, answered badly or not in time
+	ReasonNoTime              = "no_time"              // the recall's deadline left no time to embed the query
+)
+
+// Backlog states.
+const (
+	StateStarting = "starting" // not yet asked the embedder what it makes
+	StateDraining = "draining" // embedding records
+	StateIdle     = "idle"     // every live record has a vector from the current model
+	StateFailing  = "failing"  // the last step failed; retried after a backoff
+)
+
+// Engine runs the backlogs and embeds queries. Its methods are safe for
+// concurrent use.
+type Engine struct {
+	opts Options
+
+	mu      sync.Mutex
+	realms  map[string]*realm
+	listed  int             // realms given to New
+	run     context.Context // set by Run: realms added later start at once
+	workers sync.WaitGroup
+}
+
+type realm struct {
+	cfg  Realm
+	opts *Options
+	kick chan struct{}
+
+	mu        sync.Mutex
+	info      *sdk.EmbedderInfo // nil until the embedder answered
+	state     string
+	lastErr   string
+	embedded  int64
+	fallbacks map[string]int64
+	rate      float64   // records per second over the last drain
+	loggedAt  time.Time // the last fallback log line
+	// refused holds the records the embedder refused, by id, with the
+	// model that refused them: not asked again until the model changes.
+	refused map[string]string
+}
+
+// New checks the realms and answers an engine; Run starts its backlogs.
+func New(realms []Realm, opts Options) (*Engine, error) {
+	if opts.Batch <= 0 {
+		opts.Batch = DefaultBatch
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = DefaultPoll
+	}
+	if opts.QueryTimeout <= 0 {
+		opts.QueryTimeout = DefaultQueryTimeout
+	}
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = DefaultCallTimeout
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = DefaultMaxBackoff
+	}
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	if opts.MaxRealms <= 0 {
+		opts.MaxRealms = 10000
+	}
+	e := &Engine{opts: opts, realms: make(map[string]*realm, len(realms)), listed: len(realms)}
+	for _, r := range realms {
+		if err := check(r); err != nil {
+			return nil, err
+		}
+		if e.realms[r.Name] != nil {
+			return nil, fmt.Errorf("hybrid recall: realm %q is listed twice: %w", r.Name, sdk.ErrInvalid)
+		}
+		e.realms[r.Name] = e.newRealm(r)
+	}
+	return e, nil
+}
+
+func check(r Realm) error {
+	switch {
+	case r.Name == "":
+		return fmt.Errorf("hybrid recall: a realm has no name: %w", sdk.ErrInvalid)
+	case r.Embedder == nil || r.Vectors == nil || r.Records == nil:
+		return fmt.Errorf("hybrid recall: realm %q needs an embedder and a provider that stores vectors and fetches records: %w", r.Name, sdk.ErrInvalid)
+	case r.Fusion.Lexical < 0 || r.Fusion.Semantic < 0:
+		return fmt.Errorf("hybrid recall: realm %q: fusion weights must not be negative: %w", r.Name, sdk.ErrInvalid)
+	}
+	return nil
+}
+
+func (e *Engine) newRealm(r Realm) *realm {
+	return &realm{cfg: r, opts: &e.opts, kick: make(chan struct{}, 1), state: StateStarting, fallbacks: map[string]int64{}, refused: map[string]string{}}
+}
+
+// realm answers name's setup, starting an unlisted realm's on first use;
+// nil for a lexical realm.
+func (e *Engine) realm(name string) *realm {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if r := e.realms[name]; r != nil || e.opts.Unlisted == nil || len(e.realms)-e.listed >= e.opts.MaxRealms {
+		return r
+	}
+	cfg, ok := e.opts.Unlisted(name)
+	if !ok || cfg.Name != name || check(cfg) != nil {
+		return nil
+	}
+	r := e.newRealm(cfg)
+	e.realms[name] = r
+	if e.run != nil {
+		e.start(r)
+	}
+	return r
+}
+
+// start runs r's backlog under e.run; e.mu is held.
+func (e *Engine) start(r *realm) {
+	e.workers.Add(1)
+	go func() {
+		defer e.workers.Done()
+		r.run(e.run)
+	}()
+}
+
+// Has reports whether realm has an embedder.
+func (e *Engine) Has(realm string) bool { return e != nil && e.realm(realm) != nil }
+
+// Run drains every realm's backlog until ctx ends; realms first used
+// meanwhile start theirs at once.
+func (e *Engine) Run(ctx context.Context) {
+	e.mu.Lock()
+	e.run = ctx
+	for _, r := range e.realms {
+		e.start(r)
+	}
+	e.mu.Unlock()
+	<-ctx.Done()
+	e.workers.Wait()
+}
+
+// Written tells realm's backlog that records were written, so it looks
+// now rather than at its next poll.
+func (e *Engine) Written(realm string) {
+	if r := e.realm(realm); r != nil {
+		select {
+		case r.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// PrepareRecall gives q the embedding of its query when q's realm has an
+// embedder, spending at most QueryTimeout and half of what is left of
+// ctx's deadline. It answers "" when q carries a vector, or the reason
+// it stays lexical (a Reason constant; nothing for a realm without an
+// embedder or an empty query, which are lexical by design).
+func (e *Engine) PrepareRecall(ctx context.Context, q *sdk.RecallQuery) string {
+	if e == nil || q.Query == "" || q.QueryVector != nil {
+		return ""
+	}
+	r := e.realm(q.Realm)
+	if r == nil {
+		return ""
+	}
+	budget := e.opts.QueryTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		budget = min(budget, time.Until(dl)/2)
+	}
+	if budget < time.Millisecond {
+		return r.fellBack(ReasonNoTime, nil)
+	}
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	info, err := r.embedderInfo(ctx, false)
+	if err != nil {
+		return r.fellBack(ReasonEmbedderUnavailable, err)
+	}
+	vecs, err := embed(ctx, r.cfg.Embedder, info, sdk.EmbedQuery, []string{clip(q.Query, info.MaxInputBytes)})
+	if err != nil {
+		return r.fellBack(ReasonEmbedderUnavailable, err)
+	}
+	q.QueryVector, q.VectorModel, q.Fusion = vecs[0], info.Model, r.cfg.Fusion
+	return ""
+}
+
+// fellBack counts a lexical fallback and logs it at most once a minute
+// per realm (a down embedder would otherwise log every turn).
+func (r *realm) fellBack(reason string, err error) string {
+	r.mu.Lock()
+	r.fallbacks[reason]++
+	n := r.fallbacks[reason]
+	log := time.Since(r.loggedAt) >= time.Minute
+	if log {
+		r.loggedAt = time.Now()
+	}
+	r.mu.Unlock()
+	if log {
+		r.opts.Logger.Warn("recall stays lexical: the query was not embedded", "realm", r.cfg.Name, "reason", reason, "fallbacks", n, "error", err)
+	}
+	return reason
+}
+
+// embedderInfo answers what the embedder makes, asking it when unknown
+// or fresh.
+func (r *realm) embedderInfo(ctx context.Context, fresh bool) (sdk.EmbedderInfo, error) {
+	r.mu.Lock()
+	info := r.info
+	r.mu.Unlock()
+	if info != nil && !fresh {
+		return *info, nil
+	}
+	got, err := r.cfg.Embedder.EmbedderInfo(ctx)
+	if err != nil {
+		return sdk.EmbedderInfo{}, fmt.Errorf("embedder info: %w", err)
+	}
+	if got.Model == "" || got.Dimensions <= 0 || got.MaxBatch <= 0 {
+		return sdk.EmbedderInfo{}, fmt.Errorf("embedder info: model %q, %d dimensions, batch %d: %w", got.Model, got.Dimensions, got.MaxBatch, sdk.ErrInvalid)
+	}
+	r.mu.Lock()
+	r.info = &got
+	r.mu.Unlock()
+	return got, nil
+}
+
+// forgetInfo drops the cached Info, so the next call asks again: a
+// restarted embedder may make another model.
+func (r *realm) forgetInfo() {
+	r.mu.Lock()
+	r.info = nil
+	r.mu.Unlock()
+}
+
+// embed embeds texts in calls of at most info.MaxBatch and checks the
+// answer's shape: one vector per text, each of info.Dimensions finite
+// numbers.
+func embed(ctx context.Context, e sdk.Embedder, info sdk.EmbedderInfo, purpose sdk.EmbedPurpose, texts []string) ([][]float32, error) {
+	out := make([][]float32, 0, len(texts))
+	for start := 0; start < len(texts); start += info.MaxBatch {
+		chunk := texts[start:min(start+info.MaxBatch, len(texts))]
+		vecs, err := e.Embed(ctx, sdk.EmbedRequest{Purpose: purpose, Texts: chunk})
+		if err != nil {
+			return nil, err
+		}
+		if len(vecs) != len(chunk) {
+			return nil, fmt.Errorf("%w: %d vectors for %d texts", errBadAnswer, len(vecs), len(chunk))
+		}
+		for i, v := range vecs {
+			if len(v) != info.Dimensions {
+				return nil, fmt.Errorf("%w: a vector of %d dimensions, it declares %d", errBadAnswer, len(v), info.Dimensions)
+			}
+			for _, x := range v {
+				if x != x || x > maxFinite || x < -maxFinite {
+					return nil, fmt.Errorf("%w: a vector with a non-finite value (text %d)", errBadAnswer, start+i)
+				}
+			}
+		}
+		out = append(out, vecs...)
+	}
+	return out, nil
+}
+
+const maxFinite = 3.4028234663852886e38
+
+// errBadAnswer is an embedder's answer of the wrong shape: the embedder's
+// fault, never the texts' (sdk.ErrInvalid from the embedder refuses a
+// text), so a backlog step fails and is retried.
+var errBadAnswer = errors.New("the embedder answered badly")
+
+// clip cuts s to at most n bytes on a character boundary (n <= 0: no
+// limit): a long record is embedded by its beginning rather than refused.
+func clip(s string, n int) string {
+	if n <= 0 || len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// documentText is what a record is embedded by: its title and body.
+func documentText(r sdk.Record) string {
+	if r.Title == "" {
+		return r.Body
+	}
+	return r.Title + "\n\n" + r.Body
+}
+
+// run drains the realm's backlog until ctx ends.
+func (r *realm) run(ctx context.Context) {
+	after := ""
+	wait := time.Duration(0)
+	stored := 0 // vectors stored in this pass over the backlog
+	for {
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-r.kick:
+				if r.status().State != StateFailing {
+					break
+				}
+				// A failing backlog waits out its backoff: kicks come with
+				// every write.
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return
+				case <-t.C:
+				}
+			case <-t.C:
+			}
+			t.Stop()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		n, put, next, err := r.step(ctx, after)
+		stored += put
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			wait = r.failed(err, wait)
+		case n == 0 && after != "" && stored > 0:
+			// Another pass from the start, for ids written behind the cursor.
+			after, wait, stored = "", 0, 0
+		case n == 0:
+			// Only refused records are left (or none). Writes kick; the
+			// poll is the safety net, and slows while the realm is idle.
+			r.setState(StateIdle, "")
+			after, stored = "", 0
+			wait = min(max(2*wait, r.opts.Poll), 64*r.opts.Poll)
+		default:
+			after, wait = next, 0
+		}
+	}
+}
+
+// failed records a failed step and answers the next wait.
+func (r *realm) failed(err error, last time.Duration) time.Duration {
+	r.forgetInfo()
+	r.mu.Lock()
+	first := r.state != StateFailing
+	r.state, r.lastErr = StateFailing, err.Error()
+	r.mu.Unlock()
+	if first {
+		r.opts.Logger.Warn("embedding backlog step failed; retrying with backoff", "realm", r.cfg.Name, "error", err)
+	}
+	return min(max(2*last, 100*time.Millisecond), r.opts.MaxBackoff)
+}
+
+func (r *realm) setState(state, lastErr string) {
+	r.mu.Lock()
+	r.state, r.lastErr = state, lastErr
+	r.mu.Unlock()
+}
+
+// step embeds one page of the backlog after the cursor and answers how
+// many ids the page held, how many vectors it stored and the new cursor.
+func (r *realm) step(ctx context.Context, after string) (int, int, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.opts.CallTimeout)
+	defer cancel()
+	// Each pass asks anew: the embedder may now make another model.
+	info, err := r.embedderInfo(ctx, after == "")
+	if err != nil {
+		return 0, 0, "", err
+	}
+	ids, err := r.cfg.Vectors.MissingVectors(ctx, r.cfg.Name, info.Model, after, r.opts.Batch)
+	if err != nil {
+		return 0, 0, "", fmt.Errorf("missing vectors: %w", err)
+	}
+	if len(ids) == 0 {
+		return 0, 0, "", nil
+	}
+	r.setState(StateDraining, "")
+	start := time.Now()
+	recs, err := r.cfg.Records.Get(ctx, r.cfg.Name, ids)
+	if err != nil {
+		return 0, 0, "", fmt.Errorf("get records: %w", err)
+	}
+	recs = r.notRefused(recs, info.Model)
+	if len(recs) == 0 {
+		return len(ids), 0, ids[len(ids)-1], nil
+	}
+	texts := make([]string, len(recs))
+	for i := range recs {
+		texts[i] = clip(documentText(recs[i]), info.MaxInputBytes)
+	}
+	vecs, err := embed(ctx, r.cfg.Embedder, info, sdk.EmbedDocument, texts)
+	if errors.Is(err, sdk.ErrInvalid) && len(texts) > 1 {
+		// One text the embedder refuses must not hold up the realm: embed
+		// one by one and leave the refused ones behind the cursor.
+		vecs, err = r.oneByOne(ctx, info, recs, texts)
+	}
+	if err != nil {
+		return 0, 0, "", fmt.Errorf("embed: %w", err)
+	}
+	put := make([]sdk.RecordVector, 0, len(recs))
+	for i := range recs {
+		if vecs[i] != nil {
+			put = append(put, sdk.RecordVector{ID: recs[i].ID, Model: info.Model, Vector: vecs[i]})
+		}
+	}
+	if len(put) > 0 {
+		if err := r.cfg.Vectors.PutVectors(ctx, r.cfg.Name, put); err != nil {
+			return 0, 0, "", fmt.Errorf("put vectors: %w", err)
+		}
+	}
+	took := time.Since(start)
+	r.mu.Lock()
+	r.embedded += int64(len(put))
+	if took > 0 {
+		r.rate = float64(len(put)) / took.Seconds()
+	}
+	r.mu.Unlock()
+	return len(ids), len(put), ids[len(ids)-1], nil
+}
+
+// notRefused drops the records the embedder refused under model.
+func (r *realm) notRefused(recs []sdk.Record, model string) []sdk.Record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := recs[:0]
+	for _, rec := range recs {
+		if m, ok := r.refused[rec.ID]; !ok || m != model {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// oneByOne embeds texts singly; a record whose text the embedder refuses
+// as invalid gets a nil vector and is remembered as refused (logged once),
+// any other failure fails the step.
+func (r *realm) oneByOne(ctx context.Context, info sdk.EmbedderInfo, recs []sdk.Record, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		v, err := embed(ctx, r.cfg.Embedder, info, sdk.EmbedDocument, []string{t})
+		switch {
+		case errors.Is(err, sdk.ErrInvalid):
+			r.mu.Lock()
+			r.refused[recs[i].ID] = info.Model
+			r.mu.Unlock()
+			r.opts.Logger.Warn("the embedder refused a record; it stays without a vector", "realm", r.cfg.Name, "record", recs[i].ID, "error", err)
+		case err != nil:
+			return nil, err
+		default:
+			out[i] = v[0]
+		}
+	}
+	return out, nil
+}
+
+// WaitDrained wakes realm's backlog and waits until every live record
+// of it has a vector from the current model (records the embedder
+// refused aside), or ctx ends. A realm without an embedder is drained.
+func (e *Engine) WaitDrained(ctx context.Context, realm string) error {
+	r := e.realm(realm)
+	if r == nil {
+		return nil
+	}
+	e.Written(realm)
+	for {
+		info, err := r.embedderInfo(ctx, false)
+		if err == nil {
+			var ids []string
+			ids, err = r.cfg.Vectors.MissingVectors(ctx, realm, info.Model, "", r.opts.Batch)
+			if err == nil && len(r.notRefused(asRecords(ids), info.Model)) == 0 {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for realm %q's embeddings: %w (last: %v)", realm, ctx.Err(), err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func asRecords(ids []string) []sdk.Record {
+	out := make([]sdk.Record, len(ids))
+	for i, id := range ids {
+		out[i].ID = id
+	}
+	return out
+}
+
+// Status is one realm's semantic state, for /v1/plugins and metrics.
+type Status struct {
+	Realm    string `json:"realm"`
+	Model    string `json:"model,omitempty"`
+	State    string `json:"state"`
+	Embedded int64  `json:"embedded"`
+	// Rate is records embedded per second over the last backlog step.
+	Rate      float64          `json:"rate_per_second,omitempty"`
+	Fallbacks map[string]int64 `json:"fallbacks,omitempty"`
+	LastError string           `json:"last_error,omitempty"`
+}
+
+// Status answers every realm's state, by realm name.
+func (e *Engine) Status() []Status {
+	if e == nil {
+		return nil
+	}
+	e.mu.Lock()
+	realms := make([]*realm, 0, len(e.realms))
+	for _, r := range e.realms {
+		realms = append(realms, r)
+	}
+	e.mu.Unlock()
+	out := make([]Status, 0, len(realms))
+	for _, r := range realms {
+		out = append(out, r.status())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Realm < out[j].Realm })
+	return out
+}
+
+func (r *realm) status() Status {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := Status{Realm: r.cfg.Name, State: r.state, Embedded: r.embedded, Rate: r.rate, LastError: r.lastErr}
+	if r.info != nil {
+		s.Model = r.info.Model
+	}
+	if len(r.fallbacks) > 0 {
+		s.Fallbacks = make(map[string]int64, len(r.fallbacks))
+		for k, v := range r.fallbacks {
+			s.Fallbacks[k] = v
+		}
+	}
+	return s
+}

@@ -1,0 +1,505 @@
+package hybrid
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/memhost/memhost/sdk"
+)
+
+// fakeEmbedder makes a deterministic vector per text. Its behaviour is
+// switched by the test while a backlog runs.
+type fakeEmbedder struct {
+	mu      sync.Mutex
+	model   string
+	dims    int
+	batch   int
+	maxIn   int
+	fail    error           // every call fails with it
+	refuse  string          // a text containing it is refused as invalid
+	block   bool            // calls wait for their context
+	wrongN  bool            // answers one vector too few
+	wrongD  bool            // answers vectors one dimension short
+	calls   int             // Embed calls
+	biggest int             // the largest batch seen
+	seen    map[string]bool // texts embedded as documents
+}
+
+func newEmbedder(model string) *fakeEmbedder {
+	return &fakeEmbedder{model: model, dims: 4, batch: 3, maxIn: 64, seen: map[string]bool{}}
+}
+
+func (f *fakeEmbedder) EmbedderInfo(context.Context) (sdk.EmbedderInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return sdk.EmbedderInfo{}, f.fail
+	}
+	return sdk.EmbedderInfo{Model: f.model, Dimensions: f.dims, MaxBatch: f.batch, MaxInputBytes: f.maxIn, Deterministic: true}, nil
+}
+
+func (f *fakeEmbedder) Embed(ctx context.Context, req sdk.EmbedRequest) ([][]float32, error) {
+	f.mu.Lock()
+	f.calls++
+	f.biggest = max(f.biggest, len(req.Texts))
+	fail, block, refuse, wrongN, wrongD, dims := f.fail, f.block, f.refuse, f.wrongN, f.wrongD, f.dims
+	f.mu.Unlock()
+	if block {
+		<-ctx.Done()
+		return nil, fmt.Errorf("embed: %w", sdk.ErrDeadline)
+	}
+	if fail != nil {
+		return nil, fail
+	}
+	if len(req.Texts) > f.batch {
+		return nil, fmt.Errorf("%d texts over the batch of %d: %w", len(req.Texts), f.batch, sdk.ErrInvalid)
+	}
+	out := make([][]float32, 0, len(req.Texts))
+	for _, t := range req.Texts {
+		if len(t) > f.maxIn {
+			return nil, fmt.Errorf("text of %d bytes: %w", len(t), sdk.ErrInvalid)
+		}
+		if refuse != "" && strings.Contains(t, refuse) {
+			return nil, fmt.Errorf("refused: %w", sdk.ErrInvalid)
+		}
+		if req.Purpose == sdk.EmbedDocument {
+			f.mu.Lock()
+			f.seen[t] = true
+			f.mu.Unlock()
+		}
+		if wrongD {
+			out = append(out, vectorOf(t, dims-1))
+		} else {
+			out = append(out, vectorOf(t, dims))
+		}
+	}
+	if wrongN {
+		out = out[:len(out)-1]
+	}
+	return out, nil
+}
+
+func (f *fakeEmbedder) set(fn func(*fakeEmbedder)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f)
+}
+
+func vectorOf(text string, dims int) []float32 {
+	h := fnv.New64a()
+	h.Write([]byte(text))
+	s := h.Sum64()
+	v := make([]float32, dims)
+	for i := range v {
+		v[i] = float32((s>>(8*i))&0xff) / 255
+	}
+	return v
+}
+
+// fakeStore is a provider's records and vectors in memory.
+type fakeStore struct {
+	mu      sync.Mutex
+	records map[string]sdk.Record
+	vectors map[string]sdk.RecordVector
+	failPut error
+}
+
+func newStore(n int) *fakeStore {
+	s := &fakeStore{records: map[string]sdk.Record{}, vectors: map[string]sdk.RecordVector{}}
+	for i := range n {
+		s.add(fmt.Sprintf("r%03d", i), fmt.Sprintf("title %d", i), fmt.Sprintf("body of record %d", i))
+	}
+	return s
+}
+
+func (s *fakeStore) add(id, title, body string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.records[id] = sdk.Record{ID: id, Title: title, Body: body}
+}
+
+func (s *fakeStore) PutVectors(_ context.Context, _ string, vecs []sdk.RecordVector) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failPut != nil {
+		return s.failPut
+	}
+	for _, v := range vecs {
+		if _, ok := s.records[v.ID]; ok {
+			s.vectors[v.ID] = v
+		}
+	}
+	return nil
+}
+
+func (s *fakeStore) MissingVectors(_ context.Context, _, model, after string, limit int) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []string
+	for id := range s.records {
+		if v, ok := s.vectors[id]; (!ok || v.Model != model) && id > after {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids[:min(limit, len(ids))], nil
+}
+
+func (s *fakeStore) Get(_ context.Context, _ string, ids []string) ([]sdk.Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []sdk.Record
+	for _, id := range ids {
+		if r, ok := s.records[id]; ok {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// withModel counts the records whose vector the model made.
+func (s *fakeStore) withModel(model string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, v := range s.vectors {
+		if v.Model == model {
+			n++
+		}
+	}
+	return n
+}
+
+func engine(t *testing.T, e sdk.Embedder, s *fakeStore, opts Options) *Engine {
+	t.Helper()
+	opts.Poll = cmpOr(opts.Poll, 5*time.Millisecond)
+	opts.MaxBackoff = cmpOr(opts.MaxBackoff, 20*time.Millisecond)
+	opts.Batch = max(opts.Batch, 7)
+	eng, err := New([]Realm{{Name: "default", Embedder: e, Vectors: s, Records: s, Fusion: sdk.Fusion{Lexical: 0.6, Semantic: 0.4}}}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eng
+}
+
+func cmpOr(a, b time.Duration) time.Duration {
+	if a != 0 {
+		return a
+	}
+	return b
+}
+
+// running starts eng's backlogs until the test ends.
+func running(t *testing.T, eng *Engine) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { eng.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// eventually polls cond for up to 20 s (a wait, not a speed assertion).
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("never: %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func TestBacklogDrainsEveryRecordInBatches(t *testing.T) {
+	emb, store := newEmbedder("m1"), newStore(40)
+	eng := engine(t, emb, store, Options{})
+	running(t, eng)
+	eventually(t, "40 records embedded", func() bool { return store.withModel("m1") == 40 })
+	eventually(t, "the backlog idle", func() bool { return eng.Status()[0].State == StateIdle })
+	st := eng.Status()[0]
+	if st.Embedded != 40 || st.Model != "m1" || st.LastError != "" {
+		t.Errorf("status %+v, want 40 embedded by m1 and no error", st)
+	}
+	emb.mu.Lock()
+	biggest := emb.biggest
+	emb.mu.Unlock()
+	if biggest > 3 {
+		t.Errorf("a call carried %d texts, over the declared batch of 3", biggest)
+	}
+	for id, v := range store.vectors {
+		r := store.records[id]
+		if want := vectorOf(r.Title+"\n\n"+r.Body, 4); fmt.Sprint(v.Vector) != fmt.Sprint(want) {
+			t.Fatalf("record %s carries %v, want the embedding of its title and body %v", id, v.Vector, want)
+		}
+	}
+
+	// A record written later is embedded at the next look; a kick makes
+	// it now.
+	store.add("r999", "late", "written after the drain")
+	eng.Written("default")
+	eventually(t, "the late record embedded", func() bool { return store.withModel("m1") == 41 })
+}
+
+func TestModelChangeReembedsEverything(t *testing.T) {
+	emb, store := newEmbedder("m1"), newStore(20)
+	eng := engine(t, emb, store, Options{})
+	running(t, eng)
+	eventually(t, "20 records embedded by m1", func() bool { return store.withModel("m1") == 20 })
+	emb.set(func(f *fakeEmbedder) { f.model = "m2" })
+	eventually(t, "20 records embedded by m2", func() bool { return store.withModel("m2") == 20 })
+	if st := eng.Status()[0]; st.Model != "m2" {
+		t.Errorf("status model %q, want m2", st.Model)
+	}
+}
+
+func TestBacklogSurvivesAnOutage(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		break_ func(*fakeEmbedder, *fakeStore)
+		mend   func(*fakeEmbedder, *fakeStore)
+	}{
+		{"embedder down", func(f *fakeEmbedder, _ *fakeStore) { f.fail = fmt.Errorf("down: %w", sdk.ErrUnavailable) }, func(f *fakeEmbedder, _ *fakeStore) { f.fail = nil }},
+		{"wrong count", func(f *fakeEmbedder, _ *fakeStore) { f.wrongN = true }, func(f *fakeEmbedder, _ *fakeStore) { f.wrongN = false }},
+		{"wrong dimensions", func(f *fakeEmbedder, _ *fakeStore) { f.wrongD = true }, func(f *fakeEmbedder, _ *fakeStore) { f.wrongD = false }},
+		{"provider refuses vectors", func(_ *fakeEmbedder, s *fakeStore) { s.failPut = fmt.Errorf("disk full: %w", sdk.ErrUnavailable) }, func(_ *fakeEmbedder, s *fakeStore) { s.failPut = nil }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			emb, store := newEmbedder("m1"), newStore(15)
+			emb.set(func(f *fakeEmbedder) { store.mu.Lock(); tc.break_(f, store); store.mu.Unlock() })
+			eng := engine(t, emb, store, Options{})
+			running(t, eng)
+			eventually(t, "the backlog failing", func() bool { return eng.Status()[0].State == StateFailing })
+			if st := eng.Status()[0]; st.LastError == "" || store.withModel("m1") != 0 {
+				t.Errorf("while broken: status %+v, %d vectors stored; want the error and none stored", st, store.withModel("m1"))
+			}
+			emb.set(func(f *fakeEmbedder) { store.mu.Lock(); tc.mend(f, store); store.mu.Unlock() })
+			eventually(t, "every record embedded after the outage", func() bool { return store.withModel("m1") == 15 })
+			eventually(t, "the backlog idle", func() bool { return eng.Status()[0].State == StateIdle })
+		})
+	}
+}
+
+func TestARefusedRecordDoesNotHoldUpTheRealm(t *testing.T) {
+	emb, store := newEmbedder("m1"), newStore(10)
+	store.add("r004", "poison", "the embedder refuses this one")
+	emb.set(func(f *fakeEmbedder) { f.refuse = "poison" })
+	eng := engine(t, emb, store, Options{})
+	running(t, eng)
+	eventually(t, "the other 9 embedded", func() bool { return store.withModel("m1") == 9 })
+	eventually(t, "the backlog idle", func() bool { return eng.Status()[0].State == StateIdle })
+	if _, ok := store.vectors["r004"]; ok {
+		t.Error("the refused record got a vector")
+	}
+}
+
+func TestLongRecordsAreClippedNotRefused(t *testing.T) {
+	emb, store := newEmbedder("m1"), newStore(0)
+	store.add("long", "ééé", strings.Repeat("é", 200)) // 2-byte characters over the 64-byte input limit
+	eng := engine(t, emb, store, Options{})
+	running(t, eng)
+	eventually(t, "the long record embedded", func() bool { return store.withModel("m1") == 1 })
+	for text := range emb.seen {
+		if len(text) > 64 || !strings.HasPrefix("ééé\n\n"+strings.Repeat("é", 200), text) {
+			t.Errorf("embedded %q (%d bytes), want a prefix of at most 64 bytes on a character boundary", text, len(text))
+		}
+	}
+}
+
+func TestPrepareRecall(t *testing.T) {
+	base := func() sdk.RecallQuery { return sdk.RecallQuery{Realm: "default", Query: "evening routine"} }
+	for _, tc := range []struct {
+		name       string
+		query      func() sdk.RecallQuery
+		embedder   func(*fakeEmbedder)
+		deadline   time.Duration // 0: none
+		wantReason string
+		wantVector bool
+	}{
+		{name: "embeds the query", query: base, wantVector: true},
+		{name: "another realm stays lexical", query: func() sdk.RecallQuery { q := base(); q.Realm = "other"; return q }},
+		{name: "an empty query stays lexical", query: func() sdk.RecallQuery { q := base(); q.Query = ""; return q }},
+		{name: "embedder down", query: base, embedder: func(f *fakeEmbedder) { f.fail = sdk.ErrUnavailable }, wantReason: ReasonEmbedderUnavailable},
+		{name: "embedder slow", query: base, embedder: func(f *fakeEmbedder) { f.block = true }, deadline: time.Second, wantReason: ReasonEmbedderUnavailable},
+		{name: "wrong dimensions", query: base, embedder: func(f *fakeEmbedder) { f.wrongD = true }, wantReason: ReasonEmbedderUnavailable},
+		{name: "no answer", query: base, embedder: func(f *fakeEmbedder) { f.wrongN = true }, wantReason: ReasonEmbedderUnavailable},
+		{name: "deadline spent", query: base, deadline: -time.Second, wantReason: ReasonNoTime},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			emb := newEmbedder("m1")
+			if tc.embedder != nil {
+				emb.set(tc.embedder)
+			}
+			eng := engine(t, emb, newStore(0), Options{QueryTimeout: time.Hour}) // the recall's deadline rules
+			ctx := context.Background()
+			if tc.deadline != 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tc.deadline)
+				defer cancel()
+			}
+			q := tc.query()
+			reason := eng.PrepareRecall(ctx, &q)
+			if reason != tc.wantReason {
+				t.Errorf("reason %q, want %q", reason, tc.wantReason)
+			}
+			if got := q.QueryVector != nil; got != tc.wantVector {
+				t.Fatalf("query vector %v, want one: %v", q.QueryVector, tc.wantVector)
+			}
+			if tc.wantVector {
+				if fmt.Sprint(q.QueryVector) != fmt.Sprint(vectorOf("evening routine", 4)) || q.VectorModel != "m1" || q.Fusion != (sdk.Fusion{Lexical: 0.6, Semantic: 0.4}) {
+					t.Errorf("query %+v, want the query's vector by m1 with the realm's fusion", q)
+				}
+			}
+			if tc.wantReason != "" {
+				if got := eng.Status()[0].Fallbacks[tc.wantReason]; got != 1 {
+					t.Errorf("fallbacks[%s] = %d, want 1", tc.wantReason, got)
+				}
+			}
+		})
+	}
+}
+
+func TestFallbackLogsOncePerMinute(t *testing.T) {
+	var buf bytes.Buffer
+	emb := newEmbedder("m1")
+	emb.set(func(f *fakeEmbedder) { f.fail = errors.New("connection refused") })
+	eng := engine(t, emb, newStore(0), Options{Logger: hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Warn})})
+	for range 5 {
+		q := sdk.RecallQuery{Realm: "default", Query: "anything"}
+		eng.PrepareRecall(context.Background(), &q)
+	}
+	if n := strings.Count(buf.String(), "recall stays lexical"); n != 1 {
+		t.Errorf("%d log lines for 5 fallbacks, want 1:\n%s", n, buf.String())
+	}
+	if got := eng.Status()[0].Fallbacks[ReasonEmbedderUnavailable]; got != 5 {
+		t.Errorf("counted %d fallbacks, want 5", got)
+	}
+}
+
+func TestNewRefusesABadSetup(t *testing.T) {
+	emb, store := newEmbedder("m1"), newStore(0)
+	good := Realm{Name: "a", Embedder: emb, Vectors: store, Records: store}
+	for _, tc := range []struct {
+		name   string
+		realms []Realm
+		want   string
+	}{
+		{"no name", []Realm{{Embedder: emb, Vectors: store, Records: store}}, "no name"},
+		{"no embedder", []Realm{{Name: "a", Vectors: store, Records: store}}, "needs an embedder"},
+		{"no vectors", []Realm{{Name: "a", Embedder: emb, Records: store}}, "stores vectors"},
+		{"negative weight", []Realm{{Name: "a", Embedder: emb, Vectors: store, Records: store, Fusion: sdk.Fusion{Semantic: -1}}}, "negative"},
+		{"twice", []Realm{good, good}, "twice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(tc.realms, Options{})
+			if !errors.Is(err, sdk.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("New = %v, want sdk.ErrInvalid saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestClip(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"hello", 0, "hello"},
+		{"hello", 10, "hello"},
+		{"hello", 3, "hel"},
+		{"héllo", 2, "h"}, // é is 2 bytes at 1..2
+		{"héllo", 3, "hé"},
+		{"日本語", 4, "日"},
+	} {
+		if got := clip(tc.s, tc.n); got != tc.want {
+			t.Errorf("clip(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
+		}
+	}
+}
+
+func TestEmbedRefusesNonFinite(t *testing.T) {
+	e := embedderFunc(func(context.Context, sdk.EmbedRequest) ([][]float32, error) {
+		return [][]float32{{0, float32(math.Inf(1)), 0, 0}}, nil
+	})
+	_, err := embed(context.Background(), e, sdk.EmbedderInfo{Model: "m", Dimensions: 4, MaxBatch: 1}, sdk.EmbedQuery, []string{"x"})
+	if !errors.Is(err, errBadAnswer) {
+		t.Errorf("embed with an infinite value = %v, want a bad answer", err)
+	}
+	nan := embedderFunc(func(context.Context, sdk.EmbedRequest) ([][]float32, error) {
+		return [][]float32{{float32(math.NaN()), 0, 0, 0}}, nil
+	})
+	if _, err := embed(context.Background(), nan, sdk.EmbedderInfo{Model: "m", Dimensions: 4, MaxBatch: 1}, sdk.EmbedQuery, []string{"x"}); !errors.Is(err, errBadAnswer) {
+		t.Errorf("embed with NaN = %v, want a bad answer", err)
+	}
+}
+
+type embedderFunc func(context.Context, sdk.EmbedRequest) ([][]float32, error)
+
+func (f embedderFunc) EmbedderInfo(context.Context) (sdk.EmbedderInfo, error) {
+	return sdk.EmbedderInfo{Model: "m", Dimensions: 4, MaxBatch: 1}, nil
+}
+func (f embedderFunc) Embed(ctx context.Context, r sdk.EmbedRequest) ([][]float32, error) {
+	return f(ctx, r)
+}
+
+// TestUnlistedRealmsStartOnFirstUse: a realm without a block (served as
+// the default realm is) gets its backlog at its first write or recall,
+// up to MaxRealms of them.
+func TestUnlistedRealmsStartOnFirstUse(t *testing.T) {
+	emb := newEmbedder("m1")
+	stores := map[string]*fakeStore{"acme": newStore(5), "globex": newStore(5), "initech": newStore(5)}
+	eng, err := New(nil, Options{Poll: 5 * time.Millisecond, MaxRealms: 2, Unlisted: func(name string) (Realm, bool) {
+		s, ok := stores[name]
+		return Realm{Name: name, Embedder: emb, Vectors: s, Records: s}, ok
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	running(t, eng)
+	if len(eng.Status()) != 0 {
+		t.Fatalf("status before any use: %+v", eng.Status())
+	}
+	eng.Written("acme")
+	q := sdk.RecallQuery{Realm: "globex", Query: "anything"}
+	if reason := eng.PrepareRecall(context.Background(), &q); reason != "" || q.QueryVector == nil {
+		t.Fatalf("recall in an unlisted realm: reason %q, vector %v", reason, q.QueryVector)
+	}
+	eventually(t, "both realms embedded", func() bool { return stores["acme"].withModel("m1") == 5 && stores["globex"].withModel("m1") == 5 })
+	// Past MaxRealms a realm stays lexical; a realm Unlisted refuses too.
+	for _, name := range []string{"initech", "unknown"} {
+		q := sdk.RecallQuery{Realm: name, Query: "anything"}
+		if reason := eng.PrepareRecall(context.Background(), &q); reason != "" || q.QueryVector != nil {
+			t.Errorf("recall in %s: reason %q, vector %v; want plain lexical", name, reason, q.QueryVector)
+		}
+	}
+	if n := len(eng.Status()); n != 2 {
+		t.Errorf("%d realms running, want 2", n)
+	}
+}
+
+func TestWaitDrained(t *testing.T) {
+	emb, store := newEmbedder("m1"), newStore(30)
+	store.add("r900", "poison", "refused")
+	emb.set(func(f *fakeEmbedder) { f.refuse = "poison" })
+	eng := engine(t, emb, store, Options{Poll: time.Hour}) // only the kick wakes it
+	running(t, eng)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := eng.WaitDrained(ctx, "default"); err != nil {
+		t.Fatal(err)
+	}
+	if n := store.withModel("m1"); n != 30 {
+		t.Errorf("drained with %d of 30 records embedded", n)
+	}
+	if err := eng.WaitDrained(ctx, "lexical-realm"); err != nil {
+		t.Errorf("a realm without an embedder: %v", err)
+	}
+}
