@@ -46,7 +46,7 @@ embedder "vectors" {
 	if !found {
 		t.Fatalf("/v1/plugins does not list the embedder: %+v", plugins)
 	}
-	if logs := m.logs(); !strings.Contains(logs, `vectors`) || !strings.Contains(logs, `is declared but unused: recall does not use embedders yet`) {
+	if logs := m.logs(); !strings.Contains(logs, `vectors`) || !strings.Contains(logs, `is declared but unused: no realm block names it`) {
 		t.Errorf("the start does not say the embedder is unused:\n%s", logs)
 	}
 }

@@ -39,7 +39,7 @@ func semanticRecall(cfg *config.Config, sup *pluginhost.Supervisor, providerOf f
 			return hybrid.Realm{}, false
 		}
 		hp := sdkhost.ProviderOf(p)
-		vectors, ok := hp.Vectors()
+		vectors, ok := hp.VectorStore()
 		getter, ok2 := hp.Getter()
 		if !ok || !ok2 {
 			return hybrid.Realm{}, false

@@ -501,7 +501,7 @@ func TestWarnings(t *testing.T) {
 		{"operator_resolver \"o\" { plugin = \"static\" }\ncoordinator {\n  operator_resolver = \"o\"\n}", `memhost/memhost.hcl:3: operator_resolver has no effect while operator_scope = "off"`},
 		{"provider \"a\" { plugin = \"sqlite\" }\nprovider \"b\" { plugin = \"bleve\" }\nrealm \"default\" { provider = \"a\" }", `memhost/memhost.hcl:2: provider "b" is declared but unused: no realm block names it`},
 		{"selector \"s\" { plugin = \"lexical\" }", `memhost/memhost.hcl:1: selector "s" is declared but unused: coordinator.selector does not name it`},
-		{"embedder \"e\" {\n  plugin = \"openai\"\n  config = { base_url = \"http://localhost:8080/v1\", model = \"m\", dimensions = 4 }\n}", `memhost/memhost.hcl:1: embedder "e" is declared but unused: recall does not use embedders yet`},
+		{"embedder \"e\" {\n  plugin = \"openai\"\n  config = { base_url = \"http://localhost:8080/v1\", model = \"m\", dimensions = 4 }\n}", `memhost/memhost.hcl:1: embedder "e" is declared but unused: no realm block names it`},
 	}
 	for _, tt := range tests {
 		w := strings.Join(mustParse(t, tt.src).Warnings(), "\n")

@@ -422,6 +422,7 @@ func (c *Config) Warnings() []string {
 	used := map[string]bool{co.Selector: true, co.MobResolver: true, co.OperatorResolver: true, co.Compactor: true}
 	for _, r := range c.Realms {
 		used[r.Provider] = true
+		used[r.Embedder] = true
 	}
 	for i, in := range c.Instances {
 		if !used[in.Name] {
@@ -430,7 +431,7 @@ func (c *Config) Warnings() []string {
 			case sdk.KindProvider:
 				what = "no realm block names it"
 			case sdk.KindEmbedder:
-				what = "recall does not use embedders yet"
+				what = "no realm block names it (realm \"<name>\" { embedder = ... })"
 			}
 			warn(fmt.Sprintf("instance[%d]", i), "%s %q is declared but unused: %s.", in.Kind, in.Name, what)
 		}
