@@ -384,8 +384,13 @@ func TestIndexStaysExact(t *testing.T) {
 // TestScoresAreBM25 recomputes the documented formula in Go over the
 // records written and compares every score recall answers.
 func TestScoresAreBM25(t *testing.T) {
-	schema := schemaFor(t.Name())
-	s := openStore(t, schema)
+	for _, path := range recallPaths {
+		t.Run(path, func(t *testing.T) { testScoresAreBM25(t, path) })
+	}
+}
+
+func testScoresAreBM25(t *testing.T, path string) {
+	s := openPath(t, schemaFor(t.Name()), path)
 	ctx := context.Background()
 	recs := []sdk.Record{
 		{Title: "Espresso order", Description: "coffee habits", Body: "Alice takes espresso without sugar, espresso twice.", Tags: []string{"coffee"}},
@@ -452,14 +457,10 @@ func TestScoresAreBM25(t *testing.T) {
 // the scores are sdk/index's over every realm (StatsIndex, as the sqlite
 // provider ranks).
 func TestStatistics(t *testing.T) {
-	for _, mode := range []string{"realm", "store"} {
-		t.Run(mode, func(t *testing.T) {
-			testDSN(t)
-			s := New()
-			if err := s.Configure(context.Background(), configJSON(schemaFor(t.Name()), "statistics", mode)); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
+	for _, c := range [][2]string{{"realm", "sql"}, {"store", "sql"}, {"realm", "replica"}, {"store", "replica"}} {
+		mode := c[0]
+		t.Run(mode+"/"+c[1], func(t *testing.T) {
+			s := openPath(t, schemaFor(t.Name()), c[1], "statistics", mode)
 			ctx := context.Background()
 			ref, err := sdkindex.New(sdkindex.Options{Weights: fieldWeights[:], ContextWeight: sdkindex.ContextWeight})
 			if err != nil {
@@ -515,9 +516,15 @@ func TestStatistics(t *testing.T) {
 
 // TestRecallFiltersInSQL covers filters the conformance kit checks only
 // lightly: tags (case-folded), excluded tags and ids, scopes, with more
-// matches than the limit.
+// matches than the limit; from SQL and from the replica.
 func TestRecallFiltersInSQL(t *testing.T) {
-	s := openStore(t, schemaFor(t.Name()))
+	for _, path := range recallPaths {
+		t.Run(path, func(t *testing.T) { testRecallFilters(t, path) })
+	}
+}
+
+func testRecallFilters(t *testing.T, path string) {
+	s := openPath(t, schemaFor(t.Name()), path)
 	ctx := context.Background()
 	var recs []sdk.Record
 	for i := range 40 {
@@ -579,12 +586,12 @@ func TestPrunedRecallIsExact(t *testing.T) {
 	schema := schemaFor(t.Name())
 	plans := map[string]int{}
 	var mu sync.Mutex
-	pruned := openStore(t, schema, func(s *Store) {
+	pruned := openStoreWith(t, configJSON(schema, "replica", sqlOnly), func(s *Store) {
 		// Thresholds scaled to the small corpus, so most queries prune.
 		s.recall.pruneMin, s.recall.seed, s.recall.probeCost = 1, 40, 1
 		s.recall.plan = func(p string) { mu.Lock(); plans[p]++; mu.Unlock() }
 	})
-	whole := openStore(t, schema, func(s *Store) { s.recall.noPrune = true })
+	whole := openStoreWith(t, configJSON(schema, "replica", sqlOnly), func(s *Store) { s.recall.noPrune = true })
 	ctx := context.Background()
 	const n = 2000
 	for i := 0; i < n; i += 1000 {
