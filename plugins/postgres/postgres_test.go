@@ -48,6 +48,15 @@ func TestParseConfig(t *testing.T) {
 		{"not an object", `["GOOD_DSN"]`, "JSON object"},
 		{"realm statistics", `{"dsn_env": "GOOD_DSN", "statistics": "realm"}`, ""},
 		{"statistics value", `{"dsn_env": "GOOD_DSN", "statistics": "global"}`, "statistics: is \"global\""},
+		{"replica keys", `{"dsn_env": "GOOD_DSN", "replica": {"enabled": true, "poll_interval": "250ms", "read_wait": "0s", "max_lag": "5s", "change_retention": "24h"}}`, ""},
+		{"replica off", `{"dsn_env": "GOOD_DSN", "replica": {"enabled": false}}`, ""},
+		{"replica poll too fast", `{"dsn_env": "GOOD_DSN", "replica": {"poll_interval": "5ms"}}`, "replica.poll_interval: is 5ms, must be 10ms to 1m0s"},
+		{"replica wait too long", `{"dsn_env": "GOOD_DSN", "replica": {"read_wait": "11s"}}`, "replica.read_wait: is 11s"},
+		{"replica lag syntax", `{"dsn_env": "GOOD_DSN", "replica": {"max_lag": "soon"}}`, "replica.max_lag: \"soon\" is not a duration"},
+		{"replica retention too short", `{"dsn_env": "GOOD_DSN", "replica": {"change_retention": "30s"}}`, "replica.change_retention: is 30s"},
+		{"replica unknown key", `{"dsn_env": "GOOD_DSN", "replica": {"lag": "1s"}}`, "unknown field"},
+		{"replica not an object", `{"dsn_env": "GOOD_DSN", "replica": true}`, "replica"},
+		{"replica behind a pooler", `{"dsn_env": "GOOD_DSN", "transaction_pooling": true, "replica": {"enabled": true}}`, "replica.enabled: cannot be true with transaction_pooling"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := parseConfig([]byte(tc.config), getenv)
@@ -86,6 +95,13 @@ func TestParseConfig(t *testing.T) {
 	if cc := pooled.pool.ConnConfig; cc.RuntimeParams["search_path"] != "" || cc.RuntimeParams["statement_timeout"] != "" ||
 		cc.DefaultQueryExecMode != pgx.QueryExecModeExec || cc.StatementCacheCapacity != 0 {
 		t.Errorf("transaction pooling config: params %v, exec mode %v, statement cache %d", cc.RuntimeParams, cc.DefaultQueryExecMode, cc.StatementCacheCapacity)
+	}
+	// The replica is on by default, off behind a transaction pooler.
+	if want := (replicaSettings{enabled: true, poll: time.Second, readWait: 200 * time.Millisecond, maxLag: 2 * time.Second, retention: time.Hour}); s.replica != want {
+		t.Errorf("replica defaults %+v, want %+v", s.replica, want)
+	}
+	if pooled.replica.enabled {
+		t.Error("the replica is on under transaction pooling, which cannot carry LISTEN")
 	}
 	if got := describeTarget(s.pool); strings.Contains(got, "hunter2") || !strings.Contains(got, "db.internal") {
 		t.Errorf("target %q: want the host, never the password", got)

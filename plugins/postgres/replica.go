@@ -287,9 +287,15 @@ func (r *replica) follow(ctx context.Context) {
 	defer poll.Stop()
 	beat := time.NewTicker(heartbeatInterval)
 	defer beat.Stop()
+	beatLoads := int64(0)
 	for {
 		if err := r.catchUp(ctx); err != nil && ctx.Err() == nil {
 			r.log.Warn("postgres: the replica could not read the change log; recall answers from SQL until it does", "error", err)
+		}
+		// A load registers at once, so trimmers keep what it needs.
+		if n := r.loads.Load(); n != beatLoads {
+			beatLoads = n
+			r.beat(ctx)
 		}
 		select {
 		case <-ctx.Done():
@@ -297,15 +303,21 @@ func (r *replica) follow(ctx context.Context) {
 		case <-r.wake:
 		case <-poll.C:
 		case <-beat.C:
-			if r.ix != nil {
-				if err := heartbeat(ctx, r.db, r.name, r.applied.Load()); err != nil {
-					r.log.Debug("replica heartbeat", "error", err)
-				}
-			}
+			r.beat(ctx)
 			if _, err := trimChanges(ctx, r.db, r.set.retention); err != nil {
 				r.log.Debug("trim change log", "error", err)
 			}
 		}
+	}
+}
+
+// beat records the replica's position once it is loaded.
+func (r *replica) beat(ctx context.Context) {
+	if r.loads.Load() == 0 {
+		return
+	}
+	if err := heartbeat(ctx, r.db, r.name, r.applied.Load()); err != nil {
+		r.log.Debug("replica heartbeat", "error", err)
 	}
 }
 
