@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -140,4 +141,22 @@ func heartbeat(ctx context.Context, db *pgdb, name string, applied int64) error 
 		return fmt.Errorf("record the replica's position: %w", classify(err))
 	}
 	return nil
+}
+
+// trimLoop trims the change log every heartbeatInterval in a process
+// without a replica: writers log changes whether or not a replica follows
+// them, so every process trims.
+func trimLoop(ctx context.Context, db *pgdb, retention time.Duration, log *slog.Logger) {
+	t := time.NewTicker(heartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := trimChanges(ctx, db, retention); err != nil && ctx.Err() == nil {
+				log.Debug("trim change log", "error", err)
+			}
+		}
+	}
 }

@@ -132,7 +132,9 @@ func (s *Store) Configure(ctx context.Context, raw json.RawMessage) error {
 	go s.watchSchema(watchCtx, db, set.schema)
 	if set.replica.enabled {
 		s.replica = newReplica(db, set, s.log)
-		s.replica.start()
+		s.replica.start() // it trims the change log too
+	} else {
+		go trimLoop(watchCtx, db, set.replica.retention, s.log)
 	}
 	s.log.Debug("connected", "target", target, "schema", set.schema, "pool_size", set.poolSize)
 	return nil

@@ -449,3 +449,34 @@ func TestReplicaKilledMidApply(t *testing.T) {
 		}
 	}
 }
+
+// TestTrimWithoutReplica: a process without a replica trims the change
+// log too (its writes log changes whether or not a replica follows).
+func TestTrimWithoutReplica(t *testing.T) {
+	grace, beat := trimGrace, heartbeatInterval
+	t.Cleanup(func() { trimGrace, heartbeatInterval = grace, beat }) // after the store closes
+	trimGrace, heartbeatInterval = 0, 20*time.Millisecond
+	schema := schemaFor(t.Name())
+	s := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
+	db := rawPool(t, schema)
+	ctx := context.Background()
+	for i := range 3 {
+		if _, err := s.Remember(ctx, realm, []sdk.Record{note(fmt.Sprintf("kite %d", i), "kite string")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var trimmed, left int64
+		if err := db.QueryRow(ctx, "SELECT trimmed, (SELECT count(*) FROM changes) FROM change_horizon").Scan(&trimmed, &left); err != nil {
+			t.Fatal(err)
+		}
+		if trimmed == 3 && left == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a minute on, the log is trimmed to %d with %d changes left; want 3 and none", trimmed, left)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
