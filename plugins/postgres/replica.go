@@ -115,24 +115,24 @@ func (r *replica) close() {
 
 // acknowledge notes a change this process committed.
 func (r *replica) acknowledge(seq int64) {
+	raise(&r.acked, seq)
+	r.heard(seq)
+}
+
+// raise sets a to v when v is larger.
+func raise(a *atomic.Int64, v int64) {
 	for {
-		cur := r.acked.Load()
-		if seq <= cur || r.acked.CompareAndSwap(cur, seq) {
-			break
+		cur := a.Load()
+		if v <= cur || a.CompareAndSwap(cur, v) {
+			return
 		}
 	}
-	r.heard(seq)
 }
 
 // heard notes that changes up to seq exist, and wakes the follower when
 // they are not applied.
 func (r *replica) heard(seq int64) {
-	for {
-		cur := r.head.Load()
-		if seq <= cur || r.head.CompareAndSwap(cur, seq) {
-			break
-		}
-	}
+	raise(&r.head, seq)
 	if seq > r.applied.Load() {
 		r.behind.CompareAndSwap(0, time.Now().UnixNano())
 		r.poke()
@@ -238,7 +238,8 @@ func readHitRows(ctx context.Context, db *pgdb, realm string, found []sdkindex.H
 		seqs[i] = int64(h.Seq)
 	}
 	b := &pgx.Batch{}
-	b.Queue("SELECT coalesce(max(seq), 0) FROM changes")
+	// The horizon too: a log trimmed empty still has a position.
+	b.Queue("SELECT greatest((SELECT coalesce(max(seq), 0) FROM changes), (SELECT trimmed FROM change_horizon))")
 	if len(seqs) > 0 {
 		b.Queue(`SELECT `+recordColumns+`, r.seq FROM records AS r WHERE r.seq = ANY($1) AND r.realm = $2 AND r.status = 'active'`, seqs, realm)
 	}
