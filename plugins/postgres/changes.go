@@ -147,16 +147,10 @@ func heartbeat(ctx context.Context, db *pgdb, name string, applied int64) error 
 // without a replica: writers log changes whether or not a replica follows
 // them, so every process trims.
 func trimLoop(ctx context.Context, db *pgdb, retention time.Duration, log *slog.Logger) {
-	t := time.NewTicker(heartbeatInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, err := trimChanges(ctx, db, retention); err != nil && ctx.Err() == nil {
-				log.Debug("trim change log", "error", err)
-			}
+	every(ctx, heartbeatInterval, func() bool {
+		if _, err := trimChanges(ctx, db, retention); err != nil && ctx.Err() == nil {
+			log.Debug("trim change log", "error", err)
 		}
-	}
+		return true
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -185,4 +186,29 @@ func launchPlugin(tb testing.TB, cfg json.RawMessage) (*host.Conn, *conformance.
 		tb.Fatal(err)
 	}
 	return conn, p
+}
+
+// ownCluster starts a PostgreSQL cluster of the test's own (to stop and
+// start under it), stopped when t ends, and answers it with the connection
+// string of a fresh database on it; it skips in -short mode and without
+// PostgreSQL.
+func ownCluster(t *testing.T) (*pgtest.Cluster, string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a cluster of its own")
+	}
+	ctx := context.Background()
+	c, err := pgtest.Start(ctx, pgtest.Options{})
+	if errors.Is(err, pgtest.ErrNoPostgres) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	name, err := c.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, c.DSN(name) + " connect_timeout=2"
 }

@@ -149,16 +149,26 @@ var schemaWatchInterval = 10 * time.Second
 // (GET /readyz) with the reason until the schema is whole again. A check
 // that cannot reach the database proves nothing and is ignored.
 func (s *Store) watchSchema(ctx context.Context, db *pgdb, schema string) {
-	t := time.NewTicker(schemaWatchInterval)
+	every(ctx, schemaWatchInterval, func() bool {
+		if err := checkSchema(ctx, db, schema); errors.Is(err, errSchema) && ctx.Err() == nil {
+			s.log.Error("postgres: the schema is no longer complete; exiting so the host restarts the plugin and reports not ready", "error", err)
+			s.exit(3)
+			return false
+		}
+		return true
+	})
+}
+
+// every runs fn every d until ctx ends or fn answers false.
+func every(ctx context.Context, d time.Duration, fn func() bool) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if err := checkSchema(ctx, db, schema); errors.Is(err, errSchema) && ctx.Err() == nil {
-				s.log.Error("postgres: the schema is no longer complete; exiting so the host restarts the plugin and reports not ready", "error", err)
-				s.exit(3)
+			if !fn() {
 				return
 			}
 		}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/memhost/memhost/internal/pgtest"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/conformance"
 	sdkindex "github.com/memhost/memhost/sdk/index"
@@ -621,32 +620,46 @@ func TestPrunedRecallIsExact(t *testing.T) {
 		if i%7 == 0 {
 			q.Scopes = []sdk.Scope{benchScope(i), sdk.RealmScope}
 		}
-		got, err := pruned.Recall(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := whole.Recall(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(got) != len(want) {
-			t.Fatalf("query %q: %d hits pruned, %d whole", q.Query, len(got), len(want))
-		}
-		for k := range got {
-			if math.Abs(got[k].Score-want[k].Score) > 1e-9*want[k].Score {
-				t.Errorf("query %q: hit %d scores %v pruned, %v whole", q.Query, k, got[k].Score, want[k].Score)
-			}
-		}
-		gotIDs, wantIDs := hitIDs(got), hitIDs(want)
-		slices.Sort(gotIDs)
-		slices.Sort(wantIDs)
-		if !slices.Equal(gotIDs, wantIDs) && !tiedAtCut(want) {
-			t.Errorf("query %q: pruned answer %v, whole %v", q.Query, gotIDs, wantIDs)
-		}
+		sameRanking(t, q, "pruned", pruned, "whole", whole)
 	}
 	t.Logf("plans: %v", plans)
 	if plans["pruned"]+plans["seeded"] == 0 {
 		t.Errorf("no query was pruned (plans %v): the test does not exercise pruning", plans)
+	}
+}
+
+// recaller is a store in-process or a plugin process.
+type recaller interface {
+	Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error)
+}
+
+// sameRanking recalls q from stores a and b (named for messages) and
+// checks that they answer the same records, scores within 1e-9 (either of
+// two records tied at the cut may fill the last place).
+func sameRanking(t *testing.T, q sdk.RecallQuery, aName string, a recaller, bName string, b recaller) {
+	t.Helper()
+	ctx := context.Background()
+	got, err := a.Recall(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := b.Recall(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("query %q: %d hits %s, %d %s", q.Query, len(got), aName, len(want), bName)
+	}
+	for k := range got {
+		if math.Abs(got[k].Score-want[k].Score) > 1e-9*want[k].Score {
+			t.Errorf("query %q: hit %d scores %v %s, %v %s", q.Query, k, got[k].Score, aName, want[k].Score, bName)
+		}
+	}
+	gotIDs, wantIDs := hitIDs(got), hitIDs(want)
+	slices.Sort(gotIDs)
+	slices.Sort(wantIDs)
+	if !slices.Equal(gotIDs, wantIDs) && !tiedAtCut(want) {
+		t.Errorf("query %q: %s answer %v, %s %v", q.Query, aName, gotIDs, bName, wantIDs)
 	}
 }
 
@@ -679,24 +692,10 @@ func benchRecordsIn(start, n int) []sdk.Record {
 // with sdk.ErrUnavailable while it is down, the plugin serves again once
 // it is back (the pool reconnects), and every acknowledged write is there.
 func TestServerOutage(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a cluster of its own")
-	}
 	ctx := context.Background()
-	c, err := pgtest.Start(ctx, pgtest.Options{})
-	if errors.Is(err, pgtest.ErrNoPostgres) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
-	name, err := c.CreateDatabase(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, dsn := ownCluster(t)
 	s := New()
-	s.getenv = func(string) string { return c.DSN(name) + " connect_timeout=2" }
+	s.getenv = func(string) string { return dsn }
 	defer s.Close()
 	if err := s.Configure(ctx, []byte(`{"statement_timeout": "5s"}`)); err != nil {
 		t.Fatal(err)

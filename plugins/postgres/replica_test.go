@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/memhost/memhost/internal/pgtest"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -276,25 +274,11 @@ func TestChangeLogTrim(t *testing.T) {
 // gone); back up, recall answers at once (from SQL until the replica has
 // caught up), then from the replica, with the writes made meanwhile.
 func TestReplicaServerRestart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a cluster of its own")
-	}
 	ctx := context.Background()
-	c, err := pgtest.Start(ctx, pgtest.Options{})
-	if errors.Is(err, pgtest.ErrNoPostgres) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
-	name, err := c.CreateDatabase(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, dsn := ownCluster(t)
 	newStore := func(plans *planLog) *Store {
 		s := New()
-		s.getenv = func(string) string { return c.DSN(name) + " connect_timeout=2" }
+		s.getenv = func(string) string { return dsn }
 		if plans != nil {
 			plans.hook(s)
 		}
@@ -425,28 +409,7 @@ func TestReplicaKilledMidApply(t *testing.T) {
 		if i%5 == 0 {
 			q.Scopes = []sdk.Scope{benchScope(i), sdk.RealmScope}
 		}
-		got, err := fresh.Recall(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := writer.Recall(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(got) != len(want) {
-			t.Fatalf("query %q: %d hits from the fresh plugin, SQL %d", q.Query, len(got), len(want))
-		}
-		for k := range got {
-			if math.Abs(got[k].Score-want[k].Score) > 1e-9*want[k].Score {
-				t.Errorf("query %q: hit %d scores %v, SQL %v", q.Query, k, got[k].Score, want[k].Score)
-			}
-		}
-		gotIDs, wantIDs := hitIDs(got), hitIDs(want)
-		slices.Sort(gotIDs)
-		slices.Sort(wantIDs)
-		if !slices.Equal(gotIDs, wantIDs) && !tiedAtCut(want) {
-			t.Errorf("query %q: fresh plugin %v, SQL %v", q.Query, gotIDs, wantIDs)
-		}
+		sameRanking(t, q, "from the fresh plugin", fresh, "from SQL", writer)
 	}
 }
 
