@@ -443,3 +443,42 @@ func TestTrimWithoutReplica(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestReplicaMaxLag: a replica that has known of a change it has not
+// applied for longer than max_lag stops serving (recall goes to SQL
+// without waiting), and serves again once it has caught up.
+func TestReplicaMaxLag(t *testing.T) {
+	schema := schemaFor(t.Name())
+	a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
+	b := openStoreWith(t, configJSON(schema, "replica", map[string]any{"max_lag": "50ms"}))
+	var held atomic.Bool
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(free) // before b closes, should the test fail while b is held
+	b.replica.applyHook = func() {
+		if held.Load() {
+			<-release
+		}
+	}
+	waitServing(t, b)
+	held.Store(true)
+	ctx := context.Background()
+	if _, err := a.Remember(ctx, realm, []sdk.Record{note("lagging kettle", "kettle on")}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for b.replica.serving() {
+		if time.Now().After(deadline) {
+			t.Fatal("a replica held behind a notified change still serves a minute on")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	hits, err := b.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "kettle"})
+	if err != nil || len(hits) != 1 {
+		t.Errorf("recall while the replica lags: %d hits, %v; want the new record (from SQL)", len(hits), err)
+	}
+	held.Store(false)
+	free()
+	waitServing(t, b)
+}
