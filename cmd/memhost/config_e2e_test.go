@@ -93,7 +93,7 @@ func TestFirstPartySchemasAreClosed(t *testing.T) {
 		"sqlite":   `{"path":"memory.db","posting_budget":0}`,
 		"bleve":    `{"dir":"bleve"}`,
 		"markdown": `{"root":"md"}`,
-		"postgres": `{"dsn_env":"MEMHOST_POSTGRES_DSN","schema":"memhost","pool_size":8,"statement_timeout":"10s"}`,
+		"postgres": `{"dsn_env":"MEMHOST_POSTGRES_DSN","schema":"memhost","pool_size":8,"statement_timeout":"10s","replica":{"enabled":true,"poll_interval":"1s","read_wait":"200ms","max_lag":"2s","change_retention":"1h"}}`,
 		"template": `{"max_bytes":4096,"line_bytes":400,"header":"Summary of earlier conversation"}`,
 		"llm":      `{"base_url":"http://127.0.0.1:1/v1","model":"m","api_key_env":"","timeout_ms":25000,"max_tokens":1024,"temperature":0,"max_bytes":8192,"max_rows":400}`,
 		"lexical":  `{"min_score":0.5,"recency_half_life_days":30,"recency_weight":0.2}`,

@@ -71,14 +71,26 @@ func (s *Store) Import(ctx context.Context, realm string, records []sdk.Record) 
 	}
 	threads := recordThreads(prepared)
 	var res sdk.ImportResult
+	var seq int64
 	err := s.use(func(db *pgdb) error {
-		return inTx(ctx, db, func(tx pgx.Tx) (err error) {
+		err := inTx(ctx, db, func(tx pgx.Tx) (err error) {
 			if err := lockThreads(ctx, tx, realm, threads); err != nil {
 				return err
 			}
-			res, err = importRecords(ctx, tx, realm, prepared)
+			if res, err = importRecords(ctx, tx, realm, prepared); err != nil || res.Imported == 0 {
+				return err
+			}
+			ids := make([]string, len(prepared))
+			for i := range prepared {
+				ids[i] = prepared[i].rec.ID
+			}
+			seq, err = logChanges(ctx, tx, realm, opPut, ids)
 			return err
 		})
+		if err == nil {
+			s.acknowledge(seq)
+		}
+		return err
 	})
 	if err != nil {
 		return sdk.ImportResult{}, fmt.Errorf("postgres: import: %w", err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/memhost/memhost/internal/pgtest"
 	"github.com/memhost/memhost/sdk"
 )
@@ -46,8 +47,10 @@ func benchRecords(start, n int) []sdk.Record {
 	return out
 }
 
+// benchConfig configures a store whose recall answers from SQL (the
+// replica's own benchmark is BenchmarkReplica).
 func benchConfig(schema string) []byte {
-	return []byte(fmt.Sprintf(`{"dsn_env": %q, "schema": %q, "pool_size": 8}`, benchDSNEnv, schema))
+	return []byte(fmt.Sprintf(`{"dsn_env": %q, "schema": %q, "pool_size": 8, "replica": {"enabled": false}}`, benchDSNEnv, schema))
 }
 
 // openBench configures a store on schema of the benchmark cluster.
@@ -275,6 +278,48 @@ func BenchmarkDiskSize(b *testing.B) {
 			}
 			b.ReportMetric(float64(total)/(1<<20), "MiB")
 			b.ReportMetric(float64(total)/float64(n), "bytes/record")
+		})
+	}
+}
+
+// BenchmarkReplica measures loading a replica whole from the stored
+// records (what a plugin process does at start), and recall through a
+// plugin process answering from its replica.
+func BenchmarkReplica(b *testing.B) {
+	ctx := context.Background()
+	for _, n := range benchSizes {
+		b.Run(sizeName(n)+"/load", func(b *testing.B) {
+			s := openBench(b, builtSchema(b, n))
+			r := newReplica(s.pool, s.set, s.log)
+			for b.Loop() {
+				err := pgx.BeginTxFunc(ctx, s.pool, snapshot, func(tx pgx.Tx) error {
+					ix, err := r.load(ctx, tx, "")
+					if err == nil && ix.Len() != n {
+						err = fmt.Errorf("loaded %d records, want %d", ix.Len(), n)
+					}
+					return err
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(sizeName(n)+"/inprocess", func(b *testing.B) {
+			schema := builtSchema(b, n)
+			s := New()
+			if err := s.Configure(ctx, []byte(fmt.Sprintf(`{"dsn_env": %q, "schema": %q}`, benchDSNEnv, schema))); err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { s.Close() })
+			waitServing(b, s)
+			answered := 0
+			s.recall.plan = func(p string) {
+				if p == "replica" {
+					answered++
+				}
+			}
+			benchRecall(b, n, func(q sdk.RecallQuery) ([]sdk.Hit, error) { return s.Recall(ctx, q) })
+			b.ReportMetric(float64(answered)/float64(b.N), "replica-share")
 		})
 	}
 }

@@ -19,6 +19,11 @@ const (
 	DefaultStatementTimeout = 10 * time.Second
 	maxPoolSize             = 200
 	maxStatementTimeout     = 10 * time.Minute
+
+	DefaultReplicaPollInterval = time.Second
+	DefaultReplicaReadWait     = 200 * time.Millisecond
+	DefaultReplicaMaxLag       = 2 * time.Second
+	DefaultChangeRetention     = time.Hour
 )
 
 // configSchema is the JSON Schema of Config, published in Info.
@@ -61,6 +66,18 @@ const configSchema = `{
       "type": "string",
       "description": "PostgreSQL statement_timeout for every statement, as a Go duration (\"10s\", \"1500ms\").",
       "default": "10s"
+    },
+    "replica": {
+      "type": "object",
+      "description": "The in-memory replica recall answers from (see docs/deployment.md): every plugin process keeps the schema's active records in an exact in-process index, kept current from the change log, and answers recall from it when it is current; PostgreSQL stays the only truth.",
+      "properties": {
+        "enabled": {"type": "boolean", "description": "Keep a replica; off under transaction_pooling (a transaction pooler does not carry LISTEN). Default: on unless transaction_pooling."},
+        "poll_interval": {"type": "string", "description": "How often the replica reads the change log without a notification (the fallback for missed ones), 10ms to 1m.", "default": "1s"},
+        "read_wait": {"type": "string", "description": "How long a recall waits for the replica to apply the changes it must include (this process's acknowledged writes, and every change committed before the recall read the log's head), 0 to 10s; past it the recall answers from SQL.", "default": "200ms"},
+        "max_lag": {"type": "string", "description": "A replica that has known of unapplied changes for longer than this answers from SQL until it catches up, 10ms to 1m.", "default": "2s"},
+        "change_retention": {"type": "string", "description": "Change log entries older than this are trimmed even when a live replica has not applied them (it reloads), 1m to 720h.", "default": "1h"}
+      },
+      "additionalProperties": false
     }
   },
   "additionalProperties": false
@@ -74,7 +91,24 @@ type Config struct {
 	StatementTimeout string `json:"statement_timeout"`
 	Statistics       string `json:"statistics"`
 	// TransactionPooling: see configSchema.
-	TransactionPooling bool `json:"transaction_pooling"`
+	TransactionPooling bool           `json:"transaction_pooling"`
+	Replica            *ReplicaConfig `json:"replica"`
+}
+
+// ReplicaConfig configures the in-memory replica (see configSchema).
+type ReplicaConfig struct {
+	Enabled         *bool  `json:"enabled"`
+	PollInterval    string `json:"poll_interval"`
+	ReadWait        string `json:"read_wait"`
+	MaxLag          string `json:"max_lag"`
+	ChangeRetention string `json:"change_retention"`
+}
+
+// replicaSettings is a validated ReplicaConfig.
+type replicaSettings struct {
+	enabled                bool
+	poll, readWait, maxLag time.Duration
+	retention              time.Duration
 }
 
 // settings is a validated Config with the connection string read.
@@ -86,6 +120,7 @@ type settings struct {
 	realmStats       bool
 	// transactionPooling: see pgdb.
 	transactionPooling bool
+	replica            replicaSettings
 	pool               *pgxpool.Config
 }
 
@@ -124,15 +159,13 @@ func parseConfig(raw json.RawMessage, getenv func(string) string) (settings, err
 	default:
 		return bad(fieldErr("statistics", fmt.Sprintf("is %q, must be \"store\" or \"realm\"", cfg.Statistics)))
 	}
-	if cfg.StatementTimeout != "" {
-		d, err := time.ParseDuration(cfg.StatementTimeout)
-		switch {
-		case err != nil:
-			return bad(fieldErr("statement_timeout", fmt.Sprintf("%q is not a duration such as \"10s\"", cfg.StatementTimeout)))
-		case d < time.Millisecond || d > maxStatementTimeout:
-			return bad(fieldErr("statement_timeout", fmt.Sprintf("is %v, must be 1ms to %v", d, maxStatementTimeout)))
-		}
-		s.statementTimeout = d
+	var err error
+	if s.statementTimeout, err = parseDuration("statement_timeout", cfg.StatementTimeout, DefaultStatementTimeout, time.Millisecond, maxStatementTimeout); err != nil {
+		return bad(err)
+	}
+	s.transactionPooling = cfg.TransactionPooling
+	if s.replica, err = parseReplica(cfg.Replica, cfg.TransactionPooling); err != nil {
+		return bad(err)
 	}
 	dsn := getenv(cfg.DSNEnv)
 	if dsn == "" {
@@ -146,7 +179,6 @@ func parseConfig(raw json.RawMessage, getenv func(string) string) (settings, err
 	pc.MaxConns = int32(s.poolSize)
 	pc.MinConns = 0
 	rp := pc.ConnConfig.RuntimeParams
-	s.transactionPooling = cfg.TransactionPooling
 	if s.transactionPooling {
 		// One round trip per statement and nothing named on the server,
 		// which the next transaction may not reach (see pgdb).
@@ -165,6 +197,52 @@ func parseConfig(raw json.RawMessage, getenv func(string) string) (settings, err
 	}
 	s.pool = pc
 	return s, nil
+}
+
+// parseDuration reads an optional duration field (def when empty) within
+// [lo, hi].
+func parseDuration(field, v string, def, lo, hi time.Duration) (time.Duration, error) {
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	switch {
+	case err != nil:
+		return 0, fieldErr(field, fmt.Sprintf("%q is not a duration such as \"10s\"", v))
+	case d < lo || d > hi:
+		return 0, fieldErr(field, fmt.Sprintf("is %v, must be %v to %v", d, lo, hi))
+	}
+	return d, nil
+}
+
+// parseReplica validates the replica block; the replica is on by default,
+// except behind a transaction pooler, which cannot carry the LISTEN its
+// notifications need.
+func parseReplica(c *ReplicaConfig, transactionPooling bool) (replicaSettings, error) {
+	if c == nil {
+		c = &ReplicaConfig{}
+	}
+	r := replicaSettings{enabled: !transactionPooling}
+	if c.Enabled != nil {
+		if *c.Enabled && transactionPooling {
+			return r, fieldErr("replica.enabled", "cannot be true with transaction_pooling: a transaction pooler does not carry the LISTEN the replica needs")
+		}
+		r.enabled = *c.Enabled
+	}
+	var err error
+	if r.poll, err = parseDuration("replica.poll_interval", c.PollInterval, DefaultReplicaPollInterval, 10*time.Millisecond, time.Minute); err != nil {
+		return r, err
+	}
+	if r.readWait, err = parseDuration("replica.read_wait", c.ReadWait, DefaultReplicaReadWait, 0, 10*time.Second); err != nil {
+		return r, err
+	}
+	if r.maxLag, err = parseDuration("replica.max_lag", c.MaxLag, DefaultReplicaMaxLag, 10*time.Millisecond, time.Minute); err != nil {
+		return r, err
+	}
+	if r.retention, err = parseDuration("replica.change_retention", c.ChangeRetention, DefaultChangeRetention, time.Minute, 720*time.Hour); err != nil {
+		return r, err
+	}
+	return r, nil
 }
 
 // describeTarget names the server and database a pool connects to, for

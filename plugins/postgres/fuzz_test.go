@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memhost/memhost/sdk"
 )
@@ -16,6 +17,8 @@ func FuzzParseConfig(f *testing.F) {
 		`{}`, `{"dsn_env": "DSN"}`, `{"dsn_env": "DSN", "schema": "a_b", "pool_size": 200, "statement_timeout": "10m"}`,
 		`{"pool_size": -1}`, `{"statement_timeout": "1ns"}`, `{"schema": ""}`, `{"dsn_env": ""}`, `[]`, `null`,
 		`{"dsn_env": "DSN"} {}`, `{"schema": "é"}`, `{"statement_timeout": 5}`,
+		`{"replica": {"enabled": false, "poll_interval": "10ms", "read_wait": "0s", "max_lag": "1m", "change_retention": "720h"}}`,
+		`{"replica": {"poll_interval": "-1s"}}`, `{"replica": null}`, `{"replica": {"read_wait": 3}}`,
 	} {
 		f.Add(seed, "postgres://u:topsecretpw@h/db")
 	}
@@ -42,6 +45,8 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("pool size %d accepted", s.poolSize)
 		case s.statementTimeout <= 0 || s.statementTimeout > maxStatementTimeout:
 			t.Fatalf("statement timeout %v accepted", s.statementTimeout)
+		case s.replica.poll < 10*time.Millisecond || s.replica.readWait < 0 || s.replica.maxLag <= 0 || s.replica.retention < time.Minute:
+			t.Fatalf("replica settings %+v accepted", s.replica)
 		case !schemaNameRE.MatchString(s.schema):
 			t.Fatalf("schema %q accepted", s.schema)
 		case s.pool == nil || s.pool.ConnConfig.RuntimeParams["search_path"] != s.schema:

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,10 +63,10 @@ func schemaFor(key string) string {
 	return "t_" + hex.EncodeToString(h[:10])
 }
 
-func configJSON(schema string, extra ...string) json.RawMessage {
+func configJSON(schema string, extra ...any) json.RawMessage {
 	cfg := map[string]any{"dsn_env": testDSNEnv, "schema": schema}
 	for i := 0; i+1 < len(extra); i += 2 {
-		cfg[extra[i]] = extra[i+1]
+		cfg[extra[i].(string)] = extra[i+1]
 	}
 	data, _ := json.Marshal(cfg)
 	return data
@@ -74,16 +75,65 @@ func configJSON(schema string, extra ...string) json.RawMessage {
 // openStore configures an in-process store on schema, closed when tb ends.
 func openStore(tb testing.TB, schema string, opts ...func(*Store)) *Store {
 	tb.Helper()
+	return openStoreWith(tb, configJSON(schema), opts...)
+}
+
+// openStoreWith configures an in-process store with cfg, closed when tb
+// ends.
+func openStoreWith(tb testing.TB, cfg json.RawMessage, opts ...func(*Store)) *Store {
+	tb.Helper()
 	testDSN(tb)
 	s := New()
 	for _, o := range opts {
 		o(s)
 	}
-	if err := s.Configure(context.Background(), configJSON(schema)); err != nil {
+	if err := s.Configure(context.Background(), cfg); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { s.Close() })
 	return s
+}
+
+// sqlOnly is the replica setting of a store whose recall answers from SQL.
+var sqlOnly = map[string]any{"enabled": false}
+
+// recallPaths are the two ways recall answers, from SQL and from the
+// replica: the ranking tests run on both.
+var recallPaths = []string{"sql", "replica"}
+
+// openPath configures a store on schema (with extra config keys) whose
+// every recall answers by path, "sql" or "replica", or fails tb: the
+// replica is waited for, and given the time a loaded machine needs to
+// apply a write.
+func openPath(tb testing.TB, schema, path string, extra ...any) *Store {
+	tb.Helper()
+	rep := any(sqlOnly)
+	if path == "replica" {
+		rep = map[string]any{"read_wait": "10s", "max_lag": "1m"}
+	}
+	s := openStoreWith(tb, configJSON(schema, append(extra, "replica", rep)...), func(s *Store) {
+		s.recall.plan = func(p string) {
+			if (p == "replica") != (path == "replica") {
+				tb.Errorf("recall answered by %s, want %s", p, path)
+			}
+		}
+	})
+	if path == "replica" {
+		waitServing(tb, s)
+	}
+	return s
+}
+
+// waitServing waits until s's replica serves recall.
+func waitServing(tb testing.TB, s *Store) {
+	tb.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !s.replica.serving() {
+		if time.Now().After(deadline) {
+			tb.Fatal("the replica did not load and listen within a minute")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 var built struct {
@@ -136,4 +186,29 @@ func launchPlugin(tb testing.TB, cfg json.RawMessage) (*host.Conn, *conformance.
 		tb.Fatal(err)
 	}
 	return conn, p
+}
+
+// ownCluster starts a PostgreSQL cluster of the test's own (to stop and
+// start under it), stopped when t ends, and answers it with the connection
+// string of a fresh database on it; it skips in -short mode and without
+// PostgreSQL.
+func ownCluster(t *testing.T) (*pgtest.Cluster, string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a cluster of its own")
+	}
+	ctx := context.Background()
+	c, err := pgtest.Start(ctx, pgtest.Options{})
+	if errors.Is(err, pgtest.ErrNoPostgres) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	name, err := c.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, c.DSN(name) + " connect_timeout=2"
 }

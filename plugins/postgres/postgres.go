@@ -50,6 +50,9 @@ type Store struct {
 	exit      func(code int)
 	// refused is when the server last refused a connection (Unix ns).
 	refused atomic.Int64
+	// replica answers recall when it is current (replica.go); nil when
+	// the configuration turns it off.
+	replica *replica
 }
 
 // New returns an unconfigured provider.
@@ -127,6 +130,12 @@ func (s *Store) Configure(ctx context.Context, raw json.RawMessage) error {
 	watchCtx, stop := context.WithCancel(context.Background())
 	s.stopWatch = stop
 	go s.watchSchema(watchCtx, db, set.schema)
+	if set.replica.enabled {
+		s.replica = newReplica(db, set, s.log)
+		s.replica.start() // it trims the change log too
+	} else {
+		go trimLoop(watchCtx, db, set.replica.retention, s.log)
+	}
 	s.log.Debug("connected", "target", target, "schema", set.schema, "pool_size", set.poolSize)
 	return nil
 }
@@ -140,16 +149,26 @@ var schemaWatchInterval = 10 * time.Second
 // (GET /readyz) with the reason until the schema is whole again. A check
 // that cannot reach the database proves nothing and is ignored.
 func (s *Store) watchSchema(ctx context.Context, db *pgdb, schema string) {
-	t := time.NewTicker(schemaWatchInterval)
+	every(ctx, schemaWatchInterval, func() bool {
+		if err := checkSchema(ctx, db, schema); errors.Is(err, errSchema) && ctx.Err() == nil {
+			s.log.Error("postgres: the schema is no longer complete; exiting so the host restarts the plugin and reports not ready", "error", err)
+			s.exit(3)
+			return false
+		}
+		return true
+	})
+}
+
+// every runs fn every d until ctx ends or fn answers false.
+func every(ctx context.Context, d time.Duration, fn func() bool) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if err := checkSchema(ctx, db, schema); errors.Is(err, errSchema) && ctx.Err() == nil {
-				s.log.Error("postgres: the schema is no longer complete; exiting so the host restarts the plugin and reports not ready", "error", err)
-				s.exit(3)
+			if !fn() {
 				return
 			}
 		}
@@ -164,6 +183,10 @@ func (s *Store) Close() error {
 	s.closed = true
 	if s.stopWatch != nil {
 		s.stopWatch()
+	}
+	if s.replica != nil {
+		s.replica.close()
+		s.replica = nil
 	}
 	if s.pool != nil {
 		s.pool.Close()
@@ -210,13 +233,37 @@ func (s *Store) beforeConnect(context.Context, *pgx.ConnConfig) error {
 
 // Recall answers the active, unexpired records of the query's realm and
 // scopes that best match its text, best first (see recall.go).
+// It answers from the replica when that is current, else from SQL.
 func (s *Store) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
+	limit, terms, err := recallArgs(q)
+	if err != nil {
+		return nil, err
+	}
+	if len(terms) == 0 {
+		return []sdk.Hit{}, nil
+	}
 	var hits []sdk.Hit
-	err := s.use(func(db *pgdb) (err error) {
-		hits, err = recall(ctx, db, q, s.now(), s.recall)
+	err = s.use(func(db *pgdb) (err error) {
+		now := s.now()
+		if s.replica != nil {
+			var ok bool
+			if hits, ok, err = s.replica.recall(ctx, q, terms, limit, now); ok || err != nil {
+				s.recall.note("replica")
+				return err
+			}
+		}
+		hits, err = recall(ctx, db, q, limit, terms, now, s.recall)
 		return err
 	})
 	return hits, err
+}
+
+// acknowledge notes a change log position this process committed, for
+// recall's read-your-writes.
+func (s *Store) acknowledge(seq int64) {
+	if s.replica != nil && seq > 0 {
+		s.replica.acknowledge(seq)
+	}
 }
 
 // Remember stores records all or nothing and answers their ids; a record
@@ -224,7 +271,9 @@ func (s *Store) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error
 func (s *Store) Remember(ctx context.Context, realm string, records []sdk.Record) ([]string, error) {
 	var ids []string
 	err := s.use(func(db *pgdb) (err error) {
-		ids, err = remember(ctx, db, realm, records, s.now())
+		var seq int64
+		ids, seq, err = remember(ctx, db, realm, records, s.now())
+		s.acknowledge(seq)
 		return err
 	})
 	return ids, err
@@ -245,7 +294,9 @@ func (s *Store) Get(ctx context.Context, realm string, ids []string) ([]sdk.Reco
 func (s *Store) Forget(ctx context.Context, realm string, ids []string) (int, error) {
 	var n int
 	err := s.use(func(db *pgdb) (err error) {
-		n, err = forget(ctx, db, realm, ids)
+		var seq int64
+		n, seq, err = forget(ctx, db, realm, ids)
+		s.acknowledge(seq)
 		return err
 	})
 	return n, err
@@ -267,7 +318,9 @@ func (s *Store) Manifest(ctx context.Context, q sdk.ManifestQuery) ([]sdk.Manife
 func (s *Store) Supersede(ctx context.Context, realm, oldID string, replacement sdk.Record) (string, error) {
 	var id string
 	err := s.use(func(db *pgdb) (err error) {
-		id, err = supersede(ctx, db, realm, oldID, replacement, s.now())
+		var seq int64
+		id, seq, err = supersede(ctx, db, realm, oldID, replacement, s.now())
+		s.acknowledge(seq)
 		return err
 	})
 	return id, err

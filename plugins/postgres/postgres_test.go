@@ -14,7 +14,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/memhost/memhost/internal/pgtest"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/conformance"
 	sdkindex "github.com/memhost/memhost/sdk/index"
@@ -48,6 +47,15 @@ func TestParseConfig(t *testing.T) {
 		{"not an object", `["GOOD_DSN"]`, "JSON object"},
 		{"realm statistics", `{"dsn_env": "GOOD_DSN", "statistics": "realm"}`, ""},
 		{"statistics value", `{"dsn_env": "GOOD_DSN", "statistics": "global"}`, "statistics: is \"global\""},
+		{"replica keys", `{"dsn_env": "GOOD_DSN", "replica": {"enabled": true, "poll_interval": "250ms", "read_wait": "0s", "max_lag": "5s", "change_retention": "24h"}}`, ""},
+		{"replica off", `{"dsn_env": "GOOD_DSN", "replica": {"enabled": false}}`, ""},
+		{"replica poll too fast", `{"dsn_env": "GOOD_DSN", "replica": {"poll_interval": "5ms"}}`, "replica.poll_interval: is 5ms, must be 10ms to 1m0s"},
+		{"replica wait too long", `{"dsn_env": "GOOD_DSN", "replica": {"read_wait": "11s"}}`, "replica.read_wait: is 11s"},
+		{"replica lag syntax", `{"dsn_env": "GOOD_DSN", "replica": {"max_lag": "soon"}}`, "replica.max_lag: \"soon\" is not a duration"},
+		{"replica retention too short", `{"dsn_env": "GOOD_DSN", "replica": {"change_retention": "30s"}}`, "replica.change_retention: is 30s"},
+		{"replica unknown key", `{"dsn_env": "GOOD_DSN", "replica": {"lag": "1s"}}`, "unknown field"},
+		{"replica not an object", `{"dsn_env": "GOOD_DSN", "replica": true}`, "replica"},
+		{"replica behind a pooler", `{"dsn_env": "GOOD_DSN", "transaction_pooling": true, "replica": {"enabled": true}}`, "replica.enabled: cannot be true with transaction_pooling"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := parseConfig([]byte(tc.config), getenv)
@@ -86,6 +94,13 @@ func TestParseConfig(t *testing.T) {
 	if cc := pooled.pool.ConnConfig; cc.RuntimeParams["search_path"] != "" || cc.RuntimeParams["statement_timeout"] != "" ||
 		cc.DefaultQueryExecMode != pgx.QueryExecModeExec || cc.StatementCacheCapacity != 0 {
 		t.Errorf("transaction pooling config: params %v, exec mode %v, statement cache %d", cc.RuntimeParams, cc.DefaultQueryExecMode, cc.StatementCacheCapacity)
+	}
+	// The replica is on by default, off behind a transaction pooler.
+	if want := (replicaSettings{enabled: true, poll: time.Second, readWait: 200 * time.Millisecond, maxLag: 2 * time.Second, retention: time.Hour}); s.replica != want {
+		t.Errorf("replica defaults %+v, want %+v", s.replica, want)
+	}
+	if pooled.replica.enabled {
+		t.Error("the replica is on under transaction pooling, which cannot carry LISTEN")
 	}
 	if got := describeTarget(s.pool); strings.Contains(got, "hunter2") || !strings.Contains(got, "db.internal") {
 		t.Errorf("target %q: want the host, never the password", got)
@@ -384,8 +399,13 @@ func TestIndexStaysExact(t *testing.T) {
 // TestScoresAreBM25 recomputes the documented formula in Go over the
 // records written and compares every score recall answers.
 func TestScoresAreBM25(t *testing.T) {
-	schema := schemaFor(t.Name())
-	s := openStore(t, schema)
+	for _, path := range recallPaths {
+		t.Run(path, func(t *testing.T) { testScoresAreBM25(t, path) })
+	}
+}
+
+func testScoresAreBM25(t *testing.T, path string) {
+	s := openPath(t, schemaFor(t.Name()), path)
 	ctx := context.Background()
 	recs := []sdk.Record{
 		{Title: "Espresso order", Description: "coffee habits", Body: "Alice takes espresso without sugar, espresso twice.", Tags: []string{"coffee"}},
@@ -452,14 +472,10 @@ func TestScoresAreBM25(t *testing.T) {
 // the scores are sdk/index's over every realm (StatsIndex, as the sqlite
 // provider ranks).
 func TestStatistics(t *testing.T) {
-	for _, mode := range []string{"realm", "store"} {
-		t.Run(mode, func(t *testing.T) {
-			testDSN(t)
-			s := New()
-			if err := s.Configure(context.Background(), configJSON(schemaFor(t.Name()), "statistics", mode)); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
+	for _, c := range [][2]string{{"realm", "sql"}, {"store", "sql"}, {"realm", "replica"}, {"store", "replica"}} {
+		mode := c[0]
+		t.Run(mode+"/"+c[1], func(t *testing.T) {
+			s := openPath(t, schemaFor(t.Name()), c[1], "statistics", mode)
 			ctx := context.Background()
 			ref, err := sdkindex.New(sdkindex.Options{Weights: fieldWeights[:], ContextWeight: sdkindex.ContextWeight})
 			if err != nil {
@@ -515,9 +531,15 @@ func TestStatistics(t *testing.T) {
 
 // TestRecallFiltersInSQL covers filters the conformance kit checks only
 // lightly: tags (case-folded), excluded tags and ids, scopes, with more
-// matches than the limit.
+// matches than the limit; from SQL and from the replica.
 func TestRecallFiltersInSQL(t *testing.T) {
-	s := openStore(t, schemaFor(t.Name()))
+	for _, path := range recallPaths {
+		t.Run(path, func(t *testing.T) { testRecallFilters(t, path) })
+	}
+}
+
+func testRecallFilters(t *testing.T, path string) {
+	s := openPath(t, schemaFor(t.Name()), path)
 	ctx := context.Background()
 	var recs []sdk.Record
 	for i := range 40 {
@@ -579,12 +601,12 @@ func TestPrunedRecallIsExact(t *testing.T) {
 	schema := schemaFor(t.Name())
 	plans := map[string]int{}
 	var mu sync.Mutex
-	pruned := openStore(t, schema, func(s *Store) {
+	pruned := openStoreWith(t, configJSON(schema, "replica", sqlOnly), func(s *Store) {
 		// Thresholds scaled to the small corpus, so most queries prune.
 		s.recall.pruneMin, s.recall.seed, s.recall.probeCost = 1, 40, 1
 		s.recall.plan = func(p string) { mu.Lock(); plans[p]++; mu.Unlock() }
 	})
-	whole := openStore(t, schema, func(s *Store) { s.recall.noPrune = true })
+	whole := openStoreWith(t, configJSON(schema, "replica", sqlOnly), func(s *Store) { s.recall.noPrune = true })
 	ctx := context.Background()
 	const n = 2000
 	for i := 0; i < n; i += 1000 {
@@ -598,32 +620,46 @@ func TestPrunedRecallIsExact(t *testing.T) {
 		if i%7 == 0 {
 			q.Scopes = []sdk.Scope{benchScope(i), sdk.RealmScope}
 		}
-		got, err := pruned.Recall(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := whole.Recall(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(got) != len(want) {
-			t.Fatalf("query %q: %d hits pruned, %d whole", q.Query, len(got), len(want))
-		}
-		for k := range got {
-			if math.Abs(got[k].Score-want[k].Score) > 1e-9*want[k].Score {
-				t.Errorf("query %q: hit %d scores %v pruned, %v whole", q.Query, k, got[k].Score, want[k].Score)
-			}
-		}
-		gotIDs, wantIDs := hitIDs(got), hitIDs(want)
-		slices.Sort(gotIDs)
-		slices.Sort(wantIDs)
-		if !slices.Equal(gotIDs, wantIDs) && !tiedAtCut(want) {
-			t.Errorf("query %q: pruned answer %v, whole %v", q.Query, gotIDs, wantIDs)
-		}
+		sameRanking(t, q, "pruned", pruned, "whole", whole)
 	}
 	t.Logf("plans: %v", plans)
 	if plans["pruned"]+plans["seeded"] == 0 {
 		t.Errorf("no query was pruned (plans %v): the test does not exercise pruning", plans)
+	}
+}
+
+// recaller is a store in-process or a plugin process.
+type recaller interface {
+	Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error)
+}
+
+// sameRanking recalls q from stores a and b (named for messages) and
+// checks that they answer the same records, scores within 1e-9 (either of
+// two records tied at the cut may fill the last place).
+func sameRanking(t *testing.T, q sdk.RecallQuery, aName string, a recaller, bName string, b recaller) {
+	t.Helper()
+	ctx := context.Background()
+	got, err := a.Recall(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := b.Recall(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("query %q: %d hits %s, %d %s", q.Query, len(got), aName, len(want), bName)
+	}
+	for k := range got {
+		if math.Abs(got[k].Score-want[k].Score) > 1e-9*want[k].Score {
+			t.Errorf("query %q: hit %d scores %v %s, %v %s", q.Query, k, got[k].Score, aName, want[k].Score, bName)
+		}
+	}
+	gotIDs, wantIDs := hitIDs(got), hitIDs(want)
+	slices.Sort(gotIDs)
+	slices.Sort(wantIDs)
+	if !slices.Equal(gotIDs, wantIDs) && !tiedAtCut(want) {
+		t.Errorf("query %q: %s answer %v, %s %v", q.Query, aName, gotIDs, bName, wantIDs)
 	}
 }
 
@@ -656,24 +692,10 @@ func benchRecordsIn(start, n int) []sdk.Record {
 // with sdk.ErrUnavailable while it is down, the plugin serves again once
 // it is back (the pool reconnects), and every acknowledged write is there.
 func TestServerOutage(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a cluster of its own")
-	}
 	ctx := context.Background()
-	c, err := pgtest.Start(ctx, pgtest.Options{})
-	if errors.Is(err, pgtest.ErrNoPostgres) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
-	name, err := c.CreateDatabase(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, dsn := ownCluster(t)
 	s := New()
-	s.getenv = func(string) string { return c.DSN(name) + " connect_timeout=2" }
+	s.getenv = func(string) string { return dsn }
 	defer s.Close()
 	if err := s.Configure(ctx, []byte(`{"statement_timeout": "5s"}`)); err != nil {
 		t.Fatal(err)

@@ -149,8 +149,9 @@ type recallOptions struct {
 	noPrune    bool // score every posting (the reference for pruning tests)
 	// pruneMin, seed and probeCost replace their defaults when set.
 	pruneMin, seed, probeCost int64
-	// plan, when set, hears how each recall was answered: "scan",
-	// "seeded" (the seed answer was final) or "pruned".
+	// plan, when set, hears how each recall was answered: "replica"
+	// (replica.go), or in SQL "scan", "seeded" (the seed answer was final)
+	// or "pruned".
 	plan func(string)
 }
 
@@ -160,28 +161,31 @@ func (o recallOptions) note(plan string) {
 	}
 }
 
-func recall(ctx context.Context, db *pgdb, q sdk.RecallQuery, now time.Time, opts recallOptions) ([]sdk.Hit, error) {
+// recallArgs validates q and answers its limit (the default for 0, the
+// most allowed past it) and its distinct terms.
+func recallArgs(q sdk.RecallQuery) (int, []string, error) {
 	if err := sdk.ValidateRealm(q.Realm); err != nil {
-		return nil, fmt.Errorf("postgres: recall: %w", err)
+		return 0, nil, fmt.Errorf("postgres: recall: %w", err)
 	}
 	for i, s := range q.Scopes {
 		if err := s.Validate(); err != nil {
-			return nil, fmt.Errorf("postgres: recall: scopes[%d]: %w", i, err)
+			return 0, nil, fmt.Errorf("postgres: recall: scopes[%d]: %w", i, err)
 		}
 	}
 	limit := q.Limit
 	switch {
 	case limit < 0:
-		return nil, fmt.Errorf("postgres: recall: limit %d is negative: %w", limit, sdk.ErrInvalid)
+		return 0, nil, fmt.Errorf("postgres: recall: limit %d is negative: %w", limit, sdk.ErrInvalid)
 	case limit == 0:
 		limit = sdk.DefaultRecallLimit
 	case limit > maxRecallLimit:
 		limit = maxRecallLimit
 	}
-	terms := sdkindex.QueryTerms(q.Query)
-	if len(terms) == 0 {
-		return []sdk.Hit{}, nil
-	}
+	return limit, sdkindex.QueryTerms(q.Query), nil
+}
+
+// recall answers q from SQL.
+func recall(ctx context.Context, db *pgdb, q sdk.RecallQuery, limit int, terms []string, now time.Time, opts recallOptions) ([]sdk.Hit, error) {
 	var hits []sdk.Hit
 	err := pgx.BeginTxFunc(ctx, db, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) (err error) {
 		hits, err = search(ctx, tx, q, terms, limit, now, opts)

@@ -72,7 +72,8 @@ func reindex(ctx context.Context, tx pgx.Tx, realm string, progress func(done, t
 			return done, err
 		}
 	}
-	return done, nil
+	_, err := logRealms(ctx, tx, realms)
+	return done, err
 }
 
 // reindexRealm rebuilds one realm's index; report hears the records done

@@ -128,6 +128,29 @@ ALTER TABLE records ADD COLUMN occurred_ms bigint NOT NULL DEFAULT 0;
 	// 5: thread context saturates on its own (sdk/index ContextFrequency
 	// and ContextLength): threaded records are re-indexed.
 	{sql: `SELECT 1;`, then: indexAllThreads},
+	// 6: the change log replicas follow (changes.go): one row per record
+	// a transaction changed, numbered in commit order; how far it has been
+	// trimmed; and each live replica's applied position.
+	{sql: `
+CREATE TABLE changes (
+	seq       bigserial   PRIMARY KEY,
+	realm     text        NOT NULL,
+	record_id text        NOT NULL, -- '' for the whole realm
+	op        text        NOT NULL CHECK (op IN ('put', 'delete', 'realm')),
+	at        timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX changes_by_time ON changes (at);
+CREATE TABLE change_horizon (
+	one     boolean PRIMARY KEY DEFAULT true CHECK (one),
+	trimmed bigint  NOT NULL -- changes at or below it may be gone
+);
+INSERT INTO change_horizon (trimmed) VALUES (0);
+CREATE TABLE replicas (
+	name    text        PRIMARY KEY,
+	applied bigint      NOT NULL,
+	seen    timestamptz NOT NULL
+);
+`},
 }
 
 // indexAllThreads re-indexes every active threaded record with its
@@ -245,10 +268,13 @@ var requiredColumns = map[string][]string{
 	"records": {"seq", "realm", "id", "scope", "status", "expires_ms", "tag_keys", "use_count", "last_used_ms", "usage_key",
 		"kind", "trust", "supersedes", "created_ms", "updated_ms", "content_hash", "ntok", "title", "description", "tags", "body",
 		"thread_id", "thread_seq", "occurred_ms"},
-	"terms":        {"term_id", "realm", "term", "df"},
-	"postings":     {"term_id", "seq", "tf", "dl", "scope", "expires_ms"},
-	"index_totals": {"realm", "slot", "docs", "tokens"},
-	"ledger":       {"seq", "realm", "identity", "session", "record_id", "surface", "bytes", "at_ms"},
+	"terms":          {"term_id", "realm", "term", "df"},
+	"postings":       {"term_id", "seq", "tf", "dl", "scope", "expires_ms"},
+	"index_totals":   {"realm", "slot", "docs", "tokens"},
+	"ledger":         {"seq", "realm", "identity", "session", "record_id", "surface", "bytes", "at_ms"},
+	"changes":        {"seq", "realm", "record_id", "op", "at"},
+	"change_horizon": {"one", "trimmed"},
+	"replicas":       {"name", "applied", "seen"},
 }
 
 // checkSchema answers an error wrapping errSchema, naming what is missing,

@@ -69,8 +69,14 @@ func refDoc(r sdk.Record, seq uint64) sdkindex.Doc {
 // same records with the same scores as sdk/index (the sqlite provider's
 // engine) given the same changes, and that the inverted index stays exact.
 func TestThreadContextRanksAsSDKIndex(t *testing.T) {
+	for _, path := range recallPaths {
+		t.Run(path, func(t *testing.T) { testThreadContextRanksAsSDKIndex(t, path) })
+	}
+}
+
+func testThreadContextRanksAsSDKIndex(t *testing.T, path string) {
 	schema := schemaFor(t.Name())
-	s := openStore(t, schema)
+	s := openPath(t, schema, path, "statistics", "realm")
 	db := rawPool(t, schema)
 	ctx := context.Background()
 	ref, err := sdkindex.New(sdkindex.Options{Weights: fieldWeights[:], ContextWeight: sdkindex.ContextWeight, Stats: sdkindex.StatsRealm})
@@ -215,7 +221,8 @@ func TestMigrationAddsThreadContext(t *testing.T) {
 			}
 		}
 		_, err = tx.Exec(ctx, `DROP INDEX records_by_thread; DROP INDEX records_by_id_bytes; DROP INDEX terms_by_term;
-			ALTER TABLE records DROP COLUMN occurred_ms; DELETE FROM schema_migrations WHERE version >= 3`)
+			ALTER TABLE records DROP COLUMN occurred_ms; DROP TABLE changes, change_horizon, replicas;
+			DELETE FROM schema_migrations WHERE version >= 3`)
 		return err
 	})
 	if err != nil {
@@ -244,6 +251,7 @@ func TestMigrationCapsThreadContext(t *testing.T) {
 	if _, err := db.Exec(ctx, `
 		UPDATE postings AS p SET tf = p.tf + 0.375, dl = p.dl + 100 FROM records AS r
 		WHERE r.seq = p.seq AND r.thread_id IS NOT NULL;
+		DROP TABLE changes, change_horizon, replicas;
 		DELETE FROM schema_migrations WHERE version >= 5`); err != nil {
 		t.Fatal(err)
 	}

@@ -82,34 +82,41 @@ func recordThreads(prepared []preparedRecord) []string {
 	return out
 }
 
-func remember(ctx context.Context, db *pgdb, realm string, records []sdk.Record, now time.Time) ([]string, error) {
+// remember answers the ids and the change log position it committed.
+func remember(ctx context.Context, db *pgdb, realm string, records []sdk.Record, now time.Time) ([]string, int64, error) {
 	if err := sdk.ValidateRealm(realm); err != nil {
-		return nil, fmt.Errorf("postgres: remember: %w", err)
+		return nil, 0, fmt.Errorf("postgres: remember: %w", err)
 	}
 	if len(records) > sdk.MaxBatch {
-		return nil, fmt.Errorf("postgres: remember: %d records, the limit is %d: %w", len(records), sdk.MaxBatch, sdk.ErrTooLarge)
+		return nil, 0, fmt.Errorf("postgres: remember: %d records, the limit is %d: %w", len(records), sdk.MaxBatch, sdk.ErrTooLarge)
 	}
 	prepared := make([]preparedRecord, len(records))
 	for i, r := range records {
 		p, err := prepareRecord(realm, r, now)
 		if err != nil {
-			return nil, fmt.Errorf("postgres: remember: records[%d]: %w", i, err)
+			return nil, 0, fmt.Errorf("postgres: remember: records[%d]: %w", i, err)
 		}
 		prepared[i] = p
 	}
 	var ids []string
+	var seq int64
 	threads := recordThreads(prepared)
 	err := inTx(ctx, db, func(tx pgx.Tx) (err error) {
 		if err := lockThreads(ctx, tx, realm, threads); err != nil {
 			return err
 		}
-		ids, err = storeRecords(ctx, tx, realm, prepared, nil, now)
+		if ids, err = storeRecords(ctx, tx, realm, prepared, nil, now); err != nil {
+			return err
+		}
+		// Every id, duplicates too: a duplicate may have revived an
+		// expired record.
+		seq, err = logChanges(ctx, tx, realm, opPut, ids)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres: remember: %w", err)
+		return nil, 0, fmt.Errorf("postgres: remember: %w", err)
 	}
-	return ids, nil
+	return ids, seq, nil
 }
 
 // indexed is a stored active record to add to the index.
@@ -371,14 +378,15 @@ func lockRecords(ctx context.Context, tx pgx.Tx, realm string, ids []string) ([]
 	})
 }
 
-func forget(ctx context.Context, db *pgdb, realm string, ids []string) (int, error) {
+func forget(ctx context.Context, db *pgdb, realm string, ids []string) (int, int64, error) {
 	if err := checkIDs(realm, ids); err != nil {
-		return 0, fmt.Errorf("postgres: forget: %w", err)
+		return 0, 0, fmt.Errorf("postgres: forget: %w", err)
 	}
 	if len(ids) == 0 {
-		return 0, nil
+		return 0, 0, nil
 	}
 	var n int
+	var seq int64
 	ids = distinct(ids)
 	err := inTx(ctx, db, func(tx pgx.Tx) error {
 		threads, err := threadsOf(ctx, tx, realm, ids)
@@ -415,12 +423,17 @@ func forget(ctx context.Context, db *pgdb, realm string, ids []string) (int, err
 			return err
 		}
 		n = len(found)
-		return nil
+		gone := make([]string, len(found))
+		for i, s := range found {
+			gone[i] = s.id
+		}
+		seq, err = logChanges(ctx, tx, realm, opDelete, gone)
+		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("postgres: forget: %w", err)
+		return 0, 0, fmt.Errorf("postgres: forget: %w", err)
 	}
-	return n, nil
+	return n, seq, nil
 }
 
 // supersede stores replacement and marks oldID superseded in one
@@ -428,18 +441,19 @@ func forget(ctx context.Context, db *pgdb, realm string, ids []string) (int, err
 // when it names none. Retrying a supersede that already happened answers
 // the same replacement id; superseding a record already replaced by other
 // content, or tombstoned, is a conflict.
-func supersede(ctx context.Context, db *pgdb, realm, oldID string, replacement sdk.Record, now time.Time) (string, error) {
+func supersede(ctx context.Context, db *pgdb, realm, oldID string, replacement sdk.Record, now time.Time) (string, int64, error) {
 	if err := sdk.ValidateRealm(realm); err != nil {
-		return "", fmt.Errorf("postgres: supersede: %w", err)
+		return "", 0, fmt.Errorf("postgres: supersede: %w", err)
 	}
 	if err := sdk.ValidateID(oldID); err != nil {
-		return "", fmt.Errorf("postgres: supersede: old %w", err)
+		return "", 0, fmt.Errorf("postgres: supersede: old %w", err)
 	}
 	if replacement.Supersedes != "" && replacement.Supersedes != oldID {
-		return "", fmt.Errorf("postgres: supersede: replacement names supersedes %q, not %q: %w", replacement.Supersedes, oldID, sdk.ErrInvalid)
+		return "", 0, fmt.Errorf("postgres: supersede: replacement names supersedes %q, not %q: %w", replacement.Supersedes, oldID, sdk.ErrInvalid)
 	}
 	replacement.Supersedes = oldID
 	var newID string
+	var seq int64
 	err := inTx(ctx, db, func(tx pgx.Tx) error {
 		threads, err := threadsOf(ctx, tx, realm, []string{oldID})
 		if err != nil {
@@ -507,12 +521,13 @@ func supersede(ctx context.Context, db *pgdb, realm, oldID string, replacement s
 			return err
 		}
 		newID = ids[0]
-		return nil
+		seq, err = logChanges(ctx, tx, realm, opPut, []string{oldID, newID})
+		return err
 	})
 	if err != nil {
-		return "", fmt.Errorf("postgres: supersede %s: %w", oldID, err)
+		return "", 0, fmt.Errorf("postgres: supersede %s: %w", oldID, err)
 	}
-	return newID, nil
+	return newID, seq, nil
 }
 
 // markUsed counts one use of each record at time at; ids not there are

@@ -1,0 +1,584 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/memhost/memhost/sdk"
+	sdkindex "github.com/memhost/memhost/sdk/index"
+)
+
+// The replica: each plugin process holds the schema's active records in
+// an sdk/index, the engine the sqlite provider answers through, and
+// answers recall from it, reading only the hits' rows from PostgreSQL.
+// PostgreSQL stays the only truth: the replica is loaded from records in
+// one snapshot together with the change log's position in it, then
+// follows the change log (changes.go) in seq order, re-reading the
+// records each change names. sdk/index keeps thread context itself, so it
+// ranks as the SQL path does (both follow sdk/index's rules), within
+// rounding.
+//
+// A recall answers from the replica only when that cannot be stale:
+//
+//   - the replica is loaded, its LISTEN connection is up and it has
+//     caught up since that connection (re)started, and it has not known
+//     of unapplied changes for longer than max_lag;
+//   - it has applied every change this process acknowledged (the recall
+//     waits for that, up to read_wait);
+//   - the statement that reads the hits also reads the log's head: a
+//     change committed anywhere before then and not yet applied makes the
+//     recall wait for it (up to read_wait) and search again.
+//
+// Otherwise the recall answers from SQL, as without a replica.
+
+// maxApply is the most changes one catch-up applies one by one; a replica
+// further behind reloads.
+const maxApply = 20000
+
+type replica struct {
+	set    replicaSettings
+	db     *pgdb
+	listen *pgx.ConnConfig
+	schema string
+	opts   sdkindex.Options
+	log    *slog.Logger
+	name   string // this process's row in replicas
+
+	// mu makes a catch-up one change to searches: apply holds it
+	// exclusively, search shared.
+	mu      sync.RWMutex
+	ix      *sdkindex.Index // nil until loaded
+	applied atomic.Int64    // the change log position ix reflects
+	moved   chan struct{}   // closed (and replaced) when applied moves; under mu
+
+	acked atomic.Int64 // the highest change this process committed
+	head  atomic.Int64 // the highest change heard of
+	// behind is when the replica first knew of a change it had not
+	// applied (Unix ns); 0 when current.
+	behind atomic.Int64
+	// Listening: epoch counts LISTEN connections made; connected says
+	// the latest is up; caught is the epoch of the last catch-up that
+	// began while it was.
+	epoch, caught atomic.Int64
+	connected     atomic.Bool
+
+	wake chan struct{}
+	stop context.CancelFunc
+	done sync.WaitGroup
+
+	// loads counts whole loads (the first, and reloads).
+	loads atomic.Int64
+	// applyHook, when set, runs before each catch-up's changes are
+	// applied (tests stop a replica there).
+	applyHook func()
+}
+
+func newReplica(db *pgdb, set settings, log *slog.Logger) *replica {
+	var id [8]byte
+	rand.Read(id[:])
+	opts := sdkindex.Options{Weights: fieldWeights[:], ContextWeight: sdkindex.ContextWeight}
+	if set.realmStats {
+		opts.Stats = sdkindex.StatsRealm
+	}
+	return &replica{
+		set: set.replica, db: db, listen: set.pool.ConnConfig.Copy(), schema: set.schema, opts: opts, log: log,
+		name: hex.EncodeToString(id[:]), moved: make(chan struct{}), wake: make(chan struct{}, 1),
+	}
+}
+
+// start loads the replica and follows the log until close.
+func (r *replica) start() {
+	ctx, stop := context.WithCancel(context.Background())
+	r.stop = stop
+	r.done.Add(2)
+	go func() { defer r.done.Done(); r.follow(ctx) }()
+	go func() { defer r.done.Done(); r.listenLoop(ctx) }()
+}
+
+// close stops the replica and removes its row (best effort).
+func (r *replica) close() {
+	r.stop()
+	r.done.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	r.db.Exec(ctx, "DELETE FROM replicas WHERE name = $1", r.name)
+}
+
+// acknowledge notes a change this process committed.
+func (r *replica) acknowledge(seq int64) {
+	raise(&r.acked, seq)
+	r.heard(seq)
+}
+
+// raise sets a to v when v is larger.
+func raise(a *atomic.Int64, v int64) {
+	for {
+		cur := a.Load()
+		if v <= cur || a.CompareAndSwap(cur, v) {
+			return
+		}
+	}
+}
+
+// heard notes that changes up to seq exist, and wakes the follower when
+// they are not applied.
+func (r *replica) heard(seq int64) {
+	raise(&r.head, seq)
+	if seq > r.applied.Load() {
+		r.behind.CompareAndSwap(0, time.Now().UnixNano())
+		r.poke()
+	}
+}
+
+func (r *replica) poke() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// serving reports whether recall may ask the replica at all.
+func (r *replica) serving() bool {
+	if !r.connected.Load() || r.caught.Load() != r.epoch.Load() {
+		return false
+	}
+	r.mu.RLock()
+	loaded := r.ix != nil
+	r.mu.RUnlock()
+	if !loaded {
+		return false
+	}
+	b := r.behind.Load()
+	return b == 0 || time.Since(time.Unix(0, b)) <= r.set.maxLag
+}
+
+// waitApplied waits until the replica has applied seq, until deadline.
+func (r *replica) waitApplied(ctx context.Context, seq int64, deadline time.Time) bool {
+	for {
+		r.mu.RLock()
+		applied, moved := r.applied.Load(), r.moved
+		r.mu.RUnlock()
+		if applied >= seq {
+			return true
+		}
+		r.poke()
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return false
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-moved:
+			t.Stop()
+		case <-t.C:
+			return false
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		}
+	}
+}
+
+// recall answers q from the replica; ok is false when it cannot, and the
+// caller answers from SQL.
+func (r *replica) recall(ctx context.Context, q sdk.RecallQuery, terms []string, limit int, now time.Time) (hits []sdk.Hit, ok bool, err error) {
+	if !r.serving() {
+		return nil, false, nil
+	}
+	deadline := time.Now().Add(r.set.readWait)
+	need := r.acked.Load()
+	since, until := q.WindowMillis()
+	iq := sdkindex.Query{Realm: q.Realm, Terms: terms, ExcludeIDs: q.ExcludeIDs, Tags: q.Tags, ExcludeTags: q.ExcludeTags,
+		NowMs: now.UnixMilli(), SinceMs: since, UntilMs: until, Limit: limit}
+	for _, s := range q.Scopes {
+		iq.Scopes = append(iq.Scopes, string(s))
+	}
+	for range 2 {
+		if !r.waitApplied(ctx, need, deadline) {
+			return nil, false, nil
+		}
+		r.mu.RLock()
+		found, err := r.ix.Search(iq)
+		at := r.applied.Load()
+		r.mu.RUnlock()
+		if err != nil {
+			return nil, false, fmt.Errorf("postgres: recall: %w", err)
+		}
+		hits, head, whole, err := readHitRows(ctx, r.db, q.Realm, found)
+		if err != nil {
+			return nil, true, fmt.Errorf("postgres: recall: %w", classify(err))
+		}
+		r.heard(head)
+		if head <= at {
+			// A hit gone or changed since the replica read it means a
+			// change at or below head the replica missed: never here,
+			// since the row is read after at; SQL answers if it happens.
+			return hits, whole, nil
+		}
+		need = head
+	}
+	return nil, false, nil
+}
+
+// readHitRows reads the rows of the replica's hits, in one round trip with
+// the change log's head. whole is false when a hit's row is gone or no
+// longer active.
+func readHitRows(ctx context.Context, db *pgdb, realm string, found []sdkindex.Hit) (hits []sdk.Hit, head int64, whole bool, err error) {
+	seqs := make([]int64, len(found))
+	for i, h := range found {
+		seqs[i] = int64(h.Seq)
+	}
+	b := &pgx.Batch{}
+	// The horizon too: a log trimmed empty still has a position.
+	b.Queue("SELECT greatest((SELECT coalesce(max(seq), 0) FROM changes), (SELECT trimmed FROM change_horizon))")
+	if len(seqs) > 0 {
+		b.Queue(`SELECT `+recordColumns+`, r.seq FROM records AS r WHERE r.seq = ANY($1) AND r.realm = $2 AND r.status = 'active'`, seqs, realm)
+	}
+	br := db.SendBatch(ctx, b)
+	defer br.Close()
+	if err := br.QueryRow().Scan(&head); err != nil {
+		return nil, 0, false, err
+	}
+	if len(seqs) == 0 {
+		return []sdk.Hit{}, head, true, br.Close()
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, 0, false, err
+	}
+	bySeq := make(map[int64]sdk.Record, len(seqs))
+	for rows.Next() {
+		var rec sdk.Record
+		var seq int64
+		if err := scanRecord(rows, &rec, &seq); err != nil {
+			rows.Close()
+			return nil, 0, false, err
+		}
+		bySeq[seq] = rec
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, false, err
+	}
+	hits = make([]sdk.Hit, 0, len(found))
+	for _, h := range found {
+		rec, ok := bySeq[int64(h.Seq)]
+		if !ok || rec.ID != h.ID {
+			return nil, head, false, br.Close()
+		}
+		hits = append(hits, sdk.Hit{Record: rec, Score: h.Score})
+	}
+	return hits, head, true, br.Close()
+}
+
+// follow loads the replica, then catches up whenever woken (a
+// notification, a write of this process, a waiting recall) or every
+// poll_interval; it records its position and trims the log every
+// heartbeatInterval.
+func (r *replica) follow(ctx context.Context) {
+	poll := time.NewTicker(r.set.poll)
+	defer poll.Stop()
+	beat := time.NewTicker(heartbeatInterval)
+	defer beat.Stop()
+	beatLoads := int64(0)
+	for {
+		if err := r.catchUp(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("postgres: the replica could not read the change log; recall answers from SQL until it does", "error", err)
+		}
+		// A load registers at once, so trimmers keep what it needs.
+		if n := r.loads.Load(); n != beatLoads {
+			beatLoads = n
+			r.beat(ctx)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.wake:
+		case <-poll.C:
+		case <-beat.C:
+			r.beat(ctx)
+			if _, err := trimChanges(ctx, r.db, r.set.retention); err != nil {
+				r.log.Debug("trim change log", "error", err)
+			}
+		}
+	}
+}
+
+// beat records the replica's position once it is loaded.
+func (r *replica) beat(ctx context.Context) {
+	if r.loads.Load() == 0 {
+		return
+	}
+	if err := heartbeat(ctx, r.db, r.name, r.applied.Load()); err != nil {
+		r.log.Debug("replica heartbeat", "error", err)
+	}
+}
+
+// snapshot is a read-only repeatable-read transaction: the log and the
+// records it reads agree.
+var snapshot = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+
+// step is what one catch-up read, to apply at once.
+type step struct {
+	to     int64                      // the log position it reflects
+	full   *sdkindex.Index            // the whole replica, loaded anew
+	realms map[string]*sdkindex.Index // realms loaded anew (re-indexed)
+	gone   [][2]string                // realm and id of changed records no longer active
+	puts   []sdkindex.Doc             // changed records that are active
+}
+
+// catchUp applies the changes after the replica's position, or loads it
+// whole when it is not loaded, the log was trimmed past its position, or
+// it is more than maxApply changes behind.
+func (r *replica) catchUp(ctx context.Context) error {
+	epoch, listening := r.epoch.Load(), r.connected.Load()
+	var st step
+	err := pgx.BeginTxFunc(ctx, r.db, snapshot, func(tx pgx.Tx) (err error) {
+		st, err = r.read(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("catch up: %w", classify(err))
+	}
+	if r.applyHook != nil {
+		r.applyHook()
+	}
+	r.apply(&st)
+	if listening {
+		r.caught.Store(epoch)
+	}
+	return nil
+}
+
+// read reads, in one snapshot, what brings the replica to the log's
+// position in it.
+func (r *replica) read(ctx context.Context, tx pgx.Tx) (step, error) {
+	var st step
+	var trimmed, top int64
+	if err := tx.QueryRow(ctx, `SELECT trimmed, (SELECT coalesce(max(seq), 0) FROM changes) FROM change_horizon`).Scan(&trimmed, &top); err != nil {
+		return st, err
+	}
+	st.to = max(trimmed, top)
+	from := r.applied.Load()
+	r.mu.RLock()
+	loaded := r.ix != nil
+	r.mu.RUnlock()
+	if !loaded || from < trimmed || st.to-from > maxApply {
+		if loaded {
+			r.log.Info("postgres: the replica reloads", "applied", from, "trimmed", trimmed, "head", st.to)
+		}
+		var err error
+		st.full, err = r.load(ctx, tx, "")
+		return st, err
+	}
+	if st.to <= from {
+		return st, nil
+	}
+	rows, err := tx.Query(ctx, `SELECT realm, record_id, op FROM changes WHERE seq > $1 ORDER BY seq`, from)
+	if err != nil {
+		return st, err
+	}
+	var realms, ids []string
+	seen := map[[2]string]bool{}
+	st.realms = map[string]*sdkindex.Index{}
+	var realm, id, op string
+	_, err = pgx.ForEachRow(rows, []any{&realm, &id, &op}, func() error {
+		if op == opRealm {
+			st.realms[realm] = nil
+			return nil
+		}
+		if k := [2]string{realm, id}; !seen[k] {
+			seen[k] = true
+			realms, ids = append(realms, realm), append(ids, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return st, err
+	}
+	for realm := range st.realms {
+		if st.realms[realm], err = r.load(ctx, tx, realm); err != nil {
+			return st, err
+		}
+	}
+	err = readDocs(ctx, tx, `SELECT `+docColumns+` FROM unnest($1::text[], $2::text[]) AS u(realm, id)
+		JOIN records AS r ON r.realm = u.realm AND r.id = u.id AND r.status = 'active'`,
+		[]any{realms, ids}, func(d sdkindex.Doc) error {
+			st.puts = append(st.puts, d)
+			return nil
+		})
+	if err != nil {
+		return st, err
+	}
+	active := map[[2]string]bool{}
+	for _, d := range st.puts {
+		active[[2]string{d.Realm, d.ID}] = true
+	}
+	for i := range ids {
+		if k := [2]string{realms[i], ids[i]}; !active[k] {
+			st.gone = append(st.gone, k)
+		}
+	}
+	return st, nil
+}
+
+// apply makes st the replica's state, as one change to searches.
+func (r *replica) apply(st *step) {
+	r.mu.Lock()
+	if st.full != nil {
+		r.ix = st.full
+		r.loads.Add(1)
+	} else {
+		for realm, ix := range st.realms {
+			if err := r.ix.Replace(ix, realm); err != nil {
+				r.log.Error("postgres: replica: replace a realm", "error", err)
+			}
+		}
+		for _, g := range st.gone {
+			if _, whole := st.realms[g[0]]; !whole {
+				r.ix.Delete(g[0], g[1])
+			}
+		}
+		for _, d := range st.puts {
+			if _, whole := st.realms[d.Realm]; whole {
+				continue
+			}
+			if err := r.ix.Put(d); err != nil {
+				r.log.Error("postgres: replica: index a record", "error", err)
+			}
+		}
+	}
+	if st.to > r.applied.Load() || st.full != nil {
+		r.applied.Store(st.to)
+		close(r.moved)
+		r.moved = make(chan struct{})
+	}
+	r.mu.Unlock()
+	// Current unless a change past st.to was heard of meanwhile (checked
+	// again after clearing, against a notification landing in between).
+	r.behind.Store(0)
+	if r.head.Load() > st.to {
+		r.behind.CompareAndSwap(0, time.Now().UnixNano())
+	}
+}
+
+// loadBatch is how many records one statement of a load reads.
+const loadBatch = 5000
+
+// load reads the active records of realm ("": of every realm) into a new
+// index, in batches of one snapshot.
+func (r *replica) load(ctx context.Context, tx pgx.Tx, realm string) (*sdkindex.Index, error) {
+	ix, err := sdkindex.New(r.opts)
+	if err != nil {
+		return nil, err
+	}
+	for after := int64(0); ; {
+		n := 0
+		err := readDocs(ctx, tx, `SELECT `+docColumns+` FROM records AS r
+			WHERE r.status = 'active' AND r.seq > $1 AND ($2 = '' OR r.realm = $2) ORDER BY r.seq LIMIT $3`,
+			[]any{after, realm, loadBatch}, func(d sdkindex.Doc) error {
+				n++
+				after = int64(d.Seq)
+				return ix.Put(d)
+			})
+		if err != nil {
+			return nil, err
+		}
+		if n < loadBatch {
+			return ix, nil
+		}
+	}
+}
+
+// docColumns are what readDocs scans, over records AS r.
+const docColumns = `r.seq, r.realm, r.id, r.scope, r.expires_ms, r.occurred_ms, r.created_ms, r.tags, r.title, r.description, r.body, r.thread_id, r.thread_seq`
+
+// readDocs reads active records as index documents, handing each to add.
+func readDocs(ctx context.Context, tx pgx.Tx, query string, args []any, add func(sdkindex.Doc) error) error {
+	rows, err := tx.Query(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var d sdkindex.Doc
+		var seq, occurred, created int64
+		var title, description, body string
+		var thread *string
+		var threadSeq *int64
+		if err := rows.Scan(&seq, &d.Realm, &d.ID, &d.Scope, &d.ExpiresMs, &occurred, &created, &d.Tags, &title, &description, &body, &thread, &threadSeq); err != nil {
+			return err
+		}
+		own := recordTerms(d.Tags, title, description, body)
+		d.Fields, d.Seq, d.WhenMs = own[:], uint64(seq), created
+		if occurred != 0 {
+			d.WhenMs = occurred
+		}
+		if thread != nil && threadSeq != nil {
+			d.Thread, d.ThreadSeq = *thread, *threadSeq
+		}
+		if err := add(d); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// listenLoop holds the LISTEN connection, reconnecting with a back-off
+// when it fails; while it is down the replica does not serve.
+func (r *replica) listenLoop(ctx context.Context) {
+	backoff := 100 * time.Millisecond
+	for {
+		err := r.listenOnce(ctx, &backoff)
+		r.connected.Store(false)
+		if ctx.Err() != nil {
+			return
+		}
+		r.log.Warn("postgres: the replica's LISTEN connection failed; recall answers from SQL until it is back and caught up", "error", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+func (r *replica) listenOnce(ctx context.Context, backoff *time.Duration) error {
+	conn, err := pgx.ConnectConfig(ctx, r.listen)
+	if err != nil {
+		return classify(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "LISTEN "+changesChannel); err != nil {
+		return classify(err)
+	}
+	*backoff = 100 * time.Millisecond
+	r.epoch.Add(1)
+	r.connected.Store(true)
+	r.poke() // catch up with what was missed while not listening
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return classify(err)
+		}
+		schema, pos, _ := strings.Cut(n.Payload, " ")
+		if schema != r.schema {
+			continue
+		}
+		seq, err := strconv.ParseInt(pos, 10, 64)
+		if err != nil {
+			r.poke()
+			continue
+		}
+		r.heard(seq)
+	}
+}

@@ -1,0 +1,484 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/memhost/memhost/sdk"
+)
+
+// replicaCfg is a replica setting for tests: generous waits, so a loaded
+// machine's slow apply does not turn a replica answer into a SQL one.
+func replicaCfg(readWait string) map[string]any {
+	return map[string]any{"read_wait": readWait, "max_lag": "1m", "poll_interval": "100ms"}
+}
+
+// planLog records how a store's recalls were answered.
+type planLog struct {
+	mu    sync.Mutex
+	plans []string
+}
+
+func (p *planLog) hook(s *Store) {
+	s.recall.plan = func(plan string) {
+		p.mu.Lock()
+		p.plans = append(p.plans, plan)
+		p.mu.Unlock()
+	}
+}
+
+// last answers the plan of the latest recall and forgets the log.
+func (p *planLog) last() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.plans) == 0 {
+		return ""
+	}
+	last := p.plans[len(p.plans)-1]
+	p.plans = nil
+	return last
+}
+
+func titles(hits []sdk.Hit) []string {
+	out := make([]string, len(hits))
+	for i, h := range hits {
+		out[i] = h.Record.Title
+	}
+	slices.Sort(out)
+	return out
+}
+
+func note(title, body string) sdk.Record {
+	return sdk.Record{Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: title, Body: body}
+}
+
+// TestReplicaAcrossStores: two plugin instances on one schema, each with
+// its replica. A write on one is recalled on the other at once (the
+// other's recall reads the log's head with the hits and waits for it), a
+// forget and a supersede too, answered by the replica; and the delay
+// until the other's replica has applied a write is measured.
+func TestReplicaAcrossStores(t *testing.T) {
+	schema := schemaFor(t.Name())
+	var plansB planLog
+	a := openStoreWith(t, configJSON(schema, "replica", replicaCfg("10s")))
+	b := openStoreWith(t, configJSON(schema, "replica", replicaCfg("10s")), plansB.hook)
+	waitServing(t, a)
+	waitServing(t, b)
+	ctx := context.Background()
+	recallB := func(query string) []string {
+		t.Helper()
+		hits, err := b.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: query})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plan := plansB.last(); plan != "replica" {
+			t.Errorf("recall %q on the other store answered by %q, want the replica", query, plan)
+		}
+		return titles(hits)
+	}
+	ids, err := a.Remember(ctx, realm, []sdk.Record{note("heron sighting", "grey heron by the canal"), note("owl call", "tawny owl at dusk")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := recallB("heron owl"); !slices.Equal(got, []string{"heron sighting", "owl call"}) {
+		t.Errorf("after a write on the first store, the other recalls %v", got)
+	}
+	if _, err := a.Forget(ctx, realm, ids[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if got := recallB("heron owl"); !slices.Equal(got, []string{"owl call"}) {
+		t.Errorf("after a forget on the first store, the other recalls %v", got)
+	}
+	if _, err := a.Supersede(ctx, realm, ids[1], note("owl call, corrected", "barn owl at dusk")); err != nil {
+		t.Fatal(err)
+	}
+	if got := recallB("owl"); !slices.Equal(got, []string{"owl call, corrected"}) {
+		t.Errorf("after a supersede on the first store, the other recalls %v", got)
+	}
+
+	// Visibility: from a write's acknowledgement on a to b's replica
+	// having applied it, woken by the notification alone.
+	const n = 100
+	delays := make([]time.Duration, 0, n)
+	for i := range n {
+		if _, err := a.Remember(ctx, realm, []sdk.Record{note(fmt.Sprintf("visibility %d", i), "timed write")}); err != nil {
+			t.Fatal(err)
+		}
+		acked, start := a.replica.acked.Load(), time.Now()
+		if !b.replica.waitApplied(ctx, acked, start.Add(time.Minute)) {
+			t.Fatalf("write %d (change %d) not applied by the other replica within a minute", i, acked)
+		}
+		delays = append(delays, time.Since(start))
+	}
+	slices.Sort(delays)
+	t.Logf("cross-store visibility over %d writes: p50 %v, p99 %v, max %v", n, delays[n/2], delays[n*99/100], delays[n-1])
+}
+
+// TestReplicaNeverStale: a replica that cannot apply (held between
+// reading a catch-up and applying it) answers nothing stale: a write on
+// another store, and one on its own, are recalled from SQL once the wait
+// runs out; released, the replica applies them and answers again.
+func TestReplicaNeverStale(t *testing.T) {
+	schema := schemaFor(t.Name())
+	var plans planLog
+	a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
+	b := openStoreWith(t, configJSON(schema, "replica", replicaCfg("300ms")), plans.hook)
+	var held atomic.Bool
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(free) // before b closes, should the test fail while b is held
+	b.replica.applyHook = func() {
+		if held.Load() {
+			<-release
+		}
+	}
+	waitServing(t, b)
+	ctx := context.Background()
+	if _, err := a.Remember(ctx, realm, []sdk.Record{note("first lantern", "paper lantern")}); err != nil {
+		t.Fatal(err)
+	}
+	recall := func(want []string, plan string) {
+		t.Helper()
+		hits, err := b.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "lantern"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := titles(hits); !slices.Equal(got, want) {
+			t.Errorf("recall answered %v, want %v", got, want)
+		}
+		if got := plans.last(); (got == "replica") != (plan == "replica") {
+			t.Errorf("recall answered by %q, want %s", got, plan)
+		}
+	}
+	recall([]string{"first lantern"}, "replica")
+	held.Store(true)
+	if _, err := a.Remember(ctx, realm, []sdk.Record{note("second lantern", "stone lantern")}); err != nil {
+		t.Fatal(err)
+	}
+	recall([]string{"first lantern", "second lantern"}, "sql")
+	if _, err := b.Remember(ctx, realm, []sdk.Record{note("third lantern", "oil lantern")}); err != nil {
+		t.Fatal(err)
+	}
+	recall([]string{"first lantern", "second lantern", "third lantern"}, "sql")
+	held.Store(false)
+	free()
+	if !b.replica.waitApplied(ctx, b.replica.acked.Load(), time.Now().Add(time.Minute)) {
+		t.Fatal("the released replica did not catch up within a minute")
+	}
+	recall([]string{"first lantern", "second lantern", "third lantern"}, "replica")
+}
+
+// TestChangeLogTrim: trimming keeps what the slowest live replica has not
+// applied, unless older than the retention; a replica that finds the log
+// trimmed past its position reloads, and answers as SQL does.
+func TestChangeLogTrim(t *testing.T) {
+	grace := trimGrace
+	t.Cleanup(func() { trimGrace = grace }) // after the stores close
+	trimGrace = 0
+	schema := schemaFor(t.Name())
+	db := rawPool(t, schema)
+	a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
+	var plans planLog
+	b := openStoreWith(t, configJSON(schema, "replica", replicaCfg("10s")), plans.hook)
+	waitServing(t, b)
+	ctx := context.Background()
+	for i := range 5 {
+		if _, err := a.Remember(ctx, realm, []sdk.Record{note(fmt.Sprintf("tide %d", i), "tide table")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !b.replica.waitApplied(ctx, 5, time.Now().Add(time.Minute)) {
+		t.Fatal("replica did not apply the writes")
+	}
+	if err := heartbeat(ctx, b.pool, b.replica.name, b.replica.applied.Load()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(ctx, "INSERT INTO replicas (name, applied, seen) VALUES ('slow', 2, now())"); err != nil {
+		t.Fatal(err)
+	}
+	horizon := func() (trimmed, first int64) {
+		t.Helper()
+		if err := db.QueryRow(ctx, "SELECT trimmed, (SELECT coalesce(min(seq), 0) FROM changes) FROM change_horizon").Scan(&trimmed, &first); err != nil {
+			t.Fatal(err)
+		}
+		return trimmed, first
+	}
+	if _, err := trimChanges(ctx, b.pool, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if trimmed, first := horizon(); trimmed != 2 || first != 3 {
+		t.Errorf("trimmed below the slowest live replica: horizon %d, first change %d; want 2 and 3", trimmed, first)
+	}
+
+	// Hold b between reading a catch-up and applying it, then write and
+	// trim past what it read.
+	var held atomic.Bool
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	var releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(free) // before b closes, should the test fail while b is held
+	b.replica.applyHook = func() {
+		if held.Load() {
+			entered <- struct{}{}
+			<-release
+		}
+	}
+	held.Store(true)
+	if _, err := a.Remember(ctx, realm, []sdk.Record{note("tide 5", "tide table")}); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	held.Store(false)
+	for i := 6; i < 8; i++ {
+		if _, err := a.Remember(ctx, realm, []sdk.Record{note(fmt.Sprintf("tide %d", i), "tide table")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var head int64
+	if err := db.QueryRow(ctx, "SELECT max(seq) FROM changes").Scan(&head); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := trimChanges(ctx, b.pool, 0); err != nil {
+		t.Fatal(err)
+	}
+	if trimmed, _ := horizon(); trimmed != head {
+		t.Errorf("retention 0 trimmed to %d, want every change (%d)", trimmed, head)
+	}
+	loads := b.replica.loads.Load()
+	free()
+	if !b.replica.waitApplied(ctx, head, time.Now().Add(time.Minute)) {
+		t.Fatal("replica did not catch up after the trim")
+	}
+	hits, err := b.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "tide", Limit: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 8 || plans.last() != "replica" {
+		t.Errorf("after the reload: %d hits, want 8 from the replica", len(hits))
+	}
+	if got := b.replica.loads.Load(); got != loads+1 {
+		t.Errorf("the replica loaded %d times after finding the log trimmed past it, want once", got-loads)
+	}
+}
+
+// TestReplicaServerRestart: with the server down recall fails as
+// unavailable and the replica stops serving (its LISTEN connection is
+// gone); back up, recall answers at once (from SQL until the replica has
+// caught up), then from the replica, with the writes made meanwhile.
+func TestReplicaServerRestart(t *testing.T) {
+	ctx := context.Background()
+	c, dsn := ownCluster(t)
+	newStore := func(plans *planLog) *Store {
+		s := New()
+		s.getenv = func(string) string { return dsn }
+		if plans != nil {
+			plans.hook(s)
+		}
+		if err := s.Configure(ctx, []byte(`{"statement_timeout": "5s", "replica": {"read_wait": "10s", "max_lag": "1m", "poll_interval": "100ms"}}`)); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	var plans planLog
+	s, other := newStore(&plans), newStore(nil)
+	waitServing(t, s)
+	if _, err := s.Remember(ctx, realm, []sdk.Record{note("restart one", "before the restart")}); err != nil {
+		t.Fatal(err)
+	}
+	if hits, err := s.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "restart"}); err != nil || len(hits) != 1 || plans.last() != "replica" {
+		t.Fatalf("before the restart: %d hits, %v", len(hits), err)
+	}
+	c.StopServer()
+	if _, err := s.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "restart"}); !errors.Is(err, sdk.ErrUnavailable) {
+		t.Errorf("recall with the server down: %v, want unavailable", err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for s.replica.serving() {
+		if time.Now().After(deadline) {
+			t.Fatal("the replica still serves a minute after the server stopped")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := c.StartServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The other store writes once the server is back (retried past the
+	// refusal pause).
+	for attempt := 0; ; attempt++ {
+		_, err := other.Remember(ctx, realm, []sdk.Record{note("restart two", "after the restart")})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, sdk.ErrUnavailable) || attempt > 100 {
+			t.Fatalf("write after the restart (attempt %d): %v", attempt, err)
+		}
+		time.Sleep(refusalPause / 4)
+	}
+	for attempt := 0; ; attempt++ {
+		hits, err := s.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "restart"})
+		if err == nil {
+			if len(hits) != 2 {
+				t.Fatalf("after the restart (%s): %d hits, want 2", plans.last(), len(hits))
+			}
+			break
+		}
+		if !errors.Is(err, sdk.ErrUnavailable) || attempt > 100 {
+			t.Fatalf("recall after the restart (attempt %d): %v", attempt, err)
+		}
+		time.Sleep(refusalPause / 4)
+	}
+	waitServing(t, s)
+	hits, err := s.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "restart"})
+	if err != nil || len(hits) != 2 || plans.last() != "replica" {
+		t.Errorf("once caught up: %d hits, %v; want 2 from the replica", len(hits), err)
+	}
+}
+
+// TestReplicaKilledMidApply: a plugin process killed (SIGKILL) while its
+// replica follows a stream of writes leaves nothing behind but a stale
+// replicas row; a fresh process loads while writes go on and then ranks
+// exactly as SQL does, scores within 1e-9.
+func TestReplicaKilledMidApply(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs plugin processes")
+	}
+	schema := schemaFor(t.Name())
+	writer := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
+	ctx := context.Background()
+	c := benchCorpus()
+	write := func(from, to int) {
+		for i := from; i < to; i += 100 {
+			if _, err := writer.Remember(ctx, realm, benchRecordsIn(i, 100)); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}
+	write(0, 1000)
+	cfg := configJSON(schema, "replica", replicaCfg("10s"))
+	first, _ := launchPlugin(t, cfg)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); write(1000, 3000) }()
+	time.Sleep(300 * time.Millisecond) // mid-stream: the first replica is applying
+	first.Kill(0)
+	db := rawPool(t, schema)
+	var before []string
+	rows, err := db.Query(ctx, "SELECT name FROM replicas")
+	if err == nil {
+		before, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, fresh := launchPlugin(t, cfg)
+	wg.Wait()
+	// The fresh replica records its position once loaded, and then every
+	// heartbeat: wait for it to have applied every write.
+	var head int64
+	if err := db.QueryRow(ctx, "SELECT max(seq) FROM changes").Scan(&head); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var applied int64
+		err := db.QueryRow(ctx, "SELECT coalesce(max(applied), 0) FROM replicas WHERE NOT (name = ANY($1))", before).Scan(&applied)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if applied >= head {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the fresh replica has applied %d of %d changes after a minute", applied, head)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	const n = 3000
+	for i := range 100 {
+		q := sdk.RecallQuery{Realm: realm, Query: c.query(i, n), Limit: 10}
+		if i%5 == 0 {
+			q.Scopes = []sdk.Scope{benchScope(i), sdk.RealmScope}
+		}
+		sameRanking(t, q, "from the fresh plugin", fresh, "from SQL", writer)
+	}
+}
+
+// TestTrimWithoutReplica: a process without a replica trims the change
+// log too (its writes log changes whether or not a replica follows).
+func TestTrimWithoutReplica(t *testing.T) {
+	grace, beat := trimGrace, heartbeatInterval
+	t.Cleanup(func() { trimGrace, heartbeatInterval = grace, beat }) // after the store closes
+	trimGrace, heartbeatInterval = 0, 20*time.Millisecond
+	schema := schemaFor(t.Name())
+	s := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
+	db := rawPool(t, schema)
+	ctx := context.Background()
+	for i := range 3 {
+		if _, err := s.Remember(ctx, realm, []sdk.Record{note(fmt.Sprintf("kite %d", i), "kite string")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var trimmed, left int64
+		if err := db.QueryRow(ctx, "SELECT trimmed, (SELECT count(*) FROM changes) FROM change_horizon").Scan(&trimmed, &left); err != nil {
+			t.Fatal(err)
+		}
+		if trimmed == 3 && left == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a minute on, the log is trimmed to %d with %d changes left; want 3 and none", trimmed, left)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestReplicaMaxLag: a replica that has known of a change it has not
+// applied for longer than max_lag stops serving (recall goes to SQL
+// without waiting), and serves again once it has caught up.
+func TestReplicaMaxLag(t *testing.T) {
+	schema := schemaFor(t.Name())
+	a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
+	b := openStoreWith(t, configJSON(schema, "replica", map[string]any{"max_lag": "50ms"}))
+	var held atomic.Bool
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(free) // before b closes, should the test fail while b is held
+	b.replica.applyHook = func() {
+		if held.Load() {
+			<-release
+		}
+	}
+	waitServing(t, b)
+	held.Store(true)
+	ctx := context.Background()
+	if _, err := a.Remember(ctx, realm, []sdk.Record{note("lagging kettle", "kettle on")}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for b.replica.serving() {
+		if time.Now().After(deadline) {
+			t.Fatal("a replica held behind a notified change still serves a minute on")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	hits, err := b.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "kettle"})
+	if err != nil || len(hits) != 1 {
+		t.Errorf("recall while the replica lags: %d hits, %v; want the new record (from SQL)", len(hits), err)
+	}
+	held.Store(false)
+	free()
+	waitServing(t, b)
+}
