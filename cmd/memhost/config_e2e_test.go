@@ -98,6 +98,7 @@ func TestFirstPartySchemasAreClosed(t *testing.T) {
 		"llm":      `{"base_url":"http://127.0.0.1:1/v1","model":"m","api_key_env":"","timeout_ms":25000,"max_tokens":1024,"temperature":0,"max_bytes":8192,"max_rows":400}`,
 		"lexical":  `{"min_score":0.5,"recency_half_life_days":30,"recency_weight":0.2}`,
 		"static":   `{"file":"bindings.json"}`,
+		"wordvec":  `{"table":"wordvec/sg100d-50k.wvt"}`,
 		"openai":   `{"base_url":"http://127.0.0.1:1/v1","model":"m","dimensions":4,"send_dimensions":false,"model_id":"m/4","api_key_env":"","query_prefix":"query: ","document_prefix":"passage: ","request_batch":64,"parallel":4,"max_input_bytes":8192,"timeout_ms":30000,"max_retries":4,"retry_base_ms":250,"deterministic":false}`,
 	}
 	seen := 0
