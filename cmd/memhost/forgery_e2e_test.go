@@ -348,7 +348,20 @@ func TestMCPArgumentsAreStrict(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
+	// Closed as a client closes it: end of input, then memhost mcp stops
+	// its plugins before it exits (a SIGKILL would leave them writing into
+	// the data directory the test's cleanup removes).
+	t.Cleanup(func() {
+		stdin.Close()
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
 	lines := bufio.NewScanner(stdout)
 	lines.Buffer(nil, 1<<20)
 	send := func(msg []byte) {

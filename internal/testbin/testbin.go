@@ -5,13 +5,16 @@ package testbin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/internal/pluginhost"
@@ -156,9 +159,18 @@ func InstallPlugin(t testing.TB, dir, bin string) string {
 	if err := os.WriteFile(dst, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	path, _, err := pluginhost.WriteManifest(context.Background(), dst, hclog.NewNullLogger())
-	if err != nil {
-		t.Fatalf("testbin: manifest for %s: %v", dst, err)
+	// Writing the manifest runs the copy. A fork elsewhere in this test
+	// process (parallel tests start processes all the time) may hold the
+	// copy's write descriptor until its exec, and the kernel refuses to
+	// run a file open for writing ("text file busy"): try again shortly.
+	for attempt := 1; ; attempt++ {
+		path, _, err := pluginhost.WriteManifest(context.Background(), dst, hclog.NewNullLogger())
+		if err == nil {
+			return path
+		}
+		if attempt == 50 || !(errors.Is(err, syscall.ETXTBSY) || strings.Contains(err.Error(), syscall.ETXTBSY.Error())) {
+			t.Fatalf("testbin: manifest for %s: %v", dst, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	return path
 }
