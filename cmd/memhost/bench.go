@@ -640,41 +640,23 @@ func benchVariantRun(ctx context.Context, p string, v benchVariant, samples []be
 	o := v.o
 	for _, n := range o.sizes {
 		corpus := bench.NewCorpus(o.seed, n, o.queries)
-		pg, err := newBenchPostgres(ctx, p)
-		if err != nil {
+		err := inFreshHost(ctx, o, p, v.label, func(b *benchHost) error {
+			rows, f, err := measureProvider(ctx, b, p, v.label, &corpus, o, progress)
+			*latencies, *facts = append(*latencies, rows...), append(*facts, f)
 			return err
-		}
-		b, err := startBenchHostOn(ctx, o, p, pg)
-		if err != nil {
-			pg.drop(ctx)
-			return fmt.Errorf("%s: %w", v.label, err)
-		}
-		rows, f, err := measureProvider(ctx, b, p, v.label, &corpus, o, progress)
-		b.close()
-		pg.drop(ctx)
+		})
 		if err != nil {
 			return fmt.Errorf("%s at %d records: %w", v.label, n, err)
 		}
-		*latencies = append(*latencies, rows...)
-		*facts = append(*facts, f)
 	}
 	if len(samples) > 0 {
-		pg, err := newBenchPostgres(ctx, p)
-		if err != nil {
+		err := inFreshHost(ctx, o, p, v.label, func(b *benchHost) (err error) {
+			retrieval[v.label], err = bench.EvaluateLoCoMo(ctx, b, samples, progressLine(progress, v.label+" LoCoMo questions"))
 			return err
-		}
-		b, err := startBenchHostOn(ctx, o, p, pg)
-		if err != nil {
-			pg.drop(ctx)
-			return fmt.Errorf("%s: %w", v.label, err)
-		}
-		res, err := bench.EvaluateLoCoMo(ctx, b, samples, progressLine(progress, v.label+" LoCoMo questions"))
-		b.close()
-		pg.drop(ctx)
+		})
 		if err != nil {
 			return fmt.Errorf("%s LoCoMo: %w", v.label, err)
 		}
-		retrieval[v.label] = res
 	}
 	if len(questions) > 0 {
 		var err error
@@ -683,6 +665,22 @@ func benchVariantRun(ctx context.Context, p string, v benchVariant, samples []be
 		}
 	}
 	return nil
+}
+
+// inFreshHost runs fn on a bench host of its own for provider p (its own
+// PostgreSQL schemas for postgres), closed and dropped after.
+func inFreshHost(ctx context.Context, o benchOptions, p, label string, fn func(*benchHost) error) error {
+	pg, err := newBenchPostgres(ctx, p)
+	if err != nil {
+		return err
+	}
+	defer pg.drop(ctx)
+	b, err := startBenchHostOn(ctx, o, p, pg)
+	if err != nil {
+		return fmt.Errorf("%s: %w", label, err)
+	}
+	defer b.close()
+	return fn(b)
 }
 
 // Settle waits until realm's records are embedded (bench.Settler).

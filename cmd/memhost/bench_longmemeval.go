@@ -43,18 +43,11 @@ func loadLongMemEval(o benchOptions, progress io.Writer) ([]bench.LongMemEval, e
 }
 
 // benchLongMemEval scores one provider on the questions in a fresh host.
-func benchLongMemEval(ctx context.Context, o benchOptions, p, label string, questions []bench.LongMemEval, progress io.Writer) ([]bench.LMEScore, error) {
-	pg, err := newBenchPostgres(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	defer pg.drop(ctx)
-	b, err := startBenchHostOn(ctx, o, p, pg)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", label, err)
-	}
-	defer b.close()
-	res, err := bench.EvaluateLongMemEval(ctx, b, questions, progressLine(progress, label+" LongMemEval questions"))
+func benchLongMemEval(ctx context.Context, o benchOptions, p, label string, questions []bench.LongMemEval, progress io.Writer) (res []bench.LMEScore, err error) {
+	err = inFreshHost(ctx, o, p, label, func(b *benchHost) (err error) {
+		res, err = bench.EvaluateLongMemEval(ctx, b, questions, progressLine(progress, label+" LongMemEval questions"))
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("%s LongMemEval: %w", label, err)
 	}
