@@ -241,8 +241,20 @@ func (r *replica) recall(ctx context.Context, q sdk.RecallQuery, terms []string,
 		at := r.applied.Load()
 		r.mu.RUnlock()
 		if errors.Is(err, sdkindex.ErrInvalid) {
-			// Only the query vector can be wrong here (its model or length).
-			return nil, true, fmt.Errorf("postgres: recall: %w: %w", sdk.ErrInvalid, err)
+			// Only the query vector can be wrong here (its model or
+			// length), unless the replica is behind a change of the
+			// stored vectors: the log's head decides.
+			invalid := err
+			_, head, _, err := readHitRows(ctx, r.db, q.Realm, nil)
+			if err != nil {
+				return nil, true, fmt.Errorf("postgres: recall: %w", classify(err))
+			}
+			r.heard(head)
+			if head <= at {
+				return nil, true, fmt.Errorf("postgres: recall: %w: %w", sdk.ErrInvalid, invalid)
+			}
+			need = head
+			continue
 		}
 		if err != nil {
 			return nil, false, fmt.Errorf("postgres: recall: %w", err)
