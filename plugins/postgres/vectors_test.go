@@ -149,7 +149,9 @@ func TestPutVectorsLength(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vec := func(id string, v ...float32) sdk.RecordVector { return sdk.RecordVector{ID: id, Model: testModel, Vector: v} }
+	vec := func(id string, v ...float32) sdk.RecordVector {
+		return sdk.RecordVector{ID: id, Model: testModel, Vector: v}
+	}
 	steps := []struct {
 		name  string
 		batch []sdk.RecordVector
