@@ -162,9 +162,12 @@ CREATE TABLE vectors (
 	seq   bigint PRIMARY KEY REFERENCES records (seq) ON DELETE CASCADE,
 	realm text   NOT NULL,
 	model text   NOT NULL,
-	vec   bytea  NOT NULL
+	dims  integer NOT NULL,
+	vec   bytea  NOT NULL CHECK (octet_length(vec) = 4 * dims)
 );
-CREATE INDEX vectors_by_model ON vectors (realm, model);
+-- A model's vectors of another length than a batch's are found in this
+-- index's ranges either side of it, not by reading every vector.
+CREATE INDEX vectors_by_model ON vectors (realm, model, dims);
 CREATE FUNCTION vectors_retire() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
 	DELETE FROM vectors WHERE seq = OLD.seq;
@@ -297,7 +300,7 @@ var requiredColumns = map[string][]string{
 	"changes":        {"seq", "realm", "record_id", "op", "at"},
 	"change_horizon": {"one", "trimmed"},
 	"replicas":       {"name", "applied", "seen"},
-	"vectors":        {"seq", "realm", "model", "vec"},
+	"vectors":        {"seq", "realm", "model", "dims", "vec"},
 }
 
 // checkSchema answers an error wrapping errSchema, naming what is missing,

@@ -126,25 +126,32 @@ func putVectors(ctx context.Context, db *pgdb, realm string, vecs []sdk.RecordVe
 		}
 		// The model's vectors this batch does not replace keep their
 		// length; the batch must match it.
-		rows, err = tx.Query(ctx, `SELECT DISTINCT model, octet_length(vec) / 4 FROM vectors
-			WHERE realm = $1 AND model = ANY($2::text[]) AND NOT (seq = ANY($3::bigint[]))`, realm, models, seqs)
-		if err != nil {
-			return err
+		var batchModels []string
+		var batchDims []int32
+		for m, n := range dims {
+			batchModels, batchDims = append(batchModels, m), append(batchDims, int32(n))
 		}
 		var model string
 		var n int
-		_, err = pgx.ForEachRow(rows, []any{&model, &n}, func() error {
-			if dims[model] != n {
-				return fmt.Errorf("model %q makes %d dimensions in realm %s, the batch's vectors have %d: %w", model, n, realm, dims[model], sdk.ErrInvalid)
-			}
-			return nil
-		})
-		if err != nil {
+		err = tx.QueryRow(ctx, `SELECT u.model, o.dims FROM unnest($2::text[], $3::int[]) AS u(model, dims)
+			CROSS JOIN LATERAL (
+				(SELECT v.dims FROM vectors AS v WHERE v.realm = $1 AND v.model = u.model AND v.dims < u.dims AND v.seq <> ALL ($4::bigint[]) LIMIT 1)
+				UNION ALL
+				(SELECT v.dims FROM vectors AS v WHERE v.realm = $1 AND v.model = u.model AND v.dims > u.dims AND v.seq <> ALL ($4::bigint[]) LIMIT 1)
+			) AS o LIMIT 1`, realm, batchModels, batchDims, seqs).Scan(&model, &n)
+		switch {
+		case err == nil:
+			return fmt.Errorf("model %q makes %d dimensions in realm %s, the batch's vectors have %d: %w", model, n, realm, dims[model], sdk.ErrInvalid)
+		case !errors.Is(err, pgx.ErrNoRows):
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO vectors (seq, realm, model, vec)
-			SELECT u.seq, $1, u.model, u.vec FROM unnest($2::bigint[], $3::text[], $4::bytea[]) AS u(seq, model, vec)
-			ON CONFLICT (seq) DO UPDATE SET model = excluded.model, vec = excluded.vec`, realm, seqs, models, blobs); err != nil {
+		lens := make([]int32, len(seqs))
+		for i, v := range models {
+			lens[i] = int32(dims[v])
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO vectors (seq, realm, model, dims, vec)
+			SELECT u.seq, $1, u.model, u.dims, u.vec FROM unnest($2::bigint[], $3::text[], $4::int[], $5::bytea[]) AS u(seq, model, dims, vec)
+			ON CONFLICT (seq) DO UPDATE SET model = excluded.model, dims = excluded.dims, vec = excluded.vec`, realm, seqs, models, lens, blobs); err != nil {
 			return err
 		}
 		seq, err = logChanges(ctx, tx, realm, opPut, found)
@@ -165,7 +172,7 @@ func checkQueryVector(ctx context.Context, db *pgdb, q sdk.RecallQuery) error {
 	var others bool
 	err := db.run(ctx, readOnly, func(tx dbtx) error {
 		return tx.QueryRow(ctx, `SELECT
-			(SELECT octet_length(v.vec) / 4 FROM vectors AS v WHERE v.realm = $1 AND v.model = $2 LIMIT 1),
+			(SELECT v.dims FROM vectors AS v WHERE v.realm = $1 AND v.model = $2 LIMIT 1),
 			EXISTS (SELECT 1 FROM vectors AS v WHERE v.realm = $1 AND v.model <> $2)`, q.Realm, q.VectorModel).Scan(&dims, &others)
 	})
 	switch {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/memhost/memhost/sdk"
 )
@@ -27,12 +28,8 @@ func vectorRows(t *testing.T, s *Store) int {
 // holds is applied by the other replica too; a superseded record's vector
 // leaves the table and the other replica.
 func TestVectorsAcrossStores(t *testing.T) {
-	schema := schemaFor(t.Name())
 	var plansB planLog
-	a := openStoreWith(t, configJSON(schema, "replica", replicaCfg("10s")))
-	b := openStoreWith(t, configJSON(schema, "replica", replicaCfg("10s")), plansB.hook)
-	waitServing(t, a)
-	waitServing(t, b)
+	a, b := twoStores(t, &plansB)
 	ctx := context.Background()
 	ids, err := a.Remember(ctx, realm, []sdk.Record{note("evening", "I usually read before bed"), note("morning", "coffee at seven")})
 	if err != nil {
@@ -181,4 +178,49 @@ func TestPutVectorsLength(t *testing.T) {
 	if err != nil || !slices.Equal(missing, []string{ids[0]}) {
 		t.Errorf("MissingVectors of the first model: %v, %v; want %s", missing, err, ids[0])
 	}
+}
+
+// BenchmarkPutVectors measures the embedding backlog's drain through
+// PutVectors: batches of 256 vectors of 100 dimensions into a realm of
+// 5,000 records, with a replica following (each batch is a change it
+// applies). One op is one vector; the replica has applied every batch
+// when the timer stops.
+func BenchmarkPutVectors(b *testing.B) {
+	const records, batch, dims = 5000, 256, 100
+	s := openStoreWith(b, configJSON(schemaFor(b.Name())))
+	waitServing(b, s)
+	ctx := context.Background()
+	var ids []string
+	for i := 0; i < records; i += batch {
+		got, err := s.Remember(ctx, realm, benchRecords(i, min(batch, records-i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids = append(ids, got...)
+	}
+	// As after a bulk load in production (autovacuum would analyze).
+	if _, err := s.pool.Exec(ctx, "ANALYZE"); err != nil {
+		b.Fatal(err)
+	}
+	vecs := make([]sdk.RecordVector, len(ids))
+	for i, id := range ids {
+		v := make([]float32, dims)
+		for d := range v {
+			v[d] = float32((i*31+d*7)%97) + 1
+		}
+		vecs[i] = sdk.RecordVector{ID: id, Model: testModel, Vector: v}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i += batch {
+		from := i % len(vecs)
+		to := min(from+batch, len(vecs), from+b.N-i)
+		if err := s.PutVectors(ctx, realm, vecs[from:to]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if !s.replica.waitApplied(ctx, s.replica.acked.Load(), time.Now().Add(time.Minute)) {
+		b.Fatal("the replica did not apply the puts within a minute")
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "vectors/s")
 }
