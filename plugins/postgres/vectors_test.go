@@ -3,7 +3,9 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -159,7 +161,8 @@ func TestPutVectorsLength(t *testing.T) {
 		{"unknown id skipped", []sdk.RecordVector{vec(ids[0], 1, 0), vec("r-no-such-record", 1, 0, 0)}, true, 1},
 		{"the only vector changes length", []sdk.RecordVector{vec(ids[0], 1, 0, 0)}, true, 1},
 		{"a second of that length", []sdk.RecordVector{vec(ids[1], 0, 1, 0)}, true, 2},
-		{"another length than the others", []sdk.RecordVector{vec(ids[2], 1, 0)}, false, 2},
+		{"shorter than the others", []sdk.RecordVector{vec(ids[2], 1, 0)}, false, 2},
+		{"longer than the others", []sdk.RecordVector{vec(ids[2], 1, 0, 0, 0)}, false, 2},
 		{"one of two changes length", []sdk.RecordVector{vec(ids[0], 1, 0)}, false, 2},
 		{"every vector changes length", []sdk.RecordVector{vec(ids[0], 1, 0), vec(ids[1], 0, 1), vec(ids[2], 1, 1)}, true, 3},
 		{"another model, another length", []sdk.RecordVector{{ID: ids[0], Model: "other-model", Vector: []float32{1, 2, 3, 4}}}, true, 3},
@@ -223,4 +226,40 @@ func BenchmarkPutVectors(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "vectors/s")
+}
+
+// TestPutVectorsRace: two stores giving a new model its first vectors at
+// once, of two lengths, to two records: the per-realm lock makes one
+// wait and see the other's, so never both are stored.
+func TestPutVectorsRace(t *testing.T) {
+	var plans planLog
+	a, b := twoStores(t, &plans)
+	ctx := context.Background()
+	ids, err := a.Remember(ctx, realm, []sdk.Record{note("one", "first"), note("two", "second")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 20 {
+		model := fmt.Sprintf("race-model-%d", round)
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for i, s := range []*Store{a, b} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				v := make([]float32, 2+i)
+				v[0] = 1
+				errs[i] = s.PutVectors(ctx, realm, []sdk.RecordVector{{ID: ids[i], Model: model, Vector: v}})
+			}()
+		}
+		wg.Wait()
+		if errs[0] == nil && errs[1] == nil {
+			t.Fatalf("round %d: vectors of two lengths stored for one model at once", round)
+		}
+		for _, err := range errs {
+			if err != nil && !errors.Is(err, sdk.ErrInvalid) {
+				t.Fatalf("round %d: %v, want ErrInvalid or success", round, err)
+			}
+		}
+	}
 }
