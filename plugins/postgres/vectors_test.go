@@ -91,6 +91,14 @@ func TestVectorsAcrossStores(t *testing.T) {
 	if err != nil || !slices.Equal(missing, []string{newID}) {
 		t.Errorf("MissingVectors after a supersede: %v, %v; want only the replacement %s", missing, err, newID)
 	}
+	// A store opened now loads the stored vectors with the records.
+	var plansC planLog
+	c := openStoreWith(t, configJSON(schemaFor(t.Name()), "replica", replicaCfg("10s")), plansC.hook)
+	waitServing(t, c)
+	hits, err := c.Recall(ctx, sdk.RecallQuery{Realm: realm, QueryVector: []float32{1, 0.1}, VectorModel: testModel})
+	if err != nil || len(hits) != 1 || hits[0].Record.ID != ids[1] || plansC.last() != "replica" {
+		t.Errorf("a freshly loaded replica recalls %v, %v; want only %s (the one record with a vector), from the replica", hitIDs(hits), err, ids[1])
+	}
 }
 
 // TestVectorsWithoutReplica: with the replica off, a recall with a query
