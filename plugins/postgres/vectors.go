@@ -34,6 +34,18 @@ func (s *Store) PutVectors(ctx context.Context, realm string, vecs []sdk.RecordV
 	if err := sdk.ValidateRealm(realm); err != nil {
 		return fmt.Errorf("postgres: put vectors: %w", err)
 	}
+	// The SDK's server checked these; a vector is checked here again
+	// because a stored one reaches every host's replica, which would
+	// refuse a zero or non-finite one.
+	for i, v := range vecs {
+		field := fmt.Sprintf("vectors[%d]", i)
+		if err := sdk.ValidateVectorModel(field+".model", v.Model); err != nil {
+			return fmt.Errorf("postgres: put vectors: %w", err)
+		}
+		if err := sdk.ValidateVector(field+".vector", v.Vector); err != nil {
+			return fmt.Errorf("postgres: put vectors: %w", err)
+		}
+	}
 	err := s.use(func(db *pgdb) error {
 		seq, err := putVectors(ctx, db, realm, vecs)
 		s.acknowledge(seq)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -173,6 +174,8 @@ func TestPutVectorsLength(t *testing.T) {
 		{"longer than the others", []sdk.RecordVector{vec(ids[2], 1, 0, 0, 0)}, false, 2},
 		{"one of two changes length", []sdk.RecordVector{vec(ids[0], 1, 0)}, false, 2},
 		{"every vector changes length", []sdk.RecordVector{vec(ids[0], 1, 0), vec(ids[1], 0, 1), vec(ids[2], 1, 1)}, true, 3},
+		{"a zero vector, called directly", []sdk.RecordVector{vec(ids[2], 0, 0)}, false, 3},
+		{"a non-finite vector, called directly", []sdk.RecordVector{vec(ids[2], 1, float32(math.NaN()))}, false, 3},
 		{"another model, another length", []sdk.RecordVector{{ID: ids[0], Model: "other-model", Vector: []float32{1, 2, 3, 4}}}, true, 3},
 	}
 	for _, st := range steps {
