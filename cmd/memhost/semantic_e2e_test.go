@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memhost/memhost/internal/pgtest"
 )
 
 // conceptEmbeddings is a local server speaking the OpenAI embeddings API
@@ -243,5 +245,25 @@ func TestSemanticRealmWithoutVectors(t *testing.T) {
 	}
 	if n := emb.calls.Load(); n != 0 {
 		t.Errorf("%d embedding calls for a realm that cannot use them", n)
+	}
+}
+
+// TestSemanticRecallOnPostgres: the same realm on the postgres provider
+// embeds its records into PostgreSQL and recalls by meaning through its
+// replica.
+func TestSemanticRecallOnPostgres(t *testing.T) {
+	t.Parallel()
+	emb := newConceptEmbeddings(t)
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	m := startMemhost(t, strings.Replace(semanticConfig(emb.URL), `plugin = "sqlite"
+  config = { path = "memory.db" }`, `plugin = "postgres"
+  config = { dsn_env = "SEMANTIC_PG_DSN", schema = "semantic" }`, 1), "SEMANTIC_PG_DSN="+dsn)
+	ids := remember(t, m,
+		map[string]any{"scope": "identity:alice", "kind": "preference", "title": "Wind-down", "body": "I usually read a book before bed"},
+		map[string]any{"scope": "identity:alice", "kind": "fact", "title": "Car", "body": "The garage replaced the brakes in May."},
+	)
+	realmStatus(t, m, "default", "2 records embedded", func(state string, n int64, _ map[string]int64) bool { return state == "idle" && n == 2 })
+	if hits := recall(t, m, "alice", "any tips for my evening routine?"); len(hits.Hits) == 0 || hits.Hits[0].Record.ID != ids[0] {
+		t.Fatalf("recall by meaning on postgres = %+v, want the wind-down record %s first\n%s", hits, ids[0], m.logs())
 	}
 }

@@ -72,6 +72,7 @@ var (
 	_ sdk.LedgerWriter    = (*Store)(nil)
 	_ sdk.Archiver        = (*Store)(nil)
 	_ sdk.Reindexer       = (*Store)(nil)
+	_ sdk.VectorStore     = (*Store)(nil)
 	_ io.Closer           = (*Store)(nil)
 )
 
@@ -84,7 +85,7 @@ func (s *Store) Info() sdk.Info {
 		Protocols: []int{sdk.ProtocolVersion},
 		Capabilities: sdk.Capabilities{
 			sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest,
-			sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger, sdk.CapArchive, sdk.CapReindex,
+			sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger, sdk.CapArchive, sdk.CapReindex, sdk.CapVectors,
 		},
 		ConfigSchema: json.RawMessage(configSchema),
 	}
@@ -233,13 +234,14 @@ func (s *Store) beforeConnect(context.Context, *pgx.ConnConfig) error {
 
 // Recall answers the active, unexpired records of the query's realm and
 // scopes that best match its text, best first (see recall.go).
-// It answers from the replica when that is current, else from SQL.
+// It answers from the replica when that is current, else from SQL; only
+// the replica ranks with a query vector (vectors.go).
 func (s *Store) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
 	limit, terms, err := recallArgs(q)
 	if err != nil {
 		return nil, err
 	}
-	if len(terms) == 0 {
+	if len(terms) == 0 && q.QueryVector == nil {
 		return []sdk.Hit{}, nil
 	}
 	var hits []sdk.Hit
@@ -251,6 +253,14 @@ func (s *Store) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error
 				s.recall.note("replica")
 				return err
 			}
+		}
+		if err := checkQueryVector(ctx, db, q); err != nil {
+			return err
+		}
+		if len(terms) == 0 {
+			s.recall.note("no terms")
+			hits = []sdk.Hit{}
+			return nil
 		}
 		hits, err = recall(ctx, db, q, limit, terms, now, s.recall)
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -188,17 +189,46 @@ func (r *replica) waitApplied(ctx context.Context, seq int64, deadline time.Time
 	}
 }
 
+// waitServing waits until the replica serves, until deadline.
+func (r *replica) waitServing(ctx context.Context, deadline time.Time) bool {
+	for !r.serving() {
+		r.mu.RLock()
+		moved := r.moved
+		r.mu.RUnlock()
+		r.poke()
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return false
+		}
+		// Serving also turns on when the LISTEN connection comes up, which
+		// closes no channel: look again every few milliseconds.
+		t := time.NewTimer(min(wait, 5*time.Millisecond))
+		select {
+		case <-moved:
+			t.Stop()
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		}
+	}
+	return true
+}
+
 // recall answers q from the replica; ok is false when it cannot, and the
 // caller answers from SQL.
 func (r *replica) recall(ctx context.Context, q sdk.RecallQuery, terms []string, limit int, now time.Time) (hits []sdk.Hit, ok bool, err error) {
-	if !r.serving() {
+	deadline := time.Now().Add(r.set.readWait)
+	// SQL ranks without the query vector: a recall with one waits for a
+	// replica that is loading or catching up, up to read_wait.
+	if !r.serving() && (q.QueryVector == nil || !r.waitServing(ctx, deadline)) {
 		return nil, false, nil
 	}
-	deadline := time.Now().Add(r.set.readWait)
 	need := r.acked.Load()
 	since, until := q.WindowMillis()
 	iq := sdkindex.Query{Realm: q.Realm, Terms: terms, ExcludeIDs: q.ExcludeIDs, Tags: q.Tags, ExcludeTags: q.ExcludeTags,
-		NowMs: now.UnixMilli(), SinceMs: since, UntilMs: until, Limit: limit}
+		NowMs: now.UnixMilli(), SinceMs: since, UntilMs: until, Limit: limit,
+		Vector: q.QueryVector, Model: q.VectorModel, LexicalWeight: q.Fusion.Lexical, SemanticWeight: q.Fusion.Semantic}
 	for _, s := range q.Scopes {
 		iq.Scopes = append(iq.Scopes, string(s))
 	}
@@ -210,6 +240,22 @@ func (r *replica) recall(ctx context.Context, q sdk.RecallQuery, terms []string,
 		found, err := r.ix.Search(iq)
 		at := r.applied.Load()
 		r.mu.RUnlock()
+		if errors.Is(err, sdkindex.ErrInvalid) {
+			// Only the query vector can be wrong here (its model or
+			// length), unless the replica is behind a change of the
+			// stored vectors: the log's head decides.
+			invalid := err
+			_, head, _, err := readHitRows(ctx, r.db, q.Realm, nil)
+			if err != nil {
+				return nil, true, fmt.Errorf("postgres: recall: %w", classify(err))
+			}
+			r.heard(head)
+			if head <= at {
+				return nil, true, fmt.Errorf("postgres: recall: %w: %w", sdk.ErrInvalid, invalid)
+			}
+			need = head
+			continue
+		}
 		if err != nil {
 			return nil, false, fmt.Errorf("postgres: recall: %w", err)
 		}
@@ -332,7 +378,13 @@ type step struct {
 	full   *sdkindex.Index            // the whole replica, loaded anew
 	realms map[string]*sdkindex.Index // realms loaded anew (re-indexed)
 	gone   [][2]string                // realm and id of changed records no longer active
-	puts   []sdkindex.Doc             // changed records that are active
+	puts   []docVector                // changed records that are active
+}
+
+// docVector is an index document with its stored vector, if any.
+type docVector struct {
+	doc sdkindex.Doc
+	vec *sdk.RecordVector
 }
 
 // catchUp applies the changes after the replica's position, or loads it
@@ -410,9 +462,9 @@ func (r *replica) read(ctx context.Context, tx pgx.Tx) (step, error) {
 		}
 	}
 	err = readDocs(ctx, tx, `SELECT `+docColumns+` FROM unnest($1::text[], $2::text[]) AS u(realm, id)
-		JOIN records AS r ON r.realm = u.realm AND r.id = u.id AND r.status = 'active'`,
-		[]any{realms, ids}, func(d sdkindex.Doc) error {
-			st.puts = append(st.puts, d)
+		JOIN records AS r ON r.realm = u.realm AND r.id = u.id AND r.status = 'active'`+docVectorJoin,
+		[]any{realms, ids}, func(d sdkindex.Doc, v *sdk.RecordVector) error {
+			st.puts = append(st.puts, docVector{d, v})
 			return nil
 		})
 	if err != nil {
@@ -420,7 +472,7 @@ func (r *replica) read(ctx context.Context, tx pgx.Tx) (step, error) {
 	}
 	active := map[[2]string]bool{}
 	for _, d := range st.puts {
-		active[[2]string{d.Realm, d.ID}] = true
+		active[[2]string{d.doc.Realm, d.doc.ID}] = true
 	}
 	for i := range ids {
 		if k := [2]string{realms[i], ids[i]}; !active[k] {
@@ -447,13 +499,23 @@ func (r *replica) apply(st *step) {
 				r.ix.Delete(g[0], g[1])
 			}
 		}
+		// Every changed record's vector is dropped before any is put: a
+		// model's vectors may change length together in one batch.
+		var vecs []docVector
 		for _, d := range st.puts {
-			if _, whole := st.realms[d.Realm]; whole {
+			if _, whole := st.realms[d.doc.Realm]; whole {
 				continue
 			}
-			if err := r.ix.Put(d); err != nil {
+			if err := r.ix.Put(d.doc); err != nil {
 				r.log.Error("postgres: replica: index a record", "error", err)
 			}
+			r.ix.DeleteVector(d.doc.Realm, d.doc.ID)
+			if d.vec != nil {
+				vecs = append(vecs, d)
+			}
+		}
+		for _, d := range vecs {
+			r.putVector(r.ix, d.doc.Realm, d.vec)
 		}
 	}
 	if st.to > r.applied.Load() || st.full != nil {
@@ -482,12 +544,18 @@ func (r *replica) load(ctx context.Context, tx pgx.Tx, realm string) (*sdkindex.
 	}
 	for after := int64(0); ; {
 		n := 0
-		err := readDocs(ctx, tx, `SELECT `+docColumns+` FROM records AS r
+		err := readDocs(ctx, tx, `SELECT `+docColumns+` FROM records AS r`+docVectorJoin+`
 			WHERE r.status = 'active' AND r.seq > $1 AND ($2 = '' OR r.realm = $2) ORDER BY r.seq LIMIT $3`,
-			[]any{after, realm, loadBatch}, func(d sdkindex.Doc) error {
+			[]any{after, realm, loadBatch}, func(d sdkindex.Doc, v *sdk.RecordVector) error {
 				n++
 				after = int64(d.Seq)
-				return ix.Put(d)
+				if err := ix.Put(d); err != nil {
+					return err
+				}
+				if v != nil {
+					r.putVector(ix, d.Realm, v)
+				}
+				return nil
 			})
 		if err != nil {
 			return nil, err
@@ -498,11 +566,25 @@ func (r *replica) load(ctx context.Context, tx pgx.Tx, realm string) (*sdkindex.
 	}
 }
 
-// docColumns are what readDocs scans, over records AS r.
-const docColumns = `r.seq, r.realm, r.id, r.scope, r.expires_ms, r.occurred_ms, r.created_ms, r.tags, r.title, r.description, r.body, r.thread_id, r.thread_seq`
+// docColumns are what readDocs scans, over records AS r (a statement
+// adds docVectorJoin after its FROM list).
+const docColumns = `r.seq, r.realm, r.id, r.scope, r.expires_ms, r.occurred_ms, r.created_ms, r.tags, r.title, r.description, r.body, r.thread_id, r.thread_seq, v.model, v.vec`
 
-// readDocs reads active records as index documents, handing each to add.
-func readDocs(ctx context.Context, tx pgx.Tx, query string, args []any, add func(sdkindex.Doc) error) error {
+// docVectorJoin brings each record's vector, if any, to docColumns.
+const docVectorJoin = ` LEFT JOIN vectors AS v ON v.seq = r.seq`
+
+// putVector gives ix's document the stored vector v. PutVectors keeps a
+// model's vectors of one length, so a refusal here is a bug: it is
+// logged, and recall ranks that record by its text alone.
+func (r *replica) putVector(ix *sdkindex.Index, realm string, v *sdk.RecordVector) {
+	if _, err := ix.PutVector(realm, v.ID, v.Model, v.Vector); err != nil {
+		r.log.Error("postgres: replica: index a vector", "record", v.ID, "error", err)
+	}
+}
+
+// readDocs reads active records as index documents, handing each to add
+// with its stored vector (nil when it has none).
+func readDocs(ctx context.Context, tx pgx.Tx, query string, args []any, add func(sdkindex.Doc, *sdk.RecordVector) error) error {
 	rows, err := tx.Query(ctx, query, args...)
 	if err != nil {
 		return err
@@ -512,10 +594,19 @@ func readDocs(ctx context.Context, tx pgx.Tx, query string, args []any, add func
 		var d sdkindex.Doc
 		var seq, occurred, created int64
 		var title, description, body string
-		var thread *string
+		var thread, model *string
 		var threadSeq *int64
-		if err := rows.Scan(&seq, &d.Realm, &d.ID, &d.Scope, &d.ExpiresMs, &occurred, &created, &d.Tags, &title, &description, &body, &thread, &threadSeq); err != nil {
+		var blob []byte
+		if err := rows.Scan(&seq, &d.Realm, &d.ID, &d.Scope, &d.ExpiresMs, &occurred, &created, &d.Tags, &title, &description, &body, &thread, &threadSeq, &model, &blob); err != nil {
 			return err
+		}
+		var vec *sdk.RecordVector
+		if model != nil {
+			v, err := vectorFromBlob(blob)
+			if err != nil {
+				return fmt.Errorf("record %s: %w", d.ID, err)
+			}
+			vec = &sdk.RecordVector{ID: d.ID, Model: *model, Vector: v}
 		}
 		own := recordTerms(d.Tags, title, description, body)
 		d.Fields, d.Seq, d.WhenMs = own[:], uint64(seq), created
@@ -525,7 +616,7 @@ func readDocs(ctx context.Context, tx pgx.Tx, query string, args []any, add func
 		if thread != nil && threadSeq != nil {
 			d.Thread, d.ThreadSeq = *thread, *threadSeq
 		}
-		if err := add(d); err != nil {
+		if err := add(d, vec); err != nil {
 			return err
 		}
 	}

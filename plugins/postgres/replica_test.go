@@ -59,18 +59,26 @@ func note(title, body string) sdk.Record {
 	return sdk.Record{Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: title, Body: body}
 }
 
+// twoStores opens two stores with replicas on one schema of t's own,
+// both serving; plansB hears how the second's recalls were answered.
+func twoStores(t *testing.T, plansB *planLog) (a, b *Store) {
+	t.Helper()
+	schema := schemaFor(t.Name())
+	a = openStoreWith(t, configJSON(schema, "replica", replicaCfg("10s")))
+	b = openStoreWith(t, configJSON(schema, "replica", replicaCfg("10s")), plansB.hook)
+	waitServing(t, a)
+	waitServing(t, b)
+	return a, b
+}
+
 // TestReplicaAcrossStores: two plugin instances on one schema, each with
 // its replica. A write on one is recalled on the other at once (the
 // other's recall reads the log's head with the hits and waits for it), a
 // forget and a supersede too, answered by the replica; and the delay
 // until the other's replica has applied a write is measured.
 func TestReplicaAcrossStores(t *testing.T) {
-	schema := schemaFor(t.Name())
 	var plansB planLog
-	a := openStoreWith(t, configJSON(schema, "replica", replicaCfg("10s")))
-	b := openStoreWith(t, configJSON(schema, "replica", replicaCfg("10s")), plansB.hook)
-	waitServing(t, a)
-	waitServing(t, b)
+	a, b := twoStores(t, &plansB)
 	ctx := context.Background()
 	recallB := func(query string) []string {
 		t.Helper()

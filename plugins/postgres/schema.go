@@ -151,6 +151,31 @@ CREATE TABLE replicas (
 	seen    timestamptz NOT NULL
 );
 `},
+	// 7: a record's embedding (sdk.VectorStore, vectors.go), keyed by its
+	// row: float32 little-endian in bytea (no pgvector: the replica ranks).
+	// A row goes with its record: deleted with it (the foreign key), and
+	// when it leaves recall (superseded, quarantined, tombstoned) by the
+	// trigger, whatever write path did it. The function keeps the
+	// migration's search_path, so it finds the table from any session.
+	{sql: `
+CREATE TABLE vectors (
+	seq   bigint PRIMARY KEY REFERENCES records (seq) ON DELETE CASCADE,
+	realm text   NOT NULL,
+	model text   NOT NULL,
+	dims  integer NOT NULL,
+	vec   bytea  NOT NULL CHECK (octet_length(vec) = 4 * dims)
+);
+-- A model's vectors of another length than a batch's are found in this
+-- index's ranges either side of it, not by reading every vector.
+CREATE INDEX vectors_by_model ON vectors (realm, model, dims);
+CREATE FUNCTION vectors_retire() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+	DELETE FROM vectors WHERE seq = OLD.seq;
+	RETURN NULL;
+END $$;
+CREATE TRIGGER vectors_of_retired AFTER UPDATE OF status ON records
+	FOR EACH ROW WHEN (OLD.status = 'active' AND NEW.status <> 'active') EXECUTE FUNCTION vectors_retire();
+`},
 }
 
 // indexAllThreads re-indexes every active threaded record with its
@@ -275,6 +300,7 @@ var requiredColumns = map[string][]string{
 	"changes":        {"seq", "realm", "record_id", "op", "at"},
 	"change_horizon": {"one", "trimmed"},
 	"replicas":       {"name", "applied", "seen"},
+	"vectors":        {"seq", "realm", "model", "dims", "vec"},
 }
 
 // checkSchema answers an error wrapping errSchema, naming what is missing,

@@ -221,7 +221,7 @@ func TestMigrationAddsThreadContext(t *testing.T) {
 			}
 		}
 		_, err = tx.Exec(ctx, `DROP INDEX records_by_thread; DROP INDEX records_by_id_bytes; DROP INDEX terms_by_term;
-			ALTER TABLE records DROP COLUMN occurred_ms; DROP TABLE changes, change_horizon, replicas;
+			ALTER TABLE records DROP COLUMN occurred_ms; DROP TABLE changes, change_horizon, replicas, vectors; DROP FUNCTION vectors_retire() CASCADE;
 			DELETE FROM schema_migrations WHERE version >= 3`)
 		return err
 	})
@@ -251,7 +251,7 @@ func TestMigrationCapsThreadContext(t *testing.T) {
 	if _, err := db.Exec(ctx, `
 		UPDATE postings AS p SET tf = p.tf + 0.375, dl = p.dl + 100 FROM records AS r
 		WHERE r.seq = p.seq AND r.thread_id IS NOT NULL;
-		DROP TABLE changes, change_horizon, replicas;
+		DROP TABLE changes, change_horizon, replicas, vectors; DROP FUNCTION vectors_retire() CASCADE;
 		DELETE FROM schema_migrations WHERE version >= 5`); err != nil {
 		t.Fatal(err)
 	}
