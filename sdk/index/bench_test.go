@@ -3,7 +3,9 @@ package index
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -141,9 +143,11 @@ func BenchmarkSearch(b *testing.B) {
 }
 
 // BenchmarkHybrid reports recall latency at 100k records, lexical alone
-// and fused with an exact brute-force vector half, for embeddings of 100
-// (static word vectors) and 384 dimensions (a small sentence encoder).
-// The vectors are random: the cost does not depend on what they mean.
+// and fused with a vector half, for embeddings of 100 (static word
+// vectors) and 384 dimensions (a small sentence encoder): exact (brute
+// force, the vectors put with annThreshold out of reach) and through the
+// approximate graph. The vectors are random: the cost does not depend on
+// what they mean. BENCH_HYBRID_MODES=exact skips the graphs' build.
 func BenchmarkHybrid(b *testing.B) {
 	const n = 100_000
 	ix := benchIndex(b, n)
@@ -170,30 +174,46 @@ func BenchmarkHybrid(b *testing.B) {
 		b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
 	}
 	b.Run("lexical", func(b *testing.B) { run(b, nil, "") })
+	modes := []string{"exact", "ann"}
+	if m := os.Getenv("BENCH_HYBRID_MODES"); m != "" {
+		modes = strings.Split(m, ",")
+	}
 	for _, dims := range []int{100, 384} {
-		r := rand.New(rand.NewPCG(uint64(dims), 5))
-		gauss := func() []float32 {
-			v := make([]float32, dims)
-			for i := range v {
-				v[i] = float32(r.NormFloat64())
+		for _, mode := range modes {
+			r := rand.New(rand.NewPCG(uint64(dims), 5))
+			gauss := func() []float32 {
+				v := make([]float32, dims)
+				for i := range v {
+					v[i] = float32(r.NormFloat64())
+				}
+				return v
 			}
-			return v
-		}
-		model := fmt.Sprintf("bench-%d", dims)
-		for i := range n {
-			if _, err := ix.PutVector("default", fmt.Sprintf("r%07d", i), model, gauss()); err != nil {
-				b.Fatal(err)
+			model := fmt.Sprintf("bench-%d-%s", dims, mode)
+			if _, ok := benchModels.Load(model); !ok {
+				saved := annThreshold
+				if mode == "exact" {
+					annThreshold = math.MaxInt
+				}
+				for i := range n {
+					if _, err := ix.PutVector("default", fmt.Sprintf("r%07d", i), model, gauss()); err != nil {
+						b.Fatal(err)
+					}
+				}
+				annThreshold = saved
+				benchModels.Store(model, true)
 			}
+			qv := make([][]float32, 64)
+			for i := range qv {
+				qv[i] = gauss()
+			}
+			b.Run(fmt.Sprintf("hybrid-dims=%d-%s", dims, mode), func(b *testing.B) {
+				run(b, func(i int) []float32 { return qv[i%len(qv)] }, model)
+			})
 		}
-		qv := make([][]float32, 64)
-		for i := range qv {
-			qv[i] = gauss()
-		}
-		b.Run(fmt.Sprintf("hybrid-dims=%d", dims), func(b *testing.B) {
-			run(b, func(i int) []float32 { return qv[i%len(qv)] }, model)
-		})
 	}
 }
+
+var benchModels sync.Map // models BenchmarkHybrid has put
 
 // BenchmarkHeapPerRecord reports the index's live heap per record.
 func BenchmarkHeapPerRecord(b *testing.B) {

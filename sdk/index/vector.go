@@ -33,16 +33,12 @@ const (
 	DefaultSemanticWeight = 0.3
 )
 
-// docVec is one document's embedding.
+// docVec is one document's embedding: slot of set, whose chunk v lies in.
 type docVec struct {
 	model string
 	v     []float32 // unit length
-}
-
-// modelStat counts a realm's vectors of one model, which all have dims
-// dimensions.
-type modelStat struct {
-	dims, n int
+	set   *vecSet
+	slot  uint32
 }
 
 // normalize answers v scaled to unit length, computed in float64 and
@@ -105,7 +101,8 @@ func (ix *Index) PutVector(realm, id, model string, v []float32) (found bool, er
 		return false, err
 	}
 	rm.dropVector(no)
-	rm.setVector(no, &docVec{model: strings.Clone(model), v: unit})
+	rm.setVector(no, rm.vecSet(model, len(unit)).add(model, unit))
+	rm.tidyVectors()
 	return true, nil
 }
 
@@ -115,7 +112,11 @@ func (ix *Index) DeleteVector(realm, id string) bool {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	rm, no, ok := ix.lookup(realm, id)
-	return ok && rm.dropVector(no) != nil
+	if !ok || rm.dropVector(no) == nil {
+		return false
+	}
+	rm.tidyVectors()
+	return true
 }
 
 // VectorFits answers the ErrInvalid PutVector would answer for a vector
@@ -192,33 +193,48 @@ func (ix *Index) MissingVectors(realm, model, after string, nowMs int64, limit i
 	return ids[:min(len(ids), limit)]
 }
 
+// vecSet answers the realm's set of model's vectors, made for dims
+// dimensions when there is none.
+func (rm *realm) vecSet(model string, dims int) *vecSet {
+	if rm.models == nil {
+		rm.models = map[string]*vecSet{}
+	}
+	ms := rm.models[model]
+	if ms == nil {
+		ms = &vecSet{dims: dims}
+		rm.models[strings.Clone(model)] = ms
+	}
+	return ms
+}
+
+// setVector attaches dv (nil: none) to docno no. A vector detached by
+// dropVector comes back to its set, or is copied into the model's set
+// made since.
 func (rm *realm) setVector(no uint32, dv *docVec) {
-	rm.vec[no] = dv
+	rm.vec[no] = nil
 	if dv == nil {
 		return
 	}
-	if rm.models == nil {
-		rm.models = map[string]*modelStat{}
+	ms := rm.vecSet(dv.model, len(dv.v))
+	if ms != dv.set {
+		dv.set.detach(dv.slot)
+		dv = ms.add(dv.model, dv.v)
 	}
-	ms := rm.models[dv.model]
-	if ms == nil {
-		ms = &modelStat{dims: len(dv.v)}
-		rm.models[dv.model] = ms
-	}
-	ms.n++
+	rm.vec[no] = dv
+	ms.attach(dv.slot, no)
 }
 
-// dropVector removes docno no's vector, answering it.
+// dropVector detaches docno no's vector, answering it: the caller puts it
+// back with setVector (a document moving to another docno) or drops it.
 func (rm *realm) dropVector(no uint32) *docVec {
 	dv := rm.vec[no]
 	if dv == nil {
 		return nil
 	}
 	rm.vec[no] = nil
-	if ms := rm.models[dv.model]; ms != nil {
-		if ms.n--; ms.n == 0 {
-			delete(rm.models, dv.model)
-		}
+	dv.set.detach(dv.slot)
+	if dv.set.n == 0 && rm.models[dv.model] == dv.set {
+		delete(rm.models, dv.model)
 	}
 	return dv
 }
@@ -284,8 +300,29 @@ func (ix *Index) hybrid(q Query) ([]Hit, error) {
 		}
 	}
 	docs, cos := sc.cands[:0], sc.exact[:0]
+	approx := false
+	if ms.graph != nil {
+		// Approximate: the graph's nearest that pass, when it finds
+		// enough of them within a brute force's cost.
+		accept := func(slot uint32) bool {
+			no := ms.owner[slot]
+			return no != noDoc && f.pass(no) && (excluded == nil || !excluded[rm.ids[no]])
+		}
+		found, ok := ms.graph.search(qv, depth, max(2*depth, hnswEf), len(ms.owner)/2, accept)
+		if approx = ok && len(found) == depth; approx {
+			for _, c := range found {
+				docs = append(docs, ms.owner[c.slot])
+				cos = append(cos, dot(qv, ms.vec(c.slot)))
+			}
+		}
+	}
+	// The filter first: its arrays are read in order, a vector only when
+	// the document passes.
 	for no, dv := range rm.vec {
-		if dv == nil || dv.model != q.Model || !f.pass(uint32(no)) || excluded[rm.ids[no]] {
+		if approx {
+			break
+		}
+		if dv == nil || !f.pass(uint32(no)) || dv.set != ms || excluded != nil && excluded[rm.ids[no]] {
 			continue
 		}
 		docs = append(docs, uint32(no))
