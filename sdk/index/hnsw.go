@@ -19,7 +19,8 @@ import (
 // its graph once dropped slots outnumber live ones.
 type hnsw struct {
 	set   *vecSet
-	links [][][]uint32 // per slot, per level, the neighbours' slots
+	links [][][]uint32  // per slot, per level, the neighbours' slots
+	sims  [][][]float32 // their cosines with the slot, best first
 	entry uint32
 	top   int // the entry's level
 	rng   *rand.Rand
@@ -31,9 +32,9 @@ type hnsw struct {
 var annThreshold = 20_000
 
 const (
-	hnswM       = 16  // neighbours per node above level 0
-	hnswM0      = 32  // at level 0
-	hnswEfBuild = 100 // candidates kept while inserting
+	hnswM       = 12 // neighbours per node above level 0
+	hnswM0      = 24 // at level 0
+	hnswEfBuild = 64 // candidates kept while inserting
 	// hnswEf is the least search breadth; a search for k keeps at least
 	// 2k candidates.
 	hnswEf = 64
@@ -61,6 +62,7 @@ func (g *hnsw) level() int {
 func (g *hnsw) insert(slot uint32) {
 	lv := g.level()
 	g.links = append(g.links, make([][]uint32, lv+1))
+	g.sims = append(g.sims, make([][]float32, lv+1))
 	if slot == 0 {
 		g.entry, g.top = 0, lv
 		return
@@ -79,9 +81,11 @@ func (g *hnsw) insert(slot uint32) {
 			m = hnswM0
 		}
 		nb := g.selectNeighbours(found, m)
-		g.links[slot][l] = nb
-		for _, n := range nb {
-			g.connect(n, slot, l, m)
+		g.links[slot][l] = make([]uint32, len(nb))
+		g.sims[slot][l] = make([]float32, len(nb))
+		for i, c := range nb {
+			g.links[slot][l][i], g.sims[slot][l][i] = c.slot, c.sim
+			g.connect(c, slot, l, m)
 		}
 		ep = found
 	}
@@ -90,51 +94,63 @@ func (g *hnsw) insert(slot uint32) {
 	}
 }
 
-// connect adds to into from's neighbours at level l, pruning them to m.
-func (g *hnsw) connect(from, to uint32, l, m int) {
-	nb := append(g.links[from][l], to)
-	if len(nb) > m {
-		fv := g.set.vec(from)
-		cs := make([]cand, len(nb))
-		for i, n := range nb {
-			cs[i] = cand{float32(dot(fv, g.set.vec(n))), n}
+// connect adds to, at cosine c.sim, to c.slot's neighbours at level l.
+// Beyond m it keeps those the diversity rule of selectNeighbours picks;
+// the cosines kept with the links spare recomputing them.
+func (g *hnsw) connect(c cand, to uint32, l, m int) {
+	nb, sims := g.links[c.slot][l], g.sims[c.slot][l]
+	if len(nb) < m {
+		at := len(sims)
+		for at > 0 && sims[at-1] < c.sim {
+			at--
 		}
-		sortCands(cs)
-		nb = g.selectNeighbours(cs, m)
+		nb, sims = append(nb, 0), append(sims, 0)
+		copy(nb[at+1:], nb[at:])
+		copy(sims[at+1:], sims[at:])
+		nb[at], sims[at] = to, c.sim
+		g.links[c.slot][l], g.sims[c.slot][l] = nb, sims
+		return
 	}
-	g.links[from][l] = nb
+	cs := make([]cand, 0, len(nb)+1)
+	for i, n := range nb {
+		cs = append(cs, cand{sims[i], n})
+	}
+	cs = append(cs, cand{c.sim, to})
+	sortCands(cs)
+	kept := g.selectNeighbours(cs, m)
+	nb, sims = nb[:len(kept)], sims[:len(kept)]
+	for i, k := range kept {
+		nb[i], sims[i] = k.slot, k.sim
+	}
+	g.links[c.slot][l], g.sims[c.slot][l] = nb, sims
 }
 
 // selectNeighbours keeps up to m of cs (best first), preferring those
 // nearer the query than to any already kept, so links reach out in
 // several directions (which keeps clustered data connected); it fills up
 // with the best of the rest.
-func (g *hnsw) selectNeighbours(cs []cand, m int) []uint32 {
-	out := make([]uint32, 0, m)
-	var skipped []uint32
+func (g *hnsw) selectNeighbours(cs []cand, m int) []cand {
+	out := make([]cand, 0, m)
+	var skipped []cand
 	for _, c := range cs {
 		if len(out) == m {
 			break
 		}
 		cv, keep := g.set.vec(c.slot), true
 		for _, o := range out {
-			if float32(dot(cv, g.set.vec(o))) > c.sim {
+			if float32(dot(cv, g.set.vec(o.slot))) > c.sim {
 				keep = false
 				break
 			}
 		}
 		if keep {
-			out = append(out, c.slot)
+			out = append(out, c)
 		} else {
-			skipped = append(skipped, c.slot)
+			skipped = append(skipped, c)
 		}
 	}
-	for _, s := range skipped {
-		if len(out) == m {
-			break
-		}
-		out = append(out, s)
-	}
+	out = append(out, skipped[:min(len(skipped), m-len(out))]...)
+	sortCands(out)
 	return out
 }
 

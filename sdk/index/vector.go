@@ -305,35 +305,7 @@ func (ix *Index) hybrid(q Query) ([]Hit, error) {
 			excluded[id] = true
 		}
 	}
-	docs, cos := sc.cands[:0], sc.exact[:0]
-	approx := false
-	if ms.graph != nil {
-		// Approximate: the graph's nearest that pass, when it finds
-		// enough of them within a brute force's cost.
-		accept := func(slot uint32) bool {
-			no := ms.owner[slot]
-			return no != noDoc && f.pass(no) && (excluded == nil || !excluded[rm.ids[no]])
-		}
-		found, ok := ms.graph.search(qv, depth, max(2*depth, hnswEf), len(ms.owner)/2, accept)
-		if approx = ok && len(found) == depth; approx {
-			for _, c := range found {
-				docs = append(docs, ms.owner[c.slot])
-				cos = append(cos, dot(qv, ms.vec(c.slot)))
-			}
-		}
-	}
-	// The filter first: its arrays are read in order, a vector only when
-	// the document passes.
-	for no, dv := range rm.vec {
-		if approx {
-			break
-		}
-		if dv == nil || !f.pass(uint32(no)) || dv.set != ms || excluded != nil && excluded[rm.ids[no]] {
-			continue
-		}
-		docs = append(docs, uint32(no))
-		cos = append(cos, dot(qv, dv.v))
-	}
+	docs, cos, _ := semanticTop(rm, ms, qv, &f, excluded, sc, depth)
 	sc.cands, sc.exact = docs, cos
 	vtop := top(rm, sc, docs, cos, depth)
 	cands := make([]uint32, 0, len(lex)+len(vtop))
@@ -355,6 +327,42 @@ func (ix *Index) hybrid(q Query) ([]Hit, error) {
 	}
 	fused := fuse(lexScores, semScores, hasVec, wl, ws)
 	return top(rm, sc, cands, fused, q.Limit), nil
+}
+
+// semanticTop answers the documents of set ms passing f and not excluded
+// and their cosines with qv: depth of the nearest from the graph
+// (approx), or, below the threshold or when the graph finds too few
+// within a brute force's cost, every one of them.
+func semanticTop(rm *realm, ms *vecSet, qv []float32, f *filter, excluded map[string]bool, sc *scratch, depth int) (docs []uint32, cos []float64, approx bool) {
+	docs, cos = sc.cands[:0], sc.exact[:0]
+	if ms.graph != nil {
+		// Approximate: the graph's nearest that pass, when it finds
+		// enough of them within a brute force's cost.
+		accept := func(slot uint32) bool {
+			no := ms.owner[slot]
+			return no != noDoc && f.pass(no) && (excluded == nil || !excluded[rm.ids[no]])
+		}
+		found, ok := ms.graph.search(qv, depth, max(2*depth, hnswEf), len(ms.owner)/2, accept)
+		if approx = ok && len(found) == depth; approx {
+			for _, c := range found {
+				docs = append(docs, ms.owner[c.slot])
+				cos = append(cos, dot(qv, ms.vec(c.slot)))
+			}
+		}
+	}
+	if approx {
+		return docs, cos, true
+	}
+	// The filter first: its arrays are read in order, a vector only when
+	// the document passes.
+	for no, dv := range rm.vec {
+		if dv == nil || !f.pass(uint32(no)) || dv.set != ms || excluded != nil && excluded[rm.ids[no]] {
+			continue
+		}
+		docs = append(docs, uint32(no))
+		cos = append(cos, dot(qv, dv.v))
+	}
+	return docs, cos, false
 }
 
 // fuse answers wl*lex' + ws*sem' per candidate, where lex' is lex
