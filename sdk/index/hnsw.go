@@ -95,11 +95,13 @@ func (g *hnsw) insert(slot uint32) {
 }
 
 // connect adds to, at cosine c.sim, to c.slot's neighbours at level l.
-// Beyond m it keeps those the diversity rule of selectNeighbours picks;
-// the cosines kept with the links spare recomputing them.
+// A list may grow to half again m before it is cut back to m by the
+// diversity rule of selectNeighbours, which so runs once per m/2 links
+// rather than on every one (it costs up to m² cosines; the cosines kept
+// with the links spare the rest).
 func (g *hnsw) connect(c cand, to uint32, l, m int) {
 	nb, sims := g.links[c.slot][l], g.sims[c.slot][l]
-	if len(nb) < m {
+	if len(nb) < m+m/2 {
 		at := len(sims)
 		for at > 0 && sims[at-1] < c.sim {
 			at--

@@ -12,8 +12,13 @@ import (
 // combination of its lexical (BM25F) and semantic (cosine) scores, each
 // min-max normalised over the candidates: the lexical top FusionDepth
 // and the vector top FusionDepth, both under the query's filters. Vectors
-// are kept as float32 at unit length, so a cosine is one dot product, and
-// scored exactly by brute force over the realm.
+// are kept as float32 at unit length, so a cosine is one dot product.
+// The vector top is exact (brute force over the documents passing the
+// filters) while a model has fewer than annThreshold vectors in the realm
+// and approximate above (an HNSW graph, hnsw.go), falling back to exact
+// when the graph finds fewer than FusionDepth passing documents within
+// half a brute force's cosines. Either way every candidate's cosine is
+// computed exactly, so the fusion is the same given the same candidates.
 //
 // A document keeps its vector when it is put again under its id (a
 // record's text does not change under its id; the thread-context refresh
@@ -342,7 +347,7 @@ func semanticTop(rm *realm, ms *vecSet, qv []float32, f *filter, excluded map[st
 			no := ms.owner[slot]
 			return no != noDoc && f.pass(no) && (excluded == nil || !excluded[rm.ids[no]])
 		}
-		found, ok := ms.graph.search(qv, depth, max(2*depth, hnswEf), len(ms.owner)/2, accept)
+		found, ok := ms.graph.search(qv, depth, max(depth, hnswEf), len(ms.owner)/2, accept)
 		if approx = ok && len(found) == depth; approx {
 			for _, c := range found {
 				docs = append(docs, ms.owner[c.slot])
