@@ -53,7 +53,7 @@ func (c *annCorpus) near() []float32 {
 	return v
 }
 
-// put adds document i with a vector to ix (and, when not nil, ref).
+// put adds document i, with its vector, to each of ixs.
 func (c *annCorpus) put(t *testing.T, i int, ixs ...*Index) {
 	t.Helper()
 	id := fmt.Sprintf("d%05d", i)
@@ -134,6 +134,18 @@ func (c *annCorpus) query(kind int) Query {
 		}
 	}
 	return q
+}
+
+// annIndex answers a corpus of n documents of dims dimensions and an
+// index holding them, with annThreshold at 1,000.
+func annIndex(t *testing.T, seed uint64, dims, n int) (*annCorpus, *Index) {
+	withThreshold(t, 1000)
+	c := newANNCorpus(seed, dims)
+	ix, _ := New(Options{Weights: []float64{1}})
+	for i := range n {
+		c.put(t, i, ix)
+	}
+	return c, ix
 }
 
 // withThreshold runs the test with annThreshold at n.
@@ -280,12 +292,7 @@ func TestANNRecall(t *testing.T) {
 // TestANNFilterFallsBack: a filter few documents pass is answered exactly
 // (the graph finds too few within its budget).
 func TestANNFilterFallsBack(t *testing.T) {
-	withThreshold(t, 1000)
-	c := newANNCorpus(2, 16)
-	ix, _ := New(Options{Weights: []float64{1}})
-	for i := range 3000 {
-		c.put(t, i, ix)
-	}
+	c, ix := annIndex(t, 2, 16, 3000)
 	// Only documents 0, 70, 140, ... are in the realm scope and tagged t0
 	// and live: 43 documents minus the expired.
 	for i := range 30 {
@@ -314,12 +321,7 @@ func TestANNFilterFallsBack(t *testing.T) {
 // the graph, recall holds through the churn, and once dropped slots
 // outnumber live ones the set and its graph are rebuilt without them.
 func TestANNDeletesAndReputs(t *testing.T) {
-	withThreshold(t, 1000)
-	c := newANNCorpus(3, 24)
-	ix, _ := New(Options{Weights: []float64{1}})
-	for i := range 4000 {
-		c.put(t, i, ix)
-	}
+	c, ix := annIndex(t, 3, 24, 4000)
 	for i := range 4000 {
 		id := fmt.Sprintf("d%05d", i)
 		d := c.docs[id]

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -233,13 +234,10 @@ func (g *hnsw) searchLayer(q []float32, ep []cand, ef, l int, accept func(uint32
 // sortCands orders cs best first, ties by slot.
 func sortCands(cs []cand) {
 	slices.SortFunc(cs, func(a, b cand) int {
-		switch {
-		case a.sim > b.sim:
-			return -1
-		case a.sim < b.sim:
-			return 1
+		if c := cmp.Compare(b.sim, a.sim); c != 0 {
+			return c
 		}
-		return int(a.slot) - int(b.slot)
+		return cmp.Compare(a.slot, b.slot)
 	})
 }
 
