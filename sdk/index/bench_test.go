@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -142,7 +143,8 @@ func BenchmarkSearch(b *testing.B) {
 	}
 }
 
-// BenchmarkHybrid reports recall latency at 100k records, lexical alone
+// BenchmarkHybrid reports recall latency at 100k records (or
+// BENCH_HYBRID_RECORDS), lexical alone
 // and fused with a vector half, for embeddings of 100 (static word
 // vectors) and 384 dimensions (a small sentence encoder): exact (brute
 // force, the vectors put with annThreshold out of reach) and through the
@@ -152,7 +154,13 @@ func BenchmarkSearch(b *testing.B) {
 // structureless Gaussian vectors it searches far more of itself).
 // BENCH_HYBRID_MODES=exact skips the graphs' build.
 func BenchmarkHybrid(b *testing.B) {
-	const n = 100_000
+	n := 100_000
+	if s := os.Getenv("BENCH_HYBRID_RECORDS"); s != "" { // where the graph starts to pay
+		var err error
+		if n, err = strconv.Atoi(s); err != nil {
+			b.Fatal(err)
+		}
+	}
 	ix := benchIndex(b, n)
 	c := benchWords()
 	queries := make([]Query, 1000)

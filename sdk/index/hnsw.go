@@ -30,7 +30,7 @@ type hnsw struct {
 // annThreshold is the vector count from which a set is searched through
 // its graph rather than by brute force (docs/benchmarks.md has the
 // measurement). A variable so tests can build graphs over small sets.
-var annThreshold = 20_000
+var annThreshold = 40_000
 
 const (
 	hnswM       = 12 // neighbours per node above level 0
