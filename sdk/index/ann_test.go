@@ -374,3 +374,52 @@ func TestANNDeletesAndReputs(t *testing.T) {
 		t.Errorf("after the rebuild recall@10 = %.4f, want at least 0.98", r)
 	}
 }
+
+// TestANNConcurrentSearchAndWrite searches through the graph beside puts,
+// new vectors and deletes that grow it; under the race detector it proves
+// the graph's locking (searches share the read lock and pooled marks).
+func TestANNConcurrentSearchAndWrite(t *testing.T) {
+	c, ix := annIndex(t, 4, 16, 1500)
+	queries := make([]Query, 40)
+	for i := range queries {
+		queries[i] = c.query(i)
+	}
+	done := make(chan struct{})
+	errs := make(chan error, 3)
+	for w := range 3 {
+		go func() {
+			for i := w; ; i++ {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				q := queries[i%len(queries)]
+				if hits, err := ix.Search(q); err != nil || len(hits) > q.Limit {
+					errs <- fmt.Errorf("%d hits, %v", len(hits), err)
+					return
+				}
+			}
+		}()
+	}
+	for i := 1500; i < 2500; i++ {
+		c.put(t, i, ix)
+		if id := fmt.Sprintf("d%05d", i-700); i%3 == 0 {
+			ix.Delete("r", id)
+			delete(c.docs, id)
+		}
+	}
+	close(done)
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if graphOf(ix) == nil {
+		t.Fatal("no graph")
+	}
+	if r := c.recallAt10(t, ix, 100, 0); r < 0.98 {
+		t.Errorf("recall@10 = %.4f after concurrent writes", r)
+	}
+}
