@@ -144,15 +144,15 @@ func BenchmarkSearch(b *testing.B) {
 }
 
 // BenchmarkHybrid reports recall latency at 100k records (or
-// BENCH_HYBRID_RECORDS), lexical alone
-// and fused with a vector half, for embeddings of 100 (static word
-// vectors) and 384 dimensions (a small sentence encoder): exact (brute
-// force, the vectors put with annThreshold out of reach) and through the
-// approximate graph (whatever annThreshold is), to find where they cross. The vectors are clustered random ones (256 centres,
-// Gaussian noise of half their scale), as embeddings of texts on a
-// number of topics are: brute force does not care, a graph does (on
-// structureless Gaussian vectors it searches far more of itself).
-// BENCH_HYBRID_MODES=exact skips the graphs' build.
+// BENCH_HYBRID_RECORDS), lexical alone and fused with a vector half, for
+// embeddings of 100 (static word vectors) and 384 dimensions (a small
+// sentence encoder): exact (brute force, the vectors put with
+// annThreshold out of reach) and through the approximate graph (whatever
+// annThreshold is), to find where they cross. The vectors are clustered
+// random ones (256 centres, Gaussian noise of half their scale), as
+// embeddings of texts on a number of topics are: brute force does not
+// care, a graph does (on structureless Gaussian vectors it searches far
+// more of itself). BENCH_HYBRID_MODES=exact skips the graphs' build.
 func BenchmarkHybrid(b *testing.B) {
 	n := 100_000
 	if s := os.Getenv("BENCH_HYBRID_RECORDS"); s != "" { // where the graph starts to pay
