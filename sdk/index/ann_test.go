@@ -384,25 +384,7 @@ func TestANNConcurrentSearchAndWrite(t *testing.T) {
 	for i := range queries {
 		queries[i] = c.query(i)
 	}
-	done := make(chan struct{})
-	errs := make(chan error, 3)
-	for w := range 3 {
-		go func() {
-			for i := w; ; i++ {
-				select {
-				case <-done:
-					errs <- nil
-					return
-				default:
-				}
-				q := queries[i%len(queries)]
-				if hits, err := ix.Search(q); err != nil || len(hits) > q.Limit {
-					errs <- fmt.Errorf("%d hits, %v", len(hits), err)
-					return
-				}
-			}
-		}()
-	}
+	stop := searchWhile(ix, queries, 3)
 	for i := 1500; i < 2500; i++ {
 		c.put(t, i, ix)
 		if id := fmt.Sprintf("d%05d", i-700); i%3 == 0 {
@@ -410,11 +392,8 @@ func TestANNConcurrentSearchAndWrite(t *testing.T) {
 			delete(c.docs, id)
 		}
 	}
-	close(done)
-	for range 3 {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
+	if err := stop(); err != nil {
+		t.Fatal(err)
 	}
 	if graphOf(ix) == nil {
 		t.Fatal("no graph")
