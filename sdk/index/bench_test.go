@@ -232,9 +232,51 @@ func BenchmarkHybrid(b *testing.B) {
 				run(b, func(i int) []float32 { return qv[i%len(qv)] }, model)
 				rate, _ := benchModels.Load(model)
 				b.ReportMetric(rate.(float64), "vector-puts/s")
+				if mode == "ann" {
+					recall, share := benchRecall(ix, queries, qv, model)
+					b.ReportMetric(recall, "recall@10")
+					b.ReportMetric(share, "graph-share")
+				}
 			})
 		}
 	}
+}
+
+// benchRecall answers the mean recall@10 of the vector half's top (as
+// hybrid takes it, under each query's filters) against exact cosine, and
+// the share of queries the graph answered rather than brute force.
+func benchRecall(ix *Index, queries []Query, qv [][]float32, model string) (recall, share float64) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	rm := ix.realms["default"]
+	ms := rm.models[model]
+	sum := 0.0
+	for i, v := range qv {
+		q := queries[i]
+		unit, _ := normalize(v)
+		f, _ := newFilter(rm, &q)
+		sc := ix.getScratch(len(rm.ids))
+		docs, cos, approx := semanticTop(rm, ms, unit, &f, nil, sc, FusionDepth)
+		if approx {
+			share += 1 / float64(len(qv))
+		}
+		got := top(rm, sc, docs, cos, 10)
+		var all []uint32
+		var exact []float64
+		for no, dv := range rm.vec {
+			if dv != nil && dv.set == ms && f.pass(uint32(no)) {
+				all, exact = append(all, uint32(no)), append(exact, dot(unit, dv.v))
+			}
+		}
+		want := top(rm, sc, all, exact, 10)
+		for _, h := range got {
+			if slices.ContainsFunc(want, func(w Hit) bool { return w.ID == h.ID }) {
+				sum += 0.1
+			}
+		}
+		ix.putScratch(sc)
+	}
+	return sum / float64(len(qv)), share
 }
 
 var benchModels sync.Map // models BenchmarkHybrid has put -> their puts/s

@@ -35,7 +35,7 @@ var annThreshold = 40_000
 const (
 	hnswM       = 12 // neighbours per node above level 0
 	hnswM0      = 24 // at level 0
-	hnswEfBuild = 64 // candidates kept while inserting
+	hnswEfBuild = 40 // candidates kept while inserting
 	// hnswEf is the least search breadth; a search for k keeps at least
 	// 2k candidates.
 	hnswEf = 64
