@@ -3,9 +3,12 @@ package index
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -140,12 +143,24 @@ func BenchmarkSearch(b *testing.B) {
 	}
 }
 
-// BenchmarkHybrid reports recall latency at 100k records, lexical alone
-// and fused with an exact brute-force vector half, for embeddings of 100
-// (static word vectors) and 384 dimensions (a small sentence encoder).
-// The vectors are random: the cost does not depend on what they mean.
+// BenchmarkHybrid reports recall latency at 100k records (or
+// BENCH_HYBRID_RECORDS), lexical alone and fused with a vector half, for
+// embeddings of 100 (static word vectors) and 384 dimensions (a small
+// sentence encoder): exact (brute force, the vectors put with
+// annThreshold out of reach) and through the approximate graph (whatever
+// annThreshold is), to find where they cross. The vectors are clustered
+// random ones (256 centres, Gaussian noise of half their scale), as
+// embeddings of texts on a number of topics are: brute force does not
+// care, a graph does (on structureless Gaussian vectors it searches far
+// more of itself). BENCH_HYBRID_MODES=exact skips the graphs' build.
 func BenchmarkHybrid(b *testing.B) {
-	const n = 100_000
+	n := 100_000
+	if s := os.Getenv("BENCH_HYBRID_RECORDS"); s != "" { // where the graph starts to pay
+		var err error
+		if n, err = strconv.Atoi(s); err != nil {
+			b.Fatal(err)
+		}
+	}
 	ix := benchIndex(b, n)
 	c := benchWords()
 	queries := make([]Query, 1000)
@@ -170,30 +185,101 @@ func BenchmarkHybrid(b *testing.B) {
 		b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
 	}
 	b.Run("lexical", func(b *testing.B) { run(b, nil, "") })
+	modes := []string{"exact", "ann"}
+	if m := os.Getenv("BENCH_HYBRID_MODES"); m != "" {
+		modes = strings.Split(m, ",")
+	}
 	for _, dims := range []int{100, 384} {
-		r := rand.New(rand.NewPCG(uint64(dims), 5))
-		gauss := func() []float32 {
-			v := make([]float32, dims)
-			for i := range v {
-				v[i] = float32(r.NormFloat64())
-			}
-			return v
+		for _, mode := range modes {
+			b.Run(fmt.Sprintf("hybrid-dims=%d-%s", dims, mode), func(b *testing.B) {
+				r := rand.New(rand.NewPCG(uint64(dims), 5))
+				centres := make([][]float32, 256)
+				for c := range centres {
+					centres[c] = make([]float32, dims)
+					for i := range centres[c] {
+						centres[c][i] = float32(r.NormFloat64())
+					}
+				}
+				gauss := func() []float32 { // near a random centre
+					ctr := centres[r.IntN(len(centres))]
+					v := make([]float32, dims)
+					for i := range v {
+						v[i] = ctr[i] + float32(0.5*r.NormFloat64())
+					}
+					return v
+				}
+				model := fmt.Sprintf("bench-%d-%s", dims, mode)
+				if _, ok := benchModels.Load(model); !ok {
+					// Put rate: the graph is grown on every put.
+					saved := annThreshold
+					annThreshold = 1000 // ann: the graph at any size measured
+					if mode == "exact" {
+						annThreshold = math.MaxInt
+					}
+					t0 := time.Now()
+					for i := range n {
+						if _, err := ix.PutVector("default", fmt.Sprintf("r%07d", i), model, gauss()); err != nil {
+							b.Fatal(err)
+						}
+					}
+					annThreshold = saved
+					benchModels.Store(model, float64(n)/time.Since(t0).Seconds())
+				}
+				qv := make([][]float32, 64)
+				for i := range qv {
+					qv[i] = gauss()
+				}
+				run(b, func(i int) []float32 { return qv[i%len(qv)] }, model)
+				rate, _ := benchModels.Load(model)
+				b.ReportMetric(rate.(float64), "vector-puts/s")
+				if mode == "ann" {
+					recall, share := benchRecall(ix, queries, qv, model)
+					b.ReportMetric(recall, "recall@10")
+					b.ReportMetric(share, "graph-share")
+				}
+			})
 		}
-		model := fmt.Sprintf("bench-%d", dims)
-		for i := range n {
-			if _, err := ix.PutVector("default", fmt.Sprintf("r%07d", i), model, gauss()); err != nil {
-				b.Fatal(err)
-			}
-		}
-		qv := make([][]float32, 64)
-		for i := range qv {
-			qv[i] = gauss()
-		}
-		b.Run(fmt.Sprintf("hybrid-dims=%d", dims), func(b *testing.B) {
-			run(b, func(i int) []float32 { return qv[i%len(qv)] }, model)
-		})
 	}
 }
+
+// benchRecall answers the mean recall@10 of the vector half's top (as
+// hybrid takes it, under each query's filters) against exact cosine, and
+// the share of queries the graph answered rather than brute force.
+func benchRecall(ix *Index, queries []Query, qv [][]float32, model string) (recall, share float64) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	rm := ix.realms["default"]
+	ms := rm.models[model]
+	sum := 0.0
+	for i, v := range qv {
+		q := queries[i]
+		unit, _ := normalize(v)
+		f, _ := newFilter(rm, &q)
+		sc := ix.getScratch(len(rm.ids))
+		docs, cos, approx := semanticTop(rm, ms, unit, &f, nil, sc, FusionDepth)
+		if approx {
+			share += 1 / float64(len(qv))
+		}
+		got := top(rm, sc, docs, cos, 10)
+		var all []uint32
+		var exact []float64
+		for no, dv := range rm.vec {
+			if dv != nil && dv.set == ms && f.pass(uint32(no)) {
+				all, exact = append(all, uint32(no)), append(exact, dot(unit, dv.v))
+			}
+		}
+		want := top(rm, sc, all, exact, 10)
+		for _, h := range got {
+			if slices.ContainsFunc(want, func(w Hit) bool { return w.ID == h.ID }) {
+				sum += 0.1
+			}
+		}
+		ix.putScratch(sc)
+	}
+	return sum / float64(len(qv)), share
+}
+
+var benchModels sync.Map // models BenchmarkHybrid has put -> their puts/s
 
 // BenchmarkHeapPerRecord reports the index's live heap per record.
 func BenchmarkHeapPerRecord(b *testing.B) {

@@ -326,7 +326,7 @@ func decodeVectors(d *decoder, rm *realm, ndocs int) error {
 		if d.err != nil {
 			return d.err
 		}
-		rm.setVector(uint32(no), &docVec{model: model, v: v})
+		rm.setVector(uint32(no), rm.vecSet(model, len(v)).add(model, v))
 	}
 	for _, m := range models {
 		if rm.models[m] == nil {

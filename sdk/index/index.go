@@ -256,6 +256,7 @@ func (ix *Index) Put(d Doc) error {
 	if rm.dead > 1024 && rm.dead > rm.live {
 		rm.renumber()
 	}
+	rm.tidyVectors()
 	return nil
 }
 
@@ -279,6 +280,7 @@ func (ix *Index) Delete(realm, id string) bool {
 	if rm.dead > 1024 && rm.dead > rm.live {
 		rm.renumber()
 	}
+	rm.tidyVectors()
 	return true
 }
 
@@ -424,7 +426,7 @@ type realm struct {
 
 	live, dead int
 	tokens     int64
-	models     map[string]*modelStat // vector counts by model
+	models     map[string]*vecSet // vectors by model
 
 	// Thread context: the ids at each place of a thread, and each threaded
 	// document's own fields (terms interned in termNames).
@@ -565,6 +567,9 @@ func (rm *realm) renumber() {
 		rm.ids[n], rm.scope[n], rm.dl[n] = rm.ids[i], rm.scope[i], rm.dl[i]
 		rm.expires[n], rm.seq[n], rm.tags[n], rm.terms[n] = rm.expires[i], rm.seq[i], rm.tags[i], rm.terms[i]
 		rm.when[n], rm.vec[n] = rm.when[i], rm.vec[i]
+		if dv := rm.vec[n]; dv != nil {
+			dv.set.owner[dv.slot] = n
+		}
 		rm.byID[rm.ids[n]] = n
 		n++
 	}

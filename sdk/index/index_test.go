@@ -520,9 +520,24 @@ func TestConcurrentSearchAndWrite(t *testing.T) {
 	for i := range queries {
 		queries[i] = c.query()
 	}
+	stop := searchWhile(c.ix, queries, 4)
+	for range 1500 {
+		c.step() // the corpus's own rng and reference: this goroutine only
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range queries {
+		c.check(q)
+	}
+}
+
+// searchWhile runs workers goroutines searching queries in turn until
+// stop is called; stop answers the first error or answer over the limit.
+func searchWhile(ix *Index, queries []Query, workers int) (stop func() error) {
 	done := make(chan struct{})
-	errs := make(chan error, 4)
-	for w := range 4 {
+	errs := make(chan error, workers)
+	for w := range workers {
 		go func() {
 			for i := w; ; i++ {
 				select {
@@ -532,7 +547,7 @@ func TestConcurrentSearchAndWrite(t *testing.T) {
 				default:
 				}
 				q := queries[i%len(queries)]
-				hits, err := c.ix.Search(q)
+				hits, err := ix.Search(q)
 				if err == nil && len(hits) > q.Limit {
 					err = fmt.Errorf("%d hits for limit %d", len(hits), q.Limit)
 				}
@@ -543,17 +558,15 @@ func TestConcurrentSearchAndWrite(t *testing.T) {
 			}
 		}()
 	}
-	for range 1500 {
-		c.step() // the corpus's own rng and reference: this goroutine only
-	}
-	close(done)
-	for range 4 {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
+	return func() error {
+		close(done)
+		var first error
+		for range workers {
+			if err := <-errs; err != nil && first == nil {
+				first = err
+			}
 		}
-	}
-	for _, q := range queries {
-		c.check(q)
+		return first
 	}
 }
 
