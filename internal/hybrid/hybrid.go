@@ -283,8 +283,8 @@ func (r *realm) embedderInfo(ctx context.Context, fresh bool) (sdk.EmbedderInfo,
 	if err != nil {
 		return sdk.EmbedderInfo{}, fmt.Errorf("embedder info: %w", err)
 	}
-	if got.Model == "" || got.Dimensions <= 0 || got.MaxBatch <= 0 {
-		return sdk.EmbedderInfo{}, fmt.Errorf("embedder info: model %q, %d dimensions, batch %d: %w", got.Model, got.Dimensions, got.MaxBatch, sdk.ErrInvalid)
+	if err := got.Validate(); err != nil {
+		return sdk.EmbedderInfo{}, fmt.Errorf("embedder info: %w", err)
 	}
 	r.mu.Lock()
 	r.info = &got
@@ -300,9 +300,9 @@ func (r *realm) forgetInfo() {
 	r.mu.Unlock()
 }
 
-// embed embeds texts in calls of at most info.MaxBatch and checks the
-// answer's shape: one vector per text, each of info.Dimensions finite
-// numbers.
+// embed embeds texts in calls of at most info.MaxBatch and checks each
+// answer's shape (the supervised client checks it too; any other
+// embedder is held to the same).
 func embed(ctx context.Context, e sdk.Embedder, info sdk.EmbedderInfo, purpose sdk.EmbedPurpose, texts []string) ([][]float32, error) {
 	out := make([][]float32, 0, len(texts))
 	for start := 0; start < len(texts); start += info.MaxBatch {
@@ -311,25 +311,13 @@ func embed(ctx context.Context, e sdk.Embedder, info sdk.EmbedderInfo, purpose s
 		if err != nil {
 			return nil, err
 		}
-		if len(vecs) != len(chunk) {
-			return nil, fmt.Errorf("%w: %d vectors for %d texts", errBadAnswer, len(vecs), len(chunk))
-		}
-		for i, v := range vecs {
-			if len(v) != info.Dimensions {
-				return nil, fmt.Errorf("%w: a vector of %d dimensions, it declares %d", errBadAnswer, len(v), info.Dimensions)
-			}
-			for _, x := range v {
-				if x != x || x > maxFinite || x < -maxFinite {
-					return nil, fmt.Errorf("%w: a vector with a non-finite value (text %d)", errBadAnswer, start+i)
-				}
-			}
+		if err := info.CheckVectors(len(chunk), vecs); err != nil {
+			return nil, fmt.Errorf("%w: %w", errBadAnswer, err)
 		}
 		out = append(out, vecs...)
 	}
 	return out, nil
 }
-
-const maxFinite = 3.4028234663852886e38
 
 // errBadAnswer is an embedder's answer of the wrong shape: the embedder's
 // fault, never the texts' (sdk.ErrInvalid from the embedder refuses a
