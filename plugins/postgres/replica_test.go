@@ -138,16 +138,7 @@ func TestReplicaNeverStale(t *testing.T) {
 	var plans planLog
 	a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
 	b := openStoreWith(t, configJSON(schema, "replica", replicaCfg("300ms")), plans.hook)
-	var held atomic.Bool
-	release := make(chan struct{})
-	var releaseOnce sync.Once
-	free := func() { releaseOnce.Do(func() { close(release) }) }
-	t.Cleanup(free) // before b closes, should the test fail while b is held
-	b.replica.applyHook = func() {
-		if held.Load() {
-			<-release
-		}
-	}
+	gate := holdApplies(t, b)
 	waitServing(t, b)
 	ctx := context.Background()
 	if _, err := a.Remember(ctx, realm, []sdk.Record{note("first lantern", "paper lantern")}); err != nil {
@@ -167,7 +158,7 @@ func TestReplicaNeverStale(t *testing.T) {
 		}
 	}
 	recall([]string{"first lantern"}, "replica")
-	held.Store(true)
+	gate.held.Store(true)
 	if _, err := a.Remember(ctx, realm, []sdk.Record{note("second lantern", "stone lantern")}); err != nil {
 		t.Fatal(err)
 	}
@@ -176,8 +167,8 @@ func TestReplicaNeverStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	recall([]string{"first lantern", "second lantern", "third lantern"}, "sql")
-	held.Store(false)
-	free()
+	gate.held.Store(false)
+	gate.free()
 	if !b.replica.waitApplied(ctx, b.replica.acked.Load(), time.Now().Add(time.Minute)) {
 		t.Fatal("the released replica did not catch up within a minute")
 	}
@@ -228,23 +219,13 @@ func TestChangeLogTrim(t *testing.T) {
 
 	// Hold b between reading a catch-up and applying it, then write and
 	// trim past what it read.
-	var held atomic.Bool
-	entered, release := make(chan struct{}, 1), make(chan struct{})
-	var releaseOnce sync.Once
-	free := func() { releaseOnce.Do(func() { close(release) }) }
-	t.Cleanup(free) // before b closes, should the test fail while b is held
-	b.replica.applyHook = func() {
-		if held.Load() {
-			entered <- struct{}{}
-			<-release
-		}
-	}
-	held.Store(true)
+	gate := holdApplies(t, b)
+	gate.held.Store(true)
 	if _, err := a.Remember(ctx, realm, []sdk.Record{note("tide 5", "tide table")}); err != nil {
 		t.Fatal(err)
 	}
-	<-entered
-	held.Store(false)
+	<-gate.entered
+	gate.held.Store(false)
 	for i := 6; i < 8; i++ {
 		if _, err := a.Remember(ctx, realm, []sdk.Record{note(fmt.Sprintf("tide %d", i), "tide table")}); err != nil {
 			t.Fatal(err)
@@ -261,7 +242,7 @@ func TestChangeLogTrim(t *testing.T) {
 		t.Errorf("retention 0 trimmed to %d, want every change (%d)", trimmed, head)
 	}
 	loads := b.replica.loads.Load()
-	free()
+	gate.free()
 	if !b.replica.waitApplied(ctx, head, time.Now().Add(time.Minute)) {
 		t.Fatal("replica did not catch up after the trim")
 	}
@@ -459,18 +440,9 @@ func TestReplicaMaxLag(t *testing.T) {
 	schema := schemaFor(t.Name())
 	a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
 	b := openStoreWith(t, configJSON(schema, "replica", map[string]any{"max_lag": "50ms"}))
-	var held atomic.Bool
-	release := make(chan struct{})
-	var releaseOnce sync.Once
-	free := func() { releaseOnce.Do(func() { close(release) }) }
-	t.Cleanup(free) // before b closes, should the test fail while b is held
-	b.replica.applyHook = func() {
-		if held.Load() {
-			<-release
-		}
-	}
+	gate := holdApplies(t, b)
 	waitServing(t, b)
-	held.Store(true)
+	gate.held.Store(true)
 	ctx := context.Background()
 	if _, err := a.Remember(ctx, realm, []sdk.Record{note("lagging kettle", "kettle on")}); err != nil {
 		t.Fatal(err)
@@ -486,7 +458,34 @@ func TestReplicaMaxLag(t *testing.T) {
 	if err != nil || len(hits) != 1 {
 		t.Errorf("recall while the replica lags: %d hits, %v; want the new record (from SQL)", len(hits), err)
 	}
-	held.Store(false)
-	free()
+	gate.held.Store(false)
+	gate.free()
 	waitServing(t, b)
 }
+
+// applyGate holds a replica's applies while held is set, until free.
+type applyGate struct {
+	held    atomic.Bool
+	entered chan struct{} // a held apply has arrived
+	release chan struct{}
+	once    sync.Once
+}
+
+// holdApplies installs a gate on s's replica; it is freed when t ends,
+// before s closes, should the test fail while s is held.
+func holdApplies(t *testing.T, s *Store) *applyGate {
+	g := &applyGate{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	t.Cleanup(g.free)
+	s.replica.applyHook = func() {
+		if g.held.Load() {
+			select {
+			case g.entered <- struct{}{}:
+			default:
+			}
+			<-g.release
+		}
+	}
+	return g
+}
+
+func (g *applyGate) free() { g.once.Do(func() { close(g.release) }) }
