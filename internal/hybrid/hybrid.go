@@ -192,9 +192,6 @@ func (e *Engine) start(r *realm) {
 	}()
 }
 
-// Has reports whether realm has an embedder.
-func (e *Engine) Has(realm string) bool { return e != nil && e.realm(realm) != nil }
-
 // Run drains every realm's backlog until ctx ends; realms first used
 // meanwhile start theirs at once.
 func (e *Engine) Run(ctx context.Context) {
