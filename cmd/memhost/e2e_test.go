@@ -588,7 +588,8 @@ func TestServeRefusesBadSetup(t *testing.T) {
 
 func TestPluginsVerify(t *testing.T) {
 	t.Parallel()
-	cfgPath, _ := writeConfig(t, markdownConfig)
+	// Its own plugins: the test tampers with one.
+	cfgPath, _ := writeConfigIn(t, testbin.PrivatePluginDir(t), markdownConfig)
 	bin := testbin.Build(t, "./cmd/memhost")
 	out, err := testbin.Command(bin, "plugins", "verify", "--config", cfgPath).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "ok      markdown") {

@@ -241,7 +241,7 @@ func recallIn(t *testing.T, m *instance, realm, id, query string) recallAnswer {
 // and serves again once it can start.
 func TestCrashLoopingPluginBacksOff(t *testing.T) {
 	t.Parallel()
-	pluginDir := testbin.PluginDir(t, "markdown")
+	pluginDir := testbin.PrivatePluginDir(t, "markdown")
 	cfgPath, dataDir := writeConfigIn(t, pluginDir, markdownConfig+"supervisor {\n  health_interval_ms = 100\n  max_backoff_ms = 60000\n}\n")
 	m, err := startWithConfig(t, cfgPath, dataDir)
 	if err != nil {

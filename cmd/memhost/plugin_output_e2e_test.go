@@ -15,7 +15,7 @@ import (
 // beside the markdown provider.
 func hostileDir(t *testing.T) string {
 	t.Helper()
-	dir := testbin.PluginDir(t, "markdown")
+	dir := testbin.PrivatePluginDir(t, "markdown")
 	testbin.InstallPlugin(t, dir, testbin.Build(t, "./cmd/memhost/testdata/hostile"))
 	return dir
 }

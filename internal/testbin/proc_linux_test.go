@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 		fmt.Println(child.Process.Pid)
 		select {}
 	}
-	os.Exit(m.Run())
+	os.Exit(Main(m))
 }
 
 // TestChildDiesWithKilledParent: a process started with Command does not

@@ -28,6 +28,8 @@ var (
 	mu     sync.Mutex
 	outDir string
 	built  = map[string]string{}
+	// manifests holds each installed binary's manifest, by manifestKey.
+	manifests = map[string]manifestFile{}
 )
 
 // processTempDir is the temporary directory as the process started: the
@@ -36,9 +38,14 @@ var (
 var processTempDir = os.TempDir()
 
 // Main runs the tests and removes the built binaries; call it from
-// TestMain: os.Exit(testbin.Main(m)).
+// TestMain: os.Exit(testbin.Main(m)). A run whose tests changed a shared
+// plugin directory (PluginDir) fails, naming the file.
 func Main(m *testing.M) int {
 	code := m.Run()
+	if err := checkSharedPluginDirs(); err != nil {
+		fmt.Fprintln(os.Stderr, "testbin:", err)
+		code = 1
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if outDir != "" {
@@ -88,14 +95,11 @@ func BuildIn(t testing.TB, moduleDir, pkg string) string {
 	if path, ok := built[key]; ok {
 		return path
 	}
-	if outDir == "" {
-		dir, err := os.MkdirTemp(processTempDir, "memhost-testbin-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		outDir = dir
+	dir, err := outputDir()
+	if err != nil {
+		t.Fatal(err)
 	}
-	out := filepath.Join(outDir, filepath.Base(pkg))
+	out := filepath.Join(dir, filepath.Base(pkg))
 	cmd := exec.Command("go", "build", "-tags", Tags, "-o", out, pkg)
 	cmd.Dir = filepath.Join(ModuleRoot(t), moduleDir)
 	cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false", "CGO_ENABLED=1")
@@ -132,23 +136,104 @@ func ShortTempDir(t testing.TB) string {
 // FirstPartyPlugins are the plugins `make build` ships.
 var FirstPartyPlugins = []string{"markdown", "sqlite", "bleve", "postgres", "template", "llm", "lexical", "static", "openai", "wordvec"}
 
-// PluginDir builds the named first-party plugins (all when none are named)
-// into a fresh directory with their manifests, as `make build` lays them
-// out, and answers the directory.
+// outputDir is the process's directory for built binaries and shared
+// plugin directories, made on first use; the caller holds mu.
+func outputDir() (string, error) {
+	if outDir == "" {
+		dir, err := os.MkdirTemp(processTempDir, "memhost-testbin-")
+		if err != nil {
+			return "", err
+		}
+		outDir = dir
+	}
+	return outDir, nil
+}
+
+// PluginDir answers a plugin directory holding the named first-party
+// plugins (all when none are named) with their manifests, as `make build`
+// lays it out. It is shared by every test in the process that asks for the
+// same plugins, and made once: laying out a fresh copy for each test wrote
+// gigabytes and ran every plugin once more a run. A test must not change
+// it (Main fails the run if one does); one that replaces, tampers with or
+// adds a plugin uses PrivatePluginDir.
 func PluginDir(t testing.TB, names ...string) string {
 	t.Helper()
 	if len(names) == 0 {
 		names = FirstPartyPlugins
 	}
+	key := strings.Join(names, ",")
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if dir, ok := sharedDirs[key]; ok {
+		return dir
+	}
+	mu.Lock()
+	parent, err := outputDir()
+	mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp(parent, "plugins-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	installFirstParty(t, dir, names)
+	sharedDirs[key] = dir
+	return dir
+}
+
+// PrivatePluginDir is PluginDir in a directory of the test's own, which
+// it may change.
+func PrivatePluginDir(t testing.TB, names ...string) string {
+	t.Helper()
+	if len(names) == 0 {
+		names = FirstPartyPlugins
+	}
 	dir := t.TempDir()
+	installFirstParty(t, dir, names)
+	return dir
+}
+
+func installFirstParty(t testing.TB, dir string, names []string) {
+	t.Helper()
 	for _, name := range names {
 		bin := Build(t, fmt.Sprintf("./plugins/%s/cmd/memhost-plugin-%s", name, name))
 		InstallPlugin(t, dir, bin)
 	}
-	return dir
+}
+
+var (
+	sharedMu   sync.Mutex
+	sharedDirs = map[string]string{} // by the plugin names, comma-joined
+)
+
+// checkSharedPluginDirs reports a shared plugin directory whose contents
+// no longer match their manifests: a test changed what others run.
+func checkSharedPluginDirs() error {
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	for _, dir := range sharedDirs {
+		entries, refusals, err := pluginhost.Discover(dir)
+		if err != nil {
+			return fmt.Errorf("shared plugin directory %s: %w", dir, err)
+		}
+		if len(refusals) > 0 {
+			return fmt.Errorf("a test changed the shared plugin directory %s (use PrivatePluginDir): %w", dir, errors.Join(refusals...))
+		}
+		for _, e := range entries {
+			sum, err := pluginhost.FileSHA256(e.Executable)
+			if err != nil || sum != e.Manifest.SHA256 {
+				return fmt.Errorf("a test changed %s in the shared plugin directory %s (use PrivatePluginDir)", e.Executable, dir)
+			}
+		}
+	}
+	return nil
 }
 
 // InstallPlugin copies a plugin binary into dir and writes its manifest.
+// The manifest is made once a binary: it names its executable relative to
+// its own directory, so every copy of the same binary gets the same bytes,
+// and the binary need not run again to describe itself.
 func InstallPlugin(t testing.TB, dir, bin string) string {
 	t.Helper()
 	data, err := os.ReadFile(bin)
@@ -159,17 +244,60 @@ func InstallPlugin(t testing.TB, dir, bin string) string {
 	if err := os.WriteFile(dst, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// Writing the manifest runs the copy. A fork elsewhere in this test
-	// process (parallel tests start processes all the time) may hold the
-	// copy's write descriptor until its exec, and the kernel refuses to
-	// run a file open for writing ("text file busy"): try again shortly.
+	key, err := manifestKey(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	cached, ok := manifests[key]
+	mu.Unlock()
+	if ok {
+		path := filepath.Join(dir, cached.name)
+		if err := os.WriteFile(path, cached.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	path := writeManifest(t, dst)
+	manifest, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	manifests[key] = manifestFile{name: filepath.Base(path), data: manifest}
+	mu.Unlock()
+	return path
+}
+
+// manifestFile is a manifest as written: its file name and bytes.
+type manifestFile struct {
+	name string
+	data []byte
+}
+
+// manifestKey tells binaries apart by path, size and modification time,
+// so a binary rebuilt at the same path is described afresh.
+func manifestKey(bin string) (string, error) {
+	st, err := os.Stat(bin)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s\x00%d\x00%d", bin, st.Size(), st.ModTime().UnixNano()), nil
+}
+
+// writeManifest runs the installed copy for its manifest. A fork elsewhere
+// in this test process (parallel tests start processes all the time) may
+// hold the copy's write descriptor until its exec, and the kernel refuses
+// to run a file open for writing ("text file busy"): try again shortly.
+func writeManifest(t testing.TB, exe string) string {
+	t.Helper()
 	for attempt := 1; ; attempt++ {
-		path, _, err := pluginhost.WriteManifest(context.Background(), dst, hclog.NewNullLogger())
+		path, _, err := pluginhost.WriteManifest(context.Background(), exe, hclog.NewNullLogger())
 		if err == nil {
 			return path
 		}
 		if attempt == 50 || !(errors.Is(err, syscall.ETXTBSY) || strings.Contains(err.Error(), syscall.ETXTBSY.Error())) {
-			t.Fatalf("testbin: manifest for %s: %v", dst, err)
+			t.Fatalf("testbin: manifest for %s: %v", exe, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
