@@ -52,17 +52,23 @@ run: build
 # gets RACE_TIMEOUT.
 TEST_TIMEOUT ?= 40m
 RACE_TIMEOUT ?= 20m
-# The Go packages, the Python and TypeScript SDKs' suites and the clients'
-# run side by side once everything they share is built: the Go end-to-end
-# tests spend most of their time waiting on processes, which leaves the
-# cores to the others. Each suite's output appears whole when it ends.
+# The Go packages, the race step, the Python and TypeScript SDKs' suites
+# and the clients' run side by side once everything they share is built:
+# the Go end-to-end tests spend much of their time waiting on processes,
+# which leaves the cores to the others. Each suite's output appears whole
+# when it ends.
 test: build vet deps typescript-tree clients-deps
-	@echo "running the Go, Python SDK, TypeScript SDK and client suites side by side"
-	+@$(MAKE) --no-print-directory -j4 -Otarget test-go test-python typescript-run clients-run
-	go test -race -count=1 -timeout $(RACE_TIMEOUT) $(RACE_PKGS)
+	@echo "running the Go, race, Python SDK, TypeScript SDK and client suites side by side"
+	+@$(MAKE) --no-print-directory -j5 -Otarget test-go test-race test-python typescript-run clients-run
 
 test-go:
 	$(TYPESCRIPT_TREE_ENV) go test -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+
+# The race detector is for shared state: -short leaves out the tests that
+# check large single-goroutine results or start plugin processes, which
+# test-go runs whole, and which cost minutes under the detector.
+test-race:
+	go test -race -short -count=1 -timeout $(RACE_TIMEOUT) $(RACE_PKGS)
 
 vet:
 	go vet $(PKGS)
@@ -73,7 +79,7 @@ vet:
 # node 20+ with npm fails here. The Node dev tools (pyright for the Python
 # client's type hints, tsc and openapi-typescript) come from lockfiles.
 CLIENTS_TIMEOUT ?= 600
-.PHONY: clients-test clients-deps clients-run test-go typescript-deps typescript-run typescript-tree
+.PHONY: clients-test clients-deps clients-run test-go test-race typescript-deps typescript-run typescript-tree
 clients-test: build clients-deps
 	@$(MAKE) --no-print-directory clients-run
 clients-deps:

@@ -223,6 +223,9 @@ func (c *annCorpus) recallAt10(t *testing.T, ix *Index, queries int, minShare fl
 // without filters, also when rebuilt by Decode, and two indexes built
 // alike answer alike.
 func TestANNRecall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and searches 6,000 vectors on one goroutine; the plain run checks it")
+	}
 	withThreshold(t, 1000)
 	c := newANNCorpus(1, 32)
 	a, _ := New(Options{Weights: []float64{1}})
@@ -321,6 +324,9 @@ func TestANNFilterFallsBack(t *testing.T) {
 // the graph, recall holds through the churn, and once dropped slots
 // outnumber live ones the set and its graph are rebuilt without them.
 func TestANNDeletesAndReputs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("rebuilds 4,000 vectors on one goroutine; the plain run checks it")
+	}
 	c, ix := annIndex(t, 3, 24, 4000)
 	for i := range 4000 {
 		id := fmt.Sprintf("d%05d", i)

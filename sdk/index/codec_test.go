@@ -16,6 +16,9 @@ import (
 // both the same queries: the answers, scores included, are identical, and
 // the reopened index keeps taking writes.
 func TestSnapshotRoundTrip(t *testing.T) {
+	if testing.Short() {
+		t.Skip("single-goroutine round trips of large indexes; the plain run checks it")
+	}
 	for _, ctx := range []float64{0, 0.5} {
 		t.Run(fmt.Sprintf("context weight %v", ctx), func(t *testing.T) { testSnapshotRoundTrip(t, ctx) })
 	}

@@ -367,6 +367,9 @@ func (c *corpus) check(q Query) {
 }
 
 func TestSearchMatchesReference(t *testing.T) {
+	if testing.Short() {
+		t.Skip("single-goroutine exactness over random corpora; the plain run checks it")
+	}
 	defer func(w int) { exhaustiveWork = w }(exhaustiveWork)
 	cases := []struct {
 		name  string

@@ -213,6 +213,9 @@ func (c *vecCorpus) check(ix *Index, q Query) {
 }
 
 func TestHybridMatchesReference(t *testing.T) {
+	if testing.Short() {
+		t.Skip("single-goroutine exactness over random corpora; the plain run checks it")
+	}
 	defer func(w int) { exhaustiveWork = w }(exhaustiveWork)
 	for i, tc := range []struct {
 		name  string
