@@ -56,10 +56,12 @@ RACE_TIMEOUT ?= 20m
 # and the clients' run side by side once everything they share is built:
 # the Go end-to-end tests spend much of their time waiting on processes,
 # which leaves the cores to the others. Each suite's output appears whole
-# when it ends.
+# when it ends. The Go tests run the binaries `build` just made
+# (MEMHOST_TEST_BIN_DIR) rather than link each again; test-go alone builds
+# its own.
 test: build vet deps typescript-tree clients-deps
 	@echo "running the Go, race, Python SDK, TypeScript SDK and client suites side by side"
-	+@$(MAKE) --no-print-directory -j5 -Otarget test-go test-race test-python typescript-run clients-run
+	+@MEMHOST_TEST_BIN_DIR=$(CURDIR)/$(BIN) $(MAKE) --no-print-directory -j5 -Otarget test-go test-race test-python typescript-run clients-run
 
 test-go:
 	$(TYPESCRIPT_TREE_ENV) go test -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)

@@ -47,3 +47,38 @@ func TestSharedPluginDir(t *testing.T) {
 		t.Fatalf("a tampered shared plugin: %v, want it named with the fix", err)
 	}
 }
+
+// TestPrebuilt: with PrebuiltEnv set, memhost and the first-party plugins
+// come from that directory when they are there, and everything else (a
+// missing binary, a test plugin, a nested module) is built.
+func TestPrebuilt(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "plugins"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"memhost", "plugins/memhost-plugin-sqlite"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv(PrebuiltEnv, dir)
+	cases := []struct {
+		moduleDir, pkg, want string
+	}{
+		{".", "./cmd/memhost", filepath.Join(dir, "memhost")},
+		{".", "./plugins/sqlite/cmd/memhost-plugin-sqlite", filepath.Join(dir, "plugins", "memhost-plugin-sqlite")},
+		{".", "./plugins/bleve/cmd/memhost-plugin-bleve", ""},
+		{".", "./cmd/memhost/testdata/hostile", ""},
+		{"examples/kv", "./cmd/memhost-plugin-kv", ""},
+	}
+	for _, c := range cases {
+		got, ok := prebuilt(c.moduleDir, c.pkg)
+		if got != c.want || ok != (c.want != "") {
+			t.Errorf("prebuilt(%q, %q) = %q, %v; want %q", c.moduleDir, c.pkg, got, ok, c.want)
+		}
+	}
+	t.Setenv(PrebuiltEnv, "")
+	if got, ok := prebuilt(".", "./cmd/memhost"); ok {
+		t.Errorf("without %s: prebuilt answered %s", PrebuiltEnv, got)
+	}
+}

@@ -95,6 +95,10 @@ func BuildIn(t testing.TB, moduleDir, pkg string) string {
 	if path, ok := built[key]; ok {
 		return path
 	}
+	if path, ok := prebuilt(moduleDir, pkg); ok {
+		built[key] = path
+		return path
+	}
 	dir, err := outputDir()
 	if err != nil {
 		t.Fatal(err)
@@ -108,6 +112,34 @@ func BuildIn(t testing.TB, moduleDir, pkg string) string {
 	}
 	built[key] = out
 	return out
+}
+
+// PrebuiltEnv names the directory where `make build` put memhost and its
+// plugins (bin/), which `make test` sets after building them with the same
+// flags: the tests run those binaries instead of linking each again. Run
+// alone, go test builds them itself, so they always match the source.
+const PrebuiltEnv = "MEMHOST_TEST_BIN_DIR"
+
+// prebuilt answers the binary `make build` made for pkg of the root
+// module, when PrebuiltEnv names its directory and the binary is there.
+func prebuilt(moduleDir, pkg string) (string, bool) {
+	dir := os.Getenv(PrebuiltEnv)
+	if dir == "" || moduleDir != "." {
+		return "", false
+	}
+	var path string
+	switch rel := filepath.ToSlash(filepath.Clean(pkg)); {
+	case rel == "cmd/memhost":
+		path = filepath.Join(dir, "memhost")
+	case strings.HasPrefix(rel, "plugins/") && strings.Contains(rel, "/cmd/memhost-plugin-"):
+		path = filepath.Join(dir, "plugins", filepath.Base(rel))
+	default:
+		return "", false
+	}
+	if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
+		return "", false
+	}
+	return path, true
 }
 
 // Command is exec.Command for a process a test starts (memhost serve, a
