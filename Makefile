@@ -2,8 +2,10 @@
 # tag recompiles SQLite, minutes), so they are set once here. sqlite_fts5
 # stays: the sqlite provider's first schema migration creates an FTS5 table
 # (a database made by an older memhost upgrades through it) and its tests
-# hold recall to FTS5's bm25.
-export GOFLAGS := -buildvcs=false -tags=sqlite_fts5
+# hold recall to FTS5's bm25. -trimpath keeps checkout paths out of the
+# binaries and so out of the build cache's keys: another clone or worktree
+# of the same source reuses what this one compiled.
+export GOFLAGS := -buildvcs=false -trimpath -tags=sqlite_fts5
 export CGO_ENABLED := 1
 
 BIN        := bin

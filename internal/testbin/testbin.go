@@ -20,8 +20,8 @@ import (
 	"github.com/memhost/memhost/internal/pluginhost"
 )
 
-// Tags must match the Makefile's GOFLAGS: a different tag set recompiles
-// SQLite and would build plugins without FTS5.
+// Tags and -trimpath must match the Makefile's GOFLAGS: other build flags
+// recompile SQLite, and another tag set builds plugins without FTS5.
 const Tags = "sqlite_fts5"
 
 var (
@@ -106,7 +106,7 @@ func BuildIn(t testing.TB, moduleDir, pkg string) string {
 	out := filepath.Join(dir, filepath.Base(pkg))
 	cmd := exec.Command("go", "build", "-tags", Tags, "-o", out, pkg)
 	cmd.Dir = filepath.Join(ModuleRoot(t), moduleDir)
-	cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false", "CGO_ENABLED=1")
+	cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false -trimpath", "CGO_ENABLED=1")
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("testbin: go build %s: %v\n%s", key, err, msg)
 	}
