@@ -65,27 +65,30 @@ func normalize(v []float32) ([]float32, bool) {
 	return out, true
 }
 
-// dot is the cosine of two unit vectors of one length: float32 products
-// in eight running sums (the order is fixed, so a score is reproducible
-// bit for bit), added pairwise at the end. Eight sums rather than four
-// measured a fifth faster at 100 dimensions (docs/benchmarks.md).
-func dot(a, b []float32) float64 {
+// dotGo is the cosine of two unit vectors of one length: float32
+// products in eight running sums (the order is fixed, so a score is
+// reproducible bit for bit; the conversions keep a compiler from fusing a
+// product and its sum), added pairwise at the end. Eight sums rather than
+// four measured a fifth faster at 100 dimensions (docs/benchmarks.md).
+// dot is this computation, in assembly where there is one
+// (dot_amd64.s: the same sums, two SSE registers of four).
+func dotGo(a, b []float32) float64 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3, s4, s5, s6, s7 float32
 	i := 0
 	for ; i+8 <= len(a); i += 8 {
 		x, y := a[i:i+8:i+8], b[i:i+8:i+8]
-		s0 += x[0] * y[0]
-		s1 += x[1] * y[1]
-		s2 += x[2] * y[2]
-		s3 += x[3] * y[3]
-		s4 += x[4] * y[4]
-		s5 += x[5] * y[5]
-		s6 += x[6] * y[6]
-		s7 += x[7] * y[7]
+		s0 += float32(x[0] * y[0])
+		s1 += float32(x[1] * y[1])
+		s2 += float32(x[2] * y[2])
+		s3 += float32(x[3] * y[3])
+		s4 += float32(x[4] * y[4])
+		s5 += float32(x[5] * y[5])
+		s6 += float32(x[6] * y[6])
+		s7 += float32(x[7] * y[7])
 	}
 	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
+		s0 += float32(a[i] * b[i])
 	}
 	return float64(((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)))
 }
@@ -232,7 +235,7 @@ func (rm *realm) setVector(no uint32, dv *docVec) {
 		dv = ms.add(dv.model, dv.v)
 	}
 	rm.vec[no] = dv
-	ms.attach(dv.slot, no)
+	ms.attach(dv.slot, no, rm.scope[no])
 }
 
 // dropVector detaches docno no's vector, answering it: the caller puts it
@@ -340,14 +343,20 @@ func (ix *Index) hybrid(q Query) ([]Hit, error) {
 // within a brute force's cost, every one of them.
 func semanticTop(rm *realm, ms *vecSet, qv []float32, f *filter, excluded map[string]bool, sc *scratch, depth int) (docs []uint32, cos []float64, approx bool) {
 	docs, cos = sc.cands[:0], sc.exact[:0]
-	if ms.graph != nil {
+	// An exact scan scores the vectors of the scopes f reads; the graph
+	// answers only when they are as many as the threshold, where brute
+	// force over a whole set starts to cost more than the graph does
+	// unfiltered (a filtered graph search costs more than an unfiltered
+	// one: it walks past the nodes the filter rejects).
+	listed := ms.listedIn(f)
+	if ms.graph != nil && listed >= annThreshold {
 		// Approximate: the graph's nearest that pass, when it finds
-		// enough of them within a brute force's cost.
+		// enough of them within half a brute force's cost.
 		accept := func(slot uint32) bool {
 			no := ms.owner[slot]
 			return no != noDoc && f.pass(no) && (excluded == nil || !excluded[rm.ids[no]])
 		}
-		found, ok := ms.graph.search(qv, depth, max(depth, hnswEf), len(ms.owner)/2, accept)
+		found, ok := ms.graph.search(qv, depth, max(depth, hnswEf), listed/2, accept)
 		if approx = ok && len(found) == depth; approx {
 			for _, c := range found {
 				docs = append(docs, ms.owner[c.slot])
@@ -358,14 +367,18 @@ func semanticTop(rm *realm, ms *vecSet, qv []float32, f *filter, excluded map[st
 	if approx {
 		return docs, cos, true
 	}
-	// The filter first: its arrays are read in order, a vector only when
-	// the document passes.
-	for no, dv := range rm.vec {
-		if dv == nil || !f.pass(uint32(no)) || dv.set != ms || excluded != nil && excluded[rm.ids[no]] {
+	for id, slots := range ms.byScope {
+		if !f.scopeOK[id] {
 			continue
 		}
-		docs = append(docs, uint32(no))
-		cos = append(cos, dot(qv, dv.v))
+		for _, slot := range slots {
+			no := ms.owner[slot]
+			if no == noDoc || ms.listed[slot] != uint32(id) || !f.pass(no) || excluded != nil && excluded[rm.ids[no]] {
+				continue
+			}
+			docs = append(docs, no)
+			cos = append(cos, dot(qv, ms.vec(slot)))
+		}
 	}
 	return docs, cos, false
 }
