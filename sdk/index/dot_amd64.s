@@ -52,3 +52,57 @@ reduce:
 	CVTSS2SD X0, X0
 	MOVSD   X0, ret+48(FP)
 	RET
+
+// func dotsI8SSE(codes []int8, q []int16, out []int32)
+// len(q) is a multiple of 16, len(codes) == len(out)*len(q).
+TEXT ·dotsI8SSE(SB), NOSPLIT, $0-72
+	MOVQ codes_base+0(FP), SI
+	MOVQ q_base+24(FP), DI
+	MOVQ q_len+32(FP), BX
+	MOVQ out_base+48(FP), R8
+	MOVQ out_len+56(FP), R9
+	TESTQ R9, R9
+	JEQ  done
+	TESTQ BX, BX
+	JEQ  zeros
+vec:
+	PXOR X0, X0
+	PXOR X1, X1
+	XORQ AX, AX
+comp:
+	// Eight codes, each byte doubled into a word and shifted back down:
+	// sign-extended to int16.
+	MOVQ      (SI)(AX*1), X2
+	PUNPCKLBW X2, X2
+	PSRAW     $8, X2
+	MOVOU     (DI)(AX*2), X3
+	PMADDWL   X3, X2
+	PADDL     X2, X0
+	MOVQ      8(SI)(AX*1), X4
+	PUNPCKLBW X4, X4
+	PSRAW     $8, X4
+	MOVOU     16(DI)(AX*2), X5
+	PMADDWL   X5, X4
+	PADDL     X4, X1
+	ADDQ      $16, AX
+	CMPQ      AX, BX
+	JLT       comp
+	PADDL  X1, X0
+	PSHUFD $0x4e, X0, X1
+	PADDL  X1, X0
+	PSHUFD $0xb1, X0, X1
+	PADDL  X1, X0
+	MOVQ   X0, AX
+	MOVL   AX, (R8)
+	ADDQ   BX, SI
+	ADDQ   $4, R8
+	DECQ   R9
+	JNZ    vec
+	RET
+zeros:
+	MOVL $0, (R8)
+	ADDQ $4, R8
+	DECQ R9
+	JNZ  zeros
+done:
+	RET

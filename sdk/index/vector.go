@@ -337,10 +337,11 @@ func (ix *Index) hybrid(q Query) ([]Hit, error) {
 	return top(rm, sc, cands, fused, q.Limit), nil
 }
 
-// semanticTop answers the documents of set ms passing f and not excluded
+// semanticTop answers documents of set ms passing f and not excluded
 // and their cosines with qv: depth of the nearest from the graph
 // (approx), or, below the threshold or when the graph finds too few
-// within a brute force's cost, every one of them.
+// within a brute force's cost, every one that may be among the depth
+// nearest (scan), so their top is that of brute force.
 func semanticTop(rm *realm, ms *vecSet, qv []float32, f *filter, excluded map[string]bool, sc *scratch, depth int) (docs []uint32, cos []float64, approx bool) {
 	docs, cos = sc.cands[:0], sc.exact[:0]
 	// An exact scan scores the vectors of the scopes f reads; the graph
@@ -367,19 +368,7 @@ func semanticTop(rm *realm, ms *vecSet, qv []float32, f *filter, excluded map[st
 	if approx {
 		return docs, cos, true
 	}
-	for id, slots := range ms.byScope {
-		if !f.scopeOK[id] {
-			continue
-		}
-		for _, slot := range slots {
-			no := ms.owner[slot]
-			if no == noDoc || ms.listed[slot] != uint32(id) || !f.pass(no) || excluded != nil && excluded[rm.ids[no]] {
-				continue
-			}
-			docs = append(docs, no)
-			cos = append(cos, dot(qv, ms.vec(slot)))
-		}
-	}
+	docs, cos = ms.scan(rm, qv, f, excluded, depth, docs, cos)
 	return docs, cos, false
 }
 
