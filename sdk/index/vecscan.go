@@ -55,15 +55,59 @@ func (l *scopeList) add(slot uint32, v []float32) {
 
 // scanScratch is one scan's working memory.
 type scanScratch struct {
-	q      []int16
+	q      []int16 // the quantised query's components
 	dots   []int32
 	passed []passed
+	lows   lowHeap
 }
 
 // passed is a document passing the filters and its cosine's bounds.
 type passed struct {
 	no, slot uint32
 	lo, hi   float64
+}
+
+// boundQuery is a query quantised for a scan: d = round(q/b), and the
+// terms of the bound on a cosine's distance from its estimate.
+type boundQuery struct {
+	d        []int16
+	b        float64
+	perScale float64 // times a copy's scale
+	fixed    float64
+}
+
+// quantise answers qv (a unit vector) quantised into ss.q, scaled so
+// that no sum of products of a copy's and its components overflows int32.
+func (ss *scanScratch) quantise(qv []float32) boundQuery {
+	pad := padded(len(qv))
+	qmax := max(1, min(32767, math.MaxInt32/(127*pad)))
+	m := 0.0
+	for _, x := range qv {
+		m = max(m, math.Abs(float64(x)))
+	}
+	bq := boundQuery{b: m / float64(qmax)}
+	if cap(ss.q) < pad {
+		ss.q = make([]int16, pad)
+	}
+	ss.q = ss.q[:pad]
+	clear(ss.q)
+	l1 := 0.0
+	for i, x := range qv {
+		d := math.Round(float64(x) / bq.b)
+		ss.q[i] = int16(d)
+		l1 += math.Abs(d)
+	}
+	bq.d = ss.q
+	bq.perScale = bq.b * l1 / 2
+	bq.fixed = bq.b*math.Sqrt(float64(len(qv)))/2*1.01 + float64(len(qv))*0x1p-23 + 1e-12
+	return bq
+}
+
+// bounds answers the estimate of the cosine of a copy of scale a whose
+// sum of products with bq.d is dot, and how far from it the cosine dot
+// computes can be.
+func (bq *boundQuery) bounds(a float32, dot int32) (est, err float64) {
+	return float64(a) * bq.b * float64(dot), float64(a)*bq.perScale + bq.fixed
 }
 
 var scanPool = sync.Pool{New: func() any { return &scanScratch{} }}
@@ -74,28 +118,13 @@ var scanPool = sync.Pool{New: func() any { return &scanScratch{} }}
 func (s *vecSet) scan(rm *realm, qv []float32, f *filter, excluded map[string]bool, depth int, docs []uint32, cos []float64) ([]uint32, []float64) {
 	ss := scanPool.Get().(*scanScratch)
 	defer scanPool.Put(ss)
-	pad := padded(s.dims)
-	// The query in int16, scaled so no sum of products overflows int32.
-	qmax := max(1, min(32767, math.MaxInt32/(127*pad)))
-	m := 0.0
-	for _, x := range qv {
-		m = max(m, math.Abs(float64(x)))
-	}
-	b := m / float64(qmax)
-	if cap(ss.q) < pad {
-		ss.q = make([]int16, pad)
-	}
-	ss.q = ss.q[:pad]
-	clear(ss.q)
-	l1 := 0.0
-	for i, x := range qv {
-		d := math.Round(float64(x) / b)
-		ss.q[i] = int16(d)
-		l1 += math.Abs(d)
-	}
-	perScale := b * l1 / 2 // times a copy's scale
-	fixed := b*math.Sqrt(float64(s.dims))/2*1.01 + float64(s.dims)*0x1p-23 + 1e-12
-	ss.passed = ss.passed[:0]
+	bq := ss.quantise(qv)
+	// floor is the depth-th best lower bound among the documents passed
+	// so far, so never above the final one: a copy whose upper bound is
+	// under it cannot be among the depth nearest, and is passed over
+	// before its document is looked at.
+	ss.passed, ss.lows = ss.passed[:0], ss.lows[:0]
+	floor := math.Inf(-1)
 	for id := range s.byScope {
 		if !f.scopeOK[id] {
 			continue
@@ -105,20 +134,21 @@ func (s *vecSet) scan(rm *realm, qv []float32, f *filter, excluded map[string]bo
 			ss.dots = make([]int32, len(l.slots)+len(l.slots)/4)
 		}
 		dots := ss.dots[:len(l.slots)]
-		dotsI8(l.codes, ss.q, dots)
+		dotsI8(l.codes, bq.d, dots)
 		for i, slot := range l.slots {
+			est, err := bq.bounds(l.scales[i], dots[i])
+			if est+err < floor {
+				continue
+			}
 			no := s.owner[slot]
 			if no == noDoc || s.listed[slot] != uint32(id) || !f.pass(no) || excluded != nil && excluded[rm.ids[no]] {
 				continue
 			}
-			a := float64(l.scales[i])
-			est, err := a*b*float64(dots[i]), a*perScale+fixed
 			ss.passed = append(ss.passed, passed{no: no, slot: slot, lo: est - err, hi: est + err})
+			if ss.lows.keep(est-err, depth) {
+				floor = ss.lows[0]
+			}
 		}
-	}
-	floor := math.Inf(-1)
-	if len(ss.passed) > depth {
-		floor = kthLargestLo(ss.passed, depth)
 	}
 	for _, p := range ss.passed {
 		if p.hi >= floor {
@@ -129,44 +159,44 @@ func (s *vecSet) scan(rm *realm, qv []float32, f *filter, excluded map[string]bo
 	return docs, cos
 }
 
-// kthLargestLo answers the k-th largest lower bound of ps (k <= len(ps)),
-// through a min-heap of the k largest kept in ss.heap.
-func kthLargestLo(ps []passed, k int) float64 {
-	h := make([]float64, 0, k)
-	for _, p := range ps {
-		x := p.lo
-		if len(h) < k {
-			h = append(h, x)
-			for c := len(h) - 1; c > 0; {
-				up := (c - 1) / 2
-				if h[up] <= h[c] {
-					break
-				}
-				h[up], h[c] = h[c], h[up]
-				c = up
+// lowHeap is a min-heap of the largest lower bounds seen.
+type lowHeap []float64
+
+// keep adds x when the heap holds fewer than k or x beats its least,
+// which it then drops; full reports whether the heap holds k.
+func (h *lowHeap) keep(x float64, k int) (full bool) {
+	s := *h
+	if len(s) < k {
+		s = append(s, x)
+		for c := len(s) - 1; c > 0; {
+			up := (c - 1) / 2
+			if s[up] <= s[c] {
+				break
 			}
-			continue
+			s[up], s[c] = s[c], s[up]
+			c = up
 		}
-		if x <= h[0] {
-			continue
-		}
-		h[0] = x
+		*h = s
+		return len(s) == k
+	}
+	if x > s[0] {
+		s[0] = x
 		for i := 0; ; {
 			c := 2*i + 1
-			if c >= len(h) {
+			if c >= len(s) {
 				break
 			}
-			if r := c + 1; r < len(h) && h[r] < h[c] {
+			if r := c + 1; r < len(s) && s[r] < s[c] {
 				c = r
 			}
-			if h[i] <= h[c] {
+			if s[i] <= s[c] {
 				break
 			}
-			h[i], h[c] = h[c], h[i]
+			s[i], s[c] = s[c], s[i]
 			i = c
 		}
 	}
-	return h[0]
+	return true
 }
 
 // dotsI8Go is dotsI8 in Go: out[j] is the sum of codes[j*len(q)+i]*q[i].

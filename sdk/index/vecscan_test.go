@@ -2,6 +2,7 @@ package index
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -178,4 +179,61 @@ func scanAndBrute(ix *Index, q Query, depth int) (got, want []Hit, scanned, pass
 		}
 	}
 	return got, top(rm, sc, all, allCos, depth), len(docs), len(all)
+}
+
+// TestScanBoundsHold: a cosine as dot computes it lies within the bounds
+// the scan takes from a vector's int8 copy, also for vectors whose every
+// component rounds by almost half a step and queries leaning the way of
+// every rounding (where the bound is nearly reached).
+func TestScanBoundsHold(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	closest := math.Inf(1) // the least slack seen, relative to the bound
+	for _, dims := range []int{1, 3, 16, 100, 384, 1000} {
+		for k := range 200 {
+			w := make([]float32, dims)
+			for i := range w {
+				w[i] = float32(rng.IntN(253)-126) + 0.4999
+				if rng.IntN(2) == 0 {
+					w[i] = -w[i]
+				}
+			}
+			w[rng.IntN(dims)] = 127
+			if k%2 == 1 { // an ordinary vector
+				for i := range w {
+					w[i] = float32(rng.NormFloat64())
+				}
+			}
+			v, _ := normalize(w)
+			var l scopeList
+			l.add(0, v)
+			q := make([]float32, dims)
+			for i := range q {
+				err := float64(v[i]) - float64(l.scales[0])*float64(l.codes[i])
+				q[i] = float32(math.Copysign(math.Abs(float64(v[i]))+0.01, err))
+				if k%4 == 2 {
+					q[i] = float32(rng.NormFloat64())
+				}
+			}
+			qv, ok := normalize(q)
+			if !ok {
+				continue
+			}
+			var ss scanScratch
+			bq := ss.quantise(qv)
+			sums := make([]int32, 1)
+			dotsI8(l.codes, bq.d, sums)
+			est, err := bq.bounds(l.scales[0], sums[0])
+			cos := dot(qv, v)
+			if cos < est-err || cos > est+err {
+				t.Fatalf("%d dimensions, vector %d: cosine %v outside %v ± %v", dims, k, cos, est, err)
+			}
+			closest = min(closest, (err-math.Abs(cos-est))/err)
+		}
+	}
+	// The adversarial vectors come near the bound: it is not loose
+	// enough to hide a bound computed too small.
+	if closest > 0.05 {
+		t.Errorf("the least slack was %.3f of the bound", closest)
+	}
+	t.Logf("least slack %.4f of the bound", closest)
 }

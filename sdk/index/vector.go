@@ -317,11 +317,13 @@ func (ix *Index) hybrid(q Query) ([]Hit, error) {
 	sc.cands, sc.exact = docs, cos
 	vtop := top(rm, sc, docs, cos, depth)
 	cands := make([]uint32, 0, len(lex)+len(vtop))
+	inLex := make(map[uint32]bool, len(lex))
 	for _, h := range lex {
-		cands = append(cands, rm.byID[h.ID])
+		no := rm.byID[h.ID]
+		cands, inLex[no] = append(cands, no), true
 	}
 	for _, h := range vtop {
-		if no := rm.byID[h.ID]; !slices.Contains(cands[:len(lex)], no) {
+		if no := rm.byID[h.ID]; !inLex[no] {
 			cands = append(cands, no)
 		}
 	}
