@@ -305,7 +305,7 @@ func (ix *Index) hybrid(q Query) ([]Hit, error) {
 	}
 	sc := ix.getScratch(len(rm.ids))
 	defer ix.putScratch(sc)
-	// Candidates: the lexical top, then the vector top (brute force).
+	// Candidates: the lexical top, then the vector top.
 	var excluded map[string]bool
 	if len(q.ExcludeIDs) > 0 {
 		excluded = make(map[string]bool, len(q.ExcludeIDs))
@@ -322,8 +322,12 @@ func (ix *Index) hybrid(q Query) ([]Hit, error) {
 		no := rm.byID[h.ID]
 		cands, inLex[no] = append(cands, no), true
 	}
+	// The vector top's cosines are known; the lexical top's are computed.
+	known := make(map[uint32]float64, len(vtop))
 	for _, h := range vtop {
-		if no := rm.byID[h.ID]; !inLex[no] {
+		no := rm.byID[h.ID]
+		known[no] = h.Score
+		if !inLex[no] {
 			cands = append(cands, no)
 		}
 	}
@@ -331,7 +335,9 @@ func (ix *Index) hybrid(q Query) ([]Hit, error) {
 	semScores := make([]float64, len(cands))
 	hasVec := make([]bool, len(cands))
 	for i, no := range cands {
-		if dv := rm.vec[no]; dv != nil && dv.model == q.Model {
+		if c, ok := known[no]; ok {
+			semScores[i], hasVec[i] = c, true
+		} else if dv := rm.vec[no]; dv != nil && dv.set == ms {
 			semScores[i], hasVec[i] = dot(qv, dv.v), true
 		}
 	}
