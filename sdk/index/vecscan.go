@@ -165,36 +165,14 @@ type lowHeap []float64
 // keep adds x when the heap holds fewer than k or x beats its least,
 // which it then drops; full reports whether the heap holds k.
 func (h *lowHeap) keep(x float64, k int) (full bool) {
-	s := *h
-	if len(s) < k {
-		s = append(s, x)
-		for c := len(s) - 1; c > 0; {
-			up := (c - 1) / 2
-			if s[up] <= s[c] {
-				break
-			}
-			s[up], s[c] = s[c], s[up]
-			c = up
-		}
-		*h = s
-		return len(s) == k
+	if len(*h) < k {
+		*h = append(*h, x)
+		siftUpF(*h, len(*h)-1)
+		return len(*h) == k
 	}
-	if x > s[0] {
+	if s := *h; x > s[0] {
 		s[0] = x
-		for i := 0; ; {
-			c := 2*i + 1
-			if c >= len(s) {
-				break
-			}
-			if r := c + 1; r < len(s) && s[r] < s[c] {
-				c = r
-			}
-			if s[i] <= s[c] {
-				break
-			}
-			s[i], s[c] = s[c], s[i]
-			i = c
-		}
+		siftDownF(s, 0)
 	}
 	return true
 }
