@@ -186,6 +186,17 @@ func BenchmarkHybrid(b *testing.B) {
 		b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
 	}
 	b.Run("lexical", func(b *testing.B) { run(b, nil, "") })
+	// The lexical half of a hybrid search: its top FusionDepth, the floor
+	// under a hybrid search's cost.
+	b.Run(fmt.Sprintf("lexical-limit=%d", FusionDepth), func(b *testing.B) {
+		saved := queries
+		queries = slices.Clone(queries)
+		for i := range queries {
+			queries[i].Limit = FusionDepth
+		}
+		defer func() { queries = saved }()
+		run(b, nil, "")
+	})
 	modes := []string{"exact", "ann"}
 	if m := os.Getenv("BENCH_HYBRID_MODES"); m != "" {
 		modes = strings.Split(m, ",")
@@ -233,6 +244,20 @@ func BenchmarkHybrid(b *testing.B) {
 				run(b, func(i int) []float32 { return qv[i%len(qv)] }, model)
 				rate, _ := benchModels.Load(model)
 				b.ReportMetric(rate.(float64), "vector-puts/s")
+				// Without scopes every vector is listed: the graph (ann)
+				// against the whole set's scan (exact).
+				var lat []time.Duration
+				for i := range 300 {
+					q := queries[i]
+					q.Scopes, q.Vector, q.Model = nil, qv[i%len(qv)], model
+					t0 := time.Now()
+					if _, err := ix.Search(q); err != nil {
+						b.Fatal(err)
+					}
+					lat = append(lat, time.Since(t0))
+				}
+				slices.Sort(lat)
+				b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "unscoped-p50-µs")
 				if mode == "ann" {
 					recall, share := benchRecall(ix, queries, qv, model)
 					b.ReportMetric(recall, "recall@10")
