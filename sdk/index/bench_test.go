@@ -406,3 +406,26 @@ func BenchmarkPut(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(docs))*float64(b.N)/b.Elapsed().Seconds(), "docs/s")
 }
+
+// BenchmarkDot compares dot (assembly where there is one) with dotGo on
+// vectors in cache.
+func BenchmarkDot(b *testing.B) {
+	for _, dims := range []int{100, 384} {
+		x, y := make([]float32, dims), make([]float32, dims)
+		for i := range x {
+			x[i], y[i] = float32(i%7)/7, float32(i%5)/5
+		}
+		for _, f := range []struct {
+			name string
+			fn   func(a, b []float32) float64
+		}{{"dot", dot}, {"dotGo", dotGo}} {
+			b.Run(fmt.Sprintf("%s-dims=%d", f.name, dims), func(b *testing.B) {
+				s := 0.0
+				for b.Loop() {
+					s += f.fn(x, y)
+				}
+				runtime.KeepAlive(s)
+			})
+		}
+	}
+}
