@@ -13,12 +13,13 @@ import (
 // min-max normalised over the candidates: the lexical top FusionDepth
 // and the vector top FusionDepth, both under the query's filters. Vectors
 // are kept as float32 at unit length, so a cosine is one dot product.
-// The vector top is exact (brute force over the documents passing the
-// filters) while a model has fewer than annThreshold vectors in the realm
-// and approximate above (an HNSW graph, hnsw.go), falling back to exact
-// when the graph finds fewer than FusionDepth passing documents within
-// half a brute force's cosines. Either way every candidate's cosine is
-// computed exactly, so the fusion is the same given the same candidates.
+// The vector top is exact (brute force's top, found through the int8
+// copies of the query's scopes, vecscan.go) while those scopes list fewer
+// than annThreshold vectors of the model, and approximate above (an HNSW
+// graph, hnsw.go), falling back to exact when the graph finds fewer than
+// FusionDepth passing documents within half a scan's cosines. Either way
+// every candidate's cosine is computed exactly, so the fusion is the same
+// given the same candidates.
 //
 // A document keeps its vector when it is put again under its id (a
 // record's text does not change under its id; the thread-context refresh
