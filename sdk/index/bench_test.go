@@ -168,13 +168,11 @@ func BenchmarkHybrid(b *testing.B) {
 	for i := range queries {
 		queries[i] = c.query(i, n)
 	}
-	run := func(b *testing.B, vector func(i int) []float32, model string) {
+	// timed answers how long each query takes, sorted.
+	timed := func(b *testing.B, n int, query func(i int) Query) []time.Duration {
 		var lat []time.Duration
-		for i := 0; b.Loop(); i++ {
-			q := queries[i%len(queries)]
-			if vector != nil {
-				q.Vector, q.Model = vector(i), model
-			}
+		for i := 0; n < 0 && b.Loop() || i < n; i++ {
+			q := query(i)
 			t0 := time.Now()
 			if _, err := ix.Search(q); err != nil {
 				b.Fatal(err)
@@ -182,6 +180,16 @@ func BenchmarkHybrid(b *testing.B) {
 			lat = append(lat, time.Since(t0))
 		}
 		slices.Sort(lat)
+		return lat
+	}
+	run := func(b *testing.B, vector func(i int) []float32, model string) {
+		lat := timed(b, -1, func(i int) Query {
+			q := queries[i%len(queries)]
+			if vector != nil {
+				q.Vector, q.Model = vector(i), model
+			}
+			return q
+		})
 		b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
 		b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
 	}
@@ -246,17 +254,11 @@ func BenchmarkHybrid(b *testing.B) {
 				b.ReportMetric(rate.(float64), "vector-puts/s")
 				// Without scopes every vector is listed: the graph (ann)
 				// against the whole set's scan (exact).
-				var lat []time.Duration
-				for i := range 300 {
+				lat := timed(b, 300, func(i int) Query {
 					q := queries[i]
 					q.Scopes, q.Vector, q.Model = nil, qv[i%len(qv)], model
-					t0 := time.Now()
-					if _, err := ix.Search(q); err != nil {
-						b.Fatal(err)
-					}
-					lat = append(lat, time.Since(t0))
-				}
-				slices.Sort(lat)
+					return q
+				})
 				b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "unscoped-p50-µs")
 				if mode == "ann" {
 					recall, share := benchRecall(ix, queries, qv, model)
