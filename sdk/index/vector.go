@@ -1,6 +1,7 @@
 package index
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -421,14 +422,23 @@ func fuse(lex, sem []float64, hasVec []bool, wl, ws float64) []float64 {
 
 // lexicalScores answers the BM25F score of each document docs names (0
 // for one holding no query term), summed in query order as Search sums.
+// docs are distinct; each list is searched for them in docno order, each
+// search going on from where the last stopped.
 func (ix *Index) lexicalScores(rm *realm, terms []string, docs []uint32) []float64 {
 	out := make([]float64, len(docs))
+	order := make([]int, len(docs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(docs[a], docs[b]) })
 	s, qts := ix.prepare(rm, terms)
 	for i := range qts {
 		qt := &qts[i]
-		for c, d := range docs {
-			if fr, _ := qt.list.find(d, 0); fr > 0 {
-				out[c] += s.share(qt.idf, fr, rm.dl[d])
+		at := 0
+		for _, c := range order {
+			var fr float32
+			if fr, at = qt.list.find(docs[c], at); fr > 0 {
+				out[c] += s.share(qt.idf, fr, rm.dl[docs[c]])
 			}
 		}
 	}
