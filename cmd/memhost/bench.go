@@ -374,13 +374,36 @@ func withNow(body map[string]any, now time.Time) {
 // pluginRecall recalls through the provider plugin alone (gRPC, no HTTP),
 // over the scopes an identity reads.
 func (b *benchHost) pluginRecall(ctx context.Context, realm, identity, query string, limit int) error {
-	p, err := b.h.provider(realm)
+	return b.pluginRecallQuery(ctx, pluginQuery(realm, identity, query, limit))
+}
+
+func pluginQuery(realm, identity, query string, limit int) sdk.RecallQuery {
+	return sdk.RecallQuery{Realm: realm, Query: query, Limit: limit,
+		Scopes: []sdk.Scope{sdk.IdentityScope(identity), sdk.RealmScope}}
+}
+
+func (b *benchHost) pluginRecallQuery(ctx context.Context, q sdk.RecallQuery) error {
+	p, err := b.h.provider(q.Realm)
 	if err != nil {
 		return err
 	}
-	_, err = p.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: query, Limit: limit,
-		Scopes: []sdk.Scope{sdk.IdentityScope(identity), sdk.RealmScope}})
+	_, err = p.Recall(ctx, q)
 	return err
+}
+
+// embedQueries answers each query as pluginRecall sends it, with its
+// embedding when realm has an embedder: embedded here, before the
+// measurement, so the plugin path's rows time the provider's hybrid
+// recall alone (the HTTP rows include the embedding call).
+func (b *benchHost) embedQueries(ctx context.Context, realm string, queries []bench.Query, limit int) ([]sdk.RecallQuery, error) {
+	out := make([]sdk.RecallQuery, len(queries))
+	for i, q := range queries {
+		out[i] = pluginQuery(realm, q.Identity, q.Text, limit)
+		if reason := b.h.semantic.PrepareRecall(ctx, &out[i]); reason != "" {
+			return nil, fmt.Errorf("embedding bench query %d: %s", i, reason)
+		}
+	}
+	return out, nil
 }
 
 // pluginRSS answers the resident memory of each plugin process in bytes.
@@ -608,9 +631,13 @@ func measureProvider(ctx context.Context, b *benchHost, plugin, provider string,
 		rows = append(rows, bench.Latency{Provider: provider, Records: records, Op: op, Path: path, Clients: clients, P50: p50, P99: p99, PerSec: perSec})
 		return nil
 	}
+	prepared, err := b.embedQueries(ctx, realm, c.Queries, 10)
+	if err != nil {
+		return nil, facts, err
+	}
 	for _, clients := range o.clients {
-		if err := run("recall", bench.PathPlugin, clients, func(ctx context.Context, _ int, q bench.Query) error {
-			return b.pluginRecall(ctx, realm, q.Identity, q.Text, 10)
+		if err := run("recall", bench.PathPlugin, clients, func(ctx context.Context, i int, _ bench.Query) error {
+			return b.pluginRecallQuery(ctx, prepared[i])
 		}); err != nil {
 			return nil, facts, err
 		}

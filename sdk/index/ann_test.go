@@ -236,15 +236,19 @@ func TestANNRecall(t *testing.T) {
 	if graphOf(a) == nil {
 		t.Fatal("no graph above the threshold")
 	}
-	if r := c.recallAt10(t, a, 400, 0.9); r < 0.98 {
+	// A quarter of the queries read one identity's scope and the realm's
+	// (about 1,400 vectors): the graph gives up on most of those after
+	// half their cosines, and they are scanned exactly.
+	if r := c.recallAt10(t, a, 400, 0.7); r < 0.98 {
 		t.Errorf("recall@10 = %.4f, want at least 0.98", r)
 	} else {
 		t.Logf("recall@10 = %.4f", r)
 	}
-	// The graph alone, asked for 10 with the least breadth.
+	// The graph alone, asked for 10 with the least breadth, with and
+	// without each kind of filter.
 	sum := 0.0
-	for range 200 {
-		q := c.query(0)
+	for i := range 200 {
+		q := c.query(i)
 		qv, _ := normalize(q.Vector)
 		g, rm := graphOf(a), a.realms["r"]
 		id := func(slot uint32) string { return rm.ids[g.set.owner[slot]] }
@@ -279,7 +283,7 @@ func TestANNRecall(t *testing.T) {
 	if graphOf(back) == nil {
 		t.Fatal("no graph after decoding")
 	}
-	if r := c.recallAt10(t, back, 200, 0.9); r < 0.98 {
+	if r := c.recallAt10(t, back, 200, 0.7); r < 0.98 {
 		t.Errorf("decoded: recall@10 = %.4f, want at least 0.98", r)
 	}
 	for i := range 50 {

@@ -146,9 +146,10 @@ func BenchmarkSearch(b *testing.B) {
 // BenchmarkHybrid reports recall latency at 100k records (or
 // BENCH_HYBRID_RECORDS), lexical alone and fused with a vector half, for
 // embeddings of 100 (static word vectors) and 384 dimensions (a small
-// sentence encoder): exact (brute force, the vectors put with
-// annThreshold out of reach) and through the approximate graph (whatever
-// annThreshold is), to find where they cross. The vectors are clustered
+// sentence encoder): exact (the vectors put with annThreshold out of
+// reach, so no graph) and ann (the graph built at any size, answering
+// the queries whose scopes list annThreshold vectors or more; the
+// graph's recall is also reported for the queries without scopes). The vectors are clustered
 // random ones (256 centres, Gaussian noise of half their scale), as
 // embeddings of texts on a number of topics are: brute force does not
 // care, a graph does (on structureless Gaussian vectors it searches far
@@ -167,13 +168,11 @@ func BenchmarkHybrid(b *testing.B) {
 	for i := range queries {
 		queries[i] = c.query(i, n)
 	}
-	run := func(b *testing.B, vector func(i int) []float32, model string) {
+	// timed answers how long each query takes, sorted.
+	timed := func(b *testing.B, n int, query func(i int) Query) []time.Duration {
 		var lat []time.Duration
-		for i := 0; b.Loop(); i++ {
-			q := queries[i%len(queries)]
-			if vector != nil {
-				q.Vector, q.Model = vector(i), model
-			}
+		for i := 0; n < 0 && b.Loop() || i < n; i++ {
+			q := query(i)
 			t0 := time.Now()
 			if _, err := ix.Search(q); err != nil {
 				b.Fatal(err)
@@ -181,10 +180,31 @@ func BenchmarkHybrid(b *testing.B) {
 			lat = append(lat, time.Since(t0))
 		}
 		slices.Sort(lat)
+		return lat
+	}
+	run := func(b *testing.B, vector func(i int) []float32, model string) {
+		lat := timed(b, -1, func(i int) Query {
+			q := queries[i%len(queries)]
+			if vector != nil {
+				q.Vector, q.Model = vector(i), model
+			}
+			return q
+		})
 		b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
 		b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
 	}
 	b.Run("lexical", func(b *testing.B) { run(b, nil, "") })
+	// The lexical half of a hybrid search: its top FusionDepth, the floor
+	// under a hybrid search's cost.
+	b.Run(fmt.Sprintf("lexical-limit=%d", FusionDepth), func(b *testing.B) {
+		saved := queries
+		queries = slices.Clone(queries)
+		for i := range queries {
+			queries[i].Limit = FusionDepth
+		}
+		defer func() { queries = saved }()
+		run(b, nil, "")
+	})
 	modes := []string{"exact", "ann"}
 	if m := os.Getenv("BENCH_HYBRID_MODES"); m != "" {
 		modes = strings.Split(m, ",")
@@ -232,10 +252,27 @@ func BenchmarkHybrid(b *testing.B) {
 				run(b, func(i int) []float32 { return qv[i%len(qv)] }, model)
 				rate, _ := benchModels.Load(model)
 				b.ReportMetric(rate.(float64), "vector-puts/s")
+				// Without scopes every vector is listed: the graph (ann)
+				// against the whole set's scan (exact).
+				lat := timed(b, 300, func(i int) Query {
+					q := queries[i]
+					q.Scopes, q.Vector, q.Model = nil, qv[i%len(qv)], model
+					return q
+				})
+				b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "unscoped-p50-µs")
 				if mode == "ann" {
 					recall, share := benchRecall(ix, queries, qv, model)
 					b.ReportMetric(recall, "recall@10")
 					b.ReportMetric(share, "graph-share")
+					// The queries' scopes list too few vectors for the
+					// graph; without them it answers.
+					all := slices.Clone(queries[:len(qv)])
+					for i := range all {
+						all[i].Scopes = nil
+					}
+					recall, share = benchRecall(ix, all, qv, model)
+					b.ReportMetric(recall, "unscoped-recall@10")
+					b.ReportMetric(share, "unscoped-graph-share")
 				}
 			})
 		}
@@ -370,4 +407,27 @@ func BenchmarkPut(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(len(docs))*float64(b.N)/b.Elapsed().Seconds(), "docs/s")
+}
+
+// BenchmarkDot compares dot (assembly where there is one) with dotGo on
+// vectors in cache.
+func BenchmarkDot(b *testing.B) {
+	for _, dims := range []int{100, 384} {
+		x, y := make([]float32, dims), make([]float32, dims)
+		for i := range x {
+			x[i], y[i] = float32(i%7)/7, float32(i%5)/5
+		}
+		for _, f := range []struct {
+			name string
+			fn   func(a, b []float32) float64
+		}{{"dot", dot}, {"dotGo", dotGo}} {
+			b.Run(fmt.Sprintf("%s-dims=%d", f.name, dims), func(b *testing.B) {
+				s := 0.0
+				for b.Loop() {
+					s += f.fn(x, y)
+				}
+				runtime.KeepAlive(s)
+			})
+		}
+	}
 }

@@ -27,9 +27,10 @@ type hnsw struct {
 	rng   *rand.Rand
 }
 
-// annThreshold is the vector count from which a set is searched through
-// its graph rather than by brute force (docs/benchmarks.md has the
-// measurement). A variable so tests can build graphs over small sets.
+// annThreshold is the vector count from which a set keeps a graph, and
+// from which the vectors a query's scopes list are searched through it
+// rather than scanned (docs/benchmarks.md has the measurements). A
+// variable so tests can build graphs over small sets.
 var annThreshold = 40_000
 
 const (

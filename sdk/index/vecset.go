@@ -10,12 +10,22 @@ import "math"
 // A slot stays taken when its vector is dropped (owner noDoc): the
 // approximate index numbers its nodes by slot. tidyVectors copies the
 // live vectors into a fresh set once dropped slots outnumber them.
+//
+// The slots are also listed by their document's scope, each with a
+// coarse int8 copy of its vector (vecscan.go), so a query that reads a
+// few scopes (an identity's and the realm's) scans only their vectors,
+// and in a quarter of the bytes: a list keeps a slot after its vector is
+// dropped (owner noDoc) or moves to another scope (listed names the one
+// list that counts), until tidyVectors rebuilds the set.
 type vecSet struct {
-	dims   int
-	n      int // attached vectors
-	chunks [][]float32
-	owner  []uint32 // docno per slot; noDoc when detached
-	graph  *hnsw    // nil below annThreshold vectors
+	dims    int
+	n       int // attached vectors
+	chunks  [][]float32
+	owner   []uint32    // docno per slot; noDoc when detached
+	byScope []scopeList // by scope id
+	listed  []uint32    // per slot, the scope list that holds it (0: none)
+	stale   int         // list entries left behind by a move
+	graph   *hnsw       // nil below annThreshold vectors
 }
 
 const (
@@ -34,6 +44,7 @@ func (s *vecSet) add(model string, unit []float32) *docVec {
 	off := len(*c)
 	*c = append(*c, unit...)
 	s.owner = append(s.owner, noDoc)
+	s.listed = append(s.listed, deadScope)
 	if s.graph != nil {
 		s.graph.insert(slot)
 	}
@@ -46,11 +57,22 @@ func (s *vecSet) vec(slot uint32) []float32 {
 	return s.chunks[slot/chunkVecs][off : off+s.dims]
 }
 
-func (s *vecSet) attach(slot, no uint32) {
+// attach gives slot to docno no, whose scope id is scope.
+func (s *vecSet) attach(slot, no, scope uint32) {
 	if s.owner[slot] == noDoc {
 		s.n++
 	}
 	s.owner[slot] = no
+	if was := s.listed[slot]; was != scope {
+		if was != deadScope {
+			s.stale++
+		}
+		for int(scope) >= len(s.byScope) {
+			s.byScope = append(s.byScope, scopeList{})
+		}
+		s.byScope[scope].add(slot, s.vec(slot))
+		s.listed[slot] = scope
+	}
 	if s.graph == nil && s.n >= annThreshold {
 		s.graph = newHNSW(s)
 	}
@@ -69,7 +91,7 @@ func (s *vecSet) detach(slot uint32) {
 // detached.
 func (rm *realm) tidyVectors() {
 	for model, s := range rm.models {
-		dead := len(s.owner) - s.n
+		dead := len(s.owner) - s.n + s.stale
 		if dead <= 1024 || dead <= s.n {
 			continue
 		}
@@ -79,8 +101,20 @@ func (rm *realm) tidyVectors() {
 			if no != noDoc {
 				dv := fresh.add(model, s.vec(uint32(slot)))
 				rm.vec[no] = dv
-				fresh.attach(dv.slot, no)
+				fresh.attach(dv.slot, no, rm.scope[no])
 			}
 		}
 	}
+}
+
+// listedIn answers how many list entries the scopes f reads hold: the
+// most vectors an exact scan under f scores.
+func (s *vecSet) listedIn(f *filter) int {
+	n := 0
+	for id := range s.byScope {
+		if f.scopeOK[id] {
+			n += len(s.byScope[id].slots)
+		}
+	}
+	return n
 }

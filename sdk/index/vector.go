@@ -1,6 +1,7 @@
 package index
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -13,12 +14,13 @@ import (
 // min-max normalised over the candidates: the lexical top FusionDepth
 // and the vector top FusionDepth, both under the query's filters. Vectors
 // are kept as float32 at unit length, so a cosine is one dot product.
-// The vector top is exact (brute force over the documents passing the
-// filters) while a model has fewer than annThreshold vectors in the realm
-// and approximate above (an HNSW graph, hnsw.go), falling back to exact
-// when the graph finds fewer than FusionDepth passing documents within
-// half a brute force's cosines. Either way every candidate's cosine is
-// computed exactly, so the fusion is the same given the same candidates.
+// The vector top is exact (brute force's top, found through the int8
+// copies of the query's scopes, vecscan.go) while those scopes list fewer
+// than annThreshold vectors of the model, and approximate above (an HNSW
+// graph, hnsw.go), falling back to exact when the graph finds fewer than
+// FusionDepth passing documents within half a scan's cosines. Either way
+// every candidate's cosine is computed exactly, so the fusion is the same
+// given the same candidates.
 //
 // A document keeps its vector when it is put again under its id (a
 // record's text does not change under its id; the thread-context refresh
@@ -65,27 +67,30 @@ func normalize(v []float32) ([]float32, bool) {
 	return out, true
 }
 
-// dot is the cosine of two unit vectors of one length: float32 products
-// in eight running sums (the order is fixed, so a score is reproducible
-// bit for bit), added pairwise at the end. Eight sums rather than four
-// measured a fifth faster at 100 dimensions (docs/benchmarks.md).
-func dot(a, b []float32) float64 {
+// dotGo is the cosine of two unit vectors of one length: float32
+// products in eight running sums (the order is fixed, so a score is
+// reproducible bit for bit; the conversions keep a compiler from fusing a
+// product and its sum), added pairwise at the end. Eight sums rather than
+// four measured a fifth faster at 100 dimensions (docs/benchmarks.md).
+// dot is this computation, in assembly where there is one
+// (dot_amd64.s: the same sums, two SSE registers of four).
+func dotGo(a, b []float32) float64 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3, s4, s5, s6, s7 float32
 	i := 0
 	for ; i+8 <= len(a); i += 8 {
 		x, y := a[i:i+8:i+8], b[i:i+8:i+8]
-		s0 += x[0] * y[0]
-		s1 += x[1] * y[1]
-		s2 += x[2] * y[2]
-		s3 += x[3] * y[3]
-		s4 += x[4] * y[4]
-		s5 += x[5] * y[5]
-		s6 += x[6] * y[6]
-		s7 += x[7] * y[7]
+		s0 += float32(x[0] * y[0])
+		s1 += float32(x[1] * y[1])
+		s2 += float32(x[2] * y[2])
+		s3 += float32(x[3] * y[3])
+		s4 += float32(x[4] * y[4])
+		s5 += float32(x[5] * y[5])
+		s6 += float32(x[6] * y[6])
+		s7 += float32(x[7] * y[7])
 	}
 	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
+		s0 += float32(a[i] * b[i])
 	}
 	return float64(((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)))
 }
@@ -232,7 +237,7 @@ func (rm *realm) setVector(no uint32, dv *docVec) {
 		dv = ms.add(dv.model, dv.v)
 	}
 	rm.vec[no] = dv
-	ms.attach(dv.slot, no)
+	ms.attach(dv.slot, no, rm.scope[no])
 }
 
 // dropVector detaches docno no's vector, answering it: the caller puts it
@@ -302,7 +307,7 @@ func (ix *Index) hybrid(q Query) ([]Hit, error) {
 	}
 	sc := ix.getScratch(len(rm.ids))
 	defer ix.putScratch(sc)
-	// Candidates: the lexical top, then the vector top (brute force).
+	// Candidates: the lexical top, then the vector top.
 	var excluded map[string]bool
 	if len(q.ExcludeIDs) > 0 {
 		excluded = make(map[string]bool, len(q.ExcludeIDs))
@@ -314,11 +319,17 @@ func (ix *Index) hybrid(q Query) ([]Hit, error) {
 	sc.cands, sc.exact = docs, cos
 	vtop := top(rm, sc, docs, cos, depth)
 	cands := make([]uint32, 0, len(lex)+len(vtop))
+	inLex := make(map[uint32]bool, len(lex))
 	for _, h := range lex {
-		cands = append(cands, rm.byID[h.ID])
+		no := rm.byID[h.ID]
+		cands, inLex[no] = append(cands, no), true
 	}
+	// The vector top's cosines are known; the lexical top's are computed.
+	known := make(map[uint32]float64, len(vtop))
 	for _, h := range vtop {
-		if no := rm.byID[h.ID]; !slices.Contains(cands[:len(lex)], no) {
+		no := rm.byID[h.ID]
+		known[no] = h.Score
+		if !inLex[no] {
 			cands = append(cands, no)
 		}
 	}
@@ -326,7 +337,9 @@ func (ix *Index) hybrid(q Query) ([]Hit, error) {
 	semScores := make([]float64, len(cands))
 	hasVec := make([]bool, len(cands))
 	for i, no := range cands {
-		if dv := rm.vec[no]; dv != nil && dv.model == q.Model {
+		if c, ok := known[no]; ok {
+			semScores[i], hasVec[i] = c, true
+		} else if dv := rm.vec[no]; dv != nil && dv.set == ms {
 			semScores[i], hasVec[i] = dot(qv, dv.v), true
 		}
 	}
@@ -334,20 +347,27 @@ func (ix *Index) hybrid(q Query) ([]Hit, error) {
 	return top(rm, sc, cands, fused, q.Limit), nil
 }
 
-// semanticTop answers the documents of set ms passing f and not excluded
+// semanticTop answers documents of set ms passing f and not excluded
 // and their cosines with qv: depth of the nearest from the graph
 // (approx), or, below the threshold or when the graph finds too few
-// within a brute force's cost, every one of them.
+// within a brute force's cost, every one that may be among the depth
+// nearest (scan), so their top is that of brute force.
 func semanticTop(rm *realm, ms *vecSet, qv []float32, f *filter, excluded map[string]bool, sc *scratch, depth int) (docs []uint32, cos []float64, approx bool) {
 	docs, cos = sc.cands[:0], sc.exact[:0]
-	if ms.graph != nil {
+	// An exact scan scores the vectors of the scopes f reads; the graph
+	// answers only when they are as many as the threshold, where brute
+	// force over a whole set starts to cost more than the graph does
+	// unfiltered (a filtered graph search costs more than an unfiltered
+	// one: it walks past the nodes the filter rejects).
+	listed := ms.listedIn(f)
+	if ms.graph != nil && listed >= annThreshold {
 		// Approximate: the graph's nearest that pass, when it finds
-		// enough of them within a brute force's cost.
+		// enough of them within half a brute force's cost.
 		accept := func(slot uint32) bool {
 			no := ms.owner[slot]
 			return no != noDoc && f.pass(no) && (excluded == nil || !excluded[rm.ids[no]])
 		}
-		found, ok := ms.graph.search(qv, depth, max(depth, hnswEf), len(ms.owner)/2, accept)
+		found, ok := ms.graph.search(qv, depth, max(depth, hnswEf), listed/2, accept)
 		if approx = ok && len(found) == depth; approx {
 			for _, c := range found {
 				docs = append(docs, ms.owner[c.slot])
@@ -358,15 +378,7 @@ func semanticTop(rm *realm, ms *vecSet, qv []float32, f *filter, excluded map[st
 	if approx {
 		return docs, cos, true
 	}
-	// The filter first: its arrays are read in order, a vector only when
-	// the document passes.
-	for no, dv := range rm.vec {
-		if dv == nil || !f.pass(uint32(no)) || dv.set != ms || excluded != nil && excluded[rm.ids[no]] {
-			continue
-		}
-		docs = append(docs, uint32(no))
-		cos = append(cos, dot(qv, dv.v))
-	}
+	docs, cos = ms.scan(rm, qv, f, excluded, depth, docs, cos)
 	return docs, cos, false
 }
 
@@ -410,14 +422,23 @@ func fuse(lex, sem []float64, hasVec []bool, wl, ws float64) []float64 {
 
 // lexicalScores answers the BM25F score of each document docs names (0
 // for one holding no query term), summed in query order as Search sums.
+// docs are distinct; each list is searched for them in docno order, each
+// search going on from where the last stopped.
 func (ix *Index) lexicalScores(rm *realm, terms []string, docs []uint32) []float64 {
 	out := make([]float64, len(docs))
+	order := make([]int, len(docs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(docs[a], docs[b]) })
 	s, qts := ix.prepare(rm, terms)
 	for i := range qts {
 		qt := &qts[i]
-		for c, d := range docs {
-			if fr, _ := qt.list.find(d, 0); fr > 0 {
-				out[c] += s.share(qt.idf, fr, rm.dl[d])
+		at := 0
+		for _, c := range order {
+			var fr float32
+			if fr, at = qt.list.find(docs[c], at); fr > 0 {
+				out[c] += s.share(qt.idf, fr, rm.dl[docs[c]])
 			}
 		}
 	}

@@ -1,0 +1,108 @@
+#include "textflag.h"
+
+// func dotSSE(a, b []float32) float64
+// len(b) == len(a). X0 holds the running sums s0..s3 and X1 s4..s7 of
+// dotGo: lane j of X0 (X1) adds the products of components i+j (i+4+j)
+// for i a multiple of 8; the tail adds to s0; the end adds
+// ((s0+s1)+(s2+s3))+((s4+s5)+(s6+s7)). MULPS then ADDPS rounds as dotGo's
+// product then sum do.
+TEXT ·dotSSE(SB), NOSPLIT, $0-56
+	MOVQ a_base+0(FP), SI
+	MOVQ a_len+8(FP), CX
+	MOVQ b_base+24(FP), DI
+	XORPS X0, X0
+	XORPS X1, X1
+	MOVQ CX, DX
+	ANDQ $-8, DX        // components in whole blocks of 8
+	XORQ AX, AX         // i
+	CMPQ DX, $0
+	JEQ  tail
+block:
+	MOVUPS (SI)(AX*4), X2
+	MOVUPS (DI)(AX*4), X3
+	MULPS  X3, X2
+	ADDPS  X2, X0
+	MOVUPS 16(SI)(AX*4), X4
+	MOVUPS 16(DI)(AX*4), X5
+	MULPS  X5, X4
+	ADDPS  X4, X1
+	ADDQ   $8, AX
+	CMPQ   AX, DX
+	JLT    block
+tail:
+	CMPQ AX, CX
+	JGE  reduce
+	MOVSS (SI)(AX*4), X2
+	MULSS (DI)(AX*4), X2
+	ADDSS X2, X0
+	INCQ  AX
+	JMP   tail
+reduce:
+	// X0 = [s0 s1 s2 s3]: add each lane to its neighbour (a sum's
+	// operands commute exactly), then the upper pair's sum to the lower's.
+	PSHUFD  $0xb1, X0, X2
+	ADDPS   X2, X0      // [s0+s1, s1+s0, s2+s3, s3+s2]
+	MOVHLPS X0, X2
+	ADDSS   X2, X0      // lane 0: (s0+s1)+(s2+s3)
+	PSHUFD  $0xb1, X1, X3
+	ADDPS   X3, X1
+	MOVHLPS X1, X3
+	ADDSS   X3, X1      // lane 0: (s4+s5)+(s6+s7)
+	ADDSS   X1, X0
+	CVTSS2SD X0, X0
+	MOVSD   X0, ret+48(FP)
+	RET
+
+// func dotsI8SSE(codes []int8, q []int16, out []int32)
+// len(q) is a multiple of 16, len(codes) == len(out)*len(q).
+TEXT ·dotsI8SSE(SB), NOSPLIT, $0-72
+	MOVQ codes_base+0(FP), SI
+	MOVQ q_base+24(FP), DI
+	MOVQ q_len+32(FP), BX
+	MOVQ out_base+48(FP), R8
+	MOVQ out_len+56(FP), R9
+	TESTQ R9, R9
+	JEQ  done
+	TESTQ BX, BX
+	JEQ  zeros
+vec:
+	PXOR X0, X0
+	PXOR X1, X1
+	XORQ AX, AX
+comp:
+	// Eight codes, each byte doubled into a word and shifted back down:
+	// sign-extended to int16.
+	MOVQ      (SI)(AX*1), X2
+	PUNPCKLBW X2, X2
+	PSRAW     $8, X2
+	MOVOU     (DI)(AX*2), X3
+	PMADDWL   X3, X2
+	PADDL     X2, X0
+	MOVQ      8(SI)(AX*1), X4
+	PUNPCKLBW X4, X4
+	PSRAW     $8, X4
+	MOVOU     16(DI)(AX*2), X5
+	PMADDWL   X5, X4
+	PADDL     X4, X1
+	ADDQ      $16, AX
+	CMPQ      AX, BX
+	JLT       comp
+	PADDL  X1, X0
+	PSHUFD $0x4e, X0, X1
+	PADDL  X1, X0
+	PSHUFD $0xb1, X0, X1
+	PADDL  X1, X0
+	MOVQ   X0, AX
+	MOVL   AX, (R8)
+	ADDQ   BX, SI
+	ADDQ   $4, R8
+	DECQ   R9
+	JNZ    vec
+	RET
+zeros:
+	MOVL $0, (R8)
+	ADDQ $4, R8
+	DECQ R9
+	JNZ  zeros
+done:
+	RET
