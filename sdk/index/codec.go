@@ -133,14 +133,14 @@ func (rm *realm) encode(e *encoder) {
 		e.str(rm.termNames[t])
 		e.uint(uint64(l.df))
 		prev := uint32(0)
-		for _, p := range l.postings {
-			if rm.scope[p.doc] == deadScope {
+		for doc, f := range l.all() {
+			if rm.scope[doc] == deadScope {
 				continue
 			}
-			d := renum[p.doc]
+			d := renum[doc]
 			e.uint(uint64(d - prev))
 			prev = d
-			e.u32(math.Float32bits(p.f))
+			e.u32(math.Float32bits(f))
 		}
 	}
 	e.uint(uint64(len(rm.threaded)))
@@ -410,22 +410,23 @@ func decodePostings(d *decoder, rm *realm, ndocs int) error {
 			d.fail("term %q repeated", t)
 		}
 		l := &rm.lists[rm.term(t)]
-		if err := decodePostingList(d, l, t, ndocs); err != nil {
+		if err := decodePostingList(d, rm, l, t, ndocs); err != nil {
 			return err
 		}
-		l.rebuildBlocks(rm.dl)
 	}
 	return d.err
 }
 
 // decodePostingList reads term t's postings: document deltas, each with a
 // frequency.
-func decodePostingList(d *decoder, l *plist, t string, ndocs int) error {
+func decodePostingList(d *decoder, rm *realm, l *plist, t string, ndocs int) error {
 	n := d.count(ndocs)
 	if n == 0 {
 		d.fail("term %q has no postings", t)
 	}
-	l.postings = make([]posting, n)
+	// About two bytes a posting; clipped once whole.
+	l.data = make([]byte, 0, 2*n)
+	l.blocks = make([]pblock, 0, (n+blockSize-1)/blockSize)
 	prev := uint32(0)
 	for i := range n {
 		delta := d.count(ndocs)
@@ -443,10 +444,10 @@ func decodePostingList(d *decoder, l *plist, t string, ndocs int) error {
 		if d.err != nil {
 			return d.err
 		}
-		l.postings[i] = posting{doc: doc, f: f}
+		l.add(doc, f, rm.dl[doc], rm.scope[doc])
 		prev = doc
 	}
-	l.df = int32(n)
+	l.data = slices.Clip(l.data)
 	return nil
 }
 
@@ -459,9 +460,9 @@ func (rm *realm) buildTermLists() {
 	size := make([]int, ndocs)
 	var tmp [binary.MaxVarintLen32]byte
 	for tid := range rm.lists {
-		for _, p := range rm.lists[tid].postings {
-			size[p.doc] += len(binary.AppendUvarint(tmp[:0], uint64(uint32(tid)-prev[p.doc])))
-			prev[p.doc] = uint32(tid)
+		for doc := range rm.lists[tid].all() {
+			size[doc] += len(binary.AppendUvarint(tmp[:0], uint64(uint32(tid)-prev[doc])))
+			prev[doc] = uint32(tid)
 		}
 	}
 	total := 0
@@ -476,9 +477,9 @@ func (rm *realm) buildTermLists() {
 	}
 	clear(prev)
 	for tid := range rm.lists {
-		for _, p := range rm.lists[tid].postings {
-			rm.terms[p.doc] = binary.AppendUvarint(rm.terms[p.doc], uint64(uint32(tid)-prev[p.doc]))
-			prev[p.doc] = uint32(tid)
+		for doc := range rm.lists[tid].all() {
+			rm.terms[doc] = binary.AppendUvarint(rm.terms[doc], uint64(uint32(tid)-prev[doc]))
+			prev[doc] = uint32(tid)
 		}
 	}
 }

@@ -325,6 +325,7 @@ func (ix *Index) refresh(rm *realm, self string, stale []threadKey) {
 
 func (ix *Index) add(rm *realm, id, scope string, tags []uint32, expires, when int64, seq uint64, fields [][]string) {
 	no := uint32(len(rm.ids))
+	sid := rm.scopeID(scope)
 	dl := 0
 	order := rm.order[:0]
 	for f, terms := range fields {
@@ -357,13 +358,13 @@ func (ix *Index) add(rm *realm, id, scope string, tags []uint32, expires, when i
 		if n := rm.ctxN[tid]; n > 0 {
 			rm.freq[tid] += ContextFrequency(ix.opts.ContextWeight, int(n))
 		}
-		rm.lists[tid].add(no, float32(rm.freq[tid]), uint32(dl))
+		rm.lists[tid].add(no, float32(rm.freq[tid]), uint32(dl), sid)
 		rm.freq[tid], rm.ctxN[tid] = 0, 0
 	}
 	slices.Sort(order)
 	terms := appendTermList(nil, order)
 	rm.ids = append(rm.ids, id)
-	rm.scope = append(rm.scope, rm.scopeID(scope))
+	rm.scope = append(rm.scope, sid)
 	rm.dl = append(rm.dl, uint32(dl))
 	rm.expires = append(rm.expires, expires)
 	rm.when = append(rm.when, when)
@@ -579,106 +580,11 @@ func (rm *realm) renumber() {
 	rm.ids, rm.scope, rm.dl = rm.ids[:n], rm.scope[:n], rm.dl[:n]
 	rm.expires, rm.seq, rm.tags, rm.terms = rm.expires[:n], rm.seq[:n], rm.tags[:n], rm.terms[:n]
 	rm.when, rm.vec = rm.when[:n], rm.vec[:n]
+	keep := func(d uint32) (uint32, bool) { return remap[d], remap[d] != math.MaxUint32 }
 	for t := range rm.lists {
-		l := &rm.lists[t]
-		out := l.postings[:0]
-		for _, p := range l.postings {
-			if nd := remap[p.doc]; nd != math.MaxUint32 {
-				out = append(out, posting{doc: nd, f: p.f})
-			}
-		}
-		l.postings = out
-		l.dead = 0
-		l.rebuildBlocks(rm.dl)
+		rm.lists[t].rewrite(keep, rm.scope, rm.dl)
 	}
 	rm.dead = 0
-}
-
-// posting is one document holding a term, with its weighted frequency.
-type posting struct {
-	doc uint32
-	f   float32
-}
-
-// blockSize is how many postings share one upper-bound entry.
-const blockSize = 64
-
-// block bounds the scores of its postings: none has a higher weighted
-// frequency or a shorter document.
-type block struct {
-	maxF  float32
-	minDL uint32
-}
-
-// plist is one term's postings, sorted by docno. Deleted documents stay
-// in it (skipped by their dead scope) until they outnumber the live ones.
-type plist struct {
-	postings []posting
-	blocks   []block
-	df, dead int32
-}
-
-func (l *plist) add(no uint32, f float32, dl uint32) {
-	if len(l.postings)%blockSize == 0 {
-		l.blocks = append(l.blocks, block{maxF: f, minDL: dl})
-	} else {
-		b := &l.blocks[len(l.blocks)-1]
-		b.maxF, b.minDL = max(b.maxF, f), min(b.minDL, dl)
-	}
-	l.postings = append(l.postings, posting{doc: no, f: f})
-	l.df++
-}
-
-func (l *plist) compact(scope, dl []uint32) {
-	out := l.postings[:0]
-	for _, p := range l.postings {
-		if scope[p.doc] != deadScope {
-			out = append(out, p)
-		}
-	}
-	clear(l.postings[len(out):])
-	l.postings = out
-	l.dead = 0
-	l.rebuildBlocks(dl)
-}
-
-func (l *plist) rebuildBlocks(dl []uint32) {
-	l.blocks = l.blocks[:0]
-	for i, p := range l.postings {
-		if i%blockSize == 0 {
-			l.blocks = append(l.blocks, block{maxF: p.f, minDL: dl[p.doc]})
-			continue
-		}
-		b := &l.blocks[len(l.blocks)-1]
-		b.maxF, b.minDL = max(b.maxF, p.f), min(b.minDL, dl[p.doc])
-	}
-}
-
-// find answers the weighted frequency of docno no, searching from
-// postings[from:]; at is where the search stopped (for the next, larger
-// docno).
-func (l *plist) find(no uint32, from int) (f float32, at int) {
-	ps := l.postings
-	// Gallop, then binary search.
-	step, hi := 1, from
-	for hi < len(ps) && ps[hi].doc < no {
-		from = hi + 1
-		hi += step
-		step *= 2
-	}
-	hi = min(hi, len(ps))
-	for from < hi {
-		mid := int(uint(from+hi) >> 1)
-		if ps[mid].doc < no {
-			from = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	if from < len(ps) && ps[from].doc == no {
-		return ps[from].f, from
-	}
-	return 0, from
 }
 
 // FoldTag maps a tag to a key two tags share exactly when strings.EqualFold

@@ -1,0 +1,220 @@
+package index
+
+import (
+	"encoding/binary"
+	"iter"
+	"math"
+	"slices"
+)
+
+// A posting list is held compressed, in blocks of blockSize postings:
+// each posting is its docno's distance from the one before (a uvarint; the
+// block's first posting is the block's first docno and costs nothing) and
+// its weighted frequency (fcode). Beside the bytes, one pblock per block
+// bounds the block's scores and names its docno range and scopes, so a walk
+// passes over a block no posting of which can matter without decoding it,
+// and a probe goes straight to the one block that may hold a docno.
+
+// blockSize is how many postings share one block.
+const blockSize = 64
+
+// pblock describes one block of a posting list.
+type pblock struct {
+	first, last uint32  // docnos of its first and last postings
+	off         uint32  // where its postings start in plist.data
+	maxF        float32 // the highest weighted frequency in it
+	minDL       uint32  // the shortest document in it
+	scopes      uint32  // bit s%32 for each scope id s of its documents
+}
+
+// plist is one term's postings, in docno order. Deleted documents stay in
+// it (skipped by their dead scope) until they outnumber the live ones.
+type plist struct {
+	data     []byte
+	blocks   []pblock
+	n        int32 // postings held, deleted ones included
+	df, dead int32
+}
+
+func scopeBit(scope uint32) uint32 { return 1 << (scope & 31) }
+
+// add appends docno no, which is past every docno the list holds.
+func (l *plist) add(no uint32, f float32, dl, scope uint32) {
+	if l.n%blockSize == 0 {
+		l.blocks = append(l.blocks, pblock{first: no, last: no, off: uint32(len(l.data)), maxF: f, minDL: dl, scopes: scopeBit(scope)})
+	} else {
+		b := &l.blocks[len(l.blocks)-1]
+		l.data = binary.AppendUvarint(l.data, uint64(no-b.last))
+		b.last = no
+		b.maxF, b.minDL = max(b.maxF, f), min(b.minDL, dl)
+		b.scopes |= scopeBit(scope)
+	}
+	l.data = appendF(l.data, f)
+	l.n++
+	l.df++
+}
+
+// appendF encodes a weighted frequency: a whole number of eighths (every
+// frequency of small integer weights and of the context weight 3/8) as
+// twice that number, one byte below 8; any other as its bits, flagged.
+func appendF(b []byte, f float32) []byte {
+	if v := f * 8; v < 1<<24 && v == float32(uint32(v)) {
+		return binary.AppendUvarint(b, uint64(uint32(v))<<1)
+	}
+	return binary.AppendUvarint(b, uint64(math.Float32bits(f))<<1|1)
+}
+
+// readF decodes the frequency appendF wrote at b[i:], answering where the
+// next value starts.
+func readF(b []byte, i int) (float32, int) {
+	x, i := uvarint(b, i)
+	if x&1 == 0 {
+		return float32(uint32(x>>1)) / 8, i
+	}
+	return math.Float32frombits(uint32(x >> 1)), i
+}
+
+// uvarint decodes the uvarint at b[i:], which the list itself wrote.
+func uvarint(b []byte, i int) (uint64, int) {
+	if c := b[i]; c < 0x80 {
+		return uint64(c), i + 1
+	}
+	v, n := binary.Uvarint(b[i:])
+	return v, i + n
+}
+
+// size answers how many postings block bi holds.
+func (l *plist) size(bi int) int {
+	if bi == len(l.blocks)-1 {
+		return int(l.n) - bi*blockSize
+	}
+	return blockSize
+}
+
+// decode fills docs and fs with block bi's postings, answering how many.
+func (l *plist) decode(bi int, docs *[blockSize]uint32, fs *[blockSize]float32) int {
+	b := &l.blocks[bi]
+	n := l.size(bi)
+	data, doc := l.data, b.first
+	f, i := readF(data, int(b.off))
+	docs[0], fs[0] = doc, f
+	for k := 1; k < n; k++ {
+		var d uint64
+		d, i = uvarint(data, i)
+		doc += uint32(d)
+		f, i = readF(data, i)
+		docs[k], fs[k] = doc, f
+	}
+	return n
+}
+
+// all iterates the postings: docno and weighted frequency.
+func (l *plist) all() iter.Seq2[uint32, float32] {
+	return func(yield func(uint32, float32) bool) {
+		var docs [blockSize]uint32
+		var fs [blockSize]float32
+		for bi := range l.blocks {
+			n := l.decode(bi, &docs, &fs)
+			for k := range n {
+				if !yield(docs[k], fs[k]) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// rewrite re-encodes the list with the postings remap keeps, renumbered
+// as it answers (in the same order); scope and dl are by new docno.
+func (l *plist) rewrite(remap func(uint32) (uint32, bool), scope, dl []uint32) {
+	out := plist{data: make([]byte, 0, len(l.data)), blocks: make([]pblock, 0, len(l.blocks))}
+	for doc, f := range l.all() {
+		if nd, ok := remap(doc); ok {
+			out.add(nd, f, dl[nd], scope[nd])
+		}
+	}
+	out.data, out.blocks = slices.Clip(out.data), slices.Clip(out.blocks)
+	*l = out
+}
+
+func (l *plist) compact(scope, dl []uint32) {
+	l.rewrite(func(d uint32) (uint32, bool) { return d, scope[d] != deadScope }, scope, dl)
+}
+
+// seek answers the first block at or after from that may hold docno no
+// (its last docno is no or past it); len(l.blocks) when none does.
+func (l *plist) seek(no uint32, from int) int {
+	bs := l.blocks
+	// Gallop, then binary search.
+	step, hi := 1, from
+	for hi < len(bs) && bs[hi].last < no {
+		from = hi + 1
+		hi += step
+		step *= 2
+	}
+	hi = min(hi, len(bs))
+	for from < hi {
+		mid := int(uint(from+hi) >> 1)
+		if bs[mid].last < no {
+			from = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return from
+}
+
+// find answers the weighted frequency of docno no (0 when the list does
+// not hold it), searching from block from on; at is the block the search
+// stopped at (where to start for the next, larger docno).
+func (l *plist) find(no uint32, from int) (f float32, at int) {
+	at = l.seek(no, from)
+	if at == len(l.blocks) || l.blocks[at].first > no {
+		return 0, at
+	}
+	b := &l.blocks[at]
+	data, doc := l.data, b.first
+	f, i := readF(data, int(b.off))
+	for k := 1; doc < no && k < l.size(at); k++ {
+		var d uint64
+		d, i = uvarint(data, i)
+		doc += uint32(d)
+		f, i = readF(data, i)
+	}
+	if doc == no {
+		return f, at
+	}
+	return 0, at
+}
+
+// probe finds docnos, in ascending order, in one list, keeping the block
+// it decoded last.
+type probe struct {
+	l    *plist
+	bi   int // the block in docs and fs; -1 none
+	n, k int // its size, and where the last search stopped in it
+	docs [blockSize]uint32
+	fs   [blockSize]float32
+}
+
+func (p *probe) reset(l *plist) { p.l, p.bi, p.n, p.k = l, -1, 0, 0 }
+
+// find answers the weighted frequency of docno no, 0 when the list does
+// not hold it; no must not be below the docno of the previous call.
+func (p *probe) find(no uint32) float32 {
+	if p.bi < 0 || p.docs[p.n-1] < no {
+		bi := p.l.seek(no, max(p.bi, 0))
+		if bi == len(p.l.blocks) || p.l.blocks[bi].first > no {
+			return 0
+		}
+		p.bi, p.k = bi, 0
+		p.n = p.l.decode(bi, &p.docs, &p.fs)
+	}
+	for p.k < p.n && p.docs[p.k] < no {
+		p.k++
+	}
+	if p.k < p.n && p.docs[p.k] == no {
+		return p.fs[p.k]
+	}
+	return 0
+}
