@@ -92,17 +92,29 @@ func (l *plist) size(bi int) int {
 }
 
 // decode fills docs and fs with block bi's postings, answering how many.
+// The one-byte cases, nearly every posting, are decoded inline.
 func (l *plist) decode(bi int, docs *[blockSize]uint32, fs *[blockSize]float32) int {
 	b := &l.blocks[bi]
 	n := l.size(bi)
-	data, doc := l.data, b.first
-	f, i := readF(data, int(b.off))
-	docs[0], fs[0] = doc, f
-	for k := 1; k < n; k++ {
-		var d uint64
-		d, i = uvarint(data, i)
-		doc += uint32(d)
-		f, i = readF(data, i)
+	data, doc, i := l.data, b.first, int(b.off)
+	for k := range n {
+		if k > 0 {
+			if c := data[i]; c < 0x80 {
+				doc += uint32(c)
+				i++
+			} else {
+				d, m := binary.Uvarint(data[i:])
+				doc += uint32(d)
+				i += m
+			}
+		}
+		var f float32
+		if c := data[i]; c < 0x80 && c&1 == 0 {
+			f = float32(c>>1) / 8
+			i++
+		} else {
+			f, i = readF(data, i)
+		}
 		docs[k], fs[k] = doc, f
 	}
 	return n
