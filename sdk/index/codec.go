@@ -113,8 +113,9 @@ func (rm *realm) encode(e *encoder) {
 		e.int(rm.expires[d])
 		e.int(rm.when[d])
 		e.uint(uint64(rm.dl[d]))
-		e.uint(uint64(len(rm.tags[d])))
-		for _, t := range rm.tags[d] {
+		tags := rm.tags.at(uint32(d))
+		e.uint(uint64(len(tags)))
+		for _, t := range tags {
 			e.uint(uint64(t))
 		}
 	}
@@ -366,8 +367,7 @@ func decodeDocs(d *decoder, rm *realm, ndocs, ntags int, nextSeq uint64) error {
 	rm.expires = make([]int64, ndocs)
 	rm.when = make([]int64, ndocs)
 	rm.seq = make([]uint64, ndocs)
-	rm.tags = make([][]uint32, ndocs)
-	rm.terms = make([][]byte, ndocs)
+	rm.tags.end = make([]uint32, 0, ndocs)
 	rm.vec = make([]*docVec, ndocs)
 	for i := range ndocs {
 		id := d.str()
@@ -385,16 +385,18 @@ func decodeDocs(d *decoder, rm *realm, ndocs, ntags int, nextSeq uint64) error {
 		rm.when[i] = d.int()
 		rm.dl[i] = uint32(d.count(math.MaxUint32))
 		rm.tokens += int64(rm.dl[i])
+		from := len(rm.tags.data)
 		for range d.count(ntags) {
 			t := uint32(d.count(ntags - 1))
-			if containsU32(rm.tags[i], t) {
+			if containsU32(rm.tags.data[from:], t) {
 				d.fail("document %q repeats a tag", id)
 			}
-			rm.tags[i] = append(rm.tags[i], t)
+			rm.tags.data = append(rm.tags.data, t)
 		}
 		if d.err != nil {
 			return d.err
 		}
+		rm.tags.end = append(rm.tags.end, uint32(len(rm.tags.data)))
 	}
 	rm.live = ndocs
 	return nil
@@ -451,11 +453,11 @@ func decodePostingList(d *decoder, rm *realm, l *plist, t string, ndocs int) err
 	return nil
 }
 
-// buildTermLists derives each document's term list from the postings,
-// carved from one slab: sized in a first pass over the postings (term ids
-// ascend, so deltas are known), filled in a second.
+// buildTermLists derives each document's term list from the postings:
+// sized in a first pass over the postings (term ids ascend, so deltas are
+// known), filled in a second.
 func (rm *realm) buildTermLists() {
-	ndocs := len(rm.terms)
+	ndocs := len(rm.ids)
 	prev := make([]uint32, ndocs)
 	size := make([]int, ndocs)
 	var tmp [binary.MaxVarintLen32]byte
@@ -465,20 +467,20 @@ func (rm *realm) buildTermLists() {
 			prev[doc] = uint32(tid)
 		}
 	}
+	// at[d] is where document d's next term id goes.
+	at := make([]int, ndocs)
+	rm.terms.end = make([]uint32, ndocs)
 	total := 0
-	for _, n := range size {
-		total += n
-	}
-	slab := make([]byte, total)
-	off := 0
 	for i, n := range size {
-		rm.terms[i] = slab[off : off : off+n]
-		off += n
+		at[i] = total
+		total += n
+		rm.terms.end[i] = uint32(total)
 	}
+	rm.terms.data = make([]byte, total)
 	clear(prev)
 	for tid := range rm.lists {
 		for doc := range rm.lists[tid].all() {
-			rm.terms[doc] = binary.AppendUvarint(rm.terms[doc], uint64(uint32(tid)-prev[doc]))
+			at[doc] += binary.PutUvarint(rm.terms.data[at[doc]:], uint64(uint32(tid)-prev[doc]))
 			prev[doc] = uint32(tid)
 		}
 	}

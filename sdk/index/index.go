@@ -313,7 +313,7 @@ func (ix *Index) refresh(rm *realm, self string, stale []threadKey) {
 	for _, id := range ids {
 		no := rm.byID[id]
 		td := rm.threaded[id]
-		scope, tags := rm.scopeNames[rm.scope[no]], rm.tags[no]
+		scope, tags := rm.scopeNames[rm.scope[no]], rm.tags.at(no)
 		expires, when, seq := rm.expires[no], rm.when[no], rm.seq[no]
 		vec := rm.dropVector(no)
 		ix.remove(rm, no)
@@ -369,8 +369,8 @@ func (ix *Index) add(rm *realm, id, scope string, tags []uint32, expires, when i
 	rm.expires = append(rm.expires, expires)
 	rm.when = append(rm.when, when)
 	rm.seq = append(rm.seq, seq)
-	rm.tags = append(rm.tags, tags)
-	rm.terms = append(rm.terms, terms)
+	rm.tags.push(tags)
+	rm.terms.push(terms)
 	rm.vec = append(rm.vec, nil)
 	rm.byID[id] = no
 	rm.live++
@@ -381,7 +381,7 @@ func (ix *Index) add(rm *realm, id, scope string, tags []uint32, expires, when i
 
 func (ix *Index) remove(rm *realm, no uint32) {
 	rm.scope[no] = deadScope // first: compact below drops dead slots
-	for tid := range termList(rm.terms[no]) {
+	for tid := range termList(rm.terms.at(no)) {
 		l := &rm.lists[tid]
 		l.df--
 		l.dead++
@@ -392,7 +392,7 @@ func (ix *Index) remove(rm *realm, no uint32) {
 	delete(rm.byID, rm.ids[no])
 	rm.dropVector(no)
 	dl := int64(rm.dl[no])
-	rm.ids[no], rm.terms[no], rm.tags[no] = "", nil, nil
+	rm.ids[no] = "" // its tags and terms stay in their spans until renumber
 	rm.live--
 	rm.dead++
 	rm.tokens -= dl
@@ -414,8 +414,8 @@ type realm struct {
 	expires []int64
 	when    []int64 // Doc.WhenMs
 	seq     []uint64
-	tags    [][]uint32
-	terms   [][]byte  // distinct term ids (a termList), for deletes
+	tags    spans[uint32]
+	terms   spans[byte] // distinct term ids (a termList), for deletes
 	vec     []*docVec // nil: no vector
 
 	termIDs    map[string]uint32
@@ -566,7 +566,7 @@ func (rm *realm) renumber() {
 		}
 		remap[i] = n
 		rm.ids[n], rm.scope[n], rm.dl[n] = rm.ids[i], rm.scope[i], rm.dl[i]
-		rm.expires[n], rm.seq[n], rm.tags[n], rm.terms[n] = rm.expires[i], rm.seq[i], rm.tags[i], rm.terms[i]
+		rm.expires[n], rm.seq[n] = rm.expires[i], rm.seq[i]
 		rm.when[n], rm.vec[n] = rm.when[i], rm.vec[i]
 		if dv := rm.vec[n]; dv != nil {
 			dv.set.owner[dv.slot] = n
@@ -575,16 +575,59 @@ func (rm *realm) renumber() {
 		n++
 	}
 	for i := n; i < uint32(len(rm.ids)); i++ {
-		rm.ids[i], rm.tags[i], rm.terms[i], rm.vec[i] = "", nil, nil, nil
+		rm.ids[i], rm.vec[i] = "", nil
 	}
 	rm.ids, rm.scope, rm.dl = rm.ids[:n], rm.scope[:n], rm.dl[:n]
-	rm.expires, rm.seq, rm.tags, rm.terms = rm.expires[:n], rm.seq[:n], rm.tags[:n], rm.terms[:n]
+	rm.expires, rm.seq = rm.expires[:n], rm.seq[:n]
+	rm.tags, rm.terms = rm.tags.keep(remap, n), rm.terms.keep(remap, n)
 	rm.when, rm.vec = rm.when[:n], rm.vec[:n]
 	keep := func(d uint32) (uint32, bool) { return remap[d], remap[d] != math.MaxUint32 }
 	for t := range rm.lists {
 		rm.lists[t].rewrite(keep, rm.scope, rm.dl)
 	}
 	rm.dead = 0
+}
+
+// spans holds a list per docno, back to back in one slice, instead of a
+// slice (and its header, 24 bytes) per document: docno no's list is
+// data[end[no-1]:end[no]]. A deleted document's list stays until the
+// realm renumbers.
+type spans[T any] struct {
+	data []T
+	end  []uint32
+}
+
+func (s *spans[T]) at(no uint32) []T {
+	lo := uint32(0)
+	if no > 0 {
+		lo = s.end[no-1]
+	}
+	return s.data[lo:s.end[no]:s.end[no]]
+}
+
+// push appends the next docno's list.
+func (s *spans[T]) push(v []T) {
+	s.data = append(s.data, v...)
+	s.end = append(s.end, uint32(len(s.data)))
+}
+
+// keep answers the n lists of the docnos remap keeps (it maps a dropped
+// one to math.MaxUint32), in docno order.
+func (s *spans[T]) keep(remap []uint32, n uint32) spans[T] {
+	out := spans[T]{end: make([]uint32, 0, n)}
+	size := 0
+	for i, nd := range remap {
+		if nd != math.MaxUint32 {
+			size += len(s.at(uint32(i)))
+		}
+	}
+	out.data = make([]T, 0, size)
+	for i, nd := range remap {
+		if nd != math.MaxUint32 {
+			out.push(s.at(uint32(i)))
+		}
+	}
+	return out
 }
 
 // FoldTag maps a tag to a key two tags share exactly when strings.EqualFold

@@ -363,7 +363,7 @@ func (f *filter) pass(d uint32) bool {
 		return false
 	}
 	if f.checkTags {
-		have := rm.tags[d]
+		have := rm.tags.at(d)
 		for _, t := range f.tags {
 			if !containsU32(have, t) {
 				return false
