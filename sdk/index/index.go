@@ -416,7 +416,7 @@ type realm struct {
 	seq     []uint64
 	tags    spans[uint32]
 	terms   spans[byte] // distinct term ids (a termList), for deletes
-	vec     []*docVec // nil: no vector
+	vec     []*docVec   // nil: no vector
 
 	termIDs    map[string]uint32
 	termNames  []string
