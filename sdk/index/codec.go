@@ -153,7 +153,7 @@ func (rm *realm) encode(e *encoder) {
 		e.uint(uint64(renum[d]))
 		e.str(td.key.id)
 		e.int(td.key.seq)
-		for _, terms := range td.fields {
+		for _, terms := range td.fields(rm) {
 			e.uint(uint64(len(terms)))
 			for _, t := range terms {
 				e.str(t)

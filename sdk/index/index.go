@@ -317,7 +317,11 @@ func (ix *Index) refresh(rm *realm, self string, stale []threadKey) {
 		expires, when, seq := rm.expires[no], rm.when[no], rm.seq[no]
 		vec := rm.dropVector(no)
 		ix.remove(rm, no)
-		fields := append(slices.Clip(td.fields), rm.context(id, td.key))
+		fields := make([][]string, 0, ix.nfields+1)
+		for _, terms := range td.fields(rm) {
+			fields = append(fields, terms)
+		}
+		fields = append(fields, rm.context(id, td.key))
 		ix.add(rm, id, scope, tags, expires, when, seq, fields)
 		rm.setVector(rm.byID[id], vec)
 	}
@@ -456,23 +460,59 @@ type threadKey struct {
 	seq int64
 }
 
-// threadDoc is a threaded document's place and own fields.
+// threadDoc is a threaded document's place and own fields: each field's
+// term count, then its term ids (4 bytes a term, where a string is 16).
 type threadDoc struct {
-	key    threadKey
-	fields [][]string
+	key   threadKey
+	terms []uint32
+}
+
+// fields answers the document's own fields.
+func (td *threadDoc) fields(rm *realm) iter.Seq2[int, []string] {
+	return func(yield func(int, []string) bool) {
+		rest := td.terms
+		for f := 0; len(rest) > 0; f++ {
+			n := rest[0]
+			out := make([]string, n)
+			for i, t := range rest[1 : 1+n] {
+				out[i] = rm.termNames[t]
+			}
+			if !yield(f, out) {
+				return
+			}
+			rest = rest[1+n:]
+		}
+	}
+}
+
+// appendTerms appends the terms of every own field to out.
+func (td *threadDoc) appendTerms(rm *realm, out []string) []string {
+	rest := td.terms
+	for len(rest) > 0 {
+		n := rest[0]
+		for _, t := range rest[1 : 1+n] {
+			out = append(out, rm.termNames[t])
+		}
+		rest = rest[1+n:]
+	}
+	return out
 }
 
 // enthread records id at place k with its own fields.
 func (rm *realm) enthread(id string, k threadKey, fields [][]string) {
-	own := make([][]string, len(fields))
-	for f, terms := range fields {
-		own[f] = make([]string, len(terms))
-		for i, t := range terms {
-			own[f][i] = rm.termNames[rm.term(t)]
+	n := len(fields)
+	for _, terms := range fields {
+		n += len(terms)
+	}
+	own := make([]uint32, 0, n)
+	for _, terms := range fields {
+		own = append(own, uint32(len(terms)))
+		for _, t := range terms {
+			own = append(own, rm.term(t))
 		}
 	}
 	k.id = strings.Clone(k.id)
-	rm.threaded[id] = &threadDoc{key: k, fields: own}
+	rm.threaded[id] = &threadDoc{key: k, terms: own}
 	ids := rm.threads[k]
 	at, _ := slices.BinarySearch(ids, id)
 	rm.threads[k] = slices.Insert(ids, at, id)
@@ -514,9 +554,7 @@ func (rm *realm) context(self string, k threadKey) []string {
 			if id == self {
 				continue
 			}
-			for _, terms := range rm.threaded[id].fields {
-				out = append(out, terms...)
-			}
+			out = rm.threaded[id].appendTerms(rm, out)
 		}
 	}
 	return out
