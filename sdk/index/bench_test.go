@@ -118,9 +118,10 @@ func benchIndex(tb testing.TB, n int) *Index {
 }
 
 // BenchmarkSearch reports recall latency percentiles in-process, over
-// 1,000 distinct queries.
+// 1,000 distinct queries, at 10k and 100k records or at the sizes
+// BENCH_SEARCH_RECORDS lists.
 func BenchmarkSearch(b *testing.B) {
-	for _, n := range []int{10_000, 100_000} {
+	for _, n := range benchSizes(b, "BENCH_SEARCH_RECORDS", 10_000, 100_000) {
 		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
 			ix := benchIndex(b, n)
 			c := benchWords()
@@ -353,9 +354,10 @@ func BenchmarkHeapPerRecord(b *testing.B) {
 }
 
 // BenchmarkOpen measures reopening from a snapshot (Decode), the path a
-// store takes at start instead of tokenizing every record.
+// store takes at start instead of tokenizing every record, at 10k and
+// 100k records or at the sizes BENCH_OPEN_RECORDS lists.
 func BenchmarkOpen(b *testing.B) {
-	for _, n := range []int{10_000, 100_000} {
+	for _, n := range benchSizes(b, "BENCH_OPEN_RECORDS", 10_000, 100_000) {
 		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
 			var buf bytes.Buffer
 			if err := benchIndex(b, n).Encode(&buf); err != nil {
