@@ -30,10 +30,31 @@ type pblock struct {
 // plist is one term's postings, in docno order. Deleted documents stay in
 // it (skipped by their dead scope) until they outnumber the live ones.
 type plist struct {
-	data     []byte
-	blocks   []pblock
+	data   []byte
+	blocks []pblock
+	// peaks are the postings' (frequency, length) pairs no other pair
+	// beats on both (a higher frequency and a shorter document score
+	// higher): the list's best score is one of theirs, whatever the
+	// query's idf and average length, and there are few of them.
+	peaks    []peak
 	n        int32 // postings held, deleted ones included
 	df, dead int32
+}
+
+type peak struct {
+	f  float32
+	dl uint32
+}
+
+// addPeak keeps the pairs no other beats as (f, dl) arrives.
+func (l *plist) addPeak(f float32, dl uint32) {
+	for _, p := range l.peaks {
+		if p.f >= f && p.dl <= dl {
+			return
+		}
+	}
+	l.peaks = slices.DeleteFunc(l.peaks, func(p peak) bool { return f >= p.f && dl <= p.dl })
+	l.peaks = append(l.peaks, peak{f, dl})
 }
 
 func scopeBit(scope uint32) uint32 { return 1 << (scope & 31) }
@@ -50,6 +71,7 @@ func (l *plist) add(no uint32, f float32, dl, scope uint32) {
 		b.scopes |= scopeBit(scope)
 	}
 	l.data = appendF(l.data, f)
+	l.addPeak(f, dl)
 	l.n++
 	l.df++
 }
@@ -145,7 +167,7 @@ func (l *plist) rewrite(remap func(uint32) (uint32, bool), scope, dl []uint32) {
 			out.add(nd, f, dl[nd], scope[nd])
 		}
 	}
-	out.data, out.blocks = slices.Clip(out.data), slices.Clip(out.blocks)
+	out.data, out.blocks, out.peaks = slices.Clip(out.data), slices.Clip(out.blocks), slices.Clip(out.peaks)
 	*l = out
 }
 

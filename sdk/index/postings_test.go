@@ -324,3 +324,38 @@ func TestPrunedSearchFuzzCorpora(t *testing.T) {
 		}
 	}
 }
+
+// TestListBound: the bound from a list's peaks is its best share, for
+// any idf and average length, however the list was built or compacted.
+func TestListBound(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 13))
+	for range 50 {
+		c := randomPostings(r, 1+r.IntN(400))
+		top := c.docs[len(c.docs)-1] + 1
+		dl, scope := make([]uint32, top), make([]uint32, top)
+		for i := range dl {
+			dl[i], scope[i] = uint32(1+r.IntN(200)), uint32(1+r.IntN(3))
+		}
+		l := c.build(dl, scope)
+		if r.IntN(2) == 0 {
+			for _, d := range c.docs {
+				if r.IntN(3) == 0 {
+					scope[d] = deadScope
+				}
+			}
+			l.compact(scope, dl)
+		}
+		s := scorer{k1: 1.2, b: 0.75, avgdl: 1 + r.Float64()*100}
+		idf := r.Float64() * 8
+		want := 0.0
+		for d, f := range l.all() {
+			want = max(want, s.share(idf, f, dl[d]))
+		}
+		if got := l.bound(&s, idf); got != want {
+			t.Fatalf("bound %v, want %v (peaks %v)", got, want, l.peaks)
+		}
+		if len(l.peaks) > 40 {
+			t.Fatalf("%d peaks for %d postings", len(l.peaks), l.n)
+		}
+	}
+}

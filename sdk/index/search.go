@@ -295,8 +295,8 @@ func (s *scorer) share(idf float64, f float32, dl uint32) float64 {
 // bound is the most one list can add to any document's score.
 func (l *plist) bound(s *scorer, idf float64) float64 {
 	ub := 0.0
-	for i := range l.blocks {
-		ub = max(ub, s.share(idf, l.blocks[i].maxF, l.blocks[i].minDL))
+	for _, p := range l.peaks {
+		ub = max(ub, s.share(idf, p.f, p.dl))
 	}
 	return ub
 }
