@@ -221,34 +221,40 @@ func (l *plist) find(no uint32, from int) (f float32, at int) {
 	return 0, at
 }
 
-// probe finds docnos, in ascending order, in one list, keeping the block
-// it decoded last.
+// probe finds docnos, in ascending order, in one list: a cursor that
+// decodes no further into a block than the docnos asked for.
 type probe struct {
-	l    *plist
-	bi   int // the block in docs and fs; -1 none
-	n, k int // its size, and where the last search stopped in it
-	docs [blockSize]uint32
-	fs   [blockSize]float32
+	l   *plist
+	bi  int     // the block the cursor is in; -1 none
+	i   int     // where the next posting starts in l.data
+	doc uint32  // the posting last read
+	f   float32 // and its frequency
 }
 
-func (p *probe) reset(l *plist) { p.l, p.bi, p.n, p.k = l, -1, 0, 0 }
+func (p *probe) reset(l *plist) { p.l, p.bi = l, -1 }
 
 // find answers the weighted frequency of docno no, 0 when the list does
 // not hold it; no must not be below the docno of the previous call.
 func (p *probe) find(no uint32) float32 {
-	if p.bi < 0 || p.docs[p.n-1] < no {
-		bi := p.l.seek(no, max(p.bi, 0))
-		if bi == len(p.l.blocks) || p.l.blocks[bi].first > no {
+	l := p.l
+	if p.bi < 0 || no > l.blocks[p.bi].last {
+		bi := l.seek(no, max(p.bi, 0))
+		if bi == len(l.blocks) || l.blocks[bi].first > no {
 			return 0
 		}
-		p.bi, p.k = bi, 0
-		p.n = p.l.decode(bi, &p.docs, &p.fs)
+		b := &l.blocks[bi]
+		p.bi, p.doc = bi, b.first
+		p.f, p.i = readF(l.data, int(b.off))
 	}
-	for p.k < p.n && p.docs[p.k] < no {
-		p.k++
+	// no is at most the block's last docno: the scan ends inside it.
+	for p.doc < no {
+		var d uint64
+		d, p.i = uvarint(l.data, p.i)
+		p.doc += uint32(d)
+		p.f, p.i = readF(l.data, p.i)
 	}
-	if p.k < p.n && p.docs[p.k] == no {
-		return p.fs[p.k]
+	if p.doc == no {
+		return p.f
 	}
 	return 0
 }
