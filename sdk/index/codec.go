@@ -382,6 +382,7 @@ func decodeDocs(d *decoder, rm *realm, ndocs, ntags int, nextSeq uint64) error {
 			d.fail("document %q has seq %d outside 1..%d", id, rm.seq[i], nextSeq-1)
 		}
 		rm.expires[i] = d.int()
+		rm.anyExpiry = rm.anyExpiry || rm.expires[i] != 0
 		rm.when[i] = d.int()
 		rm.dl[i] = uint32(d.count(math.MaxUint32))
 		rm.tokens += int64(rm.dl[i])

@@ -371,6 +371,7 @@ func (ix *Index) add(rm *realm, id, scope string, tags []uint32, expires, when i
 	rm.scope = append(rm.scope, sid)
 	rm.dl = append(rm.dl, uint32(dl))
 	rm.expires = append(rm.expires, expires)
+	rm.anyExpiry = rm.anyExpiry || expires != 0
 	rm.when = append(rm.when, when)
 	rm.seq = append(rm.seq, seq)
 	rm.tags.push(tags)
@@ -431,7 +432,10 @@ type realm struct {
 
 	live, dead int
 	tokens     int64
-	models     map[string]*vecSet // vectors by model
+	// anyExpiry is set once a document with an expiry arrives: until
+	// then a search need not read expires at all.
+	anyExpiry bool
+	models    map[string]*vecSet // vectors by model
 
 	// Thread context: the ids at each place of a thread, and each threaded
 	// document's own fields (terms interned in termNames).

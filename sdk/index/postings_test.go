@@ -1,6 +1,7 @@
 package index
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -357,5 +358,55 @@ func TestListBound(t *testing.T) {
 		if len(l.peaks) > 40 {
 			t.Fatalf("%d peaks for %d postings", len(l.peaks), l.n)
 		}
+	}
+}
+
+// TestExpiryArrivesLate: a realm whose documents had no expiry skips the
+// expiry check until one with an expiry arrives; from then on, and after
+// a snapshot, expired documents are left out.
+func TestExpiryArrivesLate(t *testing.T) {
+	ix, err := New(Options{Weights: ftsWeights})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(id string, expires int64) {
+		t.Helper()
+		if err := ix.Put(Doc{ID: id, Realm: "r", Scope: "s", ExpiresMs: expires, Fields: [][]string{nil, {"apple"}, nil, nil}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := func(ix *Index) []string {
+		t.Helper()
+		hits, err := ix.Search(Query{Realm: "r", Terms: []string{"apple"}, NowMs: 100, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, h := range hits {
+			out = append(out, h.ID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	put("a", 0)
+	if got := ids(ix); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("before any expiry: %v", got)
+	}
+	put("b", 50)  // expired at 100
+	put("c", 500) // not yet
+	want := []string{"a", "c"}
+	if got := ids(ix); !slices.Equal(got, want) {
+		t.Fatalf("after expiring documents arrived: %v, want %v", got, want)
+	}
+	var buf bytes.Buffer
+	if err := ix.Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Decode(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(back); !slices.Equal(got, want) {
+		t.Fatalf("after a snapshot: %v, want %v", got, want)
 	}
 }

@@ -309,7 +309,9 @@ type filter struct {
 	now           int64
 	since, until  int64
 	tags, notTags []uint32
-	checkTags     bool
+	// which of the per-document checks can fail; one that cannot is not
+	// read (each is a memory access per document met)
+	checkTags, checkExpiry, checkWhen bool
 }
 
 // newFilter resolves q's filters; ok is false when nothing can pass.
@@ -343,6 +345,8 @@ func newFilter(rm *realm, q *Query) (filter, bool) {
 		}
 	}
 	f.checkTags = len(f.tags)+len(f.notTags) > 0
+	f.checkExpiry = rm.anyExpiry
+	f.checkWhen = f.since != 0 || f.until != 0
 	for id, ok := range f.scopeOK {
 		if ok {
 			f.scopes |= scopeBit(uint32(id))
@@ -356,11 +360,15 @@ func (f *filter) pass(d uint32) bool {
 	if !f.scopeOK[rm.scope[d]] {
 		return false
 	}
-	if e := rm.expires[d]; e != 0 && e <= f.now {
-		return false
+	if f.checkExpiry {
+		if e := rm.expires[d]; e != 0 && e <= f.now {
+			return false
+		}
 	}
-	if w := rm.when[d]; f.since != 0 && w < f.since || f.until != 0 && w >= f.until {
-		return false
+	if f.checkWhen {
+		if w := rm.when[d]; f.since != 0 && w < f.since || f.until != 0 && w >= f.until {
+			return false
+		}
 	}
 	if f.checkTags {
 		have := rm.tags.at(d)
