@@ -507,14 +507,15 @@ func runBench(ctx context.Context, o benchOptions, w, progress io.Writer) error 
 		}
 	}
 	fmt.Fprintf(w, "## Latency and throughput\n\nseed %d, %d queries per row, identity + realm scopes, limit 10.\n\n", o.seed, o.queries)
-	bench.WriteLatencyTable(w, latencies)
-	fmt.Fprintf(w, "\n## Writes, start and memory\n\n| provider | records | writes/s (batches of 500) | embedded/s after the load | host ready | plugin RSS after load |\n|---|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(w, "ops/s per core divides by the machine's %d cores, which the host, its plugins and the bench's clients share.\n\n", runtime.NumCPU())
+	bench.WriteLatencyTable(w, latencies, runtime.NumCPU())
+	fmt.Fprintf(w, "\n## Writes, start and memory\n\n| provider | records | writes/s (batches of 500) | embedded/s after the load | host ready | plugin RSS after load | RSS per record |\n|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, f := range facts {
 		embedded := "—"
 		if f.embedded > 0 {
 			embedded = fmt.Sprintf("%.0f", f.embedded)
 		}
-		fmt.Fprintf(w, "| %s | %d | %.0f | %s | %d ms | %.0f MiB |\n", f.provider, f.records, f.writes, embedded, f.start.Milliseconds(), float64(f.rss)/(1<<20))
+		fmt.Fprintf(w, "| %s | %d | %.0f | %s | %d ms | %.0f MiB | %.0f B |\n", f.provider, f.records, f.writes, embedded, f.start.Milliseconds(), float64(f.rss)/(1<<20), float64(f.rss)/float64(max(f.records, 1)))
 	}
 	if o.svg != "" {
 		chart, err := bench.LatencyChart(latencies)

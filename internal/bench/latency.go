@@ -154,24 +154,25 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[i]
 }
 
-// WriteLatencyTable renders latency rows as Markdown, with each row's p50
-// as a multiple of the in-process reference's p50 at the same size when
-// one was measured.
-func WriteLatencyTable(w io.Writer, rows []Latency) {
+// WriteLatencyTable renders latency rows as Markdown, with each row's
+// throughput per core of the machine (cores; the host, its plugins and
+// the bench's clients all share them) and its p50 as a multiple of the
+// in-process reference's p50 at the same size when one was measured.
+func WriteLatencyTable(w io.Writer, rows []Latency, cores int) {
 	ref := map[int]time.Duration{}
 	for _, r := range rows {
 		if r.Path == PathInProcess && r.Op == "recall" && r.Clients == 1 {
 			ref[r.Records] = r.P50
 		}
 	}
-	fmt.Fprintln(w, "| provider | records | op | path | clients | p50 | p99 | ops/s | p50 ÷ in-process |")
-	fmt.Fprintln(w, "|---|---:|---|---|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| provider | records | op | path | clients | p50 | p99 | ops/s | ops/s per core | p50 ÷ in-process |")
+	fmt.Fprintln(w, "|---|---:|---|---|---:|---:|---:|---:|---:|---:|")
 	for _, r := range rows {
 		ratio := "—"
 		if base, ok := ref[r.Records]; ok && base > 0 && r.Path != PathInProcess {
 			ratio = fmt.Sprintf("%.1f×", float64(r.P50)/float64(base))
 		}
-		fmt.Fprintf(w, "| %s | %d | %s | %s | %d | %s | %s | %.0f | %s |\n", r.Provider, r.Records, r.Op, r.Path, r.Clients, ms(r.P50), ms(r.P99), r.PerSec, ratio)
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %d | %s | %s | %.0f | %.0f | %s |\n", r.Provider, r.Records, r.Op, r.Path, r.Clients, ms(r.P50), ms(r.P99), r.PerSec, r.PerSec/float64(max(cores, 1)), ratio)
 	}
 }
 

@@ -118,9 +118,10 @@ func benchIndex(tb testing.TB, n int) *Index {
 }
 
 // BenchmarkSearch reports recall latency percentiles in-process, over
-// 1,000 distinct queries.
+// 1,000 distinct queries, at 10k and 100k records or at the sizes
+// BENCH_SEARCH_RECORDS lists.
 func BenchmarkSearch(b *testing.B) {
-	for _, n := range []int{10_000, 100_000} {
+	for _, n := range benchSizes(b, "BENCH_SEARCH_RECORDS", 10_000, 100_000) {
 		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
 			ix := benchIndex(b, n)
 			c := benchWords()
@@ -316,11 +317,31 @@ func benchRecall(ix *Index, queries []Query, qv [][]float32, model string) (reca
 	return sum / float64(len(qv)), share
 }
 
+// benchSizes answers the record counts the environment variable env
+// lists, comma-separated, or sizes when it is unset.
+func benchSizes(b *testing.B, env string, sizes ...int) []int {
+	s := os.Getenv(env)
+	if s == "" {
+		return sizes
+	}
+	sizes = nil
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 {
+			b.Fatalf("%s: %q is not a record count", env, f)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes
+}
+
 var benchModels sync.Map // models BenchmarkHybrid has put -> their puts/s
 
-// BenchmarkHeapPerRecord reports the index's live heap per record.
+// BenchmarkHeapPerRecord reports the index's live heap per record, at
+// 10k and 100k records or at the sizes BENCH_HEAP_RECORDS lists
+// (comma-separated; 1000000 needs about 3 GiB).
 func BenchmarkHeapPerRecord(b *testing.B) {
-	for _, n := range []int{10_000, 100_000} {
+	for _, n := range benchSizes(b, "BENCH_HEAP_RECORDS", 10_000, 100_000) {
 		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
 			c := benchWords()
 			docs := make([]Doc, n)
@@ -370,9 +391,10 @@ func BenchmarkHeapPerRecord(b *testing.B) {
 }
 
 // BenchmarkOpen measures reopening from a snapshot (Decode), the path a
-// store takes at start instead of tokenizing every record.
+// store takes at start instead of tokenizing every record, at 10k and
+// 100k records or at the sizes BENCH_OPEN_RECORDS lists.
 func BenchmarkOpen(b *testing.B) {
-	for _, n := range []int{10_000, 100_000} {
+	for _, n := range benchSizes(b, "BENCH_OPEN_RECORDS", 10_000, 100_000) {
 		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
 			var buf bytes.Buffer
 			if err := benchIndex(b, n).Encode(&buf); err != nil {

@@ -113,8 +113,9 @@ func (rm *realm) encode(e *encoder) {
 		e.int(rm.expires[d])
 		e.int(rm.when[d])
 		e.uint(uint64(rm.dl[d]))
-		e.uint(uint64(len(rm.tags[d])))
-		for _, t := range rm.tags[d] {
+		tags := rm.tags.at(uint32(d))
+		e.uint(uint64(len(tags)))
+		for _, t := range tags {
 			e.uint(uint64(t))
 		}
 	}
@@ -133,14 +134,14 @@ func (rm *realm) encode(e *encoder) {
 		e.str(rm.termNames[t])
 		e.uint(uint64(l.df))
 		prev := uint32(0)
-		for _, p := range l.postings {
-			if rm.scope[p.doc] == deadScope {
+		for doc, f := range l.all() {
+			if rm.scope[doc] == deadScope {
 				continue
 			}
-			d := renum[p.doc]
+			d := renum[doc]
 			e.uint(uint64(d - prev))
 			prev = d
-			e.u32(math.Float32bits(p.f))
+			e.u32(math.Float32bits(f))
 		}
 	}
 	e.uint(uint64(len(rm.threaded)))
@@ -152,7 +153,7 @@ func (rm *realm) encode(e *encoder) {
 		e.uint(uint64(renum[d]))
 		e.str(td.key.id)
 		e.int(td.key.seq)
-		for _, terms := range td.fields {
+		for _, terms := range td.fields(rm) {
 			e.uint(uint64(len(terms)))
 			for _, t := range terms {
 				e.str(t)
@@ -366,8 +367,7 @@ func decodeDocs(d *decoder, rm *realm, ndocs, ntags int, nextSeq uint64) error {
 	rm.expires = make([]int64, ndocs)
 	rm.when = make([]int64, ndocs)
 	rm.seq = make([]uint64, ndocs)
-	rm.tags = make([][]uint32, ndocs)
-	rm.terms = make([][]byte, ndocs)
+	rm.tags.end = make([]uint32, 0, ndocs)
 	rm.vec = make([]*docVec, ndocs)
 	for i := range ndocs {
 		id := d.str()
@@ -382,19 +382,22 @@ func decodeDocs(d *decoder, rm *realm, ndocs, ntags int, nextSeq uint64) error {
 			d.fail("document %q has seq %d outside 1..%d", id, rm.seq[i], nextSeq-1)
 		}
 		rm.expires[i] = d.int()
+		rm.anyExpiry = rm.anyExpiry || rm.expires[i] != 0
 		rm.when[i] = d.int()
 		rm.dl[i] = uint32(d.count(math.MaxUint32))
 		rm.tokens += int64(rm.dl[i])
+		from := len(rm.tags.data)
 		for range d.count(ntags) {
 			t := uint32(d.count(ntags - 1))
-			if containsU32(rm.tags[i], t) {
+			if containsU32(rm.tags.data[from:], t) {
 				d.fail("document %q repeats a tag", id)
 			}
-			rm.tags[i] = append(rm.tags[i], t)
+			rm.tags.data = append(rm.tags.data, t)
 		}
 		if d.err != nil {
 			return d.err
 		}
+		rm.tags.end = append(rm.tags.end, uint32(len(rm.tags.data)))
 	}
 	rm.live = ndocs
 	return nil
@@ -410,22 +413,23 @@ func decodePostings(d *decoder, rm *realm, ndocs int) error {
 			d.fail("term %q repeated", t)
 		}
 		l := &rm.lists[rm.term(t)]
-		if err := decodePostingList(d, l, t, ndocs); err != nil {
+		if err := decodePostingList(d, rm, l, t, ndocs); err != nil {
 			return err
 		}
-		l.rebuildBlocks(rm.dl)
 	}
 	return d.err
 }
 
 // decodePostingList reads term t's postings: document deltas, each with a
 // frequency.
-func decodePostingList(d *decoder, l *plist, t string, ndocs int) error {
+func decodePostingList(d *decoder, rm *realm, l *plist, t string, ndocs int) error {
 	n := d.count(ndocs)
 	if n == 0 {
 		d.fail("term %q has no postings", t)
 	}
-	l.postings = make([]posting, n)
+	// About two bytes a posting; clipped once whole.
+	l.data = make([]byte, 0, 2*n)
+	l.blocks = make([]pblock, 0, (n+blockSize-1)/blockSize)
 	prev := uint32(0)
 	for i := range n {
 		delta := d.count(ndocs)
@@ -443,42 +447,42 @@ func decodePostingList(d *decoder, l *plist, t string, ndocs int) error {
 		if d.err != nil {
 			return d.err
 		}
-		l.postings[i] = posting{doc: doc, f: f}
+		l.add(doc, f, rm.dl[doc], rm.scope[doc])
 		prev = doc
 	}
-	l.df = int32(n)
+	l.data = slices.Clip(l.data)
 	return nil
 }
 
-// buildTermLists derives each document's term list from the postings,
-// carved from one slab: sized in a first pass over the postings (term ids
-// ascend, so deltas are known), filled in a second.
+// buildTermLists derives each document's term list from the postings:
+// sized in a first pass over the postings (term ids ascend, so deltas are
+// known), filled in a second.
 func (rm *realm) buildTermLists() {
-	ndocs := len(rm.terms)
+	ndocs := len(rm.ids)
 	prev := make([]uint32, ndocs)
 	size := make([]int, ndocs)
 	var tmp [binary.MaxVarintLen32]byte
 	for tid := range rm.lists {
-		for _, p := range rm.lists[tid].postings {
-			size[p.doc] += len(binary.AppendUvarint(tmp[:0], uint64(uint32(tid)-prev[p.doc])))
-			prev[p.doc] = uint32(tid)
+		for doc := range rm.lists[tid].all() {
+			size[doc] += len(binary.AppendUvarint(tmp[:0], uint64(uint32(tid)-prev[doc])))
+			prev[doc] = uint32(tid)
 		}
 	}
+	// at[d] is where document d's next term id goes.
+	at := make([]int, ndocs)
+	rm.terms.end = make([]uint32, ndocs)
 	total := 0
-	for _, n := range size {
-		total += n
-	}
-	slab := make([]byte, total)
-	off := 0
 	for i, n := range size {
-		rm.terms[i] = slab[off : off : off+n]
-		off += n
+		at[i] = total
+		total += n
+		rm.terms.end[i] = uint32(total)
 	}
+	rm.terms.data = make([]byte, total)
 	clear(prev)
 	for tid := range rm.lists {
-		for _, p := range rm.lists[tid].postings {
-			rm.terms[p.doc] = binary.AppendUvarint(rm.terms[p.doc], uint64(uint32(tid)-prev[p.doc]))
-			prev[p.doc] = uint32(tid)
+		for doc := range rm.lists[tid].all() {
+			at[doc] += binary.PutUvarint(rm.terms.data[at[doc]:], uint64(uint32(tid)-prev[doc]))
+			prev[doc] = uint32(tid)
 		}
 	}
 }

@@ -313,11 +313,15 @@ func (ix *Index) refresh(rm *realm, self string, stale []threadKey) {
 	for _, id := range ids {
 		no := rm.byID[id]
 		td := rm.threaded[id]
-		scope, tags := rm.scopeNames[rm.scope[no]], rm.tags[no]
+		scope, tags := rm.scopeNames[rm.scope[no]], rm.tags.at(no)
 		expires, when, seq := rm.expires[no], rm.when[no], rm.seq[no]
 		vec := rm.dropVector(no)
 		ix.remove(rm, no)
-		fields := append(slices.Clip(td.fields), rm.context(id, td.key))
+		fields := make([][]string, 0, ix.nfields+1)
+		for _, terms := range td.fields(rm) {
+			fields = append(fields, terms)
+		}
+		fields = append(fields, rm.context(id, td.key))
 		ix.add(rm, id, scope, tags, expires, when, seq, fields)
 		rm.setVector(rm.byID[id], vec)
 	}
@@ -325,6 +329,7 @@ func (ix *Index) refresh(rm *realm, self string, stale []threadKey) {
 
 func (ix *Index) add(rm *realm, id, scope string, tags []uint32, expires, when int64, seq uint64, fields [][]string) {
 	no := uint32(len(rm.ids))
+	sid := rm.scopeID(scope)
 	dl := 0
 	order := rm.order[:0]
 	for f, terms := range fields {
@@ -357,19 +362,20 @@ func (ix *Index) add(rm *realm, id, scope string, tags []uint32, expires, when i
 		if n := rm.ctxN[tid]; n > 0 {
 			rm.freq[tid] += ContextFrequency(ix.opts.ContextWeight, int(n))
 		}
-		rm.lists[tid].add(no, float32(rm.freq[tid]), uint32(dl))
+		rm.lists[tid].add(no, float32(rm.freq[tid]), uint32(dl), sid)
 		rm.freq[tid], rm.ctxN[tid] = 0, 0
 	}
 	slices.Sort(order)
 	terms := appendTermList(nil, order)
 	rm.ids = append(rm.ids, id)
-	rm.scope = append(rm.scope, rm.scopeID(scope))
+	rm.scope = append(rm.scope, sid)
 	rm.dl = append(rm.dl, uint32(dl))
 	rm.expires = append(rm.expires, expires)
+	rm.anyExpiry = rm.anyExpiry || expires != 0
 	rm.when = append(rm.when, when)
 	rm.seq = append(rm.seq, seq)
-	rm.tags = append(rm.tags, tags)
-	rm.terms = append(rm.terms, terms)
+	rm.tags.push(tags)
+	rm.terms.push(terms)
 	rm.vec = append(rm.vec, nil)
 	rm.byID[id] = no
 	rm.live++
@@ -380,7 +386,7 @@ func (ix *Index) add(rm *realm, id, scope string, tags []uint32, expires, when i
 
 func (ix *Index) remove(rm *realm, no uint32) {
 	rm.scope[no] = deadScope // first: compact below drops dead slots
-	for tid := range termList(rm.terms[no]) {
+	for tid := range termList(rm.terms.at(no)) {
 		l := &rm.lists[tid]
 		l.df--
 		l.dead++
@@ -391,7 +397,7 @@ func (ix *Index) remove(rm *realm, no uint32) {
 	delete(rm.byID, rm.ids[no])
 	rm.dropVector(no)
 	dl := int64(rm.dl[no])
-	rm.ids[no], rm.terms[no], rm.tags[no] = "", nil, nil
+	rm.ids[no] = "" // its tags and terms stay in their spans until renumber
 	rm.live--
 	rm.dead++
 	rm.tokens -= dl
@@ -413,9 +419,9 @@ type realm struct {
 	expires []int64
 	when    []int64 // Doc.WhenMs
 	seq     []uint64
-	tags    [][]uint32
-	terms   [][]byte  // distinct term ids (a termList), for deletes
-	vec     []*docVec // nil: no vector
+	tags    spans[uint32]
+	terms   spans[byte] // distinct term ids (a termList), for deletes
+	vec     []*docVec   // nil: no vector
 
 	termIDs    map[string]uint32
 	termNames  []string
@@ -426,7 +432,10 @@ type realm struct {
 
 	live, dead int
 	tokens     int64
-	models     map[string]*vecSet // vectors by model
+	// anyExpiry is set once a document with an expiry arrives: until
+	// then a search need not read expires at all.
+	anyExpiry bool
+	models    map[string]*vecSet // vectors by model
 
 	// Thread context: the ids at each place of a thread, and each threaded
 	// document's own fields (terms interned in termNames).
@@ -455,23 +464,59 @@ type threadKey struct {
 	seq int64
 }
 
-// threadDoc is a threaded document's place and own fields.
+// threadDoc is a threaded document's place and own fields: each field's
+// term count, then its term ids (4 bytes a term, where a string is 16).
 type threadDoc struct {
-	key    threadKey
-	fields [][]string
+	key   threadKey
+	terms []uint32
+}
+
+// fields answers the document's own fields.
+func (td *threadDoc) fields(rm *realm) iter.Seq2[int, []string] {
+	return func(yield func(int, []string) bool) {
+		rest := td.terms
+		for f := 0; len(rest) > 0; f++ {
+			n := rest[0]
+			out := make([]string, n)
+			for i, t := range rest[1 : 1+n] {
+				out[i] = rm.termNames[t]
+			}
+			if !yield(f, out) {
+				return
+			}
+			rest = rest[1+n:]
+		}
+	}
+}
+
+// appendTerms appends the terms of every own field to out.
+func (td *threadDoc) appendTerms(rm *realm, out []string) []string {
+	rest := td.terms
+	for len(rest) > 0 {
+		n := rest[0]
+		for _, t := range rest[1 : 1+n] {
+			out = append(out, rm.termNames[t])
+		}
+		rest = rest[1+n:]
+	}
+	return out
 }
 
 // enthread records id at place k with its own fields.
 func (rm *realm) enthread(id string, k threadKey, fields [][]string) {
-	own := make([][]string, len(fields))
-	for f, terms := range fields {
-		own[f] = make([]string, len(terms))
-		for i, t := range terms {
-			own[f][i] = rm.termNames[rm.term(t)]
+	n := len(fields)
+	for _, terms := range fields {
+		n += len(terms)
+	}
+	own := make([]uint32, 0, n)
+	for _, terms := range fields {
+		own = append(own, uint32(len(terms)))
+		for _, t := range terms {
+			own = append(own, rm.term(t))
 		}
 	}
 	k.id = strings.Clone(k.id)
-	rm.threaded[id] = &threadDoc{key: k, fields: own}
+	rm.threaded[id] = &threadDoc{key: k, terms: own}
 	ids := rm.threads[k]
 	at, _ := slices.BinarySearch(ids, id)
 	rm.threads[k] = slices.Insert(ids, at, id)
@@ -513,9 +558,7 @@ func (rm *realm) context(self string, k threadKey) []string {
 			if id == self {
 				continue
 			}
-			for _, terms := range rm.threaded[id].fields {
-				out = append(out, terms...)
-			}
+			out = rm.threaded[id].appendTerms(rm, out)
 		}
 	}
 	return out
@@ -565,7 +608,7 @@ func (rm *realm) renumber() {
 		}
 		remap[i] = n
 		rm.ids[n], rm.scope[n], rm.dl[n] = rm.ids[i], rm.scope[i], rm.dl[i]
-		rm.expires[n], rm.seq[n], rm.tags[n], rm.terms[n] = rm.expires[i], rm.seq[i], rm.tags[i], rm.terms[i]
+		rm.expires[n], rm.seq[n] = rm.expires[i], rm.seq[i]
 		rm.when[n], rm.vec[n] = rm.when[i], rm.vec[i]
 		if dv := rm.vec[n]; dv != nil {
 			dv.set.owner[dv.slot] = n
@@ -574,111 +617,59 @@ func (rm *realm) renumber() {
 		n++
 	}
 	for i := n; i < uint32(len(rm.ids)); i++ {
-		rm.ids[i], rm.tags[i], rm.terms[i], rm.vec[i] = "", nil, nil, nil
+		rm.ids[i], rm.vec[i] = "", nil
 	}
 	rm.ids, rm.scope, rm.dl = rm.ids[:n], rm.scope[:n], rm.dl[:n]
-	rm.expires, rm.seq, rm.tags, rm.terms = rm.expires[:n], rm.seq[:n], rm.tags[:n], rm.terms[:n]
+	rm.expires, rm.seq = rm.expires[:n], rm.seq[:n]
+	rm.tags, rm.terms = rm.tags.keep(remap, n), rm.terms.keep(remap, n)
 	rm.when, rm.vec = rm.when[:n], rm.vec[:n]
+	keep := func(d uint32) (uint32, bool) { return remap[d], remap[d] != math.MaxUint32 }
 	for t := range rm.lists {
-		l := &rm.lists[t]
-		out := l.postings[:0]
-		for _, p := range l.postings {
-			if nd := remap[p.doc]; nd != math.MaxUint32 {
-				out = append(out, posting{doc: nd, f: p.f})
-			}
-		}
-		l.postings = out
-		l.dead = 0
-		l.rebuildBlocks(rm.dl)
+		rm.lists[t].rewrite(keep, rm.scope, rm.dl)
 	}
 	rm.dead = 0
 }
 
-// posting is one document holding a term, with its weighted frequency.
-type posting struct {
-	doc uint32
-	f   float32
+// spans holds a list per docno, back to back in one slice, instead of a
+// slice (and its header, 24 bytes) per document: docno no's list is
+// data[end[no-1]:end[no]]. A deleted document's list stays until the
+// realm renumbers.
+type spans[T any] struct {
+	data []T
+	end  []uint32
 }
 
-// blockSize is how many postings share one upper-bound entry.
-const blockSize = 64
-
-// block bounds the scores of its postings: none has a higher weighted
-// frequency or a shorter document.
-type block struct {
-	maxF  float32
-	minDL uint32
-}
-
-// plist is one term's postings, sorted by docno. Deleted documents stay
-// in it (skipped by their dead scope) until they outnumber the live ones.
-type plist struct {
-	postings []posting
-	blocks   []block
-	df, dead int32
-}
-
-func (l *plist) add(no uint32, f float32, dl uint32) {
-	if len(l.postings)%blockSize == 0 {
-		l.blocks = append(l.blocks, block{maxF: f, minDL: dl})
-	} else {
-		b := &l.blocks[len(l.blocks)-1]
-		b.maxF, b.minDL = max(b.maxF, f), min(b.minDL, dl)
+func (s *spans[T]) at(no uint32) []T {
+	lo := uint32(0)
+	if no > 0 {
+		lo = s.end[no-1]
 	}
-	l.postings = append(l.postings, posting{doc: no, f: f})
-	l.df++
+	return s.data[lo:s.end[no]:s.end[no]]
 }
 
-func (l *plist) compact(scope, dl []uint32) {
-	out := l.postings[:0]
-	for _, p := range l.postings {
-		if scope[p.doc] != deadScope {
-			out = append(out, p)
+// push appends the next docno's list.
+func (s *spans[T]) push(v []T) {
+	s.data = append(s.data, v...)
+	s.end = append(s.end, uint32(len(s.data)))
+}
+
+// keep answers the n lists of the docnos remap keeps (it maps a dropped
+// one to math.MaxUint32), in docno order.
+func (s *spans[T]) keep(remap []uint32, n uint32) spans[T] {
+	out := spans[T]{end: make([]uint32, 0, n)}
+	size := 0
+	for i, nd := range remap {
+		if nd != math.MaxUint32 {
+			size += len(s.at(uint32(i)))
 		}
 	}
-	clear(l.postings[len(out):])
-	l.postings = out
-	l.dead = 0
-	l.rebuildBlocks(dl)
-}
-
-func (l *plist) rebuildBlocks(dl []uint32) {
-	l.blocks = l.blocks[:0]
-	for i, p := range l.postings {
-		if i%blockSize == 0 {
-			l.blocks = append(l.blocks, block{maxF: p.f, minDL: dl[p.doc]})
-			continue
-		}
-		b := &l.blocks[len(l.blocks)-1]
-		b.maxF, b.minDL = max(b.maxF, p.f), min(b.minDL, dl[p.doc])
-	}
-}
-
-// find answers the weighted frequency of docno no, searching from
-// postings[from:]; at is where the search stopped (for the next, larger
-// docno).
-func (l *plist) find(no uint32, from int) (f float32, at int) {
-	ps := l.postings
-	// Gallop, then binary search.
-	step, hi := 1, from
-	for hi < len(ps) && ps[hi].doc < no {
-		from = hi + 1
-		hi += step
-		step *= 2
-	}
-	hi = min(hi, len(ps))
-	for from < hi {
-		mid := int(uint(from+hi) >> 1)
-		if ps[mid].doc < no {
-			from = mid + 1
-		} else {
-			hi = mid
+	out.data = make([]T, 0, size)
+	for i, nd := range remap {
+		if nd != math.MaxUint32 {
+			out.push(s.at(uint32(i)))
 		}
 	}
-	if from < len(ps) && ps[from].doc == no {
-		return ps[from].f, from
-	}
-	return 0, from
+	return out
 }
 
 // FoldTag maps a tag to a key two tags share exactly when strings.EqualFold

@@ -58,7 +58,7 @@ func (ix *Index) search(q Query) ([]Hit, error) {
 	s, qts := ix.prepare(rm, q.Terms)
 	work := 0
 	for i := range qts {
-		work += len(qts[i].list.postings)
+		work += int(qts[i].list.n)
 	}
 	f, ok := newFilter(rm, &q)
 	if len(qts) == 0 || !ok {
@@ -73,13 +73,16 @@ func (ix *Index) search(q Query) ([]Hit, error) {
 		}
 	}
 	var hits []Hit
-	if len(qts) == 1 || work <= exhaustiveWork {
+	if work <= exhaustiveWork {
 		for i := range qts {
-			walk(rm, &f, &s, &qts[i], sc)
+			walk(rm, &f, &s, &qts[i], sc, 0, len(qts[i].list.blocks), 0)
 		}
 		hits = top(rm, sc, sc.touched, nil, q.Limit)
 	} else {
 		hits = ix.maxScore(rm, &f, &s, qts, sc, q.Limit)
+	}
+	if onSearch != nil {
+		onSearch(sc.skipped)
 	}
 	return hits, nil
 }
@@ -88,10 +91,23 @@ func (ix *Index) search(q Query) ([]Hit, error) {
 // variable so tests can force either path.
 var exhaustiveWork = 4096
 
+// onSearch, when set (by tests), is told how many blocks each lexical
+// search passed over by their bound.
+var onSearch func(skippedBlocks int)
+
 // slack keeps pruning safe from the rounding of sums taken in another
 // order: a bound must fall this far below the threshold to prune.
 const slack = 1e-9
 
+// walkChunk is how many blocks a pruned walk takes between looks at the
+// k-th best score so far.
+const walkChunk = 16
+
+// maxScore walks the lists by descending bound, and within a list passes
+// over the blocks whose bound cannot lift a document past the k-th best
+// partial score (block-max). A document the walk has already met may
+// then miss a share it holds in such a block: missing bounds that, and
+// every candidate is rescored in full at the end.
 func (ix *Index) maxScore(rm *realm, f *filter, s *scorer, qts []qterm, sc *scratch, k int) []Hit {
 	for i := range qts {
 		qts[i].ub = qts[i].list.bound(s, qts[i].idf)
@@ -114,45 +130,66 @@ func (ix *Index) maxScore(rm *realm, f *filter, s *scorer, qts []qterm, sc *scra
 	left := make([]int, len(order)+1) // postings in order[j:]
 	for j := len(order) - 1; j >= 0; j-- {
 		rem[j] = rem[j+1] + qts[order[j]].ub
-		left[j] = left[j+1] + len(qts[order[j]].list.postings)
+		left[j] = left[j+1] + int(qts[order[j]].list.n)
 	}
-	theta := 0.0
+	theta, missing := 0.0, 0.0
+	seen := 0 // len(sc.touched) when theta was last taken
 	j := 0
 	for ; j < len(order); j++ {
+		// A document no list walked so far has met cannot reach theta
+		// (one in a block passed over could not either).
 		if theta > 0 && rem[j] < theta*(1-slack) {
 			break
 		}
-		walk(rm, f, s, &qts[order[j]], sc)
-		// The k-th best costs a pass over the touched documents; take it
-		// only when the lists left would cost more.
+		qt := &qts[order[j]]
+		nb := len(qt.list.blocks)
+		skipped := 0.0
+		for from := 0; from < nb; from += walkChunk {
+			// A document first met in this list can reach its share and
+			// rem[j+1] at most: a block whose bound leaves that short of
+			// theta is passed over.
+			skip := 0.0
+			if theta > 0 {
+				skip = theta*(1-slack) - rem[j+1]
+			}
+			skipped = max(skipped, walk(rm, f, s, qt, sc, from, min(from+walkChunk, nb), skip))
+			// The k-th best costs a pass over the touched documents; take
+			// it again once they have doubled, and only while the postings
+			// left would cost more.
+			if n := len(sc.touched); n >= 2*seen+k && n < left[j]-(from+walkChunk)*blockSize {
+				theta, seen = max(theta, kth(sc, sc.touched, k)), n
+			}
+		}
+		if j > 0 {
+			// The first list met each of its documents first; later ones
+			// may have passed over a block holding a document met before.
+			missing += skipped
+		}
 		if j+1 < len(order) && len(sc.touched) < left[j+1] {
-			theta = kth(sc, sc.touched, k)
+			theta, seen = max(theta, kth(sc, sc.touched, k)), len(sc.touched)
 		}
 	}
 	cands := sc.cands[:0]
-	if j == len(order) {
-		theta = kth(sc, sc.touched, k)
-	}
+	theta = max(theta, kth(sc, sc.touched, k))
 	for _, d := range sc.touched {
-		if a := sc.acc[d]; a > 0 && a+rem[j] >= theta*(1-slack) {
+		if a := sc.acc[d]; a > 0 && a+rem[j]+missing >= theta*(1-slack) {
 			cands = append(cands, d)
 		}
 	}
 	slices.Sort(cands)
+	p := &sc.probe
 	for ; j < len(order); j++ {
 		qt := &qts[order[j]]
-		pos := 0
+		p.reset(qt.list)
 		for _, d := range cands {
-			var fr float32
-			fr, pos = qt.list.find(d, pos)
-			if fr > 0 {
+			if fr := p.find(d); fr > 0 {
 				sc.acc[d] += s.share(qt.idf, fr, rm.dl[d])
 			}
 		}
 		theta = max(theta, kth(sc, cands, k))
 		kept := cands[:0]
 		for _, d := range cands {
-			if sc.acc[d]+rem[j+1] >= theta*(1-slack) {
+			if sc.acc[d]+rem[j+1]+missing >= theta*(1-slack) {
 				kept = append(kept, d)
 			}
 		}
@@ -165,11 +202,9 @@ func (ix *Index) maxScore(rm *realm, f *filter, s *scorer, qts []qterm, sc *scra
 	}
 	for i := range qts {
 		qt := &qts[i]
-		pos := 0
+		p.reset(qt.list)
 		for c, d := range cands {
-			var fr float32
-			fr, pos = qt.list.find(d, pos)
-			if fr > 0 {
+			if fr := p.find(d); fr > 0 {
 				exact[c] += s.share(qt.idf, fr, rm.dl[d])
 			}
 		}
@@ -178,24 +213,42 @@ func (ix *Index) maxScore(rm *realm, f *filter, s *scorer, qts []qterm, sc *scra
 	return top(rm, sc, cands, exact, k)
 }
 
-// walk adds one list's shares to the accumulators of the documents in it
-// that pass the filter; a document failing it is marked -1 once.
-func walk(rm *realm, f *filter, s *scorer, qt *qterm, sc *scratch) {
-	acc, dl := sc.acc, rm.dl
-	for _, p := range qt.list.postings {
-		a := acc[p.doc]
-		if a < 0 {
-			continue
+// walk adds the shares of one list's blocks [from, to) to the
+// accumulators of the documents in them that pass the filter; a document
+// failing it is marked -1 once. It passes over a block no document of
+// which is in the query's scopes, and one whose bound is below skip,
+// answering the highest bound it passed over that way.
+func walk(rm *realm, f *filter, s *scorer, qt *qterm, sc *scratch, from, to int, skip float64) (skipped float64) {
+	acc, dl, l := sc.acc, rm.dl, qt.list
+	for bi := from; bi < to; bi++ {
+		b := &l.blocks[bi]
+		if b.scopes&f.scopes == 0 {
+			continue // as if each failed the filter, but never scored anyway
 		}
-		if a == 0 {
-			sc.touched = append(sc.touched, p.doc)
-			if !f.pass(p.doc) {
-				acc[p.doc] = -1
+		if skip > 0 {
+			if ub := s.share(qt.idf, b.maxF, b.minDL); ub < skip {
+				skipped = max(skipped, ub)
+				sc.skipped++
 				continue
 			}
 		}
-		acc[p.doc] = a + s.share(qt.idf, p.f, dl[p.doc])
+		n := l.decode(bi, &sc.docs, &sc.fs)
+		for i, doc := range sc.docs[:n] {
+			a := acc[doc]
+			if a < 0 {
+				continue
+			}
+			if a == 0 {
+				sc.touched = append(sc.touched, doc)
+				if !f.pass(doc) {
+					acc[doc] = -1
+					continue
+				}
+			}
+			acc[doc] = a + s.share(qt.idf, sc.fs[i], dl[doc])
+		}
 	}
+	return skipped
 }
 
 type qterm struct {
@@ -242,8 +295,8 @@ func (s *scorer) share(idf float64, f float32, dl uint32) float64 {
 // bound is the most one list can add to any document's score.
 func (l *plist) bound(s *scorer, idf float64) float64 {
 	ub := 0.0
-	for _, b := range l.blocks {
-		ub = max(ub, s.share(idf, b.maxF, b.minDL))
+	for _, p := range l.peaks {
+		ub = max(ub, s.share(idf, p.f, p.dl))
 	}
 	return ub
 }
@@ -252,10 +305,13 @@ func (l *plist) bound(s *scorer, idf float64) float64 {
 type filter struct {
 	rm            *realm
 	scopeOK       []bool
+	scopes        uint32 // scopeBit of every scope in scopeOK
 	now           int64
 	since, until  int64
 	tags, notTags []uint32
-	checkTags     bool
+	// which of the per-document checks can fail; one that cannot is not
+	// read (each is a memory access per document met)
+	checkTags, checkExpiry, checkWhen bool
 }
 
 // newFilter resolves q's filters; ok is false when nothing can pass.
@@ -289,6 +345,13 @@ func newFilter(rm *realm, q *Query) (filter, bool) {
 		}
 	}
 	f.checkTags = len(f.tags)+len(f.notTags) > 0
+	f.checkExpiry = rm.anyExpiry
+	f.checkWhen = f.since != 0 || f.until != 0
+	for id, ok := range f.scopeOK {
+		if ok {
+			f.scopes |= scopeBit(uint32(id))
+		}
+	}
 	return f, true
 }
 
@@ -297,14 +360,18 @@ func (f *filter) pass(d uint32) bool {
 	if !f.scopeOK[rm.scope[d]] {
 		return false
 	}
-	if e := rm.expires[d]; e != 0 && e <= f.now {
-		return false
+	if f.checkExpiry {
+		if e := rm.expires[d]; e != 0 && e <= f.now {
+			return false
+		}
 	}
-	if w := rm.when[d]; f.since != 0 && w < f.since || f.until != 0 && w >= f.until {
-		return false
+	if f.checkWhen {
+		if w := rm.when[d]; f.since != 0 && w < f.since || f.until != 0 && w >= f.until {
+			return false
+		}
 	}
 	if f.checkTags {
-		have := rm.tags[d]
+		have := rm.tags.at(d)
 		for _, t := range f.tags {
 			if !containsU32(have, t) {
 				return false
@@ -328,6 +395,11 @@ type scratch struct {
 	exact   []float64
 	heap    []float64
 	best    []entry
+	// a block decoded by walk, and a probe's
+	docs    [blockSize]uint32
+	fs      [blockSize]float32
+	probe   probe
+	skipped int // blocks passed over by their bound
 }
 
 func (ix *Index) getScratch(n int) *scratch {
@@ -345,7 +417,7 @@ func (ix *Index) putScratch(sc *scratch) {
 	for _, d := range sc.touched {
 		sc.acc[d] = 0
 	}
-	sc.touched = sc.touched[:0]
+	sc.touched, sc.skipped = sc.touched[:0], 0
 	ix.scratch.Put(sc)
 }
 
