@@ -65,8 +65,12 @@ test: build vet deps typescript-tree clients-deps
 	@echo "running the Go, race, Python SDK, TypeScript SDK and client suites side by side"
 	+@MEMHOST_TEST_BIN_DIR=$(CURDIR)/$(BIN) $(MAKE) --no-print-directory -j5 -Otarget test-go test-race test-python typescript-run clients-run
 
+# The end-to-end tests wait on the processes they start much of the time:
+# more of them at once than cores keeps the cores busy once the other
+# suites are done.
+TEST_PARALLEL ?= 4
 test-go:
-	$(TYPESCRIPT_TREE_ENV) go test -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+	$(TYPESCRIPT_TREE_ENV) go test -count=1 -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $(PKGS)
 
 # The race detector is for shared state: -short leaves out the tests that
 # check large single-goroutine results or start plugin processes, which
