@@ -25,7 +25,7 @@ EXAMPLES   := examples/journal examples/kv
 
 all: build
 
-build: build-notice $(BIN)/memhost $(PLUGINS:%=$(PLUGIN_DIR)/memhost-plugin-%)
+build: build-notice $(BIN)/memhost plugins
 	@$(BIN)/memhost plugins manifest $(PLUGINS:%=$(PLUGIN_DIR)/memhost-plugin-%)
 
 # Said before the silence: a first build compiles SQLite's C source (cgo),
@@ -39,6 +39,10 @@ COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
 $(BIN)/memhost: FORCE
 	go build -ldflags "-X main.commit=$(COMMIT)" -o $@ ./cmd/memhost
+
+# One go command for every plugin, so their links run side by side.
+plugins: FORCE
+	go build -o $(PLUGIN_DIR)/ $(foreach p,$(PLUGINS),./plugins/$(p)/cmd/memhost-plugin-$(p))
 
 $(PLUGIN_DIR)/memhost-plugin-%: FORCE
 	go build -o $@ ./plugins/$*/cmd/memhost-plugin-$*
@@ -58,19 +62,24 @@ RACE_TIMEOUT ?= 20m
 # and the clients' run side by side once everything they share is built:
 # the Go end-to-end tests spend much of their time waiting on processes,
 # which leaves the cores to the others. Each suite's output appears whole
-# when it ends. The Go tests run the binaries `build` just made
-# (MEMHOST_TEST_BIN_DIR) rather than link each again; test-go alone builds
-# its own.
+# when it ends. cmd/memhost's end-to-end tests, the longest package, run
+# in a go command of their own (test-e2e), so they start at once rather
+# than queue behind other packages. The Go tests run the binaries `build`
+# just made (MEMHOST_TEST_BIN_DIR) rather than link each again; test-go and
+# test-e2e alone build their own.
 test: build vet deps typescript-tree clients-deps
 	@echo "running the Go, race, Python SDK, TypeScript SDK and client suites side by side"
-	+@MEMHOST_TEST_BIN_DIR=$(CURDIR)/$(BIN) $(MAKE) --no-print-directory -j5 -Otarget test-go test-race test-python typescript-run clients-run
+	+@MEMHOST_TEST_BIN_DIR=$(CURDIR)/$(BIN) $(MAKE) --no-print-directory -j6 -Otarget test-e2e test-go test-race test-python typescript-run clients-run
 
 # The end-to-end tests wait on the processes they start much of the time:
 # more of them at once than cores keeps the cores busy once the other
 # suites are done.
 TEST_PARALLEL ?= 4
+E2E_PKG    := github.com/memhost/memhost/cmd/memhost
+test-e2e:
+	$(TYPESCRIPT_TREE_ENV) go test -count=1 -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) ./cmd/memhost/
 test-go:
-	$(TYPESCRIPT_TREE_ENV) go test -count=1 -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $(PKGS)
+	go test -count=1 -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $$(go list $(PKGS) | grep -vx '$(E2E_PKG)')
 
 # The race detector is for shared state: -short leaves out the tests that
 # check large single-goroutine results or start plugin processes, which
@@ -87,7 +96,7 @@ vet:
 # node 20+ with npm fails here. The Node dev tools (pyright for the Python
 # client's type hints, tsc and openapi-typescript) come from lockfiles.
 CLIENTS_TIMEOUT ?= 600
-.PHONY: clients-test clients-deps clients-run test-go test-race typescript-deps typescript-run typescript-tree
+.PHONY: clients-test clients-deps clients-run test-go test-e2e test-race plugins typescript-deps typescript-run typescript-tree
 clients-test: build clients-deps
 	@$(MAKE) --no-print-directory clients-run
 clients-deps:
