@@ -1,7 +1,6 @@
 package index
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -272,14 +271,7 @@ func TestANNRecall(t *testing.T) {
 		t.Logf("graph recall@10 at breadth %d = %.4f", hnswEf, r)
 	}
 	// A snapshot does not hold the graph: decoding builds it again.
-	var buf bytes.Buffer
-	if err := a.Encode(&buf); err != nil {
-		t.Fatal(err)
-	}
-	back, err := Decode(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	back := snapshotRoundTrip(t, a)
 	if graphOf(back) == nil {
 		t.Fatal("no graph after decoding")
 	}

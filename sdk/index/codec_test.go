@@ -33,14 +33,7 @@ func testSnapshotRoundTrip(t *testing.T, ctx float64) {
 	for range 2000 {
 		c.step()
 	}
-	var buf bytes.Buffer
-	if err := c.ix.Encode(&buf); err != nil {
-		t.Fatal(err)
-	}
-	back, err := Decode(bytes.NewReader(buf.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	back := snapshotRoundTrip(t, c.ix)
 	if back.Len() != c.ix.Len() {
 		t.Fatalf("Len after decode = %d, want %d", back.Len(), c.ix.Len())
 	}
@@ -195,4 +188,18 @@ func mustSearch(t *testing.T, ix *Index, q Query) []Hit {
 		t.Fatal(err)
 	}
 	return hits
+}
+
+// snapshotRoundTrip encodes ix and answers the index decoded from it.
+func snapshotRoundTrip(t testing.TB, ix *Index) *Index {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := ix.Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Decode(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return back
 }

@@ -1,7 +1,6 @@
 package index
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -400,14 +399,7 @@ func TestExpiryArrivesLate(t *testing.T) {
 	if got := ids(ix); !slices.Equal(got, want) {
 		t.Fatalf("after expiring documents arrived: %v, want %v", got, want)
 	}
-	var buf bytes.Buffer
-	if err := ix.Encode(&buf); err != nil {
-		t.Fatal(err)
-	}
-	back, err := Decode(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	back := snapshotRoundTrip(t, ix)
 	if got := ids(back); !slices.Equal(got, want) {
 		t.Fatalf("after a snapshot: %v, want %v", got, want)
 	}

@@ -250,14 +250,7 @@ func TestHybridMatchesReference(t *testing.T) {
 				c.check(c.ix, c.query())
 			}
 			// A snapshot keeps every vector.
-			var buf bytes.Buffer
-			if err := c.ix.Encode(&buf); err != nil {
-				t.Fatal(err)
-			}
-			back, err := Decode(&buf)
-			if err != nil {
-				t.Fatal(err)
-			}
+			back := snapshotRoundTrip(t, c.ix)
 			for _, realm := range realms {
 				if got, want := back.Vectors(realm), c.ix.Vectors(realm); got != want {
 					t.Fatalf("realm %s: %d vectors after the snapshot, %d before", realm, got, want)
