@@ -145,6 +145,9 @@ func FuzzDecode(f *testing.F) {
 // the index decoded from it answers as the reference and as one built
 // afresh by Put, and takes writes.
 func TestSnapshotBeforeBlocks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("single-goroutine decodes of old-format snapshots, single-goroutine; the plain run checks it")
+	}
 	defer func(w int) { exhaustiveWork = w }(exhaustiveWork)
 	data, err := os.ReadFile("testdata/v4-flat-postings.snap")
 	if err != nil {

@@ -232,6 +232,9 @@ func blockHasScope(l *plist, d, s uint32) bool {
 // still answers exactly the reference's top k, over many queries, with
 // deletes inside the strong blocks and replacements.
 func TestBlockMaxPruning(t *testing.T) {
+	if testing.Short() {
+		t.Skip("pruned searches of three corpora against whole ones, single-goroutine; the plain run checks it")
+	}
 	defer func(w int) { exhaustiveWork = w }(exhaustiveWork)
 	defer func() { onSearch = nil }()
 	exhaustiveWork = 0
@@ -330,6 +333,9 @@ func TestPrunedSearchFuzzCorpora(t *testing.T) {
 // TestListBound: the bound from a list's peaks is its best share, for
 // any idf and average length, however the list was built or compacted.
 func TestListBound(t *testing.T) {
+	if testing.Short() {
+		t.Skip("bounds over fifty generated lists, single-goroutine; the plain run checks it")
+	}
 	r := rand.New(rand.NewPCG(12, 13))
 	for range 50 {
 		c := randomPostings(r, 1+r.IntN(400))

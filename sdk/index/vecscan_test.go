@@ -43,6 +43,9 @@ func TestDotsI8(t *testing.T) {
 // documents sharing one vector (ties at the cut), with and without a
 // graph beside it; and it scores fewer vectors than pass the filters.
 func TestScanMatchesBruteForce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("scans against brute force over generated vectors, single-goroutine; the plain run checks it")
+	}
 	for _, tc := range []struct {
 		name      string
 		dims      int
