@@ -76,15 +76,12 @@ test:
 # more of them at once than cores keeps the cores busy once the other
 # suites are done.
 TEST_PARALLEL ?= 4
-# Packages at once in test-go (go test's default is one per core): the
-# plugin packages mostly wait on the processes and servers they start.
-TEST_PACKAGES ?= 4
 E2E_PKG    := github.com/memhost/memhost/cmd/memhost
 TEST_BIN_ENV := MEMHOST_TEST_BIN_DIR=$(CURDIR)/$(BIN)
 test-e2e: build typescript-tree
 	$(TEST_BIN_ENV) $(TYPESCRIPT_TREE_ENV) go test -count=1 -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) ./cmd/memhost/
 test-go: build
-	$(TEST_BIN_ENV) go test -count=1 -p $(TEST_PACKAGES) -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $$(go list $(PKGS) | grep -vx '$(E2E_PKG)')
+	$(TEST_BIN_ENV) go test -count=1 -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $$(go list $(PKGS) | grep -vx '$(E2E_PKG)')
 
 # The race detector is for shared state: -short leaves out the tests that
 # check large single-goroutine results or start plugin processes, which
