@@ -80,8 +80,11 @@ E2E_PKG    := github.com/memhost/memhost/cmd/memhost
 TEST_BIN_ENV := MEMHOST_TEST_BIN_DIR=$(CURDIR)/$(BIN)
 test-e2e: build typescript-tree
 	$(TEST_BIN_ENV) $(TYPESCRIPT_TREE_ENV) go test -count=1 -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) ./cmd/memhost/
+# go test starts packages in the order it is given them, two at a time (one
+# per core): the longest go first, so none is left running alone at the end.
+LONG_PKGS  := ./plugins/postgres ./plugins/bleve ./plugins/sqlite ./plugins/markdown ./sdk/index ./internal/pluginhost ./plugins/llm
 test-go: build
-	$(TEST_BIN_ENV) go test -count=1 -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $$(go list $(PKGS) | grep -vx '$(E2E_PKG)')
+	$(TEST_BIN_ENV) go test -count=1 -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $$( (go list $(LONG_PKGS); go list $(PKGS)) | grep -vx '$(E2E_PKG)' | awk '!seen[$$0]++')
 
 # The race detector is for shared state: -short leaves out the tests that
 # check large single-goroutine results or start plugin processes, which
