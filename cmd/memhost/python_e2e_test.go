@@ -12,6 +12,7 @@ import (
 	"github.com/memhost/memhost/internal/pluginhost"
 	"github.com/memhost/memhost/internal/testbin"
 	"github.com/memhost/memhost/sdk/conformance"
+	sdkhost "github.com/memhost/memhost/sdk/host"
 )
 
 // python is the interpreter script plugins are tested with: Debian's,
@@ -80,9 +81,10 @@ func TestPythonProviderConformance(t *testing.T) {
 	needPython(t)
 	script := pythonPluginTree(t, testbin.ShortTempDir(t))
 	conformance.RunProvider(t, conformance.Target{
-		Binary:     script,
-		Config:     func(string) json.RawMessage { return json.RawMessage(`{}`) },
-		BadConfigs: pythonBadConfigs,
+		Binary:       script,
+		StartTimeout: sdkhost.DefaultInterpretedStartTimeout,
+		Config:       func(string) json.RawMessage { return json.RawMessage(`{}`) },
+		BadConfigs:   pythonBadConfigs,
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/memhost/memhost/internal/testbin"
 	"github.com/memhost/memhost/sdk/conformance"
+	sdkhost "github.com/memhost/memhost/sdk/host"
 )
 
 // needNode skips, as the Python tests do without Python's packages, when
@@ -105,7 +106,8 @@ func TestTypeScriptProviderConformance(t *testing.T) {
 	needNode(t)
 	script := typescriptPluginTree(t, testbin.ShortTempDir(t))
 	conformance.RunProvider(t, conformance.Target{
-		Binary: script,
+		Binary:       script,
+		StartTimeout: sdkhost.DefaultInterpretedStartTimeout,
 		Config: func(dir string) json.RawMessage {
 			return json.RawMessage(`{"path":"` + filepath.Join(dir, "kit.jsonl") + `"}`)
 		},

@@ -104,10 +104,22 @@ func newInstance(spec Spec, e Entry, opts *Options) *instance {
 		changed: make(chan struct{}), state: StateStarting, backoff: opts.MinBackoff}
 }
 
+// startTimeout is how long one start may take: the host's setting, else
+// the SDK's default for a binary or, longer, for a script.
+func (i *instance) startTimeout() time.Duration {
+	switch {
+	case i.opts.StartTimeout > 0:
+		return i.opts.StartTimeout
+	case i.entry.Interpreted != nil:
+		return host.DefaultInterpretedStartTimeout
+	}
+	return host.DefaultStartTimeout
+}
+
 // launch starts, verifies and configures a fresh process under ctx (the
 // boot context, or the supervisor's own lifetime: never a caller's).
 func (i *instance) launch(ctx context.Context) (*host.Conn, any, error) {
-	startCtx, cancel := context.WithTimeout(ctx, i.opts.StartTimeout)
+	startCtx, cancel := context.WithTimeout(ctx, i.startTimeout())
 	defer cancel()
 	opts := i.opts.StartOptions
 	opts.Instance = i.spec.Name // the plugin's log lines carry the instance name

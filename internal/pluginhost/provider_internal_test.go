@@ -3,6 +3,7 @@ package pluginhost
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/host"
@@ -33,4 +34,27 @@ func accessorInterfaces() []reflect.Type {
 		}
 	}
 	return out
+}
+
+// TestInstanceStartTimeout: the supervisor bounds a start by its own
+// setting, else by the SDK's default for a binary or for a script.
+func TestInstanceStartTimeout(t *testing.T) {
+	script := Entry{Interpreted: &host.Interpreted{Path: "/usr/bin/node"}}
+	for _, tc := range []struct {
+		name  string
+		entry Entry
+		set   time.Duration
+		want  time.Duration
+	}{
+		{"binary", Entry{}, 0, host.DefaultStartTimeout},
+		{"script", script, 0, host.DefaultInterpretedStartTimeout},
+		{"script, set", script, 4 * time.Second, 4 * time.Second},
+	} {
+		opts := &Options{}
+		opts.StartTimeout = tc.set
+		opts.defaults()
+		if got := newInstance(Spec{Name: "p"}, tc.entry, opts).startTimeout(); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }

@@ -88,9 +88,6 @@ func (o *Options) defaults() {
 		// Restarts of this host's plugins skip hashing an unchanged binary.
 		o.Verifier = host.NewVerifier()
 	}
-	if o.StartTimeout <= 0 {
-		o.StartTimeout = host.DefaultStartTimeout
-	}
 	if o.ConfigureTimeout <= 0 {
 		o.ConfigureTimeout = 2 * time.Minute
 	}

@@ -73,6 +73,12 @@ type Target struct {
 
 	// CheckTimeout bounds each check; zero means two minutes.
 	CheckTimeout time.Duration
+
+	// StartTimeout bounds each start of a Binary target's process, as the
+	// host's; zero means host.DefaultStartTimeout. A script run through
+	// its shebang wants host.DefaultInterpretedStartTimeout, as the host
+	// gives one it starts with a pinned interpreter.
+	StartTimeout time.Duration
 }
 
 // Result is the outcome of one check.

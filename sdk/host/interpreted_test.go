@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memhost/memhost/sdk"
 )
@@ -225,4 +226,25 @@ func TestLaunchInterpreted(t *testing.T) {
 		}
 		refused(t, opts, "script tree changed while the plugin started")
 	})
+}
+
+// TestStartTimeoutDefaults: a script gets longer to hand-shake than a
+// binary (its interpreter loads grpc first), and a set timeout wins over
+// either default.
+func TestStartTimeoutDefaults(t *testing.T) {
+	script := &Interpreted{Path: "/usr/bin/node"}
+	for _, tc := range []struct {
+		name string
+		opts LaunchOptions
+		want time.Duration
+	}{
+		{"binary", LaunchOptions{}, DefaultStartTimeout},
+		{"script", LaunchOptions{Interpreted: script}, DefaultInterpretedStartTimeout},
+		{"binary, set", LaunchOptions{StartTimeout: 3 * time.Second}, 3 * time.Second},
+		{"script, set", LaunchOptions{Interpreted: script, StartTimeout: 3 * time.Second}, 3 * time.Second},
+	} {
+		if got := newStarting(tc.opts).timeout; got != tc.want {
+			t.Errorf("%s: start timeout %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }

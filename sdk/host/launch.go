@@ -28,6 +28,12 @@ import (
 // DefaultStartTimeout bounds how long a plugin may take to hand-shake.
 const DefaultStartTimeout = 10 * time.Second
 
+// DefaultInterpretedStartTimeout is DefaultStartTimeout for a script
+// (LaunchOptions.Interpreted): its interpreter loads its libraries (grpc,
+// protobuf) before the plugin can hand-shake, seconds of CPU that a busy
+// machine hands out slowly.
+const DefaultInterpretedStartTimeout = 30 * time.Second
+
 // DefaultKillGrace is how long Close lets a plugin exit cleanly before it
 // is killed with SIGKILL.
 const DefaultKillGrace = 2 * time.Second
@@ -51,7 +57,10 @@ type LaunchOptions struct {
 	// Logger receives the host-side client logs and the plugin's own log
 	// lines (its sdk.Logger lines and anything else it writes to stderr),
 	// under Name. The plugin logs at Logger's level.
-	Logger       hclog.Logger
+	Logger hclog.Logger
+	// StartTimeout bounds the handshake and the Info call that follows;
+	// zero means DefaultStartTimeout, or DefaultInterpretedStartTimeout
+	// for a script.
 	StartTimeout time.Duration
 	// Host is what Configure tells the plugin about the host.
 	Host Host
@@ -117,6 +126,9 @@ func newStarting(opts LaunchOptions) *starting {
 	s := &starting{opts: opts, label: opts.Name, timeout: opts.StartTimeout, stopping: new(atomic.Bool), kill: func() {}, byPath: true}
 	if s.timeout <= 0 {
 		s.timeout = DefaultStartTimeout
+		if opts.Interpreted != nil {
+			s.timeout = DefaultInterpretedStartTimeout
+		}
 	}
 	named := logger.Named(opts.Name)
 	s.output = &pluginOutput{log: named}
