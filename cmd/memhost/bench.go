@@ -417,6 +417,55 @@ func (b *benchHost) pluginRSS() map[string]int64 {
 	return out
 }
 
+// cpuTime answers the processor time, user and system, spent so far by
+// this process (the host and the bench's clients) and the plugins. It is
+// 0 where /proc or getrusage is not there, and then so is every
+// difference of two readings.
+func (b *benchHost) cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	total := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	for _, st := range b.h.supervisor.Status() {
+		if st.Pid > 0 {
+			total += cpuOf(st.Pid)
+		}
+	}
+	return total
+}
+
+// clockTick is the unit of /proc/<pid>/stat's times: USER_HZ, 100 on every
+// Linux this runs on.
+const clockTick = 10 * time.Millisecond
+
+// cpuOf reads a process's user and system time from /proc (0 where /proc
+// is not there).
+func cpuOf(pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	return statCPU(data)
+}
+
+// statCPU reads utime and stime from the text of a /proc/<pid>/stat.
+func statCPU(data []byte) time.Duration {
+	// The command name, in parentheses, may hold spaces: fields are
+	// counted after its closing one. utime and stime are fields 14 and 15.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * clockTick
+}
+
 // rssOf reads a process's resident set size from /proc (0 where /proc
 // is not there).
 func rssOf(pid int) int64 {
@@ -507,7 +556,7 @@ func runBench(ctx context.Context, o benchOptions, w, progress io.Writer) error 
 		}
 	}
 	fmt.Fprintf(w, "## Latency and throughput\n\nseed %d, %d queries per row, identity + realm scopes, limit 10.\n\n", o.seed, o.queries)
-	fmt.Fprintf(w, "ops/s per core divides by the machine's %d cores, which the host, its plugins and the bench's clients share.\n\n", runtime.NumCPU())
+	fmt.Fprintf(w, "ops/s per core divides by the machine's %d cores, which the host, its plugins and the bench's clients share; CPU per op is the processor time (user and system) the bench's process, host and clients, and the plugins spent per operation, which the machine's other load does not inflate as it does latency.\n\n", runtime.NumCPU())
 	bench.WriteLatencyTable(w, latencies, runtime.NumCPU())
 	fmt.Fprintf(w, "\n## Writes, start and memory\n\n| provider | records | writes/s (batches of 500) | embedded/s after the load | host ready | plugin RSS after load | RSS per record |\n|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, f := range facts {
@@ -625,11 +674,13 @@ func measureProvider(ctx context.Context, b *benchHost, plugin, provider string,
 	var rows []bench.Latency
 	run := func(op string, path bench.Path, clients int, fn func(ctx context.Context, i int, q bench.Query) error) error {
 		fmt.Fprintf(progress, "bench: %s %d records: %s via %s, %d clients\n", provider, records, op, path, clients)
+		cpu0 := b.cpuTime()
 		p50, p99, perSec, err := bench.Measure(ctx, c.Queries, clients, fn)
 		if err != nil {
 			return fmt.Errorf("%s via %s: %w", op, path, err)
 		}
-		rows = append(rows, bench.Latency{Provider: provider, Records: records, Op: op, Path: path, Clients: clients, P50: p50, P99: p99, PerSec: perSec})
+		cpu := (b.cpuTime() - cpu0) / time.Duration(max(len(c.Queries), 1))
+		rows = append(rows, bench.Latency{Provider: provider, Records: records, Op: op, Path: path, Clients: clients, P50: p50, P99: p99, PerSec: perSec, CPU: cpu})
 		return nil
 	}
 	prepared, err := b.embedQueries(ctx, realm, c.Queries, 10)
