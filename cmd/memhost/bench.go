@@ -114,7 +114,8 @@ directory per provider) and measure, per provider:
     plugin alone, with 1 and 8 concurrent clients, on synthetic records
     spread over 100 identities' scopes and the realm; each size's first
     row is the exact in-process engine (sdk/index) over the same records,
-    and every row's p50 is shown as a multiple of it;
+    and every row's p50 is shown as a multiple of it; each row's CPU per
+    operation (this process, host and clients, and the plugins) too;
   - host start time and each plugin process's resident memory;
   - LoCoMo retrieval: every turn remembered as one record, each question of
     categories 1-4 recalled (turn and session recall at k = 5, 10, 20) and
