@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -113,7 +114,8 @@ directory per provider) and measure, per provider:
     plugin alone, with 1 and 8 concurrent clients, on synthetic records
     spread over 100 identities' scopes and the realm; each size's first
     row is the exact in-process engine (sdk/index) over the same records,
-    and every row's p50 is shown as a multiple of it;
+    and every row's p50 is shown as a multiple of it; each row's CPU per
+    operation (this process, host and clients, and the plugins) too;
   - host start time and each plugin process's resident memory;
   - LoCoMo retrieval: every turn remembered as one record, each question of
     categories 1-4 recalled (turn and session recall at k = 5, 10, 20) and
@@ -316,12 +318,50 @@ func (b *benchHost) post(ctx context.Context, path string, body, out any) error 
 		answer, _ := io.ReadAll(resp.Body)
 		return &benchHTTPError{path: path, status: resp.StatusCode, body: answer}
 	}
+	if out == nil {
+		// The latency rows' client reads the answer whole but does not
+		// decode it: it runs in the host's process, on the same two
+		// cores, and decoding ten records' JSON cost it a tenth of the
+		// CPU a recall took, time the host's throughput was charged.
+		_, err = io.Copy(io.Discard, resp.Body)
+		return err
+	}
 	// Decoded as it is read, in one pass (Unmarshal of a read-all copy
 	// scans the answer twice): this client's time counts in the HTTP rows.
 	// The rest (the final line feed) is drained so the connection is kept.
 	err = json.NewDecoder(resp.Body).Decode(out)
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return err
+}
+
+// benchIdentity is a request's identity.
+type benchIdentity struct {
+	Realm string `json:"realm"`
+	ID    string `json:"id"`
+}
+
+// recallBody is the body of POST /v1/recall.
+type recallBody struct {
+	Identity benchIdentity `json:"identity"`
+	Query    string        `json:"query"`
+	Limit    int           `json:"limit"`
+	Now      string        `json:"now,omitempty"`
+}
+
+// injectBody is the body of POST /v1/turns/inject.
+type injectBody struct {
+	Identity benchIdentity `json:"identity"`
+	Session  string        `json:"session"`
+	Content  string        `json:"content"`
+	Now      string        `json:"now,omitempty"`
+}
+
+// nowField is a request's reference time when the benchmark gives one.
+func nowField(now time.Time) string {
+	if now.IsZero() {
+		return ""
+	}
+	return now.Format(time.RFC3339)
 }
 
 // Remember implements bench.Target.
@@ -342,8 +382,7 @@ func (b *benchHost) Recall(ctx context.Context, realm, identity, query string, l
 			} `json:"record"`
 		} `json:"hits"`
 	}
-	body := map[string]any{"identity": map[string]string{"realm": realm, "id": identity}, "query": query, "limit": limit}
-	withNow(body, now)
+	body := recallBody{Identity: benchIdentity{realm, identity}, Query: query, Limit: limit, Now: nowField(now)}
 	err := b.post(ctx, "/v1/recall", body, &out)
 	ids := make([]string, len(out.Hits))
 	for i, h := range out.Hits {
@@ -358,17 +397,9 @@ func (b *benchHost) Inject(ctx context.Context, realm, identity, session, conten
 		RecordIDs []string `json:"record_ids"`
 		Bytes     int      `json:"bytes"`
 	}
-	body := map[string]any{"identity": map[string]string{"realm": realm, "id": identity}, "session": session, "content": content}
-	withNow(body, now)
+	body := injectBody{Identity: benchIdentity{realm, identity}, Session: session, Content: content, Now: nowField(now)}
 	err := b.post(ctx, "/v1/turns/inject", body, &out)
 	return out.RecordIDs, out.Bytes, err
-}
-
-// withNow sets a request's reference time when the benchmark gives one.
-func withNow(body map[string]any, now time.Time) {
-	if !now.IsZero() {
-		body["now"] = now.Format(time.RFC3339)
-	}
 }
 
 // pluginRecall recalls through the provider plugin alone (gRPC, no HTTP),
@@ -415,6 +446,55 @@ func (b *benchHost) pluginRSS() map[string]int64 {
 		}
 	}
 	return out
+}
+
+// cpuTime answers the processor time, user and system, spent so far by
+// this process (the host and the bench's clients) and the plugins. It is
+// 0 where /proc or getrusage is not there, and then so is every
+// difference of two readings.
+func (b *benchHost) cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	total := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	for _, st := range b.h.supervisor.Status() {
+		if st.Pid > 0 {
+			total += cpuOf(st.Pid)
+		}
+	}
+	return total
+}
+
+// clockTick is the unit of /proc/<pid>/stat's times: USER_HZ, 100 on every
+// Linux this runs on.
+const clockTick = 10 * time.Millisecond
+
+// cpuOf reads a process's user and system time from /proc (0 where /proc
+// is not there).
+func cpuOf(pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	return statCPU(data)
+}
+
+// statCPU reads utime and stime from the text of a /proc/<pid>/stat.
+func statCPU(data []byte) time.Duration {
+	// The command name, in parentheses, may hold spaces: fields are
+	// counted after its closing one. utime and stime are fields 14 and 15.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * clockTick
 }
 
 // rssOf reads a process's resident set size from /proc (0 where /proc
@@ -507,7 +587,7 @@ func runBench(ctx context.Context, o benchOptions, w, progress io.Writer) error 
 		}
 	}
 	fmt.Fprintf(w, "## Latency and throughput\n\nseed %d, %d queries per row, identity + realm scopes, limit 10.\n\n", o.seed, o.queries)
-	fmt.Fprintf(w, "ops/s per core divides by the machine's %d cores, which the host, its plugins and the bench's clients share.\n\n", runtime.NumCPU())
+	fmt.Fprintf(w, "ops/s per core divides by the machine's %d cores, which the host, its plugins and the bench's clients share; CPU per op is the processor time (user and system) the bench's process, host and clients, and the plugins spent per operation, which the machine's other load does not inflate as it does latency.\n\n", runtime.NumCPU())
 	bench.WriteLatencyTable(w, latencies, runtime.NumCPU())
 	fmt.Fprintf(w, "\n## Writes, start and memory\n\n| provider | records | writes/s (batches of 500) | embedded/s after the load | host ready | plugin RSS after load | RSS per record |\n|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, f := range facts {
@@ -602,7 +682,10 @@ func measureProvider(ctx context.Context, b *benchHost, plugin, provider string,
 		embedded = float64(records) / time.Since(t0).Seconds()
 	}
 	c.Records = nil
-	runtime.GC()
+	// Collected and given back to the OS now: the runtime would otherwise
+	// return the freed corpus and load buffers a little at a time in the
+	// background, CPU spent during the rows measured below.
+	debug.FreeOSMemory()
 	// Latency is measured at steady state: the load sets off background
 	// work (sqlite's and markdown's index snapshots a second or two after
 	// the last write, WAL checkpoints, bleve's segment merges) that would
@@ -625,11 +708,13 @@ func measureProvider(ctx context.Context, b *benchHost, plugin, provider string,
 	var rows []bench.Latency
 	run := func(op string, path bench.Path, clients int, fn func(ctx context.Context, i int, q bench.Query) error) error {
 		fmt.Fprintf(progress, "bench: %s %d records: %s via %s, %d clients\n", provider, records, op, path, clients)
+		cpu0 := b.cpuTime()
 		p50, p99, perSec, err := bench.Measure(ctx, c.Queries, clients, fn)
 		if err != nil {
 			return fmt.Errorf("%s via %s: %w", op, path, err)
 		}
-		rows = append(rows, bench.Latency{Provider: provider, Records: records, Op: op, Path: path, Clients: clients, P50: p50, P99: p99, PerSec: perSec})
+		cpu := (b.cpuTime() - cpu0) / time.Duration(max(len(c.Queries), 1))
+		rows = append(rows, bench.Latency{Provider: provider, Records: records, Op: op, Path: path, Clients: clients, P50: p50, P99: p99, PerSec: perSec, CPU: cpu})
 		return nil
 	}
 	prepared, err := b.embedQueries(ctx, realm, c.Queries, 10)
@@ -643,16 +728,15 @@ func measureProvider(ctx context.Context, b *benchHost, plugin, provider string,
 			return nil, facts, err
 		}
 		if err := run("recall", bench.PathHTTP, clients, func(ctx context.Context, _ int, q bench.Query) error {
-			_, err := b.Recall(ctx, realm, q.Identity, q.Text, 10, time.Time{})
-			return err
+			return b.post(ctx, "/v1/recall", recallBody{Identity: benchIdentity{realm, q.Identity}, Query: q.Text, Limit: 10}, nil)
 		}); err != nil {
 			return nil, facts, err
 		}
 		// A fresh session per query, so every turn pays a real recall
 		// (nothing is suppressed by an earlier turn's dedup).
 		if err := run("inject", bench.PathHTTP, clients, func(ctx context.Context, i int, q bench.Query) error {
-			_, _, err := b.Inject(ctx, realm, q.Identity, fmt.Sprintf("bench-%d-%d", clients, i), q.Text, time.Time{})
-			return err
+			return b.post(ctx, "/v1/turns/inject", injectBody{Identity: benchIdentity{realm, q.Identity},
+				Session: fmt.Sprintf("bench-%d-%d", clients, i), Content: q.Text}, nil)
 		}); err != nil {
 			return nil, facts, err
 		}

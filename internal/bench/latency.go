@@ -100,6 +100,11 @@ type Latency struct {
 	Clients  int
 	P50, P99 time.Duration
 	PerSec   float64
+	// CPU is the processor time the run took per operation, user and
+	// system, of this process (host and clients) and the plugins (0: not
+	// measured): the cost per turn, which the machine's other load does
+	// not inflate as it does latency.
+	CPU time.Duration
 }
 
 // Measure runs every query through fn with the given number of concurrent
@@ -165,14 +170,18 @@ func WriteLatencyTable(w io.Writer, rows []Latency, cores int) {
 			ref[r.Records] = r.P50
 		}
 	}
-	fmt.Fprintln(w, "| provider | records | op | path | clients | p50 | p99 | ops/s | ops/s per core | p50 ÷ in-process |")
-	fmt.Fprintln(w, "|---|---:|---|---|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| provider | records | op | path | clients | p50 | p99 | ops/s | ops/s per core | CPU per op | p50 ÷ in-process |")
+	fmt.Fprintln(w, "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range rows {
 		ratio := "—"
 		if base, ok := ref[r.Records]; ok && base > 0 && r.Path != PathInProcess {
 			ratio = fmt.Sprintf("%.1f×", float64(r.P50)/float64(base))
 		}
-		fmt.Fprintf(w, "| %s | %d | %s | %s | %d | %s | %s | %.0f | %.0f | %s |\n", r.Provider, r.Records, r.Op, r.Path, r.Clients, ms(r.P50), ms(r.P99), r.PerSec, r.PerSec/float64(max(cores, 1)), ratio)
+		cpu := "—"
+		if r.CPU > 0 {
+			cpu = ms(r.CPU)
+		}
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %d | %s | %s | %.0f | %.0f | %s | %s |\n", r.Provider, r.Records, r.Op, r.Path, r.Clients, ms(r.P50), ms(r.P99), r.PerSec, r.PerSec/float64(max(cores, 1)), cpu, ratio)
 	}
 }
 

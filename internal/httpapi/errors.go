@@ -138,6 +138,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		// body rather than a half-written one.
 		buf.Reset()
 	}
+	writeBuffer(w, status, buf)
+}
+
+// writeBuffer sends buf, a whole JSON answer, with its length.
+func writeBuffer(w http.ResponseWriter, status int, buf *bytes.Buffer) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(status)

@@ -284,6 +284,6 @@ func (s *Server) handleRecall(ctx context.Context, c caller, w http.ResponseWrit
 	if hits == nil {
 		hits = []sdk.Hit{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"hits": hits})
+	writeHits(w, hits)
 	return nil
 }

@@ -18,24 +18,48 @@ type scanner interface{ Scan(dest ...any) error }
 
 // scanRecord reads recordColumns, then any extra columns into extra.
 func scanRecord(s scanner, r *sdk.Record, extra ...any) error {
-	var tags, threadID string
-	var created, updated, expires, lastUsed, threadSeq, occurred int64
-	dest := append([]any{
-		&r.ID, &r.Realm, &r.Scope, &r.Kind, &r.Title, &r.Description, &r.Body, &tags, &r.Trust, &r.Status,
-		&r.Supersedes, &created, &updated, &expires, &r.ContentHash, &r.UseCount, &lastUsed,
-		&threadID, &threadSeq, &occurred,
-	}, extra...)
-	if err := s.Scan(dest...); err != nil {
+	var rs recordScan
+	return rs.scan(s, r, extra...)
+}
+
+// recordScan holds scanRecord's destinations, so a loop over many rows
+// reuses them rather than allocating each row's afresh (a recall reads
+// its hits through one).
+type recordScan struct {
+	rec            sdk.Record
+	tags, threadID string
+	created        int64
+	updated        int64
+	expires        int64
+	lastUsed       int64
+	threadSeq      int64
+	occurred       int64
+	dest           []any
+}
+
+// scan reads recordColumns into r, then any extra columns into extra
+// (the same extra on every call of one recordScan).
+func (rs *recordScan) scan(s scanner, r *sdk.Record, extra ...any) error {
+	if rs.dest == nil {
+		x := &rs.rec
+		rs.dest = append([]any{
+			&x.ID, &x.Realm, &x.Scope, &x.Kind, &x.Title, &x.Description, &x.Body, &rs.tags, &x.Trust, &x.Status,
+			&x.Supersedes, &rs.created, &rs.updated, &rs.expires, &x.ContentHash, &x.UseCount, &rs.lastUsed,
+			&rs.threadID, &rs.threadSeq, &rs.occurred,
+		}, extra...)
+	}
+	if err := s.Scan(rs.dest...); err != nil {
 		return err
 	}
+	*r = rs.rec
 	r.Thread = nil
-	if threadID != "" {
-		r.Thread = &sdk.Thread{ID: threadID, Seq: threadSeq}
+	if rs.threadID != "" {
+		r.Thread = &sdk.Thread{ID: rs.threadID, Seq: rs.threadSeq}
 	}
-	r.Tags = splitTags(tags)
-	r.CreatedAt, r.UpdatedAt = fromMillis(created), fromMillis(updated)
-	r.ExpiresAt, r.LastUsedAt = fromMillis(expires), fromMillis(lastUsed)
-	r.OccurredAt = fromMillis(occurred)
+	r.Tags = splitTags(rs.tags)
+	r.CreatedAt, r.UpdatedAt = fromMillis(rs.created), fromMillis(rs.updated)
+	r.ExpiresAt, r.LastUsedAt = fromMillis(rs.expires), fromMillis(rs.lastUsed)
+	r.OccurredAt = fromMillis(rs.occurred)
 	return nil
 }
 
@@ -61,10 +85,11 @@ func (d *database) readRecords(ctx context.Context, where string, args []any, ad
 		return err
 	}
 	defer rows.Close()
+	var rs recordScan
+	var seq int64
 	for rows.Next() {
 		var r sdk.Record
-		var seq int64
-		if err := scanRecord(rows, &r, &seq); err != nil {
+		if err := rs.scan(rows, &r, &seq); err != nil {
 			return err
 		}
 		add(&r, seq)

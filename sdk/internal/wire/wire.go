@@ -60,11 +60,19 @@ const (
 	connWindowBytes   = 8 << 20
 )
 
-// ServerOptions are the plugin side's: the raised message limit and the
-// fixed windows.
+// streamWorkers is how many goroutines serve calls, each reused from call
+// to call. Without them gRPC starts a goroutine per call, whose small
+// stack then grows (a copy at each doubling) through the handler's deep
+// path, the sqlite provider's recall among them, on every call. A call
+// that finds every worker busy still gets a goroutine of its own.
+const streamWorkers = 16
+
+// ServerOptions are the plugin side's: the raised message limit, the
+// fixed windows and the stream workers.
 func ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxMessageBytes), grpc.MaxSendMsgSize(MaxMessageBytes),
-		grpc.InitialWindowSize(streamWindowBytes), grpc.InitialConnWindowSize(connWindowBytes)}
+		grpc.InitialWindowSize(streamWindowBytes), grpc.InitialConnWindowSize(connWindowBytes),
+		grpc.NumStreamWorkers(streamWorkers)}
 }
 
 // DialOptions are the host side's counterparts of ServerOptions.

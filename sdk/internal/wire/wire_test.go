@@ -15,7 +15,7 @@ func TestWindowsAreFixed(t *testing.T) {
 	if connWindowBytes < streamWindowBytes {
 		t.Errorf("connection window %d is narrower than a stream's %d", connWindowBytes, streamWindowBytes)
 	}
-	if got := len(ServerOptions()); got != 4 {
-		t.Errorf("ServerOptions: %d options, want the message limits and both windows", got)
+	if got := len(ServerOptions()); got != 5 {
+		t.Errorf("ServerOptions: %d options, want the message limits, both windows and the stream workers", got)
 	}
 }
