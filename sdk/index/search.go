@@ -410,6 +410,7 @@ type scratch struct {
 	probe   probe
 	skipped int // blocks passed over by their bound
 	fusion  fusion
+	order   []int
 }
 
 func (ix *Index) getScratch(n int) *scratch {
@@ -509,6 +510,18 @@ func top(rm *realm, sc *scratch, docs []uint32, scores []float64, k int) []Hit {
 
 // best is top's entries, best first, in sc.best.
 func best(rm *realm, sc *scratch, docs []uint32, scores []float64, k int) []entry {
+	h := bestUnordered(rm, sc, docs, scores, k)
+	slices.SortFunc(h, func(a, b entry) int {
+		if better(rm, a, b) {
+			return -1
+		}
+		return 1
+	})
+	return h
+}
+
+// bestUnordered is best's entries in no particular order.
+func bestUnordered(rm *realm, sc *scratch, docs []uint32, scores []float64, k int) []entry {
 	h := sc.best[:0]
 	for i, d := range docs {
 		var e entry
@@ -554,12 +567,6 @@ func best(rm *realm, sc *scratch, docs []uint32, scores []float64, k int) []entr
 		}
 	}
 	sc.best = h
-	slices.SortFunc(h, func(a, b entry) int {
-		if better(rm, a, b) {
-			return -1
-		}
-		return 1
-	})
 	return h
 }
 

@@ -316,7 +316,7 @@ func (ix *Index) hybrid(q Query) ([]Hit, error) {
 	}
 	docs, cos, _ := semanticTop(rm, ms, qv, &f, excluded, sc, depth)
 	sc.cands, sc.exact = docs, cos
-	vtop := best(rm, sc, docs, cos, depth)
+	vtop := bestUnordered(rm, sc, docs, cos, depth)
 	// Candidates: the lexical top, then the vector top's others. sc.acc
 	// (zero: the vector half does not use it) marks each candidate with
 	// its place plus one.
@@ -341,7 +341,7 @@ func (ix *Index) hybrid(q Query) ([]Hit, error) {
 	// document passing the filters with a lexical score above 0, and the
 	// others score 0.
 	if len(lex) == depth && len(fu.docs) > more {
-		ix.lexicalScores(rm, q.Terms, fu.docs[more:], fu.lex[more:])
+		ix.lexicalScores(rm, q.Terms, fu.docs[more:], fu.lex[more:], sc)
 	}
 	// The lexical top's cosines not in the vector top are computed.
 	for i, no := range fu.docs[:more] {
@@ -445,22 +445,22 @@ func (fu *fusion) fuse(wl, ws float64) {
 
 // lexicalScores sets out[i] to the BM25F score of the document docs[i]
 // (0 for one holding no query term), summed in query order as Search
-// sums. docs are distinct; each list is searched for them in docno order,
-// each search going on from where the last stopped.
-func (ix *Index) lexicalScores(rm *realm, terms []string, docs []uint32, out []float64) {
+// sums. docs are distinct; each list is probed for them in docno order.
+func (ix *Index) lexicalScores(rm *realm, terms []string, docs []uint32, out []float64, sc *scratch) {
 	clear(out)
-	order := make([]int, len(docs))
-	for i := range order {
-		order[i] = i
+	order := sc.order[:0]
+	for i := range docs {
+		order = append(order, i)
 	}
+	sc.order = order
 	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(docs[a], docs[b]) })
 	s, qts := ix.prepare(rm, terms)
+	p := &sc.probe
 	for i := range qts {
 		qt := &qts[i]
-		at := 0
+		p.reset(qt.list)
 		for _, c := range order {
-			var fr float32
-			if fr, at = qt.list.find(docs[c], at); fr > 0 {
+			if fr := p.find(docs[c]); fr > 0 {
 				out[c] += s.share(qt.idf, fr, rm.dl[docs[c]])
 			}
 		}
