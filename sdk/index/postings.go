@@ -198,29 +198,6 @@ func (l *plist) seek(no uint32, from int) int {
 	return from
 }
 
-// find answers the weighted frequency of docno no (0 when the list does
-// not hold it), searching from block from on; at is the block the search
-// stopped at (where to start for the next, larger docno).
-func (l *plist) find(no uint32, from int) (f float32, at int) {
-	at = l.seek(no, from)
-	if at == len(l.blocks) || l.blocks[at].first > no {
-		return 0, at
-	}
-	b := &l.blocks[at]
-	data, doc := l.data, b.first
-	f, i := readF(data, int(b.off))
-	for k := 1; doc < no && k < l.size(at); k++ {
-		var d uint64
-		d, i = uvarint(data, i)
-		doc += uint32(d)
-		f, i = readF(data, i)
-	}
-	if doc == no {
-		return f, at
-	}
-	return 0, at
-}
-
 // probe finds docnos, in ascending order, in one list: a cursor that
 // decodes no further into a block than the docnos asked for.
 type probe struct {

@@ -84,23 +84,13 @@ func TestPostingBlocks(t *testing.T) {
 					}
 				}
 			}
-			// find and probe answer every docno, held or not, the first at
-			// any starting block at or before the answer's.
+			// probe answers every docno, held or not.
 			var p probe
 			p.reset(l)
-			at := 0
 			for no := uint32(0); no < top; no++ {
 				want := float32(0)
 				if i, ok := slices.BinarySearch(c.docs, no); ok {
 					want = c.fs[i]
-				}
-				var got float32
-				got, at = l.find(no, at)
-				if got != want {
-					t.Fatalf("find(%d) = %v, want %v", no, got, want)
-				}
-				if got, _ := l.find(no, 0); got != want {
-					t.Fatalf("find(%d) from 0 = %v, want %v", no, got, want)
 				}
 				if got := p.find(no); got != want {
 					t.Fatalf("probe.find(%d) = %v, want %v", no, got, want)

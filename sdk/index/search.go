@@ -52,39 +52,48 @@ func (ix *Index) prepare(rm *realm, terms []string) (scorer, []qterm) {
 // search is the lexical Search; the caller holds the read lock.
 func (ix *Index) search(q Query) ([]Hit, error) {
 	rm := ix.realms[q.Realm]
-	if rm == nil || rm.live == 0 || len(q.Terms) == 0 {
+	if rm == nil {
 		return []Hit{}, nil
+	}
+	sc := ix.getScratch(len(rm.ids))
+	defer ix.putScratch(sc)
+	return hitsOf(rm, ix.lexical(rm, &q, sc)), nil
+}
+
+// lexical answers the best q.Limit documents of rm for q's terms, best
+// first, scored as Search scores them, in sc (valid until sc is put back).
+func (ix *Index) lexical(rm *realm, q *Query, sc *scratch) []entry {
+	if rm.live == 0 || len(q.Terms) == 0 {
+		return nil
 	}
 	s, qts := ix.prepare(rm, q.Terms)
 	work := 0
 	for i := range qts {
 		work += int(qts[i].list.n)
 	}
-	f, ok := newFilter(rm, &q)
+	f, ok := newFilter(rm, q)
 	if len(qts) == 0 || !ok {
-		return []Hit{}, nil
+		return nil
 	}
-	sc := ix.getScratch(len(rm.ids))
-	defer ix.putScratch(sc)
 	for _, id := range q.ExcludeIDs {
 		if no, ok := rm.byID[id]; ok && sc.acc[no] == 0 {
 			sc.acc[no] = -1 // never scored: the walk skips it for free
 			sc.touched = append(sc.touched, no)
 		}
 	}
-	var hits []Hit
+	var es []entry
 	if work <= exhaustiveWork {
 		for i := range qts {
 			walk(rm, &f, &s, &qts[i], sc, 0, len(qts[i].list.blocks), 0)
 		}
-		hits = top(rm, sc, sc.touched, nil, q.Limit)
+		es = best(rm, sc, sc.touched, nil, q.Limit)
 	} else {
-		hits = ix.maxScore(rm, &f, &s, qts, sc, q.Limit)
+		es = ix.maxScore(rm, &f, &s, qts, sc, q.Limit)
 	}
 	if onSearch != nil {
 		onSearch(sc.skipped)
 	}
-	return hits, nil
+	return es
 }
 
 // exhaustiveWork is the posting count under which pruning cannot pay. A
@@ -108,7 +117,7 @@ const walkChunk = 16
 // partial score (block-max). A document the walk has already met may
 // then miss a share it holds in such a block: missing bounds that, and
 // every candidate is rescored in full at the end.
-func (ix *Index) maxScore(rm *realm, f *filter, s *scorer, qts []qterm, sc *scratch, k int) []Hit {
+func (ix *Index) maxScore(rm *realm, f *filter, s *scorer, qts []qterm, sc *scratch, k int) []entry {
 	for i := range qts {
 		qts[i].ub = qts[i].list.bound(s, qts[i].idf)
 	}
@@ -210,7 +219,7 @@ func (ix *Index) maxScore(rm *realm, f *filter, s *scorer, qts []qterm, sc *scra
 		}
 	}
 	sc.cands, sc.exact = cands, exact
-	return top(rm, sc, cands, exact, k)
+	return best(rm, sc, cands, exact, k)
 }
 
 // walk adds the shares of one list's blocks [from, to) to the
@@ -400,6 +409,8 @@ type scratch struct {
 	fs      [blockSize]float32
 	probe   probe
 	skipped int // blocks passed over by their bound
+	fusion  fusion
+	order   []int
 }
 
 func (ix *Index) getScratch(n int) *scratch {
@@ -494,6 +505,23 @@ func better(rm *realm, a, b entry) bool {
 // top answers the best k of docs, scored by scores (parallel to docs) or,
 // when scores is nil, by their accumulators.
 func top(rm *realm, sc *scratch, docs []uint32, scores []float64, k int) []Hit {
+	return hitsOf(rm, best(rm, sc, docs, scores, k))
+}
+
+// best is top's entries, best first, in sc.best.
+func best(rm *realm, sc *scratch, docs []uint32, scores []float64, k int) []entry {
+	h := bestUnordered(rm, sc, docs, scores, k)
+	slices.SortFunc(h, func(a, b entry) int {
+		if better(rm, a, b) {
+			return -1
+		}
+		return 1
+	})
+	return h
+}
+
+// bestUnordered is best's entries in no particular order.
+func bestUnordered(rm *realm, sc *scratch, docs []uint32, scores []float64, k int) []entry {
 	h := sc.best[:0]
 	for i, d := range docs {
 		var e entry
@@ -539,14 +567,13 @@ func top(rm *realm, sc *scratch, docs []uint32, scores []float64, k int) []Hit {
 		}
 	}
 	sc.best = h
-	slices.SortFunc(h, func(a, b entry) int {
-		if better(rm, a, b) {
-			return -1
-		}
-		return 1
-	})
-	out := make([]Hit, len(h))
-	for i, e := range h {
+	return h
+}
+
+// hitsOf answers es as hits.
+func hitsOf(rm *realm, es []entry) []Hit {
+	out := make([]Hit, len(es))
+	for i, e := range es {
 		out[i] = Hit{ID: rm.ids[e.doc], Score: e.score, Seq: rm.seq[e.doc]}
 	}
 	return out

@@ -295,19 +295,18 @@ func (ix *Index) hybrid(q Query) ([]Hit, error) {
 		return nil, fmt.Errorf("%w: model %q makes %d dimensions in realm %q, the query vector has %d", ErrInvalid, q.Model, ms.dims, q.Realm, len(qv))
 	}
 	depth := max(q.Limit, FusionDepth)
-	lq := q
-	lq.Limit = depth
-	lex, err := ix.search(lq)
-	if err != nil {
-		return nil, err
-	}
 	f, ok := newFilter(rm, &q)
 	if !ok {
 		return []Hit{}, nil
 	}
+	// The lexical top, in a scratch of its own: its entries live there.
+	lsc := ix.getScratch(len(rm.ids))
+	defer ix.putScratch(lsc)
+	lq := q
+	lq.Limit = depth
+	lex := ix.lexical(rm, &lq, lsc)
 	sc := ix.getScratch(len(rm.ids))
 	defer ix.putScratch(sc)
-	// Candidates: the lexical top, then the vector top.
 	var excluded map[string]bool
 	if len(q.ExcludeIDs) > 0 {
 		excluded = make(map[string]bool, len(q.ExcludeIDs))
@@ -317,34 +316,41 @@ func (ix *Index) hybrid(q Query) ([]Hit, error) {
 	}
 	docs, cos, _ := semanticTop(rm, ms, qv, &f, excluded, sc, depth)
 	sc.cands, sc.exact = docs, cos
-	vtop := top(rm, sc, docs, cos, depth)
-	cands := make([]uint32, 0, len(lex)+len(vtop))
-	inLex := make(map[uint32]bool, len(lex))
-	for _, h := range lex {
-		no := rm.byID[h.ID]
-		cands, inLex[no] = append(cands, no), true
+	vtop := bestUnordered(rm, sc, docs, cos, depth)
+	// Candidates: the lexical top, then the vector top's others. sc.acc
+	// (zero: the vector half does not use it) marks each candidate with
+	// its place plus one.
+	fu := &sc.fusion
+	fu.reset()
+	for _, e := range lex {
+		fu.add(e.doc, e.score)
+		sc.acc[e.doc] = float64(len(fu.docs))
+		sc.touched = append(sc.touched, e.doc)
 	}
-	// The vector top's cosines are known; the lexical top's are computed.
-	known := make(map[uint32]float64, len(vtop))
-	for _, h := range vtop {
-		no := rm.byID[h.ID]
-		known[no] = h.Score
-		if !inLex[no] {
-			cands = append(cands, no)
+	more := len(fu.docs)
+	for _, e := range vtop {
+		if at := sc.acc[e.doc]; at > 0 {
+			fu.sem[int(at)-1], fu.hasVec[int(at)-1] = e.score, true
+			continue
+		}
+		fu.add(e.doc, 0)
+		fu.sem[len(fu.docs)-1], fu.hasVec[len(fu.docs)-1] = e.score, true
+	}
+	// The lexical top's scores are Search's; the others' are computed,
+	// unless the lexical top holds fewer than depth: then it holds every
+	// document passing the filters with a lexical score above 0, and the
+	// others score 0.
+	if len(lex) == depth && len(fu.docs) > more {
+		ix.lexicalScores(rm, q.Terms, fu.docs[more:], fu.lex[more:], sc)
+	}
+	// The lexical top's cosines not in the vector top are computed.
+	for i, no := range fu.docs[:more] {
+		if dv := rm.vec[no]; !fu.hasVec[i] && dv != nil && dv.set == ms {
+			fu.sem[i], fu.hasVec[i] = dot(qv, dv.v), true
 		}
 	}
-	lexScores := ix.lexicalScores(rm, q.Terms, cands)
-	semScores := make([]float64, len(cands))
-	hasVec := make([]bool, len(cands))
-	for i, no := range cands {
-		if c, ok := known[no]; ok {
-			semScores[i], hasVec[i] = c, true
-		} else if dv := rm.vec[no]; dv != nil && dv.set == ms {
-			semScores[i], hasVec[i] = dot(qv, dv.v), true
-		}
-	}
-	fused := fuse(lexScores, semScores, hasVec, wl, ws)
-	return top(rm, sc, cands, fused, q.Limit), nil
+	fu.fuse(wl, ws)
+	return top(rm, sc, fu.docs, fu.fused, q.Limit), nil
 }
 
 // semanticTop answers documents of set ms passing f and not excluded
@@ -382,67 +388,83 @@ func semanticTop(rm *realm, ms *vecSet, qv []float32, f *filter, excluded map[st
 	return docs, cos, false
 }
 
-// fuse answers wl*lex' + ws*sem' per candidate, where lex' is lex
-// min-max normalised over every candidate and sem' is sem normalised over
-// the candidates with a vector (hasVec), 0 for one without. When every
-// value of a half is equal, a lexical score above 0 and any vector
-// normalise to 1.
-func fuse(lex, sem []float64, hasVec []bool, wl, ws float64) []float64 {
+// fusion is a hybrid search's candidates: per candidate its docno,
+// lexical score, cosine (when hasVec) and fused score, reused across
+// searches.
+type fusion struct {
+	docs            []uint32
+	lex, sem, fused []float64
+	hasVec          []bool
+}
+
+func (fu *fusion) reset() {
+	fu.docs, fu.lex, fu.sem, fu.fused, fu.hasVec = fu.docs[:0], fu.lex[:0], fu.sem[:0], fu.fused[:0], fu.hasVec[:0]
+}
+
+// add appends candidate no of lexical score lex, with no cosine yet.
+func (fu *fusion) add(no uint32, lex float64) {
+	fu.docs, fu.lex = append(fu.docs, no), append(fu.lex, lex)
+	fu.sem, fu.hasVec, fu.fused = append(fu.sem, 0), append(fu.hasVec, false), append(fu.fused, 0)
+}
+
+// fuse sets each candidate's fused score to wl*lex' + ws*sem', where lex'
+// is lex min-max normalised over every candidate and sem' is sem
+// normalised over the candidates with a vector (hasVec), 0 for one
+// without. When every value of a half is equal, a lexical score above 0
+// and any vector normalise to 1.
+func (fu *fusion) fuse(wl, ws float64) {
 	lmin, lmax := math.Inf(1), math.Inf(-1)
-	for _, x := range lex {
+	for _, x := range fu.lex {
 		lmin, lmax = min(lmin, x), max(lmax, x)
 	}
 	smin, smax := math.Inf(1), math.Inf(-1)
-	for i, x := range sem {
-		if hasVec[i] {
+	for i, x := range fu.sem {
+		if fu.hasVec[i] {
 			smin, smax = min(smin, x), max(smax, x)
 		}
 	}
-	out := make([]float64, len(lex))
-	for i := range lex {
+	for i, x := range fu.lex {
 		l := 0.0
 		switch {
 		case lmax > lmin:
-			l = (lex[i] - lmin) / (lmax - lmin)
-		case lex[i] > 0:
+			l = (x - lmin) / (lmax - lmin)
+		case x > 0:
 			l = 1
 		}
 		s := 0.0
 		switch {
-		case !hasVec[i]:
+		case !fu.hasVec[i]:
 		case smax > smin:
-			s = (sem[i] - smin) / (smax - smin)
+			s = (fu.sem[i] - smin) / (smax - smin)
 		default:
 			s = 1
 		}
-		out[i] = wl*l + ws*s
+		fu.fused[i] = wl*l + ws*s
 	}
-	return out
 }
 
-// lexicalScores answers the BM25F score of each document docs names (0
-// for one holding no query term), summed in query order as Search sums.
-// docs are distinct; each list is searched for them in docno order, each
-// search going on from where the last stopped.
-func (ix *Index) lexicalScores(rm *realm, terms []string, docs []uint32) []float64 {
-	out := make([]float64, len(docs))
-	order := make([]int, len(docs))
-	for i := range order {
-		order[i] = i
+// lexicalScores sets out[i] to the BM25F score of the document docs[i]
+// (0 for one holding no query term), summed in query order as Search
+// sums. docs are distinct; each list is probed for them in docno order.
+func (ix *Index) lexicalScores(rm *realm, terms []string, docs []uint32, out []float64, sc *scratch) {
+	clear(out)
+	order := sc.order[:0]
+	for i := range docs {
+		order = append(order, i)
 	}
+	sc.order = order
 	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(docs[a], docs[b]) })
 	s, qts := ix.prepare(rm, terms)
+	p := &sc.probe
 	for i := range qts {
 		qt := &qts[i]
-		at := 0
+		p.reset(qt.list)
 		for _, c := range order {
-			var fr float32
-			if fr, at = qt.list.find(docs[c], at); fr > 0 {
+			if fr := p.find(docs[c]); fr > 0 {
 				out[c] += s.share(qt.idf, fr, rm.dl[docs[c]])
 			}
 		}
 	}
-	return out
 }
 
 func modelNames(rm *realm) string {
