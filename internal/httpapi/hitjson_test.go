@@ -112,6 +112,29 @@ func TestAppendHitsMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
+// FuzzAppendHits: for any text, score and time, appendHits writes what
+// encoding/json writes, or declines what encoding/json refuses.
+func FuzzAppendHits(f *testing.F) {
+	f.Add("r1", "Coffee <b>order</b>", "line\u2028two \xff", 0.5, int64(1767225600), int64(7))
+	f.Add("", "\x00\x1f\"\\", "🙂&é", -1e21, int64(-62135596800), int64(0))
+	f.Fuzz(func(t *testing.T, id, title, body string, score float64, unix, nanos int64) {
+		at := time.Unix(unix, nanos).UTC()
+		hits := []sdk.Hit{{Record: sdk.Record{ID: id, Title: title, Body: body, Tags: []string{title, body},
+			CreatedAt: at, OccurredAt: at, Thread: &sdk.Thread{ID: body, Seq: nanos}}, Score: score}}
+		got, ok := appendHits(nil, hits)
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		err := enc.Encode(recallResponse{Hits: hits})
+		if ok != (err == nil) {
+			t.Fatalf("appendHits ok %v, encoding/json error %v", ok, err)
+		}
+		if ok && !bytes.Equal(got, buf.Bytes()) {
+			t.Fatalf("appendHits\n%s\nencoding/json\n%s", got, buf.Bytes())
+		}
+	})
+}
+
 // A value encoding/json refuses is answered as writeJSON answers it.
 func TestWriteHitsRefusedValues(t *testing.T) {
 	for name, h := range map[string]sdk.Hit{

@@ -4,6 +4,14 @@ package sqlite
 
 /*
 #include <malloc.h>
+
+// M_TRIM_THRESHOLD is glibc's; where the C library lacks it (musl) there
+// is nothing to set.
+static void memhost_set_trim_threshold(int bytes) {
+#ifdef M_TRIM_THRESHOLD
+	mallopt(M_TRIM_THRESHOLD, bytes);
+#endif
+}
 */
 import "C"
 
@@ -19,6 +27,5 @@ import "C"
 const trimThreshold = 8 << 20
 
 func init() {
-	// mallopt answers 0 where the option is unknown (musl): nothing to do.
-	C.mallopt(C.M_TRIM_THRESHOLD, trimThreshold)
+	C.memhost_set_trim_threshold(trimThreshold)
 }
