@@ -58,33 +58,33 @@ run: build
 # gets RACE_TIMEOUT.
 TEST_TIMEOUT ?= 40m
 RACE_TIMEOUT ?= 20m
-# `make test` runs every suite side by side, each as soon as what it needs
-# is built: the race step and the Python SDK's tests at once, the Go tests
-# once `build` has made the binaries they run (MEMHOST_TEST_BIN_DIR: the
-# tests use these rather than link each again), the TypeScript SDK's and
-# the clients' once their npm packages are in, vet beside them all. The Go
-# end-to-end tests spend much of their time waiting on processes, which
-# leaves the cores to the others. Each suite's output appears whole when it
-# ends. cmd/memhost's end-to-end tests, the longest package, run in a go
-# command of their own (test-e2e), so they start at once rather than
-# queue behind other packages.
-test:
-	@echo "running the Go, race, Python SDK, TypeScript SDK and client suites side by side as their inputs are built"
-	+@$(MAKE) --no-print-directory -j8 -Otarget test-e2e test-go test-race test-python typescript-run clients-run vet deps
+# The suites run side by side once what they share is built: the Go
+# packages, the race step, the Python and TypeScript SDKs' suites and the
+# clients'. (Building it all first, one step at a time, gets the Go tests
+# started sooner than building it beside the suites: the cores are busy
+# either way.) The Go end-to-end tests spend much of their time waiting on
+# processes, which leaves the cores to the others. Each suite's output
+# appears whole when it ends. cmd/memhost's end-to-end tests, the longest
+# package, run in a go command of their own (test-e2e), so they start at
+# once rather than queue behind other packages. The Go tests run the
+# binaries `build` just made (MEMHOST_TEST_BIN_DIR) rather than link each
+# again; test-go and test-e2e alone build their own.
+test: build vet deps typescript-tree clients-deps
+	@echo "running the Go, race, Python SDK, TypeScript SDK and client suites side by side"
+	+@MEMHOST_TEST_BIN_DIR=$(CURDIR)/$(BIN) $(MAKE) --no-print-directory -j6 -Otarget test-e2e test-go test-race test-python typescript-run clients-run
 
 # The end-to-end tests wait on the processes they start much of the time:
 # more of them at once than cores keeps the cores busy once the other
 # suites are done.
 TEST_PARALLEL ?= 4
 E2E_PKG    := github.com/memhost/memhost/cmd/memhost
-TEST_BIN_ENV := MEMHOST_TEST_BIN_DIR=$(CURDIR)/$(BIN)
-test-e2e: build typescript-tree
-	$(TEST_BIN_ENV) $(TYPESCRIPT_TREE_ENV) go test -count=1 -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) ./cmd/memhost/
+test-e2e:
+	$(TYPESCRIPT_TREE_ENV) go test -count=1 -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) ./cmd/memhost/
 # go test starts packages in the order it is given them, two at a time (one
 # per core): the longest go first, so none is left running alone at the end.
 LONG_PKGS  := ./plugins/postgres ./plugins/bleve ./plugins/sqlite ./plugins/markdown ./sdk/index ./internal/pluginhost ./plugins/llm
-test-go: build
-	$(TEST_BIN_ENV) go test -count=1 -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $$( (go list $(LONG_PKGS); go list $(PKGS)) | grep -vx '$(E2E_PKG)' | awk '!seen[$$0]++')
+test-go:
+	go test -count=1 -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $$( (go list $(LONG_PKGS); go list $(PKGS)) | grep -vx '$(E2E_PKG)' | awk '!seen[$$0]++')
 
 # The race detector is for shared state: -short leaves out the tests that
 # check large single-goroutine results or start plugin processes, which
@@ -102,14 +102,15 @@ vet:
 # client's type hints, tsc and openapi-typescript) come from lockfiles.
 CLIENTS_TIMEOUT ?= 600
 .PHONY: clients-test clients-deps clients-run test-go test-e2e test-race plugins typescript-deps typescript-run typescript-tree
-clients-test: clients-run
+clients-test: build clients-deps
+	@$(MAKE) --no-print-directory clients-run
 clients-deps:
 	@python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { echo "clients-test needs python3 3.11 or later"; exit 1; }
 	@command -v node >/dev/null && command -v npm >/dev/null || { echo "clients-test needs node 20+ and npm (apt-get install nodejs npm)"; exit 1; }
 	@node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' || { echo "clients-test needs node 20 or later, found $$(node --version)"; exit 1; }
 	cd clients/python && timeout $(CLIENTS_TIMEOUT) npm ci --no-audit --no-fund --prefer-offline
 	cd clients/typescript && timeout $(CLIENTS_TIMEOUT) npm ci --no-audit --no-fund --prefer-offline
-clients-run: build clients-deps
+clients-run:
 	cd clients/python && npx --no-install pyright
 	timeout $(CLIENTS_TIMEOUT) python3 clients/testserver.py -- python3 -m unittest discover -s clients/python/tests -t clients/python/tests
 	timeout $(CLIENTS_TIMEOUT) python3 clients/testserver.py -- npm --prefix clients/typescript test
@@ -181,14 +182,15 @@ example-python: $(BIN)/memhost
 # serve in cmd/memhost's TestTypeScript* (part of `go test`), which use
 # the build this leaves in sdk/typescript/dist.
 NODE_TIMEOUT ?= 600
-test-typescript: typescript-run
+test-typescript: typescript-tree
+	@$(MAKE) --no-print-directory typescript-run
 typescript-deps:
 	@command -v node >/dev/null && command -v npm >/dev/null || { echo "test-typescript needs node 20+ and npm (apt-get install nodejs npm)"; exit 1; }
 	@node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' || { echo "test-typescript needs node 20 or later, found $$(node --version)"; exit 1; }
 	cd sdk/typescript && timeout $(NODE_TIMEOUT) npm ci --no-audit --no-fund --prefer-offline
 # typescript-tree has built dist, tests included (what `npm test` would
 # build again first).
-typescript-run: typescript-tree
+typescript-run:
 	cd sdk/typescript && timeout $(NODE_TIMEOUT) node --test dist/test/*.test.js
 
 # The example's script tree for cmd/memhost's TestTypeScript*, from the
