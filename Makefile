@@ -80,14 +80,11 @@ TEST_PARALLEL ?= 4
 E2E_PKG    := github.com/memhost/memhost/cmd/memhost
 test-e2e:
 	$(TYPESCRIPT_TREE_ENV) go test -count=1 -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) ./cmd/memhost/
-# go test starts packages in the order it is given them: the longest go
-# first, so none is left running alone at the end. Three at a time rather
-# than one per core: the plugin packages mostly wait on the processes and
-# servers they start.
+# go test starts packages in the order it is given them, two at a time (one
+# per core): the longest go first, so none is left running alone at the end.
 LONG_PKGS  := ./plugins/postgres ./plugins/bleve ./plugins/sqlite ./plugins/markdown ./sdk/index ./internal/pluginhost ./plugins/llm
-TEST_PACKAGES ?= 3
 test-go:
-	go test -count=1 -p $(TEST_PACKAGES) -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $$( (go list $(LONG_PKGS); go list $(PKGS)) | grep -vx '$(E2E_PKG)' | awk '!seen[$$0]++')
+	go test -count=1 -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $$( (go list $(LONG_PKGS); go list $(PKGS)) | grep -vx '$(E2E_PKG)' | awk '!seen[$$0]++')
 
 # The race detector is for shared state: -short leaves out the tests that
 # check large single-goroutine results or start plugin processes, which
