@@ -107,13 +107,10 @@ func newInstance(spec Spec, e Entry, opts *Options) *instance {
 // startTimeout is how long one start may take: the host's setting, else
 // the SDK's default for a binary or, longer, for a script.
 func (i *instance) startTimeout() time.Duration {
-	switch {
-	case i.opts.StartTimeout > 0:
+	if i.opts.StartTimeout > 0 {
 		return i.opts.StartTimeout
-	case i.entry.Interpreted != nil:
-		return host.DefaultInterpretedStartTimeout
 	}
-	return host.DefaultStartTimeout
+	return host.DefaultStartTimeoutFor(i.entry.Interpreted)
 }
 
 // launch starts, verifies and configures a fresh process under ctx (the

@@ -34,6 +34,15 @@ const DefaultStartTimeout = 10 * time.Second
 // machine hands out slowly.
 const DefaultInterpretedStartTimeout = 30 * time.Second
 
+// DefaultStartTimeoutFor is the start timeout of a plugin started with
+// interp (nil for a binary) when none is set.
+func DefaultStartTimeoutFor(interp *Interpreted) time.Duration {
+	if interp != nil {
+		return DefaultInterpretedStartTimeout
+	}
+	return DefaultStartTimeout
+}
+
 // DefaultKillGrace is how long Close lets a plugin exit cleanly before it
 // is killed with SIGKILL.
 const DefaultKillGrace = 2 * time.Second
@@ -125,10 +134,7 @@ func newStarting(opts LaunchOptions) *starting {
 	}
 	s := &starting{opts: opts, label: opts.Name, timeout: opts.StartTimeout, stopping: new(atomic.Bool), kill: func() {}, byPath: true}
 	if s.timeout <= 0 {
-		s.timeout = DefaultStartTimeout
-		if opts.Interpreted != nil {
-			s.timeout = DefaultInterpretedStartTimeout
-		}
+		s.timeout = DefaultStartTimeoutFor(opts.Interpreted)
 	}
 	named := logger.Named(opts.Name)
 	s.output = &pluginOutput{log: named}
