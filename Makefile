@@ -44,9 +44,6 @@ $(BIN)/memhost: FORCE
 plugins: FORCE
 	go build -o $(PLUGIN_DIR)/ $(foreach p,$(PLUGINS),./plugins/$(p)/cmd/memhost-plugin-$(p))
 
-$(PLUGIN_DIR)/memhost-plugin-%: FORCE
-	go build -o $@ ./plugins/$*/cmd/memhost-plugin-$*
-
 run: build
 	$(BIN)/memhost serve
 
