@@ -48,6 +48,11 @@ func TestBenchQuick(t *testing.T) {
 	if strings.Count(out, "× |") < 9 {
 		t.Errorf("rows lack their ratio to the in-process reference:\n%s", out)
 	}
+	// Every row through a plugin has its CPU per op: host, clients and
+	// plugins read from the kernel, never the "—" of a failed reading.
+	if rows := cpuPerOpRE.FindAllString(out, -1); len(rows) < 9 {
+		t.Errorf("%d provider rows with a CPU per op, want 9 or more:\n%s", len(rows), out)
+	}
 	// LongMemEval: one "all" row per provider over the questions --quick
 	// keeps, far above chance.
 	for _, r := range retrievalRows(t, out, lmeRowRE, 3, "LongMemEval", lmeErr) {
@@ -66,6 +71,10 @@ func TestBenchQuick(t *testing.T) {
 		}
 	}
 }
+
+// cpuPerOpRE matches a provider's latency row (plugin or HTTP) whose CPU
+// per op column holds a figure.
+var cpuPerOpRE = regexp.MustCompile(`(?m)^\| (sqlite|bleve|markdown) \| \d+ \| (recall|inject) \| (plugin|http) \| \d+ \| [^|]+ \| [^|]+ \| [^|]+ \| [^|]+ \| \d+\.\d+ ms \|`)
 
 // retrievalRows answers the report's rows re matches, want of them, or
 // none (logged) when the data set was not there (statErr).
