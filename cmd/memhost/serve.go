@@ -16,7 +16,6 @@ import (
 	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
-	plugin "github.com/hashicorp/go-plugin"
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/guide"
 	"github.com/memhost/memhost/internal/compaction"
@@ -415,8 +414,6 @@ func (h *host) close() {
 		h.stopSemantic()
 	}
 	h.supervisor.Close()
-	// Belt and braces: kill any go-plugin managed client still alive.
-	plugin.CleanupClients()
 	// Last: sweeps finishing during the coordinator's close, and
 	// compactions, still write.
 	h.stopExpiry()

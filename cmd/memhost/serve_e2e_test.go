@@ -66,7 +66,8 @@ func TestServeFlagsWinOverConfig(t *testing.T) {
 func TestGracefulShutdownDrainsInFlight(t *testing.T) {
 	t.Parallel()
 	m := startMemhost(t, markdownConfig)
-	pid := pluginPids(t, m)[0]
+	pids := pluginPids(t, m)
+	pid := pids[0]
 	// Hold the request inside the plugin, so it is surely in flight. A
 	// write, not a recall: recall paths fail at the 500 ms recall timeout.
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
@@ -105,6 +106,12 @@ func TestGracefulShutdownDrainsInFlight(t *testing.T) {
 	case <-exited:
 	case <-time.After(30 * time.Second):
 		t.Fatal("memhost did not exit after draining")
+	}
+	// It took its plugins with it: the host ends each one it started.
+	for _, p := range pids {
+		if err := syscall.Kill(p, 0); err == nil {
+			t.Errorf("plugin process %d outlived memhost", p)
+		}
 	}
 	// New connections are refused once it has gone.
 	if _, err := http.Get(m.base + "/healthz"); err == nil {

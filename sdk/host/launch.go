@@ -150,7 +150,10 @@ func launch(ctx context.Context, opts LaunchOptions, reattach *plugin.ReattachCo
 		VersionedPlugins: map[int]plugin.PluginSet{wire.ProtocolVersion: hostPluginSet()},
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		StartTimeout:     s.timeout,
-		Managed:          true,
+		// Not Managed: go-plugin's CleanupClients would then kill every
+		// plugin in the process, including those another owner (a second
+		// host, the conformance kit) still uses, and its list of managed
+		// clients only ever grows. Each Conn's owner closes it.
 		// The plugin's stderr reaches the host's log through pluginOutput
 		// alone, before the handshake (Stderr) and after it (SyncStderr:
 		// what go-plugin forwards once Serve swapped os.Stderr).

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	plugin "github.com/hashicorp/go-plugin"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -272,4 +273,22 @@ func TestLaunchBetweenCheckAndExec(t *testing.T) {
 			t.Fatalf("next launch: %v, want the new file refused by its digest", err)
 		}
 	})
+}
+
+// A launched plugin belongs to its Conn alone: go-plugin's process-wide
+// CleanupClients, which another host in the same process (a test, an
+// embedding program) may call, must not end it.
+func TestCleanupClientsSparesLaunchedPlugin(t *testing.T) {
+	path, _, sum := stubExecutable(t)
+	conn, err := launchStub(t, NewVerifier(), path, sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plugin.CleanupClients()
+	if err := conn.Ping(); err != nil {
+		t.Fatalf("the plugin was ended by another owner's cleanup: %v", err)
+	}
+	if conn.Exited() {
+		t.Fatal("the plugin process exited")
+	}
 }
