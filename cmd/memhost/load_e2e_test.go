@@ -19,7 +19,7 @@ import (
 // Load test parameters: bounded so the test fits `make test` on two cores.
 const (
 	loadClients       = 32
-	loadDuration      = 20 * time.Second
+	loadSessions      = 8 // per client
 	loadSessionBudget = 16384
 	loadTurnBudget    = 4096
 	loadSessionTurns  = 12
@@ -93,8 +93,10 @@ func rssBytes(pid int) (int64, error) {
 }
 
 // TestLoadManySessions runs loadClients concurrent clients against memhost
-// serve with the sqlite provider for loadDuration. Each client runs
-// sessions of turns (and now and then a write). It checks what must hold
+// serve with the sqlite provider. Each client runs loadSessions sessions of
+// loadSessionTurns turns (and now and then a write): a fixed amount of
+// work, so a fast machine finishes sooner rather than spending its cores on
+// more turns than the checks need. It checks what must hold
 // under load: no session gets more than its budget, no record twice in one
 // session, no error and no recall_failed skip, and the RSS of host and
 // plugin stays under a bound. Latencies are reported, not asserted: the
@@ -134,7 +136,7 @@ coordinator {
 		latencies                             []time.Duration
 	}
 	tallies := make([]tally, loadClients)
-	stop := time.Now().Add(loadDuration)
+	began := time.Now()
 	var wg sync.WaitGroup
 	for ci := range loadClients {
 		wg.Add(1)
@@ -149,10 +151,10 @@ coordinator {
 					tl.errs = append(tl.errs, fmt.Sprintf(format, args...))
 				}
 			}
-			for s := 0; time.Now().Before(stop); s++ {
+			for s := range loadSessions {
 				session := fmt.Sprintf("c%d-s%d", ci, s)
 				spent, seen := 0, map[string]bool{}
-				for turn := 0; turn < loadSessionTurns && time.Now().Before(stop); turn++ {
+				for range loadSessionTurns {
 					if r.IntN(8) == 0 {
 						body := map[string]any{"records": []map[string]any{{"scope": "identity:" + id["id"], "kind": "fact", "title": loadText(r, 4), "body": loadText(r, 40)}}}
 						if code, raw, err := c.post("/v1/records", body, nil); err != nil || code != 200 {
@@ -192,8 +194,10 @@ coordinator {
 			}
 		}()
 	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
 	var maxRSS = map[string]int64{}
-	for time.Now().Before(stop) {
+	for sampling := true; sampling; {
 		for name, pid := range pids {
 			rss, err := rssBytes(pid)
 			if err != nil {
@@ -201,9 +205,13 @@ coordinator {
 			}
 			maxRSS[name] = max(maxRSS[name], rss)
 		}
-		time.Sleep(250 * time.Millisecond)
+		select {
+		case <-finished:
+			sampling = false
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
-	wg.Wait()
+	elapsed := time.Since(began)
 
 	var all tally
 	for _, tl := range tallies {
@@ -217,7 +225,7 @@ coordinator {
 	slices.Sort(all.latencies)
 	pct := func(p float64) time.Duration { return all.latencies[int(p*float64(len(all.latencies)-1))] }
 	t.Logf("%d clients, %v: %d turns (%d injected, %d recall_failed = %.2f%%), %d writes; turn p50 %v p99 %v max %v; max RSS host %d MiB, plugin %d MiB",
-		loadClients, loadDuration, all.turns, all.injected, all.recallFailed, 100*float64(all.recallFailed)/float64(max(all.turns, 1)), all.writes,
+		loadClients, elapsed.Round(time.Millisecond), all.turns, all.injected, all.recallFailed, 100*float64(all.recallFailed)/float64(max(all.turns, 1)), all.writes,
 		pct(0.5).Round(time.Millisecond), pct(0.99).Round(time.Millisecond), all.latencies[len(all.latencies)-1].Round(time.Millisecond), maxRSS["host"]>>20, maxRSS["plugin"]>>20)
 	if len(all.errs) > 0 {
 		t.Fatalf("%d problems under load, first: %s", len(all.errs), strings.Join(all.errs, "\n"))
