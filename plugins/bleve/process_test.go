@@ -48,7 +48,7 @@ func pluginBinary(t testing.TB) (string, []byte) {
 		}
 		builtBin = filepath.Join(dir, "memhost-plugin-bleve")
 		cmd := exec.Command(goBin, "build", "-o", builtBin, "./cmd/memhost-plugin-bleve")
-		cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false -trimpath -tags=sqlite_fts5")
+		cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false -trimpath -tags=sqlite_fts5 -ldflags=-w")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 			return

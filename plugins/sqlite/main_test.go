@@ -57,7 +57,7 @@ func pluginBinary(tb testing.TB) (path string, sum []byte) {
 		built.path = filepath.Join(dir, "memhost-plugin-sqlite")
 		cmd := exec.Command("go", "build", "-o", built.path, ".")
 		cmd.Dir = "cmd/memhost-plugin-sqlite"
-		cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false -trimpath -tags=sqlite_fts5", "CGO_ENABLED=1")
+		cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false -trimpath -tags=sqlite_fts5 -ldflags=-w", "CGO_ENABLED=1")
 		if built.out, built.err = cmd.CombinedOutput(); built.err != nil {
 			return
 		}
