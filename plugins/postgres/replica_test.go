@@ -157,6 +157,16 @@ func TestReplicaNeverStale(t *testing.T) {
 			t.Errorf("recall answered by %q, want %s", got, plan)
 		}
 	}
+	// The first answer is the replica's once it has applied a's write; on
+	// a loaded machine that can take longer than the short read_wait this
+	// test needs for what follows.
+	var head int64
+	if err := b.pool.QueryRow(ctx, "SELECT max(seq) FROM changes").Scan(&head); err != nil {
+		t.Fatal(err)
+	}
+	if !b.replica.waitApplied(ctx, head, time.Now().Add(time.Minute)) {
+		t.Fatal("the replica did not apply the first write within a minute")
+	}
 	recall([]string{"first lantern"}, "replica")
 	gate.held.Store(true)
 	if _, err := a.Remember(ctx, realm, []sdk.Record{note("second lantern", "stone lantern")}); err != nil {
