@@ -6,8 +6,8 @@
 # binaries and so out of the build cache's keys: another clone or worktree
 # of the same source reuses what this one compiled. -ldflags=-w leaves
 # out the DWARF debugging data (stack traces do not use it): each link takes
-# about half the CPU and its binary a fifth less disk, which on a cold cache
-# is some hundred links in `make test`.
+# about a third less CPU and its binary a fifth less disk, which on a cold
+# cache is some hundred links in `make test`.
 export GOFLAGS := -buildvcs=false -trimpath -tags=sqlite_fts5 -ldflags=-w
 export CGO_ENABLED := 1
 
