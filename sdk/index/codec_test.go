@@ -146,7 +146,7 @@ func FuzzDecode(f *testing.F) {
 // afresh by Put, and takes writes.
 func TestSnapshotBeforeBlocks(t *testing.T) {
 	if testing.Short() {
-		t.Skip("single-goroutine decodes of old-format snapshots, single-goroutine; the plain run checks it")
+		t.Skip("decodes of old-format snapshots, single-goroutine; the plain run checks it")
 	}
 	defer func(w int) { exhaustiveWork = w }(exhaustiveWork)
 	data, err := os.ReadFile("testdata/v4-flat-postings.snap")
