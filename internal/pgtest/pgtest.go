@@ -169,7 +169,8 @@ func (c *Cluster) start(ctx context.Context, bin string, cred *syscall.Credentia
 	}
 	c.args = []string{"-D", data, "-k", c.socket, "-p", strconv.Itoa(c.port),
 		"-c", "listen_addresses=", "-c", "max_connections=300", "-c", "fsync=" + fsync,
-		"-c", "shared_buffers=256MB", "-c", "unix_socket_permissions=0777"}
+		"-c", "shared_buffers=256MB", "-c", "unix_socket_permissions=0777",
+		"-c", "autovacuum=off", "-c", "wal_level=minimal", "-c", "max_wal_senders=0"}
 	if !opts.Durable {
 		c.args = append(c.args, "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
 	}

@@ -5,6 +5,7 @@ package testbin
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -29,6 +30,7 @@ var (
 	mu     sync.Mutex
 	outDir string
 	built  = map[string]string{}
+	sums   = map[string][]byte{} // by built path
 	// manifests holds each installed binary's manifest, by manifestKey.
 	manifests = map[string]manifestFile{}
 )
@@ -113,6 +115,29 @@ func BuildIn(t testing.TB, moduleDir, pkg string) string {
 	}
 	built[key] = out
 	return out
+}
+
+// Plugin answers the executable of the first-party plugin name (Build of
+// ./plugins/<name>/cmd/memhost-plugin-<name>) and its sha256, for a test
+// that launches it as the host does. The file may be the one `make build`
+// made, shared by every test: a test must not change it.
+func Plugin(t testing.TB, name string) (path string, sum []byte) {
+	t.Helper()
+	path = Build(t, "./plugins/"+name+"/cmd/memhost-plugin-"+name)
+	mu.Lock()
+	defer mu.Unlock()
+	if sum, ok := sums[path]; ok {
+		return path, sum
+	}
+	digest, err := pluginhost.FileSHA256(path)
+	if err == nil {
+		sum, err = hex.DecodeString(digest)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	sums[path] = sum
+	return path, sum
 }
 
 // PrebuiltEnv names the directory where `make build` put memhost and its

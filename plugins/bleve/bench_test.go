@@ -17,6 +17,7 @@ import (
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search/query"
 	index "github.com/blevesearch/bleve_index_api"
+	"github.com/memhost/memhost/internal/testbin"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -34,15 +35,12 @@ import (
 var benchSizes = []int{10_000, 100_000}
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := testbin.Main(m)
 	fixtures.Lock()
 	for _, dir := range fixtures.dirs {
 		os.RemoveAll(dir)
 	}
 	fixtures.Unlock()
-	if builtBin != "" {
-		os.RemoveAll(filepath.Dir(builtBin))
-	}
 	os.Exit(code)
 }
 

@@ -20,19 +20,18 @@ func conformanceTarget() conformance.Target {
 	}
 }
 
-// TestConformance runs memhost's provider suite in-process.
+// TestConformance runs memhost's provider suite against the built plugin,
+// as the host starts it, with the manifest `make build` writes (this adds
+// the kit's manifest and crash checks). With -short it serves the provider
+// in-process instead: no process to start, and the race detector sees the
+// provider's goroutines.
 func TestConformance(t *testing.T) {
 	target := conformanceTarget()
-	target.New = func() sdk.Plugin { return NewWithLogger(nil) }
-	conformance.RunProvider(t, target)
-}
-
-// TestConformanceBinary runs it against the built plugin, as the host
-// starts it, with the manifest `make build` writes (this adds the kit's
-// manifest and crash checks).
-func TestConformanceBinary(t *testing.T) {
-	target := conformanceTarget()
-	target.Binary, _ = pluginBinary(t)
-	target.Manifest = conformance.WriteManifest(t, New().Info(), target.Binary)
+	if testing.Short() {
+		target.New = func() sdk.Plugin { return NewWithLogger(nil) }
+	} else {
+		target.Binary, _ = pluginBinary(t)
+		target.Manifest = conformance.WriteManifest(t, New().Info(), target.Binary)
+	}
 	conformance.RunProvider(t, target)
 }

@@ -1,19 +1,15 @@
 package bleve
 
 import (
-	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/memhost/memhost/internal/testbin"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/conformance"
 	"github.com/memhost/memhost/sdk/host"
@@ -22,54 +18,14 @@ import (
 // The tests here run the plugin as the host does: a built binary, started
 // through host.Launch (sha256-checked, AutoMTLS), spoken to over gRPC.
 
-var (
-	buildOnce sync.Once
-	builtBin  string
-	builtSum  []byte
-	buildErr  error
-)
-
-// pluginBinary builds the plugin once per test run.
+// pluginBinary answers the plugin's executable and its sha256: the one
+// `make build` made, or built once for this process.
 func pluginBinary(t testing.TB) (string, []byte) {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("builds and runs the plugin binary")
+		t.Skip("runs the plugin binary")
 	}
-	buildOnce.Do(func() {
-		goBin, err := exec.LookPath("go")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		dir, err := os.MkdirTemp("", "memhost-bleve-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtBin = filepath.Join(dir, "memhost-plugin-bleve")
-		cmd := exec.Command(goBin, "build", "-o", builtBin, "./cmd/memhost-plugin-bleve")
-		cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false -trimpath -tags=sqlite_fts5 -ldflags=-w")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-			return
-		}
-		f, err := os.Open(builtBin)
-		if err != nil {
-			buildErr = err
-			return
-		}
-		defer f.Close()
-		h := sha256.New()
-		if _, err := io.Copy(h, f); err != nil {
-			buildErr = err
-			return
-		}
-		builtSum = h.Sum(nil)
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return builtBin, builtSum
+	return testbin.Plugin(t, "bleve")
 }
 
 // launch starts the plugin binary; configure it with the returned conn.

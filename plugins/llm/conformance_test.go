@@ -3,8 +3,10 @@ package llm
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"testing"
 
+	"github.com/memhost/memhost/internal/testbin"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/conformance"
 )
@@ -37,7 +39,11 @@ func TestConformanceBinary(t *testing.T) {
 		t.Skip("builds the plugin binary")
 	}
 	target := conformanceTarget(t)
-	target.Binary = conformance.BuildBinary(t, "./cmd/memhost-plugin-llm")
+	target.Binary = testbin.Build(t, "./plugins/llm/cmd/memhost-plugin-llm")
 	target.Manifest = conformance.WriteManifest(t, New().Info(), target.Binary)
 	conformance.RunCompactor(t, target)
 }
+
+// TestMain removes the plugin binary a run built for itself (make test
+// hands it the one `make build` made).
+func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memhost/memhost/internal/testbin"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/conformance"
 )
@@ -305,7 +306,7 @@ func TestSelectorConformanceBinary(t *testing.T) {
 		t.Skip("builds the plugin binary")
 	}
 	target := selectorTarget(t)
-	target.Binary = conformance.BuildBinary(t, "./cmd/memhost-plugin-llm")
+	target.Binary = testbin.Build(t, "./plugins/llm/cmd/memhost-plugin-llm")
 	target.Manifest = conformance.WriteManifest(t, New().Info(), target.Binary)
 	conformance.RunSelector(t, target)
 }

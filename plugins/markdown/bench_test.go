@@ -1,14 +1,11 @@
 package markdown
 
 import (
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -18,6 +15,7 @@ import (
 	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
+	"github.com/memhost/memhost/internal/testbin"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/conformance"
 	"github.com/memhost/memhost/sdk/host"
@@ -42,15 +40,12 @@ var corpora = struct {
 }{dirs: map[int]string{}}
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := testbin.Main(m)
 	for _, c := range opened.closers {
 		c()
 	}
 	if corpora.base != "" {
 		os.RemoveAll(corpora.base)
-	}
-	if pluginBinary.dir != "" {
-		os.RemoveAll(pluginBinary.dir)
 	}
 	os.Exit(code)
 }
@@ -291,52 +286,8 @@ func configureConn(b testing.TB, conn *host.Conn, root string) *conformance.Clie
 	return prov
 }
 
-var pluginBinary struct {
-	once sync.Once
-	dir  string // removed by TestMain
-	path string
-	sum  []byte
-	err  error
-}
-
-// buildPlugin builds the plugin binary once per test binary, with the
-// GOFLAGS of this run (they arrive through the environment).
-func buildPlugin(t testing.TB) (string, []byte) {
-	pluginBinary.once.Do(func() {
-		dir, err := os.MkdirTemp("", "md-plugin-")
-		if err != nil {
-			pluginBinary.err = err
-			return
-		}
-		pluginBinary.dir = dir
-		bin := filepath.Join(dir, "memhost-plugin-markdown")
-		cmd := exec.Command("go", "build", "-o", bin, "./cmd/memhost-plugin-markdown")
-		cmd.Env = os.Environ()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			pluginBinary.err = fmt.Errorf("go build: %v\n%s", err, out)
-			return
-		}
-		f, err := os.Open(bin)
-		if err != nil {
-			pluginBinary.err = err
-			return
-		}
-		defer f.Close()
-		h := sha256.New()
-		if _, err := io.Copy(h, f); err != nil {
-			pluginBinary.err = err
-			return
-		}
-		pluginBinary.path, pluginBinary.sum = bin, h.Sum(nil)
-	})
-	if pluginBinary.err != nil {
-		t.Fatal(pluginBinary.err)
-	}
-	return pluginBinary.path, pluginBinary.sum
-}
-
 func launchPlugin(t testing.TB) *host.Conn {
-	bin, sum := buildPlugin(t)
+	bin, sum := testbin.Plugin(t, "markdown")
 	conn, err := host.Launch(ctx, host.LaunchOptions{Name: "markdown", Path: bin, SHA256: sum, Dir: t.TempDir(), Logger: hclog.NewNullLogger()})
 	if err != nil {
 		t.Fatal(err)

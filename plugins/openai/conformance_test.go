@@ -3,8 +3,10 @@ package openai
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"testing"
 
+	"github.com/memhost/memhost/internal/testbin"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/conformance"
 )
@@ -41,7 +43,11 @@ func TestConformanceBinary(t *testing.T) {
 		t.Skip("builds the plugin binary")
 	}
 	target := conformanceTarget(t)
-	target.Binary = conformance.BuildBinary(t, "./cmd/memhost-plugin-openai")
+	target.Binary = testbin.Build(t, "./plugins/openai/cmd/memhost-plugin-openai")
 	target.Manifest = conformance.WriteManifest(t, New().Info(), target.Binary)
 	conformance.RunEmbedder(t, target)
 }
+
+// TestMain removes the plugin binary a run built for itself (make test
+// hands it the one `make build` made).
+func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }

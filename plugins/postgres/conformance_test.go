@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/memhost/memhost/internal/testbin"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/conformance"
 )
@@ -29,23 +30,18 @@ func conformanceTarget() conformance.Target {
 	}
 }
 
-// TestConformance runs memhost's provider suite in-process.
+// TestConformance runs memhost's provider suite against the built plugin,
+// as the host starts it (with the kit's manifest and crash checks). With
+// -short it serves the provider in-process instead: no process to start,
+// and the race detector sees the provider's goroutines.
 func TestConformance(t *testing.T) {
 	testDSN(t)
 	target := conformanceTarget()
-	target.New = func() sdk.Plugin { return New() }
-	conformance.RunProvider(t, target)
-}
-
-// TestConformanceBinary runs it against the built plugin, as the host
-// starts it (this adds the kit's crash check).
-func TestConformanceBinary(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds the plugin binary")
+		target.New = func() sdk.Plugin { return New() }
+	} else {
+		target.Binary, _ = testbin.Plugin(t, "postgres")
+		target.Manifest = conformance.WriteManifest(t, New().Info(), target.Binary)
 	}
-	testDSN(t)
-	target := conformanceTarget()
-	target.Binary = pluginBinary(t)
-	target.Manifest = conformance.WriteManifest(t, New().Info(), target.Binary)
 	conformance.RunProvider(t, target)
 }

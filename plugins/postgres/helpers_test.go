@@ -7,22 +7,19 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/memhost/memhost/internal/pgtest"
+	"github.com/memhost/memhost/internal/testbin"
 	"github.com/memhost/memhost/sdk/conformance"
 	"github.com/memhost/memhost/sdk/host"
 )
 
 func TestMain(m *testing.M) {
-	code := pgtest.Main(m)
-	if built.dir != "" {
-		os.RemoveAll(built.dir)
-	}
+	code := testbin.Main(m)
+	pgtest.StopShared()
 	os.Exit(code)
 }
 
@@ -136,44 +133,13 @@ func waitServing(tb testing.TB, s *Store) {
 	}
 }
 
-var built struct {
-	once sync.Once
-	dir  string
-	path string
-	err  error
-	out  []byte
-}
-
-// pluginBinary builds memhost-plugin-postgres once per test process, into
-// a directory TestMain removes (benchmarks outlive any one TempDir).
-func pluginBinary(tb testing.TB) string {
-	tb.Helper()
-	built.once.Do(func() {
-		if built.dir, built.err = os.MkdirTemp("", "memhost-postgres-bin-"); built.err != nil {
-			return
-		}
-		built.path = filepath.Join(built.dir, "memhost-plugin-postgres")
-		cmd := exec.Command("go", "build", "-o", built.path, "./cmd/memhost-plugin-postgres")
-		built.out, built.err = cmd.CombinedOutput()
-	})
-	if built.err != nil {
-		tb.Fatalf("build plugin: %v\n%s", built.err, built.out)
-	}
-	return built.path
-}
-
 // launchPlugin starts the built plugin as the host does and configures it
 // with cfg; it is stopped when tb ends.
 func launchPlugin(tb testing.TB, cfg json.RawMessage) (*host.Conn, *conformance.Client) {
 	tb.Helper()
-	path := pluginBinary(tb)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	sum := sha256.Sum256(data)
+	path, sum := testbin.Plugin(tb, "postgres")
 	ctx := context.Background()
-	conn, err := host.Launch(ctx, host.LaunchOptions{Name: "postgres", Path: path, SHA256: sum[:], Dir: tb.TempDir()})
+	conn, err := host.Launch(ctx, host.LaunchOptions{Name: "postgres", Path: path, SHA256: sum, Dir: tb.TempDir()})
 	if err != nil {
 		tb.Fatalf("launch plugin: %v", err)
 	}

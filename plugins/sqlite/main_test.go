@@ -2,13 +2,11 @@ package sqlite
 
 import (
 	"context"
-	"crypto/sha256"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 
+	"github.com/memhost/memhost/internal/testbin"
 	"github.com/memhost/memhost/sdk/conformance"
 	"github.com/memhost/memhost/sdk/host"
 )
@@ -33,46 +31,19 @@ func sharedTempDir(tb testing.TB, pattern string) string {
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := testbin.Main(m)
 	for _, dir := range tempDirs {
 		os.RemoveAll(dir)
 	}
 	os.Exit(code)
 }
 
-var built struct {
-	once sync.Once
-	path string
-	sum  []byte
-	err  error
-	out  []byte
-}
-
-// pluginBinary builds memhost-plugin-sqlite once per test process, with
-// the tags every memhost build uses (another tag set recompiles SQLite).
+// pluginBinary answers memhost-plugin-sqlite and its sha256: the one
+// `make build` made, or built once for this process with the tags every
+// memhost build uses (another tag set recompiles SQLite).
 func pluginBinary(tb testing.TB) (path string, sum []byte) {
 	tb.Helper()
-	built.once.Do(func() {
-		dir := sharedTempDir(tb, "memhost-sqlite-bin-")
-		built.path = filepath.Join(dir, "memhost-plugin-sqlite")
-		cmd := exec.Command("go", "build", "-o", built.path, ".")
-		cmd.Dir = "cmd/memhost-plugin-sqlite"
-		cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false -trimpath -tags=sqlite_fts5 -ldflags=-w", "CGO_ENABLED=1")
-		if built.out, built.err = cmd.CombinedOutput(); built.err != nil {
-			return
-		}
-		data, err := os.ReadFile(built.path)
-		if err != nil {
-			built.err = err
-			return
-		}
-		h := sha256.Sum256(data)
-		built.sum = h[:]
-	})
-	if built.err != nil {
-		tb.Fatalf("build plugin: %v\n%s", built.err, built.out)
-	}
-	return built.path, built.sum
+	return testbin.Plugin(tb, "sqlite")
 }
 
 // launchPlugin starts the built plugin in dir, as the host does, and

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/memhost/memhost/internal/testbin"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/conformance"
 )
@@ -50,7 +51,7 @@ func targets(t *testing.T) map[string]conformance.ResolverTarget {
 		"InProcess": {Target: conformance.Target{New: func() sdk.Plugin { return New() }, BadConfigs: badConfigs}, Bind: bind(t)},
 	}
 	if !testing.Short() {
-		bin := conformance.BuildBinary(t, "./cmd/memhost-plugin-static")
+		bin := testbin.Build(t, "./plugins/static/cmd/memhost-plugin-static")
 		out["Binary"] = conformance.ResolverTarget{
 			Target: conformance.Target{Binary: bin, Manifest: conformance.WriteManifest(t, New().Info(), bin), BadConfigs: badConfigs},
 			Bind:   bind(t),
@@ -67,3 +68,7 @@ func TestConformance(t *testing.T) {
 		})
 	}
 }
+
+// TestMain removes the plugin binary a run built for itself (make test
+// hands it the one `make build` made).
+func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }

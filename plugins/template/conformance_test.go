@@ -2,8 +2,10 @@ package template
 
 import (
 	"encoding/json"
+	"os"
 	"testing"
 
+	"github.com/memhost/memhost/internal/testbin"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/conformance"
 )
@@ -25,8 +27,12 @@ func TestConformanceBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the plugin binary")
 	}
-	bin := conformance.BuildBinary(t, "./cmd/memhost-plugin-template")
+	bin := testbin.Build(t, "./plugins/template/cmd/memhost-plugin-template")
 	conformance.RunCompactor(t, conformance.Target{
 		Binary: bin, Manifest: conformance.WriteManifest(t, New().Info(), bin), BadConfigs: badConfigs,
 	})
 }
+
+// TestMain removes the plugin binary a run built for itself (make test
+// hands it the one `make build` made).
+func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }

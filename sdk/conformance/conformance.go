@@ -33,6 +33,7 @@ import (
 
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 // Target says how to start the plugin under test. Set exactly one of New
@@ -97,6 +98,9 @@ type Suite struct {
 	name     string
 	info     sdk.Info
 	checksum []byte
+	// verifier hashes the executable once for the suite's many starts
+	// (again only if the file changes).
+	verifier *host.Verifier
 	logger   hclog.Logger
 }
 
@@ -121,6 +125,7 @@ func NewSuite(ctx context.Context, target Target) (*Suite, error) {
 			return nil, fmt.Errorf("conformance: %w", err)
 		}
 		s.checksum = sum
+		s.verifier = host.NewVerifier()
 	}
 	if s.name == "" {
 		s.name = "plugin-under-test"

@@ -106,7 +106,7 @@ func (s *Suite) launch(ctx context.Context, dir string) (*instance, error) {
 		return &instance{conn: conn, impl: impl}, nil
 	}
 	conn, err := host.Launch(ctx, host.LaunchOptions{
-		Name: s.name, Path: s.target.Binary, SHA256: s.checksum, Dir: dir, Logger: s.logger,
+		Name: s.name, Path: s.target.Binary, SHA256: s.checksum, Verifier: s.verifier, Dir: dir, Logger: s.logger,
 		StartTimeout: s.target.StartTimeout,
 	})
 	if err != nil {

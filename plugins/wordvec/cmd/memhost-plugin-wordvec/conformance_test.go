@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 
+	"github.com/memhost/memhost/internal/testbin"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/conformance"
 )
@@ -39,7 +41,11 @@ func TestConformanceBinary(t *testing.T) {
 		t.Skip("builds the plugin binary")
 	}
 	tg := target(t)
-	tg.Binary = conformance.BuildBinary(t, "github.com/memhost/memhost/plugins/wordvec/cmd/memhost-plugin-wordvec")
+	tg.Binary = testbin.Build(t, "./plugins/wordvec/cmd/memhost-plugin-wordvec")
 	tg.Manifest = conformance.WriteManifest(t, newPlugin().Info(), tg.Binary)
 	conformance.RunEmbedder(t, tg)
 }
+
+// TestMain removes the plugin binary a run built for itself (make test
+// hands it the one `make build` made).
+func TestMain(m *testing.M) { os.Exit(testbin.Main(m)) }
