@@ -171,9 +171,14 @@ func twinStores(t *testing.T, seed uint64) (string, *pgxpool.Pool) {
 	t.Helper()
 	recs := threadedRecords(rand.New(rand.NewPCG(seed, seed)))
 	for _, schema := range []string{schemaFor(t.Name() + "/fresh"), schemaFor(t.Name() + "/old")} {
-		if _, err := openStore(t, schema).Remember(context.Background(), realm, recs); err != nil {
+		s := openStore(t, schema)
+		if _, err := s.Remember(context.Background(), realm, recs); err != nil {
 			t.Fatal(err)
 		}
+		// Closed before the caller rewrites the schema: an open store's
+		// background work (heartbeat, change-log trim) locks the tables
+		// the caller drops, in an order that can deadlock with the DDL.
+		s.Close()
 	}
 	schema := schemaFor(t.Name() + "/old")
 	return schema, rawPool(t, schema)
