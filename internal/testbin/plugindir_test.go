@@ -1,6 +1,8 @@
 package testbin
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,5 +82,46 @@ func TestPrebuilt(t *testing.T) {
 	t.Setenv(PrebuiltEnv, "")
 	if got, ok := prebuilt(".", "./cmd/memhost"); ok {
 		t.Errorf("without %s: prebuilt answered %s", PrebuiltEnv, got)
+	}
+}
+
+// TestPluginSums: Plugin answers the prebuilt binary with its sha256, and
+// a run whose tests changed that file fails at the end.
+func TestPluginSums(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "plugins"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(dir, "plugins", "memhost-plugin-sumcheck")
+	content := []byte("#!/bin/sh\n")
+	if err := os.WriteFile(exe, content, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(PrebuiltEnv, dir)
+	t.Cleanup(func() {
+		mu.Lock()
+		delete(sums, exe)
+		delete(built, filepath.Join(".", "./plugins/sumcheck/cmd/memhost-plugin-sumcheck"))
+		mu.Unlock()
+	})
+	path, sum := Plugin(t, "sumcheck")
+	want := sha256.Sum256(content)
+	if path != exe || !bytes.Equal(sum, want[:]) {
+		t.Fatalf("Plugin = %s %x, want %s %x", path, sum, exe, want)
+	}
+	mu.Lock()
+	err := checkPluginSums()
+	mu.Unlock()
+	if err != nil {
+		t.Fatalf("unchanged binary reported: %v", err)
+	}
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	err = checkPluginSums()
+	mu.Unlock()
+	if err == nil || !strings.Contains(err.Error(), exe) {
+		t.Fatalf("changed binary: %v, want an error naming %s", err, exe)
 	}
 }

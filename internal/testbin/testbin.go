@@ -51,6 +51,10 @@ func Main(m *testing.M) int {
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	if err := checkPluginSums(); err != nil {
+		fmt.Fprintln(os.Stderr, "testbin:", err)
+		code = 1
+	}
 	if outDir != "" {
 		os.RemoveAll(outDir)
 	}
@@ -138,6 +142,19 @@ func Plugin(t testing.TB, name string) (path string, sum []byte) {
 	}
 	sums[path] = sum
 	return path, sum
+}
+
+// checkPluginSums reports a binary Plugin answered whose bytes changed
+// since: other tests, and other packages' runs, execute the same file. The
+// caller holds mu.
+func checkPluginSums() error {
+	for path, sum := range sums {
+		digest, err := pluginhost.FileSHA256(path)
+		if err != nil || digest != hex.EncodeToString(sum) {
+			return fmt.Errorf("a test changed the plugin binary %s, which other tests run (copy it first)", path)
+		}
+	}
+	return nil
 }
 
 // PrebuiltEnv names the directory where `make build` put memhost and its
