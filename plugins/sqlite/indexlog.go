@@ -42,11 +42,15 @@ const maxFrameBytes = 1 << 30
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// indexLog is the open log file. Appends happen under database.imu, a
-// reset under wmu and imu.
+// indexLog is the open log file. Appends happen under database.wmu, so
+// frames follow commit order; a reset or a trim under wmu and imu.
 type indexLog struct {
 	f    *os.File
+	path string
 	size atomic.Int64
+	// dropped counts the bytes of frames a reset or trim removed, so that
+	// end positions stay comparable across them.
+	dropped int64
 	// broken stops appends after a failed one until the next reset: a
 	// frame lost mid-log must not be followed by later ones.
 	broken bool
@@ -62,7 +66,7 @@ func openIndexLog(path string, keep int64) (*indexLog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open index log: %w", err)
 	}
-	l := &indexLog{f: f}
+	l := &indexLog{f: f, path: path}
 	if keep < int64(len(logMagic)) {
 		err = l.reset()
 	} else if err = f.Truncate(keep); err == nil {
@@ -76,9 +80,16 @@ func openIndexLog(path string, keep int64) (*indexLog, error) {
 	return l, nil
 }
 
+// end is the position after the last frame, counted from the log's first
+// frame ever: it only grows, across resets and trims.
+func (l *indexLog) end() int64 { return l.dropped + l.size.Load() }
+
 // reset empties the log: the snapshot now holds everything it held.
 func (l *indexLog) reset() error {
 	l.broken = false
+	if n := l.size.Load(); n > int64(len(logMagic)) {
+		l.dropped += n - int64(len(logMagic))
+	}
 	if err := l.f.Truncate(0); err != nil {
 		l.broken = true
 		return err
@@ -92,6 +103,44 @@ func (l *indexLog) reset() error {
 		return err
 	}
 	l.size.Store(int64(len(logMagic)))
+	return nil
+}
+
+// dropThrough removes the frames that end at or before end (an end()
+// position), which a snapshot now holds, and keeps the frames after them:
+// writes go on while a snapshot is written. The kept frames are copied to
+// a new file renamed over the log, so a crash leaves one whole log or the
+// other; frames a snapshot holds are skipped at replay either way.
+func (l *indexLog) dropThrough(end int64) error {
+	off, size := end-l.dropped, l.size.Load()
+	switch {
+	case off >= size:
+		return l.reset()
+	case off <= int64(len(logMagic)):
+		return nil
+	}
+	tail := make([]byte, size-off)
+	if _, err := l.f.ReadAt(tail, off); err != nil {
+		return fmt.Errorf("trim the index log: %w", err)
+	}
+	tmp := l.path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("trim the index log: %w", err)
+	}
+	_, err = f.Write(append([]byte(logMagic), tail...))
+	if err == nil {
+		err = os.Rename(tmp, l.path)
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("trim the index log: %w", err)
+	}
+	l.f.Close()
+	l.f = f
+	l.dropped += off - int64(len(logMagic))
+	l.size.Store(int64(len(logMagic)) + int64(len(tail)))
 	return nil
 }
 

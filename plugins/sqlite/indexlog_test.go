@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/memhost/memhost/sdk"
 )
@@ -153,4 +155,54 @@ func TestIndexLogReplaysAfterACrash(t *testing.T) {
 			sameRankings(t, tc.name+", second crash", rankings(t, s2), ref)
 		})
 	}
+}
+
+// TestWritesGoOnDuringASnapshot holds a snapshot while it encodes the
+// index: a write meanwhile is answered at once (the snapshot held the
+// write lock, so writes waited for the whole encode and fsync: at 1M
+// records under load, past their deadline), recall then reads it, and the
+// log keeps its frame past the snapshot, so a crash image opens from the
+// snapshot and that frame.
+func TestWritesGoOnDuringASnapshot(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "memory.db")
+	encoding, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once // the snapshot at close is not held
+	s := openAt(t, path, func(o *options) {
+		o.maintainIdle = time.Hour
+		o.encoding = func() { once.Do(func() { close(encoding); <-release }) }
+	})
+	mustRemember(t, s, realm, rec(alice, "Walrus", "tusks"), rec(bob, "Otter", "river"))
+	snapped := make(chan error, 1)
+	go func() { snapped <- s.db.snapshot(ctx) }()
+	<-encoding
+	written := make(chan error, 1)
+	go func() {
+		_, err := s.Remember(ctx, realm, []sdk.Record{rec(alice, "Crane", "at the quay")})
+		written <- err
+	}()
+	select {
+	case err := <-written:
+		if err != nil {
+			t.Fatalf("write during the snapshot: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		close(release)
+		t.Fatal("a write waited for the snapshot being encoded")
+	}
+	close(release)
+	if err := <-snapped; err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	if got := recallIDs(t, s, sdk.RecallQuery{Realm: realm, Query: "crane quay", Limit: 5}); len(got) != 1 {
+		t.Fatalf("recall after the snapshot answered %v, want the write made during it", got)
+	}
+	image := crashImage(t, path)
+	want := rankings(t, s)
+	c := openAt(t, image, func(o *options) { o.maintainIdle = time.Hour })
+	if c.db.fromSnapshot || c.db.replayed != 1 || c.db.snapGen == noSnapshot {
+		t.Fatalf("crash image: from snapshot %v, snapshot generation %d, %d frames replayed; want the snapshot and the one frame after it",
+			c.db.fromSnapshot, c.db.snapGen, c.db.replayed)
+	}
+	sameRankings(t, "the crash image", rankings(t, c), want)
 }

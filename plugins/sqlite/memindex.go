@@ -105,11 +105,19 @@ func (d *database) snapshotPath() string { return d.path + ".index" }
 
 // loadIndex fills d.ix from a matching snapshot; from an older snapshot
 // (or none) and the index log's frames after it; or from the records.
-func (d *database) loadIndex(ctx context.Context) error {
+func (d *database) loadIndex(ctx context.Context) (err error) {
 	gen, err := indexGen(ctx, d.r)
 	if err != nil {
 		return err
 	}
+	defer func() {
+		// However it was built, the index is the database's at gen.
+		if err == nil {
+			d.committedGen.Store(gen)
+			d.appliedGen.Store(gen)
+			d.appliedLogEnd = d.ilog.end()
+		}
+	}()
 	ix, snapGen, err := readSnapshot(d.snapshotPath())
 	switch {
 	case err == nil && snapGen == gen:
@@ -172,36 +180,16 @@ func readSnapshot(path string) (*memindex.Index, uint64, error) {
 	return ix, gen, nil
 }
 
-// writeSnapshot stores the index as of generation gen. The caller holds
-// d.wmu and d.imu, so no write changes the index meanwhile. The file is written
-// beside the target and renamed over it, so a crash leaves the old one
-// or the new one, never half of either.
+// writeSnapshot stores the index as of generation gen and empties the
+// log. The caller holds d.smu, d.wmu and d.imu and has applied every
+// pending change, so the index is the database's.
 func (d *database) writeSnapshot(gen uint64) error {
-	path := d.snapshotPath()
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("write index snapshot: %w", err)
-	}
-	bw := bufio.NewWriterSize(f, 1<<16)
-	bw.WriteString(snapshotMagic)
-	bw.Write(binary.LittleEndian.AppendUint64(nil, gen))
-	err = d.ix.Encode(bw)
+	f, err := d.encodeSnapshot(gen)
 	if err == nil {
-		err = bw.Flush()
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
+		err = d.commitSnapshot(f)
 	}
 	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write index snapshot %s: %w", path, err)
+		return err
 	}
 	d.snapGen = gen
 	// Everything the log held is in the snapshot now. Frames left by a
@@ -212,17 +200,87 @@ func (d *database) writeSnapshot(gen uint64) error {
 	return nil
 }
 
+// encodeSnapshot writes the index, stamped gen, to the snapshot's
+// temporary file and answers it open. The caller holds d.smu (the file is
+// its) and d.imu, so no change applies meanwhile.
+func (d *database) encodeSnapshot(gen uint64) (*os.File, error) {
+	tmp := d.snapshotPath() + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("write index snapshot: %w", err)
+	}
+	bw := bufio.NewWriterSize(f, 1<<16)
+	bw.WriteString(snapshotMagic)
+	bw.Write(binary.LittleEndian.AppendUint64(nil, gen))
+	err = d.ix.Encode(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return nil, fmt.Errorf("write index snapshot %s: %w", tmp, err)
+	}
+	return f, nil
+}
+
+// commitSnapshot makes the encoded file durable and renames it over the
+// snapshot, so a crash leaves the old snapshot or the new one, never half
+// of either. It needs no lock but d.smu.
+func (d *database) commitSnapshot(f *os.File) error {
+	err := f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), d.snapshotPath())
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("write index snapshot %s: %w", d.snapshotPath(), err)
+	}
+	return nil
+}
+
 // snapshot writes the index when it changed since the last snapshot.
+// Writes go on meanwhile: only applying their index changes waits, while
+// the index is encoded (recall that must read a write waits with it);
+// the file is synced and renamed with no lock held, and the log then
+// loses the frames the snapshot holds and keeps those that came since.
 func (d *database) snapshot(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	d.smu.Lock()
+	defer d.smu.Unlock()
+	d.imu.Lock()
+	d.applyPendingLocked()
+	gen, end := d.appliedGen.Load(), d.appliedLogEnd
+	if gen == d.snapGen {
+		d.imu.Unlock()
+		return nil
+	}
+	if d.opts.encoding != nil {
+		d.opts.encoding()
+	}
+	f, err := d.encodeSnapshot(gen)
+	d.imu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := d.commitSnapshot(f); err != nil {
+		return err
+	}
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
 	d.imu.Lock()
 	defer d.imu.Unlock()
-	gen, err := indexGen(ctx, d.w)
-	if err != nil || gen == d.snapGen {
-		return err
+	d.snapGen = gen
+	if err := d.ilog.dropThrough(end); err != nil {
+		// The log keeps frames the snapshot holds; replay skips them.
+		return fmt.Errorf("trim the index log: %w", err)
 	}
-	return d.writeSnapshot(gen)
+	return nil
 }
 
 // activeRecords is the FROM and WHERE of the rows the index holds, of one

@@ -77,17 +77,26 @@ type database struct {
 	ckpt  *checkpointer // folds the WAL back (checkpoint.go)
 
 	// ix answers recall. wmu serializes write transactions; imu the index
-	// updates. A write takes imu before it lets go of wmu, so the index
-	// changes in commit order while the next transaction already runs.
-	// A snapshot holds both. snapGen is the generation the snapshot file
-	// holds (noSnapshot when none matches); fromSnapshot tells how this
-	// open built the index.
+	// updates. A write queues its index change (pending, under qmu) before
+	// it lets go of wmu, and whoever holds imu applies the queue in commit
+	// order while the next transaction already runs. A snapshot holds imu
+	// while it encodes the index, which delays applying changes, never a
+	// write. smu serializes writing the snapshot file; the lock order is
+	// smu, wmu, imu, qmu. snapGen is the generation the snapshot file
+	// holds (noSnapshot when none matches), written under wmu and imu;
+	// fromSnapshot tells how this open built the index.
 	ix           *memindex.Index
+	smu          sync.Mutex
 	wmu          sync.Mutex
 	live         liveContent // under wmu (content.go)
 	imu          sync.Mutex
+	qmu          sync.Mutex
+	pending      []pendingChange
 	snapGen      uint64
 	fromSnapshot bool
+	// appliedLogEnd is where appliedGen's log frame ends (an
+	// indexLog.end position), under imu.
+	appliedLogEnd int64
 
 	// tap, under imu, collects the index changes committed while a
 	// reindex reads the records (reindex.go); reindexing admits one
@@ -308,12 +317,7 @@ func (d *database) run(ctx context.Context, fn func(tx *sql.Tx, ch *indexChange)
 
 func (d *database) writeTx(ctx context.Context, fn func(tx *sql.Tx, ch *indexChange) error) error {
 	d.wmu.Lock()
-	holding := true
-	defer func() {
-		if holding {
-			d.wmu.Unlock()
-		}
-	}()
+	defer d.wmu.Unlock()
 	tx, ch, err := d.run(ctx, fn)
 	if errors.Is(err, errStaleContent) {
 		// Only a bug or a hand edit of the file gets here: the records
@@ -342,38 +346,65 @@ func (d *database) writeTx(ctx context.Context, fn func(tx *sql.Tx, ch *indexCha
 	if len(ch.ops) == 0 {
 		return nil
 	}
-	// The write is durable and answered now; its index change is applied
-	// behind the answer, overlapping the caller's next request, under imu
-	// taken here so changes apply in commit order. Recall waits for it
-	// (awaitIndex), so a caller still reads its own writes.
-	d.imu.Lock()
-	d.wmu.Unlock()
-	holding = false
 	// The log frame is written before the answer (a kill -9 after it then
-	// replays rather than rebuilds); only the index update goes behind.
+	// replays rather than rebuilds), under wmu, so frames follow commit
+	// order.
 	if err := d.ilog.append(gen, ch.ops); err != nil {
 		// The commit stands; the next open without a fresh snapshot
 		// rebuilds instead of replaying.
 		d.log.Warn("the index log stops until the next snapshot", "error", err.Error())
 	}
+	// The write is durable and answered now; its index change is applied
+	// behind the answer, overlapping the caller's next request. Recall
+	// waits for it (awaitIndex), so a caller still reads its own writes.
+	d.qmu.Lock()
+	d.pending = append(d.pending, pendingChange{gen: gen, ops: ch.ops, logEnd: d.ilog.end()})
+	d.qmu.Unlock()
 	d.committedGen.Store(gen)
-	go func() {
-		defer d.imu.Unlock()
-		if err := applyOps(d.ix, ch.ops); err != nil {
+	go d.applyPending()
+	return nil
+}
+
+// pendingChange is a committed index change not yet applied: its
+// generation, its operations and where its log frame ends.
+type pendingChange struct {
+	gen    uint64
+	ops    []indexOp
+	logEnd int64
+}
+
+// applyPending applies the queued index changes.
+func (d *database) applyPending() {
+	d.imu.Lock()
+	defer d.imu.Unlock()
+	d.applyPendingLocked()
+}
+
+// applyPendingLocked applies the queued index changes in commit order; the
+// caller holds imu. Holding wmu too, the index is then the database's.
+func (d *database) applyPendingLocked() {
+	d.qmu.Lock()
+	queue := d.pending
+	d.pending = nil
+	d.qmu.Unlock()
+	for _, c := range queue {
+		if err := applyOps(d.ix, c.ops); err != nil {
 			// Only a document the index refuses as malformed gets here,
 			// which prepareRecord rules out; the next open rebuilds.
 			d.log.Error("the recall index missed a committed change", "error", err.Error())
 		}
 		if d.tap != nil {
-			d.tap.ops = append(d.tap.ops, ch.ops...)
+			d.tap.ops = append(d.tap.ops, c.ops...)
 		}
+		d.appliedLogEnd = c.logEnd
 		d.applyMu.Lock()
-		d.appliedGen.Store(gen)
+		d.appliedGen.Store(c.gen)
 		d.applied.Broadcast()
 		d.applyMu.Unlock()
+	}
+	if len(queue) > 0 {
 		d.maint.noteWrite()
-	}()
-	return nil
+	}
 }
 
 // awaitIndex returns once every index change committed before the call

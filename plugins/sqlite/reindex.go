@@ -87,10 +87,14 @@ func (d *database) reindex(ctx context.Context, realm string, progress func(done
 		return 0, err
 	}
 
+	d.smu.Lock()
+	defer d.smu.Unlock()
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
 	d.imu.Lock()
 	defer d.imu.Unlock()
+	// Every commit before wmu is in the tap once applied.
+	d.applyPendingLocked()
 	var replay []indexOp
 	for _, op := range d.tap.ops {
 		if r := op.realm; realm == "" || r == realm || (!op.del && op.doc.Realm == realm) {
@@ -121,9 +125,9 @@ func (d *database) reindex(ctx context.Context, realm string, progress func(done
 
 // beginReindexRead counts the records to index in tx, which fixes tx's
 // read snapshot, and starts the tap, at one instant: it holds the write
-// lock, so no commit falls between the snapshot and the tap. A commit
-// whose index change is still being applied holds imu, so the tap starts
-// after it, and its change is in the snapshot already.
+// lock, so no commit falls between the snapshot and the tap, and it
+// applies the changes still queued before the tap starts, as theirs are
+// in the snapshot already.
 func (d *database) beginReindexRead(ctx context.Context, tx *sql.Tx, realm string) (int, error) {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
@@ -133,6 +137,9 @@ func (d *database) beginReindexRead(ctx context.Context, tx *sql.Tx, realm strin
 		return 0, fmt.Errorf("count records: %w", err)
 	}
 	d.imu.Lock()
+	// Changes committed before the count are in tx's read snapshot:
+	// applied now, they stay out of the tap.
+	d.applyPendingLocked()
 	d.tap = &reindexTap{}
 	d.imu.Unlock()
 	return total, nil

@@ -122,6 +122,9 @@ type options struct {
 	// (checkpoint.go).
 	walBound         int
 	checkpointGather time.Duration
+	// encoding, when set, runs as a snapshot starts encoding the index:
+	// tests hold a snapshot there.
+	encoding func()
 }
 
 func defaultOptions() options {
