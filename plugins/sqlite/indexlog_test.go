@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -205,4 +206,64 @@ func TestWritesGoOnDuringASnapshot(t *testing.T) {
 			c.db.fromSnapshot, c.db.snapGen, c.db.replayed)
 	}
 	sameRankings(t, "the crash image", rankings(t, c), want)
+}
+
+// TestSnapshotQueueIsBounded: writes during a held snapshot queue their
+// index changes up to maxPendingOps and are answered; the write past the
+// bound waits for the snapshot rather than grow the queue (it holds every
+// queued document); once the snapshot ends, every write is recalled.
+func TestSnapshotQueueIsBounded(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "memory.db")
+	encoding, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	s := openAt(t, path, func(o *options) {
+		o.maintainIdle = time.Hour
+		o.encoding = func() { once.Do(func() { close(encoding); <-release }) }
+	})
+	mustRemember(t, s, realm, rec(alice, "Walrus", "tusks"))
+	snapped := make(chan error, 1)
+	go func() { snapped <- s.db.snapshot(ctx) }()
+	<-encoding
+	const batch = 500
+	within := maxPendingOps / batch
+	answered := make(chan error, within+1)
+	go func() {
+		for b := range within + 1 {
+			recs := make([]sdk.Record, batch)
+			for i := range recs {
+				recs[i] = rec(alice, fmt.Sprintf("Lighthouse %d-%d", b, i), "keeper's log")
+			}
+			_, err := s.Remember(ctx, realm, recs)
+			answered <- err
+		}
+	}()
+	for b := range within {
+		select {
+		case err := <-answered:
+			if err != nil {
+				t.Fatalf("batch %d: %v", b, err)
+			}
+		case <-time.After(20 * time.Second):
+			close(release)
+			t.Fatalf("batch %d of %d within the bound waited for the snapshot", b+1, within)
+		}
+	}
+	select {
+	case <-answered:
+		close(release)
+		t.Fatalf("the batch past %d queued operations was answered while the snapshot held the queue", maxPendingOps)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(release)
+	if err := <-answered; err != nil {
+		t.Fatalf("the batch past the bound: %v", err)
+	}
+	if err := <-snapped; err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	hits := mustRecall(t, s, sdk.RecallQuery{Realm: realm, Query: "keeper lighthouse", Limit: 500})
+	if want := (within + 1) * batch; len(hits) != 500 || s.db.ix.Len() != want+1 {
+		t.Fatalf("after the snapshot: %d hits, %d indexed; want 500 hits, %d indexed", len(hits), s.db.ix.Len(), want+1)
+	}
 }

@@ -92,6 +92,7 @@ type database struct {
 	imu          sync.Mutex
 	qmu          sync.Mutex
 	pending      []pendingChange
+	pendingOps   int // the operations pending holds
 	snapGen      uint64
 	fromSnapshot bool
 	// appliedLogEnd is where appliedGen's log frame ends (an
@@ -359,11 +360,24 @@ func (d *database) writeTx(ctx context.Context, fn func(tx *sql.Tx, ch *indexCha
 	// waits for it (awaitIndex), so a caller still reads its own writes.
 	d.qmu.Lock()
 	d.pending = append(d.pending, pendingChange{gen: gen, ops: ch.ops, logEnd: d.ilog.end()})
+	d.pendingOps += len(ch.ops)
+	full := d.pendingOps > maxPendingOps
 	d.qmu.Unlock()
 	d.committedGen.Store(gen)
 	go d.applyPending()
+	if full {
+		// The queue holds every queued record's document: past the bound
+		// (a bulk import during a snapshot of a large index), writes wait
+		// for it to be applied, holding wmu, rather than grow it.
+		d.awaitIndex()
+	}
 	return nil
 }
+
+// maxPendingOps bounds the index changes queued while a snapshot encodes
+// the index: a few megabytes of documents, many interactive writes, and
+// a few batches of an import.
+const maxPendingOps = 4096
 
 // pendingChange is a committed index change not yet applied: its
 // generation, its operations and where its log frame ends.
@@ -385,7 +399,7 @@ func (d *database) applyPending() {
 func (d *database) applyPendingLocked() {
 	d.qmu.Lock()
 	queue := d.pending
-	d.pending = nil
+	d.pending, d.pendingOps = nil, 0
 	d.qmu.Unlock()
 	for _, c := range queue {
 		if err := applyOps(d.ix, c.ops); err != nil {
