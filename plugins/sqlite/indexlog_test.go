@@ -158,6 +158,27 @@ func TestIndexLogReplaysAfterACrash(t *testing.T) {
 	}
 }
 
+// holdSnapshot opens a store at path, writes recs, and starts a snapshot
+// that stops as it begins to encode the index (the one at close does
+// not). It returns once the snapshot is held; release lets it go on (once
+// the test ends at the latest), and done answers its error.
+func holdSnapshot(t *testing.T, path string, recs ...sdk.Record) (s *Store, release func(), done <-chan error) {
+	t.Helper()
+	encoding, resume := make(chan struct{}), make(chan struct{})
+	var held sync.Once
+	s = openAt(t, path, func(o *options) {
+		o.maintainIdle = time.Hour
+		o.encoding = func() { held.Do(func() { close(encoding); <-resume }) }
+	})
+	release = sync.OnceFunc(func() { close(resume) })
+	t.Cleanup(release) // before the store closes: its snapshot waits for this one
+	mustRemember(t, s, realm, recs...)
+	snapped := make(chan error, 1)
+	go func() { snapped <- s.db.snapshot(context.Background()) }()
+	<-encoding
+	return s, release, snapped
+}
+
 // TestWritesGoOnDuringASnapshot holds a snapshot while it encodes the
 // index: a write meanwhile is answered at once (the snapshot held the
 // write lock, so writes waited for the whole encode and fsync: at 1M
@@ -167,16 +188,7 @@ func TestIndexLogReplaysAfterACrash(t *testing.T) {
 func TestWritesGoOnDuringASnapshot(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "memory.db")
-	encoding, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once // the snapshot at close is not held
-	s := openAt(t, path, func(o *options) {
-		o.maintainIdle = time.Hour
-		o.encoding = func() { once.Do(func() { close(encoding); <-release }) }
-	})
-	mustRemember(t, s, realm, rec(alice, "Walrus", "tusks"), rec(bob, "Otter", "river"))
-	snapped := make(chan error, 1)
-	go func() { snapped <- s.db.snapshot(ctx) }()
-	<-encoding
+	s, release, snapped := holdSnapshot(t, path, rec(alice, "Walrus", "tusks"), rec(bob, "Otter", "river"))
 	written := make(chan error, 1)
 	go func() {
 		_, err := s.Remember(ctx, realm, []sdk.Record{rec(alice, "Crane", "at the quay")})
@@ -188,10 +200,9 @@ func TestWritesGoOnDuringASnapshot(t *testing.T) {
 			t.Fatalf("write during the snapshot: %v", err)
 		}
 	case <-time.After(20 * time.Second):
-		close(release)
 		t.Fatal("a write waited for the snapshot being encoded")
 	}
-	close(release)
+	release()
 	if err := <-snapped; err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
@@ -214,17 +225,7 @@ func TestWritesGoOnDuringASnapshot(t *testing.T) {
 // queued document); once the snapshot ends, every write is recalled.
 func TestSnapshotQueueIsBounded(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "memory.db")
-	encoding, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	s := openAt(t, path, func(o *options) {
-		o.maintainIdle = time.Hour
-		o.encoding = func() { once.Do(func() { close(encoding); <-release }) }
-	})
-	mustRemember(t, s, realm, rec(alice, "Walrus", "tusks"))
-	snapped := make(chan error, 1)
-	go func() { snapped <- s.db.snapshot(ctx) }()
-	<-encoding
+	s, release, snapped := holdSnapshot(t, filepath.Join(t.TempDir(), "memory.db"), rec(alice, "Walrus", "tusks"))
 	const batch = 500
 	within := maxPendingOps / batch
 	answered := make(chan error, within+1)
@@ -245,17 +246,15 @@ func TestSnapshotQueueIsBounded(t *testing.T) {
 				t.Fatalf("batch %d: %v", b, err)
 			}
 		case <-time.After(20 * time.Second):
-			close(release)
 			t.Fatalf("batch %d of %d within the bound waited for the snapshot", b+1, within)
 		}
 	}
 	select {
 	case <-answered:
-		close(release)
 		t.Fatalf("the batch past %d queued operations was answered while the snapshot held the queue", maxPendingOps)
 	case <-time.After(300 * time.Millisecond):
 	}
-	close(release)
+	release()
 	if err := <-answered; err != nil {
 		t.Fatalf("the batch past the bound: %v", err)
 	}
