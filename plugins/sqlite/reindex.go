@@ -108,15 +108,11 @@ func (d *database) reindex(ctx context.Context, realm string, progress func(done
 	if err := d.ix.Replace(ix, realm); err != nil {
 		return 0, err
 	}
-	// Holding both locks, the index is the database's at this generation.
-	// The swap stands even if the snapshot cannot be written: the next
-	// quiet period or open tries again.
-	wctx := context.WithoutCancel(ctx)
-	gen, err := indexGen(wctx, d.w)
-	if err == nil {
-		err = d.writeSnapshot(gen)
-	}
-	if err != nil {
+	// Holding both locks with the queue applied, the index is the
+	// database's at the applied generation. The swap stands even if the
+	// snapshot cannot be written: the next quiet period or open tries
+	// again.
+	if err := d.writeSnapshot(d.appliedGen.Load()); err != nil {
 		d.snapGen = noSnapshot
 		d.log.WarnContext(ctx, "reindexed, but the index snapshot was not written; the next open may rebuild it", "error", err.Error())
 	}
