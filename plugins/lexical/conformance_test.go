@@ -20,7 +20,7 @@ func TestConformanceBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the plugin binary")
 	}
-	bin := testbin.Build(t, "./plugins/lexical/cmd/memhost-plugin-lexical")
+	bin, _ := testbin.Plugin(t, "lexical")
 	conformance.RunSelector(t, conformance.Target{
 		Binary: bin, Manifest: conformance.WriteManifest(t, New().Info(), bin), BadConfigs: badConfigs,
 	})

@@ -39,7 +39,7 @@ func TestConformanceBinary(t *testing.T) {
 		t.Skip("builds the plugin binary")
 	}
 	target := conformanceTarget(t)
-	target.Binary = testbin.Build(t, "./plugins/llm/cmd/memhost-plugin-llm")
+	target.Binary, _ = testbin.Plugin(t, "llm")
 	target.Manifest = conformance.WriteManifest(t, New().Info(), target.Binary)
 	conformance.RunCompactor(t, target)
 }

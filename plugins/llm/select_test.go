@@ -306,7 +306,7 @@ func TestSelectorConformanceBinary(t *testing.T) {
 		t.Skip("builds the plugin binary")
 	}
 	target := selectorTarget(t)
-	target.Binary = testbin.Build(t, "./plugins/llm/cmd/memhost-plugin-llm")
+	target.Binary, _ = testbin.Plugin(t, "llm")
 	target.Manifest = conformance.WriteManifest(t, New().Info(), target.Binary)
 	conformance.RunSelector(t, target)
 }

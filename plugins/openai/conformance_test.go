@@ -43,7 +43,7 @@ func TestConformanceBinary(t *testing.T) {
 		t.Skip("builds the plugin binary")
 	}
 	target := conformanceTarget(t)
-	target.Binary = testbin.Build(t, "./plugins/openai/cmd/memhost-plugin-openai")
+	target.Binary, _ = testbin.Plugin(t, "openai")
 	target.Manifest = conformance.WriteManifest(t, New().Info(), target.Binary)
 	conformance.RunEmbedder(t, target)
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/memhost/memhost/internal/testbin"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/conformance"
 )
@@ -29,7 +30,7 @@ func TestConformance(t *testing.T) {
 	if testing.Short() {
 		target.New = func() sdk.Plugin { return newStore() }
 	} else {
-		target.Binary, _ = pluginBinary(t)
+		target.Binary, _ = testbin.Plugin(t, "sqlite")
 		target.Manifest = conformance.WriteManifest(t, New().Info(), target.Binary)
 	}
 	conformance.RunProvider(t, target)

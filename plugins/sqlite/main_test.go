@@ -38,19 +38,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// pluginBinary answers memhost-plugin-sqlite and its sha256: the one
-// `make build` made, or built once for this process with the tags every
-// memhost build uses (another tag set recompiles SQLite).
-func pluginBinary(tb testing.TB) (path string, sum []byte) {
-	tb.Helper()
-	return testbin.Plugin(tb, "sqlite")
-}
-
 // launchPlugin starts the built plugin in dir, as the host does, and
 // configures it with cfg. The plugin is stopped when the test ends.
 func launchPlugin(tb testing.TB, dir string, cfg []byte) (*host.Conn, *conformance.Client, error) {
 	tb.Helper()
-	path, sum := pluginBinary(tb)
+	path, sum := testbin.Plugin(tb, "sqlite")
 	ctx := context.Background()
 	conn, err := host.Launch(ctx, host.LaunchOptions{Name: "sqlite", Path: path, SHA256: sum, Dir: dir})
 	if err != nil {

@@ -51,7 +51,7 @@ func targets(t *testing.T) map[string]conformance.ResolverTarget {
 		"InProcess": {Target: conformance.Target{New: func() sdk.Plugin { return New() }, BadConfigs: badConfigs}, Bind: bind(t)},
 	}
 	if !testing.Short() {
-		bin := testbin.Build(t, "./plugins/static/cmd/memhost-plugin-static")
+		bin, _ := testbin.Plugin(t, "static")
 		out["Binary"] = conformance.ResolverTarget{
 			Target: conformance.Target{Binary: bin, Manifest: conformance.WriteManifest(t, New().Info(), bin), BadConfigs: badConfigs},
 			Bind:   bind(t),

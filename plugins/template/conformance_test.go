@@ -27,7 +27,7 @@ func TestConformanceBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the plugin binary")
 	}
-	bin := testbin.Build(t, "./plugins/template/cmd/memhost-plugin-template")
+	bin, _ := testbin.Plugin(t, "template")
 	conformance.RunCompactor(t, conformance.Target{
 		Binary: bin, Manifest: conformance.WriteManifest(t, New().Info(), bin), BadConfigs: badConfigs,
 	})

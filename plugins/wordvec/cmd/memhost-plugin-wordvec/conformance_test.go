@@ -41,7 +41,7 @@ func TestConformanceBinary(t *testing.T) {
 		t.Skip("builds the plugin binary")
 	}
 	tg := target(t)
-	tg.Binary = testbin.Build(t, "./plugins/wordvec/cmd/memhost-plugin-wordvec")
+	tg.Binary, _ = testbin.Plugin(t, "wordvec")
 	tg.Manifest = conformance.WriteManifest(t, newPlugin().Info(), tg.Binary)
 	conformance.RunEmbedder(t, tg)
 }
