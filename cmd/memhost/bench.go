@@ -21,6 +21,7 @@ import (
 
 	"github.com/memhost/memhost/internal/bench"
 	"github.com/memhost/memhost/internal/config"
+	"github.com/memhost/memhost/internal/pluginhost"
 	"github.com/memhost/memhost/sdk"
 	memindex "github.com/memhost/memhost/sdk/index"
 	"github.com/spf13/cobra"
@@ -533,6 +534,9 @@ type hostFacts struct {
 	// embedded is the embedding backlog's drain rate after the load,
 	// records/s (0: no embedder).
 	embedded float64
+	// paired is lexical against hybrid recall on the same index (nil: no
+	// embedder).
+	paired *bench.Paired
 }
 
 // defaultLoCoMo is the LoCoMo file bench reads unless told otherwise: in
@@ -596,6 +600,16 @@ func runBench(ctx context.Context, o benchOptions, w, progress io.Writer) error 
 			embedded = fmt.Sprintf("%.0f", f.embedded)
 		}
 		fmt.Fprintf(w, "| %s | %d | %.0f | %s | %d ms | %.0f MiB | %.0f B |\n", f.provider, f.records, f.writes, embedded, f.start.Milliseconds(), float64(f.rss)/(1<<20), float64(f.rss)/float64(max(f.records, 1)))
+	}
+	var paired []bench.Paired
+	for _, f := range facts {
+		if f.paired != nil {
+			paired = append(paired, *f.paired)
+		}
+	}
+	if len(paired) > 0 {
+		fmt.Fprintf(w, "\n## Hybrid against lexical recall, paired\n\nThrough the plugin, one client, on the embedder's host: each query asked lexically (A) and with its embedding (B) back to back on the same index, alternating which goes first, so the machine's load moves both alike.\n\n")
+		bench.WritePairedTable(w, paired)
 	}
 	if o.svg != "" {
 		chart, err := bench.LatencyChart(latencies)
@@ -741,7 +755,37 @@ func measureProvider(ctx context.Context, b *benchHost, plugin, provider string,
 			return nil, facts, err
 		}
 	}
+	if facts.paired, err = b.measurePaired(ctx, provider, records, prepared, progress); err != nil {
+		return nil, facts, err
+	}
 	return rows, facts, nil
+}
+
+// measurePaired times each prepared query both lexically and with its
+// embedding, back to back on this one index: rows measured minutes apart
+// (the lexical variant's on another host) move with the machine's load.
+// It answers nil when the queries carry no embedding.
+func (b *benchHost) measurePaired(ctx context.Context, provider string, records int, prepared []sdk.RecallQuery, progress io.Writer) (*bench.Paired, error) {
+	if len(prepared) == 0 || prepared[0].QueryVector == nil {
+		return nil, nil
+	}
+	fmt.Fprintf(progress, "bench: %s %d records: lexical and hybrid recall via plugin, paired\n", provider, records)
+	paired, err := bench.MeasurePaired(ctx, len(prepared), func(ctx context.Context, i int) error {
+		return b.pluginRecallQuery(pluginhost.LexicalOnly(ctx), lexicalOf(prepared[i]))
+	}, func(ctx context.Context, i int) error {
+		return b.pluginRecallQuery(ctx, prepared[i])
+	})
+	if err != nil {
+		return nil, fmt.Errorf("paired lexical and hybrid recall: %w", err)
+	}
+	paired.Provider, paired.Records, paired.A, paired.B = provider, records, "lexical", "hybrid"
+	return &paired, nil
+}
+
+// lexicalOf answers q without its embedding.
+func lexicalOf(q sdk.RecallQuery) sdk.RecallQuery {
+	q.QueryVector, q.VectorModel, q.Fusion = nil, "", sdk.Fusion{}
+	return q
 }
 
 // benchVariantRun measures provider p in one variant: latency at each

@@ -2,7 +2,11 @@ package main
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,5 +51,54 @@ func TestBenchPluginPathCarriesTheVector(t *testing.T) {
 				t.Errorf("embedder %q, query %d: %v", embedder, i, err)
 			}
 		}
+		// With an embedder, each query is also timed lexically beside its
+		// hybrid form; without one there is nothing to pair. Neither side
+		// embeds: the hybrid's queries come embedded, and the lexical side
+		// must reach the provider without the embedding the host would add.
+		embeds := embedCalls(t, b)
+		paired, err := b.measurePaired(ctx, "sqlite", 0, prepared, io.Discard)
+		if err != nil {
+			t.Fatalf("embedder %q: %v", embedder, err)
+		}
+		if n := embedCalls(t, b) - embeds; n != 0 {
+			t.Errorf("embedder %q: the paired run embedded %d queries, want none", embedder, n)
+		}
+		if (paired != nil) != (embedder != "") {
+			t.Fatalf("embedder %q: paired %+v", embedder, paired)
+		}
+		if paired != nil && (paired.A != "lexical" || paired.B != "hybrid" || paired.P50A <= 0 || paired.P50B <= 0) {
+			t.Errorf("paired %+v", paired)
+		}
+		for i, q := range prepared {
+			if embedder != "" && q.QueryVector == nil {
+				t.Errorf("query %d lost its embedding to the lexical side", i)
+			}
+		}
 	}
+}
+
+// embedCalls answers how many embed calls the host has made to its
+// embedder plugins, from its metrics.
+func embedCalls(t *testing.T, b *benchHost) int {
+	t.Helper()
+	resp, err := b.client.Get(b.base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("metrics: %d %v", resp.StatusCode, err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "memhost_plugin_call_duration_seconds_count{") && strings.Contains(line, `method="embed"`) {
+			v, err := strconv.Atoi(line[strings.LastIndexByte(line, ' ')+1:])
+			if err != nil {
+				t.Fatalf("metrics line %q: %v", line, err)
+			}
+			n += v
+		}
+	}
+	return n
 }

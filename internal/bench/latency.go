@@ -151,6 +151,65 @@ func Measure(ctx context.Context, queries []Query, clients int, fn func(ctx cont
 	return percentile(durations, 0.50), percentile(durations, 0.99), float64(len(queries)) / elapsed.Seconds(), nil
 }
 
+// Paired is two ways of running the same queries, measured side by side
+// on one store: the baseline (A) and the variant (B).
+type Paired struct {
+	Provider string
+	Records  int
+	A, B     string // what each side is, as the report names it
+	// P50A, P99A, P50B and P99B are each side's latency spread.
+	P50A, P99A, P50B, P99B time.Duration
+	// Ratio is the median over the queries of B's time ÷ A's time.
+	Ratio float64
+}
+
+// MeasurePaired runs query i through a and b back to back, one client,
+// for i in [0, n), alternating which of the two goes first. Both see the
+// same moments of the machine, so load that comes and goes moves them
+// alike: their ratio is steadier than that of two runs minutes apart.
+func MeasurePaired(ctx context.Context, n int, a, b func(ctx context.Context, i int) error) (p Paired, err error) {
+	da, db := make([]time.Duration, n), make([]time.Duration, n)
+	ratios := make([]float64, n)
+	timed := func(fn func(context.Context, int) error, i int, d []time.Duration) error {
+		t0 := time.Now()
+		err := fn(ctx, i)
+		d[i] = time.Since(t0)
+		return err
+	}
+	for i := range n {
+		first, second := a, b
+		fd, sd := da, db
+		if i%2 == 1 {
+			first, second, fd, sd = b, a, db, da
+		}
+		if err := timed(first, i, fd); err != nil {
+			return Paired{}, err
+		}
+		if err := timed(second, i, sd); err != nil {
+			return Paired{}, err
+		}
+		ratios[i] = float64(db[i]) / float64(max(da[i], 1))
+	}
+	slices.Sort(ratios)
+	if n > 0 {
+		p.Ratio = ratios[(n-1)/2]
+	}
+	slices.Sort(da)
+	slices.Sort(db)
+	p.P50A, p.P99A = percentile(da, 0.50), percentile(da, 0.99)
+	p.P50B, p.P99B = percentile(db, 0.50), percentile(db, 0.99)
+	return p, nil
+}
+
+// WritePairedTable renders paired measurements as Markdown.
+func WritePairedTable(w io.Writer, rows []Paired) {
+	fmt.Fprintf(w, "| provider | records | A | B | A p50 | B p50 | B p50 ÷ A p50 | median of B ÷ A per query | A p99 | B p99 |\n|---|---:|---|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range rows {
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %.2f× | %.2f× | %s | %s |\n", r.Provider, r.Records, r.A, r.B,
+			ms(r.P50A), ms(r.P50B), float64(r.P50B)/float64(max(r.P50A, 1)), r.Ratio, ms(r.P99A), ms(r.P99B))
+	}
+}
+
 func percentile(sorted []time.Duration, p float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0

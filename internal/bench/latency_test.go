@@ -1,6 +1,9 @@
 package bench
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -35,5 +38,58 @@ func TestWriteLatencyTable(t *testing.T) {
 				t.Errorf("cores %d: no line %q in\n%s", tc.cores, line, out)
 			}
 		}
+	}
+}
+
+// TestMeasurePaired: every query runs through both sides, which go first
+// in turn, and the first error stops the run and is answered.
+func TestMeasurePaired(t *testing.T) {
+	var calls []string
+	side := func(name string, failAt int) func(context.Context, int) error {
+		return func(_ context.Context, i int) error {
+			calls = append(calls, fmt.Sprintf("%s%d", name, i))
+			if i == failAt {
+				return errors.New(name + " failed")
+			}
+			return nil
+		}
+	}
+	for _, tc := range []struct {
+		name       string
+		n          int
+		failA      int
+		failB      int
+		wantCalls  string
+		wantErr    string
+		wantTiming bool
+	}{
+		{"alternating", 4, -1, -1, "a0 b0 b1 a1 a2 b2 b3 a3", "", true},
+		{"none", 0, -1, -1, "", "", false},
+		{"a fails", 4, 2, -1, "a0 b0 b1 a1 a2", "a failed", false},
+		{"b fails going first", 4, -1, 1, "a0 b0 b1", "b failed", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls = nil
+			p, err := MeasurePaired(context.Background(), tc.n, side("a", tc.failA), side("b", tc.failB))
+			if got := strings.Join(calls, " "); got != tc.wantCalls {
+				t.Errorf("calls %q, want %q", got, tc.wantCalls)
+			}
+			if gotErr := fmt.Sprint(err); (tc.wantErr == "" && err != nil) || (tc.wantErr != "" && gotErr != tc.wantErr) {
+				t.Errorf("error %v, want %q", err, tc.wantErr)
+			}
+			if timed := p.P50A > 0 && p.P50B > 0 && p.P99A >= p.P50A && p.P99B >= p.P50B && p.Ratio > 0; timed != tc.wantTiming {
+				t.Errorf("timings %+v, want them measured: %v", p, tc.wantTiming)
+			}
+		})
+	}
+}
+
+func TestWritePairedTable(t *testing.T) {
+	var b strings.Builder
+	WritePairedTable(&b, []Paired{{Provider: "sqlite+wordvec", Records: 100000, A: "lexical", B: "hybrid",
+		P50A: time.Millisecond, P99A: 3 * time.Millisecond, P50B: 1400 * time.Microsecond, P99B: 4 * time.Millisecond, Ratio: 1.38}})
+	want := "| sqlite+wordvec | 100000 | lexical | hybrid | 1.000 ms | 1.400 ms | 1.40× | 1.38× | 3.000 ms | 4.000 ms |\n"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("no row %q in\n%s", want, b.String())
 	}
 }

@@ -125,9 +125,9 @@ func capabilityCall[C, T any](ctx context.Context, p *provider, method string, r
 }
 
 // Recall first lets the recall preparer add the query's embedding when
-// the plugin stores vectors.
+// the plugin stores vectors, unless ctx asks for lexical recall only.
 func (p *provider) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
-	if h := p.vectorHooks(); h != nil && h.PrepareRecall != nil {
+	if h := p.vectorHooks(); h != nil && h.PrepareRecall != nil && ctx.Value(lexicalOnlyKey{}) == nil {
 		h.PrepareRecall(ctx, &q)
 	}
 	return call(ctx, p.inst, "recall", true, func(ctx context.Context, c *host.Provider) ([]sdk.Hit, error) {

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -780,6 +781,47 @@ func TestSupervisorObservesEveryProviderCall(t *testing.T) {
 	want := []string{"main recall ok", "main remember ok", "main get unsupported"}
 	if !slices.Equal(seen, want) {
 		t.Fatalf("observed %q, want %q", seen, want)
+	}
+}
+
+// TestLexicalOnlySkipsQueryEmbedding: a recall to a provider that stores
+// vectors (the sqlite plugin) is prepared by the vector hooks, unless its
+// context asks for lexical recall only.
+func TestLexicalOnlySkipsQueryEmbedding(t *testing.T) {
+	entries, _, err := pluginhost.Discover(testbin.PluginDir(t, "sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sup := pluginhost.New(entries, pluginhost.Options{HealthInterval: time.Hour, StartOptions: pluginhost.StartOptions{Logger: hclog.NewNullLogger(), Dir: t.TempDir()}})
+	spec := pluginhost.Spec{Kind: sdk.KindProvider, Name: "main", Plugin: "sqlite", Config: json.RawMessage(`{"path":"memory.db"}`)}
+	if err := sup.Start(context.Background(), []pluginhost.Spec{spec}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sup.Close)
+	var prepared atomic.Int32
+	sup.SetVectorHooks(pluginhost.VectorHooks{PrepareRecall: func(context.Context, *sdk.RecallQuery) string {
+		prepared.Add(1)
+		return ""
+	}})
+	hp, err := sup.Provider("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		want int32
+	}{
+		{"plain", context.Background(), 1},
+		{"lexical only", pluginhost.LexicalOnly(context.Background()), 1},
+		{"plain again", context.Background(), 2},
+	} {
+		if _, err := hp.Recall(tc.ctx, sdk.RecallQuery{Realm: "default", Query: "x"}); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := prepared.Load(); got != tc.want {
+			t.Errorf("%s: prepared %d recalls, want %d", tc.name, got, tc.want)
+		}
 	}
 }
 

@@ -143,6 +143,15 @@ type VectorHooks struct {
 // now on.
 func (s *Supervisor) SetVectorHooks(h VectorHooks) { s.vectors.Store(&h) }
 
+type lexicalOnlyKey struct{}
+
+// LexicalOnly marks ctx so that a recall made under it is sent as asked,
+// without the embedding PrepareRecall would add: memhost bench times a
+// hybrid store's lexical recall on the same index as its hybrid recall.
+func LexicalOnly(ctx context.Context) context.Context {
+	return context.WithValue(ctx, lexicalOnlyKey{}, true)
+}
+
 // New prepares a supervisor over the discovered plugins.
 func New(entries []Entry, opts Options) *Supervisor {
 	opts.defaults()
