@@ -176,7 +176,7 @@ func decodeSnapshot(data []byte, root string) (map[string]*realmIndex, error) {
 	errs := make([]error, len(h.Realms))
 	var wg sync.WaitGroup
 	for i := range h.Realms {
-		wg.Go(func() { engines[i], errs[i] = index.Decode(bytes.NewReader(h.Realms[i].Index)) })
+		wg.Go(func() { engines[i], errs[i] = index.DecodeBytes(h.Realms[i].Index) })
 	}
 	realms, err := decodeDocs(dec, &h)
 	wg.Wait()

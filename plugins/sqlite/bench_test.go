@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,12 +18,32 @@ import (
 )
 
 // Benchmarks run on databases of 10k and 100k synthetic records (see
-// corpus), built once per process and copied per benchmark. Latencies are
-// reported as percentiles over b.N operations:
+// corpus), or the sizes BENCH_SQLITE_SIZES lists, built once per process
+// and copied per benchmark. Latencies are reported as percentiles over b.N
+// operations:
 //
 //	go test -run '^$' -bench . -benchtime 2000x ./plugins/sqlite/
+//	BENCH_SQLITE_SIZES=1000000 go test -run '^$' -bench 'Open/records=1000k/snapshot' -benchtime 3x ./plugins/sqlite/
 
-var benchSizes = []int{10_000, 100_000}
+var benchSizes = sizesFromEnv("BENCH_SQLITE_SIZES", []int{10_000, 100_000})
+
+// sizesFromEnv answers the comma-separated record counts in the variable
+// name, or def when it is unset.
+func sizesFromEnv(name string, def []int) []int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	var sizes []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			panic(fmt.Sprintf("%s: %q is not a record count", name, f))
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes
+}
 
 const benchBatch = 1000
 

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
+	"hash/crc32"
 	"io"
 	"maps"
 	"math"
@@ -14,9 +16,9 @@ import (
 )
 
 // A snapshot is the index as postings, so a store can reopen without
-// tokenizing a single record: Decode reads the lists back as they were and
-// derives each document's term list from them. Layout (integers are
-// uvarints unless noted, strings are a length and bytes):
+// tokenizing a single record: Decode reads the lists back as the index
+// holds them, checks them, and adopts them. Layout (integers are uvarints
+// unless noted, strings are a length and bytes):
 //
 //	magic, tokenizer version (tokenize.Version), field count, weights,
 //	k1, b, context weight (float64 bits, 8 bytes LE), stats,
@@ -24,25 +26,45 @@ import (
 //	  name, scope count, scopes, tag count, folded tags,
 //	  doc count, per doc: id, scope id, seq, expiry (zigzag), time
 //	    (Doc.WhenMs, zigzag), length, tag count, tag ids;
-//	  term count, per term: term, posting count, per posting:
-//	    docno delta, weighted frequency (float32 bits, 4 bytes LE);
+//	  term count, per term (in term id order, empty lists too): term,
+//	    posting count, and when it has postings: the list's bytes (a
+//	    length and bytes, as plist.data), per block of blockSize: first
+//	    docno, last - first, offset in the bytes, highest frequency
+//	    (float32 bits, 4 bytes LE), shortest length, scope bits (4 bytes
+//	    LE); peak count, per peak: frequency (float32 bits), length;
+//	  the documents' term lists (as realm.terms): their total length and
+//	    bytes, then each document's length;
 //	  threaded doc count, per threaded doc: docno, thread id, thread seq
 //	    (zigzag), per caller field: term count, terms (its own fields,
 //	    which its neighbours' context is rebuilt from);
 //	  model count, models (sorted), vector count, per vector: docno,
 //	    model number, dimensions, components (float32 bits, 4 bytes LE,
-//	    at unit length as the index holds them).
+//	    at unit length as the index holds them);
+//	then the CRC-32C of all of the above (4 bytes LE).
 //
 // Deleted slots are dropped, so docnos are renumbered densely.
+//
+// Decode checks every posting's docno and frequency and each block's
+// docnos, offset and highest frequency as it walks a list's bytes (in
+// order, so it costs little), but not what only a look at each posting's
+// document would check (a block's shortest length and scopes, a list's
+// peaks, which bound scores): the checksum stands for those.
 
 // v3 caps the thread context's frequencies and length (ContextFrequency,
 // ContextLength); a v2 snapshot holds the old ones and is stale. v4 adds
-// the vectors; a v3 snapshot loads without any.
+// the vectors; a v3 snapshot loads without any. v5 holds the lists as the
+// index does (v4 held flat postings, each one re-encoded and its document
+// read at load, a quarter of a minute at 1M records) and a checksum.
 const (
-	magic   = "memhost-index\x00v4\n"
+	magic   = "memhost-index\x00v5\n"
+	magicV4 = "memhost-index\x00v4\n"
 	magicV3 = "memhost-index\x00v3\n"
 	magicV2 = "memhost-index\x00v2\n"
 )
+
+// castagnoli is the CRC-32C table (the checksum x86 and arm64 compute in
+// hardware).
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // ErrCorrupt marks a snapshot that is not one this package wrote.
 var ErrCorrupt = errors.New("index: corrupt snapshot")
@@ -58,7 +80,7 @@ func (ix *Index) Encode(w io.Writer) error {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	bw := bufio.NewWriterSize(w, 256<<10)
-	e := encoder{w: bw}
+	e := encoder{w: bw, sum: crc32.New(castagnoli)}
 	e.raw([]byte(magic))
 	e.uint(tokenize.Version)
 	e.uint(uint64(ix.nfields))
@@ -74,6 +96,9 @@ func (ix *Index) Encode(w io.Writer) error {
 	for name, rm := range ix.realms {
 		e.str(name)
 		rm.encode(&e)
+	}
+	if e.err == nil {
+		_, e.err = bw.Write(binary.LittleEndian.AppendUint32(nil, e.sum.Sum32()))
 	}
 	if e.err != nil {
 		return fmt.Errorf("index: encode: %w", e.err)
@@ -119,29 +144,42 @@ func (rm *realm) encode(e *encoder) {
 			e.uint(uint64(t))
 		}
 	}
-	live := 0
+	// Every list, empty ones too, so term ids and the documents' term
+	// lists stay as they are. With no deleted slot the lists are written
+	// as held; otherwise rebuilt on the dense docnos (deleted postings
+	// dropped), which is the work the decoder is spared.
+	whole := rm.live == len(rm.ids)
+	e.uint(uint64(len(rm.lists)))
 	for t := range rm.lists {
-		if rm.lists[t].df > 0 {
-			live++
+		e.str(rm.termNames[t])
+		l := &rm.lists[t]
+		if !whole {
+			var kept plist
+			for doc, f := range l.all() {
+				if rm.scope[doc] != deadScope {
+					kept.add(renum[doc], f, rm.dl[doc], rm.scope[doc])
+				}
+			}
+			l = &kept
+		}
+		e.list(l)
+	}
+	// The documents' term lists, back to back, then each one's length.
+	var total uint64
+	for d := range rm.ids {
+		if rm.scope[d] != deadScope {
+			total += uint64(len(rm.terms.at(uint32(d))))
 		}
 	}
-	e.uint(uint64(live))
-	for t := range rm.lists {
-		l := &rm.lists[t]
-		if l.df == 0 {
-			continue
+	e.uint(total)
+	for d := range rm.ids {
+		if rm.scope[d] != deadScope {
+			e.raw(rm.terms.at(uint32(d)))
 		}
-		e.str(rm.termNames[t])
-		e.uint(uint64(l.df))
-		prev := uint32(0)
-		for doc, f := range l.all() {
-			if rm.scope[doc] == deadScope {
-				continue
-			}
-			d := renum[doc]
-			e.uint(uint64(d - prev))
-			prev = d
-			e.u32(math.Float32bits(f))
+	}
+	for d := range rm.ids {
+		if rm.scope[d] != deadScope {
+			e.uint(uint64(len(rm.terms.at(uint32(d)))))
 		}
 	}
 	e.uint(uint64(len(rm.threaded)))
@@ -184,13 +222,40 @@ func (rm *realm) encode(e *encoder) {
 
 type encoder struct {
 	w   *bufio.Writer
+	sum hash.Hash32 // of everything written
 	buf [binary.MaxVarintLen64]byte
 	err error
 }
 
 func (e *encoder) raw(b []byte) {
 	if e.err == nil {
+		e.sum.Write(b)
 		_, e.err = e.w.Write(b)
+	}
+}
+
+// list writes a posting list as the index holds it, which has no
+// deleted postings: its count, then, when it has any, its bytes, its
+// blocks and its peaks.
+func (e *encoder) list(l *plist) {
+	e.uint(uint64(l.n))
+	if l.n == 0 {
+		return
+	}
+	e.uint(uint64(len(l.data)))
+	e.raw(l.data)
+	for _, b := range l.blocks {
+		e.uint(uint64(b.first))
+		e.uint(uint64(b.last - b.first))
+		e.uint(uint64(b.off))
+		e.u32(math.Float32bits(b.maxF))
+		e.uint(uint64(b.minDL))
+		e.u32(b.scopes)
+	}
+	e.uint(uint64(len(l.peaks)))
+	for _, p := range l.peaks {
+		e.u32(math.Float32bits(p.f))
+		e.uint(uint64(p.dl))
 	}
 }
 func (e *encoder) uint(v uint64) { e.raw(binary.AppendUvarint(e.buf[:0], v)) }
@@ -202,6 +267,7 @@ func (e *encoder) u32(v uint32) { e.raw(binary.LittleEndian.AppendUint32(e.buf[:
 func (e *encoder) str(s string) {
 	e.uint(uint64(len(s)))
 	if e.err == nil {
+		io.WriteString(e.sum, s)
 		_, e.err = e.w.WriteString(s)
 	}
 }
@@ -213,12 +279,27 @@ func Decode(r io.Reader) (*Index, error) {
 	if err != nil {
 		return nil, fmt.Errorf("index: decode: %w", err)
 	}
+	return DecodeBytes(data)
+}
+
+// DecodeBytes is Decode of a snapshot already in memory, for a caller
+// that knows its size: reading a large one through Decode grows its
+// buffer step by step, each step copied and cleared. The index keeps no
+// reference to data.
+func DecodeBytes(data []byte) (*Index, error) {
 	d := decoder{b: data}
-	withVectors := true
+	version := 5
 	switch string(d.take(len(magic))) {
 	case magic:
+		body := len(data) - 4
+		if body < len(magic) || crc32.Checksum(data[:body], castagnoli) != binary.LittleEndian.Uint32(data[body:]) {
+			return nil, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
+		}
+		d.b = data[len(magic):body]
+	case magicV4:
+		version = 4
 	case magicV3:
-		withVectors = false
+		version = 3
 	case magicV2:
 		return nil, fmt.Errorf("%w: it ranks thread context the earlier way", ErrStale)
 	default:
@@ -252,7 +333,7 @@ func Decode(r io.Reader) (*Index, error) {
 		if d.err != nil {
 			return nil, d.err
 		}
-		rm, err := decodeRealm(&d, ix.nextSeq, ix.nfields, withVectors)
+		rm, err := decodeRealm(&d, ix.nextSeq, ix.nfields, version)
 		if err != nil {
 			return nil, err
 		}
@@ -269,7 +350,7 @@ func Decode(r io.Reader) (*Index, error) {
 	return ix, nil
 }
 
-func decodeRealm(d *decoder, nextSeq uint64, nfields int, withVectors bool) (*realm, error) {
+func decodeRealm(d *decoder, nextSeq uint64, nfields, version int) (*realm, error) {
 	rm := newRealm()
 	ntags := decodeNames(d, rm)
 	ndocs := d.count(len(d.b))
@@ -279,14 +360,24 @@ func decodeRealm(d *decoder, nextSeq uint64, nfields int, withVectors bool) (*re
 	if err := decodeDocs(d, rm, ndocs, ntags, nextSeq); err != nil {
 		return nil, err
 	}
-	if err := decodePostings(d, rm, ndocs); err != nil {
-		return nil, err
+	if version >= 5 {
+		err := decodeTerms(d, rm, func(l *plist, t string) error { return decodeList(d, l, t, ndocs) })
+		if err != nil {
+			return nil, err
+		}
+		if err := decodeTermLists(d, rm, ndocs); err != nil {
+			return nil, err
+		}
+	} else {
+		if err := decodePostings(d, rm, ndocs); err != nil {
+			return nil, err
+		}
+		rm.buildTermLists()
 	}
-	rm.buildTermLists()
 	if err := decodeThreads(d, rm, ndocs, nfields); err != nil {
 		return nil, err
 	}
-	if withVectors {
+	if version >= 4 {
 		if err := decodeVectors(d, rm, ndocs); err != nil {
 			return nil, err
 		}
@@ -403,8 +494,9 @@ func decodeDocs(d *decoder, rm *realm, ndocs, ntags int, nextSeq uint64) error {
 	return nil
 }
 
-// decodePostings reads every term and its postings list.
-func decodePostings(d *decoder, rm *realm, ndocs int) error {
+// decodeTerms reads the term count, then each term and, with read, its
+// list.
+func decodeTerms(d *decoder, rm *realm, read func(l *plist, t string) error) error {
 	nterms := d.count(len(d.b))
 	rm.lists = make([]plist, 0, nterms)
 	for range nterms {
@@ -412,12 +504,156 @@ func decodePostings(d *decoder, rm *realm, ndocs int) error {
 		if _, dup := rm.termIDs[t]; dup {
 			d.fail("term %q repeated", t)
 		}
-		l := &rm.lists[rm.term(t)]
-		if err := decodePostingList(d, rm, l, t, ndocs); err != nil {
+		if d.err != nil {
+			return d.err
+		}
+		if err := read(&rm.lists[rm.term(t)], t); err != nil {
 			return err
 		}
 	}
 	return d.err
+}
+
+// decodeList reads term t's list as the index holds it (v5).
+func decodeList(d *decoder, l *plist, t string, ndocs int) error {
+	n := d.count(ndocs)
+	if n == 0 {
+		return d.err
+	}
+	size := d.count(len(d.b))
+	l.data = slices.Clone(d.take(size))
+	l.blocks = make([]pblock, (n+blockSize-1)/blockSize)
+	for i := range l.blocks {
+		b := &l.blocks[i]
+		b.first = uint32(d.count(ndocs - 1))
+		b.last = b.first + uint32(d.count(ndocs-1-int(b.first)))
+		b.off = uint32(d.count(size))
+		b.maxF = math.Float32frombits(d.u32())
+		b.minDL = uint32(d.count(math.MaxUint32))
+		b.scopes = d.u32()
+	}
+	l.peaks = make([]peak, d.count(n))
+	for i := range l.peaks {
+		l.peaks[i] = peak{f: math.Float32frombits(d.u32()), dl: uint32(d.count(math.MaxUint32))}
+		if f := l.peaks[i].f; d.err == nil && (!(f > 0) || math.IsInf(float64(f), 0)) {
+			d.fail("term %q has a peak of frequency %v", t, f)
+		}
+	}
+	if d.err != nil {
+		return d.err
+	}
+	l.n, l.df = int32(n), int32(n)
+	if err := l.check(ndocs); err != nil {
+		d.fail("term %q: %v", t, err)
+	}
+	return d.err
+}
+
+// check walks the list's bytes: every block starts at its offset, past
+// the block before, with its first docno; its postings' docnos ascend
+// below ndocs to its last, and its highest frequency is theirs; every
+// frequency is positive and finite; the bytes hold exactly n postings.
+func (l *plist) check(ndocs int) error {
+	data, i := l.data, 0
+	next := func() (uint64, bool) {
+		v, m := binary.Uvarint(data[min(i, len(data)):])
+		if m <= 0 {
+			return 0, false
+		}
+		i += m
+		return v, true
+	}
+	for bi := range l.blocks {
+		b := &l.blocks[bi]
+		if int(b.off) != i || bi > 0 && b.first <= l.blocks[bi-1].last {
+			return fmt.Errorf("block %d misplaced", bi)
+		}
+		doc, maxF := b.first, float32(0)
+		for k := range l.size(bi) {
+			if k > 0 {
+				delta, ok := next()
+				if !ok || delta == 0 || delta >= uint64(ndocs) || int(doc)+int(delta) >= ndocs {
+					return fmt.Errorf("block %d: bad docno delta", bi)
+				}
+				doc += uint32(delta)
+			}
+			x, ok := next()
+			if !ok {
+				return fmt.Errorf("block %d truncated", bi)
+			}
+			f := math.Float32frombits(uint32(x >> 1))
+			if x&1 == 0 {
+				if x>>1 >= 1<<24 {
+					return fmt.Errorf("block %d: bad frequency", bi)
+				}
+				f = float32(uint32(x>>1)) / 8
+			} else if x>>1 > math.MaxUint32 {
+				return fmt.Errorf("block %d: bad frequency", bi)
+			}
+			if !(f > 0) || math.IsInf(float64(f), 0) {
+				return fmt.Errorf("block %d: frequency %v", bi, f)
+			}
+			maxF = max(maxF, f)
+		}
+		if doc != b.last || maxF != b.maxF {
+			return fmt.Errorf("block %d: its bounds are not its postings'", bi)
+		}
+	}
+	if i != len(data) {
+		return fmt.Errorf("%d bytes past its postings", len(data)-i)
+	}
+	return nil
+}
+
+// decodeTermLists reads the documents' term lists (v5): each one's term
+// ids ascend and name a list, and each list holds as many postings as
+// the documents' term lists name it, so a delete takes from lists that
+// hold the document.
+func decodeTermLists(d *decoder, rm *realm, ndocs int) error {
+	total := d.count(len(d.b))
+	rm.terms.data = slices.Clone(d.take(total))
+	rm.terms.end = make([]uint32, ndocs)
+	named := make([]int32, len(rm.lists))
+	at := 0
+	for doc := range ndocs {
+		at += d.count(total - at)
+		rm.terms.end[doc] = uint32(at)
+	}
+	if d.err != nil {
+		return d.err
+	}
+	if at != total {
+		d.fail("the term lists hold %d bytes, their lengths %d", total, at)
+		return d.err
+	}
+	from := 0
+	for doc := range ndocs {
+		span := rm.terms.data[from:rm.terms.end[doc]]
+		from = int(rm.terms.end[doc])
+		t := -1
+		for len(span) > 0 {
+			delta, m := binary.Uvarint(span)
+			if m <= 0 || (t >= 0 && delta == 0) || delta >= uint64(len(rm.lists)) || t+int(delta) >= len(rm.lists) {
+				d.fail("document %d has a bad term list", doc)
+				return d.err
+			}
+			t = max(t, 0) + int(delta)
+			named[t]++
+			span = span[m:]
+		}
+	}
+	for t := range rm.lists {
+		if named[t] != rm.lists[t].n {
+			d.fail("term %q has %d postings, named by %d documents", rm.termNames[t], rm.lists[t].n, named[t])
+			return d.err
+		}
+	}
+	return nil
+}
+
+// decodePostings reads every term and its postings list (v4 and before).
+func decodePostings(d *decoder, rm *realm, ndocs int) error {
+	return decodeTerms(d, rm, func(l *plist, t string) error { return decodePostingList(d, rm, l, t, ndocs) })
 }
 
 // decodePostingList reads term t's postings: document deltas, each with a

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"os"
 	"slices"
@@ -63,11 +64,16 @@ func TestDecodeRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	good := buf.Bytes()
+	flipped := slices.Clone(good)
+	flipped[len(flipped)/2] ^= 1
 	cases := map[string][]byte{
-		"empty":          nil,
-		"other file":     []byte("hello, world"),
-		"truncated":      good[:len(good)-3],
-		"trailing bytes": append(slices.Clone(good), 0),
+		"empty":                 nil,
+		"other file":            []byte("hello, world"),
+		"truncated":             good[:len(good)-3],
+		"trailing bytes":        append(slices.Clone(good), 0),
+		"a bit flipped":         flipped,
+		"only its magic":        []byte(magic),
+		"trailing bytes summed": resum(append(slices.Clone(good[:len(good)-4]), 0, 0, 0, 0, 0)),
 	}
 	for name, data := range cases {
 		if _, err := Decode(bytes.NewReader(data)); !errors.Is(err, ErrCorrupt) {
@@ -76,7 +82,7 @@ func TestDecodeRefuses(t *testing.T) {
 	}
 	// A snapshot cut by another tokenizer version is stale, not corrupt:
 	// its caller rebuilds rather than reporting damage.
-	stale := slices.Concat([]byte(magic), binary.AppendUvarint(nil, tokenize.Version+1), good[len(magic)+1:])
+	stale := resum(slices.Concat([]byte(magic), binary.AppendUvarint(nil, tokenize.Version+1), good[len(magic)+1:]))
 	if _, err := Decode(bytes.NewReader(stale)); !errors.Is(err, ErrStale) {
 		t.Errorf("other tokenizer version: Decode = %v, want ErrStale", err)
 	}
@@ -109,7 +115,9 @@ func FuzzDecode(f *testing.F) {
 	f.Add(buf.Bytes())
 	f.Add([]byte(magic))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ix, err := Decode(bytes.NewReader(data))
+		// Summed again, so that what the input changed reaches the checks
+		// behind the checksum's.
+		ix, err := Decode(bytes.NewReader(resum(data)))
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrStale) {
 				t.Fatalf("Decode error %v wraps neither ErrCorrupt nor ErrStale", err)
@@ -184,6 +192,16 @@ func TestSnapshotBeforeBlocks(t *testing.T) {
 	}
 }
 
+// resum answers b, a v5 snapshot or not, with its last 4 bytes replaced
+// by the checksum of the bytes before them.
+func resum(b []byte) []byte {
+	if len(b) < len(magic)+4 || string(b[:len(magic)]) != magic {
+		return b
+	}
+	body := len(b) - 4
+	return binary.LittleEndian.AppendUint32(slices.Clone(b[:body]), crc32.Checksum(b[:body], castagnoli))
+}
+
 func mustSearch(t *testing.T, ix *Index, q Query) []Hit {
 	t.Helper()
 	hits, err := ix.Search(q)
@@ -205,4 +223,54 @@ func snapshotRoundTrip(t testing.TB, ix *Index) *Index {
 		t.Fatal(err)
 	}
 	return back
+}
+
+// TestSnapshotReencodes: a decoded snapshot encodes to the same bytes,
+// whether its lists were written as held (no deleted document) or
+// rebuilt on dense docnos (after deletes), and a delete after decoding
+// takes the document's postings as before.
+func TestSnapshotReencodes(t *testing.T) {
+	ix, _ := New(Options{Weights: ftsWeights})
+	words := strings.Fields("coffee tea beans milk sugar cup morning evening bread jam")
+	for i := range 300 {
+		body := []string{words[i%len(words)], words[(i*7)%len(words)], fmt.Sprintf("w%d", i%37)}
+		if err := ix.Put(Doc{ID: fmt.Sprintf("d%d", i), Realm: "r", Scope: "realm", Fields: [][]string{nil, {words[i%3]}, nil, body}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	encode := func(ix *Index) []byte {
+		var buf bytes.Buffer
+		if err := ix.Encode(&buf); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	for _, step := range []string{"no deletes", "after deletes"} {
+		if step == "after deletes" {
+			for i := 0; i < 300; i += 3 {
+				ix.Delete("r", fmt.Sprintf("d%d", i))
+			}
+		}
+		first := encode(ix)
+		back, err := Decode(bytes.NewReader(first))
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		if again := encode(back); !bytes.Equal(again, first) {
+			t.Fatalf("%s: the decoded index encodes to other bytes", step)
+		}
+		q := Query{Realm: "r", Terms: []string{"coffee", "w4"}, Limit: 20}
+		want, _ := ix.Search(q)
+		if got := mustSearch(t, back, q); !slices.Equal(got, want) {
+			t.Fatalf("%s: decoded answers %v, want %v", step, got, want)
+		}
+		for _, h := range want[:5] {
+			ix.Delete("r", h.ID)
+			back.Delete("r", h.ID)
+		}
+		want, _ = ix.Search(q)
+		if got := mustSearch(t, back, q); !slices.Equal(got, want) {
+			t.Fatalf("%s, deleting after decode: answers %v, want %v", step, got, want)
+		}
+	}
 }
