@@ -191,7 +191,7 @@ Results are printed as Markdown. Runs are reproducible with --seed.`,
 	f.StringVar(&o.svg, "svg", "", "also write the latency chart as SVG to this file")
 	f.BoolVar(&o.categories, "categories", true, "LoCoMo rows per question category too")
 	f.BoolVar(&o.multiHost, "multihost", false, "also measure turns/s through two hosts sharing PostgreSQL against one (needs $"+postgresDSNEnv+")")
-	f.StringVar(&o.embedder, "embedder", "", "also measure every provider with this embedder plugin (wordvec, openai): hybrid recall, its latency and the backlog's drain rate")
+	f.StringVar(&o.embedder, "embedder", "", "also measure every provider with this embedder plugin (wordvec, openai): hybrid recall, its latency (and against lexical recall on the same index, paired) and the backlog's drain rate")
 	f.StringVar(&o.embedderConfig, "embedder-config", "", "the embedder's config, an HCL object (default {})")
 	f.Float64Var(&o.semanticWeight, "semantic-weight", -1, "the realms' semantic_weight with --embedder (default: the provider's)")
 	f.BoolVar(&quick, "quick", false, "a run under two minutes: 1,000 records, 60 queries, LoCoMo samples 0 and 5, the first LongMemEval questions (retrieval and retention)")
