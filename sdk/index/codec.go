@@ -149,20 +149,25 @@ func (rm *realm) encode(e *encoder) {
 	// as held; otherwise rebuilt on the dense docnos (deleted postings
 	// dropped), which is the work the decoder is spared.
 	whole := rm.live == len(rm.ids)
+	var keep func(uint32) (uint32, bool)
+	var scope, dl []uint32 // by dense docno, as rewrite reads them
+	if !whole {
+		keep = func(d uint32) (uint32, bool) { return renum[d], rm.scope[d] != deadScope }
+		scope, dl = make([]uint32, 0, rm.live), make([]uint32, 0, rm.live)
+		for d := range rm.ids {
+			if rm.scope[d] != deadScope {
+				scope, dl = append(scope, rm.scope[d]), append(dl, rm.dl[d])
+			}
+		}
+	}
 	e.uint(uint64(len(rm.lists)))
 	for t := range rm.lists {
 		e.str(rm.termNames[t])
-		l := &rm.lists[t]
+		l := rm.lists[t] // a copy: rewrite replaces it, not the index's
 		if !whole {
-			var kept plist
-			for doc, f := range l.all() {
-				if rm.scope[doc] != deadScope {
-					kept.add(renum[doc], f, rm.dl[doc], rm.scope[doc])
-				}
-			}
-			l = &kept
+			l.rewrite(keep, scope, dl)
 		}
-		e.list(l)
+		e.list(&l)
 	}
 	// The documents' term lists, back to back, then each one's length.
 	var total uint64
