@@ -69,9 +69,17 @@ RACE_TIMEOUT ?= 20m
 # once rather than queue behind other packages. The Go tests run the
 # binaries `build` just made (MEMHOST_TEST_BIN_DIR) rather than link each
 # again; test-go and test-e2e alone build their own.
-test: build vet deps typescript-tree clients-deps
+test:
+	+@$(MAKE) --no-print-directory -j3 -Oline test-go-prereqs typescript-tree clients-deps
 	@echo "running the Go, race, Python SDK, TypeScript SDK and client suites side by side"
 	+@MEMHOST_TEST_BIN_DIR=$(CURDIR)/$(BIN) $(MAKE) --no-print-directory -j6 -Otarget test-e2e test-go test-race test-python typescript-run clients-run
+
+# What the Go suites share is built one go command at a time (two go
+# commands compiling SQLite at once on a cold cache would both compile it),
+# beside npm and tsc for the TypeScript tree and the clients, which mostly
+# use one core (their lines interleave, so a first build's notice shows).
+test-go-prereqs:
+	+@$(MAKE) --no-print-directory build vet deps
 
 # The end-to-end tests wait on the processes they start much of the time:
 # more of them at once than cores keeps the cores busy once the other
@@ -80,11 +88,14 @@ TEST_PARALLEL ?= 4
 E2E_PKG    := github.com/memhost/memhost/cmd/memhost
 test-e2e:
 	$(TYPESCRIPT_TREE_ENV) go test -count=1 -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) ./cmd/memhost/
-# go test starts packages in the order it is given them, two at a time (one
-# per core): the longest go first, so none is left running alone at the end.
+# go test starts packages in the order it is given them, the longest first,
+# so none is left running alone at the end; TEST_PACKAGES at a time rather
+# than one per core, because these finish last and many of their tests wait
+# on plugin processes and PostgreSQL.
+TEST_PACKAGES ?= 4
 LONG_PKGS  := ./plugins/postgres ./plugins/bleve ./plugins/sqlite ./plugins/markdown ./sdk/index ./internal/pluginhost ./plugins/llm
 test-go:
-	go test -count=1 -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $$( (go list $(LONG_PKGS); go list $(PKGS)) | grep -vx '$(E2E_PKG)' | awk '!seen[$$0]++')
+	go test -count=1 -p $(TEST_PACKAGES) -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $$( (go list $(LONG_PKGS); go list $(PKGS)) | grep -vx '$(E2E_PKG)' | awk '!seen[$$0]++')
 
 # The race detector is for shared state: -short leaves out the tests that
 # check large single-goroutine results or start plugin processes, which
@@ -101,7 +112,7 @@ vet:
 # node 20+ with npm fails here. The Node dev tools (pyright for the Python
 # client's type hints, tsc and openapi-typescript) come from lockfiles.
 CLIENTS_TIMEOUT ?= 600
-.PHONY: clients-test clients-deps clients-run test-go test-e2e test-race plugins typescript-deps typescript-run typescript-tree
+.PHONY: clients-test clients-deps clients-run test-go test-go-prereqs test-e2e test-race plugins typescript-deps typescript-run typescript-tree
 clients-test: build clients-deps
 	@$(MAKE) --no-print-directory clients-run
 clients-deps:
