@@ -79,7 +79,7 @@ func NewDefanger(header string) (*Defanger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("instruction header: %w", err)
 	}
-	bmpFolds() // build the fold table now, not on a first request
+	bmpFolds() // decode the fold table now, not on a first request
 	return &Defanger{all: all}, nil
 }
 
@@ -453,61 +453,6 @@ func (m *matcher) scan(s string, hit func(p, start, end, line int)) {
 	}
 }
 
-// Markers in the BMP fold table; other entries are the one folded rune,
-// or foldMulti with the offset and count of the rune's units in
-// bmpFoldTable.multi.
-const (
-	foldSkip  = 0xFFFFFFFF // skippable or a separator
-	foldBreak = 0xFFFFFFFE // skippable line break
-	foldMulti = 0x80000000 // | offset<<foldCountBits | count
-	// foldCountBits holds the count of a multi-unit fold.
-	foldCountBits = 5
-)
-
-// bmpFoldTable is the fold of every BMP rune, so that folding costs one
-// lookup per rune.
-type bmpFoldTable struct {
-	fold  [0x10000]uint32
-	multi []rune
-}
-
-// units answers the folded units of a foldMulti entry.
-func (t *bmpFoldTable) units(entry uint32) []rune {
-	off := (entry &^ foldMulti) >> foldCountBits
-	return t.multi[off : off+entry&(1<<foldCountBits-1)]
-}
-
-// bmpFolds builds the table on first use (about a hundred milliseconds,
-// under 1 MiB).
-var bmpFolds = sync.OnceValue(func() *bmpFoldTable {
-	t := &bmpFoldTable{}
-	var buf [utf8.UTFMax]byte
-	var units []rune
-	for r := rune(0); r < 0x10000; r++ {
-		switch {
-		case breaksLine(r):
-			t.fold[r] = foldBreak
-		case r >= 0xD800 && r <= 0xDFFF, skippable(r):
-			t.fold[r] = foldSkip
-		default:
-			n := utf8.EncodeRune(buf[:], r)
-			units = units[:0]
-			foldRune(string(buf[:n]), r, func(f rune) { units = append(units, f) })
-			switch {
-			case len(units) == 0:
-				t.fold[r] = foldSkip
-			case len(units) == 1:
-				t.fold[r] = uint32(units[0])
-			default:
-				n := min(len(units), 1<<foldCountBits-1)
-				t.fold[r] = foldMulti | uint32(len(t.multi))<<foldCountBits | uint32(n)
-				t.multi = append(t.multi, units[:n]...)
-			}
-		}
-	}
-	return t
-})
-
 // breaksLine reports the runes that end a line for the header rule.
 func breaksLine(r rune) bool {
 	switch r {
@@ -583,7 +528,7 @@ func foldUnit(r rune, emit func(rune)) {
 			return
 		}
 	}
-	if full, ok := fullCaseFolds()[r]; ok {
+	if full, ok := caseFoldOf(r); ok {
 		for _, x := range full {
 			readUnit(x, emit)
 		}
@@ -703,6 +648,17 @@ func hasASCIIAlnum(s string) bool {
 	return false
 }
 
+// caseFoldOf answers r's full case folding when that is not its lower
+// case. fullCaseFolds holds BMP runes only, and takes tens of milliseconds
+// to build, so other runes do not ask it.
+func caseFoldOf(r rune) (string, bool) {
+	if r < utf8.RuneSelf || r > 0xFFFF {
+		return "", false
+	}
+	f, ok := fullCaseFolds()[r]
+	return f, ok
+}
+
 // fullCaseFolds holds the BMP runes whose full case folding (Unicode's
 // CaseFolding.txt, through x/text/cases) is not their lower case: ß is
 // "ss", ς is σ, ᲂ is о. Other runes fold to their lower case. Outside the
@@ -812,7 +768,7 @@ func (sc *scanner) feedDecoded(ref string, start, end, line int, hit func(p, sta
 		if skippable(r) {
 			continue
 		}
-		foldRune(ref[k:k+utf8.RuneLen(r)], r, func(f rune) {
+		foldOne(ref[k:k+utf8.RuneLen(r)], r, func(f rune) {
 			if p, first := sc.feed(f, start, line); p >= 0 {
 				hit(int(p), sc.starts[first], end, sc.lines[first])
 			}
@@ -827,7 +783,7 @@ func foldString(s string) []rune {
 		if skippable(r) {
 			continue
 		}
-		foldRune(s[i:i+utf8.RuneLen(r)], r, func(f rune) { out = append(out, f) })
+		foldOne(s[i:i+utf8.RuneLen(r)], r, func(f rune) { out = append(out, f) })
 	}
 	return out
 }

@@ -3,7 +3,6 @@ package coordinator
 import (
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/memhost/memhost/coordinator/coordinatortest"
 )
@@ -279,33 +278,6 @@ func BenchmarkDefang(b *testing.B) {
 				d.Defang(bc.in)
 			}
 		})
-	}
-}
-
-// The fold table must agree with the slow path it replaces, rune by rune.
-func TestFoldTableMatchesSlowPath(t *testing.T) {
-	table := bmpFolds()
-	var buf [utf8.UTFMax]byte
-	for r := rune(0x80); r < 0x10000; r++ {
-		if r >= 0xD800 && r <= 0xDFFF {
-			continue
-		}
-		n := utf8.EncodeRune(buf[:], r)
-		var want []rune
-		if !skippable(r) {
-			foldRune(string(buf[:n]), r, func(f rune) { want = append(want, f) })
-		}
-		var got []rune
-		switch e := table.fold[r]; {
-		case e == foldSkip || e == foldBreak:
-		case e&foldMulti != 0:
-			got = table.units(e)
-		default:
-			got = []rune{rune(e)}
-		}
-		if string(got) != string(want) {
-			t.Fatalf("U+%04X: table folds to %q, slow path to %q", r, string(got), string(want))
-		}
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 	"github.com/memhost/memhost/sdk"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+var update = flag.Bool("update", false, "rewrite golden files under testdata/, and foldtable.bin")
 
 const testNonce = "0123456789abcdef0123456789abcdef"
 

@@ -1,0 +1,108 @@
+package coordinator
+
+import (
+	"errors"
+	"os"
+	"testing"
+	"unicode/utf8"
+)
+
+// The embedded table is what the slow path builds today; -update rewrites
+// it when a Go or x/text upgrade moves Unicode's tables.
+func TestFoldTableFile(t *testing.T) {
+	built := buildBMPFolds()
+	if *update {
+		if err := os.WriteFile("foldtable.bin", encodeFoldTable(built), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	file, err := decodeFoldTable(foldTableFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if file.fold != built.fold || string(file.multi) != string(built.multi) {
+		t.Fatal("foldtable.bin is not the table this build folds to; rewrite it: go test ./coordinator -run TestFoldTableFile -update")
+	}
+}
+
+// The table must agree with the slow path it replaces, rune by rune.
+func TestFoldTableMatchesSlowPath(t *testing.T) {
+	table := bmpFolds()
+	var buf [utf8.UTFMax]byte
+	for r := rune(0x80); r < 0x10000; r++ {
+		if r >= 0xD800 && r <= 0xDFFF {
+			continue
+		}
+		n := utf8.EncodeRune(buf[:], r)
+		var want []rune
+		if !skippable(r) {
+			foldRune(string(buf[:n]), r, func(f rune) { want = append(want, f) })
+		}
+		var got []rune
+		switch e := table.fold[r]; {
+		case e == foldSkip || e == foldBreak:
+		case e&foldMulti != 0:
+			got = table.units(e)
+		default:
+			got = []rune{rune(e)}
+		}
+		if string(got) != string(want) {
+			t.Fatalf("U+%04X: table folds to %q, slow path to %q", r, string(got), string(want))
+		}
+	}
+}
+
+// foldOne reads the table in the BMP and folds the slow way elsewhere; the
+// two agree on every rune a caller hands it (callers drop skippable runes).
+func TestFoldOneMatchesFoldRune(t *testing.T) {
+	for _, r := range []rune{'a', 'M', '0', '&', 'ß', 'ﬃ', 'а', 'Ν', 'ᴛ', '한', 'Ⅻ', '①', 0x1D400, 0x1F1E6, 0xE0041, 0x2F800, 0x10400, 0x1F600} {
+		if skippable(r) {
+			t.Fatalf("U+%04X is skippable: not a case for foldOne", r)
+		}
+		enc := string(r)
+		var want, got []rune
+		foldRune(enc, r, func(f rune) { want = append(want, f) })
+		foldOne(enc, r, func(f rune) { got = append(got, f) })
+		if string(got) != string(want) {
+			t.Errorf("U+%04X: foldOne %q, foldRune %q", r, string(got), string(want))
+		}
+	}
+}
+
+func TestDecodeFoldTableRefuses(t *testing.T) {
+	table := buildBMPFolds()
+	if _, err := decodeFoldTable(encodeFoldTable(table)); err != nil {
+		t.Fatalf("the built table: %v", err)
+	}
+	var multi rune = -1
+	for r, e := range table.fold {
+		if e&foldMulti != 0 && e != foldSkip && e != foldBreak {
+			multi = rune(r)
+			break
+		}
+	}
+	if multi < 0 {
+		t.Fatal("the built table has no multi-unit entry")
+	}
+	outside := *table
+	outside.fold[multi] = foldMulti | uint32(len(table.multi))<<foldCountBits | 2
+	fewer := *table
+	fewer.multi = table.multi[:len(table.multi)-1]
+	good := encodeFoldTable(table)
+	for _, c := range []struct {
+		name string
+		in   []byte
+	}{
+		{"empty", nil},
+		{"other magic", append([]byte("memhost-folds-9\n"), good[len(foldTableMagic):]...)},
+		{"cut short", good[:len(good)/2]},
+		{"not deflated", append([]byte(foldTableMagic), 0xff, 0xff, 0xff)},
+		{"units outside", encodeFoldTable(&outside)},
+		{"fewer units than entries use", encodeFoldTable(&fewer)},
+	} {
+		if _, err := decodeFoldTable(c.in); !errors.Is(err, errFoldTable) {
+			t.Errorf("%s: %v, want %v", c.name, err, errFoldTable)
+		}
+	}
+}
