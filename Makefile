@@ -43,8 +43,10 @@ COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 $(BIN)/memhost: FORCE
 	go build -ldflags "-w -X main.commit=$(COMMIT)" -o $@ ./cmd/memhost
 
-# One go command for every plugin, so their links run side by side.
-plugins: FORCE
+# One go command for every plugin, so their links run side by side. It
+# waits for memhost's (order-only) even under make -j: two go commands
+# compiling SQLite at once on a cold cache would both compile it.
+plugins: FORCE | $(BIN)/memhost
 	go build -o $(PLUGIN_DIR)/ $(foreach p,$(PLUGINS),./plugins/$(p)/cmd/memhost-plugin-$(p))
 
 run: build
@@ -58,11 +60,13 @@ run: build
 # gets RACE_TIMEOUT.
 TEST_TIMEOUT ?= 40m
 RACE_TIMEOUT ?= 20m
-# The suites run side by side once what they share is built: the Go
+# The suites run side by side once what they share is built (memhost and
+# its plugins beside npm and tsc for the TypeScript tree and the clients,
+# whose lines interleave so that a first build's notice shows): vet, the Go
 # packages, the race step, the Python and TypeScript SDKs' suites and the
-# clients'. (Building it all first, one step at a time, gets the Go tests
-# started sooner than building it beside the suites: the cores are busy
-# either way.) The Go end-to-end tests spend much of their time waiting on
+# clients'. (Building it all first gets the Go tests started sooner than
+# building it beside the suites: the cores are busy either way.) The Go
+# end-to-end tests spend much of their time waiting on
 # processes, which leaves the cores to the others. Each suite's output
 # appears whole when it ends. cmd/memhost's end-to-end tests, the longest
 # package, run in a go command of their own (test-e2e), so they start at
@@ -70,16 +74,9 @@ RACE_TIMEOUT ?= 20m
 # binaries `build` just made (MEMHOST_TEST_BIN_DIR) rather than link each
 # again; test-go and test-e2e alone build their own.
 test:
-	+@$(MAKE) --no-print-directory -j3 -Oline test-go-prereqs typescript-tree clients-deps
-	@echo "running the Go, race, Python SDK, TypeScript SDK and client suites side by side"
-	+@MEMHOST_TEST_BIN_DIR=$(CURDIR)/$(BIN) $(MAKE) --no-print-directory -j6 -Otarget test-e2e test-go test-race test-python typescript-run clients-run
-
-# What the Go suites share is built one go command at a time (two go
-# commands compiling SQLite at once on a cold cache would both compile it),
-# beside npm and tsc for the TypeScript tree and the clients, which mostly
-# use one core (their lines interleave, so a first build's notice shows).
-test-go-prereqs:
-	+@$(MAKE) --no-print-directory build vet deps
+	+@$(MAKE) --no-print-directory -j3 -Oline build typescript-tree clients-deps
+	@echo "running vet and the Go, race, Python SDK, TypeScript SDK and client suites side by side"
+	+@MEMHOST_TEST_BIN_DIR=$(CURDIR)/$(BIN) $(MAKE) --no-print-directory -j8 -Otarget test-e2e test-go test-race test-python typescript-run clients-run vet deps
 
 # The end-to-end tests wait on the processes they start much of the time:
 # more of them at once than cores keeps the cores busy once the other
@@ -112,7 +109,7 @@ vet:
 # node 20+ with npm fails here. The Node dev tools (pyright for the Python
 # client's type hints, tsc and openapi-typescript) come from lockfiles.
 CLIENTS_TIMEOUT ?= 600
-.PHONY: clients-test clients-deps clients-run test-go test-go-prereqs test-e2e test-race plugins typescript-deps typescript-run typescript-tree
+.PHONY: clients-test clients-deps clients-run test-go test-e2e test-race plugins typescript-deps typescript-run typescript-tree
 clients-test: build clients-deps
 	@$(MAKE) --no-print-directory clients-run
 clients-deps:
