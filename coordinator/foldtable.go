@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -48,13 +49,20 @@ var foldTableFile []byte
 
 // bmpFolds answers the fold table, decoded from foldTableFile on first
 // use (about 5 ms: inflating it).
-var bmpFolds = sync.OnceValue(func() *bmpFoldTable {
-	t, err := decodeFoldTable(foldTableFile)
+var bmpFolds = sync.OnceValue(func() *bmpFoldTable { return foldsFrom(foldTableFile) })
+
+// foldsFrom decodes an encoded table, or builds one when it was written by
+// a Go with other Unicode tables, so that folding is always this Go's.
+func foldsFrom(file []byte) *bmpFoldTable {
+	t, version, err := decodeFoldTable(file)
 	if err != nil {
 		panic(fmt.Sprintf("coordinator: foldtable.bin: %v (go test ./coordinator -run TestFoldTableFile -update rewrites it)", err))
 	}
+	if version != unicode.Version {
+		return buildBMPFolds()
+	}
 	return t
-})
+}
 
 // buildBMPFolds folds every BMP rune the slow way (foldRune).
 func buildBMPFolds() *bmpFoldTable {
@@ -89,12 +97,15 @@ func buildBMPFolds() *bmpFoldTable {
 // foldTableMagic starts an encoded fold table; the digit is its version.
 const foldTableMagic = "memhost-folds-1\n"
 
-// encodeFoldTable writes the magic, then deflated: the 65,536 entries, each
-// a little-endian uint32, the count of multi units and the units in UTF-8
-// (nearly all are ASCII letters: transliterations such as Hangul's).
-func encodeFoldTable(t *bmpFoldTable) []byte {
+// encodeFoldTable writes the magic and the Unicode version of the Go that
+// built the table (the other tables it reads are pinned by go.sum) on a
+// line, then deflated: the 65,536 entries, each a little-endian uint32,
+// the count of multi units and the units in UTF-8 (nearly all are ASCII
+// letters: transliterations such as Hangul's).
+func encodeFoldTable(t *bmpFoldTable, unicodeVersion string) []byte {
 	var out bytes.Buffer
 	out.WriteString(foldTableMagic)
+	out.WriteString(unicodeVersion + "\n")
 	w, _ := flate.NewWriter(&out, flate.BestCompression) // the level is valid
 	var raw []byte
 	for _, e := range t.fold {
@@ -110,18 +121,23 @@ func encodeFoldTable(t *bmpFoldTable) []byte {
 var errFoldTable = errors.New("not a fold table of this version")
 
 // decodeFoldTable reads what encodeFoldTable wrote, checking that every
-// multi-unit entry lies within the units.
-func decodeFoldTable(b []byte) (*bmpFoldTable, error) {
+// multi-unit entry lies within the units, and answers the Unicode version
+// it was built with.
+func decodeFoldTable(b []byte) (*bmpFoldTable, string, error) {
 	t := &bmpFoldTable{}
 	if !bytes.HasPrefix(b, []byte(foldTableMagic)) {
-		return nil, errFoldTable
+		return nil, "", errFoldTable
 	}
-	raw, err := io.ReadAll(flate.NewReader(bytes.NewReader(b[len(foldTableMagic):])))
+	version, rest, ok := bytes.Cut(b[len(foldTableMagic):], []byte("\n"))
+	if !ok || len(version) == 0 || len(version) > 32 {
+		return nil, "", fmt.Errorf("%w: no Unicode version", errFoldTable)
+	}
+	raw, err := io.ReadAll(flate.NewReader(bytes.NewReader(rest)))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errFoldTable, err)
+		return nil, "", fmt.Errorf("%w: %v", errFoldTable, err)
 	}
 	if len(raw) < 4*(len(t.fold)+1) {
-		return nil, fmt.Errorf("%w: %d bytes", errFoldTable, len(raw))
+		return nil, "", fmt.Errorf("%w: %d bytes", errFoldTable, len(raw))
 	}
 	for r := range t.fold {
 		t.fold[r] = binary.LittleEndian.Uint32(raw[4*r:])
@@ -130,7 +146,7 @@ func decodeFoldTable(b []byte) (*bmpFoldTable, error) {
 	n := binary.LittleEndian.Uint32(raw)
 	units := raw[4:]
 	if !utf8.Valid(units) || uint64(utf8.RuneCount(units)) != uint64(n) {
-		return nil, fmt.Errorf("%w: the units are not %d runes of UTF-8", errFoldTable, n)
+		return nil, "", fmt.Errorf("%w: the units are not %d runes of UTF-8", errFoldTable, n)
 	}
 	t.multi = []rune(string(units))
 	for r, e := range t.fold {
@@ -138,10 +154,10 @@ func decodeFoldTable(b []byte) (*bmpFoldTable, error) {
 			continue
 		}
 		if off, count := (e&^foldMulti)>>foldCountBits, e&(1<<foldCountBits-1); count < 2 || uint64(off)+uint64(count) > uint64(n) {
-			return nil, fmt.Errorf("%w: U+%04X's units lie outside them", errFoldTable, r)
+			return nil, "", fmt.Errorf("%w: U+%04X's units lie outside them", errFoldTable, r)
 		}
 	}
-	return t, nil
+	return t, string(version), nil
 }
 
 // foldOne emits the folded form of r (its encoding is enc), as foldRune

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -12,14 +13,19 @@ import (
 func TestFoldTableFile(t *testing.T) {
 	built := buildBMPFolds()
 	if *update {
-		if err := os.WriteFile("foldtable.bin", encodeFoldTable(built), 0o644); err != nil {
+		if err := os.WriteFile("foldtable.bin", encodeFoldTable(built, unicode.Version), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	file, err := decodeFoldTable(foldTableFile)
+	file, version, err := decodeFoldTable(foldTableFile)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if version != unicode.Version {
+		// Another Go's tables: the table is built at start instead.
+		t.Logf("foldtable.bin holds Unicode %s, this Go %s: rewrite it with -update", version, unicode.Version)
+		return
 	}
 	if file.fold != built.fold || string(file.multi) != string(built.multi) {
 		t.Fatal("foldtable.bin is not the table this build folds to; rewrite it: go test ./coordinator -run TestFoldTableFile -update")
@@ -72,8 +78,8 @@ func TestFoldOneMatchesFoldRune(t *testing.T) {
 
 func TestDecodeFoldTableRefuses(t *testing.T) {
 	table := buildBMPFolds()
-	if _, err := decodeFoldTable(encodeFoldTable(table)); err != nil {
-		t.Fatalf("the built table: %v", err)
+	if _, version, err := decodeFoldTable(encodeFoldTable(table, unicode.Version)); err != nil || version != unicode.Version {
+		t.Fatalf("the built table: %v, Unicode %q", err, version)
 	}
 	var multi rune = -1
 	for r, e := range table.fold {
@@ -89,7 +95,7 @@ func TestDecodeFoldTableRefuses(t *testing.T) {
 	outside.fold[multi] = foldMulti | uint32(len(table.multi))<<foldCountBits | 2
 	fewer := *table
 	fewer.multi = table.multi[:len(table.multi)-1]
-	good := encodeFoldTable(table)
+	good := encodeFoldTable(table, unicode.Version)
 	for _, c := range []struct {
 		name string
 		in   []byte
@@ -98,11 +104,26 @@ func TestDecodeFoldTableRefuses(t *testing.T) {
 		{"other magic", append([]byte("memhost-folds-9\n"), good[len(foldTableMagic):]...)},
 		{"cut short", good[:len(good)/2]},
 		{"not deflated", append([]byte(foldTableMagic), 0xff, 0xff, 0xff)},
-		{"units outside", encodeFoldTable(&outside)},
-		{"fewer units than entries use", encodeFoldTable(&fewer)},
+		{"units outside", encodeFoldTable(&outside, unicode.Version)},
+		{"fewer units than entries use", encodeFoldTable(&fewer, unicode.Version)},
+		{"no version", append([]byte(foldTableMagic), good[len(foldTableMagic)+len(unicode.Version):]...)},
 	} {
-		if _, err := decodeFoldTable(c.in); !errors.Is(err, errFoldTable) {
+		if _, _, err := decodeFoldTable(c.in); !errors.Is(err, errFoldTable) {
 			t.Errorf("%s: %v, want %v", c.name, err, errFoldTable)
 		}
+	}
+}
+
+// A table written with another Unicode version is not used: the table is
+// built as this Go folds.
+func TestFoldTableOfAnotherUnicodeIsRebuilt(t *testing.T) {
+	built := buildBMPFolds()
+	other := *built
+	other.fold['a'] = 'b'
+	if got := foldsFrom(encodeFoldTable(&other, "1.0.0")); got.fold != built.fold {
+		t.Fatal("a table of Unicode 1.0.0 was used")
+	}
+	if got := foldsFrom(encodeFoldTable(&other, unicode.Version)); got.fold != other.fold {
+		t.Fatal("a table of this Unicode was not used")
 	}
 }
