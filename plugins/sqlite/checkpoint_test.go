@@ -52,6 +52,61 @@ func TestWALStaysBoundedUnderWrites(t *testing.T) {
 	}
 }
 
+// The bound itself: once the WAL holds walBound frames, a checkpoint
+// finishes under the write lock, so that the next write starts the WAL
+// over even when writes come back to back. TestWALStaysBoundedUnderWrites
+// cannot show it: between its writes a passive checkpoint copies every
+// frame, and the WAL starts over without the bound. Here a write holds
+// the lock throughout.
+func TestCheckpointPastTheBoundWaitsForTheWriteLock(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		bound int
+		waits bool
+	}{
+		{"past the bound", 1, true},
+		{"under the bound", 1 << 30, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := openAt(t, filepath.Join(t.TempDir(), "memory.db"), func(o *options) { o.walBound = c.bound })
+			ctx := context.Background()
+			if _, err := s.Remember(ctx, "bench", benchRecords(0, 100)); err != nil {
+				t.Fatal(err)
+			}
+			var d *database
+			if err := s.use(func(db *database) error { d = db; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			d.wmu.Lock() // a write under way
+			locked := true
+			defer func() {
+				if locked {
+					d.wmu.Unlock()
+				}
+			}()
+			done := make(chan error, 1)
+			go func() { done <- d.ckpt.checkpoint(ctx) }()
+			if c.waits {
+				select {
+				case err := <-done:
+					t.Fatalf("the checkpoint returned (%v) while a write held the lock: past the bound it must finish under the lock", err)
+				case <-time.After(300 * time.Millisecond):
+				}
+				d.wmu.Unlock()
+				locked = false
+			}
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the checkpoint did not return")
+			}
+		})
+	}
+}
+
 // A checkpoint that keeps failing is logged once, not once per commit,
 // and its recovery once.
 func TestCheckpointFailuresLogOncePerStreak(t *testing.T) {
