@@ -1,5 +1,7 @@
 package index
 
+import "golang.org/x/sys/cpu"
+
 // dot is dotGo in SSE (every amd64 processor has it): the same products
 // and sums in the same order, so the same bits, two to six times faster
 // (docs/benchmarks.md). It panics as dotGo does when b is shorter.
@@ -8,15 +10,28 @@ func dot(a, b []float32) float64 { return dotSSE(a, b[:len(a)]) }
 //go:noescape
 func dotSSE(a, b []float32) float64
 
-// dotsI8 is dotsI8Go in SSE2: sixteen components at a time, products
-// summed in pairs (PMADDWD) into int32 lanes. Integer sums are exact, so
-// the order does not matter.
+// dotsI8 is dotsI8Go in AVX2 where the processor has it, SSE2 otherwise:
+// products summed in pairs (PMADDWD) into int32 lanes. Integer sums are
+// exact, so the order does not matter and both answer the same. AVX2
+// takes sixteen components a step and widens them in one instruction:
+// 30,000 copies of 112 components took 0.10 ms against SSE2's 0.22 ms
+// (docs/benchmarks.md).
 func dotsI8(codes []int8, q []int16, out []int32) {
 	if len(q)%16 != 0 || len(codes) != len(out)*len(q) {
 		panic("index: dotsI8 of mismatched lengths")
 	}
+	if hasAVX2 {
+		dotsI8AVX2(codes, q, out)
+		return
+	}
 	dotsI8SSE(codes, q, out)
 }
 
+// hasAVX2 is whether the processor and the operating system run AVX2.
+var hasAVX2 = cpu.X86.HasAVX2
+
 //go:noescape
 func dotsI8SSE(codes []int8, q []int16, out []int32)
+
+//go:noescape
+func dotsI8AVX2(codes []int8, q []int16, out []int32)

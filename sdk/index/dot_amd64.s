@@ -106,3 +106,48 @@ zeros:
 	JNZ  zeros
 done:
 	RET
+
+// func dotsI8AVX2(codes []int8, q []int16, out []int32)
+// dotsI8SSE sixteen components at a time: VPMOVSXBW widens sixteen codes
+// to int16 in one step, VPMADDWD multiplies them by the query's and sums
+// the products in pairs into eight int32 lanes.
+TEXT ·dotsI8AVX2(SB), NOSPLIT, $0-72
+	MOVQ codes_base+0(FP), SI
+	MOVQ q_base+24(FP), DI
+	MOVQ q_len+32(FP), BX
+	MOVQ out_base+48(FP), R8
+	MOVQ out_len+56(FP), R9
+	TESTQ R9, R9
+	JEQ  avxdone
+	TESTQ BX, BX
+	JEQ  avxzeros
+avxvec:
+	VPXOR Y0, Y0, Y0
+	XORQ  AX, AX
+avxcomp:
+	VPMOVSXBW (SI)(AX*1), Y2
+	VPMADDWD  (DI)(AX*2), Y2, Y2
+	VPADDD    Y2, Y0, Y0
+	ADDQ      $16, AX
+	CMPQ      AX, BX
+	JLT       avxcomp
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD       X1, X0, X0
+	VPSHUFD      $0x4e, X0, X1
+	VPADDD       X1, X0, X0
+	VPSHUFD      $0xb1, X0, X1
+	VPADDD       X1, X0, X0
+	VMOVD        X0, (R8)
+	ADDQ   BX, SI
+	ADDQ   $4, R8
+	DECQ   R9
+	JNZ    avxvec
+	VZEROUPPER
+	RET
+avxzeros:
+	MOVL $0, (R8)
+	ADDQ $4, R8
+	DECQ R9
+	JNZ  avxzeros
+avxdone:
+	RET

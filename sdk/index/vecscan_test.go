@@ -8,9 +8,15 @@ import (
 	"testing"
 )
 
-// TestDotsI8: the assembly (where there is one) answers the Go loop's
-// sums, at the extremes of both types too.
+// TestDotsI8: the assembly (every kernel this processor runs) answers the
+// Go loop's sums, at the extremes of both types too.
 func TestDotsI8(t *testing.T) {
+	for name, kernel := range dotsI8Kernels() {
+		t.Run(name, func(t *testing.T) { testDotsI8(t, kernel) })
+	}
+}
+
+func testDotsI8(t *testing.T, dotsI8 func([]int8, []int16, []int32)) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, pad := range []int{16, 32, 112, 384, 1024} {
 		for n := range 5 {

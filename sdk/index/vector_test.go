@@ -217,21 +217,26 @@ func TestHybridMatchesReference(t *testing.T) {
 	if testing.Short() {
 		t.Skip("single-goroutine exactness over random corpora; the plain run checks it")
 	}
-	defer func(w int) { exhaustiveWork = w }(exhaustiveWork)
+	defer func(w, b int) { exhaustiveWork, besideScan = w, b }(exhaustiveWork, besideScan)
 	for i, tc := range []struct {
-		name  string
-		docs  int
-		vocab int
-		work  int
-		ctx   float64
+		name   string
+		docs   int
+		vocab  int
+		work   int
+		ctx    float64
+		beside bool // every query's halves on two goroutines
 	}{
-		{"small", 400, 30, math.MaxInt, 0},
-		{"pruned lexical half", 1500, 80, 0, 0},
-		{"thread context refreshes keep vectors", 1200, 40, 4096, 0.5},
-		{"churn renumbers", 4000, 30, 4096, 0},
+		{"small", 400, 30, math.MaxInt, 0, false},
+		{"pruned lexical half", 1500, 80, 0, 0, false},
+		{"thread context refreshes keep vectors", 1200, 40, 4096, 0.5, false},
+		{"churn renumbers", 4000, 30, 4096, 0, false},
+		{"halves beside each other", 1500, 80, 0, 0.5, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			exhaustiveWork = tc.work
+			exhaustiveWork, besideScan = tc.work, math.MaxInt
+			if tc.beside {
+				besideScan = 0
+			}
 			c := &vecCorpus{corpus: newThreadCorpus(t, uint64(100+i), tc.vocab, StatsIndex, tc.ctx), vecs: map[string]refVec{}}
 			for n := 0; n < tc.docs; n++ {
 				c.step()
@@ -262,6 +267,20 @@ func TestHybridMatchesReference(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGoWaitRaisesPanics: a panic on the vector half's goroutine reaches
+// the searching goroutine, where a server's recovery sees it, rather than
+// ending the process.
+func TestGoWaitRaisesPanics(t *testing.T) {
+	wait := goWait(func() { panic("half failed") })
+	defer func() {
+		if p := recover(); p != "half failed" {
+			t.Fatalf("recovered %v, want the half's panic", p)
+		}
+	}()
+	wait()
+	t.Fatal("wait returned after a panic")
 }
 
 // TestHybridRanksByMeaning: a query sharing no word with any record is
