@@ -37,11 +37,11 @@ const FusionDepth = 50
 // besideScan is how many vectors a query's scopes must list for a hybrid
 // search to find its vector top on another goroutine while it finds the
 // lexical top: the halves read the index under Search's read lock and
-// write only their own scratch, so a query takes the longer half's time
-// rather than both. Below it, waking a second thread costs more than the
-// vector half saves: at 4,400 listed vectors a search took 15% longer
-// beside, at 8,700 about the same, at 14,500 a quarter less
-// (docs/benchmarks.md).
+// write only their own scratch, so a query can take the longer half's
+// time rather than both where a processor is free. Below it, waking a
+// second thread costs more than the vector half saves: in-process, at
+// 4,400 listed vectors a search took 15% longer beside, at 8,700 about
+// the same, at 14,500 a quarter less (docs/benchmarks.md).
 var besideScan = 12_000
 
 // goWait runs fn on a goroutine of its own and answers the wait for it. A
