@@ -108,9 +108,9 @@ done:
 	RET
 
 // func dotsI8AVX2(codes []int8, q []int16, out []int32)
-// dotsI8SSE sixteen components at a time: VPMOVSXBW widens sixteen codes
-// to int16 in one step, VPMADDWD multiplies them by the query's and sums
-// the products in pairs into eight int32 lanes.
+// dotsI8SSE's sums, sixteen components a step: VPMOVSXBW widens sixteen
+// codes to int16 at once, VPMADDWD multiplies them by the query's and
+// sums the products in pairs into eight int32 lanes.
 TEXT ·dotsI8AVX2(SB), NOSPLIT, $0-72
 	MOVQ codes_base+0(FP), SI
 	MOVQ q_base+24(FP), DI

@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -266,6 +267,48 @@ func TestHybridMatchesReference(t *testing.T) {
 				c.check(back, c.query())
 			}
 		})
+	}
+}
+
+// TestHybridHalvesBeside: with every query's halves on two goroutines,
+// searches running at once answer what the halves in turn answer. Small
+// enough for the race detector's short run, which leaves out
+// TestHybridMatchesReference.
+func TestHybridHalvesBeside(t *testing.T) {
+	defer func(b int) { besideScan = b }(besideScan)
+	c := &vecCorpus{corpus: newThreadCorpus(t, 7, 40, StatsIndex, 0.5), vecs: map[string]refVec{}}
+	for range 300 {
+		c.step()
+	}
+	queries := make([]Query, 40)
+	want := make([][]Hit, len(queries))
+	besideScan = math.MaxInt
+	for i := range queries {
+		queries[i] = c.query()
+		want[i], _ = c.ix.Search(queries[i])
+	}
+	besideScan = 0
+	got := make([][]Hit, len(queries))
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := w; i < len(queries); i += 4 {
+				got[i], _ = c.ix.Search(queries[i])
+			}
+		})
+	}
+	wg.Wait()
+	answered := 0
+	for i := range queries {
+		if !slices.Equal(got[i], want[i]) {
+			t.Fatalf("query %+v beside:\n got %v\nwant %v", queries[i], got[i], want[i])
+		}
+		if len(want[i]) > 0 {
+			answered++
+		}
+	}
+	if answered < len(queries)/2 {
+		t.Fatalf("only %d of %d queries found anything", answered, len(queries))
 	}
 }
 
