@@ -114,7 +114,8 @@ func (l *plist) size(bi int) int {
 }
 
 // decode fills docs and fs with block bi's postings, answering how many.
-// The one-byte cases, nearly every posting, are decoded inline.
+// The one-byte gaps and the one- and two-byte frequencies, nearly every
+// posting, are decoded inline (a call to uvarint is not inlined).
 func (l *plist) decode(bi int, docs *[blockSize]uint32, fs *[blockSize]float32) int {
 	b := &l.blocks[bi]
 	n := l.size(bi)
@@ -134,6 +135,10 @@ func (l *plist) decode(bi int, docs *[blockSize]uint32, fs *[blockSize]float32) 
 		if c := data[i]; c < 0x80 && c&1 == 0 {
 			f = float32(c>>1) / 8
 			i++
+		} else if c >= 0x80 && c&1 == 0 && data[i+1] < 0x80 {
+			// two bytes: a frequency of 8 or more (a title term's)
+			f = float32(uint32(c&0x7f)>>1|uint32(data[i+1])<<6) / 8
+			i += 2
 		} else {
 			f, i = readF(data, i)
 		}
@@ -199,39 +204,63 @@ func (l *plist) seek(no uint32, from int) int {
 }
 
 // probe finds docnos, in ascending order, in one list: a cursor that
-// decodes no further into a block than the docnos asked for.
+// decodes no further into a block than the docnos asked for, and reads
+// only the frequency of a docno it finds.
 type probe struct {
 	l   *plist
-	bi  int     // the block the cursor is in; -1 none
-	i   int     // where the next posting starts in l.data
-	doc uint32  // the posting last read
-	f   float32 // and its frequency
+	bi  int    // the block the cursor is in; -1 none
+	doc uint32 // the posting the cursor is on
+	fi  int    // where that posting's frequency starts in l.data
 }
 
 func (p *probe) reset(l *plist) { p.l, p.bi = l, -1 }
 
+// block puts the cursor in the block that may hold docno no and answers
+// it, or nil when no block can; no must not be below the docno of the
+// previous call.
+func (p *probe) block(no uint32) *pblock {
+	l := p.l
+	if p.bi >= 0 && no <= l.blocks[p.bi].last {
+		return &l.blocks[p.bi]
+	}
+	bi := l.seek(no, max(p.bi, 0))
+	if bi == len(l.blocks) {
+		return nil
+	}
+	b := &l.blocks[bi]
+	p.bi, p.doc, p.fi = bi, b.first, int(b.off)
+	return b
+}
+
 // find answers the weighted frequency of docno no, 0 when the list does
 // not hold it; no must not be below the docno of the previous call.
 func (p *probe) find(no uint32) float32 {
-	l := p.l
-	if p.bi < 0 || no > l.blocks[p.bi].last {
-		bi := l.seek(no, max(p.bi, 0))
-		if bi == len(l.blocks) || l.blocks[bi].first > no {
-			return 0
-		}
-		b := &l.blocks[bi]
-		p.bi, p.doc = bi, b.first
-		p.f, p.i = readF(l.data, int(b.off))
+	b := p.block(no)
+	if b == nil || b.first > no {
+		return 0
 	}
 	// no is at most the block's last docno: the scan ends inside it.
-	for p.doc < no {
-		var d uint64
-		d, p.i = uvarint(l.data, p.i)
-		p.doc += uint32(d)
-		p.f, p.i = readF(l.data, p.i)
+	data, doc, i := p.l.data, p.doc, p.fi
+	for doc < no {
+		for data[i] >= 0x80 { // the frequency passed over
+			i++
+		}
+		if i++; data[i] < 0x80 { // the gap, inline as in decode
+			doc += uint32(data[i])
+			i++
+			continue
+		}
+		d, m := binary.Uvarint(data[i:])
+		doc += uint32(d)
+		i += m
 	}
-	if p.doc == no {
-		return p.f
+	p.doc, p.fi = doc, i
+	if doc != no {
+		return 0
 	}
-	return 0
+	if c := data[i]; c < 0x80 && c&1 == 0 {
+		return float32(c>>1) / 8
+	}
+	f, _ := readF(data, i)
+	return f
 }

@@ -196,7 +196,7 @@ func TestScopeSkipsBlocks(t *testing.T) {
 			sc := ix.getScratch(len(rm.ids))
 			defer ix.putScratch(sc)
 			l := qts[0].list
-			walk(rm, &f, &s, &qts[0], sc, 0, len(l.blocks), 0)
+			walk(rm, &f, &s, &qts[0], sc, 0, len(l.blocks))
 			for _, d := range sc.touched {
 				if rm.scopeNames[rm.scope[d]] != scopes[2] && !blockHasScope(l, d, rm.scopeIDs[scopes[2]]) {
 					t.Fatalf("the walk met document %d of scope %q in a block without the query's scope", d, rm.scopeNames[rm.scope[d]])

@@ -9,12 +9,12 @@ import (
 // Search answers the best q.Limit documents of q.Realm that hold any query
 // term and pass the filters, best first.
 //
-// It walks term at a time. A query with little posting work walks every
-// list in query order and its sums are the scores. Otherwise the lists are
-// walked by descending score bound (MaxScore): once the bounds of the
-// lists left cannot lift an unseen document past the k-th best partial
-// score, those lists are only probed for the documents still in reach, and
-// the survivors are rescored in query order so their scores stay bit-exact.
+// A query with little posting work walks every list term at a time, in
+// query order, and its sums are the scores. Otherwise it walks document at
+// a time (MaxScore, maxscore.go): lists that cannot lift a document past
+// the k-th best score so far are only probed, blocks that cannot are
+// passed over, and the survivors are rescored in query order so their
+// scores stay bit-exact.
 //
 // A query with a Vector is answered by hybrid ranking (vector.go).
 func (ix *Index) Search(q Query) ([]Hit, error) {
@@ -44,7 +44,7 @@ func (ix *Index) prepare(rm *realm, terms []string) (scorer, []qterm) {
 			continue // adds nothing to any score here
 		}
 		l := &rm.lists[tid]
-		qts = append(qts, qterm{list: l, idf: idf(nDocs, ix.docFreq(rm, t, l))})
+		qts = append(qts, qterm{list: l, idf: idf(nDocs, ix.docFreq(rm, t, l)), pos: len(qts)})
 	}
 	return s, qts
 }
@@ -84,11 +84,11 @@ func (ix *Index) lexical(rm *realm, q *Query, sc *scratch) []entry {
 	var es []entry
 	if work <= exhaustiveWork {
 		for i := range qts {
-			walk(rm, &f, &s, &qts[i], sc, 0, len(qts[i].list.blocks), 0)
+			walk(rm, &f, &s, &qts[i], sc, 0, len(qts[i].list.blocks))
 		}
 		es = best(rm, sc, sc.touched, nil, q.Limit)
 	} else {
-		es = ix.maxScore(rm, &f, &s, qts, sc, q.Limit)
+		es = ix.maxScore(rm, &f, &s, qts, sc, q.Limit, len(q.ExcludeIDs) > 0)
 	}
 	if onSearch != nil {
 		onSearch(sc.skipped)
@@ -108,138 +108,16 @@ var onSearch func(skippedBlocks int)
 // order: a bound must fall this far below the threshold to prune.
 const slack = 1e-9
 
-// walkChunk is how many blocks a pruned walk takes between looks at the
-// k-th best score so far.
-const walkChunk = 16
-
-// maxScore walks the lists by descending bound, and within a list passes
-// over the blocks whose bound cannot lift a document past the k-th best
-// partial score (block-max). A document the walk has already met may
-// then miss a share it holds in such a block: missing bounds that, and
-// every candidate is rescored in full at the end.
-func (ix *Index) maxScore(rm *realm, f *filter, s *scorer, qts []qterm, sc *scratch, k int) []entry {
-	for i := range qts {
-		qts[i].ub = qts[i].list.bound(s, qts[i].idf)
-	}
-	order := make([]int, len(qts))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		switch {
-		case qts[a].ub > qts[b].ub:
-			return -1
-		case qts[a].ub < qts[b].ub:
-			return 1
-		}
-		return 0
-	})
-	// rem[j] bounds what the lists order[j:] can add to any document.
-	rem := make([]float64, len(order)+1)
-	left := make([]int, len(order)+1) // postings in order[j:]
-	for j := len(order) - 1; j >= 0; j-- {
-		rem[j] = rem[j+1] + qts[order[j]].ub
-		left[j] = left[j+1] + int(qts[order[j]].list.n)
-	}
-	theta, missing := 0.0, 0.0
-	seen := 0 // len(sc.touched) when theta was last taken
-	j := 0
-	for ; j < len(order); j++ {
-		// A document no list walked so far has met cannot reach theta
-		// (one in a block passed over could not either).
-		if theta > 0 && rem[j] < theta*(1-slack) {
-			break
-		}
-		qt := &qts[order[j]]
-		nb := len(qt.list.blocks)
-		skipped := 0.0
-		for from := 0; from < nb; from += walkChunk {
-			// A document first met in this list can reach its share and
-			// rem[j+1] at most: a block whose bound leaves that short of
-			// theta is passed over.
-			skip := 0.0
-			if theta > 0 {
-				skip = theta*(1-slack) - rem[j+1]
-			}
-			skipped = max(skipped, walk(rm, f, s, qt, sc, from, min(from+walkChunk, nb), skip))
-			// The k-th best costs a pass over the touched documents; take
-			// it again once they have doubled, and only while the postings
-			// left would cost more.
-			if n := len(sc.touched); n >= 2*seen+k && n < left[j]-(from+walkChunk)*blockSize {
-				theta, seen = max(theta, kth(sc, sc.touched, k)), n
-			}
-		}
-		if j > 0 {
-			// The first list met each of its documents first; later ones
-			// may have passed over a block holding a document met before.
-			missing += skipped
-		}
-		if j+1 < len(order) && len(sc.touched) < left[j+1] {
-			theta, seen = max(theta, kth(sc, sc.touched, k)), len(sc.touched)
-		}
-	}
-	cands := sc.cands[:0]
-	theta = max(theta, kth(sc, sc.touched, k))
-	for _, d := range sc.touched {
-		if a := sc.acc[d]; a > 0 && a+rem[j]+missing >= theta*(1-slack) {
-			cands = append(cands, d)
-		}
-	}
-	slices.Sort(cands)
-	p := &sc.probe
-	for ; j < len(order); j++ {
-		qt := &qts[order[j]]
-		p.reset(qt.list)
-		for _, d := range cands {
-			if fr := p.find(d); fr > 0 {
-				sc.acc[d] += s.share(qt.idf, fr, rm.dl[d])
-			}
-		}
-		theta = max(theta, kth(sc, cands, k))
-		kept := cands[:0]
-		for _, d := range cands {
-			if sc.acc[d]+rem[j+1]+missing >= theta*(1-slack) {
-				kept = append(kept, d)
-			}
-		}
-		cands = kept
-	}
-	// Rescore in query order, so each sum is the one FTS5 takes.
-	exact := sc.exact[:0]
-	for range cands {
-		exact = append(exact, 0)
-	}
-	for i := range qts {
-		qt := &qts[i]
-		p.reset(qt.list)
-		for c, d := range cands {
-			if fr := p.find(d); fr > 0 {
-				exact[c] += s.share(qt.idf, fr, rm.dl[d])
-			}
-		}
-	}
-	sc.cands, sc.exact = cands, exact
-	return best(rm, sc, cands, exact, k)
-}
-
 // walk adds the shares of one list's blocks [from, to) to the
 // accumulators of the documents in them that pass the filter; a document
 // failing it is marked -1 once. It passes over a block no document of
-// which is in the query's scopes, and one whose bound is below skip,
-// answering the highest bound it passed over that way.
-func walk(rm *realm, f *filter, s *scorer, qt *qterm, sc *scratch, from, to int, skip float64) (skipped float64) {
+// which is in the query's scopes.
+func walk(rm *realm, f *filter, s *scorer, qt *qterm, sc *scratch, from, to int) {
 	acc, dl, l := sc.acc, rm.dl, qt.list
 	for bi := from; bi < to; bi++ {
 		b := &l.blocks[bi]
 		if b.scopes&f.scopes == 0 {
 			continue // as if each failed the filter, but never scored anyway
-		}
-		if skip > 0 {
-			if ub := s.share(qt.idf, b.maxF, b.minDL); ub < skip {
-				skipped = max(skipped, ub)
-				sc.skipped++
-				continue
-			}
 		}
 		n := l.decode(bi, &sc.docs, &sc.fs)
 		for i, doc := range sc.docs[:n] {
@@ -257,13 +135,13 @@ func walk(rm *realm, f *filter, s *scorer, qt *qterm, sc *scratch, from, to int,
 			acc[doc] = a + s.share(qt.idf, sc.fs[i], dl[doc])
 		}
 	}
-	return skipped
 }
 
 type qterm struct {
 	list *plist
 	idf  float64
 	ub   float64
+	pos  int // in query order
 }
 
 // docFreq is the number of documents holding t, over the statistics'
@@ -404,6 +282,9 @@ type scratch struct {
 	exact   []float64
 	heap    []float64
 	best    []entry
+	cursors []cursor
+	probes  []probe
+	ms      maxScorer
 	// a block decoded by walk, and a probe's
 	docs    [blockSize]uint32
 	fs      [blockSize]float32
@@ -430,30 +311,6 @@ func (ix *Index) putScratch(sc *scratch) {
 	}
 	sc.touched, sc.skipped = sc.touched[:0], 0
 	ix.scratch.Put(sc)
-}
-
-// kth answers the k-th largest positive accumulator among docs, or 0 when
-// fewer than k are positive.
-func kth(sc *scratch, docs []uint32, k int) float64 {
-	h := sc.heap[:0]
-	for _, d := range docs {
-		a := sc.acc[d]
-		if a <= 0 {
-			continue
-		}
-		if len(h) < k {
-			h = append(h, a)
-			siftUpF(h, len(h)-1)
-		} else if a > h[0] {
-			h[0] = a
-			siftDownF(h, 0)
-		}
-	}
-	sc.heap = h
-	if len(h) < k {
-		return 0
-	}
-	return h[0]
 }
 
 func siftUpF(h []float64, i int) {
