@@ -40,6 +40,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 )
 
@@ -144,7 +145,8 @@ type Index struct {
 	docs    int   // every realm
 	tokens  int64 // every realm
 
-	scratch sync.Pool // *scratch
+	scratch   sync.Pool    // *scratch
+	searching atomic.Int32 // searches under way
 }
 
 // New answers an empty index.

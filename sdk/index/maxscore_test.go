@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -14,11 +15,15 @@ import (
 // terms nearly every document holds (their idf clamped to 1e-6, their
 // scores all but flat) with rare ones; most documents in other
 // identities' scopes; limits of 10 and 50; excluded ids and expiry. Each
-// query runs with seeding on and off, and the answers must be equal
-// bit for bit, ties included.
+// query runs with seeding on and off, and walked whole or split in two
+// halves side by side, and the answers must be equal bit for bit, ties
+// included.
 func TestMaxScoreMatchesExhaustive(t *testing.T) {
-	defer func(w, s int) { exhaustiveWork, seedWork = w, s }(exhaustiveWork, seedWork)
+	defer func(w, s, p int) { exhaustiveWork, seedWork, splitWork = w, s, p }(exhaustiveWork, seedWork, splitWork)
 	defer func() { onSearch = nil }()
+	if runtime.GOMAXPROCS(0) < 2 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2)) // a split needs a spare core
+	}
 	r := rand.New(rand.NewPCG(7, 8))
 	z := rand.NewZipf(r, 1.1, 2, 2999)
 	words := func(lo, hi int) []string {
@@ -69,13 +74,15 @@ func TestMaxScoreMatchesExhaustive(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, seed := range []int{4096, 0} {
-			exhaustiveWork, seedWork = 0, seed
-			got, err := ix.Search(q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(got, want) {
-				t.Fatalf("query %v (seedWork %d):\n got %v\nwant %v", q, seed, got, want)
+			for _, split := range []int{math.MaxInt, 0} {
+				exhaustiveWork, seedWork, splitWork = 0, seed, split
+				got, err := ix.Search(q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("query %v (seedWork %d, splitWork %d):\n got %v\nwant %v", q, seed, split, got, want)
+				}
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package index
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 )
 
@@ -23,6 +24,8 @@ func (ix *Index) Search(q Query) ([]Hit, error) {
 	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
+	ix.searching.Add(1)
+	defer ix.searching.Add(-1)
 	if q.Vector != nil {
 		return ix.hybrid(q)
 	}
@@ -57,12 +60,14 @@ func (ix *Index) search(q Query) ([]Hit, error) {
 	}
 	sc := ix.getScratch(len(rm.ids))
 	defer ix.putScratch(sc)
-	return hitsOf(rm, ix.lexical(rm, &q, sc)), nil
+	// A core is spare when this is the only search and Go may use two.
+	spare := ix.searching.Load() == 1 && runtime.GOMAXPROCS(0) > 1
+	return hitsOf(rm, ix.lexical(rm, &q, sc, spare)), nil
 }
 
 // lexical answers the best q.Limit documents of rm for q's terms, best
 // first, scored as Search scores them, in sc (valid until sc is put back).
-func (ix *Index) lexical(rm *realm, q *Query, sc *scratch) []entry {
+func (ix *Index) lexical(rm *realm, q *Query, sc *scratch, spare bool) []entry {
 	if rm.live == 0 || len(q.Terms) == 0 {
 		return nil
 	}
@@ -88,7 +93,7 @@ func (ix *Index) lexical(rm *realm, q *Query, sc *scratch) []entry {
 		}
 		es = best(rm, sc, sc.touched, nil, q.Limit)
 	} else {
-		es = ix.maxScore(rm, &f, &s, qts, sc, q.Limit, len(q.ExcludeIDs) > 0)
+		es = ix.maxScore(rm, &f, &s, qts, sc, q.Limit, len(q.ExcludeIDs) > 0, spare)
 	}
 	if onSearch != nil {
 		onSearch(sc.skipped)
@@ -280,11 +285,8 @@ type scratch struct {
 	touched []uint32
 	cands   []uint32
 	exact   []float64
-	heap    []float64
 	best    []entry
-	cursors []cursor
-	probes  []probe
-	ms      maxScorer
+	ms, ms2 maxScorer // a search's, and a split search's other half
 	// a block decoded by walk, and a probe's
 	docs    [blockSize]uint32
 	fs      [blockSize]float32

@@ -353,10 +353,10 @@ func (ix *Index) hybrid(q Query) ([]Hit, error) {
 	var lex []entry
 	if ms.listedIn(&f) >= besideScan && runtime.GOMAXPROCS(0) > 1 {
 		wait := goWait(semantic)
-		lex = ix.lexical(rm, &lq, lsc)
+		lex = ix.lexical(rm, &lq, lsc, false)
 		wait()
 	} else {
-		lex = ix.lexical(rm, &lq, lsc)
+		lex = ix.lexical(rm, &lq, lsc, false)
 		semantic()
 	}
 	// Candidates: the lexical top, then the vector top's others. sc.acc
