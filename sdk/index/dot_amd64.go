@@ -20,6 +20,10 @@ func dotsI8(codes []int8, q []int16, out []int32) {
 	if len(q)%16 != 0 || len(codes) != len(out)*len(q) {
 		panic("index: dotsI8 of mismatched lengths")
 	}
+	if len(q) == 0 { // the kernels take at least one step a copy
+		clear(out)
+		return
+	}
 	if hasAVX2 {
 		dotsI8AVX2(codes, q, out)
 		return

@@ -54,7 +54,8 @@ reduce:
 	RET
 
 // func dotsI8SSE(codes []int8, q []int16, out []int32)
-// len(q) is a multiple of 16, len(codes) == len(out)*len(q).
+// len(q) is a positive multiple of 16, len(codes) == len(out)*len(q):
+// dotsI8 answers an empty query itself.
 TEXT ·dotsI8SSE(SB), NOSPLIT, $0-72
 	MOVQ codes_base+0(FP), SI
 	MOVQ q_base+24(FP), DI
@@ -63,8 +64,6 @@ TEXT ·dotsI8SSE(SB), NOSPLIT, $0-72
 	MOVQ out_len+56(FP), R9
 	TESTQ R9, R9
 	JEQ  done
-	TESTQ BX, BX
-	JEQ  zeros
 vec:
 	PXOR X0, X0
 	PXOR X1, X1
@@ -99,11 +98,6 @@ comp:
 	DECQ   R9
 	JNZ    vec
 	RET
-zeros:
-	MOVL $0, (R8)
-	ADDQ $4, R8
-	DECQ R9
-	JNZ  zeros
 done:
 	RET
 
@@ -119,8 +113,6 @@ TEXT ·dotsI8AVX2(SB), NOSPLIT, $0-72
 	MOVQ out_len+56(FP), R9
 	TESTQ R9, R9
 	JEQ  avxdone
-	TESTQ BX, BX
-	JEQ  avxzeros
 avxvec:
 	VPXOR Y0, Y0, Y0
 	XORQ  AX, AX
@@ -144,10 +136,5 @@ avxcomp:
 	JNZ    avxvec
 	VZEROUPPER
 	RET
-avxzeros:
-	MOVL $0, (R8)
-	ADDQ $4, R8
-	DECQ R9
-	JNZ  avxzeros
 avxdone:
 	RET

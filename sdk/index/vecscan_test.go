@@ -14,6 +14,12 @@ func TestDotsI8(t *testing.T) {
 	for name, kernel := range dotsI8Kernels() {
 		t.Run(name, func(t *testing.T) { testDotsI8(t, kernel) })
 	}
+	// An empty query (no kernel takes it) scores every copy 0.
+	out := []int32{7, 7}
+	dotsI8(nil, nil, out)
+	if out[0] != 0 || out[1] != 0 {
+		t.Fatalf("an empty query's dots = %v, want zeros", out)
+	}
 }
 
 func testDotsI8(t *testing.T, dotsI8 func([]int8, []int16, []int32)) {
