@@ -241,8 +241,9 @@ var splitWork = 1 << 19
 // seed raises theta from zero before the walk, so a query with a rare
 // term does not walk its common terms' lists until theta has grown. The
 // lists of highest bound are summed term at a time while they hold
-// seedWork postings or fewer, until k documents have a sum; those k, completed by probing the other lists, are k
-// documents whose lowest score the answer's k-th can only pass.
+// seedWork postings or fewer, until k documents have a sum; those k,
+// completed by probing the other lists, are k documents whose lowest
+// score the answer's k-th can only pass.
 func (m *maxScorer) seed() {
 	n := len(m.cur)
 	sc, lo, summed := m.sc, n, 0
