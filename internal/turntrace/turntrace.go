@@ -49,7 +49,12 @@ type Options struct {
 	// QueueSize bounds traces waiting to be written; beyond it they are
 	// dropped (counted) rather than slowing a turn.
 	QueueSize int
-	Logger    hclog.Logger
+	// Linger is how long a write waits after its first trace for more
+	// (default 10 ms). A commit costs about what a dozen traces' inserts
+	// do, so under load one transaction carries many turns, not one. A
+	// read flushes at once, without waiting for it.
+	Linger time.Duration
+	Logger hclog.Logger
 }
 
 // Recorder is the coordinator's TraceSink: it queues traces and writes
@@ -67,6 +72,7 @@ type Recorder struct {
 
 const (
 	defaultQueueSize = 4096
+	defaultLinger    = 10 * time.Millisecond
 	writeBatch       = 256
 	pruneEvery       = time.Minute
 )
@@ -75,6 +81,9 @@ const (
 func NewRecorder(store Store, opts Options) *Recorder {
 	if opts.QueueSize <= 0 {
 		opts.QueueSize = defaultQueueSize
+	}
+	if opts.Linger <= 0 {
+		opts.Linger = defaultLinger
 	}
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
@@ -157,9 +166,13 @@ func (r *Recorder) run(ctx context.Context) {
 	for {
 		select {
 		case t := <-r.queue:
-			batch = append(batch[:0], t)
-			batch = r.drain(batch)
+			var ack chan struct{}
+			batch, ack = r.gather(ctx, append(batch[:0], t))
 			r.write(batch)
+			if ack != nil {
+				r.writeQueued(batch)
+				close(ack)
+			}
 		case ack := <-r.flushes:
 			r.writeQueued(batch)
 			close(ack)
@@ -181,6 +194,27 @@ func (r *Recorder) writeQueued(batch []coordinator.TurnTrace) {
 		}
 		r.write(b)
 	}
+}
+
+// gather adds to batch what arrives within the linger, up to a batch. A
+// flush, or the recorder stopping, ends the wait early; a flush's ack is
+// answered for the caller to close once everything queued is written.
+func (r *Recorder) gather(ctx context.Context, batch []coordinator.TurnTrace) ([]coordinator.TurnTrace, chan struct{}) {
+	linger := time.NewTimer(r.opts.Linger)
+	defer linger.Stop()
+	for len(batch) < writeBatch {
+		select {
+		case t := <-r.queue:
+			batch = append(batch, t)
+		case ack := <-r.flushes:
+			return batch, ack
+		case <-linger.C:
+			return batch, nil
+		case <-ctx.Done():
+			return batch, nil
+		}
+	}
+	return batch, nil
 }
 
 // drain adds what is queued now, up to a batch.

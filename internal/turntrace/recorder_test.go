@@ -1,0 +1,73 @@
+package turntrace
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memhost/memhost/coordinator"
+)
+
+// countingStore is a Store that keeps the size of every Append.
+type countingStore struct {
+	Store
+	mu      sync.Mutex
+	appends []int
+}
+
+func (s *countingStore) Append(ctx context.Context, traces []coordinator.TurnTrace) error {
+	s.mu.Lock()
+	s.appends = append(s.appends, len(traces))
+	s.mu.Unlock()
+	return s.Store.Append(ctx, traces)
+}
+
+func (s *countingStore) sizes() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]int(nil), s.appends...)
+}
+
+// TestRecorderBatchesTurnsWithinTheLinger: traces of turns a few
+// milliseconds apart go to the store in one write, and a read does not wait
+// for the linger to end.
+func TestRecorderBatchesTurnsWithinTheLinger(t *testing.T) {
+	ctx := context.Background()
+	store := &countingStore{Store: openStore(t)}
+	r := NewRecorder(store, Options{Retention: time.Hour, MaxTurnsPerRealm: 100, Linger: time.Hour})
+	defer r.Close()
+	now := time.Now().UTC()
+	for i := range 3 {
+		r.Trace(tr("r", "s", now, "id"))
+		if i < 2 {
+			time.Sleep(5 * time.Millisecond) // an idle writer wakes for each trace
+		}
+	}
+	readCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	got, err := r.Session(readCtx, "r", "alice", "s", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 {
+		t.Fatalf("read %d traces after the flush, want 3", len(got))
+	}
+	if sizes := store.sizes(); len(sizes) != 1 || sizes[0] != 3 {
+		t.Fatalf("appends of %v traces, want one of 3", sizes)
+	}
+}
+
+// TestRecorderCloseWritesWhatLingers: closing during the linger loses no
+// trace.
+func TestRecorderCloseWritesWhatLingers(t *testing.T) {
+	store := &countingStore{Store: openStore(t)}
+	r := NewRecorder(store, Options{Retention: time.Hour, MaxTurnsPerRealm: 100, Linger: time.Hour})
+	r.Trace(tr("r", "s", time.Now().UTC(), "id"))
+	r.Trace(tr("r", "s", time.Now().UTC(), "id"))
+	r.Close()
+	got, err := store.Session(context.Background(), "r", "", "s", 10)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("after close the store holds %d traces (%v), want 2", len(got), err)
+	}
+}
