@@ -105,10 +105,9 @@ type RecallFunc func(context.Context, sdk.RecallQuery) ([]sdk.Hit, error)
 // One that does is asked for Candidates(limit) hits; when it names a
 // window, the best limit hits inside the window (and inside q's own
 // since/until) are asked for too, so a record of the right week competes
-// even when the text ranks it far down. The provider scores a record the
-// same in both answers (its ranking statistics do not depend on the
-// filters), so they merge by id. The merged hits are ranked by Rank and
-// cut to the limit.
+// even when the text ranks it far down. The answers merge by id; a hit
+// only the window answered is scored below the wide answer's last (see
+// belowWide). The merged hits are ranked by Rank and cut to the limit.
 func Recall(ctx context.Context, recall RecallFunc, q sdk.RecallQuery, now time.Time) ([]sdk.Hit, error) {
 	in := Parse(q.Query, now)
 	if in.IsZero() {
@@ -135,13 +134,49 @@ func Recall(ctx context.Context, recall RecallFunc, q sdk.RecallQuery, now time.
 			if err != nil {
 				return nil, err
 			}
+			var only []sdk.Hit
 			for _, h := range more {
 				if !slices.ContainsFunc(hits, func(o sdk.Hit) bool { return o.Record.ID == h.Record.ID }) {
-					hits = append(hits, h)
+					only = append(only, h)
 				}
 			}
+			hits = append(hits, belowWide(hits, only)...)
 		}
 	}
 	Rank(hits, in)
 	return hits[:min(limit, len(hits))], nil
+}
+
+// belowWide answers the hits only the window answered, rescored so none
+// outscores the wide answer's last hit, their order kept. A hit the wide
+// answer left out scores no higher than its last over all records; the
+// window's own score says so only where a score does not depend on the
+// query's filters. BM25 does not, so lexical hits come back unchanged. A
+// hybrid score does: it is min-max normalised over the candidates the
+// filters let through, and the best of the window's few would otherwise
+// come back near the top score of all.
+func belowWide(wide, only []sdk.Hit) []sdk.Hit {
+	if len(wide) == 0 || len(only) == 0 {
+		return only
+	}
+	floor := wide[0].Score
+	for _, h := range wide {
+		floor = min(floor, h.Score)
+	}
+	top := only[0].Score
+	for _, h := range only {
+		top = max(top, h.Score)
+	}
+	if top <= floor {
+		return only
+	}
+	out := slices.Clone(only)
+	for i := range out {
+		if floor > 0 && out[i].Score > 0 {
+			out[i].Score *= floor / top
+		} else {
+			out[i].Score -= top - floor
+		}
+	}
+	return out
 }

@@ -108,3 +108,61 @@ func TestRecall(t *testing.T) {
 		t.Fatalf("asked %+v; want only the wide recall, with the caller's until", asked)
 	}
 }
+
+// TestRecallWindowScoresStayBelowTheWideCut: a provider whose scores
+// depend on the filters (hybrid fusion normalises over the candidates they
+// let through) answers the window's best at the top of its own scale. A
+// record the wide recall left out ranks over no hit the time boost cannot
+// close, and the window's own order holds.
+func TestRecallWindowScoresStayBelowTheWideCut(t *testing.T) {
+	saturday := d(2023, 5, 27).Add(8 * time.Hour)
+	wide := []sdk.Hit{hit("strong", 1.0, d(2023, 1, 1)), hit("good", 0.8, d(2023, 1, 2)), hit("fair", 0.7, d(2023, 1, 3)), hit("weak", 0.5, d(2023, 1, 4))}
+	window := []sdk.Hit{hit("sat-a", 1.0, saturday), hit("sat-b", 0.4, saturday), hit("good", 0.9, d(2023, 1, 2))}
+	recall := func(_ context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
+		if q.Since.IsZero() {
+			return slices.Clone(wide), nil
+		}
+		return slices.Clone(window), nil
+	}
+	got, err := Recall(context.Background(), recall, sdk.RecallQuery{Realm: "r", Query: "what did I do last Saturday", Limit: 6}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"strong", "good", "fair", "sat-a", "weak", "sat-b"}
+	if !slices.Equal(ids(got), want) {
+		t.Fatalf("Recall ranked %v, want %v", ids(got), want)
+	}
+	// sat-a is rescored to the wide cut (0.5) and boosted by a tenth.
+	if i := slices.Index(ids(got), "sat-a"); got[i].Score > 0.5*(1+WindowBoost)+1e-9 {
+		t.Fatalf("sat-a scored %v, over the wide cut and its boost", got[i].Score)
+	}
+}
+
+func TestBelowWide(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		wide, only []float64
+		want       []float64
+	}{
+		{"already below", []float64{9, 4}, []float64{3, 1}, []float64{3, 1}},
+		{"scaled under the cut", []float64{1, 0.5}, []float64{1, 0.25}, []float64{0.5, 0.125}},
+		{"no wide answer", nil, []float64{1}, []float64{1}},
+		{"scores at or below zero shift", []float64{0, -1}, []float64{2, -3}, []float64{-1, -6}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mk := func(scores []float64) []sdk.Hit {
+				var out []sdk.Hit
+				for i, s := range scores {
+					out = append(out, hit(string(rune('a'+i)), s, now))
+				}
+				return out
+			}
+			got := belowWide(mk(tc.wide), mk(tc.only))
+			for i := range got {
+				if got[i].Score != tc.want[i] {
+					t.Fatalf("belowWide(%v, %v) scored %v at %d, want %v", tc.wide, tc.only, got[i].Score, i, tc.want)
+				}
+			}
+		})
+	}
+}
