@@ -228,6 +228,37 @@ func TestSemanticRecallThroughServe(t *testing.T) {
 	realmStatus(t, m, "default", "the 40 records embedded after the kill", func(state string, n int64, _ map[string]int64) bool { return state == "idle" && n == 40 })
 }
 
+// TestSemanticTimeWindowThroughServe: a query naming a time window is
+// recalled twice (wide, then inside the window) but its text is embedded
+// once, and the window's record leads.
+func TestSemanticTimeWindowThroughServe(t *testing.T) {
+	t.Parallel()
+	emb := newConceptEmbeddings(t)
+	cfgPath, dataDir := writeConfig(t, semanticConfig(emb.URL))
+	m, err := startWithConfig(t, cfgPath, dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := remember(t, m,
+		map[string]any{"scope": "identity:alice", "kind": "fact", "title": "Market roast", "body": "Alice roasted espresso beans at the market.", "occurred_at": "2023-05-27T09:00:00Z"},
+		map[string]any{"scope": "identity:alice", "kind": "fact", "title": "Roaster", "body": "Alice buys espresso beans from the roaster.", "occurred_at": "2023-04-01T09:00:00Z"},
+		map[string]any{"scope": "identity:alice", "kind": "fact", "title": "Garden", "body": "The tomato seedlings went into the soil.", "occurred_at": "2023-05-27T15:00:00Z"},
+	)
+	realmStatus(t, m, "default", "3 records embedded", func(state string, n int64, _ map[string]int64) bool { return state == "idle" && n == 3 })
+	const question = "which espresso beans did I roast last Saturday"
+	var out recallAnswer
+	body := map[string]any{"identity": map[string]string{"id": "alice"}, "query": question, "now": "2023-05-30T10:00:00Z"}
+	if code := m.do("POST", "/v1/recall", body, &out); code != 200 {
+		t.Fatalf("POST /v1/recall = %d\n%s", code, m.logs())
+	}
+	if len(out.Hits) == 0 || out.Hits[0].Record.ID != ids[0] {
+		t.Fatalf("recall %q = %+v, want Saturday's roast %s first", question, out, ids[0])
+	}
+	if n := emb.embedded(question); n != 1 {
+		t.Fatalf("the question was embedded %d times, want once for both recalls", n)
+	}
+}
+
 // TestSemanticRealmWithoutVectors: a realm naming an embedder on a
 // provider that cannot store vectors is said at start and stays lexical.
 func TestSemanticRealmWithoutVectors(t *testing.T) {

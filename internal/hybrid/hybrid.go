@@ -12,12 +12,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/memhost/memhost/internal/lru"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -91,7 +93,21 @@ type Engine struct {
 	listed  int             // realms given to New
 	run     context.Context // set by Run: realms added later start at once
 	workers sync.WaitGroup
+
+	// queries holds the last queries' embeddings by realm, model and
+	// text: one turn may recall twice with the same text (a query naming
+	// a time window asks inside the window too), and the embedder is
+	// asked once. One cache for all realms bounds its memory however
+	// many there are.
+	queriesMu sync.Mutex
+	queries   *lru.Cache[queryKey, []float32]
 }
+
+// recentQueries bounds the query embeddings kept: 3 MiB at 3,072
+// dimensions.
+const recentQueries = 256
+
+type queryKey struct{ realm, model, text string }
 
 type realm struct {
 	cfg  Realm
@@ -134,7 +150,8 @@ func New(realms []Realm, opts Options) (*Engine, error) {
 	if opts.MaxRealms <= 0 {
 		opts.MaxRealms = 10000
 	}
-	e := &Engine{opts: opts, realms: make(map[string]*realm, len(realms)), listed: len(realms)}
+	e := &Engine{opts: opts, realms: make(map[string]*realm, len(realms)), listed: len(realms),
+		queries: lru.New[queryKey, []float32](recentQueries)}
 	for _, r := range realms {
 		if err := check(r); err != nil {
 			return nil, err
@@ -242,11 +259,21 @@ func (e *Engine) PrepareRecall(ctx context.Context, q *sdk.RecallQuery) string {
 	if err != nil {
 		return r.fellBack(ReasonEmbedderUnavailable, err)
 	}
-	vecs, err := embed(ctx, r.cfg.Embedder, info, sdk.EmbedQuery, []string{clip(q.Query, info.MaxInputBytes)})
-	if err != nil {
-		return r.fellBack(ReasonEmbedderUnavailable, err)
+	key := queryKey{q.Realm, info.Model, clip(q.Query, info.MaxInputBytes)}
+	e.queriesMu.Lock()
+	v, ok := e.queries.Get(key)
+	e.queriesMu.Unlock()
+	if !ok {
+		vecs, err := embed(ctx, r.cfg.Embedder, info, sdk.EmbedQuery, []string{key.text})
+		if err != nil {
+			return r.fellBack(ReasonEmbedderUnavailable, err)
+		}
+		v = vecs[0]
+		e.queriesMu.Lock()
+		e.queries.Add(key, v)
+		e.queriesMu.Unlock()
 	}
-	q.QueryVector, q.VectorModel, q.Fusion = vecs[0], info.Model, r.cfg.Fusion
+	q.QueryVector, q.VectorModel, q.Fusion = slices.Clone(v), info.Model, r.cfg.Fusion
 	return ""
 }
 

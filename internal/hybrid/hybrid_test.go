@@ -503,3 +503,45 @@ func TestWaitDrained(t *testing.T) {
 		t.Errorf("a realm without an embedder: %v", err)
 	}
 }
+
+// TestPrepareRecallEmbedsAQueryOnce: a turn that recalls twice with one
+// text (a query naming a time window asks inside the window too) asks the
+// embedder once; another text, or a new model, asks again, and each query
+// gets its own copy of the vector.
+func TestPrepareRecallEmbedsAQueryOnce(t *testing.T) {
+	emb := newEmbedder("m1")
+	eng := engine(t, emb, newStore(0), Options{QueryTimeout: time.Hour})
+	calls := func() int {
+		emb.mu.Lock()
+		defer emb.mu.Unlock()
+		return emb.calls
+	}
+	prepare := func(text string) sdk.RecallQuery {
+		t.Helper()
+		q := sdk.RecallQuery{Realm: "default", Query: text}
+		if reason := eng.PrepareRecall(context.Background(), &q); reason != "" || q.QueryVector == nil {
+			t.Fatalf("PrepareRecall(%q): reason %q, vector %v", text, reason, q.QueryVector)
+		}
+		return q
+	}
+	first, second := prepare("what did I do last Saturday"), prepare("what did I do last Saturday")
+	if n := calls(); n != 1 {
+		t.Fatalf("%d embed calls for one text twice, want 1", n)
+	}
+	if fmt.Sprint(second.QueryVector) != fmt.Sprint(first.QueryVector) || second.VectorModel != "m1" {
+		t.Fatalf("the second recall got %v by %q, want the first's vector by m1", second.QueryVector, second.VectorModel)
+	}
+	first.QueryVector[0] += 1
+	if again := prepare("what did I do last Saturday"); fmt.Sprint(again.QueryVector) == fmt.Sprint(first.QueryVector) {
+		t.Fatal("a query's vector is shared with the next query's")
+	}
+	prepare("evening routine")
+	if n := calls(); n != 2 {
+		t.Fatalf("%d embed calls after another text, want 2", n)
+	}
+	emb.set(func(f *fakeEmbedder) { f.model = "m2" })
+	eng.realm("default").forgetInfo()
+	if q := prepare("evening routine"); q.VectorModel != "m2" || calls() != 3 {
+		t.Fatalf("after a model change: model %q after %d calls, want m2 after 3", q.VectorModel, calls())
+	}
+}
