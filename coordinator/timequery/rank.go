@@ -3,6 +3,7 @@ package timequery
 import (
 	"cmp"
 	"context"
+	"math"
 	"slices"
 	"time"
 
@@ -167,8 +168,8 @@ func belowWide(wide, only []sdk.Hit) []sdk.Hit {
 	for _, h := range only {
 		top = max(top, h.Score)
 	}
-	if top <= floor {
-		return only
+	if !(top > floor) || math.IsInf(top, 0) || math.IsInf(floor, 0) {
+		return only // already below, or scores no arithmetic can place
 	}
 	out := slices.Clone(only)
 	for i := range out {

@@ -2,6 +2,7 @@ package timequery
 
 import (
 	"context"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -148,6 +149,8 @@ func TestBelowWide(t *testing.T) {
 		{"scaled under the cut", []float64{1, 0.5}, []float64{1, 0.25}, []float64{0.5, 0.125}},
 		{"no wide answer", nil, []float64{1}, []float64{1}},
 		{"scores at or below zero shift", []float64{0, -1}, []float64{2, -3}, []float64{-1, -6}},
+		{"not a number is left alone", []float64{math.NaN()}, []float64{2}, []float64{2}},
+		{"infinity is left alone", []float64{1}, []float64{math.Inf(1), 2}, []float64{math.Inf(1), 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mk := func(scores []float64) []sdk.Hit {
