@@ -104,6 +104,20 @@ realm "default" {
 `, url+"/v1")
 }
 
+// startSemantic starts memhost with the default realm embedded by a
+// concept embeddings server; it answers the server, the instance, and the
+// config and data paths a restart takes.
+func startSemantic(t *testing.T) (*conceptEmbeddings, *instance, string, string) {
+	t.Helper()
+	emb := newConceptEmbeddings(t)
+	cfgPath, dataDir := writeConfig(t, semanticConfig(emb.URL))
+	m, err := startWithConfig(t, cfgPath, dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return emb, m, cfgPath, dataDir
+}
+
 type semanticStatus struct {
 	Semantic []struct {
 		Realm     string           `json:"realm"`
@@ -141,12 +155,7 @@ func realmStatus(t *testing.T, m *instance, realm string, what string, ok func(s
 // and a kill -9 mid-drain loses no acknowledged record or vector.
 func TestSemanticRecallThroughServe(t *testing.T) {
 	t.Parallel()
-	emb := newConceptEmbeddings(t)
-	cfgPath, dataDir := writeConfig(t, semanticConfig(emb.URL))
-	m, err := startWithConfig(t, cfgPath, dataDir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	emb, m, cfgPath, dataDir := startSemantic(t)
 	const evidence = "I usually read a book before bed"
 	ids := remember(t, m,
 		map[string]any{"scope": "identity:alice", "kind": "preference", "title": "Wind-down", "body": evidence},
@@ -196,7 +205,7 @@ func TestSemanticRecallThroughServe(t *testing.T) {
 	// A restart finds every vector stored: nothing is embedded again.
 	m.stop()
 	before := emb.calls.Load()
-	m, err = startWithConfig(t, cfgPath, dataDir)
+	m, err := startWithConfig(t, cfgPath, dataDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,12 +242,7 @@ func TestSemanticRecallThroughServe(t *testing.T) {
 // once, and the window's record leads.
 func TestSemanticTimeWindowThroughServe(t *testing.T) {
 	t.Parallel()
-	emb := newConceptEmbeddings(t)
-	cfgPath, dataDir := writeConfig(t, semanticConfig(emb.URL))
-	m, err := startWithConfig(t, cfgPath, dataDir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	emb, m, _, _ := startSemantic(t)
 	ids := remember(t, m,
 		map[string]any{"scope": "identity:alice", "kind": "fact", "title": "Market roast", "body": "Alice roasted espresso beans at the market.", "occurred_at": "2023-05-27T09:00:00Z"},
 		map[string]any{"scope": "identity:alice", "kind": "fact", "title": "Roaster", "body": "Alice buys espresso beans from the roaster.", "occurred_at": "2023-04-01T09:00:00Z"},
