@@ -122,15 +122,7 @@ func (ix *Index) maxScore(rm *realm, f *filter, s *scorer, qts []qterm, sc *scra
 	for i := range qts {
 		qts[i].ub = qts[i].list.bound(s, qts[i].idf)
 	}
-	slices.SortStableFunc(qts, func(a, b qterm) int {
-		switch {
-		case a.ub < b.ub:
-			return -1
-		case a.ub > b.ub:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(qts, func(a, b qterm) int { return cmp.Compare(a.ub, b.ub) })
 	m := &sc.ms
 	m.init(rm, f, s, sc, qts, k, excluded)
 	m.seed()
@@ -175,16 +167,7 @@ func (ix *Index) maxScore(rm *realm, f *filter, s *scorer, qts []qterm, sc *scra
 	}
 	m.cands, m.approx = cands[:0], approx[:0]
 	slices.SortStableFunc(qts, func(a, b qterm) int { return a.pos - b.pos })
-	p := &sc.probe
-	for i := range qts {
-		qt := &qts[i]
-		p.reset(qt.list)
-		for c, d := range kept {
-			if fr := p.find(d); fr > 0 {
-				exact[c] += s.share(qt.idf, fr, rm.dl[d])
-			}
-		}
-	}
+	sumShares(rm, s, qts, kept, nil, exact, &sc.probe) // kept ascends: the halves walk in docno order
 	sc.cands, sc.exact = kept, exact
 	return best(rm, sc, kept, exact, k)
 }

@@ -497,11 +497,22 @@ func (ix *Index) lexicalScores(rm *realm, terms []string, docs []uint32, out []f
 	sc.order = order
 	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(docs[a], docs[b]) })
 	s, qts := ix.prepare(rm, terms)
-	p := &sc.probe
+	sumShares(rm, &s, qts, docs, order, out, &sc.probe)
+}
+
+// sumShares adds to out[c] every list's share of docs[c], the lists taken
+// in the order of qts (query order, as Search sums, so each sum is the one
+// FTS5 takes). order visits docs by ascending docno, as a probe must; nil
+// when docs ascend already.
+func sumShares(rm *realm, s *scorer, qts []qterm, docs []uint32, order []int, out []float64, p *probe) {
 	for i := range qts {
 		qt := &qts[i]
 		p.reset(qt.list)
-		for _, c := range order {
+		for k := range docs {
+			c := k
+			if order != nil {
+				c = order[k]
+			}
 			if fr := p.find(docs[c]); fr > 0 {
 				out[c] += s.share(qt.idf, fr, rm.dl[docs[c]])
 			}
