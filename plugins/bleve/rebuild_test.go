@@ -17,6 +17,7 @@ import (
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/conformance"
 	memindex "github.com/memhost/memhost/sdk/index"
+	"github.com/memhost/memhost/sdk/usage"
 )
 
 // TestWeightsMatchIndex: the context weight is sdk/index's, scaled.
@@ -32,6 +33,9 @@ type realmState struct {
 	records map[string]sdk.Record
 	recalls [][]sdk.Hit
 	ranks   map[string]float64
+	// ranksAt is when the working set was read: a rank decays with time,
+	// so two reads compare at one moment.
+	ranksAt time.Time
 }
 
 var rebuildQueries = []sdk.RecallQuery{
@@ -95,6 +99,7 @@ func captureState(t *testing.T, p *Provider) realmState {
 		}
 		st.recalls = append(st.recalls, hits)
 	}
+	st.ranksAt = time.Now()
 	rows, err := p.Manifest(ctx, sdk.ManifestQuery{Realm: realm, Tier: sdk.TierWorkingSet, K: 24})
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +112,7 @@ func captureState(t *testing.T, p *Provider) realmState {
 
 // wire answers st with its times as the protocol carries them (ms).
 func (st realmState) wire() realmState {
-	out := realmState{records: map[string]sdk.Record{}, ranks: st.ranks}
+	out := realmState{records: map[string]sdk.Record{}, ranks: st.ranks, ranksAt: st.ranksAt}
 	ms := func(t time.Time) time.Time { return t.Truncate(time.Millisecond) }
 	fix := func(r sdk.Record) sdk.Record {
 		r.CreatedAt, r.UpdatedAt, r.LastUsedAt, r.ExpiresAt = ms(r.CreatedAt), ms(r.UpdatedAt), ms(r.LastUsedAt), ms(r.ExpiresAt)
@@ -156,7 +161,9 @@ func (st realmState) equal(t *testing.T, other realmState, what string) {
 	if len(st.ranks) != len(other.ranks) {
 		t.Fatalf("%s: working set of %d rows, want %d", what, len(other.ranks), len(st.ranks))
 	}
+	decay := math.Exp2(-float64(other.ranksAt.Sub(st.ranksAt)) / float64(usage.HalfLife))
 	for id, want := range st.ranks {
+		want *= decay
 		if got, ok := other.ranks[id]; !ok || math.Abs(got-want) > 1e-6*math.Max(want, 1e-300) {
 			t.Fatalf("%s: working-set rank of %s is %v (present %v), want %v", what, id, got, ok, want)
 		}
@@ -370,7 +377,7 @@ func TestRebuildKilledHalfway(t *testing.T) {
 		}
 		got.recalls = append(got.recalls, hits)
 	}
-	got.ranks = before.ranks // the manifest is checked in-process above
+	got.ranks, got.ranksAt = before.ranks, before.ranksAt // the manifest is checked in-process above
 	before.wire().equal(t, got.wire(), "after a rebuild killed half-way and run again")
 }
 
