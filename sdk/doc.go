@@ -8,15 +8,17 @@
 // in Info.Kinds. A provider implements Provider (Recall) and, for every
 // capability it declares in Info.Capabilities, that capability's interface:
 //
-//	CapWrite     RecordWriter     Remember
-//	CapFetch     RecordGetter     Get
-//	CapForget    RecordForgetter  Forget
-//	CapManifest  ManifestLister   Manifest
-//	CapSupersede Superseder       Supersede
-//	CapUsage     UsageMarker      MarkUsed
-//	CapLedger    LedgerWriter     WriteLedger
-//	CapArchive   Archiver         Export, Import
-//	CapReindex   Reindexer        Reindex
+//	CapWrite        RecordWriter     Remember
+//	CapFetch        RecordGetter     Get
+//	CapForget       RecordForgetter  Forget
+//	CapManifest     ManifestLister   Manifest
+//	CapSupersede    Superseder       Supersede
+//	CapUsage        UsageMarker      MarkUsed
+//	CapLedger       LedgerWriter     WriteLedger
+//	CapArchive      Archiver         Export, Import
+//	CapReindex      Reindexer        Reindex
+//	CapVectors      VectorStore      PutVectors, MissingVectors
+//	CapUsageCounts  UsageCounter     CountUses
 //
 // Serve refuses to start a plugin that declares what it does not
 // implement (CheckPlugin says why; call it from a test).

@@ -55,6 +55,9 @@ const (
 	CapArchive   Capability = "archive"   // Archiver
 	CapReindex   Capability = "reindex"   // Reindexer
 	CapVectors   Capability = "vectors"   // VectorStore
+	// CapUsageCounts counts many uses of a record in one call; the host
+	// otherwise sends one MarkUsed per repeat.
+	CapUsageCounts Capability = "usage_counts" // UsageCounter
 )
 
 // Capabilities is a set of declared capabilities.
@@ -208,6 +211,20 @@ type Superseder interface {
 // UsageMarker counts that records were injected or recalled (CapUsage).
 type UsageMarker interface {
 	MarkUsed(ctx context.Context, realm string, ids []string, at time.Time) error
+}
+
+// Use is Count uses of the record ID.
+type Use struct {
+	ID    string `json:"id"`
+	Count int64  `json:"count"`
+}
+
+// UsageCounter counts several uses of each record in one call
+// (CapUsageCounts): CountUses with a Use of count n leaves a record as n
+// MarkUsed calls at the same time would. Ids the realm does not hold are
+// skipped; each id is listed once (Serve refuses a repeat).
+type UsageCounter interface {
+	CountUses(ctx context.Context, realm string, uses []Use, at time.Time) error
 }
 
 // LedgerEntry records that a record was injected into a session.
@@ -402,6 +419,7 @@ var capabilityImpls = []struct {
 	{CapArchive, func(v any) bool { _, ok := v.(Archiver); return ok }},
 	{CapReindex, func(v any) bool { _, ok := v.(Reindexer); return ok }},
 	{CapVectors, func(v any) bool { _, ok := v.(VectorStore); return ok }},
+	{CapUsageCounts, func(v any) bool { _, ok := v.(UsageCounter); return ok }},
 }
 
 func capabilityIndex(c Capability) int {

@@ -249,6 +249,27 @@ func (s *providerServer) MarkUsed(ctx context.Context, req *pb.MarkUsedRequest) 
 	return &pb.MarkUsedResponse{}, nil
 }
 
+func (s *providerServer) CountUses(ctx context.Context, req *pb.CountUsesRequest) (*pb.CountUsesResponse, error) {
+	if !s.caps.Has(CapUsageCounts) {
+		return nil, unsupported(CapUsageCounts)
+	}
+	uses := make([]Use, len(req.Uses))
+	for i, u := range req.Uses {
+		uses[i] = Use{ID: u.Id, Count: u.Count}
+	}
+	if err := firstOf(checkRealm(req.Realm), ValidateUses("uses", uses)); err != nil {
+		return nil, toStatus(err)
+	}
+	at := fromMillis(req.AtUnixMs)
+	if at.IsZero() {
+		at = time.Now().UTC()
+	}
+	if err := s.impl.(UsageCounter).CountUses(ctx, req.Realm, uses, at); err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.CountUsesResponse{}, nil
+}
+
 func (s *providerServer) WriteLedger(ctx context.Context, req *pb.WriteLedgerRequest) (*pb.WriteLedgerResponse, error) {
 	if !s.caps.Has(CapLedger) {
 		return nil, unsupported(CapLedger)

@@ -35,6 +35,33 @@ func checkIDs(field string, ids []string) error {
 	return nil
 }
 
+// MaxUseCount bounds the uses one CountUses call counts for one record, so
+// a careless caller cannot overflow a stored count.
+const MaxUseCount = 1_000_000
+
+// ValidateUses checks a CountUses list: at most MaxBatch entries, each a
+// valid id listed once with a count from 1 to MaxUseCount.
+func ValidateUses(field string, uses []Use) error {
+	if len(uses) > MaxBatch {
+		return tooLarge(field, fmt.Sprintf("%d uses in one call, the limit is %d", len(uses), MaxBatch))
+	}
+	seen := make(map[string]int, len(uses))
+	for i, u := range uses {
+		at := fmt.Sprintf("%s[%d]", field, i)
+		if err := ValidateID(u.ID); err != nil {
+			return invalid(at+".id", problemOf(err))
+		}
+		if j, ok := seen[u.ID]; ok {
+			return invalid(at+".id", fmt.Sprintf("%q is listed at %d too; list each id once with its count", u.ID, j))
+		}
+		seen[u.ID] = i
+		if u.Count < 1 || u.Count > MaxUseCount {
+			return invalid(at+".count", fmt.Sprintf("%d is outside 1..%d", u.Count, MaxUseCount))
+		}
+	}
+	return nil
+}
+
 // checkRecall validates q and answers it with the limit defaulted and capped.
 func checkRecall(q RecallQuery) (RecallQuery, error) {
 	if err := checkRealm(q.Realm); err != nil {

@@ -50,6 +50,7 @@ const (
 	MethodForget      = "Forget"
 	MethodManifest    = "Manifest"
 	MethodMarkUsed    = "MarkUsed"
+	MethodCountUses   = "CountUses"
 	MethodWriteLedger = "WriteLedger"
 	MethodSupersede   = "Supersede"
 	MethodExport      = "Export"
@@ -406,6 +407,22 @@ func (p *Provider) MarkUsed(ctx context.Context, realm string, ids []string, at 
 	defer p.mu.Unlock()
 	for _, id := range ids {
 		p.used[id]++
+	}
+	return nil
+}
+
+// CountUses implements sdk.UsageCounter.
+func (p *Provider) CountUses(ctx context.Context, realm string, uses []sdk.Use, at time.Time) error {
+	if err := p.enter(ctx, MethodCountUses, uses); err != nil {
+		return err
+	}
+	if err := sdk.ValidateUses("uses", uses); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, u := range uses {
+		p.used[u.ID] += u.Count
 	}
 	return nil
 }

@@ -210,6 +210,13 @@ func (p *provider) MarkUsed(ctx context.Context, realm string, ids []string, at 
 	return err
 }
 
+func (p *provider) CountUses(ctx context.Context, realm string, uses []sdk.Use, at time.Time) error {
+	_, err := capabilityCall(ctx, p, "count_uses", false, sdk.CapUsageCounts, (*host.Provider).UsageCounter, func(ctx context.Context, u sdk.UsageCounter) (struct{}, error) {
+		return struct{}{}, u.CountUses(ctx, realm, uses, at)
+	})
+	return err
+}
+
 func (p *provider) WriteLedger(ctx context.Context, entries []sdk.LedgerEntry) error {
 	_, err := capabilityCall(ctx, p, "write_ledger", false, sdk.CapLedger, (*host.Provider).Ledger, func(ctx context.Context, l sdk.LedgerWriter) (struct{}, error) {
 		return struct{}{}, l.WriteLedger(ctx, entries)

@@ -47,6 +47,7 @@ var checks = []check{
 	{name: "ManifestTiers", needs: caps(sdk.CapWrite, sdk.CapManifest), run: checkManifestTiers},
 	{name: "IdempotentForget", needs: caps(sdk.CapWrite, sdk.CapForget), run: checkIdempotentForget},
 	{name: "Usage", needs: caps(sdk.CapWrite, sdk.CapFetch, sdk.CapUsage), run: checkUsage},
+	{name: "UsageCounts", needs: caps(sdk.CapWrite, sdk.CapFetch, sdk.CapUsageCounts), run: checkUsageCounts},
 	{name: "Ledger", needs: caps(sdk.CapLedger), run: checkLedger},
 	{name: "Archive", needs: caps(sdk.CapArchive), run: checkArchive},
 	{name: "Reindex", needs: caps(sdk.CapWrite, sdk.CapReindex), run: checkReindex},

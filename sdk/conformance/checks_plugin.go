@@ -127,6 +127,9 @@ func checkUndeclared(ctx context.Context, e *env) error {
 		sdk.CapArchive: func() error { _, err := e.p.Export(ctx, realmA, "", 1); return err },
 		sdk.CapReindex: func() error { _, err := e.p.Reindex(ctx, realmA, nil); return err },
 		sdk.CapVectors: func() error { _, err := e.p.MissingVectors(ctx, realmA, "conformance-model", "", 1); return err },
+		sdk.CapUsageCounts: func() error {
+			return e.p.CountUses(ctx, realmA, []sdk.Use{{ID: "conformance-id", Count: 2}}, time.Now())
+		},
 	}
 	var p problems
 	if got := e.p.Capabilities(); !slices.Equal(got, e.suite.info.Capabilities) {

@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -1006,6 +1007,93 @@ func checkUsage(ctx context.Context, e *env) error {
 		}
 	}
 	return p.err()
+}
+
+// checkUsageCounts: CountUses adds each use's count and keeps the latest
+// time, as that many MarkUsed calls would (the same working-set rank too,
+// when the provider lists manifests and marks usage); ids of another realm
+// are skipped; a repeated id or a count outside 1..MaxUseCount is refused
+// and changes nothing.
+func checkUsageCounts(ctx context.Context, e *env) error {
+	a, _ := e.record(scopeAlice)
+	b, _ := e.record(scopeAlice)
+	c, _ := e.record(scopeAlice)
+	ids, err := e.remember(ctx, realmA, a, b, c)
+	if err != nil {
+		return err
+	}
+	t1 := time.Now().Add(-time.Hour).UTC().Truncate(time.Millisecond)
+	t2 := t1.Add(time.Minute)
+	var p problems
+	for _, step := range []struct {
+		uses []sdk.Use
+		at   time.Time
+	}{
+		{[]sdk.Use{{ID: ids[0], Count: 3}}, t2},
+		{[]sdk.Use{{ID: ids[0], Count: 2}, {ID: ids[1], Count: 1}}, t1},
+	} {
+		if err := e.p.CountUses(ctx, realmA, step.uses, step.at); err != nil {
+			return fmt.Errorf("CountUses(%v): %w", step.uses, err)
+		}
+	}
+	if err := e.p.CountUses(ctx, realmB, []sdk.Use{{ID: ids[0], Count: 4}}, t2); err != nil {
+		p.addf("CountUses in a realm without that id: %v", err)
+	}
+	for what, uses := range map[string][]sdk.Use{
+		"a repeated id":            {{ID: ids[2], Count: 1}, {ID: ids[2], Count: 1}},
+		"a count of 0":             {{ID: ids[2], Count: 0}},
+		"a count over MaxUseCount": {{ID: ids[2], Count: sdk.MaxUseCount + 1}},
+	} {
+		p.add(wantErr("CountUses with "+what, e.p.CountUses(ctx, realmA, uses, t2), sdk.ErrInvalid))
+	}
+	for i, want := range []struct {
+		count int64
+		last  time.Time
+	}{{5, t2}, {1, t1}, {0, time.Time{}}} {
+		r, found, err := e.getOne(ctx, realmA, ids[i])
+		if err != nil {
+			return err
+		}
+		if !found || r.UseCount != want.count || !r.LastUsedAt.Equal(want.last) {
+			p.addf("record %s: use_count %d, last_used_at %v; want %d, %v", ids[i], r.UseCount, r.LastUsedAt, want.count, want.last)
+		}
+	}
+	if e.has(sdk.CapManifest) && e.has(sdk.CapUsage) {
+		p.add(checkCountedRank(ctx, e, ids[2], t1))
+	}
+	return p.err()
+}
+
+// checkCountedRank: a record given two uses by CountUses ranks as one
+// given them by two MarkUsed calls at the same time.
+func checkCountedRank(ctx context.Context, e *env, counted string, at time.Time) error {
+	d, _ := e.record(scopeAlice)
+	ids, err := e.remember(ctx, realmA, d)
+	if err != nil {
+		return err
+	}
+	marked := ids[0]
+	for range 2 {
+		if err := e.p.MarkUsed(ctx, realmA, []string{marked}, at); err != nil {
+			return fmt.Errorf("MarkUsed: %w", err)
+		}
+	}
+	if err := e.p.CountUses(ctx, realmA, []sdk.Use{{ID: counted, Count: 2}}, at); err != nil {
+		return fmt.Errorf("CountUses: %w", err)
+	}
+	rows, err := e.p.Manifest(ctx, sdk.ManifestQuery{Realm: realmA, Tier: sdk.TierWorkingSet, K: 10})
+	if err != nil {
+		return fmt.Errorf("Manifest(working_set(10)): %w", err)
+	}
+	rank := map[string]float64{}
+	for _, r := range rows {
+		rank[r.ID] = r.Rank
+	}
+	rc, rm := rank[counted], rank[marked]
+	if rm <= 0 || math.Abs(rc-rm) > 1e-9*rm {
+		return fmt.Errorf("working-set rank after two uses: %g counted by CountUses, %g marked by two MarkUsed calls; want them equal", rc, rm)
+	}
+	return nil
 }
 
 // checkLedger: valid entries are kept, an empty call is fine.

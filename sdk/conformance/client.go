@@ -77,6 +77,14 @@ func (c *Client) MarkUsed(ctx context.Context, realm string, ids []string, at ti
 	return v.MarkUsed(ctx, realm, ids, at)
 }
 
+func (c *Client) CountUses(ctx context.Context, realm string, uses []sdk.Use, at time.Time) error {
+	v, ok := c.UsageCounter()
+	if !ok {
+		return undeclared(sdk.CapUsageCounts)
+	}
+	return v.CountUses(ctx, realm, uses, at)
+}
+
 func (c *Client) WriteLedger(ctx context.Context, entries []sdk.LedgerEntry) error {
 	v, ok := c.Ledger()
 	if !ok {

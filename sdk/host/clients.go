@@ -268,6 +268,18 @@ func (c *providerClient) MarkUsed(ctx context.Context, realm string, ids []strin
 	return fromStatus(ctx, err)
 }
 
+func (c *providerClient) CountUses(ctx context.Context, realm string, uses []sdk.Use, at time.Time) error {
+	if err := c.need(sdk.CapUsageCounts); err != nil {
+		return err
+	}
+	req := &pb.CountUsesRequest{Realm: realm, Uses: make([]*pb.Use, len(uses)), AtUnixMs: toMillis(at)}
+	for i, u := range uses {
+		req.Uses[i] = &pb.Use{Id: u.ID, Count: u.Count}
+	}
+	_, err := c.rpc.CountUses(ctx, req)
+	return fromStatus(ctx, err)
+}
+
 func (c *providerClient) WriteLedger(ctx context.Context, entries []sdk.LedgerEntry) error {
 	if err := c.need(sdk.CapLedger); err != nil {
 		return err

@@ -83,6 +83,11 @@ func (p *Provider) UsageMarker() (sdk.UsageMarker, bool) {
 	return capability[sdk.UsageMarker](p, sdk.CapUsage)
 }
 
+// UsageCounter answers the provider's sdk.UsageCounter when it declared sdk.CapUsageCounts.
+func (p *Provider) UsageCounter() (sdk.UsageCounter, bool) {
+	return capability[sdk.UsageCounter](p, sdk.CapUsageCounts)
+}
+
 // Ledger answers the provider's sdk.LedgerWriter when it declared sdk.CapLedger.
 func (p *Provider) Ledger() (sdk.LedgerWriter, bool) {
 	return capability[sdk.LedgerWriter](p, sdk.CapLedger)
@@ -128,6 +133,7 @@ type fullProvider interface {
 	sdk.ManifestLister
 	sdk.Superseder
 	sdk.UsageMarker
+	sdk.UsageCounter
 	sdk.LedgerWriter
 	sdk.Archiver
 	sdk.Reindexer

@@ -65,6 +65,9 @@ func (capsPlugin) Supersede(context.Context, string, string, sdk.Record) (string
 func (capsPlugin) MarkUsed(context.Context, string, []string, time.Time) error {
 	return errors.New(marker)
 }
+func (capsPlugin) CountUses(context.Context, string, []sdk.Use, time.Time) error {
+	return errors.New(marker)
+}
 func (capsPlugin) WriteLedger(context.Context, []sdk.LedgerEntry) error { return errors.New(marker) }
 func (capsPlugin) Export(context.Context, string, string, int) (sdk.ExportPage, error) {
 	return sdk.ExportPage{Next: marker}, nil
@@ -125,6 +128,13 @@ var accessors = map[sdk.Capability]func(p *Provider) (call func(context.Context)
 		u, ok := p.UsageMarker()
 		return func(ctx context.Context) bool {
 			err := u.MarkUsed(ctx, "default", []string{"x"}, time.Now())
+			return err != nil && strings.Contains(err.Error(), marker)
+		}, ok
+	},
+	sdk.CapUsageCounts: func(p *Provider) (func(context.Context) bool, bool) {
+		u, ok := p.UsageCounter()
+		return func(ctx context.Context) bool {
+			err := u.CountUses(ctx, "default", []sdk.Use{{ID: "x", Count: 2}}, time.Now())
 			return err != nil && strings.Contains(err.Error(), marker)
 		}, ok
 	},

@@ -101,7 +101,7 @@ var fieldWeights = []float64{5, 4, 2, 1}
 
 // New answers an unconfigured provider.
 func New(opts Options) *Provider {
-	caps := sdk.Capabilities{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapArchive, sdk.CapReindex}
+	caps := sdk.Capabilities{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapUsageCounts, sdk.CapArchive, sdk.CapReindex}
 	if opts.Ledger {
 		caps = append(caps, sdk.CapLedger)
 	}

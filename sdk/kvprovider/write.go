@@ -181,12 +181,35 @@ func (p *Provider) Supersede(ctx context.Context, realmName, oldID string, repla
 	return replacement.ID, nil
 }
 
-// MarkUsed counts one use of each record found, at at.
+// MarkUsed counts one use of each record found per time it is listed, at at.
 func (p *Provider) MarkUsed(ctx context.Context, realmName string, ids []string, at time.Time) error {
-	if err := sdk.ValidateRealm(realmName); err != nil {
+	if err := p.checkIDs(ids); err != nil {
 		return err
 	}
-	if err := p.checkIDs(ids); err != nil {
+	var uses []sdk.Use
+	place := make(map[string]int, len(ids))
+	for _, id := range ids {
+		if i, ok := place[id]; ok {
+			uses[i].Count++
+			continue
+		}
+		place[id] = len(uses)
+		uses = append(uses, sdk.Use{ID: id, Count: 1})
+	}
+	return p.countUses(ctx, realmName, uses, at)
+}
+
+// CountUses counts each use's count of uses of its record, if found, at at.
+func (p *Provider) CountUses(ctx context.Context, realmName string, uses []sdk.Use, at time.Time) error {
+	if err := sdk.ValidateUses("uses", uses); err != nil {
+		return err
+	}
+	return p.countUses(ctx, realmName, uses, at)
+}
+
+// countUses applies uses, which list each id once.
+func (p *Provider) countUses(ctx context.Context, realmName string, uses []sdk.Use, at time.Time) error {
+	if err := sdk.ValidateRealm(realmName); err != nil {
 		return err
 	}
 	p.mu.Lock()
@@ -199,21 +222,17 @@ func (p *Provider) MarkUsed(ctx context.Context, realmName string, ids []string,
 		return nil
 	}
 	var used []sdk.Record
-	for _, id := range ids {
-		r := rm.recs[id]
+	for _, u := range uses {
+		r := rm.recs[u.ID]
 		if r == nil {
 			continue
 		}
-		i := slices.IndexFunc(used, func(u sdk.Record) bool { return u.ID == id })
-		if i < 0 {
-			used = append(used, cloneRecord(r))
-			i = len(used) - 1
+		c := cloneRecord(r)
+		c.UseCount += u.Count
+		if at.After(c.LastUsedAt) {
+			c.LastUsedAt = at.UTC()
 		}
-		u := &used[i]
-		u.UseCount++
-		if at.After(u.LastUsedAt) {
-			u.LastUsedAt = at.UTC()
-		}
+		used = append(used, c)
 	}
 	if len(used) == 0 {
 		return nil

@@ -23,8 +23,15 @@ const HalfLife = 30 * 24 * time.Hour
 // age, and ordering by key orders by that decayed count at every instant,
 // so an index on the key can serve a working set. used is false for a
 // record's first use.
-func Key(key float64, used bool, at time.Time) float64 {
+func Key(key float64, used bool, at time.Time) float64 { return KeyN(key, used, 1, at) }
+
+// KeyN folds n uses at time at into key at once, as n calls of Key would
+// (to rounding): one write for a record a batch used n times.
+func KeyN(key float64, used bool, n int64, at time.Time) float64 {
 	x := float64(at.UnixMilli()) / float64(HalfLife.Milliseconds())
+	if n > 1 {
+		x += math.Log2(float64(n))
+	}
 	if !used {
 		return x
 	}

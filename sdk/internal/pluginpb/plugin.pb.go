@@ -1836,6 +1836,156 @@ func (*MarkUsedResponse) Descriptor() ([]byte, []int) {
 	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{24}
 }
 
+type Use struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// How many uses to count, at least 1.
+	Count         int64 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Use) Reset() {
+	*x = Use{}
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Use) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Use) ProtoMessage() {}
+
+func (x *Use) ProtoReflect() protoreflect.Message {
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Use.ProtoReflect.Descriptor instead.
+func (*Use) Descriptor() ([]byte, []int) {
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *Use) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Use) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+type CountUsesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Realm string                 `protobuf:"bytes,1,opt,name=realm,proto3" json:"realm,omitempty"`
+	// Each id at most once.
+	Uses          []*Use `protobuf:"bytes,2,rep,name=uses,proto3" json:"uses,omitempty"`
+	AtUnixMs      int64  `protobuf:"varint,3,opt,name=at_unix_ms,json=atUnixMs,proto3" json:"at_unix_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CountUsesRequest) Reset() {
+	*x = CountUsesRequest{}
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CountUsesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CountUsesRequest) ProtoMessage() {}
+
+func (x *CountUsesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CountUsesRequest.ProtoReflect.Descriptor instead.
+func (*CountUsesRequest) Descriptor() ([]byte, []int) {
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *CountUsesRequest) GetRealm() string {
+	if x != nil {
+		return x.Realm
+	}
+	return ""
+}
+
+func (x *CountUsesRequest) GetUses() []*Use {
+	if x != nil {
+		return x.Uses
+	}
+	return nil
+}
+
+func (x *CountUsesRequest) GetAtUnixMs() int64 {
+	if x != nil {
+		return x.AtUnixMs
+	}
+	return 0
+}
+
+type CountUsesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CountUsesResponse) Reset() {
+	*x = CountUsesResponse{}
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CountUsesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CountUsesResponse) ProtoMessage() {}
+
+func (x *CountUsesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CountUsesResponse.ProtoReflect.Descriptor instead.
+func (*CountUsesResponse) Descriptor() ([]byte, []int) {
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{27}
+}
+
 type LedgerEntry struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Realm         string                 `protobuf:"bytes,1,opt,name=realm,proto3" json:"realm,omitempty"`
@@ -1851,7 +2001,7 @@ type LedgerEntry struct {
 
 func (x *LedgerEntry) Reset() {
 	*x = LedgerEntry{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[25]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1863,7 +2013,7 @@ func (x *LedgerEntry) String() string {
 func (*LedgerEntry) ProtoMessage() {}
 
 func (x *LedgerEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[25]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1876,7 +2026,7 @@ func (x *LedgerEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LedgerEntry.ProtoReflect.Descriptor instead.
 func (*LedgerEntry) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{25}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *LedgerEntry) GetRealm() string {
@@ -1937,7 +2087,7 @@ type WriteLedgerRequest struct {
 
 func (x *WriteLedgerRequest) Reset() {
 	*x = WriteLedgerRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[26]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1949,7 +2099,7 @@ func (x *WriteLedgerRequest) String() string {
 func (*WriteLedgerRequest) ProtoMessage() {}
 
 func (x *WriteLedgerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[26]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1962,7 +2112,7 @@ func (x *WriteLedgerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteLedgerRequest.ProtoReflect.Descriptor instead.
 func (*WriteLedgerRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{26}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *WriteLedgerRequest) GetEntries() []*LedgerEntry {
@@ -1980,7 +2130,7 @@ type WriteLedgerResponse struct {
 
 func (x *WriteLedgerResponse) Reset() {
 	*x = WriteLedgerResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[27]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1992,7 +2142,7 @@ func (x *WriteLedgerResponse) String() string {
 func (*WriteLedgerResponse) ProtoMessage() {}
 
 func (x *WriteLedgerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[27]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2005,7 +2155,7 @@ func (x *WriteLedgerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteLedgerResponse.ProtoReflect.Descriptor instead.
 func (*WriteLedgerResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{27}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{30}
 }
 
 type ExportRequest struct {
@@ -2021,7 +2171,7 @@ type ExportRequest struct {
 
 func (x *ExportRequest) Reset() {
 	*x = ExportRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[28]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2033,7 +2183,7 @@ func (x *ExportRequest) String() string {
 func (*ExportRequest) ProtoMessage() {}
 
 func (x *ExportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[28]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2046,7 +2196,7 @@ func (x *ExportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportRequest.ProtoReflect.Descriptor instead.
 func (*ExportRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{28}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ExportRequest) GetRealm() string {
@@ -2081,7 +2231,7 @@ type ExportResponse struct {
 
 func (x *ExportResponse) Reset() {
 	*x = ExportResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[29]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2093,7 +2243,7 @@ func (x *ExportResponse) String() string {
 func (*ExportResponse) ProtoMessage() {}
 
 func (x *ExportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[29]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2106,7 +2256,7 @@ func (x *ExportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportResponse.ProtoReflect.Descriptor instead.
 func (*ExportResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{29}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ExportResponse) GetRecords() []*Record {
@@ -2133,7 +2283,7 @@ type ImportRequest struct {
 
 func (x *ImportRequest) Reset() {
 	*x = ImportRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[30]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2145,7 +2295,7 @@ func (x *ImportRequest) String() string {
 func (*ImportRequest) ProtoMessage() {}
 
 func (x *ImportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[30]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2158,7 +2308,7 @@ func (x *ImportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportRequest.ProtoReflect.Descriptor instead.
 func (*ImportRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{30}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ImportRequest) GetRealm() string {
@@ -2185,7 +2335,7 @@ type ImportResponse struct {
 
 func (x *ImportResponse) Reset() {
 	*x = ImportResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[31]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2197,7 +2347,7 @@ func (x *ImportResponse) String() string {
 func (*ImportResponse) ProtoMessage() {}
 
 func (x *ImportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[31]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2210,7 +2360,7 @@ func (x *ImportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImportResponse.ProtoReflect.Descriptor instead.
 func (*ImportResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{31}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ImportResponse) GetImported() int32 {
@@ -2237,7 +2387,7 @@ type ReindexRequest struct {
 
 func (x *ReindexRequest) Reset() {
 	*x = ReindexRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[32]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2249,7 +2399,7 @@ func (x *ReindexRequest) String() string {
 func (*ReindexRequest) ProtoMessage() {}
 
 func (x *ReindexRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[32]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2262,7 +2412,7 @@ func (x *ReindexRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReindexRequest.ProtoReflect.Descriptor instead.
 func (*ReindexRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{32}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ReindexRequest) GetRealm() string {
@@ -2285,7 +2435,7 @@ type ReindexResponse struct {
 
 func (x *ReindexResponse) Reset() {
 	*x = ReindexResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[33]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2297,7 +2447,7 @@ func (x *ReindexResponse) String() string {
 func (*ReindexResponse) ProtoMessage() {}
 
 func (x *ReindexResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[33]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2310,7 +2460,7 @@ func (x *ReindexResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReindexResponse.ProtoReflect.Descriptor instead.
 func (*ReindexResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{33}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ReindexResponse) GetEvent() isReindexResponse_Event {
@@ -2365,7 +2515,7 @@ type ReindexProgress struct {
 
 func (x *ReindexProgress) Reset() {
 	*x = ReindexProgress{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[34]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2377,7 +2527,7 @@ func (x *ReindexProgress) String() string {
 func (*ReindexProgress) ProtoMessage() {}
 
 func (x *ReindexProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[34]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2390,7 +2540,7 @@ func (x *ReindexProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReindexProgress.ProtoReflect.Descriptor instead.
 func (*ReindexProgress) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{34}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ReindexProgress) GetDone() int64 {
@@ -2417,7 +2567,7 @@ type ReindexDone struct {
 
 func (x *ReindexDone) Reset() {
 	*x = ReindexDone{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[35]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2429,7 +2579,7 @@ func (x *ReindexDone) String() string {
 func (*ReindexDone) ProtoMessage() {}
 
 func (x *ReindexDone) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[35]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2442,7 +2592,7 @@ func (x *ReindexDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReindexDone.ProtoReflect.Descriptor instead.
 func (*ReindexDone) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{35}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ReindexDone) GetReindexed() int64 {
@@ -2463,7 +2613,7 @@ type SelectRequest struct {
 
 func (x *SelectRequest) Reset() {
 	*x = SelectRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[36]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2475,7 +2625,7 @@ func (x *SelectRequest) String() string {
 func (*SelectRequest) ProtoMessage() {}
 
 func (x *SelectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[36]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2488,7 +2638,7 @@ func (x *SelectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelectRequest.ProtoReflect.Descriptor instead.
 func (*SelectRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{36}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *SelectRequest) GetHeader() *SelectHeader {
@@ -2518,7 +2668,7 @@ type SelectHeader struct {
 
 func (x *SelectHeader) Reset() {
 	*x = SelectHeader{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[37]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2530,7 +2680,7 @@ func (x *SelectHeader) String() string {
 func (*SelectHeader) ProtoMessage() {}
 
 func (x *SelectHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[37]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2543,7 +2693,7 @@ func (x *SelectHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelectHeader.ProtoReflect.Descriptor instead.
 func (*SelectHeader) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{37}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SelectHeader) GetRealm() string {
@@ -2591,7 +2741,7 @@ type SelectResponse struct {
 
 func (x *SelectResponse) Reset() {
 	*x = SelectResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[38]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2603,7 +2753,7 @@ func (x *SelectResponse) String() string {
 func (*SelectResponse) ProtoMessage() {}
 
 func (x *SelectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[38]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2616,7 +2766,7 @@ func (x *SelectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelectResponse.ProtoReflect.Descriptor instead.
 func (*SelectResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{38}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SelectResponse) GetIds() []string {
@@ -2643,7 +2793,7 @@ type Message struct {
 
 func (x *Message) Reset() {
 	*x = Message{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[39]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2655,7 +2805,7 @@ func (x *Message) String() string {
 func (*Message) ProtoMessage() {}
 
 func (x *Message) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[39]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2668,7 +2818,7 @@ func (x *Message) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Message.ProtoReflect.Descriptor instead.
 func (*Message) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{39}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Message) GetRole() string {
@@ -2701,7 +2851,7 @@ type CompactRequest struct {
 
 func (x *CompactRequest) Reset() {
 	*x = CompactRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[40]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2713,7 +2863,7 @@ func (x *CompactRequest) String() string {
 func (*CompactRequest) ProtoMessage() {}
 
 func (x *CompactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[40]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2726,7 +2876,7 @@ func (x *CompactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactRequest.ProtoReflect.Descriptor instead.
 func (*CompactRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{40}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *CompactRequest) GetConversationId() string {
@@ -2773,7 +2923,7 @@ type CompactResponse struct {
 
 func (x *CompactResponse) Reset() {
 	*x = CompactResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[41]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2785,7 +2935,7 @@ func (x *CompactResponse) String() string {
 func (*CompactResponse) ProtoMessage() {}
 
 func (x *CompactResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[41]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2798,7 +2948,7 @@ func (x *CompactResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactResponse.ProtoReflect.Descriptor instead.
 func (*CompactResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{41}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *CompactResponse) GetArtifact() *Message {
@@ -2818,7 +2968,7 @@ type ResolveOperatorRequest struct {
 
 func (x *ResolveOperatorRequest) Reset() {
 	*x = ResolveOperatorRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[42]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2830,7 +2980,7 @@ func (x *ResolveOperatorRequest) String() string {
 func (*ResolveOperatorRequest) ProtoMessage() {}
 
 func (x *ResolveOperatorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[42]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2843,7 +2993,7 @@ func (x *ResolveOperatorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveOperatorRequest.ProtoReflect.Descriptor instead.
 func (*ResolveOperatorRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{42}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ResolveOperatorRequest) GetRealm() string {
@@ -2870,7 +3020,7 @@ type ResolveOperatorResponse struct {
 
 func (x *ResolveOperatorResponse) Reset() {
 	*x = ResolveOperatorResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[43]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2882,7 +3032,7 @@ func (x *ResolveOperatorResponse) String() string {
 func (*ResolveOperatorResponse) ProtoMessage() {}
 
 func (x *ResolveOperatorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[43]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2895,7 +3045,7 @@ func (x *ResolveOperatorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveOperatorResponse.ProtoReflect.Descriptor instead.
 func (*ResolveOperatorResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{43}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ResolveOperatorResponse) GetOperator() string {
@@ -2915,7 +3065,7 @@ type ResolveMobsRequest struct {
 
 func (x *ResolveMobsRequest) Reset() {
 	*x = ResolveMobsRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[44]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2927,7 +3077,7 @@ func (x *ResolveMobsRequest) String() string {
 func (*ResolveMobsRequest) ProtoMessage() {}
 
 func (x *ResolveMobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[44]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2940,7 +3090,7 @@ func (x *ResolveMobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveMobsRequest.ProtoReflect.Descriptor instead.
 func (*ResolveMobsRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{44}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ResolveMobsRequest) GetRealm() string {
@@ -2966,7 +3116,7 @@ type ResolveMobsResponse struct {
 
 func (x *ResolveMobsResponse) Reset() {
 	*x = ResolveMobsResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[45]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2978,7 +3128,7 @@ func (x *ResolveMobsResponse) String() string {
 func (*ResolveMobsResponse) ProtoMessage() {}
 
 func (x *ResolveMobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[45]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2991,7 +3141,7 @@ func (x *ResolveMobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveMobsResponse.ProtoReflect.Descriptor instead.
 func (*ResolveMobsResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{45}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ResolveMobsResponse) GetMobs() []string {
@@ -3012,7 +3162,7 @@ type RecordVector struct {
 
 func (x *RecordVector) Reset() {
 	*x = RecordVector{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[46]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3024,7 +3174,7 @@ func (x *RecordVector) String() string {
 func (*RecordVector) ProtoMessage() {}
 
 func (x *RecordVector) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[46]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3037,7 +3187,7 @@ func (x *RecordVector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordVector.ProtoReflect.Descriptor instead.
 func (*RecordVector) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{46}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *RecordVector) GetId() string {
@@ -3071,7 +3221,7 @@ type PutVectorsRequest struct {
 
 func (x *PutVectorsRequest) Reset() {
 	*x = PutVectorsRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[47]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3083,7 +3233,7 @@ func (x *PutVectorsRequest) String() string {
 func (*PutVectorsRequest) ProtoMessage() {}
 
 func (x *PutVectorsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[47]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3096,7 +3246,7 @@ func (x *PutVectorsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutVectorsRequest.ProtoReflect.Descriptor instead.
 func (*PutVectorsRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{47}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *PutVectorsRequest) GetRealm() string {
@@ -3121,7 +3271,7 @@ type PutVectorsResponse struct {
 
 func (x *PutVectorsResponse) Reset() {
 	*x = PutVectorsResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[48]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3133,7 +3283,7 @@ func (x *PutVectorsResponse) String() string {
 func (*PutVectorsResponse) ProtoMessage() {}
 
 func (x *PutVectorsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[48]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3146,7 +3296,7 @@ func (x *PutVectorsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutVectorsResponse.ProtoReflect.Descriptor instead.
 func (*PutVectorsResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{48}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{51}
 }
 
 type MissingVectorsRequest struct {
@@ -3162,7 +3312,7 @@ type MissingVectorsRequest struct {
 
 func (x *MissingVectorsRequest) Reset() {
 	*x = MissingVectorsRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[49]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3174,7 +3324,7 @@ func (x *MissingVectorsRequest) String() string {
 func (*MissingVectorsRequest) ProtoMessage() {}
 
 func (x *MissingVectorsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[49]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3187,7 +3337,7 @@ func (x *MissingVectorsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MissingVectorsRequest.ProtoReflect.Descriptor instead.
 func (*MissingVectorsRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{49}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *MissingVectorsRequest) GetRealm() string {
@@ -3227,7 +3377,7 @@ type MissingVectorsResponse struct {
 
 func (x *MissingVectorsResponse) Reset() {
 	*x = MissingVectorsResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[50]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3239,7 +3389,7 @@ func (x *MissingVectorsResponse) String() string {
 func (*MissingVectorsResponse) ProtoMessage() {}
 
 func (x *MissingVectorsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[50]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3252,7 +3402,7 @@ func (x *MissingVectorsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MissingVectorsResponse.ProtoReflect.Descriptor instead.
 func (*MissingVectorsResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{50}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *MissingVectorsResponse) GetIds() []string {
@@ -3270,7 +3420,7 @@ type EmbedderInfoRequest struct {
 
 func (x *EmbedderInfoRequest) Reset() {
 	*x = EmbedderInfoRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[51]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3282,7 +3432,7 @@ func (x *EmbedderInfoRequest) String() string {
 func (*EmbedderInfoRequest) ProtoMessage() {}
 
 func (x *EmbedderInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[51]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3295,7 +3445,7 @@ func (x *EmbedderInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmbedderInfoRequest.ProtoReflect.Descriptor instead.
 func (*EmbedderInfoRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{51}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{54}
 }
 
 type EmbedderInfoResponse struct {
@@ -3315,7 +3465,7 @@ type EmbedderInfoResponse struct {
 
 func (x *EmbedderInfoResponse) Reset() {
 	*x = EmbedderInfoResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[52]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3327,7 +3477,7 @@ func (x *EmbedderInfoResponse) String() string {
 func (*EmbedderInfoResponse) ProtoMessage() {}
 
 func (x *EmbedderInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[52]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3340,7 +3490,7 @@ func (x *EmbedderInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmbedderInfoResponse.ProtoReflect.Descriptor instead.
 func (*EmbedderInfoResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{52}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *EmbedderInfoResponse) GetModel() string {
@@ -3388,7 +3538,7 @@ type EmbedRequest struct {
 
 func (x *EmbedRequest) Reset() {
 	*x = EmbedRequest{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[53]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3400,7 +3550,7 @@ func (x *EmbedRequest) String() string {
 func (*EmbedRequest) ProtoMessage() {}
 
 func (x *EmbedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[53]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3413,7 +3563,7 @@ func (x *EmbedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmbedRequest.ProtoReflect.Descriptor instead.
 func (*EmbedRequest) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{53}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *EmbedRequest) GetPurpose() EmbedPurpose {
@@ -3440,7 +3590,7 @@ type Embedding struct {
 
 func (x *Embedding) Reset() {
 	*x = Embedding{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[54]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3452,7 +3602,7 @@ func (x *Embedding) String() string {
 func (*Embedding) ProtoMessage() {}
 
 func (x *Embedding) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[54]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3465,7 +3615,7 @@ func (x *Embedding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Embedding.ProtoReflect.Descriptor instead.
 func (*Embedding) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{54}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *Embedding) GetValues() []float32 {
@@ -3485,7 +3635,7 @@ type EmbedResponse struct {
 
 func (x *EmbedResponse) Reset() {
 	*x = EmbedResponse{}
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[55]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3497,7 +3647,7 @@ func (x *EmbedResponse) String() string {
 func (*EmbedResponse) ProtoMessage() {}
 
 func (x *EmbedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[55]
+	mi := &file_memhost_plugin_v1_plugin_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3510,7 +3660,7 @@ func (x *EmbedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmbedResponse.ProtoReflect.Descriptor instead.
 func (*EmbedResponse) Descriptor() ([]byte, []int) {
-	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{55}
+	return file_memhost_plugin_v1_plugin_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *EmbedResponse) GetVectors() []*Embedding {
@@ -3647,7 +3797,16 @@ const file_memhost_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x03ids\x18\x02 \x03(\tR\x03ids\x12\x1c\n" +
 	"\n" +
 	"at_unix_ms\x18\x03 \x01(\x03R\batUnixMs\"\x12\n" +
-	"\x10MarkUsedResponse\"\xc4\x01\n" +
+	"\x10MarkUsedResponse\"+\n" +
+	"\x03Use\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\x03R\x05count\"r\n" +
+	"\x10CountUsesRequest\x12\x14\n" +
+	"\x05realm\x18\x01 \x01(\tR\x05realm\x12*\n" +
+	"\x04uses\x18\x02 \x03(\v2\x16.memhost.plugin.v1.UseR\x04uses\x12\x1c\n" +
+	"\n" +
+	"at_unix_ms\x18\x03 \x01(\x03R\batUnixMs\"\x13\n" +
+	"\x11CountUsesResponse\"\xc4\x01\n" +
 	"\vLedgerEntry\x12\x14\n" +
 	"\x05realm\x18\x01 \x01(\tR\x05realm\x12\x1a\n" +
 	"\bidentity\x18\x02 \x01(\tR\bidentity\x12\x18\n" +
@@ -3763,7 +3922,7 @@ const file_memhost_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x16EMBED_PURPOSE_DOCUMENT\x10\x022\xa9\x01\n" +
 	"\x06Plugin\x12G\n" +
 	"\x04Info\x12\x1e.memhost.plugin.v1.InfoRequest\x1a\x1f.memhost.plugin.v1.InfoResponse\x12V\n" +
-	"\tConfigure\x12#.memhost.plugin.v1.ConfigureRequest\x1a$.memhost.plugin.v1.ConfigureResponse2\xd9\b\n" +
+	"\tConfigure\x12#.memhost.plugin.v1.ConfigureRequest\x1a$.memhost.plugin.v1.ConfigureResponse2\xb1\t\n" +
 	"\bProvider\x12M\n" +
 	"\x06Recall\x12 .memhost.plugin.v1.RecallRequest\x1a!.memhost.plugin.v1.RecallResponse\x12S\n" +
 	"\bRemember\x12\".memhost.plugin.v1.RememberRequest\x1a#.memhost.plugin.v1.RememberResponse\x12D\n" +
@@ -3778,7 +3937,8 @@ const file_memhost_plugin_v1_plugin_proto_rawDesc = "" +
 	"\aReindex\x12!.memhost.plugin.v1.ReindexRequest\x1a\".memhost.plugin.v1.ReindexResponse0\x01\x12Y\n" +
 	"\n" +
 	"PutVectors\x12$.memhost.plugin.v1.PutVectorsRequest\x1a%.memhost.plugin.v1.PutVectorsResponse\x12e\n" +
-	"\x0eMissingVectors\x12(.memhost.plugin.v1.MissingVectorsRequest\x1a).memhost.plugin.v1.MissingVectorsResponse2[\n" +
+	"\x0eMissingVectors\x12(.memhost.plugin.v1.MissingVectorsRequest\x1a).memhost.plugin.v1.MissingVectorsResponse\x12V\n" +
+	"\tCountUses\x12#.memhost.plugin.v1.CountUsesRequest\x1a$.memhost.plugin.v1.CountUsesResponse2[\n" +
 	"\bSelector\x12O\n" +
 	"\x06Select\x12 .memhost.plugin.v1.SelectRequest\x1a!.memhost.plugin.v1.SelectResponse(\x012]\n" +
 	"\tCompactor\x12P\n" +
@@ -3804,7 +3964,7 @@ func file_memhost_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_memhost_plugin_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_memhost_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
+var file_memhost_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 59)
 var file_memhost_plugin_v1_plugin_proto_goTypes = []any{
 	(ManifestTier)(0),               // 0: memhost.plugin.v1.ManifestTier
 	(Coverage)(0),                   // 1: memhost.plugin.v1.Coverage
@@ -3834,37 +3994,40 @@ var file_memhost_plugin_v1_plugin_proto_goTypes = []any{
 	(*SupersedeResponse)(nil),       // 25: memhost.plugin.v1.SupersedeResponse
 	(*MarkUsedRequest)(nil),         // 26: memhost.plugin.v1.MarkUsedRequest
 	(*MarkUsedResponse)(nil),        // 27: memhost.plugin.v1.MarkUsedResponse
-	(*LedgerEntry)(nil),             // 28: memhost.plugin.v1.LedgerEntry
-	(*WriteLedgerRequest)(nil),      // 29: memhost.plugin.v1.WriteLedgerRequest
-	(*WriteLedgerResponse)(nil),     // 30: memhost.plugin.v1.WriteLedgerResponse
-	(*ExportRequest)(nil),           // 31: memhost.plugin.v1.ExportRequest
-	(*ExportResponse)(nil),          // 32: memhost.plugin.v1.ExportResponse
-	(*ImportRequest)(nil),           // 33: memhost.plugin.v1.ImportRequest
-	(*ImportResponse)(nil),          // 34: memhost.plugin.v1.ImportResponse
-	(*ReindexRequest)(nil),          // 35: memhost.plugin.v1.ReindexRequest
-	(*ReindexResponse)(nil),         // 36: memhost.plugin.v1.ReindexResponse
-	(*ReindexProgress)(nil),         // 37: memhost.plugin.v1.ReindexProgress
-	(*ReindexDone)(nil),             // 38: memhost.plugin.v1.ReindexDone
-	(*SelectRequest)(nil),           // 39: memhost.plugin.v1.SelectRequest
-	(*SelectHeader)(nil),            // 40: memhost.plugin.v1.SelectHeader
-	(*SelectResponse)(nil),          // 41: memhost.plugin.v1.SelectResponse
-	(*Message)(nil),                 // 42: memhost.plugin.v1.Message
-	(*CompactRequest)(nil),          // 43: memhost.plugin.v1.CompactRequest
-	(*CompactResponse)(nil),         // 44: memhost.plugin.v1.CompactResponse
-	(*ResolveOperatorRequest)(nil),  // 45: memhost.plugin.v1.ResolveOperatorRequest
-	(*ResolveOperatorResponse)(nil), // 46: memhost.plugin.v1.ResolveOperatorResponse
-	(*ResolveMobsRequest)(nil),      // 47: memhost.plugin.v1.ResolveMobsRequest
-	(*ResolveMobsResponse)(nil),     // 48: memhost.plugin.v1.ResolveMobsResponse
-	(*RecordVector)(nil),            // 49: memhost.plugin.v1.RecordVector
-	(*PutVectorsRequest)(nil),       // 50: memhost.plugin.v1.PutVectorsRequest
-	(*PutVectorsResponse)(nil),      // 51: memhost.plugin.v1.PutVectorsResponse
-	(*MissingVectorsRequest)(nil),   // 52: memhost.plugin.v1.MissingVectorsRequest
-	(*MissingVectorsResponse)(nil),  // 53: memhost.plugin.v1.MissingVectorsResponse
-	(*EmbedderInfoRequest)(nil),     // 54: memhost.plugin.v1.EmbedderInfoRequest
-	(*EmbedderInfoResponse)(nil),    // 55: memhost.plugin.v1.EmbedderInfoResponse
-	(*EmbedRequest)(nil),            // 56: memhost.plugin.v1.EmbedRequest
-	(*Embedding)(nil),               // 57: memhost.plugin.v1.Embedding
-	(*EmbedResponse)(nil),           // 58: memhost.plugin.v1.EmbedResponse
+	(*Use)(nil),                     // 28: memhost.plugin.v1.Use
+	(*CountUsesRequest)(nil),        // 29: memhost.plugin.v1.CountUsesRequest
+	(*CountUsesResponse)(nil),       // 30: memhost.plugin.v1.CountUsesResponse
+	(*LedgerEntry)(nil),             // 31: memhost.plugin.v1.LedgerEntry
+	(*WriteLedgerRequest)(nil),      // 32: memhost.plugin.v1.WriteLedgerRequest
+	(*WriteLedgerResponse)(nil),     // 33: memhost.plugin.v1.WriteLedgerResponse
+	(*ExportRequest)(nil),           // 34: memhost.plugin.v1.ExportRequest
+	(*ExportResponse)(nil),          // 35: memhost.plugin.v1.ExportResponse
+	(*ImportRequest)(nil),           // 36: memhost.plugin.v1.ImportRequest
+	(*ImportResponse)(nil),          // 37: memhost.plugin.v1.ImportResponse
+	(*ReindexRequest)(nil),          // 38: memhost.plugin.v1.ReindexRequest
+	(*ReindexResponse)(nil),         // 39: memhost.plugin.v1.ReindexResponse
+	(*ReindexProgress)(nil),         // 40: memhost.plugin.v1.ReindexProgress
+	(*ReindexDone)(nil),             // 41: memhost.plugin.v1.ReindexDone
+	(*SelectRequest)(nil),           // 42: memhost.plugin.v1.SelectRequest
+	(*SelectHeader)(nil),            // 43: memhost.plugin.v1.SelectHeader
+	(*SelectResponse)(nil),          // 44: memhost.plugin.v1.SelectResponse
+	(*Message)(nil),                 // 45: memhost.plugin.v1.Message
+	(*CompactRequest)(nil),          // 46: memhost.plugin.v1.CompactRequest
+	(*CompactResponse)(nil),         // 47: memhost.plugin.v1.CompactResponse
+	(*ResolveOperatorRequest)(nil),  // 48: memhost.plugin.v1.ResolveOperatorRequest
+	(*ResolveOperatorResponse)(nil), // 49: memhost.plugin.v1.ResolveOperatorResponse
+	(*ResolveMobsRequest)(nil),      // 50: memhost.plugin.v1.ResolveMobsRequest
+	(*ResolveMobsResponse)(nil),     // 51: memhost.plugin.v1.ResolveMobsResponse
+	(*RecordVector)(nil),            // 52: memhost.plugin.v1.RecordVector
+	(*PutVectorsRequest)(nil),       // 53: memhost.plugin.v1.PutVectorsRequest
+	(*PutVectorsResponse)(nil),      // 54: memhost.plugin.v1.PutVectorsResponse
+	(*MissingVectorsRequest)(nil),   // 55: memhost.plugin.v1.MissingVectorsRequest
+	(*MissingVectorsResponse)(nil),  // 56: memhost.plugin.v1.MissingVectorsResponse
+	(*EmbedderInfoRequest)(nil),     // 57: memhost.plugin.v1.EmbedderInfoRequest
+	(*EmbedderInfoResponse)(nil),    // 58: memhost.plugin.v1.EmbedderInfoResponse
+	(*EmbedRequest)(nil),            // 59: memhost.plugin.v1.EmbedRequest
+	(*Embedding)(nil),               // 60: memhost.plugin.v1.Embedding
+	(*EmbedResponse)(nil),           // 61: memhost.plugin.v1.EmbedResponse
 }
 var file_memhost_plugin_v1_plugin_proto_depIdxs = []int32{
 	6,  // 0: memhost.plugin.v1.ConfigureRequest.host:type_name -> memhost.plugin.v1.HostInfo
@@ -3878,67 +4041,70 @@ var file_memhost_plugin_v1_plugin_proto_depIdxs = []int32{
 	0,  // 8: memhost.plugin.v1.ManifestRequest.tier:type_name -> memhost.plugin.v1.ManifestTier
 	22, // 9: memhost.plugin.v1.ManifestResponse.rows:type_name -> memhost.plugin.v1.ManifestRow
 	10, // 10: memhost.plugin.v1.SupersedeRequest.replacement:type_name -> memhost.plugin.v1.RecordInput
-	28, // 11: memhost.plugin.v1.WriteLedgerRequest.entries:type_name -> memhost.plugin.v1.LedgerEntry
-	8,  // 12: memhost.plugin.v1.ExportResponse.records:type_name -> memhost.plugin.v1.Record
-	8,  // 13: memhost.plugin.v1.ImportRequest.records:type_name -> memhost.plugin.v1.Record
-	37, // 14: memhost.plugin.v1.ReindexResponse.progress:type_name -> memhost.plugin.v1.ReindexProgress
-	38, // 15: memhost.plugin.v1.ReindexResponse.done:type_name -> memhost.plugin.v1.ReindexDone
-	40, // 16: memhost.plugin.v1.SelectRequest.header:type_name -> memhost.plugin.v1.SelectHeader
-	22, // 17: memhost.plugin.v1.SelectRequest.rows:type_name -> memhost.plugin.v1.ManifestRow
-	1,  // 18: memhost.plugin.v1.SelectResponse.coverage:type_name -> memhost.plugin.v1.Coverage
-	42, // 19: memhost.plugin.v1.CompactRequest.evicted:type_name -> memhost.plugin.v1.Message
-	42, // 20: memhost.plugin.v1.CompactRequest.carry_over:type_name -> memhost.plugin.v1.Message
-	42, // 21: memhost.plugin.v1.CompactResponse.artifact:type_name -> memhost.plugin.v1.Message
-	49, // 22: memhost.plugin.v1.PutVectorsRequest.vectors:type_name -> memhost.plugin.v1.RecordVector
-	2,  // 23: memhost.plugin.v1.EmbedRequest.purpose:type_name -> memhost.plugin.v1.EmbedPurpose
-	57, // 24: memhost.plugin.v1.EmbedResponse.vectors:type_name -> memhost.plugin.v1.Embedding
-	3,  // 25: memhost.plugin.v1.Plugin.Info:input_type -> memhost.plugin.v1.InfoRequest
-	5,  // 26: memhost.plugin.v1.Plugin.Configure:input_type -> memhost.plugin.v1.ConfigureRequest
-	11, // 27: memhost.plugin.v1.Provider.Recall:input_type -> memhost.plugin.v1.RecallRequest
-	15, // 28: memhost.plugin.v1.Provider.Remember:input_type -> memhost.plugin.v1.RememberRequest
-	17, // 29: memhost.plugin.v1.Provider.Get:input_type -> memhost.plugin.v1.GetRequest
-	19, // 30: memhost.plugin.v1.Provider.Forget:input_type -> memhost.plugin.v1.ForgetRequest
-	21, // 31: memhost.plugin.v1.Provider.Manifest:input_type -> memhost.plugin.v1.ManifestRequest
-	24, // 32: memhost.plugin.v1.Provider.Supersede:input_type -> memhost.plugin.v1.SupersedeRequest
-	26, // 33: memhost.plugin.v1.Provider.MarkUsed:input_type -> memhost.plugin.v1.MarkUsedRequest
-	29, // 34: memhost.plugin.v1.Provider.WriteLedger:input_type -> memhost.plugin.v1.WriteLedgerRequest
-	31, // 35: memhost.plugin.v1.Provider.Export:input_type -> memhost.plugin.v1.ExportRequest
-	33, // 36: memhost.plugin.v1.Provider.Import:input_type -> memhost.plugin.v1.ImportRequest
-	35, // 37: memhost.plugin.v1.Provider.Reindex:input_type -> memhost.plugin.v1.ReindexRequest
-	50, // 38: memhost.plugin.v1.Provider.PutVectors:input_type -> memhost.plugin.v1.PutVectorsRequest
-	52, // 39: memhost.plugin.v1.Provider.MissingVectors:input_type -> memhost.plugin.v1.MissingVectorsRequest
-	39, // 40: memhost.plugin.v1.Selector.Select:input_type -> memhost.plugin.v1.SelectRequest
-	43, // 41: memhost.plugin.v1.Compactor.Compact:input_type -> memhost.plugin.v1.CompactRequest
-	45, // 42: memhost.plugin.v1.OperatorResolver.ResolveOperator:input_type -> memhost.plugin.v1.ResolveOperatorRequest
-	47, // 43: memhost.plugin.v1.MobResolver.ResolveMobs:input_type -> memhost.plugin.v1.ResolveMobsRequest
-	54, // 44: memhost.plugin.v1.Embedder.Info:input_type -> memhost.plugin.v1.EmbedderInfoRequest
-	56, // 45: memhost.plugin.v1.Embedder.Embed:input_type -> memhost.plugin.v1.EmbedRequest
-	4,  // 46: memhost.plugin.v1.Plugin.Info:output_type -> memhost.plugin.v1.InfoResponse
-	7,  // 47: memhost.plugin.v1.Plugin.Configure:output_type -> memhost.plugin.v1.ConfigureResponse
-	14, // 48: memhost.plugin.v1.Provider.Recall:output_type -> memhost.plugin.v1.RecallResponse
-	16, // 49: memhost.plugin.v1.Provider.Remember:output_type -> memhost.plugin.v1.RememberResponse
-	18, // 50: memhost.plugin.v1.Provider.Get:output_type -> memhost.plugin.v1.GetResponse
-	20, // 51: memhost.plugin.v1.Provider.Forget:output_type -> memhost.plugin.v1.ForgetResponse
-	23, // 52: memhost.plugin.v1.Provider.Manifest:output_type -> memhost.plugin.v1.ManifestResponse
-	25, // 53: memhost.plugin.v1.Provider.Supersede:output_type -> memhost.plugin.v1.SupersedeResponse
-	27, // 54: memhost.plugin.v1.Provider.MarkUsed:output_type -> memhost.plugin.v1.MarkUsedResponse
-	30, // 55: memhost.plugin.v1.Provider.WriteLedger:output_type -> memhost.plugin.v1.WriteLedgerResponse
-	32, // 56: memhost.plugin.v1.Provider.Export:output_type -> memhost.plugin.v1.ExportResponse
-	34, // 57: memhost.plugin.v1.Provider.Import:output_type -> memhost.plugin.v1.ImportResponse
-	36, // 58: memhost.plugin.v1.Provider.Reindex:output_type -> memhost.plugin.v1.ReindexResponse
-	51, // 59: memhost.plugin.v1.Provider.PutVectors:output_type -> memhost.plugin.v1.PutVectorsResponse
-	53, // 60: memhost.plugin.v1.Provider.MissingVectors:output_type -> memhost.plugin.v1.MissingVectorsResponse
-	41, // 61: memhost.plugin.v1.Selector.Select:output_type -> memhost.plugin.v1.SelectResponse
-	44, // 62: memhost.plugin.v1.Compactor.Compact:output_type -> memhost.plugin.v1.CompactResponse
-	46, // 63: memhost.plugin.v1.OperatorResolver.ResolveOperator:output_type -> memhost.plugin.v1.ResolveOperatorResponse
-	48, // 64: memhost.plugin.v1.MobResolver.ResolveMobs:output_type -> memhost.plugin.v1.ResolveMobsResponse
-	55, // 65: memhost.plugin.v1.Embedder.Info:output_type -> memhost.plugin.v1.EmbedderInfoResponse
-	58, // 66: memhost.plugin.v1.Embedder.Embed:output_type -> memhost.plugin.v1.EmbedResponse
-	46, // [46:67] is the sub-list for method output_type
-	25, // [25:46] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	28, // 11: memhost.plugin.v1.CountUsesRequest.uses:type_name -> memhost.plugin.v1.Use
+	31, // 12: memhost.plugin.v1.WriteLedgerRequest.entries:type_name -> memhost.plugin.v1.LedgerEntry
+	8,  // 13: memhost.plugin.v1.ExportResponse.records:type_name -> memhost.plugin.v1.Record
+	8,  // 14: memhost.plugin.v1.ImportRequest.records:type_name -> memhost.plugin.v1.Record
+	40, // 15: memhost.plugin.v1.ReindexResponse.progress:type_name -> memhost.plugin.v1.ReindexProgress
+	41, // 16: memhost.plugin.v1.ReindexResponse.done:type_name -> memhost.plugin.v1.ReindexDone
+	43, // 17: memhost.plugin.v1.SelectRequest.header:type_name -> memhost.plugin.v1.SelectHeader
+	22, // 18: memhost.plugin.v1.SelectRequest.rows:type_name -> memhost.plugin.v1.ManifestRow
+	1,  // 19: memhost.plugin.v1.SelectResponse.coverage:type_name -> memhost.plugin.v1.Coverage
+	45, // 20: memhost.plugin.v1.CompactRequest.evicted:type_name -> memhost.plugin.v1.Message
+	45, // 21: memhost.plugin.v1.CompactRequest.carry_over:type_name -> memhost.plugin.v1.Message
+	45, // 22: memhost.plugin.v1.CompactResponse.artifact:type_name -> memhost.plugin.v1.Message
+	52, // 23: memhost.plugin.v1.PutVectorsRequest.vectors:type_name -> memhost.plugin.v1.RecordVector
+	2,  // 24: memhost.plugin.v1.EmbedRequest.purpose:type_name -> memhost.plugin.v1.EmbedPurpose
+	60, // 25: memhost.plugin.v1.EmbedResponse.vectors:type_name -> memhost.plugin.v1.Embedding
+	3,  // 26: memhost.plugin.v1.Plugin.Info:input_type -> memhost.plugin.v1.InfoRequest
+	5,  // 27: memhost.plugin.v1.Plugin.Configure:input_type -> memhost.plugin.v1.ConfigureRequest
+	11, // 28: memhost.plugin.v1.Provider.Recall:input_type -> memhost.plugin.v1.RecallRequest
+	15, // 29: memhost.plugin.v1.Provider.Remember:input_type -> memhost.plugin.v1.RememberRequest
+	17, // 30: memhost.plugin.v1.Provider.Get:input_type -> memhost.plugin.v1.GetRequest
+	19, // 31: memhost.plugin.v1.Provider.Forget:input_type -> memhost.plugin.v1.ForgetRequest
+	21, // 32: memhost.plugin.v1.Provider.Manifest:input_type -> memhost.plugin.v1.ManifestRequest
+	24, // 33: memhost.plugin.v1.Provider.Supersede:input_type -> memhost.plugin.v1.SupersedeRequest
+	26, // 34: memhost.plugin.v1.Provider.MarkUsed:input_type -> memhost.plugin.v1.MarkUsedRequest
+	32, // 35: memhost.plugin.v1.Provider.WriteLedger:input_type -> memhost.plugin.v1.WriteLedgerRequest
+	34, // 36: memhost.plugin.v1.Provider.Export:input_type -> memhost.plugin.v1.ExportRequest
+	36, // 37: memhost.plugin.v1.Provider.Import:input_type -> memhost.plugin.v1.ImportRequest
+	38, // 38: memhost.plugin.v1.Provider.Reindex:input_type -> memhost.plugin.v1.ReindexRequest
+	53, // 39: memhost.plugin.v1.Provider.PutVectors:input_type -> memhost.plugin.v1.PutVectorsRequest
+	55, // 40: memhost.plugin.v1.Provider.MissingVectors:input_type -> memhost.plugin.v1.MissingVectorsRequest
+	29, // 41: memhost.plugin.v1.Provider.CountUses:input_type -> memhost.plugin.v1.CountUsesRequest
+	42, // 42: memhost.plugin.v1.Selector.Select:input_type -> memhost.plugin.v1.SelectRequest
+	46, // 43: memhost.plugin.v1.Compactor.Compact:input_type -> memhost.plugin.v1.CompactRequest
+	48, // 44: memhost.plugin.v1.OperatorResolver.ResolveOperator:input_type -> memhost.plugin.v1.ResolveOperatorRequest
+	50, // 45: memhost.plugin.v1.MobResolver.ResolveMobs:input_type -> memhost.plugin.v1.ResolveMobsRequest
+	57, // 46: memhost.plugin.v1.Embedder.Info:input_type -> memhost.plugin.v1.EmbedderInfoRequest
+	59, // 47: memhost.plugin.v1.Embedder.Embed:input_type -> memhost.plugin.v1.EmbedRequest
+	4,  // 48: memhost.plugin.v1.Plugin.Info:output_type -> memhost.plugin.v1.InfoResponse
+	7,  // 49: memhost.plugin.v1.Plugin.Configure:output_type -> memhost.plugin.v1.ConfigureResponse
+	14, // 50: memhost.plugin.v1.Provider.Recall:output_type -> memhost.plugin.v1.RecallResponse
+	16, // 51: memhost.plugin.v1.Provider.Remember:output_type -> memhost.plugin.v1.RememberResponse
+	18, // 52: memhost.plugin.v1.Provider.Get:output_type -> memhost.plugin.v1.GetResponse
+	20, // 53: memhost.plugin.v1.Provider.Forget:output_type -> memhost.plugin.v1.ForgetResponse
+	23, // 54: memhost.plugin.v1.Provider.Manifest:output_type -> memhost.plugin.v1.ManifestResponse
+	25, // 55: memhost.plugin.v1.Provider.Supersede:output_type -> memhost.plugin.v1.SupersedeResponse
+	27, // 56: memhost.plugin.v1.Provider.MarkUsed:output_type -> memhost.plugin.v1.MarkUsedResponse
+	33, // 57: memhost.plugin.v1.Provider.WriteLedger:output_type -> memhost.plugin.v1.WriteLedgerResponse
+	35, // 58: memhost.plugin.v1.Provider.Export:output_type -> memhost.plugin.v1.ExportResponse
+	37, // 59: memhost.plugin.v1.Provider.Import:output_type -> memhost.plugin.v1.ImportResponse
+	39, // 60: memhost.plugin.v1.Provider.Reindex:output_type -> memhost.plugin.v1.ReindexResponse
+	54, // 61: memhost.plugin.v1.Provider.PutVectors:output_type -> memhost.plugin.v1.PutVectorsResponse
+	56, // 62: memhost.plugin.v1.Provider.MissingVectors:output_type -> memhost.plugin.v1.MissingVectorsResponse
+	30, // 63: memhost.plugin.v1.Provider.CountUses:output_type -> memhost.plugin.v1.CountUsesResponse
+	44, // 64: memhost.plugin.v1.Selector.Select:output_type -> memhost.plugin.v1.SelectResponse
+	47, // 65: memhost.plugin.v1.Compactor.Compact:output_type -> memhost.plugin.v1.CompactResponse
+	49, // 66: memhost.plugin.v1.OperatorResolver.ResolveOperator:output_type -> memhost.plugin.v1.ResolveOperatorResponse
+	51, // 67: memhost.plugin.v1.MobResolver.ResolveMobs:output_type -> memhost.plugin.v1.ResolveMobsResponse
+	58, // 68: memhost.plugin.v1.Embedder.Info:output_type -> memhost.plugin.v1.EmbedderInfoResponse
+	61, // 69: memhost.plugin.v1.Embedder.Embed:output_type -> memhost.plugin.v1.EmbedResponse
+	48, // [48:70] is the sub-list for method output_type
+	26, // [26:48] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_memhost_plugin_v1_plugin_proto_init() }
@@ -3946,7 +4112,7 @@ func file_memhost_plugin_v1_plugin_proto_init() {
 	if File_memhost_plugin_v1_plugin_proto != nil {
 		return
 	}
-	file_memhost_plugin_v1_plugin_proto_msgTypes[33].OneofWrappers = []any{
+	file_memhost_plugin_v1_plugin_proto_msgTypes[36].OneofWrappers = []any{
 		(*ReindexResponse_Progress)(nil),
 		(*ReindexResponse_Done)(nil),
 	}
@@ -3956,7 +4122,7 @@ func file_memhost_plugin_v1_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_memhost_plugin_v1_plugin_proto_rawDesc), len(file_memhost_plugin_v1_plugin_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   56,
+			NumMessages:   59,
 			NumExtensions: 0,
 			NumServices:   7,
 		},

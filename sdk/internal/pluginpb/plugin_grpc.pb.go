@@ -193,6 +193,7 @@ const (
 	Provider_Reindex_FullMethodName        = "/memhost.plugin.v1.Provider/Reindex"
 	Provider_PutVectors_FullMethodName     = "/memhost.plugin.v1.Provider/PutVectors"
 	Provider_MissingVectors_FullMethodName = "/memhost.plugin.v1.Provider/MissingVectors"
+	Provider_CountUses_FullMethodName      = "/memhost.plugin.v1.Provider/CountUses"
 )
 
 // ProviderClient is the client API for Provider service.
@@ -229,6 +230,10 @@ type ProviderClient interface {
 	// Capability "vectors": ids of live records with no vector of a model,
 	// one page per call in a stable order (the host's embedding backlog).
 	MissingVectors(ctx context.Context, in *MissingVectorsRequest, opts ...grpc.CallOption) (*MissingVectorsResponse, error)
+	// Capability "usage_counts": counts each listed record's uses at once,
+	// as that many MarkUsed calls would, so a record injected by many turns
+	// costs one write; an id the realm does not hold is skipped.
+	CountUses(ctx context.Context, in *CountUsesRequest, opts ...grpc.CallOption) (*CountUsesResponse, error)
 }
 
 type providerClient struct {
@@ -387,6 +392,16 @@ func (c *providerClient) MissingVectors(ctx context.Context, in *MissingVectorsR
 	return out, nil
 }
 
+func (c *providerClient) CountUses(ctx context.Context, in *CountUsesRequest, opts ...grpc.CallOption) (*CountUsesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CountUsesResponse)
+	err := c.cc.Invoke(ctx, Provider_CountUses_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ProviderServer is the server API for Provider service.
 // All implementations must embed UnimplementedProviderServer
 // for forward compatibility.
@@ -421,6 +436,10 @@ type ProviderServer interface {
 	// Capability "vectors": ids of live records with no vector of a model,
 	// one page per call in a stable order (the host's embedding backlog).
 	MissingVectors(context.Context, *MissingVectorsRequest) (*MissingVectorsResponse, error)
+	// Capability "usage_counts": counts each listed record's uses at once,
+	// as that many MarkUsed calls would, so a record injected by many turns
+	// costs one write; an id the realm does not hold is skipped.
+	CountUses(context.Context, *CountUsesRequest) (*CountUsesResponse, error)
 	mustEmbedUnimplementedProviderServer()
 }
 
@@ -469,6 +488,9 @@ func (UnimplementedProviderServer) PutVectors(context.Context, *PutVectorsReques
 }
 func (UnimplementedProviderServer) MissingVectors(context.Context, *MissingVectorsRequest) (*MissingVectorsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method MissingVectors not implemented")
+}
+func (UnimplementedProviderServer) CountUses(context.Context, *CountUsesRequest) (*CountUsesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CountUses not implemented")
 }
 func (UnimplementedProviderServer) mustEmbedUnimplementedProviderServer() {}
 func (UnimplementedProviderServer) testEmbeddedByValue()                  {}
@@ -711,6 +733,24 @@ func _Provider_MissingVectors_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Provider_CountUses_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CountUsesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProviderServer).CountUses(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Provider_CountUses_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProviderServer).CountUses(ctx, req.(*CountUsesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Provider_ServiceDesc is the grpc.ServiceDesc for Provider service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -761,6 +801,10 @@ var Provider_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "MissingVectors",
 			Handler:    _Provider_MissingVectors_Handler,
+		},
+		{
+			MethodName: "CountUses",
+			Handler:    _Provider_CountUses_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
