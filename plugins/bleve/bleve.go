@@ -119,6 +119,7 @@ var (
 	_ sdk.ManifestLister  = (*Provider)(nil)
 	_ sdk.Superseder      = (*Provider)(nil)
 	_ sdk.UsageMarker     = (*Provider)(nil)
+	_ sdk.UsageCounter    = (*Provider)(nil)
 	_ io.Closer           = (*Provider)(nil)
 )
 
@@ -144,7 +145,7 @@ func (p *Provider) Info() sdk.Info {
 		Kinds:     []sdk.PluginKind{sdk.KindProvider},
 		Protocols: []int{sdk.ProtocolVersion},
 		Capabilities: sdk.Capabilities{
-			sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapArchive, sdk.CapReindex,
+			sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapUsageCounts, sdk.CapArchive, sdk.CapReindex,
 		},
 		ConfigSchema: json.RawMessage(configSchema),
 	}

@@ -451,6 +451,28 @@ func (p *Provider) Supersede(ctx context.Context, realm, oldID string, replaceme
 // last use to at when later. Ids not present are skipped: usage is
 // telemetry and never fails a turn over a record forgotten meanwhile.
 func (p *Provider) MarkUsed(ctx context.Context, realm string, ids []string, at time.Time) error {
+	uses := make([]sdk.Use, 0, len(ids))
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			uses = append(uses, sdk.Use{ID: id, Count: 1})
+		}
+	}
+	return p.countUses(ctx, realm, uses, at)
+}
+
+// CountUses counts each use's uses of its record at time at, as MarkUsed
+// counts one.
+func (p *Provider) CountUses(ctx context.Context, realm string, uses []sdk.Use, at time.Time) error {
+	if err := sdk.ValidateUses("uses", uses); err != nil {
+		return err
+	}
+	return p.countUses(ctx, realm, uses, at)
+}
+
+// countUses applies uses, which list each id once.
+func (p *Provider) countUses(ctx context.Context, realm string, uses []sdk.Use, at time.Time) error {
 	done, err := p.begin(realm)
 	if err != nil {
 		return err
@@ -471,15 +493,23 @@ func (p *Provider) MarkUsed(ctx context.Context, realm string, ids []string, at 
 		return err
 	}
 	defer ri.wmu.Unlock()
+	ids := make([]string, len(uses))
+	for i, u := range uses {
+		ids[i] = u.ID
+	}
 	found, err := ri.lookup(ctx, ids)
 	if err != nil {
 		return err
 	}
 	put := make([]sdk.Record, 0, len(found))
 	keys := make(map[string]float64, len(found))
-	for _, r := range found {
-		keys[r.ID] = usage.Key(ri.cat.usageKeyOf(r.ID), r.UseCount > 0, at)
-		r.UseCount++
+	for _, u := range uses {
+		r, ok := found[u.ID]
+		if !ok {
+			continue
+		}
+		keys[r.ID] = usage.KeyN(ri.cat.usageKeyOf(r.ID), r.UseCount > 0, u.Count, at)
+		r.UseCount += u.Count
 		if at.After(r.LastUsedAt) {
 			r.LastUsedAt = at
 		}

@@ -69,6 +69,7 @@ var (
 	_ sdk.ManifestLister  = (*Store)(nil)
 	_ sdk.Superseder      = (*Store)(nil)
 	_ sdk.UsageMarker     = (*Store)(nil)
+	_ sdk.UsageCounter    = (*Store)(nil)
 	_ sdk.LedgerWriter    = (*Store)(nil)
 	_ sdk.Archiver        = (*Store)(nil)
 	_ sdk.Reindexer       = (*Store)(nil)
@@ -85,7 +86,7 @@ func (s *Store) Info() sdk.Info {
 		Protocols: []int{sdk.ProtocolVersion},
 		Capabilities: sdk.Capabilities{
 			sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest,
-			sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger, sdk.CapArchive, sdk.CapReindex, sdk.CapVectors,
+			sdk.CapSupersede, sdk.CapUsage, sdk.CapUsageCounts, sdk.CapLedger, sdk.CapArchive, sdk.CapReindex, sdk.CapVectors,
 		},
 		ConfigSchema: json.RawMessage(configSchema),
 	}
@@ -336,13 +337,31 @@ func (s *Store) Supersede(ctx context.Context, realm, oldID string, replacement 
 	return id, err
 }
 
-// MarkUsed counts one use of each record at the given time.
+// MarkUsed counts one use of each record at the given time; an id listed
+// twice counts once.
 func (s *Store) MarkUsed(ctx context.Context, realm string, ids []string, at time.Time) error {
+	ids = distinct(ids)
+	uses := make([]sdk.Use, len(ids))
+	for i, id := range ids {
+		uses[i] = sdk.Use{ID: id, Count: 1}
+	}
+	return s.countUses(ctx, realm, uses, at)
+}
+
+// CountUses counts each use's uses of its record at the given time.
+func (s *Store) CountUses(ctx context.Context, realm string, uses []sdk.Use, at time.Time) error {
+	if err := sdk.ValidateUses("uses", uses); err != nil {
+		return err
+	}
+	return s.countUses(ctx, realm, uses, at)
+}
+
+func (s *Store) countUses(ctx context.Context, realm string, uses []sdk.Use, at time.Time) error {
 	return s.use(func(db *pgdb) error {
 		if at.IsZero() {
 			at = s.now()
 		}
-		return markUsed(ctx, db, realm, ids, at)
+		return countUses(ctx, db, realm, uses, at)
 	})
 }
 

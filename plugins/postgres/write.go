@@ -530,34 +530,42 @@ func supersede(ctx context.Context, db *pgdb, realm, oldID string, replacement s
 	return newID, seq, nil
 }
 
-// markUsed counts one use of each record at time at; ids not there are
-// skipped. The rows are locked, so uses counted by two hosts at once both
-// count.
-func markUsed(ctx context.Context, db *pgdb, realm string, ids []string, at time.Time) error {
+// countUses counts each use's uses of its record at time at; ids not
+// there are skipped, and uses lists each id once. The rows are locked, so
+// uses counted by two hosts at once all count.
+func countUses(ctx context.Context, db *pgdb, realm string, uses []sdk.Use, at time.Time) error {
+	ids := make([]string, len(uses))
+	count := make(map[string]int64, len(uses))
+	for i, u := range uses {
+		ids[i] = u.ID
+		count[u.ID] = u.Count
+	}
 	if err := checkIDs(realm, ids); err != nil {
-		return fmt.Errorf("postgres: mark used: %w", err)
+		return fmt.Errorf("postgres: count uses: %w", err)
 	}
 	if len(ids) == 0 {
 		return nil
 	}
 	err := inTx(ctx, db, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
-			SELECT seq, use_count, usage_key FROM records
-			WHERE realm = $1 AND id = ANY($2) ORDER BY id COLLATE "C" FOR UPDATE`, realm, distinct(ids))
+			SELECT seq, id, use_count, usage_key FROM records
+			WHERE realm = $1 AND id = ANY($2) ORDER BY id COLLATE "C" FOR UPDATE`, realm, ids)
 		if err != nil {
 			return err
 		}
-		var seqs []int64
+		var seqs, adds []int64
 		var keys []float64
 		for rows.Next() {
-			var seq, count int64
+			var seq, used int64
+			var id string
 			var key float64
-			if err := rows.Scan(&seq, &count, &key); err != nil {
+			if err := rows.Scan(&seq, &id, &used, &key); err != nil {
 				rows.Close()
 				return err
 			}
-			seqs = append(seqs, seq)
-			keys = append(keys, usage.Key(key, count > 0, at))
+			n := count[id]
+			seqs, adds = append(seqs, seq), append(adds, n)
+			keys = append(keys, usage.KeyN(key, used > 0, n, at))
 		}
 		if err := rows.Err(); err != nil {
 			return err
@@ -566,14 +574,14 @@ func markUsed(ctx context.Context, db *pgdb, realm string, ids []string, at time
 			return nil
 		}
 		_, err = tx.Exec(ctx, `
-			UPDATE records AS r SET use_count = r.use_count + 1, usage_key = u.key,
-				last_used_ms = greatest(r.last_used_ms, $3)
-			FROM unnest($1::bigint[], $2::float8[]) AS u(seq, key) WHERE r.seq = u.seq`,
-			seqs, keys, at.UnixMilli())
+			UPDATE records AS r SET use_count = r.use_count + u.n, usage_key = u.key,
+				last_used_ms = greatest(r.last_used_ms, $4)
+			FROM unnest($1::bigint[], $2::float8[], $3::bigint[]) AS u(seq, key, n) WHERE r.seq = u.seq`,
+			seqs, keys, adds, at.UnixMilli())
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("postgres: mark used: %w", err)
+		return fmt.Errorf("postgres: count uses: %w", err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -479,4 +480,77 @@ func crashedDB(b *testing.B, src string, n int) string {
 		}
 	}
 	return dst
+}
+
+// BenchmarkUsageBatch writes one telemetry batch's usage: 256 turns, each
+// injecting one record every turn injects and 7 others at random. "marks"
+// sends it as the host does to a provider without usage_counts (one
+// MarkUsed round per repeat: 256 calls, each a commit); "counts" as one
+// CountUses of each record with its count.
+func BenchmarkUsageBatch(b *testing.B) {
+	ctx := context.Background()
+	const turns, perTurn = 256, 8
+	for _, n := range benchSizes {
+		for _, mode := range []string{"marks", "counts"} {
+			b.Run(sizeName(n)+"/"+mode, func(b *testing.B) {
+				s := openAt(b, copyDB(b, builtDB(b, n, true)))
+				rows, err := s.db.r.QueryContext(ctx, "SELECT id FROM records")
+				if err != nil {
+					b.Fatal(err)
+				}
+				var ids []string
+				for rows.Next() {
+					var id string
+					if err := rows.Scan(&id); err != nil {
+						b.Fatal(err)
+					}
+					ids = append(ids, id)
+				}
+				rows.Close()
+				rng := rand.New(rand.NewPCG(1, 2))
+				at := time.Now()
+				calls := 0
+				for b.Loop() {
+					count := map[string]int64{}
+					var order []string
+					for range turns {
+						for k := range perTurn {
+							id := ids[0]
+							if k > 0 {
+								id = ids[rng.IntN(len(ids))]
+							}
+							if count[id] == 0 {
+								order = append(order, id)
+							}
+							count[id]++
+						}
+					}
+					at = at.Add(time.Second)
+					if mode == "counts" {
+						uses := make([]sdk.Use, len(order))
+						for i, id := range order {
+							uses[i] = sdk.Use{ID: id, Count: count[id]}
+						}
+						for part := range slices.Chunk(uses, sdk.MaxBatch) {
+							if err := s.CountUses(ctx, "bench", part, at); err != nil {
+								b.Fatal(err)
+							}
+							calls++
+						}
+						continue
+					}
+					for round := int64(1); len(order) > 0; round++ {
+						for part := range slices.Chunk(order, sdk.MaxBatch) {
+							if err := s.MarkUsed(ctx, "bench", part, at); err != nil {
+								b.Fatal(err)
+							}
+							calls++
+						}
+						order = slices.DeleteFunc(order, func(id string) bool { return count[id] <= round })
+					}
+				}
+				b.ReportMetric(float64(calls)/float64(b.N), "calls/batch")
+			})
+		}
+	}
 }

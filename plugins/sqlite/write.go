@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -319,34 +320,51 @@ func liveSuccessor(ctx context.Context, tx *sql.Tx, ch *indexChange, rep *prepar
 	return l.id, true, nil
 }
 
-// markUsed counts one use of each record at time at; ids not there are
-// skipped, repeats count once. One statement updates them all, the new
-// usage key computed by usage.Key inside SQLite (usageKeySQL), rather
+// countUses counts each use's uses of its record at time at; ids not
+// there are skipped, and uses lists each id once. One statement per
+// distinct count (nearly always one: a count of 1) updates them all, the
+// new usage key computed by usage.KeyN inside SQLite (usageKeySQL), rather
 // than a read and a write per id: a turn's usage marks cost the turns
-// after it little.
-func (d *database) markUsed(ctx context.Context, realm string, ids []string, at time.Time) error {
-	idList, _ := json.Marshal(distinct(ids)) // []string always marshals
+// after it little. The ids go in as an IN list, which SQLite looks up
+// through records_by_id; a join with the counts is planned as a scan of
+// the realm.
+func (d *database) countUses(ctx context.Context, realm string, uses []sdk.Use, at time.Time) error {
+	byCount := map[int64][]string{}
+	var counts []int64
+	for _, u := range uses {
+		if byCount[u.Count] == nil {
+			counts = append(counts, u.Count)
+		}
+		byCount[u.Count] = append(byCount[u.Count], u.ID)
+	}
+	slices.Sort(counts)
 	err := d.write(ctx, func(tx *sql.Tx, _ *indexChange) error {
-		_, err := tx.ExecContext(ctx, `
-			UPDATE records SET use_count = use_count + 1,
-				usage_key = `+usageKeySQL+`(usage_key, use_count, ?1), last_used_ms = max(last_used_ms, ?1)
-			WHERE realm = ?2 AND id IN (SELECT value FROM json_each(?3))`,
-			at.UnixMilli(), realm, string(idList))
-		return err
+		for _, n := range counts {
+			ids, _ := json.Marshal(byCount[n]) // []string always marshals
+			_, err := tx.ExecContext(ctx, `
+				UPDATE records SET use_count = use_count + ?4,
+					usage_key = `+usageKeySQL+`(usage_key, use_count, ?1, ?4), last_used_ms = max(last_used_ms, ?1)
+				WHERE realm = ?2 AND id IN (SELECT value FROM json_each(?3))`,
+				at.UnixMilli(), realm, string(ids), n)
+			if err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("sqlite: mark used: %w", err)
+		return fmt.Errorf("sqlite: count uses: %w", err)
 	}
 	return nil
 }
 
-// usageKeySQL names usage.Key as an SQL function of the stored key, the
-// use count before this use and the time in Unix milliseconds; every
-// connection registers it (open.go).
+// usageKeySQL names usage.KeyN as an SQL function of the stored key, the
+// use count before these uses, the time in Unix milliseconds and the
+// number of uses; every connection registers it (open.go).
 const usageKeySQL = "memhost_usage_key"
 
-func usageKeyFunc(key float64, count, atMs int64) float64 {
-	return usage.Key(key, count > 0, time.UnixMilli(atMs))
+func usageKeyFunc(key float64, count, atMs, n int64) float64 {
+	return usage.KeyN(key, count > 0, n, time.UnixMilli(atMs))
 }
 
 // writeLedger appends entries, all or nothing. An entry without a time is
