@@ -682,7 +682,7 @@ func (c *Coordinator) injected(surface Surface, id sdk.Identity, session string,
 			}
 		}
 	}
-	if p.caps.Has(sdk.CapUsage) {
+	if p.caps.Has(sdk.CapUsage) || p.caps.Has(sdk.CapUsageCounts) {
 		job.usage = slices.Clone(out.IDs)
 	}
 	if job.ledger != nil || job.usage != nil {

@@ -623,7 +623,7 @@ func TestLedgerAndUsageOffTheTurnPath(t *testing.T) {
 		}
 	}
 	f.p.SetHook(coordinatortest.MethodWriteLedger, hold)
-	f.p.SetHook(coordinatortest.MethodMarkUsed, hold)
+	f.p.SetHook(coordinatortest.MethodCountUses, hold)
 	f.p.ResetCalls()
 	first := f.turn(alice, "s1", "coffee")
 	// The turn returned while the ledger write is held: the only call it
@@ -667,7 +667,7 @@ func TestTelemetryNeverFailsATurn(t *testing.T) {
 		f := newFixture(t, nil)
 		f.add(rec("Coffee", "flat white"))
 		f.p.SetHook(coordinatortest.MethodWriteLedger, failWith(sdk.ErrUnavailable))
-		f.p.SetHook(coordinatortest.MethodMarkUsed, failWith(sdk.ErrUnavailable))
+		f.p.SetHook(coordinatortest.MethodCountUses, failWith(sdk.ErrUnavailable))
 		if res := f.turn(alice, "s", "coffee"); res.SkipReason != SkipNone {
 			t.Fatalf("turn: %q", res.SkipReason)
 		}
@@ -717,7 +717,7 @@ func TestTelemetryNeverFailsATurn(t *testing.T) {
 		if err := f.c.Flush(closeCtx(t)); err != nil {
 			t.Fatal(err)
 		}
-		if plain.Calls(coordinatortest.MethodWriteLedger)+plain.Calls(coordinatortest.MethodMarkUsed) != 0 {
+		if plain.Calls(coordinatortest.MethodWriteLedger)+plain.Calls(coordinatortest.MethodMarkUsed)+plain.Calls(coordinatortest.MethodCountUses) != 0 {
 			t.Fatal("wrote telemetry to a provider that declares neither ledger nor usage")
 		}
 	})

@@ -212,7 +212,14 @@ func (t *telemetry) writeGroup(realm string, p *host.Provider, ledger []sdk.Ledg
 			}
 		}
 	}
-	if u, ok := p.UsageMarker(); ok {
+	if c, ok := p.UsageCounter(); ok {
+		for part := range slices.Chunk(usageCounts(usage), sdk.MaxBatch) {
+			if err := c.CountUses(ctx, realm, part, at); err != nil {
+				t.metrics.TelemetryFailed(TelemetryUsage, len(part))
+				t.logger.Warn("counting records' uses failed", "realm", realm, "records", len(part), "error", err)
+			}
+		}
+	} else if u, ok := p.UsageMarker(); ok {
 		for _, round := range usageRounds(usage) {
 			for part := range slices.Chunk(round, sdk.MaxBatch) {
 				if err := u.MarkUsed(ctx, realm, part, at); err != nil {
@@ -224,8 +231,25 @@ func (t *telemetry) writeGroup(realm string, p *host.Provider, ledger []sdk.Ledg
 	}
 }
 
-// usageRounds splits a batch's usage marks into lists without repeats: a
-// provider counts an id once per call, so a record injected by three turns
+// usageCounts folds a batch's usage marks into one use per record, with
+// its count, in the order of first use: one write for a provider that
+// counts uses (sdk.CapUsageCounts), however often a record repeats.
+func usageCounts(ids []string) []sdk.Use {
+	place := make(map[string]int, len(ids))
+	var uses []sdk.Use
+	for _, id := range ids {
+		if i, ok := place[id]; ok {
+			uses[i].Count++
+			continue
+		}
+		place[id] = len(uses)
+		uses = append(uses, sdk.Use{ID: id, Count: 1})
+	}
+	return uses
+}
+
+// usageRounds splits a batch's usage marks into lists without repeats for
+// a provider that only marks usage: it counts an id once per call, so a record injected by three turns
 // of one batch goes into three rounds and is counted three times.
 func usageRounds(ids []string) [][]string {
 	seen := make(map[string]int, len(ids))

@@ -33,52 +33,95 @@ func TestUsageRounds(t *testing.T) {
 }
 
 // TestTelemetryBatchFitsProviderLimits writes one batch larger than a
-// provider call may carry: it goes out in calls of at most sdk.MaxBatch,
-// with no id twice in one usage call (providers count an id once per
-// call), and every row and use arrives.
+// provider call may carry, each record used by every turn: it goes out in
+// calls of at most sdk.MaxBatch, and every row and use arrives. A provider
+// that counts uses gets one usage call per MaxBatch records, each id once
+// with its count; one that only marks usage gets no id twice in one call
+// (it counts an id once per call), so one round per repeat.
 func TestTelemetryBatchFitsProviderLimits(t *testing.T) {
-	p := coordinatortest.NewProvider(coordinatortest.AllCapabilities...)
-	var mu sync.Mutex
-	var bad []string
-	p.SetHook(coordinatortest.MethodMarkUsed, func(_ context.Context, req any) error {
-		ids := req.([]string)
-		mu.Lock()
-		defer mu.Unlock()
-		if len(ids) > sdk.MaxBatch || len(slices.Compact(slices.Sorted(slices.Values(ids)))) != len(ids) {
-			bad = append(bad, fmt.Sprintf("usage call of %d ids with repeats or over the limit", len(ids)))
-		}
-		return nil
-	})
-	p.SetHook(coordinatortest.MethodWriteLedger, func(_ context.Context, req any) error {
-		if n := len(req.([]sdk.LedgerEntry)); n > sdk.MaxBatch {
-			mu.Lock()
-			bad = append(bad, fmt.Sprintf("ledger call of %d rows", n))
-			mu.Unlock()
-		}
-		return nil
-	})
-	tel := newTelemetry(1, hclog.NewNullLogger(), NopMetrics{})
-	defer tel.close(context.Background())
-	const jobs, perJob = 200, 8 // 1600 rows, each id used by every job
-	var batch []telemetryJob
-	for range jobs {
-		job := telemetryJob{realm: "default", provider: host.ProviderOf(p), at: testNow}
-		for i := range perJob {
-			id := fmt.Sprintf("r%d", i)
-			job.ledger = append(job.ledger, sdk.LedgerEntry{Realm: "default", Identity: "alice", RecordID: id, Surface: "turn", Bytes: 1, At: testNow})
-			job.usage = append(job.usage, id)
-		}
-		batch = append(batch, job)
+	const jobs, perJob = 200, 1500 // 300k ledger rows; each of 1500 ids used by every job
+	for _, tc := range []struct {
+		name       string
+		caps       []sdk.Capability
+		usageCalls map[string]int // calls per method
+	}{
+		{"counts", coordinatortest.AllCapabilities, map[string]int{coordinatortest.MethodCountUses: 2, coordinatortest.MethodMarkUsed: 0}},
+		{"marks", []sdk.Capability{sdk.CapLedger, sdk.CapUsage}, map[string]int{coordinatortest.MethodCountUses: 0, coordinatortest.MethodMarkUsed: 2 * jobs}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := coordinatortest.NewProvider(tc.caps...)
+			var mu sync.Mutex
+			var bad []string
+			p.SetHook(coordinatortest.MethodMarkUsed, func(_ context.Context, req any) error {
+				ids := req.([]string)
+				mu.Lock()
+				defer mu.Unlock()
+				if len(ids) > sdk.MaxBatch || len(slices.Compact(slices.Sorted(slices.Values(ids)))) != len(ids) {
+					bad = append(bad, fmt.Sprintf("usage call of %d ids with repeats or over the limit", len(ids)))
+				}
+				return nil
+			})
+			p.SetHook(coordinatortest.MethodCountUses, func(_ context.Context, req any) error {
+				uses := req.([]sdk.Use)
+				mu.Lock()
+				defer mu.Unlock()
+				for _, u := range uses {
+					if u.Count != jobs {
+						bad = append(bad, fmt.Sprintf("%s counted %d times in one call, want %d", u.ID, u.Count, jobs))
+						break
+					}
+				}
+				return nil
+			})
+			p.SetHook(coordinatortest.MethodWriteLedger, func(_ context.Context, req any) error {
+				if n := len(req.([]sdk.LedgerEntry)); n > sdk.MaxBatch {
+					mu.Lock()
+					bad = append(bad, fmt.Sprintf("ledger call of %d rows", n))
+					mu.Unlock()
+				}
+				return nil
+			})
+			tel := newTelemetry(1, hclog.NewNullLogger(), NopMetrics{})
+			defer tel.close(context.Background())
+			var batch []telemetryJob
+			for range jobs {
+				job := telemetryJob{realm: "default", provider: host.ProviderOf(p), at: testNow}
+				for i := range perJob {
+					id := fmt.Sprintf("r%d", i)
+					job.ledger = append(job.ledger, sdk.LedgerEntry{Realm: "default", Identity: "alice", RecordID: id, Surface: "turn", Bytes: 1, At: testNow})
+					job.usage = append(job.usage, id)
+				}
+				batch = append(batch, job)
+			}
+			tel.write(batch)
+			if len(bad) > 0 {
+				t.Fatal(bad[:min(len(bad), 5)])
+			}
+			if got := len(p.Ledger()); got != jobs*perJob {
+				t.Fatalf("%d ledger rows arrived, want %d", got, jobs*perJob)
+			}
+			for _, id := range []string{"r0", fmt.Sprintf("r%d", perJob-1)} {
+				if got := p.UseCount(id); got != jobs {
+					t.Fatalf("%s: use count %d, want %d", id, got, jobs)
+				}
+			}
+			for m, want := range tc.usageCalls {
+				if got := p.Calls(m); got != want {
+					t.Errorf("%d %s calls, want %d", got, m, want)
+				}
+			}
+		})
 	}
-	tel.write(batch)
-	if len(bad) > 0 {
-		t.Fatal(bad)
+}
+
+func TestUsageCounts(t *testing.T) {
+	got := usageCounts([]string{"a", "b", "a", "a", "c", "b"})
+	want := []sdk.Use{{ID: "a", Count: 3}, {ID: "b", Count: 2}, {ID: "c", Count: 1}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("usageCounts = %v, want %v", got, want)
 	}
-	if got := len(p.Ledger()); got != jobs*perJob {
-		t.Fatalf("%d ledger rows arrived, want %d", got, jobs*perJob)
-	}
-	if got := p.UseCount("r0"); got != jobs {
-		t.Fatalf("use count %d, want %d", got, jobs)
+	if got := usageCounts(nil); len(got) != 0 {
+		t.Fatalf("usageCounts(nil) = %v, want none", got)
 	}
 }
 
