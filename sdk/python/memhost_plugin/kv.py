@@ -41,7 +41,7 @@ def decode_config(config, defaults):
 
 
 class KVProvider:
-    CAPABILITIES = ["write", "fetch", "forget", "manifest", "supersede", "usage", "archive"]
+    CAPABILITIES = ["write", "fetch", "forget", "manifest", "supersede", "usage", "usage_counts", "archive"]
 
     def __init__(self, name, version, open, ledger=False, config_schema=None):
         caps = self.CAPABILITIES + (["ledger"] if ledger else [])
@@ -175,17 +175,24 @@ class KVProvider:
             return rep.id
 
     def mark_used(self, realm, ids, at_ms):
+        counts = {}
+        for i in ids:
+            counts[i] = counts.get(i, 0) + 1
+        self.count_uses(realm, list(counts.items()), at_ms)
+
+    def count_uses(self, realm, uses, at_ms):
+        """uses: (id, count) pairs, each id once."""
         with self._lock:
             self._ready()
-            used = {}
-            for i in ids:
-                r = used.get(i) or (self._recs[(realm, i)].copy() if (realm, i) in self._recs else None)
-                if r is not None:
-                    r.use_count += 1
+            used = []
+            for i, n in uses:
+                if (realm, i) in self._recs:
+                    r = self._recs[(realm, i)].copy()
+                    r.use_count += n
                     r.last_used_ms = max(r.last_used_ms, at_ms)
-                    used[i] = r
+                    used.append(r)
             if used:
-                self._put(list(used.values()))
+                self._put(used)
 
     def write_ledger(self, entries):
         with self._lock:

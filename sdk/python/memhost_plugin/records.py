@@ -260,6 +260,23 @@ def check_ids(field, ids):
         validate_id(x, "%s[%d]" % (field, i))
 
 
+MAX_USE_COUNT = 1_000_000
+
+
+def check_uses(field, uses):
+    """A CountUses list: at most MAX_BATCH, each id valid and listed once, each count 1..MAX_USE_COUNT."""
+    check_batch(field, uses)
+    seen = {}
+    for i, (uid, count) in enumerate(uses):
+        at = "%s[%d]" % (field, i)
+        validate_id(uid, at + ".id")
+        if uid in seen:
+            raise invalid(at + ".id", "%r is listed at %d too; list each id once with its count" % (uid, seen[uid]))
+        seen[uid] = i
+        if not 1 <= count <= MAX_USE_COUNT:
+            raise invalid(at + ".count", "%d is outside 1..%d" % (count, MAX_USE_COUNT))
+
+
 def check_scopes(scopes):
     for i, s in enumerate(scopes):
         validate_scope(s, "scopes[%d]" % i)

@@ -30,7 +30,7 @@ SOCKET_DIR_PREFIX = "mhsock-"
 KINDS = ("provider", "selector", "compactor", "operator_resolver", "mob_resolver")
 # Each provider capability and the method that implements it.
 CAPABILITIES = {"write": "remember", "fetch": "get", "forget": "forget", "manifest": "manifest",
-                "supersede": "supersede", "usage": "mark_used", "ledger": "write_ledger",
+                "supersede": "supersede", "usage": "mark_used", "usage_counts": "count_uses", "ledger": "write_ledger",
                 "archive": ("export", "import_records"), "reindex": "reindex"}
 KIND_METHODS = {"provider": "recall", "operator_resolver": "resolve_operator", "mob_resolver": "resolve_mobs",
                 "compactor": "compact"}
@@ -259,6 +259,14 @@ class _Services:
         self.impl.mark_used(req.realm, list(req.ids), req.at_unix_ms or records.now_ms())
         return pb.MarkUsedResponse()
 
+    def CountUses(self, req, ctx):
+        self.need("usage_counts")
+        records.validate_realm(req.realm)
+        uses = [(u.id, u.count) for u in req.uses]
+        records.check_uses("uses", uses)
+        self.impl.count_uses(req.realm, uses, req.at_unix_ms or records.now_ms())
+        return pb.CountUsesResponse()
+
     def WriteLedger(self, req, ctx):
         self.need("ledger")
         records.check_batch("entries", req.entries)
@@ -328,7 +336,7 @@ class _Services:
 
 SERVICES = {
     "Plugin": ("Info", "Configure"),
-    "Provider": ("Recall", "Remember", "Get", "Forget", "Manifest", "Supersede", "MarkUsed", "WriteLedger", "Export", "Import", "Reindex"),
+    "Provider": ("Recall", "Remember", "Get", "Forget", "Manifest", "Supersede", "MarkUsed", "CountUses", "WriteLedger", "Export", "Import", "Reindex"),
     "OperatorResolver": ("ResolveOperator",),
     "MobResolver": ("ResolveMobs",),
     "Compactor": ("Compact",),

@@ -57,6 +57,14 @@ class ValidateRecordTest(unittest.TestCase):
             records.check_ids("ids", ["ok", "a/b"])
         self.assertEqual(cm.exception.field, "ids[1]")
 
+    def test_use_counts(self):
+        records.check_uses("uses", [("a", 1), ("b", records.MAX_USE_COUNT)])
+        for uses, field in [([("a", 1), ("a", 2)], "uses[1].id"), ([("a", 0)], "uses[0].count"),
+                            ([("a", records.MAX_USE_COUNT + 1)], "uses[0].count"), ([("a/b", 1)], "uses[0].id")]:
+            with self.assertRaises(errors.FieldError) as cm:
+                records.check_uses("uses", uses)
+            self.assertEqual((cm.exception.field, cm.exception.code), (field, "invalid_argument"))
+
     def test_prepare_fills_store_fields(self):
         r = rec()
         records.prepare(r, "acme", 1_700_000_000_000)

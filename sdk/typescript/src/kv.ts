@@ -69,7 +69,7 @@ class Lock {
 }
 
 export class KVProvider implements Plugin {
-  static readonly CAPABILITIES = ["write", "fetch", "forget", "manifest", "supersede", "usage", "archive"];
+  static readonly CAPABILITIES = ["write", "fetch", "forget", "manifest", "supersede", "usage", "usage_counts", "archive"];
   private readonly infoValue: Info;
   private store: Store | null = null;
   private readonly recs = new Map<string, Record>();
@@ -224,18 +224,24 @@ export class KVProvider implements Plugin {
   }
 
   markUsed(realm: string, ids: string[], atMs: number): Promise<void> {
+    const counts = new Map<string, number>();
+    for (const id of ids) counts.set(id, (counts.get(id) ?? 0) + 1);
+    return this.countUses(realm, [...counts].map(([id, count]) => ({ id, count })), atMs);
+  }
+
+  countUses(realm: string, uses: records.Use[], atMs: number): Promise<void> {
     return this.lock.run(async () => {
       this.ready();
-      const used = new Map<string, Record>();
-      for (const id of ids) {
-        const prior = used.get(id) ?? this.recs.get(key(realm, id));
+      const used: Record[] = [];
+      for (const u of uses) {
+        const prior = this.recs.get(key(realm, u.id));
         if (!prior) continue;
-        const r = used.get(id) ?? records.copyRecord(prior);
-        r.useCount += 1;
+        const r = records.copyRecord(prior);
+        r.useCount += u.count;
         r.lastUsedMs = Math.max(r.lastUsedMs, atMs);
-        used.set(id, r);
+        used.push(r);
       }
-      if (used.size) await this.put([...used.values()]);
+      if (used.length) await this.put(used);
     });
   }
 

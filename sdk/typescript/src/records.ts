@@ -228,6 +228,30 @@ export function checkIds(field: string, ids: string[]): void {
   ids.forEach((id, i) => validateId(id, `${field}[${i}]`));
 }
 
+export const MAX_USE_COUNT = 1_000_000;
+
+/** A use of a record counted Count times (the usage_counts capability). */
+export interface Use {
+  id: string;
+  count: number;
+}
+
+/** A CountUses list: at most MAX_BATCH, each id valid and listed once, each count 1..MAX_USE_COUNT. */
+export function checkUses(field: string, uses: Use[]): void {
+  checkBatch(field, uses);
+  const seen = new Map<string, number>();
+  uses.forEach((u, i) => {
+    const at = `${field}[${i}]`;
+    validateId(u.id, `${at}.id`);
+    const j = seen.get(u.id);
+    if (j !== undefined) throw invalid(`${at}.id`, `${quote(u.id)} is listed at ${j} too; list each id once with its count`);
+    seen.set(u.id, i);
+    if (!Number.isInteger(u.count) || u.count < 1 || u.count > MAX_USE_COUNT) {
+      throw invalid(`${at}.count`, `${u.count} is outside 1..${MAX_USE_COUNT}`);
+    }
+  });
+}
+
 export function checkScopes(scopes: string[]): void {
   scopes.forEach((s, i) => validateScope(s, `scopes[${i}]`));
 }

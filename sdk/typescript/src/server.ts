@@ -16,7 +16,7 @@ import * as protoLoader from "@grpc/proto-loader";
 import { DeadlineExceeded, MemhostError, Unsupported, invalid, statusDetails, under } from "./errors.js";
 import { logger, requestId } from "./log.js";
 import * as records from "./records.js";
-import type { Record } from "./records.js";
+import type { Record, Use } from "./records.js";
 import { serverCertificate } from "./tls.js";
 
 export const PROTOCOL_VERSION = 1;
@@ -107,6 +107,8 @@ export interface Plugin {
   manifest?(q: ManifestQuery): Maybe<ManifestRow[]>;
   supersede?(realm: string, oldId: string, replacement: Record): Maybe<string>;
   markUsed?(realm: string, ids: string[], atMs: number): Maybe<void>;
+  /** Each use's count of uses of its record at once; each id listed once. */
+  countUses?(realm: string, uses: Use[], atMs: number): Maybe<void>;
   writeLedger?(entries: LedgerEntry[]): Maybe<void>;
   export?(realm: string, after: string, limit: number): Maybe<{ records: Record[]; next: string }>;
   importRecords?(realm: string, records: Record[]): Maybe<{ imported: number; skipped: number }>;
@@ -122,7 +124,7 @@ export interface Plugin {
 /** Each provider capability and the methods that implement it. */
 export const CAPABILITIES: { [cap: string]: (keyof Plugin)[] } = {
   write: ["remember"], fetch: ["get"], forget: ["forget"], manifest: ["manifest"], supersede: ["supersede"],
-  usage: ["markUsed"], ledger: ["writeLedger"], archive: ["export", "importRecords"], reindex: ["reindex"],
+  usage: ["markUsed"], usage_counts: ["countUses"], ledger: ["writeLedger"], archive: ["export", "importRecords"], reindex: ["reindex"],
 };
 const KIND_METHODS: { [kind: string]: keyof Plugin } = {
   provider: "recall", operator_resolver: "resolveOperator", mob_resolver: "resolveMobs", compactor: "compact",
@@ -303,6 +305,15 @@ class Services {
     records.validateRealm(req.realm);
     records.checkIds("ids", req.ids);
     await this.call("markUsed", req.realm, [...req.ids], req.at_unix_ms || records.nowMs());
+    return {};
+  }
+
+  async CountUses(req: Wire): Promise<Wire> {
+    this.need("usage_counts");
+    records.validateRealm(req.realm);
+    const uses: Use[] = req.uses.map((u: Wire) => ({ id: u.id, count: u.count }));
+    records.checkUses("uses", uses);
+    await this.call("countUses", req.realm, uses, req.at_unix_ms || records.nowMs());
     return {};
   }
 

@@ -89,6 +89,20 @@ test("batch checks name the element", () => {
   assert.equal(refusal(() => records.checkTagFilter("exclude_tags", ["a", "b\tc"])).field, "exclude_tags[1]");
 });
 
+test("use counts: each id once, counts 1 to MAX_USE_COUNT", () => {
+  records.checkUses("uses", [{ id: "a", count: 1 }, { id: "b", count: records.MAX_USE_COUNT }]);
+  for (const [uses, field] of [
+    [[{ id: "a", count: 1 }, { id: "a", count: 2 }], "uses[1].id"],
+    [[{ id: "a", count: 0 }], "uses[0].count"],
+    [[{ id: "a", count: 1.5 }], "uses[0].count"],
+    [[{ id: "a", count: records.MAX_USE_COUNT + 1 }], "uses[0].count"],
+    [[{ id: "a/b", count: 1 }], "uses[0].id"],
+  ] as [records.Use[], string][]) {
+    const e = refusal(() => records.checkUses("uses", uses));
+    assert.deepEqual([e.field, e.code], [field, "invalid_argument"]);
+  }
+});
+
 test("prepare fills what the store owns, with the Go SDK's content hash", () => {
   const r = rec();
   records.prepare(r, "acme", 1_700_000_000_000);
