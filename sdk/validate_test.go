@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -162,5 +163,39 @@ func TestCheckVectors(t *testing.T) {
 		case tc.field != "" && (!errors.As(err, &fe) || fe.Field != tc.field):
 			t.Errorf("checkMissingVectors(%q, %q, %d) err = %v, want one at %s", tc.model, tc.after, tc.limit, err, tc.field)
 		}
+	}
+}
+
+func TestValidateUses(t *testing.T) {
+	many := make([]Use, MaxBatch+1)
+	for i := range many {
+		many[i] = Use{ID: fmt.Sprintf("r%d", i), Count: 1}
+	}
+	for _, tc := range []struct {
+		name  string
+		uses  []Use
+		field string // "" when valid
+		is    error
+	}{
+		{"none", nil, "", nil},
+		{"valid", []Use{{ID: "a", Count: 1}, {ID: "b", Count: MaxUseCount}}, "", nil},
+		{"the batch limit", many[:MaxBatch], "", nil},
+		{"over the batch limit", many, "uses", ErrTooLarge},
+		{"repeated id", []Use{{ID: "a", Count: 1}, {ID: "b", Count: 1}, {ID: "a", Count: 2}}, "uses[2].id", ErrInvalid},
+		{"bad id", []Use{{ID: "a/b", Count: 1}}, "uses[0].id", ErrInvalid},
+		{"zero count", []Use{{ID: "a", Count: 0}}, "uses[0].count", ErrInvalid},
+		{"negative count", []Use{{ID: "a", Count: -3}}, "uses[0].count", ErrInvalid},
+		{"count over the limit", []Use{{ID: "a", Count: MaxUseCount + 1}}, "uses[0].count", ErrInvalid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := ValidateUses("uses", tc.uses)
+			var fe *FieldError
+			switch {
+			case tc.field == "" && err != nil:
+				t.Fatalf("ValidateUses = %v, want nil", err)
+			case tc.field != "" && (!errors.As(err, &fe) || fe.Field != tc.field || !errors.Is(err, tc.is)):
+				t.Fatalf("ValidateUses = %v, want %v at %s", err, tc.is, tc.field)
+			}
+		})
 	}
 }
