@@ -208,7 +208,9 @@ type Superseder interface {
 	Supersede(ctx context.Context, realm, oldID string, replacement Record) (string, error)
 }
 
-// UsageMarker counts that records were injected or recalled (CapUsage).
+// UsageMarker counts that records were injected or recalled (CapUsage):
+// one use of each listed record at the given time. An id listed twice in
+// one call counts once; UsageCounter counts repeats.
 type UsageMarker interface {
 	MarkUsed(ctx context.Context, realm string, ids []string, at time.Time) error
 }

@@ -405,7 +405,7 @@ func (p *Provider) MarkUsed(ctx context.Context, realm string, ids []string, at 
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, id := range ids {
+	for _, id := range slices.Compact(slices.Sorted(slices.Values(ids))) {
 		p.used[id]++
 	}
 	return nil

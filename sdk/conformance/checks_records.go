@@ -974,7 +974,8 @@ func checkIdempotentForget(ctx context.Context, e *env) error {
 	return p.err()
 }
 
-// checkUsage: MarkUsed counts uses and keeps the last time, per realm.
+// checkUsage: MarkUsed counts uses and keeps the last time, per realm; an
+// id listed twice in one call counts once.
 func checkUsage(ctx context.Context, e *env) error {
 	a, _ := e.record(scopeAlice)
 	b, _ := e.record(scopeAlice)
@@ -987,8 +988,8 @@ func checkUsage(ctx context.Context, e *env) error {
 	if err := e.p.MarkUsed(ctx, realmA, []string{ids[0]}, t1); err != nil {
 		return fmt.Errorf("MarkUsed: %w", err)
 	}
-	if err := e.p.MarkUsed(ctx, realmA, []string{ids[0]}, t2); err != nil {
-		return fmt.Errorf("MarkUsed: %w", err)
+	if err := e.p.MarkUsed(ctx, realmA, []string{ids[0], ids[0]}, t2); err != nil {
+		return fmt.Errorf("MarkUsed of an id listed twice: %w", err)
 	}
 	if err := e.p.MarkUsed(ctx, realmB, []string{ids[0], ids[1]}, t2); err != nil {
 		return fmt.Errorf("MarkUsed in a realm without those ids: %w", err)

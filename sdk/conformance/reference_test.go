@@ -386,7 +386,7 @@ func (p *refProvider) MarkUsed(_ context.Context, realm string, ids []string, at
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, id := range ids {
+	for _, id := range slices.Compact(slices.Sorted(slices.Values(ids))) {
 		if r, ok := p.recs[realm][id]; ok {
 			r.UseCount++
 			r.LastUsedAt = at.UTC()

@@ -181,7 +181,7 @@ func TestWorkingSetRanksUsedFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	if err := p.MarkUsed(ctx, "r", []string{ids[2], ids[1], ids[2]}, now); err != nil {
+	if err := p.CountUses(ctx, "r", []sdk.Use{{ID: ids[2], Count: 2}, {ID: ids[1], Count: 1}}, now); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := p.Manifest(ctx, sdk.ManifestQuery{Realm: "r", Tier: sdk.TierWorkingSet, K: 2})

@@ -181,20 +181,19 @@ func (p *Provider) Supersede(ctx context.Context, realmName, oldID string, repla
 	return replacement.ID, nil
 }
 
-// MarkUsed counts one use of each record found per time it is listed, at at.
+// MarkUsed counts one use of each record found, at at; an id listed twice
+// counts once.
 func (p *Provider) MarkUsed(ctx context.Context, realmName string, ids []string, at time.Time) error {
 	if err := p.checkIDs(ids); err != nil {
 		return err
 	}
-	var uses []sdk.Use
-	place := make(map[string]int, len(ids))
+	uses := make([]sdk.Use, 0, len(ids))
+	seen := make(map[string]bool, len(ids))
 	for _, id := range ids {
-		if i, ok := place[id]; ok {
-			uses[i].Count++
-			continue
+		if !seen[id] {
+			seen[id] = true
+			uses = append(uses, sdk.Use{ID: id, Count: 1})
 		}
-		place[id] = len(uses)
-		uses = append(uses, sdk.Use{ID: id, Count: 1})
 	}
 	return p.countUses(ctx, realmName, uses, at)
 }

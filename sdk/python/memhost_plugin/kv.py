@@ -175,10 +175,8 @@ class KVProvider:
             return rep.id
 
     def mark_used(self, realm, ids, at_ms):
-        counts = {}
-        for i in ids:
-            counts[i] = counts.get(i, 0) + 1
-        self.count_uses(realm, list(counts.items()), at_ms)
+        """One use of each listed record; an id listed twice counts once."""
+        self.count_uses(realm, [(i, 1) for i in dict.fromkeys(ids)], at_ms)
 
     def count_uses(self, realm, uses, at_ms):
         """uses: (id, count) pairs, each id once."""

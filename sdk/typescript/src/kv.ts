@@ -223,10 +223,9 @@ export class KVProvider implements Plugin {
     });
   }
 
+  /** One use of each listed record; an id listed twice counts once. */
   markUsed(realm: string, ids: string[], atMs: number): Promise<void> {
-    const counts = new Map<string, number>();
-    for (const id of ids) counts.set(id, (counts.get(id) ?? 0) + 1);
-    return this.countUses(realm, [...counts].map(([id, count]) => ({ id, count })), atMs);
+    return this.countUses(realm, [...new Set(ids)].map((id) => ({ id, count: 1 })), atMs);
   }
 
   countUses(realm: string, uses: records.Use[], atMs: number): Promise<void> {
