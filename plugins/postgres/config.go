@@ -54,8 +54,8 @@ const configSchema = `{
     "statistics": {
       "type": "string",
       "enum": ["store", "realm"],
-      "description": "What BM25's collection statistics (record count, mean length, document frequencies) are taken over: \"store\", every realm of the schema, as the sqlite provider takes them; \"realm\", the query's realm only, so one realm's writes never move another's scores and no realm's term counts shape another's ranking.",
-      "default": "store"
+      "description": "What BM25's collection statistics (record count, mean length, document frequencies) are taken over: \"realm\", the query's realm only (as the sqlite provider takes them), so one realm's writes never move another's scores and no realm can read another's term counts from its own scores; \"store\", every realm of the schema, only for a schema whose realms are one tenant's.",
+      "default": "realm"
     },
     "transaction_pooling": {
       "type": "boolean",
@@ -153,9 +153,9 @@ func parseConfig(raw json.RawMessage, getenv func(string) string) (settings, err
 		return bad(fieldErr("pool_size", fmt.Sprintf("is %d, must be 1 to %d", cfg.PoolSize, maxPoolSize)))
 	}
 	switch cfg.Statistics {
-	case "", "store":
-	case "realm":
+	case "", "realm":
 		s.realmStats = true
+	case "store":
 	default:
 		return bad(fieldErr("statistics", fmt.Sprintf("is %q, must be \"store\" or \"realm\"", cfg.Statistics)))
 	}

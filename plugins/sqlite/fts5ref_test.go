@@ -34,10 +34,12 @@ func matchExpr(terms []string) string {
 	return b.String()
 }
 
-// fts5Ref builds the reference over the store's active records: table
-// records (seq, realm, id, scope, expires_ms, tag_keys) and records_fts
-// keyed by seq, as the provider's schema 1 kept them.
-func fts5Ref(t testing.TB, s *Store) *sql.DB {
+// fts5Ref builds the reference over the active records of one realm of the
+// store: table records (seq, realm, id, scope, expires_ms, tag_keys) and
+// records_fts keyed by seq, as the provider's schema 1 kept them. FTS5
+// takes BM25's statistics over its whole table, and recall over the
+// query's realm only, so the reference holds that realm alone.
+func fts5Ref(t testing.TB, s *Store, realm string) *sql.DB {
 	t.Helper()
 	registerDriver()
 	ref, err := sql.Open(driverName, "file::memory:")
@@ -53,7 +55,7 @@ func fts5Ref(t testing.TB, s *Store) *sql.DB {
 		t.Fatal(err)
 	}
 	rows, err := s.db.r.Query(`SELECT seq, realm, id, scope, expires_ms, tag_keys, tags, title, description, body
-		FROM records WHERE status = 'active'`)
+		FROM records WHERE status = 'active' AND realm = ?`, realm)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,10 +8,11 @@ import (
 )
 
 // TestIndexRanksAsFTS5 holds recall (sdk/index) to FTS5's bm25 over the
-// same records: two realms sharing the one reference table, some records
-// superseded, some forgotten, some expired, and scoped, unscoped, tagged
-// and excluding queries give the same top 10, in the same order, with the
-// same scores.
+// same records: two realms in the store and only the queried one in the
+// reference table (a realm is ranked by its own statistics, so the other
+// realm's 1,000 records must not move a score), some records superseded,
+// some forgotten, some expired, and scoped, unscoped, tagged and excluding
+// queries give the same top 10, in the same order, with the same scores.
 func TestIndexRanksAsFTS5(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 4,000 records")
@@ -56,7 +57,7 @@ func TestIndexRanksAsFTS5(t *testing.T) {
 	}
 	clk.advance(3600e9)
 
-	ref := fts5Ref(t, s)
+	ref := fts5Ref(t, s, "default")
 	nowMs := clk.now().UnixMilli()
 	compared := 0
 	for i := range 300 {

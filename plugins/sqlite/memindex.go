@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -39,12 +40,24 @@ const noSnapshot = ^uint64(0)
 // errStaleSnapshot marks a snapshot that does not describe the database.
 var errStaleSnapshot = errors.New("index snapshot is stale")
 
+// indexOptions rank each realm by its own statistics: with one set over
+// the store, one realm's writes would move another's scores, and a tenant
+// could read another's term counts from its own.
+var indexOptions = memindex.Options{Weights: fieldWeights[:], ContextWeight: memindex.ContextWeight, Stats: memindex.StatsRealm}
+
 func newMemIndex() *memindex.Index {
-	ix, err := memindex.New(memindex.Options{Weights: fieldWeights[:], ContextWeight: memindex.ContextWeight})
+	ix, err := memindex.New(indexOptions)
 	if err != nil {
 		panic(err) // the weights are constants this package chose
 	}
 	return ix
+}
+
+// rankedAsOurs reports whether a decoded index ranks as newMemIndex's does.
+func rankedAsOurs(ix *memindex.Index) bool {
+	got, want := ix.Options(), newMemIndex().Options()
+	return slices.Equal(got.Weights, want.Weights) && got.K1 == want.K1 && got.B == want.B &&
+		got.Stats == want.Stats && got.ContextWeight == want.ContextWeight
 }
 
 // indexOp is one change to the index, applied after its commit: a
@@ -175,6 +188,9 @@ func readSnapshot(path string) (*memindex.Index, uint64, error) {
 	ix, err := memindex.DecodeBytes(data[head:])
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", path, err)
+	}
+	if !rankedAsOurs(ix) {
+		return nil, 0, fmt.Errorf("%s was written with other ranking settings: %w", path, errStaleSnapshot)
 	}
 	return ix, gen, nil
 }

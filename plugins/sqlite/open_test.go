@@ -3,12 +3,14 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	memindex "github.com/memhost/memhost/sdk/index"
 )
 
 // rawDB opens path with the plain driver, outside any Store.
@@ -275,5 +277,35 @@ func TestConnectionMemory(t *testing.T) {
 		if cache != tc.want || mmap != 0 {
 			t.Errorf("%s: cache_size %d, mmap_size %d; want %d and 0", tc.name, cache, mmap, tc.want)
 		}
+	}
+}
+
+// TestSnapshotOfStoreStatisticsIsRebuilt: a snapshot written by a build
+// that took BM25's statistics over the whole store is not read; the index
+// is rebuilt from the records, and a realm's scores are its own again:
+// another realm's records, holding the query's words, move none of them.
+func TestSnapshotOfStoreStatisticsIsRebuilt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "memory.db")
+	saved := indexOptions
+	indexOptions.Stats = memindex.StatsIndex
+	s := openAt(t, path)
+	mustRemember(t, s, realm, rec(alice, "Walrus", "tusks on the ice"), rec(bob, "Otter", "a river otter eats on the ice"))
+	var flood []sdk.Record
+	for i := range 40 {
+		flood = append(flood, rec(alice, fmt.Sprintf("Ice %d", i), "ice ice ice"))
+	}
+	mustRemember(t, s, "other", flood...)
+	if err := s.Close(); err != nil {
+		indexOptions = saved
+		t.Fatal(err)
+	}
+	indexOptions = saved
+	s = openAt(t, path)
+	if s.db.fromSnapshot {
+		t.Fatal("read a snapshot written with store-wide statistics")
+	}
+	q := sdk.RecallQuery{Realm: realm, Query: "ice otter", Limit: 10}
+	if err := sameAsRef(mustRecall(t, s, q), refRecall(t, fts5Ref(t, s, realm), q, time.Now().UnixMilli())); err != nil {
+		t.Fatal(err)
 	}
 }

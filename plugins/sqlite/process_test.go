@@ -184,7 +184,7 @@ func TestPluginRecallMatchesReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = openAt(t, path)
-	ref := fts5Ref(t, s)
+	ref := fts5Ref(t, s, realm)
 	s.Close()
 
 	_, p, err := launchPlugin(t, dir, configJSON(path))

@@ -32,7 +32,7 @@ func TestRecallMatchesFTS5(t *testing.T) {
 		}
 	}
 	checkIndex(t, s)
-	ref := fts5Ref(t, s)
+	ref := fts5Ref(t, s, realm)
 	for i := range 60 {
 		q := sdk.RecallQuery{Realm: realm, Query: c.query(i, n), Limit: 20}
 		if err := sameAsRef(mustRecall(t, s, q), refRecall(t, ref, q, clk.now().UnixMilli())); err != nil {
@@ -212,7 +212,7 @@ func TestFiltersMatchReference(t *testing.T) {
 		{Tags: []string{"zoo"}},
 		{Scopes: []sdk.Scope{alice}, ExcludeIDs: ids[1:9], ExcludeTags: []string{"rare"}},
 	}
-	ref := fts5Ref(t, s)
+	ref := fts5Ref(t, s, realm)
 	for i, q := range queries {
 		q.Realm, q.Query, q.Limit = realm, "otter river", 25
 		hits := mustRecall(t, s, q)

@@ -37,6 +37,7 @@ var checks = []check{
 	{name: "BadRecords", needs: caps(sdk.CapWrite), run: checkBadRecords},
 	{name: "BadRequests", run: checkBadRequests},
 	{name: "RealmIsolation", needs: caps(sdk.CapWrite), run: checkRealmIsolation},
+	{name: "RealmStatistics", needs: caps(sdk.CapWrite), run: checkRealmStatistics},
 	{name: "ScopeIsolation", needs: caps(sdk.CapWrite), run: checkScopeIsolation},
 	{name: "Supersede", needs: caps(sdk.CapWrite, sdk.CapSupersede), run: checkSupersede},
 	{name: "Expiry", needs: caps(sdk.CapWrite), run: checkExpiry},

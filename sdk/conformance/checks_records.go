@@ -403,6 +403,51 @@ func checkBadRecords(ctx context.Context, e *env) error {
 // checkRealmIsolation: nothing written to one realm is ever read,
 // listed, forgotten or superseded through another, even when both hold
 // the same content.
+// checkRealmStatistics: a realm's recall scores depend on its own records
+// only. A flood of records holding the query's words into another realm
+// moves none of them; if it did, one tenant's writes would reorder
+// another's memory, and a tenant could read another's term counts from
+// its own scores.
+func checkRealmStatistics(ctx context.Context, e *env) error {
+	a, aw := e.record(scopeAlice)
+	b, _ := e.record(scopeAlice)
+	if _, err := e.remember(ctx, realmA, a, b); err != nil {
+		return err
+	}
+	query := aw + " " + commonWord
+	q := sdk.RecallQuery{Realm: realmA, Query: query, Limit: listLimit}
+	before, err := e.recall(ctx, q)
+	if err != nil {
+		return err
+	}
+	if len(before) != 2 {
+		return fmt.Errorf("Recall(%q) in realm %s answered %d hits, want both records", query, realmA, len(before))
+	}
+	var flood []sdk.Record
+	for range 30 {
+		r, _ := e.record(scopeAlice)
+		r.Body += " " + aw + " " + aw
+		flood = append(flood, r)
+	}
+	if _, err := e.remember(ctx, realmB, flood...); err != nil {
+		return err
+	}
+	after, err := e.recall(ctx, q)
+	if err != nil {
+		return err
+	}
+	if len(after) != len(before) {
+		return fmt.Errorf("Recall(%q) in realm %s answered %d hits after writes to realm %s, %d before", query, realmA, len(after), realmB, len(before))
+	}
+	for i := range before {
+		if after[i].Record.ID != before[i].Record.ID || after[i].Score != before[i].Score {
+			return fmt.Errorf("Recall(%q) in realm %s: hit %d was %s scoring %v, after 30 records holding its words were written to realm %s it is %s scoring %v; a realm must be ranked by its own records' statistics",
+				query, realmA, i, before[i].Record.ID, before[i].Score, realmB, after[i].Record.ID, after[i].Score)
+		}
+	}
+	return nil
+}
+
 func checkRealmIsolation(ctx context.Context, e *env) error {
 	shared, _ := e.record(scopeAlice)
 	idsA, err := e.remember(ctx, realmA, shared)

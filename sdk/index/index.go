@@ -50,6 +50,9 @@ type Stats int
 
 const (
 	// StatsIndex takes them over every realm, as one FTS5 table does.
+	// Then one realm's writes move another's scores, and a realm can read
+	// another's term counts from its own scores: only for an index whose
+	// realms are one tenant's.
 	StatsIndex Stats = iota
 	// StatsRealm takes them over the query's realm only.
 	StatsRealm
@@ -180,6 +183,15 @@ func New(opts Options) (*Index, error) {
 		weights = append(slices.Clip(weights), opts.ContextWeight)
 	}
 	return &Index{opts: opts, nfields: len(opts.Weights), weights: weights, realms: map[string]*realm{}, nextSeq: 1}, nil
+}
+
+// Options answers the options ix was made with; a decoded snapshot's are
+// those of the index that wrote it, so a provider can tell one made with
+// other ranking settings and rebuild.
+func (ix *Index) Options() Options {
+	o := ix.opts
+	o.Weights = slices.Clone(o.Weights)
+	return o
 }
 
 // Len answers the number of documents in every realm.

@@ -99,6 +99,10 @@ func contentKey(scope sdk.Scope, hash string) string { return string(scope) + "\
 // tags, title, description, body.
 var fieldWeights = []float64{5, 4, 2, 1}
 
+// indexOptions rank each realm by its own statistics, so one realm's
+// writes never move another's scores.
+var indexOptions = index.Options{Weights: fieldWeights, ContextWeight: index.ContextWeight, Stats: index.StatsRealm}
+
 // New answers an unconfigured provider.
 func New(opts Options) *Provider {
 	caps := sdk.Capabilities{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapUsageCounts, sdk.CapArchive, sdk.CapReindex}
@@ -132,7 +136,7 @@ func (p *Provider) Configure(ctx context.Context, config json.RawMessage) error 
 	if err != nil {
 		return p.errorf("open: %w", err)
 	}
-	ix, err := index.New(index.Options{Weights: fieldWeights, ContextWeight: index.ContextWeight})
+	ix, err := index.New(indexOptions)
 	if err != nil {
 		return err
 	}

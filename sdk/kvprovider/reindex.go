@@ -46,7 +46,7 @@ func (p *Provider) Reindex(ctx context.Context, realmName string, progress func(
 			}
 		}
 	}
-	ix, err := index.New(index.Options{Weights: fieldWeights, ContextWeight: index.ContextWeight})
+	ix, err := index.New(indexOptions)
 	if err != nil {
 		return 0, err
 	}

@@ -47,7 +47,9 @@ class KVProvider:
         caps = self.CAPABILITIES + (["ledger"] if ledger else [])
         self._info = Info(name=name, version=version, kinds=["provider"], capabilities=caps, config_schema=config_schema)
         self._open, self._lock = open, threading.RLock()
-        self._store, self._recs, self._ix = None, {}, text.Index()
+        # One BM25 index per realm: a realm is ranked by its own records'
+        # statistics, so another tenant's writes never move its scores.
+        self._store, self._recs, self._ix = None, {}, {}
 
     def info(self):
         return self._info
@@ -74,9 +76,9 @@ class KVProvider:
     def _apply(self, r):
         self._recs[(r.realm, r.id)] = r
         if r.status == records.ACTIVE:
-            self._ix.put((r.realm, r.id), [" ".join(r.tags), r.title, r.description, r.body])
-        else:
-            self._ix.delete((r.realm, r.id))
+            self._ix.setdefault(r.realm, text.Index()).put((r.realm, r.id), [" ".join(r.tags), r.title, r.description, r.body])
+        elif r.realm in self._ix:
+            self._ix[r.realm].delete((r.realm, r.id))
 
     def _put(self, recs):
         self._store.put(recs)
@@ -105,7 +107,7 @@ class KVProvider:
                 when = r.when_ms()
                 if q.since_ms and when < q.since_ms or q.until_ms and when >= q.until_ms:
                     continue
-                s = self._ix.score((realm, rid), qt)
+                s = self._ix[realm].score((realm, rid), qt) if realm in self._ix else 0.0
                 if s > 0:
                     hits.append((r, s))
         hits.sort(key=lambda h: (-h[1], -h[0].updated_ms, h[0].id))
@@ -149,7 +151,8 @@ class KVProvider:
                 self._store.delete(gone)
                 for k in gone:
                     del self._recs[k]
-                    self._ix.delete(k)
+                    if realm in self._ix:
+                        self._ix[realm].delete(k)
             return len(gone)
 
     def supersede(self, realm, old_id, rep):

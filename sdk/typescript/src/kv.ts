@@ -73,7 +73,14 @@ export class KVProvider implements Plugin {
   private readonly infoValue: Info;
   private store: Store | null = null;
   private readonly recs = new Map<string, Record>();
-  private readonly ix = new Index();
+  /** One BM25 index per realm: a realm is ranked by its own records' statistics, so another tenant's writes never move its scores. */
+  private readonly ix = new Map<string, Index>();
+
+  private realmIndex(realm: string): Index {
+    let ix = this.ix.get(realm);
+    if (!ix) this.ix.set(realm, (ix = new Index()));
+    return ix;
+  }
   private readonly lock = new Lock();
 
   constructor(private readonly opts: KVOptions) {
@@ -114,8 +121,8 @@ export class KVProvider implements Plugin {
   private apply(r: Record): void {
     const k = key(r.realm, r.id);
     this.recs.set(k, r);
-    if (r.status === records.ACTIVE) this.ix.put(k, [r.tags.join(" "), r.title, r.description, r.body]);
-    else this.ix.delete(k);
+    if (r.status === records.ACTIVE) this.realmIndex(r.realm).put(k, [r.tags.join(" "), r.title, r.description, r.body]);
+    else this.ix.get(r.realm)?.delete(k);
   }
 
   private async put(recs: Record[]): Promise<void> {
@@ -145,7 +152,7 @@ export class KVProvider implements Plugin {
         if (!want.every((t) => tags.has(t)) || [...tags].some((t) => unwanted.has(t))) continue;
         const when = records.whenMs(r);
         if ((q.sinceMs && when < q.sinceMs) || (q.untilMs && when >= q.untilMs)) continue;
-        const score = this.ix.score(k, qt);
+        const score = this.ix.get(r.realm)?.score(k, qt) ?? 0;
         if (score > 0) hits.push({ record: r, score });
       }
       hits.sort((a, b) => b.score - a.score || b.record.updatedMs - a.record.updatedMs || cmp(a.record.id, b.record.id));
@@ -198,7 +205,7 @@ export class KVProvider implements Plugin {
         await store.delete(gone.map((id) => [realm, id]));
         for (const id of gone) {
           this.recs.delete(key(realm, id));
-          this.ix.delete(key(realm, id));
+          this.ix.get(realm)?.delete(key(realm, id));
         }
       }
       return gone.length;
