@@ -118,17 +118,18 @@ directory per provider) and measure, per provider:
     and every row's p50 is shown as a multiple of it; each row's CPU per
     operation (this process, host and clients, and the plugins) too;
   - host start time and each plugin process's resident memory;
-  - LoCoMo retrieval: every turn remembered as one record, each question of
-    categories 1-4 recalled (turn and session recall at k = 5, 10, 20) and
-    injected into a fresh session (the share of evidence delivered under the
-    default budget), dev (samples 0-4) and held-out (5-9) apart;
+  - LoCoMo retrieval: every turn remembered as one record (each sample an
+    identity of one realm), each question of categories 1-4 recalled (turn
+    and session recall at k = 5, 10, 20) and injected into a fresh session
+    (the share of evidence delivered under the default budget), dev
+    (samples 0-4) and held-out (5-9) apart;
   - retention through compaction (sqlite, template compactor): LoCoMo and
     LongMemEval conversations replayed through compaction with a fixed
     window, then each question's evidence turns counted as they reach the
     model through the window, the summary and the archive (via injection),
     against a baseline that stores every turn.
-  - LongMemEval-S retrieval: each question's haystack remembered in its own
-    realm, one record per turn, then recalled (sessions ranked by their best
+  - LongMemEval-S retrieval: each question's haystack remembered as its own
+    identity of one realm, one record per turn, then recalled (sessions ranked by their best
     turn: any@5, all@5, all@10, NDCG@10; turn recall@10) and injected into a
     fresh session, per question type.
 

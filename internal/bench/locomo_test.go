@@ -71,10 +71,10 @@ func TestLoCoMoTimes(t *testing.T) {
 		{Seq: 1, Date: "10:37 am on 27 June, 2023"},
 		{Seq: 2, Date: "sometime"},
 	}}
-	if got := TurnRecord("c", s.Turns[0]).OccurredAt; got != "2023-05-08T13:56:00Z" {
+	if got := TurnRecord("i", "c", s.Turns[0]).OccurredAt; got != "2023-05-08T13:56:00Z" {
 		t.Errorf("occurred_at %q, want 2023-05-08T13:56:00Z", got)
 	}
-	if got := TurnRecord("c", s.Turns[2]).OccurredAt; got != "" {
+	if got := TurnRecord("i", "c", s.Turns[2]).OccurredAt; got != "" {
 		t.Errorf("an unreadable date gave occurred_at %q", got)
 	}
 	if got, want := s.End(), time.Date(2023, 6, 27, 10, 37, 0, 0, time.UTC); !got.Equal(want) {

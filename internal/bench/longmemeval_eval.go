@@ -35,18 +35,19 @@ type LMEScore struct {
 	Bytes    float64
 }
 
-// LMETurnRecord is the record turn i of session s is remembered as: one
-// record per turn in the session's thread, the role as title and the
-// session date as description.
-func LMETurnRecord(s LMESession, i int) Record {
+// LMETurnRecord is the record turn i of session s is remembered as in
+// identity's scope: one record per turn in the session's thread, the role
+// as title and the session date as description. Questions share sessions,
+// so the thread is the identity's copy of the session.
+func LMETurnRecord(identity string, s LMESession, i int) Record {
 	t := s.Turns[i]
-	return Record{Scope: "realm", Kind: "fact", Title: t.Role, Description: s.Date.Format(lmeTimeLayout), Body: t.Content,
-		Thread: &Thread{ID: s.ID, Seq: int64(i)}, OccurredAt: s.Date.Format(time.RFC3339)}
+	return Record{Scope: "identity:" + identity, Kind: "fact", Title: t.Role, Description: s.Date.Format(lmeTimeLayout), Body: t.Content,
+		Thread: &Thread{ID: identity + "/" + s.ID, Seq: int64(i)}, OccurredAt: s.Date.Format(time.RFC3339)}
 }
 
-// EvaluateLongMemEval remembers each question's haystack in its own realm
-// (one record per turn) and scores recall and a fresh session's injection
-// for every question that is not an abstention.
+// EvaluateLongMemEval remembers each question's haystack as an identity of
+// LMERealm (one record per turn) and scores recall and a fresh session's
+// injection for every question that is not an abstention.
 func EvaluateLongMemEval(ctx context.Context, t Target, questions []LongMemEval, progress func(done, total int)) ([]LMEScore, error) {
 	accs := map[string]*LMEScore{}
 	add := func(typ string, q lmeQuestionScore) {
@@ -108,15 +109,15 @@ type lmeQuestionScore struct {
 
 func evaluateLMEQuestion(ctx context.Context, t Target, q LongMemEval) (lmeQuestionScore, error) {
 	var s lmeQuestionScore
-	realm := fmt.Sprintf("lme%d", q.Index)
-	keys, err := rememberLME(ctx, t, realm, q)
+	ident := fmt.Sprintf("lme%d", q.Index)
+	keys, err := rememberLME(ctx, t, ident, q)
 	if err == nil {
-		err = settle(ctx, t, realm)
+		err = settle(ctx, t, LMERealm)
 	}
 	if err != nil {
 		return s, err
 	}
-	ids, err := t.Recall(ctx, realm, Identity, q.Question, LMEDepth, q.Asked)
+	ids, err := t.Recall(ctx, LMERealm, ident, q.Question, LMEDepth, q.Asked)
 	if err != nil {
 		return s, fmt.Errorf("recall: %w", err)
 	}
@@ -133,7 +134,7 @@ func evaluateLMEQuestion(ctx context.Context, t Target, q LongMemEval) (lmeQuest
 	if s.hasTurns = len(evidence) > 0; s.hasTurns {
 		s.turnAt10 = share(evidence, ranked[:min(10, len(ranked))])
 	}
-	injected, nbytes, err := t.Inject(ctx, realm, Identity, "lme-"+q.ID, q.Question, q.Asked)
+	injected, nbytes, err := t.Inject(ctx, LMERealm, ident, "lme-"+q.ID, q.Question, q.Asked)
 	if err != nil {
 		return s, fmt.Errorf("inject: %w", err)
 	}
@@ -154,12 +155,12 @@ func evaluateLMEQuestion(ctx context.Context, t Target, q LongMemEval) (lmeQuest
 
 // rememberLME stores a question's haystack and maps record id → the turn
 // keys it holds (identical turns share one record).
-func rememberLME(ctx context.Context, t Target, realm string, q LongMemEval) (map[string][]string, error) {
+func rememberLME(ctx context.Context, t Target, identity string, q LongMemEval) (map[string][]string, error) {
 	var recs []Record
 	var keys []string
 	for _, s := range q.Sessions {
 		for i := range s.Turns {
-			recs = append(recs, LMETurnRecord(s, i))
+			recs = append(recs, LMETurnRecord(identity, s, i))
 			keys = append(keys, TurnKey(s.ID, i))
 		}
 	}
@@ -167,7 +168,7 @@ func rememberLME(ctx context.Context, t Target, realm string, q LongMemEval) (ma
 	const batch = 500
 	for start := 0; start < len(recs); start += batch {
 		end := min(len(recs), start+batch)
-		ids, err := t.Remember(ctx, realm, recs[start:end])
+		ids, err := t.Remember(ctx, LMERealm, recs[start:end])
 		if err != nil {
 			return nil, fmt.Errorf("remember: %w", err)
 		}

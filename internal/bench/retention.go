@@ -244,7 +244,7 @@ func rememberMessages(ctx context.Context, t Target, realm, conv string, r Repla
 	for i, m := range r.Messages {
 		turns[i] = Turn{DiaID: r.Keys[i], Seq: i, Speaker: m.Role, Text: m.Content}
 	}
-	return rememberTurns(ctx, t, realm, conv, turns)
+	return rememberTurns(ctx, t, realm, Identity, conv, turns)
 }
 
 // injectedKeys injects for question in a fresh session and answers the

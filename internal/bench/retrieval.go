@@ -59,8 +59,20 @@ func settle(ctx context.Context, t Target, realm string) error {
 	return nil
 }
 
-// Identity is who recalls in the benchmark; records live in realm scope.
+// Identity is who recalls in the retention benchmark, whose records live in
+// realm scope.
 const Identity = "bench"
+
+// LoCoMoRealm and LMERealm hold the retrieval benchmarks' records: each
+// LoCoMo sample and each LongMemEval question is an identity of its own
+// there, its records in its identity's scope, as the users of one
+// deployment are. A realm ranks by its own statistics, so they are taken
+// over every conversation written so far, as a deployment's are over its
+// users', rather than over one conversation's few hundred turns.
+const (
+	LoCoMoRealm = "locomo"
+	LMERealm    = "lme"
+)
 
 // RetrievalKs are the k of recall@k the benchmark reports.
 var RetrievalKs = []int{5, 10, 20}
@@ -82,9 +94,9 @@ type Retrieval struct {
 	Bytes    float64
 }
 
-// EvaluateLoCoMo remembers every turn of each sample as one record (its
-// own realm per sample) and scores recall and injection for every question
-// of categories 1-4 that has evidence.
+// EvaluateLoCoMo remembers every turn of each sample as one record (an
+// identity of LoCoMoRealm per sample) and scores recall and injection for
+// every question of categories 1-4 that has evidence.
 func EvaluateLoCoMo(ctx context.Context, t Target, samples []Sample, progress func(done, total int)) ([]Retrieval, error) {
 	type acc struct {
 		n                int
@@ -116,10 +128,10 @@ func EvaluateLoCoMo(ctx context.Context, t Target, samples []Sample, progress fu
 	done := 0
 	maxK := slices.Max(RetrievalKs)
 	for _, s := range samples {
-		realm := fmt.Sprintf("locomo%d", s.Index)
-		byID, err := rememberTurns(ctx, t, realm, s.ID, s.Turns)
+		ident := fmt.Sprintf("locomo%d", s.Index)
+		byID, err := rememberTurns(ctx, t, LoCoMoRealm, ident, s.ID, s.Turns)
 		if err == nil {
-			err = settle(ctx, t, realm)
+			err = settle(ctx, t, LoCoMoRealm)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("sample %d: %w", s.Index, err)
@@ -132,7 +144,7 @@ func EvaluateLoCoMo(ctx context.Context, t Target, samples []Sample, progress fu
 			if q.Category < 1 || q.Category > 4 || len(q.Evidence) == 0 {
 				continue
 			}
-			ids, err := t.Recall(ctx, realm, Identity, q.Text, maxK, s.End())
+			ids, err := t.Recall(ctx, LoCoMoRealm, ident, q.Text, maxK, s.End())
 			if err != nil {
 				return nil, fmt.Errorf("sample %d question %d: recall: %w", s.Index, qi, err)
 			}
@@ -146,7 +158,7 @@ func EvaluateLoCoMo(ctx context.Context, t Target, samples []Sample, progress fu
 				turn[k] = share(q.Evidence, top)
 				session[k] = sessionShare(q.Evidence, top)
 			}
-			injected, nbytes, err := t.Inject(ctx, realm, Identity, fmt.Sprintf("q%d", qi), q.Text, s.End())
+			injected, nbytes, err := t.Inject(ctx, LoCoMoRealm, ident, fmt.Sprintf("%s-q%d", ident, qi), q.Text, s.End())
 			if err != nil {
 				return nil, fmt.Errorf("sample %d question %d: inject: %w", s.Index, qi, err)
 			}
@@ -181,10 +193,11 @@ func EvaluateLoCoMo(ctx context.Context, t Target, samples []Sample, progress fu
 }
 
 // TurnRecord is the record a LoCoMo turn of conversation conv is
-// remembered as: an episodic record in the conversation's thread, so a
-// provider indexes it with its neighbouring turns.
-func TurnRecord(conv string, t Turn) Record {
-	r := Record{Scope: "realm", Kind: "fact", Title: t.Speaker, Description: t.Date, Body: t.Text,
+// remembered as in identity's scope: an episodic record in the
+// conversation's thread, so a provider indexes it with its neighbouring
+// turns.
+func TurnRecord(identity, conv string, t Turn) Record {
+	r := Record{Scope: "identity:" + identity, Kind: "fact", Title: t.Speaker, Description: t.Date, Body: t.Text,
 		Thread: &Thread{ID: conv, Seq: int64(t.Seq)}}
 	if at, ok := locomoTime(t.Date); ok {
 		r.OccurredAt = at.Format(time.RFC3339)
@@ -193,14 +206,14 @@ func TurnRecord(conv string, t Turn) Record {
 }
 
 // rememberTurns stores the turns in batches and maps record id → dia id.
-func rememberTurns(ctx context.Context, t Target, realm, conv string, turns []Turn) (map[string]string, error) {
+func rememberTurns(ctx context.Context, t Target, realm, identity, conv string, turns []Turn) (map[string]string, error) {
 	byID := make(map[string]string, len(turns))
 	const batch = 500
 	for start := 0; start < len(turns); start += batch {
 		part := turns[start:min(len(turns), start+batch)]
 		recs := make([]Record, len(part))
 		for i, turn := range part {
-			recs[i] = TurnRecord(conv, turn)
+			recs[i] = TurnRecord(identity, conv, turn)
 		}
 		ids, err := t.Remember(ctx, realm, recs)
 		if err != nil {
