@@ -221,6 +221,20 @@ type Use struct {
 	Count int64  `json:"count"`
 }
 
+// OneUseEach answers one use of each distinct id, in the order first
+// listed: MarkUsed's ids as CountUses takes them.
+func OneUseEach(ids []string) []Use {
+	uses := make([]Use, 0, len(ids))
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			uses = append(uses, Use{ID: id, Count: 1})
+		}
+	}
+	return uses
+}
+
 // UsageCounter counts several uses of each record in one call
 // (CapUsageCounts): CountUses with a Use of count n leaves a record as n
 // MarkUsed calls at the same time would. Ids the realm does not hold are

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -197,5 +198,16 @@ func TestValidateUses(t *testing.T) {
 				t.Fatalf("ValidateUses = %v, want %v at %s", err, tc.is, tc.field)
 			}
 		})
+	}
+}
+
+func TestOneUseEach(t *testing.T) {
+	got := OneUseEach([]string{"b", "a", "b", "c", "a"})
+	want := []Use{{ID: "b", Count: 1}, {ID: "a", Count: 1}, {ID: "c", Count: 1}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("OneUseEach = %v, want %v", got, want)
+	}
+	if got := OneUseEach(nil); len(got) != 0 {
+		t.Fatalf("OneUseEach(nil) = %v", got)
 	}
 }

@@ -451,15 +451,7 @@ func (p *Provider) Supersede(ctx context.Context, realm, oldID string, replaceme
 // last use to at when later. Ids not present are skipped: usage is
 // telemetry and never fails a turn over a record forgotten meanwhile.
 func (p *Provider) MarkUsed(ctx context.Context, realm string, ids []string, at time.Time) error {
-	uses := make([]sdk.Use, 0, len(ids))
-	seen := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		if !seen[id] {
-			seen[id] = true
-			uses = append(uses, sdk.Use{ID: id, Count: 1})
-		}
-	}
-	return p.countUses(ctx, realm, uses, at)
+	return p.countUses(ctx, realm, sdk.OneUseEach(ids), at)
 }
 
 // CountUses counts each use's uses of its record at time at, as MarkUsed

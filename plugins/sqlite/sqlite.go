@@ -291,12 +291,7 @@ func (s *Store) Supersede(ctx context.Context, realm, oldID string, replacement 
 // MarkUsed counts one use of each record at the given time; an id listed
 // twice counts once.
 func (s *Store) MarkUsed(ctx context.Context, realm string, ids []string, at time.Time) error {
-	ids = distinct(ids)
-	uses := make([]sdk.Use, len(ids))
-	for i, id := range ids {
-		uses[i] = sdk.Use{ID: id, Count: 1}
-	}
-	return s.countUses(ctx, realm, uses, at)
+	return s.countUses(ctx, realm, sdk.OneUseEach(ids), at)
 }
 
 // CountUses counts each use's uses of its record at the given time.

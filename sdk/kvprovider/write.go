@@ -187,15 +187,7 @@ func (p *Provider) MarkUsed(ctx context.Context, realmName string, ids []string,
 	if err := p.checkIDs(ids); err != nil {
 		return err
 	}
-	uses := make([]sdk.Use, 0, len(ids))
-	seen := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		if !seen[id] {
-			seen[id] = true
-			uses = append(uses, sdk.Use{ID: id, Count: 1})
-		}
-	}
-	return p.countUses(ctx, realmName, uses, at)
+	return p.countUses(ctx, realmName, sdk.OneUseEach(ids), at)
 }
 
 // CountUses counts each use's count of uses of its record, if found, at at.
