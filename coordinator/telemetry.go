@@ -249,8 +249,9 @@ func usageCounts(ids []string) []sdk.Use {
 }
 
 // usageRounds splits a batch's usage marks into lists without repeats for
-// a provider that only marks usage: it counts an id once per call, so a record injected by three turns
-// of one batch goes into three rounds and is counted three times.
+// a provider that only marks usage: it counts an id once per call, so a
+// record injected by three turns of one batch goes into three rounds and
+// is counted three times.
 func usageRounds(ids []string) [][]string {
 	seen := make(map[string]int, len(ids))
 	var rounds [][]string

@@ -46,17 +46,17 @@ func ValidateUses(field string, uses []Use) error {
 		return tooLarge(field, fmt.Sprintf("%d uses in one call, the limit is %d", len(uses), MaxBatch))
 	}
 	seen := make(map[string]int, len(uses))
+	at := func(i int, part string) string { return fmt.Sprintf("%s[%d].%s", field, i, part) }
 	for i, u := range uses {
-		at := fmt.Sprintf("%s[%d]", field, i)
 		if err := ValidateID(u.ID); err != nil {
-			return invalid(at+".id", problemOf(err))
+			return invalid(at(i, "id"), problemOf(err))
 		}
 		if j, ok := seen[u.ID]; ok {
-			return invalid(at+".id", fmt.Sprintf("%q is listed at %d too; list each id once with its count", u.ID, j))
+			return invalid(at(i, "id"), fmt.Sprintf("%q is listed at %d too; list each id once with its count", u.ID, j))
 		}
 		seen[u.ID] = i
 		if u.Count < 1 || u.Count > MaxUseCount {
-			return invalid(at+".count", fmt.Sprintf("%d is outside 1..%d", u.Count, MaxUseCount))
+			return invalid(at(i, "count"), fmt.Sprintf("%d is outside 1..%d", u.Count, MaxUseCount))
 		}
 	}
 	return nil
