@@ -440,7 +440,9 @@ func checkRealmStatistics(ctx context.Context, e *env) error {
 		return fmt.Errorf("Recall(%q) in realm %s answered %d hits after writes to realm %s, %d before", query, realmA, len(after), realmB, len(before))
 	}
 	for i := range before {
-		if after[i].Record.ID != before[i].Record.ID || after[i].Score != before[i].Score {
+		// 1e-9: a store summing in another order may differ in the last
+		// bits; another realm's statistics move a score far more.
+		if after[i].Record.ID != before[i].Record.ID || math.Abs(after[i].Score-before[i].Score) > 1e-9*math.Abs(before[i].Score) {
 			return fmt.Errorf("Recall(%q) in realm %s: hit %d was %s scoring %v, after 30 records holding its words were written to realm %s it is %s scoring %v; a realm must be ranked by its own records' statistics",
 				query, realmA, i, before[i].Record.ID, before[i].Score, realmB, after[i].Record.ID, after[i].Score)
 		}
