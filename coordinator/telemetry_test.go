@@ -39,7 +39,7 @@ func TestUsageRounds(t *testing.T) {
 // with its count; one that only marks usage gets no id twice in one call
 // (it counts an id once per call), so one round per repeat.
 func TestTelemetryBatchFitsProviderLimits(t *testing.T) {
-	const jobs, perJob = 200, 1500 // 300k ledger rows; each of 1500 ids used by every job
+	const jobs, perJob = 20, 1500 // 30k ledger rows; each of 1500 ids used by every job
 	for _, tc := range []struct {
 		name       string
 		caps       []sdk.Capability
