@@ -405,8 +405,8 @@ func (p *Provider) MarkUsed(ctx context.Context, realm string, ids []string, at 
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, id := range slices.Compact(slices.Sorted(slices.Values(ids))) {
-		p.used[id]++
+	for _, u := range sdk.OneUseEach(ids) {
+		p.used[u.ID]++
 	}
 	return nil
 }

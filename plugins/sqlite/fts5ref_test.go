@@ -54,7 +54,7 @@ func fts5Ref(t testing.TB, s *Store, realm string) *sql.DB {
 			content = '', contentless_delete = 1, tokenize = 'ascii');`); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := s.db.r.Query(`SELECT seq, realm, id, scope, expires_ms, tag_keys, tags, title, description, body
+	rows, err := s.db.r.Query(`SELECT seq, id, scope, expires_ms, tag_keys, tags, title, description, body
 		FROM records WHERE status = 'active' AND realm = ?`, realm)
 	if err != nil {
 		t.Fatal(err)
@@ -66,8 +66,8 @@ func fts5Ref(t testing.TB, s *Store, realm string) *sql.DB {
 	}
 	for rows.Next() {
 		var seq, exp int64
-		var realm, id, scope, tagKeys, tags, title, desc, body string
-		if err := rows.Scan(&seq, &realm, &id, &scope, &exp, &tagKeys, &tags, &title, &desc, &body); err != nil {
+		var id, scope, tagKeys, tags, title, desc, body string
+		if err := rows.Scan(&seq, &id, &scope, &exp, &tagKeys, &tags, &title, &desc, &body); err != nil {
 			t.Fatal(err)
 		}
 		cols := [4]string{strings.Join(splitTags(tags), " "), title, desc, body}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"strings"
@@ -330,16 +331,11 @@ func liveSuccessor(ctx context.Context, tx *sql.Tx, ch *indexChange, rep *prepar
 // the realm.
 func (d *database) countUses(ctx context.Context, realm string, uses []sdk.Use, at time.Time) error {
 	byCount := map[int64][]string{}
-	var counts []int64
 	for _, u := range uses {
-		if byCount[u.Count] == nil {
-			counts = append(counts, u.Count)
-		}
 		byCount[u.Count] = append(byCount[u.Count], u.ID)
 	}
-	slices.Sort(counts)
 	err := d.write(ctx, func(tx *sql.Tx, _ *indexChange) error {
-		for _, n := range counts {
+		for _, n := range slices.Sorted(maps.Keys(byCount)) {
 			ids, _ := json.Marshal(byCount[n]) // []string always marshals
 			_, err := tx.ExecContext(ctx, `
 				UPDATE records SET use_count = use_count + ?4,

@@ -1042,19 +1042,31 @@ func checkUsage(ctx context.Context, e *env) error {
 		return fmt.Errorf("MarkUsed in a realm without those ids: %w", err)
 	}
 	var p problems
-	for i, want := range []struct {
-		count int64
-		last  time.Time
-	}{{2, t2}, {0, time.Time{}}} {
+	if err := usageIs(ctx, e, &p, ids, []usage{{2, t2}, {0, time.Time{}}}); err != nil {
+		return err
+	}
+	return p.err()
+}
+
+// usage is a record's use count and last use, as Get answers them.
+type usage struct {
+	count int64
+	last  time.Time
+}
+
+// usageIs adds a problem for each record ids[i] of realmA whose usage is
+// not want[i].
+func usageIs(ctx context.Context, e *env, p *problems, ids []string, want []usage) error {
+	for i, w := range want {
 		r, found, err := e.getOne(ctx, realmA, ids[i])
 		if err != nil {
 			return err
 		}
-		if !found || r.UseCount != want.count || !r.LastUsedAt.Equal(want.last) {
-			p.addf("record %s: use_count %d, last_used_at %v; want %d, %v", ids[i], r.UseCount, r.LastUsedAt, want.count, want.last)
+		if !found || r.UseCount != w.count || !r.LastUsedAt.Equal(w.last) {
+			p.addf("record %s: use_count %d, last_used_at %v; want %d, %v", ids[i], r.UseCount, r.LastUsedAt, w.count, w.last)
 		}
 	}
-	return p.err()
+	return nil
 }
 
 // checkUsageCounts: CountUses adds each use's count and keeps the latest
@@ -1094,17 +1106,8 @@ func checkUsageCounts(ctx context.Context, e *env) error {
 	} {
 		p.add(wantErr("CountUses with "+what, e.p.CountUses(ctx, realmA, uses, t2), sdk.ErrInvalid))
 	}
-	for i, want := range []struct {
-		count int64
-		last  time.Time
-	}{{5, t2}, {1, t1}, {0, time.Time{}}} {
-		r, found, err := e.getOne(ctx, realmA, ids[i])
-		if err != nil {
-			return err
-		}
-		if !found || r.UseCount != want.count || !r.LastUsedAt.Equal(want.last) {
-			p.addf("record %s: use_count %d, last_used_at %v; want %d, %v", ids[i], r.UseCount, r.LastUsedAt, want.count, want.last)
-		}
+	if err := usageIs(ctx, e, &p, ids, []usage{{5, t2}, {1, t1}, {0, time.Time{}}}); err != nil {
+		return err
 	}
 	if e.has(sdk.CapManifest) && e.has(sdk.CapUsage) {
 		p.add(checkCountedRank(ctx, e, ids[2], t1))

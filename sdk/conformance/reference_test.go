@@ -386,8 +386,8 @@ func (p *refProvider) MarkUsed(_ context.Context, realm string, ids []string, at
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, id := range slices.Compact(slices.Sorted(slices.Values(ids))) {
-		if r, ok := p.recs[realm][id]; ok {
+	for _, u := range sdk.OneUseEach(ids) {
+		if r, ok := p.recs[realm][u.ID]; ok {
 			r.UseCount++
 			r.LastUsedAt = at.UTC()
 		}
