@@ -75,12 +75,6 @@ export class KVProvider implements Plugin {
   private readonly recs = new Map<string, Record>();
   /** One BM25 index per realm: a realm is ranked by its own records' statistics, so another tenant's writes never move its scores. */
   private readonly ix = new Map<string, Index>();
-
-  private realmIndex(realm: string): Index {
-    let ix = this.ix.get(realm);
-    if (!ix) this.ix.set(realm, (ix = new Index()));
-    return ix;
-  }
   private readonly lock = new Lock();
 
   constructor(private readonly opts: KVOptions) {
@@ -116,6 +110,12 @@ export class KVProvider implements Plugin {
   private ready(): Store {
     if (!this.store) throw new Unavailable(`${this.infoValue.name}: not configured or closed`);
     return this.store;
+  }
+
+  private realmIndex(realm: string): Index {
+    let ix = this.ix.get(realm);
+    if (!ix) this.ix.set(realm, (ix = new Index()));
+    return ix;
   }
 
   private apply(r: Record): void {
