@@ -59,8 +59,8 @@ func settle(ctx context.Context, t Target, realm string) error {
 	return nil
 }
 
-// Identity is who recalls in the retention benchmark, whose records live in
-// realm scope.
+// Identity is who remembers, recalls and compacts in the retention
+// benchmark, its records in its identity's scope.
 const Identity = "bench"
 
 // LoCoMoRealm and LMERealm hold the retrieval benchmarks' records: each
