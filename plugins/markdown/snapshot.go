@@ -270,6 +270,12 @@ func (s *store) loadSnapshot() bool {
 	return false
 }
 
+// clusterShare is the least share of a realm's documents that must have
+// arrived since its last renumbering in scope order for a snapshot to
+// renumber them: each renumbering leaves one more run of scope order, and
+// costs about what encoding those documents does.
+const clusterShare = 1.0 / 16
+
 // saveSnapshot writes the index when it changed since the last snapshot.
 // Writes wait while it copies the index; recall does not.
 func (s *store) saveSnapshot() error {
@@ -283,6 +289,12 @@ func (s *store) saveSnapshot() error {
 	if gen == s.snapGen {
 		s.mu.Unlock()
 		return nil
+	}
+	// Renumber each realm's documents written since in scope order
+	// (index.Cluster) while writes wait here anyway; the snapshot keeps
+	// the order.
+	for _, ri := range s.realms {
+		ri.ix.Cluster(clusterShare)
 	}
 	c, err := s.captureSnapshot()
 	s.mu.Unlock()

@@ -256,3 +256,56 @@ func TestSnapshotAfterQuiet(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotRenumbersByScope: saving a snapshot renumbers the documents
+// written since in scope order (index.Cluster), so a query of one
+// identity's scope passes over the others' blocks; recall still answers as
+// the reference over the files, and a reopen from the snapshot keeps the
+// order.
+func TestSnapshotRenumbersByScope(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 9,000 record files")
+	}
+	tp := newTestProvider(t, modes[0])
+	words := strings.Fields("harbor keeper lantern ferry gull anchor rope quay salt tide")
+	const n = 9000
+	for b := 0; b < n; b += 500 {
+		recs := make([]sdk.Record, 500)
+		for i := range recs {
+			k := b + i
+			scope := sdk.RealmScope
+			if k%10 < 7 {
+				scope = sdk.IdentityScope(fmt.Sprintf("u%02d", k*7%20))
+			}
+			recs[i] = rec(scope, fmt.Sprintf("%s %s %d", words[k%10], words[k*3%10], k), words[k*7%10])
+		}
+		tp.remember(t, "default", recs...)
+	}
+	out := func(tp *testProvider) int { return tp.st.realms["default"].ix.Unclustered("default") }
+	if got := out(tp); got < n*9/10 {
+		t.Fatalf("%d of %d documents out of scope order before the snapshot", got, n)
+	}
+	queries := []sdk.RecallQuery{
+		{Query: "harbor keeper", Limit: 20},
+		{Query: "ferry gull rope", Scopes: []sdk.Scope{sdk.IdentityScope("u07"), sdk.RealmScope}, Limit: 20},
+		{Query: "tide lantern", Scopes: []sdk.Scope{sdk.IdentityScope("u13")}},
+	}
+	if err := tp.st.saveSnapshot(); err != nil {
+		t.Fatal(err)
+	}
+	if got := out(tp); got != 0 {
+		t.Fatalf("%d documents out of scope order after the snapshot", got)
+	}
+	for _, q := range queries {
+		compareWithReference(t, tp, q, "renumbered")
+	}
+	root := tp.root
+	tp.Close()
+	back := openTestProvider(t, root, modes[0])
+	if !back.st.fromSnapshot || out(back) != 0 {
+		t.Fatalf("reopened: from the snapshot %v, %d documents out of scope order", back.st.fromSnapshot, out(back))
+	}
+	for _, q := range queries {
+		compareWithReference(t, back, q, "reopened")
+	}
+}

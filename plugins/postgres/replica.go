@@ -325,6 +325,12 @@ func readHitRows(ctx context.Context, db *pgdb, realm string, found []sdkindex.H
 	return hits, head, true, br.Close()
 }
 
+// clusterShare is the least share of a realm's documents that must have
+// arrived since its last renumbering in scope order for the replica to
+// renumber them: each renumbering leaves one more run of scope order, and
+// costs about what encoding those documents does.
+const clusterShare = 1.0 / 16
+
 // follow loads the replica, then catches up whenever woken (a
 // notification, a write of this process, a waiting recall) or every
 // poll_interval; it records its position and trims the log every
@@ -338,6 +344,12 @@ func (r *replica) follow(ctx context.Context) {
 	for {
 		if err := r.catchUp(ctx); err != nil && ctx.Err() == nil {
 			r.log.Warn("postgres: the replica could not read the change log; recall answers from SQL until it does", "error", err)
+		}
+		// Renumber the documents applied since in scope order
+		// (sdkindex.Index.Cluster). Only this goroutine changes r.ix, so
+		// no change applies meanwhile; searches go on.
+		if r.ix != nil {
+			r.ix.Cluster(clusterShare)
 		}
 		// A load registers at once, so trimmers keep what it needs.
 		if n := r.loads.Load(); n != beatLoads {

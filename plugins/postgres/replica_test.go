@@ -499,3 +499,62 @@ func holdApplies(t *testing.T, s *Store) *applyGate {
 }
 
 func (g *applyGate) free() { g.once.Do(func() { close(g.release) }) }
+
+// TestReplicaRenumbersByScope: the replica renumbers the documents it
+// applied in scope order (sdkindex.Index.Cluster) between catch-ups, so a
+// query of one identity's scope passes over the others' blocks; it still
+// ranks as SQL does.
+func TestReplicaRenumbersByScope(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 9,000 records")
+	}
+	schema := schemaFor(t.Name())
+	var plans planLog
+	s := openStoreWith(t, configJSON(schema, "replica", replicaCfg("10s")), plans.hook)
+	waitServing(t, s)
+	ctx := context.Background()
+	words := []string{"harbor", "keeper", "lantern", "ferry", "gull", "anchor", "rope", "quay", "salt", "tide"}
+	const n = 9000
+	for b := 0; b < n; b += 500 {
+		recs := make([]sdk.Record, 500)
+		for i := range recs {
+			k := b + i
+			scope := sdk.RealmScope
+			if k%10 < 7 {
+				scope = sdk.IdentityScope(fmt.Sprintf("u%02d", k*7%20))
+			}
+			recs[i] = sdk.Record{Scope: scope, Kind: sdk.KindFact, Title: fmt.Sprintf("%s %s %d", words[k%10], words[k*3%10], k), Body: words[k*7%10]}
+		}
+		if _, err := s.Remember(ctx, realm, recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !s.replica.waitApplied(ctx, s.replica.acked.Load(), time.Now().Add(time.Minute)) {
+		t.Fatal("the replica did not apply the writes within a minute")
+	}
+	// Cluster runs after the catch-up that applied the last write.
+	unclustered := func() int {
+		s.replica.mu.RLock()
+		defer s.replica.mu.RUnlock()
+		return s.replica.ix.Unclustered(realm)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for unclustered() > n/2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d documents still out of scope order a minute after the last write", unclustered(), n)
+		}
+		s.replica.poke()
+		time.Sleep(20 * time.Millisecond)
+	}
+	sql := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
+	for _, q := range []sdk.RecallQuery{
+		{Realm: realm, Query: "harbor keeper", Limit: 20},
+		{Realm: realm, Query: "ferry gull rope", Scopes: []sdk.Scope{sdk.IdentityScope("u07"), sdk.RealmScope}, Limit: 20},
+		{Realm: realm, Query: "tide lantern", Scopes: []sdk.Scope{sdk.IdentityScope("u13")}},
+	} {
+		sameRanking(t, q, "through the replica", s, "from SQL", sql)
+		if plan := plans.last(); plan != "replica" {
+			t.Errorf("query %q answered by %q, want the replica", q.Query, plan)
+		}
+	}
+}

@@ -3,8 +3,11 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -264,5 +267,66 @@ func TestSnapshotQueueIsBounded(t *testing.T) {
 	hits := mustRecall(t, s, sdk.RecallQuery{Realm: realm, Query: "keeper lighthouse", Limit: 500})
 	if want := (within + 1) * batch; len(hits) != 500 || s.db.ix.Len() != want+1 {
 		t.Fatalf("after the snapshot: %d hits, %d indexed; want 500 hits, %d indexed", len(hits), s.db.ix.Len(), want+1)
+	}
+}
+
+// TestSnapshotRenumbersByScope: a snapshot renumbers the documents written
+// since the last one in scope order (sdk/index Cluster), so a query of one
+// identity's scope passes over the other identities' blocks; recall
+// answers as before, and the store reopens from the snapshot in that order.
+func TestSnapshotRenumbersByScope(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "memory.db")
+	s := openAt(t, path, func(o *options) { o.maintainIdle = time.Hour })
+	r := rand.New(rand.NewPCG(1, 2))
+	words := strings.Fields("harbour crane tide lantern ferry gull anchor rope quay salt")
+	const n = 9000
+	for b := 0; b < n; b += 500 {
+		recs := make([]sdk.Record, 500)
+		for i := range recs {
+			scope := sdk.RealmScope
+			if r.IntN(10) < 7 {
+				scope = sdk.IdentityScope(fmt.Sprintf("u%02d", r.IntN(20)))
+			}
+			recs[i] = rec(scope, fmt.Sprintf("%s %s %d", words[r.IntN(len(words))], words[r.IntN(len(words))], b+i), words[r.IntN(len(words))])
+		}
+		mustRemember(t, s, realm, recs...)
+	}
+	queries := []sdk.RecallQuery{
+		{Realm: realm, Query: "harbour crane", Limit: 20},
+		{Realm: realm, Query: "ferry gull rope", Scopes: []sdk.Scope{sdk.IdentityScope("u07"), sdk.RealmScope}, Limit: 20},
+		{Realm: realm, Query: "tide lantern", Scopes: []sdk.Scope{sdk.IdentityScope("u13")}, Limit: 10},
+	}
+	answers := func(s *Store) [][]scored {
+		var out [][]scored
+		for _, q := range queries {
+			var row []scored
+			for _, h := range mustRecall(t, s, q) {
+				row = append(row, scored{h.Record.ID, h.Score})
+			}
+			out = append(out, row)
+		}
+		return out
+	}
+	want := answers(s)
+	if out := s.db.ix.Unclustered(realm); out < n*9/10 {
+		t.Fatalf("%d of %d documents out of scope order before the snapshot", out, n)
+	}
+	if err := s.db.snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if out := s.db.ix.Unclustered(realm); out != 0 {
+		t.Fatalf("%d documents out of scope order after the snapshot", out)
+	}
+	if got := answers(s); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after renumbering, recall answers\n %v\nwant\n %v", got, want)
+	}
+	s.Close()
+	back := openAt(t, path, func(o *options) { o.maintainIdle = time.Hour })
+	if !back.db.fromSnapshot || back.db.ix.Unclustered(realm) != 0 {
+		t.Fatalf("reopened: from the snapshot %v, %d documents out of scope order", back.db.fromSnapshot, back.db.ix.Unclustered(realm))
+	}
+	if got := answers(back); !reflect.DeepEqual(got, want) {
+		t.Fatalf("reopened, recall answers\n %v\nwant\n %v", got, want)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -257,6 +258,12 @@ func (d *database) commitSnapshot(f *os.File) error {
 	return nil
 }
 
+// clusterShare is the least share of a realm's documents that must have
+// arrived since its last renumbering in scope order (memindex.Index.Cluster)
+// for a snapshot to renumber them: each renumbering leaves one more run
+// of scope order, and costs about what encoding those documents does.
+const clusterShare = 1.0 / 16
+
 // snapshot writes the index when it changed since the last snapshot.
 // Writes go on meanwhile: only applying their index changes waits, while
 // the index is encoded (recall that must read a write waits with it);
@@ -275,11 +282,21 @@ func (d *database) snapshot(ctx context.Context) error {
 		d.imu.Unlock()
 		return nil
 	}
+	// Renumbering the documents written since in scope order holds imu
+	// too, for as long as it takes to encode what they hold, and the
+	// snapshot keeps the new order.
+	clustered := d.ix.Cluster(clusterShare) > 0
 	if d.opts.encoding != nil {
 		d.opts.encoding()
 	}
 	f, err := d.encodeSnapshot(gen)
 	d.imu.Unlock()
+	if clustered {
+		// The renumbering's working copies are garbage now: hand their
+		// pages back rather than keep them resident until the runtime's
+		// scavenger gets round to it (at 1M records, tens of MiB).
+		debug.FreeOSMemory()
+	}
 	if err != nil {
 		return err
 	}

@@ -495,6 +495,7 @@ func decodeDocs(d *decoder, rm *realm, ndocs, ntags int, nextSeq uint64) error {
 		}
 		rm.tags.end = append(rm.tags.end, uint32(len(rm.tags.data)))
 	}
+	rm.findRuns()
 	rm.live = ndocs
 	return nil
 }

@@ -392,6 +392,10 @@ func (ix *Index) add(rm *realm, id, scope string, tags []uint32, expires, when i
 	rm.terms.push(terms)
 	rm.vec = append(rm.vec, nil)
 	rm.byID[id] = no
+	if rm.clustered == int(no) && sid >= rm.lastScope {
+		rm.clustered, rm.lastScope = rm.clustered+1, sid // extends the last run
+	}
+	rm.gen++
 	rm.live++
 	rm.tokens += int64(dl)
 	ix.docs++
@@ -399,6 +403,7 @@ func (ix *Index) add(rm *realm, id, scope string, tags []uint32, expires, when i
 }
 
 func (ix *Index) remove(rm *realm, no uint32) {
+	rm.gen++
 	rm.scope[no] = deadScope // first: compact below drops dead slots
 	for tid := range termList(rm.terms.at(no)) {
 		l := &rm.lists[tid]
@@ -423,7 +428,8 @@ func (ix *Index) remove(rm *realm, no uint32) {
 const deadScope = 0
 
 // realm is one realm's partition: documents numbered in arrival order
-// (docno), and a posting list per term sorted by docno.
+// (docno) until Cluster renumbers them in runs of scope order, and a
+// posting list per term sorted by docno.
 type realm struct {
 	byID map[string]uint32
 	// Per docno; a deleted slot has scope deadScope.
@@ -446,6 +452,13 @@ type realm struct {
 
 	live, dead int
 	tokens     int64
+	// clustered is how many docnos from the first lie in runs of scope
+	// order (cluster.go), and lastScope the last one's scope id.
+	clustered int
+	lastScope uint32
+	// gen counts the realm's changes, so Cluster can tell one made while
+	// it built a new numbering.
+	gen uint64
 	// anyExpiry is set once a document with an expiry arrives: until
 	// then a search need not read expires at all.
 	anyExpiry bool
@@ -614,11 +627,14 @@ func (rm *realm) tag(t string) uint32 {
 // sorted), when they outnumber the live documents.
 func (rm *realm) renumber() {
 	remap := make([]uint32, len(rm.ids))
-	n := uint32(0)
+	n, clustered := uint32(0), 0
 	for i := range rm.ids {
 		if rm.scope[i] == deadScope {
 			remap[i] = math.MaxUint32
 			continue
+		}
+		if i < rm.clustered {
+			clustered++ // the runs' live documents stay first, in order
 		}
 		remap[i] = n
 		rm.ids[n], rm.scope[n], rm.dl[n] = rm.ids[i], rm.scope[i], rm.dl[i]
@@ -641,7 +657,8 @@ func (rm *realm) renumber() {
 	for t := range rm.lists {
 		rm.lists[t].rewrite(keep, rm.scope, rm.dl)
 	}
-	rm.dead = 0
+	rm.dead, rm.clustered = 0, clustered
+	rm.gen++
 }
 
 // spans holds a list per docno, back to back in one slice, instead of a

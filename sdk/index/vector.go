@@ -257,6 +257,7 @@ func (rm *realm) vecSet(model string, dims int) *vecSet {
 // dropVector comes back to its set, or is copied into the model's set
 // made since.
 func (rm *realm) setVector(no uint32, dv *docVec) {
+	rm.gen++
 	rm.vec[no] = nil
 	if dv == nil {
 		return
@@ -273,6 +274,7 @@ func (rm *realm) setVector(no uint32, dv *docVec) {
 // dropVector detaches docno no's vector, answering it: the caller puts it
 // back with setVector (a document moving to another docno) or drops it.
 func (rm *realm) dropVector(no uint32) *docVec {
+	rm.gen++
 	dv := rm.vec[no]
 	if dv == nil {
 		return nil

@@ -145,6 +145,11 @@ func (p *Provider) Configure(ctx context.Context, config json.RawMessage) error 
 		closeStore(store)
 		return p.errorf("load: %w", err)
 	}
+	// In scope order, so a query of one scope passes over the others'
+	// postings. Records written later stay in arrival order until a
+	// Reindex or the next start: renumbering them under load would stall
+	// recall, which holds mu while it searches.
+	ix.Cluster(0)
 	p.store, p.realms, p.ix = store, realms, ix
 	return nil
 }

@@ -67,6 +67,10 @@ func (p *Provider) Reindex(ctx context.Context, realmName string, progress func(
 		}
 	}
 
+	// In scope order, so a query of one scope passes over the others'
+	// postings; ix has no searches yet, so this stalls nothing.
+	ix.Cluster(0)
+
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := p.ready(ctx); err != nil {
