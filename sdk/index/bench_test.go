@@ -113,6 +113,7 @@ func benchIndex(tb testing.TB, n int) *Index {
 			tb.Fatal(err)
 		}
 	}
+	ix.Cluster(0) // as a provider holds it after its snapshot
 	benchIndexes.Store(n, ix)
 	return ix
 }
