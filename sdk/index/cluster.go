@@ -27,11 +27,13 @@ var clusterBuilt func(realm string)
 // Cluster renumbers in scope order the documents that arrived since it
 // last did, in each realm where they are at least 8,192 and at least
 // share of its documents, and answers how many realms it renumbered. The
-// new numbering is built under the read lock, so searches go on (writes
-// wait), and installed under the write lock; a realm changed between the
-// two, by a write that slipped in, is left for a later call. A call costs
-// about as much as encoding the documents it moves, so a caller runs it
-// beside its snapshots, where writes wait already.
+// new numbering is built under the read lock and installed under the
+// write lock; a realm changed between the two, by a write that slipped
+// in, is left for a later call. Searches go on while it builds unless a
+// write arrives: the write waits for the build, and searches queue behind
+// the write. So a caller holds its own writes back meanwhile, beside its
+// snapshots say, where they wait already; a call costs about as much as
+// encoding the documents it moves.
 func (ix *Index) Cluster(share float64) int {
 	ix.mu.RLock()
 	var names []string
@@ -87,11 +89,12 @@ func (ix *Index) clusterRealm(name string, share float64) bool {
 	return true
 }
 
-// findRuns sets clustered past the last run of at least runMin documents
-// in scope order, of a realm decoded from a snapshot: documents that
-// arrived in scope order (as a run Cluster made, or a bulk import of one
-// scope at a time) are not worth renumbering, and documents in arrival
-// order hardly ever make such a run.
+// findRuns sets clustered past the runs of at least runMin documents in
+// scope order that a realm decoded from a snapshot starts with: the runs
+// Cluster made (each of at least clusterMin documents when it made them).
+// Documents in arrival order hardly ever make such a run, and the first
+// short run ends the runs, so documents after it that happen to make one
+// (a session of one identity's) are renumbered with the rest.
 func (rm *realm) findRuns() {
 	const runMin = 2 * blockSize
 	rm.clustered, rm.lastScope = 0, 0
@@ -100,10 +103,10 @@ func (rm *realm) findRuns() {
 		if i < len(rm.scope) && rm.scope[i] >= rm.scope[i-1] {
 			continue
 		}
-		if i-start >= runMin || start == rm.clustered && i == len(rm.scope) {
-			rm.clustered, rm.lastScope = i, rm.scope[i-1]
+		if i-start < runMin {
+			return
 		}
-		start = i
+		rm.clustered, rm.lastScope, start = i, rm.scope[i-1], i
 	}
 }
 
@@ -139,6 +142,11 @@ type listTail struct {
 	at      int
 	part    plist
 	dropped int32 // postings of deleted documents left out
+	// repeak is set when a dropped posting's (frequency, length) pair is
+	// one of the list's peaks, and peaks are then the whole list's anew:
+	// a snapshot must not hold a peak no posting has.
+	repeak bool
+	peaks  []peak
 }
 
 // clusterTail numbers rm's live tail documents (from rm.clustered on) in
@@ -289,6 +297,7 @@ func (l *plist) permuteTail(from uint32, moves []move, scope, dl []uint32, ps *p
 			m := moves[d-from]
 			if m.no == noDoc {
 				lt.dropped++
+				lt.repeak = lt.repeak || slices.Contains(l.peaks, peak{fs[k], dl[d]})
 				continue
 			}
 			for int(m.scope) >= len(ps.at) {
@@ -319,13 +328,21 @@ func (l *plist) permuteTail(from uint32, moves []move, scope, dl []uint32, ps *p
 	for i, m := range ps.sorted {
 		lt.part.add(m.no, ps.sortedF[i], m.dl, m.scope)
 	}
+	if lt.repeak {
+		whole := plist{peaks: slices.Clone(lt.part.peaks)}
+		for bi := range at {
+			for k := range l.decode(bi, &docs, &fs) {
+				whole.addPeak(fs[k], dl[docs[k]])
+			}
+		}
+		lt.peaks = whole.peaks
+	}
 	return lt
 }
 
 // splice puts lt's part in place of l's blocks from lt.at on. Its
 // postings are those blocks' less the dropped ones, so the list's live
-// count stands; a dropped posting's peak may stay, which only loosens the
-// list's bound.
+// count stands, and so do its peaks unless a dropped posting was one.
 func (l *plist) splice(lt *listTail) {
 	base := l.blocks[lt.at].off
 	l.data = append(l.data[:base], lt.part.data...)
@@ -334,8 +351,8 @@ func (l *plist) splice(lt *listTail) {
 		b.off += base
 		l.blocks = append(l.blocks, b)
 	}
-	for _, p := range lt.part.peaks {
-		l.addPeak(p.f, p.dl)
+	if lt.repeak {
+		l.peaks = lt.peaks
 	}
 	l.n = int32(lt.at*blockSize) + lt.part.n
 	l.dead -= lt.dropped

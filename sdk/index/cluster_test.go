@@ -1,6 +1,7 @@
 package index
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -256,36 +257,6 @@ func TestClusterGivesWayToAWrite(t *testing.T) {
 	}
 }
 
-// TestClusterWhileSearching: searches running while realms are renumbered
-// and written answer within their limits, and the index ends as the
-// reference. Small enough for the race detector's run.
-func TestClusterWhileSearching(t *testing.T) {
-	defer func(w int) { exhaustiveWork = w }(exhaustiveWork)
-	exhaustiveWork = 0
-	withClusterMin(t, 0)
-	c := newThreadCorpus(t, 400, 50, StatsIndex, 0.5)
-	for range 400 {
-		c.step()
-	}
-	queries := make([]Query, 40)
-	for i := range queries {
-		queries[i] = c.query()
-	}
-	stop := searchWhile(c.ix, queries, 3)
-	for n := range 800 {
-		c.step()
-		if n%50 == 0 {
-			c.ix.Cluster(0)
-		}
-	}
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range queries {
-		c.check(q)
-	}
-}
-
 // TestPermuteTailSortsByScope: a list whose tail is renumbered in scope
 // order holds the same postings, in docno order, its blocks bounded
 // afresh; the postings before the tail stay as they were.
@@ -368,6 +339,9 @@ func TestPermuteTailSortsByScope(t *testing.T) {
 				t.Fatalf("%d postings, tail from %d: permuted (%d dropped)\n %s\nwant (%d dropped)\n %s",
 					n, from, lt.dropped, strings.Join(gd, " "), dropped, strings.Join(wd, " "))
 			}
+			if !samePeaks(got.peaks, wantList.peaks) {
+				t.Fatalf("%d postings, tail from %d: peaks %v, want %v", n, from, got.peaks, wantList.peaks)
+			}
 			if !slices.Equal(got.blocks, wantList.blocks) {
 				t.Fatalf("%d postings, tail from %d: blocks\n %+v\nwant\n %+v", n, from, got.blocks, wantList.blocks)
 			}
@@ -375,5 +349,80 @@ func TestPermuteTailSortsByScope(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+	}
+}
+
+// samePeaks reports whether a and b hold the same (frequency, length)
+// pairs, in any order.
+func samePeaks(a, b []peak) bool {
+	order := func(x, y peak) int {
+		if x.f != y.f {
+			return cmp.Compare(x.f, y.f)
+		}
+		return cmp.Compare(x.dl, y.dl)
+	}
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.SortFunc(a, order)
+	slices.SortFunc(b, order)
+	return slices.Equal(a, b)
+}
+
+// TestClusterDropsDeletedPeaks: the deleted documents Cluster leaves out
+// take their (frequency, length) pairs out of the list's peaks, so the
+// list holds no peak without a posting and its snapshot decodes (a list
+// with more peaks than postings is refused as corrupt).
+func TestClusterDropsDeletedPeaks(t *testing.T) {
+	ix, _ := New(Options{Weights: []float64{1}})
+	put := func(id, scope string, terms ...string) {
+		if err := ix.Put(Doc{ID: id, Realm: "r", Scope: scope, Fields: [][]string{terms}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 9000 {
+		put(fmt.Sprint("f", i), fmt.Sprint("s", i%3), "filler")
+	}
+	// Three pairs none of which beats another: three peaks.
+	put("p1", "s1", "rare")
+	put("p2", "s1", "rare", "rare", "x", "x", "x")
+	put("p3", "s1", "rare", "rare", "rare", "x", "x", "x", "x", "x", "x", "x")
+	ix.Delete("r", "p2")
+	ix.Delete("r", "p3")
+	if n := ix.Cluster(0); n != 1 {
+		t.Fatalf("Cluster renumbered %d realms, want 1", n)
+	}
+	rm := ix.realms["r"]
+	l := &rm.lists[rm.termIDs["rare"]]
+	if want := []peak{{1, 1}}; !samePeaks(l.peaks, want) {
+		t.Fatalf("peaks of rare %v, want %v", l.peaks, want)
+	}
+	back := snapshotRoundTrip(t, ix)
+	hits, err := back.Search(Query{Realm: "r", Terms: []string{"rare"}, Limit: 5})
+	if err != nil || len(hits) != 1 || hits[0].ID != "p1" {
+		t.Fatalf("after a snapshot, Search = %v, %v; want p1", hits, err)
+	}
+}
+
+// TestDecodedRunsEndAtAShortRun: decoding counts as renumbered only the
+// runs in scope order the realm starts with; a long run further on, such
+// as one identity's session among documents in arrival order, does not
+// make the documents before it count as renumbered.
+func TestDecodedRunsEndAtAShortRun(t *testing.T) {
+	ix, _ := New(Options{Weights: ftsWeights})
+	r := rand.New(rand.NewPCG(8, 8))
+	for i := range 20200 {
+		scope := fmt.Sprint("s", r.IntN(21))
+		if i >= 20000 {
+			scope = "s5" // one session of one scope
+		}
+		if err := ix.Put(Doc{ID: fmt.Sprint("d", i), Realm: "r", Scope: scope, Fields: [][]string{nil, {"w"}, nil, nil}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	back := snapshotRoundTrip(t, ix)
+	if out := back.Unclustered("r"); out < 20000 {
+		t.Fatalf("%d documents out of scope order after decoding, want all but a short first run", out)
+	}
+	if n := back.Cluster(0); n != 1 || back.Unclustered("r") != 0 {
+		t.Fatalf("Cluster renumbered %d realms, %d left out of order", n, back.Unclustered("r"))
 	}
 }

@@ -392,8 +392,8 @@ func (ix *Index) add(rm *realm, id, scope string, tags []uint32, expires, when i
 	rm.terms.push(terms)
 	rm.vec = append(rm.vec, nil)
 	rm.byID[id] = no
-	if rm.clustered == int(no) && sid >= rm.lastScope {
-		rm.clustered, rm.lastScope = rm.clustered+1, sid // extends the last run
+	if rm.clustered > 0 && rm.clustered == int(no) && sid >= rm.lastScope {
+		rm.clustered, rm.lastScope = rm.clustered+1, sid // extends Cluster's last run
 	}
 	rm.gen++
 	rm.live++

@@ -509,29 +509,45 @@ func TestTextHelpers(t *testing.T) {
 	}
 }
 
-// TestConcurrentSearchAndWrite runs searches beside writes and deletes;
-// under the race detector it proves the locking, and every answer stays
-// well formed.
+// TestConcurrentSearchAndWrite runs searches beside writes and deletes,
+// and beside renumbering in scope order; under the race detector it
+// proves the locking, every answer stays well formed, and the index ends
+// as the reference.
 func TestConcurrentSearchAndWrite(t *testing.T) {
 	defer func(w int) { exhaustiveWork = w }(exhaustiveWork)
 	exhaustiveWork = 0
-	c := newCorpus(t, 11, 50, StatsIndex)
-	for range 500 {
-		c.step()
-	}
-	queries := make([]Query, 50)
-	for i := range queries {
-		queries[i] = c.query()
-	}
-	stop := searchWhile(c.ix, queries, 4)
-	for range 1500 {
-		c.step() // the corpus's own rng and reference: this goroutine only
-	}
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range queries {
-		c.check(q)
+	withClusterMin(t, 0)
+	for _, tc := range []struct {
+		name    string
+		ctx     float64
+		cluster int // renumber every this many writes; 0 never
+	}{
+		{"writes", 0, 0},
+		{"writes and renumbering", 0.5, 50},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newThreadCorpus(t, 11, 50, StatsIndex, tc.ctx)
+			for range 500 {
+				c.step()
+			}
+			queries := make([]Query, 50)
+			for i := range queries {
+				queries[i] = c.query()
+			}
+			stop := searchWhile(c.ix, queries, 4)
+			for n := range 1500 {
+				c.step() // the corpus's own rng and reference: this goroutine only
+				if tc.cluster > 0 && n%tc.cluster == 0 {
+					c.ix.Cluster(0)
+				}
+			}
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range queries {
+				c.check(q)
+			}
+		})
 	}
 }
 

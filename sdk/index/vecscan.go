@@ -141,7 +141,7 @@ func (s *vecSet) scan(rm *realm, qv []float32, f *filter, excluded map[string]bo
 				continue
 			}
 			no := s.owner[slot]
-			if no == noDoc || s.listed[slot] != uint32(id) || !f.pass(no) || excluded != nil && excluded[rm.ids[no]] {
+			if no == noDoc || s.listed[slot] != uint32(id) || s.entry[slot] != uint32(i) || !f.pass(no) || excluded != nil && excluded[rm.ids[no]] {
 				continue
 			}
 			ss.passed = append(ss.passed, passed{no: no, slot: slot, lo: est - err, hi: est + err})

@@ -15,8 +15,8 @@ import "math"
 // coarse int8 copy of its vector (vecscan.go), so a query that reads a
 // few scopes (an identity's and the realm's) scans only their vectors,
 // and in a quarter of the bytes: a list keeps a slot after its vector is
-// dropped (owner noDoc) or moves to another scope (listed names the one
-// list that counts), until tidyVectors rebuilds the set.
+// dropped (owner noDoc) or moves to another scope (listed and entry name
+// the one list entry that counts), until tidyVectors rebuilds the set.
 type vecSet struct {
 	dims    int
 	n       int // attached vectors
@@ -24,8 +24,11 @@ type vecSet struct {
 	owner   []uint32    // docno per slot; noDoc when detached
 	byScope []scopeList // by scope id
 	listed  []uint32    // per slot, the scope list that holds it (0: none)
-	stale   int         // list entries left behind by a move
-	graph   *hnsw       // nil below annThreshold vectors
+	// per slot, its entry in that list: a slot that moved away and back
+	// is listed there twice, and only this entry counts
+	entry []uint32
+	stale int   // list entries left behind by a move
+	graph *hnsw // nil below annThreshold vectors
 }
 
 const (
@@ -44,7 +47,7 @@ func (s *vecSet) add(model string, unit []float32) *docVec {
 	off := len(*c)
 	*c = append(*c, unit...)
 	s.owner = append(s.owner, noDoc)
-	s.listed = append(s.listed, deadScope)
+	s.listed, s.entry = append(s.listed, deadScope), append(s.entry, 0)
 	if s.graph != nil {
 		s.graph.insert(slot)
 	}
@@ -70,6 +73,7 @@ func (s *vecSet) attach(slot, no, scope uint32) {
 		for int(scope) >= len(s.byScope) {
 			s.byScope = append(s.byScope, scopeList{})
 		}
+		s.entry[slot] = uint32(len(s.byScope[scope].slots))
 		s.byScope[scope].add(slot, s.vec(slot))
 		s.listed[slot] = scope
 	}

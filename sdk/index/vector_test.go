@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -507,4 +508,45 @@ func TestDotBitForBit(t *testing.T) {
 		}
 	}()
 	dot(make([]float32, 9), make([]float32, 8))
+}
+
+// TestVectorBackInItsScope: a document whose scope changes and changes
+// back keeps its vector, which its first scope's list then holds twice;
+// only one entry counts, so the vector half holds it once and the answer
+// is the reference's.
+func TestVectorBackInItsScope(t *testing.T) {
+	ix, _ := New(Options{Weights: ftsWeights})
+	ref := newReference(StatsIndex)
+	vecs := map[string]refVec{}
+	r := rand.New(rand.NewPCG(3, 3))
+	put := func(id, scope string) {
+		d := Doc{ID: id, Realm: "r", Scope: scope, Seq: uint64(len(ref.docs) + 1), Fields: [][]string{nil, {"note", id}, nil, nil}}
+		if old := ref.docs[key("r", id)]; old != nil {
+			d.Seq = old.Seq
+		}
+		if err := ix.Put(d); err != nil {
+			t.Fatal(err)
+		}
+		ref.docs[key("r", id)] = &refDoc{Doc: d, active: true}
+	}
+	for i := range 80 {
+		id := fmt.Sprintf("d%02d", i)
+		put(id, "a")
+		v := []float32{r.Float32() - 0.5, r.Float32() - 0.5, r.Float32() - 0.5, r.Float32() - 0.5}
+		if _, err := ix.PutVector("r", id, "m", v); err != nil {
+			t.Fatal(err)
+		}
+		vecs[key("r", id)] = refVec{"m", v}
+	}
+	put("d07", "b") // the vector goes along
+	put("d07", "a") // and back: listed in a's list a second time
+	q := Query{Realm: "r", Scopes: []string{"a"}, Limit: 60, Model: "m", Vector: vecs[key("r", "d07")].v}
+	got, err := ix.Search(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := refHybrid(ref, vecs, q)
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %v\nwant %v", got, want)
+	}
 }
