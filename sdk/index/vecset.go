@@ -24,11 +24,11 @@ type vecSet struct {
 	owner   []uint32    // docno per slot; noDoc when detached
 	byScope []scopeList // by scope id
 	listed  []uint32    // per slot, the scope list that holds it (0: none)
-	// per slot, its entry in that list: a slot that moved away and back
-	// is listed there twice, and only this entry counts
+	stale   int         // list entries left behind by a move
+	graph   *hnsw       // nil below annThreshold vectors
+	// per slot, its entry in the list listed names: a slot that moved
+	// away and back is listed there twice, and only this entry counts
 	entry []uint32
-	stale int   // list entries left behind by a move
-	graph *hnsw // nil below annThreshold vectors
 }
 
 const (
