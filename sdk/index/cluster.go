@@ -155,10 +155,14 @@ type listTail struct {
 func (rm *realm) clusterTail() *clustering {
 	from := uint32(rm.clustered)
 	tail := rm.scope[from:]
+	c := &clustering{from: from, moves: make([]move, len(tail))}
 	// A counting sort by scope id: next[s] is scope s's next docno.
 	next := make([]uint32, len(rm.scopeNames))
 	for _, s := range tail {
-		if s != deadScope && int(s)+1 < len(next) {
+		switch {
+		case s == deadScope:
+			c.dropped++
+		case int(s)+1 < len(next):
 			next[s+1]++
 		}
 	}
@@ -166,17 +170,10 @@ func (rm *realm) clusterTail() *clustering {
 	for s := 1; s < len(next); s++ {
 		next[s] += next[s-1]
 	}
-	c := &clustering{from: from, moves: make([]move, len(tail))}
-	var order []uint32 // new docno - from to old docno
+	order := make([]uint32, len(tail)-c.dropped) // new docno - from to old docno
 	for i, s := range tail {
 		if s == deadScope {
 			c.moves[i] = move{noDoc, s, 0}
-			c.dropped++
-		}
-	}
-	order = make([]uint32, len(tail)-c.dropped)
-	for i, s := range tail {
-		if s == deadScope {
 			continue
 		}
 		d := from + uint32(i)
