@@ -53,7 +53,9 @@ func (ix *Index) Cluster(share float64) int {
 	return n
 }
 
-// Unclustered answers how many documents of realm Cluster would renumber.
+// Unclustered answers how many of realm's document slots lie after its
+// runs in scope order: those Cluster renumbers (dropping the deleted ones)
+// once they are enough.
 func (ix *Index) Unclustered(realm string) int {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
