@@ -234,19 +234,6 @@ func (c *clustering) install(rm *realm) {
 	rm.gen++
 }
 
-// permute answers the lists of the docnos order names, in its order.
-func (s *spans[T]) permute(order []uint32) spans[T] {
-	size := 0
-	for _, d := range order {
-		size += len(s.at(d))
-	}
-	out := spans[T]{data: make([]T, 0, size), end: make([]uint32, 0, len(order))}
-	for _, d := range order {
-		out.push(s.at(d))
-	}
-	return out
-}
-
 // splice puts tail's lists in place of those from docno from on.
 func (s *spans[T]) splice(from uint32, tail spans[T]) {
 	base := uint32(0)

@@ -627,6 +627,7 @@ func (rm *realm) tag(t string) uint32 {
 // sorted), when they outnumber the live documents.
 func (rm *realm) renumber() {
 	remap := make([]uint32, len(rm.ids))
+	kept := make([]uint32, 0, rm.live) // the live docnos, in order
 	n, clustered := uint32(0), 0
 	for i := range rm.ids {
 		if rm.scope[i] == deadScope {
@@ -637,6 +638,7 @@ func (rm *realm) renumber() {
 			clustered++ // the runs' live documents stay first, in order
 		}
 		remap[i] = n
+		kept = append(kept, uint32(i))
 		rm.ids[n], rm.scope[n], rm.dl[n] = rm.ids[i], rm.scope[i], rm.dl[i]
 		rm.expires[n], rm.seq[n] = rm.expires[i], rm.seq[i]
 		rm.when[n], rm.vec[n] = rm.when[i], rm.vec[i]
@@ -651,7 +653,7 @@ func (rm *realm) renumber() {
 	}
 	rm.ids, rm.scope, rm.dl = rm.ids[:n], rm.scope[:n], rm.dl[:n]
 	rm.expires, rm.seq = rm.expires[:n], rm.seq[:n]
-	rm.tags, rm.terms = rm.tags.keep(remap, n), rm.terms.keep(remap, n)
+	rm.tags, rm.terms = rm.tags.permute(kept), rm.terms.permute(kept)
 	rm.when, rm.vec = rm.when[:n], rm.vec[:n]
 	keep := func(d uint32) (uint32, bool) { return remap[d], remap[d] != math.MaxUint32 }
 	for t := range rm.lists {
@@ -684,21 +686,15 @@ func (s *spans[T]) push(v []T) {
 	s.end = append(s.end, uint32(len(s.data)))
 }
 
-// keep answers the n lists of the docnos remap keeps (it maps a dropped
-// one to math.MaxUint32), in docno order.
-func (s *spans[T]) keep(remap []uint32, n uint32) spans[T] {
-	out := spans[T]{end: make([]uint32, 0, n)}
+// permute answers the lists of the docnos order names, in its order.
+func (s *spans[T]) permute(order []uint32) spans[T] {
 	size := 0
-	for i, nd := range remap {
-		if nd != math.MaxUint32 {
-			size += len(s.at(uint32(i)))
-		}
+	for _, d := range order {
+		size += len(s.at(d))
 	}
-	out.data = make([]T, 0, size)
-	for i, nd := range remap {
-		if nd != math.MaxUint32 {
-			out.push(s.at(uint32(i)))
-		}
+	out := spans[T]{data: make([]T, 0, size), end: make([]uint32, 0, len(order))}
+	for _, d := range order {
+		out.push(s.at(d))
 	}
 	return out
 }
