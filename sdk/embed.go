@@ -3,8 +3,6 @@ package sdk
 import (
 	"fmt"
 	"math"
-	"strings"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -15,19 +13,23 @@ const (
 	MaxEmbedBatch      = MaxBatch
 	MaxEmbedInputBytes = MaxBodyBytes
 	MaxEmbedDimensions = 8192
+	// Deprecated: a model id is bounded by MaxVectorModelBytes, as
+	// Validate checks it with ValidateVectorModel (the id is stored with
+	// every vector the embedder makes).
 	MaxEmbedModelBytes = 256
 )
 
 // Validate checks a declaration against the SDK's limits; the host refuses
 // an embedder whose Info fails it.
 func (i EmbedderInfo) Validate() error {
+	// The model id is stored with every vector, so it follows the rule a
+	// provider applies to a vector's model (ValidateVectorModel): an id
+	// the embedder may declare but no provider stores would fail every
+	// write of its vectors and every recall it embeds.
+	if err := ValidateVectorModel("model", i.Model); err != nil {
+		return err
+	}
 	switch {
-	case strings.TrimSpace(i.Model) == "":
-		return invalid("model", "must not be empty")
-	case len(i.Model) > MaxEmbedModelBytes:
-		return invalid("model", fmt.Sprintf("is %d bytes, over %d", len(i.Model), MaxEmbedModelBytes))
-	case !utf8.ValidString(i.Model) || strings.ContainsFunc(i.Model, unicode.IsControl):
-		return invalid("model", "must be valid UTF-8 without control characters")
 	case i.Dimensions < 1 || i.Dimensions > MaxEmbedDimensions:
 		return invalid("dimensions", fmt.Sprintf("%d is outside 1..%d", i.Dimensions, MaxEmbedDimensions))
 	case i.MaxBatch < 1 || i.MaxBatch > MaxEmbedBatch:

@@ -18,11 +18,15 @@ func TestEmbedderInfoValidate(t *testing.T) {
 		field string // "" = valid
 	}{
 		{"valid", embedInfo, ""},
-		{"at every limit", EmbedderInfo{Model: strings.Repeat("m", MaxEmbedModelBytes), Dimensions: MaxEmbedDimensions, MaxBatch: MaxEmbedBatch, MaxInputBytes: MaxEmbedInputBytes}, ""},
+		{"at every limit", EmbedderInfo{Model: strings.Repeat("m", MaxVectorModelBytes), Dimensions: MaxEmbedDimensions, MaxBatch: MaxEmbedBatch, MaxInputBytes: MaxEmbedInputBytes}, ""},
 		{"no model", EmbedderInfo{Model: " ", Dimensions: 3, MaxBatch: 1, MaxInputBytes: 1}, "model"},
-		{"long model", EmbedderInfo{Model: strings.Repeat("m", MaxEmbedModelBytes+1), Dimensions: 3, MaxBatch: 1, MaxInputBytes: 1}, "model"},
+		{"long model", EmbedderInfo{Model: strings.Repeat("m", MaxVectorModelBytes+1), Dimensions: 3, MaxBatch: 1, MaxInputBytes: 1}, "model"},
 		{"control in model", EmbedderInfo{Model: "a\nb", Dimensions: 3, MaxBatch: 1, MaxInputBytes: 1}, "model"},
 		{"invalid UTF-8 model", EmbedderInfo{Model: "a\xff", Dimensions: 3, MaxBatch: 1, MaxInputBytes: 1}, "model"},
+		// The id is stored with every vector: a provider takes printable
+		// ASCII without spaces only (ValidateVectorModel).
+		{"space in model", EmbedderInfo{Model: "my model", Dimensions: 3, MaxBatch: 1, MaxInputBytes: 1}, "model"},
+		{"non-ASCII model", EmbedderInfo{Model: "modèle", Dimensions: 3, MaxBatch: 1, MaxInputBytes: 1}, "model"},
 		{"zero dimensions", EmbedderInfo{Model: "m", MaxBatch: 1, MaxInputBytes: 1}, "dimensions"},
 		{"too many dimensions", EmbedderInfo{Model: "m", Dimensions: MaxEmbedDimensions + 1, MaxBatch: 1, MaxInputBytes: 1}, "dimensions"},
 		{"zero batch", EmbedderInfo{Model: "m", Dimensions: 3, MaxInputBytes: 1}, "max_batch"},

@@ -269,6 +269,10 @@ func (e *Engine) PrepareRecall(ctx context.Context, q *sdk.RecallQuery) string {
 			return r.fellBack(ReasonEmbedderUnavailable, err)
 		}
 		v = vecs[0]
+		if isZero(v) {
+			// No provider ranks by (or accepts) a vector with no direction.
+			return r.fellBack(ReasonEmbedderUnavailable, fmt.Errorf("%w: the query's vector is all zero", errBadAnswer))
+		}
 		e.queriesMu.Lock()
 		e.queries.Add(key, v)
 		e.queriesMu.Unlock()
@@ -303,7 +307,7 @@ func (r *realm) embedderInfo(ctx context.Context, fresh bool) (sdk.EmbedderInfo,
 	if info != nil && !fresh {
 		return *info, nil
 	}
-	got, err := r.cfg.Embedder.EmbedderInfo(ctx)
+	got, err := within(ctx, func() (sdk.EmbedderInfo, error) { return r.cfg.Embedder.EmbedderInfo(ctx) })
 	if err != nil {
 		return sdk.EmbedderInfo{}, fmt.Errorf("embedder info: %w", err)
 	}
@@ -331,7 +335,9 @@ func embed(ctx context.Context, e sdk.Embedder, info sdk.EmbedderInfo, purpose s
 	out := make([][]float32, 0, len(texts))
 	for start := 0; start < len(texts); start += info.MaxBatch {
 		chunk := texts[start:min(start+info.MaxBatch, len(texts))]
-		vecs, err := e.Embed(ctx, sdk.EmbedRequest{Purpose: purpose, Texts: chunk})
+		vecs, err := within(ctx, func() ([][]float32, error) {
+			return e.Embed(ctx, sdk.EmbedRequest{Purpose: purpose, Texts: chunk})
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -341,6 +347,28 @@ func embed(ctx context.Context, e sdk.Embedder, info sdk.EmbedderInfo, purpose s
 		out = append(out, vecs...)
 	}
 	return out, nil
+}
+
+// within answers f's result, or an error as soon as ctx ends: an embedder
+// that does not heed its context must not hold a recall past its budget,
+// nor a backlog past shutdown. f is left to finish on its own.
+func within[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := f()
+		done <- result{v, err}
+	}()
+	select {
+	case res := <-done:
+		return res.v, res.err
+	case <-ctx.Done():
+		var zero T
+		return zero, fmt.Errorf("the embedder gave no answer in time: %w", ctx.Err())
+	}
 }
 
 // errBadAnswer is an embedder's answer of the wrong shape: the embedder's
@@ -472,9 +500,10 @@ func (r *realm) step(ctx context.Context, after string) (int, int, string, error
 		texts[i] = clip(documentText(recs[i]), info.MaxInputBytes)
 	}
 	vecs, err := embed(ctx, r.cfg.Embedder, info, sdk.EmbedDocument, texts)
-	if errors.Is(err, sdk.ErrInvalid) && len(texts) > 1 {
-		// One text the embedder refuses must not hold up the realm: embed
-		// one by one and leave the refused ones behind the cursor.
+	if errors.Is(err, sdk.ErrInvalid) {
+		// One text the embedder refuses must not hold up the realm, even
+		// alone in its page: embed one by one and leave the refused ones
+		// behind the cursor.
 		vecs, err = r.oneByOne(ctx, info, recs, texts)
 	}
 	if err != nil {
@@ -482,7 +511,13 @@ func (r *realm) step(ctx context.Context, after string) (int, int, string, error
 	}
 	put := make([]sdk.RecordVector, 0, len(recs))
 	for i := range recs {
-		if vecs[i] != nil {
+		switch {
+		case vecs[i] == nil:
+		case isZero(vecs[i]):
+			// The provider refuses a vector with no direction, and with it
+			// the whole page: leave the record behind like a refused one.
+			r.refuse(recs[i].ID, info.Model, errors.New("its vector is all zero"))
+		default:
 			put = append(put, sdk.RecordVector{ID: recs[i].ID, Model: info.Model, Vector: vecs[i]})
 		}
 	}
@@ -523,10 +558,7 @@ func (r *realm) oneByOne(ctx context.Context, info sdk.EmbedderInfo, recs []sdk.
 		v, err := embed(ctx, r.cfg.Embedder, info, sdk.EmbedDocument, []string{t})
 		switch {
 		case errors.Is(err, sdk.ErrInvalid):
-			r.mu.Lock()
-			r.refused[recs[i].ID] = info.Model
-			r.mu.Unlock()
-			r.opts.Logger.Warn("the embedder refused a record; it stays without a vector", "realm", r.cfg.Name, "record", recs[i].ID, "error", err)
+			r.refuse(recs[i].ID, info.Model, err)
 		case err != nil:
 			return nil, err
 		default:
@@ -534,6 +566,25 @@ func (r *realm) oneByOne(ctx context.Context, info sdk.EmbedderInfo, recs []sdk.
 		}
 	}
 	return out, nil
+}
+
+// refuse remembers that model cannot embed record id, so it is not asked
+// again until the model changes, and logs it once.
+func (r *realm) refuse(id, model string, err error) {
+	r.mu.Lock()
+	r.refused[id] = model
+	r.mu.Unlock()
+	r.opts.Logger.Warn("the embedder refused a record; it stays without a vector", "realm", r.cfg.Name, "record", id, "error", err)
+}
+
+// isZero reports whether v has no nonzero component.
+func isZero(v []float32) bool {
+	for _, x := range v {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // WaitDrained wakes realm's backlog and waits until every live record
@@ -546,19 +597,34 @@ func (e *Engine) WaitDrained(ctx context.Context, realm string) error {
 	}
 	e.Written(realm)
 	for {
-		info, err := r.embedderInfo(ctx, false)
-		if err == nil {
-			var ids []string
-			ids, err = r.cfg.Vectors.MissingVectors(ctx, realm, info.Model, "", r.opts.Batch)
-			if err == nil && len(r.notRefused(asRecords(ids), info.Model)) == 0 {
-				return nil
-			}
+		drained, err := r.drained(ctx)
+		if drained {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for realm %q's embeddings: %w (last: %v)", realm, ctx.Err(), err)
 		case <-time.After(10 * time.Millisecond):
 		}
+	}
+}
+
+// drained reports whether every record missing a vector from the current
+// model is one the embedder refused, looking past whole pages of them.
+func (r *realm) drained(ctx context.Context) (bool, error) {
+	info, err := r.embedderInfo(ctx, false)
+	if err != nil {
+		return false, err
+	}
+	for after := ""; ; {
+		ids, err := r.cfg.Vectors.MissingVectors(ctx, r.cfg.Name, info.Model, after, r.opts.Batch)
+		if err != nil || len(ids) == 0 {
+			return err == nil, err
+		}
+		if len(r.notRefused(asRecords(ids), info.Model)) > 0 || ids[len(ids)-1] == after {
+			return false, nil
+		}
+		after = ids[len(ids)-1]
 	}
 }
 

@@ -27,6 +27,7 @@ type fakeEmbedder struct {
 	maxIn   int
 	fail    error           // every call fails with it
 	refuse  string          // a text containing it is refused as invalid
+	zero    string          // a text containing it is answered the zero vector
 	block   bool            // calls wait for their context
 	wrongN  bool            // answers one vector too few
 	wrongD  bool            // answers vectors one dimension short
@@ -52,7 +53,7 @@ func (f *fakeEmbedder) Embed(ctx context.Context, req sdk.EmbedRequest) ([][]flo
 	f.mu.Lock()
 	f.calls++
 	f.biggest = max(f.biggest, len(req.Texts))
-	fail, block, refuse, wrongN, wrongD, dims := f.fail, f.block, f.refuse, f.wrongN, f.wrongD, f.dims
+	fail, block, refuse, zero, wrongN, wrongD, dims := f.fail, f.block, f.refuse, f.zero, f.wrongN, f.wrongD, f.dims
 	f.mu.Unlock()
 	if block {
 		<-ctx.Done()
@@ -79,6 +80,8 @@ func (f *fakeEmbedder) Embed(ctx context.Context, req sdk.EmbedRequest) ([][]flo
 		}
 		if wrongD {
 			out = append(out, vectorOf(t, dims-1))
+		} else if zero != "" && strings.Contains(t, zero) {
+			out = append(out, make([]float32, dims))
 		} else {
 			out = append(out, vectorOf(t, dims))
 		}
@@ -134,6 +137,16 @@ func (s *fakeStore) PutVectors(_ context.Context, _ string, vecs []sdk.RecordVec
 	if s.failPut != nil {
 		return s.failPut
 	}
+	// The provider's server adapter refuses a batch holding any vector
+	// or model id out of shape, as a real provider does.
+	for i, v := range vecs {
+		if err := sdk.ValidateVectorModel(fmt.Sprintf("vectors[%d].model", i), v.Model); err != nil {
+			return err
+		}
+		if err := sdk.ValidateVector(fmt.Sprintf("vectors[%d].vector", i), v.Vector); err != nil {
+			return err
+		}
+	}
 	for _, v := range vecs {
 		if _, ok := s.records[v.ID]; ok {
 			s.vectors[v.ID] = v
@@ -143,6 +156,9 @@ func (s *fakeStore) PutVectors(_ context.Context, _ string, vecs []sdk.RecordVec
 }
 
 func (s *fakeStore) MissingVectors(_ context.Context, _, model, after string, limit int) ([]string, error) {
+	if err := sdk.ValidateVectorModel("model", model); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var ids []string
@@ -331,6 +347,10 @@ func TestPrepareRecall(t *testing.T) {
 		{name: "wrong dimensions", query: base, embedder: func(f *fakeEmbedder) { f.wrongD = true }, wantReason: ReasonEmbedderUnavailable},
 		{name: "no answer", query: base, embedder: func(f *fakeEmbedder) { f.wrongN = true }, wantReason: ReasonEmbedderUnavailable},
 		{name: "deadline spent", query: base, deadline: -time.Second, wantReason: ReasonNoTime},
+		// A provider refuses a zero query vector, and a model id that is
+		// not printable ASCII: handing either on fails the recall.
+		{name: "zero vector", query: base, embedder: func(f *fakeEmbedder) { f.zero = "evening" }, wantReason: ReasonEmbedderUnavailable},
+		{name: "model id the provider refuses", query: base, embedder: func(f *fakeEmbedder) { f.model = "my model" }, wantReason: ReasonEmbedderUnavailable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			emb := newEmbedder("m1")
@@ -543,5 +563,151 @@ func TestPrepareRecallEmbedsAQueryOnce(t *testing.T) {
 	eng.realm("default").forgetInfo()
 	if q := prepare("evening routine"); q.VectorModel != "m2" || calls() != 3 {
 		t.Fatalf("after a model change: model %q after %d calls, want m2 after 3", q.VectorModel, calls())
+	}
+}
+
+// TestRefusedRecordsAreLeftBehind: a record the embedder refuses, or
+// answers the zero vector for (which no provider stores), stays without a
+// vector and is not asked again, whether it shares its page with others
+// or is alone in it; the rest of the realm is embedded and the backlog
+// goes idle rather than failing forever.
+func TestRefusedRecordsAreLeftBehind(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		others int    // well-formed records r000...
+		bad    string // the bad record's id
+		set    func(*fakeEmbedder)
+		want   int // records embedded
+	}{
+		{"refused alone", 0, "p1", func(f *fakeEmbedder) { f.refuse = "poison" }, 0},
+		{"refused alone in the last page", 7, "r999", func(f *fakeEmbedder) { f.refuse = "poison" }, 7},
+		{"zero vector alone", 0, "p1", func(f *fakeEmbedder) { f.zero = "poison" }, 0},
+		{"zero vector among others", 5, "r002", func(f *fakeEmbedder) { f.zero = "poison" }, 4}, // replaces a good one
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			emb, store := newEmbedder("m1"), newStore(tc.others)
+			store.add(tc.bad, "poison", "the embedder cannot use this one")
+			emb.set(tc.set)
+			want := tc.want
+			eng := engine(t, emb, store, Options{})
+			running(t, eng)
+			eventually(t, "the backlog idle with the good records embedded", func() bool {
+				return eng.Status()[0].State == StateIdle && store.withModel("m1") == want
+			})
+			store.mu.Lock()
+			_, got := store.vectors[tc.bad]
+			store.mu.Unlock()
+			if got {
+				t.Error("the bad record got a vector")
+			}
+			emb.mu.Lock()
+			before := emb.calls
+			emb.mu.Unlock()
+			time.Sleep(60 * time.Millisecond) // a dozen polls
+			emb.mu.Lock()
+			after := emb.calls
+			emb.mu.Unlock()
+			if after != before {
+				t.Errorf("the embedder was asked %d more times after the backlog went idle", after-before)
+			}
+			if st := eng.Status()[0]; st.State != StateIdle || st.LastError != "" {
+				t.Errorf("status %+v, want idle without an error", st)
+			}
+		})
+	}
+}
+
+// TestWaitDrainedLooksPastRefusedRecords: a first page of refused records
+// does not make a realm drained while records after it have no vector.
+func TestWaitDrainedLooksPastRefusedRecords(t *testing.T) {
+	emb, store := newEmbedder("m1"), newStore(0)
+	for i := range 7 { // one full page (the batch is 7), sorted first
+		store.add(fmt.Sprintf("a%02d", i), "poison", "refused")
+	}
+	for i := range 5 {
+		store.add(fmt.Sprintf("b%02d", i), "good", fmt.Sprintf("record %d", i))
+	}
+	emb.set(func(f *fakeEmbedder) { f.refuse = "poison" })
+	store.mu.Lock()
+	store.failPut = fmt.Errorf("disk full: %w", sdk.ErrUnavailable) // the good records cannot be stored yet
+	store.mu.Unlock()
+	eng := engine(t, emb, store, Options{})
+	running(t, eng)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := eng.WaitDrained(ctx, "default"); err == nil {
+		t.Fatalf("drained with %d of 5 records embedded", store.withModel("m1"))
+	}
+	store.mu.Lock()
+	store.failPut = nil
+	store.mu.Unlock()
+	ctx, cancel = context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := eng.WaitDrained(ctx, "default"); err != nil {
+		t.Fatal(err)
+	}
+	if n := store.withModel("m1"); n != 5 {
+		t.Errorf("drained with %d of 5 records embedded", n)
+	}
+}
+
+// deafEmbedder does not heed its context: each call waits for release
+// (or a long while) before it answers, well-formed.
+type deafEmbedder struct {
+	infoWait, embedWait bool
+	release             chan struct{}
+}
+
+func (d *deafEmbedder) wait(on bool) {
+	if on {
+		select {
+		case <-d.release:
+		case <-time.After(10 * time.Second):
+		}
+	}
+}
+
+func (d *deafEmbedder) EmbedderInfo(context.Context) (sdk.EmbedderInfo, error) {
+	d.wait(d.infoWait)
+	return sdk.EmbedderInfo{Model: "m1", Dimensions: 4, MaxBatch: 3, MaxInputBytes: 64}, nil
+}
+
+func (d *deafEmbedder) Embed(_ context.Context, req sdk.EmbedRequest) ([][]float32, error) {
+	d.wait(d.embedWait)
+	out := make([][]float32, len(req.Texts))
+	for i, t := range req.Texts {
+		out[i] = vectorOf(t, 4)
+	}
+	return out, nil
+}
+
+// TestPrepareRecallKeepsToItsBudget: an embedder that does not heed the
+// recall's deadline (it hangs, or answers after it) does not hold the
+// recall past its budget; the recall stays lexical.
+func TestPrepareRecallKeepsToItsBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		embedder *deafEmbedder
+	}{
+		{"info hangs", &deafEmbedder{infoWait: true}},
+		{"embed hangs", &deafEmbedder{embedWait: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.embedder.release = make(chan struct{})
+			defer close(tc.embedder.release)
+			eng, err := New([]Realm{{Name: "default", Embedder: tc.embedder, Vectors: newStore(0), Records: newStore(0)}}, Options{QueryTimeout: 100 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			q := sdk.RecallQuery{Realm: "default", Query: "evening routine"}
+			reason := eng.PrepareRecall(context.Background(), &q)
+			if took := time.Since(start); took > 2*time.Second {
+				t.Errorf("PrepareRecall took %s with a query budget of 100ms", took.Round(time.Millisecond))
+			}
+			if reason != ReasonEmbedderUnavailable || q.QueryVector != nil {
+				t.Errorf("reason %q, vector %v; want %q and no vector", reason, q.QueryVector, ReasonEmbedderUnavailable)
+			}
+		})
 	}
 }

@@ -29,9 +29,16 @@ import (
 // Version is the plugin's version, reported by Info and the manifest.
 const Version = "0.1.0"
 
-// maxResponseBytes bounds what the plugin reads of one answer: the
-// largest batch of the largest vectors as JSON text, with room.
-const maxResponseBytes = 64 << 20
+// responseLimit bounds what the plugin reads of the answer to n texts of
+// dims dimensions: every value as long as JSON writes a float (24 bytes,
+// "-1.2345678901234567e-308", when a server prints float64s), each entry's
+// other fields, and a megabyte for the rest of the answer or an error page.
+// A fixed bound would refuse every answer of a large batch of long vectors
+// (1000 x 3072 values from a server printing float64s is 70 MB), and let a
+// one-text request read megabytes of junk.
+func responseLimit(n, dims int) int {
+	return 1<<20 + n*(32*dims+128)
+}
 
 // Embedder is the OpenAI-compatible embedder plugin.
 type Embedder struct {
@@ -257,12 +264,13 @@ func (e *Embedder) post(parent context.Context, cfg *settings, body []byte, n in
 		return nil, transportError(parent, cfg, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	limit := responseLimit(n, cfg.info.Dimensions)
+	data, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
 	if err != nil {
 		return nil, transportError(parent, cfg, err)
 	}
-	if len(data) > maxResponseBytes {
-		return nil, fmt.Errorf("openai: the answer of %s is over %d bytes: %w", cfg.endpoint, maxResponseBytes, sdk.ErrUnavailable)
+	if len(data) > limit {
+		return nil, fmt.Errorf("openai: the answer of %s is over %d bytes: %w", cfg.endpoint, limit, sdk.ErrUnavailable)
 	}
 	if resp.StatusCode/100 != 2 {
 		return nil, statusError(cfg.endpoint, resp, data)

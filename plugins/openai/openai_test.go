@@ -444,6 +444,12 @@ func TestConfigRefusals(t *testing.T) {
 		{fmt.Sprintf(`{"base_url": %q, "model": "m", "dimensions": 4, "max_retries": 11}`, url), "max_retries"},
 		{fmt.Sprintf(`{"base_url": %q, "model": "m", "dimensions": 4, "retry_base_ms": 0}`, url), "retry_base_ms"},
 		{fmt.Sprintf(`{"base_url": %q, "model": "m", "dimensions": 4, "model_id": "a\nb"}`, url), "model_id"},
+		// Providers store a vector's model id only as printable ASCII
+		// without spaces, of at most 200 bytes.
+		{fmt.Sprintf(`{"base_url": %q, "model": "m", "dimensions": 4, "model_id": "my model"}`, url), "model_id"},
+		{fmt.Sprintf(`{"base_url": %q, "model": "m", "dimensions": 4, "model_id": "modèle"}`, url), "model_id"},
+		{fmt.Sprintf(`{"base_url": %q, "model": "nomic embed text", "dimensions": 4}`, url), "model"},
+		{fmt.Sprintf(`{"base_url": %q, "model": %q, "dimensions": 4}`, url, strings.Repeat("m", 199)), "model"},
 		{fmt.Sprintf(`{"base_url": %q, "model": "m", "dimensions": 4, "api_key_env": "UNSET_KEY"}`, url), "api_key_env"},
 		{fmt.Sprintf(`{"base_url": %q, "model": "m", "dimensions": 4, "api_key_env": "sk-live-pasted"}`, url), "api_key_env"},
 	} {

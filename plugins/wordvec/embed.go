@@ -58,14 +58,33 @@ func (e *Embedder) Dims() int { return e.t.dims }
 func (e *Embedder) Embed(text string) []float32 {
 	out := make([]float32, e.t.dims)
 	var buf [64]byte
-	if e.sum(out, text, buf[:0]) == 0 {
+	known := e.sum(out, text, buf[:0]) > 0
+	e.removePC(out)
+	if !known || allZero(out) {
+		// Known words that add up to no direction (all-zero vectors, or
+		// along the common component) count as unknown ones.
+		clear(out)
 		hashedMean(out, text, buf[:0])
-	}
-	if e.t.hasPC {
-		project(out, e.t.pc)
+		e.removePC(out)
 	}
 	normalise(out)
 	return out
+}
+
+// removePC removes the table's common component from v, if it has one.
+func (e *Embedder) removePC(v []float32) {
+	if e.t.hasPC {
+		project(v, e.t.pc)
+	}
+}
+
+func allZero(v []float32) bool {
+	for _, x := range v {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // sum adds the SIF-weighted mean of text's known words to acc and answers

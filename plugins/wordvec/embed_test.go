@@ -371,3 +371,35 @@ func TestEmbedGolden(t *testing.T) {
 		}
 	}
 }
+
+// TestEmbedKnownWordsWithoutDirection: a text whose known words add up to
+// nothing (a word whose vector is all zero, which the converter keeps
+// from a source, or one that lies along the common component) gets a
+// unit vector like a text of unknown words, not the zero vector no
+// provider stores.
+func TestEmbedKnownWordsWithoutDirection(t *testing.T) {
+	tb := encoded(t, TableData{
+		Dims: 3, SIFA: SIFA, PC: []float32{0, 0, 1},
+		Words: []string{"alpha", "void", "along"},
+		Freq:  []float32{0.3, 0.2, 0.1},
+		Scale: []float32{0.01, 1, 0.01},
+		Vecs:  []int8{127, 0, 0, 0, 0, 0, 0, 0, 127},
+	})
+	e := NewEmbedder(tb)
+	for _, text := range []string{"void", "along", "Void along!", "void void"} {
+		v := e.Embed(text)
+		var norm float64
+		for _, x := range v {
+			norm += float64(x) * float64(x)
+		}
+		if math.Abs(norm-1) > 1e-5 {
+			t.Errorf("%q: %v, length %v; want a unit vector", text, v, math.Sqrt(norm))
+		}
+	}
+	if slices.Equal(e.Embed("void"), e.Embed("along")) {
+		t.Error("two different words without direction embed alike")
+	}
+	if got := e.Embed("alpha void"); got[0] != 1 || got[1] != 0 || got[2] != 0 {
+		t.Errorf("a text with a word of some direction: %v, want that direction", got)
+	}
+}

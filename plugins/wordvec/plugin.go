@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -114,6 +115,9 @@ func (p *Plugin) EmbedTexts(ctx context.Context, texts []string) ([][]float32, e
 			return nil, fmt.Errorf("wordvec: text %d is %d bytes, at most %d: %w", i, len(t), MaxInputBytes, sdk.ErrInvalid)
 		case !utf8.ValidString(t):
 			return nil, fmt.Errorf("wordvec: text %d is not valid UTF-8: %w", i, sdk.ErrInvalid)
+		case strings.TrimSpace(t) == "":
+			// Its vector would be all zero, which no provider stores.
+			return nil, fmt.Errorf("wordvec: text %d is only whitespace: %w", i, sdk.ErrInvalid)
 		}
 	}
 	out := make([][]float32, len(texts))

@@ -86,7 +86,7 @@ func TestEmbedTexts(t *testing.T) {
 	if _, err := p.EmbedTexts(context.Background(), full); err != nil {
 		t.Errorf("a batch at the limit: %v", err)
 	}
-	for name, bad := range map[string][]string{"no texts": {}, "an empty text": {"ok", ""}, "invalid UTF-8": {"ok", "a\xffb"}} {
+	for name, bad := range map[string][]string{"no texts": {}, "an empty text": {"ok", ""}, "invalid UTF-8": {"ok", "a\xffb"}, "whitespace only": {"ok", " \t\n "}} {
 		if _, err := p.EmbedTexts(context.Background(), bad); !errors.Is(err, sdk.ErrInvalid) {
 			t.Errorf("%s: %v", name, err)
 		}

@@ -1,0 +1,5 @@
+//go:build race
+
+package openai
+
+func init() { raceDetector = true }
