@@ -27,21 +27,25 @@ func excerptBytes(bodyBytes int) int { return bodyBytes / 2 }
 // excerpt answers the passage of body that best matches terms, at most
 // limit bytes with its gap marks, and whether body needed one: false when
 // body fits in limit or holds no term (a record found by its title or its
-// thread is shown as it is). The passage is whole sentences (or, in text
-// without sentence breaks, runs of words) around those holding the most
-// distinct terms, in body order; each sentence that holds a term is taken
-// before any neighbour is added for context. Deterministic: ties go to the
-// earlier sentence.
+// thread is shown as it is) or no sentence that holds one fits. The
+// passage is whole sentences (or, in text without sentence breaks, runs of
+// words) around those holding the most distinct terms, in body order;
+// each sentence that holds a term is taken before any neighbour is added
+// for context. Deterministic: ties go to the earlier sentence.
 func excerpt(body string, terms []string, limit int) (string, bool) {
 	if len(body) <= limit || len(terms) == 0 || limit < 4*len(excerptGap) {
 		return "", false
+	}
+	want := make(map[string]bool, len(terms))
+	for _, t := range terms {
+		want[t] = true
 	}
 	pieces := sentences(body, limit/4)
 	score := make([]int, len(pieces))
 	matched := false
 	for i, p := range pieces {
 		for _, t := range tokenize.Terms(body[p.start:p.end]) {
-			if slices.Contains(terms, t) {
+			if want[t] {
 				score[i]++
 			}
 		}
@@ -57,8 +61,16 @@ func excerpt(body string, terms []string, limit int) (string, bool) {
 	slices.SortStableFunc(order, func(a, b int) int { return score[b] - score[a] })
 	taken := make([]bool, len(pieces))
 	size := 0
-	// cost is what taking piece i adds: its bytes and, at most, a gap.
-	cost := func(i int) int { return pieces[i].end - pieces[i].start + len(excerptGap) }
+	// cost is what taking piece i adds at most: its bytes and what goes
+	// before it, a gap or the body's own spacing after piece i-1 (blank
+	// lines may be longer than a gap).
+	cost := func(i int) int {
+		before := len(excerptGap)
+		if i > 0 {
+			before = max(before, pieces[i].start-pieces[i-1].end)
+		}
+		return pieces[i].end - pieces[i].start + before
+	}
 	for _, i := range order {
 		if score[i] == 0 {
 			break
@@ -67,6 +79,9 @@ func excerpt(body string, terms []string, limit int) (string, bool) {
 			taken[i] = true
 			size += cost(i)
 		}
+	}
+	if size == 0 {
+		return "", false // no sentence that holds a term fits
 	}
 	// Context: the untaken neighbours of taken pieces, one ring at a
 	// time (both sides of every passage before the next ring), while they
@@ -85,18 +100,19 @@ func excerpt(body string, terms []string, limit int) (string, bool) {
 	var b strings.Builder
 	b.Grow(limit)
 	last := -1
+	lead := len(body) - len(strings.TrimLeftFunc(body, unicode.IsSpace))
 	for i, p := range pieces {
 		if !taken[i] {
 			continue
 		}
 		switch {
-		case last < 0 && p.start > 0, last >= 0 && last != i-1:
+		case last < 0 && p.start > lead, last >= 0 && last != i-1:
 			b.WriteString(excerptGap)
 		case last >= 0:
 			// Adjacent: the text between the two pieces (spacing) is kept.
 			b.WriteString(body[pieces[last].end:p.start])
 		}
-		b.WriteString(strings.TrimSpace(body[p.start:p.end]))
+		b.WriteString(body[p.start:p.end])
 		last = i
 	}
 	if last >= 0 && pieces[last].end < len(strings.TrimRightFunc(body, unicode.IsSpace)) {
@@ -119,25 +135,21 @@ func sentences(body string, most int) []span {
 	most = max(most, 16)
 	var out []span
 	add := func(start, end int) {
-		for start < end && isSpaceByte(body[start]) {
-			start++
-		}
-		for end > start && isSpaceByte(body[end-1]) {
-			end--
-		}
+		start, end = trimSpace(body, start, end)
 		for end-start > most {
 			cut := start + most
 			for cut > start && !utf8.RuneStart(body[cut]) {
 				cut--
 			}
+			if cut == start {
+				cut = start + most // bytes that begin no character
+			}
 			if sp := strings.LastIndexByte(body[start:cut], ' '); sp > 0 {
 				cut = start + sp
 			}
-			out = append(out, span{start, cut})
-			start = cut
-			for start < end && isSpaceByte(body[start]) {
-				start++
-			}
+			s, e := trimSpace(body, start, cut)
+			out = append(out, span{s, e})
+			start, end = trimSpace(body, cut, end)
 		}
 		if end > start {
 			out = append(out, span{start, end})
@@ -158,4 +170,10 @@ func sentences(body string, most int) []span {
 	return out
 }
 
-func isSpaceByte(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+// trimSpace answers body[start:end] without its leading and trailing
+// white space, as offsets into body.
+func trimSpace(body string, start, end int) (int, int) {
+	s := strings.TrimRightFunc(body[start:end], unicode.IsSpace)
+	t := strings.TrimLeftFunc(s, unicode.IsSpace)
+	return start + len(s) - len(t), start + len(s)
+}

@@ -80,8 +80,9 @@ func Parse(query string, now time.Time) Intent {
 			in.Since, in.Until = s, u
 		}
 	}
-	if sdk.ValidateWindow(in.Since, in.Until) != nil {
-		// Past the years a store holds ("in 9999" ends in 10000).
+	if !in.HasWindow() || sdk.ValidateWindow(in.Since, in.Until) != nil {
+		// Past the years a store holds ("in 9999" ends in 10000), or
+		// starting at the zero time ("0001-01-01" in UTC), which means none.
 		in.Since, in.Until = time.Time{}, time.Time{}
 	}
 	in.Order = p.order()
@@ -234,16 +235,16 @@ func (p *parser) window(i int) (time.Time, time.Time, bool) {
 	s := p.at(i)
 	switch s {
 	case "today", "tonight":
-		return p.today, p.today.AddDate(0, 0, 1), true
+		return p.today, addDays(p.today, 1), true
 	case "yesterday":
 		if p.at(i-1) == "before" && p.at(i-2) == "day" {
-			return p.today.AddDate(0, 0, -2), p.today.AddDate(0, 0, -1), true
+			return addDays(p.today, -2), addDays(p.today, -1), true
 		}
-		return p.today.AddDate(0, 0, -1), p.today, true
+		return addDays(p.today, -1), p.today, true
 	case "this":
 		switch p.at(i + 1) {
 		case "morning", "afternoon", "evening":
-			return p.today, p.today.AddDate(0, 0, 1), true
+			return p.today, addDays(p.today, 1), true
 		}
 	}
 	if s, u, ok := p.ago(i); ok {
@@ -254,8 +255,8 @@ func (p *parser) window(i int) (time.Time, time.Time, bool) {
 	}
 	if wd, ok := weekdays[s]; ok && p.at(i-1) != "last" && p.at(i-1) != "this" && p.at(i-1) != "next" {
 		// "on Saturday", "what did I do Saturday": the latest one up to today.
-		d := p.today.AddDate(0, 0, -((int(p.today.Weekday()) - int(wd) + 7) % 7))
-		return d, d.AddDate(0, 0, 1), true
+		d := addDays(p.today, -((int(p.today.Weekday()) - int(wd) + 7) % 7))
+		return d, addDays(d, 1), true
 	}
 	return p.date(i)
 }
@@ -271,20 +272,22 @@ func (p *parser) ago(i int) (time.Time, time.Time, bool) {
 		at := p.now.Add(-time.Duration(n) * time.Hour)
 		return at.Add(-time.Hour), at.Add(time.Hour), true
 	case days:
-		d := p.today.AddDate(0, 0, -n)
-		return d, d.AddDate(0, 0, 1), true
+		d := addDays(p.today, -n)
+		return d, addDays(d, 1), true
 	case weeks:
-		d := p.today.AddDate(0, 0, -7*n)
-		return d.AddDate(0, 0, -3), d.AddDate(0, 0, 4), true
+		d := addDays(p.today, -7*n)
+		return addDays(d, -3), addDays(d, 4), true
 	case months:
-		d := p.today.AddDate(0, -n, 0)
-		return d.AddDate(0, 0, -15), d.AddDate(0, 0, 16), true
+		d := addMonths(p.today, -n)
+		return addDays(d, -15), addDays(d, 16), true
 	case years:
-		d := p.today.AddDate(-n, 0, 0)
-		return d.AddDate(0, -6, 0), d.AddDate(0, 6, 0), true
+		d := addMonths(p.today, -12*n)
+		return addMonths(d, -6), addMonths(d, 6), true
 	case weekends:
-		sat := p.weekend(p.today.AddDate(0, 0, -7*n))
-		return sat, sat.AddDate(0, 0, 2), true
+		// Counted back from the latest weekend that is over, as "last
+		// weekend" is.
+		sat := p.weekend(addDays(p.today, -2-7*(n-1)))
+		return sat, addDays(sat, 2), true
 	}
 	return time.Time{}, time.Time{}, false
 }
@@ -308,7 +311,7 @@ func (p *parser) relative(i int) (time.Time, time.Time, bool) {
 		// "the last 3 days", "the past few weeks": up to now.
 		if n, j, ok := p.count(i + 1); ok {
 			if u := unitOf(p.at(j)); u != noUnit && u != weekends {
-				return p.span(n, u), p.today.AddDate(0, 0, 1), true
+				return p.span(n, u), addDays(p.today, 1), true
 			}
 		}
 	}
@@ -328,8 +331,8 @@ func (p *parser) relative(i int) (time.Time, time.Time, bool) {
 				back = -7
 			}
 		}
-		d := p.today.AddDate(0, 0, -back)
-		return d, d.AddDate(0, 0, 1), true
+		d := addDays(p.today, -back)
+		return d, addDays(d, 1), true
 	}
 	if m, ok := monthNames[next]; ok && step <= 0 {
 		y := p.today.Year()
@@ -340,49 +343,49 @@ func (p *parser) relative(i int) (time.Time, time.Time, bool) {
 	}
 	switch unitOf(next) {
 	case days:
-		d := p.today.AddDate(0, 0, step)
-		return d, d.AddDate(0, 0, 1), true
+		d := addDays(p.today, step)
+		return d, addDays(d, 1), true
 	case weeks:
-		mon := p.today.AddDate(0, 0, -((int(p.today.Weekday())+6)%7)+7*step)
-		return mon, mon.AddDate(0, 0, 7), true
+		mon := addDays(p.today, -((int(p.today.Weekday())+6)%7)+7*step)
+		return mon, addDays(mon, 7), true
 	case weekends:
 		// This week's Saturday (weeks start on Monday); last weekend is
 		// the latest one that is over.
-		sat := p.today.AddDate(0, 0, 5-(int(p.today.Weekday())+6)%7+7*step)
+		sat := addDays(p.today, 5-(int(p.today.Weekday())+6)%7+7*step)
 		if step < 0 {
-			sat = p.weekend(p.today.AddDate(0, 0, -2))
+			sat = p.weekend(addDays(p.today, -2))
 		}
-		return sat, sat.AddDate(0, 0, 2), true
+		return sat, addDays(sat, 2), true
 	case months:
-		first := time.Date(p.today.Year(), p.today.Month()+time.Month(step), 1, 0, 0, 0, 0, p.now.Location())
-		return first, first.AddDate(0, 1, 0), true
+		first := midnight(p.today.Year(), p.today.Month()+time.Month(step), 1, p.now.Location())
+		return first, addMonths(first, 1), true
 	case years:
-		first := time.Date(p.today.Year()+step, 1, 1, 0, 0, 0, 0, p.now.Location())
-		return first, first.AddDate(1, 0, 0), true
+		first := midnight(p.today.Year()+step, 1, 1, p.now.Location())
+		return first, addMonths(first, 12), true
 	}
 	return time.Time{}, time.Time{}, false
 }
 
 // span is the start of "the last n units": n units before today's end.
 func (p *parser) span(n int, u unit) time.Time {
-	end := p.today.AddDate(0, 0, 1)
+	end := addDays(p.today, 1)
 	switch u {
 	case hours:
 		return p.now.Add(-time.Duration(n) * time.Hour)
 	case weeks:
-		return end.AddDate(0, 0, -7*n)
+		return addDays(end, -7*n)
 	case months:
-		return end.AddDate(0, -n, 0)
+		return addMonths(end, -n)
 	case years:
-		return end.AddDate(-n, 0, 0)
+		return addMonths(end, -12*n)
 	}
-	return end.AddDate(0, 0, -n)
+	return addDays(end, -n)
 }
 
 // weekend answers the Saturday of the weekend on or before d (d itself
 // when it is Saturday, the day before when it is Sunday).
 func (p *parser) weekend(d time.Time) time.Time {
-	return d.AddDate(0, 0, -((int(d.Weekday()) + 1) % 7))
+	return addDays(d, -((int(d.Weekday()) + 1) % 7))
 }
 
 // date reads a calendar date or month at w[i]: "May 3rd", "May 3, 2023",
@@ -423,8 +426,8 @@ func (p *parser) date(i int) (time.Time, time.Time, bool) {
 	if y := p.w[i].num; y >= 1000 && y <= 9999 && len(p.w[i].s) == 4 {
 		switch p.at(i - 1) {
 		case "in", "during", "of", "throughout":
-			first := time.Date(y, 1, 1, 0, 0, 0, 0, loc)
-			return first, first.AddDate(1, 0, 0), true
+			first := midnight(y, 1, 1, loc)
+			return first, addMonths(first, 12), true
 		}
 	}
 	return time.Time{}, time.Time{}, false
@@ -447,26 +450,28 @@ func (p *parser) yearAt(i int) (int, bool) {
 }
 
 // dayWindow is the day m/d of year y, or of the latest year that puts it
-// on or before today when the year is not given; false for a date that
-// does not exist (February 30th).
+// on or before today when the year is not given (February 29th of the
+// latest leap year); false for a date that does not exist (February 30th).
 func (p *parser) dayWindow(y int, haveYear bool, m time.Month, d int) (time.Time, time.Time, bool) {
-	loc := p.now.Location()
 	if !haveYear {
 		y = p.today.Year()
-		if t := time.Date(y, m, d, 0, 0, 0, 0, loc); t.After(p.today) {
+		if _, tm, td := p.today.Date(); m > tm || m == tm && d > td {
 			y--
 		}
+		for i := 0; i < 8 && !isDate(y, m, d); i++ {
+			y-- // leap years are at most eight apart
+		}
 	}
-	t := time.Date(y, m, d, 0, 0, 0, 0, loc)
-	if t.Month() != m || t.Day() != d {
+	if !isDate(y, m, d) {
 		return time.Time{}, time.Time{}, false
 	}
-	return t, t.AddDate(0, 0, 1), true
+	t := midnight(y, m, d, p.now.Location())
+	return t, addDays(t, 1), true
 }
 
 func monthWindow(y int, m time.Month, loc *time.Location) (time.Time, time.Time, bool) {
-	first := time.Date(y, m, 1, 0, 0, 0, 0, loc)
-	return first, first.AddDate(0, 1, 0), true
+	first := midnight(y, m, 1, loc)
+	return first, addMonths(first, 1), true
 }
 
 var isoDateRE = regexp.MustCompile(`\b(\d{4})-(\d{2})-(\d{2})\b`)
@@ -480,16 +485,54 @@ func isoDate(s string, loc *time.Location) (time.Time, time.Time, bool) {
 	y, _ := strconv.Atoi(m[1])
 	mo, _ := strconv.Atoi(m[2])
 	d, _ := strconv.Atoi(m[3])
-	t := time.Date(y, time.Month(mo), d, 0, 0, 0, 0, loc)
-	if y < 1 || t.Month() != time.Month(mo) || t.Day() != d {
+	if y < 1 || !isDate(y, time.Month(mo), d) {
 		return time.Time{}, time.Time{}, false
 	}
-	return t, t.AddDate(0, 0, 1), true
+	t := midnight(y, time.Month(mo), d, loc)
+	return t, addDays(t, 1), true
 }
 
+// isDate reports whether y-m-d is a day of the calendar.
+func isDate(y int, m time.Month, d int) bool {
+	t := time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+	return t.Month() == m && t.Day() == d
+}
+
+// midnight answers the first instant of the day y-m-d in loc; d may run
+// past the month, as in time.Date. Where a clock change skips midnight
+// (America/Asuncion on 2023-10-01 goes from 23:59 to 01:00), time.Date
+// answers 23:00 of the day before; the day begins where that zone ends.
+func midnight(y int, m time.Month, d int, loc *time.Location) time.Time {
+	t := time.Date(y, m, d, 0, 0, 0, 0, loc)
+	if t.Day() != time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Day() {
+		if _, end := t.ZoneBounds(); end.After(t) {
+			t = end
+		}
+	}
+	return t
+}
+
+// day answers the first instant of t's day.
 func day(t time.Time) time.Time {
 	y, m, d := t.Date()
-	return time.Date(y, m, d, 0, 0, 0, 0, t.Location())
+	return midnight(y, m, d, t.Location())
+}
+
+// addDays answers the first instant of the day n days after t's. Unlike
+// t.AddDate it keeps no time of day: the first instant of a day that
+// begins at 01:00 is not 01:00 of the next.
+func addDays(t time.Time, n int) time.Time {
+	y, m, d := t.Date()
+	return midnight(y, m, d+n, t.Location())
+}
+
+// addMonths answers the first instant of the day n months after t's, on
+// the month's last day when it is shorter: a month before March 31st is
+// February 28th, where t.AddDate answers March 3rd.
+func addMonths(t time.Time, n int) time.Time {
+	y, m, d := t.Date()
+	last := time.Date(y, m+time.Month(n)+1, 0, 0, 0, 0, 0, time.UTC).Day()
+	return midnight(y, m+time.Month(n), min(d, last), t.Location())
 }
 
 // order reads an ordering preference from the words. Latest wins over

@@ -36,18 +36,18 @@ func Rank(hits []sdk.Hit, in Intent) {
 	}
 	boost := make([]float64, len(hits))
 	if in.HasWindow() {
-		width := in.Until.Sub(in.Since)
+		width := seconds(in.Since, in.Until)
 		for i := range hits {
 			t := hits[i].Record.When()
-			var off time.Duration
+			var off float64
 			switch {
 			case t.Before(in.Since):
-				off = in.Since.Sub(t)
+				off = seconds(t, in.Since)
 			case !t.Before(in.Until):
-				off = t.Sub(in.Until) + time.Millisecond
+				off = seconds(in.Until, t) + 1e-3
 			}
 			if off < width {
-				boost[i] += WindowBoost * (1 - float64(off)/float64(width))
+				boost[i] += WindowBoost * (1 - off/width)
 			}
 		}
 	}
@@ -64,9 +64,9 @@ func Rank(hits []sdk.Hit, in Intent) {
 				hi = t
 			}
 		}
-		if span := hi.Sub(lo); span > 0 {
+		if span := seconds(lo, hi); span > 0 {
 			for i := range hits {
-				pos := float64(hits[i].Record.When().Sub(lo)) / float64(span)
+				pos := seconds(lo, hits[i].Record.When()) / span
 				if in.Order == OrderEarliest {
 					pos = 1 - pos
 				}
@@ -80,8 +80,11 @@ func Rank(hits []sdk.Hit, in Intent) {
 	}
 	all := make([]scored, len(hits))
 	for i, h := range hits {
-		// |score|, so a provider scoring below zero is boosted upward too.
-		h.Score += max(h.Score, -h.Score) * boost[i]
+		// |score|, so a provider scoring below zero is boosted upward too;
+		// an infinite score stays as it is (infinity times 0 is NaN).
+		if boost[i] != 0 && !math.IsInf(h.Score, 0) {
+			h.Score += max(h.Score, -h.Score) * boost[i]
+		}
 		all[i] = scored{h, i}
 	}
 	slices.SortFunc(all, func(a, b scored) int {
@@ -90,6 +93,12 @@ func Rank(hits []sdk.Hit, in Intent) {
 	for i := range all {
 		hits[i] = all[i].hit
 	}
+}
+
+// seconds answers b-a in seconds. time.Time.Sub saturates at 292 years,
+// and a record may carry any year from 1 to 9999.
+func seconds(a, b time.Time) float64 {
+	return float64(b.Unix()-a.Unix()) + float64(b.Nanosecond()-a.Nanosecond())/1e9
 }
 
 // Candidates is how many hits a time-aware recall of limit asks the
@@ -111,7 +120,8 @@ type RecallFunc func(context.Context, sdk.RecallQuery) ([]sdk.Hit, error)
 // belowWide). The merged hits are ranked by Rank and cut to the limit.
 func Recall(ctx context.Context, recall RecallFunc, q sdk.RecallQuery, now time.Time) ([]sdk.Hit, error) {
 	in := Parse(q.Query, now)
-	if in.IsZero() {
+	if in.IsZero() || q.Limit < 0 {
+		// A negative limit is the provider's to refuse.
 		return recall(ctx, q)
 	}
 	limit := cmp.Or(q.Limit, sdk.DefaultRecallLimit)
