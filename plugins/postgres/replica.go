@@ -60,6 +60,10 @@ type replica struct {
 	ix      *sdkindex.Index // nil until loaded
 	applied atomic.Int64    // the change log position ix reflects
 	moved   chan struct{}   // closed (and replaced) when applied moves; under mu
+	// mark is when the change at applied was written (zero when applied
+	// is the horizon's): a log whose row at applied no longer matches it
+	// went back (see read). Only the follower uses it.
+	mark time.Time
 
 	acked atomic.Int64 // the highest change this process committed
 	head  atomic.Int64 // the highest change heard of
@@ -80,7 +84,7 @@ type replica struct {
 	loads atomic.Int64
 	// applyHook, when set, runs before each catch-up's changes are
 	// applied (tests stop a replica there).
-	applyHook func()
+	applyHook atomic.Pointer[func()]
 }
 
 func newReplica(db *pgdb, set settings, log *slog.Logger) *replica {
@@ -125,6 +129,16 @@ func raise(a *atomic.Int64, v int64) {
 	for {
 		cur := a.Load()
 		if v <= cur || a.CompareAndSwap(cur, v) {
+			return
+		}
+	}
+}
+
+// lower sets a to v when v is smaller.
+func lower(a *atomic.Int64, v int64) {
+	for {
+		cur := a.Load()
+		if v >= cur || a.CompareAndSwap(cur, v) {
 			return
 		}
 	}
@@ -218,7 +232,7 @@ func (r *replica) waitServing(ctx context.Context, deadline time.Time) bool {
 // recall answers q from the replica; ok is false when it cannot, and the
 // caller answers from SQL.
 func (r *replica) recall(ctx context.Context, q sdk.RecallQuery, terms []string, limit int, now time.Time) (hits []sdk.Hit, ok bool, err error) {
-	deadline := time.Now().Add(r.set.readWait)
+	deadline := waitDeadline(ctx, r.set.readWait)
 	// SQL ranks without the query vector: a recall with one waits for a
 	// replica that is loading or catching up, up to read_wait.
 	if !r.serving() && (q.QueryVector == nil || !r.waitServing(ctx, deadline)) {
@@ -250,7 +264,11 @@ func (r *replica) recall(ctx context.Context, q sdk.RecallQuery, terms []string,
 				return nil, true, fmt.Errorf("postgres: recall: %w", classify(err))
 			}
 			r.heard(head)
-			if head <= at {
+			if head < at {
+				r.poke() // the log went back (see read): SQL answers
+				return nil, false, nil
+			}
+			if head == at {
 				return nil, true, fmt.Errorf("postgres: recall: %w: %w", sdk.ErrInvalid, invalid)
 			}
 			need = head
@@ -264,7 +282,11 @@ func (r *replica) recall(ctx context.Context, q sdk.RecallQuery, terms []string,
 			return nil, true, fmt.Errorf("postgres: recall: %w", classify(err))
 		}
 		r.heard(head)
-		if head <= at {
+		if head < at {
+			r.poke() // the log went back (see read): SQL answers
+			return nil, false, nil
+		}
+		if head == at {
 			// A hit gone or changed since the replica read it means a
 			// change at or below head the replica missed: never here,
 			// since the row is read after at; SQL answers if it happens.
@@ -273,6 +295,21 @@ func (r *replica) recall(ctx context.Context, q sdk.RecallQuery, terms []string,
 		need = head
 	}
 	return nil, false, nil
+}
+
+// waitDeadline is when a recall stops waiting for the replica: after
+// readWait, or once half the time the caller's deadline leaves has passed,
+// whichever comes first, so that SQL can still answer a recall that waited
+// in vain.
+func waitDeadline(ctx context.Context, readWait time.Duration) time.Time {
+	now := time.Now()
+	deadline := now.Add(readWait)
+	if d, ok := ctx.Deadline(); ok {
+		if half := now.Add(d.Sub(now) / 2); half.Before(deadline) {
+			deadline = half
+		}
+	}
+	return deadline
 }
 
 // readHitRows reads the rows of the replica's hits, in one round trip with
@@ -387,10 +424,13 @@ var snapshot = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadO
 // step is what one catch-up read, to apply at once.
 type step struct {
 	to     int64                      // the log position it reflects
+	mark   time.Time                  // when the change at to was written; zero at the horizon
 	full   *sdkindex.Index            // the whole replica, loaded anew
 	realms map[string]*sdkindex.Index // realms loaded anew (re-indexed)
 	gone   [][2]string                // realm and id of changed records no longer active
 	puts   []docVector                // changed records that are active
+	// rewound: the log went back past the replica's position (see read).
+	rewound bool
 }
 
 // docVector is an index document with its stored vector, if any.
@@ -412,8 +452,8 @@ func (r *replica) catchUp(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("catch up: %w", classify(err))
 	}
-	if r.applyHook != nil {
-		r.applyHook()
+	if hook := r.applyHook.Load(); hook != nil {
+		(*hook)()
 	}
 	r.apply(&st)
 	if listening {
@@ -427,17 +467,29 @@ func (r *replica) catchUp(ctx context.Context) error {
 func (r *replica) read(ctx context.Context, tx pgx.Tx) (step, error) {
 	var st step
 	var trimmed, top int64
-	if err := tx.QueryRow(ctx, `SELECT trimmed, (SELECT coalesce(max(seq), 0) FROM changes) FROM change_horizon`).Scan(&trimmed, &top); err != nil {
+	var topAt, fromAt *time.Time
+	from := r.applied.Load()
+	if err := tx.QueryRow(ctx, `SELECT h.trimmed, coalesce(c.seq, 0), c.at, (SELECT at FROM changes WHERE seq = $1)
+		FROM change_horizon AS h LEFT JOIN LATERAL (SELECT seq, at FROM changes ORDER BY seq DESC LIMIT 1) AS c ON true`, from).Scan(&trimmed, &top, &topAt, &fromAt); err != nil {
 		return st, err
 	}
 	st.to = max(trimmed, top)
-	from := r.applied.Load()
+	if top >= trimmed && topAt != nil {
+		st.mark = *topAt
+	}
 	r.mu.RLock()
 	loaded := r.ix != nil
 	r.mu.RUnlock()
-	if !loaded || from < trimmed || st.to-from > maxApply {
+	// The log went back when it ends before the replica's position, or
+	// its change there is not the one the replica applied (above the
+	// horizon, that change cannot have been trimmed): the database was
+	// restored, or failed over to a standby that lacked the latest
+	// changes. The replica may hold what is gone, and would pass over new
+	// changes numbered as ones it applied: it reloads.
+	st.rewound = loaded && (st.to < from || from > trimmed && (fromAt == nil || !fromAt.Equal(r.mark)))
+	if !loaded || from < trimmed || st.rewound || st.to-from > maxApply {
 		if loaded {
-			r.log.Info("postgres: the replica reloads", "applied", from, "trimmed", trimmed, "head", st.to)
+			r.log.Info("postgres: the replica reloads", "applied", from, "trimmed", trimmed, "head", st.to, "rewound", st.rewound)
 		}
 		var err error
 		st.full, err = r.load(ctx, tx, "")
@@ -500,6 +552,11 @@ func (r *replica) apply(st *step) {
 	if st.full != nil {
 		r.ix = st.full
 		r.loads.Add(1)
+		if st.rewound {
+			// Positions heard of in the old numbering no longer count.
+			lower(&r.acked, st.to)
+			lower(&r.head, st.to)
+		}
 	} else {
 		for realm, ix := range st.realms {
 			if err := r.ix.Replace(ix, realm); err != nil {
@@ -532,6 +589,7 @@ func (r *replica) apply(st *step) {
 	}
 	if st.to > r.applied.Load() || st.full != nil {
 		r.applied.Store(st.to)
+		r.mark = st.mark
 		close(r.moved)
 		r.moved = make(chan struct{})
 	}

@@ -486,7 +486,7 @@ type applyGate struct {
 func holdApplies(t *testing.T, s *Store) *applyGate {
 	g := &applyGate{entered: make(chan struct{}, 1), release: make(chan struct{})}
 	t.Cleanup(g.free)
-	s.replica.applyHook = func() {
+	hook := func() {
 		if g.held.Load() {
 			select {
 			case g.entered <- struct{}{}:
@@ -495,6 +495,7 @@ func holdApplies(t *testing.T, s *Store) *applyGate {
 			<-g.release
 		}
 	}
+	s.replica.applyHook.Store(&hook)
 	return g
 }
 

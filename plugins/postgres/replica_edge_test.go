@@ -1,0 +1,150 @@
+package postgres
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// TestReplicaWaitLeavesCallerTimeForSQL: a recall whose caller's deadline
+// is nearer than read_wait, on a replica that cannot apply, answers from
+// SQL within that deadline rather than spending it all waiting and
+// failing: the change to wait for is another store's write, or the
+// recalling store's own.
+func TestReplicaWaitLeavesCallerTimeForSQL(t *testing.T) {
+	schema := schemaFor(t.Name())
+	var plans planLog
+	a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
+	b := openStoreWith(t, configJSON(schema, "replica", replicaCfg("10s")), plans.hook)
+	gate := holdApplies(t, b)
+	waitServing(t, b)
+	ctx := context.Background()
+	gate.held.Store(true)
+	for _, c := range []struct {
+		name   string
+		writer *Store
+		title  string
+	}{
+		{"another store's write", a, "copper kettle"},
+		{"its own write", b, "brass kettle"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := c.writer.Remember(ctx, realm, []sdk.Record{note(c.title, "kettle on the stove")}); err != nil {
+				t.Fatal(err)
+			}
+			const budget = time.Second
+			cctx, cancel := context.WithTimeout(ctx, budget)
+			defer cancel()
+			start := time.Now()
+			hits, err := b.Recall(cctx, sdk.RecallQuery{Realm: realm, Query: "kettle"})
+			if err != nil {
+				t.Fatalf("recall with a %v deadline on a held replica: %v", budget, err)
+			}
+			if !slices.Contains(titles(hits), c.title) {
+				t.Errorf("recall answered %v, want %q among them", titles(hits), c.title)
+			}
+			if plan := plans.last(); plan == "replica" {
+				t.Errorf("a held replica answered")
+			}
+			if took := time.Since(start); took > budget {
+				t.Errorf("recall took %v, past the caller's deadline of %v", took, budget)
+			}
+		})
+	}
+}
+
+// TestReplicaLogRewound: the change log going back below the replica's
+// position (the database restored from a backup, or failed over to a
+// standby that had not received the latest changes) must not leave the
+// replica passing over the changes written since under numbers it has
+// already applied: recall still finds them, and the replica reloads and
+// serves again. The log is rewound while the replica is held, then
+// written to until it ends below the replica's position, or past it.
+func TestReplicaLogRewound(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		writes []string // after the rewind
+	}{
+		{"the log ends below the replica", []string{"quill four"}},
+		{"the log ends past the replica", []string{"quill four", "quill five", "quill six"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			schema := schemaFor(t.Name())
+			var plans planLog
+			a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
+			b := openStoreWith(t, configJSON(schema, "replica", replicaCfg("10s")), plans.hook)
+			gate := holdApplies(t, b)
+			waitServing(t, b)
+			db := rawPool(t, schema)
+			ctx := context.Background()
+			ids, err := a.Remember(ctx, realm, []sdk.Record{note("quill one", "goose quill"), note("quill two", "swan quill"), note("quill three", "crow quill")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kept int64 // the log's head after the first write
+			if err := db.QueryRow(ctx, "SELECT max(seq) FROM changes").Scan(&kept); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.Forget(ctx, realm, ids[1:]); err != nil {
+				t.Fatal(err)
+			}
+			var head int64
+			if err := db.QueryRow(ctx, "SELECT max(seq) FROM changes").Scan(&head); err != nil {
+				t.Fatal(err)
+			}
+			if !b.replica.waitApplied(ctx, head, time.Now().Add(time.Minute)) {
+				t.Fatal("the replica did not apply the writes within a minute")
+			}
+			// Hold the replica, then rewind the log to the first write: the
+			// forget's rows are gone and their numbers are handed out again.
+			gate.held.Store(true)
+			b.replica.poke()
+			<-gate.entered
+			if _, err := db.Exec(ctx, "DELETE FROM changes WHERE seq > $1", kept); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.Exec(ctx, "SELECT setval(pg_get_serial_sequence('changes', 'seq'), $1)", kept); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"quill one"}
+			for _, title := range c.writes {
+				if _, err := a.Remember(ctx, realm, []sdk.Record{note(title, "heron quill")}); err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, title)
+			}
+			slices.Sort(want)
+			gate.held.Store(false)
+			gate.free()
+			hits, err := b.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "quill"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := titles(hits); !slices.Equal(got, want) {
+				t.Errorf("after the log was rewound, recall answered %v (by %s), want %v", got, plans.last(), want)
+			}
+			// The replica answers again, with the new writes.
+			deadline := time.Now().Add(time.Minute)
+			for {
+				hits, err := b.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "quill"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, plan := titles(hits), plans.last()
+				if plan == "replica" {
+					if !slices.Equal(got, want) {
+						t.Errorf("the replica answered %v after the log was rewound, want %v", got, want)
+					}
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the replica did not serve again within a minute of the log being rewound")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
+	}
+}
