@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/host"
@@ -99,11 +100,29 @@ func (s *Server) handleImport(ctx context.Context, c caller, w http.ResponseWrit
 		if err := probe.PrepareImport(realm); err != nil {
 			return inRecord(i, err)
 		}
+		if err := checkImportTimes(&probe); err != nil {
+			return inRecord(i, err)
+		}
 	}
 	res, err := a.Import(ctx, realm, req.Records)
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+// checkImportTimes refuses a record time past the years 1-9999 in UTC,
+// where the record keeps it (PrepareImport checks occurred_at alone): a
+// time with no JSON form would make every answer holding the record fail.
+func checkImportTimes(r *sdk.Record) error {
+	for _, f := range []struct {
+		name string
+		t    time.Time
+	}{{"created_at", r.CreatedAt}, {"updated_at", r.UpdatedAt}, {"expires_at", r.ExpiresAt}, {"last_used_at", r.LastUsedAt}} {
+		if err := sdk.CheckTime(f.name, f.t); err != nil {
+			return err
+		}
+	}
 	return nil
 }

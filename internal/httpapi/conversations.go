@@ -11,8 +11,8 @@ import (
 )
 
 type messageInput struct {
-	Role    string              `json:"role"`
-	Content coordinator.Content `json:"content"`
+	Role    string     `json:"role"`
+	Content rawContent `json:"content"`
 }
 
 type compactRequest struct {
@@ -50,7 +50,14 @@ func (s *Server) handleCompact(ctx context.Context, c caller, w http.ResponseWri
 	}
 	evicted := make([]sdk.Message, len(req.Evicted))
 	for i, m := range req.Evicted {
-		evicted[i] = sdk.Message{Role: m.Role, Content: compaction.Flatten(m.Content)}
+		content, err := decodeContent(fmt.Sprintf("evicted[%d].content", i), m.Content)
+		if err != nil {
+			return err
+		}
+		if content == nil {
+			content = &coordinator.Content{} // left out or null: the empty string, as before
+		}
+		evicted[i] = sdk.Message{Role: m.Role, Content: compaction.Flatten(*content)}
 	}
 	res, err := svc.Compact(ctx, compaction.Request{
 		Identity: id, Conversation: r.PathValue("id"), Session: req.Session, Evicted: evicted, Application: c.everyConversation(),

@@ -2,11 +2,15 @@ package httpapi
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
+	"strings"
 
+	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/strictjson"
 )
@@ -46,3 +50,59 @@ func invalidJSON(doc string, err error) error {
 	}
 	return &sdk.FieldError{Field: doc, Problem: err.Error(), Err: sdk.ErrInvalid}
 }
+
+// rawContent is a request's content as sent. The body's strict decoder
+// checks its JSON (a repeated name, invalid UTF-8, a lone surrogate), and
+// decodeContent then reads it by the coordinator's content rules. Decoded
+// in one pass, a refusal by those rules would reach the client in the
+// strict decoder's words for the Go type behind the field ("content: must
+// be an object, not an array"), whatever the problem was.
+type rawContent = json.RawMessage
+
+// decodeContent reads raw, the request field at path, as coordinator
+// content; nil when it is absent or null. A refusal names the refused
+// block's path ("content[0].content[1]") and the problem once.
+func decodeContent(path string, raw rawContent) (*coordinator.Content, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var c coordinator.Content
+	if err := c.UnmarshalJSON(raw); err != nil {
+		return nil, contentRefusal(path, err)
+	}
+	return &c, nil
+}
+
+// contentRefusal re-homes the content decoder's refusal under path. The
+// decoder names each block it descends into ("content[0]: content[1]:
+// content: a text block needs …"); the blocks become the path
+// (path[0].content[1]) and the problem is said once. A refusal of another
+// shape keeps its words under path.
+func contentRefusal(path string, err error) error {
+	var fe *sdk.FieldError
+	if !errors.As(err, &fe) {
+		return &sdk.FieldError{Field: path, Problem: err.Error(), Err: sdk.ErrInvalid}
+	}
+	at := path
+	if prefix, ok := strings.CutSuffix(err.Error(), fe.Error()); ok && fe.Field == "content" {
+		for i, block := range strings.Split(prefix, ": ") {
+			if block == "" {
+				continue
+			}
+			index, ok := strings.CutPrefix(block, "content")
+			if !ok || !blockIndex.MatchString(index) {
+				at = path
+				break
+			}
+			if i > 0 {
+				at += ".content"
+			}
+			at += index
+		}
+	}
+	return &sdk.FieldError{Field: at, Problem: fe.Problem, Err: fe.Err}
+}
+
+// blockIndex is a block's place in a content list, as the content decoder
+// writes it.
+var blockIndex = regexp.MustCompile(`^\[[0-9]+\]$`)

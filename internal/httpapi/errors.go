@@ -194,3 +194,14 @@ func inRecord(i int, err error) error {
 	}
 	return fmt.Errorf("%s: %w", prefix, err)
 }
+
+// asField re-homes a value's refusal under the request field that held it
+// ("scopes[1]"): the value's own field name ("scope") gives way to the
+// field's path, in the field member as in the message.
+func asField(field string, err error) error {
+	var fe *sdk.FieldError
+	if errors.As(err, &fe) {
+		return &sdk.FieldError{Field: field, Problem: fe.Problem, Err: fe.Err}
+	}
+	return fmt.Errorf("%s: %w", field, err)
+}

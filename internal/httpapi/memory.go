@@ -35,9 +35,9 @@ func (s *Server) authorised(c caller, in identityInput) (sdk.Identity, error) {
 }
 
 type turnRequest struct {
-	Identity identityInput        `json:"identity"`
-	Session  string               `json:"session"`
-	Content  *coordinator.Content `json:"content"`
+	Identity identityInput `json:"identity"`
+	Session  string        `json:"session"`
+	Content  rawContent    `json:"content"`
 	timeInput
 }
 
@@ -50,14 +50,18 @@ func (s *Server) handleInjectTurn(ctx context.Context, c caller, w http.Response
 	if err != nil {
 		return err
 	}
-	if req.Content == nil {
+	content, err := decodeContent("content", req.Content)
+	if err != nil {
+		return err
+	}
+	if content == nil {
 		return required("content")
 	}
 	rt, err := req.recallTime()
 	if err != nil {
 		return err
 	}
-	out, err := s.opts.Coordinator.InjectForTurn(coordinator.WithRecallTime(ctx, rt), id, req.Session, *req.Content)
+	out, err := s.opts.Coordinator.InjectForTurn(coordinator.WithRecallTime(ctx, rt), id, req.Session, *content)
 	if err != nil {
 		return err
 	}
@@ -89,9 +93,9 @@ func (s *Server) handleInjectBuild(ctx context.Context, c caller, w http.Respons
 }
 
 type defangRequest struct {
-	Identity identityInput        `json:"identity"`
-	Session  string               `json:"session"`
-	Content  *coordinator.Content `json:"content"`
+	Identity identityInput `json:"identity"`
+	Session  string        `json:"session"`
+	Content  rawContent    `json:"content"`
 }
 
 func (s *Server) handleDefang(_ context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
@@ -103,7 +107,11 @@ func (s *Server) handleDefang(_ context.Context, c caller, w http.ResponseWriter
 	if err != nil {
 		return err
 	}
-	if req.Content == nil {
+	content, err := decodeContent("content", req.Content)
+	if err != nil {
+		return err
+	}
+	if content == nil {
 		return required("content")
 	}
 	if req.Session != "" {
@@ -111,7 +119,7 @@ func (s *Server) handleDefang(_ context.Context, c caller, w http.ResponseWriter
 			return err
 		}
 	}
-	out, err := s.opts.Coordinator.DefangInboundInSession(id, req.Session, *req.Content)
+	out, err := s.opts.Coordinator.DefangInboundInSession(id, req.Session, *content)
 	if err != nil {
 		return err
 	}

@@ -44,6 +44,37 @@ func (in recordInput) record(realm string) sdk.Record {
 	return r
 }
 
+// checkTimes refuses a time the record cannot keep as sent (see
+// checkSentTime); Prepare checks only occurred_at's years, and a zero
+// time would reach it as no time at all.
+func (in recordInput) checkTimes() error {
+	if err := checkSentTime("occurred_at", in.OccurredAt); err != nil {
+		return err
+	}
+	return checkSentTime("expires_at", in.ExpiresAt)
+}
+
+// checkSentTime refuses a time a client sent that would not be taken as
+// sent: one outside the years 1-9999 that every store and the JSON form of
+// a time hold (a stored expiry in year 10000 could no longer be answered),
+// and the zero time, 0001-01-01T00:00:00Z (or the same instant at another
+// offset), which every layer reads as "no time": an occurred_at dropped, an
+// expiry of year 1 kept as none, a now of year 1 read as the host's clock.
+// nil (the field left out) passes.
+func checkSentTime(field string, t *time.Time) error {
+	if t == nil {
+		return nil
+	}
+	if t.IsZero() {
+		return &sdk.FieldError{Field: field, Problem: zeroTimeProblem, Err: sdk.ErrInvalid}
+	}
+	return sdk.CheckTime(field, *t)
+}
+
+// zeroTimeProblem is the refusal of the zero time, in the MCP tools' words
+// too (mcpserver.parseTime).
+const zeroTimeProblem = "is 0001-01-01T00:00:00Z, the zero time, which stands for no time; leave the field out instead"
+
 type rememberRequest struct {
 	Realm   string        `json:"realm"`
 	Records []recordInput `json:"records"`
@@ -66,6 +97,9 @@ func (s *Server) handleRemember(ctx context.Context, c caller, w http.ResponseWr
 	}
 	records := make([]sdk.Record, len(req.Records))
 	for i, in := range req.Records {
+		if err := in.checkTimes(); err != nil {
+			return inRecord(i, err)
+		}
 		records[i] = in.record(realm)
 		// Checked here too so a bad batch is refused before any plugin call,
 		// with the index of the offending record.
@@ -187,8 +221,13 @@ type timeInput struct {
 // recallTime validates the input and answers it as a RecallTime.
 func (in timeInput) recallTime() (coordinator.RecallTime, error) {
 	rt := coordinator.RecallTime{Now: orZero(in.Now), Since: orZero(in.Since), Until: orZero(in.Until)}
-	if err := sdk.CheckTime("now", rt.Now); err != nil {
-		return rt, err
+	for _, f := range []struct {
+		name string
+		t    *time.Time
+	}{{"now", in.Now}, {"since", in.Since}, {"until", in.Until}} {
+		if err := checkSentTime(f.name, f.t); err != nil {
+			return rt, err
+		}
 	}
 	return rt, sdk.ValidateWindow(rt.Since, rt.Until)
 }
@@ -235,7 +274,7 @@ func (s *Server) handleRecall(ctx context.Context, c caller, w http.ResponseWrit
 		return err
 	}
 	if req.Limit < 0 || req.Limit > MaxRecallLimit {
-		return badRequest("limit: %d is outside 0..%d", req.Limit, MaxRecallLimit)
+		return &sdk.FieldError{Field: "limit", Problem: fmt.Sprintf("%d is outside 0..%d", req.Limit, MaxRecallLimit), Err: sdk.ErrInvalid}
 	}
 	if err := sdk.ValidateTagFilter("tags", req.Tags); err != nil {
 		return err
@@ -265,11 +304,12 @@ func (s *Server) handleRecall(ctx context.Context, c caller, w http.ResponseWrit
 	if len(req.Scopes) > 0 {
 		scopes = make([]sdk.Scope, 0, len(req.Scopes))
 		for i, sc := range req.Scopes {
+			field := fmt.Sprintf("scopes[%d]", i)
 			if err := sdk.Scope(sc).Validate(); err != nil {
-				return fmt.Errorf("scopes[%d]: %w", i, err)
+				return asField(field, err)
 			}
 			if !slices.Contains(readable, sdk.Scope(sc)) {
-				return fmt.Errorf("scopes[%d]: identity %q does not read scope %q: %w", i, id.ID, sc, sdk.ErrPermission)
+				return &sdk.FieldError{Field: field, Problem: fmt.Sprintf("identity %q does not read scope %q", id.ID, sc), Err: sdk.ErrPermission}
 			}
 			scopes = append(scopes, sdk.Scope(sc))
 		}
