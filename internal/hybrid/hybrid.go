@@ -266,6 +266,9 @@ func (e *Engine) PrepareRecall(ctx context.Context, q *sdk.RecallQuery) string {
 	if !ok {
 		vecs, err := embed(ctx, r.cfg.Embedder, info, sdk.EmbedQuery, []string{key.text})
 		if err != nil {
+			if errors.Is(err, errModelChanged) {
+				r.forgetInfo() // the next recall reads the new model
+			}
 			return r.fellBack(ReasonEmbedderUnavailable, err)
 		}
 		v = vecs[0]
@@ -336,7 +339,16 @@ func embed(ctx context.Context, e sdk.Embedder, info sdk.EmbedderInfo, purpose s
 	for start := 0; start < len(texts); start += info.MaxBatch {
 		chunk := texts[start:min(start+info.MaxBatch, len(texts))]
 		vecs, err := within(ctx, func() ([][]float32, error) {
-			return e.Embed(ctx, sdk.EmbedRequest{Purpose: purpose, Texts: chunk})
+			req := sdk.EmbedRequest{Purpose: purpose, Texts: chunk}
+			me, ok := e.(ModelEmbedder)
+			if !ok {
+				return e.Embed(ctx, req)
+			}
+			vecs, model, err := me.EmbedModel(ctx, req)
+			if err == nil && model != info.Model {
+				return nil, fmt.Errorf("%w: %q, not %q", errModelChanged, model, info.Model)
+			}
+			return vecs, err
 		})
 		if err != nil {
 			return nil, err
@@ -370,6 +382,19 @@ func within[T any](ctx context.Context, f func() (T, error)) (T, error) {
 		return zero, fmt.Errorf("the embedder gave no answer in time: %w", ctx.Err())
 	}
 }
+
+// ModelEmbedder is an embedder that answers, with each batch of vectors,
+// the model id of the process that made them (pluginhost.Embedder): a
+// plugin restarted with another model between reading its model and
+// embedding must not have its vectors labelled with the old id, which a
+// provider would store, or compare with the old model's vectors.
+type ModelEmbedder interface {
+	EmbedModel(ctx context.Context, req sdk.EmbedRequest) ([][]float32, string, error)
+}
+
+// errModelChanged is an answer from an embedder that now makes another
+// model than the one read: the model is read again and the work redone.
+var errModelChanged = errors.New("the embedder now makes another model")
 
 // errBadAnswer is an embedder's answer of the wrong shape: the embedder's
 // fault, never the texts' (sdk.ErrInvalid from the embedder refuses a

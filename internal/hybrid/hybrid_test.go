@@ -711,3 +711,49 @@ func TestPrepareRecallKeepsToItsBudget(t *testing.T) {
 		})
 	}
 }
+
+// restartedEmbedder is a supervised embedder whose process is replaced by
+// one making another model after EmbedderInfo was read: it says, with
+// each answer, which model made it (ModelEmbedder).
+type restartedEmbedder struct {
+	*fakeEmbedder
+	answering string // the model the live process makes
+}
+
+func (r *restartedEmbedder) EmbedModel(ctx context.Context, req sdk.EmbedRequest) ([][]float32, string, error) {
+	vecs, err := r.Embed(ctx, req)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return vecs, r.answering, err
+}
+
+// TestModelChangedUnderRecall: a query vector made by another model than
+// the one read is not handed on under the old id (a provider would
+// compare it with the old model's vectors, or refuse its dimensions and
+// fail the recall): that recall stays lexical, and the next one reads
+// the new model and labels its vector with it.
+func TestModelChangedUnderRecall(t *testing.T) {
+	emb := &restartedEmbedder{fakeEmbedder: newEmbedder("m1"), answering: "m1"}
+	eng, err := New([]Realm{{Name: "default", Embedder: emb, Vectors: newStore(0), Records: newStore(0)}}, Options{QueryTimeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	q := sdk.RecallQuery{Realm: "default", Query: "evening routine"}
+	if reason := eng.PrepareRecall(ctx, &q); reason != "" || q.VectorModel != "m1" {
+		t.Fatalf("before the restart: reason %q, model %q; want a vector of m1", reason, q.VectorModel)
+	}
+	// The process restarts making m2; the engine still holds m1's info.
+	emb.set(func(f *fakeEmbedder) { f.model = "m2" })
+	emb.mu.Lock()
+	emb.answering = "m2"
+	emb.mu.Unlock()
+	q = sdk.RecallQuery{Realm: "default", Query: "a query not embedded yet"}
+	if reason := eng.PrepareRecall(ctx, &q); reason != ReasonEmbedderUnavailable || q.QueryVector != nil {
+		t.Fatalf("the answer of m2 read as m1's: reason %q, model %q", reason, q.VectorModel)
+	}
+	q = sdk.RecallQuery{Realm: "default", Query: "a query not embedded yet"}
+	if reason := eng.PrepareRecall(ctx, &q); reason != "" || q.VectorModel != "m2" {
+		t.Fatalf("after the change: reason %q, model %q; want a vector of m2", reason, q.VectorModel)
+	}
+}

@@ -3,6 +3,7 @@ package pluginhost
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -277,7 +278,14 @@ func (r *MobResolver) ResolveMobs(ctx context.Context, id sdk.Identity) ([]strin
 
 // Embedder is a supervised embedder plugin. Its calls are retried when the
 // plugin died under them: embedding a text twice has no side effect.
-type Embedder struct{ inst *instance }
+type Embedder struct {
+	inst *instance
+	mu   sync.Mutex
+	// client is the process model was read from: a restarted plugin may
+	// make another model.
+	client sdk.Embedder
+	model  string
+}
 
 func (e *Embedder) EmbedderInfo(ctx context.Context) (sdk.EmbedderInfo, error) {
 	return call(ctx, e.inst, "embedder_info", true, func(ctx context.Context, c sdk.Embedder) (sdk.EmbedderInfo, error) {
@@ -289,4 +297,42 @@ func (e *Embedder) Embed(ctx context.Context, req sdk.EmbedRequest) ([][]float32
 	return call(ctx, e.inst, "embed", true, func(ctx context.Context, c sdk.Embedder) ([][]float32, error) {
 		return c.Embed(ctx, req)
 	})
+}
+
+// EmbedModel is Embed that also answers the model id the answering
+// process declares: one restarted with another model between a caller's
+// EmbedderInfo and its Embed answers under its own id, so its vectors are
+// never stored or compared under the id read before the restart.
+func (e *Embedder) EmbedModel(ctx context.Context, req sdk.EmbedRequest) ([][]float32, string, error) {
+	type answer struct {
+		vecs  [][]float32
+		model string
+	}
+	a, err := call(ctx, e.inst, "embed", true, func(ctx context.Context, c sdk.Embedder) (answer, error) {
+		model, err := e.modelOf(ctx, c)
+		if err != nil {
+			return answer{}, err
+		}
+		vecs, err := c.Embed(ctx, req)
+		return answer{vecs, model}, err
+	})
+	return a.vecs, a.model, err
+}
+
+// modelOf answers the model id process c declares, asking it once.
+func (e *Embedder) modelOf(ctx context.Context, c sdk.Embedder) (string, error) {
+	e.mu.Lock()
+	if e.client == c {
+		defer e.mu.Unlock()
+		return e.model, nil
+	}
+	e.mu.Unlock()
+	info, err := c.EmbedderInfo(ctx)
+	if err != nil {
+		return "", err
+	}
+	e.mu.Lock()
+	e.client, e.model = c, info.Model
+	e.mu.Unlock()
+	return info.Model, nil
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +20,7 @@ import (
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/internal/pluginhost"
 	"github.com/memhost/memhost/internal/testbin"
+	"github.com/memhost/memhost/plugins/wordvec"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -128,5 +131,75 @@ func TestSupervisedEmbedder(t *testing.T) {
 	want := []string{"vec embedder_info ok", "vec embed ok", "vec embed invalid_argument", "vec embed ok"}
 	if len(seen) < 5 || !slices.Equal(seen[:4], want) || seen[len(seen)-1] != "vec embed ok" {
 		t.Fatalf("observed %q, want %q then the call after the restart ok", seen, want)
+	}
+}
+
+// TestEmbedModelFollowsTheProcess: EmbedModel answers the model of the
+// process that made the vectors. The wordvec plugin's model id carries
+// its table's hash; a table replaced on disk is read by the process that
+// replaces one killed, and its answers come under the new id, not the one
+// read from the process before.
+func TestEmbedModelFollowsTheProcess(t *testing.T) {
+	dir := t.TempDir()
+	testbin.InstallPlugin(t, dir, testbin.Build(t, "./plugins/wordvec/cmd/memhost-plugin-wordvec"))
+	table := filepath.Join(t.TempDir(), "table.wvt")
+	writeTable := func(scale float32) {
+		t.Helper()
+		td := wordvec.TableData{
+			Dims: 3, SIFA: 1e-3, Words: []string{"evening", "routine"}, Freq: []float32{0.2, 0.1},
+			Scale: []float32{scale, scale}, Vecs: []int8{127, 0, 0, 0, 127, 0},
+		}
+		data, err := td.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(table, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeTable(0.01)
+	sup := pluginhost.New([]pluginhost.Entry{discoverOne(t, dir)}, pluginhost.Options{
+		StartOptions: pluginhost.StartOptions{Logger: hclog.NewNullLogger(), Dir: t.TempDir()}, HealthInterval: time.Hour,
+	})
+	t.Cleanup(sup.Close)
+	cfg := json.RawMessage(fmt.Sprintf(`{"table": %q}`, table))
+	if err := sup.Start(context.Background(), []pluginhost.Spec{{Kind: sdk.KindEmbedder, Name: "vec", Plugin: "wordvec", Config: cfg}}); err != nil {
+		t.Fatal(err)
+	}
+	emb, err := sup.Embedder("vec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req := sdk.EmbedRequest{Purpose: sdk.EmbedQuery, Texts: []string{"evening routine"}}
+	_, before, err := emb.EmbedModel(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := emb.EmbedderInfo(ctx); err != nil || info.Model != before {
+		t.Fatalf("EmbedModel answered model %q, EmbedderInfo %q (%v)", before, info.Model, err)
+	}
+	writeTable(0.02)
+	var pid int
+	for _, s := range sup.Status() {
+		if s.Instance == "vec" {
+			pid = s.Pid
+		}
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitExited(t, pid)
+	vecs, after, err := emb.EmbedModel(ctx, req)
+	if err != nil || len(vecs) != 1 {
+		t.Fatalf("EmbedModel after the restart: %v, %v", vecs, err)
+	}
+	info, err := emb.EmbedderInfo(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after == before || after != info.Model {
+		t.Fatalf("after the restart: EmbedModel answered model %q (before %q), the process declares %q", after, before, info.Model)
 	}
 }
