@@ -233,8 +233,16 @@ func (r *Record) Validate() error {
 			return invalid("supersedes", err.Error())
 		}
 	}
-	if err := CheckTime("occurred_at", r.OccurredAt); err != nil {
-		return err
+	// Every time a record carries must be one every store and the JSON
+	// form can hold: a record stored with an expiry in year 10000 could no
+	// longer be answered or exported.
+	for _, t := range []struct {
+		field string
+		at    time.Time
+	}{{"occurred_at", r.OccurredAt}, {"expires_at", r.ExpiresAt}, {"created_at", r.CreatedAt}, {"updated_at", r.UpdatedAt}, {"last_used_at", r.LastUsedAt}} {
+		if err := CheckTime(t.field, t.at); err != nil {
+			return err
+		}
 	}
 	if t := r.Thread; t != nil {
 		if err := checkText("thread.id", t.ID, MaxThreadIDBytes); err != nil {
