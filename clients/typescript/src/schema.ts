@@ -687,6 +687,10 @@ export interface components {
             error?: {
                 code?: string;
                 message?: string;
+                /** @description the request's id, in every host log line it caused */
+                request_id?: string;
+                /** @description the refused field's path (records[1].body), when the refusal names one */
+                field?: string;
             };
         };
         /**
