@@ -169,7 +169,12 @@ func putVectors(ctx context.Context, db *pgdb, realm string, vecs []sdk.RecordVe
 		seq, err = logChanges(ctx, tx, realm, opPut, found)
 		return err
 	})
-	return seq, err
+	if err != nil {
+		// The commit may be what failed, after the change was numbered: a
+		// number no commit made must not be waited for as this process's.
+		return 0, err
+	}
+	return seq, nil
 }
 
 // checkQueryVector answers sdk.ErrInvalid when the realm's stored vectors
