@@ -115,6 +115,29 @@ func ensureDir(root, rel string) error {
 	return nil
 }
 
+// checkPlainDir refuses root/rel unless each of its components is a plain
+// directory, as ensureDir does, without creating any: a link swapped in
+// for a directory the index knows must not redirect a removal outside
+// the root. A component that is gone is not refused (nothing is there to
+// remove).
+func checkPlainDir(root, rel string) error {
+	cur := root
+	for _, part := range strings.Split(rel, "/") {
+		cur = filepath.Join(cur, part)
+		fi, err := os.Lstat(cur)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("markdown: %w", err)
+		}
+		if !fi.IsDir() || fi.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("markdown: %s is not a plain directory; refusing to remove through it: %w", cur, sdk.ErrPermission)
+		}
+	}
+	return nil
+}
+
 // writeAtomic replaces path with data: a temp file in the same directory,
 // written and fsynced, then renamed over path. A reader sees the old file
 // or the new one, never a torn one. The caller syncs the directory.

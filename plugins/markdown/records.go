@@ -351,7 +351,11 @@ func (s *store) forget(realm string, ids []string) (int, error) {
 		if d == nil || slices.Contains(removed, id) {
 			continue
 		}
-		p, err := abs(s.root, fileKey{realm, d.rec.Scope, id}.rel())
+		k := fileKey{realm, d.rec.Scope, id}
+		p, err := abs(s.root, k.rel())
+		if err == nil {
+			err = checkPlainDir(s.root, k.dirRel())
+		}
 		if err == nil {
 			err = os.Remove(p)
 		}

@@ -52,6 +52,7 @@ func TestLiveContentsAcrossReopen(t *testing.T) {
 		`DROP TRIGGER vectors_of_deleted`,
 		`DROP TRIGGER vectors_of_retired`,
 		`DROP TABLE vectors`,
+		`ALTER TABLE index_gen DROP COLUMN store`,
 		`PRAGMA user_version = 4`,
 	} {
 		if _, err := db.Exec(stmt); err != nil {

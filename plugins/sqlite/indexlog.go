@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -29,8 +31,12 @@ import (
 // Frames are not fsynced: a kill -9 keeps them in the page cache, and a
 // power cut that loses some shows as a gap.
 
-// logMagic starts a log file.
-const logMagic = "memhost-sqlite-index-log\x00\x02"
+// logMagic starts a log file; the database's identity (index_gen.store)
+// follows it, so the log of another database is never replayed.
+const logMagic = "memhost-sqlite-index-log\x00\x03"
+
+// logHead is the header of the log of the database whose identity is store.
+func logHead(store []byte) []byte { return append([]byte(logMagic), store...) }
 
 // logSnapshotBytes is the log size past which the maintainer writes a
 // snapshot (and so empties the log) without waiting for writes to pause.
@@ -47,6 +53,7 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 type indexLog struct {
 	f    *os.File
 	path string
+	head []byte // logHead
 	size atomic.Int64
 	// dropped counts the bytes of frames a reset or trim removed, so that
 	// end positions stay comparable across them.
@@ -59,15 +66,16 @@ type indexLog struct {
 
 func (d *database) logPath() string { return d.path + ".index.log" }
 
-// openIndexLog opens the log for appending, cut to keep bytes (the valid
-// prefix the open replayed; 0 starts it afresh).
-func openIndexLog(path string, keep int64) (*indexLog, error) {
+// openIndexLog opens the log of the database whose identity is store for
+// appending, cut to keep bytes (the valid prefix the open replayed; 0
+// starts it afresh).
+func openIndexLog(path string, store []byte, keep int64) (*indexLog, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open index log: %w", err)
 	}
-	l := &indexLog{f: f, path: path}
-	if keep < int64(len(logMagic)) {
+	l := &indexLog{f: f, path: path, head: logHead(store)}
+	if keep < int64(len(l.head)) {
 		err = l.reset()
 	} else if err = f.Truncate(keep); err == nil {
 		_, err = f.Seek(keep, io.SeekStart)
@@ -87,22 +95,23 @@ func (l *indexLog) end() int64 { return l.dropped + l.size.Load() }
 // reset empties the log: the snapshot now holds everything it held.
 func (l *indexLog) reset() error {
 	l.broken = false
-	if n := l.size.Load(); n > int64(len(logMagic)) {
-		l.dropped += n - int64(len(logMagic))
+	head := int64(len(l.head))
+	if n := l.size.Load(); n > head {
+		l.dropped += n - head
 	}
 	if err := l.f.Truncate(0); err != nil {
 		l.broken = true
 		return err
 	}
-	if _, err := l.f.WriteAt([]byte(logMagic), 0); err != nil {
+	if _, err := l.f.WriteAt(l.head, 0); err != nil {
 		l.broken = true
 		return err
 	}
-	if _, err := l.f.Seek(int64(len(logMagic)), io.SeekStart); err != nil {
+	if _, err := l.f.Seek(head, io.SeekStart); err != nil {
 		l.broken = true
 		return err
 	}
-	l.size.Store(int64(len(logMagic)))
+	l.size.Store(head)
 	return nil
 }
 
@@ -112,11 +121,11 @@ func (l *indexLog) reset() error {
 // a new file renamed over the log, so a crash leaves one whole log or the
 // other; frames a snapshot holds are skipped at replay either way.
 func (l *indexLog) dropThrough(end int64) error {
-	off, size := end-l.dropped, l.size.Load()
+	off, size, head := end-l.dropped, l.size.Load(), int64(len(l.head))
 	switch {
 	case off >= size:
 		return l.reset()
-	case off <= int64(len(logMagic)):
+	case off <= head:
 		return nil
 	}
 	tail := make([]byte, size-off)
@@ -128,7 +137,7 @@ func (l *indexLog) dropThrough(end int64) error {
 	if err != nil {
 		return fmt.Errorf("trim the index log: %w", err)
 	}
-	_, err = f.Write(append([]byte(logMagic), tail...))
+	_, err = f.Write(append(slices.Clip(l.head), tail...))
 	if err == nil {
 		err = os.Rename(tmp, l.path)
 	}
@@ -139,8 +148,8 @@ func (l *indexLog) dropThrough(end int64) error {
 	}
 	l.f.Close()
 	l.f = f
-	l.dropped += off - int64(len(logMagic))
-	l.size.Store(int64(len(logMagic)) + int64(len(tail)))
+	l.dropped += off - head
+	l.size.Store(head + int64(len(tail)))
 	return nil
 }
 
@@ -352,7 +361,7 @@ func (r *frameReader) vecOp() indexOp {
 // log that hold those frames (the prefix to keep), and false when the log
 // does not reach to: it is missing, torn, corrupt or has a gap. ix is
 // then partly changed and must be dropped.
-func replayLog(path string, ix *memindex.Index, from, to uint64) (keep int64, ok bool, err error) {
+func replayLog(path string, store []byte, ix *memindex.Index, from, to uint64) (keep int64, ok bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -362,11 +371,12 @@ func replayLog(path string, ix *memindex.Index, from, to uint64) (keep int64, ok
 	}
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 1<<20)
-	head := make([]byte, len(logMagic))
-	if _, err := io.ReadFull(br, head); err != nil || string(head) != logMagic {
-		return 0, false, nil
+	want := logHead(store)
+	head := make([]byte, len(want))
+	if _, err := io.ReadFull(br, head); err != nil || !bytes.Equal(head, want) {
+		return 0, false, nil // damaged, of an older format or of another database
 	}
-	keep = int64(len(logMagic))
+	keep = int64(len(want))
 	at := from
 	var hdr [8]byte
 	var payload []byte

@@ -126,7 +126,7 @@ func TestIndexLogReplaysAfterACrash(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f.WriteAt([]byte{0xff}, int64(len(logMagic))+12)
+			f.WriteAt([]byte{0xff}, int64(len(logMagic)+16)+12) // past the header and its 16-byte identity
 			f.Close()
 		}, false},
 	} {

@@ -2,12 +2,14 @@ package sqlite
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -32,8 +34,12 @@ import (
 // matches is decoded; any other (none, torn, stale after a crash) is ignored
 // and the index is rebuilt from the records, tokenized on every core.
 
-// snapshotMagic starts a snapshot file; the index generation follows.
-const snapshotMagic = "memhost-sqlite-index\x00\x01"
+// snapshotMagic starts a snapshot file. The database's identity
+// (index_gen.store) follows, then the index generation (8 bytes,
+// little-endian) and a CRC-32C of all three; the encoded index, which has
+// a checksum of its own, comes after. The identity keeps a snapshot of
+// another database at the same generation from being taken for this one's.
+const snapshotMagic = "memhost-sqlite-index\x00\x02"
 
 // noSnapshot is the snapGen of an index no snapshot file holds.
 const noSnapshot = ^uint64(0)
@@ -103,6 +109,18 @@ func applyOps(ix *memindex.Index, ops []indexOp) error {
 	return nil
 }
 
+// storeID reads the database's identity, which stamps the snapshot and
+// the index log (schema migration 8).
+func storeID(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}) ([]byte, error) {
+	var id []byte
+	if err := q.QueryRowContext(ctx, "SELECT store FROM index_gen").Scan(&id); err != nil {
+		return nil, fmt.Errorf("read the database's identity: %w", err)
+	}
+	return id, nil
+}
+
 // indexGen reads the database's index generation.
 func indexGen(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
@@ -123,6 +141,9 @@ func (d *database) loadIndex(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	if d.store, err = storeID(ctx, d.r); err != nil {
+		return err
+	}
 	defer func() {
 		// However it was built, the index is the database's at gen.
 		if err == nil {
@@ -131,18 +152,18 @@ func (d *database) loadIndex(ctx context.Context) (err error) {
 			d.appliedLogEnd = d.ilog.end()
 		}
 	}()
-	ix, snapGen, err := readSnapshot(d.snapshotPath())
+	ix, snapGen, err := readSnapshot(d.snapshotPath(), d.store)
 	switch {
 	case err == nil && snapGen == gen:
 		d.ix, d.snapGen, d.fromSnapshot = ix, gen, true
-		d.ilog, err = openIndexLog(d.logPath(), 0)
+		d.ilog, err = openIndexLog(d.logPath(), d.store, 0)
 		return err
 	case errors.Is(err, os.ErrNotExist) && gen > 0:
 		// No snapshot yet: the log may hold every change since the first.
 		ix, snapGen, err = newMemIndex(), 0, nil
 	}
 	if err == nil && snapGen < gen {
-		keep, ok, rerr := replayLog(d.logPath(), ix, snapGen, gen)
+		keep, ok, rerr := replayLog(d.logPath(), d.store, ix, snapGen, gen)
 		if rerr != nil {
 			return fmt.Errorf("read the index log: %w", rerr)
 		}
@@ -151,7 +172,7 @@ func (d *database) loadIndex(ctx context.Context) (err error) {
 			if _, serr := os.Stat(d.snapshotPath()); serr == nil {
 				d.snapGen = snapGen
 			}
-			d.ilog, err = openIndexLog(d.logPath(), keep)
+			d.ilog, err = openIndexLog(d.logPath(), d.store, keep)
 			return err
 		}
 		err = fmt.Errorf("the index log does not reach generation %d from %d", gen, snapGen)
@@ -168,25 +189,31 @@ func (d *database) loadIndex(ctx context.Context) (err error) {
 	// Even at generation 0 (a database from before index_gen) the next
 	// quiet period or close writes a snapshot.
 	d.ix, d.snapGen = ix, noSnapshot
-	d.ilog, err = openIndexLog(d.logPath(), 0)
+	d.ilog, err = openIndexLog(d.logPath(), d.store, 0)
 	return err
 }
 
-// readSnapshot decodes a snapshot file and answers the generation it is
-// stamped with.
-func readSnapshot(path string) (*memindex.Index, uint64, error) {
+// readSnapshot decodes the snapshot file of the database whose identity
+// is store and answers the generation it is stamped with.
+func readSnapshot(path string, store []byte) (*memindex.Index, uint64, error) {
 	// Read whole in one allocation of the file's size (os.ReadFile sizes
 	// it from the file's): at 1M records the snapshot is hundreds of MB.
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, 0, err
 	}
-	head := len(snapshotMagic) + 8
-	if len(data) < head || string(data[:len(snapshotMagic)]) != snapshotMagic {
+	head := len(snapshotMagic) + len(store) + 8
+	if len(data) < head+4 || string(data[:len(snapshotMagic)]) != snapshotMagic {
 		return nil, 0, fmt.Errorf("%s: %w", path, errStaleSnapshot)
 	}
-	gen := binary.LittleEndian.Uint64(data[len(snapshotMagic):head])
-	ix, err := memindex.DecodeBytes(data[head:])
+	if crc32.Checksum(data[:head], crcTable) != binary.LittleEndian.Uint32(data[head:]) {
+		return nil, 0, fmt.Errorf("%s: its header is damaged: %w", path, errStaleSnapshot)
+	}
+	if !bytes.Equal(data[len(snapshotMagic):head-8], store) {
+		return nil, 0, fmt.Errorf("%s belongs to another database: %w", path, errStaleSnapshot)
+	}
+	gen := binary.LittleEndian.Uint64(data[head-8 : head])
+	ix, err := memindex.DecodeBytes(data[head+4:])
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", path, err)
 	}
@@ -226,8 +253,8 @@ func (d *database) encodeSnapshot(gen uint64) (*os.File, error) {
 		return nil, fmt.Errorf("write index snapshot: %w", err)
 	}
 	bw := bufio.NewWriterSize(f, 1<<16)
-	bw.WriteString(snapshotMagic)
-	bw.Write(binary.LittleEndian.AppendUint64(nil, gen))
+	head := binary.LittleEndian.AppendUint64(append([]byte(snapshotMagic), d.store...), gen)
+	bw.Write(binary.LittleEndian.AppendUint32(head, crc32.Checksum(head, crcTable)))
 	err = d.ix.Encode(bw)
 	if err == nil {
 		err = bw.Flush()

@@ -95,6 +95,9 @@ type database struct {
 	pendingOps   int // the operations pending holds
 	snapGen      uint64
 	fromSnapshot bool
+	// store is the database's identity (index_gen.store), which stamps
+	// the snapshot and the index log.
+	store []byte
 	// appliedLogEnd is where appliedGen's log frame ends (an
 	// indexLog.end position), under imu.
 	appliedLogEnd int64
@@ -136,6 +139,13 @@ func openDatabase(ctx context.Context, path string, opts options, log *slog.Logg
 	}
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("sqlite: create directory for %s: %w", abs, err)
+	}
+	// The lock, the snapshot and the index log belong to the file, not to
+	// a name for it: a second host configured with a link to the file
+	// must find the first one's lock. (A file not yet created has no
+	// links to resolve.)
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
 	}
 	lock, err := lockFile(abs + ".lock")
 	if err != nil {

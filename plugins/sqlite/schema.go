@@ -136,6 +136,13 @@ BEGIN
 	DELETE FROM vectors WHERE seq = OLD.seq;
 END;
 `,
+	// 8: a random identity of the database, which stamps the index
+	// snapshot and log beside the generation, so the files of another
+	// database at the same generation are never taken for this one's.
+	`
+ALTER TABLE index_gen ADD COLUMN store BLOB NOT NULL DEFAULT x'';
+UPDATE index_gen SET store = randomblob(16);
+`,
 }
 
 // schemaVersion is the user_version this build writes.
