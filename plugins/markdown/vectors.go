@@ -151,6 +151,9 @@ func (s *store) appendVectors(realm string, entries []vecEntry) error {
 	vf := s.vecFiles[realm]
 	if vf == nil {
 		_, read, err := readVectors(path)
+		if errors.Is(err, errBadVectors) {
+			read, err = vecFile{}, s.setAsideVectors(path, err)
+		}
 		if err != nil {
 			return err
 		}
@@ -207,6 +210,18 @@ func appendVecFrame(b []byte, e *vecEntry) []byte {
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(p)))
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(p, vecCRC))
 	return append(b, p...)
+}
+
+// setAsideVectors renames the vector file at path, which why says is not
+// one this package wrote, to path+".damaged" (replacing an earlier one), so
+// that the realm's vectors are written to a new file and embedded again.
+func (s *store) setAsideVectors(path string, why error) error {
+	aside := path + ".damaged"
+	if err := os.Rename(path, aside); err != nil {
+		return err
+	}
+	s.log.Warn("the realm's vector file is damaged: set aside, its vectors will be embedded again", "path", path, "aside", aside, "error", why)
+	return syncDir(filepath.Dir(path))
 }
 
 // errBadVectors marks a vector file this package did not write.
@@ -282,8 +297,8 @@ func decodeVecFrame(p []byte) (vecEntry, bool) {
 	e.digest = binary.LittleEndian.Uint64(p)
 	p = p[8:]
 	n, k := binary.Uvarint(p)
-	if k <= 0 || n*4 != uint64(len(p)-k) {
-		return e, false
+	if k <= 0 || (len(p)-k)%4 != 0 || n != uint64(len(p)-k)/4 {
+		return e, false // n*4 could wrap around and pass
 	}
 	p = p[k:]
 	e.v = make([]float32, n)
@@ -301,6 +316,17 @@ func (s *store) loadVectors(realms map[string]*realmIndex) {
 	for name, ri := range realms {
 		path := s.vectorsPath(name)
 		entries, vf, err := readVectors(path)
+		if errors.Is(err, errBadVectors) {
+			// A file this package did not write (its magic damaged) is
+			// moved aside, or every later write of the realm's vectors
+			// would fail on it and its backlog never clear.
+			if err := s.setAsideVectors(path, err); err != nil {
+				s.log.Warn("could not set the realm's damaged vector file aside", "path", path, "error", err)
+				continue
+			}
+			s.vecFiles[name] = &vecFile{}
+			continue
+		}
 		if err != nil {
 			s.log.Warn("ignoring the realm's vectors; they will be embedded again", "path", path, "error", err)
 			continue

@@ -1,6 +1,7 @@
 package markdown
 
 import (
+	"encoding/binary"
 	"errors"
 	"math"
 	"os"
@@ -176,4 +177,62 @@ func FuzzParseVectors(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDamagedVectorFileIsSetAside: a realm's vector file whose magic is
+// damaged is moved aside (path.damaged) instead of failing every later
+// write of the realm's vectors, whether the store reopens from its
+// snapshot (the file is first read by the next write) or from the files;
+// the vectors written after it read back from the new file.
+func TestDamagedVectorFileIsSetAside(t *testing.T) {
+	for _, fromSnapshot := range []bool{true, false} {
+		t.Run(map[bool]string{true: "reopened from the snapshot", false: "reopened from the files"}[fromSnapshot], func(t *testing.T) {
+			poll := modes[1]
+			tp := newTestProvider(t, poll)
+			root := tp.root
+			ids := tp.remember(t, sdk.DefaultRealm, rec(alice, "Walrus", "tusks"), rec(alice, "Otter", "river"))
+			tp.putVectors(t, sdk.RecordVector{ID: ids[0], Model: "m", Vector: []float32{1, 0, 0}})
+			vecPath := tp.st.vectorsPath(sdk.DefaultRealm)
+			tp.Close()
+			f, err := os.OpenFile(vecPath, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteAt([]byte("XXXX"), 0)
+			f.Close()
+			if !fromSnapshot {
+				if err := os.Remove(filepath.Join(root, DefaultSnapshot)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tp = openTestProvider(t, root, poll)
+			tp.putVectors(t, sdk.RecordVector{ID: ids[1], Model: "m", Vector: []float32{0, 1, 0}})
+			if _, err := os.Stat(vecPath + ".damaged"); err != nil {
+				t.Fatalf("the damaged file was not set aside: %v", err)
+			}
+			tp.Close()
+			os.Remove(filepath.Join(root, DefaultSnapshot))
+			tp = openTestProvider(t, root, poll)
+			if got := tp.missing(t); !slices.Equal(got, []string{ids[0]}) {
+				t.Fatalf("missing after a reopen from the files = %v, want only %s (its vector was in the damaged file)", got, ids[0])
+			}
+			tp.Close()
+		})
+	}
+}
+
+// TestVectorFrameLengthCannotWrap: a frame whose stated component count
+// times four wraps around to its real length is refused, not allocated.
+func TestVectorFrameLengthCannotWrap(t *testing.T) {
+	var p []byte
+	p = binary.AppendUvarint(p, 1)
+	p = append(p, 'a')
+	p = binary.AppendUvarint(p, 1)
+	p = append(p, 'm')
+	p = binary.LittleEndian.AppendUint64(p, 0)
+	p = binary.AppendUvarint(p, 1<<62+1) // times 4 wraps to 4
+	p = binary.LittleEndian.AppendUint32(p, 0)
+	if _, ok := decodeVecFrame(p); ok {
+		t.Fatal("a frame of 2^62+1 components in 4 bytes decoded")
+	}
 }
