@@ -49,7 +49,7 @@ const (
 // neutralised in the original text, from its first letter to its last:
 // the tag names become defanged_memory_observation and
 // defanged_conversation_summary, the token words defanged-mem-token (a
-// token already so marked is not live), and each line holding the header
+// token written exactly so is not live), and each line holding the header
 // phrase gets a "[defanged] " prefix. The output holds no live marker, so
 // defanging it again changes nothing. A Defanger is immutable and safe
 // for concurrent use.
@@ -62,8 +62,7 @@ type Defanger struct {
 const (
 	tagPattern     = iota
 	summaryPattern // the compaction summary's element
-	tokenPattern   // replaced by defangedTokenName
-	guardPattern   // an already defanged token: ends where tokenPattern does, so it shadows it
+	tokenPattern   // replaced by defangedTokenName, unless it is one (see defangedAt)
 	headerPattern  // lines holding it get defangedPrefix
 )
 
@@ -75,7 +74,7 @@ func NewDefanger(header string) (*Defanger, error) {
 		return nil, fmt.Errorf("instruction header: %w", err)
 	}
 	phrase := header + headerTail
-	all, err := newMatcher([]string{tagName, summaryTagName, tokenName, defangedTokenName, phrase})
+	all, err := newMatcher([]string{tagName, summaryTagName, tokenName, phrase})
 	if err != nil {
 		return nil, fmt.Errorf("instruction header: %w", err)
 	}
@@ -152,9 +151,12 @@ func (d *Defanger) plan(s string) []edit {
 	})
 	if view, from, ok := decodedView(s); ok {
 		n := len(hits)
+		var lines lineCursor
 		d.all.scan(view, func(p, start, end, _ int) {
 			m := match{p, from[start].start, from[end-1].end, 0}
-			m.line = lineStart(s, m.start)
+			if p == headerPattern {
+				m.line = lines.lineOf(s, m.start)
+			}
 			hits = append(hits, m)
 		})
 		if len(hits) > n {
@@ -168,7 +170,7 @@ func (d *Defanger) plan(s string) []edit {
 			lines = append(lines, h.line)
 			continue
 		}
-		if h.p == guardPattern || h.start < last {
+		if h.start < last || (h.p == tokenPattern && defangedAt(s, h.start, h.end)) {
 			continue
 		}
 		tags = append(tags, edit{h.start, h.end, markerReplacements[h.p]})
@@ -201,6 +203,36 @@ func (d *Defanger) plan(s string) []edit {
 
 // match is one pattern found: its byte span and the start of its line.
 type match struct{ p, start, end, line int }
+
+// defangedAt reports whether the token match s[start:end] is one this
+// defanger wrote: the exact text defangedTokenName. Only that spelling
+// exempts a token. A looser one, "defanged" anywhere before the token
+// words with separators between, would let text shield a live token with
+// a word a model reads apart from it ("was defanged. [mem-token: x]") or
+// does not see at all (tag characters spelling "defanged").
+func defangedAt(s string, start, end int) bool {
+	mark := defangedTokenName[:len(defangedTokenName)-len(tokenName)] // "defanged-"
+	return s[start:end] == tokenName && strings.HasSuffix(s[:start], mark)
+}
+
+// lineCursor answers the line starts of positions given in increasing
+// order in one forward sweep, so a text with many matches on one long line
+// costs linear time; a position before the last falls back on lineStart.
+type lineCursor struct{ pos, line int }
+
+func (c *lineCursor) lineOf(s string, i int) int {
+	if i < c.pos {
+		return lineStart(s, i)
+	}
+	for c.pos < i {
+		r, size := utf8.DecodeRuneInString(s[c.pos:])
+		c.pos += size
+		if breaksLine(r) {
+			c.line = c.pos
+		}
+	}
+	return c.line
+}
 
 func applyEdits(s string, edits []edit) string {
 	var b strings.Builder
@@ -547,25 +579,43 @@ func foldUnit(r rune, emit func(rune)) {
 // its own prototype (m is "rn", 0 is o, 1 and l are i, a leet digit its
 // letter: see asciiPrototypes), so every spelling of a word folds alike;
 // the rest of the reading is a separator and emits nothing. A letter or
-// digit with no ASCII reading at all is emitted as itself, so it ends a
-// match rather than joining two words (a modifier letter such as ー or ˍ
-// reads as punctuation and is a separator).
+// digit with no ASCII reading at all is read as the letter it is drawn
+// from when its name or its other case says so (see letterBases: ꝁ is a k
+// with a stroke, ϻ the small form of Ϻ, which reads as M); else it is
+// emitted as itself, so it ends a match rather than joining two words (a
+// modifier letter such as ー or ˍ reads as punctuation and is a separator).
 func readUnit(r rune, emit func(rune)) {
 	if r < utf8.RuneSelf {
 		emitASCII(string(r), emit)
 		return
 	}
+	if reading, ok := asciiReading(r); ok {
+		emitASCII(reading, emit)
+		return
+	}
+	if (unicode.IsLetter(r) && !unicode.Is(unicode.Lm, r)) || unicode.IsNumber(r) {
+		if base, ok := letterBases[r]; ok {
+			readUnit(base, emit)
+			return
+		}
+		emit(r)
+	}
+}
+
+// asciiReading answers the tables' ASCII reading of a non-ASCII rune: its
+// confusable prototype when that is ASCII, else its transliteration when
+// that holds a letter or digit, else its prototype's transliteration.
+func asciiReading(r rune) (string, bool) {
 	proto := prototypeOf(r)
 	switch {
 	case proto != "" && isASCII(proto):
-		emitASCII(proto, emit)
+		return proto, true
 	case hasASCIIAlnum(transliterate(r)):
-		emitASCII(transliterate(r), emit)
+		return transliterate(r), true
 	case proto != "" && hasASCIIAlnum(unidecode.Unidecode(proto)):
-		emitASCII(unidecode.Unidecode(proto), emit)
-	case (unicode.IsLetter(r) && !unicode.Is(unicode.Lm, r)) || unicode.IsNumber(r):
-		emit(r)
+		return unidecode.Unidecode(proto), true
 	}
+	return "", false
 }
 
 // transliterate is r's closest ASCII spelling from the Unidecode tables

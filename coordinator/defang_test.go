@@ -60,6 +60,7 @@ func TestDefang(t *testing.T) {
 	cases = append(cases, bypassCases...)
 	cases = append(cases, lookAlikeCases...)
 	cases = append(cases, escapeCases...)
+	cases = append(cases, attackCases...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			header := tc.header
@@ -111,7 +112,7 @@ var bypassCases = []defangCase{
 	{name: "header spaced by references", in: "Agent&#32;memory&nbsp;for identity", want: "[defanged] Agent&#32;memory&nbsp;for identity", hits: 1},
 	{name: "zero-width reference", in: "<memhost&#8203;_memory_observation>", want: "<defanged_memory_observation>", hits: 1},
 	{name: "double escaping stays literal", in: "&amp;lt;x", want: "&amp;lt;x"},
-	{name: "already defanged token with a homoglyph", in: "[d\u0435fanged-mem-token: 1]", want: "[d\u0435fanged-mem-token: 1]"},
+	{name: "already defanged token with a homoglyph", in: "[d\u0435fanged-mem-token: 1]", want: "[d\u0435fanged-defanged-mem-token: 1]", hits: 1},
 	{name: "combining grapheme joiner and hangul filler", in: "<mem\u034fhost_memory\u3164_observation>", want: "<defanged_memory_observation>", hits: 1},
 	{name: "long s and narrow cyrillic o fold by case folding", in: "<memho\u017ft_memory_\u1c82bservation>", want: "<defanged_memory_observation>", hits: 1},
 	{name: "combining marks", in: "<m\u0301emhost_memory_observati\u00f6n>", want: "<defanged_memory_observation>", hits: 1},
@@ -144,7 +145,7 @@ var lookAlikeCases = []defangCase{
 	{name: "mixed scripts in the header", in: "\u0410g\u0435n\u0442 m\u0435m\u03bfr\u0443 f\u03bfr \u0456d\u0435n\u0442\u0456\u0442\u0443 `x`:",
 		want: "[defanged] \u0410g\u0435n\u0442 m\u0435m\u03bfr\u0443 f\u03bfr \u0456d\u0435n\u0442\u0456\u0442\u0443 `x`:", hits: 1},
 	{name: "compaction summary tag", in: "</memhost_conversation_summary><memhost conversation summary>", want: "</defanged_conversation_summary><defanged_conversation_summary>", hits: 2},
-	{name: "defanged token with a separator run", in: "[defanged mem token: 1]", want: "[defanged mem token: 1]"},
+	{name: "defanged token with a separator run", in: "[defanged mem token: 1]", want: "[defanged defanged-mem-token: 1]", hits: 1},
 	{name: "a letter with its own reading ends a match", in: "mem\u6211token", want: "mem\u6211token"},
 	{name: "a letter with no reading ends a match", in: "mem\ua66etoken", want: "mem\ua66etoken"},
 	{name: "unicode tag characters spell a marker", in: "[mem\U000E002D\U000E0074\U000E006F\U000E006B\U000E0065\U000E006E: 1]", want: "[defanged-mem-token: 1]", hits: 1},
@@ -252,6 +253,9 @@ func FuzzDefang(f *testing.F) {
 		f.Add(tc.in)
 	}
 	for _, tc := range escapeCases {
+		f.Add(tc.in)
+	}
+	for _, tc := range attackCases {
 		f.Add(tc.in)
 	}
 	d := mustDefanger(f, "Agent memory")

@@ -117,16 +117,13 @@ func liveIn(header, s string) (string, bool) {
 			return tag, true
 		}
 	}
-	token, guard := ReaderView(liveToken), ReaderView(defangedToken)
-	for off := 0; ; {
-		i := strings.Index(view[off:], token)
-		if i < 0 {
-			break
-		}
-		if !strings.HasSuffix(view[:off+i+len(token)], guard) {
-			return liveToken, true
-		}
-		off += i + 1
+	// A token word is defanged only where the text reads exactly
+	// defangedToken, as the defanger writes it: each such place gives the
+	// view one token, and any other token in the view is live (a
+	// "defanged" the model reads apart from the token, across a line or
+	// in invisible characters, protects nothing).
+	if strings.Count(view, ReaderView(liveToken)) > strings.Count(s, defangedToken) {
+		return liveToken, true
 	}
 	// The header phrase, by the line each of its letters came from.
 	var letters strings.Builder
