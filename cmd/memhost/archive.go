@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"os"
 	"time"
@@ -203,10 +204,35 @@ func (l *lineReader) next() ([]byte, bool) {
 	return nil, false
 }
 
+// err answers why reading stopped early, nil at the end of the file; the
+// line it stopped at is l.line+1.
 func (l *lineReader) err() error {
-	if err := l.sc.Err(); err != nil {
-		return fmt.Errorf("line %d: %w", l.line+1, err)
+	err := l.sc.Err()
+	if errors.Is(err, bufio.ErrTooLong) {
+		return fmt.Errorf("the line is longer than %d MiB, the most an import reads", maxLineBytes>>20)
 	}
+	return err
+}
+
+// seenIDs finds an id that a file names twice in one realm: the later
+// line would be skipped as "already stored". It keeps a 64-bit
+// fingerprint of each realm and id, not the id, so a file of many GB
+// costs little memory; two ids sharing a fingerprint are vanishingly rare.
+type seenIDs struct {
+	seed  maphash.Seed
+	lines map[uint64]int
+}
+
+// check answers an error naming the earlier line when r's id was seen.
+func (s *seenIDs) check(r *sdk.Record, line int) error {
+	if s.lines == nil {
+		s.seed, s.lines = maphash.MakeSeed(), map[uint64]int{}
+	}
+	key := maphash.String(s.seed, r.Realm+"\x00"+r.ID)
+	if first, ok := s.lines[key]; ok {
+		return fmt.Errorf("id %s is already on line %d", r.ID, first)
+	}
+	s.lines[key] = line
 	return nil
 }
 
@@ -274,12 +300,17 @@ func (b *badLines) close() {
 func checkLines(r io.Reader, realm string, w io.Writer) int {
 	lr, bad := newLineReader(r), &badLines{w: w}
 	defer bad.close()
+	var seen seenIDs
 	for {
 		b, ok := lr.next()
 		if !ok {
 			break
 		}
-		if _, err := parseLine(b, realm); err != nil {
+		rec, err := parseLine(b, realm)
+		if err == nil {
+			err = seen.check(&rec, lr.line)
+		}
+		if err != nil {
 			bad.report(lr.line, err)
 		}
 	}
@@ -313,12 +344,16 @@ func importFrom(ctx context.Context, c *apiClient, o importOptions, r io.Reader,
 	}
 	lr, bad := newLineReader(r), &badLines{w: errw}
 	defer bad.close()
+	var seen seenIDs
 	for {
 		b, ok := lr.next()
 		if !ok {
 			break
 		}
 		rec, err := parseLine(b, o.realm)
+		if err == nil {
+			err = seen.check(&rec, lr.line)
+		}
 		if err != nil {
 			bad.report(lr.line, err)
 			st.Bad = bad.n
@@ -337,7 +372,7 @@ func importFrom(ctx context.Context, c *apiClient, o importOptions, r io.Reader,
 		batchBytes += len(b)
 	}
 	if err := lr.err(); err != nil {
-		return st, err
+		return st, fmt.Errorf("line %d: %w", lr.line+1, err)
 	}
 	if err := flush(); err != nil {
 		return st, err

@@ -302,6 +302,20 @@ func (ri *realmIndex) lookup(ctx context.Context, ids []string) (map[string]sdk.
 	return out, nil
 }
 
+// searchAll answers the stored records of every document matching q,
+// size being a guess at their number: a full page is searched again at
+// four times the size, so no match is cut off. (An unscored search may
+// stop at a full page, its total counting only what it collected.)
+func (ri *realmIndex) searchAll(ctx context.Context, op string, q query.Query, size int) ([]sdk.Record, error) {
+	for {
+		recs, err := ri.search(ctx, op, q, size)
+		if err != nil || len(recs) < size {
+			return recs, err
+		}
+		size *= 4
+	}
+}
+
 // search answers the stored records of up to size documents matching q.
 func (ri *realmIndex) search(ctx context.Context, op string, q query.Query, size int) ([]sdk.Record, error) {
 	req := blevesearch.NewSearchRequestOptions(q, size, 0, false)
@@ -599,7 +613,7 @@ func (ri *realmIndex) threadContext(ctx context.Context, put []sdk.Record, keys 
 	for p := range want {
 		terms = append(terms, termQuery(fieldPlace, placeKey(p.id, p.seq)))
 	}
-	stored, err := ri.search(ctx, "find thread neighbours", query.NewDisjunctionQuery(terms), 4*len(terms)+64)
+	stored, err := ri.searchAll(ctx, "find thread neighbours", query.NewDisjunctionQuery(terms), 4*len(terms)+64)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -1,0 +1,53 @@
+package bleve
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// TestCrowdedPlaceContext: a thread place crowded past the neighbour
+// search's page (4 per place asked for, plus 64) still gives its
+// neighbours the context of its least ids, as sdk/index does, whatever
+// order those were written in.
+func TestCrowdedPlaceContext(t *testing.T) {
+	at := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	mk := func(id, body string, seq int64) sdk.Record {
+		r := rec("realm", "", body)
+		r.ID, r.Realm, r.Status, r.Trust, r.CreatedAt, r.UpdatedAt = id, realm, sdk.StatusActive, sdk.TrustAgentObserved, at, at
+		r.Thread = &sdk.Thread{ID: "conv", Seq: seq}
+		return r
+	}
+	// 200 records at seq 0 in four batches of 50; the batch holding the
+	// least ids is written second or third.
+	for _, least := range []int{1, 2} {
+		t.Run(fmt.Sprintf("least ids in batch %d", least), func(t *testing.T) {
+			p := newProvider(t, "")
+			order := []int{0, 1, 2, 3}
+			order[0], order[least] = order[least], order[0]
+			for _, b := range order {
+				var recs []sdk.Record
+				for i := b * 50; i < (b+1)*50; i++ {
+					body := fmt.Sprintf("filler %d", i)
+					if i == 0 {
+						body = "zanzibar"
+					}
+					recs = append(recs, mk(fmt.Sprintf("r-%03d", i), body, 0))
+				}
+				if _, err := p.Import(ctx, realm, recs); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := p.Import(ctx, realm, []sdk.Record{mk("s-1", "unrelated turn", 1)}); err != nil {
+				t.Fatal(err)
+			}
+			got := recallIDs(t, p, sdk.RecallQuery{Query: "zanzibar", Limit: 10})
+			if !slices.Contains(got, "s-1") {
+				t.Fatalf("recall of the least id's word = %v, want its neighbour s-1 among them", got)
+			}
+		})
+	}
+}
