@@ -37,6 +37,15 @@ func archiveLine(i int, status sdk.Status) sdk.Record {
 	if i%4 == 1 {
 		r.Thread = &sdk.Thread{ID: fmt.Sprintf("conversation %d", i%7), Seq: int64(i)}
 	}
+	if i%6 == 2 {
+		r.Description = fmt.Sprintf("What note %d is about", i)
+	}
+	if i%8 == 5 {
+		r.ExpiresAt = time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Millisecond)
+	}
+	if status == sdk.StatusActive && i%10 == 4 {
+		r.Supersedes = fmt.Sprintf("imp-%07d", i-1) // the record superseded before it
+	}
 	r.ContentHash = sdk.ContentHash(r.Title, r.Body)
 	return r
 }
