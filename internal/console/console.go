@@ -84,6 +84,10 @@ type session struct {
 	token   *Token // nil without tokens
 	csrf    string
 	expires time.Time
+	// flash is the console's report of the session's last action, shown
+	// once on the next page. It is kept here, not in the redirect's
+	// query, so no link can write in the console's voice.
+	flash string
 }
 
 // New builds the console. Close stops its metrics sampler.
@@ -408,7 +412,11 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, s *session, nam
 			p.Signed = s.token.Name
 		}
 	}
-	p.Flash = r.URL.Query().Get("flash")
+	if s != nil {
+		c.mu.Lock()
+		p.Flash, s.flash = s.flash, ""
+		c.mu.Unlock()
+	}
 	if m, ok := data.(map[string]any); ok {
 		if e, ok := m["Error"].(string); ok {
 			p.Error = e

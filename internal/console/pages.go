@@ -22,7 +22,11 @@ var funcs = template.FuncMap{
 		return t.UTC().Format("2006-01-02 15:04:05")
 	},
 	"visible": func(v any) string { return visible(fmt.Sprint(v)) },
-	"q":       func(v any) string { return url.QueryEscape(fmt.Sprint(v)) },
+	// q escapes a value for a link's query string. Every use sits in an
+	// href's query, where html/template escapes a plain string again (a
+	// scope "a:b" would reach the next page as "a%3Ab"): the escaped
+	// value is handed over as a URL, which it only normalises.
+	"q": func(v any) template.URL { return template.URL(url.QueryEscape(fmt.Sprint(v))) },
 	"short": func(v any, n int) string {
 		s := visible(fmt.Sprint(v))
 		if len([]rune(s)) <= n {
@@ -140,7 +144,9 @@ func (c *Console) records(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	next.Set("realm", realm)
 	next.Set("after", list.Next)
-	data["NextQuery"] = next.Encode()
+	// Already encoded: as a plain string html/template would escape its
+	// "=" and "&" too, and the link would lose every filter and the cursor.
+	data["NextQuery"] = template.URL(next.Encode())
 	c.render(w, r, s, "records", data)
 }
 
@@ -196,7 +202,20 @@ type proposalItem struct {
 		Op    string `json:"op"`
 		Text  string `json:"text"`
 	} `json:"diff"`
+	// What the queue shows: the body and the difference cut short, and
+	// how much of each it left out (the proposal's own page has it all).
+	Body     string `json:"-"`
+	BodyMore int    `json:"-"`
+	DiffMore int    `json:"-"`
 }
+
+// The queue shows this much of each proposal: agents write proposals, and
+// a page of them at the SDK's limits would be tens of megabytes.
+// (proposals.html cuts each line of the difference to 240 characters.)
+const (
+	maxQueueBody = 1200 // characters
+	maxQueueDiff = 40   // lines
+)
 
 func (c *Console) proposals(w http.ResponseWriter, r *http.Request, s *session) {
 	realm := c.realm(r, s)
@@ -212,6 +231,16 @@ func (c *Console) proposals(w http.ResponseWriter, r *http.Request, s *session) 
 	if err := c.call(r.Context(), s, "GET", "/v1/proposals?"+api.Encode(), &list); err != nil {
 		c.fail(w, r, s, "proposals", err)
 		return
+	}
+	for i := range list.Proposals {
+		p := &list.Proposals[i]
+		p.Body = visible(p.Record.Body)
+		if rs := []rune(p.Body); len(rs) > maxQueueBody {
+			p.Body, p.BodyMore = string(rs[:maxQueueBody]), len(rs)-maxQueueBody
+		}
+		if len(p.Diff) > maxQueueDiff {
+			p.Diff, p.DiffMore = p.Diff[:maxQueueDiff], len(p.Diff)-maxQueueDiff
+		}
 	}
 	c.render(w, r, s, "proposals", map[string]any{"Pending": list.Pending, "Next": list.Next, "Proposals": list.Proposals})
 }
@@ -256,7 +285,10 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, s *session) {
 	if len(failed) > 0 {
 		flash += "; failed: " + strings.Join(failed, "; ")
 	}
-	http.Redirect(w, r, Prefix+"/proposals?realm="+url.QueryEscape(realm)+"&flash="+url.QueryEscape(flash), http.StatusSeeOther)
+	c.mu.Lock()
+	s.flash = flash
+	c.mu.Unlock()
+	http.Redirect(w, r, Prefix+"/proposals?realm="+url.QueryEscape(realm), http.StatusSeeOther)
 }
 
 func (c *Console) traces(w http.ResponseWriter, r *http.Request, s *session) {

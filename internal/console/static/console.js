@@ -29,7 +29,8 @@
     if (ev.ctrlKey || ev.metaKey || ev.altKey || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName)) {
       return;
     }
-    var field = document.querySelector('[data-focus-key="' + ev.key + '"]');
+    // The key is quoted for the selector: a quote or a backslash is a key too.
+    var field = document.querySelector('[data-focus-key="' + CSS.escape(ev.key) + '"]');
     if (field) {
       ev.preventDefault();
       field.focus();
