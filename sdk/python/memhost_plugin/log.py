@@ -5,6 +5,7 @@ instance's name at the line's level (docs/protocol.md, "Logging")."""
 import contextvars
 import datetime
 import json
+import math
 import os
 import sys
 import threading
@@ -33,7 +34,10 @@ class Logger:
         if rid:
             line["request_id"] = rid
         for k, v in fields.items():
-            line[k] = v if isinstance(v, (str, int, float, bool, type(None))) else str(v)
+            # NaN and the infinities are not JSON: as numbers they would turn
+            # the line into text the host logs at info, whatever its level.
+            plain = isinstance(v, (str, int, bool, type(None))) or (isinstance(v, float) and math.isfinite(v))
+            line[k] = v if plain else str(v)
         data = json.dumps(line, ensure_ascii=False) + "\n"
         # One write per line under a lock, so lines of concurrent calls
         # never interleave; a host that is gone must not kill the plugin.

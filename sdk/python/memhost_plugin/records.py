@@ -170,7 +170,11 @@ def validate_record(r):
         p = token_problem(r.supersedes, MAX_ID_BYTES)
         if p:
             raise invalid("supersedes", "id: " + p)
-    check_time("occurred_at", r.occurred_ms)
+    # Every time a record carries must be one every store and the RFC 3339
+    # form can hold (the Go SDK's Record.Validate).
+    for field, ms in (("occurred_at", r.occurred_ms), ("expires_at", r.expires_ms), ("created_at", r.created_ms),
+                      ("updated_at", r.updated_ms), ("last_used_at", r.last_used_ms)):
+        check_time(field, ms)
     if r.thread is not None:
         tid, seq = r.thread
         _check_text("thread.id", tid, MAX_THREAD_ID_BYTES)
@@ -204,6 +208,25 @@ def _check_tag(field, t):
     _check_text(field, t, MAX_TAG_BYTES)
     if not t.strip() or any(c in t for c in "\n\r\t,"):
         raise invalid(field, "tag %s must be non-blank and hold no comma, tab or line break" % _quote(t))
+
+
+MAX_LEDGER_SURFACE_BYTES = 64
+MAX_LEDGER_SESSION_BYTES = 256
+
+
+def validate_ledger_entry(realm, identity, session, record_id, surface, nbytes):
+    """The Go SDK's LedgerEntry.Validate: the identity and record id, a
+    surface that is not blank, surface and session as plain text within
+    their limits, bytes not negative."""
+    validate_realm(realm)
+    validate_id(identity, "identity.id")
+    validate_id(record_id, "record_id")
+    if not surface.strip():
+        raise invalid("surface", "is empty")
+    _check_text("surface", surface, MAX_LEDGER_SURFACE_BYTES)
+    _check_text("session", session, MAX_LEDGER_SESSION_BYTES)
+    if nbytes < 0:
+        raise invalid("bytes", "is %d, must not be negative" % nbytes)
 
 
 def check_tag_filter(field, tags):

@@ -271,13 +271,10 @@ class _Services:
         self.need("ledger")
         records.check_batch("entries", req.entries)
         for i, e in enumerate(req.entries):
-            field = "entries[%d]" % i
             try:
-                records.validate_realm(e.realm)
-                records.validate_id(e.identity, "identity.id")
+                records.validate_ledger_entry(e.realm, e.identity, e.session, e.record_id, e.surface, e.bytes)
             except errors.FieldError as err:
-                raise err.prefixed(field)
-            records.validate_id(e.record_id, field + ".record_id")
+                raise err.prefixed("entries[%d]" % i)
         self.impl.write_ledger([LedgerEntry(e.realm, e.identity, e.session, e.record_id, e.surface, e.bytes, e.at_unix_ms) for e in req.entries])
         return pb.WriteLedgerResponse()
 
@@ -345,12 +342,13 @@ STREAMING = ("Manifest", "Reindex")
 SERVICE_KIND = {"Provider": "provider", "OperatorResolver": "operator_resolver", "MobResolver": "mob_resolver", "Compactor": "compactor"}
 
 
-def _abort(ctx, e):
-    """Answers e as the gRPC status the host maps back to its code."""
+def _abort(ctx, e, tb=""):
+    """Answers e as the gRPC status the host maps back to its code; tb is
+    the traceback of an unexpected failure, for the plugin's log."""
     if isinstance(e, errors.MemhostError):
         code, msg, details = e.grpc_code, str(e), e.details()
     else:
-        logger.error("call failed", error=repr(e), traceback=traceback.format_exc())
+        logger.error("call failed", error=repr(e), traceback=tb)
         code, msg, details = grpc.StatusCode.UNKNOWN, "%s: %s" % (type(e).__name__, e), []
     if details:
         ctx.set_trailing_metadata((("grpc-status-details-bin", errors.status_details(code, msg, details)),))
@@ -363,16 +361,39 @@ def _handler(services, name, streaming):
     def call(req, ctx):
         rid = dict(ctx.invocation_metadata() or ()).get("memhost-request-id", "")
         token = request_id.set(rid)
-        failure = None
         try:
             if not ctx.is_active():
-                raise errors.DeadlineExceeded("the call's deadline passed before it started")
-            return fn(req, ctx)
-        except Exception as e:  # the status below, after the handler state is unwound
-            failure = e
+                _abort(ctx, errors.DeadlineExceeded("the call's deadline passed before it started"))
+            # The plugin's code runs on a thread of its own, and this server
+            # thread waits for it no longer than the call lives: a handler
+            # stuck past its deadline holds its own thread, not one of the
+            # server's few, which health checks, Shutdown and every other
+            # call need.
+            done, out = threading.Event(), {}
+
+            def run():
+                inner = request_id.set(rid)
+                try:
+                    out["result"] = fn(req, ctx)
+                except BaseException as e:  # SystemExit too: every call gets an answer
+                    out["error"] = (e, traceback.format_exc())
+                finally:
+                    request_id.reset(inner)
+                    done.set()
+
+            threading.Thread(target=run, name="memhost-" + name, daemon=True).start()
+            ctx.add_callback(done.set)  # the call ended (deadline, cancellation): stop waiting
+            done.wait(ctx.time_remaining())
+            if "result" in out:
+                return out["result"]
+            if "error" in out:
+                _abort(ctx, *out["error"])
+            remaining = ctx.time_remaining()
+            if remaining is not None and remaining <= 0:
+                _abort(ctx, errors.DeadlineExceeded("the call's deadline passed before the plugin answered"))
+            ctx.abort(grpc.StatusCode.CANCELLED, "the call was cancelled before the plugin answered")
         finally:
             request_id.reset(token)
-        _abort(ctx, failure)
 
     if streaming:
         def stream(req, ctx):
@@ -520,10 +541,23 @@ def serve(p):
     server.start()
     if debug:
         target = {"protocol": "grpc", "protocol_version": PROTOCOL_VERSION, "pid": os.getpid(), "network": "unix", "address": sock}
-        sys.stdout.write("MEMHOST_REATTACH_PLUGINS='%s'\n" % json.dumps({p.info().name: target}, separators=(",", ":")))
+        handshake = "MEMHOST_REATTACH_PLUGINS='%s'\n" % json.dumps({p.info().name: target}, separators=(",", ":"))
     else:
-        sys.stdout.write("1|%d|unix|%s|grpc|%s\n" % (PROTOCOL_VERSION, sock, cert))
-    sys.stdout.flush()
+        handshake = "1|%d|unix|%s|grpc|%s\n" % (PROTOCOL_VERSION, sock, cert)
+    # The host reads the first line on stdout as the handshake. What the
+    # plugin printed is not protocol: the print() output still in stdout's
+    # buffer (a pipe's is flushed only when full) and all it prints from
+    # now on go to stderr, which the host logs; the handshake goes to the
+    # real stdout, kept open for the host. (What was flushed before, by
+    # print(flush=True) or PYTHONUNBUFFERED, is beyond repair.)
+    host_stdout = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        sys.stdout.flush()
+        sys.stdout.reconfigure(line_buffering=True)  # a line in the log as it is printed, as stderr's are
+    except (AttributeError, OSError, ValueError):
+        pass
+    os.write(host_stdout, handshake.encode())
     stopping.wait()
     server.stop(grace=1).wait()
     _close(p)

@@ -154,7 +154,11 @@ export function validateRecord(r: Record): void {
     const p = tokenProblem(r.supersedes, MAX_ID_BYTES);
     if (p) throw invalid("supersedes", "id: " + p);
   }
-  checkTime("occurred_at", r.occurredMs);
+  // Every time a record carries must be one every store and the RFC 3339
+  // form can hold (the Go SDK's Record.Validate).
+  const times: [string, number][] = [["occurred_at", r.occurredMs], ["expires_at", r.expiresMs], ["created_at", r.createdMs],
+    ["updated_at", r.updatedMs], ["last_used_at", r.lastUsedMs]];
+  for (const [field, ms] of times) checkTime(field, ms);
   if (r.thread) {
     checkText("thread.id", r.thread.id, MAX_THREAD_ID_BYTES);
     if (!r.thread.id.trim()) throw invalid("thread.id", "is blank: a thread needs an id");
@@ -178,6 +182,22 @@ export function checkWindow(sinceMs: number, untilMs: number): void {
   checkTime("since", sinceMs);
   checkTime("until", untilMs);
   if (sinceMs && untilMs && sinceMs >= untilMs) throw invalid("until", `${untilMs} ms is not after since ${sinceMs} ms`);
+}
+
+export const MAX_LEDGER_SURFACE_BYTES = 64;
+export const MAX_LEDGER_SESSION_BYTES = 256;
+
+/** The Go SDK's LedgerEntry.Validate: the identity and record id, a surface
+ * that is not blank, surface and session as plain text within their
+ * limits, bytes not negative. */
+export function validateLedgerEntry(e: { realm: string; identity: string; session: string; recordId: string; surface: string; bytes: number }): void {
+  validateRealm(e.realm);
+  validateId(e.identity, "identity.id");
+  validateId(e.recordId, "record_id");
+  if (!e.surface.trim()) throw invalid("surface", "is empty");
+  checkText("surface", e.surface, MAX_LEDGER_SURFACE_BYTES);
+  checkText("session", e.session, MAX_LEDGER_SESSION_BYTES);
+  if (e.bytes < 0) throw invalid("bytes", `is ${e.bytes}, must not be negative`);
 }
 
 /** Checks a recall filter's tags by the rules of a record's tags, as the

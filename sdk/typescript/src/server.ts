@@ -321,15 +321,12 @@ class Services {
     this.need("ledger");
     records.checkBatch("entries", req.entries);
     const entries: LedgerEntry[] = req.entries.map((e: Wire, i: number) => {
-      under(`entries[${i}]`, () => {
-        records.validateRealm(e.realm);
-        records.validateId(e.identity, "identity.id");
-      });
-      records.validateId(e.record_id, `entries[${i}].record_id`);
-      return {
+      const entry: LedgerEntry = {
         realm: e.realm, identity: e.identity, session: e.session, recordId: e.record_id, surface: e.surface,
         bytes: e.bytes, atMs: e.at_unix_ms,
       };
+      under(`entries[${i}]`, () => records.validateLedgerEntry(entry));
+      return entry;
     });
     await this.call("writeLedger", entries);
     return {};
@@ -401,6 +398,16 @@ class Services {
 
 const STREAMING = new Set(["Manifest", "Reindex"]);
 
+/** String(v), or a stand-in for a value String refuses (an object with no
+ * prototype, or a toString that throws): toStatus must not throw. */
+function describe(v: unknown): string {
+  try {
+    return String(v);
+  } catch {
+    return `a thrown ${typeof v} that has no string form`;
+  }
+}
+
 /** e as the gRPC status the host maps back to its code. */
 function toStatus(e: unknown): Partial<grpc.StatusObject> {
   let code: grpc.status;
@@ -411,7 +418,7 @@ function toStatus(e: unknown): Partial<grpc.StatusObject> {
     message = e.message;
     details = e.details();
   } else {
-    const err = e instanceof Error ? e : new Error(String(e));
+    const err = e instanceof Error ? e : new Error(describe(e));
     logger.error("call failed", { error: `${err.name}: ${err.message}`, stack: err.stack ?? "" });
     code = grpc.status.UNKNOWN;
     message = `${err.name}: ${err.message}`;
@@ -550,6 +557,14 @@ export async function serve(p: Plugin): Promise<never> {
   if (!debug && !versions.includes(String(PROTOCOL_VERSION))) {
     fail(`memhost plugin: the host speaks protocols ${versions.join(",")}, this SDK speaks ${PROTOCOL_VERSION}`);
   }
+  // A promise of the plugin's code that rejects before anything awaits it
+  // (two lookups started together, the first awaited last) is not the end
+  // of the process, as Node would make it: the call that awaits it later
+  // gets the error; this log line says it happened.
+  process.on("unhandledRejection", (reason) => {
+    const err = reason instanceof Error ? reason : new Error(describe(reason));
+    logger.warn("a promise rejected before anything awaited it", { error: `${err.name}: ${err.message}`, stack: err.stack ?? "" });
+  });
   let stop!: () => void;
   const stopped = new Promise<void>((resolve) => (stop = resolve));
   process.on("SIGTERM", stop);

@@ -1,0 +1,36 @@
+"""A provider whose recall misbehaves on cue, served as a plugin process by
+test_hardening: the query names what it does."""
+
+import os
+import sys
+import threading
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from memhost_plugin import Info, serve  # noqa: E402
+
+RELEASE = threading.Event()  # never set: "block" blocks for good
+
+
+class Hostile:
+    def info(self):
+        return Info(name="hostile", version="1.0.0")
+
+    def configure(self, config, host):
+        pass
+
+    def recall(self, q):
+        if q.query == "exit":
+            sys.exit(3)
+        if q.query == "raise":
+            raise RuntimeError("deliberate")
+        if q.query == "block":
+            RELEASE.wait()
+        if q.query == "print":
+            print("printed by recall")
+        return []
+
+
+if __name__ == "__main__":
+    print("loading the hostile plugin")  # stdout, before the handshake line
+    serve(Hostile())

@@ -1,0 +1,196 @@
+"""What a careless plugin or a hostile host sends: the SDK refuses what the
+Go SDK refuses, and nothing a handler does leaves a call unanswered."""
+
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import grpc
+
+from memhost_plugin import errors, records, server
+from memhost_plugin import plugin_pb2 as pb
+from memhost_plugin.log import Logger
+from memhost_plugin.records import Record
+
+HOSTILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hostile_plugin.py")
+COOKIE = {"MEMHOST_PLUGIN_COOKIE": "5f0c0a3e9d2b4c71a8e6f3b2d9c4e1a7"}
+YEAR_10000_MS = 253402300800000
+BEFORE_YEAR_1_MS = -62135596800001
+
+
+def rec(**kw):
+    base = dict(scope="realm", kind="fact", title="A title", body="A body")
+    base.update(kw)
+    return Record(**base)
+
+
+class RecordTimesTest(unittest.TestCase):
+    """sdk.Record.Validate holds every time a record carries to the years
+    1-9999, not occurred_at alone."""
+
+    def test_every_time_is_checked(self):
+        for attr, field in (("occurred_ms", "occurred_at"), ("expires_ms", "expires_at"), ("created_ms", "created_at"),
+                            ("updated_ms", "updated_at"), ("last_used_ms", "last_used_at")):
+            for ms in (YEAR_10000_MS, BEFORE_YEAR_1_MS):
+                with self.subTest(field=field, ms=ms):
+                    with self.assertRaises(errors.FieldError) as cm:
+                        records.validate_record(rec(**{attr: ms}))
+                    self.assertEqual((cm.exception.field, cm.exception.code), (field, "invalid_argument"))
+            records.validate_record(rec(**{attr: YEAR_10000_MS - 1}))
+
+    def test_remember_and_import_refuse_an_expiry_past_9999(self):
+        s = server._Services(_Impl())
+        with self.assertRaises(errors.FieldError) as cm:
+            s.Remember(pb.RememberRequest(realm="a", records=[pb.RecordInput(scope="realm", kind="fact", title="t",
+                                                                             expires_unix_ms=YEAR_10000_MS)]), None)
+        self.assertEqual(cm.exception.field, "records[0].expires_at")
+        full = pb.Record(id="x", scope="realm", kind="fact", title="t", status="active", trust="operator",
+                         created_unix_ms=1, updated_unix_ms=YEAR_10000_MS)
+        with self.assertRaises(errors.FieldError) as cm:
+            s.Import(pb.ImportRequest(realm="a", records=[full]), None)
+        self.assertEqual(cm.exception.field, "records[0].updated_at")
+
+
+class _Impl:
+    def __init__(self):
+        self.entries = None
+
+    def info(self):
+        return server.Info(name="hard", version="1.0.0", capabilities=["write", "archive", "ledger"])
+
+    def remember(self, realm, recs):
+        return ["x"] * len(recs)
+
+    def import_records(self, realm, recs):
+        return len(recs), 0
+
+    def write_ledger(self, entries):
+        self.entries = entries
+
+
+class LedgerTest(unittest.TestCase):
+    """sdk.LedgerEntry.Validate: a surface that is not blank, surface and
+    session as plain text within their limits, bytes not negative."""
+
+    def entry(self, **kw):
+        base = dict(realm="a", identity="alice", session="s1", record_id="r1", surface="turn", bytes=10, at_unix_ms=1)
+        base.update(kw)
+        return pb.LedgerEntry(**base)
+
+    def test_refusals(self):
+        cases = [
+            (dict(surface=""), "entries[1].surface", "invalid_argument"),
+            (dict(surface="  "), "entries[1].surface", "invalid_argument"),
+            (dict(surface="s" * 65), "entries[1].surface", "too_large"),
+            (dict(surface="a\0b"), "entries[1].surface", "invalid_argument"),
+            (dict(session="s" * 257), "entries[1].session", "too_large"),
+            (dict(session="a\0b"), "entries[1].session", "invalid_argument"),
+            (dict(bytes=-1), "entries[1].bytes", "invalid_argument"),
+            (dict(identity="../x"), "entries[1].identity.id", "invalid_argument"),
+            (dict(record_id=""), "entries[1].record_id", "invalid_argument"),
+        ]
+        for kw, field, code in cases:
+            with self.subTest(field=field, kw=kw):
+                impl = _Impl()
+                with self.assertRaises(errors.FieldError) as cm:
+                    server._Services(impl).WriteLedger(pb.WriteLedgerRequest(entries=[self.entry(), self.entry(**kw)]), None)
+                self.assertEqual((cm.exception.field, cm.exception.code), (field, code))
+                self.assertIsNone(impl.entries, "the plugin saw a refused batch")
+
+    def test_limits_are_inclusive(self):
+        impl = _Impl()
+        server._Services(impl).WriteLedger(pb.WriteLedgerRequest(entries=[self.entry(surface="s" * 64, session="s" * 256, bytes=0)]), None)
+        self.assertEqual(len(impl.entries), 1)
+
+
+class LogLineTest(unittest.TestCase):
+    def test_a_non_finite_field_still_makes_a_json_line(self):
+        out = io.StringIO()
+        Logger(stream=out, level="info").error("scored", score=float("nan"), high=float("inf"))
+        line = json.loads(out.getvalue())  # NaN and Infinity are not JSON: the host would read the line as text, at info
+        self.assertEqual((line["@level"], line["score"], line["high"]), ("error", "nan", "inf"))
+
+
+class HandlerFailureTest(unittest.TestCase):
+    """A plugin process whose recall misbehaves on cue (hostile_plugin.py)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.sockets = tempfile.mkdtemp(prefix="mhsock-")
+        cls.stderr = tempfile.TemporaryFile()
+        env = dict(os.environ, PLUGIN_UNIX_SOCKET_DIR=cls.sockets, **COOKIE)
+        # -E as `memhost plugins manifest --interpreter-arg=-E` runs it: no
+        # PYTHONUNBUFFERED, so stdout is a pipe's, block-buffered.
+        cls.proc = subprocess.Popen([sys.executable, "-B", "-E", HOSTILE], env=env, stdout=subprocess.PIPE, stderr=cls.stderr)
+        cls.line = cls.proc.stdout.readline().decode()
+        cls.addr = cls.line.split("|")[3] if cls.line.count("|") == 5 else ""
+        cls.channel = grpc.insecure_channel("unix:" + cls.addr)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.proc.kill()
+        cls.proc.wait()
+        cls.channel.close()
+        cls.proc.stdout.close()
+        cls.stderr.close()
+
+    def recall(self, query, timeout=10):
+        call = self.channel.unary_unary("/memhost.plugin.v1.Provider/Recall", request_serializer=pb.RecallRequest.SerializeToString,
+                                        response_deserializer=pb.RecallResponse.FromString)
+        return call.future(pb.RecallRequest(realm="a", query=query), timeout=timeout)
+
+    def test_what_the_plugin_prints_reaches_the_log_not_the_handshake(self):
+        # go-plugin reads the first line on stdout as the handshake: a
+        # print() before serve() must not take its place.
+        self.assertRegex(self.line, r"^1\|1\|unix\|[^|]+\|grpc\|\n$")
+        self.assertEqual(list(self.recall("print").result().hits), [])
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            self.stderr.seek(0)
+            err = self.stderr.read().decode()
+            if "printed by recall" in err:
+                break
+            time.sleep(0.05)
+        self.assertIn("loading the hostile plugin\n", err)
+        self.assertIn("printed by recall\n", err)
+
+    def test_sys_exit_in_a_handler_is_an_error_not_a_silent_hang(self):
+        start = time.monotonic()
+        with self.assertRaises(grpc.RpcError) as cm:
+            self.recall("exit", timeout=5).result()
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.UNKNOWN, cm.exception.details())
+        self.assertIn("SystemExit", cm.exception.details())
+        self.assertLess(time.monotonic() - start, 4)
+        self.assertEqual(list(self.recall("ok").result().hits), [])
+
+    def test_the_failure_log_carries_the_traceback(self):
+        with self.assertRaises(grpc.RpcError):
+            self.recall("raise").result()
+        self.stderr.seek(0)
+        lines = [json.loads(line) for line in self.stderr.read().decode().splitlines() if line.startswith("{")]
+        failed = [line for line in lines if line["@message"] == "call failed" and "deliberate" in line["error"]]
+        self.assertTrue(failed, lines)
+        self.assertIn("hostile_plugin.py", failed[0]["traceback"])
+        self.assertIn("RuntimeError: deliberate", failed[0]["traceback"])
+
+    def test_handlers_stuck_past_their_deadline_do_not_starve_the_plugin(self):
+        # More stuck handlers than the server has worker threads: each call
+        # ends at its deadline, and the plugin still answers health checks
+        # and calls (the host's Shutdown among them).
+        stuck = [self.recall("block", timeout=0.5) for _ in range(40)]
+        for f in stuck:
+            with self.assertRaises(grpc.RpcError) as cm:
+                f.result()
+            self.assertEqual(cm.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
+        health = self.channel.unary_unary("/grpc.health.v1.Health/Check")
+        self.assertEqual(health(b"", timeout=3), b"\x08\x01")
+        self.assertEqual(list(self.recall("ok", timeout=3).result().hits), [])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,29 @@
+// A provider whose recall misbehaves on cue, served as a plugin process by
+// hardening.test.ts: the query names what it does.
+import { serve } from "memhost-plugin";
+import type { Plugin } from "memhost-plugin";
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const plugin: Plugin = {
+  info: () => ({ name: "hostile", version: "1.0.0", capabilities: ["write", "archive", "ledger"] }),
+  configure() {},
+  async recall(q) {
+    if (q.query === "race") {
+      // Two lookups at once, the first awaited last: it fails while the
+      // second is still awaited, which Node calls an unhandled rejection.
+      const first = sleep(10).then(() => Promise.reject(new Error("first lookup failed")));
+      await sleep(100);
+      return await first;
+    }
+    // eslint-disable-next-line @typescript-eslint/only-throw-error
+    if (q.query === "odd") throw Object.create(null); // no toString: String() of it throws
+    return [];
+  },
+  remember: (_realm, recs) => recs.map((_, i) => `r${i}`),
+  export: () => ({ records: [], next: "" }),
+  importRecords: (_realm, recs) => ({ imported: recs.length, skipped: 0 }),
+  writeLedger() {},
+};
+
+await serve(plugin);
