@@ -55,7 +55,8 @@ func (f recordFilter) keep(r *sdk.Record) bool {
 		(f.trust == "" || r.Trust == f.trust) && (f.since.IsZero() || !r.UpdatedAt.Before(f.since))
 }
 
-// handleListRecords lists a realm's records (application callers only):
+// handleListRecords lists a realm's records (application callers only;
+// a bound token sees no other identity's own scope):
 // with q, the provider's own recall over the scope (active records, best
 // first, with scores); without, every status in id order from the
 // archive, a page at a time.
@@ -71,6 +72,12 @@ func (s *Server) handleListRecords(ctx context.Context, c caller, w http.Respons
 	f, err := parseRecordFilter(q)
 	if err != nil {
 		return err
+	}
+	// A bound token lists no other identity's own scope (identity.go).
+	if f.scope != "" {
+		if err := c.touchScope(f.scope); err != nil {
+			return err
+		}
 	}
 	limit, err := pageLimit(q.Get("limit"), DefaultRecordPage, MaxRecordPage)
 	if err != nil {
@@ -92,7 +99,7 @@ func (s *Server) handleListRecords(ctx context.Context, c caller, w http.Respons
 			return err
 		}
 		for _, h := range hits {
-			if f.keep(&h.Record) && len(out) < limit {
+			if f.keep(&h.Record) && c.touchScope(h.Record.Scope) == nil && len(out) < limit {
 				out = append(out, item{Record: h.Record, Score: h.Score})
 			}
 		}
@@ -115,7 +122,7 @@ func (s *Server) handleListRecords(ctx context.Context, c caller, w http.Respons
 			scanned += len(page.Records)
 			for _, rec := range page.Records {
 				after = rec.ID
-				if f.keep(&rec) {
+				if f.keep(&rec) && c.touchScope(rec.Scope) == nil {
 					out = append(out, item{Record: rec})
 					if len(out) == limit {
 						break

@@ -23,7 +23,8 @@ type ScopeCount struct {
 }
 
 // handleScopes counts a realm's records per scope and status from its
-// archive (application callers only: it names every identity's scope).
+// archive (application callers only: it names every identity's scope; a
+// bound token's answer leaves out the other identities').
 func (s *Server) handleScopes(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
 	if err := c.requireApplication("scope counts"); err != nil {
 		return err
@@ -36,6 +37,8 @@ func (s *Server) handleScopes(ctx context.Context, c caller, w http.ResponseWrit
 	if err != nil {
 		return err
 	}
+	// A bound token is told of no other identity's own scope.
+	counts = slices.DeleteFunc(counts, func(sc ScopeCount) bool { return c.touchScope(sc.Scope) != nil })
 	writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "scopes": counts, "partial": partial})
 	return nil
 }

@@ -6,6 +6,7 @@ package httpapi
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
@@ -310,18 +311,30 @@ func (s *Server) authenticate(header http.Header) (caller, error) {
 		return caller{}, nil
 	}
 	const prefix = "Bearer "
+	// Two Authorization headers are ambiguous: a proxy in front may have
+	// checked the one this server would not act on.
+	if values := header.Values("Authorization"); len(values) > 1 {
+		return caller{}, fmt.Errorf("the request carries %d Authorization headers; send exactly one: %w", len(values), errUnauthenticated)
+	}
 	h := header.Get("Authorization")
 	if len(h) <= len(prefix) || h[:len(prefix)] != prefix {
 		return caller{}, fmt.Errorf("an Authorization: Bearer token is required: %w", errUnauthenticated)
 	}
-	secret := []byte(h[len(prefix):])
+	// Digests are compared, every token's, so the time taken tells
+	// neither a secret's length nor which token matched.
+	sent := sha256.Sum256([]byte(h[len(prefix):]))
+	var found *Token
 	for i := range s.opts.Tokens {
 		t := &s.opts.Tokens[i]
-		if subtle.ConstantTimeCompare(secret, []byte(t.Secret)) == 1 {
-			return caller{token: t}, nil
+		want := sha256.Sum256([]byte(t.Secret))
+		if subtle.ConstantTimeCompare(sent[:], want[:]) == 1 && found == nil {
+			found = t
 		}
 	}
-	return caller{}, fmt.Errorf("the bearer token is not recognised: %w", errUnauthenticated)
+	if found == nil {
+		return caller{}, fmt.Errorf("the bearer token is not recognised: %w", errUnauthenticated)
+	}
+	return caller{token: found}, nil
 }
 
 // realm resolves the realm a request names (the default when empty) and

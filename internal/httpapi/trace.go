@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/internal/turntrace"
@@ -25,6 +26,8 @@ const (
 
 // traceRequest checks what every trace read needs: an application
 // caller, a realm it may see, a page size and a host that keeps traces.
+// A trace names what was injected for an identity, so a bound token is
+// answered only its own identities' turns.
 func (s *Server) traceRequest(c caller, r *http.Request) (realm string, limit int, tr TraceReader, err error) {
 	if err := c.requireApplication("turn traces"); err != nil {
 		return "", 0, nil, err
@@ -59,11 +62,15 @@ func (s *Server) handleSessionTrace(ctx context.Context, c caller, w http.Respon
 		if err := (sdk.Identity{Realm: realm, ID: identity}).Validate(); err != nil {
 			return err
 		}
+		if err := c.actAs(identity); err != nil {
+			return err
+		}
 	}
 	turns, err := tr.Session(ctx, realm, identity, session, limit)
 	if err != nil {
 		return err
 	}
+	turns = slices.DeleteFunc(turns, func(t coordinator.TurnTrace) bool { return c.actAs(t.Identity) != nil })
 	writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "session": session, "turns": turns})
 	return nil
 }
@@ -78,6 +85,7 @@ func (s *Server) handleTraces(ctx context.Context, c caller, w http.ResponseWrit
 	if err != nil {
 		return err
 	}
+	sessions = slices.DeleteFunc(sessions, func(ss turntrace.SessionSummary) bool { return c.actAs(ss.Identity) != nil })
 	writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "sessions": sessions})
 	return nil
 }
@@ -96,6 +104,7 @@ func (s *Server) handleRecordTrace(ctx context.Context, c caller, w http.Respons
 	if err != nil {
 		return err
 	}
+	turns = slices.DeleteFunc(turns, func(t coordinator.TurnTrace) bool { return c.actAs(t.Identity) != nil })
 	writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "record": id, "turns": turns})
 	return nil
 }

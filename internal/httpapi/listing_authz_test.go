@@ -1,0 +1,189 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/internal/turntrace"
+	"github.com/memhost/memhost/sdk"
+)
+
+// An identity-bound token touches no other identity's own scope, and may
+// not export: GET /v1/records (which pages through the archive) and
+// GET /v1/scopes must not hand it another identity's records or scope
+// names either, whatever the query. A token bound to no identity still
+// sees the whole realm.
+func TestBoundTokenListsNoOtherIdentity(t *testing.T) {
+	tokens := []Token{
+		{Name: "app", Secret: "app-secret-0123456789", Realms: []string{"default"}, Role: RoleApplication},
+		{Name: "alice-app", Secret: "alice-secret-0123456789", Realms: []string{"default"}, Role: RoleApplication, Identities: []string{"alice"}},
+	}
+	srv, p := newTestServer(t, Options{Tokens: tokens}, sdk.CapWrite, sdk.CapFetch, sdk.CapArchive)
+	p.MustAdd("default",
+		sdk.Record{Scope: sdk.IdentityScope("alice"), Kind: sdk.KindFact, Title: "alice kumquat"},
+		sdk.Record{Scope: sdk.IdentityScope("bob"), Kind: sdk.KindFact, Title: "bob kumquat secret"},
+		sdk.Record{Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "realm kumquat"},
+	)
+	cases := []struct {
+		name, token, path string
+		status            int
+		code              string
+		// bob is whether bob's scope may appear in the answer.
+		bob bool
+	}{
+		{"unbound lists all", "app-secret-0123456789", "/v1/records?realm=default", 200, "", true},
+		{"unbound scope counts", "app-secret-0123456789", "/v1/scopes?realm=default", 200, "", true},
+		{"bound lists", "alice-secret-0123456789", "/v1/records?realm=default", 200, "", false},
+		{"bound searches", "alice-secret-0123456789", "/v1/records?realm=default&q=kumquat", 200, "", false},
+		{"bound filters by tag", "alice-secret-0123456789", "/v1/records?realm=default&status=active", 200, "", false},
+		{"bound names bob's scope", "alice-secret-0123456789", "/v1/records?realm=default&scope=identity:bob", 403, "permission_denied", false},
+		{"bound searches bob's scope", "alice-secret-0123456789", "/v1/records?realm=default&q=kumquat&scope=identity:bob", 403, "permission_denied", false},
+		{"bound scope counts", "alice-secret-0123456789", "/v1/scopes?realm=default", 200, "", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := get(t, srv.URL+tc.path, tc.token)
+			if status != tc.status {
+				t.Fatalf("status %d, want %d: %s", status, tc.status, body)
+			}
+			if tc.code != "" {
+				var e errorBody
+				if err := json.Unmarshal([]byte(body), &e); err != nil || e.Error.Code != tc.code {
+					t.Fatalf("answer %s, want code %s", body, tc.code)
+				}
+				return
+			}
+			if got := strings.Contains(body, "identity:bob"); got != tc.bob {
+				t.Fatalf("bob's scope in the answer: %v, want %v: %s", got, tc.bob, body)
+			}
+			if !strings.Contains(body, "identity:alice") || !strings.Contains(body, `"realm"`) {
+				t.Fatalf("the token's own and shared records are missing: %s", body)
+			}
+		})
+	}
+}
+
+// A request carrying two Authorization headers is ambiguous: a proxy in
+// front may have checked one and the server would act on the other. It
+// is refused, whichever token comes first, and reaches no handler.
+func TestTwoAuthorizationHeadersAreRefused(t *testing.T) {
+	tokens := []Token{
+		{Name: "app", Secret: "app-secret-0123456789", Realms: []string{"default"}, Role: RoleApplication},
+		{Name: "bot", Secret: "bot-secret-0123456789", Realms: []string{"default"}, Role: RoleAgent},
+	}
+	srv, p := newTestServer(t, Options{Tokens: tokens}, sdk.CapWrite, sdk.CapFetch, sdk.CapForget)
+	id := p.MustAdd("default", sdk.Record{Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "shared"})[0]
+	cases := []struct {
+		name    string
+		secrets []string
+		status  int
+	}{
+		{"one application token", []string{"app-secret-0123456789"}, 204},
+		{"agent then application", []string{"bot-secret-0123456789", "app-secret-0123456789"}, 401},
+		{"application then agent", []string{"app-secret-0123456789", "bot-secret-0123456789"}, 401},
+		{"the same token twice", []string{"app-secret-0123456789", "app-secret-0123456789"}, 401},
+	}
+	// The refusals first: the one allowed forget removes the record.
+	for i := len(cases) - 1; i >= 0; i-- {
+		tc := cases[i]
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest("DELETE", srv.URL+"/v1/records/"+id+"?realm=default", nil)
+			for _, s := range tc.secrets {
+				req.Header.Add("Authorization", "Bearer "+s)
+			}
+			before := p.Calls("Forget")
+			resp, err := srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.status, body)
+			}
+			if tc.status == 401 {
+				var e errorBody
+				if err := json.Unmarshal(body, &e); err != nil || e.Error.Code != "unauthenticated" {
+					t.Fatalf("answer %s, want code unauthenticated", body)
+				}
+				for _, s := range tc.secrets {
+					if strings.Contains(string(body), s) {
+						t.Fatalf("the refusal echoes a secret: %s", body)
+					}
+				}
+				if n := p.Calls("Forget") - before; n != 0 {
+					t.Fatalf("a refused request reached the provider %d times", n)
+				}
+			}
+		})
+	}
+}
+
+// traceFake answers one turn of alice and one of bob to every read.
+type traceFake struct{}
+
+func (traceFake) turns(realm string) []coordinator.TurnTrace {
+	return []coordinator.TurnTrace{{Realm: realm, Identity: "alice", Session: "s1"}, {Realm: realm, Identity: "bob", Session: "s1"}}
+}
+
+func (f traceFake) Session(_ context.Context, realm, identity, _ string, _ int) ([]coordinator.TurnTrace, error) {
+	return slices.DeleteFunc(f.turns(realm), func(t coordinator.TurnTrace) bool { return identity != "" && t.Identity != identity }), nil
+}
+
+func (traceFake) Recent(_ context.Context, realm string, _ int) ([]turntrace.SessionSummary, error) {
+	return []turntrace.SessionSummary{{Realm: realm, Identity: "alice", Session: "s1"}, {Realm: realm, Identity: "bob", Session: "s1"}}, nil
+}
+
+func (f traceFake) Record(_ context.Context, realm, _ string, _ int) ([]coordinator.TurnTrace, error) {
+	return f.turns(realm), nil
+}
+
+// A turn trace names what was injected for an identity: a bound token
+// reads only its own identities' turns, and naming another is 403.
+func TestBoundTokenReadsNoOtherIdentitysTrace(t *testing.T) {
+	tokens := []Token{
+		{Name: "app", Secret: "app-secret-0123456789", Realms: []string{"default"}, Role: RoleApplication},
+		{Name: "alice-app", Secret: "alice-secret-0123456789", Realms: []string{"default"}, Role: RoleApplication, Identities: []string{"alice"}},
+	}
+	srv, _ := newTestServer(t, Options{Tokens: tokens, Traces: traceFake{}})
+	const app, alice = "app-secret-0123456789", "alice-secret-0123456789"
+	cases := []struct {
+		name, token, path string
+		status            int
+		bob               bool
+	}{
+		{"unbound session", app, "/v1/sessions/s1/trace?realm=default", 200, true},
+		{"unbound recent", app, "/v1/traces?realm=default", 200, true},
+		{"unbound record", app, "/v1/records/r1/trace?realm=default", 200, true},
+		{"bound session", alice, "/v1/sessions/s1/trace?realm=default", 200, false},
+		{"bound session as bob", alice, "/v1/sessions/s1/trace?realm=default&identity=bob", 403, false},
+		{"bound recent", alice, "/v1/traces?realm=default", 200, false},
+		{"bound record", alice, "/v1/records/r1/trace?realm=default", 200, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := get(t, srv.URL+tc.path, tc.token)
+			if status != tc.status {
+				t.Fatalf("status %d, want %d: %s", status, tc.status, body)
+			}
+			if status == 403 {
+				if !strings.Contains(body, `"code":"permission_denied"`) {
+					t.Fatalf("answer %s, want code permission_denied", body)
+				}
+				return
+			}
+			if got := strings.Contains(body, `"identity":"bob"`); got != tc.bob {
+				t.Fatalf("bob's turns in the answer: %v, want %v: %s", got, tc.bob, body)
+			}
+			if !strings.Contains(body, `"identity":"alice"`) {
+				t.Fatalf("alice's turns are missing: %s", body)
+			}
+		})
+	}
+}
