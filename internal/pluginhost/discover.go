@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/memhost/memhost/sdk/host"
 )
@@ -91,7 +92,7 @@ func loadEntry(root, path string) (Entry, error) {
 	refuse := func(format string, args ...any) error {
 		return fmt.Errorf("plugin manifest %s: refused: %s: %w", path, fmt.Sprintf(format, args...), ErrRefused)
 	}
-	data, err := os.ReadFile(path)
+	data, err := readManifest(path)
 	if err != nil {
 		return Entry{}, refuse("%v", err)
 	}
@@ -108,6 +109,46 @@ func loadEntry(root, path string) (Entry, error) {
 		return Entry{}, fmt.Errorf("plugin %s (%s): refused: %v: %w", m.Name, path, err, ErrRefused)
 	}
 	return Entry{Manifest: m, ManifestPath: path, Executable: exe, Interpreted: in}, nil
+}
+
+// maxManifestBytes bounds a manifest file; real ones are a few hundred
+// bytes, a config schema included.
+const maxManifestBytes = 1 << 20
+
+// readManifest reads a manifest file that must be a regular file of at
+// most maxManifestBytes. The open does not block, so a FIFO named like a
+// manifest is refused instead of holding discovery until a writer comes,
+// and a device (a symlink to /dev/zero) is not read without end.
+func readManifest(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, unwrapPath(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, unwrapPath(err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxManifestBytes+1))
+	if err != nil {
+		return nil, unwrapPath(err)
+	}
+	if len(data) > maxManifestBytes {
+		return nil, fmt.Errorf("larger than %d bytes", maxManifestBytes)
+	}
+	return data, nil
+}
+
+// unwrapPath drops the path from a file error: the refusal names it.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // resolveInside resolves name inside root, following symlinks, and refuses

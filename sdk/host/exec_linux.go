@@ -2,8 +2,11 @@ package host
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"syscall"
 )
 
 // execTarget answers what to execute for a verified file, and whether that
@@ -21,4 +24,19 @@ func (vf *verified) execTarget() (string, bool) {
 		return vf.path, true
 	}
 	return fd, false
+}
+
+// ownGroup puts the plugin in a process group of its own and makes the
+// command's hard kill end the whole group: a child the plugin left behind
+// (a helper, a worker) holding its stdout or stderr would otherwise keep
+// go-plugin waiting for the output to end, and the host's stop with it.
+func ownGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		if errors.Is(err, syscall.ESRCH) {
+			return os.ErrProcessDone
+		}
+		return err
+	}
 }

@@ -101,7 +101,13 @@ type Conn struct {
 	// sockets is the directory the plugin's socket is in, removed once
 	// the process is gone ("" for a reattached plugin).
 	sockets string
+	log     hclog.Logger
 }
+
+// killWait bounds how long Kill waits, after SIGKILL, for go-plugin to
+// let go of the process: it waits for the plugin's output to end, which a
+// child that left the plugin's process group may hold open for good.
+const killWait = 5 * time.Second
 
 // Launch starts the plugin, completes the handshake and asks its Info.
 // Every failure names the plugin and says what went wrong in one line; a
@@ -200,7 +206,7 @@ func launch(ctx context.Context, opts LaunchOptions, reattach *plugin.ReattachCo
 		return nil, s.failed(client, fmt.Sprintf("no plugin service: %v", err), sdk.ErrUnavailable)
 	}
 	c := &Conn{name: opts.Name, peer: processPeer{client}, rpc: rpc, meta: raw.(pb.PluginClient), host: opts.Host,
-		stopping: s.stopping, done: make(chan struct{}), sockets: s.sockets}
+		stopping: s.stopping, done: make(chan struct{}), sockets: s.sockets, log: s.client.Logger}
 	if reattach == nil {
 		c.kill = s.kill
 	}
@@ -282,6 +288,7 @@ func (s *starting) prepareExec(cfg *plugin.ClientConfig) (err error) {
 	cmd.Env = append(cmd.Env, "MEMHOST_LOG_LEVEL="+levelName(s.client.Logger), plugin.EnvUnixSocketDir+"="+s.sockets,
 		"PLUGIN_CLIENT_CERT="+certPEM)
 	cmd.Dir = opts.Dir
+	ownGroup(cmd)
 	cfg.Cmd = cmd
 	// Mutual TLS with the host's own client certificate (clientTLS says
 	// why not AutoMTLS); go-plugin adds the server's certificate from the
@@ -424,7 +431,8 @@ func (p processPeer) Pid() int {
 func (c *Conn) Close() { c.Kill(DefaultKillGrace) }
 
 // Kill asks the plugin to exit and sends SIGKILL if it has not within
-// grace (at once when grace <= 0). It returns once the process is gone.
+// grace (at once when grace <= 0). It returns once the process is gone,
+// or killWait after SIGKILL when go-plugin still holds on to it.
 // A reattached plugin is not the host's to signal: Kill waits for its
 // graceful exit. Concurrent and repeated calls are safe.
 func (c *Conn) Kill(grace time.Duration) {
@@ -452,8 +460,19 @@ func (c *Conn) Kill(grace time.Duration) {
 		case <-t.C:
 		}
 	}
-	if c.kill != nil {
-		c.kill()
+	if c.kill == nil {
+		// Not the host's to signal: it exits when it is asked to.
+		<-c.done
+		return
 	}
-	<-c.done
+	c.kill()
+	t := time.NewTimer(killWait)
+	defer t.Stop()
+	select {
+	case <-c.done:
+	case <-t.C:
+		if c.log != nil {
+			c.log.Error("plugin killed, but its output is still held open (by a process it started that left its process group?); no longer waiting for it")
+		}
+	}
 }

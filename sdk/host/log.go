@@ -98,6 +98,14 @@ func (o *pluginOutput) line(raw []byte) {
 			l.level = hclog.Error
 		}
 	}
+	// Keys the host's own JSON log reserves ("@timestamp", "@caller",
+	// "@warn", ...) would overwrite the host's values there: the plugin's
+	// stay visible under a name of their own.
+	for i := 0; i < len(l.args); i += 2 {
+		if k, _ := l.args[i].(string); strings.HasPrefix(k, "@") {
+			l.args[i] = "plugin" + k
+		}
+	}
 	o.log.Log(l.level, l.msg, l.args...)
 	o.keep(l.msg)
 }

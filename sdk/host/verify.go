@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/memhost/memhost/sdk"
@@ -67,7 +68,10 @@ var errChanged = fmt.Errorf("executable changed while it was verified or started
 // verdict when the file's identity is unchanged since it was hashed. The
 // caller closes the answer's file.
 func (v *Verifier) check(path string, want []byte) (*verified, error) {
-	f, err := os.Open(path)
+	// Non-blocking, so a FIFO put in the executable's place is refused
+	// as no regular file instead of blocking the open until a writer
+	// comes; a regular file reads the same either way.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		// The label names the path already.
 		var pe *fs.PathError
