@@ -51,22 +51,7 @@ func TestKillEndsChildHoldingOutput(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("process groups checked through /proc")
 	}
-	stub, _, _ := stubExecutable(t)
-	pidFile := filepath.Join(t.TempDir(), "child.pid")
-	path, sum := hostileScript(t, "sleep 60 &\necho $! > "+pidFile+"\nexec "+stub+"\n")
-	conn, err := Launch(t.Context(), LaunchOptions{Name: "hostile", Path: path, SHA256: sum, Dir: t.TempDir(), StartTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	child, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
+	conn, child := launchLeavingChild(t, "sleep 60 &")
 	done := make(chan struct{})
 	start := time.Now()
 	go func() {
@@ -156,22 +141,7 @@ func TestKillIsBoundedWhenAnEscapedChildHoldsOutput(t *testing.T) {
 	if _, err := os.Stat("/usr/bin/setsid"); err != nil {
 		t.Skip("no setsid")
 	}
-	stub, _, _ := stubExecutable(t)
-	pidFile := filepath.Join(t.TempDir(), "child.pid")
-	path, sum := hostileScript(t, "/usr/bin/setsid sleep 60 &\necho $! > "+pidFile+"\nexec "+stub+"\n")
-	conn, err := Launch(t.Context(), LaunchOptions{Name: "hostile", Path: path, SHA256: sum, Dir: t.TempDir(), StartTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	child, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
+	conn, _ := launchLeavingChild(t, "/usr/bin/setsid sleep 60 &")
 	pid := conn.Pid()
 	if pid == 0 {
 		t.Fatal("no pid")
@@ -189,4 +159,29 @@ func TestKillIsBoundedWhenAnEscapedChildHoldsOutput(t *testing.T) {
 	if pidAlive(pid) {
 		t.Fatal("Kill returned with the plugin process alive")
 	}
+}
+
+// launchLeavingChild launches a plugin whose script first runs start (a
+// command put in the background, holding the script's output) and then
+// the plugin itself, and answers the connection and the child's pid; the
+// child is killed at cleanup.
+func launchLeavingChild(t *testing.T, start string) (*Conn, int) {
+	t.Helper()
+	stub, _, _ := stubExecutable(t)
+	pidFile := filepath.Join(t.TempDir(), "child.pid")
+	path, sum := hostileScript(t, start+"\necho $! > "+pidFile+"\nexec "+stub+"\n")
+	conn, err := Launch(t.Context(), LaunchOptions{Name: "hostile", Path: path, SHA256: sum, Dir: t.TempDir(), StartTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
+	return conn, child
 }
