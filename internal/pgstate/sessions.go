@@ -135,19 +135,31 @@ func (s *Sessions) read(ctx context.Context, key coordinator.SessionKey) (st coo
 // on another host waits on it instead of inserting beside it; rolling back
 // (fn changed nothing after all) removes the placeholder.
 func (s *Sessions) locked(ctx context.Context, tx pgx.Tx, key coordinator.SessionKey, fn func(*coordinator.SessionState) bool) error {
-	tag, err := tx.Exec(ctx, s.db.q(`INSERT INTO sessions (realm, identity, session, state, touched_at) VALUES ($1, $2, $3, '{"bytes":0,"sweep":null}', now())
-		ON CONFLICT DO NOTHING`), key.Realm, key.Identity, key.Session)
-	if err != nil {
-		return err
-	}
-	fresh := tag.RowsAffected() == 1
+	var fresh, expired bool
 	var blob []byte
-	var expired bool
-	if err := tx.QueryRow(ctx, s.db.q(`SELECT state, touched_at <= now() - $4 * interval '1 millisecond' FROM sessions
-		WHERE realm = $1 AND identity = $2 AND session = $3 FOR UPDATE`),
-		key.Realm, key.Identity, key.Session, s.opts.TTL.Milliseconds()).Scan(&blob, &expired); err != nil {
-		return err
+	// Another host may delete the row (Expire, the realm bound) between
+	// the insert that found it and the lock: then insert it again.
+	for attempt := 1; ; attempt++ {
+		tag, err := tx.Exec(ctx, s.db.q(`INSERT INTO sessions (realm, identity, session, state, touched_at) VALUES ($1, $2, $3, '{"bytes":0,"sweep":null}', now())
+			ON CONFLICT DO NOTHING`), key.Realm, key.Identity, key.Session)
+		if err != nil {
+			return err
+		}
+		fresh = tag.RowsAffected() == 1
+		err = tx.QueryRow(ctx, s.db.q(`SELECT state, touched_at <= now() - $4 * interval '1 millisecond' FROM sessions
+			WHERE realm = $1 AND identity = $2 AND session = $3 FOR UPDATE`),
+			key.Realm, key.Identity, key.Session, s.opts.TTL.Milliseconds()).Scan(&blob, &expired)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		if attempt == maxAttempts {
+			return fmt.Errorf("the session row was deleted %d times while a turn waited for it", attempt)
+		}
 	}
+	var err error
 	var st coordinator.SessionState
 	if !expired {
 		if st, err = decode(blob); err != nil {

@@ -170,20 +170,23 @@ func (s *Store) Update(ctx context.Context, key coordinator.SessionKey, fn func(
 		return nil
 	}
 	fresh := !stored
-	if p, ok := s.pending[key]; ok {
+	p, wasPending := s.pending[key]
+	if wasPending {
 		fresh = p.fresh
-		delete(s.pending, key) // written now, or pending again below
 	}
 	evicted, err := s.save(ctx, key, &st, now, fresh)
-	if errors.Is(err, statedb.ErrStorageFull) && len(s.pending) < s.opts.MaxPending {
+	if errors.Is(err, statedb.ErrStorageFull) && (wasPending || len(s.pending) < s.opts.MaxPending) {
 		e := &entry{state: st, touched: now, fresh: fresh}
 		s.pending[key] = e
 		s.cache.Add(key, e)
 		return nil
 	}
 	if err != nil {
+		// A pending session keeps its last state: the memory holds the
+		// only copy of what it already injected.
 		return err
 	}
+	delete(s.pending, key)
 	s.cache.Add(key, &entry{state: st, touched: now})
 	s.forget(evicted)
 	s.flush(ctx)

@@ -69,6 +69,10 @@ type DB struct {
 	path string
 	lock *os.File
 	db   *sql.DB
+	// file is the database file as opened: a write checks the path still
+	// names it, since SQLite would go on writing to a file deleted or
+	// replaced behind it, and lose all of it at the next start.
+	file os.FileInfo
 }
 
 // Open opens (creating if needed) the state database in dir. The file is
@@ -113,6 +117,10 @@ func Open(ctx context.Context, dir string) (d *DB, err error) {
 	if _, err := db.ExecContext(ctx, meta); err != nil {
 		db.Close()
 		return nil, d.wrap("open "+path, err)
+	}
+	if d.file, err = os.Stat(path); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("state database %s: %w", path, err)
 	}
 	return d, nil
 }
@@ -199,6 +207,9 @@ func (d *DB) Version(ctx context.Context, component string) (int, error) {
 // client; a full disk or a read-only file wraps ErrStorageFull or
 // ErrReadOnly.
 func (d *DB) Tx(ctx context.Context, op string, fn func(*sql.Tx) error) error {
+	if err := d.moved(); err != nil {
+		return d.wrap(op, err)
+	}
 	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
 		return d.wrap(op, err)
@@ -221,11 +232,24 @@ func (d *DB) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
 
 // Exec runs one statement outside an explicit transaction.
 func (d *DB) Exec(ctx context.Context, op, query string, args ...any) (sql.Result, error) {
+	if err := d.moved(); err != nil {
+		return nil, d.wrap(op, err)
+	}
 	r, err := d.db.ExecContext(ctx, query, args...)
 	if err != nil {
 		return nil, d.wrap(op, err)
 	}
 	return r, nil
+}
+
+// moved answers an error wrapping ErrReadOnly when the path no longer
+// names the file opened (deleted, renamed or replaced): writes would land
+// in a file no later start reads.
+func (d *DB) moved() error {
+	if fi, err := os.Stat(d.path); err == nil && os.SameFile(fi, d.file) {
+		return nil
+	}
+	return fmt.Errorf("%w: the database file was deleted or replaced while open; restart the host", ErrReadOnly)
 }
 
 // Wrap adds the file, op and any sentinel to an error from a query made
