@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"unicode"
+	"unicode/utf8"
 
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/coordinator"
@@ -150,10 +151,13 @@ func (r *recaller) iterate(ctx context.Context, st *state, id sdk.Identity, sess
 // maxQueryBytes of s.
 func compactQuery(s string) string {
 	if len(s) > maxQueryBytes {
-		s = s[:maxQueryBytes]
-		for len(s) > 0 && s[len(s)-1]&0xC0 == 0x80 {
-			s = s[:len(s)-1]
+		// Back off to the start of the character the bound cuts into, so
+		// no lead byte is left behind (the query would not be UTF-8).
+		n := maxQueryBytes
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
 		}
+		s = s[:n]
 	}
 	return strings.Join(strings.FieldsFunc(s, unicode.IsSpace), " ")
 }

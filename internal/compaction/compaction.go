@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	hclog "github.com/hashicorp/go-hclog"
@@ -347,14 +348,19 @@ func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
 	}
 	chunks := s.chunks(msgs)
 	start := st.Watermark
+	// Each call's key names its place in the conversation, the history
+	// before its chunk included: the same messages evicted again later
+	// are a new call, not a retry of the first.
+	at := st.PrefixHash
 	for i, chunk := range chunks {
-		art, err := s.call(ctx, req.Identity, key, chunk, carry, i, len(chunks))
+		art, err := s.call(ctx, req.Identity, key, at, chunk, carry, i, len(chunks))
 		if err != nil {
 			s.log(ctx).Warn("compaction failed; watermark kept", "realm", key.Realm, "conversation", key.Conversation,
 				"watermark", st.Watermark, "chunk", i+1, "chunks", len(chunks), "error", err)
 			return Result{}, err
 		}
 		carry = &art
+		at = hashChain(at, chunk)
 	}
 	if carry == nil {
 		// Nothing to summarise (the slice was injected memory only) and
@@ -428,7 +434,7 @@ func (s *Service) mismatch(conversation, why string) error {
 }
 
 // call runs one compactor call and checks its artifact.
-func (s *Service) call(ctx context.Context, id sdk.Identity, key Key, chunk []sdk.Message, carry *sdk.Message, i, n int) (sdk.Message, error) {
+func (s *Service) call(ctx context.Context, id sdk.Identity, key Key, at string, chunk []sdk.Message, carry *sdk.Message, i, n int) (sdk.Message, error) {
 	where := fmt.Sprintf("conversation %s", key.Conversation)
 	if n > 1 {
 		where += fmt.Sprintf(" (chunk %d of %d)", i+1, n)
@@ -437,7 +443,7 @@ func (s *Service) call(ctx context.Context, id sdk.Identity, key Key, chunk []sd
 		ConversationID: key.Conversation,
 		Evicted:        chunk,
 		CarryOver:      carry,
-		IdempotencyKey: IdempotencyKey(key, chunk),
+		IdempotencyKey: IdempotencyKey(key, at, chunk),
 		MaxBytes:       s.opts.MaxArtifactBytes,
 	})
 	if err != nil {
@@ -449,7 +455,7 @@ func (s *Service) call(ctx context.Context, id sdk.Identity, key Key, chunk []sd
 		return sdk.Message{}, &codedError{code: CodeFailed, sentinel: ErrFailed, cause: err,
 			msg: fmt.Sprintf("%s: compactor failed (%s): %v", where, sdk.CodeOf(err), err)}
 	}
-	if strings.TrimSpace(art.Content) == "" {
+	if !hasText(art.Content) {
 		return sdk.Message{}, &codedError{code: CodeEmpty, sentinel: ErrEmpty,
 			msg: fmt.Sprintf("%s: the compactor answered an empty artifact; the watermark stays", where)}
 	}
@@ -460,6 +466,18 @@ func (s *Service) call(ctx context.Context, id sdk.Identity, key Key, chunk []sd
 	// The cap is checked first: it is the compactor's limit, and defanging
 	// grows a text by a few bytes per neutralised marker.
 	return s.safe(id, art), nil
+}
+
+// hasText reports whether s holds a character a reader sees: not only
+// spaces, controls, format characters (zero-width spaces, a byte-order
+// mark) or invalid bytes, which a model would read as an empty summary.
+func hasText(s string) bool {
+	for _, r := range s {
+		if r != utf8.RuneError && unicode.IsGraphic(r) && !unicode.IsSpace(r) {
+			return true
+		}
+	}
+	return false
 }
 
 // safe answers the artifact as it is stored (so the carry-over a
@@ -614,10 +632,12 @@ func (s *Service) Forget(ctx context.Context, realm, conversation string, access
 }
 
 // IdempotencyKey is the key every compactor call carries: realm,
-// conversation id and the sha256 of the slice, so a side-effecting
-// compactor can recognise a retry of the same call.
-func IdempotencyKey(key Key, slice []sdk.Message) string {
-	return key.Realm + "/" + key.Conversation + "/sha256:" + hashChain("", slice)
+// conversation id and the sha256 of the slice chained on at, the hash of
+// everything before it (hashChain; "" at the start), so a side-effecting
+// compactor can recognise a retry of the same call, and the same messages
+// at another place in the conversation are another call.
+func IdempotencyKey(key Key, at string, slice []sdk.Message) string {
+	return key.Realm + "/" + key.Conversation + "/sha256:" + hashChain(at, slice)
 }
 
 // hashChain extends prev (hex, "" for the start) over msgs one message at
