@@ -56,20 +56,14 @@ func (d *decoder) proposals(b *hcl.Block) {
 	d.diags = append(d.diags, diags...)
 	a, p := content.Attributes, &d.cfg.Proposals
 	d.integer(a, "max_pending", "proposals.max_pending", &p.MaxPending)
-	var secs int
-	if d.integer(a, "retry_after_seconds", "proposals.retry_after_seconds", &secs) {
-		p.RetryAfter = time.Duration(secs) * time.Second
-	}
+	d.duration(a, "retry_after_seconds", "proposals.retry_after_seconds", time.Second, &p.RetryAfter)
 }
 
 func (d *decoder) trace(b *hcl.Block) {
 	content, diags := b.Body.Content(traceSchema)
 	d.diags = append(d.diags, diags...)
 	a, t := content.Attributes, &d.cfg.Trace
-	var hours int
-	if d.integer(a, "retention_hours", "trace.retention_hours", &hours) {
-		t.Retention = time.Duration(hours) * time.Hour
-	}
+	d.duration(a, "retention_hours", "trace.retention_hours", time.Hour, &t.Retention)
 	d.integer(a, "max_turns_per_realm", "trace.max_turns_per_realm", &t.MaxTurnsPerRealm)
 }
 

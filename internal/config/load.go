@@ -23,6 +23,11 @@ import (
 // MaxFileBytes bounds a config file; anything larger is surely not one.
 const MaxFileBytes = 1 << 20
 
+// maxNesting bounds how deeply brackets, braces and parentheses nest. HCL's
+// parser recurses per level, and a file of nothing but "[" within
+// MaxFileBytes overflows the goroutine stack: a fatal error, not a panic.
+const maxNesting = 100
+
 // Load reads, parses and validates the config file at path. A relative
 // path is taken from WorkDir.
 func (o Options) Load(path string) (*Config, error) {
@@ -58,6 +63,9 @@ func (o Options) Parse(filename string, src []byte) (*Config, error) {
 
 func (o Options) parse(name, full string, src []byte) (*Config, error) {
 	if d := checkUTF8(name, src); d != nil {
+		return nil, newError(hcl.Diagnostics{d})
+	}
+	if d := checkNesting(name, src); d != nil {
 		return nil, newError(hcl.Diagnostics{d})
 	}
 	file, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
@@ -518,10 +526,25 @@ func (d *decoder) integer(attrs hcl.Attributes, name, key string, dst *int) bool
 }
 
 func (d *decoder) millis(attrs hcl.Attributes, name, key string, dst *time.Duration) {
-	var ms int
-	if d.integer(attrs, name, key, &ms) {
-		*dst = time.Duration(ms) * time.Millisecond
+	d.duration(attrs, name, key, time.Millisecond, dst)
+}
+
+// duration decodes a whole number of units. A count within int32 range
+// can still overflow a time.Duration (2562048 hours), so larger counts are
+// refused rather than wrapped; a negative count stays negative, for
+// Validate to report.
+func (d *decoder) duration(attrs hcl.Attributes, name, key string, unit time.Duration, dst *time.Duration) bool {
+	var n int
+	if !d.integer(attrs, name, key, &n) {
+		return false
 	}
+	limit := int64(math.MaxInt64 / unit)
+	if int64(n) > limit {
+		d.errorf(attrs[name].Expr.Range().Ptr(), "Invalid value", "%s is out of range (at most %d).", name, limit)
+		return false
+	}
+	*dst = time.Duration(max(int64(n), -limit)) * unit
+	return true
 }
 
 func (d *decoder) strings(attrs hcl.Attributes, name, key string, dst *[]string) {
@@ -694,6 +717,30 @@ func checkUTF8(name string, src []byte) *hcl.Diagnostic {
 			pos.Line, pos.Column = pos.Line+1, 1
 		}
 		src = src[size:]
+	}
+	return nil
+}
+
+// checkNesting reports the first opening bracket, brace or parenthesis
+// nested deeper than maxNesting. The scanner is not recursive, so this is
+// safe to run before the parser, which is.
+func checkNesting(name string, src []byte) *hcl.Diagnostic {
+	depth := 0
+	toks, _ := hclsyntax.LexConfig(src, name, hcl.InitialPos) // the parser reports lexical errors
+	for _, tok := range toks {
+		switch tok.Type {
+		case hclsyntax.TokenOBrace, hclsyntax.TokenOBrack, hclsyntax.TokenOParen,
+			hclsyntax.TokenTemplateInterp, hclsyntax.TokenTemplateControl:
+			if depth++; depth > maxNesting {
+				return &hcl.Diagnostic{
+					Severity: hcl.DiagError, Summary: "Nested too deeply",
+					Detail:  fmt.Sprintf("Blocks, lists and objects may nest at most %d levels deep.", maxNesting),
+					Subject: tok.Range.Ptr(),
+				}
+			}
+		case hclsyntax.TokenCBrace, hclsyntax.TokenCBrack, hclsyntax.TokenCParen, hclsyntax.TokenTemplateSeqEnd:
+			depth = max(depth-1, 0)
+		}
 	}
 	return nil
 }

@@ -2,10 +2,12 @@ package config
 
 import (
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/memhost/memhost/coordinator"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -35,10 +37,7 @@ func (d *decoder) sessions(b *hcl.Block) {
 	content, diags := b.Body.Content(sessionsSchema)
 	d.diags = append(d.diags, diags...)
 	a, s := content.Attributes, &d.cfg.Sessions
-	var minutes int
-	if d.integer(a, "idle_ttl_minutes", "sessions.idle_ttl_minutes", &minutes) {
-		s.IdleTTL = time.Duration(minutes) * time.Minute
-	}
+	d.duration(a, "idle_ttl_minutes", "sessions.idle_ttl_minutes", time.Minute, &s.IdleTTL)
 	d.integer(a, "max_per_realm", "sessions.max_per_realm", &s.MaxPerRealm)
 }
 
@@ -57,6 +56,12 @@ func (d *decoder) hostKeyEnv(attrs hcl.Attributes) {
 	case !ok || v == "":
 		d.errorf(attr.Expr.Range().Ptr(), "Host key not set",
 			"host_key_env names the environment variable %s, which is unset or empty.", name)
+	case len(strings.TrimSpace(v)) < coordinator.MinHostKeyBytes:
+		// As serve reads it (internal/hostkey): surrounding space is not
+		// part of the key. Only the length is shown, never the key.
+		d.errorf(attr.Expr.Range().Ptr(), "Host key too short",
+			"host_key_env names the environment variable %s, which holds %d bytes; the host key needs at least %d (for example `openssl rand -hex 32`).",
+			name, len(strings.TrimSpace(v)), coordinator.MinHostKeyBytes)
 	}
 }
 
