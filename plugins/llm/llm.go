@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/memhost/memhost/sdk"
@@ -186,18 +187,24 @@ func (c *Compactor) chat(ctx context.Context, cfg *settings, messages []chatMess
 	if len(data) > maxResponseBytes {
 		return "", fmt.Errorf("llm: the answer of %s is over %d bytes", cfg.endpoint, maxResponseBytes)
 	}
+	// Errors quote the answer, and the host logs them: an endpoint that
+	// echoes the request's Authorization header must not leak the key.
+	shown := data
+	if cfg.apiKey != "" {
+		shown = bytes.ReplaceAll(data, []byte(cfg.apiKey), []byte("[api key]"))
+	}
 	if resp.StatusCode/100 != 2 {
-		return "", statusError(cfg.endpoint, resp.StatusCode, data)
+		return "", statusError(cfg.endpoint, resp.StatusCode, shown)
 	}
 	var out chatResponse
 	if err := json.Unmarshal(data, &out); err != nil {
-		return "", fmt.Errorf("llm: %s answered malformed JSON (%v): %.200q: %w", cfg.endpoint, err, data, sdk.ErrUnavailable)
+		return "", fmt.Errorf("llm: %s answered malformed JSON: %.200q: %w", cfg.endpoint, shown, sdk.ErrUnavailable)
 	}
 	if len(out.Choices) == 0 || out.Choices[0].Message.Content == nil {
-		return "", fmt.Errorf("llm: %s answered no choices with message content: %.200q: %w", cfg.endpoint, data, errNoContent)
+		return "", fmt.Errorf("llm: %s answered no choices with message content: %.200q: %w", cfg.endpoint, shown, errNoContent)
 	}
 	text := strings.TrimSpace(*out.Choices[0].Message.Content)
-	if text == "" {
+	if !visible(text) {
 		return "", fmt.Errorf("llm: %s (finish_reason %q): %w", cfg.endpoint, out.Choices[0].FinishReason, ErrEmptyOutput)
 	}
 	if !utf8.ValidString(text) {
@@ -230,6 +237,18 @@ func statusError(endpoint string, code int, body []byte) error {
 		sentinel = sdk.ErrInvalid
 	}
 	return fmt.Errorf("llm: %s answered HTTP %d: %s: %w", endpoint, code, msg, sentinel)
+}
+
+// visible reports whether s holds a character that shows: a summary of
+// only spaces, zero-width or format characters and lone combining marks
+// says nothing.
+func visible(s string) bool {
+	for _, r := range s {
+		if unicode.IsGraphic(r) && !unicode.IsSpace(r) && !unicode.In(r, unicode.Cf, unicode.Mn, unicode.Me) {
+			return true
+		}
+	}
+	return false
 }
 
 func ctxError(err error) error {

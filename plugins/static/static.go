@@ -241,11 +241,13 @@ func Parse(data []byte) (*File, error) {
 				return nil, fmt.Errorf("%w: realms.%s.mobs.%s: %v", ErrMalformed, realm, id, err)
 			}
 			var clean []string
+			seen := make(map[string]bool, len(mobs)) // a lookup in clean would be quadratic
 			for i, m := range mobs {
 				if err := sdk.MobScope(m).Validate(); err != nil {
 					return nil, fmt.Errorf("%w: realms.%s.mobs.%s[%d]: %q is not a usable mob name", ErrMalformed, realm, id, i, m)
 				}
-				if !slices.Contains(clean, m) {
+				if !seen[m] {
+					seen[m] = true
 					clean = append(clean, m)
 				}
 			}

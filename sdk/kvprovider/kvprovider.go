@@ -162,7 +162,10 @@ func load(ctx context.Context, store Store, ix *index.Index) (map[string]*realm,
 	}
 	realms := map[string]*realm{}
 	for i := range recs {
-		r := &recs[i]
+		// A copy: the Store may keep the slice it answered and change it in
+		// place later (a delete that shifts its elements).
+		c := cloneRecord(&recs[i])
+		r := &c
 		if err := checkLoaded(r); err != nil {
 			return nil, fmt.Errorf("stored record %s/%s: %w", r.Realm, r.ID, err)
 		}

@@ -81,7 +81,7 @@ func (p *Provider) put(ctx context.Context, realmName string, recs []sdk.Record,
 		p.realms[realmName] = rm
 	}
 	for i := range recs {
-		r := recs[i]
+		r := cloneRecord(&recs[i]) // the Store may keep recs and their tags
 		if err := apply(p.ix, rm, &r, reindex); err != nil {
 			// Stored but not indexed: a bug, not a caller's mistake.
 			return p.errorf("index record %s: %w", r.ID, err)
