@@ -14,12 +14,15 @@
 package strictjson
 
 import (
+	"encoding"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -33,7 +36,13 @@ type Error struct {
 	// Offset is the byte offset in the input where the problem was found
 	// (0 when not known), for callers that report a line.
 	Offset int64
+	// Err is the refusal of the field type's own decoder (its
+	// UnmarshalJSON or UnmarshalText), nil when strictjson refused the
+	// value itself; errors.Is and errors.As reach it.
+	Err error
 }
+
+func (e *Error) Unwrap() error { return e.Err }
 
 func (e *Error) Error() string {
 	if e.Path == "" {
@@ -71,11 +80,13 @@ func DecodeTolerant(data []byte, v any) (unknown []string, err error) {
 
 // collectUnknown walks a decoded JSON tree beside the Go type it was
 // decoded into and appends the paths of members the type has no field for.
+// A type that decodes itself reads its members its own way, so none of
+// them is unknown here.
 func collectUnknown(t reflect.Type, tree any, at string, out *[]string) {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t == nil {
+	if t == nil || hasOwnDecoder(t) {
 		return
 	}
 	switch node := tree.(type) {
@@ -156,6 +167,16 @@ func describe(err error) error {
 			e.Problem = "unknown field"
 		case isTime(sem.GoType) && sem.JSONKind == '"':
 			e.Problem = "is not an RFC 3339 time (like 2026-01-02T15:04:05Z)"
+		case isTime(sem.GoType) && sem.JSONKind != 0:
+			e.Problem = fmt.Sprintf("must be an RFC 3339 time string, not %s", kindName(sem.JSONKind))
+		case hasOwnDecoder(sem.GoType) && sem.Err != nil && sem.Err.Error() != errNonString:
+			// The type's own decoder refused the value: its words, under
+			// the path where the value sat.
+			ownRefusal(e, sem.Err)
+		case errors.Is(sem.Err, strconv.ErrRange) && sem.GoType != nil:
+			e.Problem = outOfRange(sem.GoType)
+		case sem.GoType != nil && sem.GoType.Kind() == reflect.Array && sem.Err != nil && strings.HasSuffix(sem.Err.Error(), "array elements"):
+			e.Problem = fmt.Sprintf("must be an array of exactly %d elements", sem.GoType.Len())
 		case sem.GoType != nil && sem.JSONKind != 0:
 			e.Problem = fmt.Sprintf("must be %s, not %s", jsonKindOf(sem.GoType), kindName(sem.JSONKind))
 		case sem.Err != nil:
@@ -166,6 +187,89 @@ func describe(err error) error {
 		return e
 	}
 	return &Error{Problem: strings.TrimPrefix(err.Error(), "json: ")}
+}
+
+// ownRefusal words err, the refusal of a type's own decoder, into e. A
+// strictjson refusal from inside the decoder (which decoded the value it
+// was given with Decode) continues e's path; another
+// error keeps its words, less a leading "name: " naming the field e's path
+// already ends in (as an sdk.FieldError names its own field).
+func ownRefusal(e *Error, err error) {
+	e.Err = err
+	var inner *Error
+	if errors.As(err, &inner) {
+		e.Path = cut(joinPath(e.Path, inner.Path))
+		e.Problem = inner.Problem
+		return
+	}
+	e.Problem = err.Error()
+	if last := lastName(e.Path); last != "" {
+		if rest, ok := strings.CutPrefix(e.Problem, last+": "); ok && rest != "" {
+			e.Problem = rest
+		}
+	}
+	if e.Problem == "" {
+		e.Problem = "is refused"
+	}
+}
+
+// joinPath appends the field path sub to at.
+func joinPath(at, sub string) string {
+	switch {
+	case sub == "":
+		return at
+	case at == "" || sub[0] == '[':
+		return at + sub
+	}
+	return at + "." + sub
+}
+
+// lastName is the member name a field path ends in ("title" for
+// "records[0].title"), "" when it ends in an index.
+func lastName(p string) string {
+	if strings.HasSuffix(p, "]") {
+		return ""
+	}
+	return p[strings.LastIndexAny(p, ".]")+1:]
+}
+
+// errNonString is the decoder's refusal of a value other than a string
+// for a type with only an UnmarshalText method.
+const errNonString = "JSON value must be string type"
+
+var (
+	jsonUnmarshaler     = reflect.TypeFor[json.Unmarshaler]()
+	jsonUnmarshalerFrom = reflect.TypeFor[json.UnmarshalerFrom]()
+	textUnmarshaler     = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// hasOwnDecoder reports whether t (or *t) decodes itself, with an
+// UnmarshalJSON, UnmarshalJSONFrom or UnmarshalText method.
+func hasOwnDecoder(t reflect.Type) bool {
+	if t == nil {
+		return false
+	}
+	for _, u := range []reflect.Type{jsonUnmarshaler, jsonUnmarshalerFrom, textUnmarshaler} {
+		if t.Implements(u) || (t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(u)) {
+			return true
+		}
+	}
+	return false
+}
+
+// outOfRange words a number too large (or too small) for t.
+func outOfRange(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		bits := t.Bits()
+		return fmt.Sprintf("must be an integer from %d to %d", int64(-1)<<(bits-1), int64(uint64(1)<<(bits-1)-1))
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return fmt.Sprintf("must be an integer from 0 to %d", uint64(math.MaxUint64)>>(64-t.Bits()))
+	}
+	return "is a number too large to hold"
 }
 
 func syntaxProblem(syn *jsontext.SyntacticError) string {
@@ -188,14 +292,23 @@ func syntaxProblem(syn *jsontext.SyntacticError) string {
 	return fmt.Sprintf("invalid JSON at byte %d: %s", syn.ByteOffset, msg)
 }
 
+// maxPath bounds a field path in an error, in bytes: a path as deep as
+// the decoder's nesting limit, or a member name megabytes long, would be
+// echoed whole to the client and the logs.
+const maxPath = 256
+
 // path turns a JSON pointer ("/records/0/title") into the field path
-// callers read elsewhere ("records[0].title").
+// callers read elsewhere ("records[0].title"), cut to maxPath bytes and
+// marked with "…" when longer.
 func path(pointer string) string {
 	if pointer == "" {
 		return ""
 	}
 	var b strings.Builder
 	for _, tok := range strings.Split(strings.TrimPrefix(pointer, "/"), "/") {
+		if b.Len() > maxPath {
+			break
+		}
 		tok = strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
 		if _, err := strconv.Atoi(tok); err == nil && b.Len() > 0 {
 			b.WriteString("[" + tok + "]")
@@ -206,7 +319,19 @@ func path(pointer string) string {
 		}
 		b.WriteString(tok)
 	}
-	return b.String()
+	return cut(b.String())
+}
+
+// cut shortens p to maxPath bytes, at a character boundary, marked "…".
+func cut(p string) string {
+	if len(p) <= maxPath {
+		return p
+	}
+	n := maxPath
+	for n > 0 && !utf8.RuneStart(p[n]) {
+		n--
+	}
+	return p[:n] + "…"
 }
 
 // isTime reports whether t is a time.Time or a pointer to one.
@@ -224,6 +349,9 @@ func jsonKindOf(t reflect.Type) string {
 	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+	}
+	if p := reflect.PointerTo(t); p.Implements(textUnmarshaler) && !p.Implements(jsonUnmarshaler) && !p.Implements(jsonUnmarshalerFrom) {
+		return "a string"
 	}
 	switch t.Kind() {
 	case reflect.String:
