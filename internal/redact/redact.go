@@ -1,7 +1,8 @@
 // Package redact takes host details out of text bound for a client.
 // Errors from plugins, providers and the plugin host name files and
-// processes of the machine the host runs on, which a client has no
-// business learning (DESIGN 9); the HTTP API and the MCP tools pass every
+// processes of the machine the host runs on, and may quote the URL or
+// header they sent with its credentials, which a client has no business
+// learning (DESIGN 9); the HTTP API and the MCP tools pass every
 // error message through ForClient, and the log keeps the full text.
 package redact
 
@@ -18,11 +19,30 @@ var (
 	// "pid 123", "pid=123", "pid: 123". A bare "process 3" is left alone:
 	// it is more often a count than a pid.
 	pidPattern = regexp.MustCompile(`(?i)\b(pid)(\s*[=:]\s*|\s+)\d+`)
-	// unixPath is an absolute path after a start or a delimiter; "//"
-	// (a URL's authority) is not one.
-	unixPath = regexp.MustCompile(`(^|[\s"'(\[{=,<])(/[^\s"'()\[\]{},;:<>]+)`)
-	// windowsPath is a drive-letter or UNC path.
-	windowsPath = regexp.MustCompile(`(?i)(^|[\s"'(\[{=,<])((?:[a-z]:\\|\\\\)[^\s"'()\[\]{},;<>]*)`)
+	// unixPath is an absolute path after a start or a delimiter (":" for
+	// a file: URI); "//" (a URL's authority) is not one.
+	unixPath = regexp.MustCompile(`(^|[\s"'(\[{=,<:])(/[^\s"'()\[\]{},;:<>]+)`)
+	// jsonPath is an absolute path with its slashes escaped, as some
+	// JSON encoders write it ("\/var\/lib").
+	jsonPath = regexp.MustCompile(`(^|[\s"'(\[{=,<:])(\\/[^\s"'()\[\]{},;:<>]+)`)
+	// windowsPath is a drive-letter path (either slash after the drive,
+	// as Go writes them too) or a UNC path.
+	windowsPath = regexp.MustCompile(`(?i)(^|[\s"'(\[{=,<])((?:[a-z]:[\\/]|\\\\)[^\s"'()\[\]{},;<>]*)`)
+
+	// urlUserinfo is the credentials of a URL ("scheme://user:pass@").
+	urlUserinfo = regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@"'<>]+@`)
+	// queryCredential is a URL query parameter whose name says it carries
+	// a credential (?key=, &access_token=, ?sig=).
+	queryCredential = regexp.MustCompile(`(?i)([?&][a-z0-9_.-]*(?:key|token|secret|passw|pwd|sig|auth|credential)[a-z0-9_.-]*=)[^&#\s"'<>]+`)
+	// fieldCredential is a name=value pair anywhere (a connection
+	// string's password=) whose name ends as a secret's (db_password=).
+	fieldCredential = regexp.MustCompile(`(?i)((?:password|passwd|secret|api[_-]?key|apikey|access[_-]?token|auth[_-]?token)=)[^\s&#"'<>,;]+`)
+	// authCredential is an HTTP credential: after a scheme (Bearer,
+	// Basic) or an Authorization or API key header. It must be at least
+	// 16 bytes long, as the host's own tokens are, and not words (lower
+	// case letters and hyphens), so advice such as "an Authorization:
+	// Bearer token is required" is kept.
+	authCredential = regexp.MustCompile(`(?i)(\b(?:bearer|basic)\s+|\b(?:proxy-)?(?:authorization|x-api-key|api-key)\s*[:=]\s*)([a-z0-9._~+/=-]{16,})`)
 )
 
 // apiPathPrefix marks the host's own routes, which a message may name.
@@ -42,12 +62,24 @@ func ForClient(c *coordinator.Coordinator, msg string) (string, bool) {
 	return out, out != msg
 }
 
-// Message answers msg without absolute paths (each keeps only its last
-// element, after "…/") or process ids, and whether it changed.
+// Message answers msg without credentials (each replaced by "[hidden]"),
+// absolute paths (each keeps only its last element, after "…/") or
+// process ids, and whether it changed.
 func Message(msg string) (string, bool) {
-	out := pidPattern.ReplaceAllString(msg, "$1$2[hidden]")
+	out := urlUserinfo.ReplaceAllString(msg, "$1[hidden]@")
+	out = queryCredential.ReplaceAllString(out, "$1[hidden]")
+	out = fieldCredential.ReplaceAllString(out, "$1[hidden]")
+	out = authCredential.ReplaceAllStringFunc(out, func(m string) string {
+		g := authCredential.FindStringSubmatch(m)
+		if strings.Trim(g[2], "abcdefghijklmnopqrstuvwxyz-") == "" {
+			return m
+		}
+		return g[1] + "[hidden]"
+	})
+	out = pidPattern.ReplaceAllString(out, "$1$2[hidden]")
+	out = replacePaths(windowsPath, out, `\/`)
 	out = replacePaths(unixPath, out, "/")
-	out = replacePaths(windowsPath, out, `\`)
+	out = replacePaths(jsonPath, out, `\/`)
 	return out, out != msg
 }
 
@@ -64,11 +96,12 @@ func replacePaths(re *regexp.Regexp, s, sep string) string {
 	})
 }
 
-// shortPath is the last element of path behind "…/".
-func shortPath(path, sep string) string {
-	path = strings.TrimRight(path, sep)
-	if k := strings.LastIndex(path, sep); k >= 0 {
-		path = path[k+len(sep):]
+// shortPath is the last element of path behind "…/"; any byte of seps
+// separates elements.
+func shortPath(path, seps string) string {
+	path = strings.TrimRight(path, seps)
+	if k := strings.LastIndexAny(path, seps); k >= 0 {
+		path = path[k+1:]
 	}
 	return "…/" + path
 }

@@ -7,6 +7,7 @@ package turntrace
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,11 +64,18 @@ type Recorder struct {
 	store   Store
 	opts    Options
 	queue   chan coordinator.TurnTrace
-	flushes chan chan struct{}
+	flushes chan chan error
 	done    chan struct{}
 	stop    context.CancelFunc
 	once    sync.Once
 	dropped atomic.Int64
+	// closing guards closed: a Trace after Close is counted as dropped
+	// instead of left in a queue no one writes.
+	closing sync.RWMutex
+	closed  bool
+	// failed is the first write failure since the last flush, which that
+	// flush answers (run's goroutine only).
+	failed error
 }
 
 const (
@@ -91,7 +99,7 @@ func NewRecorder(store Store, opts Options) *Recorder {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Recorder{
 		store: store, opts: opts, queue: make(chan coordinator.TurnTrace, opts.QueueSize),
-		flushes: make(chan chan struct{}), done: make(chan struct{}), stop: cancel,
+		flushes: make(chan chan error), done: make(chan struct{}), stop: cancel,
 	}
 	go r.run(ctx)
 	return r
@@ -99,6 +107,12 @@ func NewRecorder(store Store, opts Options) *Recorder {
 
 // Trace implements coordinator.TraceSink without blocking.
 func (r *Recorder) Trace(t coordinator.TurnTrace) {
+	r.closing.RLock()
+	defer r.closing.RUnlock()
+	if r.closed {
+		r.dropped.Add(1)
+		return
+	}
 	select {
 	case r.queue <- t:
 	default:
@@ -132,9 +146,11 @@ func (r *Recorder) Recent(ctx context.Context, realm string, limit int) ([]Sessi
 	return r.store.Recent(ctx, realm, limit)
 }
 
-// Flush waits until every trace queued before it is written.
+// Flush waits until every trace queued before it is written. It answers
+// an error when a write since the last flush failed: those traces are
+// lost, and a read must not pass for complete without them.
 func (r *Recorder) Flush(ctx context.Context) error {
-	ack := make(chan struct{})
+	ack := make(chan error, 1)
 	select {
 	case r.flushes <- ack:
 	case <-r.done:
@@ -143,8 +159,8 @@ func (r *Recorder) Flush(ctx context.Context) error {
 		return ctx.Err()
 	}
 	select {
-	case <-ack:
-		return nil
+	case err := <-ack:
+		return err
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -153,6 +169,9 @@ func (r *Recorder) Flush(ctx context.Context) error {
 // Close writes what is queued and stops.
 func (r *Recorder) Close() {
 	r.once.Do(func() {
+		r.closing.Lock()
+		r.closed = true
+		r.closing.Unlock()
 		r.stop()
 		<-r.done
 	})
@@ -166,16 +185,16 @@ func (r *Recorder) run(ctx context.Context) {
 	for {
 		select {
 		case t := <-r.queue:
-			var ack chan struct{}
+			var ack chan error
 			batch, ack = r.gather(ctx, append(batch[:0], t))
 			r.write(batch)
 			if ack != nil {
 				r.writeQueued(batch)
-				close(ack)
+				r.answer(ack)
 			}
 		case ack := <-r.flushes:
 			r.writeQueued(batch)
-			close(ack)
+			r.answer(ack)
 		case <-tick.C:
 			r.prune()
 		case <-ctx.Done():
@@ -183,6 +202,12 @@ func (r *Recorder) run(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// answer tells a flush its traces are written, or that some were lost.
+func (r *Recorder) answer(ack chan error) {
+	ack <- r.failed
+	r.failed = nil
 }
 
 // writeQueued writes everything queued now.
@@ -198,8 +223,8 @@ func (r *Recorder) writeQueued(batch []coordinator.TurnTrace) {
 
 // gather adds to batch what arrives within the linger, up to a batch. A
 // flush, or the recorder stopping, ends the wait early; a flush's ack is
-// answered for the caller to close once everything queued is written.
-func (r *Recorder) gather(ctx context.Context, batch []coordinator.TurnTrace) ([]coordinator.TurnTrace, chan struct{}) {
+// returned for the caller to answer once everything queued is written.
+func (r *Recorder) gather(ctx context.Context, batch []coordinator.TurnTrace) ([]coordinator.TurnTrace, chan error) {
 	linger := time.NewTimer(r.opts.Linger)
 	defer linger.Stop()
 	for len(batch) < writeBatch {
@@ -239,6 +264,9 @@ func (r *Recorder) write(batch []coordinator.TurnTrace) {
 	if err := r.store.Append(ctx, batch); err != nil {
 		r.dropped.Add(int64(len(batch)))
 		r.opts.Logger.Warn("turn trace: write failed; traces dropped", "traces", len(batch), "error", err)
+		if r.failed == nil {
+			r.failed = fmt.Errorf("turn trace: traces of earlier turns were lost: %w", err)
+		}
 	}
 }
 
