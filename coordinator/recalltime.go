@@ -16,6 +16,20 @@ type RecallTime struct {
 	Now, Since, Until time.Time
 }
 
+// CheckSentTime refuses a time a client sent (over HTTP or MCP) that would
+// not be taken as sent: one outside the years 1-9999 that every store and
+// the JSON form of a time hold (a stored expiry in year 10000 could no
+// longer be answered), and the zero time, 0001-01-01T00:00:00Z (or the same
+// instant at another offset), which every layer reads as "no time": an
+// occurred_at dropped, an expiry of year 1 kept as none, a now of year 1
+// read as the host's clock.
+func CheckSentTime(field string, t time.Time) error {
+	if t.IsZero() {
+		return &sdk.FieldError{Field: field, Problem: "is 0001-01-01T00:00:00Z, the zero time, which stands for no time; leave the field out instead", Err: sdk.ErrInvalid}
+	}
+	return sdk.CheckTime(field, t)
+}
+
 type recallTimeKey struct{}
 
 // WithRecallTime makes the recalls made for ctx read time as rt. It rides

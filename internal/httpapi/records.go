@@ -54,26 +54,14 @@ func (in recordInput) checkTimes() error {
 	return checkSentTime("expires_at", in.ExpiresAt)
 }
 
-// checkSentTime refuses a time a client sent that would not be taken as
-// sent: one outside the years 1-9999 that every store and the JSON form of
-// a time hold (a stored expiry in year 10000 could no longer be answered),
-// and the zero time, 0001-01-01T00:00:00Z (or the same instant at another
-// offset), which every layer reads as "no time": an occurred_at dropped, an
-// expiry of year 1 kept as none, a now of year 1 read as the host's clock.
-// nil (the field left out) passes.
+// checkSentTime is coordinator.CheckSentTime of a field that may be left
+// out (nil passes).
 func checkSentTime(field string, t *time.Time) error {
 	if t == nil {
 		return nil
 	}
-	if t.IsZero() {
-		return &sdk.FieldError{Field: field, Problem: zeroTimeProblem, Err: sdk.ErrInvalid}
-	}
-	return sdk.CheckTime(field, *t)
+	return coordinator.CheckSentTime(field, *t)
 }
-
-// zeroTimeProblem is the refusal of the zero time, in the MCP tools' words
-// too (mcpserver.parseTime).
-const zeroTimeProblem = "is 0001-01-01T00:00:00Z, the zero time, which stands for no time; leave the field out instead"
 
 type rememberRequest struct {
 	Realm   string        `json:"realm"`

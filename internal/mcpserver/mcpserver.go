@@ -132,10 +132,10 @@ func parseTime(field, s string) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, &sdk.FieldError{Field: field, Problem: fmt.Sprintf("%q is not an RFC 3339 time (2023-05-27T09:00:00Z)", s), Err: sdk.ErrInvalid}
 	}
-	if t.IsZero() {
-		return time.Time{}, &sdk.FieldError{Field: field, Problem: "is 0001-01-01T00:00:00Z, the zero time, which stands for no time; leave the field out instead", Err: sdk.ErrInvalid}
+	if err := coordinator.CheckSentTime(field, t); err != nil {
+		return time.Time{}, err
 	}
-	return t, sdk.CheckTime(field, t)
+	return t, nil
 }
 
 // RecallHit is one recalled record's metadata; its body is in Text.
