@@ -52,7 +52,7 @@ type Options struct {
 
 // DB is a pool on the shared state database, migrated.
 type DB struct {
-	pool   *pgxpool.Pool
+	pool   pool
 	schema string
 	prefix string // the quoted schema and a dot
 }
@@ -85,17 +85,22 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	if pc.ConnConfig.ConnectTimeout == 0 {
 		pc.ConnConfig.ConnectTimeout = 10 * time.Second
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	return openPool(ctx, pc, opts.Schema)
+}
+
+// openPool connects with pc and migrates schema (Open's second half).
+func openPool(ctx context.Context, pc *pgxpool.Config, schema string) (*DB, error) {
+	p, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("shared state: connect: %w", classify(err))
 	}
-	db := &DB{pool: pool, schema: opts.Schema, prefix: pgx.Identifier{opts.Schema}.Sanitize() + "."}
+	db := &DB{pool: pool{p}, schema: schema, prefix: pgx.Identifier{schema}.Sanitize() + "."}
 	if err := db.migrate(ctx); err != nil {
-		pool.Close()
+		p.Close()
 		return nil, err
 	}
 	if err := db.CheckSchema(ctx); err != nil {
-		pool.Close()
+		p.Close()
 		return nil, err
 	}
 	return db, nil
@@ -219,6 +224,9 @@ var migrations = []string{
 	`ALTER TABLE compaction_state ADD COLUMN owner text NOT NULL DEFAULT '';`,
 }
 
+// errReadOnlyServer refuses a server whose transactions are read-only.
+var errReadOnlyServer = errors.New("the server accepts read-only transactions only (a standby, or default_transaction_read_only is on); point the connection string at the primary")
+
 // migrateLockKey is the first key of the migration advisory lock ("mhst");
 // the second is the schema's hash, so two schemas migrate independently.
 const migrateLockKey = 0x6d687374
@@ -230,12 +238,35 @@ func (db *DB) migrate(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, migrateLockKey, db.schema); err != nil {
 			return err
 		}
-		ident := pgx.Identifier{db.schema}.Sanitize()
-		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+ident); err != nil {
+		// A read-only server (a standby) must fail here, not on every
+		// write after a start that looked healthy: a migrated schema
+		// needs no write to open.
+		var readOnly bool
+		if err := tx.QueryRow(ctx, `SELECT current_setting('transaction_read_only') = 'on'`).Scan(&readOnly); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+ident+`.state_migrations (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		if readOnly {
+			return errReadOnlyServer
+		}
+		ident := pgx.Identifier{db.schema}.Sanitize()
+		// CREATE ... IF NOT EXISTS needs the CREATE privilege (on the
+		// database, on the schema) even when the object exists, which a
+		// role given only its own schema, or only its tables, lacks:
+		// create only what is missing.
+		var haveSchema, haveVersions bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1),
+			EXISTS (SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = $1 AND tablename = 'state_migrations')`, db.schema).Scan(&haveSchema, &haveVersions); err != nil {
 			return err
+		}
+		if !haveSchema {
+			if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+ident); err != nil {
+				return err
+			}
+		}
+		if !haveVersions {
+			if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+ident+`.state_migrations (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+				return err
+			}
 		}
 		var have int
 		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM `+ident+`.state_migrations`).Scan(&have); err != nil {

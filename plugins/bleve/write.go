@@ -605,8 +605,14 @@ func (ri *realmIndex) threadContext(ctx context.Context, put []sdk.Record, keys 
 	// theirs, which their context is rebuilt from.
 	want := map[place]bool{}
 	for _, p := range changed {
-		for s := p.seq - 2*memindex.ContextSpan; s <= p.seq+2*memindex.ContextSpan; s++ {
-			want[place{p.id, s}] = true
+		// Neighbours of neighbours, not seq±2·ContextSpan: a seq near
+		// either end of int64 must not wrap around.
+		want[p] = true
+		for _, n := range memindex.Neighbours(p.seq) {
+			want[place{p.id, n}] = true
+			for _, s := range memindex.Neighbours(n) {
+				want[place{p.id, s}] = true
+			}
 		}
 	}
 	terms := make([]query.Query, 0, len(want))

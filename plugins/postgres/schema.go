@@ -206,6 +206,9 @@ func indexAllThreads(ctx context.Context, tx pgx.Tx) error {
 // schemaVersion is the version this build writes.
 var schemaVersion = len(migrations)
 
+// errReadOnlyServer refuses a server whose transactions are read-only.
+var errReadOnlyServer = errors.New("the server accepts read-only transactions only (a standby, or default_transaction_read_only is on); point the connection string at the primary")
+
 // migrateLockKey is the first key of the advisory lock migrations hold
 // (the second is the schema name's hash): "memh" in ASCII.
 const migrateLockKey = 0x6d656d68
@@ -228,9 +231,28 @@ func migrate(ctx context.Context, pool *pgdb, schema string) error {
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, hashtext($2))", migrateLockKey, schema); err != nil {
 		return fmt.Errorf("take the migration lock: %w", err)
 	}
+	// A read-only server (a standby) must fail here, not on every write
+	// after a start that looked healthy: a migrated schema needs no write
+	// to start.
+	var readOnlyServer bool
+	if err := tx.QueryRow(ctx, "SELECT current_setting('transaction_read_only') = 'on'").Scan(&readOnlyServer); err != nil {
+		return err
+	}
+	if readOnlyServer {
+		return errReadOnlyServer
+	}
 	ident := pgx.Identifier{schema}.Sanitize()
-	if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+ident); err != nil {
-		return fmt.Errorf("create schema %s: %w", schema, err)
+	// CREATE SCHEMA IF NOT EXISTS needs the CREATE privilege on the
+	// database even when the schema exists, which a role given only its
+	// own schema lacks: create it only when it is missing.
+	var exists bool
+	if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1)", schema).Scan(&exists); err != nil {
+		return err
+	}
+	if !exists {
+		if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+ident); err != nil {
+			return fmt.Errorf("create schema %s: %w", schema, err)
+		}
 	}
 	var hasVersions bool
 	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = $1 AND tablename = 'schema_migrations')`, schema).Scan(&hasVersions); err != nil {

@@ -167,8 +167,14 @@ func applyIndex(ctx context.Context, tx pgx.Tx, realm string, add []indexed, lef
 func readPlaces(ctx context.Context, tx pgx.Tx, realm string, changed []place, fresh map[int64]*indexed) (map[place][]*threadRow, error) {
 	want := map[place]bool{}
 	for _, k := range changed {
-		for s := k.seq - 2*sdkindex.ContextSpan; s <= k.seq+2*sdkindex.ContextSpan; s++ {
-			want[place{k.thread, s}] = true
+		// Neighbours of neighbours, not seq±2·ContextSpan: a seq near
+		// either end of int64 must not wrap around.
+		want[k] = true
+		for _, n := range sdkindex.Neighbours(k.seq) {
+			want[place{k.thread, n}] = true
+			for _, s := range sdkindex.Neighbours(n) {
+				want[place{k.thread, s}] = true
+			}
 		}
 	}
 	threads, seqs := make([]string, 0, len(want)), make([]int64, 0, len(want))

@@ -376,6 +376,17 @@ func checkBadRecords(ctx context.Context, e *env) error {
 		{"a title that is not UTF-8", realmA, func(r *sdk.Record) { r.Title += " \xff\xfe" }},
 		{"a body that is not UTF-8", realmA, func(r *sdk.Record) { r.Body += " \xc3\x28" }},
 		{"a NUL byte in the body", realmA, func(r *sdk.Record) { r.Body += " \x00" }},
+		// A NUL and text that is not UTF-8 in every other text field: a
+		// database refuses them with an error of its own (PostgreSQL's
+		// text holds no NUL), so they must be refused before it.
+		{"a NUL byte in the title", realmA, func(r *sdk.Record) { r.Title += " \x00" }},
+		{"a NUL byte in the description", realmA, func(r *sdk.Record) { r.Description = "about \x00 it" }},
+		{"a NUL byte in a tag", realmA, func(r *sdk.Record) { r.Tags = []string{"ok", "b\x00d"} }},
+		{"a NUL byte in the thread id", realmA, func(r *sdk.Record) { r.Thread = &sdk.Thread{ID: "t\x00", Seq: 1} }},
+		{"a description that is not UTF-8", realmA, func(r *sdk.Record) { r.Description = "about \xff it" }},
+		{"a tag that is not UTF-8", realmA, func(r *sdk.Record) { r.Tags = []string{"b\xc3d"} }},
+		{"a thread id that is not UTF-8", realmA, func(r *sdk.Record) { r.Thread = &sdk.Thread{ID: "t\xfe", Seq: 1} }},
+		{"a body holding a UTF-16 surrogate (a lone half of a pair, encoded)", realmA, func(r *sdk.Record) { r.Body += " \xed\xa0\x80" }},
 		{"a tag with a comma", realmA, func(r *sdk.Record) { r.Tags = []string{"a,b"} }},
 		{"a blank tag", realmA, func(r *sdk.Record) { r.Tags = []string{"  "} }},
 		{"an unknown trust", realmA, func(r *sdk.Record) { r.Trust = "root" }},

@@ -54,10 +54,12 @@ func ContextLength(n int) int { return min(n, ContextLengthCap) }
 const ContextSpan = 2
 
 // Neighbours answers the places within ContextSpan of seq, itself left out.
+// A seq may be any int64: places past either end of the range are none
+// (seq±d must not wrap around).
 func Neighbours(seq int64) []int64 {
 	out := make([]int64, 0, 2*ContextSpan)
-	for s := seq - ContextSpan; s <= seq+ContextSpan; s++ {
-		if s != seq {
+	for d := int64(-ContextSpan); d <= ContextSpan; d++ {
+		if s := seq + d; d != 0 && (d > 0) == (s > seq) {
 			out = append(out, s)
 		}
 	}

@@ -163,6 +163,11 @@ export function validateRecord(r: Record): void {
     checkText("thread.id", r.thread.id, MAX_THREAD_ID_BYTES);
     if (!r.thread.id.trim()) throw invalid("thread.id", "is blank: a thread needs an id");
     if (r.thread.seq < 0) throw invalid("thread.seq", `is ${r.thread.seq}, want 0 or more`);
+    // A seq arrives as a JavaScript number: past 2^53-1 it is no longer the
+    // one sent, and storing it would store another place.
+    if (!Number.isSafeInteger(r.thread.seq)) {
+      throw invalid("thread.seq", `is past ${Number.MAX_SAFE_INTEGER}, the largest this plugin holds exactly`);
+    }
   }
 }
 

@@ -41,6 +41,7 @@ test("validateRecord refuses each bad field under its path and code", async (t) 
     ["a bad supersedes", rec({ supersedes: "../x" }), "supersedes", "invalid_argument"],
     ["a blank thread id", rec({ thread: { id: " ", seq: 0 } }), "thread.id", "invalid_argument"],
     ["a negative seq", rec({ thread: { id: "t", seq: -1 } }), "thread.seq", "invalid_argument"],
+    ["a seq past 2^53-1", rec({ thread: { id: "t", seq: 2 ** 63 } }), "thread.seq", "invalid_argument"],
     ["an occurred_at in the year 10000", rec({ occurredMs: Date.UTC(10000, 0, 1) }), "occurred_at", "invalid_argument"],
     ["an occurred_at before the year 1", rec({ occurredMs: -62135596800001 }), "occurred_at", "invalid_argument"],
   ];

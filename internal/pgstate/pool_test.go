@@ -1,0 +1,89 @@
+package pgstate
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/internal/compaction"
+	"github.com/memhost/memhost/internal/pgtest"
+)
+
+// TestDeadPooledConnectionIsReplaced: after a restart or failover every
+// pooled connection is dead, and one used less than a second ago is not
+// pinged before reuse. A turn's session visit, a compaction's load and
+// save, and the console's reads must go through on a fresh connection,
+// not fail the call.
+func TestDeadPooledConnectionIsReplaced(t *testing.T) {
+	ctx := context.Background()
+	c := pgtest.Shared(t)
+	const app = "memhost_state_dead_conn_test"
+	pc, err := pgxpool.ParseConfig(c.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc.ConnConfig.RuntimeParams["application_name"] = app
+	pc.MaxConns = 1                                                                       // the dead connection is the one reused
+	pc.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false } // as for one idle under a second
+	admin, err := pgx.Connect(ctx, c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	db, err := openPool(ctx, pc, DefaultSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	sessions, comp, props := NewSessions(db, SessionOptions{}), NewCompaction(db), NewProposals(db)
+	key := coordinator.SessionKey{Realm: "r", Identity: "i", Session: "s"}
+	ckey := compaction.Key{Realm: "r", Conversation: "c"}
+	watermark := 0
+	for _, tc := range []struct {
+		name string
+		call func() error
+	}{
+		{"session visit", func() error {
+			return sessions.Update(ctx, key, func(st *coordinator.SessionState) bool { st.InjectedBytes++; return true })
+		}},
+		{"compaction load", func() error { _, _, err := comp.Load(ctx, ckey); return err }},
+		{"compaction save with a session reset", func() error {
+			st := compaction.State{Watermark: watermark + 1, PrefixHash: "h", UpdatedAt: time.Now()}
+			err := comp.SaveWith(ctx, ckey, watermark, st, func(ctx context.Context) error {
+				return sessions.Update(ctx, key, func(st *coordinator.SessionState) bool { st.InjectedBytes = 0; return true })
+			})
+			if err == nil {
+				watermark++
+			}
+			return err
+		}},
+		{"proposal list", func() error { _, _, err := props.List(ctx, "r", "", 10); return err }},
+		{"session count", func() error { _, err := sessions.Len(ctx, "r"); return err }},
+	} {
+		if err := tc.call(); err != nil {
+			t.Fatalf("%s before: %v", tc.name, err)
+		}
+		if _, err := admin.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", app); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			var n int
+			if err := admin.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", app).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d backends still there", n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err := tc.call(); err != nil {
+			t.Errorf("%s on a connection the server closed: %v, want it run on a new one", tc.name, err)
+		}
+	}
+}
