@@ -1,9 +1,11 @@
 package sdk
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -64,12 +66,28 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 				return slog.String("@message", a.Value.String())
 			}
 			if err, ok := a.Value.Any().(error); ok {
-				return slog.String(a.Key, err.Error())
+				return slog.String(a.Key, errorText(err))
 			}
 			return a
 		},
 	})
 	return slog.New(requestIDHandler{h})
+}
+
+// errorText is err's text, as slog writes an error it is given: a typed
+// nil error, whose Error would dereference nil, is "<nil>", and an Error
+// that panics is logged, not raised from inside the logger.
+func errorText(err error) (text string) {
+	defer func() {
+		if r := recover(); r != nil {
+			if v := reflect.ValueOf(err); v.Kind() == reflect.Pointer && v.IsNil() {
+				text = "<nil>"
+				return
+			}
+			text = fmt.Sprintf("!PANIC: %v", r)
+		}
+	}()
+	return err.Error()
 }
 
 // lineWriter serialises writes, so lines from concurrent goroutines never

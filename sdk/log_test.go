@@ -75,3 +75,24 @@ func pairs(ids []string) []string {
 	}
 	return kv
 }
+
+// nilErr is an error type whose Error method needs a value, as many do.
+type nilErr struct{ msg string }
+
+func (e *nilErr) Error() string { return e.msg }
+
+// A typed nil error (the classic Go mistake) or an error whose Error
+// panics is logged, as slog logs one, rather than panicking the plugin
+// from inside its logger.
+func TestLoggerSurvivesAnErrorThatPanics(t *testing.T) {
+	var buf bytes.Buffer
+	var typedNil *nilErr
+	newLogger(&buf, "info").Error("store failed", "error", error(typedNil), "n", 1)
+	var e map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &e); err != nil {
+		t.Fatalf("line %q: %v", buf.String(), err)
+	}
+	if e["@message"] != "store failed" || e["n"] != float64(1) || e["error"] == nil {
+		t.Fatalf("entry = %v", e)
+	}
+}

@@ -96,7 +96,8 @@ type instance struct {
 	crashes     int           // crashes since the process last stayed up a minute
 	nextAttempt time.Time
 	upSince     time.Time
-	warnings    warnings // the latest warnings its processes logged
+	warnings    warnings   // the latest warnings its processes logged
+	badConn     *host.Conn // the process whose broken answer was last logged
 }
 
 func newInstance(spec Spec, e Entry, opts *Options) *instance {
@@ -344,6 +345,23 @@ func (i *instance) died(ctx context.Context, conn *host.Conn) bool {
 	return true
 }
 
+// badAnswer logs the first answer of conn's process that broke the
+// protocol, and keeps it among the instance's warnings: a broken plugin
+// breaks every call alike, and each caller gets the error anyway.
+func (i *instance) badAnswer(ctx context.Context, conn *host.Conn, err error) {
+	i.mu.Lock()
+	first := i.badConn != conn
+	i.badConn = conn
+	i.mu.Unlock()
+	if !first {
+		return
+	}
+	const msg = "plugin answered against the protocol; its answers are refused (logged once per process)"
+	i.warnings.add(msg, []any{"error", err})
+	log := i.opts.Logger.With(hclog.FromContext(ctx).ImpliedArgs()...)
+	log.Warn(msg, "instance", i.spec.Name, "plugin", i.spec.source(), "error", err)
+}
+
 // errNoAnswer marks a ping that ran out of time.
 var errNoAnswer = errors.New("no answer")
 
@@ -482,6 +500,11 @@ func callWithin[C any, T any](ctx context.Context, i *instance, method string, t
 			return zero, err
 		}
 		v, err := f(ctx, raw.(C))
+		if errors.Is(err, host.ErrBadAnswer) {
+			err = fmt.Errorf("plugin %s (%s): %w", i.spec.Name, i.spec.source(), err)
+			i.badAnswer(ctx, conn, err)
+			return zero, err
+		}
 		if err == nil || !errors.Is(err, sdk.ErrUnavailable) {
 			return v, err
 		}

@@ -147,7 +147,7 @@ func TestStartRefusals(t *testing.T) {
 		{"kinds differ from Info", func(t *testing.T, dir, manifest string) pluginhost.StartOptions {
 			editManifest(t, manifest, func(m map[string]any) { m["kinds"] = []string{"provider", "selector"} })
 			return pluginhost.StartOptions{}
-		}, "kinds: manifest [provider selector], plugin [provider]"},
+		}, `kinds: manifest ["provider" "selector"], plugin ["provider"]`},
 		{"name differs from Info", func(t *testing.T, dir, manifest string) pluginhost.StartOptions {
 			editManifest(t, manifest, func(m map[string]any) { m["name"] = "other" })
 			return pluginhost.StartOptions{}
@@ -855,5 +855,32 @@ func TestSupervisorRemoteOutOfReach(t *testing.T) {
 	defer sup2.Close()
 	if err := sup2.Start(context.Background(), []pluginhost.Spec{{Kind: sdk.KindProvider, Name: "far", Remote: &host.Remote{Address: addr}}}); err == nil || !strings.Contains(err.Error(), `provider "far"`) {
 		t.Errorf("Start under RequireAll = %v, want the refusal naming the instance", err)
+	}
+}
+
+// A plugin answering another tenant's record: every call is refused as a
+// broken answer naming the instance, never passed on, and the host logs
+// it once per process rather than once per call; /v1/plugins shows it.
+func TestSupervisorRefusesBrokenAnswersLoggingOnce(t *testing.T) {
+	var logs syncBuffer
+	logger := hclog.New(&hclog.LoggerOptions{Output: &logs, JSONFormat: true, Level: hclog.Info})
+	sup, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour, StartOptions: pluginhost.StartOptions{Logger: logger}})
+	for range 3 {
+		hits, err := p.Recall(context.Background(), sdk.RecallQuery{Realm: "default", Query: "another realm"})
+		if !errors.Is(err, host.ErrBadAnswer) || hits != nil || !strings.Contains(err.Error(), "plugin main (echo)") {
+			t.Fatalf("recall answered with another realm's record = %v, %v; want it refused, naming the instance", hits, err)
+		}
+		if strings.Contains(err.Error(), "tenant-b") {
+			t.Fatalf("the error names the other tenant: %v", err)
+		}
+	}
+	if n := strings.Count(logs.String(), "plugin answered against the protocol"); n != 1 {
+		t.Errorf("logged %d times, want once:\n%s", n, logs.String())
+	}
+	if w := sup.Status()[0].Warnings; len(w) != 1 || !strings.Contains(w[0], "another realm") {
+		t.Errorf("warnings = %q, want the broken answer", w)
+	}
+	if st := sup.Status()[0]; st.Restarts != 0 || st.State != pluginhost.StateReady {
+		t.Errorf("status = %+v: a broken answer is no crash", st)
 	}
 }

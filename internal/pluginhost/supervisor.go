@@ -188,7 +188,7 @@ func (s *Supervisor) Start(ctx context.Context, specs []Spec) error {
 			continue
 		}
 		if !containsKind(e.Manifest.Kinds, spec.Kind) {
-			errs = append(errs, fmt.Errorf("%s %q: plugin %q (%s) does not serve kind %s (it serves %v)", spec.Kind, spec.Name, spec.Plugin, e.ManifestPath, spec.Kind, e.Manifest.Kinds))
+			errs = append(errs, fmt.Errorf("%s %q: plugin %q (%s) does not serve kind %s (it serves %q)", spec.Kind, spec.Name, spec.Plugin, e.ManifestPath, spec.Kind, e.Manifest.Kinds))
 			continue
 		}
 		inst := newInstance(spec, e, &s.opts)

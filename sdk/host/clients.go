@@ -101,7 +101,7 @@ func (c *Conn) Dispense(kind sdk.PluginKind) (any, error) {
 		return nil, fmt.Errorf("plugin %s: this host does not know kind %q: %w", c.name, kind, sdk.ErrUnsupported)
 	}
 	if !slices.Contains(c.info.Kinds, kind) {
-		return nil, fmt.Errorf("plugin %s does not serve kind %q (it serves %v): %w", c.name, kind, c.info.Kinds, sdk.ErrUnsupported)
+		return nil, fmt.Errorf("plugin %s does not serve kind %q (it serves %q): %w", c.name, kind, c.info.Kinds, sdk.ErrUnsupported)
 	}
 	raw, err := c.rpc.Dispense(string(kind))
 	if err != nil {
@@ -183,6 +183,9 @@ func (c *providerClient) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.H
 	for i, h := range resp.Hits {
 		hits[i] = sdk.Hit{Record: recordFromPB(h.Record), Score: h.Score}
 	}
+	if err := checkHits(q, hits); err != nil {
+		return nil, err
+	}
 	return hits, nil
 }
 
@@ -198,6 +201,15 @@ func (c *providerClient) Remember(ctx context.Context, realm string, records []s
 	if err != nil {
 		return nil, fromStatus(ctx, err)
 	}
+	// Two records of one content share an id, so an id may repeat.
+	if len(resp.Ids) != len(records) {
+		return nil, badAnswer("remember", "%d ids for %d records", len(resp.Ids), len(records))
+	}
+	for i, id := range resp.Ids {
+		if sdk.ValidateID(id) != nil {
+			return nil, badAnswer("remember", "id %d is not a valid id", i)
+		}
+	}
 	return resp.Ids, nil
 }
 
@@ -209,7 +221,14 @@ func (c *providerClient) Get(ctx context.Context, realm string, ids []string) ([
 	if err != nil {
 		return nil, fromStatus(ctx, err)
 	}
-	return recordsFromPB(resp.Records), nil
+	if len(resp.Records) > len(ids) {
+		return nil, badAnswer("get", "%d records for %d ids", len(resp.Records), len(ids))
+	}
+	recs := recordsFromPB(resp.Records)
+	if err := checkRecords("get", realm, recs, ids); err != nil {
+		return nil, err
+	}
+	return recs, nil
 }
 
 func (c *providerClient) Forget(ctx context.Context, realm string, ids []string) (int, error) {
@@ -219,6 +238,9 @@ func (c *providerClient) Forget(ctx context.Context, realm string, ids []string)
 	resp, err := c.rpc.Forget(ctx, &pb.ForgetRequest{Realm: realm, Ids: ids})
 	if err != nil {
 		return 0, fromStatus(ctx, err)
+	}
+	if err := checkCount("forget", "records forgotten", int(resp.Forgotten), len(ids)); err != nil {
+		return 0, err
 	}
 	return int(resp.Forgotten), nil
 }
@@ -233,16 +255,28 @@ func (c *providerClient) Manifest(ctx context.Context, q sdk.ManifestQuery) ([]s
 	if err != nil {
 		return nil, fromStatus(ctx, err)
 	}
+	// A working set holds at most 2k rows; a stream past that is cut
+	// off at once rather than read whole.
+	most := -1
+	if q.Tier == sdk.TierWorkingSet && q.K > 0 {
+		most = 2 * q.K
+	}
 	rows := []sdk.ManifestRow{}
 	for {
 		chunk, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
+			if err := checkRows(q, rows); err != nil {
+				return nil, err
+			}
 			return rows, nil
 		}
 		if err != nil {
 			return nil, fromStatus(ctx, err)
 		}
 		rows = append(rows, rowsFromPB(chunk.Rows)...)
+		if most >= 0 && len(rows) > most {
+			return nil, badAnswer("manifest", "more than %d rows for a working set of k %d", most, q.K)
+		}
 	}
 }
 
@@ -256,6 +290,9 @@ func (c *providerClient) Supersede(ctx context.Context, realm, oldID string, rep
 	resp, err := c.rpc.Supersede(ctx, &pb.SupersedeRequest{Realm: realm, OldId: oldID, Replacement: recordToInput(&replacement)})
 	if err != nil {
 		return "", fromStatus(ctx, err)
+	}
+	if sdk.ValidateID(resp.NewId) != nil {
+		return "", badAnswer("supersede", "the new id is not a valid id")
 	}
 	return resp.NewId, nil
 }
@@ -296,7 +333,11 @@ func (c *providerClient) Export(ctx context.Context, realm, after string, limit 
 	if err != nil {
 		return sdk.ExportPage{}, fromStatus(ctx, err)
 	}
-	return sdk.ExportPage{Records: recordsFromPB(resp.Records), Next: resp.Next}, nil
+	page := sdk.ExportPage{Records: recordsFromPB(resp.Records), Next: resp.Next}
+	if err := checkExportPage(realm, limit, page); err != nil {
+		return sdk.ExportPage{}, err
+	}
+	return page, nil
 }
 
 func (c *providerClient) Import(ctx context.Context, realm string, records []sdk.Record) (sdk.ImportResult, error) {
@@ -311,7 +352,14 @@ func (c *providerClient) Import(ctx context.Context, realm string, records []sdk
 	if err != nil {
 		return sdk.ImportResult{}, fromStatus(ctx, err)
 	}
-	return sdk.ImportResult{Imported: int(resp.Imported), Skipped: int(resp.Skipped)}, nil
+	res := sdk.ImportResult{Imported: int(resp.Imported), Skipped: int(resp.Skipped)}
+	if err := checkCount("import", "records imported", res.Imported, len(records)); err != nil {
+		return sdk.ImportResult{}, err
+	}
+	if err := checkCount("import", "records imported or skipped", res.Imported+res.Skipped, len(records)); err != nil {
+		return sdk.ImportResult{}, err
+	}
+	return res, nil
 }
 
 func (c *providerClient) PutVectors(ctx context.Context, realm string, vecs []sdk.RecordVector) error {
@@ -333,6 +381,9 @@ func (c *providerClient) MissingVectors(ctx context.Context, realm, model, after
 	resp, err := c.rpc.MissingVectors(ctx, &pb.MissingVectorsRequest{Realm: realm, Model: model, After: after, Limit: int32(limit)})
 	if err != nil {
 		return nil, fromStatus(ctx, err)
+	}
+	if err := checkIDs("missing_vectors", resp.Ids, pageLimit(limit)); err != nil {
+		return nil, err
 	}
 	return resp.Ids, nil
 }
@@ -397,6 +448,9 @@ func (c *selectorClient) Select(ctx context.Context, req sdk.SelectRequest) (sdk
 	if err != nil {
 		return sdk.Selection{}, fromStatus(ctx, err)
 	}
+	if err := checkSelection(req, resp.Ids); err != nil {
+		return sdk.Selection{}, err
+	}
 	return sdk.Selection{IDs: resp.Ids, Coverage: coverageFromPB(resp.Coverage)}, nil
 }
 
@@ -454,7 +508,7 @@ func (c *embedderClient) EmbedderInfo(ctx context.Context) (sdk.EmbedderInfo, er
 		MaxInputBytes: int(resp.MaxInputBytes), Deterministic: resp.Deterministic,
 	}
 	if err := info.Validate(); err != nil {
-		return sdk.EmbedderInfo{}, fmt.Errorf("the embedder's info is malformed: %v", err)
+		return sdk.EmbedderInfo{}, fmt.Errorf("the embedder's info is malformed: %v: %w", err, ErrBadAnswer)
 	}
 	c.mu.Lock()
 	c.info = &info
@@ -487,7 +541,7 @@ func (c *embedderClient) Embed(ctx context.Context, req sdk.EmbedRequest) ([][]f
 		vecs[i] = v.GetValues()
 	}
 	if err := info.CheckVectors(len(req.Texts), vecs); err != nil {
-		return nil, fmt.Errorf("embed: %w", err)
+		return nil, fmt.Errorf("embed: %v: %w", err, ErrBadAnswer)
 	}
 	return vecs, nil
 }

@@ -55,6 +55,10 @@ func TestManifestInterpreted(t *testing.T) {
 		{"a script escaping the tree", scriptManifest("2", goodInterp, "py", "py/../x.py"), "must be a file inside the tree"},
 		{"a hidden script", scriptManifest("2", goodInterp, "py", "py/.main.py"), "must be a file inside the tree"},
 		{"the tree itself", scriptManifest("2", goodInterp, "py", "py/"), "must be a file inside the tree"},
+		{"a line break in the tree", scriptManifest("2", goodInterp, "py\n[ERROR] forged", "py\n[ERROR] forged/main.py"), "executable holds a control character"},
+		{"a line separator in the script", scriptManifest("2", goodInterp, "py", "py/\u2028main.py"), "executable holds a control character"},
+		{"an escape sequence in the interpreter", scriptManifest("2", `{"path":"/usr/bin/\u001b[2Jpython3","sha256":"`+zeros+`"}`, "py", "py/main.py"), "interpreter.path holds a control character"},
+		{"an escape sequence in an argument", scriptManifest("2", `{"path":"/usr/bin/python3","sha256":"`+zeros+`","args":["\u001b[2J"]}`, "py", "py/main.py"), "interpreter.args[0] holds a control character"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseManifest([]byte(tc.data))

@@ -8,10 +8,14 @@ package host
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io/fs"
+	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -126,8 +130,12 @@ type starting struct {
 	stopping *atomic.Bool
 	kill     func() // a reattached process is not ours to signal
 	sockets  string
-	exe      *verified
-	byPath   bool
+	// undialable is set when the handshake named an address the host
+	// must not connect to: go-plugin's Kill would dial it to ask the
+	// process to exit, so the process is only killed.
+	undialable bool
+	exe        *verified
+	byPath     bool
 	// interp is a script plugin's interpreter, verified and open.
 	interp       *verified
 	interpByPath bool
@@ -144,7 +152,7 @@ func newStarting(opts LaunchOptions) *starting {
 	}
 	named := logger.Named(opts.Name)
 	s.output = &pluginOutput{log: named}
-	s.client = clientLogger{Logger: named, path: opts.Path, stopping: s.stopping, exit: new(atomic.Value)}
+	s.client = clientLogger{Logger: named, path: opts.Path, stopping: s.stopping, exit: new(atomic.Value), stdoutTooLong: new(atomic.Bool)}
 	return s
 }
 
@@ -188,6 +196,20 @@ func launch(ctx context.Context, opts LaunchOptions, reattach *plugin.ReattachCo
 	// The handshake has no context of its own: a caller that gives up (the
 	// host shutting down) kills the process, which ends the handshake.
 	defer context.AfterFunc(ctx, s.kill)()
+	if reattach == nil {
+		// The handshake alone, checked before anything is dialled: the
+		// plugin names the address, and the host connects only to its
+		// own socket directory (or loopback) with the plugin's
+		// certificate.
+		addr, err := client.Start()
+		if err != nil {
+			return nil, s.failed(client, s.startProblem(err), sdk.ErrUnavailable)
+		}
+		if problem := s.handshakeProblem(addr, cfg.TLSConfig); problem != "" {
+			s.undialable = true
+			return nil, s.failed(client, "start failed: "+problem, sdk.ErrUnavailable)
+		}
+	}
 	rpc, err := client.Client()
 	if err != nil {
 		return nil, s.failed(client, s.startProblem(err), sdk.ErrUnavailable)
@@ -303,7 +325,9 @@ func (s *starting) prepareExec(cfg *plugin.ClientConfig) (err error) {
 func (s *starting) stop(client *plugin.Client) {
 	s.stopping.Store(true)
 	s.kill()
-	client.Kill()
+	if !s.undialable {
+		client.Kill()
+	}
 	// go-plugin's Kill does not wait for a process that never handed
 	// over an address; Exited turns true once its output is all read.
 	for deadline := time.Now().Add(2 * time.Second); !client.Exited() && time.Now().Before(deadline); {
@@ -346,6 +370,11 @@ func (s *starting) startProblem(err error) string {
 	case strings.HasPrefix(first, "Unrecognized remote plugin message:"):
 		line := strings.TrimSpace(strings.TrimPrefix(first, "Unrecognized remote plugin message:"))
 		if line == "" && strings.Contains(rest, "Failed to read any lines") {
+			// go-plugin's scanner stops at an over-long line as it does
+			// at the end of the output.
+			if s.client.stdoutTooLong.Load() {
+				return "start failed: it wrote a line of over 64 KiB to stdout instead of the handshake (a memhost plugin writes nothing else to stdout)"
+			}
 			return "start failed: it exited before the handshake"
 		}
 		return fmt.Sprintf("start failed: it wrote %s to stdout instead of the handshake (a memhost plugin writes nothing else to stdout)", strconv.Quote(clean(line)))
@@ -355,6 +384,37 @@ func (s *starting) startProblem(err error) string {
 		return fmt.Sprintf("start failed: no handshake within %s", s.timeout)
 	}
 	return "start failed: " + first
+}
+
+// handshakeProblem says what is wrong with the address and certificate a
+// started plugin's handshake named ("" when nothing): a Unix socket must
+// be one in the directory the host made for the process, a TCP address
+// must be on loopback (protocol.md), and the line must carry the server
+// certificate the host's TLS trusts. Without the check a plugin could
+// point the host at any socket or any machine, and without a certificate
+// go-plugin leaves the host trusting the system's roots instead.
+func (s *starting) handshakeProblem(addr net.Addr, tlsConfig *tls.Config) string {
+	switch a := addr.(type) {
+	case *net.UnixAddr:
+		path := filepath.Clean(a.Name)
+		if filepath.Dir(path) != filepath.Clean(s.sockets) {
+			return fmt.Sprintf("its handshake names the socket %s, outside the directory the host made for it (%s)", strconv.Quote(clean(a.Name)), s.sockets)
+		}
+		// A symlink in the directory could lead anywhere.
+		if fi, err := os.Lstat(path); err != nil || fi.Mode().Type() != fs.ModeSocket {
+			return fmt.Sprintf("its handshake names %s, which is not a socket", strconv.Quote(clean(a.Name)))
+		}
+	case *net.TCPAddr:
+		if !a.IP.IsLoopback() {
+			return fmt.Sprintf("its handshake names the address %s, which is not on loopback", strconv.Quote(clean(a.String())))
+		}
+	default:
+		return fmt.Sprintf("its handshake names an address of network %s", strconv.Quote(clean(addr.Network())))
+	}
+	if tlsConfig != nil && tlsConfig.RootCAs == nil {
+		return "its handshake carries no server certificate (the host asks every plugin for mutual TLS, PLUGIN_CLIENT_CERT)"
+	}
+	return ""
 }
 
 // Info is what the plugin reported at launch.

@@ -6,11 +6,13 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -184,4 +186,90 @@ func launchLeavingChild(t *testing.T, start string) (*Conn, int) {
 	}
 	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
 	return conn, child
+}
+
+// A plugin names the address the host connects to in its handshake. The
+// host connects only to a socket in the directory it made for the process
+// (or to loopback) and only with the plugin's own certificate: a plugin
+// cannot point it at another machine, another process's socket or a
+// server the system's CAs vouch for.
+func TestLaunchRefusesHostileHandshake(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("unix sockets and sh")
+	}
+	stub, _, _ := stubExecutable(t)
+	// Another process's socket, outside the plugin's directory: the
+	// host must not even connect to it.
+	other := filepath.Join(t.TempDir(), "other.sock")
+	l, err := net.Listen("unix", other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var connected atomic.Int32
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			connected.Add(1)
+			c.Close()
+		}
+	}()
+	cases := []struct {
+		name, script, want string
+	}{
+		{"remote TCP address", "echo '1|1|tcp|192.0.2.1:4000|grpc|'\nsleep 30\n", `names the address "192.0.2.1:4000", which is not on loopback`},
+		{"socket outside its directory", "echo '1|1|unix|" + other + "|grpc|'\nsleep 30\n", "outside the directory the host made for it"},
+		{"socket outside by dot-dot", "echo \"1|1|unix|$PLUGIN_UNIX_SOCKET_DIR/../" + filepath.Base(filepath.Dir(other)) + "/other.sock|grpc|\"\nsleep 30\n", "outside the directory the host made for it"},
+		{"symlink in its directory", "ln -s " + other + " \"$PLUGIN_UNIX_SOCKET_DIR/p\"\necho \"1|1|unix|$PLUGIN_UNIX_SOCKET_DIR/p|grpc|\"\nsleep 30\n", "which is not a socket"},
+		// The real plugin's handshake with its certificate cut off.
+		{"no server certificate", stub + " | { read -r line; echo \"${line%|*}|\"; cat >/dev/null; }\n", "carries no server certificate"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path, sum := hostileScript(t, c.script)
+			conn, err := Launch(t.Context(), LaunchOptions{Name: "hostile", Path: path, SHA256: sum, Dir: t.TempDir(), StartTimeout: 10 * time.Second})
+			if err == nil {
+				conn.Kill(0)
+				t.Fatal("launched")
+			}
+			if !errors.Is(err, sdk.ErrUnavailable) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Launch = %v, want a refusal saying %q", err, c.want)
+			}
+		})
+	}
+	if n := connected.Load(); n > 0 {
+		t.Fatalf("the host connected %d times to a socket a plugin named outside its directory", n)
+	}
+}
+
+// What a plugin writes to stdout instead of its handshake is reported for
+// what it is: an over-long line is no exit, and terminal control
+// sequences reach the host's error escaped.
+func TestLaunchReportsStdoutJunk(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("sh")
+	}
+	cases := []struct {
+		name, script, want, not string
+	}{
+		{"a line of megabytes, no newline", "head -c 2000000 /dev/zero | tr '\\0' x\nsleep 30\n", "a line of over 64 KiB to stdout", "exited"},
+		{"terminal control sequences", "printf '\\033[2J\\033]0;owned\\007 hi\\n'\nsleep 30\n", `wrote "\\x1b[2J\\x1b]0;owned\\a hi" to stdout`, "\x1b"},
+		{"invalid UTF-8", "printf '\\377\\376 hi\\n'\nsleep 30\n", `wrote "\\xff\\xfe hi" to stdout`, "\xff"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path, sum := hostileScript(t, c.script)
+			conn, err := Launch(t.Context(), LaunchOptions{Name: "hostile", Path: path, SHA256: sum, Dir: t.TempDir(), StartTimeout: 10 * time.Second})
+			if err == nil {
+				conn.Kill(0)
+				t.Fatal("launched")
+			}
+			if msg := err.Error(); !strings.Contains(msg, c.want) || strings.Contains(msg, c.not) {
+				t.Fatalf("Launch = %v, want it to say %q and not %q", err, c.want, c.not)
+			}
+		})
+	}
 }

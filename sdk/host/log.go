@@ -32,6 +32,16 @@ const (
 	tailLineBytes = 512
 )
 
+// A plugin's lines reach the host's log at most in a burst of lineBurst,
+// then at linesPerSecond: one logging in a loop (a store retrying a broken
+// connection) cannot flood the operator's log or disk. The host says once
+// that it drops lines, and how many once the plugin is back under the
+// rate. A crash report gets a full burst of its own.
+const (
+	lineBurst      = 1000
+	linesPerSecond = 100
+)
+
 // pluginOutput receives a plugin's stderr: before the handshake straight
 // from the process's pipe (ClientConfig.Stderr), after it the lines the
 // plugin's go-plugin server forwards over its stdio stream (SyncStderr).
@@ -45,6 +55,12 @@ type pluginOutput struct {
 	cut     bool // the line being read passed maxLineBytes
 	tail    []string
 	crashed bool // a crash report started: its untagged lines are errors
+
+	now     func() time.Time // nil: time.Now
+	started bool             // tokens and last are set
+	tokens  float64          // lines the plugin may log now
+	last    time.Time
+	dropped int // lines dropped since the plugin last got one through
 }
 
 func (o *pluginOutput) Write(p []byte) (int, error) {
@@ -92,11 +108,18 @@ func (o *pluginOutput) line(raw []byte) {
 	if !l.json {
 		switch {
 		case crashStart(l.msg):
+			if !o.crashed {
+				o.tokens = lineBurst
+			}
 			o.crashed = true
 			l.level = hclog.Error
 		case o.crashed:
 			l.level = hclog.Error
 		}
+	}
+	if !o.admit() {
+		o.keep(l.msg)
+		return
 	}
 	// Keys the host's own JSON log reserves ("@timestamp", "@caller",
 	// "@warn", ...) would overwrite the host's values there: the plugin's
@@ -108,6 +131,36 @@ func (o *pluginOutput) line(raw []byte) {
 	}
 	o.log.Log(l.level, l.msg, l.args...)
 	o.keep(l.msg)
+}
+
+// admit takes one line from the rate budget, reporting whether it may be
+// logged; it logs the start and the end of each run of dropped lines.
+func (o *pluginOutput) admit() bool {
+	now := time.Now
+	if o.now != nil {
+		now = o.now
+	}
+	t := now()
+	if !o.started {
+		o.started, o.tokens, o.last = true, lineBurst, t
+	}
+	if d := t.Sub(o.last); d > 0 {
+		o.tokens = min(lineBurst, o.tokens+d.Seconds()*linesPerSecond)
+		o.last = t
+	}
+	if o.tokens < 1 {
+		if o.dropped == 0 {
+			o.log.Log(hclog.Warn, "plugin logs faster than the host passes on; its lines are dropped until it slows down", "limit_per_second", linesPerSecond)
+		}
+		o.dropped++
+		return false
+	}
+	o.tokens--
+	if o.dropped > 0 {
+		o.log.Log(hclog.Warn, "plugin lines dropped over the rate limit", "dropped_lines", o.dropped)
+		o.dropped = 0
+	}
+	return true
 }
 
 func (o *pluginOutput) keep(msg string) {
@@ -263,6 +316,9 @@ type clientLogger struct {
 	target, path string       // exec target and the path to show for it
 	stopping     *atomic.Bool // the host is ending the process
 	exit         *atomic.Value
+	// stdoutTooLong is set when go-plugin gave up reading the plugin's
+	// stdout at a line longer than its scanner takes.
+	stdoutTooLong *atomic.Bool
 }
 
 func (l clientLogger) Named(name string) hclog.Logger {
@@ -273,6 +329,9 @@ func (l clientLogger) Named(name string) hclog.Logger {
 }
 
 func (l clientLogger) Log(level hclog.Level, msg string, args ...any) {
+	if msg == "error encountered while scanning stdout" && l.stdoutTooLong != nil && strings.Contains(fmt.Sprint(args...), "token too long") {
+		l.stdoutTooLong.Store(true)
+	}
 	if msg == "plugin process exited" {
 		for i := 0; i+1 < len(args); i += 2 {
 			if args[i] == "error" {

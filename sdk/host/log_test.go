@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	hclog "github.com/hashicorp/go-hclog"
@@ -180,4 +181,45 @@ func FuzzPluginLine(f *testing.F) {
 		o.Write(line)
 		o.Write(bytes.Repeat([]byte{'\n'}, 1))
 	})
+}
+
+// A plugin logging in a loop gets a burst, then the steady rate, into the
+// host's log: the host says once that it drops lines and, when the plugin
+// is back under the rate, how many. A crash report after a flood still
+// gets through whole.
+func TestPluginOutputIsRateLimited(t *testing.T) {
+	rec := &recordingLogger{Logger: hclog.NewNullLogger()}
+	clock := time.Unix(1000, 0)
+	o := &pluginOutput{log: rec, now: func() time.Time { return clock }}
+	flood := strings.Repeat(`{"@level":"error","@message":"db down, retrying"}`+"\n", 3*lineBurst)
+	o.Write([]byte(flood))
+	counts := func() (lines, notices int) {
+		for _, l := range rec.lines {
+			if strings.Contains(l, "retrying") {
+				lines++
+			} else {
+				notices++
+			}
+		}
+		return lines, notices
+	}
+	if lines, notices := counts(); lines != lineBurst || notices != 1 {
+		t.Fatalf("a flood of %d lines logged %d lines and %d notices, want the burst of %d and one notice", 3*lineBurst, lines, notices, lineBurst)
+	}
+	clock = clock.Add(time.Second)
+	o.Write([]byte(strings.Repeat("still down\n", 2*linesPerSecond)))
+	if n := len(rec.lines); n != lineBurst+1+1+linesPerSecond+1 {
+		t.Fatalf("a second later %d lines in all, want the rate's %d more, the count of dropped lines and a new notice", n, linesPerSecond)
+	}
+	if got := rec.lines[lineBurst+1]; got != "plugin lines dropped over the rate limit" {
+		t.Fatalf("line %q, want the count of dropped lines", got)
+	}
+	rec.lines = nil
+	o.Write([]byte("panic: boom\n\ngoroutine 1 [running]:\nmain.main()\n\t/src/main.go:3 +0x1\n"))
+	if len(rec.lines) < 4 || rec.lines[1] != "panic: boom" {
+		t.Fatalf("crash report after the flood: %q", rec.lines)
+	}
+	if tail := o.lastLines(); tail[len(tail)-1] != "\t/src/main.go:3 +0x1" {
+		t.Fatalf("tail %q", tail)
+	}
 }

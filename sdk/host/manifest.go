@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/internal/wire"
@@ -123,10 +125,18 @@ func (m *Manifest) Validate() error {
 		return bad("kinds", "is empty")
 	}
 	if len(m.KnownKinds()) == 0 {
-		return &formatError{fmt.Sprintf("manifest: kinds %v: none is a kind this memhost serves (it serves %v)", m.Kinds, sdk.Kinds())}
+		return &formatError{fmt.Sprintf("manifest: kinds %q: none is a kind this memhost serves (it serves %v)", m.Kinds, sdk.Kinds())}
 	}
 	if len(m.Protocols) == 0 {
 		return bad("protocols", "is empty")
+	}
+	// The file names and paths reach the operator's log and terminal in
+	// refusals, some as they stand: a line break would forge a log line,
+	// an escape sequence drive the terminal.
+	for field, v := range m.names() {
+		if !utf8.ValidString(v) || strings.ContainsFunc(v, breaksLine) {
+			return bad(field, "holds a control character or invalid UTF-8")
+		}
 	}
 	if err := m.validateInterpreted(); err != nil {
 		return err
@@ -141,6 +151,23 @@ func (m *Manifest) Validate() error {
 		return bad("config_schema", "is not valid JSON")
 	}
 	return nil
+}
+
+// names yields the manifest's file names and paths by field.
+func (m *Manifest) names() iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		if !yield("executable", m.Executable) || !yield("tree", m.Tree) || m.Interpreter == nil {
+			return
+		}
+		if !yield("interpreter.path", m.Interpreter.Path) {
+			return
+		}
+		for i, a := range m.Interpreter.Args {
+			if !yield(fmt.Sprintf("interpreter.args[%d]", i), a) {
+				return
+			}
+		}
+	}
 }
 
 // Checksum is the decoded sha256.
@@ -160,7 +187,7 @@ func (m *Manifest) Mismatch(info sdk.Info) string {
 		diffs = append(diffs, fmt.Sprintf("version: manifest %q, plugin %q", m.Version, info.Version))
 	}
 	if !sameSet(m.Kinds, info.Kinds) {
-		diffs = append(diffs, fmt.Sprintf("kinds: manifest %v, plugin %v", m.Kinds, info.Kinds))
+		diffs = append(diffs, fmt.Sprintf("kinds: manifest %q, plugin %q", m.Kinds, info.Kinds))
 	}
 	if !sameSet(m.Protocols, info.Protocols) {
 		diffs = append(diffs, fmt.Sprintf("protocols: manifest %v, plugin %v", m.Protocols, info.Protocols))

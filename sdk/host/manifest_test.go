@@ -44,6 +44,11 @@ func TestParseManifest(t *testing.T) {
 		{"short sha", `{"sha256":"abc"}`, "64 hex digits"},
 		{"bad name", `{"name":"a/b"}`, "name"},
 		{"mistyped field", `{"protocols":"1"}`, "protocols: must be an array, not a string"},
+		// Nothing a refusal repeats may hold a control character.
+		{"line break in executable", `{"executable":"x\n[ERROR] forged"}`, "executable holds a control character"},
+		{"escape sequence in executable", `{"executable":"x\u001b]52;c;owned\u0007"}`, "executable holds a control character"},
+		{"C1 control in executable", `{"executable":"x\u009b2J"}`, "executable holds a control character"},
+		{"escape sequence in a kind", `{"kinds":["\u001b[2J"]}`, `kinds ["\x1b[2J"]`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -56,6 +61,9 @@ func TestParseManifest(t *testing.T) {
 			}
 			if err == nil || !errors.Is(err, sdk.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want sdk.ErrInvalid containing %q", err, c.want)
+			}
+			if strings.ContainsFunc(err.Error(), breaksLine) {
+				t.Fatalf("the refusal %q holds a control character", err)
 			}
 		})
 	}
@@ -99,6 +107,11 @@ func TestManifestMismatch(t *testing.T) {
 		if !strings.Contains(d, want) {
 			t.Errorf("Mismatch = %q, missing %q", d, want)
 		}
+	}
+	// What the plugin says of itself reaches the refusal escaped.
+	hostile := sdk.Info{Name: "md\x1b[2J", Version: "0.1.0\n[ERROR] x", Kinds: []sdk.PluginKind{"provider\x1b]0;owned\x07"}, Protocols: []int{1}}
+	if d := m.Mismatch(hostile); strings.ContainsFunc(d, breaksLine) {
+		t.Errorf("Mismatch = %q holds the plugin's control characters", d)
 	}
 }
 

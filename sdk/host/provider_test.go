@@ -46,7 +46,7 @@ func (capsPlugin) Recall(_ context.Context, q sdk.RecallQuery) ([]sdk.Hit, error
 	if q.QueryVector == nil {
 		return nil, nil
 	}
-	rec := sdk.Record{ID: marker, Realm: q.Realm, Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: q.VectorModel}
+	rec := sdk.Record{ID: marker, Realm: q.Realm, Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: q.VectorModel, Status: sdk.StatusActive}
 	return []sdk.Hit{{Record: rec, Score: float64(len(q.QueryVector)) + q.Fusion.Semantic}}, nil
 }
 func (capsPlugin) Remember(_ context.Context, _ string, rs []sdk.Record) ([]string, error) {
@@ -55,7 +55,11 @@ func (capsPlugin) Remember(_ context.Context, _ string, rs []sdk.Record) ([]stri
 func (capsPlugin) Get(_ context.Context, realm string, _ []string) ([]sdk.Record, error) {
 	return []sdk.Record{{ID: marker, Realm: realm, Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: marker}}, nil
 }
-func (capsPlugin) Forget(context.Context, string, []string) (int, error) { return 42, nil }
+
+// Forget answers that it forgot all but one of the ids.
+func (capsPlugin) Forget(_ context.Context, _ string, ids []string) (int, error) {
+	return len(ids) - 1, nil
+}
 func (capsPlugin) Manifest(context.Context, sdk.ManifestQuery) ([]sdk.ManifestRow, error) {
 	return []sdk.ManifestRow{{ID: marker, Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: marker}}, nil
 }
@@ -72,8 +76,10 @@ func (capsPlugin) WriteLedger(context.Context, []sdk.LedgerEntry) error { return
 func (capsPlugin) Export(context.Context, string, string, int) (sdk.ExportPage, error) {
 	return sdk.ExportPage{Next: marker}, nil
 }
-func (capsPlugin) Import(context.Context, string, []sdk.Record) (sdk.ImportResult, error) {
-	return sdk.ImportResult{Skipped: 42}, nil
+
+// Import answers that it skipped every record.
+func (capsPlugin) Import(_ context.Context, _ string, rs []sdk.Record) (sdk.ImportResult, error) {
+	return sdk.ImportResult{Skipped: len(rs)}, nil
 }
 func (capsPlugin) Reindex(context.Context, string, func(done, total int)) (int, error) {
 	return 42, nil
@@ -99,15 +105,15 @@ var accessors = map[sdk.Capability]func(p *Provider) (call func(context.Context)
 	sdk.CapFetch: func(p *Provider) (func(context.Context) bool, bool) {
 		g, ok := p.Getter()
 		return func(ctx context.Context) bool {
-			recs, err := g.Get(ctx, "default", []string{"x"})
+			recs, err := g.Get(ctx, "default", []string{"x", marker})
 			return err == nil && len(recs) == 1 && recs[0].ID == marker
 		}, ok
 	},
 	sdk.CapForget: func(p *Provider) (func(context.Context) bool, bool) {
 		f, ok := p.Forgetter()
 		return func(ctx context.Context) bool {
-			n, err := f.Forget(ctx, "default", []string{"x"})
-			return err == nil && n == 42
+			n, err := f.Forget(ctx, "default", []string{"x", "y", "z"})
+			return err == nil && n == 2
 		}, ok
 	},
 	sdk.CapManifest: func(p *Provider) (func(context.Context) bool, bool) {
@@ -152,8 +158,11 @@ var accessors = map[sdk.Capability]func(p *Provider) (call func(context.Context)
 			if err != nil || page.Next != marker {
 				return false
 			}
-			res, err := a.Import(ctx, "default", nil)
-			return err == nil && res.Skipped == 42
+			now := time.Now().UTC()
+			rec := sdk.Record{ID: "x", Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "t", Status: sdk.StatusActive,
+				Trust: sdk.TrustAgentObserved, CreatedAt: now, UpdatedAt: now}
+			res, err := a.Import(ctx, "default", []sdk.Record{rec})
+			return err == nil && res.Skipped == 1
 		}, ok
 	},
 	sdk.CapReindex: func(p *Provider) (func(context.Context) bool, bool) {

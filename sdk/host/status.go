@@ -36,6 +36,9 @@ var sentinels = map[string]error{
 }
 
 // fromStatus turns a gRPC error answered by a plugin into an sdk error.
+// The plugin's text (its message, a refused field's path and problem) is
+// escaped and bounded as its log lines are (clean): it reaches the host's
+// log and its callers.
 // A google.rpc.BadRequest detail becomes a *sdk.FieldError naming the
 // field. Transport failures (the plugin died or is unreachable) become
 // ErrUnavailable so callers can retry after a restart. ctx is the call's
@@ -65,7 +68,7 @@ func fromStatus(ctx context.Context, err error) error {
 	}
 	for _, d := range st.Details() {
 		if info, ok := d.(*errdetails.ErrorInfo); ok && st.Code() == codes.ResourceExhausted && info.Domain == wire.ErrorDomain && info.Reason == wire.ReasonStorageFull {
-			return &remoteError{msg: st.Message(), sentinel: sdk.ErrNoSpace}
+			return &remoteError{msg: clean(st.Message()), sentinel: sdk.ErrNoSpace}
 		}
 	}
 	for _, d := range st.Details() {
@@ -73,10 +76,10 @@ func fromStatus(ctx context.Context, err error) error {
 			v := br.FieldViolations[0]
 			// The plugin's whole message stays the message (it may add
 			// context around the field); errors.As finds the field.
-			return &remoteError{msg: st.Message(), sentinel: &sdk.FieldError{Field: v.Field, Problem: v.Description, Err: sentinel}}
+			return &remoteError{msg: clean(st.Message()), sentinel: &sdk.FieldError{Field: clean(v.Field), Problem: clean(v.Description), Err: sentinel}}
 		}
 	}
-	return &remoteError{msg: st.Message(), sentinel: sentinel}
+	return &remoteError{msg: clean(st.Message()), sentinel: sentinel}
 }
 
 // withFieldPrefix puts a FieldError under a parent path ("config.path").

@@ -3,9 +3,12 @@ package host
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/memhost/memhost/sdk"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -36,5 +39,38 @@ func TestCanceledIsTheCallersOnlyWhenItsContextEnded(t *testing.T) {
 				t.Fatalf("message %q lost the plugin's text", err)
 			}
 		})
+	}
+}
+
+// A plugin's error text reaches the host's log and its callers: control
+// characters in it (a line break that would forge a log line, a terminal
+// escape sequence) arrive escaped, invalid UTF-8 too, and a huge message
+// bounded, in the message and in a refused field's path and problem.
+func TestPluginErrorTextIsEscaped(t *testing.T) {
+	hostile := "bad\x1b]0;owned\x07\n[ERROR] forged \u2028" + strings.Repeat("x", 1<<20)
+	// Details travel as protobuf, which holds valid UTF-8 only; the
+	// message alone may carry any bytes.
+	st, err := status.New(codes.InvalidArgument, hostile).WithDetails(&errdetails.BadRequest{
+		FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: "records[0]\n.title", Description: hostile}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range []error{
+		fromStatus(context.Background(), status.Error(codes.Unavailable, "\xff"+hostile)),
+		fromStatus(context.Background(), st.Err()),
+	} {
+		var fe *sdk.FieldError
+		texts := []string{err.Error()}
+		if errors.As(err, &fe) {
+			texts = append(texts, fe.Field, fe.Problem)
+		}
+		for _, s := range texts {
+			if !utf8.ValidString(s) || strings.ContainsFunc(s, breaksLine) || len(s) > 2*maxValueBytes {
+				t.Errorf("plugin text passed on unescaped or unbounded: %.100q (%d bytes)", s, len(s))
+			}
+		}
+		if !strings.Contains(err.Error(), `bad\x1b]0;owned\a\n[ERROR] forged \u2028xxx`) {
+			t.Errorf("message %.80q lost the plugin's words", err)
+		}
 	}
 }

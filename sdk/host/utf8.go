@@ -70,10 +70,11 @@ func invalidUTF8Field(m protoreflect.Message, prefix string) string {
 }
 
 // grpcDialOptions are the host side's: wire's (message limit, windows),
-// bad UTF-8 reported as bad input, and the request id sent along.
+// an oversized answer reported as the plugin's, bad UTF-8 reported as bad
+// input, and the request id sent along.
 func grpcDialOptions() []grpc.DialOption {
 	return append(wire.DialOptions(),
-		grpc.WithChainUnaryInterceptor(utf8Interceptor, requestIDUnary),
-		grpc.WithChainStreamInterceptor(requestIDStream),
+		grpc.WithChainUnaryInterceptor(oversizeUnary, utf8Interceptor, requestIDUnary),
+		grpc.WithChainStreamInterceptor(oversizeStream, requestIDStream),
 	)
 }

@@ -61,6 +61,10 @@ func (e *echo) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error)
 	case "hang":
 		<-ctx.Done()
 		time.Sleep(time.Hour)
+	case "another realm":
+		// A record of another tenant, which the host must not pass on.
+		r := sdk.Record{ID: "theirs", Realm: "tenant-b", Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "secret", Status: sdk.StatusActive}
+		return []sdk.Hit{{Record: r, Score: 1}}, nil
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()

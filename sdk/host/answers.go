@@ -1,0 +1,309 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/internal/wire"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+)
+
+// ErrBadAnswer marks a plugin answer that breaks the protocol: a hit of a
+// realm or scope the call did not ask for, more hits than the limit, an
+// id answered twice, a score that is no number. The host refuses the
+// whole answer rather than pass any of it on, so one tenant never sees
+// another's records through a broken plugin. It wraps no sdk sentinel:
+// the plugin is at fault, not the caller.
+var ErrBadAnswer = errors.New("the plugin's answer breaks the protocol")
+
+// badAnswer reports what is wrong with an answer to call. The problem
+// names indexes, never another realm's or scope's values: the message
+// may reach the caller.
+func badAnswer(call, problem string, args ...any) error {
+	return fmt.Errorf("%s: %s: %w", call, fmt.Sprintf(problem, args...), ErrBadAnswer)
+}
+
+// recallLimit is the most hits an answer to q may hold: the SDK's server
+// defaults a zero limit and caps a large one the same way.
+func recallLimit(q sdk.RecallQuery) int {
+	switch {
+	case q.Limit <= 0:
+		return sdk.DefaultRecallLimit
+	case q.Limit > sdk.MaxBatch:
+		return sdk.MaxBatch
+	}
+	return q.Limit
+}
+
+// pageLimit is the most ids or records a page of Export or MissingVectors
+// may hold for limit.
+func pageLimit(limit int) int {
+	if limit <= 0 || limit > sdk.MaxExportPage {
+		return sdk.MaxExportPage
+	}
+	return limit
+}
+
+// checkHits holds a recall answer to the query's contract: at most the
+// limit, each hit a safe id of the asked realm and scopes, active, not
+// excluded, listed once, with a finite score.
+func checkHits(q sdk.RecallQuery, hits []sdk.Hit) error {
+	if limit := recallLimit(q); len(hits) > limit {
+		return badAnswer("recall", "%d hits, over the limit %d", len(hits), limit)
+	}
+	excluded := memberOf(q.ExcludeIDs)
+	for i := range hits {
+		h := &hits[i]
+		r := &h.Record
+		var problem string
+		switch {
+		case sdk.ValidateID(r.ID) != nil:
+			problem = "has no valid id"
+		case r.Realm != q.Realm:
+			problem = "is a record of another realm than the one asked"
+		case len(q.Scopes) > 0 && !slices.Contains(q.Scopes, r.Scope):
+			problem = "is a record of a scope the query did not ask for"
+		case r.Status != sdk.StatusActive:
+			problem = "is a record that is not active"
+		case excluded(r.ID):
+			problem = "is a record the query excluded"
+		case math.IsNaN(h.Score) || math.IsInf(h.Score, 0):
+			problem = "has a score that is not a finite number"
+		}
+		if problem != "" {
+			return badAnswer("recall", "hit %d %s", i, problem)
+		}
+	}
+	if i, j := repeated(len(hits), func(i int) string { return hits[i].Record.ID }); i >= 0 {
+		return badAnswer("recall", "hits %d and %d are the same record", j, i)
+	}
+	return nil
+}
+
+// checkRecords holds an answer of records (Get, Export) to its realm,
+// and to the ids asked when asked is not nil.
+func checkRecords(call, realm string, recs []sdk.Record, asked []string) error {
+	wanted := memberOf(asked)
+	for i := range recs {
+		r := &recs[i]
+		var problem string
+		switch {
+		case sdk.ValidateID(r.ID) != nil:
+			problem = "has no valid id"
+		case r.Realm != realm:
+			problem = "is of another realm than the one asked"
+		case asked != nil && !wanted(r.ID):
+			problem = "is not one the call asked for"
+		}
+		if problem != "" {
+			return badAnswer(call, "record %d %s", i, problem)
+		}
+	}
+	return nil
+}
+
+// checkExportPage holds an export page to its realm and limit: safe ids,
+// each once, and a cursor that is empty or an id.
+func checkExportPage(realm string, limit int, page sdk.ExportPage) error {
+	if most := pageLimit(limit); len(page.Records) > most {
+		return badAnswer("export", "%d records, over the limit %d", len(page.Records), most)
+	}
+	if err := checkRecords("export", realm, page.Records, nil); err != nil {
+		return err
+	}
+	if i, j := repeated(len(page.Records), func(i int) string { return page.Records[i].ID }); i >= 0 {
+		return badAnswer("export", "records %d and %d are the same record", j, i)
+	}
+	if page.Next != "" && sdk.ValidateID(page.Next) != nil {
+		return badAnswer("export", "the next cursor is not a valid id")
+	}
+	return nil
+}
+
+// checkRows holds manifest rows to the asked scopes: safe ids, each once.
+func checkRows(q sdk.ManifestQuery, rows []sdk.ManifestRow) error {
+	for i := range rows {
+		r := &rows[i]
+		var problem string
+		switch {
+		case sdk.ValidateID(r.ID) != nil:
+			problem = "has no valid id"
+		case len(q.Scopes) > 0 && !slices.Contains(q.Scopes, r.Scope):
+			problem = "is of a scope the query did not ask for"
+		case math.IsNaN(r.Rank) || math.IsInf(r.Rank, 0):
+			problem = "has a rank that is not a finite number"
+		}
+		if problem != "" {
+			return badAnswer("manifest", "row %d %s", i, problem)
+		}
+	}
+	if i, j := repeated(len(rows), func(i int) string { return rows[i].ID }); i >= 0 {
+		return badAnswer("manifest", "rows %d and %d are the same record", j, i)
+	}
+	return nil
+}
+
+// checkIDs holds a list of ids a plugin answered: each safe, at most max
+// (when max >= 0), each once.
+func checkIDs(call string, ids []string, max int) error {
+	if max >= 0 && len(ids) > max {
+		return badAnswer(call, "%d ids, over the %d the call allows", len(ids), max)
+	}
+	for i, id := range ids {
+		if sdk.ValidateID(id) != nil {
+			return badAnswer(call, "id %d is not a valid id", i)
+		}
+	}
+	if i, j := repeated(len(ids), func(i int) string { return ids[i] }); i >= 0 {
+		return badAnswer(call, "ids %d and %d are the same", j, i)
+	}
+	return nil
+}
+
+// checkSelection holds a selector's answer to the request: only offered,
+// unsuppressed ids, each once, at most Max when Max is set.
+func checkSelection(req sdk.SelectRequest, ids []string) error {
+	max := -1
+	if req.Max > 0 {
+		max = req.Max
+	}
+	if err := checkIDs("select", ids, max); err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	offered := make(map[string]struct{}, len(req.Rows))
+	for i := range req.Rows {
+		offered[req.Rows[i].ID] = struct{}{}
+	}
+	suppressed := memberOf(req.SuppressedIDs)
+	for i, id := range ids {
+		if _, ok := offered[id]; !ok {
+			return badAnswer("select", "id %d is not one of the rows offered", i)
+		}
+		if suppressed(id) {
+			return badAnswer("select", "id %d is suppressed", i)
+		}
+	}
+	return nil
+}
+
+// checkCount holds a count a plugin answered to 0..max.
+func checkCount(call, what string, n, max int) error {
+	if n < 0 || n > max {
+		return badAnswer(call, "%d %s, outside 0..%d", n, what, max)
+	}
+	return nil
+}
+
+// memberOf answers a test of membership in list: a scan for a short
+// list, a set for a long one.
+func memberOf(list []string) func(string) bool {
+	if len(list) <= 16 {
+		return func(s string) bool { return slices.Contains(list, s) }
+	}
+	set := make(map[string]struct{}, len(list))
+	for _, s := range list {
+		set[s] = struct{}{}
+	}
+	return func(s string) bool {
+		_, ok := set[s]
+		return ok
+	}
+}
+
+// repeated answers the indexes i > j of the first id that id(j) already
+// gave, or -1, -1. Short lists are compared pairwise, without a map.
+func repeated(n int, id func(int) string) (int, int) {
+	if n <= 32 {
+		for i := 1; i < n; i++ {
+			for j := range i {
+				if id(i) == id(j) {
+					return i, j
+				}
+			}
+		}
+		return -1, -1
+	}
+	seen := make(map[string]int, n)
+	for i := range n {
+		if j, ok := seen[id(i)]; ok {
+			return i, j
+		}
+		seen[id(i)] = i
+	}
+	return -1, -1
+}
+
+// gRPC answers ResourceExhausted for a message over the size limit on
+// either side, and the host's too_large reads it as the caller's mistake.
+// But a request within the protocol's limit (wire.MaxMessageBytes, which
+// every answer within the record limits fits) that still meets it means
+// the plugin answered more than any answer may be, or receives less than
+// the protocol requires: the plugin's fault, a bad answer. Only a request
+// over the limit is the caller's too_large.
+func oversizeUnary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	if !overLimit(err) {
+		return err
+	}
+	if m, ok := req.(proto.Message); ok && proto.Size(m) > wire.MaxMessageBytes {
+		return err
+	}
+	return oversized(method, err)
+}
+
+// oversizeStream does the same for a stream: the host sends small chunks,
+// so a message over the limit on a stream is always the plugin's.
+func oversizeStream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	s, err := streamer(ctx, desc, cc, method, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return oversizeClientStream{ClientStream: s, method: method}, nil
+}
+
+type oversizeClientStream struct {
+	grpc.ClientStream
+	method string
+}
+
+func (s oversizeClientStream) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	if overLimit(err) {
+		return oversized(s.method, err)
+	}
+	return err
+}
+
+// overLimit reports whether err is gRPC's refusal of a message over the
+// size limit: ResourceExhausted without the storage_full detail a plugin
+// sends for a full disk.
+func overLimit(err error) bool {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.ResourceExhausted {
+		return false
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Domain == wire.ErrorDomain && info.Reason == wire.ReasonStorageFull {
+			return false
+		}
+	}
+	return true
+}
+
+func oversized(method string, err error) error {
+	return badAnswer(strings.ToLower(path.Base(method)), "a message over the size limit though the request is within the protocol's %d bytes: the answer is too large, or the plugin receives less than the protocol requires (%s)",
+		wire.MaxMessageBytes, status.Convert(err).Message())
+}

@@ -1,0 +1,232 @@
+package host_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
+)
+
+// liar is a provider and selector that answers whatever its fields say,
+// whatever it was asked: a plugin that breaks the protocol.
+type liar struct {
+	hits      []sdk.Hit
+	records   []sdk.Record
+	ids       []string
+	rows      []sdk.ManifestRow
+	count     int
+	next      string
+	selection []string
+}
+
+func (l *liar) Info() sdk.Info {
+	return sdk.Info{Name: "liar", Version: "0.1.0", Kinds: []sdk.PluginKind{sdk.KindProvider, sdk.KindSelector}, Protocols: []int{1},
+		Capabilities: sdk.Capabilities{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapArchive, sdk.CapVectors}}
+}
+func (l *liar) Configure(context.Context, json.RawMessage) error { return nil }
+func (l *liar) Recall(context.Context, sdk.RecallQuery) ([]sdk.Hit, error) {
+	return l.hits, nil
+}
+func (l *liar) Remember(context.Context, string, []sdk.Record) ([]string, error) { return l.ids, nil }
+func (l *liar) Get(context.Context, string, []string) ([]sdk.Record, error)      { return l.records, nil }
+func (l *liar) Forget(context.Context, string, []string) (int, error)            { return l.count, nil }
+func (l *liar) Manifest(context.Context, sdk.ManifestQuery) ([]sdk.ManifestRow, error) {
+	return l.rows, nil
+}
+func (l *liar) Supersede(context.Context, string, string, sdk.Record) (string, error) {
+	return l.next, nil
+}
+func (l *liar) Export(context.Context, string, string, int) (sdk.ExportPage, error) {
+	return sdk.ExportPage{Records: l.records, Next: l.next}, nil
+}
+func (l *liar) Import(context.Context, string, []sdk.Record) (sdk.ImportResult, error) {
+	return sdk.ImportResult{Imported: l.count}, nil
+}
+func (l *liar) PutVectors(context.Context, string, []sdk.RecordVector) error { return nil }
+func (l *liar) MissingVectors(context.Context, string, string, string, int) ([]string, error) {
+	return l.ids, nil
+}
+func (l *liar) Select(context.Context, sdk.SelectRequest) (sdk.Selection, error) {
+	return sdk.Selection{IDs: l.selection}, nil
+}
+
+// rec is an active record of realm "a" in scope.
+func rec(id string, scope sdk.Scope) sdk.Record {
+	return sdk.Record{ID: id, Realm: "a", Scope: scope, Kind: sdk.KindFact, Title: "t " + id, Status: sdk.StatusActive, Trust: sdk.TrustAgentObserved}
+}
+
+func hit(id string, scope sdk.Scope, score float64) sdk.Hit {
+	return sdk.Hit{Record: rec(id, scope), Score: score}
+}
+
+func hits(n int) []sdk.Hit {
+	out := make([]sdk.Hit, n)
+	for i := range out {
+		out[i] = hit(fmt.Sprintf("r%d", i), sdk.RealmScope, 1)
+	}
+	return out
+}
+
+// A plugin's answer that breaks the protocol never reaches the host's
+// callers: records of another realm or of a scope not asked, more than
+// the limit, repeats, excluded or inactive records, scores that are no
+// number, ids that are not ids, counts that cannot be. The host refuses
+// the whole answer with ErrBadAnswer, naming no other tenant's values.
+func TestAnswersOutOfContractAreRefused(t *testing.T) {
+	l := &liar{}
+	conn, err := host.ServeInProcess(t.Context(), l, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	p, err := conn.Provider()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel, err := conn.Selector()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := p.Writer()
+	g, _ := p.Getter()
+	f, _ := p.Forgetter()
+	m, _ := p.Lister()
+	su, _ := p.Superseder()
+	ar, _ := p.Archiver()
+	vs, _ := p.VectorStore()
+	ctx := t.Context()
+	mine := sdk.IdentityScope("me")
+	theirs := sdk.IdentityScope("someone-else")
+	other := rec("x", sdk.RealmScope)
+	other.Realm = "tenant-b"
+	recall := func(q sdk.RecallQuery) func() error {
+		return func() error { q.Realm = "a"; _, err := p.Recall(ctx, q); return err }
+	}
+	get := func() error { _, err := g.Get(ctx, "a", []string{"r1", "r2"}); return err }
+	manifest := func(q sdk.ManifestQuery) func() error {
+		return func() error { q.Realm = "a"; _, err := m.Manifest(ctx, q); return err }
+	}
+	export := func() error { _, err := ar.Export(ctx, "a", "", 2); return err }
+	selectIDs := func() error {
+		_, err := sel.Select(ctx, sdk.SelectRequest{Identity: sdk.Identity{Realm: "a", ID: "me"}, Max: 2,
+			Rows: []sdk.ManifestRow{{ID: "r1", Scope: mine}, {ID: "r2", Scope: mine}, {ID: "r3", Scope: mine}}, SuppressedIDs: []string{"r3"}})
+		return err
+	}
+	remember := func(n int) func() error {
+		return func() error {
+			recs := make([]sdk.Record, n)
+			for i := range recs {
+				recs[i] = sdk.Record{Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "same"}
+			}
+			_, err := w.Remember(ctx, "a", recs)
+			return err
+		}
+	}
+	// Over the protocol's message limit, which no answer within the
+	// record limits reaches.
+	huge := strings.Repeat("x", 70<<20)
+	hugeHit := hit("r1", mine, 1)
+	hugeHit.Record.Body = huge
+	notActive := hit("r1", sdk.RealmScope, 1)
+	notActive.Record.Status = sdk.StatusSuperseded
+	foreignHit := sdk.Hit{Record: other, Score: 1}
+	cases := []struct {
+		name   string
+		answer liar
+		call   func() error
+		// ok: the answer keeps the protocol and must pass.
+		ok bool
+	}{
+		{"recall within the contract", liar{hits: []sdk.Hit{hit("r1", mine, 2), hit("r2", mine, -1)}}, recall(sdk.RecallQuery{Scopes: []sdk.Scope{mine}}), true},
+		{"recall of another realm", liar{hits: []sdk.Hit{hit("r1", sdk.RealmScope, 1), foreignHit}}, recall(sdk.RecallQuery{}), false},
+		{"recall of a scope not asked", liar{hits: []sdk.Hit{hit("r1", theirs, 1)}}, recall(sdk.RecallQuery{Scopes: []sdk.Scope{mine}}), false},
+		{"recall over the limit", liar{hits: hits(3)}, recall(sdk.RecallQuery{Limit: 2}), false},
+		{"recall over the default limit", liar{hits: hits(sdk.DefaultRecallLimit + 1)}, recall(sdk.RecallQuery{}), false},
+		{"recall at the default limit", liar{hits: hits(sdk.DefaultRecallLimit)}, recall(sdk.RecallQuery{}), true},
+		{"recall repeating a record", liar{hits: []sdk.Hit{hit("r1", mine, 2), hit("r1", mine, 1)}}, recall(sdk.RecallQuery{}), false},
+		{"recall repeating a record in a long answer", liar{hits: append(hits(40), hit("r7", sdk.RealmScope, 0))}, recall(sdk.RecallQuery{Limit: 100}), false},
+		{"recall of an excluded record", liar{hits: []sdk.Hit{hit("r1", mine, 1)}}, recall(sdk.RecallQuery{ExcludeIDs: []string{"r1"}}), false},
+		{"recall of a superseded record", liar{hits: []sdk.Hit{notActive}}, recall(sdk.RecallQuery{}), false},
+		{"recall with a NaN score", liar{hits: []sdk.Hit{hit("r1", mine, math.NaN())}}, recall(sdk.RecallQuery{}), false},
+		{"recall with an infinite score", liar{hits: []sdk.Hit{hit("r1", mine, math.Inf(1))}}, recall(sdk.RecallQuery{}), false},
+		{"recall of an unsafe id", liar{hits: []sdk.Hit{hit("../r1", mine, 1)}}, recall(sdk.RecallQuery{}), false},
+		{"recall of no id", liar{hits: []sdk.Hit{hit("", mine, 1)}}, recall(sdk.RecallQuery{}), false},
+		{"recall answer over the message limit", liar{hits: []sdk.Hit{hugeHit}}, recall(sdk.RecallQuery{}), false},
+		{"manifest chunk over the message limit", liar{rows: []sdk.ManifestRow{{ID: "r1", Scope: mine, Title: huge}}}, manifest(sdk.ManifestQuery{Tier: sdk.TierFull}), false},
+		{"get within the contract", liar{records: []sdk.Record{rec("r2", mine)}}, get, true},
+		{"get of another realm", liar{records: []sdk.Record{other}}, get, false},
+		{"get of an id not asked", liar{records: []sdk.Record{rec("r9", mine)}}, get, false},
+		{"get of more records than ids", liar{records: []sdk.Record{rec("r1", mine), rec("r2", mine), rec("r1", mine)}}, get, false},
+		{"manifest within the contract", liar{rows: []sdk.ManifestRow{{ID: "r1", Scope: mine}}}, manifest(sdk.ManifestQuery{Scopes: []sdk.Scope{mine}, Tier: sdk.TierFull}), true},
+		{"manifest of a scope not asked", liar{rows: []sdk.ManifestRow{{ID: "r1", Scope: theirs}}}, manifest(sdk.ManifestQuery{Scopes: []sdk.Scope{mine}, Tier: sdk.TierFull}), false},
+		{"manifest repeating a row", liar{rows: []sdk.ManifestRow{{ID: "r1", Scope: mine}, {ID: "r1", Scope: mine}}}, manifest(sdk.ManifestQuery{Tier: sdk.TierFull}), false},
+		{"manifest over a working set's 2k", liar{rows: []sdk.ManifestRow{{ID: "r1", Scope: mine}, {ID: "r2", Scope: mine}, {ID: "r3", Scope: mine}}}, manifest(sdk.ManifestQuery{Tier: sdk.TierWorkingSet, K: 1}), false},
+		{"manifest with a NaN rank", liar{rows: []sdk.ManifestRow{{ID: "r1", Scope: mine, Rank: math.NaN()}}}, manifest(sdk.ManifestQuery{Tier: sdk.TierFull}), false},
+		{"export within the contract", liar{records: []sdk.Record{rec("r1", mine), rec("r2", mine)}, next: "r2"}, export, true},
+		{"export of another realm", liar{records: []sdk.Record{other}}, export, false},
+		{"export over the limit", liar{records: []sdk.Record{rec("r1", mine), rec("r2", mine), rec("r3", mine)}}, export, false},
+		{"export repeating a record", liar{records: []sdk.Record{rec("r1", mine), rec("r1", mine)}}, export, false},
+		{"export with an unsafe cursor", liar{records: []sdk.Record{rec("r1", mine)}, next: "a/../b"}, export, false},
+		{"select within the contract", liar{selection: []string{"r2", "r1"}}, selectIDs, true},
+		{"select of a row not offered", liar{selection: []string{"r9"}}, selectIDs, false},
+		{"select of a suppressed row", liar{selection: []string{"r3"}}, selectIDs, false},
+		{"select over max", liar{selection: []string{"r1", "r2", "r1"}}, selectIDs, false},
+		{"select repeating a row", liar{selection: []string{"r1", "r1"}}, selectIDs, false},
+		{"remember of one content twice", liar{ids: []string{"r1", "r1"}}, remember(2), true},
+		{"remember with too few ids", liar{ids: []string{"r1"}}, remember(2), false},
+		{"remember with an unsafe id", liar{ids: []string{"r 1"}}, remember(1), false},
+		{"forget of more than asked", liar{count: 3}, func() error { _, err := f.Forget(ctx, "a", []string{"r1"}); return err }, false},
+		{"forget of a negative count", liar{count: -1}, func() error { _, err := f.Forget(ctx, "a", []string{"r1"}); return err }, false},
+		{"supersede with an unsafe id", liar{next: "new\nid"}, func() error {
+			_, err := su.Supersede(ctx, "a", "r1", sdk.Record{Title: "t"})
+			return err
+		}, false},
+		{"import of more than given", liar{count: 2}, func() error {
+			r := rec("r1", mine)
+			now := time.Now().UTC()
+			r.CreatedAt, r.UpdatedAt = now, now
+			_, err := ar.Import(ctx, "a", []sdk.Record{r})
+			return err
+		}, false},
+		{"missing vectors over the limit", liar{ids: []string{"r1", "r2"}}, func() error {
+			_, err := vs.MissingVectors(ctx, "a", "m", "", 1)
+			return err
+		}, false},
+	}
+	// A request over the limit is the caller's: too large, not the
+	// plugin's fault.
+	_, err = w.Remember(ctx, "a", []sdk.Record{{Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "t", Body: huge}})
+	if !errors.Is(err, sdk.ErrTooLarge) || errors.Is(err, host.ErrBadAnswer) {
+		t.Errorf("a request over the message limit: err = %v, want too large", err)
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			*l = c.answer
+			err := c.call()
+			if c.ok {
+				if err != nil {
+					t.Fatalf("an answer within the protocol was refused: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, host.ErrBadAnswer) {
+				t.Fatalf("err = %v, want the answer refused as breaking the protocol", err)
+			}
+			if sdk.CodeOf(err) != sdk.CodeInternal {
+				t.Errorf("code %s: a plugin's broken answer is no caller's mistake", sdk.CodeOf(err))
+			}
+			for _, leak := range []string{"tenant-b", "someone-else"} {
+				if strings.Contains(err.Error(), leak) {
+					t.Errorf("the error names another tenant's %q: %v", leak, err)
+				}
+			}
+		})
+	}
+}
