@@ -113,7 +113,7 @@ func buildDocument(r *sdk.Record, key float64, context []string) (*document.Docu
 			length += len(terms)
 		}
 		if r.Thread != nil {
-			doc.AddField(keywordField(fieldPlace, placeKey(r.Thread.ID, r.Thread.Seq), 0))
+			doc.AddField(keywordField(fieldPlace, placeKey(r.Scope, r.Thread.ID, r.Thread.Seq), 0))
 			weighContext(freqs, context)
 			length += memindex.ContextLength(len(context))
 		}

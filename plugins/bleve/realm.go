@@ -31,8 +31,8 @@ import (
 // index fields: nothing queries them.
 const (
 	fieldTerms = "terms" // weighted terms of tags, title, description, body and thread context
-	// place is the keyword "thread id\nseq" of an active threaded record,
-	// which its neighbours' writes look it up by.
+	// place is the keyword of an active threaded record's scope, thread
+	// id and seq (placeKey), which its neighbours' writes look it up by.
 	fieldPlace = "place"
 	fieldScope = "scope" // keyword
 	fieldTag   = "tag"   // keyword, case-folded, one per tag
@@ -51,8 +51,10 @@ const (
 // together. Layout 2 added thread context; layout 3 folds the text fields
 // into one weighted terms field and stores each record's length in its
 // catalog entry; layout 4 caps the context's frequencies and length
-// (memindex.ContextFrequency, ContextLength).
-const schemaVersion = "memhost-bleve/4 terms/2"
+// (memindex.ContextFrequency, ContextLength); layout 5 keeps thread
+// context within a scope (its place keys name the scope, and a layout 4
+// index holds context drawn from other scopes' records).
+const schemaVersion = "memhost-bleve/5 terms/2"
 
 var (
 	schemaKey = []byte("memhost_schema")
@@ -388,6 +390,10 @@ func foldTag(s string) string {
 	}, s)
 }
 
-// placeKey is the place field's value for seq in thread id; the seq after
-// the last line feed decides, so an id holding one cannot collide.
-func placeKey(id string, seq int64) string { return id + "\n" + strconv.FormatInt(seq, 10) }
+// placeKey is the place field's value for seq in thread id of scope: a
+// thread's places are its scope's alone, so neighbours are looked up by
+// scope too. The scope is length-prefixed and the seq follows the last
+// line feed, so no scope or id, whatever it holds, collides with another.
+func placeKey(scope sdk.Scope, id string, seq int64) string {
+	return strconv.Itoa(len(scope)) + " " + string(scope) + id + "\n" + strconv.FormatInt(seq, 10)
+}

@@ -493,3 +493,43 @@ func TestWritesDuringReindex(t *testing.T) {
 		}
 	}
 }
+
+// TestCrossScopeContextIndexRebuilds: an index of layout 4 joined thread
+// context across scopes (alice's record beside bob's under his thread id
+// held his words), so it is rebuilt at open and her recall no longer finds
+// her record by them.
+func TestCrossScopeContextIndexRebuilds(t *testing.T) {
+	dir := t.TempDir()
+	p := newProvider(t, dir)
+	b, a := rec("identity:bob", "Trip", "we flew to zanzibar"), rec("identity:alice", "Probe", "what else")
+	b.Thread, a.Thread = &sdk.Thread{ID: "conv-bob", Seq: 0}, &sdk.Thread{ID: "conv-bob", Seq: 1}
+	ids := remember(t, p, realm, b, a)
+	got, err := p.Get(ctx, realm, ids[1:])
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Get = %v, %v", got, err)
+	}
+	p.Close()
+	// Alice's document as layout 4 indexed it: bob's words in its context.
+	doc, _, err := buildDocument(&got[0], 0, recordTerms(&b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := blevesearch.OpenUsing(filepath.Join(dir, realm+indexSuffix), runtimeConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := idx.NewBatch()
+	if err := batch.IndexAdvanced(doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(idx.Batch(batch), idx.Close()); err != nil {
+		t.Fatal(err)
+	}
+	stampSchema(t, dir, "memhost-bleve/4 terms/2")
+	p = newProvider(t, dir)
+	p.realms[realm].loading.Wait()
+	hits, err := p.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "zanzibar", Scopes: []sdk.Scope{"identity:alice"}})
+	if err != nil || len(hits) != 0 {
+		t.Fatalf("alice's recall by bob's words: %v, %v; want nothing", hits, err)
+	}
+}

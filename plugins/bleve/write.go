@@ -572,14 +572,17 @@ func (ri *realmIndex) checkSpace(put []sdk.Record) error {
 // context the batch changes added to put (with their usage keys), so the
 // batch lands with every context current.
 func (ri *realmIndex) threadContext(ctx context.Context, put []sdk.Record, keys map[string]float64, del []string) ([]sdk.Record, map[string]float64, map[string][]string, error) {
+	// A place is in one scope's thread: records of other scopes under
+	// the same thread id are no neighbours.
 	type place struct {
-		id  string
-		seq int64
+		scope sdk.Scope
+		id    string
+		seq   int64
 	}
 	var changed []place // places a record of the batch leaves or joins
 	for i := range put {
 		if t := put[i].Thread; t != nil {
-			changed = append(changed, place{t.ID, t.Seq})
+			changed = append(changed, place{put[i].Scope, t.ID, t.Seq})
 		}
 	}
 	ids := make([]string, 0, len(put)+len(del))
@@ -595,7 +598,7 @@ func (ri *realmIndex) threadContext(ctx context.Context, put []sdk.Record, keys 
 	}
 	for _, r := range old {
 		if r.Thread != nil && r.Status == sdk.StatusActive {
-			changed = append(changed, place{r.Thread.ID, r.Thread.Seq})
+			changed = append(changed, place{r.Scope, r.Thread.ID, r.Thread.Seq})
 		}
 	}
 	if len(changed) == 0 {
@@ -609,15 +612,15 @@ func (ri *realmIndex) threadContext(ctx context.Context, put []sdk.Record, keys 
 		// either end of int64 must not wrap around.
 		want[p] = true
 		for _, n := range memindex.Neighbours(p.seq) {
-			want[place{p.id, n}] = true
+			want[place{p.scope, p.id, n}] = true
 			for _, s := range memindex.Neighbours(n) {
-				want[place{p.id, s}] = true
+				want[place{p.scope, p.id, s}] = true
 			}
 		}
 	}
 	terms := make([]query.Query, 0, len(want))
 	for p := range want {
-		terms = append(terms, termQuery(fieldPlace, placeKey(p.id, p.seq)))
+		terms = append(terms, termQuery(fieldPlace, placeKey(p.scope, p.id, p.seq)))
 	}
 	stored, err := ri.searchAll(ctx, "find thread neighbours", query.NewDisjunctionQuery(terms), 4*len(terms)+64)
 	if err != nil {
@@ -643,7 +646,7 @@ func (ri *realmIndex) threadContext(ctx context.Context, put []sdk.Record, keys 
 	}
 	at := map[place][]*sdk.Record{}
 	for _, r := range after {
-		p := place{r.Thread.ID, r.Thread.Seq}
+		p := place{r.Scope, r.Thread.ID, r.Thread.Seq}
 		at[p] = append(at[p], r)
 	}
 	// As in sdk/index, only the least ids of a crowded place take part.
@@ -652,12 +655,12 @@ func (ri *realmIndex) threadContext(ctx context.Context, put []sdk.Record, keys 
 		at[p] = rs[:min(len(rs), memindex.MaxPlaceDocs)]
 	}
 	contextOf := func(r *sdk.Record) []string {
-		if !slices.ContainsFunc(at[place{r.Thread.ID, r.Thread.Seq}], func(n *sdk.Record) bool { return n.ID == r.ID }) {
+		if !slices.ContainsFunc(at[place{r.Scope, r.Thread.ID, r.Thread.Seq}], func(n *sdk.Record) bool { return n.ID == r.ID }) {
 			return nil
 		}
 		var out []string
 		for _, s := range memindex.Neighbours(r.Thread.Seq) {
-			for _, n := range at[place{r.Thread.ID, s}] {
+			for _, n := range at[place{r.Scope, r.Thread.ID, s}] {
 				if n.ID != r.ID {
 					out = append(out, recordTerms(n)...)
 				}
@@ -675,7 +678,7 @@ func (ri *realmIndex) threadContext(ctx context.Context, put []sdk.Record, keys 
 	var extra []sdk.Record
 	for _, p := range changed {
 		for _, s := range memindex.Neighbours(p.seq) {
-			for _, n := range at[place{p.id, s}] {
+			for _, n := range at[place{p.scope, p.id, s}] {
 				if !inBatch[n.ID] {
 					inBatch[n.ID] = true
 					extra = append(extra, *n)

@@ -103,7 +103,13 @@ func TestIndexMatchesReference(t *testing.T) {
 		case 0, 1:
 			r.ExpiresAt = tp.clock.Now().Add(30 * time.Minute)
 		case 2, 3, 4:
-			th := fmt.Sprint("conv", rng.IntN(3))
+			n := rng.IntN(3)
+			th := fmt.Sprint("conv", n)
+			if rng.IntN(4) != 0 {
+				// Mostly its thread's own scope, so context joins; now
+				// and then another's, which must join none of it.
+				r.Scope = scopes[n]
+			}
 			if rng.IntN(8) != 0 {
 				seq[th]++ // now and then two turns share a place
 			}

@@ -71,7 +71,9 @@ func refFiles(t testing.TB, root string) map[string][]*refDoc {
 	return out
 }
 
+// refPlace is a place in a thread of one scope.
 type refPlace struct {
+	scope  sdk.Scope
 	thread string
 	seq    int64
 }
@@ -79,7 +81,8 @@ type refPlace struct {
 // refPrepare keeps the active records and cuts their fields, context
 // included: a threaded record takes part at its place when it is among
 // the index.MaxPlaceDocs least ids there, and its context is the own
-// fields of the participants of the places within index.ContextSpan.
+// fields of the participants of the places within index.ContextSpan of
+// its thread in its scope.
 func refPrepare(docs []*refDoc) []*refDoc {
 	var active []*refDoc
 	at := map[refPlace][]*refDoc{}
@@ -92,7 +95,7 @@ func refPrepare(docs []*refDoc) []*refDoc {
 			index.FieldTerms(r.Description), index.FieldTerms(r.Body), nil}
 		active = append(active, d)
 		if r.Thread != nil {
-			k := refPlace{r.Thread.ID, r.Thread.Seq}
+			k := refPlace{r.Scope, r.Thread.ID, r.Thread.Seq}
 			at[k] = append(at[k], d)
 		}
 	}
@@ -102,14 +105,14 @@ func refPrepare(docs []*refDoc) []*refDoc {
 	}
 	for _, d := range active {
 		th := d.rec.Thread
-		if th == nil || !slices.Contains(participants(refPlace{th.ID, th.Seq}), d) {
+		if th == nil || !slices.Contains(participants(refPlace{d.rec.Scope, th.ID, th.Seq}), d) {
 			continue
 		}
 		for s := th.Seq - index.ContextSpan; s <= th.Seq+index.ContextSpan; s++ {
 			if s == th.Seq {
 				continue
 			}
-			for _, n := range participants(refPlace{th.ID, s}) {
+			for _, n := range participants(refPlace{d.rec.Scope, th.ID, s}) {
 				for _, f := range n.fields[:4] {
 					d.fields[4] = append(d.fields[4], f...)
 				}

@@ -1,8 +1,11 @@
 package markdown
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/crc64"
 	"os"
 	"path/filepath"
 	"strings"
@@ -148,6 +151,21 @@ func TestSnapshotUnusable(t *testing.T) {
 			os.WriteFile(path, []byte("hello"), 0o600)
 			return filepath.Dir(path)
 		}, "not a snapshot"},
+		// An engine of the layout that joined thread context across
+		// scopes (sdk/index v5), in a snapshot whose checksum holds.
+		{"of cross-scope thread context", func(t *testing.T, path string) string {
+			b, _ := os.ReadFile(path)
+			magic := []byte("memhost-index\x00v")
+			at := bytes.Index(b, magic)
+			if at < 0 {
+				t.Fatal("no engine in the snapshot")
+			}
+			b[at+len(magic)] = '5'
+			n := len(b) - 8
+			binary.LittleEndian.PutUint64(b[n:], crc64.Checksum(b[:n], digestTable))
+			os.WriteFile(path, b, 0o600)
+			return filepath.Dir(path)
+		}, "across scopes"},
 		{"of another root", func(t *testing.T, path string) string {
 			other := t.TempDir()
 			copyTree(t, filepath.Dir(path), other)

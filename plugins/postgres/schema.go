@@ -176,6 +176,10 @@ END $$;
 CREATE TRIGGER vectors_of_retired AFTER UPDATE OF status ON records
 	FOR EACH ROW WHEN (OLD.status = 'active' AND NEW.status <> 'active') EXECUTE FUNCTION vectors_retire();
 `},
+	// 8: thread context joins records of one scope only (thread.go): the
+	// context stored before drew on other scopes' records under the same
+	// thread id, so threaded records are re-indexed.
+	{sql: `SELECT 1;`, then: indexAllThreads},
 }
 
 // indexAllThreads re-indexes every active threaded record with its

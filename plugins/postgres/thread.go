@@ -15,7 +15,8 @@ import (
 // Thread context, as sdk/index gives it to the sqlite provider: an active
 // record with a thread {id, seq} is indexed with one more field holding
 // the own terms (tags, title, description, body) of the active records of
-// its realm at seq±1…ContextSpan of the same thread, each term weighted
+// its realm and scope at seq±1…ContextSpan of the same thread id (another
+// scope's records under that id are no neighbours), each term weighted
 // ContextWeight up to ContextTermCap occurrences, and at most
 // ContextLengthCap of those terms count in its length. A place holding
 // more than MaxPlaceDocs records lets only the MaxPlaceDocs least ids
@@ -29,8 +30,9 @@ import (
 // neighbours after it (read committed: each statement sees what committed
 // before it).
 
-// place is a position in a thread.
+// place is a position in a thread of one scope.
 type place struct {
+	scope  string
 	thread string
 	seq    int64
 }
@@ -127,7 +129,7 @@ func applyIndex(ctx context.Context, tx pgx.Tx, realm string, add []indexed, lef
 		at := byPlace[k]
 		note(at[:min(len(at), sdkindex.MaxPlaceDocs+1)])
 		for _, s := range sdkindex.Neighbours(k.seq) {
-			note(participants(byPlace[place{k.thread, s}]))
+			note(participants(byPlace[place{k.scope, k.thread, s}]))
 		}
 	}
 	var stale []int64
@@ -171,21 +173,22 @@ func readPlaces(ctx context.Context, tx pgx.Tx, realm string, changed []place, f
 		// either end of int64 must not wrap around.
 		want[k] = true
 		for _, n := range sdkindex.Neighbours(k.seq) {
-			want[place{k.thread, n}] = true
+			want[place{k.scope, k.thread, n}] = true
 			for _, s := range sdkindex.Neighbours(n) {
-				want[place{k.thread, s}] = true
+				want[place{k.scope, k.thread, s}] = true
 			}
 		}
 	}
+	scopes := make([]string, 0, len(want))
 	threads, seqs := make([]string, 0, len(want)), make([]int64, 0, len(want))
 	for k := range want {
-		threads, seqs = append(threads, k.thread), append(seqs, k.seq)
+		scopes, threads, seqs = append(scopes, k.scope), append(threads, k.thread), append(seqs, k.seq)
 	}
 	rows, err := tx.Query(ctx, `
 		SELECT r.seq, r.id, r.thread_id, r.thread_seq, r.scope, r.expires_ms, r.ntok, r.tags, r.title, r.description, r.body
-		FROM unnest($2::text[], $3::bigint[]) AS w(thread_id, thread_seq)
-		JOIN records AS r ON r.realm = $1 AND r.status = 'active' AND r.thread_id = w.thread_id AND r.thread_seq = w.thread_seq`,
-		realm, threads, seqs)
+		FROM unnest($2::text[], $3::text[], $4::bigint[]) AS w(scope, thread_id, thread_seq)
+		JOIN records AS r ON r.realm = $1 AND r.status = 'active' AND r.thread_id = w.thread_id AND r.thread_seq = w.thread_seq AND r.scope = w.scope`,
+		realm, scopes, threads, seqs)
 	if err != nil {
 		return nil, fmt.Errorf("read thread neighbours: %w", err)
 	}
@@ -198,6 +201,7 @@ func readPlaces(ctx context.Context, tx pgx.Tx, realm string, changed []place, f
 		if err := rows.Scan(&r.seq, &r.id, &r.at.thread, &r.at.seq, &r.scope, &r.exp, &r.ntok, &tags, &title, &description, &body); err != nil {
 			return nil, err
 		}
+		r.at.scope = r.scope
 		if f := fresh[r.seq]; f != nil {
 			r.fresh, r.own = f, f.own
 		} else {
@@ -229,7 +233,7 @@ func threadContext(byPlace map[place][]*threadRow, r *threadRow) []string {
 	}
 	var out []string
 	for _, s := range sdkindex.Neighbours(r.at.seq) {
-		for _, n := range participants(byPlace[place{r.at.thread, s}]) {
+		for _, n := range participants(byPlace[place{r.at.scope, r.at.thread, s}]) {
 			for _, terms := range n.own {
 				out = append(out, terms...)
 			}
@@ -258,6 +262,7 @@ func indexThread(ctx context.Context, tx pgx.Tx, realm, thread string, inIndex b
 			rows.Close()
 			return 0, err
 		}
+		r.at.scope = r.scope
 		r.own = recordTerms(tags, title, description, body)
 		byPlace[r.at] = append(byPlace[r.at], r)
 		all = append(all, r)

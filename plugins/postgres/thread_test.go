@@ -37,6 +37,11 @@ func threadedRecords(rng *rand.Rand) []sdk.Record {
 	var out []sdk.Record
 	for i := range 60 {
 		r := sdk.Record{Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: text(2), Body: text(3 + rng.IntN(8))}
+		if i%5 == 2 {
+			// Another scope under the same thread ids: no neighbour of
+			// the realm's records, nor they of it.
+			r.Scope = sdk.IdentityScope("alice")
+		}
 		if i%3 == 0 {
 			r.Tags = []string{threadWords[rng.IntN(len(threadWords))]}
 		}
@@ -268,6 +273,59 @@ func TestMigrationCapsThreadContext(t *testing.T) {
 	if after := postingsByID(t, db); after != want {
 		t.Errorf("after migrating, the index differs from a fresh store's:\n got %.300s\nwant %.300s", after, want)
 	}
+}
+
+// TestMigrationScopesThreadContext opens a schema as version 7 left it
+// (thread context joined across scopes: a record's context held the
+// words of another scope's records under the same thread id) and checks
+// that migrating re-indexes them as a fresh store indexes them.
+func TestMigrationScopesThreadContext(t *testing.T) {
+	ctx := context.Background()
+	schema, db := twinStores(t, 8)
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT seq, id, thread_id, thread_seq, scope, expires_ms, ntok, tags, title, description, body
+			FROM records WHERE status = 'active' AND thread_id IS NOT NULL`)
+		if err != nil {
+			return err
+		}
+		// Every place keyed without its scope: the rule before version 8.
+		byPlace := map[place][]*threadRow{}
+		var all []*threadRow
+		for rows.Next() {
+			tr := &threadRow{}
+			var tags []string
+			var title, description, body string
+			if err := rows.Scan(&tr.seq, &tr.id, &tr.at.thread, &tr.at.seq, &tr.scope, &tr.exp, &tr.ntok, &tags, &title, &description, &body); err != nil {
+				return err
+			}
+			tr.own = recordTerms(tags, title, description, body)
+			byPlace[tr.at] = append(byPlace[tr.at], tr)
+			all = append(all, tr)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, rs := range byPlace {
+			slices.SortFunc(rs, func(a, b *threadRow) int { return strings.Compare(a.id, b.id) })
+		}
+		if err := reindexRows(ctx, tx, realm, all, byPlace, true); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM schema_migrations WHERE version >= 8`)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := postingsByID(t, rawPool(t, schemaFor(t.Name()+"/fresh")))
+	if before := postingsByID(t, db); before == want {
+		t.Fatal("the version 7 index already equals a fresh one: the test checks nothing")
+	}
+	openStore(t, schema) // migrates to version 8
+	if after := postingsByID(t, db); after != want {
+		t.Errorf("after migrating, the index differs from a fresh store's:\n got %.300s\nwant %.300s", after, want)
+	}
+	checkIndex(t, db)
 }
 
 // postingsByID renders every posting as record id, term, tf and length,

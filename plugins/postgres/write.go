@@ -133,7 +133,7 @@ func newIndexed(seq int64, p *preparedRecord) indexed {
 	r := &p.rec
 	a := indexed{seq: seq, scope: string(r.Scope), exp: optionalMillis(r.ExpiresAt), doc: &p.doc, own: p.own}
 	if r.Thread != nil {
-		a.thread = &place{r.Thread.ID, r.Thread.Seq}
+		a.thread = &place{string(r.Scope), r.Thread.ID, r.Thread.Seq}
 	}
 	return a
 }
@@ -372,7 +372,7 @@ func lockRecords(ctx context.Context, tx pgx.Tx, realm string, ids []string) ([]
 		var tseq *int64
 		err := row.Scan(&s.seq, &s.id, &s.scope, &s.kind, &s.status, &s.ntok, &thread, &tseq)
 		if thread != nil && tseq != nil {
-			s.thread = &place{*thread, *tseq}
+			s.thread = &place{string(s.scope), *thread, *tseq}
 		}
 		return s, err
 	})

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -307,5 +308,42 @@ func TestSnapshotOfStoreStatisticsIsRebuilt(t *testing.T) {
 	q := sdk.RecallQuery{Realm: realm, Query: "ice otter", Limit: 10}
 	if err := sameAsRef(mustRecall(t, s, q), refRecall(t, fts5Ref(t, s, realm), q, time.Now().UnixMilli())); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSnapshotOfCrossScopeContextIsRebuilt: a snapshot of the index layout
+// before thread context kept to a scope (sdk/index v5) holds context that
+// joined another scope's records under the same thread id; it is not
+// read, the index is rebuilt, and alice's record beside bob's in thread
+// "conv-bob" is not found by his words.
+func TestSnapshotOfCrossScopeContextIsRebuilt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "memory.db")
+	s := openAt(t, path)
+	b, a := rec(bob, "Trip", "we flew to zanzibar"), rec(alice, "Probe", "what else")
+	b.Thread, a.Thread = &sdk.Thread{ID: "conv-bob", Seq: 0}, &sdk.Thread{ID: "conv-bob", Seq: 1}
+	mustRemember(t, s, realm, b, a)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The index's own magic, after the sqlite header, names its layout.
+	snap := path + ".index"
+	data, err := os.ReadFile(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := bytes.Index(data, []byte("memhost-index\x00v"))
+	if at < 0 {
+		t.Fatal("no index magic in the snapshot")
+	}
+	data[at+len("memhost-index\x00v")] = '5'
+	if err := os.WriteFile(snap, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = openAt(t, path)
+	if s.db.fromSnapshot {
+		t.Fatal("read a snapshot of the layout that joined thread context across scopes")
+	}
+	if hits := mustRecall(t, s, sdk.RecallQuery{Realm: realm, Query: "zanzibar", Scopes: []sdk.Scope{alice}}); len(hits) != 0 {
+		t.Fatalf("alice's recall found %v through bob's words", hits)
 	}
 }

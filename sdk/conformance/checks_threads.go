@@ -156,3 +156,81 @@ func refusesThreadEdge(ctx context.Context, e *env, high *threadEdge, order []in
 	}
 	return p.err()
 }
+
+// threadTwin is one record of checkThreadScopes: its place in realm A,
+// and its thread in realm B.
+type threadTwin struct {
+	name   string
+	scope  sdk.Scope
+	thread string
+	seq    int64
+	alone  string
+}
+
+// checkThreadScopes: thread context joins records of one realm, one scope
+// and one thread id only. Bob's record sits at seq 0 of thread "conv" in
+// his scope and alice's at seq 1 of the same thread id in hers (with one
+// more of hers at seq 2). Recall must not find her record by bob's words,
+// nor his by hers: otherwise a writer probes another scope's conversation
+// word by word by writing beside it. Every record scores as its twin in
+// realm B, where bob's record is in a thread of its own.
+func checkThreadScopes(ctx context.Context, e *env) error {
+	twins := []threadTwin{
+		{"bob's record at seq 0", scopeBob, "conv", 0, "conv of bob alone"},
+		{"alice's record at seq 1", scopeAlice, "conv", 1, "conv"},
+		{"alice's record at seq 2", scopeAlice, "conv", 2, "conv"},
+	}
+	words := make([]string, len(twins))
+	which := map[string]int{} // realm and id to twin
+	for i, tw := range twins {
+		r, w := e.record(tw.scope)
+		words[i] = w
+		for _, realm := range []string{realmA, realmB} {
+			r.Thread = &sdk.Thread{ID: tw.thread, Seq: tw.seq}
+			if realm == realmB {
+				r.Thread.ID = tw.alone
+			}
+			ids, err := e.remember(ctx, realm, r)
+			if err != nil {
+				return err
+			}
+			which[realm+"\x00"+ids[0]] = i
+		}
+	}
+	var p problems
+	for i, w := range words {
+		for _, scopes := range [][]sdk.Scope{nil, {scopeAlice}, {scopeBob}} {
+			var scores [2]map[int]float64
+			for j, realm := range []string{realmA, realmB} {
+				hits, err := e.recall(ctx, sdk.RecallQuery{Realm: realm, Query: w, Scopes: scopes, Limit: listLimit})
+				if err != nil {
+					return err
+				}
+				scores[j] = map[int]float64{}
+				for _, h := range hits {
+					if k, ok := which[realm+"\x00"+h.Record.ID]; ok {
+						scores[j][k] = h.Score
+					}
+				}
+			}
+			for k, s := range scores[0] {
+				want, ok := scores[1][k]
+				switch {
+				case !ok && twins[k].scope != twins[i].scope:
+					p.addf("Recall(%q, scopes %v) found %s of thread %q in scope %s through the words of %s in scope %s; thread context must not join another scope's records under the same thread id",
+						w, scopes, twins[k].name, twins[k].thread, twins[k].scope, twins[i].name, twins[i].scope)
+				case !ok:
+					p.addf("Recall(%q, scopes %v) found %s, which the same records with no shared thread id do not", w, scopes, twins[k].name)
+				case math.Abs(s-want) > 1e-9*math.Abs(want):
+					p.addf("Recall(%q, scopes %v) scores %s %v; with no shared thread id it scores %v", w, scopes, twins[k].name, s, want)
+				}
+			}
+			for k := range scores[1] {
+				if _, ok := scores[0][k]; !ok {
+					p.addf("Recall(%q, scopes %v) lacks %s, which the same records with no shared thread id answer", w, scopes, twins[k].name)
+				}
+			}
+		}
+	}
+	return p.err()
+}

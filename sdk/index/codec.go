@@ -50,17 +50,16 @@ import (
 // document would check (a block's shortest length and scopes, a list's
 // peaks, which bound scores): the checksum stands for those.
 
-// v3 caps the thread context's frequencies and length (ContextFrequency,
-// ContextLength); a v2 snapshot holds the old ones and is stale. v4 adds
-// the vectors; a v3 snapshot loads without any. v5 holds the lists as the
-// index does (v4 held flat postings, each one re-encoded and its document
-// read at load, a quarter of a minute at 1M records) and a checksum.
-const (
-	magic   = "memhost-index\x00v5\n"
-	magicV4 = "memhost-index\x00v4\n"
-	magicV3 = "memhost-index\x00v3\n"
-	magicV2 = "memhost-index\x00v2\n"
-)
+// v3 capped the thread context's frequencies and length (ContextFrequency,
+// ContextLength), v4 added the vectors, v5 held the lists as the index
+// does and a checksum. v6 joins thread context within a scope only: every
+// earlier snapshot holds context drawn from other scopes' records under
+// the same thread id, so it is stale (the layout is v5's; a threaded
+// document's scope is its own, read with it).
+const magic = "memhost-index\x00v6\n"
+
+// oldMagics start the snapshots of earlier layouts, all stale.
+var oldMagics = []string{"memhost-index\x00v5\n", "memhost-index\x00v4\n", "memhost-index\x00v3\n", "memhost-index\x00v2\n"}
 
 // castagnoli is the CRC-32C table (the checksum x86 and arm64 compute in
 // hardware).
@@ -293,20 +292,15 @@ func Decode(r io.Reader) (*Index, error) {
 // reference to data.
 func DecodeBytes(data []byte) (*Index, error) {
 	d := decoder{b: data}
-	version := 5
-	switch string(d.take(len(magic))) {
-	case magic:
+	switch head := string(d.take(len(magic))); {
+	case head == magic:
 		body := len(data) - 4
 		if body < len(magic) || crc32.Checksum(data[:body], castagnoli) != binary.LittleEndian.Uint32(data[body:]) {
 			return nil, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
 		}
 		d.b = data[len(magic):body]
-	case magicV4:
-		version = 4
-	case magicV3:
-		version = 3
-	case magicV2:
-		return nil, fmt.Errorf("%w: it ranks thread context the earlier way", ErrStale)
+	case slices.Contains(oldMagics, head):
+		return nil, fmt.Errorf("%w: it joins thread context across scopes", ErrStale)
 	default:
 		return nil, fmt.Errorf("%w: not an index snapshot", ErrCorrupt)
 	}
@@ -338,7 +332,7 @@ func DecodeBytes(data []byte) (*Index, error) {
 		if d.err != nil {
 			return nil, d.err
 		}
-		rm, err := decodeRealm(&d, ix.nextSeq, ix.nfields, version)
+		rm, err := decodeRealm(&d, ix.nextSeq, ix.nfields)
 		if err != nil {
 			return nil, err
 		}
@@ -355,7 +349,7 @@ func DecodeBytes(data []byte) (*Index, error) {
 	return ix, nil
 }
 
-func decodeRealm(d *decoder, nextSeq uint64, nfields, version int) (*realm, error) {
+func decodeRealm(d *decoder, nextSeq uint64, nfields int) (*realm, error) {
 	rm := newRealm()
 	ntags := decodeNames(d, rm)
 	ndocs := d.count(len(d.b))
@@ -365,27 +359,18 @@ func decodeRealm(d *decoder, nextSeq uint64, nfields, version int) (*realm, erro
 	if err := decodeDocs(d, rm, ndocs, ntags, nextSeq); err != nil {
 		return nil, err
 	}
-	if version >= 5 {
-		err := decodeTerms(d, rm, func(l *plist, t string) error { return decodeList(d, l, t, ndocs) })
-		if err != nil {
-			return nil, err
-		}
-		if err := decodeTermLists(d, rm, ndocs); err != nil {
-			return nil, err
-		}
-	} else {
-		if err := decodePostings(d, rm, ndocs); err != nil {
-			return nil, err
-		}
-		rm.buildTermLists()
+	err := decodeTerms(d, rm, func(l *plist, t string) error { return decodeList(d, l, t, ndocs) })
+	if err != nil {
+		return nil, err
+	}
+	if err := decodeTermLists(d, rm, ndocs); err != nil {
+		return nil, err
 	}
 	if err := decodeThreads(d, rm, ndocs, nfields); err != nil {
 		return nil, err
 	}
-	if version >= 4 {
-		if err := decodeVectors(d, rm, ndocs); err != nil {
-			return nil, err
-		}
+	if err := decodeVectors(d, rm, ndocs); err != nil {
+		return nil, err
 	}
 	return rm, nil
 }
@@ -657,78 +642,6 @@ func decodeTermLists(d *decoder, rm *realm, ndocs int) error {
 	return nil
 }
 
-// decodePostings reads every term and its postings list (v4 and before).
-func decodePostings(d *decoder, rm *realm, ndocs int) error {
-	return decodeTerms(d, rm, func(l *plist, t string) error { return decodePostingList(d, rm, l, t, ndocs) })
-}
-
-// decodePostingList reads term t's postings: document deltas, each with a
-// frequency.
-func decodePostingList(d *decoder, rm *realm, l *plist, t string, ndocs int) error {
-	n := d.count(ndocs)
-	if n == 0 {
-		d.fail("term %q has no postings", t)
-	}
-	// About two bytes a posting; clipped once whole.
-	l.data = make([]byte, 0, 2*n)
-	l.blocks = make([]pblock, 0, (n+blockSize-1)/blockSize)
-	prev := uint32(0)
-	for i := range n {
-		delta := d.count(ndocs)
-		if i > 0 && delta == 0 {
-			d.fail("term %q repeats a document", t)
-		}
-		doc := prev + uint32(delta)
-		if int(doc) >= ndocs {
-			d.fail("term %q names document %d of %d", t, doc, ndocs)
-		}
-		f := math.Float32frombits(d.u32())
-		if !(f > 0) || math.IsInf(float64(f), 0) {
-			d.fail("term %q has frequency %v", t, f)
-		}
-		if d.err != nil {
-			return d.err
-		}
-		l.add(doc, f, rm.dl[doc], rm.scope[doc])
-		prev = doc
-	}
-	l.data = slices.Clip(l.data)
-	return nil
-}
-
-// buildTermLists derives each document's term list from the postings:
-// sized in a first pass over the postings (term ids ascend, so deltas are
-// known), filled in a second.
-func (rm *realm) buildTermLists() {
-	ndocs := len(rm.ids)
-	prev := make([]uint32, ndocs)
-	size := make([]int, ndocs)
-	var tmp [binary.MaxVarintLen32]byte
-	for tid := range rm.lists {
-		for doc := range rm.lists[tid].all() {
-			size[doc] += len(binary.AppendUvarint(tmp[:0], uint64(uint32(tid)-prev[doc])))
-			prev[doc] = uint32(tid)
-		}
-	}
-	// at[d] is where document d's next term id goes.
-	at := make([]int, ndocs)
-	rm.terms.end = make([]uint32, ndocs)
-	total := 0
-	for i, n := range size {
-		at[i] = total
-		total += n
-		rm.terms.end[i] = uint32(total)
-	}
-	rm.terms.data = make([]byte, total)
-	clear(prev)
-	for tid := range rm.lists {
-		for doc := range rm.lists[tid].all() {
-			at[doc] += binary.PutUvarint(rm.terms.data[at[doc]:], uint64(uint32(tid)-prev[doc]))
-			prev[doc] = uint32(tid)
-		}
-	}
-}
-
 // decodeThreads reads the threaded documents: each one's thread key and
 // its nfields place fields.
 func decodeThreads(d *decoder, rm *realm, ndocs, nfields int) error {
@@ -737,6 +650,9 @@ func decodeThreads(d *decoder, rm *realm, ndocs, nfields int) error {
 		k := threadKey{id: d.str(), seq: d.int()}
 		if d.err == nil && k.id == "" {
 			d.fail("document %d has an empty thread id", no)
+		}
+		if d.err == nil {
+			k.scope = rm.scopeNames[rm.scope[no]] // its place is in its own scope
 		}
 		fields := make([][]string, nfields)
 		for f := range fields {

@@ -18,7 +18,9 @@
 // Thread context: a document may name its place in a thread (Doc.Thread,
 // Doc.ThreadSeq). With Options.ContextWeight set, the index gives it one
 // more field, after the caller's, holding the terms of the documents at
-// ThreadSeq±1…ContextSpan of the same thread in its realm, and keeps
+// ThreadSeq±1…ContextSpan of the same thread in its realm and scope (a
+// thread id names nothing across scopes: one scope's writer must not
+// reach another's records through their context), and keeps
 // that field current as neighbours are put and deleted. The context field
 // has its own saturation and length (ContextFrequency, ContextLength): a
 // term counts in it at most ContextTermCap times, and it adds at most
@@ -257,7 +259,8 @@ func (ix *Index) Put(d Doc) error {
 	}
 	fields := d.Fields
 	if ix.opts.ContextWeight > 0 && d.Thread != "" {
-		k := threadKey{d.Thread, d.ThreadSeq}
+		// The scope's interned name: the key then shares it.
+		k := threadKey{rm.scopeNames[rm.scopeID(d.Scope)], d.Thread, d.ThreadSeq}
 		rm.enthread(d.ID, k, d.Fields)
 		fields = append(slices.Clip(fields), rm.context(d.ID, k))
 		stale = append(stale, k)
@@ -317,7 +320,7 @@ func (ix *Index) refresh(rm *realm, self string, stale []threadKey) {
 			}
 		}
 		for _, s := range Neighbours(k.seq) {
-			for _, id := range rm.participants(threadKey{k.id, s}) {
+			for _, id := range rm.participants(threadKey{k.scope, k.id, s}) {
 				if id != self && !slices.Contains(ids, id) {
 					ids = append(ids, id)
 				}
@@ -485,10 +488,12 @@ func newRealm() *realm {
 	}
 }
 
-// threadKey is a place in a thread.
+// threadKey is a place in a thread of one scope: records of other scopes
+// under the same thread id are no neighbours.
 type threadKey struct {
-	id  string
-	seq int64
+	scope string
+	id    string
+	seq   int64
 }
 
 // threadDoc is a threaded document's place and own fields: each field's
@@ -581,7 +586,7 @@ func (rm *realm) context(self string, k threadKey) []string {
 	}
 	var out []string
 	for _, s := range Neighbours(k.seq) {
-		for _, id := range rm.participants(threadKey{k.id, s}) {
+		for _, id := range rm.participants(threadKey{k.scope, k.id, s}) {
 			if id == self {
 				continue
 			}

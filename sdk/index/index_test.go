@@ -1,6 +1,7 @@
 package index
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -31,7 +32,7 @@ type reference struct {
 
 // fields answers d's fields as the index sees them: its own, then (with a
 // context field) the own fields of the active documents of its realm at
-// its thread's places within ContextSpan.
+// its thread's places within ContextSpan in its scope.
 func (r *reference) fields(d *refDoc, at map[refPlace][]*refDoc) ([][]string, []float64) {
 	if r.ctx == 0 {
 		return d.Fields, ftsWeights
@@ -41,10 +42,10 @@ func (r *reference) fields(d *refDoc, at map[refPlace][]*refDoc) ([][]string, []
 		docs := slices.SortedFunc(slices.Values(at[k]), func(a, b *refDoc) int { return strings.Compare(a.ID, b.ID) })
 		return docs[:min(len(docs), MaxPlaceDocs)]
 	}
-	self := refPlace{d.Realm, d.Thread, d.ThreadSeq}
+	self := refPlace{d.Realm, d.Scope, d.Thread, d.ThreadSeq}
 	if d.Thread != "" && slices.Contains(part(self), d) {
 		for _, s := range Neighbours(d.ThreadSeq) {
-			for _, o := range part(refPlace{d.Realm, d.Thread, s}) {
+			for _, o := range part(refPlace{d.Realm, d.Scope, d.Thread, s}) {
 				if o.ID != d.ID {
 					ctx = slices.Concat(append([][]string{ctx}, o.Fields...)...)
 				}
@@ -68,10 +69,10 @@ func (r *reference) length(fields [][]string) int {
 	return dl
 }
 
-// refPlace is a place in a thread of a realm.
+// refPlace is a place in a thread of a realm's scope.
 type refPlace struct {
-	realm, thread string
-	seq           int64
+	realm, scope, thread string
+	seq                  int64
 }
 
 // places maps every place to its active documents.
@@ -79,7 +80,7 @@ func (r *reference) places() map[refPlace][]*refDoc {
 	at := map[refPlace][]*refDoc{}
 	for _, d := range r.docs {
 		if d.active && d.Thread != "" {
-			k := refPlace{d.Realm, d.Thread, d.ThreadSeq}
+			k := refPlace{d.Realm, d.Scope, d.Thread, d.ThreadSeq}
 			at[k] = append(at[k], d)
 		}
 	}
@@ -256,10 +257,17 @@ func (c *corpus) newDoc() Doc {
 	d.WhenMs = int64(c.rng.IntN(100))
 	// Mostly one document a place, as in a conversation, and a crowded
 	// place now and then.
+	// A thread mostly keeps to one scope, so neighbours join; now and
+	// then a document of another scope shares its id and places, and must
+	// join none of them.
 	if c.ctx > 0 && c.rng.IntN(4) > 0 {
-		d.Thread, d.ThreadSeq = fmt.Sprintf("t%d", c.rng.IntN(5)), int64(c.rng.IntN(len(c.ids)/4+8))
+		n := c.rng.IntN(5)
+		d.Thread, d.ThreadSeq = fmt.Sprintf("t%d", n), int64(c.rng.IntN(len(c.ids)/4+8))
 		if c.rng.IntN(10) == 0 {
 			d.Thread, d.ThreadSeq = "crowded", int64(c.rng.IntN(3))
+		}
+		if c.rng.IntN(5) > 0 {
+			d.Scope = scopes[n%2]
 		}
 	}
 	return d
@@ -653,5 +661,77 @@ func TestThreadContext(t *testing.T) {
 	ix.Delete("r", "q")
 	if got := search(); len(got) != 0 {
 		t.Fatalf("after the delete: %v, want nothing", got)
+	}
+}
+
+// TestThreadContextScopes: records of two scopes under one thread id are
+// no neighbours. Alice's record beside bob's at seq 0 of "conv-bob" is not
+// found by bob's words (she could probe his conversation word by word),
+// bob's is not found by hers, and neither score moves; a record that
+// changes scope leaves its old place and joins the new one; a snapshot
+// keeps the rule.
+func TestThreadContextScopes(t *testing.T) {
+	ix, err := New(Options{Weights: ftsWeights, ContextWeight: ContextWeight})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(ix *Index, id, scope, body, thread string, seq int64) {
+		t.Helper()
+		if err := ix.Put(Doc{ID: id, Realm: "r", Scope: scope, Fields: [][]string{nil, nil, nil, FieldTerms(body)}, Thread: thread, ThreadSeq: seq}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	search := func(ix *Index, query string, scopes ...string) []Hit {
+		t.Helper()
+		hits, err := ix.Search(Query{Realm: "r", Terms: QueryTerms(query), Scopes: scopes, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range hits {
+			hits[i].Seq = 0 // the two indexes number their writes apart
+		}
+		return hits
+	}
+	// alone holds the same documents, bob's in a thread of his own: the
+	// scores every query must see.
+	alone, _ := New(Options{Weights: ftsWeights, ContextWeight: ContextWeight})
+	put(ix, "bob0", "identity:bob", "we flew to zanzibar", "conv-bob", 0)
+	put(ix, "alice1", "identity:alice", "probe text", "conv-bob", 1)
+	put(alone, "bob0", "identity:bob", "we flew to zanzibar", "bob's own", 0)
+	put(alone, "alice1", "identity:alice", "probe text", "conv-bob", 1)
+	for _, q := range []struct {
+		query  string
+		scopes []string
+	}{{"zanzibar", nil}, {"zanzibar", []string{"identity:alice"}}, {"probe", nil}, {"probe", []string{"identity:bob"}}} {
+		if got, want := search(ix, q.query, q.scopes...), search(alone, q.query, q.scopes...); !slices.Equal(got, want) {
+			t.Errorf("Search(%q, %v) = %v, want %v (as with no shared thread id)", q.query, q.scopes, got, want)
+		}
+	}
+	// Alice's record moves to bob's scope: now it is his neighbour.
+	put(ix, "alice1", "identity:bob", "probe text", "conv-bob", 1)
+	if got := search(ix, "zanzibar", "identity:bob"); len(got) != 2 {
+		t.Errorf("after the move into bob's scope: %v, want both records", got)
+	}
+	// And back: it leaves his place.
+	put(ix, "alice1", "identity:alice", "probe text", "conv-bob", 1)
+	var snap bytes.Buffer
+	if err := ix.Encode(&snap); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Decode(&snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, ix := range map[string]*Index{"after the move back": ix, "decoded": back} {
+		if got, want := search(ix, "zanzibar"), search(alone, "zanzibar"); !slices.Equal(got, want) {
+			t.Errorf("%s: Search(zanzibar) = %v, want %v", name, got, want)
+		}
+	}
+	// A write beside bob's record in the decoded index must not join
+	// alice's either.
+	put(back, "bob2", "identity:bob", "more", "conv-bob", 2)
+	put(alone, "bob2", "identity:bob", "more", "bob's own", 2)
+	if got, want := search(back, "probe"), search(alone, "probe"); !slices.Equal(got, want) {
+		t.Errorf("decoded, after a write: Search(probe) = %v, want %v", got, want)
 	}
 }

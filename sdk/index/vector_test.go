@@ -1,13 +1,11 @@
 package index
 
 import (
-	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -429,28 +427,6 @@ func TestMissingVectorsPages(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("pages = %v, want %v", got, want)
-	}
-}
-
-// TestSnapshotV3LoadsWithoutVectors: a snapshot from before vectors is
-// read, with none (testdata/v3-no-vectors.snap: one document, "a",
-// holding "w", written by the v4 encoder of bf8a080 and cut to v3).
-func TestSnapshotV3LoadsWithoutVectors(t *testing.T) {
-	v3, err := os.ReadFile("testdata/v3-no-vectors.snap")
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := Decode(bytes.NewReader(v3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if hits, err := back.Search(Query{Realm: "r", Terms: []string{"w"}, Limit: 1}); err != nil || len(hits) != 1 || hits[0].ID != "a" || back.Vectors("r") != 0 {
-		t.Fatalf("v3 snapshot: %v, %v, %d vectors", hits, err, back.Vectors("r"))
-	}
-	// With v4's vector section (two zero counts) it is a v3 with bytes
-	// after its last realm.
-	if _, err := Decode(bytes.NewReader(append(slices.Clone(v3), 0, 0))); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("a v3 snapshot with trailing bytes: %v", err)
 	}
 }
 
