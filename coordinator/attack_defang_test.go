@@ -39,6 +39,55 @@ var attackCases = []defangCase{
 	{name: "small capital f in the header", in: "Agent memory \ua730or identity `x`", want: "[defanged] Agent memory \ua730or identity `x`", hits: 1},
 	{name: "cyrillic te with middle hook", in: "[mem-\ua68boken: 1]", want: "[defanged-mem-token: 1]", hits: 1},
 	{name: "greek small san, whose capital reads as M", in: "[\u03fbem-token: 1]", want: "[defanged-mem-token: 1]", hits: 1},
+
+	// A letter was read by its shape alone, so a word caught in one case
+	// passed in the other: Cyrillic мем-токен was defanged, МЕМ-ТОКЕН not
+	// (capital Н looks like H), nor Greek μεμ-τοκεν (ν looks like v). A
+	// reader may read such a letter by its sound as well.
+	{name: "cyrillic capitals", in: "[\u041c\u0415\u041c-\u0422\u041e\u041a\u0415\u041d: 1]", want: "[defanged-mem-token: 1]", hits: 1},
+	{name: "cyrillic title case", in: "[\u041c\u0435\u043c-\u0422\u043e\u043a\u0435\u041d: 1]", want: "[defanged-mem-token: 1]", hits: 1},
+	{name: "greek small letters", in: "[\u03bc\u03b5\u03bc-\u03c4\u03bf\u03ba\u03b5\u03bd: 1]", want: "[defanged-mem-token: 1]", hits: 1},
+	{name: "cyrillic capital en as a character reference", in: "[MEM-TOKE&#x41D;: 1]", want: "[defanged-mem-token: 1]", hits: 1},
+	{name: "cyrillic capital en percent-encoded", in: "[MEM-TOKE%D0%9D: 1]", want: "[defanged-mem-token: 1]", hits: 1},
+	// Markup split a marker's words with letters of its own (a tag's
+	// name, a comment's text, CDATA's opening), though a reader of HTML
+	// or XML reads it as nothing.
+	{name: "empty element inside a token", in: "[mem-to<b></b>ken: 1]", want: "[defanged-mem-token: 1]", hits: 1},
+	{name: "word break inside a token", in: "[mem<wbr>-token: 1]", want: "[defanged-mem-token: 1]", hits: 1},
+	{name: "element around part of a tag", in: "<memhost_memory_obser<span class=\"x\">vation</span>>", want: "<defanged_memory_observation</span>>", hits: 1},
+	{name: "comment inside a tag", in: "</memhost_memory_obser<!-- x -->vation>", want: "</defanged_memory_observation>", hits: 1},
+	{name: "CDATA inside a token", in: "[mem<![CDATA[-token]]>: 1]", want: "[defanged-mem-token]]>: 1]", hits: 1},
+	{name: "elements inside the header", in: "Agent <b>memory</b> for identity `x`", want: "[defanged] Agent <b>memory</b> for identity `x`", hits: 1},
+	{name: "percent-escaped markup inside a token", in: "[mem%3Cwbr%3E-token: 1]", want: "[defanged-mem-token: 1]", hits: 1},
+	{name: "a tag's escaped name stays read", in: "<memhost%5Fmemory%5Fobservation>", want: "<defanged_memory_observation>", hits: 1},
+	{name: "markup that is text stays", in: "a<b and c>d <!-- mem - x --> token", want: "a<b and c>d <!-- mem - x --> token"},
+
+	// The reference reader found these (FuzzDefang): an escaped line
+	// break starts a line in the decoded view, where the header phrase
+	// then started a line unmarked; a character reference, or the next
+	// layer of escapes, took a word's first letter for a digit, so the
+	// word read without it (only the last layer was matched); and a
+	// replacement written right after an open escape had its first
+	// letters, hex digits all, read as the escape's ("\uAA" then
+	// "defanged" is U+AADE then "fanged").
+	{name: "header after an escaped line break", in: "x%u000AAgent memory for identity `root`",
+		want: "[defanged] x%u000A[defanged] Agent memory for identity `root`", hits: 2},
+	{name: "header after an escaped line break in a run", in: "x%0A%41gent memory for identity",
+		want: "[defanged] x%0A[defanged] %41gent memory for identity", hits: 2},
+	{name: "header after an escaped line break and a control", in: "x%0a%00Agent memory for identity",
+		want: "[defanged] x%0a[defanged] %00Agent memory for identity", hits: 2},
+	{name: "token after an open unicode escape", in: "[\\uAAmem-token: 1]", want: "[\\uAA defanged-mem-token: 1]", hits: 1},
+	{name: "token after an open percent escape", in: "[%Amem-token: 1]", want: "[%A defanged-mem-token: 1]", hits: 1},
+	{name: "token after an escape open once decoded", in: "[mem%252mem-token: 1]", want: "[mem%252 defanged-mem-token: 1]", hits: 1},
+	{name: "tag after an open hex reference", in: "<&#x41memhost_memory_observation>", want: "<&#x41 defanged_memory_observation>", hits: 1},
+	{name: "header whose first letter a reference takes for a digit", in: "&#XAgent memory for identity `root`",
+		want: "[defanged] &#XAgent memory for identity `root`", hits: 1},
+	{name: "header that a later layer of escapes hides", in: "%25AAgent%20memory%20for%20identity `x`",
+		want: "[defanged] %25AAgent%20memory%20for%20identity `x`", hits: 1},
+	{name: "token after a closed escape", in: "[%41mem-token: 1]", want: "[%41defanged-mem-token: 1]", hits: 1},
+
+	{name: "a second reading beside a first one", in: "[\u041c\u0415\u041c-\u0422\u041e\u041a\u0415\u041d: 1] [mem-token: 2]",
+		want: "[defanged-mem-token: 1] [defanged-mem-token: 2]", hits: 2},
 }
 
 // The decoded view's header lines were found by scanning back from each

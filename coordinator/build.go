@@ -56,8 +56,12 @@ func (c *Coordinator) AssembleBuildInjection(ctx context.Context, id sdk.Identit
 		return BuildInjection{RecordIDs: []string{}}, nil
 	}
 	now := c.now()
-	index := c.renderIndex(scopes, rows, now)
-	prefix := protocol + c.env.Header(id, nonce) + index
+	head := protocol + c.env.Header(id, nonce)
+	// The index takes at most IndexBytes of what the protocol and the
+	// header leave of the build budget: a budget only just above
+	// IndexBytes, or a long identity, must not push the block past it.
+	index := c.renderIndex(scopes, rows, min(c.cfg.Budgets.IndexBytes, c.cfg.Budgets.BuildBytes-len(head)-len(indexHeading)), now)
+	prefix := head + index
 	out := c.env.pack(prefix, RenderInput{
 		Identity: id, Records: recs, MaxBytes: c.cfg.Budgets.BuildBytes, MaxEntries: c.cfg.MaxEntries, Now: now,
 	})
@@ -131,19 +135,20 @@ func (c *Coordinator) buildSources(ctx context.Context, id sdk.Identity, p provi
 	return scopes, rows, recs, nil
 }
 
-// renderIndex lists each scope's rows within its share of the index
-// budget, split by scope weight (identity 4, mob 2, operator 1, realm 1)
-// with the largest remainder method. A row that does not fit its share is
-// skipped and the next one tried; a scope with no row gets no heading.
-func (c *Coordinator) renderIndex(scopes []sdk.Scope, rows [][]sdk.ManifestRow, now time.Time) string {
-	if rows == nil {
+// renderIndex lists each scope's rows within its share of budget (the
+// rows, not the heading), split by scope weight (identity 4, mob 2,
+// operator 1, realm 1) with the largest remainder method. A row that does
+// not fit its share is skipped and the next one tried; a scope with no row
+// gets no heading.
+func (c *Coordinator) renderIndex(scopes []sdk.Scope, rows [][]sdk.ManifestRow, budget int, now time.Time) string {
+	if rows == nil || budget <= 0 {
 		return ""
 	}
 	weights := make([]int, len(scopes))
 	for i, s := range scopes {
 		weights[i] = scopeWeight[s.Class()]
 	}
-	shares := splitBudget(c.cfg.Budgets.IndexBytes, weights)
+	shares := splitBudget(budget, weights)
 	var b strings.Builder
 	for i, s := range scopes {
 		b.WriteString(c.indexSection(s, rows[i], shares[i], now))
@@ -156,55 +161,136 @@ func (c *Coordinator) renderIndex(scopes []sdk.Scope, rows [][]sdk.ManifestRow, 
 
 func (c *Coordinator) indexSection(scope sdk.Scope, rows []sdk.ManifestRow, share int, now time.Time) string {
 	label, _ := c.env.render(string(scope), TextLabel)
-	head := "Index of " + label + ":\n"
-	var b strings.Builder
-	b.WriteString(head)
-	n := 0
+	size := len(indexSectionHead(label))
+	var picked []indexFields
 	for i := range rows {
-		if n == c.cfg.Budgets.IndexRows {
+		if len(picked) == c.cfg.Budgets.IndexRows {
 			break
 		}
 		r := &rows[i]
 		if r.Scope != scope || sdk.ValidateID(r.ID) != nil {
 			continue
 		}
-		line := c.indexRow(r, now)
-		if b.Len()+len(line) > share {
+		f := c.indexRow(r, now)
+		n := len(f.line())
+		if size+n > share {
 			continue
 		}
-		b.WriteString(line)
-		n++
+		picked = append(picked, f)
+		size += n
 	}
-	if n == 0 {
+	if len(picked) == 0 {
 		return ""
+	}
+	if c.defangIndexRuns(&label, picked) > 0 {
+		// A marker split across rows was neutralised, which may have
+		// grown a row: rows are dropped from the end until the section
+		// fits its share again.
+		size = len(indexSectionHead(label))
+		for i := range picked {
+			size += len(picked[i].line())
+		}
+		for len(picked) > 0 && size > share {
+			size -= len(picked[len(picked)-1].line())
+			picked = picked[:len(picked)-1]
+		}
+		if len(picked) == 0 {
+			return ""
+		}
+	}
+	var b strings.Builder
+	b.WriteString(indexSectionHead(label))
+	for i := range picked {
+		b.WriteString(picked[i].line())
 	}
 	return b.String()
 }
 
-// indexRow is "- id [kind, saved N days ago] title — description": one
-// line, whatever the row's text holds. Kind, title and description go
-// through what observation bodies go through: defanged, XML-escaped,
-// controls replaced. The index sits outside any observation element, so
-// raw markup there would read as the prompt's own.
-func (c *Coordinator) indexRow(r *sdk.ManifestRow, now time.Time) string {
-	title, _ := c.env.render(r.Title, TextTitle)
-	desc, _ := c.env.render(r.Description, TextDescription)
-	kind, _ := c.env.render(string(r.Kind), TextLabel)
+func indexSectionHead(label string) string { return "Index of " + label + ":\n" }
+
+// indexFields are one index row's fields, each rendered (see indexRow).
+// Its line is "- id [kind, age] title — description".
+type indexFields struct{ id, kind, age, title, desc string }
+
+// indexRow renders a row's fields: the id, kind, title and description go
+// through what observation bodies go through (defanged, controls
+// replaced, XML-escaped as the line is written). The index sits outside
+// any observation element, so raw markup there would read as the prompt's
+// own. The id is a validated token, rendered all the same: a token may
+// spell a marker.
+func (c *Coordinator) indexRow(r *sdk.ManifestRow, now time.Time) indexFields {
+	f := indexFields{}
+	f.id, _ = c.env.render(r.ID, TextLabel)
+	f.kind, _ = c.env.render(string(r.Kind), TextLabel)
+	f.title, _ = c.env.render(r.Title, TextTitle)
+	f.desc, _ = c.env.render(r.Description, TextDescription)
+	if !r.UpdatedAt.IsZero() {
+		f.age = ageLabel(r.UpdatedAt, now)
+	}
+	return f
+}
+
+// line writes the row: one line, whatever its fields hold.
+func (f *indexFields) line() string {
 	var b []byte
 	b = append(b, "- "...)
-	b = append(b, r.ID...) // a validated id: a safe token
+	b = appendEscaped(b, f.id, unlimited)
 	b = append(b, " ["...)
-	b = appendEscaped(b, kind, unlimited)
-	if !r.UpdatedAt.IsZero() {
+	b = appendEscaped(b, f.kind, unlimited)
+	if f.age != "" {
 		b = append(b, ", "...)
-		b = append(b, ageLabel(r.UpdatedAt, now)...)
+		b = append(b, f.age...)
 	}
 	b = append(b, "] "...)
-	b = appendEscaped(b, title, unlimited)
-	if desc != "" {
+	b = appendEscaped(b, f.title, unlimited)
+	if f.desc != "" {
 		b = append(b, " — "...)
-		b = appendEscaped(b, desc, unlimited)
+		b = appendEscaped(b, f.desc, unlimited)
 	}
 	b = append(b, '\n')
 	return string(b)
+}
+
+// defangIndexRuns defangs, as one text each, the runs of a section's
+// fields that its lines write with nothing but punctuation between them:
+// the heading's scope label, then each row's id and kind, and its title
+// and description up to the next row's id and kind; a row's age label,
+// words of memhost's own, ends a run. Each field was rendered alone, so
+// only a marker split across fields is found. It answers the hits.
+func (c *Coordinator) defangIndexRuns(label *string, rows []indexFields) int {
+	var (
+		run   []*string
+		kinds []TextKind
+		hits  int
+	)
+	flush := func() {
+		if len(run) > 1 {
+			texts := make([]string, len(run))
+			for i, p := range run {
+				texts[i] = *p
+			}
+			hits += c.env.renderFields(texts, kinds)
+			for i, p := range run {
+				*p = texts[i]
+			}
+		}
+		run, kinds = run[:0], kinds[:0]
+	}
+	add := func(p *string, k TextKind) {
+		run = append(run, p)
+		kinds = append(kinds, k)
+	}
+	add(label, TextLabel)
+	for i := range rows {
+		f := &rows[i]
+		add(&f.id, TextLabel)
+		add(&f.kind, TextLabel)
+		if f.age != "" {
+			flush()
+		}
+		add(&f.title, TextTitle)
+		add(&f.desc, TextDescription)
+	}
+	flush()
+	return hits
 }

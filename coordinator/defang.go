@@ -43,7 +43,10 @@ const (
 // (Cyrillic т, Greek κ, small capital ᴛ), and the letters and digits of
 // that reading are kept while any other character (punctuation, spaces,
 // ‗, ˍ, ー, U+1680, dashes, zero-width and bidi characters, combining
-// marks) is dropped. Unicode tag characters read as the ASCII they encode. A marker is its words in order with any run of
+// marks) is dropped. Unicode tag characters read as the ASCII they
+// encode. A letter whose sound differs from its shape (Cyrillic Н) is read
+// both ways, and markup (tags, comments, CDATA openings) is also read as
+// nothing. A marker is its words in order with any run of
 // separators between them, none included: mem‗token, mem token,
 // mem-_-token and memtoken all read as mem-token. Each match is
 // neutralised in the original text, from its first letter to its last:
@@ -140,28 +143,66 @@ type edit struct {
 
 // plan answers the edits that neutralise s's live markers, in order and
 // not overlapping; nil when there are none. The text is matched as
-// written and, when it holds escapes, as decoded (see decodedView).
+// written, when it holds escapes as decoded (see decodedLayers), and when it
+// holds markup with the markup read as nothing (see markupView).
 func (d *Defanger) plan(s string) []edit {
 	var (
 		hits  []match
 		lines []int // starts of the lines holding the header phrase
 	)
-	d.all.scan(s, func(p, start, end, line int) {
+	// Each view is read by the letters' shapes and, when it holds a
+	// letter a reader may also read by its sound (Cyrillic Н, Greek ν),
+	// by their sounds as well. The text as written is also read with its
+	// character references as the characters they are written with: a
+	// reference may take a word's first letters for its digits or name
+	// ("&#XAgent" is a line feed, then "gent").
+	direct := func(p, start, end, line int) {
 		hits = append(hits, match{p, start, end, line})
-	})
-	if view, from, ok := decodedView(s); ok {
-		n := len(hits)
+	}
+	second := d.all.scan(s, 0, direct)
+	sorted := len(hits) // the first scan's hits are in order
+	if second {
+		d.all.scan(s, bySound, direct)
+	}
+	if strings.IndexByte(s, '&') >= 0 {
+		d.all.scan(s, literally, direct)
+		if second {
+			d.all.scan(s, literally|bySound, direct)
+		}
+	}
+	// A view's bytes stand for ranges of s; a match maps back to them.
+	scanView := func(view string, from []span, cuts []viewCut) {
 		var lines lineCursor
-		d.all.scan(view, func(p, start, end, _ int) {
-			m := match{p, from[start].start, from[end-1].end, 0}
+		mapped := func(p, start, end, line int) {
+			m := match{p, viewSpan(start, from, cuts).start, viewSpan(end-1, from, cuts).end, 0}
 			if p == headerPattern {
 				m.line = lines.lineOf(s, m.start)
+				// An escaped line break (%0A, \u000a) starts a line in
+				// the view: its line is marked there too, after the
+				// escape, so the phrase starts no unmarked line in either.
+				if line > 0 {
+					if at := viewSpan(line-1, from, cuts).end; at != m.line {
+						hits = append(hits, match{p, m.start, m.end, at})
+					}
+				}
 			}
 			hits = append(hits, m)
-		})
-		if len(hits) > n {
-			slices.SortStableFunc(hits, func(a, b match) int { return cmp.Or(cmp.Compare(a.end, b.end), cmp.Compare(a.start, b.start)) })
 		}
+		if d.all.scan(view, 0, mapped) {
+			lines = lineCursor{}
+			d.all.scan(view, bySound, mapped)
+		}
+	}
+	base, baseFrom := s, []span(nil)
+	for _, l := range decodedLayers(s) {
+		scanView(l.view, l.from, nil)
+		base, baseFrom = l.view, l.from
+	}
+	if view, cuts, ok := markupView(base); ok {
+		scanView(view, baseFrom, cuts)
+	}
+	if len(hits) > sorted {
+		slices.SortStableFunc(hits, func(a, b match) int { return cmp.Or(cmp.Compare(a.end, b.end), cmp.Compare(a.start, b.start)) })
 	}
 	var tags []edit
 	last := 0
@@ -173,7 +214,13 @@ func (d *Defanger) plan(s string) []edit {
 		if h.start < last || (h.p == tokenPattern && defangedAt(s, h.start, h.end)) {
 			continue
 		}
-		tags = append(tags, edit{h.start, h.end, markerReplacements[h.p]})
+		text := markerReplacements[h.p]
+		if escapeOpenBefore(s[:h.start]) {
+			// A space keeps the escape from reading the replacement's
+			// first letters as its hex digits.
+			text = " " + text
+		}
+		tags = append(tags, edit{h.start, h.end, text})
 		last = h.end
 	}
 	if len(lines) == 0 {
@@ -199,6 +246,53 @@ func (d *Defanger) plan(s string) []edit {
 		out = append(out, edit{line, line, defangedPrefix})
 	}
 	return append(out, tags[k:]...)
+}
+
+// escapeOpenBefore reports whether s ends inside an escape that hex digits
+// would continue, as written or once its escapes are decoded (as the
+// decoded view peels them): "%", "%A", "\u00", "&#x41", "%252" (which
+// decodes to "%2"). A replacement starts with "defa", hex digits all, so
+// written there it would read as part of the escape ("\uAA" then
+// "defanged-mem-token" reads as U+AADE then "fanged-mem-token", whose
+// token nothing exempts).
+func escapeOpenBefore(s string) bool {
+	tail := s[max(0, len(s)-maxEscapeTail):]
+	for range decodeLayers + 1 {
+		if openEscape(tail) {
+			return true
+		}
+		next, _, changed := decodeOnce(tail, nil)
+		if !changed {
+			return false
+		}
+		tail = next
+	}
+	return false
+}
+
+// maxEscapeTail bounds the end of a text escapeOpenBefore decodes: the
+// longest escape, three layers deep, and then some.
+const maxEscapeTail = 64
+
+// openEscape reports whether s ends inside an escape hex digits would
+// continue.
+func openEscape(s string) bool {
+	n := 0
+	for n < len(s) && isHex(s[len(s)-1-n]) {
+		n++
+	}
+	head := s[:len(s)-n]
+	switch {
+	case strings.HasSuffix(head, "&#x"), strings.HasSuffix(head, "&#X"):
+		return true
+	case strings.HasSuffix(head, "%u"), strings.HasSuffix(head, "%U"), strings.HasSuffix(head, "\\u"):
+		return n < 4
+	case strings.HasSuffix(head, "\\U"):
+		return n < 8
+	case strings.HasSuffix(head, "\\x"), strings.HasSuffix(head, "%"):
+		return n < 2
+	}
+	return false
 }
 
 // match is one pattern found: its byte span and the start of its line.
@@ -376,6 +470,17 @@ func (m *matcher) step(s int32, r rune) int32 {
 	}
 }
 
+// reading says how scan reads a text.
+type reading uint8
+
+const (
+	// bySound reads a letter with a second reading by its sound.
+	bySound reading = 1 << iota
+	// literally reads a character reference as the characters it is
+	// written with.
+	literally
+)
+
 // scanner is one scan's state: the automaton's state and a ring of the
 // byte offsets and line starts of the latest folded units, so a match can
 // be traced back to where it began. Scanners are pooled: the ring is
@@ -406,8 +511,13 @@ func (sc *scanner) feed(f rune, start, line int) (p int32, first int) {
 
 // scan reports every match in order of its end: the pattern, the byte
 // span [start, end) of s it covers, and the start of the line it starts
-// on. Matches of different patterns may overlap; callers decide.
-func (m *matcher) scan(s string, hit func(p, start, end, line int)) {
+// on. Matches of different patterns may overlap; callers decide. Letters
+// are read by their shapes, or with bySound by their sounds where they
+// have a second reading (see bmpFoldTable.sound); it answers whether s
+// holds such a letter. Character references are decoded unless how says
+// literally.
+func (m *matcher) scan(s string, how reading, hit func(p, start, end, line int)) (second bool) {
+	sound := how&bySound != 0
 	sc := scanners.Get().(*scanner)
 	defer scanners.Put(sc)
 	sc.m, sc.state, sc.units = m, 0, 0
@@ -427,7 +537,7 @@ func (m *matcher) scan(s string, hit func(p, start, end, line int)) {
 				}
 			}
 			if i == len(s) {
-				return
+				return second
 			}
 		}
 		c := s[i]
@@ -439,9 +549,9 @@ func (m *matcher) scan(s string, hit func(p, start, end, line int)) {
 				}
 				continue
 			}
-			if c == '&' {
+			if c == '&' && how&literally == 0 {
 				if ref, end, ok := charRefAt(s, i-1); ok {
-					sc.feedDecoded(ref, i-1, end, line, hit)
+					second = sc.feedDecoded(ref, i-1, end, line, sound, hit) || second
 					i = end
 					continue
 				}
@@ -467,7 +577,14 @@ func (m *matcher) scan(s string, hit func(p, start, end, line int)) {
 			}
 			continue
 		}
-		switch fold := table.fold[r]; {
+		fold := table.fold[r]
+		if alt := table.sound[r]; alt != 0 {
+			second = true
+			if sound {
+				fold = alt
+			}
+		}
+		switch {
 		case fold == foldSkip:
 		case fold == foldBreak:
 			line = i
@@ -483,6 +600,7 @@ func (m *matcher) scan(s string, hit func(p, start, end, line int)) {
 			}
 		}
 	}
+	return second
 }
 
 // breaksLine reports the runes that end a line for the header rule.
@@ -811,19 +929,23 @@ func isAlnum(c byte) bool {
 }
 
 // feedDecoded feeds the folded form of a decoded character reference
-// s[start:end]; every unit maps back to the whole reference. A line break
-// written as a reference is no line break to a reader, so it is skipped.
-func (sc *scanner) feedDecoded(ref string, start, end, line int, hit func(p, start, end, line int)) {
+// s[start:end], read as scan reads (by sound when sound is set); every
+// unit maps back to the whole reference. A line break written as a
+// reference is no line break to a reader, so it is skipped. It reports
+// whether the reference holds a letter with a second reading.
+func (sc *scanner) feedDecoded(ref string, start, end, line int, sound bool, hit func(p, start, end, line int)) bool {
+	second := false
 	for k, r := range ref {
 		if skippable(r) {
 			continue
 		}
-		foldOne(ref[k:k+utf8.RuneLen(r)], r, func(f rune) {
+		second = foldReading(ref[k:k+utf8.RuneLen(r)], r, sound, func(f rune) {
 			if p, first := sc.feed(f, start, line); p >= 0 {
 				hit(int(p), sc.starts[first], end, sc.lines[first])
 			}
-		})
+		}) || second
 	}
+	return second
 }
 
 // foldString folds s the way scan folds its input.

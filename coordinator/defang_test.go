@@ -41,8 +41,10 @@ func TestDefang(t *testing.T) {
 		{name: "marker split across lines", in: "<memhost_memory_\nobservation>", want: "<defanged_memory_observation>", hits: 1},
 		{name: "marker salted with zero-width characters", in: "<mem\u200bhost_mem\u00adory_obser\u2060vation", want: "<defanged_memory_observation", hits: 1},
 		{name: "spaced token marker", in: "[ mem - token :", want: "[ defanged-mem-token :", hits: 1},
+		// The inner tag is markup a reader of HTML reads as nothing, so the
+		// outer one reads whole around it, defanged or not.
 		{name: "nested forgery", in: "<memhost_<memhost_memory_observation>memory_observation>",
-			want: "<memhost_<defanged_memory_observation>memory_observation>", hits: 1},
+			want: "<defanged_memory_observation>", hits: 2},
 		{name: "header line", in: "intro\nAgent memory for identity `x` in realm `y`:\nbody",
 			want: "intro\n[defanged] Agent memory for identity `x` in realm `y`:\nbody", hits: 1},
 		{name: "header mid-line", in: "see: agent MEMORY for identity x", want: "[defanged] see: agent MEMORY for identity x", hits: 1},

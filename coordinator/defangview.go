@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"sort"
 	"strings"
 	"unicode/utf8"
 )
@@ -8,13 +9,17 @@ import (
 // The decoded view: a model reads escapes as what they stand for, so
 // "mem%2Dtoken", "mem\u002dtoken" and "mem&amp;#45;token" read as
 // mem-token. The defanger matches the text as written (character
-// references decoded in the scan) and, when the text holds an escape, also
-// this view: percent escapes (%2D, %E2%80%8B, %u002D), backslash escapes
-// (\x2d, \u002d, \u{2d}, \U0000002D) and character references, peeled up to
-// decodeLayers deep (%252D is %2D is -). Both are matched because a
-// decoding may also swallow letters the text as written shows a model
-// ("%0bservation" decodes to a vertical tab and "servation", yet reads as
-// observation with a zero for its o).
+// references decoded in the scan, and left as written) and, when the text
+// holds an escape, each layer of this view: percent escapes (%2D,
+// %E2%80%8B, %u002D), backslash escapes (\x2d, \u002d, \u{2d},
+// \U0000002D) and character references, peeled up to decodeLayers deep
+// (%252D is %2D is -). All are matched because a decoding may also
+// swallow letters the text as written shows a model ("%0bservation"
+// decodes to a vertical tab and "servation", yet reads as observation
+// with a zero for its o). A reader of HTML or XML also reads markup as
+// nothing, so "mem<wbr>-token", "mem<!-- x -->-token" and
+// "mem<![CDATA[-token]]>" read as mem-token in the markup view
+// (markupView).
 
 // decodeLayers bounds the layers of escaping the view peels.
 const decodeLayers = 3
@@ -23,22 +28,92 @@ const decodeLayers = 3
 // of a decoded view stands for, or a piece of a body an excerpt keeps.
 type span struct{ start, end int }
 
-// decodedView answers s with its escapes decoded and, for each byte of
-// the view, the range of s it came from; ok is false when s holds no
-// escape (the view would be s).
-func decodedView(s string) (view string, from []span, ok bool) {
+// layer is one layer of a decoded view: its text, and for each byte the
+// range of the original text it came from.
+type layer struct {
+	view string
+	from []span
+}
+
+// decodedLayers answers each layer of s's decoded view, peeled one layer
+// of escapes at a time, up to decodeLayers; none when s holds no escape.
+// A reader may stop at any layer, and a layer may show what the next one
+// hides ("%25AAgent" is "%AAgent", then a byte and "gent"), so every layer
+// is matched.
+func decodedLayers(s string) []layer {
 	if !strings.ContainsAny(s, "%\\&") {
-		return "", nil, false
+		return nil
 	}
-	view = s
+	var out []layer
+	view, from := s, []span(nil)
 	for range decodeLayers {
 		next, nextFrom, changed := decodeOnce(view, from)
 		if !changed {
 			break
 		}
-		view, from, ok = next, nextFrom, true
+		view, from = next, nextFrom
+		out = append(out, layer{view, from})
 	}
-	return view, from, ok
+	return out
+}
+
+// markupView answers v (a text, or a decoded view of one) with its markup
+// read as nothing (see markupAt), and where it cut: ok is false when v
+// holds none. It is a view of its own, not a layer of the decoded one: a
+// tag read as nothing would hide the letters an escape decodes to
+// ("%3Cmemhost%5Fmemory%5Fobservation%3E" is a tag once decoded), and the
+// tag's own letters are read where the text is. The cuts, not a span per
+// byte, map it back: markup is common, and the view is built on every
+// defanging of a text that holds it.
+func markupView(v string) (view string, cuts []viewCut, ok bool) {
+	var b strings.Builder
+	last := 0
+	noCommentEnd := false
+	for i := strings.IndexByte(v, '<'); i >= 0; {
+		end, found := markupAt(v, i, &noCommentEnd)
+		if !found {
+			end = i + 1
+		} else {
+			if cuts == nil {
+				b.Grow(len(v))
+			}
+			b.WriteString(v[last:i])
+			removed := end - i
+			if len(cuts) > 0 {
+				removed += cuts[len(cuts)-1].removed
+			}
+			cuts = append(cuts, viewCut{at: b.Len(), removed: removed})
+			last = end
+		}
+		j := strings.IndexByte(v[end:], '<')
+		if j < 0 {
+			break
+		}
+		i = end + j
+	}
+	if cuts == nil {
+		return "", nil, false
+	}
+	b.WriteString(v[last:])
+	return b.String(), cuts, true
+}
+
+// viewCut is where a markup view left markup out: from view offset at on,
+// the view's bytes lie removed bytes (in all, so far) further on in the
+// text it was cut from.
+type viewCut struct{ at, removed int }
+
+// viewSpan answers the range of the original text that byte k of a view
+// stands for: a markup view's byte (cuts) of a decoded view (from), either
+// of which may be absent.
+func viewSpan(k int, from []span, cuts []viewCut) span {
+	if n := sort.Search(len(cuts), func(i int) bool { return cuts[i].at > k }); n > 0 {
+		k += cuts[n-1].removed
+	}
+	if from == nil {
+		return span{k, k + 1}
+	}
+	return from[k]
 }
 
 // decodeOnce decodes one layer of escapes in v, whose bytes stand for the
@@ -79,9 +154,18 @@ func decodeOnce(v string, from []span) (string, []span, bool) {
 			out = append(out, orig(k))
 		}
 		b.WriteString(v[last:i])
-		whole := span{orig(i).start, orig(end - 1).end}
-		for range len(dec) {
-			out = append(out, whole)
+		if w := byteEscapeWidth(v, i, end, len(dec)); w > 0 {
+			// A run of escaped bytes: each byte stands for its own
+			// escape, so a line the run breaks starts after the one that
+			// breaks it.
+			for k := range len(dec) {
+				out = append(out, span{orig(i + k*w).start, orig(i + (k+1)*w - 1).end})
+			}
+		} else {
+			whole := span{orig(i).start, orig(end - 1).end}
+			for range len(dec) {
+				out = append(out, whole)
+			}
 		}
 		b.WriteString(dec)
 		i, last = end, end
@@ -94,6 +178,61 @@ func decodeOnce(v string, from []span) (string, []span, bool) {
 	}
 	b.WriteString(v[last:])
 	return b.String(), out, true
+}
+
+// byteEscapeWidth answers the width of each escape when v[i:end], decoded
+// to n bytes, is a run of escaped bytes (%XX or \xXX), else 0.
+func byteEscapeWidth(v string, i, end, n int) int {
+	switch {
+	case v[i] == '%' && v[i+1] != 'u' && v[i+1] != 'U' && end-i == 3*n:
+		return 3
+	case v[i] == '\\' && v[i+1] == 'x' && end-i == 4*n:
+		return 4
+	}
+	return 0
+}
+
+// maxTagBytes bounds an element tag the view reads as nothing.
+const maxTagBytes = 256
+
+// markupAt answers the end of the markup at v[i] ('<') that a reader of
+// HTML or XML does not read as text: an element's start or end tag, its
+// attributes included, a comment, or the opening of a CDATA section (the
+// section's text is text, and its closing "]]>" reads as punctuation
+// already). A text whose comment never closes is not searched again:
+// noCommentEnd keeps the view linear in the text.
+func markupAt(v string, i int, noCommentEnd *bool) (int, bool) {
+	rest := v[i+1:]
+	switch {
+	case strings.HasPrefix(rest, "!--"):
+		if *noCommentEnd {
+			return 0, false
+		}
+		j := strings.Index(rest[3:], "-->")
+		if j < 0 {
+			*noCommentEnd = true
+			return 0, false
+		}
+		return i + 1 + 3 + j + 3, true
+	case strings.HasPrefix(rest, "![CDATA["):
+		return i + 1 + len("![CDATA["), true
+	}
+	j := 0
+	if j < len(rest) && rest[j] == '/' {
+		j++
+	}
+	if j >= len(rest) || !('a' <= rest[j] && rest[j] <= 'z' || 'A' <= rest[j] && rest[j] <= 'Z') {
+		return 0, false
+	}
+	for k := j; k < len(rest) && k < maxTagBytes; k++ {
+		switch rest[k] {
+		case '>':
+			return i + 1 + k + 1, true
+		case '<', '\n':
+			return 0, false
+		}
+	}
+	return 0, false
 }
 
 // maxEscapeRun bounds the escapes decoded as one run (a character's

@@ -156,7 +156,9 @@ func (e *Envelope) pack(prefix string, in RenderInput) Rendered {
 			passage, cut = excerpt(r.Body, in.Terms, excerptBytes(e.budgets.BodyBytes))
 		}
 		buf = e.appendObservation(buf, len(out.IDs)+1, r, in.Now, passage, cut)
-		if len(buf) > in.MaxBytes {
+		// The tags alone (an escaped title, labels) may outgrow the
+		// record's cap, which the body's cut cannot make up for.
+		if len(buf) > in.MaxBytes || len(buf)-mark > e.budgets.RecordBytes {
 			buf = buf[:mark]
 			continue
 		}
@@ -200,18 +202,25 @@ func (e *Envelope) appendObservation(buf []byte, index int, r *sdk.Record, now t
 	if at := r.OccurredAt; !at.IsZero() {
 		buf = appendAttr(buf, "occurred", occurredLabel(at))
 	}
-	title, _ := e.render(r.Title, TextTitle)
-	buf = appendAttr(buf, "title", title)
-	text := r.Body
+	// The body follows the last attribute with only `">` between, so the
+	// two are rendered as one run of text (see renderFields).
+	var body string
 	if cut {
-		id, _ := e.render(r.ID, TextLabel)
-		buf = appendAttr(buf, "excerpt_of", id)
-		text = passage
+		title, _ := e.render(r.Title, TextTitle)
+		buf = appendAttr(buf, "title", title)
+		fields := []string{r.ID, passage}
+		e.renderFields(fields, []TextKind{TextLabel, TextBody})
+		buf = appendAttr(buf, "excerpt_of", fields[0])
+		body = fields[1]
+	} else {
+		fields := []string{r.Title, r.Body}
+		e.renderFields(fields, []TextKind{TextTitle, TextBody})
+		buf = appendAttr(buf, "title", fields[0])
+		body = fields[1]
 	}
 	buf = append(buf, '>')
 	const closing = "</memhost_memory_observation>\n"
 	room := e.budgets.RecordBytes - (len(buf) - start) - len(closing)
-	body, _ := e.render(text, TextBody)
 	buf = appendEscaped(buf, body, max(room, 0))
 	return append(buf, closing...)
 }

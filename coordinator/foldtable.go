@@ -27,7 +27,13 @@ const (
 // bmpFoldTable is the fold of every BMP rune, so that folding costs one
 // lookup per rune.
 type bmpFoldTable struct {
-	fold  [0x10000]uint32
+	fold [0x10000]uint32
+	// sound is the second reading of a rune a reader may read by its
+	// shape or by its sound: its transliteration's letters where those
+	// differ from its fold, which reads its shape (Cyrillic Н looks like
+	// H and is an n, Greek ν looks like v and is an n); 0 for a rune with
+	// one reading. Entries are encoded as fold's are.
+	sound [0x10000]uint32
 	multi []rune
 }
 
@@ -35,6 +41,35 @@ type bmpFoldTable struct {
 func (t *bmpFoldTable) units(entry uint32) []rune {
 	off := (entry &^ foldMulti) >> foldCountBits
 	return t.multi[off : off+entry&(1<<foldCountBits-1)]
+}
+
+// entry encodes units (at least one) as a table entry, appending to multi
+// when they are more than one.
+func (t *bmpFoldTable) entry(units []rune) uint32 {
+	if len(units) == 1 {
+		return uint32(units[0])
+	}
+	n := min(len(units), 1<<foldCountBits-1)
+	e := foldMulti | uint32(len(t.multi))<<foldCountBits | uint32(n)
+	t.multi = append(t.multi, units[:n]...)
+	return e
+}
+
+// asciiUnits answers the units of an entry when all are ASCII.
+func (t *bmpFoldTable) asciiUnits(e uint32) ([]rune, bool) {
+	if e == foldSkip || e == foldBreak {
+		return nil, false
+	}
+	units := []rune{rune(e)}
+	if e&foldMulti != 0 {
+		units = t.units(e)
+	}
+	for _, u := range units {
+		if u >= utf8.RuneSelf {
+			return nil, false
+		}
+	}
+	return units, true
 }
 
 // foldTableFile is buildBMPFolds' table, encoded by encodeFoldTable.
@@ -79,29 +114,36 @@ func buildBMPFolds() *bmpFoldTable {
 			n := utf8.EncodeRune(buf[:], r)
 			units = units[:0]
 			foldRune(string(buf[:n]), r, func(f rune) { units = append(units, f) })
-			switch {
-			case len(units) == 0:
+			if len(units) == 0 {
 				t.fold[r] = foldSkip
-			case len(units) == 1:
-				t.fold[r] = uint32(units[0])
-			default:
-				n := min(len(units), 1<<foldCountBits-1)
-				t.fold[r] = foldMulti | uint32(len(t.multi))<<foldCountBits | uint32(n)
-				t.multi = append(t.multi, units[:n]...)
+			} else {
+				t.fold[r] = t.entry(units)
 			}
+		}
+	}
+	for r := rune(utf8.RuneSelf); r < 0x10000; r++ {
+		shape, ok := t.asciiUnits(t.fold[r])
+		if !ok {
+			continue
+		}
+		units = units[:0]
+		emitASCII(transliterate(r), func(f rune) { units = append(units, f) })
+		if len(units) > 0 && string(units) != string(shape) {
+			t.sound[r] = t.entry(units)
 		}
 	}
 	return t
 }
 
 // foldTableMagic starts an encoded fold table; the digit is its version.
-const foldTableMagic = "memhost-folds-1\n"
+const foldTableMagic = "memhost-folds-2\n"
 
 // encodeFoldTable writes the magic and the Unicode version of the Go that
 // built the table (the other tables it reads are pinned by go.sum) on a
 // line, then deflated: the 65,536 entries, each a little-endian uint32,
 // the count of multi units and the units in UTF-8 (nearly all are ASCII
-// letters: transliterations such as Hangul's).
+// letters: transliterations such as Hangul's), then the count of sound
+// entries and each as two uint32s, its rune and its entry.
 func encodeFoldTable(t *bmpFoldTable, unicodeVersion string) []byte {
 	var out bytes.Buffer
 	out.WriteString(foldTableMagic)
@@ -113,6 +155,17 @@ func encodeFoldTable(t *bmpFoldTable, unicodeVersion string) []byte {
 	}
 	raw = binary.LittleEndian.AppendUint32(raw, uint32(len(t.multi)))
 	raw = append(raw, string(t.multi)...)
+	var sound []byte
+	count := 0
+	for r, e := range t.sound {
+		if e != 0 {
+			sound = binary.LittleEndian.AppendUint32(sound, uint32(r))
+			sound = binary.LittleEndian.AppendUint32(sound, e)
+			count++
+		}
+	}
+	raw = binary.LittleEndian.AppendUint32(raw, uint32(count))
+	raw = append(raw, sound...)
 	w.Write(raw) // a bytes.Buffer does not fail
 	w.Close()
 	return out.Bytes()
@@ -144,17 +197,44 @@ func decodeFoldTable(b []byte) (*bmpFoldTable, string, error) {
 	}
 	raw = raw[4*len(t.fold):]
 	n := binary.LittleEndian.Uint32(raw)
-	units := raw[4:]
-	if !utf8.Valid(units) || uint64(utf8.RuneCount(units)) != uint64(n) {
-		return nil, "", fmt.Errorf("%w: the units are not %d runes of UTF-8", errFoldTable, n)
-	}
-	t.multi = []rune(string(units))
-	for r, e := range t.fold {
-		if e == foldSkip || e == foldBreak || e&foldMulti == 0 {
-			continue
+	raw = raw[4:]
+	// The units run up to the sound entries: n runes of UTF-8.
+	end := 0
+	for k := uint32(0); k < n; k++ {
+		if end >= len(raw) {
+			return nil, "", fmt.Errorf("%w: the units are not %d runes of UTF-8", errFoldTable, n)
 		}
-		if off, count := (e&^foldMulti)>>foldCountBits, e&(1<<foldCountBits-1); count < 2 || uint64(off)+uint64(count) > uint64(n) {
-			return nil, "", fmt.Errorf("%w: U+%04X's units lie outside them", errFoldTable, r)
+		r, size := utf8.DecodeRune(raw[end:])
+		if r == utf8.RuneError && size <= 1 {
+			return nil, "", fmt.Errorf("%w: the units are not %d runes of UTF-8", errFoldTable, n)
+		}
+		end += size
+	}
+	t.multi = []rune(string(raw[:end]))
+	raw = raw[end:]
+	if len(raw) < 4 {
+		return nil, "", fmt.Errorf("%w: no sound entries", errFoldTable)
+	}
+	count := binary.LittleEndian.Uint32(raw)
+	raw = raw[4:]
+	if uint64(len(raw)) != 8*uint64(count) {
+		return nil, "", fmt.Errorf("%w: %d bytes of sound entries, want %d", errFoldTable, len(raw), 8*uint64(count))
+	}
+	for k := 0; k < len(raw); k += 8 {
+		r, e := binary.LittleEndian.Uint32(raw[k:]), binary.LittleEndian.Uint32(raw[k+4:])
+		if r >= 0x10000 || e == 0 || e == foldSkip || e == foldBreak {
+			return nil, "", fmt.Errorf("%w: a bad sound entry", errFoldTable)
+		}
+		t.sound[r] = e
+	}
+	for _, tab := range []*[0x10000]uint32{&t.fold, &t.sound} {
+		for r, e := range tab {
+			if e == foldSkip || e == foldBreak || e&foldMulti == 0 {
+				continue
+			}
+			if off, count := (e&^foldMulti)>>foldCountBits, e&(1<<foldCountBits-1); count < 2 || uint64(off)+uint64(count) > uint64(n) {
+				return nil, "", fmt.Errorf("%w: U+%04X's units lie outside them", errFoldTable, r)
+			}
 		}
 	}
 	return t, string(version), nil
@@ -162,13 +242,23 @@ func decodeFoldTable(b []byte) (*bmpFoldTable, string, error) {
 
 // foldOne emits the folded form of r (its encoding is enc), as foldRune
 // does, from the table in the BMP.
-func foldOne(enc string, r rune, emit func(rune)) {
+func foldOne(enc string, r rune, emit func(rune)) { foldReading(enc, r, false, emit) }
+
+// foldReading is foldOne that reads r by its sound instead when sound is
+// set and r has a second reading (bmpFoldTable.sound); it reports whether
+// r has one.
+func foldReading(enc string, r rune, sound bool, emit func(rune)) bool {
 	if r < utf8.RuneSelf || r > 0xFFFF {
 		foldRune(enc, r, emit)
-		return
+		return false
 	}
 	table := bmpFolds()
-	switch e := table.fold[r]; {
+	e := table.fold[r]
+	second := table.sound[r]
+	if sound && second != 0 {
+		e = second
+	}
+	switch {
 	case e == foldSkip || e == foldBreak:
 	case e&foldMulti != 0:
 		for _, u := range table.units(e) {
@@ -177,4 +267,5 @@ func foldOne(enc string, r rune, emit func(rune)) {
 	default:
 		emit(rune(e))
 	}
+	return second != 0
 }

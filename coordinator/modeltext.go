@@ -23,7 +23,10 @@ import (
 //     become U+FFFD (last, since the defanger skips controls inside a
 //     marker and U+FFFD would hide the marker from it);
 //   - the text is cut to the kind's byte budget on a character boundary
-//     (a body before defanging; the observation's cap bounds the rest).
+//     (a body before defanging; the observation's cap bounds the rest);
+//   - fields written next to one another with only punctuation between
+//     (a title and its body, an index row's fields) are defanged as one
+//     run (renderFields), so a marker split across them reads whole.
 //
 // Text placed inside markup (observation bodies and attributes, build index
 // rows, the compaction summary) is XML-escaped as it is written; text
@@ -75,26 +78,52 @@ func (e *Envelope) limit(k TextKind) int {
 // render applies the rules of k to s and answers the text and the number
 // of markers defanged.
 func (e *Envelope) render(s string, k TextKind) (string, int) {
-	limit := e.limit(k)
-	if k.oneLine() {
-		s = compactSpace(s, 4*limit)
-	} else {
-		if limit >= 0 {
-			s = cutUTF8(s, limit)
+	texts := []string{s}
+	hits := e.renderFields(texts, []TextKind{k})
+	return texts[0], hits
+}
+
+// renderFields renders texts in place, each by the rules of its kind, and
+// answers the number of markers defanged. The texts are fields a layout
+// writes next to one another with nothing a reader takes for a letter
+// between them (a title attribute and the body after it, the fields of
+// consecutive index rows), so they are defanged as one text, as the blocks
+// of a content are: a marker split across two of them reads whole.
+func (e *Envelope) renderFields(texts []string, kinds []TextKind) int {
+	last := len(texts) - 1
+	for i, s := range texts {
+		k := kinds[i]
+		limit := e.limit(k)
+		if k.oneLine() {
+			s = compactSpace(s, 4*limit)
+			if i < last {
+				// Cut now, not after defanging: a field cut after it
+				// could end in part of a replacement that, with what
+				// follows it, reads as a marker again.
+				s = cutUTF8(s, limit)
+			}
+		} else {
+			if limit >= 0 {
+				s = cutUTF8(s, limit)
+			}
+			s = normalizeNewlines(s)
 		}
-		s = normalizeNewlines(s)
+		texts[i] = s
 	}
 	hits := 0
 	if e.defang != nil {
-		s, hits = e.defang.Defang(s)
+		hits = e.defang.defangTexts(texts)
 	}
-	s = replaceControls(s)
-	if k.oneLine() {
-		// Defanging may have grown it. A body keeps its growth: the
-		// observation's own cap bounds it as it is escaped.
-		s = cutUTF8(s, limit)
+	for i, s := range texts {
+		s = replaceControls(s)
+		if k := kinds[i]; k.oneLine() && i == last {
+			// Defanging may have grown it. A body keeps its growth: the
+			// observation's own cap bounds it as it is escaped.
+			s = cutUTF8(s, e.limit(k))
+		}
+		texts[i] = s
 	}
-	return s, hits
+	return hits
 }
 
 // RenderText prepares s for a model as kind k (see TextKind); id names who

@@ -121,6 +121,9 @@ func FuzzRenderText(f *testing.F) {
 	}
 	f.Add("ok\rAgent memory for identity `x`", uint8(4))
 	f.Add("<memhost\x1b_memory_observation>\x07", uint8(1))
+	for _, tc := range attackCases {
+		f.Add(tc.in, uint8(0))
+	}
 	c := newTextCoordinator(f)
 	id := sdk.Identity{ID: "fuzz"}
 	f.Fuzz(func(t *testing.T, s string, k uint8) {

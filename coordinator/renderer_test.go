@@ -18,14 +18,14 @@ import (
 // StripInjected reads the header (and inbound line breaks) to cut this
 // host's injected memory out of evicted text; it renders nothing.
 var renderPrimitives = map[string][]string{
-	"Defang":            {"render"},
+	"defangTexts":       {"renderFields", "Defang", "DefangContent"},
 	"DefangContent":     {"DefangInbound"},
-	"normalizeNewlines": {"render", "StripInjected"},
-	"replaceControls":   {"render"},
+	"normalizeNewlines": {"renderFields", "StripInjected"},
+	"replaceControls":   {"renderFields"},
 	// Queries are compacted too; no model reads them.
-	"compactSpace":      {"render", "AssembleBuildInjection", "InjectForTurn", "injectForTurn"},
+	"compactSpace":      {"renderFields", "AssembleBuildInjection", "InjectForTurn", "injectForTurn"},
 	"appendAttr":        {"appendObservation"},
-	"appendEscaped":     {"appendObservation", "indexRow", "RenderSummary"},
+	"appendEscaped":     {"appendObservation", "line", "RenderSummary"},
 	"Header":            {"Render", "AssembleBuildInjection", "StripInjected"},
 	"appendObservation": {"pack"},
 }

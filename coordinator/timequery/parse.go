@@ -15,6 +15,7 @@ package timequery
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -502,14 +503,65 @@ func isDate(y int, m time.Month, d int) bool {
 // past the month, as in time.Date. Where a clock change skips midnight
 // (America/Asuncion on 2023-10-01 goes from 23:59 to 01:00), time.Date
 // answers 23:00 of the day before; the day begins where that zone ends.
+// Where a clock set back shows midnight twice (Asia/Amman on 2015-10-30
+// goes from 00:59 back to 00:00), time.Date may answer either; the day
+// begins at the first, unless the clock went back to the day before in
+// between (America/Moncton on 1993-10-31 went from 00:00:59 back to
+// 23:01 of October 30th), when it begins once the date turns for good.
 func midnight(y int, m time.Month, d int, loc *time.Location) time.Time {
+	wall := time.Date(y, m, d, 0, 0, 0, 0, time.UTC) // the day's midnight, normalised
 	t := time.Date(y, m, d, 0, 0, 0, 0, loc)
-	if t.Day() != time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Day() {
+	if t.Day() != wall.Day() {
 		if _, end := t.ZoneBounds(); end.After(t) {
 			t = end
 		}
+		return t
 	}
-	return t
+	if !sameWall(t, wall) {
+		// Skipped midnight, answered as a later time of the day: the day
+		// begins where the clock jumped into it.
+		if start, _ := t.ZoneBounds(); !start.IsZero() && start.Before(t) && start.In(loc).Day() == wall.Day() {
+			t = start
+		}
+		return t
+	}
+	// The instants that read the day's midnight: under t's offset, and
+	// under those of the zones before and after t's.
+	start, end := t.ZoneBounds()
+	near := []time.Time{t}
+	if !start.IsZero() {
+		near = append(near, start.Add(-time.Nanosecond))
+	}
+	if !end.IsZero() {
+		near = append(near, end)
+	}
+	var reads []time.Time
+	for _, at := range near {
+		_, off := at.In(loc).Zone()
+		c := wall.Add(-time.Duration(off) * time.Second).In(loc)
+		if sameWall(c, wall) && !slices.ContainsFunc(reads, c.Equal) {
+			reads = append(reads, c)
+		}
+	}
+	slices.SortFunc(reads, time.Time.Compare)
+	first := reads[0] // t reads midnight: reads holds it
+	for _, later := range reads[1:] {
+		// The zone of first ends before later: did its end set the
+		// clock back to the day before?
+		if _, zend := first.ZoneBounds(); !zend.IsZero() && !zend.After(later) && zend.In(loc).Day() != wall.Day() {
+			first = later
+		}
+	}
+	return first
+}
+
+// sameWall reports whether t's clock in its location reads the date and
+// time of wall's clock in UTC.
+func sameWall(t, wall time.Time) bool {
+	y, m, d := t.Date()
+	h, mi, s := t.Clock()
+	wy, wm, wd := wall.Date()
+	return y == wy && m == wm && d == wd && h == 0 && mi == 0 && s == 0 && t.Nanosecond() == 0
 }
 
 // day answers the first instant of t's day.

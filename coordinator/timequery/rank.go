@@ -118,6 +118,9 @@ type RecallFunc func(context.Context, sdk.RecallQuery) ([]sdk.Hit, error)
 // even when the text ranks it far down. The answers merge by id; a hit
 // only the window answered is scored below the wide answer's last (see
 // belowWide). The merged hits are ranked by Rank and cut to the limit.
+// Only the wide recall's failure fails the call: the windowed one refines
+// its answer, so a time question costs no more than a plain one when the
+// second round trip cannot finish in time.
 func Recall(ctx context.Context, recall RecallFunc, q sdk.RecallQuery, now time.Time) ([]sdk.Hit, error) {
 	in := Parse(q.Query, now)
 	if in.IsZero() || q.Limit < 0 {
@@ -141,17 +144,15 @@ func Recall(ctx context.Context, recall RecallFunc, q sdk.RecallQuery, now time.
 			win.Until = in.Until
 		}
 		if win.Since.Before(win.Until) {
-			more, err := recall(ctx, win)
-			if err != nil {
-				return nil, err
-			}
-			var only []sdk.Hit
-			for _, h := range more {
-				if !slices.ContainsFunc(hits, func(o sdk.Hit) bool { return o.Record.ID == h.Record.ID }) {
-					only = append(only, h)
+			if more, err := recall(ctx, win); err == nil {
+				var only []sdk.Hit
+				for _, h := range more {
+					if !slices.ContainsFunc(hits, func(o sdk.Hit) bool { return o.Record.ID == h.Record.ID }) {
+						only = append(only, h)
+					}
 				}
+				hits = append(hits, belowWide(hits, only)...)
 			}
-			hits = append(hits, belowWide(hits, only)...)
 		}
 	}
 	Rank(hits, in)

@@ -346,7 +346,7 @@ func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
 	for i, ep := range eps {
 		msgs[i] = ep.Message
 	}
-	chunks := s.chunks(msgs)
+	chunks := s.chunks(req.Identity, msgs)
 	start := st.Watermark
 	// Each call's key names its place in the conversation, the history
 	// before its chunk included: the same messages evicted again later
@@ -532,7 +532,7 @@ func (s *Service) absorbable(req Request, start int, slice []sdk.Message) []Epis
 // chunks splits a slice into compactor calls of at most ChunkMessages
 // messages and about ChunkBytes bytes. A single message over ChunkBytes is
 // split into parts of the same role, so no call is ever unbounded.
-func (s *Service) chunks(slice []sdk.Message) [][]sdk.Message {
+func (s *Service) chunks(id sdk.Identity, slice []sdk.Message) [][]sdk.Message {
 	var out [][]sdk.Message
 	var cur []sdk.Message
 	size := 0
@@ -544,6 +544,12 @@ func (s *Service) chunks(slice []sdk.Message) [][]sdk.Message {
 	}
 	for _, m := range slice {
 		for _, part := range splitMessage(m, s.opts.ChunkBytes) {
+			if part.Content != m.Content && s.opts.Renderer != nil {
+				// A cut may fall inside what defanging wrote (after
+				// "defanged-", after a line's "[defanged] "), leaving
+				// the next part to start with a live marker.
+				part.Content = s.opts.Renderer.RenderText(id, part.Content, coordinator.TextSummary)
+			}
 			n := len(part.Role) + len(part.Content)
 			if len(cur) > 0 && (size+n > s.opts.ChunkBytes || len(cur) >= s.opts.ChunkMessages) {
 				flush()

@@ -17,7 +17,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/memhost/memhost/coordinator"
@@ -76,9 +75,11 @@ type Store struct {
 	// older than this, so reads keep a session alive at a small cost.
 	refresh time.Duration
 
-	// mu serializes visits: the database has one connection, so writes
-	// are serial anyway, and one lock keeps cache and file in step.
-	mu    sync.Mutex
+	// turn serializes visits (a token in a channel of one): the database
+	// has one connection, so writes are serial anyway, and one lock keeps
+	// cache and file in step. A visit waiting for its turn still ends at
+	// its own deadline, however long the one ahead waits for the database.
+	turn  chan struct{}
 	cache *lru.Cache[coordinator.SessionKey, *entry]
 	// counts holds each realm's rows in the file, counted on the realm's
 	// first new session and kept exact since: this process owns the file.
@@ -134,7 +135,7 @@ func Open(ctx context.Context, db *statedb.DB, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("session store: %w", err)
 	}
 	return &Store{
-		db: db, opts: opts, refresh: opts.TTL / 16,
+		db: db, opts: opts, refresh: opts.TTL / 16, turn: make(chan struct{}, 1),
 		cache:  lru.New[coordinator.SessionKey, *entry](opts.CacheSize),
 		counts: map[string]int{}, pending: map[coordinator.SessionKey]*entry{},
 	}, nil
@@ -144,8 +145,10 @@ func Open(ctx context.Context, db *statedb.DB, opts Options) (*Store, error) {
 // failed write leaves both the file and the cache as they were. Errors come
 // from the state database (the caller names the store).
 func (s *Store) Update(ctx context.Context, key coordinator.SessionKey, fn func(*coordinator.SessionState) bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.unlock()
 	now := s.opts.Now()
 	e, err := s.load(ctx, key)
 	if err != nil {
@@ -193,6 +196,18 @@ func (s *Store) Update(ctx context.Context, key coordinator.SessionKey, fn func(
 	return nil
 }
 
+// lock waits for the store's turn, or until ctx ends.
+func (s *Store) lock(ctx context.Context) error {
+	select {
+	case s.turn <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Store) unlock() { <-s.turn }
+
 // flushBatch bounds the pending sessions one visit writes.
 const flushBatch = 16
 
@@ -218,8 +233,8 @@ func (s *Store) flush(ctx context.Context) {
 // Pending answers how many sessions are held in memory only, waiting for
 // room on the disk.
 func (s *Store) Pending() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	_ = s.lock(context.Background()) // never fails without a deadline
+	defer s.unlock()
 	return len(s.pending)
 }
 
@@ -257,9 +272,14 @@ func (s *Store) load(ctx context.Context, key coordinator.SessionKey) (*entry, e
 	return e, nil
 }
 
-// forget drops deleted rows from the cache and the realm counts.
+// forget drops deleted rows from the cache and the realm counts. A
+// pending session among them keeps its state, and is a new row again when
+// written back, counted then.
 func (s *Store) forget(keys []coordinator.SessionKey) {
 	for _, k := range keys {
+		if p, ok := s.pending[k]; ok {
+			p.fresh = true
+		}
 		s.cache.Remove(k)
 		if n, ok := s.counts[k.Realm]; ok {
 			s.counts[k.Realm] = n - 1
@@ -344,8 +364,10 @@ func (s *Store) touch(ctx context.Context, key coordinator.SessionKey, e *entry,
 // it dropped. Visits ignore idle sessions regardless; Expire reclaims
 // their space.
 func (s *Store) Expire(ctx context.Context) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	if err := s.lock(ctx); err != nil {
+		return 0, fmt.Errorf("session store: %w", err)
+	}
+	defer s.unlock()
 	s.flush(ctx)
 	cutoff := s.opts.Now().Add(-s.opts.TTL)
 	var dropped []coordinator.SessionKey
