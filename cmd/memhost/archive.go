@@ -9,7 +9,13 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"io/fs"
+	"math/rand/v2"
+	"net/http"
 	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/memhost/memhost/sdk"
@@ -26,9 +32,16 @@ import (
 // limit, JSON-escaped, is well under it.
 const maxLineBytes = 1 << 20
 
-// importBatchBytes keeps an import request well under the server's default
-// body limit (8 MiB).
-const importBatchBytes = 4 << 20
+// importBatchBytes bounds the encoded records of one import request: under
+// the server's default body limit (server.max_body_bytes, 4 MiB) with room
+// for the rest of the request. A server configured lower answers 413, and
+// the batch is sent again in halves.
+const importBatchBytes = 3 << 20
+
+// requestDeadline bounds one request of an export or import: well past the
+// server's own 30 s bound on a request, so only a server that is hung or
+// unreachable meets it. A variable for the tests.
+var requestDeadline = 2 * time.Minute
 
 func exportCommand() *cobra.Command {
 	var f clientFlags
@@ -38,39 +51,55 @@ func exportCommand() *cobra.Command {
 		Short: "Write every record of a realm as JSON Lines",
 		Long: `Write every record of a realm, of every status, with every field (ids, scopes,
 times, tags, trust, status, supersedes, use count), one JSON object a line in
-id order, to FILE or standard output. Needs an application token (or no tokens)
-and a provider with the archive capability. "memhost import" reads the file back.`,
+id order, to FILE or standard output. FILE is written under a temporary name
+beside it and renamed only once the export is complete, so a failed or
+interrupted export leaves FILE as it was. Progress shows on standard error.
+Needs an application token (or no tokens) and a provider with the archive
+capability. "memhost import" reads the file back.`,
 		Example: `  memhost export --realm acme acme.jsonl
   MEMHOST_TOKEN=... memhost export --addr memhost.internal:7077 > default.jsonl`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
+			// An interrupt ends the export cleanly: the partial file is
+			// removed and, with --local, the plugins stop.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			out := exportOutput{w: cmd.OutOrStdout()}
+			if len(args) == 1 && args[0] != "-" {
+				var err error
+				if out, err = createExportFile(args[0], cmd.ErrOrStderr()); err != nil {
+					return err
+				}
+			}
+			defer out.discard()
 			c, err := f.client(ctx)
 			if err != nil {
 				return err
 			}
 			defer c.close()
-			out := cmd.OutOrStdout()
-			var file *os.File
-			if len(args) == 1 && args[0] != "-" {
-				if file, err = os.Create(args[0]); err != nil {
-					return err
-				}
-				defer file.Close()
-				out = file
-			}
-			w := bufio.NewWriter(out)
-			n, err := exportTo(ctx, c, realm, w)
+			w := bufio.NewWriter(out.w)
+			prog := newCountProgress(cmd.ErrOrStderr(), "export", "exporting")
+			n, err := exportTo(ctx, c, realm, w, prog)
+			prog.finish()
 			if err == nil {
 				err = w.Flush()
 			}
-			if err == nil && file != nil {
-				err = file.Sync()
+			if err == nil {
+				err = out.commit()
 			}
 			if err != nil {
+				if ctx.Err() != nil && cmd.Context().Err() == nil {
+					err = fmt.Errorf("export interrupted after %s", count(n, "record"))
+				}
+				switch {
+				case out.path != "" && out.existed:
+					return fmt.Errorf("%s left as it was: %w", out.path, err)
+				case out.path != "":
+					return fmt.Errorf("%s not written: %w", out.path, err)
+				}
 				return err
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "exported %d records\n", n)
+			fmt.Fprintf(cmd.ErrOrStderr(), "exported %s\n", count(n, "record"))
 			return nil
 		},
 	}
@@ -79,8 +108,122 @@ and a provider with the archive capability. "memhost import" reads the file back
 	return cmd
 }
 
+// exportOutput is where an export writes: standard output, a device or
+// pipe named as FILE (written in place), or a temporary file beside FILE
+// that commit renames over it.
+type exportOutput struct {
+	w       io.Writer
+	path    string   // FILE, when a temporary file stands in for it
+	existed bool     // whether FILE was there before
+	tmp     *os.File // the temporary file, nil once committed or discarded
+}
+
+// createExportFile opens the output for FILE path. A directory is refused
+// before any work is done. An existing FILE in a directory this user may
+// not create files in is written in place, with a warning on warn.
+func createExportFile(path string, warn io.Writer) (exportOutput, error) {
+	// A symbolic link is written through, as opening it would: the
+	// rename replaces the file it names, not the link.
+	if target, err := filepath.EvalSymlinks(path); err == nil {
+		path = target
+	}
+	info, err := os.Stat(path)
+	switch {
+	case err == nil && info.IsDir():
+		return exportOutput{}, fmt.Errorf("%s is a directory: name the file to write", path)
+	case err == nil && !info.Mode().IsRegular():
+		// /dev/stdout, a named pipe: nothing to rename over.
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return exportOutput{}, err
+		}
+		return exportOutput{w: f}, nil
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return exportOutput{}, err
+	}
+	mode := fs.FileMode(0o666) // less the umask, as a new file gets
+	if err == nil {
+		mode = info.Mode().Perm()
+	}
+	dir, base := filepath.Split(path)
+	var tmp *os.File
+	for range 100 {
+		name := filepath.Join(dir, fmt.Sprintf(".%s.partial-%d", base, rand.Uint32()))
+		tmp, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
+	if errors.Is(err, fs.ErrPermission) && info != nil {
+		f, ferr := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+		if ferr == nil {
+			fmt.Fprintf(warn, "warning: cannot create a file in %s, so %s is written in place: an export that fails leaves it incomplete\n", filepath.Clean(dir), path)
+			return exportOutput{w: f}, nil
+		}
+	}
+	if err != nil {
+		// The temporary name means nothing to the operator: say what
+		// is wrong with the directory.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return exportOutput{}, fmt.Errorf("cannot write %s: directory %s: %w", path, filepath.Clean(dir), err)
+	}
+	if info != nil {
+		// An existing file keeps its permissions exactly, umask or not.
+		_ = tmp.Chmod(mode)
+	}
+	return exportOutput{w: tmp, path: path, existed: info != nil, tmp: tmp}, nil
+}
+
+// commit makes the written data durable and puts it in place.
+func (o *exportOutput) commit() error {
+	if o.tmp == nil {
+		f, ok := o.w.(*os.File)
+		if !ok || f == os.Stdout {
+			return nil
+		}
+		if info, err := f.Stat(); err == nil && info.Mode().IsRegular() {
+			if err := f.Sync(); err != nil {
+				f.Close()
+				return err
+			}
+		}
+		return f.Close()
+	}
+	tmp := o.tmp
+	o.tmp = nil
+	err := tmp.Sync()
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), o.path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	// The rename itself survives a crash once the directory is synced.
+	if d, err := os.Open(filepath.Dir(o.path)); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// discard removes the temporary file of an export that did not commit.
+func (o *exportOutput) discard() {
+	if o.tmp != nil {
+		o.tmp.Close()
+		os.Remove(o.tmp.Name())
+		o.tmp = nil
+	}
+}
+
 // exportTo writes every record of realm to w, a line each, page by page.
-func exportTo(ctx context.Context, c *apiClient, realm string, w io.Writer) (int, error) {
+func exportTo(ctx context.Context, c *apiClient, realm string, w io.Writer, prog *countProgress) (int, error) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	n, after := 0, ""
@@ -89,7 +232,7 @@ func exportTo(ctx context.Context, c *apiClient, realm string, w io.Writer) (int
 			Records []sdk.Record `json:"records"`
 			Next    string       `json:"next"`
 		}
-		if err := c.call(ctx, "POST", "/v1/export", map[string]any{"realm": realm, "after": after}, &page); err != nil {
+		if err := c.callWithin(ctx, requestDeadline, "POST", "/v1/export", map[string]any{"realm": realm, "after": after}, &page); err != nil {
 			return n, err
 		}
 		for i := range page.Records {
@@ -98,6 +241,7 @@ func exportTo(ctx context.Context, c *apiClient, realm string, w io.Writer) (int
 			}
 		}
 		n += len(page.Records)
+		prog.set(n)
 		if page.Next == "" {
 			return n, nil
 		}
@@ -122,34 +266,46 @@ func importCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "import FILE",
 		Short: "Load records from a JSON Lines file (as written by export)",
-		Long: `Load full records from FILE, one JSON object a line, keeping their ids, times,
-status and counters. Records go in batches, each stored all or nothing; a
-record whose id is already stored (or whose content its scope already holds)
-is skipped, so an interrupted import is resumed by running it again, without
-duplicates. A bad line is reported by its number and skipped, and the command
-fails at the end; with --strict the whole file is checked first and nothing is
-imported if any line is bad. Progress shows as a bar on a terminal and as
-plain lines otherwise. Needs an application token (or no tokens).`,
+		Long: `Load full records from FILE ("-" for standard input), one JSON object a line,
+keeping their ids, times, status and counters. Records go in batches, each
+stored all or nothing; a record whose id is already stored (or whose content
+its scope already holds) is skipped, so an interrupted import is resumed by
+running it again, without duplicates. A bad line is reported by its number and
+skipped, and the command fails at the end; with --strict the whole file is
+checked first and nothing is imported if any line is bad (so --strict needs a
+file it can read twice, not standard input). Progress shows as a bar on a
+terminal and as plain lines otherwise. Needs an application token (or no
+tokens).`,
 		Example: `  memhost import --realm acme acme.jsonl
-  memhost import --local --strict backup.jsonl`,
+  memhost import --local --strict backup.jsonl
+  gunzip -c backup.jsonl.gz | memhost import -`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			file, err := os.Open(args[0])
+			if o.batch < 1 || o.batch > sdk.MaxBatch {
+				return fmt.Errorf("--batch %d is outside 1-%d", o.batch, sdk.MaxBatch)
+			}
+			// A bad --realm would be reported against every line.
+			if o.realm != "" {
+				var fe *sdk.FieldError
+				if err := sdk.ValidateRealm(o.realm); errors.As(err, &fe) {
+					return fmt.Errorf("--realm %s", fe.Problem)
+				}
+			}
+			// An interrupt stops between batches and says how to resume;
+			// with --local the plugins stop cleanly.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			in, name, size, err := openImportFile(args[0], cmd.InOrStdin(), o.strict)
 			if err != nil {
 				return err
 			}
-			defer file.Close()
-			info, err := file.Stat()
-			if err != nil {
-				return err
-			}
+			defer in.Close()
 			stderr := cmd.ErrOrStderr()
 			if o.strict {
-				if bad := checkLines(file, o.realm, stderr); bad > 0 {
-					return fmt.Errorf("%s: %s; nothing imported (--strict)", args[0], count(bad, "bad line"))
+				if bad := checkLines(in, o.realm, stderr); bad > 0 {
+					return fmt.Errorf("%s: %s; nothing imported (--strict)", name, count(bad, "bad line"))
 				}
-				if _, err := file.Seek(0, io.SeekStart); err != nil {
+				if _, err := in.Seek(0, io.SeekStart); err != nil {
 					return err
 				}
 			}
@@ -158,15 +314,18 @@ plain lines otherwise. Needs an application token (or no tokens).`,
 				return err
 			}
 			defer c.close()
-			prog := newProgress(stderr, info.Size(), isTerminal(stderr))
-			st, err := importFrom(ctx, c, o, file, stderr, prog)
+			prog := newProgress(stderr, size, isTerminal(stderr))
+			st, err := importFrom(ctx, c, o, in, stderr, prog)
 			prog.finish()
 			fmt.Fprintf(stderr, "imported %s, skipped %d already stored, %s\n", count(st.Imported, "record"), st.Skipped, count(st.Bad, "bad line"))
 			if err != nil {
+				if ctx.Err() != nil && cmd.Context().Err() == nil {
+					return errors.New("import interrupted: run it again to resume (what is stored is skipped)")
+				}
 				return err
 			}
 			if st.Bad > 0 {
-				return fmt.Errorf("%s: %s not imported", args[0], count(st.Bad, "bad line"))
+				return fmt.Errorf("%s: %s not imported", name, count(st.Bad, "bad line"))
 			}
 			return nil
 		},
@@ -177,6 +336,105 @@ plain lines otherwise. Needs an application token (or no tokens).`,
 	cmd.Flags().IntVar(&o.batch, "batch", 500, "records per request (1-1000), each stored all or nothing")
 	return cmd
 }
+
+// gzipMagic starts every gzip file.
+var gzipMagic = []byte{0x1f, 0x8b}
+
+// openImportFile opens what an import reads: the file at path, or stdin
+// for "-". It answers the name to report it by and its size (-1: unknown).
+// What no import could read (a directory, a gzip file, standard input or a
+// pipe for --strict, which reads twice) is refused before anything is sent.
+func openImportFile(path string, stdin io.Reader, strict bool) (io.ReadSeekCloser, string, int64, error) {
+	name, stream := path, nopSeekCloser{Reader: stdin}
+	var file *os.File
+	if path == "-" {
+		name = "standard input"
+		// A file redirected to it, unread, can be read twice.
+		if f, ok := stdin.(*os.File); ok {
+			if off, err := f.Seek(0, io.SeekCurrent); err == nil && off == 0 {
+				file = f
+			}
+		}
+	} else {
+		var err error
+		if file, err = os.Open(path); err != nil {
+			return nil, "", 0, err
+		}
+		stream = nopSeekCloser{Reader: file, Closer: file}
+	}
+	if file != nil {
+		info, err := file.Stat()
+		if err == nil && info.IsDir() {
+			err = fmt.Errorf("%s is a directory, not a file of records", name)
+		}
+		if err != nil {
+			stream.Close()
+			return nil, "", 0, err
+		}
+		if info.Mode().IsRegular() {
+			if err := refuseGzip(file, name); err != nil {
+				stream.Close()
+				return nil, "", 0, err
+			}
+			return file, name, info.Size(), nil
+		}
+	}
+	// A pipe or a device: read once, in order.
+	if strict {
+		stream.Close()
+		return nil, "", 0, fmt.Errorf("--strict reads the file twice, so it needs a regular file, not %s", name)
+	}
+	br := bufio.NewReaderSize(stream.Reader, 64<<10)
+	if head, _ := br.Peek(len(gzipMagic)); bytes.Equal(head, gzipMagic) {
+		stream.Close()
+		return nil, "", 0, gzipError(name)
+	}
+	stream.Reader = br
+	return stream, name, -1, nil
+}
+
+// refuseGzip answers an error when file starts as a gzip file does, and
+// leaves file at its start.
+func refuseGzip(file *os.File, name string) error {
+	head := make([]byte, len(gzipMagic))
+	n, err := io.ReadFull(file, head)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return err
+	}
+	if _, err := file.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	if n == len(head) && bytes.Equal(head, gzipMagic) {
+		return gzipError(name)
+	}
+	return nil
+}
+
+func gzipError(name string) error {
+	if name == "standard input" {
+		return errors.New("standard input is gzip-compressed: decompress it first (gunzip -c FILE | memhost import -)")
+	}
+	return fmt.Errorf("%s is gzip-compressed: decompress it first (gunzip -c %s | memhost import -)", name, name)
+}
+
+// nopSeekCloser reads a stream that cannot be read again.
+type nopSeekCloser struct {
+	io.Reader
+	io.Closer
+}
+
+func (n nopSeekCloser) Seek(int64, int) (int64, error) {
+	return 0, errors.New("the input cannot be read twice")
+}
+
+func (n nopSeekCloser) Close() error {
+	if n.Closer != nil {
+		return n.Closer.Close()
+	}
+	return nil
+}
+
+var utf8BOM = []byte("\ufeff")
 
 // lineReader reads a file's lines, counting them and the bytes read.
 type lineReader struct {
@@ -197,6 +455,11 @@ func (l *lineReader) next() ([]byte, bool) {
 		l.line++
 		b := l.sc.Bytes()
 		l.bytes += int64(len(b)) + 1
+		if l.line == 1 {
+			// Editors on Windows start a UTF-8 file with a byte-order mark;
+			// it is no part of the first record.
+			b = bytes.TrimPrefix(b, utf8BOM)
+		}
 		if len(bytes.TrimSpace(b)) > 0 {
 			return b, true
 		}
@@ -327,49 +590,48 @@ func importFrom(ctx context.Context, c *apiClient, o importOptions, r io.Reader,
 		return importStats{}, fmt.Errorf("--batch %d is outside 1-%d", o.batch, sdk.MaxBatch)
 	}
 	var st importStats
-	var batch []sdk.Record
-	batchRealm, batchBytes, firstLine := "", 0, 0
+	var b importBatch
+	limit := importBatchBytes
 	flush := func() error {
-		if len(batch) == 0 {
+		if len(b.records) == 0 {
 			return nil
 		}
-		var res sdk.ImportResult
-		if err := c.call(ctx, "POST", "/v1/import", map[string]any{"realm": batchRealm, "records": batch}, &res); err != nil {
-			return fmt.Errorf("lines %d and on: %w", firstLine, err)
-		}
-		st.Imported += res.Imported
-		st.Skipped += res.Skipped
-		batch, batchBytes = batch[:0], 0
-		return nil
+		err := b.send(ctx, c, &st, &limit)
+		b.reset()
+		return err
 	}
 	lr, bad := newLineReader(r), &badLines{w: errw}
 	defer bad.close()
 	var seen seenIDs
 	for {
-		b, ok := lr.next()
+		line, ok := lr.next()
 		if !ok {
 			break
 		}
-		rec, err := parseLine(b, o.realm)
+		rec, err := parseLine(line, o.realm)
 		if err == nil {
 			err = seen.check(&rec, lr.line)
+		}
+		var enc []byte
+		if err == nil {
+			enc, err = encodeRecord(&rec)
 		}
 		if err != nil {
 			bad.report(lr.line, err)
 			st.Bad = bad.n
 			continue
 		}
-		if len(batch) > 0 && (rec.Realm != batchRealm || len(batch) == o.batch || batchBytes+len(b) > importBatchBytes) {
+		if len(b.records) > 0 && (rec.Realm != b.realm || len(b.records) == o.batch || b.bytes+len(enc) > limit) {
 			if err := flush(); err != nil {
 				return st, err
 			}
-			prog.set(lr.bytes-int64(len(b))-1, st)
+			prog.set(lr.bytes-int64(len(line))-1, st)
 		}
-		if len(batch) == 0 {
-			batchRealm, firstLine = rec.Realm, lr.line
+		b.add(rec.Realm, enc, lr.line)
+		// Between batches, so a batch the server has is counted.
+		if ctx.Err() != nil {
+			return st, ctx.Err()
 		}
-		batch = append(batch, rec)
-		batchBytes += len(b)
 	}
 	if err := lr.err(); err != nil {
 		return st, fmt.Errorf("line %d: %w", lr.line+1, err)
@@ -381,8 +643,94 @@ func importFrom(ctx context.Context, c *apiClient, o importOptions, r io.Reader,
 	return st, nil
 }
 
+// encodeRecord is a record as an import request carries it. HTML is not
+// escaped: "<" would grow sixfold, and a batch measured by the file's bytes
+// could outgrow the server's body limit.
+func encodeRecord(r *sdk.Record) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// importBatch is the records of one import request, encoded, and the
+// file lines they came from.
+type importBatch struct {
+	realm   string
+	records [][]byte
+	lines   []int
+	bytes   int
+}
+
+func (b *importBatch) add(realm string, rec []byte, line int) {
+	if len(b.records) == 0 {
+		b.realm = realm
+	}
+	b.records = append(b.records, rec)
+	b.lines = append(b.lines, line)
+	b.bytes += len(rec)
+}
+
+func (b *importBatch) reset() {
+	b.records, b.lines, b.bytes = b.records[:0], b.lines[:0], 0
+}
+
+// send imports the batch, all or nothing. A server whose body limit is
+// below the batch answers 413: the batch goes again as two, down to single
+// records, each half still all or nothing, and *limit, the bytes of the
+// batches to come, drops below what was refused.
+func (b *importBatch) send(ctx context.Context, c *apiClient, st *importStats, limit *int) error {
+	realm, err := json.Marshal(b.realm)
+	if err != nil {
+		return err
+	}
+	var body bytes.Buffer
+	body.WriteString(`{"realm":`)
+	body.Write(realm)
+	body.WriteString(`,"records":[`)
+	for i, rec := range b.records {
+		if i > 0 {
+			body.WriteByte(',')
+		}
+		body.Write(rec)
+	}
+	body.WriteString("]}")
+	var res sdk.ImportResult
+	err = c.callWithin(ctx, requestDeadline, "POST", "/v1/import", body.Bytes(), &res)
+	var ce *callError
+	if errors.As(err, &ce) && ce.Status == http.StatusRequestEntityTooLarge && len(b.records) > 1 {
+		*limit = min(*limit, b.bytes/2)
+		half := len(b.records) / 2
+		var first, second importBatch
+		for i := range b.records {
+			part := &first
+			if i >= half {
+				part = &second
+			}
+			part.add(b.realm, b.records[i], b.lines[i])
+		}
+		if err := first.send(ctx, c, st, limit); err != nil {
+			return err
+		}
+		return second.send(ctx, c, st, limit)
+	}
+	if err != nil {
+		if len(b.records) == 1 {
+			return fmt.Errorf("line %d: %w", b.lines[0], err)
+		}
+		return fmt.Errorf("lines %d and on: %w", b.lines[0], err)
+	}
+	st.Imported += res.Imported
+	st.Skipped += res.Skipped
+	return nil
+}
+
 // progress shows an import's progress: a bar on a terminal, otherwise a
-// plain line at most every few seconds.
+// plain line at most every few seconds. A negative total is unknown
+// (standard input): the bar spins and the lines count records alone.
 type progress struct {
 	bar   *progressbar.ProgressBar
 	w     io.Writer
@@ -398,8 +746,8 @@ func isTerminal(w io.Writer) bool {
 
 func newProgress(w io.Writer, total int64, bar bool) *progress {
 	p := &progress{w: w, total: total, start: time.Now()}
-	if bar && total > 0 {
-		p.bar = progressbar.NewOptions64(total,
+	if bar && total != 0 {
+		p.bar = progressbar.NewOptions64(total, // -1: a spinner
 			progressbar.OptionSetWriter(w), progressbar.OptionShowBytes(true),
 			progressbar.OptionSetDescription("importing"), progressbar.OptionThrottle(100*time.Millisecond),
 			progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
@@ -415,21 +763,72 @@ func newProgress(w io.Writer, total int64, bar bool) *progress {
 
 func (p *progress) set(done int64, st importStats) {
 	if p.bar != nil {
+		// A file appended to while it is read outgrows its first size.
+		if p.total > 0 && done > p.total {
+			p.total = done
+			p.bar.ChangeMax64(done)
+		}
 		_ = p.bar.Set64(done)
 		return
 	}
-	if now := time.Now(); now.Sub(p.last) >= 2*time.Second || done >= p.total {
-		p.last = now
-		pct := 100.0
-		if p.total > 0 {
-			pct = float64(done) * 100 / float64(p.total)
-		}
-		fmt.Fprintf(p.w, "import: %.0f%% of the file, %d imported, %d skipped, %s, %.1f s\n",
-			pct, st.Imported, st.Skipped, count(st.Bad, "bad line"), time.Since(p.start).Seconds())
+	now := time.Now()
+	if now.Sub(p.last) < 2*time.Second && (p.total < 0 || done < p.total) {
+		return
 	}
+	p.last = now
+	if p.total < 0 {
+		fmt.Fprintf(p.w, "import: %d imported, %d skipped, %s, %.1f s\n",
+			st.Imported, st.Skipped, count(st.Bad, "bad line"), time.Since(p.start).Seconds())
+		return
+	}
+	pct := 100.0
+	if p.total > 0 {
+		pct = min(float64(done)*100/float64(p.total), 100)
+	}
+	fmt.Fprintf(p.w, "import: %.0f%% of the file, %d imported, %d skipped, %s, %.1f s\n",
+		pct, st.Imported, st.Skipped, count(st.Bad, "bad line"), time.Since(p.start).Seconds())
 }
 
 func (p *progress) finish() {
+	if p.bar != nil {
+		_ = p.bar.Finish()
+	}
+}
+
+// countProgress shows the progress of work whose total is not known ahead
+// (an export): a spinner with a count on a terminal, otherwise a plain line
+// at most every few seconds.
+type countProgress struct {
+	bar   *progressbar.ProgressBar
+	w     io.Writer
+	verb  string
+	last  time.Time
+	start time.Time
+}
+
+func newCountProgress(w io.Writer, verb, description string) *countProgress {
+	p := &countProgress{w: w, verb: verb, start: time.Now()}
+	if isTerminal(w) {
+		p.bar = progressbar.NewOptions(-1,
+			progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(description),
+			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionShowCount(),
+			progressbar.OptionShowIts(), progressbar.OptionSetItsString("records"), progressbar.OptionClearOnFinish())
+	}
+	return p
+}
+
+func (p *countProgress) set(done int) {
+	if p.bar != nil {
+		_ = p.bar.Set(done)
+		return
+	}
+	if now := time.Now(); now.Sub(p.last) >= 2*time.Second {
+		p.last = now
+		fmt.Fprintf(p.w, "%s: %s, %.1f s\n", p.verb, count(done, "record"), time.Since(p.start).Seconds())
+	}
+}
+
+func (p *countProgress) finish() {
 	if p.bar != nil {
 		_ = p.bar.Finish()
 	}

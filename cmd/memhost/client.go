@@ -34,6 +34,14 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 	f.cf.register(cmd)
 	cmd.Flags().StringVar(&f.addr, "addr", "", "address of a running memhost (default: the configured listen address); its token in "+TokenEnv)
 	cmd.Flags().BoolVar(&f.local, "local", false, "start the configured plugins in this process instead of calling a server")
+	// --local would silently ignore --addr: the operator meant one of
+	// them. Checked before the command reads a file or starts plugins.
+	cmd.PreRunE = func(*cobra.Command, []string) error {
+		if f.local && f.addr != "" {
+			return errors.New("--addr and --local exclude each other: --addr calls a running memhost, --local starts the plugins in this process")
+		}
+		return nil
+	}
 }
 
 // apiClient calls the HTTP API, over the network or in process.
@@ -181,6 +189,11 @@ func (c *apiClient) call(ctx context.Context, method, path string, body, out any
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
+		if ctx.Err() != nil {
+			// The deadline or an interrupt, said plainly rather than as
+			// the transport's "Post <url>: context deadline exceeded".
+			return fmt.Errorf("memhost at %s: %w", c.base, context.Cause(ctx))
+		}
 		return fmt.Errorf("memhost at %s: %w%s", c.base, err, connectHint(err, "--local to start the plugins in this process"))
 	}
 	defer resp.Body.Close()
@@ -200,6 +213,23 @@ func (c *apiClient) call(ctx context.Context, method, path string, body, out any
 		return json.Unmarshal(data, out)
 	}
 	return nil
+}
+
+// callWithin is call bounded by d: one request of a long command (an
+// export's page, an import's batch) against a server that stopped
+// answering fails instead of waiting forever.
+func (c *apiClient) callWithin(ctx context.Context, d time.Duration, method, path string, body, out any) error {
+	ctx, cancel := withDeadline(ctx, d)
+	defer cancel()
+	return c.call(ctx, method, path, body, out)
+}
+
+// errNoAnswer is the cause of a command's or a request's deadline.
+var errNoAnswer = errors.New("no answer in time")
+
+// withDeadline is context.WithTimeout whose expiry says how long was waited.
+func withDeadline(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, d, fmt.Errorf("%w (waited %s; the server may be overloaded or hung)", errNoAnswer, d))
 }
 
 // answerError is the callError of an error answer's body.
@@ -273,7 +303,7 @@ func printJSON(w io.Writer, v any) error {
 
 // commandContext bounds a one-shot command.
 func commandContext(cmd *cobra.Command, d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(cmd.Context(), d)
+	return withDeadline(cmd.Context(), d)
 }
 
 func rememberCommand() *cobra.Command {
@@ -297,7 +327,7 @@ or standard input when --body is "-" (without its final line end).`,
 				body = trimOneNewline(string(data))
 			}
 			return f.run(cmd, func(ctx context.Context, c *apiClient) error {
-				rec := map[string]any{"scope": scope, "kind": kind, "title": title, "body": body, "description": description, "tags": tags}
+				rec := map[string]any{"scope": scope, "kind": kind, "title": title, "body": body, "description": description, "tags": splitTags(tags)}
 				var out struct {
 					IDs          []string `json:"ids"`
 					TagsNotAdded []struct {
@@ -325,9 +355,22 @@ or standard input when --body is "-" (without its final line end).`,
 	cmd.Flags().StringVar(&title, "title", "", "title")
 	cmd.Flags().StringVar(&description, "description", "", "one-line description")
 	cmd.Flags().StringVar(&body, "body", "", `body text, or "-" for standard input`)
-	cmd.Flags().StringSliceVar(&tags, "tag", nil, "a tag (repeat for more)")
+	cmd.Flags().StringArrayVar(&tags, "tag", nil, "a tag (repeat for more, or separate with commas)")
 	_ = cmd.MarkFlagRequired("scope")
 	return cmd
+}
+
+// splitTags splits each --tag value at its commas (no tag holds one). The
+// flag is no CSV list: a tag's quotes are its own, kept as given.
+func splitTags(values []string) []string {
+	var tags []string
+	for _, v := range values {
+		if v == "" {
+			continue // --tag "": no tag, as before
+		}
+		tags = append(tags, strings.Split(v, ",")...)
+	}
+	return tags
 }
 
 // trimOneNewline drops the one line end that `echo` or a file's last line
@@ -352,7 +395,7 @@ func recallCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.run(cmd, func(ctx context.Context, c *apiClient) error {
 				var out json.RawMessage
-				req := map[string]any{"identity": map[string]string{"realm": realm, "id": identity}, "query": args[0], "limit": limit, "tags": tags}
+				req := map[string]any{"identity": map[string]string{"realm": realm, "id": identity}, "query": args[0], "limit": limit, "tags": splitTags(tags)}
 				if err := c.call(ctx, "POST", "/v1/recall", req, &out); err != nil {
 					return err
 				}
@@ -364,7 +407,7 @@ func recallCommand() *cobra.Command {
 	cmd.Flags().StringVar(&realm, "realm", "", "realm (default: the server's default realm)")
 	cmd.Flags().StringVar(&identity, "identity", "", "the identity recalling (required)")
 	cmd.Flags().IntVar(&limit, "limit", 10, "most hits to answer")
-	cmd.Flags().StringSliceVar(&tags, "tag", nil, "a tag every hit must carry (repeat for more)")
+	cmd.Flags().StringArrayVar(&tags, "tag", nil, "a tag every hit must carry (repeat for more, or separate with commas)")
 	_ = cmd.MarkFlagRequired("identity")
 	return cmd
 }

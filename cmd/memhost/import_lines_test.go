@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -68,4 +69,32 @@ func TestImportOverlongLine(t *testing.T) {
 		}
 		check(t, err.Error())
 	})
+}
+
+// TestImportSkipsAByteOrderMark: a file saved by an editor that starts it
+// with a UTF-8 byte-order mark imports whole; the mark is no part of line
+// 1's record, and a mark anywhere else is still a bad line.
+func TestImportSkipsAByteOrderMark(t *testing.T) {
+	line := func(i int) []byte {
+		b, err := json.Marshal(archiveLine(i, sdk.StatusActive))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name string
+		file []byte
+		bad  int
+	}{
+		{"mark at the start", slices.Concat([]byte("\ufeff"), line(1), []byte("\n"), line(2), []byte("\n")), 0},
+		{"mark on line 2", slices.Concat(line(1), []byte("\n\ufeff"), line(2), []byte("\n")), 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out strings.Builder
+			if bad := checkLines(bytes.NewReader(tc.file), "", &out); bad != tc.bad {
+				t.Fatalf("%d bad lines, want %d:\n%s", bad, tc.bad, out.String())
+			}
+		})
+	}
 }

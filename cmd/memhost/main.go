@@ -4,8 +4,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -32,6 +35,7 @@ func rootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("memhost {{.Version}}\n")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return plainFlagError(err) })
 	root.Version = version + " (commit " + commit + ")"
 	root.AddCommand(serveCommand(), mcpCommand(), rememberCommand(), recallCommand(), injectCommand(), exportCommand(), importCommand(), reindexCommand(), benchCommand(), pluginsCommand(), proposalsCommand(), traceCommand(), versionCommand())
 	return root
@@ -46,4 +50,25 @@ func versionCommand() *cobra.Command {
 			fmt.Fprintf(cmd.OutOrStdout(), "memhost %s (commit %s)\n", version, commit)
 		},
 	}
+}
+
+// plainFlagError says what a flag's value should have been instead of
+// naming the Go function that failed to parse it ("strconv.ParseInt:
+// parsing "abc": invalid syntax").
+func plainFlagError(err error) error {
+	var ne *strconv.NumError
+	if !errors.As(err, &ne) {
+		return err
+	}
+	want := "a whole number"
+	switch {
+	case ne.Func == "ParseBool":
+		want = "true or false"
+	case ne.Func == "ParseFloat":
+		want = "a number"
+	case errors.Is(ne.Err, strconv.ErrRange):
+		want = "a whole number in range"
+	}
+	prefix := strings.TrimSuffix(err.Error(), ": "+ne.Error())
+	return fmt.Errorf("%s: want %s", prefix, want)
 }

@@ -79,7 +79,8 @@ server already holds the data directory.`,
 			if err := id.Validate(); err != nil {
 				return err
 			}
-			if err := checkTokenIdentity(cfg, id); err != nil {
+			token, err := checkTokenIdentity(cfg, id)
+			if err != nil {
 				return err
 			}
 			h, err := startHost(ctx, cfg, newLogger(cfg))
@@ -91,7 +92,7 @@ server already holds the data directory.`,
 				return err
 			}
 			defer h.close()
-			return serveMCP(ctx, h, cfg, id)
+			return serveMCP(ctx, h, cfg, mcpserver.Caller{Identity: id, Token: token})
 		},
 	}
 	cf.register(cmd)
@@ -117,13 +118,14 @@ func userDataDir() (string, error) {
 	return filepath.Join(home, ".local", "share", "memhost"), nil
 }
 
-// serveMCP serves the tools on stdio for one fixed identity.
-func serveMCP(ctx context.Context, h *host, cfg *config.Config, id sdk.Identity) error {
+// serveMCP serves the tools on stdio for one fixed caller: an identity
+// and the token its proposals count against.
+func serveMCP(ctx context.Context, h *host, cfg *config.Config, caller mcpserver.Caller) error {
 	return mcpserver.ServeStdio(ctx, mcpserver.Options{
 		Version:            version,
 		Provider:           h.provider,
 		Coordinator:        h.coordinator,
-		Bind:               func(http.Header) (mcpserver.Caller, error) { return mcpserver.Caller{Identity: id}, nil },
+		Bind:               func(http.Header) (mcpserver.Caller, error) { return caller, nil },
 		Proposals:          h.proposalQueue(cfg),
 		ProposalRetryAfter: cfg.Proposals.RetryAfter,
 		Logger:             h.logger.Named("mcp"),

@@ -65,6 +65,9 @@ command cancels the rebuild and leaves the old index in place.`,
 			}))
 			prog.finish()
 			if err != nil {
+				if ctx.Err() != nil && cmd.Context().Err() == nil {
+					return errors.New("reindex interrupted: the rebuild is canceled and the old index stays")
+				}
 				return err
 			}
 			if result == nil {

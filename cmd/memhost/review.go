@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -103,12 +105,20 @@ func proposalsListCommand() *cobra.Command {
 func proposalsDecideCommand(verb string) *cobra.Command {
 	var f clientFlags
 	var realm string
+	done := verb + "d" // approved
+	if verb == "reject" {
+		done = "rejected"
+	}
 	cmd := &cobra.Command{
 		Use:     verb + " ID...",
 		Short:   strings.ToUpper(verb[:1]) + verb[1:] + " pending proposals",
 		Example: "  memhost proposals " + verb + " --realm acme 01J...",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// An empty id would call another endpoint (/v1/records/approve).
+			if slices.Contains(args, "") {
+				return errors.New("a proposal id is empty; nothing was " + done)
+			}
 			return f.run(cmd, func(ctx context.Context, c *apiClient) error {
 				q := ""
 				if realm != "" {
@@ -129,7 +139,7 @@ func proposalsDecideCommand(verb string) *cobra.Command {
 					}
 				}
 				if failed > 0 {
-					return fmt.Errorf("%d of %d proposals were not %sd", failed, len(args), verb)
+					return fmt.Errorf("%d of %d proposals were not %s", failed, len(args), done)
 				}
 				return nil
 			})
@@ -152,6 +162,9 @@ func traceCommand() *cobra.Command {
   memhost trace --json chat-42 | jq '.turns[-1].excluded'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] == "" {
+				return errors.New("the session is empty: name the session to trace")
+			}
 			return f.run(cmd, func(ctx context.Context, c *apiClient) error {
 				q := url.Values{"limit": {fmt.Sprint(limit)}}
 				if realm != "" {

@@ -25,7 +25,19 @@ func (f *configFlag) load() (*config.Config, error) {
 	if f.path == "" {
 		return config.Default(), nil
 	}
+	if err := f.check(); err != nil {
+		return nil, err
+	}
 	return config.Load(f.path)
+}
+
+// check refuses a --config that names a directory, said once (the
+// loader's own error repeats the path: "read D: read D: is a directory").
+func (f *configFlag) check() error {
+	if info, err := os.Stat(f.path); err == nil && info.IsDir() {
+		return fmt.Errorf("config %s is a directory: name the HCL file", f.path)
+	}
+	return nil
 }
 
 // loadForClient reads the config for a command that calls a server: it
@@ -34,6 +46,9 @@ func (f *configFlag) load() (*config.Config, error) {
 func (f *configFlag) loadForClient() (*config.Config, error) {
 	if f.path == "" {
 		return config.Default(), nil
+	}
+	if err := f.check(); err != nil {
+		return nil, err
 	}
 	return config.Options{LookupEnv: placeholderSecret}.Load(f.path)
 }

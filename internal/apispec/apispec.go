@@ -86,14 +86,38 @@ func (s *Spec) Operations() []string {
 	return out
 }
 
+// QueryParameters lists the query parameters the document declares for
+// an operation ("METHOD /path"), its path's and its own, sorted.
+func (s *Spec) QueryParameters(op string) []string {
+	method, path, _ := strings.Cut(op, " ")
+	item := s.doc.Paths.Value(path)
+	if item == nil {
+		return nil
+	}
+	params := slices.Clone(item.Parameters)
+	if o := item.GetOperation(method); o != nil {
+		params = append(params, o.Parameters...)
+	}
+	var out []string
+	for _, p := range params {
+		if p.Value != nil && p.Value.In == openapi3.ParameterInQuery && !slices.Contains(out, p.Value.Name) {
+			out = append(out, p.Value.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Check validates one exchange against the document: the request (its
 // body given separately, as it was sent) and the answer.
 func (s *Spec) Check(req *http.Request, reqBody []byte, status int, header http.Header, respBody []byte) error {
 	r := req.Clone(context.Background())
 	r.Body = io.NopCloser(bytes.NewReader(reqBody))
 	route, params, err := s.router.FindRoute(r)
-	if err != nil && status == http.StatusNotFound {
-		return nil // the server agrees: no such route
+	if err != nil && (status == http.StatusNotFound || status == http.StatusMethodNotAllowed) {
+		// The server agrees there is no such operation; its refusal is
+		// still the documented error envelope.
+		return s.checkRefusal(status, header, respBody)
 	}
 	if err != nil {
 		return fmt.Errorf("%s %s is not in the API document: %w", req.Method, req.URL.Path, err)
@@ -116,6 +140,31 @@ func (s *Spec) Check(req *http.Request, reqBody []byte, status int, header http.
 	out.SetBodyBytes(respBody)
 	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
 		return fmt.Errorf("%s %s -> %d: answer does not match the API document: %w", req.Method, req.URL.Path, status, err)
+	}
+	return nil
+}
+
+// checkRefusal checks the answer to a request for no documented
+// operation: the Error response (its envelope), and a 405's Allow header.
+func (s *Spec) checkRefusal(status int, header http.Header, body []byte) error {
+	if status == http.StatusMethodNotAllowed && header.Get("Allow") == "" {
+		return errors.New("a 405 answer without an Allow header")
+	}
+	if ct := header.Get("Content-Type"); ct != "application/json" {
+		return fmt.Errorf("a %d answer of type %q, not the JSON error envelope", status, ct)
+	}
+	ref := s.doc.Components.Responses["Error"]
+	if ref == nil || ref.Value == nil || ref.Value.Content.Get("application/json") == nil {
+		return errors.New("the API document has no Error response")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return fmt.Errorf("a %d answer that is not JSON: %w", status, err)
+	}
+	if err := ref.Value.Content.Get("application/json").Schema.Value.VisitJSON(v); err != nil {
+		return fmt.Errorf("a %d answer that is not the error envelope: %w", status, err)
 	}
 	return nil
 }

@@ -67,6 +67,8 @@ const (
 	sessionCookie = "memhost_console"
 	csrfField     = "csrf"
 	maxSessions   = 1024
+	// maxSessionsPerToken is one token's share of the sessions.
+	maxSessionsPerToken = maxSessions / 8
 )
 
 // Console is the /ui handler.
@@ -208,10 +210,31 @@ func (c *Console) start(w http.ResponseWriter, r *http.Request, token *Token) *s
 	s := &session{id: randomToken(), token: token, csrf: randomToken(), expires: time.Now().Add(c.opts.SessionTTL)}
 	c.mu.Lock()
 	now := time.Now()
+	// A token that holds its share of the table drops its own oldest
+	// sign-in, and a full table its oldest: one token signing in again and
+	// again must not sign other tokens (other tenants) out.
+	mine := 0
+	var oldestMine, oldest *session
 	for id, old := range c.session {
-		if now.After(old.expires) || len(c.session) >= maxSessions {
+		if now.After(old.expires) {
 			delete(c.session, id)
+			continue
 		}
+		if old.token == token {
+			mine++
+			if oldestMine == nil || old.expires.Before(oldestMine.expires) {
+				oldestMine = old
+			}
+		}
+		if oldest == nil || old.expires.Before(oldest.expires) {
+			oldest = old
+		}
+	}
+	switch {
+	case token != nil && mine >= maxSessionsPerToken:
+		delete(c.session, oldestMine.id)
+	case len(c.session) >= maxSessions:
+		delete(c.session, oldest.id)
 	}
 	c.session[s.id] = s
 	c.mu.Unlock()

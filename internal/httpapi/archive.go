@@ -55,14 +55,14 @@ func (s *Server) handleExport(ctx context.Context, c caller, w http.ResponseWrit
 		return err
 	}
 	if req.Limit < 0 || req.Limit > sdk.MaxExportPage {
-		return badRequest("limit: %d is outside 0..%d", req.Limit, sdk.MaxExportPage)
+		return fieldRefusal("limit", sdk.ErrInvalid, "%d is outside 0..%d", req.Limit, sdk.MaxExportPage)
 	}
 	if req.Limit == 0 {
 		req.Limit = sdk.MaxExportPage
 	}
 	if req.After != "" {
 		if err := sdk.ValidateID(req.After); err != nil {
-			return fmt.Errorf("after: %w", err)
+			return asField("after", err)
 		}
 	}
 	page, err := a.Export(ctx, realm, req.After, req.Limit)
@@ -90,8 +90,12 @@ func (s *Server) handleImport(ctx context.Context, c caller, w http.ResponseWrit
 	if err != nil {
 		return err
 	}
+	// An empty list imports nothing; a missing one is a client's mistake.
+	if req.Records == nil {
+		return required("records")
+	}
 	if len(req.Records) > sdk.MaxBatch {
-		return fmt.Errorf("records: %d records, the limit per request is %d: %w", len(req.Records), sdk.MaxBatch, sdk.ErrTooLarge)
+		return fieldRefusal("records", sdk.ErrTooLarge, "%d records, the limit per request is %d", len(req.Records), sdk.MaxBatch)
 	}
 	// Checked here so a bad batch is refused before any plugin call, with
 	// the index of the offending record.

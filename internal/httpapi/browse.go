@@ -39,10 +39,25 @@ func parseRecordFilter(q url.Values) (recordFilter, error) {
 			return f, fmt.Errorf("scope: %w", err)
 		}
 	}
+	// A value no record can hold is refused rather than answered with an
+	// empty list, as if nothing matched (?status=activ). The record rules
+	// name the refused parameter: kind, trust or status.
+	probe := sdk.Record{Scope: sdk.RealmScope, Kind: f.kind, Trust: f.trust, Status: f.status, Title: "filter"}
+	if probe.Kind == "" {
+		probe.Kind = sdk.KindFact
+	}
+	if err := probe.Validate(); err != nil {
+		return f, err
+	}
+	if f.tag != "" {
+		if err := sdk.ValidateTagFilter("tag", []string{f.tag}); err != nil {
+			return f, asField("tag", err)
+		}
+	}
 	if v := q.Get("since"); v != "" {
-		t, err := time.Parse(time.RFC3339, v)
+		t, err := queryTime("since", v)
 		if err != nil {
-			return f, badRequest("since: %q is not an RFC 3339 time", v)
+			return f, err
 		}
 		f.since = t
 	}
@@ -111,7 +126,7 @@ func (s *Server) handleListRecords(ctx context.Context, c caller, w http.Respons
 		after := q.Get("after")
 		if after != "" {
 			if err := sdk.ValidateID(after); err != nil {
-				return fmt.Errorf("after: %w", err)
+				return asField("after", err)
 			}
 		}
 		for scanned := 0; len(out) < limit && scanned < maxListScan; {

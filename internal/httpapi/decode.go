@@ -21,6 +21,9 @@ import (
 // invalid UTF-8 and lone surrogates are refused, so nothing is stored other
 // than what the client sent. A body over the server's limit is refused too.
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
+	if err := contentCoding(r); err != nil {
+		return err
+	}
 	body := http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
 	data, err := io.ReadAll(body)
 	if err != nil {
@@ -37,6 +40,20 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
 	}
 	if err := strictjson.Decode(data, v); err != nil {
 		return invalidJSON("request body", err)
+	}
+	return nil
+}
+
+// contentCoding refuses a body sent in a content coding (gzip, say): no
+// route decodes one, and read as JSON it would be refused for a reason
+// that sends the client looking in the wrong place.
+func contentCoding(r *http.Request) error {
+	for _, v := range r.Header.Values("Content-Encoding") {
+		for _, coding := range strings.Split(v, ",") {
+			if coding = strings.TrimSpace(coding); coding != "" && !strings.EqualFold(coding, "identity") {
+				return fmt.Errorf("Content-Encoding %q is not accepted; send the body uncompressed: %w", coding, errUnsupportedMediaType)
+			}
+		}
 	}
 	return nil
 }

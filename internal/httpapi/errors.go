@@ -32,6 +32,8 @@ func statusOf(code string) int {
 		return http.StatusUnauthorized
 	case "method_not_allowed":
 		return http.StatusMethodNotAllowed
+	case codeUnsupportedMediaType:
+		return http.StatusUnsupportedMediaType
 	case string(sdk.CodePermissionDenied):
 		return http.StatusForbidden
 	case string(sdk.CodeNotFound):
@@ -68,6 +70,9 @@ func codeOf(err error) string {
 	if errors.Is(err, errMethodNotAllowed) {
 		return "method_not_allowed"
 	}
+	if errors.Is(err, errUnsupportedMediaType) {
+		return codeUnsupportedMediaType
+	}
 	if errors.Is(err, proposal.ErrTooMany) {
 		return codeTooManyProposals
 	}
@@ -76,6 +81,10 @@ func codeOf(err error) string {
 	}
 	return string(sdk.CodeOf(err))
 }
+
+// codeUnsupportedMediaType (415) refuses a body the endpoint cannot read:
+// /mcp's in another content type than JSON, or any in a content coding.
+const codeUnsupportedMediaType = "unsupported_media_type"
 
 // CodeProviderUnavailable (503) says the realm's provider instance is not
 // serving: it could not start (a damaged store, a remote plugin out of
@@ -161,6 +170,12 @@ func putJSONBuffer(buf *bytes.Buffer) {
 	jsonBuffers.Put(buf)
 }
 
+// fieldRefusal refuses a request field: a field error of class err, so
+// the field is named in "field" as in the message.
+func fieldRefusal(field string, err error, format string, args ...any) error {
+	return &sdk.FieldError{Field: field, Problem: fmt.Sprintf(format, args...), Err: err}
+}
+
 func badRequest(format string, args ...any) error {
 	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), sdk.ErrInvalid)
 }
@@ -169,7 +184,7 @@ func badRequest(format string, args ...any) error {
 // says the class, so the message states the problem once, without it.
 var sentinels = []error{
 	sdk.ErrInvalid, sdk.ErrNotFound, sdk.ErrConflict, sdk.ErrTooLarge, sdk.ErrUnsupported,
-	sdk.ErrUnavailable, sdk.ErrDeadline, sdk.ErrPermission, sdk.ErrNoSpace, sdk.ErrReadOnly, errUnauthenticated, errMethodNotAllowed,
+	sdk.ErrUnavailable, sdk.ErrDeadline, sdk.ErrPermission, sdk.ErrNoSpace, sdk.ErrReadOnly, errUnauthenticated, errMethodNotAllowed, errUnsupportedMediaType,
 }
 
 // clientMessage is err's text without a trailing sentinel ("...: invalid

@@ -41,6 +41,16 @@ func (c caller) touchScope(sc sdk.Scope) error {
 	return fmt.Errorf("token %q may act only as identity %s; scope %q belongs to another identity: %w", c.token.Name, quoteAll(c.token.Identities), sc, sdk.ErrPermission)
 }
 
+// touchStored is touchScope for the stored record id, which the caller
+// named by id alone: the refusal leaves the scope out, as it would tell
+// the caller another identity's id.
+func (c caller) touchStored(id string, sc sdk.Scope) error {
+	if c.touchScope(sc) == nil {
+		return nil
+	}
+	return fmt.Errorf("token %q may act only as identity %s; record %q belongs to another identity: %w", c.token.Name, quoteAll(c.token.Identities), id, sdk.ErrPermission)
+}
+
 // requireRealmWide refuses a realm-wide operation (export, import) to a
 // bound token: it would reach every identity's records.
 func (c caller) requireRealmWide(what string) error {
@@ -56,6 +66,30 @@ func quoteAll(ids []string) string {
 		q[i] = fmt.Sprintf("%q", id)
 	}
 	return strings.Join(q, " or ")
+}
+
+// touchRecord refuses a bound token the stored record id when it lies in
+// another identity's own scope, for the verbs that act on a record by id
+// alone (approve, reject). A record that does not exist, or a provider
+// that cannot fetch, passes: the verb itself answers as it would.
+func (s *Server) touchRecord(ctx context.Context, c caller, realm, id string, p sdk.Provider) error {
+	if !c.bound() {
+		return nil
+	}
+	getter, ok := host.ProviderOf(p).Getter()
+	if !ok {
+		return nil
+	}
+	recs, err := getter.Get(ctx, realm, []string{id})
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if err := c.touchStored(id, r.Scope); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // mayForget applies the forget rules to the stored record, read once: a
@@ -80,7 +114,7 @@ func (s *Server) mayForget(ctx context.Context, c caller, realm, id string, p sd
 		own = c.token.Identities[0]
 	}
 	for _, r := range recs {
-		if err := c.touchScope(r.Scope); err != nil {
+		if err := c.touchStored(id, r.Scope); err != nil {
 			return err
 		}
 		if !c.application() {

@@ -165,6 +165,11 @@ func (s *Server) handleManifest(ctx context.Context, c caller, w http.ResponseWr
 	if err != nil {
 		return err
 	}
+	// k is checked whatever the tier: the full tier does not read it, and
+	// a k no working set could have is a client's mistake all the same.
+	if req.K < 0 || req.K > sdk.MaxBatch {
+		return fieldRefusal("k", sdk.ErrInvalid, "%d is outside 1..%d", req.K, sdk.MaxBatch)
+	}
 	q := sdk.ManifestQuery{Realm: id.Realm, K: req.K}
 	switch req.Tier {
 	case "working_set", "":
@@ -172,13 +177,10 @@ func (s *Server) handleManifest(ctx context.Context, c caller, w http.ResponseWr
 		if q.K == 0 {
 			q.K = DefaultManifestK
 		}
-		if q.K < 1 || q.K > sdk.MaxBatch {
-			return badRequest("k: %d is outside 1..%d", q.K, sdk.MaxBatch)
-		}
 	case "full":
 		q.Tier = sdk.TierFull
 	default:
-		return badRequest("tier: %q is not working_set or full", req.Tier)
+		return fieldRefusal("tier", sdk.ErrInvalid, "%q is not working_set or full", req.Tier)
 	}
 	lister, ok := host.ProviderOf(p).Lister()
 	if !ok {

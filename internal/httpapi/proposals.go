@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
 )
 
 // codeTooManyProposals answers a proposal beyond its proposer's bound
@@ -34,6 +36,40 @@ func (s *Server) storeProposals(ctx context.Context, c caller, realm string, p s
 	return ids, err
 }
 
+// restateProposals checks ids, the provider's answer to a write of
+// records, for pending proposals: a provider answers a write of content a
+// pending proposal holds with the proposal's id, so an agent could keep an
+// application's write of a shared record out of recall by proposing its
+// content first. Such a write is stored again in the proposals' place
+// (proposal.Restate) and its new ids answered. Only shared scopes hold
+// proposals, so only their records are looked at.
+func (s *Server) restateProposals(ctx context.Context, realm string, p sdk.Provider, records []sdk.Record, ids []string) ([]string, error) {
+	var shared []string
+	asked := map[string]bool{} // a batch may hold a content twice: one id, asked once
+	for i := range records {
+		if i < len(ids) && proposal.Shared(records[i].Scope) && !asked[ids[i]] {
+			asked[ids[i]] = true
+			shared = append(shared, ids[i])
+		}
+	}
+	getter, ok := host.ProviderOf(p).Getter()
+	if len(shared) == 0 || !ok {
+		return ids, nil
+	}
+	stored, err := getter.Get(ctx, realm, shared)
+	if err != nil {
+		return nil, err
+	}
+	stored = slices.DeleteFunc(stored, func(r sdk.Record) bool { return !proposal.IsPending(&r) })
+	if len(stored) == 0 {
+		return ids, nil
+	}
+	if s.opts.Proposals != nil {
+		return s.opts.Proposals.Restate(ctx, realm, p, records, stored)
+	}
+	return proposal.Restate(ctx, realm, p, records, stored)
+}
+
 // name is the caller's token name ("" without tokens).
 func (c caller) name() string {
 	if c.token == nil {
@@ -57,6 +93,9 @@ func (s *Server) handleReject(ctx context.Context, c caller, w http.ResponseWrit
 	}
 	realm, id, p, err := s.recordTarget(c, r)
 	if err != nil {
+		return err
+	}
+	if err := s.touchRecord(ctx, c, realm, id, p); err != nil {
 		return err
 	}
 	queue, err := s.queue()
@@ -98,7 +137,7 @@ func (s *Server) handleListProposals(ctx context.Context, c caller, w http.Respo
 	after := q.Get("after")
 	if after != "" {
 		if err := sdk.ValidateID(after); err != nil {
-			return fmt.Errorf("after: %w", err)
+			return asField("after", err)
 		}
 	}
 	queue, err := s.queue()
@@ -125,7 +164,7 @@ func pageLimit(v string, def, maxLimit int) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > maxLimit {
-		return 0, badRequest("limit: %q is not a number in 1..%d", v, maxLimit)
+		return 0, fieldRefusal("limit", sdk.ErrInvalid, "%q is not a number in 1..%d", v, maxLimit)
 	}
 	return n, nil
 }

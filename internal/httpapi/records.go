@@ -78,10 +78,10 @@ func (s *Server) handleRemember(ctx context.Context, c caller, w http.ResponseWr
 		return err
 	}
 	if len(req.Records) == 0 {
-		return badRequest("records: at least one record is required")
+		return fieldRefusal("records", sdk.ErrInvalid, "at least one record is required")
 	}
 	if len(req.Records) > sdk.MaxBatch {
-		return fmt.Errorf("records: %d records, the limit per request is %d: %w", len(req.Records), sdk.MaxBatch, sdk.ErrTooLarge)
+		return fieldRefusal("records", sdk.ErrTooLarge, "%d records, the limit per request is %d", len(req.Records), sdk.MaxBatch)
 	}
 	records := make([]sdk.Record, len(req.Records))
 	for i, in := range req.Records {
@@ -122,6 +122,9 @@ func (s *Server) handleRemember(ctx context.Context, c caller, w http.ResponseWr
 	if err != nil {
 		return err
 	}
+	if ids, err = s.restateProposals(ctx, realm, p, records, ids); err != nil {
+		return err
+	}
 	answer := map[string]any{"ids": ids}
 	if unadded := tagsNotAdded(ctx, p, realm, records, ids); unadded != nil {
 		answer["tags_not_added"] = unadded
@@ -160,7 +163,7 @@ func (s *Server) handleGet(ctx context.Context, c caller, w http.ResponseWriter,
 	if len(recs) == 0 {
 		return fmt.Errorf("record %q not found in realm %q: %w", id, realm, sdk.ErrNotFound)
 	}
-	if err := c.touchScope(recs[0].Scope); err != nil {
+	if err := c.touchStored(id, recs[0].Scope); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, recs[0])

@@ -34,6 +34,9 @@ func (s *Server) handleApprove(ctx context.Context, c caller, w http.ResponseWri
 	if err != nil {
 		return err
 	}
+	if err := s.touchRecord(ctx, c, realm, id, p); err != nil {
+		return err
+	}
 	newID, err := s.approve(ctx, realm, id, p)
 	if err != nil {
 		return err

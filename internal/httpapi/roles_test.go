@@ -78,7 +78,7 @@ func TestCallerRoles(t *testing.T) {
 			var status int
 			var e errorBody
 			if tc.method == "write" {
-				status, e = call(t, srv, "POST", "/v1/records?realm=default", token, []byte(bodies[tc.body]))
+				status, e = call(t, srv, "POST", "/v1/records", token, []byte(bodies[tc.body]))
 			} else {
 				status, e = call(t, srv, "POST", "/v1/records/"+id+"/approve?realm=default", token, nil)
 			}

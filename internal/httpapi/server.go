@@ -192,7 +192,7 @@ func New(opts Options) *Server {
 		}
 		s.writeError(w, fmt.Errorf("no such endpoint: %s %s: %w", r.Method, r.URL.Path, sdk.ErrNotFound), "")
 	})
-	s.handler = mux
+	s.handler = s.refuseCrossOrigin(mux)
 	return s
 }
 
@@ -284,6 +284,9 @@ func (s *Server) routeWithin(mux *http.ServeMux, pattern string, timeout time.Du
 		err := func() error {
 			c, err := s.authenticate(r.Header)
 			if err != nil {
+				return err
+			}
+			if err := checkQuery(pattern, r.URL.RawQuery); err != nil {
 				return err
 			}
 			ctx, cancel := context.WithTimeout(r.Context(), timeout)
@@ -390,13 +393,20 @@ func (s *Server) mountMCP(mux *http.ServeMux, h http.Handler) {
 		if err == nil {
 			_, _, err = s.mcpIdentity(r.Header)
 		}
+		if err == nil {
+			err = contentCoding(r)
+		}
 		if err != nil {
 			s.writeError(rec, err, reqID)
 		} else {
 			r.Body = http.MaxBytesReader(rec, r.Body, s.opts.MaxBodyBytes)
 			// The tools' coordinator lines carry the id, as /v1's do.
 			r = r.WithContext(hclog.WithContext(r.Context(), s.opts.Logger.With("request_id", reqID)))
-			h.ServeHTTP(rec, r)
+			answer := &mcpAnswer{ResponseWriter: rec}
+			h.ServeHTTP(answer, r)
+			if err := answer.refusal(r, s.opts.MaxBodyBytes); err != nil {
+				s.writeError(rec, err, reqID)
+			}
 		}
 		s.opts.Metrics.observeRequest(pattern, rec.status, time.Since(start))
 	})
@@ -484,7 +494,7 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
-func (s *Server) handlePlugins(_ context.Context, _ caller, w http.ResponseWriter, _ *http.Request) error {
+func (s *Server) handlePlugins(_ context.Context, c caller, w http.ResponseWriter, _ *http.Request) error {
 	var st []pluginhost.Status
 	if s.opts.Plugins != nil {
 		st = s.opts.Plugins.Status()
@@ -494,7 +504,11 @@ func (s *Server) handlePlugins(_ context.Context, _ caller, w http.ResponseWrite
 	}
 	answer := map[string]any{"plugins": st}
 	if s.opts.Semantic != nil {
-		answer["semantic"] = s.opts.Semantic.Status()
+		// Each entry names a realm and counts its records: a token is told
+		// of its own realms only, as every other answer tells it.
+		answer["semantic"] = slices.DeleteFunc(s.opts.Semantic.Status(), func(st hybrid.Status) bool {
+			return c.token != nil && !slices.Contains(c.token.Realms, st.Realm)
+		})
 	}
 	writeJSON(w, http.StatusOK, answer)
 	return nil

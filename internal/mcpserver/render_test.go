@@ -9,10 +9,12 @@ import (
 )
 
 // plainFields are the fields of the tools' answers that carry no text a
-// record's writer chose: validated ids, numbers, times, memhost's own
-// status words, and the lists that hold the rendered rows.
+// record's writer chose: numbers, times, memhost's own status words, and
+// the lists that hold the rendered rows. Ids are rendered: a validated id
+// is a token, and a token may spell a marker (an import or a hand-edited
+// file chooses it).
 var plainFields = map[string]bool{
-	"ID": true, "Score": true, "UpdatedAt": true, "Status": true, "Forgotten": true,
+	"Score": true, "UpdatedAt": true, "Status": true, "Forgotten": true,
 	"NextCursor": true, "Rows": true, "Hits": true, "Content": true,
 }
 

@@ -55,7 +55,11 @@ func Store(ctx context.Context, realm string, p sdk.Provider, records []sdk.Reco
 
 // Approve supersedes the pending proposal id with an active copy without
 // the tag, in one provider call, and answers the active record's id. The
-// proposal stays as history (superseded).
+// proposal stays as history (superseded). A provider that answers the
+// copy with the proposal's own id (the copy's content is the proposal's,
+// and bleve answers a write of content its scope holds with the holder,
+// changing nothing) has the proposal dropped and the copy written instead,
+// as Restate does.
 func Approve(ctx context.Context, realm, id string, p sdk.Provider) (string, error) {
 	hp := host.ProviderOf(p)
 	getter, ok := hp.Getter()
@@ -71,10 +75,58 @@ func Approve(ctx context.Context, realm, id string, p sdk.Provider) (string, err
 		return "", fmt.Errorf("record %q not found in realm %q: %w", id, realm, sdk.ErrNotFound)
 	}
 	old := recs[0]
-	if old.Status != sdk.StatusQuarantined || !old.HasTag(Tag) {
+	if !IsPending(&old) {
 		return "", fmt.Errorf("record %q (status %s) is %w: %w", id, old.Status, ErrNotPending, sdk.ErrConflict)
 	}
-	return sup.Supersede(ctx, realm, id, approvedCopy(old))
+	copied := approvedCopy(old)
+	newID, err := sup.Supersede(ctx, realm, id, copied)
+	if err != nil || newID != id {
+		return newID, err
+	}
+	ids, err := Restate(ctx, realm, p, []sdk.Record{copied}, []sdk.Record{old})
+	if err != nil {
+		return "", err
+	}
+	return ids[0], nil
+}
+
+// IsPending reports whether r is a pending proposal: quarantined and
+// tagged. Nothing else stores a record quarantined with the tag (an
+// import aside, which takes records as they were).
+func IsPending(r *sdk.Record) bool { return r.Status == sdk.StatusQuarantined && r.HasTag(Tag) }
+
+// Restate writes records in place of stored, pending proposals holding
+// their content, and answers the records' ids: a provider answers a write
+// of content its scope holds, a proposal's included, with the holder's id
+// (so an application's own write of a shared record an agent proposed
+// first would be answered with the proposal, never recalled). The
+// proposals are dropped first, as an approval over a target drops its
+// proposal, then records written in one call, all or nothing; if that
+// fails the proposals are put back.
+func Restate(ctx context.Context, realm string, p sdk.Provider, records []sdk.Record, stored []sdk.Record) ([]string, error) {
+	hp := host.ProviderOf(p)
+	forget, ok := hp.Forgetter()
+	w, ok2 := hp.Writer()
+	if !ok || !ok2 {
+		return nil, fmt.Errorf("the provider of realm %q cannot put a record in place of a pending proposal of the same content (it needs the forget and write capabilities): %w", realm, sdk.ErrUnsupported)
+	}
+	ids := make([]string, len(stored))
+	for i, r := range stored {
+		ids[i] = r.ID
+	}
+	if _, err := forget.Forget(ctx, realm, ids); err != nil {
+		return nil, err
+	}
+	out, err := w.Remember(ctx, realm, records)
+	if err != nil {
+		if a, ok := hp.Archiver(); ok {
+			if _, rerr := a.Import(context.WithoutCancel(ctx), realm, stored); rerr != nil {
+				return nil, fmt.Errorf("%w (and restoring the proposals %v failed: %w)", err, ids, rerr)
+			}
+		}
+		return nil, err
+	}
+	return out, nil
 }
 
 // ErrAgentForget refuses an agent the deletion of a record it could only

@@ -121,7 +121,7 @@ func (q *Queue) List(ctx context.Context, realm string, p sdk.Provider, after st
 	var gone []string
 	for _, e := range entries {
 		rec, ok := byID[e.ID]
-		if !ok || rec.Status != sdk.StatusQuarantined || !rec.HasTag(Tag) {
+		if !ok || !IsPending(&rec) {
 			gone = append(gone, e.ID)
 			continue
 		}
@@ -201,6 +201,20 @@ func approvedCopy(old sdk.Record) sdk.Record {
 	}
 }
 
+// Restate is Restate through the queue: the dropped proposals leave the
+// ledger.
+func (q *Queue) Restate(ctx context.Context, realm string, p sdk.Provider, records []sdk.Record, stored []sdk.Record) ([]string, error) {
+	ids, err := Restate(ctx, realm, p, records, stored)
+	if err != nil {
+		return nil, err
+	}
+	gone := make([]string, len(stored))
+	for i, r := range stored {
+		gone[i] = r.ID
+	}
+	return ids, q.Ledger.Remove(ctx, realm, gone)
+}
+
 // Reject forgets the pending proposal id: a rejected proposal leaves
 // nothing behind but the caller's log line.
 func (q *Queue) Reject(ctx context.Context, realm, id string, p sdk.Provider) error {
@@ -230,7 +244,7 @@ func pendingRecord(ctx context.Context, realm, id string, p sdk.Provider) (sdk.R
 	if len(recs) == 0 {
 		return sdk.Record{}, fmt.Errorf("record %q not found in realm %q: %w", id, realm, sdk.ErrNotFound)
 	}
-	if recs[0].Status != sdk.StatusQuarantined || !recs[0].HasTag(Tag) {
+	if !IsPending(&recs[0]) {
 		return sdk.Record{}, fmt.Errorf("record %q (status %s) is %w: %w", id, recs[0].Status, ErrNotPending, sdk.ErrConflict)
 	}
 	return recs[0], nil

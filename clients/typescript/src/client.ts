@@ -83,8 +83,18 @@ export interface RecordFilter extends PageParams {
   since?: string;
 }
 
+/** A trace listing: its realm and size (traces are newest first, with no cursor). */
+export interface TraceParams {
+  realm?: string;
+  limit?: number;
+}
+
 function pageQuery(p: PageParams): { [name: string]: string | undefined } {
   return { realm: p.realm, after: p.after, limit: p.limit?.toString() };
+}
+
+function traceQuery(p: TraceParams): { [name: string]: string | undefined } {
+  return { realm: p.realm, limit: p.limit?.toString() };
 }
 
 export interface RealmOptions extends CallOptions {
@@ -207,18 +217,18 @@ export class MemhostClient {
   }
 
   /** A session's turn trace: what each turn injected and what it left out. */
-  trace(session: string, params: PageParams & { identity?: string } = {}, opts?: CallOptions): Promise<Answer<"sessionTrace">> {
-    return this.json({ method: "GET", path: `/v1/sessions/${seg(session)}/trace`, query: { ...pageQuery(params), identity: params.identity }, opts });
+  trace(session: string, params: TraceParams & { identity?: string } = {}, opts?: CallOptions): Promise<Answer<"sessionTrace">> {
+    return this.json({ method: "GET", path: `/v1/sessions/${seg(session)}/trace`, query: { ...traceQuery(params), identity: params.identity }, opts });
   }
 
   /** A realm's traced sessions, most recent first. */
-  traces(params: PageParams = {}, opts?: CallOptions): Promise<Answer<"listTraces">> {
-    return this.json({ method: "GET", path: "/v1/traces", query: pageQuery(params), opts });
+  traces(params: TraceParams = {}, opts?: CallOptions): Promise<Answer<"listTraces">> {
+    return this.json({ method: "GET", path: "/v1/traces", query: traceQuery(params), opts });
   }
 
   /** The newest turns that injected a record. */
-  recordTrace(id: string, params: PageParams = {}, opts?: CallOptions): Promise<Answer<"recordTrace">> {
-    return this.json({ method: "GET", path: `/v1/records/${seg(id)}/trace`, query: pageQuery(params), opts });
+  recordTrace(id: string, params: TraceParams = {}, opts?: CallOptions): Promise<Answer<"recordTrace">> {
+    return this.json({ method: "GET", path: `/v1/records/${seg(id)}/trace`, query: traceQuery(params), opts });
   }
 
   recall(body: WithIdentity<RequestBody<"recall">>, opts?: CallOptions): Promise<Answer<"recall">> {

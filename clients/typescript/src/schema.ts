@@ -516,6 +516,15 @@ export interface paths {
          *     The identity is required unless the token is bound to exactly one
          *     identity, which is then the default; a token bound to identities gets
          *     403 for any other.
+         *
+         *     What the transport refuses before any tool runs (another method than
+         *     POST, a Content-Type other than application/json, an Accept without
+         *     both application/json and text/event-stream, a body that is not
+         *     JSON-RPC or over server.max_body_bytes) is answered in the error
+         *     envelope like any other refusal. A client announcing protocol version
+         *     2026-07-28 or later may get the protocol's own refusals as JSON-RPC
+         *     error responses instead (an unknown method is then 404 with code
+         *     -32601). A bad tool argument is a tool error in a 200, never a refusal.
          */
         post: operations["mcp"];
         delete?: never;
@@ -640,6 +649,27 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        ErrorEnvelope: {
+            error: {
+                code: string;
+                message: string;
+                /** @description the X-Request-Id of the request */
+                request_id?: string;
+                /** @description the request field (or query parameter) refused, when the refusal names one (records[1].body, limit) */
+                field?: string;
+            };
+        };
+        /** @description A JSON-RPC 2.0 error response, as the MCP protocol's own refusals are answered. */
+        JSONRPCError: {
+            /** @enum {string} */
+            jsonrpc: "2.0";
+            id?: string | number | null;
+            error: {
+                code: number;
+                message: string;
+                data?: unknown;
+            };
+        };
         /** @description One line of a reindex answer; exactly one of its fields is set. */
         ReindexLine: {
             progress?: {
@@ -828,7 +858,8 @@ export interface components {
     responses: {
         /**
          * @description 400 invalid_argument, 401 unauthenticated, 403 permission_denied, 404 not_found,
-         *     405 method_not_allowed, 409 conflict, 413 too_large,
+         *     405 method_not_allowed (with Allow), 409 conflict, 413 too_large,
+         *     415 unsupported_media_type (a body in a content coding; on /mcp, a Content-Type other than application/json),
          *     429 too_many_proposals (an agent token's pending proposals in the realm are at the bound; see Retry-After), 501 unsupported, 503 unavailable,
          *     503 provider_unavailable (the realm's provider instance is not serving: it could not start or is restarting; /readyz says why; other realms serve), 504 deadline_exceeded,
          *     507 storage_full (the store's disk or quota is full; reads keep working; retry once space is freed),
@@ -843,16 +874,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": {
-                    error?: {
-                        code: string;
-                        message: string;
-                        /** @description the X-Request-Id of the request */
-                        request_id?: string;
-                        /** @description the request field refused, when the refusal names one (records[1].body) */
-                        field?: string;
-                    };
-                };
+                "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
     };
@@ -1312,7 +1334,10 @@ export interface operations {
                      * @enum {string}
                      */
                     tier?: "working_set" | "full";
-                    /** @default 24 */
+                    /**
+                     * @description working_set rows; 0 means 24. Checked whatever the tier.
+                     * @default 24
+                     */
                     k?: number;
                 };
             };
@@ -1787,7 +1812,7 @@ export interface operations {
                             /** @description the latest warning and error lines the instance logged (a broken file a provider skipped, say), oldest first */
                             warnings?: string[];
                         }[];
-                        /** @description Present when an embedder is configured. Each realm with semantic recall (a realm without a block appears after its first write or recall). */
+                        /** @description Present when an embedder is configured. Each realm with semantic recall (a realm without a block appears after its first write or recall) among the token's realms. */
                         semantic?: {
                             realm?: string;
                             /** @description the model the embedder makes; records embedded by another are re-embedded */
@@ -1829,17 +1854,17 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": Record<string, never> | Record<string, never>[];
             };
         };
         responses: {
-            /** @description A JSON-RPC answer. */
+            /** @description A JSON-RPC answer (a list of them for a batch). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": Record<string, never> | Record<string, never>[];
                 };
             };
             /** @description A notification was accepted. */
@@ -1848,6 +1873,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description `invalid_argument`, or the protocol's own JSON-RPC error (see above). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"] | components["schemas"]["JSONRPCError"];
+                };
+            };
+            /** @description An unknown method, for protocol 2026-07-28 or later: a JSON-RPC error, code -32601. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"] | components["schemas"]["JSONRPCError"];
+                };
             };
             default: components["responses"]["Error"];
         };

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// runRoot runs the memhost command line in process with args and answers
+// its error and what it wrote to standard error.
+func runRoot(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	root := rootCommand()
+	var stdout, stderr bytes.Buffer
+	root.SetOut(&stdout)
+	root.SetErr(&stderr)
+	root.SetIn(strings.NewReader(""))
+	root.SetArgs(args)
+	err := root.ExecuteContext(context.Background())
+	return stderr.String(), err
+}
+
+// refusedAddr is an address nothing listens at.
+func refusedAddr(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.NotFoundHandler())
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	srv.Close()
+	return addr
+}
+
+// hungServer answers no request: it reads each and waits for the client to
+// give up. Each request's arrival is sent on arrived when not nil.
+func hungServer(t *testing.T, arrived chan<- struct{}) *httptest.Server {
+	t.Helper()
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Read to the end: only then does the server notice the client
+		// hanging up.
+		_, _ = io.Copy(io.Discard, r.Body)
+		if arrived != nil {
+			arrived <- struct{}{}
+		}
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(func() {
+		close(release)
+		srv.Close()
+	})
+	return srv
+}
+
+// TestCommandLineRefusals: input no command can use is refused in one
+// plain sentence, before anything is read, sent or written.
+func TestCommandLineRefusals(t *testing.T) {
+	dir := t.TempDir()
+	records := filepath.Join(dir, "records.jsonl")
+	line, _ := json.Marshal(archiveLine(1, sdk.StatusActive))
+	if err := os.WriteFile(records, append(line, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gz := filepath.Join(dir, "records.jsonl.gz")
+	if err := os.WriteFile(gz, []byte("\x1f\x8b\x08\x00corrupt"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := refusedAddr(t)
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"int flag not a number", []string{"import", "--addr", addr, "--batch", "abc", records}, `invalid argument "abc" for "--batch" flag: want a whole number`},
+		{"int flag out of range", []string{"import", "--addr", addr, "--batch", "99999999999999999999", records}, `"--batch" flag: want a whole number in range`},
+		{"bool flag", []string{"import", "--addr", addr, "--strict=maybe", records}, `"--strict" flag: want true or false`},
+		{"batch outside its range", []string{"import", "--addr", addr, "--batch", "0", records}, "--batch 0 is outside 1-1000"},
+		{"config is a directory", []string{"export", "--config", dir}, "config " + dir + " is a directory: name the HCL file"},
+		{"config is a directory, local", []string{"reindex", "--local", "--config", dir}, "config " + dir + " is a directory: name the HCL file"},
+		{"import into a bad realm", []string{"import", "--addr", addr, "--realm", "acme corp", records}, `--realm "acme corp" may hold only letters, digits`},
+		{"addr and local", []string{"export", "--addr", addr, "--local"}, "--addr and --local exclude each other"},
+		{"addr and local, import", []string{"import", "--local", "--addr", addr, records}, "--addr and --local exclude each other"},
+		{"import of a directory", []string{"import", "--addr", addr, dir}, dir + " is a directory, not a file of records"},
+		{"import of a gzip file", []string{"import", "--addr", addr, gz}, gz + " is gzip-compressed: decompress it first"},
+		{"strict import of standard input", []string{"import", "--addr", addr, "--strict", "-"}, "--strict reads the file twice, so it needs a regular file, not standard input"},
+		{"export to a directory", []string{"export", "--addr", addr, dir}, dir + " is a directory: name the file to write"},
+		{"export into a missing directory", []string{"export", "--addr", addr, filepath.Join(dir, "nope", "x.jsonl")}, "cannot write " + filepath.Join(dir, "nope", "x.jsonl") + ": directory " + filepath.Join(dir, "nope") + ": no such file or directory"},
+		{"approve an empty id", []string{"proposals", "approve", "--addr", addr, "p1", ""}, "a proposal id is empty; nothing was approved"},
+		{"reject an empty id", []string{"proposals", "reject", "--addr", addr, ""}, "a proposal id is empty; nothing was rejected"},
+		{"trace an empty session", []string{"trace", "--addr", addr, ""}, "the session is empty"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			stderr, err := runRoot(t, c.args...)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("memhost %v = %v, want an error containing %q", c.args, err, c.want)
+			}
+			for _, leak := range []string{"strconv", "Parse", "\n", "connection refused"} {
+				if strings.Contains(err.Error(), leak) {
+					t.Errorf("the error %q holds %q", err, leak)
+				}
+			}
+			// Refused before any work: no summary of an import that ran.
+			if strings.Contains(stderr, "imported") {
+				t.Errorf("a refused command reported work:\n%s", stderr)
+			}
+		})
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 {
+		t.Fatalf("the refusals left files behind: %v", entries)
+	}
+}
+
+// TestImportProgressOfAGrowingFile: a file appended to while it is read
+// never shows more than all of it done.
+func TestImportProgressOfAGrowingFile(t *testing.T) {
+	var out strings.Builder
+	p := newProgress(&out, 100, false)
+	p.set(250, importStats{Imported: 3})
+	if !strings.HasPrefix(out.String(), "import: 100% of the file") {
+		t.Fatalf("progress past the file's first size: %q", out.String())
+	}
+}
+
+// TestExportLeavesTheFileOnFailure: an export that fails or is cut short
+// (server down, an error mid-way, a server that stops answering) leaves
+// FILE as it was, or absent, and no partial file beside it.
+func TestExportLeavesTheFileOnFailure(t *testing.T) {
+	first, _ := json.Marshal(archiveLine(1, sdk.StatusActive))
+	midway := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ After string }
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		w.Header().Set("Content-Type", "application/json")
+		if req.After == "" {
+			w.Write([]byte(`{"records":[` + string(first) + `],"next":"imp-0000001"}`))
+			return
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write([]byte(`{"error":{"code":"unavailable","message":"the provider stopped"}}`))
+	}))
+	defer midway.Close()
+	hung := hungServer(t, nil)
+	defer func(d time.Duration) { requestDeadline = d }(requestDeadline)
+	requestDeadline = 200 * time.Millisecond
+
+	for _, c := range []struct {
+		name, addr, want string
+	}{
+		{"server down", refusedAddr(t), "No memhost listens there"},
+		{"error mid-way", strings.TrimPrefix(midway.URL, "http://"), "the provider stopped"},
+		{"server hung", strings.TrimPrefix(hung.URL, "http://"), "no answer in time"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, existing := range []bool{true, false} {
+				dir := t.TempDir()
+				path := filepath.Join(dir, "backup.jsonl")
+				if existing {
+					if err := os.WriteFile(path, []byte("the last good backup\n"), 0o640); err != nil {
+						t.Fatal(err)
+					}
+				}
+				_, err := runRoot(t, "export", "--addr", c.addr, path)
+				entries, _ := os.ReadDir(dir)
+				got, rerr := os.ReadFile(path)
+				switch {
+				case existing && (rerr != nil || string(got) != "the last good backup\n"):
+					t.Fatalf("the existing file is now %q, %v (export: %v)", got, rerr, err)
+				case !existing && rerr == nil:
+					t.Fatalf("a failed export created %s holding %q (export: %v)", path, got, err)
+				case len(entries) != map[bool]int{true: 1, false: 0}[existing]:
+					t.Fatalf("files left in the directory: %v", entries)
+				}
+				said := map[bool]string{true: path + " left as it was: ", false: path + " not written: "}[existing]
+				if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), said) {
+					t.Fatalf("export = %v, want an error containing %q", err, c.want)
+				}
+			}
+		})
+	}
+}
+
+// TestExportWritesAFileInPlace: a complete export replaces FILE, keeping
+// its permissions, and writes to a device (no rename, no sync) too.
+func TestExportWritesAFileInPlace(t *testing.T) {
+	line, _ := json.Marshal(archiveLine(1, sdk.StatusActive))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"records":[` + string(line) + `],"next":""}`))
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "backup.jsonl")
+	if err := os.WriteFile(path, []byte("old\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := runRoot(t, "export", "--addr", addr, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(path)
+	if string(got) != string(line)+"\n" {
+		t.Fatalf("the export wrote %q", got)
+	}
+	if info, _ := os.Stat(path); info.Mode().Perm() != 0o640 {
+		t.Errorf("the replaced file's mode is %v, want -rw-r-----", info.Mode().Perm())
+	}
+	if !strings.Contains(stderr, "export: 1 record") || !strings.Contains(stderr, "exported 1 record\n") {
+		t.Errorf("no progress or summary on standard error:\n%s", stderr)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("files left in the directory: %v", entries)
+	}
+	if _, err := runRoot(t, "export", "--addr", addr, os.DevNull); err != nil {
+		t.Fatalf("export to %s: %v", os.DevNull, err)
+	}
+}

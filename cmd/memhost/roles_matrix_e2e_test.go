@@ -1,0 +1,376 @@
+package main
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memhost/memhost/internal/mcpserver"
+)
+
+// Token secrets of the role-matrix deployments.
+const (
+	mxApp      = "mx-app-0123456789abcdef0123456789ab"
+	mxAliceApp = "mx-alice-app-0123456789abcdef012345"
+	mxAlice    = "mx-alice-0123456789abcdef0123456789"
+	mxRuntime  = "mx-runtime-0123456789abcdef01234567"
+)
+
+// matrixTokens: an application token, an application token bound to
+// alice, an agent token bound to alice and an agent runtime's token that
+// acts as any identity.
+const matrixTokens = `
+token "app" {
+  secret_env = "MX_APP"
+  realms     = ["default"]
+  role       = "application"
+}
+token "alice-app" {
+  secret_env = "MX_ALICE_APP"
+  realms     = ["default"]
+  role       = "application"
+  identity   = "alice"
+}
+token "alice" {
+  secret_env = "MX_ALICE"
+  realms     = ["default"]
+  identity   = "alice"
+}
+token "runtime" {
+  secret_env = "MX_RUNTIME"
+  realms     = ["default"]
+}
+`
+
+var matrixEnv = []string{"MX_APP=" + mxApp, "MX_ALICE_APP=" + mxAliceApp, "MX_ALICE=" + mxAlice, "MX_RUNTIME=" + mxRuntime}
+
+type storedRecord struct {
+	ID, Scope, Title, Body, Status, Trust string
+	Tags                                  []string
+}
+
+func getRecord(t *testing.T, m *instance, id string) (int, storedRecord) {
+	t.Helper()
+	var rec storedRecord
+	code := m.as(mxApp).do("GET", "/v1/records/"+id, nil, &rec)
+	return code, rec
+}
+
+func hasProposalTag(tags []string) bool {
+	for _, tag := range tags {
+		if tag == "memhost:proposal" {
+			return true
+		}
+	}
+	return false
+}
+
+// TestApplicationWriteIsNotTakenByAProposal: a provider answers a write
+// of content its scope already holds with the holder's id, and a pending
+// proposal holds its content. An agent that proposed a shared record's
+// content first used to have the application's own write of it answered
+// with the proposal's id: a quarantined record, never recalled, with the
+// agent's trust. The application's write now drops the proposal (from
+// the store and the queue, as an approval over a target does) and stores
+// the application's record, in every shared scope, on every provider that
+// holds proposals; a retry answers the same record, and a batch holding
+// the content twice gets it once.
+func TestApplicationWriteIsNotTakenByAProposal(t *testing.T) {
+	t.Parallel()
+	for _, pc := range providerConfigs {
+		if pc.plugin != "sqlite" && pc.plugin != "bleve" && pc.plugin != "markdown" {
+			continue
+		}
+		t.Run(pc.plugin, func(t *testing.T) {
+			t.Parallel()
+			m := startMemhost(t, providerDeployment(pc.plugin, pc.config)+matrixTokens, matrixEnv...)
+			for _, scope := range []string{"realm", "mob:ops", "operator:acme"} {
+				title, body := "Deploy day "+scope, "Deploys of "+scope+" go out on Tuesdays with the quince checklist."
+				rec := map[string]any{"scope": scope, "kind": "fact", "title": title, "body": body, "trust": "operator"}
+				var prop struct{ IDs []string }
+				if code := m.as(mxRuntime).do("POST", "/v1/records", map[string]any{"records": []any{rec}}, &prop); code != 202 || len(prop.IDs) != 1 {
+					t.Fatalf("%s: the agent's proposal = %d %v", scope, code, prop.IDs)
+				}
+				var out struct{ IDs []string }
+				if code := m.as(mxApp).do("POST", "/v1/records", map[string]any{"records": []any{rec, rec}}, &out); code != 200 || len(out.IDs) != 2 {
+					t.Fatalf("%s: the application's write = %d %v", scope, code, out.IDs)
+				}
+				if out.IDs[0] == prop.IDs[0] || out.IDs[1] != out.IDs[0] {
+					t.Fatalf("%s: the application's write of the proposed content was answered %v; want one new record for both, not proposal %s", scope, out.IDs, prop.IDs[0])
+				}
+				code, got := getRecord(t, m, out.IDs[0])
+				if code != 200 || got.Status != "active" || got.Trust != "operator" || hasProposalTag(got.Tags) {
+					t.Fatalf("%s: the application's record = %d %+v; want active, with its own trust, untagged", scope, code, got)
+				}
+				if code, old := getRecord(t, m, prop.IDs[0]); code != 404 {
+					t.Errorf("%s: the proposal = %d %+v, want it dropped", scope, code, old)
+				}
+				var again struct{ IDs []string }
+				if code := m.as(mxApp).do("POST", "/v1/records", map[string]any{"records": []any{rec}}, &again); code != 200 || len(again.IDs) != 1 || again.IDs[0] != out.IDs[0] {
+					t.Errorf("%s: a retry = %d %v, want %s", scope, code, again.IDs, out.IDs[0])
+				}
+			}
+			var list proposalList
+			if code := m.as(mxApp).do("GET", "/v1/proposals", nil, &list); code != 200 || list.Pending != 0 || len(list.Proposals) != 0 {
+				t.Errorf("the queue after the application's writes = %d %+v, want empty", code, list)
+			}
+			if got := recall(t, m.as(mxRuntime), "carol", "quince checklist tuesdays"); len(got.Hits) != 1 {
+				t.Errorf("the application's realm record is not recalled: %+v", got.Hits)
+			}
+		})
+	}
+}
+
+// TestApprovalActivatesOnEveryProvider: an approval answers an active
+// record without the proposal tag, recalled, on every provider that holds
+// proposals. On bleve, which answers a write of content its scope holds
+// with the holder, superseding a proposal with its own content changed
+// nothing: the approval answered 200 "active" with the proposal's id, and
+// the proposal stayed quarantined, never recalled.
+func TestApprovalActivatesOnEveryProvider(t *testing.T) {
+	t.Parallel()
+	for _, pc := range providerConfigs {
+		if pc.plugin != "sqlite" && pc.plugin != "bleve" && pc.plugin != "markdown" {
+			continue
+		}
+		t.Run(pc.plugin, func(t *testing.T) {
+			t.Parallel()
+			m := startMemhost(t, providerDeployment(pc.plugin, pc.config)+matrixTokens, matrixEnv...)
+			var prop struct{ IDs []string }
+			rec := map[string]any{"scope": "realm", "kind": "fact", "title": "Canteen", "body": "The canteen serves medlar pie on Thursdays."}
+			if code := m.as(mxRuntime).do("POST", "/v1/records", map[string]any{"records": []any{rec}}, &prop); code != 202 || len(prop.IDs) != 1 {
+				t.Fatalf("the agent's proposal = %d %v", code, prop.IDs)
+			}
+			var appr struct{ ID, Approved, Status string }
+			if code := m.as(mxApp).do("POST", "/v1/records/"+prop.IDs[0]+"/approve", nil, &appr); code != 200 || appr.Approved != prop.IDs[0] || appr.Status != "active" {
+				t.Fatalf("approve = %d %+v", code, appr)
+			}
+			if code, got := getRecord(t, m, appr.ID); code != 200 || got.Status != "active" || hasProposalTag(got.Tags) {
+				t.Fatalf("the approved record %s = %d %+v, want active and untagged", appr.ID, code, got)
+			}
+			if got := recall(t, m.as(mxRuntime), "carol", "medlar pie thursdays"); len(got.Hits) != 1 || got.Hits[0].Record.ID != appr.ID {
+				t.Errorf("after approval recall = %+v, want %s", got.Hits, appr.ID)
+			}
+			var e apiError
+			if code := m.as(mxApp).do("POST", "/v1/records/"+prop.IDs[0]+"/approve", nil, &e); code != 409 && code != 404 {
+				t.Errorf("a second approval = %d %+v, want 409 or 404", code, e)
+			}
+		})
+	}
+}
+
+// TestBoundTokenDecidesNoOtherIdentitysProposal: a token bound to alice
+// touches no other identity's own scope, on every verb. A pending proposal
+// in bob's scope (an import stores one there: it takes records as they
+// were) used to be approved (a write into bob's scope) and rejected (a
+// delete of bob's record) by an application token bound to alice. A token
+// bound to no identity still decides it.
+func TestBoundTokenDecidesNoOtherIdentitysProposal(t *testing.T) {
+	t.Parallel()
+	m := startMemhost(t, providerDeployment("sqlite", `{ path = "memory.db" }`)+matrixTokens, matrixEnv...)
+	now := time.Now().UTC().Format(time.RFC3339)
+	imported := func(id, scope, title string) map[string]any {
+		return map[string]any{"id": id, "scope": scope, "kind": "fact", "title": title, "body": title + " body.",
+			"tags": []string{"memhost:proposal"}, "status": "quarantined", "trust": "agent_observed", "created_at": now, "updated_at": now}
+	}
+	var res struct{ Imported int }
+	if code := m.as(mxApp).do("POST", "/v1/import", map[string]any{"records": []any{
+		imported("rbobproposal1", "identity:bob", "Bob private plan"), imported("ralicepropos1", "identity:alice", "Alice plan"),
+	}}, &res); code != 200 || res.Imported != 2 {
+		t.Fatalf("import = %d %+v", code, res)
+	}
+	for _, verb := range []string{"approve", "reject"} {
+		var e apiError
+		if code := m.as(mxAliceApp).do("POST", "/v1/records/rbobproposal1/"+verb, nil, &e); code != 403 || e.Error.Code != "permission_denied" {
+			t.Errorf("alice-app %s of bob's proposal = %d %+v, want 403", verb, code, e)
+		}
+		if code, rec := getRecord(t, m, "rbobproposal1"); code != 200 || rec.Status != "quarantined" {
+			t.Fatalf("after alice-app's %s bob's proposal = %d %+v, want it untouched", verb, code, rec)
+		}
+	}
+	// Her own identity's is hers to decide; bob's is the unbound token's.
+	if code := m.as(mxAliceApp).do("POST", "/v1/records/ralicepropos1/reject", nil, nil); code != 200 {
+		t.Errorf("alice-app rejects alice's proposal = %d, want 200", code)
+	}
+	if code := m.as(mxApp).do("POST", "/v1/records/rbobproposal1/reject", nil, nil); code != 200 {
+		t.Errorf("the application rejects bob's proposal = %d, want 200", code)
+	}
+	if code := m.as(mxAliceApp).do("POST", "/v1/records/rnosuchrecord1/reject", nil, nil); code != 404 {
+		t.Errorf("alice-app rejects a record that does not exist = %d, want 404", code)
+	}
+}
+
+// TestRolesMatrix pins who may do what, route by route, for every kind of
+// token: a refusal changes nothing, and a bound token reaches no other
+// identity's records, sessions or conversations. A bound token's refusal
+// of a record named by id used to quote the record's scope, telling the
+// token the other identity's id (an identity's name, often a person's).
+func TestRolesMatrix(t *testing.T) {
+	t.Parallel()
+	m := startMemhost(t, providerDeployment("sqlite", `{ path = "memory.db" }`)+matrixTokens, matrixEnv...)
+	app := m.as(mxApp)
+	ids := remember(t, app,
+		map[string]any{"scope": "identity:alice", "kind": "fact", "title": "Alice quince", "body": "Alice grows quince."},
+		map[string]any{"scope": "identity:bob", "kind": "fact", "title": "Bob quince", "body": "Bob grows quince."},
+		map[string]any{"scope": "realm", "kind": "fact", "title": "Realm quince", "body": "The realm grows quince."},
+	)
+	aliceRec, bobRec, realmRec := ids[0], ids[1], ids[2]
+	who := func(id string) map[string]string { return map[string]string{"id": id} }
+	const (
+		ok   = 200
+		gone = 204
+		bad  = 400
+		deny = 403
+	)
+	cases := []struct {
+		token, method, path string
+		body                any
+		want                int
+	}{
+		// Records by id: a bound token reaches no other identity's own.
+		{mxAlice, "GET", "/v1/records/" + bobRec, nil, deny},
+		{mxAliceApp, "GET", "/v1/records/" + bobRec, nil, deny},
+		{mxAlice, "GET", "/v1/records/" + realmRec, nil, ok},
+		{mxRuntime, "GET", "/v1/records/" + bobRec, nil, ok},
+		{mxAlice, "DELETE", "/v1/records/" + bobRec, nil, deny},
+		{mxAliceApp, "DELETE", "/v1/records/" + bobRec, nil, deny},
+		{mxAlice, "DELETE", "/v1/records/" + realmRec, nil, deny},
+		{mxRuntime, "DELETE", "/v1/records/" + realmRec, nil, deny},
+		{mxAliceApp, "GET", "/v1/records/" + strings.ToUpper(bobRec), nil, 404},
+		// Writes: a batch holding one forbidden record stores nothing.
+		{mxAlice, "POST", "/v1/records", map[string]any{"records": []any{
+			map[string]any{"scope": "identity:alice", "kind": "fact", "title": "Mixed ok", "body": "m"},
+			map[string]any{"scope": "identity:bob", "kind": "fact", "title": "Mixed bad", "body": "m"}}}, deny},
+		{mxAliceApp, "POST", "/v1/records", map[string]any{"records": []any{
+			map[string]any{"scope": "realm", "kind": "fact", "title": "Mixed ok", "body": "m"},
+			map[string]any{"scope": "identity:bob", "kind": "fact", "title": "Mixed bad", "body": "m"}}}, deny},
+		{mxRuntime, "POST", "/v1/records", map[string]any{"records": []any{
+			map[string]any{"scope": "identity:bob", "kind": "fact", "title": "Mixed ok", "body": "m"},
+			map[string]any{"scope": "realm", "kind": "fact", "title": "Mixed bad", "body": "m"}}}, bad},
+		// Acting as another identity.
+		{mxAlice, "POST", "/v1/recall", map[string]any{"identity": who("bob"), "query": "quince"}, deny},
+		{mxAliceApp, "POST", "/v1/turns/inject", map[string]any{"identity": who("bob"), "session": "s", "content": "quince"}, deny},
+		{mxAlice, "POST", "/v1/sessions/s/compacted", map[string]any{"identity": who("bob")}, deny},
+		{mxAlice, "POST", "/v1/manifest", map[string]any{"identity": who("bob")}, deny},
+		{mxAlice, "POST", "/v1/guide/session-start", map[string]any{"identity": who("bob"), "task": "quince"}, deny},
+		{mxAlice, "POST", "/v1/defang", map[string]any{"identity": who("bob"), "content": "x"}, deny},
+		{mxAlice, "POST", "/v1/recall", map[string]any{"identity": who("alice"), "query": "quince", "scopes": []string{"identity:bob"}}, deny},
+		{mxRuntime, "POST", "/v1/recall", map[string]any{"identity": who("alice"), "query": "quince", "scopes": []string{"identity:bob"}}, deny},
+		// Application verbs.
+		{mxAlice, "GET", "/v1/proposals", nil, deny},
+		{mxRuntime, "GET", "/v1/records", nil, deny},
+		{mxRuntime, "GET", "/v1/scopes", nil, deny},
+		{mxRuntime, "GET", "/v1/traces", nil, deny},
+		{mxRuntime, "POST", "/v1/records/" + realmRec + "/approve", nil, deny},
+		{mxRuntime, "POST", "/v1/records/" + realmRec + "/reject", nil, deny},
+		{mxRuntime, "POST", "/v1/export", map[string]any{}, deny},
+		{mxAliceApp, "POST", "/v1/export", map[string]any{}, deny},
+		{mxAliceApp, "POST", "/v1/import", map[string]any{"records": []any{}}, deny},
+		{mxRuntime, "POST", "/v1/admin/reindex", map[string]any{}, deny},
+		{mxAliceApp, "GET", "/v1/records?scope=identity:bob", nil, deny},
+		{mxAliceApp, "GET", "/v1/sessions/s/trace?identity=bob", nil, deny},
+		// Another realm, named in the query or the body.
+		{mxApp, "GET", "/v1/records/" + realmRec + "?realm=acme", nil, deny},
+		{mxApp, "POST", "/v1/recall", map[string]any{"identity": map[string]string{"realm": "acme", "id": "alice"}, "query": "quince"}, deny},
+		{mxApp, "POST", "/v1/export", map[string]any{"realm": "Default"}, deny},
+		{mxAlice, "DELETE", "/v1/records/" + aliceRec, nil, gone},
+	}
+	for _, tc := range cases {
+		var e apiError
+		if code := m.as(tc.token).do(tc.method, tc.path, tc.body, &e); code != tc.want {
+			t.Errorf("%s %s as %s = %d %+v, want %d", tc.method, tc.path, tc.token[:12], code, e, tc.want)
+		}
+	}
+	// A record named by id alone: the refusal must not tell a bound token
+	// whose it is (an identity's id is the name of its scope).
+	for _, tc := range []struct{ token, method, path string }{
+		{mxAlice, "GET", "/v1/records/" + bobRec},
+		{mxAliceApp, "GET", "/v1/records/" + bobRec},
+		{mxAlice, "DELETE", "/v1/records/" + bobRec},
+		{mxAliceApp, "DELETE", "/v1/records/" + bobRec},
+		{mxAliceApp, "POST", "/v1/records/" + bobRec + "/approve"},
+		{mxAliceApp, "POST", "/v1/records/" + bobRec + "/reject"},
+	} {
+		var e apiError
+		if code := m.as(tc.token).do(tc.method, tc.path, nil, &e); code != deny || strings.Contains(e.Error.Message, "bob") {
+			t.Errorf("%s %s as %s = %d %q, want 403 not naming the record's identity", tc.method, tc.path, tc.token[:12], code, e.Error.Message)
+		}
+	}
+	for _, id := range []string{bobRec, realmRec} {
+		if code, rec := getRecord(t, m, id); code != 200 || rec.Status != "active" {
+			t.Errorf("record %s after the refusals = %d %+v", id, code, rec)
+		}
+	}
+	var list struct {
+		Records []struct{ Record storedRecord }
+	}
+	app.do("GET", "/v1/records?q=mixed", nil, &list)
+	if len(list.Records) != 0 {
+		t.Errorf("a refused batch stored records: %+v", list.Records)
+	}
+}
+
+// TestStdioProposalsCountAgainstTheirToken: `memhost mcp` over stdio
+// needs MEMHOST_TOKEN when the config declares tokens, and its proposals
+// are bounded per token and realm like every other surface's. They used
+// to be noted under no token at all, so every stdio agent of a realm
+// shared one bound, whatever its token: one agent's flood refused the
+// others' proposals, and the queue could not say who proposed what.
+func TestStdioProposalsCountAgainstTheirToken(t *testing.T) {
+	t.Parallel()
+	cfgPath, dataDir := writeConfig(t, providerDeployment("sqlite", `{ path = "memory.db" }`)+`
+proposals {
+  max_pending         = 2
+  retry_after_seconds = 5
+}
+`+matrixTokens+`
+token "bob" {
+  secret_env = "MX_BOB"
+  realms     = ["default"]
+  identity   = "bob"
+}
+`)
+	const mxBob = "mx-bob-0123456789abcdef0123456789ab"
+	env := append([]string{"MX_BOB=" + mxBob}, matrixEnv...)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	propose := func(t *testing.T, secret, identity string, n int) (accepted int, refusal string) {
+		t.Helper()
+		cs, stderr := stdioMCP(t, ctx, t.TempDir(), append([]string{"MEMHOST_TOKEN=" + secret}, env...), "--config", cfgPath, "--data-dir", dataDir, "--identity", identity)
+		for i := range n {
+			res := callTool(t, ctx, cs, mcpserver.ToolRemember, map[string]any{"scope": "realm", "title": identity + " plan " + strconv.Itoa(i), "body": "A plan about medlars."}, nil)
+			if res.IsError {
+				refusal = toolText(res)
+				continue
+			}
+			accepted++
+		}
+		if err := cs.Close(); err != nil {
+			t.Logf("closing memhost mcp: %v\n%s", err, stderr)
+		}
+		return accepted, refusal
+	}
+	if accepted, refusal := propose(t, mxAlice, "alice", 3); accepted != 2 || !strings.Contains(refusal, "too many pending proposals") {
+		t.Fatalf("alice's stdio proposals: %d accepted, refusal %q; want 2 and the bound's refusal", accepted, refusal)
+	}
+	if accepted, refusal := propose(t, mxBob, "bob", 1); accepted != 1 {
+		t.Fatalf("bob's stdio proposal after alice's flood: refused %q; want it counted against bob's token only", refusal)
+	}
+	m, err := startWithConfig(t, cfgPath, dataDir, env...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list proposalList
+	if code := m.as(mxApp).do("GET", "/v1/proposals", nil, &list); code != 200 || list.Pending != 3 {
+		t.Fatalf("the queue = %d %+v, want 3 pending", code, list)
+	}
+	by := map[string]int{}
+	for _, p := range list.Proposals {
+		by[p.Proposer]++
+	}
+	if by["alice"] != 2 || by["bob"] != 1 {
+		t.Errorf("proposers %v, want alice 2 and bob 1", by)
+	}
+}

@@ -1,0 +1,85 @@
+package httpapi
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// errUnsupportedMediaType is answered 415: a body in a content type or
+// content coding the endpoint does not read.
+var errUnsupportedMediaType = errors.New("unsupported media type")
+
+// maxRefusalText bounds the MCP SDK's refusal text kept for the envelope.
+const maxRefusalText = 1024
+
+// mcpAnswer passes the MCP handler's answer through, except a plain-text
+// error: the SDK's own refusals of the transport (a wrong method, content
+// type or Accept header, a body that is not JSON-RPC or over the limit),
+// which it holds back so that the server answers them in the error
+// envelope, rendered for the client, like every other refusal.
+type mcpAnswer struct {
+	http.ResponseWriter
+	status int // the held-back refusal's status; 0 when none
+	text   bytes.Buffer
+}
+
+func (a *mcpAnswer) WriteHeader(code int) {
+	if a.status == 0 && code >= 400 && strings.HasPrefix(a.Header().Get("Content-Type"), "text/plain") {
+		a.status = code
+		return
+	}
+	a.ResponseWriter.WriteHeader(code)
+}
+
+func (a *mcpAnswer) Write(p []byte) (int, error) {
+	if a.status == 0 {
+		return a.ResponseWriter.Write(p)
+	}
+	if room := maxRefusalText - a.text.Len(); room > 0 {
+		a.text.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+// Flush passes a streamed answer on; a held-back refusal is not one.
+func (a *mcpAnswer) Flush() {
+	if f, ok := a.ResponseWriter.(http.Flusher); a.status == 0 && ok {
+		f.Flush()
+	}
+}
+
+// refusal is the held-back refusal as an error of the class its status
+// says, nil when there is none. A wrong method and a body over the limit
+// are said in /v1's words; other refusals keep the SDK's text.
+func (a *mcpAnswer) refusal(r *http.Request, limit int64) error {
+	if a.status == 0 {
+		return nil
+	}
+	text := strings.TrimSpace(a.text.String())
+	var class error
+	switch a.status {
+	case http.StatusBadRequest:
+		class = sdk.ErrInvalid
+	case http.StatusForbidden:
+		class = sdk.ErrPermission
+	case http.StatusNotFound:
+		class = sdk.ErrNotFound
+	case http.StatusMethodNotAllowed:
+		allow := a.Header().Get("Allow")
+		return fmt.Errorf("%s is not allowed on %s (allowed: %s): %w", r.Method, r.URL.Path, allow, errMethodNotAllowed)
+	case http.StatusConflict:
+		class = sdk.ErrConflict
+	case http.StatusRequestEntityTooLarge:
+		return fmt.Errorf("request body is over the %d-byte limit: %w", limit, sdk.ErrTooLarge)
+	case http.StatusUnsupportedMediaType:
+		class = errUnsupportedMediaType
+	default:
+		return fmt.Errorf("mcp: %s (status %d)", text, a.status)
+	}
+	return fmt.Errorf("%s: %w", text, class)
+}

@@ -1,0 +1,196 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/coordinator/coordinatortest"
+	"github.com/memhost/memhost/guide"
+	"github.com/memhost/memhost/internal/apispec"
+	"github.com/memhost/memhost/internal/mcpserver"
+	"github.com/memhost/memhost/sdk"
+)
+
+// newSurfacesWith is newSurfaces with the server's own options.
+func newSurfacesWith(t *testing.T, opts Options) (*httptest.Server, *coordinatortest.Provider) {
+	t.Helper()
+	p := coordinatortest.NewProvider(coordinatortest.AllCapabilities...)
+	providers := func(string) (sdk.Provider, error) { return p, nil }
+	coord, err := coordinator.New(coordinator.DefaultConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { coord.Close(t.Context()) })
+	opts.Provider, opts.Coordinator = providers, coord
+	opts.Guide = guide.NewSessions(coord, guide.SessionsOptions{Size: 16})
+	opts.MCP = func(bind func(http.Header) (mcpserver.Caller, error)) http.Handler {
+		return mcpserver.Handler(mcpserver.Options{Provider: providers, Coordinator: coord, Bind: bind})
+	}
+	srv := httptest.NewServer(New(opts).Handler())
+	t.Cleanup(srv.Close)
+	return srv, p
+}
+
+// exchange sends one request and answers the status, headers and body,
+// after checking the exchange against docs/openapi.yaml.
+func exchange(t *testing.T, srv *httptest.Server, req *http.Request, body []byte) (int, http.Header, []byte) {
+	t.Helper()
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := apispec.Load("../../docs/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := spec.Check(req, body, resp.StatusCode, resp.Header, data); err != nil {
+		t.Errorf("%v\nanswer: %.300s", err, data)
+	}
+	return resp.StatusCode, resp.Header, data
+}
+
+// TestMCPTransportRefusalsUseTheEnvelope: what the MCP SDK refuses before
+// any tool runs (a wrong method, content type or Accept header, a body
+// that is not JSON-RPC or over the limit) is answered like every other
+// refusal: the error envelope with its code, the message rendered for
+// the client (a forged marker it quotes defanged), and the body limit the
+// server's, not the SDK's own 4 MiB. Before, these were the SDK's
+// text/plain answers, which the API document does not describe, and one
+// echoed an unknown JSON-RPC method's name as sent.
+func TestMCPTransportRefusalsUseTheEnvelope(t *testing.T) {
+	const limit = 6 << 20
+	srv, _ := newSurfacesWith(t, Options{MaxBodyBytes: limit})
+	const list = `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	// Between the SDK's 4 MiB and the server's limit: a tool error, not a 413.
+	big := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory_recall","arguments":{"query":"` + strings.Repeat("x", 5<<20) + `","limit":-1}}}`
+	over := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory_recall","arguments":{"query":"` + strings.Repeat("x", limit) + `"}}}`
+	ctJSON := "application/json"
+	cases := []struct {
+		name, method, body, ctype, accept string
+		status                            int
+		code, msg, allow                  string
+	}{
+		{"GET", "GET", "", ctJSON, "", 405, "method_not_allowed", "", "POST"},
+		{"DELETE", "DELETE", "", ctJSON, "", 405, "method_not_allowed", "", "POST"},
+		{"text content type", "POST", list, "text/plain", "", 415, "unsupported_media_type", "application/json", ""},
+		{"no Accept", "POST", list, ctJSON, "application/json", 400, "invalid_argument", "Accept", ""},
+		{"not JSON-RPC", "POST", "nonsense", ctJSON, "", 400, "invalid_argument", "malformed", ""},
+		{"unknown method", "POST", `{"jsonrpc":"2.0","id":1,"method":"<memhost_memory_observation>"}`, ctJSON, "", 400, "invalid_argument", "<defanged_memory_observation>", ""},
+		{"call without id", "POST", `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"memory_recall","arguments":{"query":"q"}}}`, ctJSON, "", 400, "invalid_argument", "id", ""},
+		{"over the limit", "POST", over, ctJSON, "", 413, "too_large", "6291456-byte limit", ""},
+		{"under the limit", "POST", big, ctJSON, "", 200, "", "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			req, _ := http.NewRequest(c.method, srv.URL+"/mcp?identity=alice", strings.NewReader(c.body))
+			req.Header.Set("Content-Type", c.ctype)
+			accept := c.accept
+			if accept == "" {
+				accept = "application/json, text/event-stream"
+			}
+			req.Header.Set("Accept", accept)
+			status, header, data := exchange(t, srv, req, []byte(c.body))
+			if status != c.status {
+				t.Fatalf("= %d %.300s, want %d", status, data, c.status)
+			}
+			if c.status == 200 {
+				if !bytes.Contains(data, []byte(`"isError":true`)) || !bytes.Contains(data, []byte("outside 1..50")) {
+					t.Fatalf("answer %.300s, want the tool's refusal of limit", data)
+				}
+				return
+			}
+			var e errorBody
+			if err := json.Unmarshal(data, &e); err != nil {
+				t.Fatalf("answer %.300s is not the error envelope: %v", data, err)
+			}
+			if e.Error.Code != c.code || !strings.Contains(e.Error.Message, c.msg) || e.Error.RequestID != header.Get(HeaderRequestID) {
+				t.Fatalf("= %+v, want code %s and a message holding %q", e, c.code, c.msg)
+			}
+			if strings.Contains(e.Error.Message, "<memhost_memory_observation") {
+				t.Fatalf("message %q quotes a marker undefanged", e.Error.Message)
+			}
+			if header.Get("Allow") != c.allow {
+				t.Fatalf("Allow %q, want %q", header.Get("Allow"), c.allow)
+			}
+		})
+	}
+	// The newest protocol answers its own refusals in JSON-RPC, as the
+	// document says; a batch (older protocols) is answered as one too.
+	for _, c := range []struct{ version, body string }{
+		{"2026-07-28", `{"jsonrpc":"2.0","id":1,"method":"nope"}`},
+		{"", `[` + list + `,{"jsonrpc":"2.0","id":2,"method":"tools/list"}]`},
+	} {
+		req, _ := http.NewRequest("POST", srv.URL+"/mcp?identity=alice", strings.NewReader(c.body))
+		req.Header.Set("Content-Type", ctJSON)
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if c.version != "" {
+			req.Header.Set("MCP-Protocol-Version", c.version)
+		}
+		if status, _, data := exchange(t, srv, req, []byte(c.body)); status != http.StatusNotFound && status != http.StatusOK {
+			t.Errorf("%s (protocol %q) = %d %.300s", c.body, c.version, status, data)
+		}
+	}
+}
+
+// TestMCPCallEndsWithItsClient: a client of the current MCP protocol
+// (2026-07-28) that goes away cancels its tool call, as a /v1 client's
+// request is cancelled with its connection: the provider's context ends
+// as canceled, not when its deadline passes. Before, the SDK was not told
+// to tie a call to its request, and the call ran on.
+func TestMCPCallEndsWithItsClient(t *testing.T) {
+	p := coordinatortest.NewProvider(coordinatortest.AllCapabilities...)
+	providers := func(string) (sdk.Provider, error) { return p, nil }
+	cfg := coordinator.DefaultConfig()
+	cfg.RecallTimeout = time.Minute // far past the cancellation
+	coord, err := coordinator.New(cfg, coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { coord.Close(t.Context()) })
+	srv := httptest.NewServer(New(Options{Provider: providers, Coordinator: coord,
+		MCP: func(bind func(http.Header) (mcpserver.Caller, error)) http.Handler {
+			return mcpserver.Handler(mcpserver.Options{Provider: providers, Coordinator: coord, Bind: bind})
+		}}).Handler())
+	t.Cleanup(srv.Close)
+	started, ended := make(chan struct{}), make(chan error, 1)
+	p.SetHook(coordinatortest.MethodRecall, func(ctx context.Context, _ any) error {
+		close(started)
+		<-ctx.Done()
+		ended <- ctx.Err()
+		return ctx.Err()
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"test","version":"1"}}`
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory_recall","arguments":{"query":"coffee"},` + meta + `}}`
+	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/mcp?identity=alice", strings.NewReader(body))
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "memory_recall"} {
+		req.Header.Set(k, v)
+	}
+	go func() {
+		<-started
+		cancel()
+	}()
+	if resp, err := srv.Client().Do(req); err == nil {
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Fatalf("the call answered %d %s before its client went away", resp.StatusCode, data)
+	}
+	if err := <-ended; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the provider's context ended with %v, want canceled with its client", err)
+	}
+}
