@@ -24,7 +24,9 @@
 //     from Go types.
 //   - Session state (byte counter, injected ids, cached sweep) sits behind
 //     the one-method SessionStore, keyed by (realm, identity, session). The
-//     default store is a sharded in-memory LRU bounded per realm; memhost
+//     default store is sharded in memory and bounded per realm (past the
+//     bound the identity holding the most sessions loses its least recently
+//     used one, so one identity's flood evicts its own); memhost
 //     serve uses a durable one (internal/sessionstore). Coordinators
 //     sharing a store share budgets. A turn renders and accounts inside one
 //     store update, so concurrent turns of one session can never pass its

@@ -1,9 +1,10 @@
 package coordinator
 
 import (
+	"container/heap"
+	"container/list"
 	"context"
 	"fmt"
-	"github.com/memhost/memhost/internal/lru"
 	"hash/maphash"
 	"slices"
 	"strings"
@@ -133,10 +134,13 @@ type SessionStore interface {
 	Update(ctx context.Context, key SessionKey, fn func(*SessionState) bool) error
 }
 
-// MemoryStore is an in-memory SessionStore bounded per realm by a least
-// recently used policy: when a realm is full, it forgets that realm's
-// session untouched the longest, so no realm can push out another's. It is
-// sharded so concurrent sessions rarely wait for one another.
+// MemoryStore is an in-memory SessionStore bounded per realm: when a
+// realm is full, it forgets the least recently used session of the
+// identity holding the most sessions there (ties: the least recently used
+// of those identities' sessions). A flood of new sessions from one identity
+// thus only ever evicts its own, and no realm can push out another's. It is
+// sharded so concurrent sessions rarely wait for one another; the bound
+// and the policy hold per shard, which a flood dominates in every shard.
 type MemoryStore struct {
 	seed     maphash.Seed
 	perShard int
@@ -145,7 +149,108 @@ type MemoryStore struct {
 
 type memoryShard struct {
 	mu     sync.Mutex
-	realms map[string]*lru.Cache[SessionKey, *SessionState]
+	realms map[string]*memoryRealm
+}
+
+// memoryRealm is one realm's sessions within a shard: each identity's
+// sessions in order of use, and the identities in a heap whose top is the
+// one to lose a session next.
+type memoryRealm struct {
+	clock      uint64 // orders uses; never repeats
+	sessions   map[SessionKey]*list.Element
+	identities map[string]*memoryIdentity
+	heap       identityHeap
+}
+
+type memorySession struct {
+	key   SessionKey
+	state *SessionState
+	used  uint64
+}
+
+type memoryIdentity struct {
+	sessions list.List // of *memorySession, least recently used first
+	index    int       // in the heap
+}
+
+func (id *memoryIdentity) oldest() uint64 {
+	return id.sessions.Front().Value.(*memorySession).used
+}
+
+// identityHeap tops with the identity holding the most sessions; ties go
+// to the one whose least recently used session is the oldest.
+type identityHeap []*memoryIdentity
+
+func (h identityHeap) Len() int { return len(h) }
+func (h identityHeap) Less(i, j int) bool {
+	if a, b := h[i].sessions.Len(), h[j].sessions.Len(); a != b {
+		return a > b
+	}
+	return h[i].oldest() < h[j].oldest()
+}
+func (h identityHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *identityHeap) Push(x any) {
+	id := x.(*memoryIdentity)
+	id.index = len(*h)
+	*h = append(*h, id)
+}
+func (h *identityHeap) Pop() any {
+	old := *h
+	id := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return id
+}
+
+func newMemoryRealm() *memoryRealm {
+	return &memoryRealm{sessions: map[SessionKey]*list.Element{}, identities: map[string]*memoryIdentity{}}
+}
+
+// get answers key's state and marks it most recently used.
+func (r *memoryRealm) get(key SessionKey) (*SessionState, bool) {
+	el, ok := r.sessions[key]
+	if !ok {
+		return nil, false
+	}
+	s := el.Value.(*memorySession)
+	r.clock++
+	s.used = r.clock
+	id := r.identities[key.Identity]
+	id.sessions.MoveToBack(el)
+	heap.Fix(&r.heap, id.index)
+	return s.state, true
+}
+
+// add inserts a session unknown to r as the most recently used, then
+// evicts down to bound.
+func (r *memoryRealm) add(key SessionKey, st *SessionState, bound int) {
+	id := r.identities[key.Identity]
+	if id == nil {
+		id = &memoryIdentity{}
+		r.identities[key.Identity] = id
+		r.clock++
+		id.sessions.PushBack(&memorySession{key: key, state: st, used: r.clock})
+		heap.Push(&r.heap, id)
+	} else {
+		r.clock++
+		id.sessions.PushBack(&memorySession{key: key, state: st, used: r.clock})
+		heap.Fix(&r.heap, id.index)
+	}
+	r.sessions[key] = id.sessions.Back()
+	for len(r.sessions) > bound {
+		victim := r.heap[0]
+		s := victim.sessions.Remove(victim.sessions.Front()).(*memorySession)
+		delete(r.sessions, s.key)
+		if victim.sessions.Len() == 0 {
+			heap.Pop(&r.heap)
+			delete(r.identities, s.key.Identity)
+		} else {
+			heap.Fix(&r.heap, 0)
+		}
+	}
 }
 
 // NewMemoryStore keeps at most size sessions per realm (at least 1).
@@ -155,7 +260,7 @@ func NewMemoryStore(size int) *MemoryStore {
 	n := min(16, max(1, size/256))
 	m := &MemoryStore{seed: maphash.MakeSeed(), perShard: (size + n - 1) / n, shards: make([]memoryShard, n)}
 	for i := range m.shards {
-		m.shards[i].realms = map[string]*lru.Cache[SessionKey, *SessionState]{}
+		m.shards[i].realms = map[string]*memoryRealm{}
 	}
 	return m
 }
@@ -167,7 +272,7 @@ func (m *MemoryStore) Update(_ context.Context, key SessionKey, fn func(*Session
 	defer sh.mu.Unlock()
 	realm := sh.realms[key.Realm]
 	if realm != nil {
-		if s, ok := realm.Get(key); ok {
+		if s, ok := realm.get(key); ok {
 			fn(s)
 			return nil
 		}
@@ -177,10 +282,10 @@ func (m *MemoryStore) Update(_ context.Context, key SessionKey, fn func(*Session
 		return nil
 	}
 	if realm == nil {
-		realm = lru.New[SessionKey, *SessionState](m.perShard)
+		realm = newMemoryRealm()
 		sh.realms[key.Realm] = realm
 	}
-	realm.Add(key, s)
+	realm.add(key, s, m.perShard)
 	return nil
 }
 
@@ -191,7 +296,7 @@ func (m *MemoryStore) Len(realm string) int {
 		sh := &m.shards[i]
 		sh.mu.Lock()
 		if r := sh.realms[realm]; r != nil {
-			n += r.Len()
+			n += len(r.sessions)
 		}
 		sh.mu.Unlock()
 	}

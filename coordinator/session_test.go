@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -45,6 +46,79 @@ func TestMemoryStoreIsBoundedPerRealm(t *testing.T) {
 	touch("c") // evicts b
 	if touch("a") != 3 || touch("b") != 1 {
 		t.Fatal("LRU evicted the wrong session")
+	}
+}
+
+// TestMemoryStoreFloodEvictsTheFloodersOwn: one identity opening many
+// sessions in a realm loses its own oldest, never another identity's
+// session (whose budget and dedup set would start over); a lone identity
+// still gets the whole bound, and ties go to the least recently used.
+func TestMemoryStoreFloodEvictsTheFloodersOwn(t *testing.T) {
+	ctx := context.Background()
+	for _, size := range []int{2, 60, 5000} {
+		m := NewMemoryStore(size)
+		alice := SessionKey{Realm: "r", Identity: "alice", Session: "s"}
+		_ = m.Update(ctx, alice, add)
+		for i := range size * 3 {
+			_ = m.Update(ctx, SessionKey{Realm: "r", Identity: "mallory", Session: fmt.Sprint(i)}, add)
+		}
+		var got int
+		_ = m.Update(ctx, alice, func(s *SessionState) bool { got = s.InjectedBytes; return false })
+		if got != 1 {
+			t.Errorf("size %d: mallory's flood evicted alice's session", size)
+		}
+		var newest int
+		_ = m.Update(ctx, SessionKey{Realm: "r", Identity: "mallory", Session: fmt.Sprint(size*3 - 1)}, func(s *SessionState) bool { newest = s.InjectedBytes; return false })
+		if newest != 1 {
+			t.Errorf("size %d: mallory's newest session was evicted", size)
+		}
+	}
+	tests := []struct {
+		name   string
+		bound  int
+		visits []string // identity/session, in order
+		gone   []string
+		kept   []string
+	}{
+		{"a lone identity gets the whole bound", 3,
+			[]string{"a/1", "a/2", "a/3", "a/4"}, []string{"a/1"}, []string{"a/2", "a/3", "a/4"}},
+		{"the identity with the most sessions loses its oldest", 3,
+			[]string{"a/1", "b/1", "b/2", "a/1", "c/1"}, []string{"b/1"}, []string{"a/1", "b/2", "c/1"}},
+		{"a tie goes to the least recently used", 4,
+			[]string{"a/1", "a/2", "b/1", "b/2", "a/1", "c/1"}, []string{"a/2"}, []string{"a/1", "b/1", "b/2", "c/1"}},
+		{"the newcomer may be the flooder", 3,
+			[]string{"a/1", "b/1", "b/2", "b/3"}, []string{"b/1"}, []string{"a/1", "b/2", "b/3"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewMemoryStore(tc.bound)
+			key := func(v string) SessionKey {
+				id, s, _ := strings.Cut(v, "/")
+				return SessionKey{Realm: "r", Identity: id, Session: s}
+			}
+			for _, v := range tc.visits {
+				_ = m.Update(ctx, key(v), add)
+			}
+			for _, v := range tc.gone {
+				_ = m.Update(ctx, key(v), func(s *SessionState) bool {
+					if !s.IsZero() {
+						t.Errorf("%s was kept", v)
+					}
+					return false
+				})
+			}
+			for _, v := range tc.kept {
+				_ = m.Update(ctx, key(v), func(s *SessionState) bool {
+					if s.IsZero() {
+						t.Errorf("%s was evicted", v)
+					}
+					return false
+				})
+			}
+			if n := m.Len("r"); n != tc.bound {
+				t.Errorf("the realm holds %d sessions, bound %d", n, tc.bound)
+			}
+		})
 	}
 }
 

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,7 +12,6 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 	"github.com/memhost/memhost/coordinator/coordinatortest"
 	"github.com/memhost/memhost/internal/mcpserver"
-	"github.com/memhost/memhost/internal/statedb"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -69,116 +66,6 @@ func compactAs(t *testing.T, m *instance, token, identity, conv string, evicted 
 	json.Unmarshal(raw, &ok)
 	json.Unmarshal(raw, &e)
 	return code, ok, e
-}
-
-// TestConversationsBelongToTheirIdentity (issue #21): through memhost
-// serve, on the local state database and on PostgreSQL's shared state, a
-// conversation belongs to the identity that first compacted it. Another
-// identity's agent learns nothing of it (404 with no count where it used to
-// get a 409 telling how many messages it absorbed, or compacted on top of
-// it) and cannot delete it; an application can; a conversation stored
-// before owners were recorded is an application's alone.
-func TestConversationsBelongToTheirIdentity(t *testing.T) {
-	t.Parallel()
-	t.Run("sqlite state", func(t *testing.T) {
-		t.Parallel()
-		cfgPath, dataDir := writeConfig(t, providerDeployment("sqlite", `{ path = "memory.db" }`)+ownershipTokens)
-		m, err := startWithConfig(t, cfgPath, dataDir, ownershipEnv...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		testConversationOwners(t, m)
-
-		// A row saved before owners were recorded: its owner is unknown.
-		if code, _, e := compactAs(t, m, ownAlice, "alice", "conv-old", history(3)); code != 200 {
-			t.Fatalf("alice compacts conv-old: %d %+v", code, e)
-		}
-		m.stop()
-		db, err := sql.Open("sqlite3", filepath.Join(dataDir, statedb.FileName))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.Exec(`UPDATE compaction_state SET owner = '' WHERE conversation = 'conv-old'`); err != nil {
-			t.Fatal(err)
-		}
-		db.Close()
-		m, err = startWithConfig(t, cfgPath, dataDir, ownershipEnv...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if code, res, e := compactAs(t, m, ownAlice, "alice", "conv-old", history(4)); code != 404 || e.Error.Code != "not_found" {
-			t.Errorf("agent compaction of a conversation of unknown owner = %d %+v %+v, want 404", code, res, e)
-		}
-		if code := m.as(ownAlice).do("DELETE", "/v1/conversations/conv-old", nil, nil); code != 204 {
-			t.Errorf("agent DELETE of a conversation of unknown owner = %d, want 204 (as if absent)", code)
-		}
-		if code, res, e := compactAs(t, m, ownApp, "alice", "conv-old", history(4)); code != 200 || res.Absorbed != 4 || res.Compacted != 1 {
-			t.Errorf("application compaction of a conversation of unknown owner = %d %+v %+v, want it kept and advanced", code, res, e)
-		}
-	})
-	t.Run("postgres state", func(t *testing.T) {
-		t.Parallel()
-		deployment := `
-host_key_env = "MEMHOST_HOST_KEY"
-session_store { kind = "postgres" }
-` + providerDeployment("postgres", `{ pool_size = 4 }`) + ownershipTokens
-		env := append(postgresEnv(t), append([]string{"MEMHOST_HOST_KEY=" + hsKey}, ownershipEnv...)...)
-		testConversationOwners(t, startMemhost(t, deployment, env...))
-	})
-}
-
-func testConversationOwners(t *testing.T, m *instance) {
-	if code, res, e := compactAs(t, m, ownAlice, "alice", "conv-a", history(5)); code != 200 || res.Absorbed != 5 {
-		t.Fatalf("alice compacts her conversation: %d %+v %+v", code, res, e)
-	}
-	// Bob's agent, with a shorter, a longer and a different history: each
-	// answers as for a conversation that does not exist, with no count.
-	for _, ev := range [][]map[string]any{history(2), history(6), {{"role": "user", "content": "hello"}}} {
-		code, res, e := compactAs(t, m, ownBob, "bob", "conv-a", ev)
-		if code != 404 || e.Error.Code != "not_found" || strings.Contains(e.Error.Message, "5") || strings.Contains(e.Error.Message, "alice") {
-			t.Errorf("bob compacts alice's conversation with %d messages = %d %+v %+v, want 404 telling nothing", len(ev), code, res, e)
-		}
-	}
-	// The runtime's token acts as any identity it names, and is held to it.
-	if code, _, e := compactAs(t, m, ownRuntime, "bob", "conv-a", history(6)); code != 404 {
-		t.Errorf("runtime as bob compacts alice's conversation = %d %+v, want 404", code, e)
-	}
-	var e apiError
-	if code := m.as(ownRuntime).do("DELETE", "/v1/conversations/conv-a", nil, &e); code != 400 || e.Error.Code != "invalid_argument" {
-		t.Errorf("runtime DELETE naming no identity = %d %+v, want 400", code, e)
-	}
-	if code := m.as(ownBob).do("DELETE", "/v1/conversations/conv-a?identity=alice", nil, &e); code != 403 {
-		t.Errorf("bob's token DELETE as alice = %d %+v, want 403", code, e)
-	}
-	for _, del := range []struct{ token, path string }{{ownBob, "/v1/conversations/conv-a"}, {ownRuntime, "/v1/conversations/conv-a?identity=bob"}} {
-		if code := m.as(del.token).do("DELETE", del.path, nil, &e); code != 204 {
-			t.Errorf("%s = %d %+v, want 204 as if absent", del.path, code, e)
-		}
-	}
-	// Alice's conversation is intact: her next compaction adds one message.
-	if code, res, e := compactAs(t, m, ownAlice, "alice", "conv-a", history(6)); code != 200 || res.Absorbed != 6 || res.Compacted != 1 {
-		t.Fatalf("after bob's attempts alice compacts = %d %+v %+v, want absorbed 6, compacted 1", code, res, e)
-	}
-	// Bob's own conversation is his to compact and delete.
-	if code, res, e := compactAs(t, m, ownBob, "bob", "conv-b", history(2)); code != 200 || res.Absorbed != 2 {
-		t.Fatalf("bob compacts his conversation: %d %+v %+v", code, res, e)
-	}
-	if code := m.as(ownBob).do("DELETE", "/v1/conversations/conv-b", nil, &e); code != 204 {
-		t.Errorf("bob DELETE of his conversation = %d", code)
-	}
-	if code, res, e := compactAs(t, m, ownBob, "bob", "conv-b", history(1)); code != 200 || res.Absorbed != 1 {
-		t.Errorf("after bob's DELETE his conversation starts over: %d %+v %+v", code, res, e)
-	}
-	// An application touches any: it compacts alice's as bob, and deletes it.
-	if code, res, e := compactAs(t, m, ownApp, "bob", "conv-a", history(7)); code != 200 || res.Absorbed != 7 {
-		t.Errorf("application compacts alice's conversation = %d %+v %+v", code, res, e)
-	}
-	if code := m.as(ownApp).do("DELETE", "/v1/conversations/conv-a", nil, &e); code != 204 {
-		t.Errorf("application DELETE = %d %+v", code, e)
-	}
-	if code, res, e := compactAs(t, m, ownAlice, "alice", "conv-a", history(2)); code != 200 || res.Absorbed != 2 {
-		t.Errorf("after the application's DELETE alice starts over: %d %+v %+v", code, res, e)
-	}
 }
 
 // TestMCPProposalsBoundedAndAttributed (issue #21): an agent's proposals

@@ -147,7 +147,7 @@ func EvaluateRetention(ctx context.Context, t CompactTarget, replays []Replay, o
 		}
 		archByID := map[string]string{}
 		for seq := range evicted {
-			archByID[compaction.EpisodeID(realm, conv, seq)] = r.Keys[seq]
+			archByID[compaction.EpisodeID(realm, Identity, conv, seq)] = r.Keys[seq]
 		}
 		inWindow := map[string]bool{}
 		for seq := evicted; seq < len(r.Messages); seq++ {

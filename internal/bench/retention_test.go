@@ -51,7 +51,7 @@ func (f *fakeCompacting) Inject(_ context.Context, realm, _, _, content string, 
 func (f *fakeCompacting) Compact(_ context.Context, realm, _, conv string, evicted []Message) (string, error) {
 	f.compacts++
 	for seq, m := range evicted {
-		f.put(realm, compaction.EpisodeID(realm, conv, seq), m.Content)
+		f.put(realm, compaction.EpisodeID(realm, Identity, conv, seq), m.Content)
 	}
 	var last []string
 	for _, m := range evicted[max(0, len(evicted)-2):] {

@@ -31,10 +31,11 @@ type Archiver interface {
 	// absorbs them is committed. It must be idempotent: a retried
 	// compaction archives the same slice again.
 	Archive(ctx context.Context, id sdk.Identity, conversation string, start, end int, eps []Episode) error
-	// Forget removes a conversation's archive: the first absorbed
-	// positions and whatever a compaction that never committed left
-	// beyond them.
-	Forget(ctx context.Context, realm, conversation string, absorbed int) error
+	// Forget removes the archive of the identity's conversation: the
+	// first absorbed positions and whatever a compaction that never
+	// committed left beyond them. Identity "" is a conversation stored
+	// before identities were recorded.
+	Forget(ctx context.Context, id sdk.Identity, conversation string, absorbed int) error
 }
 
 // ArchivePolicy is a realm's archive setting.
@@ -49,7 +50,7 @@ type ArchivePolicy struct {
 
 // EpisodeArchive archives episodes as records of kind episode in the
 // identity's scope on the realm's provider: one record per message, with
-// an id derived from (realm, conversation, position) and a title and body
+// an id derived from (realm, identity, conversation, position) and a title and body
 // that depend on the message alone, so writing a slice twice stores it
 // once (providers answer the live record of the same content).
 type EpisodeArchive struct {
@@ -139,7 +140,7 @@ func (a *EpisodeArchive) Archive(ctx context.Context, id sdk.Identity, conversat
 		// The positions this slice pushed out of the newest MaxRecords;
 		// earlier ones went with earlier slices.
 		first := max(0, start-pol.MaxRecords)
-		if err := forgetRange(ctx, p.f, id.Realm, conversation, first, end-pol.MaxRecords); err != nil {
+		if err := forgetRange(ctx, p.f, id, conversation, first, end-pol.MaxRecords); err != nil {
 			return fmt.Errorf("%w: conversation %s: retention: %w", ErrArchive, conversation, err)
 		}
 	}
@@ -179,8 +180,8 @@ func clearStale(ctx context.Context, p archiveProvider, realm string, batch []sd
 }
 
 // Forget implements Archiver.
-func (a *EpisodeArchive) Forget(ctx context.Context, realm, conversation string, absorbed int) error {
-	raw, err := a.Provider(realm)
+func (a *EpisodeArchive) Forget(ctx context.Context, id sdk.Identity, conversation string, absorbed int) error {
+	raw, err := a.Provider(id.Realm)
 	if err != nil {
 		return fmt.Errorf("forget the archive of conversation %s: %w", conversation, err)
 	}
@@ -188,48 +189,113 @@ func (a *EpisodeArchive) Forget(ctx context.Context, realm, conversation string,
 	if !ok {
 		return nil // it never archived (see provider)
 	}
-	// Whatever the realm's setting is now: it may have archived before.
-	if err := forgetRange(ctx, p.f, realm, conversation, 0, absorbed); err != nil {
-		return fmt.Errorf("forget the archive of conversation %s: %w", conversation, err)
-	}
-	// A compaction that archived and was never committed left episodes
-	// right after the watermark, contiguous: forget batches until one
-	// finds nothing.
-	for from := absorbed; ; from += sdk.MaxBatch {
-		n, err := p.f.Forget(ctx, realm, episodeIDs(realm, conversation, from, from+sdk.MaxBatch))
-		if err != nil {
+	if id.ID != "" {
+		// Whatever the realm's setting is now: it may have archived before.
+		if err := forgetRange(ctx, p.f, id, conversation, 0, absorbed); err != nil {
 			return fmt.Errorf("forget the archive of conversation %s: %w", conversation, err)
 		}
-		if n == 0 {
+		// A compaction that archived and was never committed left episodes
+		// right after the watermark, contiguous: forget batches until one
+		// finds nothing.
+		for from := absorbed; ; from += sdk.MaxBatch {
+			n, err := p.f.Forget(ctx, id.Realm, episodeIDs(id, conversation, from, from+sdk.MaxBatch))
+			if err != nil {
+				return fmt.Errorf("forget the archive of conversation %s: %w", conversation, err)
+			}
+			if n == 0 {
+				break
+			}
+		}
+	}
+	if err := forgetLegacy(ctx, p, id, conversation, absorbed); err != nil {
+		return fmt.Errorf("forget the archive of conversation %s: %w", conversation, err)
+	}
+	return nil
+}
+
+// forgetLegacy removes the episodes archived before their ids carried the
+// identity (legacyEpisodeID). Those ids are shared by every identity using
+// the conversation id, so for a named identity only the records in its own
+// scope are forgotten, which takes a provider that can fetch; without one
+// they are left. Identity "" (a conversation stored before identities were
+// recorded, forgotten by an application) forgets them whatever their scope.
+func forgetLegacy(ctx context.Context, p archiveProvider, id sdk.Identity, conversation string, absorbed int) error {
+	if id.ID != "" && p.g == nil {
+		return nil
+	}
+	for from := 0; ; from += sdk.MaxBatch {
+		ids := make([]string, 0, sdk.MaxBatch)
+		for seq := from; seq < from+sdk.MaxBatch; seq++ {
+			ids = append(ids, legacyEpisodeID(id.Realm, conversation, seq))
+		}
+		var n int
+		if id.ID == "" && p.g == nil {
+			var err error
+			if n, err = p.f.Forget(ctx, id.Realm, ids); err != nil {
+				return err
+			}
+		} else {
+			found, err := p.g.Get(ctx, id.Realm, ids)
+			if err != nil {
+				return err
+			}
+			n = len(found)
+			var mine []string
+			for _, r := range found {
+				if id.ID == "" || r.Scope == sdk.IdentityScope(id.ID) {
+					mine = append(mine, r.ID)
+				}
+			}
+			if len(mine) > 0 {
+				if _, err := p.f.Forget(ctx, id.Realm, mine); err != nil {
+					return err
+				}
+			}
+		}
+		// Past the watermark, the leftovers of a compaction that never
+		// committed are contiguous: a batch with none ends them.
+		if n == 0 && from+sdk.MaxBatch >= absorbed {
 			return nil
 		}
 	}
 }
 
-// forgetRange forgets the episodes of positions [from, to).
-func forgetRange(ctx context.Context, p sdk.RecordForgetter, realm, conversation string, from, to int) error {
+// forgetRange forgets the identity's episodes of positions [from, to).
+func forgetRange(ctx context.Context, p sdk.RecordForgetter, id sdk.Identity, conversation string, from, to int) error {
 	for ; from < to; from += sdk.MaxBatch {
-		if _, err := p.Forget(ctx, realm, episodeIDs(realm, conversation, from, min(to, from+sdk.MaxBatch))); err != nil {
+		if _, err := p.Forget(ctx, id.Realm, episodeIDs(id, conversation, from, min(to, from+sdk.MaxBatch))); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func episodeIDs(realm, conversation string, from, to int) []string {
+func episodeIDs(id sdk.Identity, conversation string, from, to int) []string {
 	ids := make([]string, 0, to-from)
 	for seq := from; seq < to; seq++ {
-		ids = append(ids, EpisodeID(realm, conversation, seq))
+		ids = append(ids, EpisodeID(id.Realm, id.ID, conversation, seq))
 	}
 	return ids
 }
 
-// EpisodeID is the record id of a conversation's message at a position:
-// "ep-" and 160 bits of a sha256 over the three, length-prefixed.
-func EpisodeID(realm, conversation string, seq int) string {
+// EpisodeID is the record id of an identity's conversation message at a
+// position: "ep-" and 160 bits of a sha256 over the four, length-prefixed.
+// The identity is part of it, so two identities using one conversation id
+// never write, clear or forget each other's episodes.
+func EpisodeID(realm, identity, conversation string, seq int) string {
+	return episodeHash("memhost episode v2", realm, identity, conversation, strconv.Itoa(seq))
+}
+
+// legacyEpisodeID is the id an episode had before ids carried the
+// identity; still forgotten with its conversation (forgetLegacy).
+func legacyEpisodeID(realm, conversation string, seq int) string {
+	return episodeHash("memhost episode v1", realm, conversation, strconv.Itoa(seq))
+}
+
+func episodeHash(fields ...string) string {
 	h := sha256.New()
 	var n [8]byte
-	for _, f := range []string{"memhost episode v1", realm, conversation, strconv.Itoa(seq)} {
+	for _, f := range fields {
 		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
 		h.Write(n[:])
 		h.Write([]byte(f))
@@ -253,7 +319,7 @@ func EpisodeThread(conversation string) string {
 // (the provider answers the first copy).
 func episodeRecord(id sdk.Identity, conversation string, ep Episode, now time.Time, pol ArchivePolicy) sdk.Record {
 	r := sdk.Record{
-		ID:    EpisodeID(id.Realm, conversation, ep.Seq),
+		ID:    EpisodeID(id.Realm, id.ID, conversation, ep.Seq),
 		Realm: id.Realm,
 		Scope: sdk.IdentityScope(id.ID),
 		Kind:  sdk.KindEpisode,

@@ -67,7 +67,7 @@ func TestArchiveKeepsEveryAbsorbedMessage(t *testing.T) {
 	for i, m := range evicted {
 		r := eps[int64(i)]
 		switch {
-		case r.Body != m.Content, r.Scope != "identity:alice", r.Thread.ID != "c1", r.ID != EpisodeID("default", "c1", i):
+		case r.Body != m.Content, r.Scope != "identity:alice", r.Thread.ID != "c1", r.ID != EpisodeID("default", "alice", "c1", i):
 			t.Errorf("position %d: %+v", i, r)
 		case !strings.HasPrefix(r.Title, m.Role+", message "+fmt.Sprint(i+1)+" of conversation c1"):
 			t.Errorf("position %d: title %q", i, r.Title)
@@ -110,7 +110,7 @@ func TestArchiveFailureCommitsNothing(t *testing.T) {
 	}
 	// The archive written by a compaction that never committed (a host
 	// killed between the two): the retry stores it once.
-	st, _, _ := s.opts.Store.Load(ctx, Key{Realm: "default", Conversation: "c1"})
+	st, _, _ := s.opts.Store.Load(ctx, Key{Realm: "default", Identity: "alice", Conversation: "c1"})
 	if err := s.opts.Archive.Archive(ctx, alice, "c1", 2, 3, []Episode{{Seq: 2, Message: sdk.Message{Role: "user", Content: "c"}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func TestForgetRemovesTheArchive(t *testing.T) {
 		t.Errorf("DELETE removed other records: %v", page.Records)
 	}
 	// A stale episode under position 0's id, with other content.
-	p.MustAdd("default", sdk.Record{ID: EpisodeID("default", "c1", 0), Scope: "identity:alice", Kind: sdk.KindEpisode, Title: "old", Body: "old life"})
+	p.MustAdd("default", sdk.Record{ID: EpisodeID("default", "alice", "c1", 0), Scope: "identity:alice", Kind: sdk.KindEpisode, Title: "old", Body: "old life"})
 	if _, err := s.Compact(ctx, req("new life")); err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func TestArtifactWithoutTextIsEmpty(t *testing.T) {
 				store := NewMemoryStore()
 				s := New(Options{Compactor: &echoCompactor{art: sdk.Message{Role: "assistant", Content: tc.content}}, Store: store, Renderer: renderer})
 				_, err := s.Compact(ctx, req("a", "b"))
-				st, found, _ := store.Load(ctx, Key{"default", "c1"})
+				st, found, _ := store.Load(ctx, Key{"default", "alice", "c1"})
 				if !tc.empty {
 					if err != nil || st.Watermark != 2 {
 						t.Fatalf("a summary with text was refused: %v (watermark %d)", err, st.Watermark)

@@ -1,10 +1,10 @@
 // Package compaction is the host side of conversation compaction (DESIGN
-// 7): per (realm, conversation) it keeps a rolling summary and a watermark
-// of how many evicted messages the summary has absorbed, hands a compactor
-// plugin only the messages beyond the watermark with the previous summary
-// as carry-over, and advances the watermark only when the compactor
-// succeeded. State is persisted through a Store, so a restart does not
-// compact again what was already absorbed.
+// 7): per (realm, identity, conversation) it keeps a rolling summary and a
+// watermark of how many evicted messages the summary has absorbed, hands a
+// compactor plugin only the messages beyond the watermark with the
+// previous summary as carry-over, and advances the watermark only when the
+// compactor succeeded. State is persisted through a Store, so a restart
+// does not compact again what was already absorbed.
 package compaction
 
 import (
@@ -202,31 +202,22 @@ type Request struct {
 	Session string
 	// Evicted is every message evicted so far, in conversation order.
 	Evicted []sdk.Message
-	// Application is set for an application caller, which may compact
-	// any conversation of the realm; an agent compacts only those its
-	// identity owns (see State.Owner).
+	// Application is set for an application caller: its compaction for
+	// an identity continues a conversation of the same id stored before
+	// identities were recorded (Key.Identity ""), which then becomes that
+	// identity's. An agent never reaches such a state.
 	Application bool
 }
 
-// Access says whose conversations a caller may touch.
+// Access says whose conversations a caller forgets.
 type Access struct {
-	// Identity is the identity an agent acts as: it touches only the
-	// conversations that identity compacted first.
+	// Identity is the identity the caller acts as: only its state of the
+	// conversation id is forgotten.
 	Identity string
-	// Application lets an application touch every conversation of the
-	// realm, those whose owner is unknown included.
+	// Application, with no Identity, forgets the conversation id for every
+	// identity of the realm, states stored before identities were
+	// recorded included.
 	Application bool
-}
-
-// owns reports whether a may touch the stored state st.
-func (a Access) owns(st State) bool {
-	return a.Application || (st.Owner != "" && st.Owner == a.Identity)
-}
-
-// notFound answers a conversation a caller may not touch as if it were
-// absent: no watermark, count or owner reaches another identity.
-func notFound(realm, conversation string) error {
-	return fmt.Errorf("conversation %s not found in realm %s: %w", conversation, realm, sdk.ErrNotFound)
 }
 
 // Result is the conversation's summary after the call.
@@ -292,11 +283,11 @@ func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
 	if err := validate(&req); err != nil {
 		return Result{}, err
 	}
-	key := Key{Realm: req.Identity.Realm, Conversation: req.Conversation}
+	key := Key{Realm: req.Identity.Realm, Identity: req.Identity.ID, Conversation: req.Conversation}
 	// One compaction per conversation at a time: a concurrent request for
 	// the same conversation waits, then finds the watermark moved and
-	// answers the first one's summary (singleflight per realm+conversation,
-	// but a request that carries more messages still gets them absorbed).
+	// answers the first one's summary (singleflight per key, but a request
+	// that carries more messages still gets them absorbed).
 	unlock, err := s.locks.lock(ctx, key)
 	if err != nil {
 		return Result{}, fmt.Errorf("conversation %s: waiting for a compaction under way: %w", req.Conversation, err)
@@ -307,14 +298,27 @@ func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	access := Access{Identity: req.Identity.ID, Application: req.Application}
-	if found && !access.owns(st) {
-		return Result{}, notFound(key.Realm, req.Conversation)
+	// loaded is where st came from: key, or a state stored before
+	// identities were recorded that an application's call adopts.
+	loaded := key
+	if !found && req.Application {
+		legacy := Key{Realm: key.Realm, Conversation: key.Conversation}
+		unlockLegacy, err := s.locks.lock(ctx, legacy)
+		if err != nil {
+			return Result{}, fmt.Errorf("conversation %s: waiting for a compaction under way: %w", req.Conversation, err)
+		}
+		defer unlockLegacy()
+		if st, found, err = s.opts.Store.Load(ctx, legacy); err != nil {
+			return Result{}, err
+		}
+		if found {
+			loaded = legacy
+		}
 	}
 	// A reset an earlier call owes is made before anything else: this
 	// call's answer is a success only once every reset it covers is done.
 	if found && !st.Pending.IsZero() && s.opts.Resetter != nil {
-		if err := s.completeReset(ctx, key, &st); err != nil {
+		if err := s.completeReset(ctx, loaded, &st); err != nil {
 			return Result{}, err
 		}
 	}
@@ -372,10 +376,11 @@ func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
 		PrefixHash: hashChain(st.PrefixHash, slice),
 		Artifact:   *carry,
 		UpdatedAt:  s.opts.Now().UTC(),
-		Owner:      st.Owner,
 	}
-	if !found {
-		next.Owner = req.Identity.ID
+	// An adopted state is new under key: it is created, not advanced.
+	prev := st.Watermark
+	if loaded != key {
+		prev = 0
 	}
 	// The archive is written before the summary commits: a host killed
 	// between the two has committed nothing, and the retry compacts and
@@ -387,16 +392,19 @@ func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
 			return Result{}, err
 		}
 	}
-	if err := s.save(ctx, req, key, st.Watermark, &next); err != nil {
+	if err := s.save(ctx, req, key, prev, &next); err != nil {
 		if errors.Is(err, ErrStale) {
-			// Another host created or advanced it meanwhile: a caller who
-			// does not own what it made learns no more than of an absent one.
-			if cur, ok, lerr := s.opts.Store.Load(ctx, key); lerr == nil && ok && !access.owns(cur) {
-				return Result{}, notFound(key.Realm, req.Conversation)
-			}
 			return Result{}, fmt.Errorf("conversation %s was compacted by another host meanwhile; retry: %w: %w", req.Conversation, err, sdk.ErrConflict)
 		}
 		return Result{}, err
+	}
+	if loaded != key {
+		// The adopted state now lives under key. A failure here leaves the
+		// old copy, which only an application reaches (as before the
+		// upgrade); its DELETE naming no identity removes it.
+		if err := s.opts.Store.Delete(ctx, loaded); err != nil {
+			s.log(ctx).Warn("the adopted conversation state was not removed", "realm", key.Realm, "conversation", key.Conversation, "error", err)
+		}
 	}
 	s.log(ctx).Debug("compacted", "realm", key.Realm, "conversation", key.Conversation, "from", start, "to", next.Watermark, "calls", len(chunks))
 	return Result{Artifact: s.deliver(req.Identity, next.Artifact), Absorbed: next.Watermark, Compacted: len(slice), Calls: len(chunks)}, nil
@@ -589,10 +597,11 @@ func splitMessage(m sdk.Message, max int) []sdk.Message {
 	return out
 }
 
-// Forget deletes a conversation's summary and watermark; the next
-// compaction starts from nothing. Forgetting an unknown conversation is
-// not an error, and a conversation the caller may not touch is left as it
-// is and answered the same way, as if absent.
+// Forget deletes a conversation's summary, watermark and archive; the
+// next compaction starts from nothing. It forgets the state of the
+// identity access names (Identity), or, for an application naming none,
+// the state of every identity that holds one under the conversation id.
+// Forgetting an unknown conversation is not an error.
 func (s *Service) Forget(ctx context.Context, realm, conversation string, access Access) error {
 	if err := sdk.ValidateRealm(realm); err != nil {
 		return err
@@ -600,50 +609,64 @@ func (s *Service) Forget(ctx context.Context, realm, conversation string, access
 	if err := ValidateConversation(conversation); err != nil {
 		return err
 	}
-	key := Key{Realm: realm, Conversation: conversation}
+	if access.Identity != "" || !access.Application {
+		if err := (sdk.Identity{Realm: realm, ID: access.Identity}).Validate(); err != nil {
+			return err
+		}
+		return s.forget(ctx, Key{Realm: realm, Identity: access.Identity, Conversation: conversation})
+	}
+	ids, err := s.opts.Store.Identities(ctx, realm, conversation)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := s.forget(ctx, Key{Realm: realm, Identity: id, Conversation: conversation}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// forget deletes key's state and archive. Without a state, the episodes a
+// first compaction archived and never committed are still removed: their
+// ids carry the identity, so they are the caller's own.
+func (s *Service) forget(ctx context.Context, key Key) error {
 	unlock, err := s.locks.lock(ctx, key)
 	if err != nil {
-		return fmt.Errorf("conversation %s: waiting for a compaction under way: %w", conversation, err)
+		return fmt.Errorf("conversation %s: waiting for a compaction under way: %w", key.Conversation, err)
 	}
 	defer unlock()
 	st, found, err := s.opts.Store.Load(ctx, key)
 	if err != nil {
 		return err
 	}
-	if found && !access.owns(st) {
-		s.log(ctx).Debug("conversation forget refused: another identity's", "realm", realm, "conversation", conversation, "identity", access.Identity)
-		return nil
-	}
-	// Episodes archived by a first compaction that never committed have no
-	// owner on record yet: only an application may remove them, and the
-	// agent's retried compaction commits them as its own.
-	if !found && !access.Application {
-		return nil
-	}
 	// The archive goes first: when it cannot be removed the summary
 	// stays, so the DELETE's retry still knows how far it reached.
 	if s.opts.Archive != nil {
-		if err := s.opts.Archive.Forget(ctx, realm, conversation, st.Watermark); err != nil {
+		if err := s.opts.Archive.Forget(ctx, sdk.Identity{Realm: key.Realm, ID: key.Identity}, key.Conversation, st.Watermark); err != nil {
 			return err
 		}
+	}
+	if !found {
+		return nil
 	}
 	if err := s.opts.Store.Delete(ctx, key); err != nil {
 		return err
 	}
 	// The pending reset goes with the summary it was owed for.
-	if found && !st.Pending.IsZero() {
+	if !st.Pending.IsZero() {
 		s.pending.remove(key, st.Pending)
 	}
 	return nil
 }
 
 // IdempotencyKey is the key every compactor call carries: realm,
-// conversation id and the sha256 of the slice chained on at, the hash of
+// identity, conversation id and the sha256 of the slice chained on at, the hash of
 // everything before it (hashChain; "" at the start), so a side-effecting
 // compactor can recognise a retry of the same call, and the same messages
 // at another place in the conversation are another call.
 func IdempotencyKey(key Key, at string, slice []sdk.Message) string {
-	return key.Realm + "/" + key.Conversation + "/sha256:" + hashChain(at, slice)
+	return key.Realm + "/" + key.Identity + "/" + key.Conversation + "/sha256:" + hashChain(at, slice)
 }
 
 // hashChain extends prev (hex, "" for the start) over msgs one message at

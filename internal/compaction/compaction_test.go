@@ -153,8 +153,8 @@ func TestIdempotencyKey(t *testing.T) {
 	if k0 == k2 {
 		t.Errorf("different slices share key %q", k0)
 	}
-	if !strings.HasPrefix(k0, "default/c1/sha256:") {
-		t.Errorf("key %q does not name realm and conversation", k0)
+	if !strings.HasPrefix(k0, "default/alice/c1/sha256:") {
+		t.Errorf("key %q does not name realm, identity and conversation", k0)
 	}
 }
 
@@ -187,7 +187,7 @@ func TestFailuresChangeNothing(t *testing.T) {
 			if code, _ := CodeOf(err); code != tc.code {
 				t.Errorf("code %q, want %q", code, tc.code)
 			}
-			st, _, _ := store.Load(ctx, Key{"default", "c1"})
+			st, _, _ := store.Load(ctx, Key{"default", "alice", "c1"})
 			if st.Watermark != 1 || st.Artifact.Content != "user:a" {
 				t.Errorf("state changed after a failure: %+v", st)
 			}
@@ -396,7 +396,7 @@ func TestStoresCompareAndSet(t *testing.T) {
 	}
 	for name, store := range map[string]Store{"memory": NewMemoryStore(), "sqlite": sqlStore} {
 		t.Run(name, func(t *testing.T) {
-			k := Key{"r", "c"}
+			k := Key{"r", "i", "c"}
 			st := State{Watermark: 2, PrefixHash: "h", Artifact: sdk.Message{Role: "system", Content: "s"}}
 			if err := store.Save(ctx, k, 1, st); !errors.Is(err, ErrStale) {
 				t.Errorf("save over missing state at watermark 1: %v, want ErrStale", err)
@@ -493,8 +493,8 @@ func TestArtifactsAreDefanged(t *testing.T) {
 	}
 	t.Run("stored before defanging", func(t *testing.T) {
 		store := NewMemoryStore()
-		key := Key{Realm: alice.Realm, Conversation: "c1"}
-		st := State{Watermark: 1, PrefixHash: hashChain("", msgs("a")), Artifact: sdk.Message{Role: "system", Content: forged}, Owner: alice.ID}
+		key := Key{Realm: alice.Realm, Identity: alice.ID, Conversation: "c1"}
+		st := State{Watermark: 1, PrefixHash: hashChain("", msgs("a")), Artifact: sdk.Message{Role: "system", Content: forged}}
 		if err := store.Save(context.Background(), key, 0, st); err != nil {
 			t.Fatal(err)
 		}
@@ -556,11 +556,11 @@ func TestSQLStoreFullDiskIsStorageFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := State{Watermark: 3, PrefixHash: "h", Artifact: sdk.Message{Role: "system", Content: strings.Repeat("summary ", 4000)}, UpdatedAt: time.Now()}
-	err = store.Save(ctx, Key{Realm: "default", Conversation: "c"}, 0, st)
+	err = store.Save(ctx, Key{Realm: "default", Identity: "alice", Conversation: "c"}, 0, st)
 	if !errors.Is(err, sdk.ErrNoSpace) {
 		t.Fatalf("save on a full file = %v, want the storage-full error", err)
 	}
-	if _, found, err := store.Load(ctx, Key{Realm: "default", Conversation: "c"}); err != nil || found {
+	if _, found, err := store.Load(ctx, Key{Realm: "default", Identity: "alice", Conversation: "c"}); err != nil || found {
 		t.Fatalf("after a refused save: found %v, %v", found, err)
 	}
 }

@@ -98,8 +98,8 @@ func TestIdempotencyKeyNamesTheCallNotJustItsMessages(t *testing.T) {
 				t.Errorf("a retry changed the keys:\n%q\n%q", comp.keys, again.keys)
 			}
 			for _, k := range comp.keys {
-				if !strings.HasPrefix(k, "default/c1/sha256:") {
-					t.Errorf("key %q does not name realm and conversation", k)
+				if !strings.HasPrefix(k, "default/alice/c1/sha256:") {
+					t.Errorf("key %q does not name realm, identity and conversation", k)
 				}
 			}
 		})

@@ -69,7 +69,7 @@ func (h *pendingHost) turn() error {
 
 func (h *pendingHost) pending(t *testing.T) PendingReset {
 	t.Helper()
-	st, _, err := h.store.Load(context.Background(), Key{"default", "c1"})
+	st, _, err := h.store.Load(context.Background(), Key{"default", "alice", "c1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestSQLStoreAddsPendingColumns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, found, err := store.Load(ctx, Key{"default", "c1"})
+		st, found, err := store.Load(ctx, Key{"default", "", "c1"})
 		if err != nil || !found || st.Artifact.Content != "old summary" || !st.Pending.IsZero() {
 			t.Fatalf("old summary after the upgrade: %+v %v %v", st, found, err)
 		}

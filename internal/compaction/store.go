@@ -10,9 +10,13 @@ import (
 )
 
 // Key names one conversation's compaction state. Conversations are per
-// realm: two tenants may use the same conversation id without meeting.
+// realm and identity: two tenants, or two identities of one realm, may use
+// the same conversation id without seeing, blocking or deleting each
+// other's state. Identity "" holds a state saved before identities were
+// recorded, which only an application reaches (see Service.Compact).
 type Key struct {
 	Realm        string
+	Identity     string
 	Conversation string
 }
 
@@ -33,10 +37,6 @@ type State struct {
 	// that the next compaction of the conversation, or the session's next
 	// turn, completes.
 	Pending PendingReset
-	// Owner is the identity that first compacted the conversation: an
-	// agent touches only its identity's conversations. "" is a state saved
-	// before owners were recorded, which only an application touches.
-	Owner string
 }
 
 // PendingReset names a session whose reset is owed: an identity of the
@@ -63,6 +63,10 @@ type Store interface {
 	Save(ctx context.Context, key Key, prev int, st State) error
 	// Delete forgets key's state; forgetting nothing is not an error.
 	Delete(ctx context.Context, key Key) error
+	// Identities lists the identities that hold state for a conversation
+	// id of a realm ("" for a state saved before identities were
+	// recorded), so an application can forget the id for all of them.
+	Identities(ctx context.Context, realm, conversation string) ([]string, error)
 }
 
 // TxStore is a Store that also holds the session store (pgstate, where both
@@ -121,9 +125,24 @@ func (m *MemoryStore) PendingResets(context.Context) (map[Key]PendingReset, erro
 	return out, nil
 }
 
+func (m *MemoryStore) Identities(_ context.Context, realm, conversation string) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for k := range m.states {
+		if k.Realm == realm && k.Conversation == conversation {
+			out = append(out, k.Identity)
+		}
+	}
+	return out, nil
+}
+
 func (m *MemoryStore) Delete(_ context.Context, key Key) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.states, key)
 	return nil
 }
+
+// String names the key in errors and logs: realm/identity/conversation.
+func (k Key) String() string { return k.Realm + "/" + k.Identity + "/" + k.Conversation }

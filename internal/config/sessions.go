@@ -22,7 +22,7 @@ const (
 // Sessions holds the durable session store's settings.
 type Sessions struct {
 	IdleTTL     time.Duration // a session idle this long is dropped
-	MaxPerRealm int           // sessions kept per realm; its oldest go first
+	MaxPerRealm int           // sessions kept per realm; past it, the least recently used session of the identity holding the most goes first
 }
 
 var sessionsSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{

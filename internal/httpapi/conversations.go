@@ -69,15 +69,16 @@ func (s *Server) handleCompact(ctx context.Context, c caller, w http.ResponseWri
 	return nil
 }
 
-// everyConversation reports whether c may touch every conversation of its
-// realms: an application token bound to no identity. Any other caller
-// touches only the conversations its identity compacted first.
+// everyConversation reports whether c may touch every identity's
+// conversations of its realms: an application token bound to no identity.
+// Any other caller touches only its own identity's.
 func (c caller) everyConversation() bool { return c.application() && !c.bound() }
 
-// handleForgetConversation forgets a conversation's summary. An
-// application forgets any of its realm; an agent names the identity it acts
-// as (?identity=, or its token's one identity) and forgets only that
-// identity's conversations, another's answering as if absent.
+// handleForgetConversation forgets a conversation's summary. Conversations
+// are per identity: an agent names the identity it acts as (?identity=, or
+// its token's one identity) and forgets only that identity's conversation
+// of the id; an application forgets the named identity's, or with none,
+// every identity's of the id.
 func (s *Server) handleForgetConversation(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
 	svc, err := s.compaction()
 	if err != nil {
@@ -92,7 +93,7 @@ func (s *Server) handleForgetConversation(ctx context.Context, c caller, w http.
 	if access.Identity == "" && c.bound() && len(c.token.Identities) == 1 {
 		access.Identity = c.token.Identities[0]
 	}
-	if !access.Application {
+	if access.Identity != "" || !access.Application {
 		if access.Identity == "" {
 			return badRequest("token %q forgets only the conversations of the identity it acts as: name it (?identity=)", c.token.Name)
 		}

@@ -23,14 +23,14 @@ func (c *Compaction) Load(ctx context.Context, key compaction.Key) (compaction.S
 	var st compaction.State
 	var ms int64
 	err := c.db.pool.QueryRow(ctx,
-		c.db.q(`SELECT watermark, prefix_hash, artifact_role, artifact_content, updated_at_ms, reset_identity, reset_session, owner
-		 FROM compaction_state WHERE realm = $1 AND conversation = $2`), key.Realm, key.Conversation,
-	).Scan(&st.Watermark, &st.PrefixHash, &st.Artifact.Role, &st.Artifact.Content, &ms, &st.Pending.Identity, &st.Pending.Session, &st.Owner)
+		c.db.q(`SELECT watermark, prefix_hash, artifact_role, artifact_content, updated_at_ms, reset_identity, reset_session
+		 FROM compaction_state WHERE realm = $1 AND identity = $2 AND conversation = $3`), key.Realm, key.Identity, key.Conversation,
+	).Scan(&st.Watermark, &st.PrefixHash, &st.Artifact.Role, &st.Artifact.Content, &ms, &st.Pending.Identity, &st.Pending.Session)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return compaction.State{}, false, nil
 	}
 	if err != nil {
-		return compaction.State{}, false, fmt.Errorf("compaction store: load %s/%s: %w", key.Realm, key.Conversation, classify(err))
+		return compaction.State{}, false, fmt.Errorf("compaction store: load %s: %w", key, classify(err))
 	}
 	st.UpdatedAt = time.UnixMilli(ms).UTC()
 	return st, true, nil
@@ -38,7 +38,7 @@ func (c *Compaction) Load(ctx context.Context, key compaction.Key) (compaction.S
 
 func (c *Compaction) Save(ctx context.Context, key compaction.Key, prev int, st compaction.State) error {
 	if err := c.save(ctx, c.db.pool, key, prev, st); err != nil {
-		return fmt.Errorf("compaction store: save %s/%s: %w", key.Realm, key.Conversation, err)
+		return fmt.Errorf("compaction store: save %s: %w", key, err)
 	}
 	return nil
 }
@@ -62,7 +62,7 @@ func (c *Compaction) SaveWith(ctx context.Context, key compaction.Key, prev int,
 		break
 	}
 	if err != nil {
-		return fmt.Errorf("compaction store: save %s/%s: %w", key.Realm, key.Conversation, classify(err))
+		return fmt.Errorf("compaction store: save %s: %w", key, classify(err))
 	}
 	return nil
 }
@@ -74,22 +74,21 @@ type execer interface {
 
 // save is the compare-and-set of Save, on the pool or in a transaction.
 func (c *Compaction) save(ctx context.Context, ex execer, key compaction.Key, prev int, st compaction.State) error {
-	args := []any{st.Watermark, st.PrefixHash, st.Artifact.Role, st.Artifact.Content, st.UpdatedAt.UnixMilli(), st.Pending.Identity, st.Pending.Session, st.Owner, key.Realm, key.Conversation}
+	args := []any{st.Watermark, st.PrefixHash, st.Artifact.Role, st.Artifact.Content, st.UpdatedAt.UnixMilli(), st.Pending.Identity, st.Pending.Session, key.Identity, key.Realm, key.Conversation}
 	var sql string
 	if prev == 0 {
-		sql = c.db.q(`INSERT INTO compaction_state AS cs (watermark, prefix_hash, artifact_role, artifact_content, updated_at_ms, reset_identity, reset_session, owner, realm, conversation)
+		sql = c.db.q(`INSERT INTO compaction_state AS cs (watermark, prefix_hash, artifact_role, artifact_content, updated_at_ms, reset_identity, reset_session, identity, realm, conversation)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-			ON CONFLICT (realm, conversation) DO UPDATE SET
+			ON CONFLICT (realm, identity, conversation) DO UPDATE SET
 			  watermark = excluded.watermark, prefix_hash = excluded.prefix_hash,
 			  artifact_role = excluded.artifact_role, artifact_content = excluded.artifact_content,
 			  updated_at_ms = excluded.updated_at_ms,
-			  reset_identity = excluded.reset_identity, reset_session = excluded.reset_session,
-			  owner = excluded.owner
+			  reset_identity = excluded.reset_identity, reset_session = excluded.reset_session
 			WHERE cs.watermark = 0`)
 	} else {
 		sql = c.db.q(`UPDATE compaction_state SET watermark = $1, prefix_hash = $2, artifact_role = $3, artifact_content = $4, updated_at_ms = $5,
-			  reset_identity = $6, reset_session = $7, owner = $8
-			WHERE realm = $9 AND conversation = $10 AND watermark = $11`)
+			  reset_identity = $6, reset_session = $7
+			WHERE identity = $8 AND realm = $9 AND conversation = $10 AND watermark = $11`)
 		args = append(args, prev)
 	}
 	tag, err := ex.Exec(ctx, sql, args...)
@@ -103,10 +102,22 @@ func (c *Compaction) save(ctx context.Context, ex execer, key compaction.Key, pr
 }
 
 func (c *Compaction) Delete(ctx context.Context, key compaction.Key) error {
-	if _, err := c.db.pool.Exec(ctx, c.db.q(`DELETE FROM compaction_state WHERE realm = $1 AND conversation = $2`), key.Realm, key.Conversation); err != nil {
-		return fmt.Errorf("compaction store: delete %s/%s: %w", key.Realm, key.Conversation, classify(err))
+	if _, err := c.db.pool.Exec(ctx, c.db.q(`DELETE FROM compaction_state WHERE realm = $1 AND identity = $2 AND conversation = $3`), key.Realm, key.Identity, key.Conversation); err != nil {
+		return fmt.Errorf("compaction store: delete %s: %w", key, classify(err))
 	}
 	return nil
+}
+
+func (c *Compaction) Identities(ctx context.Context, realm, conversation string) ([]string, error) {
+	rows, err := c.db.pool.Query(ctx, c.db.q(`SELECT identity FROM compaction_state WHERE realm = $1 AND conversation = $2`), realm, conversation)
+	if err != nil {
+		return nil, fmt.Errorf("compaction store: list identities of %s/%s: %w", realm, conversation, classify(err))
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("compaction store: list identities of %s/%s: %w", realm, conversation, classify(err))
+	}
+	return ids, nil
 }
 
 var _ compaction.TxStore = (*Compaction)(nil)

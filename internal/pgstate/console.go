@@ -11,6 +11,7 @@ import (
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/internal/turntrace"
+	"github.com/memhost/memhost/sdk"
 )
 
 // consoleMigration adds the proposal ledger and the turn trace, shared by
@@ -66,14 +67,18 @@ func (p *Proposals) Add(ctx context.Context, entries []proposal.Entry, max int) 
 			return proposal.TooMany(realm, proposer, n, max)
 		}
 		for _, e := range entries {
-			if _, err := tx.Exec(ctx, p.db.q(`INSERT INTO proposals (realm, id, proposer, identity, created_ms) VALUES ($1, $2, $3, $4, $5)
-				ON CONFLICT (realm, id) DO NOTHING`), e.Realm, e.ID, e.Proposer, e.Identity, e.CreatedAt.UnixMilli()); err != nil {
+			tag, err := tx.Exec(ctx, p.db.q(`INSERT INTO proposals (realm, id, proposer, identity, created_ms) VALUES ($1, $2, $3, $4, $5)
+				ON CONFLICT (realm, id) DO NOTHING`), e.Realm, e.ID, e.Proposer, e.Identity, e.CreatedAt.UnixMilli())
+			if err != nil {
 				return err
+			}
+			if tag.RowsAffected() == 0 {
+				return proposal.AlreadyNoted(e.Realm, e.ID)
 			}
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, proposal.ErrTooMany) {
+	if err != nil && !errors.Is(err, proposal.ErrTooMany) && !errors.Is(err, sdk.ErrConflict) {
 		return fmt.Errorf("proposal ledger: note: %w", classify(err))
 	}
 	return err

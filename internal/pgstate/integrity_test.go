@@ -111,7 +111,7 @@ func TestSaveWithIsOneTransaction(t *testing.T) {
 	reset := func(ctx context.Context) error {
 		return sessions.Update(ctx, sk, func(st *coordinator.SessionState) bool { st.InjectedBytes = 0; return true })
 	}
-	key := compaction.Key{Realm: "r", Conversation: "c"}
+	key := compaction.Key{Realm: "r", Identity: "alice", Conversation: "c"}
 	st := compaction.State{Watermark: 3, PrefixHash: "h", Artifact: sdk.Message{Role: "user", Content: "summary"}, UpdatedAt: time.Now()}
 
 	// Another connection holds the session's row.

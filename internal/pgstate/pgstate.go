@@ -122,7 +122,7 @@ var ErrSchema = errors.New("shared state schema incomplete")
 var requiredColumns = map[string][]string{
 	"state_migrations": {"version", "applied_at"},
 	"sessions":         {"realm", "identity", "session", "state", "touched_at"},
-	"compaction_state": {"realm", "conversation", "watermark", "prefix_hash", "artifact_role", "artifact_content", "updated_at_ms", "reset_identity", "reset_session", "owner"},
+	"compaction_state": {"realm", "conversation", "watermark", "prefix_hash", "artifact_role", "artifact_content", "updated_at_ms", "reset_identity", "reset_session", "identity"},
 	"host_key":         {"id", "verifier", "created_at"},
 	"proposals":        {"realm", "id", "identity", "proposer", "created_ms"},
 	"turn_trace":       {"realm", "seq", "session", "identity", "at_ms", "bytes", "trace"},
@@ -218,10 +218,23 @@ var migrations = []string{
 		created_at timestamptz NOT NULL DEFAULT now()
 	);`,
 	consoleMigration,
-	// The identity that first compacted a conversation (compaction.State
-	// .Owner); '' for a row saved before, which only an application may
-	// touch.
+	// The identity that first compacted a conversation; '' for a row
+	// saved before (replaced by identity, below).
 	`ALTER TABLE compaction_state ADD COLUMN owner text NOT NULL DEFAULT '';`,
+	// Conversations are keyed by identity too (compaction.Key), so two
+	// identities using one conversation id never meet. A row moves to its
+	// owner's identity, which replaces the owner column; one saved before
+	// owners were recorded to '', which only an application reaches.
+	`ALTER TABLE compaction_state ADD COLUMN identity text NOT NULL DEFAULT '';
+	UPDATE compaction_state SET identity = owner;
+	ALTER TABLE compaction_state DROP CONSTRAINT compaction_state_pkey,
+		ADD PRIMARY KEY (realm, identity, conversation),
+		DROP COLUMN owner;`,
+	// The realm bound evicts per identity (Sessions.bound), which walks a
+	// realm's sessions by identity, newest first; the realm-wide age order
+	// is no longer read.
+	`DROP INDEX sessions_by_realm_age;
+	CREATE INDEX sessions_by_realm_identity_age ON sessions (realm, identity, touched_at DESC, session DESC);`,
 }
 
 // errReadOnlyServer refuses a server whose transactions are read-only.

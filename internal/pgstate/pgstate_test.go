@@ -153,8 +153,8 @@ func TestCompactionCompareAndSet(t *testing.T) {
 	dbs := open(t, 2)
 	a, b := NewCompaction(dbs[0]), NewCompaction(dbs[1])
 	ctx := context.Background()
-	key := compaction.Key{Realm: "r", Conversation: "c"}
-	st := compaction.State{Watermark: 4, PrefixHash: "h4", Artifact: sdk.Message{Role: "system", Content: "sum"}, UpdatedAt: time.UnixMilli(1000).UTC(), Owner: "alice"}
+	key := compaction.Key{Realm: "r", Identity: "alice", Conversation: "c"}
+	st := compaction.State{Watermark: 4, PrefixHash: "h4", Artifact: sdk.Message{Role: "system", Content: "sum"}, UpdatedAt: time.UnixMilli(1000).UTC()}
 	if err := a.Save(ctx, key, 0, st); err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func TestDeadPooledConnectionIsReplaced(t *testing.T) {
 	defer db.Close()
 	sessions, comp, props := NewSessions(db, SessionOptions{}), NewCompaction(db), NewProposals(db)
 	key := coordinator.SessionKey{Realm: "r", Identity: "i", Session: "s"}
-	ckey := compaction.Key{Realm: "r", Conversation: "c"}
+	ckey := compaction.Key{Realm: "r", Identity: "alice", Conversation: "c"}
 	watermark := 0
 	for _, tc := range []struct {
 		name string

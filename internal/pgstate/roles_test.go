@@ -66,7 +66,7 @@ func TestLeastPrivilegeRoles(t *testing.T) {
 				t.Errorf("session Update: %v", err)
 			}
 			st := compaction.State{Watermark: 1, PrefixHash: "h", Artifact: sdk.Message{Role: "system", Content: "sum"}, UpdatedAt: time.Now()}
-			if err := NewCompaction(db).Save(ctx, compaction.Key{Realm: "r", Conversation: "c"}, 0, st); err != nil {
+			if err := NewCompaction(db).Save(ctx, compaction.Key{Realm: "r", Identity: "alice", Conversation: "c"}, 0, st); err != nil {
 				t.Errorf("compaction Save: %v", err)
 			}
 			if err := NewProposals(db).Add(ctx, []proposal.Entry{{Realm: "r", ID: "p1", Proposer: "agent", CreatedAt: time.Now()}}, 10); err != nil {

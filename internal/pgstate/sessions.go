@@ -22,7 +22,8 @@ type SessionOptions struct {
 	// TTL drops a session idle (neither written nor read) for longer.
 	TTL time.Duration
 	// PerRealm bounds the sessions kept per realm; a new session beyond
-	// it drops the realm's least recently visited ones.
+	// it drops the least recently visited session of the identity holding
+	// the most sessions in the realm (see bound).
 	PerRealm int
 }
 
@@ -194,23 +195,60 @@ type joined struct {
 // errUnchanged rolls back a transaction whose fn changed nothing.
 var errUnchanged = errors.New("unchanged")
 
-// bound drops the realm's least recently visited sessions beyond the
-// bound. Rows another host holds locked are skipped (they are being
-// visited, so they are not the idlest); the count is therefore exact only
-// between visits, which is all a bound on memory use needs.
+// bound drops sessions of key's realm beyond the bound, never key itself:
+// each time the least recently visited session of the identity holding the
+// most sessions (key's own counted), ties to the least recently visited of
+// those identities' sessions, so one identity's flood drops its own. Rows
+// another host holds locked are skipped (they are being visited, so they
+// are not the idlest); the count is therefore exact only between visits,
+// which is all a bound on memory use needs.
 func (s *Sessions) bound(ctx context.Context, tx pgx.Tx, key coordinator.SessionKey) error {
 	var n int
 	if err := tx.QueryRow(ctx, s.db.q(`SELECT count(*) FROM sessions WHERE realm = $1`), key.Realm).Scan(&n); err != nil {
 		return err
 	}
-	if n <= s.opts.PerRealm {
+	excess := n - s.opts.PerRealm
+	if excess <= 0 {
 		return nil
 	}
-	_, err := tx.Exec(ctx, s.db.q(`DELETE FROM sessions WHERE realm = $1 AND (identity, session) IN (
-			SELECT identity, session FROM sessions
-			WHERE realm = $1 AND NOT (identity = $2 AND session = $3)
-			ORDER BY touched_at LIMIT $4 FOR UPDATE SKIP LOCKED)`),
-		key.Realm, key.Identity, key.Session, n-s.opts.PerRealm)
+	if excess == 1 {
+		// The usual case: one pass over the realm's index picks the
+		// identity, a seek its oldest session.
+		var identity string
+		err := tx.QueryRow(ctx, s.db.q(`SELECT identity FROM sessions WHERE realm = $1 GROUP BY identity
+			HAVING bool_or(NOT (identity = $2 AND session = $3))
+			ORDER BY count(*) DESC, min(touched_at) FILTER (WHERE NOT (identity = $2 AND session = $3)), identity LIMIT 1`),
+			key.Realm, key.Identity, key.Session).Scan(&identity)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		// The victim in a CTE: it runs once, where a locking subquery
+		// under IN may run again per row and pick the next one.
+		_, err = tx.Exec(ctx, s.db.q(`WITH victim AS (
+				SELECT session FROM sessions WHERE realm = $1 AND identity = $4 AND NOT (identity = $2 AND session = $3)
+				ORDER BY touched_at, session LIMIT 1 FOR UPDATE SKIP LOCKED)
+			DELETE FROM sessions s USING victim v WHERE s.realm = $1 AND s.identity = $4 AND s.session = v.session`),
+			key.Realm, key.Identity, key.Session, identity)
+		return err
+	}
+	// Many at once (the bound was lowered, or hosts raced): the same
+	// order in one pass. Evicting the identity with the most sessions,
+	// again and again, takes each identity's sessions from the oldest; the
+	// one taken next is the oldest among those furthest from their
+	// identity's newest.
+	_, err := tx.Exec(ctx, s.db.q(`WITH victims AS (
+			SELECT v.identity, v.session FROM sessions v JOIN (
+				SELECT identity, session,
+					row_number() OVER (PARTITION BY identity ORDER BY touched_at DESC, session DESC) AS rank
+				FROM sessions WHERE realm = $1) r USING (identity, session)
+			WHERE v.realm = $1 AND NOT (v.identity = $2 AND v.session = $3)
+			ORDER BY r.rank DESC, v.touched_at, v.identity, v.session LIMIT $4
+			FOR UPDATE OF v SKIP LOCKED)
+		DELETE FROM sessions s USING victims d WHERE s.realm = $1 AND s.identity = d.identity AND s.session = d.session`),
+		key.Realm, key.Identity, key.Session, excess)
 	return err
 }
 

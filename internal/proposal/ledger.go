@@ -3,7 +3,10 @@ package proposal
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
+
+	"github.com/memhost/memhost/sdk"
 )
 
 // ErrTooMany refuses a proposal that would take its proposer's pending
@@ -30,7 +33,10 @@ type Entry struct {
 type Ledger interface {
 	// Add notes entries, all of one realm and proposer, unless that
 	// proposer would then have more than max pending in the realm
-	// (ErrTooMany, nothing noted). The check and the insert are atomic.
+	// (ErrTooMany, nothing noted). An id the realm already notes, or
+	// one the batch holds twice, is AlreadyNoted and nothing is noted: a
+	// second proposal must not take over the first one's entry, nor its
+	// failure drop it. The check and the insert are atomic.
 	Add(ctx context.Context, entries []Entry, max int) error
 	// Remove drops the entries of ids; unknown ids are no error.
 	Remove(ctx context.Context, realm string, ids []string) error
@@ -42,4 +48,10 @@ type Ledger interface {
 	Lookup(ctx context.Context, realm, id string) (Entry, bool, error)
 	// Counts answers the pending proposals per realm.
 	Counts(ctx context.Context) (map[string]int, error)
+}
+
+// AlreadyNoted is the refusal of Add for an id its realm's ledger holds
+// already, the same from every ledger.
+func AlreadyNoted(realm, id string) error {
+	return fmt.Errorf("a proposal %q is already pending in realm %q; propose under another id: %w", id, realm, sdk.ErrConflict)
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/memhost/memhost/sdk"
@@ -27,19 +28,37 @@ func Shared(scope sdk.Scope) bool { return scope.Class() != sdk.ScopeIdentity }
 
 // Store writes records as proposals through the provider's archive
 // capability (the one write path that may set a status) and answers
-// their ids.
+// their ids. A record whose content its scope holds already, in an active
+// record or a pending proposal, is not stored again: the holder's id is
+// answered in its place, as a write of held content answers it. Store
+// looks for a pending holder in the proposals of the records it is given
+// only; a queue looks in its whole ledger.
 func Store(ctx context.Context, realm string, p sdk.Provider, records []sdk.Record) ([]string, error) {
-	a, ok := host.ProviderOf(p).Archiver()
+	ids, _, err := storeProposals(ctx, realm, p, records, nil)
+	return ids, err
+}
+
+// pendingIDs lists the ids of a realm's pending proposals.
+type pendingIDs func(ctx context.Context) ([]string, error)
+
+// storeProposals is Store; it also answers which records it stored, the
+// others being answered with the record holding their content. Once the
+// import is done, an error comes with the records stored (a failed
+// search for a holder after it): the caller's notes of those must stay.
+func storeProposals(ctx context.Context, realm string, p sdk.Provider, records []sdk.Record, pending pendingIDs) ([]string, []bool, error) {
+	hp := host.ProviderOf(p)
+	a, ok := hp.Archiver()
 	if !ok {
-		return nil, fmt.Errorf("the provider of realm %q cannot hold an agent's proposals for shared scopes (it lacks the archive capability): %w", realm, sdk.ErrUnsupported)
+		return nil, nil, fmt.Errorf("the provider of realm %q cannot hold an agent's proposals for shared scopes (it lacks the archive capability): %w", realm, sdk.ErrUnsupported)
 	}
 	now := time.Now()
 	recs := slices.Clone(records)
 	ids := make([]string, len(recs))
+	stored := make([]bool, len(recs))
 	for i := range recs {
 		r := &recs[i]
 		if err := r.Prepare(realm, now); err != nil {
-			return nil, fmt.Errorf("records[%d].%w", i, err)
+			return nil, nil, fmt.Errorf("records[%d].%w", i, err)
 		}
 		r.Status = sdk.StatusQuarantined
 		if !r.HasTag(Tag) {
@@ -47,10 +66,138 @@ func Store(ctx context.Context, realm string, p sdk.Provider, records []sdk.Reco
 		}
 		ids[i] = r.ID
 	}
-	if _, err := a.Import(ctx, realm, recs); err != nil {
-		return nil, err
+	getter, canGet := hp.Getter()
+	if !canGet {
+		// Without fetch nothing can tell a stored proposal from a skipped
+		// one; such a provider cannot approve proposals either.
+		if _, err := a.Import(ctx, realm, recs); err != nil {
+			return nil, nil, err
+		}
+		for i := range stored {
+			stored[i] = true
+		}
+		return ids, stored, nil
 	}
-	return ids, nil
+	// An id given by the caller may name a stored record: only the same
+	// content, held live, is that record's to answer.
+	known, err := getByID(ctx, realm, getter, ids)
+	if err != nil {
+		return nil, nil, err
+	}
+	var fresh []sdk.Record
+	for i := range recs {
+		if old, ok := known[ids[i]]; ok {
+			if !holds(&old, &recs[i], now) {
+				return nil, nil, fmt.Errorf("records[%d]: id %q already names another record in realm %q: %w", i, ids[i], realm, sdk.ErrConflict)
+			}
+			continue
+		}
+		stored[i] = true
+		fresh = append(fresh, recs[i])
+	}
+	if len(fresh) == 0 {
+		return ids, stored, nil
+	}
+	res, err := a.Import(ctx, realm, fresh)
+	if err != nil {
+		return nil, nil, err
+	}
+	if res.Skipped == 0 {
+		return ids, stored, nil
+	}
+	// The provider skipped a record whose content its scope holds live:
+	// answer the holder, never an id that names nothing.
+	after, err := getByID(ctx, realm, getter, ids)
+	if err != nil {
+		return nil, stored, err
+	}
+	var held []int
+	for i := range recs {
+		if r, ok := after[ids[i]]; stored[i] && (!ok || !IsPending(&r) || r.ContentHash != recs[i].ContentHash || r.Scope != recs[i].Scope) {
+			held = append(held, i)
+			stored[i] = false
+		}
+	}
+	if len(held) == 0 {
+		return ids, stored, nil
+	}
+	if pending == nil {
+		pending = func(context.Context) ([]string, error) { return ids, nil }
+	}
+	pend, err := pending(ctx)
+	if err != nil {
+		return nil, stored, err
+	}
+	proposals, err := getByID(ctx, realm, getter, pend)
+	if err != nil {
+		return nil, stored, err
+	}
+	for _, i := range held {
+		id, found, err := holder(ctx, realm, p, proposals, &recs[i], now)
+		if err != nil {
+			return nil, stored, fmt.Errorf("records[%d]: find the record holding its content: %w", i, err)
+		}
+		if !found {
+			return nil, stored, fmt.Errorf("records[%d]: the provider holds its content in scope %s already, but the record holding it was not found; propose it again: %w", i, recs[i].Scope, sdk.ErrConflict)
+		}
+		ids[i] = id
+	}
+	return ids, stored, nil
+}
+
+// holds reports whether stored holds r's content live in r's scope: a
+// recallable record or a pending proposal.
+func holds(stored, r *sdk.Record, now time.Time) bool {
+	return stored.Scope == r.Scope && stored.ContentHash == r.ContentHash && (stored.Recallable(now) || IsPending(stored))
+}
+
+// holder finds the record holding r's content: a pending proposal among
+// proposals, else an active record of r's scope found by the realm's
+// recall.
+func holder(ctx context.Context, realm string, p sdk.Provider, proposals map[string]sdk.Record, r *sdk.Record, now time.Time) (string, bool, error) {
+	best := ""
+	for id, prop := range proposals {
+		if IsPending(&prop) && holds(&prop, r, now) && (best == "" || id < best) {
+			best = id
+		}
+	}
+	if best != "" {
+		return best, true, nil
+	}
+	query := r.Title
+	if strings.TrimSpace(query) == "" {
+		// A body's first words find it as well as all of them.
+		query = strings.ToValidUTF8(r.Body[:min(len(r.Body), 4096)], "")
+	}
+	hits, err := p.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: query, Scopes: []sdk.Scope{r.Scope}, Limit: holderRecallLimit})
+	if err != nil {
+		return "", false, err
+	}
+	for _, h := range hits {
+		if holds(&h.Record, r, now) {
+			return h.Record.ID, true, nil
+		}
+	}
+	return "", false, nil
+}
+
+// holderRecallLimit bounds the hits searched for an active holder: the
+// query is the holder's own title, so it ranks near the top.
+const holderRecallLimit = 50
+
+// getByID fetches ids, in chunks a provider takes, by id.
+func getByID(ctx context.Context, realm string, getter sdk.RecordGetter, ids []string) (map[string]sdk.Record, error) {
+	out := make(map[string]sdk.Record, len(ids))
+	for chunk := range slices.Chunk(ids, sdk.MaxBatch) {
+		recs, err := getter.Get(ctx, realm, chunk)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range recs {
+			out[r.ID] = r
+		}
+	}
+	return out, nil
 }
 
 // Approve supersedes the pending proposal id with an active copy without

@@ -42,19 +42,49 @@ func (q *Queue) Propose(ctx context.Context, realm string, p sdk.Provider, recor
 	if err := q.Ledger.Add(ctx, entries, q.MaxPending); err != nil {
 		return nil, err
 	}
-	ids, err := Store(ctx, realm, p, recs)
-	if err != nil {
-		ids := make([]string, len(entries))
-		for i, e := range entries {
-			ids[i] = e.ID
+	ids, stored, err := storeProposals(ctx, realm, p, recs, func(ctx context.Context) ([]string, error) { return q.pendingIDs(ctx, realm) })
+	// A proposal not stored (the call failed, or its content was held
+	// already and the holder answered) must not hold the bound. Add noted
+	// every entry anew (it refuses an id already noted), so none of them
+	// is another proposal's.
+	var unused []string
+	for i, e := range entries {
+		if stored == nil || !stored[i] {
+			unused = append(unused, e.ID)
 		}
-		// The proposals were not stored: they must not hold the bound.
-		if rerr := q.Ledger.Remove(context.WithoutCancel(ctx), realm, ids); rerr != nil {
+	}
+	if len(unused) > 0 {
+		if rerr := q.Ledger.Remove(context.WithoutCancel(ctx), realm, unused); rerr != nil {
+			if err == nil {
+				return nil, fmt.Errorf("releasing the place in the queue of proposals whose content was held already: %w", rerr)
+			}
 			return nil, fmt.Errorf("%w (and releasing their place in the queue failed: %w)", err, rerr)
 		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	return ids, nil
+}
+
+// pendingIDs lists every pending proposal of realm in the ledger.
+func (q *Queue) pendingIDs(ctx context.Context, realm string) ([]string, error) {
+	const page = 500
+	var ids []string
+	after := ""
+	for {
+		entries, _, err := q.Ledger.List(ctx, realm, after, page)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			ids = append(ids, e.ID)
+		}
+		if len(entries) < page {
+			return ids, nil
+		}
+		after = entries[len(entries)-1].ID
+	}
 }
 
 // Target answers the active record a proposal would supersede: one of

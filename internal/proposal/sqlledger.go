@@ -53,9 +53,15 @@ func (l *SQLLedger) Add(ctx context.Context, entries []Entry, max int) error {
 			return TooMany(realm, proposer, n, max)
 		}
 		for _, e := range entries {
-			if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO proposals (realm, id, proposer, identity, created_ms) VALUES (?, ?, ?, ?, ?)`,
-				e.Realm, e.ID, e.Proposer, e.Identity, e.CreatedAt.UnixMilli()); err != nil {
+			res, err := tx.ExecContext(ctx, `INSERT INTO proposals (realm, id, proposer, identity, created_ms) VALUES (?, ?, ?, ?, ?)
+				ON CONFLICT (realm, id) DO NOTHING`, e.Realm, e.ID, e.Proposer, e.Identity, e.CreatedAt.UnixMilli())
+			if err != nil {
 				return err
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return err
+			} else if n == 0 {
+				return AlreadyNoted(e.Realm, e.ID)
 			}
 		}
 		return nil

@@ -2,8 +2,10 @@
 // session's byte counter, dedup set and cached sweep live in the host state
 // database (internal/statedb), with an in-memory LRU in front so a turn
 // reads without a query. State survives a restart; sessions idle longer
-// than a TTL are dropped; the bound on sessions is per realm, so a flood of
-// new sessions in one realm only ever evicts that realm's oldest.
+// than a TTL are dropped; the bound on sessions is per realm and evicts from
+// the identity holding the most sessions there, so a flood of new sessions
+// never reaches another realm and, within its realm, evicts the flooding
+// identity's own first.
 //
 // The cache is exact only while one process owns the database, which
 // memhost guarantees by giving each host its own data_dir. A store shared
@@ -46,14 +48,21 @@ var migrations = []string{
 	) WITHOUT ROWID;
 	CREATE INDEX sessions_by_realm_age ON sessions (realm, touched_at);
 	CREATE INDEX sessions_by_age ON sessions (touched_at);`,
+	// The realm bound evicts per identity (see evictFrom), which walks a
+	// realm's sessions by identity, newest first; the realm-wide age
+	// order is no longer read.
+	`DROP INDEX sessions_by_realm_age;
+	CREATE INDEX sessions_by_realm_identity_age ON sessions (realm, identity, touched_at DESC, session DESC);`,
 }
 
 // Options tune a Store. Zero values take the defaults.
 type Options struct {
 	// TTL drops a session idle (neither written nor read) for longer.
 	TTL time.Duration
-	// PerRealm bounds the sessions kept per realm; beyond it the realm's
-	// least recently visited sessions are dropped.
+	// PerRealm bounds the sessions kept per realm; beyond it the least
+	// recently visited session of the identity holding the most sessions
+	// in the realm is dropped (ties: the least recently visited of those
+	// identities' sessions), so one identity's flood drops its own.
 	PerRealm int
 	// CacheSize bounds the sessions cached in memory, all realms together.
 	// An evicted entry is read back from the database on its next visit.
@@ -287,8 +296,8 @@ func (s *Store) forget(keys []coordinator.SessionKey) {
 	}
 }
 
-// save writes st and, for a row new to the file, drops the realm's oldest
-// sessions beyond the bound; it answers the keys dropped.
+// save writes st and, for a row new to the file, drops sessions of the
+// realm beyond the bound (see evictFrom); it answers the keys dropped.
 func (s *Store) save(ctx context.Context, key coordinator.SessionKey, st *coordinator.SessionState, now time.Time, fresh bool) ([]coordinator.SessionKey, error) {
 	blob, err := json.Marshal(record{Bytes: st.InjectedBytes, IDs: st.InjectedIDs, Excerpts: st.ExcerptIDs, Epoch: st.Epoch, Sweep: st.SweepIDs})
 	if err != nil {
@@ -323,30 +332,73 @@ func (s *Store) save(ctx context.Context, key coordinator.SessionKey, st *coordi
 		if count <= s.opts.PerRealm {
 			return nil
 		}
-		rows, err := tx.QueryContext(ctx, `DELETE FROM sessions WHERE realm = ? AND (identity, session) IN (
-				SELECT identity, session FROM sessions
-				WHERE realm = ? AND NOT (identity = ? AND session = ?)
-				ORDER BY touched_at LIMIT ?)
-			RETURNING identity, session`,
-			key.Realm, key.Realm, key.Identity, key.Session, count-s.opts.PerRealm)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			k := coordinator.SessionKey{Realm: key.Realm}
-			if err := rows.Scan(&k.Identity, &k.Session); err != nil {
-				return err
-			}
-			evicted = append(evicted, k)
-		}
-		return rows.Err()
+		evicted, err = evictFrom(ctx, tx, key, count-s.opts.PerRealm)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	s.counts[key.Realm] = newCount
 	return evicted, nil
+}
+
+// evictFrom drops n sessions of key's realm, never key itself: each time
+// the least recently visited session of the identity holding the most
+// sessions (key's own counted), ties to the least recently visited of those
+// identities' sessions. A realm's sessions are never many more than the
+// bound, so one eviction, the usual case, reads the realm's index once.
+func evictFrom(ctx context.Context, tx *sql.Tx, key coordinator.SessionKey, n int) ([]coordinator.SessionKey, error) {
+	if n == 1 {
+		var identity, session string
+		err := tx.QueryRowContext(ctx, `SELECT identity FROM sessions WHERE realm = ? GROUP BY identity
+			HAVING count(*) > max(identity = ? AND session = ?)
+			ORDER BY count(*) DESC, min(CASE WHEN identity = ? AND session = ? THEN NULL ELSE touched_at END), identity LIMIT 1`,
+			key.Realm, key.Identity, key.Session, key.Identity, key.Session).Scan(&identity)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		err = tx.QueryRowContext(ctx, `DELETE FROM sessions WHERE realm = ? AND identity = ? AND session = (
+				SELECT session FROM sessions WHERE realm = ? AND identity = ? AND NOT (identity = ? AND session = ?)
+				ORDER BY touched_at, session LIMIT 1)
+			RETURNING session`,
+			key.Realm, identity, key.Realm, identity, key.Identity, key.Session).Scan(&session)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return []coordinator.SessionKey{{Realm: key.Realm, Identity: identity, Session: session}}, nil
+	}
+	// Many at once (the bound was lowered): the same order in one pass.
+	// Evicting the identity with the most sessions, again and again, takes
+	// each identity's sessions from the oldest; the one taken next is the
+	// oldest among those furthest from their identity's newest.
+	rows, err := tx.QueryContext(ctx, `DELETE FROM sessions WHERE realm = ? AND (identity, session) IN (
+			SELECT identity, session FROM (
+				SELECT identity, session, touched_at,
+					row_number() OVER (PARTITION BY identity ORDER BY touched_at DESC, session DESC) AS rank
+				FROM sessions WHERE realm = ?)
+			WHERE NOT (identity = ? AND session = ?)
+			ORDER BY rank DESC, touched_at, identity, session LIMIT ?)
+		RETURNING identity, session`,
+		key.Realm, key.Realm, key.Identity, key.Session, n)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var evicted []coordinator.SessionKey
+	for rows.Next() {
+		k := coordinator.SessionKey{Realm: key.Realm}
+		if err := rows.Scan(&k.Identity, &k.Session); err != nil {
+			return nil, err
+		}
+		evicted = append(evicted, k)
+	}
+	return evicted, rows.Err()
 }
 
 // touch records a read-only visit, so a session still in use is not

@@ -331,10 +331,9 @@ export interface paths {
          *     never compacts twice: it answers the stored summary with `compacted: 0`. The watermark
          *     advances only when the compactor succeeds; a failure changes nothing. With a `session`,
          *     a compaction that absorbed messages also resets that session (as
-         *     `POST /v1/sessions/{key}/compacted`). State is per realm and survives a restart.
-         *     A conversation belongs to the identity that first compacted it: any caller but an
-         *     application token bound to no identity gets 404 `not_found` for another identity's (or
-         *     one stored before owners were recorded), as if it were absent.
+         *     `POST /v1/sessions/{key}/compacted`). State is per realm and identity and survives a
+         *     restart: another identity using the same conversation id has its own, never seen or
+         *     touched by this one.
          */
         post: operations["compactConversation"];
         delete?: never;
@@ -355,11 +354,10 @@ export interface paths {
         post?: never;
         /**
          * Forget a conversation's summary and watermark
-         * @description A conversation belongs to the identity that first compacted it. An application token
-         *     (bound to no identity) forgets any conversation of its realm; any other caller names the
-         *     identity it acts as (`identity`, or its token's one identity) and forgets only that
-         *     identity's conversations: another identity's, or one stored before owners were recorded,
-         *     is left as it is and answered 204 as if absent.
+         * @description Conversations are per identity. A caller names the identity it acts as (`identity`, or
+         *     its token's one identity) and forgets only that identity's conversation of the id; an
+         *     application token bound to no identity may name none, and then forgets every identity's
+         *     conversation of the id.
          */
         delete: operations["forgetConversation"];
         options?: never;
@@ -959,7 +957,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description An agent's writes to shared scopes, stored as proposals awaiting approval. */
+            /** @description An agent's writes to shared scopes, stored as proposals awaiting approval. Content a record already holds (active or pending) is answered with that record's id and counts as no new proposal; an explicit id already noted is refused as `conflict` (409). */
             202: {
                 headers: {
                     [name: string]: unknown;
@@ -1590,7 +1588,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Forgotten (also when there was nothing, or when it is another identity's). */
+            /** @description Forgotten (also when there was nothing). */
             204: {
                 headers: {
                     [name: string]: unknown;

@@ -1,0 +1,114 @@
+package pgstate
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/memhost/memhost/coordinator"
+)
+
+// idKey parses "identity/session" into a key of realm r.
+func idKey(v string) coordinator.SessionKey {
+	id, s, _ := strings.Cut(v, "/")
+	return coordinator.SessionKey{Realm: "r", Identity: id, Session: s}
+}
+
+func visitInject(t *testing.T, s *Sessions, k coordinator.SessionKey, n int) {
+	t.Helper()
+	if err := s.Update(context.Background(), k, func(st *coordinator.SessionState) bool {
+		st.InjectedBytes += n
+		st.InjectedIDs = append(st.InjectedIDs, k.Session)
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func stateOf(t *testing.T, s *Sessions, k coordinator.SessionKey) coordinator.SessionState {
+	t.Helper()
+	var got coordinator.SessionState
+	if err := s.Update(context.Background(), k, func(st *coordinator.SessionState) bool { got = st.Clone(); return false }); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// TestSessionFloodEvictsTheFloodersOwn: with max_per_realm = 60, mallory
+// opening 60 new sessions in alice's realm must not evict alice's session
+// (whose budget and dedup set would start over, so records it already
+// showed would be injected again); mallory loses its own oldest instead.
+func TestSessionFloodEvictsTheFloodersOwn(t *testing.T) {
+	s := NewSessions(open(t, 1)[0], SessionOptions{PerRealm: 60})
+	alice := idKey("alice/s")
+	visitInject(t, s, alice, 5000)
+	for i := range 60 {
+		visitInject(t, s, idKey(fmt.Sprint("mallory/", i)), 10)
+	}
+	if got := stateOf(t, s, alice); got.InjectedBytes != 5000 || len(got.InjectedIDs) != 1 {
+		t.Fatalf("mallory's flood reset alice's session: %+v", got)
+	}
+	if got := stateOf(t, s, idKey("mallory/0")); !got.IsZero() {
+		t.Fatalf("mallory's oldest session survived its own flood: %+v", got)
+	}
+	if n, err := s.Len(context.Background(), "r"); err != nil || n != 60 {
+		t.Fatalf("the realm holds %d sessions (%v), bound 60", n, err)
+	}
+}
+
+// TestSessionBoundEvictsPerIdentity runs the eviction order through each
+// path: one eviction per new session, and many at once under a lower
+// bound (a host restarted with a smaller max_per_realm).
+func TestSessionBoundEvictsPerIdentity(t *testing.T) {
+	tests := []struct {
+		name   string
+		bound  int
+		visits []string // identity/session, in order
+		// lowered, when set, is the bound of the last visit.
+		lowered int
+		gone    []string
+		kept    []string
+	}{
+		{name: "a lone identity gets the whole bound", bound: 3,
+			visits: []string{"a/1", "a/2", "a/3", "a/4"}, gone: []string{"a/1"}, kept: []string{"a/2", "a/3", "a/4"}},
+		{name: "the identity with the most sessions loses its oldest", bound: 3,
+			visits: []string{"a/1", "b/1", "b/2", "a/1", "c/1"}, gone: []string{"b/1"}, kept: []string{"a/1", "b/2", "c/1"}},
+		{name: "a tie goes to the least recently used", bound: 4,
+			visits: []string{"a/1", "a/2", "b/1", "b/2", "a/1", "c/1"}, gone: []string{"a/2"}, kept: []string{"a/1", "b/1", "b/2", "c/1"}},
+		{name: "the newcomer may be the flooder", bound: 3,
+			visits: []string{"a/1", "b/1", "b/2", "b/3"}, gone: []string{"b/1"}, kept: []string{"a/1", "b/2", "b/3"}},
+		{name: "a lowered bound evicts the same way at once", bound: 100, lowered: 5,
+			visits: []string{"a/1", "a/2", "b/1", "b/2", "m/1", "m/2", "m/3", "m/4", "m/5", "m/6", "m/7"},
+			gone:   []string{"m/1", "m/2", "m/3", "m/4", "m/5", "a/1"},
+			kept:   []string{"a/2", "b/1", "b/2", "m/6", "m/7"}},
+	}
+	db := open(t, 1)[0]
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// Each case in a realm of its own, so they share one database.
+			realm := fmt.Sprint("case-", i)
+			key := func(v string) coordinator.SessionKey { k := idKey(v); k.Realm = realm; return k }
+			s := NewSessions(db, SessionOptions{PerRealm: tc.bound})
+			for j, v := range tc.visits {
+				if tc.lowered > 0 && j == len(tc.visits)-1 {
+					s = NewSessions(db, SessionOptions{PerRealm: tc.lowered})
+				}
+				visitInject(t, s, key(v), 1)
+			}
+			for _, v := range tc.gone {
+				if got := stateOf(t, s, key(v)); !got.IsZero() {
+					t.Errorf("%s was kept", v)
+				}
+			}
+			for _, v := range tc.kept {
+				if got := stateOf(t, s, key(v)); got.IsZero() {
+					t.Errorf("%s was evicted", v)
+				}
+			}
+			if n, err := s.Len(context.Background(), realm); err != nil || n != len(tc.kept) {
+				t.Errorf("the realm holds %d sessions (%v), want %d", n, err, len(tc.kept))
+			}
+		})
+	}
+}

@@ -1,0 +1,190 @@
+package proposal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/memhost/memhost/internal/statedb"
+	"github.com/memhost/memhost/plugins/sqlite"
+	"github.com/memhost/memhost/sdk"
+)
+
+// failingImport refuses every import, as a provider that is down would.
+type failingImport struct{ *store }
+
+var errDown = errors.New("provider down")
+
+func (failingImport) Import(context.Context, string, []sdk.Record) (sdk.ImportResult, error) {
+	return sdk.ImportResult{}, errDown
+}
+
+func newQueue(t *testing.T) *Queue {
+	t.Helper()
+	db, err := statedb.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	l, err := NewSQLLedger(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Queue{Ledger: l, MaxPending: 10}
+}
+
+// TestProposeFailureChangesNothing: a proposal whose store call fails, or
+// that reuses the id of a pending proposal, leaves the ledger as it was;
+// the first proposer keeps its entry.
+func TestProposeFailureChangesNothing(t *testing.T) {
+	cases := []struct {
+		name    string
+		failing bool
+		id      string
+		want    error
+	}{
+		{"the provider fails, an id of another proposer's proposal", true, "p1", sdk.ErrConflict},
+		{"the provider fails, a new id", true, "p2", errDown},
+		{"the provider works, an id of another proposer's proposal", false, "p1", sdk.ErrConflict},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			q := newQueue(t)
+			s := newStore(allCaps...)
+			first := fact("mob:ops", "deploys")
+			first.ID = "p1"
+			if _, err := q.Propose(ctx, "r", s, []sdk.Record{first}, Proposer{Token: "alice-bot"}); err != nil {
+				t.Fatal(err)
+			}
+			var p sdk.Provider = s
+			if tc.failing {
+				p = failingImport{s}
+			}
+			again := fact("mob:ops", "rollbacks")
+			again.ID = tc.id
+			_, err := q.Propose(ctx, "r", p, []sdk.Record{again}, Proposer{Token: "mallory-bot"})
+			if err == nil || tc.want != nil && !errors.Is(err, tc.want) {
+				t.Fatalf("second proposal answered %v; want an error (%v)", err, tc.want)
+			}
+			e, found, err := q.Ledger.Lookup(ctx, "r", "p1")
+			if err != nil || !found || e.Proposer != "alice-bot" {
+				t.Fatalf("first entry after the failed proposal: %+v, %v, %v; want alice-bot's", e, found, err)
+			}
+			if _, total, err := q.Ledger.List(ctx, "r", "", 10); err != nil || total != 1 {
+				t.Fatalf("%d pending after the failed proposal (%v); want 1", total, err)
+			}
+		})
+	}
+}
+
+// sqliteProvider is the real SQLite provider in a fresh file.
+func sqliteProvider(t *testing.T) *sqlite.Store {
+	t.Helper()
+	s := sqlite.New()
+	cfg, _ := json.Marshal(map[string]string{"path": filepath.Join(t.TempDir(), "memory.db")})
+	if err := s.Configure(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestProposeHeldContent: a proposal of content its scope holds already,
+// in an active record or a pending proposal, is answered with the
+// holder's id, as a write of held content is, and notes nothing new: the
+// answer names a stored record and the proposer's count is unchanged.
+func TestProposeHeldContent(t *testing.T) {
+	cases := []struct {
+		name   string
+		holder string // "active", or the proposer of the pending holder
+	}{
+		{"an active record", "active"},
+		{"another proposer's pending proposal", "alice-bot"},
+		{"the proposer's own pending proposal", "mallory-bot"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			q, p := newQueue(t), sqliteProvider(t)
+			rec := fact(sdk.MobScope("ops"), "Deploys freeze on Fridays")
+			var holder string
+			if tc.holder == "active" {
+				ids, err := p.Remember(ctx, "r", []sdk.Record{rec})
+				if err != nil {
+					t.Fatal(err)
+				}
+				holder = ids[0]
+			} else {
+				ids, err := q.Propose(ctx, "r", p, []sdk.Record{rec}, Proposer{Token: tc.holder})
+				if err != nil {
+					t.Fatal(err)
+				}
+				holder = ids[0]
+			}
+			_, before, err := q.Ledger.List(ctx, "r", "", 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			other := fact(sdk.MobScope("ops"), "Rollbacks need a ticket")
+			ids, err := q.Propose(ctx, "r", p, []sdk.Record{rec, other}, Proposer{Token: "mallory-bot"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ids) != 2 || ids[0] != holder {
+				t.Fatalf("proposal of held content answered %v; want the holder %s first", ids, holder)
+			}
+			got, err := p.Get(ctx, "r", ids)
+			if err != nil || len(got) != 2 {
+				t.Fatalf("the answered ids %v name %d stored records (%v); want 2", ids, len(got), err)
+			}
+			if _, after, err := q.Ledger.List(ctx, "r", "", 10); err != nil || after != before+1 {
+				t.Fatalf("%d pending after proposing held content and a new one (%v); want %d", after, err, before+1)
+			}
+			if tc.holder != "active" {
+				if e, found, err := q.Ledger.Lookup(ctx, "r", holder); err != nil || !found || e.Proposer != tc.holder {
+					t.Fatalf("the holder's entry: %+v, %v, %v; want %s's", e, found, err, tc.holder)
+				}
+			}
+		})
+	}
+}
+
+// TestProposeStoredID: a proposal under the id of a stored record is that
+// record when it holds the proposal's content, and a conflict otherwise;
+// neither stores or counts anything.
+func TestProposeStoredID(t *testing.T) {
+	cases := []struct {
+		name    string
+		title   string
+		wantErr error
+	}{
+		{"the same content", "Deploys freeze on Fridays", nil},
+		{"other content", "Deploys on Fridays are fine", sdk.ErrConflict},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			q, p := newQueue(t), sqliteProvider(t)
+			ids, err := p.Remember(ctx, "r", []sdk.Record{fact(sdk.MobScope("ops"), "Deploys freeze on Fridays")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := fact(sdk.MobScope("ops"), tc.title)
+			rec.ID = ids[0]
+			got, err := q.Propose(ctx, "r", p, []sdk.Record{rec}, Proposer{Token: "mallory-bot"})
+			switch {
+			case tc.wantErr != nil && !errors.Is(err, tc.wantErr):
+				t.Fatalf("Propose = %v, %v; want %v", got, err, tc.wantErr)
+			case tc.wantErr == nil && (err != nil || len(got) != 1 || got[0] != ids[0]):
+				t.Fatalf("Propose = %v, %v; want the stored record %s", got, err, ids[0])
+			}
+			if _, total, err := q.Ledger.List(ctx, "r", "", 10); err != nil || total != 0 {
+				t.Fatalf("%d pending (%v); want none", total, err)
+			}
+			stored, err := p.Get(ctx, "r", ids)
+			if err != nil || len(stored) != 1 || stored[0].Status != sdk.StatusActive || stored[0].Title != "Deploys freeze on Fridays" {
+				t.Fatalf("the stored record after the proposal: %+v, %v", stored, err)
+			}
+		})
+	}
+}
