@@ -147,12 +147,12 @@ func TestSQLStoreMigratesToIdentityKey(t *testing.T) {
 			if _, err := db.ExecContext(ctx, tc.table+`; `+tc.rows); err != nil {
 				t.Fatal(err)
 			}
-			store, err := NewSQLStore(ctx, db)
-			if err != nil {
+			if _, err := NewSQLStore(ctx, db); err != nil {
 				t.Fatal(err)
 			}
 			// Opening again finds the table migrated.
-			if store, err = NewSQLStore(ctx, db); err != nil {
+			store, err := NewSQLStore(ctx, db)
+			if err != nil {
 				t.Fatal(err)
 			}
 			for key, wm := range tc.want {
