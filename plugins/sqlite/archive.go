@@ -90,9 +90,13 @@ func importRecord(ctx context.Context, tx *sql.Tx, ch *indexChange, p *preparedR
 		if at.IsZero() {
 			at = r.UpdatedAt
 		}
-		if _, err := tx.ExecContext(ctx, "UPDATE records SET use_count = ?, last_used_ms = ?, usage_key = ? WHERE seq = ?",
-			r.UseCount, optionalMillis(r.LastUsedAt), usage.Key(0, false, at), seq); err != nil {
+		key := usage.Key(0, false, at)
+		if _, err := tx.ExecContext(ctx, "INSERT INTO usage (seq, use_count, last_used_ms, usage_key) VALUES (?, ?, ?, ?)",
+			seq, r.UseCount, optionalMillis(r.LastUsedAt), key); err != nil {
 			return false, err
+		}
+		if r.Status == sdk.StatusActive {
+			ch.used = append(ch.used, usedRow{seq: seq, realm: r.Realm, scope: r.Scope, key: key})
 		}
 	}
 	if r.Status == sdk.StatusActive {

@@ -42,6 +42,7 @@ func TestLiveContentsAcrossReopen(t *testing.T) {
 	}
 
 	// Put the file back to schema version 4, index and all.
+	downgradeToSchema8(t, path)
 	db, err := sql.Open(driverName, dsn(path))
 	if err != nil {
 		t.Fatal(err)

@@ -27,11 +27,13 @@ import (
 // unused ones listed. Full lists every recallable row, newest first, with
 // the same rank (0 for never-used rows).
 
-const manifestColumns = `id, scope, kind, title, description, updated_ms, use_count, usage_key`
+// manifestColumns are the columns scanManifestRow reads, from
+// recordsWithUsage.
+const manifestColumns = `r.id, r.scope, r.kind, r.title, r.description, r.updated_ms, coalesce(u.use_count, 0), coalesce(u.usage_key, 0)`
 
 // manifestFilter is the condition every listed row meets; ?1 is the realm,
 // ?2 now in milliseconds.
-const manifestFilter = `realm = ?1 AND status = 'active' AND (expires_ms = 0 OR expires_ms > ?2)`
+const manifestFilter = `r.realm = ?1 AND r.status = 'active' AND (r.expires_ms = 0 OR r.expires_ms > ?2)`
 
 func (d *database) manifest(ctx context.Context, q sdk.ManifestQuery, now time.Time) ([]sdk.ManifestRow, error) {
 	var rows []sdk.ManifestRow
@@ -54,14 +56,15 @@ func (d *database) manifest(ctx context.Context, q sdk.ManifestQuery, now time.T
 }
 
 func (d *database) fullManifest(ctx context.Context, q sdk.ManifestQuery, now time.Time) ([]sdk.ManifestRow, error) {
-	return d.listRows(ctx, d.r, `SELECT `+manifestColumns+` FROM records
-		WHERE `+manifestFilter+` AND (?3 IS NULL OR scope IN (SELECT value FROM json_each(?3)))
-		ORDER BY updated_ms DESC, seq DESC`, now, q.Realm, now.UnixMilli(), jsonScopes(q.Scopes))
+	return d.listRows(ctx, d.r, `SELECT `+manifestColumns+` FROM `+recordsWithUsage+`
+		WHERE `+manifestFilter+` AND (?3 IS NULL OR r.scope IN (SELECT value FROM json_each(?3)))
+		ORDER BY r.updated_ms DESC, r.seq DESC`, now, q.Realm, now.UnixMilli(), jsonScopes(q.Scopes))
 }
 
-// workingSet reads the used and the unused rows scope by scope, each from
-// its own index in rank (or time) order, so only about 2k rows per scope
-// are read however many the scopes hold; one snapshot serves both parts.
+// workingSet reads the used rows in rank order from the order in memory
+// (usage.go) and the newest unused rows scope by scope through the time
+// indexes, so only about 2k rows per scope are read however many the
+// scopes hold; one snapshot serves both parts.
 func (d *database) workingSet(ctx context.Context, q sdk.ManifestQuery, k int, now time.Time) ([]sdk.ManifestRow, error) {
 	release, err := d.acquireRead(ctx)
 	if err != nil {
@@ -73,31 +76,29 @@ func (d *database) workingSet(ctx context.Context, q sdk.ManifestQuery, k int, n
 		return nil, err
 	}
 	defer tx.Rollback()
-	const used = `SELECT ` + manifestColumns + ` FROM records WHERE ` + manifestFilter + ` AND use_count > 0`
-	const unused = `SELECT ` + manifestColumns + ` FROM records WHERE ` + manifestFilter + ` AND use_count = 0`
-	const byRank = ` ORDER BY usage_key DESC, seq DESC LIMIT ?3`
-	const byTime = ` ORDER BY updated_ms DESC, seq DESC LIMIT ?3`
-	ranked, err := d.perScope(ctx, tx, q, now, used, byRank, k)
+	ranked, err := d.rankedRows(ctx, tx, q, k, now)
 	if err != nil {
 		return nil, err
 	}
 	return usage.WorkingSet(k, ranked, func(n int) ([]sdk.ManifestRow, error) {
-		return d.perScope(ctx, tx, q, now, unused, byTime, n)
+		return d.unusedRows(ctx, tx, q, now, n)
 	})
 }
 
-// perScope runs base+order with limit n for the realm (no scopes) or for
-// each asked scope, concatenating the answers.
-func (d *database) perScope(ctx context.Context, tx *sql.Tx, q sdk.ManifestQuery, now time.Time, base, order string, n int) ([]sdk.ManifestRow, error) {
+// unusedRows reads the n newest rows without uses of the realm (no scopes)
+// or of each asked scope, concatenating the answers.
+func (d *database) unusedRows(ctx context.Context, tx *sql.Tx, q sdk.ManifestQuery, now time.Time, n int) ([]sdk.ManifestRow, error) {
 	if n <= 0 {
 		return nil, nil
 	}
+	const unused = `SELECT ` + manifestColumns + ` FROM ` + recordsWithUsage + ` WHERE ` + manifestFilter + ` AND u.seq IS NULL`
+	const byTime = ` ORDER BY r.updated_ms DESC, r.seq DESC LIMIT ?3`
 	if len(q.Scopes) == 0 {
-		return d.listRows(ctx, tx, base+order, now, q.Realm, now.UnixMilli(), n)
+		return d.listRows(ctx, tx, unused+byTime, now, q.Realm, now.UnixMilli(), n)
 	}
 	var out []sdk.ManifestRow
 	for _, s := range distinct(q.Scopes) {
-		rows, err := d.listRows(ctx, tx, base+` AND scope = ?4`+order, now, q.Realm, now.UnixMilli(), n, string(s))
+		rows, err := d.listRows(ctx, tx, unused+` AND r.scope = ?4`+byTime, now, q.Realm, now.UnixMilli(), n, string(s))
 		if err != nil {
 			return nil, err
 		}
@@ -118,19 +119,29 @@ func (d *database) listRows(ctx context.Context, db querier, query string, now t
 	defer rows.Close()
 	out := []sdk.ManifestRow{}
 	for rows.Next() {
-		var r sdk.ManifestRow
-		var updated, uses int64
-		var key float64
-		if err := rows.Scan(&r.ID, &r.Scope, &r.Kind, &r.Title, &r.Description, &updated, &uses, &key); err != nil {
+		r, err := scanManifestRow(rows, now)
+		if err != nil {
 			return nil, err
-		}
-		r.UpdatedAt = fromMillis(updated)
-		if uses > 0 {
-			r.Rank = usage.Rank(key, now)
 		}
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// scanManifestRow reads any leading columns into lead, then
+// manifestColumns.
+func scanManifestRow(s scanner, now time.Time, lead ...any) (sdk.ManifestRow, error) {
+	var r sdk.ManifestRow
+	var updated, uses int64
+	var key float64
+	if err := s.Scan(append(lead, &r.ID, &r.Scope, &r.Kind, &r.Title, &r.Description, &updated, &uses, &key)...); err != nil {
+		return sdk.ManifestRow{}, err
+	}
+	r.UpdatedAt = fromMillis(updated)
+	if uses > 0 {
+		r.Rank = usage.Rank(key, now)
+	}
+	return r, nil
 }
 
 // jsonScopes is scopes as a JSON list parameter, nil when there are none.

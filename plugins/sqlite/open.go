@@ -86,6 +86,7 @@ type database struct {
 	// holds (noSnapshot when none matches), written under wmu and imu;
 	// fromSnapshot tells how this open built the index.
 	ix           *memindex.Index
+	used         usageOrder // the used records in rank order (usage.go)
 	smu          sync.Mutex
 	wmu          sync.Mutex
 	live         liveContent // under wmu (content.go)
@@ -203,10 +204,10 @@ func (d *database) open(ctx context.Context) error {
 	if err := d.check(ctx); err != nil {
 		return err
 	}
-	// The live contents are read beside the index load: one is mostly
-	// SQLite's work, the other Go's decoding.
+	// The live contents and the usage order are read beside the index
+	// load: they are mostly SQLite's work, the index Go's decoding.
 	loaded := make(chan error, 1)
-	go func() { loaded <- d.live.load(ctx, d.r) }()
+	go func() { loaded <- errors.Join(d.live.load(ctx, d.r), d.used.load(ctx, d.r)) }()
 	return errors.Join(d.loadIndex(ctx), <-loaded)
 }
 
@@ -288,6 +289,14 @@ func (d *database) close() error {
 type indexChange struct {
 	ops     []indexOp
 	content contentChange
+	used    []usedRow // new usage keys of active records
+	unused  []usedRow // records that left recall, out of the usage order
+}
+
+// unrank notes that the record at seq left recall: the usage order forgets
+// it once the transaction commits.
+func (c *indexChange) unrank(realm string, scope sdk.Scope, seq int64) {
+	c.unused = append(c.unused, usedRow{seq: seq, realm: realm, scope: scope})
 }
 
 func (c *indexChange) put(seq int64, r *sdk.Record, doc *indexDoc) {
@@ -353,6 +362,8 @@ func (d *database) writeTx(ctx context.Context, fn func(tx *sql.Tx, ch *indexCha
 		return err
 	}
 	ch.content.commit()
+	d.used.drop(ch.unused)
+	d.used.set(ch.used)
 	d.ckpt.noteCommit(len(ch.ops))
 	if len(ch.ops) == 0 {
 		return nil

@@ -9,10 +9,15 @@ import (
 	"github.com/memhost/memhost/sdk"
 )
 
-// recordColumns are the columns scanRecord reads, in order.
+// recordColumns are the columns scanRecord reads, in order, from
+// recordsWithUsage.
 const recordColumns = `r.id, r.realm, r.scope, r.kind, r.title, r.description, r.body, r.tags, r.trust, r.status,
-	r.supersedes, r.created_ms, r.updated_ms, r.expires_ms, r.content_hash, r.use_count, r.last_used_ms,
+	r.supersedes, r.created_ms, r.updated_ms, r.expires_ms, r.content_hash, coalesce(u.use_count, 0), coalesce(u.last_used_ms, 0),
 	r.thread_id, r.thread_seq, r.occurred_ms`
+
+// recordsWithUsage is the FROM clause recordColumns read: each record (r)
+// beside its uses (u), if any.
+const recordsWithUsage = `records AS r LEFT JOIN usage AS u ON u.seq = r.seq`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -80,7 +85,7 @@ func (d *database) readRecords(ctx context.Context, where string, args []any, ad
 		return err
 	}
 	defer release()
-	rows, err := d.r.QueryContext(ctx, `SELECT `+recordColumns+`, r.seq FROM records AS r WHERE `+where, args...)
+	rows, err := d.r.QueryContext(ctx, `SELECT `+recordColumns+`, r.seq FROM `+recordsWithUsage+` WHERE `+where, args...)
 	if err != nil {
 		return err
 	}

@@ -6,16 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 	"github.com/memhost/memhost/sdk"
-	"github.com/memhost/memhost/sdk/usage"
 )
 
 const insertRecordSQL = `
@@ -184,7 +181,7 @@ func answerDuplicate(ctx context.Context, tx *sql.Tx, ch *indexChange, seq int64
 			// The index judges expiry itself, so it needs the new one;
 			// the rest of its document (time, thread) as stored.
 			var live sdk.Record
-			if err := scanRecord(tx.QueryRowContext(ctx, "SELECT "+recordColumns+" FROM records AS r WHERE r.seq = ?", seq), &live); err != nil {
+			if err := scanRecord(tx.QueryRowContext(ctx, "SELECT "+recordColumns+" FROM "+recordsWithUsage+" WHERE r.seq = ?", seq), &live); err != nil {
 				return "", fmt.Errorf("reread a revived duplicate: %w", err)
 			}
 			live.ExpiresAt = r.ExpiresAt
@@ -241,6 +238,7 @@ func (d *database) forget(ctx context.Context, realm string, ids []string) (int,
 			if _, err := tx.ExecContext(ctx, "DELETE FROM records WHERE seq = ?", s.seq); err != nil {
 				return err
 			}
+			ch.unrank(realm, s.scope, s.seq)
 			s.retire(ch, realm)
 			n++
 		}
@@ -297,6 +295,7 @@ func (d *database) supersede(ctx context.Context, realm, oldID string, replaceme
 		if _, err := tx.ExecContext(ctx, "UPDATE records SET status = 'superseded', updated_ms = ? WHERE seq = ?", now.UnixMilli(), old.seq); err != nil {
 			return err
 		}
+		ch.unrank(realm, old.scope, old.seq)
 		old.retire(ch, realm)
 		newID, err = storeRecord(ctx, tx, ch, &p, now)
 		return err
@@ -319,48 +318,6 @@ func liveSuccessor(ctx context.Context, tx *sql.Tx, ch *indexChange, rep *prepar
 		return "", false, err
 	}
 	return l.id, true, nil
-}
-
-// countUses counts each use's uses of its record at time at; ids not
-// there are skipped, and uses lists each id once. One statement per
-// distinct count (nearly always one: a count of 1) updates them all, the
-// new usage key computed by usage.KeyN inside SQLite (usageKeySQL), rather
-// than a read and a write per id: a turn's usage marks cost the turns
-// after it little. The ids go in as an IN list, which SQLite looks up
-// through records_by_id; a join with the counts is planned as a scan of
-// the realm.
-func (d *database) countUses(ctx context.Context, realm string, uses []sdk.Use, at time.Time) error {
-	byCount := map[int64][]string{}
-	for _, u := range uses {
-		byCount[u.Count] = append(byCount[u.Count], u.ID)
-	}
-	err := d.write(ctx, func(tx *sql.Tx, _ *indexChange) error {
-		for _, n := range slices.Sorted(maps.Keys(byCount)) {
-			ids, _ := json.Marshal(byCount[n]) // []string always marshals
-			_, err := tx.ExecContext(ctx, `
-				UPDATE records SET use_count = use_count + ?4,
-					usage_key = `+usageKeySQL+`(usage_key, use_count, ?1, ?4), last_used_ms = max(last_used_ms, ?1)
-				WHERE realm = ?2 AND id IN (SELECT value FROM json_each(?3))`,
-				at.UnixMilli(), realm, string(ids), n)
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("sqlite: count uses: %w", err)
-	}
-	return nil
-}
-
-// usageKeySQL names usage.KeyN as an SQL function of the stored key, the
-// use count before these uses, the time in Unix milliseconds and the
-// number of uses; every connection registers it (open.go).
-const usageKeySQL = "memhost_usage_key"
-
-func usageKeyFunc(key float64, count, atMs, n int64) float64 {
-	return usage.KeyN(key, count > 0, n, time.UnixMilli(atMs))
 }
 
 // writeLedger appends entries, all or nothing. An entry without a time is
