@@ -38,6 +38,13 @@ func ValidateSessionKey(key string) error {
 	return nil
 }
 
+// EvictionSlack is how many sessions below its bound a realm's session
+// store evicts to once a new session passes the bound: a hundredth of the
+// bound (none under 100). Choosing each victim reads the realm's sessions,
+// so evicting one per new session cost a realm at its bound that read on
+// every new session; in steps, it is one read per slack new sessions.
+func EvictionSlack(bound int) int { return bound / 100 }
+
 // SessionKey names one session's state. State is per (realm, identity,
 // session), so two tenants that pick the same session key never share a
 // budget, a dedup set or a nonce. Session is "" for calls without one

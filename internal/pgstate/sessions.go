@@ -211,6 +211,7 @@ func (s *Sessions) bound(ctx context.Context, tx pgx.Tx, key coordinator.Session
 	if excess <= 0 {
 		return nil
 	}
+	excess += coordinator.EvictionSlack(s.opts.PerRealm)
 	if excess == 1 {
 		// The usual case: one pass over the realm's index picks the
 		// identity, a seek its oldest session.

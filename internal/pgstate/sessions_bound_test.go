@@ -112,3 +112,33 @@ func TestSessionBoundEvictsPerIdentity(t *testing.T) {
 		})
 	}
 }
+
+// TestSessionBoundEvictsInSteps: a realm past a bound of 300 drops a
+// hundredth of the bound more than it must (the flooder's oldest), so the
+// next new sessions need no eviction; each eviction reads the realm.
+func TestSessionBoundEvictsInSteps(t *testing.T) {
+	s := NewSessions(open(t, 1)[0], SessionOptions{PerRealm: 300})
+	ctx := context.Background()
+	alice := idKey("alice/s")
+	visitInject(t, s, alice, 5000)
+	for i := range 300 {
+		visitInject(t, s, idKey(fmt.Sprint("mallory/", i)), 10)
+	}
+	if n, err := s.Len(ctx, "r"); err != nil || n != 297 {
+		t.Fatalf("past the bound the realm holds %d sessions (%v), want 297", n, err)
+	}
+	for i := range 4 {
+		if got := stateOf(t, s, idKey(fmt.Sprint("mallory/", i))); !got.IsZero() {
+			t.Errorf("mallory/%d, among the four oldest, was kept", i)
+		}
+	}
+	for i := 300; i < 303; i++ {
+		visitInject(t, s, idKey(fmt.Sprint("mallory/", i)), 10)
+	}
+	if n, err := s.Len(ctx, "r"); err != nil || n != 300 {
+		t.Fatalf("three new sessions later the realm holds %d (%v), want 300", n, err)
+	}
+	if got := stateOf(t, s, alice); got.InjectedBytes != 5000 {
+		t.Fatalf("the steps evicted alice's session: %+v", got)
+	}
+}

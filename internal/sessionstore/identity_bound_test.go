@@ -102,3 +102,51 @@ func TestBoundEvictsPerIdentity(t *testing.T) {
 		})
 	}
 }
+
+// TestBoundEvictsInSteps: a realm past a bound of 300 drops a hundredth of
+// the bound more than it must (the flooder's oldest, in order), so the
+// next three new sessions need no eviction, and the fourth takes the next
+// step. Choosing victims reads the whole realm; one step per new session
+// cost a realm at the default bound about 2 ms on each new session.
+func TestBoundEvictsInSteps(t *testing.T) {
+	clk := newClock()
+	s, _ := openStore(t, t.TempDir(), Options{PerRealm: 300, Now: clk.now})
+	alice := idKey("alice/s")
+	if err := s.Update(ctx, alice, inject(5000, "rec-1")); err != nil {
+		t.Fatal(err)
+	}
+	visit := func(i int) {
+		t.Helper()
+		clk.advance(time.Millisecond)
+		if err := s.Update(ctx, idKey(fmt.Sprint("mallory/", i)), inject(10, "x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 300 {
+		visit(i) // the last passes the bound
+	}
+	if n := count(t, s, "r"); n != 297 {
+		t.Fatalf("past the bound the realm holds %d sessions, want 297 (300 less a step of 3)", n)
+	}
+	for i := range 4 {
+		if got := get(t, s, idKey(fmt.Sprint("mallory/", i))); i < 4 && !got.IsZero() {
+			t.Errorf("mallory/%d, among the four oldest, was kept", i)
+		}
+	}
+	if got := get(t, s, idKey("mallory/4")); got.IsZero() {
+		t.Error("mallory/4 was evicted with the step")
+	}
+	for i := 300; i < 303; i++ {
+		visit(i)
+	}
+	if n := count(t, s, "r"); n != 300 {
+		t.Fatalf("three new sessions later the realm holds %d, want 300", n)
+	}
+	visit(303)
+	if n := count(t, s, "r"); n != 297 {
+		t.Fatalf("the next step leaves %d sessions, want 297", n)
+	}
+	if got := get(t, s, alice); got.InjectedBytes != 5000 {
+		t.Fatalf("the steps evicted alice's session: %+v", got)
+	}
+}

@@ -332,7 +332,7 @@ func (s *Store) save(ctx context.Context, key coordinator.SessionKey, st *coordi
 		if count <= s.opts.PerRealm {
 			return nil
 		}
-		evicted, err = evictFrom(ctx, tx, key, count-s.opts.PerRealm)
+		evicted, err = evictFrom(ctx, tx, key, count-s.opts.PerRealm+coordinator.EvictionSlack(s.opts.PerRealm))
 		return err
 	})
 	if err != nil {
