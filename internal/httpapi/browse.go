@@ -109,12 +109,12 @@ func (s *Server) handleListRecords(ctx context.Context, c caller, w http.Respons
 		if f.scope != "" {
 			rq.Scopes = []sdk.Scope{f.scope}
 		}
-		hits, err := p.Recall(ctx, rq)
+		hits, err := c.searchReadable(ctx, p, rq)
 		if err != nil {
 			return err
 		}
 		for _, h := range hits {
-			if f.keep(&h.Record) && c.touchScope(h.Record.Scope) == nil && len(out) < limit {
+			if f.keep(&h.Record) && len(out) < limit {
 				out = append(out, item{Record: h.Record, Score: h.Score})
 			}
 		}
@@ -153,4 +153,32 @@ func (s *Server) handleListRecords(ctx context.Context, c caller, w http.Respons
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "records": out, "next": next})
 	return nil
+}
+
+// searchReadable answers the hits of q that the caller may read, best
+// first. For a bound token the provider ranks other identities' records
+// too; asking again without them, until an answer holds none, keeps them
+// from crowding the token's own records out of the limit (and from
+// showing, by what is missing, how many of theirs match). It stops with
+// what it has once the ids left out reach a provider call's bound.
+func (c caller) searchReadable(ctx context.Context, p sdk.Provider, q sdk.RecallQuery) ([]sdk.Hit, error) {
+	for {
+		hits, err := p.Recall(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		readable := hits[:0:0]
+		foreign := 0
+		for _, h := range hits {
+			if c.touchScope(h.Record.Scope) == nil {
+				readable = append(readable, h)
+			} else if len(q.ExcludeIDs) < sdk.MaxBatch {
+				q.ExcludeIDs = append(q.ExcludeIDs, h.Record.ID)
+				foreign++
+			}
+		}
+		if foreign == 0 || len(hits) < q.Limit {
+			return readable, nil
+		}
+	}
 }

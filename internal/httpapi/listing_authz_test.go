@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -185,5 +186,43 @@ func TestBoundTokenReadsNoOtherIdentitysTrace(t *testing.T) {
 				t.Fatalf("alice's turns are missing: %s", body)
 			}
 		})
+	}
+}
+
+// TestBoundSearchIsNotCrowdedOut: a bound token's search is ranked among
+// the records it may read. Bob's 150 records match "kumquat secret" better
+// than alice's one; the provider's first answer (its limit is 100) holds
+// only his, which the token may not see, so alice's own record used to be
+// missing: an empty answer that also told her that many of his matched.
+func TestBoundSearchIsNotCrowdedOut(t *testing.T) {
+	tokens := []Token{
+		{Name: "alice-app", Secret: "alice-secret-0123456789", Realms: []string{"default"}, Role: RoleApplication, Identities: []string{"alice"}},
+	}
+	srv, p := newTestServer(t, Options{Tokens: tokens}, sdk.CapWrite, sdk.CapFetch, sdk.CapArchive)
+	var recs []sdk.Record
+	for i := range 150 {
+		recs = append(recs, sdk.Record{Scope: sdk.IdentityScope("bob"), Kind: sdk.KindFact, Title: fmt.Sprintf("bob kumquat secret %d", i)})
+	}
+	recs = append(recs,
+		sdk.Record{Scope: sdk.IdentityScope("alice"), Kind: sdk.KindFact, Title: "alice kumquat"},
+		sdk.Record{Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "shared kumquat"})
+	p.MustAdd("default", recs...)
+	status, body := get(t, srv.URL+"/v1/records?realm=default&q=kumquat+secret", "alice-secret-0123456789")
+	if status != 200 {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	var list struct {
+		Records []struct{ Record sdk.Record }
+	}
+	if err := json.Unmarshal([]byte(body), &list); err != nil {
+		t.Fatal(err)
+	}
+	var titles []string
+	for _, r := range list.Records {
+		titles = append(titles, r.Record.Title)
+	}
+	slices.Sort(titles)
+	if want := []string{"alice kumquat", "shared kumquat"}; !slices.Equal(titles, want) {
+		t.Fatalf("bound search found %q, want %q", titles, want)
 	}
 }
