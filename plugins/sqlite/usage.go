@@ -308,14 +308,30 @@ func (d *database) rankedRows(ctx context.Context, tx *sql.Tx, q sdk.ManifestQue
 			break
 		}
 	}
-	d.used.drop(gone)
+	d.dropGone(ctx, q.Realm, gone, now)
 	return out[:min(len(out), k)], nil
+}
+
+// dropGone drops from the order the candidates a working set found gone,
+// once they are gone at the latest commit too. The reader's snapshot may
+// predate a commit the order already holds (a first use of a record, a
+// reused seq), so its verdict alone is not final. Under wmu the order has
+// followed every commit, and the write connection reads the latest one;
+// while a write holds wmu the rows stay for a later read to drop.
+func (d *database) dropGone(ctx context.Context, realm string, gone []usedRow, now time.Time) {
+	if len(gone) == 0 || !d.wmu.TryLock() {
+		return
+	}
+	defer d.wmu.Unlock()
+	if _, left, err := d.readRanked(ctx, d.w, realm, gone, now); err == nil {
+		d.used.drop(left)
+	}
 }
 
 // readRanked reads cands (in rank order) as manifest rows, in that order,
 // keeping the recallable ones; gone are those no longer in recall for good
 // (not there, not active, in another realm or scope, without uses).
-func (d *database) readRanked(ctx context.Context, tx *sql.Tx, realm string, cands []usedRow, now time.Time) (rows []sdk.ManifestRow, gone []usedRow, err error) {
+func (d *database) readRanked(ctx context.Context, tx querier, realm string, cands []usedRow, now time.Time) (rows []sdk.ManifestRow, gone []usedRow, err error) {
 	seqs := make([]int64, len(cands))
 	for i, c := range cands {
 		seqs[i] = c.seq

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -252,5 +254,70 @@ func TestStaleOrderEntriesAreDropped(t *testing.T) {
 	}
 	if left := s.db.used.top(realm, []sdk.Scope{alice}, 0, 10); len(left) != 2 {
 		t.Errorf("the order keeps %d rows, want the 2 used ones: %v", len(left), left)
+	}
+}
+
+// TestUseDuringAWorkingSetIsKept: a record first used while
+// a working set is being read (its usage row committed after the reader's
+// snapshot, its key already in the order when a later round reads the
+// order) must not be dropped from the order for good: it has a usage row,
+// so the unused part skips it too, and it would vanish from every working
+// set until a reopen.
+func TestUseDuringAWorkingSetIsKept(t *testing.T) {
+	s, c := open(t, nil)
+	ctx := context.Background()
+	// Expired, heavily used rows rank first, so each working set reads the
+	// order in several rounds before it reaches the live ones.
+	var old []sdk.Record
+	for i := range 400 {
+		r := rec(alice, fmt.Sprintf("Old %d", i), fmt.Sprintf("old body %d", i))
+		r.ExpiresAt = c.now().Add(time.Hour)
+		old = append(old, r)
+	}
+	oldIDs := mustRemember(t, s, realm, old...)
+	uses := make([]sdk.Use, len(oldIDs))
+	for i, id := range oldIDs {
+		uses[i] = sdk.Use{ID: id, Count: sdk.MaxUseCount}
+	}
+	if err := s.CountUses(ctx, realm, uses, c.now()); err != nil {
+		t.Fatal(err)
+	}
+	c.advance(2 * time.Hour)
+
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				if _, err := s.Manifest(ctx, sdk.ManifestQuery{Realm: realm, Tier: sdk.TierWorkingSet, K: 1, Scopes: []sdk.Scope{alice}}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	var fresh []string
+	for i := range 150 {
+		id := mustRemember(t, s, realm, rec(alice, fmt.Sprintf("New %d", i), fmt.Sprintf("new body %d", i)))[0]
+		if err := s.CountUses(ctx, realm, []sdk.Use{{ID: id, Count: 1}}, c.now()); err != nil {
+			t.Fatal(err)
+		}
+		fresh = append(fresh, id)
+		time.Sleep(time.Millisecond)
+	}
+	stop.Store(true)
+	wg.Wait()
+
+	got := workingSetIDs(t, s, 1000, alice)
+	var lost []string
+	for _, id := range fresh {
+		if !slices.Contains(got, id) {
+			lost = append(lost, id)
+		}
+	}
+	if len(lost) > 0 {
+		t.Errorf("%d of %d records used during working-set reads are missing from the working set, e.g. %v", len(lost), len(fresh), lost[:min(3, len(lost))])
 	}
 }
