@@ -249,6 +249,12 @@ func TestRolesMatrix(t *testing.T) {
 		{mxRuntime, "POST", "/v1/records", map[string]any{"records": []any{
 			map[string]any{"scope": "identity:bob", "kind": "fact", "title": "Mixed ok", "body": "m"},
 			map[string]any{"scope": "realm", "kind": "fact", "title": "Mixed bad", "body": "m"}}}, bad},
+		// An agent bound to alice proposes only where alice reads, as over
+		// MCP: not into a mob or an operator scope she is not in.
+		{mxAlice, "POST", "/v1/records", map[string]any{"records": []any{
+			map[string]any{"scope": "mob:ops", "kind": "fact", "title": "Not her mob", "body": "m"}}}, deny},
+		{mxAlice, "POST", "/v1/records", map[string]any{"records": []any{
+			map[string]any{"scope": "operator:acme", "kind": "fact", "title": "Not her operator", "body": "m"}}}, deny},
 		// Acting as another identity.
 		{mxAlice, "POST", "/v1/recall", map[string]any{"identity": who("bob"), "query": "quince"}, deny},
 		{mxAliceApp, "POST", "/v1/turns/inject", map[string]any{"identity": who("bob"), "session": "s", "content": "quince"}, deny},

@@ -100,6 +100,9 @@ func (s *Server) handleRemember(ctx context.Context, c caller, w http.ResponseWr
 		}
 	}
 	if !c.application() {
+		if err := s.agentWritesWhereItReads(ctx, c, realm, records); err != nil {
+			return err
+		}
 		proposal.CapTrust(records)
 		n := 0
 		for i := range records {
@@ -130,6 +133,31 @@ func (s *Server) handleRemember(ctx context.Context, c caller, w http.ResponseWr
 		answer["tags_not_added"] = unadded
 	}
 	writeJSON(w, http.StatusOK, answer)
+	return nil
+}
+
+// agentWritesWhereItReads refuses an identity-bound agent's record in a
+// shared scope none of its identities reads (a mob it is not in, an
+// operator not its own), as the MCP tools refuse one: its proposal would
+// wait in a queue of a group it does not belong to. An agent bound to no
+// identity acts for any, so any shared scope is its to propose into.
+func (s *Server) agentWritesWhereItReads(ctx context.Context, c caller, realm string, records []sdk.Record) error {
+	if !c.bound() {
+		return nil
+	}
+	var readable []sdk.Scope
+	for _, id := range c.token.Identities {
+		scopes, err := s.opts.Coordinator.Scopes(ctx, sdk.Identity{Realm: realm, ID: id})
+		if err != nil {
+			return err
+		}
+		readable = append(readable, scopes...)
+	}
+	for i, r := range records {
+		if !slices.Contains(readable, r.Scope) {
+			return inRecord(i, &sdk.FieldError{Field: "scope", Problem: fmt.Sprintf("scope %q is not one identity %s reads", r.Scope, quoteAll(c.token.Identities)), Err: sdk.ErrPermission})
+		}
+	}
 	return nil
 }
 
