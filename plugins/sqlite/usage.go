@@ -24,11 +24,10 @@ import (
 // its realm and scope. The table is the truth; the order is rebuilt from
 // it at open and follows each committed change.
 //
-// The order may hold rows that left recall (superseded, forgotten): a
-// status change does not visit it. The working set reads every candidate
-// back from the database and drops those that are no longer active, which
-// is final for a row; an expired row stays, as a duplicate write can
-// revive it.
+// Supersede and forget take a row out once they commit. The working set
+// still reads every candidate back from the database: it skips an expired
+// row, which stays (a duplicate write can revive it), and drops one the
+// latest commit shows gone (dropGone), should any other path retire rows.
 type usageOrder struct {
 	mu     sync.Mutex
 	realms map[string]map[sdk.Scope]*scopeUses
@@ -240,6 +239,8 @@ func (d *database) countUses(ctx context.Context, realm string, uses []sdk.Use, 
 		}
 		for _, n := range slices.Sorted(maps.Keys(byCount)) {
 			seqs, _ := json.Marshal(byCount[n]) // []int64 always marshals
+			// "WHERE true" lets SQLite read the ON CONFLICT clause after a
+			// SELECT as the upsert's, not as part of a join.
 			rows, err := tx.QueryContext(ctx, `
 				INSERT INTO usage (seq, use_count, last_used_ms, usage_key)
 					SELECT value, ?2, ?1, `+usageKeySQL+`(0.0, 0, ?1, ?2) FROM json_each(?3) WHERE true
