@@ -212,34 +212,11 @@ func (s *Sessions) bound(ctx context.Context, tx pgx.Tx, key coordinator.Session
 		return nil
 	}
 	excess += coordinator.EvictionSlack(s.opts.PerRealm)
-	if excess == 1 {
-		// The usual case: one pass over the realm's index picks the
-		// identity, a seek its oldest session.
-		var identity string
-		err := tx.QueryRow(ctx, s.db.q(`SELECT identity FROM sessions WHERE realm = $1 GROUP BY identity
-			HAVING bool_or(NOT (identity = $2 AND session = $3))
-			ORDER BY count(*) DESC, min(touched_at) FILTER (WHERE NOT (identity = $2 AND session = $3)), identity LIMIT 1`),
-			key.Realm, key.Identity, key.Session).Scan(&identity)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		// The victim in a CTE: it runs once, where a locking subquery
-		// under IN may run again per row and pick the next one.
-		_, err = tx.Exec(ctx, s.db.q(`WITH victim AS (
-				SELECT session FROM sessions WHERE realm = $1 AND identity = $4 AND NOT (identity = $2 AND session = $3)
-				ORDER BY touched_at, session LIMIT 1 FOR UPDATE SKIP LOCKED)
-			DELETE FROM sessions s USING victim v WHERE s.realm = $1 AND s.identity = $4 AND s.session = v.session`),
-			key.Realm, key.Identity, key.Session, identity)
-		return err
-	}
-	// Many at once (the bound was lowered, or hosts raced): the same
-	// order in one pass. Evicting the identity with the most sessions,
-	// again and again, takes each identity's sessions from the oldest; the
-	// one taken next is the oldest among those furthest from their
-	// identity's newest.
+	// One pass in the order above: evicting the identity with the most
+	// sessions, again and again, takes each identity's sessions from the
+	// oldest, so the one taken next is the oldest among those furthest
+	// from their identity's newest. It reads the realm's sessions, which
+	// is why a realm past its bound evicts in steps.
 	_, err := tx.Exec(ctx, s.db.q(`WITH victims AS (
 			SELECT v.identity, v.session FROM sessions v JOIN (
 				SELECT identity, session,

@@ -57,9 +57,9 @@ func TestSessionFloodEvictsTheFloodersOwn(t *testing.T) {
 	}
 }
 
-// TestSessionBoundEvictsPerIdentity runs the eviction order through each
-// path: one eviction per new session, and many at once under a lower
-// bound (a host restarted with a smaller max_per_realm).
+// TestSessionBoundEvictsPerIdentity checks the eviction order one new
+// session at a time, and many at once under a lower bound (a host
+// restarted with a smaller max_per_realm).
 func TestSessionBoundEvictsPerIdentity(t *testing.T) {
 	tests := []struct {
 		name   string

@@ -44,9 +44,8 @@ func TestFloodEvictsTheFloodersOwn(t *testing.T) {
 	}
 }
 
-// TestBoundEvictsPerIdentity runs the eviction order through each path:
-// one eviction per new session, and many at once after a restart with a
-// lower bound.
+// TestBoundEvictsPerIdentity checks the eviction order one new session at
+// a time, and many at once after a restart with a lower bound.
 func TestBoundEvictsPerIdentity(t *testing.T) {
 	tests := []struct {
 		name   string

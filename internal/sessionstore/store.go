@@ -345,38 +345,12 @@ func (s *Store) save(ctx context.Context, key coordinator.SessionKey, st *coordi
 // evictFrom drops n sessions of key's realm, never key itself: each time
 // the least recently visited session of the identity holding the most
 // sessions (key's own counted), ties to the least recently visited of those
-// identities' sessions. A realm's sessions are never many more than the
-// bound, so one eviction, the usual case, reads the realm's index once.
+// identities' sessions. One pass does all n: evicting the identity with the
+// most sessions, again and again, takes each identity's sessions from the
+// oldest, so the one taken next is the oldest among those furthest from
+// their identity's newest. The pass reads the realm's sessions, which is
+// why a realm past its bound evicts in steps (coordinator.EvictionSlack).
 func evictFrom(ctx context.Context, tx *sql.Tx, key coordinator.SessionKey, n int) ([]coordinator.SessionKey, error) {
-	if n == 1 {
-		var identity, session string
-		err := tx.QueryRowContext(ctx, `SELECT identity FROM sessions WHERE realm = ? GROUP BY identity
-			HAVING count(*) > max(identity = ? AND session = ?)
-			ORDER BY count(*) DESC, min(CASE WHEN identity = ? AND session = ? THEN NULL ELSE touched_at END), identity LIMIT 1`,
-			key.Realm, key.Identity, key.Session, key.Identity, key.Session).Scan(&identity)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		err = tx.QueryRowContext(ctx, `DELETE FROM sessions WHERE realm = ? AND identity = ? AND session = (
-				SELECT session FROM sessions WHERE realm = ? AND identity = ? AND NOT (identity = ? AND session = ?)
-				ORDER BY touched_at, session LIMIT 1)
-			RETURNING session`,
-			key.Realm, identity, key.Realm, identity, key.Identity, key.Session).Scan(&session)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		return []coordinator.SessionKey{{Realm: key.Realm, Identity: identity, Session: session}}, nil
-	}
-	// Many at once (the bound was lowered): the same order in one pass.
-	// Evicting the identity with the most sessions, again and again, takes
-	// each identity's sessions from the oldest; the one taken next is the
-	// oldest among those furthest from their identity's newest.
 	rows, err := tx.QueryContext(ctx, `DELETE FROM sessions WHERE realm = ? AND (identity, session) IN (
 			SELECT identity, session FROM (
 				SELECT identity, session, touched_at,
