@@ -388,13 +388,20 @@ func TestSQLStoreSurvivesRestart(t *testing.T) {
 	}
 }
 
-func TestStoresCompareAndSet(t *testing.T) {
-	ctx := context.Background()
-	sqlStore, err := NewSQLStore(ctx, openDB(t, filepath.Join(t.TempDir(), "state.db")))
+// bothStores answers a fresh store of each kind, by name: the in-memory
+// one and the SQLite one.
+func bothStores(t *testing.T) map[string]Store {
+	t.Helper()
+	sqlStore, err := NewSQLStore(t.Context(), openDB(t, filepath.Join(t.TempDir(), "state.db")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, store := range map[string]Store{"memory": NewMemoryStore(), "sqlite": sqlStore} {
+	return map[string]Store{"memory": NewMemoryStore(), "sqlite": sqlStore}
+}
+
+func TestStoresCompareAndSet(t *testing.T) {
+	ctx := context.Background()
+	for name, store := range bothStores(t) {
 		t.Run(name, func(t *testing.T) {
 			k := Key{"r", "i", "c"}
 			st := State{Watermark: 2, PrefixHash: "h", Artifact: sdk.Message{Role: "system", Content: "s"}}

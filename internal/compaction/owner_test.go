@@ -19,11 +19,7 @@ var bob = sdk.Identity{Realm: "default", ID: "bob"}
 // none, every identity's.
 func TestConversationsAreKeyedByIdentity(t *testing.T) {
 	ctx := context.Background()
-	sqlStore, err := NewSQLStore(ctx, openDB(t, filepath.Join(t.TempDir(), "state.db")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, store := range map[string]Store{"memory": NewMemoryStore(), "sqlite": sqlStore} {
+	for name, store := range bothStores(t) {
 		t.Run(name, func(t *testing.T) {
 			s := New(Options{Compactor: &fakeCompactor{}, Store: store})
 			compact := func(id sdk.Identity, wantAbsorbed, wantCompacted int, evicted ...string) {
@@ -77,11 +73,7 @@ func TestConversationsAreKeyedByIdentity(t *testing.T) {
 // identity continues it as that identity's.
 func TestLegacyConversationIsAnApplications(t *testing.T) {
 	ctx := context.Background()
-	sqlStore, err := NewSQLStore(ctx, openDB(t, filepath.Join(t.TempDir(), "state.db")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, store := range map[string]Store{"memory": NewMemoryStore(), "sqlite": sqlStore} {
+	for name, store := range bothStores(t) {
 		t.Run(name, func(t *testing.T) {
 			s := New(Options{Compactor: &fakeCompactor{}, Store: store})
 			legacyKey := Key{Realm: "default", Conversation: "c2"}
