@@ -254,10 +254,20 @@ type LedgerEntry struct {
 	At       time.Time `json:"at"`
 }
 
-// LedgerWriter keeps the injection ledger (CapLedger).
+// LedgerWriter keeps the injection ledger (CapLedger). The ledger is
+// only ever appended to, so a provider keeping it bounds it: rows leave
+// oldest first once older than a retention or past a number of rows. The
+// first-party providers default to these bounds (config keys
+// ledger_retention_hours and ledger_max_rows).
 type LedgerWriter interface {
 	WriteLedger(ctx context.Context, entries []LedgerEntry) error
 }
+
+// Default bounds of a provider's injection ledger (see LedgerWriter).
+const (
+	DefaultLedgerRetention = 30 * 24 * time.Hour
+	DefaultLedgerMaxRows   = 10_000_000
+)
 
 // MaxExportPage bounds the records of one Export page.
 const MaxExportPage = MaxBatch

@@ -40,7 +40,7 @@ coordinator {
 	}
 	// writeConfig puts three lines before the body.
 	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`memhost\.hcl:8,5-\d+: Invalid plugin config; provider "main" config: pth: unknown key \(the plugin's schema allows path, posting_budget\)`),
+		regexp.MustCompile(`memhost\.hcl:8,5-\d+: Invalid plugin config; provider "main" config: pth: unknown key \(the plugin's schema allows ledger_max_rows, ledger_retention_hours, path, posting_budget\)`),
 		regexp.MustCompile(`memhost\.hcl:14,14-\d+: Invalid plugin config; compactor "summary" config: max_bytes: minimum: got 10, want 256`),
 	} {
 		if !want.Match(out) {
@@ -90,10 +90,10 @@ func TestFirstPartySchemasAreClosed(t *testing.T) {
 		t.Fatalf("discover: %v %v", err, refusals)
 	}
 	good := map[string]string{
-		"sqlite":   `{"path":"memory.db","posting_budget":0}`,
+		"sqlite":   `{"path":"memory.db","posting_budget":0,"ledger_retention_hours":720,"ledger_max_rows":10000000}`,
 		"bleve":    `{"dir":"bleve"}`,
 		"markdown": `{"root":"md"}`,
-		"postgres": `{"dsn_env":"MEMHOST_POSTGRES_DSN","schema":"memhost","pool_size":8,"statement_timeout":"10s","replica":{"enabled":true,"poll_interval":"1s","read_wait":"200ms","max_lag":"2s","change_retention":"1h"}}`,
+		"postgres": `{"dsn_env":"MEMHOST_POSTGRES_DSN","schema":"memhost","pool_size":8,"statement_timeout":"10s","replica":{"enabled":true,"poll_interval":"1s","read_wait":"200ms","max_lag":"2s","change_retention":"1h"},"ledger_retention_hours":720,"ledger_max_rows":10000000}`,
 		"template": `{"max_bytes":4096,"line_bytes":400,"header":"Summary of earlier conversation"}`,
 		"llm":      `{"base_url":"http://127.0.0.1:1/v1","model":"m","api_key_env":"","timeout_ms":25000,"max_tokens":1024,"temperature":0,"max_bytes":8192,"max_rows":400}`,
 		"lexical":  `{"min_score":0.5,"recency_half_life_days":30,"recency_weight":0.2}`,

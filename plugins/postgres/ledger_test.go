@@ -3,8 +3,11 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memhost/memhost/sdk"
 )
@@ -43,4 +46,58 @@ func TestWriteLedgerRefusesBadEntries(t *testing.T) {
 	if n != 0 {
 		t.Fatalf("%d ledger rows after refused batches, want 0", n)
 	}
+}
+
+// TestLedgerIsBounded: the ledger keeps the newest ledger_max_rows rows
+// and drops those older than ledger_retention_hours, as rows are written.
+func TestLedgerIsBounded(t *testing.T) {
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	s := openStoreWith(t, configJSON(schemaFor(t.Name()), "ledger_max_rows", 50, "ledger_retention_hours", 2),
+		func(s *Store) { s.now = func() time.Time { return now } })
+	ctx := context.Background()
+	next := 0
+	write := func(n int) {
+		t.Helper()
+		entries := make([]sdk.LedgerEntry, n)
+		for i := range entries {
+			entries[i] = sdk.LedgerEntry{Realm: "default", Identity: "alice", RecordID: fmt.Sprintf("r%d", next), Surface: "turn"}
+			next++
+		}
+		if err := s.WriteLedger(ctx, entries); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kept := func(from, to int) {
+		t.Helper()
+		rows, err := s.pool.Query(ctx, `SELECT record_id FROM ledger ORDER BY seq`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, id)
+		}
+		rows.Close()
+		var want []string
+		for i := from; i < to; i++ {
+			want = append(want, fmt.Sprintf("r%d", i))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("ledger holds %v, want r%d to r%d", got, from, to-1)
+		}
+	}
+	for range 7 {
+		write(20)
+	}
+	kept(90, 140) // the newest 50 of 140
+	now = now.Add(90 * time.Minute)
+	write(10)
+	kept(100, 150) // none is two hours old yet
+	now = now.Add(time.Hour)
+	write(1)
+	kept(140, 151) // those of the first hour have expired
 }

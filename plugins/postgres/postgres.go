@@ -363,6 +363,6 @@ func (s *Store) countUses(ctx context.Context, realm string, uses []sdk.Use, at 
 // WriteLedger appends injection ledger entries, all or nothing.
 func (s *Store) WriteLedger(ctx context.Context, entries []sdk.LedgerEntry) error {
 	return s.use(func(db *pgdb) error {
-		return writeLedger(ctx, db, entries, s.now())
+		return writeLedger(ctx, db, entries, s.set.ledger, s.now())
 	})
 }

@@ -55,6 +55,10 @@ func TestParseConfig(t *testing.T) {
 		{"replica retention too short", `{"dsn_env": "GOOD_DSN", "replica": {"change_retention": "30s"}}`, "replica.change_retention: is 30s"},
 		{"replica unknown key", `{"dsn_env": "GOOD_DSN", "replica": {"lag": "1s"}}`, "unknown field"},
 		{"replica not an object", `{"dsn_env": "GOOD_DSN", "replica": true}`, "replica"},
+		{"ledger bounds", `{"dsn_env": "GOOD_DSN", "ledger_retention_hours": 2562047, "ledger_max_rows": 1}`, ""},
+		{"ledger retention negative", `{"dsn_env": "GOOD_DSN", "ledger_retention_hours": -1}`, "ledger_retention_hours: is -1"},
+		{"ledger retention overflows", `{"dsn_env": "GOOD_DSN", "ledger_retention_hours": 2562048}`, "ledger_retention_hours: is 2562048"},
+		{"ledger rows negative", `{"dsn_env": "GOOD_DSN", "ledger_max_rows": -5}`, "ledger_max_rows: is -5"},
 		{"replica behind a pooler", `{"dsn_env": "GOOD_DSN", "transaction_pooling": true, "replica": {"enabled": true}}`, "replica.enabled: cannot be true with transaction_pooling"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -180,6 +180,10 @@ CREATE TRIGGER vectors_of_retired AFTER UPDATE OF status ON records
 	// context stored before drew on other scopes' records under the same
 	// thread id, so threaded records are re-indexed.
 	{sql: `SELECT 1;`, then: indexAllThreads},
+	// 9: nothing reads the ledger by record, and that index made each
+	// ledger row a random insert into an index growing without end. The
+	// ledger is now bounded (trimLedger).
+	{sql: `DROP INDEX IF EXISTS ledger_by_record;`},
 }
 
 // indexAllThreads re-indexes every active threaded record with its

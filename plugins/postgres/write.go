@@ -586,9 +586,9 @@ func countUses(ctx context.Context, db *pgdb, realm string, uses []sdk.Use, at t
 	return nil
 }
 
-// writeLedger appends entries, all or nothing. An entry without a time is
-// stamped now.
-func writeLedger(ctx context.Context, db *pgdb, entries []sdk.LedgerEntry, now time.Time) error {
+// writeLedger appends entries, all or nothing, and trims the ledger to
+// its bound. An entry without a time is stamped now.
+func writeLedger(ctx context.Context, db *pgdb, entries []sdk.LedgerEntry, bound ledgerBound, now time.Time) error {
 	if len(entries) > sdk.MaxBatch {
 		return fmt.Errorf("postgres: write ledger: %d entries, the limit is %d: %w", len(entries), sdk.MaxBatch, sdk.ErrTooLarge)
 	}
@@ -614,12 +614,47 @@ func writeLedger(ctx context.Context, db *pgdb, entries []sdk.LedgerEntry, now t
 			INSERT INTO ledger (realm, identity, session, record_id, surface, bytes, at_ms)
 			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[])`,
 			realms, idents, sessions, recs, surfaces, bytes, ats)
-		return err
+		if err != nil {
+			return err
+		}
+		return trimLedger(ctx, q, bound, now, max(ledgerTrimBatch, 4*n))
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: write ledger: %w", classify(err))
 	}
 	return nil
+}
+
+// ledgerTrimBatch is the least a ledger write may trim: each write
+// removes up to four times the rows it adds, so the ledger shrinks back
+// within its bounds after they are lowered, at a bounded cost per write.
+const ledgerTrimBatch = 1000
+
+// trimLedger drops at most limit of the ledger's oldest rows (by seq) that
+// are older than the retention or past the row bound, reading only the
+// rows at the front. Rows are deleted only here and only from the front,
+// so the row count is at most the difference of seqs (an identity leaves
+// gaps, which only keep fewer rows). Hosts sharing the schema trim
+// concurrently: each skips the rows another is deleting.
+func trimLedger(ctx context.Context, q dbtx, bound ledgerBound, now time.Time, limit int) error {
+	var first, firstAt, last int64
+	err := q.QueryRow(ctx, `SELECT seq, at_ms, (SELECT max(seq) FROM ledger) FROM ledger ORDER BY seq LIMIT 1`).Scan(&first, &firstAt, &last)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	cutoff := now.Add(-bound.retention).UnixMilli()
+	keepFrom := last - bound.maxRows + 1
+	if firstAt >= cutoff && first >= keepFrom {
+		return nil
+	}
+	_, err = q.Exec(ctx, `DELETE FROM ledger WHERE seq IN (
+		SELECT seq FROM (SELECT seq, at_ms FROM ledger ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED) front
+		WHERE seq < $2 OR at_ms < $3)`,
+		limit, keepFrom, cutoff)
+	return err
 }
 
 // checkIDs validates a realm and a batch of record ids.

@@ -554,3 +554,34 @@ func BenchmarkUsageBatch(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLedgerBatch writes one telemetry batch's ledger rows: 256
+// turns of 8 records each, in calls of sdk.MaxBatch, into a ledger that
+// grows by the batch each iteration, as a running host's does.
+func BenchmarkLedgerBatch(b *testing.B) {
+	ctx := context.Background()
+	const turns, perTurn = 256, 8
+	for _, n := range benchSizes {
+		b.Run(sizeName(n), func(b *testing.B) {
+			s := openAt(b, copyDB(b, builtDB(b, n, true)))
+			at, next := time.Now(), 0
+			for b.Loop() {
+				entries := make([]sdk.LedgerEntry, 0, turns*perTurn)
+				for turn := range turns {
+					for k := range perTurn {
+						entries = append(entries, sdk.LedgerEntry{
+							Realm: "bench", Identity: fmt.Sprintf("user-%d", turn%50), Session: fmt.Sprintf("s-%d", next/perTurn),
+							RecordID: fmt.Sprintf("r%07d", (next*7919+k)%n), Surface: "turn", Bytes: 300, At: at,
+						})
+						next++
+					}
+				}
+				for part := range slices.Chunk(entries, sdk.MaxBatch) {
+					if err := s.WriteLedger(ctx, part); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}

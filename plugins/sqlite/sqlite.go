@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -45,6 +46,19 @@ const configSchema = `{
       "description": "Ignored, kept so existing configurations still load: recall is always exact BM25, answered by the in-memory index.",
       "default": 0,
       "minimum": 0
+    },
+    "ledger_retention_hours": {
+      "type": "integer",
+      "description": "Injection ledger rows older than this leave it, oldest first, as new rows are written.",
+      "default": 720,
+      "minimum": 1,
+      "maximum": 2562047
+    },
+    "ledger_max_rows": {
+      "type": "integer",
+      "description": "The injection ledger keeps at most this many rows, dropping the oldest as new rows are written.",
+      "default": 10000000,
+      "minimum": 1
     }
   },
   "additionalProperties": false
@@ -57,6 +71,26 @@ type Config struct {
 	// PostingBudget is ignored: it bounded FTS5's work per query, and FTS5
 	// no longer answers recall. Kept so existing configurations load.
 	PostingBudget int `json:"posting_budget"`
+	// LedgerRetentionHours and LedgerMaxRows bound the injection ledger
+	// (sdk.LedgerWriter); zero takes the SDK's defaults.
+	LedgerRetentionHours int   `json:"ledger_retention_hours"`
+	LedgerMaxRows        int64 `json:"ledger_max_rows"`
+}
+
+// maxRetentionHours is the most hours a time.Duration holds.
+const maxRetentionHours = math.MaxInt64 / int64(time.Hour)
+
+// ledgerBound answers the ledger's retention and row bound, defaults
+// filled in.
+func (c Config) ledgerBound() (time.Duration, int64) {
+	retention, rows := sdk.DefaultLedgerRetention, int64(sdk.DefaultLedgerMaxRows)
+	if c.LedgerRetentionHours > 0 {
+		retention = time.Duration(c.LedgerRetentionHours) * time.Hour
+	}
+	if c.LedgerMaxRows > 0 {
+		rows = c.LedgerMaxRows
+	}
+	return retention, rows
 }
 
 // ParseConfig decodes a configuration strictly: a JSON object with known
@@ -72,6 +106,14 @@ func ParseConfig(raw json.RawMessage) (Config, error) {
 	if cfg.PostingBudget < 0 {
 		return cfg, fmt.Errorf("sqlite: config: %w", &sdk.FieldError{Field: "posting_budget",
 			Problem: fmt.Sprintf("is %d, must be 0 (exact) or positive", cfg.PostingBudget), Err: sdk.ErrInvalid})
+	}
+	if cfg.LedgerRetentionHours < 0 || int64(cfg.LedgerRetentionHours) > maxRetentionHours {
+		return cfg, fmt.Errorf("sqlite: config: %w", &sdk.FieldError{Field: "ledger_retention_hours",
+			Problem: fmt.Sprintf("is %d, must be from 1 to %d", cfg.LedgerRetentionHours, maxRetentionHours), Err: sdk.ErrInvalid})
+	}
+	if cfg.LedgerMaxRows < 0 {
+		return cfg, fmt.Errorf("sqlite: config: %w", &sdk.FieldError{Field: "ledger_max_rows",
+			Problem: fmt.Sprintf("is %d, must be positive", cfg.LedgerMaxRows), Err: sdk.ErrInvalid})
 	}
 	if err := checkPath(cfg.Path); err != nil {
 		return cfg, fmt.Errorf("sqlite: config: %w", err)
@@ -125,6 +167,9 @@ type options struct {
 	// encoding, when set, runs as a snapshot starts encoding the index:
 	// tests hold a snapshot there.
 	encoding func()
+	// ledgerRetention and ledgerMaxRows bound the ledger (Config).
+	ledgerRetention time.Duration
+	ledgerMaxRows   int64
 }
 
 func defaultOptions() options {
@@ -134,6 +179,8 @@ func defaultOptions() options {
 		maintainIdle:     time.Second,
 		walBound:         walBoundFrames,
 		checkpointGather: time.Second,
+		ledgerRetention:  sdk.DefaultLedgerRetention,
+		ledgerMaxRows:    sdk.DefaultLedgerMaxRows,
 	}
 }
 
@@ -187,7 +234,9 @@ func (s *Store) Configure(ctx context.Context, raw json.RawMessage) error {
 	case s.db != nil:
 		return fmt.Errorf("sqlite: already configured with %s: %w", s.db.path, sdk.ErrConflict)
 	}
-	db, err := openDatabase(ctx, cfg.Path, s.opts, s.log)
+	opts := s.opts
+	opts.ledgerRetention, opts.ledgerMaxRows = cfg.ledgerBound()
+	db, err := openDatabase(ctx, cfg.Path, opts, s.log)
 	if err != nil {
 		return err
 	}

@@ -52,6 +52,7 @@ func TestParseConfig(t *testing.T) {
 		{` {"path": ""} `, DefaultPath},
 		{`{"path": "data/mem.db"}`, "data/mem.db"},
 		{`{"path": "m.db", "posting_budget": 2000}`, "m.db"},
+		{`{"path": "m.db", "ledger_retention_hours": 2562047, "ledger_max_rows": 1}`, "m.db"},
 		{`{"path": "/abs/with space?#.db"}`, "/abs/with space?#.db"},
 	}
 	for _, c := range good {
@@ -76,6 +77,9 @@ func TestParseConfig(t *testing.T) {
 		{`{`, "config"},
 		{`{"posting_budget": -1}`, "posting_budget"},
 		{`{"posting_budget": 1.5}`, "posting_budget"},
+		{`{"ledger_max_rows": -1}`, "ledger_max_rows"},
+		{`{"ledger_retention_hours": -1}`, "ledger_retention_hours"},
+		{`{"ledger_retention_hours": 2562048}`, "ledger_retention_hours"},
 	}
 	for _, c := range bad {
 		_, err := ParseConfig(json.RawMessage(c.raw))

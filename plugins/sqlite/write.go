@@ -342,16 +342,48 @@ func (d *database) writeLedger(ctx context.Context, entries []sdk.LedgerEntry, n
 		return fmt.Errorf("sqlite: write ledger: %w", err)
 	}
 	err = d.write(ctx, func(tx *sql.Tx, _ *indexChange) error {
-		_, err := tx.ExecContext(ctx, `
+		if _, err := tx.ExecContext(ctx, `
 			INSERT INTO ledger (realm, identity, session, record_id, surface, bytes, at_ms)
 			SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6
-			FROM json_each(?) ORDER BY key`, string(data))
-		return err
+			FROM json_each(?) ORDER BY key`, string(data)); err != nil {
+			return err
+		}
+		return d.trimLedger(ctx, tx, now, max(ledgerTrimBatch, 4*len(entries)))
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: write ledger: %w", err)
 	}
 	return nil
+}
+
+// ledgerTrimBatch is the least a ledger write may trim: each write
+// removes up to four times the rows it adds, so the ledger shrinks back
+// within its bounds after they are lowered, at a bounded cost per write.
+const ledgerTrimBatch = 1000
+
+// trimLedger drops at most limit of the ledger's oldest rows (in the order
+// they were written) that are older than the retention or past the row
+// bound. Rows are deleted only here and only from the front, so their seqs
+// are contiguous and the row count is a difference of seqs; only the rows
+// at the front are read.
+func (d *database) trimLedger(ctx context.Context, tx *sql.Tx, now time.Time, limit int) error {
+	var first, firstAt, last int64
+	err := tx.QueryRowContext(ctx, `SELECT seq, at_ms, (SELECT max(seq) FROM ledger) FROM ledger ORDER BY seq LIMIT 1`).Scan(&first, &firstAt, &last)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	cutoff := now.Add(-d.opts.ledgerRetention).UnixMilli()
+	keepFrom := last - d.opts.ledgerMaxRows + 1
+	if firstAt >= cutoff && first >= keepFrom {
+		return nil
+	}
+	_, err = tx.ExecContext(ctx, `DELETE FROM ledger WHERE seq IN (
+		SELECT seq FROM (SELECT seq, at_ms FROM ledger ORDER BY seq LIMIT ?) WHERE seq < ? OR at_ms < ?)`,
+		limit, keepFrom, cutoff)
+	return err
 }
 
 // distinct answers items without repeats, in first-seen order.
