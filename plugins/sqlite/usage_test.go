@@ -321,3 +321,46 @@ func TestUseDuringAWorkingSetIsKept(t *testing.T) {
 		t.Errorf("%d of %d records used during working-set reads are missing from the working set, e.g. %v", len(lost), len(fresh), lost[:min(3, len(lost))])
 	}
 }
+
+// TestUsesOfARecordForgottenWhileTheIndexLags: uses are placed from the
+// index only when it has applied every committed change. A record forgotten
+// while a snapshot holds the index is still in it; counting its uses then
+// must not leave a usage row for a record that is gone, and a record
+// remembered meanwhile (not in the index yet) is still counted.
+func TestUsesOfARecordForgottenWhileTheIndexLags(t *testing.T) {
+	ctx := context.Background()
+	s, release, snapped := holdSnapshot(t, filepath.Join(t.TempDir(), "memory.db"), rec(alice, "Walrus", "tusks"), rec(alice, "Otter", "river"))
+	ids := recallIDs(t, s, sdk.RecallQuery{Realm: realm, Query: "walrus tusks otter river", Limit: 5})
+	if len(ids) != 2 {
+		t.Fatalf("recall answered %v, want both records", ids)
+	}
+	if n, err := s.Forget(ctx, realm, ids[1:]); err != nil || n != 1 {
+		t.Fatalf("Forget = %d, %v", n, err)
+	}
+	fresh := mustRemember(t, s, realm, rec(alice, "Crane", "at the quay"))[0]
+	uses := []sdk.Use{{ID: ids[0], Count: 2}, {ID: ids[1], Count: 3}, {ID: fresh, Count: 1}}
+	if err := s.CountUses(ctx, realm, uses, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if err := <-snapped; err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.db.r.Query(`SELECT r.id, u.use_count FROM usage u LEFT JOIN records r ON r.seq = u.seq ORDER BY u.use_count`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var id sql.NullString
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s=%d", id.String, n))
+	}
+	if want := []string{fresh + "=1", ids[0] + "=2"}; !slices.Equal(got, want) {
+		t.Errorf("usage rows %v, want %v", got, want)
+	}
+}

@@ -211,6 +211,18 @@ func (ix *Index) Has(realm, id string) bool {
 	return ok
 }
 
+// Locate answers the scope and Seq of document id of realm, and whether
+// the index holds it.
+func (ix *Index) Locate(realm, id string) (scope string, seq uint64, ok bool) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	rm, no, ok := ix.lookup(realm, id)
+	if !ok {
+		return "", 0, false
+	}
+	return rm.scopeNames[rm.scope[no]], rm.seq[no], true
+}
+
 // lookup answers the realm and docno of document id; the caller holds the
 // lock.
 func (ix *Index) lookup(realm, id string) (*realm, uint32, bool) {

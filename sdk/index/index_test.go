@@ -735,3 +735,38 @@ func TestThreadContextScopes(t *testing.T) {
 		t.Errorf("decoded, after a write: Search(probe) = %v, want %v", got, want)
 	}
 }
+
+// TestLocate answers a document's scope and Seq while the index holds it,
+// and nothing for another realm, an unknown id or a deleted document.
+func TestLocate(t *testing.T) {
+	ix, err := New(Options{Weights: ftsWeights})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []Doc{
+		{ID: "a", Realm: "r1", Scope: "identity:alice", Seq: 7, Fields: [][]string{{"walrus"}, nil, nil, nil}},
+		{ID: "b", Realm: "r1", Scope: "realm", Seq: 9, Fields: [][]string{{"otter"}, nil, nil, nil}},
+	} {
+		if err := ix.Put(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ix.Delete("r1", "b")
+	cases := []struct {
+		realm, id string
+		scope     string
+		seq       uint64
+		ok        bool
+	}{
+		{"r1", "a", "identity:alice", 7, true},
+		{"r1", "b", "", 0, false},
+		{"r2", "a", "", 0, false},
+		{"r1", "c", "", 0, false},
+	}
+	for _, c := range cases {
+		scope, seq, ok := ix.Locate(c.realm, c.id)
+		if scope != c.scope || seq != c.seq || ok != c.ok {
+			t.Errorf("Locate(%s, %s) = %q, %d, %v; want %q, %d, %v", c.realm, c.id, scope, seq, ok, c.scope, c.seq, c.ok)
+		}
+	}
+}
