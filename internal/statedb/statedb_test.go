@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func open(t *testing.T, dir string) *DB {
@@ -147,4 +148,54 @@ func TestSecondOpenerIsRefused(t *testing.T) {
 		t.Fatalf("open after close: %v", err)
 	}
 	again.Close()
+}
+
+// TestStatementsKeepTheirDeadline: QueryRow and Exec run their statement
+// without ctx's cancellation, but still wait for the one connection only
+// until ctx's deadline (a transaction of another component may hold it),
+// and refuse at once under a context already ended.
+func TestStatementsKeepTheirDeadline(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(ctx, "create", `CREATE TABLE t (v INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	held, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- db.Tx(ctx, "hold", func(*sql.Tx) error {
+			close(held)
+			<-release
+			return nil
+		})
+	}()
+	<-held
+	short := func() context.Context {
+		c, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		t.Cleanup(cancel)
+		return c
+	}
+	if _, err := db.Exec(short(), "insert", `INSERT INTO t VALUES (1)`); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Exec while the connection is held: %v, want the deadline", err)
+	}
+	var n int
+	if err := db.QueryRow(short(), `SELECT count(*) FROM t`).Scan(&n); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("QueryRow while the connection is held: %v, want the deadline", err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := db.Exec(ended, "insert", `INSERT INTO t VALUES (2)`); !errors.Is(err, context.Canceled) {
+		t.Errorf("Exec under an ended context: %v, want it refused", err)
+	}
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM t`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("rows = %d, %v; want none written", n, err)
+	}
 }

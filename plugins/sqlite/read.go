@@ -85,7 +85,15 @@ func (d *database) readRecords(ctx context.Context, where string, args []any, ad
 		return err
 	}
 	defer release()
-	rows, err := d.r.QueryContext(ctx, `SELECT `+recordColumns+`, r.seq FROM `+recordsWithUsage+` WHERE `+where, args...)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// Every caller reads at most a page of rows by key, so the query runs
+	// without ctx's cancellation: watching a cancellable context costs
+	// database/sql a goroutine per query, and waking it costs a recall more
+	// than the read. ctx bounded the wait for the slot, which holds a
+	// connection free.
+	rows, err := d.r.QueryContext(context.WithoutCancel(ctx), `SELECT `+recordColumns+`, r.seq FROM `+recordsWithUsage+` WHERE `+where, args...)
 	if err != nil {
 		return err
 	}
