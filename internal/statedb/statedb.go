@@ -51,6 +51,7 @@ PRAGMA synchronous = NORMAL;
 PRAGMA foreign_keys = ON;
 PRAGMA busy_timeout = 5000;
 PRAGMA temp_store = MEMORY;
+PRAGMA wal_autocheckpoint = 0;
 `
 
 const driverName = "memhost-statedb"
@@ -69,6 +70,8 @@ type DB struct {
 	path string
 	lock *os.File
 	db   *sql.DB
+	// ckpt folds the WAL back off the write path (checkpoint.go).
+	ckpt *checkpointer
 	// file is the database file as opened: a write checks the path still
 	// names it, since SQLite would go on writing to a file deleted or
 	// replaced behind it, and lose all of it at the next start.
@@ -122,6 +125,10 @@ func Open(ctx context.Context, dir string) (d *DB, err error) {
 		db.Close()
 		return nil, fmt.Errorf("state database %s: %w", path, err)
 	}
+	if d.ckpt, err = startCheckpointer(path); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("state database %s: %w", path, err)
+	}
 	return d, nil
 }
 
@@ -144,6 +151,9 @@ func (d *DB) Path() string { return d.path }
 // Close closes the database and releases it to other processes. Closing
 // twice is harmless.
 func (d *DB) Close() error {
+	if d.ckpt != nil {
+		d.ckpt.close()
+	}
 	err := d.db.Close()
 	if d.lock != nil {
 		release(d.lock)
@@ -221,6 +231,7 @@ func (d *DB) Tx(ctx context.Context, op string, fn func(*sql.Tx) error) error {
 	if err := tx.Commit(); err != nil {
 		return d.wrap(op, err)
 	}
+	d.ckpt.committed()
 	return nil
 }
 
@@ -272,6 +283,7 @@ func (d *DB) Exec(ctx context.Context, op, query string, args ...any) (sql.Resul
 	if err != nil {
 		return nil, d.wrap(op, err)
 	}
+	d.ckpt.committed()
 	return r, nil
 }
 

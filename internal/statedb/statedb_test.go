@@ -199,3 +199,54 @@ func TestStatementsKeepTheirDeadline(t *testing.T) {
 		t.Errorf("rows = %d, %v; want none written", n, err)
 	}
 }
+
+// TestWALFoldedBackOffTheWritePath: no commit checkpoints (SQLite's
+// automatic checkpoint is off on the writing connection), yet the WAL's
+// frames reach the database file, and under writes that never pause the
+// WAL stays near its bound.
+func TestWALFoldedBackOffTheWritePath(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var auto int
+	if err := db.QueryRow(ctx, `PRAGMA wal_autocheckpoint`).Scan(&auto); err != nil || auto != 0 {
+		t.Fatalf("wal_autocheckpoint = %d, %v; want 0 (commits never checkpoint)", auto, err)
+	}
+	if _, err := db.Exec(ctx, "create", `CREATE TABLE t (v BLOB)`); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, FileName)
+	size := func(p string) int64 {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	const page = 4096
+	largestWAL := int64(0)
+	for i := range 3 * walBoundFrames {
+		if _, err := db.Exec(ctx, "insert", `INSERT INTO t VALUES (zeroblob(?))`, page); err != nil {
+			t.Fatal(err)
+		}
+		if i%256 == 0 {
+			largestWAL = max(largestWAL, size(path+"-wal"))
+		}
+	}
+	// Three bounds' worth of pages were written: the file holds them once
+	// the checkpointer has copied them.
+	deadline := time.Now().Add(30 * time.Second)
+	for size(path) < 3*walBoundFrames*page && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := size(path); got < 3*walBoundFrames*page {
+		t.Errorf("database file %d bytes after 30 s, want at least %d: the WAL was not folded back", got, 3*walBoundFrames*page)
+	}
+	if limit := int64(2 * walBoundFrames * (page + 24)); largestWAL > limit {
+		t.Errorf("the WAL grew to %d bytes under sustained writes, want at most %d", largestWAL, limit)
+	}
+}
