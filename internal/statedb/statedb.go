@@ -235,12 +235,12 @@ func (d *DB) Tx(ctx context.Context, op string, fn func(*sql.Tx) error) error {
 	return nil
 }
 
-// QueryRow and Exec run statements that read or write a few rows, as a
-// turn's session visits do, and run them without ctx's cancellation:
-// watching a cancellable context costs database/sql and the driver a
-// goroutine each per statement, and waking them cost a turn more than its
-// statements (BenchmarkTurn, durable: 175 µs of CPU with them, 127
-// without). ctx bounds the wait for the connection, which another
+// QueryRow and Exec run statements bounded by a key or a realm's bound (a
+// turn's session visits, a count of a realm's sessions) without ctx's
+// cancellation: watching a cancellable context costs database/sql and the
+// driver a goroutine each per statement, and waking them cost a turn more
+// than its statements (BenchmarkTurn, durable: 175 µs of CPU with them,
+// 127 without). ctx bounds the wait for the connection, which another
 // component may hold, and is checked before the statement.
 
 // Row is QueryRow's answer; Scan it exactly once.

@@ -246,7 +246,10 @@ func TestWALFoldedBackOffTheWritePath(t *testing.T) {
 	if got := size(path); got < 3*walBoundFrames*page {
 		t.Errorf("database file %d bytes after 30 s, want at least %d: the WAL was not folded back", got, 3*walBoundFrames*page)
 	}
-	if limit := int64(2 * walBoundFrames * (page + 24)); largestWAL > limit {
-		t.Errorf("the WAL grew to %d bytes under sustained writes, want at most %d", largestWAL, limit)
+	// Never started over, the WAL would hold every page written (about
+	// 150 MB here); started over at its bound, a few times the bound's
+	// 16 MB at most, however slowly a loaded machine runs the passes.
+	if limit := int64(3 * walBoundFrames * page); largestWAL > limit {
+		t.Errorf("the WAL grew to %d bytes under sustained writes, want at most %d: it never started over", largestWAL, limit)
 	}
 }
