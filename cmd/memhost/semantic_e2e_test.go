@@ -285,14 +285,18 @@ func TestSemanticRealmWithoutVectors(t *testing.T) {
 
 // TestSemanticRecallOnPostgres: the same realm on the postgres provider
 // embeds its records into PostgreSQL and recalls by meaning through its
-// replica.
+// replica. A recall waits read_wait for the replica to apply the vectors
+// this host wrote (and one lagging past max_lag answers at once), then
+// answers from SQL, which ranks without them; on a machine loaded by the
+// whole suite the defaults (200 ms, 2 s) were once too short, so both are
+// the longest allowed here.
 func TestSemanticRecallOnPostgres(t *testing.T) {
 	t.Parallel()
 	emb := newConceptEmbeddings(t)
 	dsn := pgtest.Shared(t).NewDatabase(t)
 	m := startMemhost(t, strings.Replace(semanticConfig(emb.URL), `plugin = "sqlite"
   config = { path = "memory.db" }`, `plugin = "postgres"
-  config = { dsn_env = "SEMANTIC_PG_DSN", schema = "semantic" }`, 1), "SEMANTIC_PG_DSN="+dsn)
+  config = { dsn_env = "SEMANTIC_PG_DSN", schema = "semantic", replica = { read_wait = "10s", max_lag = "1m" } }`, 1), "SEMANTIC_PG_DSN="+dsn)
 	ids := remember(t, m,
 		map[string]any{"scope": "identity:alice", "kind": "preference", "title": "Wind-down", "body": "I usually read a book before bed"},
 		map[string]any{"scope": "identity:alice", "kind": "fact", "title": "Car", "body": "The garage replaced the brakes in May."},
