@@ -87,7 +87,7 @@ func (l *SQLLedger) Remove(ctx context.Context, realm string, ids []string) erro
 
 func (l *SQLLedger) List(ctx context.Context, realm, after string, limit int) ([]Entry, int, error) {
 	var total int
-	if err := l.db.QueryRow(ctx, `SELECT count(*) FROM proposals WHERE realm = ?`, realm).Scan(&total); err != nil {
+	if err := l.db.QueryRow(ctx, []any{&total}, `SELECT count(*) FROM proposals WHERE realm = ?`, realm); err != nil {
 		return nil, 0, l.db.Wrap("list proposals", err)
 	}
 	// Ordered by (created, id); a cursor names the last entry seen.
@@ -110,7 +110,9 @@ func (l *SQLLedger) List(ctx context.Context, realm, after string, limit int) ([
 }
 
 func (l *SQLLedger) Lookup(ctx context.Context, realm, id string) (Entry, bool, error) {
-	e, err := scanEntry(l.db.QueryRow(ctx, `SELECT realm, id, proposer, identity, created_ms FROM proposals WHERE realm = ? AND id = ?`, realm, id).Scan)
+	e, err := scanEntry(func(dest ...any) error {
+		return l.db.QueryRow(ctx, dest, `SELECT realm, id, proposer, identity, created_ms FROM proposals WHERE realm = ? AND id = ?`, realm, id)
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return Entry{}, false, nil
 	}

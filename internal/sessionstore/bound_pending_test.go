@@ -22,7 +22,7 @@ func TestBoundHoldsForPendingSessionsDroppedFromTheFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pages int
-	if err := db.QueryRow(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
+	if err := db.QueryRow(ctx, []any{&pages}, "PRAGMA page_count"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Exec(ctx, "limit", fmt.Sprintf("PRAGMA max_page_count = %d", pages)); err != nil {

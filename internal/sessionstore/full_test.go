@@ -18,13 +18,13 @@ func TestFullDiskKeepsAccounting(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pages int
-	if err := db.QueryRow(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
+	if err := db.QueryRow(ctx, []any{&pages}, "PRAGMA page_count"); err != nil {
 		t.Fatal(err)
 	}
 	limit := func(n int) {
 		t.Helper()
 		var got int
-		if err := db.QueryRow(ctx, fmt.Sprintf("PRAGMA max_page_count = %d", n)).Scan(&got); err != nil {
+		if err := db.QueryRow(ctx, []any{&got}, fmt.Sprintf("PRAGMA max_page_count = %d", n)); err != nil {
 			t.Fatal(err)
 		}
 	}

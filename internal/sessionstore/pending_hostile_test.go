@@ -21,11 +21,11 @@ func TestPendingSurvivesAFailedVisit(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pages int
-	if err := db.QueryRow(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
+	if err := db.QueryRow(ctx, []any{&pages}, "PRAGMA page_count"); err != nil {
 		t.Fatal(err)
 	}
 	var got int
-	if err := db.QueryRow(ctx, fmt.Sprintf("PRAGMA max_page_count = %d", pages)).Scan(&got); err != nil {
+	if err := db.QueryRow(ctx, []any{&got}, fmt.Sprintf("PRAGMA max_page_count = %d", pages)); err != nil {
 		t.Fatal(err)
 	}
 	big := strings.Repeat("x", 8000) // needs new pages: the file refuses it

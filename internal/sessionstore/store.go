@@ -260,8 +260,8 @@ func (s *Store) load(ctx context.Context, key coordinator.SessionKey) (*entry, e
 	}
 	var blob []byte
 	var touched int64
-	err := s.db.QueryRow(ctx, `SELECT state, touched_at FROM sessions WHERE realm = ? AND identity = ? AND session = ?`,
-		key.Realm, key.Identity, key.Session).Scan(&blob, &touched)
+	err := s.db.QueryRow(ctx, []any{&blob, &touched}, `SELECT state, touched_at FROM sessions WHERE realm = ? AND identity = ? AND session = ?`,
+		key.Realm, key.Identity, key.Session)
 	if errors.Is(err, sql.ErrNoRows) {
 		s.cache.Add(key, &entry{absent: true})
 		return nil, nil
@@ -423,7 +423,7 @@ func (s *Store) Expire(ctx context.Context) (int, error) {
 // expired included.
 func (s *Store) Len(ctx context.Context, realm string) (int, error) {
 	var n int
-	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM sessions WHERE realm = ?`, realm).Scan(&n); err != nil {
+	if err := s.db.QueryRow(ctx, []any{&n}, `SELECT count(*) FROM sessions WHERE realm = ?`, realm); err != nil {
 		return 0, fmt.Errorf("session store: %w", s.db.Wrap("count sessions", err))
 	}
 	return n, nil

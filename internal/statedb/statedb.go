@@ -243,30 +243,17 @@ func (d *DB) Tx(ctx context.Context, op string, fn func(*sql.Tx) error) error {
 // 127 without). ctx bounds the wait for the connection, which another
 // component may hold, and is checked before the statement.
 
-// Row is QueryRow's answer; Scan it exactly once.
-type Row struct {
-	conn *sql.Conn
-	row  *sql.Row
-	err  error
-}
-
-// Scan copies the row's columns into dest (sql.ErrNoRows when there is
-// none); pass its error through Wrap.
-func (r *Row) Scan(dest ...any) error {
-	if r.err != nil {
-		return r.err
-	}
-	defer r.conn.Close()
-	return r.row.Scan(dest...)
-}
-
-// QueryRow runs one read outside any transaction.
-func (d *DB) QueryRow(ctx context.Context, query string, args ...any) *Row {
+// QueryRow runs one read outside any transaction and scans its one row
+// into dest (sql.ErrNoRows when there is none); pass its error through
+// Wrap. The connection is given back before it returns, whatever the
+// caller does next.
+func (d *DB) QueryRow(ctx context.Context, dest []any, query string, args ...any) error {
 	conn, err := d.db.Conn(ctx)
 	if err != nil {
-		return &Row{err: err}
+		return err
 	}
-	return &Row{conn: conn, row: conn.QueryRowContext(context.WithoutCancel(ctx), query, args...)}
+	defer conn.Close()
+	return conn.QueryRowContext(context.WithoutCancel(ctx), query, args...).Scan(dest...)
 }
 
 // Exec runs one statement outside an explicit transaction.

@@ -33,7 +33,7 @@ func TestOpenFileModes(t *testing.T) {
 		t.Fatal(err)
 	}
 	var mode string
-	if err := db.QueryRow(context.Background(), `PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
+	if err := db.QueryRow(context.Background(), []any{&mode}, `PRAGMA journal_mode`); err != nil || mode != "wal" {
 		t.Fatalf("journal_mode = %q %v, want wal", mode, err)
 	}
 	for _, name := range []string{FileName, FileName + "-wal", FileName + "-shm"} {
@@ -129,7 +129,7 @@ func TestStorageErrors(t *testing.T) {
 				t.Fatalf("write = %v (code %s), want %v (code %s)", err, sdk.CodeOf(err), tt.want, tt.code)
 			}
 			var v string
-			if err := db.QueryRow(ctx, `SELECT v FROM t LIMIT 1`).Scan(&v); err != nil || v != "kept" {
+			if err := db.QueryRow(ctx, []any{&v}, `SELECT v FROM t LIMIT 1`); err != nil || v != "kept" {
 				t.Fatalf("read after the failure = %q %v", v, err)
 			}
 		})
@@ -183,7 +183,7 @@ func TestStatementsKeepTheirDeadline(t *testing.T) {
 		t.Errorf("Exec while the connection is held: %v, want the deadline", err)
 	}
 	var n int
-	if err := db.QueryRow(short(), `SELECT count(*) FROM t`).Scan(&n); !errors.Is(err, context.DeadlineExceeded) {
+	if err := db.QueryRow(short(), []any{&n}, `SELECT count(*) FROM t`); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("QueryRow while the connection is held: %v, want the deadline", err)
 	}
 	close(release)
@@ -195,7 +195,7 @@ func TestStatementsKeepTheirDeadline(t *testing.T) {
 	if _, err := db.Exec(ended, "insert", `INSERT INTO t VALUES (2)`); !errors.Is(err, context.Canceled) {
 		t.Errorf("Exec under an ended context: %v, want it refused", err)
 	}
-	if err := db.QueryRow(ctx, `SELECT count(*) FROM t`).Scan(&n); err != nil || n != 0 {
+	if err := db.QueryRow(ctx, []any{&n}, `SELECT count(*) FROM t`); err != nil || n != 0 {
 		t.Errorf("rows = %d, %v; want none written", n, err)
 	}
 }
@@ -213,7 +213,7 @@ func TestWALFoldedBackOffTheWritePath(t *testing.T) {
 	}
 	defer db.Close()
 	var auto int
-	if err := db.QueryRow(ctx, `PRAGMA wal_autocheckpoint`).Scan(&auto); err != nil || auto != 0 {
+	if err := db.QueryRow(ctx, []any{&auto}, `PRAGMA wal_autocheckpoint`); err != nil || auto != 0 {
 		t.Fatalf("wal_autocheckpoint = %d, %v; want 0 (commits never checkpoint)", auto, err)
 	}
 	if _, err := db.Exec(ctx, "create", `CREATE TABLE t (v BLOB)`); err != nil {
@@ -251,5 +251,43 @@ func TestWALFoldedBackOffTheWritePath(t *testing.T) {
 	// 16 MB at most, however slowly a loaded machine runs the passes.
 	if limit := int64(3 * walBoundFrames * page); largestWAL > limit {
 		t.Errorf("the WAL grew to %d bytes under sustained writes, want at most %d: it never started over", largestWAL, limit)
+	}
+}
+
+// TestCloseLeavesNothingOpen: after reads that failed or were given up
+// (an ended request), Close leaves no file of the database open, so no
+// connection outlives the lock it was taken under.
+func TestCloseLeavesNothingOpen(t *testing.T) {
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		t.Skip("no /proc/self/fd to list open files on this system")
+	}
+	dir := t.TempDir()
+	db, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(context.Background(), "create", `CREATE TABLE t (v INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	ended, end := context.WithCancel(context.Background())
+	end()
+	var n int
+	if err := db.QueryRow(ended, []any{&n}, `SELECT count(*) FROM t`); !errors.Is(err, context.Canceled) {
+		t.Errorf("QueryRow under an ended context: %v", err)
+	}
+	if err := db.QueryRow(context.Background(), []any{&n}, `SELECT v FROM t`); !errors.Is(err, sql.ErrNoRows) {
+		t.Errorf("QueryRow of no row: %v", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range fds {
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && strings.HasPrefix(target, dir) {
+			t.Errorf("%s is still open after Close", target)
+		}
 	}
 }

@@ -101,3 +101,75 @@ func TestLedgerIsBounded(t *testing.T) {
 	write(1)
 	kept(140, 151) // those of the first hour have expired
 }
+
+func ledgerEntryAt(id string, at time.Time) sdk.LedgerEntry {
+	return sdk.LedgerEntry{Realm: "default", Identity: "alice", RecordID: id, Surface: "turn", At: at}
+}
+
+func countOf(t *testing.T, s *Store, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := s.pool.QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestLedgerFutureRowHoldsNoRetentionBack: on a schema shared by hosts,
+// an entry stamped ahead of the clock is stored at the time it is
+// written, so it cannot keep every later row past the retention (found by
+// an outside review).
+func TestLedgerFutureRowHoldsNoRetentionBack(t *testing.T) {
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	s := openStoreWith(t, configJSON(schemaFor(t.Name()), "ledger_max_rows", 1000, "ledger_retention_hours", 2),
+		func(s *Store) { s.now = func() time.Time { return now } })
+	ctx := context.Background()
+	if err := s.WriteLedger(ctx, []sdk.LedgerEntry{ledgerEntryAt("future", now.Add(365*24*time.Hour))}); err != nil {
+		t.Fatal(err)
+	}
+	var batch []sdk.LedgerEntry
+	for i := range 10 {
+		batch = append(batch, ledgerEntryAt(fmt.Sprintf("r%d", i), time.Time{}))
+	}
+	if err := s.WriteLedger(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(3 * time.Hour)
+	if err := s.WriteLedger(ctx, []sdk.LedgerEntry{ledgerEntryAt("late", time.Time{})}); err != nil {
+		t.Fatal(err)
+	}
+	if n := countOf(t, s, `SELECT count(*) FROM ledger WHERE at_ms < $1`, now.Add(-2*time.Hour).UnixMilli()); n != 0 {
+		t.Errorf("%d ledger rows older than the 2 h retention remain after a write: the future-stamped front row stops retention", n)
+	}
+}
+
+// TestLedgerTrimLocksOnlyWhatItDeletes: once the ledger is at its row
+// bound every write trims; a trim of one row must lock that row only (it
+// once locked its whole front window, a thousand rows it kept, each lock a
+// WAL record; found by an outside review).
+func TestLedgerTrimLocksOnlyWhatItDeletes(t *testing.T) {
+	s := openStoreWith(t, configJSON(schemaFor(t.Name()), "ledger_max_rows", 1500))
+	ctx := context.Background()
+	for b := range 2 {
+		var batch []sdk.LedgerEntry
+		for i := range 750 {
+			batch = append(batch, ledgerEntryAt(fmt.Sprintf("r%d-%d", b, i), time.Time{}))
+		}
+		if err := s.WriteLedger(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// No kept row carries a lock yet.
+	if n := countOf(t, s, `SELECT count(*) FROM ledger WHERE xmax::text <> '0'`); n != 0 {
+		t.Fatalf("%d rows locked before the trimming write", n)
+	}
+	if err := s.WriteLedger(ctx, []sdk.LedgerEntry{ledgerEntryAt("one", time.Time{})}); err != nil {
+		t.Fatal(err)
+	}
+	if n := countOf(t, s, `SELECT count(*) FROM ledger`); n != 1500 {
+		t.Fatalf("ledger holds %d rows, want 1500", n)
+	}
+	if n := countOf(t, s, `SELECT count(*) FROM ledger WHERE xmax::text <> '0'`); n > 0 {
+		t.Errorf("a write trimming one row left %d kept rows locked (xmax set): the trim locks its whole window, not the rows it deletes", n)
+	}
+}

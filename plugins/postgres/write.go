@@ -600,8 +600,8 @@ func writeLedger(ctx context.Context, db *pgdb, entries []sdk.LedgerEntry, bound
 			return fmt.Errorf("postgres: write ledger: entries[%d]: %w", i, err)
 		}
 		at := e.At
-		if at.IsZero() {
-			at = now
+		if at.IsZero() || at.After(now) {
+			at = now // nothing is injected in the future; such a row would also hold back the trim
 		}
 		realms[i], idents[i], sessions[i], recs[i], surfaces[i] = e.Realm, e.Identity, e.Session, e.RecordID, e.Surface
 		bytes[i], ats[i] = e.Bytes, at.UnixMilli()
@@ -630,12 +630,14 @@ func writeLedger(ctx context.Context, db *pgdb, entries []sdk.LedgerEntry, bound
 // within its bounds after they are lowered, at a bounded cost per write.
 const ledgerTrimBatch = 1000
 
-// trimLedger drops at most limit of the ledger's oldest rows (by seq) that
-// are older than the retention or past the row bound, reading only the
-// rows at the front. Rows are deleted only here and only from the front,
-// so the row count is at most the difference of seqs (an identity leaves
-// gaps, which only keep fewer rows). Hosts sharing the schema trim
-// concurrently: each skips the rows another is deleting.
+// trimLedger drops the ledger's oldest rows (by seq) past the row bound,
+// and the run of rows older than the retention that then leads it, at
+// most limit of them, reading and locking only those at the front. Only a
+// leading run is ever deleted, so the row count is at most the difference
+// of seqs (an identity leaves gaps, which only keep fewer rows); a row
+// written out of time order waits for the front to reach it. Hosts
+// sharing the schema trim the same run: one waits for the other's delete
+// and finds the rows gone.
 func trimLedger(ctx context.Context, q dbtx, bound ledgerBound, now time.Time, limit int) error {
 	var first, firstAt, last int64
 	err := q.QueryRow(ctx, `SELECT seq, at_ms, (SELECT max(seq) FROM ledger) FROM ledger ORDER BY seq LIMIT 1`).Scan(&first, &firstAt, &last)
@@ -650,10 +652,16 @@ func trimLedger(ctx context.Context, q dbtx, bound ledgerBound, now time.Time, l
 	if firstAt >= cutoff && first >= keepFrom {
 		return nil
 	}
-	_, err = q.Exec(ctx, `DELETE FROM ledger WHERE seq IN (
-		SELECT seq FROM (SELECT seq, at_ms FROM ledger ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED) front
-		WHERE seq < $2 OR at_ms < $3)`,
-		limit, keepFrom, cutoff)
+	upTo := first + int64(limit) // seqs have gaps: at most limit rows go
+	var fresh *int64
+	if err := q.QueryRow(ctx, `SELECT min(seq) FROM ledger WHERE seq >= $1 AND seq < $2 AND at_ms >= $3`,
+		max(first, keepFrom), upTo, cutoff).Scan(&fresh); err != nil {
+		return err
+	}
+	if fresh != nil {
+		upTo = *fresh
+	}
+	_, err = q.Exec(ctx, `DELETE FROM ledger WHERE seq < $1`, upTo)
 	return err
 }
 

@@ -332,8 +332,8 @@ func (d *database) writeLedger(ctx context.Context, entries []sdk.LedgerEntry, n
 	rows := make([][7]any, len(entries))
 	for i, e := range entries {
 		at := e.At
-		if at.IsZero() {
-			at = now
+		if at.IsZero() || at.After(now) {
+			at = now // nothing is injected in the future; such a row would also hold back the trim
 		}
 		rows[i] = [7]any{e.Realm, e.Identity, e.Session, e.RecordID, e.Surface, e.Bytes, at.UnixMilli()}
 	}
@@ -361,11 +361,12 @@ func (d *database) writeLedger(ctx context.Context, entries []sdk.LedgerEntry, n
 // within its bounds after they are lowered, at a bounded cost per write.
 const ledgerTrimBatch = 1000
 
-// trimLedger drops at most limit of the ledger's oldest rows (in the order
-// they were written) that are older than the retention or past the row
-// bound. Rows are deleted only here and only from the front, so their seqs
-// are contiguous and the row count is a difference of seqs; only the rows
-// at the front are read.
+// trimLedger drops the ledger's oldest rows (in the order they were
+// written) past the row bound, and the run of rows older than the
+// retention that then leads it, at most limit of them. Only a leading run
+// is ever deleted, so the seqs stay contiguous and the row count is a
+// difference of seqs; a row written out of time order waits for the front
+// to reach it. Only the rows at the front are read.
 func (d *database) trimLedger(ctx context.Context, tx *sql.Tx, now time.Time, limit int) error {
 	var first, firstAt, last int64
 	err := tx.QueryRowContext(ctx, `SELECT seq, at_ms, (SELECT max(seq) FROM ledger) FROM ledger ORDER BY seq LIMIT 1`).Scan(&first, &firstAt, &last)
@@ -380,9 +381,16 @@ func (d *database) trimLedger(ctx context.Context, tx *sql.Tx, now time.Time, li
 	if firstAt >= cutoff && first >= keepFrom {
 		return nil
 	}
-	_, err = tx.ExecContext(ctx, `DELETE FROM ledger WHERE seq IN (
-		SELECT seq FROM (SELECT seq, at_ms FROM ledger ORDER BY seq LIMIT ?) WHERE seq < ? OR at_ms < ?)`,
-		limit, keepFrom, cutoff)
+	upTo := first + int64(limit) // at most limit rows go
+	var fresh sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT min(seq) FROM ledger WHERE seq >= ? AND seq < ? AND at_ms >= ?`,
+		max(first, keepFrom), upTo, cutoff).Scan(&fresh); err != nil {
+		return err
+	}
+	if fresh.Valid {
+		upTo = fresh.Int64
+	}
+	_, err = tx.ExecContext(ctx, `DELETE FROM ledger WHERE seq < ?`, upTo)
 	return err
 }
 
