@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/memhost/memhost/sdk/strictjson"
 )
@@ -60,3 +62,50 @@ func SecretFromEnv(field, name string, lookup func(string) (string, bool)) (stri
 	}
 	return strings.TrimSpace(v), nil
 }
+
+// LedgerBounds are the config keys that bound a provider's injection
+// ledger (see LedgerWriter). A provider's Config embeds it, and its config
+// schema declares LedgerBoundsSchema's properties; zero takes the
+// defaults.
+type LedgerBounds struct {
+	RetentionHours int   `json:"ledger_retention_hours"`
+	MaxRows        int64 `json:"ledger_max_rows"`
+}
+
+// maxDurationHours is the most hours a time.Duration holds.
+const maxDurationHours = math.MaxInt64 / int64(time.Hour)
+
+// Limits answers the retention and the row bound, defaults filled in; a
+// value out of range is an error wrapping ErrInvalid that names its key.
+func (b LedgerBounds) Limits() (retention time.Duration, maxRows int64, err error) {
+	retention, maxRows = DefaultLedgerRetention, DefaultLedgerMaxRows
+	switch {
+	case b.RetentionHours < 0 || int64(b.RetentionHours) > maxDurationHours:
+		return 0, 0, invalid("ledger_retention_hours", fmt.Sprintf("is %d, must be from 1 to %d", b.RetentionHours, maxDurationHours))
+	case b.RetentionHours > 0:
+		retention = time.Duration(b.RetentionHours) * time.Hour
+	}
+	switch {
+	case b.MaxRows < 0:
+		return 0, 0, invalid("ledger_max_rows", fmt.Sprintf("is %d, must be positive", b.MaxRows))
+	case b.MaxRows > 0:
+		maxRows = b.MaxRows
+	}
+	return retention, maxRows, nil
+}
+
+// LedgerBoundsSchema is LedgerBounds' keys as JSON Schema properties, for
+// a provider's config schema to list among its own.
+const LedgerBoundsSchema = `"ledger_retention_hours": {
+      "type": "integer",
+      "description": "Injection ledger rows older than this leave it, oldest first, as new rows are written.",
+      "default": 720,
+      "minimum": 1,
+      "maximum": 2562047
+    },
+    "ledger_max_rows": {
+      "type": "integer",
+      "description": "The injection ledger keeps at most this many rows, dropping the oldest as new rows are written; where several processes write one ledger, the lowest bound among them holds.",
+      "default": 10000000,
+      "minimum": 1
+    }`

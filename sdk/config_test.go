@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestDecodeConfig(t *testing.T) {
@@ -70,6 +71,32 @@ func TestSecretFromEnv(t *testing.T) {
 			t.Errorf("%q: %v, want an invalid api_key_env saying %q", tc.name, err, tc.problem)
 		case err != nil && strings.Contains(err.Error(), "pasted-secret"):
 			t.Errorf("%q: the error echoes the value: %v", tc.name, err)
+		}
+	}
+}
+
+func TestLedgerBoundsLimits(t *testing.T) {
+	cases := []struct {
+		b         LedgerBounds
+		retention time.Duration
+		rows      int64
+		field     string // the key an error names; "" for none
+	}{
+		{LedgerBounds{}, DefaultLedgerRetention, DefaultLedgerMaxRows, ""},
+		{LedgerBounds{RetentionHours: 2, MaxRows: 50}, 2 * time.Hour, 50, ""},
+		{LedgerBounds{RetentionHours: 2562047}, 2562047 * time.Hour, DefaultLedgerMaxRows, ""},
+		{LedgerBounds{RetentionHours: 2562048}, 0, 0, "ledger_retention_hours"},
+		{LedgerBounds{RetentionHours: -1}, 0, 0, "ledger_retention_hours"},
+		{LedgerBounds{MaxRows: -5}, 0, 0, "ledger_max_rows"},
+	}
+	for _, c := range cases {
+		retention, rows, err := c.b.Limits()
+		var fe *FieldError
+		switch {
+		case c.field == "" && (err != nil || retention != c.retention || rows != c.rows):
+			t.Errorf("%+v: %v, %d, %v; want %v, %d", c.b, retention, rows, err, c.retention, c.rows)
+		case c.field != "" && (!errors.As(err, &fe) || fe.Field != c.field || !errors.Is(err, ErrInvalid)):
+			t.Errorf("%+v: %v; want an invalid %s", c.b, err, c.field)
 		}
 	}
 }

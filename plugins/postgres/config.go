@@ -3,7 +3,6 @@ package postgres
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"regexp"
 	"time"
 
@@ -68,19 +67,7 @@ const configSchema = `{
       "description": "PostgreSQL statement_timeout for every statement, as a Go duration (\"10s\", \"1500ms\").",
       "default": "10s"
     },
-    "ledger_retention_hours": {
-      "type": "integer",
-      "description": "Injection ledger rows older than this leave it, oldest first, as new rows are written.",
-      "default": 720,
-      "minimum": 1,
-      "maximum": 2562047
-    },
-    "ledger_max_rows": {
-      "type": "integer",
-      "description": "The injection ledger keeps at most this many rows, dropping the oldest as new rows are written; with many hosts on one schema, the lowest bound among them holds.",
-      "default": 10000000,
-      "minimum": 1
-    },
+    ` + sdk.LedgerBoundsSchema + `,
     "replica": {
       "type": "object",
       "description": "The in-memory replica recall answers from (see docs/deployment.md): every plugin process keeps the schema's active records in an exact in-process index, kept current from the change log, and answers recall from it when it is current; PostgreSQL stays the only truth.",
@@ -107,10 +94,8 @@ type Config struct {
 	// TransactionPooling: see configSchema.
 	TransactionPooling bool           `json:"transaction_pooling"`
 	Replica            *ReplicaConfig `json:"replica"`
-	// LedgerRetentionHours and LedgerMaxRows bound the injection ledger
-	// (sdk.LedgerWriter); zero takes the SDK's defaults.
-	LedgerRetentionHours int   `json:"ledger_retention_hours"`
-	LedgerMaxRows        int64 `json:"ledger_max_rows"`
+	// LedgerBounds bound the injection ledger.
+	sdk.LedgerBounds
 }
 
 // ReplicaConfig configures the in-memory replica (see configSchema).
@@ -148,9 +133,6 @@ type ledgerBound struct {
 	retention time.Duration
 	maxRows   int64
 }
-
-// maxRetentionHours is the most hours a time.Duration holds.
-const maxRetentionHours = math.MaxInt64 / int64(time.Hour)
 
 var (
 	envNameRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -191,18 +173,8 @@ func parseConfig(raw json.RawMessage, getenv func(string) string) (settings, err
 	if s.statementTimeout, err = parseDuration("statement_timeout", cfg.StatementTimeout, DefaultStatementTimeout, time.Millisecond, maxStatementTimeout); err != nil {
 		return bad(err)
 	}
-	s.ledger = ledgerBound{retention: sdk.DefaultLedgerRetention, maxRows: sdk.DefaultLedgerMaxRows}
-	switch {
-	case cfg.LedgerRetentionHours < 0 || int64(cfg.LedgerRetentionHours) > maxRetentionHours:
-		return bad(fieldErr("ledger_retention_hours", fmt.Sprintf("is %d, must be from 1 to %d", cfg.LedgerRetentionHours, maxRetentionHours)))
-	case cfg.LedgerRetentionHours > 0:
-		s.ledger.retention = time.Duration(cfg.LedgerRetentionHours) * time.Hour
-	}
-	switch {
-	case cfg.LedgerMaxRows < 0:
-		return bad(fieldErr("ledger_max_rows", fmt.Sprintf("is %d, must be positive", cfg.LedgerMaxRows)))
-	case cfg.LedgerMaxRows > 0:
-		s.ledger.maxRows = cfg.LedgerMaxRows
+	if s.ledger.retention, s.ledger.maxRows, err = cfg.Limits(); err != nil {
+		return bad(err)
 	}
 	s.transactionPooling = cfg.TransactionPooling
 	if s.replica, err = parseReplica(cfg.Replica, cfg.TransactionPooling); err != nil {

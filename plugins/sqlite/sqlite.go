@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"strings"
 	"sync"
 	"time"
@@ -47,19 +46,7 @@ const configSchema = `{
       "default": 0,
       "minimum": 0
     },
-    "ledger_retention_hours": {
-      "type": "integer",
-      "description": "Injection ledger rows older than this leave it, oldest first, as new rows are written.",
-      "default": 720,
-      "minimum": 1,
-      "maximum": 2562047
-    },
-    "ledger_max_rows": {
-      "type": "integer",
-      "description": "The injection ledger keeps at most this many rows, dropping the oldest as new rows are written.",
-      "default": 10000000,
-      "minimum": 1
-    }
+    ` + sdk.LedgerBoundsSchema + `
   },
   "additionalProperties": false
 }`
@@ -71,26 +58,8 @@ type Config struct {
 	// PostingBudget is ignored: it bounded FTS5's work per query, and FTS5
 	// no longer answers recall. Kept so existing configurations load.
 	PostingBudget int `json:"posting_budget"`
-	// LedgerRetentionHours and LedgerMaxRows bound the injection ledger
-	// (sdk.LedgerWriter); zero takes the SDK's defaults.
-	LedgerRetentionHours int   `json:"ledger_retention_hours"`
-	LedgerMaxRows        int64 `json:"ledger_max_rows"`
-}
-
-// maxRetentionHours is the most hours a time.Duration holds.
-const maxRetentionHours = math.MaxInt64 / int64(time.Hour)
-
-// ledgerBound answers the ledger's retention and row bound, defaults
-// filled in.
-func (c Config) ledgerBound() (time.Duration, int64) {
-	retention, rows := sdk.DefaultLedgerRetention, int64(sdk.DefaultLedgerMaxRows)
-	if c.LedgerRetentionHours > 0 {
-		retention = time.Duration(c.LedgerRetentionHours) * time.Hour
-	}
-	if c.LedgerMaxRows > 0 {
-		rows = c.LedgerMaxRows
-	}
-	return retention, rows
+	// LedgerBounds bound the injection ledger.
+	sdk.LedgerBounds
 }
 
 // ParseConfig decodes a configuration strictly: a JSON object with known
@@ -107,13 +76,8 @@ func ParseConfig(raw json.RawMessage) (Config, error) {
 		return cfg, fmt.Errorf("sqlite: config: %w", &sdk.FieldError{Field: "posting_budget",
 			Problem: fmt.Sprintf("is %d, must be 0 (exact) or positive", cfg.PostingBudget), Err: sdk.ErrInvalid})
 	}
-	if cfg.LedgerRetentionHours < 0 || int64(cfg.LedgerRetentionHours) > maxRetentionHours {
-		return cfg, fmt.Errorf("sqlite: config: %w", &sdk.FieldError{Field: "ledger_retention_hours",
-			Problem: fmt.Sprintf("is %d, must be from 1 to %d", cfg.LedgerRetentionHours, maxRetentionHours), Err: sdk.ErrInvalid})
-	}
-	if cfg.LedgerMaxRows < 0 {
-		return cfg, fmt.Errorf("sqlite: config: %w", &sdk.FieldError{Field: "ledger_max_rows",
-			Problem: fmt.Sprintf("is %d, must be positive", cfg.LedgerMaxRows), Err: sdk.ErrInvalid})
+	if _, _, err := cfg.Limits(); err != nil {
+		return cfg, fmt.Errorf("sqlite: config: %w", err)
 	}
 	if err := checkPath(cfg.Path); err != nil {
 		return cfg, fmt.Errorf("sqlite: config: %w", err)
@@ -235,7 +199,7 @@ func (s *Store) Configure(ctx context.Context, raw json.RawMessage) error {
 		return fmt.Errorf("sqlite: already configured with %s: %w", s.db.path, sdk.ErrConflict)
 	}
 	opts := s.opts
-	opts.ledgerRetention, opts.ledgerMaxRows = cfg.ledgerBound()
+	opts.ledgerRetention, opts.ledgerMaxRows, _ = cfg.Limits() // ParseConfig checked them
 	db, err := openDatabase(ctx, cfg.Path, opts, s.log)
 	if err != nil {
 		return err
