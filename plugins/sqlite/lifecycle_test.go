@@ -2,9 +2,7 @@ package sqlite
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -303,69 +301,6 @@ func TestWriteLedger(t *testing.T) {
 	if n := rowCount(t, s, "ledger"); n != 2 {
 		t.Errorf("%d ledger rows after bad batches, want 2", n)
 	}
-}
-
-// TestLedgerIsBounded: the ledger keeps the newest ledger_max_rows rows
-// and drops those older than ledger_retention_hours, as rows are written.
-func TestLedgerIsBounded(t *testing.T) {
-	ctx := context.Background()
-	c := newClock()
-	s := newStore(func(o *options) { o.now = c.now })
-	path := filepath.Join(t.TempDir(), "memory.db")
-	if err := s.Configure(ctx, json.RawMessage(fmt.Sprintf(`{"path": %q, "ledger_max_rows": 50, "ledger_retention_hours": 2}`, path))); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	next := 0
-	write := func(n int) {
-		t.Helper()
-		entries := make([]sdk.LedgerEntry, n)
-		for i := range entries {
-			entries[i] = sdk.LedgerEntry{Realm: realm, Identity: "alice", RecordID: fmt.Sprintf("r%d", next), Surface: "turn"}
-			next++
-		}
-		if err := s.WriteLedger(ctx, entries); err != nil {
-			t.Fatal(err)
-		}
-	}
-	kept := func(from, to int) {
-		t.Helper()
-		var want []string
-		for i := from; i < to; i++ {
-			want = append(want, fmt.Sprintf("r%d", i))
-		}
-		if got := ledgerRecordIDs(t, s); !slices.Equal(got, want) {
-			t.Errorf("ledger holds %v, want r%d to r%d", got, from, to-1)
-		}
-	}
-	for range 7 {
-		write(20)
-	}
-	kept(90, 140) // the newest 50 of 140
-	c.advance(90 * time.Minute)
-	write(10)
-	kept(100, 150) // none is two hours old yet
-	c.advance(time.Hour)
-	write(1)
-	kept(140, 151) // those of the first hour have expired
-}
-
-func ledgerRecordIDs(t *testing.T, s *Store) []string {
-	t.Helper()
-	rows, err := s.db.r.Query("SELECT record_id FROM ledger ORDER BY seq")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
-	return ids
 }
 
 func sameEntry(a, b sdk.LedgerEntry) bool {
