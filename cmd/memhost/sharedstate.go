@@ -41,15 +41,23 @@ func openSessionStores(ctx context.Context, cfg *config.Config, state *statedb.D
 		if err != nil {
 			return nil, err
 		}
+		closeSessions := func() {
+			// Merge the session journal now rather than replay it at the next start.
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = s.Close(ctx)
+		}
 		ledger, err := proposal.NewSQLLedger(ctx, state)
 		if err != nil {
+			closeSessions()
 			return nil, err
 		}
 		traces, err := turntrace.NewSQLStore(ctx, state)
 		if err != nil {
+			closeSessions()
 			return nil, err
 		}
-		return &sessionStores{sessions: s, expire: s.Expire, proposals: ledger, traces: traces, close: func() {}}, nil
+		return &sessionStores{sessions: s, expire: s.Expire, proposals: ledger, traces: traces, close: closeSessions}, nil
 	}
 	dsn := os.Getenv(cfg.SessionStore.DSNEnv)
 	if dsn == "" {

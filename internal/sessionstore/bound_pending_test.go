@@ -28,6 +28,7 @@ func TestBoundHoldsForPendingSessionsDroppedFromTheFile(t *testing.T) {
 	if _, err := db.Exec(ctx, "limit", fmt.Sprintf("PRAGMA max_page_count = %d", pages)); err != nil {
 		t.Fatal(err)
 	}
+	room := refuseJournal(t, s)
 	clk.advance(40 * time.Minute)
 	if err := s.Update(ctx, held, inject(10, strings.Repeat("x", 8000))); err != nil {
 		t.Fatal(err)
@@ -42,6 +43,7 @@ func TestBoundHoldsForPendingSessionsDroppedFromTheFile(t *testing.T) {
 	if _, err := db.Exec(ctx, "room", "PRAGMA max_page_count = 1000000"); err != nil {
 		t.Fatal(err)
 	}
+	room()
 	for i := range 2 * bound {
 		clk.advance(time.Second)
 		if err := s.Update(ctx, key("r", fmt.Sprint("new-", i)), inject(1, "y")); err != nil {

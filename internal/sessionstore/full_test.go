@@ -2,6 +2,7 @@ package sessionstore
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -29,6 +30,7 @@ func TestFullDiskKeepsAccounting(t *testing.T) {
 		}
 	}
 	limit(pages)
+	room := refuseJournal(t, s)
 	big := strings.Repeat("x", 8000) // an id list that needs new pages
 	for i := range 5 {
 		k := key("r", fmt.Sprintf("s%d", i))
@@ -49,6 +51,7 @@ func TestFullDiskKeepsAccounting(t *testing.T) {
 	}
 	// Room again: the next visits write what was held.
 	limit(1 << 30)
+	room()
 	for range 2 {
 		if err := s.Update(ctx, key("r", "warm"), inject(1, "w2")); err != nil {
 			t.Fatal(err)
@@ -68,4 +71,36 @@ func TestFullDiskKeepsAccounting(t *testing.T) {
 			t.Fatalf("session s%d after the flush: %d bytes, ids %d", i, st.InjectedBytes, len(st.InjectedIDs))
 		}
 	}
+}
+
+// refuseJournal makes the session journal refuse every write, as a full
+// disk does (the tests fill the table through SQLite's page limit, which
+// the journal, a plain file, does not see); restore gives it back.
+func refuseJournal(t *testing.T, s *Store) (restore func()) {
+	t.Helper()
+	if err := s.lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s.unlock()
+	readOnly, err := os.Open(s.journal.f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	writable := s.journal.f
+	s.journal.f = readOnly
+	restored := false
+	restore = func() {
+		if restored {
+			return
+		}
+		restored = true
+		if err := s.lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer s.unlock()
+		s.journal.f = writable
+		readOnly.Close()
+	}
+	t.Cleanup(restore)
+	return restore
 }

@@ -28,6 +28,7 @@ func TestPendingSurvivesAFailedVisit(t *testing.T) {
 	if err := db.QueryRow(ctx, []any{&got}, fmt.Sprintf("PRAGMA max_page_count = %d", pages)); err != nil {
 		t.Fatal(err)
 	}
+	refuseJournal(t, s)
 	big := strings.Repeat("x", 8000) // needs new pages: the file refuses it
 	victim := key("r", "victim")
 	if err := s.Update(ctx, victim, inject(100, big+"-a")); err != nil {

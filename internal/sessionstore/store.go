@@ -19,6 +19,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/memhost/memhost/coordinator"
@@ -53,6 +55,10 @@ var migrations = []string{
 	// order is no longer read.
 	`DROP INDEX sessions_by_realm_age;
 	CREATE INDEX sessions_by_realm_identity_age ON sessions (realm, identity, touched_at DESC, session DESC);`,
+	// merged is the epoch of the last journal merged into sessions
+	// (journal.go).
+	`CREATE TABLE sessions_journal (id INTEGER PRIMARY KEY CHECK (id = 1), merged INTEGER NOT NULL);
+	INSERT INTO sessions_journal (id, merged) VALUES (1, 0);`,
 }
 
 // Options tune a Store. Zero values take the defaults.
@@ -74,6 +80,16 @@ type Options struct {
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
 }
+
+// Journal merges: every mergeEvery, or once mergeAt sessions are dirty.
+// maxJournalBytes bounds the file while merges fail (a full disk); past
+// it, and past CacheSize dirty sessions, visits write the table directly.
+const (
+	mergeEvery      = 200 * time.Millisecond
+	mergeAt         = 1024
+	mergeTimeout    = 10 * time.Second
+	maxJournalBytes = 64 << 20
+)
 
 // Store is a durable coordinator.SessionStore. It is safe for concurrent
 // use.
@@ -98,6 +114,20 @@ type Store struct {
 	// (never evicted, so the budget and dedup hold) and written by a later
 	// visit once there is room. A restart before then loses it.
 	pending map[coordinator.SessionKey]*entry
+	// journal holds, durably, the states in dirty until a merge writes
+	// them to the table (journal.go).
+	journal   *journal
+	dirty     map[coordinator.SessionKey]dirtySession
+	kick      chan struct{}
+	stop      chan struct{}
+	closeOnce sync.Once
+	done      chan struct{}
+}
+
+// dirtySession is a state the journal holds and the table does not yet.
+type dirtySession struct {
+	entry *entry
+	blob  []byte
 }
 
 type entry struct {
@@ -143,11 +173,158 @@ func Open(ctx context.Context, db *statedb.DB, opts Options) (*Store, error) {
 	if err := db.Migrate(ctx, component, migrations); err != nil {
 		return nil, fmt.Errorf("session store: %w", err)
 	}
-	return &Store{
+	path := filepath.Join(filepath.Dir(db.Path()), JournalName)
+	j, entries, err := openJournal(path)
+	if err != nil {
+		return nil, fmt.Errorf("session store: %w", err)
+	}
+	s := &Store{
 		db: db, opts: opts, refresh: opts.TTL / 16, turn: make(chan struct{}, 1),
 		cache:  lru.New[coordinator.SessionKey, *entry](opts.CacheSize),
 		counts: map[string]int{}, pending: map[coordinator.SessionKey]*entry{},
-	}, nil
+		journal: j, dirty: map[coordinator.SessionKey]dirtySession{},
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	if err := s.replay(ctx, entries); err != nil {
+		j.close()
+		return nil, fmt.Errorf("session store: replay %s: %w", path, err)
+	}
+	go s.mergeLoop()
+	return s, nil
+}
+
+// replay writes what a journal the table has not merged holds (a host
+// that stopped without merging it: killed, or its last merge failed),
+// then starts the journal over. The last state of each session wins.
+func (s *Store) replay(ctx context.Context, entries []journalEntry) error {
+	var merged uint64
+	if err := s.db.QueryRow(ctx, []any{&merged}, `SELECT merged FROM sessions_journal`); err != nil {
+		return s.db.Wrap("read journal epoch", err)
+	}
+	if s.journal.epoch > merged && len(entries) > 0 {
+		err := s.db.Tx(ctx, "replay session journal", func(tx *sql.Tx) error {
+			for _, e := range entries {
+				if _, err := tx.ExecContext(ctx, upsertSession, e.Realm, e.Identity, e.Session, []byte(e.State), e.Touched); err != nil {
+					return err
+				}
+			}
+			_, err := tx.ExecContext(ctx, `UPDATE sessions_journal SET merged = ?`, s.journal.epoch)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		merged = s.journal.epoch
+	}
+	// A journal that cannot start over leaves visits writing the table
+	// directly; the next merge tries again.
+	_ = s.journal.restart(max(merged, s.journal.epoch) + 1)
+	return nil
+}
+
+// mergeLoop merges the journal into the table now and then, until Close.
+func (s *Store) mergeLoop() {
+	defer close(s.done)
+	t := time.NewTicker(mergeEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		case <-s.kick:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), mergeTimeout)
+		if s.lock(ctx) == nil {
+			if len(s.dirty) > 0 || s.journal.broken {
+				_ = s.merge(ctx) // a failure keeps the journal; the next pass retries
+			}
+			s.unlock()
+		}
+		cancel()
+	}
+}
+
+// merge writes the dirty sessions to the table with the journal's epoch,
+// in one transaction, and starts the journal over. Callers hold the turn.
+func (s *Store) merge(ctx context.Context) error {
+	epoch := s.journal.epoch
+	if len(s.dirty) > 0 {
+		err := s.db.Tx(ctx, "merge session journal", func(tx *sql.Tx) error {
+			for k, d := range s.dirty {
+				if _, err := tx.ExecContext(ctx, upsertSession, k.Realm, k.Identity, k.Session, d.blob, d.entry.touched.UnixMilli()); err != nil {
+					return err
+				}
+			}
+			_, err := tx.ExecContext(ctx, `UPDATE sessions_journal SET merged = ?`, epoch)
+			return err
+		})
+		if err != nil {
+			if errors.Is(err, statedb.ErrReadOnly) {
+				// The database file is gone or refuses writes: visits
+				// must fail as a table write would, not pile up here.
+				s.journal.broken = true
+			}
+			return err
+		}
+		clear(s.dirty)
+	} else if !s.journal.broken {
+		return nil
+	}
+	// The table holds everything the journal did: a journal that cannot
+	// start over holds nothing a replay would apply (its epoch is merged).
+	// One deleted or replaced meanwhile is made again at its path.
+	if err := s.journal.reopenIfMoved(); err == nil {
+		_ = s.journal.restart(epoch + 1)
+	}
+	return nil
+}
+
+// journalSave appends a session's new state to the journal and keeps it
+// dirty until merged. It refuses, and the caller writes the table, when
+// the journal is unusable or past its bounds.
+func (s *Store) journalSave(key coordinator.SessionKey, e *entry, blob []byte) error {
+	if _, ok := s.dirty[key]; !ok && len(s.dirty) >= s.opts.CacheSize {
+		return errJournalFull
+	}
+	if s.journal.size >= maxJournalBytes {
+		return errJournalFull
+	}
+	err := s.journal.append(journalEntry{Realm: key.Realm, Identity: key.Identity, Session: key.Session, Touched: e.touched.UnixMilli(), State: blob})
+	if err != nil {
+		return err
+	}
+	s.dirty[key] = dirtySession{entry: e, blob: blob}
+	if len(s.dirty) >= mergeAt {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+var errJournalFull = errors.New("session journal full")
+
+// Close merges the journal into the table and stops merging. Visits after
+// it write the table directly. The store still does not own the database.
+func (s *Store) Close(ctx context.Context) error {
+	first := false
+	s.closeOnce.Do(func() { first = true; close(s.stop) })
+	<-s.done
+	if !first {
+		return nil
+	}
+	if err := s.lock(ctx); err != nil {
+		return fmt.Errorf("session store: %w", err)
+	}
+	defer s.unlock()
+	err := s.merge(ctx)
+	s.journal.close()
+	if err != nil {
+		return fmt.Errorf("session store: %w", err)
+	}
+	return nil
 }
 
 // Update implements coordinator.SessionStore. fn runs once, on a copy: a
@@ -252,6 +429,9 @@ func (s *Store) load(ctx context.Context, key coordinator.SessionKey) (*entry, e
 	if e, ok := s.pending[key]; ok {
 		return e, nil
 	}
+	if d, ok := s.dirty[key]; ok {
+		return d.entry, nil
+	}
 	if e, ok := s.cache.Get(key); ok {
 		if e.absent {
 			return nil, nil
@@ -290,6 +470,7 @@ func (s *Store) forget(keys []coordinator.SessionKey) {
 			p.fresh = true
 		}
 		s.cache.Remove(k)
+		delete(s.dirty, k)
 		if n, ok := s.counts[k.Realm]; ok {
 			s.counts[k.Realm] = n - 1
 		}
@@ -299,28 +480,39 @@ func (s *Store) forget(keys []coordinator.SessionKey) {
 // save writes st and, for a row new to the file, drops sessions of the
 // realm beyond the bound (see evictFrom); it answers the keys dropped.
 func (s *Store) save(ctx context.Context, key coordinator.SessionKey, st *coordinator.SessionState, now time.Time, fresh bool) ([]coordinator.SessionKey, error) {
-	blob, err := json.Marshal(record{Bytes: st.InjectedBytes, IDs: st.InjectedIDs, Excerpts: st.ExcerptIDs, Epoch: st.Epoch, Sweep: st.SweepIDs})
-	if err != nil {
-		return nil, fmt.Errorf("session store: %w", err)
+	// A visit whose caller has gone writes nothing: its turn fails.
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
-	const upsert = `INSERT INTO sessions (realm, identity, session, state, touched_at) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (realm, identity, session) DO UPDATE SET state = excluded.state, touched_at = excluded.touched_at`
+	blob, err := marshalState(st)
+	if err != nil {
+		return nil, err
+	}
 	count, known := s.counts[key.Realm]
 	if !fresh || known && count < s.opts.PerRealm {
-		// Nothing to evict: one statement commits on its own, with no
-		// transaction to open.
-		if _, err := s.db.Exec(ctx, "save session", upsert, key.Realm, key.Identity, key.Session, blob, now.UnixMilli()); err != nil {
-			return nil, err
+		// Nothing to evict: the journal takes it, or when it refuses, one
+		// statement after a merge (the table must not be ahead of it).
+		if s.journalSave(key, &entry{state: *st, touched: now}, blob) != nil {
+			if err := s.merge(ctx); err != nil {
+				return nil, err
+			}
+			if _, err := s.db.Exec(ctx, "save session", upsertSession, key.Realm, key.Identity, key.Session, blob, now.UnixMilli()); err != nil {
+				return nil, err
+			}
 		}
 		if fresh {
 			s.counts[key.Realm] = count + 1
 		}
 		return nil, nil
 	}
+	// The realm bound reads the table: it must hold every session first.
+	if err := s.merge(ctx); err != nil {
+		return nil, err
+	}
 	var evicted []coordinator.SessionKey
 	newCount := 0
 	err = s.db.Tx(ctx, "save session", func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, upsert, key.Realm, key.Identity, key.Session, blob, now.UnixMilli()); err != nil {
+		if _, err := tx.ExecContext(ctx, upsertSession, key.Realm, key.Identity, key.Session, blob, now.UnixMilli()); err != nil {
 			return err
 		}
 		if known {
@@ -340,6 +532,17 @@ func (s *Store) save(ctx context.Context, key coordinator.SessionKey, st *coordi
 	}
 	s.counts[key.Realm] = newCount
 	return evicted, nil
+}
+
+const upsertSession = `INSERT INTO sessions (realm, identity, session, state, touched_at) VALUES (?, ?, ?, ?, ?)
+	ON CONFLICT (realm, identity, session) DO UPDATE SET state = excluded.state, touched_at = excluded.touched_at`
+
+func marshalState(st *coordinator.SessionState) ([]byte, error) {
+	blob, err := json.Marshal(record{Bytes: st.InjectedBytes, IDs: st.InjectedIDs, Excerpts: st.ExcerptIDs, Epoch: st.Epoch, Sweep: st.SweepIDs})
+	if err != nil {
+		return nil, fmt.Errorf("session store: %w", err)
+	}
+	return blob, nil
 }
 
 // evictFrom drops n sessions of key's realm, never key itself: each time
@@ -378,9 +581,18 @@ func evictFrom(ctx context.Context, tx *sql.Tx, key coordinator.SessionKey, n in
 // touch records a read-only visit, so a session still in use is not
 // dropped as idle.
 func (s *Store) touch(ctx context.Context, key coordinator.SessionKey, e *entry, now time.Time) error {
-	if _, err := s.db.Exec(ctx, "touch session", `UPDATE sessions SET touched_at = ? WHERE realm = ? AND identity = ? AND session = ?`,
-		now.UnixMilli(), key.Realm, key.Identity, key.Session); err != nil {
+	blob, err := marshalState(&e.state)
+	if err != nil {
 		return err
+	}
+	if s.journalSave(key, &entry{state: e.state, touched: now}, blob) != nil {
+		if err := s.merge(ctx); err != nil {
+			return err
+		}
+		if _, err := s.db.Exec(ctx, "touch session", `UPDATE sessions SET touched_at = ? WHERE realm = ? AND identity = ? AND session = ?`,
+			now.UnixMilli(), key.Realm, key.Identity, key.Session); err != nil {
+			return err
+		}
 	}
 	e.touched = now
 	return nil
@@ -395,6 +607,9 @@ func (s *Store) Expire(ctx context.Context) (int, error) {
 	}
 	defer s.unlock()
 	s.flush(ctx)
+	if err := s.merge(ctx); err != nil {
+		return 0, fmt.Errorf("session store: %w", err)
+	}
 	cutoff := s.opts.Now().Add(-s.opts.TTL)
 	var dropped []coordinator.SessionKey
 	err := s.db.Tx(ctx, "expire sessions", func(tx *sql.Tx) error {
@@ -422,6 +637,13 @@ func (s *Store) Expire(ctx context.Context) (int, error) {
 // Len answers how many sessions of realm the file holds, idle ones not yet
 // expired included.
 func (s *Store) Len(ctx context.Context, realm string) (int, error) {
+	if err := s.lock(ctx); err != nil {
+		return 0, fmt.Errorf("session store: %w", err)
+	}
+	defer s.unlock()
+	if err := s.merge(ctx); err != nil {
+		return 0, fmt.Errorf("session store: %w", err)
+	}
 	var n int
 	if err := s.db.QueryRow(ctx, []any{&n}, `SELECT count(*) FROM sessions WHERE realm = ?`, realm); err != nil {
 		return 0, fmt.Errorf("session store: %w", s.db.Wrap("count sessions", err))

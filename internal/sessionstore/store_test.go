@@ -215,6 +215,7 @@ func TestFullDiskKeepsState(t *testing.T) {
 	if _, err := db.Exec(ctx, "limit", `PRAGMA max_page_count = 1`); err != nil {
 		t.Fatal(err)
 	}
+	refuseJournal(t, s)
 	huge := func(st *coordinator.SessionState) bool {
 		for i := range 20000 {
 			st.InjectedIDs = append(st.InjectedIDs, fmt.Sprintf("record-%d", i))

@@ -1,0 +1,205 @@
+package sessionstore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+)
+
+// The journal makes a turn's session write one append to a file instead
+// of a SQLite commit: on this kind of machine a commit's system calls
+// (frames written twice each, four locks, a check of the file) were a
+// sixth of a turn's cost. Changed states are appended, kept in memory as
+// dirty, and merged into the sessions table in one transaction every
+// mergeEvery; the merge records the journal's epoch in the same
+// transaction, then starts the journal over under the next epoch. A start
+// replays a journal whose epoch the table has not merged, so an
+// acknowledged visit survives kill -9 exactly as a SQLite commit does
+// (both rest on the page cache; neither is fsynced). A journal left
+// behind by a merge that committed but could not start the file over is
+// skipped by its epoch: it holds nothing newer than the table.
+//
+// File layout: a header (journalMagic, then the epoch as 8 bytes, little
+// endian), then records: a 4-byte length and a 4-byte CRC-32C of the
+// payload, then the payload, a journalEntry in JSON. Replay stops at the
+// first record that is short or fails its checksum: a write cut off by a
+// full disk, which append also cuts back.
+const journalMagic = "memhost-sessions\x00\x01"
+
+// JournalName is the journal's file name beside the state database.
+const JournalName = "memhost-sessions.journal"
+
+const (
+	journalHeaderSize = len(journalMagic) + 8
+	recordHeaderSize  = 8
+	// maxJournalRecord bounds one record, so a damaged length cannot make
+	// replay allocate without end. A session's state is far smaller.
+	maxJournalRecord = 16 << 20
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// errJournalBroken: the journal could not be cut back or started over
+// after a failure; visits write to the table directly from then on.
+var errJournalBroken = errors.New("session journal unusable")
+
+// journalEntry is one session's state as of a visit.
+type journalEntry struct {
+	Realm    string          `json:"r"`
+	Identity string          `json:"i"`
+	Session  string          `json:"s"`
+	Touched  int64           `json:"t"` // Unix milliseconds
+	State    json.RawMessage `json:"st"`
+}
+
+type journal struct {
+	path  string
+	f     *os.File
+	epoch uint64
+	size  int64 // bytes written, header included
+	// broken is set once the file may hold a partial record it could not
+	// cut off, or has no header to append under; nothing is appended
+	// until a merge starts it over. closed is for good.
+	broken, closed bool
+	buf            bytes.Buffer
+}
+
+// openJournal opens (creating if needed) the journal at path and answers
+// it with the epoch and entries it holds, in write order. A file without
+// a header (new, or cut off while being started) holds epoch 0 and
+// nothing.
+func openJournal(path string) (*journal, []journalEntry, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, nil, err
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	j := &journal{path: path, f: f, size: int64(len(data))}
+	if len(data) < journalHeaderSize || string(data[:len(journalMagic)]) != journalMagic {
+		if len(data) > 0 && !bytes.HasPrefix([]byte(journalMagic), data) {
+			f.Close()
+			return nil, nil, fmt.Errorf("%s is not a session journal", path)
+		}
+		return j, nil, nil
+	}
+	j.epoch = binary.LittleEndian.Uint64(data[len(journalMagic):journalHeaderSize])
+	entries, _ := decodeRecords(data[journalHeaderSize:])
+	return j, entries, nil
+}
+
+// decodeRecords answers the whole records at the head of data and how
+// many bytes they take; it stops at the first one short or damaged.
+func decodeRecords(data []byte) ([]journalEntry, int) {
+	var out []journalEntry
+	off := 0
+	for len(data)-off >= recordHeaderSize {
+		n := binary.LittleEndian.Uint32(data[off:])
+		sum := binary.LittleEndian.Uint32(data[off+4:])
+		if n > maxJournalRecord || len(data)-off-recordHeaderSize < int(n) {
+			break
+		}
+		payload := data[off+recordHeaderSize : off+recordHeaderSize+int(n)]
+		if crc32.Checksum(payload, castagnoli) != sum {
+			break
+		}
+		var e journalEntry
+		if err := json.Unmarshal(payload, &e); err != nil {
+			break
+		}
+		out = append(out, e)
+		off += recordHeaderSize + int(n)
+	}
+	return out, off
+}
+
+// encode answers e as one record, in a buffer the next call reuses.
+func (j *journal) encode(e journalEntry) ([]byte, error) {
+	j.buf.Reset()
+	j.buf.Write(make([]byte, recordHeaderSize))
+	if err := json.NewEncoder(&j.buf).Encode(e); err != nil {
+		return nil, err
+	}
+	rec := j.buf.Bytes()
+	payload := rec[recordHeaderSize:]
+	binary.LittleEndian.PutUint32(rec, uint32(len(payload)))
+	binary.LittleEndian.PutUint32(rec[4:], crc32.Checksum(payload, castagnoli))
+	return rec, nil
+}
+
+// append writes e as one record with one write. A failed or short write
+// is cut back off the file, so what follows it stays readable.
+func (j *journal) append(e journalEntry) error {
+	if j.broken || j.closed {
+		return errJournalBroken
+	}
+	rec, err := j.encode(e)
+	if err != nil {
+		return err
+	}
+	n, err := j.f.Write(rec)
+	if err == nil {
+		j.size += int64(n)
+		return nil
+	}
+	if terr := j.f.Truncate(j.size); terr != nil {
+		j.broken = true
+	}
+	return err
+}
+
+// restart empties the journal and starts it over under epoch.
+func (j *journal) restart(epoch uint64) error {
+	if j.closed {
+		return errJournalBroken
+	}
+	if err := j.f.Truncate(0); err != nil {
+		j.broken = true
+		return err
+	}
+	hdr := binary.LittleEndian.AppendUint64([]byte(journalMagic), epoch)
+	if _, err := j.f.Write(hdr); err != nil {
+		_ = j.f.Truncate(0) // a header cut short reads as an empty journal
+		j.size, j.broken = 0, true
+		return err
+	}
+	j.epoch, j.size, j.broken = epoch, int64(len(hdr)), false
+	return nil
+}
+
+// reopenIfMoved opens the journal's path again when it no longer names
+// the open file (deleted or replaced): appends to an unlinked file would
+// be lost at the next start. The caller restarts the journal after it.
+func (j *journal) reopenIfMoved() error {
+	if j.closed {
+		return errJournalBroken
+	}
+	at, err := os.Stat(j.path)
+	if err == nil {
+		open, ferr := j.f.Stat()
+		if ferr == nil && os.SameFile(at, open) {
+			return nil
+		}
+	}
+	f, err := os.OpenFile(j.path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		j.broken = true
+		return err
+	}
+	j.f.Close()
+	j.f, j.size, j.broken = f, 0, true
+	return nil
+}
+
+func (j *journal) close() error {
+	j.closed = true
+	return j.f.Close()
+}

@@ -1,0 +1,344 @@
+package sessionstore
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/internal/statedb"
+)
+
+// crash stops s as kill -9 would: no merge, the journal left as it is.
+func crash(t *testing.T, s *Store) {
+	t.Helper()
+	s.closeOnce.Do(func() { close(s.stop) })
+	<-s.done
+	if err := s.lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.journal.close()
+	s.unlock()
+}
+
+// rows answers how many sessions of realm the table holds, without a merge.
+func rows(t *testing.T, db *statedb.DB, realm string) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(ctx, []any{&n}, `SELECT count(*) FROM sessions WHERE realm = ?`, realm); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func journalPath(dir string) string { return filepath.Join(dir, JournalName) }
+
+// TestJournalCarriesVisitsAcrossACrash: visits acknowledged but not yet
+// merged into the table survive a crash; the next start replays them,
+// the last state of each session winning, and counts them in the bound.
+func TestJournalCarriesVisitsAcrossACrash(t *testing.T) {
+	dir := t.TempDir()
+	db, err := statedb.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s, err := Open(ctx, db, Options{PerRealm: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		for turn := range 2 {
+			if err := s.Update(ctx, key("r", fmt.Sprint("s", i)), inject(10, fmt.Sprintf("id-%d-%d", i, turn))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	crash(t, s)
+	// The realm's first new session counts the realm in the table and is
+	// written there; the others only reach the journal.
+	if n := rows(t, db, "r"); n != 1 {
+		t.Fatalf("the table holds %d sessions before the replay, want 1: the test does not reach the journal", n)
+	}
+	s, err = Open(ctx, db, Options{PerRealm: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	if n := rows(t, db, "r"); n != 3 {
+		t.Fatalf("after the replay the table holds %d sessions, want 3", n)
+	}
+	for i := range 3 {
+		st := get(t, s, key("r", fmt.Sprint("s", i)))
+		if want := []string{fmt.Sprintf("id-%d-0", i), fmt.Sprintf("id-%d-1", i)}; st.InjectedBytes != 20 || !slices.Equal(st.InjectedIDs, want) {
+			t.Fatalf("session s%d after the crash: %d bytes, ids %v; want 20 and %v", i, st.InjectedBytes, st.InjectedIDs, want)
+		}
+	}
+	// The replayed sessions count: a fourth evicts one of them.
+	if err := s.Update(ctx, key("r", "s3"), inject(1, "x")); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, s, "r"); n > 3 {
+		t.Fatalf("the realm holds %d sessions, over its bound of 3", n)
+	}
+}
+
+// TestJournalTornTailIsDropped: a record cut short (a write a full disk
+// stopped, or a crash inside it) ends the replay; what precedes it is
+// kept and the journal is usable again.
+func TestJournalTornTailIsDropped(t *testing.T) {
+	dir := t.TempDir()
+	db, err := statedb.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s, err := Open(ctx, db, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(ctx, key("r", "kept"), inject(10, "a")); err != nil {
+		t.Fatal(err)
+	}
+	crash(t, s)
+	f, err := os.OpenFile(journalPath(dir), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	torn := binary.LittleEndian.AppendUint32(nil, 500) // a length promising more than follows
+	torn = append(torn, 0, 0, 0, 0, '{', '"')
+	if _, err := f.Write(torn); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	s, err = Open(ctx, db, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	if st := get(t, s, key("r", "kept")); st.InjectedBytes != 10 {
+		t.Fatalf("the record before the torn one was lost: %+v", st)
+	}
+	if err := s.Update(ctx, key("r", "after"), inject(5, "b")); err != nil {
+		t.Fatal(err)
+	}
+	crash(t, s)
+	s, err = Open(ctx, db, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	if st := get(t, s, key("r", "after")); st.InjectedBytes != 5 {
+		t.Fatalf("a visit after the torn record was lost: %+v", st)
+	}
+}
+
+// TestMergedJournalIsNotReplayed: a journal whose merge committed but
+// which could not be started over holds only states the table has, some
+// older than what was written since. Its epoch marks it merged; replaying
+// it would put an old state back.
+func TestMergedJournalIsNotReplayed(t *testing.T) {
+	dir := t.TempDir()
+	db, err := statedb.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s, err := Open(ctx, db, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The realm's first new session is written to the table (it counts
+	// the realm); k's visits then reach the journal.
+	if err := s.Update(ctx, key("r", "first"), inject(1, "x")); err != nil {
+		t.Fatal(err)
+	}
+	k := key("r", "s")
+	if err := s.Update(ctx, k, inject(10, "old")); err != nil {
+		t.Fatal(err)
+	}
+	stale, err := os.ReadFile(journalPath(dir)) // the journal holding the old state
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stale) <= journalHeaderSize {
+		t.Fatal("the journal holds no record: the test does not reach it")
+	}
+	count(t, s, "r") // merges
+	if err := s.Update(ctx, k, inject(10, "new")); err != nil {
+		t.Fatal(err)
+	}
+	count(t, s, "r")
+	crash(t, s)
+	if err := os.WriteFile(journalPath(dir), stale, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(ctx, db, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	if st := get(t, s, k); !slices.Equal(st.InjectedIDs, []string{"old", "new"}) {
+		t.Fatalf("after a restart over a merged journal the session holds %v, want [old new]", st.InjectedIDs)
+	}
+}
+
+// TestCloseMergesTheJournal: a store closed cleanly leaves every state in
+// the table and an empty journal.
+func TestCloseMergesTheJournal(t *testing.T) {
+	dir := t.TempDir()
+	db, err := statedb.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s, err := Open(ctx, db, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(ctx, key("r", "s"), inject(10, "a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatalf("a second Close: %v", err)
+	}
+	if n := rows(t, db, "r"); n != 1 {
+		t.Fatalf("after Close the table holds %d sessions, want 1", n)
+	}
+	fi, err := os.Stat(journalPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() != int64(journalHeaderSize) || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("after Close the journal is %d bytes, mode %v; want only its header, 0600", fi.Size(), fi.Mode().Perm())
+	}
+}
+
+// TestJournalDeletedWhileRunningIsMadeAgain: appends to a journal
+// unlinked under the host would be lost at the next start; the next merge
+// makes the file again at its path, and later visits are replayed from it.
+func TestJournalDeletedWhileRunningIsMadeAgain(t *testing.T) {
+	dir := t.TempDir()
+	db, err := statedb.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s, err := Open(ctx, db, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(ctx, key("r", "first"), inject(1, "x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(journalPath(dir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(ctx, key("r", "s"), inject(10, "a")); err != nil {
+		t.Fatal(err)
+	}
+	count(t, s, "r") // merges
+	if _, err := os.Stat(journalPath(dir)); err != nil {
+		t.Fatalf("the journal was not made again: %v", err)
+	}
+	if err := s.Update(ctx, key("r", "s"), inject(10, "b")); err != nil {
+		t.Fatal(err)
+	}
+	crash(t, s)
+	s, err = Open(ctx, db, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	if st := get(t, s, key("r", "s")); !slices.Equal(st.InjectedIDs, []string{"a", "b"}) {
+		t.Fatalf("after a crash the session holds %v, want [a b]", st.InjectedIDs)
+	}
+}
+
+// TestVisitsFailOnceTheDatabaseIsGone: with the state database deleted
+// under the host, the first merge finds it and later visits fail as a
+// write to the table would, rather than gathering in the journal.
+func TestVisitsFailOnceTheDatabaseIsGone(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := openStore(t, dir, Options{})
+	if err := s.Update(ctx, key("r", "first"), inject(1, "x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(ctx, key("r", "s"), inject(10, "a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, statedb.FileName)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Len(ctx, "r"); !errors.Is(err, statedb.ErrReadOnly) {
+		t.Fatalf("a merge into a deleted database answered %v, want ErrReadOnly", err)
+	}
+	if err := s.Update(ctx, key("r", "s"), inject(10, "b")); !errors.Is(err, statedb.ErrReadOnly) {
+		t.Fatalf("a visit after the database went answered %v, want ErrReadOnly", err)
+	}
+}
+
+// TestForeignJournalIsRefused: a file of the journal's name that is not
+// one stops the start rather than being emptied.
+func TestForeignJournalIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	db, err := statedb.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := os.WriteFile(journalPath(dir), []byte("someone else's notes, not a journal"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(ctx, db, Options{}); err == nil {
+		t.Fatal("a store opened over a file that is not a journal")
+	}
+	if data, _ := os.ReadFile(journalPath(dir)); string(data) != "someone else's notes, not a journal" {
+		t.Fatalf("the foreign file was changed to %q", data)
+	}
+}
+
+// FuzzJournalRecords: replay reads any bytes without failing, and what it
+// reads back is a run of whole records at the head.
+func FuzzJournalRecords(f *testing.F) {
+	var j journal
+	var seed []byte
+	for _, e := range []journalEntry{
+		{Realm: "r", Identity: "alice", Session: "s", Touched: 1, State: []byte(`{"bytes":1,"sweep":null}`)},
+		{Realm: "r", Identity: "bob", Session: "t", Touched: 2, State: []byte(`{"bytes":2,"ids":["a"],"sweep":[]}`)},
+	} {
+		rec, err := j.encode(e)
+		if err != nil {
+			f.Fatal(err)
+		}
+		seed = append(seed, rec...)
+	}
+	f.Add(seed)
+	f.Add(seed[:len(seed)-3])
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		entries, n := decodeRecords(data)
+		if n < 0 || n > len(data) {
+			t.Fatalf("decoded %d bytes of %d", n, len(data))
+		}
+		again, m := decodeRecords(data[:n])
+		if m != n || len(again) != len(entries) {
+			t.Fatalf("the head decoded as %d entries in %d bytes, alone as %d in %d", len(entries), n, len(again), m)
+		}
+		for _, e := range entries {
+			if !json.Valid(e.State) {
+				t.Fatalf("a replayed state is not JSON: %q", e.State)
+			}
+		}
+	})
+}
+
+var _ coordinator.SessionStore = (*Store)(nil)
