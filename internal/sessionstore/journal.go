@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"slices"
 )
 
 // The journal makes a turn's session write one append to a file instead
@@ -26,9 +27,11 @@ import (
 //
 // File layout: a header (journalMagic, then the epoch as 8 bytes, little
 // endian), then records: a 4-byte length and a 4-byte CRC-32C of the
-// payload, then the payload, a journalEntry in JSON. Replay stops at the
-// first record that is short or fails its checksum: a write cut off by a
-// full disk, which append also cuts back.
+// payload, then the payload, a journalEntry in JSON. A record running past
+// the end of the file (a write cut off by a crash) or a tail of zeros (a
+// power cut) ends the journal and is cut off; a whole record that fails
+// its checksum is damage, and the start refuses the file rather than
+// drop what follows it.
 const journalMagic = "memhost-sessions\x00\x01"
 
 // JournalName is the journal's file name beside the state database.
@@ -45,8 +48,21 @@ const (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // errJournalBroken: the journal could not be cut back or started over
-// after a failure; visits write to the table directly from then on.
+// after a failure, or is closed; visits write to the table directly until
+// a merge starts it over.
 var errJournalBroken = errors.New("session journal unusable")
+
+// errJournalFull: past the journal's bounds (a record or the file too
+// large, too many sessions dirty); the visit writes the table instead.
+var errJournalFull = errors.New("session journal full")
+
+// errJournalMoved: the journal's file was deleted or replaced; appends to
+// it would be lost at the next start.
+var errJournalMoved = errors.New("session journal deleted or replaced")
+
+// maxEpoch keeps an epoch within what the table's INTEGER holds, with
+// room to count on.
+const maxEpoch = 1 << 62
 
 // journalEntry is one session's state as of a visit.
 type journalEntry struct {
@@ -92,8 +108,36 @@ func openJournal(path string) (*journal, []journalEntry, error) {
 		return j, nil, nil
 	}
 	j.epoch = binary.LittleEndian.Uint64(data[len(journalMagic):journalHeaderSize])
-	entries, _ := decodeRecords(data[journalHeaderSize:])
+	if j.epoch > maxEpoch {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s is not a session journal (epoch %d out of range)", path, j.epoch)
+	}
+	records := data[journalHeaderSize:]
+	entries, n := decodeRecords(records)
+	if tail := records[n:]; !torn(tail) {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s is damaged at byte %d (%d sessions read before it): move it aside to start without what it holds after that point", path, journalHeaderSize+n, len(entries))
+	}
+	if n < len(records) {
+		// Cut the torn tail off, so what is appended next is read back.
+		j.size = int64(journalHeaderSize + n)
+		if err := f.Truncate(j.size); err != nil {
+			j.broken = true
+		}
+	}
 	return j, entries, nil
+}
+
+// torn reports whether what follows the last whole record is what a
+// crash leaves: nothing, a record running past the end, or zeros.
+func torn(tail []byte) bool {
+	if len(tail) < recordHeaderSize {
+		return true
+	}
+	if n := binary.LittleEndian.Uint32(tail); uint64(n) > uint64(len(tail)-recordHeaderSize) {
+		return true
+	}
+	return !slices.ContainsFunc(tail, func(b byte) bool { return b != 0 })
 }
 
 // decodeRecords answers the whole records at the head of data and how
@@ -145,6 +189,17 @@ func (j *journal) append(e journalEntry) error {
 	if err != nil {
 		return err
 	}
+	if len(rec)-recordHeaderSize > maxJournalRecord {
+		return errJournalFull
+	}
+	// One fstat, no path lookup: a file unlinked (deleted, or renamed
+	// over) has no links left.
+	if fi, err := j.f.Stat(); err != nil {
+		return err
+	} else if unlinked(fi) {
+		j.broken = true // the next merge makes it again at its path
+		return errJournalMoved
+	}
 	n, err := j.f.Write(rec)
 	if err == nil {
 		j.size += int64(n)
@@ -161,6 +216,9 @@ func (j *journal) restart(epoch uint64) error {
 	if j.closed {
 		return errJournalBroken
 	}
+	// The epoch moves on even if the file cannot start over: nothing is
+	// appended until it does, and then never under a merged epoch.
+	j.epoch = epoch
 	if err := j.f.Truncate(0); err != nil {
 		j.broken = true
 		return err
@@ -171,7 +229,7 @@ func (j *journal) restart(epoch uint64) error {
 		j.size, j.broken = 0, true
 		return err
 	}
-	j.epoch, j.size, j.broken = epoch, int64(len(hdr)), false
+	j.size, j.broken = int64(len(hdr)), false
 	return nil
 }
 

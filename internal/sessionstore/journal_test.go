@@ -1,6 +1,8 @@
 package sessionstore
 
 import (
+	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -8,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/internal/statedb"
@@ -17,8 +21,7 @@ import (
 // crash stops s as kill -9 would: no merge, the journal left as it is.
 func crash(t *testing.T, s *Store) {
 	t.Helper()
-	s.closeOnce.Do(func() { close(s.stop) })
-	<-s.done
+	stopMerging(t, s)
 	if err := s.lock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +73,7 @@ func TestJournalCarriesVisitsAcrossACrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close(ctx)
-	if n := rows(t, db, "r"); n != 3 {
+	if n := count(t, s, "r"); n != 3 {
 		t.Fatalf("after the replay the table holds %d sessions, want 3", n)
 	}
 	for i := range 3 {
@@ -286,6 +289,171 @@ func TestVisitsFailOnceTheDatabaseIsGone(t *testing.T) {
 	}
 }
 
+// TestVisitToADeletedJournalIsKept: a journal deleted while the host
+// runs; the next visit is not appended to the unlinked file (kill -9 would
+// lose it) but written to the table, and the journal is made again.
+func TestVisitToADeletedJournalIsKept(t *testing.T) {
+	dir := t.TempDir()
+	s, db := openStore(t, dir, Options{})
+	if err := s.Update(ctx, key("r", "first"), inject(1, "x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(journalPath(dir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(ctx, key("r", "s"), inject(10, "a")); err != nil {
+		t.Fatal(err)
+	}
+	crash(t, s)
+	s, err := Open(ctx, db, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	if st := get(t, s, key("r", "s")); !slices.Equal(st.InjectedIDs, []string{"a"}) {
+		t.Fatalf("a visit acknowledged after the journal was deleted was lost: %v", st.InjectedIDs)
+	}
+}
+
+// TestRefreshOfADirtySessionIsKept: a read refreshing a session's idle
+// clock while the session waits to be merged; after the merge the
+// session must still count from the refresh, not from its last write.
+func TestRefreshOfADirtySessionIsKept(t *testing.T) {
+	clk := newClock()
+	s, _ := openStore(t, t.TempDir(), Options{TTL: 16 * time.Minute, Now: clk.now})
+	stopMerging(t, s)
+	if err := s.Update(ctx, key("r", "first"), inject(1, "x")); err != nil {
+		t.Fatal(err)
+	}
+	k := key("r", "s")
+	if err := s.Update(ctx, k, inject(10, "a")); err != nil {
+		t.Fatal(err)
+	}
+	clk.advance(2 * time.Minute) // past the refresh interval, TTL/16
+	get(t, s, k)                 // refreshes while dirty
+	count(t, s, "r")             // merges
+	clk.advance(15 * time.Minute)
+	if st := get(t, s, k); st.InjectedBytes != 10 {
+		t.Fatalf("a session read 15 minutes ago (TTL 16) was taken as idle: %+v", st)
+	}
+}
+
+// TestStartAfterACrashOnAFullDisk: a journal left by a crash is taken
+// back at the start without writing, so a host restarted on a full disk
+// serves (its sessions as they were) and writes them once there is room.
+func TestStartAfterACrashOnAFullDisk(t *testing.T) {
+	dir := t.TempDir()
+	s, db := openStore(t, dir, Options{})
+	if err := s.Update(ctx, key("r", "first"), inject(1, "x")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if err := s.Update(ctx, key("r", fmt.Sprint("s", i)), inject(1, strings.Repeat("y", 4000))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	crash(t, s)
+	var pages, got int
+	if err := db.QueryRow(ctx, []any{&pages}, "PRAGMA page_count"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(ctx, []any{&got}, fmt.Sprintf("PRAGMA max_page_count = %d", pages)); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, db, Options{})
+	if err != nil {
+		t.Fatalf("a start on a full disk: %v", err)
+	}
+	defer s.Close(ctx)
+	if st := get(t, s, key("r", "s7")); st.InjectedBytes != 1 {
+		t.Fatalf("a session from the journal reads %+v after a start on a full disk", st)
+	}
+	if _, err := s.Len(ctx, "r"); !errors.Is(err, statedb.ErrStorageFull) {
+		t.Fatalf("a merge on the full disk answered %v, want ErrStorageFull: the test does not fill it", err)
+	}
+	if err := db.QueryRow(ctx, []any{&got}, "PRAGMA max_page_count = 1000000"); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, s, "r"); n != 51 {
+		t.Fatalf("once there is room the table holds %d sessions, want 51", n)
+	}
+}
+
+// TestDamagedJournalIsRefused: a whole record that fails its checksum is
+// damage, not a write cut short: the start says so, and leaves the file
+// for the operator rather than drop every session after it.
+func TestDamagedJournalIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	s, db := openStore(t, dir, Options{})
+	if err := s.Update(ctx, key("r", "first"), inject(1, "x")); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		if err := s.Update(ctx, key("r", id), inject(1, id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	crash(t, s)
+	data, err := os.ReadFile(journalPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[journalHeaderSize+recordHeaderSize+3] ^= 0x20 // inside the first record
+	if err := os.WriteFile(journalPath(dir), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(ctx, db, Options{})
+	if err == nil || !strings.Contains(err.Error(), "damaged at byte") {
+		t.Fatalf("a start over a damaged journal answered %v, want it refused as damaged", err)
+	}
+	if after, _ := os.ReadFile(journalPath(dir)); !bytes.Equal(after, data) {
+		t.Fatal("the damaged journal was changed")
+	}
+}
+
+// TestCloseKeepsItsDeadline: Close waits for a merge in progress, which
+// waits for the store's turn, only until its own deadline; a later Close
+// still merges.
+func TestCloseKeepsItsDeadline(t *testing.T) {
+	s, db := openStore(t, t.TempDir(), Options{})
+	if err := s.Update(ctx, key("r", "first"), inject(1, "x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(ctx, key("r", "s"), inject(1, "a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.lock(ctx); err != nil { // a visit holding the turn
+		t.Fatal(err)
+	}
+	time.Sleep(2 * mergeEvery) // the merge loop now waits for the turn
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.Close(short) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Close answered %v, want its deadline", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close waited past its deadline")
+	}
+	s.unlock()
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := rows(t, db, "r"); n != 2 {
+		t.Fatalf("after the second Close the table holds %d sessions, want 2", n)
+	}
+}
+
+// stopMerging stops the timed merges, so a test decides when one runs.
+func stopMerging(t *testing.T, s *Store) {
+	t.Helper()
+	s.closeOnce.Do(func() { close(s.stop) })
+	<-s.done
+}
+
 // TestForeignJournalIsRefused: a file of the journal's name that is not
 // one stops the start rather than being emptied.
 func TestForeignJournalIsRefused(t *testing.T) {
@@ -326,6 +494,7 @@ func FuzzJournalRecords(f *testing.F) {
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		entries, n := decodeRecords(data)
+		_ = torn(data[n:])
 		if n < 0 || n > len(data) {
 			t.Fatalf("decoded %d bytes of %d", n, len(data))
 		}

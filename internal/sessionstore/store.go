@@ -193,32 +193,32 @@ func Open(ctx context.Context, db *statedb.DB, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// replay writes what a journal the table has not merged holds (a host
-// that stopped without merging it: killed, or its last merge failed),
-// then starts the journal over. The last state of each session wins.
+// replay takes back what a journal the table has not merged holds (a
+// host stopped without merging it: killed, or its last merge failed) as
+// dirty sessions, the last state of each winning, for the merge loop to
+// write; the journal goes on under its epoch. Nothing is written here, so
+// a start on a full disk still serves. A journal already merged starts
+// over.
 func (s *Store) replay(ctx context.Context, entries []journalEntry) error {
 	var merged uint64
 	if err := s.db.QueryRow(ctx, []any{&merged}, `SELECT merged FROM sessions_journal`); err != nil {
 		return s.db.Wrap("read journal epoch", err)
 	}
-	if s.journal.epoch > merged && len(entries) > 0 {
-		err := s.db.Tx(ctx, "replay session journal", func(tx *sql.Tx) error {
-			for _, e := range entries {
-				if _, err := tx.ExecContext(ctx, upsertSession, e.Realm, e.Identity, e.Session, []byte(e.State), e.Touched); err != nil {
-					return err
-				}
-			}
-			_, err := tx.ExecContext(ctx, `UPDATE sessions_journal SET merged = ?`, s.journal.epoch)
-			return err
-		})
+	if s.journal.epoch <= merged || len(entries) == 0 {
+		// A journal that cannot start over leaves visits writing the
+		// table directly; the next merge tries again.
+		_ = s.journal.restart(max(merged, s.journal.epoch) + 1)
+		return nil
+	}
+	for _, je := range entries {
+		st, err := decodeState(je.State)
 		if err != nil {
 			return err
 		}
-		merged = s.journal.epoch
+		k := coordinator.SessionKey{Realm: je.Realm, Identity: je.Identity, Session: je.Session}
+		s.dirty[k] = dirtySession{entry: &entry{state: st, touched: time.UnixMilli(je.Touched)}, blob: je.State}
 	}
-	// A journal that cannot start over leaves visits writing the table
-	// directly; the next merge tries again.
-	_ = s.journal.restart(max(merged, s.journal.epoch) + 1)
+	s.kick <- struct{}{}
 	return nil
 }
 
@@ -304,26 +304,28 @@ func (s *Store) journalSave(key coordinator.SessionKey, e *entry, blob []byte) e
 	return nil
 }
 
-var errJournalFull = errors.New("session journal full")
-
-// Close merges the journal into the table and stops merging. Visits after
-// it write the table directly. The store still does not own the database.
+// Close stops merging and merges the journal into the table; visits after
+// it write the table directly. When the merge fails (or ctx ends first)
+// the journal stays, visits still go to it, and a later Close or the next
+// start takes it up. The store still does not own the database.
 func (s *Store) Close(ctx context.Context) error {
-	first := false
-	s.closeOnce.Do(func() { first = true; close(s.stop) })
-	<-s.done
-	if !first {
-		return nil
+	s.closeOnce.Do(func() { close(s.stop) })
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		return fmt.Errorf("session store: %w", ctx.Err())
 	}
 	if err := s.lock(ctx); err != nil {
 		return fmt.Errorf("session store: %w", err)
 	}
 	defer s.unlock()
-	err := s.merge(ctx)
-	s.journal.close()
-	if err != nil {
+	if s.journal.closed {
+		return nil
+	}
+	if err := s.merge(ctx); err != nil {
 		return fmt.Errorf("session store: %w", err)
 	}
+	s.journal.close()
 	return nil
 }
 
@@ -449,14 +451,11 @@ func (s *Store) load(ctx context.Context, key coordinator.SessionKey) (*entry, e
 	if err != nil {
 		return nil, s.db.Wrap("load session", err)
 	}
-	var r record
-	if err := json.Unmarshal(blob, &r); err != nil {
-		return nil, fmt.Errorf("a stored session is unreadable: %w", err)
+	st, err := decodeState(blob)
+	if err != nil {
+		return nil, err
 	}
-	e := &entry{
-		state:   coordinator.SessionState{InjectedBytes: r.Bytes, InjectedIDs: r.IDs, ExcerptIDs: r.Excerpts, Epoch: r.Epoch, SweepIDs: r.Sweep},
-		touched: time.UnixMilli(touched),
-	}
+	e := &entry{state: st, touched: time.UnixMilli(touched)}
 	s.cache.Add(key, e)
 	return e, nil
 }
@@ -537,6 +536,14 @@ func (s *Store) save(ctx context.Context, key coordinator.SessionKey, st *coordi
 const upsertSession = `INSERT INTO sessions (realm, identity, session, state, touched_at) VALUES (?, ?, ?, ?, ?)
 	ON CONFLICT (realm, identity, session) DO UPDATE SET state = excluded.state, touched_at = excluded.touched_at`
 
+func decodeState(blob []byte) (coordinator.SessionState, error) {
+	var r record
+	if err := json.Unmarshal(blob, &r); err != nil {
+		return coordinator.SessionState{}, fmt.Errorf("a stored session is unreadable: %w", err)
+	}
+	return coordinator.SessionState{InjectedBytes: r.Bytes, InjectedIDs: r.IDs, ExcerptIDs: r.Excerpts, Epoch: r.Epoch, SweepIDs: r.Sweep}, nil
+}
+
 func marshalState(st *coordinator.SessionState) ([]byte, error) {
 	blob, err := json.Marshal(record{Bytes: st.InjectedBytes, IDs: st.InjectedIDs, Excerpts: st.ExcerptIDs, Epoch: st.Epoch, Sweep: st.SweepIDs})
 	if err != nil {
@@ -592,7 +599,12 @@ func (s *Store) touch(ctx context.Context, key coordinator.SessionKey, e *entry,
 	if err != nil {
 		return err
 	}
-	if s.journalSave(key, &entry{state: e.state, touched: now}, blob) != nil {
+	refreshed := &entry{state: e.state, touched: now}
+	if s.journalSave(key, refreshed, blob) == nil {
+		// The dirty copy and the cached one must agree on the time, or
+		// the cache answers the old one once the merge clears dirty.
+		s.cache.Add(key, refreshed)
+	} else {
 		if err := s.merge(ctx); err != nil {
 			return err
 		}
