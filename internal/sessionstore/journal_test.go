@@ -39,6 +39,25 @@ func rows(t *testing.T, db *statedb.DB, realm string) int {
 	return n
 }
 
+// update runs one visit that must succeed.
+func update(t *testing.T, s *Store, k coordinator.SessionKey, fn func(*coordinator.SessionState) bool) {
+	t.Helper()
+	if err := s.Update(ctx, k, fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// reopen opens a second store over db, as the next start would.
+func reopen(t *testing.T, db *statedb.DB, opts Options) *Store {
+	t.Helper()
+	s, err := Open(ctx, db, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(ctx) })
+	return s
+}
+
 func journalPath(dir string) string { return filepath.Join(dir, JournalName) }
 
 // TestJournalCarriesVisitsAcrossACrash: visits acknowledged but not yet
@@ -46,20 +65,10 @@ func journalPath(dir string) string { return filepath.Join(dir, JournalName) }
 // the last state of each session winning, and counts them in the bound.
 func TestJournalCarriesVisitsAcrossACrash(t *testing.T) {
 	dir := t.TempDir()
-	db, err := statedb.Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	s, err := Open(ctx, db, Options{PerRealm: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, db := openStore(t, dir, Options{PerRealm: 3})
 	for i := range 3 {
 		for turn := range 2 {
-			if err := s.Update(ctx, key("r", fmt.Sprint("s", i)), inject(10, fmt.Sprintf("id-%d-%d", i, turn))); err != nil {
-				t.Fatal(err)
-			}
+			update(t, s, key("r", fmt.Sprint("s", i)), inject(10, fmt.Sprintf("id-%d-%d", i, turn)))
 		}
 	}
 	crash(t, s)
@@ -68,11 +77,7 @@ func TestJournalCarriesVisitsAcrossACrash(t *testing.T) {
 	if n := rows(t, db, "r"); n != 1 {
 		t.Fatalf("the table holds %d sessions before the replay, want 1: the test does not reach the journal", n)
 	}
-	s, err = Open(ctx, db, Options{PerRealm: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(ctx)
+	s = reopen(t, db, Options{PerRealm: 3})
 	if n := count(t, s, "r"); n != 3 {
 		t.Fatalf("after the replay the table holds %d sessions, want 3", n)
 	}
@@ -83,9 +88,7 @@ func TestJournalCarriesVisitsAcrossACrash(t *testing.T) {
 		}
 	}
 	// The replayed sessions count: a fourth evicts one of them.
-	if err := s.Update(ctx, key("r", "s3"), inject(1, "x")); err != nil {
-		t.Fatal(err)
-	}
+	update(t, s, key("r", "s3"), inject(1, "x"))
 	if n := count(t, s, "r"); n > 3 {
 		t.Fatalf("the realm holds %d sessions, over its bound of 3", n)
 	}
@@ -96,18 +99,8 @@ func TestJournalCarriesVisitsAcrossACrash(t *testing.T) {
 // kept and the journal is usable again.
 func TestJournalTornTailIsDropped(t *testing.T) {
 	dir := t.TempDir()
-	db, err := statedb.Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	s, err := Open(ctx, db, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Update(ctx, key("r", "kept"), inject(10, "a")); err != nil {
-		t.Fatal(err)
-	}
+	s, db := openStore(t, dir, Options{})
+	update(t, s, key("r", "kept"), inject(10, "a"))
 	crash(t, s)
 	f, err := os.OpenFile(journalPath(dir), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
@@ -119,23 +112,13 @@ func TestJournalTornTailIsDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	s, err = Open(ctx, db, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(ctx)
+	s = reopen(t, db, Options{})
 	if st := get(t, s, key("r", "kept")); st.InjectedBytes != 10 {
 		t.Fatalf("the record before the torn one was lost: %+v", st)
 	}
-	if err := s.Update(ctx, key("r", "after"), inject(5, "b")); err != nil {
-		t.Fatal(err)
-	}
+	update(t, s, key("r", "after"), inject(5, "b"))
 	crash(t, s)
-	s, err = Open(ctx, db, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(ctx)
+	s = reopen(t, db, Options{})
 	if st := get(t, s, key("r", "after")); st.InjectedBytes != 5 {
 		t.Fatalf("a visit after the torn record was lost: %+v", st)
 	}
@@ -147,24 +130,12 @@ func TestJournalTornTailIsDropped(t *testing.T) {
 // it would put an old state back.
 func TestMergedJournalIsNotReplayed(t *testing.T) {
 	dir := t.TempDir()
-	db, err := statedb.Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	s, err := Open(ctx, db, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, db := openStore(t, dir, Options{})
 	// The realm's first new session is written to the table (it counts
 	// the realm); k's visits then reach the journal.
-	if err := s.Update(ctx, key("r", "first"), inject(1, "x")); err != nil {
-		t.Fatal(err)
-	}
+	update(t, s, key("r", "first"), inject(1, "x"))
 	k := key("r", "s")
-	if err := s.Update(ctx, k, inject(10, "old")); err != nil {
-		t.Fatal(err)
-	}
+	update(t, s, k, inject(10, "old"))
 	stale, err := os.ReadFile(journalPath(dir)) // the journal holding the old state
 	if err != nil {
 		t.Fatal(err)
@@ -173,19 +144,13 @@ func TestMergedJournalIsNotReplayed(t *testing.T) {
 		t.Fatal("the journal holds no record: the test does not reach it")
 	}
 	count(t, s, "r") // merges
-	if err := s.Update(ctx, k, inject(10, "new")); err != nil {
-		t.Fatal(err)
-	}
+	update(t, s, k, inject(10, "new"))
 	count(t, s, "r")
 	crash(t, s)
 	if err := os.WriteFile(journalPath(dir), stale, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, err = Open(ctx, db, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(ctx)
+	s = reopen(t, db, Options{})
 	if st := get(t, s, k); !slices.Equal(st.InjectedIDs, []string{"old", "new"}) {
 		t.Fatalf("after a restart over a merged journal the session holds %v, want [old new]", st.InjectedIDs)
 	}
@@ -195,18 +160,8 @@ func TestMergedJournalIsNotReplayed(t *testing.T) {
 // the table and an empty journal.
 func TestCloseMergesTheJournal(t *testing.T) {
 	dir := t.TempDir()
-	db, err := statedb.Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	s, err := Open(ctx, db, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Update(ctx, key("r", "s"), inject(10, "a")); err != nil {
-		t.Fatal(err)
-	}
+	s, db := openStore(t, dir, Options{})
+	update(t, s, key("r", "s"), inject(10, "a"))
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -226,41 +181,23 @@ func TestCloseMergesTheJournal(t *testing.T) {
 }
 
 // TestJournalDeletedWhileRunningIsMadeAgain: appends to a journal
-// unlinked under the host would be lost at the next start; the next merge
-// makes the file again at its path, and later visits are replayed from it.
+// unlinked under the host would be lost at the next start. The next visit
+// is written to the table instead and the journal made again at its path,
+// so later visits are replayed from it.
 func TestJournalDeletedWhileRunningIsMadeAgain(t *testing.T) {
 	dir := t.TempDir()
-	db, err := statedb.Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	s, err := Open(ctx, db, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Update(ctx, key("r", "first"), inject(1, "x")); err != nil {
-		t.Fatal(err)
-	}
+	s, db := openStore(t, dir, Options{})
+	update(t, s, key("r", "first"), inject(1, "x"))
 	if err := os.Remove(journalPath(dir)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Update(ctx, key("r", "s"), inject(10, "a")); err != nil {
-		t.Fatal(err)
-	}
-	count(t, s, "r") // merges
+	update(t, s, key("r", "s"), inject(10, "a"))
 	if _, err := os.Stat(journalPath(dir)); err != nil {
 		t.Fatalf("the journal was not made again: %v", err)
 	}
-	if err := s.Update(ctx, key("r", "s"), inject(10, "b")); err != nil {
-		t.Fatal(err)
-	}
+	update(t, s, key("r", "s"), inject(10, "b"))
 	crash(t, s)
-	s, err = Open(ctx, db, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(ctx)
+	s = reopen(t, db, Options{})
 	if st := get(t, s, key("r", "s")); !slices.Equal(st.InjectedIDs, []string{"a", "b"}) {
 		t.Fatalf("after a crash the session holds %v, want [a b]", st.InjectedIDs)
 	}
@@ -272,12 +209,8 @@ func TestJournalDeletedWhileRunningIsMadeAgain(t *testing.T) {
 func TestVisitsFailOnceTheDatabaseIsGone(t *testing.T) {
 	dir := t.TempDir()
 	s, _ := openStore(t, dir, Options{})
-	if err := s.Update(ctx, key("r", "first"), inject(1, "x")); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Update(ctx, key("r", "s"), inject(10, "a")); err != nil {
-		t.Fatal(err)
-	}
+	update(t, s, key("r", "first"), inject(1, "x"))
+	update(t, s, key("r", "s"), inject(10, "a"))
 	if err := os.Remove(filepath.Join(dir, statedb.FileName)); err != nil {
 		t.Fatal(err)
 	}
@@ -289,32 +222,6 @@ func TestVisitsFailOnceTheDatabaseIsGone(t *testing.T) {
 	}
 }
 
-// TestVisitToADeletedJournalIsKept: a journal deleted while the host
-// runs; the next visit is not appended to the unlinked file (kill -9 would
-// lose it) but written to the table, and the journal is made again.
-func TestVisitToADeletedJournalIsKept(t *testing.T) {
-	dir := t.TempDir()
-	s, db := openStore(t, dir, Options{})
-	if err := s.Update(ctx, key("r", "first"), inject(1, "x")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Remove(journalPath(dir)); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Update(ctx, key("r", "s"), inject(10, "a")); err != nil {
-		t.Fatal(err)
-	}
-	crash(t, s)
-	s, err := Open(ctx, db, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(ctx)
-	if st := get(t, s, key("r", "s")); !slices.Equal(st.InjectedIDs, []string{"a"}) {
-		t.Fatalf("a visit acknowledged after the journal was deleted was lost: %v", st.InjectedIDs)
-	}
-}
-
 // TestRefreshOfADirtySessionIsKept: a read refreshing a session's idle
 // clock while the session waits to be merged; after the merge the
 // session must still count from the refresh, not from its last write.
@@ -322,13 +229,9 @@ func TestRefreshOfADirtySessionIsKept(t *testing.T) {
 	clk := newClock()
 	s, _ := openStore(t, t.TempDir(), Options{TTL: 16 * time.Minute, Now: clk.now})
 	stopMerging(t, s)
-	if err := s.Update(ctx, key("r", "first"), inject(1, "x")); err != nil {
-		t.Fatal(err)
-	}
+	update(t, s, key("r", "first"), inject(1, "x"))
 	k := key("r", "s")
-	if err := s.Update(ctx, k, inject(10, "a")); err != nil {
-		t.Fatal(err)
-	}
+	update(t, s, k, inject(10, "a"))
 	clk.advance(2 * time.Minute) // past the refresh interval, TTL/16
 	get(t, s, k)                 // refreshes while dirty
 	count(t, s, "r")             // merges
@@ -344,13 +247,9 @@ func TestRefreshOfADirtySessionIsKept(t *testing.T) {
 func TestStartAfterACrashOnAFullDisk(t *testing.T) {
 	dir := t.TempDir()
 	s, db := openStore(t, dir, Options{})
-	if err := s.Update(ctx, key("r", "first"), inject(1, "x")); err != nil {
-		t.Fatal(err)
-	}
+	update(t, s, key("r", "first"), inject(1, "x"))
 	for i := range 50 {
-		if err := s.Update(ctx, key("r", fmt.Sprint("s", i)), inject(1, strings.Repeat("y", 4000))); err != nil {
-			t.Fatal(err)
-		}
+		update(t, s, key("r", fmt.Sprint("s", i)), inject(1, strings.Repeat("y", 4000)))
 	}
 	crash(t, s)
 	var pages, got int
@@ -385,13 +284,9 @@ func TestStartAfterACrashOnAFullDisk(t *testing.T) {
 func TestDamagedJournalIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	s, db := openStore(t, dir, Options{})
-	if err := s.Update(ctx, key("r", "first"), inject(1, "x")); err != nil {
-		t.Fatal(err)
-	}
+	update(t, s, key("r", "first"), inject(1, "x"))
 	for _, id := range []string{"a", "b", "c"} {
-		if err := s.Update(ctx, key("r", id), inject(1, id)); err != nil {
-			t.Fatal(err)
-		}
+		update(t, s, key("r", id), inject(1, id))
 	}
 	crash(t, s)
 	data, err := os.ReadFile(journalPath(dir))
@@ -416,12 +311,8 @@ func TestDamagedJournalIsRefused(t *testing.T) {
 // still merges.
 func TestCloseKeepsItsDeadline(t *testing.T) {
 	s, db := openStore(t, t.TempDir(), Options{})
-	if err := s.Update(ctx, key("r", "first"), inject(1, "x")); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Update(ctx, key("r", "s"), inject(1, "a")); err != nil {
-		t.Fatal(err)
-	}
+	update(t, s, key("r", "first"), inject(1, "x"))
+	update(t, s, key("r", "s"), inject(1, "a"))
 	if err := s.lock(ctx); err != nil { // a visit holding the turn
 		t.Fatal(err)
 	}

@@ -18,13 +18,9 @@ func TestJournalThatCannotStartKeepsItsEpoch(t *testing.T) {
 	dir := t.TempDir()
 	s, db := openStore(t, dir, Options{})
 	k := key("r", "s")
-	if err := s.Update(ctx, key("r", "first"), inject(1, "x")); err != nil {
-		t.Fatal(err)
-	}
+	update(t, s, key("r", "first"), inject(1, "x"))
 	for _, id := range []string{"a", "b", "c"} { // three merges
-		if err := s.Update(ctx, k, inject(1, id)); err != nil {
-			t.Fatal(err)
-		}
+		update(t, s, k, inject(1, id))
 		count(t, s, "r")
 	}
 	crash(t, s)
@@ -51,16 +47,10 @@ func TestJournalThatCannotStartKeepsItsEpoch(t *testing.T) {
 		t.Fatal("the journal started although its header could not be written: the test does not reach the case")
 	}
 	for _, id := range []string{"d", "e"} { // room again: the first merges and starts the journal, the second is journaled
-		if err := s.Update(ctx, k, inject(1, id)); err != nil {
-			t.Fatal(err)
-		}
+		update(t, s, k, inject(1, id))
 	}
 	crash(t, s)
-	s, err = Open(ctx, db, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(ctx)
+	s = reopen(t, db, Options{})
 	if st := get(t, s, k); !slices.Equal(st.InjectedIDs, []string{"a", "b", "c", "d", "e"}) {
 		t.Fatalf("after a crash the session holds %v, want [a b c d e]", st.InjectedIDs)
 	}

@@ -41,6 +41,7 @@ func openStore(t *testing.T, dir string, opts Options) (*Store, *statedb.DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { s.Close(ctx) })
 	return s, db
 }
 
