@@ -19,9 +19,10 @@ import (
 // dirty, and merged into the sessions table in one transaction every
 // mergeEvery; the merge records the journal's epoch in the same
 // transaction, then starts the journal over under the next epoch. A start
-// replays a journal whose epoch the table has not merged, so an
-// acknowledged visit survives kill -9 exactly as a SQLite commit does
-// (both rest on the page cache; neither is fsynced). A journal left
+// takes back a journal whose epoch the table has not merged (its sessions
+// dirty again, for the next merge), so an acknowledged visit survives
+// kill -9 as a SQLite commit did (both rest on the page cache; neither is
+// fsynced). A journal left
 // behind by a merge that committed but could not start the file over is
 // skipped by its epoch: it holds nothing newer than the table.
 //
@@ -40,8 +41,9 @@ const JournalName = "memhost-sessions.journal"
 const (
 	journalHeaderSize = len(journalMagic) + 8
 	recordHeaderSize  = 8
-	// maxJournalRecord bounds one record, so a damaged length cannot make
-	// replay allocate without end. A session's state is far smaller.
+	// maxJournalRecord bounds one record: append refuses a larger one,
+	// and a larger length read back is damage. A session's state is far
+	// smaller.
 	maxJournalRecord = 16 << 20
 )
 
