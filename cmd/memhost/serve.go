@@ -162,7 +162,7 @@ func startHost(ctx context.Context, cfg *config.Config, logger hclog.Logger) (*h
 	}
 	h := &host{logger: logger, state: state, stores: stores}
 	if err := h.start(ctx, cfg, stores.sessions, hostKey); err != nil {
-		stores.close()
+		_ = stores.close() // the start fails with err; what is unmerged is replayed next time
 		state.Close()
 		return nil, err
 	}
@@ -417,7 +417,9 @@ func (h *host) close() {
 	// Last: sweeps finishing during the coordinator's close, and
 	// compactions, still write.
 	h.stopExpiry()
-	h.stores.close()
+	if err := h.stores.close(); err != nil {
+		h.logger.Warn("session store close: its journal is merged at the next start", "error", err)
+	}
 	if err := h.state.Close(); err != nil {
 		h.logger.Warn("state database close", "error", err)
 	}

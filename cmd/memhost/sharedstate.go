@@ -27,7 +27,9 @@ type sessionStores struct {
 	traces     turntrace.Store
 	// ready, when set, tells /readyz whether the store's schema is whole.
 	ready func(ctx context.Context) error
-	close func()
+	// close answers what the caller should log: the session journal's
+	// last merge failing (it is then replayed at the next start).
+	close func() error
 }
 
 // openSessionStores opens the configured session store (config block
@@ -41,20 +43,20 @@ func openSessionStores(ctx context.Context, cfg *config.Config, state *statedb.D
 		if err != nil {
 			return nil, err
 		}
-		closeSessions := func() {
+		closeSessions := func() error {
 			// Merge the session journal now rather than replay it at the next start.
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			_ = s.Close(ctx)
+			return s.Close(ctx)
 		}
 		ledger, err := proposal.NewSQLLedger(ctx, state)
 		if err != nil {
-			closeSessions()
+			_ = closeSessions() // the start fails with err; what is unmerged is replayed next time
 			return nil, err
 		}
 		traces, err := turntrace.NewSQLStore(ctx, state)
 		if err != nil {
-			closeSessions()
+			_ = closeSessions()
 			return nil, err
 		}
 		return &sessionStores{sessions: s, expire: s.Expire, proposals: ledger, traces: traces, close: closeSessions}, nil
@@ -76,7 +78,7 @@ func openSessionStores(ctx context.Context, cfg *config.Config, state *statedb.D
 	s := pgstate.NewSessions(db, pgstate.SessionOptions{TTL: cfg.Sessions.IdleTTL, PerRealm: cfg.Sessions.MaxPerRealm})
 	return &sessionStores{
 		sessions: s, compaction: pgstate.NewCompaction(db), expire: s.Expire, ready: db.CheckSchema,
-		proposals: pgstate.NewProposals(db), traces: pgstate.NewTraces(db), close: db.Close,
+		proposals: pgstate.NewProposals(db), traces: pgstate.NewTraces(db), close: func() error { db.Close(); return nil },
 	}, nil
 }
 
