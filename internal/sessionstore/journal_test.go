@@ -224,20 +224,28 @@ func TestVisitsFailOnceTheDatabaseIsGone(t *testing.T) {
 
 // TestRefreshOfADirtySessionIsKept: a read refreshing a session's idle
 // clock while the session waits to be merged; after the merge the
-// session must still count from the refresh, not from its last write.
+// session must still count from the refresh, not from its last write,
+// whether the journal or, when it refuses, the table took the refresh.
 func TestRefreshOfADirtySessionIsKept(t *testing.T) {
-	clk := newClock()
-	s, _ := openStore(t, t.TempDir(), Options{TTL: 16 * time.Minute, Now: clk.now})
-	stopMerging(t, s)
-	update(t, s, key("r", "first"), inject(1, "x"))
-	k := key("r", "s")
-	update(t, s, k, inject(10, "a"))
-	clk.advance(2 * time.Minute) // past the refresh interval, TTL/16
-	get(t, s, k)                 // refreshes while dirty
-	count(t, s, "r")             // merges
-	clk.advance(15 * time.Minute)
-	if st := get(t, s, k); st.InjectedBytes != 10 {
-		t.Fatalf("a session read 15 minutes ago (TTL 16) was taken as idle: %+v", st)
+	for _, refuses := range []bool{false, true} {
+		t.Run(fmt.Sprintf("journal refuses %v", refuses), func(t *testing.T) {
+			clk := newClock()
+			s, _ := openStore(t, t.TempDir(), Options{TTL: 16 * time.Minute, Now: clk.now})
+			stopMerging(t, s)
+			update(t, s, key("r", "first"), inject(1, "x"))
+			k := key("r", "s")
+			update(t, s, k, inject(10, "a"))
+			if refuses {
+				refuseJournal(t, s)
+			}
+			clk.advance(2 * time.Minute) // past the refresh interval, TTL/16
+			get(t, s, k)                 // refreshes while dirty
+			count(t, s, "r")             // merges
+			clk.advance(15 * time.Minute)
+			if st := get(t, s, k); st.InjectedBytes != 10 {
+				t.Fatalf("a session read 15 minutes ago (TTL 16) was taken as idle: %+v", st)
+			}
+		})
 	}
 }
 

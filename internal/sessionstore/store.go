@@ -365,11 +365,12 @@ func (s *Store) Update(ctx context.Context, key coordinator.SessionKey, fn func(
 	if wasPending {
 		fresh = p.fresh
 	}
-	evicted, err := s.save(ctx, key, &st, now, fresh)
+	saved := &entry{state: st, touched: now}
+	evicted, err := s.save(ctx, key, saved, fresh)
 	if errors.Is(err, statedb.ErrStorageFull) && (wasPending || len(s.pending) < s.opts.MaxPending) {
-		e := &entry{state: st, touched: now, fresh: fresh}
-		s.pending[key] = e
-		s.cache.Add(key, e)
+		saved.fresh = fresh
+		s.pending[key] = saved
+		s.cache.Add(key, saved)
 		return nil
 	}
 	if err != nil {
@@ -378,7 +379,7 @@ func (s *Store) Update(ctx context.Context, key coordinator.SessionKey, fn func(
 		return err
 	}
 	delete(s.pending, key)
-	s.cache.Add(key, &entry{state: st, touched: now})
+	s.cache.Add(key, saved)
 	s.forget(evicted)
 	s.flush(ctx)
 	return nil
@@ -408,12 +409,13 @@ func (s *Store) flush(ctx context.Context) {
 			return
 		}
 		n++
-		evicted, err := s.save(ctx, key, &e.state, e.touched, e.fresh)
+		saved := &entry{state: e.state, touched: e.touched}
+		evicted, err := s.save(ctx, key, saved, e.fresh)
 		if err != nil {
 			return
 		}
 		delete(s.pending, key)
-		s.cache.Add(key, &entry{state: e.state, touched: e.touched})
+		s.cache.Add(key, saved)
 		s.forget(evicted)
 	}
 }
@@ -476,28 +478,22 @@ func (s *Store) forget(keys []coordinator.SessionKey) {
 	}
 }
 
-// save writes st and, for a row new to the file, drops sessions of the
+// save writes e (a state as of e.touched) and, for a row new to the file, drops sessions of the
 // realm beyond the bound (see evictFrom); it answers the keys dropped.
-func (s *Store) save(ctx context.Context, key coordinator.SessionKey, st *coordinator.SessionState, now time.Time, fresh bool) ([]coordinator.SessionKey, error) {
+func (s *Store) save(ctx context.Context, key coordinator.SessionKey, e *entry, fresh bool) ([]coordinator.SessionKey, error) {
 	// A visit whose caller has gone writes nothing: its turn fails.
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	blob, err := marshalState(st)
+	blob, err := marshalState(&e.state)
 	if err != nil {
 		return nil, err
 	}
 	count, known := s.counts[key.Realm]
 	if !fresh || known && count < s.opts.PerRealm {
-		// Nothing to evict: the journal takes it, or when it refuses, one
-		// statement after a merge (the table must not be ahead of it).
-		if s.journalSave(key, &entry{state: *st, touched: now}, blob) != nil {
-			if err := s.merge(ctx); err != nil {
-				return nil, err
-			}
-			if _, err := s.db.Exec(ctx, "save session", upsertSession, key.Realm, key.Identity, key.Session, blob, now.UnixMilli()); err != nil {
-				return nil, err
-			}
+		// Nothing to evict.
+		if err := s.write(ctx, "save session", key, e, blob); err != nil {
+			return nil, err
 		}
 		if fresh {
 			s.counts[key.Realm] = count + 1
@@ -511,7 +507,7 @@ func (s *Store) save(ctx context.Context, key coordinator.SessionKey, st *coordi
 	var evicted []coordinator.SessionKey
 	newCount := 0
 	err = s.db.Tx(ctx, "save session", func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, upsertSession, key.Realm, key.Identity, key.Session, blob, now.UnixMilli()); err != nil {
+		if _, err := tx.ExecContext(ctx, upsertSession, key.Realm, key.Identity, key.Session, blob, e.touched.UnixMilli()); err != nil {
 			return err
 		}
 		if known {
@@ -531,6 +527,21 @@ func (s *Store) save(ctx context.Context, key coordinator.SessionKey, st *coordi
 	}
 	s.counts[key.Realm] = newCount
 	return evicted, nil
+}
+
+// write puts e, a session's state as blob, in the journal, or when the
+// journal refuses, in the table after a merge (the table must not be
+// ahead of the journal). e is then what the journal holds dirty, and the
+// caller caches the same entry.
+func (s *Store) write(ctx context.Context, op string, key coordinator.SessionKey, e *entry, blob []byte) error {
+	if s.journalSave(key, e, blob) == nil {
+		return nil
+	}
+	if err := s.merge(ctx); err != nil {
+		return err
+	}
+	_, err := s.db.Exec(ctx, op, upsertSession, key.Realm, key.Identity, key.Session, blob, e.touched.UnixMilli())
+	return err
 }
 
 const upsertSession = `INSERT INTO sessions (realm, identity, session, state, touched_at) VALUES (?, ?, ?, ?, ?)
@@ -600,20 +611,12 @@ func (s *Store) touch(ctx context.Context, key coordinator.SessionKey, e *entry,
 		return err
 	}
 	refreshed := &entry{state: e.state, touched: now}
-	if s.journalSave(key, refreshed, blob) == nil {
-		// The dirty copy and the cached one must agree on the time, or
-		// the cache answers the old one once the merge clears dirty.
-		s.cache.Add(key, refreshed)
-	} else {
-		if err := s.merge(ctx); err != nil {
-			return err
-		}
-		if _, err := s.db.Exec(ctx, "touch session", `UPDATE sessions SET touched_at = ? WHERE realm = ? AND identity = ? AND session = ?`,
-			now.UnixMilli(), key.Realm, key.Identity, key.Session); err != nil {
-			return err
-		}
+	if err := s.write(ctx, "touch session", key, refreshed, blob); err != nil {
+		return err
 	}
-	e.touched = now
+	// The cached copy and the journal's must agree on the time, or the
+	// cache answers the old one once the merge clears dirty.
+	s.cache.Add(key, refreshed)
 	return nil
 }
 
