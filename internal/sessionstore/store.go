@@ -109,6 +109,9 @@ type Store struct {
 	// counts holds each realm's rows in the file, counted on the realm's
 	// first new session and kept exact since: this process owns the file.
 	counts map[string]int
+	// ranked holds, per realm, how many eviction steps go on ranking the
+	// whole realm before trying the largest identities again (evict).
+	ranked map[string]int
 	// pending holds sessions whose last state the file refused for want of
 	// space: a turn on a full disk still injects, its accounting kept here
 	// (never evicted, so the budget and dedup hold) and written by a later
@@ -181,7 +184,7 @@ func Open(ctx context.Context, db *statedb.DB, opts Options) (*Store, error) {
 	s := &Store{
 		db: db, opts: opts, refresh: opts.TTL / 16, turn: make(chan struct{}, 1),
 		cache:  lru.New[coordinator.SessionKey, *entry](opts.CacheSize),
-		counts: map[string]int{}, pending: map[coordinator.SessionKey]*entry{},
+		counts: map[string]int{}, ranked: map[string]int{}, pending: map[coordinator.SessionKey]*entry{},
 		journal: j, dirty: map[coordinator.SessionKey]dirtySession{},
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -519,7 +522,7 @@ func (s *Store) save(ctx context.Context, key coordinator.SessionKey, e *entry, 
 		if count <= s.opts.PerRealm {
 			return nil
 		}
-		evicted, err = evictFrom(ctx, tx, key, count-s.opts.PerRealm+coordinator.EvictionSlack(s.opts.PerRealm))
+		evicted, err = s.evict(ctx, tx, key, count-s.opts.PerRealm+coordinator.EvictionSlack(s.opts.PerRealm))
 		return err
 	})
 	if err != nil {
@@ -561,39 +564,6 @@ func marshalState(st *coordinator.SessionState) ([]byte, error) {
 		return nil, fmt.Errorf("session store: %w", err)
 	}
 	return blob, nil
-}
-
-// evictFrom drops n sessions of key's realm, never key itself: each time
-// the least recently visited session of the identity holding the most
-// sessions (key's own counted), ties to the least recently visited of those
-// identities' sessions. One pass does all n: evicting the identity with the
-// most sessions, again and again, takes each identity's sessions from the
-// oldest, so the one taken next is the oldest among those furthest from
-// their identity's newest. The pass reads the realm's sessions, which is
-// why a realm past its bound evicts in steps (coordinator.EvictionSlack).
-func evictFrom(ctx context.Context, tx *sql.Tx, key coordinator.SessionKey, n int) ([]coordinator.SessionKey, error) {
-	rows, err := tx.QueryContext(ctx, `DELETE FROM sessions WHERE realm = ? AND (identity, session) IN (
-			SELECT identity, session FROM (
-				SELECT identity, session, touched_at,
-					row_number() OVER (PARTITION BY identity ORDER BY touched_at DESC, session DESC) AS rank
-				FROM sessions WHERE realm = ?)
-			WHERE NOT (identity = ? AND session = ?)
-			ORDER BY rank DESC, touched_at, identity, session LIMIT ?)
-		RETURNING identity, session`,
-		key.Realm, key.Realm, key.Identity, key.Session, n)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var evicted []coordinator.SessionKey
-	for rows.Next() {
-		k := coordinator.SessionKey{Realm: key.Realm}
-		if err := rows.Scan(&k.Identity, &k.Session); err != nil {
-			return nil, err
-		}
-		evicted = append(evicted, k)
-	}
-	return evicted, rows.Err()
 }
 
 // touch records a read-only visit, so a session still in use is not

@@ -15,7 +15,9 @@ import (
 // the difference is the durable store's per-turn overhead. Each turn opens
 // a new session that injects, the store's costliest path (a read that
 // misses, an insert, the realm bound's count); "existing" turns of one
-// session compacted every turn show the steady state.
+// session compacted every turn show the steady state; "at-bound" turns
+// open new sessions in a realm already at its bound (DefaultPerRealm), so
+// each one counts towards the next eviction step.
 func BenchmarkTurn(b *testing.B) {
 	stores := []struct {
 		name string
@@ -37,7 +39,7 @@ func BenchmarkTurn(b *testing.B) {
 	}
 	alice := sdk.Identity{Realm: "default", ID: "alice"}
 	for _, st := range stores {
-		for _, mode := range []string{"new-session", "existing"} {
+		for _, mode := range []string{"new-session", "existing", "at-bound"} {
 			b.Run(st.name+"/"+mode, func(b *testing.B) {
 				p := coordinatortest.NewProvider()
 				for i := range 50 {
@@ -50,12 +52,19 @@ func BenchmarkTurn(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer c.Close(ctx)
+				i := 0
+				if mode == "at-bound" {
+					for ; i < DefaultPerRealm; i++ {
+						if _, err := c.InjectForTurn(ctx, alice, fmt.Sprint("s-", i), coordinator.TextContent("coffee espresso")); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
 				cpu := processCPU()
 				defer func() { b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op") }()
-				i := 0
 				for b.Loop() {
 					session := "s"
-					if mode == "new-session" {
+					if mode != "existing" {
 						session = fmt.Sprint("s-", i)
 					}
 					res, err := c.InjectForTurn(ctx, alice, session, coordinator.TextContent("coffee espresso"))
