@@ -13,7 +13,9 @@ import (
 
 // BenchmarkUpdate measures one session store visit as a turn makes it:
 // read-only (the budget read of a turn), a write to a known session (an
-// injection), and the first write of a new session. fsync is on.
+// injection), and the first write of a new session, in an empty realm and
+// in one of 5,000 sessions (where the realm's count used to be read on
+// every new session). fsync is on.
 func BenchmarkUpdate(b *testing.B) {
 	dsn := pgtest.SharedWith(b, pgtest.Options{Durable: true}).NewDatabase(b)
 	db, err := Open(context.Background(), dsn, Options{})
@@ -32,6 +34,10 @@ func BenchmarkUpdate(b *testing.B) {
 	if err := s.Update(ctx, known, inject); err != nil {
 		b.Fatal(err)
 	}
+	if _, err := db.pool.Exec(ctx, db.q(`INSERT INTO sessions (realm, identity, session, state, touched_at)
+		SELECT 'big', 'u' || g, 's', '{"bytes":0,"sweep":null}', now() FROM generate_series(1, 5000) g`)); err != nil {
+		b.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		key  func(i int) coordinator.SessionKey
@@ -41,6 +47,9 @@ func BenchmarkUpdate(b *testing.B) {
 		{"write-known", func(int) coordinator.SessionKey { return known }, inject},
 		{"write-new", func(i int) coordinator.SessionKey {
 			return coordinator.SessionKey{Realm: "r", Identity: "i", Session: fmt.Sprint("new-", b.N, "-", i)}
+		}, inject},
+		{"write-new-in-5k", func(i int) coordinator.SessionKey {
+			return coordinator.SessionKey{Realm: "big", Identity: "i", Session: fmt.Sprint("new-", b.N, "-", i)}
 		}, inject},
 	}
 	for _, c := range cases {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -33,6 +34,15 @@ type Sessions struct {
 	db      *DB
 	opts    SessionOptions
 	refresh time.Duration
+
+	mu     sync.Mutex
+	counts map[string]*realmCount // by realm; see bound
+}
+
+// realmCount is this host's view of a realm's sessions: the last count it
+// took, plus the new sessions it wrote since.
+type realmCount struct {
+	n, since int
 }
 
 // NewSessions answers the session store on db.
@@ -43,7 +53,7 @@ func NewSessions(db *DB, opts SessionOptions) *Sessions {
 	if opts.PerRealm <= 0 {
 		opts.PerRealm = DefaultPerRealm
 	}
-	return &Sessions{db: db, opts: opts, refresh: opts.TTL / 16}
+	return &Sessions{db: db, opts: opts, refresh: opts.TTL / 16, counts: map[string]*realmCount{}}
 }
 
 // record is the stored form of a SessionState (the local store's JSON):
@@ -202,13 +212,25 @@ var errUnchanged = errors.New("unchanged")
 // another host holds locked are skipped (they are being visited, so they
 // are not the idlest); the count is therefore exact only between visits,
 // which is all a bound on memory use needs.
+//
+// Counting a realm's sessions cost about half a new session's write at
+// 5,000 sessions, so a host counts only when its own view (the last count
+// plus the sessions it added since) reaches the bound, and at least once
+// per recountEvery new sessions for the ones other hosts add. One host
+// alone keeps the bound as exactly as counting every time; several let a
+// realm pass it by at most their number times recountEvery before one of
+// them counts and evicts.
 func (s *Sessions) bound(ctx context.Context, tx pgx.Tx, key coordinator.SessionKey) error {
+	if s.belowBound(key.Realm) {
+		return nil
+	}
 	var n int
 	if err := tx.QueryRow(ctx, s.db.q(`SELECT count(*) FROM sessions WHERE realm = $1`), key.Realm).Scan(&n); err != nil {
 		return err
 	}
 	excess := n - s.opts.PerRealm
 	if excess <= 0 {
+		s.counted(key.Realm, n)
 		return nil
 	}
 	excess += coordinator.EvictionSlack(s.opts.PerRealm)
@@ -217,7 +239,7 @@ func (s *Sessions) bound(ctx context.Context, tx pgx.Tx, key coordinator.Session
 	// oldest, so the one taken next is the oldest among those furthest
 	// from their identity's newest. It reads the realm's sessions, which
 	// is why a realm past its bound evicts in steps.
-	_, err := tx.Exec(ctx, s.db.q(`WITH victims AS (
+	tag, err := tx.Exec(ctx, s.db.q(`WITH victims AS (
 			SELECT v.identity, v.session FROM sessions v JOIN (
 				SELECT identity, session,
 					row_number() OVER (PARTITION BY identity ORDER BY touched_at DESC, session DESC) AS rank
@@ -227,7 +249,39 @@ func (s *Sessions) bound(ctx context.Context, tx pgx.Tx, key coordinator.Session
 			FOR UPDATE OF v SKIP LOCKED)
 		DELETE FROM sessions s USING victims d WHERE s.realm = $1 AND s.identity = d.identity AND s.session = d.session`),
 		key.Realm, key.Identity, key.Session, excess)
-	return err
+	if err != nil {
+		return err
+	}
+	s.counted(key.Realm, n-int(tag.RowsAffected()))
+	return nil
+}
+
+// recountEvery is how many new sessions a host writes in a realm on its
+// view of the count before counting again.
+func (s *Sessions) recountEvery() int { return max(1, coordinator.EvictionSlack(s.opts.PerRealm)/2) }
+
+// belowBound reports, for a new session just written, whether this host's
+// view of the realm keeps it within the bound without counting, and adds
+// the session to the view if so. A view that is too high (another host
+// expired or evicted sessions, a transaction rolled back) only counts
+// sooner.
+func (s *Sessions) belowBound(realm string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.counts[realm]
+	if c == nil || c.n+1 > s.opts.PerRealm || c.since >= s.recountEvery() {
+		return false
+	}
+	c.n++
+	c.since++
+	return true
+}
+
+// counted sets this host's view of realm to n sessions, just counted.
+func (s *Sessions) counted(realm string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.counts[realm] = &realmCount{n: n}
 }
 
 // touch records a read-only visit, so a session still in use is not

@@ -142,3 +142,39 @@ func TestSessionBoundEvictsInSteps(t *testing.T) {
 		t.Fatalf("the steps evicted alice's session: %+v", got)
 	}
 }
+
+// TestSessionBoundAcrossHosts: two hosts writing new sessions in turn into
+// one realm, each counting the realm only when its own view reaches the
+// bound or every recountEvery new sessions, keep it within the bound plus
+// what the other host may add between two of its counts; the host that
+// writes next counts within recountEvery sessions and brings the realm
+// back under the bound.
+func TestSessionBoundAcrossHosts(t *testing.T) {
+	ctx := context.Background()
+	dbs := open(t, 2)
+	const bound = 1000
+	hosts := []*Sessions{NewSessions(dbs[0], SessionOptions{PerRealm: bound}), NewSessions(dbs[1], SessionOptions{PerRealm: bound})}
+	every := hosts[0].recountEvery()
+	if every < 2 {
+		t.Fatalf("recountEvery is %d at a bound of %d: the test needs views that skip counts", every, bound)
+	}
+	most := 0
+	for i := range bound + 200 {
+		visitInject(t, hosts[i%2], idKey(fmt.Sprint("h", i%2, "/", i)), 1)
+		n, err := hosts[0].Len(ctx, "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		most = max(most, n)
+		if n > bound+2*every {
+			t.Fatalf("after %d new sessions the realm holds %d, bound %d, each host counting every %d", i+1, n, bound, every)
+		}
+	}
+	for i := range every + 1 {
+		visitInject(t, hosts[0], idKey(fmt.Sprint("h0/last-", i)), 1)
+	}
+	if n, err := hosts[0].Len(ctx, "r"); err != nil || n > bound {
+		t.Fatalf("after %d more new sessions on one host the realm holds %d (%v), bound %d", every+1, n, err, bound)
+	}
+	t.Logf("at most %d sessions, bound %d, counting every %d", most, bound, every)
+}
