@@ -157,8 +157,9 @@ func pickFromLargest(ctx context.Context, tx *sql.Tx, key coordinator.SessionKey
 		}
 	}
 	slices.SortFunc(cands, func(a, b candidate) int {
-		return cmp.Or(cmp.Compare(b.rank, a.rank), cmp.Compare(a.touched, b.touched),
-			cmp.Compare(a.key.Identity, b.key.Identity), cmp.Compare(a.key.Session, b.key.Session))
+		// An identity holds one session of each rank: rank and identity
+		// name one session, so the order is total without the session.
+		return cmp.Or(cmp.Compare(b.rank, a.rank), cmp.Compare(a.touched, b.touched), cmp.Compare(a.key.Identity, b.key.Identity))
 	})
 	for _, c := range cands[:min(n, len(cands))] {
 		victims = append(victims, c.key)
@@ -169,6 +170,9 @@ func pickFromLargest(ctx context.Context, tx *sql.Tx, key coordinator.SessionKey
 // evictByRanking is evictFrom through one statement that ranks the whole
 // realm.
 func evictByRanking(ctx context.Context, tx *sql.Tx, key coordinator.SessionKey, n int) ([]coordinator.SessionKey, error) {
+	if n <= 0 {
+		return nil, nil // SQLite reads a negative LIMIT as none
+	}
 	rows, err := tx.QueryContext(ctx, `DELETE FROM sessions WHERE realm = ? AND (identity, session) IN (
 			SELECT identity, session FROM (
 				SELECT identity, session, touched_at,

@@ -101,9 +101,9 @@ func TestEvictionPicksAsTheRanking(t *testing.T) {
 }
 
 // TestBoundEvictsManyIdentities: in a realm of many identities of one
-// session each, past the bound the oldest go, whichever way the victims are
-// read; a flooder then loses its own older sessions, never another's, and
-// the store ranks such a realm straight away for a few steps.
+// session each, which the store ranks whole, past the bound the oldest go;
+// a flooder of a few sessions then loses its own older ones, never
+// another's.
 func TestBoundEvictsManyIdentities(t *testing.T) {
 	clk := newClock()
 	s, _ := openStore(t, t.TempDir(), Options{PerRealm: 20, Now: clk.now})
@@ -116,9 +116,6 @@ func TestBoundEvictsManyIdentities(t *testing.T) {
 	}
 	for i := range 30 {
 		visit(fmt.Sprint("u", i, "/s"))
-	}
-	if s.ranked["r"] == 0 {
-		t.Error("a realm of 20 identities in play was not marked for ranking")
 	}
 	for i := range 10 {
 		visit(fmt.Sprint("mallory/", i))
@@ -135,6 +132,70 @@ func TestBoundEvictsManyIdentities(t *testing.T) {
 		got := get(t, s, idKey(v))
 		if kept := !got.IsZero(); kept != (i == 9) {
 			t.Errorf("%s kept = %v", v, kept)
+		}
+	}
+	if n := count(t, s, "r"); n != 20 {
+		t.Errorf("the realm holds %d sessions, bound 20", n)
+	}
+}
+
+// TestBoundTargetsAgainAfterRanking: a realm of many identities falls back
+// to ranking the whole realm; once they have expired and one identity
+// floods it, the store reads the largest identities again after
+// rankedSteps steps and evicts the flooder's oldest all along; a zero or
+// negative step drops nothing either way.
+func TestBoundTargetsAgainAfterRanking(t *testing.T) {
+	clk := newClock()
+	s, db := openStore(t, t.TempDir(), Options{PerRealm: 20, TTL: time.Hour, Now: clk.now})
+	visit := func(v string) {
+		t.Helper()
+		clk.advance(time.Millisecond)
+		if err := s.Update(ctx, idKey(v), inject(1, v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 21 {
+		visit(fmt.Sprint("u", i, "/s"))
+	}
+	if s.ranked["r"] != rankedSteps {
+		t.Fatalf("21 identities in play: ranked = %d, want %d", s.ranked["r"], rankedSteps)
+	}
+	clk.advance(2 * time.Hour)
+	if n, err := s.Expire(ctx); err != nil || n != 20 {
+		t.Fatalf("Expire dropped %d (%v), want 20", n, err)
+	}
+	// The flood's first 20 sessions fill the realm; each one past them is
+	// an eviction step: rankedSteps of them rank, the next reads mallory.
+	for i := range 20 + rankedSteps + 1 {
+		visit(fmt.Sprint("mallory/", i))
+		if _, ranking := s.ranked["r"]; ranking != (i < 20+rankedSteps) {
+			t.Fatalf("after mallory's session %d: ranking the realm = %v", i, ranking)
+		}
+	}
+	for i := range 20 + rankedSteps + 1 {
+		v := fmt.Sprint("mallory/", i)
+		got := get(t, s, idKey(v))
+		if kept := !got.IsZero(); kept != (i > rankedSteps) {
+			t.Errorf("%s kept = %v", v, kept)
+		}
+	}
+	for _, n := range []int{0, -1} {
+		err := db.Tx(ctx, "look", func(tx *sql.Tx) error {
+			for _, evict := range []func() ([]coordinator.SessionKey, error){
+				func() ([]coordinator.SessionKey, error) { return evictByRanking(ctx, tx, idKey("mallory/x"), n) },
+				func() ([]coordinator.SessionKey, error) {
+					v, _, err := evictFrom(ctx, tx, idKey("mallory/x"), n)
+					return v, err
+				},
+			} {
+				if v, err := evict(); err != nil || len(v) != 0 {
+					t.Errorf("a step of %d dropped %v (%v)", n, v, err)
+				}
+			}
+			return errRollBack
+		})
+		if !errors.Is(err, errRollBack) {
+			t.Fatal(err)
 		}
 	}
 	if n := count(t, s, "r"); n != 20 {
