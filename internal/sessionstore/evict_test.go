@@ -17,7 +17,8 @@ import (
 var errRollBack = errors.New("roll back")
 
 // TestEvictionPicksAsTheRanking: on random realms (one identity up to
-// many, ties in time and names, key anywhere in its identity's order),
+// many, ties in time and names, odd bytes in names, key anywhere in its
+// identity's order or absent),
 // evictFrom drops exactly the sessions the realm-wide ranking would,
 // whether it read the largest identities alone or fell back to the
 // ranking; and the targeted read is the one taken when few identities are
@@ -37,6 +38,12 @@ func TestEvictionPicksAsTheRanking(t *testing.T) {
 			for i := range identities {
 				for j := range 1 + rng.IntN(30) {
 					k := coordinator.SessionKey{Realm: realm, Identity: fmt.Sprint("id", i), Session: fmt.Sprint("s", rng.IntN(4), "-", j)}
+					if seed%5 == 1 {
+						// Names SQLite and Go must order alike, byte by byte.
+						odd := []string{"", "\x00", "\xff", "é", "'", "%_"}
+						k.Identity = odd[i%len(odd)] + k.Identity
+						k.Session = odd[j%len(odd)] + k.Session
+					}
 					// Few distinct times: ties in time are common.
 					if _, err := tx.ExecContext(ctx, upsertSession, k.Realm, k.Identity, k.Session, []byte(`{}`), 1000+rng.IntN(8)); err != nil {
 						return err
@@ -50,6 +57,9 @@ func TestEvictionPicksAsTheRanking(t *testing.T) {
 			t.Fatal(err)
 		}
 		key := keys[rng.IntN(len(keys))]
+		if seed%7 == 3 {
+			key.Session = "not-there" // a key the table does not hold
+		}
 		n := 1 + rng.IntN(len(keys))
 		var want, got []coordinator.SessionKey
 		var left int
