@@ -117,13 +117,7 @@ func TestEvictionPicksAsTheRanking(t *testing.T) {
 func TestBoundEvictsManyIdentities(t *testing.T) {
 	clk := newClock()
 	s, _ := openStore(t, t.TempDir(), Options{PerRealm: 20, Now: clk.now})
-	visit := func(v string) {
-		t.Helper()
-		clk.advance(time.Millisecond)
-		if err := s.Update(ctx, idKey(v), inject(1, v)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	visit := visitor(t, s, clk)
 	for i := range 30 {
 		visit(fmt.Sprint("u", i, "/s"))
 	}
@@ -157,13 +151,7 @@ func TestBoundEvictsManyIdentities(t *testing.T) {
 func TestBoundTargetsAgainAfterRanking(t *testing.T) {
 	clk := newClock()
 	s, db := openStore(t, t.TempDir(), Options{PerRealm: 20, TTL: time.Hour, Now: clk.now})
-	visit := func(v string) {
-		t.Helper()
-		clk.advance(time.Millisecond)
-		if err := s.Update(ctx, idKey(v), inject(1, v)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	visit := visitor(t, s, clk)
 	for i := range 21 {
 		visit(fmt.Sprint("u", i, "/s"))
 	}
@@ -210,5 +198,17 @@ func TestBoundTargetsAgainAfterRanking(t *testing.T) {
 	}
 	if n := count(t, s, "r"); n != 20 {
 		t.Errorf("the realm holds %d sessions, bound 20", n)
+	}
+}
+
+// visitor answers a visit that injects into "identity/session" of realm r
+// a millisecond after the one before.
+func visitor(t *testing.T, s *Store, clk *clock) func(v string) {
+	return func(v string) {
+		t.Helper()
+		clk.advance(time.Millisecond)
+		if err := s.Update(ctx, idKey(v), inject(1, v)); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
