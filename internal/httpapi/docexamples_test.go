@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"regexp"
@@ -76,7 +77,13 @@ func TestAPIDocExamples(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// Read to the end: a streamed answer (a reindex) is over only
+			// then, and the next request may depend on it.
+			_, err = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("as curl -d sends it: %d", resp.StatusCode)
 			}

@@ -93,16 +93,20 @@ func (s *Server) handleReindex(ctx context.Context, c caller, w http.ResponseWri
 	if !ok {
 		return fmt.Errorf("the provider of realm %q cannot rebuild its index (it does not declare the reindex capability): %w", realm, sdk.ErrUnsupported)
 	}
-	leave, err := s.reindex.enter(realm)
+	enter, err := s.reindex.enter(realm)
 	if err != nil {
 		return err
 	}
+	leave := sync.OnceFunc(enter)
 	defer leave()
 
 	start := time.Now()
 	out := &lineWriter{w: w}
 	defer out.close()
 	n, err := rx.Reindex(ctx, realm, out.progress)
+	// Done before the last line goes out: a caller that has read it may
+	// start the next reindex at once.
+	leave()
 	if err != nil {
 		err = fmt.Errorf("reindex realm %q: %w", realm, err)
 		if !out.started() {

@@ -64,15 +64,19 @@ func (f *fakeReindexer) callCount() int {
 // one for realms default and acme, an agent one for default.
 func reindexServer(t *testing.T, p sdk.Provider) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewServer(New(Options{
+	srv := httptest.NewServer(reindexAPI(p))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func reindexAPI(p sdk.Provider) http.Handler {
+	return New(Options{
 		Provider: func(string) (sdk.Provider, error) { return p, nil },
 		Tokens: []Token{
 			{Name: "app", Secret: "app-secret", Realms: []string{"default", "acme"}, Role: RoleApplication},
 			{Name: "bot", Secret: "bot-secret", Realms: []string{"default"}, Role: RoleAgent},
 		},
-	}).Handler())
-	t.Cleanup(srv.Close)
-	return srv
+	}).Handler()
 }
 
 // reindexCall posts body and answers the status, the content type and the
@@ -221,4 +225,56 @@ func TestReindexOfARealmRunsOnce(t *testing.T) {
 	if n := p.callCount(); n != 3 {
 		t.Errorf("provider reindexed %d times, want 3 (the refused one never reaches it)", n)
 	}
+}
+
+// TestReindexAgainOnceReadToTheEnd: a caller that has read a reindex's
+// answer to its last line may start the next at once. The realm's guard
+// was held until the handler returned, after that line: a retry made the
+// moment the line arrived was refused with 409. Here the retry is made
+// while the last line is being written.
+func TestReindexAgainOnceReadToTheEnd(t *testing.T) {
+	api := reindexAPI(&fakeReindexer{n: 1})
+	var srv *httptest.Server
+	retried := 0
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Retry") != "" {
+			api.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(&beforeResult{ResponseWriter: w, fn: func() {
+			req, _ := http.NewRequest("POST", srv.URL+"/v1/admin/reindex", strings.NewReader(`{"realm":"acme"}`))
+			req.Header.Set("Authorization", "Bearer app-secret")
+			req.Header.Set("X-Retry", "1")
+			resp, err := srv.Client().Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			retried = resp.StatusCode
+		}}, r)
+	}))
+	t.Cleanup(srv.Close)
+	if status, _, lines := reindexCall(t, srv, "app-secret", `{"realm":"acme"}`); status != 200 || len(lines) == 0 || lines[len(lines)-1].Result == nil {
+		t.Fatalf("reindex = %d %+v, want 200 ending in a result", status, lines)
+	}
+	if retried != 200 {
+		t.Errorf("a reindex started as the last line went out = %d, want 200", retried)
+	}
+}
+
+// beforeResult runs fn once, before the answer's result line is written.
+type beforeResult struct {
+	http.ResponseWriter
+	fn   func()
+	done bool
+}
+
+func (b *beforeResult) Write(p []byte) (int, error) {
+	if !b.done && bytes.Contains(p, []byte(`"result"`)) {
+		b.done = true
+		b.fn()
+	}
+	return b.ResponseWriter.Write(p)
 }
