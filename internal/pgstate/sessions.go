@@ -263,8 +263,9 @@ func (s *Sessions) recountEvery() int { return max(1, coordinator.EvictionSlack(
 // belowBound reports, for a new session just written, whether this host's
 // view of the realm keeps it within the bound without counting, and adds
 // the session to the view if so. A view that is too high (another host
-// expired or evicted sessions, a transaction rolled back) only counts
-// sooner.
+// expired or evicted sessions, a new session's transaction rolled back)
+// only counts sooner; one too low (an eviction rolled back) lasts at most
+// recountEvery new sessions.
 func (s *Sessions) belowBound(realm string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
