@@ -74,8 +74,9 @@ const maxLargest = 16
 // oldest few of each of those. Ranking the whole realm in SQL (a window
 // over every session) cost about 9 ms at 10,000 sessions, once per
 // EvictionSlack new sessions; a realm flooded by a few identities reads a
-// hundred rows instead. ok is false when more than maxLargest identities
-// are in play (many identities of a few sessions each).
+// hundred rows instead, and a realm of one session per identity its oldest
+// n+1. ok is false when more than maxLargest identities are in play and
+// one holds more than one session.
 //
 // Rank sessions within their identity newest first (rank 1): the victims
 // are the n of highest rank, ties to the oldest. Every session of rank r
@@ -122,6 +123,11 @@ func pickFromLargest(ctx context.Context, tx *sql.Tx, key coordinator.SessionKey
 			in++
 		}
 		if in > maxLargest {
+			if counts[0].sessions == 1 {
+				// Every identity holds one session, all of rank 1: the
+				// victims are the realm's oldest.
+				return pickOldest(ctx, tx, key, n)
+			}
 			return nil, false, nil
 		}
 		if atLeast += in; atLeast >= n+1 || r == 1 {
@@ -165,6 +171,28 @@ func pickFromLargest(ctx context.Context, tx *sql.Tx, key coordinator.SessionKey
 		victims = append(victims, c.key)
 	}
 	return victims, true, nil
+}
+
+// pickOldest answers the n least recently visited sessions of key's realm
+// but key, oldest first: evictFrom's victims when no identity holds more
+// than one session.
+func pickOldest(ctx context.Context, tx *sql.Tx, key coordinator.SessionKey, n int) (victims []coordinator.SessionKey, ok bool, err error) {
+	rows, err := tx.QueryContext(ctx, `SELECT identity, session FROM sessions WHERE realm = ?
+		ORDER BY touched_at, identity, session LIMIT ?`, key.Realm, n+1)
+	if err != nil {
+		return nil, false, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		k := coordinator.SessionKey{Realm: key.Realm}
+		if err := rows.Scan(&k.Identity, &k.Session); err != nil {
+			return nil, false, err
+		}
+		if k != key && len(victims) < n {
+			victims = append(victims, k)
+		}
+	}
+	return victims, true, rows.Err()
 }
 
 // evictByRanking is evictFrom through one statement that ranks the whole

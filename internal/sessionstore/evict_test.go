@@ -30,13 +30,16 @@ func TestEvictionPicksAsTheRanking(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		realm := fmt.Sprint("r", seed)
 		var keys []coordinator.SessionKey
-		identities := 1 + rng.IntN(24)
-		if seed%3 == 0 {
+		identities, perIdentity := 1+rng.IntN(24), 30
+		switch seed % 4 {
+		case 0:
 			identities = 1 + rng.IntN(4) // a realm a few identities flood
+		case 2:
+			identities, perIdentity = 1+rng.IntN(40), 1 // one session each
 		}
 		err := db.Tx(ctx, "fill", func(tx *sql.Tx) error {
 			for i := range identities {
-				for j := range 1 + rng.IntN(30) {
+				for j := range 1 + rng.IntN(perIdentity) {
 					k := coordinator.SessionKey{Realm: realm, Identity: fmt.Sprint("id", i), Session: fmt.Sprint("s", rng.IntN(4), "-", j)}
 					if seed%5 == 1 {
 						// Names SQLite and Go must order alike, byte by byte.
@@ -111,9 +114,9 @@ func TestEvictionPicksAsTheRanking(t *testing.T) {
 }
 
 // TestBoundEvictsManyIdentities: in a realm of many identities of one
-// session each, which the store ranks whole, past the bound the oldest go;
-// a flooder of a few sessions then loses its own older ones, never
-// another's.
+// session each, past the bound the oldest go (read as the realm's oldest);
+// a flooder of a few sessions among them, which makes the store rank the
+// realm, then loses its own older ones, never another's.
 func TestBoundEvictsManyIdentities(t *testing.T) {
 	clk := newClock()
 	s, _ := openStore(t, t.TempDir(), Options{PerRealm: 20, Now: clk.now})
@@ -143,34 +146,39 @@ func TestBoundEvictsManyIdentities(t *testing.T) {
 	}
 }
 
-// TestBoundTargetsAgainAfterRanking: a realm of many identities falls back
-// to ranking the whole realm; once they have expired and one identity
-// floods it, the store reads the largest identities again after
-// rankedSteps steps and evicts the flooder's oldest all along; a zero or
-// negative step drops nothing either way.
+// TestBoundTargetsAgainAfterRanking: a realm of many identities of two
+// sessions falls back to ranking the whole realm; once they have expired
+// and one identity floods it, the store reads the largest identities again
+// after rankedSteps steps and evicts the flooder's oldest all along; a zero
+// or negative step drops nothing either way.
 func TestBoundTargetsAgainAfterRanking(t *testing.T) {
 	clk := newClock()
-	s, db := openStore(t, t.TempDir(), Options{PerRealm: 20, TTL: time.Hour, Now: clk.now})
+	const bound = 40
+	s, db := openStore(t, t.TempDir(), Options{PerRealm: bound, TTL: time.Hour, Now: clk.now})
 	visit := visitor(t, s, clk)
-	for i := range 21 {
-		visit(fmt.Sprint("u", i, "/s"))
+	for i := range 18 {
+		visit(fmt.Sprint("u", i, "/a"))
+		visit(fmt.Sprint("u", i, "/b"))
+	}
+	for i := range 5 {
+		visit(fmt.Sprint("v", i, "/a")) // the last passes the bound
 	}
 	if s.ranked["r"] != rankedSteps {
-		t.Fatalf("21 identities in play: ranked = %d, want %d", s.ranked["r"], rankedSteps)
+		t.Fatalf("18 identities of two sessions in play: ranked = %d, want %d", s.ranked["r"], rankedSteps)
 	}
 	clk.advance(2 * time.Hour)
-	if n, err := s.Expire(ctx); err != nil || n != 20 {
-		t.Fatalf("Expire dropped %d (%v), want 20", n, err)
+	if n, err := s.Expire(ctx); err != nil || n != bound {
+		t.Fatalf("Expire dropped %d (%v), want %d", n, err, bound)
 	}
-	// The flood's first 20 sessions fill the realm; each one past them is
-	// an eviction step: rankedSteps of them rank, the next reads mallory.
-	for i := range 20 + rankedSteps + 1 {
+	// The flood's first sessions fill the realm; each one past them is an
+	// eviction step: rankedSteps of them rank, the next reads mallory.
+	for i := range bound + rankedSteps + 1 {
 		visit(fmt.Sprint("mallory/", i))
-		if _, ranking := s.ranked["r"]; ranking != (i < 20+rankedSteps) {
+		if _, ranking := s.ranked["r"]; ranking != (i < bound+rankedSteps) {
 			t.Fatalf("after mallory's session %d: ranking the realm = %v", i, ranking)
 		}
 	}
-	for i := range 20 + rankedSteps + 1 {
+	for i := range bound + rankedSteps + 1 {
 		v := fmt.Sprint("mallory/", i)
 		got := get(t, s, idKey(v))
 		if kept := !got.IsZero(); kept != (i > rankedSteps) {
@@ -196,8 +204,8 @@ func TestBoundTargetsAgainAfterRanking(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := count(t, s, "r"); n != 20 {
-		t.Errorf("the realm holds %d sessions, bound 20", n)
+	if n := count(t, s, "r"); n != bound {
+		t.Errorf("the realm holds %d sessions, bound %d", n, bound)
 	}
 }
 
