@@ -93,11 +93,11 @@ func (s *Server) handleReindex(ctx context.Context, c caller, w http.ResponseWri
 	if !ok {
 		return fmt.Errorf("the provider of realm %q cannot rebuild its index (it does not declare the reindex capability): %w", realm, sdk.ErrUnsupported)
 	}
-	enter, err := s.reindex.enter(realm)
+	release, err := s.reindex.enter(realm)
 	if err != nil {
 		return err
 	}
-	leave := sync.OnceFunc(enter)
+	leave := sync.OnceFunc(release)
 	defer leave()
 
 	start := time.Now()
