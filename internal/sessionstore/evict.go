@@ -126,7 +126,8 @@ func pickFromLargest(ctx context.Context, tx *sql.Tx, key coordinator.SessionKey
 			if counts[0].sessions == 1 {
 				// Every identity holds one session, all of rank 1: the
 				// victims are the realm's oldest.
-				return pickOldest(ctx, tx, key, n)
+				victims, err := pickOldest(ctx, tx, key, n)
+				return victims, err == nil, err
 			}
 			return nil, false, nil
 		}
@@ -176,23 +177,24 @@ func pickFromLargest(ctx context.Context, tx *sql.Tx, key coordinator.SessionKey
 // pickOldest answers the n least recently visited sessions of key's realm
 // but key, oldest first: evictFrom's victims when no identity holds more
 // than one session.
-func pickOldest(ctx context.Context, tx *sql.Tx, key coordinator.SessionKey, n int) (victims []coordinator.SessionKey, ok bool, err error) {
+func pickOldest(ctx context.Context, tx *sql.Tx, key coordinator.SessionKey, n int) ([]coordinator.SessionKey, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT identity, session FROM sessions WHERE realm = ?
 		ORDER BY touched_at, identity, session LIMIT ?`, key.Realm, n+1)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	defer rows.Close()
+	var victims []coordinator.SessionKey
 	for rows.Next() {
 		k := coordinator.SessionKey{Realm: key.Realm}
 		if err := rows.Scan(&k.Identity, &k.Session); err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		if k != key && len(victims) < n {
 			victims = append(victims, k)
 		}
 	}
-	return victims, true, rows.Err()
+	return victims, rows.Err()
 }
 
 // evictByRanking is evictFrom through one statement that ranks the whole

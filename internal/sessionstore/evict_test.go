@@ -79,17 +79,15 @@ func TestEvictionPicksAsTheRanking(t *testing.T) {
 		}
 		look(func(tx *sql.Tx) (err error) { want, err = evictByRanking(ctx, tx, key, n); return err })
 		look(func(tx *sql.Tx) error {
-			_, ok, err := pickFromLargest(ctx, tx, key, n)
-			if ok {
-				targeted++
-			} else {
+			var wasRanked bool
+			var err error
+			if got, wasRanked, err = evictFrom(ctx, tx, key, n); err != nil {
+				return err
+			}
+			if wasRanked {
 				ranked++
-			}
-			if err != nil {
-				return err
-			}
-			if got, _, err = evictFrom(ctx, tx, key, n); err != nil {
-				return err
+			} else {
+				targeted++
 			}
 			return tx.QueryRowContext(ctx, `SELECT count(*) FROM sessions WHERE realm = ?`, realm).Scan(&left)
 		})
