@@ -210,7 +210,7 @@ func (c *clustering) install(rm *realm) {
 	for _, s := range rm.models {
 		for slot, no := range s.owner {
 			if no != noDoc && no >= from {
-				s.owner[slot] = c.moves[no-from].no
+				s.setOwner(uint32(slot), c.moves[no-from].no)
 			}
 		}
 	}

@@ -128,12 +128,14 @@ func TestClusterKeepsVectors(t *testing.T) {
 		c.step()
 		if n%200 == 0 {
 			c.ix.Cluster(0)
+			checkVectorLists(t, c.ix)
 		}
 		if n%41 == 0 {
 			c.check(c.ix, c.query())
 		}
 	}
 	c.ix.Cluster(0)
+	checkVectorLists(t, c.ix)
 	for range 200 {
 		c.check(c.ix, c.query())
 	}

@@ -24,6 +24,10 @@ func dotsI8(codes []int8, q []int16, out []int32) {
 		clear(out)
 		return
 	}
+	if hasAVX512 {
+		dotsI8AVX512(codes, q, out)
+		return
+	}
 	if hasAVX2 {
 		dotsI8AVX2(codes, q, out)
 		return
@@ -34,8 +38,16 @@ func dotsI8(codes []int8, q []int16, out []int32) {
 // hasAVX2 is whether the processor and the operating system run AVX2.
 var hasAVX2 = cpu.X86.HasAVX2
 
+// hasAVX512 is whether the processor and the operating system run the
+// AVX-512 instructions dotsI8AVX512 takes: byte and word operations and
+// VNNI's VPDPWSSD.
+var hasAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VNNI
+
 //go:noescape
 func dotsI8SSE(codes []int8, q []int16, out []int32)
 
 //go:noescape
 func dotsI8AVX2(codes []int8, q []int16, out []int32)
+
+//go:noescape
+func dotsI8AVX512(codes []int8, q []int16, out []int32)

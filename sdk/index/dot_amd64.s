@@ -138,3 +138,118 @@ avxcomp:
 	RET
 avxdone:
 	RET
+
+// func dotsI8AVX512(codes []int8, q []int16, out []int32)
+// dotsI8AVX2's sums, four copies at a time: VPMOVSXBW widens thirty-two
+// codes of each copy to int16 at once and VPDPWSSD multiplies them by the
+// query's and adds the products in pairs to sixteen int32 lanes (a copy's
+// last sixteen components, when len(q) is an odd multiple of sixteen, take
+// the 256-bit step). The four copies' lanes are summed together by
+// VPHADDD, so a copy's horizontal sum costs a quarter of its own.
+TEXT ·dotsI8AVX512(SB), NOSPLIT, $0-72
+	MOVQ codes_base+0(FP), SI
+	MOVQ q_base+24(FP), DI
+	MOVQ q_len+32(FP), BX
+	MOVQ out_base+48(FP), R8
+	MOVQ out_len+56(FP), R9
+	MOVQ BX, R13
+	ANDQ $-32, R13 // components in whole 32-component steps
+	CMPQ R9, $4
+	JLT  z1check
+z4vec:
+	LEAQ   (SI)(BX*1), R10
+	LEAQ   (SI)(BX*2), R11
+	LEAQ   (R11)(BX*1), R12
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	XORQ   AX, AX
+	CMPQ   R13, $0
+	JEQ    z4tail
+z4comp:
+	VMOVDQU64 (DI)(AX*2), Z8
+	VPMOVSXBW (SI)(AX*1), Z4
+	VPMOVSXBW (R10)(AX*1), Z5
+	VPMOVSXBW (R11)(AX*1), Z6
+	VPMOVSXBW (R12)(AX*1), Z7
+	VPDPWSSD  Z8, Z4, Z0
+	VPDPWSSD  Z8, Z5, Z1
+	VPDPWSSD  Z8, Z6, Z2
+	VPDPWSSD  Z8, Z7, Z3
+	ADDQ      $32, AX
+	CMPQ      AX, R13
+	JLT       z4comp
+z4tail:
+	CMPQ      AX, BX
+	JEQ       z4sum
+	VMOVDQU   (DI)(AX*2), Y8
+	VPMOVSXBW (SI)(AX*1), Y4
+	VPMOVSXBW (R10)(AX*1), Y5
+	VPMOVSXBW (R11)(AX*1), Y6
+	VPMOVSXBW (R12)(AX*1), Y7
+	VPMADDWD  Y8, Y4, Y4
+	VPMADDWD  Y8, Y5, Y5
+	VPMADDWD  Y8, Y6, Y6
+	VPMADDWD  Y8, Y7, Y7
+	VPADDD    Z4, Z0, Z0
+	VPADDD    Z5, Z1, Z1
+	VPADDD    Z6, Z2, Z2
+	VPADDD    Z7, Z3, Z3
+z4sum:
+	VEXTRACTI64X4 $1, Z0, Y4
+	VEXTRACTI64X4 $1, Z1, Y5
+	VEXTRACTI64X4 $1, Z2, Y6
+	VEXTRACTI64X4 $1, Z3, Y7
+	VPADDD        Y4, Y0, Y0
+	VPADDD        Y5, Y1, Y1
+	VPADDD        Y6, Y2, Y2
+	VPADDD        Y7, Y3, Y3
+	VPHADDD       Y1, Y0, Y0
+	VPHADDD       Y3, Y2, Y2
+	VPHADDD       Y2, Y0, Y0
+	VEXTRACTI128  $1, Y0, X1
+	VPADDD        X1, X0, X0
+	VMOVDQU       X0, (R8)
+	LEAQ          (R12)(BX*1), SI
+	ADDQ          $16, R8
+	SUBQ          $4, R9
+	CMPQ          R9, $4
+	JGE           z4vec
+z1check:
+	TESTQ R9, R9
+	JEQ   zdone
+z1vec:
+	VPXORD Z0, Z0, Z0
+	XORQ   AX, AX
+	CMPQ   R13, $0
+	JEQ    z1tail
+z1comp:
+	VPMOVSXBW (SI)(AX*1), Z4
+	VPDPWSSD  (DI)(AX*2), Z4, Z0
+	ADDQ      $32, AX
+	CMPQ      AX, R13
+	JLT       z1comp
+z1tail:
+	CMPQ      AX, BX
+	JEQ       z1sum
+	VPMOVSXBW (SI)(AX*1), Y4
+	VPMADDWD  (DI)(AX*2), Y4, Y4
+	VPADDD    Z4, Z0, Z0
+z1sum:
+	VEXTRACTI64X4 $1, Z0, Y4
+	VPADDD        Y4, Y0, Y0
+	VEXTRACTI128  $1, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VMOVD         X0, (R8)
+	ADDQ          BX, SI
+	ADDQ          $4, R8
+	DECQ          R9
+	JNZ           z1vec
+zdone:
+	VZEROUPPER
+	RET

@@ -6,5 +6,8 @@ func dotsI8Kernels() map[string]func([]int8, []int16, []int32) {
 	if hasAVX2 {
 		k["avx2"] = dotsI8AVX2
 	}
+	if hasAVX512 {
+		k["avx512"] = dotsI8AVX512
+	}
 	return k
 }

@@ -660,7 +660,7 @@ func (rm *realm) renumber() {
 		rm.expires[n], rm.seq[n] = rm.expires[i], rm.seq[i]
 		rm.when[n], rm.vec[n] = rm.when[i], rm.vec[i]
 		if dv := rm.vec[n]; dv != nil {
-			dv.set.owner[dv.slot] = n
+			dv.set.setOwner(dv.slot, n)
 		}
 		rm.byID[rm.ids[n]] = n
 		n++

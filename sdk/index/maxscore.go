@@ -450,3 +450,19 @@ func (m *maxScorer) blockBound(j int, d uint32) float64 {
 // postings as well cost a third more at 1M, 1,024 or 16,384 a few percent.
 // A variable so tests can turn seeding off (0).
 var seedWork = 4096
+
+// goWait runs fn on a goroutine of its own and answers the wait for it. A
+// panic in fn is raised again by wait, on the caller's goroutine, where
+// the caller's recovery sees it.
+func goWait(fn func()) (wait func()) {
+	done := make(chan any, 1)
+	go func() {
+		defer func() { done <- recover() }()
+		fn()
+	}()
+	return func() {
+		if p := <-done; p != nil {
+			panic(p)
+		}
+	}
+}

@@ -25,11 +25,14 @@ import (
 // n*2^-24 (sum|q_i*v_i| <= 1): the bound adds twice that.
 
 // scopeList is one scope's slots and their vectors' int8 copies, each
-// padded with zeros to a multiple of 16 components.
+// padded with zeros to a multiple of 16 components, and per entry the
+// slot's document (noDoc: the entry does not count).
 type scopeList struct {
 	slots  []uint32
+	nos    []uint32
 	codes  []int8
 	scales []float32 // a per copy
+	amax   float32   // the largest a
 }
 
 // padded answers n rounded up to a multiple of 16.
@@ -50,7 +53,9 @@ func (l *scopeList) add(slot uint32, v []float32) {
 		}
 	}
 	l.slots = append(l.slots, slot)
+	l.nos = append(l.nos, noDoc)
 	l.scales = append(l.scales, a)
+	l.amax = max(l.amax, a)
 }
 
 // scanScratch is one scan's working memory.
@@ -59,6 +64,7 @@ type scanScratch struct {
 	dots   []int32
 	passed []passed
 	lows   lowHeap
+	sink   float32 // touch's sums
 }
 
 // passed is a document passing the filters and its cosine's bounds.
@@ -110,6 +116,29 @@ func (bq *boundQuery) bounds(a float32, dot int32) (est, err float64) {
 	return float64(a) * bq.b * float64(dot), float64(a)*bq.perScale + bq.fixed
 }
 
+// cut answers the least sum of products with bq.d a copy of scale at
+// most amax needs for its upper bound to reach floor: est+err is
+// a*(b*dot+perScale)+fixed, which is under floor whenever
+// amax*(b*dot+perScale) is under floor-fixed and that is above 0. One
+// below the exact value, so rounding never cuts a copy the bound keeps.
+// A scan compares each copy's dot with it before it works out the copy's
+// own bound: an integer comparison rather than a float's arithmetic, on
+// every copy of the lists it reads.
+func (bq *boundQuery) cut(floor float64, amax float32) int32 {
+	t := floor - bq.fixed
+	if !(t > 0) || amax <= 0 {
+		return math.MinInt32
+	}
+	x := math.Floor((t/float64(amax)-bq.perScale)/bq.b) - 1
+	switch {
+	case x <= math.MinInt32:
+		return math.MinInt32
+	case x >= math.MaxInt32:
+		return math.MaxInt32
+	}
+	return int32(x)
+}
+
 var scanPool = sync.Pool{New: func() any { return &scanScratch{} }}
 
 // scan appends to docs and cos the documents of s's lists for the scopes
@@ -135,19 +164,33 @@ func (s *vecSet) scan(rm *realm, qv []float32, f *filter, excluded map[string]bo
 		}
 		dots := ss.dots[:len(l.slots)]
 		dotsI8(l.codes, bq.d, dots)
-		for i, slot := range l.slots {
-			est, err := bq.bounds(l.scales[i], dots[i])
+		nos, scales := l.nos[:len(dots)], l.scales[:len(dots)]
+		cut := bq.cut(floor, l.amax)
+		for i, d := range dots {
+			if d < cut {
+				continue
+			}
+			est, err := bq.bounds(scales[i], d)
 			if est+err < floor {
 				continue
 			}
-			no := s.owner[slot]
-			if no == noDoc || s.listed[slot] != uint32(id) || s.entry[slot] != uint32(i) || !f.pass(no) || excluded != nil && excluded[rm.ids[no]] {
+			no := nos[i]
+			if no == noDoc || !f.pass(no) || excluded != nil && excluded[rm.ids[no]] {
 				continue
 			}
-			ss.passed = append(ss.passed, passed{no: no, slot: slot, lo: est - err, hi: est + err})
+			ss.passed = append(ss.passed, passed{no: no, slot: l.slots[i], lo: est - err, hi: est + err})
 			if ss.lows.keep(est-err, depth) {
 				floor = ss.lows[0]
+				cut = bq.cut(floor, l.amax)
 			}
+		}
+	}
+	// The vectors to score lie anywhere in the set: reading a component
+	// of each cache line of all of them first lets their misses overlap,
+	// where dot would meet them one at a time.
+	for _, p := range ss.passed {
+		if p.hi >= floor {
+			ss.sink += touch(s.vec(p.slot))
 		}
 	}
 	for _, p := range ss.passed {
@@ -157,6 +200,20 @@ func (s *vecSet) scan(rm *realm, qv []float32, f *filter, excluded map[string]bo
 		}
 	}
 	return docs, cos
+}
+
+// touch reads one component of v per 64-byte cache line (and its last)
+// and answers their sum, which the caller keeps so the reads are not
+// left out.
+func touch(v []float32) float32 {
+	if len(v) == 0 {
+		return 0
+	}
+	sum := v[len(v)-1]
+	for i := 0; i < len(v); i += 16 {
+		sum += v[i]
+	}
+	return sum
 }
 
 // lowHeap is a min-heap of the largest lower bounds seen.

@@ -25,7 +25,7 @@ func TestDotsI8(t *testing.T) {
 func testDotsI8(t *testing.T, dotsI8 func([]int8, []int16, []int32)) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, pad := range []int{16, 32, 112, 384, 1024} {
-		for n := range 5 {
+		for n := range 10 {
 			codes, q := make([]int8, n*pad), make([]int16, pad)
 			for i := range codes {
 				codes[i] = int8(rng.IntN(255) - 127)
@@ -114,6 +114,7 @@ func TestScanMatchesBruteForce(t *testing.T) {
 			}
 			check := func(queries int) {
 				t.Helper()
+				checkVectorLists(t, ix)
 				scanned, passing := 0, 0
 				for k := range queries {
 					q := Query{Realm: "r", Model: "m", Vector: vec(), NowMs: 1000, Limit: 10}
@@ -162,6 +163,31 @@ func TestScanMatchesBruteForce(t *testing.T) {
 	}
 }
 
+// checkVectorLists fails t unless every list entry of every vector set
+// in ix names its slot's document when it is the entry that counts, and
+// no document otherwise: a scan trusts the entry's number without
+// looking the slot up.
+func checkVectorLists(t *testing.T, ix *Index) {
+	t.Helper()
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	for name, rm := range ix.realms {
+		for model, s := range rm.models {
+			for id, l := range s.byScope {
+				for e, slot := range l.slots {
+					want := uint32(noDoc)
+					if s.listed[slot] == uint32(id) && s.entry[slot] == uint32(e) {
+						want = s.owner[slot]
+					}
+					if l.nos[e] != want {
+						t.Fatalf("realm %q, model %q, scope %d, entry %d (slot %d): document %d, want %d", name, model, id, e, slot, l.nos[e], want)
+					}
+				}
+			}
+		}
+	}
+}
+
 // scanAndBrute answers q's vector top of depth from semanticTop, which
 // must take its exact path, and from every vector passing q's filters,
 // with how many documents each scored.
@@ -184,6 +210,11 @@ func scanAndBrute(ix *Index, q Query, depth int) (got, want []Hit, scanned, pass
 	docs, cos, approx := semanticTop(rm, ms, qv, &f, excluded, sc, depth)
 	if approx {
 		panic("the graph answered")
+	}
+	// Each document once: a list entry left behind by a move to another
+	// scope the query reads too must not count.
+	if distinct := len(slices.Compact(slices.Sorted(slices.Values(docs)))); distinct != len(docs) {
+		panic(fmt.Sprintf("the scan answered %d documents, %d of them distinct", len(docs), distinct))
 	}
 	got = top(rm, sc, docs, cos, depth)
 	var all []uint32
@@ -251,4 +282,53 @@ func TestScanBoundsHold(t *testing.T) {
 		t.Errorf("the least slack was %.3f of the bound", closest)
 	}
 	t.Logf("least slack %.4f of the bound", closest)
+}
+
+// TestScanCutKeepsWhatTheBoundKeeps: a copy whose upper bound reaches the
+// floor never has a dot product under the floor's cut, for floors from
+// below the bound's slack to above 1 and copies of every scale in a list.
+func TestScanCutKeepsWhatTheBoundKeeps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, dims := range []int{16, 100, 384} {
+		var l scopeList
+		for range 300 {
+			v := make([]float32, dims)
+			for i := range v {
+				v[i] = float32(rng.NormFloat64())
+			}
+			if rng.IntN(5) == 0 { // a spike: a large scale
+				v[rng.IntN(dims)] = 40
+			}
+			u, _ := normalize(v)
+			l.add(0, u)
+		}
+		dots := make([]int32, len(l.scales))
+		kept := 0
+		for range 50 {
+			q := make([]float32, dims)
+			for i := range q {
+				q[i] = float32(rng.NormFloat64())
+			}
+			qv, _ := normalize(q)
+			var ss scanScratch
+			bq := ss.quantise(qv)
+			dotsI8(l.codes, bq.d, dots)
+			for _, floor := range []float64{math.Inf(-1), -0.5, 0, bq.fixed, 0.05, 0.1, 0.2, 0.3, 0.5, 0.9, 1.5} {
+				cut := bq.cut(floor, l.amax)
+				for i, d := range dots {
+					est, err := bq.bounds(l.scales[i], d)
+					if est+err < floor {
+						continue
+					}
+					kept++
+					if d < cut {
+						t.Fatalf("%d dimensions, floor %v: copy %d (scale %v, dot %d) reaches it, cut at %d", dims, floor, i, l.scales[i], d, cut)
+					}
+				}
+			}
+		}
+		if kept == 0 {
+			t.Fatalf("%d dimensions: no copy reached any floor", dims)
+		}
+	}
 }

@@ -15,8 +15,11 @@ import "math"
 // coarse int8 copy of its vector (vecscan.go), so a query that reads a
 // few scopes (an identity's and the realm's) scans only their vectors,
 // and in a quarter of the bytes: a list keeps a slot after its vector is
-// dropped (owner noDoc) or moves to another scope (listed and entry name
-// the one list entry that counts), until tidyVectors rebuilds the set.
+// dropped or moves to another scope (listed and entry name the one list
+// entry that counts), until tidyVectors rebuilds the set. Each entry
+// also holds its document's number, noDoc for one that does not count,
+// so a scan reads a passing copy's document beside the copy rather than
+// through three arrays indexed by slot (a cache miss each).
 type vecSet struct {
 	dims    int
 	n       int // attached vectors
@@ -65,10 +68,10 @@ func (s *vecSet) attach(slot, no, scope uint32) {
 	if s.owner[slot] == noDoc {
 		s.n++
 	}
-	s.owner[slot] = no
 	if was := s.listed[slot]; was != scope {
 		if was != deadScope {
 			s.stale++
+			s.byScope[was].nos[s.entry[slot]] = noDoc
 		}
 		for int(scope) >= len(s.byScope) {
 			s.byScope = append(s.byScope, scopeList{})
@@ -77,6 +80,7 @@ func (s *vecSet) attach(slot, no, scope uint32) {
 		s.byScope[scope].add(slot, s.vec(slot))
 		s.listed[slot] = scope
 	}
+	s.setOwner(slot, no)
 	if s.graph == nil && s.n >= annThreshold {
 		s.graph = newHNSW(s)
 	}
@@ -86,7 +90,16 @@ func (s *vecSet) detach(slot uint32) {
 	if s.owner[slot] != noDoc {
 		s.n--
 	}
-	s.owner[slot] = noDoc
+	s.setOwner(slot, noDoc)
+}
+
+// setOwner records no (noDoc: none) as slot's document, in its list
+// entry too.
+func (s *vecSet) setOwner(slot, no uint32) {
+	s.owner[slot] = no
+	if l := s.listed[slot]; l != deadScope {
+		s.byScope[l].nos[s.entry[slot]] = no
+	}
 }
 
 // tidyVectors copies each set's live vectors into a fresh one when its

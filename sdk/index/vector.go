@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"strings"
 )
@@ -29,36 +28,10 @@ import (
 
 // FusionDepth is how many candidates each half contributes at least; a
 // query's Limit raises it. The lexical top FusionDepth is most of a hybrid
-// search's cost; at 50 rather than 100 a hybrid search at 100k records
-// took a quarter less time, and LoCoMo and LongMemEval ranked as well
-// (docs/benchmarks.md).
-const FusionDepth = 50
-
-// besideScan is how many vectors a query's scopes must list for a hybrid
-// search to find its vector top on another goroutine while it finds the
-// lexical top: the halves read the index under Search's read lock and
-// write only their own scratch, so a query can take the longer half's
-// time rather than both where a processor is free. Below it, waking a
-// second thread costs more than the vector half saves: in-process, at
-// 4,400 listed vectors a search took 15% longer beside, at 8,700 about
-// the same, at 14,500 a quarter less (docs/benchmarks.md).
-var besideScan = 12_000
-
-// goWait runs fn on a goroutine of its own and answers the wait for it. A
-// panic in fn is raised again by wait, on the caller's goroutine, where
-// the caller's recovery sees it.
-func goWait(fn func()) (wait func()) {
-	done := make(chan any, 1)
-	go func() {
-		defer func() { done <- recover() }()
-		fn()
-	}()
-	return func() {
-		if p := <-done; p != nil {
-			panic(p)
-		}
-	}
-}
+// search's cost: at 20 rather than 50 (100 before that) hybrid recall at
+// 100k records took a sixth less time, and LoCoMo and LongMemEval ranked
+// as well (docs/benchmarks.md).
+const FusionDepth = 20
 
 // Default fusion weights. Lexical ranking carries most of the weight: on
 // the benchmarks the issue measured (LongMemEval-S, LoCoMo) BM25F is the
@@ -344,23 +317,15 @@ func (ix *Index) hybrid(q Query) ([]Hit, error) {
 			excluded[id] = true
 		}
 	}
-	var vtop []entry
-	semantic := func() {
-		docs, cos, _ := semanticTop(rm, ms, qv, &f, excluded, sc, depth)
-		sc.cands, sc.exact = docs, cos
-		vtop = bestUnordered(rm, sc, docs, cos, depth)
-	}
+	// The halves run in turn: finding the vector top on a goroutine of
+	// its own while the lexical top is found took longer, not less, once
+	// the scan was as fast as the lexical half (docs/benchmarks.md).
 	lq := q
 	lq.Limit = depth
-	var lex []entry
-	if ms.listedIn(&f) >= besideScan && runtime.GOMAXPROCS(0) > 1 {
-		wait := goWait(semantic)
-		lex = ix.lexical(rm, &lq, lsc, false)
-		wait()
-	} else {
-		lex = ix.lexical(rm, &lq, lsc, false)
-		semantic()
-	}
+	lex := ix.lexical(rm, &lq, lsc, false)
+	docs, cos, _ := semanticTop(rm, ms, qv, &f, excluded, sc, depth)
+	sc.cands, sc.exact = docs, cos
+	vtop := bestUnordered(rm, sc, docs, cos, depth)
 	// Candidates: the lexical top, then the vector top's others. sc.acc
 	// (zero: the vector half does not use it) marks each candidate with
 	// its place plus one.
@@ -387,7 +352,13 @@ func (ix *Index) hybrid(q Query) ([]Hit, error) {
 	if len(lex) == depth && len(fu.docs) > more {
 		ix.lexicalScores(rm, q.Terms, fu.docs[more:], fu.lex[more:], sc)
 	}
-	// The lexical top's cosines not in the vector top are computed.
+	// The lexical top's cosines not in the vector top are computed, their
+	// vectors touched first (as the scan's are).
+	for i, no := range fu.docs[:more] {
+		if dv := rm.vec[no]; !fu.hasVec[i] && dv != nil && dv.set == ms {
+			fu.sink += touch(dv.v)
+		}
+	}
 	for i, no := range fu.docs[:more] {
 		if dv := rm.vec[no]; !fu.hasVec[i] && dv != nil && dv.set == ms {
 			fu.sem[i], fu.hasVec[i] = dot(qv, dv.v), true
@@ -439,6 +410,7 @@ type fusion struct {
 	docs            []uint32
 	lex, sem, fused []float64
 	hasVec          []bool
+	sink            float32 // touch's sums
 }
 
 func (fu *fusion) reset() {

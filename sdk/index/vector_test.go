@@ -217,26 +217,21 @@ func TestHybridMatchesReference(t *testing.T) {
 	if testing.Short() {
 		t.Skip("single-goroutine exactness over random corpora; the plain run checks it")
 	}
-	defer func(w, b int) { exhaustiveWork, besideScan = w, b }(exhaustiveWork, besideScan)
+	defer func(w int) { exhaustiveWork = w }(exhaustiveWork)
 	for i, tc := range []struct {
-		name   string
-		docs   int
-		vocab  int
-		work   int
-		ctx    float64
-		beside bool // every query's halves on two goroutines
+		name  string
+		docs  int
+		vocab int
+		work  int
+		ctx   float64
 	}{
-		{"small", 400, 30, math.MaxInt, 0, false},
-		{"pruned lexical half", 1500, 80, 0, 0, false},
-		{"thread context refreshes keep vectors", 1200, 40, 4096, 0.5, false},
-		{"churn renumbers", 4000, 30, 4096, 0, false},
-		{"halves beside each other", 1500, 80, 0, 0.5, true},
+		{"small", 400, 30, math.MaxInt, 0},
+		{"pruned lexical half", 1500, 80, 0, 0},
+		{"thread context refreshes keep vectors", 1200, 40, 4096, 0.5},
+		{"churn renumbers", 4000, 30, 4096, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			exhaustiveWork, besideScan = tc.work, math.MaxInt
-			if tc.beside {
-				besideScan = 0
-			}
+			exhaustiveWork = tc.work
 			c := &vecCorpus{corpus: newThreadCorpus(t, uint64(100+i), tc.vocab, StatsIndex, tc.ctx), vecs: map[string]refVec{}}
 			for n := 0; n < tc.docs; n++ {
 				c.step()
@@ -269,24 +264,21 @@ func TestHybridMatchesReference(t *testing.T) {
 	}
 }
 
-// TestHybridHalvesBeside: with every query's halves on two goroutines,
-// searches running at once answer what the halves in turn answer. Small
+// TestHybridSearchesAtOnce: hybrid searches running at once answer what
+// they answer one at a time (each takes scratch of its own). Small
 // enough for the race detector's short run, which leaves out
 // TestHybridMatchesReference.
-func TestHybridHalvesBeside(t *testing.T) {
-	defer func(b int) { besideScan = b }(besideScan)
+func TestHybridSearchesAtOnce(t *testing.T) {
 	c := &vecCorpus{corpus: newThreadCorpus(t, 7, 40, StatsIndex, 0.5), vecs: map[string]refVec{}}
 	for range 300 {
 		c.step()
 	}
 	queries := make([]Query, 40)
 	want := make([][]Hit, len(queries))
-	besideScan = math.MaxInt
 	for i := range queries {
 		queries[i] = c.query()
 		want[i], _ = c.ix.Search(queries[i])
 	}
-	besideScan = 0
 	got := make([][]Hit, len(queries))
 	var wg sync.WaitGroup
 	for w := range 4 {
@@ -300,7 +292,7 @@ func TestHybridHalvesBeside(t *testing.T) {
 	answered := 0
 	for i := range queries {
 		if !slices.Equal(got[i], want[i]) {
-			t.Fatalf("query %+v beside:\n got %v\nwant %v", queries[i], got[i], want[i])
+			t.Fatalf("query %+v at once:\n got %v\nwant %v", queries[i], got[i], want[i])
 		}
 		if len(want[i]) > 0 {
 			answered++
@@ -311,7 +303,7 @@ func TestHybridHalvesBeside(t *testing.T) {
 	}
 }
 
-// TestGoWaitRaisesPanics: a panic on the vector half's goroutine reaches
+// TestGoWaitRaisesPanics: a panic on a split search's goroutine reaches
 // the searching goroutine, where a server's recovery sees it, rather than
 // ending the process.
 func TestGoWaitRaisesPanics(t *testing.T) {
