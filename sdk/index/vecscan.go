@@ -32,7 +32,6 @@ type scopeList struct {
 	nos    []uint32
 	codes  []int8
 	scales []float32 // a per copy
-	amax   float32   // the largest a
 }
 
 // padded answers n rounded up to a multiple of 16.
@@ -55,7 +54,6 @@ func (l *scopeList) add(slot uint32, v []float32) {
 	l.slots = append(l.slots, slot)
 	l.nos = append(l.nos, noDoc)
 	l.scales = append(l.scales, a)
-	l.amax = max(l.amax, a)
 }
 
 // scanScratch is one scan's working memory.
@@ -116,29 +114,6 @@ func (bq *boundQuery) bounds(a float32, dot int32) (est, err float64) {
 	return float64(a) * bq.b * float64(dot), float64(a)*bq.perScale + bq.fixed
 }
 
-// cut answers the least sum of products with bq.d a copy of scale at
-// most amax needs for its upper bound to reach floor: est+err is
-// a*(b*dot+perScale)+fixed, which is under floor whenever
-// amax*(b*dot+perScale) is under floor-fixed and that is above 0. One
-// below the exact value, so rounding never cuts a copy the bound keeps.
-// A scan compares each copy's dot with it before it works out the copy's
-// own bound: an integer comparison rather than a float's arithmetic, on
-// every copy of the lists it reads.
-func (bq *boundQuery) cut(floor float64, amax float32) int32 {
-	t := floor - bq.fixed
-	if !(t > 0) || amax <= 0 {
-		return math.MinInt32
-	}
-	x := math.Floor((t/float64(amax)-bq.perScale)/bq.b) - 1
-	switch {
-	case x <= math.MinInt32:
-		return math.MinInt32
-	case x >= math.MaxInt32:
-		return math.MaxInt32
-	}
-	return int32(x)
-}
-
 var scanPool = sync.Pool{New: func() any { return &scanScratch{} }}
 
 // scan appends to docs and cos the documents of s's lists for the scopes
@@ -165,11 +140,7 @@ func (s *vecSet) scan(rm *realm, qv []float32, f *filter, excluded map[string]bo
 		dots := ss.dots[:len(l.slots)]
 		dotsI8(l.codes, bq.d, dots)
 		nos, scales := l.nos[:len(dots)], l.scales[:len(dots)]
-		cut := bq.cut(floor, l.amax)
 		for i, d := range dots {
-			if d < cut {
-				continue
-			}
 			est, err := bq.bounds(scales[i], d)
 			if est+err < floor {
 				continue
@@ -181,7 +152,6 @@ func (s *vecSet) scan(rm *realm, qv []float32, f *filter, excluded map[string]bo
 			ss.passed = append(ss.passed, passed{no: no, slot: l.slots[i], lo: est - err, hi: est + err})
 			if ss.lows.keep(est-err, depth) {
 				floor = ss.lows[0]
-				cut = bq.cut(floor, l.amax)
 			}
 		}
 	}
