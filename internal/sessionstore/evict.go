@@ -183,18 +183,12 @@ func pickOldest(ctx context.Context, tx *sql.Tx, key coordinator.SessionKey, n i
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var victims []coordinator.SessionKey
-	for rows.Next() {
-		k := coordinator.SessionKey{Realm: key.Realm}
-		if err := rows.Scan(&k.Identity, &k.Session); err != nil {
-			return nil, err
-		}
-		if k != key && len(victims) < n {
-			victims = append(victims, k)
-		}
+	oldest, err := sessionKeys(rows, key.Realm)
+	if err != nil {
+		return nil, err
 	}
-	return victims, rows.Err()
+	victims := slices.DeleteFunc(oldest, func(k coordinator.SessionKey) bool { return k == key })
+	return victims[:min(n, len(victims))], nil
 }
 
 // evictByRanking is evictFrom through one statement that ranks the whole
@@ -215,14 +209,20 @@ func evictByRanking(ctx context.Context, tx *sql.Tx, key coordinator.SessionKey,
 	if err != nil {
 		return nil, err
 	}
+	return sessionKeys(rows, key.Realm)
+}
+
+// sessionKeys reads rows of (identity, session) of realm to the end, and
+// closes them.
+func sessionKeys(rows *sql.Rows, realm string) ([]coordinator.SessionKey, error) {
 	defer rows.Close()
-	var evicted []coordinator.SessionKey
+	var keys []coordinator.SessionKey
 	for rows.Next() {
-		k := coordinator.SessionKey{Realm: key.Realm}
+		k := coordinator.SessionKey{Realm: realm}
 		if err := rows.Scan(&k.Identity, &k.Session); err != nil {
 			return nil, err
 		}
-		evicted = append(evicted, k)
+		keys = append(keys, k)
 	}
-	return evicted, rows.Err()
+	return keys, rows.Err()
 }
