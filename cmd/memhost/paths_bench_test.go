@@ -34,9 +34,15 @@ func BenchmarkSqlitePaths(b *testing.B) {
 	if _, err := c.Load(ctx, h, sdk.DefaultRealm, 500, nil); err != nil {
 		b.Fatal(err)
 	}
+	// The provider's process: the host runs a compactor plugin beside it.
 	var pid int
 	for _, st := range h.h.supervisor.Status() {
-		pid = st.Pid
+		if st.Plugin == "sqlite" {
+			pid = st.Pid
+		}
+	}
+	if pid == 0 {
+		b.Fatal("no sqlite plugin process")
 	}
 	more := bench.NewCorpus(2, 500*1000, 0).Records
 	paths := []struct {

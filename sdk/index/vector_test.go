@@ -38,7 +38,7 @@ func refHybrid(r *reference, vecs map[string]refVec, q Query) ([]Hit, error) {
 	}
 	wl, ws := q.LexicalWeight, q.SemanticWeight
 	if wl == 0 && ws == 0 {
-		wl, ws = 0.7, 0.3
+		wl, ws = 0.75, 0.25
 	}
 	wl, ws = wl/(wl+ws), ws/(wl+ws)
 	depth := max(q.Limit, FusionDepth)
@@ -345,7 +345,7 @@ func TestHybridRanksByMeaning(t *testing.T) {
 	}
 	hits, err = ix.Search(Query{Realm: "r", Terms: []string{"evening"}, Vector: evening, Model: "m", Limit: 3})
 	if err != nil || len(hits) != 3 || hits[0].ID != "tea" || hits[1].ID != "bed" {
-		t.Fatalf("hybrid = %v, %v; want tea (lexical 0.7) then bed (semantic 0.3)", hits, err)
+		t.Fatalf("hybrid = %v, %v; want tea (lexical 0.75) then bed (semantic 0.25)", hits, err)
 	}
 	hits, err = ix.Search(Query{Realm: "r", Terms: []string{"evening"}, Vector: evening, Model: "m", Limit: 3, SemanticWeight: 1})
 	if err != nil || len(hits) != 3 || hits[0].ID != "bed" || hits[0].Score != 1 || hits[1].Score != 0 || hits[2].Score != 0 {
