@@ -154,3 +154,17 @@ func TestSplitMatchesExhaustive(t *testing.T) {
 		}
 	}
 }
+
+// TestGoWaitRaisesPanics: a panic on a split search's goroutine reaches
+// the searching goroutine, where a server's recovery sees it, rather than
+// ending the process.
+func TestGoWaitRaisesPanics(t *testing.T) {
+	wait := goWait(func() { panic("half failed") })
+	defer func() {
+		if p := recover(); p != "half failed" {
+			t.Fatalf("recovered %v, want the half's panic", p)
+		}
+	}()
+	wait()
+	t.Fatal("wait returned after a panic")
+}

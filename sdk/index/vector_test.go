@@ -303,20 +303,6 @@ func TestHybridSearchesAtOnce(t *testing.T) {
 	}
 }
 
-// TestGoWaitRaisesPanics: a panic on a split search's goroutine reaches
-// the searching goroutine, where a server's recovery sees it, rather than
-// ending the process.
-func TestGoWaitRaisesPanics(t *testing.T) {
-	wait := goWait(func() { panic("half failed") })
-	defer func() {
-		if p := recover(); p != "half failed" {
-			t.Fatalf("recovered %v, want the half's panic", p)
-		}
-	}()
-	wait()
-	t.Fatal("wait returned after a panic")
-}
-
 // TestHybridRanksByMeaning: a query sharing no word with any record is
 // answered by its vector, and a record without a vector is ranked on the
 // lexical half only.
