@@ -71,3 +71,29 @@ func TestRecorderCloseWritesWhatLingers(t *testing.T) {
 		t.Fatalf("after close the store holds %d traces (%v), want 2", len(got), err)
 	}
 }
+
+// TestGatherTakesWhatPrecedesAFlush: traces queued before a flush go in the
+// batch that flush ends, not in a second write. With the queue and the flush
+// both ready select picks either, so the case runs many times (it failed
+// CI once as two writes of [2 1]).
+func TestGatherTakesWhatPrecedesAFlush(t *testing.T) {
+	for i := range 100 {
+		r := &Recorder{
+			opts:    Options{Linger: time.Hour},
+			queue:   make(chan coordinator.TurnTrace, 8),
+			flushes: make(chan chan error),
+		}
+		r.queue <- tr("r", "s", time.Now().UTC(), "id")
+		r.queue <- tr("r", "s", time.Now().UTC(), "id")
+		ack := make(chan error, 1)
+		go func() { r.flushes <- ack }()
+		time.Sleep(time.Millisecond) // let the flush wait beside the queue
+		batch, got := r.gather(context.Background(), []coordinator.TurnTrace{tr("r", "s", time.Now().UTC(), "id")})
+		if got != ack {
+			t.Fatalf("run %d: gather did not hand back the flush", i)
+		}
+		if len(batch) != 3 {
+			t.Fatalf("run %d: batch of %d traces, want 3 (the queued ones belong in it)", i, len(batch))
+		}
+	}
+}

@@ -232,7 +232,10 @@ func (r *Recorder) gather(ctx context.Context, batch []coordinator.TurnTrace) ([
 		case t := <-r.queue:
 			batch = append(batch, t)
 		case ack := <-r.flushes:
-			return batch, ack
+			// A trace queued before the flush may still be in the queue
+			// (select picks among ready cases at random): it belongs in
+			// this write.
+			return r.drain(batch), ack
 		case <-linger.C:
 			return batch, nil
 		case <-ctx.Done():
