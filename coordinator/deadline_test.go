@@ -159,7 +159,9 @@ func TestSweepOutOfTimeStillStoresItsPicks(t *testing.T) {
 		o.Selector, o.Sessions = sel, newHangingStore()
 		c.Budgets.SelectorRows = 2
 		c.Sweep.PageRows = 2
-		c.SweepTimeout = 50 * time.Millisecond
+		// Long enough that the first page is answered on a loaded
+		// machine; the second page waits all of it out.
+		c.SweepTimeout = time.Second
 	})
 	for i := range 4 {
 		r := rec(fmt.Sprintf("Note %d", i), "body")

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,8 +77,17 @@ func TestGracefulShutdownDrainsInFlight(t *testing.T) {
 	}
 	defer syscall.Kill(pid, syscall.SIGCONT)
 	done := make(chan int, 1)
+	written := make(chan struct{})
 	go func() {
-		resp, err := http.Post(m.base+"/v1/records", "application/json", strings.NewReader(`{"records":[{"scope":"realm","kind":"fact","title":"in flight","body":"during shutdown"}]}`))
+		trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { close(written) }}
+		req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodPost, m.base+"/v1/records",
+			strings.NewReader(`{"records":[{"scope":"realm","kind":"fact","title":"in flight","body":"during shutdown"}]}`))
+		if err != nil {
+			done <- -2
+			return
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			done <- -1
 			return
@@ -84,7 +95,23 @@ func TestGracefulShutdownDrainsInFlight(t *testing.T) {
 		resp.Body.Close()
 		done <- resp.StatusCode
 	}()
-	time.Sleep(300 * time.Millisecond)
+	// The request is written; a connection opened after it and answered
+	// proves memhost accepted the first (a listener accepts in order), so
+	// SIGTERM cannot find it still in the kernel's queue. A sleep here was
+	// not enough on a loaded machine.
+	select {
+	case <-written:
+	case code := <-done:
+		t.Fatalf("the in-flight request ended (%d) before the plugin could answer it", code)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the in-flight request was never written")
+	}
+	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 30 * time.Second}
+	if resp, err := fresh.Get(m.base + "/healthz"); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+	}
 	if err := m.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -456,7 +456,9 @@ func TestSupervisorCallTimeoutBeatsCallerDeadline(t *testing.T) {
 // restarted by the supervisor alone, while another plugin that crashed
 // meanwhile is restarted on its own goroutine.
 func TestSupervisorKillsStoppedPlugin(t *testing.T) {
-	opts := pluginhost.Options{HealthInterval: 50 * time.Millisecond, HealthTimeout: time.Second, KillGrace: 200 * time.Millisecond, CallTimeout: 200 * time.Millisecond}
+	// The call times out well before the health bound kills the plugin,
+	// even on a loaded machine.
+	opts := pluginhost.Options{HealthInterval: 50 * time.Millisecond, HealthTimeout: 3 * time.Second, KillGrace: 200 * time.Millisecond, CallTimeout: 200 * time.Millisecond}
 	sup, _ := startEchos(t, opts,
 		pluginhost.Spec{Kind: sdk.KindProvider, Name: "stopped", Plugin: "echo", Config: json.RawMessage(`{"lock":"stopped.lock"}`)},
 		pluginhost.Spec{Kind: sdk.KindProvider, Name: "crashed", Plugin: "echo", Config: json.RawMessage(`{"lock":"crashed.lock"}`)})
@@ -516,7 +518,11 @@ func TestSupervisorCrashLoopBacksOff(t *testing.T) {
 	replace(append(append([]byte{}, good...), 0)) // no longer matches the manifest
 	syscall.Kill(pidOf(t, sup, "main"), syscall.SIGKILL)
 
-	st := waitStatus(t, sup, "main", "four failed starts", func(st pluginhost.Status) bool { return st.StartFailures >= 4 })
+	// Read in backoff: between two attempts the status is briefly
+	// "restarting", which a slow poll may catch.
+	st := waitStatus(t, sup, "main", "four failed starts", func(st pluginhost.Status) bool {
+		return st.StartFailures >= 4 && st.State == pluginhost.StateBackoff
+	})
 	// Each failure doubles the wait: a busy loop would show the minimum.
 	want := minBackoff << (st.StartFailures - 1)
 	if st.State != pluginhost.StateBackoff || st.Healthy || st.NextAttempt == nil || st.BackoffMillis != want.Milliseconds() || !strings.Contains(st.LastError, "sha256") {

