@@ -45,8 +45,9 @@ func findPgBouncer() (string, error) {
 	return "", fmt.Errorf("pgtest: %w", ErrNoPgBouncer)
 }
 
-// freePort answers a loopback TCP port nothing listens on now.
-func freePort() (int, error) {
+// freePort answers a loopback TCP port nothing listens on now (a
+// variable: a test hands out a taken one).
+var freePort = func() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
@@ -71,12 +72,23 @@ func (c *Cluster) StartPgBouncer(ctx context.Context) (*Bouncer, error) {
 		return nil, fmt.Errorf("pgtest: %w", err)
 	}
 	b := &Bouncer{dir: dir, logf: filepath.Join(dir, "pgbouncer.log")}
-	if err := b.start(ctx, bin, c); err != nil {
-		b.Stop()
-		return nil, err
+	for attempt := 1; ; attempt++ {
+		err := b.start(ctx, bin, c)
+		if err == nil {
+			return b, nil
+		}
+		// The port was free when chosen, but another process may bind it
+		// before pgbouncer does (tests run in parallel): try another.
+		if !errors.Is(err, errExitedAtStart) || attempt == 3 {
+			b.Stop()
+			return nil, err
+		}
+		b.stopProcess()
 	}
-	return b, nil
 }
+
+// errExitedAtStart is a pgbouncer that ended before it answered.
+var errExitedAtStart = errors.New("pgbouncer exited at start")
 
 func (b *Bouncer) start(ctx context.Context, bin string, c *Cluster) error {
 	if c.cred != nil {
@@ -131,14 +143,19 @@ pidfile =
 		close(exited)
 	}()
 	for {
-		conn, err := pgx.Connect(ctx, b.DSN("postgres")+" default_query_exec_mode=exec statement_cache_capacity=0")
+		// Each attempt is bounded on its own: another process that took
+		// the port may accept and never answer, and pgbouncer's exit must
+		// still be seen.
+		attempt, cancel := context.WithTimeout(ctx, 2*time.Second)
+		conn, err := pgx.Connect(attempt, b.DSN("postgres")+" default_query_exec_mode=exec statement_cache_capacity=0")
+		cancel()
 		if err == nil {
 			conn.Close(ctx)
 			return nil
 		}
 		select {
 		case <-exited:
-			return fmt.Errorf("pgtest: pgbouncer exited at start:\n%s", b.Log())
+			return fmt.Errorf("pgtest: %w:\n%s", errExitedAtStart, b.Log())
 		case <-ctx.Done():
 			return fmt.Errorf("pgtest: pgbouncer not ready after %v: %v\n%s", startTimeout, err, b.Log())
 		case <-time.After(50 * time.Millisecond):
@@ -176,6 +193,12 @@ func (b *Bouncer) Log() string {
 // Stop stops the bouncer (SIGTERM: immediate shutdown, then SIGKILL after
 // ten seconds) and removes its directory. Stopping twice is harmless.
 func (b *Bouncer) Stop() {
+	b.stopProcess()
+	os.RemoveAll(b.dir)
+}
+
+// stopProcess ends the bouncer's process, if it has one running.
+func (b *Bouncer) stopProcess() {
 	if b.cmd != nil && b.cmd.Process != nil {
 		_ = b.cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -185,7 +208,6 @@ func (b *Bouncer) Stop() {
 			<-b.exited
 		}
 	}
-	os.RemoveAll(b.dir)
 }
 
 // Port answers the bouncer's loopback port.

@@ -3,6 +3,7 @@ package pgtest
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"testing"
 	"time"
@@ -83,4 +84,36 @@ func TestSharedDatabasesAreSeparate(t *testing.T) {
 	if n != 0 {
 		t.Errorf("database b sees a's table")
 	}
+}
+
+// TestBouncerTriesAnotherPortWhenItsIsTaken: the port chosen for a
+// bouncer is free when chosen but may be bound by another process before
+// pgbouncer binds it; the start tries a fresh port instead of failing.
+func TestBouncerTriesAnotherPortWhenItsIsTaken(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	busy := taken.Addr().(*net.TCPAddr).Port
+	defer func(f func() (int, error)) { freePort = f }(freePort)
+	calls, free := 0, freePort
+	freePort = func() (int, error) {
+		calls++
+		if calls == 1 {
+			return busy, nil
+		}
+		return free()
+	}
+	b := Shared(t).PgBouncer(t)
+	if calls != 2 || b.Port() == busy {
+		t.Fatalf("bouncer on port %d after %d choices; the taken port was %d", b.Port(), calls, busy)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, b.DSN("postgres")+" default_query_exec_mode=exec statement_cache_capacity=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
 }
