@@ -1,10 +1,9 @@
 package main
 
 import (
-	"context"
+	"io"
 	"net"
 	"net/http"
-	"net/http/httptrace"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,17 +76,8 @@ func TestGracefulShutdownDrainsInFlight(t *testing.T) {
 	}
 	defer syscall.Kill(pid, syscall.SIGCONT)
 	done := make(chan int, 1)
-	written := make(chan struct{})
 	go func() {
-		trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { close(written) }}
-		req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodPost, m.base+"/v1/records",
-			strings.NewReader(`{"records":[{"scope":"realm","kind":"fact","title":"in flight","body":"during shutdown"}]}`))
-		if err != nil {
-			done <- -2
-			return
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := http.Post(m.base+"/v1/records", "application/json", strings.NewReader(`{"records":[{"scope":"realm","kind":"fact","title":"in flight","body":"during shutdown"}]}`))
 		if err != nil {
 			done <- -1
 			return
@@ -95,22 +85,34 @@ func TestGracefulShutdownDrainsInFlight(t *testing.T) {
 		resp.Body.Close()
 		done <- resp.StatusCode
 	}()
-	// The request is written; a connection opened after it and answered
-	// proves memhost accepted the first (a listener accepts in order), so
-	// SIGTERM cannot find it still in the kernel's queue. A sleep here was
-	// not enough on a loaded machine.
-	select {
-	case <-written:
-	case code := <-done:
-		t.Fatalf("the in-flight request ended (%d) before the plugin could answer it", code)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the in-flight request was never written")
-	}
-	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 30 * time.Second}
-	if resp, err := fresh.Get(m.base + "/healthz"); err != nil {
-		t.Fatal(err)
-	} else {
+	// SIGTERM only once memhost is serving the request: a request whose
+	// header is read after shutdown began is dropped, so a written (or
+	// even accepted) request is not yet in flight. A sleep here was not
+	// enough on a loaded machine.
+	scrape := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 30 * time.Second}
+	const serving = `memhost_http_requests_in_flight{route="POST /v1/records"} 1`
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		resp, err := scrape.Get(m.base + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(body), serving) {
+			break
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("the in-flight request ended (%d) before the stopped plugin could answer it", code)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("memhost never served the request: no %q in /metrics", serving)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	if err := m.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

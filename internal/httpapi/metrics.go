@@ -19,6 +19,7 @@ type Metrics struct {
 	Registry *prometheus.Registry
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	inFlight *prometheus.GaugeVec
 
 	// provider labels a realm with the provider instance serving it: any
 	// realm name is accepted (unlisted ones fall back to the default
@@ -70,8 +71,11 @@ func NewMetrics(plugins Plugins, provider func(realm string) string) *Metrics {
 			Name: "memhost_http_request_duration_seconds", Help: "HTTP API request latency by route and status code.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 14),
 		}, []string{"route", "code"}),
+		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "memhost_http_requests_in_flight", Help: "HTTP API requests being served now, by route.",
+		}, []string{"route"}),
 	}
-	m.Registry.MustRegister(m.requests, m.latency, m.injectedBytes, m.skips, m.recalls, m.defangHits, m.telemetryLost, m.pluginCalls, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.Registry.MustRegister(m.requests, m.latency, m.inFlight, m.injectedBytes, m.skips, m.recalls, m.defangHits, m.telemetryLost, m.pluginCalls, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if plugins != nil {
 		m.Registry.MustRegister(pluginCollector{plugins})
 	}
@@ -81,6 +85,12 @@ func NewMetrics(plugins Plugins, provider func(realm string) string) *Metrics {
 // Handler serves the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
+}
+
+// servingGauge answers the in-flight gauge of route, looked up once when
+// the route is mounted rather than on every request.
+func (m *Metrics) servingGauge(route string) prometheus.Gauge {
+	return m.inFlight.WithLabelValues(route)
 }
 
 func (m *Metrics) observeRequest(route string, status int, d time.Duration) {

@@ -275,7 +275,10 @@ func (s *Server) route(mux *http.ServeMux, pattern string, h apiHandler) {
 // routeWithin is route with a deadline of its own, for the long requests.
 func (s *Server) routeWithin(mux *http.ServeMux, pattern string, timeout time.Duration, h apiHandler) {
 	s.routes = append(s.routes, pattern)
+	serving := s.opts.Metrics.servingGauge(pattern)
 	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		serving.Inc()
+		defer serving.Dec()
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		reqID := requestID(r)
@@ -384,7 +387,10 @@ func (s *Server) provider(c caller, realmName string) (string, sdk.Provider, err
 func (s *Server) mountMCP(mux *http.ServeMux, h http.Handler) {
 	const pattern = "/mcp"
 	s.routes = append(s.routes, "POST "+pattern)
+	serving := s.opts.Metrics.servingGauge(pattern)
 	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		serving.Inc()
+		defer serving.Dec()
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		reqID := requestID(r)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -397,4 +398,52 @@ func (b *logBuffer) Reset() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.buf.Reset()
+}
+
+// TestInFlightGauge: a request counts in memhost_http_requests_in_flight
+// under its route while it is served and leaves it when answered.
+func TestInFlightGauge(t *testing.T) {
+	srv, p := newTestServer(t, Options{})
+	entered, release := make(chan struct{}), make(chan struct{})
+	p.SetHook(coordinatortest.MethodRemember, func(ctx context.Context, _ any) error {
+		close(entered)
+		<-release
+		return nil
+	})
+	answered := make(chan int, 1)
+	go func() {
+		resp, err := srv.Client().Post(srv.URL+"/v1/records", "application/json", strings.NewReader(`{"records":[{"scope":"realm","kind":"fact","title":"held"}]}`))
+		if err != nil {
+			answered <- -1
+			return
+		}
+		resp.Body.Close()
+		answered <- resp.StatusCode
+	}()
+	const series = `memhost_http_requests_in_flight{route="POST /v1/records"}`
+	scrape := func() string {
+		resp, err := srv.Client().Get(srv.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		for line := range strings.Lines(string(body)) {
+			if strings.HasPrefix(line, series+" ") {
+				return strings.TrimSpace(strings.TrimPrefix(line, series))
+			}
+		}
+		return ""
+	}
+	<-entered
+	if got := scrape(); got != "1" {
+		t.Errorf("while held: %s = %q, want 1", series, got)
+	}
+	close(release)
+	if code := <-answered; code != 200 {
+		t.Fatalf("the held write answered %d", code)
+	}
+	if got := scrape(); got != "0" {
+		t.Errorf("once answered: %s = %q, want 0", series, got)
+	}
 }

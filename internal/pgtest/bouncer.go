@@ -101,6 +101,11 @@ func (b *Bouncer) start(ctx context.Context, bin string, c *Cluster) error {
 		return fmt.Errorf("pgtest: %w", err)
 	}
 	b.port = port
+	// pgbouncer appends to its log: an earlier try's lines would mislead
+	// a later failure's message.
+	if err := os.Remove(b.logf); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("pgtest: %w", err)
+	}
 	users := filepath.Join(b.dir, "users.txt")
 	ini := filepath.Join(b.dir, "pgbouncer.ini")
 	conf := fmt.Sprintf(`[databases]
@@ -146,12 +151,17 @@ pidfile =
 		// Each attempt is bounded on its own: another process that took
 		// the port may accept and never answer, and pgbouncer's exit must
 		// still be seen.
-		attempt, cancel := context.WithTimeout(ctx, 2*time.Second)
-		conn, err := pgx.Connect(attempt, b.DSN("postgres")+" default_query_exec_mode=exec statement_cache_capacity=0")
+		check, cancel := context.WithTimeout(ctx, 2*time.Second)
+		conn, err := pgx.Connect(check, b.DSN("postgres")+" default_query_exec_mode=exec statement_cache_capacity=0")
 		cancel()
 		if err == nil {
 			conn.Close(ctx)
-			return nil
+			select {
+			case <-exited: // another server answered on the port
+				return fmt.Errorf("pgtest: %w:\n%s", errExitedAtStart, b.Log())
+			default:
+				return nil
+			}
 		}
 		select {
 		case <-exited:
