@@ -404,10 +404,14 @@ func (b *logBuffer) Reset() {
 // under its route while it is served and leaves it when answered.
 func TestInFlightGauge(t *testing.T) {
 	srv, p := newTestServer(t, Options{})
-	entered, release := make(chan struct{}), make(chan struct{})
+	entered, held := make(chan struct{}), make(chan struct{})
+	// Registered after the server's, so it runs first: a failed check
+	// must not leave the server's Close waiting on the held write.
+	release := sync.OnceFunc(func() { close(held) })
+	t.Cleanup(release)
 	p.SetHook(coordinatortest.MethodRemember, func(ctx context.Context, _ any) error {
 		close(entered)
-		<-release
+		<-held
 		return nil
 	})
 	answered := make(chan int, 1)
@@ -439,7 +443,7 @@ func TestInFlightGauge(t *testing.T) {
 	if got := scrape(); got != "1" {
 		t.Errorf("while held: %s = %q, want 1", series, got)
 	}
-	close(release)
+	release()
 	if code := <-answered; code != 200 {
 		t.Fatalf("the held write answered %d", code)
 	}
