@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -89,31 +88,15 @@ func TestGracefulShutdownDrainsInFlight(t *testing.T) {
 	// header is read after shutdown began is dropped, so a written (or
 	// even accepted) request is not yet in flight. A sleep here was not
 	// enough on a loaded machine.
-	scrape := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 30 * time.Second}
 	const serving = `memhost_http_requests_in_flight{route="POST /v1/records"} 1`
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		resp, err := scrape.Get(m.base + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(string(body), serving) {
-			break
-		}
+	eventually(t, "memhost serving the held request", func() bool {
 		select {
 		case code := <-done:
 			t.Fatalf("the in-flight request ended (%d) before the stopped plugin could answer it", code)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("memhost never served the request: no %q in /metrics", serving)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return strings.Contains(scrape(t, m), serving)
+	})
 	if err := m.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
