@@ -122,7 +122,9 @@ type RecallQuery struct {
 }
 
 // Fusion weighs min-max-normalised lexical and vector scores:
-// score = Lexical*lex + Semantic*sem.
+// score = Lexical*lex + Semantic*sem. A provider normalises over a pool
+// that does not grow with the recall's limit, so a record scores the same
+// at any limit (sdk/index: each half's top index.FusionDepth).
 type Fusion struct{ Lexical, Semantic float64 }
 
 // WindowMillis answers Since and Until in Unix milliseconds, 0 for an

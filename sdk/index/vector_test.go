@@ -80,6 +80,15 @@ func refHybrid(r *reference, vecs map[string]refVec, q Query) ([]Hit, error) {
 			union = append(union, cand{d: c.d})
 		}
 	}
+	// The scores are normalised over each half's top FusionDepth alone,
+	// whatever the limit.
+	pool := map[string]bool{}
+	for _, h := range lexAll[:min(len(lexAll), FusionDepth)] {
+		pool[h.ID] = true
+	}
+	for _, c := range vecCands[:min(len(vecCands), FusionDepth)] {
+		pool[c.d.ID] = true
+	}
 	for i := range union {
 		c := &union[i]
 		c.lex = lexScore[c.d.ID]
@@ -90,6 +99,9 @@ func refHybrid(r *reference, vecs map[string]refVec, q Query) ([]Hit, error) {
 	}
 	var lexs, sems []float64
 	for _, c := range union {
+		if !pool[c.d.ID] {
+			continue
+		}
 		lexs = append(lexs, c.lex)
 		if c.hasVec {
 			sems = append(sems, c.sem)
@@ -100,13 +112,13 @@ func refHybrid(r *reference, vecs map[string]refVec, q Query) ([]Hit, error) {
 		var l, s float64
 		if lo, hi := slices.Min(lexs), slices.Max(lexs); hi > lo {
 			l = (c.lex - lo) / (hi - lo)
-		} else if c.lex > 0 {
+		} else if c.lex > 0 && c.lex >= hi {
 			l = 1
 		}
 		if c.hasVec {
 			if lo, hi := slices.Min(sems), slices.Max(sems); hi > lo {
 				s = (c.sem - lo) / (hi - lo)
-			} else {
+			} else if c.sem >= hi {
 				s = 1
 			}
 		}
@@ -189,6 +201,9 @@ func (c *vecCorpus) query() Query {
 		q.Model, q.Vector = "m1", c.vector(3) // wrong dimensions
 	default:
 		q.Model, q.Vector = "other", c.vector(4) // wrong model
+	}
+	if c.rng.IntN(4) == 0 {
+		q.Limit = FusionDepth + c.rng.IntN(3*FusionDepth) // past the pool
 	}
 	switch c.rng.IntN(4) {
 	case 0:
@@ -300,6 +315,47 @@ func TestHybridSearchesAtOnce(t *testing.T) {
 	}
 	if answered < len(queries)/2 {
 		t.Fatalf("only %d of %d queries found anything", answered, len(queries))
+	}
+}
+
+// TestHybridScoresIgnoreTheLimit: a hit's fused score is the same
+// whatever the limit: a client asking for 10 hits and one asking for 100
+// see the same scores for the hits they share.
+func TestHybridScoresIgnoreTheLimit(t *testing.T) {
+	c := &vecCorpus{corpus: newThreadCorpus(t, 11, 30, StatsIndex, 0), vecs: map[string]refVec{}}
+	for range 1500 {
+		c.step()
+	}
+	shared := 0
+	for range 300 {
+		q := c.query()
+		q.Limit = 5 + c.rng.IntN(FusionDepth-5)
+		shallow, err := c.ix.Search(q)
+		if err != nil || len(shallow) < q.Limit {
+			continue // a refused query, or one with few candidates
+		}
+		q.Limit = 5 * FusionDepth
+		deep, err := c.ix.Search(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scores := map[string]float64{}
+		for _, h := range deep {
+			scores[h.ID] = h.Score
+		}
+		for _, h := range shallow {
+			s, ok := scores[h.ID]
+			if !ok {
+				continue
+			}
+			if s != h.Score {
+				t.Fatalf("query %+v: %s scores %v at limit %d and %v at limit %d", q, h.ID, h.Score, len(shallow), s, q.Limit)
+			}
+			shared++
+		}
+	}
+	if shared < 1000 {
+		t.Fatalf("only %d hits were in both answers", shared)
 	}
 }
 
