@@ -124,7 +124,8 @@ type RecallQuery struct {
 // Fusion weighs min-max-normalised lexical and vector scores:
 // score = Lexical*lex + Semantic*sem. A provider normalises over a pool
 // that does not grow with the recall's limit, so a record scores the same
-// at any limit (sdk/index: each half's top index.FusionDepth).
+// at any limit (sdk/index: both halves' top index.FusionDepth; exactly
+// while its vector half is a scan, not its approximate graph).
 type Fusion struct{ Lexical, Semantic float64 }
 
 // WindowMillis answers Since and Until in Unix milliseconds, 0 for an

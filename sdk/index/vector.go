@@ -27,9 +27,9 @@ import (
 // re-puts neighbours too) and loses it when deleted.
 
 // FusionDepth is how many candidates each half contributes at least; a
-// query's Limit raises it. Each half's top FusionDepth is also the pool
-// whose least and greatest scores normalise every candidate's, whatever
-// the limit: normalised over a deeper pool, the same records ranked
+// query's Limit raises it. The two halves' top FusionDepth are also the
+// pool whose least and greatest scores normalise every candidate's,
+// whatever the limit: normalised over a deeper pool, the same records ranked
 // differently at limit 100 than at 10 (LongMemEval turn recall@10 0.839
 // against 0.846). The lexical top FusionDepth is most of a hybrid
 // search's cost: at 20 rather than 50 (100 before that) hybrid recall at
@@ -344,9 +344,12 @@ func (ix *Index) hybrid(q Query) ([]Hit, error) {
 		sc.touched = append(sc.touched, e.doc)
 	}
 	more := len(fu.docs)
-	// The pool that normalises the scores is each half's top FusionDepth
-	// whatever the limit, so a hit's fused score and place do not depend
-	// on how many hits were asked for.
+	// The pool that normalises the scores is the two halves' top
+	// FusionDepth whatever the limit, so a hit's fused score does not
+	// depend on how many hits were asked for (exactly below the graph's
+	// threshold; the graph's approximate top may differ with its breadth).
+	// A higher limit may still gather a candidate a lower one does not:
+	// one in neither top FusionDepth that scores well in both halves.
 	for i := range fu.docs {
 		fu.pool[i] = i < FusionDepth
 	}
@@ -450,8 +453,9 @@ func (fu *fusion) add(no uint32, lex float64) {
 // fuse sets each candidate's fused score to wl*lex' + ws*sem', where lex'
 // is lex min-max normalised over the pool's candidates and sem' is sem
 // normalised over the pool's candidates with a vector (hasVec), 0 for one
-// without. A candidate outside the pool scores no more than its least,
-// so it normalises to at most 1 and may go below 0. When every pooled
+// without. A candidate outside the pool may normalise below 0 and, when
+// the graph missed a vector better than the pool's best, above 1. When
+// every pooled
 // value of a half is equal, a lexical score above 0 and a cosine that
 // reach it normalise to 1, lower ones to 0.
 func (fu *fusion) fuse(wl, ws float64) {
