@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/memhost/memhost/coordinator/alternatives"
 	"github.com/memhost/memhost/coordinator/timequery"
 	"github.com/memhost/memhost/sdk"
 )
@@ -41,7 +42,7 @@ func WithRecallTime(ctx context.Context, rt RecallTime) context.Context {
 
 // timedRecall is the provider's recall of q, its hits ranked by the time
 // q's text speaks of (timequery.Recall), with the request's window and
-// reference time from ctx.
+// reference time from ctx (ReadQuery).
 func (c *Coordinator) timedRecall(ctx context.Context, p provider, q sdk.RecallQuery) ([]sdk.Hit, error) {
 	rt, _ := ctx.Value(recallTimeKey{}).(RecallTime)
 	q.Since, q.Until = rt.Since, rt.Until
@@ -49,5 +50,14 @@ func (c *Coordinator) timedRecall(ctx context.Context, p provider, q sdk.RecallQ
 	if now.IsZero() {
 		now = c.now()
 	}
-	return timequery.Recall(ctx, p.Recall, q, now)
+	return ReadQuery(ctx, p.Recall, q, now)
+}
+
+// ReadQuery recalls q through recall as every surface does (a turn, a
+// build, the guide, POST /v1/recall, MCP's memory_recall): its hits
+// ranked by the time its text speaks of relative to now
+// (timequery.Recall), and a question ending in choices recalled per
+// choice as well (alternatives.Wrap).
+func ReadQuery(ctx context.Context, recall func(context.Context, sdk.RecallQuery) ([]sdk.Hit, error), q sdk.RecallQuery, now time.Time) ([]sdk.Hit, error) {
+	return timequery.Recall(ctx, alternatives.Wrap(recall), q, now)
 }

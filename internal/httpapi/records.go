@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/coordinator"
-	"github.com/memhost/memhost/coordinator/timequery"
 	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/host"
@@ -333,7 +332,7 @@ func (s *Server) handleRecall(ctx context.Context, c caller, w http.ResponseWrit
 			scopes = append(scopes, sdk.Scope(sc))
 		}
 	}
-	hits, err := timequery.Recall(ctx, p.Recall, sdk.RecallQuery{
+	hits, err := coordinator.ReadQuery(ctx, p.Recall, sdk.RecallQuery{
 		Realm: id.Realm, Query: req.Query, Scopes: scopes, Limit: req.Limit,
 		Tags: req.Tags, ExcludeTags: req.ExcludeTags, Since: rt.Since, Until: rt.Until,
 	}, rt.Now)

@@ -21,7 +21,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/coordinator"
-	"github.com/memhost/memhost/coordinator/timequery"
 	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/internal/redact"
 	"github.com/memhost/memhost/sdk"
@@ -611,7 +610,7 @@ func (t tools) recall(ctx context.Context, req *mcp.CallToolRequest, in RecallIn
 	}
 	id := c.Identity
 	q.Realm, q.Scopes = id.Realm, scopes
-	hits, err := timequery.Recall(rctx, p.Recall, q, now)
+	hits, err := coordinator.ReadQuery(rctx, p.Recall, q, now)
 	if err != nil {
 		return nil, RecallOutput{}, err
 	}

@@ -1,0 +1,186 @@
+// Package alternatives recalls a question that ends in a choice ("Which
+// did I buy first, the dog bed or the training pads?") once per choice as
+// well as whole. The whole question's best hits tend to be about one of
+// the choices, the one its words favour, while answering it needs
+// evidence of each: so every choice is recalled with the question's head,
+// and the answers merge so each choice's best hits compete with the whole
+// question's.
+package alternatives
+
+import (
+	"cmp"
+	"context"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// Bounds of what is read as a choice: a question names a few, each a
+// phrase. Longer tails are prose that happens to contain "or".
+const (
+	maxChoices     = 4
+	maxChoiceWords = 12
+	maxQueryBytes  = 4096
+)
+
+// questionWords open a question whose tail may list choices.
+var questionWords = map[string]bool{
+	"which": true, "what": true, "who": true, "whom": true, "whose": true, "where": true, "when": true,
+	"did": true, "do": true, "does": true, "was": true, "were": true, "is": true, "are": true,
+	"have": true, "has": true, "had": true, "should": true, "would": true, "could": true, "can": true,
+}
+
+// Choices reads a question of the form "<head>, <choice>, <choice> or
+// <choice>?" (or a colon before the choices, and "or" alone between two):
+// it answers the head and the choices, or ok false when the query is not
+// such a question. Only the text after the last comma or colon is read
+// as choices, and it must be the question's end.
+func Choices(query string) (head string, choices []string, ok bool) {
+	if len(query) > maxQueryBytes {
+		return "", nil, false
+	}
+	q := strings.TrimSpace(query)
+	q = strings.TrimRight(q, "?")
+	q = strings.TrimSpace(q)
+	// The head ends at the first comma or colon before the choices:
+	// "Which did I do first, A, B or C" splits after "first".
+	at := strings.IndexAny(q, ",:")
+	if at <= 0 {
+		return "", nil, false
+	}
+	head, tail := strings.TrimSpace(q[:at]), strings.TrimSpace(q[at+1:])
+	if strings.ContainsAny(head, ".!?;") || strings.ContainsAny(tail, ".!?;:") {
+		return "", nil, false // more than one sentence
+	}
+	first, _, _ := strings.Cut(head, " ")
+	if !questionWords[strings.ToLower(first)] {
+		return "", nil, false
+	}
+	// "A, B or C", "A, B, or C", "A or B".
+	var parts []string
+	for _, p := range strings.Split(tail, ",") {
+		for _, c := range splitOr(p) {
+			if c != "" {
+				parts = append(parts, c)
+			}
+		}
+	}
+	if len(splitOr(tail)) < 2 || len(parts) < 2 || len(parts) > maxChoices {
+		return "", nil, false // a list without "or" is not a choice
+	}
+	for _, c := range parts {
+		if n := len(strings.Fields(c)); n > maxChoiceWords {
+			return "", nil, false
+		}
+	}
+	return head, parts, true
+}
+
+// splitOr splits s at each word "or" (any case), each part's words joined
+// by single spaces.
+func splitOr(s string) []string {
+	var out []string
+	var cur []string
+	for _, w := range strings.Fields(s) {
+		if strings.EqualFold(w, "or") {
+			out = append(out, strings.Join(cur, " "))
+			cur = nil
+			continue
+		}
+		cur = append(cur, w)
+	}
+	return append(out, strings.Join(cur, " "))
+}
+
+// RecallFunc is a provider's recall.
+type RecallFunc func(context.Context, sdk.RecallQuery) ([]sdk.Hit, error)
+
+// Wrap answers a recall that, for a question ending in choices, also
+// recalls "<head> <choice>" for each choice and merges the answers
+// (Merge). Any other query is recall's alone. Only the whole question's
+// recall failing fails the call: a choice's recall refines it.
+func Wrap(recall RecallFunc) func(context.Context, sdk.RecallQuery) ([]sdk.Hit, error) {
+	return func(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
+		head, choices, ok := Choices(q.Query)
+		if !ok {
+			return recall(ctx, q)
+		}
+		whole, err := recall(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		answers := [][]sdk.Hit{whole}
+		for _, c := range choices {
+			sub := q
+			sub.Query = head + " " + c
+			hits, err := recall(ctx, sub)
+			if err != nil {
+				if ctx.Err() != nil {
+					break // out of time: what is in hand is the answer
+				}
+				continue
+			}
+			answers = append(answers, hits)
+		}
+		limit := cmp.Or(q.Limit, sdk.DefaultRecallLimit)
+		return Merge(answers, limit), nil
+	}
+}
+
+// Merge ranks the hits of answers (the whole question's first) by their
+// best share of their answer's top score: a choice's best hit ranks with
+// the whole question's best. Each merged hit's score is that share times
+// the whole answer's top, so the scale stays the whole answer's; ties
+// keep the whole answer's order, then the choices' in turn. An answer
+// whose top score is not positive and finite cannot be scaled and is left
+// out; when it is the whole answer, it is returned as it is.
+func Merge(answers [][]sdk.Hit, limit int) []sdk.Hit {
+	whole := answers[0]
+	top := func(hits []sdk.Hit) (float64, bool) {
+		if len(hits) == 0 {
+			return 0, false
+		}
+		t := hits[0].Score
+		for _, h := range hits {
+			t = max(t, h.Score)
+		}
+		return t, t > 0 && !math.IsInf(t, 0) && !math.IsNaN(t)
+	}
+	scale, ok := top(whole)
+	if !ok {
+		return whole[:min(limit, len(whole))]
+	}
+	type merged struct {
+		hit   sdk.Hit
+		share float64
+		at    int // first place seen, over the answers in turn
+	}
+	byID := map[string]int{}
+	var all []merged
+	for _, hits := range answers {
+		t, ok := top(hits)
+		if !ok {
+			continue
+		}
+		for _, h := range hits {
+			share := h.Score / t
+			if i, dup := byID[h.Record.ID]; dup {
+				all[i].share = max(all[i].share, share)
+				continue
+			}
+			byID[h.Record.ID] = len(all)
+			all = append(all, merged{hit: h, share: share, at: len(all)})
+		}
+	}
+	slices.SortStableFunc(all, func(a, b merged) int {
+		return cmp.Or(cmp.Compare(b.share, a.share), cmp.Compare(a.at, b.at))
+	})
+	out := make([]sdk.Hit, 0, min(limit, len(all)))
+	for _, m := range all[:min(limit, len(all))] {
+		m.hit.Score = m.share * scale
+		out = append(out, m.hit)
+	}
+	return out
+}
