@@ -13,6 +13,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/memhost/memhost/sdk"
 )
@@ -25,58 +26,86 @@ const (
 	maxQueryBytes  = 4096
 )
 
-// questionWords open a question whose tail may list choices.
+// questionWords open a question whose tail may list choices: the
+// question words, and "did" ("Did I see the dentist first, …"). Requests
+// ("Can you …", "Do not …") are left out: a turn's text is read too.
 var questionWords = map[string]bool{
 	"which": true, "what": true, "who": true, "whom": true, "whose": true, "where": true, "when": true,
-	"did": true, "do": true, "does": true, "was": true, "were": true, "is": true, "are": true,
-	"have": true, "has": true, "had": true, "should": true, "would": true, "could": true, "can": true,
+	"how": true, "did": true,
 }
 
-// Choices reads a question of the form "<head>, <choice>, <choice> or
-// <choice>?" (or a colon before the choices, and "or" alone between two):
-// it answers the head and the choices, or ok false when the query is not
-// such a question. Only the text after the last comma or colon is read
-// as choices, and it must be the question's end.
+// Choices reads a question of the form "<head>, <choice> or <choice>?"
+// (a colon may stand for the comma; up to four choices, all joined by
+// "or"): it answers the head and the choices, or ok false when the query
+// is not such a question. The choices are the text after the last comma
+// or colon outside double quotes (a colon between digits, as in 10:30, is
+// part of a time), and the query must be one question: it ends in a
+// question mark and holds no other sentence end.
 func Choices(query string) (head string, choices []string, ok bool) {
 	if len(query) > maxQueryBytes {
 		return "", nil, false
 	}
 	q := strings.TrimSpace(query)
-	q = strings.TrimRight(q, "?")
-	q = strings.TrimSpace(q)
-	// The head ends at the first comma or colon before the choices:
-	// "Which did I do first, A, B or C" splits after "first".
-	at := strings.IndexAny(q, ",:")
-	if at <= 0 {
-		return "", nil, false
-	}
-	head, tail := strings.TrimSpace(q[:at]), strings.TrimSpace(q[at+1:])
-	if strings.ContainsAny(head, ".!?;") || strings.ContainsAny(tail, ".!?;:") {
-		return "", nil, false // more than one sentence
-	}
-	first, _, _ := strings.Cut(head, " ")
-	if !questionWords[strings.ToLower(first)] {
-		return "", nil, false
-	}
-	// "A, B or C", "A, B, or C", "A or B".
-	var parts []string
-	for _, p := range strings.Split(tail, ",") {
-		for _, c := range splitOr(p) {
-			if c != "" {
-				parts = append(parts, c)
-			}
-		}
-	}
-	if len(splitOr(tail)) < 2 || len(parts) < 2 || len(parts) > maxChoices {
-		return "", nil, false // a list without "or" is not a choice
-	}
-	for _, c := range parts {
-		if n := len(strings.Fields(c)); n > maxChoiceWords {
+	if q, ok = strings.CutSuffix(q, "?"); !ok {
+		if q, ok = strings.CutSuffix(q, "？"); !ok {
 			return "", nil, false
 		}
 	}
-	return head, parts, true
+	at := lastSeparator(q)
+	if at <= 0 {
+		return "", nil, false
+	}
+	head, tail := strings.TrimSpace(q[:at]), q[at+1:]
+	first, _, _ := strings.Cut(head, " ")
+	first = strings.TrimRight(first, ",:")
+	if !questionWords[strings.ToLower(first)] || strings.ContainsFunc(q, endsSentence) {
+		return "", nil, false
+	}
+	seen := map[string]bool{}
+	for _, c := range splitOr(tail) {
+		words := strings.Fields(c)
+		if len(words) == 0 || len(words) > maxChoiceWords || !strings.ContainsFunc(c, isWordRune) {
+			return "", nil, false // an empty choice, a clause, or only punctuation
+		}
+		if key := strings.ToLower(c); !seen[key] {
+			seen[key] = true
+			choices = append(choices, c)
+		}
+	}
+	if len(choices) < 2 || len(choices) > maxChoices {
+		return "", nil, false
+	}
+	return head, choices, true
 }
+
+// lastSeparator answers the byte offset of q's last comma or colon
+// outside double quotes, a colon between two digits not counting, or -1.
+func lastSeparator(q string) int {
+	last, quoted := -1, false
+	for i, r := range q {
+		switch {
+		case r == '"' || r == '\u201c' || r == '\u201d':
+			quoted = !quoted
+		case quoted:
+		case r == ',':
+			last = i
+		case r == ':' && !(i > 0 && isDigit(q[i-1]) && i+1 < len(q) && isDigit(q[i+1])):
+			last = i
+		}
+	}
+	return last
+}
+
+func isDigit(b byte) bool { return '0' <= b && b <= '9' }
+
+// endsSentence reports a rune that ends a sentence or a line: terminal
+// punctuation other than the comma and colon (., !, ?, ;, 。, ？, …) or a
+// line break, so a question with a second sentence after it is not read.
+func endsSentence(r rune) bool {
+	return r != ',' && r != ':' && unicode.Is(unicode.Terminal_Punctuation, r) || r == '\n' || r == '\r' || r == '\u2028' || r == '\u2029'
+}
+
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 
 // splitOr splits s at each word "or" (any case), each part's words joined
 // by single spaces.
@@ -137,6 +166,7 @@ func Wrap(recall RecallFunc) func(context.Context, sdk.RecallQuery) ([]sdk.Hit, 
 // whose top score is not positive and finite cannot be scaled and is left
 // out; when it is the whole answer, it is returned as it is.
 func Merge(answers [][]sdk.Hit, limit int) []sdk.Hit {
+	limit = max(limit, 0)
 	whole := answers[0]
 	top := func(hits []sdk.Hit) (float64, bool) {
 		if len(hits) == 0 {

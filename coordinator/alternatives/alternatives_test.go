@@ -22,22 +22,35 @@ func TestChoices(t *testing.T) {
 			"Which item did I purchase first", []string{"the dog bed for Max", "the training pads for Luna"}},
 		{"Which book did I finish reading first, 'The Hate U Give' or 'The Nightingale'?",
 			"Which book did I finish reading first", []string{"'The Hate U Give'", "'The Nightingale'"}},
-		{"which city did I visit last: Paris, Rome, or Madrid",
-			"which city did I visit last", []string{"Paris", "Rome", "Madrid"}},
+		{"which city did I visit last: Paris or Rome or Madrid？", "which city did I visit last", []string{"Paris", "Rome", "Madrid"}},
 		{"  Who called me more often, Ann or Bob or Carl?  ", "Who called me more often", []string{"Ann", "Bob", "Carl"}},
 		{"Did I see the dentist before, the doctor OR the nurse?", "Did I see the dentist before", []string{"the doctor", "the nurse"}},
+		// The choices follow the last comma; the head keeps the rest.
+		{"What, in your view, should I buy, a cat or a dog?", "What, in your view, should I buy", []string{"a cat", "a dog"}},
+		{"What did I do at 10:30, gym or pool?", "What did I do at 10:30", []string{"gym", "pool"}},
+		{"When did I leave, at 9:30 or 10:15?", "When did I leave", []string{"at 9:30", "10:15"}},
+		{`Which book did I like, "A, B" or "C"?`, "Which book did I like", []string{`"A, B"`, `"C"`}},
+		{"Which did I buy first, the bed or the Bed or the pads?", "Which did I buy first", []string{"the bed", "the pads"}},
 		// Not a question ending in choices.
 		{"Did I go to the gym on Monday or Tuesday?", "", nil},                                          // no comma before the choices
+		{"Which city did I visit last: Paris, Rome, or Madrid?", "", nil},                               // a list after the last comma: "or Madrid" alone
 		{"Hey, which did I buy first, the bed or the pads?", "", nil},                                   // the head is not a question
+		{"Do not forget, buy milk or eggs?", "", nil},                                                   // a request
+		{"Can you help me, I need a gift for my sister or my mom?", "", nil},                            // a request
+		{"When I get home, remind me to call mom or dad", "", nil},                                      // no question mark
 		{"Which did I buy first, the bed. Or the pads?", "", nil},                                       // two sentences
+		{"Which did I buy first, the bed or the pads? Also the vet", "", nil},                           // a sentence after the question
+		{"Which did I buy first, the bed or the pads？ Also the vet?", "", nil},                          // the same, after a full-width mark
+		{"Which did I buy first, the bed or the pads\nIgnore that?", "", nil},                           // a line break
 		{"Which did I buy first, the bed?", "", nil},                                                    // one choice
 		{"Which did I buy first, a or b or c or d or e?", "", nil},                                      // more than four
 		{"Which one, or none?", "", nil},                                                                // "or" leads the only choice
+		{"Which did I buy first, ' or '?", "", nil},                                                     // punctuation, not choices
+		{"Which did I buy first, the bed or the bed?", "", nil},                                         // one choice twice
 		{"Which did I buy first, the " + strings.Repeat("very ", 12) + "big bed or the pads?", "", nil}, // a clause, not a phrase
 		{"Which did I buy first, the bed or ?", "", nil},                                                // an empty choice
-		{"I bought a bed, then pads or a crate.", "", nil},                                              // a statement
 		{"", "", nil},
-		{",", "", nil},
+		{",?", "", nil},
 		{"Which did I buy first, " + strings.Repeat("x", maxQueryBytes) + " or y?", "", nil},
 	} {
 		head, choices, ok := Choices(tc.query)
@@ -50,8 +63,9 @@ func TestChoices(t *testing.T) {
 func FuzzChoices(f *testing.F) {
 	for _, s := range []string{
 		"Which item did I purchase first, the dog bed for Max or the training pads for Luna?",
-		"which city did I visit last: Paris, Rome, or Madrid",
+		"which city did I visit last: Paris or Rome?",
 		"Did I go to the gym on Monday or Tuesday?",
+		"When did I leave, at 9:30 or 10:15?", `Which book, "A, B" or "C"?`,
 		"Which, or, or ,or?", "Who,   or  ", "What: a or b: c or d?",
 	} {
 		f.Add(s)
@@ -78,8 +92,11 @@ func FuzzChoices(f *testing.F) {
 				}
 			}
 		}
-		if !strings.Contains(q, head) {
-			t.Fatalf("Choices(%q): head %q is not in the query", q, head)
+		if !strings.Contains(q, head) || !strings.HasSuffix(strings.TrimSpace(q), "?") && !strings.HasSuffix(strings.TrimSpace(q), "？") {
+			t.Fatalf("Choices(%q): head %q, or the query is not a question", q, head)
+		}
+		if strings.ContainsFunc(strings.Join(choices, " "), endsSentence) {
+			t.Fatalf("Choices(%q): a choice ends a sentence: %q", q, choices)
 		}
 	})
 }

@@ -163,8 +163,9 @@ func Recall(ctx context.Context, recall RecallFunc, q sdk.RecallQuery, now time.
 // outscores the wide answer's last hit, their order kept. A hit the wide
 // answer left out scores no higher than its last over all records; the
 // window's own score says so only where a score does not depend on the
-// query's filters. BM25 does not, so lexical hits come back unchanged. A
-// hybrid score does: it is min-max normalised over the candidates the
+// query's filters. BM25 does not, so lexical hits mostly come back
+// unchanged (a question ending in choices merges its answers by share of
+// each answer's top, which does). A hybrid score does: it is min-max normalised over the candidates the
 // filters let through, and the best of the window's few would otherwise
 // come back near the top score of all.
 func belowWide(wide, only []sdk.Hit) []sdk.Hit {
