@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -202,20 +203,31 @@ func TestSemanticRecallThroughServe(t *testing.T) {
 		t.Fatalf("recall by meaning after the outage = %+v, want the garden record %s", hits, late[0])
 	}
 
-	// A restart finds every vector stored: nothing is embedded again.
+	// A restart finds every vector stored: nothing is embedded again. The
+	// first recall may stay lexical if the fresh embedder process misses
+	// the query's 250 ms on a loaded machine (the fallback the outage
+	// above covers), so it is asked until it ranks by meaning; only the
+	// question's text may be embedded meanwhile.
 	m.stop()
-	before := emb.calls.Load()
+	emb.mu.Lock()
+	before := maps.Clone(emb.texts)
+	emb.mu.Unlock()
 	m, err := startWithConfig(t, cfgPath, dataDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if hits := recall(t, m, "alice", question); len(hits.Hits) == 0 || hits.Hits[0].Record.ID != ids[0] {
-		t.Fatalf("recall after a restart = %+v, want the wind-down record", hits)
-	}
 	realmStatus(t, m, "default", "idle after the restart", func(state string, n int64, _ map[string]int64) bool { return state == "idle" && n == 0 })
-	if after := emb.calls.Load(); after-before != 1 { // the question's embedding only
-		t.Errorf("%d embedding calls after the restart, want 1 (the query): stored vectors were embedded again", after-before)
+	eventually(t, "recall after a restart ranks the wind-down record first", func() bool {
+		hits := recall(t, m, "alice", question)
+		return len(hits.Hits) > 0 && hits.Hits[0].Record.ID == ids[0]
+	})
+	emb.mu.Lock()
+	for text, n := range emb.texts {
+		if text != question && n != before[text] {
+			t.Errorf("%q was embedded %d times after the restart (%d before): stored vectors were embedded again", text, n, before[text])
+		}
 	}
+	emb.mu.Unlock()
 
 	// kill -9 with a backlog: every acknowledged record is embedded after
 	// the next start.
