@@ -455,9 +455,8 @@ func (fu *fusion) add(no uint32, lex float64) {
 // normalised over the pool's candidates with a vector (hasVec), 0 for one
 // without. A candidate outside the pool may normalise below 0 and, when
 // the graph missed a vector better than the pool's best, above 1. When
-// every pooled
-// value of a half is equal, a lexical score above 0 and a cosine that
-// reach it normalise to 1, lower ones to 0.
+// every pooled value of a half is equal, a lexical score above 0 and a
+// cosine that reach it normalise to 1, lower ones to 0.
 func (fu *fusion) fuse(wl, ws float64) {
 	lmin, lmax := math.Inf(1), math.Inf(-1)
 	smin, smax := math.Inf(1), math.Inf(-1)
