@@ -318,3 +318,47 @@ func TestSemanticRecallOnPostgres(t *testing.T) {
 		t.Fatalf("recall by meaning on postgres = %+v, want the wind-down record %s first\n%s", hits, ids[0], m.logs())
 	}
 }
+
+// TestHybridScoreIgnoresTheLimit, through memhost serve on the sqlite
+// plugin with an embedder: a record's fused score is the same whether a
+// client asks for 20 hits or 40. Past the engine's pool of 20 per half,
+// a deeper answer holds records of lower cosine (the garage notes), which
+// must not move the scores of the night drives the shallower one holds.
+func TestHybridScoreIgnoresTheLimit(t *testing.T) {
+	t.Parallel()
+	_, m, _, _ := startSemantic(t)
+	var recs []map[string]any
+	add := func(n int, title, body string) {
+		for i := range n {
+			recs = append(recs, map[string]any{"scope": "identity:alice", "kind": "fact", "title": fmt.Sprintf("%s %d", title, i), "body": body})
+		}
+	}
+	add(8, "Routine", "Alice keeps an evening routine.") // the query's words and meaning
+	add(14, "Drive", "Alice drove her car at night.")    // half its meaning, none of its words
+	add(12, "Garage", "The garage fixed the brakes.")    // neither
+	remember(t, m, recs...)
+	realmStatus(t, m, "default", "34 records embedded", func(state string, n int64, _ map[string]int64) bool { return state == "idle" && n == 34 })
+	ask := func(limit int) map[string]float64 {
+		t.Helper()
+		var out recallAnswer
+		body := map[string]any{"identity": map[string]string{"id": "alice"}, "query": "my evening routine", "limit": limit}
+		if code := m.do("POST", "/v1/recall", body, &out); code != 200 {
+			t.Fatalf("POST /v1/recall = %d\n%s", code, m.logs())
+		}
+		scores := map[string]float64{}
+		for _, h := range out.Hits {
+			scores[h.Record.ID] = h.Score
+		}
+		return scores
+	}
+	var shallow, deep map[string]float64
+	eventually(t, "recall ranking by meaning (the embedder answered in time)", func() bool {
+		shallow, deep = ask(20), ask(40)
+		return len(shallow) == 20 && len(deep) == 34
+	})
+	for id, s := range shallow {
+		if d, ok := deep[id]; !ok || d != s {
+			t.Errorf("%s scores %v at limit 20 and %v (found %v) at limit 40", id, s, d, ok)
+		}
+	}
+}
