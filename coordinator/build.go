@@ -120,7 +120,7 @@ func (c *Coordinator) buildSources(ctx context.Context, id sdk.Identity, p provi
 	}
 	if query != "" || c.cfg.Selection == SelectionAlways {
 		wg.Go(func() {
-			r, err := c.recall(ctx, SurfaceBuild, id, p, scopes, query, nil, nil, nil)
+			r, _, err := c.recall(ctx, SurfaceBuild, id, p, scopes, query, nil, nil, nil)
 			if err != nil {
 				fail(err)
 				return

@@ -91,8 +91,12 @@ type Config struct {
 	// SelectorFallback injects the recall ranking when the selector
 	// chooses nothing although recall found records; off, the turn
 	// answers selector_empty.
-	SelectorFallback    bool
-	MaxEntries          int           // records per injection; recall asks for a quarter more (turnCandidates)
+	SelectorFallback bool
+	MaxEntries       int // records per injection; recall asks for a quarter more (turnCandidates)
+	// ThreadNeighbours is how many places before and after each injected
+	// conversation turn its thread's records are shown beside it, in the
+	// turn budget the records leave (0: none; needs CapNeighbours).
+	ThreadNeighbours    int
 	RecallTimeout       time.Duration // bounds every recall path (composition, manifest, selector, fetch)
 	RecallFailurePolicy FailurePolicy
 	// FailurePolicies overrides RecallFailurePolicy per surface (turn,
@@ -122,6 +126,7 @@ func DefaultConfig() Config {
 		Selection:           SelectionContextual,
 		SelectorFallback:    true,
 		MaxEntries:          8,
+		ThreadNeighbours:    2,
 		RecallTimeout:       500 * time.Millisecond,
 		RecallFailurePolicy: FailureSkip,
 		DefangInbound:       true,
@@ -173,6 +178,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxEntries < 1 || c.MaxEntries > maxEntriesLimit {
 		bad("max_entries", "%d is outside 1..%d", c.MaxEntries, maxEntriesLimit)
+	}
+	if c.ThreadNeighbours < 0 || c.ThreadNeighbours > sdk.MaxNeighbours {
+		bad("thread_neighbours", "%d is outside 0..%d", c.ThreadNeighbours, sdk.MaxNeighbours)
 	}
 	if c.RecallTimeout <= 0 {
 		bad("recall_timeout_ms", "%d ms must be positive", c.RecallTimeout.Milliseconds())

@@ -348,7 +348,7 @@ func (c *Coordinator) injectForTurn(ctx context.Context, id sdk.Identity, sessio
 	if session != "" && c.selector != nil {
 		deeper = func(scopes []sdk.Scope) { c.startSweep(hclog.FromContext(ctx), key, snap.epoch, id, p, scopes, query) }
 	}
-	recs, err := c.recall(ctx, SurfaceTurn, id, p, nil, query, snap.suppressed, snap.swept, deeper)
+	recs, beside, err := c.recall(ctx, SurfaceTurn, id, p, nil, query, snap.suppressed, snap.swept, deeper)
 	if errors.Is(err, errSelectorEmpty) {
 		return c.skipTurn(ctx, id, SkipSelectorEmpty), nil
 	}
@@ -363,13 +363,13 @@ func (c *Coordinator) injectForTurn(ctx context.Context, id sdk.Identity, sessio
 		return c.skipTurn(ctx, id, SkipNoRecords), nil
 	}
 	if n != nil {
-		n.candidates = slices.Clone(recs)
+		n.candidates, n.neighbours = slices.Clone(recs), beside
 	}
 	// 5 and 6. Render and account. With a session, both happen inside one
 	// store visit against the state as it is then: a concurrent turn of
 	// the same session may have spent budget or injected some of these
 	// records meanwhile, and the ladder must hold regardless.
-	in := RenderInput{Identity: id, Nonce: snap.nonce, Records: recs, MaxEntries: c.cfg.MaxEntries, Now: c.now()}
+	in := RenderInput{Identity: id, Nonce: snap.nonce, Records: recs, MaxEntries: c.cfg.MaxEntries, Now: c.now(), Neighbours: beside}
 	if query != "" {
 		in.Terms = tokenize.Terms(query)
 	}
@@ -502,24 +502,27 @@ func (c *Coordinator) recallFailed(ctx context.Context, surface Surface, id sdk.
 // (a finished background sweep) join the selector's picks. deeper, when
 // set, is called if the selector asks for a deeper sweep. scopes are
 // composed here when nil.
-func (c *Coordinator) recall(ctx context.Context, surface Surface, id sdk.Identity, p provider, scopes []sdk.Scope, query string, suppressed, swept []string, deeper func([]sdk.Scope)) (recs []sdk.Record, err error) {
+func (c *Coordinator) recall(ctx context.Context, surface Surface, id sdk.Identity, p provider, scopes []sdk.Scope, query string, suppressed, swept []string, deeper func([]sdk.Scope)) (recs []sdk.Record, beside map[string][]sdk.Record, err error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.RecallTimeout)
 	defer cancel()
 	start := time.Now()
 	defer func() { c.metrics.Recalled(surface, id.Realm, time.Since(start), sdk.CodeOf(err)) }()
 	if scopes == nil {
 		if scopes, err = c.compose(ctx, id); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if c.selector != nil && query != "" && p.caps.Has(sdk.CapManifest) && p.caps.Has(sdk.CapFetch) {
-		return c.selectRecords(ctx, id, p, scopes, query, suppressed, swept, deeper)
+		recs, err := c.selectRecords(ctx, id, p, scopes, query, suppressed, swept, deeper)
+		return recs, nil, err
 	}
-	hits, err := c.timedRecall(ctx, p, sdk.RecallQuery{
-		Realm: id.Realm, Query: query, Scopes: scopes, Limit: c.turnCandidates(), ExcludeIDs: suppressed,
-	})
+	q := sdk.RecallQuery{Realm: id.Realm, Query: query, Scopes: scopes, Limit: c.turnCandidates(), ExcludeIDs: suppressed}
+	if surface == SurfaceTurn && p.caps.Has(sdk.CapNeighbours) {
+		q.Neighbours = c.cfg.ThreadNeighbours
+	}
+	hits, err := c.timedRecall(ctx, p, q)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if surface == SurfaceTurn {
 		hits = spreadThreads(hits)
@@ -527,6 +530,12 @@ func (c *Coordinator) recall(ctx context.Context, surface Surface, id sdk.Identi
 	recs = make([]sdk.Record, 0, len(hits))
 	for i := range hits {
 		recs = append(recs, hits[i].Record)
+		if len(hits[i].Neighbours) > 0 {
+			if beside == nil {
+				beside = map[string][]sdk.Record{}
+			}
+			beside[hits[i].Record.ID] = keepReadable(hits[i].Neighbours, scopes, suppressed)
+		}
 	}
 	if n := notesFrom(ctx); n != nil {
 		scores := make([]float64, len(hits))
@@ -535,7 +544,7 @@ func (c *Coordinator) recall(ctx context.Context, surface Surface, id sdk.Identi
 		}
 		n.noteRecalled(recs, scores, scopes, suppressed)
 	}
-	return keepReadable(recs, scopes, suppressed), nil
+	return keepReadable(recs, scopes, suppressed), beside, nil
 }
 
 // turnCandidates is how many hits a lexical recall asks for: MaxEntries

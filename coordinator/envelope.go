@@ -104,6 +104,11 @@ type RenderInput struct {
 	Terms []string
 	Whole func(id string) bool
 	Now   time.Time
+	// Neighbours are records beside some of Records in their threads,
+	// keyed by that record's id, in thread order. Each is shown next to
+	// its record when the budget left after Records holds it; they do not
+	// count against MaxEntries.
+	Neighbours map[string][]sdk.Record
 }
 
 // Rendered is a packed envelope. Text is empty when no record fitted.
@@ -116,6 +121,8 @@ type Rendered struct {
 	RecordBytes []int
 	// Excerpts are the ids of IDs shown as an excerpt, not whole.
 	Excerpts []string
+	// Neighbours are the ids of IDs shown as a neighbour of another.
+	Neighbours []string
 }
 
 // Render packs records greedily into an envelope of at most MaxBytes: a
@@ -139,42 +146,127 @@ func (e *Envelope) pack(prefix string, in RenderInput) Rendered {
 	defer renderBuffers.Put(bp)
 	buf := append((*bp)[:0], prefix...)
 	var out Rendered
+	var starts []int // each observation's offset in buf
 	for i := range in.Records {
 		r := &in.Records[i]
 		if in.MaxEntries > 0 && len(out.IDs) >= in.MaxEntries {
 			break
 		}
-		if r.ID == "" || (r.Realm != "" && r.Realm != in.Identity.Realm) || !r.Recallable(in.Now) || slices.Contains(out.IDs, r.ID) {
-			continue
-		}
-		if in.Skip != nil && in.Skip(r.ID) {
-			continue
-		}
 		mark := len(buf)
-		passage, cut := "", false
-		if len(in.Terms) > 0 && (in.Whole == nil || !in.Whole(r.ID)) {
-			passage, cut = excerpt(r.Body, in.Terms, excerptBytes(e.budgets.BodyBytes))
-		}
-		buf = e.appendObservation(buf, len(out.IDs)+1, r, in.Now, passage, cut)
-		// The tags alone (an escaped title, labels) may outgrow the
-		// record's cap, which the body's cut cannot make up for.
-		if len(buf) > in.MaxBytes || len(buf)-mark > e.budgets.RecordBytes {
-			buf = buf[:mark]
+		var cut bool
+		if buf, cut = e.appendFitting(buf, in, r, len(out.IDs)+1, "", out.IDs); len(buf) == mark {
 			continue
 		}
 		if cut {
 			out.Excerpts = append(out.Excerpts, r.ID)
 		}
+		starts = append(starts, mark)
 		out.IDs = append(out.IDs, r.ID)
 		out.RecordBytes = append(out.RecordBytes, len(buf)-mark)
 	}
-	*bp = buf
 	if len(out.IDs) == 0 {
+		*bp = buf
 		return Rendered{}
 	}
+	if len(in.Neighbours) > 0 {
+		buf = e.packNeighbours(buf, len(prefix), starts, in, &out)
+	}
+	*bp = buf
 	out.Text = string(buf)
 	out.Bytes = len(buf)
 	return out
+}
+
+// appendFitting appends r's observation (index, or beside the record of
+// id of) when r may be shown and fits both budgets; buf is unchanged
+// otherwise. cut reports an excerpt.
+func (e *Envelope) appendFitting(buf []byte, in RenderInput, r *sdk.Record, index int, of string, shown []string) ([]byte, bool) {
+	if r.ID == "" || (r.Realm != "" && r.Realm != in.Identity.Realm) || !r.Recallable(in.Now) || slices.Contains(shown, r.ID) {
+		return buf, false
+	}
+	if in.Skip != nil && in.Skip(r.ID) {
+		return buf, false
+	}
+	mark := len(buf)
+	passage, cut := "", false
+	if len(in.Terms) > 0 && (in.Whole == nil || !in.Whole(r.ID)) {
+		passage, cut = excerpt(r.Body, in.Terms, excerptBytes(e.budgets.BodyBytes))
+	}
+	buf = e.appendObservation(buf, index, of, r, in.Now, passage, cut)
+	// The tags alone (an escaped title, labels) may outgrow the record's
+	// cap, which the body's cut cannot make up for.
+	if len(buf) > in.MaxBytes || len(buf)-mark > e.budgets.RecordBytes {
+		return buf[:mark], false
+	}
+	return buf, cut
+}
+
+// packNeighbours adds the neighbours of the records packed in buf (their
+// observations at starts, after a prefix of n bytes) with the budget they
+// left: the records come first, so a neighbour never crowds one out. Each
+// neighbour is placed beside its record, before it when it comes earlier
+// in the thread, and out is set to the new order.
+func (e *Envelope) packNeighbours(buf []byte, n int, starts []int, in RenderInput, out *Rendered) []byte {
+	type placed struct {
+		id     string
+		bytes  int
+		text   []byte
+		before bool
+	}
+	shown := slices.Clone(out.IDs)
+	beside := make([][]placed, len(out.IDs))
+	room := in.MaxBytes - len(buf)
+	var scratch []byte
+	for i, id := range out.IDs {
+		own := in.Records[slices.IndexFunc(in.Records, func(r sdk.Record) bool { return r.ID == id })].Thread
+		for j := range in.Neighbours[id] {
+			nb := &in.Neighbours[id][j]
+			fit := in
+			fit.MaxBytes = room
+			var cut bool
+			if scratch, cut = e.appendFitting(scratch[:0], fit, nb, 0, id, shown); len(scratch) == 0 {
+				continue
+			}
+			room -= len(scratch)
+			shown = append(shown, nb.ID)
+			if cut {
+				out.Excerpts = append(out.Excerpts, nb.ID)
+			}
+			before := own != nil && nb.Thread != nil && nb.Thread.Seq < own.Seq
+			beside[i] = append(beside[i], placed{id: nb.ID, bytes: len(scratch), text: slices.Clone(scratch), before: before})
+		}
+	}
+	if len(shown) == len(out.IDs) {
+		return buf
+	}
+	whole := make([]byte, 0, in.MaxBytes-room)
+	whole = append(whole, buf[:n]...)
+	ids, sizes := make([]string, 0, len(shown)), make([]int, 0, len(shown))
+	add := func(p placed) {
+		whole = append(whole, p.text...)
+		ids, sizes = append(ids, p.id), append(sizes, p.bytes)
+		out.Neighbours = append(out.Neighbours, p.id)
+	}
+	for i, id := range out.IDs {
+		end := len(buf)
+		if i+1 < len(starts) {
+			end = starts[i+1]
+		}
+		for _, p := range beside[i] {
+			if p.before {
+				add(p)
+			}
+		}
+		whole = append(whole, buf[starts[i]:end]...)
+		ids, sizes = append(ids, id), append(sizes, out.RecordBytes[i])
+		for _, p := range beside[i] {
+			if !p.before {
+				add(p)
+			}
+		}
+	}
+	out.IDs, out.RecordBytes = ids, sizes
+	return whole
 }
 
 // appendObservation appends one record's observation and a line break.
@@ -183,11 +275,19 @@ func (e *Envelope) pack(prefix string, in RenderInput) Rendered {
 // escape) to what the tags leave of RecordBytes. With cut, passage (an
 // excerpt of the body) stands in for the body, rendered by the same
 // rules, and the observation names the record it is cut from.
-func (e *Envelope) appendObservation(buf []byte, index int, r *sdk.Record, now time.Time, passage string, cut bool) []byte {
+func (e *Envelope) appendObservation(buf []byte, index int, of string, r *sdk.Record, now time.Time, passage string, cut bool) []byte {
 	start := len(buf)
-	buf = append(buf, `<memhost_memory_observation index="`...)
-	buf = strconv.AppendInt(buf, int64(index), 10)
-	buf = append(buf, '"')
+	buf = append(buf, `<memhost_memory_observation`...)
+	if of == "" {
+		buf = append(buf, ` index="`...)
+		buf = strconv.AppendInt(buf, int64(index), 10)
+		buf = append(buf, '"')
+	} else {
+		// A thread neighbour of the record of id of: not numbered, it
+		// stands beside that record.
+		id, _ := e.render(of, TextLabel)
+		buf = appendAttr(buf, "neighbour_of", id)
+	}
 	if e.labels {
 		// Validated tokens, rendered anyway: a mob or identity may be
 		// named like a marker.

@@ -27,7 +27,7 @@ var renderPrimitives = map[string][]string{
 	"appendAttr":        {"appendObservation"},
 	"appendEscaped":     {"appendObservation", "line", "RenderSummary"},
 	"Header":            {"Render", "AssembleBuildInjection", "StripInjected"},
-	"appendObservation": {"pack"},
+	"appendObservation": {"appendFitting"},
 }
 
 func TestModelTextHasOneRenderer(t *testing.T) {

@@ -72,6 +72,9 @@ type TraceRecord struct {
 	Bytes  int       `json:"bytes,omitempty"`
 	Score  float64   `json:"score,omitempty"`
 	Reason string    `json:"reason,omitempty"`
+	// NeighbourOf names the included record this one was shown beside,
+	// as its thread neighbour.
+	NeighbourOf string `json:"neighbour_of,omitempty"`
 }
 
 // traceNotes gathers a turn's trace as it runs; nil when no sink is set,
@@ -80,6 +83,8 @@ type traceNotes struct {
 	query      int
 	budget     int
 	candidates []sdk.Record
+	// neighbours are the candidates' thread neighbours, by candidate id.
+	neighbours map[string][]sdk.Record
 	scores     map[string]float64
 	dedup      map[string]bool
 	// suppressed are the ids the session injected before: the recall was
@@ -172,13 +177,24 @@ func (c *Coordinator) emit(id sdk.Identity, session string, surface Surface, ski
 			reason = ExcludedDedup
 		case !r.Recallable(now):
 			reason = ExcludedStatus
-		case maxEntries > 0 && len(n.rendered.IDs) >= maxEntries:
+		case maxEntries > 0 && len(n.rendered.IDs)-len(n.rendered.Neighbours) >= maxEntries:
 			reason = ExcludedMaxEntries
 		}
 		t.Excluded = append(t.Excluded, TraceRecord{
 			ID: r.ID, Title: cutUTF8(r.Title, maxTraceTitle), Scope: r.Scope, Trust: r.Trust,
 			Score: n.scores[r.ID], Reason: reason,
 		})
+	}
+	for of, recs := range n.neighbours {
+		for i := range recs {
+			r := &recs[i]
+			if k := slices.Index(n.rendered.IDs, r.ID); k >= 0 && slices.Contains(n.rendered.Neighbours, r.ID) {
+				t.Included = append(t.Included, TraceRecord{
+					ID: r.ID, Title: cutUTF8(r.Title, maxTraceTitle), Scope: r.Scope, Trust: r.Trust,
+					Bytes: n.rendered.RecordBytes[k], NeighbourOf: of,
+				})
+			}
+		}
 	}
 	for _, id := range n.suppressed {
 		if len(t.Excluded) >= maxTraceExcluded {

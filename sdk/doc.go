@@ -19,6 +19,7 @@
 //	CapReindex      Reindexer        Reindex
 //	CapVectors      VectorStore      PutVectors, MissingVectors
 //	CapUsageCounts  UsageCounter     CountUses
+//	CapNeighbours   ThreadReader     ReadThread
 //
 // Serve refuses to start a plugin that declares what it does not
 // implement (CheckPlugin says why; call it from a test).

@@ -58,6 +58,9 @@ const (
 	// CapUsageCounts counts many uses of a record in one call; the host
 	// otherwise sends one MarkUsed per repeat.
 	CapUsageCounts Capability = "usage_counts" // UsageCounter
+	// CapNeighbours answers a recall's threaded hits with the records
+	// beside them in their thread (RecallQuery.Neighbours).
+	CapNeighbours Capability = "neighbours" // ThreadReader
 )
 
 // Capabilities is a set of declared capabilities.
@@ -119,7 +122,15 @@ type RecallQuery struct {
 	// Fusion weighs the lexical and the semantic half; the zero value is
 	// the provider's default.
 	Fusion Fusion
+	// Neighbours, when above 0, asks for each threaded hit's neighbours:
+	// the records of its scope and thread up to this many places before
+	// and after its own (at most MaxNeighbours). Only a provider that
+	// declared CapNeighbours reads it; they arrive in Hit.Neighbours.
+	Neighbours int
 }
+
+// MaxNeighbours bounds RecallQuery.Neighbours.
+const MaxNeighbours = 2
 
 // Fusion weighs min-max-normalised lexical and vector scores:
 // score = Lexical*lex + Semantic*sem. A provider normalises over a pool
@@ -148,6 +159,9 @@ const DefaultRecallLimit = 10
 type Hit struct {
 	Record Record  `json:"record"`
 	Score  float64 `json:"score"`
+	// Neighbours are the records beside Record in its thread, in thread
+	// order, when the query asked for them (see AttachNeighbours).
+	Neighbours []Record `json:"neighbours,omitempty"`
 }
 
 // RecordWriter stores records (CapWrite). All or nothing: on error nothing
@@ -341,6 +355,21 @@ type VectorStore interface {
 	MissingVectors(ctx context.Context, realm, model, after string, limit int) ([]string, error)
 }
 
+// ThreadPlace is a place in a thread of one scope.
+type ThreadPlace struct {
+	Scope  Scope
+	Thread string
+	Seq    int64
+}
+
+// ThreadReader reads records by their place in a thread (CapNeighbours).
+type ThreadReader interface {
+	// ReadThread answers the records of realm at the given places, in
+	// any order and of any status: AttachNeighbours keeps the ones a
+	// recall may show.
+	ReadThread(ctx context.Context, realm string, places []ThreadPlace) ([]Record, error)
+}
+
 // Coverage is a selector's verdict on whether the working set sufficed.
 type Coverage string
 
@@ -449,6 +478,7 @@ var capabilityImpls = []struct {
 	{CapReindex, func(v any) bool { _, ok := v.(Reindexer); return ok }},
 	{CapVectors, func(v any) bool { _, ok := v.(VectorStore); return ok }},
 	{CapUsageCounts, func(v any) bool { _, ok := v.(UsageCounter); return ok }},
+	{CapNeighbours, func(v any) bool { _, ok := v.(ThreadReader); return ok }},
 }
 
 func capabilityIndex(c Capability) int {

@@ -119,9 +119,13 @@ func (s *providerServer) Recall(ctx context.Context, req *pb.RecallRequest) (*pb
 		ExcludeIDs: req.ExcludeIds, Tags: req.Tags, ExcludeTags: req.ExcludeTags,
 		Since: fromMillis(req.SinceUnixMs), Until: fromMillis(req.UntilUnixMs),
 		QueryVector: req.QueryVector, VectorModel: req.VectorModel, Fusion: fusionFromPB(req.Fusion),
+		Neighbours: int(req.Neighbours),
 	})
 	if err != nil {
 		return nil, toStatus(err)
+	}
+	if !s.caps.Has(CapNeighbours) {
+		q.Neighbours = 0 // undeclared: none are answered
 	}
 	if !s.caps.Has(CapVectors) {
 		// Undeclared: the semantic half is ignored, as the contract says.
@@ -131,9 +135,21 @@ func (s *providerServer) Recall(ctx context.Context, req *pb.RecallRequest) (*pb
 	if err != nil {
 		return nil, toStatus(err)
 	}
+	if q.Neighbours > 0 {
+		if err := AttachNeighbours(ctx, s.impl.(ThreadReader), q, hits, time.Now()); err != nil {
+			return nil, toStatus(err)
+		}
+	} else {
+		for i := range hits {
+			hits[i].Neighbours = nil // none were asked for
+		}
+	}
 	out := &pb.RecallResponse{Hits: make([]*pb.Hit, len(hits))}
 	for i := range hits {
 		out.Hits[i] = &pb.Hit{Record: recordToPB(&hits[i].Record), Score: hits[i].Score}
+		for j := range hits[i].Neighbours {
+			out.Hits[i].Neighbours = append(out.Hits[i].Neighbours, recordToPB(&hits[i].Neighbours[j]))
+		}
 	}
 	return out, nil
 }

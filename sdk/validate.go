@@ -90,6 +90,9 @@ func checkRecall(q RecallQuery) (RecallQuery, error) {
 	if err := checkRecallVector(q); err != nil {
 		return q, err
 	}
+	if q.Neighbours < 0 || q.Neighbours > MaxNeighbours {
+		return q, invalid("neighbours", fmt.Sprintf("%d is outside 0..%d", q.Neighbours, MaxNeighbours))
+	}
 	return q, checkIDs("exclude_ids", q.ExcludeIDs)
 }
 

@@ -44,6 +44,10 @@ func TestCheckRecall(t *testing.T) {
 		{"too many dimensions", RecallQuery{Realm: "default", QueryVector: make([]float32, MaxVectorDimensions+1), VectorModel: "m"}, 0, "query_vector"},
 		{"negative fusion", RecallQuery{Realm: "default", Fusion: Fusion{Lexical: 1, Semantic: -0.1}}, 0, "fusion.semantic"},
 		{"infinite fusion", RecallQuery{Realm: "default", Fusion: Fusion{Lexical: math.Inf(1)}}, 0, "fusion.lexical"},
+		{"neighbours 1", RecallQuery{Realm: "default", Neighbours: 1}, DefaultRecallLimit, ""},
+		{"neighbours at the maximum", RecallQuery{Realm: "default", Neighbours: MaxNeighbours}, DefaultRecallLimit, ""},
+		{"neighbours over the maximum", RecallQuery{Realm: "default", Neighbours: MaxNeighbours + 1}, 0, "neighbours"},
+		{"negative neighbours", RecallQuery{Realm: "default", Neighbours: -1}, 0, "neighbours"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := checkRecall(tc.q)

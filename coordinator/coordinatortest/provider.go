@@ -58,6 +58,7 @@ const (
 	MethodReindex     = "Reindex"
 	MethodPutVectors  = "PutVectors"
 	MethodMissing     = "MissingVectors"
+	MethodReadThread  = "ReadThread"
 )
 
 // AllCapabilities is every provider capability the SDK knows; Provider
@@ -261,6 +262,29 @@ func (p *Provider) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, er
 	if err := p.enter(ctx, MethodRecall, q); err != nil {
 		return nil, err
 	}
+	// Neighbours are attached by host.Provider, as Serve would.
+	return p.rank(q), nil
+}
+
+// ReadThread implements sdk.ThreadReader.
+func (p *Provider) ReadThread(ctx context.Context, realm string, places []sdk.ThreadPlace) ([]sdk.Record, error) {
+	if err := p.enter(ctx, MethodReadThread, places); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []sdk.Record
+	for _, s := range p.records[realm] {
+		r := s.rec
+		if r.Thread != nil && slices.Contains(places, sdk.ThreadPlace{Scope: r.Scope, Thread: r.Thread.ID, Seq: r.Thread.Seq}) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// rank answers q's hits, best first.
+func (p *Provider) rank(q sdk.RecallQuery) []sdk.Hit {
 	terms := tokenize.Terms(q.Query)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -303,7 +327,7 @@ func (p *Provider) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, er
 	for _, m := range found[:min(limit, len(found))] {
 		hits = append(hits, sdk.Hit{Record: m.s.rec, Score: float64(m.score)})
 	}
-	return hits, nil
+	return hits
 }
 
 func hasAll(r *sdk.Record, tags []string) bool {

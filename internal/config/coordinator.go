@@ -48,6 +48,7 @@ func (co *Coordinator) settings() []setting {
 		{name: "selection", str: (*string)(&c.Selection)},
 		{name: "selector_fallback", flag: &c.SelectorFallback},
 		{name: "max_entries", num: &c.MaxEntries},
+		{name: "thread_neighbours", num: &c.ThreadNeighbours},
 		{name: "recall_timeout_ms", ms: &c.RecallTimeout},
 		{name: "recall_failure_policy", str: (*string)(&c.RecallFailurePolicy)},
 		{name: "defang_inbound", flag: &c.DefangInbound},

@@ -146,6 +146,7 @@ func (p *Provider) Info() sdk.Info {
 		Protocols: []int{sdk.ProtocolVersion},
 		Capabilities: sdk.Capabilities{
 			sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapUsageCounts, sdk.CapArchive, sdk.CapReindex,
+			sdk.CapNeighbours,
 		},
 		ConfigSchema: json.RawMessage(configSchema),
 	}

@@ -141,7 +141,7 @@ func TestInfo(t *testing.T) {
 	if info.Name != "bleve" || !host.IsSemver(info.Version) {
 		t.Fatalf("info = %+v", info)
 	}
-	for _, c := range []sdk.Capability{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapArchive, sdk.CapReindex} {
+	for _, c := range []sdk.Capability{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapArchive, sdk.CapReindex, sdk.CapNeighbours} {
 		if !sdk.Supports(p, c) {
 			t.Errorf("capability %s not supported", c)
 		}
@@ -949,5 +949,74 @@ func TestThreadContext(t *testing.T) {
 	p = newProvider(t, dir)
 	if got, want := recallIDs(t, p, q), []string{again, ids[1]}; !slices.Equal(sorted(got), sorted(want)) {
 		t.Fatalf("after the supersede and a reopen: %v, want %v", got, want)
+	}
+}
+
+// TestReadThread: the records at the asked places of a thread, in their
+// scope only; an empty place answers nothing, nor does a forgotten
+// record, and the places survive a reopen. Recall's neighbours come from
+// them.
+func TestReadThread(t *testing.T) {
+	dir := t.TempDir()
+	p := newProvider(t, dir)
+	turn := func(scope, body string, seq int64) sdk.Record {
+		r := rec(scope, "", body)
+		r.Thread = &sdk.Thread{ID: "conv", Seq: seq}
+		return r
+	}
+	ids := remember(t, p, realm, turn("realm", "apple", 0), turn("realm", "pear", 1), turn("realm", "plum", 2),
+		turn("realm", "fig", 3), turn("identity:alice", "pear", 1), turn("identity:alice", "plum", 2), rec("realm", "", "unthreaded"))
+	at := func(scope string, seq int64) sdk.ThreadPlace {
+		return sdk.ThreadPlace{Scope: sdk.Scope(scope), Thread: "conv", Seq: seq}
+	}
+	read := func(places ...sdk.ThreadPlace) []string {
+		t.Helper()
+		recs, err := p.ReadThread(ctx, realm, places)
+		if err != nil {
+			t.Fatalf("ReadThread(%v): %v", places, err)
+		}
+		got := make([]string, len(recs))
+		for i, r := range recs {
+			got[i] = r.ID
+		}
+		return sorted(got)
+	}
+	places := []sdk.ThreadPlace{at("realm", 1), at("realm", 3), at("identity:alice", 2), at("realm", 7), {Scope: "realm", Thread: "none", Seq: 1}}
+	if got, want := read(places...), sorted([]string{ids[1], ids[3], ids[5]}); !slices.Equal(got, want) {
+		t.Fatalf("ReadThread = %v, want %v", got, want)
+	}
+	if got := read(at("realm", 7)); len(got) != 0 {
+		t.Fatalf("an empty place answered %v", got)
+	}
+	if got := read(); len(got) != 0 {
+		t.Fatalf("no places answered %v", got)
+	}
+	if recs, err := p.ReadThread(ctx, "elsewhere", places); err != nil || len(recs) != 0 {
+		t.Fatalf("ReadThread of a realm without an index = %v, %v", recs, err)
+	}
+	if _, err := p.Forget(ctx, realm, ids[3:4]); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := read(places...), sorted([]string{ids[1], ids[5]}); !slices.Equal(got, want) {
+		t.Fatalf("after Forget ReadThread = %v, want %v", got, want)
+	}
+	p.Close()
+	if _, err := p.ReadThread(ctx, realm, places); !errors.Is(err, sdk.ErrUnavailable) {
+		t.Fatalf("ReadThread after Close: %v, want ErrUnavailable", err)
+	}
+	p = newProvider(t, dir)
+	if got, want := read(places...), sorted([]string{ids[1], ids[5]}); !slices.Equal(got, want) {
+		t.Fatalf("after a reopen ReadThread = %v, want %v", got, want)
+	}
+	q := sdk.RecallQuery{Realm: realm, Query: "plum", Scopes: []sdk.Scope{"realm"}, Limit: 1, Neighbours: 1}
+	hits, err := p.Recall(ctx, q)
+	if err != nil || len(hits) != 1 || hits[0].Record.ID != ids[2] {
+		t.Fatalf("Recall = %+v, %v", hits, err)
+	}
+	if err := sdk.AttachNeighbours(ctx, p, q, hits, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if n := hits[0].Neighbours; len(n) != 1 || n[0].ID != ids[1] {
+		t.Fatalf("neighbours of seq 2 = %+v, want only seq 1 (seq 3 is forgotten)", n)
 	}
 }

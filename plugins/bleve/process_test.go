@@ -70,7 +70,7 @@ func TestPluginProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []sdk.Capability{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapArchive, sdk.CapReindex} {
+	for _, c := range []sdk.Capability{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapArchive, sdk.CapReindex, sdk.CapNeighbours} {
 		if !sdk.Supports(prov, c) {
 			t.Errorf("capability %s not declared over the wire", c)
 		}

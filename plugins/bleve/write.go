@@ -362,6 +362,36 @@ func (p *Provider) Get(ctx context.Context, realm string, ids []string) ([]sdk.R
 	return out, nil
 }
 
+// ReadThread answers the records at places of threads, in no order. Only
+// an active record holds a place (buildDocument), and only an active one
+// is shown as a neighbour.
+func (p *Provider) ReadThread(ctx context.Context, realm string, places []sdk.ThreadPlace) ([]sdk.Record, error) {
+	done, err := p.begin(realm)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	ri, err := p.realm(realm, false)
+	if err != nil || ri == nil || len(places) == 0 {
+		return []sdk.Record{}, err
+	}
+	keys := make([]string, len(places))
+	for i, pl := range places {
+		keys[i] = placeKey(pl.Scope, pl.Thread, pl.Seq)
+	}
+	return ri.atPlaces(ctx, "read thread", keys)
+}
+
+// atPlaces answers the stored records at the places keys (placeKey), in
+// one search.
+func (ri *realmIndex) atPlaces(ctx context.Context, op string, keys []string) ([]sdk.Record, error) {
+	terms := make([]query.Query, len(keys))
+	for i, k := range keys {
+		terms[i] = termQuery(fieldPlace, k)
+	}
+	return ri.searchAll(ctx, op, query.NewDisjunctionQuery(terms), 4*len(terms)+64)
+}
+
 // Forget deletes the records among ids and answers how many there were.
 // Ids not present are not an error.
 func (p *Provider) Forget(ctx context.Context, realm string, ids []string) (int, error) {
@@ -618,11 +648,11 @@ func (ri *realmIndex) threadContext(ctx context.Context, put []sdk.Record, keys 
 			}
 		}
 	}
-	terms := make([]query.Query, 0, len(want))
+	wanted := make([]string, 0, len(want))
 	for p := range want {
-		terms = append(terms, termQuery(fieldPlace, placeKey(p.scope, p.id, p.seq)))
+		wanted = append(wanted, placeKey(p.scope, p.id, p.seq))
 	}
-	stored, err := ri.searchAll(ctx, "find thread neighbours", query.NewDisjunctionQuery(terms), 4*len(terms)+64)
+	stored, err := ri.atPlaces(ctx, "find thread neighbours", wanted)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -212,3 +212,12 @@ func (ri *realmIndex) unlink(d *doc) {
 		ri.byContent[k] = ds
 	}
 }
+
+// indexPlaces answers places as the engine names them.
+func indexPlaces(places []sdk.ThreadPlace) []index.Place {
+	out := make([]index.Place, len(places))
+	for i, p := range places {
+		out[i] = index.Place{Scope: string(p.Scope), Thread: p.Thread, Seq: p.Seq}
+	}
+	return out
+}

@@ -85,7 +85,7 @@ func (p *Provider) Info() sdk.Info {
 		Version:      Version,
 		Kinds:        []sdk.PluginKind{sdk.KindProvider},
 		Protocols:    []int{sdk.ProtocolVersion},
-		Capabilities: sdk.Capabilities{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapSupersede, sdk.CapArchive, sdk.CapReindex, sdk.CapVectors},
+		Capabilities: sdk.Capabilities{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapSupersede, sdk.CapArchive, sdk.CapReindex, sdk.CapVectors, sdk.CapNeighbours},
 		ConfigSchema: json.RawMessage(configSchema),
 	}
 }
@@ -208,6 +208,15 @@ func (p *Provider) Get(ctx context.Context, realm string, ids []string) ([]sdk.R
 	return st.get(realm, ids)
 }
 
+// ReadThread answers the active records at places of realm's threads.
+func (p *Provider) ReadThread(ctx context.Context, realm string, places []sdk.ThreadPlace) ([]sdk.Record, error) {
+	st, err := p.store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st.readThread(realm, places), nil
+}
+
 // Forget deletes the files of ids; ids already gone are not an error.
 func (p *Provider) Forget(ctx context.Context, realm string, ids []string) (int, error) {
 	st, err := p.store(ctx)
@@ -235,6 +244,7 @@ var (
 	_ sdk.RecordGetter    = (*Provider)(nil)
 	_ sdk.RecordForgetter = (*Provider)(nil)
 	_ sdk.Superseder      = (*Provider)(nil)
+	_ sdk.ThreadReader    = (*Provider)(nil)
 )
 
 // timeNow truncates to the millisecond, the precision the wire carries,

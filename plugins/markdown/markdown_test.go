@@ -26,7 +26,7 @@ func TestInfo(t *testing.T) {
 		t.Fatalf("Info = %+v", info)
 	}
 	caps := sdk.CapabilitiesOf(p)
-	for _, c := range []sdk.Capability{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapSupersede, sdk.CapArchive, sdk.CapReindex} {
+	for _, c := range []sdk.Capability{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapSupersede, sdk.CapArchive, sdk.CapReindex, sdk.CapNeighbours} {
 		if !caps.Has(c) {
 			t.Errorf("capability %q missing from %v", c, caps)
 		}

@@ -402,3 +402,75 @@ func exportAll(t *testing.T, tp *testProvider, realms ...string) []sdk.Record {
 	}
 	return out
 }
+
+// TestReadThread: ReadThread answers exactly the records at the places
+// asked, in their own scope, realm and thread, and follows forgets and
+// hand edits as Get does.
+func TestReadThread(t *testing.T) {
+	at := func(scope sdk.Scope, thread string, seq int64) sdk.ThreadPlace {
+		return sdk.ThreadPlace{Scope: scope, Thread: thread, Seq: seq}
+	}
+	threaded := func(scope sdk.Scope, text, thread string, seq int64) sdk.Record {
+		r := rec(scope, "turn", text)
+		r.Thread = &sdk.Thread{ID: thread, Seq: seq}
+		return r
+	}
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			tp := newTestProvider(t, m)
+			// alice's thread "chat" holds two records at seq 2; bob's
+			// thread of the same id is another thread.
+			a := tp.remember(t, "default", threaded(alice, "one", "chat", 1), threaded(alice, "two", "chat", 2),
+				threaded(alice, "two again", "chat", 2), threaded(alice, "three", "chat", 3), threaded(alice, "aside", "side", 1))
+			b := tp.remember(t, "default", threaded(bob, "one", "chat", 1), threaded(bob, "two", "chat", 2))
+			tp.remember(t, "other", threaded(alice, "elsewhere", "chat", 1))
+			tests := []struct {
+				name   string
+				realm  string
+				places []sdk.ThreadPlace
+				want   []string
+			}{
+				{"one place", "default", []sdk.ThreadPlace{at(alice, "chat", 1)}, []string{a[0]}},
+				{"a place holding two", "default", []sdk.ThreadPlace{at(alice, "chat", 2)}, []string{a[1], a[2]}},
+				{"the same thread id in two scopes", "default", []sdk.ThreadPlace{at(alice, "chat", 3), at(bob, "chat", 1)}, []string{a[3], b[0]}},
+				{"another thread of the scope", "default", []sdk.ThreadPlace{at(alice, "side", 1)}, []string{a[4]}},
+				{"a place with nothing", "default", []sdk.ThreadPlace{at(alice, "chat", 4), at(bob, "chat", 0)}, nil},
+				{"a scope without the thread", "default", []sdk.ThreadPlace{at(sdk.RealmScope, "chat", 1)}, nil},
+				{"a realm without the thread", "empty", []sdk.ThreadPlace{at(alice, "chat", 1)}, nil},
+				{"no places", "default", nil, nil},
+			}
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					assertThread(t, tp, tt.realm, tt.places, tt.want...)
+				})
+			}
+			if n, err := tp.Forget(ctx, "default", []string{a[1]}); err != nil || n != 1 {
+				t.Fatalf("Forget = %d, %v", n, err)
+			}
+			assertThread(t, tp, "default", []sdk.ThreadPlace{at(alice, "chat", 2)}, a[2])
+			// A hand edit moving a record to another place.
+			editInPlace(t, tp.path("default", alice, a[3]), func(s string) string {
+				return strings.Replace(s, "thread_seq: 3", "thread_seq: 7", 1)
+			})
+			tp.settle(m)
+			assertThread(t, tp, "default", []sdk.ThreadPlace{at(alice, "chat", 3), at(alice, "chat", 7)}, a[3])
+			if got := tp.get(t, "default", a[3])[0].Thread; got == nil || got.Seq != 7 {
+				t.Fatalf("after the edit, %s is at %+v, want seq 7", a[3], got)
+			}
+		})
+	}
+}
+
+func assertThread(t *testing.T, tp *testProvider, realm string, places []sdk.ThreadPlace, want ...string) {
+	t.Helper()
+	recs, err := tp.ReadThread(ctx, realm, places)
+	if err != nil {
+		t.Fatalf("ReadThread(%v): %v", places, err)
+	}
+	got := recordIDs(recs)
+	slices.Sort(got)
+	want = slices.Sorted(slices.Values(want))
+	if !slices.Equal(got, want) {
+		t.Fatalf("ReadThread(%v) = %v, want %v", places, got, want)
+	}
+}

@@ -319,20 +319,33 @@ func (s *store) realmLocked(realm string) *realmIndex {
 }
 
 func (s *store) get(realm string, ids []string) ([]sdk.Record, error) {
+	return s.read(realm, func(*realmIndex) []string { return ids }), nil
+}
+
+// readThread answers the records at places of realm's threads. The
+// engine knows the places of active records only; the others are no
+// neighbours anyway.
+func (s *store) readThread(realm string, places []sdk.ThreadPlace) []sdk.Record {
+	return s.read(realm, func(ri *realmIndex) []string { return ri.ix.AtPlaces(realm, indexPlaces(places)) })
+}
+
+// read answers the records of realm with the ids pick names, once the
+// index reflects the files, under one read lock so ids and records agree.
+func (s *store) read(realm string, pick func(*realmIndex) []string) []sdk.Record {
 	s.refresh()
 	s.idx.RLock()
 	defer s.idx.RUnlock()
 	out := []sdk.Record{}
 	ri := s.realms[realm]
 	if ri == nil {
-		return out, nil
+		return out
 	}
-	for _, id := range ids {
+	for _, id := range pick(ri) {
 		if d := ri.get(id); d != nil {
 			out = append(out, cloneRecord(&d.rec))
 		}
 	}
-	return out, nil
+	return out
 }
 
 func (s *store) forget(realm string, ids []string) (int, error) {

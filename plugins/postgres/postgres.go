@@ -74,6 +74,7 @@ var (
 	_ sdk.Archiver        = (*Store)(nil)
 	_ sdk.Reindexer       = (*Store)(nil)
 	_ sdk.VectorStore     = (*Store)(nil)
+	_ sdk.ThreadReader    = (*Store)(nil)
 	_ io.Closer           = (*Store)(nil)
 )
 
@@ -87,6 +88,7 @@ func (s *Store) Info() sdk.Info {
 		Capabilities: sdk.Capabilities{
 			sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest,
 			sdk.CapSupersede, sdk.CapUsage, sdk.CapUsageCounts, sdk.CapLedger, sdk.CapArchive, sdk.CapReindex, sdk.CapVectors,
+			sdk.CapNeighbours,
 		},
 		ConfigSchema: json.RawMessage(configSchema),
 	}
@@ -296,6 +298,17 @@ func (s *Store) Get(ctx context.Context, realm string, ids []string) ([]sdk.Reco
 	var recs []sdk.Record
 	err := s.use(func(db *pgdb) (err error) {
 		recs, err = get(ctx, db, realm, ids)
+		return err
+	})
+	return recs, err
+}
+
+// ReadThread answers the active records of realm at places of threads
+// (sdk.ThreadReader), read from SQL (read.go).
+func (s *Store) ReadThread(ctx context.Context, realm string, places []sdk.ThreadPlace) ([]sdk.Record, error) {
+	var recs []sdk.Record
+	err := s.use(func(db *pgdb) (err error) {
+		recs, err = readThread(ctx, db, realm, places)
 		return err
 	})
 	return recs, err

@@ -91,3 +91,42 @@ func get(ctx context.Context, db *pgdb, realm string, ids []string) ([]sdk.Recor
 	}
 	return out, nil
 }
+
+// readThreadSQL selects realm $1's active records at the places given by
+// the arrays $2 (scopes), $3 (thread ids) and $4 (seqs).
+const readThreadSQL = `SELECT ` + recordColumns + `
+	FROM unnest($2::text[], $3::text[], $4::bigint[]) AS w(scope, thread_id, thread_seq)
+	JOIN records AS r ON r.realm = $1 AND r.status = 'active' AND r.thread_id = w.thread_id
+		AND r.thread_seq = w.thread_seq AND r.scope = w.scope`
+
+// readThread answers the active records of realm at places (scope, thread
+// id, seq), in no particular order, in one query that records_by_thread
+// serves. Other statuses are left out: the SDK shows only active
+// neighbours (sdk.AttachNeighbours), and records_by_thread holds only
+// those.
+func readThread(ctx context.Context, db *pgdb, realm string, places []sdk.ThreadPlace) ([]sdk.Record, error) {
+	if err := sdk.ValidateRealm(realm); err != nil {
+		return nil, fmt.Errorf("postgres: read thread: %w", err)
+	}
+	out := []sdk.Record{}
+	scopes := make([]string, 0, len(places))
+	threads, seqs := make([]string, 0, len(places)), make([]int64, 0, len(places))
+	seen := make(map[sdk.ThreadPlace]bool, len(places))
+	for _, p := range places {
+		if !seen[p] {
+			seen[p] = true
+			scopes, threads, seqs = append(scopes, string(p.Scope)), append(threads, p.Thread), append(seqs, p.Seq)
+		}
+	}
+	if len(scopes) == 0 {
+		return out, nil
+	}
+	err := db.run(ctx, readOnly, func(q dbtx) error {
+		return readRecords(ctx, q, readThreadSQL, []any{realm, scopes, threads, seqs},
+			func(r *sdk.Record) { out = append(out, *r) })
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: read thread: %w", classify(err))
+	}
+	return out, nil
+}

@@ -486,3 +486,12 @@ func (d *database) recallFromIndex(ctx context.Context, q sdk.RecallQuery, terms
 	}
 	return hits, nil
 }
+
+// indexPlaces answers places as the index names them.
+func indexPlaces(places []sdk.ThreadPlace) []memindex.Place {
+	out := make([]memindex.Place, len(places))
+	for i, p := range places {
+		out[i] = memindex.Place{Scope: string(p.Scope), Thread: p.Thread, Seq: p.Seq}
+	}
+	return out
+}

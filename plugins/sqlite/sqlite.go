@@ -177,6 +177,7 @@ func (s *Store) Info() sdk.Info {
 		Capabilities: sdk.Capabilities{
 			sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest,
 			sdk.CapSupersede, sdk.CapUsage, sdk.CapUsageCounts, sdk.CapLedger, sdk.CapArchive, sdk.CapReindex, sdk.CapVectors,
+			sdk.CapNeighbours,
 		},
 		ConfigSchema: json.RawMessage(configSchema),
 	}
@@ -264,6 +265,18 @@ func (s *Store) Get(ctx context.Context, realm string, ids []string) ([]sdk.Reco
 	var recs []sdk.Record
 	err := s.use(func(db *database) (err error) {
 		recs, err = db.get(ctx, realm, ids)
+		return err
+	})
+	return recs, err
+}
+
+// ReadThread answers the records at places of threads, found through the
+// index's thread context.
+func (s *Store) ReadThread(ctx context.Context, realm string, places []sdk.ThreadPlace) ([]sdk.Record, error) {
+	var recs []sdk.Record
+	err := s.use(func(db *database) (err error) {
+		db.awaitIndex()
+		recs, err = db.get(ctx, realm, db.ix.AtPlaces(realm, indexPlaces(places)))
 		return err
 	})
 	return recs, err

@@ -131,12 +131,21 @@ func checkUndeclared(ctx context.Context, e *env) error {
 			return e.p.CountUses(ctx, realmA, []sdk.Use{{ID: "conformance-id", Count: 2}}, time.Now())
 		},
 	}
+	// A capability that rides on Recall is ignored when undeclared, not
+	// refused: the host does not send it, and the answer holds none of it.
+	ignored := map[sdk.Capability]func() error{
+		sdk.CapNeighbours: func() error { return undeclaredNeighbours(ctx, e) },
+	}
 	var p problems
 	if got := e.p.Capabilities(); !slices.Equal(got, e.suite.info.Capabilities) {
 		p.addf("the host reads declared capabilities %v, Info declares %v", got, e.suite.info.Capabilities)
 	}
 	for _, c := range knownCapabilities {
 		if e.has(c) {
+			continue
+		}
+		if call, ok := ignored[c]; ok {
+			p.add(call())
 			continue
 		}
 		call, ok := calls[c]
@@ -147,6 +156,37 @@ func checkUndeclared(ctx context.Context, e *env) error {
 		p.add(wantErr(fmt.Sprintf("undeclared capability %s", c), call(), sdk.ErrUnsupported))
 	}
 	return p.err()
+}
+
+// undeclaredNeighbours: a recall asking for neighbours of a provider that
+// did not declare them succeeds and answers none, beside hits in a thread
+// too when the provider can store one.
+func undeclaredNeighbours(ctx context.Context, e *env) error {
+	query := commonWord
+	if e.has(sdk.CapWrite) {
+		var recs []sdk.Record
+		for seq := range 3 {
+			r, w := e.record(scopeAlice)
+			r.Thread = &sdk.Thread{ID: "conformance undeclared neighbours", Seq: int64(seq)}
+			recs = append(recs, r)
+			if seq == 1 {
+				query = w
+			}
+		}
+		if _, err := e.remember(ctx, realmA, recs...); err != nil {
+			return err
+		}
+	}
+	hits, err := e.recall(ctx, sdk.RecallQuery{Realm: realmA, Query: query, Limit: listLimit, Neighbours: 1})
+	if err != nil {
+		return fmt.Errorf("undeclared capability %s: a recall asking for neighbours must be answered without them: %w", sdk.CapNeighbours, err)
+	}
+	for i, h := range hits {
+		if len(h.Neighbours) > 0 {
+			return fmt.Errorf("undeclared capability %s: Recall(%q) answered %d neighbours beside hit %d", sdk.CapNeighbours, query, len(h.Neighbours), i)
+		}
+	}
+	return nil
 }
 
 // checkConfig: the target's config is accepted; an unknown key, a

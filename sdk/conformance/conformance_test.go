@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -97,6 +98,29 @@ func TestSkipsUndeclaredCapabilities(t *testing.T) {
 	}
 }
 
+// TestUndeclaredNeighbours: a provider that writes threads but does not
+// declare neighbours has the Neighbours check skipped, and passes
+// UndeclaredCapabilities, which asks it for neighbours anyway.
+func TestUndeclaredNeighbours(t *testing.T) {
+	s, err := conformance.NewSuite(t.Context(), conformance.Target{
+		New: func() sdk.Plugin {
+			p := newRef()
+			p.caps = slices.DeleteFunc(slices.Clone(p.caps), func(c sdk.Capability) bool { return c == sdk.CapNeighbours })
+			return p
+		},
+		Config: refConfig,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Run(t.Context(), "Neighbours", t.TempDir()); !strings.Contains(r.Skipped, "neighbours") {
+		t.Errorf("Neighbours: skipped %q, err %v; want it skipped for the undeclared capability", r.Skipped, r.Err)
+	}
+	if r := s.Run(t.Context(), "UndeclaredCapabilities", t.TempDir()); r.Err != nil || r.Skipped != "" {
+		t.Errorf("UndeclaredCapabilities: skipped %q, err %v; want it run and passed", r.Skipped, r.Err)
+	}
+}
+
 // TestCatchesBrokenProviders: each deliberate defect fails the check
 // written for it.
 func TestCatchesBrokenProviders(t *testing.T) {
@@ -124,6 +148,7 @@ func TestCatchesBrokenProviders(t *testing.T) {
 		{check: "RecallFilters", bug: func(p *refProvider) { p.bugs.ignoreWindow = true }},
 		{check: "Relevance", bug: func(p *refProvider) { p.bugs.worstFirst = true }},
 		{check: "RoundTrip", bug: func(p *refProvider) { p.bugs.dropExplicitID = true }},
+		{check: "Neighbours", bug: func(p *refProvider) { p.bugs.noNeighbours = true }},
 		{check: "Manifest", bug: func(p *refProvider) { p.version = "0.2.0" }, manifest: true},
 		{check: "Info", bug: func(p *refProvider) { p.caps = append(p.caps, sdk.CapWrite) }},
 	} {

@@ -37,10 +37,10 @@ type refProvider struct {
 type bugs struct {
 	leakRealms, ignoreScopes, duplicateWrites, partialBatch, recallSuperseded, recallExpired,
 	forgetMissingFails, noPersist, truncateTitles, looseConfig, unboundedWorkingSet, ignoreTags,
-	worstFirst, dropExplicitID, ignoreWindow bool
+	worstFirst, dropExplicitID, ignoreWindow, noNeighbours bool
 }
 
-var allCaps = sdk.Capabilities{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger}
+var allCaps = sdk.Capabilities{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger, sdk.CapNeighbours}
 
 func newRef() *refProvider { return &refProvider{caps: allCaps, version: "0.1.0"} }
 
@@ -281,6 +281,23 @@ func (p *refProvider) Get(_ context.Context, realm string, ids []string) ([]sdk.
 	var out []sdk.Record
 	for _, id := range ids {
 		if r, ok := p.recs[realm][id]; ok {
+			out = append(out, *r)
+		}
+	}
+	return out, nil
+}
+
+// ReadThread answers the records of realm at the places asked, of any
+// status: the SDK's server keeps the ones a recall may show.
+func (p *refProvider) ReadThread(_ context.Context, realm string, places []sdk.ThreadPlace) ([]sdk.Record, error) {
+	if err := sdk.ValidateRealm(realm); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []sdk.Record
+	for _, r := range p.recs[realm] {
+		if r.Thread != nil && !p.bugs.noNeighbours && slices.Contains(places, sdk.ThreadPlace{Scope: r.Scope, Thread: r.Thread.ID, Seq: r.Thread.Seq}) {
 			out = append(out, *r)
 		}
 	}

@@ -87,7 +87,56 @@ func checkHits(q sdk.RecallQuery, hits []sdk.Hit) error {
 	if i, j := repeated(len(hits), func(i int) string { return hits[i].Record.ID }); i >= 0 {
 		return badAnswer("recall", "hits %d and %d are the same record", j, i)
 	}
+	return checkNeighbours(q, hits, excluded)
+}
+
+// checkNeighbours holds each hit's neighbours to what was asked: records
+// of its realm, scope and thread within q.Neighbours places of it, active,
+// not excluded, and no record twice in the answer.
+func checkNeighbours(q sdk.RecallQuery, hits []sdk.Hit, excluded func(string) bool) error {
+	seen := map[string]bool{}
+	for i := range hits {
+		seen[hits[i].Record.ID] = true
+	}
+	for i := range hits {
+		h := &hits[i]
+		for j := range h.Neighbours {
+			n := &h.Neighbours[j]
+			var problem string
+			switch {
+			case q.Neighbours <= 0:
+				problem = "was not asked for"
+			case h.Record.Thread == nil:
+				problem = "belongs to a hit in no thread"
+			case sdk.ValidateID(n.ID) != nil:
+				problem = "has no valid id"
+			case n.Realm != q.Realm || n.Scope != h.Record.Scope:
+				problem = "is a record of another realm or scope than its hit"
+			case n.Thread == nil || n.Thread.ID != h.Record.Thread.ID || n.Thread.Seq < 0 || h.Record.Thread.Seq < 0 ||
+				n.Thread.Seq == h.Record.Thread.Seq || absDiff(n.Thread.Seq, h.Record.Thread.Seq) > int64(q.Neighbours):
+				problem = "is not beside its hit in its thread"
+			case n.Status != sdk.StatusActive:
+				problem = "is a record that is not active"
+			case excluded(n.ID):
+				problem = "is a record the query excluded"
+			case seen[n.ID]:
+				problem = "repeats a record of the answer"
+			}
+			if problem != "" {
+				return badAnswer("recall", "neighbour %d of hit %d %s", j, i, problem)
+			}
+			seen[n.ID] = true
+		}
+	}
 	return nil
+}
+
+// absDiff answers |a-b| for a, b ≥ 0 (no overflow).
+func absDiff(a, b int64) int64 {
+	if a > b {
+		return a - b
+	}
+	return b - a
 }
 
 // checkRecords holds an answer of records (Get, Export) to its realm,

@@ -28,7 +28,7 @@ type liar struct {
 
 func (l *liar) Info() sdk.Info {
 	return sdk.Info{Name: "liar", Version: "0.1.0", Kinds: []sdk.PluginKind{sdk.KindProvider, sdk.KindSelector}, Protocols: []int{1},
-		Capabilities: sdk.Capabilities{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapArchive, sdk.CapVectors}}
+		Capabilities: sdk.Capabilities{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapArchive, sdk.CapVectors, sdk.CapNeighbours}}
 }
 func (l *liar) Configure(context.Context, json.RawMessage) error { return nil }
 func (l *liar) Recall(context.Context, sdk.RecallQuery) ([]sdk.Hit, error) {
@@ -52,6 +52,9 @@ func (l *liar) Import(context.Context, string, []sdk.Record) (sdk.ImportResult, 
 func (l *liar) PutVectors(context.Context, string, []sdk.RecordVector) error { return nil }
 func (l *liar) MissingVectors(context.Context, string, string, string, int) ([]string, error) {
 	return l.ids, nil
+}
+func (l *liar) ReadThread(context.Context, string, []sdk.ThreadPlace) ([]sdk.Record, error) {
+	return l.records, nil
 }
 func (l *liar) Select(context.Context, sdk.SelectRequest) (sdk.Selection, error) {
 	return sdk.Selection{IDs: l.selection}, nil
@@ -137,6 +140,10 @@ func TestAnswersOutOfContractAreRefused(t *testing.T) {
 	notActive := hit("r1", sdk.RealmScope, 1)
 	notActive.Record.Status = sdk.StatusSuperseded
 	foreignHit := sdk.Hit{Record: other, Score: 1}
+	threadHit := hit("r1", mine, 1)
+	threadHit.Record.Thread = &sdk.Thread{ID: "t", Seq: 1}
+	beside := rec("r0", mine)
+	beside.Thread = &sdk.Thread{ID: "t", Seq: 0}
 	cases := []struct {
 		name   string
 		answer liar
@@ -145,6 +152,7 @@ func TestAnswersOutOfContractAreRefused(t *testing.T) {
 		ok bool
 	}{
 		{"recall within the contract", liar{hits: []sdk.Hit{hit("r1", mine, 2), hit("r2", mine, -1)}}, recall(sdk.RecallQuery{Scopes: []sdk.Scope{mine}}), true},
+		{"recall with neighbours within the contract", liar{hits: []sdk.Hit{threadHit}, records: []sdk.Record{beside}}, recall(sdk.RecallQuery{Scopes: []sdk.Scope{mine}, Neighbours: 1}), true},
 		{"recall of another realm", liar{hits: []sdk.Hit{hit("r1", sdk.RealmScope, 1), foreignHit}}, recall(sdk.RecallQuery{}), false},
 		{"recall of a scope not asked", liar{hits: []sdk.Hit{hit("r1", theirs, 1)}}, recall(sdk.RecallQuery{Scopes: []sdk.Scope{mine}}), false},
 		{"recall over the limit", liar{hits: hits(3)}, recall(sdk.RecallQuery{Limit: 2}), false},

@@ -168,6 +168,15 @@ func (c *providerClient) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.H
 		ExcludeIds: q.ExcludeIDs, Tags: q.Tags, ExcludeTags: q.ExcludeTags,
 		SinceUnixMs: toMillis(q.Since), UntilUnixMs: toMillis(q.Until),
 	}
+	if c.caps.Has(sdk.CapNeighbours) {
+		if q.Neighbours < 0 || q.Neighbours > sdk.MaxNeighbours {
+			// Refused here: the wire's int32 must not wrap it into range.
+			return nil, fmt.Errorf("%w: neighbours %d is outside 0..%d", sdk.ErrInvalid, q.Neighbours, sdk.MaxNeighbours)
+		}
+		req.Neighbours = int32(q.Neighbours)
+	} else {
+		q.Neighbours = 0 // a plugin that did not declare them answers none
+	}
 	// The semantic half goes only to a provider that declared vectors.
 	if c.caps.Has(sdk.CapVectors) {
 		req.QueryVector, req.VectorModel = q.QueryVector, q.VectorModel
@@ -182,6 +191,9 @@ func (c *providerClient) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.H
 	hits := make([]sdk.Hit, len(resp.Hits))
 	for i, h := range resp.Hits {
 		hits[i] = sdk.Hit{Record: recordFromPB(h.Record), Score: h.Score}
+		for _, n := range h.Neighbours {
+			hits[i].Neighbours = append(hits[i].Neighbours, recordFromPB(n))
+		}
 	}
 	if err := checkHits(q, hits); err != nil {
 		return nil, err

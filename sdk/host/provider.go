@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"time"
 
 	"github.com/memhost/memhost/sdk"
 )
@@ -16,6 +17,9 @@ import (
 type Provider struct {
 	impl sdk.Provider
 	caps func() sdk.Capabilities
+	// local: impl is an in-process plugin, whose recall answers no
+	// neighbours unless Recall attaches them as Serve would.
+	local bool
 }
 
 // declarer is a value that says what its plugin declared: a connection's
@@ -39,15 +43,29 @@ func ProviderOf(v sdk.Provider) *Provider {
 		return &Provider{impl: v, caps: d.Capabilities}
 	case sdk.Plugin:
 		caps := sdk.CapabilitiesOf(d)
-		return &Provider{impl: v, caps: func() sdk.Capabilities { return caps }}
+		return &Provider{impl: v, caps: func() sdk.Capabilities { return caps }, local: true}
 	default:
 		return &Provider{impl: v, caps: func() sdk.Capabilities { return nil }}
 	}
 }
 
-// Recall asks the provider for the records most relevant to q.
+// Recall asks the provider for the records most relevant to q, with their
+// thread neighbours when q asks for them and the provider declared
+// sdk.CapNeighbours (a plugin's server attaches them; an in-process one
+// gets them attached here, the same way).
 func (p *Provider) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
-	return p.impl.Recall(ctx, q)
+	reader, declared := capability[sdk.ThreadReader](p, sdk.CapNeighbours)
+	if !declared && !p.caps().Has(sdk.CapNeighbours) {
+		q.Neighbours = 0
+	}
+	hits, err := p.impl.Recall(ctx, q)
+	if err != nil || !p.local || !declared {
+		return hits, err
+	}
+	if err := sdk.AttachNeighbours(ctx, reader, q, hits, time.Now()); err != nil {
+		return nil, err
+	}
+	return hits, nil
 }
 
 // Capabilities answers what the plugin declared.

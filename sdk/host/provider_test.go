@@ -39,10 +39,16 @@ func (p capsPlugin) Info() sdk.Info {
 }
 func (capsPlugin) Configure(context.Context, json.RawMessage) error { return nil }
 
-// Recall answers nothing to a lexical query, and to one with a query
-// vector a hit scored by its dimensions and titled by its model, so a test
-// sees the semantic half crossed the wire.
+// Recall answers nothing to a lexical query but "neighbours", to which it
+// answers a hit at seq 1 of thread "t", and to one with a query vector a
+// hit scored by its dimensions and titled by its model, so a test sees
+// the semantic half crossed the wire.
 func (capsPlugin) Recall(_ context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
+	if q.QueryVector == nil && q.Query == "neighbours" {
+		rec := sdk.Record{ID: "hit", Realm: q.Realm, Scope: sdk.RealmScope, Kind: sdk.KindEpisode, Title: "hit",
+			Status: sdk.StatusActive, Thread: &sdk.Thread{ID: "t", Seq: 1}}
+		return []sdk.Hit{{Record: rec, Score: 1}}, nil
+	}
 	if q.QueryVector == nil {
 		return nil, nil
 	}
@@ -89,6 +95,13 @@ func (capsPlugin) PutVectors(context.Context, string, []sdk.RecordVector) error 
 }
 func (capsPlugin) MissingVectors(context.Context, string, string, string, int) ([]string, error) {
 	return []string{marker}, nil
+}
+
+// ReadThread answers the record at seq 0 of thread "t", whatever it is
+// asked: the SDK's server keeps it as the neighbour of Recall's hit.
+func (capsPlugin) ReadThread(_ context.Context, realm string, _ []sdk.ThreadPlace) ([]sdk.Record, error) {
+	return []sdk.Record{{ID: marker, Realm: realm, Scope: sdk.RealmScope, Kind: sdk.KindEpisode, Title: marker,
+		Status: sdk.StatusActive, Thread: &sdk.Thread{ID: "t", Seq: 0}}}, nil
 }
 
 // accessors is, per capability, its accessor on Provider and a call
@@ -184,6 +197,14 @@ var accessors = map[sdk.Capability]func(p *Provider) (call func(context.Context)
 			return err == nil && len(hits) == 1 && hits[0].Score == 3.5 && hits[0].Record.Title == "m/1"
 		}, ok
 	},
+	// Neighbours have no accessor of their own: they ride on Recall, sent
+	// only to a provider that declared them.
+	sdk.CapNeighbours: func(p *Provider) (func(context.Context) bool, bool) {
+		return func(ctx context.Context) bool {
+			hits, err := p.Recall(ctx, sdk.RecallQuery{Realm: "default", Query: "neighbours", Neighbours: 1})
+			return err == nil && len(hits) == 1 && len(hits[0].Neighbours) == 1 && hits[0].Neighbours[0].ID == marker
+		}, p.Capabilities().Has(sdk.CapNeighbours)
+	},
 }
 
 // TestAccessorsAnswerTheDeclaration launches a real plugin process per
@@ -234,6 +255,13 @@ func TestAccessorsAnswerTheDeclaration(t *testing.T) {
 				hits, err := p.Recall(ctx, sdk.RecallQuery{Realm: "default", QueryVector: []float32{1}, VectorModel: "m"})
 				if err != nil || len(hits) != 0 {
 					t.Errorf("recall with a query vector reached a provider without vectors: %v, %v", hits, err)
+				}
+			}
+			if declared != sdk.CapNeighbours {
+				// Nor does a request for neighbours reach one without them.
+				hits, err := p.Recall(ctx, sdk.RecallQuery{Realm: "default", Query: "neighbours", Neighbours: 1})
+				if err != nil || len(hits) != 1 || len(hits[0].Neighbours) != 0 {
+					t.Errorf("recall with neighbours answered %+v, %v by a provider without them; want its hit alone", hits, err)
 				}
 			}
 		})
@@ -294,7 +322,47 @@ func TestProviderHasNoCapabilityMethods(t *testing.T) {
 			t.Errorf("*Provider implements %s, which its accessor %s guards", ft.Out(0), m.Name)
 		}
 	}
-	if found != len(sdk.AllCapabilities()) {
-		t.Fatalf("found %d accessors, want one per capability (%d)", found, len(sdk.AllCapabilities()))
+	if want := len(sdk.AllCapabilities()) - len(onRecall); found != want {
+		t.Fatalf("found %d accessors, want one per capability but those that ride on Recall %v (%d)", found, onRecall, want)
+	}
+	for _, c := range onRecall {
+		impl := reflect.TypeFor[sdk.ThreadReader]()
+		if c != sdk.CapNeighbours {
+			t.Fatalf("capability %s rides on Recall; name its interface here", c)
+		}
+		if handle.Implements(impl) || reflect.TypeFor[*providerClient]().Implements(impl) {
+			t.Errorf("the host's handle or client implements %s, which only the plugin's own server calls", impl)
+		}
+	}
+}
+
+// onRecall lists the capabilities with no accessor: the host asks for
+// them in a RecallQuery field, and the SDK's server calls their interface
+// inside the plugin.
+var onRecall = []sdk.Capability{sdk.CapNeighbours}
+
+// TestProviderOfInProcessNeighbours: an in-process plugin's recall answers
+// the neighbours its server would, when it declared them, and none when
+// it did not, as a launched plugin's does.
+func TestProviderOfInProcessNeighbours(t *testing.T) {
+	for _, tc := range []struct {
+		declared sdk.Capabilities
+		want     []string
+	}{
+		{sdk.Capabilities{sdk.CapNeighbours}, []string{marker}},
+		{nil, nil},
+	} {
+		p := ProviderOf(capsPlugin{declared: tc.declared})
+		hits, err := p.Recall(t.Context(), sdk.RecallQuery{Realm: "default", Query: "neighbours", Neighbours: 1})
+		if err != nil || len(hits) != 1 {
+			t.Fatalf("declaring %v: Recall = %+v, %v; want the one hit", tc.declared, hits, err)
+		}
+		var got []string
+		for _, n := range hits[0].Neighbours {
+			got = append(got, n.ID)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("declaring %v: neighbours %v, want %v", tc.declared, got, tc.want)
+		}
 	}
 }

@@ -805,3 +805,26 @@ func (ix *Index) Replace(src *Index, name string) error {
 	}
 	return nil
 }
+
+// AtPlaces answers the ids of realm's documents at the given places of
+// threads (scope, thread id, seq), place by place, or none when the index keeps no thread context (Options.ContextWeight
+// is 0): only then does it know the places.
+func (ix *Index) AtPlaces(realm string, places []Place) []string {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	rm := ix.realms[realm]
+	if rm == nil {
+		return nil
+	}
+	var ids []string
+	for _, p := range places {
+		ids = append(ids, rm.threads[threadKey{p.Scope, p.Thread, p.Seq}]...)
+	}
+	return ids
+}
+
+// Place is a place in a thread of one scope.
+type Place struct {
+	Scope, Thread string
+	Seq           int64
+}

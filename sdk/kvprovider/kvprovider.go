@@ -3,7 +3,8 @@
 // record, put, delete) and an Open function for the configuration; this
 // package does the rest: validation, dedup by content hash, all-or-nothing
 // batches, supersede, usage counts, the record manifest, and exact BM25
-// recall from an in-memory sdk/index, ranking as the sqlite provider does.
+// recall from an in-memory sdk/index, ranking as the sqlite provider does,
+// with each hit's thread neighbours when asked.
 //
 // Every record lives in memory (the index and the records both), so it
 // suits stores of up to some hundred thousand records. The Store stays the
@@ -105,7 +106,7 @@ var indexOptions = index.Options{Weights: fieldWeights, ContextWeight: index.Con
 
 // New answers an unconfigured provider.
 func New(opts Options) *Provider {
-	caps := sdk.Capabilities{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapUsageCounts, sdk.CapArchive, sdk.CapReindex}
+	caps := sdk.Capabilities{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapUsageCounts, sdk.CapArchive, sdk.CapReindex, sdk.CapNeighbours}
 	if opts.Ledger {
 		caps = append(caps, sdk.CapLedger)
 	}

@@ -192,3 +192,74 @@ func TestWorkingSetRanksUsedFirst(t *testing.T) {
 		t.Fatalf("working set = %+v; want %s then %s ranked, then the unused", rows, ids[2], ids[1])
 	}
 }
+
+// ReadThread answers exactly the records at the places asked, of their
+// own scope and realm, and none once forgotten.
+func TestReadThread(t *testing.T) {
+	ctx := context.Background()
+	p, _ := open(t)
+	alice, bob := sdk.IdentityScope("alice"), sdk.IdentityScope("bob")
+	at := func(scope sdk.Scope, thread string, seq int64) sdk.ThreadPlace {
+		return sdk.ThreadPlace{Scope: scope, Thread: thread, Seq: seq}
+	}
+	turn := func(scope sdk.Scope, text string, seq int64) sdk.Record {
+		return sdk.Record{Scope: scope, Kind: sdk.KindFact, Title: "turn", Body: text, Thread: &sdk.Thread{ID: "chat", Seq: seq}}
+	}
+	a, err := p.Remember(ctx, "r", []sdk.Record{turn(alice, "one", 1), turn(alice, "two", 2), turn(alice, "two again", 2), turn(alice, "three", 3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := p.Remember(ctx, "r", []sdk.Record{turn(bob, "one", 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Remember(ctx, "other", []sdk.Record{turn(alice, "elsewhere", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	read := func(t *testing.T, realm string, places ...sdk.ThreadPlace) []string {
+		t.Helper()
+		recs, err := p.ReadThread(ctx, realm, places)
+		if err != nil {
+			t.Fatalf("ReadThread(%v): %v", places, err)
+		}
+		ids := make([]string, len(recs))
+		for i, r := range recs {
+			ids[i] = r.ID
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	tests := []struct {
+		name   string
+		realm  string
+		places []sdk.ThreadPlace
+		want   []string
+	}{
+		{"one place", "r", []sdk.ThreadPlace{at(alice, "chat", 1)}, []string{a[0]}},
+		{"a place holding two", "r", []sdk.ThreadPlace{at(alice, "chat", 2)}, []string{a[1], a[2]}},
+		{"the same thread id in two scopes", "r", []sdk.ThreadPlace{at(alice, "chat", 3), at(bob, "chat", 1)}, []string{a[3], b[0]}},
+		{"a place with nothing", "r", []sdk.ThreadPlace{at(alice, "chat", 4), at(bob, "chat", 2), at(alice, "other", 1)}, nil},
+		{"a realm without the thread", "none", []sdk.ThreadPlace{at(alice, "chat", 1)}, nil},
+		{"no places", "r", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, want := read(t, tt.realm, tt.places...), slices.Sorted(slices.Values(tt.want)); !slices.Equal(got, want) {
+				t.Fatalf("ReadThread = %v, want %v", got, want)
+			}
+		})
+	}
+	if n, err := p.Forget(ctx, "r", []string{a[1]}); err != nil || n != 1 {
+		t.Fatalf("Forget = %d, %v", n, err)
+	}
+	if got := read(t, "r", at(alice, "chat", 2)); !slices.Equal(got, []string{a[2]}) {
+		t.Fatalf("after Forget, ReadThread = %v, want %s alone", got, a[2])
+	}
+	// A rebuilt index knows the places too.
+	if _, err := p.Reindex(ctx, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, "r", at(alice, "chat", 3)); !slices.Equal(got, []string{a[3]}) {
+		t.Fatalf("after Reindex, ReadThread = %v, want %s", got, a[3])
+	}
+}

@@ -85,6 +85,32 @@ func (p *Provider) Get(ctx context.Context, realmName string, ids []string) ([]s
 	if err := p.ready(ctx); err != nil {
 		return nil, err
 	}
+	return p.records(realmName, ids), nil
+}
+
+// ReadThread answers the records at places of realm's threads, found
+// through the index's thread context. The index holds active records
+// only; the others are no neighbours anyway. Unlike Get's ids, places are
+// not held to sdk.MaxBatch: a full recall asks up to four per hit.
+func (p *Provider) ReadThread(ctx context.Context, realmName string, places []sdk.ThreadPlace) ([]sdk.Record, error) {
+	if err := sdk.ValidateRealm(realmName); err != nil {
+		return nil, err
+	}
+	at := make([]index.Place, len(places))
+	for i, pl := range places {
+		at[i] = index.Place{Scope: string(pl.Scope), Thread: pl.Thread, Seq: pl.Seq}
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if err := p.ready(ctx); err != nil {
+		return nil, err
+	}
+	return p.records(realmName, p.ix.AtPlaces(realmName, at)), nil
+}
+
+// records answers copies of realm's records with ids, those found, in
+// order. Callers hold mu.
+func (p *Provider) records(realmName string, ids []string) []sdk.Record {
 	out := []sdk.Record{}
 	if rm := p.realms[realmName]; rm != nil {
 		for _, id := range ids {
@@ -93,7 +119,7 @@ func (p *Provider) Get(ctx context.Context, realmName string, ids []string) ([]s
 			}
 		}
 	}
-	return out, nil
+	return out
 }
 
 // Manifest lists metadata rows of recallable records. Full lists them

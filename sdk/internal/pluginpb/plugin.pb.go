@@ -868,9 +868,13 @@ type RecallRequest struct {
 	// Capability "vectors" only: the query's embedding (empty for lexical
 	// recall), the model that made it, and the weights of the two halves
 	// (absent or both 0 = the provider's default).
-	QueryVector   []float32 `protobuf:"fixed32,10,rep,packed,name=query_vector,json=queryVector,proto3" json:"query_vector,omitempty"`
-	VectorModel   string    `protobuf:"bytes,11,opt,name=vector_model,json=vectorModel,proto3" json:"vector_model,omitempty"`
-	Fusion        *Fusion   `protobuf:"bytes,12,opt,name=fusion,proto3" json:"fusion,omitempty"`
+	QueryVector []float32 `protobuf:"fixed32,10,rep,packed,name=query_vector,json=queryVector,proto3" json:"query_vector,omitempty"`
+	VectorModel string    `protobuf:"bytes,11,opt,name=vector_model,json=vectorModel,proto3" json:"vector_model,omitempty"`
+	Fusion      *Fusion   `protobuf:"bytes,12,opt,name=fusion,proto3" json:"fusion,omitempty"`
+	// Capability "neighbours" only: for each hit in a thread, also answer
+	// the records of its scope and thread up to this many places before
+	// and after it (0 = none, at most 2).
+	Neighbours    int32 `protobuf:"varint,13,opt,name=neighbours,proto3" json:"neighbours,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -989,6 +993,13 @@ func (x *RecallRequest) GetFusion() *Fusion {
 	return nil
 }
 
+func (x *RecallRequest) GetNeighbours() int32 {
+	if x != nil {
+		return x.Neighbours
+	}
+	return 0
+}
+
 // Fusion weighs min-max-normalised lexical and vector scores:
 // score = lexical*lex + semantic*sem.
 type Fusion struct {
@@ -1044,9 +1055,12 @@ func (x *Fusion) GetSemantic() float64 {
 }
 
 type Hit struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Record        *Record                `protobuf:"bytes,1,opt,name=record,proto3" json:"record,omitempty"`
-	Score         float64                `protobuf:"fixed64,2,opt,name=score,proto3" json:"score,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Record *Record                `protobuf:"bytes,1,opt,name=record,proto3" json:"record,omitempty"`
+	Score  float64                `protobuf:"fixed64,2,opt,name=score,proto3" json:"score,omitempty"`
+	// The records beside record in its thread, in thread order, when the
+	// request asked for neighbours.
+	Neighbours    []*Record `protobuf:"bytes,3,rep,name=neighbours,proto3" json:"neighbours,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1093,6 +1107,13 @@ func (x *Hit) GetScore() float64 {
 		return x.Score
 	}
 	return 0
+}
+
+func (x *Hit) GetNeighbours() []*Record {
+	if x != nil {
+		return x.Neighbours
+	}
+	return nil
 }
 
 type RecallResponse struct {
@@ -3731,7 +3752,7 @@ const file_memhost_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x0fexpires_unix_ms\x18\n" +
 	" \x01(\x03R\rexpiresUnixMs\x121\n" +
 	"\x06thread\x18\v \x01(\v2\x19.memhost.plugin.v1.ThreadR\x06thread\x12(\n" +
-	"\x10occurred_unix_ms\x18\f \x01(\x03R\x0eoccurredUnixMs\"\x82\x03\n" +
+	"\x10occurred_unix_ms\x18\f \x01(\x03R\x0eoccurredUnixMs\"\xa2\x03\n" +
 	"\rRecallRequest\x12\x14\n" +
 	"\x05realm\x18\x01 \x01(\tR\x05realm\x12\x14\n" +
 	"\x05query\x18\x02 \x01(\tR\x05query\x12\x16\n" +
@@ -3746,13 +3767,19 @@ const file_memhost_plugin_v1_plugin_proto_rawDesc = "" +
 	"\fquery_vector\x18\n" +
 	" \x03(\x02R\vqueryVector\x12!\n" +
 	"\fvector_model\x18\v \x01(\tR\vvectorModel\x121\n" +
-	"\x06fusion\x18\f \x01(\v2\x19.memhost.plugin.v1.FusionR\x06fusion\">\n" +
+	"\x06fusion\x18\f \x01(\v2\x19.memhost.plugin.v1.FusionR\x06fusion\x12\x1e\n" +
+	"\n" +
+	"neighbours\x18\r \x01(\x05R\n" +
+	"neighbours\">\n" +
 	"\x06Fusion\x12\x18\n" +
 	"\alexical\x18\x01 \x01(\x01R\alexical\x12\x1a\n" +
-	"\bsemantic\x18\x02 \x01(\x01R\bsemantic\"N\n" +
+	"\bsemantic\x18\x02 \x01(\x01R\bsemantic\"\x89\x01\n" +
 	"\x03Hit\x121\n" +
 	"\x06record\x18\x01 \x01(\v2\x19.memhost.plugin.v1.RecordR\x06record\x12\x14\n" +
-	"\x05score\x18\x02 \x01(\x01R\x05score\"<\n" +
+	"\x05score\x18\x02 \x01(\x01R\x05score\x129\n" +
+	"\n" +
+	"neighbours\x18\x03 \x03(\v2\x19.memhost.plugin.v1.RecordR\n" +
+	"neighbours\"<\n" +
 	"\x0eRecallResponse\x12*\n" +
 	"\x04hits\x18\x01 \x03(\v2\x16.memhost.plugin.v1.HitR\x04hits\"a\n" +
 	"\x0fRememberRequest\x12\x14\n" +
@@ -4035,76 +4062,77 @@ var file_memhost_plugin_v1_plugin_proto_depIdxs = []int32{
 	9,  // 2: memhost.plugin.v1.RecordInput.thread:type_name -> memhost.plugin.v1.Thread
 	12, // 3: memhost.plugin.v1.RecallRequest.fusion:type_name -> memhost.plugin.v1.Fusion
 	8,  // 4: memhost.plugin.v1.Hit.record:type_name -> memhost.plugin.v1.Record
-	13, // 5: memhost.plugin.v1.RecallResponse.hits:type_name -> memhost.plugin.v1.Hit
-	10, // 6: memhost.plugin.v1.RememberRequest.records:type_name -> memhost.plugin.v1.RecordInput
-	8,  // 7: memhost.plugin.v1.GetResponse.records:type_name -> memhost.plugin.v1.Record
-	0,  // 8: memhost.plugin.v1.ManifestRequest.tier:type_name -> memhost.plugin.v1.ManifestTier
-	22, // 9: memhost.plugin.v1.ManifestResponse.rows:type_name -> memhost.plugin.v1.ManifestRow
-	10, // 10: memhost.plugin.v1.SupersedeRequest.replacement:type_name -> memhost.plugin.v1.RecordInput
-	28, // 11: memhost.plugin.v1.CountUsesRequest.uses:type_name -> memhost.plugin.v1.Use
-	31, // 12: memhost.plugin.v1.WriteLedgerRequest.entries:type_name -> memhost.plugin.v1.LedgerEntry
-	8,  // 13: memhost.plugin.v1.ExportResponse.records:type_name -> memhost.plugin.v1.Record
-	8,  // 14: memhost.plugin.v1.ImportRequest.records:type_name -> memhost.plugin.v1.Record
-	40, // 15: memhost.plugin.v1.ReindexResponse.progress:type_name -> memhost.plugin.v1.ReindexProgress
-	41, // 16: memhost.plugin.v1.ReindexResponse.done:type_name -> memhost.plugin.v1.ReindexDone
-	43, // 17: memhost.plugin.v1.SelectRequest.header:type_name -> memhost.plugin.v1.SelectHeader
-	22, // 18: memhost.plugin.v1.SelectRequest.rows:type_name -> memhost.plugin.v1.ManifestRow
-	1,  // 19: memhost.plugin.v1.SelectResponse.coverage:type_name -> memhost.plugin.v1.Coverage
-	45, // 20: memhost.plugin.v1.CompactRequest.evicted:type_name -> memhost.plugin.v1.Message
-	45, // 21: memhost.plugin.v1.CompactRequest.carry_over:type_name -> memhost.plugin.v1.Message
-	45, // 22: memhost.plugin.v1.CompactResponse.artifact:type_name -> memhost.plugin.v1.Message
-	52, // 23: memhost.plugin.v1.PutVectorsRequest.vectors:type_name -> memhost.plugin.v1.RecordVector
-	2,  // 24: memhost.plugin.v1.EmbedRequest.purpose:type_name -> memhost.plugin.v1.EmbedPurpose
-	60, // 25: memhost.plugin.v1.EmbedResponse.vectors:type_name -> memhost.plugin.v1.Embedding
-	3,  // 26: memhost.plugin.v1.Plugin.Info:input_type -> memhost.plugin.v1.InfoRequest
-	5,  // 27: memhost.plugin.v1.Plugin.Configure:input_type -> memhost.plugin.v1.ConfigureRequest
-	11, // 28: memhost.plugin.v1.Provider.Recall:input_type -> memhost.plugin.v1.RecallRequest
-	15, // 29: memhost.plugin.v1.Provider.Remember:input_type -> memhost.plugin.v1.RememberRequest
-	17, // 30: memhost.plugin.v1.Provider.Get:input_type -> memhost.plugin.v1.GetRequest
-	19, // 31: memhost.plugin.v1.Provider.Forget:input_type -> memhost.plugin.v1.ForgetRequest
-	21, // 32: memhost.plugin.v1.Provider.Manifest:input_type -> memhost.plugin.v1.ManifestRequest
-	24, // 33: memhost.plugin.v1.Provider.Supersede:input_type -> memhost.plugin.v1.SupersedeRequest
-	26, // 34: memhost.plugin.v1.Provider.MarkUsed:input_type -> memhost.plugin.v1.MarkUsedRequest
-	32, // 35: memhost.plugin.v1.Provider.WriteLedger:input_type -> memhost.plugin.v1.WriteLedgerRequest
-	34, // 36: memhost.plugin.v1.Provider.Export:input_type -> memhost.plugin.v1.ExportRequest
-	36, // 37: memhost.plugin.v1.Provider.Import:input_type -> memhost.plugin.v1.ImportRequest
-	38, // 38: memhost.plugin.v1.Provider.Reindex:input_type -> memhost.plugin.v1.ReindexRequest
-	53, // 39: memhost.plugin.v1.Provider.PutVectors:input_type -> memhost.plugin.v1.PutVectorsRequest
-	55, // 40: memhost.plugin.v1.Provider.MissingVectors:input_type -> memhost.plugin.v1.MissingVectorsRequest
-	29, // 41: memhost.plugin.v1.Provider.CountUses:input_type -> memhost.plugin.v1.CountUsesRequest
-	42, // 42: memhost.plugin.v1.Selector.Select:input_type -> memhost.plugin.v1.SelectRequest
-	46, // 43: memhost.plugin.v1.Compactor.Compact:input_type -> memhost.plugin.v1.CompactRequest
-	48, // 44: memhost.plugin.v1.OperatorResolver.ResolveOperator:input_type -> memhost.plugin.v1.ResolveOperatorRequest
-	50, // 45: memhost.plugin.v1.MobResolver.ResolveMobs:input_type -> memhost.plugin.v1.ResolveMobsRequest
-	57, // 46: memhost.plugin.v1.Embedder.Info:input_type -> memhost.plugin.v1.EmbedderInfoRequest
-	59, // 47: memhost.plugin.v1.Embedder.Embed:input_type -> memhost.plugin.v1.EmbedRequest
-	4,  // 48: memhost.plugin.v1.Plugin.Info:output_type -> memhost.plugin.v1.InfoResponse
-	7,  // 49: memhost.plugin.v1.Plugin.Configure:output_type -> memhost.plugin.v1.ConfigureResponse
-	14, // 50: memhost.plugin.v1.Provider.Recall:output_type -> memhost.plugin.v1.RecallResponse
-	16, // 51: memhost.plugin.v1.Provider.Remember:output_type -> memhost.plugin.v1.RememberResponse
-	18, // 52: memhost.plugin.v1.Provider.Get:output_type -> memhost.plugin.v1.GetResponse
-	20, // 53: memhost.plugin.v1.Provider.Forget:output_type -> memhost.plugin.v1.ForgetResponse
-	23, // 54: memhost.plugin.v1.Provider.Manifest:output_type -> memhost.plugin.v1.ManifestResponse
-	25, // 55: memhost.plugin.v1.Provider.Supersede:output_type -> memhost.plugin.v1.SupersedeResponse
-	27, // 56: memhost.plugin.v1.Provider.MarkUsed:output_type -> memhost.plugin.v1.MarkUsedResponse
-	33, // 57: memhost.plugin.v1.Provider.WriteLedger:output_type -> memhost.plugin.v1.WriteLedgerResponse
-	35, // 58: memhost.plugin.v1.Provider.Export:output_type -> memhost.plugin.v1.ExportResponse
-	37, // 59: memhost.plugin.v1.Provider.Import:output_type -> memhost.plugin.v1.ImportResponse
-	39, // 60: memhost.plugin.v1.Provider.Reindex:output_type -> memhost.plugin.v1.ReindexResponse
-	54, // 61: memhost.plugin.v1.Provider.PutVectors:output_type -> memhost.plugin.v1.PutVectorsResponse
-	56, // 62: memhost.plugin.v1.Provider.MissingVectors:output_type -> memhost.plugin.v1.MissingVectorsResponse
-	30, // 63: memhost.plugin.v1.Provider.CountUses:output_type -> memhost.plugin.v1.CountUsesResponse
-	44, // 64: memhost.plugin.v1.Selector.Select:output_type -> memhost.plugin.v1.SelectResponse
-	47, // 65: memhost.plugin.v1.Compactor.Compact:output_type -> memhost.plugin.v1.CompactResponse
-	49, // 66: memhost.plugin.v1.OperatorResolver.ResolveOperator:output_type -> memhost.plugin.v1.ResolveOperatorResponse
-	51, // 67: memhost.plugin.v1.MobResolver.ResolveMobs:output_type -> memhost.plugin.v1.ResolveMobsResponse
-	58, // 68: memhost.plugin.v1.Embedder.Info:output_type -> memhost.plugin.v1.EmbedderInfoResponse
-	61, // 69: memhost.plugin.v1.Embedder.Embed:output_type -> memhost.plugin.v1.EmbedResponse
-	48, // [48:70] is the sub-list for method output_type
-	26, // [26:48] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	8,  // 5: memhost.plugin.v1.Hit.neighbours:type_name -> memhost.plugin.v1.Record
+	13, // 6: memhost.plugin.v1.RecallResponse.hits:type_name -> memhost.plugin.v1.Hit
+	10, // 7: memhost.plugin.v1.RememberRequest.records:type_name -> memhost.plugin.v1.RecordInput
+	8,  // 8: memhost.plugin.v1.GetResponse.records:type_name -> memhost.plugin.v1.Record
+	0,  // 9: memhost.plugin.v1.ManifestRequest.tier:type_name -> memhost.plugin.v1.ManifestTier
+	22, // 10: memhost.plugin.v1.ManifestResponse.rows:type_name -> memhost.plugin.v1.ManifestRow
+	10, // 11: memhost.plugin.v1.SupersedeRequest.replacement:type_name -> memhost.plugin.v1.RecordInput
+	28, // 12: memhost.plugin.v1.CountUsesRequest.uses:type_name -> memhost.plugin.v1.Use
+	31, // 13: memhost.plugin.v1.WriteLedgerRequest.entries:type_name -> memhost.plugin.v1.LedgerEntry
+	8,  // 14: memhost.plugin.v1.ExportResponse.records:type_name -> memhost.plugin.v1.Record
+	8,  // 15: memhost.plugin.v1.ImportRequest.records:type_name -> memhost.plugin.v1.Record
+	40, // 16: memhost.plugin.v1.ReindexResponse.progress:type_name -> memhost.plugin.v1.ReindexProgress
+	41, // 17: memhost.plugin.v1.ReindexResponse.done:type_name -> memhost.plugin.v1.ReindexDone
+	43, // 18: memhost.plugin.v1.SelectRequest.header:type_name -> memhost.plugin.v1.SelectHeader
+	22, // 19: memhost.plugin.v1.SelectRequest.rows:type_name -> memhost.plugin.v1.ManifestRow
+	1,  // 20: memhost.plugin.v1.SelectResponse.coverage:type_name -> memhost.plugin.v1.Coverage
+	45, // 21: memhost.plugin.v1.CompactRequest.evicted:type_name -> memhost.plugin.v1.Message
+	45, // 22: memhost.plugin.v1.CompactRequest.carry_over:type_name -> memhost.plugin.v1.Message
+	45, // 23: memhost.plugin.v1.CompactResponse.artifact:type_name -> memhost.plugin.v1.Message
+	52, // 24: memhost.plugin.v1.PutVectorsRequest.vectors:type_name -> memhost.plugin.v1.RecordVector
+	2,  // 25: memhost.plugin.v1.EmbedRequest.purpose:type_name -> memhost.plugin.v1.EmbedPurpose
+	60, // 26: memhost.plugin.v1.EmbedResponse.vectors:type_name -> memhost.plugin.v1.Embedding
+	3,  // 27: memhost.plugin.v1.Plugin.Info:input_type -> memhost.plugin.v1.InfoRequest
+	5,  // 28: memhost.plugin.v1.Plugin.Configure:input_type -> memhost.plugin.v1.ConfigureRequest
+	11, // 29: memhost.plugin.v1.Provider.Recall:input_type -> memhost.plugin.v1.RecallRequest
+	15, // 30: memhost.plugin.v1.Provider.Remember:input_type -> memhost.plugin.v1.RememberRequest
+	17, // 31: memhost.plugin.v1.Provider.Get:input_type -> memhost.plugin.v1.GetRequest
+	19, // 32: memhost.plugin.v1.Provider.Forget:input_type -> memhost.plugin.v1.ForgetRequest
+	21, // 33: memhost.plugin.v1.Provider.Manifest:input_type -> memhost.plugin.v1.ManifestRequest
+	24, // 34: memhost.plugin.v1.Provider.Supersede:input_type -> memhost.plugin.v1.SupersedeRequest
+	26, // 35: memhost.plugin.v1.Provider.MarkUsed:input_type -> memhost.plugin.v1.MarkUsedRequest
+	32, // 36: memhost.plugin.v1.Provider.WriteLedger:input_type -> memhost.plugin.v1.WriteLedgerRequest
+	34, // 37: memhost.plugin.v1.Provider.Export:input_type -> memhost.plugin.v1.ExportRequest
+	36, // 38: memhost.plugin.v1.Provider.Import:input_type -> memhost.plugin.v1.ImportRequest
+	38, // 39: memhost.plugin.v1.Provider.Reindex:input_type -> memhost.plugin.v1.ReindexRequest
+	53, // 40: memhost.plugin.v1.Provider.PutVectors:input_type -> memhost.plugin.v1.PutVectorsRequest
+	55, // 41: memhost.plugin.v1.Provider.MissingVectors:input_type -> memhost.plugin.v1.MissingVectorsRequest
+	29, // 42: memhost.plugin.v1.Provider.CountUses:input_type -> memhost.plugin.v1.CountUsesRequest
+	42, // 43: memhost.plugin.v1.Selector.Select:input_type -> memhost.plugin.v1.SelectRequest
+	46, // 44: memhost.plugin.v1.Compactor.Compact:input_type -> memhost.plugin.v1.CompactRequest
+	48, // 45: memhost.plugin.v1.OperatorResolver.ResolveOperator:input_type -> memhost.plugin.v1.ResolveOperatorRequest
+	50, // 46: memhost.plugin.v1.MobResolver.ResolveMobs:input_type -> memhost.plugin.v1.ResolveMobsRequest
+	57, // 47: memhost.plugin.v1.Embedder.Info:input_type -> memhost.plugin.v1.EmbedderInfoRequest
+	59, // 48: memhost.plugin.v1.Embedder.Embed:input_type -> memhost.plugin.v1.EmbedRequest
+	4,  // 49: memhost.plugin.v1.Plugin.Info:output_type -> memhost.plugin.v1.InfoResponse
+	7,  // 50: memhost.plugin.v1.Plugin.Configure:output_type -> memhost.plugin.v1.ConfigureResponse
+	14, // 51: memhost.plugin.v1.Provider.Recall:output_type -> memhost.plugin.v1.RecallResponse
+	16, // 52: memhost.plugin.v1.Provider.Remember:output_type -> memhost.plugin.v1.RememberResponse
+	18, // 53: memhost.plugin.v1.Provider.Get:output_type -> memhost.plugin.v1.GetResponse
+	20, // 54: memhost.plugin.v1.Provider.Forget:output_type -> memhost.plugin.v1.ForgetResponse
+	23, // 55: memhost.plugin.v1.Provider.Manifest:output_type -> memhost.plugin.v1.ManifestResponse
+	25, // 56: memhost.plugin.v1.Provider.Supersede:output_type -> memhost.plugin.v1.SupersedeResponse
+	27, // 57: memhost.plugin.v1.Provider.MarkUsed:output_type -> memhost.plugin.v1.MarkUsedResponse
+	33, // 58: memhost.plugin.v1.Provider.WriteLedger:output_type -> memhost.plugin.v1.WriteLedgerResponse
+	35, // 59: memhost.plugin.v1.Provider.Export:output_type -> memhost.plugin.v1.ExportResponse
+	37, // 60: memhost.plugin.v1.Provider.Import:output_type -> memhost.plugin.v1.ImportResponse
+	39, // 61: memhost.plugin.v1.Provider.Reindex:output_type -> memhost.plugin.v1.ReindexResponse
+	54, // 62: memhost.plugin.v1.Provider.PutVectors:output_type -> memhost.plugin.v1.PutVectorsResponse
+	56, // 63: memhost.plugin.v1.Provider.MissingVectors:output_type -> memhost.plugin.v1.MissingVectorsResponse
+	30, // 64: memhost.plugin.v1.Provider.CountUses:output_type -> memhost.plugin.v1.CountUsesResponse
+	44, // 65: memhost.plugin.v1.Selector.Select:output_type -> memhost.plugin.v1.SelectResponse
+	47, // 66: memhost.plugin.v1.Compactor.Compact:output_type -> memhost.plugin.v1.CompactResponse
+	49, // 67: memhost.plugin.v1.OperatorResolver.ResolveOperator:output_type -> memhost.plugin.v1.ResolveOperatorResponse
+	51, // 68: memhost.plugin.v1.MobResolver.ResolveMobs:output_type -> memhost.plugin.v1.ResolveMobsResponse
+	58, // 69: memhost.plugin.v1.Embedder.Info:output_type -> memhost.plugin.v1.EmbedderInfoResponse
+	61, // 70: memhost.plugin.v1.Embedder.Embed:output_type -> memhost.plugin.v1.EmbedResponse
+	49, // [49:71] is the sub-list for method output_type
+	27, // [27:49] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_memhost_plugin_v1_plugin_proto_init() }

@@ -1,0 +1,116 @@
+package sdk
+
+import (
+	"cmp"
+	"context"
+	"math"
+	"slices"
+	"time"
+)
+
+// MaxPlaceRecords bounds the records of one thread place shown as
+// neighbours; the first by id are shown.
+const MaxPlaceRecords = 4
+
+// AttachNeighbours sets each threaded hit's Neighbours to the records
+// beside it in its scope and thread, up to q.Neighbours places before and
+// after its own, read from r in one call. A neighbour is shown only where
+// the recall itself could show it: active and unexpired at now, in the
+// hit's scope, passing q's tags and time window, not among q.ExcludeIDs
+// and not a hit of this answer. Each record is attached once, to the
+// first hit it neighbours, and each hit's neighbours are in thread order.
+// Serve calls it for a provider that declared CapNeighbours.
+func AttachNeighbours(ctx context.Context, r ThreadReader, q RecallQuery, hits []Hit, now time.Time) error {
+	for i := range hits {
+		hits[i].Neighbours = nil // only what is attached here is answered
+	}
+	span := min(q.Neighbours, MaxNeighbours)
+	if span <= 0 {
+		return nil
+	}
+	var places []ThreadPlace
+	asked := map[ThreadPlace]bool{}
+	for i := range hits {
+		t := hits[i].Record.Thread
+		if t == nil {
+			continue
+		}
+		for d := -int64(span); d <= int64(span); d++ {
+			// Seqs run from 0 to the top of int64: no place past either end.
+			if d == 0 || (d < 0 && t.Seq < -d) || (d > 0 && t.Seq > math.MaxInt64-d) {
+				continue
+			}
+			p := ThreadPlace{Scope: hits[i].Record.Scope, Thread: t.ID, Seq: t.Seq + d}
+			if !asked[p] {
+				asked[p] = true
+				places = append(places, p)
+			}
+		}
+	}
+	if len(places) == 0 {
+		return nil
+	}
+	recs, err := r.ReadThread(ctx, q.Realm, places)
+	if err != nil {
+		return err
+	}
+	shown := make(map[string]bool, len(hits)+len(q.ExcludeIDs))
+	for i := range hits {
+		shown[hits[i].Record.ID] = true
+	}
+	for _, id := range q.ExcludeIDs {
+		shown[id] = true
+	}
+	// What the recall could not show goes first, so a place's cap counts
+	// only records it could.
+	recs = slices.DeleteFunc(recs, func(r Record) bool {
+		return r.Realm != q.Realm || r.Thread == nil || r.Thread.Seq < 0 || shown[r.ID] ||
+			!r.Recallable(now) || !q.InWindow(r.When()) || !passesTags(&r, q.Tags, q.ExcludeTags)
+	})
+	slices.SortFunc(recs, func(a, b Record) int {
+		return cmp.Or(cmp.Compare(a.Thread.ID, b.Thread.ID), cmp.Compare(a.Scope, b.Scope),
+			cmp.Compare(a.Thread.Seq, b.Thread.Seq), cmp.Compare(a.ID, b.ID))
+	})
+	// A crowded place shows its first MaxPlaceRecords, as thread context
+	// ranks with only the first few of one.
+	perPlace := map[ThreadPlace]int{}
+	recs = slices.DeleteFunc(recs, func(r Record) bool {
+		p := ThreadPlace{Scope: r.Scope, Thread: r.Thread.ID, Seq: r.Thread.Seq}
+		perPlace[p]++
+		return perPlace[p] > MaxPlaceRecords
+	})
+	for i := range hits {
+		h := &hits[i]
+		t := h.Record.Thread
+		if t == nil {
+			continue
+		}
+		for _, n := range recs {
+			// Both seqs are at least 0, so their difference cannot overflow.
+			d := n.Thread.Seq - t.Seq
+			if n.Thread.ID != t.ID || n.Scope != h.Record.Scope || shown[n.ID] || t.Seq < 0 ||
+				d == 0 || d < -int64(span) || d > int64(span) {
+				continue
+			}
+			shown[n.ID] = true
+			h.Neighbours = append(h.Neighbours, n)
+		}
+	}
+	return nil
+}
+
+// passesTags reports whether r carries every tag of want and none of
+// unwanted (case-folded, as recall compares them).
+func passesTags(r *Record, want, unwanted []string) bool {
+	for _, t := range want {
+		if !r.HasTag(t) {
+			return false
+		}
+	}
+	for _, t := range unwanted {
+		if r.HasTag(t) {
+			return false
+		}
+	}
+	return true
+}
