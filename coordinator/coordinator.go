@@ -370,6 +370,9 @@ func (c *Coordinator) injectForTurn(ctx context.Context, id sdk.Identity, sessio
 	// the same session may have spent budget or injected some of these
 	// records meanwhile, and the ladder must hold regardless.
 	in := RenderInput{Identity: id, Nonce: snap.nonce, Records: recs, MaxEntries: c.cfg.MaxEntries, Now: c.now(), Neighbours: beside}
+	if p.caps.Has(sdk.CapNeighbours) {
+		in.NeighbourSpan = c.cfg.ThreadNeighbours
+	}
 	if query != "" {
 		in.Terms = tokenize.Terms(query)
 	}

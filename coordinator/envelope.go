@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"cmp"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -107,8 +108,12 @@ type RenderInput struct {
 	// Neighbours are records beside some of Records in their threads,
 	// keyed by that record's id, in thread order. Each is shown next to
 	// its record when the budget left after Records holds it; they do not
-	// count against MaxEntries.
-	Neighbours map[string][]sdk.Record
+	// count against MaxEntries. A record of Records left unshown (past
+	// MaxEntries) within NeighbourSpan places of a shown one in its scope
+	// and thread is its neighbour too: the provider answers no hit as a
+	// neighbour.
+	Neighbours    map[string][]sdk.Record
+	NeighbourSpan int
 }
 
 // Rendered is a packed envelope. Text is empty when no record fitted.
@@ -168,7 +173,7 @@ func (e *Envelope) pack(prefix string, in RenderInput) Rendered {
 		*bp = buf
 		return Rendered{}
 	}
-	if len(in.Neighbours) > 0 {
+	if in.NeighbourSpan > 0 {
 		buf = e.packNeighbours(buf, len(prefix), starts, in, &out)
 	}
 	*bp = buf
@@ -218,9 +223,21 @@ func (e *Envelope) packNeighbours(buf []byte, n int, starts []int, in RenderInpu
 	room := in.MaxBytes - len(buf)
 	var scratch []byte
 	for i, id := range out.IDs {
-		own := in.Records[slices.IndexFunc(in.Records, func(r sdk.Record) bool { return r.ID == id })].Thread
-		for j := range in.Neighbours[id] {
-			nb := &in.Neighbours[id][j]
+		r := &in.Records[slices.IndexFunc(in.Records, func(r sdk.Record) bool { return r.ID == id })]
+		own := r.Thread
+		if own == nil {
+			continue
+		}
+		near := slices.Clone(in.Neighbours[id])
+		for _, o := range in.Records {
+			if t := o.Thread; t != nil && t.ID == own.ID && o.Scope == r.Scope && t.Seq != own.Seq &&
+				max(t.Seq-own.Seq, own.Seq-t.Seq) <= int64(in.NeighbourSpan) && !slices.Contains(shown, o.ID) {
+				near = append(near, o)
+			}
+		}
+		slices.SortStableFunc(near, func(a, b sdk.Record) int { return cmp.Compare(a.Thread.Seq, b.Thread.Seq) })
+		for j := range near {
+			nb := &near[j]
 			fit := in
 			fit.MaxBytes = room
 			var cut bool
@@ -232,7 +249,7 @@ func (e *Envelope) packNeighbours(buf []byte, n int, starts []int, in RenderInpu
 			if cut {
 				out.Excerpts = append(out.Excerpts, nb.ID)
 			}
-			before := own != nil && nb.Thread != nil && nb.Thread.Seq < own.Seq
+			before := nb.Thread.Seq < own.Seq
 			beside[i] = append(beside[i], placed{id: nb.ID, bytes: len(scratch), text: slices.Clone(scratch), before: before})
 		}
 	}

@@ -43,6 +43,11 @@ func TestEnvelopeNeighbours(t *testing.T) {
 		wantIDs:    []string{"b", "h", "a"},
 		wantBeside: []string{"b"},
 	}, {
+		name:       "a record past max entries beside a shown one is its neighbour",
+		in:         RenderInput{Records: []sdk.Record{hit, other, after}, MaxEntries: 2, Neighbours: map[string][]sdk.Record{"h": {before}}},
+		wantIDs:    []string{"b", "h", "a", "o"},
+		wantBeside: []string{"b", "a"},
+	}, {
 		name:       "an injected neighbour is skipped",
 		in:         RenderInput{Records: []sdk.Record{hit}, Skip: func(id string) bool { return id == "b" }, Neighbours: map[string][]sdk.Record{"h": {before, after}}},
 		wantIDs:    []string{"h", "a"},
@@ -50,7 +55,7 @@ func TestEnvelopeNeighbours(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.in.Identity, tc.in.Nonce, tc.in.Now = sdk.Identity{Realm: "default", ID: "alice"}, testNonce, testNow
-			tc.in.MaxBytes = 20 << 10
+			tc.in.MaxBytes, tc.in.NeighbourSpan = 20<<10, 2
 			out := e.Render(tc.in)
 			if !slices.Equal(out.IDs, tc.wantIDs) || !slices.Equal(out.Neighbours, tc.wantBeside) {
 				t.Fatalf("ids %v neighbours %v, want %v and %v", out.IDs, out.Neighbours, tc.wantIDs, tc.wantBeside)
@@ -85,7 +90,7 @@ func TestEnvelopeNeighboursUseWhatRecordsLeave(t *testing.T) {
 	id := sdk.Identity{Realm: "default", ID: "alice"}
 	hit, other := turnRec("h", 5, "the hit"), envRec("o", "other", "another hit", 0)
 	long := turnRec("b", 4, strings.Repeat("word ", 300))
-	base := RenderInput{Identity: id, Nonce: testNonce, Now: testNow, Records: []sdk.Record{hit, other}}
+	base := RenderInput{Identity: id, Nonce: testNonce, Now: testNow, Records: []sdk.Record{hit, other}, NeighbourSpan: 2}
 	plain := e.Render(withBudget(base, 1<<20))
 	in := base
 	in.Neighbours = map[string][]sdk.Record{"h": {long}}

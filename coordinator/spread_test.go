@@ -59,9 +59,10 @@ func TestSpreadThreads(t *testing.T) {
 // TestTurnSpreadsACrowdedThread: the best matches of a turn crowd into
 // one conversation; the injection still brings each other conversation's
 // best turn. (The spread reorders the turn's candidates, MaxEntries and
-// the spare ones: here 5.)
+// the spare ones: here 5.) Thread neighbours are off: the other trip
+// turns would join as the first one's.
 func TestTurnSpreadsACrowdedThread(t *testing.T) {
-	f := newFixture(t, func(c *Config, _ *Options) { c.MaxEntries = 3 })
+	f := newFixture(t, func(c *Config, _ *Options) { c.MaxEntries, c.ThreadNeighbours = 3, 0 })
 	var recs []sdk.Record
 	for i := range 3 {
 		r := rec(fmt.Sprintf("Trip turn %d", i), "lisbon flight hotel")
