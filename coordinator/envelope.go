@@ -126,8 +126,9 @@ type Rendered struct {
 	RecordBytes []int
 	// Excerpts are the ids of IDs shown as an excerpt, not whole.
 	Excerpts []string
-	// Neighbours are the ids of IDs shown as a neighbour of another.
-	Neighbours []string
+	// NeighbourOf maps each id of IDs shown as a thread neighbour to the
+	// id of the record it is shown beside.
+	NeighbourOf map[string]string
 }
 
 // Render packs records greedily into an envelope of at most MaxBytes: a
@@ -208,77 +209,114 @@ func (e *Envelope) appendFitting(buf []byte, in RenderInput, r *sdk.Record, inde
 
 // packNeighbours adds the neighbours of the records packed in buf (their
 // observations at starts, after a prefix of n bytes) with the budget they
-// left: the records come first, so a neighbour never crowds one out. Each
-// neighbour is placed beside its record, before it when it comes earlier
-// in the thread, and out is set to the new order.
+// left: the records come first, so a neighbour never crowds one out. The
+// pool is every record's neighbours and the records left unshown; each
+// goes with the nearest shown record of its scope and thread within
+// NeighbourSpan, the nearest ones first while the budget lasts, and is
+// placed beside it in thread order. out is set to the new order.
 func (e *Envelope) packNeighbours(buf []byte, n int, starts []int, in RenderInput, out *Rendered) []byte {
 	type placed struct {
-		id     string
-		bytes  int
-		text   []byte
-		before bool
+		rec   *sdk.Record
+		of    int // index of the shown record in out.IDs
+		dist  int64
+		text  []byte
+		shown bool
 	}
-	shown := slices.Clone(out.IDs)
-	beside := make([][]placed, len(out.IDs))
-	room := in.MaxBytes - len(buf)
-	var scratch []byte
+	own := make([]*sdk.Record, len(out.IDs))
 	for i, id := range out.IDs {
-		r := &in.Records[slices.IndexFunc(in.Records, func(r sdk.Record) bool { return r.ID == id })]
-		own := r.Thread
-		if own == nil {
-			continue
+		own[i] = &in.Records[slices.IndexFunc(in.Records, func(r sdk.Record) bool { return r.ID == id })]
+	}
+	var pool []placed
+	seen := map[string]bool{}
+	consider := func(r *sdk.Record) {
+		if r.Thread == nil || r.Thread.Seq < 0 || seen[r.ID] || slices.Contains(out.IDs, r.ID) {
+			return
 		}
-		near := slices.Clone(in.Neighbours[id])
-		for _, o := range in.Records {
-			if t := o.Thread; t != nil && t.ID == own.ID && o.Scope == r.Scope && t.Seq != own.Seq &&
-				max(t.Seq-own.Seq, own.Seq-t.Seq) <= int64(in.NeighbourSpan) && !slices.Contains(shown, o.ID) {
-				near = append(near, o)
-			}
-		}
-		slices.SortStableFunc(near, func(a, b sdk.Record) int { return cmp.Compare(a.Thread.Seq, b.Thread.Seq) })
-		for j := range near {
-			nb := &near[j]
-			fit := in
-			fit.MaxBytes = room
-			var cut bool
-			if scratch, cut = e.appendFitting(scratch[:0], fit, nb, 0, id, shown); len(scratch) == 0 {
+		seen[r.ID] = true
+		best := placed{rec: r, of: -1}
+		for i, o := range own {
+			if o.Thread == nil || o.Thread.ID != r.Thread.ID || o.Scope != r.Scope || o.Thread.Seq < 0 {
 				continue
 			}
-			room -= len(scratch)
-			shown = append(shown, nb.ID)
-			if cut {
-				out.Excerpts = append(out.Excerpts, nb.ID)
+			// Both seqs are at least 0: no difference overflows.
+			d := max(r.Thread.Seq-o.Thread.Seq, o.Thread.Seq-r.Thread.Seq)
+			if d > 0 && d <= int64(in.NeighbourSpan) && (best.of < 0 || d < best.dist) {
+				best.of, best.dist = i, d
 			}
-			before := nb.Thread.Seq < own.Seq
-			beside[i] = append(beside[i], placed{id: nb.ID, bytes: len(scratch), text: slices.Clone(scratch), before: before})
 		}
+		if best.of >= 0 {
+			pool = append(pool, best)
+		}
+	}
+	for _, id := range out.IDs {
+		for k := range in.Neighbours[id] {
+			consider(&in.Neighbours[id][k])
+		}
+	}
+	for k := range in.Records {
+		consider(&in.Records[k])
+	}
+	for _, nb := range in.Neighbours {
+		for k := range nb {
+			consider(&nb[k])
+		}
+	}
+	if len(pool) == 0 {
+		return buf
+	}
+	slices.SortStableFunc(pool, func(a, b placed) int {
+		return cmp.Or(cmp.Compare(a.of, b.of), cmp.Compare(a.dist, b.dist), cmp.Compare(a.rec.Thread.Seq, b.rec.Thread.Seq))
+	})
+	shown := slices.Clone(out.IDs)
+	room := in.MaxBytes - len(buf)
+	var scratch []byte
+	for k := range pool {
+		p := &pool[k]
+		fit := in
+		fit.MaxBytes = room
+		var cut bool
+		if scratch, cut = e.appendFitting(scratch[:0], fit, p.rec, 0, out.IDs[p.of], shown); len(scratch) == 0 {
+			continue
+		}
+		room -= len(scratch)
+		shown = append(shown, p.rec.ID)
+		if cut {
+			out.Excerpts = append(out.Excerpts, p.rec.ID)
+		}
+		p.text, p.shown = slices.Clone(scratch), true
 	}
 	if len(shown) == len(out.IDs) {
 		return buf
 	}
+	// Beside each record, its neighbours in thread order.
+	slices.SortStableFunc(pool, func(a, b placed) int {
+		return cmp.Or(cmp.Compare(a.of, b.of), cmp.Compare(a.rec.Thread.Seq, b.rec.Thread.Seq))
+	})
 	whole := make([]byte, 0, in.MaxBytes-room)
 	whole = append(whole, buf[:n]...)
 	ids, sizes := make([]string, 0, len(shown)), make([]int, 0, len(shown))
-	add := func(p placed) {
+	out.NeighbourOf = make(map[string]string, len(shown)-len(out.IDs))
+	add := func(p placed, of string) {
 		whole = append(whole, p.text...)
-		ids, sizes = append(ids, p.id), append(sizes, p.bytes)
-		out.Neighbours = append(out.Neighbours, p.id)
+		ids, sizes = append(ids, p.rec.ID), append(sizes, len(p.text))
+		out.NeighbourOf[p.rec.ID] = of
 	}
+	k := 0
 	for i, id := range out.IDs {
 		end := len(buf)
 		if i+1 < len(starts) {
 			end = starts[i+1]
 		}
-		for _, p := range beside[i] {
-			if p.before {
-				add(p)
+		for ; k < len(pool) && pool[k].of == i && pool[k].rec.Thread.Seq < own[i].Thread.Seq; k++ {
+			if pool[k].shown {
+				add(pool[k], id)
 			}
 		}
 		whole = append(whole, buf[starts[i]:end]...)
 		ids, sizes = append(ids, id), append(sizes, out.RecordBytes[i])
-		for _, p := range beside[i] {
-			if !p.before {
-				add(p)
+		for ; k < len(pool) && pool[k].of == i; k++ {
+			if pool[k].shown {
+				add(pool[k], id)
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,8 +58,17 @@ func TestEnvelopeNeighbours(t *testing.T) {
 			tc.in.Identity, tc.in.Nonce, tc.in.Now = sdk.Identity{Realm: "default", ID: "alice"}, testNonce, testNow
 			tc.in.MaxBytes, tc.in.NeighbourSpan = 20<<10, 2
 			out := e.Render(tc.in)
-			if !slices.Equal(out.IDs, tc.wantIDs) || !slices.Equal(out.Neighbours, tc.wantBeside) {
-				t.Fatalf("ids %v neighbours %v, want %v and %v", out.IDs, out.Neighbours, tc.wantIDs, tc.wantBeside)
+			var beside []string
+			for _, id := range out.IDs {
+				if of, ok := out.NeighbourOf[id]; ok {
+					if of != "h" {
+						t.Fatalf("%s shown beside %s, want h", id, of)
+					}
+					beside = append(beside, id)
+				}
+			}
+			if !slices.Equal(out.IDs, tc.wantIDs) || !slices.Equal(beside, tc.wantBeside) {
+				t.Fatalf("ids %v neighbours %v, want %v and %v", out.IDs, beside, tc.wantIDs, tc.wantBeside)
 			}
 			if len(out.RecordBytes) != len(out.IDs) || out.Bytes != len(out.Text) {
 				t.Fatalf("sizes %v for %v, bytes %d of text %d", out.RecordBytes, out.IDs, out.Bytes, len(out.Text))
@@ -71,10 +81,8 @@ func TestEnvelopeNeighbours(t *testing.T) {
 			if sum != out.Bytes {
 				t.Fatalf("observations and header sum to %d, text is %d", sum, out.Bytes)
 			}
-			for _, id := range tc.wantBeside {
-				if !strings.Contains(out.Text, `<memhost_memory_observation neighbour_of="h"`) {
-					t.Fatalf("neighbour %s not marked as h's:\n%s", id, out.Text)
-				}
+			if n := strings.Count(out.Text, `<memhost_memory_observation neighbour_of="h"`); n != len(tc.wantBeside) {
+				t.Fatalf("%d observations marked as h's neighbours, want %d:\n%s", n, len(tc.wantBeside), out.Text)
 			}
 			if strings.Count(out.Text, "</memhost_memory_observation>") != len(out.IDs) {
 				t.Fatalf("a neighbour's text closed an observation:\n%s", out.Text)
@@ -96,7 +104,7 @@ func TestEnvelopeNeighboursUseWhatRecordsLeave(t *testing.T) {
 	in.Neighbours = map[string][]sdk.Record{"h": {long}}
 	// Room for both records and not the neighbour.
 	got := e.Render(withBudget(in, plain.Bytes+100))
-	if !slices.Equal(got.IDs, []string{"h", "o"}) || len(got.Neighbours) != 0 || got.Text != plain.Text {
+	if !slices.Equal(got.IDs, []string{"h", "o"}) || len(got.NeighbourOf) != 0 || got.Text != plain.Text {
 		t.Fatalf("with no room left the neighbour must be left out and the records kept: %v\n%s", got.IDs, got.Text)
 	}
 	got = e.Render(withBudget(in, 1<<20))
@@ -155,4 +163,106 @@ func TestTurnInjectsThreadNeighbours(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A neighbour goes with the nearest shown record of its thread, whoever's
+// neighbour the provider said it was: one offered beside a record that
+// did not fit is shown beside the next, and two records of one thread
+// keep the thread's order around them.
+func TestEnvelopeNeighboursGoWithTheNearestShown(t *testing.T) {
+	e := mustEnvelope(t, nil)
+	id := sdk.Identity{Realm: "default", ID: "alice"}
+	big := turnRec("t10", 10, strings.Repeat("long answer ", 180))
+	t9, t11, t12, t13 := turnRec("t9", 9, "nine"), turnRec("t11", 11, "eleven"), turnRec("t12", 12, "twelve"), turnRec("t13", 13, "thirteen")
+	for _, tc := range []struct {
+		name    string
+		in      RenderInput
+		wantIDs []string
+		wantOf  map[string]string
+	}{{
+		name: "the record offered beside did not fit",
+		in: RenderInput{Records: []sdk.Record{big, t12}, MaxBytes: 2300, NeighbourSpan: 1,
+			Neighbours: map[string][]sdk.Record{"t10": {t11}}},
+		wantIDs: []string{"t11", "t12"},
+		wantOf:  map[string]string{"t11": "t12"},
+	}, {
+		name: "two shown records of one thread keep its order",
+		in: RenderInput{Records: []sdk.Record{turnRec("t10", 10, "ten"), t11}, MaxBytes: 20 << 10, NeighbourSpan: 1,
+			Neighbours: map[string][]sdk.Record{"t10": {t9}, "t11": {t12}}},
+		wantIDs: []string{"t9", "t10", "t11", "t12"},
+		wantOf:  map[string]string{"t9": "t10", "t12": "t11"},
+	}, {
+		name: "offered beside one, nearer another",
+		in: RenderInput{Records: []sdk.Record{turnRec("t10", 10, "ten"), t13}, MaxBytes: 20 << 10, NeighbourSpan: 2,
+			Neighbours: map[string][]sdk.Record{"t10": {t12}}},
+		wantIDs: []string{"t10", "t12", "t13"},
+		wantOf:  map[string]string{"t12": "t13"},
+	}, {
+		name: "a record in no thread or past the span is no neighbour",
+		in: RenderInput{Records: []sdk.Record{turnRec("t10", 10, "ten")}, MaxBytes: 20 << 10, NeighbourSpan: 1,
+			Neighbours: map[string][]sdk.Record{"t10": {envRec("x", "x", "no thread", 0), t12}}},
+		wantIDs: []string{"t10"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.in.Identity, tc.in.Nonce, tc.in.Now = id, testNonce, testNow
+			out := e.Render(tc.in)
+			if !slices.Equal(out.IDs, tc.wantIDs) {
+				t.Fatalf("ids %v, want %v\n%s", out.IDs, tc.wantIDs, out.Text)
+			}
+			if len(out.NeighbourOf) != len(tc.wantOf) {
+				t.Fatalf("neighbours %v, want %v", out.NeighbourOf, tc.wantOf)
+			}
+			for k, v := range tc.wantOf {
+				if out.NeighbourOf[k] != v {
+					t.Fatalf("neighbours %v, want %v", out.NeighbourOf, tc.wantOf)
+				}
+			}
+			if out.Bytes > tc.in.MaxBytes {
+				t.Fatalf("%d bytes over the budget %d", out.Bytes, tc.in.MaxBytes)
+			}
+		})
+	}
+}
+
+type traceCatcher struct {
+	mu     sync.Mutex
+	traces []TurnTrace
+}
+
+func (c *traceCatcher) Trace(t TurnTrace) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.traces = append(c.traces, t)
+}
+
+// The trace lists each neighbour once, beside its record, in the order
+// the text shows them; a candidate shown as a neighbour is not listed as
+// a record too.
+func TestTraceNamesNeighbours(t *testing.T) {
+	catcher := &traceCatcher{}
+	f := newFixture(t, func(c *Config, o *Options) { c.MaxEntries, o.Trace = 1, catcher })
+	var recs []sdk.Record
+	for i, body := range []string{"we met in spring", "the harbour walk was lovely", "harbour lunch after the walk"} {
+		r := rec("turn", body)
+		r.Thread = &sdk.Thread{ID: "conv", Seq: int64(i)}
+		recs = append(recs, r)
+	}
+	ids := f.add(recs...)
+	res := f.turn(alice, "s1", "harbour walk")
+	if !slices.Equal(res.RecordIDs, ids) {
+		t.Fatalf("injected %v, want %v", res.RecordIDs, ids)
+	}
+	catcher.mu.Lock()
+	defer catcher.mu.Unlock()
+	if len(catcher.traces) != 1 {
+		t.Fatalf("%d traces", len(catcher.traces))
+	}
+	var got []string
+	for _, r := range catcher.traces[0].Included {
+		got = append(got, r.ID+"<"+r.NeighbourOf)
+	}
+	want := []string{ids[1] + "<", ids[0] + "<" + ids[1], ids[2] + "<" + ids[1]}
+	if !slices.Equal(got, want) {
+		t.Fatalf("included %v, want %v", got, want)
+	}
 }

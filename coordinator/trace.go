@@ -137,6 +137,19 @@ func (n *traceNotes) noteUnselected(rows []sdk.ManifestRow, picked []string) {
 	}
 }
 
+// record answers the candidate or neighbour of id, nil when none is.
+func (n *traceNotes) record(id string) *sdk.Record {
+	if i := slices.IndexFunc(n.candidates, func(r sdk.Record) bool { return r.ID == id }); i >= 0 {
+		return &n.candidates[i]
+	}
+	for _, recs := range n.neighbours {
+		if i := slices.IndexFunc(recs, func(r sdk.Record) bool { return r.ID == id }); i >= 0 {
+			return &recs[i]
+		}
+	}
+	return nil
+}
+
 func (n *traceNotes) drop(r *sdk.Record, reason string) {
 	n.dropRow(TraceRecord{ID: r.ID, Title: r.Title, Scope: r.Scope, Trust: r.Trust, Reason: reason})
 }
@@ -161,6 +174,9 @@ func (c *Coordinator) emit(id sdk.Identity, session string, surface Surface, ski
 	now := c.now()
 	for i := range n.candidates {
 		r := &n.candidates[i]
+		if _, beside := n.rendered.NeighbourOf[r.ID]; beside {
+			continue // listed below, beside its record
+		}
 		if k := slices.Index(n.rendered.IDs, r.ID); k >= 0 {
 			t.Included = append(t.Included, TraceRecord{
 				ID: r.ID, Title: cutUTF8(r.Title, maxTraceTitle), Scope: r.Scope, Trust: r.Trust,
@@ -177,7 +193,7 @@ func (c *Coordinator) emit(id sdk.Identity, session string, surface Surface, ski
 			reason = ExcludedDedup
 		case !r.Recallable(now):
 			reason = ExcludedStatus
-		case maxEntries > 0 && len(n.rendered.IDs)-len(n.rendered.Neighbours) >= maxEntries:
+		case maxEntries > 0 && len(n.rendered.IDs)-len(n.rendered.NeighbourOf) >= maxEntries:
 			reason = ExcludedMaxEntries
 		}
 		t.Excluded = append(t.Excluded, TraceRecord{
@@ -185,15 +201,17 @@ func (c *Coordinator) emit(id sdk.Identity, session string, surface Surface, ski
 			Score: n.scores[r.ID], Reason: reason,
 		})
 	}
-	for of, recs := range n.neighbours {
-		for i := range recs {
-			r := &recs[i]
-			if k := slices.Index(n.rendered.IDs, r.ID); k >= 0 && slices.Contains(n.rendered.Neighbours, r.ID) {
-				t.Included = append(t.Included, TraceRecord{
-					ID: r.ID, Title: cutUTF8(r.Title, maxTraceTitle), Scope: r.Scope, Trust: r.Trust,
-					Bytes: n.rendered.RecordBytes[k], NeighbourOf: of,
-				})
-			}
+	// The neighbours shown, in the order the text shows them.
+	for k, id := range n.rendered.IDs {
+		of, beside := n.rendered.NeighbourOf[id]
+		if !beside {
+			continue
+		}
+		if r := n.record(id); r != nil {
+			t.Included = append(t.Included, TraceRecord{
+				ID: r.ID, Title: cutUTF8(r.Title, maxTraceTitle), Scope: r.Scope, Trust: r.Trust,
+				Bytes: n.rendered.RecordBytes[k], NeighbourOf: of,
+			})
 		}
 	}
 	for _, id := range n.suppressed {

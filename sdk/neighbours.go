@@ -16,10 +16,13 @@ const MaxPlaceRecords = 4
 // beside it in its scope and thread, up to q.Neighbours places before and
 // after its own, read from r in one call. A neighbour is shown only where
 // the recall itself could show it: active and unexpired at now, in the
-// hit's scope, passing q's tags and time window, not among q.ExcludeIDs
-// and not a hit of this answer. Each record is attached once, to the
-// first hit it neighbours, and each hit's neighbours are in thread order.
-// Serve calls it for a provider that declared CapNeighbours.
+// hit's realm and scope, passing q's tags and time window, not among
+// q.ExcludeIDs. Each record is attached once, to the first hit it
+// neighbours, and each hit's neighbours are in thread order. Another hit
+// may be a hit's neighbour: the host may show fewer hits than it asked
+// for (a budget, a re-ranking), and a hit it drops is then still shown
+// beside the one it keeps. Serve calls it for a provider that declared
+// CapNeighbours.
 func AttachNeighbours(ctx context.Context, r ThreadReader, q RecallQuery, hits []Hit, now time.Time) error {
 	for i := range hits {
 		hits[i].Neighbours = nil // only what is attached here is answered
@@ -54,10 +57,7 @@ func AttachNeighbours(ctx context.Context, r ThreadReader, q RecallQuery, hits [
 	if err != nil {
 		return err
 	}
-	shown := make(map[string]bool, len(hits)+len(q.ExcludeIDs))
-	for i := range hits {
-		shown[hits[i].Record.ID] = true
-	}
+	shown := make(map[string]bool, len(q.ExcludeIDs))
 	for _, id := range q.ExcludeIDs {
 		shown[id] = true
 	}

@@ -137,7 +137,15 @@ func (s *providerServer) Recall(ctx context.Context, req *pb.RecallRequest) (*pb
 	}
 	if q.Neighbours > 0 {
 		if err := AttachNeighbours(ctx, s.impl.(ThreadReader), q, hits, time.Now()); err != nil {
-			return nil, toStatus(err)
+			if ctx.Err() != nil {
+				return nil, toStatus(ctx.Err())
+			}
+			// Neighbours are context for the hits, not the answer: a failed
+			// read of them leaves the hits, without any.
+			Logger().Warn("recall: reading the hits' thread neighbours failed; answering the hits without them", "error", err)
+			for i := range hits {
+				hits[i].Neighbours = nil
+			}
 		}
 	} else {
 		for i := range hits {

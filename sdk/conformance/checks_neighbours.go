@@ -114,8 +114,8 @@ func checkNeighbours(ctx context.Context, e *env) error {
 		}
 	}
 	// Every hit of a word, not only the best: whatever thread context a
-	// provider adds finds, no hit is anyone's neighbour, and each record
-	// is answered beside the first hit it is near.
+	// provider adds finds, each record is answered once among the
+	// neighbours, beside the first hit it is near (a hit may be one).
 	if err := nb.expectAll(ctx, e, &p, 2, 2); err != nil {
 		return err
 	}
@@ -179,9 +179,6 @@ func (nb *neighbourhood) recall(ctx context.Context, e *env, p *problems, what s
 	}
 	now := time.Now()
 	seen := map[string]bool{}
-	for _, h := range hits {
-		seen[h.Record.ID] = true
-	}
 	for i, h := range hits {
 		for j, n := range h.Neighbours {
 			at := fmt.Sprintf("Recall(%q) with %s: neighbour %d (%s) of hit %d (%s)", q.Query, what, j, nb.name(n.ID), i, nb.name(h.Record.ID))
@@ -201,7 +198,7 @@ func (nb *neighbourhood) recall(ctx context.Context, e *env, p *problems, what s
 			case slices.Contains(q.ExcludeIDs, n.ID):
 				p.addf("%s was excluded", at)
 			case seen[n.ID]:
-				p.addf("%s is already in the answer", at)
+				p.addf("%s is already another hit's neighbour", at)
 			case j > 0 && h.Neighbours[j-1].Thread != nil && h.Neighbours[j-1].Thread.Seq > n.Thread.Seq:
 				p.addf("%s follows one at seq %d: neighbours come in thread order", at, h.Neighbours[j-1].Thread.Seq)
 			}
@@ -236,8 +233,8 @@ func (nb *neighbourhood) expect(ctx context.Context, e *env, p *problems, what s
 }
 
 // expectAll recalls the word of the thread's record at place center with
-// every hit and checks each hit's neighbours against what its place, the
-// other hits and the earlier hits' neighbours leave it.
+// every hit and checks each hit's neighbours against what its place and
+// the earlier hits' neighbours leave it (another hit may be one).
 func (nb *neighbourhood) expectAll(ctx context.Context, e *env, p *problems, center, span int) error {
 	what := fmt.Sprintf("neighbours %d and every hit", span)
 	hits, err := nb.recall(ctx, e, p, what, center, sdk.RecallQuery{Neighbours: span, Limit: listLimit})
@@ -245,9 +242,6 @@ func (nb *neighbourhood) expectAll(ctx context.Context, e *env, p *problems, cen
 		return err
 	}
 	taken := map[string]bool{}
-	for _, h := range hits {
-		taken[h.Record.ID] = true
-	}
 	for i, h := range hits {
 		k := slices.Index(nb.ids, h.Record.ID)
 		if k < 0 {
@@ -261,7 +255,7 @@ func (nb *neighbourhood) expectAll(ctx context.Context, e *env, p *problems, cen
 			}
 		}
 		if got := recordIDs(h.Neighbours); !slices.Equal(got, want) {
-			p.addf("Recall(%q) with %s: the neighbours of hit %d (%s) are %v, want %v: each record of the thread within %d places, in thread order, once in the answer (beside the first hit it is near) and never a hit",
+			p.addf("Recall(%q) with %s: the neighbours of hit %d (%s) are %v, want %v: each record of the thread within %d places, in thread order, each once among the neighbours (beside the first hit it is near)",
 				nb.words[center], what, i, nb.name(h.Record.ID), nb.nameAll(got), nb.nameAll(want), span)
 		}
 	}

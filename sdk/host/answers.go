@@ -92,14 +92,15 @@ func checkHits(q sdk.RecallQuery, hits []sdk.Hit) error {
 
 // checkNeighbours holds each hit's neighbours to what was asked: records
 // of its realm, scope and thread within q.Neighbours places of it, active,
-// not excluded, and no record twice in the answer.
+// not excluded, no record twice among the neighbours, and no more than
+// the places asked can hold.
 func checkNeighbours(q sdk.RecallQuery, hits []sdk.Hit, excluded func(string) bool) error {
 	seen := map[string]bool{}
 	for i := range hits {
-		seen[hits[i].Record.ID] = true
-	}
-	for i := range hits {
 		h := &hits[i]
+		if most := 2 * q.Neighbours * sdk.MaxPlaceRecords; q.Neighbours > 0 && len(h.Neighbours) > most {
+			return badAnswer("recall", "hit %d has %d neighbours, more than the %d its places hold", i, len(h.Neighbours), most)
+		}
 		for j := range h.Neighbours {
 			n := &h.Neighbours[j]
 			var problem string
@@ -119,7 +120,7 @@ func checkNeighbours(q sdk.RecallQuery, hits []sdk.Hit, excluded func(string) bo
 				problem = "is a record that is not active"
 			case excluded(n.ID):
 				problem = "is a record the query excluded"
-			case seen[n.ID]:
+			case seen[n.ID] || n.ID == h.Record.ID:
 				problem = "repeats a record of the answer"
 			}
 			if problem != "" {

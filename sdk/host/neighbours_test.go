@@ -3,6 +3,7 @@ package host
 import (
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,7 +19,8 @@ func threaded(id string, scope sdk.Scope, thread string, seq int64) sdk.Record {
 // TestCheckNeighbours: the host refuses a recall answer whose neighbours
 // were not asked for, belong to another realm, scope or thread, lie
 // further from their hit than asked or at its own place, are not active,
-// were excluded, or repeat a hit or another neighbour.
+// were excluded, repeat their hit or another neighbour, or are more than
+// the places asked can hold; another hit may be a neighbour.
 func TestCheckNeighbours(t *testing.T) {
 	mine := sdk.IdentityScope("me")
 	theirs := sdk.IdentityScope("someone-else")
@@ -64,7 +66,8 @@ func TestCheckNeighbours(t *testing.T) {
 		{"excluded", sdk.RecallQuery{Neighbours: 1, ExcludeIDs: []string{"n4"}}, []sdk.Hit{hitOf(hit5, at(4))}, "excluded"},
 		{"repeating its own hit", sdk.RecallQuery{Neighbours: 1}, []sdk.Hit{hitOf(hit5, with(at(4), func(r *sdk.Record) { r.ID = "h5" }))}, "repeats"},
 		{"a hit beside another, not as its neighbour", sdk.RecallQuery{Neighbours: 1}, []sdk.Hit{hitOf(hit5, at(4)), hitOf(at(6))}, ""},
-		{"being another hit", sdk.RecallQuery{Neighbours: 1}, []sdk.Hit{hitOf(hit5, at(6)), hitOf(at(6))}, "repeats"},
+		{"being another hit", sdk.RecallQuery{Neighbours: 1}, []sdk.Hit{hitOf(hit5, at(6)), hitOf(at(6))}, ""},
+		{"more than its places hold", sdk.RecallQuery{Neighbours: 1}, []sdk.Hit{hitOf(hit5, slices.Repeat([]sdk.Record{at(4)}, 2*sdk.MaxPlaceRecords+1)...)}, "more than"},
 		{"being a later hit's neighbour too", sdk.RecallQuery{Neighbours: 1}, []sdk.Hit{hitOf(hit5, at(6)), hitOf(at(7), at(6))}, "repeats"},
 		{"twice beside one hit", sdk.RecallQuery{Neighbours: 1}, []sdk.Hit{hitOf(hit5, at(4), at(4))}, "repeats"},
 	} {

@@ -63,7 +63,13 @@ func (p *Provider) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, er
 		return hits, err
 	}
 	if err := sdk.AttachNeighbours(ctx, reader, q, hits, time.Now()); err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		// As Serve answers: the hits, without neighbours.
+		for i := range hits {
+			hits[i].Neighbours = nil
+		}
 	}
 	return hits, nil
 }

@@ -807,8 +807,9 @@ func (ix *Index) Replace(src *Index, name string) error {
 }
 
 // AtPlaces answers the ids of realm's documents at the given places of
-// threads (scope, thread id, seq), place by place, or none when the index keeps no thread context (Options.ContextWeight
-// is 0): only then does it know the places.
+// threads (scope, thread id, seq), place by place. The index knows places
+// only while it keeps thread context (Options.ContextWeight above 0); with
+// none it answers no ids.
 func (ix *Index) AtPlaces(realm string, places []Place) []string {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
