@@ -150,6 +150,8 @@ func TestTurnInjectsThreadNeighbours(t *testing.T) {
 			t.Fatalf("ids %v with neighbours off", res.RecordIDs)
 		}
 	})
+	// The coordinator asks only a declaring provider, and host.Provider
+	// drops the field for any other: this holds the two together.
 	t.Run("never asked of a provider that did not declare them", func(t *testing.T) {
 		caps := slices.DeleteFunc(slices.Clone(coordinatortest.AllCapabilities), func(c sdk.Capability) bool { return c == sdk.CapNeighbours })
 		p := coordinatortest.NewProvider(caps...)
