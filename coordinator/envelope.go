@@ -223,8 +223,13 @@ func (e *Envelope) packNeighbours(buf []byte, n int, starts []int, in RenderInpu
 		shown bool
 	}
 	own := make([]*sdk.Record, len(out.IDs))
+	threaded := false
 	for i, id := range out.IDs {
 		own[i] = &in.Records[slices.IndexFunc(in.Records, func(r sdk.Record) bool { return r.ID == id })]
+		threaded = threaded || own[i].Thread != nil
+	}
+	if !threaded {
+		return buf // no conversation turn shown: nothing to stand beside
 	}
 	var pool []placed
 	seen := map[string]bool{}
