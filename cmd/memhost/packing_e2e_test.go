@@ -59,8 +59,10 @@ func TestTurnPacksExcerptsAndSpreadsThreads(t *testing.T) {
 	tids := remember(t, m, turns...)
 	var spread turnAnswer
 	m.do("POST", "/v1/turns/inject", map[string]any{"identity": map[string]string{"id": "bob"}, "session": "s2", "content": "Lisbon conference flight hotel"}, &spread)
-	if len(spread.RecordIDs) != 8 || !slices.Contains(spread.RecordIDs, tids[9]) && !slices.Contains(spread.RecordIDs, tids[10]) {
-		t.Errorf("injected %v: neither other chat's turn (%s, %s) is there", spread.RecordIDs, tids[9], tids[10])
+	// Eight records (the other trip turns may join as their neighbours).
+	if n := strings.Count(strings.Join(spread.InjectedContext, ""), `<memhost_memory_observation index="`); n != 8 ||
+		!slices.Contains(spread.RecordIDs, tids[9]) && !slices.Contains(spread.RecordIDs, tids[10]) {
+		t.Errorf("injected %d records, %v: neither other chat's turn (%s, %s) is there", n, spread.RecordIDs, tids[9], tids[10])
 	}
 	if !slices.Contains(tids[:9], spread.RecordIDs[0]) {
 		t.Errorf("injected %v: the best trip turn should lead", spread.RecordIDs)
