@@ -826,6 +826,8 @@ export interface components {
              * @enum {string}
              */
             reason?: "budget" | "max_entries" | "dedup" | "scope" | "selector" | "status" | "trust";
+            /** @description the included record this one was shown beside, as its thread neighbour */
+            neighbour_of?: string;
         };
         TurnTrace: {
             realm: string;
