@@ -76,6 +76,14 @@ func (d *database) workingSet(ctx context.Context, q sdk.ManifestQuery, k int, n
 		return nil, err
 	}
 	defer tx.Rollback()
+	// The snapshot starts with the first read, which must come before the
+	// order in memory is read: a record first used between the two would
+	// otherwise be in neither part (not yet in the order, no longer unused
+	// in the snapshot).
+	var one int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM records LIMIT 1)`).Scan(&one); err != nil {
+		return nil, err
+	}
 	ranked, err := d.rankedRows(ctx, tx, q, k, now)
 	if err != nil {
 		return nil, err

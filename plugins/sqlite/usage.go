@@ -311,12 +311,19 @@ func usageKeyFunc(key float64, count, atMs, n int64) float64 {
 // rows of the query's scopes, highest first, read in tx. Candidates come
 // from the order, best first, and are read back in rounds; those that
 // left recall for good are dropped from the order afterwards.
+// testHookOrderRead, when set (tests only), runs after a working set
+// reads the order in memory, before it reads the rows.
+var testHookOrderRead func()
+
 func (d *database) rankedRows(ctx context.Context, tx *sql.Tx, q sdk.ManifestQuery, k int, now time.Time) ([]sdk.ManifestRow, error) {
 	var out []sdk.ManifestRow
 	var gone []usedRow
 	seen := map[int64]bool{} // a concurrent use may move a row between rounds
 	for skip, n := 0, k; len(out) < k; skip, n = skip+n, 2*n {
 		cands := d.used.top(q.Realm, q.Scopes, skip, n)
+		if testHookOrderRead != nil {
+			testHookOrderRead()
+		}
 		full := len(cands) == n
 		cands = slices.DeleteFunc(cands, func(c usedRow) bool {
 			dup := seen[c.seq]

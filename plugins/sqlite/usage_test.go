@@ -364,3 +364,27 @@ func TestUsesOfARecordForgottenWhileTheIndexLags(t *testing.T) {
 		t.Errorf("usage rows %v, want %v", got, want)
 	}
 }
+
+// TestFirstUseWhileTheOrderIsReadIsInTheWorkingSet: a record first used
+// just after a working set read the order in memory (so not in it) must
+// still be in that working set, as unused. The snapshot began with the
+// first read after the order, so it saw the use: the record was in
+// neither part. It now begins before the order is read.
+func TestFirstUseWhileTheOrderIsReadIsInTheWorkingSet(t *testing.T) {
+	s, c := open(t, nil)
+	ctx := context.Background()
+	id := mustRemember(t, s, realm, rec(alice, "Espresso order", "without sugar"))[0]
+	testHookOrderRead = func() {
+		testHookOrderRead = nil // once
+		if err := s.CountUses(ctx, realm, []sdk.Use{{ID: id, Count: 1}}, c.now()); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(func() { testHookOrderRead = nil })
+	if got := workingSetIDs(t, s, 10, alice); !slices.Contains(got, id) {
+		t.Fatalf("working set %v lacks %s, first used while it was read", got, id)
+	}
+	if got := workingSetIDs(t, s, 10, alice); !slices.Contains(got, id) {
+		t.Fatalf("the next working set %v lacks %s", got, id)
+	}
+}
