@@ -253,11 +253,6 @@ func (e *Envelope) packNeighbours(buf []byte, n int, starts []int, in RenderInpu
 			pool = append(pool, best)
 		}
 	}
-	for _, id := range out.IDs {
-		for k := range in.Neighbours[id] {
-			consider(&in.Neighbours[id][k])
-		}
-	}
 	for k := range in.Records {
 		consider(&in.Records[k])
 	}
@@ -269,8 +264,10 @@ func (e *Envelope) packNeighbours(buf []byte, n int, starts []int, in RenderInpu
 	if len(pool) == 0 {
 		return buf
 	}
-	slices.SortStableFunc(pool, func(a, b placed) int {
-		return cmp.Or(cmp.Compare(a.of, b.of), cmp.Compare(a.dist, b.dist), cmp.Compare(a.rec.Thread.Seq, b.rec.Thread.Seq))
+	// Fully ordered, so the map's order above never shows.
+	slices.SortFunc(pool, func(a, b placed) int {
+		return cmp.Or(cmp.Compare(a.of, b.of), cmp.Compare(a.dist, b.dist),
+			cmp.Compare(a.rec.Thread.Seq, b.rec.Thread.Seq), cmp.Compare(a.rec.ID, b.rec.ID))
 	})
 	shown := slices.Clone(out.IDs)
 	room := in.MaxBytes - len(buf)

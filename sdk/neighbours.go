@@ -21,8 +21,9 @@ const MaxPlaceRecords = 4
 // neighbours, and each hit's neighbours are in thread order. Another hit
 // may be a hit's neighbour: the host may show fewer hits than it asked
 // for (a budget, a re-ranking), and a hit it drops is then still shown
-// beside the one it keeps. Serve calls it for a provider that declared
-// CapNeighbours.
+// beside the one it keeps. When the read fails the hits keep no
+// neighbours and the error is answered. Serve calls it for a provider
+// that declared CapNeighbours.
 func AttachNeighbours(ctx context.Context, r ThreadReader, q RecallQuery, hits []Hit, now time.Time) error {
 	for i := range hits {
 		hits[i].Neighbours = nil // only what is attached here is answered
@@ -55,7 +56,7 @@ func AttachNeighbours(ctx context.Context, r ThreadReader, q RecallQuery, hits [
 	}
 	recs, err := r.ReadThread(ctx, q.Realm, places)
 	if err != nil {
-		return err
+		return err // the hits hold none: they were cleared above
 	}
 	shown := make(map[string]bool, len(q.ExcludeIDs))
 	for _, id := range q.ExcludeIDs {

@@ -143,9 +143,6 @@ func (s *providerServer) Recall(ctx context.Context, req *pb.RecallRequest) (*pb
 			// Neighbours are context for the hits, not the answer: a failed
 			// read of them leaves the hits, without any.
 			Logger().Warn("recall: reading the hits' thread neighbours failed; answering the hits without them", "error", err)
-			for i := range hits {
-				hits[i].Neighbours = nil
-			}
 		}
 	} else {
 		for i := range hits {

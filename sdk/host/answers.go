@@ -114,7 +114,9 @@ func checkNeighbours(q sdk.RecallQuery, hits []sdk.Hit, excluded func(string) bo
 			case n.Realm != q.Realm || n.Scope != h.Record.Scope:
 				problem = "is a record of another realm or scope than its hit"
 			case n.Thread == nil || n.Thread.ID != h.Record.Thread.ID || n.Thread.Seq < 0 || h.Record.Thread.Seq < 0 ||
-				n.Thread.Seq == h.Record.Thread.Seq || absDiff(n.Thread.Seq, h.Record.Thread.Seq) > int64(q.Neighbours):
+				n.Thread.Seq == h.Record.Thread.Seq ||
+				// Both seqs are at least 0 here: no difference overflows.
+				max(n.Thread.Seq-h.Record.Thread.Seq, h.Record.Thread.Seq-n.Thread.Seq) > int64(q.Neighbours):
 				problem = "is not beside its hit in its thread"
 			case n.Status != sdk.StatusActive:
 				problem = "is a record that is not active"
@@ -130,14 +132,6 @@ func checkNeighbours(q sdk.RecallQuery, hits []sdk.Hit, excluded func(string) bo
 		}
 	}
 	return nil
-}
-
-// absDiff answers |a-b| for a, b ≥ 0 (no overflow).
-func absDiff(a, b int64) int64 {
-	if a > b {
-		return a - b
-	}
-	return b - a
 }
 
 // checkRecords holds an answer of records (Get, Export) to its realm,

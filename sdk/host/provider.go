@@ -62,14 +62,10 @@ func (p *Provider) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, er
 	if err != nil || !p.local || !declared {
 		return hits, err
 	}
-	if err := sdk.AttachNeighbours(ctx, reader, q, hits, time.Now()); err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		// As Serve answers: the hits, without neighbours.
-		for i := range hits {
-			hits[i].Neighbours = nil
-		}
+	// As Serve answers: a failed read of the neighbours leaves the hits,
+	// without any.
+	if err := sdk.AttachNeighbours(ctx, reader, q, hits, time.Now()); err != nil && ctx.Err() != nil {
+		return nil, ctx.Err()
 	}
 	return hits, nil
 }
