@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/memhost/memhost/sdk/internal/wire"
 )
 
 // MaxPlaceRecords bounds the records of one thread place shown as
@@ -21,9 +23,12 @@ const MaxPlaceRecords = 4
 // neighbours, and each hit's neighbours are in thread order. Another hit
 // may be a hit's neighbour: the host may show fewer hits than it asked
 // for (a budget, a re-ranking), and a hit it drops is then still shown
-// beside the one it keeps. When the read fails the hits keep no
-// neighbours and the error is answered. Serve calls it for a provider
-// that declared CapNeighbours.
+// beside the one it keeps. Neighbours go to the hits in rank order while
+// the answer still fits one plugin message: a neighbour that would not fit
+// is left out (without the bound, a recall of large records in crowded
+// threads would fail whole, over the message limit). When the read fails
+// the hits keep no neighbours and the error is answered. Serve calls it
+// for a provider that declared CapNeighbours.
 func AttachNeighbours(ctx context.Context, r ThreadReader, q RecallQuery, hits []Hit, now time.Time) error {
 	for i := range hits {
 		hits[i].Neighbours = nil // only what is attached here is answered
@@ -80,6 +85,10 @@ func AttachNeighbours(ctx context.Context, r ThreadReader, q RecallQuery, hits [
 		perPlace[p]++
 		return perPlace[p] > MaxPlaceRecords
 	})
+	room := wire.MaxMessageBytes
+	for i := range hits {
+		room -= messageBytes(&hits[i].Record)
+	}
 	for i := range hits {
 		h := &hits[i]
 		t := h.Record.Thread
@@ -93,11 +102,26 @@ func AttachNeighbours(ctx context.Context, r ThreadReader, q RecallQuery, hits [
 				d == 0 || d < -int64(span) || d > int64(span) {
 				continue
 			}
+			size := messageBytes(&n)
+			if size > room {
+				continue
+			}
+			room -= size
 			shown[n.ID] = true
 			h.Neighbours = append(h.Neighbours, n)
 		}
 	}
 	return nil
+}
+
+// messageBytes bounds r's size in a plugin message, as
+// wire.MaxMessageBytes counts a record.
+func messageBytes(r *Record) int {
+	n := len(r.Title) + len(r.Description) + len(r.Body) + wire.RecordFramingBytes
+	for _, t := range r.Tags {
+		n += len(t)
+	}
+	return n
 }
 
 // passesTags reports whether r carries every tag of want and none of

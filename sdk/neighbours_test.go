@@ -9,6 +9,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/memhost/memhost/sdk/internal/pluginpb"
+	"github.com/memhost/memhost/sdk/internal/wire"
 )
 
 // threadStore is a ThreadReader over a fixed set of records. An exact
@@ -303,4 +308,62 @@ func sameMembers(a, b []ThreadPlace) bool {
 		}
 	}
 	return true
+}
+
+// TestAttachNeighboursFitsOneMessage: hits in crowded threads of records
+// at every size limit would bring more neighbours than one plugin message
+// holds, and the whole recall would fail over the limit. Neighbours go to
+// the hits in rank order while the answer, as Serve encodes it, fits.
+func TestAttachNeighboursFitsOneMessage(t *testing.T) {
+	const hitCount = 70 // each with 4 places of 4 records: 1,120 neighbours of about 68 KB
+	full := func(id, thread string, seq int64) Record {
+		r := nbRecord(id, nbAlice, thread, seq)
+		r.ID = id + strings.Repeat("x", MaxIDBytes-len(id))
+		r.Thread.ID = thread + strings.Repeat("t", MaxThreadIDBytes-len(thread))
+		r.Title, r.Description, r.Body = strings.Repeat("t", MaxTitleBytes), strings.Repeat("d", MaxDescriptionBytes), strings.Repeat("b", MaxBodyBytes)
+		for i := range MaxTags {
+			r.Tags = append(r.Tags, fmt.Sprintf("%02d", i)+strings.Repeat("g", MaxTagBytes-2))
+		}
+		r.ContentHash, r.Supersedes = "sha256:"+strings.Repeat("0", 64), strings.Repeat("s", MaxIDBytes)
+		r.UpdatedAt, r.OccurredAt, r.ExpiresAt, r.LastUsedAt = r.CreatedAt, r.CreatedAt, nbNow.AddDate(1, 0, 0), r.CreatedAt
+		return r
+	}
+	var recs []Record
+	hits := make([]Hit, hitCount)
+	for h := range hitCount {
+		thread := fmt.Sprintf("h%02d", h)
+		hits[h] = Hit{Record: full(thread+"-hit", thread, 10), Score: float64(hitCount - h)}
+		for _, seq := range []int64{8, 9, 11, 12} {
+			for k := range MaxPlaceRecords {
+				recs = append(recs, full(fmt.Sprintf("%s-%d-%d", thread, seq, k), thread, seq))
+			}
+		}
+	}
+	if err := AttachNeighbours(t.Context(), &threadStore{recs: recs}, RecallQuery{Realm: "r", Neighbours: 2}, hits, nbNow); err != nil {
+		t.Fatal(err)
+	}
+	answer := &pb.RecallResponse{}
+	attached := 0
+	for i := range hits {
+		h := &pb.Hit{Record: recordToPB(&hits[i].Record), Score: hits[i].Score}
+		for j := range hits[i].Neighbours {
+			h.Neighbours = append(h.Neighbours, recordToPB(&hits[i].Neighbours[j]))
+		}
+		answer.Hits = append(answer.Hits, h)
+		attached += len(hits[i].Neighbours)
+	}
+	if size := proto.Size(answer); size > wire.MaxMessageBytes {
+		t.Fatalf("the answer is %d bytes, over the message limit of %d", size, wire.MaxMessageBytes)
+	}
+	if attached == 0 || attached >= len(recs) {
+		t.Fatalf("%d of %d neighbours attached; want the ones that fit", attached, len(recs))
+	}
+	for i := range hits[:hitCount/2] {
+		if n := len(hits[i].Neighbours); n != 4*MaxPlaceRecords {
+			t.Fatalf("hit %d has %d neighbours; the best hits get theirs first (want %d)", i, n, 4*MaxPlaceRecords)
+		}
+	}
+	if n := len(hits[hitCount-1].Neighbours); n != 0 {
+		t.Fatalf("the last hit has %d neighbours past the message limit", n)
+	}
 }

@@ -37,7 +37,12 @@ const (
 // the largest call the record limits allow (a Remember of MaxBatch records
 // at every limit, with room for ids, times and framing); gRPC's own 4 MiB
 // default would refuse a batch of 64 records with 64 KiB bodies.
-const MaxMessageBytes = maxBatch * (maxBodyBytes + maxTextBytes + 1024)
+const MaxMessageBytes = maxBatch * (maxBodyBytes + maxTextBytes + RecordFramingBytes)
+
+// RecordFramingBytes bounds what a record takes in a message beyond its
+// title, description, body and tags: ids, scope, thread, times, hash and
+// the protobuf framing of all of them.
+const RecordFramingBytes = 1024
 
 // Handshake is the go-plugin handshake every memhost plugin answers. The
 // cookie is fixed forever: it only stops a plugin binary from being run by
