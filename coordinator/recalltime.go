@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/coordinator/alternatives"
+	"github.com/memhost/memhost/coordinator/speaker"
 	"github.com/memhost/memhost/coordinator/timequery"
 	"github.com/memhost/memhost/sdk"
 )
@@ -56,8 +57,11 @@ func (c *Coordinator) timedRecall(ctx context.Context, p provider, q sdk.RecallQ
 // ReadQuery recalls q through recall as every surface does (a turn, a
 // build, the guide, POST /v1/recall, MCP's memory_recall): its hits
 // ranked by the time its text speaks of relative to now
-// (timequery.Recall), and a question ending in choices recalled per
-// choice as well (alternatives.Wrap).
+// (timequery.Recall), a question ending in choices recalled per choice as
+// well (alternatives.Wrap), and the user's own conversation turns ranked
+// higher unless it asks what the assistant said (speaker.Wrap).
 func ReadQuery(ctx context.Context, recall func(context.Context, sdk.RecallQuery) ([]sdk.Hit, error), q sdk.RecallQuery, now time.Time) ([]sdk.Hit, error) {
-	return timequery.Recall(ctx, alternatives.Wrap(recall), q, now)
+	return speaker.Wrap(func(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
+		return timequery.Recall(ctx, alternatives.Wrap(recall), q, now)
+	})(ctx, q)
 }

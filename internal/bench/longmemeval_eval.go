@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/memhost/memhost/coordinator/speaker"
 )
 
 // LMEDepth is how many hits a LongMemEval question recalls: enough turns
@@ -37,11 +39,15 @@ type LMEScore struct {
 
 // LMETurnRecord is the record turn i of session s is remembered as in
 // identity's scope: one record per turn in the session's thread, the role
-// as title and the session date as description. Questions share sessions,
+// as title and as a speaker's tag, and the session date as description. Questions share sessions,
 // so the thread is the identity's copy of the session.
 func LMETurnRecord(identity string, s LMESession, i int) Record {
 	t := s.Turns[i]
-	return Record{Scope: "identity:" + identity, Kind: "fact", Title: t.Role, Description: s.Date.Format(lmeTimeLayout), Body: t.Content,
+	var tags []string
+	if tag := speaker.Tag(t.Role); tag != "" {
+		tags = []string{tag}
+	}
+	return Record{Scope: "identity:" + identity, Kind: "fact", Title: t.Role, Description: s.Date.Format(lmeTimeLayout), Body: t.Content, Tags: tags,
 		Thread: &Thread{ID: identity + "/" + s.ID, Seq: int64(i)}, OccurredAt: s.Date.Format(time.RFC3339)}
 }
 

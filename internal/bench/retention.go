@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/memhost/memhost/coordinator/speaker"
 	"github.com/memhost/memhost/internal/compaction"
 )
 
@@ -238,13 +239,17 @@ func replay(ctx context.Context, t CompactTarget, realm, conv string, r Replay, 
 }
 
 // rememberMessages stores every message as one record, as the LoCoMo
-// retrieval benchmark stores turns, and maps record id → evidence key.
+// retrieval benchmark stores turns, tagged with its speaker as the archive
+// tags an episode, and maps record id → evidence key.
 func rememberMessages(ctx context.Context, t Target, realm, conv string, r Replay) (map[string]string, error) {
-	turns := make([]Turn, len(r.Messages))
-	for i, m := range r.Messages {
-		turns[i] = Turn{DiaID: r.Keys[i], Seq: i, Speaker: m.Role, Text: m.Content}
-	}
-	return rememberTurns(ctx, t, realm, Identity, conv, turns)
+	return rememberRecords(ctx, t, realm, len(r.Messages), func(i int) (Record, string) {
+		m := r.Messages[i]
+		rec := TurnRecord(Identity, conv, Turn{DiaID: r.Keys[i], Seq: i, Speaker: m.Role, Text: m.Content})
+		if tag := speaker.Tag(m.Role); tag != "" {
+			rec.Tags = append(rec.Tags, tag)
+		}
+		return rec, r.Keys[i]
+	})
 }
 
 // injectedKeys injects for question in a fresh session and answers the

@@ -207,26 +207,34 @@ func TurnRecord(identity, conv string, t Turn) Record {
 
 // rememberTurns stores the turns in batches and maps record id → dia id.
 func rememberTurns(ctx context.Context, t Target, realm, identity, conv string, turns []Turn) (map[string]string, error) {
-	byID := make(map[string]string, len(turns))
+	return rememberRecords(ctx, t, realm, len(turns), func(i int) (Record, string) {
+		return TurnRecord(identity, conv, turns[i]), turns[i].DiaID
+	})
+}
+
+// rememberRecords stores the n records recordOf answers, with their
+// evidence keys, in batches, and maps record id → evidence key.
+func rememberRecords(ctx context.Context, t Target, realm string, n int, recordOf func(i int) (Record, string)) (map[string]string, error) {
+	byID := make(map[string]string, n)
 	const batch = 500
-	for start := 0; start < len(turns); start += batch {
-		part := turns[start:min(len(turns), start+batch)]
-		recs := make([]Record, len(part))
-		for i, turn := range part {
-			recs[i] = TurnRecord(identity, conv, turn)
+	for start := 0; start < n; start += batch {
+		recs := make([]Record, min(n, start+batch)-start)
+		keys := make([]string, len(recs))
+		for i := range recs {
+			recs[i], keys[i] = recordOf(start + i)
 		}
 		ids, err := t.Remember(ctx, realm, recs)
 		if err != nil {
 			return nil, err
 		}
-		if len(ids) != len(part) {
-			return nil, fmt.Errorf("remember answered %d ids for %d records", len(ids), len(part))
+		if len(ids) != len(recs) {
+			return nil, fmt.Errorf("remember answered %d ids for %d records", len(ids), len(recs))
 		}
 		for i, id := range ids {
 			// Two identical turns share one record (content-hash dedup);
 			// the first keeps the id.
 			if _, seen := byID[id]; !seen {
-				byID[id] = part[i].DiaID
+				byID[id] = keys[i]
 			}
 		}
 	}

@@ -74,6 +74,10 @@ func TestArchiveKeepsEveryAbsorbedMessage(t *testing.T) {
 		case !strings.Contains(r.Description, archiveNow.Format(time.RFC3339)) || !r.ExpiresAt.IsZero():
 			t.Errorf("position %d: description %q, expiry %v", i, r.Description, r.ExpiresAt)
 		}
+		// The speaker's tag, which recall ranks by; a tool has none.
+		if want := map[string][]string{"user": {"role:user"}, "assistant": {"role:assistant"}}[m.Role]; !slices.Equal(r.Tags, want) {
+			t.Errorf("position %d (%s): tags %q, want %q", i, m.Role, r.Tags, want)
+		}
 	}
 	hits, err := p.Recall(ctx, sdk.RecallQuery{Realm: "default", Query: "locker code"})
 	if err != nil || len(hits) == 0 || hits[0].Record.Body != evicted[0].Content {

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// TestUserTurnsRankFirst, through memhost serve on the sqlite plugin: in a
+// conversation whose assistant answers repeat a question's words, the
+// user's own turn that holds the fact sits below them. Tagged with its
+// speaker, the user's turn reaches the top of a question about the user,
+// on POST /v1/recall; a question about what the assistant said, and the
+// same turns without speakers' tags, keep the plain order.
+func TestUserTurnsRankFirst(t *testing.T) {
+	t.Parallel()
+	m := startMemhost(t, providerDeployment("sqlite", `{ path = "memory.db" }`))
+	turns := []struct{ role, body string }{
+		{"user", "Can you help me plan my running week?"},
+		{"assistant", "A long Saturday morning jog builds endurance. Jog slowly on Saturday morning, and jog long only once a week."},
+		{"user", "I jogged for 30 minutes on Saturday morning."},
+		{"assistant", "On a Saturday morning jog, how long you jog matters less than how often you jog."},
+		{"assistant", "Saturday morning is a good time for a long jog before the day warms up."},
+	}
+	write := func(identity string, tagged bool) []string {
+		var recs []map[string]any
+		for i, tn := range turns {
+			r := map[string]any{"scope": "identity:" + identity, "kind": "episode", "title": tn.role, "body": tn.body,
+				"thread": map[string]any{"id": "c1", "seq": i}}
+			if tagged {
+				r["tags"] = []string{"role:" + tn.role}
+			}
+			recs = append(recs, r)
+		}
+		for i := range 30 { // so the question's words are rare ones
+			recs = append(recs, map[string]any{"scope": "identity:" + identity, "kind": "fact", "title": "Garden",
+				"body": fmt.Sprintf("Note %d on the garden: the tomatoes and the weather.", i)})
+		}
+		return remember(t, m, recs...)[:len(turns)]
+	}
+	top := func(identity, query string) []string {
+		t.Helper()
+		var out struct {
+			Hits []struct {
+				Record sdk.Record `json:"record"`
+			} `json:"hits"`
+		}
+		if code := m.do("POST", "/v1/recall", map[string]any{"identity": map[string]string{"id": identity}, "query": query, "limit": 2}, &out); code != 200 {
+			t.Fatalf("POST /v1/recall %q = %d\n%s", query, code, m.logs())
+		}
+		var got []string
+		for _, h := range out.Hits {
+			got = append(got, h.Record.ID)
+		}
+		return got
+	}
+	plain, tagged := write("plain", false), write("tagged", true)
+	const question = "How long did I jog on Saturday morning?"
+	if got := top("plain", question); len(got) != 2 || slices.Contains(got, plain[2]) {
+		t.Fatalf("without speakers' tags the top 2 %v should be the assistant's answers, not the user's turn %s", got, plain[2])
+	}
+	if got := top("tagged", question); len(got) != 2 || got[0] != tagged[2] {
+		t.Fatalf("with speakers' tags the top 2 %v should start with the user's turn %s", got, tagged[2])
+	}
+	if got := top("tagged", "What did you say about how long to jog on Saturday morning?"); slices.Contains(got, tagged[2]) {
+		t.Fatalf("a question about what the assistant said ranked the user's turn in its top 2 %v", got)
+	}
+}
