@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/memhost/memhost/coordinator/speaker"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -30,7 +31,7 @@ func TestUserTurnsRankFirst(t *testing.T) {
 			r := map[string]any{"scope": "identity:" + identity, "kind": "episode", "title": tn.role, "body": tn.body,
 				"thread": map[string]any{"id": "c1", "seq": i}}
 			if tagged {
-				r["tags"] = []string{"role:" + tn.role}
+				r["tags"] = []string{speaker.Tag(tn.role)}
 			}
 			recs = append(recs, r)
 		}

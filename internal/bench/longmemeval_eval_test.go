@@ -98,7 +98,7 @@ func TestRankSessionsAndHits(t *testing.T) {
 func TestLMETurnRecordNamesItsSpeaker(t *testing.T) {
 	s := LMESession{ID: "s1", Date: time.Date(2023, 5, 1, 10, 0, 0, 0, time.UTC), Turns: []LMETurn{
 		{Role: "user", Content: "I jogged for 30 minutes."}, {Role: "assistant", Content: "Well done."}, {Role: "system", Content: "x"}}}
-	for i, want := range [][]string{{"role:user"}, {"role:assistant"}, nil} {
+	for i, want := range [][]string{{"memhost:user"}, {"memhost:assistant"}, nil} {
 		r := LMETurnRecord("lme1", s, i)
 		if !slices.Equal(r.Tags, want) || r.Thread == nil || r.Thread.Seq != int64(i) || r.Title != s.Turns[i].Role {
 			t.Errorf("turn %d: tags %q, thread %+v, title %q; want tags %q", i, r.Tags, r.Thread, r.Title, want)

@@ -75,7 +75,7 @@ func TestArchiveKeepsEveryAbsorbedMessage(t *testing.T) {
 			t.Errorf("position %d: description %q, expiry %v", i, r.Description, r.ExpiresAt)
 		}
 		// The speaker's tag, which recall ranks by; a tool has none.
-		if want := map[string][]string{"user": {"role:user"}, "assistant": {"role:assistant"}}[m.Role]; !slices.Equal(r.Tags, want) {
+		if want := map[string][]string{"user": {"memhost:user"}, "assistant": {"memhost:assistant"}}[m.Role]; !slices.Equal(r.Tags, want) {
 			t.Errorf("position %d (%s): tags %q, want %q", i, m.Role, r.Tags, want)
 		}
 	}

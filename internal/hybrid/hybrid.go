@@ -251,6 +251,11 @@ func (e *Engine) PrepareRecall(ctx context.Context, q *sdk.RecallQuery) string {
 		budget = min(budget, time.Until(dl)/2)
 	}
 	if budget < time.Millisecond {
+		// No time to ask the embedder, but a query it embedded moments ago
+		// (the same text recalled again, deeper) needs no call.
+		if r.fromCache(e, q) {
+			return ""
+		}
 		return r.fellBack(ReasonNoTime, nil)
 	}
 	ctx, cancel := context.WithTimeout(ctx, budget)
@@ -282,6 +287,24 @@ func (e *Engine) PrepareRecall(ctx context.Context, q *sdk.RecallQuery) string {
 	}
 	q.QueryVector, q.VectorModel, q.Fusion = slices.Clone(v), info.Model, r.cfg.Fusion
 	return ""
+}
+
+// fromCache sets q's vector from the query cache when the realm's model
+// is known and the query's text is there, without calling the embedder.
+func (r *realm) fromCache(e *Engine, q *sdk.RecallQuery) bool {
+	r.mu.Lock()
+	info := r.info
+	r.mu.Unlock()
+	if info == nil {
+		return false
+	}
+	e.queriesMu.Lock()
+	v, ok := e.queries.Get(queryKey{q.Realm, info.Model, clip(q.Query, info.MaxInputBytes)})
+	e.queriesMu.Unlock()
+	if ok {
+		q.QueryVector, q.VectorModel, q.Fusion = slices.Clone(v), info.Model, r.cfg.Fusion
+	}
+	return ok
 }
 
 // fellBack counts a lexical fallback and logs it at most once a minute

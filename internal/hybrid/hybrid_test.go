@@ -386,6 +386,27 @@ func TestPrepareRecall(t *testing.T) {
 	}
 }
 
+// TestPrepareRecallOutOfTimeUsesTheCache: with no time left to ask the
+// embedder, a query it embedded moments ago (a deeper recall of the same
+// text) still gets its vector; another text falls back.
+func TestPrepareRecallOutOfTimeUsesTheCache(t *testing.T) {
+	eng := engine(t, newEmbedder("m1"), newStore(0), Options{QueryTimeout: time.Hour})
+	q := sdk.RecallQuery{Realm: "default", Query: "evening routine"}
+	if reason := eng.PrepareRecall(context.Background(), &q); reason != "" || q.QueryVector == nil {
+		t.Fatalf("first recall: reason %q, vector %v", reason, q.QueryVector)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), -time.Second)
+	defer cancel()
+	again := sdk.RecallQuery{Realm: "default", Query: "evening routine", Limit: 20}
+	if reason := eng.PrepareRecall(ctx, &again); reason != "" || fmt.Sprint(again.QueryVector) != fmt.Sprint(q.QueryVector) || again.VectorModel != "m1" || again.Fusion != q.Fusion {
+		t.Fatalf("out of time, the cached query: reason %q, query %+v", reason, again)
+	}
+	other := sdk.RecallQuery{Realm: "default", Query: "morning routine"}
+	if reason := eng.PrepareRecall(ctx, &other); reason != ReasonNoTime || other.QueryVector != nil {
+		t.Fatalf("out of time, a new text: reason %q, vector %v", reason, other.QueryVector)
+	}
+}
+
 func TestFallbackLogsOncePerMinute(t *testing.T) {
 	var buf bytes.Buffer
 	emb := newEmbedder("m1")
