@@ -15,6 +15,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/memhost/memhost/sdk"
@@ -38,16 +39,19 @@ const userWeight = 2.0
 // a longer query is a turn's text, read by its start.
 const maxQueryBytes = 4096
 
-// Words that tell whom a question is about, after folding (words).
+// Words that tell whom a question is about, after folding (words). "We"
+// is not the first person here: a team's "what is our deploy process?" is
+// about what the team shares, not about the user's own turns.
 var (
-	firstPerson = set("i", "me", "my", "myself", "we", "our", "ours", "ourselves")
+	firstPerson = set("i", "me", "my", "myself")
 	// saidPast are verbs of saying whose subject, "you" or "we", makes a
-	// question about what the assistant said ("you recommended").
+	// question about what the assistant said ("you recommended"); "came"
+	// counts only before "up" ("you came up with").
 	saidPast = set("told", "said", "suggested", "recommended", "mentioned", "gave", "provided", "listed",
-		"shared", "explained", "discussed", "talked", "wrote", "came")
+		"shared", "explained", "discussed", "talked", "wrote")
 	// sayPresent are the same verbs after "did you" ("did you suggest").
 	sayPresent = set("tell", "say", "suggest", "recommend", "mention", "give", "provide", "list",
-		"share", "explain", "discuss", "talk", "write", "come")
+		"share", "explain", "discuss", "talk", "write")
 	// yourWords follow "your" in a question about the assistant's words.
 	yourWords = set("suggestion", "suggestions", "recommendation", "recommendations", "answer", "answers",
 		"response", "responses", "advice", "previous", "last", "list")
@@ -57,6 +61,10 @@ var (
 // saying ("you had previously mentioned"); further off, the verb has
 // another subject ("can you remind me what my doctor said").
 const maxBetween = 2
+
+// sentenceEnd is the word words answers for a sentence's end, where a
+// subject's reach stops ("Thank you. Shared the doc…").
+const sentenceEnd = "."
 
 // AboutUser reports whether question is about the user, where the user's
 // own turns are the evidence: it speaks in the first person and does not
@@ -68,26 +76,34 @@ func AboutUser(question string) bool {
 		if x == "your" && i+1 < len(w) && yourWords[w[i+1]] {
 			return false
 		}
-		if x == "you" || x == "we" {
-			verbs := saidPast
-			if i > 0 && w[i-1] == "did" {
-				verbs = sayPresent
-			}
-			if slices.ContainsFunc(after(w, i), func(v string) bool { return verbs[v] }) {
-				return false
-			}
+		if (x == "you" || x == "we") && saysAfter(w, i) {
+			return false
 		}
 		first = first || firstPerson[x]
 	}
 	return first
 }
 
-// after answers the words within maxBetween+1 places after w[i].
-func after(w []string, i int) []string { return w[i+1 : min(len(w), i+2+maxBetween)] }
+// saysAfter reports whether a verb of saying follows the subject w[i]
+// within maxBetween words in its sentence: in the past tense, or in the
+// present after "did" or "didn't" ("what did you suggest").
+func saysAfter(w []string, i int) bool {
+	verbs := saidPast
+	if i > 0 && w[i-1] == "did" || i > 1 && w[i-1] == "t" && w[i-2] == "didn" {
+		verbs = sayPresent
+	}
+	for j := i + 1; j < len(w) && j <= i+1+maxBetween && w[j] != sentenceEnd; j++ {
+		if verbs[w[j]] || (w[j] == "came" || w[j] == "come") && j+1 < len(w) && w[j+1] == "up" {
+			return true
+		}
+	}
+	return false
+}
 
-// words answers the lower-case words of the first maxQueryBytes of s,
-// look-alikes folded: full-width Latin letters as ASCII, the Turkish dotted
-// and dotless i as i. "i.e." is not the pronoun.
+// words answers the lower-case words of the first maxQueryBytes of s, and
+// sentenceEnd for each sentence's end, look-alikes folded: full-width
+// Latin letters as ASCII, the Turkish dotted and dotless i as i. "i.e." is
+// not the pronoun.
 func words(s string) []string {
 	if len(s) > maxQueryBytes {
 		s = s[:maxQueryBytes]
@@ -102,7 +118,24 @@ func words(s string) []string {
 		return unicode.ToLower(r)
 	}, s)
 	folded = strings.ReplaceAll(folded, "i.e.", " ")
-	return strings.FieldsFunc(folded, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	var out []string
+	start := -1
+	for at, r := range folded + " " {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			if start < 0 {
+				start = at
+			}
+			continue
+		}
+		if start >= 0 {
+			out = append(out, folded[start:at])
+			start = -1
+		}
+		if r == '.' || r == '?' || r == '!' || r == ';' {
+			out = append(out, sentenceEnd)
+		}
+	}
+	return out
 }
 
 func set(words ...string) map[string]bool {
@@ -118,13 +151,15 @@ type RecallFunc func(context.Context, sdk.RecallQuery) ([]sdk.Hit, error)
 
 // Wrap answers recall's hits with the user's turns ranked higher (Rank)
 // when the query is about the user (AboutUser). When a full answer holds a
-// turn with a speaker's tag, the query is recalled again for the user's
-// turns alone (the speaker's tag required, the identities' scopes only, the
-// same limit), and those the first answer lacks join it: a user's turn
-// past the limit can then rise into it, as any that can is among the
-// user's best, while every other hit keeps the first answer's score. A
-// realm without speakers' tags pays no second recall. A second recall that
-// fails or runs out of the caller's time adds nothing.
+// turn with a speaker's tag, the query is recalled again at twice the
+// limit, within half the caller's remaining time, and the user's turns
+// only that deeper answer holds join the first answer, so a user's turn
+// just past the limit can rise into it while every other hit keeps the
+// first answer's score. The deeper query is the same query: a narrower
+// one (the user's tag required) would score its hits against a narrower
+// pool, which hybrid fusion and the choice merge normalise over. A realm
+// without speakers' tags pays no second recall. A second recall that
+// fails or runs out of its time adds nothing.
 func Wrap(recall RecallFunc) RecallFunc {
 	return func(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
 		if !AboutUser(q.Query) {
@@ -135,26 +170,29 @@ func Wrap(recall RecallFunc) RecallFunc {
 			return hits, err
 		}
 		limit := cmp.Or(q.Limit, sdk.DefaultRecallLimit)
-		if users, ok := userQuery(q); ok && len(hits) >= limit {
+		if wide := min(2*limit, sdk.MaxBatch); wide > limit && len(hits) >= limit && ctx.Err() == nil {
+			deeperCtx, cancel := halfTheTime(ctx)
+			more := q
+			more.Limit = wide
+			deeper, err := recall(deeperCtx, more)
 			// Inner steps answer what they have when time runs out, so an
 			// answer is only whole if time remains after it.
-			if more, err := recall(ctx, users); err == nil && ctx.Err() == nil {
-				hits = withUserTurns(hits, more)
+			if err == nil && deeperCtx.Err() == nil {
+				hits = withUserTurns(hits, deeper)
 			}
+			cancel()
 		}
 		return Rank(hits, limit, q.Neighbours > 0), nil
 	}
 }
 
-// userQuery narrows q to the turns Rank boosts: tagged as the user's, in
-// an identity's scope. It answers false when q reads no identity's scope.
-func userQuery(q sdk.RecallQuery) (sdk.RecallQuery, bool) {
-	q.Tags = append(slices.Clip(q.Tags), UserTag)
-	if len(q.Scopes) == 0 {
-		return q, true // every scope the caller reads, identities' among them
+// halfTheTime answers ctx bounded to half the time left before its
+// deadline, so a refinement leaves the rest to the caller.
+func halfTheTime(ctx context.Context) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok {
+		return context.WithTimeout(ctx, time.Until(dl)/2)
 	}
-	q.Scopes = slices.DeleteFunc(slices.Clone(q.Scopes), func(s sdk.Scope) bool { return s.Class() != sdk.ScopeIdentity })
-	return q, len(q.Scopes) > 0
+	return context.WithCancel(ctx)
 }
 
 // withUserTurns answers hits and the user's turns of deeper that hits
@@ -175,8 +213,9 @@ func withUserTurns(hits, deeper []sdk.Hit) []sdk.Hit {
 // Rank multiplies the positive score of each turn the user said by
 // userWeight and answers the best limit hits, ties in the order given.
 // With keepBeside, a hit cut past the limit that is a turn of a kept
-// hit's thread goes with it as a neighbour, its own neighbours too, so
-// the envelope can still show what stood beside the kept turns.
+// hit's thread and scope goes, with the neighbours it carried, to the
+// nearest such kept hit as its neighbours (none already kept or carried
+// there), so the envelope can still show them beside the kept turns.
 func Rank(hits []sdk.Hit, limit int, keepBeside bool) []sdk.Hit {
 	for i := range hits {
 		if said(hits[i]) && hits[i].Score > 0 {
@@ -184,23 +223,54 @@ func Rank(hits []sdk.Hit, limit int, keepBeside bool) []sdk.Hit {
 		}
 	}
 	slices.SortStableFunc(hits, func(a, b sdk.Hit) int { return cmp.Compare(b.Score, a.Score) })
-	kept, cut := hits[:min(max(limit, 0), len(hits))], hits[min(max(limit, 0), len(hits)):]
-	if keepBeside {
-		for _, c := range cut {
-			t := c.Record.Thread
-			if t == nil {
-				continue
-			}
-			at := slices.IndexFunc(kept, func(k sdk.Hit) bool {
-				return k.Record.Thread != nil && k.Record.Thread.ID == t.ID && k.Record.Scope == c.Record.Scope
-			})
-			if at >= 0 {
-				kept[at].Neighbours = append(kept[at].Neighbours, c.Neighbours...)
-				kept[at].Neighbours = append(kept[at].Neighbours, c.Record)
+	n := min(max(limit, 0), len(hits))
+	kept, cut := hits[:n], hits[n:]
+	if !keepBeside {
+		return kept
+	}
+	held := map[string]bool{}
+	for _, k := range kept {
+		held[k.Record.ID] = true
+		for _, r := range k.Neighbours {
+			held[r.ID] = true
+		}
+	}
+	for _, c := range cut {
+		at := nearestKept(kept, c.Record)
+		if at < 0 {
+			continue
+		}
+		for _, r := range append([]sdk.Record{c.Record}, c.Neighbours...) {
+			if !held[r.ID] {
+				held[r.ID] = true
+				kept[at].Neighbours = append(kept[at].Neighbours, r)
 			}
 		}
 	}
 	return kept
+}
+
+// nearestKept answers the index of the kept hit of r's thread and scope
+// nearest r by seq (the first of equals), or -1.
+func nearestKept(kept []sdk.Hit, r sdk.Record) int {
+	best, bestDist := -1, uint64(0)
+	if r.Thread == nil {
+		return best
+	}
+	for i, k := range kept {
+		t := k.Record.Thread
+		if t == nil || t.ID != r.Thread.ID || k.Record.Scope != r.Scope {
+			continue
+		}
+		d := uint64(t.Seq - r.Thread.Seq)
+		if t.Seq < r.Thread.Seq {
+			d = uint64(r.Thread.Seq - t.Seq)
+		}
+		if best < 0 || d < bestDist {
+			best, bestDist = i, d
+		}
+	}
+	return best
 }
 
 // said reports whether h is a turn the user said in their own scope: a
