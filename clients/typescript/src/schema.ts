@@ -819,7 +819,7 @@ export interface components {
             trust?: string;
             /** @description the record's rendered size, when injected */
             bytes?: number;
-            /** @description the provider's score, when recalled lexically */
+            /** @description the recall's score, when recalled lexically: the provider's, as the time, choice and speaker rankings left it */
             score?: number;
             /**
              * @description why it was left out
