@@ -39,8 +39,9 @@ type LMEScore struct {
 
 // LMETurnRecord is the record turn i of session s is remembered as in
 // identity's scope: one record per turn in the session's thread, the role
-// as title and as a speaker's tag, and the session date as description. Questions share sessions,
-// so the thread is the identity's copy of the session.
+// as title and as a speaker's tag, and the session date as description.
+// Questions share sessions, so the thread is the identity's copy of the
+// session.
 func LMETurnRecord(identity string, s LMESession, i int) Record {
 	t := s.Turns[i]
 	var tags []string
