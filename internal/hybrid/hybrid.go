@@ -253,8 +253,11 @@ func (e *Engine) PrepareRecall(ctx context.Context, q *sdk.RecallQuery) string {
 	if budget < time.Millisecond {
 		// No time to ask the embedder, but a query it embedded moments ago
 		// (the same text recalled again, deeper) needs no call.
-		if r.fromCache(e, q) {
-			return ""
+		if info := r.knownInfo(); info != nil {
+			if _, v, ok := e.cachedQuery(q, *info); ok {
+				r.give(q, v, info.Model)
+				return ""
+			}
 		}
 		return r.fellBack(ReasonNoTime, nil)
 	}
@@ -264,10 +267,7 @@ func (e *Engine) PrepareRecall(ctx context.Context, q *sdk.RecallQuery) string {
 	if err != nil {
 		return r.fellBack(ReasonEmbedderUnavailable, err)
 	}
-	key := queryKey{q.Realm, info.Model, clip(q.Query, info.MaxInputBytes)}
-	e.queriesMu.Lock()
-	v, ok := e.queries.Get(key)
-	e.queriesMu.Unlock()
+	key, v, ok := e.cachedQuery(q, info)
 	if !ok {
 		vecs, err := embed(ctx, r.cfg.Embedder, info, sdk.EmbedQuery, []string{key.text})
 		if err != nil {
@@ -285,26 +285,24 @@ func (e *Engine) PrepareRecall(ctx context.Context, q *sdk.RecallQuery) string {
 		e.queries.Add(key, v)
 		e.queriesMu.Unlock()
 	}
-	q.QueryVector, q.VectorModel, q.Fusion = slices.Clone(v), info.Model, r.cfg.Fusion
+	r.give(q, v, info.Model)
 	return ""
 }
 
-// fromCache sets q's vector from the query cache when the realm's model
-// is known and the query's text is there, without calling the embedder.
-func (r *realm) fromCache(e *Engine, q *sdk.RecallQuery) bool {
-	r.mu.Lock()
-	info := r.info
-	r.mu.Unlock()
-	if info == nil {
-		return false
-	}
+// cachedQuery answers the cache key of q's text by info's model, and the
+// vector the cache holds for it, if any.
+func (e *Engine) cachedQuery(q *sdk.RecallQuery, info sdk.EmbedderInfo) (queryKey, []float32, bool) {
+	key := queryKey{q.Realm, info.Model, clip(q.Query, info.MaxInputBytes)}
 	e.queriesMu.Lock()
-	v, ok := e.queries.Get(queryKey{q.Realm, info.Model, clip(q.Query, info.MaxInputBytes)})
-	e.queriesMu.Unlock()
-	if ok {
-		q.QueryVector, q.VectorModel, q.Fusion = slices.Clone(v), info.Model, r.cfg.Fusion
-	}
-	return ok
+	defer e.queriesMu.Unlock()
+	v, ok := e.queries.Get(key)
+	return key, v, ok
+}
+
+// give sets q to rank by v, the query's vector by model, with the realm's
+// fusion weights.
+func (r *realm) give(q *sdk.RecallQuery, v []float32, model string) {
+	q.QueryVector, q.VectorModel, q.Fusion = slices.Clone(v), model, r.cfg.Fusion
 }
 
 // fellBack counts a lexical fallback and logs it at most once a minute
@@ -327,10 +325,7 @@ func (r *realm) fellBack(reason string, err error) string {
 // embedderInfo answers what the embedder makes, asking it when unknown
 // or fresh.
 func (r *realm) embedderInfo(ctx context.Context, fresh bool) (sdk.EmbedderInfo, error) {
-	r.mu.Lock()
-	info := r.info
-	r.mu.Unlock()
-	if info != nil && !fresh {
+	if info := r.knownInfo(); info != nil && !fresh {
 		return *info, nil
 	}
 	got, err := within(ctx, func() (sdk.EmbedderInfo, error) { return r.cfg.Embedder.EmbedderInfo(ctx) })
@@ -344,6 +339,14 @@ func (r *realm) embedderInfo(ctx context.Context, fresh bool) (sdk.EmbedderInfo,
 	r.info = &got
 	r.mu.Unlock()
 	return got, nil
+}
+
+// knownInfo answers the embedder's Info as last read, or nil when it has
+// not been read (or was forgotten).
+func (r *realm) knownInfo() *sdk.EmbedderInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.info
 }
 
 // forgetInfo drops the cached Info, so the next call asks again: a
