@@ -238,8 +238,23 @@ func startBenchHostOn(ctx context.Context, o benchOptions, provider string, pg *
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
+	if b.h.semantic != nil {
+		// The backlog's drain waits for the embedder without end, as a
+		// serving host must; a run whose embedder cannot start stops here.
+		ready, cancel := context.WithTimeout(ctx, benchEmbedderStart)
+		err := b.h.semantic.Ready(ready, sdk.DefaultRealm)
+		cancel()
+		if err != nil {
+			b.close()
+			return nil, fmt.Errorf("embedder %s did not start: %w", o.embedder, err)
+		}
+	}
 	return b, nil
 }
+
+// benchEmbedderStart is how long a bench host's embedder is given to
+// answer before the run stops.
+const benchEmbedderStart = 20 * time.Second
 
 // startBenchHostIn starts a bench host whose config and data live in dir.
 func startBenchHostIn(ctx context.Context, dir string, o benchOptions, provider string, pg *benchPostgres) (*benchHost, error) {

@@ -77,6 +77,33 @@ func TestBenchPluginPathCarriesTheVector(t *testing.T) {
 	}
 }
 
+// TestBenchStopsWhenTheEmbedderCannotStart: a bench whose embedder
+// refuses its config (here its word-vector table is missing) stops with
+// the embedder's reason and leaves no data behind, where it waited for
+// the backlog to drain without end.
+func TestBenchStopsWhenTheEmbedderCannotStart(t *testing.T) {
+	tmp := testbin.ShortTempDir(t)
+	t.Setenv("TMPDIR", tmp)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	missing := filepath.Join(tmp, "missing.wvt")
+	o := benchOptions{pluginDir: testbin.PluginDir(t, "sqlite", "wordvec"), embedder: "wordvec", embedderConfig: `{ table = "` + missing + `" }`, semanticWeight: -1}
+	b, err := startBenchHostOn(ctx, o, "sqlite", nil)
+	if err == nil {
+		b.close()
+		t.Fatal("a bench host whose embedder cannot start started")
+	}
+	for _, want := range []string{"embedder wordvec did not start", missing, "does not exist"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if ctx.Err() != nil {
+		t.Errorf("the bench waited out the test's deadline: %v", ctx.Err())
+	}
+	assertNoBenchData(t, tmp)
+}
+
 // embedCalls answers how many embed calls the host has made to its
 // embedder plugins, from its metrics.
 func embedCalls(t *testing.T, b *benchHost) int {

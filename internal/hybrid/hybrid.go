@@ -638,6 +638,33 @@ func isZero(v []float32) bool {
 	return true
 }
 
+// Ready waits until realm's embedder answers its Info, so that a caller
+// about to wait on the backlog hears of an embedder that cannot start (a
+// missing table, a refused config) instead of waiting without end. When
+// ctx ends first it answers the embedder's last error. A realm without an
+// embedder is ready.
+func (e *Engine) Ready(ctx context.Context, realm string) error {
+	r := e.realm(realm)
+	if r == nil {
+		return nil
+	}
+	var last error
+	for {
+		_, err := r.embedderInfo(ctx, true)
+		if err == nil {
+			return nil
+		}
+		if last == nil || ctx.Err() == nil {
+			last = err // not the context's end, which says nothing of the embedder
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("realm %q: %w", realm, last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 // WaitDrained wakes realm's backlog and waits until every live record
 // of it has a vector from the current model (records the embedder
 // refused aside), or ctx ends. A realm without an embedder is drained.
