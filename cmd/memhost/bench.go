@@ -662,7 +662,7 @@ func measureInProcess(ctx context.Context, c bench.Corpus, progress io.Writer) (
 	}
 	for i, r := range c.Records {
 		d := memindex.Doc{ID: strconv.Itoa(i), Realm: realm, Scope: r.Scope, Tags: r.Tags, Fields: [][]string{
-			memindex.FieldTerms(strings.Join(r.Tags, " ")), memindex.FieldTerms(r.Title),
+			memindex.FieldTerms(memindex.TagText(r.Tags)), memindex.FieldTerms(r.Title),
 			memindex.FieldTerms(r.Description), memindex.FieldTerms(r.Body),
 		}}
 		if err := ix.Put(d); err != nil {

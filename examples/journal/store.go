@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/index"
 	"github.com/memhost/memhost/sdk/tokenize"
 )
 
@@ -210,6 +211,9 @@ func newDoc(r sdk.Record) *doc {
 	}
 	tags := map[string]bool{}
 	for _, t := range r.Tags {
+		if index.IsSystemTag(t) {
+			continue // a marker memhost set, not the record's text
+		}
 		for _, term := range tokenize.Terms(t) {
 			tags[term] = true
 		}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"strings"
 
 	"github.com/blevesearch/bleve/v2/document"
 	index "github.com/blevesearch/bleve_index_api"
@@ -107,7 +106,7 @@ func buildDocument(r *sdk.Record, key float64, context []string) (*document.Docu
 		for _, part := range []struct {
 			text   string
 			weight int
-		}{{strings.Join(r.Tags, " "), weightTags}, {r.Title, weightTitle}, {r.Description, weightDesc}, {r.Body, weightBody}} {
+		}{{memindex.TagText(r.Tags), weightTags}, {r.Title, weightTitle}, {r.Description, weightDesc}, {r.Body, weightBody}} {
 			terms := memindex.FieldTerms(part.text)
 			weighTerms(freqs, terms, part.weight)
 			length += len(terms)
@@ -134,7 +133,7 @@ func buildDocument(r *sdk.Record, key float64, context []string) (*document.Docu
 // recordTerms answers the terms a record contributes to its neighbours'
 // context: those of its text fields.
 func recordTerms(r *sdk.Record) []string {
-	out := memindex.FieldTerms(strings.Join(r.Tags, " "))
+	out := memindex.FieldTerms(memindex.TagText(r.Tags))
 	for _, s := range [3]string{r.Title, r.Description, r.Body} {
 		out = append(out, memindex.FieldTerms(s)...)
 	}

@@ -53,8 +53,9 @@ const (
 // catalog entry; layout 4 caps the context's frequencies and length
 // (memindex.ContextFrequency, ContextLength); layout 5 keeps thread
 // context within a scope (its place keys name the scope, and a layout 4
-// index holds context drawn from other scopes' records).
-const schemaVersion = "memhost-bleve/5 terms/2"
+// index holds context drawn from other scopes' records); layout 6 leaves
+// the system tags out of the text (memindex.TagText).
+const schemaVersion = "memhost-bleve/6 terms/2"
 
 var (
 	schemaKey = []byte("memhost_schema")

@@ -1,7 +1,6 @@
 package markdown
 
 import (
-	"strings"
 	"time"
 
 	"github.com/memhost/memhost/sdk"
@@ -88,7 +87,7 @@ func recordFields(r *sdk.Record) [][]string {
 		return nil
 	}
 	return [][]string{
-		index.FieldTerms(strings.Join(r.Tags, " ")),
+		index.FieldTerms(index.TagText(r.Tags)),
 		index.FieldTerms(r.Title),
 		index.FieldTerms(r.Description),
 		index.FieldTerms(r.Body),

@@ -91,7 +91,7 @@ func refPrepare(docs []*refDoc) []*refDoc {
 			continue
 		}
 		r := &d.rec
-		d.fields = [][]string{index.FieldTerms(strings.Join(r.Tags, " ")), index.FieldTerms(r.Title),
+		d.fields = [][]string{index.FieldTerms(index.TagText(r.Tags)), index.FieldTerms(r.Title),
 			index.FieldTerms(r.Description), index.FieldTerms(r.Body), nil}
 		active = append(active, d)
 		if r.Thread != nil {

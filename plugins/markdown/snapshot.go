@@ -42,7 +42,7 @@ const snapshotMagic = "memhost-markdown-index\x00"
 
 // snapshotFormat is bumped whenever the snapshot's meaning changes (the
 // fields or how they are cut, the record encoding, the layout).
-const snapshotFormat = 4 // 4: thread context within a scope (sdk/index v6)
+const snapshotFormat = 5 // 5: system tags are not text (sdk/index v7)
 
 // docChunk is how many records one gob message of a snapshot holds, so
 // neither side ever buffers the whole record list as one message. A

@@ -91,25 +91,14 @@ func reindexRealm(ctx context.Context, tx pgx.Tx, realm string, report func(done
 	done := 0
 	for after := int64(0); ; {
 		rows, err := tx.Query(ctx, `
-			SELECT seq, id, scope, expires_ms, ntok, tags, title, description, body FROM records
+			SELECT `+unthreadedColumns+` FROM records
 			WHERE realm = $1 AND status = 'active' AND thread_id IS NULL AND seq > $2 ORDER BY seq LIMIT $3`,
 			realm, after, reindexBatch)
 		if err != nil {
 			return done, err
 		}
-		var batch []*threadRow
-		for rows.Next() {
-			r := &threadRow{}
-			var tags []string
-			var title, description, body string
-			if err := rows.Scan(&r.seq, &r.id, &r.scope, &r.exp, &r.ntok, &tags, &title, &description, &body); err != nil {
-				rows.Close()
-				return done, err
-			}
-			r.own = recordTerms(tags, title, description, body)
-			batch = append(batch, r)
-		}
-		if err := rows.Err(); err != nil {
+		batch, err := scanUnthreaded(rows)
+		if err != nil {
 			return done, err
 		}
 		if len(batch) == 0 {
@@ -139,4 +128,25 @@ func reindexRealm(ctx context.Context, tx pgx.Tx, realm string, report func(done
 		report(done)
 	}
 	return done, nil
+}
+
+// unthreadedColumns are the columns scanUnthreaded reads, in order.
+const unthreadedColumns = "seq, id, scope, expires_ms, ntok, tags, title, description, body"
+
+// scanUnthreaded reads rows of unthreadedColumns, each with its own terms,
+// and closes them.
+func scanUnthreaded(rows pgx.Rows) ([]*threadRow, error) {
+	defer rows.Close()
+	var out []*threadRow
+	for rows.Next() {
+		r := &threadRow{}
+		var tags []string
+		var title, description, body string
+		if err := rows.Scan(&r.seq, &r.id, &r.scope, &r.exp, &r.ntok, &tags, &title, &description, &body); err != nil {
+			return nil, err
+		}
+		r.own = recordTerms(tags, title, description, body)
+		out = append(out, r)
+	}
+	return out, rows.Err()
 }

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	sdkindex "github.com/memhost/memhost/sdk/index"
 )
 
 // migration is one schema step: its SQL, then, when set, Go code in the
@@ -184,6 +187,10 @@ CREATE TRIGGER vectors_of_retired AFTER UPDATE OF status ON records
 	// ledger row a random insert into an index growing without end. The
 	// ledger is now bounded (trimLedger).
 	{sql: `DROP INDEX IF EXISTS ledger_by_record;`},
+	// 10: memhost's system tags (memhost:user, memhost:assistant,
+	// memhost:proposal) are markers, not text (sdkindex.TagText): the
+	// records carrying one, and the threads they are in, are re-indexed.
+	{sql: `SELECT 1;`, then: indexSystemTagged},
 }
 
 // indexAllThreads re-indexes every active threaded record with its
@@ -204,6 +211,65 @@ func indexAllThreads(ctx context.Context, tx pgx.Tx) error {
 		return err
 	}
 	for _, k := range keys {
+		if _, err := indexThread(ctx, tx, k.realm, k.thread, true); err != nil {
+			return fmt.Errorf("re-index thread of realm %s: %w", k.realm, err)
+		}
+	}
+	return nil
+}
+
+// indexSystemTagged re-indexes the active records whose tags hold a
+// system tag, which earlier versions indexed as text, and the threads they
+// are in (a record's own terms are its neighbours' context).
+func indexSystemTagged(ctx context.Context, tx pgx.Tx) error {
+	// A system tag holds a colon; which tags are system tags is decided
+	// here, case-folded as tags compare, which SQL's ILIKE is not.
+	rows, err := tx.Query(ctx, `SELECT realm, seq, thread_id, tags FROM records
+		WHERE status = 'active' AND array_to_string(tags, ' ') LIKE '%:%'`)
+	if err != nil {
+		return err
+	}
+	type key struct{ realm, thread string }
+	threads := map[key]bool{}
+	loose := map[string][]int64{} // realm → unthreaded records' seqs
+	for rows.Next() {
+		var realm string
+		var seq int64
+		var thread *string
+		var tags []string
+		if err := rows.Scan(&realm, &seq, &thread, &tags); err != nil {
+			rows.Close()
+			return err
+		}
+		switch {
+		case !slices.ContainsFunc(tags, sdkindex.IsSystemTag):
+		case thread != nil:
+			threads[key{realm, *thread}] = true
+		default:
+			loose[realm] = append(loose[realm], seq)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, realm := range slices.Sorted(maps.Keys(loose)) {
+		for chunk := range slices.Chunk(loose[realm], reindexBatch) {
+			rows, err := tx.Query(ctx, `SELECT `+unthreadedColumns+` FROM records WHERE seq = ANY($1)`, chunk)
+			if err != nil {
+				return err
+			}
+			batch, err := scanUnthreaded(rows)
+			if err != nil {
+				return err
+			}
+			if err := reindexRows(ctx, tx, realm, batch, nil, true); err != nil {
+				return fmt.Errorf("re-index records of realm %s: %w", realm, err)
+			}
+		}
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(threads), func(a, b key) int {
+		return cmp.Or(strings.Compare(a.realm, b.realm), strings.Compare(a.thread, b.thread))
+	}) {
 		if _, err := indexThread(ctx, tx, k.realm, k.thread, true); err != nil {
 			return fmt.Errorf("re-index thread of realm %s: %w", k.realm, err)
 		}

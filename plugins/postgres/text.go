@@ -1,8 +1,6 @@
 package postgres
 
 import (
-	"strings"
-
 	"github.com/memhost/memhost/sdk"
 	sdkindex "github.com/memhost/memhost/sdk/index"
 )
@@ -30,7 +28,7 @@ type fieldTerms [4][]string
 
 func recordTerms(tags []string, title, description, body string) fieldTerms {
 	var f fieldTerms
-	texts := [4]string{strings.Join(tags, " "), title, description, body}
+	texts := [4]string{sdkindex.TagText(tags), title, description, body}
 	for i, text := range texts {
 		f[i] = sdkindex.FieldTerms(text)
 	}

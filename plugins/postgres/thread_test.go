@@ -175,7 +175,12 @@ func testThreadContextRanksAsSDKIndex(t *testing.T, path string) {
 // answered with a raw pool for the test to take back to an older version.
 func twinStores(t *testing.T, seed uint64) (string, *pgxpool.Pool) {
 	t.Helper()
-	recs := threadedRecords(rand.New(rand.NewPCG(seed, seed)))
+	return twinStoresOf(t, threadedRecords(rand.New(rand.NewPCG(seed, seed))))
+}
+
+// twinStoresOf is twinStores of recs.
+func twinStoresOf(t *testing.T, recs []sdk.Record) (string, *pgxpool.Pool) {
+	t.Helper()
 	for _, schema := range []string{schemaFor(t.Name() + "/fresh"), schemaFor(t.Name() + "/old")} {
 		s := openStore(t, schema)
 		if _, err := s.Remember(context.Background(), realm, recs); err != nil {
@@ -323,6 +328,81 @@ func TestMigrationScopesThreadContext(t *testing.T) {
 		t.Fatal("the version 7 index already equals a fresh one: the test checks nothing")
 	}
 	openStore(t, schema) // migrates to version 8
+	if after := postingsByID(t, db); after != want {
+		t.Errorf("after migrating, the index differs from a fresh store's:\n got %.300s\nwant %.300s", after, want)
+	}
+	checkIndex(t, db)
+}
+
+// TestMigrationLeavesSystemTagsOutOfText opens a schema as version 9
+// left it (memhost's system tags indexed as text: "memhost", "user" in
+// the tags field of the records carrying them, and so in their
+// neighbours' context) and checks that migrating re-indexes them as a
+// fresh store indexes them.
+func TestMigrationLeavesSystemTagsOutOfText(t *testing.T) {
+	ctx := context.Background()
+	recs := threadedRecords(rand.New(rand.NewPCG(10, 10)))
+	for i := range recs {
+		switch i % 4 {
+		case 1:
+			recs[i].Tags = append(recs[i].Tags, "memhost:user")
+		case 3:
+			recs[i].Tags = append(recs[i].Tags, "MEMHOST:Assistant")
+		}
+	}
+	schema, db := twinStoresOf(t, recs)
+	// Back to version 9: every active record indexed with its tags as text.
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT seq, id, thread_id, thread_seq, scope, expires_ms, ntok, tags, title, description, body
+			FROM records WHERE status = 'active'`)
+		if err != nil {
+			return err
+		}
+		byPlace := map[place][]*threadRow{}
+		var threaded, loose []*threadRow
+		for rows.Next() {
+			tr := &threadRow{}
+			var thread *string
+			var threadSeq *int64
+			var tags []string
+			var title, description, body string
+			if err := rows.Scan(&tr.seq, &tr.id, &thread, &threadSeq, &tr.scope, &tr.exp, &tr.ntok, &tags, &title, &description, &body); err != nil {
+				return err
+			}
+			tr.own = fieldTerms{sdkindex.FieldTerms(strings.Join(tags, " ")), sdkindex.FieldTerms(title),
+				sdkindex.FieldTerms(description), sdkindex.FieldTerms(body)}
+			if thread == nil {
+				loose = append(loose, tr)
+				continue
+			}
+			tr.at = place{scope: tr.scope, thread: *thread, seq: *threadSeq}
+			byPlace[tr.at] = append(byPlace[tr.at], tr)
+			threaded = append(threaded, tr)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, rs := range byPlace {
+			slices.SortFunc(rs, func(a, b *threadRow) int { return strings.Compare(a.id, b.id) })
+		}
+		if err := reindexRows(ctx, tx, realm, threaded, byPlace, true); err != nil {
+			return err
+		}
+		if err := reindexRows(ctx, tx, realm, loose, nil, true); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM schema_migrations WHERE version >= 10`)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := postingsByID(t, rawPool(t, schemaFor(t.Name()+"/fresh")))
+	before := postingsByID(t, db)
+	if before == want || !strings.Contains(before, " memhost ") {
+		t.Fatal("the version 9 index holds no system tag's words: the test checks nothing")
+	}
+	openStore(t, schema) // migrates to version 10
 	if after := postingsByID(t, db); after != want {
 		t.Errorf("after migrating, the index differs from a fresh store's:\n got %.300s\nwant %.300s", after, want)
 	}

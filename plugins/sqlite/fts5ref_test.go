@@ -70,7 +70,7 @@ func fts5Ref(t testing.TB, s *Store, realm string) *sql.DB {
 		if err := rows.Scan(&seq, &id, &scope, &exp, &tagKeys, &tags, &title, &desc, &body); err != nil {
 			t.Fatal(err)
 		}
-		cols := [4]string{strings.Join(splitTags(tags), " "), title, desc, body}
+		cols := [4]string{index.TagText(splitTags(tags)), title, desc, body}
 		for i, c := range cols {
 			cols[i] = strings.Join(index.FieldTerms(c), " ")
 		}

@@ -26,7 +26,7 @@ type indexDoc struct {
 
 func newIndexDoc(r *sdk.Record) indexDoc {
 	var d indexDoc
-	texts := [4]string{strings.Join(r.Tags, " "), r.Title, r.Description, r.Body}
+	texts := [4]string{index.TagText(r.Tags), r.Title, r.Description, r.Body}
 	for i, text := range texts {
 		d.colTerms[i] = index.FieldTerms(text)
 		d.ntok += len(d.colTerms[i])

@@ -43,6 +43,7 @@ var checks = []check{
 	{name: "Expiry", needs: caps(sdk.CapWrite), run: checkExpiry},
 	{name: "RecallFilters", needs: caps(sdk.CapWrite), run: checkRecallFilters},
 	{name: "BadFilters", run: checkBadFilters},
+	{name: "SystemTags", needs: caps(sdk.CapWrite), run: checkSystemTags},
 	{name: "Relevance", needs: caps(sdk.CapWrite), run: checkRelevance},
 	{name: "UnicodeRecall", needs: caps(sdk.CapWrite), run: checkUnicodeRecall},
 	{name: "ThreadEdges", needs: caps(sdk.CapWrite), run: checkThreadEdges},

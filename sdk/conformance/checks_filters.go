@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,6 +46,60 @@ func checkBadFilters(ctx context.Context, e *env) error {
 	for _, w := range [][2]time.Time{{at, at}, {at, at.Add(-time.Hour)}} {
 		_, err := e.p.Recall(ctx, sdk.RecallQuery{Realm: realmA, Query: commonWord, Since: w[0], Until: w[1]})
 		p.add(wantErr(fmt.Sprintf("Recall with since %s and until %s", w[0].Format(time.RFC3339), w[1].Format(time.RFC3339)), err, sdk.ErrInvalid))
+	}
+	return p.err()
+}
+
+// checkSystemTags: memhost's system tags (memhost:user on a turn the
+// user spoke, memhost:assistant, memhost:proposal; index.SystemTagPrefix)
+// filter as any tag does, case-folded, but are not text: a query of their
+// words finds no record through them. Were they text, every turn the user
+// spoke would match "user". (Whether an ordinary tag's words rank is the
+// provider's choice; the Go SDK's providers rank them.)
+func checkSystemTags(ctx context.Context, e *env) error {
+	user, _ := e.record(scopeAlice)
+	user.Tags = []string{"memhost:user"}
+	assistant, _ := e.record(scopeAlice)
+	assistant.Tags = []string{"MEMHOST:Assistant", "memhost:user-facing"}
+	plain, _ := e.record(scopeAlice)
+	ids, err := e.remember(ctx, realmA, user, assistant, plain)
+	if err != nil {
+		return err
+	}
+	var p problems
+	for _, tc := range []struct {
+		query, tag, notTag string
+		want               []string // nil: none of the tagged records
+	}{
+		{"user", "", "", nil},
+		{"assistant", "", "", nil},
+		{"memhost user assistant facing", "", "", nil},
+		{commonWord, "memhost:user", "", ids[:1]},
+		{commonWord, "Memhost:ASSISTANT", "", ids[1:2]},
+		{commonWord, "", "memhost:user", ids[1:]},
+	} {
+		q := sdk.RecallQuery{Realm: realmA, Query: tc.query, Limit: listLimit}
+		what := fmt.Sprintf("Recall(%q)", tc.query)
+		if tc.tag != "" {
+			q.Tags = []string{tc.tag}
+			what += fmt.Sprintf(" with tag %q", tc.tag)
+		}
+		if tc.notTag != "" {
+			q.ExcludeTags = []string{tc.notTag}
+			what += fmt.Sprintf(" without tag %q", tc.notTag)
+		}
+		hits, err := e.recall(ctx, q)
+		if err != nil {
+			p.addf("%s: %v", what, err)
+			continue
+		}
+		got := hitIDs(hits)
+		switch {
+		case tc.want == nil && (slices.Contains(got, ids[0]) || slices.Contains(got, ids[1])):
+			p.addf("%s answered %v: the records %v match it only through their system tags, which are not text", what, got, ids[:2])
+		case tc.want != nil && !sameSet(got, tc.want):
+			p.addf("%s answered %v, want %v (of %v)", what, got, tc.want, ids)
+		}
 	}
 	return p.err()
 }

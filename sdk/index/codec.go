@@ -55,11 +55,19 @@ import (
 // does and a checksum. v6 joins thread context within a scope only: every
 // earlier snapshot holds context drawn from other scopes' records under
 // the same thread id, so it is stale (the layout is v5's; a threaded
-// document's scope is its own, read with it).
-const magic = "memhost-index\x00v6\n"
+// document's scope is its own, read with it). v7 leaves the system tags
+// out of the tags field (TagText); the layout is v6's.
+const magic = "memhost-index\x00v7\n"
 
-// oldMagics start the snapshots of earlier layouts, all stale.
-var oldMagics = []string{"memhost-index\x00v5\n", "memhost-index\x00v4\n", "memhost-index\x00v3\n", "memhost-index\x00v2\n"}
+// staleMagics start the snapshots of earlier layouts, all stale, and say
+// why.
+var staleMagics = map[string]string{
+	"memhost-index\x00v6\n": "its tags fields hold memhost's system tags",
+	"memhost-index\x00v5\n": "it joins thread context across scopes",
+	"memhost-index\x00v4\n": "it joins thread context across scopes",
+	"memhost-index\x00v3\n": "it joins thread context across scopes",
+	"memhost-index\x00v2\n": "it joins thread context across scopes",
+}
 
 // castagnoli is the CRC-32C table (the checksum x86 and arm64 compute in
 // hardware).
@@ -299,8 +307,8 @@ func DecodeBytes(data []byte) (*Index, error) {
 			return nil, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
 		}
 		d.b = data[len(magic):body]
-	case slices.Contains(oldMagics, head):
-		return nil, fmt.Errorf("%w: it joins thread context across scopes", ErrStale)
+	case staleMagics[head] != "":
+		return nil, fmt.Errorf("%w: %s", ErrStale, staleMagics[head])
 	default:
 		return nil, fmt.Errorf("%w: not an index snapshot", ErrCorrupt)
 	}

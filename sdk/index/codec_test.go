@@ -147,9 +147,10 @@ func FuzzDecode(f *testing.F) {
 }
 
 // TestOldSnapshotsAreStale: a snapshot of every earlier layout holds
-// thread context drawn across scopes, so it is stale (rebuilt by the
-// caller), not read: the v3 and v4 ones of testdata (written by bf8a080
-// and fe3b932), and a v5 one, the layout of today's under the old magic.
+// thread context drawn across scopes, or (v6) system tags as text, so it
+// is stale (rebuilt by the caller), not read: the v3 and v4 ones of
+// testdata (written by bf8a080 and fe3b932), and v5 and v6 ones, the
+// layout of today's under the old magics.
 func TestOldSnapshotsAreStale(t *testing.T) {
 	v3, err := os.ReadFile("testdata/v3-no-vectors.snap")
 	if err != nil {
@@ -168,12 +169,16 @@ func TestOldSnapshotsAreStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	v5 := slices.Concat([]byte("memhost-index\x00v5\n"), now.Bytes()[len(magic):])
+	v6 := slices.Concat([]byte("memhost-index\x00v6\n"), now.Bytes()[len(magic):])
 	for _, tc := range []struct {
-		name string
-		data []byte
-	}{{"v3", v3}, {"v4", v4}, {"v5", v5}, {"v2", []byte("memhost-index\x00v2\n")}} {
-		if _, err := Decode(bytes.NewReader(tc.data)); !errors.Is(err, ErrStale) {
-			t.Errorf("%s snapshot: Decode = %v, want ErrStale", tc.name, err)
+		name, why string
+		data      []byte
+	}{
+		{"v3", "across scopes", v3}, {"v4", "across scopes", v4}, {"v5", "across scopes", v5},
+		{"v2", "across scopes", []byte("memhost-index\x00v2\n")}, {"v6", "system tags", v6},
+	} {
+		if _, err := Decode(bytes.NewReader(tc.data)); !errors.Is(err, ErrStale) || !strings.Contains(err.Error(), tc.why) {
+			t.Errorf("%s snapshot: Decode = %v, want ErrStale saying %q", tc.name, err, tc.why)
 		}
 	}
 	if _, err := Decode(bytes.NewReader(now.Bytes())); err != nil {

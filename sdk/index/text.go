@@ -1,6 +1,8 @@
 package index
 
 import (
+	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/memhost/memhost/sdk/tokenize"
@@ -64,6 +66,40 @@ func Neighbours(seq int64) []int64 {
 		}
 	}
 	return out
+}
+
+// SystemTagPrefix opens the tags memhost gives records itself: a
+// conversation turn's speaker (memhost:user, memhost:assistant), a
+// proposal (memhost:proposal). They filter as any tag does, but they are
+// markers, not what the record says: every turn the user spoke carries
+// "memhost:user", so were it text a query's "user" would lift them all.
+// Providers index a record's tags field from TagText, which leaves them
+// out. Compared as tags are, case-folded (FoldTag).
+const SystemTagPrefix = "memhost:"
+
+var foldedSystemTagPrefix = FoldTag(SystemTagPrefix)
+
+// IsSystemTag reports whether tag is in the SystemTagPrefix namespace.
+func IsSystemTag(tag string) bool {
+	return strings.HasPrefix(FoldTag(tag), foldedSystemTagPrefix)
+}
+
+// TagText answers the text of a record's tags field: its tags but the
+// system tags, space-separated.
+func TagText(tags []string) string {
+	if !slices.ContainsFunc(tags, IsSystemTag) {
+		return strings.Join(tags, " ")
+	}
+	var b strings.Builder
+	for _, t := range tags {
+		if !IsSystemTag(t) {
+			if b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(t)
+		}
+	}
+	return b.String()
 }
 
 // FieldTerms answers the terms of one field's text, repeats included.

@@ -24,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"time"
 
@@ -296,7 +295,7 @@ func docOf(r *sdk.Record) index.Doc {
 		// insertion order does, and the same way after every reload.
 		Seq: uint64(max(r.UpdatedAt.UnixNano(), 1)),
 		Fields: [][]string{
-			index.FieldTerms(strings.Join(r.Tags, " ")), index.FieldTerms(r.Title),
+			index.FieldTerms(index.TagText(r.Tags)), index.FieldTerms(r.Title),
 			index.FieldTerms(r.Description), index.FieldTerms(r.Body),
 		},
 	}

@@ -76,7 +76,7 @@ class KVProvider:
     def _apply(self, r):
         self._recs[(r.realm, r.id)] = r
         if r.status == records.ACTIVE:
-            self._ix.setdefault(r.realm, text.Index()).put((r.realm, r.id), [" ".join(r.tags), r.title, r.description, r.body])
+            self._ix.setdefault(r.realm, text.Index()).put((r.realm, r.id), [text.tag_text(r.tags), r.title, r.description, r.body])
         elif r.realm in self._ix:
             self._ix[r.realm].delete((r.realm, r.id))
 

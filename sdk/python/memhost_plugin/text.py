@@ -42,6 +42,23 @@ def terms(text):
     return out
 
 
+# SYSTEM_TAG_PREFIX opens the tags memhost gives records itself (a
+# turn's speaker, memhost:user or memhost:assistant; a proposal). They
+# filter as any tag does but are markers, not text: were "memhost:user"
+# text, a query's "user" would lift every turn the user spoke. Compared
+# case-folded, as tags are.
+SYSTEM_TAG_PREFIX = "memhost:"
+
+
+def is_system_tag(tag):
+    return tag[:len(SYSTEM_TAG_PREFIX)].casefold() == SYSTEM_TAG_PREFIX
+
+
+def tag_text(tags):
+    """The text of a record's tags field: its tags but the system tags."""
+    return " ".join(t for t in tags if not is_system_tag(t))
+
+
 class Index:
     """Per-field term counts of each document, and BM25 over them with
     field weights (the Go providers': tags 5, title 4, description 2,

@@ -17,6 +17,21 @@ class TermsTest(unittest.TestCase):
                 self.assertEqual(text.terms(s), want)
 
 
+class TagTextTest(unittest.TestCase):
+    def test_system_tags_are_not_text(self):
+        cases = [
+            ([], ""),
+            (["red", "blue"], "red blue"),
+            (["red", "memhost:user", "blue"], "red blue"),
+            # Case-folded as tags compare, U+017F (long s) included.
+            (["MEMHOST:Assistant", "Memho\u017ft:user", "red"], "red"),
+            # Only the namespace: tags that merely hold the word stay text.
+            (["memhost", "memhost-user", "team:memhost:user"], "memhost memhost-user team:memhost:user"),
+        ]
+        for tags, want in cases:
+            self.assertEqual(text.tag_text(tags), want, tags)
+
+
 class IndexTest(unittest.TestCase):
     def test_title_outranks_body_and_both_terms_outrank_one(self):
         ix = text.Index()

@@ -12,7 +12,7 @@ import { Conflict, NotFound, Unavailable, invalid, under } from "./errors.js";
 import * as records from "./records.js";
 import type { Record } from "./records.js";
 import type { Hit, HostInfo, Info, LedgerEntry, ManifestQuery, ManifestRow, Plugin, RecallQuery } from "./server.js";
-import { Index, terms } from "./text.js";
+import { Index, tagText, terms } from "./text.js";
 
 const HALF_LIFE_MS = 30 * 24 * 3600 * 1000;
 
@@ -121,7 +121,7 @@ export class KVProvider implements Plugin {
   private apply(r: Record): void {
     const k = key(r.realm, r.id);
     this.recs.set(k, r);
-    if (r.status === records.ACTIVE) this.realmIndex(r.realm).put(k, [r.tags.join(" "), r.title, r.description, r.body]);
+    if (r.status === records.ACTIVE) this.realmIndex(r.realm).put(k, [tagText(r.tags), r.title, r.description, r.body]);
     else this.ix.get(r.realm)?.delete(k);
   }
 

@@ -48,6 +48,23 @@ type Counts = Map<string, number>;
 
 /** Per-field term counts of each document, and BM25 over them with field
  * weights (the Go providers': tags 5, title 4, description 2, body 1). */
+// SYSTEM_TAG_PREFIX opens the tags memhost gives records itself (a turn's
+// speaker, memhost:user or memhost:assistant; a proposal). They filter as
+// any tag does but are markers, not text: were "memhost:user" text, a
+// query's "user" would lift every turn the user spoke. Compared
+// case-folded, as tags are.
+export const SYSTEM_TAG_PREFIX = "memhost:";
+
+export function isSystemTag(tag: string): boolean {
+  return tag.slice(0, SYSTEM_TAG_PREFIX.length).toLowerCase().replace(/ſ/g, "s") === SYSTEM_TAG_PREFIX;
+}
+
+// tagText is the text of a record's tags field: its tags but the system
+// tags.
+export function tagText(tags: readonly string[]): string {
+  return tags.filter((t) => !isSystemTag(t)).join(" ");
+}
+
 export class Index {
   static readonly K1 = 1.2;
   static readonly B = 0.75;

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { Index, terms } from "../src/text.js";
+import { Index, tagText, terms } from "../src/text.js";
 
 test("terms fold case and accents and split CJK into bigrams, as the Python SDK does", () => {
   const cases: [string, string[]][] = [
@@ -14,6 +14,17 @@ test("terms fold case and accents and split CJK into bigrams, as the Python SDK 
     ["Straße", ["strasse"]],
   ];
   for (const [s, want] of cases) assert.deepEqual(terms(s), want, s);
+});
+
+test("system tags are not text, compared case-folded as the Python SDK does", () => {
+  const cases: [string[], string][] = [
+    [[], ""],
+    [["red", "blue"], "red blue"],
+    [["red", "memhost:user", "blue"], "red blue"],
+    [["MEMHOST:Assistant", "Memho\u017ft:user", "red"], "red"],
+    [["memhost", "memhost-user", "team:memhost:user"], "memhost memhost-user team:memhost:user"],
+  ];
+  for (const [tags, want] of cases) assert.deepEqual(tagText(tags), want, tags.join(","));
 });
 
 test("a title outranks a body, and both query terms outrank one", () => {
