@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/index"
 	"github.com/memhost/memhost/sdk/tokenize"
 )
 
@@ -123,9 +124,7 @@ func Score(queryTerms []string, r *sdk.Record) float64 {
 	add(r.Title)
 	add(r.Description)
 	add(r.Body)
-	for _, tag := range r.Tags {
-		add(tag)
-	}
+	add(index.TagText(r.Tags)) // memhost's own tags are markers, not text
 	found := 0
 	for _, t := range queryTerms {
 		if _, ok := have[t]; ok {

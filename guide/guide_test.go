@@ -106,6 +106,8 @@ func TestScore(t *testing.T) {
 		{"whole words, not substrings", "cat", rec("Concatenate", "category"), 0},
 		{"case-folded", "KUBERNETES", rec("kubernetes", ""), 1},
 		{"tags count", "deploy friday", rec("Rules", "none", "Deploy"), 0.5},
+		{"system tags do not", "add memhost user", rec("Rules", "none", "memhost:user", "MEMHOST:Assistant"), 0},
+		{"a tag with a colon does", "add user", rec("Rules", "none", "team:user"), 0.5},
 		{"description counts", "latency", sdk.Record{Title: "x", Description: "p99 latency budget"}, 1},
 		{"repeats count once", "coffee coffee coffee", rec("Coffee", ""), 1},
 		{"chinese bigrams", "我喜欢咖啡", rec("偏好", "咖啡很好，我喜欢"), 0.75}, // 我喜 喜欢 咖啡 of 我喜 喜欢 欢咖 咖啡

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/index"
 	"github.com/memhost/memhost/sdk/tokenize"
 )
 
@@ -229,10 +230,8 @@ func indexed(r sdk.Record) *stored {
 	for _, t := range tokenize.Tokens(r.Title + " " + r.Description + " " + r.Body) {
 		terms[t] = struct{}{}
 	}
-	for _, tag := range r.Tags {
-		for _, t := range tokenize.Tokens(tag) {
-			terms[t] = struct{}{}
-		}
+	for _, t := range tokenize.Tokens(index.TagText(r.Tags)) {
+		terms[t] = struct{}{}
 	}
 	return &stored{rec: r, terms: terms}
 }

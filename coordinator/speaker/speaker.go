@@ -22,10 +22,8 @@ import (
 )
 
 // Tags a conversation turn carries to name its speaker. They are in the
-// host's own namespace and their words ("memhost", "user", "assistant")
-// are indexed like any tag's, so they were chosen to add no word a
-// question asks for beyond the speaker's role, which a turn's title holds
-// already.
+// host's own namespace (index.SystemTagPrefix), so they filter but are not
+// text: a question's "user" matches no turn through its tag.
 const (
 	UserTag      = "memhost:user"
 	AssistantTag = "memhost:assistant"

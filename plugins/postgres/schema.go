@@ -254,7 +254,8 @@ func indexSystemTagged(ctx context.Context, tx pgx.Tx) error {
 	}
 	for _, realm := range slices.Sorted(maps.Keys(loose)) {
 		for chunk := range slices.Chunk(loose[realm], reindexBatch) {
-			rows, err := tx.Query(ctx, `SELECT `+unthreadedColumns+` FROM records WHERE seq = ANY($1)`, chunk)
+			rows, err := tx.Query(ctx, `SELECT `+unthreadedColumns+` FROM records
+				WHERE seq = ANY($1) AND status = 'active' AND thread_id IS NULL`, chunk)
 			if err != nil {
 				return err
 			}

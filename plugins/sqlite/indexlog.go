@@ -32,8 +32,10 @@ import (
 // power cut that loses some shows as a gap.
 
 // logMagic starts a log file; the database's identity (index_gen.store)
-// follows it, so the log of another database is never replayed.
-const logMagic = "memhost-sqlite-index-log\x00\x03"
+// follows it, so the log of another database is never replayed. Its
+// frames hold terms already cut, so the version changes with the rule
+// that cuts them: 4 leaves the system tags out (index.TagText).
+const logMagic = "memhost-sqlite-index-log\x00\x04"
 
 // logHead is the header of the log of the database whose identity is store.
 func logHead(store []byte) []byte { return append([]byte(logMagic), store...) }

@@ -121,6 +121,16 @@ func TestIndexLogReplaysAfterACrash(t *testing.T) {
 		{"no snapshot yet", noSnapshot, nil, true},
 		{"torn log", stale, func(p string) { os.Truncate(p+".index.log", logSize(p)-3) }, false},
 		{"no log", stale, func(p string) { os.Remove(p + ".index.log") }, false},
+		// Frames hold terms cut by the rule of their version: a log of
+		// version 3 holds system tags as text and is not replayed.
+		{"log of version 3", stale, func(p string) {
+			f, err := os.OpenFile(p+".index.log", os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteAt([]byte{0x03}, int64(len(logMagic)-1))
+			f.Close()
+		}, false},
 		{"corrupt frame", stale, func(p string) {
 			f, err := os.OpenFile(p+".index.log", os.O_RDWR, 0)
 			if err != nil {

@@ -17,6 +17,8 @@ func TestTagText(t *testing.T) {
 		{[]string{"MEMHOST:User", "Memho\u017ft:user", "red"}, "red"},
 		// Only the namespace: a tag that merely holds the word stays text.
 		{[]string{"memhost", "memhost-user", "team:memhost:user", "memhostuser"}, "memhost memhost-user team:memhost:user memhostuser"},
+		// So is a ligature (U+FB06 "st"): one letter, outside s's orbit.
+		{[]string{"memho\ufb06:", "memho\ufb06:user"}, "memho\ufb06: memho\ufb06:user"},
 		// Full-width letters are another tag, not the namespace.
 		{[]string{"\uff4d\uff45\uff4d\uff48\uff4f\uff53\uff54:user"}, "\uff4d\uff45\uff4d\uff48\uff4f\uff53\uff54:user"},
 	} {

@@ -51,7 +51,10 @@ SYSTEM_TAG_PREFIX = "memhost:"
 
 
 def is_system_tag(tag):
-    return tag[:len(SYSTEM_TAG_PREFIX)].casefold() == SYSTEM_TAG_PREFIX
+    # Letter by letter, as the Go SDK's simple case folding compares: a
+    # casefold of the whole would read the ligature U+FB06 as "st".
+    return len(tag) >= len(SYSTEM_TAG_PREFIX) and all(
+        c.casefold() == p for c, p in zip(tag, SYSTEM_TAG_PREFIX))
 
 
 def tag_text(tags):

@@ -27,6 +27,8 @@ class TagTextTest(unittest.TestCase):
             (["MEMHOST:Assistant", "Memho\u017ft:user", "red"], "red"),
             # Only the namespace: tags that merely hold the word stay text.
             (["memhost", "memhost-user", "team:memhost:user"], "memhost memhost-user team:memhost:user"),
+            # A ligature is one letter, not "st", as in Go.
+            (["memho\ufb06:", "memho\ufb06:user"], "memho\ufb06: memho\ufb06:user"),
         ]
         for tags, want in cases:
             self.assertEqual(text.tag_text(tags), want, tags)

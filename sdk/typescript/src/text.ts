@@ -46,8 +46,6 @@ export function terms(text: string): string[] {
 
 type Counts = Map<string, number>;
 
-/** Per-field term counts of each document, and BM25 over them with field
- * weights (the Go providers': tags 5, title 4, description 2, body 1). */
 // SYSTEM_TAG_PREFIX opens the tags memhost gives records itself (a turn's
 // speaker, memhost:user or memhost:assistant; a proposal). They filter as
 // any tag does but are markers, not text: were "memhost:user" text, a
@@ -65,6 +63,8 @@ export function tagText(tags: readonly string[]): string {
   return tags.filter((t) => !isSystemTag(t)).join(" ");
 }
 
+/** Per-field term counts of each document, and BM25 over them with field
+ * weights (the Go providers': tags 5, title 4, description 2, body 1). */
 export class Index {
   static readonly K1 = 1.2;
   static readonly B = 0.75;

@@ -23,6 +23,7 @@ test("system tags are not text, compared case-folded as the Python SDK does", ()
     [["red", "memhost:user", "blue"], "red blue"],
     [["MEMHOST:Assistant", "Memho\u017ft:user", "red"], "red"],
     [["memhost", "memhost-user", "team:memhost:user"], "memhost memhost-user team:memhost:user"],
+    [["memho\ufb06:", "memho\ufb06:user"], "memho\ufb06: memho\ufb06:user"],
   ];
   for (const [tags, want] of cases) assert.deepEqual(tagText(tags), want, tags.join(","));
 });
