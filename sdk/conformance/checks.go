@@ -44,6 +44,7 @@ var checks = []check{
 	{name: "RecallFilters", needs: caps(sdk.CapWrite), run: checkRecallFilters},
 	{name: "BadFilters", run: checkBadFilters},
 	{name: "SystemTags", needs: caps(sdk.CapWrite), run: checkSystemTags},
+	{name: "TagFolding", needs: caps(sdk.CapWrite), run: checkTagFolding},
 	{name: "Relevance", needs: caps(sdk.CapWrite), run: checkRelevance},
 	{name: "UnicodeRecall", needs: caps(sdk.CapWrite), run: checkUnicodeRecall},
 	{name: "ThreadEdges", needs: caps(sdk.CapWrite), run: checkThreadEdges},

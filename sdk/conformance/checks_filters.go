@@ -103,3 +103,49 @@ func checkSystemTags(ctx context.Context, e *env) error {
 	}
 	return p.err()
 }
+
+// checkTagFolding: tags compare case-folded letter by letter, as
+// strings.EqualFold does (Record.HasTag): "STRAẞE" is "Straße" and "SUN"
+// is "ſun", but "STRASSE" is not "Straße". A provider that folds whole
+// strings (ß as "ss") filters other records than the host expects.
+func checkTagFolding(ctx context.Context, e *env) error {
+	sharp, _ := e.record(scopeAlice)
+	sharp.Tags = []string{"Straße"}
+	long, _ := e.record(scopeAlice)
+	long.Tags = []string{"\u017fun"}
+	ids, err := e.remember(ctx, realmA, sharp, long)
+	if err != nil {
+		return err
+	}
+	var p problems
+	for _, tc := range []struct {
+		tag, notTag string
+		want        []string
+	}{
+		{"STRA\u1e9eE", "", ids[:1]},
+		{"STRASSE", "", []string{}},
+		{"SUN", "", ids[1:]},
+		{"", "STRASSE", ids},
+		{"", "stra\u1e9ee", ids[1:]},
+	} {
+		q := sdk.RecallQuery{Realm: realmA, Query: commonWord, Limit: listLimit}
+		what := fmt.Sprintf("Recall(%q)", commonWord)
+		if tc.tag != "" {
+			q.Tags = []string{tc.tag}
+			what += fmt.Sprintf(" with tag %q", tc.tag)
+		}
+		if tc.notTag != "" {
+			q.ExcludeTags = []string{tc.notTag}
+			what += fmt.Sprintf(" without tag %q", tc.notTag)
+		}
+		hits, err := e.recall(ctx, q)
+		if err != nil {
+			p.addf("%s: %v", what, err)
+			continue
+		}
+		if got := hitIDs(hits); !sameSet(got, tc.want) {
+			p.addf("%s answered %v, want %v (of %v, tagged %q and %q)", what, got, tc.want, ids, sharp.Tags[0], long.Tags[0])
+		}
+	}
+	return p.err()
+}

@@ -93,15 +93,15 @@ class KVProvider:
 
     def recall(self, q):
         now, qt = now_ms(), text.terms(q.query)
-        want = {t.casefold() for t in q.tags}
-        unwanted = {t.casefold() for t in q.exclude_tags}
+        want = {text.fold_tag(t) for t in q.tags}
+        unwanted = {text.fold_tag(t) for t in q.exclude_tags}
         with self._lock:
             self._ready()
             hits = []
             for (realm, rid), r in self._recs.items():
                 if realm != q.realm or not r.recallable(now) or (q.scopes and r.scope not in q.scopes) or rid in q.exclude_ids:
                     continue
-                tags = {t.casefold() for t in r.tags}
+                tags = {text.fold_tag(t) for t in r.tags}
                 if not want <= tags or unwanted & tags:
                     continue
                 when = r.when_ms()

@@ -50,11 +50,22 @@ def terms(text):
 SYSTEM_TAG_PREFIX = "memhost:"
 
 
+def _fold_letter(c):
+    f = c.casefold()
+    if len(f) != 1:
+        f = c.lower()
+    return f if len(f) == 1 else c
+
+
+def fold_tag(tag):
+    """A key two tags share when they are equal case-folded, letter by
+    letter, as the Go SDK compares tags (its simple case folding): "ſ" is
+    "s" and "ẞ" is "ß", but "ß" is not "ss", nor the ligature "ﬆ" "st"."""
+    return "".join(_fold_letter(c) for c in tag)
+
+
 def is_system_tag(tag):
-    # Letter by letter, as the Go SDK's simple case folding compares: a
-    # casefold of the whole would read the ligature U+FB06 as "st".
-    return len(tag) >= len(SYSTEM_TAG_PREFIX) and all(
-        c.casefold() == p for c, p in zip(tag, SYSTEM_TAG_PREFIX))
+    return fold_tag(tag[:len(SYSTEM_TAG_PREFIX)]) == SYSTEM_TAG_PREFIX
 
 
 def tag_text(tags):

@@ -34,6 +34,16 @@ class TagTextTest(unittest.TestCase):
             self.assertEqual(text.tag_text(tags), want, tags)
 
 
+class FoldTagTest(unittest.TestCase):
+    def test_letter_by_letter_as_go(self):
+        same = [("RED", "red"), ("Stra\u1e9ee", "straße"), ("\u017fun", "SUN"), ("\u212aey", "key"), ("\u03a3\u03c2", "σσ")]
+        differ = [("Straße", "STRASSE"), ("\ufb06op", "stop"), ("\u0131d", "id"), ("\u0130d", "id")]
+        for a, b in same:
+            self.assertEqual(text.fold_tag(a), text.fold_tag(b), (a, b))
+        for a, b in differ:
+            self.assertNotEqual(text.fold_tag(a), text.fold_tag(b), (a, b))
+
+
 class IndexTest(unittest.TestCase):
     def test_title_outranks_body_and_both_terms_outrank_one(self):
         ix = text.Index()

@@ -12,7 +12,7 @@ import { Conflict, NotFound, Unavailable, invalid, under } from "./errors.js";
 import * as records from "./records.js";
 import type { Record } from "./records.js";
 import type { Hit, HostInfo, Info, LedgerEntry, ManifestQuery, ManifestRow, Plugin, RecallQuery } from "./server.js";
-import { Index, tagText, terms } from "./text.js";
+import { Index, foldTag, tagText, terms } from "./text.js";
 
 const HALF_LIFE_MS = 30 * 24 * 3600 * 1000;
 
@@ -140,15 +140,15 @@ export class KVProvider implements Plugin {
   recall(q: RecallQuery): Promise<Hit[]> {
     const now = records.nowMs();
     const qt = terms(q.query);
-    const want = q.tags.map(fold);
-    const unwanted = new Set(q.excludeTags.map(fold));
+    const want = q.tags.map(foldTag);
+    const unwanted = new Set(q.excludeTags.map(foldTag));
     return this.lock.run(async () => {
       this.ready();
       const hits: Hit[] = [];
       for (const [k, r] of this.recs) {
         if (r.realm !== q.realm || !records.recallable(r, now) || (q.scopes.length && !q.scopes.includes(r.scope))) continue;
         if (q.excludeIds.includes(r.id)) continue;
-        const tags = new Set(r.tags.map(fold));
+        const tags = new Set(r.tags.map(foldTag));
         if (!want.every((t) => tags.has(t)) || [...tags].some((t) => unwanted.has(t))) continue;
         const when = records.whenMs(r);
         if ((q.sinceMs && when < q.sinceMs) || (q.untilMs && when >= q.untilMs)) continue;
@@ -316,8 +316,6 @@ export class KVProvider implements Plugin {
   }
 }
 
-// Tag filters compare tags case-insensitively, as the Go providers do.
-const fold = (t: string) => t.toUpperCase().toLowerCase();
 
 // Code-unit order: ids are ASCII, where it is byte order, as in Go.
 const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);

@@ -53,8 +53,28 @@ type Counts = Map<string, number>;
 // case-folded, as tags are.
 export const SYSTEM_TAG_PREFIX = "memhost:";
 
+// foldLetter maps a letter to the one its case orbit shares: through
+// upper case first, so final ς and σ, long ſ and s, meet; a letter whose
+// case mapping is several letters (ß → SS, ﬆ → ST, İ → i̇) stays one, and
+// dotless ı is not i, as in the Go SDK's simple case folding.
+function foldLetter(c: string): string {
+  if (c === "ı") return c;
+  for (const f of [c.toUpperCase().toLowerCase(), c.toLowerCase()]) {
+    if ([...f].length === 1) return f;
+  }
+  return c;
+}
+
+// foldTag is a key two tags share when they are equal case-folded, letter
+// by letter, as the Go SDK compares tags.
+export function foldTag(tag: string): string {
+  let out = "";
+  for (const c of tag) out += foldLetter(c);
+  return out;
+}
+
 export function isSystemTag(tag: string): boolean {
-  return tag.slice(0, SYSTEM_TAG_PREFIX.length).toLowerCase().replace(/ſ/g, "s") === SYSTEM_TAG_PREFIX;
+  return foldTag([...tag].slice(0, SYSTEM_TAG_PREFIX.length).join("")) === SYSTEM_TAG_PREFIX;
 }
 
 // tagText is the text of a record's tags field: its tags but the system

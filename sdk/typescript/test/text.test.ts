@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { Index, tagText, terms } from "../src/text.js";
+import { Index, foldTag, tagText, terms } from "../src/text.js";
 
 test("terms fold case and accents and split CJK into bigrams, as the Python SDK does", () => {
   const cases: [string, string[]][] = [
@@ -26,6 +26,13 @@ test("system tags are not text, compared case-folded as the Python SDK does", ()
     [["memho\ufb06:", "memho\ufb06:user"], "memho\ufb06: memho\ufb06:user"],
   ];
   for (const [tags, want] of cases) assert.deepEqual(tagText(tags), want, tags.join(","));
+});
+
+test("tags fold letter by letter, as the Go SDK compares them", () => {
+  const same: [string, string][] = [["RED", "red"], ["Stra\u1e9ee", "straße"], ["\u017fun", "SUN"], ["\u212aey", "key"], ["\u03a3\u03c2", "σσ"]];
+  const differ: [string, string][] = [["Straße", "STRASSE"], ["\ufb06op", "stop"], ["\u0131d", "id"], ["\u0130d", "id"]];
+  for (const [a, b] of same) assert.equal(foldTag(a), foldTag(b), `${a} ${b}`);
+  for (const [a, b] of differ) assert.notEqual(foldTag(a), foldTag(b), `${a} ${b}`);
 });
 
 test("a title outranks a body, and both query terms outrank one", () => {
