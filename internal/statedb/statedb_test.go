@@ -246,10 +246,12 @@ func TestWALFoldedBackOffTheWritePath(t *testing.T) {
 	if got := size(path); got < 3*walBoundFrames*page {
 		t.Errorf("database file %d bytes after 30 s, want at least %d: the WAL was not folded back", got, 3*walBoundFrames*page)
 	}
-	// Never started over, the WAL would hold every page written (about
-	// 150 MB here); started over at its bound, a few times the bound's
-	// 16 MB at most, however slowly a loaded machine runs the passes.
-	if limit := int64(3 * walBoundFrames * page); largestWAL > limit {
+	// Never started over, the WAL would hold every page written: 155 MB
+	// here, over 9 bounds of 16 MB (measured with the checkpointer's
+	// passes turned off). Started over, its peak is the bound plus what the
+	// writer appends while a loaded machine delays the pass: 51 MB was
+	// seen under make test on two cores. 6 bounds tells the two apart.
+	if limit := int64(6 * walBoundFrames * page); largestWAL > limit {
 		t.Errorf("the WAL grew to %d bytes under sustained writes, want at most %d: it never started over", largestWAL, limit)
 	}
 }
