@@ -78,16 +78,7 @@ func checkSystemTags(ctx context.Context, e *env) error {
 		{commonWord, "Memhost:ASSISTANT", "", ids[1:2]},
 		{commonWord, "", "memhost:user", ids[1:]},
 	} {
-		q := sdk.RecallQuery{Realm: realmA, Query: tc.query, Limit: listLimit}
-		what := fmt.Sprintf("Recall(%q)", tc.query)
-		if tc.tag != "" {
-			q.Tags = []string{tc.tag}
-			what += fmt.Sprintf(" with tag %q", tc.tag)
-		}
-		if tc.notTag != "" {
-			q.ExcludeTags = []string{tc.notTag}
-			what += fmt.Sprintf(" without tag %q", tc.notTag)
-		}
+		q, what := tagQuery(tc.query, tc.tag, tc.notTag)
 		hits, err := e.recall(ctx, q)
 		if err != nil {
 			p.addf("%s: %v", what, err)
@@ -128,16 +119,7 @@ func checkTagFolding(ctx context.Context, e *env) error {
 		{"", "STRASSE", ids},
 		{"", "stra\u1e9ee", ids[1:]},
 	} {
-		q := sdk.RecallQuery{Realm: realmA, Query: commonWord, Limit: listLimit}
-		what := fmt.Sprintf("Recall(%q)", commonWord)
-		if tc.tag != "" {
-			q.Tags = []string{tc.tag}
-			what += fmt.Sprintf(" with tag %q", tc.tag)
-		}
-		if tc.notTag != "" {
-			q.ExcludeTags = []string{tc.notTag}
-			what += fmt.Sprintf(" without tag %q", tc.notTag)
-		}
+		q, what := tagQuery(commonWord, tc.tag, tc.notTag)
 		hits, err := e.recall(ctx, q)
 		if err != nil {
 			p.addf("%s: %v", what, err)
@@ -148,4 +130,20 @@ func checkTagFolding(ctx context.Context, e *env) error {
 		}
 	}
 	return p.err()
+}
+
+// tagQuery answers a recall of query in realmA that requires tag and
+// excludes notTag (each when not empty), and how to name it.
+func tagQuery(query, tag, notTag string) (sdk.RecallQuery, string) {
+	q := sdk.RecallQuery{Realm: realmA, Query: query, Limit: listLimit}
+	what := fmt.Sprintf("Recall(%q)", query)
+	if tag != "" {
+		q.Tags = []string{tag}
+		what += fmt.Sprintf(" with tag %q", tag)
+	}
+	if notTag != "" {
+		q.ExcludeTags = []string{notTag}
+		what += fmt.Sprintf(" without tag %q", notTag)
+	}
+	return q, what
 }
