@@ -31,7 +31,7 @@ func TestUserTurnsRankFirst(t *testing.T) {
 			r := map[string]any{"scope": "identity:" + identity, "kind": "episode", "title": tn.role, "body": tn.body,
 				"thread": map[string]any{"id": "c1", "seq": i}}
 			if tagged {
-				r["tags"] = []string{speaker.Tag(tn.role)}
+				r["tags"] = speaker.Tags(tn.role)
 			}
 			recs = append(recs, r)
 		}

@@ -282,14 +282,15 @@ func said(h sdk.Hit) bool {
 // spoken reports whether h is a turn with a speaker's tag.
 func spoken(h sdk.Hit) bool { return h.Record.HasTag(UserTag) || h.Record.HasTag(AssistantTag) }
 
-// Tag answers the tag naming a conversation turn's speaker from its chat
-// role ("user" or "assistant"), or "" for any other role.
-func Tag(role string) string {
+// Tags answers the tags naming a conversation turn's speaker from its
+// chat role: UserTag for "user", AssistantTag for "assistant", none for
+// any other role.
+func Tags(role string) []string {
 	switch role {
 	case "user":
-		return UserTag
+		return []string{UserTag}
 	case "assistant":
-		return AssistantTag
+		return []string{AssistantTag}
 	}
-	return ""
+	return nil
 }

@@ -44,11 +44,7 @@ type LMEScore struct {
 // session.
 func LMETurnRecord(identity string, s LMESession, i int) Record {
 	t := s.Turns[i]
-	var tags []string
-	if tag := speaker.Tag(t.Role); tag != "" {
-		tags = []string{tag}
-	}
-	return Record{Scope: "identity:" + identity, Kind: "fact", Title: t.Role, Description: s.Date.Format(lmeTimeLayout), Body: t.Content, Tags: tags,
+	return Record{Scope: "identity:" + identity, Kind: "fact", Title: t.Role, Description: s.Date.Format(lmeTimeLayout), Body: t.Content, Tags: speaker.Tags(t.Role),
 		Thread: &Thread{ID: identity + "/" + s.ID, Seq: int64(i)}, OccurredAt: s.Date.Format(time.RFC3339)}
 }
 

@@ -245,9 +245,7 @@ func rememberMessages(ctx context.Context, t Target, realm, conv string, r Repla
 	return rememberRecords(ctx, t, realm, len(r.Messages), func(i int) (Record, string) {
 		m := r.Messages[i]
 		rec := TurnRecord(Identity, conv, Turn{DiaID: r.Keys[i], Seq: i, Speaker: m.Role, Text: m.Content})
-		if tag := speaker.Tag(m.Role); tag != "" {
-			rec.Tags = append(rec.Tags, tag)
-		}
+		rec.Tags = append(rec.Tags, speaker.Tags(m.Role)...)
 		return rec, r.Keys[i]
 	})
 }

@@ -331,9 +331,7 @@ func episodeRecord(id sdk.Identity, conversation string, ep Episode, now time.Ti
 		Body:   cutBytes(ep.Message.Content, sdk.MaxBodyBytes),
 		Trust:  sdk.TrustAgentObserved,
 		Thread: &sdk.Thread{ID: EpisodeThread(conversation), Seq: int64(ep.Seq)},
-	}
-	if tag := speaker.Tag(ep.Message.Role); tag != "" {
-		r.Tags = []string{tag} // recall ranks the user's own turns higher
+		Tags:   speaker.Tags(ep.Message.Role), // recall ranks the user's own turns higher
 	}
 	// OCCURRED_AT: when records carry the time a thing happened (time-aware
 	// recall), set it here to the message's time; the compaction API
