@@ -218,7 +218,7 @@ func (e *Envelope) packNeighbours(buf []byte, n int, starts []int, in RenderInpu
 	type placed struct {
 		rec   *sdk.Record
 		of    int // index of the shown record in out.IDs
-		dist  int64
+		dist  uint64
 		text  []byte
 		shown bool
 	}
@@ -240,12 +240,9 @@ func (e *Envelope) packNeighbours(buf []byte, n int, starts []int, in RenderInpu
 		seen[r.ID] = true
 		best := placed{rec: r, of: -1}
 		for i, o := range own {
-			if o.Thread == nil || o.Thread.ID != r.Thread.ID || o.Scope != r.Scope || o.Thread.Seq < 0 {
-				continue
-			}
-			// Both seqs are at least 0: no difference overflows.
-			d := max(r.Thread.Seq-o.Thread.Seq, o.Thread.Seq-r.Thread.Seq)
-			if d > 0 && d <= int64(in.NeighbourSpan) && (best.of < 0 || d < best.dist) {
+			d, ok := o.ThreadDistance(r)
+			near := ok && o.Thread.Seq >= 0 && d > 0 && d <= uint64(max(in.NeighbourSpan, 0))
+			if near && (best.of < 0 || d < best.dist) {
 				best.of, best.dist = i, d
 			}
 		}

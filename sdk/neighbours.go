@@ -96,10 +96,8 @@ func AttachNeighbours(ctx context.Context, r ThreadReader, q RecallQuery, hits [
 			continue
 		}
 		for _, n := range recs {
-			// Both seqs are at least 0, so their difference cannot overflow.
-			d := n.Thread.Seq - t.Seq
-			if n.Thread.ID != t.ID || n.Scope != h.Record.Scope || shown[n.ID] || t.Seq < 0 ||
-				d == 0 || d < -int64(span) || d > int64(span) {
+			d, near := n.ThreadDistance(&h.Record)
+			if !near || shown[n.ID] || t.Seq < 0 || d == 0 || d > uint64(span) {
 				continue
 			}
 			size := messageBytes(&n)

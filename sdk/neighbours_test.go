@@ -367,3 +367,30 @@ func TestAttachNeighboursFitsOneMessage(t *testing.T) {
 		t.Fatalf("the last hit has %d neighbours past the message limit", n)
 	}
 }
+
+func TestThreadDistance(t *testing.T) {
+	at := func(scope Scope, thread string, seq int64) *Record {
+		return &Record{Scope: scope, Thread: &Thread{ID: thread, Seq: seq}}
+	}
+	alice := IdentityScope("alice")
+	for _, c := range []struct {
+		what string
+		a, b *Record
+		d    uint64
+		ok   bool
+	}{
+		{"same place", at(alice, "t", 5), at(alice, "t", 5), 0, true},
+		{"before", at(alice, "t", 3), at(alice, "t", 5), 2, true},
+		{"after", at(alice, "t", 7), at(alice, "t", 5), 2, true},
+		{"the widest, no overflow", at(alice, "t", math.MinInt64), at(alice, "t", math.MaxInt64), math.MaxUint64, true},
+		{"another thread", at(alice, "t", 5), at(alice, "u", 5), 0, false},
+		{"another scope", at(alice, "t", 5), at(RealmScope, "t", 5), 0, false},
+		{"unthreaded", &Record{Scope: alice}, at(alice, "t", 5), 0, false},
+	} {
+		for _, pair := range [][2]*Record{{c.a, c.b}, {c.b, c.a}} {
+			if d, ok := pair[0].ThreadDistance(pair[1]); d != c.d || ok != c.ok {
+				t.Errorf("%s: ThreadDistance = %d, %v; want %d, %v", c.what, d, ok, c.d, c.ok)
+			}
+		}
+	}
+}

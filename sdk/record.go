@@ -134,6 +134,21 @@ func (r *Record) Recallable(now time.Time) bool {
 	return r.Status == StatusActive && (r.ExpiresAt.IsZero() || now.Before(r.ExpiresAt))
 }
 
+// ThreadDistance answers how many places apart r and o stand in one
+// conversation, and whether they are in one: both threaded, in the same
+// scope and thread. It holds for any seqs (the distance of MinInt64 and
+// MaxInt64 does not overflow).
+func (r *Record) ThreadDistance(o *Record) (uint64, bool) {
+	if r.Thread == nil || o.Thread == nil || r.Thread.ID != o.Thread.ID || r.Scope != o.Scope {
+		return 0, false
+	}
+	a, b := r.Thread.Seq, o.Thread.Seq
+	if a < b {
+		a, b = b, a
+	}
+	return uint64(a) - uint64(b), true
+}
+
 // HasTag reports whether the record carries tag, compared case-folded.
 func (r *Record) HasTag(tag string) bool {
 	for _, t := range r.Tags {

@@ -252,19 +252,8 @@ func Rank(hits []sdk.Hit, limit int, keepBeside bool) []sdk.Hit {
 // nearest r by seq (the first of equals), or -1.
 func nearestKept(kept []sdk.Hit, r sdk.Record) int {
 	best, bestDist := -1, uint64(0)
-	if r.Thread == nil {
-		return best
-	}
-	for i, k := range kept {
-		t := k.Record.Thread
-		if t == nil || t.ID != r.Thread.ID || k.Record.Scope != r.Scope {
-			continue
-		}
-		d := uint64(t.Seq - r.Thread.Seq)
-		if t.Seq < r.Thread.Seq {
-			d = uint64(r.Thread.Seq - t.Seq)
-		}
-		if best < 0 || d < bestDist {
+	for i := range kept {
+		if d, ok := kept[i].Record.ThreadDistance(&r); ok && (best < 0 || d < bestDist) {
 			best, bestDist = i, d
 		}
 	}
