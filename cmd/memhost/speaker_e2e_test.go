@@ -69,3 +69,42 @@ func TestUserTurnsRankFirst(t *testing.T) {
 		t.Fatalf("a question about what the assistant said ranked the user's turn in its top 2 %v", got)
 	}
 }
+
+// TestSystemTagsAreNotText: through memhost serve on sqlite, a turn tagged
+// memhost:user is not found by the tag's words, while the tag still
+// filters; an ordinary tag's words still find its record.
+func TestSystemTagsAreNotText(t *testing.T) {
+	t.Parallel()
+	m := startMemhost(t, providerDeployment("sqlite", `{ path = "memory.db" }`))
+	ids := remember(t, m,
+		map[string]any{"scope": "identity:ann", "kind": "episode", "title": "Turn", "body": "I bought coffee beans.",
+			"tags": []string{"memhost:user"}, "thread": map[string]any{"id": "c1", "seq": 0}},
+		map[string]any{"scope": "identity:ann", "kind": "fact", "title": "Note", "body": "Roast on Fridays.",
+			"tags": []string{"team:user"}})
+	recall := func(query string, tags ...string) []string {
+		t.Helper()
+		var out struct {
+			Hits []struct {
+				Record sdk.Record `json:"record"`
+			} `json:"hits"`
+		}
+		body := map[string]any{"identity": map[string]string{"id": "ann"}, "query": query}
+		if len(tags) > 0 {
+			body["tags"] = tags
+		}
+		if code := m.do("POST", "/v1/recall", body, &out); code != 200 {
+			t.Fatalf("POST /v1/recall %q = %d\n%s", query, code, m.logs())
+		}
+		var got []string
+		for _, h := range out.Hits {
+			got = append(got, h.Record.ID)
+		}
+		return got
+	}
+	if got := recall("memhost user"); !slices.Equal(got, ids[1:]) {
+		t.Errorf(`recall "memhost user" = %v, want only the team:user note %v`, got, ids[1:])
+	}
+	if got := recall("coffee", "MEMHOST:User"); !slices.Equal(got, ids[:1]) {
+		t.Errorf(`recall "coffee" with tag MEMHOST:User = %v, want the turn %v`, got, ids[:1])
+	}
+}
