@@ -14,6 +14,14 @@ import (
 // neighbours; the first by id are shown.
 const MaxPlaceRecords = 4
 
+// MaxPlaceReads bounds the records of one thread place a ThreadReader
+// answers: the place's active records first by id (byte order). Anyone
+// who may write to a scope can crowd one of its places; the bound keeps
+// every recall beside it a bounded read. It leaves room for records the
+// recall cannot show (expired, excluded, of other tags or times) ahead of
+// the MaxPlaceRecords it shows.
+const MaxPlaceReads = 16
+
 // AttachNeighbours sets each threaded hit's Neighbours to the records
 // beside it in its scope and thread, up to q.Neighbours places before and
 // after its own, read from r in one call. A neighbour is shown only where
@@ -67,24 +75,24 @@ func AttachNeighbours(ctx context.Context, r ThreadReader, q RecallQuery, hits [
 	for _, id := range q.ExcludeIDs {
 		shown[id] = true
 	}
-	// What the recall could not show goes first, so a place's cap counts
-	// only records it could.
 	recs = slices.DeleteFunc(recs, func(r Record) bool {
-		return r.Realm != q.Realm || r.Thread == nil || r.Thread.Seq < 0 || shown[r.ID] ||
-			!r.Recallable(now) || !q.InWindow(r.When()) || !passesTags(&r, q.Tags, q.ExcludeTags)
+		return r.Realm != q.Realm || r.Thread == nil || r.Thread.Seq < 0 || r.Status != StatusActive
 	})
 	slices.SortFunc(recs, func(a, b Record) int {
 		return cmp.Or(cmp.Compare(a.Thread.ID, b.Thread.ID), cmp.Compare(a.Scope, b.Scope),
 			cmp.Compare(a.Thread.Seq, b.Thread.Seq), cmp.Compare(a.ID, b.ID))
 	})
+	// A place's first MaxPlaceReads, as a ThreadReader answers them (one
+	// that answers more is held to it, so every provider shows the same).
+	recs = keepPerPlace(recs, MaxPlaceReads)
+	// What the recall could not show goes next, so a place's cap counts
+	// only records it could.
+	recs = slices.DeleteFunc(recs, func(r Record) bool {
+		return shown[r.ID] || !r.Recallable(now) || !q.InWindow(r.When()) || !passesTags(&r, q.Tags, q.ExcludeTags)
+	})
 	// A crowded place shows its first MaxPlaceRecords, as thread context
 	// ranks with only the first few of one.
-	perPlace := map[ThreadPlace]int{}
-	recs = slices.DeleteFunc(recs, func(r Record) bool {
-		p := ThreadPlace{Scope: r.Scope, Thread: r.Thread.ID, Seq: r.Thread.Seq}
-		perPlace[p]++
-		return perPlace[p] > MaxPlaceRecords
-	})
+	recs = keepPerPlace(recs, MaxPlaceRecords)
 	room := wire.MaxMessageBytes
 	for i := range hits {
 		room -= messageBytes(&hits[i].Record)
@@ -110,6 +118,17 @@ func AttachNeighbours(ctx context.Context, r ThreadReader, q RecallQuery, hits [
 		}
 	}
 	return nil
+}
+
+// keepPerPlace keeps the first n records of each place of recs, which are
+// sorted by place.
+func keepPerPlace(recs []Record, n int) []Record {
+	perPlace := map[ThreadPlace]int{}
+	return slices.DeleteFunc(recs, func(r Record) bool {
+		p := ThreadPlace{Scope: r.Scope, Thread: r.Thread.ID, Seq: r.Thread.Seq}
+		perPlace[p]++
+		return perPlace[p] > n
+	})
 }
 
 // messageBytes bounds r's size in a plugin message, as

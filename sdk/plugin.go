@@ -364,9 +364,10 @@ type ThreadPlace struct {
 
 // ThreadReader reads records by their place in a thread (CapNeighbours).
 type ThreadReader interface {
-	// ReadThread answers the records of realm at the given places, in
-	// any order and of any status: AttachNeighbours keeps the ones a
-	// recall may show.
+	// ReadThread answers the active records of realm at the given
+	// places, in any order: of each place its first MaxPlaceReads by id
+	// (byte order), however many it holds, so the read stays bounded.
+	// AttachNeighbours keeps the ones a recall may show.
 	ReadThread(ctx context.Context, realm string, places []ThreadPlace) ([]Record, error)
 }
 

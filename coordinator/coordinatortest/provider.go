@@ -272,12 +272,20 @@ func (p *Provider) ReadThread(ctx context.Context, realm string, places []sdk.Th
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var out []sdk.Record
+	byPlace := map[sdk.ThreadPlace][]sdk.Record{}
 	for _, s := range p.records[realm] {
 		r := s.rec
-		if r.Thread != nil && slices.Contains(places, sdk.ThreadPlace{Scope: r.Scope, Thread: r.Thread.ID, Seq: r.Thread.Seq}) {
-			out = append(out, r)
+		if r.Thread == nil || r.Status != sdk.StatusActive {
+			continue
 		}
+		if at := (sdk.ThreadPlace{Scope: r.Scope, Thread: r.Thread.ID, Seq: r.Thread.Seq}); slices.Contains(places, at) {
+			byPlace[at] = append(byPlace[at], r)
+		}
+	}
+	var out []sdk.Record
+	for _, at := range byPlace {
+		slices.SortFunc(at, func(a, b sdk.Record) int { return strings.Compare(a.ID, b.ID) })
+		out = append(out, at[:min(len(at), sdk.MaxPlaceReads)]...)
 	}
 	return out, nil
 }

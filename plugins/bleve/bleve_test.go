@@ -1008,6 +1008,20 @@ func TestReadThread(t *testing.T) {
 	if got, want := read(places...), sorted([]string{ids[1], ids[5]}); !slices.Equal(got, want) {
 		t.Fatalf("after a reopen ReadThread = %v, want %v", got, want)
 	}
+	// A crowded place answers its first sdk.MaxPlaceReads by id, alone
+	// and beside a sparse one, where one search would serve them all.
+	var crowd []sdk.Record
+	for i := range sdk.MaxPlaceReads + 5 {
+		crowd = append(crowd, turn("realm", fmt.Sprint("crowd ", i), 9))
+	}
+	c := remember(t, p, realm, crowd...)
+	first := sorted(c)[:sdk.MaxPlaceReads]
+	if got := read(at("realm", 9)); !slices.Equal(got, first) {
+		t.Fatalf("a place of %d records: ReadThread = %v, want %v", len(crowd), got, first)
+	}
+	if got, want := read(at("realm", 9), at("realm", 1), at("realm", 20)), sorted(append(slices.Clone(first), ids[1])); !slices.Equal(got, want) {
+		t.Fatalf("a place of %d records and two others: ReadThread = %v, want %v", len(crowd), got, want)
+	}
 	q := sdk.RecallQuery{Realm: realm, Query: "plum", Scopes: []sdk.Scope{"realm"}, Limit: 1, Neighbours: 1}
 	hits, err := p.Recall(ctx, q)
 	if err != nil || len(hits) != 1 || hits[0].Record.ID != ids[2] {

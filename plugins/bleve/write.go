@@ -321,10 +321,20 @@ func (ri *realmIndex) search(ctx context.Context, op string, q query.Query, size
 	req := blevesearch.NewSearchRequestOptions(q, size, 0, false)
 	req.Fields = []string{fieldRecord}
 	req.Score = "none"
+	return ri.records(ctx, op, req)
+}
+
+// records answers the stored records of req's hits.
+func (ri *realmIndex) records(ctx context.Context, op string, req *blevesearch.SearchRequest) ([]sdk.Record, error) {
 	res, err := ri.run(ctx, op, req)
 	if err != nil {
 		return nil, err
 	}
+	return storedRecords(res)
+}
+
+// storedRecords answers the stored records of res's hits.
+func storedRecords(res *blevesearch.SearchResult) ([]sdk.Record, error) {
 	out := make([]sdk.Record, 0, len(res.Hits))
 	for _, h := range res.Hits {
 		r, err := storedRecord(h)
@@ -379,7 +389,91 @@ func (p *Provider) ReadThread(ctx context.Context, realm string, places []sdk.Th
 	for i, pl := range places {
 		keys[i] = placeKey(pl.Scope, pl.Thread, pl.Seq)
 	}
-	return ri.atPlaces(ctx, "read thread", keys)
+	return ri.firstAtPlaces(ctx, "read thread", keys, sdk.MaxPlaceReads)
+}
+
+// firstAtPlaces answers the stored records at the places keys, of each
+// its first n by id. One search serves them all when they hold fewer than
+// n each on average. Otherwise each place's ids are read (this index's
+// search does not order by id) and only its first n records, so a place
+// crowded by a flood of writes never costs reading its records.
+func (ri *realmIndex) firstAtPlaces(ctx context.Context, op string, keys []string, n int) ([]sdk.Record, error) {
+	terms := make([]query.Query, len(keys))
+	for i, k := range keys {
+		terms[i] = termQuery(fieldPlace, k)
+	}
+	// Unscored, a search stops at a full page: a full one may be partial.
+	size := n * len(keys)
+	req := blevesearch.NewSearchRequestOptions(query.NewDisjunctionQuery(terms), size, 0, false)
+	req.Fields = []string{fieldRecord}
+	req.Score = "none"
+	res, err := ri.run(ctx, op, req)
+	if err != nil {
+		return nil, err
+	}
+	if len(res.Hits) < size {
+		recs, err := storedRecords(res)
+		if err != nil {
+			return nil, err
+		}
+		return firstPerPlace(recs, n), nil
+	}
+	var first []string
+	for _, t := range terms {
+		ids, err := ri.matchingIDs(ctx, op, t, 4*n)
+		if err != nil {
+			return nil, err
+		}
+		slices.Sort(ids)
+		first = append(first, ids[:min(len(ids), n)]...)
+	}
+	byID, err := ri.lookup(ctx, first)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]sdk.Record, 0, len(first))
+	for _, id := range first {
+		if r, ok := byID[id]; ok {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// matchingIDs answers the ids of every document matching q, size being a
+// guess at their number (a full page is searched again at four times it).
+func (ri *realmIndex) matchingIDs(ctx context.Context, op string, q query.Query, size int) ([]string, error) {
+	for {
+		req := blevesearch.NewSearchRequestOptions(q, size, 0, false)
+		req.Score = "none"
+		res, err := ri.run(ctx, op, req)
+		if err != nil {
+			return nil, err
+		}
+		if len(res.Hits) < size {
+			ids := make([]string, len(res.Hits))
+			for i, h := range res.Hits {
+				ids[i] = h.ID
+			}
+			return ids, nil
+		}
+		size *= 4
+	}
+}
+
+// firstPerPlace keeps the first n records by id of each place in recs,
+// all of which hold a place.
+func firstPerPlace(recs []sdk.Record, n int) []sdk.Record {
+	slices.SortFunc(recs, func(a, b sdk.Record) int { return strings.Compare(a.ID, b.ID) })
+	count := map[string]int{}
+	return slices.DeleteFunc(recs, func(r sdk.Record) bool {
+		if r.Thread == nil {
+			return true
+		}
+		k := placeKey(r.Scope, r.Thread.ID, r.Thread.Seq)
+		count[k]++
+		return count[k] > n
+	})
 }
 
 // atPlaces answers the stored records at the places keys (placeKey), in

@@ -457,6 +457,14 @@ func TestReadThread(t *testing.T) {
 			if got := tp.get(t, "default", a[3])[0].Thread; got == nil || got.Seq != 7 {
 				t.Fatalf("after the edit, %s is at %+v, want seq 7", a[3], got)
 			}
+			// A crowded place answers its first sdk.MaxPlaceReads by id.
+			var crowd []sdk.Record
+			for i := range sdk.MaxPlaceReads + 5 {
+				crowd = append(crowd, threaded(alice, fmt.Sprint("crowd ", i), "chat", 9))
+			}
+			c := tp.remember(t, "default", crowd...)
+			assertThread(t, tp, "default", []sdk.ThreadPlace{at(alice, "chat", 9), at(alice, "chat", 7)},
+				append(slices.Sorted(slices.Values(c))[:sdk.MaxPlaceReads], a[3])...)
 		})
 	}
 }

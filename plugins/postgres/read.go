@@ -93,15 +93,18 @@ func get(ctx context.Context, db *pgdb, realm string, ids []string) ([]sdk.Recor
 }
 
 // readThreadSQL selects realm $1's active records at the places given by
-// the arrays $2 (scopes), $3 (thread ids) and $4 (seqs).
+// the arrays $2 (scopes), $3 (thread ids) and $4 (seqs): of each place its
+// first $5 by id, which records_by_thread holds in that order.
 const readThreadSQL = `SELECT ` + recordColumns + `
 	FROM unnest($2::text[], $3::text[], $4::bigint[]) AS w(scope, thread_id, thread_seq)
-	JOIN records AS r ON r.realm = $1 AND r.status = 'active' AND r.thread_id = w.thread_id
-		AND r.thread_seq = w.thread_seq AND r.scope = w.scope`
+	CROSS JOIN LATERAL (SELECT * FROM records
+		WHERE realm = $1 AND status = 'active' AND thread_id IS NOT NULL AND thread_id = w.thread_id
+			AND thread_seq = w.thread_seq AND scope = w.scope
+		ORDER BY id COLLATE "C" LIMIT $5) AS r`
 
 // readThread answers the active records of realm at places (scope, thread
-// id, seq), in no particular order, in one query that records_by_thread
-// serves. Other statuses are left out: the SDK shows only active
+// id, seq), of each its first sdk.MaxPlaceReads by id, in no particular
+// order, in one query that records_by_thread serves. Other statuses are left out: the SDK shows only active
 // neighbours (sdk.AttachNeighbours), and records_by_thread holds only
 // those.
 func readThread(ctx context.Context, db *pgdb, realm string, places []sdk.ThreadPlace) ([]sdk.Record, error) {
@@ -122,7 +125,7 @@ func readThread(ctx context.Context, db *pgdb, realm string, places []sdk.Thread
 		return out, nil
 	}
 	err := db.run(ctx, readOnly, func(q dbtx) error {
-		return readRecords(ctx, q, readThreadSQL, []any{realm, scopes, threads, seqs},
+		return readRecords(ctx, q, readThreadSQL, []any{realm, scopes, threads, seqs, sdk.MaxPlaceReads},
 			func(r *sdk.Record) { out = append(out, *r) })
 	})
 	if err != nil {

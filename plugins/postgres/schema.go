@@ -191,6 +191,14 @@ CREATE TRIGGER vectors_of_retired AFTER UPDATE OF status ON records
 	// memhost:proposal) are markers, not text (sdkindex.TagText): the
 	// records carrying one, and the threads they are in, are re-indexed.
 	{sql: `SELECT 1;`, then: indexSystemTagged},
+	// 11: a place's records in id order (byte order, as sdk/index keeps
+	// them), so reading a crowded place's first few (readThread) stops
+	// after them rather than reading and sorting the whole place.
+	{sql: `
+DROP INDEX records_by_thread;
+CREATE INDEX records_by_thread ON records (realm, thread_id, thread_seq, scope, id COLLATE "C")
+	WHERE status = 'active' AND thread_id IS NOT NULL;
+`},
 }
 
 // indexAllThreads re-indexes every active threaded record with its

@@ -50,6 +50,7 @@ var checks = []check{
 	{name: "ThreadEdges", needs: caps(sdk.CapWrite), run: checkThreadEdges},
 	{name: "ThreadScopes", needs: caps(sdk.CapWrite), run: checkThreadScopes},
 	{name: "Neighbours", needs: caps(sdk.CapWrite, sdk.CapNeighbours), run: checkNeighbours},
+	{name: "CrowdedPlace", needs: caps(sdk.CapWrite, sdk.CapNeighbours), run: checkCrowdedPlace},
 	{name: "ManifestTiers", needs: caps(sdk.CapWrite, sdk.CapManifest), run: checkManifestTiers},
 	{name: "IdempotentForget", needs: caps(sdk.CapWrite, sdk.CapForget), run: checkIdempotentForget},
 	{name: "Usage", needs: caps(sdk.CapWrite, sdk.CapFetch, sdk.CapUsage), run: checkUsage},

@@ -312,3 +312,51 @@ func neighboursAtTheTop(ctx context.Context, e *env, p *problems) error {
 	}
 	return nil
 }
+
+// checkCrowdedPlace: beside a hit, a thread place holding more records
+// than sdk.MaxPlaceReads shows only from its first sdk.MaxPlaceReads by
+// id (byte order), the first sdk.MaxPlaceRecords of those the recall may
+// show: anyone writing to a scope can crowd a place, and every recall
+// beside it must stay a bounded read. Excluding all but the last two of
+// the first MaxPlaceReads leaves those two, not the records past them.
+func checkCrowdedPlace(ctx context.Context, e *env) error {
+	const thread = "conformance crowded place"
+	center, word := e.record(scopeAlice)
+	center.Thread = &sdk.Thread{ID: thread, Seq: 0}
+	recs := []sdk.Record{center}
+	for range sdk.MaxPlaceReads + 3 {
+		r, _ := e.record(scopeAlice)
+		r.Thread = &sdk.Thread{ID: thread, Seq: 1}
+		recs = append(recs, r)
+	}
+	ids, err := e.remember(ctx, realmA, recs...)
+	if err != nil {
+		return err
+	}
+	crowd := slices.Clone(ids[1:])
+	slices.Sort(crowd)
+	first := crowd[:sdk.MaxPlaceReads]
+	var p problems
+	for _, a := range []struct {
+		what    string
+		exclude []string
+		want    []string
+	}{
+		{"nothing excluded", nil, first[:sdk.MaxPlaceRecords]},
+		{"all but the last two of the place's first MaxPlaceReads excluded", first[:len(first)-2], first[len(first)-2:]},
+	} {
+		q := sdk.RecallQuery{Realm: realmA, Query: word, Limit: 1, Neighbours: 1, ExcludeIDs: a.exclude}
+		hits, err := e.recall(ctx, q)
+		if err != nil {
+			return fmt.Errorf("Recall(%q) with %s: %w", word, a.what, err)
+		}
+		if len(hits) != 1 || hits[0].Record.ID != ids[0] {
+			return fmt.Errorf("Recall(%q, limit 1) with %s answered %v, want %s, the one record holding the word in its own text", word, a.what, hitIDs(hits), ids[0])
+		}
+		if got := recordIDs(hits[0].Neighbours); !slices.Equal(got, a.want) {
+			p.addf("Recall(%q, limit 1, neighbours 1) with %s: the neighbours at the crowded place (%d records) are %v, want %v: its first %d by id that the recall may show, among its first %d",
+				word, a.what, len(crowd), got, a.want, sdk.MaxPlaceRecords, sdk.MaxPlaceReads)
+		}
+	}
+	return p.err()
+}

@@ -806,10 +806,16 @@ func (ix *Index) Replace(src *Index, name string) error {
 	return nil
 }
 
+// MaxPlaceReads bounds the ids AtPlaces answers of one place; it is
+// sdk.MaxPlaceReads, the bound of a provider's ThreadReader.
+const MaxPlaceReads = 16
+
 // AtPlaces answers the ids of realm's documents at the given places of
-// threads (scope, thread id, seq), place by place. The index knows places
-// only while it keeps thread context (Options.ContextWeight above 0); with
-// none it answers no ids.
+// threads (scope, thread id, seq), place by place: of each its
+// MaxPlaceReads least, so a place crowded by a flood of writes costs a
+// caller a bounded read. The index knows places only while it keeps
+// thread context (Options.ContextWeight above 0); with none it answers no
+// ids.
 func (ix *Index) AtPlaces(realm string, places []Place) []string {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
@@ -819,7 +825,8 @@ func (ix *Index) AtPlaces(realm string, places []Place) []string {
 	}
 	var ids []string
 	for _, p := range places {
-		ids = append(ids, rm.threads[threadKey{p.Scope, p.Thread, p.Seq}]...)
+		at := rm.threads[threadKey{p.Scope, p.Thread, p.Seq}] // sorted by id
+		ids = append(ids, at[:min(len(at), MaxPlaceReads)]...)
 	}
 	return ids
 }

@@ -770,3 +770,32 @@ func TestLocate(t *testing.T) {
 		}
 	}
 }
+
+// TestAtPlacesIsBounded: a crowded place answers its MaxPlaceReads least
+// ids (in byte order), place by place.
+func TestAtPlacesIsBounded(t *testing.T) {
+	ix, err := New(Options{Weights: ftsWeights, ContextWeight: ContextWeight})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(id string, seq int64) {
+		t.Helper()
+		if err := ix.Put(Doc{ID: id, Realm: "r", Scope: "realm", Fields: [][]string{nil, nil, nil, FieldTerms("word " + id)}, Thread: "t", ThreadSeq: seq}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var crowd []string
+	for i := MaxPlaceReads + 3; i >= 0; i-- {
+		id := fmt.Sprintf("c%02d", i)
+		put(id, 1)
+		crowd = append(crowd, id)
+	}
+	put("B", 1) // byte order puts it first
+	crowd = append(crowd, "B")
+	put("a", 2)
+	slices.Sort(crowd)
+	want := append(crowd[:MaxPlaceReads], "a")
+	if got := ix.AtPlaces("r", []Place{{"realm", "t", 1}, {"realm", "t", 2}, {"realm", "t", 3}}); !slices.Equal(got, want) {
+		t.Errorf("AtPlaces = %v, want %v", got, want)
+	}
+}

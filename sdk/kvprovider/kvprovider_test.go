@@ -13,6 +13,7 @@ import (
 
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/conformance"
+	"github.com/memhost/memhost/sdk/index"
 	"github.com/memhost/memhost/sdk/kvprovider"
 )
 
@@ -261,5 +262,22 @@ func TestReadThread(t *testing.T) {
 	}
 	if got := read(t, "r", at(alice, "chat", 3)); !slices.Equal(got, []string{a[3]}) {
 		t.Fatalf("after Reindex, ReadThread = %v, want %s", got, a[3])
+	}
+	// A crowded place answers its first sdk.MaxPlaceReads by id.
+	if sdk.MaxPlaceReads != index.MaxPlaceReads {
+		t.Fatalf("sdk.MaxPlaceReads %d and index.MaxPlaceReads %d differ", sdk.MaxPlaceReads, index.MaxPlaceReads)
+	}
+	var crowd []sdk.Record
+	for i := range sdk.MaxPlaceReads + 5 {
+		crowd = append(crowd, turn(alice, fmt.Sprint("crowd ", i), 9))
+	}
+	c, err := p.Remember(ctx, "r", crowd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append(slices.Sorted(slices.Values(c))[:sdk.MaxPlaceReads], a[3])
+	slices.Sort(want)
+	if got := read(t, "r", at(alice, "chat", 9), at(alice, "chat", 3)); !slices.Equal(got, want) {
+		t.Fatalf("a place of %d records and another: ReadThread = %v, want %v", len(crowd), got, want)
 	}
 }
