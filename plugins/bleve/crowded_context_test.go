@@ -51,3 +51,28 @@ func TestCrowdedPlaceContext(t *testing.T) {
 		})
 	}
 }
+
+// TestPushedOutOfAPlace: a record written with a lesser id than a crowded
+// place's participants takes part in its stead; the one it pushes out
+// loses its context, as in sdk/index.
+func TestPushedOutOfAPlace(t *testing.T) {
+	p := newProvider(t, "")
+	turn := func(id, body string, seq int64) sdk.Record {
+		r := rec("realm", "", body)
+		r.ID, r.Thread = id, &sdk.Thread{ID: "conv", Seq: seq}
+		return r
+	}
+	recs := []sdk.Record{turn("s-0", "zanzibar", 0)}
+	for i := 2; i < 2+4; i++ {
+		recs = append(recs, turn(fmt.Sprintf("r-%d", i), fmt.Sprintf("filler %d", i), 1))
+	}
+	remember(t, p, realm, recs...)
+	if got := recallIDs(t, p, sdk.RecallQuery{Query: "zanzibar", Limit: 10}); !slices.Contains(got, "r-5") {
+		t.Fatalf("before: recall = %v, want r-5 among them (a participant of seq 1, beside zanzibar)", got)
+	}
+	remember(t, p, realm, turn("r-1", "filler 1", 1))
+	got := recallIDs(t, p, sdk.RecallQuery{Query: "zanzibar", Limit: 10})
+	if slices.Contains(got, "r-5") || !slices.Contains(got, "r-1") {
+		t.Fatalf("after r-1 pushed r-5 out of the place's participants: recall = %v, want r-1 and not r-5", got)
+	}
+}

@@ -302,20 +302,6 @@ func (ri *realmIndex) lookup(ctx context.Context, ids []string) (map[string]sdk.
 	return out, nil
 }
 
-// searchAll answers the stored records of every document matching q,
-// size being a guess at their number: a full page is searched again at
-// four times the size, so no match is cut off. (An unscored search may
-// stop at a full page, its total counting only what it collected.)
-func (ri *realmIndex) searchAll(ctx context.Context, op string, q query.Query, size int) ([]sdk.Record, error) {
-	for {
-		recs, err := ri.search(ctx, op, q, size)
-		if err != nil || len(recs) < size {
-			return recs, err
-		}
-		size *= 4
-	}
-}
-
 // search answers the stored records of up to size documents matching q.
 func (ri *realmIndex) search(ctx context.Context, op string, q query.Query, size int) ([]sdk.Record, error) {
 	req := blevesearch.NewSearchRequestOptions(q, size, 0, false)
@@ -474,16 +460,6 @@ func firstPerPlace(recs []sdk.Record, n int) []sdk.Record {
 		count[k]++
 		return count[k] > n
 	})
-}
-
-// atPlaces answers the stored records at the places keys (placeKey), in
-// one search.
-func (ri *realmIndex) atPlaces(ctx context.Context, op string, keys []string) ([]sdk.Record, error) {
-	terms := make([]query.Query, len(keys))
-	for i, k := range keys {
-		terms[i] = termQuery(fieldPlace, k)
-	}
-	return ri.searchAll(ctx, op, query.NewDisjunctionQuery(terms), 4*len(terms)+64)
 }
 
 // Forget deletes the records among ids and answers how many there were.
@@ -746,7 +722,10 @@ func (ri *realmIndex) threadContext(ctx context.Context, put []sdk.Record, keys 
 	for p := range want {
 		wanted = append(wanted, placeKey(p.scope, p.id, p.seq))
 	}
-	stored, err := ri.atPlaces(ctx, "find thread neighbours", wanted)
+	// Of each place, the first that can take part once the batch has
+	// removed up to one of them per record it names: a place crowded by a
+	// flood is not read whole on every write beside it.
+	stored, err := ri.firstAtPlaces(ctx, "find thread neighbours", wanted, memindex.MaxPlaceDocs+1+len(put)+len(del))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -768,13 +747,14 @@ func (ri *realmIndex) threadContext(ctx context.Context, put []sdk.Record, keys 
 			delete(after, r.ID)
 		}
 	}
-	at := map[place][]*sdk.Record{}
+	byPlace := map[place][]*sdk.Record{}
 	for _, r := range after {
 		p := place{r.Scope, r.Thread.ID, r.Thread.Seq}
-		at[p] = append(at[p], r)
+		byPlace[p] = append(byPlace[p], r)
 	}
 	// As in sdk/index, only the least ids of a crowded place take part.
-	for p, rs := range at {
+	at := make(map[place][]*sdk.Record, len(byPlace))
+	for p, rs := range byPlace {
 		slices.SortFunc(rs, func(a, b *sdk.Record) int { return strings.Compare(a.ID, b.ID) })
 		at[p] = rs[:min(len(rs), memindex.MaxPlaceDocs)]
 	}
@@ -798,17 +778,24 @@ func (ri *realmIndex) threadContext(ctx context.Context, put []sdk.Record, keys 
 			contexts[r.ID] = contextOf(r)
 		}
 	}
-	// Neighbours outside the batch whose context changes are re-indexed.
+	// Records outside the batch whose context changes are re-indexed: the
+	// participants beside a changed place, and at it, also the first one
+	// past them (a newcomer with a lesser id pushes it out of taking part).
 	var extra []sdk.Record
-	for _, p := range changed {
-		for _, s := range memindex.Neighbours(p.seq) {
-			for _, n := range at[place{p.scope, p.id, s}] {
-				if !inBatch[n.ID] {
-					inBatch[n.ID] = true
-					extra = append(extra, *n)
-					contexts[n.ID] = contextOf(n)
-				}
+	reindex := func(rs []*sdk.Record) {
+		for _, n := range rs {
+			if !inBatch[n.ID] {
+				inBatch[n.ID] = true
+				extra = append(extra, *n)
+				contexts[n.ID] = contextOf(n)
 			}
+		}
+	}
+	for _, p := range changed {
+		rs := byPlace[p]
+		reindex(rs[:min(len(rs), memindex.MaxPlaceDocs+1)])
+		for _, s := range memindex.Neighbours(p.seq) {
+			reindex(at[place{p.scope, p.id, s}])
 		}
 	}
 	if len(extra) > 0 {

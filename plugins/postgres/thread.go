@@ -164,8 +164,10 @@ func applyIndex(ctx context.Context, tx pgx.Tx, realm string, add []indexed, lef
 
 // readPlaces reads the active records at and within 2·ContextSpan of the
 // changed places (the context of a record beside a change reaches that
-// far), each place's records sorted by id. Records of fresh take their
-// own terms from what was prepared.
+// far), each place's records sorted by id: its first MaxPlaceDocs+1, all
+// that applyIndex looks at, so a write beside a place crowded by a flood
+// reads a few rows, not the flood. Records of fresh take their own terms
+// from what was prepared.
 func readPlaces(ctx context.Context, tx pgx.Tx, realm string, changed []place, fresh map[int64]*indexed) (map[place][]*threadRow, error) {
 	want := map[place]bool{}
 	for _, k := range changed {
@@ -187,8 +189,11 @@ func readPlaces(ctx context.Context, tx pgx.Tx, realm string, changed []place, f
 	rows, err := tx.Query(ctx, `
 		SELECT r.seq, r.id, r.thread_id, r.thread_seq, r.scope, r.expires_ms, r.ntok, r.tags, r.title, r.description, r.body
 		FROM unnest($2::text[], $3::text[], $4::bigint[]) AS w(scope, thread_id, thread_seq)
-		JOIN records AS r ON r.realm = $1 AND r.status = 'active' AND r.thread_id = w.thread_id AND r.thread_seq = w.thread_seq AND r.scope = w.scope`,
-		realm, scopes, threads, seqs)
+		CROSS JOIN LATERAL (SELECT * FROM records
+			WHERE realm = $1 AND status = 'active' AND thread_id IS NOT NULL AND thread_id = w.thread_id
+				AND thread_seq = w.thread_seq AND scope = w.scope
+			ORDER BY id COLLATE "C" LIMIT $5) AS r`,
+		realm, scopes, threads, seqs, sdkindex.MaxPlaceDocs+1)
 	if err != nil {
 		return nil, fmt.Errorf("read thread neighbours: %w", err)
 	}
