@@ -156,6 +156,20 @@ func TestAttachNeighbours(t *testing.T) {
 					m[r.ID] = &r
 				}
 			}, want: [][]string{append([]string{"a3", "c0", "c1", "c2", "c3", "c4", "c5"}[:MaxPlaceRecords], "a5")}, calls: 1},
+		{name: "a crowded place shows only from its first MaxPlaceReads, however many a store answers", q: RecallQuery{Neighbours: 1, ExcludeIDs: []string{"c00", "c01", "c02", "c03", "c04", "c05", "c06", "c07", "c08", "c09", "c10", "c11", "c12", "c13"}},
+			hits: []string{"a4"}, edit: crowdPlace(MaxPlaceReads+4, nil), sloppy: true, want: [][]string{{"a3", "c14", "a5"}}, calls: 1},
+		{name: "a crowded place's first MaxPlaceReads are of its active records", q: RecallQuery{Neighbours: 1, ExcludeIDs: []string{"c02", "c03", "c04", "c05", "c06", "c07", "c08", "c09", "c10", "c11", "c12", "c13", "c14", "c15"}},
+			hits: []string{"a4"}, edit: crowdPlace(MaxPlaceReads+4, func(r *Record) {
+				if r.ID < "c02" {
+					r.Status = StatusSuperseded
+				}
+			}), sloppy: true, want: [][]string{{"a3", "c16", "a5"}}, calls: 1},
+		{name: "an expired record counts among a crowded place's first MaxPlaceReads", q: RecallQuery{Neighbours: 1, ExcludeIDs: []string{"c02", "c03", "c04", "c05", "c06", "c07", "c08", "c09", "c10", "c11", "c12", "c13", "c14", "c15"}},
+			hits: []string{"a4"}, edit: crowdPlace(MaxPlaceReads+4, func(r *Record) {
+				if r.ID < "c02" {
+					r.ExpiresAt = nbNow
+				}
+			}), sloppy: true, want: [][]string{{"a3", "a5"}}, calls: 1},
 		{name: "a record in no thread or at a negative seq is dropped", q: RecallQuery{Neighbours: 2}, hits: []string{"a0"},
 			edit: func(m map[string]*Record) {
 				r := nbRecord("neg", nbAlice, "t", -1)
@@ -222,6 +236,21 @@ func TestAttachNeighbours(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// crowdPlace adds n records c00, c01, … at alice's seq 3 of thread t,
+// beside a4 and after a3 (also there) by id, each changed by change when
+// set.
+func crowdPlace(n int, change func(*Record)) func(map[string]*Record) {
+	return func(m map[string]*Record) {
+		for i := range n {
+			r := nbRecord(fmt.Sprintf("c%02d", i), nbAlice, "t", 3)
+			if change != nil {
+				change(&r)
+			}
+			m[r.ID] = &r
+		}
 	}
 }
 

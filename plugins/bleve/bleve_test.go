@@ -1019,6 +1019,9 @@ func TestReadThread(t *testing.T) {
 	if got := read(at("realm", 9)); !slices.Equal(got, first) {
 		t.Fatalf("a place of %d records: ReadThread = %v, want %v", len(crowd), got, first)
 	}
+	if got := read(at("realm", 9), at("realm", 9)); !slices.Equal(got, first) {
+		t.Fatalf("a place of %d records asked twice: ReadThread = %v, want %v", len(crowd), got, first)
+	}
 	if got, want := read(at("realm", 9), at("realm", 1), at("realm", 20)), sorted(append(slices.Clone(first), ids[1])); !slices.Equal(got, want) {
 		t.Fatalf("a place of %d records and two others: ReadThread = %v, want %v", len(crowd), got, want)
 	}

@@ -380,10 +380,10 @@ func (p *Provider) ReadThread(ctx context.Context, realm string, places []sdk.Th
 
 // firstAtPlaces answers the stored records at the places keys, of each
 // its first n by id. One search serves them all when they hold fewer than
-// n each on average. Otherwise each place's ids are read (this index's
-// search does not order by id) and only its first n records, so a place
-// crowded by a flood of writes never costs reading its records.
+// n each on average; otherwise each place is searched for its first n by
+// id, so a place crowded by a flood of writes is never read whole.
 func (ri *realmIndex) firstAtPlaces(ctx context.Context, op string, keys []string, n int) ([]sdk.Record, error) {
+	keys = slices.Compact(slices.Sorted(slices.Values(keys)))
 	terms := make([]query.Query, len(keys))
 	for i, k := range keys {
 		terms[i] = termQuery(fieldPlace, k)
@@ -404,47 +404,19 @@ func (ri *realmIndex) firstAtPlaces(ctx context.Context, op string, keys []strin
 		}
 		return firstPerPlace(recs, n), nil
 	}
-	var first []string
+	var out []sdk.Record
 	for _, t := range terms {
-		ids, err := ri.matchingIDs(ctx, op, t, 4*n)
+		req := blevesearch.NewSearchRequestOptions(t, n, 0, false)
+		req.Fields = []string{fieldRecord}
+		req.Score = "none"
+		req.SortBy([]string{"_id"})
+		recs, err := ri.records(ctx, op, req)
 		if err != nil {
 			return nil, err
 		}
-		slices.Sort(ids)
-		first = append(first, ids[:min(len(ids), n)]...)
-	}
-	byID, err := ri.lookup(ctx, first)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]sdk.Record, 0, len(first))
-	for _, id := range first {
-		if r, ok := byID[id]; ok {
-			out = append(out, r)
-		}
+		out = append(out, recs...)
 	}
 	return out, nil
-}
-
-// matchingIDs answers the ids of every document matching q, size being a
-// guess at their number (a full page is searched again at four times it).
-func (ri *realmIndex) matchingIDs(ctx context.Context, op string, q query.Query, size int) ([]string, error) {
-	for {
-		req := blevesearch.NewSearchRequestOptions(q, size, 0, false)
-		req.Score = "none"
-		res, err := ri.run(ctx, op, req)
-		if err != nil {
-			return nil, err
-		}
-		if len(res.Hits) < size {
-			ids := make([]string, len(res.Hits))
-			for i, h := range res.Hits {
-				ids[i] = h.ID
-			}
-			return ids, nil
-		}
-		size *= 4
-	}
 }
 
 // firstPerPlace keeps the first n records by id of each place in recs,

@@ -192,12 +192,16 @@ CREATE TRIGGER vectors_of_retired AFTER UPDATE OF status ON records
 	// records carrying one, and the threads they are in, are re-indexed.
 	{sql: `SELECT 1;`, then: indexSystemTagged},
 	// 11: a place's records in id order (byte order, as sdk/index keeps
-	// them), so reading a crowded place's first few (readThread) stops
-	// after them rather than reading and sorting the whole place.
+	// them), so reading a crowded place's first few (readThread,
+	// readPlaces) stops after them rather than reading and sorting the
+	// whole place. The new index is built before the old one is dropped:
+	// the build holds off writes only, and the drop's exclusive lock is
+	// taken just before the migration commits.
 	{sql: `
-DROP INDEX records_by_thread;
-CREATE INDEX records_by_thread ON records (realm, thread_id, thread_seq, scope, id COLLATE "C")
+CREATE INDEX records_by_place ON records (realm, thread_id, thread_seq, scope, id COLLATE "C")
 	WHERE status = 'active' AND thread_id IS NOT NULL;
+DROP INDEX records_by_thread;
+ALTER INDEX records_by_place RENAME TO records_by_thread;
 `},
 }
 

@@ -287,8 +287,11 @@ func (p *refProvider) Get(_ context.Context, realm string, ids []string) ([]sdk.
 	return out, nil
 }
 
-// ReadThread answers the records of realm at the places asked, of any
-// status: the SDK's server keeps the ones a recall may show.
+// ReadThread answers every record of realm at the places asked, of any
+// status and however many, against the ThreadReader contract on purpose:
+// the SDK's server holds a provider to sdk.MaxPlaceReads active records a
+// place and keeps the ones a recall may show, so the kit's checks pass
+// only if it does.
 func (p *refProvider) ReadThread(_ context.Context, realm string, places []sdk.ThreadPlace) ([]sdk.Record, error) {
 	if err := sdk.ValidateRealm(realm); err != nil {
 		return nil, err
