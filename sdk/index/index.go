@@ -479,9 +479,11 @@ type realm struct {
 	anyExpiry bool
 	models    map[string]*vecSet // vectors by model
 
-	// Thread context: the ids at each place of a thread, and each threaded
-	// document's own fields (terms interned in termNames).
+	// Thread context: the ids at each place of a thread (its placeHead
+	// least, sorted; a crowded place's others in crowds, place.go), and
+	// each threaded document's own fields (terms interned in termNames).
 	threads  map[threadKey][]string
+	crowds   map[threadKey]*placeRest
 	threaded map[string]*threadDoc
 
 	// scratch for add, under the write lock: weighted frequency and
@@ -561,9 +563,7 @@ func (rm *realm) enthread(id string, k threadKey, fields [][]string) {
 	}
 	k.id = strings.Clone(k.id)
 	rm.threaded[id] = &threadDoc{key: k, terms: own}
-	ids := rm.threads[k]
-	at, _ := slices.BinarySearch(ids, id)
-	rm.threads[k] = slices.Insert(ids, at, id)
+	rm.placeAdd(k, id)
 }
 
 // participants answers the ids of place k that take part in context: the
@@ -580,12 +580,7 @@ func (rm *realm) unthread(id string) (threadKey, bool) {
 		return threadKey{}, false
 	}
 	delete(rm.threaded, id)
-	ids := slices.DeleteFunc(rm.threads[td.key], func(x string) bool { return x == id })
-	if len(ids) == 0 {
-		delete(rm.threads, td.key)
-	} else {
-		rm.threads[td.key] = ids
-	}
+	rm.placeRemove(td.key, id)
 	return td.key, true
 }
 
