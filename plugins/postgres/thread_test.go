@@ -629,6 +629,15 @@ func TestReadThread(t *testing.T) {
 		if text := strings.Join(plan, "\n"); !strings.Contains(text, "records_by_thread") || strings.Contains(text, "Sort") {
 			t.Errorf("the plan does not read records_by_thread in order:\n%s", text)
 		}
+		// In byte order, as sdk/index keeps a place, whatever the
+		// database's collation (this test's cluster sorts in C anyway).
+		var def string
+		if err := tx.QueryRow(ctx, `SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'records_by_thread'`, schema).Scan(&def); err != nil {
+			return err
+		}
+		if !strings.Contains(def, `scope, id COLLATE "C")`) {
+			t.Errorf("records_by_thread is %s, want its places' ids in byte order", def)
+		}
 		return nil
 	})
 	if err != nil {
