@@ -92,21 +92,26 @@ func get(ctx context.Context, db *pgdb, realm string, ids []string) ([]sdk.Recor
 	return out, nil
 }
 
-// readThreadSQL selects realm $1's active records at the places given by
-// the arrays $2 (scopes), $3 (thread ids) and $4 (seqs): of each place its
-// first $5 by id, which records_by_thread holds in that order.
-const readThreadSQL = `SELECT ` + recordColumns + `
+// fromFirstAtPlaces is the FROM clause of a query of realm $1's active
+// records (as r) at the places given by the arrays $2 (scopes), $3
+// (thread ids) and $4 (seqs): of each place its first $5 by id in byte
+// order, which records_by_thread holds in that order, so a place crowded
+// by a flood is never read whole.
+const fromFirstAtPlaces = `
 	FROM unnest($2::text[], $3::text[], $4::bigint[]) AS w(scope, thread_id, thread_seq)
 	CROSS JOIN LATERAL (SELECT * FROM records
 		WHERE realm = $1 AND status = 'active' AND thread_id IS NOT NULL AND thread_id = w.thread_id
 			AND thread_seq = w.thread_seq AND scope = w.scope
 		ORDER BY id COLLATE "C" LIMIT $5) AS r`
 
+// readThreadSQL selects the records readThread answers.
+const readThreadSQL = `SELECT ` + recordColumns + fromFirstAtPlaces
+
 // readThread answers the active records of realm at places (scope, thread
 // id, seq), of each its first sdk.MaxPlaceReads by id, in no particular
-// order, in one query that records_by_thread serves. Other statuses are left out: the SDK shows only active
-// neighbours (sdk.AttachNeighbours), and records_by_thread holds only
-// those.
+// order, in one query that records_by_thread serves. Other statuses are
+// left out: the SDK shows only active neighbours (sdk.AttachNeighbours),
+// and records_by_thread holds only those.
 func readThread(ctx context.Context, db *pgdb, realm string, places []sdk.ThreadPlace) ([]sdk.Record, error) {
 	if err := sdk.ValidateRealm(realm); err != nil {
 		return nil, fmt.Errorf("postgres: read thread: %w", err)

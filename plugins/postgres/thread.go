@@ -186,14 +186,8 @@ func readPlaces(ctx context.Context, tx pgx.Tx, realm string, changed []place, f
 	for k := range want {
 		scopes, threads, seqs = append(scopes, k.scope), append(threads, k.thread), append(seqs, k.seq)
 	}
-	rows, err := tx.Query(ctx, `
-		SELECT r.seq, r.id, r.thread_id, r.thread_seq, r.scope, r.expires_ms, r.ntok, r.tags, r.title, r.description, r.body
-		FROM unnest($2::text[], $3::text[], $4::bigint[]) AS w(scope, thread_id, thread_seq)
-		CROSS JOIN LATERAL (SELECT * FROM records
-			WHERE realm = $1 AND status = 'active' AND thread_id IS NOT NULL AND thread_id = w.thread_id
-				AND thread_seq = w.thread_seq AND scope = w.scope
-			ORDER BY id COLLATE "C" LIMIT $5) AS r`,
-		realm, scopes, threads, seqs, sdkindex.MaxPlaceDocs+1)
+	rows, err := tx.Query(ctx, `SELECT r.seq, r.id, r.thread_id, r.thread_seq, r.scope, r.expires_ms, r.ntok, r.tags, r.title, r.description, r.body`+
+		fromFirstAtPlaces, realm, scopes, threads, seqs, sdkindex.MaxPlaceDocs+1)
 	if err != nil {
 		return nil, fmt.Errorf("read thread neighbours: %w", err)
 	}
