@@ -75,4 +75,10 @@ func TestPushedOutOfAPlace(t *testing.T) {
 	if slices.Contains(got, "r-5") || !slices.Contains(got, "r-1") {
 		t.Fatalf("after r-1 pushed r-5 out of the place's participants: recall = %v, want r-1 and not r-5", got)
 	}
+	// Two newcomers in one batch push two out.
+	remember(t, p, realm, turn("r-0", "filler 0", 1), turn("r-00", "filler 00", 1))
+	got = recallIDs(t, p, sdk.RecallQuery{Query: "zanzibar", Limit: 10})
+	if want := []string{"r-0", "r-00", "r-1", "r-2", "s-0"}; !slices.Equal(slices.Sorted(slices.Values(got)), want) {
+		t.Fatalf("after r-0 and r-00 pushed r-3 and r-4 out in one batch: recall = %v, want %v", got, want)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"strings"
@@ -375,21 +376,27 @@ func (p *Provider) ReadThread(ctx context.Context, realm string, places []sdk.Th
 	for i, pl := range places {
 		keys[i] = placeKey(pl.Scope, pl.Thread, pl.Seq)
 	}
-	return ri.firstAtPlaces(ctx, "read thread", keys, sdk.MaxPlaceReads)
+	first := make(map[string]int, len(keys))
+	for _, k := range keys {
+		first[k] = sdk.MaxPlaceReads
+	}
+	return ri.firstAtPlaces(ctx, "read thread", first)
 }
 
-// firstAtPlaces answers the stored records at the places keys, of each
-// its first n by id. One search serves them all when they hold fewer than
-// n each on average; otherwise each place is searched for its first n by
-// id, so a place crowded by a flood of writes is never read whole.
-func (ri *realmIndex) firstAtPlaces(ctx context.Context, op string, keys []string, n int) ([]sdk.Record, error) {
-	keys = slices.Compact(slices.Sorted(slices.Values(keys)))
+// firstAtPlaces answers the stored records at the places first names
+// (placeKey), of each its first first[place] by id. One search serves
+// them all when they hold fewer; otherwise each place is searched for its
+// own first ones by id, so a place crowded by a flood of writes is never
+// read whole.
+func (ri *realmIndex) firstAtPlaces(ctx context.Context, op string, first map[string]int) ([]sdk.Record, error) {
+	keys := slices.Sorted(maps.Keys(first))
 	terms := make([]query.Query, len(keys))
+	size := 0
 	for i, k := range keys {
 		terms[i] = termQuery(fieldPlace, k)
+		size += first[k]
 	}
 	// Unscored, a search stops at a full page: a full one may be partial.
-	size := n * len(keys)
 	req := blevesearch.NewSearchRequestOptions(query.NewDisjunctionQuery(terms), size, 0, false)
 	req.Fields = []string{fieldRecord}
 	req.Score = "none"
@@ -402,11 +409,11 @@ func (ri *realmIndex) firstAtPlaces(ctx context.Context, op string, keys []strin
 		if err != nil {
 			return nil, err
 		}
-		return firstPerPlace(recs, n), nil
+		return firstPerPlace(recs, first), nil
 	}
 	var out []sdk.Record
-	for _, t := range terms {
-		req := blevesearch.NewSearchRequestOptions(t, n, 0, false)
+	for i, t := range terms {
+		req := blevesearch.NewSearchRequestOptions(t, first[keys[i]], 0, false)
 		req.Fields = []string{fieldRecord}
 		req.Score = "none"
 		req.SortBy([]string{"_id"})
@@ -419,9 +426,9 @@ func (ri *realmIndex) firstAtPlaces(ctx context.Context, op string, keys []strin
 	return out, nil
 }
 
-// firstPerPlace keeps the first n records by id of each place in recs,
-// all of which hold a place.
-func firstPerPlace(recs []sdk.Record, n int) []sdk.Record {
+// firstPerPlace keeps of each place in recs, all of which hold one, its
+// first first[place] records by id.
+func firstPerPlace(recs []sdk.Record, first map[string]int) []sdk.Record {
 	slices.SortFunc(recs, func(a, b sdk.Record) int { return strings.Compare(a.ID, b.ID) })
 	count := map[string]int{}
 	return slices.DeleteFunc(recs, func(r sdk.Record) bool {
@@ -430,7 +437,7 @@ func firstPerPlace(recs []sdk.Record, n int) []sdk.Record {
 		}
 		k := placeKey(r.Scope, r.Thread.ID, r.Thread.Seq)
 		count[k]++
-		return count[k] > n
+		return count[k] > first[k]
 	})
 }
 
@@ -652,9 +659,14 @@ func (ri *realmIndex) threadContext(ctx context.Context, put []sdk.Record, keys 
 		seq   int64
 	}
 	var changed []place // places a record of the batch leaves or joins
+	joining := map[place]int{}
 	for i := range put {
 		if t := put[i].Thread; t != nil {
-			changed = append(changed, place{put[i].Scope, t.ID, t.Seq})
+			p := place{put[i].Scope, t.ID, t.Seq}
+			changed = append(changed, p)
+			if put[i].Status == sdk.StatusActive {
+				joining[p]++
+			}
 		}
 	}
 	ids := make([]string, 0, len(put)+len(del))
@@ -668,11 +680,18 @@ func (ri *realmIndex) threadContext(ctx context.Context, put []sdk.Record, keys 
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	leaving := map[place]int{}
 	for _, r := range old {
 		if r.Thread != nil && r.Status == sdk.StatusActive {
-			changed = append(changed, place{r.Scope, r.Thread.ID, r.Thread.Seq})
+			p := place{r.Scope, r.Thread.ID, r.Thread.Seq}
+			changed = append(changed, p)
+			leaving[p]++
 		}
 	}
+	// At a changed place, the records whose context may change after the
+	// batch: the participants and one past them for each record joining
+	// (a newcomer with a lesser id pushes one out of taking part).
+	settled := func(p place) int { return memindex.MaxPlaceDocs + max(1, joining[p]) }
 	if len(changed) == 0 {
 		return put, keys, nil, nil
 	}
@@ -690,14 +709,14 @@ func (ri *realmIndex) threadContext(ctx context.Context, put []sdk.Record, keys 
 			}
 		}
 	}
-	wanted := make([]string, 0, len(want))
+	// Of each place, the first records that can be among those settled
+	// once the batch's records have left it: a place crowded by a flood is
+	// not read whole on every write beside it.
+	wanted := make(map[string]int, len(want))
 	for p := range want {
-		wanted = append(wanted, placeKey(p.scope, p.id, p.seq))
+		wanted[placeKey(p.scope, p.id, p.seq)] = settled(p) + leaving[p]
 	}
-	// Of each place, the first that can take part once the batch has
-	// removed up to one of them per record it names: a place crowded by a
-	// flood is not read whole on every write beside it.
-	stored, err := ri.firstAtPlaces(ctx, "find thread neighbours", wanted, memindex.MaxPlaceDocs+1+len(put)+len(del))
+	stored, err := ri.firstAtPlaces(ctx, "find thread neighbours", wanted)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -765,7 +784,7 @@ func (ri *realmIndex) threadContext(ctx context.Context, put []sdk.Record, keys 
 	}
 	for _, p := range changed {
 		rs := byPlace[p]
-		reindex(rs[:min(len(rs), memindex.MaxPlaceDocs+1)])
+		reindex(rs[:min(len(rs), settled(p))])
 		for _, s := range memindex.Neighbours(p.seq) {
 			reindex(at[place{p.scope, p.id, s}])
 		}

@@ -94,15 +94,15 @@ func get(ctx context.Context, db *pgdb, realm string, ids []string) ([]sdk.Recor
 
 // fromFirstAtPlaces is the FROM clause of a query of realm $1's active
 // records (as r) at the places given by the arrays $2 (scopes), $3
-// (thread ids) and $4 (seqs): of each place its first $5 by id in byte
+// (thread ids) and $4 (seqs): of each place its first $5[i] by id in byte
 // order, which records_by_thread holds in that order, so a place crowded
 // by a flood is never read whole.
 const fromFirstAtPlaces = `
-	FROM unnest($2::text[], $3::text[], $4::bigint[]) AS w(scope, thread_id, thread_seq)
+	FROM unnest($2::text[], $3::text[], $4::bigint[], $5::int[]) AS w(scope, thread_id, thread_seq, first)
 	CROSS JOIN LATERAL (SELECT * FROM records
 		WHERE realm = $1 AND status = 'active' AND thread_id IS NOT NULL AND thread_id = w.thread_id
 			AND thread_seq = w.thread_seq AND scope = w.scope
-		ORDER BY id COLLATE "C" LIMIT $5) AS r`
+		ORDER BY id COLLATE "C" LIMIT w.first) AS r`
 
 // readThreadSQL selects the records readThread answers.
 const readThreadSQL = `SELECT ` + recordColumns + fromFirstAtPlaces
@@ -130,7 +130,11 @@ func readThread(ctx context.Context, db *pgdb, realm string, places []sdk.Thread
 		return out, nil
 	}
 	err := db.run(ctx, readOnly, func(q dbtx) error {
-		return readRecords(ctx, q, readThreadSQL, []any{realm, scopes, threads, seqs, sdk.MaxPlaceReads},
+		first := make([]int32, len(scopes))
+		for i := range first {
+			first[i] = sdk.MaxPlaceReads
+		}
+		return readRecords(ctx, q, readThreadSQL, []any{realm, scopes, threads, seqs, first},
 			func(r *sdk.Record) { out = append(out, *r) })
 	})
 	if err != nil {

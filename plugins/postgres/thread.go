@@ -99,22 +99,27 @@ type threadRow struct {
 func applyIndex(ctx context.Context, tx pgx.Tx, realm string, add []indexed, left []place) error {
 	changed := slices.Clone(left)
 	fresh := map[int64]*indexed{}
+	joining := map[place]int{}
 	for i := range add {
 		if a := &add[i]; a.thread != nil {
 			changed = append(changed, *a.thread)
 			fresh[a.seq] = a
+			joining[*a.thread]++
 		}
 	}
 	if len(changed) == 0 {
 		return index(ctx, tx, realm, add)
 	}
-	byPlace, err := readPlaces(ctx, tx, realm, changed, fresh)
+	// At a changed place, the participants and one past them for each
+	// record joining it (a newcomer with a lesser id pushes one out of
+	// taking part).
+	settled := func(k place) int { return sdkindex.MaxPlaceDocs + max(1, joining[k]) }
+	byPlace, err := readPlaces(ctx, tx, realm, changed, settled, fresh)
 	if err != nil {
 		return err
 	}
 	// The records whose context may have changed: at a changed place, the
-	// participants and the first one past them (a newcomer may push it
-	// out); beside it, the participants.
+	// settled ones; beside it, the participants.
 	var affected []*threadRow
 	seen := map[int64]bool{}
 	note := func(rs []*threadRow) {
@@ -127,7 +132,7 @@ func applyIndex(ctx context.Context, tx pgx.Tx, realm string, add []indexed, lef
 	}
 	for _, k := range changed {
 		at := byPlace[k]
-		note(at[:min(len(at), sdkindex.MaxPlaceDocs+1)])
+		note(at[:min(len(at), settled(k))])
 		for _, s := range sdkindex.Neighbours(k.seq) {
 			note(participants(byPlace[place{k.scope, k.thread, s}]))
 		}
@@ -164,11 +169,11 @@ func applyIndex(ctx context.Context, tx pgx.Tx, realm string, add []indexed, lef
 
 // readPlaces reads the active records at and within 2·ContextSpan of the
 // changed places (the context of a record beside a change reaches that
-// far), each place's records sorted by id: its first MaxPlaceDocs+1, all
-// that applyIndex looks at, so a write beside a place crowded by a flood
-// reads a few rows, not the flood. Records of fresh take their own terms
-// from what was prepared.
-func readPlaces(ctx context.Context, tx pgx.Tx, realm string, changed []place, fresh map[int64]*indexed) (map[place][]*threadRow, error) {
+// far), each place's records sorted by id: only the first that applyIndex
+// looks at (settled ones at a changed place, the participants elsewhere),
+// so a write beside a place crowded by a flood reads a few rows, not the
+// flood. Records of fresh take their own terms from what was prepared.
+func readPlaces(ctx context.Context, tx pgx.Tx, realm string, changed []place, settled func(place) int, fresh map[int64]*indexed) (map[place][]*threadRow, error) {
 	want := map[place]bool{}
 	for _, k := range changed {
 		// Neighbours of neighbours, not seq±2·ContextSpan: a seq near
@@ -181,13 +186,23 @@ func readPlaces(ctx context.Context, tx pgx.Tx, realm string, changed []place, f
 			}
 		}
 	}
+	isChanged := make(map[place]bool, len(changed))
+	for _, k := range changed {
+		isChanged[k] = true
+	}
 	scopes := make([]string, 0, len(want))
 	threads, seqs := make([]string, 0, len(want)), make([]int64, 0, len(want))
+	first := make([]int32, 0, len(want))
 	for k := range want {
 		scopes, threads, seqs = append(scopes, k.scope), append(threads, k.thread), append(seqs, k.seq)
+		n := sdkindex.MaxPlaceDocs
+		if isChanged[k] {
+			n = settled(k)
+		}
+		first = append(first, int32(n))
 	}
 	rows, err := tx.Query(ctx, `SELECT r.seq, r.id, r.thread_id, r.thread_seq, r.scope, r.expires_ms, r.ntok, r.tags, r.title, r.description, r.body`+
-		fromFirstAtPlaces, realm, scopes, threads, seqs, sdkindex.MaxPlaceDocs+1)
+		fromFirstAtPlaces, realm, scopes, threads, seqs, first)
 	if err != nil {
 		return nil, fmt.Errorf("read thread neighbours: %w", err)
 	}

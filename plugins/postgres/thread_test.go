@@ -151,6 +151,23 @@ func testThreadContextRanksAsSDKIndex(t *testing.T, path string) {
 	}
 	compare("after forget and supersede")
 
+	// Two newcomers with lesser ids in one batch push two records of the
+	// crowded place out of taking part.
+	var batch []sdk.Record
+	for _, id := range []string{"rea-1", "rea-2"} {
+		batch = append(batch, sdk.Record{ID: id, Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "newcomer " + id, Body: "piano lemon", Thread: &sdk.Thread{ID: "t0", Seq: 5}})
+	}
+	if _, err := s.Remember(ctx, realm, batch); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range batch {
+		seq++
+		if err := ref.Put(refDoc(r, seq)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	compare("after a batch of two newcomers at the crowded place")
+
 	// Re-indexing from the records, one realm or every realm, changes
 	// nothing, and reports every active record.
 	var active int
@@ -616,7 +633,7 @@ func TestReadThread(t *testing.T) {
 		if _, err := tx.Exec(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, "EXPLAIN "+readThreadSQL, realm, []string{"realm"}, []string{"t"}, []int64{2}, sdk.MaxPlaceReads)
+		rows, err := tx.Query(ctx, "EXPLAIN "+readThreadSQL, realm, []string{"realm"}, []string{"t"}, []int64{2}, []int32{sdk.MaxPlaceReads})
 		if err != nil {
 			return err
 		}
