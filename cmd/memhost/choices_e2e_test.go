@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/memhost/memhost/sdk"
 )
 
 // TestChoiceQuestionRecallsEachChoice, through memhost serve on the sqlite
@@ -36,19 +34,7 @@ func TestChoiceQuestionRecallsEachChoice(t *testing.T) {
 	who := map[string]string{"id": "dana"}
 	recallIDs := func(query string) []string {
 		t.Helper()
-		var out struct {
-			Hits []struct {
-				Record sdk.Record `json:"record"`
-			} `json:"hits"`
-		}
-		if code := m.do("POST", "/v1/recall", map[string]any{"identity": who, "query": query, "limit": 3}, &out); code != 200 {
-			t.Fatalf("POST /v1/recall %q = %d\n%s", query, code, m.logs())
-		}
-		var got []string
-		for _, h := range out.Hits {
-			got = append(got, h.Record.ID)
-		}
-		return got
+		return recallWith(t, m, map[string]any{"identity": who, "query": query, "limit": 3}).ids()
 	}
 	if got := recallIDs("Which did I buy first the dog bed or the training pads"); slices.Contains(got, bed) {
 		t.Fatalf("not asked as a choice, the top 3 %v already hold the dog bed %s: the records do not crowd", got, bed)

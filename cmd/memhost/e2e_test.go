@@ -299,9 +299,24 @@ type recallAnswer struct {
 
 func recall(t *testing.T, m *instance, id, query string) recallAnswer {
 	t.Helper()
+	return recallWith(t, m, map[string]any{"identity": map[string]string{"id": id}, "query": query})
+}
+
+// recallWith posts body, a whole recall request, to /v1/recall.
+func recallWith(t *testing.T, m *instance, body map[string]any) recallAnswer {
+	t.Helper()
 	var out recallAnswer
-	if code := m.do("POST", "/v1/recall", map[string]any{"identity": map[string]string{"id": id}, "query": query}, &out); code != 200 {
-		t.Fatalf("POST /v1/recall = %d\n%s", code, m.logs())
+	if code := m.do("POST", "/v1/recall", body, &out); code != 200 {
+		t.Fatalf("POST /v1/recall %v = %d\n%s", body, code, m.logs())
+	}
+	return out
+}
+
+// ids answers the hits' record ids, in rank order.
+func (a recallAnswer) ids() []string {
+	var out []string
+	for _, h := range a.Hits {
+		out = append(out, h.Record.ID)
 	}
 	return out
 }

@@ -228,11 +228,7 @@ func TestStoppedPluginIsKilledWhileOtherRealmsServe(t *testing.T) {
 
 func recallIn(t *testing.T, m *instance, realm, id, query string) recallAnswer {
 	t.Helper()
-	var out recallAnswer
-	if code := m.do("POST", "/v1/recall", map[string]any{"identity": map[string]string{"realm": realm, "id": id}, "query": query}, &out); code != 200 {
-		t.Fatalf("POST /v1/recall in %s = %d\n%s", realm, code, m.logs())
-	}
-	return out
+	return recallWith(t, m, map[string]any{"identity": map[string]string{"realm": realm, "id": id}, "query": query})
 }
 
 // TestCrashLoopingPluginBacksOff: a provider that can no longer start

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/memhost/memhost/coordinator/speaker"
-	"github.com/memhost/memhost/sdk"
 )
 
 // TestUserTurnsRankFirst, through memhost serve on the sqlite plugin: in a
@@ -43,19 +42,7 @@ func TestUserTurnsRankFirst(t *testing.T) {
 	}
 	top := func(identity, query string) []string {
 		t.Helper()
-		var out struct {
-			Hits []struct {
-				Record sdk.Record `json:"record"`
-			} `json:"hits"`
-		}
-		if code := m.do("POST", "/v1/recall", map[string]any{"identity": map[string]string{"id": identity}, "query": query, "limit": 2}, &out); code != 200 {
-			t.Fatalf("POST /v1/recall %q = %d\n%s", query, code, m.logs())
-		}
-		var got []string
-		for _, h := range out.Hits {
-			got = append(got, h.Record.ID)
-		}
-		return got
+		return recallWith(t, m, map[string]any{"identity": map[string]string{"id": identity}, "query": query, "limit": 2}).ids()
 	}
 	plain, tagged := write("plain", false), write("tagged", true)
 	const question = "How long did I jog on Saturday morning?"
@@ -83,23 +70,11 @@ func TestSystemTagsAreNotText(t *testing.T) {
 			"tags": []string{"team:user"}})
 	recall := func(query string, tags ...string) []string {
 		t.Helper()
-		var out struct {
-			Hits []struct {
-				Record sdk.Record `json:"record"`
-			} `json:"hits"`
-		}
 		body := map[string]any{"identity": map[string]string{"id": "ann"}, "query": query}
 		if len(tags) > 0 {
 			body["tags"] = tags
 		}
-		if code := m.do("POST", "/v1/recall", body, &out); code != 200 {
-			t.Fatalf("POST /v1/recall %q = %d\n%s", query, code, m.logs())
-		}
-		var got []string
-		for _, h := range out.Hits {
-			got = append(got, h.Record.ID)
-		}
-		return got
+		return recallWith(t, m, body).ids()
 	}
 	if got := recall("memhost user"); !slices.Equal(got, ids[1:]) {
 		t.Errorf(`recall "memhost user" = %v, want only the team:user note %v`, got, ids[1:])

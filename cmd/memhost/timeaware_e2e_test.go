@@ -45,19 +45,7 @@ func TestTemporalRecall(t *testing.T) {
 	recallIDs := func(q map[string]any) []string {
 		t.Helper()
 		q["identity"] = who
-		var out struct {
-			Hits []struct {
-				Record sdk.Record `json:"record"`
-			} `json:"hits"`
-		}
-		if code := m.do("POST", "/v1/recall", q, &out); code != 200 {
-			t.Fatalf("POST /v1/recall %v = %d\n%s", q, code, m.logs())
-		}
-		var got []string
-		for _, h := range out.Hits {
-			got = append(got, h.Record.ID)
-		}
-		return got
+		return recallWith(t, m, q).ids()
 	}
 
 	if got := recallIDs(map[string]any{"query": "which hike did I do"}); len(got) != 4 || got[0] == alpha {
