@@ -209,16 +209,8 @@ func newDoc(r sdk.Record) *doc {
 		}
 		return m
 	}
-	tags := map[string]bool{}
-	for _, t := range r.Tags {
-		if index.IsSystemTag(t) {
-			continue // a marker memhost set, not the record's text
-		}
-		for _, term := range tokenize.Terms(t) {
-			tags[term] = true
-		}
-	}
-	return &doc{rec: r, title: set(r.Title), body: set(r.Body), tags: tags}
+	// memhost's own tags are markers, not the record's text (index.TagText).
+	return &doc{rec: r, title: set(r.Title), body: set(r.Body), tags: set(index.TagText(r.Tags))}
 }
 
 func realmOf(realms map[string]*realm, name string) *realm {
