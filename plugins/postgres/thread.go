@@ -201,19 +201,34 @@ func readPlaces(ctx context.Context, tx pgx.Tx, realm string, changed []place, s
 		}
 		first = append(first, int32(n))
 	}
-	rows, err := tx.Query(ctx, `SELECT r.seq, r.id, r.thread_id, r.thread_seq, r.scope, r.expires_ms, r.ntok, r.tags, r.title, r.description, r.body`+
-		fromFirstAtPlaces, realm, scopes, threads, seqs, first)
+	rows, err := tx.Query(ctx, `SELECT `+threadedColumns+fromFirstAtPlaces, realm, scopes, threads, seqs, first)
 	if err != nil {
 		return nil, fmt.Errorf("read thread neighbours: %w", err)
 	}
+	out, _, err := scanThreaded(rows, fresh)
+	if err != nil {
+		return nil, fmt.Errorf("read thread neighbours: %w", err)
+	}
+	return out, nil
+}
+
+// threadedColumns are the columns of records (as r) scanThreaded reads,
+// in order.
+const threadedColumns = "r.seq, r.id, r.thread_id, r.thread_seq, r.scope, r.expires_ms, r.ntok, r.tags, r.title, r.description, r.body"
+
+// scanThreaded reads rows of threadedColumns, closing them, and answers
+// them by place, each place's sorted by id, and all of them. A record of
+// fresh takes its own terms from what was prepared.
+func scanThreaded(rows pgx.Rows, fresh map[int64]*indexed) (map[place][]*threadRow, []*threadRow, error) {
 	defer rows.Close()
-	out := map[place][]*threadRow{}
+	byPlace := map[place][]*threadRow{}
+	var all []*threadRow
 	for rows.Next() {
 		r := &threadRow{}
 		var tags []string
 		var title, description, body string
 		if err := rows.Scan(&r.seq, &r.id, &r.at.thread, &r.at.seq, &r.scope, &r.exp, &r.ntok, &tags, &title, &description, &body); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		r.at.scope = r.scope
 		if f := fresh[r.seq]; f != nil {
@@ -221,15 +236,16 @@ func readPlaces(ctx context.Context, tx pgx.Tx, realm string, changed []place, s
 		} else {
 			r.own = recordTerms(tags, title, description, body)
 		}
-		out[r.at] = append(out[r.at], r)
+		byPlace[r.at] = append(byPlace[r.at], r)
+		all = append(all, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read thread neighbours: %w", err)
+		return nil, nil, err
 	}
-	for _, rs := range out {
+	for _, rs := range byPlace {
 		slices.SortFunc(rs, func(a, b *threadRow) int { return cmp.Compare(a.id, b.id) })
 	}
-	return out, nil
+	return byPlace, all, nil
 }
 
 // participants answers the records of one place that take part in
@@ -260,32 +276,14 @@ func threadContext(byPlace map[place][]*threadRow, r *threadRow) []string {
 // replacing their postings when indexed says they are in the index
 // already; it answers how many records it indexed.
 func indexThread(ctx context.Context, tx pgx.Tx, realm, thread string, inIndex bool) (int, error) {
-	rows, err := tx.Query(ctx, `
-		SELECT seq, id, thread_id, thread_seq, scope, expires_ms, ntok, tags, title, description, body
-		FROM records WHERE realm = $1 AND status = 'active' AND thread_id = $2`, realm, thread)
+	rows, err := tx.Query(ctx, `SELECT `+threadedColumns+`
+		FROM records AS r WHERE r.realm = $1 AND r.status = 'active' AND r.thread_id = $2`, realm, thread)
 	if err != nil {
 		return 0, fmt.Errorf("read thread: %w", err)
 	}
-	byPlace := map[place][]*threadRow{}
-	var all []*threadRow
-	for rows.Next() {
-		r := &threadRow{}
-		var tags []string
-		var title, description, body string
-		if err := rows.Scan(&r.seq, &r.id, &r.at.thread, &r.at.seq, &r.scope, &r.exp, &r.ntok, &tags, &title, &description, &body); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		r.at.scope = r.scope
-		r.own = recordTerms(tags, title, description, body)
-		byPlace[r.at] = append(byPlace[r.at], r)
-		all = append(all, r)
-	}
-	if err := rows.Err(); err != nil {
+	byPlace, all, err := scanThreaded(rows, nil)
+	if err != nil {
 		return 0, fmt.Errorf("read thread: %w", err)
-	}
-	for _, rs := range byPlace {
-		slices.SortFunc(rs, func(a, b *threadRow) int { return cmp.Compare(a.id, b.id) })
 	}
 	return len(all), reindexRows(ctx, tx, realm, all, byPlace, inIndex)
 }
