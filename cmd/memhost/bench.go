@@ -280,6 +280,9 @@ func startBenchHostIn(ctx context.Context, dir string, o benchOptions, provider 
 	if err != nil {
 		return nil, err
 	}
+	// A plugin that cannot start (a refused config, say) ends the run with
+	// its reason at once; a serving host would back off and retry it.
+	cfg.Supervisor.RequireAll = true
 	t0 := time.Now()
 	h, err := startHost(ctx, cfg, newLogger(cfg))
 	if err != nil {
@@ -584,6 +587,21 @@ func runBench(ctx context.Context, o benchOptions, w, progress io.Writer) error 
 	if err != nil {
 		return err
 	}
+	var providers []string
+	for _, p := range o.providers {
+		if p == "postgres" && os.Getenv(postgresDSNEnv) == "" {
+			fmt.Fprintf(progress, "bench: %s is unset; skipping the postgres provider\n", postgresDSNEnv)
+			continue
+		}
+		providers = append(providers, p)
+	}
+	if o.embedder != "" && len(providers) > 0 {
+		// The embedder starts once before anything is measured, so a
+		// config it refuses ends the run now, not after the lexical rows.
+		if err := inFreshHost(ctx, o, providers[0], func(*benchHost) error { return nil }); err != nil {
+			return err
+		}
+	}
 	var latencies []bench.Latency
 	var facts []hostFacts
 	retrieval := map[string][]bench.Retrieval{}
@@ -595,11 +613,7 @@ func runBench(ctx context.Context, o benchOptions, w, progress io.Writer) error 
 		}
 		latencies = append(latencies, row)
 	}
-	for _, p := range o.providers {
-		if p == "postgres" && os.Getenv(postgresDSNEnv) == "" {
-			fmt.Fprintf(progress, "bench: %s is unset; skipping the postgres provider\n", postgresDSNEnv)
-			continue
-		}
+	for _, p := range providers {
 		for _, v := range o.variants(p) {
 			if err := benchVariantRun(ctx, p, v, samples, questions, progress, &latencies, &facts, retrieval, lme); err != nil {
 				return err
@@ -823,7 +837,7 @@ func benchVariantRun(ctx context.Context, p string, v benchVariant, samples []be
 	o := v.o
 	for _, n := range o.sizes {
 		corpus := bench.NewCorpus(o.seed, n, o.queries)
-		err := inFreshHost(ctx, o, p, v.label, func(b *benchHost) error {
+		err := inFreshHost(ctx, o, p, func(b *benchHost) error {
 			rows, f, err := measureProvider(ctx, b, p, v.label, &corpus, o, progress)
 			*latencies, *facts = append(*latencies, rows...), append(*facts, f)
 			return err
@@ -833,7 +847,7 @@ func benchVariantRun(ctx context.Context, p string, v benchVariant, samples []be
 		}
 	}
 	if len(samples) > 0 {
-		err := inFreshHost(ctx, o, p, v.label, func(b *benchHost) (err error) {
+		err := inFreshHost(ctx, o, p, func(b *benchHost) (err error) {
 			retrieval[v.label], err = bench.EvaluateLoCoMo(ctx, b, samples, progressLine(progress, v.label+" LoCoMo questions"))
 			return err
 		})
@@ -852,7 +866,7 @@ func benchVariantRun(ctx context.Context, p string, v benchVariant, samples []be
 
 // inFreshHost runs fn on a bench host of its own for provider p (its own
 // PostgreSQL schemas for postgres), closed and dropped after.
-func inFreshHost(ctx context.Context, o benchOptions, p, label string, fn func(*benchHost) error) error {
+func inFreshHost(ctx context.Context, o benchOptions, p string, fn func(*benchHost) error) error {
 	pg, err := newBenchPostgres(ctx, p)
 	if err != nil {
 		return err
@@ -860,7 +874,7 @@ func inFreshHost(ctx context.Context, o benchOptions, p, label string, fn func(*
 	defer pg.drop(ctx)
 	b, err := startBenchHostOn(ctx, o, p, pg)
 	if err != nil {
-		return fmt.Errorf("%s: %w", label, err)
+		return err
 	}
 	defer b.close()
 	return fn(b)

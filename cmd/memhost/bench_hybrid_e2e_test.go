@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -79,24 +80,34 @@ func TestBenchPluginPathCarriesTheVector(t *testing.T) {
 
 // TestBenchStopsWhenTheEmbedderCannotStart: a bench whose embedder
 // refuses its config (here its word-vector table is missing) stops with
-// the embedder's reason and leaves no data behind, where it waited for
-// the backlog to drain without end.
+// the embedder's reason before it measures anything, without backing off
+// to retry the plugin as a serving host would, and leaves no data behind.
 func TestBenchStopsWhenTheEmbedderCannotStart(t *testing.T) {
 	tmp := testbin.ShortTempDir(t)
 	t.Setenv("TMPDIR", tmp)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	missing := filepath.Join(tmp, "missing.wvt")
-	o := benchOptions{pluginDir: testbin.PluginDir(t, "sqlite", "wordvec"), embedder: "wordvec", embedderConfig: `{ table = "` + missing + `" }`, semanticWeight: -1}
-	b, err := startBenchHostOn(ctx, o, "sqlite", nil)
-	if err == nil {
-		b.close()
-		t.Fatal("a bench host whose embedder cannot start started")
+	o := benchOptions{
+		pluginDir: testbin.PluginDir(t, "sqlite", "wordvec"), embedder: "wordvec", embedderConfig: `{ table = "` + missing + `" }`, semanticWeight: -1,
+		providers: []string{"sqlite"}, sizes: []int{200}, queries: 5, clients: []int{1},
 	}
-	for _, want := range []string{"embedder wordvec did not start", missing, "does not exist"} {
+	var report, progress bytes.Buffer
+	err := runBench(ctx, o, &report, &progress)
+	if err == nil {
+		t.Fatal("a bench whose embedder cannot start ran")
+	}
+	for _, want := range []string{"configure", missing, "does not exist"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
+	}
+	// "next start attempt" is what a backing-off supervisor reports.
+	if strings.Contains(err.Error(), "next start attempt") {
+		t.Errorf("the bench waited for the plugin to be restarted: %v", err)
+	}
+	if strings.Contains(progress.String(), "records:") || report.Len() > 0 {
+		t.Errorf("the bench measured before it found the embedder cannot start:\n%s%s", progress.String(), report.String())
 	}
 	if ctx.Err() != nil {
 		t.Errorf("the bench waited out the test's deadline: %v", ctx.Err())

@@ -44,7 +44,7 @@ func loadLongMemEval(o benchOptions, progress io.Writer) ([]bench.LongMemEval, e
 
 // benchLongMemEval scores one provider on the questions in a fresh host.
 func benchLongMemEval(ctx context.Context, o benchOptions, p, label string, questions []bench.LongMemEval, progress io.Writer) (res []bench.LMEScore, err error) {
-	err = inFreshHost(ctx, o, p, label, func(b *benchHost) (err error) {
+	err = inFreshHost(ctx, o, p, func(b *benchHost) (err error) {
 		res, err = bench.EvaluateLongMemEval(ctx, b, questions, progressLine(progress, label+" LongMemEval questions"))
 		return err
 	})
