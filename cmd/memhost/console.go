@@ -9,8 +9,17 @@ import (
 )
 
 // handler is the host's root handler: the API, with the operator console
-// at /ui unless the config turns it off.
+// at /ui unless the config turns it off, for local names only when the
+// host trusts its local callers.
 func (h *host) handler(cfg *config.Config) http.Handler {
+	root := h.rootHandler(cfg)
+	if cfg.TrustsLocalCallers() {
+		return h.server.LocalHostsOnly(root, cfg.Server.AllowedHosts)
+	}
+	return root
+}
+
+func (h *host) rootHandler(cfg *config.Config) http.Handler {
 	api := h.server.Handler()
 	if !cfg.UI {
 		return api

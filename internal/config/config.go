@@ -163,6 +163,9 @@ type Server struct {
 	MaxBodyBytes    int64
 	ReadTimeout     time.Duration // reading a whole request, body included
 	ShutdownTimeout time.Duration // draining requests at shutdown
+	// AllowedHosts are the names, beside localhost and IP addresses, a
+	// host without tokens on a loopback address answers (a proxy's).
+	AllowedHosts []string
 }
 
 // Supervisor holds how plugin processes are supervised.
@@ -369,6 +372,12 @@ func (o Options) lookupEnv(name string) (string, bool) {
 		return o.LookupEnv(name)
 	}
 	return os.LookupEnv(name)
+}
+
+// TrustsLocalCallers reports whether the server runs without tokens on a
+// loopback address, trusting whoever reaches it there.
+func (c *Config) TrustsLocalCallers() bool {
+	return len(c.Tokens) == 0 && isLoopbackListen(c.Listen)
 }
 
 // InstancesOf lists the instances of one kind, in declaration order.

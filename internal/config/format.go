@@ -76,6 +76,13 @@ func (c *Config) HCL() []byte {
 	b.SetAttributeValue("max_body_bytes", cty.NumberIntVal(c.Server.MaxBodyBytes))
 	b.SetAttributeValue("read_timeout_ms", cty.NumberIntVal(c.Server.ReadTimeout.Milliseconds()))
 	b.SetAttributeValue("shutdown_timeout_ms", cty.NumberIntVal(c.Server.ShutdownTimeout.Milliseconds()))
+	if len(c.Server.AllowedHosts) > 0 {
+		hosts := make([]cty.Value, len(c.Server.AllowedHosts))
+		for i, h := range c.Server.AllowedHosts {
+			hosts[i] = cty.StringVal(h)
+		}
+		b.SetAttributeValue("allowed_hosts", cty.TupleVal(hosts))
+	}
 
 	c.sessionsHCL(body)
 	body.AppendNewline()

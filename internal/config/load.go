@@ -133,7 +133,7 @@ var (
 		{Name: "secret_env", Required: true}, {Name: "realms", Required: true}, {Name: "role"}, {Name: "identity"},
 	}}
 	serverSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
-		{Name: "max_body_bytes"}, {Name: "read_timeout_ms"}, {Name: "shutdown_timeout_ms"},
+		{Name: "max_body_bytes"}, {Name: "read_timeout_ms"}, {Name: "shutdown_timeout_ms"}, {Name: "allowed_hosts"},
 	}}
 	supervisorSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 		{Name: "call_timeout_ms"}, {Name: "health_interval_ms"}, {Name: "health_timeout_ms"},
@@ -326,6 +326,7 @@ func (d *decoder) server(b *hcl.Block) {
 	}
 	d.millis(a, "read_timeout_ms", "server.read_timeout_ms", &s.ReadTimeout)
 	d.millis(a, "shutdown_timeout_ms", "server.shutdown_timeout_ms", &s.ShutdownTimeout)
+	d.strings(a, "allowed_hosts", "server.allowed_hosts", &s.AllowedHosts)
 }
 
 func (d *decoder) supervisor(b *hcl.Block) {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -335,7 +336,16 @@ func (c *Config) validateServer(p *problems) {
 	if s.ShutdownTimeout.Milliseconds() < 1 {
 		p.add("server.shutdown_timeout_ms", "Invalid shutdown_timeout_ms", "shutdown_timeout_ms must be at least 1.")
 	}
+	for _, h := range s.AllowedHosts {
+		if !hostNameRE.MatchString(h) || len(h) > 253 {
+			p.add("server.allowed_hosts", "Invalid allowed host", "%q is not a host name: give the name alone (letters, digits, hyphens and dots; no port, scheme or wildcard), as a client puts it in the Host header.", h)
+		}
+	}
 }
+
+// hostNameRE is a DNS name: dot-separated labels of letters, digits and
+// inner hyphens.
+var hostNameRE = regexp.MustCompile(`^(?i)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$`)
 
 func (c *Config) validateSupervisor(p *problems) {
 	s := &c.Supervisor
