@@ -146,6 +146,38 @@ func (p *Proposals) Counts(ctx context.Context) (map[string]int, error) {
 	return out, rows.Err()
 }
 
+func (p *Proposals) Claim(ctx context.Context, realm, id string, now time.Time) (bool, error) {
+	claimed := false
+	// A concurrent claim's UPDATE waits on the row and then finds it
+	// claimed; its INSERT finds it noted.
+	err := pgx.BeginFunc(ctx, p.db.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, p.db.q(`UPDATE proposals SET claimed_ms = $1 WHERE realm = $2 AND id = $3 AND claimed_ms <= $4`),
+			now.UnixMilli(), realm, id, now.Add(-proposal.ClaimTTL).UnixMilli())
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 1 {
+			claimed = true
+			return nil
+		}
+		tag, err = tx.Exec(ctx, p.db.q(`INSERT INTO proposals (realm, id, proposer, identity, created_ms, claimed_ms) VALUES ($1, $2, '', '', $3, $3)
+			ON CONFLICT (realm, id) DO NOTHING`), realm, id, now.UnixMilli())
+		claimed = err == nil && tag.RowsAffected() == 1
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("proposal ledger: claim: %w", classify(err))
+	}
+	return claimed, nil
+}
+
+func (p *Proposals) Release(ctx context.Context, realm, id string) error {
+	if _, err := p.db.pool.Exec(ctx, p.db.q(`UPDATE proposals SET claimed_ms = 0 WHERE realm = $1 AND id = $2`), realm, id); err != nil {
+		return fmt.Errorf("proposal ledger: release: %w", classify(err))
+	}
+	return nil
+}
+
 func scanProposal(scan func(...any) error) (proposal.Entry, error) {
 	var e proposal.Entry
 	var ms int64

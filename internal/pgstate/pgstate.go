@@ -235,6 +235,9 @@ var migrations = []string{
 	// is no longer read.
 	`DROP INDEX sessions_by_realm_age;
 	CREATE INDEX sessions_by_realm_identity_age ON sessions (realm, identity, touched_at DESC, session DESC);`,
+	// When a review claimed a proposal (proposal.Ledger.Claim); 0 when
+	// none did.
+	`ALTER TABLE proposals ADD COLUMN claimed_ms bigint NOT NULL DEFAULT 0;`,
 }
 
 // errReadOnlyServer refuses a server whose transactions are read-only.

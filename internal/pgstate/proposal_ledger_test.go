@@ -3,6 +3,8 @@ package pgstate
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,21 +20,7 @@ import (
 // is noted. Another realm may use the id.
 func TestProposalLedgersKeepTheFirstEntry(t *testing.T) {
 	ctx := context.Background()
-	ledgers := map[string]func(t *testing.T) proposal.Ledger{
-		"sqlite": func(t *testing.T) proposal.Ledger {
-			db, err := statedb.Open(ctx, t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			l, err := proposal.NewSQLLedger(ctx, db)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return l
-		},
-		"postgres": func(t *testing.T) proposal.Ledger { return NewProposals(open(t, 1)[0]) },
-	}
+	ledgers := bothLedgers()
 	first := proposal.Entry{Realm: "r", ID: "p1", Proposer: "alice-bot", Identity: "alice", CreatedAt: time.UnixMilli(1000).UTC()}
 	cases := []struct {
 		name  string
@@ -73,5 +61,88 @@ func TestProposalLedgersKeepTheFirstEntry(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// bothLedgers makes the host's SQLite ledger and the shared PostgreSQL one.
+func bothLedgers() map[string]func(t *testing.T) proposal.Ledger {
+	return map[string]func(t *testing.T) proposal.Ledger{
+		"sqlite": func(t *testing.T) proposal.Ledger {
+			db, err := statedb.Open(context.Background(), t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			l, err := proposal.NewSQLLedger(context.Background(), db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return l
+		},
+		"postgres": func(t *testing.T) proposal.Ledger { return NewProposals(open(t, 1)[0]) },
+	}
+}
+
+// TestProposalLedgersClaimOnce runs both ledgers: of many claims on one
+// proposal at once exactly one holds it; a release or ClaimTTL lets the
+// next in; a claim on an id the ledger does not note (an imported
+// proposal) notes it, held; the claim leaves the entry as proposed.
+func TestProposalLedgersClaimOnce(t *testing.T) {
+	ctx := context.Background()
+	now := time.UnixMilli(1_000_000).UTC()
+	entry := proposal.Entry{Realm: "r", ID: "p1", Proposer: "alice-bot", Identity: "alice", CreatedAt: now}
+	for store, newLedger := range bothLedgers() {
+		t.Run(store, func(t *testing.T) {
+			l := newLedger(t)
+			if err := l.Add(ctx, []proposal.Entry{entry}, 10); err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			var won atomic.Int32
+			for range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ok, err := l.Claim(ctx, "r", "p1", now)
+					if err != nil {
+						t.Error(err)
+					}
+					if ok {
+						won.Add(1)
+					}
+				}()
+			}
+			wg.Wait()
+			if won.Load() != 1 {
+				t.Fatalf("%d of 8 claims at once held the proposal, want 1", won.Load())
+			}
+			if ok, err := l.Claim(ctx, "r", "p1", now.Add(proposal.ClaimTTL-time.Millisecond)); err != nil || ok {
+				t.Fatalf("a claim within the TTL of another = %v, %v; want refused", ok, err)
+			}
+			if ok, err := l.Claim(ctx, "r", "p1", now.Add(proposal.ClaimTTL)); err != nil || !ok {
+				t.Fatalf("a claim past the TTL of another = %v, %v; want held", ok, err)
+			}
+			if err := l.Release(ctx, "r", "p1"); err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := l.Claim(ctx, "r", "p1", now); err != nil || !ok {
+				t.Fatalf("a claim after a release = %v, %v; want held", ok, err)
+			}
+			if got, found, err := l.Lookup(ctx, "r", "p1"); err != nil || !found || got != entry {
+				t.Fatalf("the claimed entry reads %+v, %v, %v; want %+v as proposed", got, found, err, entry)
+			}
+			if ok, err := l.Claim(ctx, "r", "imported", now); err != nil || !ok {
+				t.Fatalf("a claim on an unnoted id = %v, %v; want held", ok, err)
+			}
+			if _, found, err := l.Lookup(ctx, "r", "imported"); err != nil || !found {
+				t.Fatalf("the claim did not note the unnoted id (%v, %v)", found, err)
+			}
+			if ok, err := l.Claim(ctx, "r", "imported", now); err != nil || ok {
+				t.Fatalf("a second claim on the id the first noted = %v, %v; want refused", ok, err)
+			}
+			if ok, err := l.Claim(ctx, "r2", "p1", now); err != nil || !ok {
+				t.Fatalf("a claim on the id in another realm = %v, %v; want held", ok, err)
+			}
+		})
 	}
 }

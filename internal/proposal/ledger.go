@@ -48,7 +48,19 @@ type Ledger interface {
 	Lookup(ctx context.Context, realm, id string) (Entry, bool, error)
 	// Counts answers the pending proposals per realm.
 	Counts(ctx context.Context) (map[string]int, error)
+	// Claim marks the proposal id of realm as under review as of now,
+	// atomically across every host on the ledger, and reports whether it
+	// did: false while another claim younger than ClaimTTL holds it. A
+	// proposal the ledger does not note (an imported one) is noted by its
+	// claim. A review ends in Remove, or in Release when it failed.
+	Claim(ctx context.Context, realm, id string, now time.Time) (bool, error)
+	// Release drops the claim on id, which stays noted: pending again.
+	Release(ctx context.Context, realm, id string) error
 }
+
+// ClaimTTL is how long a claim holds a proposal: past any review's
+// deadline, so a claim its host died holding does not hold it for ever.
+const ClaimTTL = 10 * time.Minute
 
 // AlreadyNoted is the refusal of Add for an id its realm's ledger holds
 // already, the same from every ledger.

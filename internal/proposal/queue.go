@@ -2,6 +2,7 @@ package proposal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -181,24 +182,56 @@ func (q *Queue) List(ctx context.Context, realm string, p sdk.Provider, after st
 // proposal itself is dropped; any other becomes active as Approve makes
 // it.
 func (q *Queue) Approve(ctx context.Context, realm, id string, p sdk.Provider) (string, error) {
-	prop, err := pendingRecord(ctx, realm, id, p)
-	if err != nil {
-		return "", err
-	}
 	var newID string
-	hp := host.ProviderOf(p)
-	sup, ok := hp.Superseder()
-	forget, ok2 := hp.Forgetter()
-	target, found := Target(ctx, realm, p, &prop)
-	if found && ok && ok2 {
-		newID, err = approveOver(ctx, realm, prop, target.ID, sup, forget, p)
-	} else {
-		newID, err = Approve(ctx, realm, id, p)
-	}
+	err := q.review(ctx, realm, id, p, func(prop sdk.Record) (err error) {
+		hp := host.ProviderOf(p)
+		sup, ok := hp.Superseder()
+		forget, ok2 := hp.Forgetter()
+		target, found := Target(ctx, realm, p, &prop)
+		if found && ok && ok2 {
+			newID, err = approveOver(ctx, realm, prop, target.ID, sup, forget, p)
+		} else {
+			newID, err = Approve(ctx, realm, id, p)
+		}
+		return err
+	})
+	return newID, err
+}
+
+// review runs act on the pending proposal id under the ledger's claim on
+// it, so that of an approval and a rejection (or two of either) on any
+// hosts one acts and the other is a conflict: checked and acted on
+// without the claim, a rejected proposal could still become active. The
+// proposal leaves the ledger once act succeeds; a failed act releases
+// the claim, and the proposal is pending again.
+func (q *Queue) review(ctx context.Context, realm, id string, p sdk.Provider, act func(sdk.Record) error) error {
+	claimed, err := q.Ledger.Claim(ctx, realm, id, time.Now())
 	if err != nil {
-		return "", err
+		return err
 	}
-	return newID, q.Ledger.Remove(ctx, realm, []string{id})
+	if !claimed {
+		return fmt.Errorf("proposal %q is being reviewed by another request; list the proposals again: %w", id, sdk.ErrConflict)
+	}
+	prop, err := pendingRecord(ctx, realm, id, p)
+	if err == nil {
+		if err = act(prop); err != nil {
+			if rerr := q.Ledger.Release(context.WithoutCancel(ctx), realm, id); rerr != nil {
+				return fmt.Errorf("%w (and releasing the proposal for another review failed: %w)", err, rerr)
+			}
+			return err
+		}
+	} else if !errors.Is(err, sdk.ErrNotFound) && !errors.Is(err, ErrNotPending) {
+		if rerr := q.Ledger.Release(context.WithoutCancel(ctx), realm, id); rerr != nil {
+			return fmt.Errorf("%w (and releasing the proposal for another review failed: %w)", err, rerr)
+		}
+		return err
+	}
+	// Reviewed, or no pending proposal (gone, or reviewed meanwhile): the
+	// ledger notes nothing of it.
+	if rerr := q.Ledger.Remove(context.WithoutCancel(ctx), realm, []string{id}); rerr != nil && err == nil {
+		return rerr
+	}
+	return err
 }
 
 // approveOver drops the proposal, then supersedes target with its
@@ -252,13 +285,10 @@ func (q *Queue) Reject(ctx context.Context, realm, id string, p sdk.Provider) er
 	if !ok {
 		return fmt.Errorf("the provider of realm %q cannot reject proposals (it lacks the forget capability): %w", realm, sdk.ErrUnsupported)
 	}
-	if _, err := pendingRecord(ctx, realm, id, p); err != nil {
+	return q.review(ctx, realm, id, p, func(sdk.Record) error {
+		_, err := forget.Forget(ctx, realm, []string{id})
 		return err
-	}
-	if _, err := forget.Forget(ctx, realm, []string{id}); err != nil {
-		return err
-	}
-	return q.Ledger.Remove(ctx, realm, []string{id})
+	})
 }
 
 // pendingRecord fetches id and checks it is a pending proposal.

@@ -26,6 +26,8 @@ var ledgerMigrations = []string{
 	) WITHOUT ROWID;
 	CREATE INDEX proposals_by_proposer ON proposals (realm, proposer);
 	CREATE INDEX proposals_by_age ON proposals (realm, created_ms, id);`,
+	// When a review claimed the proposal (Claim); 0 when none did.
+	`ALTER TABLE proposals ADD COLUMN claimed_ms INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // SQLLedger is the Ledger in the host's state database.
@@ -138,6 +140,35 @@ func (l *SQLLedger) Counts(ctx context.Context) (map[string]int, error) {
 		out[realm] = n
 	}
 	return out, l.db.Wrap("count proposals", rows.Err())
+}
+
+func (l *SQLLedger) Claim(ctx context.Context, realm, id string, now time.Time) (bool, error) {
+	claimed := false
+	err := l.db.Tx(ctx, "claim proposal", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE proposals SET claimed_ms = ? WHERE realm = ? AND id = ? AND claimed_ms <= ?`,
+			now.UnixMilli(), realm, id, now.Add(-ClaimTTL).UnixMilli())
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			claimed = n == 1
+			return err
+		}
+		res, err = tx.ExecContext(ctx, `INSERT INTO proposals (realm, id, proposer, identity, created_ms, claimed_ms) VALUES (?, ?, '', '', ?, ?)
+			ON CONFLICT (realm, id) DO NOTHING`, realm, id, now.UnixMilli(), now.UnixMilli())
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		claimed = n == 1
+		return err
+	})
+	return claimed, err
+}
+
+func (l *SQLLedger) Release(ctx context.Context, realm, id string) error {
+	_, err := l.db.Exec(ctx, "release proposal", `UPDATE proposals SET claimed_ms = 0 WHERE realm = ? AND id = ?`, realm, id)
+	return err
 }
 
 // scanEntry reads one row of the ledger's columns, in the order every

@@ -71,7 +71,8 @@ export interface paths {
          * Approve an agent's proposal (application callers only)
          * @description The proposal is superseded by an active copy (without the `memhost:proposal` tag) in one
          *     provider call; the answer names the active record's id. 409 when the record is not a
-         *     pending proposal, 403 for an agent caller.
+         *     pending proposal, or another approval or rejection of it is under way (of two sent
+         *     together, on any hosts, one acts), 403 for an agent caller.
          */
         post: operations["approveRecord"];
         delete?: never;
@@ -95,7 +96,7 @@ export interface paths {
         put?: never;
         /**
          * Reject an agent's proposal (application callers only)
-         * @description The proposal is forgotten. 409 when the record is not a pending proposal, 403 for an agent caller.
+         * @description The proposal is forgotten. 409 when the record is not a pending proposal, or another approval or rejection of it is under way (of two sent together, on any hosts, one acts), 403 for an agent caller.
          */
         post: operations["rejectRecord"];
         delete?: never;
