@@ -165,8 +165,11 @@ type Hit struct {
 }
 
 // RecordWriter stores records (CapWrite). All or nothing: on error nothing
-// is stored. A record whose scope already holds the same content hash is not
-// stored again; its existing id is answered in its place.
+// is stored. A record whose scope already holds the same content hash in
+// a live record (active or quarantined) is not stored again; its existing
+// id is answered in its place. Written again, content is recallable: an
+// expired holder takes the new record's expiry (or a new record is
+// stored), and a superseded one holds nothing.
 type RecordWriter interface {
 	Remember(ctx context.Context, realm string, records []Record) ([]string, error)
 }

@@ -121,7 +121,7 @@ func (p *Provider) Import(ctx context.Context, realm string, records []sdk.Recor
 			continue
 		}
 		if answersDuplicates(r.Status) {
-			known[key] = r.ID
+			known[key] = r
 		}
 		inBatch[r.ID] = true
 		if r.UseCount > 0 {

@@ -26,7 +26,8 @@ import (
 // batch, which scorch answers only once it is durable. A record whose
 // scope already holds an active or quarantined record with the same
 // content hash (in the index or earlier in this batch) is not stored
-// again: its existing id is answered in its place.
+// again: its existing id is answered in its place, and an expired copy
+// takes the new record's expiry.
 func (p *Provider) Remember(ctx context.Context, realm string, records []sdk.Record) ([]string, error) {
 	done, err := p.begin(realm)
 	if err != nil {
@@ -56,14 +57,27 @@ func (p *Provider) Remember(ctx context.Context, realm string, records []sdk.Rec
 		return nil, err
 	}
 	defer ri.wmu.Unlock()
-	ids, fresh, err := ri.plan(ctx, recs, supplied)
+	ids, fresh, revived, err := ri.plan(ctx, recs, supplied, now)
 	if err != nil {
 		return nil, err
 	}
-	if err := ri.write(ctx, fresh, nil, nil); err != nil {
+	if err := ri.write(ctx, append(fresh, revived...), ri.usageKeys(revived), nil); err != nil {
 		return nil, err
 	}
 	return ids, nil
+}
+
+// usageKeys answers the stored usage keys of recs, records the realm
+// holds that a write puts again.
+func (ri *realmIndex) usageKeys(recs []sdk.Record) map[string]float64 {
+	if len(recs) == 0 {
+		return nil
+	}
+	keys := make(map[string]float64, len(recs))
+	for _, r := range recs {
+		keys[r.ID] = ri.cat.usageKeyOf(r.ID)
+	}
+	return keys
 }
 
 // prepare validates r for realm and fills what the store owns, usage
@@ -86,8 +100,10 @@ func prepare(r *sdk.Record, realm string, now time.Time) error {
 
 // plan answers each record's id and the records that must be stored:
 // duplicates answer the existing id, and a caller-chosen id that is taken
-// by other content is a conflict.
-func (ri *realmIndex) plan(ctx context.Context, recs []sdk.Record, supplied []bool) (ids []string, fresh []sdk.Record, err error) {
+// by other content is a conflict. revived are the holders of duplicates
+// that had expired by now, with the duplicate's expiry: written again,
+// the content is recallable as the writer meant, as in every provider.
+func (ri *realmIndex) plan(ctx context.Context, recs []sdk.Record, supplied []bool, now time.Time) (ids []string, fresh, revived []sdk.Record, err error) {
 	var keys, chosen []string
 	for i := range recs {
 		if answersDuplicates(recs[i].Status) {
@@ -99,11 +115,11 @@ func (ri *realmIndex) plan(ctx context.Context, recs []sdk.Record, supplied []bo
 	}
 	known, err := ri.duplicates(ctx, keys)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	taken, err := ri.stored(ctx, chosen)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	ids = make([]string, len(recs))
 	inBatch := map[string]bool{}
@@ -111,20 +127,25 @@ func (ri *realmIndex) plan(ctx context.Context, recs []sdk.Record, supplied []bo
 		r := &recs[i]
 		if answersDuplicates(r.Status) {
 			key := dedupKey(r.Scope, r.ContentHash)
-			if id, ok := known[key]; ok {
-				ids[i] = id
+			if holder, ok := known[key]; ok {
+				ids[i] = holder.ID
+				if !holder.ExpiresAt.IsZero() && !holder.ExpiresAt.After(now) {
+					holder.ExpiresAt, holder.UpdatedAt = r.ExpiresAt, now
+					known[key] = holder
+					revived = append(revived, holder)
+				}
 				continue
 			}
-			known[key] = r.ID
+			known[key] = *r
 		}
 		if _, ok := taken[r.ID]; ok || inBatch[r.ID] {
-			return nil, nil, fmt.Errorf("bleve: records[%d]: id %s already holds another record: %w", i, r.ID, sdk.ErrConflict)
+			return nil, nil, nil, fmt.Errorf("bleve: records[%d]: id %s already holds another record: %w", i, r.ID, sdk.ErrConflict)
 		}
 		inBatch[r.ID] = true
 		ids[i] = r.ID
 		fresh = append(fresh, *r)
 	}
-	return ids, fresh, nil
+	return ids, fresh, revived, nil
 }
 
 // lockWrites takes the realm's write lock, first waiting (as long as ctx
@@ -231,13 +252,13 @@ func buildDocuments(put []sdk.Record, keys map[string]float64, contexts map[stri
 	return docs, entries, nil
 }
 
-// duplicates answers, for each dedup key present in the index, the id of
-// a record holding it. The catalog's fingerprints answer most keys
+// duplicates answers, for each dedup key present in the index, a record
+// holding it. The catalog's fingerprints answer most keys
 // without a search: a key it has never seen is in no record, and a hit is
 // confirmed from the stored record (a fingerprint collision falls back to
 // searching the index).
-func (ri *realmIndex) duplicates(ctx context.Context, keys []string) (map[string]string, error) {
-	out := map[string]string{}
+func (ri *realmIndex) duplicates(ctx context.Context, keys []string) (map[string]sdk.Record, error) {
+	out := map[string]sdk.Record{}
 	if len(keys) == 0 {
 		return out, nil
 	}
@@ -259,7 +280,7 @@ func (ri *realmIndex) duplicates(ctx context.Context, keys []string) (map[string
 	var unsure []query.Query
 	for k, id := range hits {
 		if r, ok := found[id]; ok && answersDuplicates(r.Status) && dedupKey(r.Scope, r.ContentHash) == k {
-			out[k] = id
+			out[k] = r
 			continue
 		}
 		unsure = append(unsure, termQuery(fieldDedup, k))
@@ -272,7 +293,7 @@ func (ri *realmIndex) duplicates(ctx context.Context, keys []string) (map[string
 		return nil, err
 	}
 	for _, r := range recs {
-		out[dedupKey(r.Scope, r.ContentHash)] = r.ID
+		out[dedupKey(r.Scope, r.ContentHash)] = r
 	}
 	return out, nil
 }
@@ -516,13 +537,13 @@ func (p *Provider) Supersede(ctx context.Context, realm, oldID string, replaceme
 	if err := prepare(&repl, realm, now); err != nil {
 		return "", fmt.Errorf("bleve: replacement: %w", err)
 	}
-	ids, fresh, err := ri.plan(ctx, []sdk.Record{repl}, []bool{replacement.ID != ""})
+	ids, fresh, revived, err := ri.plan(ctx, []sdk.Record{repl}, []bool{replacement.ID != ""}, now)
 	if err != nil {
 		return "", err
 	}
 	newID := ids[0]
 	if newID == oldID {
-		return oldID, nil
+		return oldID, ri.write(ctx, revived, ri.usageKeys(revived), nil)
 	}
 	retired := old.Status == sdk.StatusSuperseded || old.Status == sdk.StatusTombstoned
 	if retired {
@@ -533,8 +554,8 @@ func (p *Provider) Supersede(ctx context.Context, realm, oldID string, replaceme
 	}
 	old.Status = sdk.StatusSuperseded
 	old.UpdatedAt = now
-	keys := map[string]float64{oldID: ri.cat.usageKeyOf(oldID)}
-	if err := ri.write(ctx, append(fresh, old), keys, nil); err != nil {
+	keys := ri.usageKeys(append(revived, old))
+	if err := ri.write(ctx, append(append(fresh, revived...), old), keys, nil); err != nil {
 		return "", err
 	}
 	return newID, nil

@@ -105,9 +105,11 @@ func checkFileTimes(r *sdk.Record) error {
 	return nil
 }
 
-// pickExisting answers the record a duplicate write should resolve to:
-// an active one if any, so re-remembering never hands back a dead record
-// while a live copy exists.
+// pickExisting answers the record a duplicate write should resolve to: a
+// live one (active, else quarantined) holding the content, or nil. A
+// superseded or tombstoned copy holds nothing: the content is written
+// anew, as every provider does, rather than answered with a record that
+// is never recalled.
 func pickExisting(ds []*doc, skip string) *doc {
 	var found *doc
 	for _, d := range ds {
@@ -117,11 +119,30 @@ func pickExisting(ds []*doc, skip string) *doc {
 		if d.rec.Status == sdk.StatusActive {
 			return d
 		}
-		if found == nil {
+		if found == nil && d.rec.Status == sdk.StatusQuarantined {
 			found = d
 		}
 	}
 	return found
+}
+
+// revival answers the write that gives d's record, which holds the
+// content of a record written again, that record's expiry when its own
+// has passed by now (nil when it has not): the content is recallable
+// again, as the writer meant.
+func revival(root string, d *doc, expires time.Time, now time.Time) (*pendingWrite, error) {
+	if d.rec.ExpiresAt.IsZero() || d.rec.ExpiresAt.After(now) {
+		return nil, nil
+	}
+	rec := cloneRecord(&d.rec)
+	rec.ExpiresAt, rec.UpdatedAt = expires, now
+	w, err := newPendingWrite(root, rec, false)
+	if err != nil {
+		return nil, err
+	}
+	w.restore = renderRecord(&d.rec)
+	w.fields = recordFields(&w.rec)
+	return w, nil
 }
 
 // pendingWrite is a file a write call is about to put down.
@@ -271,7 +292,15 @@ func (s *store) remember(realm string, records []sdk.Record) ([]string, error) {
 		}
 		if ri != nil {
 			if d := pickExisting(ri.sameContent(r.Scope, r.ContentHash), ""); d != nil {
+				w, err := revival(s.root, d, r.ExpiresAt, now)
+				if err != nil {
+					return nil, fmt.Errorf("markdown: record %d: %w", i, err)
+				}
+				if w != nil {
+					writes = append(writes, w)
+				}
 				ids[i] = d.rec.ID
+				batchContent[ck] = d.rec.ID
 				continue
 			}
 			if ri.get(r.ID) != nil {
@@ -437,6 +466,13 @@ func (s *store) supersede(realm, oldID string, rep sdk.Record) (string, error) {
 	newID := rep.ID
 	if d := pickExisting(same, oldID); d != nil {
 		newID = d.rec.ID // the replacement already exists: point at it
+		w, err := revival(s.root, d, rep.ExpiresAt, now)
+		if err != nil {
+			return "", fmt.Errorf("markdown: supersede: %w", err)
+		}
+		if w != nil {
+			writes = append(writes, w)
+		}
 	} else {
 		if ri.get(rep.ID) != nil {
 			return "", fmt.Errorf("markdown: supersede: id %q is already used by another record: %w", rep.ID, sdk.ErrConflict)

@@ -41,6 +41,7 @@ var checks = []check{
 	{name: "ScopeIsolation", needs: caps(sdk.CapWrite), run: checkScopeIsolation},
 	{name: "Supersede", needs: caps(sdk.CapWrite, sdk.CapSupersede), run: checkSupersede},
 	{name: "Expiry", needs: caps(sdk.CapWrite), run: checkExpiry},
+	{name: "RewriteOfDeadContent", needs: caps(sdk.CapWrite), run: checkRewriteOfDeadContent},
 	{name: "RecallFilters", needs: caps(sdk.CapWrite), run: checkRecallFilters},
 	{name: "BadFilters", run: checkBadFilters},
 	{name: "SystemTags", needs: caps(sdk.CapWrite), run: checkSystemTags},

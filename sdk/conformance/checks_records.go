@@ -700,6 +700,64 @@ func checkExpiry(ctx context.Context, e *env) error {
 	return p.err()
 }
 
+// checkRewriteOfDeadContent: content written again after its record
+// expired, or after its record was superseded, is recallable under the
+// id the write answers: the expired record revived with the new expiry
+// (as memhost's providers do) or a new record. A provider that answered
+// the dead holder stored nothing recallable while the writer was told it
+// was remembered.
+func checkRewriteOfDeadContent(ctx context.Context, e *env) error {
+	var p problems
+	expired, xw := e.record(scopeAlice)
+	expired.ExpiresAt = time.Now().Add(-time.Hour).UTC().Truncate(time.Millisecond)
+	ids, err := e.remember(ctx, realmA, expired)
+	if err != nil {
+		return err
+	}
+	again := expired
+	again.ExpiresAt = time.Time{}
+	got, err := e.remember(ctx, realmA, again)
+	if err != nil {
+		return err
+	}
+	if hits, err := e.recallIDs(ctx, realmA, xw); err != nil {
+		return err
+	} else if !slices.Contains(hits, got[0]) {
+		p.addf("the content of expired record %s written again without an expiry (answered %s) is not recalled (recall answered %v)", ids[0], got[0], hits)
+	}
+	if e.has(sdk.CapFetch) {
+		if r, found, err := e.getOne(ctx, realmA, got[0]); err != nil {
+			return err
+		} else if !found || !r.ExpiresAt.IsZero() || r.Status != sdk.StatusActive {
+			p.addf("Get(%s), the answer to the content of expired record %s written again: found %v, status %q, expires %v; want active, no expiry", got[0], ids[0], found, r.Status, r.ExpiresAt)
+		}
+	}
+	if e.has(sdk.CapSupersede) {
+		old, ow := e.record(scopeAlice)
+		ids, err := e.remember(ctx, realmA, old)
+		if err != nil {
+			return err
+		}
+		repl, _ := e.record(scopeAlice)
+		if _, err := e.p.Supersede(ctx, realmA, ids[0], repl); err != nil {
+			return fmt.Errorf("Supersede(%s): %w", ids[0], err)
+		}
+		got, err := e.remember(ctx, realmA, old)
+		if err != nil {
+			return err
+		}
+		if got[0] == ids[0] {
+			p.addf("the content of superseded record %s written again answered the superseded record, want a new active one", ids[0])
+		}
+		if hits, err := e.recallIDs(ctx, realmA, ow); err != nil {
+			return err
+		} else if !slices.Contains(hits, got[0]) {
+			p.addf("the content of superseded record %s written again (answered %s) is not recalled (recall answered %v)", ids[0], got[0], hits)
+		}
+	}
+	return p.err()
+}
+
 // checkRecallFilters: limit, the default limit, excluded ids, required
 // tags (all, case-folded) and excluded tags (any).
 func checkRecallFilters(ctx context.Context, e *env) error {
