@@ -97,6 +97,9 @@ func (s *Server) handleRemember(ctx context.Context, c caller, w http.ResponseWr
 		if err := c.touchScope(records[i].Scope); err != nil {
 			return inRecord(i, err)
 		}
+		if err := proposal.CheckWriteTags(records[i].Tags); err != nil {
+			return inRecord(i, err)
+		}
 	}
 	if !c.application() {
 		if err := s.agentWritesWhereItReads(ctx, c, realm, records); err != nil {

@@ -2,8 +2,12 @@ package httpapi
 
 import (
 	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/memhost/memhost/coordinator/coordinatortest"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -102,5 +106,24 @@ func TestCallerRoles(t *testing.T) {
 				t.Fatalf("%s: %s, want %s", tc.caller, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestWritesMayNotMarkProposals: a write whose record carries the
+// proposal tag, in any case, is refused, and nothing is stored. A record
+// an agent tagged "MEMHOST:Proposal" was stored as a proposal whose
+// approved copy kept the tag, hiding it from the lookup that makes a
+// later approval supersede it (from an outside review).
+func TestWritesMayNotMarkProposals(t *testing.T) {
+	srv, p := newTestServer(t, Options{})
+	for _, tag := range []string{"memhost:proposal", "MEMHOST:Proposal", "Memhost:PROPOSAL"} {
+		body := `{"records":[{"scope":"identity:alice","kind":"fact","title":"Kiwi","body":"Kiwis on Fridays.","tags":["fruit",` + strconv.Quote(tag) + `]}]}`
+		status, e := call(t, srv, "POST", "/v1/records", "", []byte(body))
+		if status != http.StatusBadRequest || e.Error.Field != "records[0].tags[1]" || !strings.Contains(e.Error.Message, "pending proposal") {
+			t.Errorf("a write tagged %q = %d %+v, want 400 on records[0].tags[1]", tag, status, e)
+		}
+	}
+	if n := p.Calls(coordinatortest.MethodRemember); n != 0 {
+		t.Fatalf("refused writes reached the provider %d times", n)
 	}
 }

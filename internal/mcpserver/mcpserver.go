@@ -549,6 +549,9 @@ func (t tools) remember(ctx context.Context, req *mcp.CallToolRequest, in Rememb
 	if err := probe.Prepare(id.Realm, time.Now()); err != nil {
 		return nil, RememberOutput{}, err
 	}
+	if err := proposal.CheckWriteTags(rec.Tags); err != nil {
+		return nil, RememberOutput{}, err
+	}
 	// Every MCP caller is an agent: its writes to shared scopes are
 	// proposals until an application approves them (DESIGN 5.3).
 	if proposal.Shared(scope) {

@@ -19,6 +19,23 @@ import (
 // Tag marks a pending proposal.
 const Tag = "memhost:proposal"
 
+// isTag reports whether t is Tag as sdk.Record.HasTag compares tags.
+func isTag(t string) bool { return strings.EqualFold(t, Tag) }
+
+// CheckWriteTags refuses a write's tags that hold Tag in any case: memhost
+// alone marks a pending proposal. A record carrying it is hidden from the
+// lookup that makes an approval supersede what it restates, and from
+// every filter that leaves proposals out. Imports keep records as they
+// were and are not checked.
+func CheckWriteTags(tags []string) error {
+	for i, t := range tags {
+		if isTag(t) {
+			return &sdk.FieldError{Field: fmt.Sprintf("tags[%d]", i), Problem: fmt.Sprintf("%q marks a pending proposal, which memhost alone sets", t), Err: sdk.ErrInvalid}
+		}
+	}
+	return nil
+}
+
 // ErrNotPending refuses to approve a record that is no pending proposal.
 var ErrNotPending = errors.New("not a pending proposal")
 
@@ -61,9 +78,7 @@ func storeProposals(ctx context.Context, realm string, p sdk.Provider, records [
 			return nil, nil, fmt.Errorf("records[%d].%w", i, err)
 		}
 		r.Status = sdk.StatusQuarantined
-		if !r.HasTag(Tag) {
-			r.Tags = append(slices.Clone(r.Tags), Tag)
-		}
+		r.Tags = append(slices.DeleteFunc(slices.Clone(r.Tags), isTag), Tag)
 		ids[i] = r.ID
 	}
 	getter, canGet := hp.Getter()

@@ -260,7 +260,7 @@ func approvedCopy(old sdk.Record) sdk.Record {
 	return sdk.Record{
 		Scope: old.Scope, Kind: old.Kind, Title: old.Title, Description: old.Description, Body: old.Body,
 		Trust: old.Trust, ExpiresAt: old.ExpiresAt, Thread: old.Thread, OccurredAt: old.OccurredAt,
-		Tags: slices.DeleteFunc(slices.Clone(old.Tags), func(t string) bool { return t == Tag }),
+		Tags: slices.DeleteFunc(slices.Clone(old.Tags), isTag),
 	}
 }
 

@@ -148,3 +148,23 @@ type failingSupersede struct{ *store }
 func (failingSupersede) Supersede(context.Context, string, string, sdk.Record) (string, error) {
 	return "", errDown
 }
+
+// TestApprovedCopyDropsTheTagInAnyCase: the active copy of an approved
+// proposal carries no proposal tag in any case (an imported proposal may
+// hold a variant), and a proposal is stored with the tag as memhost
+// writes it, whatever variant its record held.
+func TestApprovedCopyDropsTheTagInAnyCase(t *testing.T) {
+	prop := fact(sdk.RealmScope, "kiwi", "fruit", "MEMHOST:Proposal", Tag, "Memhost:PROPOSAL")
+	if got := approvedCopy(prop).Tags; len(got) != 1 || got[0] != "fruit" {
+		t.Errorf("approved copy tags %v, want [fruit]", got)
+	}
+	q := newQueue(t)
+	s := newStore(allCaps...)
+	ids, err := q.Propose(ctx, "r", s, []sdk.Record{fact(sdk.RealmScope, "mango", "MEMHOST:Proposal")}, Proposer{Token: "agent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.get(t, ids[0]).Tags; len(got) != 1 || got[0] != Tag {
+		t.Errorf("stored proposal tags %v, want [%s]", got, Tag)
+	}
+}
