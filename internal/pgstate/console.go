@@ -64,7 +64,7 @@ func (p *Proposals) Add(ctx context.Context, entries []proposal.Entry, max int) 
 			return err
 		}
 		if n+len(entries) > max {
-			return proposal.TooMany(realm, proposer, n, max)
+			return proposal.TooMany(realm, proposer, n, len(entries), max)
 		}
 		for _, e := range entries {
 			tag, err := tx.Exec(ctx, p.db.q(`INSERT INTO proposals (realm, id, proposer, identity, created_ms) VALUES ($1, $2, $3, $4, $5)

@@ -31,6 +31,10 @@ type Queue struct {
 // first, so a flood is refused (ErrTooMany) before the provider is
 // touched.
 func (q *Queue) Propose(ctx context.Context, realm string, p sdk.Provider, records []sdk.Record, who Proposer) ([]string, error) {
+	if len(records) > q.MaxPending {
+		// No review makes room for it: not a 429 to retry.
+		return nil, &sdk.FieldError{Field: "records", Problem: fmt.Sprintf("%d proposals in one request, more than the %d one proposer may have pending in a realm", len(records), q.MaxPending), Err: sdk.ErrTooLarge}
+	}
 	now := time.Now().UTC()
 	recs := slices.Clone(records)
 	entries := make([]Entry, len(recs))

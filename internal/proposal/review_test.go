@@ -3,6 +3,8 @@ package proposal
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -166,5 +168,37 @@ func TestApprovedCopyDropsTheTagInAnyCase(t *testing.T) {
 	}
 	if got := s.get(t, ids[0]).Tags; len(got) != 1 || got[0] != Tag {
 		t.Errorf("stored proposal tags %v, want [%s]", got, Tag)
+	}
+}
+
+// TestProposalBatchesBeyondTheBound: a batch larger than the bound is too
+// large (no review ever makes room for it), not a 429 to retry; a batch
+// that would pass the bound with what is pending is ErrTooMany, saying
+// both counts, and neither is worded as a database failure. Nothing is
+// noted or stored.
+func TestProposalBatchesBeyondTheBound(t *testing.T) {
+	q := newQueue(t) // MaxPending 10
+	s := newStore(allCaps...)
+	batch := func(n int, title string) []sdk.Record {
+		var out []sdk.Record
+		for i := range n {
+			out = append(out, fact(sdk.RealmScope, fmt.Sprintf("%s %d", title, i)))
+		}
+		return out
+	}
+	_, err := q.Propose(ctx, "r", s, batch(11, "big"), Proposer{Token: "agent"})
+	var fe *sdk.FieldError
+	if !errors.Is(err, sdk.ErrTooLarge) || !errors.As(err, &fe) || fe.Field != "records" || errors.Is(err, ErrTooMany) {
+		t.Fatalf("a batch of 11 under a bound of 10 answered %v, want too large on records", err)
+	}
+	if _, err := q.Propose(ctx, "r", s, batch(6, "first"), Proposer{Token: "agent"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = q.Propose(ctx, "r", s, batch(5, "second"), Proposer{Token: "agent"})
+	if !errors.Is(err, ErrTooMany) || !strings.Contains(err.Error(), "has 6 pending") || !strings.Contains(err.Error(), "5 more") || strings.Contains(err.Error(), "database") {
+		t.Fatalf("a batch of 5 beside 6 pending answered %v, want ErrTooMany naming both counts and no database", err)
+	}
+	if _, total, err := q.Ledger.List(ctx, "r", "", 100); err != nil || total != 6 {
+		t.Fatalf("%d noted after the refusals (%v), want the 6 of the first batch", total, err)
 	}
 }

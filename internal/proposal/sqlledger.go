@@ -46,13 +46,16 @@ func (l *SQLLedger) Add(ctx context.Context, entries []Entry, max int) error {
 		return nil
 	}
 	realm, proposer := entries[0].Realm, entries[0].Proposer
-	return l.db.Tx(ctx, "note proposals", func(tx *sql.Tx) error {
+	// A refusal reaches the caller as it is, not as a database failure.
+	var refusal error
+	err := l.db.Tx(ctx, "note proposals", func(tx *sql.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM proposals WHERE realm = ? AND proposer = ?`, realm, proposer).Scan(&n); err != nil {
 			return err
 		}
 		if n+len(entries) > max {
-			return TooMany(realm, proposer, n, max)
+			refusal = TooMany(realm, proposer, n, len(entries), max)
+			return refusal
 		}
 		for _, e := range entries {
 			res, err := tx.ExecContext(ctx, `INSERT INTO proposals (realm, id, proposer, identity, created_ms) VALUES (?, ?, ?, ?, ?)
@@ -63,16 +66,22 @@ func (l *SQLLedger) Add(ctx context.Context, entries []Entry, max int) error {
 			if n, err := res.RowsAffected(); err != nil {
 				return err
 			} else if n == 0 {
-				return AlreadyNoted(e.Realm, e.ID)
+				refusal = AlreadyNoted(e.Realm, e.ID)
+				return refusal
 			}
 		}
 		return nil
 	})
+	if refusal != nil {
+		return refusal
+	}
+	return err
 }
 
-// TooMany is the refusal of Add, the same from every ledger.
-func TooMany(realm, proposer string, n, max int) error {
-	return fmt.Errorf("token %q has %d pending proposals in realm %q, the limit is %d; an application must approve or reject some first: %w", proposer, n, realm, max, ErrTooMany)
+// TooMany is the refusal of Add, the same from every ledger: proposer
+// has n pending in realm and asks for more.
+func TooMany(realm, proposer string, n, more, max int) error {
+	return fmt.Errorf("token %q has %d pending proposals in realm %q and proposes %d more, beyond the limit of %d; an application must approve or reject some first: %w", proposer, n, realm, more, max, ErrTooMany)
 }
 
 func (l *SQLLedger) Remove(ctx context.Context, realm string, ids []string) error {
