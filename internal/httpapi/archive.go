@@ -99,6 +99,7 @@ func (s *Server) handleImport(ctx context.Context, c caller, w http.ResponseWrit
 	}
 	// Checked here so a bad batch is refused before any plugin call, with
 	// the index of the offending record.
+	first := make(map[string]int, len(req.Records))
 	for i := range req.Records {
 		probe := req.Records[i]
 		if err := probe.PrepareImport(realm); err != nil {
@@ -107,6 +108,12 @@ func (s *Server) handleImport(ctx context.Context, c caller, w http.ResponseWrit
 		if err := checkImportTimes(&probe); err != nil {
 			return inRecord(i, err)
 		}
+		// A provider skips an id it holds, so the second record of an id
+		// would be dropped unseen, counted as skipped.
+		if j, ok := first[probe.ID]; ok {
+			return inRecord(i, &sdk.FieldError{Field: "id", Problem: fmt.Sprintf("%q is records[%d]'s id too; an import holds each id once", probe.ID, j), Err: sdk.ErrInvalid})
+		}
+		first[probe.ID] = i
 	}
 	res, err := a.Import(ctx, realm, req.Records)
 	if err != nil {
@@ -127,6 +134,9 @@ func checkImportTimes(r *sdk.Record) error {
 		if err := sdk.CheckTime(f.name, f.t); err != nil {
 			return err
 		}
+	}
+	if !r.UpdatedAt.IsZero() && r.UpdatedAt.Before(r.CreatedAt) {
+		return &sdk.FieldError{Field: "updated_at", Problem: fmt.Sprintf("%s is before created_at %s", r.UpdatedAt.Format(time.RFC3339Nano), r.CreatedAt.Format(time.RFC3339Nano)), Err: sdk.ErrInvalid}
 	}
 	return nil
 }

@@ -1,0 +1,35 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/memhost/memhost/coordinator/coordinatortest"
+	"github.com/memhost/memhost/sdk"
+)
+
+// TestImportRefusesInconsistentRecords: an import holding one id twice
+// is refused on the second (a provider skips an id it holds, so that
+// record was dropped unseen and answered as skipped), and so is a record
+// updated before it was created. Nothing is imported.
+func TestImportRefusesInconsistentRecords(t *testing.T) {
+	srv, p := newTestServer(t, Options{}, sdk.CapWrite, sdk.CapFetch, sdk.CapArchive)
+	const rec = `{"id":%q,"scope":"realm","kind":"fact","title":%q,"body":"b","trust":"application","status":"active","created_at":"2023-05-27T09:00:00Z","updated_at":%q}`
+	one := func(id, title, updated string) string { return fmt.Sprintf(rec, id, title, updated) }
+	cases := []struct {
+		name, body, field string
+	}{
+		{"one id twice", `{"records":[` + one("rgood1", "first", "2023-05-27T09:00:00Z") + `,` + one("rgood1", "second", "2023-05-27T09:00:00Z") + `]}`, "records[1].id"},
+		{"updated before created", `{"records":[` + one("rgood2", "t", "2023-05-27T08:59:59Z") + `]}`, "records[0].updated_at"},
+	}
+	for _, tc := range cases {
+		status, e := call(t, srv, "POST", "/v1/import", "", []byte(tc.body))
+		if status != http.StatusBadRequest || e.Error.Field != tc.field {
+			t.Errorf("%s: import = %d %+v, want 400 on %s", tc.name, status, e, tc.field)
+		}
+	}
+	if n := p.Calls(coordinatortest.MethodImport); n != 0 {
+		t.Fatalf("refused imports reached the provider %d times", n)
+	}
+}
