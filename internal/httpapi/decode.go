@@ -44,6 +44,32 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
 	return nil
 }
 
+// strictMCPBody reads an MCP message whole and refuses, as /v1 refuses a
+// body, JSON that repeats a name at any depth (or holds a lone
+// surrogate); r then reads it again. The
+// SDK's decoder keeps the last of two "name"s or "arguments", where a
+// gateway in front may have read the first: the tool it let through is
+// not the one that would run.
+func (s *Server) strictMCPBody(w http.ResponseWriter, r *http.Request) error {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return fmt.Errorf("request body is over the %d-byte limit: %w", s.opts.MaxBodyBytes, sdk.ErrTooLarge)
+		}
+		return badRequest("request body could not be read")
+	}
+	// What is not JSON at all the SDK refuses, in JSON-RPC's words.
+	var message any
+	if json.Valid(data) {
+		if err := strictjson.Decode(data, &message); err != nil {
+			return invalidJSON("request body", err)
+		}
+	}
+	r.Body = io.NopCloser(bytes.NewReader(data))
+	return nil
+}
+
 // contentCoding refuses a body sent in a content coding (gzip, say): no
 // route decodes one, and read as JSON it would be refused for a reason
 // that sends the client looking in the wrong place.

@@ -194,3 +194,47 @@ func TestMCPCallEndsWithItsClient(t *testing.T) {
 		t.Fatalf("the provider's context ended with %v, want canceled with its client", err)
 	}
 }
+
+// TestMCPRefusesAmbiguousRequests: an MCP message that repeats a name at
+// any depth (the tool's name, its arguments, the method) is refused as
+// /v1 refuses such a body, and so is a request naming its identity or
+// realm twice. The SDK kept the last of each, where a gateway in front
+// may have read the first: it let memory_recall through and
+// memory_forget ran (from an outside review).
+func TestMCPRefusesAmbiguousRequests(t *testing.T) {
+	srv, p := newSurfacesWith(t, Options{})
+	call := func(args string) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + args + `}}`
+	}
+	cases := []struct {
+		name, url, body string
+		header          http.Header
+		field           string
+	}{
+		{"the tool named twice", "/mcp?identity=alice", call(`"name":"memory_recall","name":"memory_remember","arguments":{"title":"t","body":"b"}`), nil, "params.name"},
+		{"arguments twice", "/mcp?identity=alice", call(`"name":"memory_remember","arguments":{"title":"a","body":"a"},"arguments":{"title":"b","body":"b"}`), nil, "params.arguments"},
+		{"method twice", "/mcp?identity=alice", `{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"tools/call","params":{"name":"memory_remember","arguments":{"title":"t","body":"b"}}}`, nil, "method"},
+		{"identity twice in the query", "/mcp?identity=alice&identity=bob", call(`"name":"memory_remember","arguments":{"title":"t","body":"b"}`), nil, "identity"},
+		{"identity header twice", "/mcp", call(`"name":"memory_remember","arguments":{"title":"t","body":"b"}`), http.Header{HeaderIdentity: {"alice", "bob"}}, ""},
+		{"realm header twice", "/mcp?identity=alice", call(`"name":"memory_remember","arguments":{"title":"t","body":"b"}`), http.Header{HeaderRealm: {"default", "other"}}, ""},
+	}
+	for _, c := range cases {
+		req, _ := http.NewRequest("POST", srv.URL+c.url, strings.NewReader(c.body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, vs := range c.header {
+			for _, v := range vs {
+				req.Header.Add(k, v)
+			}
+		}
+		status, _, data := exchange(t, srv, req, []byte(c.body))
+		var e errorBody
+		json.Unmarshal(data, &e)
+		if status != http.StatusBadRequest || e.Error.Code != "invalid_argument" || e.Error.Field != c.field {
+			t.Errorf("%s: = %d %.300s, want 400 invalid_argument on %q", c.name, status, data, c.field)
+		}
+	}
+	if n := p.Calls(coordinatortest.MethodRemember); n != 0 {
+		t.Fatalf("refused calls wrote %d times", n)
+	}
+}

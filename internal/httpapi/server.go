@@ -404,6 +404,9 @@ func (s *Server) mountMCP(mux *http.ServeMux, h http.Handler) {
 		if err == nil {
 			err = contentCoding(r)
 		}
+		if err == nil && r.Method == http.MethodPost {
+			err = s.strictMCPBody(rec, r)
+		}
 		if err != nil {
 			s.writeError(rec, err, reqID)
 		} else {
