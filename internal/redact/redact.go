@@ -21,13 +21,13 @@ var (
 	pidPattern = regexp.MustCompile(`(?i)\b(pid)(\s*[=:]\s*|\s+)\d+`)
 	// unixPath is an absolute path after a start or a delimiter (":" for
 	// a file: URI); "//" (a URL's authority) is not one.
-	unixPath = regexp.MustCompile(`(^|[\s"'(\[{=,<:])(/[^\s"'()\[\]{},;:<>]+)`)
+	unixPath = regexp.MustCompile(`(^|[\s"'(\[{=,<>:])(/[^\s"'()\[\]{},;:<>]+)`)
 	// jsonPath is an absolute path with its slashes escaped, as some
 	// JSON encoders write it ("\/var\/lib").
-	jsonPath = regexp.MustCompile(`(^|[\s"'(\[{=,<:])(\\/[^\s"'()\[\]{},;:<>]+)`)
+	jsonPath = regexp.MustCompile(`(^|[\s"'(\[{=,<>:])(\\/[^\s"'()\[\]{},;:<>]+)`)
 	// windowsPath is a drive-letter path (either slash after the drive,
 	// as Go writes them too) or a UNC path.
-	windowsPath = regexp.MustCompile(`(?i)(^|[\s"'(\[{=,<])((?:[a-z]:[\\/]|\\\\)[^\s"'()\[\]{},;<>]*)`)
+	windowsPath = regexp.MustCompile(`(?i)(^|[\s"'(\[{=,<>])((?:[a-z]:[\\/]|\\\\)[^\s"'()\[\]{},;<>]*)`)
 
 	// urlUserinfo is the credentials of a URL ("scheme://user:pass@").
 	urlUserinfo = regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@"'<>]+@`)

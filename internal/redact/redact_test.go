@@ -18,6 +18,10 @@ func TestMessage(t *testing.T) {
 		{"url kept", "see https://example.com/docs/x", "see https://example.com/docs/x"},
 		{"fraction kept", "batch 3/4 failed", "batch 3/4 failed"},
 		{"relative path kept", "plugins/sqlite failed", "plugins/sqlite failed"},
+		// A gRPC connection's error names its socket after "->".
+		{"socket after an arrow", "read unix @->/tmp/mhsock-1686244708/plugin3549001047: read: connection reset by peer", "read unix @->…/plugin3549001047: read: connection reset by peer"},
+		{"escaped path after an arrow", `dial ->\/run\/memhost\/x.sock`, `dial ->…/x.sock`},
+		{"windows path after an arrow", `pipe ->C:\memhost\x.sock refused`, `pipe ->…/x.sock refused`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
