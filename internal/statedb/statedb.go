@@ -301,9 +301,11 @@ func (d *DB) wrap(op string, err error) error {
 
 // Classify adds to an error from a SQLite query the sentinel its code
 // means: ErrStorageFull for a full disk, ErrReadOnly for a file that
-// refuses writes; any other error comes back as it is. Every store on a
-// host SQLite file passes its errors through it, so a full disk answers
-// 507 storage_full on every path.
+// refuses writes, sdk.ErrUnavailable for a file another process holds
+// locked past the busy timeout (a client tries again later); any other
+// error comes back as it is. Every store on a host SQLite file passes its
+// errors through it, so a full disk answers 507 storage_full on every
+// path.
 func Classify(err error) error {
 	var se sqlite3.Error
 	if errors.As(err, &se) {
@@ -312,6 +314,8 @@ func Classify(err error) error {
 			return fmt.Errorf("%w: %w", ErrStorageFull, err)
 		case sqlite3.ErrReadonly:
 			return fmt.Errorf("%w: %w", ErrReadOnly, err)
+		case sqlite3.ErrBusy, sqlite3.ErrLocked:
+			return fmt.Errorf("%w (another process holds the file's write lock): %w", err, sdk.ErrUnavailable)
 		}
 	}
 	return err

@@ -4,12 +4,15 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"github.com/memhost/memhost/sdk"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mattn/go-sqlite3"
+	"github.com/memhost/memhost/sdk"
 )
 
 func open(t *testing.T, dir string) *DB {
@@ -290,6 +293,17 @@ func TestCloseLeavesNothingOpen(t *testing.T) {
 	for _, fd := range fds {
 		if target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && strings.HasPrefix(target, dir) {
 			t.Errorf("%s is still open after Close", target)
+		}
+	}
+}
+
+// TestBusyIsUnavailable: a statement another process's write lock held
+// past the busy timeout is unavailable (503, try again), not internal.
+func TestBusyIsUnavailable(t *testing.T) {
+	for _, code := range []sqlite3.ErrNo{sqlite3.ErrBusy, sqlite3.ErrLocked} {
+		err := Classify(fmt.Errorf("exec: %w", sqlite3.Error{Code: code}))
+		if !errors.Is(err, sdk.ErrUnavailable) || sdk.CodeOf(err) != sdk.CodeUnavailable {
+			t.Errorf("Classify(%v) = %v (code %s), want unavailable", code, err, sdk.CodeOf(err))
 		}
 	}
 }

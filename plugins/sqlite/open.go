@@ -458,7 +458,9 @@ func (d *database) awaitIndex() {
 
 // storageError classifies a write failure: SQLITE_FULL (or an I/O error
 // whose errno is ENOSPC) is a full disk, SQLITE_READONLY or EROFS a
-// read-only store; anything else is returned as it is.
+// read-only store, SQLITE_BUSY past the busy timeout a store another
+// process holds for now (unavailable: the client tries again later);
+// anything else is returned as it is.
 func storageError(err error) error {
 	var se sqlite3.Error
 	if errors.As(err, &se) {
@@ -467,6 +469,8 @@ func storageError(err error) error {
 			return fmt.Errorf("%w: %w", err, sdk.ErrNoSpace)
 		case se.Code == sqlite3.ErrReadonly:
 			return fmt.Errorf("%w: %w", err, sdk.ErrReadOnly)
+		case se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked:
+			return fmt.Errorf("%w (another process, a backup say, holds the database's write lock): %w", err, sdk.ErrUnavailable)
 		case se.SystemErrno != 0:
 			return sdk.StorageError(fmt.Errorf("%w: %w", err, se.SystemErrno))
 		}

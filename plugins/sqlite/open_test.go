@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -346,4 +348,31 @@ func TestSnapshotOfCrossScopeContextIsRebuilt(t *testing.T) {
 	if hits := mustRecall(t, s, sdk.RecallQuery{Realm: realm, Query: "zanzibar", Scopes: []sdk.Scope{alice}}); len(hits) != 0 {
 		t.Fatalf("alice's recall found %v through bob's words", hits)
 	}
+}
+
+// TestWriteBehindAnotherWriterIsUnavailable: a write that waits past the
+// busy timeout for another program holding the database's write lock (a
+// backup, say) is unavailable, which the API answers 503 with a
+// Retry-After, not an internal error; once the lock is gone, writes go on.
+func TestWriteBehindAnotherWriterIsUnavailable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "memory.db")
+	s := openAt(t, path, func(o *options) { o.busyTimeout = 100 * time.Millisecond })
+	db := rawDB(t, path)
+	db.SetMaxOpenConns(1)
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.Exec("INSERT INTO ledger (realm, identity, session, record_id, surface, bytes, at_ms) VALUES ('a','b','','c','d',0,0)"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Remember(context.Background(), realm, []sdk.Record{rec(alice, "Held", "behind a lock")})
+	if !errors.Is(err, sdk.ErrUnavailable) || !strings.Contains(err.Error(), "write lock") {
+		t.Fatalf("a write behind another writer answered %v, want unavailable naming the lock", err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	mustRemember(t, s, realm, rec(alice, "Held", "behind a lock"))
 }
