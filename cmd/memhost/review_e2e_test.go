@@ -138,7 +138,7 @@ func TestProposalFloodIsBounded(t *testing.T) {
 	// The refusal names the problem and its code.
 	var e apiError
 	mm := m.as(agentSecret)
-	if code := mm.do("POST", "/v1/records", map[string]any{"records": []map[string]any{{"scope": "realm", "kind": "fact", "title": "One more", "body": "x"}}}, &e); code != 429 || e.Error.Code != "too_many_proposals" || !strings.Contains(e.Error.Message, "limit is 100") {
+	if code := mm.do("POST", "/v1/records", map[string]any{"records": []map[string]any{{"scope": "realm", "kind": "fact", "title": "One more", "body": "x"}}}, &e); code != 429 || e.Error.Code != "too_many_proposals" || !strings.Contains(e.Error.Message, "limit of 100") {
 		t.Errorf("proposal beyond the bound = %d %+v", code, e)
 	}
 	// Another token in the realm, and the same token in another realm, are unaffected.

@@ -124,7 +124,7 @@ var requiredColumns = map[string][]string{
 	"sessions":         {"realm", "identity", "session", "state", "touched_at"},
 	"compaction_state": {"realm", "conversation", "watermark", "prefix_hash", "artifact_role", "artifact_content", "updated_at_ms", "reset_identity", "reset_session", "identity"},
 	"host_key":         {"id", "verifier", "created_at"},
-	"proposals":        {"realm", "id", "identity", "proposer", "created_ms"},
+	"proposals":        {"realm", "id", "identity", "proposer", "created_ms", "claimed_ms"},
 	"turn_trace":       {"realm", "seq", "session", "identity", "at_ms", "bytes", "trace"},
 }
 

@@ -239,6 +239,9 @@ func (p *refProvider) Remember(_ context.Context, realm string, in []sdk.Record)
 		}
 		if dup := p.findHash(recs, r.Scope, r.ContentHash); dup != "" && !p.bugs.duplicateWrites {
 			ids[i] = dup
+			if held := recs[dup]; !held.ExpiresAt.IsZero() && !held.ExpiresAt.After(now) {
+				held.ExpiresAt, held.UpdatedAt = r.ExpiresAt, now
+			}
 			continue
 		}
 		recs[r.ID] = &r
@@ -248,9 +251,10 @@ func (p *refProvider) Remember(_ context.Context, realm string, in []sdk.Record)
 	return ids, p.save()
 }
 
+// findHash answers the live record of scope holding hash, if any.
 func (p *refProvider) findHash(recs map[string]*sdk.Record, scope sdk.Scope, hash string) string {
 	for id, r := range recs {
-		if r.Scope == scope && r.ContentHash == hash {
+		if r.Scope == scope && r.ContentHash == hash && (r.Status == sdk.StatusActive || r.Status == sdk.StatusQuarantined) {
 			return id
 		}
 	}
