@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestFullDiskKeepsAccounting: with the file refusing every new page
@@ -103,4 +104,66 @@ func refuseJournal(t *testing.T, s *Store) (restore func()) {
 	}
 	t.Cleanup(restore)
 	return restore
+}
+
+// TestPendingIsWrittenWithoutAVisit: sessions held in memory on a full
+// disk are written once there is room by the merge loop, or at Close,
+// with no visit to notice the room: an idle host, or one stopped, lost
+// them, and the next turn of each session injected its records again
+// (from an outside review).
+func TestPendingIsWrittenWithoutAVisit(t *testing.T) {
+	for _, how := range []string{"merge loop", "close"} {
+		t.Run(how, func(t *testing.T) {
+			dir := t.TempDir()
+			s, db := openStore(t, dir, Options{MaxPending: 100})
+			if err := s.Update(ctx, key("r", "warm"), inject(10, "w")); err != nil {
+				t.Fatal(err)
+			}
+			var pages int
+			if err := db.QueryRow(ctx, []any{&pages}, "PRAGMA page_count"); err != nil {
+				t.Fatal(err)
+			}
+			var got int
+			if err := db.QueryRow(ctx, []any{&got}, fmt.Sprintf("PRAGMA max_page_count = %d", pages)); err != nil {
+				t.Fatal(err)
+			}
+			room := refuseJournal(t, s)
+			big := strings.Repeat("x", 8000)
+			for i := range 3 {
+				if err := s.Update(ctx, key("r", fmt.Sprintf("s%d", i)), inject(100, fmt.Sprintf("%s-%d", big, i))); err != nil {
+					t.Fatalf("visit on a full disk: %v", err)
+				}
+			}
+			if s.Pending() == 0 {
+				t.Fatal("nothing pending: the file never refused")
+			}
+			if err := db.QueryRow(ctx, []any{&got}, "PRAGMA max_page_count = 1073741824"); err != nil {
+				t.Fatal(err)
+			}
+			room()
+			switch how {
+			case "merge loop":
+				deadline := time.Now().Add(30 * time.Second)
+				for s.Pending() > 0 && time.Now().Before(deadline) {
+					time.Sleep(20 * time.Millisecond)
+				}
+				if n := s.Pending(); n != 0 {
+					t.Fatalf("%d sessions still pending 30 s after space returned", n)
+				}
+			case "close":
+				if err := s.Close(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			again, err := Open(ctx, db, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 3 {
+				if st := get(t, again, key("r", fmt.Sprintf("s%d", i))); st.InjectedBytes != 100 {
+					t.Fatalf("session s%d after a restart: %d bytes, want 100", i, st.InjectedBytes)
+				}
+			}
+		})
+	}
 }

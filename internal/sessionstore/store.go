@@ -114,8 +114,9 @@ type Store struct {
 	ranked map[string]int
 	// pending holds sessions whose last state the file refused for want of
 	// space: a turn on a full disk still injects, its accounting kept here
-	// (never evicted, so the budget and dedup hold) and written by a later
-	// visit once there is room. A restart before then loses it.
+	// (never evicted, so the budget and dedup hold) and written once there
+	// is room, by the next visit, the merge loop or Close. A crash before
+	// then loses it.
 	pending map[coordinator.SessionKey]*entry
 	// journal holds, durably, the states in dirty until a merge writes
 	// them to the table (journal.go).
@@ -239,6 +240,8 @@ func (s *Store) mergeLoop() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), mergeTimeout)
 		if s.lock(ctx) == nil {
+			// Room may have come back with no visit to notice.
+			s.flushAll(ctx)
 			if len(s.dirty) > 0 || s.journal.broken {
 				_ = s.merge(ctx) // a failure keeps the journal; the next pass retries
 			}
@@ -325,6 +328,7 @@ func (s *Store) Close(ctx context.Context) error {
 	if s.journal.closed {
 		return nil
 	}
+	s.flushAll(ctx)
 	if err := s.merge(ctx); err != nil {
 		return fmt.Errorf("session store: %w", err)
 	}
@@ -420,6 +424,18 @@ func (s *Store) flush(ctx context.Context) {
 		delete(s.pending, key)
 		s.cache.Add(key, saved)
 		s.forget(evicted)
+	}
+}
+
+// flushAll writes every pending session it can: until none is left or
+// the file refuses one.
+func (s *Store) flushAll(ctx context.Context) {
+	for len(s.pending) > 0 {
+		before := len(s.pending)
+		s.flush(ctx)
+		if len(s.pending) == before {
+			return
+		}
 	}
 }
 
