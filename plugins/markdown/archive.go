@@ -27,7 +27,7 @@ func (p *Provider) Import(ctx context.Context, realm string, records []sdk.Recor
 	if err != nil {
 		return sdk.ImportResult{}, err
 	}
-	return st.importRecords(realm, records)
+	return st.importRecords(ctx, realm, records)
 }
 
 func (s *store) export(realm, after string, limit int) sdk.ExportPage {
@@ -55,7 +55,7 @@ func (s *store) export(realm, after string, limit int) sdk.ExportPage {
 	return page
 }
 
-func (s *store) importRecords(realm string, records []sdk.Record) (sdk.ImportResult, error) {
+func (s *store) importRecords(ctx context.Context, realm string, records []sdk.Record) (sdk.ImportResult, error) {
 	now := timeNow(s.opts.now)
 	prepared := make([]sdk.Record, len(records))
 	for i := range records {
@@ -111,7 +111,7 @@ func (s *store) importRecords(realm string, records []sdk.Record) (sdk.ImportRes
 	for _, w := range writes {
 		w.fields = recordFields(&w.rec)
 	}
-	if err := s.writeAll(writes); err != nil {
+	if err := s.writeAll(ctx, writes); err != nil {
 		return sdk.ImportResult{}, err
 	}
 	s.idx.Lock()

@@ -195,7 +195,7 @@ func (p *Provider) Remember(ctx context.Context, realm string, records []sdk.Rec
 	if err != nil {
 		return nil, err
 	}
-	ids, err := st.remember(realm, records)
+	ids, err := st.remember(ctx, realm, records)
 	return ids, sdk.StorageError(err)
 }
 
@@ -234,7 +234,7 @@ func (p *Provider) Supersede(ctx context.Context, realm, oldID string, replaceme
 	if err != nil {
 		return "", err
 	}
-	id, err := st.supersede(realm, oldID, replacement)
+	id, err := st.supersede(ctx, realm, oldID, replacement)
 	return id, sdk.StorageError(err)
 }
 

@@ -192,11 +192,15 @@ func (w *pendingWrite) doc() *doc {
 const writeWorkers = 16
 
 // writeAll puts writes down durably: every file to a temp file and
-// fsynced (in parallel), then each renamed into place, then each
+// fsynced (in parallel), then, for a batch of several, the batch's intent
+// (see writeIntent), then each temp renamed into place, then each
 // directory synced once. On any failure it undoes what it did (removes
 // temp and new files, puts rewritten ones back) and answers the error, so
-// a batch is all or nothing. The caller holds mu.
-func (s *store) writeAll(ws []*pendingWrite) error {
+// a batch is all or nothing; a crash during the renames is finished at
+// the next start (finishBatches). A ctx that ends before the renames
+// stores nothing: a caller past its deadline has been answered already.
+// The caller holds mu.
+func (s *store) writeAll(ctx context.Context, ws []*pendingWrite) error {
 	dirs := map[string]bool{}
 	for _, w := range ws {
 		if d := filepath.Dir(w.path); !dirs[d] {
@@ -233,7 +237,23 @@ func (s *store) writeAll(ws []*pendingWrite) error {
 		removeTemps(0)
 		return err
 	}
+	if err := ctx.Err(); err != nil {
+		removeTemps(0)
+		return fmt.Errorf("markdown: write: %w", err)
+	}
+	var intent string
+	if len(ws) > 1 {
+		var err error
+		if intent, err = s.writeIntent(tmps, ws); err != nil {
+			removeTemps(0)
+			return err
+		}
+	}
 	undo := func(renamed []*pendingWrite, err error) error {
+		if intent != "" {
+			// Undone here, not finished at the next start.
+			os.Remove(intent)
+		}
 		for _, w := range renamed {
 			if w.isNew {
 				os.Remove(w.path)
@@ -257,10 +277,16 @@ func (s *store) writeAll(ws []*pendingWrite) error {
 			return undo(ws, fmt.Errorf("markdown: sync %s: %w", d, err))
 		}
 	}
+	if intent != "" {
+		if err := os.Remove(intent); err != nil {
+			// Harmless: finishing it finds no temp file left.
+			s.log.Warn("cannot remove a finished batch's intent", "file", intent, "error", err.Error())
+		}
+	}
 	return nil
 }
 
-func (s *store) remember(realm string, records []sdk.Record) ([]string, error) {
+func (s *store) remember(ctx context.Context, realm string, records []sdk.Record) ([]string, error) {
 	now := timeNow(s.opts.now)
 	prepared := make([]sdk.Record, len(records))
 	for i := range records {
@@ -323,7 +349,7 @@ func (s *store) remember(realm string, records []sdk.Record) ([]string, error) {
 		batchIDs[r.ID] = true
 		ids[i] = r.ID
 	}
-	if err := s.writeAll(writes); err != nil {
+	if err := s.writeAll(ctx, writes); err != nil {
 		return nil, err
 	}
 	// Durable now: only then does recall see them.
@@ -426,7 +452,7 @@ func (s *store) forget(realm string, ids []string) (int, error) {
 	return len(removed), firstErr
 }
 
-func (s *store) supersede(realm, oldID string, rep sdk.Record) (string, error) {
+func (s *store) supersede(ctx context.Context, realm, oldID string, rep sdk.Record) (string, error) {
 	if rep.Supersedes != "" && rep.Supersedes != oldID {
 		return "", &sdk.FieldError{Field: "supersedes", Problem: fmt.Sprintf("names %q but the record superseded is %q", rep.Supersedes, oldID), Err: sdk.ErrInvalid}
 	}
@@ -497,7 +523,7 @@ func (s *store) supersede(realm, oldID string, rep sdk.Record) (string, error) {
 	mw.restore = renderRecord(&old.rec)
 	// Both files or neither: writeAll removes the new one and puts the
 	// old one back if anything fails.
-	if err := s.writeAll(append(writes, mw)); err != nil {
+	if err := s.writeAll(ctx, append(writes, mw)); err != nil {
 		return "", err
 	}
 	s.idx.Lock()

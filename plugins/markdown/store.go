@@ -138,6 +138,7 @@ func openStore(root, snapPath string, log *slog.Logger, opts options) *store {
 			s.watch.Store(w)
 		}
 	}
+	s.finishBatches()
 	s.firstSweep()
 	if opts.background {
 		go s.loop()
