@@ -718,13 +718,18 @@ func FoldTag(tag string) string {
 	var b strings.Builder
 	b.Grow(len(tag))
 	for _, r := range tag {
-		least := r
-		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-			least = min(least, f)
-		}
-		b.WriteRune(least)
+		b.WriteRune(leastFold(r))
 	}
 	return b.String()
+}
+
+// leastFold is the least rune of r's case-folding orbit.
+func leastFold(r rune) rune {
+	least := r
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		least = min(least, f)
+	}
+	return least
 }
 
 // A termList is a document's distinct term ids, ascending, as uvarint

@@ -79,9 +79,18 @@ const SystemTagPrefix = "memhost:"
 
 var foldedSystemTagPrefix = FoldTag(SystemTagPrefix)
 
-// IsSystemTag reports whether tag is in the SystemTagPrefix namespace.
+// IsSystemTag reports whether tag is in the SystemTagPrefix namespace:
+// whether FoldTag(tag) starts with the folded prefix, folding only as many
+// runes as the prefix holds (a write checks every tag of every record).
 func IsSystemTag(tag string) bool {
-	return strings.HasPrefix(FoldTag(tag), foldedSystemTagPrefix)
+	for _, want := range foldedSystemTagPrefix {
+		r, size := utf8.DecodeRuneInString(tag)
+		if size == 0 || leastFold(r) != want {
+			return false
+		}
+		tag = tag[size:]
+	}
+	return true
 }
 
 // TagText answers the text of a record's tags field: its tags but the

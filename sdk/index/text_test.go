@@ -1,6 +1,9 @@
 package index
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestTagText(t *testing.T) {
 	for _, c := range []struct {
@@ -26,4 +29,20 @@ func TestTagText(t *testing.T) {
 			t.Errorf("TagText(%q) = %q, want %q", c.tags, got, c.want)
 		}
 	}
+}
+
+// FuzzIsSystemTag holds IsSystemTag, which folds only the prefix's runes,
+// to its definition: FoldTag(tag) starts with the folded prefix. The
+// seeds run as a plain test.
+func FuzzIsSystemTag(f *testing.F) {
+	for _, seed := range []string{"", "memhost:", "memhost:user", "MEMHOST:proposal", "Memho\u017ft:user", "memho\ufb06:", "memhost", "memhos", "memhost-user",
+		"\uff4d\uff45\uff4d\uff48\uff4f\uff53\uff54:user", "\xffmemhost:", "memhost\xff", "\u212aey", "m\u0301emhost:"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, tag string) {
+		want := strings.HasPrefix(FoldTag(tag), foldedSystemTagPrefix)
+		if got := IsSystemTag(tag); got != want {
+			t.Fatalf("IsSystemTag(%q) = %v, want %v (FoldTag %q)", tag, got, want, FoldTag(tag))
+		}
+	})
 }
