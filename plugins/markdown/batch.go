@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/memhost/memhost/sdk"
 )
 
 // A batch of several files lands whole or not at all, a crash included.
@@ -85,10 +88,10 @@ func (s *store) finishBatches() {
 	}
 }
 
-// finishBatch renames the temps the intent at path names that are still
+// finishBatch renames the temps the intent at file names that are still
 // there and answers how many; an intent cut short renames nothing.
-func (s *store) finishBatch(path string) (int, error) {
-	data, err := os.ReadFile(path)
+func (s *store) finishBatch(file string) (int, error) {
+	data, err := os.ReadFile(file)
 	if err != nil {
 		return 0, err
 	}
@@ -99,13 +102,16 @@ func (s *store) finishBatch(path string) (int, error) {
 	type move struct{ from, to string }
 	var moves []move
 	for _, line := range lines[:len(lines)-1] {
+		// A temp file lies beside the record it becomes (writeTemp), in a
+		// directory of the tree: never the root, never through a link.
 		from, to, ok := strings.Cut(line, "\t")
-		if !ok || !strings.HasPrefix(filepath.Base(from), tempPrefix) || !strings.HasSuffix(to, recordExt) {
-			return 0, fmt.Errorf("line %q names no temp file and record", line)
+		dir := path.Dir(to)
+		if !ok || path.Dir(from) != dir || dir == "." || !strings.HasPrefix(path.Base(from), tempPrefix) || !strings.HasSuffix(to, recordExt) {
+			return 0, fmt.Errorf("line %q names no temp file beside its record", line)
 		}
 		af, err1 := abs(s.root, from)
 		at, err2 := abs(s.root, to)
-		if err := errors.Join(err1, err2); err != nil {
+		if err := errors.Join(err1, err2, checkPlainDir(s.root, dir)); err != nil {
 			return 0, err
 		}
 		moves = append(moves, move{af, at})
@@ -113,6 +119,9 @@ func (s *store) finishBatch(path string) (int, error) {
 	n := 0
 	dirs := map[string]bool{}
 	for _, m := range moves {
+		if fi, err := os.Lstat(m.from); err == nil && !fi.Mode().IsRegular() {
+			return n, fmt.Errorf("%s is not a plain file; refusing to rename it into place: %w", m.from, sdk.ErrPermission)
+		}
 		if err := os.Rename(m.from, m.to); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue // renamed before the crash

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -108,5 +109,49 @@ func TestAWritePastItsDeadlineStoresNothing(t *testing.T) {
 	})
 	if len(files) != 0 {
 		t.Fatalf("the write left files: %v", files)
+	}
+}
+
+// TestPlantedIntentsStayInTheRoot: an intent is finished only for temp
+// files beside their records in plain directories of the tree. One
+// planted in a shared notes folder, naming a record path through a link
+// to elsewhere (or a temp file elsewhere, or a record in the root), wrote
+// outside the root at the next start (from an outside review).
+func TestPlantedIntentsStayInTheRoot(t *testing.T) {
+	outside := t.TempDir()
+	tp := newTestProvider(t, modes[1])
+	root := tp.root
+	tp.Close()
+	if err := os.Symlink(outside, filepath.Join(root, "notes-link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "default", "realm"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	plant := func(name, data string) {
+		if err := os.WriteFile(filepath.Join(root, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plant(tempPrefix+"planted", "escaped")
+	plant(filepath.Join("default", "realm", tempPrefix+"beside"), "escaped")
+	for i, line := range []string{
+		"notes-link/" + tempPrefix + "x\tnotes-link/README.md", // through a link
+		tempPrefix + "planted\tnotes-link/README.md",           // from elsewhere
+		tempPrefix + "planted\tREADME.md",                      // in the root
+		"default/realm/" + tempPrefix + "beside\tnotes-link/README.md",
+		"default/realm/" + tempPrefix + "beside\t../../outside.md",
+	} {
+		plant(batchPrefix+strconv.Itoa(i), line+"\n"+intentEnd+"\n")
+	}
+	again := openTestProvider(t, root, modes[1])
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Fatalf("the start wrote outside the root: %v", entries)
+	}
+	if _, err := os.Stat(filepath.Join(root, "README.md")); err == nil {
+		t.Fatal("the start renamed a planted file into the root")
+	}
+	if !strings.Contains(again.logs.String(), "cannot finish a batch") {
+		t.Errorf("the start did not say it refused the planted intents:\n%s", again.logs.String())
 	}
 }
