@@ -135,8 +135,5 @@ func checkImportTimes(r *sdk.Record) error {
 			return err
 		}
 	}
-	if !r.UpdatedAt.IsZero() && r.UpdatedAt.Before(r.CreatedAt) {
-		return &sdk.FieldError{Field: "updated_at", Problem: fmt.Sprintf("%s is before created_at %s", r.UpdatedAt.Format(time.RFC3339Nano), r.CreatedAt.Format(time.RFC3339Nano)), Err: sdk.ErrInvalid}
-	}
 	return nil
 }
