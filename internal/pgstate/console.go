@@ -146,11 +146,10 @@ func (p *Proposals) Counts(ctx context.Context) (map[string]int, error) {
 	return out, rows.Err()
 }
 
-func (p *Proposals) Claim(ctx context.Context, realm, id string, now time.Time) (bool, error) {
-	claimed := false
+func (p *Proposals) Claim(ctx context.Context, realm, id string, now time.Time) (claimed, noted bool, err error) {
 	// A concurrent claim's UPDATE waits on the row and then finds it
 	// claimed; its INSERT finds it noted.
-	err := pgx.BeginFunc(ctx, p.db.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, p.db.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, p.db.q(`UPDATE proposals SET claimed_ms = $1 WHERE realm = $2 AND id = $3 AND claimed_ms <= $4`),
 			now.UnixMilli(), realm, id, now.Add(-proposal.ClaimTTL).UnixMilli())
 		if err != nil {
@@ -163,12 +162,13 @@ func (p *Proposals) Claim(ctx context.Context, realm, id string, now time.Time) 
 		tag, err = tx.Exec(ctx, p.db.q(`INSERT INTO proposals (realm, id, proposer, identity, created_ms, claimed_ms) VALUES ($1, $2, '', '', $3, $3)
 			ON CONFLICT (realm, id) DO NOTHING`), realm, id, now.UnixMilli())
 		claimed = err == nil && tag.RowsAffected() == 1
+		noted = claimed
 		return err
 	})
 	if err != nil {
-		return false, fmt.Errorf("proposal ledger: claim: %w", classify(err))
+		return false, false, fmt.Errorf("proposal ledger: claim: %w", classify(err))
 	}
-	return claimed, nil
+	return claimed, noted, nil
 }
 
 func (p *Proposals) Release(ctx context.Context, realm, id string) error {

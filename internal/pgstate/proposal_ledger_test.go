@@ -103,7 +103,10 @@ func TestProposalLedgersClaimOnce(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					ok, err := l.Claim(ctx, "r", "p1", now)
+					ok, noted, err := l.Claim(ctx, "r", "p1", now)
+					if noted {
+						t.Error("a claim on a noted proposal says it noted it")
+					}
 					if err != nil {
 						t.Error(err)
 					}
@@ -116,31 +119,31 @@ func TestProposalLedgersClaimOnce(t *testing.T) {
 			if won.Load() != 1 {
 				t.Fatalf("%d of 8 claims at once held the proposal, want 1", won.Load())
 			}
-			if ok, err := l.Claim(ctx, "r", "p1", now.Add(proposal.ClaimTTL-time.Millisecond)); err != nil || ok {
+			if ok, _, err := l.Claim(ctx, "r", "p1", now.Add(proposal.ClaimTTL-time.Millisecond)); err != nil || ok {
 				t.Fatalf("a claim within the TTL of another = %v, %v; want refused", ok, err)
 			}
-			if ok, err := l.Claim(ctx, "r", "p1", now.Add(proposal.ClaimTTL)); err != nil || !ok {
+			if ok, _, err := l.Claim(ctx, "r", "p1", now.Add(proposal.ClaimTTL)); err != nil || !ok {
 				t.Fatalf("a claim past the TTL of another = %v, %v; want held", ok, err)
 			}
 			if err := l.Release(ctx, "r", "p1"); err != nil {
 				t.Fatal(err)
 			}
-			if ok, err := l.Claim(ctx, "r", "p1", now); err != nil || !ok {
+			if ok, _, err := l.Claim(ctx, "r", "p1", now); err != nil || !ok {
 				t.Fatalf("a claim after a release = %v, %v; want held", ok, err)
 			}
 			if got, found, err := l.Lookup(ctx, "r", "p1"); err != nil || !found || got != entry {
 				t.Fatalf("the claimed entry reads %+v, %v, %v; want %+v as proposed", got, found, err, entry)
 			}
-			if ok, err := l.Claim(ctx, "r", "imported", now); err != nil || !ok {
-				t.Fatalf("a claim on an unnoted id = %v, %v; want held", ok, err)
+			if ok, noted, err := l.Claim(ctx, "r", "imported", now); err != nil || !ok || !noted {
+				t.Fatalf("a claim on an unnoted id = %v (noted %v), %v; want held and noted", ok, noted, err)
 			}
 			if _, found, err := l.Lookup(ctx, "r", "imported"); err != nil || !found {
 				t.Fatalf("the claim did not note the unnoted id (%v, %v)", found, err)
 			}
-			if ok, err := l.Claim(ctx, "r", "imported", now); err != nil || ok {
+			if ok, _, err := l.Claim(ctx, "r", "imported", now); err != nil || ok {
 				t.Fatalf("a second claim on the id the first noted = %v, %v; want refused", ok, err)
 			}
-			if ok, err := l.Claim(ctx, "r2", "p1", now); err != nil || !ok {
+			if ok, _, err := l.Claim(ctx, "r2", "p1", now); err != nil || !ok {
 				t.Fatalf("a claim on the id in another realm = %v, %v; want held", ok, err)
 			}
 		})

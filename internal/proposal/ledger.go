@@ -52,8 +52,9 @@ type Ledger interface {
 	// atomically across every host on the ledger, and reports whether it
 	// did: false while another claim younger than ClaimTTL holds it. A
 	// proposal the ledger does not note (an imported one) is noted by its
-	// claim. A review ends in Remove, or in Release when it failed.
-	Claim(ctx context.Context, realm, id string, now time.Time) (bool, error)
+	// claim, and noted says so. A review ends in Remove, or when it failed
+	// in Release (Remove for an id its claim noted).
+	Claim(ctx context.Context, realm, id string, now time.Time) (claimed, noted bool, err error)
 	// Release drops the claim on id, which stays noted: pending again.
 	Release(ctx context.Context, realm, id string) error
 }

@@ -209,26 +209,32 @@ func (q *Queue) Approve(ctx context.Context, realm, id string, p sdk.Provider) (
 // proposal leaves the ledger once act succeeds; a failed act releases
 // the claim, and the proposal is pending again.
 func (q *Queue) review(ctx context.Context, realm, id string, p sdk.Provider, act func(sdk.Record) error) error {
-	claimed, err := q.Ledger.Claim(ctx, realm, id, time.Now())
+	claimed, noted, err := q.Ledger.Claim(ctx, realm, id, time.Now())
 	if err != nil {
 		return err
 	}
 	if !claimed {
 		return fmt.Errorf("proposal %q is being reviewed by another request; list the proposals again: %w", id, sdk.ErrConflict)
 	}
-	prop, err := pendingRecord(ctx, realm, id, p)
-	if err == nil {
-		if err = act(prop); err != nil {
-			if rerr := q.Ledger.Release(context.WithoutCancel(ctx), realm, id); rerr != nil {
-				return fmt.Errorf("%w (and releasing the proposal for another review failed: %w)", err, rerr)
-			}
-			return err
+	// release ends a failed review: the proposal is pending again, as it
+	// was, so an id only the claim noted leaves the ledger.
+	release := func(err error) error {
+		undo := q.Ledger.Release
+		if noted {
+			undo = func(ctx context.Context, realm, id string) error { return q.Ledger.Remove(ctx, realm, []string{id}) }
 		}
-	} else if !errors.Is(err, sdk.ErrNotFound) && !errors.Is(err, ErrNotPending) {
-		if rerr := q.Ledger.Release(context.WithoutCancel(ctx), realm, id); rerr != nil {
+		if rerr := undo(context.WithoutCancel(ctx), realm, id); rerr != nil {
 			return fmt.Errorf("%w (and releasing the proposal for another review failed: %w)", err, rerr)
 		}
 		return err
+	}
+	prop, err := pendingRecord(ctx, realm, id, p)
+	if err == nil {
+		if err = act(prop); err != nil {
+			return release(err)
+		}
+	} else if !errors.Is(err, sdk.ErrNotFound) && !errors.Is(err, ErrNotPending) {
+		return release(err)
 	}
 	// Reviewed, or no pending proposal (gone, or reviewed meanwhile): the
 	// ledger notes nothing of it.

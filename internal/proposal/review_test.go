@@ -202,3 +202,30 @@ func TestProposalBatchesBeyondTheBound(t *testing.T) {
 		t.Fatalf("%d noted after the refusals (%v), want the 6 of the first batch", total, err)
 	}
 }
+
+// downGet is a store whose fetch fails, as a provider that is down does.
+type downGet struct{ *store }
+
+func (downGet) Get(context.Context, string, []string) ([]sdk.Record, error) {
+	return nil, fmt.Errorf("fetch: %w", sdk.ErrUnavailable)
+}
+
+// TestAFailedReviewOfAnUnnotedIDLeavesNoEntry: a review of an id the
+// ledger does not note (an imported proposal, any id at all) that fails
+// while the provider is down leaves the ledger as it was. Its claim had
+// noted the id and the release kept the row: a phantom pending proposal,
+// counted against the token-less proposer's bound (from an outside
+// review).
+func TestAFailedReviewOfAnUnnotedIDLeavesNoEntry(t *testing.T) {
+	q := newQueue(t)
+	s := newStore(append(allCaps, sdk.CapForget)...)
+	if _, err := q.Approve(ctx, "r", "r-anything", downGet{s}); !errors.Is(err, sdk.ErrUnavailable) {
+		t.Fatalf("approve while the provider is down answered %v", err)
+	}
+	if _, found, err := q.Ledger.Lookup(ctx, "r", "r-anything"); err != nil || found {
+		t.Fatalf("the failed review left the id noted (%v, %v)", found, err)
+	}
+	if counts, err := q.Ledger.Counts(ctx); err != nil || counts["r"] != 0 {
+		t.Fatalf("pending after the failed review: %v (%v), want none", counts, err)
+	}
+}

@@ -151,9 +151,8 @@ func (l *SQLLedger) Counts(ctx context.Context) (map[string]int, error) {
 	return out, l.db.Wrap("count proposals", rows.Err())
 }
 
-func (l *SQLLedger) Claim(ctx context.Context, realm, id string, now time.Time) (bool, error) {
-	claimed := false
-	err := l.db.Tx(ctx, "claim proposal", func(tx *sql.Tx) error {
+func (l *SQLLedger) Claim(ctx context.Context, realm, id string, now time.Time) (claimed, noted bool, err error) {
+	err = l.db.Tx(ctx, "claim proposal", func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE proposals SET claimed_ms = ? WHERE realm = ? AND id = ? AND claimed_ms <= ?`,
 			now.UnixMilli(), realm, id, now.Add(-ClaimTTL).UnixMilli())
 		if err != nil {
@@ -169,10 +168,10 @@ func (l *SQLLedger) Claim(ctx context.Context, realm, id string, now time.Time) 
 			return err
 		}
 		n, err := res.RowsAffected()
-		claimed = n == 1
+		claimed, noted = n == 1, n == 1
 		return err
 	})
-	return claimed, err
+	return claimed, noted, err
 }
 
 func (l *SQLLedger) Release(ctx context.Context, realm, id string) error {
