@@ -10,10 +10,13 @@ import (
 
 // handler is the host's root handler: the API, with the operator console
 // at /ui unless the config turns it off, for local names only when the
-// host trusts its local callers.
+// host has no tokens.
 func (h *host) handler(cfg *config.Config) http.Handler {
 	root := h.rootHandler(cfg)
-	if cfg.TrustsLocalCallers() {
+	// Without tokens the host trusts whoever reaches it, and a page whose
+	// name rebinds to it reaches it: on loopback, and as much on a port a
+	// container publishes there under allow_insecure_listen.
+	if len(cfg.Tokens) == 0 {
 		return h.server.LocalHostsOnly(root, cfg.Server.AllowedHosts)
 	}
 	return root

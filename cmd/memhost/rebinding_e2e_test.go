@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -33,7 +34,8 @@ func TestRebindingNamesAreRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		u, _ := url.Parse(m.base)
-		req.Host = strings.Replace(u.Host, "127.0.0.1", host, 1)
+		_, port, _ := net.SplitHostPort(u.Host)
+		req.Host = net.JoinHostPort(host, port)
 		// What the browser of a page at that name sends.
 		req.Header.Set("Sec-Fetch-Site", "same-origin")
 		if token != "" {
@@ -61,6 +63,17 @@ func TestRebindingNamesAreRefused(t *testing.T) {
 	var listed struct{ Records []any }
 	if open.do("GET", "/v1/records?scope=realm", nil, &listed); len(listed.Records) != 1 {
 		t.Errorf("the realm holds %d records, want only the one written (twice) for the local names", len(listed.Records))
+	}
+
+	// Without tokens on every interface (a container's, published on the
+	// host's loopback) the same holds: a rebinding page reaches it too.
+	cfgPath, dataDir := writeConfig(t, "allow_insecure_listen = true\n")
+	insecure, err := startWithArgs(t, cfgPath, dataDir, "--listen", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := send(insecure, "POST", "/v1/records", "attacker.example", ""); got != http.StatusForbidden {
+		t.Errorf("a host without tokens on every interface answered Host attacker.example %d, want 403", got)
 	}
 
 	tokens := startMemhost(t, rolesTokens, "MEMHOST_TEST_APP="+appSecret, "MEMHOST_TEST_AGENT="+agentSecret)

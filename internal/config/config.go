@@ -374,12 +374,6 @@ func (o Options) lookupEnv(name string) (string, bool) {
 	return os.LookupEnv(name)
 }
 
-// TrustsLocalCallers reports whether the server runs without tokens on a
-// loopback address, trusting whoever reaches it there.
-func (c *Config) TrustsLocalCallers() bool {
-	return len(c.Tokens) == 0 && isLoopbackListen(c.Listen)
-}
-
 // InstancesOf lists the instances of one kind, in declaration order.
 func (c *Config) InstancesOf(kind sdk.PluginKind) []Instance {
 	var out []Instance

@@ -505,6 +505,7 @@ func TestWarnings(t *testing.T) {
 		{"provider \"a\" { plugin = \"sqlite\" }\nprovider \"b\" { plugin = \"bleve\" }\nrealm \"default\" { provider = \"a\" }", `memhost/memhost.hcl:2: provider "b" is declared but unused: no realm block names it`},
 		{"selector \"s\" { plugin = \"lexical\" }", `memhost/memhost.hcl:1: selector "s" is declared but unused: coordinator.selector does not name it`},
 		{"embedder \"e\" {\n  plugin = \"openai\"\n  config = { base_url = \"http://localhost:8080/v1\", model = \"m\", dimensions = 4 }\n}", `memhost/memhost.hcl:1: embedder "e" is declared but unused: no realm block names it`},
+		{"token \"ops\" {\n  secret_env = \"MEMHOST_TOKEN_OPS\"\n  realms = [\"default\"]\n}\nserver {\n  allowed_hosts = [\"memhost_api\"]\n}", `memhost/memhost.hcl:6: allowed_hosts has no effect`},
 	}
 	for _, tt := range tests {
 		w := strings.Join(mustParse(t, tt.src).Warnings(), "\n")

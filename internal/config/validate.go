@@ -338,14 +338,14 @@ func (c *Config) validateServer(p *problems) {
 	}
 	for _, h := range s.AllowedHosts {
 		if !hostNameRE.MatchString(h) || len(h) > 253 {
-			p.add("server.allowed_hosts", "Invalid allowed host", "%q is not a host name: give the name alone (letters, digits, hyphens and dots; no port, scheme or wildcard), as a client puts it in the Host header.", h)
+			p.add("server.allowed_hosts", "Invalid allowed host", "%q is not a host name: give the name alone (letters, digits, underscores, hyphens and dots; no port, scheme or wildcard), as a client puts it in the Host header.", h)
 		}
 	}
 }
 
-// hostNameRE is a DNS name: dot-separated labels of letters, digits and
-// inner hyphens.
-var hostNameRE = regexp.MustCompile(`^(?i)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$`)
+// hostNameRE is a host name: dot-separated labels of letters, digits,
+// underscores (container names hold them) and inner hyphens.
+var hostNameRE = regexp.MustCompile(`^(?i)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$`)
 
 func (c *Config) validateSupervisor(p *problems) {
 	s := &c.Supervisor
@@ -451,6 +451,9 @@ func (c *Config) Warnings() []string {
 	}
 	if co.OperatorScope == coordinator.OperatorScopeOff && co.OperatorResolver != "" {
 		warn("coordinator.operator_resolver", `operator_resolver has no effect while operator_scope = "off".`)
+	}
+	if len(c.Tokens) > 0 && len(c.Server.AllowedHosts) > 0 {
+		warn("server.allowed_hosts", "allowed_hosts has no effect: a host with tokens answers requests addressed to any name.")
 	}
 	if c.AllowInsecureListen && len(c.Tokens) == 0 && checkListen(c.Listen) == "" && !isLoopbackListen(c.Listen) {
 		warn("allow_insecure_listen", "listening on %s without tokens: anyone who can reach it can read and write every realm.", c.Listen)

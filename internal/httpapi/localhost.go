@@ -10,15 +10,15 @@ import (
 	"github.com/memhost/memhost/sdk"
 )
 
-// LocalHostsOnly wraps h, the root handler of a server without tokens on
-// a loopback address, to refuse with 403 a request whose Host names
-// neither localhost nor an IP address. Such a server trusts whoever
-// reaches it, and a web page whose own name an attacker rebinds to
-// 127.0.0.1 reaches it as same-origin: its browser sends that name as the
-// Host, so cross-origin protection passes it and it could read and write
-// every realm. Clients on the machine address it as 127.0.0.1, [::1] or
-// localhost (and *.localhost, which never leaves the machine); allowed
-// adds the names a proxy in front of it forwards.
+// LocalHostsOnly wraps h, the root handler of a server without tokens, to
+// refuse with 403 a request whose Host names neither localhost nor an IP
+// address. Such a server trusts whoever reaches it, and a web page whose
+// own name an attacker rebinds to 127.0.0.1 reaches it as same-origin:
+// its browser sends that name as the Host, so cross-origin protection
+// passes it and it could read and write every realm. Clients on the
+// machine address it as 127.0.0.1, [::1] or localhost (and *.localhost,
+// which never leaves the machine); allowed adds the names a proxy in
+// front of it forwards, or a container network's service names.
 func (s *Server) LocalHostsOnly(h http.Handler, allowed []string) http.Handler {
 	names := make(map[string]bool, len(allowed))
 	for _, a := range allowed {
