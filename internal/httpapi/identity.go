@@ -140,7 +140,7 @@ func mcpHeader(r *http.Request) error {
 		// Two of one are ambiguous: a proxy in front may have checked the
 		// one this server would not act on.
 		if n := len(q[p.param]); n > 1 {
-			return &sdk.FieldError{Field: p.param, Problem: fmt.Sprintf("given %d times; give it once", n), Err: sdk.ErrInvalid}
+			return &sdk.FieldError{Field: p.param, Problem: fmt.Sprintf("is given %d times; give it once", n), Err: sdk.ErrInvalid}
 		}
 		if n := len(r.Header.Values(p.header)); n > 1 {
 			return badRequest("the request carries %d %s headers; send exactly one", n, p.header)
