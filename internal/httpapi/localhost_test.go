@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"encoding/json"
+	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -29,7 +31,9 @@ func TestLocalHostsOnly(t *testing.T) {
 			return
 		}
 		defer resp.Body.Close()
+		maps.Copy(w.Header(), resp.Header)
 		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, resp.Body)
 	}), []string{"Memhost.Internal"}))
 	t.Cleanup(srv.Close)
 	const write = `{"records":[{"scope":"realm","kind":"fact","title":"planted","body":"obey the page"}]}`
@@ -60,23 +64,20 @@ func TestLocalHostsOnly(t *testing.T) {
 	for _, c := range cases {
 		req, _ := http.NewRequest("POST", srv.URL+"/v1/records", strings.NewReader(write))
 		req.Host = c.host
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Sec-Fetch-Site", "same-origin")
-		resp, err := srv.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		status, header, data := exchange(t, srv, req, []byte(write))
 		var e errorBody
-		json.NewDecoder(resp.Body).Decode(&e)
-		resp.Body.Close()
+		json.Unmarshal(data, &e)
 		if c.ok {
 			wrote++
-			if resp.StatusCode != http.StatusOK {
-				t.Errorf("Host %q = %d, want 200", c.host, resp.StatusCode)
+			if status != http.StatusOK {
+				t.Errorf("Host %q = %d, want 200", c.host, status)
 			}
 			continue
 		}
-		if resp.StatusCode != http.StatusForbidden || e.Error.Code != "permission_denied" || e.Error.RequestID == "" || resp.Header.Get(HeaderRequestID) != e.Error.RequestID {
-			t.Errorf("Host %q = %d %+v, want 403 permission_denied with its request id", c.host, resp.StatusCode, e)
+		if status != http.StatusForbidden || e.Error.Code != "permission_denied" || e.Error.RequestID == "" || header.Get(HeaderRequestID) != e.Error.RequestID {
+			t.Errorf("Host %q = %d %+v, want 403 permission_denied with its request id", c.host, status, e)
 		}
 		if !strings.Contains(e.Error.Message, "server.allowed_hosts") {
 			t.Errorf("Host %q: the refusal does not say which names are served: %q", c.host, e.Error.Message)
@@ -93,15 +94,11 @@ func TestUnroutedAnswersCarryARequestID(t *testing.T) {
 	srv, _ := newTestServer(t, Options{})
 	for _, c := range []struct{ method, path string }{{"GET", "/v1/nope"}, {"PUT", "/v1/records/x"}} {
 		req, _ := http.NewRequest(c.method, srv.URL+c.path, nil)
-		resp, err := srv.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		status, header, data := exchange(t, srv, req, nil)
 		var e errorBody
-		json.NewDecoder(resp.Body).Decode(&e)
-		resp.Body.Close()
-		if resp.StatusCode/100 != 4 || e.Error.RequestID == "" || resp.Header.Get(HeaderRequestID) != e.Error.RequestID {
-			t.Errorf("%s %s = %d, request id %q in the body and %q in the header, want both set and equal", c.method, c.path, resp.StatusCode, e.Error.RequestID, resp.Header.Get(HeaderRequestID))
+		json.Unmarshal(data, &e)
+		if status/100 != 4 || e.Error.RequestID == "" || header.Get(HeaderRequestID) != e.Error.RequestID {
+			t.Errorf("%s %s = %d, request id %q in the body and %q in the header, want both set and equal", c.method, c.path, status, e.Error.RequestID, header.Get(HeaderRequestID))
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memhost/memhost/internal/statedb"
 )
 
 // TestFullDiskKeepsAccounting: with the file refusing every new page
@@ -114,20 +116,8 @@ func refuseJournal(t *testing.T, s *Store) (restore func()) {
 func TestPendingIsWrittenWithoutAVisit(t *testing.T) {
 	for _, how := range []string{"merge loop", "close"} {
 		t.Run(how, func(t *testing.T) {
-			dir := t.TempDir()
-			s, db := openStore(t, dir, Options{MaxPending: 100})
-			if err := s.Update(ctx, key("r", "warm"), inject(10, "w")); err != nil {
-				t.Fatal(err)
-			}
-			var pages int
-			if err := db.QueryRow(ctx, []any{&pages}, "PRAGMA page_count"); err != nil {
-				t.Fatal(err)
-			}
-			var got int
-			if err := db.QueryRow(ctx, []any{&got}, fmt.Sprintf("PRAGMA max_page_count = %d", pages)); err != nil {
-				t.Fatal(err)
-			}
-			room := refuseJournal(t, s)
+			s, db := openStore(t, t.TempDir(), Options{MaxPending: 100})
+			room := fillDisk(t, s, db)
 			big := strings.Repeat("x", 8000)
 			for i := range 3 {
 				if err := s.Update(ctx, key("r", fmt.Sprintf("s%d", i)), inject(100, fmt.Sprintf("%s-%d", big, i))); err != nil {
@@ -136,9 +126,6 @@ func TestPendingIsWrittenWithoutAVisit(t *testing.T) {
 			}
 			if s.Pending() == 0 {
 				t.Fatal("nothing pending: the file never refused")
-			}
-			if err := db.QueryRow(ctx, []any{&got}, "PRAGMA max_page_count = 1073741824"); err != nil {
-				t.Fatal(err)
 			}
 			room()
 			switch how {
@@ -165,5 +152,32 @@ func TestPendingIsWrittenWithoutAVisit(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// fillDisk has the store's file refuse every new page (SQLITE_FULL, as
+// on a full disk) and its journal every write, after one visit that
+// warms the file; room gives both back.
+func fillDisk(t *testing.T, s *Store, db *statedb.DB) (room func()) {
+	t.Helper()
+	if err := s.Update(ctx, key("r", "warm"), inject(10, "w")); err != nil {
+		t.Fatal(err)
+	}
+	limit := func(n int) {
+		t.Helper()
+		var got int
+		if err := db.QueryRow(ctx, []any{&got}, fmt.Sprintf("PRAGMA max_page_count = %d", n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var pages int
+	if err := db.QueryRow(ctx, []any{&pages}, "PRAGMA page_count"); err != nil {
+		t.Fatal(err)
+	}
+	limit(pages)
+	journal := refuseJournal(t, s)
+	return func() {
+		limit(1 << 30)
+		journal()
 	}
 }

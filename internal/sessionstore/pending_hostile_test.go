@@ -17,18 +17,7 @@ import (
 // turn would inject the same records again on a fresh budget.
 func TestPendingSurvivesAFailedVisit(t *testing.T) {
 	s, db := openStore(t, t.TempDir(), Options{CacheSize: 2, MaxPending: 100})
-	if err := s.Update(ctx, key("r", "warm"), inject(10, "w")); err != nil {
-		t.Fatal(err)
-	}
-	var pages int
-	if err := db.QueryRow(ctx, []any{&pages}, "PRAGMA page_count"); err != nil {
-		t.Fatal(err)
-	}
-	var got int
-	if err := db.QueryRow(ctx, []any{&got}, fmt.Sprintf("PRAGMA max_page_count = %d", pages)); err != nil {
-		t.Fatal(err)
-	}
-	refuseJournal(t, s)
+	fillDisk(t, s, db)
 	big := strings.Repeat("x", 8000) // needs new pages: the file refuses it
 	victim := key("r", "victim")
 	if err := s.Update(ctx, victim, inject(100, big+"-a")); err != nil {

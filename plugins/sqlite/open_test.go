@@ -207,23 +207,10 @@ func TestOpenLockedDatabase(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// Another program (not memhost: it does not take the lock file) holds
-	// the database's write lock.
-	db := rawDB(t, path)
-	db.SetMaxOpenConns(1)
-	tx, err := db.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	if _, err := tx.Exec("INSERT INTO ledger (realm, identity, session, record_id, surface, bytes, at_ms) VALUES ('a','b','','c','d',0,0)"); err != nil {
-		t.Fatal(err)
-	}
-	err = configureErr(t, path, func(o *options) { o.busyTimeout = 100 * time.Millisecond })
+	release := holdWriteLock(t, path)
+	err := configureErr(t, path, func(o *options) { o.busyTimeout = 100 * time.Millisecond })
 	wantErr(t, "open a locked database", err, sdk.ErrConflict, path, "locked")
-	if err := tx.Rollback(); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	if err := configureErr(t, path); err != nil {
 		t.Errorf("open after the lock is released: %v", err)
 	}
@@ -357,22 +344,33 @@ func TestSnapshotOfCrossScopeContextIsRebuilt(t *testing.T) {
 func TestWriteBehindAnotherWriterIsUnavailable(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "memory.db")
 	s := openAt(t, path, func(o *options) { o.busyTimeout = 100 * time.Millisecond })
+	release := holdWriteLock(t, path)
+	_, err := s.Remember(context.Background(), realm, []sdk.Record{rec(alice, "Held", "behind a lock")})
+	if !errors.Is(err, sdk.ErrUnavailable) || !strings.Contains(err.Error(), "write lock") {
+		t.Fatalf("a write behind another writer answered %v, want unavailable naming the lock", err)
+	}
+	release()
+	mustRemember(t, s, realm, rec(alice, "Held", "behind a lock"))
+}
+
+// holdWriteLock has another program (not memhost: it does not take the
+// lock file) hold the database's write lock until release.
+func holdWriteLock(t *testing.T, path string) (release func()) {
+	t.Helper()
 	db := rawDB(t, path)
 	db.SetMaxOpenConns(1)
 	tx, err := db.Begin()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Rollback()
+	t.Cleanup(func() { tx.Rollback() })
 	if _, err := tx.Exec("INSERT INTO ledger (realm, identity, session, record_id, surface, bytes, at_ms) VALUES ('a','b','','c','d',0,0)"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Remember(context.Background(), realm, []sdk.Record{rec(alice, "Held", "behind a lock")})
-	if !errors.Is(err, sdk.ErrUnavailable) || !strings.Contains(err.Error(), "write lock") {
-		t.Fatalf("a write behind another writer answered %v, want unavailable naming the lock", err)
+	return func() {
+		t.Helper()
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := tx.Rollback(); err != nil {
-		t.Fatal(err)
-	}
-	mustRemember(t, s, realm, rec(alice, "Held", "behind a lock"))
 }
