@@ -440,6 +440,21 @@ const unlimited = 1 << 30
 // carriage return becomes a line feed (a CR LF pair one line feed); other
 // controls and invalid bytes become U+FFFD, which XML can carry.
 func appendEscaped(buf []byte, s string, limit int) []byte {
+	out, kept, cut := escapeInto(buf, s, limit)
+	if cut {
+		// Cut where it no longer fits, less a character reference the
+		// cut left open.
+		if t := trimOpenReference(s[:kept]); len(t) < kept {
+			out, _, _ = escapeInto(buf, t, limit)
+		}
+	}
+	return out
+}
+
+// escapeInto is appendEscaped's loop: it answers buf with what of s fits
+// in limit bytes escaped, how many bytes of s that is, and whether s was
+// cut.
+func escapeInto(buf []byte, s string, limit int) ([]byte, int, bool) {
 	end := len(buf) + limit
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -450,7 +465,7 @@ func appendEscaped(buf []byte, s string, limit int) []byte {
 				j++
 			}
 			if room := end - len(buf); j-i > room {
-				return append(buf, s[i:i+room]...)
+				return append(buf, s[i:i+room]...), i + room, true
 			}
 			buf = append(buf, s[i:j]...)
 			i = j
@@ -481,12 +496,12 @@ func appendEscaped(buf []byte, s string, limit int) []byte {
 			}
 		}
 		if len(buf)+len(piece) > end {
-			return buf
+			return buf, i, true
 		}
 		buf = append(buf, piece...)
 		i += size
 	}
-	return buf
+	return buf, len(s), false
 }
 
 // asciiSpecial marks the ASCII bytes appendEscaped must look at.
@@ -496,6 +511,29 @@ var asciiSpecial = func() (t [utf8.RuneSelf]bool) {
 	}
 	return t
 }()
+
+// cutRendered cuts s, text already defanged, to at most n bytes, as
+// cutUTF8 does and without leaving a character reference open at its end.
+func cutRendered(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return trimOpenReference(cutUTF8(s, n))
+}
+
+// trimOpenReference drops a character reference a cut left open at the
+// end of s: cut from "&#1100;" (a separator), "&#110" reads as "n", and
+// from "&ltimes;", "&lt" as "<", letters and marks the defanger never saw.
+func trimOpenReference(s string) string {
+	i := len(s)
+	for i > 0 && (isAlnum(s[i-1]) || s[i-1] == '#') {
+		i--
+	}
+	if i > 0 && i < len(s) && s[i-1] == '&' {
+		return s[:i-1]
+	}
+	return s
+}
 
 // cutUTF8 cuts s to at most n bytes without splitting a character.
 func cutUTF8(s string, n int) string {

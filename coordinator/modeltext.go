@@ -119,7 +119,7 @@ func (e *Envelope) renderFields(texts []string, kinds []TextKind) int {
 		if k := kinds[i]; k.oneLine() && i == last {
 			// Defanging may have grown it. A body keeps its growth: the
 			// observation's own cap bounds it as it is escaped.
-			s = cutUTF8(s, e.limit(k))
+			s = cutRendered(s, e.limit(k))
 		}
 		texts[i] = s
 	}
