@@ -201,6 +201,13 @@ func (d *Defanger) plan(s string) []edit {
 	if view, cuts, ok := markupView(base); ok {
 		scanView(view, baseFrom, cuts)
 	}
+	// And the markup as written: an escape inside a tag ('title="&lt;"')
+	// decodes to what no tag holds, hiding the tag from the decoded view.
+	if base != s {
+		if view, cuts, ok := markupView(s); ok {
+			scanView(view, nil, cuts)
+		}
+	}
 	if len(hits) > sorted {
 		slices.SortStableFunc(hits, func(a, b match) int { return cmp.Or(cmp.Compare(a.end, b.end), cmp.Compare(a.start, b.start)) })
 	}

@@ -192,8 +192,10 @@ func byteEscapeWidth(v string, i, end, n int) int {
 	return 0
 }
 
-// maxTagBytes bounds an element tag the view reads as nothing.
-const maxTagBytes = 256
+// maxTagBytes bounds an element tag the view reads as nothing. A scan
+// from one '<' ends at the next '<' outside quotes, so the views stay
+// linear in the text.
+const maxTagBytes = 4096
 
 // markupAt answers the end of the markup at v[i] ('<') that a reader of
 // HTML or XML does not read as text: an element's start or end tag, its
@@ -224,11 +226,20 @@ func markupAt(v string, i int, noCommentEnd *bool) (int, bool) {
 	if j >= len(rest) || !('a' <= rest[j] && rest[j] <= 'z' || 'A' <= rest[j] && rest[j] <= 'Z') {
 		return 0, false
 	}
+	// Attributes may quote anything, '<', '>' and line breaks included;
+	// between them a tag may break lines.
+	var quote byte
 	for k := j; k < len(rest) && k < maxTagBytes; k++ {
-		switch rest[k] {
-		case '>':
+		switch c := rest[k]; {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'':
+			quote = c
+		case c == '>':
 			return i + 1 + k + 1, true
-		case '<', '\n':
+		case c == '<':
 			return 0, false
 		}
 	}
