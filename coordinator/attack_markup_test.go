@@ -29,3 +29,28 @@ func TestMarkupInsideAMarkerIsReadAsNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestAnOpenEscapeVoidsTheDefangedMark: "defanged-" exempts a token only
+// where no escape left open before it takes its "de" for hex digits:
+// "\u00defanged-mem-token" reads as "Þfanged-mem-token", a live token the
+// mark was let to shield (from an outside review). The defanger's own
+// replacement never lands there, so its output stays as it is.
+func TestAnOpenEscapeVoidsTheDefangedMark(t *testing.T) {
+	d := mustDefanger(t, "Agent memory")
+	for _, in := range []string{
+		`[\u00defanged-mem-token: 00112233445566778899aabbccddeeff]`,
+		`[%udefanged-mem-token: 00112233445566778899aabbccddeeff]`,
+		`[&#xdefanged-mem-token: 00112233445566778899aabbccddeeff]`,
+	} {
+		out, hits := d.Defang(in)
+		if hits == 0 {
+			t.Errorf("Defang(%q) = %q with no hit; want the token defanged", in, out)
+		}
+		if again, n := d.Defang(out); again != out || n != 0 {
+			t.Errorf("Defang of its own output %q changed it again: %q (%d hits)", out, again, n)
+		}
+	}
+	if out, hits := d.Defang("[defanged-mem-token: x]"); hits != 0 || out != "[defanged-mem-token: x]" {
+		t.Errorf("the defanger's own mark was defanged again: %q, %d hits", out, hits)
+	}
+}

@@ -310,10 +310,13 @@ type match struct{ p, start, end, line int }
 // exempts a token. A looser one, "defanged" anywhere before the token
 // words with separators between, would let text shield a live token with
 // a word a model reads apart from it ("was defanged. [mem-token: x]") or
-// does not see at all (tag characters spelling "defanged").
+// does not see at all (tag characters spelling "defanged"), nor an
+// escape left open before it, which takes its "de" for hex digits
+// ("\u00defanged-mem-token" reads as "Þfanged-mem-token"): the defanger
+// never writes one there (escapeOpenBefore).
 func defangedAt(s string, start, end int) bool {
 	mark := defangedTokenName[:len(defangedTokenName)-len(tokenName)] // "defanged-"
-	return s[start:end] == tokenName && strings.HasSuffix(s[:start], mark)
+	return s[start:end] == tokenName && strings.HasSuffix(s[:start], mark) && !escapeOpenBefore(s[:start-len(mark)])
 }
 
 // lineCursor answers the line starts of positions given in increasing
