@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sync"
 	"unicode"
 	"unicode/utf8"
@@ -31,8 +33,9 @@ type bmpFoldTable struct {
 	// sound is the second reading of a rune a reader may read by its
 	// shape or by its sound: its transliteration's letters where those
 	// differ from its fold, which reads its shape (Cyrillic Н looks like
-	// H and is an n, Greek ν looks like v and is an n); 0 for a rune with
-	// one reading. Entries are encoded as fold's are.
+	// H and is an n, Greek ν looks like v and is an n), or the letter a
+	// mark the fold skips is (markLetters); 0 for a rune with one
+	// reading. Entries are encoded as fold's are.
 	sound [0x10000]uint32
 	multi []rune
 }
@@ -129,6 +132,16 @@ func buildBMPFolds() *bmpFoldTable {
 		units = units[:0]
 		emitASCII(transliterate(r), func(f rune) { units = append(units, f) })
 		if len(units) > 0 && string(units) != string(shape) {
+			t.sound[r] = t.entry(units)
+		}
+	}
+	// A mark or modifier the fold reads as nothing may be read as the
+	// letter it is (markLetters): that is its second reading.
+	for _, r := range slices.Sorted(maps.Keys(markLetters)) {
+		letter := markLetters[r]
+		units = units[:0]
+		foldRune(string(letter), letter, func(f rune) { units = append(units, f) })
+		if t.fold[r] == foldSkip && t.sound[r] == 0 && len(units) > 0 {
 			t.sound[r] = t.entry(units)
 		}
 	}
