@@ -48,6 +48,9 @@ func wantLetterBases() map[rune]rune {
 				candidates = append(candidates, c)
 			}
 		}
+		if c, ok := namedLatinLetter(name); ok {
+			candidates = append(candidates, c)
+		}
 		candidates = append(candidates, unicode.ToUpper(r), unicode.ToTitle(r), unicode.ToLower(r))
 		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
 			candidates = append(candidates, f)
@@ -60,6 +63,32 @@ func wantLetterBases() map[rune]rune {
 		}
 	}
 	return out
+}
+
+// namedLatinLetter answers the ASCII letter a Latin letter's name spells
+// as its one single-letter word (LATIN SMALL LETTER R ROTUNDA is r, LATIN
+// SMALL LETTER SCRIPT R is r, LATIN EPIGRAPHIC LETTER I LONGA is I).
+func namedLatinLetter(name string) (rune, bool) {
+	_, rest, ok := strings.Cut(name, " LETTER ")
+	if !ok || !strings.HasPrefix(name, "LATIN ") {
+		return 0, false
+	}
+	var letter rune
+	for _, w := range strings.Fields(rest) {
+		if len(w) == 1 && 'A' <= w[0] && w[0] <= 'Z' {
+			if letter != 0 {
+				return 0, false // two: a ligature (LATIN SMALL LETTER A A)
+			}
+			letter = rune(w[0])
+		}
+	}
+	if letter == 0 {
+		return 0, false
+	}
+	if strings.Contains(name, " SMALL ") {
+		letter = unicode.ToLower(letter)
+	}
+	return letter, true
 }
 
 func letterBasesSource(t map[rune]rune) []byte {

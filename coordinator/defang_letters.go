@@ -4,8 +4,10 @@ package coordinator
 // confusable prototype, no transliteration) to the letter it is drawn
 // from, when that one has a reading: by its Unicode name, a letter "X
 // WITH <decoration>" is X (ꝁ LATIN SMALL LETTER K WITH STROKE is k, ꬺ an
-// m with a crossed tail, ꚋ a Cyrillic te with a hook) and a small capital
-// its capital (ꜰ is F); else a letter whose other case has a reading reads
+// m with a crossed tail, ꚋ a Cyrillic te with a hook), a small capital
+// its capital (ꜰ is F), and a Latin letter whose name spells one letter
+// beside its qualifiers that letter (ꝛ LATIN SMALL LETTER R ROTUNDA and ꭋ
+// SCRIPT R are r); else a letter whose other case has a reading reads
 // as that case (Greek small san ϻ as its capital Ϻ, which is M). A model
 // reads such a letter as the one it is drawn from, so each would
 // otherwise end a marker's word where a reader sees none end.
@@ -14,8 +16,10 @@ package coordinator
 // TestLetterBases, which fails while the table differs from what the names
 // give; go test ./coordinator -run TestLetterBases -update rewrites it.
 var letterBases = map[rune]rune{
-	0x01DD:  0x018E,  // latin small letter turned e: latin capital letter reversed e
+	0x01DD:  0x0065,  // latin small letter turned e: latin small letter e
 	0x0242:  0x0241,  // latin small letter glottal stop: latin capital letter glottal stop
+	0x0245:  0x0056,  // latin capital letter turned v: latin capital letter v
+	0x028C:  0x0076,  // latin small letter turned v: latin small letter v
 	0x02A1:  0x0294,  // latin letter glottal stop with stroke: latin letter glottal stop
 	0x03F5:  0x0395,  // greek lunate epsilon symbol: greek capital letter epsilon
 	0x03FB:  0x03FA,  // greek small letter san: greek capital letter san
@@ -187,9 +191,13 @@ var letterBases = map[rune]rune{
 	0x1CB5:  0x10F5,  // georgian mtavruli capital letter hoe: georgian letter hoe
 	0x1CB6:  0x10F6,  // georgian mtavruli capital letter fi: georgian letter fi
 	0x1CBF:  0x10FF,  // georgian mtavruli capital letter labial sign: georgian letter labial sign
+	0x1D12:  0x006F,  // latin small letter sideways open o: latin small letter o
+	0x1D16:  0x006F,  // latin small letter top half o: latin small letter o
+	0x1D17:  0x006F,  // latin small letter bottom half o: latin small letter o
 	0x1D23:  0x01B7,  // latin letter small capital ezh: latin capital letter ezh
 	0x1D27:  0x039B,  // greek letter small capital lamda: greek capital letter lamda
 	0x1D2A:  0x03A8,  // greek letter small capital psi: greek capital letter psi
+	0x1D79:  0x0067,  // latin small letter insular g: latin small letter g
 	0x1D8B:  0x0283,  // latin small letter esh with palatal hook: latin small letter esh
 	0x1D8F:  0x0061,  // latin small letter a with retroflex hook: latin small letter a
 	0x1D91:  0x0064,  // latin small letter d with hook and tail: latin small letter d
@@ -202,6 +210,8 @@ var letterBases = map[rune]rune{
 	0x1D99:  0x0075,  // latin small letter u with retroflex hook: latin small letter u
 	0x1D9A:  0x0292,  // latin small letter ezh with retroflex hook: latin small letter ezh
 	0x1E9C:  0x017F,  // latin small letter long s with diagonal stroke: latin small letter long s
+	0x1EFC:  0x0056,  // latin capital letter middle-welsh v: latin capital letter v
+	0x1EFD:  0x0076,  // latin small letter middle-welsh v: latin small letter v
 	0x1EFE:  0x0059,  // latin capital letter y with loop: latin capital letter y
 	0x2C6D:  0x0251,  // latin capital letter alpha: latin small letter alpha
 	0x2C70:  0x0252,  // latin capital letter turned alpha: latin small letter turned alpha
@@ -209,9 +219,12 @@ var letterBases = map[rune]rune{
 	0x2C72:  0x0057,  // latin capital letter w with hook: latin capital letter w
 	0x2C73:  0x0077,  // latin small letter w with hook: latin small letter w
 	0x2C74:  0x0076,  // latin small letter v with curl: latin small letter v
+	0x2C75:  0x0048,  // latin capital letter half h: latin capital letter h
+	0x2C76:  0x0068,  // latin small letter half h: latin small letter h
 	0x2C78:  0x0065,  // latin small letter e with notch: latin small letter e
 	0x2C79:  0x0279,  // latin small letter turned r with tail: latin small letter turned r
 	0x2C7A:  0x006F,  // latin small letter o with low ring inside: latin small letter o
+	0x2C7B:  0x0065,  // latin letter small capital turned e: latin small letter e
 	0x2C7E:  0x0053,  // latin capital letter s with swash tail: latin capital letter s
 	0x2C7F:  0x005A,  // latin capital letter z with swash tail: latin capital letter z
 	0x2C87:  0x2C86,  // coptic small letter dalda: coptic capital letter dalda
@@ -266,12 +279,15 @@ var letterBases = map[rune]rune{
 	0xA68B:  0x0442,  // cyrillic small letter te with middle hook: cyrillic small letter te
 	0xA694:  0xA695,  // cyrillic capital letter hwe: cyrillic small letter hwe
 	0xA730:  0x0046,  // latin letter small capital f: latin capital letter f
+	0xA73E:  0x0043,  // latin capital letter reversed c with dot: latin capital letter c
 	0xA73F:  0x2184,  // latin small letter reversed c with dot: latin small letter reversed c
 	0xA741:  0x006B,  // latin small letter k with stroke: latin small letter k
 	0xA742:  0x004B,  // latin capital letter k with diagonal stroke: latin capital letter k
 	0xA743:  0x006B,  // latin small letter k with diagonal stroke: latin small letter k
 	0xA744:  0x004B,  // latin capital letter k with stroke and diagonal stroke: latin capital letter k
 	0xA745:  0x006B,  // latin small letter k with stroke and diagonal stroke: latin small letter k
+	0xA746:  0x004C,  // latin capital letter broken l: latin capital letter l
+	0xA747:  0x006C,  // latin small letter broken l: latin small letter l
 	0xA748:  0x004C,  // latin capital letter l with high stroke: latin capital letter l
 	0xA749:  0x006C,  // latin small letter l with high stroke: latin small letter l
 	0xA74C:  0x004F,  // latin capital letter o with loop: latin capital letter o
@@ -286,17 +302,34 @@ var letterBases = map[rune]rune{
 	0xA757:  0x0071,  // latin small letter q with stroke through descender: latin small letter q
 	0xA758:  0x0051,  // latin capital letter q with diagonal stroke: latin capital letter q
 	0xA759:  0x0071,  // latin small letter q with diagonal stroke: latin small letter q
-	0xA75B:  0xA75A,  // latin small letter r rotunda: latin capital letter r rotunda
+	0xA75B:  0x0072,  // latin small letter r rotunda: latin small letter r
 	0xA75E:  0x0056,  // latin capital letter v with diagonal stroke: latin capital letter v
 	0xA75F:  0x0076,  // latin small letter v with diagonal stroke: latin small letter v
 	0xA760:  0xA761,  // latin capital letter vy: latin small letter vy
+	0xA762:  0x005A,  // latin capital letter visigothic z: latin capital letter z
+	0xA763:  0x007A,  // latin small letter visigothic z: latin small letter z
 	0xA764:  0x00DE,  // latin capital letter thorn with stroke: latin capital letter thorn
 	0xA765:  0x00FE,  // latin small letter thorn with stroke: latin small letter thorn
 	0xA766:  0x00DE,  // latin capital letter thorn with stroke through descender: latin capital letter thorn
 	0xA767:  0x00FE,  // latin small letter thorn with stroke through descender: latin small letter thorn
 	0xA76F:  0xA76E,  // latin small letter con: latin capital letter con
+	0xA779:  0x0044,  // latin capital letter insular d: latin capital letter d
+	0xA77A:  0x0064,  // latin small letter insular d: latin small letter d
+	0xA77B:  0x0046,  // latin capital letter insular f: latin capital letter f
+	0xA77C:  0x0066,  // latin small letter insular f: latin small letter f
+	0xA77D:  0x0047,  // latin capital letter insular g: latin capital letter g
+	0xA77E:  0x0047,  // latin capital letter turned insular g: latin capital letter g
+	0xA77F:  0x0067,  // latin small letter turned insular g: latin small letter g
+	0xA780:  0x004C,  // latin capital letter turned l: latin capital letter l
+	0xA781:  0x006C,  // latin small letter turned l: latin small letter l
+	0xA782:  0x0052,  // latin capital letter insular r: latin capital letter r
+	0xA783:  0x0072,  // latin small letter insular r: latin small letter r
+	0xA784:  0x0053,  // latin capital letter insular s: latin capital letter s
+	0xA785:  0x0073,  // latin small letter insular s: latin small letter s
+	0xA786:  0x0054,  // latin capital letter insular t: latin capital letter t
+	0xA787:  0x0074,  // latin small letter insular t: latin small letter t
 	0xA78B:  0xA78C,  // latin capital letter saltillo: latin small letter saltillo
-	0xA78D:  0x0265,  // latin capital letter turned h: latin small letter turned h
+	0xA78D:  0x0048,  // latin capital letter turned h: latin capital letter h
 	0xA78E:  0x006C,  // latin small letter l with retroflex hook and belt: latin small letter l
 	0xA790:  0x004E,  // latin capital letter n with descender: latin capital letter n
 	0xA791:  0x006E,  // latin small letter n with descender: latin small letter n
@@ -319,15 +352,25 @@ var letterBases = map[rune]rune{
 	0xA7A8:  0x0053,  // latin capital letter s with oblique stroke: latin capital letter s
 	0xA7A9:  0x0073,  // latin small letter s with oblique stroke: latin small letter s
 	0xA7AA:  0x0048,  // latin capital letter h with hook: latin capital letter h
-	0xA7AC:  0x0261,  // latin capital letter script g: latin small letter script g
+	0xA7AC:  0x0047,  // latin capital letter script g: latin capital letter g
 	0xA7AD:  0x004C,  // latin capital letter l with belt: latin capital letter l
-	0xA7AE:  0x026A,  // latin capital letter small capital i: latin letter small capital i
+	0xA7AE:  0x0069,  // latin capital letter small capital i: latin small letter i
 	0xA7AF:  0x0051,  // latin letter small capital q: latin capital letter q
-	0xA7B0:  0x029E,  // latin capital letter turned k: latin small letter turned k
-	0xA7B1:  0x0287,  // latin capital letter turned t: latin small letter turned t
+	0xA7B0:  0x004B,  // latin capital letter turned k: latin capital letter k
+	0xA7B1:  0x0054,  // latin capital letter turned t: latin capital letter t
 	0xA7B6:  0xA7B7,  // latin capital letter omega: latin small letter omega
 	0xA7B8:  0x0055,  // latin capital letter u with stroke: latin capital letter u
 	0xA7B9:  0x0075,  // latin small letter u with stroke: latin small letter u
+	0xA7BA:  0x0041,  // latin capital letter glottal a: latin capital letter a
+	0xA7BB:  0x0061,  // latin small letter glottal a: latin small letter a
+	0xA7BC:  0x0049,  // latin capital letter glottal i: latin capital letter i
+	0xA7BD:  0x0069,  // latin small letter glottal i: latin small letter i
+	0xA7BE:  0x0055,  // latin capital letter glottal u: latin capital letter u
+	0xA7BF:  0x0075,  // latin small letter glottal u: latin small letter u
+	0xA7C0:  0x004F,  // latin capital letter old polish o: latin capital letter o
+	0xA7C1:  0x006F,  // latin small letter old polish o: latin small letter o
+	0xA7C2:  0x0057,  // latin capital letter anglicana w: latin capital letter w
+	0xA7C3:  0x0077,  // latin small letter anglicana w: latin small letter w
 	0xA7C4:  0x0043,  // latin capital letter c with palatal hook: latin capital letter c
 	0xA7C5:  0x0053,  // latin capital letter s with hook: latin capital letter s
 	0xA7C6:  0x005A,  // latin capital letter z with palatal hook: latin capital letter z
@@ -335,8 +378,22 @@ var letterBases = map[rune]rune{
 	0xA7C8:  0x0064,  // latin small letter d with short stroke overlay: latin small letter d
 	0xA7C9:  0x0053,  // latin capital letter s with short stroke overlay: latin capital letter s
 	0xA7CA:  0x0073,  // latin small letter s with short stroke overlay: latin small letter s
-	0xA7D7:  0xA7D6,  // latin small letter middle scots s: latin capital letter middle scots s
+	0xA7D0:  0x0047,  // latin capital letter closed insular g: latin capital letter g
+	0xA7D1:  0x0067,  // latin small letter closed insular g: latin small letter g
+	0xA7D7:  0x0073,  // latin small letter middle scots s: latin small letter s
+	0xA7D8:  0x0053,  // latin capital letter sigmoid s: latin capital letter s
+	0xA7D9:  0x0073,  // latin small letter sigmoid s: latin small letter s
+	0xA7F5:  0x0048,  // latin capital letter reversed half h: latin capital letter h
+	0xA7F6:  0x0068,  // latin small letter reversed half h: latin small letter h
+	0xA7F7:  0x0049,  // latin epigraphic letter sideways i: latin capital letter i
 	0xA7FA:  0x019C,  // latin letter small capital turned m: latin capital letter turned m
+	0xA7FB:  0x0046,  // latin epigraphic letter reversed f: latin capital letter f
+	0xA7FC:  0x0050,  // latin epigraphic letter reversed p: latin capital letter p
+	0xA7FD:  0x004D,  // latin epigraphic letter inverted m: latin capital letter m
+	0xA7FE:  0x0049,  // latin epigraphic letter i longa: latin capital letter i
+	0xA7FF:  0x004D,  // latin epigraphic letter archaic m: latin capital letter m
+	0xAB31:  0x0061,  // latin small letter a reversed-schwa: latin small letter a
+	0xAB33:  0x0065,  // latin small letter barred e: latin small letter e
 	0xAB34:  0x0065,  // latin small letter e with flourish: latin small letter e
 	0xAB36:  0x0261,  // latin small letter script g with crossed-tail: latin small letter script g
 	0xAB37:  0x006C,  // latin small letter l with inverted lazy s: latin small letter l
@@ -345,15 +402,21 @@ var letterBases = map[rune]rune{
 	0xAB3A:  0x006D,  // latin small letter m with crossed-tail: latin small letter m
 	0xAB3B:  0x006E,  // latin small letter n with crossed-tail: latin small letter n
 	0xAB3C:  0x014B,  // latin small letter eng with crossed-tail: latin small letter eng
+	0xAB43:  0x006F,  // latin small letter turned o open-o: latin small letter o
+	0xAB44:  0x006F,  // latin small letter turned o open-o with stroke: latin small letter o
+	0xAB45:  0x0072,  // latin small letter stirrup r: latin small letter r
 	0xAB46:  0x0280,  // latin letter small capital r with right leg: latin letter small capital r
 	0xAB49:  0x0072,  // latin small letter r with crossed-tail: latin small letter r
 	0xAB4A:  0xAB48,  // latin small letter double r with crossed-tail: latin small letter double r
+	0xAB4B:  0x0072,  // latin small letter script r: latin small letter r
+	0xAB4C:  0x0072,  // latin small letter script r with ring: latin small letter r
 	0xAB4F:  0x0289,  // latin small letter u bar with short right leg: latin small letter u bar
 	0xAB54:  0xAB53,  // latin small letter chi with low right ring: latin small letter chi
 	0xAB56:  0x0078,  // latin small letter x with low right ring: latin small letter x
 	0xAB57:  0x0078,  // latin small letter x with long left leg: latin small letter x
 	0xAB58:  0x0078,  // latin small letter x with long left leg and low right ring: latin small letter x
 	0xAB59:  0x0078,  // latin small letter x with long left leg with serif: latin small letter x
+	0xAB61:  0x0065,  // latin small letter iotified e: latin small letter e
 	0xAB65:  0x03A9,  // greek letter small capital omega: greek capital letter omega
 	0xAB66:  0x02A3,  // latin small letter dz digraph with retroflex hook: latin small letter dz digraph
 	0xAB67:  0x02A6,  // latin small letter ts digraph with retroflex hook: latin small letter ts digraph
@@ -441,6 +504,9 @@ var letterBases = map[rune]rune{
 	0x118D2: 0x118B2, // warang citi small letter tte: warang citi capital letter tte
 	0x118DB: 0x118BB, // warang citi small letter horr: warang citi capital letter horr
 	0x1DF00: 0x02A9,  // latin small letter feng digraph with trill: latin small letter feng digraph
+	0x1DF01: 0x0067,  // latin small letter reversed script g: latin small letter g
+	0x1DF02: 0x0067,  // latin letter small capital turned g: latin small letter g
+	0x1DF03: 0x006B,  // latin small letter reversed k: latin small letter k
 	0x1DF04: 0x029F,  // latin letter small capital l with belt: latin letter small capital l
 	0x1DF05: 0x026E,  // latin small letter lezh with retroflex hook: latin small letter lezh
 	0x1DF06: 0x028E,  // latin small letter turned y with belt: latin small letter turned y
@@ -451,6 +517,7 @@ var letterBases = map[rune]rune{
 	0x1DF0C: 0x0283,  // latin small letter esh with double bar and curl: latin small letter esh
 	0x1DF0D: 0x0287,  // latin small letter turned t with curl: latin small letter turned t
 	0x1DF0F: 0x0297,  // latin letter stretched c with curl: latin letter stretched c
+	0x1DF10: 0x006B,  // latin letter small capital turned k: latin small letter k
 	0x1DF11: 0x006C,  // latin small letter l with fishhook: latin small letter l
 	0x1DF12: 0x02A4,  // latin small letter dezh digraph with palatal hook: latin small letter dezh digraph
 	0x1DF13: 0x006C,  // latin small letter l with belt and palatal hook: latin small letter l

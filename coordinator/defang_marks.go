@@ -24,9 +24,13 @@ var markLetters = map[rune]rune{
 	0x036D: 0x0074, // combining latin small letter t: latin small letter t
 	0x036E: 0x0076, // combining latin small letter v: latin small letter v
 	0x036F: 0x0078, // combining latin small letter x: latin small letter x
+	0x1ACC: 0x1D79, // combining latin small letter insular g: latin small letter insular g
+	0x1ACD: 0xA783, // combining latin small letter insular r: latin small letter insular r
+	0x1ACE: 0xA787, // combining latin small letter insular t: latin small letter insular t
 	0x1DD4: 0x00E6, // combining latin small letter ae: latin small letter ae
 	0x1DD5: 0xA735, // combining latin small letter ao: latin small letter ao
 	0x1DD6: 0xA739, // combining latin small letter av: latin small letter av
+	0x1DD8: 0xA77A, // combining latin small letter insular d: latin small letter insular d
 	0x1DD9: 0x00F0, // combining latin small letter eth: latin small letter eth
 	0x1DDA: 0x0067, // combining latin small letter g: latin small letter g
 	0x1DDB: 0x0262, // combining latin letter small capital g: latin letter small capital g
