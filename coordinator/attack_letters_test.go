@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"go/format"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -91,21 +92,20 @@ func namedLatinLetter(name string) (rune, bool) {
 	return letter, true
 }
 
-func letterBasesSource(t map[rune]rune) []byte {
-	src, err := os.ReadFile("defang_letters.go")
+// runeTableSource answers file with its map variable name rewritten to
+// hold t, each entry commented with both runes' names; what precedes
+// the variable is kept.
+func runeTableSource(file, name string, t map[rune]rune) []byte {
+	src, err := os.ReadFile(file)
 	if err != nil {
 		panic(err)
 	}
-	head, _, _ := bytes.Cut(src, []byte("var letterBases = map[rune]rune{"))
+	decl := "var " + name + " = map[rune]rune{"
+	head, _, _ := bytes.Cut(src, []byte(decl))
 	var b bytes.Buffer
 	b.Write(head)
-	b.WriteString("var letterBases = map[rune]rune{\n")
-	keys := make([]rune, 0, len(t))
-	for r := range t {
-		keys = append(keys, r)
-	}
-	slices.Sort(keys)
-	for _, r := range keys {
+	b.WriteString(decl + "\n")
+	for _, r := range slices.Sorted(maps.Keys(t)) {
 		fmt.Fprintf(&b, "\t0x%04X: 0x%04X, // %s: %s\n", r, t[r], strings.ToLower(runenames.Name(r)), strings.ToLower(runenames.Name(t[r])))
 	}
 	b.WriteString("}\n")
@@ -116,24 +116,30 @@ func letterBasesSource(t map[rune]rune) []byte {
 	return out
 }
 
-// TestLetterBases checks letterBases against the Unicode names; -update
-// rewrites defang_letters.go.
-func TestLetterBases(t *testing.T) {
-	want := wantLetterBases()
+// checkRuneTable holds table, the map variable name of file, to want,
+// what the Unicode names give; -update rewrites file instead.
+func checkRuneTable(t *testing.T, file, name, test string, table, want map[rune]rune) {
+	t.Helper()
 	if *update {
-		if err := os.WriteFile("defang_letters.go", letterBasesSource(want), 0o644); err != nil {
+		if err := os.WriteFile(file, runeTableSource(file, name, want), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
 	for r, base := range want {
-		if got, ok := letterBases[r]; !ok || got != base {
-			t.Errorf("%U %s reads as no letter it is drawn from (want %U); rewrite the table: go test ./coordinator -run TestLetterBases -update", r, runenames.Name(r), base)
+		if got, ok := table[r]; !ok || got != base {
+			t.Errorf("%U %s: %s gives %U, want %U; rewrite the table: go test ./coordinator -run %s -update", r, runenames.Name(r), name, got, base, test)
 		}
 	}
-	for r := range letterBases {
+	for r := range table {
 		if _, ok := want[r]; !ok {
-			t.Errorf("%U %s is in the table but its name gives no base", r, runenames.Name(r))
+			t.Errorf("%U %s is in %s but its name gives no letter", r, runenames.Name(r), name)
 		}
 	}
+}
+
+// TestLetterBases checks letterBases against the Unicode names; -update
+// rewrites defang_letters.go.
+func TestLetterBases(t *testing.T) {
+	checkRuneTable(t, "defang_letters.go", "letterBases", "TestLetterBases", letterBases, wantLetterBases())
 }

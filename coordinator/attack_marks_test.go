@@ -1,11 +1,6 @@
 package coordinator
 
 import (
-	"bytes"
-	"fmt"
-	"go/format"
-	"os"
-	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -62,58 +57,10 @@ func wantMarkLetters() map[rune]rune {
 	return out
 }
 
-func markLettersSource(t map[rune]rune) []byte {
-	var b bytes.Buffer
-	b.WriteString(`package coordinator
-
-// markLetters maps each combining Latin letter and modifier letter of the
-// BMP that the fold reads as nothing (a mark over the letter before it, a
-// small letter beside it) to the Latin letter its Unicode name gives. It
-// is their second reading (bmpFoldTable.sound): a reader may take ͫ
-// (COMBINING LATIN SMALL LETTER M) for a decoration of the letter it sits
-// on, or for an m, so a marker is matched both ways.
-//
-// Generated from the Unicode names of this Go's Unicode version by
-// TestMarkLetters, which fails while the table differs from what the names
-// give; go test ./coordinator -run TestMarkLetters -update rewrites it.
-var markLetters = map[rune]rune{
-`)
-	keys := make([]rune, 0, len(t))
-	for r := range t {
-		keys = append(keys, r)
-	}
-	slices.Sort(keys)
-	for _, r := range keys {
-		fmt.Fprintf(&b, "\t0x%04X: 0x%04X, // %s: %s\n", r, t[r], strings.ToLower(runenames.Name(r)), strings.ToLower(runenames.Name(t[r])))
-	}
-	b.WriteString("}\n")
-	out, err := format.Source(b.Bytes())
-	if err != nil {
-		panic(err)
-	}
-	return out
-}
-
 // TestMarkLetters checks markLetters against the Unicode names; -update
 // rewrites defang_marks.go.
 func TestMarkLetters(t *testing.T) {
-	want := wantMarkLetters()
-	if *update {
-		if err := os.WriteFile("defang_marks.go", markLettersSource(want), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	for r, base := range want {
-		if got, ok := markLetters[r]; !ok || got != base {
-			t.Errorf("%U %s has no second reading as %U; rewrite the table: go test ./coordinator -run TestMarkLetters -update", r, runenames.Name(r), base)
-		}
-	}
-	for r := range markLetters {
-		if _, ok := want[r]; !ok {
-			t.Errorf("%U %s is in the table but its name gives no letter", r, runenames.Name(r))
-		}
-	}
+	checkRuneTable(t, "defang_marks.go", "markLetters", "TestMarkLetters", markLetters, wantMarkLetters())
 }
 
 // TestCombiningLettersAreReadBothWays: a combining Latin letter in a
