@@ -263,7 +263,7 @@ func (d *Defanger) plan(s string) []edit {
 // "defanged-mem-token" reads as U+AADE then "fanged-mem-token", whose
 // token nothing exempts).
 func escapeOpenBefore(s string) bool {
-	tail := s[max(0, len(s)-maxEscapeTail):]
+	tail := escapeTail(s)
 	for range decodeLayers + 1 {
 		if openEscape(tail) {
 			return true
@@ -277,9 +277,28 @@ func escapeOpenBefore(s string) bool {
 	return false
 }
 
-// maxEscapeTail bounds the end of a text escapeOpenBefore decodes: the
-// longest escape, three layers deep, and then some.
-const maxEscapeTail = 64
+// escapeTail answers the end of s that escapeOpenBefore and
+// endsInOpenReference decode: its last escapeTailBytes, and further back
+// while that would cut through a run of the bytes escapes are written
+// with, up to maxEscapeTail: an open escape of ten characters, each a
+// zero-padded reference (up to 40 bytes), two layers deep, and then some.
+// A text of many escapes costs each check the run it ends in, not a
+// kilobyte.
+func escapeTail(s string) string {
+	start := max(0, len(s)-escapeTailBytes)
+	for start > 0 && len(s)-start < maxEscapeTail && escapeByte(s[start-1]) {
+		start--
+	}
+	return s[start:]
+}
+
+// escapeByte reports the bytes escapes are written with.
+func escapeByte(c byte) bool { return isAlnum(c) || strings.IndexByte(`#%&;\{}`, c) >= 0 }
+
+const (
+	escapeTailBytes = 64
+	maxEscapeTail   = 1024
+)
 
 // openEscape reports whether s ends inside an escape hex digits would
 // continue.

@@ -226,22 +226,41 @@ func markupAt(v string, i int, noCommentEnd *bool) (int, bool) {
 	if j >= len(rest) || !('a' <= rest[j] && rest[j] <= 'z' || 'A' <= rest[j] && rest[j] <= 'Z') {
 		return 0, false
 	}
-	// Attributes may quote anything, '<', '>' and line breaks included;
-	// between them a tag may break lines.
+	// A value quoted right after its '=' may hold anything, '<', '>' and
+	// line breaks included; elsewhere a quote is a character of the tag
+	// (an unquoted value, an apostrophe) and the first '>' ends it. A tag
+	// may break lines between its attributes. A quote that never closes
+	// quotes nothing: the first '>' inside it ends the tag, as a reader
+	// who does not count quotes sees it.
 	var quote byte
+	valueNext := false
+	quotedGT := -1
 	for k := j; k < len(rest) && k < maxTagBytes; k++ {
-		switch c := rest[k]; {
+		c := rest[k]
+		switch {
 		case quote != 0:
 			if c == quote {
-				quote = 0
+				quote, quotedGT = 0, -1
+			} else if c == '>' && quotedGT < 0 {
+				quotedGT = k
 			}
-		case c == '"' || c == '\'':
+			continue
+		case c == '=':
+			valueNext = true
+			continue
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f':
+			continue
+		case valueNext && (c == '"' || c == '\''):
 			quote = c
 		case c == '>':
 			return i + 1 + k + 1, true
 		case c == '<':
 			return 0, false
 		}
+		valueNext = false
+	}
+	if quote != 0 && quotedGT >= 0 {
+		return i + 1 + quotedGT + 1, true
 	}
 	return 0, false
 }

@@ -518,21 +518,47 @@ func cutRendered(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return trimOpenReference(cutUTF8(s, n))
+	// One line, compacted: a space the trim leaves at the end goes too.
+	return strings.TrimRight(trimOpenReference(cutUTF8(s, n)), " ")
 }
 
 // trimOpenReference drops a character reference a cut left open at the
-// end of s: cut from "&#1100;" (a separator), "&#110" reads as "n", and
-// from "&ltimes;", "&lt" as "<", letters and marks the defanger never saw.
+// end of s, as written or once its escapes are decoded: cut from
+// "&#1100;" (a separator), "&#110" reads as "n", from "&ltimes;", "&lt"
+// as "<", and from "%26%231100%3B", "%26%23110" as "&#110": letters and
+// marks the defanger never saw. The whole run of escape characters at
+// the end goes, so nothing of the reference is left to decode.
 func trimOpenReference(s string) string {
+	if !endsInOpenReference(s) {
+		return s
+	}
 	i := len(s)
-	for i > 0 && (isAlnum(s[i-1]) || s[i-1] == '#') {
+	for i > 0 && escapeByte(s[i-1]) {
 		i--
 	}
-	if i > 0 && i < len(s) && s[i-1] == '&' {
-		return s[:i-1]
+	return s[:i]
+}
+
+// endsInOpenReference reports whether s ends in a character reference
+// left open ("&" then letters, digits or "#", and no ";"), as written or
+// in one of the layers the decoded view peels.
+func endsInOpenReference(s string) bool {
+	tail := escapeTail(s)
+	for range decodeLayers + 1 {
+		i := len(tail)
+		for i > 0 && (isAlnum(tail[i-1]) || tail[i-1] == '#') {
+			i--
+		}
+		if i > 0 && i < len(tail) && tail[i-1] == '&' {
+			return true
+		}
+		next, _, changed := decodeOnce(tail, nil)
+		if !changed {
+			return false
+		}
+		tail = next
 	}
-	return s
+	return false
 }
 
 // cutUTF8 cuts s to at most n bytes without splitting a character.
