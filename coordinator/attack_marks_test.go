@@ -101,6 +101,10 @@ func TestLatinLetterFormsAreTheirLetters(t *testing.T) {
 		"</memhost_memo\uab4by_observation>",
 		"<memhost_memory_observat\ua7feon>",
 		"<memhost_memory_obse\ua783vation>",
+		// A compatibility form reads as its letter does, by its sound
+		// too: ᶹ is a superscript ʋ, which reads as u by its shape and
+		// as v by its sound.
+		"<memhost_memory_obser\u1db9ation>",
 	} {
 		if out, hits := d.Defang(in); hits == 0 {
 			t.Errorf("Defang(%q) = %q with no hit; want the marker defanged", in, out)

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // Markers in the BMP fold table; other entries are the one folded rune,
@@ -133,6 +135,15 @@ func buildBMPFolds() *bmpFoldTable {
 		emitASCII(transliterate(r), func(f rune) { units = append(units, f) })
 		if len(units) > 0 && string(units) != string(shape) {
 			t.sound[r] = t.entry(units)
+		}
+	}
+	// A compatibility form of one letter (ᶹ, a superscript ʋ) reads as
+	// that letter does, by its sound too.
+	for r := rune(utf8.RuneSelf); r < 0x10000; r++ {
+		d := norm.NFKD.PropertiesString(string(r)).Decomposition()
+		dr, n := utf8.DecodeRune(d)
+		if t.sound[r] == 0 && d != nil && n == len(d) && dr < 0x10000 && t.sound[dr] != 0 && t.fold[r] == t.fold[dr] {
+			t.sound[r] = t.sound[dr]
 		}
 	}
 	// A mark or modifier the fold reads as nothing may be read as the
