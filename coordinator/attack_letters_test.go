@@ -19,19 +19,8 @@ import (
 // letter without an ASCII reading that is a decorated or small-capital
 // form of a readable letter, or whose other case is readable.
 func wantLetterBases() map[rune]rune {
-	byName := map[string]rune{}
-	for r := rune(0); r <= unicode.MaxRune; r++ {
-		if unicode.IsLetter(r) {
-			byName[runenames.Name(r)] = r
-		}
-	}
-	readable := func(c rune) bool {
-		if c < utf8.RuneSelf {
-			return isAlnum(byte(c))
-		}
-		_, ok := asciiReading(c)
-		return ok
-	}
+	byName := lettersByName()
+	readable := hasReading
 	out := map[rune]rune{}
 	for r := rune(utf8.RuneSelf); r <= unicode.MaxRune; r++ {
 		if !unicode.IsLetter(r) || unicode.Is(unicode.Lm, r) || skippable(r) || readable(r) {
@@ -64,6 +53,27 @@ func wantLetterBases() map[rune]rune {
 		}
 	}
 	return out
+}
+
+// lettersByName maps the Unicode name of every letter to the letter.
+func lettersByName() map[string]rune {
+	byName := map[string]rune{}
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if unicode.IsLetter(r) {
+			byName[runenames.Name(r)] = r
+		}
+	}
+	return byName
+}
+
+// hasReading reports whether c reads in ASCII: an ASCII letter or digit,
+// or a rune the tables read (asciiReading).
+func hasReading(c rune) bool {
+	if c < utf8.RuneSelf {
+		return isAlnum(byte(c))
+	}
+	_, ok := asciiReading(c)
+	return ok
 }
 
 // namedLatinLetter answers the ASCII letter a Latin letter's name spells

@@ -15,19 +15,10 @@ import (
 // reads as nothing, mapped to the Latin letter its name gives, when that
 // letter has a reading.
 func wantMarkLetters() map[rune]rune {
-	byName := map[string]rune{}
-	for r := rune(0); r <= unicode.MaxRune; r++ {
-		if unicode.IsLetter(r) {
-			byName[runenames.Name(r)] = r
-		}
-	}
+	byName := lettersByName()
 	readable := func(c rune) bool {
-		if c < utf8.RuneSelf {
-			return isAlnum(byte(c))
-		}
-		_, ok := asciiReading(c)
 		_, based := letterBases[c]
-		return ok || based
+		return hasReading(c) || based
 	}
 	out := map[rune]rune{}
 	for r := rune(utf8.RuneSelf); r < 0x10000; r++ {

@@ -262,10 +262,14 @@ func (d *Defanger) plan(s string) []edit {
 // written there it would read as part of the escape ("\uAA" then
 // "defanged-mem-token" reads as U+AADE then "fanged-mem-token", whose
 // token nothing exempts).
-func escapeOpenBefore(s string) bool {
+func escapeOpenBefore(s string) bool { return tailOpen(s, openEscape) }
+
+// tailOpen reports whether open holds for the end of s (escapeTail), as
+// written or in one of the layers the decoded view peels from it.
+func tailOpen(s string, open func(string) bool) bool {
 	tail := escapeTail(s)
 	for range decodeLayers + 1 {
-		if openEscape(tail) {
+		if open(tail) {
 			return true
 		}
 		next, _, changed := decodeOnce(tail, nil)

@@ -542,23 +542,16 @@ func trimOpenReference(s string) string {
 // endsInOpenReference reports whether s ends in a character reference
 // left open ("&" then letters, digits or "#", and no ";"), as written or
 // in one of the layers the decoded view peels.
-func endsInOpenReference(s string) bool {
-	tail := escapeTail(s)
-	for range decodeLayers + 1 {
-		i := len(tail)
-		for i > 0 && (isAlnum(tail[i-1]) || tail[i-1] == '#') {
-			i--
-		}
-		if i > 0 && i < len(tail) && tail[i-1] == '&' {
-			return true
-		}
-		next, _, changed := decodeOnce(tail, nil)
-		if !changed {
-			return false
-		}
-		tail = next
+func endsInOpenReference(s string) bool { return tailOpen(s, openReference) }
+
+// openReference reports whether s ends in "&" then letters, digits or
+// "#", and no ";".
+func openReference(s string) bool {
+	i := len(s)
+	for i > 0 && (isAlnum(s[i-1]) || s[i-1] == '#') {
+		i--
 	}
-	return false
+	return i > 0 && i < len(s) && s[i-1] == '&'
 }
 
 // cutUTF8 cuts s to at most n bytes without splitting a character.

@@ -16,24 +16,8 @@ import (
 // bytes and ids are kept in memory, read back by the next visit (so the
 // budget and dedup hold), and written once there is room again.
 func TestFullDiskKeepsAccounting(t *testing.T) {
-	dir := t.TempDir()
-	s, db := openStore(t, dir, Options{CacheSize: 2, MaxPending: 100}) // pending entries must survive cache eviction
-	if err := s.Update(ctx, key("r", "warm"), inject(10, "w")); err != nil {
-		t.Fatal(err)
-	}
-	var pages int
-	if err := db.QueryRow(ctx, []any{&pages}, "PRAGMA page_count"); err != nil {
-		t.Fatal(err)
-	}
-	limit := func(n int) {
-		t.Helper()
-		var got int
-		if err := db.QueryRow(ctx, []any{&got}, fmt.Sprintf("PRAGMA max_page_count = %d", n)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	limit(pages)
-	room := refuseJournal(t, s)
+	s, db := openStore(t, t.TempDir(), Options{CacheSize: 2, MaxPending: 100}) // pending entries must survive cache eviction
+	room := fillDisk(t, s, db)
 	big := strings.Repeat("x", 8000) // an id list that needs new pages
 	for i := range 5 {
 		k := key("r", fmt.Sprintf("s%d", i))
@@ -53,7 +37,6 @@ func TestFullDiskKeepsAccounting(t *testing.T) {
 		}
 	}
 	// Room again: the next visits write what was held.
-	limit(1 << 30)
 	room()
 	for range 2 {
 		if err := s.Update(ctx, key("r", "warm"), inject(1, "w2")); err != nil {
