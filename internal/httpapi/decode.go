@@ -59,12 +59,11 @@ func (s *Server) strictMCPBody(w http.ResponseWriter, r *http.Request) error {
 		}
 		return badRequest("request body could not be read")
 	}
-	// What is not JSON at all the SDK refuses, in JSON-RPC's words.
+	// What is not JSON at all the SDK refuses, in JSON-RPC's words: only
+	// a refusal is checked for that, so a message is parsed here once.
 	var message any
-	if json.Valid(data) {
-		if err := strictjson.Decode(data, &message); err != nil {
-			return invalidJSON("request body", err)
-		}
+	if err := strictjson.Decode(data, &message); err != nil && json.Valid(data) {
+		return invalidJSON("request body", err)
 	}
 	r.Body = io.NopCloser(bytes.NewReader(data))
 	return nil
