@@ -141,7 +141,9 @@ func createExportFile(path string, warn io.Writer) (exportOutput, error) {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return exportOutput{}, err
 	}
-	mode := fs.FileMode(0o666) // less the umask, as a new file gets
+	// A new export holds every record of a realm in full: it is the
+	// user's alone, as the host's own data files are, whatever the umask.
+	mode := fs.FileMode(0o600)
 	if err == nil {
 		mode = info.Mode().Perm()
 	}
@@ -170,10 +172,8 @@ func createExportFile(path string, warn io.Writer) (exportOutput, error) {
 		}
 		return exportOutput{}, fmt.Errorf("cannot write %s: directory %s: %w", path, filepath.Clean(dir), err)
 	}
-	if info != nil {
-		// An existing file keeps its permissions exactly, umask or not.
-		_ = tmp.Chmod(mode)
-	}
+	// An existing file keeps its permissions exactly, umask or not.
+	_ = tmp.Chmod(mode)
 	return exportOutput{w: tmp, path: path, existed: info != nil, tmp: tmp}, nil
 }
 

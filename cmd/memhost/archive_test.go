@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -141,5 +144,44 @@ func TestProgressRate(t *testing.T) {
 	unit := map[string]float64{"B": 1, "kB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "PB": 1e15}[last[2]]
 	if most := float64(done) / pause.Seconds(); v*unit > most*1.01 {
 		t.Fatalf("rate shown %s %s/s, at most %.0f B/s is possible: %q", last[1], last[2], most, out.String())
+	}
+}
+
+// A new export file is the user's alone (it holds every record of a
+// realm); it was created 0666 less the umask, readable by every local
+// user at the usual 022. An existing file keeps its own mode.
+func TestExportFileMode(t *testing.T) {
+	dir := t.TempDir()
+	existing := filepath.Join(dir, "existing.jsonl")
+	if err := os.WriteFile(existing, []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(existing, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path string
+		want fs.FileMode
+	}{
+		{filepath.Join(dir, "new.jsonl"), 0o600},
+		{existing, 0o640},
+	} {
+		out, err := createExportFile(c.path, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := out.w.Write([]byte("{}\n")); err != nil {
+			t.Fatal(err)
+		}
+		if err := out.commit(); err != nil {
+			t.Fatal(err)
+		}
+		info, err := os.Stat(c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := info.Mode().Perm(); got != c.want {
+			t.Errorf("%s: mode %v, want %v", filepath.Base(c.path), got, c.want)
+		}
 	}
 }

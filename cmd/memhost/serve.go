@@ -251,6 +251,10 @@ func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinat
 // apiOptions wires the HTTP API over the started host's parts.
 func (h *host) apiOptions(cfg *config.Config, logger hclog.Logger, providerOf func(string) (sdk.Provider, error), sup *pluginhost.Supervisor,
 	metrics *httpapi.Metrics, coord *coordinator.Coordinator, comp *compaction.Service, traces *turntrace.Recorder) httpapi.Options {
+	realms := make([]string, len(cfg.Realms))
+	for i, r := range cfg.Realms {
+		realms[i] = r.Name
+	}
 	var tokens []httpapi.Token
 	for _, t := range cfg.Tokens {
 		tokens = append(tokens, httpapi.Token{Name: t.Name, Secret: t.Secret, Realms: t.Realms, Role: t.Role, Identities: t.Identities})
@@ -259,6 +263,7 @@ func (h *host) apiOptions(cfg *config.Config, logger hclog.Logger, providerOf fu
 		Logger:       logger.Named("http"),
 		Provider:     providerOf,
 		DefaultRealm: cfg.DefaultRealm,
+		Realms:       realms,
 		Tokens:       tokens,
 		Plugins:      sup,
 		MaxBodyBytes: cfg.Server.MaxBodyBytes,

@@ -20,6 +20,15 @@ import (
 // bound reports whether the caller's token is bound to identities.
 func (c caller) bound() bool { return c.token != nil && len(c.token.Identities) > 0 }
 
+// identities are the identities a bound token acts as; nil (every
+// identity) for any other caller.
+func (c caller) identities() []string {
+	if !c.bound() {
+		return nil
+	}
+	return c.token.Identities
+}
+
 // actAs refuses an identity the caller's token is not bound to.
 func (c caller) actAs(id string) error {
 	if !c.bound() || slices.Contains(c.token.Identities, id) {
@@ -41,14 +50,20 @@ func (c caller) touchScope(sc sdk.Scope) error {
 	return fmt.Errorf("token %q may act only as identity %s; scope %q belongs to another identity: %w", c.token.Name, quoteAll(c.token.Identities), sc, sdk.ErrPermission)
 }
 
-// touchStored is touchScope for the stored record id, which the caller
-// named by id alone: the refusal leaves the scope out, as it would tell
-// the caller another identity's id.
-func (c caller) touchStored(id string, sc sdk.Scope) error {
+// touchStored is touchScope for a stored record the caller named by id
+// alone. A record in another identity's scope answers as a missing one
+// does: a refusal would confirm that the id exists, and ids of archived
+// conversations can be computed from a guessed conversation name.
+func (c caller) touchStored(realm, id string, sc sdk.Scope) error {
 	if c.touchScope(sc) == nil {
 		return nil
 	}
-	return fmt.Errorf("token %q may act only as identity %s; record %q belongs to another identity: %w", c.token.Name, quoteAll(c.token.Identities), id, sdk.ErrPermission)
+	return recordNotFound(realm, id)
+}
+
+// recordNotFound is the answer for an id the realm does not hold.
+func recordNotFound(realm, id string) error {
+	return fmt.Errorf("record %q not found in realm %q: %w", id, realm, sdk.ErrNotFound)
 }
 
 // requireRealmWide refuses a realm-wide operation (export, import) to a
@@ -85,7 +100,7 @@ func (s *Server) touchRecord(ctx context.Context, c caller, realm, id string, p 
 		return err
 	}
 	for _, r := range recs {
-		if err := c.touchStored(id, r.Scope); err != nil {
+		if err := c.touchStored(realm, id, r.Scope); err != nil {
 			return err
 		}
 	}
@@ -95,35 +110,38 @@ func (s *Server) touchRecord(ctx context.Context, c caller, realm, id string, p 
 // mayForget applies the forget rules to the stored record, read once: a
 // bound token touches only its identities' records, and an agent forgets
 // only identity-scope records (proposal.CheckAgentForget). A record that
-// does not exist passes (the forget answers as it would). A provider that
-// cannot fetch leaves the scope unknown, so such callers are refused.
-func (s *Server) mayForget(ctx context.Context, c caller, realm, id string, p sdk.Provider) error {
+// does not exist passes (the forget answers as it would), and so does one
+// in another identity's scope for a bound token, with hidden set: the
+// forget must then answer as for a missing record without forgetting. A
+// provider that cannot fetch leaves the scope unknown, so such callers
+// are refused.
+func (s *Server) mayForget(ctx context.Context, c caller, realm, id string, p sdk.Provider) (hidden bool, err error) {
 	if !c.bound() && c.application() {
-		return nil
+		return false, nil
 	}
 	getter, ok := host.ProviderOf(p).Getter()
 	if !ok {
-		return fmt.Errorf("token %q may forget only records whose scope the provider of realm %q can tell, and it cannot: %w", c.token.Name, realm, sdk.ErrPermission)
+		return false, fmt.Errorf("token %q may forget only records whose scope the provider of realm %q can tell, and it cannot: %w", c.token.Name, realm, sdk.ErrPermission)
 	}
 	recs, err := getter.Get(ctx, realm, []string{id})
 	if err != nil {
-		return err
+		return false, err
 	}
 	own := ""
 	if c.token != nil && len(c.token.Identities) == 1 {
 		own = c.token.Identities[0]
 	}
 	for _, r := range recs {
-		if err := c.touchStored(id, r.Scope); err != nil {
-			return err
+		if c.touchScope(r.Scope) != nil {
+			return true, nil
 		}
 		if !c.application() {
 			if err := proposal.CheckAgentForget(r.Scope, own); err != nil {
-				return err
+				return false, err
 			}
 		}
 	}
-	return nil
+	return false, nil
 }
 
 // Query parameters of /mcp, for MCP clients that cannot send headers.

@@ -41,18 +41,24 @@ func get(t *testing.T, url, token string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// /readyz names the plugins to a valid token, and their errors only to
+// the host's operator (Server.operator).
 func TestReadyzHidesPluginDetailWithoutAToken(t *testing.T) {
-	tokens := []Token{{Name: "app", Secret: "s3cret", Realms: []string{"default"}}}
+	tokens := []Token{
+		{Name: "bot", Secret: "s3cret", Realms: []string{"default"}},
+		{Name: "ops", Secret: "0ps-s3cret", Realms: []string{"default"}, Role: RoleApplication},
+	}
 	cases := []struct {
-		name   string
-		tokens []Token
-		token  string
-		detail bool
+		name          string
+		tokens        []Token
+		token         string
+		detail, error bool
 	}{
-		{"tokens configured, none sent", tokens, "", false},
-		{"tokens configured, unknown token", tokens, "guess", false},
-		{"tokens configured, valid token", tokens, "s3cret", true},
-		{"no tokens configured", nil, "", true},
+		{"tokens configured, none sent", tokens, "", false, false},
+		{"tokens configured, unknown token", tokens, "guess", false, false},
+		{"tokens configured, agent token", tokens, "s3cret", true, false},
+		{"tokens configured, operator's token", tokens, "0ps-s3cret", true, true},
+		{"no tokens configured", nil, "", true, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -61,9 +67,62 @@ func TestReadyzHidesPluginDetailWithoutAToken(t *testing.T) {
 			if status != http.StatusServiceUnavailable || !strings.Contains(body, `"not ready"`) {
 				t.Fatalf("status %d body %s", status, body)
 			}
-			for _, secret := range []string{"memhost-sqlite", "1.2.3", "4242", "/var/lib", "permission denied"} {
+			for _, secret := range []string{"memhost-sqlite", "1.2.3", "4242"} {
 				if strings.Contains(body, secret) != tc.detail {
 					t.Fatalf("%q in body is %v, want %v: %s", secret, !tc.detail, tc.detail, body)
+				}
+			}
+			for _, secret := range []string{"/var/lib", "permission denied"} {
+				if strings.Contains(body, secret) != tc.error {
+					t.Fatalf("%q in body is %v, want %v: %s", secret, !tc.error, tc.error, body)
+				}
+			}
+		})
+	}
+}
+
+// warnedPlugins is a plugin host whose provider logged a warning naming
+// a file of another tenant's realm.
+type warnedPlugins struct{}
+
+func (warnedPlugins) Ready() bool { return true }
+func (warnedPlugins) Status() []pluginhost.Status {
+	return []pluginhost.Status{{Instance: "store", Plugin: "memhost-markdown", State: pluginhost.StateReady, Healthy: true,
+		LastError: "rival: write failed", Warnings: []string{"skipping record file that is not a valid record file=/data/md/rival/identity/ceo/r1.md"}}}
+}
+
+// An instance's warnings and last error quote what its plugin logged,
+// which names other realms' files, identities and ids: /v1/plugins gave
+// them to every token, an agent of another realm included. Only the
+// host's operator reads them now.
+func TestPluginWarningsAreTheOperators(t *testing.T) {
+	tokens := []Token{
+		{Name: "ops", Secret: "ops-secret-0123456789", Realms: []string{"default", "rival"}, Role: RoleApplication},
+		{Name: "app", Secret: "app-secret-0123456789", Realms: []string{"default"}, Role: RoleApplication},
+		{Name: "bot", Secret: "bot-secret-0123456789", Realms: []string{"default", "rival"}, Role: RoleAgent},
+		{Name: "alice", Secret: "alice-secret-0123456789", Realms: []string{"default", "rival"}, Role: RoleApplication, Identities: []string{"alice"}},
+	}
+	withTokens, _ := newTestServer(t, Options{Tokens: tokens, Realms: []string{"default", "rival"}, Plugins: warnedPlugins{}})
+	open, _ := newTestServer(t, Options{Realms: []string{"default", "rival"}, Plugins: warnedPlugins{}})
+	cases := []struct {
+		name, url, token string
+		operator         bool
+	}{
+		{"application token of every realm", withTokens.URL, "ops-secret-0123456789", true},
+		{"application token of one realm", withTokens.URL, "app-secret-0123456789", false},
+		{"agent token of every realm", withTokens.URL, "bot-secret-0123456789", false},
+		{"application token bound to an identity", withTokens.URL, "alice-secret-0123456789", false},
+		{"no tokens configured", open.URL, "", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := get(t, tc.url+"/v1/plugins", tc.token)
+			if status != 200 || !strings.Contains(body, "memhost-markdown") {
+				t.Fatalf("status %d: %s", status, body)
+			}
+			for _, text := range []string{"ceo", "/data/md", "write failed"} {
+				if strings.Contains(body, text) != tc.operator {
+					t.Errorf("%q in the answer is %v, want %v: %s", text, !tc.operator, tc.operator, body)
 				}
 			}
 		})

@@ -126,23 +126,31 @@ func TestTwoAuthorizationHeadersAreRefused(t *testing.T) {
 	}
 }
 
-// traceFake answers one turn of alice and one of bob to every read.
+// traceFake answers one turn of alice and one of bob to every read, less
+// those of identities the read leaves out.
 type traceFake struct{}
 
-func (traceFake) turns(realm string) []coordinator.TurnTrace {
-	return []coordinator.TurnTrace{{Realm: realm, Identity: "alice", Session: "s1"}, {Realm: realm, Identity: "bob", Session: "s1"}}
+func (traceFake) turns(realm string, identities []string) []coordinator.TurnTrace {
+	return slices.DeleteFunc([]coordinator.TurnTrace{{Realm: realm, Identity: "alice", Session: "s1"}, {Realm: realm, Identity: "bob", Session: "s1"}},
+		func(t coordinator.TurnTrace) bool {
+			return identities != nil && !slices.Contains(identities, t.Identity)
+		})
 }
 
-func (f traceFake) Session(_ context.Context, realm, identity, _ string, _ int) ([]coordinator.TurnTrace, error) {
-	return slices.DeleteFunc(f.turns(realm), func(t coordinator.TurnTrace) bool { return identity != "" && t.Identity != identity }), nil
+func (f traceFake) Session(_ context.Context, realm string, identities []string, _ string, _ int) ([]coordinator.TurnTrace, error) {
+	return f.turns(realm, identities), nil
 }
 
-func (traceFake) Recent(_ context.Context, realm string, _ int) ([]turntrace.SessionSummary, error) {
-	return []turntrace.SessionSummary{{Realm: realm, Identity: "alice", Session: "s1"}, {Realm: realm, Identity: "bob", Session: "s1"}}, nil
+func (f traceFake) Recent(_ context.Context, realm string, identities []string, _ int) ([]turntrace.SessionSummary, error) {
+	var out []turntrace.SessionSummary
+	for _, t := range f.turns(realm, identities) {
+		out = append(out, turntrace.SessionSummary{Realm: realm, Identity: t.Identity, Session: t.Session})
+	}
+	return out, nil
 }
 
-func (f traceFake) Record(_ context.Context, realm, _ string, _ int) ([]coordinator.TurnTrace, error) {
-	return f.turns(realm), nil
+func (f traceFake) Record(_ context.Context, realm string, identities []string, _ string, _ int) ([]coordinator.TurnTrace, error) {
+	return f.turns(realm, identities), nil
 }
 
 // A turn trace names what was injected for an identity: a bound token

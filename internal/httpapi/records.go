@@ -191,9 +191,9 @@ func (s *Server) handleGet(ctx context.Context, c caller, w http.ResponseWriter,
 		return err
 	}
 	if len(recs) == 0 {
-		return fmt.Errorf("record %q not found in realm %q: %w", id, realm, sdk.ErrNotFound)
+		return recordNotFound(realm, id)
 	}
-	if err := c.touchStored(id, recs[0].Scope); err != nil {
+	if err := c.touchStored(realm, id, recs[0].Scope); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, recs[0])
@@ -205,12 +205,18 @@ func (s *Server) handleForget(ctx context.Context, c caller, w http.ResponseWrit
 	if err != nil {
 		return err
 	}
-	if err := s.mayForget(ctx, c, realm, id, p); err != nil {
+	hidden, err := s.mayForget(ctx, c, realm, id, p)
+	if err != nil {
 		return err
 	}
 	forgetter, ok := host.ProviderOf(p).Forgetter()
 	if !ok {
 		return fmt.Errorf("the provider of realm %q cannot forget records: %w", realm, sdk.ErrUnsupported)
+	}
+	if hidden {
+		// Forgetting an id the realm does not hold answers 204 too.
+		w.WriteHeader(http.StatusNoContent)
+		return nil
 	}
 	if _, err := forgetter.Forget(ctx, realm, []string{id}); err != nil {
 		return err

@@ -66,6 +66,10 @@ type Options struct {
 	// error wrapping sdk.ErrNotFound.
 	Provider     func(realm string) (sdk.Provider, error)
 	DefaultRealm string
+	// Realms are the realms the config names (the default realm and every
+	// realm block): a token holding all of them, as an application not
+	// bound to identities, is the host's operator (caller.operator).
+	Realms []string
 	// Tokens, when any, are required on every /v1 request.
 	Tokens       []Token
 	Plugins      Plugins
@@ -491,9 +495,9 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	}
 	if !pluginsReady || len(failed) > 0 {
 		body := map[string]any{"status": "not ready"}
-		if _, err := s.authenticate(r.Header); err == nil {
+		if c, err := s.authenticate(r.Header); err == nil {
 			if s.opts.Plugins != nil {
-				body["plugins"] = s.opts.Plugins.Status()
+				body["plugins"] = s.pluginStatus(c)
 			}
 			if len(failed) > 0 {
 				body["checks"] = failed
@@ -505,15 +509,46 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
-func (s *Server) handlePlugins(_ context.Context, c caller, w http.ResponseWriter, _ *http.Request) error {
+// pluginStatus is the plugins' status as c may read it. An instance's
+// last error and warnings are the operator's: they quote what its plugin
+// logged, which names files, realms, identities and record ids of every
+// realm the instance serves.
+func (s *Server) pluginStatus(c caller) []pluginhost.Status {
 	var st []pluginhost.Status
 	if s.opts.Plugins != nil {
 		st = s.opts.Plugins.Status()
 	}
 	if st == nil {
-		st = []pluginhost.Status{}
+		return []pluginhost.Status{}
 	}
-	answer := map[string]any{"plugins": st}
+	if !s.operator(c) {
+		for i := range st {
+			st[i].LastError, st[i].Warnings = "", nil
+		}
+	}
+	return st
+}
+
+// operator reports whether c is the host's operator: every caller of a
+// host without tokens (its own processes), else an application token not
+// bound to identities that holds every realm the config names.
+func (s *Server) operator(c caller) bool {
+	if c.token == nil {
+		return true
+	}
+	if !c.application() || c.bound() || !slices.Contains(c.token.Realms, s.opts.DefaultRealm) {
+		return false
+	}
+	for _, r := range s.opts.Realms {
+		if !slices.Contains(c.token.Realms, r) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) handlePlugins(_ context.Context, c caller, w http.ResponseWriter, _ *http.Request) error {
+	answer := map[string]any{"plugins": s.pluginStatus(c)}
 	if s.opts.Semantic != nil {
 		// Each entry names a realm and counts its records: a token is told
 		// of its own realms only, as every other answer tells it.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/internal/turntrace"
@@ -13,9 +12,9 @@ import (
 
 // TraceReader reads the turn trace store.
 type TraceReader interface {
-	Session(ctx context.Context, realm, identity, session string, limit int) ([]coordinator.TurnTrace, error)
-	Recent(ctx context.Context, realm string, limit int) ([]turntrace.SessionSummary, error)
-	Record(ctx context.Context, realm, id string, limit int) ([]coordinator.TurnTrace, error)
+	Session(ctx context.Context, realm string, identities []string, session string, limit int) ([]coordinator.TurnTrace, error)
+	Recent(ctx context.Context, realm string, identities []string, limit int) ([]turntrace.SessionSummary, error)
+	Record(ctx context.Context, realm string, identities []string, id string, limit int) ([]coordinator.TurnTrace, error)
 }
 
 // Trace page sizes.
@@ -27,7 +26,8 @@ const (
 // traceRequest checks what every trace read needs: an application
 // caller, a realm it may see, a page size and a host that keeps traces.
 // A trace names what was injected for an identity, so a bound token is
-// answered only its own identities' turns.
+// answered only its own identities' turns: the store leaves out the
+// others' before the page's limit, so they cannot crowd them out.
 func (s *Server) traceRequest(c caller, r *http.Request) (realm string, limit int, tr TraceReader, err error) {
 	if err := c.requireApplication("turn traces"); err != nil {
 		return "", 0, nil, err
@@ -66,11 +66,14 @@ func (s *Server) handleSessionTrace(ctx context.Context, c caller, w http.Respon
 			return err
 		}
 	}
-	turns, err := tr.Session(ctx, realm, identity, session, limit)
+	who := c.identities()
+	if identity != "" {
+		who = []string{identity}
+	}
+	turns, err := tr.Session(ctx, realm, who, session, limit)
 	if err != nil {
 		return err
 	}
-	turns = slices.DeleteFunc(turns, func(t coordinator.TurnTrace) bool { return c.actAs(t.Identity) != nil })
 	writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "session": session, "turns": turns})
 	return nil
 }
@@ -81,11 +84,10 @@ func (s *Server) handleTraces(ctx context.Context, c caller, w http.ResponseWrit
 	if err != nil {
 		return err
 	}
-	sessions, err := tr.Recent(ctx, realm, limit)
+	sessions, err := tr.Recent(ctx, realm, c.identities(), limit)
 	if err != nil {
 		return err
 	}
-	sessions = slices.DeleteFunc(sessions, func(ss turntrace.SessionSummary) bool { return c.actAs(ss.Identity) != nil })
 	writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "sessions": sessions})
 	return nil
 }
@@ -100,11 +102,10 @@ func (s *Server) handleRecordTrace(ctx context.Context, c caller, w http.Respons
 	if err := sdk.ValidateID(id); err != nil {
 		return err
 	}
-	turns, err := tr.Record(ctx, realm, id, limit)
+	turns, err := tr.Record(ctx, realm, c.identities(), id, limit)
 	if err != nil {
 		return err
 	}
-	turns = slices.DeleteFunc(turns, func(t coordinator.TurnTrace) bool { return c.actAs(t.Identity) != nil })
 	writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "record": id, "turns": turns})
 	return nil
 }

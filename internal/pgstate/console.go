@@ -206,10 +206,10 @@ func (t *Traces) Append(ctx context.Context, traces []coordinator.TurnTrace) err
 	return nil
 }
 
-func (t *Traces) Session(ctx context.Context, realm, identity, session string, limit int) ([]coordinator.TurnTrace, error) {
+func (t *Traces) Session(ctx context.Context, realm string, identities []string, session string, limit int) ([]coordinator.TurnTrace, error) {
 	rows, err := t.db.pool.Query(ctx, t.db.q(`SELECT trace::text FROM (SELECT seq, trace FROM turn_trace
-		WHERE realm = $1 AND session = $2 AND ($3 = '' OR identity = $3) ORDER BY seq DESC LIMIT $4) AS t ORDER BY seq`),
-		realm, session, identity, limit)
+		WHERE realm = $1 AND session = $2 AND `+ofIdentities(3)+` ORDER BY seq DESC LIMIT $4) AS t ORDER BY seq`),
+		realm, session, identities, limit)
 	if err != nil {
 		return nil, fmt.Errorf("turn trace: read: %w", classify(err))
 	}
@@ -220,13 +220,13 @@ func (t *Traces) Session(ctx context.Context, realm, identity, session string, l
 	return out, nil
 }
 
-func (t *Traces) Record(ctx context.Context, realm, id string, limit int) ([]coordinator.TurnTrace, error) {
+func (t *Traces) Record(ctx context.Context, realm string, identities []string, id string, limit int) ([]coordinator.TurnTrace, error) {
 	probe, err := json.Marshal([]map[string]string{{"id": id}})
 	if err != nil {
 		return nil, err
 	}
 	rows, err := t.db.pool.Query(ctx, t.db.q(`SELECT trace::text FROM turn_trace
-		WHERE realm = $1 AND trace->'included' @> $2::jsonb ORDER BY seq DESC LIMIT $3`), realm, string(probe), limit)
+		WHERE realm = $1 AND trace->'included' @> $2::jsonb AND `+ofIdentities(3)+` ORDER BY seq DESC LIMIT $4`), realm, string(probe), identities, limit)
 	if err != nil {
 		return nil, fmt.Errorf("turn trace: read: %w", classify(err))
 	}
@@ -237,9 +237,9 @@ func (t *Traces) Record(ctx context.Context, realm, id string, limit int) ([]coo
 	return out, nil
 }
 
-func (t *Traces) Recent(ctx context.Context, realm string, limit int) ([]turntrace.SessionSummary, error) {
+func (t *Traces) Recent(ctx context.Context, realm string, identities []string, limit int) ([]turntrace.SessionSummary, error) {
 	rows, err := t.db.pool.Query(ctx, t.db.q(`SELECT realm, identity, session, count(*)::int, sum(bytes)::int, max(at_ms) FROM turn_trace
-		WHERE realm = $1 GROUP BY realm, identity, session ORDER BY max(seq) DESC LIMIT $2`), realm, limit)
+		WHERE realm = $1 AND `+ofIdentities(2)+` GROUP BY realm, identity, session ORDER BY max(seq) DESC LIMIT $3`), realm, identities, limit)
 	if err != nil {
 		return nil, fmt.Errorf("turn trace: list sessions: %w", classify(err))
 	}
@@ -248,6 +248,12 @@ func (t *Traces) Recent(ctx context.Context, realm string, limit int) ([]turntra
 		return nil, fmt.Errorf("turn trace: list sessions: %w", classify(err))
 	}
 	return out, nil
+}
+
+// ofIdentities keeps the rows of the identities in parameter n (NULL:
+// every identity), before any LIMIT applies.
+func ofIdentities(n int) string {
+	return fmt.Sprintf(`($%[1]d::text[] IS NULL OR identity = ANY($%[1]d::text[]))`, n)
 }
 
 func (t *Traces) Prune(ctx context.Context, before time.Time, keep int) (int, error) {

@@ -102,17 +102,38 @@ func TestSharedTraces(t *testing.T) {
 	if n, err := tr.Prune(ctx, now.Add(-time.Hour), 2); err != nil || n != 4 {
 		t.Fatalf("pruned %d, %v; want 4", n, err)
 	}
-	busy, err := tr.Session(ctx, "busy", "alice", "s", 10)
+	busy, err := tr.Session(ctx, "busy", []string{"alice"}, "s", 10)
 	if err != nil || len(busy) != 2 || busy[1].Included[0].ID != "r4" {
 		t.Fatalf("busy = %+v, %v", busy, err)
 	}
-	if got, err := tr.Record(ctx, "busy", "r3", 10); err != nil || len(got) != 1 {
+	if got, err := tr.Record(ctx, "busy", nil, "r3", 10); err != nil || len(got) != 1 {
 		t.Errorf("record trace = %v, %v", got, err)
 	}
-	if got, _ := tr.Record(ctx, "quiet", "r3", 10); len(got) != 0 {
+	if got, _ := tr.Record(ctx, "quiet", nil, "r3", 10); len(got) != 0 {
 		t.Errorf("another realm's trace: %v", got)
 	}
-	if s, err := tr.Recent(ctx, "busy", 10); err != nil || len(s) != 1 || s[0].Turns != 2 || s[0].Bytes != 0 {
+	if s, err := tr.Recent(ctx, "busy", nil, 10); err != nil || len(s) != 1 || s[0].Turns != 2 || s[0].Bytes != 0 {
 		t.Errorf("recent = %+v, %v", s, err)
+	}
+	// A read for some identities leaves the others' turns out before its
+	// limit, so newer turns of other identities cannot crowd them out.
+	var others []coordinator.TurnTrace
+	for i := range 3 {
+		o := mk("busy", now, "r4")
+		o.Identity, o.Session = fmt.Sprint("user", i), fmt.Sprint("o", i)
+		others = append(others, o)
+	}
+	if err := tr.Append(ctx, others); err != nil {
+		t.Fatal(err)
+	}
+	alice := []string{"alice"}
+	if s, err := tr.Recent(ctx, "busy", alice, 1); err != nil || len(s) != 1 || s[0].Identity != "alice" {
+		t.Errorf("recent sessions of alice = %+v, %v", s, err)
+	}
+	if got, err := tr.Record(ctx, "busy", alice, "r4", 1); err != nil || len(got) != 1 || got[0].Identity != "alice" {
+		t.Errorf("record trace of alice = %+v, %v", got, err)
+	}
+	if got, err := tr.Session(ctx, "busy", []string{"user0"}, "s", 10); err != nil || len(got) != 0 {
+		t.Errorf("alice's session read for user0 = %+v, %v", got, err)
 	}
 }

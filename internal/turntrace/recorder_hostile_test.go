@@ -33,7 +33,7 @@ func TestReadAfterLostWriteFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Trace(tr("r", "s", time.Now().UTC(), "id"))
-	got, err := r.Session(ctx, "r", "", "s", 10)
+	got, err := r.Session(ctx, "r", nil, "s", 10)
 	if !errors.Is(err, statedb.ErrReadOnly) {
 		t.Fatalf("read after a failed write = %d traces, %v; want an error wrapping the write's", len(got), err)
 	}
@@ -41,7 +41,7 @@ func TestReadAfterLostWriteFails(t *testing.T) {
 		t.Fatalf("dropped = %d, want 1", r.Dropped())
 	}
 	// The loss is reported once; later reads answer what is stored.
-	if _, err := r.Session(ctx, "r", "", "s", 10); err != nil {
+	if _, err := r.Session(ctx, "r", nil, "s", 10); err != nil {
 		t.Fatalf("second read = %v, want no error", err)
 	}
 }

@@ -46,7 +46,7 @@ func TestRecorderBatchesTurnsWithinTheLinger(t *testing.T) {
 	}
 	readCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	got, err := r.Session(readCtx, "r", "alice", "s", 10)
+	got, err := r.Session(readCtx, "r", []string{"alice"}, "s", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestRecorderCloseWritesWhatLingers(t *testing.T) {
 	r.Trace(tr("r", "s", time.Now().UTC(), "id"))
 	r.Trace(tr("r", "s", time.Now().UTC(), "id"))
 	r.Close()
-	got, err := store.Session(context.Background(), "r", "", "s", 10)
+	got, err := store.Session(context.Background(), "r", nil, "s", 10)
 	if err != nil || len(got) != 2 {
 		t.Fatalf("after close the store holds %d traces (%v), want 2", len(got), err)
 	}

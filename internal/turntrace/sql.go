@@ -56,10 +56,10 @@ func (s *SQLStore) Append(ctx context.Context, traces []coordinator.TurnTrace) e
 	})
 }
 
-func (s *SQLStore) Session(ctx context.Context, realm, identity, session string, limit int) ([]coordinator.TurnTrace, error) {
+func (s *SQLStore) Session(ctx context.Context, realm string, identities []string, session string, limit int) ([]coordinator.TurnTrace, error) {
 	rows, err := s.db.SQL().QueryContext(ctx, `SELECT trace FROM (SELECT seq, trace FROM turn_trace
-		WHERE realm = ? AND session = ? AND (? = '' OR identity = ?) ORDER BY seq DESC LIMIT ?) ORDER BY seq`,
-		realm, session, identity, identity, limit)
+		WHERE realm = ? AND session = ? AND `+ofIdentities+` ORDER BY seq DESC LIMIT ?) ORDER BY seq`,
+		realm, session, identityList(identities), identityList(identities), limit)
 	if err != nil {
 		return nil, s.db.Wrap("read turn trace", err)
 	}
@@ -67,10 +67,10 @@ func (s *SQLStore) Session(ctx context.Context, realm, identity, session string,
 	return out, s.db.Wrap("read turn trace", err)
 }
 
-func (s *SQLStore) Record(ctx context.Context, realm, id string, limit int) ([]coordinator.TurnTrace, error) {
+func (s *SQLStore) Record(ctx context.Context, realm string, identities []string, id string, limit int) ([]coordinator.TurnTrace, error) {
 	rows, err := s.db.SQL().QueryContext(ctx, `SELECT trace FROM turn_trace
-		WHERE realm = ? AND EXISTS (SELECT 1 FROM json_each(trace, '$.included') WHERE json_extract(value, '$.id') = ?)
-		ORDER BY seq DESC LIMIT ?`, realm, id, limit)
+		WHERE realm = ? AND `+ofIdentities+` AND EXISTS (SELECT 1 FROM json_each(trace, '$.included') WHERE json_extract(value, '$.id') = ?)
+		ORDER BY seq DESC LIMIT ?`, realm, identityList(identities), identityList(identities), id, limit)
 	if err != nil {
 		return nil, s.db.Wrap("read turn trace", err)
 	}
@@ -78,14 +78,29 @@ func (s *SQLStore) Record(ctx context.Context, realm, id string, limit int) ([]c
 	return out, s.db.Wrap("read turn trace", err)
 }
 
-func (s *SQLStore) Recent(ctx context.Context, realm string, limit int) ([]SessionSummary, error) {
+func (s *SQLStore) Recent(ctx context.Context, realm string, identities []string, limit int) ([]SessionSummary, error) {
 	rows, err := s.db.SQL().QueryContext(ctx, `SELECT realm, identity, session, count(*), sum(bytes), max(at_ms) FROM turn_trace
-		WHERE realm = ? GROUP BY realm, identity, session ORDER BY max(seq) DESC LIMIT ?`, realm, limit)
+		WHERE realm = ? AND `+ofIdentities+` GROUP BY realm, identity, session ORDER BY max(seq) DESC LIMIT ?`,
+		realm, identityList(identities), identityList(identities), limit)
 	if err != nil {
 		return nil, s.db.Wrap("list traced sessions", err)
 	}
 	out, err := scanSummaries(rows)
 	return out, s.db.Wrap("list traced sessions", err)
+}
+
+// ofIdentities keeps the rows of the identities in its two parameters,
+// both the same JSON list (NULL: every identity), before any LIMIT
+// applies.
+const ofIdentities = `(? IS NULL OR identity IN (SELECT value FROM json_each(?)))`
+
+// identityList is ofIdentities' argument.
+func identityList(identities []string) any {
+	if identities == nil {
+		return nil
+	}
+	b, _ := json.Marshal(identities)
+	return string(b)
 }
 
 func (s *SQLStore) Prune(ctx context.Context, before time.Time, keep int) (int, error) {

@@ -50,18 +50,57 @@ func TestPruneIsPerRealm(t *testing.T) {
 	if err != nil || n != 8 {
 		t.Fatalf("pruned %d, %v; want 8 (7 of busy, 1 too old)", n, err)
 	}
-	busy, _ := s.Session(ctx, "busy", "", "s", 100)
-	quiet, _ := s.Session(ctx, "quiet", "alice", "s", 100)
-	old, _ := s.Session(ctx, "old", "", "s", 100)
+	busy, _ := s.Session(ctx, "busy", nil, "s", 100)
+	quiet, _ := s.Session(ctx, "quiet", []string{"alice"}, "s", 100)
+	old, _ := s.Session(ctx, "old", nil, "s", 100)
 	if len(busy) != 3 || busy[2].Included[0].ID != "r9" || len(quiet) != 1 || len(old) != 0 {
 		t.Fatalf("kept busy %d (last %v), quiet %d, old %d", len(busy), busy, len(quiet), len(old))
 	}
 	// Where a record was injected.
-	got, err := s.Record(ctx, "busy", "r8", 10)
+	got, err := s.Record(ctx, "busy", nil, "r8", 10)
 	if err != nil || len(got) != 1 {
 		t.Fatalf("record trace = %v, %v", got, err)
 	}
-	if got, _ := s.Record(ctx, "quiet", "r8", 10); len(got) != 0 {
+	if got, _ := s.Record(ctx, "quiet", nil, "r8", 10); len(got) != 0 {
 		t.Fatalf("another realm's record trace leaked: %v", got)
+	}
+}
+
+// TestIdentityFilterBeforeTheLimit: a read for some identities (a token
+// bound to them) leaves the others' turns out before its limit. They used
+// to be dropped after it, so once a page's worth of newer turns of other
+// identities existed, a bound token listed none of its own.
+func TestIdentityFilterBeforeTheLimit(t *testing.T) {
+	testIdentityFilter(t, openStore(t))
+}
+
+// testIdentityFilter checks Store's identity filter on s.
+func testIdentityFilter(t *testing.T, s Store) {
+	t.Helper()
+	ctx := context.Background()
+	now := time.Now().UTC()
+	carol := tr("r", "mine", now, "shared")
+	carol.Identity = "carol"
+	batch := []coordinator.TurnTrace{carol}
+	for i := range 5 {
+		other := tr("r", fmt.Sprint("other", i), now, "shared")
+		other.Identity = fmt.Sprint("user", i)
+		batch = append(batch, other)
+	}
+	if err := s.Append(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	only := []string{"carol"}
+	if got, err := s.Recent(ctx, "r", only, 1); err != nil || len(got) != 1 || got[0].Identity != "carol" {
+		t.Errorf("recent sessions of carol = %+v, %v", got, err)
+	}
+	if got, err := s.Record(ctx, "r", only, "shared", 1); err != nil || len(got) != 1 || got[0].Identity != "carol" {
+		t.Errorf("record trace of carol = %+v, %v", got, err)
+	}
+	if got, err := s.Session(ctx, "r", []string{"user0"}, "mine", 10); err != nil || len(got) != 0 {
+		t.Errorf("carol's session read for user0 = %+v, %v", got, err)
+	}
+	if got, err := s.Recent(ctx, "r", nil, 10); err != nil || len(got) != 6 {
+		t.Errorf("recent sessions of every identity = %d, %v; want 6", len(got), err)
 	}
 }

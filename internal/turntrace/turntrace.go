@@ -20,14 +20,15 @@ import (
 type Store interface {
 	// Append stores traces.
 	Append(ctx context.Context, traces []coordinator.TurnTrace) error
-	// Session answers the newest limit traces of a session in realm (of
-	// identity, when not ""), oldest first.
-	Session(ctx context.Context, realm, identity, session string, limit int) ([]coordinator.TurnTrace, error)
+	// Session answers the newest limit traces of a session in realm,
+	// oldest first. Each read keeps only the turns of identities when it
+	// is not nil, before limit applies.
+	Session(ctx context.Context, realm string, identities []string, session string, limit int) ([]coordinator.TurnTrace, error)
 	// Record answers the newest limit traces of realm that injected the
 	// record id, newest first.
-	Record(ctx context.Context, realm, id string, limit int) ([]coordinator.TurnTrace, error)
+	Record(ctx context.Context, realm string, identities []string, id string, limit int) ([]coordinator.TurnTrace, error)
 	// Recent answers the sessions of realm with the newest traces.
-	Recent(ctx context.Context, realm string, limit int) ([]SessionSummary, error)
+	Recent(ctx context.Context, realm string, identities []string, limit int) ([]SessionSummary, error)
 	// Prune drops traces older than before and, per realm, all but the
 	// newest keep; it answers how many went.
 	Prune(ctx context.Context, before time.Time, keep int) (int, error)
@@ -125,25 +126,26 @@ func (r *Recorder) Dropped() int64 { return r.dropped.Load() }
 
 // Session, Record and Recent read the store after a Flush, so a reader
 // sees every turn traced before its request (read your writes).
-func (r *Recorder) Session(ctx context.Context, realm, identity, session string, limit int) ([]coordinator.TurnTrace, error) {
+// identities, when not nil, keeps only their turns, before limit applies.
+func (r *Recorder) Session(ctx context.Context, realm string, identities []string, session string, limit int) ([]coordinator.TurnTrace, error) {
 	if err := r.Flush(ctx); err != nil {
 		return nil, err
 	}
-	return r.store.Session(ctx, realm, identity, session, limit)
+	return r.store.Session(ctx, realm, identities, session, limit)
 }
 
-func (r *Recorder) Record(ctx context.Context, realm, id string, limit int) ([]coordinator.TurnTrace, error) {
+func (r *Recorder) Record(ctx context.Context, realm string, identities []string, id string, limit int) ([]coordinator.TurnTrace, error) {
 	if err := r.Flush(ctx); err != nil {
 		return nil, err
 	}
-	return r.store.Record(ctx, realm, id, limit)
+	return r.store.Record(ctx, realm, identities, id, limit)
 }
 
-func (r *Recorder) Recent(ctx context.Context, realm string, limit int) ([]SessionSummary, error) {
+func (r *Recorder) Recent(ctx context.Context, realm string, identities []string, limit int) ([]SessionSummary, error) {
 	if err := r.Flush(ctx); err != nil {
 		return nil, err
 	}
-	return r.store.Recent(ctx, realm, limit)
+	return r.store.Recent(ctx, realm, identities, limit)
 }
 
 // Flush waits until every trace queued before it is written. It answers
