@@ -150,25 +150,18 @@ func (d *Defanger) plan(s string) []edit {
 		hits  []match
 		lines []int // starts of the lines holding the header phrase
 	)
-	// Each view is read by the letters' shapes and, when it holds a
-	// letter a reader may also read by its sound (Cyrillic Н, Greek ν),
-	// by their sounds as well. The text as written is also read with its
+	// Each view is read by the letters' shapes and, letter by letter,
+	// by the sounds of those a reader may also read so (Cyrillic Н,
+	// Greek ν; see scanner). The text as written is also read with its
 	// character references as the characters they are written with: a
 	// reference may take a word's first letters for its digits or name
 	// ("&#XAgent" is a line feed, then "gent").
 	direct := func(p, start, end, line int) {
 		hits = append(hits, match{p, start, end, line})
 	}
-	second := d.all.scan(s, 0, direct)
-	sorted := len(hits) // the first scan's hits are in order
-	if second {
-		d.all.scan(s, bySound, direct)
-	}
+	d.all.scan(s, false, direct)
 	if strings.IndexByte(s, '&') >= 0 {
-		d.all.scan(s, literally, direct)
-		if second {
-			d.all.scan(s, literally|bySound, direct)
-		}
+		d.all.scan(s, true, direct)
 	}
 	// A view's bytes stand for ranges of s; a match maps back to them.
 	scanView := func(view string, from []span, cuts []viewCut) {
@@ -188,10 +181,7 @@ func (d *Defanger) plan(s string) []edit {
 			}
 			hits = append(hits, m)
 		}
-		if d.all.scan(view, 0, mapped) {
-			lines = lineCursor{}
-			d.all.scan(view, bySound, mapped)
-		}
+		d.all.scan(view, false, mapped)
 	}
 	base, baseFrom := s, []span(nil)
 	for _, l := range decodedLayers(s) {
@@ -208,7 +198,7 @@ func (d *Defanger) plan(s string) []edit {
 			scanView(view, nil, cuts)
 		}
 	}
-	if len(hits) > sorted {
+	if len(hits) > 1 {
 		slices.SortStableFunc(hits, func(a, b match) int { return cmp.Or(cmp.Compare(a.end, b.end), cmp.Compare(a.start, b.start)) })
 	}
 	var tags []edit
@@ -407,6 +397,7 @@ const maxPatternUnits = 256
 // matcher is an Aho-Corasick automaton over folded runes.
 type matcher struct {
 	lens  []int            // folded length of each pattern
+	depth []int32          // units from the root to each state
 	ascii [][128]int32     // full DFA transitions for ASCII input
 	edges []map[rune]int32 // trie edges for non-ASCII pattern runes
 	fail  []int32
@@ -421,7 +412,7 @@ type matcher struct {
 func newMatcher(patterns []string) (*matcher, error) {
 	m := &matcher{}
 	trie := []map[rune]int32{{}}
-	m.fail, m.out = []int32{0}, []int32{-1}
+	m.fail, m.out, m.depth = []int32{0}, []int32{-1}, []int32{0}
 	for p, pat := range patterns {
 		units := foldString(pat)
 		if len(units) == 0 {
@@ -440,6 +431,7 @@ func newMatcher(patterns []string) (*matcher, error) {
 				trie = append(trie, map[rune]int32{})
 				m.fail = append(m.fail, 0)
 				m.out = append(m.out, -1)
+				m.depth = append(m.depth, m.depth[s]+1)
 				trie[s][r] = next
 			}
 			s = next
@@ -503,62 +495,183 @@ func (m *matcher) step(s int32, r rune) int32 {
 	}
 }
 
-// reading says how scan reads a text.
-type reading uint8
+// maxBranches bounds a scan's alternative readings alive at once. Each
+// is a partial match at its own automaton state (branches at one state
+// are one), so only text built to hold many half-read markers at once
+// reaches it; beyond it the newest forks are dropped.
+const maxBranches = 32
 
-const (
-	// bySound reads a letter with a second reading by its sound.
-	bySound reading = 1 << iota
-	// literally reads a character reference as the characters it is
-	// written with.
-	literally
-)
-
-// scanner is one scan's state: the automaton's state and a ring of the
-// byte offsets and line starts of the latest folded units, so a match can
-// be traced back to where it began. Scanners are pooled: the ring is
-// large, and only entries written in this scan are ever read.
+// scanner is one scan's state. Its main branch reads every letter by its
+// shape: the automaton's state and a ring of the byte offsets and line
+// starts of the latest folded units, so a match can be traced back to
+// where it began. A letter a reader may also read by its sound (Cyrillic
+// р, Greek ν; see bmpFoldTable.sound) forks every branch into one more
+// that reads it so: a reader settles each letter on the reading that
+// makes a word, so a marker may need one letter read by its shape and
+// the next by its sound. Scanners are pooled: the ring is large, and only
+// entries written in this scan are ever read.
 type scanner struct {
 	m             *matcher
 	state         int32
 	units         int
 	starts, lines [maxPatternUnits]int
+	alts          []branch // alternative readings, none at state 0 or at the main branch's
+	forks, spare  []branch
+}
+
+// branch is an alternative reading's partial match: its automaton state
+// and the byte offset and line start of each unit of it (as many as the
+// state's depth).
+type branch struct {
+	state         int32
+	starts, lines []int
 }
 
 var scanners = sync.Pool{New: func() any { return new(scanner) }}
 
-// feed advances by one folded unit that began at byte start on the line
-// starting at line; it answers the pattern completed, or -1, and the ring
-// slot of the completed match's first unit.
-func (sc *scanner) feed(f rune, start, line int) (p int32, first int) {
+// unit advances every branch by one folded unit that began at byte start
+// on the line starting at line, within the character ending at end, and
+// reports the matches it completes.
+func (sc *scanner) unit(f rune, start, end, line int, hit func(p, start, end, line int)) {
 	k := sc.units % maxPatternUnits
 	sc.starts[k], sc.lines[k] = start, line
 	sc.units++
 	sc.state = sc.m.step(sc.state, f)
-	p = sc.m.out[sc.state]
-	if p < 0 {
-		return -1, 0
+	if p := sc.m.out[sc.state]; p >= 0 {
+		first := (sc.units - sc.m.lens[p]) % maxPatternUnits
+		hit(int(p), sc.starts[first], end, sc.lines[first])
 	}
-	return p, (sc.units - sc.m.lens[p]) % maxPatternUnits
+	if len(sc.alts) > 0 {
+		for i := range sc.alts {
+			sc.advance(&sc.alts[i], f, start, end, line, hit)
+		}
+		sc.alts = sc.settle(sc.alts, 0)
+	}
+}
+
+// advance is unit for one alternative branch.
+func (sc *scanner) advance(b *branch, f rune, start, end, line int, hit func(p, start, end, line int)) {
+	next := sc.m.step(b.state, f)
+	// The new state's units are a suffix of the branch's and f: keep
+	// the starts of all but its last, then f's.
+	keep := int(sc.m.depth[next]) - 1
+	if keep < 0 {
+		b.state, b.starts, b.lines = 0, b.starts[:0], b.lines[:0]
+		return
+	}
+	n := len(b.starts)
+	copy(b.starts, b.starts[n-keep:])
+	copy(b.lines, b.lines[n-keep:])
+	b.starts, b.lines = append(b.starts[:keep], start), append(b.lines[:keep], line)
+	b.state = next
+	if p := sc.m.out[next]; p >= 0 {
+		k := keep + 1 - sc.m.lens[p]
+		hit(int(p), b.starts[k], end, b.lines[k])
+	}
+}
+
+// settle drops from bs, from index from on, the branches that hold no
+// partial match, or the one the main branch or an earlier branch holds,
+// and those past maxBranches; it answers what is left.
+func (sc *scanner) settle(bs []branch, from int) []branch {
+	out := bs[:from]
+	for _, b := range bs[from:] {
+		keep := b.state != 0 && b.state != sc.state && len(out) < maxBranches
+		for j := 0; keep && j < len(out); j++ {
+			keep = out[j].state != b.state
+		}
+		if keep {
+			out = append(out, b)
+		} else {
+			sc.spare = append(sc.spare, b)
+		}
+	}
+	return out
+}
+
+// newBranch answers an empty branch, reusing a dropped one's slices.
+func (sc *scanner) newBranch() branch {
+	if n := len(sc.spare); n > 0 {
+		b := sc.spare[n-1]
+		sc.spare = sc.spare[:n-1]
+		return branch{starts: b.starts[:0], lines: b.lines[:0]}
+	}
+	return branch{starts: make([]int, 0, maxPatternUnits), lines: make([]int, 0, maxPatternUnits)}
+}
+
+// survives reports whether reading units from state completes a pattern
+// or ends in a partial match: a fork that would do neither is not made,
+// which in text of another script is most of them.
+func (sc *scanner) survives(state int32, units []rune) bool {
+	for _, f := range units {
+		state = sc.m.step(state, f)
+		if sc.m.out[state] >= 0 {
+			return true
+		}
+	}
+	return state != 0
+}
+
+// letter feeds one character spanning [start, end), read as shape and,
+// when it has a second reading, as sound too: every branch, the main one
+// included, forks into one that reads it by its sound.
+func (sc *scanner) letter(shape, sound []rune, start, end, line int, hit func(p, start, end, line int)) {
+	if sound == nil {
+		for _, f := range shape {
+			sc.unit(f, start, end, line, hit)
+		}
+		return
+	}
+	forks := sc.forks[:0]
+	if sc.survives(sc.state, sound) {
+		main := sc.newBranch()
+		main.state = sc.state
+		for k := sc.units - int(sc.m.depth[sc.state]); k < sc.units; k++ {
+			main.starts = append(main.starts, sc.starts[k%maxPatternUnits])
+			main.lines = append(main.lines, sc.lines[k%maxPatternUnits])
+		}
+		forks = append(forks, main)
+	}
+	for _, b := range sc.alts {
+		if sc.survives(b.state, sound) {
+			c := sc.newBranch()
+			c.state, c.starts, c.lines = b.state, append(c.starts, b.starts...), append(c.lines, b.lines...)
+			forks = append(forks, c)
+		}
+	}
+	for _, f := range shape {
+		sc.unit(f, start, end, line, hit)
+	}
+	for i := range forks {
+		for _, f := range sound {
+			sc.advance(&forks[i], f, start, end, line, hit)
+		}
+	}
+	n := len(sc.alts)
+	sc.alts = sc.settle(append(sc.alts, forks...), n)
+	sc.forks = forks[:0]
 }
 
 // scan reports every match in order of its end: the pattern, the byte
 // span [start, end) of s it covers, and the start of the line it starts
-// on. Matches of different patterns may overlap; callers decide. Letters
-// are read by their shapes, or with bySound by their sounds where they
-// have a second reading (see bmpFoldTable.sound); it answers whether s
-// holds such a letter. Character references are decoded unless how says
-// literally.
-func (m *matcher) scan(s string, how reading, hit func(p, start, end, line int)) (second bool) {
-	sound := how&bySound != 0
+// on. Matches of different patterns may overlap, and one pattern may match
+// more than once at an end under different readings; callers decide.
+// Letters are read by their shapes and, where they have a second reading,
+// by their sounds too, letter by letter (see scanner). Character
+// references are decoded unless literally.
+func (m *matcher) scan(s string, literally bool, hit func(p, start, end, line int)) {
 	sc := scanners.Get().(*scanner)
-	defer scanners.Put(sc)
+	defer func() {
+		sc.spare = append(sc.spare, sc.alts...)
+		sc.alts = sc.alts[:0]
+		scanners.Put(sc)
+	}()
 	sc.m, sc.state, sc.units = m, 0, 0
-	table := bmpFolds()
 	folds := asciiFolds()
+	var buf readingBuf
 	line := 0
 	for i := 0; i < len(s); {
-		if sc.state == 0 {
+		if sc.state == 0 && len(sc.alts) == 0 {
 			for i < len(s) {
 				k := m.idle[s[i]]
 				if k == 0 {
@@ -570,7 +683,7 @@ func (m *matcher) scan(s string, how reading, hit func(p, start, end, line int))
 				}
 			}
 			if i == len(s) {
-				return second
+				return
 			}
 		}
 		c := s[i]
@@ -582,58 +695,29 @@ func (m *matcher) scan(s string, how reading, hit func(p, start, end, line int))
 				}
 				continue
 			}
-			if c == '&' && how&literally == 0 {
+			if c == '&' && !literally {
 				if ref, end, ok := charRefAt(s, i-1); ok {
-					second = sc.feedDecoded(ref, i-1, end, line, sound, hit) || second
+					sc.feedDecoded(ref, i-1, end, line, hit)
 					i = end
 					continue
 				}
 			}
 			f := &folds[c]
 			for k := 0; k < f.n; k++ {
-				if p, first := sc.feed(f.units[k], i-1, line); p >= 0 {
-					hit(int(p), sc.starts[first], i, sc.lines[first])
-				}
+				sc.unit(f.units[k], i-1, i, line, hit)
 			}
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		start := i
 		i += size
-		if r >= 0x10000 {
-			if !skippable(r) {
-				foldRune(s[start:i], r, func(f rune) {
-					if p, first := sc.feed(f, start, line); p >= 0 {
-						hit(int(p), sc.starts[first], i, sc.lines[first])
-					}
-				})
-			}
+		shape, sound, breaks := buf.readings(s[start:i], r)
+		if breaks {
+			line = i
 			continue
 		}
-		fold := table.fold[r]
-		if alt := table.sound[r]; alt != 0 {
-			second = true
-			if sound {
-				fold = alt
-			}
-		}
-		switch {
-		case fold == foldSkip:
-		case fold == foldBreak:
-			line = i
-		case fold&foldMulti != 0:
-			for _, f := range table.units(fold) {
-				if p, first := sc.feed(f, start, line); p >= 0 {
-					hit(int(p), sc.starts[first], i, sc.lines[first])
-				}
-			}
-		default:
-			if p, first := sc.feed(rune(fold), start, line); p >= 0 {
-				hit(int(p), sc.starts[first], i, sc.lines[first])
-			}
-		}
+		sc.letter(shape, sound, start, i, line, hit)
 	}
-	return second
 }
 
 // breaksLine reports the runes that end a line for the header rule.
@@ -961,24 +1045,17 @@ func isAlnum(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
-// feedDecoded feeds the folded form of a decoded character reference
-// s[start:end], read as scan reads (by sound when sound is set); every
-// unit maps back to the whole reference. A line break written as a
-// reference is no line break to a reader, so it is skipped. It reports
-// whether the reference holds a letter with a second reading.
-func (sc *scanner) feedDecoded(ref string, start, end, line int, sound bool, hit func(p, start, end, line int)) bool {
-	second := false
+// feedDecoded feeds the characters a character reference spanning
+// [start, end) stands for, each as the whole reference.
+func (sc *scanner) feedDecoded(ref string, start, end, line int, hit func(p, start, end, line int)) {
+	var buf readingBuf
 	for k, r := range ref {
 		if skippable(r) {
 			continue
 		}
-		second = foldReading(ref[k:k+utf8.RuneLen(r)], r, sound, func(f rune) {
-			if p, first := sc.feed(f, start, line); p >= 0 {
-				hit(int(p), sc.starts[first], end, sc.lines[first])
-			}
-		}) || second
+		shape, sound, _ := buf.readings(ref[k:k+utf8.RuneLen(r)], r)
+		sc.letter(shape, sound, start, end, line, hit)
 	}
-	return second
 }
 
 // foldString folds s the way scan folds its input.

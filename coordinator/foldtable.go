@@ -264,32 +264,60 @@ func decodeFoldTable(b []byte) (*bmpFoldTable, string, error) {
 	return t, string(version), nil
 }
 
-// foldOne emits the folded form of r (its encoding is enc), as foldRune
-// does, from the table in the BMP.
-func foldOne(enc string, r rune, emit func(rune)) { foldReading(enc, r, false, emit) }
+// foldOne emits the folded form of r (its encoding is enc) read by its
+// shape, as the scan's main branch reads it.
+func foldOne(enc string, r rune, emit func(rune)) {
+	var b readingBuf
+	shape, _, _ := b.readings(enc, r)
+	for _, f := range shape {
+		emit(f)
+	}
+}
 
-// foldReading is foldOne that reads r by its sound instead when sound is
-// set and r has a second reading (bmpFoldTable.sound); it reports whether
-// r has one.
-func foldReading(enc string, r rune, sound bool, emit func(rune)) bool {
-	if r < utf8.RuneSelf || r > 0xFFFF {
-		foldRune(enc, r, emit)
-		return false
-	}
+// readingBuf holds a character's readings, so that reading one allocates
+// nothing.
+type readingBuf struct{ shape, sound [8]rune }
+
+// readings answers the folded units of r (its encoding is enc) read by
+// its shape and, when it has a second reading (bmpFoldTable.sound), by
+// its sound; sound is nil when it has none. breaks reports a line break,
+// which has neither. A character outside the BMP whose compatibility form
+// is one BMP letter with a second reading (bold 𝛎 is ν, 𞀾 a modifier р)
+// reads both ways as that letter does.
+func (b *readingBuf) readings(enc string, r rune) (shape, sound []rune, breaks bool) {
 	table := bmpFolds()
-	e := table.fold[r]
-	second := table.sound[r]
-	if sound && second != 0 {
-		e = second
+	if r < utf8.RuneSelf || r > 0xFFFF {
+		shape = b.shape[:0]
+		foldRune(enc, r, func(f rune) { shape = append(shape, f) })
+		if r > 0xFFFF {
+			if d := norm.NFKD.PropertiesString(enc).Decomposition(); d != nil {
+				if dr, n := utf8.DecodeRune(d); n == len(d) && dr <= 0xFFFF && table.sound[dr] != 0 {
+					sound = table.unitsOf(table.sound[dr], b.sound[:0])
+				}
+			}
+		}
+		return shape, sound, false
 	}
+	e := table.fold[r]
+	if e == foldBreak {
+		return nil, nil, true
+	}
+	shape = table.unitsOf(e, b.shape[:0])
+	if alt := table.sound[r]; alt != 0 {
+		sound = table.unitsOf(alt, b.sound[:0])
+	}
+	return shape, sound, false
+}
+
+// unitsOf answers the units of entry e: dst with them appended, or the
+// table's own (read only) for a foldMulti entry. A skipped rune has none,
+// and answers dst as it is.
+func (t *bmpFoldTable) unitsOf(e uint32, dst []rune) []rune {
 	switch {
 	case e == foldSkip || e == foldBreak:
+		return dst
 	case e&foldMulti != 0:
-		for _, u := range table.units(e) {
-			emit(u)
-		}
-	default:
-		emit(rune(e))
+		return t.units(e)
 	}
-	return second != 0
+	return append(dst, rune(e))
 }
