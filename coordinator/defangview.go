@@ -58,8 +58,8 @@ func decodedLayers(s string) []layer {
 }
 
 // markupView answers v (a text, or a decoded view of one) with its markup
-// read as nothing (see markupAt), and where it cut: ok is false when v
-// holds none. It is a view of its own, not a layer of the decoded one: a
+// read as nothing (see markupAt), a block's tag as a line break
+// (breaksBlock), and where it cut: ok is false when v holds none. It is a view of its own, not a layer of the decoded one: a
 // tag read as nothing would hide the letters an escape decodes to
 // ("%3Cmemhost%5Fmemory%5Fobservation%3E" is a tag once decoded), and the
 // tag's own letters are read where the text is. The cuts, not a span per
@@ -78,11 +78,20 @@ func markupView(v string) (view string, cuts []viewCut, ok bool) {
 				b.Grow(len(v))
 			}
 			b.WriteString(v[last:i])
+			// A block's tag reads as a line break, standing for the
+			// tag's last byte: a line it starts begins after the tag.
+			newline := breaksBlock(v, i, end)
 			removed := end - i
+			if newline {
+				removed--
+			}
 			if len(cuts) > 0 {
 				removed += cuts[len(cuts)-1].removed
 			}
 			cuts = append(cuts, viewCut{at: b.Len(), removed: removed})
+			if newline {
+				b.WriteByte('\n')
+			}
 			last = end
 		}
 		j := strings.IndexByte(v[end:], '<')
@@ -210,20 +219,31 @@ func markupAt(v string, i int, noCommentEnd *bool) (int, bool) {
 		if *noCommentEnd {
 			return 0, false
 		}
-		j := strings.Index(rest[3:], "-->")
+		// HTML also ends a comment at "--!>".
+		j, n := strings.Index(rest[3:], "-->"), 3
+		if k := strings.Index(rest[3:], "--!>"); k >= 0 && (j < 0 || k < j) {
+			j, n = k, 4
+		}
 		if j < 0 {
 			*noCommentEnd = true
 			return 0, false
 		}
-		return i + 1 + 3 + j + 3, true
+		return i + 1 + 3 + j + n, true
 	case strings.HasPrefix(rest, "![CDATA["):
 		return i + 1 + len("![CDATA["), true
+	case strings.HasPrefix(rest, "?"), len(rest) > 1 && rest[0] == '!' && isLetter(rest[1]):
+		// A processing instruction (<?xml ...?>) or a declaration
+		// (<!DOCTYPE ...>): HTML ends either at its first '>'.
+		return closeWithin(v, i, ">")
+	case strings.HasPrefix(rest, "%"):
+		// A server template's tag (<% ... %>).
+		return closeWithin(v, i, "%>")
 	}
 	j := 0
 	if j < len(rest) && rest[j] == '/' {
 		j++
 	}
-	if j >= len(rest) || !('a' <= rest[j] && rest[j] <= 'z' || 'A' <= rest[j] && rest[j] <= 'Z') {
+	if j >= len(rest) || !isLetter(rest[j]) {
 		return 0, false
 	}
 	// A value quoted right after its '=' may hold anything, '<', '>' and
@@ -265,6 +285,37 @@ func markupAt(v string, i int, noCommentEnd *bool) (int, bool) {
 	return 0, false
 }
 
+// closeWithin answers the end of the markup at v[i] that close ends,
+// within maxTagBytes.
+func closeWithin(v string, i int, close string) (int, bool) {
+	rest := v[i+1 : min(len(v), i+1+maxTagBytes)]
+	if j := strings.Index(rest, close); j >= 0 {
+		return i + 1 + j + len(close), true
+	}
+	return 0, false
+}
+
+func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+
+// breaksBlock reports a start or end tag at v[i:end] of an element a
+// browser lays out on lines of its own (<br>, <p>, </div>, <li>): a reader
+// of the page sees a line break there.
+func breaksBlock(v string, i, end int) bool {
+	tag := v[i+1 : end]
+	tag = strings.TrimPrefix(tag, "/")
+	n := 0
+	for n < len(tag) && (isLetter(tag[n]) || '0' <= tag[n] && tag[n] <= '9') {
+		n++
+	}
+	switch strings.ToLower(tag[:n]) {
+	case "br", "p", "div", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "ul", "ol", "dl", "dt", "dd",
+		"table", "thead", "tbody", "blockquote", "pre", "section", "article", "header", "footer", "nav", "aside",
+		"main", "figure", "figcaption", "address", "details", "summary", "form", "fieldset":
+		return true
+	}
+	return false
+}
+
 // maxEscapeRun bounds the escapes decoded as one run (a character's
 // UTF-8 bytes are at most four).
 const maxEscapeRun = 4
@@ -279,27 +330,34 @@ func percentAt(v string, i int) (string, int, bool) {
 }
 
 // backslashAt decodes the backslash escape at v[i] ('\'): \xXX bytes (a
-// run, as UTF-8), \uXXXX (a surrogate pair as one character), \u{X...}
-// and \UXXXXXXXX.
+// run, as UTF-8), \uXXXX (a surrogate pair as one character), \u{X...},
+// \x{X...}, \UXXXXXXXX, an octal byte (\155) and a string's \n, \r, \t,
+// \f and \v.
 func backslashAt(v string, i int) (string, int, bool) {
 	if i+1 >= len(v) {
 		return "", 0, false
 	}
-	switch v[i+1] {
+	switch c := v[i+1]; c {
+	case 'n', 'r', 't', 'f', 'v':
+		// A string's line break, tab or feed: "x\\nAgent" is two lines
+		// to a reader of the string.
+		return string("\n\r\t\f\v"[strings.IndexByte("nrtfv", c)]), i + 2, true
+	case '0', '1', '2', '3', '4', '5', '6', '7':
+		// An octal escape: up to three digits, a byte at most.
+		j, n := i+1, 0
+		for j < len(v) && j < i+4 && '0' <= v[j] && v[j] <= '7' && n*8+int(v[j]-'0') <= 0xFF {
+			n = n*8 + int(v[j]-'0')
+			j++
+		}
+		return string(rune(n)), j, true
 	case 'x':
+		if i+2 < len(v) && v[i+2] == '{' {
+			return bracedHex(v, i)
+		}
 		return byteRun(v, i, '\\', "x")
 	case 'u':
 		if i+2 < len(v) && v[i+2] == '{' {
-			j := i + 3
-			for j < len(v) && j-i-3 < 6 && isHex(v[j]) {
-				j++
-			}
-			if j > i+3 && j < len(v) && v[j] == '}' {
-				if r, ok := hexRune(v, i+3, j-i-3); ok {
-					return string(r), j + 1, true
-				}
-			}
-			return "", 0, false
+			return bracedHex(v, i)
 		}
 		r, ok := hexRune(v, i+2, 4)
 		if !ok {
@@ -314,6 +372,20 @@ func backslashAt(v string, i int) (string, int, bool) {
 	case 'U':
 		if r, ok := hexRune(v, i+2, 8); ok {
 			return string(r), i + 10, true
+		}
+	}
+	return "", 0, false
+}
+
+// bracedHex decodes \u{X...} or \x{X...} at v[i]: one to six hex digits.
+func bracedHex(v string, i int) (string, int, bool) {
+	j := i + 3
+	for j < len(v) && j-i-3 < 6 && isHex(v[j]) {
+		j++
+	}
+	if j > i+3 && j < len(v) && v[j] == '}' {
+		if r, ok := hexRune(v, i+3, j-i-3); ok {
+			return string(r), j + 1, true
 		}
 	}
 	return "", 0, false
