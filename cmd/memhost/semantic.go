@@ -70,7 +70,7 @@ func semanticRecall(cfg *config.Config, sup *pluginhost.Supervisor, providerOf f
 	if err != nil {
 		return nil, fmt.Errorf("semantic recall: %w", err)
 	}
-	sup.SetVectorHooks(pluginhost.VectorHooks{PrepareRecall: eng.PrepareRecall, Written: eng.Written})
+	sup.SetVectorHooks(pluginhost.VectorHooks{PrepareRecall: eng.PrepareRecall, Written: eng.Written, VectorRefused: eng.VectorRefused})
 	return eng, nil
 }
 

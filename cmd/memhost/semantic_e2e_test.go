@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,6 +25,7 @@ type conceptEmbeddings struct {
 	*httptest.Server
 	down  atomic.Bool  // answers 503
 	calls atomic.Int64 // document and query requests
+	pad   atomic.Int64 // zeros after the concepts' dimensions
 	mu    sync.Mutex
 	texts map[string]int // texts embedded, with how often
 }
@@ -73,6 +75,7 @@ func newConceptEmbeddings(t *testing.T) *conceptEmbeddings {
 				}
 			}
 			v[0] += 1e-3 // never the zero vector
+			v = append(v, make([]float64, e.pad.Load())...)
 			out.Data = append(out.Data, item{Index: i, Embedding: v})
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -247,6 +250,53 @@ func TestSemanticRecallThroughServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	realmStatus(t, m, "default", "the 40 records embedded after the kill", func(state string, n int64, _ map[string]int64) bool { return state == "idle" && n == 40 })
+}
+
+// TestVectorsOfAnotherLengthNeverFailARecall: an operator who names the
+// vectors' model (model_id) and then changes their length leaves vectors
+// of the old length stored under the same id. Every recall of the realm
+// used to fail (400, and every turn injected nothing); now the provider's
+// refusal of the query's vector is a lexical recall, counted as the
+// vector_refused fallback.
+func TestVectorsOfAnotherLengthNeverFailARecall(t *testing.T) {
+	t.Parallel()
+	emb := newConceptEmbeddings(t)
+	config := func(dims int) string {
+		return strings.Replace(semanticConfig(emb.URL), "dimensions = 4", fmt.Sprintf("dimensions = %d, model_id = \"concepts-fixed\"", dims), 1)
+	}
+	cfgPath, dataDir := writeConfig(t, config(4))
+	m, err := startWithConfig(t, cfgPath, dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := remember(t, m,
+		map[string]any{"scope": "identity:alice", "kind": "fact", "title": "Car", "body": "The garage replaced the brakes in May."},
+		map[string]any{"scope": "identity:alice", "kind": "fact", "title": "Coffee", "body": "Alice roasts her own espresso beans."},
+	)
+	realmStatus(t, m, "default", "2 records embedded", func(state string, n int64, _ map[string]int64) bool { return state == "idle" && n == 2 })
+	m.stop()
+	emb.pad.Store(4)
+	written, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgPath, []byte(strings.Replace(string(written), config(4), config(8), 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m, err = startWithConfig(t, cfgPath, dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hits := recall(t, m, "alice", "brakes"); len(hits.Hits) == 0 || hits.Hits[0].Record.ID != ids[0] {
+		t.Fatalf("recall brakes = %+v, want the car record %s by its words", hits, ids[0])
+	}
+	var turn struct {
+		Injected []any `json:"injected_context"`
+	}
+	if code := m.do("POST", "/v1/turns/inject", map[string]any{"identity": map[string]string{"id": "alice"}, "session": "s1", "content": "espresso beans"}, &turn); code != 200 || len(turn.Injected) == 0 {
+		t.Fatalf("a turn = %d %+v, want the coffee record injected", code, turn)
+	}
+	realmStatus(t, m, "default", "the refusals counted", func(_ string, _ int64, f map[string]int64) bool { return f["vector_refused"] >= 2 })
 }
 
 // TestSemanticTimeWindowThroughServe: a query naming a time window is

@@ -73,6 +73,7 @@ const (
 const (
 	ReasonEmbedderUnavailable = "embedder_unavailable" // the embedder failed, answered badly or not in time
 	ReasonNoTime              = "no_time"              // the recall's deadline left no time to embed the query
+	ReasonVectorRefused       = "vector_refused"       // the provider refused the query's vector (one of another length stored under the model's id)
 )
 
 // Backlog states.
@@ -287,6 +288,14 @@ func (e *Engine) PrepareRecall(ctx context.Context, q *sdk.RecallQuery) string {
 	}
 	r.give(q, v, info.Model)
 	return ""
+}
+
+// VectorRefused counts a recall the provider of realm refused for the
+// query's vector, which the host then sent lexically.
+func (e *Engine) VectorRefused(realm string, err error) {
+	if r := e.realm(realm); r != nil {
+		r.fellBack(ReasonVectorRefused, err)
+	}
 }
 
 // cachedQuery answers the cache key of q's text by info's model, and the

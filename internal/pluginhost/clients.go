@@ -2,6 +2,7 @@ package pluginhost
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -128,12 +129,26 @@ func capabilityCall[C, T any](ctx context.Context, p *provider, method string, r
 // Recall first lets the recall preparer add the query's embedding when
 // the plugin stores vectors, unless ctx asks for lexical recall only.
 func (p *provider) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
-	if h := p.vectorHooks(); h != nil && h.PrepareRecall != nil && ctx.Value(lexicalOnlyKey{}) == nil {
+	h := p.vectorHooks()
+	added := false
+	if h != nil && h.PrepareRecall != nil && ctx.Value(lexicalOnlyKey{}) == nil && q.QueryVector == nil {
 		h.PrepareRecall(ctx, &q)
+		added = q.QueryVector != nil
 	}
-	return call(ctx, p.inst, "recall", true, func(ctx context.Context, c *host.Provider) ([]sdk.Hit, error) {
-		return c.Recall(ctx, q)
-	})
+	recall := func(ctx context.Context, c *host.Provider) ([]sdk.Hit, error) { return c.Recall(ctx, q) }
+	hits, err := call(ctx, p.inst, "recall", true, recall)
+	if added && errors.Is(err, sdk.ErrInvalid) {
+		// The provider refused the vector the host added, not the query
+		// its caller sent (vectors of another length stored under the
+		// model's id, say): the caller gets the lexical recall it asked
+		// for, and the refusal is counted as a fallback.
+		if h.VectorRefused != nil {
+			h.VectorRefused(q.Realm, err)
+		}
+		q.QueryVector, q.VectorModel, q.Fusion = nil, "", sdk.Fusion{}
+		return call(ctx, p.inst, "recall", true, recall)
+	}
+	return hits, err
 }
 
 // Remember is retried once when the plugin died under it: writes are

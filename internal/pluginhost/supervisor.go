@@ -137,6 +137,9 @@ type VectorHooks struct {
 	PrepareRecall func(ctx context.Context, q *sdk.RecallQuery) string
 	// Written is told the realm of every acknowledged write.
 	Written func(realm string)
+	// VectorRefused is told when a provider refused a recall for the
+	// embedding PrepareRecall added; the recall is then sent without it.
+	VectorRefused func(realm string, err error)
 }
 
 // SetVectorHooks installs h for every supervised provider's calls from

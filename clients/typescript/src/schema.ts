@@ -1827,7 +1827,7 @@ export interface operations {
                             embedded?: number;
                             /** @description records embedded per second over the last backlog step */
                             rate_per_second?: number;
-                            /** @description recalls that stayed lexical, by reason (embedder_unavailable, no_time) */
+                            /** @description recalls that stayed lexical, by reason (embedder_unavailable, no_time, vector_refused) */
                             fallbacks?: {
                                 [key: string]: number;
                             };
