@@ -49,7 +49,12 @@ type Options struct {
 	CallTimeout time.Duration
 	// MaxBackoff caps the wait after a failed backlog step.
 	MaxBackoff time.Duration
-	Logger     hclog.Logger
+	// RefusalRetry is how long a record the embedder refused waits before
+	// it is asked again (default 10 minutes): a refusal may be the
+	// endpoint's passing trouble (a model still loading, a gateway
+	// mid-deploy) rather than the text's.
+	RefusalRetry time.Duration
+	Logger       hclog.Logger
 	// Unlisted answers the setup of a realm New was not given (a realm
 	// without a block, served as the default realm is), or false to keep
 	// it lexical. Its backlog starts on the realm's first recall or write.
@@ -66,6 +71,7 @@ const (
 	DefaultQueryTimeout = 250 * time.Millisecond
 	DefaultCallTimeout  = 30 * time.Second
 	DefaultMaxBackoff   = 30 * time.Second
+	DefaultRefusalRetry = 10 * time.Minute
 )
 
 // Fallback reasons: why a recall in a realm with an embedder stayed
@@ -123,9 +129,9 @@ type realm struct {
 	fallbacks map[string]int64
 	rate      float64   // records per second over the last drain
 	loggedAt  time.Time // the last fallback log line
-	// refused holds the records the embedder refused, by id, with the
-	// model that refused them: not asked again until the model changes.
-	refused map[string]string
+	// refused holds the records the embedder refused, by id: not asked
+	// again until the model changes or RefusalRetry has passed.
+	refused map[string]refusal
 }
 
 // New checks the realms and answers an engine; Run starts its backlogs.
@@ -144,6 +150,9 @@ func New(realms []Realm, opts Options) (*Engine, error) {
 	}
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = DefaultMaxBackoff
+	}
+	if opts.RefusalRetry <= 0 {
+		opts.RefusalRetry = DefaultRefusalRetry
 	}
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
@@ -178,7 +187,7 @@ func check(r Realm) error {
 }
 
 func (e *Engine) newRealm(r Realm) *realm {
-	return &realm{cfg: r, opts: &e.opts, kick: make(chan struct{}, 1), state: StateStarting, fallbacks: map[string]int64{}, refused: map[string]string{}}
+	return &realm{cfg: r, opts: &e.opts, kick: make(chan struct{}, 1), state: StateStarting, fallbacks: map[string]int64{}, refused: map[string]refusal{}}
 }
 
 // realm answers name's setup, starting an unlisted realm's on first use;
@@ -596,15 +605,26 @@ func (r *realm) step(ctx context.Context, after string) (int, int, string, error
 	return len(ids), len(put), ids[len(ids)-1], nil
 }
 
-// notRefused drops the records the embedder refused under model.
+// refusal is a record the embedder refused: by which model, and when.
+type refusal struct {
+	model string
+	at    time.Time
+}
+
+// notRefused drops the records the embedder refused under model; a
+// refusal older than RefusalRetry, or by another model, is forgotten, so
+// its record is asked again.
 func (r *realm) notRefused(recs []sdk.Record, model string) []sdk.Record {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := recs[:0]
 	for _, rec := range recs {
-		if m, ok := r.refused[rec.ID]; !ok || m != model {
-			out = append(out, rec)
+		if f, ok := r.refused[rec.ID]; ok && f.model == model && time.Since(f.at) < r.opts.RefusalRetry {
+			continue
+		} else if ok {
+			delete(r.refused, rec.ID)
 		}
+		out = append(out, rec)
 	}
 	return out
 }
@@ -632,7 +652,7 @@ func (r *realm) oneByOne(ctx context.Context, info sdk.EmbedderInfo, recs []sdk.
 // again until the model changes, and logs it once.
 func (r *realm) refuse(id, model string, err error) {
 	r.mu.Lock()
-	r.refused[id] = model
+	r.refused[id] = refusal{model, time.Now()}
 	r.mu.Unlock()
 	r.opts.Logger.Warn("the embedder refused a record; it stays without a vector", "realm", r.cfg.Name, "record", id, "error", err)
 }
@@ -733,6 +753,9 @@ type Status struct {
 	Rate      float64          `json:"rate_per_second,omitempty"`
 	Fallbacks map[string]int64 `json:"fallbacks,omitempty"`
 	LastError string           `json:"last_error,omitempty"`
+	// Refused counts records the embedder refused, which stay without a
+	// vector until they are asked again (Options.RefusalRetry).
+	Refused int `json:"refused,omitempty"`
 }
 
 // Status answers every realm's state, by realm name.
@@ -757,7 +780,7 @@ func (e *Engine) Status() []Status {
 func (r *realm) status() Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := Status{Realm: r.cfg.Name, State: r.state, Embedded: r.embedded, Rate: r.rate, LastError: r.lastErr}
+	s := Status{Realm: r.cfg.Name, State: r.state, Embedded: r.embedded, Rate: r.rate, LastError: r.lastErr, Refused: len(r.refused)}
 	if r.info != nil {
 		s.Model = r.info.Model
 	}

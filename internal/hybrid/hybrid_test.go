@@ -778,3 +778,22 @@ func TestModelChangedUnderRecall(t *testing.T) {
 		t.Fatalf("after the change: reason %q, model %q; want a vector of m2", reason, q.VectorModel)
 	}
 }
+
+// TestARefusalIsAskedAgain: an embedder's refusal may be its endpoint's
+// passing trouble (a model still loading answers 404), not the text's.
+// Refused records were never asked again until the host restarted, while
+// the realm read "idle"; now they are asked again after RefusalRetry, and
+// the status counts them meanwhile.
+func TestARefusalIsAskedAgain(t *testing.T) {
+	emb, store := newEmbedder("m1"), newStore(5)
+	emb.set(func(f *fakeEmbedder) { f.refuse = "r" })
+	eng := engine(t, emb, store, Options{RefusalRetry: 300 * time.Millisecond, Poll: 20 * time.Millisecond})
+	running(t, eng)
+	eventually(t, "the refusals counted", func() bool { st := eng.Status()[0]; return st.State == StateIdle && st.Refused == 5 })
+	if n := store.withModel("m1"); n != 0 {
+		t.Fatalf("%d refused records got vectors", n)
+	}
+	emb.set(func(f *fakeEmbedder) { f.refuse = "" })
+	eventually(t, "the refused records embedded once asked again", func() bool { return store.withModel("m1") == 5 })
+	eventually(t, "no refusal left", func() bool { return eng.Status()[0].Refused == 0 })
+}

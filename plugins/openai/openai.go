@@ -347,8 +347,14 @@ func statusError(endpoint string, resp *http.Response, body []byte) error {
 		return &retryable{err: err(sdk.ErrUnavailable), after: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		return err(sdk.ErrPermission)
-	default:
+	case code == http.StatusBadRequest || code == http.StatusRequestEntityTooLarge || code == http.StatusUnprocessableEntity:
+		// What a server says of the texts it was sent.
 		return err(sdk.ErrInvalid)
+	default:
+		// Any other answer (404 while a model is still being pulled, 409,
+		// 424 from a gateway) says nothing of the texts: the endpoint is
+		// not serving them.
+		return err(sdk.ErrUnavailable)
 	}
 }
 

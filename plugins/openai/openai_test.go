@@ -298,6 +298,12 @@ func TestRetries(t *testing.T) {
 		{name: "500 past the retries", failN: 10, code: 500, wantErr: sdk.ErrUnavailable, wantCalls: 4},
 		{name: "401 not retried", failN: 1, code: 401, wantErr: sdk.ErrPermission, wantCalls: 1},
 		{name: "400 not retried", failN: 1, code: 400, wantErr: sdk.ErrInvalid, wantCalls: 1},
+		{name: "422 not retried", failN: 1, code: 422, wantErr: sdk.ErrInvalid, wantCalls: 1},
+		// A model still loading (404) or a gateway's 424 says nothing of
+		// the texts: an outage, so the host's backlog waits and asks again
+		// rather than leaving the records without vectors.
+		{name: "404 is an outage", failN: 1, code: 404, wantErr: sdk.ErrUnavailable, wantCalls: 1},
+		{name: "424 is an outage", failN: 1, code: 424, wantErr: sdk.ErrUnavailable, wantCalls: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var waits []time.Duration

@@ -1831,6 +1831,8 @@ export interface operations {
                             fallbacks?: {
                                 [key: string]: number;
                             };
+                            /** @description records the embedder refused, without a vector until they are asked again (10 minutes on) */
+                            refused?: number;
                             last_error?: string;
                         }[];
                     };
