@@ -60,7 +60,8 @@ type pluginOutput struct {
 	started bool             // tokens and last are set
 	tokens  float64          // lines the plugin may log now
 	last    time.Time
-	dropped int // lines dropped since the plugin last got one through
+	dropped int       // lines dropped in the run not yet reported
+	runFrom time.Time // when that run started
 }
 
 func (o *pluginOutput) Write(p []byte) (int, error) {
@@ -109,7 +110,9 @@ func (o *pluginOutput) line(raw []byte) {
 		switch {
 		case crashStart(l.msg):
 			if !o.crashed {
-				o.tokens = lineBurst
+				// The report gets through whole, after the count of
+				// what was dropped before it.
+				o.tokens, o.runFrom = lineBurst, time.Time{}
 			}
 			o.crashed = true
 			l.level = hclog.Error
@@ -134,7 +137,11 @@ func (o *pluginOutput) line(raw []byte) {
 }
 
 // admit takes one line from the rate budget, reporting whether it may be
-// logged; it logs the start and the end of each run of dropped lines.
+// logged; it logs the start and the end of each run of dropped lines. A
+// run ends at the first line let through a second or more after it
+// started: a plugin logging steadily over the rate gets a line through
+// at each refilled token, and ending the run there put two notices
+// beside each of its lines.
 func (o *pluginOutput) admit() bool {
 	now := time.Now
 	if o.now != nil {
@@ -151,12 +158,13 @@ func (o *pluginOutput) admit() bool {
 	if o.tokens < 1 {
 		if o.dropped == 0 {
 			o.log.Log(hclog.Warn, "plugin logs faster than the host passes on; its lines are dropped until it slows down", "limit_per_second", linesPerSecond)
+			o.runFrom = t
 		}
 		o.dropped++
 		return false
 	}
 	o.tokens--
-	if o.dropped > 0 {
+	if o.dropped > 0 && t.Sub(o.runFrom) >= time.Second {
 		o.log.Log(hclog.Warn, "plugin lines dropped over the rate limit", "dropped_lines", o.dropped)
 		o.dropped = 0
 	}

@@ -223,3 +223,33 @@ func TestPluginOutputIsRateLimited(t *testing.T) {
 		t.Fatalf("tail %q", tail)
 	}
 }
+
+// A plugin logging steadily over the rate gets the rate's lines through
+// and at most two notices a second. Each refilled token ended the run of
+// dropped lines, so every line it got through came with a count and a new
+// notice: three times the rate in the host's log, and the notices crowded
+// real warnings out of /v1/plugins (from an outside review).
+func TestSteadyFloodGetsFewNotices(t *testing.T) {
+	rec := &recordingLogger{Logger: hclog.NewNullLogger()}
+	clock := time.Unix(1000, 0)
+	o := &pluginOutput{log: rec, now: func() time.Time { return clock }}
+	const seconds = 5
+	for range seconds * 1000 { // 1000 lines a second
+		o.Write([]byte("busy\n"))
+		clock = clock.Add(time.Millisecond)
+	}
+	lines, notices := 0, 0
+	for _, l := range rec.lines {
+		if l == "busy" {
+			lines++
+		} else {
+			notices++
+		}
+	}
+	if want := lineBurst + (seconds-1)*linesPerSecond; lines < want-linesPerSecond || lines > want+linesPerSecond {
+		t.Errorf("%d of the plugin's lines logged, want about %d", lines, want)
+	}
+	if notices > 2*seconds {
+		t.Errorf("%d notices in %d seconds, want at most two a second", notices, seconds)
+	}
+}
