@@ -223,8 +223,9 @@ func TestManyHostsNoSilentHalfStates(t *testing.T) {
 			{"alice's token: a compaction as bob", alice.do("POST", "/v1/conversations/c-bob/compact", map[string]any{"identity": map[string]string{"id": "bob"}, "evicted": history(2)}, nil), 403},
 			{"alice's token: a write to bob's scope", alice.do("POST", "/v1/records", map[string]any{"records": []map[string]any{{"scope": "identity:bob", "kind": "fact", "title": "Planted", "body": "planted"}}}, nil), 403},
 			{"alice's token: a write to her own scope", alice.do("POST", "/v1/records", map[string]any{"records": []map[string]any{{"scope": "identity:alice", "kind": "fact", "title": "Mine", "body": "alice's own"}}}, nil), 200},
-			{"alice's token: get bob's record", alice.do("GET", "/v1/records/"+bobsID, nil, nil), 403},
-			{"alice's token: forget bob's record", alice.do("DELETE", "/v1/records/"+bobsID, nil, nil), 403},
+			// Another identity's record answers as a missing one does.
+			{"alice's token: get bob's record", alice.do("GET", "/v1/records/"+bobsID, nil, nil), 404},
+			{"alice's token: forget bob's record", alice.do("DELETE", "/v1/records/"+bobsID, nil, nil), 204},
 			{"an unbound token: a turn as bob (today's runtime use)", turn(runtime, "bob"), 200},
 		} {
 			if tc.code != tc.want {

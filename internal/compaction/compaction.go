@@ -293,6 +293,16 @@ func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
 		return Result{}, fmt.Errorf("conversation %s: waiting for a compaction under way: %w", req.Conversation, err)
 	}
 	defer unlock()
+	if h, ok := s.opts.Store.(Holder); ok {
+		// And on any host: another host's compaction of the conversation
+		// would archive its history over this one's before its save
+		// failed.
+		release, err := h.Hold(ctx, key)
+		if err != nil {
+			return Result{}, fmt.Errorf("conversation %s: waiting for a compaction under way on another host: %w", req.Conversation, err)
+		}
+		defer release()
+	}
 
 	st, found, err := s.opts.Store.Load(ctx, key)
 	if err != nil {

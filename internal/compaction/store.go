@@ -69,6 +69,19 @@ type Store interface {
 	Identities(ctx context.Context, realm, conversation string) ([]string, error)
 }
 
+// Holder is a Store shared by several hosts that holds a conversation for
+// one compaction at a time across them (pgstate). The compare-and-set of
+// Save keeps two hosts from both committing; the hold keeps the loser from
+// archiving its history over the winner's first (a compaction archives
+// before it commits).
+type Holder interface {
+	Store
+	// Hold waits until no other compaction holds key, or ctx ends, and
+	// holds it until release is called or, should its host die, until a
+	// while past ctx's deadline.
+	Hold(ctx context.Context, key Key) (release func(), err error)
+}
+
 // TxStore is a Store that also holds the session store (pgstate, where both
 // live in PostgreSQL): the summary and the session reset commit in one
 // transaction, and no reset is ever pending.

@@ -2,6 +2,8 @@ package pgstate
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -99,6 +101,60 @@ func (c *Compaction) save(ctx context.Context, ex execer, key compaction.Key, pr
 		return fmt.Errorf("at watermark %d: %w", prev, compaction.ErrStale)
 	}
 	return nil
+}
+
+// holdPoll is how often a compaction waiting for another host's hold on
+// its conversation asks again; holdMargin how long past its deadline a
+// hold outlives a host that died holding it.
+var (
+	holdPoll   = 50 * time.Millisecond
+	holdMargin = 30 * time.Second
+)
+
+// dbNowMillis is the database's clock: the hosts' own may disagree.
+const dbNowMillis = `(extract(epoch from clock_timestamp()) * 1000)::bigint`
+
+// Hold implements compaction.Holder with a row per held conversation that
+// names its holder and lasts until a while past ctx's deadline (10
+// minutes without one), so a host that dies holding it does not hold it
+// for good.
+func (c *Compaction) Hold(ctx context.Context, key compaction.Key) (func(), error) {
+	var token [16]byte
+	if _, err := rand.Read(token[:]); err != nil {
+		return nil, err
+	}
+	holder := hex.EncodeToString(token[:])
+	ttl := 10 * time.Minute
+	if dl, ok := ctx.Deadline(); ok {
+		ttl = time.Until(dl) + holdMargin
+	}
+	for {
+		tag, err := c.db.pool.Exec(ctx, c.db.q(`INSERT INTO compaction_holds AS h (realm, identity, conversation, holder, until_ms)
+			VALUES ($1, $2, $3, $4, `+dbNowMillis+` + $5)
+			ON CONFLICT (realm, identity, conversation) DO UPDATE SET holder = excluded.holder, until_ms = excluded.until_ms
+			WHERE h.until_ms < `+dbNowMillis), key.Realm, key.Identity, key.Conversation, holder, ttl.Milliseconds())
+		if err != nil {
+			return nil, fmt.Errorf("compaction store: hold %s: %w", key, classify(err))
+		}
+		if tag.RowsAffected() == 1 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("compaction store: hold %s: %w", key, ctx.Err())
+		case <-time.After(holdPoll):
+		}
+	}
+	release := func() {
+		// The request's context may be done; the hold still goes.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		// A hold not released (the database out of reach) lapses by
+		// itself at its until_ms.
+		_, _ = c.db.pool.Exec(ctx, c.db.q(`DELETE FROM compaction_holds WHERE realm = $1 AND identity = $2 AND conversation = $3 AND holder = $4`),
+			key.Realm, key.Identity, key.Conversation, holder)
+	}
+	return release, nil
 }
 
 func (c *Compaction) Delete(ctx context.Context, key compaction.Key) error {

@@ -126,6 +126,7 @@ var requiredColumns = map[string][]string{
 	"host_key":         {"id", "verifier", "created_at"},
 	"proposals":        {"realm", "id", "identity", "proposer", "created_ms", "claimed_ms"},
 	"turn_trace":       {"realm", "seq", "session", "identity", "at_ms", "bytes", "trace"},
+	"compaction_holds": {"realm", "identity", "conversation", "holder", "until_ms"},
 }
 
 // CheckSchema answers an error wrapping ErrSchema, naming what is missing,
@@ -178,7 +179,7 @@ func (db *DB) q(sql string) string {
 	return tableRE.ReplaceAllStringFunc(sql, func(t string) string { return db.prefix + t })
 }
 
-var tableRE = regexp.MustCompile(`\b(sessions|compaction_state|host_key|proposals|turn_trace)\b`)
+var tableRE = regexp.MustCompile(`\b(sessions|compaction_state|compaction_holds|host_key|proposals|turn_trace)\b`)
 
 // Close closes the pool.
 func (db *DB) Close() { db.pool.Close() }
@@ -238,6 +239,16 @@ var migrations = []string{
 	// When a review claimed a proposal (proposal.Ledger.Claim); 0 when
 	// none did.
 	`ALTER TABLE proposals ADD COLUMN claimed_ms bigint NOT NULL DEFAULT 0;`,
+	// A compaction under way holds its conversation (Compaction.Hold)
+	// until until_ms on the database's clock.
+	`CREATE TABLE compaction_holds (
+		realm        text   NOT NULL,
+		identity     text   NOT NULL,
+		conversation text   NOT NULL,
+		holder       text   NOT NULL,
+		until_ms     bigint NOT NULL,
+		PRIMARY KEY (realm, identity, conversation)
+	);`,
 }
 
 // errReadOnlyServer refuses a server whose transactions are read-only.

@@ -1,0 +1,142 @@
+package pgstate
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memhost/memhost/internal/compaction"
+	"github.com/memhost/memhost/sdk"
+)
+
+// A compaction holds its conversation on every host sharing the
+// database: another host's hold waits until it is released, or until it
+// lapses a while past its holder's deadline should that host die.
+func TestCompactionHoldsAcrossHosts(t *testing.T) {
+	dbs := open(t, 2)
+	a, b := NewCompaction(dbs[0]), NewCompaction(dbs[1])
+	ctx := context.Background()
+	key := compaction.Key{Realm: "r", Identity: "carol", Conversation: "c1"}
+	release, err := a.Hold(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, err := b.Hold(short, key); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a second host's hold while the first holds = %v, want it to wait until its deadline", err)
+	}
+	other, err := b.Hold(ctx, compaction.Key{Realm: "r", Identity: "dave", Conversation: "c1"})
+	if err != nil {
+		t.Fatalf("another identity's conversation of the same id: %v", err)
+	}
+	other()
+	release()
+	again, err := b.Hold(ctx, key)
+	if err != nil {
+		t.Fatalf("a hold after the release: %v", err)
+	}
+	again()
+
+	// A host that dies holding its conversation: the hold lapses.
+	holdMargin = 0
+	t.Cleanup(func() { holdMargin = 30 * time.Second })
+	dying, cancelDying := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancelDying()
+	if _, err := a.Hold(dying, key); err != nil { // never released
+		t.Fatal(err)
+	}
+	waiting, cancelWaiting := context.WithTimeout(ctx, 10*time.Second)
+	defer cancelWaiting()
+	if _, err := b.Hold(waiting, key); err != nil {
+		t.Fatalf("the hold of a host that died never lapsed: %v", err)
+	}
+}
+
+// gatedCompactor answers a summary of what it is sent, after
+// gate is closed for its first call.
+type gatedCompactor struct {
+	once    sync.Once
+	entered chan struct{}
+	gate    chan struct{}
+}
+
+func (g *gatedCompactor) Compact(ctx context.Context, req sdk.CompactRequest) (sdk.Message, error) {
+	first := false
+	g.once.Do(func() { first = true })
+	if first {
+		close(g.entered)
+		select {
+		case <-g.gate:
+		case <-ctx.Done():
+			return sdk.Message{}, ctx.Err()
+		}
+	}
+	return sdk.Message{Role: "system", Content: "summary of " + req.Evicted[0].Content}, nil
+}
+
+// positionArchive keeps each position's archived content, as the episode
+// archive does (a later archive of a position replaces it).
+type positionArchive struct {
+	mu  sync.Mutex
+	pos map[int]string
+}
+
+func (p *positionArchive) Archive(_ context.Context, _ sdk.Identity, _ string, _, _ int, eps []compaction.Episode) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, ep := range eps {
+		p.pos[ep.Seq] = ep.Message.Content
+	}
+	return nil
+}
+
+func (p *positionArchive) Forget(context.Context, sdk.Identity, string, int) error { return nil }
+
+// Two hosts compact one conversation with different histories (a branched
+// runtime, or a hostile client). The second used to archive its history
+// over the first's while the first's compactor ran, then fail its save:
+// the conversation's summary was the first history's and its archive the
+// rejected one's, for good (from an outside review). Now the second waits
+// for the first, finds its history refused, and archives nothing.
+func TestARejectedHistoryIsNeverArchived(t *testing.T) {
+	dbs := open(t, 2)
+	arch := &positionArchive{pos: map[int]string{}}
+	comp := &gatedCompactor{entered: make(chan struct{}), gate: make(chan struct{})}
+	host := func(db *DB) *compaction.Service {
+		return compaction.New(compaction.Options{Compactor: comp, Store: NewCompaction(db), Archive: arch})
+	}
+	d, e := host(dbs[0]), host(dbs[1])
+	id := sdk.Identity{Realm: "r", ID: "carol"}
+	history := func(word string) []sdk.Message {
+		return []sdk.Message{{Role: "user", Content: word + " one"}, {Role: "assistant", Content: word + " two"}}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	first := make(chan error, 1)
+	go func() {
+		_, err := d.Compact(ctx, compaction.Request{Identity: id, Conversation: "c", Evicted: history("alpha")})
+		first <- err
+	}()
+	<-comp.entered
+	second := make(chan error, 1)
+	go func() {
+		_, err := e.Compact(ctx, compaction.Request{Identity: id, Conversation: "c", Evicted: history("bravo")})
+		second <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // the second host reaches its compaction meanwhile
+	close(comp.gate)
+	if err := <-first; err != nil {
+		t.Fatalf("the first compaction: %v", err)
+	}
+	if err := <-second; !errors.Is(err, sdk.ErrConflict) {
+		t.Fatalf("the second compaction, of another history = %v, want a conflict", err)
+	}
+	arch.mu.Lock()
+	defer arch.mu.Unlock()
+	if arch.pos[0] != "alpha one" || arch.pos[1] != "alpha two" {
+		t.Fatalf("the archive holds %v, want the saved history's messages", arch.pos)
+	}
+}
