@@ -59,6 +59,9 @@ func Discover(dir string) (entries []Entry, refusals []error, err error) {
 	if !info.IsDir() {
 		return nil, nil, fmt.Errorf("plugin directory %s is not a directory", root)
 	}
+	if everyoneWrites(info) {
+		return nil, nil, fmt.Errorf("plugin directory %s is writable by every user of the machine, who could replace a plugin the host runs (chmod o-w %s)", root, root)
+	}
 	names, err := filepath.Glob(filepath.Join(root, "*"+host.ManifestSuffix))
 	if err != nil {
 		return nil, nil, fmt.Errorf("plugin directory %s: %w", root, err)
@@ -95,6 +98,9 @@ func loadEntry(root, path string) (Entry, error) {
 	data, err := readManifest(path)
 	if err != nil {
 		return Entry{}, refuse("%v", err)
+	}
+	if st, err := os.Stat(path); err == nil && everyoneWrites(st) {
+		return Entry{}, refuse("writable by every user of the machine (chmod o-w)")
 	}
 	m, err := host.ParseManifest(data)
 	if err != nil {
@@ -173,7 +179,21 @@ func resolveInside(root, name string) (string, error) {
 	if !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
 		return "", fmt.Errorf("executable %s is not an executable regular file", real)
 	}
+	if everyoneWrites(st) {
+		return "", fmt.Errorf("executable %s is writable by every user of the machine, who could replace what the host runs (chmod o-w)", real)
+	}
 	return real, nil
+}
+
+// everyoneWrites reports a file or directory any user of the machine may
+// write: a plugin there runs as the host whoever wrote it, and its
+// manifest's checksum, in the same directory, proves nothing. A directory
+// with the sticky bit (/tmp's) lets no one replace another's files.
+func everyoneWrites(st fs.FileInfo) bool {
+	if st.IsDir() && st.Mode()&fs.ModeSticky != 0 {
+		return false
+	}
+	return st.Mode().Perm()&0o002 != 0
 }
 
 // FileSHA256 hashes a file.

@@ -33,6 +33,8 @@ func interpretedInside(root string, m *host.Manifest) (*host.Interpreted, error)
 	}
 	if st, err := os.Stat(tree); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("tree %s is not a directory", tree)
+	} else if everyoneWrites(st) {
+		return nil, fmt.Errorf("tree %s is writable by every user of the machine, who could replace what the host runs (chmod o-w)", tree)
 	}
 	return m.Interpreted(realRoot), nil
 }

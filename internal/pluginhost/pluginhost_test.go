@@ -98,6 +98,21 @@ func TestDiscoverRefusals(t *testing.T) {
 		{"not json", func(t *testing.T, dir, manifest string) {
 			os.WriteFile(manifest, []byte("name = echo"), 0o644)
 		}, "manifest"},
+		// Anyone who may write a plugin's files may replace what the host
+		// runs, and the manifest's checksum beside it with them.
+		{"manifest every user may write", func(t *testing.T, dir, manifest string) {
+			if err := os.Chmod(manifest, 0o666); err != nil {
+				t.Fatal(err)
+			}
+		}, "writable by every user"},
+		{"executable every user may write", func(t *testing.T, dir, manifest string) {
+			var m map[string]any
+			data, _ := os.ReadFile(manifest)
+			json.Unmarshal(data, &m)
+			if err := os.Chmod(filepath.Join(dir, m["executable"].(string)), 0o757); err != nil {
+				t.Fatal(err)
+			}
+		}, "writable by every user"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -115,6 +130,23 @@ func TestDiscoverRefusals(t *testing.T) {
 				t.Fatalf("refusal %q: want one line containing %q", msg, c.want)
 			}
 		})
+	}
+}
+
+func TestDiscoverRefusesADirectoryEveryUserMayWrite(t *testing.T) {
+	dir, _ := echoDir(t)
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := pluginhost.Discover(dir); err == nil || !strings.Contains(err.Error(), "writable by every user") {
+		t.Fatalf("err = %v, want the directory refused", err)
+	}
+	// With the sticky bit no one replaces another's files.
+	if err := os.Chmod(dir, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _, err := pluginhost.Discover(dir); err != nil || len(entries) != 1 {
+		t.Fatalf("a sticky directory: entries %v, err %v", entries, err)
 	}
 }
 
