@@ -98,6 +98,7 @@ type Engine struct {
 	mu      sync.Mutex
 	realms  map[string]*realm
 	listed  int             // realms given to New
+	full    bool            // MaxRealms was reached and said so
 	run     context.Context // set by Run: realms added later start at once
 	workers sync.WaitGroup
 
@@ -195,8 +196,15 @@ func (e *Engine) newRealm(r Realm) *realm {
 func (e *Engine) realm(name string) *realm {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if r := e.realms[name]; r != nil || e.opts.Unlisted == nil || len(e.realms)-e.listed >= e.opts.MaxRealms {
+	if r := e.realms[name]; r != nil || e.opts.Unlisted == nil {
 		return r
+	}
+	if len(e.realms)-e.listed >= e.opts.MaxRealms {
+		if !e.full {
+			e.full = true
+			e.opts.Logger.Warn("realms without a block past the bound stay lexical until the host restarts", "max_realms", e.opts.MaxRealms, "realm", name)
+		}
+		return nil
 	}
 	cfg, ok := e.opts.Unlisted(name)
 	if !ok || cfg.Name != name || check(cfg) != nil {
