@@ -27,12 +27,10 @@ type Source interface {
 // maxQueryBytes bounds the text a query is built from.
 const maxQueryBytes = 4 << 10
 
-// state is one guide session's memory of its last recall.
+// state is one guide session's memory of its last recall: the block it
+// answered.
 type state struct {
-	recalled bool // a recall succeeded since the session began
-	query    string
-	filters  Filters
-	block    string
+	block string
 }
 
 // recaller runs the guide's recall: fetch, filter, re-sort, render.
@@ -123,18 +121,23 @@ func (r *recaller) start(ctx context.Context, st *state, id sdk.Identity, sessio
 	if err != nil {
 		return "", err
 	}
-	*st = state{recalled: true, query: query, filters: f, block: block}
+	st.block = block
 	return block, nil
 }
 
 // iterate is the before-iteration recall. An empty message keeps the
-// block; an unchanged query and filters keep it byte for byte, without a
-// provider call; a failed recall is logged and keeps it too.
+// block; a recall that renders what the last one did keeps it byte for
+// byte; a failed recall is logged and keeps it too.
 func (r *recaller) iterate(ctx context.Context, st *state, id sdk.Identity, session, message string, f Filters) (string, bool) {
 	query := compactQuery(message)
-	if query == "" || (st.recalled && query == st.query && f.equal(st.filters)) {
+	if query == "" {
 		return st.block, false
 	}
+	// An unchanged query is recalled too: a record of the block may have
+	// been forgotten or replaced since, on this host or another, and a
+	// forgotten record must not reach the model again. The block answers
+	// unchanged, byte for byte, when the recall finds what it did, which
+	// keeps the model's prefix cache warm.
 	block, err := r.recall(ctx, id, session, query, f)
 	if err != nil {
 		// With the request's attributes (its id) from the context logger.
@@ -143,7 +146,7 @@ func (r *recaller) iterate(ctx context.Context, st *state, id sdk.Identity, sess
 		return st.block, false
 	}
 	changed := block != st.block
-	*st = state{recalled: true, query: query, filters: f, block: block}
+	st.block = block
 	return block, changed
 }
 

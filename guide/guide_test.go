@@ -262,13 +262,15 @@ func TestBeforeIteration(t *testing.T) {
 		wantText    string
 		same        bool // byte-identical to the previous block
 	}{
-		{"same query as the task", "make coffee", Filters{}, false, 1, "flat white", true},
-		{"whitespace-only change", "  make \n coffee ", Filters{}, false, 1, "flat white", true},
-		{"no user message", "", Filters{}, false, 1, "flat white", true},
-		{"topic drift replaces the block", "brew some tea", Filters{}, true, 2, "green tea", false},
-		{"unchanged again", "brew some tea", Filters{}, false, 2, "green tea", true},
-		{"new filters recall", "brew some tea", Filters{TopK: 1}, false, 3, "green tea", true},
-		{"no match empties the block", "kubernetes", Filters{}, true, 4, "", false},
+		// An unchanged query is recalled again (a record may have been
+		// forgotten meanwhile) and answers the same block byte for byte.
+		{"same query as the task", "make coffee", Filters{}, false, 2, "flat white", true},
+		{"whitespace-only change", "  make \n coffee ", Filters{}, false, 3, "flat white", true},
+		{"no user message", "", Filters{}, false, 3, "flat white", true},
+		{"topic drift replaces the block", "brew some tea", Filters{}, true, 4, "green tea", false},
+		{"unchanged again", "brew some tea", Filters{}, false, 5, "green tea", true},
+		{"new filters recall", "brew some tea", Filters{TopK: 1}, false, 6, "green tea", true},
+		{"no match empties the block", "kubernetes", Filters{}, true, 7, "", false},
 	}
 	prev := start
 	for _, st := range steps {
@@ -289,6 +291,27 @@ func TestBeforeIteration(t *testing.T) {
 			t.Fatalf("%s: the previous block was appended to, not replaced", st.name)
 		}
 		prev = block
+	}
+}
+
+// A record forgotten while the query stays the same leaves the block: it
+// was kept byte for byte without a recall, so the model read the
+// forgotten record at every iteration of the session (from an outside
+// review).
+func TestAForgottenRecordLeavesAnUnchangedQuerysBlock(t *testing.T) {
+	f := newFixture(t)
+	ids := f.add(rec("Coffee", "flat white"), rec("Coffee beans", "flat white beans from the roaster"))
+	s := NewSessions(f.src, SessionsOptions{Logger: f.logger()})
+	ctx := context.Background()
+	if block, _, err := s.BeforeIteration(ctx, alice, "s", "flat white", Filters{}); err != nil || !strings.Contains(block, "roaster") {
+		t.Fatalf("first block %q, %v", block, err)
+	}
+	if _, err := f.p.Forget(ctx, "default", ids[1:]); err != nil {
+		t.Fatal(err)
+	}
+	block, changed, err := s.BeforeIteration(ctx, alice, "s", "flat white", Filters{})
+	if err != nil || !changed || strings.Contains(block, "roaster") || !strings.Contains(block, "flat white") {
+		t.Fatalf("after the forget: block %q changed %v, %v; want it without the forgotten record", block, changed, err)
 	}
 }
 
