@@ -137,6 +137,15 @@ func buildBMPFolds() *bmpFoldTable {
 			t.sound[r] = t.entry(units)
 		}
 	}
+	// A Latin letter whose shape reads as other letters than its name
+	// spells (nameLetters) is read by its name too.
+	for _, r := range slices.Sorted(maps.Keys(nameLetters)) {
+		units = units[:0]
+		emitASCII(string(nameLetters[r]), func(f rune) { units = append(units, f) })
+		if t.sound[r] == 0 && len(units) > 0 {
+			t.sound[r] = t.entry(units)
+		}
+	}
 	// A compatibility form of one letter (ᶹ, a superscript ʋ) reads as
 	// that letter does, by its sound too.
 	for r := rune(utf8.RuneSelf); r < 0x10000; r++ {
