@@ -166,18 +166,29 @@ func (d *Defanger) plan(s string) []edit {
 	// A view's bytes stand for ranges of s; a match maps back to them.
 	scanView := func(view string, from []span, cuts []viewCut) {
 		var lines lineCursor
-		mapped := func(p, start, end, line int) {
+		walked := 0 // the view is walked back to here for line breaks
+		mapped := func(p, start, end, _ int) {
 			m := match{p, viewSpan(start, from, cuts).start, viewSpan(end-1, from, cuts).end, 0}
 			if p == headerPattern {
 				m.line = lines.lineOf(s, m.start)
-				// An escaped line break (%0A, \u000a) starts a line in
-				// the view: its line is marked there too, after the
-				// escape, so the phrase starts no unmarked line in either.
-				if line > 0 {
-					if at := viewSpan(line-1, from, cuts).end; at != m.line {
-						hits = append(hits, match{p, m.start, m.end, at})
+				// An escaped line break (%0A, \u000a, \n) or a block's
+				// tag starts a line in the view: the line after each one
+				// between the phrase and the start of its line in s is
+				// marked, after the escape, since a reader may decode
+				// some escapes and not others, so the phrase starts no
+				// unmarked line for any of them. The walk back stops at
+				// the previous phrase's start, so it reads each byte of
+				// the view at most once.
+				for k := start - 1; k >= walked; k-- {
+					sp := viewSpan(k, from, cuts)
+					if sp.start < m.line {
+						break
+					}
+					if endsLineBreak(view, k) && sp.end != m.line {
+						hits = append(hits, match{p, m.start, m.end, sp.end})
 					}
 				}
+				walked = max(walked, start)
 			}
 			hits = append(hits, m)
 		}
@@ -188,15 +199,21 @@ func (d *Defanger) plan(s string) []edit {
 		scanView(l.view, l.from, nil)
 		base, baseFrom = l.view, l.from
 	}
-	if view, cuts, ok := markupView(base); ok {
-		scanView(view, baseFrom, cuts)
+	markup := func(v string, from []span) {
+		if view, cuts, ok := markupView(v, false); ok {
+			scanView(view, from, cuts)
+		}
+		if hasLenientMarkup(v) {
+			if view, cuts, ok := markupView(v, true); ok {
+				scanView(view, from, cuts)
+			}
+		}
 	}
+	markup(base, baseFrom)
 	// And the markup as written: an escape inside a tag ('title="&lt;"')
 	// decodes to what no tag holds, hiding the tag from the decoded view.
 	if base != s {
-		if view, cuts, ok := markupView(s); ok {
-			scanView(view, nil, cuts)
-		}
+		markup(s, nil)
 	}
 	if len(hits) > 1 {
 		slices.SortStableFunc(hits, func(a, b match) int { return cmp.Or(cmp.Compare(a.end, b.end), cmp.Compare(a.start, b.start)) })
@@ -243,6 +260,18 @@ func (d *Defanger) plan(s string) []edit {
 		out = append(out, edit{line, line, defangedPrefix})
 	}
 	return append(out, tags[k:]...)
+}
+
+// endsLineBreak reports whether v[k] is the last byte of a line break.
+func endsLineBreak(v string, k int) bool {
+	switch v[k] {
+	case '\n', '\r', '\v', '\f':
+		return true
+	case 0x85, 0xA8, 0xA9:
+		r, _ := utf8.DecodeLastRuneInString(v[:k+1])
+		return breaksLine(r)
+	}
+	return false
 }
 
 // escapeOpenBefore reports whether s ends inside an escape that hex digits
@@ -495,12 +524,6 @@ func (m *matcher) step(s int32, r rune) int32 {
 	}
 }
 
-// maxBranches bounds a scan's alternative readings alive at once. Each
-// is a partial match at its own automaton state (branches at one state
-// are one), so only text built to hold many half-read markers at once
-// reaches it; beyond it the newest forks are dropped.
-const maxBranches = 32
-
 // scanner is one scan's state. Its main branch reads every letter by its
 // shape: the automaton's state and a ring of the byte offsets and line
 // starts of the latest folded units, so a match can be traced back to
@@ -508,8 +531,11 @@ const maxBranches = 32
 // р, Greek ν; see bmpFoldTable.sound) forks every branch into one more
 // that reads it so: a reader settles each letter on the reading that
 // makes a word, so a marker may need one letter read by its shape and
-// the next by its sound. Scanners are pooled: the ring is large, and only
-// entries written in this scan are ever read.
+// the next by its sound. Branches at one automaton state read the rest of
+// the text alike, so each state holds at most one: the scan follows every
+// reading there is with at most as many branches as the automaton has
+// states, whatever the text. Scanners are pooled: the ring is large, and
+// only entries written in this scan are ever read.
 type scanner struct {
 	m             *matcher
 	state         int32
@@ -517,14 +543,17 @@ type scanner struct {
 	starts, lines [maxPatternUnits]int
 	alts          []branch // alternative readings, none at state 0 or at the main branch's
 	forks, spare  []branch
+	held          []bool // by state: the main branch or an alternative is there
 }
 
 // branch is an alternative reading's partial match: its automaton state
-// and the byte offset and line start of each unit of it (as many as the
-// state's depth).
+// and, as the main branch's ring does, the byte offset and line start of
+// its latest units (as many as the state's depth are read).
 type branch struct {
-	state         int32
-	starts, lines []int
+	state  int32
+	units  int
+	starts *[maxPatternUnits]int
+	lines  *[maxPatternUnits]int
 }
 
 var scanners = sync.Pool{New: func() any { return new(scanner) }}
@@ -545,42 +574,32 @@ func (sc *scanner) unit(f rune, start, end, line int, hit func(p, start, end, li
 		for i := range sc.alts {
 			sc.advance(&sc.alts[i], f, start, end, line, hit)
 		}
-		sc.alts = sc.settle(sc.alts, 0)
+		sc.alts = sc.settle(sc.alts)
 	}
 }
 
 // advance is unit for one alternative branch.
 func (sc *scanner) advance(b *branch, f rune, start, end, line int, hit func(p, start, end, line int)) {
-	next := sc.m.step(b.state, f)
-	// The new state's units are a suffix of the branch's and f: keep
-	// the starts of all but its last, then f's.
-	keep := int(sc.m.depth[next]) - 1
-	if keep < 0 {
-		b.state, b.starts, b.lines = 0, b.starts[:0], b.lines[:0]
-		return
-	}
-	n := len(b.starts)
-	copy(b.starts, b.starts[n-keep:])
-	copy(b.lines, b.lines[n-keep:])
-	b.starts, b.lines = append(b.starts[:keep], start), append(b.lines[:keep], line)
-	b.state = next
-	if p := sc.m.out[next]; p >= 0 {
-		k := keep + 1 - sc.m.lens[p]
-		hit(int(p), b.starts[k], end, b.lines[k])
+	k := b.units % maxPatternUnits
+	b.starts[k], b.lines[k] = start, line
+	b.units++
+	b.state = sc.m.step(b.state, f)
+	if p := sc.m.out[b.state]; p >= 0 {
+		first := (b.units - sc.m.lens[p]) % maxPatternUnits
+		hit(int(p), b.starts[first], end, b.lines[first])
 	}
 }
 
-// settle drops from bs, from index from on, the branches that hold no
-// partial match, or the one the main branch or an earlier branch holds,
-// and those past maxBranches; it answers what is left.
-func (sc *scanner) settle(bs []branch, from int) []branch {
-	out := bs[:from]
-	for _, b := range bs[from:] {
-		keep := b.state != 0 && b.state != sc.state && len(out) < maxBranches
-		for j := 0; keep && j < len(out); j++ {
-			keep = out[j].state != b.state
-		}
-		if keep {
+// settle drops from bs the branches that hold no partial match, or one
+// the main branch or an earlier branch holds; it answers what is left and
+// leaves held marking the states held.
+func (sc *scanner) settle(bs []branch) []branch {
+	clear(sc.held)
+	sc.held[sc.state] = true
+	out := bs[:0]
+	for _, b := range bs {
+		if b.state != 0 && !sc.held[b.state] {
+			sc.held[b.state] = true
 			out = append(out, b)
 		} else {
 			sc.spare = append(sc.spare, b)
@@ -590,26 +609,41 @@ func (sc *scanner) settle(bs []branch, from int) []branch {
 }
 
 // newBranch answers an empty branch, reusing a dropped one's slices.
-func (sc *scanner) newBranch() branch {
+// fork answers a branch at state whose units' starts and lines are those
+// of ring entries (units-depth, units] of starts and lines: only they can
+// begin a match from there. Its rings are a dropped branch's, if any.
+func (sc *scanner) fork(state int32, units int, starts, lines *[maxPatternUnits]int) branch {
+	var b branch
 	if n := len(sc.spare); n > 0 {
-		b := sc.spare[n-1]
+		b = sc.spare[n-1]
 		sc.spare = sc.spare[:n-1]
-		return branch{starts: b.starts[:0], lines: b.lines[:0]}
+	} else {
+		b = branch{starts: new([maxPatternUnits]int), lines: new([maxPatternUnits]int)}
 	}
-	return branch{starts: make([]int, 0, maxPatternUnits), lines: make([]int, 0, maxPatternUnits)}
+	b.state, b.units = state, units
+	for k := units - int(sc.m.depth[state]); k < units; k++ {
+		b.starts[k%maxPatternUnits], b.lines[k%maxPatternUnits] = starts[k%maxPatternUnits], lines[k%maxPatternUnits]
+	}
+	return b
 }
 
-// survives reports whether reading units from state completes a pattern
-// or ends in a partial match: a fork that would do neither is not made,
-// which in text of another script is most of them.
-func (sc *scanner) survives(state int32, units []rune) bool {
+// worthForking reports whether reading units from state completes a
+// pattern, or ends in a partial match no branch holds yet: a fork that
+// would do neither adds nothing, which is most of them (in text of
+// another script the reading leads nowhere; in a run of marks read as
+// nothing or as letters, it leads where a branch already is).
+func (sc *scanner) worthForking(state int32, units []rune) bool {
+	if len(units) == 1 && units[0] < utf8.RuneSelf {
+		next := sc.m.ascii[state][units[0]]
+		return sc.m.out[next] >= 0 || (next != 0 && !sc.held[next])
+	}
 	for _, f := range units {
 		state = sc.m.step(state, f)
 		if sc.m.out[state] >= 0 {
 			return true
 		}
 	}
-	return state != 0
+	return state != 0 && !sc.held[state]
 }
 
 // letter feeds one character spanning [start, end), read as shape and,
@@ -623,32 +657,31 @@ func (sc *scanner) letter(shape, sound []rune, start, end, line int, hit func(p,
 		return
 	}
 	forks := sc.forks[:0]
-	if sc.survives(sc.state, sound) {
-		main := sc.newBranch()
-		main.state = sc.state
-		for k := sc.units - int(sc.m.depth[sc.state]); k < sc.units; k++ {
-			main.starts = append(main.starts, sc.starts[k%maxPatternUnits])
-			main.lines = append(main.lines, sc.lines[k%maxPatternUnits])
-		}
-		forks = append(forks, main)
+	clear(sc.held)
+	sc.held[sc.state] = true
+	for _, b := range sc.alts {
+		sc.held[b.state] = true
+	}
+	if sc.worthForking(sc.state, sound) {
+		forks = append(forks, sc.fork(sc.state, sc.units, &sc.starts, &sc.lines))
 	}
 	for _, b := range sc.alts {
-		if sc.survives(b.state, sound) {
-			c := sc.newBranch()
-			c.state, c.starts, c.lines = b.state, append(c.starts, b.starts...), append(c.lines, b.lines...)
-			forks = append(forks, c)
+		if sc.worthForking(b.state, sound) {
+			forks = append(forks, sc.fork(b.state, b.units, b.starts, b.lines))
 		}
 	}
 	for _, f := range shape {
 		sc.unit(f, start, end, line, hit)
+	}
+	if len(forks) == 0 && len(shape) == 0 {
+		return // no branch moved (a mark read as nothing or as a letter that leads nowhere new)
 	}
 	for i := range forks {
 		for _, f := range sound {
 			sc.advance(&forks[i], f, start, end, line, hit)
 		}
 	}
-	n := len(sc.alts)
-	sc.alts = sc.settle(append(sc.alts, forks...), n)
+	sc.alts = sc.settle(append(sc.alts, forks...))
 	sc.forks = forks[:0]
 }
 
@@ -667,6 +700,11 @@ func (m *matcher) scan(s string, literally bool, hit func(p, start, end, line in
 		scanners.Put(sc)
 	}()
 	sc.m, sc.state, sc.units = m, 0, 0
+	if len(sc.held) != len(m.depth) {
+		sc.held = make([]bool, len(m.depth))
+	} else {
+		clear(sc.held)
+	}
 	folds := asciiFolds()
 	var buf readingBuf
 	line := 0

@@ -59,18 +59,22 @@ func decodedLayers(s string) []layer {
 
 // markupView answers v (a text, or a decoded view of one) with its markup
 // read as nothing (see markupAt), a block's tag as a line break
-// (breaksBlock), and where it cut: ok is false when v holds none. It is a view of its own, not a layer of the decoded one: a
+// (breaksBlock), and where it cut: ok is false when v holds none. The
+// lenient view reads as HTML does what XML reads as text (a comment
+// closed by "--!>", a processing instruction or declaration ended by its
+// first '>', a template's "<% ... %>"); either reading may hide what the
+// other shows, so both are matched (hasLenientMarkup). It is a view of its own, not a layer of the decoded one: a
 // tag read as nothing would hide the letters an escape decodes to
 // ("%3Cmemhost%5Fmemory%5Fobservation%3E" is a tag once decoded), and the
 // tag's own letters are read where the text is. The cuts, not a span per
 // byte, map it back: markup is common, and the view is built on every
 // defanging of a text that holds it.
-func markupView(v string) (view string, cuts []viewCut, ok bool) {
+func markupView(v string, lenient bool) (view string, cuts []viewCut, ok bool) {
 	var b strings.Builder
 	last := 0
 	noCommentEnd := false
 	for i := strings.IndexByte(v, '<'); i >= 0; {
-		end, found := markupAt(v, i, &noCommentEnd)
+		end, found := markupAt(v, i, lenient, &noCommentEnd)
 		if !found {
 			end = i + 1
 		} else {
@@ -105,6 +109,17 @@ func markupView(v string) (view string, cuts []viewCut, ok bool) {
 	}
 	b.WriteString(v[last:])
 	return b.String(), cuts, true
+}
+
+// hasLenientMarkup reports whether v holds markup the lenient markup view
+// reads otherwise than the strict one.
+func hasLenientMarkup(v string) bool {
+	for _, m := range []string{"--!>", "<?", "<!", "<%"} {
+		if strings.Contains(v, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // viewCut is where a markup view left markup out: from view offset at on,
@@ -212,17 +227,24 @@ const maxTagBytes = 4096
 // section's text is text, and its closing "]]>" reads as punctuation
 // already). A text whose comment never closes is not searched again:
 // noCommentEnd keeps the view linear in the text.
-func markupAt(v string, i int, noCommentEnd *bool) (int, bool) {
+func markupAt(v string, i int, lenient bool, noCommentEnd *bool) (int, bool) {
 	rest := v[i+1:]
 	switch {
 	case strings.HasPrefix(rest, "!--"):
 		if *noCommentEnd {
 			return 0, false
 		}
-		// HTML also ends a comment at "--!>".
 		j, n := strings.Index(rest[3:], "-->"), 3
-		if k := strings.Index(rest[3:], "--!>"); k >= 0 && (j < 0 || k < j) {
-			j, n = k, 4
+		if lenient {
+			// HTML also ends a comment at "--!>": looked for only as far
+			// as "-->", so each comment is read once.
+			within := rest[3:]
+			if j >= 0 {
+				within = within[:j]
+			}
+			if k := strings.Index(within, "--!>"); k >= 0 {
+				j, n = k, 4
+			}
 		}
 		if j < 0 {
 			*noCommentEnd = true
@@ -231,6 +253,7 @@ func markupAt(v string, i int, noCommentEnd *bool) (int, bool) {
 		return i + 1 + 3 + j + n, true
 	case strings.HasPrefix(rest, "![CDATA["):
 		return i + 1 + len("![CDATA["), true
+	case !lenient:
 	case strings.HasPrefix(rest, "?"), len(rest) > 1 && rest[0] == '!' && isLetter(rest[1]):
 		// A processing instruction (<?xml ...?>) or a declaration
 		// (<!DOCTYPE ...>): HTML ends either at its first '>'.
@@ -343,13 +366,7 @@ func backslashAt(v string, i int) (string, int, bool) {
 		// to a reader of the string.
 		return string("\n\r\t\f\v"[strings.IndexByte("nrtfv", c)]), i + 2, true
 	case '0', '1', '2', '3', '4', '5', '6', '7':
-		// An octal escape: up to three digits, a byte at most.
-		j, n := i+1, 0
-		for j < len(v) && j < i+4 && '0' <= v[j] && v[j] <= '7' && n*8+int(v[j]-'0') <= 0xFF {
-			n = n*8 + int(v[j]-'0')
-			j++
-		}
-		return string(rune(n)), j, true
+		return octalRun(v, i)
 	case 'x':
 		if i+2 < len(v) && v[i+2] == '{' {
 			return bracedHex(v, i)
@@ -375,6 +392,25 @@ func backslashAt(v string, i int) (string, int, bool) {
 		}
 	}
 	return "", 0, false
+}
+
+// octalRun decodes up to maxEscapeRun octal escapes at v[i] (each one to
+// three digits, a byte at most) as bytes, as a run of \xXX is: "\320\276"
+// is Cyrillic о in UTF-8.
+func octalRun(v string, i int) (string, int, bool) {
+	var buf [maxEscapeRun]byte
+	n, j := 0, i
+	for n < maxEscapeRun && j+1 < len(v) && v[j] == '\\' && '0' <= v[j+1] && v[j+1] <= '7' {
+		k, b := j+1, 0
+		for k < len(v) && k < j+4 && '0' <= v[k] && v[k] <= '7' && b*8+int(v[k]-'0') <= 0xFF {
+			b = b*8 + int(v[k]-'0')
+			k++
+		}
+		buf[n] = byte(b)
+		n++
+		j = k
+	}
+	return string(buf[:n]), j, true
 }
 
 // bracedHex decodes \u{X...} or \x{X...} at v[i]: one to six hex digits.
