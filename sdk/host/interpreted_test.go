@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -175,6 +176,13 @@ func sha(data []byte) []byte {
 // differs from the manifest, before the start or after it.
 func TestLaunchInterpreted(t *testing.T) {
 	opts := scriptPlugin(t)
+	// What would make an interpreter run code outside the hashed tree
+	// stays with the host; the rest of its environment reaches the plugin
+	// (from an outside review: NODE_OPTIONS=--require ran a file no
+	// manifest names).
+	t.Setenv("NODE_OPTIONS", "--require /elsewhere/preload.cjs")
+	t.Setenv("PYTHONPATH", "/elsewhere")
+	t.Setenv("MEMHOST_TEST_KEEP", "kept")
 	conn, err := Launch(t.Context(), opts)
 	if err != nil {
 		t.Fatalf("Launch: %v", err)
@@ -187,6 +195,19 @@ func TestLaunchInterpreted(t *testing.T) {
 		want := strings.Join([]string{opts.Interpreted.Path, "-B", "-E", opts.Path}, "\x00") + "\x00"
 		if string(cmdline) != want {
 			t.Errorf("command line %q, want %q", cmdline, want)
+		}
+		environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", conn.Pid()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := strings.Split(string(environ), "\x00")
+		if !slices.Contains(env, "MEMHOST_TEST_KEEP=kept") {
+			t.Errorf("the host's environment did not reach the plugin: %q", env)
+		}
+		for _, kv := range env {
+			if strings.HasPrefix(kv, "NODE_OPTIONS=") || strings.HasPrefix(kv, "PYTHONPATH=") {
+				t.Errorf("the plugin got %s", kv)
+			}
 		}
 	}
 	conn.Close()

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -306,6 +307,12 @@ func (s *starting) prepareExec(cfg *plugin.ClientConfig) (err error) {
 	s.kill = cancel
 	cmd := exec.CommandContext(procCtx, target)
 	cmd.Args = args
+	if opts.Interpreted != nil {
+		// The host's environment, less what would make the interpreter
+		// load code from outside the hashed tree.
+		cfg.SkipHostEnv = true
+		cmd.Env = interpreterEnv(os.Environ())
+	}
 	cmd.Env = append(cmd.Env, opts.Env...)
 	cmd.Env = append(cmd.Env, "MEMHOST_LOG_LEVEL="+levelName(s.client.Logger), plugin.EnvUnixSocketDir+"="+s.sockets,
 		"PLUGIN_CLIENT_CERT="+certPEM)
@@ -318,6 +325,23 @@ func (s *starting) prepareExec(cfg *plugin.ClientConfig) (err error) {
 	// SecureConfig would hash it again on every start.
 	cfg.TLSConfig = tlsConfig
 	return nil
+}
+
+// codeLoadingEnv are the variables an interpreter reads for code to run
+// besides its script: a module path or a preload. A script plugin's tree
+// is hashed, and what the interpreter runs must be what was hashed.
+var codeLoadingEnv = []string{"NODE_OPTIONS", "NODE_PATH", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE", "PYTHONINSPECT"}
+
+// interpreterEnv is env without codeLoadingEnv.
+func interpreterEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(codeLoadingEnv, name) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // stop ends a process whose launch failed and waits until it is gone, so

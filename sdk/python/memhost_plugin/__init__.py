@@ -5,6 +5,7 @@ and recall(); each optional capability is one more method (server.py's
 CAPABILITIES). KVProvider (kv.py) is a complete provider over a store
 that only loads, puts and deletes."""
 
+from .calls import check_deadline, time_remaining
 from .errors import (Conflict, DeadlineExceeded, FieldError, InvalidArgument, MemhostError, NotFound,
                      PermissionDenied, ReadOnly, StorageFull, TooLarge, Unavailable, Unsupported)
 from .kv import KVProvider, decode_config
@@ -15,5 +16,6 @@ from .server import HostInfo, Info, LedgerEntry, ManifestQuery, ManifestRow, Rec
 __all__ = [
     "Conflict", "DeadlineExceeded", "FieldError", "HostInfo", "Info", "InvalidArgument", "KVProvider", "LedgerEntry",
     "ManifestQuery", "ManifestRow", "MemhostError", "NotFound", "PermissionDenied", "ReadOnly", "RecallQuery", "Record",
-    "StorageFull", "TooLarge", "Unavailable", "Unsupported", "check_plugin", "decode_config", "logger", "serve",
+    "StorageFull", "TooLarge", "Unavailable", "Unsupported", "check_deadline", "check_plugin", "decode_config", "logger", "serve",
+    "time_remaining",
 ]

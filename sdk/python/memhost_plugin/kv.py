@@ -16,10 +16,12 @@ changes only after the Store acknowledged a write.
         def close(self): ...           # optional
 """
 
+import contextlib
 import math
 import threading
 
 from . import errors, records, text
+from .calls import check_deadline
 from .records import Record, now_ms
 from .server import Info, ManifestRow
 
@@ -34,8 +36,16 @@ def decode_config(config, defaults):
         if k not in defaults:
             raise errors.invalid(k, "unknown key (known: %s)" % ", ".join(sorted(defaults)))
         want = type(defaults[k])
-        if not isinstance(v, want) or (want is int and isinstance(v, bool)):
-            raise errors.invalid(k, "must be a %s" % {str: "string", int: "number", bool: "boolean"}.get(want, want.__name__))
+        number = isinstance(v, (int, float)) and not isinstance(v, bool)
+        if want is float and number:
+            # JSON (and HCL's 1) writes a whole number without a point.
+            if not math.isfinite(v):
+                raise errors.invalid(k, "must be a finite number")
+            v = float(v)
+        elif want is int and number and not isinstance(v, int):
+            raise errors.invalid(k, "must be a whole number")
+        elif not isinstance(v, want) or (want is int and isinstance(v, bool)):
+            raise errors.invalid(k, "must be a %s" % {str: "string", int: "whole number", float: "number", bool: "boolean"}.get(want, want.__name__))
         out[k] = v
     return out
 
@@ -53,6 +63,14 @@ class KVProvider:
 
     def info(self):
         return self._info
+
+    @contextlib.contextmanager
+    def _held(self):
+        """Holds the provider's lock for a call, unless the call's deadline
+        passed while it waited: its caller was answered already."""
+        with self._lock:
+            check_deadline()
+            yield
 
     def configure(self, config, host):
         with self._lock:
@@ -95,7 +113,7 @@ class KVProvider:
         now, qt = now_ms(), text.terms(q.query)
         want = {text.fold_tag(t) for t in q.tags}
         unwanted = {text.fold_tag(t) for t in q.exclude_tags}
-        with self._lock:
+        with self._held():
             self._ready()
             hits = []
             for (realm, rid), r in self._recs.items():
@@ -120,7 +138,7 @@ class KVProvider:
                 records.prepare(r, realm, now)
             except errors.FieldError as e:
                 raise e.prefixed("records[%d]" % i)
-        with self._lock:
+        with self._held():
             self._ready()
             ids, fresh, batch = [], [], {}
             for i, r in enumerate(recs):
@@ -139,12 +157,12 @@ class KVProvider:
             return ids
 
     def get(self, realm, ids):
-        with self._lock:
+        with self._held():
             self._ready()
             return [self._recs[(realm, i)].copy() for i in ids if (realm, i) in self._recs]
 
     def forget(self, realm, ids):
-        with self._lock:
+        with self._held():
             self._ready()
             gone = list(dict.fromkeys((realm, i) for i in ids if (realm, i) in self._recs))
             if gone:
@@ -157,7 +175,7 @@ class KVProvider:
 
     def supersede(self, realm, old_id, rep):
         now = now_ms()
-        with self._lock:
+        with self._held():
             self._ready()
             old = self._recs.get((realm, old_id))
             if old is None:
@@ -183,7 +201,7 @@ class KVProvider:
 
     def count_uses(self, realm, uses, at_ms):
         """uses: (id, count) pairs, each id once."""
-        with self._lock:
+        with self._held():
             self._ready()
             used = []
             for i, n in uses:
@@ -196,7 +214,7 @@ class KVProvider:
                 self._put(used)
 
     def write_ledger(self, entries):
-        with self._lock:
+        with self._held():
             self._ready()
             if entries:
                 self._store.append_ledger(entries)
@@ -205,7 +223,7 @@ class KVProvider:
         if q.tier == "working_set" and q.k <= 0:
             raise errors.invalid("k", "is %d, a working set needs a positive k" % q.k)
         now = now_ms()
-        with self._lock:
+        with self._held():
             self._ready()
             rows = [(r, ManifestRow(r.id, r.scope, r.kind, r.title, r.description, r.updated_ms,
                                     _usage_rank(r, now) if r.use_count else 0.0))
@@ -220,7 +238,7 @@ class KVProvider:
         return used + unused[:max(0, 2 * q.k - len(used))]
 
     def export(self, realm, after, limit):
-        with self._lock:
+        with self._held():
             self._ready()
             ids = sorted(i for (rl, i) in self._recs if rl == realm and i > after)
             page = [self._recs[(realm, i)].copy() for i in ids[:limit]]
@@ -228,7 +246,7 @@ class KVProvider:
 
     def import_records(self, realm, recs):
         now = now_ms()
-        with self._lock:
+        with self._held():
             self._ready()
             fresh, seen, batch, skipped = [], set(), set(), 0
             for r in recs:

@@ -12,6 +12,7 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 import traceback
 from concurrent import futures
 
@@ -19,6 +20,7 @@ import grpc
 
 from . import errors, records
 from . import plugin_pb2 as pb
+from .calls import call_deadline
 from .log import logger, request_id
 
 PROTOCOL_VERSION = 1
@@ -371,13 +373,17 @@ def _handler(services, name, streaming):
             # call need.
             done, out = threading.Event(), {}
 
+            left = ctx.time_remaining()
+            deadline = None if left is None else time.monotonic() + left
+
             def run():
-                inner = request_id.set(rid)
+                inner, until = request_id.set(rid), call_deadline.set(deadline)
                 try:
                     out["result"] = fn(req, ctx)
                 except BaseException as e:  # SystemExit too: every call gets an answer
                     out["error"] = (e, traceback.format_exc())
                 finally:
+                    call_deadline.reset(until)
                     request_id.reset(inner)
                     done.set()
 
@@ -468,13 +474,32 @@ def _server_certificate(client_pem):
     return creds, base64.b64encode(der).decode().rstrip("=")
 
 
+# MAX_CONCURRENT_CALLS bounds the calls the server serves at once; the
+# host's own concurrency stays far below it.
+MAX_CONCURRENT_CALLS = 1024
+
+# CLOSE_TIMEOUT bounds closing the plugin at exit: a store call stuck
+# without end holds the lock close needs, and the process must still go.
+CLOSE_TIMEOUT = 2.0
+
+
 def _close(p):
     close = getattr(p, "close", None)
-    if callable(close):
+    if not callable(close):
+        return
+    done = threading.Event()
+
+    def run():
         try:
             close()
         except Exception as e:
             logger.error("close failed", error=repr(e))
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="memhost-close", daemon=True).start()
+    if not done.wait(CLOSE_TIMEOUT):
+        logger.error("close did not finish; exiting without it", timeout_seconds=CLOSE_TIMEOUT)
 
 
 def _remove_socket_dir():
@@ -527,7 +552,12 @@ def serve(p):
         threading.Thread(target=_watch_parent, args=(p, os.getppid()), daemon=True).start()
 
     opts = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES), ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)]
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=32), options=opts)
+    # A server thread waits out each call its plugin code runs (on a thread
+    # of its own), up to the call's deadline: the pool must not run out
+    # while calls queue on the plugin's own lock, or the host's health
+    # check and Shutdown would wait behind them and the host would kill a
+    # plugin that is merely busy. Waiting threads cost little.
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=MAX_CONCURRENT_CALLS), options=opts)
     server.add_generic_rpc_handlers(_go_plugin_handlers(stopping) + _generic_handlers(_Services(p), p.info().kinds))
     sock_dir = tempfile.mkdtemp(prefix="mhdebug-") if debug else os.environ.get("PLUGIN_UNIX_SOCKET_DIR") or tempfile.gettempdir()
     sock = tempfile.mktemp(prefix="plugin", dir=sock_dir)  # grpc creates it; a fresh name is all it needs

@@ -5,6 +5,7 @@
 // (CAPABILITIES). KVProvider is a complete provider over a store that
 // only loads, puts and deletes.
 
+export { checkDeadline, timeRemaining } from "./calls.js";
 export * from "./errors.js";
 export { KVProvider, decodeConfig } from "./kv.js";
 export type { Config, KVOptions, Store } from "./kv.js";

@@ -8,6 +8,7 @@
 // The Store stays the durable truth: memory changes only after the Store
 // acknowledged a write.
 
+import { checkDeadline } from "./calls.js";
 import { Conflict, NotFound, Unavailable, invalid, under } from "./errors.js";
 import * as records from "./records.js";
 import type { Record } from "./records.js";
@@ -41,6 +42,10 @@ export function decodeConfig<T extends { [key: string]: string | number | boolea
     if (!Object.hasOwn(defaults, k)) throw invalid(k, `unknown key (known: ${Object.keys(defaults).sort().join(", ")})`);
     const want = typeof defaults[k];
     if (typeof v !== want) throw invalid(k, `must be a ${want === "bigint" ? "number" : want}`);
+    if (typeof v === "number") {
+      if (!Number.isFinite(v)) throw invalid(k, "must be a finite number");
+      if (Number.isInteger(defaults[k]) && !Number.isInteger(v)) throw invalid(k, "must be a whole number");
+    }
     out[k] = v;
   }
   return out as T;
@@ -62,11 +67,17 @@ const key = (realm: string, id: string) => realm + "\0" + id;
 class Lock {
   private tail: Promise<unknown> = Promise.resolve();
   run<T>(fn: () => Promise<T>): Promise<T> {
-    const next = this.tail.then(fn, fn);
+    // Each call starts on a turn of the event loop of its own: chained as
+    // microtasks, a queue of calls over a synchronous Store ran to its
+    // end before the loop read the socket again, and the host's health
+    // check, unanswered, killed a plugin that was merely busy.
+    const next = this.tail.then(nextTurn, nextTurn).then(fn);
     this.tail = next.catch(() => undefined);
     return next;
   }
 }
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export class KVProvider implements Plugin {
   static readonly CAPABILITIES = ["write", "fetch", "forget", "manifest", "supersede", "usage", "usage_counts", "archive"];
@@ -96,6 +107,15 @@ export class KVProvider implements Plugin {
       // a file written by an older SDK) with its empty value.
       for (const r of await store.load()) this.apply(records.newRecord(r));
       this.store = store;
+    });
+  }
+
+  /** Runs fn under the lock, unless the call's deadline passed while it
+   * waited: its caller was answered already. */
+  private held<T>(fn: () => Promise<T>): Promise<T> {
+    return this.lock.run(async () => {
+      checkDeadline();
+      return fn();
     });
   }
 
@@ -142,7 +162,7 @@ export class KVProvider implements Plugin {
     const qt = terms(q.query);
     const want = q.tags.map(foldTag);
     const unwanted = new Set(q.excludeTags.map(foldTag));
-    return this.lock.run(async () => {
+    return this.held(async () => {
       this.ready();
       const hits: Hit[] = [];
       for (const [k, r] of this.recs) {
@@ -163,7 +183,7 @@ export class KVProvider implements Plugin {
   remember(realm: string, recs: Record[]): Promise<string[]> {
     const now = records.nowMs();
     recs.forEach((r, i) => under(`records[${i}]`, () => records.prepare(r, realm, now)));
-    return this.lock.run(async () => {
+    return this.held(async () => {
       this.ready();
       const ids: string[] = [];
       const fresh: Record[] = [];
@@ -188,7 +208,7 @@ export class KVProvider implements Plugin {
   }
 
   get(realm: string, ids: string[]): Promise<Record[]> {
-    return this.lock.run(async () => {
+    return this.held(async () => {
       this.ready();
       return ids.flatMap((id) => {
         const r = this.recs.get(key(realm, id));
@@ -198,7 +218,7 @@ export class KVProvider implements Plugin {
   }
 
   forget(realm: string, ids: string[]): Promise<number> {
-    return this.lock.run(async () => {
+    return this.held(async () => {
       const store = this.ready();
       const gone = [...new Set(ids)].filter((id) => this.recs.has(key(realm, id)));
       if (gone.length) {
@@ -214,7 +234,7 @@ export class KVProvider implements Plugin {
 
   supersede(realm: string, oldId: string, rep: Record): Promise<string> {
     const now = records.nowMs();
-    return this.lock.run(async () => {
+    return this.held(async () => {
       this.ready();
       const old = this.recs.get(key(realm, oldId));
       if (!old) throw new NotFound(`supersede ${oldId}: not found`);
@@ -236,7 +256,7 @@ export class KVProvider implements Plugin {
   }
 
   countUses(realm: string, uses: records.Use[], atMs: number): Promise<void> {
-    return this.lock.run(async () => {
+    return this.held(async () => {
       this.ready();
       const used: Record[] = [];
       for (const u of uses) {
@@ -252,7 +272,7 @@ export class KVProvider implements Plugin {
   }
 
   writeLedger(entries: LedgerEntry[]): Promise<void> {
-    return this.lock.run(async () => {
+    return this.held(async () => {
       const store = this.ready();
       if (entries.length) await store.appendLedger!(entries);
     });
@@ -261,7 +281,7 @@ export class KVProvider implements Plugin {
   manifest(q: ManifestQuery): Promise<ManifestRow[]> {
     if (q.tier === "working_set" && q.k <= 0) throw invalid("k", `is ${q.k}, a working set needs a positive k`);
     const now = records.nowMs();
-    return this.lock.run(async () => {
+    return this.held(async () => {
       this.ready();
       const used: ManifestRow[] = [];
       const unused: ManifestRow[] = [];
@@ -282,7 +302,7 @@ export class KVProvider implements Plugin {
   }
 
   export(realm: string, after: string, limit: number): Promise<{ records: Record[]; next: string }> {
-    return this.lock.run(async () => {
+    return this.held(async () => {
       this.ready();
       const ids = [...this.recs.values()].filter((r) => r.realm === realm && r.id > after).map((r) => r.id).sort(cmp);
       const page = ids.slice(0, limit).map((id) => records.copyRecord(this.recs.get(key(realm, id))!));
@@ -292,7 +312,7 @@ export class KVProvider implements Plugin {
 
   importRecords(realm: string, recs: Record[]): Promise<{ imported: number; skipped: number }> {
     const now = records.nowMs();
-    return this.lock.run(async () => {
+    return this.held(async () => {
       this.ready();
       const fresh: Record[] = [];
       const seen = new Set<string>();

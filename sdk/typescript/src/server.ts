@@ -14,6 +14,7 @@ import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 
 import { DeadlineExceeded, MemhostError, Unsupported, invalid, statusDetails, under } from "./errors.js";
+import { callDeadline } from "./calls.js";
 import { logger, requestId } from "./log.js";
 import * as records from "./records.js";
 import type { Record, Use } from "./records.js";
@@ -431,13 +432,14 @@ function toStatus(e: unknown): Partial<grpc.StatusObject> {
 /** Runs one call under its request id, refusing one whose deadline passed. */
 async function run<T>(call: { metadata: grpc.Metadata; cancelled: boolean; getDeadline(): grpc.Deadline }, fn: () => Promise<T>): Promise<T> {
   const rid = call.metadata.get("memhost-request-id")[0];
-  return requestId.run(typeof rid === "string" ? rid : "", async () => {
-    const deadline = call.getDeadline();
-    if (call.cancelled || Number(deadline instanceof Date ? deadline.getTime() : deadline) <= Date.now()) {
+  const deadline = call.getDeadline();
+  const at = Number(deadline instanceof Date ? deadline.getTime() : deadline);
+  return requestId.run(typeof rid === "string" ? rid : "", () => callDeadline.run(Number.isFinite(at) ? at : undefined, async () => {
+    if (call.cancelled || at <= Date.now()) {
       throw new DeadlineExceeded("the call's deadline passed before it started");
     }
     return fn();
-  });
+  }));
 }
 
 function implementation(services: Services, methods: string[]): grpc.UntypedServiceImplementation {
@@ -506,11 +508,24 @@ export function register(server: grpc.Server, p: Plugin, stop: () => void, stopp
   }
 }
 
+/** How long closing the plugin may take at exit: a Store call stuck
+ * without end holds the lock close needs, and the process must still go. */
+const CLOSE_TIMEOUT_MS = 2000;
+
 async function closePlugin(p: Plugin): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => {
+    timer = setTimeout(() => {
+      logger.error("close did not finish; exiting without it", { timeout_ms: CLOSE_TIMEOUT_MS });
+      resolve();
+    }, CLOSE_TIMEOUT_MS);
+  });
   try {
-    await p.close?.();
+    await Promise.race([Promise.resolve(p.close?.()), late]);
   } catch (e) {
     logger.error("close failed", { error: String(e) });
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -3,7 +3,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { KVProvider } from "../src/kv.js";
+import { callDeadline } from "../src/calls.js";
+import { KVProvider, decodeConfig } from "../src/kv.js";
 import { newRecord } from "../src/records.js";
 import type { Record } from "../src/records.js";
 import type { RecallQuery } from "../src/server.js";
@@ -54,4 +55,46 @@ test("a record loaded without occurredMs (stored by an older SDK) reads 0 and is
   assert.equal((await p.get("acme", ["r1"]))[0]!.occurredMs, 0);
   assert.equal((await p.recall(query({ untilMs: Date.UTC(2020, 0, 1) }))).length, 0);
   assert.equal((await p.recall(query({ sinceMs: Date.UTC(2020, 0, 1) }))).length, 1);
+});
+
+// A call whose deadline passed while it waited for the provider's lock
+// stores nothing: the host answered its caller 504 already, and the write
+// used to land afterwards (from an outside review).
+test("a write past its call's deadline stores nothing", async () => {
+  let puts = 0;
+  const p = new KVProvider({ name: "kv", version: "0.1.0", open: () => ({ load: () => [], put() { puts++; }, delete() {} }) });
+  await p.configure({}, { version: "", protocols: [1], capabilities: [] });
+  const rec = newRecord({ scope: "realm", kind: "fact", title: "late", body: "late" });
+  await assert.rejects(callDeadline.run(Date.now() - 1, () => p.remember("acme", [rec])), (e: Error) => e.name === "DeadlineExceeded");
+  assert.equal(puts, 0);
+  await callDeadline.run(Date.now() + 60_000, () => p.remember("acme", [rec]));
+  assert.equal(puts, 1);
+});
+
+test("decodeConfig refuses a fraction for a whole number and a number that is not finite", () => {
+  assert.deepEqual(decodeConfig({ limit: 4 }, { limit: 3 }), { limit: 4 });
+  assert.deepEqual(decodeConfig({ min_score: 1 }, { min_score: 0.5 }), { min_score: 1 });
+  assert.throws(() => decodeConfig({ limit: 2.5 }, { limit: 3 }), /whole number/);
+  assert.throws(() => decodeConfig({ min_score: Infinity }, { min_score: 0.5 }), /finite/);
+});
+
+// Queued calls over a synchronous Store each start on a turn of the event
+// loop of their own: chained as microtasks, a whole queue ran before the
+// loop read the socket again, and the host's health check, unanswered,
+// killed a plugin that was merely busy (from an outside review).
+test("queued calls leave the event loop turns between them", async () => {
+  let puts = 0;
+  const busy = () => {
+    const until = Date.now() + 20;
+    while (Date.now() < until) { /* a synchronous Store's work */ }
+    puts++;
+  };
+  const p = new KVProvider({ name: "kv", version: "0.1.0", open: () => ({ load: () => [], put: busy, delete() {} }) });
+  await p.configure({}, { version: "", protocols: [1], capabilities: [] });
+  const calls = Array.from({ length: 20 }, (_, i) =>
+    p.remember("acme", [newRecord({ scope: "realm", kind: "fact", title: `t${i}`, body: "b" })]));
+  const seen = await new Promise<number>((resolve) => setTimeout(() => resolve(puts), 0));
+  await Promise.all(calls);
+  assert.ok(seen < 20, `a timer ran only after ${seen} of 20 queued writes`);
+  assert.equal(puts, 20);
 });

@@ -1,0 +1,26 @@
+"""What a plugin's code may know of the host call it serves: its
+deadline. The server sets it around each call (server.py _handler)."""
+
+import contextvars
+import time
+
+from . import errors
+
+# The monotonic time the current call's deadline falls at; None outside a
+# call, or for a call without one.
+call_deadline = contextvars.ContextVar("memhost_call_deadline", default=None)
+
+
+def time_remaining():
+    """Seconds left before the current call's deadline (None: no deadline)."""
+    d = call_deadline.get()
+    return None if d is None else d - time.monotonic()
+
+
+def check_deadline():
+    """Raises DeadlineExceeded once the current call's deadline passed: the
+    host has answered its caller already, so work begun now (a write
+    waiting for a lock, say) would change what the caller was told failed."""
+    left = time_remaining()
+    if left is not None and left <= 0:
+        raise errors.DeadlineExceeded("the call's deadline passed before its work began")
