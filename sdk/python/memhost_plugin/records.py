@@ -77,6 +77,17 @@ class Record:
         return r
 
 
+
+# GO_SPACE is what Go's unicode.IsSpace calls space, which the host's
+# strings.TrimSpace trims: Python's str.strip also trims the file and
+# group separators U+001C..U+001F, which the host keeps.
+GO_SPACE = "\t\n\v\f\r \u0085\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+
+
+def blank(s):
+    """Whether s is empty once trimmed as the host trims it."""
+    return not s.strip(GO_SPACE)
+
 def now_ms():
     return time.time_ns() // 1_000_000
 
@@ -160,7 +171,7 @@ def validate_record(r):
     _check_text("title", r.title, MAX_TITLE_BYTES)
     _check_text("description", r.description, MAX_DESCRIPTION_BYTES)
     _check_text("body", r.body, MAX_BODY_BYTES)
-    if not r.title.strip() and not r.body.strip():
+    if blank(r.title) and blank(r.body):
         raise invalid("title", "title and body are both empty")
     if len(r.tags) > MAX_TAGS:
         raise too_large("tags", "%d tags, the limit is %d" % (len(r.tags), MAX_TAGS))
@@ -178,7 +189,7 @@ def validate_record(r):
     if r.thread is not None:
         tid, seq = r.thread
         _check_text("thread.id", tid, MAX_THREAD_ID_BYTES)
-        if not tid.strip():
+        if blank(tid):
             raise invalid("thread.id", "is blank: a thread needs an id")
         if seq < 0:
             raise invalid("thread.seq", "is %d, want 0 or more" % seq)
@@ -206,7 +217,7 @@ def check_window(since_ms, until_ms):
 
 def _check_tag(field, t):
     _check_text(field, t, MAX_TAG_BYTES)
-    if not t.strip() or any(c in t for c in "\n\r\t,"):
+    if blank(t) or any(c in t for c in "\n\r\t,"):
         raise invalid(field, "tag %s must be non-blank and hold no comma, tab or line break" % _quote(t))
 
 
@@ -221,7 +232,7 @@ def validate_ledger_entry(realm, identity, session, record_id, surface, nbytes):
     validate_realm(realm)
     validate_id(identity, "identity.id")
     validate_id(record_id, "record_id")
-    if not surface.strip():
+    if blank(surface):
         raise invalid("surface", "is empty")
     _check_text("surface", surface, MAX_LEDGER_SURFACE_BYTES)
     _check_text("session", session, MAX_LEDGER_SESSION_BYTES)

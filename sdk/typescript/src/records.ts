@@ -49,6 +49,15 @@ export interface Record {
 }
 
 /** A record with every field empty but those given. */
+/** What Go's unicode.IsSpace calls space, which the host's strings.TrimSpace
+ * trims: String.prototype.trim also trims U+FEFF, which the host keeps. */
+const GO_SPACE = /^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/;
+
+/** Whether s is empty once trimmed as the host trims it. */
+export function blank(s: string): boolean {
+  return GO_SPACE.test(s);
+}
+
 export function newRecord(fields: Partial<Record> = {}): Record {
   return {
     id: "", realm: "", scope: "", kind: "", title: "", description: "", body: "", tags: [], trust: "", status: "",
@@ -126,7 +135,7 @@ function checkText(field: string, s: string, limit: number): void {
 
 function checkTag(field: string, t: string): void {
   checkText(field, t, MAX_TAG_BYTES);
-  if (!t.trim() || /[\n\r\t,]/.test(t)) {
+  if (blank(t) || /[\n\r\t,]/.test(t)) {
     throw invalid(field, `tag ${quote(t)} must be non-blank and hold no comma, tab or line break`);
   }
 }
@@ -147,7 +156,7 @@ export function validateRecord(r: Record): void {
   checkText("title", r.title, MAX_TITLE_BYTES);
   checkText("description", r.description, MAX_DESCRIPTION_BYTES);
   checkText("body", r.body, MAX_BODY_BYTES);
-  if (!r.title.trim() && !r.body.trim()) throw invalid("title", "title and body are both empty");
+  if (blank(r.title) && blank(r.body)) throw invalid("title", "title and body are both empty");
   if (r.tags.length > MAX_TAGS) throw tooLarge("tags", `${r.tags.length} tags, the limit is ${MAX_TAGS}`);
   r.tags.forEach((t, i) => checkTag(`tags[${i}]`, t));
   if (r.supersedes) {
@@ -161,7 +170,7 @@ export function validateRecord(r: Record): void {
   for (const [field, ms] of times) checkTime(field, ms);
   if (r.thread) {
     checkText("thread.id", r.thread.id, MAX_THREAD_ID_BYTES);
-    if (!r.thread.id.trim()) throw invalid("thread.id", "is blank: a thread needs an id");
+    if (blank(r.thread.id)) throw invalid("thread.id", "is blank: a thread needs an id");
     if (r.thread.seq < 0) throw invalid("thread.seq", `is ${r.thread.seq}, want 0 or more`);
     // A seq arrives as a JavaScript number: past 2^53-1 it is no longer the
     // one sent, and storing it would store another place.
@@ -199,7 +208,7 @@ export function validateLedgerEntry(e: { realm: string; identity: string; sessio
   validateRealm(e.realm);
   validateId(e.identity, "identity.id");
   validateId(e.recordId, "record_id");
-  if (!e.surface.trim()) throw invalid("surface", "is empty");
+  if (blank(e.surface)) throw invalid("surface", "is empty");
   checkText("surface", e.surface, MAX_LEDGER_SURFACE_BYTES);
   checkText("session", e.session, MAX_LEDGER_SESSION_BYTES);
   if (e.bytes < 0) throw invalid("bytes", `is ${e.bytes}, must not be negative`);

@@ -130,3 +130,11 @@ test("error details carry the field and the storage-full reason", () => {
   const [info] = new StorageFull("disk full").details();
   for (const want of ["google.rpc.ErrorInfo", "STORAGE_FULL", "memhost"]) assert.ok(info!.includes(want), want);
 });
+
+// Go's strings.TrimSpace keeps U+FEFF and U+001F; String.trim dropped
+// U+FEFF, so a record the host accepts was refused here (from an outside
+// review).
+test("blank trims as the host does", () => {
+  for (const s of ["", " ", "\t\n\u00a0\u3000\u2028"]) assert.ok(records.blank(s), JSON.stringify(s));
+  for (const s of ["\u001f", "\ufeff", "\u200b", "a"]) assert.ok(!records.blank(s), JSON.stringify(s));
+});
