@@ -82,11 +82,6 @@ func foldTags(tags []string) []string {
 	return slices.Compact(out)
 }
 
-func (f Filters) equal(g Filters) bool {
-	return f.TopK == g.TopK && f.MinScore == g.MinScore &&
-		slices.Equal(f.RequiredTags, g.RequiredTags) && slices.Equal(f.ExcludedTags, g.ExcludedTags)
-}
-
 // active reports whether any filter can drop a record.
 func (f Filters) active() bool {
 	return f.MinScore > 0 || len(f.RequiredTags) > 0 || len(f.ExcludedTags) > 0
