@@ -162,3 +162,18 @@ func TestAttackCasesThroughTheRenderer(t *testing.T) {
 		t.Fatalf("split shielded token: %d hits, %q", out.Hits, out.Content.Text())
 	}
 }
+
+// checkDefangs fails for each input Defang leaves without a hit, or whose
+// output Defang changes again.
+func checkDefangs(t *testing.T, d *Defanger, inputs ...string) {
+	t.Helper()
+	for _, in := range inputs {
+		out, hits := d.Defang(in)
+		if hits == 0 {
+			t.Errorf("Defang(%q) = %q with no hit; want the marker defanged", in, out)
+		}
+		if again, n := d.Defang(out); again != out || n != 0 {
+			t.Errorf("Defang of its own output %q changed it again: %q (%d hits)", out, again, n)
+		}
+	}
+}

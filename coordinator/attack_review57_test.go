@@ -16,11 +16,11 @@ const markFlood = "\u0363\u1acc\u0364\u1de0\u036d\u036b\u0364\u036b\u036a\u0366\
 
 func TestReviewOfTheScanAndTheViews(t *testing.T) {
 	d := mustDefanger(t, "Agent memory")
-	for _, in := range []string{
+	checkDefangs(t, d,
 		// A flood of partial matches used to fill a cap of 32 branches
 		// and drop the one a marker needed.
-		"x" + markFlood + " [\u036b\u0364\u036b-\u036d\u0366\u1ddc\u0364\u1de0: abc]",
-		"[mem-to" + markFlood + "\u1ddcen: abc]",
+		"x"+markFlood+" [\u036b\u0364\u036b-\u036d\u0366\u1ddc\u0364\u1de0: abc]",
+		"[mem-to"+markFlood+"\u1ddcen: abc]",
 		// The lenient markup (a comment closed by "--!>", processing
 		// instructions, declarations, template tags) swallowed letters
 		// the strict reading shows: both are read now.
@@ -31,15 +31,7 @@ func TestReviewOfTheScanAndTheViews(t *testing.T) {
 		"<%x mem<b>-tok%>en: abc]",
 		// Octal escapes are bytes of UTF-8, as \x escapes are.
 		`[mem-t\320\276ken: 00112233445566778899aabbccddeeff]`,
-	} {
-		out, hits := d.Defang(in)
-		if hits == 0 {
-			t.Errorf("Defang(%q) = %q with no hit; want the marker defanged", in, out)
-		}
-		if again, n := d.Defang(out); again != out || n != 0 {
-			t.Errorf("Defang of its own output %q changed it again: %q (%d hits)", out, again, n)
-		}
-	}
+	)
 	// A reader who decodes some escapes and not others: every line start
 	// before the header phrase, on its line, is marked.
 	for _, in := range []string{

@@ -538,8 +538,7 @@ func (m *matcher) step(s int32, r rune) int32 {
 // only entries written in this scan are ever read.
 type scanner struct {
 	m             *matcher
-	state         int32
-	units         int
+	main          branch // reads every letter by its shape; its rings are the scanner's own
 	starts, lines [maxPatternUnits]int
 	alts          []branch // alternative readings, none at state 0 or at the main branch's
 	forks, spare  []branch
@@ -562,14 +561,7 @@ var scanners = sync.Pool{New: func() any { return new(scanner) }}
 // on the line starting at line, within the character ending at end, and
 // reports the matches it completes.
 func (sc *scanner) unit(f rune, start, end, line int, hit func(p, start, end, line int)) {
-	k := sc.units % maxPatternUnits
-	sc.starts[k], sc.lines[k] = start, line
-	sc.units++
-	sc.state = sc.m.step(sc.state, f)
-	if p := sc.m.out[sc.state]; p >= 0 {
-		first := (sc.units - sc.m.lens[p]) % maxPatternUnits
-		hit(int(p), sc.starts[first], end, sc.lines[first])
-	}
+	sc.advance(&sc.main, f, start, end, line, hit)
 	if len(sc.alts) > 0 {
 		for i := range sc.alts {
 			sc.advance(&sc.alts[i], f, start, end, line, hit)
@@ -578,7 +570,7 @@ func (sc *scanner) unit(f rune, start, end, line int, hit func(p, start, end, li
 	}
 }
 
-// advance is unit for one alternative branch.
+// advance is unit for one branch.
 func (sc *scanner) advance(b *branch, f rune, start, end, line int, hit func(p, start, end, line int)) {
 	k := b.units % maxPatternUnits
 	b.starts[k], b.lines[k] = start, line
@@ -595,7 +587,7 @@ func (sc *scanner) advance(b *branch, f rune, start, end, line int, hit func(p, 
 // leaves held marking the states held.
 func (sc *scanner) settle(bs []branch) []branch {
 	clear(sc.held)
-	sc.held[sc.state] = true
+	sc.held[sc.main.state] = true
 	out := bs[:0]
 	for _, b := range bs {
 		if b.state != 0 && !sc.held[b.state] {
@@ -658,12 +650,12 @@ func (sc *scanner) letter(shape, sound []rune, start, end, line int, hit func(p,
 	}
 	forks := sc.forks[:0]
 	clear(sc.held)
-	sc.held[sc.state] = true
+	sc.held[sc.main.state] = true
 	for _, b := range sc.alts {
 		sc.held[b.state] = true
 	}
-	if sc.worthForking(sc.state, sound) {
-		forks = append(forks, sc.fork(sc.state, sc.units, &sc.starts, &sc.lines))
+	if sc.worthForking(sc.main.state, sound) {
+		forks = append(forks, sc.fork(sc.main.state, sc.main.units, sc.main.starts, sc.main.lines))
 	}
 	for _, b := range sc.alts {
 		if sc.worthForking(b.state, sound) {
@@ -699,7 +691,7 @@ func (m *matcher) scan(s string, literally bool, hit func(p, start, end, line in
 		sc.alts = sc.alts[:0]
 		scanners.Put(sc)
 	}()
-	sc.m, sc.state, sc.units = m, 0, 0
+	sc.m, sc.main = m, branch{starts: &sc.starts, lines: &sc.lines}
 	if len(sc.held) != len(m.depth) {
 		sc.held = make([]bool, len(m.depth))
 	} else {
@@ -709,7 +701,7 @@ func (m *matcher) scan(s string, literally bool, hit func(p, start, end, line in
 	var buf readingBuf
 	line := 0
 	for i := 0; i < len(s); {
-		if sc.state == 0 && len(sc.alts) == 0 {
+		if sc.main.state == 0 && len(sc.alts) == 0 {
 			for i < len(s) {
 				k := m.idle[s[i]]
 				if k == 0 {
