@@ -288,21 +288,11 @@ func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
 	// the same conversation waits, then finds the watermark moved and
 	// answers the first one's summary (singleflight per key, but a request
 	// that carries more messages still gets them absorbed).
-	unlock, err := s.locks.lock(ctx, key)
+	release, err := s.hold(ctx, key)
 	if err != nil {
-		return Result{}, fmt.Errorf("conversation %s: waiting for a compaction under way: %w", req.Conversation, err)
+		return Result{}, err
 	}
-	defer unlock()
-	if h, ok := s.opts.Store.(Holder); ok {
-		// And on any host: another host's compaction of the conversation
-		// would archive its history over this one's before its save
-		// failed.
-		release, err := h.Hold(ctx, key)
-		if err != nil {
-			return Result{}, fmt.Errorf("conversation %s: waiting for a compaction under way on another host: %w", req.Conversation, err)
-		}
-		defer release()
-	}
+	defer release()
 
 	st, found, err := s.opts.Store.Load(ctx, key)
 	if err != nil {
@@ -313,11 +303,11 @@ func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
 	loaded := key
 	if !found && req.Application {
 		legacy := Key{Realm: key.Realm, Conversation: key.Conversation}
-		unlockLegacy, err := s.locks.lock(ctx, legacy)
+		releaseLegacy, err := s.hold(ctx, legacy)
 		if err != nil {
-			return Result{}, fmt.Errorf("conversation %s: waiting for a compaction under way: %w", req.Conversation, err)
+			return Result{}, err
 		}
-		defer unlockLegacy()
+		defer releaseLegacy()
 		if st, found, err = s.opts.Store.Load(ctx, legacy); err != nil {
 			return Result{}, err
 		}
@@ -641,11 +631,11 @@ func (s *Service) Forget(ctx context.Context, realm, conversation string, access
 // first compaction archived and never committed are still removed: their
 // ids carry the identity, so they are the caller's own.
 func (s *Service) forget(ctx context.Context, key Key) error {
-	unlock, err := s.locks.lock(ctx, key)
+	release, err := s.hold(ctx, key)
 	if err != nil {
-		return fmt.Errorf("conversation %s: waiting for a compaction under way: %w", key.Conversation, err)
+		return err
 	}
-	defer unlock()
+	defer release()
 	st, found, err := s.opts.Store.Load(ctx, key)
 	if err != nil {
 		return err
@@ -668,6 +658,27 @@ func (s *Service) forget(ctx context.Context, key Key) error {
 		s.pending.remove(key, st.Pending)
 	}
 	return nil
+}
+
+// hold takes key for one compaction or forget at a time: on this host,
+// and across hosts when the store is shared (Holder), since another
+// host's compaction would archive its history over this one's before its
+// save failed, or after a forget that answered the conversation gone.
+func (s *Service) hold(ctx context.Context, key Key) (func(), error) {
+	unlock, err := s.locks.lock(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("conversation %s: waiting for a compaction under way: %w", key.Conversation, err)
+	}
+	h, ok := s.opts.Store.(Holder)
+	if !ok {
+		return unlock, nil
+	}
+	release, err := h.Hold(ctx, key)
+	if err != nil {
+		unlock()
+		return nil, fmt.Errorf("conversation %s: waiting for a compaction under way on another host: %w", key.Conversation, err)
+	}
+	return func() { release(); unlock() }, nil
 }
 
 // IdempotencyKey is the key every compactor call carries: realm,

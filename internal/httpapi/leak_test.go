@@ -101,14 +101,21 @@ func TestPluginWarningsAreTheOperators(t *testing.T) {
 		{Name: "app", Secret: "app-secret-0123456789", Realms: []string{"default"}, Role: RoleApplication},
 		{Name: "bot", Secret: "bot-secret-0123456789", Realms: []string{"default", "rival"}, Role: RoleAgent},
 		{Name: "alice", Secret: "alice-secret-0123456789", Realms: []string{"default", "rival"}, Role: RoleApplication, Identities: []string{"alice"}},
+		// A realm with no block of its own, served by the default realm's
+		// provider: the config's realms alone made "app" an operator.
+		{Name: "beta", Secret: "beta-secret-0123456789", Realms: []string{"beta"}, Role: RoleApplication},
+		{Name: "ops2", Secret: "ops2-secret-0123456789", Realms: []string{"default", "rival", "beta"}, Role: RoleApplication},
 	}
 	withTokens, _ := newTestServer(t, Options{Tokens: tokens, Realms: []string{"default", "rival"}, Plugins: warnedPlugins{}})
+	oneRealm, _ := newTestServer(t, Options{Tokens: []Token{tokens[1], tokens[4]}, Plugins: warnedPlugins{}})
 	open, _ := newTestServer(t, Options{Realms: []string{"default", "rival"}, Plugins: warnedPlugins{}})
 	cases := []struct {
 		name, url, token string
 		operator         bool
 	}{
-		{"application token of every realm", withTokens.URL, "ops-secret-0123456789", true},
+		{"application token of every realm", withTokens.URL, "ops2-secret-0123456789", true},
+		{"application token of every configured realm, not of every token's", withTokens.URL, "ops-secret-0123456789", false},
+		{"application token of the default realm beside another tenant's realm", oneRealm.URL, "app-secret-0123456789", false},
 		{"application token of one realm", withTokens.URL, "app-secret-0123456789", false},
 		{"agent token of every realm", withTokens.URL, "bot-secret-0123456789", false},
 		{"application token bound to an identity", withTokens.URL, "alice-secret-0123456789", false},

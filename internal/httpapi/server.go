@@ -531,7 +531,10 @@ func (s *Server) pluginStatus(c caller) []pluginhost.Status {
 
 // operator reports whether c is the host's operator: every caller of a
 // host without tokens (its own processes), else an application token not
-// bound to identities that holds every realm the config names.
+// bound to identities that holds every realm the config names and every
+// realm any token may touch. A realm needs no block to be served (it
+// shares the default realm's provider), so the config's realms alone
+// would let one tenant's token read another's warnings.
 func (s *Server) operator(c caller) bool {
 	if c.token == nil {
 		return true
@@ -539,8 +542,19 @@ func (s *Server) operator(c caller) bool {
 	if !c.application() || c.bound() || !slices.Contains(c.token.Realms, s.opts.DefaultRealm) {
 		return false
 	}
-	for _, r := range s.opts.Realms {
-		if !slices.Contains(c.token.Realms, r) {
+	holds := func(realms []string) bool {
+		for _, r := range realms {
+			if !slices.Contains(c.token.Realms, r) {
+				return false
+			}
+		}
+		return true
+	}
+	if !holds(s.opts.Realms) {
+		return false
+	}
+	for _, t := range s.opts.Tokens {
+		if !holds(t.Realms) {
 			return false
 		}
 	}

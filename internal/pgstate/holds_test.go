@@ -93,7 +93,12 @@ func (p *positionArchive) Archive(_ context.Context, _ sdk.Identity, _ string, _
 	return nil
 }
 
-func (p *positionArchive) Forget(context.Context, sdk.Identity, string, int) error { return nil }
+func (p *positionArchive) Forget(context.Context, sdk.Identity, string, int) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	clear(p.pos)
+	return nil
+}
 
 // Two hosts compact one conversation with different histories (a branched
 // runtime, or a hostile client). The second used to archive its history
@@ -138,5 +143,49 @@ func TestARejectedHistoryIsNeverArchived(t *testing.T) {
 	defer arch.mu.Unlock()
 	if arch.pos[0] != "alpha one" || arch.pos[1] != "alpha two" {
 		t.Fatalf("the archive holds %v, want the saved history's messages", arch.pos)
+	}
+}
+
+// A conversation deleted on one host while another compacts it: the
+// delete waits for the compaction, then removes what it archived. It used
+// to take only its own host's lock, answer 204 at once, and leave the
+// other host's episodes archived for a conversation the caller was told
+// was gone (from an outside review).
+func TestADeleteWaitsForAnotherHostsCompaction(t *testing.T) {
+	dbs := open(t, 2)
+	arch := &positionArchive{pos: map[int]string{}}
+	comp := &gatedCompactor{entered: make(chan struct{}), gate: make(chan struct{})}
+	d := compaction.New(compaction.Options{Compactor: comp, Store: NewCompaction(dbs[0]), Archive: arch})
+	e := compaction.New(compaction.Options{Compactor: comp, Store: NewCompaction(dbs[1]), Archive: arch})
+	id := sdk.Identity{Realm: "r", ID: "carol"}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	compacted := make(chan error, 1)
+	go func() {
+		_, err := d.Compact(ctx, compaction.Request{Identity: id, Conversation: "c", Evicted: []sdk.Message{{Role: "user", Content: "one"}, {Role: "assistant", Content: "two"}}})
+		compacted <- err
+	}()
+	<-comp.entered
+	forgot := make(chan error, 1)
+	go func() { forgot <- e.Forget(ctx, "r", "c", compaction.Access{Identity: "carol"}) }()
+	select {
+	case err := <-forgot:
+		t.Fatalf("the delete answered (%v) while another host's compaction of the conversation ran", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(comp.gate)
+	if err := <-compacted; err != nil {
+		t.Fatalf("the compaction: %v", err)
+	}
+	if err := <-forgot; err != nil {
+		t.Fatalf("the delete: %v", err)
+	}
+	arch.mu.Lock()
+	defer arch.mu.Unlock()
+	if len(arch.pos) != 0 {
+		t.Fatalf("the deleted conversation's archive holds %v", arch.pos)
+	}
+	if _, found, err := NewCompaction(dbs[0]).Load(ctx, compaction.Key{Realm: "r", Identity: "carol", Conversation: "c"}); err != nil || found {
+		t.Fatalf("the deleted conversation's state: found %v, %v", found, err)
 	}
 }

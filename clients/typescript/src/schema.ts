@@ -1810,7 +1810,7 @@ export interface operations {
                             /** @description a remote plugin's address (the host does not start it) */
                             address?: string;
                             last_error?: string;
-                            /** @description the latest warning and error lines the instance logged (a broken file a provider skipped, say), oldest first; like last_error, only for the host's operator (a host without tokens, or an application token not bound to identities that holds every configured realm) */
+                            /** @description the latest warning and error lines the instance logged (a broken file a provider skipped, say), oldest first; like last_error, only for the host's operator (a host without tokens, or an application token not bound to identities that holds every configured realm and every realm any token may touch) */
                             warnings?: string[];
                         }[];
                         /** @description Present when an embedder is configured. Each realm with semantic recall (a realm without a block appears after its first write or recall) among the token's realms. */
