@@ -30,6 +30,8 @@ all: build
 
 build: build-notice $(BIN)/memhost plugins
 	@$(BIN)/memhost plugins manifest $(PLUGINS:%=$(PLUGIN_DIR)/memhost-plugin-%)
+	@# memhost refuses plugin files other users may write (a umask of 000).
+	@chmod -R go-w $(PLUGIN_DIR)
 
 # Said before the silence: a first build compiles SQLite's C source (cgo),
 # which takes minutes and prints nothing meanwhile.

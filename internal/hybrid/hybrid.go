@@ -788,6 +788,13 @@ func (e *Engine) Status() []Status {
 func (r *realm) status() Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// A refusal past its retry is no longer counted (its record may have
+	// been forgotten since, and is then never listed again to clear it).
+	for id, f := range r.refused {
+		if time.Since(f.at) >= r.opts.RefusalRetry {
+			delete(r.refused, id)
+		}
+	}
 	s := Status{Realm: r.cfg.Name, State: r.state, Embedded: r.embedded, Rate: r.rate, LastError: r.lastErr, Refused: len(r.refused)}
 	if r.info != nil {
 		s.Model = r.info.Model

@@ -59,8 +59,19 @@ func Discover(dir string) (entries []Entry, refusals []error, err error) {
 	if !info.IsDir() {
 		return nil, nil, fmt.Errorf("plugin directory %s is not a directory", root)
 	}
-	if everyoneWrites(info) {
-		return nil, nil, fmt.Errorf("plugin directory %s is writable by every user of the machine, who could replace a plugin the host runs (chmod o-w %s)", root, root)
+	// Any user who may add a file to it may plant a manifest, even with
+	// the sticky bit; one who may rename an entry of a directory above it
+	// may put another directory in its place.
+	if info.Mode().Perm()&0o002 != 0 {
+		return nil, nil, fmt.Errorf("plugin directory %s is writable by every user of the machine, who could plant or replace a plugin the host runs (chmod o-w %s)", root, root)
+	}
+	for dir := filepath.Dir(root); ; dir = filepath.Dir(dir) {
+		if st, err := os.Stat(dir); err == nil && everyoneWrites(st) {
+			return nil, nil, fmt.Errorf("plugin directory %s lies in %s, which every user of the machine may write, and so replace the plugin directory (chmod o-w %s, or set the sticky bit)", root, dir, dir)
+		}
+		if dir == filepath.Dir(dir) {
+			break
+		}
 	}
 	names, err := filepath.Glob(filepath.Join(root, "*"+host.ManifestSuffix))
 	if err != nil {

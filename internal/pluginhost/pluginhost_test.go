@@ -141,13 +141,33 @@ func TestDiscoverRefusesADirectoryEveryUserMayWrite(t *testing.T) {
 	if _, _, err := pluginhost.Discover(dir); err == nil || !strings.Contains(err.Error(), "writable by every user") {
 		t.Fatalf("err = %v, want the directory refused", err)
 	}
-	// With the sticky bit no one replaces another's files.
+	// The sticky bit keeps others from replacing its files, not from
+	// planting a manifest of their own.
 	if err := os.Chmod(dir, 0o777|os.ModeSticky); err != nil {
 		t.Fatal(err)
 	}
-	if entries, _, err := pluginhost.Discover(dir); err != nil || len(entries) != 1 {
-		t.Fatalf("a sticky directory: entries %v, err %v", entries, err)
+	if _, _, err := pluginhost.Discover(dir); err == nil || !strings.Contains(err.Error(), "writable by every user") {
+		t.Fatalf("a sticky directory: err = %v, want it refused", err)
 	}
+	// A directory above it any user may write: the plugin directory could
+	// be renamed away and replaced. A sticky one above it (/tmp) is fine.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	parent := filepath.Dir(dir)
+	if err := os.Chmod(parent, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := pluginhost.Discover(dir); err == nil || !strings.Contains(err.Error(), "which every user of the machine may write") {
+		t.Fatalf("a parent every user may write: err = %v, want it refused", err)
+	}
+	if err := os.Chmod(parent, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _, err := pluginhost.Discover(dir); err != nil || len(entries) != 1 {
+		t.Fatalf("a sticky parent: entries %v, err %v", entries, err)
+	}
+	os.Chmod(parent, 0o755)
 }
 
 func TestDiscoverMissingDirectory(t *testing.T) {

@@ -141,6 +141,12 @@ func TreeDigest(dir string) ([]byte, error) {
 		if files++; files > maxTreeFiles {
 			return fmt.Errorf("holds more than %d entries", maxTreeFiles)
 		}
+		// The interpreter reads the files again by path after the check:
+		// one that any user may write (or put in a directory any user may
+		// write) could be swapped in between.
+		if fi, err := d.Info(); err == nil && (d.IsDir() || d.Type().IsRegular()) && fi.Mode().Perm()&0o002 != 0 && !(fi.IsDir() && fi.Mode()&fs.ModeSticky != 0) {
+			return fmt.Errorf("%s is writable by every user of the machine (chmod -R o-w the tree)", rel)
+		}
 		switch {
 		case d.IsDir():
 			fmt.Fprintf(h, "d %s\x00", strconv.Quote(rel))

@@ -144,6 +144,19 @@ func TestTreeDigest(t *testing.T) {
 			t.Fatalf("err = %v, want the link refused by name", err)
 		}
 	})
+	// The interpreter reads the files again after the check: one any user
+	// may write could be swapped in between (from a review).
+	for _, path := range []string{"lib/util.py", "lib"} {
+		t.Run(path+" every user may write", func(t *testing.T) {
+			dir := writeTree(t, files)
+			if err := os.Chmod(filepath.Join(dir, path), 0o777); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := TreeDigest(dir); err == nil || !strings.Contains(err.Error(), path+" is writable by every user") {
+				t.Fatalf("err = %v, want %s refused by name", err, path)
+			}
+		})
+	}
 }
 
 // scriptPlugin makes a script tree whose interpreter is the stub

@@ -60,8 +60,9 @@ type pluginOutput struct {
 	started bool             // tokens and last are set
 	tokens  float64          // lines the plugin may log now
 	last    time.Time
-	dropped int       // lines dropped in the run not yet reported
-	runFrom time.Time // when that run started
+	dropped  int       // lines dropped in the run not yet reported
+	runFrom  time.Time // when that run started
+	lastDrop time.Time // when its latest line was dropped
 }
 
 func (o *pluginOutput) Write(p []byte) (int, error) {
@@ -99,6 +100,7 @@ func (o *pluginOutput) flush() {
 		o.line(o.buf)
 		o.buf, o.cut = o.buf[:0], false
 	}
+	o.reportDropped()
 }
 
 func (o *pluginOutput) line(raw []byte) {
@@ -139,9 +141,9 @@ func (o *pluginOutput) line(raw []byte) {
 // admit takes one line from the rate budget, reporting whether it may be
 // logged; it logs the start and the end of each run of dropped lines. A
 // run ends at the first line let through a second or more after it
-// started: a plugin logging steadily over the rate gets a line through
-// at each refilled token, and ending the run there put two notices
-// beside each of its lines.
+// started, or after a pause in the drops: a plugin logging steadily over
+// the rate gets a line through at each refilled token, and ending the run
+// there put two notices beside each of its lines.
 func (o *pluginOutput) admit() bool {
 	now := time.Now
 	if o.now != nil {
@@ -161,14 +163,25 @@ func (o *pluginOutput) admit() bool {
 			o.runFrom = t
 		}
 		o.dropped++
+		o.lastDrop = t
 		return false
 	}
 	o.tokens--
-	if o.dropped > 0 && t.Sub(o.runFrom) >= time.Second {
+	if o.dropped > 0 && (t.Sub(o.runFrom) >= time.Second || t.Sub(o.lastDrop) >= dropPause) {
+		o.reportDropped()
+	}
+	return true
+}
+
+// dropPause is the pause in the drops that ends a run before its second.
+const dropPause = 100 * time.Millisecond
+
+// reportDropped logs the count of the run's dropped lines and ends it.
+func (o *pluginOutput) reportDropped() {
+	if o.dropped > 0 {
 		o.log.Log(hclog.Warn, "plugin lines dropped over the rate limit", "dropped_lines", o.dropped)
 		o.dropped = 0
 	}
-	return true
 }
 
 func (o *pluginOutput) keep(msg string) {

@@ -2,6 +2,7 @@ package host
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -251,5 +252,26 @@ func TestSteadyFloodGetsFewNotices(t *testing.T) {
 	}
 	if notices > 2*seconds {
 		t.Errorf("%d notices in %d seconds, want at most two a second", notices, seconds)
+	}
+}
+
+// A run of drops followed by a pause and one more line reports its count
+// at that line, and flush reports a count still pending: the count of a
+// burst the plugin followed with quiet was never logged (from a review).
+func TestDroppedLinesAreCountedAfterAPause(t *testing.T) {
+	rec := &recordingLogger{Logger: hclog.NewNullLogger()}
+	clock := time.Unix(1000, 0)
+	o := &pluginOutput{log: rec, now: func() time.Time { return clock }}
+	o.Write([]byte(strings.Repeat("burst\n", lineBurst+500)))
+	clock = clock.Add(200 * time.Millisecond)
+	o.Write([]byte("after the burst\n"))
+	if !slices.Contains(rec.lines, "plugin lines dropped over the rate limit") {
+		t.Fatalf("no count after a pause in the drops: %q", rec.lines[len(rec.lines)-2:])
+	}
+	rec.lines = nil
+	o.Write([]byte(strings.Repeat("burst\n", lineBurst)))
+	o.flush()
+	if !slices.Contains(rec.lines, "plugin lines dropped over the rate limit") {
+		t.Fatalf("flush left the count of dropped lines unreported")
 	}
 }

@@ -325,7 +325,7 @@ class _Services:
         if req.max_bytes < 0:
             raise errors.invalid("max_bytes", "%d is negative" % req.max_bytes)
         for i, m in enumerate(req.evicted):
-            if not m.role.strip():
+            if records.blank(m.role):
                 raise errors.invalid("evicted[%d].role" % i, "must not be empty")
         carry = (req.carry_over.role, req.carry_over.content) if req.HasField("carry_over") else None
         role, content = self.impl.compact(req.conversation_id, [(m.role, m.content) for m in req.evicted],

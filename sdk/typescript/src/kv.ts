@@ -42,10 +42,9 @@ export function decodeConfig<T extends { [key: string]: string | number | boolea
     if (!Object.hasOwn(defaults, k)) throw invalid(k, `unknown key (known: ${Object.keys(defaults).sort().join(", ")})`);
     const want = typeof defaults[k];
     if (typeof v !== want) throw invalid(k, `must be a ${want === "bigint" ? "number" : want}`);
-    if (typeof v === "number") {
-      if (!Number.isFinite(v)) throw invalid(k, "must be a finite number");
-      if (Number.isInteger(defaults[k]) && !Number.isInteger(v)) throw invalid(k, "must be a whole number");
-    }
+    // JavaScript cannot tell a default of 1 from 1.0, so a whole-number
+    // setting checks its own values.
+    if (typeof v === "number" && !Number.isFinite(v)) throw invalid(k, "must be a finite number");
     out[k] = v;
   }
   return out as T;

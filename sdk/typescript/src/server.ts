@@ -387,7 +387,7 @@ class Services {
     if (!req.evicted.length) throw invalid("evicted", "lists no messages");
     if (req.max_bytes < 0) throw invalid("max_bytes", `${req.max_bytes} is negative`);
     req.evicted.forEach((m: Wire, i: number) => {
-      if (!m.role.trim()) throw invalid(`evicted[${i}].role`, "must not be empty");
+      if (records.blank(m.role)) throw invalid(`evicted[${i}].role`, "must not be empty");
     });
     const msg = (m: Wire): Message => ({ role: m.role, content: m.content });
     const carry = req.carry_over ? msg(req.carry_over) : null;
