@@ -56,10 +56,10 @@ type pluginOutput struct {
 	tail    []string
 	crashed bool // a crash report started: its untagged lines are errors
 
-	now     func() time.Time // nil: time.Now
-	started bool             // tokens and last are set
-	tokens  float64          // lines the plugin may log now
-	last    time.Time
+	now      func() time.Time // nil: time.Now
+	started  bool             // tokens and last are set
+	tokens   float64          // lines the plugin may log now
+	last     time.Time
 	dropped  int       // lines dropped in the run not yet reported
 	runFrom  time.Time // when that run started
 	lastDrop time.Time // when its latest line was dropped
