@@ -545,9 +545,9 @@ type scanner struct {
 	held          []bool // by state: the main branch or an alternative is there
 }
 
-// branch is an alternative reading's partial match: its automaton state
-// and, as the main branch's ring does, the byte offset and line start of
-// its latest units (as many as the state's depth are read).
+// branch is one reading's partial match: its automaton state
+// and a ring of the byte offsets and line starts of its latest units (as
+// many as the state's depth are read).
 type branch struct {
 	state  int32
 	units  int
@@ -600,7 +600,6 @@ func (sc *scanner) settle(bs []branch) []branch {
 	return out
 }
 
-// newBranch answers an empty branch, reusing a dropped one's slices.
 // fork answers a branch at state whose units' starts and lines are those
 // of ring entries (units-depth, units] of starts and lines: only they can
 // begin a match from there. Its rings are a dropped branch's, if any.
