@@ -11,6 +11,8 @@ import math
 import re
 import unicodedata
 
+from .foldorbits import ORBITS
+
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -50,11 +52,14 @@ def terms(text):
 SYSTEM_TAG_PREFIX = "memhost:"
 
 
+# _ORBIT_OF maps each letter of a case-fold orbit to the orbit's first
+# letter (its lower case): the Go SDK compares tags by these orbits (strings.EqualFold), and
+# Python's own case mappings follow its Unicode version, not Go's.
+_ORBIT_OF = {c: orbit[0] for orbit in ORBITS for c in orbit}
+
+
 def _fold_letter(c):
-    f = c.casefold()
-    if len(f) != 1:
-        f = c.lower()
-    return f if len(f) == 1 else c
+    return _ORBIT_OF.get(c, c)
 
 
 def fold_tag(tag):

@@ -44,6 +44,16 @@ class FoldTagTest(unittest.TestCase):
             self.assertNotEqual(text.fold_tag(a), text.fold_tag(b), (a, b))
 
 
+class FoldOrbitsTest(unittest.TestCase):
+    # Tags fold by Go's case orbits, not by Python's Unicode tables.
+    def test_host_orbits(self):
+        self.assertNotEqual(text.fold_tag("\u019b"), text.fold_tag("\ua7dc"))
+        self.assertEqual(text.fold_tag("MEMHOST:User"), "memhost:user")
+        self.assertEqual(text.fold_tag("\u212a"), "k")
+        self.assertEqual(text.fold_tag("\u017f"), "s")
+        self.assertNotEqual(text.fold_tag("\u0131"), "i")
+
+
 class IndexTest(unittest.TestCase):
     def test_title_outranks_body_and_both_terms_outrank_one(self):
         ix = text.Index()

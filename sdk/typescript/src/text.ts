@@ -5,6 +5,8 @@
 // the Go SDK's sdk/tokenize: there is no stemming and no thread context,
 // so scores differ from the Go providers' (docs/protocol.md, "Ranking").
 
+import { ORBITS } from "./foldorbits.js";
+
 const WORD = /[\p{L}\p{N}_]+/gu;
 
 function cjk(c: string): boolean {
@@ -53,16 +55,19 @@ type Counts = Map<string, number>;
 // case-folded, as tags are.
 export const SYSTEM_TAG_PREFIX = "memhost:";
 
-// foldLetter maps a letter to the one its case orbit shares: through
-// upper case first, so final ς and σ, long ſ and s, meet; a letter whose
-// case mapping is several letters (ß → SS, ﬆ → ST, İ → i̇) stays one, and
-// dotless ı is not i, as in the Go SDK's simple case folding.
+// ORBIT_OF maps each letter of a case-fold orbit to the orbit's first
+// letter (its lower case): the Go SDK compares tags by these orbits (strings.EqualFold:
+// final ς and σ, long ſ and s meet; ß is not ss, and dotless ı is not
+// i), and JavaScript's own case mappings follow Node's Unicode version,
+// not Go's.
+const ORBIT_OF = new Map<string, string>();
+for (const orbit of ORBITS) {
+  const letters = [...orbit];
+  for (const c of letters) ORBIT_OF.set(c, letters[0]!);
+}
+
 function foldLetter(c: string): string {
-  if (c === "ı") return c;
-  for (const f of [c.toUpperCase().toLowerCase(), c.toLowerCase()]) {
-    if ([...f].length === 1) return f;
-  }
-  return c;
+  return ORBIT_OF.get(c) ?? c;
 }
 
 // foldTag is a key two tags share when they are equal case-folded, letter

@@ -77,3 +77,14 @@ test("terms are the Python SDK's, but for the known difference", () => {
   assert.ok(golden.length >= 20);
   for (const [input, python] of golden) assert.deepEqual(terms(input), KNOWN[input] ?? python, input);
 });
+
+// Tags fold by Go's case orbits, not by Node's Unicode tables: ƛ and Ƛ
+// (U+A7DC, new in Unicode 16) are a pair to Node, two letters to the host's
+// strings.EqualFold (from an outside review: 55 such pairs).
+test("foldTag follows the host's Unicode version", () => {
+  assert.notEqual(foldTag("\u019b"), foldTag("\ua7dc"));
+  assert.equal(foldTag("MEMHOST:User"), "memhost:user");
+  assert.equal(foldTag("\u212a"), "k"); // Kelvin sign
+  assert.equal(foldTag("\u017f"), "s"); // long s
+  assert.notEqual(foldTag("\u0131"), "i"); // dotless i
+});
