@@ -30,8 +30,9 @@ all: build
 
 build: build-notice $(BIN)/memhost plugins
 	@$(BIN)/memhost plugins manifest $(PLUGINS:%=$(PLUGIN_DIR)/memhost-plugin-%)
-	@# memhost refuses plugin files other users may write (a umask of 000).
-	@chmod -R go-w $(PLUGIN_DIR)
+	@# memhost refuses plugin files other users may write (a umask of 000);
+	@# a directory above bin/ that every user may write is the operator's.
+	@chmod go-w $(BIN) && chmod -R go-w $(PLUGIN_DIR)
 
 # Said before the silence: a first build compiles SQLite's C source (cgo),
 # which takes minutes and prints nothing meanwhile.
@@ -181,6 +182,7 @@ example-python: $(BIN)/memhost
 	rm -rf $(PLUGIN_DIR)/sqlitepy && mkdir -p $(PLUGIN_DIR)/sqlitepy/memhost_plugin
 	cp examples/python-sqlite/main.py $(PLUGIN_DIR)/sqlitepy/
 	cp sdk/python/memhost_plugin/*.py $(PLUGIN_DIR)/sqlitepy/memhost_plugin/
+	chmod -R go-w $(PLUGIN_DIR)/sqlitepy
 	$(BIN)/memhost plugins manifest --interpreter $(PYTHON) --interpreter-arg=-B --interpreter-arg=-E --interpreter-arg=-s $(PLUGIN_DIR)/sqlitepy/main.py
 
 # The TypeScript SDK's own tests (node:test), on node 20+ with the packages
@@ -218,6 +220,7 @@ example-typescript: $(BIN)/memhost
 	cd sdk/typescript && timeout $(NODE_TIMEOUT) npm ci --no-audit --no-fund --prefer-offline && npm run build
 	rm -rf $(PLUGIN_DIR)/jsonlts
 	cd sdk/typescript && node scripts/plugin-tree.mjs $(CURDIR)/$(PLUGIN_DIR)/jsonlts dist/examples/jsonl.js dist/src dist/plugin.proto
+	chmod -R go-w $(PLUGIN_DIR)/jsonlts
 	$(BIN)/memhost plugins manifest --interpreter "$$(readlink -f "$$(command -v node)")" $(PLUGIN_DIR)/jsonlts/main.mjs
 
 $(TOOLS)/protoc-gen-go:

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -93,6 +94,20 @@ func typescriptPluginTree(t *testing.T, pluginDir string) string {
 	t.Helper()
 	tree := filepath.Join(pluginDir, "jsonlts")
 	if err := os.CopyFS(tree, os.DirFS(builtTypeScriptTree(t))); err != nil {
+		t.Fatal(err)
+	}
+	// CopyFS makes files 0666 and directories 0777 less the umask: under a
+	// umask of 000 the host would refuse a tree every user may write.
+	if err := filepath.WalkDir(tree, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		return os.Chmod(p, info.Mode().Perm()&^0o022)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	return filepath.Join(tree, "main.mjs")

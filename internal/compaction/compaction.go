@@ -615,17 +615,26 @@ func (s *Service) Forget(ctx context.Context, realm, conversation string, access
 		}
 		return s.forget(ctx, Key{Realm: realm, Identity: access.Identity, Conversation: conversation})
 	}
-	ids, err := s.opts.Store.Identities(ctx, realm, conversation)
-	if err != nil {
-		return err
-	}
-	for _, id := range ids {
-		if err := s.forget(ctx, Key{Realm: realm, Identity: id, Conversation: conversation}); err != nil {
+	// Listed again until none is left: a compaction under way may move a
+	// state stored before identities were recorded to its identity's key
+	// while the first list is forgotten.
+	for range maxForgetPasses {
+		ids, err := s.opts.Store.Identities(ctx, realm, conversation)
+		if err != nil || len(ids) == 0 {
 			return err
 		}
+		for _, id := range ids {
+			if err := s.forget(ctx, Key{Realm: realm, Identity: id, Conversation: conversation}); err != nil {
+				return err
+			}
+		}
 	}
-	return nil
+	return fmt.Errorf("conversation %s was compacted again while it was forgotten; retry: %w", conversation, sdk.ErrConflict)
 }
+
+// maxForgetPasses bounds the lists an application's forget of every
+// identity's conversation makes.
+const maxForgetPasses = 4
 
 // forget deletes key's state and archive. Without a state, the episodes a
 // first compaction archived and never committed are still removed: their

@@ -65,12 +65,20 @@ func Discover(dir string) (entries []Entry, refusals []error, err error) {
 	if info.Mode().Perm()&0o002 != 0 {
 		return nil, nil, fmt.Errorf("plugin directory %s is writable by every user of the machine, who could plant or replace a plugin the host runs (chmod o-w %s)", root, root)
 	}
-	for dir := filepath.Dir(root); ; dir = filepath.Dir(dir) {
-		if st, err := os.Stat(dir); err == nil && everyoneWrites(st) {
-			return nil, nil, fmt.Errorf("plugin directory %s lies in %s, which every user of the machine may write, and so replace the plugin directory (chmod o-w %s, or set the sticky bit)", root, dir, dir)
-		}
-		if dir == filepath.Dir(dir) {
-			break
+	// The path as given and the one its links lead to: a directory above
+	// either may be where someone swaps it.
+	paths := []string{root}
+	if real, err := filepath.EvalSymlinks(root); err == nil && real != root {
+		paths = append(paths, real)
+	}
+	for _, p := range paths {
+		for dir := filepath.Dir(p); ; dir = filepath.Dir(dir) {
+			if st, err := os.Stat(dir); err == nil && everyoneWrites(st) {
+				return nil, nil, fmt.Errorf("plugin directory %s lies in %s, which every user of the machine may write, and so replace the plugin directory (chmod o-w %s, or set the sticky bit)", root, dir, dir)
+			}
+			if dir == filepath.Dir(dir) {
+				break
+			}
 		}
 	}
 	names, err := filepath.Glob(filepath.Join(root, "*"+host.ManifestSuffix))

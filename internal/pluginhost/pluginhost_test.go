@@ -168,6 +168,19 @@ func TestDiscoverRefusesADirectoryEveryUserMayWrite(t *testing.T) {
 		t.Fatalf("a sticky parent: entries %v, err %v", entries, err)
 	}
 	os.Chmod(parent, 0o755)
+	// Named through a link from a safe place: the directories above where
+	// the link leads count too.
+	if err := os.Chmod(parent, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "plugins")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := pluginhost.Discover(link); err == nil || !strings.Contains(err.Error(), "which every user of the machine may write") {
+		t.Fatalf("a link to a directory under one every user may write: err = %v, want it refused", err)
+	}
+	os.Chmod(parent, 0o755)
 }
 
 func TestDiscoverMissingDirectory(t *testing.T) {

@@ -144,7 +144,9 @@ func TreeDigest(dir string) ([]byte, error) {
 		// The interpreter reads the files again by path after the check:
 		// one that any user may write (or put in a directory any user may
 		// write) could be swapped in between.
-		if fi, err := d.Info(); err == nil && (d.IsDir() || d.Type().IsRegular()) && fi.Mode().Perm()&0o002 != 0 && !(fi.IsDir() && fi.Mode()&fs.ModeSticky != 0) {
+		// A sticky directory too: anyone may still add a module the
+		// interpreter finds before the standard library's.
+		if fi, err := d.Info(); err == nil && (d.IsDir() || d.Type().IsRegular()) && fi.Mode().Perm()&0o002 != 0 {
 			return fmt.Errorf("%s is writable by every user of the machine (chmod -R o-w the tree)", rel)
 		}
 		switch {

@@ -146,10 +146,15 @@ func TestTreeDigest(t *testing.T) {
 	})
 	// The interpreter reads the files again after the check: one any user
 	// may write could be swapped in between (from a review).
-	for _, path := range []string{"lib/util.py", "lib"} {
+	for _, path := range []string{"lib/util.py", "lib", "lib sticky"} {
 		t.Run(path+" every user may write", func(t *testing.T) {
 			dir := writeTree(t, files)
-			if err := os.Chmod(filepath.Join(dir, path), 0o777); err != nil {
+			mode := os.FileMode(0o777)
+			if p, ok := strings.CutSuffix(path, " sticky"); ok {
+				// Anyone may still add a module beside the others.
+				path, mode = p, mode|os.ModeSticky
+			}
+			if err := os.Chmod(filepath.Join(dir, path), mode); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := TreeDigest(dir); err == nil || !strings.Contains(err.Error(), path+" is writable by every user") {

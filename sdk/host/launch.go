@@ -173,7 +173,7 @@ func launch(ctx context.Context, opts LaunchOptions, reattach *plugin.ReattachCo
 		// alone, before the handshake (Stderr) and after it (SyncStderr:
 		// what go-plugin forwards once Serve swapped os.Stderr).
 		Stderr:          s.output,
-		SyncStderr:      s.output,
+		SyncStderr:      streamed{s.output},
 		GRPCDialOptions: grpcDialOptions(),
 	}
 	if reattach != nil {

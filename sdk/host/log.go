@@ -50,11 +50,15 @@ const (
 type pluginOutput struct {
 	log hclog.Logger
 
-	mu      sync.Mutex
-	buf     []byte
-	cut     bool // the line being read passed maxLineBytes
-	tail    []string
-	crashed bool // a crash report started: its untagged lines are errors
+	mu sync.Mutex
+	// The line being read from each way the plugin's stderr arrives:
+	// its pipe (before the handshake, and from anything still writing to
+	// the process's own stderr) and go-plugin's stream (what Serve swapped
+	// os.Stderr for). Read into one buffer, a line's halves from the two
+	// made one line of two (a JSON line ran into a raw one).
+	pipe, stream partialLine
+	tail         []string
+	crashed      bool // a crash report started: its untagged lines are errors
 
 	now      func() time.Time // nil: time.Now
 	started  bool             // tokens and last are set
@@ -65,7 +69,22 @@ type pluginOutput struct {
 	lastDrop time.Time // when its latest line was dropped
 }
 
-func (o *pluginOutput) Write(p []byte) (int, error) {
+// partialLine is a line being read: its bytes so far, and whether it
+// passed maxLineBytes.
+type partialLine struct {
+	buf []byte
+	cut bool
+}
+
+// Write reads the plugin's stderr pipe.
+func (o *pluginOutput) Write(p []byte) (int, error) { return o.write(&o.pipe, p) }
+
+// streamed reads what go-plugin forwards of the plugin's swapped stderr.
+type streamed struct{ o *pluginOutput }
+
+func (s streamed) Write(p []byte) (int, error) { return s.o.write(&s.o.stream, p) }
+
+func (o *pluginOutput) write(l *partialLine, p []byte) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	n := len(p)
@@ -75,18 +94,18 @@ func (o *pluginOutput) Write(p []byte) (int, error) {
 		if i >= 0 {
 			chunk = p[:i]
 		}
-		if !o.cut {
-			room := maxLineBytes - len(o.buf)
+		if !l.cut {
+			room := maxLineBytes - len(l.buf)
 			if len(chunk) > room {
-				chunk, o.cut = chunk[:room], true
+				chunk, l.cut = chunk[:room], true
 			}
-			o.buf = append(o.buf, chunk...)
+			l.buf = append(l.buf, chunk...)
 		}
 		if i < 0 {
 			break
 		}
-		o.line(bytes.TrimRight(o.buf, "\r"))
-		o.buf, o.cut = o.buf[:0], false
+		o.line(bytes.TrimRight(l.buf, "\r"))
+		l.buf, l.cut = l.buf[:0], false
 		p = p[i+1:]
 	}
 	return n, nil
@@ -96,9 +115,11 @@ func (o *pluginOutput) Write(p []byte) (int, error) {
 func (o *pluginOutput) flush() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if len(o.buf) > 0 {
-		o.line(o.buf)
-		o.buf, o.cut = o.buf[:0], false
+	for _, l := range []*partialLine{&o.pipe, &o.stream} {
+		if len(l.buf) > 0 {
+			o.line(l.buf)
+			l.buf, l.cut = l.buf[:0], false
+		}
 	}
 	o.reportDropped()
 }

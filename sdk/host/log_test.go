@@ -275,3 +275,17 @@ func TestDroppedLinesAreCountedAfterAPause(t *testing.T) {
 		t.Fatalf("flush left the count of dropped lines unreported")
 	}
 }
+
+// The plugin's stderr arrives two ways, its pipe and go-plugin's stream;
+// a line's halves from the two used to share one buffer and made one line
+// of two (a flaky TestPluginLogsReachHost: a JSON line ran into a raw one).
+func TestTheTwoStderrsKeepTheirLines(t *testing.T) {
+	rec := &recordingLogger{Logger: hclog.NewNullLogger()}
+	o := &pluginOutput{log: rec}
+	o.Write([]byte(`{"@level":"info","@message":"json half`))
+	streamed{o}.Write([]byte("raw line\n"))
+	o.Write([]byte(`, whole"}` + "\n"))
+	if len(rec.lines) != 2 || rec.lines[0] != "raw line" || rec.lines[1] != "json half, whole" {
+		t.Fatalf("lines %q, want the raw line and the JSON line apart", rec.lines)
+	}
+}

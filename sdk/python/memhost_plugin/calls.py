@@ -12,7 +12,8 @@ call_deadline = contextvars.ContextVar("memhost_call_deadline", default=None)
 
 
 def time_remaining():
-    """Seconds left before the current call's deadline (None: no deadline)."""
+    """Seconds left before the current call's deadline (None: no deadline,
+    or outside a call)."""
     d = call_deadline.get()
     return None if d is None else d - time.monotonic()
 

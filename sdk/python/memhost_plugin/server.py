@@ -357,6 +357,18 @@ def _abort(ctx, e, tb=""):
     ctx.abort(code, msg)
 
 
+# NO_DEADLINE is past any deadline a call carries: grpcio answers
+# time_remaining() of a call without one as about 9.2e18 seconds, which
+# threading's waits cannot take.
+NO_DEADLINE = 1e9
+
+
+def _remaining(ctx):
+    """The seconds left of the call, or None when it has no deadline."""
+    left = ctx.time_remaining()
+    return None if left is None or left > NO_DEADLINE else left
+
+
 def _handler(services, name, streaming):
     fn = getattr(services, name)
 
@@ -373,7 +385,7 @@ def _handler(services, name, streaming):
             # call need.
             done, out = threading.Event(), {}
 
-            left = ctx.time_remaining()
+            left = _remaining(ctx)
             deadline = None if left is None else time.monotonic() + left
 
             def run():
@@ -389,12 +401,12 @@ def _handler(services, name, streaming):
 
             threading.Thread(target=run, name="memhost-" + name, daemon=True).start()
             ctx.add_callback(done.set)  # the call ended (deadline, cancellation): stop waiting
-            done.wait(ctx.time_remaining())
+            done.wait(_remaining(ctx))
             if "result" in out:
                 return out["result"]
             if "error" in out:
                 _abort(ctx, *out["error"])
-            remaining = ctx.time_remaining()
+            remaining = _remaining(ctx)
             if remaining is not None and remaining <= 0:
                 _abort(ctx, errors.DeadlineExceeded("the call's deadline passed before the plugin answered"))
             ctx.abort(grpc.StatusCode.CANCELLED, "the call was cancelled before the plugin answered")

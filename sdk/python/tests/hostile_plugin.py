@@ -26,6 +26,8 @@ class Hostile:
             raise RuntimeError("deliberate")
         if q.query == "block":
             RELEASE.wait()
+        if q.query == "slow":
+            RELEASE.wait(0.3)
         if q.query == "print":
             print("printed by recall")
         return []

@@ -191,6 +191,15 @@ class HandlerFailureTest(unittest.TestCase):
         self.assertEqual(health(b"", timeout=3), b"\x08\x01")
         self.assertEqual(list(self.recall("ok", timeout=3).result().hits), [])
 
+    def test_a_call_without_a_deadline_is_answered(self):
+        # The host sends some calls without a deadline (the restore of a
+        # proposal runs past its request's). grpcio answers their time
+        # remaining as about 9.2e18 seconds, which the wait for the
+        # plugin's code could not take: every such call failed.
+        call = self.channel.unary_unary("/memhost.plugin.v1.Provider/Recall", request_serializer=pb.RecallRequest.SerializeToString,
+                                        response_deserializer=pb.RecallResponse.FromString)
+        self.assertEqual(list(call(pb.RecallRequest(realm="a", query="slow")).hits), [])
+
     def test_calls_waiting_within_their_deadline_leave_room_for_the_health_check(self):
         # More calls than the server had threads (32), each waiting long
         # within its deadline (for the plugin's own lock, say): the host's
