@@ -149,9 +149,7 @@ func buildBMPFolds() *bmpFoldTable {
 	// A compatibility form of one letter (ᶹ, a superscript ʋ) reads as
 	// that letter does, by its sound too.
 	for r := rune(utf8.RuneSelf); r < 0x10000; r++ {
-		d := norm.NFKD.PropertiesString(string(r)).Decomposition()
-		dr, n := utf8.DecodeRune(d)
-		if t.sound[r] == 0 && d != nil && n == len(d) && dr < 0x10000 && t.sound[dr] != 0 && t.fold[r] == t.fold[dr] {
+		if dr, ok := compatLetter(string(r)); ok && t.sound[r] == 0 && t.sound[dr] != 0 && t.fold[r] == t.fold[dr] {
 			t.sound[r] = t.sound[dr]
 		}
 	}
@@ -298,12 +296,8 @@ func (b *readingBuf) readings(enc string, r rune) (shape, sound []rune, breaks b
 	if r < utf8.RuneSelf || r > 0xFFFF {
 		shape = b.shape[:0]
 		foldRune(enc, r, func(f rune) { shape = append(shape, f) })
-		if r > 0xFFFF {
-			if d := norm.NFKD.PropertiesString(enc).Decomposition(); d != nil {
-				if dr, n := utf8.DecodeRune(d); n == len(d) && dr <= 0xFFFF && table.sound[dr] != 0 {
-					sound = table.unitsOf(table.sound[dr], b.sound[:0])
-				}
-			}
+		if dr, ok := compatLetter(enc); ok && r > 0xFFFF && table.sound[dr] != 0 {
+			sound = table.unitsOf(table.sound[dr], b.sound[:0])
 		}
 		return shape, sound, false
 	}
@@ -316,6 +310,15 @@ func (b *readingBuf) readings(enc string, r rune) (shape, sound []rune, breaks b
 		sound = table.unitsOf(alt, b.sound[:0])
 	}
 	return shape, sound, false
+}
+
+// compatLetter answers the one BMP character the compatibility
+// decomposition of enc is, if it is one: the letter a compatibility form
+// (ᶹ, bold 𝛎) is drawn from, whose readings it shares.
+func compatLetter(enc string) (rune, bool) {
+	d := norm.NFKD.PropertiesString(enc).Decomposition()
+	dr, n := utf8.DecodeRune(d)
+	return dr, d != nil && n == len(d) && dr < 0x10000
 }
 
 // unitsOf answers the units of entry e: dst with them appended, or the

@@ -619,6 +619,9 @@ type refusal struct {
 	at    time.Time
 }
 
+// lapsed reports whether f's record is to be asked again.
+func (r *realm) lapsed(f refusal) bool { return time.Since(f.at) >= r.opts.RefusalRetry }
+
 // notRefused drops the records the embedder refused under model; a
 // refusal older than RefusalRetry, or by another model, is forgotten, so
 // its record is asked again.
@@ -627,7 +630,7 @@ func (r *realm) notRefused(recs []sdk.Record, model string) []sdk.Record {
 	defer r.mu.Unlock()
 	out := recs[:0]
 	for _, rec := range recs {
-		if f, ok := r.refused[rec.ID]; ok && f.model == model && time.Since(f.at) < r.opts.RefusalRetry {
+		if f, ok := r.refused[rec.ID]; ok && f.model == model && !r.lapsed(f) {
 			continue
 		} else if ok {
 			delete(r.refused, rec.ID)
@@ -791,7 +794,7 @@ func (r *realm) status() Status {
 	// A refusal past its retry is no longer counted (its record may have
 	// been forgotten since, and is then never listed again to clear it).
 	for id, f := range r.refused {
-		if time.Since(f.at) >= r.opts.RefusalRetry {
+		if r.lapsed(f) {
 			delete(r.refused, id)
 		}
 	}

@@ -141,24 +141,24 @@ func TreeDigest(dir string) ([]byte, error) {
 		if files++; files > maxTreeFiles {
 			return fmt.Errorf("holds more than %d entries", maxTreeFiles)
 		}
-		// The interpreter reads the files again by path after the check:
-		// one that any user may write (or put in a directory any user may
-		// write) could be swapped in between.
-		// A sticky directory too: anyone may still add a module the
-		// interpreter finds before the standard library's.
-		if fi, err := d.Info(); err == nil && (d.IsDir() || d.Type().IsRegular()) && fi.Mode().Perm()&0o002 != 0 {
-			return fmt.Errorf("%s is writable by every user of the machine (chmod -R o-w the tree)", rel)
-		}
-		switch {
-		case d.IsDir():
-			fmt.Fprintf(h, "d %s\x00", strconv.Quote(rel))
-			return nil
-		case !d.Type().IsRegular():
+		if !d.IsDir() && !d.Type().IsRegular() {
 			return fmt.Errorf("%s is a symbolic link or special file; a script tree holds directories and regular files only", rel)
 		}
 		fi, err := d.Info()
 		if err != nil {
 			return err
+		}
+		// The interpreter reads the files again by path after the check:
+		// one that any user may write (or put in a directory any user may
+		// write) could be swapped in between. A sticky directory too:
+		// anyone may still add a module the interpreter finds before the
+		// standard library's.
+		if fi.Mode().Perm()&0o002 != 0 {
+			return fmt.Errorf("%s is writable by every user of the machine (chmod -R o-w the tree)", rel)
+		}
+		if d.IsDir() {
+			fmt.Fprintf(h, "d %s\x00", strconv.Quote(rel))
+			return nil
 		}
 		if total += fi.Size(); total > maxTreeBytes {
 			return fmt.Errorf("is over %d bytes", maxTreeBytes)
