@@ -24,6 +24,8 @@ import (
 type conceptEmbeddings struct {
 	*httptest.Server
 	down  atomic.Bool  // answers 503
+	hang  atomic.Bool  // answers nothing until the caller gives up
+	hung  atomic.Int64 // requests that arrived while hanging
 	calls atomic.Int64 // document and query requests
 	pad   atomic.Int64 // zeros after the concepts' dimensions
 	mu    sync.Mutex
@@ -43,6 +45,15 @@ func newConceptEmbeddings(t *testing.T) *conceptEmbeddings {
 	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if e.down.Load() {
 			http.Error(w, `{"error":{"message":"overloaded"}}`, http.StatusServiceUnavailable)
+			return
+		}
+		if e.hang.Load() {
+			e.hung.Add(1)
+			// Until the caller gives up, or the test stops hanging (a
+			// failed test's Close waits for every handler).
+			for e.hang.Load() && r.Context().Err() == nil {
+				time.Sleep(5 * time.Millisecond)
+			}
 			return
 		}
 		var req struct {
@@ -250,6 +261,51 @@ func TestSemanticRecallThroughServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	realmStatus(t, m, "default", "the 40 records embedded after the kill", func(state string, n int64, _ map[string]int64) bool { return state == "idle" && n == 40 })
+}
+
+// TestHungEmbedderIsNotAskedByEveryRecall: an embedding endpoint that
+// accepts requests and never answers (its plugin process alive and
+// answering pings, so never restarted) cost every recall its whole query
+// budget. After a few such recalls the others stay lexical without asking
+// it, /v1/plugins says until when, and it is asked again once it can
+// answer.
+func TestHungEmbedderIsNotAskedByEveryRecall(t *testing.T) {
+	t.Parallel()
+	emb, m, _, _ := startSemantic(t)
+	ids := remember(t, m,
+		map[string]any{"scope": "identity:alice", "kind": "preference", "title": "Wind-down", "body": "I usually read a book before bed"},
+		map[string]any{"scope": "identity:alice", "kind": "fact", "title": "Coffee", "body": "Alice roasts her own espresso beans."},
+	)
+	realmStatus(t, m, "default", "2 records embedded", func(state string, n int64, _ map[string]int64) bool { return state == "idle" && n == 2 })
+
+	emb.hang.Store(true)
+	t.Cleanup(func() { emb.hang.Store(false) })
+	for i := range 10 {
+		// Each text new, so none is answered from the query cache.
+		hits := recall(t, m, "alice", fmt.Sprintf("espresso beans %d", i))
+		if len(hits.Hits) == 0 || hits.Hits[0].Record.ID != ids[1] {
+			t.Fatalf("recall %d while the embedder hangs = %+v, want the coffee record by its words", i, hits)
+		}
+	}
+	if got := emb.hung.Load(); got > 3 {
+		t.Errorf("10 recalls asked the hung embedder %d times, want at most 3", got)
+	}
+	var st struct {
+		Semantic []struct {
+			Realm       string           `json:"realm"`
+			Fallbacks   map[string]int64 `json:"fallbacks"`
+			PausedUntil *time.Time       `json:"queries_paused_until"`
+		} `json:"semantic"`
+	}
+	if code := m.do("GET", "/v1/plugins", nil, &st); code != 200 || len(st.Semantic) != 1 || st.Semantic[0].PausedUntil == nil || st.Semantic[0].Fallbacks["embedder_unavailable"] != 10 {
+		t.Fatalf("GET /v1/plugins = %d %+v, want 10 fallbacks and queries paused", code, st)
+	}
+
+	emb.hang.Store(false)
+	eventually(t, "recall by meaning once the embedder answers again", func() bool {
+		hits := recall(t, m, "alice", "any tips for my evening routine?")
+		return len(hits.Hits) > 0 && hits.Hits[0].Record.ID == ids[0]
+	})
 }
 
 // TestVectorsOfAnotherLengthNeverFailARecall: an operator who names the

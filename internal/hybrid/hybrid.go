@@ -54,7 +54,12 @@ type Options struct {
 	// endpoint's passing trouble (a model still loading, a gateway
 	// mid-deploy) rather than the text's.
 	RefusalRetry time.Duration
-	Logger       hclog.Logger
+	// QueryPause is how long recalls stop asking an embedder that failed
+	// QueryFailures query embeddings in a row (default 1 s); each failed
+	// probe after a pause doubles it, up to MaxQueryPause. A hung
+	// embedder would otherwise cost every recall its whole query budget.
+	QueryPause time.Duration
+	Logger     hclog.Logger
 	// Unlisted answers the setup of a realm New was not given (a realm
 	// without a block, served as the default realm is), or false to keep
 	// it lexical. Its backlog starts on the realm's first recall or write.
@@ -72,6 +77,14 @@ const (
 	DefaultCallTimeout  = 30 * time.Second
 	DefaultMaxBackoff   = 30 * time.Second
 	DefaultRefusalRetry = 10 * time.Minute
+	DefaultQueryPause   = time.Second
+
+	// QueryFailures is how many query embeddings in a row must fail
+	// before recalls pause asking the embedder.
+	QueryFailures = 3
+	// MaxQueryPause caps the pause: an embedder back from an outage is
+	// asked again within it.
+	MaxQueryPause = 30 * time.Second
 )
 
 // Fallback reasons: why a recall in a realm with an embedder stayed
@@ -133,6 +146,18 @@ type realm struct {
 	// refused holds the records the embedder refused, by id: not asked
 	// again until the model changes or RefusalRetry has passed.
 	refused map[string]refusal
+	queries breaker
+}
+
+// breaker is the query path's view of the embedder: after QueryFailures
+// failed query embeddings in a row, recalls stay lexical without asking
+// until the pause ends; then one recall probes while the others still
+// do not ask, and its answer closes the breaker or doubles the pause.
+type breaker struct {
+	fails   int           // failed query embeddings in a row
+	pause   time.Duration // the current pause; 0 while closed
+	until   time.Time     // no recall asks before it
+	probing bool          // a recall is asking after the pause
 }
 
 // New checks the realms and answers an engine; Run starts its backlogs.
@@ -154,6 +179,9 @@ func New(realms []Realm, opts Options) (*Engine, error) {
 	}
 	if opts.RefusalRetry <= 0 {
 		opts.RefusalRetry = DefaultRefusalRetry
+	}
+	if opts.QueryPause <= 0 {
+		opts.QueryPause = DefaultQueryPause
 	}
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
@@ -264,47 +292,135 @@ func (e *Engine) PrepareRecall(ctx context.Context, q *sdk.RecallQuery) string {
 	if r == nil {
 		return ""
 	}
+	// A query embedded moments ago (the same text recalled again, deeper)
+	// needs no call, whatever the time left or the embedder's state.
+	if info := r.knownInfo(); info != nil {
+		if _, v, ok := e.cachedQuery(q, *info); ok {
+			r.give(q, v, info.Model)
+			return ""
+		}
+	}
 	budget := e.opts.QueryTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		budget = min(budget, time.Until(dl)/2)
 	}
 	if budget < time.Millisecond {
-		// No time to ask the embedder, but a query it embedded moments ago
-		// (the same text recalled again, deeper) needs no call.
-		if info := r.knownInfo(); info != nil {
-			if _, v, ok := e.cachedQuery(q, *info); ok {
-				r.give(q, v, info.Model)
-				return ""
-			}
-		}
 		return r.fellBack(ReasonNoTime, nil)
+	}
+	if !r.mayAsk() {
+		return r.fellBack(ReasonEmbedderUnavailable, errPaused)
 	}
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	info, err := r.embedderInfo(ctx, false)
+	v, model, err := e.embedQuery(ctx, r, q)
+	// A deadline the caller cut short says nothing of the embedder.
+	r.asked(err, budget == e.opts.QueryTimeout)
 	if err != nil {
 		return r.fellBack(ReasonEmbedderUnavailable, err)
 	}
+	if isZero(v) {
+		// No provider ranks by (or accepts) a vector with no direction.
+		return r.fellBack(ReasonEmbedderUnavailable, fmt.Errorf("%w: the query's vector is all zero", errBadAnswer))
+	}
+	r.give(q, v, model)
+	return ""
+}
+
+// embedQuery answers q's vector and the model that made it, from the
+// cache or the embedder.
+func (e *Engine) embedQuery(ctx context.Context, r *realm, q *sdk.RecallQuery) ([]float32, string, error) {
+	info, err := r.embedderInfo(ctx, false)
+	if err != nil {
+		return nil, "", err
+	}
 	key, v, ok := e.cachedQuery(q, info)
-	if !ok {
-		vecs, err := embed(ctx, r.cfg.Embedder, info, sdk.EmbedQuery, []string{key.text})
-		if err != nil {
-			if errors.Is(err, errModelChanged) {
-				r.forgetInfo() // the next recall reads the new model
-			}
-			return r.fellBack(ReasonEmbedderUnavailable, err)
+	if ok {
+		return v, info.Model, nil
+	}
+	vecs, err := embed(ctx, r.cfg.Embedder, info, sdk.EmbedQuery, []string{key.text})
+	if err != nil {
+		if errors.Is(err, errModelChanged) {
+			r.forgetInfo() // the next recall reads the new model
 		}
-		v = vecs[0]
-		if isZero(v) {
-			// No provider ranks by (or accepts) a vector with no direction.
-			return r.fellBack(ReasonEmbedderUnavailable, fmt.Errorf("%w: the query's vector is all zero", errBadAnswer))
-		}
+		return nil, "", err
+	}
+	if !isZero(vecs[0]) {
 		e.queriesMu.Lock()
-		e.queries.Add(key, v)
+		e.queries.Add(key, vecs[0])
 		e.queriesMu.Unlock()
 	}
-	r.give(q, v, info.Model)
-	return ""
+	return vecs[0], info.Model, nil
+}
+
+// errPaused is the fallback's cause while recalls do not ask the embedder.
+var errPaused = errors.New("the embedder failed the last queries; recalls do not ask it until a pause ends")
+
+// mayAsk reports whether a recall may ask the embedder: always while the
+// breaker is closed; once it is open, only the first recall after the
+// pause, as its probe.
+func (r *realm) mayAsk() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b := &r.queries
+	switch {
+	case b.pause == 0:
+		return true
+	case b.probing || time.Now().Before(b.until):
+		return false
+	default:
+		b.probing = true
+		return true
+	}
+}
+
+// asked records how a query embedding went. An answer, even a refusal
+// of the text or news of another model, closes the breaker. A failure
+// counts unless it is the caller's: a deadline shorter than the full
+// query budget, or a cancelled recall.
+func (r *realm) asked(err error, fullBudget bool) {
+	answered := err == nil || errors.Is(err, sdk.ErrInvalid) || errors.Is(err, errModelChanged)
+	if answered {
+		r.embedderAnswered()
+		return
+	}
+	timedOut := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, sdk.ErrDeadline)
+	r.mu.Lock()
+	b := &r.queries
+	probe := b.probing
+	b.probing = false
+	if errors.Is(err, context.Canceled) || (timedOut && !fullBudget) {
+		r.mu.Unlock()
+		return
+	}
+	b.fails++
+	opened := false
+	switch {
+	case probe:
+		b.pause = min(2*b.pause, MaxQueryPause)
+	case b.pause == 0 && b.fails >= QueryFailures:
+		b.pause, opened = r.opts.QueryPause, true
+	}
+	if b.pause > 0 {
+		b.until = time.Now().Add(b.pause)
+	}
+	fails := b.fails
+	r.mu.Unlock()
+	if opened {
+		r.opts.Logger.Warn("the embedder failed queries in a row; recalls stay lexical without asking it, probing it now and then", "realm", r.cfg.Name, "failures", fails, "error", err)
+	}
+}
+
+// embedderAnswered closes the query breaker: the embedder answered a
+// query, or embedded a backlog page.
+func (r *realm) embedderAnswered() {
+	r.mu.Lock()
+	b := &r.queries
+	wasOpen := b.pause > 0
+	*b = breaker{}
+	r.mu.Unlock()
+	if wasOpen {
+		r.opts.Logger.Info("the embedder answers again; recalls ask it", "realm", r.cfg.Name)
+	}
 }
 
 // VectorRefused counts a recall the provider of realm refused for the
@@ -506,6 +622,9 @@ func (r *realm) run(ctx context.Context) {
 		}
 		n, put, next, err := r.step(ctx, after)
 		stored += put
+		if put > 0 {
+			r.embedderAnswered()
+		}
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -767,6 +886,9 @@ type Status struct {
 	// Refused counts records the embedder refused, which stay without a
 	// vector until they are asked again (Options.RefusalRetry).
 	Refused int `json:"refused,omitempty"`
+	// QueriesPausedUntil is set while recalls do not ask the embedder,
+	// which failed the last queries; a recall then probes it.
+	QueriesPausedUntil *time.Time `json:"queries_paused_until,omitempty"`
 }
 
 // Status answers every realm's state, by realm name.
@@ -801,6 +923,10 @@ func (r *realm) status() Status {
 	s := Status{Realm: r.cfg.Name, State: r.state, Embedded: r.embedded, Rate: r.rate, LastError: r.lastErr, Refused: len(r.refused)}
 	if r.info != nil {
 		s.Model = r.info.Model
+	}
+	if r.queries.pause > 0 {
+		until := r.queries.until.UTC()
+		s.QueriesPausedUntil = &until
 	}
 	if len(r.fallbacks) > 0 {
 		s.Fallbacks = make(map[string]int64, len(r.fallbacks))

@@ -797,3 +797,115 @@ func TestARefusalIsAskedAgain(t *testing.T) {
 	eventually(t, "the refused records embedded once asked again", func() bool { return store.withModel("m1") == 5 })
 	eventually(t, "no refusal left", func() bool { return eng.Status()[0].Refused == 0 })
 }
+
+// TestHungEmbedderPausesQueries: an embedder that takes every query's
+// whole budget without answering (its process alive, so never
+// restarted) cost each recall that budget. After QueryFailures such
+// recalls, the others stay lexical at once until the pause ends; a
+// backlog page the embedder embeds, or a probe it answers, ends the
+// pause.
+func TestHungEmbedderPausesQueries(t *testing.T) {
+	recallOnce := func(eng *Engine) sdk.RecallQuery {
+		q := sdk.RecallQuery{Realm: "default", Query: fmt.Sprintf("query %d", time.Now().UnixNano())}
+		eng.PrepareRecall(context.Background(), &q)
+		return q
+	}
+	calls := func(emb *fakeEmbedder) int {
+		emb.mu.Lock()
+		defer emb.mu.Unlock()
+		return emb.calls
+	}
+
+	t.Run("a backlog page ends the pause", func(t *testing.T) {
+		emb, store := newEmbedder("m1"), newStore(0)
+		emb.set(func(f *fakeEmbedder) { f.block = true })
+		eng := engine(t, emb, store, Options{QueryTimeout: 20 * time.Millisecond, QueryPause: time.Hour})
+		for range 10 {
+			if q := recallOnce(eng); q.QueryVector != nil {
+				t.Fatal("a hung embedder gave a vector")
+			}
+		}
+		if got := calls(emb); got != QueryFailures {
+			t.Fatalf("10 recalls asked the hung embedder %d times, want %d", got, QueryFailures)
+		}
+		st := eng.Status()[0]
+		if st.Fallbacks[ReasonEmbedderUnavailable] != 10 || st.QueriesPausedUntil == nil || time.Until(*st.QueriesPausedUntil) < 50*time.Minute {
+			t.Fatalf("status %+v, want 10 fallbacks and queries paused for about an hour", st)
+		}
+		// The embedder recovers; the pause holds until the backlog embeds a
+		// page, which shows it answers.
+		emb.set(func(f *fakeEmbedder) { f.block = false })
+		if q := recallOnce(eng); q.QueryVector != nil || calls(emb) != QueryFailures {
+			t.Fatalf("a recall during the pause asked the embedder (%d calls)", calls(emb))
+		}
+		store.add("r1", "Wind-down", "I read before bed")
+		running(t, eng)
+		eng.Written("default")
+		eventually(t, "the record embedded", func() bool { return store.withModel("m1") == 1 })
+		eventually(t, "the pause over", func() bool { return eng.Status()[0].QueriesPausedUntil == nil })
+		if q := recallOnce(eng); q.QueryVector == nil {
+			t.Fatal("after the backlog embedded a page, a recall stayed lexical")
+		}
+	})
+
+	t.Run("one probe after the pause", func(t *testing.T) {
+		emb := newEmbedder("m1")
+		emb.set(func(f *fakeEmbedder) { f.block = true })
+		eng := engine(t, emb, newStore(0), Options{QueryTimeout: 20 * time.Millisecond, QueryPause: 30 * time.Millisecond})
+		for range QueryFailures {
+			recallOnce(eng)
+		}
+		first := eng.Status()[0].QueriesPausedUntil
+		if first == nil {
+			t.Fatalf("no pause after %d failures", QueryFailures)
+		}
+		time.Sleep(time.Until(*first))
+		// Recalls arriving together after the pause: one probes, the
+		// others do not wait for it.
+		var wg sync.WaitGroup
+		for range 6 {
+			wg.Add(1)
+			go func() { defer wg.Done(); recallOnce(eng) }()
+		}
+		wg.Wait()
+		if got := calls(emb); got != QueryFailures+1 {
+			t.Fatalf("after the pause, 6 recalls asked %d times, want one probe (%d calls)", got-QueryFailures, QueryFailures+1)
+		}
+		second := eng.Status()[0].QueriesPausedUntil
+		if second == nil || !second.After(*first) {
+			t.Fatalf("a failed probe left the pause until %v (first until %v), want a longer one", second, first)
+		}
+		emb.set(func(f *fakeEmbedder) { f.block = false })
+		eventually(t, "a probe answered", func() bool { return recallOnce(eng).QueryVector != nil })
+		if st := eng.Status()[0]; st.QueriesPausedUntil != nil {
+			t.Fatalf("status %+v after the embedder answered, want no pause", st)
+		}
+	})
+
+	t.Run("the caller's short deadline is not the embedder's failure", func(t *testing.T) {
+		emb := newEmbedder("m1")
+		emb.set(func(f *fakeEmbedder) { f.block = true })
+		eng := engine(t, emb, newStore(0), Options{QueryTimeout: time.Hour})
+		for range 5 {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+			q := sdk.RecallQuery{Realm: "default", Query: "evening routine"}
+			eng.PrepareRecall(ctx, &q)
+			cancel()
+		}
+		if got := calls(emb); got != 5 {
+			t.Fatalf("5 recalls under their callers' short deadlines asked %d times, want 5 (no pause)", got)
+		}
+	})
+
+	t.Run("a refused text is an answer", func(t *testing.T) {
+		emb := newEmbedder("m1")
+		emb.set(func(f *fakeEmbedder) { f.refuse = "query" })
+		eng := engine(t, emb, newStore(0), Options{QueryTimeout: time.Second})
+		for range 5 {
+			recallOnce(eng)
+		}
+		if got := calls(emb); got != 5 {
+			t.Fatalf("5 recalls the embedder refused asked %d times, want 5 (no pause)", got)
+		}
+	})
+}

@@ -1833,6 +1833,11 @@ export interface operations {
                             };
                             /** @description records the embedder refused, without a vector until they are asked again (10 minutes on) */
                             refused?: number;
+                            /**
+                             * Format: date-time
+                             * @description set while recalls do not ask the embedder, which failed three query embeddings in a row (or the probe after a pause): until then they stay lexical (embedder_unavailable) at once; the first recall after it asks again, and an answer, or a backlog page embedded, ends the pause. The pause starts at 1 s and doubles with each failed probe, up to 30 s
+                             */
+                            queries_paused_until?: string;
                             last_error?: string;
                         }[];
                     };
