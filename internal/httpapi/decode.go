@@ -44,6 +44,9 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
 	return nil
 }
 
+// MaxMCPBatch bounds the messages of one JSON-RPC batch sent to /mcp.
+const MaxMCPBatch = 16
+
 // strictMCPBody reads an MCP message whole and refuses, as /v1 refuses a
 // body, JSON that repeats a name at any depth (or holds a lone
 // surrogate); r then reads it again. The
@@ -64,6 +67,11 @@ func (s *Server) strictMCPBody(w http.ResponseWriter, r *http.Request) error {
 	var message any
 	if err := strictjson.Decode(data, &message); err != nil && json.Valid(data) {
 		return invalidJSON("request body", err)
+	}
+	// The SDK runs a batch's calls at once: one request of thousands
+	// would be thousands of concurrent recalls against every tenant's.
+	if batch, ok := message.([]any); ok && len(batch) > MaxMCPBatch {
+		return &sdk.FieldError{Field: "request body", Problem: fmt.Sprintf("is a batch of %d messages, over the limit of %d; send fewer at a time", len(batch), MaxMCPBatch), Err: sdk.ErrInvalid}
 	}
 	r.Body = io.NopCloser(bytes.NewReader(data))
 	return nil

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/memhost/memhost/internal/compaction"
 	"github.com/memhost/memhost/internal/pluginhost"
@@ -122,6 +123,9 @@ func (s *Server) writeError(w http.ResponseWriter, err error, requestID string) 
 		body.Error.Field, changed = field, changed || fieldChanged
 	}
 	status := statusOf(body.Error.Code)
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="memhost"`)
+	}
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
 	}
@@ -152,6 +156,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // writeBuffer sends buf, a whole JSON answer, with its length.
 func writeBuffer(w http.ResponseWriter, status int, buf *bytes.Buffer) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(AnswerWriteTimeout))
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(status)

@@ -153,6 +153,11 @@ const (
 // mcpHeader folds /mcp?identity=&realm= into the request's headers; a
 // header and a parameter that disagree are refused.
 func mcpHeader(r *http.Request) error {
+	// A parameter it does not read is refused, as on /v1: a mistyped
+	// ?Realm= would otherwise act in the default realm.
+	if err := checkQuery("POST /mcp", r.URL.RawQuery); err != nil {
+		return err
+	}
 	q := r.URL.Query()
 	for _, p := range []struct{ param, header string }{{QueryIdentity, HeaderIdentity}, {QueryRealm, HeaderRealm}} {
 		// Two of one are ambiguous: a proxy in front may have checked the

@@ -46,6 +46,9 @@ func (a *mcpAnswer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// Unwrap lets http.ResponseController reach the connection.
+func (a *mcpAnswer) Unwrap() http.ResponseWriter { return a.ResponseWriter }
+
 // Flush passes a streamed answer on; a held-back refusal is not one.
 func (a *mcpAnswer) Flush() {
 	if f, ok := a.ResponseWriter.(http.Flusher); a.status == 0 && ok {
@@ -61,6 +64,9 @@ func (a *mcpAnswer) refusal(r *http.Request, limit int64) error {
 		return nil
 	}
 	text := strings.TrimSpace(a.text.String())
+	if a.status == http.StatusBadRequest && namesGoTypes(text) {
+		text = "the body is not a JSON-RPC message: an object with jsonrpc, method and (for a request) an id that is a string or a number"
+	}
 	var class error
 	switch a.status {
 	case http.StatusBadRequest:
@@ -82,4 +88,15 @@ func (a *mcpAnswer) refusal(r *http.Request, limit int64) error {
 		return fmt.Errorf("mcp: %s (status %d)", text, a.status)
 	}
 	return fmt.Errorf("%s: %w", text, class)
+}
+
+// namesGoTypes reports whether the SDK's refusal text speaks of Go's
+// types (its decoder's words) rather than the client's message.
+func namesGoTypes(text string) bool {
+	for _, word := range []string{"Go value", "Go struct", "interface {}", "jsonrpc2.", "map["} {
+		if strings.Contains(text, word) {
+			return true
+		}
+	}
+	return false
 }

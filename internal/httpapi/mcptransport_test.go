@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -236,5 +237,58 @@ func TestMCPRefusesAmbiguousRequests(t *testing.T) {
 	}
 	if n := p.Calls(coordinatortest.MethodRemember); n != 0 {
 		t.Fatalf("refused calls wrote %d times", n)
+	}
+}
+
+// TestMCPRequestBounds: from an outside review. A batch of 25,000 tool
+// calls in one 3.5 MB body ran them all at once and made other tenants'
+// recalls time out; a mistyped ?Realm= acted in the default realm; the
+// SDK's refusal of a message that is not JSON-RPC named its Go types.
+func TestMCPRequestBounds(t *testing.T) {
+	srv, _ := newSurfacesWith(t, Options{})
+	call := func(n int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"memory_recall","arguments":{"query":"coffee"}}}`, n)
+	}
+	batch := func(n int) string {
+		calls := make([]string, n)
+		for i := range calls {
+			calls[i] = call(i + 1)
+		}
+		return "[" + strings.Join(calls, ",") + "]"
+	}
+	for _, c := range []struct {
+		name, query, body string
+		status            int
+		field, msg        string
+	}{
+		{"a batch at the limit", "identity=alice", batch(MaxMCPBatch), 200, "", ""},
+		{"a batch over the limit", "identity=alice", batch(MaxMCPBatch + 1), 400, "request body", "over the limit of 16"},
+		{"a parameter of another case", "identity=alice&Realm=acme", call(1), 400, "Realm", "not a query parameter of the MCP endpoint"},
+		{"an unknown parameter", "identity=alice&foo=1", call(1), 400, "foo", "it reads identity, realm"},
+		{"a number", "identity=alice", `5`, 400, "", "not a JSON-RPC message"},
+		{"an object id", "identity=alice", `{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}`, 400, "", "not a JSON-RPC message"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req, _ := http.NewRequest("POST", srv.URL+"/mcp?"+c.query, strings.NewReader(c.body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			status, _, data := exchange(t, srv, req, []byte(c.body))
+			if status != c.status {
+				t.Fatalf("= %d %.300s, want %d", status, data, c.status)
+			}
+			if status == 200 {
+				if n := bytes.Count(data, []byte(`"jsonrpc"`)); n != MaxMCPBatch {
+					t.Fatalf("%d answers to a batch of %d: %.300s", n, MaxMCPBatch, data)
+				}
+				return
+			}
+			var e errorBody
+			if err := json.Unmarshal(data, &e); err != nil {
+				t.Fatal(err)
+			}
+			if e.Error.Field != c.field || !strings.Contains(e.Error.Message, c.msg) || namesGoTypes(e.Error.Message) {
+				t.Fatalf("= %+v, want field %q and a message holding %q", e.Error, c.field, c.msg)
+			}
+		})
 	}
 }

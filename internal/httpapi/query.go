@@ -28,6 +28,7 @@ var queryParameters = map[string][]string{
 	"GET /v1/traces":                {"realm", "limit"},
 	"GET /v1/sessions/{key}/trace":  {"realm", "identity", "limit"},
 	"DELETE /v1/conversations/{id}": {"realm", "identity"},
+	"POST /mcp":                     {QueryIdentity, QueryRealm},
 }
 
 // maxParamName bounds a refused parameter's name as the answer quotes it.
@@ -53,6 +54,11 @@ func checkQuery(pattern, rawQuery string) error {
 		}
 		if !slices.Contains(reads, name) {
 			problem := "is not a query parameter of " + pattern
+			if pattern == "POST /mcp" {
+				// Said in words: "/mcp" reads as a file path, which
+				// messages hide from clients.
+				problem = "is not a query parameter of the MCP endpoint"
+			}
 			if len(reads) > 0 {
 				problem += " (it reads " + strings.Join(reads, ", ") + ")"
 			}

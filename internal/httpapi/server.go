@@ -286,6 +286,7 @@ func (s *Server) routeWithin(mux *http.ServeMux, pattern string, timeout time.Du
 		serving.Inc()
 		defer serving.Dec()
 		start := time.Now()
+		answerBy(w, timeout)
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		reqID := requestID(r)
 		rec.Header().Set(HeaderRequestID, reqID)
@@ -335,7 +336,8 @@ func (s *Server) authenticate(header http.Header) (caller, error) {
 		return caller{}, fmt.Errorf("the request carries %d Authorization headers; send exactly one: %w", len(values), errUnauthenticated)
 	}
 	h := header.Get("Authorization")
-	if len(h) <= len(prefix) || h[:len(prefix)] != prefix {
+	// The scheme's name is case-insensitive (RFC 9110 §11.1).
+	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
 		return caller{}, fmt.Errorf("an Authorization: Bearer token is required: %w", errUnauthenticated)
 	}
 	// Digests are compared, every token's, so the time taken tells
@@ -398,6 +400,7 @@ func (s *Server) mountMCP(mux *http.ServeMux, h http.Handler) {
 		serving.Inc()
 		defer serving.Dec()
 		start := time.Now()
+		answerBy(w, s.opts.RequestTimeout)
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		reqID := requestID(r)
 		rec.Header().Set(HeaderRequestID, reqID)
@@ -425,6 +428,19 @@ func (s *Server) mountMCP(mux *http.ServeMux, h http.Handler) {
 		}
 		s.opts.Metrics.observeRequest(pattern, rec.status, time.Since(start))
 	})
+}
+
+// AnswerWriteTimeout bounds how long an answer may take to reach its
+// client once written: a client that stops reading would otherwise hold
+// its request, and the answer's memory, until it disconnects.
+var AnswerWriteTimeout = 30 * time.Second
+
+// answerBy gives a request's whole answer a write deadline: its work's
+// own timeout and AnswerWriteTimeout beyond it (a streamed answer, the
+// reindex progress, is written as the work goes). writeBuffer moves it
+// closer once a buffered answer is ready.
+func answerBy(w http.ResponseWriter, work time.Duration) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(work + AnswerWriteTimeout))
 }
 
 // mcpCaller answers who an MCP request acts for: its identity (see
@@ -583,6 +599,10 @@ func (r *statusRecorder) WriteHeader(code int) {
 	r.status = code
 	r.ResponseWriter.WriteHeader(code)
 }
+
+// Unwrap lets http.ResponseController reach the connection (the
+// answer's write deadline).
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // Flush lets a streamed answer (reindex progress) reach the client line
 // by line.

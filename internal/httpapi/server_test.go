@@ -1,11 +1,13 @@
 package httpapi
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -450,4 +452,93 @@ func TestInFlightGauge(t *testing.T) {
 	if got := scrape(); got != "0" {
 		t.Errorf("once answered: %s = %q, want 0", series, got)
 	}
+}
+
+// TestAuthorizationScheme: the scheme's name is matched without regard
+// to case (RFC 9110 §11.1), and a 401 names the scheme it wants in
+// WWW-Authenticate.
+func TestAuthorizationScheme(t *testing.T) {
+	srv, _ := newTestServer(t, Options{Tokens: []Token{{Name: "t", Secret: "tok", Realms: []string{"default"}, Role: "application"}}})
+	for _, c := range []struct {
+		header string
+		status int
+	}{
+		{"Bearer tok", 501}, {"bearer tok", 501}, {"BEARER tok", 501}, // past authentication: this provider lists no scopes
+		{"Bearer nope", 401}, {"Basic dG9r", 401}, {"", 401},
+	} {
+		req, _ := http.NewRequest("GET", srv.URL+"/v1/scopes", nil)
+		if c.header != "" {
+			req.Header.Set("Authorization", c.header)
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.status {
+			t.Errorf("Authorization %q = %d, want %d", c.header, resp.StatusCode, c.status)
+		}
+		if got := resp.Header.Get("WWW-Authenticate"); (c.status == 401) != strings.HasPrefix(got, "Bearer ") {
+			t.Errorf("Authorization %q: WWW-Authenticate %q", c.header, got)
+		}
+	}
+}
+
+// TestStalledReaderIsDropped: from an outside review. A client that
+// sends a recall and never reads its answer held the request, and the
+// answer's memory, until it disconnected, minutes past every timeout.
+// The answer's write now has a deadline: past it the server closes the
+// connection and the client gets less than the answer.
+func TestStalledReaderIsDropped(t *testing.T) {
+	old := AnswerWriteTimeout
+	AnswerWriteTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { AnswerWriteTimeout = old })
+	p := coordinatortest.NewProvider(sdk.CapWrite, sdk.CapFetch, sdk.CapForget)
+	providers := func(string) (sdk.Provider, error) { return p, nil }
+	coord, err := coordinator.New(coordinator.DefaultConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { coord.Close(t.Context()) })
+	srv := httptest.NewUnstartedServer(New(Options{Provider: providers, Coordinator: coord}).Handler())
+	// Small socket buffers on both ends, so a few hundred KiB fill them.
+	srv.Listener = smallBuffers{srv.Listener}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	body := strings.Repeat("coffee beans roasted dark ", 2000)
+	var records []string
+	for i := range 40 {
+		records = append(records, fmt.Sprintf(`{"scope":"realm","kind":"fact","title":"roast %d","body":%q}`, i, body))
+	}
+	if status, e := call(t, srv, "POST", "/v1/records", "", []byte(`{"records":[`+strings.Join(records, ",")+`]}`)); status != 200 {
+		t.Fatalf("write = %d %+v", status, e)
+	}
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.(*net.TCPConn).SetReadBuffer(4096)
+	req := `{"identity":{"id":"alice"},"query":"coffee","limit":40}`
+	fmt.Fprintf(conn, "POST /v1/recall HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(req), req)
+	time.Sleep(2 * time.Second) // not reading, well past the deadline
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err == nil || n >= resp.ContentLength {
+		t.Fatalf("a stalled reader got %d of %d bytes (%v), want the connection closed part way", n, resp.ContentLength, err)
+	}
+}
+
+// smallBuffers gives each accepted connection a small send buffer.
+type smallBuffers struct{ net.Listener }
+
+func (l smallBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetWriteBuffer(4096)
+	}
+	return c, err
 }

@@ -519,8 +519,10 @@ export interface paths {
          *     What the transport refuses before any tool runs (another method than
          *     POST, a Content-Type other than application/json, an Accept without
          *     both application/json and text/event-stream, a body that is not
-         *     JSON-RPC or over server.max_body_bytes) is answered in the error
-         *     envelope like any other refusal. A client announcing protocol version
+         *     JSON-RPC or over server.max_body_bytes, a query parameter other than
+         *     identity and realm, a batch of more than 16 messages, a message that
+         *     repeats a name at any depth or holds invalid UTF-8 or a lone
+         *     surrogate) is answered in the error envelope like any other refusal. A client announcing protocol version
          *     2026-07-28 or later may get the protocol's own refusals as JSON-RPC
          *     error responses instead (an unknown method is then 404 with code
          *     -32601). A bad tool argument is a tool error in a 200, never a refusal.
