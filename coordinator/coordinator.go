@@ -266,7 +266,7 @@ func (c *Coordinator) identity(id sdk.Identity) (sdk.Identity, error) {
 		id.Realm = c.cfg.DefaultRealm
 	}
 	if err := id.Validate(); err != nil {
-		return id, fmt.Errorf("coordinator: identity: %w", err)
+		return id, err
 	}
 	return id, nil
 }
@@ -300,7 +300,7 @@ func (c *Coordinator) injectForTurn(ctx context.Context, id sdk.Identity, sessio
 	}
 	if session != "" {
 		if err := ValidateSessionKey(session); err != nil {
-			return TurnInjection{}, fmt.Errorf("coordinator: %w", err)
+			return TurnInjection{}, err
 		}
 	}
 	p, err := c.provider(id.Realm)
@@ -735,7 +735,7 @@ func (c *Coordinator) OnSessionCompacted(ctx context.Context, id sdk.Identity, s
 		return err
 	}
 	if err := ValidateSessionKey(session); err != nil {
-		return fmt.Errorf("coordinator: %w", err)
+		return err
 	}
 	if _, err := c.provider(id.Realm); err != nil {
 		return err

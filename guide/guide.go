@@ -168,10 +168,10 @@ func compactQuery(s string) string {
 // validate checks an identity and session key.
 func validate(id sdk.Identity, session string) error {
 	if err := id.Validate(); err != nil {
-		return fmt.Errorf("guide: identity: %w", err)
+		return err
 	}
 	if err := coordinator.ValidateSessionKey(session); err != nil {
-		return fmt.Errorf("guide: %w", err)
+		return err
 	}
 	return nil
 }
@@ -236,7 +236,7 @@ func (g *Guide) Apply(ctx context.Context, c *Context) error {
 		return err
 	}
 	if err := g.filters.Validate(); err != nil {
-		return fmt.Errorf("guide: %w", err)
+		return err
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -64,7 +64,7 @@ func (s *Sessions) SessionStart(ctx context.Context, id sdk.Identity, session, t
 		return "", err
 	}
 	if err := f.Validate(); err != nil {
-		return "", fmt.Errorf("guide: %w", err)
+		return "", err
 	}
 	e := s.entry(id, session)
 	e.mu.Lock()
@@ -86,7 +86,7 @@ func (s *Sessions) BeforeIteration(ctx context.Context, id sdk.Identity, session
 		return "", false, err
 	}
 	if err := f.Validate(); err != nil {
-		return "", false, fmt.Errorf("guide: %w", err)
+		return "", false, err
 	}
 	e := s.entry(id, session)
 	e.mu.Lock()

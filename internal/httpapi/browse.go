@@ -36,7 +36,7 @@ func parseRecordFilter(q url.Values) (recordFilter, error) {
 	}
 	if f.scope != "" {
 		if err := f.scope.Validate(); err != nil {
-			return f, fmt.Errorf("scope: %w", err)
+			return f, err
 		}
 	}
 	// A value no record can hold is refused rather than answered with an

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -47,6 +48,12 @@ func (s *Server) handleCompact(ctx context.Context, c caller, w http.ResponseWri
 	id, err := s.authorised(c, req.Identity)
 	if err != nil {
 		return err
+	}
+	// Absent is not "nothing evicted": a client that left the list out
+	// would otherwise meet history_mismatch, which sends it looking at
+	// the messages it never sent.
+	if req.Evicted == nil {
+		return &sdk.FieldError{Field: "evicted", Problem: "is required (the messages evicted so far, in order; [] for none)", Err: sdk.ErrInvalid}
 	}
 	evicted := make([]sdk.Message, len(req.Evicted))
 	for i, m := range req.Evicted {
@@ -98,15 +105,25 @@ func (s *Server) handleForgetConversation(ctx context.Context, c caller, w http.
 			return badRequest("token %q forgets only the conversations of the identity it acts as: name it (?identity=)", c.token.Name)
 		}
 		if err := (sdk.Identity{Realm: realm, ID: access.Identity}).Validate(); err != nil {
-			return err
+			return renamedField(err, "identity.id", "identity")
 		}
 		if err := c.actAs(access.Identity); err != nil {
 			return err
 		}
 	}
 	if err := svc.Forget(ctx, realm, r.PathValue("id"), access); err != nil {
-		return fmt.Errorf("forget conversation: %w", err)
+		return fmt.Errorf("forget conversation: %w", renamedField(err, "conversation", "id"))
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// renamedField names a refused field as the request spelled it (a query
+// or path parameter) where the check named it by its place in a body.
+func renamedField(err error, from, to string) error {
+	var fe *sdk.FieldError
+	if errors.As(err, &fe) && fe.Field == from {
+		return &sdk.FieldError{Field: to, Problem: fe.Problem, Err: fe.Err}
+	}
+	return err
 }

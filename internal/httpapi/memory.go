@@ -168,7 +168,7 @@ func (s *Server) handleManifest(ctx context.Context, c caller, w http.ResponseWr
 	// k is checked whatever the tier: the full tier does not read it, and
 	// a k no working set could have is a client's mistake all the same.
 	if req.K < 0 || req.K > sdk.MaxBatch {
-		return fieldRefusal("k", sdk.ErrInvalid, "%d is outside 1..%d", req.K, sdk.MaxBatch)
+		return fieldRefusal("k", sdk.ErrInvalid, "%d is outside 1..%d (0 or absent: %d)", req.K, sdk.MaxBatch, DefaultManifestK)
 	}
 	q := sdk.ManifestQuery{Realm: id.Realm, K: req.K}
 	switch req.Tier {

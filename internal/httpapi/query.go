@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/sdk"
@@ -66,6 +67,11 @@ func checkQuery(pattern, rawQuery string) error {
 		}
 		if n := len(q[name]); n > 1 {
 			return &sdk.FieldError{Field: field, Problem: fmt.Sprintf("is given %d times; give it once", n), Err: sdk.ErrInvalid}
+		}
+		// Refused here, named as sent, rather than deeper under the name
+		// of whatever field the value fills.
+		if !utf8.ValidString(q.Get(name)) {
+			return &sdk.FieldError{Field: field, Problem: "is not valid UTF-8", Err: sdk.ErrInvalid}
 		}
 	}
 	return nil

@@ -116,7 +116,7 @@ func (s *Server) handleRemember(ctx context.Context, c caller, w http.ResponseWr
 		case n == len(records):
 			return s.propose(ctx, c, realm, p, records, w)
 		case n > 0:
-			return badRequest("records: an agent's writes to shared scopes are proposals; send them in a request of their own, apart from identity-scope records")
+			return &sdk.FieldError{Field: "records", Problem: "mixes shared scopes with identity scopes: an agent's writes to shared scopes are proposals; send them in a request of their own", Err: sdk.ErrInvalid}
 		}
 	}
 	writer, ok := host.ProviderOf(p).Writer()

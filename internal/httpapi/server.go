@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -198,8 +199,29 @@ func New(opts Options) *Server {
 		}
 		s.writeError(w, fmt.Errorf("no such endpoint: %s %s: %w", r.Method, r.URL.Path, sdk.ErrNotFound), reqID)
 	})
-	s.handler = s.refuseCrossOrigin(mux)
+	s.handler = s.refuseCrossOrigin(s.refuseUncleanPaths(mux))
 	return s
+}
+
+// refuseUncleanPaths answers a path with an empty, "." or ".." segment
+// as no endpoint. The mux would redirect it, before authentication and
+// outside the error envelope, to the path it cleans to (a client that
+// follows re-sends its body to another endpoint than the one it named).
+func (s *Server) refuseUncleanPaths(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		clean := path.Clean(p)
+		if strings.HasSuffix(p, "/") && clean != "/" {
+			clean += "/"
+		}
+		if p != "" && clean != p {
+			reqID := requestID(r)
+			w.Header().Set(HeaderRequestID, reqID)
+			s.writeError(w, fmt.Errorf("no such endpoint: the path has an empty, . or .. segment; send it in its clean form: %w", sdk.ErrNotFound), reqID)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // HeaderRequestID carries a request's id: the client's own when it sends a

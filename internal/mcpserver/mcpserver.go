@@ -580,7 +580,7 @@ func (t tools) recall(ctx context.Context, req *mcp.CallToolRequest, in RecallIn
 		in.Limit = DefaultRecallLimit
 	}
 	if in.Limit < 1 || in.Limit > MaxRecallLimit {
-		return nil, RecallOutput{}, fmt.Errorf("limit: %d is outside 1..%d", in.Limit, MaxRecallLimit)
+		return nil, RecallOutput{}, fmt.Errorf("limit: %d is outside 1..%d (0 or absent: %d)", in.Limit, MaxRecallLimit, DefaultRecallLimit)
 	}
 	if err := sdk.ValidateTagFilter("tags", in.Tags); err != nil {
 		return nil, RecallOutput{}, err
@@ -690,7 +690,7 @@ func (t tools) index(ctx context.Context, req *mcp.CallToolRequest, in IndexInpu
 		in.Limit = DefaultIndexLimit
 	}
 	if in.Limit < 1 || in.Limit > MaxIndexLimit {
-		return nil, IndexOutput{}, fmt.Errorf("limit: %d is outside 1..%d", in.Limit, MaxIndexLimit)
+		return nil, IndexOutput{}, fmt.Errorf("limit: %d is outside 1..%d (0 or absent: %d)", in.Limit, MaxIndexLimit, DefaultIndexLimit)
 	}
 	offset := 0
 	if in.Cursor != "" {
