@@ -163,10 +163,17 @@ func (c *providerClient) need(cap sdk.Capability) error {
 }
 
 func (c *providerClient) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
+	// The wire and every store keep milliseconds: a record's time T (a
+	// whole millisecond) lies in [since, until) exactly when it lies in
+	// their ceilings'. A window inside one millisecond holds none.
+	since, until := ceilMillis(q.Since), ceilMillis(q.Until)
+	if since != 0 && until != 0 && since >= until {
+		return []sdk.Hit{}, nil
+	}
 	req := &pb.RecallRequest{
 		Realm: q.Realm, Query: q.Query, Scopes: toStrings(q.Scopes), Limit: int32(q.Limit),
 		ExcludeIds: q.ExcludeIDs, Tags: q.Tags, ExcludeTags: q.ExcludeTags,
-		SinceUnixMs: toMillis(q.Since), UntilUnixMs: toMillis(q.Until),
+		SinceUnixMs: since, UntilUnixMs: until,
 	}
 	if c.caps.Has(sdk.CapNeighbours) {
 		if q.Neighbours < 0 || q.Neighbours > sdk.MaxNeighbours {

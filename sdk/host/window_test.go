@@ -1,0 +1,72 @@
+package host_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
+)
+
+// windowProvider answers nothing and keeps the window it was asked for.
+type windowProvider struct {
+	echoProvider
+	calls        int
+	since, until time.Time
+}
+
+func (p *windowProvider) Recall(_ context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
+	p.calls++
+	p.since, p.until = q.Since, q.Until
+	return nil, nil
+}
+
+// TestWindowOfMilliseconds: from an outside review. The wire keeps
+// milliseconds, and cut a window's ends down to them, so a valid window
+// inside one millisecond reached the plugin as since equal to until and
+// was refused, quoting times the client never sent. Each end now rounds
+// up (a record's time, a whole millisecond, is in the window exactly when
+// it is in the rounded one), and a window that holds no millisecond
+// answers no hits without a call.
+func TestWindowOfMilliseconds(t *testing.T) {
+	base := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name                 string
+		since, until         time.Duration
+		wantCall             bool
+		wantSince, wantUntil time.Duration
+	}{
+		{"inside one millisecond", 1, 2, false, 0, 0},
+		{"up to the next millisecond's start", 1, time.Millisecond, false, 0, 0},
+		{"across a millisecond", 1, time.Millisecond + 1, true, time.Millisecond, 2 * time.Millisecond},
+		{"whole milliseconds", time.Millisecond, 3 * time.Millisecond, true, time.Millisecond, 3 * time.Millisecond},
+		{"half milliseconds", 500 * time.Microsecond, 2500 * time.Microsecond, true, time.Millisecond, 3 * time.Millisecond},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			impl := &windowProvider{echoProvider: echoProvider{records: map[string]sdk.Record{}}}
+			conn, err := host.ServeInProcess(context.Background(), impl, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if err := conn.Configure(context.Background(), nil); err != nil {
+				t.Fatal(err)
+			}
+			p, err := conn.Provider()
+			if err != nil {
+				t.Fatal(err)
+			}
+			hits, err := p.Recall(context.Background(), sdk.RecallQuery{Realm: "default", Query: "q", Limit: 10, Since: base.Add(c.since), Until: base.Add(c.until)})
+			if err != nil || hits == nil || len(hits) != 0 {
+				t.Fatalf("recall = %v, %v; want no hits and no error", hits, err)
+			}
+			if (impl.calls == 1) != c.wantCall {
+				t.Fatalf("%d calls to the plugin, want a call: %v", impl.calls, c.wantCall)
+			}
+			if c.wantCall && (!impl.since.Equal(base.Add(c.wantSince)) || !impl.until.Equal(base.Add(c.wantUntil))) {
+				t.Fatalf("the plugin was asked for [%v, %v), want [%v, %v)", impl.since, impl.until, base.Add(c.wantSince), base.Add(c.wantUntil))
+			}
+		})
+	}
+}
