@@ -32,6 +32,32 @@ func CheckSentTime(field string, t time.Time) error {
 	return sdk.CheckTime(field, t)
 }
 
+// RecordTimes are the times a record as sent (an import line) may carry,
+// as pointers: decoded into a record, the zero time sent would be read as
+// absent, and kept as none.
+type RecordTimes struct {
+	CreatedAt  *time.Time `json:"created_at"`
+	UpdatedAt  *time.Time `json:"updated_at"`
+	ExpiresAt  *time.Time `json:"expires_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+	OccurredAt *time.Time `json:"occurred_at"`
+}
+
+// Check refuses a time given as the zero instant (CheckSentTime).
+func (t RecordTimes) Check() error {
+	for _, f := range []struct {
+		name string
+		t    *time.Time
+	}{{"created_at", t.CreatedAt}, {"updated_at", t.UpdatedAt}, {"expires_at", t.ExpiresAt}, {"last_used_at", t.LastUsedAt}, {"occurred_at", t.OccurredAt}} {
+		if f.t != nil {
+			if err := CheckSentTime(f.name, *f.t); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 type recallTimeKey struct{}
 
 // WithRecallTime makes the recalls made for ctx read time as rt. It rides

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/strictjson"
 	"github.com/schollz/progressbar/v3"
@@ -505,6 +506,15 @@ func (s *seenIDs) check(r *sdk.Record, line int) error {
 func parseLine(b []byte, realm string) (sdk.Record, error) {
 	var r sdk.Record
 	if err := strictjson.Decode(b, &r); err != nil {
+		return r, err
+	}
+	// The times as written: decoded into the record, the zero instant
+	// would read as absent and never reach the server.
+	var sent coordinator.RecordTimes
+	if err := json.Unmarshal(b, &sent); err != nil {
+		return r, err
+	}
+	if err := sent.Check(); err != nil {
 		return r, err
 	}
 	if realm != "" {

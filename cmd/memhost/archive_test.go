@@ -41,6 +41,8 @@ func TestParseLineIsStrict(t *testing.T) {
 		{"member in another case", strings.Replace(good, `"title"`, `"Title"`, 1), "Title: unknown field"},
 		{"trailing data", good + ` {}`, "trailing data"},
 		{"wrong kind", strings.Replace(good, `"title":"kept"`, `"title":7`, 1), "title: must be a string"},
+		{"an expiry of the zero time", strings.Replace(good, `{`, `{"expires_at":"0001-01-01T00:00:00Z",`, 1), "expires_at: is 0001-01-01T00:00:00Z, the zero time"},
+		{"an occurrence of the zero time elsewhere", strings.Replace(good, `{`, `{"occurred_at":"0001-01-01T01:00:00+01:00",`, 1), "occurred_at: is 0001-01-01T00:00:00Z"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := parseLine([]byte(c.line), "")

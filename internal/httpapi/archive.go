@@ -2,10 +2,12 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
 
+	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/host"
 )
@@ -83,8 +85,17 @@ type importRequest struct {
 
 func (s *Server) handleImport(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
 	var req importRequest
-	if err := s.decode(w, r, &req); err != nil {
+	data, err := s.decodeBody(w, r, &req)
+	if err != nil {
 		return err
+	}
+	// The record's times as sent: decoded into the record, the zero
+	// instant would read as absent (an expiry of year 1 kept as none).
+	var sent struct {
+		Records []coordinator.RecordTimes `json:"records"`
+	}
+	if err := json.Unmarshal(data, &sent); err != nil {
+		return invalidJSON("request body", err)
 	}
 	realm, a, err := s.archiver(c, req.Realm)
 	if err != nil {
@@ -101,6 +112,11 @@ func (s *Server) handleImport(ctx context.Context, c caller, w http.ResponseWrit
 	// the index of the offending record.
 	first := make(map[string]int, len(req.Records))
 	for i := range req.Records {
+		if i < len(sent.Records) {
+			if err := sent.Records[i].Check(); err != nil {
+				return inRecord(i, err)
+			}
+		}
 		probe := req.Records[i]
 		if err := probe.PrepareImport(realm); err != nil {
 			return inRecord(i, err)
@@ -108,6 +124,7 @@ func (s *Server) handleImport(ctx context.Context, c caller, w http.ResponseWrit
 		if err := checkImportTimes(&probe); err != nil {
 			return inRecord(i, err)
 		}
+
 		// A provider skips an id it holds, so the second record of an id
 		// would be dropped unseen, counted as skipped.
 		if j, ok := first[probe.ID]; ok {

@@ -21,18 +21,40 @@ import (
 // invalid UTF-8 and lone surrogates are refused, so nothing is stored other
 // than what the client sent. A body over the server's limit is refused too.
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
+	_, err := s.decodeBody(w, r, v)
+	return err
+}
+
+// decodeBody is decode, answering the body's bytes as well, for a route
+// that reads more from them than v holds.
+func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) ([]byte, error) {
+	data, err := s.readBody(w, r)
+	if err != nil {
+		return nil, err
+	}
+	return data, decodeObject(data, v)
+}
+
+// readBody reads the whole body, in no content coding and within the
+// server's limit.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if err := contentCoding(r); err != nil {
-		return err
+		return nil, err
 	}
 	body := http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
 	data, err := io.ReadAll(body)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return fmt.Errorf("request body is over the %d-byte limit: %w", s.opts.MaxBodyBytes, sdk.ErrTooLarge)
+			return nil, fmt.Errorf("request body is over the %d-byte limit: %w", s.opts.MaxBodyBytes, sdk.ErrTooLarge)
 		}
-		return badRequest("request body could not be read")
+		return nil, badRequest("request body could not be read")
 	}
+	return data, nil
+}
+
+// decodeObject decodes data, a body, into v by decode's rules.
+func decodeObject(data []byte, v any) error {
 	// Every body is an object: null (or any other value) would decode
 	// into the zero request and act on defaults, such as the default realm.
 	if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) > 0 && trimmed[0] != '{' {

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/memhost/memhost/coordinator/coordinatortest"
@@ -22,6 +23,12 @@ func TestImportRefusesInconsistentRecords(t *testing.T) {
 		name, body, field string
 	}{
 		{"one id twice", `{"records":[` + one("rgood1", "first", "2023-05-27T09:00:00Z") + `,` + one("rgood1", "second", "2023-05-27T09:00:00Z") + `]}`, "records[1].id"},
+		// The zero instant, at any offset, stands for no time: sent, it was
+		// read as absent (an expiry of year 1 kept as none, an occurrence
+		// dropped), where POST /v1/records refuses it.
+		{"an expiry of the zero time", `{"records":[` + strings.Replace(one("rz1", "t", "2023-05-27T09:00:00Z"), `"status"`, `"expires_at":"0001-01-01T00:00:00Z","status"`, 1) + `]}`, "records[0].expires_at"},
+		{"an occurrence of the zero time elsewhere", `{"records":[` + strings.Replace(one("rz2", "t", "2023-05-27T09:00:00Z"), `"status"`, `"occurred_at":"0001-01-01T05:00:00+05:00","status"`, 1) + `]}`, "records[0].occurred_at"},
+		{"a creation at the zero time", `{"records":[` + one("rz3", "t", "2023-05-27T09:00:00Z") + `,` + strings.Replace(one("rz4", "u", "2023-05-27T09:00:00Z"), `"2023-05-27T09:00:00Z"`, `"0001-01-01T00:00:00Z"`, 1) + `]}`, "records[1].created_at"},
 	}
 	for _, tc := range cases {
 		status, e := call(t, srv, "POST", "/v1/import", "", []byte(tc.body))
