@@ -136,6 +136,16 @@ func (s *Server) handleImport(ctx context.Context, c caller, w http.ResponseWrit
 	if err != nil {
 		return err
 	}
+	if s.opts.Proposals != nil {
+		_, p, err := s.provider(c, realm)
+		if err == nil {
+			err = s.opts.Proposals.NoteImported(ctx, realm, p, req.Records)
+		}
+		if err != nil {
+			// The records are stored; a rerun of the import notes them.
+			return fmt.Errorf("the records are stored, but noting their pending proposals for review failed (run the import again): %w", err)
+		}
+	}
 	writeJSON(w, http.StatusOK, res)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -70,6 +71,48 @@ func (q *Queue) Propose(ctx context.Context, realm string, p sdk.Provider, recor
 		return nil, err
 	}
 	return ids, nil
+}
+
+// NoteImported notes in the ledger the pending proposals among records,
+// just imported into realm, that the provider now holds as such: an
+// export carries a proposal's record but not the queue's note of it, and
+// without one it is approvable by id yet listed by no review. The
+// proposer is unknown (the note of the realm it came from is not
+// exported), so it is noted as a claim notes an unlisted proposal: with
+// none, counted against no agent's bound. A proposal noted already
+// (an import run twice) keeps its note.
+func (q *Queue) NoteImported(ctx context.Context, realm string, p sdk.Provider, records []sdk.Record) error {
+	var ids []string
+	for i := range records {
+		if IsPending(&records[i]) {
+			ids = append(ids, records[i].ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	getter, ok := host.ProviderOf(p).Getter()
+	if !ok {
+		return nil // nothing lists proposals without a getter either
+	}
+	for chunk := range slices.Chunk(ids, sdk.MaxBatch) {
+		stored, err := getter.Get(ctx, realm, chunk)
+		if err != nil {
+			return err
+		}
+		for _, r := range stored {
+			// What the provider holds decides: an id it held already, as
+			// something else, is no proposal of this import's.
+			if !IsPending(&r) {
+				continue
+			}
+			err := q.Ledger.Add(ctx, []Entry{{Realm: realm, ID: r.ID, CreatedAt: r.CreatedAt}}, math.MaxInt)
+			if err != nil && !errors.Is(err, sdk.ErrConflict) {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // pendingIDs lists every pending proposal of realm in the ledger.

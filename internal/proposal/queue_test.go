@@ -188,3 +188,52 @@ func TestProposeStoredID(t *testing.T) {
 		})
 	}
 }
+
+// TestImportedProposalsAreListed: from an outside review. An export
+// carries a pending proposal's record, not the queue's note of it, so
+// after an import into another realm or host the proposal was approvable
+// by id but listed by no review. The import now notes what the provider
+// holds as pending proposals; an import run again keeps the one note, and
+// an id the provider holds as something else is not noted.
+func TestImportedProposalsAreListed(t *testing.T) {
+	from, src := newQueue(t), newStore(allCaps...)
+	ids, err := from.Propose(ctx, "a", src, []sdk.Record{fact(sdk.MobScope("ops"), "Deploys")}, Proposer{Token: "alice-bot"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exported := []sdk.Record{src.get(t, ids[0]), fact(sdk.RealmScope, "Holidays")}
+	exported[1].ID, exported[1].Status = "active1", sdk.StatusActive
+
+	to, dst := newQueue(t), newStore(allCaps...)
+	for range 2 { // an import run twice
+		if _, err := dst.Import(ctx, "b", exported); err != nil {
+			t.Fatal(err)
+		}
+		if err := to.NoteImported(ctx, "b", dst, exported); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, total, err := to.Ledger.List(ctx, "b", "", 10)
+	if err != nil || total != 1 || len(entries) != 1 || entries[0].ID != ids[0] || entries[0].Proposer != "" {
+		t.Fatalf("pending after the import: %+v (%d, %v), want the one proposal, with no proposer", entries, total, err)
+	}
+	pending, _, _, err := to.List(ctx, "b", dst, "", 10)
+	if err != nil || len(pending) != 1 || pending[0].Record.Title != "Deploys" {
+		t.Fatalf("the review lists %+v (%v), want the imported proposal", pending, err)
+	}
+
+	// The provider already held the id as an active record, and skipped it.
+	held := newStore(allCaps...)
+	active := exported[0]
+	active.Status, active.Tags = sdk.StatusActive, nil
+	if _, err := held.Import(ctx, "c", []sdk.Record{active}); err != nil {
+		t.Fatal(err)
+	}
+	other := newQueue(t)
+	if err := other.NoteImported(ctx, "c", held, exported[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if _, total, _ := other.Ledger.List(ctx, "c", "", 10); total != 0 {
+		t.Fatalf("%d pending, want none: the provider holds the id as an active record", total)
+	}
+}
