@@ -399,6 +399,7 @@ func TestConcurrentUse(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			p.Close() // the root takes one instance at a time
 			fresh := New()
 			fresh.opts.background, fresh.logger = false, slog.New(slog.DiscardHandler)
 			if err := fresh.Configure(ctx, []byte(fmt.Sprintf(`{"root": %q}`, root))); err != nil {

@@ -27,8 +27,11 @@ import (
 const (
 	recordExt  = ".md"
 	tempPrefix = ".memhost-tmp-"
-	dirPerm    = 0o700 // memory is private to the deployment's user
-	filePerm   = 0o600
+	// lockName is the lock file in the root that keeps a second instance
+	// off it (lock_unix.go).
+	lockName = ".memhost-lock"
+	dirPerm  = 0o700 // memory is private to the deployment's user
+	filePerm = 0o600
 	// maxFileBytes bounds what is read of a record file: the largest
 	// valid body plus generous front matter.
 	maxFileBytes = sdk.MaxBodyBytes + 16<<10

@@ -7,7 +7,8 @@
 // BM25F engine (sdk/index) for lexical recall and a snapshot of both so a
 // large root opens fast, and follows hand edits (additions, edits,
 // deletions) through a file watcher where the platform has one and a
-// bounded periodic sweep otherwise. See frontmatter.go for the file
+// bounded periodic sweep otherwise. One instance at a time uses a root:
+// Configure locks it (lock_unix.go). See frontmatter.go for the file
 // format, layout.go for the tree, index.go for scoring, snapshot.go for
 // the snapshot.
 package markdown
@@ -40,7 +41,7 @@ const configSchema = `{
   "properties": {
     "root": {
       "type": "string",
-      "description": "Directory holding the record files. A relative path resolves against the plugin's working directory (the deployment's data directory). Created if missing.",
+      "description": "Directory holding the record files. A relative path resolves against the plugin's working directory (the deployment's data directory). Created if missing. A lock file .memhost-lock in it keeps a second instance off the root.",
       "default": "md"
     },
     "snapshot": {
@@ -104,7 +105,9 @@ func ParseConfig(raw json.RawMessage) (Config, error) {
 }
 
 // Configure opens the root, creating it if missing, and loads every
-// record in it. Configuring again switches to the new root.
+// record in it. Configuring again switches to the new root (on the same
+// root, the old store closes first, freeing the lock). A root another
+// instance holds is refused with sdk.ErrConflict.
 func (p *Provider) Configure(_ context.Context, raw json.RawMessage) error {
 	cfg, err := ParseConfig(raw)
 	if err != nil {
@@ -133,9 +136,28 @@ func (p *Provider) Configure(_ context.Context, raw json.RawMessage) error {
 			}
 		}
 	}
-	st := openStore(root, snap, logger, p.opts)
+	// A store on the same root must let go of its lock first.
 	p.mu.Lock()
 	old := p.st
+	if old != nil && old.root == root {
+		p.st = nil
+	} else {
+		old = nil
+	}
+	p.mu.Unlock()
+	if old != nil {
+		old.close()
+	}
+	// One instance per root: a start finishes every batch intent and
+	// removes every temp file it finds, which would break another
+	// instance's batch in flight.
+	lock, err := lockRoot(filepath.Join(root, lockName))
+	if err != nil {
+		return err
+	}
+	st := openStore(root, snap, lock, logger, p.opts)
+	p.mu.Lock()
+	old = p.st
 	p.st = st
 	p.mu.Unlock()
 	if old != nil {
@@ -144,7 +166,8 @@ func (p *Provider) Configure(_ context.Context, raw json.RawMessage) error {
 	return nil
 }
 
-// Close stops watching the root. Calls after Close fail.
+// Close stops watching the root and releases its lock. Calls after Close
+// fail.
 func (p *Provider) Close() error {
 	p.mu.Lock()
 	st := p.st

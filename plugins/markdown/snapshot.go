@@ -314,8 +314,7 @@ func (s *store) saveSnapshot() error {
 // crash leaves the old snapshot or the new one (a torn one would fail its
 // checksum anyway).
 func writeSnapshotFile(path string, write func(io.Writer) error) error {
-	// A name of its own: two stores may share a root for a moment (a
-	// reconfigure, a test's second look).
+	// A name of its own: two roots may name one snapshot_path.
 	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+tmpSuffix)
 	if err != nil {
 		return fmt.Errorf("write index snapshot: %w", err)

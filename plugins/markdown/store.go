@@ -2,6 +2,7 @@ package markdown
 
 import (
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +22,7 @@ import (
 //     briefly. A holder of mu may read the index without idx.
 type store struct {
 	root string
+	lock *os.File // the root's lock file, held until close
 	log  *slog.Logger
 	opts options
 
@@ -114,11 +116,13 @@ func (w *work) addFile(k fileKey) {
 
 func (w *work) empty() bool { return !w.full && len(w.targets) == 0 && len(w.files) == 0 }
 
-// openStore loads root (which exists), from the snapshot at snapPath ("" for
-// none) when it holds a usable one, and starts watching it.
-func openStore(root, snapPath string, log *slog.Logger, opts options) *store {
+// openStore loads root (which exists and lock holds locked), from the
+// snapshot at snapPath ("" for none) when it holds a usable one, and
+// starts watching it.
+func openStore(root, snapPath string, lock *os.File, log *slog.Logger, opts options) *store {
 	s := &store{
 		root:       root,
+		lock:       lock,
 		snapPath:   snapPath,
 		log:        log,
 		opts:       opts,
@@ -164,6 +168,8 @@ func (s *store) close() {
 	if err := s.saveSnapshot(); err != nil {
 		s.log.Warn("the next start reads every record file", "error", err.Error())
 	}
+	// Last: the snapshot is written before another instance may start.
+	unlockRoot(s.lock)
 }
 
 // visitDir registers a directory with the watcher before it is read.
