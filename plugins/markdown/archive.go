@@ -117,7 +117,7 @@ func (s *store) importRecords(ctx context.Context, realm string, records []sdk.R
 	s.idx.Lock()
 	ri = s.realmLocked(realm)
 	for _, w := range writes {
-		ri.put(w.doc(), w.fields)
+		ri.put(w.doc(ri), w.fields)
 	}
 	s.idx.Unlock()
 	if len(writes) > 0 {

@@ -12,8 +12,9 @@ import (
 // description and body weighted 5, 4, 2 and 1, as the sqlite provider
 // ranks, with thread neighbours as a context field at index.ContextWeight.
 // Only active records are in the engine; expiry, scopes, tags and excluded
-// ids are checked inside its posting walk. Equal scores put the newer
-// update first, then the lesser id.
+// ids are checked inside its posting walk. Equal scores go in write order,
+// later first, as sqlite's row ids put them (see doc.seq), then the lesser
+// id.
 
 // fieldWeights are the BM25F weights of tags, title, description, body.
 var fieldWeights = [4]float64{5, 4, 2, 1}
@@ -27,6 +28,15 @@ type doc struct {
 	// racy: the stamp was taken so soon after the file's mtime that a
 	// later edit could carry the same stamp; re-read before trusting it.
 	racy bool
+	// seq orders equal scores, higher first (index.Doc.Seq). A record
+	// written here takes the realm's next number, so later writes, and
+	// later records of a batch, rank first, as sqlite's row ids do; a
+	// rewrite of ours (a revival, a supersede's mark) keeps it, as
+	// sqlite's update of a row does. A file read from disk keeps the
+	// place of the record it replaces when its update time is the same,
+	// else takes timeSeq(updated) (fileSeq): files say only the
+	// millisecond, so the order within one is kept by the snapshot.
+	seq uint64
 }
 
 type contentKey struct {
@@ -45,6 +55,7 @@ type realmIndex struct {
 	byScope   map[sdk.Scope]map[string]*doc // scope → id → doc
 	byContent map[contentKey][]*doc
 	ix        *index.Index
+	lastSeq   uint64 // the highest seq of a doc entered
 }
 
 func newEngine() *index.Index {
@@ -95,12 +106,36 @@ func recordFields(r *sdk.Record) [][]string {
 }
 
 // minMillis is the Unix millisecond of the earliest time a file can hold
-// (year 1), so seqOf is positive for every record.
+// (year 1), so timeSeq is positive for every record.
 var minMillis = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
 
-// seqOf orders equal scores: the engine puts the higher seq first, and
-// a record's seq is its update time, so ties rank newest update first.
-func seqOf(r *sdk.Record) uint64 { return uint64(r.UpdatedAt.UnixMilli()-minMillis) + 1 }
+// seqShift leaves 2^15 numbers below each millisecond for the writes
+// within it (more spill into the next millisecond's, in order); year 9999
+// still fits 64 bits.
+const seqShift = 15
+
+// timeSeq is the first seq of t's millisecond.
+func timeSeq(t time.Time) uint64 { return (uint64(t.UnixMilli()-minMillis) + 1) << seqShift }
+
+// fileSeq is the seq of a record read from a file: before's (the realm's
+// doc of the same file, or nil) when the file's update time is unchanged,
+// so an edit that leaves it keeps the record's place, else its update
+// time's.
+func fileSeq(r *sdk.Record, before *doc) uint64 {
+	if before != nil && before.rec.UpdatedAt.Equal(r.UpdatedAt) {
+		return before.seq
+	}
+	return timeSeq(r.UpdatedAt)
+}
+
+// writeSeq answers the seq of a record written now whose update time is
+// at: after every seq the realm holds, and no earlier than at's, so it
+// stays near what a reopen from the files alone gives it. The caller
+// holds idx.
+func (ri *realmIndex) writeSeq(at time.Time) uint64 {
+	ri.lastSeq = max(ri.lastSeq+1, timeSeq(at))
+	return ri.lastSeq
+}
 
 func expiresMs(r *sdk.Record) int64 {
 	if r.ExpiresAt.IsZero() {
@@ -113,9 +148,9 @@ func expiresMs(r *sdk.Record) int64 {
 }
 
 // engineDoc is the engine's document for an active record with fields.
-func engineDoc(r *sdk.Record, fields [][]string) index.Doc {
+func engineDoc(r *sdk.Record, seq uint64, fields [][]string) index.Doc {
 	d := index.Doc{ID: r.ID, Realm: r.Realm, Scope: string(r.Scope), Tags: r.Tags, Fields: fields,
-		ExpiresMs: expiresMs(r), WhenMs: r.When().UnixMilli(), Seq: seqOf(r)}
+		ExpiresMs: expiresMs(r), WhenMs: r.When().UnixMilli(), Seq: seq}
 	if r.Thread != nil {
 		d.Thread, d.ThreadSeq = r.Thread.ID, r.Thread.Seq
 	}
@@ -143,21 +178,30 @@ func sameInEngine(a, b *sdk.Record) bool {
 }
 
 // put enters d, replacing the record of the same id. fields are
-// recordFields(&d.rec), cut by the caller outside the lock.
+// recordFields(&d.rec), cut by the caller outside the lock. A d without
+// a seq keeps the replaced record's (a rewrite of ours), or takes its
+// update time's.
 func (ri *realmIndex) put(d *doc, fields [][]string) {
 	old := ri.byID[d.rec.ID]
+	if d.seq == 0 {
+		d.seq = timeSeq(d.rec.UpdatedAt)
+		if old != nil {
+			d.seq = old.seq
+		}
+	}
+	ri.lastSeq = max(ri.lastSeq, d.seq)
 	if old != nil {
 		ri.unlink(old)
 	}
 	ri.link(d)
-	if old != nil && sameInEngine(&old.rec, &d.rec) {
+	if old != nil && old.seq == d.seq && sameInEngine(&old.rec, &d.rec) {
 		return
 	}
 	if fields == nil {
 		ri.ix.Delete(ri.name, d.rec.ID)
 		return
 	}
-	if err := ri.ix.Put(engineDoc(&d.rec, fields)); err != nil {
+	if err := ri.ix.Put(engineDoc(&d.rec, d.seq, fields)); err != nil {
 		panic(err) // ids and realms are validated and the field count is ours
 	}
 	if old != nil && textDigest(&old.rec) != textDigest(&d.rec) {

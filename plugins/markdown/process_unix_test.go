@@ -134,7 +134,8 @@ func TestAcknowledgedWritesSurviveKill9(t *testing.T) {
 				t.Errorf("round %d: recall of %q after restart = %v, %v", round, title, hitIDs(hits), err)
 			}
 		}
-		// And it ranks as the reference over the files does.
+		// And it ranks as the reference over the files does (ties aside:
+		// their order is in the snapshot, which the kill left stale).
 		files := refFiles(t, root)["default"]
 		for i := range 10 {
 			q := sdk.RecallQuery{Realm: "default", Query: fmt.Sprintf("crash body r%d %d-%d", i%3, i%3, i), Limit: 10}
@@ -142,7 +143,9 @@ func TestAcknowledgedWritesSurviveKill9(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := sameAsRef(hits, refRecall(files, q, time.Now())); err != nil {
+			all := q
+			all.Limit = 1 << 30
+			if err := sameAsRefUpToTies(hits, refRecall(files, all, time.Now()), q.Limit); err != nil {
 				t.Fatalf("round %d: query %q after restart: %v", round, q.Query, err)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -121,7 +122,7 @@ func TestIndexMatchesReference(t *testing.T) {
 	compared, ties := 0, 0
 	check := func(label string) {
 		t.Helper()
-		files := refFiles(t, tp.root)
+		files := refFilesOf(t, tp)
 		for i := range 40 {
 			q := sdk.RecallQuery{Query: text(1 + rng.IntN(4)), Limit: []int{10, 10, 3, 50}[i%4]}
 			if i%3 == 0 {
@@ -254,7 +255,7 @@ func compareWithReference(t *testing.T, tp *testProvider, q sdk.RecallQuery, lab
 		q.Realm = sdk.DefaultRealm
 	}
 	got := tp.recall(t, q)
-	want := refRecall(refFiles(t, tp.root)[q.Realm], q, tp.clock.Now())
+	want := refRecall(refFilesOf(t, tp)[q.Realm], q, tp.clock.Now())
 	if err := sameAsRef(got, want); err != nil {
 		t.Fatalf("%s: query %+v: %v", label, q, err)
 	}
@@ -279,13 +280,15 @@ func TestTieOrderAndLimit(t *testing.T) {
 		t.Fatalf("the tied hits are %v, want the 15 harbor records %v", rest, ids)
 	}
 	for i := 2; i < len(hits); i++ {
-		a, b := hits[i-1].Record, hits[i].Record
 		if hits[i-1].Score != hits[i].Score {
 			t.Fatalf("scores differ in a tie group: %v", hits)
 		}
-		if a.UpdatedAt.Before(b.UpdatedAt) || a.UpdatedAt.Equal(b.UpdatedAt) && a.ID > b.ID {
-			t.Fatalf("hit %d (%s, %v) ranks above hit %d (%s, %v): want newest first, then id", i-1, a.ID, a.UpdatedAt, i, b.ID, b.UpdatedAt)
-		}
+	}
+	// Later writes first, those sharing a millisecond included.
+	want := slices.Clone(ids)
+	slices.Reverse(want)
+	if got := hitIDs(hits[1:]); !slices.Equal(got, want) {
+		t.Fatalf("tied hits %v, want the reverse of the write order %v", got, ids)
 	}
 	if n := len(tp.recall(t, sdk.RecallQuery{Query: "harbor"})); n != sdk.DefaultRecallLimit {
 		t.Fatalf("default limit answered %d hits", n)
@@ -480,5 +483,64 @@ func assertThread(t *testing.T, tp *testProvider, realm string, places []sdk.Thr
 	want = slices.Sorted(slices.Values(want))
 	if !slices.Equal(got, want) {
 		t.Fatalf("ReadThread(%v) = %v, want %v", places, got, want)
+	}
+}
+
+// TestEqualScoresInWriteOrder: records of equal score rank in write
+// order, later first, as the sqlite provider ranks them (its row ids):
+// within one batch, and across writes in one millisecond; a hand edit
+// that leaves a record's update time keeps its place. A reindex and the
+// snapshot keep that order; files alone know only each record's update
+// time, to the millisecond, and order records sharing one by id.
+func TestEqualScoresInWriteOrder(t *testing.T) {
+	tp := newTestProvider(t, modes[0])
+	note := func(id, body string) sdk.Record {
+		r := rec(alice, "note", body)
+		r.ID = id
+		return r
+	}
+	tp.remember(t, "default", note("r1", "alpha beta"), note("r2", "alpha gamma"))
+	tp.remember(t, "default", note("r0", "alpha delta")) // the same millisecond
+	tp.clock.Advance(time.Second)
+	tp.remember(t, "default", note("q9", "alpha epsilon"))
+	steps := []struct {
+		name string
+		do   func()
+		want []string
+	}{
+		{"live", func() {}, []string{"q9", "r0", "r2", "r1"}},
+		{"reindexed", func() {
+			if _, err := tp.Reindex(ctx, "", nil); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"q9", "r0", "r2", "r1"}},
+		{"from the snapshot, then an edit and a write", func() {
+			tp.Close()
+			tp = openTestProvider(t, tp.root, modes[0]) // its clock is back at the first write's
+			if !tp.st.fromSnapshot {
+				t.Fatal("reopened without the snapshot")
+			}
+			editInPlace(t, tp.path("default", alice, "r2"), func(s string) string { return strings.Replace(s, "gamma", "zeta", 1) })
+			tp.remember(t, "default", note("r3", "alpha eta"))
+		}, []string{"r3", "q9", "r0", "r2", "r1"}},
+		{"from the files alone", func() {
+			tp.Close()
+			if err := os.Remove(filepath.Join(tp.root, DefaultSnapshot)); err != nil {
+				t.Fatal(err)
+			}
+			tp = openTestProvider(t, tp.root, modes[0])
+		}, []string{"q9", "r0", "r1", "r2", "r3"}},
+	}
+	for _, st := range steps {
+		st.do()
+		hits := tp.recall(t, sdk.RecallQuery{Query: "alpha"})
+		for _, h := range hits[1:] {
+			if h.Score != hits[0].Score {
+				t.Fatalf("%s: scores differ: %v", st.name, hits)
+			}
+		}
+		if got := hitIDs(hits); !slices.Equal(got, st.want) {
+			t.Errorf("%s: alpha recalls %v, want %v", st.name, got, st.want)
+		}
 	}
 }

@@ -183,8 +183,15 @@ func checkFree(path string) error {
 	return nil
 }
 
-func (w *pendingWrite) doc() *doc {
-	return &doc{rec: w.rec, stamp: w.stamp, digest: fileDigest(w.data)}
+// doc is the written record as ri, its realm, is to hold it. A new
+// record comes after every record of the realm among equal scores; a
+// rewrite keeps its place (put). The caller holds idx.
+func (w *pendingWrite) doc(ri *realmIndex) *doc {
+	d := &doc{rec: w.rec, stamp: w.stamp, digest: fileDigest(w.data)}
+	if w.isNew {
+		d.seq = ri.writeSeq(w.rec.UpdatedAt)
+	}
+	return d
 }
 
 // writeWorkers bounds how many files a batch writes at once: a batch is
@@ -356,7 +363,7 @@ func (s *store) remember(ctx context.Context, realm string, records []sdk.Record
 	s.idx.Lock()
 	ri = s.realmLocked(realm)
 	for _, w := range writes {
-		ri.put(w.doc(), w.fields)
+		ri.put(w.doc(ri), w.fields)
 	}
 	s.idx.Unlock()
 	s.noteChange()
@@ -528,9 +535,9 @@ func (s *store) supersede(ctx context.Context, realm, oldID string, rep sdk.Reco
 	}
 	s.idx.Lock()
 	for _, w := range writes {
-		ri.put(w.doc(), w.fields)
+		ri.put(w.doc(ri), w.fields)
 	}
-	ri.put(mw.doc(), nil) // superseded: out of the engine
+	ri.put(mw.doc(ri), nil) // superseded: out of the engine
 	s.idx.Unlock()
 	s.noteChange()
 	return newID, nil

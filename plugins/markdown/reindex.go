@@ -58,8 +58,13 @@ func (s *store) reindex(ctx context.Context, realm string, progress func(done, t
 	}
 	var cs []*change
 	for _, ls := range l.out {
+		old := s.realms[ls.realm] // read without idx: only holders of mu change it
 		for id := range ls.files {
-			cs = append(cs, &change{key: fileKey{ls.realm, ls.scope, id}})
+			c := &change{key: fileKey{ls.realm, ls.scope, id}}
+			if old != nil {
+				c.was = old.inScope(ls.scope, id)
+			}
+			cs = append(cs, c)
 		}
 	}
 	total := len(cs)

@@ -191,6 +191,9 @@ type change struct {
 	rec    sdk.Record
 	fields [][]string // recordFields(&rec)
 	err    error      // the file is not a valid record
+	// was is the record of the file in an index being rebuilt (reindex),
+	// whose place among equal scores it keeps (fileSeq).
+	was *doc
 }
 
 // planTree compares listings of target t with the index.
@@ -554,7 +557,12 @@ func (s *store) applyChanges(realms map[string]*realmIndex, bad map[string]fileS
 				continue
 			}
 			delete(bad, rel)
-			d := &doc{rec: c.rec, stamp: c.stamp, digest: c.digest, racy: now.Sub(time.Unix(0, c.stamp.mtime)) < racyWindow}
+			before := cur
+			if before == nil {
+				before = c.was
+			}
+			d := &doc{rec: c.rec, stamp: c.stamp, digest: c.digest, racy: now.Sub(time.Unix(0, c.stamp.mtime)) < racyWindow,
+				seq: fileSeq(&c.rec, before)}
 			ri.put(d, c.fields)
 			changed = true
 		}

@@ -42,7 +42,7 @@ const snapshotMagic = "memhost-markdown-index\x00"
 
 // snapshotFormat is bumped whenever the snapshot's meaning changes (the
 // fields or how they are cut, the record encoding, the layout).
-const snapshotFormat = 5 // 5: system tags are not text (sdk/index v7)
+const snapshotFormat = 6 // 6: records keep their seq, in write order
 
 // docChunk is how many records one gob message of a snapshot holds, so
 // neither side ever buffers the whole record list as one message. A
@@ -91,6 +91,7 @@ type snapDoc struct {
 	Ino         uint64
 	Digest      uint64
 	Racy        bool
+	Seq         uint64 // doc.seq: the write order, which the files do not hold
 	Rec         sdk.Record
 }
 
@@ -110,7 +111,7 @@ func (s *store) captureSnapshot() (*snapCapture, error) {
 		docs := make([]snapDoc, 0, len(ri.byID))
 		for _, d := range ri.byID {
 			docs = append(docs, snapDoc{Mtime: d.stamp.mtime, Size: d.stamp.size, Ino: d.stamp.ino,
-				Digest: d.digest, Racy: d.racy, Rec: d.rec})
+				Digest: d.digest, Racy: d.racy, Seq: d.seq, Rec: d.rec})
 		}
 		var b bytes.Buffer
 		if err := ri.ix.Encode(&b); err != nil {
@@ -232,11 +233,12 @@ func decodeDocs(dec *gob.Decoder, h *snapHeader) (map[string]*realmIndex, error)
 			for i := range chunk {
 				sd := &chunk[i]
 				r := &sd.Rec
-				if r.Realm != sr.Name || checkKey(fileKey{r.Realm, r.Scope, r.ID}) != nil || ri.byID[r.ID] != nil {
+				if r.Realm != sr.Name || checkKey(fileKey{r.Realm, r.Scope, r.ID}) != nil || ri.byID[r.ID] != nil || sd.Seq == 0 {
 					return nil, fmt.Errorf("%w: realm %s: bad record %q", errBadSnapshot, sr.Name, r.ID)
 				}
 				ri.link(&doc{rec: *r, stamp: fileStamp{mtime: sd.Mtime, size: sd.Size, ino: sd.Ino}, digest: sd.Digest,
-					racy: sd.Racy || sd.Mtime >= racyAfter})
+					racy: sd.Racy || sd.Mtime >= racyAfter, seq: sd.Seq})
+				ri.lastSeq = max(ri.lastSeq, sd.Seq)
 			}
 		}
 		realms[sr.Name] = ri
