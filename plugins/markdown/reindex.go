@@ -53,6 +53,7 @@ func (s *store) reindex(ctx context.Context, realm string, progress func(done, t
 	defer s.mu.Unlock()
 	l := lister{root: s.root, visit: s.visitDir, log: s.log.Warn}
 	l.list(target{realm: realm})
+	s.noteLinks(target{realm: realm}, l.links)
 	if len(l.failed) > 0 {
 		return 0, ErrPartialTree
 	}

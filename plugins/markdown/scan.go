@@ -49,6 +49,20 @@ type target struct {
 	scope sdk.Scope
 }
 
+// rel is the part of the tree t covers, relative to the root ("" for all).
+func (t target) rel() string {
+	switch {
+	case t.realm == "":
+		return ""
+	case t.scope != "":
+		d, _ := scopeDir(t.scope)
+		return t.realm + "/" + d
+	case t.class != "":
+		return t.realm + "/" + string(t.class)
+	}
+	return t.realm
+}
+
 func (t target) covers(realm string, scope sdk.Scope) bool {
 	switch {
 	case t.realm == "":
@@ -79,7 +93,13 @@ type lister struct {
 	log        func(msg string, args ...any)
 	out        []listing
 	failed     []target // parts that could not be read: never treat as empty
+	// links are the symlinks found where a realm, scope directory or
+	// record file would be: never followed, so what they lead to is not
+	// read (store.noteLinks warns of them).
+	links []string
 }
+
+func isLink(e fs.DirEntry) bool { return e.Type()&fs.ModeSymlink != 0 }
 
 func (l *lister) readDir(rel string, t target) ([]fs.DirEntry, bool) {
 	p, err := abs(l.root, rel)
@@ -88,6 +108,9 @@ func (l *lister) readDir(rel string, t target) ([]fs.DirEntry, bool) {
 	}
 	if rel != "" { // below the root, only real directories are entered
 		if fi, err := os.Lstat(p); err != nil || !fi.IsDir() {
+			if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+				l.links = append(l.links, rel)
+			}
 			return nil, err == nil || errors.Is(err, fs.ErrNotExist)
 		}
 	}
@@ -111,7 +134,7 @@ func (l *lister) list(t target) {
 	case t.realm == "":
 		ents, _ := l.readDir("", t)
 		for _, e := range ents {
-			if e.IsDir() && sdk.ValidateRealm(e.Name()) == nil {
+			if (e.IsDir() || isLink(e)) && sdk.ValidateRealm(e.Name()) == nil {
 				l.listRealm(e.Name())
 			}
 		}
@@ -127,7 +150,7 @@ func (l *lister) list(t target) {
 func (l *lister) listRealm(realm string) {
 	ents, _ := l.readDir(realm, target{realm: realm})
 	for _, e := range ents {
-		if !e.IsDir() {
+		if !e.IsDir() && !isLink(e) {
 			continue
 		}
 		switch c := sdk.ScopeClass(e.Name()); c {
@@ -142,7 +165,7 @@ func (l *lister) listRealm(realm string) {
 func (l *lister) listClass(realm string, class sdk.ScopeClass) {
 	ents, _ := l.readDir(realm+"/"+string(class), target{realm: realm, class: class})
 	for _, e := range ents {
-		if scope := sdk.Scope(string(class) + ":" + e.Name()); e.IsDir() && scope.Validate() == nil {
+		if scope := sdk.Scope(string(class) + ":" + e.Name()); (e.IsDir() || isLink(e)) && scope.Validate() == nil {
 			l.listScope(realm, scope)
 		}
 	}
@@ -168,6 +191,9 @@ func (l *lister) listScope(realm string, scope sdk.Scope) {
 		}
 		id, ok := recordID(e.Name())
 		if !ok || !e.Type().IsRegular() { // symlinks are never followed
+			if ok && isLink(e) {
+				l.links = append(l.links, rel+"/"+e.Name())
+			}
 			continue
 		}
 		fi, err := e.Info()
@@ -259,6 +285,7 @@ func (s *store) planFiles(keys map[fileKey]struct{}) []*change {
 		exists bool
 	}
 	stats := make([]seenFile, 0, len(keys))
+	var links []string
 	for k := range keys {
 		p, err := abs(s.root, k.rel())
 		if err != nil {
@@ -269,8 +296,16 @@ func (s *store) planFiles(keys map[fileKey]struct{}) []*change {
 		case err == nil && fi.Mode().IsRegular():
 			stats = append(stats, seenFile{k, stampOf(fi), true})
 		case err == nil || errors.Is(err, fs.ErrNotExist):
+			if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+				links = append(links, k.rel())
+			}
 			stats = append(stats, seenFile{key: k})
 		}
+	}
+	if len(links) > 0 {
+		s.linkMu.Lock()
+		s.warnLinksLocked(links)
+		s.linkMu.Unlock()
 	}
 	s.idx.RLock()
 	defer s.idx.RUnlock()
@@ -447,7 +482,49 @@ func (s *store) reconcile(cs []*change, first bool) {
 func (s *store) reconcileTree(t target) {
 	l := lister{root: s.root, visit: s.visitDir, log: s.log.Warn}
 	l.list(t)
+	s.noteLinks(t, l.links)
 	s.reconcile(s.planTree(t, l.out, l.failed), false)
+}
+
+// noteLinks warns of each symlink a listing of t skipped, once until the
+// link changes or goes (a sweep lists it again and again): the records
+// beyond it drop out of the index, and without a word the loss would
+// show only as missing records.
+func (s *store) noteLinks(t target, links []string) {
+	s.linkMu.Lock()
+	defer s.linkMu.Unlock()
+	s.warnLinksLocked(links)
+	seen := make(map[string]bool, len(links))
+	for _, rel := range links {
+		seen[rel] = true
+	}
+	prefix := t.rel()
+	for rel := range s.linksWarned {
+		if !seen[rel] && (prefix == "" || rel == prefix || strings.HasPrefix(rel, prefix+"/")) {
+			delete(s.linksWarned, rel) // so a link put back warns again
+		}
+	}
+}
+
+// warnLinksLocked warns of each link not yet warned of as it is. The
+// caller holds linkMu.
+func (s *store) warnLinksLocked(links []string) {
+	for _, rel := range links {
+		p, err := abs(s.root, rel)
+		if err != nil {
+			continue
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			continue // gone since it was listed
+		}
+		if last, ok := s.linksWarned[rel]; ok && last == stampOf(fi) {
+			continue
+		}
+		s.linksWarned[rel] = stampOf(fi)
+		to, _ := os.Readlink(p)
+		s.log.Warn("skipping a symbolic link in the record tree: links are never followed, so no record behind it is read", "link", p, "to", to)
+	}
 }
 
 // apply enters loaded changes into the index. With verify, each change is

@@ -35,6 +35,9 @@ type store struct {
 	bad    map[string]fileStamp   // rel path → stamp of a file known invalid; guarded by idx
 	warned map[string]fileStamp   // rel path → stamp last warned about; guarded by mu
 
+	linkMu      sync.Mutex
+	linksWarned map[string]fileStamp // rel path of a skipped symlink → its stamp when warned of
+
 	watch      atomic.Pointer[watcher] // nil: poll instead
 	watchBroke atomic.Bool             // a watch could not be added: fall back to polling
 
@@ -121,18 +124,19 @@ func (w *work) empty() bool { return !w.full && len(w.targets) == 0 && len(w.fil
 // starts watching it.
 func openStore(root, snapPath string, lock *os.File, log *slog.Logger, opts options) *store {
 	s := &store{
-		root:       root,
-		lock:       lock,
-		snapPath:   snapPath,
-		log:        log,
-		opts:       opts,
-		realms:     map[string]*realmIndex{},
-		bad:        map[string]fileStamp{},
-		warned:     map[string]fileStamp{},
-		stop:       make(chan struct{}),
-		reindexing: make(chan struct{}, 1),
-		vecFiles:   map[string]*vecFile{},
-		done:       make(chan struct{}),
+		root:        root,
+		lock:        lock,
+		snapPath:    snapPath,
+		log:         log,
+		opts:        opts,
+		realms:      map[string]*realmIndex{},
+		bad:         map[string]fileStamp{},
+		warned:      map[string]fileStamp{},
+		linksWarned: map[string]fileStamp{},
+		stop:        make(chan struct{}),
+		reindexing:  make(chan struct{}, 1),
+		vecFiles:    map[string]*vecFile{},
+		done:        make(chan struct{}),
 	}
 	if opts.watch {
 		w, err := newWatcher(root)
@@ -282,6 +286,7 @@ func (s *store) firstSweep() {
 	}()
 	s.fromSnapshot = s.loadSnapshot()
 	<-listed
+	s.noteLinks(target{}, l.links)
 	s.reconcile(s.planTree(target{}, l.out, l.failed), true)
 	s.mu.Lock()
 	s.idx.Lock()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/memhost/memhost/sdk"
@@ -51,6 +52,71 @@ func TestForgetDoesNotFollowASwappedDirectory(t *testing.T) {
 			}
 			if ents, _ := os.ReadDir(outside); len(ents) != 1 {
 				t.Fatalf("a file was written outside the root: %v", ents)
+			}
+		})
+	}
+}
+
+// TestSkippedLinkIsLogged: a symlink where a realm, a scope class, a
+// scope directory or a record file should be is never followed, so the
+// records behind it drop out; a start and each sweep say so in one
+// warning naming the link, once until the link changes or goes.
+func TestSkippedLinkIsLogged(t *testing.T) {
+	const warning = "skipping a symbolic link in the record tree"
+	for _, tc := range []struct {
+		name string
+		link func(tp *testProvider, id string) string // the path to swap for a link
+	}{
+		{"scope directory", func(tp *testProvider, id string) string {
+			return filepath.Join(tp.root, sdk.DefaultRealm, "identity", "carol")
+		}},
+		{"scope class", func(tp *testProvider, id string) string {
+			return filepath.Join(tp.root, sdk.DefaultRealm, "identity")
+		}},
+		{"realm", func(tp *testProvider, id string) string {
+			return filepath.Join(tp.root, sdk.DefaultRealm)
+		}},
+		{"record file", func(tp *testProvider, id string) string {
+			return filepath.Join(tp.root, sdk.DefaultRealm, "identity", "carol", id+recordExt)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tp := newTestProvider(t, modes[1]) // poll
+			id := tp.remember(t, sdk.DefaultRealm, rec(sdk.IdentityScope("carol"), "carol likes tea", "green tea"))[0]
+			tp.Close()
+			path := tc.link(tp, id)
+			moved := filepath.Join(t.TempDir(), "moved")
+			if err := os.Rename(path, moved); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(moved, path); err != nil {
+				t.Skip("no symlinks here:", err)
+			}
+			tp = openTestProvider(t, tp.root, modes[1])
+			sweep := func() {
+				tp.st.sweepMu.Lock()
+				tp.st.sweep()
+				tp.st.sweepMu.Unlock()
+			}
+			sweep()
+			if got := tp.get(t, sdk.DefaultRealm, id); len(got) != 0 {
+				t.Fatalf("a record behind a link was read: %+v", got)
+			}
+			logs := tp.logs.String()
+			if n := strings.Count(logs, warning); n != 1 || !strings.Contains(logs, "link="+path) {
+				t.Fatalf("%d warnings of the link, want one naming %s; log:\n%s", n, path, logs)
+			}
+			// Gone, then back: warned of again.
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			sweep()
+			if err := os.Symlink(moved, path); err != nil {
+				t.Fatal(err)
+			}
+			sweep()
+			if n := strings.Count(tp.logs.String(), warning); n != 2 {
+				t.Fatalf("%d warnings after the link came back, want 2; log:\n%s", n, tp.logs.String())
 			}
 		})
 	}
