@@ -167,8 +167,8 @@ func (c *providerClient) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.H
 	// whole millisecond) lies in [since, until) exactly when it lies in
 	// their ceilings'. A window inside one millisecond holds none.
 	since, until := ceilMillis(q.Since), ceilMillis(q.Until)
-	if since != 0 && until != 0 && since >= until {
-		return []sdk.Hit{}, nil
+	if since != 0 && until != 0 && since >= until && q.Since.Before(q.Until) {
+		return []sdk.Hit{}, nil // a window the plugin would refuse is sent, to be refused
 	}
 	req := &pb.RecallRequest{
 		Realm: q.Realm, Query: q.Query, Scopes: toStrings(q.Scopes), Limit: int32(q.Limit),

@@ -2,6 +2,7 @@ package host_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -38,6 +39,8 @@ func TestWindowOfMilliseconds(t *testing.T) {
 		wantSince, wantUntil time.Duration
 	}{
 		{"inside one millisecond", 1, 2, false, 0, 0},
+		{"since at until: refused, as before", 2, 2, false, 0, 0},
+		{"since after until, within a millisecond: refused", 2, 1, false, 0, 0},
 		{"up to the next millisecond's start", 1, time.Millisecond, false, 0, 0},
 		{"across a millisecond", 1, time.Millisecond + 1, true, time.Millisecond, 2 * time.Millisecond},
 		{"whole milliseconds", time.Millisecond, 3 * time.Millisecond, true, time.Millisecond, 3 * time.Millisecond},
@@ -58,6 +61,12 @@ func TestWindowOfMilliseconds(t *testing.T) {
 				t.Fatal(err)
 			}
 			hits, err := p.Recall(context.Background(), sdk.RecallQuery{Realm: "default", Query: "q", Limit: 10, Since: base.Add(c.since), Until: base.Add(c.until)})
+			if c.since >= c.until {
+				if !errors.Is(err, sdk.ErrInvalid) || impl.calls != 0 {
+					t.Fatalf("recall of an empty window = %v, %v (%d calls); want it refused", hits, err, impl.calls)
+				}
+				return
+			}
 			if err != nil || hits == nil || len(hits) != 0 {
 				t.Fatalf("recall = %v, %v; want no hits and no error", hits, err)
 			}
