@@ -416,3 +416,33 @@ func TestConcurrentUse(t *testing.T) {
 		})
 	}
 }
+
+// TestHandEditOfTheTimeMovesTheWindow: a hand edit that changes only when
+// the remembered thing happened (occurred, or created when there is none)
+// left the engine's document with the old time, so since/until windows
+// answered by it until a reindex.
+func TestHandEditOfTheTimeMovesTheWindow(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			tp := newTestProvider(t, m)
+			r := rec(alice, "Notes", "lighthouse keeper")
+			r.OccurredAt = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+			id := tp.remember(t, "default", r)[0]
+			in2022 := sdk.RecallQuery{Query: "lighthouse", Since: time.Date(2022, 1, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC)}
+			if n := len(tp.recall(t, in2022)); n != 0 {
+				t.Fatalf("a record of 2020 recalled in 2022's window (%d hits)", n)
+			}
+			tp.clock.Advance(time.Millisecond)
+			editInPlace(t, tp.path("default", alice, id), func(s string) string {
+				return strings.Replace(s, "2020-01-01T00:00:00", "2022-06-01T00:00:00", 1)
+			})
+			tp.settle(m)
+			if got := tp.get(t, "default", id); len(got) != 1 || got[0].OccurredAt.Year() != 2022 {
+				t.Fatalf("after the edit Get = %+v, want occurred in 2022", got)
+			}
+			if n := len(tp.recall(t, in2022)); n != 1 {
+				t.Fatalf("after moving its time to 2022, the record is not in 2022's window (%d hits)", n)
+			}
+		})
+	}
+}

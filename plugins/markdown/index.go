@@ -158,10 +158,11 @@ func engineDoc(r *sdk.Record, seq uint64, fields [][]string) index.Doc {
 }
 
 // sameInEngine reports whether a and b are the same engine document, so a
-// metadata-only change (trust, use count, created time) leaves it alone.
+// metadata-only change (trust, use count) leaves it alone. The time a
+// window reads (occurred, else created) is the document's.
 func sameInEngine(a, b *sdk.Record) bool {
 	if a.Status != b.Status || a.Scope != b.Scope || a.Title != b.Title || a.Description != b.Description ||
-		a.Body != b.Body || !a.UpdatedAt.Equal(b.UpdatedAt) || !a.ExpiresAt.Equal(b.ExpiresAt) || len(a.Tags) != len(b.Tags) {
+		a.Body != b.Body || !a.UpdatedAt.Equal(b.UpdatedAt) || !a.ExpiresAt.Equal(b.ExpiresAt) || !a.When().Equal(b.When()) || len(a.Tags) != len(b.Tags) {
 		return false
 	}
 	for i := range a.Tags {
