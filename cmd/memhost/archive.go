@@ -437,45 +437,107 @@ func (n nopSeekCloser) Close() error {
 
 var utf8BOM = []byte("\ufeff")
 
-// lineReader reads a file's lines, counting them and the bytes read.
+// lineReader reads a file's lines, counting them and the bytes read. A
+// line longer than maxLineBytes is read past without being held, so the
+// lines after it are read as any others.
 type lineReader struct {
-	sc    *bufio.Scanner
+	r     *bufio.Reader
+	buf   []byte
 	line  int
-	bytes int64
+	bytes int64 // bytes consumed, line ends included as they are
+	start int64 // bytes before the line last read
+	done  bool
+	fail  error
+	// ctx, when not nil, ends the reading of an endless line (a device
+	// such as /dev/zero); tick, when not nil, is called as such a line is
+	// read past, so progress shows.
+	ctx  context.Context
+	tick func()
 }
 
 func newLineReader(r io.Reader) *lineReader {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), maxLineBytes)
-	return &lineReader{sc: sc}
+	return &lineReader{r: bufio.NewReaderSize(r, 64<<10)}
 }
 
-// next answers the next non-blank line, or false at the end.
-func (l *lineReader) next() ([]byte, bool) {
-	for l.sc.Scan() {
-		l.line++
-		b := l.sc.Bytes()
-		l.bytes += int64(len(b)) + 1
+// errLineTooLong is the bad line a line longer than maxLineBytes is.
+var errLineTooLong = fmt.Errorf("the line is longer than %d MiB, the most an import reads", maxLineBytes>>20)
+
+// next answers the next non-blank line, or false at the end. A line longer
+// than maxLineBytes is answered as nil with tooLong set.
+func (l *lineReader) next() (b []byte, tooLong bool, ok bool) {
+	for {
+		b, tooLong, ok = l.read()
+		if !ok || tooLong {
+			return nil, tooLong, ok
+		}
 		if l.line == 1 {
 			// Editors on Windows start a UTF-8 file with a byte-order mark;
 			// it is no part of the first record.
 			b = bytes.TrimPrefix(b, utf8BOM)
 		}
 		if len(bytes.TrimSpace(b)) > 0 {
-			return b, true
+			return b, false, true
 		}
 	}
-	return nil, false
+}
+
+// read reads one line without its line end (LF or CRLF), or answers false
+// at the end or on an error.
+func (l *lineReader) read() (b []byte, tooLong bool, ok bool) {
+	if l.done {
+		return nil, false, false
+	}
+	l.buf, l.start = l.buf[:0], l.bytes
+	long, started := false, false
+	for {
+		chunk, err := l.r.ReadSlice('\n')
+		l.bytes += int64(len(chunk))
+		started = started || len(chunk) > 0
+		if !long {
+			// Room for the line end beyond the line itself.
+			if len(l.buf)+len(chunk) > maxLineBytes+2 {
+				long, l.buf = true, l.buf[:0]
+			} else {
+				l.buf = append(l.buf, chunk...)
+			}
+		}
+		if err == bufio.ErrBufferFull {
+			if long {
+				if l.ctx != nil && l.ctx.Err() != nil {
+					l.done, l.fail = true, l.ctx.Err()
+					return nil, false, false
+				}
+				if l.tick != nil {
+					l.tick()
+				}
+			}
+			continue
+		}
+		if err != nil {
+			l.done = true
+			if err != io.EOF {
+				l.fail = err
+				return nil, false, false
+			}
+			if !started {
+				return nil, false, false
+			}
+		}
+		break
+	}
+	l.line++
+	b = bytes.TrimSuffix(l.buf, []byte("\n"))
+	b = bytes.TrimSuffix(b, []byte("\r"))
+	if long || len(b) > maxLineBytes {
+		return nil, true, true
+	}
+	return b, false, true
 }
 
 // err answers why reading stopped early, nil at the end of the file; the
 // line it stopped at is l.line+1.
 func (l *lineReader) err() error {
-	err := l.sc.Err()
-	if errors.Is(err, bufio.ErrTooLong) {
-		return fmt.Errorf("the line is longer than %d MiB, the most an import reads", maxLineBytes>>20)
-	}
-	return err
+	return l.fail
 }
 
 // seenIDs finds an id that a file names twice in one realm: the later
@@ -575,9 +637,13 @@ func checkLines(r io.Reader, realm string, w io.Writer) int {
 	defer bad.close()
 	var seen seenIDs
 	for {
-		b, ok := lr.next()
+		b, tooLong, ok := lr.next()
 		if !ok {
 			break
+		}
+		if tooLong {
+			bad.report(lr.line, errLineTooLong)
+			continue
 		}
 		rec, err := parseLine(b, realm)
 		if err == nil {
@@ -614,9 +680,14 @@ func importFrom(ctx context.Context, c *apiClient, o importOptions, r io.Reader,
 	defer bad.close()
 	var seen seenIDs
 	for {
-		line, ok := lr.next()
+		line, tooLong, ok := lr.next()
 		if !ok {
 			break
+		}
+		if tooLong {
+			bad.report(lr.line, errLineTooLong)
+			st.Bad = bad.n
+			continue
 		}
 		rec, err := parseLine(line, o.realm)
 		if err == nil {
@@ -635,7 +706,7 @@ func importFrom(ctx context.Context, c *apiClient, o importOptions, r io.Reader,
 			if err := flush(); err != nil {
 				return st, err
 			}
-			prog.set(lr.bytes-int64(len(line))-1, st)
+			prog.set(lr.start, st)
 		}
 		b.add(rec.Realm, enc, lr.line)
 		// Between batches, so a batch the server has is counted.
@@ -643,11 +714,12 @@ func importFrom(ctx context.Context, c *apiClient, o importOptions, r io.Reader,
 			return st, ctx.Err()
 		}
 	}
-	if err := lr.err(); err != nil {
-		return st, fmt.Errorf("line %d: %w", lr.line+1, err)
-	}
+	// What was read before a read error is sent all the same.
 	if err := flush(); err != nil {
 		return st, err
+	}
+	if err := lr.err(); err != nil {
+		return st, fmt.Errorf("line %d: %w", lr.line+1, err)
 	}
 	prog.set(lr.bytes, st)
 	return st, nil

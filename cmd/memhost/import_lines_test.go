@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -45,29 +46,111 @@ func TestImportDuplicateIDs(t *testing.T) {
 	}
 }
 
-// TestImportOverlongLine: a line past the limit is reported once, by its
-// number and in plain words, by the strict check and by the import.
+// TestImportOverlongLine: a line past the limit is a bad line like any
+// other, reported once by its number and in plain words, counted, and
+// skipped: the lines before it in its batch and the lines after it are
+// imported, wherever it falls and whatever its line end.
 func TestImportOverlongLine(t *testing.T) {
-	file := []byte("\n\n" + strings.Repeat("x", maxLineBytes+10) + "\n")
-	check := func(t *testing.T, msg string) {
-		t.Helper()
-		if strings.Count(msg, "line 3") != 1 || strings.Contains(msg, "bufio") || strings.Contains(msg, "token") || !strings.Contains(msg, "longer than") {
-			t.Fatalf("overlong line reported as %q", msg)
-		}
+	long := strings.Repeat("x", maxLineBytes+10)
+	for _, c := range []struct {
+		name        string
+		before, end int // good lines before and after the long one
+		lineEnd     string
+		longLine    string
+		longEnd     string // the long line's line end
+	}{
+		{"mid batch", 600, 1, "\n", long, "\n"},
+		{"first", 0, 1, "\n", strings.Repeat("y", 5<<20), "\n"},
+		{"last, no line end", 3, 0, "\n", long, ""},
+		{"crlf", 2, 2, "\r\n", long, "\r\n"},
+		{"one byte over", 1, 1, "\n", strings.Repeat("z", maxLineBytes+1), "\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var file bytes.Buffer
+			for i := range c.before {
+				file.Write(recordLine(t, i+1))
+				file.WriteString(c.lineEnd)
+			}
+			file.WriteString(c.longLine + c.longEnd)
+			for i := range c.end {
+				file.Write(recordLine(t, c.before+i+2))
+				file.WriteString(c.lineEnd)
+			}
+			longAt := fmt.Sprintf("line %d: ", c.before+1)
+			check := func(t *testing.T, msg string) {
+				t.Helper()
+				if strings.Count(msg, "\n") != 1 || strings.Count(msg, longAt) != 1 || !strings.Contains(msg, longAt+"the line is longer than 1 MiB") || strings.Contains(msg, "bufio") || strings.Contains(msg, "token") {
+					t.Fatalf("overlong line reported as %q", msg)
+				}
+			}
+			t.Run("strict", func(t *testing.T) {
+				var out strings.Builder
+				if bad := checkLines(bytes.NewReader(file.Bytes()), "default", &out); bad != 1 {
+					t.Fatalf("%d bad lines, want 1", bad)
+				}
+				check(t, out.String())
+			})
+			t.Run("import", func(t *testing.T) {
+				srv := newImportServer(t)
+				var out strings.Builder
+				st, err := importFrom(context.Background(), srv.client, importOptions{batch: 500}, bytes.NewReader(file.Bytes()), &out, newProgress(io.Discard, int64(file.Len()), false))
+				if err != nil {
+					t.Fatal(err)
+				}
+				check(t, out.String())
+				if want := c.before + c.end; st.Imported != want || st.Bad != 1 || len(srv.ids()) != want {
+					t.Fatalf("imported %d (server has %d), %d bad; want %d and 1", st.Imported, len(srv.ids()), st.Bad, want)
+				}
+			})
+		})
 	}
-	t.Run("strict", func(t *testing.T) {
+}
+
+// TestLineReaderCountsEveryByte: the bytes counted are the bytes read,
+// whatever the line ends, so the progress of a CRLF file ends at 100%.
+func TestLineReaderCountsEveryByte(t *testing.T) {
+	for _, c := range []struct{ name, file string }{
+		{"lf", "a\nb\n"},
+		{"crlf", "a\r\nb\r\n"},
+		{"no final line end", "a\r\nb"},
+		{"blank lines", "\r\n\n  \r\na\n\n"},
+		{"byte-order mark", "\ufeffa\r\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			lr := newLineReader(strings.NewReader(c.file))
+			var lines []string
+			for {
+				b, _, ok := lr.next()
+				if !ok {
+					break
+				}
+				lines = append(lines, string(b))
+			}
+			if lr.bytes != int64(len(c.file)) || lr.err() != nil {
+				t.Fatalf("read %d bytes of %d (%v)", lr.bytes, len(c.file), lr.err())
+			}
+			for _, l := range lines {
+				if strings.ContainsAny(l, "\r\n\ufeff") {
+					t.Fatalf("lines %q keep their line ends", lines)
+				}
+			}
+		})
+	}
+	t.Run("progress of a crlf file", func(t *testing.T) {
+		var file bytes.Buffer
+		for i := range 1200 {
+			file.Write(recordLine(t, i+1))
+			file.WriteString("\r\n")
+		}
+		srv := newImportServer(t)
 		var out strings.Builder
-		if bad := checkLines(bytes.NewReader(file), "default", &out); bad != 1 {
-			t.Fatalf("%d bad lines, want 1", bad)
+		if _, err := importFrom(context.Background(), srv.client, importOptions{batch: 500}, bytes.NewReader(file.Bytes()), io.Discard, newProgress(&out, int64(file.Len()), false)); err != nil {
+			t.Fatal(err)
 		}
-		check(t, out.String())
-	})
-	t.Run("import", func(t *testing.T) {
-		_, err := importFrom(context.Background(), &apiClient{}, importOptions{batch: 500}, bytes.NewReader(file), io.Discard, newProgress(io.Discard, int64(len(file)), false))
-		if err == nil {
-			t.Fatal("an overlong line was not refused")
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if last := lines[len(lines)-1]; !strings.HasPrefix(last, "import: 100% of the file, 1200 imported") {
+			t.Fatalf("the last progress line is %q", last)
 		}
-		check(t, err.Error())
 	})
 }
 
