@@ -303,7 +303,16 @@ tokens).`,
 			defer in.Close()
 			stderr := cmd.ErrOrStderr()
 			if o.strict {
-				if bad := checkLines(in, o.realm, stderr); bad > 0 {
+				check := newCheckProgress(stderr, size, isTerminal(stderr))
+				bad, err := checkLines(ctx, in, o.realm, stderr, check)
+				check.finish()
+				if err != nil {
+					if cmd.Context().Err() == nil {
+						return fmt.Errorf("import interrupted while checking %s: nothing imported; run it again to import", name)
+					}
+					return err
+				}
+				if bad > 0 {
 					return fmt.Errorf("%s: %s; nothing imported (--strict)", name, count(bad, "bad line"))
 				}
 				if _, err := in.Seek(0, io.SeekStart); err != nil {
@@ -631,32 +640,42 @@ func (b *badLines) close() {
 	}
 }
 
-// checkLines reports the bad lines and answers how many there were.
-func checkLines(r io.Reader, realm string, w io.Writer) int {
+// checkLines reports the bad lines and answers how many there were; it
+// answers ctx's error when ctx ends first.
+func checkLines(ctx context.Context, r io.Reader, realm string, w io.Writer, prog *progress) (int, error) {
 	lr, bad := newLineReader(r), &badLines{w: w}
 	defer bad.close()
+	lr.ctx, lr.tick = ctx, func() { prog.tick(lr.bytes, importStats{Bad: bad.n}) }
 	var seen seenIDs
 	for {
+		// A file of many GB takes minutes to check: an interrupt stops it.
+		if ctx.Err() != nil {
+			return bad.n, ctx.Err()
+		}
 		b, tooLong, ok := lr.next()
 		if !ok {
 			break
 		}
-		if tooLong {
-			bad.report(lr.line, errLineTooLong)
-			continue
-		}
-		rec, err := parseLine(b, realm)
-		if err == nil {
-			err = seen.check(&rec, lr.line)
+		err := errLineTooLong
+		if !tooLong {
+			var rec sdk.Record
+			if rec, err = parseLine(b, realm); err == nil {
+				err = seen.check(&rec, lr.line)
+			}
 		}
 		if err != nil {
 			bad.report(lr.line, err)
 		}
+		prog.tick(lr.bytes, importStats{Bad: bad.n})
 	}
 	if err := lr.err(); err != nil {
+		if ctx.Err() != nil {
+			return bad.n, err
+		}
 		bad.report(lr.line+1, err)
 	}
-	return bad.n
+	prog.set(lr.bytes, importStats{Bad: bad.n})
+	return bad.n, nil
 }
 
 // importFrom sends r's records in batches; a batch holds one realm's
@@ -678,8 +697,14 @@ func importFrom(ctx context.Context, c *apiClient, o importOptions, r io.Reader,
 	}
 	lr, bad := newLineReader(r), &badLines{w: errw}
 	defer bad.close()
+	lr.ctx, lr.tick = ctx, func() { prog.tick(lr.bytes, st) }
 	var seen seenIDs
 	for {
+		// Checked for every line, not only between batches: a run of bad
+		// lines (the wrong file, an endless pipe) sends nothing.
+		if ctx.Err() != nil {
+			return st, ctx.Err()
+		}
 		line, tooLong, ok := lr.next()
 		if !ok {
 			break
@@ -687,6 +712,7 @@ func importFrom(ctx context.Context, c *apiClient, o importOptions, r io.Reader,
 		if tooLong {
 			bad.report(lr.line, errLineTooLong)
 			st.Bad = bad.n
+			prog.tick(lr.bytes, st)
 			continue
 		}
 		rec, err := parseLine(line, o.realm)
@@ -700,6 +726,7 @@ func importFrom(ctx context.Context, c *apiClient, o importOptions, r io.Reader,
 		if err != nil {
 			bad.report(lr.line, err)
 			st.Bad = bad.n
+			prog.tick(lr.bytes, st)
 			continue
 		}
 		if len(b.records) > 0 && (rec.Realm != b.realm || len(b.records) == o.batch || b.bytes+len(enc) > limit) {
@@ -709,10 +736,9 @@ func importFrom(ctx context.Context, c *apiClient, o importOptions, r io.Reader,
 			prog.set(lr.start, st)
 		}
 		b.add(rec.Realm, enc, lr.line)
-		// Between batches, so a batch the server has is counted.
-		if ctx.Err() != nil {
-			return st, ctx.Err()
-		}
+	}
+	if ctx.Err() != nil {
+		return st, ctx.Err()
 	}
 	// What was read before a read error is sent all the same.
 	if err := flush(); err != nil {
@@ -814,12 +840,20 @@ func (b *importBatch) send(ctx context.Context, c *apiClient, st *importStats, l
 // plain line at most every few seconds. A negative total is unknown
 // (standard input): the bar spins and the lines count records alone.
 type progress struct {
-	bar   *progressbar.ProgressBar
-	w     io.Writer
-	total int64
-	last  time.Time
-	start time.Time
+	bar      *progressbar.ProgressBar
+	w        io.Writer
+	total    int64
+	last     time.Time
+	lastTick time.Time
+	start    time.Time
+	// checking shows the --strict check, which imports nothing: its lines
+	// count bad lines only.
+	checking bool
 }
+
+// progressEvery is how often a plain progress line shows. A variable for
+// the tests.
+var progressEvery = 2 * time.Second
 
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
@@ -827,11 +861,24 @@ func isTerminal(w io.Writer) bool {
 }
 
 func newProgress(w io.Writer, total int64, bar bool) *progress {
-	p := &progress{w: w, total: total, start: time.Now()}
+	return makeProgress(w, total, bar, false)
+}
+
+// newCheckProgress shows the progress of the --strict check.
+func newCheckProgress(w io.Writer, total int64, bar bool) *progress {
+	return makeProgress(w, total, bar, true)
+}
+
+func makeProgress(w io.Writer, total int64, bar, checking bool) *progress {
+	p := &progress{w: w, total: total, start: time.Now(), checking: checking}
 	if bar && total != 0 {
+		description := "importing"
+		if checking {
+			description = "checking"
+		}
 		p.bar = progressbar.NewOptions64(total, // -1: a spinner
 			progressbar.OptionSetWriter(w), progressbar.OptionShowBytes(true),
-			progressbar.OptionSetDescription("importing"), progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionSetDescription(description), progressbar.OptionThrottle(100*time.Millisecond),
 			progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
 		// Start the bar's clocks now: it starts them at its first render
 		// and first count otherwise, which for a file of one batch come
@@ -854,10 +901,18 @@ func (p *progress) set(done int64, st importStats) {
 		return
 	}
 	now := time.Now()
-	if now.Sub(p.last) < 2*time.Second && (p.total < 0 || done < p.total) {
+	if now.Sub(p.last) < progressEvery && (p.total < 0 || done < p.total) {
 		return
 	}
 	p.last = now
+	if p.checking {
+		pct := ""
+		if p.total > 0 {
+			pct = fmt.Sprintf("%.0f%% of the file, ", min(float64(done)*100/float64(p.total), 100))
+		}
+		fmt.Fprintf(p.w, "check: %s%s, %.1f s\n", pct, count(st.Bad, "bad line"), time.Since(p.start).Seconds())
+		return
+	}
 	if p.total < 0 {
 		fmt.Fprintf(p.w, "import: %d imported, %d skipped, %s, %.1f s\n",
 			st.Imported, st.Skipped, count(st.Bad, "bad line"), time.Since(p.start).Seconds())
@@ -869,6 +924,21 @@ func (p *progress) set(done int64, st importStats) {
 	}
 	fmt.Fprintf(p.w, "import: %.0f%% of the file, %d imported, %d skipped, %s, %.1f s\n",
 		pct, st.Imported, st.Skipped, count(st.Bad, "bad line"), time.Since(p.start).Seconds())
+}
+
+// tick is set for work that sends nothing (a run of bad lines, the
+// --strict check), called for every line: cheap until it is time to show,
+// and never the final line, which set shows.
+func (p *progress) tick(done int64, st importStats) {
+	now := time.Now()
+	// A small file of bad lines shows only its final line.
+	if now.Sub(p.lastTick) < 100*time.Millisecond || (p.bar == nil && now.Sub(p.start) < progressEvery) {
+		return
+	}
+	p.lastTick = now
+	if p.total < 0 || done < p.total {
+		p.set(done, st)
+	}
 }
 
 func (p *progress) finish() {

@@ -88,7 +88,7 @@ func TestBinaryFileReportsFewLines(t *testing.T) {
 	}
 	t.Run("strict", func(t *testing.T) {
 		var out strings.Builder
-		check(t, checkLines(bytes.NewReader(file.Bytes()), "default", &out), out.String())
+		check(t, checkLinesOf(file.Bytes(), "default", &out), out.String())
 	})
 	t.Run("import", func(t *testing.T) {
 		var out strings.Builder

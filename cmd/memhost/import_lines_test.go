@@ -28,7 +28,7 @@ func TestImportDuplicateIDs(t *testing.T) {
 		}
 	}
 	var out strings.Builder
-	if bad := checkLines(bytes.NewReader(file.Bytes()), "", &out); bad != 1 || !strings.Contains(out.String(), "line 2: id imp-0000001 is already on line 1") {
+	if bad := checkLinesOf(file.Bytes(), "", &out); bad != 1 || !strings.Contains(out.String(), "line 2: id imp-0000001 is already on line 1") {
 		t.Fatalf("strict check of a duplicated id: %d bad lines:\n%s", bad, out.String())
 	}
 	// The same id in two realms is no duplicate.
@@ -41,7 +41,7 @@ func TestImportDuplicateIDs(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if bad := checkLines(bytes.NewReader(file.Bytes()), "", &out); bad != 0 {
+	if bad := checkLinesOf(file.Bytes(), "", &out); bad != 0 {
 		t.Fatalf("one id in two realms: %d bad lines:\n%s", bad, out.String())
 	}
 }
@@ -85,7 +85,7 @@ func TestImportOverlongLine(t *testing.T) {
 			}
 			t.Run("strict", func(t *testing.T) {
 				var out strings.Builder
-				if bad := checkLines(bytes.NewReader(file.Bytes()), "default", &out); bad != 1 {
+				if bad := checkLinesOf(file.Bytes(), "default", &out); bad != 1 {
 					t.Fatalf("%d bad lines, want 1", bad)
 				}
 				check(t, out.String())
@@ -175,7 +175,7 @@ func TestImportSkipsAByteOrderMark(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out strings.Builder
-			if bad := checkLines(bytes.NewReader(tc.file), "", &out); bad != tc.bad {
+			if bad := checkLinesOf(tc.file, "", &out); bad != tc.bad {
 				t.Fatalf("%d bad lines, want %d:\n%s", bad, tc.bad, out.String())
 			}
 		})

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -59,4 +62,13 @@ func (s *importServer) ids() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.got)
+}
+
+// checkLinesOf is checkLines of file, uninterrupted, its progress unshown.
+func checkLinesOf(file []byte, realm string, w io.Writer) int {
+	bad, err := checkLines(context.Background(), bytes.NewReader(file), realm, w, newCheckProgress(io.Discard, int64(len(file)), false))
+	if err != nil {
+		panic(err) // only an interrupt ends it early
+	}
+	return bad
 }
