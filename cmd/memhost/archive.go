@@ -15,6 +15,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -826,14 +828,56 @@ func (b *importBatch) send(ctx context.Context, c *apiClient, st *importStats, l
 		return second.send(ctx, c, st, limit)
 	}
 	if err != nil {
-		if len(b.records) == 1 {
-			return fmt.Errorf("line %d: %w", b.lines[0], err)
-		}
-		return fmt.Errorf("lines %d and on: %w", b.lines[0], err)
+		return b.refusal(err)
 	}
 	st.Imported += res.Imported
 	st.Skipped += res.Skipped
 	return nil
+}
+
+// recordIndex finds "records[i]" in a refusal: an index in the request,
+// which means nothing to whoever reads the file.
+var recordIndex = regexp.MustCompile(`records\[(\d+)\](: |\.)?`)
+
+// refusal says what an error answer to the batch is about. A refusal that
+// names records[i] is about that record's file line, and says so in place
+// of the index; one about the records as a whole (400, 409, 413, 422) is
+// about the batch's lines; anything else (authentication, permission, a
+// server that fails or cannot be reached) is about the command, not about
+// lines, and is answered as it is.
+func (b *importBatch) refusal(err error) error {
+	var ce *callError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	first := -1
+	msg := recordIndex.ReplaceAllStringFunc(ce.Message, func(m string) string {
+		sub := recordIndex.FindStringSubmatch(m)
+		i, convErr := strconv.Atoi(sub[1])
+		if convErr != nil || i >= len(b.lines) {
+			return m
+		}
+		if first < 0 && sub[2] != "" {
+			// The record the refusal is about ("records[3].scope: …",
+			// "…: records[3]: …"): its line leads the message.
+			first = b.lines[i]
+			return ""
+		}
+		return fmt.Sprintf("line %d%s", b.lines[i], sub[2])
+	})
+	if first >= 0 {
+		return fmt.Errorf("line %d: %s: %s", first, ce.Code, msg)
+	}
+	mapped := *ce
+	mapped.Message = msg
+	switch ce.Status {
+	case http.StatusBadRequest, http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity:
+		if len(b.lines) == 1 {
+			return fmt.Errorf("line %d: %w", b.lines[0], &mapped)
+		}
+		return fmt.Errorf("lines %d to %d: %w", b.lines[0], b.lines[len(b.lines)-1], &mapped)
+	}
+	return err
 }
 
 // progress shows an import's progress: a bar on a terminal, otherwise a

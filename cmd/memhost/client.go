@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -194,7 +196,7 @@ func (c *apiClient) call(ctx context.Context, method, path string, body, out any
 			// the transport's "Post <url>: context deadline exceeded".
 			return fmt.Errorf("memhost at %s: %w", c.base, context.Cause(ctx))
 		}
-		return fmt.Errorf("memhost at %s: %w%s", c.base, err, connectHint(err, "--local to start the plugins in this process"))
+		return fmt.Errorf("%w%s", &transportError{base: c.base, err: err}, connectHint(err, "--local to start the plugins in this process"))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 300 {
@@ -213,6 +215,59 @@ func (c *apiClient) call(ctx context.Context, method, path string, body, out any
 		return json.Unmarshal(data, out)
 	}
 	return nil
+}
+
+// transportError is a request that got no answer, said once and plainly:
+// not as Go's `Post "<url>": dial tcp <addr>: connect: <problem>`, which
+// names the address twice and how it was dialled.
+type transportError struct {
+	base string
+	err  error
+}
+
+func (e *transportError) Unwrap() error { return e.err }
+
+func (e *transportError) Error() string {
+	addr := strings.TrimPrefix(e.base, "http://")
+	var op *net.OpError
+	if errors.As(e.err, &op) && op.Op == "dial" {
+		return fmt.Sprintf("cannot reach memhost at %s: %s", addr, plainNetProblem(e.err))
+	}
+	return fmt.Sprintf("lost the connection to memhost at %s: %s", addr, plainNetProblem(e.err))
+}
+
+// plainNetProblem is the innermost words of a transport error: "connection
+// refused", "no such host".
+func plainNetProblem(err error) string {
+	var dns *net.DNSError
+	var errno syscall.Errno
+	switch {
+	case errors.As(err, &dns):
+		if dns.IsNotFound {
+			return "no such host"
+		}
+		return dns.Err
+	case errors.As(err, &errno):
+		return errno.Error()
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "it closed the connection without answering"
+	}
+	// Peel the layers that repeat the method, URL and address.
+	for {
+		var ue *url.Error
+		var op *net.OpError
+		var se *os.SyscallError
+		switch {
+		case errors.As(err, &ue) && ue.Err != nil:
+			err = ue.Err
+		case errors.As(err, &op) && op.Err != nil:
+			err = op.Err
+		case errors.As(err, &se) && se.Err != nil:
+			err = se.Err
+		default:
+			return err.Error()
+		}
+	}
 }
 
 // callWithin is call bounded by d: one request of a long command (an
