@@ -230,6 +230,8 @@ func exportTo(ctx context.Context, c *apiClient, realm string, w io.Writer, prog
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	n, after := 0, ""
+	// A cursor sent before would repeat its pages for ever.
+	sent := map[string]bool{after: true}
 	for {
 		var page struct {
 			Records []sdk.Record `json:"records"`
@@ -248,7 +250,11 @@ func exportTo(ctx context.Context, c *apiClient, realm string, w io.Writer, prog
 		if page.Next == "" {
 			return n, nil
 		}
+		if sent[page.Next] {
+			return n, fmt.Errorf("memhost at %s answered the export cursor %q a second time, so its pages would repeat for ever; stopped", c.addr(), page.Next)
+		}
 		after = page.Next
+		sent[after] = true
 	}
 }
 

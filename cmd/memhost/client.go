@@ -16,6 +16,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 )
@@ -157,14 +158,21 @@ func (p *pipeResponse) Write(b []byte) (int, error) {
 // Flush is a no-op: every write already reaches the reader.
 func (p *pipeResponse) Flush() {}
 
-// callError is an error answer of the API, shown as "code: message".
+// callError is an error answer of the API, shown as "code: message", or
+// as foreign when the answer was not memhost's.
 type callError struct {
 	Status  int
 	Code    string
 	Message string
+	foreign string
 }
 
-func (e *callError) Error() string { return e.Code + ": " + e.Message }
+func (e *callError) Error() string {
+	if e.foreign != "" {
+		return e.foreign
+	}
+	return e.Code + ": " + e.Message
+}
 
 // call sends body (JSON-encoded unless it is already bytes) and decodes the
 // answer into out when out is non-nil.
@@ -209,12 +217,53 @@ func (c *apiClient) call(ctx context.Context, method, path string, body, out any
 		return fmt.Errorf("memhost at %s: %w", c.base, err)
 	}
 	if resp.StatusCode >= 300 {
-		return answerError(resp.StatusCode, data)
+		return c.answerError(resp.StatusCode, data)
 	}
 	if out != nil && len(data) > 0 {
-		return json.Unmarshal(data, out)
+		if err := json.Unmarshal(data, out); err != nil {
+			// Not a decoder's complaint about Go types: the answer is
+			// another server's, or a broken one.
+			return &callError{Status: resp.StatusCode, foreign: c.notMemhost(resp.StatusCode, data)}
+		}
 	}
 	return nil
+}
+
+// addr is where the client calls, as the operator gave it.
+func (c *apiClient) addr() string { return strings.TrimPrefix(c.base, "http://") }
+
+// notMemhost says that an answer is none memhost gives: its status and,
+// at most, a short excerpt on one line (not a whole HTML page).
+func (c *apiClient) notMemhost(status int, data []byte) string {
+	msg := fmt.Sprintf("the answer from %s is not memhost's: %d %s", c.addr(), status, http.StatusText(status))
+	if excerpt := oneLineExcerpt(data, 60); excerpt != "" {
+		msg += ", " + excerpt
+	}
+	return msg
+}
+
+// oneLineExcerpt is data's start as one line of at most limit runes, its
+// white space and control characters each a space.
+func oneLineExcerpt(data []byte, limit int) string {
+	var b strings.Builder
+	n, space := 0, false
+	for _, r := range strings.ToValidUTF8(string(data), "\uFFFD") {
+		if unicode.IsSpace(r) || unicode.IsControl(r) {
+			space = true
+			continue
+		}
+		if n == limit {
+			b.WriteString(" …")
+			break
+		}
+		if space && b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		space = false
+		b.WriteRune(r)
+		n++
+	}
+	return b.String()
 }
 
 // transportError is a request that got no answer, said once and plainly:
@@ -287,15 +336,16 @@ func withDeadline(ctx context.Context, d time.Duration) (context.Context, contex
 	return context.WithTimeoutCause(ctx, d, fmt.Errorf("%w (waited %s; the server may be overloaded or hung)", errNoAnswer, d))
 }
 
-// answerError is the callError of an error answer's body.
-func answerError(status int, data []byte) error {
+// answerError is the callError of an error answer's body; a body that is
+// no memhost error (a proxy's or another server's page) is said to be so.
+func (c *apiClient) answerError(status int, data []byte) error {
 	var e struct {
 		Error struct{ Code, Message string }
 	}
-	ce := &callError{Status: status, Code: http.StatusText(status), Message: strings.TrimSpace(string(data))}
-	if json.Unmarshal(data, &e) == nil && e.Error.Code != "" {
-		ce.Code, ce.Message = e.Error.Code, e.Error.Message
+	if json.Unmarshal(data, &e) != nil || e.Error.Code == "" {
+		return &callError{Status: status, Code: http.StatusText(status), foreign: c.notMemhost(status, data)}
 	}
+	ce := &callError{Status: status, Code: e.Error.Code, Message: e.Error.Message}
 	if status == http.StatusUnauthorized {
 		ce.Message += unauthenticatedHint()
 	}
