@@ -584,6 +584,11 @@ func (s *seenIDs) check(r *sdk.Record, line int) error {
 // instead of failing its whole batch.
 func parseLine(b []byte, realm string) (sdk.Record, error) {
 	var r sdk.Record
+	// The decoder takes null as an empty record, which would be blamed
+	// on its missing realm or scope.
+	if bytes.Equal(bytes.Trim(b, " \t\r\n"), []byte("null")) {
+		return r, errors.New("must be an object, not null")
+	}
 	if err := strictjson.Decode(b, &r); err != nil {
 		return r, err
 	}

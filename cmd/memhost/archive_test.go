@@ -43,6 +43,10 @@ func TestParseLineIsStrict(t *testing.T) {
 		{"wrong kind", strings.Replace(good, `"title":"kept"`, `"title":7`, 1), "title: must be a string"},
 		{"an expiry of the zero time", strings.Replace(good, `{`, `{"expires_at":"0001-01-01T00:00:00Z",`, 1), "expires_at: is 0001-01-01T00:00:00Z, the zero time"},
 		{"an occurrence of the zero time elsewhere", strings.Replace(good, `{`, `{"occurred_at":"0001-01-01T01:00:00+01:00",`, 1), "occurred_at: is 0001-01-01T00:00:00Z"},
+		{"null", "null", "must be an object, not null"},
+		{"null among spaces", " null\t", "must be an object, not null"},
+		{"array", "[1,2]", "must be an object, not an array"},
+		{"string", `"hi"`, "must be an object, not a string"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := parseLine([]byte(c.line), "")
