@@ -36,6 +36,7 @@ func TestRefusalsNameWhatWasSent(t *testing.T) {
 		{"k below zero", "POST", "/v1/manifest", `{"identity":{"id":"alice"},"k":-1}`, 400, "k", "0 or absent", ""},
 		{"a .. segment", "POST", "/v1/records/x/../../recall", `{"identity":{"id":"alice"},"query":"q"}`, 404, "", "clean form", ""},
 		{"an empty segment", "GET", "/v1//records", "", 404, "", "clean form", ""},
+		{"an escaped slash is part of the id", "GET", "/v1/records/..%2F..%2Fetc", "", 400, "id", "", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			req, _ := http.NewRequest(c.method, srv.URL, strings.NewReader(c.body))

@@ -209,7 +209,9 @@ func New(opts Options) *Server {
 // follows re-sends its body to another endpoint than the one it named).
 func (s *Server) refuseUncleanPaths(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := r.URL.Path
+		// As sent: an escaped slash (%2F) is part of a segment, such as
+		// an id the route then refuses by name.
+		p := r.URL.EscapedPath()
 		clean := path.Clean(p)
 		if strings.HasSuffix(p, "/") && clean != "/" {
 			clean += "/"
