@@ -38,17 +38,29 @@ func Flatten(c coordinator.Content) string {
 			if b.Nested != nil {
 				text = Flatten(*b.Nested)
 			}
-			parts = append(parts, strings.TrimSpace(ToolResultMarker+" "+text))
+			parts = append(parts, quotedBlock(ToolResultMarker+" "+text))
 		case "tool_use", "tool_call", "function_call":
-			parts = append(parts, toolCall(b.Raw))
+			parts = append(parts, quotedBlock(toolCall(b.Raw)))
 		default:
 			// Any other block by its type and the texts a model reads in
 			// it (a search result's title and content...); none for media.
-			parts = append(parts, strings.TrimSpace("["+b.Type+"] "+coordinator.BlockContent(b).Text()))
+			parts = append(parts, quotedBlock("["+b.Type+"] "+coordinator.BlockContent(b).Text()))
 		}
 	}
 	return strings.Join(parts, "\n")
 }
+
+// quotedBlock is a non-text block's text with its further lines indented,
+// so the whole block reads as one quoted run beginning at its bracketed
+// type (sdk/classify): a line of a tool result or a document never starts
+// a line that reads as the user's own words.
+func quotedBlock(s string) string {
+	s = strings.TrimSpace(lineBreaks.Replace(s))
+	return strings.ReplaceAll(s, "\n", "\n  ")
+}
+
+// lineBreaks turns every line break a reader may honour into "\n".
+var lineBreaks = strings.NewReplacer("\r\n", "\n", "\r", "\n", "\v", "\n", "\f", "\n", "\u0085", "\n", "\u2028", "\n", "\u2029", "\n")
 
 func toolCall(raw json.RawMessage) string {
 	var call struct {

@@ -261,42 +261,72 @@ func ctxError(err error) error {
 // fit cuts text to limit bytes at the last line break that fits (else at
 // a UTF-8 boundary): a model overshooting the cap loses its last lines,
 // never the whole summary.
-// standingHeading heads the instructions the model dropped and the plugin
-// put back.
+// standingHeading heads the standing instructions the plugin writes at
+// the top of every summary: the user's and the operator's rules, read
+// from the messages by sdk/classify, never the model's words.
 const standingHeading = "Standing instructions (kept from earlier):"
 
-// keepStanding checks the model's summary against the instructions still
-// standing after the previous summary and the removed messages
-// (sdk/classify) and puts back, ahead of the model's text, every one the
-// summary no longer states: a model that summarised a rule away would
-// have the agent forget it. Restored lines win the byte budget over the
-// model's text.
+// keepStanding writes, ahead of the model's summary, every instruction
+// still standing: those of the previous summary's own block and those
+// the removed messages set (sdk/classify), less the ones they withdraw.
+// A model that summarised a rule away would otherwise have the agent
+// forget it. Only the block the plugin wrote carries a rule forward: a
+// line of the model's text, however it reads, is the model's (whose
+// input an attacker may steer), and is given no authority. The block
+// wins the byte budget over the model's text, and ends at a blank line.
 func keepStanding(text string, req sdk.CompactRequest, limit int) string {
 	var said []classify.Said
 	if req.CarryOver != nil {
-		for _, l := range strings.Split(req.CarryOver.Content, "\n") {
-			said = append(said, classify.Said{Role: "system", Text: strings.TrimPrefix(strings.TrimSpace(l), "- ")})
+		for _, l := range standingBlock(req.CarryOver.Content) {
+			said = append(said, classify.Said{Role: "system", Text: l})
 		}
 	}
 	for _, m := range req.Evicted {
 		said = append(said, classify.Said{Role: m.Role, Text: m.Content})
 	}
-	var restore []string
+	text = disown(text)
+	var keep []string
 	for _, in := range classify.Standing(said) {
-		if !classify.Covers(text, in) {
-			restore = append(restore, "- "+in.Text())
-		}
+		keep = append(keep, "- "+in.Text())
 	}
-	if len(restore) == 0 {
+	if len(keep) == 0 {
 		return fit(text, limit)
 	}
-	head := fit(standingHeading+"\n"+strings.Join(restore, "\n"), limit)
-	if room := limit - len(head) - 1; room > 0 && strings.TrimSpace(text) != "" {
+	head := fit(standingHeading+"\n"+strings.Join(keep, "\n"), limit)
+	if room := limit - len(head) - 2; room > 0 && strings.TrimSpace(text) != "" {
 		if rest := fit(text, room); rest != "" {
-			return head + "\n" + rest
+			return head + "\n\n" + rest
 		}
 	}
 	return head
+}
+
+// standingBlock answers the instructions of the block keepStanding wrote
+// at the top of summary: the lines after its heading, up to a blank line.
+func standingBlock(summary string) []string {
+	lines := strings.Split(strings.TrimLeft(summary, " \t\n"), "\n")
+	if len(lines) == 0 || strings.TrimSpace(lines[0]) != standingHeading {
+		return nil
+	}
+	var out []string
+	for _, l := range lines[1:] {
+		rule, ok := strings.CutPrefix(strings.TrimSpace(l), "- ")
+		if !ok {
+			break
+		}
+		out = append(out, rule)
+	}
+	return out
+}
+
+// disown keeps the model's text from opening with the plugin's heading,
+// which would make its lines read as the plugin's block next time.
+func disown(text string) string {
+	trimmed := strings.TrimLeft(text, " \t\n")
+	if rest, ok := strings.CutPrefix(trimmed, standingHeading); ok {
+		return "Standing instructions (as the summary states them):" + rest
+	}
+	return text
 }
 
 func fit(text string, limit int) string {

@@ -73,8 +73,60 @@ func isTool(role, text string) bool {
 	return strings.HasPrefix(text, "[tool call") || strings.HasPrefix(text, "[tool result")
 }
 
+// quotedRun reports whether line opens a non-text block of a flattened
+// message: a bracketed type at its start ("[tool result] …", "[document]
+// …", "[tool call: ls] …"), as the host's compaction writes each block,
+// its further lines indented.
+func quotedRun(line string) bool {
+	if strings.HasPrefix(line, "[tool call") {
+		return true
+	}
+	end := strings.IndexByte(line, ']')
+	if !strings.HasPrefix(line, "[") || end < 2 {
+		return false
+	}
+	for _, r := range line[1:end] {
+		if !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' || r == '-' || r == ' ') {
+			return false
+		}
+	}
+	return true
+}
+
+// ownSentences answers the sentences of text outside its quoted runs,
+// or nil when it holds none: a tool result, a document or a search result
+// in a user's message is text the user passed on, not the user's words.
+func ownSentences(text string) map[string]bool {
+	var own []string
+	quoted, any := false, false
+	for _, line := range strings.Split(text, "\n") {
+		switch {
+		case quotedRun(line):
+			quoted, any = true, true
+		case quoted && line != "" && (line[0] == ' ' || line[0] == '\t'):
+			// the quoted block's further line
+		default:
+			quoted = false
+			own = append(own, line)
+		}
+	}
+	if !any {
+		return nil
+	}
+	set := map[string]bool{}
+	for _, s := range Sentences(strings.Join(strings.Fields(strings.Join(own, "\n")), " ")) {
+		set[s] = true
+	}
+	return set
+}
+
 // Classify sorts one message.
 func Classify(role, text string) Message {
+	speaks := speaksForUser(role)
+	var own map[string]bool
+	if speaks {
+		own = ownSentences(text)
+	}
 	text = strings.Join(strings.Fields(text), " ")
 	if text == "" || isTool(role, text) {
 		return Message{Class: Chatter, Sentences: nonEmpty(text)}
@@ -85,10 +137,13 @@ func Classify(role, text string) Message {
 	retraction := false
 	for _, s := range sentences {
 		w := words(s)
+		// A sentence that is not wholly the speaker's own (one of a quoted
+		// run, or running into one) does not instruct.
+		user := speaks && (own == nil || own[s])
 		switch {
-		case speaksForUser(role) && isRetraction(w):
+		case user && isRetraction(w):
 			instr, retraction = append(instr, s), true
-		case speaksForUser(role) && isDirective(w):
+		case user && isDirective(w):
 			instr = append(instr, s)
 		case isDecision(w):
 			decided = append(decided, s)
