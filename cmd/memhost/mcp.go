@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -164,6 +165,11 @@ func proxyMCP(ctx context.Context, addr, token, identity, realm string) error {
 		hint := connectHint(err, "no --addr to start the plugins in this process")
 		if transport.unauthorized.Load() {
 			hint = unauthenticatedHint()
+		}
+		var op *net.OpError
+		if errors.As(err, &op) {
+			// Said once and plainly, as the other commands say it.
+			return fmt.Errorf("%w%s", &transportError{base: addr, err: err}, hint)
 		}
 		return fmt.Errorf("memhost at %s: %w%s", endpoint, err, hint)
 	}

@@ -285,8 +285,9 @@ func TestImportedProposalsReachTheReview(t *testing.T) {
 	if code := m.do("POST", "/v1/export", map[string]any{"realm": "default"}, &page); code != 200 || len(page.Records) != 1 {
 		t.Fatalf("export = %d %+v", code, page)
 	}
-	page.Records[0]["realm"] = "acme" // as memhost import --realm acme sends it
-	for range 2 { // a rerun keeps the one note
+	// As memhost import --realm acme sends it; twice, as a rerun would.
+	page.Records[0]["realm"] = "acme"
+	for range 2 {
 		if code := m.do("POST", "/v1/import", map[string]any{"realm": "acme", "records": page.Records}, nil); code != 200 {
 			t.Fatalf("import = %d", code)
 		}
