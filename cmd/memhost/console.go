@@ -49,5 +49,7 @@ func (h *host) rootHandler(cfg *config.Config) http.Handler {
 	mux.Handle("/ui/", ui)
 	mux.Handle("/ui", http.RedirectHandler(console.Prefix+"/", http.StatusSeeOther))
 	mux.Handle("/", api)
-	return mux
+	// This mux would redirect an unclean path before the API's own check
+	// ran: the check goes in front of it too.
+	return h.server.RefuseUncleanPaths(mux)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -128,5 +129,38 @@ func TestGracefulShutdownDrainsInFlight(t *testing.T) {
 	// New connections are refused once it has gone.
 	if _, err := http.Get(m.base + "/healthz"); err == nil {
 		t.Fatal("memhost still answers after shutdown")
+	}
+}
+
+// TestUncleanPathsAreNoEndpoint: a path with an empty, . or .. segment is
+// no endpoint, answered in the error envelope, with the console on (the
+// default) as without it. The console's mux, in front of the API, used
+// to redirect such a path before the API's check ran: a POST to
+// /v1/records/x/../../recall was sent on to /v1/recall, ahead of
+// authentication.
+func TestUncleanPathsAreNoEndpoint(t *testing.T) {
+	t.Parallel()
+	for _, cfg := range []string{markdownConfig, markdownConfig + "\nui = false\n"} {
+		m := startMemhost(t, cfg)
+		noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		for _, c := range []struct{ method, path, body string }{
+			{"GET", "/v1//records", ""},
+			{"POST", "/v1/records/x/../../recall", `{"identity":{"id":"alice"},"query":"q"}`},
+			{"GET", "/./metrics", ""},
+			{"GET", "/ui/./", ""},
+		} {
+			req, _ := http.NewRequest(c.method, m.base, strings.NewReader(c.body))
+			req.URL.Opaque = c.path // sent as written
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := noRedirect.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 404 || !strings.Contains(string(data), "clean form") {
+				t.Errorf("%s %s = %d (Location %q) %.120s, want 404 in the envelope", c.method, c.path, resp.StatusCode, resp.Header.Get("Location"), data)
+			}
+		}
 	}
 }

@@ -31,8 +31,9 @@ func Flatten(c coordinator.Content) string {
 	var parts []string
 	for _, b := range c.Blocks() {
 		switch b.Type {
-		case coordinator.BlockText:
-			parts = append(parts, b.Text)
+		case coordinator.BlockText, "input_text", "output_text":
+			// The OpenAI Responses API's text blocks are text as well.
+			parts = append(parts, coordinator.BlockContent(b).Text())
 		case coordinator.BlockToolResult:
 			text := ""
 			if b.Nested != nil {

@@ -199,15 +199,16 @@ func New(opts Options) *Server {
 		}
 		s.writeError(w, fmt.Errorf("no such endpoint: %s %s: %w", r.Method, r.URL.Path, sdk.ErrNotFound), reqID)
 	})
-	s.handler = s.refuseCrossOrigin(s.refuseUncleanPaths(mux))
+	s.handler = s.refuseCrossOrigin(s.RefuseUncleanPaths(mux))
 	return s
 }
 
-// refuseUncleanPaths answers a path with an empty, "." or ".." segment
-// as no endpoint. The mux would redirect it, before authentication and
+// RefuseUncleanPaths answers a path with an empty, "." or ".." segment
+// as no endpoint. A mux would redirect it, before authentication and
 // outside the error envelope, to the path it cleans to (a client that
 // follows re-sends its body to another endpoint than the one it named).
-func (s *Server) refuseUncleanPaths(h http.Handler) http.Handler {
+// The host puts it in front of any mux it serves the API behind.
+func (s *Server) RefuseUncleanPaths(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// As sent: an escaped slash (%2F) is part of a segment, such as
 		// an id the route then refuses by name.

@@ -307,14 +307,15 @@ func (e *Engine) PrepareRecall(ctx context.Context, q *sdk.RecallQuery) string {
 	if budget < time.Millisecond {
 		return r.fellBack(ReasonNoTime, nil)
 	}
-	if !r.mayAsk() {
+	ask, probe := r.mayAsk()
+	if !ask {
 		return r.fellBack(ReasonEmbedderUnavailable, errPaused)
 	}
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	v, model, err := e.embedQuery(ctx, r, q)
 	// A deadline the caller cut short says nothing of the embedder.
-	r.asked(err, budget == e.opts.QueryTimeout)
+	r.asked(err, budget == e.opts.QueryTimeout, probe)
 	if err != nil {
 		return r.fellBack(ReasonEmbedderUnavailable, err)
 	}
@@ -358,26 +359,28 @@ var errPaused = errors.New("the embedder failed the last queries; recalls do not
 // mayAsk reports whether a recall may ask the embedder: always while the
 // breaker is closed; once it is open, only the first recall after the
 // pause, as its probe.
-func (r *realm) mayAsk() bool {
+func (r *realm) mayAsk() (ask, probe bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	b := &r.queries
 	switch {
 	case b.pause == 0:
-		return true
+		return true, false
 	case b.probing || time.Now().Before(b.until):
-		return false
+		return false, false
 	default:
 		b.probing = true
-		return true
+		return true, true
 	}
 }
 
-// asked records how a query embedding went. An answer, even a refusal
-// of the text or news of another model, closes the breaker. A failure
-// counts unless it is the caller's: a deadline shorter than the full
-// query budget, or a cancelled recall.
-func (r *realm) asked(err error, fullBudget bool) {
+// asked records how a query embedding went; probe says it was the one
+// asked after a pause. An answer, even a refusal of the text or news of
+// another model, closes the breaker. A failure counts unless it is the
+// caller's: a deadline shorter than the full query budget, or a
+// cancelled recall. Only the probe's failure lengthens a pause: a query
+// asked before the pause began may fail during it.
+func (r *realm) asked(err error, fullBudget, probe bool) {
 	answered := err == nil || errors.Is(err, sdk.ErrInvalid) || errors.Is(err, errModelChanged)
 	if answered {
 		r.embedderAnswered()
@@ -386,8 +389,9 @@ func (r *realm) asked(err error, fullBudget bool) {
 	timedOut := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, sdk.ErrDeadline)
 	r.mu.Lock()
 	b := &r.queries
-	probe := b.probing
-	b.probing = false
+	if probe {
+		b.probing = false
+	}
 	if errors.Is(err, context.Canceled) || (timedOut && !fullBudget) {
 		r.mu.Unlock()
 		return
@@ -397,10 +401,9 @@ func (r *realm) asked(err error, fullBudget bool) {
 	switch {
 	case probe:
 		b.pause = min(2*b.pause, MaxQueryPause)
+		b.until = time.Now().Add(b.pause)
 	case b.pause == 0 && b.fails >= QueryFailures:
 		b.pause, opened = r.opts.QueryPause, true
-	}
-	if b.pause > 0 {
 		b.until = time.Now().Add(b.pause)
 	}
 	fails := b.fails

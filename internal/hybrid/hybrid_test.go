@@ -909,3 +909,32 @@ func TestHungEmbedderPausesQueries(t *testing.T) {
 		}
 	})
 }
+
+// TestStaleFailureIsNotTheProbe: from a review of the breaker. A query
+// asked before the pause began that fails while the probe is out was
+// taken for the probe: the pause doubled and a second probe went out
+// beside the first.
+func TestStaleFailureIsNotTheProbe(t *testing.T) {
+	eng := engine(t, newEmbedder("m1"), newStore(0), Options{QueryTimeout: time.Second, QueryPause: time.Millisecond})
+	r := eng.realm("default")
+	down := fmt.Errorf("embed: %w", sdk.ErrUnavailable)
+	for range QueryFailures {
+		r.asked(down, true, false)
+	}
+	time.Sleep(2 * time.Millisecond) // past the pause
+	if ask, probe := r.mayAsk(); !ask || !probe {
+		t.Fatalf("after the pause: ask %v, probe %v; want the probe", ask, probe)
+	}
+	until := r.status().QueriesPausedUntil
+	r.asked(down, true, false) // a query asked before the pause, failing now
+	if ask, _ := r.mayAsk(); ask {
+		t.Fatal("a second query asked the embedder while the probe was out")
+	}
+	if now := r.status().QueriesPausedUntil; now == nil || !now.Equal(*until) {
+		t.Fatalf("a stale failure moved the pause from %v to %v", until, now)
+	}
+	r.asked(down, true, true) // the probe fails
+	if st := r.status(); st.QueriesPausedUntil == nil || !st.QueriesPausedUntil.After(*until) {
+		t.Fatalf("the probe's failure left the pause until %v, want a later end", st.QueriesPausedUntil)
+	}
+}

@@ -74,19 +74,20 @@ func isTool(role, text string) bool {
 }
 
 // quotedRun reports whether line opens a non-text block of a flattened
-// message: a bracketed type at its start ("[tool result] …", "[document]
-// …", "[tool call: ls] …"), as the host's compaction writes each block,
-// its further lines indented.
+// message, as the host's compaction writes each: "[tool call: ls] …",
+// "[tool result] …", or a block's type as its JSON names it, lower case
+// with underscores ("[document] …", "[search_result] …"), its further
+// lines indented. A user's own "[Important] …" or "[x] …" is no block.
 func quotedRun(line string) bool {
-	if strings.HasPrefix(line, "[tool call") {
+	if strings.HasPrefix(line, "[tool call") || strings.HasPrefix(line, "[tool result]") {
 		return true
 	}
 	end := strings.IndexByte(line, ']')
-	if !strings.HasPrefix(line, "[") || end < 2 {
+	if !strings.HasPrefix(line, "[") || end < 5 {
 		return false
 	}
 	for _, r := range line[1:end] {
-		if !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' || r == '-' || r == ' ') {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
 			return false
 		}
 	}
