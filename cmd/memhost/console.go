@@ -51,5 +51,5 @@ func (h *host) rootHandler(cfg *config.Config) http.Handler {
 	mux.Handle("/", api)
 	// This mux would redirect an unclean path before the API's own check
 	// ran: the check goes in front of it too.
-	return h.server.RefuseUncleanPaths(mux)
+	return h.server.Front(mux)
 }

@@ -199,17 +199,21 @@ func New(opts Options) *Server {
 		}
 		s.writeError(w, fmt.Errorf("no such endpoint: %s %s: %w", r.Method, r.URL.Path, sdk.ErrNotFound), reqID)
 	})
-	s.handler = s.refuseCrossOrigin(s.RefuseUncleanPaths(mux))
+	s.handler = s.refuseCrossOrigin(s.Front(mux))
 	return s
 }
 
-// RefuseUncleanPaths answers a path with an empty, "." or ".." segment
-// as no endpoint. A mux would redirect it, before authentication and
-// outside the error envelope, to the path it cleans to (a client that
-// follows re-sends its body to another endpoint than the one it named).
-// The host puts it in front of any mux it serves the API behind.
-func (s *Server) RefuseUncleanPaths(h http.Handler) http.Handler {
+// Front is what stands before every handler the host serves, the API's
+// and any mux it is served behind (the console's), and before that mux's
+// own path handling:
+//   - a path with an empty, "." or ".." segment is no endpoint: a mux
+//     would redirect it, before authentication and outside the error
+//     envelope, to the path it cleans to (a client that follows re-sends
+//     its body to another endpoint than the one it named);
+//   - every answer has a write deadline (a route sets its own after).
+func (s *Server) Front(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		answerBy(w, s.opts.RequestTimeout)
 		// As sent: an escaped slash (%2F) is part of a segment, such as
 		// an id the route then refuses by name.
 		p := r.URL.EscapedPath()
