@@ -118,7 +118,7 @@ func TestSnapshotStaleAfterCrash(t *testing.T) {
 	}
 	// tp is never closed before this look: its snapshot is stale. A
 	// crash would free the root's lock; so does this.
-	unlockRoot(tp.st.lock)
+	tp.st.lock.Release()
 	tp2 := openTestProvider(t, tp.root, modes[0])
 	if !tp2.st.fromSnapshot {
 		t.Fatal("the stale snapshot was not used")

@@ -2,10 +2,11 @@ package markdown
 
 import (
 	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/memhost/memhost/sdk/filelock"
 )
 
 // store is one configured root: the files, the index over them and the
@@ -22,7 +23,7 @@ import (
 //     briefly. A holder of mu may read the index without idx.
 type store struct {
 	root string
-	lock *os.File // the root's lock file, held until close
+	lock *filelock.Lock // the root's lock, held until close
 	log  *slog.Logger
 	opts options
 
@@ -122,7 +123,7 @@ func (w *work) empty() bool { return !w.full && len(w.targets) == 0 && len(w.fil
 // openStore loads root (which exists and lock holds locked), from the
 // snapshot at snapPath ("" for none) when it holds a usable one, and
 // starts watching it.
-func openStore(root, snapPath string, lock *os.File, log *slog.Logger, opts options) *store {
+func openStore(root, snapPath string, lock *filelock.Lock, log *slog.Logger, opts options) *store {
 	s := &store{
 		root:        root,
 		lock:        lock,
@@ -173,7 +174,7 @@ func (s *store) close() {
 		s.log.Warn("the next start reads every record file", "error", err.Error())
 	}
 	// Last: the snapshot is written before another instance may start.
-	unlockRoot(s.lock)
+	s.lock.Release()
 }
 
 // visitDir registers a directory with the watcher before it is read.

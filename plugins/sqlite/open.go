@@ -16,6 +16,7 @@ import (
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/filelock"
 	memindex "github.com/memhost/memhost/sdk/index"
 )
 
@@ -65,7 +66,7 @@ var registerDriver = sync.OnceFunc(func() {
 // database is one open database file.
 type database struct {
 	path string
-	lock *os.File
+	lock *filelock.Lock
 	// w has one connection, so writes are serialized in Go rather than by
 	// SQLite's busy waits; r serves reads concurrently.
 	w, r *sql.DB
@@ -274,9 +275,7 @@ func (d *database) close() error {
 		_, _ = d.w.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
 		errs = append(errs, d.w.Close())
 	}
-	if d.lock != nil {
-		unlockFile(d.lock)
-	}
+	d.lock.Release()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("sqlite: close %s: %w", d.path, err)
 	}
