@@ -98,7 +98,8 @@ func TestTimesAgreeAcrossSurfaces(t *testing.T) {
 		{"2023-05-27T09:00:00+01:60", false},
 		{"2023-05-27T9:00:00Z", false},
 		{"2023-05-27T09:00:00,5Z", false},
-		{"2023-05-27t09:00:00z", false},
+		{"2023-05-27t09:00:00z", true}, // RFC 3339 §5.6 allows "t" and "z"
+		{"2023-05-27T09:00:00z", true},
 		{"2023-05-27T23:59:60Z", false},
 		{"2023-05-27", false},
 		{"0001-01-01T00:00:00Z", false},

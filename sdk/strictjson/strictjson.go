@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
@@ -51,9 +52,35 @@ func (e *Error) Error() string {
 	return e.Path + ": " + e.Problem
 }
 
+// rfc3339Case reads a time's "t" and "z" in either case, as RFC 3339
+// (§5.6) and JSON Schema's date-time allow; the decoder reads only "T"
+// and "Z". Everything else about the time is the decoder's to judge.
+var rfc3339Case = json.WithUnmarshalers(json.UnmarshalFromFunc(func(dec *jsontext.Decoder, t *time.Time) error {
+	if dec.PeekKind() != '"' {
+		return errors.ErrUnsupported
+	}
+	raw, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	b := []byte(raw)
+	// "2006-01-02t15:04:05z": the date's end, then the zone's letter.
+	if len(b) > 12 && b[11] == 't' {
+		b = slices.Clone(b)
+		b[11] = 'T'
+		if b[len(b)-2] == 'z' {
+			b[len(b)-2] = 'Z'
+		}
+	} else if len(b) > 12 && b[len(b)-2] == 'z' {
+		b = slices.Clone(b)
+		b[len(b)-2] = 'Z'
+	}
+	return json.Unmarshal(b, t)
+}))
+
 // Decode decodes data, which must be exactly one JSON value, into v.
 func Decode(data []byte, v any) error {
-	err := json.Unmarshal(data, v, json.RejectUnknownMembers(true))
+	err := json.Unmarshal(data, v, json.RejectUnknownMembers(true), rfc3339Case)
 	if err == nil {
 		return nil
 	}

@@ -117,3 +117,41 @@ func TestDecodeTolerant(t *testing.T) {
 		}
 	}
 }
+
+// TestTimesInEitherCase: RFC 3339 (§5.6) and JSON Schema's date-time
+// allow "t" and "z" in lower case; the decoder refused them. What else is
+// wrong with a time is still refused, under its field's name.
+func TestTimesInEitherCase(t *testing.T) {
+	type doc struct {
+		At  time.Time  `json:"at"`
+		Opt *time.Time `json:"opt"`
+	}
+	want := time.Date(2023, 5, 30, 10, 0, 0, 0, time.UTC)
+	for _, in := range []string{
+		`{"at":"2023-05-30T10:00:00Z","opt":"2023-05-30T10:00:00Z"}`,
+		`{"at":"2023-05-30t10:00:00z","opt":"2023-05-30t10:00:00Z"}`,
+		`{"at":"2023-05-30T10:00:00z","opt":"2023-05-30t12:00:00+02:00"}`,
+	} {
+		var d doc
+		if err := Decode([]byte(in), &d); err != nil || !d.At.Equal(want) || d.Opt == nil || !d.Opt.Equal(want) {
+			t.Errorf("Decode(%s) = %+v, %v; want both times %v", in, d, err, want)
+		}
+	}
+	for _, in := range []string{
+		`{"at":"2023-05-30x10:00:00z"}`,
+		`{"at":"2023-05-30t25:00:00z"}`,
+		`{"at":"yesterday"}`,
+		`{"at":7}`,
+	} {
+		var d doc
+		err := Decode([]byte(in), &d)
+		var e *Error
+		if !errors.As(err, &e) || e.Path != "at" || !strings.Contains(e.Problem, "RFC 3339") {
+			t.Errorf("Decode(%s) = %v, want a refusal of at as no RFC 3339 time", in, err)
+		}
+	}
+	var d doc
+	if err := Decode([]byte(`{"at":null,"opt":null}`), &d); err != nil || !d.At.IsZero() || d.Opt != nil {
+		t.Errorf("nulls = %+v, %v; want both absent", d, err)
+	}
+}
