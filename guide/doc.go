@@ -14,13 +14,16 @@
 // the filters still starve the answer it fetches once more, top_k*10.
 // Survivors are re-sorted by their local score.
 //
-// When the query (whitespace-compacted) and filters have not changed, the
-// guide answers its previous block byte for byte without recalling, which
-// keeps model prefix caches warm. Recalled text is rendered through the
+// Every iteration recalls (an empty message recalls the last query), so a
+// record forgotten since leaves the block; when the recall renders what
+// the last one did, the guide answers its previous block byte for byte,
+// which keeps model prefix caches warm. Recalled text is rendered through the
 // coordinator's envelope: untrusted framing, the session's nonce, escaping
 // and a byte cap.
 //
 // Go embedders use Guide with the small Context type inside their agent
 // loop; the host serves Sessions, the same guide keyed by (identity,
-// session) and bounded by an LRU, through its HTTP API.
+// session), through its HTTP API. Its bound takes its victims from the
+// identity holding the most sessions, least recently used first, so no
+// tenant's traffic pushes out another's.
 package guide

@@ -31,6 +31,7 @@ const maxQueryBytes = 4 << 10
 // answered.
 type state struct {
 	block string
+	query string // the query block was recalled with
 }
 
 // recaller runs the guide's recall: fetch, filter, re-sort, render.
@@ -121,15 +122,19 @@ func (r *recaller) start(ctx context.Context, st *state, id sdk.Identity, sessio
 	if err != nil {
 		return "", err
 	}
-	st.block = block
+	st.block, st.query = block, query
 	return block, nil
 }
 
-// iterate is the before-iteration recall. An empty message keeps the
-// block; a recall that renders what the last one did keeps it byte for
+// iterate is the before-iteration recall. An empty message recalls the
+// last query again (a record of the block may have been forgotten since);
+// a recall that renders what the last one did keeps the block byte for
 // byte; a failed recall is logged and keeps it too.
 func (r *recaller) iterate(ctx context.Context, st *state, id sdk.Identity, session, message string, f Filters) (string, bool) {
 	query := compactQuery(message)
+	if query == "" {
+		query = st.query
+	}
 	if query == "" {
 		return st.block, false
 	}
@@ -146,7 +151,7 @@ func (r *recaller) iterate(ctx context.Context, st *state, id sdk.Identity, sess
 		return st.block, false
 	}
 	changed := block != st.block
-	st.block = block
+	st.block, st.query = block, query
 	return block, changed
 }
 

@@ -266,11 +266,12 @@ func TestBeforeIteration(t *testing.T) {
 		// forgotten meanwhile) and answers the same block byte for byte.
 		{"same query as the task", "make coffee", Filters{}, false, 2, "flat white", true},
 		{"whitespace-only change", "  make \n coffee ", Filters{}, false, 3, "flat white", true},
-		{"no user message", "", Filters{}, false, 3, "flat white", true},
-		{"topic drift replaces the block", "brew some tea", Filters{}, true, 4, "green tea", false},
-		{"unchanged again", "brew some tea", Filters{}, false, 5, "green tea", true},
-		{"new filters recall", "brew some tea", Filters{TopK: 1}, false, 6, "green tea", true},
-		{"no match empties the block", "kubernetes", Filters{}, true, 7, "", false},
+		// No user message recalls the last query again, for the same reason.
+		{"no user message", "", Filters{}, false, 4, "flat white", true},
+		{"topic drift replaces the block", "brew some tea", Filters{}, true, 5, "green tea", false},
+		{"unchanged again", "brew some tea", Filters{}, false, 6, "green tea", true},
+		{"new filters recall", "brew some tea", Filters{TopK: 1}, false, 7, "green tea", true},
+		{"no match empties the block", "kubernetes", Filters{}, true, 8, "", false},
 	}
 	prev := start
 	for _, st := range steps {
@@ -413,6 +414,57 @@ func TestSessionsAreIsolatedAndBounded(t *testing.T) {
 	}
 	if len(f.src.calls()) != before+1 {
 		t.Fatal("an evicted session did not recall afresh")
+	}
+}
+
+// TestOneIdentityCannotPushOutAnothersSessions: from an outside review.
+// The guide's sessions were one LRU for every realm and identity, so
+// another tenant's burst of session starts pushed out a session, whose
+// next call without a message then answered no block and "unchanged".
+// Victims now come from the identity holding the most sessions.
+func TestOneIdentityCannotPushOutAnothersSessions(t *testing.T) {
+	f := newFixture(t)
+	f.add(rec("Kumquat", "kumquat marmalade recipe"))
+	s := NewSessions(f.src, SessionsOptions{Size: 4})
+	ctx := context.Background()
+	first, err := s.SessionStart(ctx, alice, "g1", "kumquat", Filters{})
+	if err != nil || !strings.Contains(first, "marmalade") {
+		t.Fatalf("start %q %v", first, err)
+	}
+	mallory := sdk.Identity{Realm: "default", ID: "mallory"} // another identity (another realm keys the same way)
+	for i := range 10 {
+		if _, err := s.SessionStart(ctx, mallory, fmt.Sprintf("m%d", i), "anything", Filters{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.Len() != 4 {
+		t.Fatalf("%d sessions kept, want the bound, 4", s.Len())
+	}
+	block, changed, err := s.BeforeIteration(ctx, alice, "g1", "", Filters{})
+	if err != nil || changed || block != first {
+		t.Fatalf("after another identity's burst: block %q changed %v, %v; want alice's block, unchanged", block, changed, err)
+	}
+}
+
+// TestEmptyMessageRecallsTheLastQuery: from an outside review. An empty
+// message answered the stored block without a recall, so a record
+// forgotten since stayed in it.
+func TestEmptyMessageRecallsTheLastQuery(t *testing.T) {
+	f := newFixture(t)
+	ids := f.add(rec("Door code", "the lab door code is 4711"), rec("Door", "the lab door sticks"))
+	s := NewSessions(f.src, SessionsOptions{})
+	ctx := context.Background()
+	if block, err := s.SessionStart(ctx, alice, "g", "lab door code", Filters{}); err != nil || !strings.Contains(block, "4711") {
+		t.Fatalf("start %q %v", block, err)
+	}
+	if _, err := f.p.Forget(ctx, "default", ids[:1]); err != nil {
+		t.Fatal(err)
+	}
+	for _, message := range []string{"", " \n\t "} {
+		block, _, err := s.BeforeIteration(ctx, alice, "g", message, Filters{})
+		if err != nil || strings.Contains(block, "4711") || !strings.Contains(block, "sticks") {
+			t.Fatalf("message %q after the forget: block %q, %v; want it without the forgotten record", message, block, err)
+		}
 	}
 }
 

@@ -15,9 +15,10 @@ const DefaultSessions = 10000
 
 // SessionsOptions configure a Sessions.
 type SessionsOptions struct {
-	// Size bounds the sessions kept (least recently used forgotten
-	// first); default DefaultSessions. A forgotten session simply
-	// recalls afresh on its next call.
+	// Size bounds the sessions kept, the least recently used session of
+	// the identity holding the most forgotten first; default
+	// DefaultSessions. A forgotten session recalls afresh on its next
+	// call.
 	Size int
 	// MaxBytes caps each block; 0 is the coordinator's per-turn cap.
 	MaxBytes int
@@ -28,13 +29,18 @@ type SessionsOptions struct {
 // keyed by (identity, session), for the HTTP API. Calls for one session
 // are serialized; different sessions run in parallel.
 type Sessions struct {
-	rec recaller
+	rec  recaller
+	size int
 
-	mu       sync.Mutex
-	sessions *lru.Cache[sessionKey, *sessionEntry]
+	mu sync.Mutex
+	// sessions are each identity's, least recently used last. One cache
+	// for all would let one identity's new sessions, in any realm, push
+	// out every other's.
+	sessions map[identityKey]*lru.Cache[string, *sessionEntry]
+	total    int
 }
 
-type sessionKey struct{ realm, identity, session string }
+type identityKey struct{ realm, identity string }
 
 type sessionEntry struct {
 	mu sync.Mutex // held across a recall
@@ -52,7 +58,8 @@ func NewSessions(src Source, opts SessionsOptions) *Sessions {
 	}
 	return &Sessions{
 		rec:      recaller{src: src, maxBytes: opts.MaxBytes, logger: logger.Named("guide")},
-		sessions: lru.New[sessionKey, *sessionEntry](opts.Size),
+		size:     opts.Size,
+		sessions: map[identityKey]*lru.Cache[string, *sessionEntry]{},
 	}
 }
 
@@ -76,10 +83,10 @@ func (s *Sessions) SessionStart(ctx context.Context, id sdk.Identity, session, t
 	return block, nil
 }
 
-// BeforeIteration recalls with the last user message and answers the
-// session's block and whether it changed. An empty message, or the same
-// query and filters as last time, answers the previous block
-// byte-identical without a recall. Recall failures are logged and answer
+// BeforeIteration recalls with the last user message (an empty one: the
+// last query) and answers the session's block and whether it changed. A
+// recall that renders what the last one did answers the previous block
+// byte-identical. Recall failures are logged and answer
 // the previous block; only bad input is an error.
 func (s *Sessions) BeforeIteration(ctx context.Context, id sdk.Identity, session, lastUserMessage string, f Filters) (string, bool, error) {
 	if err := validate(id, session); err != nil {
@@ -99,19 +106,53 @@ func (s *Sessions) BeforeIteration(ctx context.Context, id sdk.Identity, session
 func (s *Sessions) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.sessions.Len()
+	return s.total
 }
 
-// entry answers the session's entry, creating it (and forgetting the least
-// recently used one when full).
+// entry answers the session's entry, creating it; at the bound, the
+// least recently used session of the identity holding the most is
+// forgotten first.
 func (s *Sessions) entry(id sdk.Identity, session string) *sessionEntry {
-	k := sessionKey{id.Realm, id.ID, session}
+	k := identityKey{id.Realm, id.ID}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.sessions.Get(k)
-	if !ok {
-		e = &sessionEntry{}
-		s.sessions.Add(k, e)
+	own := s.sessions[k]
+	if own != nil {
+		if e, ok := own.Get(session); ok {
+			return e
+		}
 	}
+	if s.total >= s.size {
+		s.evict(k)
+	}
+	if own = s.sessions[k]; own == nil {
+		own = lru.New[string, *sessionEntry](s.size)
+		s.sessions[k] = own
+	}
+	e := &sessionEntry{}
+	own.Add(session, e)
+	s.total++
 	return e
+}
+
+// evict forgets the least recently used session of the identity holding
+// the most; on a tie, prefer's (the identity adding one) if it is among
+// them.
+func (s *Sessions) evict(prefer identityKey) {
+	var largest identityKey
+	most := 0
+	for k, c := range s.sessions {
+		if n := c.Len(); n > most || n == most && k == prefer {
+			largest, most = k, n
+		}
+	}
+	if most == 0 {
+		return
+	}
+	c := s.sessions[largest]
+	c.RemoveOldest()
+	s.total--
+	if c.Len() == 0 {
+		delete(s.sessions, largest)
+	}
 }

@@ -93,3 +93,17 @@ func (l *Cache[K, V]) Remove(k K) {
 		delete(l.items, k)
 	}
 }
+
+// RemoveOldest forgets the least recently used entry and answers it;
+// false when the cache is empty.
+func (l *Cache[K, V]) RemoveOldest() (K, V, bool) {
+	e := l.tail
+	if e == nil {
+		var k K
+		var v V
+		return k, v, false
+	}
+	l.unlink(e)
+	delete(l.items, e.key)
+	return e.key, e.value, true
+}
