@@ -423,7 +423,7 @@ func (h *host) close() {
 	// compactions, still write.
 	h.stopExpiry()
 	if err := h.stores.close(); err != nil {
-		h.logger.Warn("session store close: its journal is merged at the next start", "error", err)
+		h.logger.Warn("session store close: what its journal holds is merged at the next start", "error", err)
 	}
 	if err := h.state.Close(); err != nil {
 		h.logger.Warn("state database close", "error", err)

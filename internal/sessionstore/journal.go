@@ -103,7 +103,9 @@ func openJournal(path string) (*journal, []journalEntry, error) {
 	}
 	j := &journal{path: path, f: f, size: int64(len(data))}
 	if len(data) < journalHeaderSize || string(data[:len(journalMagic)]) != journalMagic {
-		if len(data) > 0 && !bytes.HasPrefix([]byte(journalMagic), data) {
+		// A header cut off while being written: the magic's start, or the
+		// magic and part of the epoch.
+		if len(data) > 0 && !bytes.HasPrefix([]byte(journalMagic), data) && !bytes.HasPrefix(data, []byte(journalMagic)) {
 			f.Close()
 			return nil, nil, fmt.Errorf("%s is not a session journal", path)
 		}

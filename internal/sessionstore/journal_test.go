@@ -373,6 +373,36 @@ func TestForeignJournalIsRefused(t *testing.T) {
 	}
 }
 
+// TestHeaderCutShortIsEmpty: from an outside review. A journal whose
+// header was cut off while being written reads as empty, wherever the
+// cut fell; a cut inside the epoch stopped the host from starting ("is
+// not a session journal").
+func TestHeaderCutShortIsEmpty(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j")
+	j, _, err := openJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.restart(7); err != nil {
+		t.Fatal(err)
+	}
+	j.close()
+	full, err := os.ReadFile(path)
+	if err != nil || len(full) != journalHeaderSize {
+		t.Fatalf("header of %d bytes (%v), want %d", len(full), err, journalHeaderSize)
+	}
+	for n := 1; n < journalHeaderSize; n++ {
+		if err := os.WriteFile(path, full[:n], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		j, entries, err := openJournal(path)
+		if err != nil || j.epoch != 0 || len(entries) != 0 {
+			t.Fatalf("a header cut to %d bytes: epoch %v, %d entries, %v; want an empty journal", n, j, len(entries), err)
+		}
+		j.close()
+	}
+}
+
 // FuzzJournalRecords: replay reads any bytes without failing, and what it
 // reads back is a run of whole records at the head.
 func FuzzJournalRecords(f *testing.F) {

@@ -329,10 +329,22 @@ func (s *Store) Close(ctx context.Context) error {
 		return nil
 	}
 	s.flushAll(ctx)
-	if err := s.merge(ctx); err != nil {
+	err := s.merge(ctx)
+	if err == nil {
+		s.journal.close()
+	}
+	// What the disk had no room for lives in memory alone: said, since
+	// the process is about to end.
+	if n := len(s.pending); n > 0 {
+		lost := fmt.Errorf("session store: the accounting of %d sessions held in memory, the disk being full, is lost (those sessions may inject their records again)", n)
+		if err != nil {
+			return fmt.Errorf("%w; and merging the journal failed: %w", lost, err)
+		}
+		return lost
+	}
+	if err != nil {
 		return fmt.Errorf("session store: %w", err)
 	}
-	s.journal.close()
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -231,6 +232,32 @@ func TestFullDiskKeepsState(t *testing.T) {
 	}
 	if got := get(t, s, k); !slices.Equal(got.InjectedIDs, []string{"kept"}) {
 		t.Fatalf("a failed write changed the state to %d ids", len(got.InjectedIDs))
+	}
+}
+
+// TestCloseOnAFullDiskSaysWhatIsLost: a clean stop while sessions wait
+// in memory for room on a full disk cannot keep them, and says how many
+// (the log said only that the journal would be merged at the next start).
+func TestCloseOnAFullDiskSaysWhatIsLost(t *testing.T) {
+	s, db := openStore(t, t.TempDir(), Options{MaxPending: 4})
+	if _, err := db.Exec(ctx, "limit", `PRAGMA max_page_count = 1`); err != nil {
+		t.Fatal(err)
+	}
+	refuseJournal(t, s)
+	huge := func(st *coordinator.SessionState) bool {
+		for i := range 20000 {
+			st.InjectedIDs = append(st.InjectedIDs, fmt.Sprintf("record-%d", i))
+		}
+		return true
+	}
+	for _, name := range []string{"a", "b"} {
+		if err := s.Update(ctx, key("default", name), huge); err != nil {
+			t.Fatalf("a write on a full disk is held in memory, got %v", err)
+		}
+	}
+	err := s.Close(ctx)
+	if err == nil || !strings.Contains(err.Error(), "the accounting of 2 sessions held in memory") {
+		t.Fatalf("Close = %v, want it to say 2 sessions are lost", err)
 	}
 }
 
