@@ -595,7 +595,7 @@ func parseLine(b []byte, realm string) (sdk.Record, error) {
 	// The times as written: decoded into the record, the zero instant
 	// would read as absent and never reach the server.
 	var sent coordinator.RecordTimes
-	if err := json.Unmarshal(b, &sent); err != nil {
+	if _, err := strictjson.DecodeTolerant(b, &sent); err != nil {
 		return r, err
 	}
 	if err := sent.Check(); err != nil {

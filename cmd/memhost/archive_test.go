@@ -35,6 +35,11 @@ func TestParseLineIsStrict(t *testing.T) {
 	if _, err := parseLine([]byte(good), ""); err != nil {
 		t.Fatalf("a line the exporter writes is refused: %v", err)
 	}
+	// RFC 3339 allows "t" and "z" in lower case, as every surface reads them.
+	lower := strings.Replace(good, `{`, `{"occurred_at":"2023-05-27t09:00:00z",`, 1)
+	if r, err := parseLine([]byte(lower), ""); err != nil || r.OccurredAt.Year() != 2023 {
+		t.Fatalf("a line with a lower-case t and z = %+v, %v; want it read", r.OccurredAt, err)
+	}
 	for _, c := range []struct{ name, line, want string }{
 		{"duplicate member", strings.Replace(good, `{`, `{"title":"other",`, 1), "appears more than once"},
 		{"unknown member", strings.Replace(good, `{`, `{"colour":"red",`, 1), "colour: unknown field"},

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/host"
+	"github.com/memhost/memhost/sdk/strictjson"
 )
 
 // The archive endpoints dump and load a realm's full records (ids, times,
@@ -94,7 +94,7 @@ func (s *Server) handleImport(ctx context.Context, c caller, w http.ResponseWrit
 	var sent struct {
 		Records []coordinator.RecordTimes `json:"records"`
 	}
-	if err := json.Unmarshal(data, &sent); err != nil {
+	if _, err := strictjson.DecodeTolerant(data, &sent); err != nil {
 		return invalidJSON("request body", err)
 	}
 	realm, a, err := s.archiver(c, req.Realm)

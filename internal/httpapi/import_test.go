@@ -42,4 +42,7 @@ func TestImportRefusesInconsistentRecords(t *testing.T) {
 	if status, e := call(t, srv, "POST", "/v1/import", "", []byte(`{"records":[`+one("rgood2", "t", "2023-05-27T08:59:59Z")+`]}`)); status != http.StatusOK {
 		t.Errorf("a record updated before it was created = %d %+v, want imported as it is", status, e)
 	}
+	if status, e := call(t, srv, "POST", "/v1/import", "", []byte(`{"records":[`+one("rgood3", "u", "2023-05-27t09:00:00z")+`]}`)); status != http.StatusOK {
+		t.Errorf("a record whose time has a lower-case t and z = %d %+v, want imported", status, e)
+	}
 }

@@ -93,7 +93,7 @@ func Decode(data []byte, v any) error {
 // about them; everything else Decode refuses (duplicate members, trailing
 // data, invalid UTF-8, a member named in another case) is still refused.
 func DecodeTolerant(data []byte, v any) (unknown []string, err error) {
-	if err := json.Unmarshal(data, v); err != nil {
+	if err := json.Unmarshal(data, v, rfc3339Case); err != nil {
 		return nil, describe(err)
 	}
 	var tree any
