@@ -315,7 +315,9 @@ func (s *Server) routeWithin(mux *http.ServeMux, pattern string, timeout time.Du
 		serving.Inc()
 		defer serving.Dec()
 		start := time.Now()
-		answerBy(w, timeout)
+		if timeout != s.opts.RequestTimeout {
+			answerBy(w, timeout) // Front set the default one
+		}
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		reqID := requestID(r)
 		rec.Header().Set(HeaderRequestID, reqID)
@@ -429,7 +431,6 @@ func (s *Server) mountMCP(mux *http.ServeMux, h http.Handler) {
 		serving.Inc()
 		defer serving.Dec()
 		start := time.Now()
-		answerBy(w, s.opts.RequestTimeout)
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		reqID := requestID(r)
 		rec.Header().Set(HeaderRequestID, reqID)
