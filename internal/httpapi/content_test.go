@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/coordinator/coordinatortest"
 	"github.com/memhost/memhost/guide"
 	"github.com/memhost/memhost/internal/compaction"
@@ -21,13 +20,7 @@ import (
 // for a text block without text, "must be an object, not an object" for
 // an object, though content is a string or a list and never an object.
 func TestContentRefusalsSayWhatIsWrong(t *testing.T) {
-	p := coordinatortest.NewProvider(sdk.CapWrite, sdk.CapFetch, sdk.CapForget)
-	providers := func(string) (sdk.Provider, error) { return p, nil }
-	coord, err := coordinator.New(coordinator.DefaultConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { coord.Close(t.Context()) })
+	p, providers, coord := testCoordinator(t, sdk.CapWrite, sdk.CapFetch, sdk.CapForget)
 	comp := &echoCompactor{}
 	srv := httptest.NewServer(New(Options{
 		Provider: providers, Coordinator: coord,

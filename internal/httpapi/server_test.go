@@ -30,6 +30,19 @@ func newTestServer(t *testing.T, opts Options, caps ...sdk.Capability) (*httptes
 	if len(caps) == 0 {
 		caps = []sdk.Capability{sdk.CapWrite, sdk.CapFetch, sdk.CapForget}
 	}
+	p, providers, coord := testCoordinator(t, caps...)
+	opts.Provider = providers
+	opts.Coordinator = coord
+	opts.Guide = guide.NewSessions(coord, guide.SessionsOptions{Size: 16})
+	srv := httptest.NewServer(New(opts).Handler())
+	t.Cleanup(srv.Close)
+	return srv, p
+}
+
+// testCoordinator is a coordinator over one in-memory provider with caps,
+// closed when the test ends, and the provider lookup that answers it.
+func testCoordinator(t *testing.T, caps ...sdk.Capability) (*coordinatortest.Provider, func(string) (sdk.Provider, error), *coordinator.Coordinator) {
+	t.Helper()
 	p := coordinatortest.NewProvider(caps...)
 	providers := func(string) (sdk.Provider, error) { return p, nil }
 	coord, err := coordinator.New(coordinator.DefaultConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
@@ -37,12 +50,7 @@ func newTestServer(t *testing.T, opts Options, caps ...sdk.Capability) (*httptes
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { coord.Close(t.Context()) })
-	opts.Provider = providers
-	opts.Coordinator = coord
-	opts.Guide = guide.NewSessions(coord, guide.SessionsOptions{Size: 16})
-	srv := httptest.NewServer(New(opts).Handler())
-	t.Cleanup(srv.Close)
-	return srv, p
+	return p, providers, coord
 }
 
 func call(t *testing.T, srv *httptest.Server, method, path, token string, body []byte) (int, errorBody) {
@@ -493,13 +501,7 @@ func TestStalledReaderIsDropped(t *testing.T) {
 	old := AnswerWriteTimeout
 	AnswerWriteTimeout = 200 * time.Millisecond
 	t.Cleanup(func() { AnswerWriteTimeout = old })
-	p := coordinatortest.NewProvider(sdk.CapWrite, sdk.CapFetch, sdk.CapForget)
-	providers := func(string) (sdk.Provider, error) { return p, nil }
-	coord, err := coordinator.New(coordinator.DefaultConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { coord.Close(t.Context()) })
+	_, providers, coord := testCoordinator(t, sdk.CapWrite, sdk.CapFetch, sdk.CapForget)
 	srv := httptest.NewUnstartedServer(New(Options{Provider: providers, Coordinator: coord}).Handler())
 	// Small socket buffers on both ends, so a few hundred KiB fill them.
 	srv.Listener = smallBuffers{srv.Listener}

@@ -202,6 +202,14 @@ func TestConcurrentUpdatesAllLand(t *testing.T) {
 	}
 }
 
+// huge adds 20,000 injected ids: a state no full disk has room for.
+func huge(st *coordinator.SessionState) bool {
+	for i := range 20000 {
+		st.InjectedIDs = append(st.InjectedIDs, fmt.Sprintf("record-%d", i))
+	}
+	return true
+}
+
 // TestFullDiskKeepsState: once as many sessions as MaxPending wait in
 // memory for room, a write the disk refuses fails with the sentinel and
 // changes neither the file nor what later visits see.
@@ -218,12 +226,6 @@ func TestFullDiskKeepsState(t *testing.T) {
 		t.Fatal(err)
 	}
 	refuseJournal(t, s)
-	huge := func(st *coordinator.SessionState) bool {
-		for i := range 20000 {
-			st.InjectedIDs = append(st.InjectedIDs, fmt.Sprintf("record-%d", i))
-		}
-		return true
-	}
 	if err := s.Update(ctx, key("default", "other"), huge); err != nil {
 		t.Fatalf("the first write on a full disk is held in memory, got %v", err)
 	}
@@ -244,12 +246,6 @@ func TestCloseOnAFullDiskSaysWhatIsLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	refuseJournal(t, s)
-	huge := func(st *coordinator.SessionState) bool {
-		for i := range 20000 {
-			st.InjectedIDs = append(st.InjectedIDs, fmt.Sprintf("record-%d", i))
-		}
-		return true
-	}
 	for _, name := range []string{"a", "b"} {
 		if err := s.Update(ctx, key("default", name), huge); err != nil {
 			t.Fatalf("a write on a full disk is held in memory, got %v", err)
