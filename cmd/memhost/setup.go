@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"syscall"
 
 	hclog "github.com/hashicorp/go-hclog"
+	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/internal/config"
 	"github.com/memhost/memhost/sdk"
 	"github.com/spf13/cobra"
@@ -53,10 +55,11 @@ func (f *configFlag) loadForClient() (*config.Config, error) {
 	return config.Options{LookupEnv: placeholderSecret}.Load(f.path)
 }
 
-// placeholderSecret stands in for a token secret the client does not read:
-// unique per variable, so no two tokens share one.
+// placeholderSecret stands in for a token secret or host key the client
+// does not read: unique per variable, so no two tokens share one, and long
+// enough for the host key's minimum whatever the variable's name.
 func placeholderSecret(name string) (string, bool) {
-	return "memhost-client-placeholder-" + name, true
+	return "memhost-client-placeholder-" + name + strings.Repeat(".", coordinator.MinHostKeyBytes), true
 }
 
 func newLogger(cfg *config.Config) hclog.Logger {

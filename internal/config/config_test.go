@@ -193,6 +193,8 @@ func TestErrorPositions(t *testing.T) {
 		{"token missing realms", "token \"ops\" {\n  secret_env = \"MEMHOST_TOKEN_OPS\"\n}\n", 1, `The argument "realms" is required`},
 		{"token bad identity", "token \"ops\" {\n  secret_env = \"MEMHOST_TOKEN_OPS\"\n  realms = [\"default\"]\n  identity = \"a b\"\n}\n", 4, `Token "ops": identity "a b"`},
 		{"token identity twice", "token \"ops\" {\n  secret_env = \"MEMHOST_TOKEN_OPS\"\n  realms = [\"default\"]\n  identity = [\"al\", \"al\"]\n}\n", 4, `names identity "al" twice`},
+		{"token no identities", "token \"ops\" {\n  secret_env = \"MEMHOST_TOKEN_OPS\"\n  realms = [\"default\"]\n  identity = []\n}\n", 4, "identity must name at least one identity"},
+		{"config key twice", "provider \"p\" {\n  plugin = \"sqlite\"\n  config = {\n    path = \"a.db\"\n    \"path\" = \"b.db\"\n  }\n}\n", 5, `config key "path" is set twice; the first is at memhost/memhost.hcl:4`},
 		{"token identity number", "token \"ops\" {\n  secret_env = \"MEMHOST_TOKEN_OPS\"\n  realms = [\"default\"]\n  identity = 7\n}\n", 4, "identity must be a list of strings"},
 		{"interpolation", "listen = \"127.0.0.1:${7077}\"\n", 1, "Expression not allowed"},
 		{"variable", "\ndata_dir = home\n", 2, "Expression not allowed"},
@@ -271,6 +273,31 @@ token "c" {
 	}
 	if !strings.Contains(err.Error(), `m.hcl:11,`) || !strings.Contains(err.Error(), `the secret in SHORT is shorter than 16 bytes`) {
 		t.Errorf("short secret not reported at line 11: %v", err)
+	}
+}
+
+// TestPastedSecretsAreNotRepeated: a value where a variable's name belongs
+// is most often the secret itself, and the refusal reaches logs.
+func TestPastedSecretsAreNotRepeated(t *testing.T) {
+	const key = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+	const dsn = "postgres://memhost:hunter2@db.internal/memhost"
+	for _, tc := range []struct{ name, src, secret string }{
+		{"secret_env", "token \"ops\" {\n  secret_env = \"" + key + "\"\n  realms = [\"default\"]\n}\n", key},
+		{"host_key_env", "host_key_env = \"" + key + "\"\n", key},
+		{"dsn_env", "session_store {\n  kind = \"postgres\"\n  dsn_env = \"" + dsn + "\"\n}\n", "hunter2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parse(t, tc.src)
+			if err == nil {
+				t.Fatal("loaded")
+			}
+			if strings.Contains(err.Error(), tc.secret) {
+				t.Errorf("the refusal repeats the secret: %v", err)
+			}
+			if !strings.Contains(err.Error(), tc.name+" must name an environment variable") {
+				t.Errorf("the refusal does not say what is wrong: %v", err)
+			}
+		})
 	}
 }
 

@@ -286,7 +286,7 @@ func (d *decoder) token(b *hcl.Block) {
 		switch secret, ok := d.opts.lookupEnv(t.SecretEnv); {
 		case !validEnvName(t.SecretEnv):
 			d.errorf(attr.Expr.Range().Ptr(), "Invalid secret_env",
-				"Token %q: %q is not an environment variable name (letters, digits and '_', not starting with a digit).", t.Name, t.SecretEnv)
+				"Token %q: secret_env %s", t.Name, notAnEnvName)
 		case !ok:
 			d.errorf(attr.Expr.Range().Ptr(), "Token secret not set",
 				"Token %q reads its secret from the environment variable %s, which is not set.", t.Name, t.SecretEnv)
@@ -313,7 +313,12 @@ func (d *decoder) identities(attrs hcl.Attributes, key string, dst *[]string) {
 		}
 		return
 	}
-	d.strings(attrs, "identity", key, dst)
+	if d.strings(attrs, "identity", key, dst) && len(*dst) == 0 {
+		// An empty list is a template that rendered nothing, or "none":
+		// either way not the unbound token that omitting it declares.
+		d.errorf(attr.Expr.Range().Ptr(), "Invalid identity",
+			"identity must name at least one identity; omit it to let the token act as any identity of its realms.")
+	}
 }
 
 func (d *decoder) server(b *hcl.Block) {
@@ -548,31 +553,32 @@ func (d *decoder) duration(attrs hcl.Attributes, name, key string, unit time.Dur
 	return true
 }
 
-func (d *decoder) strings(attrs hcl.Attributes, name, key string, dst *[]string) {
+func (d *decoder) strings(attrs hcl.Attributes, name, key string, dst *[]string) bool {
 	attr, ok := attrs[name]
 	if !ok {
-		return
+		return false
 	}
 	d.at(key, attr.Expr.Range())
 	v, ok := d.value(attr)
 	if !ok {
-		return
+		return false
 	}
 	t := v.Type()
 	if v.IsNull() || !(t.IsTupleType() || t.IsListType() || t.IsSetType()) {
 		d.errorf(attr.Expr.Range().Ptr(), "Incorrect type", "%s must be a list of strings, not %s.", name, typeName(t))
-		return
+		return false
 	}
 	out := []string{}
 	for it := v.ElementIterator(); it.Next(); {
 		_, e := it.Element()
 		if e.IsNull() || !e.Type().Equals(cty.String) {
 			d.errorf(attr.Expr.Range().Ptr(), "Incorrect type", "%s must be a list of strings; it holds %s.", name, typeName(e.Type()))
-			return
+			return false
 		}
 		out = append(out, e.AsString())
 	}
 	*dst = out
+	return true
 }
 
 // object converts an object value to the JSON a plugin's Configure takes.
@@ -683,6 +689,11 @@ func labelRange(b *hcl.Block) hcl.Range {
 	}
 	return b.DefRange
 }
+
+// notAnEnvName refuses a value that should name an environment variable
+// without repeating it: what is pasted there is most often the secret
+// itself, and errors reach logs.
+const notAnEnvName = "must name an environment variable (letters, digits and '_', not starting with a digit); the value given does not, and is not shown in case it is the secret itself."
 
 func validEnvName(s string) bool {
 	if s == "" || s[0] >= '0' && s[0] <= '9' {

@@ -116,11 +116,20 @@ func configPathKey(instance string, path []string) string {
 func (d *decoder) recordConfigPositions(instance string, e hcl.Expression, path []string) {
 	switch e := e.(type) {
 	case *hclsyntax.ObjectConsExpr:
+		// HCL keeps the last of a repeated key, which would silently drop
+		// the first: the file is strict, as a manifest is.
+		first := map[string]hcl.Range{}
 		for _, item := range e.Items {
 			k, diags := item.KeyExpr.Value(nil)
 			if diags.HasErrors() || k.IsNull() || !k.IsKnown() || !k.Type().Equals(cty.String) {
 				continue // the decoder reports a bad key
 			}
+			if r, dup := first[k.AsString()]; dup {
+				d.errorf(item.KeyExpr.Range().Ptr(), "Duplicate key",
+					"config key %q is set twice; the first is at %s:%d.", k.AsString(), r.Filename, r.Start.Line)
+				continue
+			}
+			first[k.AsString()] = item.KeyExpr.Range()
 			p := append(slices.Clip(path), k.AsString())
 			d.at(configPathKey(instance, p), hcl.RangeBetween(item.KeyExpr.Range(), item.ValueExpr.Range()))
 			d.recordConfigPositions(instance, item.ValueExpr, p)
@@ -202,6 +211,13 @@ func (s *compiledSchema) problems(e *jsonschema.ValidationError) []problem {
 			out = append(out, at(loc, "the required key %s is missing", m))
 		}
 		return out
+	case *kind.Pattern:
+		// The message would quote the value, and a key meant to name a
+		// variable most often holds the secret pasted there by mistake;
+		// the position already points at it.
+		return []problem{at(loc, "the value does not match the pattern %s", k.Want)}
+	case *kind.Format:
+		return []problem{at(loc, "the value is not a valid %s", k.Want)}
 	}
 	return []problem{at(loc, "%s", e.ErrorKind.LocalizedString(printer))}
 }

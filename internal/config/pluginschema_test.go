@@ -14,7 +14,7 @@ var testSchemas = map[string]json.RawMessage{
 	"sqlite": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,
 		"properties":{"path":{"type":"string","minLength":1},"posting_budget":{"type":"integer","minimum":0}}}`),
 	"llm": json.RawMessage(`{"type":"object","additionalProperties":false,"required":["base_url","model"],
-		"properties":{"base_url":{"type":"string"},"model":{"type":"string"},"max_rows":{"type":"integer","minimum":1,"maximum":4000},
+		"properties":{"base_url":{"type":"string"},"model":{"type":"string"},"api_key_env":{"type":"string","pattern":"^[A-Za-z_][A-Za-z0-9_]*$"},"max_rows":{"type":"integer","minimum":1,"maximum":4000},
 		"headers":{"type":"object","additionalProperties":false,"properties":{"x_team":{"type":"string"}}},
 		"stop":{"type":"array","items":{"type":"string"}}}}`),
 	"template": nil, // declares no schema: left to the plugin
@@ -69,6 +69,13 @@ realm "default" {
 			`memhost.hcl:17,18-30: Invalid plugin config; selector "s" config: headers.x_tema: unknown key (the plugin's schema allows x_team).`,
 			`memhost.hcl:18,22-23: Invalid plugin config; selector "s" config: stop.1: got number, want string.`,
 		}},
+		// The key pasted where its variable's name goes is not repeated:
+		// the position points at it.
+		{"pasted secret", `selector "s" {
+  plugin = "llm"
+  config = { base_url = "http://127.0.0.1:1/v1", model = "m", api_key_env = "sk-proj-SECRET0123456789" }
+}
+`, []string{`memhost.hcl:3,63-103: Invalid plugin config; selector "s" config: api_key_env: the value does not match the pattern ^[A-Za-z_][A-Za-z0-9_]*$.`}},
 		{"no config attribute", `selector "s" {
   plugin = "llm"
 }

@@ -51,8 +51,7 @@ func (d *decoder) hostKeyEnv(attrs hcl.Attributes) {
 	attr, name := attrs["host_key_env"], d.cfg.HostKeyEnv
 	switch v, ok := d.opts.lookupEnv(name); {
 	case !validEnvName(name):
-		d.errorf(attr.Expr.Range().Ptr(), "Invalid host_key_env",
-			"%q is not an environment variable name (letters, digits and '_', not starting with a digit).", name)
+		d.errorf(attr.Expr.Range().Ptr(), "Invalid host_key_env", "host_key_env %s", notAnEnvName)
 	case !ok || v == "":
 		d.errorf(attr.Expr.Range().Ptr(), "Host key not set",
 			"host_key_env names the environment variable %s, which is unset or empty.", name)
@@ -127,8 +126,7 @@ func (d *decoder) sessionStore(b *hcl.Block) {
 	}
 	switch v, ok := d.opts.lookupEnv(s.DSNEnv); {
 	case !validEnvName(s.DSNEnv):
-		d.errorf(subject, "Invalid dsn_env",
-			"%q is not an environment variable name (letters, digits and '_', not starting with a digit).", s.DSNEnv)
+		d.errorf(subject, "Invalid dsn_env", "dsn_env %s", notAnEnvName)
 	case !ok || v == "":
 		d.errorf(subject, "Connection string not set",
 			"session_store.dsn_env names the environment variable %s, which is unset or empty; set it to the PostgreSQL connection string.", s.DSNEnv)

@@ -154,7 +154,9 @@ func parseConfig(raw json.RawMessage, getenv func(string) string) (settings, err
 	s := settings{dsnEnv: cfg.DSNEnv, schema: cfg.Schema, poolSize: cfg.PoolSize, statementTimeout: DefaultStatementTimeout}
 	bad := func(err error) (settings, error) { return settings{}, fmt.Errorf("postgres: config: %w", err) }
 	if !envNameRE.MatchString(cfg.DSNEnv) {
-		return bad(fieldErr("dsn_env", fmt.Sprintf("%q is not an environment variable name (letters, digits, underscores)", cfg.DSNEnv)))
+		// Not quoted: what is pasted here is most often the connection
+		// string itself, password and all.
+		return bad(fieldErr("dsn_env", "must name an environment variable (letters, digits, underscores); the value given is not one, and is not shown in case it is the connection string"))
 	}
 	if !schemaNameRE.MatchString(cfg.Schema) {
 		return bad(fieldErr("schema", fmt.Sprintf("%q must be 1-63 lower-case letters, digits or underscores, not starting with a digit", cfg.Schema)))
