@@ -108,11 +108,11 @@ func TestFirstPartySchemasAreClosed(t *testing.T) {
 			t.Errorf("%s declares no config_schema", name)
 			continue
 		}
-		schemas := map[string]json.RawMessage{name: e.Manifest.ConfigSchema}
+		plugins := map[string]config.Plugin{name: {Kinds: e.Manifest.Kinds, Schema: e.Manifest.ConfigSchema}}
 		check := func(raw string) error {
 			c := config.Default()
 			c.Instances = []config.Instance{{Kind: e.Manifest.Kinds[0], Name: "x", Plugin: name, Config: json.RawMessage(raw)}}
-			return c.CheckPluginConfigs(schemas)
+			return c.CheckPlugins(plugins)
 		}
 		if err := check(`{"no_such_key":1}`); err == nil || !strings.Contains(err.Error(), "no_such_key: unknown key") {
 			t.Errorf("%s: an unknown key is not refused: %v", name, err)

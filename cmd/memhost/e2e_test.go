@@ -568,18 +568,25 @@ func TestServeRefusesBadSetup(t *testing.T) {
 	}{
 		{"unknown key", markdownConfig + "bogus_key = 1\n", nil, "memhost.hcl:"},
 		{"bad value", markdownConfig + "log_format = \"xml\"\n", nil, "memhost.hcl:"},
-		{"unknown plugin", "provider \"main\" {\n  plugin = \"nosuch\"\n}\n", nil, `no plugin named "nosuch"`},
+		// writeConfig puts three lines before the body.
+		{"unknown plugin", "provider \"main\" {\n  plugin = \"nosuch\"\n}\n", nil, `memhost.hcl:5,12-20: Unknown plugin; provider "main": no plugin named "nosuch"`},
+		{"plugin of another kind", "selector \"pick\" {\n  plugin = \"sqlite\"\n}\n", nil, `memhost.hcl:5,12-20: Wrong plugin kind; selector "pick": plugin "sqlite" serves provider, not selector`},
 		{"bad plugin config", "provider \"main\" {\n  plugin = \"markdown\"\n  config = { rooot = \"x\" }\n}\n", nil, "rooot"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfgPath, _ := writeConfig(t, c.body)
+			cfgPath, dataDir := writeConfig(t, c.body)
 			out, err := testbin.Command(testbin.Build(t, "./cmd/memhost"), "serve", "--config", cfgPath).CombinedOutput()
 			if err == nil {
 				t.Fatalf("serve started with a bad setup:\n%s", out)
 			}
 			if !strings.Contains(string(out), c.want) {
 				t.Fatalf("output does not contain %q:\n%s", c.want, out)
+			}
+			// A refused config leaves no host key or state behind, which a
+			// mistyped data_dir would otherwise scatter.
+			if entries, err := os.ReadDir(dataDir); err == nil && len(entries) > 0 {
+				t.Errorf("the refused start wrote into the data directory: %v", entries)
 			}
 		})
 	}
@@ -625,6 +632,13 @@ func TestPluginsVerify(t *testing.T) {
 		if err != nil || !strings.Contains(string(out), "markdown") || !strings.Contains(string(out), "sqlite") {
 			t.Fatalf("plugins %s --plugin-dir: %v\n%s", sub, err, out)
 		}
+	}
+	// A config serve would refuse, verify refuses: a plugin that is not
+	// there, and one of another kind.
+	badCfg, _ := writeConfigIn(t, string(pluginDir), "provider \"main\" {\n  plugin = \"sqlit\"\n}\nselector \"pick\" {\n  plugin = \"markdown\"\n}\n")
+	out, err = testbin.Command(bin, "plugins", "verify", "--config", badCfg).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `no plugin named "sqlit"`) || !strings.Contains(string(out), `plugin "markdown" serves provider, not selector`) {
+		t.Fatalf("verify on a config naming a missing plugin and one of another kind: %v\n%s", err, out)
 	}
 	// Tamper with the markdown binary: verify refuses it, in one line.
 	exe := filepath.Join(string(pluginDir), "memhost-plugin-markdown")

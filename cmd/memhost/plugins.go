@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -88,11 +87,7 @@ func pluginsVerifyCommand() *cobra.Command {
 			}
 			failed := refusals
 			printManifestWarnings(cmd.ErrOrStderr(), entries)
-			schemas := map[string]json.RawMessage{}
-			for _, e := range entries {
-				schemas[e.Manifest.Name] = e.Manifest.ConfigSchema
-			}
-			if err := cfg.CheckPluginConfigs(schemas); err != nil {
+			if err := cfg.CheckPlugins(declared(entries)); err != nil {
 				failed = append(failed, err)
 			}
 			for _, e := range entries {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -139,11 +138,17 @@ type host struct {
 // startHost discovers and starts every configured plugin and assembles the
 // API on top of them.
 func startHost(ctx context.Context, cfg *config.Config, logger hclog.Logger) (*host, error) {
-	if err := ensureDataDir(cfg); err != nil {
-		return nil, err
-	}
 	for _, w := range cfg.Warnings() {
 		logger.Warn("config: " + w)
+	}
+	// A config naming a plugin the directory lacks, or one of another kind,
+	// fails here, before the host writes its key or state.
+	entries, refusals, err := discoverPlugins(cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	if err := ensureDataDir(cfg); err != nil {
+		return nil, err
 	}
 	// The host's own state first: a data_dir that cannot hold it fails the
 	// start before any plugin runs.
@@ -161,7 +166,7 @@ func startHost(ctx context.Context, cfg *config.Config, logger hclog.Logger) (*h
 		return nil, err
 	}
 	h := &host{logger: logger, state: state, stores: stores}
-	if err := h.start(ctx, cfg, stores.sessions, hostKey); err != nil {
+	if err := h.start(ctx, cfg, entries, refusals, stores.sessions, hostKey); err != nil {
 		_ = stores.close() // the start fails with err; what is unmerged is replayed next time
 		state.Close()
 		return nil, err
@@ -179,12 +184,8 @@ func startHost(ctx context.Context, cfg *config.Config, logger hclog.Logger) (*h
 }
 
 // start launches the plugins and builds the coordinator and API over them.
-func (h *host) start(ctx context.Context, cfg *config.Config, sessions coordinator.SessionStore, hostKey []byte) error {
+func (h *host) start(ctx context.Context, cfg *config.Config, entries []pluginhost.Entry, refusals []error, sessions coordinator.SessionStore, hostKey []byte) error {
 	logger := h.logger
-	entries, refusals, err := discoverPlugins(cfg, logger)
-	if err != nil {
-		return err
-	}
 	// Set below, before any provider call: the metrics read plugin health
 	// from the supervisor, and the supervisor reports call latency to them.
 	var metrics *httpapi.Metrics
@@ -304,14 +305,20 @@ func discoverPlugins(cfg *config.Config, logger hclog.Logger) ([]pluginhost.Entr
 	if !slices.ContainsFunc(entries, func(e pluginhost.Entry) bool { return e.Manifest.Name == config.DefaultCompactorPlugin }) && cfg.DropImplicitCompactor() {
 		logger.Warn("compaction is off: the default compactor's plugin is not in the plugin directory", "plugin", config.DefaultCompactorPlugin, "plugin_dir", cfg.PluginDir)
 	}
-	schemas := map[string]json.RawMessage{}
-	for _, e := range entries {
-		schemas[e.Manifest.Name] = e.Manifest.ConfigSchema
-	}
-	if err := cfg.CheckPluginConfigs(schemas); err != nil {
+	if err := cfg.CheckPlugins(declared(entries)); err != nil {
 		return nil, nil, err
 	}
 	return entries, refusals, nil
+}
+
+// declared is what the plugin directory's manifests declare, which the
+// config is checked against before anything starts.
+func declared(entries []pluginhost.Entry) map[string]config.Plugin {
+	plugins := make(map[string]config.Plugin, len(entries))
+	for _, e := range entries {
+		plugins[e.Manifest.Name] = config.Plugin{Kinds: e.Manifest.Kinds, Schema: e.Manifest.ConfigSchema}
+	}
+	return plugins
 }
 
 // startPlugins starts every configured instance under a supervisor; a

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/memhost/memhost/sdk"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"github.com/zclconf/go-cty/cty"
@@ -32,22 +33,45 @@ type noLoader struct{}
 
 func (noLoader) Load(string) (any, error) { return nil, errSchemaRef }
 
-// CheckPluginConfigs checks every instance's config against the config
-// schema of its plugin; schemas maps a plugin (manifest) name to its
-// config_schema. An instance whose plugin declares no schema, or is not
-// in schemas, is left to the plugin. Every problem of every instance is
-// reported in one *Error, each at the config file line of the key, else of
-// the config attribute, else of the instance block.
-func (c *Config) CheckPluginConfigs(schemas map[string]json.RawMessage) error {
+// Plugin is what the host knows of a discovered plugin before it starts
+// one: the kinds its manifest declares and its config_schema (nil: none).
+type Plugin struct {
+	Kinds  []sdk.PluginKind
+	Schema json.RawMessage
+}
+
+// CheckPlugins checks every instance against the plugin directory, whose
+// plugins maps a plugin (manifest) name to what its manifest declares: the
+// plugin is there, serves the instance's kind, and the instance's config
+// passes its schema. A plugin that declares no schema leaves its config to
+// its own Configure. A remote instance is checked when dialled. Every
+// problem of every instance is reported in one *Error, each at the config
+// file line of the key, else of the attribute, else of the instance block,
+// before the host writes anything.
+func (c *Config) CheckPlugins(plugins map[string]Plugin) error {
 	var diags hcl.Diagnostics
 	compiled := map[string]*compiledSchema{}
 	for i, in := range c.Instances {
-		raw := schemas[in.Plugin]
-		if len(bytes.TrimSpace(raw)) == 0 {
+		if in.Remote != nil {
 			continue
 		}
 		key := fmt.Sprintf("instance[%d]", i)
 		what := fmt.Sprintf("%s %q config", in.Kind, in.Name)
+		p, found := plugins[in.Plugin]
+		switch {
+		case !found:
+			diags = append(diags, c.diag(key+".plugin", "Unknown plugin",
+				"%s %q: no plugin named %q in the plugin directory %s (%s).", in.Kind, in.Name, in.Plugin, c.PluginDir, servingKind(plugins, in.Kind)))
+			continue
+		case !slices.Contains(p.Kinds, in.Kind):
+			diags = append(diags, c.diag(key+".plugin", "Wrong plugin kind",
+				"%s %q: plugin %q serves %s, not %s (%s).", in.Kind, in.Name, in.Plugin, kindList(p.Kinds), in.Kind, servingKind(plugins, in.Kind)))
+			continue
+		}
+		raw := p.Schema
+		if len(bytes.TrimSpace(raw)) == 0 {
+			continue
+		}
 		sch, ok := compiled[in.Plugin]
 		if !ok {
 			var err error
@@ -76,6 +100,30 @@ func (c *Config) CheckPluginConfigs(schemas map[string]json.RawMessage) error {
 		return newError(diags)
 	}
 	return nil
+}
+
+// servingKind names the directory's plugins that serve kind, for an
+// instance that named the wrong one.
+func servingKind(plugins map[string]Plugin, kind sdk.PluginKind) string {
+	var names []string
+	for name, p := range plugins {
+		if slices.Contains(p.Kinds, kind) {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return "none there serves " + string(kind) + "; see `memhost plugins list`"
+	}
+	slices.Sort(names)
+	return "serving " + string(kind) + ": " + strings.Join(names, ", ")
+}
+
+func kindList(kinds []sdk.PluginKind) string {
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = string(k)
+	}
+	return strings.Join(names, " and ")
 }
 
 // diag is a diagnostic at the recorded position of key, if any.

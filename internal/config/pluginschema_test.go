@@ -9,18 +9,18 @@ import (
 	"github.com/memhost/memhost/sdk"
 )
 
-// Schemas shaped like the first-party plugins' own (bin/plugins/*.plugin.json).
-var testSchemas = map[string]json.RawMessage{
-	"sqlite": json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,
-		"properties":{"path":{"type":"string","minLength":1},"posting_budget":{"type":"integer","minimum":0}}}`),
-	"llm": json.RawMessage(`{"type":"object","additionalProperties":false,"required":["base_url","model"],
+// Manifests shaped like the first-party plugins' own (bin/plugins/*.plugin.json).
+var testPlugins = map[string]Plugin{
+	"sqlite": {Kinds: []sdk.PluginKind{sdk.KindProvider}, Schema: json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,
+		"properties":{"path":{"type":"string","minLength":1},"posting_budget":{"type":"integer","minimum":0}}}`)},
+	"llm": {Kinds: []sdk.PluginKind{sdk.KindSelector, sdk.KindCompactor}, Schema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["base_url","model"],
 		"properties":{"base_url":{"type":"string"},"model":{"type":"string"},"api_key_env":{"type":"string","pattern":"^[A-Za-z_][A-Za-z0-9_]*$"},"max_rows":{"type":"integer","minimum":1,"maximum":4000},
 		"headers":{"type":"object","additionalProperties":false,"properties":{"x_team":{"type":"string"}}},
-		"stop":{"type":"array","items":{"type":"string"}}}}`),
-	"template": nil, // declares no schema: left to the plugin
+		"stop":{"type":"array","items":{"type":"string"}}}}`)},
+	"template": {Kinds: []sdk.PluginKind{sdk.KindCompactor}}, // declares no schema: left to the plugin
 }
 
-func TestCheckPluginConfigs(t *testing.T) {
+func TestCheckPlugins(t *testing.T) {
 	cases := []struct {
 		name string
 		src  string
@@ -76,6 +76,17 @@ realm "default" {
   config = { base_url = "http://127.0.0.1:1/v1", model = "m", api_key_env = "sk-proj-SECRET0123456789" }
 }
 `, []string{`memhost.hcl:3,63-103: Invalid plugin config; selector "s" config: api_key_env: the value does not match the pattern ^[A-Za-z_][A-Za-z0-9_]*$.`}},
+		{"plugin not there, and of another kind", `provider "main" {
+  plugin = "sqlit"
+}
+selector "other" {
+  plugin = "template"
+  config = { unknown = 1 }
+}
+`, []string{
+			`memhost.hcl:2,12-19: Unknown plugin; provider "main": no plugin named "sqlit" in the plugin directory /opt/memhost/bin/plugins (serving provider: sqlite).`,
+			`memhost.hcl:5,12-22: Wrong plugin kind; selector "other": plugin "template" serves compactor, not selector (serving selector: llm).`,
+		}},
 		{"no config attribute", `selector "s" {
   plugin = "llm"
 }
@@ -88,7 +99,7 @@ realm "default" {
 			if err != nil {
 				t.Fatalf("load: %v", err)
 			}
-			err = c.CheckPluginConfigs(testSchemas)
+			err = c.CheckPlugins(testPlugins)
 			if tc.want == nil {
 				if err != nil {
 					t.Fatalf("valid config refused: %v", err)
@@ -106,10 +117,10 @@ realm "default" {
 	}
 }
 
-// TestCheckPluginConfigsRefusesBadSchemas: a schema the host cannot use,
+// TestCheckPluginsRefusesBadSchemas: a schema the host cannot use,
 // or one that reaches outside itself, is the plugin's bug and is reported,
 // never followed.
-func TestCheckPluginConfigsRefusesBadSchemas(t *testing.T) {
+func TestCheckPluginsRefusesBadSchemas(t *testing.T) {
 	for name, schema := range map[string]string{
 		"external ref": `{"$ref":"file:///etc/passwd"}`,
 		"bad keyword":  `{"type":"objet"}`,
@@ -118,7 +129,7 @@ func TestCheckPluginConfigsRefusesBadSchemas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = c.CheckPluginConfigs(map[string]json.RawMessage{"x": json.RawMessage(schema)})
+		err = c.CheckPlugins(map[string]Plugin{"x": {Kinds: []sdk.PluginKind{sdk.KindProvider}, Schema: json.RawMessage(schema)}})
 		if err == nil || !strings.Contains(err.Error(), "memhost.hcl:1") || !strings.Contains(err.Error(), "config_schema") {
 			t.Errorf("%s: %v, want a config_schema problem at the instance", name, err)
 		}
