@@ -74,7 +74,7 @@ func (f *clientFlags) client(ctx context.Context) (*apiClient, error) {
 	if !f.local {
 		addr := f.addr
 		if addr == "" {
-			cfg, err := f.cf.loadForClient()
+			cfg, err := f.cf.loadForClient(nil)
 			if err != nil {
 				return nil, err
 			}
@@ -84,7 +84,7 @@ func (f *clientFlags) client(ctx context.Context) (*apiClient, error) {
 		c.http = &http.Client{}
 		return c, nil
 	}
-	cfg, err := f.cf.load()
+	cfg, err := f.cf.load(nil)
 	if err != nil {
 		return nil, err
 	}

@@ -59,18 +59,17 @@ server already holds the data directory.`,
 			if identity == "" {
 				return errors.New("--identity is required: the tools act for one identity")
 			}
-			cfg, err := cf.load()
-			if err != nil {
-				return err
-			}
-			if cf.path == "" && o.dataDir == "" {
-				dir, err := userDataDir()
-				if err != nil {
-					return err
+			cfg, err := cf.load(func(cfg *config.Config) error {
+				if cf.path == "" && o.dataDir == "" {
+					dir, err := userDataDir()
+					if err != nil {
+						return err
+					}
+					cfg.DataDir = dir
 				}
-				cfg.DataDir = dir
-			}
-			if err := o.apply(cfg); err != nil {
+				return o.set(cfg)
+			})
+			if err != nil {
 				return err
 			}
 			if realm == "" {

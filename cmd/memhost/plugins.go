@@ -25,11 +25,7 @@ func pluginsCommand() *cobra.Command {
 // --plugin-dir applied. They start no server, so token secrets are not
 // needed.
 func loadPluginConfig(cf *configFlag, o *serveOverrides) (*config.Config, error) {
-	cfg, err := cf.loadForClient()
-	if err != nil {
-		return nil, err
-	}
-	return cfg, o.apply(cfg)
+	return cf.loadForClient(o.set)
 }
 
 func pluginsListCommand() *cobra.Command {

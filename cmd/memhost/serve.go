@@ -50,11 +50,8 @@ at once. SIGINT or SIGTERM drain requests in flight, then stop the plugins.`,
   memhost serve --listen 127.0.0.1:8080 --data-dir /var/lib/memhost --log-level debug`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := cf.load()
+			cfg, err := cf.load(o.set)
 			if err != nil {
-				return err
-			}
-			if err := o.apply(cfg); err != nil {
 				return err
 			}
 			cfg.Supervisor.RequireAll = requireAll
@@ -87,11 +84,8 @@ func (o *serveOverrides) registerPluginDir(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.pluginDir, "plugin-dir", "", "directory holding plugin executables and their manifests (default: the config's)")
 }
 
-// apply sets the given flags on cfg and validates the result.
-func (o *serveOverrides) apply(cfg *config.Config) error {
-	if o.listen == "" && o.logLevel == "" && o.dataDir == "" && o.pluginDir == "" {
-		return nil
-	}
+// set sets the given flags on cfg, before it is checked.
+func (o *serveOverrides) set(cfg *config.Config) error {
 	if o.listen != "" {
 		cfg.Listen = o.listen
 	}
@@ -112,7 +106,7 @@ func (o *serveOverrides) apply(cfg *config.Config) error {
 		}
 		cfg.PluginDir = abs
 	}
-	return cfg.Validate()
+	return nil
 }
 
 // host is one running memhost: its plugins, its coordinator and its HTTP

@@ -23,14 +23,28 @@ func (f *configFlag) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.path, "config", "", "HCL config file (default: built-in defaults, see docs/config.md)")
 }
 
-func (f *configFlag) load() (*config.Config, error) {
+// load reads the config, or the built-in defaults without --config;
+// flags, when not nil, sets the command's flags on it before it is
+// checked, as they win over the file.
+func (f *configFlag) load(flags func(*config.Config) error) (*config.Config, error) {
+	return f.loadWith(config.Options{Override: flags})
+}
+
+func (f *configFlag) loadWith(opts config.Options) (*config.Config, error) {
 	if f.path == "" {
-		return config.Default(), nil
+		cfg := opts.Default()
+		if opts.Override == nil {
+			return cfg, nil
+		}
+		if err := opts.Override(cfg); err != nil {
+			return nil, err
+		}
+		return cfg, cfg.Validate()
 	}
 	if err := f.check(); err != nil {
 		return nil, err
 	}
-	return config.Load(f.path)
+	return opts.Load(f.path)
 }
 
 // check refuses a --config that names a directory, said once (the
@@ -45,14 +59,8 @@ func (f *configFlag) check() error {
 // loadForClient reads the config for a command that calls a server: it
 // needs the listen address, never the servers' token secrets (those stay
 // in the server's environment; the client sends its own from MEMHOST_TOKEN).
-func (f *configFlag) loadForClient() (*config.Config, error) {
-	if f.path == "" {
-		return config.Default(), nil
-	}
-	if err := f.check(); err != nil {
-		return nil, err
-	}
-	return config.Options{LookupEnv: placeholderSecret}.Load(f.path)
+func (f *configFlag) loadForClient(flags func(*config.Config) error) (*config.Config, error) {
+	return f.loadWith(config.Options{LookupEnv: placeholderSecret, Override: flags})
 }
 
 // placeholderSecret stands in for a token secret or host key the client

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -20,8 +21,38 @@ func TestClientLoadsWhatServeLoads(t *testing.T) {
 			t.Fatal(err)
 		}
 		f := configFlag{path: path}
-		if _, err := f.loadForClient(); err != nil {
+		if _, err := f.loadForClient(nil); err != nil {
 			t.Errorf("a client refuses\n%s: %v", src, err)
 		}
+	}
+}
+
+// TestFlagsWinOverTheFile: a flag replaces the file's value before it is
+// checked, so the file's value, invalid or insecure where the flag is not,
+// does not refuse the start; a bad flag is still refused, without a
+// position in the file it is not in.
+func TestFlagsWinOverTheFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "memhost.hcl")
+	src := "listen = \"0.0.0.0:7077\"\nlog_level = \"verbose\"\ndata_dir = \"\"\n"
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := configFlag{path: path}
+	if _, err := f.load(nil); err == nil {
+		t.Fatal("the file alone loaded")
+	}
+	o := serveOverrides{listen: "127.0.0.1:0", logLevel: "debug", dataDir: filepath.Join(dir, "data")}
+	cfg, err := f.load(o.set)
+	if err != nil {
+		t.Fatalf("the flags' values are refused for the file's: %v", err)
+	}
+	if cfg.Listen != o.listen || cfg.LogLevel != o.logLevel || cfg.DataDir != o.dataDir {
+		t.Errorf("loaded %s, %s, %s; want the flags' values", cfg.Listen, cfg.LogLevel, cfg.DataDir)
+	}
+	o.logLevel = "loud"
+	_, err = f.load(o.set)
+	if err == nil || !strings.Contains(err.Error(), `"loud"`) || strings.Contains(err.Error(), "memhost.hcl:2") {
+		t.Errorf("a bad flag: %v; want it refused without the file's position", err)
 	}
 }

@@ -229,6 +229,10 @@ type Options struct {
 	WorkDir string
 	// LookupEnv reads token secrets; nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
+	// Override, when set, changes the file's values before they are
+	// checked: command-line flags win over the file, so a value the flag
+	// replaces is not refused.
+	Override func(*Config) error
 }
 
 // Default is the configuration used without a config file.

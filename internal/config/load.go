@@ -82,6 +82,11 @@ func (o Options) parse(name, full string, src []byte) (*Config, error) {
 	c.addDefaultProvider()
 	c.bindDefaultRealm()
 	c.addDefaultCompactor()
+	if o.Override != nil {
+		if err := o.Override(c); err != nil {
+			return nil, err
+		}
+	}
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
