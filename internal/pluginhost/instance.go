@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -98,6 +99,9 @@ type instance struct {
 	upSince     time.Time
 	warnings    warnings   // the latest warnings its processes logged
 	badConn     *host.Conn // the process whose broken answer was last logged
+	// peers are the supervisor's other instances (nil outside one): a
+	// store another process holds is most often held by one of them.
+	peers func() []*instance
 }
 
 func newInstance(spec Spec, e Entry, opts *Options) *instance {
@@ -141,9 +145,33 @@ func (i *instance) launch(ctx context.Context) (*host.Conn, any, error) {
 	defer cancelConfig()
 	if err := conn.Configure(configCtx, i.spec.Config); err != nil {
 		conn.Kill(0)
+		if held := i.peerProcesses(); held != "" && errors.Is(err, sdk.ErrConflict) {
+			return nil, nil, fmt.Errorf("%s %q: %w (this host's other plugin processes: %s)", i.spec.Kind, i.spec.Name, err, held)
+		}
 		return nil, nil, fmt.Errorf("%s %q: %w", i.spec.Kind, i.spec.Name, err)
 	}
 	return i.dispense(conn)
+}
+
+// peerProcesses names the running processes of the other instances, so a
+// store "locked by another process (pid N)" can be told apart from another
+// host's: two instances configured onto one store.
+func (i *instance) peerProcesses() string {
+	if i.peers == nil {
+		return ""
+	}
+	var held []string
+	for _, p := range i.peers() {
+		if p == i {
+			continue
+		}
+		p.mu.Lock()
+		if p.conn != nil && !p.conn.Exited() {
+			held = append(held, fmt.Sprintf("%s %q pid %d", p.spec.Kind, p.spec.Name, p.conn.Pid()))
+		}
+		p.mu.Unlock()
+	}
+	return strings.Join(held, ", ")
 }
 
 // dispense answers conn's client of the instance's kind; a plugin that

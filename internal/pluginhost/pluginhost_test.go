@@ -955,3 +955,37 @@ func TestSupervisorRefusesBrokenAnswersLoggingOnce(t *testing.T) {
 		t.Errorf("status = %+v: a broken answer is no crash", st)
 	}
 }
+
+// Two instances configured onto one store: the one that cannot take it
+// names the process of this host that holds it, not only "another
+// process", which sends an operator looking for a second host.
+func TestStoreHeldByAnotherInstanceIsNamed(t *testing.T) {
+	opts := pluginhost.Options{HealthInterval: time.Hour, MinBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}
+	sup, _ := startEchos(t, opts,
+		pluginhost.Spec{Kind: sdk.KindProvider, Name: "a", Plugin: "echo", Config: json.RawMessage(`{"lock":"one.lock"}`)},
+		pluginhost.Spec{Kind: sdk.KindProvider, Name: "b", Plugin: "echo", Config: json.RawMessage(`{"lock":"one.lock"}`)})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var ready, refused *pluginhost.Status
+		for _, st := range sup.Status() {
+			switch {
+			case st.State == pluginhost.StateReady:
+				ready = &st
+			case st.LastError != "":
+				refused = &st
+			}
+		}
+		if ready != nil && refused != nil {
+			want := fmt.Sprintf("this host's other plugin processes: provider %q pid %d", ready.Instance, ready.Pid)
+			if strings.Contains(refused.LastError, want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s's error does not name %s's process (%s): %s", refused.Instance, ready.Instance, want, refused.LastError)
+			}
+		} else if time.Now().After(deadline) {
+			t.Fatalf("not one ready and one refused: %+v", sup.Status())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

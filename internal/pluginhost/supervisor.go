@@ -195,6 +195,7 @@ func (s *Supervisor) Start(ctx context.Context, specs []Spec) error {
 			continue
 		}
 		inst := newInstance(spec, e, &s.opts)
+		inst.peers = func() []*instance { return s.order }
 		s.instances[spec.key()] = inst
 		s.order = append(s.order, inst)
 	}

@@ -47,7 +47,7 @@ func (e *echo) Configure(_ context.Context, raw json.RawMessage) error {
 		}
 		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 			f.Close()
-			return fmt.Errorf("echo: %s is locked by another process: %w", cfg.Lock, sdk.ErrUnavailable)
+			return fmt.Errorf("echo: %s is locked by another process: %w", cfg.Lock, sdk.ErrConflict)
 		}
 		e.lock = f
 	}
