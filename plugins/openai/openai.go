@@ -18,10 +18,12 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/memhost/memhost/sdk"
 )
@@ -55,8 +57,13 @@ type Embedder struct {
 
 // New answers an unconfigured embedder.
 func New() *Embedder {
-	return &Embedder{client: &http.Client{}, log: sdk.Logger(), sleep: sleepCtx}
+	return &Embedder{client: &http.Client{CheckRedirect: noRedirects}, log: sdk.Logger(), sleep: sleepCtx}
 }
+
+// noRedirects keeps a redirect's answer as the answer: following it would
+// send the texts to a host the operator never configured, and Go keeps the
+// Authorization header across a change of port or from https to http.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 func (e *Embedder) Info() sdk.Info {
 	return sdk.Info{
@@ -163,9 +170,24 @@ type embeddingsRequest struct {
 
 type embeddingsResponse struct {
 	Data *[]struct {
-		Index     *int      `json:"index"`
-		Embedding []float32 `json:"embedding"`
+		Index     *int   `json:"index"`
+		Embedding vector `json:"embedding"`
 	} `json:"data"`
+}
+
+// vector is an embedding as the endpoint writes it. A null component is
+// refused: a JavaScript server writes NaN and Infinity as null, which
+// would otherwise be read as 0, a wrong vector stored as a good one.
+type vector []float32
+
+var errNullComponent = errors.New("the answer has a null value in an embedding (NaN or Infinity, as a JavaScript server writes them)")
+
+func (v *vector) UnmarshalJSON(b []byte) error {
+	// A list of numbers holds the letters "null" only as the null literal.
+	if bytes.Contains(b, []byte("null")) && strings.TrimSpace(string(b)) != "null" {
+		return errNullComponent
+	}
+	return json.Unmarshal(b, (*[]float32)(v))
 }
 
 type apiError struct {
@@ -272,12 +294,16 @@ func (e *Embedder) post(parent context.Context, cfg *settings, body []byte, n in
 	if len(data) > limit {
 		return nil, fmt.Errorf("openai: the answer of %s is over %d bytes: %w", cfg.endpoint, limit, sdk.ErrUnavailable)
 	}
+	if resp.StatusCode/100 == 3 {
+		return nil, redirectError(cfg, resp)
+	}
 	if resp.StatusCode/100 != 2 {
-		return nil, statusError(cfg.endpoint, resp, data)
+		return nil, statusError(cfg, resp, data)
 	}
 	vecs, err := decode(data, n, cfg.info.Dimensions)
 	if err != nil {
-		return nil, fmt.Errorf("openai: %s: %w: %w", cfg.endpoint, err, sdk.ErrUnavailable)
+		// The message quotes the answer, which may echo the key.
+		return nil, fmt.Errorf("openai: %s: %s: %w", cfg.endpoint, redact(err.Error(), cfg.apiKey), sdk.ErrUnavailable)
 	}
 	return vecs, nil
 }
@@ -326,19 +352,34 @@ func decode(data []byte, n, dims int) ([][]float32, error) {
 	return vecs, nil
 }
 
+// redirectError is a 3xx answer, which the plugin does not follow. It names
+// where the endpoint points, by scheme and host only: the rest of the
+// Location may carry anything.
+func redirectError(cfg *settings, resp *http.Response) error {
+	to := "no Location"
+	if loc, err := resp.Location(); err == nil {
+		to = (&url.URL{Scheme: loc.Scheme, Host: loc.Host}).String()
+	}
+	return fmt.Errorf("openai: %s answered HTTP %d, a redirect to %s, which is not followed (set base_url to where the endpoint is served): %w",
+		cfg.endpoint, resp.StatusCode, redact(to, cfg.apiKey), sdk.ErrUnavailable)
+}
+
+// maxExcerpt bounds how much of an error page an error quotes.
+const maxExcerpt = 200
+
 // statusError classifies a non-2xx answer: overload and server faults are
 // retried (then unavailable), a refused key is permission denied, a
 // refused request invalid.
-func statusError(endpoint string, resp *http.Response, body []byte) error {
+func statusError(cfg *settings, resp *http.Response, body []byte) error {
 	msg := strings.TrimSpace(string(body))
 	var e apiError
 	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
 		msg = e.Error.Message
 	}
-	if len(msg) > 200 {
-		msg = msg[:200]
-	}
-	code := resp.StatusCode
+	// Gateways echo the key they refused ("Incorrect API key provided:
+	// sk-..."); the host logs this message and shows it in its status.
+	msg = redact(cut(msg, maxExcerpt), cfg.apiKey)
+	code, endpoint := resp.StatusCode, cfg.endpoint
 	err := func(sentinel error) error {
 		return fmt.Errorf("openai: %s answered HTTP %d: %s: %w", endpoint, code, msg, sentinel)
 	}
@@ -356,6 +397,62 @@ func statusError(endpoint string, resp *http.Response, body []byte) error {
 		// not serving them.
 		return err(sdk.ErrUnavailable)
 	}
+}
+
+// cut cuts s to at most n bytes on a character boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// minRedacted is the shortest run of the key's characters redacted: a
+// cut excerpt may hold only part of the key, and a part this long is
+// still worth hiding (a shorter key is redacted whole).
+const minRedacted = 8
+
+// redact replaces in s the key and every run of minRedacted or more of
+// its consecutive characters with [redacted].
+func redact(s, key string) string {
+	if key == "" {
+		return s
+	}
+	least := min(minRedacted, len(key))
+	hide := make([]bool, len(s))
+	found := false
+	for i := range len(s) {
+		for j := range len(key) {
+			k := 0
+			for i+k < len(s) && j+k < len(key) && s[i+k] == key[j+k] {
+				k++
+			}
+			if k >= least {
+				found = true
+				for x := i; x < i+k; x++ {
+					hide[x] = true
+				}
+			}
+		}
+	}
+	if !found {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if !hide[i] {
+			b.WriteByte(s[i])
+			continue
+		}
+		b.WriteString("[redacted]")
+		for i+1 < len(s) && hide[i+1] {
+			i++
+		}
+	}
+	return b.String()
 }
 
 // retryAfter reads a Retry-After header, in seconds or an HTTP date; 0

@@ -15,8 +15,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/host"
@@ -26,7 +28,8 @@ import (
 // from a hash of its text, so answers are checkable. mode picks how it
 // misbehaves: "" answers well; slow never answers before the client
 // gives up; shuffled answers the entries out of order; wrongdim, malformed,
-// nodata, short, noindex, dupindex and badindex answer broken JSON shapes;
+// nodata, short, noindex, dupindex, badindex and null answer broken JSON
+// shapes;
 // failN answers the first failN requests with failCode (and retryAfter).
 type fakeEmbeddings struct {
 	mu         sync.Mutex
@@ -95,6 +98,10 @@ func (f *fakeEmbeddings) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		data[len(data)-1].Index = 0
 	case "badindex":
 		data[0].Index = len(data)
+	case "null":
+		// What JSON.stringify makes of a NaN component.
+		w.Write([]byte(`{"data":[{"index":0,"embedding":[null,0.5,0.5,0.5]}]}`))
+		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data, "model": req.Model})
@@ -251,11 +258,12 @@ func TestBrokenAnswers(t *testing.T) {
 		{"dupindex", "index 0 twice"},
 		{"badindex", "index 3, outside 0..2"},
 		{"noindex", "no index"},
+		{"null", "null value"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			f.set(tc.mode)
 			texts := []string{"a", "b", "c"}
-			if tc.mode == "noindex" {
+			if tc.mode == "noindex" || tc.mode == "null" {
 				texts = texts[:1]
 			}
 			_, err := e.Embed(t.Context(), docs(texts...))
@@ -597,5 +605,137 @@ func TestRefusedKeyThroughTheHost(t *testing.T) {
 	var fe *sdk.FieldError
 	if !errors.As(err, &fe) || fe.Field != "config.dimensions" {
 		t.Fatalf("Configure: %v, want a refusal of config.dimensions", err)
+	}
+}
+
+// TestErrorsNeverCarryTheKey: an endpoint that echoes the key it was sent
+// (gateways do: "Incorrect API key provided: sk-...") must not put it in
+// the plugin's errors, which the host logs and shows in its status; nor
+// any long part of it, as an excerpt cut inside the key would hold.
+func TestErrorsNeverCarryTheKey(t *testing.T) {
+	const key = "sk-live-abcdef0123456789"
+	for _, tc := range []struct {
+		name   string
+		status int
+		body   func(bearer string) string
+		want   error
+	}{
+		{"refused key echoed", 401, func(k string) string {
+			return `{"error":{"message":"Incorrect API key provided: ` + k + `"}}`
+		}, sdk.ErrPermission},
+		{"key echoed in a plain error page", 502, func(k string) string { return "upstream refused Bearer " + k }, sdk.ErrUnavailable},
+		{"key cut by the excerpt", 400, func(k string) string { return strings.Repeat("x", 190) + k }, sdk.ErrInvalid},
+		{"key in an answer without data", 200, func(k string) string { return `{"error":{"message":"bad key ` + k + `"}}` }, sdk.ErrUnavailable},
+		{"key in malformed JSON", 200, func(k string) string { return `{"data":[` + k }, sdk.ErrUnavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(tc.status)
+				w.Write([]byte(tc.body(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))))
+			}))
+			defer srv.Close()
+			var logs bytes.Buffer
+			e := configured(t, `{"base_url":"`+srv.URL+`","model":"m","dimensions":4,"api_key_env":"K","max_retries":1}`, map[string]string{"K": key}, nil)
+			e.log = slog.New(slog.NewTextHandler(&logs, nil))
+			_, err := e.Embed(t.Context(), docs("x"))
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("error %v, want %v", err, tc.want)
+			}
+			for _, text := range []string{err.Error(), logs.String()} {
+				for i := 0; i+minRedacted <= len(key); i++ {
+					if strings.Contains(text, key[i:i+minRedacted]) {
+						t.Fatalf("%q holds %q of the key", text, key[i:i+minRedacted])
+					}
+				}
+			}
+			if !strings.Contains(err.Error(), "[redacted]") {
+				t.Errorf("error %v does not say what was left out", err)
+			}
+		})
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for _, tc := range []struct{ s, key, want string }{
+		{"no key here", "sk-0123456789", "no key here"},
+		{"key sk-0123456789 twice sk-0123456789", "sk-0123456789", "key [redacted] twice [redacted]"},
+		{"cut: sk-01234", "sk-0123456789", "cut: [redacted]"},
+		{"tail 23456789!", "sk-0123456789", "tail [redacted]!"},
+		{"short 0123 is left", "sk-0123456789", "short 0123 is left"},
+		{"a short key abc", "abc", "a short key [redacted]"},
+		{"no key configured", "", "no key configured"},
+	} {
+		if got := redact(tc.s, tc.key); got != tc.want {
+			t.Errorf("redact(%q, %q) = %q, want %q", tc.s, tc.key, got, tc.want)
+		}
+	}
+}
+
+// TestRedirectsAreNotFollowed: a redirect would send the texts to a host
+// the operator never configured, and Go keeps the Authorization header
+// when only the port changes, or from https to http. A 3xx is an outage
+// naming where it points.
+func TestRedirectsAreNotFollowed(t *testing.T) {
+	var reached atomic.Int32
+	var gotAuth atomic.Value
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		gotAuth.Store(r.Header.Get("Authorization"))
+		w.Write([]byte(`{"data":[{"index":0,"embedding":[1,2,3,4]}]}`))
+	}))
+	defer other.Close()
+	for _, tc := range []struct {
+		name string
+		code int
+		to   string // where the redirect points
+		tls  bool
+	}{
+		{"307 to another host", http.StatusTemporaryRedirect, strings.Replace(other.URL, "127.0.0.1", "localhost", 1), false},
+		{"308 to another port", http.StatusPermanentRedirect, other.URL, false},
+		{"https to plain http", http.StatusPermanentRedirect, other.URL, true},
+		{"302 after a POST", http.StatusFound, other.URL, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reached.Store(0)
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, tc.to+"/v1/embeddings?x=1", tc.code)
+			})
+			srv := httptest.NewUnstartedServer(h)
+			if tc.tls {
+				srv.StartTLS()
+			} else {
+				srv.Start()
+			}
+			defer srv.Close()
+			e := configured(t, `{"base_url":"`+srv.URL+`/v1","model":"m","dimensions":4,"api_key_env":"K"}`, map[string]string{"K": "sk-secret-key"}, nil)
+			// The test server's certificate, with the plugin's own client.
+			e.client.Transport = srv.Client().Transport
+			_, err := e.Embed(t.Context(), docs("tenant private text"))
+			if n := reached.Load(); n != 0 {
+				t.Fatalf("the redirect was followed (%d requests at %s, Authorization %q)", n, tc.to, gotAuth.Load())
+			}
+			if !errors.Is(err, sdk.ErrUnavailable) || !strings.Contains(err.Error(), tc.to) || strings.Contains(err.Error(), "x=1") || strings.Contains(err.Error(), "sk-secret") {
+				t.Errorf("error %v, want an outage naming %s only by its host", err, tc.to)
+			}
+		})
+	}
+}
+
+// TestErrorExcerptIsCutOnACharacter: the excerpt of an error page is cut
+// at 200 bytes, never inside a character.
+func TestErrorExcerptIsCutOnACharacter(t *testing.T) {
+	for _, char := range []string{"é", "€", "😀"} {
+		for pad := range 4 {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusBadRequest)
+				w.Write([]byte(`{"error":{"message":"` + strings.Repeat("a", pad) + strings.Repeat(char, 150) + `"}}`))
+			}))
+			e := configured(t, `{"base_url":"`+srv.URL+`","model":"m","dimensions":4}`, nil, nil)
+			_, err := e.Embed(t.Context(), docs("x"))
+			srv.Close()
+			if err == nil || !utf8.ValidString(err.Error()) {
+				t.Errorf("%q after %d bytes: error %q is not valid UTF-8", char, pad, err)
+			}
+		}
 	}
 }
