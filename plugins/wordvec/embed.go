@@ -163,9 +163,19 @@ func normalise(v []float32) {
 	if ss == 0 {
 		return
 	}
-	inv := float32(1 / math.Sqrt(ss))
+	inv := 1 / math.Sqrt(ss)
+	if inv > math.MaxFloat32 {
+		// A tiny v (cancelling words of small scales): its inverse length
+		// overflows float32, so divide in float64.
+		norm := math.Sqrt(ss)
+		for d := range v {
+			v[d] = float32(float64(v[d]) / norm)
+		}
+		return
+	}
+	f := float32(inv)
 	for d := range v {
-		v[d] *= inv
+		v[d] *= f
 	}
 }
 

@@ -403,3 +403,59 @@ func TestEmbedKnownWordsWithoutDirection(t *testing.T) {
 		t.Errorf("a text with a word of some direction: %v, want that direction", got)
 	}
 }
+
+// TestEmbeddingStaysFinite: any table ParseTable accepts embeds any text
+// as a finite unit vector. A scale of 2e36 was accepted, and two words
+// summed past float32's range (Inf, then NaN once normalised); a tiny
+// vector's inverse length overflowed float32 the same way.
+func TestEmbeddingStaysFinite(t *testing.T) {
+	many := strings.Repeat("alpha beta ", MaxInputBytes/len("alpha beta "))
+	for _, tc := range []struct {
+		name  string
+		scale []float32
+		vecs  []int8
+	}{
+		{"largest scale", []float32{MaxScale, MaxScale}, []int8{127, 127, 127, 127}},
+		{"smallest scale", []float32{MinScale, MinScale}, []int8{127, -127, 1, 1}},
+		{"scales apart", []float32{MaxScale, MinScale}, []int8{-127, 127, 127, -127}},
+		{"words that nearly cancel", []float32{MinScale, MinScale}, []int8{1, 1, -1, -1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tb := encoded(t, TableData{Dims: 2, SIFA: 1e-3, Words: []string{"alpha", "beta"}, Freq: []float32{1e-6, 1e-6}, Scale: tc.scale, Vecs: tc.vecs})
+			e := NewEmbedder(tb)
+			for _, text := range []string{"alpha", "beta", "alpha beta", "alpha alpha beta", many} {
+				v := e.Embed(text)
+				var norm float64
+				for _, x := range v {
+					if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+						t.Fatalf("%.20q: non-finite vector %v", text, v)
+					}
+					norm += float64(x) * float64(x)
+				}
+				if math.Abs(norm-1) > 1e-5 {
+					t.Errorf("%.20q: %v, length %v; want a unit vector", text, v, math.Sqrt(norm))
+				}
+			}
+		})
+	}
+	for _, scale := range []float32{2e36, 1e-31} {
+		d := TableData{Dims: 2, SIFA: 1e-3, Words: []string{"alpha", "beta"}, Freq: []float32{1e-6, 1e-6}, Scale: []float32{scale, 1}, Vecs: []int8{127, 127, 127, 127}}
+		if _, err := d.Encode(); err == nil {
+			t.Errorf("a table of scale %g was encoded", scale)
+		}
+	}
+}
+
+func TestNormaliseTinyVectors(t *testing.T) {
+	for _, v := range [][]float32{{1e-45, 0}, {1e-40, -1e-40}, {3e-39, 0, 0}, {3e38, 3e38}} {
+		in := slices.Clone(v)
+		normalise(v)
+		var norm float64
+		for _, x := range v {
+			norm += float64(x) * float64(x)
+		}
+		if math.Abs(norm-1) > 1e-5 {
+			t.Errorf("normalise(%v) = %v, want a unit vector", in, v)
+		}
+	}
+}

@@ -44,6 +44,13 @@ const (
 	MaxTableBytes = 512 << 20
 	// maxWordBytes is what the one-byte length prefix holds.
 	maxWordBytes = 255
+
+	// MinScale and MaxScale bound a word's quantisation scale. A text's
+	// sum of up to 64 Ki words of 127 x MaxScale stays well inside
+	// float32, where a larger scale overflowed to Inf and then NaN; the
+	// converter's scales (a vector's peak / 127) are nowhere near either.
+	MinScale = 1e-30
+	MaxScale = 1e30
 )
 
 // ErrBadTable marks a table file that cannot be used.
@@ -223,8 +230,8 @@ func parseTable(data []byte) (*Table, error) {
 	}
 	t.scale = r.floats(count)
 	for i, s := range t.scale {
-		if !(s > 0) || math.IsInf(float64(s), 0) {
-			return nil, fmt.Errorf("word %q: scale %v is not positive and finite", t.words.at(i), s)
+		if !(s >= MinScale && s <= MaxScale) {
+			return nil, fmt.Errorf("word %q: scale %v is outside %g..%g", t.words.at(i), s, MinScale, MaxScale)
 		}
 	}
 	t.vecs = make([]int8, count*dims)

@@ -164,8 +164,11 @@ func TestParseTableRejects(t *testing.T) {
 			}
 			return setCRC(b)
 		}},
-		{"scale zero", "not positive", putF(scaleAt, 0)},
-		{"scale inf", "not positive", putF(scaleAt+4, float32(math.Inf(1)))},
+		{"scale zero", "outside", putF(scaleAt, 0)},
+		{"scale tiny", "outside", putF(scaleAt, 1e-31)},
+		{"scale huge", "outside", putF(scaleAt, 2e36)},
+		{"scale NaN", "outside", putF(scaleAt, float32(math.NaN()))},
+		{"scale inf", "outside", putF(scaleAt+4, float32(math.Inf(1)))},
 		{"int8 -128", "-128", func(b []byte) []byte { b[vecAt+3] = 0x80; return setCRC(b) }},
 	}
 	for _, c := range cases {
