@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/guide"
+	"github.com/memhost/memhost/internal/hybrid"
 	"github.com/memhost/memhost/internal/pluginhost"
 	"github.com/memhost/memhost/sdk"
 )
@@ -91,10 +92,21 @@ func (warnedPlugins) Status() []pluginhost.Status {
 		LastError: "rival: write failed", Warnings: []string{"skipping record file that is not a valid record file=/data/md/rival/identity/ceo/r1.md"}}}
 }
 
+// failingSemantic reports a realm whose embedding backlog fails with
+// what the embedder's endpoint answered, as the host's status carries it.
+type failingSemantic struct{}
+
+func (failingSemantic) Status() []hybrid.Status {
+	return []hybrid.Status{{Realm: "default", State: hybrid.StateFailing,
+		LastError: "embed: openai: http://10.1.2.3:8080/v1/embeddings answered HTTP 401: Incorrect API key provided: sk-live-0123"}}
+}
+
 // An instance's warnings and last error quote what its plugin logged,
 // which names other realms' files, identities and ids: /v1/plugins gave
 // them to every token, an agent of another realm included. Only the
-// host's operator reads them now.
+// host's operator reads them now, and a realm's semantic last error
+// likewise (it quoted the embedder's endpoint and answer, an echoed API
+// key included, to any token of the realm).
 func TestPluginWarningsAreTheOperators(t *testing.T) {
 	tokens := []Token{
 		{Name: "ops", Secret: "ops-secret-0123456789", Realms: []string{"default", "rival"}, Role: RoleApplication},
@@ -106,9 +118,9 @@ func TestPluginWarningsAreTheOperators(t *testing.T) {
 		{Name: "beta", Secret: "beta-secret-0123456789", Realms: []string{"beta"}, Role: RoleApplication},
 		{Name: "ops2", Secret: "ops2-secret-0123456789", Realms: []string{"default", "rival", "beta"}, Role: RoleApplication},
 	}
-	withTokens, _ := newTestServer(t, Options{Tokens: tokens, Realms: []string{"default", "rival"}, Plugins: warnedPlugins{}})
-	oneRealm, _ := newTestServer(t, Options{Tokens: []Token{tokens[1], tokens[4]}, Plugins: warnedPlugins{}})
-	open, _ := newTestServer(t, Options{Realms: []string{"default", "rival"}, Plugins: warnedPlugins{}})
+	withTokens, _ := newTestServer(t, Options{Tokens: tokens, Realms: []string{"default", "rival"}, Plugins: warnedPlugins{}, Semantic: failingSemantic{}})
+	oneRealm, _ := newTestServer(t, Options{Tokens: []Token{tokens[1], tokens[4]}, Plugins: warnedPlugins{}, Semantic: failingSemantic{}})
+	open, _ := newTestServer(t, Options{Realms: []string{"default", "rival"}, Plugins: warnedPlugins{}, Semantic: failingSemantic{}})
 	cases := []struct {
 		name, url, token string
 		operator         bool
@@ -124,10 +136,10 @@ func TestPluginWarningsAreTheOperators(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			status, body := get(t, tc.url+"/v1/plugins", tc.token)
-			if status != 200 || !strings.Contains(body, "memhost-markdown") {
+			if status != 200 || !strings.Contains(body, "memhost-markdown") || !strings.Contains(body, `"state":"failing"`) {
 				t.Fatalf("status %d: %s", status, body)
 			}
-			for _, text := range []string{"ceo", "/data/md", "write failed"} {
+			for _, text := range []string{"ceo", "/data/md", "write failed", "10.1.2.3", "sk-live-0123"} {
 				if strings.Contains(body, text) != tc.operator {
 					t.Errorf("%q in the answer is %v, want %v: %s", text, !tc.operator, tc.operator, body)
 				}

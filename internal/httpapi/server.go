@@ -611,10 +611,19 @@ func (s *Server) handlePlugins(_ context.Context, c caller, w http.ResponseWrite
 	answer := map[string]any{"plugins": s.pluginStatus(c)}
 	if s.opts.Semantic != nil {
 		// Each entry names a realm and counts its records: a token is told
-		// of its own realms only, as every other answer tells it.
-		answer["semantic"] = slices.DeleteFunc(s.opts.Semantic.Status(), func(st hybrid.Status) bool {
+		// of its own realms only, as every other answer tells it. Its last
+		// error is the operator's, as an instance's is: it quotes the
+		// embedder's endpoint and what that answered.
+		operator := s.operator(c)
+		semantic := slices.DeleteFunc(s.opts.Semantic.Status(), func(st hybrid.Status) bool {
 			return c.token != nil && !slices.Contains(c.token.Realms, st.Realm)
 		})
+		for i := range semantic {
+			if !operator {
+				semantic[i].LastError = ""
+			}
+		}
+		answer["semantic"] = semantic
 	}
 	writeJSON(w, http.StatusOK, answer)
 	return nil
