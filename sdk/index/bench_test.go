@@ -470,6 +470,33 @@ func BenchmarkPut(b *testing.B) {
 	b.ReportMetric(float64(len(docs))*float64(b.N)/b.Elapsed().Seconds(), "docs/s")
 }
 
+// BenchmarkMissingVectors measures one backlog page of 256 ids, from the
+// start and from the middle, of a realm of 300k documents with no vector
+// yet (a first embedder, or a model change), held under the index's read
+// lock: every realm's writes wait on it.
+func BenchmarkMissingVectors(b *testing.B) {
+	const n = 300_000
+	ix, err := New(Options{Weights: []float64{1}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range n {
+		id := fmt.Sprintf("r%024x", uint64(i)*0x9e3779b97f4a7c15)
+		if err := ix.Put(Doc{ID: id, Realm: "r", Scope: "realm", Fields: [][]string{{"w"}}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, after := range []string{"", "r000000008"} {
+		b.Run(fmt.Sprintf("after=%q", after), func(b *testing.B) {
+			for b.Loop() {
+				if page := ix.MissingVectors("r", "m", after, 0, 256); len(page) != 256 {
+					b.Fatalf("%d ids", len(page))
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkDot compares dot (assembly where there is one) with dotGo on
 // vectors in cache.
 func BenchmarkDot(b *testing.B) {

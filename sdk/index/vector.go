@@ -203,20 +203,63 @@ func (ix *Index) MissingVectors(realm, model, after string, nowMs int64, limit i
 	if rm == nil || limit <= 0 {
 		return []string{}
 	}
-	var ids []string
+	// The limit smallest ids, kept in a max-heap: sorting every missing id
+	// cost each page O(n log n) under the lock, which every realm's
+	// writes and recalls wait on, and a drain of n records n/limit pages.
+	ids := make([]string, 0, min(limit, rm.live))
 	for no, id := range rm.ids {
 		if rm.scope[no] == deadScope || id <= after {
 			continue
 		}
+		if len(ids) == limit && id >= ids[0] {
+			continue // the commonest case once the heap is full: one compare
+		}
 		if e := rm.expires[no]; e != 0 && e <= nowMs {
 			continue
 		}
-		if dv := rm.vec[no]; dv == nil || dv.model != model {
+		if dv := rm.vec[no]; dv != nil && dv.model == model {
+			continue
+		}
+		if len(ids) < limit {
 			ids = append(ids, id)
+			siftUp(ids, len(ids)-1)
+		} else {
+			ids[0] = id
+			siftDown(ids, 0)
 		}
 	}
 	slices.Sort(ids)
-	return ids[:min(len(ids), limit)]
+	return ids
+}
+
+// siftUp restores the max-heap h after h[i] was set.
+func siftUp(h []string, i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if h[p] >= h[i] {
+			return
+		}
+		h[p], h[i] = h[i], h[p]
+		i = p
+	}
+}
+
+// siftDown restores the max-heap h after h[i] was lowered.
+func siftDown(h []string, i int) {
+	for {
+		big, l, r := i, 2*i+1, 2*i+2
+		if l < len(h) && h[l] > h[big] {
+			big = l
+		}
+		if r < len(h) && h[r] > h[big] {
+			big = r
+		}
+		if big == i {
+			return
+		}
+		h[i], h[big] = h[big], h[i]
+		i = big
+	}
 }
 
 // vecSet answers the realm's set of model's vectors, made for dims

@@ -464,6 +464,80 @@ func TestMissingVectorsPages(t *testing.T) {
 	}
 }
 
+// missingBySort is MissingVectors as it was: every missing id after
+// after, sorted, then cut to limit.
+func missingBySort(ix *Index, realm, model, after string, nowMs int64, limit int) []string {
+	rm := ix.realms[realm]
+	if rm == nil || limit <= 0 {
+		return []string{}
+	}
+	var ids []string
+	for no, id := range rm.ids {
+		if rm.scope[no] == deadScope || id <= after {
+			continue
+		}
+		if e := rm.expires[no]; e != 0 && e <= nowMs {
+			continue
+		}
+		if dv := rm.vec[no]; dv == nil || dv.model != model {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids[:min(len(ids), limit)]
+}
+
+// TestMissingVectorsMatchesASort: the bounded heap answers exactly what
+// sorting every missing id did, on random realms (deleted, expired and
+// re-put documents, vectors of the model and of another), for any cursor
+// and limit.
+func TestMissingVectorsMatchesASort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 9))
+	for round := range 30 {
+		ix, err := New(Options{Weights: []float64{1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 1 + rng.IntN(400)
+		var ids []string
+		for i := range n {
+			id := fmt.Sprintf("%c%d", 'a'+rng.IntN(5), rng.IntN(3*n))
+			exp := int64(0)
+			if rng.IntN(6) == 0 {
+				exp = int64(rng.IntN(200))
+			}
+			if err := ix.Put(Doc{ID: id, Realm: "r", Scope: "realm", Fields: [][]string{{"w"}}, ExpiresMs: exp, Seq: uint64(i + 1)}); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+			switch rng.IntN(4) {
+			case 0:
+				ix.PutVector("r", id, "m", []float32{1})
+			case 1:
+				ix.PutVector("r", id, "old", []float32{1, 1})
+			}
+			if rng.IntN(8) == 0 {
+				ix.Delete("r", ids[rng.IntN(len(ids))])
+			}
+		}
+		for range 40 {
+			after := ""
+			switch rng.IntN(3) {
+			case 1:
+				after = ids[rng.IntN(len(ids))]
+			case 2:
+				after = fmt.Sprintf("%c%d", 'a'+rng.IntN(5), rng.IntN(3*n))
+			}
+			limit := rng.IntN(n + 5)
+			got := ix.MissingVectors("r", "m", after, 100, limit)
+			want := missingBySort(ix, "r", "m", after, 100, limit)
+			if !slices.Equal(got, want) {
+				t.Fatalf("round %d, after %q, limit %d: %v, want %v", round, after, limit, got, want)
+			}
+		}
+	}
+}
+
 func TestDotAndNormalize(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 200 {
