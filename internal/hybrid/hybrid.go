@@ -147,7 +147,23 @@ type realm struct {
 	// again until the model changes or RefusalRetry has passed.
 	refused map[string]refusal
 	queries breaker
+	// failing is set from a failed backlog step to the next that
+	// succeeds: the state alone cannot tell, as each step sets it to
+	// draining before it embeds, and the warning is for the episode.
+	failing bool
+	// pageFails counts backlog steps in a row whose embedding failed:
+	// past splitAfter, the page is embedded one record at a time.
+	pageFails int
+	// control is the last text the embedder embedded for the backlog: a
+	// record that fails alone is told from an outage by asking it again.
+	control string
 }
+
+// splitAfter is how many steps in a row may fail to embed a page before
+// it is embedded one record at a time, to find a record the embedder
+// fails on every time (a text too large for a llama.cpp batch, one a
+// model answers NaN for), which would otherwise stall the realm.
+const splitAfter = 3
 
 // breaker is the query path's view of the embedder: after QueryFailures
 // failed query embeddings in a row, recalls stay lexical without asking
@@ -628,6 +644,9 @@ func (r *realm) run(ctx context.Context) {
 		if put > 0 {
 			r.embedderAnswered()
 		}
+		if err == nil {
+			r.recovered()
+		}
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -648,17 +667,31 @@ func (r *realm) run(ctx context.Context) {
 	}
 }
 
-// failed records a failed step and answers the next wait.
+// failed records a failed step and answers the next wait. It warns at
+// the first failure of an episode only: an outage fails a step every
+// backoff, for as long as it lasts.
 func (r *realm) failed(err error, last time.Duration) time.Duration {
 	r.forgetInfo()
 	r.mu.Lock()
-	first := r.state != StateFailing
+	first := !r.failing
+	r.failing = true
 	r.state, r.lastErr = StateFailing, err.Error()
 	r.mu.Unlock()
 	if first {
 		r.opts.Logger.Warn("embedding backlog step failed; retrying with backoff", "realm", r.cfg.Name, "error", err)
 	}
 	return min(max(2*last, 100*time.Millisecond), r.opts.MaxBackoff)
+}
+
+// recovered ends a failure episode, if one was going on.
+func (r *realm) recovered() {
+	r.mu.Lock()
+	was := r.failing
+	r.failing = false
+	r.mu.Unlock()
+	if was {
+		r.opts.Logger.Info("embedding backlog steps succeed again", "realm", r.cfg.Name)
+	}
 }
 
 func (r *realm) setState(state, lastErr string) {
@@ -669,8 +702,9 @@ func (r *realm) setState(state, lastErr string) {
 
 // step embeds one page of the backlog after the cursor and answers how
 // many ids the page held, how many vectors it stored and the new cursor.
-func (r *realm) step(ctx context.Context, after string) (int, int, string, error) {
-	ctx, cancel := context.WithTimeout(ctx, r.opts.CallTimeout)
+// A step that fails still stores the vectors it made.
+func (r *realm) step(parent context.Context, after string) (int, int, string, error) {
+	ctx, cancel := context.WithTimeout(parent, r.opts.CallTimeout)
 	defer cancel()
 	// Each pass asks anew: the embedder may now make another model.
 	info, err := r.embedderInfo(ctx, after == "")
@@ -698,16 +732,16 @@ func (r *realm) step(ctx context.Context, after string) (int, int, string, error
 	for i := range recs {
 		texts[i] = clip(documentText(recs[i]), info.MaxInputBytes)
 	}
-	vecs, err := embed(ctx, r.cfg.Embedder, info, sdk.EmbedDocument, texts)
-	if errors.Is(err, sdk.ErrInvalid) {
-		// One text the embedder refuses must not hold up the realm, even
-		// alone in its page: embed one by one and leave the refused ones
-		// behind the cursor.
-		vecs, err = r.oneByOne(ctx, info, recs, texts)
+	vecs, embedErr := r.embedPage(ctx, info, recs, texts)
+	r.mu.Lock()
+	switch {
+	case embedErr == nil:
+		r.pageFails = 0
+	case parent.Err() == nil && !errors.Is(embedErr, errModelChanged):
+		// Not the host stopping, nor a new model (which the next step reads).
+		r.pageFails++
 	}
-	if err != nil {
-		return 0, 0, "", fmt.Errorf("embed: %w", err)
-	}
+	r.mu.Unlock()
 	put := make([]sdk.RecordVector, 0, len(recs))
 	for i := range recs {
 		switch {
@@ -721,7 +755,15 @@ func (r *realm) step(ctx context.Context, after string) (int, int, string, error
 		}
 	}
 	if len(put) > 0 {
-		if err := r.cfg.Vectors.PutVectors(ctx, r.cfg.Name, put); err != nil {
+		pctx := ctx
+		if ctx.Err() != nil {
+			// The embedding took the step's time: what it made is still
+			// stored, so the next step does not ask for it again.
+			var cancel context.CancelFunc
+			pctx, cancel = context.WithTimeout(parent, r.opts.CallTimeout)
+			defer cancel()
+		}
+		if err := r.cfg.Vectors.PutVectors(pctx, r.cfg.Name, put); err != nil {
 			return 0, 0, "", fmt.Errorf("put vectors: %w", err)
 		}
 	}
@@ -732,7 +774,48 @@ func (r *realm) step(ctx context.Context, after string) (int, int, string, error
 		r.rate = float64(len(put)) / took.Seconds()
 	}
 	r.mu.Unlock()
+	if embedErr != nil {
+		return 0, len(put), "", fmt.Errorf("embed: %w", embedErr)
+	}
 	return len(ids), len(put), ids[len(ids)-1], nil
+}
+
+// embedPage embeds texts, the page's records' (recs), in calls of the
+// embedder's batch. It answers the vectors made, nil for a record left
+// without one, even when it fails: a chunk embedded is not thrown away
+// for the failure of another. A chunk is embedded one record at a time
+// when the embedder refuses one of its texts, answers it badly (a
+// wrong count or length, a NaN: perhaps one text's fault), or fails
+// it in a page that failed splitAfter steps in a row.
+func (r *realm) embedPage(ctx context.Context, info sdk.EmbedderInfo, recs []sdk.Record, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	r.mu.Lock()
+	split := r.pageFails >= splitAfter
+	r.mu.Unlock()
+	for start := 0; start < len(texts); start += info.MaxBatch {
+		end := min(start+info.MaxBatch, len(texts))
+		vecs, err := embed(ctx, r.cfg.Embedder, info, sdk.EmbedDocument, texts[start:end])
+		if err == nil {
+			copy(out[start:end], vecs)
+			r.embeddedText(texts[start])
+			continue
+		}
+		single := split || errors.Is(err, sdk.ErrInvalid) || errors.Is(err, errBadAnswer)
+		if !single || ctx.Err() != nil || errors.Is(err, errModelChanged) {
+			return out, err
+		}
+		if err := r.oneByOne(ctx, info, recs[start:end], texts[start:end], out[start:end]); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// embeddedText remembers t as a text the embedder embedded.
+func (r *realm) embeddedText(t string) {
+	r.mu.Lock()
+	r.control = t
+	r.mu.Unlock()
 }
 
 // refusal is a record the embedder refused: by which model, and when.
@@ -762,32 +845,71 @@ func (r *realm) notRefused(recs []sdk.Record, model string) []sdk.Record {
 	return out
 }
 
-// oneByOne embeds texts singly; a record whose text the embedder refuses
-// as invalid gets a nil vector and is remembered as refused (logged once),
-// any other failure fails the step.
-func (r *realm) oneByOne(ctx context.Context, info sdk.EmbedderInfo, recs []sdk.Record, texts []string) ([][]float32, error) {
-	out := make([][]float32, len(texts))
+// oneByOne embeds texts singly into out. A record whose text the
+// embedder refuses as invalid gets no vector and is remembered as
+// refused (logged once). A record it fails on otherwise is refused so
+// too, but only once the embedder has embedded another text after it
+// (the next record's, or the last text it embedded): the failure is then
+// the record's. When it embeds nothing more, the failure is an outage,
+// which fails the step and is waited out; nothing is refused for it.
+func (r *realm) oneByOne(ctx context.Context, info sdk.EmbedderInfo, recs []sdk.Record, texts []string, out [][]float32) error {
+	suspect, suspectErr := -1, error(nil)
 	for i, t := range texts {
 		v, err := embed(ctx, r.cfg.Embedder, info, sdk.EmbedDocument, []string{t})
 		switch {
+		case err == nil:
+			out[i] = v[0]
+			r.embeddedText(t)
+			if suspect >= 0 {
+				r.refuse(recs[suspect].ID, info.Model, suspectErr)
+				suspect = -1
+			}
 		case errors.Is(err, sdk.ErrInvalid):
 			r.refuse(recs[i].ID, info.Model, err)
-		case err != nil:
-			return nil, err
+		case ctx.Err() != nil || errors.Is(err, errModelChanged):
+			return err
 		default:
-			out[i] = v[0]
+			if suspect >= 0 {
+				// Two failures in a row: an outage, unless the embedder
+				// still embeds a text it embedded before.
+				if !r.stillEmbeds(ctx, info) {
+					return suspectErr
+				}
+				r.refuse(recs[suspect].ID, info.Model, suspectErr)
+			}
+			suspect, suspectErr = i, err
 		}
 	}
-	return out, nil
+	if suspect >= 0 {
+		if !r.stillEmbeds(ctx, info) {
+			return suspectErr
+		}
+		r.refuse(recs[suspect].ID, info.Model, suspectErr)
+	}
+	return nil
+}
+
+// stillEmbeds reports whether the embedder embeds the last text it
+// embedded for the backlog; false when it has embedded none.
+func (r *realm) stillEmbeds(ctx context.Context, info sdk.EmbedderInfo) bool {
+	r.mu.Lock()
+	t := r.control
+	r.mu.Unlock()
+	if t == "" {
+		return false
+	}
+	_, err := embed(ctx, r.cfg.Embedder, info, sdk.EmbedDocument, []string{t})
+	return err == nil
 }
 
 // refuse remembers that model cannot embed record id, so it is not asked
-// again until the model changes, and logs it once.
+// again until the model changes or RefusalRetry has passed, and logs it
+// once.
 func (r *realm) refuse(id, model string, err error) {
 	r.mu.Lock()
 	r.refused[id] = refusal{model, time.Now()}
 	r.mu.Unlock()
-	r.opts.Logger.Warn("the embedder refused a record; it stays without a vector", "realm", r.cfg.Name, "record", id, "error", err)
+	r.opts.Logger.Warn("the embedder refused or failed a record; it stays without a vector until asked again", "realm", r.cfg.Name, "record", id, "error", err)
 }
 
 // isZero reports whether v has no nonzero component.

@@ -26,6 +26,9 @@ type fakeEmbedder struct {
 	batch   int
 	maxIn   int
 	fail    error           // every call fails with it
+	failOn  string          // Embed fails, unavailable, for a batch holding a text containing it
+	nanOn   string          // a text containing it is answered a NaN vector
+	down    bool            // Embed fails, unavailable (EmbedderInfo answers)
 	refuse  string          // a text containing it is refused as invalid
 	zero    string          // a text containing it is answered the zero vector
 	block   bool            // calls wait for their context
@@ -54,6 +57,7 @@ func (f *fakeEmbedder) Embed(ctx context.Context, req sdk.EmbedRequest) ([][]flo
 	f.calls++
 	f.biggest = max(f.biggest, len(req.Texts))
 	fail, block, refuse, zero, wrongN, wrongD, dims := f.fail, f.block, f.refuse, f.zero, f.wrongN, f.wrongD, f.dims
+	failOn, nanOn, down := f.failOn, f.nanOn, f.down
 	f.mu.Unlock()
 	if block {
 		<-ctx.Done()
@@ -61,6 +65,15 @@ func (f *fakeEmbedder) Embed(ctx context.Context, req sdk.EmbedRequest) ([][]flo
 	}
 	if fail != nil {
 		return nil, fail
+	}
+	if down {
+		return nil, fmt.Errorf("connection refused: %w", sdk.ErrUnavailable)
+	}
+	for _, t := range req.Texts {
+		if failOn != "" && strings.Contains(t, failOn) {
+			// llama.cpp's answer to a text over its physical batch.
+			return nil, fmt.Errorf("HTTP 500: input is too large to process: %w", sdk.ErrUnavailable)
+		}
 	}
 	if len(req.Texts) > f.batch {
 		return nil, fmt.Errorf("%d texts over the batch of %d: %w", len(req.Texts), f.batch, sdk.ErrInvalid)
@@ -80,6 +93,8 @@ func (f *fakeEmbedder) Embed(ctx context.Context, req sdk.EmbedRequest) ([][]flo
 		}
 		if wrongD {
 			out = append(out, vectorOf(t, dims-1))
+		} else if nanOn != "" && strings.Contains(t, nanOn) {
+			out = append(out, []float32{float32(math.NaN()), 0, 0, 0}[:dims])
 		} else if zero != "" && strings.Contains(t, zero) {
 			out = append(out, make([]float32, dims))
 		} else {
@@ -636,6 +651,163 @@ func TestRefusedRecordsAreLeftBehind(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAFailingRecordDoesNotStallTheRealm: a record the embedder fails on
+// every time (a 500 for a text over llama.cpp's batch, a NaN or a short
+// answer for it), while it embeds the others, held its realm's whole
+// backlog: the page was retried forever, nothing after it embedded, and
+// the chunks of the page that did embed were thrown away. Now those are
+// kept, the page is embedded one record at a time (at once for a bad
+// answer, after a few failed steps otherwise), and the record that still
+// fails is left behind as a refused one, asked again later.
+func TestAFailingRecordDoesNotStallTheRealm(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		others int    // well-formed records r000...
+		bad    string // the failing record's id
+		set    func(*fakeEmbedder)
+		want   int // records embedded
+		// keeps: while the page first fails, its chunks before the bad
+		// record's are stored
+		keeps int
+	}{
+		{"a 500 for one text", 20, "r005", func(f *fakeEmbedder) { f.failOn = "poison" }, 19, 3},
+		{"a NaN for one text", 20, "r005", func(f *fakeEmbedder) { f.nanOn = "poison" }, 19, 0},
+		{"a 500 for one text first in the realm", 10, "a00", func(f *fakeEmbedder) { f.failOn = "poison" }, 10, 0},
+		// Alone in its page: told from an outage by a text embedded before.
+		{"a 500 for one text alone in the last page", 7, "r999", func(f *fakeEmbedder) { f.failOn = "poison" }, 7, 0},
+		{"a NaN for one text alone in the last page", 7, "r999", func(f *fakeEmbedder) { f.nanOn = "poison" }, 7, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			emb, store := newEmbedder("m1"), newStore(tc.others)
+			store.add(tc.bad, "poison", "the embedder fails on this one every time")
+			emb.set(tc.set)
+			opts := Options{}
+			if tc.keeps > 0 {
+				opts.MaxBackoff = time.Hour // the first failed step stays the last for 100 ms
+			}
+			eng := engine(t, emb, store, opts)
+			running(t, eng)
+			if tc.keeps > 0 {
+				eventually(t, "the page failing", func() bool { return eng.Status()[0].State == StateFailing })
+				if n := store.withModel("m1"); n != tc.keeps {
+					t.Errorf("%d records stored after the page failed, want the %d of its chunks before the bad record", n, tc.keeps)
+				}
+			}
+			eventually(t, "the other records embedded, the backlog idle", func() bool {
+				st := eng.Status()[0]
+				return store.withModel("m1") == tc.want && st.State == StateIdle && st.Refused == 1
+			})
+			store.mu.Lock()
+			_, got := store.vectors[tc.bad]
+			store.mu.Unlock()
+			if got {
+				t.Error("the failing record got a vector")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			if err := eng.WaitDrained(ctx, "default"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestAnOutageRefusesNothing: an embedder that fails every text, once it
+// has embedded some, is down: the backlog waits it out, one record at a
+// time or not, and refuses no record for it.
+func TestAnOutageRefusesNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(f *fakeEmbedder, on bool)
+	}{
+		{"unavailable", func(f *fakeEmbedder, on bool) { f.down = on }},
+		{"wrong count", func(f *fakeEmbedder, on bool) { f.wrongN = on }},
+		{"NaN for every text", func(f *fakeEmbedder, on bool) {
+			f.nanOn = ""
+			if on {
+				f.nanOn = " " // every record's text has a space
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			emb, store := newEmbedder("m1"), newStore(7) // one page
+			eng := engine(t, emb, store, Options{})
+			running(t, eng)
+			eventually(t, "the first page embedded", func() bool { return store.withModel("m1") == 7 })
+			emb.set(func(f *fakeEmbedder) { tc.set(f, true) })
+			for i := range 30 {
+				store.add(fmt.Sprintf("s%03d", i), "later", fmt.Sprintf("written during the outage %d", i))
+			}
+			eng.Written("default")
+			eventually(t, "the backlog failing", func() bool { return eng.Status()[0].State == StateFailing })
+			emb.mu.Lock()
+			before := emb.calls
+			emb.mu.Unlock()
+			eventually(t, "steps past the split", func() bool {
+				emb.mu.Lock()
+				defer emb.mu.Unlock()
+				return emb.calls > before+4*splitAfter
+			})
+			if st := eng.Status()[0]; st.Refused != 0 || st.State != StateFailing {
+				t.Fatalf("during the outage: %+v, want failing with nothing refused", st)
+			}
+			emb.set(func(f *fakeEmbedder) { tc.set(f, false) })
+			eventually(t, "every record embedded after the outage", func() bool { return store.withModel("m1") == 37 })
+			eventually(t, "the backlog idle", func() bool { return eng.Status()[0].State == StateIdle })
+		})
+	}
+}
+
+// TestBacklogFailureWarnsOncePerEpisode: a failing backlog warned at each
+// retry, since each step sets its state to draining before it embeds; it
+// warns once until a step succeeds again.
+func TestBacklogFailureWarnsOncePerEpisode(t *testing.T) {
+	var buf syncBuffer
+	emb, store := newEmbedder("m1"), newStore(5)
+	emb.set(func(f *fakeEmbedder) { f.down = true })
+	eng := engine(t, emb, store, Options{Logger: hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Warn})})
+	running(t, eng)
+	episode := func() {
+		eventually(t, "several failed steps", func() bool {
+			emb.mu.Lock()
+			defer emb.mu.Unlock()
+			return emb.calls > 20
+		})
+		emb.set(func(f *fakeEmbedder) { f.down = false; f.calls = 0 })
+	}
+	episode()
+	eventually(t, "every record embedded", func() bool { return store.withModel("m1") == 5 })
+	if n := strings.Count(buf.String(), "embedding backlog step failed"); n != 1 {
+		t.Fatalf("%d warnings for one failure episode, want 1:\n%s", n, buf.String())
+	}
+	emb.set(func(f *fakeEmbedder) { f.down = true })
+	store.add("r100", "later", "written during the second outage")
+	eng.Written("default")
+	episode()
+	eventually(t, "the later record embedded", func() bool { return store.withModel("m1") == 6 })
+	if n := strings.Count(buf.String(), "embedding backlog step failed"); n != 2 {
+		t.Errorf("%d warnings for two failure episodes, want 2:\n%s", n, buf.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // TestWaitDrainedLooksPastRefusedRecords: a first page of refused records
