@@ -1,8 +1,10 @@
 package proposal
 
 import (
+	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/memhost/memhost/sdk"
 )
@@ -20,8 +22,10 @@ type DiffLine struct {
 // the SDK, but a quadratic table over every line is not needed to review.
 const maxDiffLines = 400
 
-// Diff compares old and proposed field by field, bodies line by line;
-// unchanged fields other than the body are left out.
+// Diff compares old and proposed field by field, bodies line by line,
+// over every field approval writes into the active copy (approvedCopy);
+// unchanged fields other than the body are left out. Scope is the same
+// by construction (Target looks in the proposal's scope).
 func Diff(old, proposed *sdk.Record) []DiffLine {
 	var out []DiffLine
 	field := func(name, a, b string) {
@@ -40,7 +44,28 @@ func Diff(old, proposed *sdk.Record) []DiffLine {
 		return strings.Join(t, ", ")
 	}
 	field("tags", tags(old), tags(proposed))
+	// Approval carries these into the active copy too (approvedCopy): an
+	// expiry set here ends the record it replaces, unseen if not shown.
+	field("expires_at", when(old.ExpiresAt), when(proposed.ExpiresAt))
+	field("occurred_at", when(old.OccurredAt), when(proposed.OccurredAt))
+	field("thread", thread(old.Thread), thread(proposed.Thread))
 	return append(out, lineDiff("body", old.Body, proposed.Body)...)
+}
+
+// when is t as the API writes it; "" for none.
+func when(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// thread is a record's place in its thread, "ID #seq"; "" for none.
+func thread(t *sdk.Thread) string {
+	if t == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s #%d", t.ID, t.Seq)
 }
 
 // lineDiff is a longest-common-subsequence diff of a's and b's lines.
