@@ -33,12 +33,19 @@ type proposalPage struct {
 	Proposals []struct {
 		ID        string    `json:"id"`
 		Proposer  string    `json:"proposer"`
+		Imported  bool      `json:"imported"`
 		CreatedAt time.Time `json:"created_at"`
 		Target    string    `json:"target"`
 		Record    struct {
-			Scope string `json:"scope"`
-			Kind  string `json:"kind"`
-			Title string `json:"title"`
+			Scope      string    `json:"scope"`
+			Kind       string    `json:"kind"`
+			Title      string    `json:"title"`
+			ExpiresAt  time.Time `json:"expires_at"`
+			OccurredAt time.Time `json:"occurred_at"`
+			Thread     *struct {
+				ID  string `json:"id"`
+				Seq int64  `json:"seq"`
+			} `json:"thread"`
 		} `json:"record"`
 		Diff []struct {
 			Field string `json:"field"`
@@ -76,13 +83,32 @@ func proposalsListCommand() *cobra.Command {
 					return err
 				}
 				w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
-				fmt.Fprintln(w, "ID\tPROPOSED BY\tAT\tSCOPE\tKIND\tTITLE\tSUPERSEDES")
+				fmt.Fprintln(w, "ID\tPROPOSED BY\tAT\tSCOPE\tKIND\tTITLE\tEXPIRES\tSUPERSEDES")
 				for _, p := range page.Proposals {
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, orDash(p.Proposer), p.CreatedAt.Format(time.RFC3339),
-						p.Record.Scope, p.Record.Kind, printable(p.Record.Title), orDash(p.Target))
-					if diff {
-						for _, d := range p.Diff {
-							fmt.Fprintf(w, "\t%s %s: %s\n", d.Op, d.Field, printable(d.Text))
+					by := orDash(p.Proposer)
+					if p.Imported {
+						by = "(imported)"
+					}
+					expires := "-"
+					if !p.Record.ExpiresAt.IsZero() {
+						expires = p.Record.ExpiresAt.UTC().Format(time.RFC3339)
+					}
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, by, p.CreatedAt.Format(time.RFC3339),
+						p.Record.Scope, p.Record.Kind, printable(p.Record.Title), expires, orDash(p.Target))
+					if !diff {
+						continue
+					}
+					for _, d := range p.Diff {
+						fmt.Fprintf(w, "\t%s %s: %s\n", d.Op, d.Field, printable(d.Text))
+					}
+					if p.Target == "" {
+						// A new record has no diff; what approval sets besides
+						// its text is shown all the same.
+						if !p.Record.OccurredAt.IsZero() {
+							fmt.Fprintf(w, "\t+ occurred_at: %s\n", p.Record.OccurredAt.UTC().Format(time.RFC3339Nano))
+						}
+						if t := p.Record.Thread; t != nil {
+							fmt.Fprintf(w, "\t+ thread: %s #%d\n", printable(t.ID), t.Seq)
 						}
 					}
 				}
@@ -98,7 +124,7 @@ func proposalsListCommand() *cobra.Command {
 	cmd.Flags().StringVar(&realm, "realm", "", "realm (default: the server's default realm)")
 	cmd.Flags().IntVar(&limit, "limit", 50, "proposals to list (1-500)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the answer as JSON")
-	cmd.Flags().BoolVar(&diff, "diff", false, "print each proposal's diff against the record it would supersede")
+	cmd.Flags().BoolVar(&diff, "diff", false, "print each proposal's diff against the record it would supersede (every field approval changes)")
 	return cmd
 }
 

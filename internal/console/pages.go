@@ -194,6 +194,7 @@ type proposalItem struct {
 	ID         string      `json:"id"`
 	Proposer   string      `json:"proposer"`
 	Identity   string      `json:"identity"`
+	Imported   bool        `json:"imported"`
 	CreatedAt  time.Time   `json:"created_at"`
 	Record     sdk.Record  `json:"record"`
 	Supersedes *sdk.Record `json:"supersedes"`

@@ -47,3 +47,37 @@ func TestQueueOfHugeProposalsStaysSmall(t *testing.T) {
 		t.Errorf("%d of 50 cut bodies say so", got)
 	}
 }
+
+// TestProposalCardShowsWhatApprovalSets: from an outside review. The card
+// showed a restating proposal's body diff and trust, never the expiry the
+// approved copy carries (so approving a one-character fix could make a
+// shared record expire), and showed imported proposals as the local
+// agent's. It now flags the expiry, its occurrence and thread, says the
+// replacement expires, and calls an imported proposal's proposer unknown.
+func TestProposalCardShowsWhatApprovalSets(t *testing.T) {
+	props := []map[string]any{
+		{"id": "p-expiring", "proposer": "runtime", "record": map[string]any{"title": "Refund policy", "body": "b!",
+			"expires_at": "2030-01-02T03:04:05Z", "occurred_at": "2029-12-31T00:00:00Z", "thread": map[string]any{"id": "support-chat", "seq": 7}},
+			"supersedes": map[string]any{"id": "old", "title": "Refund policy", "body": "b."},
+			"diff": []map[string]string{{"field": "expires_at", "op": "-", "text": ""}, {"field": "expires_at", "op": "+", "text": "2030-01-02T03:04:05Z"}}},
+		{"id": "p-imported", "proposer": "", "imported": true, "record": map[string]any{"title": "Imported", "body": "x"}},
+	}
+	page, _ := json.Marshal(map[string]any{"pending": len(props), "proposals": props})
+	c, err := New(Options{API: &scriptedAPI{answers: map[string]string{"/v1/proposals": string(page)}}, Realms: []string{"default"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w := httptest.NewRecorder()
+	c.ServeHTTP(w, httptest.NewRequest("GET", "/ui/proposals", nil))
+	out := w.Body.String()
+	for _, want := range []string{"expires 2030-01-02 03:04:05", "the replacement expires 2030-01-02 03:04:05", "occurred 2029-12-31 00:00:00",
+		"thread support-chat #7", "expires_at", "imported, proposer unknown"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the queue page lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "<b>local</b>") {
+		t.Error("the imported proposal is shown as the local agent's")
+	}
+}
