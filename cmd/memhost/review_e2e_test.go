@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 const agent2Secret = "agent2-token-0123456789abcdef01"
@@ -301,5 +302,102 @@ func TestImportedProposalsReachTheReview(t *testing.T) {
 	}
 	if code := m.do("GET", "/v1/proposals?realm=acme", nil, &list); code != 200 || list.Pending != 0 {
 		t.Fatalf("proposals of acme after approval = %d %+v, want none", code, list)
+	}
+}
+
+// TestProposalDiffShowsTheExpiry: from an outside review. An agent
+// restated the realm's refund policy with one character changed and an
+// expires_at a few seconds out; the diff (API, CLI --diff, console) showed
+// the character and the trust, never the expiry, and approving it
+// superseded the permanent policy with a copy that expired moments
+// later. The diff now holds every field approval writes, the CLI shows
+// the expiry, and a proposal already expired is not approved (409).
+func TestProposalDiffShowsTheExpiry(t *testing.T) {
+	t.Parallel()
+	m := startMemhost(t, providerDeployment("sqlite", `{ path = "memory.db" }`)+matrixTokens, matrixEnv...)
+	remember(t, m.as(mxApp), map[string]any{"scope": "realm", "kind": "procedure", "title": "Refund policy",
+		"body": "Refunds are granted within 30 days of purchase.", "trust": "application"})
+	proposeExpiring := func(body string, expires time.Time) string {
+		t.Helper()
+		var prop struct{ IDs []string }
+		if code := m.as(mxRuntime).do("POST", "/v1/records", map[string]any{"records": []any{map[string]any{
+			"scope": "realm", "kind": "procedure", "title": "Refund policy", "body": body,
+			"expires_at": expires.UTC().Format(time.RFC3339), "thread": map[string]any{"id": "support-chat", "seq": 7}}}}, &prop); code != 202 || len(prop.IDs) != 1 {
+			t.Fatalf("proposal = %d %+v", code, prop)
+		}
+		return prop.IDs[0]
+	}
+	expires := time.Now().Add(time.Hour).Truncate(time.Second).UTC()
+	id := proposeExpiring("Refunds are granted within 30 days of purchase!", expires)
+	var list proposalList
+	if code := m.as(mxApp).do("GET", "/v1/proposals", nil, &list); code != 200 || len(list.Proposals) != 1 {
+		t.Fatalf("listed %d %+v", code, list)
+	}
+	diff := fmt.Sprint(list.Proposals[0].Diff)
+	for _, want := range []string{"{expires_at - }", "{expires_at + " + expires.Format(time.RFC3339) + "}", "{thread - }", "{thread + support-chat #7}"} {
+		if !strings.Contains(diff, want) {
+			t.Errorf("the diff %s lacks %s", diff, want)
+		}
+	}
+	out, err := runCLI(t, []string{"MEMHOST_TOKEN=" + mxApp}, "proposals", "list", "--addr", strings.TrimPrefix(m.base, "http://"), "--diff")
+	if err != nil || !strings.Contains(out, "+ expires_at: "+expires.Format(time.RFC3339)) || !strings.Contains(out, "EXPIRES") {
+		t.Errorf("proposals list --diff = %q, %v; want the expiry shown", out, err)
+	}
+	if code := m.as(mxApp).do("POST", "/v1/records/"+id+"/reject", nil, nil); code != 200 {
+		t.Fatalf("reject = %d", code)
+	}
+	// Already expired: approved, it would replace the policy with a
+	// record no recall finds.
+	id = proposeExpiring("Refunds are granted within 14 days of purchase.", time.Now().Add(-time.Minute))
+	var e apiError
+	if code := m.as(mxApp).do("POST", "/v1/records/"+id+"/approve", nil, &e); code != 409 || !strings.Contains(e.Error.Message, "expired") {
+		t.Errorf("approval of an expired proposal = %d %+v, want 409 naming the expiry", code, e)
+	}
+	if got := recall(t, m.as(mxApp), "alice", "refund policy purchase days"); len(got.Hits) == 0 || !strings.Contains(got.Hits[0].Record.Body, "30 days of purchase.") {
+		t.Errorf("recall after the refused approval = %+v, want the permanent policy", got.Hits)
+	}
+}
+
+// TestDeletedProposalsFreeTheirPlace: from an outside review. An
+// application that drops an agent's pending proposals with DELETE
+// /v1/records/{id} left their notes in the queue's ledger: the agent
+// stayed at its bound and was told 429 until a listing happened to page
+// over the ghosts. The delete now frees the place.
+func TestDeletedProposalsFreeTheirPlace(t *testing.T) {
+	t.Parallel()
+	m := startMemhost(t, providerDeployment("sqlite", `{ path = "memory.db" }`)+matrixTokens+`
+proposals {
+  max_pending = 2
+}
+`, matrixEnv...)
+	propose := func(title string) (int, []string, apiError) {
+		var out struct {
+			IDs []string
+			apiError
+		}
+		code := m.as(mxRuntime).do("POST", "/v1/records", map[string]any{"records": []any{
+			map[string]any{"scope": "realm", "kind": "fact", "title": title, "body": title + " body."}}}, &out)
+		return code, out.IDs, out.apiError
+	}
+	var ids []string
+	for _, title := range []string{"First plum", "Second plum"} {
+		code, got, e := propose(title)
+		if code != 202 {
+			t.Fatalf("proposal %q = %d %+v", title, code, e)
+		}
+		ids = append(ids, got...)
+	}
+	for _, id := range ids {
+		if code := m.as(mxApp).do("DELETE", "/v1/records/"+id, nil, nil); code != 204 {
+			t.Fatalf("application DELETE of proposal %s = %d", id, code)
+		}
+	}
+	for _, title := range []string{"Third plum", "Fourth plum"} {
+		if code, _, e := propose(title); code != 202 {
+			t.Errorf("proposal %q after the application deleted both pending ones = %d %q: %s", title, code, e.Error.Code, e.Error.Message)
+		}
+	}
+	if code, _, _ := propose("Fifth plum"); code != 429 {
+		t.Errorf("a proposal past the bound of live ones = %d, want 429", code)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -387,5 +388,114 @@ token "bob" {
 	}
 	if by["alice"] != 2 || by["bob"] != 1 {
 		t.Errorf("proposers %v, want alice 2 and bob 1", by)
+	}
+}
+
+// TestBoundTokenListsNoOtherIdentitysProposal: from an outside review. A
+// token bound to alice answers 404 for bob's record by id, yet GET
+// /v1/proposals (and the console's queue, which calls it) handed it bob's
+// pending own-scope record whole, counted in pending. The listing now
+// leaves out what the token may not touch, before the page is cut, so a
+// page of one is still full and the cursor reaches the next.
+func TestBoundTokenListsNoOtherIdentitysProposal(t *testing.T) {
+	t.Parallel()
+	m := startMemhost(t, providerDeployment("sqlite", `{ path = "memory.db" }`)+matrixTokens, matrixEnv...)
+	at := func(s int) string {
+		return time.Now().UTC().Add(time.Duration(s-10) * time.Second).Format(time.RFC3339)
+	}
+	imported := func(id, scope, title string, s int) map[string]any {
+		return map[string]any{"id": id, "scope": scope, "kind": "fact", "title": title, "body": title + " body.",
+			"tags": []string{"memhost:proposal"}, "status": "quarantined", "trust": "agent_observed", "created_at": at(s), "updated_at": at(s)}
+	}
+	var res struct{ Imported int }
+	if code := m.as(mxApp).do("POST", "/v1/import", map[string]any{"records": []any{
+		imported("rbobproposal1", "identity:bob", "Bob private plan", 1),
+		imported("ralicepropos1", "identity:alice", "Alice plan", 2),
+		imported("rbobproposal2", "identity:bob", "Bob other plan", 3),
+		imported("rrealmpropos1", "realm", "Realm plan", 4),
+	}}, &res); code != 200 || res.Imported != 4 {
+		t.Fatalf("import = %d %+v", code, res)
+	}
+	var seen []string
+	for after, page := "", 0; page < 5; page++ {
+		var list proposalList
+		if code := m.as(mxAliceApp).do("GET", "/v1/proposals?limit=1&after="+after, nil, &list); code != 200 {
+			t.Fatalf("alice-app GET /v1/proposals = %d", code)
+		}
+		if list.Pending != 2 {
+			t.Errorf("alice-app's listing counts %d pending, want her own and the realm's: 2", list.Pending)
+		}
+		if list.Next != "" && len(list.Proposals) != 1 {
+			t.Errorf("page %d holds %d proposals with more to come, want 1", page, len(list.Proposals))
+		}
+		for _, p := range list.Proposals {
+			seen = append(seen, p.ID)
+		}
+		if list.Next == "" {
+			break
+		}
+		after = list.Next
+	}
+	if strings.Join(seen, " ") != "ralicepropos1 rrealmpropos1" {
+		t.Errorf("alice-app's pages listed %v, want ralicepropos1 rrealmpropos1 (nothing of bob's)", seen)
+	}
+	var all proposalList
+	if code := m.as(mxApp).do("GET", "/v1/proposals", nil, &all); code != 200 || all.Pending != 4 || len(all.Proposals) != 4 {
+		t.Errorf("the unbound application's listing = %d, %d of %d pending; want all 4", code, len(all.Proposals), all.Pending)
+	}
+}
+
+// TestImportedProposalsCountAgainstNoLocalAgent: from an outside review.
+// api.md says an imported pending proposal counts against no agent's
+// bound, but on a host without tokens it was noted under the empty
+// proposer, the name the local MCP agent proposes under: an import of
+// max_pending proposals refused every proposal of that agent, and the
+// console showed the imports as the local agent's. They are noted as
+// imported, listed with "imported": true and no proposer.
+func TestImportedProposalsCountAgainstNoLocalAgent(t *testing.T) {
+	t.Parallel()
+	m := startMemhost(t, providerDeployment("sqlite", `{ path = "memory.db" }`)+`
+proposals {
+  max_pending = 2
+}
+`)
+	now := time.Now().UTC().Format(time.RFC3339)
+	rec := func(id, title string) map[string]any {
+		return map[string]any{"id": id, "scope": "realm", "kind": "fact", "title": title, "body": title + " body.",
+			"tags": []string{"memhost:proposal"}, "status": "quarantined", "trust": "agent_observed", "created_at": now, "updated_at": now}
+	}
+	var res struct{ Imported int }
+	if code := m.do("POST", "/v1/import", map[string]any{"records": []any{rec("rimported1", "Imported one"), rec("rimported2", "Imported two")}}, &res); code != 200 || res.Imported != 2 {
+		t.Fatalf("import = %d %+v", code, res)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs, err := mcpHTTPClient(t, ctx, m.base+"/mcp", http.Header{"X-Memhost-Identity": {"alice"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for _, title := range []string{"Local agent's first", "Local agent's second"} {
+		r := callTool(t, ctx, cs, mcpserver.ToolRemember, map[string]any{"scope": "realm", "title": title, "body": title + " about quince jam."}, nil)
+		if r.IsError {
+			t.Fatalf("the local MCP agent's proposal %q beside 2 imported ones: %s", title, toolText(r))
+		}
+	}
+	var list struct {
+		Pending   int
+		Proposals []struct {
+			ID       string
+			Proposer string
+			Imported bool
+			Identity string
+		}
+	}
+	if code := m.do("GET", "/v1/proposals", nil, &list); code != 200 || list.Pending != 4 {
+		t.Fatalf("the queue = %d %+v, want 4 pending", code, list)
+	}
+	for _, p := range list.Proposals {
+		if wantImported := strings.HasPrefix(p.ID, "rimported"); p.Imported != wantImported || p.Proposer != "" {
+			t.Errorf("%s listed with proposer %q, imported %v; want imported %v", p.ID, p.Proposer, p.Imported, wantImported)
+		}
 	}
 }

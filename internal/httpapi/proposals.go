@@ -118,9 +118,9 @@ func (s *Server) queue() (*proposal.Queue, error) {
 	return s.opts.Proposals, nil
 }
 
-// handleListProposals lists a realm's pending proposals, oldest first,
-// each with who proposed it and its diff against the record it would
-// supersede (application callers only).
+// handleListProposals lists a realm's pending proposals the caller may
+// touch, oldest first, each with who proposed it and its diff against the
+// record it would supersede (application callers only).
 func (s *Server) handleListProposals(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
 	if err := c.requireApplication("listing proposals"); err != nil {
 		return err
@@ -144,14 +144,16 @@ func (s *Server) handleListProposals(ctx context.Context, c caller, w http.Respo
 	if err != nil {
 		return err
 	}
-	items, total, next, err := queue.List(ctx, realm, p, after, limit)
+	// A bound token sees only what it may touch by id (GET, approve,
+	// reject): another identity's own-scope proposals (an import keeps
+	// records as they were) are left out, and out of the count.
+	var visible proposal.Visible
+	if c.bound() {
+		visible = func(r *sdk.Record) bool { return c.touchScope(r.Scope) == nil }
+	}
+	items, total, next, err := queue.List(ctx, realm, p, after, limit, visible)
 	if err != nil {
 		return err
-	}
-	for i := range items {
-		if items[i].Diff == nil {
-			items[i].Diff = []proposal.DiffLine{}
-		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "proposals": items, "pending": total, "next": next})
 	return nil

@@ -221,6 +221,13 @@ func (s *Server) handleForget(ctx context.Context, c caller, w http.ResponseWrit
 	if _, err := forgetter.Forget(ctx, realm, []string{id}); err != nil {
 		return err
 	}
+	if s.opts.Proposals != nil {
+		// A forgotten pending proposal must free its proposer's place in
+		// the bound; an id the queue does not note changes nothing.
+		if err := s.opts.Proposals.Forgotten(ctx, realm, []string{id}); err != nil {
+			return err
+		}
+	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

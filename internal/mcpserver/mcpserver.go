@@ -682,6 +682,12 @@ func (t tools) forget(ctx context.Context, req *mcp.CallToolRequest, in ForgetIn
 	if err != nil {
 		return nil, ForgetOutput{}, err
 	}
+	if t.opts.Proposals != nil {
+		// An imported proposal of the caller's own scope frees its entry.
+		if err := t.opts.Proposals.Forgotten(ctx, id.Realm, []string{in.ID}); err != nil {
+			return nil, ForgetOutput{}, err
+		}
+	}
 	return nil, ForgetOutput{Forgotten: n}, nil
 }
 

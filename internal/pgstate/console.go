@@ -91,6 +91,14 @@ func (p *Proposals) Remove(ctx context.Context, realm string, ids []string) erro
 	return nil
 }
 
+func (p *Proposals) Reap(ctx context.Context, realm string, ids []string, now time.Time) error {
+	if _, err := p.db.pool.Exec(ctx, p.db.q(`DELETE FROM proposals WHERE realm = $1 AND id = ANY($2) AND claimed_ms <= $3 AND created_ms <= $3`),
+		realm, ids, now.Add(-proposal.ClaimTTL).UnixMilli()); err != nil {
+		return fmt.Errorf("proposal ledger: reap: %w", classify(err))
+	}
+	return nil
+}
+
 func (p *Proposals) List(ctx context.Context, realm, after string, limit int) ([]proposal.Entry, int, error) {
 	var total int
 	if err := p.db.pool.QueryRow(ctx, p.db.q(`SELECT count(*) FROM proposals WHERE realm = $1`), realm).Scan(&total); err != nil {
@@ -128,6 +136,27 @@ func (p *Proposals) Lookup(ctx context.Context, realm, id string) (proposal.Entr
 	return e, true, nil
 }
 
+func (p *Proposals) Proposed(ctx context.Context, realm, proposer string, limit int) ([]proposal.Entry, error) {
+	rows, err := p.db.pool.Query(ctx, p.db.q(`SELECT realm, id, proposer, identity, created_ms FROM proposals
+		WHERE realm = $1 AND proposer = $2 ORDER BY created_ms, id LIMIT $3`), realm, proposer, limit)
+	if err != nil {
+		return nil, fmt.Errorf("proposal ledger: list a proposer's: %w", classify(err))
+	}
+	defer rows.Close()
+	var out []proposal.Entry
+	for rows.Next() {
+		e, err := scanProposal(rows.Scan)
+		if err != nil {
+			return nil, fmt.Errorf("proposal ledger: list a proposer's: %w", classify(err))
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("proposal ledger: list a proposer's: %w", classify(err))
+	}
+	return out, nil
+}
+
 func (p *Proposals) Counts(ctx context.Context) (map[string]int, error) {
 	rows, err := p.db.pool.Query(ctx, p.db.q(`SELECT realm, count(*) FROM proposals GROUP BY realm`))
 	if err != nil {
@@ -159,8 +188,8 @@ func (p *Proposals) Claim(ctx context.Context, realm, id string, now time.Time) 
 			claimed = true
 			return nil
 		}
-		tag, err = tx.Exec(ctx, p.db.q(`INSERT INTO proposals (realm, id, proposer, identity, created_ms, claimed_ms) VALUES ($1, $2, '', '', $3, $3)
-			ON CONFLICT (realm, id) DO NOTHING`), realm, id, now.UnixMilli())
+		tag, err = tx.Exec(ctx, p.db.q(`INSERT INTO proposals (realm, id, proposer, identity, created_ms, claimed_ms) VALUES ($1, $2, $3, '', $4, $4)
+			ON CONFLICT (realm, id) DO NOTHING`), realm, id, proposal.ImportedProposer, now.UnixMilli())
 		claimed = err == nil && tag.RowsAffected() == 1
 		noted = claimed
 		return err
@@ -171,8 +200,9 @@ func (p *Proposals) Claim(ctx context.Context, realm, id string, now time.Time) 
 	return claimed, noted, nil
 }
 
-func (p *Proposals) Release(ctx context.Context, realm, id string) error {
-	if _, err := p.db.pool.Exec(ctx, p.db.q(`UPDATE proposals SET claimed_ms = 0 WHERE realm = $1 AND id = $2`), realm, id); err != nil {
+func (p *Proposals) Release(ctx context.Context, e proposal.Entry) error {
+	if _, err := p.db.pool.Exec(ctx, p.db.q(`INSERT INTO proposals (realm, id, proposer, identity, created_ms) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (realm, id) DO UPDATE SET claimed_ms = 0`), e.Realm, e.ID, e.Proposer, e.Identity, e.CreatedAt.UnixMilli()); err != nil {
 		return fmt.Errorf("proposal ledger: release: %w", classify(err))
 	}
 	return nil

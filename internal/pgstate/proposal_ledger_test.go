@@ -125,7 +125,7 @@ func TestProposalLedgersClaimOnce(t *testing.T) {
 			if ok, _, err := l.Claim(ctx, "r", "p1", now.Add(proposal.ClaimTTL)); err != nil || !ok {
 				t.Fatalf("a claim past the TTL of another = %v, %v; want held", ok, err)
 			}
-			if err := l.Release(ctx, "r", "p1"); err != nil {
+			if err := l.Release(ctx, entry); err != nil {
 				t.Fatal(err)
 			}
 			if ok, _, err := l.Claim(ctx, "r", "p1", now); err != nil || !ok {
@@ -137,14 +137,78 @@ func TestProposalLedgersClaimOnce(t *testing.T) {
 			if ok, noted, err := l.Claim(ctx, "r", "imported", now); err != nil || !ok || !noted {
 				t.Fatalf("a claim on an unnoted id = %v (noted %v), %v; want held and noted", ok, noted, err)
 			}
-			if _, found, err := l.Lookup(ctx, "r", "imported"); err != nil || !found {
-				t.Fatalf("the claim did not note the unnoted id (%v, %v)", found, err)
+			if e, found, err := l.Lookup(ctx, "r", "imported"); err != nil || !found || e.Proposer != proposal.ImportedProposer {
+				t.Fatalf("the claim noted the unnoted id as %+v (%v, %v), want under %q", e, found, err, proposal.ImportedProposer)
 			}
 			if ok, _, err := l.Claim(ctx, "r", "imported", now); err != nil || ok {
 				t.Fatalf("a second claim on the id the first noted = %v, %v; want refused", ok, err)
 			}
 			if ok, _, err := l.Claim(ctx, "r2", "p1", now); err != nil || !ok {
 				t.Fatalf("a claim on the id in another realm = %v, %v; want held", ok, err)
+			}
+		})
+	}
+}
+
+// TestProposalLedgersKeepEntriesUnderReview runs both ledgers: a reap of
+// entries whose records are gone leaves those noted or claimed less than
+// ClaimTTL ago (a proposal is noted before it is stored; a review has the
+// record out of the store for a moment, and may put it back), and a
+// release notes an entry again, as proposed, when something
+// dropped it meanwhile. Proposed answers the entries one proposer's
+// bound counts.
+func TestProposalLedgersKeepEntriesUnderReview(t *testing.T) {
+	ctx := context.Background()
+	now := time.UnixMilli(1_000_000).UTC()
+	held := proposal.Entry{Realm: "r", ID: "p1", Proposer: "alice-bot", Identity: "alice", CreatedAt: now}
+	free := proposal.Entry{Realm: "r", ID: "p2", Proposer: "alice-bot", CreatedAt: now.Add(time.Millisecond)}
+	other := proposal.Entry{Realm: "r", ID: "p3", Proposer: "bob-bot", CreatedAt: now}
+	for store, newLedger := range bothLedgers() {
+		t.Run(store, func(t *testing.T) {
+			l := newLedger(t)
+			for _, e := range []proposal.Entry{held, free, other} {
+				if err := l.Add(ctx, []proposal.Entry{e}, 10); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got, err := l.Proposed(ctx, "r", "alice-bot", 10); err != nil || len(got) != 2 || got[0] != held || got[1] != free {
+				t.Fatalf("alice-bot's entries: %+v (%v), want p1 and p2", got, err)
+			}
+			// Noted less than ClaimTTL ago, an entry may be a proposal
+			// still being stored.
+			if err := l.Reap(ctx, "r", []string{"p1", "p2"}, now.Add(proposal.ClaimTTL-time.Millisecond)); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := l.Proposed(ctx, "r", "alice-bot", 10); err != nil || len(got) != 2 {
+				t.Fatalf("the reap dropped young entries: %+v left (%v)", got, err)
+			}
+			later := now.Add(proposal.ClaimTTL + time.Millisecond)
+			if ok, _, err := l.Claim(ctx, "r", "p1", later); err != nil || !ok {
+				t.Fatalf("claim = %v, %v", ok, err)
+			}
+			if err := l.Reap(ctx, "r", []string{"p1", "p2"}, later); err != nil {
+				t.Fatal(err)
+			}
+			if _, found, err := l.Lookup(ctx, "r", "p1"); err != nil || !found {
+				t.Fatalf("the reap dropped the entry under review (%v, %v)", found, err)
+			}
+			if _, found, err := l.Lookup(ctx, "r", "p2"); err != nil || found {
+				t.Fatalf("the reap left the free entry (%v, %v)", found, err)
+			}
+			if err := l.Reap(ctx, "r", []string{"p1"}, later.Add(proposal.ClaimTTL)); err != nil {
+				t.Fatal(err)
+			}
+			if _, found, err := l.Lookup(ctx, "r", "p1"); err != nil || found {
+				t.Fatalf("the reap left an entry whose claim is past ClaimTTL (%v, %v)", found, err)
+			}
+			if err := l.Release(ctx, held); err != nil {
+				t.Fatal(err)
+			}
+			if got, found, err := l.Lookup(ctx, "r", "p1"); err != nil || !found || got != held {
+				t.Fatalf("after the release of a dropped entry: %+v, %v, %v; want it noted as proposed", got, found, err)
+			}
+			if ok, _, err := l.Claim(ctx, "r", "p1", now); err != nil || !ok {
+				t.Fatalf("the released entry is not claimable: %v, %v", ok, err)
 			}
 		})
 	}

@@ -20,7 +20,8 @@ type Entry struct {
 	Realm string `json:"realm"`
 	ID    string `json:"id"`
 	// Proposer is the agent token's name ("" when the host runs without
-	// tokens); Identity the agent identity that acted, when known.
+	// tokens, ImportedProposer for a proposal no agent of this host left);
+	// Identity the agent identity that acted, when known.
 	Proposer  string    `json:"proposer"`
 	Identity  string    `json:"identity,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
@@ -40,12 +41,20 @@ type Ledger interface {
 	Add(ctx context.Context, entries []Entry, max int) error
 	// Remove drops the entries of ids; unknown ids are no error.
 	Remove(ctx context.Context, realm string, ids []string) error
+	// Reap drops the entries of ids, whose records were found gone,
+	// except those noted or claimed less than ClaimTTL before now: a
+	// proposal is noted before it is stored, and a review takes it out of
+	// the store for a moment and may put it back.
+	Reap(ctx context.Context, realm string, ids []string, now time.Time) error
 	// List answers up to limit entries of realm, oldest first, created
 	// after the entry after ("" from the start), and how many are pending
 	// in all.
 	List(ctx context.Context, realm, after string, limit int) ([]Entry, int, error)
 	// Lookup answers the entry of id, if any.
 	Lookup(ctx context.Context, realm, id string) (Entry, bool, error)
+	// Proposed answers up to limit entries of proposer in realm, oldest
+	// first: those that count against its bound.
+	Proposed(ctx context.Context, realm, proposer string, limit int) ([]Entry, error)
 	// Counts answers the pending proposals per realm.
 	Counts(ctx context.Context) (map[string]int, error)
 	// Claim marks the proposal id of realm as under review as of now,
@@ -55,9 +64,17 @@ type Ledger interface {
 	// claim, and noted says so. A review ends in Remove, or when it failed
 	// in Release (Remove for an id its claim noted).
 	Claim(ctx context.Context, realm, id string, now time.Time) (claimed, noted bool, err error)
-	// Release drops the claim on id, which stays noted: pending again.
-	Release(ctx context.Context, realm, id string) error
+	// Release drops the claim on e's id, which stays noted as e: pending
+	// again. An entry dropped meanwhile is noted again, so a proposal put
+	// back in the store after a failed review is listed and counted.
+	Release(ctx context.Context, e Entry) error
 }
+
+// ImportedProposer is the proposer noted for a pending proposal no agent
+// of this host left (an imported one, or one a claim noted): no token or
+// tokenless caller has the name (names hold no ':'), so such proposals
+// count against no agent's bound.
+const ImportedProposer = ":imported"
 
 // ClaimTTL is how long a claim holds a proposal: past any review's
 // deadline, so a claim its host died holding does not hold it for ever.

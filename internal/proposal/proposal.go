@@ -240,6 +240,9 @@ func Approve(ctx context.Context, realm, id string, p sdk.Provider) (string, err
 	if !IsPending(&old) {
 		return "", fmt.Errorf("record %q (status %s) is %w: %w", id, old.Status, ErrNotPending, sdk.ErrConflict)
 	}
+	if err := checkUnexpired(&old, time.Now()); err != nil {
+		return "", err
+	}
 	copied := approvedCopy(old)
 	newID, err := sup.Supersede(ctx, realm, id, copied)
 	if err != nil || newID != id {
@@ -250,6 +253,20 @@ func Approve(ctx context.Context, realm, id string, p sdk.Provider) (string, err
 		return "", err
 	}
 	return ids[0], nil
+}
+
+// ErrExpired refuses to approve a proposal past its expires_at.
+var ErrExpired = errors.New("the proposal has expired")
+
+// checkUnexpired refuses the approval of r once it has expired: it would
+// become an active record no recall finds, and supersede (so hide) any
+// record it restates.
+func checkUnexpired(r *sdk.Record, now time.Time) error {
+	if r.ExpiresAt.IsZero() || now.Before(r.ExpiresAt) {
+		return nil
+	}
+	return fmt.Errorf("proposal %q expired at %s; approved, it would be a record no recall finds, in place of any record it restates. Reject it, or have the agent propose it again: %w: %w",
+		r.ID, r.ExpiresAt.Format(time.RFC3339), ErrExpired, sdk.ErrConflict)
 }
 
 // IsPending reports whether r is a pending proposal: quarantined and

@@ -26,6 +26,15 @@ type Queue struct {
 	Ledger Ledger
 	// MaxPending bounds one proposer's pending proposals in one realm.
 	MaxPending int
+	// clock stands in for time.Now in the reaping of entries (tests).
+	clock func() time.Time
+}
+
+func (q *Queue) now() time.Time {
+	if q.clock != nil {
+		return q.clock()
+	}
+	return time.Now()
 }
 
 // Propose stores records as proposals of who, noting each in the ledger
@@ -45,7 +54,15 @@ func (q *Queue) Propose(ctx context.Context, realm string, p sdk.Provider, recor
 		}
 		entries[i] = Entry{Realm: realm, ID: recs[i].ID, Proposer: who.Token, Identity: who.Identity, CreatedAt: now}
 	}
-	if err := q.Ledger.Add(ctx, entries, q.MaxPending); err != nil {
+	err := q.Ledger.Add(ctx, entries, q.MaxPending)
+	if errors.Is(err, ErrTooMany) {
+		// Entries whose record is gone (forgotten, or purged once expired)
+		// must not hold the bound: drop them and ask once more.
+		if n, rerr := q.reapProposer(ctx, realm, p, who.Token); rerr == nil && n > 0 {
+			err = q.Ledger.Add(ctx, entries, q.MaxPending)
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	ids, stored, err := storeProposals(ctx, realm, p, recs, func(ctx context.Context) ([]string, error) { return q.pendingIDs(ctx, realm) })
@@ -73,14 +90,61 @@ func (q *Queue) Propose(ctx context.Context, realm string, p sdk.Provider, recor
 	return ids, nil
 }
 
+// reapProposer drops the entries of proposer in realm whose record is no
+// pending proposal any more (Ledger.Reap spares those a proposal or a
+// review under way may still store), and answers how many it found.
+func (q *Queue) reapProposer(ctx context.Context, realm string, p sdk.Provider, proposer string) (int, error) {
+	getter, ok := host.ProviderOf(p).Getter()
+	if !ok {
+		return 0, nil
+	}
+	entries, err := q.Ledger.Proposed(ctx, realm, proposer, q.MaxPending)
+	if err != nil {
+		return 0, err
+	}
+	// Only entries Reap would drop are worth a fetch: a flood at the bound
+	// holds young ones, and each refusal must stay cheap.
+	cutoff := q.now().Add(-ClaimTTL)
+	var ids []string
+	for _, e := range entries {
+		if !e.CreatedAt.After(cutoff) {
+			ids = append(ids, e.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	byID, err := getByID(ctx, realm, getter, ids)
+	if err != nil {
+		return 0, err
+	}
+	var gone []string
+	for _, id := range ids {
+		if r, ok := byID[id]; !ok || !IsPending(&r) {
+			gone = append(gone, id)
+		}
+	}
+	if len(gone) == 0 {
+		return 0, nil
+	}
+	return len(gone), q.Ledger.Reap(ctx, realm, gone, q.now())
+}
+
+// Forgotten drops the entries of ids, records of realm just forgotten:
+// a forgotten proposal must not hold its proposer's place in the bound.
+func (q *Queue) Forgotten(ctx context.Context, realm string, ids []string) error {
+	return q.Ledger.Remove(ctx, realm, ids)
+}
+
 // NoteImported notes in the ledger the pending proposals among records,
 // just imported into realm, that the provider now holds as such: an
 // export carries a proposal's record but not the queue's note of it, and
 // without one it is approvable by id yet listed by no review. The
 // proposer is unknown (the note of the realm it came from is not
-// exported), so it is noted as a claim notes an unlisted proposal: with
-// none, counted against no agent's bound. A proposal noted already
-// (an import run twice) keeps its note.
+// exported), so it is noted as a claim notes an unlisted proposal: as
+// ImportedProposer, counted against no agent's bound (the tokenless
+// host's agent proposes as "", so "" would count against it). A proposal
+// noted already (an import run twice) keeps its note.
 func (q *Queue) NoteImported(ctx context.Context, realm string, p sdk.Provider, records []sdk.Record) error {
 	var ids []string
 	for i := range records {
@@ -106,7 +170,7 @@ func (q *Queue) NoteImported(ctx context.Context, realm string, p sdk.Provider, 
 			if !IsPending(&r) {
 				continue
 			}
-			err := q.Ledger.Add(ctx, []Entry{{Realm: realm, ID: r.ID, CreatedAt: r.CreatedAt}}, math.MaxInt)
+			err := q.Ledger.Add(ctx, []Entry{{Realm: realm, ID: r.ID, Proposer: ImportedProposer, CreatedAt: r.CreatedAt}}, math.MaxInt)
 			if err != nil && !errors.Is(err, sdk.ErrConflict) {
 				return err
 			}
@@ -160,7 +224,10 @@ func Target(ctx context.Context, realm string, p sdk.Provider, r *sdk.Record) (s
 // Pending is one proposal as a reviewer sees it.
 type Pending struct {
 	Entry
-	Record sdk.Record `json:"record"`
+	// Imported marks a proposal no agent of this host left (Proposer is
+	// then ""): an import, or a review of an unlisted id, noted it.
+	Imported bool       `json:"imported,omitempty"`
+	Record   sdk.Record `json:"record"`
 	// Target and Supersedes are the active record approval would
 	// replace, if any; Diff compares it with the proposal.
 	Target     string      `json:"target,omitempty"`
@@ -168,59 +235,127 @@ type Pending struct {
 	Diff       []DiffLine  `json:"diff"`
 }
 
+// Visible tells which stored records a caller may see; nil sees all.
+type Visible func(*sdk.Record) bool
+
 // List answers up to limit pending proposals of realm after the cursor
-// after, with their records, targets and diffs, the total pending and
-// the next cursor ("" after the last page). An entry whose record is
-// gone (forgotten meanwhile) is dropped from the ledger.
-func (q *Queue) List(ctx context.Context, realm string, p sdk.Provider, after string, limit int) ([]Pending, int, string, error) {
+// after that visible shows, with their records, targets and diffs, how
+// many visible ones are pending in all, and the next cursor ("" after
+// the last page). Hidden proposals are skipped before the limit counts,
+// so a page is full while more remain. An entry whose record is gone
+// (forgotten meanwhile) is left out and dropped from the ledger, unless
+// it may be a proposal still being stored or under review (Ledger.Reap).
+func (q *Queue) List(ctx context.Context, realm string, p sdk.Provider, after string, limit int, visible Visible) ([]Pending, int, string, error) {
 	getter, ok := host.ProviderOf(p).Getter()
 	if !ok {
 		return nil, 0, "", fmt.Errorf("the provider of realm %q cannot fetch records by id, so proposals cannot be shown: %w", realm, sdk.ErrUnsupported)
 	}
-	entries, total, err := q.Ledger.List(ctx, realm, after, limit)
-	if err != nil {
-		return nil, 0, "", err
-	}
-	ids := make([]string, 0, len(entries))
-	for _, e := range entries {
-		ids = append(ids, e.ID)
-	}
-	byID := map[string]sdk.Record{}
-	for chunk := range slices.Chunk(ids, sdk.MaxBatch) {
-		recs, err := getter.Get(ctx, realm, chunk)
+	var (
+		out   []Pending
+		gone  []string
+		total = -1
+		next  string
+	)
+	// Reaped only at the end: an entry reaped mid-scan could be the
+	// ledger's cursor for its next page.
+	for cursor := after; ; {
+		entries, n, err := q.Ledger.List(ctx, realm, cursor, limit)
 		if err != nil {
 			return nil, 0, "", err
 		}
-		for _, r := range recs {
-			byID[r.ID] = r
+		if total < 0 {
+			total = n
 		}
-	}
-	out := make([]Pending, 0, len(entries))
-	var gone []string
-	for _, e := range entries {
-		rec, ok := byID[e.ID]
-		if !ok || !IsPending(&rec) {
-			gone = append(gone, e.ID)
-			continue
+		byID, err := getByID(ctx, realm, getter, entryIDs(entries))
+		if err != nil {
+			return nil, 0, "", err
 		}
-		pd := Pending{Entry: e, Record: rec}
-		if t, ok := Target(ctx, realm, p, &rec); ok {
-			pd.Target, pd.Supersedes = t.ID, &t
-			pd.Diff = Diff(&t, &rec)
+		for _, e := range entries {
+			cursor = e.ID
+			rec, ok := byID[e.ID]
+			if !ok || !IsPending(&rec) {
+				gone = append(gone, e.ID)
+				continue
+			}
+			if visible != nil && !visible(&rec) {
+				continue
+			}
+			out = append(out, q.pending(ctx, realm, p, e, rec, visible))
+			if len(out) == limit {
+				break
+			}
 		}
-		out = append(out, pd)
+		if len(out) == limit {
+			next = out[len(out)-1].ID
+			break
+		}
+		if len(entries) < limit {
+			break
+		}
 	}
 	if len(gone) > 0 {
-		if err := q.Ledger.Remove(ctx, realm, gone); err != nil {
+		if err := q.Ledger.Reap(ctx, realm, gone, q.now()); err != nil {
 			return nil, 0, "", err
 		}
 		total -= len(gone)
 	}
-	next := ""
-	if len(entries) == limit && len(entries) > 0 {
-		next = entries[len(entries)-1].ID
+	if visible != nil {
+		var err error
+		if total, err = q.countVisible(ctx, realm, getter, visible); err != nil {
+			return nil, 0, "", err
+		}
+	}
+	if out == nil {
+		out = []Pending{}
 	}
 	return out, total, next, nil
+}
+
+// pending is entry e, whose record is rec, as a reviewer sees it.
+func (q *Queue) pending(ctx context.Context, realm string, p sdk.Provider, e Entry, rec sdk.Record, visible Visible) Pending {
+	pd := Pending{Entry: e, Record: rec, Diff: []DiffLine{}}
+	if e.Proposer == ImportedProposer {
+		pd.Proposer, pd.Imported = "", true
+	}
+	if t, ok := Target(ctx, realm, p, &rec); ok && (visible == nil || visible(&t)) {
+		pd.Target, pd.Supersedes = t.ID, &t
+		pd.Diff = Diff(&t, &rec)
+	}
+	return pd
+}
+
+// countVisible counts the pending proposals of realm that visible shows:
+// the ledger knows no scopes, so every one is fetched.
+func (q *Queue) countVisible(ctx context.Context, realm string, getter sdk.RecordGetter, visible Visible) (int, error) {
+	const page = 500
+	n := 0
+	for after := ""; ; {
+		entries, _, err := q.Ledger.List(ctx, realm, after, page)
+		if err != nil {
+			return 0, err
+		}
+		byID, err := getByID(ctx, realm, getter, entryIDs(entries))
+		if err != nil {
+			return 0, err
+		}
+		for _, r := range byID {
+			if IsPending(&r) && visible(&r) {
+				n++
+			}
+		}
+		if len(entries) < page {
+			return n, nil
+		}
+		after = entries[len(entries)-1].ID
+	}
+}
+
+func entryIDs(entries []Entry) []string {
+	ids := make([]string, len(entries))
+	for i, e := range entries {
+		ids[i] = e.ID
+	}
+	return ids
 }
 
 // Approve approves the pending proposal id and answers the active
@@ -234,6 +369,9 @@ func (q *Queue) Approve(ctx context.Context, realm, id string, p sdk.Provider) (
 		hp := host.ProviderOf(p)
 		sup, ok := hp.Superseder()
 		forget, ok2 := hp.Forgetter()
+		if err := checkUnexpired(&prop, time.Now()); err != nil {
+			return err
+		}
 		target, found := Target(ctx, realm, p, &prop)
 		if found && ok && ok2 {
 			newID, err = approveOver(ctx, realm, prop, target.ID, sup, forget, p)
@@ -259,14 +397,20 @@ func (q *Queue) review(ctx context.Context, realm, id string, p sdk.Provider, ac
 	if !claimed {
 		return fmt.Errorf("proposal %q is being reviewed by another request; list the proposals again: %w", id, sdk.ErrConflict)
 	}
+	// The entry as proposed, for release to note again should a listing
+	// have dropped it while the act had the proposal out of the store.
+	entry, found, err := q.Ledger.Lookup(ctx, realm, id)
+	if err != nil || !found {
+		entry = Entry{Realm: realm, ID: id, Proposer: ImportedProposer, CreatedAt: time.Now().UTC()}
+	}
 	// release ends a failed review: the proposal is pending again, as it
 	// was, so an id only the claim noted leaves the ledger.
 	release := func(err error) error {
-		undo := q.Ledger.Release
+		undo := func(ctx context.Context) error { return q.Ledger.Release(ctx, entry) }
 		if noted {
-			undo = func(ctx context.Context, realm, id string) error { return q.Ledger.Remove(ctx, realm, []string{id}) }
+			undo = func(ctx context.Context) error { return q.Ledger.Remove(ctx, realm, []string{id}) }
 		}
-		if rerr := undo(context.WithoutCancel(ctx), realm, id); rerr != nil {
+		if rerr := undo(context.WithoutCancel(ctx)); rerr != nil {
 			return fmt.Errorf("%w (and releasing the proposal for another review failed: %w)", err, rerr)
 		}
 		return err
@@ -320,13 +464,28 @@ func approvedCopy(old sdk.Record) sdk.Record {
 // Restate is Restate through the queue: the dropped proposals leave the
 // ledger.
 func (q *Queue) Restate(ctx context.Context, realm string, p sdk.Provider, records []sdk.Record, stored []sdk.Record) ([]string, error) {
-	ids, err := Restate(ctx, realm, p, records, stored)
-	if err != nil {
-		return nil, err
-	}
 	gone := make([]string, len(stored))
+	var noted []Entry
 	for i, r := range stored {
 		gone[i] = r.ID
+		e, found, err := q.Ledger.Lookup(ctx, realm, r.ID)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			noted = append(noted, e)
+		}
+	}
+	ids, err := Restate(ctx, realm, p, records, stored)
+	if err != nil {
+		// The proposals are back in the store; a listing that ran while
+		// they were out dropped their entries, so note them again.
+		for _, e := range noted {
+			if rerr := q.Ledger.Add(context.WithoutCancel(ctx), []Entry{e}, math.MaxInt); rerr != nil && !errors.Is(rerr, sdk.ErrConflict) {
+				return nil, fmt.Errorf("%w (and noting proposal %q again failed: %w)", err, e.ID, rerr)
+			}
+		}
+		return nil, err
 	}
 	return ids, q.Ledger.Remove(ctx, realm, gone)
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/memhost/memhost/internal/statedb"
 	"github.com/memhost/memhost/plugins/sqlite"
@@ -214,12 +217,12 @@ func TestImportedProposalsAreListed(t *testing.T) {
 		}
 	}
 	entries, total, err := to.Ledger.List(ctx, "b", "", 10)
-	if err != nil || total != 1 || len(entries) != 1 || entries[0].ID != ids[0] || entries[0].Proposer != "" {
-		t.Fatalf("pending after the import: %+v (%d, %v), want the one proposal, with no proposer", entries, total, err)
+	if err != nil || total != 1 || len(entries) != 1 || entries[0].ID != ids[0] || entries[0].Proposer != ImportedProposer {
+		t.Fatalf("pending after the import: %+v (%d, %v), want the one proposal, noted as imported", entries, total, err)
 	}
-	pending, _, _, err := to.List(ctx, "b", dst, "", 10)
-	if err != nil || len(pending) != 1 || pending[0].Record.Title != "Deploys" {
-		t.Fatalf("the review lists %+v (%v), want the imported proposal", pending, err)
+	pending, _, _, err := to.List(ctx, "b", dst, "", 10, nil)
+	if err != nil || len(pending) != 1 || pending[0].Record.Title != "Deploys" || pending[0].Proposer != "" || !pending[0].Imported {
+		t.Fatalf("the review lists %+v (%v), want the imported proposal, with no proposer", pending, err)
 	}
 
 	// The provider already held the id as an active record, and skipped it.
@@ -235,5 +238,129 @@ func TestImportedProposalsAreListed(t *testing.T) {
 	}
 	if _, total, _ := other.Ledger.List(ctx, "c", "", 10); total != 0 {
 		t.Fatalf("%d pending, want none: the provider holds the id as an active record", total)
+	}
+}
+
+// TestProposalsGoneFromTheStoreFreeTheBound: from an outside review. A
+// pending proposal forgotten without a review (an application's DELETE,
+// a provider's purge of an expired one) kept its entry, so its proposer
+// stayed at the bound and was refused until a listing happened to page
+// over the ghosts. Forgotten drops the entry; a refusal first drops the
+// proposer's entries whose records are gone, and asks again.
+func TestProposalsGoneFromTheStoreFreeTheBound(t *testing.T) {
+	for _, how := range []string{"forgotten through the queue", "gone from the store alone"} {
+		t.Run(how, func(t *testing.T) {
+			q := newQueue(t)
+			q.MaxPending = 2
+			s := newStore(allCaps...)
+			ids, err := q.Propose(ctx, "r", s, []sdk.Record{fact(sdk.RealmScope, "one"), fact(sdk.RealmScope, "two")}, Proposer{Token: "agent"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.mu.Lock()
+			for _, id := range ids {
+				delete(s.records, id)
+			}
+			s.mu.Unlock()
+			// A young entry may be a proposal still being stored: only
+			// one older than that is judged by its record.
+			q.clock = func() time.Time { return time.Now().Add(ClaimTTL + time.Second) }
+			if how == "forgotten through the queue" {
+				if err := q.Forgotten(ctx, "r", ids); err != nil {
+					t.Fatal(err)
+				}
+				if _, total, err := q.Ledger.List(ctx, "r", "", 10); err != nil || total != 0 {
+					t.Fatalf("%d noted after both were forgotten (%v), want none", total, err)
+				}
+			}
+			if _, err := q.Propose(ctx, "r", s, []sdk.Record{fact(sdk.RealmScope, "three"), fact(sdk.RealmScope, "four")}, Proposer{Token: "agent"}); err != nil {
+				t.Fatalf("proposals after the pending ones were gone answered %v", err)
+			}
+			if _, err := q.Propose(ctx, "r", s, []sdk.Record{fact(sdk.RealmScope, "five")}, Proposer{Token: "agent"}); !errors.Is(err, ErrTooMany) {
+				t.Fatalf("a proposal past the bound of live ones answered %v, want ErrTooMany", err)
+			}
+		})
+	}
+}
+
+// TestImportedProposalsCountAgainstNoAgent: from an outside review.
+// Imported proposals were noted under the empty proposer, the name the
+// tokenless host's own MCP agent proposes under, so an import filled that
+// agent's bound. They are noted under a name no caller has.
+func TestImportedProposalsCountAgainstNoAgent(t *testing.T) {
+	q, s := newQueue(t), newStore(allCaps...)
+	q.MaxPending = 2
+	var imported []sdk.Record
+	for i := range 3 {
+		r := fact(sdk.RealmScope, fmt.Sprintf("imported %d", i), Tag)
+		r.ID, r.Status = fmt.Sprintf("imp%d", i), sdk.StatusQuarantined
+		imported = append(imported, r)
+	}
+	if _, err := s.Import(ctx, "r", imported); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.NoteImported(ctx, "r", s, imported); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Propose(ctx, "r", s, []sdk.Record{fact(sdk.RealmScope, "local one"), fact(sdk.RealmScope, "local two")}, Proposer{}); err != nil {
+		t.Fatalf("the tokenless agent's proposals beside 3 imported ones answered %v", err)
+	}
+	listed, total, _, err := q.List(ctx, "r", s, "", 10, nil)
+	if err != nil || total != 5 || len(listed) != 5 {
+		t.Fatalf("listed %d of %d (%v), want 5", len(listed), total, err)
+	}
+	for _, p := range listed {
+		if p.Proposer != "" || p.Imported != strings.HasPrefix(p.ID, "imp") {
+			t.Errorf("%s listed with proposer %q, imported %v", p.ID, p.Proposer, p.Imported)
+		}
+	}
+}
+
+// TestListShowsOnlyVisibleProposals: a listing for a caller that may not
+// see every scope (a token bound to one identity) leaves the others out
+// before the page is cut, so each page is full while more remain and the
+// cursor walks every visible one once; the count is of visible ones.
+func TestListShowsOnlyVisibleProposals(t *testing.T) {
+	q, s := newQueue(t), newStore(allCaps...)
+	var recs []sdk.Record
+	for i := range 7 {
+		scope := sdk.RealmScope
+		if i%2 == 0 {
+			scope = sdk.IdentityScope("bob") // imports keep records as they were
+		}
+		r := fact(scope, fmt.Sprintf("p%d", i), Tag)
+		r.ID, r.Status, r.CreatedAt = fmt.Sprintf("p%d", i), sdk.StatusQuarantined, time.UnixMilli(int64(1000+i)).UTC()
+		recs = append(recs, r)
+	}
+	if _, err := s.Import(ctx, "r", recs); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.NoteImported(ctx, "r", s, recs); err != nil {
+		t.Fatal(err)
+	}
+	visible := func(r *sdk.Record) bool { return r.Scope != sdk.IdentityScope("bob") }
+	var seen []string
+	after := ""
+	for page := 0; ; page++ {
+		listed, total, next, err := q.List(ctx, "r", s, after, 2, visible)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if total != 3 {
+			t.Errorf("page %d counts %d pending, want the 3 visible", page, total)
+		}
+		if next != "" && len(listed) != 2 {
+			t.Errorf("page %d holds %d with more to come, want 2", page, len(listed))
+		}
+		for _, p := range listed {
+			seen = append(seen, p.ID)
+		}
+		if next == "" || page > 5 {
+			break
+		}
+		after = next
+	}
+	if fmt.Sprint(seen) != "[p1 p3 p5]" {
+		t.Errorf("the pages listed %v, want [p1 p3 p5]", seen)
 	}
 }

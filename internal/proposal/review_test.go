@@ -229,3 +229,143 @@ func TestAFailedReviewOfAnUnnotedIDLeavesNoEntry(t *testing.T) {
 		t.Fatalf("pending after the failed review: %v (%v), want none", counts, err)
 	}
 }
+
+// listingStore stands in for a second reviewer working the queue while
+// an approval (or an application's write restating a proposal) has the
+// proposal out of the store: its Supersede and Remember list the queue,
+// then fail, so the proposal is put back. Its Recall answers target, the
+// record a proposal restates.
+type listingStore struct {
+	*store
+	q      *Queue
+	target sdk.Record
+	listed []Pending
+}
+
+func (l *listingStore) Recall(context.Context, sdk.RecallQuery) ([]sdk.Hit, error) {
+	if l.target.ID == "" {
+		return nil, nil
+	}
+	return []sdk.Hit{{Record: l.target, Score: 1}}, nil
+}
+
+func (l *listingStore) Forget(_ context.Context, _ string, ids []string) (int, error) {
+	l.store.mu.Lock()
+	defer l.store.mu.Unlock()
+	n := 0
+	for _, id := range ids {
+		if _, ok := l.store.records[id]; ok {
+			delete(l.store.records, id)
+			n++
+		}
+	}
+	return n, nil
+}
+
+func (l *listingStore) listThenFail(ctx context.Context) error {
+	listed, _, _, err := l.q.List(ctx, "r", l, "", 50, nil)
+	if err != nil {
+		return err
+	}
+	l.listed = listed
+	return errDown
+}
+
+func (l *listingStore) Supersede(ctx context.Context, _, _ string, _ sdk.Record) (string, error) {
+	return "", l.listThenFail(ctx)
+}
+
+func (l *listingStore) Remember(ctx context.Context, _ string, _ []sdk.Record) ([]string, error) {
+	return nil, l.listThenFail(ctx)
+}
+
+// TestAFailedApprovalDuringAListingStaysListed: from an outside review.
+// An approval over a restated record, or an application's write of a
+// proposal's content, takes the proposal out of the store before it
+// writes; a listing meanwhile saw it gone and dropped its entry, and when
+// the write failed and the proposal was put back, nothing noted it again:
+// pending and approvable by id, but listed by no review and counted by no
+// bound. The listing now leaves an entry under review, and a failed
+// review or restatement notes the proposal again, as proposed.
+func TestAFailedApprovalDuringAListingStaysListed(t *testing.T) {
+	cases := []struct {
+		name string
+		act  func(q *Queue, p *listingStore, prop sdk.Record) error
+	}{
+		{"approval over a restated record", func(q *Queue, p *listingStore, prop sdk.Record) error {
+			_, err := q.Approve(ctx, "r", prop.ID, p)
+			return err
+		}},
+		{"an application's write of the proposal's content", func(q *Queue, p *listingStore, prop sdk.Record) error {
+			rec := fact(sdk.RealmScope, "deploys")
+			_, err := q.Restate(ctx, "r", p, []sdk.Record{rec}, []sdk.Record{prop})
+			return err
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			q := newQueue(t)
+			base := newStore(append(allCaps, sdk.CapForget, sdk.CapWrite)...)
+			target := fact(sdk.RealmScope, "deploys")
+			target.ID, target.Status = "target1", sdk.StatusActive
+			base.records[target.ID] = target
+			ids, err := q.Propose(ctx, "r", base, []sdk.Record{fact(sdk.RealmScope, "deploys")}, Proposer{Token: "agent", Identity: "alice"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := &listingStore{store: base, q: q, target: target}
+			if err := tc.act(q, p, base.get(t, ids[0])); !errors.Is(err, errDown) {
+				t.Fatalf("the act answered %v, want the write's failure", err)
+			}
+			if len(p.listed) != 0 {
+				t.Errorf("the listing during the act showed %+v, want nothing: the proposal was out of the store", p.listed)
+			}
+			if got := base.get(t, ids[0]); !IsPending(&got) {
+				t.Fatalf("after the failed act the proposal is %+v, want pending again", got)
+			}
+			listed, total, _, err := q.List(ctx, "r", p, "", 50, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if total != 1 || len(listed) != 1 || listed[0].ID != ids[0] || listed[0].Proposer != "agent" || listed[0].Identity != "alice" {
+				t.Errorf("the restored proposal %s: listed %+v (pending %d), want it listed as proposed", ids[0], listed, total)
+			}
+		})
+	}
+}
+
+// TestAnExpiredProposalIsNotApproved: a proposal past its expires_at
+// would become an active record no recall finds, in place of the record
+// it restates; its approval is a conflict naming the expiry, and the
+// proposal stays pending, to be rejected.
+func TestAnExpiredProposalIsNotApproved(t *testing.T) {
+	for _, queued := range []bool{true, false} {
+		t.Run(fmt.Sprintf("through the queue %v", queued), func(t *testing.T) {
+			q := newQueue(t)
+			s := &listingStore{store: newStore(append(allCaps, sdk.CapForget)...), q: q}
+			rec := fact(sdk.RealmScope, "deploys")
+			rec.ExpiresAt = time.Now().Add(-time.Minute)
+			ids, err := q.Propose(ctx, "r", s, []sdk.Record{rec}, Proposer{Token: "agent"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if queued {
+				_, err = q.Approve(ctx, "r", ids[0], s)
+			} else {
+				_, err = Approve(ctx, "r", ids[0], s)
+			}
+			if !errors.Is(err, ErrExpired) || !errors.Is(err, sdk.ErrConflict) || !strings.Contains(err.Error(), "expired at") {
+				t.Fatalf("approval of an expired proposal answered %v, want a conflict naming the expiry", err)
+			}
+			if got := s.get(t, ids[0]); !IsPending(&got) {
+				t.Fatalf("after the refusal the proposal is %+v, want pending", got)
+			}
+			if _, found, err := q.Ledger.Lookup(ctx, "r", ids[0]); err != nil || !found {
+				t.Fatalf("after the refusal the proposal is not noted (%v, %v)", found, err)
+			}
+			if err := q.Reject(ctx, "r", ids[0], s); err != nil {
+				t.Fatalf("the expired proposal's rejection answered %v", err)
+			}
+		})
+	}
+}

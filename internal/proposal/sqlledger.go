@@ -96,6 +96,19 @@ func (l *SQLLedger) Remove(ctx context.Context, realm string, ids []string) erro
 	return err
 }
 
+func (l *SQLLedger) Reap(ctx context.Context, realm string, ids []string, now time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	cutoff := now.Add(-ClaimTTL).UnixMilli()
+	args := []any{realm, cutoff, cutoff}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	_, err := l.db.Exec(ctx, "reap proposals", `DELETE FROM proposals WHERE realm = ? AND claimed_ms <= ? AND created_ms <= ? AND id IN (?`+strings.Repeat(",?", len(ids)-1)+`)`, args...)
+	return err
+}
+
 func (l *SQLLedger) List(ctx context.Context, realm, after string, limit int) ([]Entry, int, error) {
 	var total int
 	if err := l.db.QueryRow(ctx, []any{&total}, `SELECT count(*) FROM proposals WHERE realm = ?`, realm); err != nil {
@@ -133,6 +146,24 @@ func (l *SQLLedger) Lookup(ctx context.Context, realm, id string) (Entry, bool, 
 	return e, true, nil
 }
 
+func (l *SQLLedger) Proposed(ctx context.Context, realm, proposer string, limit int) ([]Entry, error) {
+	rows, err := l.db.SQL().QueryContext(ctx, `SELECT realm, id, proposer, identity, created_ms FROM proposals
+		WHERE realm = ? AND proposer = ? ORDER BY created_ms, id LIMIT ?`, realm, proposer, limit)
+	if err != nil {
+		return nil, l.db.Wrap("list a proposer's proposals", err)
+	}
+	defer rows.Close()
+	var out []Entry
+	for rows.Next() {
+		e, err := scanEntry(rows.Scan)
+		if err != nil {
+			return nil, l.db.Wrap("list a proposer's proposals", err)
+		}
+		out = append(out, e)
+	}
+	return out, l.db.Wrap("list a proposer's proposals", rows.Err())
+}
+
 func (l *SQLLedger) Counts(ctx context.Context) (map[string]int, error) {
 	rows, err := l.db.SQL().QueryContext(ctx, `SELECT realm, count(*) FROM proposals GROUP BY realm`)
 	if err != nil {
@@ -162,8 +193,8 @@ func (l *SQLLedger) Claim(ctx context.Context, realm, id string, now time.Time) 
 			claimed = n == 1
 			return err
 		}
-		res, err = tx.ExecContext(ctx, `INSERT INTO proposals (realm, id, proposer, identity, created_ms, claimed_ms) VALUES (?, ?, '', '', ?, ?)
-			ON CONFLICT (realm, id) DO NOTHING`, realm, id, now.UnixMilli(), now.UnixMilli())
+		res, err = tx.ExecContext(ctx, `INSERT INTO proposals (realm, id, proposer, identity, created_ms, claimed_ms) VALUES (?, ?, ?, '', ?, ?)
+			ON CONFLICT (realm, id) DO NOTHING`, realm, id, ImportedProposer, now.UnixMilli(), now.UnixMilli())
 		if err != nil {
 			return err
 		}
@@ -174,8 +205,9 @@ func (l *SQLLedger) Claim(ctx context.Context, realm, id string, now time.Time) 
 	return claimed, noted, err
 }
 
-func (l *SQLLedger) Release(ctx context.Context, realm, id string) error {
-	_, err := l.db.Exec(ctx, "release proposal", `UPDATE proposals SET claimed_ms = 0 WHERE realm = ? AND id = ?`, realm, id)
+func (l *SQLLedger) Release(ctx context.Context, e Entry) error {
+	_, err := l.db.Exec(ctx, "release proposal", `INSERT INTO proposals (realm, id, proposer, identity, created_ms) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (realm, id) DO UPDATE SET claimed_ms = 0`, e.Realm, e.ID, e.Proposer, e.Identity, e.CreatedAt.UnixMilli())
 	return err
 }
 

@@ -71,8 +71,9 @@ export interface paths {
          * Approve an agent's proposal (application callers only)
          * @description The proposal is superseded by an active copy (without the `memhost:proposal` tag) in one
          *     provider call; the answer names the active record's id. 409 when the record is not a
-         *     pending proposal, or another approval or rejection of it is under way (of two sent
-         *     together, on any hosts, one acts), 403 for an agent caller.
+         *     pending proposal, when the proposal's `expires_at` has passed (reject it instead), or when
+         *     another approval or rejection of it is under way (of two sent together, on any hosts, one
+         *     acts), 403 for an agent caller.
          */
         post: operations["approveRecord"];
         delete?: never;
@@ -138,7 +139,10 @@ export interface paths {
          * A realm's pending proposals (application callers only)
          * @description Oldest first, each with the agent token that proposed it and, when the proposal restates an
          *     active record of its scope (same kind and title), that record and a diff against it: approving
-         *     then supersedes that record. `next` is the cursor for `after`, empty after the last page.
+         *     then supersedes that record. The diff covers every field approval writes (title, kind, trust,
+         *     description, tags, expires_at, occurred_at, thread, body). A token bound to identities sees
+         *     only proposals whose scope it may touch; `pending` counts those, and hidden ones do not shorten
+         *     a page. `next` is the cursor for `after`, empty after the last page.
          */
         get: operations["listProposals"];
         put?: never;
@@ -1139,14 +1143,16 @@ export interface operations {
                 content: {
                     "application/json": {
                         realm: string;
-                        /** @description pending proposals of the realm in all */
+                        /** @description pending proposals of the realm the caller may see, in all */
                         pending: number;
                         next: string;
                         proposals: {
                             id: string;
                             realm: string;
-                            /** @description the agent token's name; empty without tokens */
+                            /** @description the agent token's name; empty without tokens, and for an imported proposal */
                             proposer: string;
+                            /** @description true for a proposal no agent of this host left (imported): its proposer is unknown, and it counts against no agent's bound */
+                            imported?: boolean;
                             identity?: string;
                             target?: string;
                             /** Format: date-time */
