@@ -31,8 +31,9 @@ import (
 // a snapshot (<path>.index) when the database closes and after writes go
 // quiet, stamped with the database's index generation (index_gen, bumped in
 // every write transaction that changes the index). A snapshot whose stamp
-// matches is decoded; any other (none, torn, stale after a crash) is ignored
-// and the index is rebuilt from the records, tokenized on every core.
+// matches is decoded; any other (none, torn, stale after a crash, newer than
+// a restored database) is removed and the index is rebuilt from the
+// records, tokenized on every core.
 
 // snapshotMagic starts a snapshot file. The database's identity
 // (index_gen.store) follows, then the index generation (8 bytes,
@@ -185,6 +186,14 @@ func (d *database) loadIndex(ctx context.Context) (err error) {
 	ix, _, err = rebuildIndex(ctx, d.r, "", nil)
 	if err != nil {
 		return fmt.Errorf("build the recall index: %w", err)
+	}
+	// A snapshot that did not match must not match later: a database
+	// restored from an older copy climbs back to the snapshot's generation
+	// along another history, and a crash before the next snapshot would
+	// then decode that history's index (or replay this one's frames onto
+	// it). The log is emptied below for the same reason.
+	if rerr := os.Remove(d.snapshotPath()); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+		return fmt.Errorf("remove the index snapshot that does not match the database: %w", rerr)
 	}
 	// Even at generation 0 (a database from before index_gen) the next
 	// quiet period or close writes a snapshot.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -139,6 +140,60 @@ func TestIndexSnapshot(t *testing.T) {
 	s = openAt(t, path)
 	if !s.db.fromSnapshot {
 		t.Error("a rebuilt index at generation 0 left no snapshot at close")
+	}
+	checkIndex(t, s)
+}
+
+// restoreFile copies src over dst, as an operator's restore does.
+func restoreFile(t *testing.T, src, dst string) {
+	t.Helper()
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A database restored from an older copy beside the newer snapshot must
+// never take that snapshot for its own, even once its writes bring it back
+// to the snapshot's generation and the process dies before the next one.
+func TestRestoredDatabaseNeverTrustsNewerSnapshot(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "memory.db")
+	s := openAt(t, path)
+	mustRemember(t, s, realm, rec(alice, "Walrus", "tusks"))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	backup := filepath.Join(t.TempDir(), "backup.db")
+	restoreFile(t, path, backup)
+	s = openAt(t, path)
+	mustRemember(t, s, realm, rec(alice, "Walrus ivory", "lost history"))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	restoreFile(t, backup, path) // the snapshot and log stay as they are
+	os.Remove(path + "-wal")
+	os.Remove(path + "-shm")
+	s = openAt(t, path)
+	if s.db.fromSnapshot {
+		t.Fatal("the restored database was opened from the newer snapshot")
+	}
+	if _, err := os.Stat(path + ".index"); !os.IsNotExist(err) {
+		t.Errorf("the snapshot that did not match is still there (%v)", err)
+	}
+	after := mustRemember(t, s, realm, rec(alice, "Walrus seal", "written after the restore"))
+	image := crashImage(t, path) // killed before the next quiet period
+	s.Close()
+	s = openAt(t, image)
+	got := recallIDs(t, s, sdk.RecallQuery{Realm: realm, Query: "walrus", Limit: 10})
+	if !slices.Contains(got, after[0]) {
+		t.Errorf("recall walrus = %v (from a snapshot %v): the record written after the restore (%s) is missing",
+			got, s.db.fromSnapshot, after[0])
+	}
+	if len(got) != 2 {
+		t.Errorf("recall walrus = %v, want the restored record and the one written after", got)
 	}
 	checkIndex(t, s)
 }
