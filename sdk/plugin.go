@@ -140,9 +140,32 @@ const MaxNeighbours = 2
 type Fusion struct{ Lexical, Semantic float64 }
 
 // WindowMillis answers Since and Until in Unix milliseconds, 0 for an
-// open end, as the wire and the stores keep them.
+// open end, as the wire and the stores keep them. Each end is the first
+// whole millisecond at or after its time: stored times are whole
+// milliseconds, so a record lies in [Since, Until) exactly when its time
+// lies in [since, until).
+//
+// An end at the Unix epoch (or less than a millisecond before it) would
+// read as open, so it is answered as -1. Stores already keep an occurred_at
+// or expiry at the epoch as -1 for the same reason, so a window ending
+// there judges the millisecond before the epoch as the epoch, and never
+// opens.
 func (q *RecallQuery) WindowMillis() (since, until int64) {
-	return toMillis(q.Since), toMillis(q.Until)
+	return windowMillis(q.Since), windowMillis(q.Until)
+}
+
+func windowMillis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	ms := t.UnixMilli() // rounds down, also before the epoch
+	if !t.Truncate(time.Millisecond).Equal(t) {
+		ms++
+	}
+	if ms == 0 {
+		return -1
+	}
+	return ms
 }
 
 // InWindow reports whether t lies in the query's [Since, Until); a zero

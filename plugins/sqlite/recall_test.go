@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -240,5 +241,33 @@ func checkIndex(t *testing.T, s *Store) {
 	}
 	if got := s.db.ix.Len(); got != want {
 		t.Errorf("the index holds %d records, the table %d active ones", got, want)
+	}
+}
+
+// A window ending at the Unix epoch is a real end: 0 is an open end on the
+// wire and in the index, and an end there used to read as one, so until
+// the epoch answered every record and since the epoch the earlier ones too.
+func TestWindowEndingAtTheEpoch(t *testing.T) {
+	s, _ := open(t, nil)
+	old := rec(alice, "moon landing", "apollo eleven landed")
+	old.OccurredAt = time.Date(1969, 7, 20, 20, 17, 0, 0, time.UTC)
+	recent := rec(alice, "apollo anniversary", "apollo eleven anniversary party")
+	recent.OccurredAt = time.Date(2019, 7, 20, 0, 0, 0, 0, time.UTC)
+	ids := mustRemember(t, s, realm, old, recent)
+	epoch := time.Unix(0, 0).UTC()
+	for _, tc := range []struct {
+		what         string
+		since, until time.Time
+		want         []string
+	}{
+		{"until the epoch", time.Time{}, epoch, ids[:1]},
+		{"since the epoch", epoch, time.Time{}, ids[1:]},
+		{"since half a millisecond before the epoch", epoch.Add(-500 * time.Microsecond), time.Time{}, ids[1:]},
+		{"until half a millisecond before the epoch", time.Time{}, epoch.Add(-500 * time.Microsecond), ids[:1]},
+	} {
+		got := recallIDs(t, s, sdk.RecallQuery{Realm: realm, Query: "apollo eleven", Since: tc.since, Until: tc.until})
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: recall answered %v, want %v", tc.what, got, tc.want)
+		}
 	}
 }

@@ -770,9 +770,13 @@ func checkRecallFilters(ctx context.Context, e *env) error {
 	recs[0].Tags = []string{"red", "round"}
 	recs[1].Tags = []string{"Red"}
 	recs[2].Tags = []string{"round"}
-	// Three happened in 2020; the rest are judged by their creation, now.
+	// Three happened in 2020, one before the Unix epoch; the rest are
+	// judged by their creation, now.
 	mar, jun, sep := time.Date(2020, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2020, 6, 1, 0, 0, 0, 0, time.UTC), time.Date(2020, 9, 1, 0, 0, 0, 0, time.UTC)
 	recs[0].OccurredAt, recs[1].OccurredAt, recs[2].OccurredAt = mar, jun, sep
+	recs[3].OccurredAt = time.Date(1969, 7, 20, 20, 17, 0, 0, time.UTC)
+	// The epoch is a real end, though 0 means an open one on the wire.
+	epoch := time.Unix(0, 0).UTC()
 	y2021 := time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC)
 	ids, err := e.remember(ctx, realmA, recs...)
 	if err != nil {
@@ -800,8 +804,10 @@ func checkRecallFilters(ctx context.Context, e *env) error {
 		{"excluded tags red or round", q(func(q *sdk.RecallQuery) { q.ExcludeTags = []string{"round", "red"} }), ids[3:], 0},
 		{"tag round without red", q(func(q *sdk.RecallQuery) { q.Tags, q.ExcludeTags = []string{"round"}, []string{"red"} }), ids[2:3], 0},
 		{"an unknown tag", q(func(q *sdk.RecallQuery) { q.Tags = []string{"absent"} }), []string{}, 0},
-		{"until 2021 (occurred_at)", q(func(q *sdk.RecallQuery) { q.Until = y2021 }), ids[:3], 0},
-		{"since 2021 (created_at when occurred_at is unset)", q(func(q *sdk.RecallQuery) { q.Since = y2021 }), ids[3:], 0},
+		{"until 2021 (occurred_at)", q(func(q *sdk.RecallQuery) { q.Until = y2021 }), ids[:4], 0},
+		{"since 2021 (created_at when occurred_at is unset)", q(func(q *sdk.RecallQuery) { q.Since = y2021 }), ids[4:], 0},
+		{"until the Unix epoch", q(func(q *sdk.RecallQuery) { q.Until = epoch }), ids[3:4], 0},
+		{"since the Unix epoch until 2021", q(func(q *sdk.RecallQuery) { q.Since, q.Until = epoch, y2021 }), ids[:3], 0},
 		{"since June until September 2020 (since inclusive, until exclusive)", q(func(q *sdk.RecallQuery) { q.Since, q.Until = jun, sep }), ids[1:2], 0},
 		{"since one millisecond after June 2020", q(func(q *sdk.RecallQuery) { q.Since, q.Until = jun.Add(time.Millisecond), y2021 }), ids[2:3], 0},
 		{"tag red until April 2020", q(func(q *sdk.RecallQuery) { q.Tags, q.Until = []string{"red"}, mar.AddDate(0, 1, 0) }), ids[:1], 0},

@@ -146,6 +146,7 @@ func TestCatchesBrokenProviders(t *testing.T) {
 		{check: "ManifestTiers", bug: func(p *refProvider) { p.bugs.unboundedWorkingSet = true }},
 		{check: "RecallFilters", bug: func(p *refProvider) { p.bugs.ignoreTags = true }},
 		{check: "RecallFilters", bug: func(p *refProvider) { p.bugs.ignoreWindow = true }},
+		{check: "RecallFilters", bug: func(p *refProvider) { p.bugs.epochOpen = true }},
 		{check: "Relevance", bug: func(p *refProvider) { p.bugs.worstFirst = true }},
 		{check: "RoundTrip", bug: func(p *refProvider) { p.bugs.dropExplicitID = true }},
 		{check: "Neighbours", bug: func(p *refProvider) { p.bugs.noNeighbours = true }},

@@ -37,7 +37,7 @@ type refProvider struct {
 type bugs struct {
 	leakRealms, ignoreScopes, duplicateWrites, partialBatch, recallSuperseded, recallExpired,
 	forgetMissingFails, noPersist, truncateTitles, looseConfig, unboundedWorkingSet, ignoreTags,
-	worstFirst, dropExplicitID, ignoreWindow, noNeighbours bool
+	worstFirst, dropExplicitID, ignoreWindow, epochOpen, noNeighbours bool
 }
 
 var allCaps = sdk.Capabilities{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger, sdk.CapNeighbours}
@@ -161,6 +161,15 @@ func (p *refProvider) Recall(_ context.Context, q sdk.RecallQuery) ([]sdk.Hit, e
 			}
 			if !p.bugs.ignoreTags && (slices.ContainsFunc(q.Tags, func(t string) bool { return !r.HasTag(t) }) || slices.ContainsFunc(q.ExcludeTags, r.HasTag)) {
 				continue
+			}
+			if p.bugs.epochOpen {
+				// Reads an end at the epoch (sent as the millisecond
+				// before it) as open, as a store keeping 0 for open did.
+				for _, end := range []*time.Time{&q.Since, &q.Until} {
+					if ms := end.UnixMilli(); ms == 0 || ms == -1 {
+						*end = time.Time{}
+					}
+				}
 			}
 			if !p.bugs.ignoreWindow && !q.InWindow(r.When()) {
 				continue

@@ -163,10 +163,10 @@ func (c *providerClient) need(cap sdk.Capability) error {
 }
 
 func (c *providerClient) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
-	// The wire and every store keep milliseconds: a record's time T (a
-	// whole millisecond) lies in [since, until) exactly when it lies in
-	// their ceilings'. A window inside one millisecond holds none.
-	since, until := ceilMillis(q.Since), ceilMillis(q.Until)
+	// The wire and every store keep milliseconds (sdk.RecallQuery.WindowMillis:
+	// each end's ceiling, an end at the epoch as -1 since 0 is open). A
+	// window inside one millisecond holds none.
+	since, until := q.WindowMillis()
 	if since != 0 && until != 0 && since >= until && q.Since.Before(q.Until) {
 		return []sdk.Hit{}, nil // a window the plugin would refuse is sent, to be refused
 	}

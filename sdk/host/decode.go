@@ -19,19 +19,6 @@ func toMillis(t time.Time) int64 {
 	return t.UnixMilli()
 }
 
-// ceilMillis is toMillis rounding up: the first whole millisecond at or
-// after t.
-func ceilMillis(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	ms := t.UnixMilli()
-	if !t.Truncate(time.Millisecond).Equal(t) {
-		ms++
-	}
-	return ms
-}
-
 func fromMillis(ms int64) time.Time {
 	if ms == 0 {
 		return time.Time{}

@@ -79,3 +79,53 @@ func TestWindowOfMilliseconds(t *testing.T) {
 		})
 	}
 }
+
+// TestWindowEndAtTheEpoch: from an outside review. The wire keeps 0 for
+// an open end, so an end at the epoch (or less than a millisecond before
+// it, which rounds up to it) reached the plugin as open: until the epoch
+// answered every record. Such an end is sent as the millisecond before
+// the epoch, and reaches the plugin as a real end.
+func TestWindowEndAtTheEpoch(t *testing.T) {
+	epoch := time.Unix(0, 0).UTC()
+	for _, c := range []struct {
+		name         string
+		since, until time.Time
+	}{
+		{"until the epoch", time.Time{}, epoch},
+		{"since the epoch", epoch, time.Time{}},
+		{"since half a millisecond before the epoch", epoch.Add(-500 * time.Microsecond), time.Time{}},
+		{"since the epoch until 2020", epoch, time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			impl := &windowProvider{echoProvider: echoProvider{records: map[string]sdk.Record{}}}
+			conn, err := host.ServeInProcess(context.Background(), impl, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if err := conn.Configure(context.Background(), nil); err != nil {
+				t.Fatal(err)
+			}
+			p, err := conn.Provider()
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := sdk.RecallQuery{Realm: "default", Query: "q", Limit: 10, Since: c.since, Until: c.until}
+			if _, err := p.Recall(context.Background(), q); err != nil || impl.calls != 1 {
+				t.Fatalf("recall: %v (%d calls)", err, impl.calls)
+			}
+			if impl.since.IsZero() != c.since.IsZero() || impl.until.IsZero() != c.until.IsZero() {
+				t.Fatalf("the plugin was asked for [%v, %v), want ends set as in [%v, %v)", impl.since, impl.until, c.since, c.until)
+			}
+			got := sdk.RecallQuery{Since: impl.since, Until: impl.until}
+			gotSince, gotUntil := got.WindowMillis()
+			wantSince, wantUntil := q.WindowMillis()
+			if gotSince != wantSince || gotUntil != wantUntil {
+				t.Fatalf("the plugin reads the window as [%d, %d) ms, the caller's is [%d, %d)", gotSince, gotUntil, wantSince, wantUntil)
+			}
+			if (wantSince == 0) != c.since.IsZero() || (wantUntil == 0) != c.until.IsZero() {
+				t.Fatalf("the window reads as [%d, %d) ms: a set end is open", wantSince, wantUntil)
+			}
+		})
+	}
+}

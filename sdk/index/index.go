@@ -117,7 +117,8 @@ type Query struct {
 	// NowMs is the time expiry is judged at, in Unix milliseconds.
 	NowMs int64
 	// SinceMs and UntilMs keep the documents whose WhenMs lies in
-	// [SinceMs, UntilMs); 0 leaves that end open.
+	// [SinceMs, UntilMs); 0 leaves that end open (sdk.RecallQuery.WindowMillis
+	// answers an end at the epoch as -1).
 	SinceMs, UntilMs int64
 	// Limit is how many hits to answer at most; it must be positive.
 	Limit int

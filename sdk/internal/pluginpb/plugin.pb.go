@@ -862,7 +862,9 @@ type RecallRequest struct {
 	// A hit must carry none of these tags.
 	ExcludeTags []string `protobuf:"bytes,7,rep,name=exclude_tags,json=excludeTags,proto3" json:"exclude_tags,omitempty"`
 	// A hit's time (occurred_unix_ms, else created_unix_ms) must lie in
-	// [since_unix_ms, until_unix_ms); 0 leaves that end open.
+	// [since_unix_ms, until_unix_ms); 0 leaves that end open, so an end at
+	// the epoch is sent as -1 (the millisecond before the epoch is judged as
+	// the epoch, as stores keep an occurred_at there).
 	SinceUnixMs int64 `protobuf:"varint,8,opt,name=since_unix_ms,json=sinceUnixMs,proto3" json:"since_unix_ms,omitempty"`
 	UntilUnixMs int64 `protobuf:"varint,9,opt,name=until_unix_ms,json=untilUnixMs,proto3" json:"until_unix_ms,omitempty"`
 	// Capability "vectors" only: the query's embedding (empty for lexical
