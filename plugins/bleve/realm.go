@@ -54,8 +54,9 @@ const (
 // (memindex.ContextFrequency, ContextLength); layout 5 keeps thread
 // context within a scope (its place keys name the scope, and a layout 4
 // index holds context drawn from other scopes' records); layout 6 leaves
-// the system tags out of the text (memindex.TagText).
-const schemaVersion = "memhost-bleve/6 terms/2"
+// the system tags out of the text (memindex.TagText). terms/3: text in
+// NFC, case-fold orbits folded (tokenize.Version 3).
+const schemaVersion = "memhost-bleve/6 terms/3"
 
 var (
 	schemaKey = []byte("memhost_schema")

@@ -203,6 +203,14 @@ CREATE INDEX records_by_place ON records (realm, thread_id, thread_seq, scope, i
 DROP INDEX records_by_thread;
 ALTER INDEX records_by_place RENAME TO records_by_thread;
 `},
+	// 12: the tokenizer puts text in NFC and folds every letter of a
+	// case-fold orbit to one (tokenize.Version 3): the terms stored before
+	// would miss queries that now cut other terms, so every realm is
+	// re-indexed.
+	{sql: `SELECT 1;`, then: func(ctx context.Context, tx pgx.Tx) error {
+		_, err := reindex(ctx, tx, "", nil)
+		return err
+	}},
 }
 
 // indexAllThreads re-indexes every active threaded record with its

@@ -16,6 +16,7 @@ import (
 
 	"github.com/memhost/memhost/sdk"
 	memindex "github.com/memhost/memhost/sdk/index"
+	"github.com/memhost/memhost/sdk/tokenize"
 )
 
 // The index log (<path>.index.log) carries the snapshot across a crash:
@@ -32,13 +33,16 @@ import (
 // power cut that loses some shows as a gap.
 
 // logMagic starts a log file; the database's identity (index_gen.store)
-// follows it, so the log of another database is never replayed. Its
-// frames hold terms already cut, so the version changes with the rule
-// that cuts them: 4 leaves the system tags out (index.TagText).
-const logMagic = "memhost-sqlite-index-log\x00\x04"
+// follows it, so the log of another database is never replayed, then the
+// tokenizer's version. Its frames hold terms already cut, so the header
+// changes with the rule that cuts them: 4 leaves the system tags out
+// (index.TagText), 5 adds tokenize.Version.
+const logMagic = "memhost-sqlite-index-log\x00\x05"
 
 // logHead is the header of the log of the database whose identity is store.
-func logHead(store []byte) []byte { return append([]byte(logMagic), store...) }
+func logHead(store []byte) []byte {
+	return binary.AppendUvarint(append([]byte(logMagic), store...), tokenize.Version)
+}
 
 // logSnapshotBytes is the log size past which the maintainer writes a
 // snapshot (and so empties the log) without waiting for writes to pause.

@@ -271,3 +271,21 @@ func TestWindowEndingAtTheEpoch(t *testing.T) {
 		}
 	}
 }
+
+// A word recalls its record whatever case or Unicode form either side
+// wrote it in: final sigma is a sigma (tags already matched so), and a
+// letter with a combining accent is its precomposed form.
+func TestSameWordInAnyFormRecalls(t *testing.T) {
+	s, _ := open(t, nil)
+	for _, tc := range []struct{ stored, query string }{
+		{"ΟΔΟΣ ΑΘΗΝΑΣ", "οδος"},
+		{"Meeting at the cafe\u0301", "café"},
+		{"Crème brûlée recipe", "cre\u0300me"},
+	} {
+		ids := mustRemember(t, s, realm, rec(alice, "note", tc.stored))
+		got := recallIDs(t, s, sdk.RecallQuery{Realm: realm, Query: tc.query})
+		if len(got) == 0 || got[0] != ids[0] {
+			t.Errorf("record %q: recall %q answered %v, want %s first", tc.stored, tc.query, got, ids[0])
+		}
+	}
+}

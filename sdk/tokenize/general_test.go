@@ -8,6 +8,8 @@ import (
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // generalTokens is the tokenizer's plain definition, rune by rune through
@@ -44,7 +46,7 @@ func generalTokens(s string) []string {
 		}
 		cjk = cjk[:0]
 	}
-	for _, r := range s {
+	for _, r := range norm.NFC.String(s) {
 		switch {
 		case r == utf8.RuneError:
 			flushWord()
@@ -54,7 +56,7 @@ func generalTokens(s string) []string {
 			cjk = append(cjk, r)
 		case isWordRune(r):
 			flushCJK()
-			word.WriteRune(unicode.ToLower(r))
+			word.WriteRune(foldRune(r))
 		default:
 			flushWord()
 			flushCJK()
@@ -69,7 +71,7 @@ func generalTokens(s string) []string {
 // where ASCII and Unicode meet.
 var pieces = []string{
 	"a", "Z", "q", "7", " ", "-", "_", "'", "\x00", "\x7f", "\xff", "\xc3", "é", "É", "ß", "İ", "ǅ", "Σ",
-	"\u0301", "\u0903", "٣", "Ⅻ", "我", "喜", "す", "안", "\ufffd", "\u00a0", "THE", "the", "Don't", "e-mail", "x",
+	"\u0301", "\u0903", "ς", "ſ", "µ", "e\u0301", "٣", "Ⅻ", "我", "喜", "す", "안", "\ufffd", "\u00a0", "THE", "the", "Don't", "e-mail", "x",
 }
 
 func TestFastPathMatchesGeneral(t *testing.T) {

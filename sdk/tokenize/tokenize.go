@@ -1,8 +1,11 @@
 // Package tokenize is memhost's one tokenizer, shared by the host and by
 // plugins so that a query and a record are cut into terms the same way.
 //
-// It is Unicode-aware: a term is a run of letters, digits and combining
-// marks of any script, lower-cased. Han, Hiragana, Katakana and Hangul have
+// It is Unicode-aware: text is put in NFC first, so a letter typed as a
+// base and a combining accent meets its precomposed form; a term is a run
+// of letters, digits and combining marks of any script, lower-cased, with
+// the letters a case-fold orbit holds beside the lower case (final ς, long
+// ſ, the symbol ϑ) taken to it, as tags compare. Han, Hiragana, Katakana and Hangul have
 // no spaces between words, so their runs are cut into overlapping bigrams
 // (a lone character stands as itself). Common English stopwords and
 // one-letter Latin words are dropped, and a word of ASCII letters is cut to
@@ -19,6 +22,7 @@ import (
 
 	"github.com/blevesearch/snowballstem"
 	"github.com/blevesearch/snowballstem/english"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Version names the terms this package cuts. A store that persists terms
@@ -26,8 +30,9 @@ import (
 // record text when it differs, since old terms would answer wrong results.
 // It goes up whenever a change alters any term.
 //
-// Version 1 was the unstemmed tokenizer; 2 stems English words.
-const Version = 2
+// Version 1 was the unstemmed tokenizer; 2 stems English words; 3 puts
+// text in NFC and folds every letter of a case-fold orbit to one.
+const Version = 3
 
 // Tokens returns every term of s in order, repeats included. A term may
 // share memory with s.
@@ -75,6 +80,11 @@ func isWordRune(r rune) bool {
 // a slice of s rather than copied. Other runes take the general path; the
 // tests hold both to the plain rune-by-rune definition.
 func each(s string, emit func(string) bool) {
+	if !isASCII(s) {
+		// NFD text (macOS input, some pastes) and NFC text must cut to the
+		// same terms. String answers s itself when it is NFC already.
+		s = norm.NFC.String(s)
+	}
 	var buf []byte   // the word, once it cannot be a slice of s
 	slow := false    // the word is in buf
 	ws, we := -1, -1 // the word is s[ws:we] while !slow
@@ -158,7 +168,7 @@ func each(s string, emit func(string) bool) {
 			cjk = append(cjk, r)
 		case isWordRune(r):
 			flushCJK()
-			lower := unicode.ToLower(r)
+			lower := foldRune(r)
 			appendRune(i, size, lower, lower == r)
 		default:
 			flushWord()
@@ -172,6 +182,70 @@ func each(s string, emit func(string) bool) {
 	if live {
 		flushCJK()
 	}
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// foldRune lower-cases r and takes the letters that lower-casing leaves
+// apart from the rest of their case-fold orbit (unicode.SimpleFold) to the
+// orbit's lower case: index.FoldTag matches a tag by its orbit, so "ΟΔΟΣ"
+// must meet "οδος" as text too. TestFoldRuneFollowsOrbits derives this
+// list from the Unicode tables and holds it to them.
+func foldRune(r rune) rune {
+	l := unicode.ToLower(r)
+	if l < 0xb5 || l > 0x1fbe {
+		return l
+	}
+	switch l {
+	case 0xb5: // µ micro sign
+		return 0x3bc // μ
+	case 0x17f: // ſ long s
+		return 's'
+	case 0x345, 0x1fbe: // combining ypogegrammeni, prosgegrammeni
+		return 0x3b9 // ι
+	case 0x3c2: // ς final sigma
+		return 0x3c3 // σ
+	case 0x3d0: // ϐ
+		return 0x3b2 // β
+	case 0x3d1: // ϑ
+		return 0x3b8 // θ
+	case 0x3d5: // ϕ
+		return 0x3c6 // φ
+	case 0x3d6: // ϖ
+		return 0x3c0 // π
+	case 0x3f0: // ϰ
+		return 0x3ba // κ
+	case 0x3f1: // ϱ
+		return 0x3c1 // ρ
+	case 0x3f5: // ϵ
+		return 0x3b5 // ε
+	case 0x1c80: // old Cyrillic forms
+		return 0x432 // в
+	case 0x1c81:
+		return 0x434 // д
+	case 0x1c82:
+		return 0x43e // о
+	case 0x1c83:
+		return 0x441 // с
+	case 0x1c84, 0x1c85:
+		return 0x442 // т
+	case 0x1c86:
+		return 0x44a // ъ
+	case 0x1c87:
+		return 0x463 // ѣ
+	case 0x1c88:
+		return 0xa64b // ꙋ
+	case 0x1e9b: // ẛ
+		return 0x1e61 // ṡ
+	}
+	return l
 }
 
 // stem answers the English stem of a lower-case word made of ASCII letters

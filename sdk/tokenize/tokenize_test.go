@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/blevesearch/snowballstem"
@@ -28,6 +29,9 @@ func TestTokens(t *testing.T) {
 		{"japanese kana", "すし", []string{"すし"}},
 		{"korean", "안녕하세요", []string{"안녕", "녕하", "하세", "세요"}},
 		{"invalid utf8 separates", "ab\xffcd", []string{"ab", "cd"}},
+		{"final sigma meets sigma", "ΟΔΟΣ οδος Οδός", []string{"οδοσ", "οδοσ", "οδόσ"}},
+		{"long s and micro sign", "ſun µ μ", []string{"sun", "μ", "μ"}},
+		{"NFD meets NFC", "cafe\u0301 café", []string{"café", "café"}},
 		{"empty", "   ", nil},
 	}
 	for _, c := range cases {
@@ -117,6 +121,27 @@ func TestStemCache(t *testing.T) {
 	for _, w := range words {
 		if got, want := stem(w), direct(w); got != want {
 			t.Fatalf("after the flood: stem(%q) = %q, want %q", w, got, want)
+		}
+	}
+}
+
+// TestFoldRuneFollowsOrbits: tags match by case-fold orbit (index.FoldTag),
+// so every word rune of an orbit must cut to the same term rune, and
+// foldRune must lower-case every other rune as unicode.ToLower does. The
+// check walks the whole of this Go's Unicode tables, so a new Unicode
+// version that adds an orbit lower-casing leaves apart fails it.
+func TestFoldRuneFollowsOrbits(t *testing.T) {
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		want := unicode.ToLower(r)
+		orbit := false
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			orbit = true
+			if got, other := foldRune(r), foldRune(f); got != other {
+				t.Errorf("foldRune(%q) = %q but foldRune(%q) = %q: one case-fold orbit, two terms", r, got, f, other)
+			}
+		}
+		if got := foldRune(r); !orbit && got != want {
+			t.Errorf("foldRune(%q) = %q, want its lower case %q", r, got, want)
 		}
 	}
 }
