@@ -23,10 +23,12 @@ import (
 //	magic, tokenizer version (tokenize.Version), field count, weights,
 //	k1, b, context weight (float64 bits, 8 bytes LE), stats,
 //	next seq, realm count, then per realm:
-//	  name, scope count, scopes, tag count, folded tags,
+//	  name, scope count, scopes, tag count, folded tags (those live
+//	    documents carry),
 //	  doc count, per doc: id, scope id, seq, expiry (zigzag), time
 //	    (Doc.WhenMs, zigzag), length, tag count, tag ids;
-//	  term count, per term (in term id order, empty lists too): term,
+//	  term count, per term a live document holds (in term id order;
+//	    older snapshots hold empty lists too, which decode as well): term,
 //	    posting count, and when it has postings: the list's bytes (a
 //	    length and bytes, as plist.data), per block of blockSize: first
 //	    docno, last - first, offset in the bytes, highest frequency
@@ -121,9 +123,26 @@ func (rm *realm) encode(e *encoder) {
 	for _, s := range rm.scopeNames[1:] {
 		e.str(s)
 	}
-	tags := make([]string, len(rm.tagIDs))
+	// Only the tags live documents carry, renumbered in their order (the
+	// index keeps dropped ones until it renumbers, which sheds them).
+	tagRemap := make([]uint32, len(rm.tagIDs))
+	for d := range rm.ids {
+		if rm.scope[d] != deadScope {
+			for _, t := range rm.tags.at(uint32(d)) {
+				tagRemap[t] = 1
+			}
+		}
+	}
+	tags := make([]string, 0, len(rm.tagIDs))
+	names := make([]string, len(rm.tagIDs))
 	for t, id := range rm.tagIDs {
-		tags[id] = t
+		names[id] = t
+	}
+	for id, t := range names {
+		if tagRemap[id] == 1 {
+			tagRemap[id] = uint32(len(tags))
+			tags = append(tags, t)
+		}
 	}
 	e.uint(uint64(len(tags)))
 	for _, t := range tags {
@@ -148,7 +167,7 @@ func (rm *realm) encode(e *encoder) {
 		tags := rm.tags.at(uint32(d))
 		e.uint(uint64(len(tags)))
 		for _, t := range tags {
-			e.uint(uint64(t))
+			e.uint(uint64(tagRemap[t]))
 		}
 	}
 	// Every list, empty ones too, so term ids and the documents' term
@@ -167,31 +186,62 @@ func (rm *realm) encode(e *encoder) {
 			}
 		}
 	}
-	e.uint(uint64(len(rm.lists)))
+	// Only the terms live documents hold: a term only threaded documents
+	// keep is interned again as their fields are read, and one nothing
+	// holds (its documents deleted since the index last renumbered) is
+	// left out, the documents' term lists renumbered to match.
+	lists := make([]plist, len(rm.lists))
+	termRemap := make([]uint32, len(rm.lists))
+	nterms := 0
 	for t := range rm.lists {
-		e.str(rm.termNames[t])
-		l := rm.lists[t] // a copy: rewrite replaces it, not the index's
+		lists[t] = rm.lists[t] // a copy: rewrite replaces it, not the index's
 		if !whole {
-			l.rewrite(keep, scope, dl)
+			lists[t].rewrite(keep, scope, dl)
 		}
-		e.list(&l)
+		if lists[t].n > 0 {
+			termRemap[t] = uint32(nterms)
+			nterms++
+		}
+	}
+	e.uint(uint64(nterms))
+	for t := range lists {
+		if lists[t].n > 0 {
+			e.str(rm.termNames[t])
+			e.list(&lists[t])
+		}
 	}
 	// The documents' term lists, back to back, then each one's length.
+	docTerms := func(d int) []byte { return rm.terms.at(uint32(d)) }
+	if nterms < len(rm.lists) {
+		var live []uint32
+		for d := range rm.ids {
+			if rm.scope[d] != deadScope {
+				live = append(live, uint32(d))
+			}
+		}
+		sub := rm.terms.permute(live)
+		sub = remapTermLists(&sub, termRemap)
+		at := make([]uint32, len(rm.ids)) // docno → its place in sub
+		for i, d := range live {
+			at[d] = uint32(i)
+		}
+		docTerms = func(d int) []byte { return sub.at(at[d]) }
+	}
 	var total uint64
 	for d := range rm.ids {
 		if rm.scope[d] != deadScope {
-			total += uint64(len(rm.terms.at(uint32(d))))
+			total += uint64(len(docTerms(d)))
 		}
 	}
 	e.uint(total)
 	for d := range rm.ids {
 		if rm.scope[d] != deadScope {
-			e.raw(rm.terms.at(uint32(d)))
+			e.raw(docTerms(d))
 		}
 	}
 	for d := range rm.ids {
 		if rm.scope[d] != deadScope {
-			e.uint(uint64(len(rm.terms.at(uint32(d)))))
+			e.uint(uint64(len(docTerms(d))))
 		}
 	}
 	e.uint(uint64(len(rm.threaded)))

@@ -38,6 +38,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -674,6 +675,114 @@ func (rm *realm) renumber() {
 	}
 	rm.dead, rm.clustered = 0, clustered
 	rm.gen++
+	rm.shedTerms()
+	rm.shedTags()
+}
+
+// shedTerms drops the terms no live document holds and no threaded
+// document keeps for its neighbours' context: a realm whose records carry
+// one-off words (request ids, hashes) would otherwise keep every word it
+// ever saw. Ids stay in their order, so every term list stays sorted. It
+// runs in renumber, when no deleted document is left to name a term.
+func (rm *realm) shedTerms() {
+	used := make([]bool, len(rm.lists))
+	n := 0
+	for t := range rm.lists {
+		if rm.lists[t].n > 0 {
+			used[t] = true
+			n++
+		}
+	}
+	for _, td := range rm.threaded {
+		for rest := td.terms; len(rest) > 0; rest = rest[1+rest[0]:] {
+			for _, t := range rest[1 : 1+rest[0]] {
+				if !used[t] {
+					used[t] = true
+					n++
+				}
+			}
+		}
+	}
+	if n == len(rm.lists) {
+		return
+	}
+	remap := make([]uint32, len(rm.lists))
+	names, lists := make([]string, 0, n), make([]plist, 0, n)
+	for t := range rm.lists {
+		if !used[t] {
+			delete(rm.termIDs, rm.termNames[t])
+			continue
+		}
+		remap[t] = uint32(len(names))
+		rm.termIDs[rm.termNames[t]] = remap[t]
+		names, lists = append(names, rm.termNames[t]), append(lists, rm.lists[t])
+	}
+	rm.termNames, rm.lists = names, lists
+	// The maps shrink only when rebuilt.
+	rm.termIDs = maps.Clone(rm.termIDs)
+	rm.freq, rm.ctxN = nil, nil
+	rm.terms = remapTermLists(&rm.terms, remap)
+	for _, td := range rm.threaded {
+		for rest := td.terms; len(rest) > 0; rest = rest[1+rest[0]:] {
+			ids := rest[1 : 1+rest[0]]
+			for i, t := range ids {
+				ids[i] = remap[t]
+			}
+		}
+	}
+}
+
+// remapTermLists answers the term lists with each id t replaced by
+// remap[t], which keeps their order.
+func remapTermLists(s *spans[byte], remap []uint32) spans[byte] {
+	var out spans[byte]
+	out.end = make([]uint32, 0, len(s.end))
+	var ids []uint32
+	for no := range s.end {
+		ids = ids[:0]
+		for t := range termList(s.at(uint32(no))) {
+			ids = append(ids, remap[t])
+		}
+		out.data = appendTermList(out.data, ids)
+		out.end = append(out.end, uint32(len(out.data)))
+	}
+	out.data = slices.Clip(out.data)
+	return out
+}
+
+// shedTags drops the tags no live document carries, as shedTerms does
+// terms; a tag filter naming one then finds no id, as for a tag never
+// seen. It runs in renumber, when only live documents are left.
+func (rm *realm) shedTags() {
+	used := make([]bool, len(rm.tagIDs))
+	n := 0
+	for _, t := range rm.tags.data {
+		if !used[t] {
+			used[t] = true
+			n++
+		}
+	}
+	if n == len(rm.tagIDs) {
+		return
+	}
+	remap := make([]uint32, len(used))
+	next := uint32(0)
+	for t := range used {
+		if used[t] {
+			remap[t] = next
+			next++
+		}
+	}
+	ids := make(map[string]uint32, n)
+	for k, t := range rm.tagIDs {
+		if used[t] {
+			ids[k] = remap[t]
+		}
+	}
+	rm.tagIDs = ids
+	for i, t := range rm.tags.data {
+		rm.tags.data[i] = remap[t]
+	}
 }
 
 // spans holds a list per docno, back to back in one slice, instead of a

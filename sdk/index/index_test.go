@@ -191,6 +191,9 @@ type corpus struct {
 	vocab []string
 	seq   uint64
 	ids   []string // realm+"\x00"+id of every doc ever put
+	// oneOff gives each document a word and a tag of its own, as request
+	// ids and session tags do, so terms and tags die with their document.
+	oneOff bool
 }
 
 var realms = []string{"r1", "r2", "r3"}
@@ -255,6 +258,12 @@ func (c *corpus) newDoc() Doc {
 		d.ExpiresMs = int64(1000 + c.rng.IntN(2000))
 	}
 	d.WhenMs = int64(c.rng.IntN(100))
+	if c.oneOff {
+		d.Fields = slices.Clone(d.Fields) // a copy's fields are its source's
+		f := c.rng.IntN(len(d.Fields))
+		d.Fields[f] = append(slices.Clip(d.Fields[f]), fmt.Sprintf("u%d", c.seq))
+		d.Tags = append(d.Tags, fmt.Sprintf("s%d", c.seq))
+	}
 	// Mostly one document a place, as in a conversation, and a crowded
 	// place now and then.
 	// A thread mostly keeps to one scope, so neighbours join; now and
@@ -344,6 +353,16 @@ func (c *corpus) query() Query {
 	}
 	if c.rng.IntN(5) == 0 {
 		q.Tags = []string{tagPool[c.rng.IntN(len(tagPool))]}
+	}
+	if c.oneOff && c.rng.IntN(3) == 0 {
+		// A one-off word or tag, most likely of a document gone.
+		n := 1 + c.rng.IntN(int(c.seq)+1)
+		q.Terms = append(q.Terms, fmt.Sprintf("u%d", n))
+		if c.rng.IntN(2) == 0 {
+			q.Tags = append(q.Tags, fmt.Sprintf("s%d", n))
+		} else {
+			q.ExcludeTags = append(q.ExcludeTags, fmt.Sprintf("s%d", n))
+		}
 	}
 	if c.rng.IntN(5) == 0 {
 		q.ExcludeTags = []string{tagPool[c.rng.IntN(len(tagPool))]}
@@ -797,5 +816,115 @@ func TestAtPlacesIsBounded(t *testing.T) {
 	want := append(crowd[:MaxPlaceReads], "a")
 	if got := ix.AtPlaces("r", []Place{{"realm", "t", 1}, {"realm", "t", 2}, {"realm", "t", 3}}); !slices.Equal(got, want) {
 		t.Errorf("AtPlaces = %v, want %v", got, want)
+	}
+}
+
+// TestDeadTermsAndTagsAreShed: from an outside review. A realm kept every
+// term and tag it ever saw, in memory and in every snapshot, so one whose
+// records carry one-off words (request ids, hashes) and session tags grew
+// without bound while its live records stayed few. Renumbering sheds the
+// terms and tags no live document holds, and Encode writes only those.
+func TestDeadTermsAndTagsAreShed(t *testing.T) {
+	ix, _ := New(Options{Weights: ftsWeights, Stats: StatsRealm, ContextWeight: ContextWeight})
+	const live, puts = 10, 20_000
+	for i := range puts {
+		d := Doc{ID: fmt.Sprintf("rec%d", i), Realm: "r", Scope: "realm", Tags: []string{fmt.Sprintf("session-%d", i)},
+			Fields: [][]string{nil, {"deploy"}, nil, {"request", fmt.Sprintf("req%08x", i*2654435761)}}}
+		if i%3 == 0 {
+			d.Thread, d.ThreadSeq = "t", int64(i)
+		}
+		if err := ix.Put(d); err != nil {
+			t.Fatal(err)
+		}
+		if i >= live {
+			ix.Delete("r", fmt.Sprintf("rec%d", i-live))
+		}
+	}
+	ix.Cluster(0)
+	rm := ix.realms["r"]
+	// Up to the 1024 deleted documents a renumbering waits for keep theirs.
+	if n, m := len(rm.termNames), len(rm.tagIDs); n > 2*1100 || m > 1100 {
+		t.Errorf("%d live documents, but the realm holds %d terms and %d tags", ix.Len(), n, m)
+	}
+	var buf bytes.Buffer
+	if err := ix.Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Decode(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	brm := back.realms["r"]
+	if n, m := len(brm.termNames), len(brm.tagIDs); n > 2+live || m > live {
+		t.Errorf("%d live documents, but a snapshot keeps %d terms and %d tags", back.Len(), n, m)
+	}
+	last := fmt.Sprintf("rec%d", puts-1)
+	for _, x := range []*Index{ix, back} {
+		hits, err := x.Search(Query{Realm: "r", Terms: []string{fmt.Sprintf("req%08x", (puts-1)*2654435761)}, Tags: []string{fmt.Sprintf("SESSION-%d", puts-1)}, Limit: 5})
+		if err != nil || len(hits) != 1 || hits[0].ID != last {
+			t.Errorf("the last record by its own word and tag: %v, %v", hits, err)
+		}
+		hits, err = x.Search(Query{Realm: "r", Terms: []string{"req00000000"}, Limit: 5})
+		if err != nil || len(hits) != 0 {
+			t.Errorf("a deleted record's word: %v, %v", hits, err)
+		}
+	}
+}
+
+// TestShedTermsKeepExactness: documents with words and tags of their own,
+// in threads, deleted, replaced, superseded and expiring, rank as the
+// reference ranks them across renumberings that shed terms and tags, and
+// after a snapshot that leaves them out.
+func TestShedTermsKeepExactness(t *testing.T) {
+	for i, ctx := range []float64{0, 0.5} {
+		c := newThreadCorpus(t, uint64(40+i), 30, StatsRealm, ctx)
+		c.oneOff = true
+		for n := range 6000 {
+			c.step()
+			if n%4 == 0 && len(c.ids) > 0 {
+				// Churn: deletes outnumber the rest, so realms renumber.
+				k := c.ids[c.rng.IntN(len(c.ids))]
+				realm, id, _ := strings.Cut(k, "\x00")
+				c.ix.Delete(realm, id)
+				delete(c.ref.docs, k)
+			}
+			if n%97 == 0 {
+				c.check(c.query())
+			}
+		}
+		for _, k := range c.ids[:len(c.ids)*4/5] {
+			realm, id, _ := strings.Cut(k, "\x00")
+			c.ix.Delete(realm, id)
+			delete(c.ref.docs, k)
+		}
+		for range 200 {
+			c.check(c.query())
+		}
+		held := 0
+		for _, rm := range c.ix.realms {
+			held += len(rm.termNames)
+		}
+		if held >= int(c.seq) {
+			t.Fatalf("%d documents put, each with a word of its own, and %d terms held: none shed", c.seq, held)
+		}
+		var buf bytes.Buffer
+		if err := c.ix.Encode(&buf); err != nil {
+			t.Fatal(err)
+		}
+		back, err := Decode(bytes.NewReader(buf.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.ix = back
+		for range 200 {
+			c.check(c.query())
+		}
+		for range 2000 {
+			c.step() // writes go on after the decode
+		}
+		c.ix.Cluster(0)
+		for range 200 {
+			c.check(c.query())
+		}
 	}
 }
