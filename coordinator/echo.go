@@ -6,21 +6,28 @@ import (
 	"github.com/memhost/memhost/sdk"
 )
 
+// MCPRecallSession is the session whose nonce MCP memory_recall renders
+// its envelope with: a recall through MCP belongs to no agent session of
+// the turn API. StripInjected tries it for every session, since an MCP
+// agent's transcript holds those tool results.
+const MCPRecallSession = "mcp"
+
 // StripInjected answers s without the memory envelopes this host rendered
-// for the identity in session, or outside any session: the header line
-// with the session's nonce, the preamble and the observations that follow
-// it. Injected context is never compacted back in (DESIGN 5.1), so a
-// runtime that evicts an injected body with the messages around it does
-// not get its memory summarised or archived a second time. Only the
-// genuine header (its nonce is secret to this host and the runtime) is
-// recognised; a forged one is left for the defanger.
+// for the identity in session, outside any session, or for MCP recall
+// (MCPRecallSession): the header line with one of those nonces, the
+// preamble and the observations that follow it. Injected context is never
+// compacted back in (DESIGN 5.1), so a runtime that evicts an injected
+// body with the messages around it does not get its memory summarised or
+// archived a second time. Only the genuine header (its nonce is secret to
+// this host and the runtime) is recognised; a forged one is left for the
+// defanger.
 func (c *Coordinator) StripInjected(id sdk.Identity, session, s string) string {
 	id, err := c.identity(id)
 	if err != nil || !strings.Contains(s, tokenLabel) {
 		return s
 	}
-	sessions := []string{""}
-	if session != "" {
+	sessions := []string{"", MCPRecallSession}
+	if session != "" && session != MCPRecallSession {
 		sessions = append(sessions, session)
 	}
 	// Line breaks are normalised as the envelope wrote them, but only a

@@ -116,7 +116,8 @@ type Renderer interface {
 // StripInjected).
 type EchoStripper interface {
 	// StripInjected answers s without the memory envelopes this host
-	// rendered for the identity in session (or without one).
+	// rendered for the identity in session (or without one, or for MCP
+	// recall).
 	StripInjected(id sdk.Identity, session, s string) string
 }
 

@@ -85,9 +85,9 @@ const (
 	MaxRecallLimit     = 50
 	DefaultIndexLimit  = 100
 	MaxIndexLimit      = 500
-	// recallSession names the envelope nonce's session for MCP recalls: a
-	// recall through MCP belongs to no agent session of the turn API.
-	recallSession = "mcp"
+	// recallSession names the envelope nonce's session for MCP recalls;
+	// the coordinator's echo stripping recognises it by the same constant.
+	recallSession = coordinator.MCPRecallSession
 )
 
 // RememberInput is the remember tool's arguments.
