@@ -330,13 +330,32 @@ func breaksBlock(v string, i, end int) bool {
 	for n < len(tag) && (isLetter(tag[n]) || '0' <= tag[n] && tag[n] <= '9') {
 		n++
 	}
-	switch strings.ToLower(tag[:n]) {
-	case "br", "p", "div", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "ul", "ol", "dl", "dt", "dd",
-		"table", "thead", "tbody", "blockquote", "pre", "section", "article", "header", "footer", "nav", "aside",
-		"main", "figure", "figcaption", "address", "details", "summary", "form", "fieldset":
-		return true
-	}
-	return false
+	_, ok := blockElements[strings.ToLower(tag[:n])]
+	return ok
+}
+
+// blockElements are the elements the HTML standard's rendering section
+// (15.3) lays out as blocks, list items, table rows, captions or row
+// groups by default, and <br>; and the form controls whose content a
+// browser shows in a box of its own (<textarea>, a listbox's <option>).
+// A missing one let a header phrase after it start a rendered line with
+// no mark.
+var blockElements = map[string]struct{}{
+	"br": {}, "html": {}, "body": {},
+	// Flow content.
+	"address": {}, "blockquote": {}, "center": {}, "dialog": {}, "div": {}, "figure": {}, "figcaption": {},
+	"footer": {}, "form": {}, "header": {}, "hr": {}, "legend": {}, "listing": {}, "main": {}, "p": {},
+	"plaintext": {}, "pre": {}, "search": {}, "xmp": {},
+	// Sections and headings.
+	"article": {}, "aside": {}, "h1": {}, "h2": {}, "h3": {}, "h4": {}, "h5": {}, "h6": {}, "hgroup": {},
+	"nav": {}, "section": {},
+	// Lists.
+	"dir": {}, "dd": {}, "dl": {}, "dt": {}, "menu": {}, "ol": {}, "ul": {}, "li": {},
+	// Tables (a row, a caption, a row group; cells sit side by side).
+	"table": {}, "caption": {}, "thead": {}, "tbody": {}, "tfoot": {}, "tr": {},
+	// Forms, details, frames.
+	"fieldset": {}, "details": {}, "summary": {}, "optgroup": {}, "option": {}, "textarea": {},
+	"frameset": {}, "frame": {},
 }
 
 // maxEscapeRun bounds the escapes decoded as one run (a character's
