@@ -144,7 +144,8 @@ type edit struct {
 // plan answers the edits that neutralise s's live markers, in order and
 // not overlapping; nil when there are none. The text is matched as
 // written, when it holds escapes as decoded (see decodedLayers), and when it
-// holds markup with the markup read as nothing (see markupView).
+// holds markup or markdown links with the markup (see markupView) or the
+// links' destinations (see linkView) read as nothing.
 func (d *Defanger) plan(s string) []edit {
 	var (
 		hits  []match
@@ -200,13 +201,21 @@ func (d *Defanger) plan(s string) []edit {
 		base, baseFrom = l.view, l.from
 	}
 	markup := func(v string, from []span) {
-		if view, cuts, ok := markupView(v, false); ok {
-			scanView(view, from, cuts)
-		}
-		if hasLenientMarkup(v) {
-			if view, cuts, ok := markupView(v, true); ok {
-				scanView(view, from, cuts)
+		// v, or its link view, whose cuts are base's.
+		scanMarkup := func(v string, base []viewCut) {
+			if view, cuts, ok := markupView(v, false); ok {
+				scanView(view, from, composeCuts(base, cuts))
 			}
+			if hasLenientMarkup(v) {
+				if view, cuts, ok := markupView(v, true); ok {
+					scanView(view, from, composeCuts(base, cuts))
+				}
+			}
+		}
+		scanMarkup(v, nil)
+		if view, cuts, ok := linkView(v); ok {
+			scanView(view, from, cuts)
+			scanMarkup(view, cuts)
 		}
 	}
 	markup(base, baseFrom)

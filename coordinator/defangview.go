@@ -63,7 +63,8 @@ func decodedLayers(s string) []layer {
 // lenient view reads as HTML does what XML reads as text (a comment
 // closed by "--!>", a processing instruction or declaration ended by its
 // first '>', a template's "<% ... %>"); either reading may hide what the
-// other shows, so both are matched (hasLenientMarkup). It is a view of its own, not a layer of the decoded one: a
+// other shows, so both are matched (hasLenientMarkup). It is a view of
+// its own, not a layer of the decoded one: a
 // tag read as nothing would hide the letters an escape decodes to
 // ("%3Cmemhost%5Fmemory%5Fobservation%3E" is a tag once decoded), and the
 // tag's own letters are read where the text is. The cuts, not a span per
@@ -109,6 +110,86 @@ func markupView(v string, lenient bool) (view string, cuts []viewCut, ok bool) {
 	}
 	b.WriteString(v[last:])
 	return b.String(), cuts, true
+}
+
+// linkView answers v with its markdown link syntax read as nothing: each
+// link's destination and title, or its reference label (linkTailAt), and
+// where it cut; ok is false when v holds none. It is a view of its own,
+// as the markup view is: what it cuts ("](-token)") may be text to a
+// reader who does not read markdown. A tag may hold a link
+// ("</memhost_memory_[obs](https://x)ervation>" is one tag to the markup
+// view), so the markup view is also built on this one (composeCuts).
+func linkView(v string) (view string, cuts []viewCut, ok bool) {
+	if !strings.Contains(v, "](") && !strings.Contains(v, "][") {
+		return "", nil, false
+	}
+	var b strings.Builder
+	last, removed := 0, 0
+	for i := strings.IndexByte(v, ']'); i >= 0; {
+		end, found := linkTailAt(v, i)
+		if !found {
+			end = i + 1
+		} else {
+			if cuts == nil {
+				b.Grow(len(v))
+			}
+			b.WriteString(v[last:i])
+			removed += end - i
+			cuts = append(cuts, viewCut{at: b.Len(), removed: removed})
+			last = end
+		}
+		j := strings.IndexByte(v[end:], ']')
+		if j < 0 {
+			break
+		}
+		i = end + j
+	}
+	if cuts == nil {
+		return "", nil, false
+	}
+	b.WriteString(v[last:])
+	return b.String(), cuts, true
+}
+
+// composeCuts answers the cuts of a view cut by inner from a view that
+// outer cut from a text: where the view's bytes lie in the text.
+func composeCuts(outer, inner []viewCut) []viewCut {
+	if len(outer) == 0 {
+		return inner
+	}
+	if len(inner) == 0 {
+		return outer
+	}
+	out := make([]viewCut, 0, len(outer)+len(inner))
+	emit := func(at, removed int) {
+		// Cuts at one offset: the last holds.
+		if n := len(out); n > 0 && out[n-1].at == at {
+			out[n-1].removed = removed
+			return
+		}
+		out = append(out, viewCut{at: at, removed: removed})
+	}
+	// r1 and r2 are the bytes outer and inner removed before the current
+	// offset; floor is the offset of the last inner cut, where an outer
+	// cut inside the bytes inner removed takes effect.
+	r1, r2, floor := 0, 0, 0
+	i, j := 0, 0
+	for i < len(inner) || j < len(outer) {
+		atOuter := -1
+		if j < len(outer) {
+			atOuter = max(outer[j].at-r2, floor)
+		}
+		if i < len(inner) && (atOuter < 0 || inner[i].at <= atOuter) {
+			r2, floor = inner[i].removed, inner[i].at
+			emit(floor, r1+r2)
+			i++
+			continue
+		}
+		r1 = outer[j].removed
+		emit(atOuter, r1+r2)
+		j++
+	}
+	return out
 }
 
 // hasLenientMarkup reports whether v holds markup the lenient markup view
@@ -304,6 +385,59 @@ func markupAt(v string, i int, lenient bool, noCommentEnd *bool) (int, bool) {
 	}
 	if quote != 0 && quotedGT >= 0 {
 		return i + 1 + quotedGT + 1, true
+	}
+	return 0, false
+}
+
+// linkTailAt answers the end of what follows a markdown link's text at
+// v[i] (']') that a reader of markdown does not read as text: an inline
+// link's or image's destination and title, "](https://x "t")" (balanced
+// parentheses and backslash escapes inside, line breaks between the
+// destination and the title), or a reference link's label, "][id]". A
+// reader, or a model that skips link syntax, reads "[mem](url)-token" as
+// mem-token: the destination's letters must not split a marker's words.
+// Both are bounded by maxTagBytes, and a destination's scan ends at the
+// next link's "](" (or a blank line, which ends a paragraph), so the view
+// stays linear in the text.
+func linkTailAt(v string, i int) (int, bool) {
+	if i+1 >= len(v) {
+		return 0, false
+	}
+	limit := min(len(v), i+2+maxTagBytes)
+	switch v[i+1] {
+	case '(':
+		depth := 1
+		for k := i + 2; k < limit; k++ {
+			switch v[k] {
+			case '\\':
+				k++
+			case '(':
+				depth++
+			case ')':
+				if depth--; depth == 0 {
+					return k + 1, true
+				}
+			case ']':
+				if k+1 < len(v) && v[k+1] == '(' {
+					return 0, false
+				}
+			case '\n':
+				if k+1 < len(v) && v[k+1] == '\n' {
+					return 0, false
+				}
+			}
+		}
+	case '[':
+		for k := i + 2; k < limit; k++ {
+			switch v[k] {
+			case '\\':
+				k++
+			case '[':
+				return 0, false
+			case ']':
+				return k + 1, true
+			}
+		}
 	}
 	return 0, false
 }
