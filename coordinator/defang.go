@@ -507,6 +507,7 @@ func newMatcher(patterns []string) (*matcher, error) {
 		case c == '\n' || c == '\r' || c == '\v' || c == '\f':
 			m.idle[c] = 2
 		case c == '&': // may open a character reference
+		case leadingSound(byte(c)) >= 0 && m.step(0, leadingSound(byte(c))) != 0: // may start one by its sound
 		case c <= ' ' || c == 0x7f || folds[c].n == 0 || m.step(0, folds[c].units[0]) == 0:
 			m.idle[c] = 1
 		}
@@ -551,8 +552,13 @@ type scanner struct {
 	starts, lines [maxPatternUnits]int
 	alts          []branch // alternative readings, none at state 0 or at the main branch's
 	forks, spare  []branch
-	held          []bool // by state: the main branch or an alternative is there
+	// held is, by state, the branch there: heldByMain, an alternative's
+	// index plus one, or 0 for none.
+	held []int32
 }
+
+// heldByMain marks the main branch's state in scanner.held.
+const heldByMain = -1
 
 // branch is one reading's partial match: its automaton state
 // and a ring of the byte offsets and line starts of its latest units (as
@@ -591,22 +597,54 @@ func (sc *scanner) advance(b *branch, f rune, start, end, line int, hit func(p, 
 	}
 }
 
-// settle drops from bs the branches that hold no partial match, or one
-// the main branch or an earlier branch holds; it answers what is left and
-// leaves held marking the states held.
+// settle drops from bs the branches that hold no partial match, and of
+// branches at one state keeps the one whose match starts latest (the
+// main branch takes that one's starts): both read the rest alike, and the
+// later start is the line a reader sees the match begin on. In
+// "A\n@gent memory for identity", the A's reading reaches the state the
+// @'s does, yet the phrase a reader sees starts the second line, which an
+// earlier start left unmarked. It answers what is left and leaves held
+// marking the states held.
 func (sc *scanner) settle(bs []branch) []branch {
 	clear(sc.held)
-	sc.held[sc.main.state] = true
+	sc.held[sc.main.state] = heldByMain
 	out := bs[:0]
 	for _, b := range bs {
-		if b.state != 0 && !sc.held[b.state] {
-			sc.held[b.state] = true
+		if b.state == 0 {
+			sc.spare = append(sc.spare, b)
+			continue
+		}
+		switch h := sc.held[b.state]; {
+		case h == 0:
 			out = append(out, b)
-		} else {
+			sc.held[b.state] = int32(len(out))
+		case h == heldByMain:
+			if sc.startOf(&b) > sc.startOf(&sc.main) {
+				sc.adopt(&b)
+			}
+			sc.spare = append(sc.spare, b)
+		default:
+			if sc.startOf(&b) > sc.startOf(&out[h-1]) {
+				out[h-1], b = b, out[h-1]
+			}
 			sc.spare = append(sc.spare, b)
 		}
 	}
 	return out
+}
+
+// startOf answers where b's partial match starts.
+func (sc *scanner) startOf(b *branch) int {
+	return b.starts[(b.units-int(sc.m.depth[b.state]))%maxPatternUnits]
+}
+
+// adopt gives the main branch the starts and lines of b's partial match,
+// which is at the main branch's state.
+func (sc *scanner) adopt(b *branch) {
+	for k := 1; k <= int(sc.m.depth[b.state]); k++ {
+		to, from := (sc.main.units-k)%maxPatternUnits, (b.units-k)%maxPatternUnits
+		sc.main.starts[to], sc.main.lines[to] = b.starts[from], b.lines[from]
+	}
 }
 
 // fork answers a branch at state whose units' starts and lines are those
@@ -627,23 +665,45 @@ func (sc *scanner) fork(state int32, units int, starts, lines *[maxPatternUnits]
 	return b
 }
 
-// worthForking reports whether reading units from state completes a
-// pattern, or ends in a partial match no branch holds yet: a fork that
-// would do neither adds nothing, which is most of them (in text of
-// another script the reading leads nowhere; in a run of marks read as
-// nothing or as letters, it leads where a branch already is).
-func (sc *scanner) worthForking(state int32, units []rune) bool {
+// worthForking reports whether reading units (of a character starting at
+// start) from b's state completes a pattern, or ends in a partial match no
+// branch holds yet, or one held by a branch whose match starts earlier
+// (see settle): a fork that would do none of these adds nothing, which is
+// most of them (in text of another script the reading leads nowhere; in
+// a run of marks read as nothing or as letters, it leads where a branch
+// already is).
+func (sc *scanner) worthForking(b *branch, units []rune, start int) bool {
+	state := b.state
 	if len(units) == 1 && units[0] < utf8.RuneSelf {
-		next := sc.m.ascii[state][units[0]]
-		return sc.m.out[next] >= 0 || (next != 0 && !sc.held[next])
-	}
-	for _, f := range units {
-		state = sc.m.step(state, f)
+		state = sc.m.ascii[state][units[0]]
 		if sc.m.out[state] >= 0 {
 			return true
 		}
+	} else {
+		for _, f := range units {
+			state = sc.m.step(state, f)
+			if sc.m.out[state] >= 0 {
+				return true
+			}
+		}
 	}
-	return state != 0 && !sc.held[state]
+	if state == 0 {
+		return false
+	}
+	h := sc.held[state]
+	if h == 0 {
+		return true
+	}
+	holder := &sc.main
+	if h != heldByMain {
+		holder = &sc.alts[h-1]
+	}
+	// The fork's match starts in b's ring, or at this character.
+	forkStart := start
+	if first := b.units + len(units) - int(sc.m.depth[state]); first < b.units {
+		forkStart = b.starts[first%maxPatternUnits]
+	}
+	return forkStart > sc.startOf(holder)
 }
 
 // letter feeds one character spanning [start, end), read as shape and,
@@ -658,15 +718,15 @@ func (sc *scanner) letter(shape, sound []rune, start, end, line int, hit func(p,
 	}
 	forks := sc.forks[:0]
 	clear(sc.held)
-	sc.held[sc.main.state] = true
-	for _, b := range sc.alts {
-		sc.held[b.state] = true
+	sc.held[sc.main.state] = heldByMain
+	for k, b := range sc.alts {
+		sc.held[b.state] = int32(k + 1)
 	}
-	if sc.worthForking(sc.main.state, sound) {
+	if sc.worthForking(&sc.main, sound, start) {
 		forks = append(forks, sc.fork(sc.main.state, sc.main.units, sc.main.starts, sc.main.lines))
 	}
-	for _, b := range sc.alts {
-		if sc.worthForking(b.state, sound) {
+	for k := range sc.alts {
+		if b := &sc.alts[k]; sc.worthForking(b, sound, start) {
 			forks = append(forks, sc.fork(b.state, b.units, b.starts, b.lines))
 		}
 	}
@@ -701,7 +761,7 @@ func (m *matcher) scan(s string, literally bool, hit func(p, start, end, line in
 	}()
 	sc.m, sc.main = m, branch{starts: &sc.starts, lines: &sc.lines}
 	if len(sc.held) != len(m.depth) {
-		sc.held = make([]bool, len(m.depth))
+		sc.held = make([]int32, len(m.depth))
 	} else {
 		clear(sc.held)
 	}
@@ -739,6 +799,13 @@ func (m *matcher) scan(s string, literally bool, hit func(p, start, end, line in
 					i = end
 					continue
 				}
+			}
+			if sound, n := asciiSymbolSound(s, i-1); sound != nil {
+				// A symbol that stands for a letter: a separator by its
+				// shape, that letter by its sound.
+				sc.letter(nil, sound, i-1, i-1+n, line, hit)
+				i += n - 1
+				continue
 			}
 			f := &folds[c]
 			for k := 0; k < f.n; k++ {

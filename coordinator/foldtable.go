@@ -153,6 +153,15 @@ func buildBMPFolds() *bmpFoldTable {
 			t.sound[r] = t.sound[dr]
 		}
 	}
+	// A symbol that stands for a letter in leet spelling (symbolLetters)
+	// is read as that letter too.
+	for _, r := range slices.Sorted(maps.Keys(symbolLetters)) {
+		units = units[:0]
+		emitASCII(string(symbolLetters[r]), func(f rune) { units = append(units, f) })
+		if shape, _ := t.asciiUnits(t.fold[r]); t.sound[r] == 0 && string(units) != string(shape) {
+			t.sound[r] = t.entry(units)
+		}
+	}
 	// A mark or modifier the fold reads as nothing may be read as the
 	// letter it is (markLetters): that is its second reading.
 	for _, r := range slices.Sorted(maps.Keys(markLetters)) {
@@ -293,7 +302,12 @@ type readingBuf struct{ shape, sound [8]rune }
 // reads both ways as that letter does.
 func (b *readingBuf) readings(enc string, r rune) (shape, sound []rune, breaks bool) {
 	table := bmpFolds()
-	if r < utf8.RuneSelf || r > 0xFFFF {
+	if r < utf8.RuneSelf {
+		shape = b.shape[:0]
+		foldRune(enc, r, func(f rune) { shape = append(shape, f) })
+		return shape, asciiSounds()[r], false
+	}
+	if r > 0xFFFF {
 		shape = b.shape[:0]
 		foldRune(enc, r, func(f rune) { shape = append(shape, f) })
 		if dr, ok := compatLetter(enc); ok && r > 0xFFFF && table.sound[dr] != 0 {

@@ -3,6 +3,7 @@ package coordinatortest
 import (
 	"html"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -32,7 +33,10 @@ const DefangedPrefix = "[defanged] "
 // reader's view of s, or the header phrase (header + " for identity") on a
 // line that does not start with DefangedPrefix. It is the property every
 // text memhost hands a model must hold, checked by a reference built from
-// whole-string library calls rather than the coordinator's automaton.
+// whole-string library calls rather than the coordinator's automaton. A
+// symbol that stands for a letter in leet spelling (symbolLetters) is read
+// either way, as the separator it is or as that letter, each on its own:
+// a marker may need one read one way and the next the other.
 func LiveMarker(header, s string) (string, bool) {
 	for _, v := range decodedLayers(s)[1:] {
 		if m, ok := liveIn(header, v); ok {
@@ -44,9 +48,11 @@ func LiveMarker(header, s string) (string, bool) {
 		if strings.HasPrefix(line, DefangedPrefix) {
 			continue
 		}
-		phrase := ReaderView(header + " for identity")
+		phrase := []rune(ReaderView(header + " for identity"))
 		for _, v := range decodedLayers(line)[1:] {
-			if phrase != "" && strings.Contains(ReaderView(v), phrase) {
+			found := false
+			findReadings(readings(html.UnescapeString(v)), phrase, func([]int) { found = true })
+			if found {
 				return header + " for identity", true
 			}
 		}
@@ -111,9 +117,11 @@ func decodeEscape(m string) string {
 
 // liveIn is LiveMarker on one view of a text.
 func liveIn(header, s string) (string, bool) {
-	view := ReaderView(s)
+	view := readings(html.UnescapeString(s))
 	for _, tag := range liveTags {
-		if strings.Contains(view, ReaderView(tag)) {
+		found := false
+		findReadings(view, []rune(ReaderView(tag)), func([]int) { found = true })
+		if found {
 			return tag, true
 		}
 	}
@@ -122,41 +130,137 @@ func liveIn(header, s string) (string, bool) {
 	// view one token, and any other token in the view is live (a
 	// "defanged" the model reads apart from the token, across a line or
 	// in invisible characters, protects nothing).
-	if strings.Count(view, ReaderView(liveToken)) > strings.Count(s, defangedToken) {
+	tokens := 0
+	findReadings(view, []rune(ReaderView(liveToken)), func([]int) { tokens++ })
+	if tokens > strings.Count(s, defangedToken) {
 		return liveToken, true
 	}
-	// The header phrase, by the line each of its letters came from.
-	var letters strings.Builder
-	var lineOf []int
-	line := 0
-	for i, r := range s {
-		size := utf8.RuneLen(r)
-		if r == utf8.RuneError {
-			size = 1
+	// The header phrase, by the lines its first letter may come from.
+	live := false
+	findReadings(readings(s), []rune(ReaderView(header+" for identity")), func(starts []int) {
+		for _, start := range starts {
+			if !strings.HasPrefix(s[start:], DefangedPrefix) {
+				live = true
+			}
 		}
-		if lineBreak(r) {
-			line = i + size
-			continue
-		}
-		for _, u := range readRune(s[i:i+size], r) {
-			letters.WriteRune(u)
-			lineOf = append(lineOf, line)
-		}
-	}
-	text := letters.String()
-	phrase := ReaderView(header + " for identity")
-	for off := 0; phrase != ""; {
-		i := strings.Index(text[off:], phrase)
-		if i < 0 {
-			break
-		}
-		start := lineOf[utf8.RuneCountInString(text[:off+i])]
-		if !strings.HasPrefix(s[start:], DefangedPrefix) {
-			return header + " for identity", true
-		}
-		off += i + 1
+	})
+	if live {
+		return header + " for identity", true
 	}
 	return "", false
+}
+
+// symbolLetters is the letter each symbol stands for in leet spelling,
+// spelled here independently of the coordinator; "()" stands for o.
+var symbolLetters = map[rune]rune{
+	'$': 's', '@': 'a', '^': 'a', '!': 'i', '|': 'i', '+': 't', '#': 'h',
+	'€': 'e', '£': 'e', '∈': 'e', '∊': 'e', '∃': 'e', '∑': 'e', '⋲': 'e', '⋳': 'e',
+	'○': 'o', '●': 'o', '◎': 'o', '◉': 'o', '◌': 'o', '◍': 'o', '◦': 'o', '⚪': 'o', '⚫': 'o',
+	'⭕': 'o', '⭘': 'o', '❍': 'o', '⊙': 'o', '⊚': 'o', '⊛': 'o', '⊕': 'o', '⊗': 'o', '⊘': 'o', '⦿': 'o',
+	'⨀': 'o', '∅': 'o', '⌀': 'o', '°': 'o', 'ʘ': 'o', '∘': 'o',
+	'†': 't', '‡': 't', '✝': 't', '✞': 't', '✟': 't', '✠': 't', '☦': 't',
+	'∧': 'a', 'Δ': 'a', '∆': 'a',
+	'¡': 'i', '¦': 'i',
+	'§': 's',
+}
+
+// reading is one character of a text as a reader sees it: its letters
+// (readRune), the letters of its second reading when it is a symbol that
+// stands for one (nil otherwise), and the start of its line.
+type reading struct {
+	shape, sound []rune
+	line         int
+}
+
+// readings reads s character by character.
+func readings(s string) []reading {
+	var out []reading
+	line := 0
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if lineBreak(r) {
+			i += size
+			line = i
+			continue
+		}
+		c := reading{shape: readRune(s[i:i+size], r), line: line}
+		if strings.HasPrefix(s[i:], "()") {
+			c.sound, size = []rune("o"), 2
+		} else if l, ok := symbolLetters[r]; ok {
+			c.sound = []rune(ReaderView(string(l)))
+		}
+		out = append(out, c)
+		i += size
+	}
+	return out
+}
+
+// findReadings reports each match of pat (a ReaderView) in text, each
+// character read by its shape or, when it has one, by its sound, with any
+// run of characters with no letters between: the lines it may start on,
+// once for each character a match ends in.
+func findReadings(text []reading, pat []rune, hit func(starts []int)) {
+	if len(pat) == 0 {
+		return
+	}
+	// partial[j] holds the lines a partial match of pat[:j] may start on.
+	partial := make([][]int, len(pat))
+	next := make([][]int, len(pat))
+	for _, c := range text {
+		for j := range next {
+			next[j] = next[j][:0]
+		}
+		var ends []int
+		alternatives := [][]rune{c.shape}
+		if c.sound != nil {
+			alternatives = append(alternatives, c.sound)
+		}
+		for _, units := range alternatives {
+			if len(units) == 0 {
+				// Read as nothing: every partial match goes on.
+				for j := 1; j < len(pat); j++ {
+					next[j] = addLines(next[j], partial[j]...)
+				}
+				continue
+			}
+			cur := make([][]int, len(pat))
+			for j := 1; j < len(pat); j++ {
+				cur[j] = append([]int(nil), partial[j]...)
+			}
+			for _, u := range units {
+				cur[0] = []int{c.line} // a match may start at any letter
+				step := make([][]int, len(pat))
+				for j, lines := range cur {
+					if len(lines) == 0 || pat[j] != u {
+						continue
+					}
+					if j+1 == len(pat) {
+						ends = addLines(ends, lines...)
+					} else {
+						step[j+1] = addLines(step[j+1], lines...)
+					}
+				}
+				cur = step
+			}
+			for j := 1; j < len(pat); j++ {
+				next[j] = addLines(next[j], cur[j]...)
+			}
+		}
+		if len(ends) > 0 {
+			hit(ends)
+		}
+		partial, next = next, partial
+	}
+}
+
+// addLines adds lines to the set set.
+func addLines(set []int, lines ...int) []int {
+	for _, l := range lines {
+		if !slices.Contains(set, l) {
+			set = append(set, l)
+		}
+	}
+	return set
 }
 
 // CheckModelText fails t when s holds a live marker (see LiveMarker) or a
