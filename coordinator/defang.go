@@ -598,13 +598,15 @@ func (sc *scanner) advance(b *branch, f rune, start, end, line int, hit func(p, 
 }
 
 // settle drops from bs the branches that hold no partial match, and of
-// branches at one state keeps the one whose match starts latest (the
-// main branch takes that one's starts): both read the rest alike, and the
-// later start is the line a reader sees the match begin on. In
-// "A\n@gent memory for identity", the A's reading reaches the state the
-// @'s does, yet the phrase a reader sees starts the second line, which an
-// earlier start left unmarked. It answers what is left and leaves held
-// marking the states held.
+// branches at one state keeps the one whose match starts on the latest
+// line (the main branch takes that one's starts), else the first: both
+// read the rest alike, and the later line is the one a reader sees the
+// match begin on. In "A\n@gent memory for identity", the A's reading
+// reaches the state the @'s does, yet the phrase a reader sees starts the
+// second line, which the earlier start left unmarked. Only a later line
+// counts, so a run of letters read two ways on one line forks no more
+// than before. It answers what is left and leaves held marking the states
+// held.
 func (sc *scanner) settle(bs []branch) []branch {
 	clear(sc.held)
 	sc.held[sc.main.state] = heldByMain
@@ -619,12 +621,12 @@ func (sc *scanner) settle(bs []branch) []branch {
 			out = append(out, b)
 			sc.held[b.state] = int32(len(out))
 		case h == heldByMain:
-			if sc.startOf(&b) > sc.startOf(&sc.main) {
+			if sc.lineOf(&b) > sc.lineOf(&sc.main) {
 				sc.adopt(&b)
 			}
 			sc.spare = append(sc.spare, b)
 		default:
-			if sc.startOf(&b) > sc.startOf(&out[h-1]) {
+			if sc.lineOf(&b) > sc.lineOf(&out[h-1]) {
 				out[h-1], b = b, out[h-1]
 			}
 			sc.spare = append(sc.spare, b)
@@ -633,9 +635,9 @@ func (sc *scanner) settle(bs []branch) []branch {
 	return out
 }
 
-// startOf answers where b's partial match starts.
-func (sc *scanner) startOf(b *branch) int {
-	return b.starts[(b.units-int(sc.m.depth[b.state]))%maxPatternUnits]
+// lineOf answers the start of the line b's partial match starts on.
+func (sc *scanner) lineOf(b *branch) int {
+	return b.lines[(b.units-int(sc.m.depth[b.state]))%maxPatternUnits]
 }
 
 // adopt gives the main branch the starts and lines of b's partial match,
@@ -665,14 +667,14 @@ func (sc *scanner) fork(state int32, units int, starts, lines *[maxPatternUnits]
 	return b
 }
 
-// worthForking reports whether reading units (of a character starting at
-// start) from b's state completes a pattern, or ends in a partial match no
-// branch holds yet, or one held by a branch whose match starts earlier
-// (see settle): a fork that would do none of these adds nothing, which is
-// most of them (in text of another script the reading leads nowhere; in
-// a run of marks read as nothing or as letters, it leads where a branch
-// already is).
-func (sc *scanner) worthForking(b *branch, units []rune, start int) bool {
+// worthForking reports whether reading units (of a character on the line
+// starting at line) from b's state completes a pattern, or ends in a
+// partial match no branch holds yet, or one held by a branch whose match
+// starts on an earlier line (see settle): a fork that would do none of
+// these adds nothing, which is most of them (in text of another script
+// the reading leads nowhere; in a run of marks read as nothing or as
+// letters, it leads where a branch already is).
+func (sc *scanner) worthForking(b *branch, units []rune, line int) bool {
 	state := b.state
 	if len(units) == 1 && units[0] < utf8.RuneSelf {
 		state = sc.m.ascii[state][units[0]]
@@ -699,11 +701,11 @@ func (sc *scanner) worthForking(b *branch, units []rune, start int) bool {
 		holder = &sc.alts[h-1]
 	}
 	// The fork's match starts in b's ring, or at this character.
-	forkStart := start
+	forkLine := line
 	if first := b.units + len(units) - int(sc.m.depth[state]); first < b.units {
-		forkStart = b.starts[first%maxPatternUnits]
+		forkLine = b.lines[first%maxPatternUnits]
 	}
-	return forkStart > sc.startOf(holder)
+	return forkLine > sc.lineOf(holder)
 }
 
 // letter feeds one character spanning [start, end), read as shape and,
@@ -722,11 +724,11 @@ func (sc *scanner) letter(shape, sound []rune, start, end, line int, hit func(p,
 	for k, b := range sc.alts {
 		sc.held[b.state] = int32(k + 1)
 	}
-	if sc.worthForking(&sc.main, sound, start) {
+	if sc.worthForking(&sc.main, sound, line) {
 		forks = append(forks, sc.fork(sc.main.state, sc.main.units, sc.main.starts, sc.main.lines))
 	}
 	for k := range sc.alts {
-		if b := &sc.alts[k]; sc.worthForking(b, sound, start) {
+		if b := &sc.alts[k]; sc.worthForking(b, sound, line) {
 			forks = append(forks, sc.fork(b.state, b.units, b.starts, b.lines))
 		}
 	}
@@ -766,6 +768,7 @@ func (m *matcher) scan(s string, literally bool, hit func(p, start, end, line in
 		clear(sc.held)
 	}
 	folds := asciiFolds()
+	sounds := asciiSounds()
 	var buf readingBuf
 	line := 0
 	for i := 0; i < len(s); {
@@ -800,12 +803,14 @@ func (m *matcher) scan(s string, literally bool, hit func(p, start, end, line in
 					continue
 				}
 			}
-			if sound, n := asciiSymbolSound(s, i-1); sound != nil {
-				// A symbol that stands for a letter: a separator by its
-				// shape, that letter by its sound.
-				sc.letter(nil, sound, i-1, i-1+n, line, hit)
-				i += n - 1
-				continue
+			if sounds[c] != nil || c == '(' {
+				if sound, n := asciiSymbolSound(s, i-1); sound != nil {
+					// A symbol that stands for a letter: a separator by
+					// its shape, that letter by its sound.
+					sc.letter(nil, sound, i-1, i-1+n, line, hit)
+					i += n - 1
+					continue
+				}
 			}
 			f := &folds[c]
 			for k := 0; k < f.n; k++ {
