@@ -15,6 +15,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/memhost/memhost/coordinator/internal/score"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -195,7 +196,8 @@ func Merge(answers [][]sdk.Hit, limit int) []sdk.Hit {
 			continue
 		}
 		for _, h := range hits {
-			share := h.Score / t
+			// Bounded: a large negative score over a tiny top overflows.
+			share := score.Bound(h.Score / t)
 			if i, dup := byID[h.Record.ID]; dup {
 				all[i].share = max(all[i].share, share)
 				continue
@@ -209,7 +211,7 @@ func Merge(answers [][]sdk.Hit, limit int) []sdk.Hit {
 	})
 	out := make([]sdk.Hit, 0, min(limit, len(all)))
 	for _, m := range all[:min(limit, len(all))] {
-		m.hit.Score = m.share * scale
+		m.hit.Score = score.Bound(m.share * scale)
 		out = append(out, m.hit)
 	}
 	return out

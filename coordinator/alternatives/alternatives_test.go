@@ -144,6 +144,15 @@ func TestMerge(t *testing.T) {
 	}
 }
 
+// TestMergeKeepsScoresFinite: a large negative score shared over a tiny
+// top overflows; it saturates, ranked last, rather than turn infinite.
+func TestMergeKeepsScoresFinite(t *testing.T) {
+	got := Merge([][]sdk.Hit{hits("w1", 1.0), hits("a1", 1e-300, "a2", -1.7e308)}, 10)
+	if len(got) != 3 || got[2].Record.ID != "a2" || got[2].Score != -math.MaxFloat64 {
+		t.Fatalf("Merge = %v, want a2 last at -MaxFloat64", got)
+	}
+}
+
 func TestWrap(t *testing.T) {
 	var asked []string
 	fail := map[string]error{}

@@ -2,6 +2,7 @@ package speaker_test
 
 import (
 	"context"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -48,5 +49,26 @@ func TestChoiceQuestionKeepsOneScale(t *testing.T) {
 	}
 	if slices.ContainsFunc(got, func(h sdk.Hit) bool { return h.Record.ID == "u2" }) {
 		t.Fatalf("u2, a tenth of the best in every answer, is in the top 2: %v", got)
+	}
+}
+
+// TestFirstPersonQuestionKeepsHugeScoreFinite, through
+// coordinator.ReadQuery: a provider's finite score near float64's top,
+// which the plugin client accepts, is doubled for the user's own turn and
+// must saturate, not leave as +Inf, which no recall answer can encode.
+func TestFirstPersonQuestionKeepsHugeScoreFinite(t *testing.T) {
+	now := time.Now()
+	hit := sdk.Hit{Score: 1.7e308, Record: sdk.Record{
+		ID: "r1", Realm: "default", Scope: sdk.IdentityScope("alice"), Kind: sdk.KindFact, Status: sdk.StatusActive,
+		Title: "turn", Body: "I said I like tea", Tags: []string{speaker.UserTag},
+		Thread: &sdk.Thread{ID: "s1", Seq: 1}, CreatedAt: now, UpdatedAt: now,
+	}}
+	recall := func(context.Context, sdk.RecallQuery) ([]sdk.Hit, error) { return []sdk.Hit{hit}, nil }
+	hits, err := coordinator.ReadQuery(context.Background(), recall, sdk.RecallQuery{Realm: "default", Query: "what did I say about tea"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 1 || math.IsInf(hits[0].Score, 0) || hits[0].Score < hit.Score {
+		t.Fatalf("ReadQuery answered %v, want the hit at a finite score no lower than the provider's", hits)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/memhost/memhost/coordinator/internal/score"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -217,7 +218,9 @@ func withUserTurns(hits, deeper []sdk.Hit) []sdk.Hit {
 func Rank(hits []sdk.Hit, limit int, keepBeside bool) []sdk.Hit {
 	for i := range hits {
 		if said(hits[i]) && hits[i].Score > 0 {
-			hits[i].Score *= userWeight
+			// Bounded: a plugin's finite score near float64's top would
+			// otherwise double to +Inf, which no answer can encode.
+			hits[i].Score = score.Bound(hits[i].Score * userWeight)
 		}
 	}
 	slices.SortStableFunc(hits, func(a, b sdk.Hit) int { return cmp.Compare(b.Score, a.Score) })

@@ -115,6 +115,7 @@ func TestRank(t *testing.T) {
 		{"a record in a shared scope is not boosted", []sdk.Hit{turn("a", 5, false), shared(sdk.RealmScope), shared(sdk.MobScope("team"))}, 10, "a:5 s:3 s:3"},
 		{"a record outside a thread is not boosted", []sdk.Hit{turn("a", 5, false), unthreaded}, 10, "a:5 n:3"},
 		{"scores that are not positive stay", []sdk.Hit{turn("a", 0.1, false), turn("u", -0.2, true), turn("z", 0, true)}, 10, "a:0.1 z:0 u:-0.2"},
+		{"a score near float64's top saturates rather than overflow", []sdk.Hit{turn("a", 1e308, false), turn("u", 1.7e308, true)}, 10, "u:1.7976931348623157e+308 a:1e+308"},
 		{"a NaN score ranks last", []sdk.Hit{turn("x", math.NaN(), true), turn("a", 1, false)}, 10, "a:1 x:NaN"},
 		{"the limit cuts", []sdk.Hit{turn("a", 5, false), turn("b", 4, false), turn("u", 3, true)}, 2, "u:6 a:5"},
 		{"a negative limit answers none", []sdk.Hit{turn("a", 5, false)}, -1, ""},

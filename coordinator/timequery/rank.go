@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/memhost/memhost/coordinator/internal/score"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -83,7 +84,7 @@ func Rank(hits []sdk.Hit, in Intent) {
 		// |score|, so a provider scoring below zero is boosted upward too;
 		// an infinite score stays as it is (infinity times 0 is NaN).
 		if boost[i] != 0 && !math.IsInf(h.Score, 0) {
-			h.Score += max(h.Score, -h.Score) * boost[i]
+			h.Score = score.Bound(h.Score + max(h.Score, -h.Score)*boost[i])
 		}
 		all[i] = scored{h, i}
 	}
@@ -185,10 +186,12 @@ func belowWide(wide, only []sdk.Hit) []sdk.Hit {
 	}
 	out := slices.Clone(only)
 	for i := range out {
+		// Bounded: top-floor of two finite scores of opposite signs can
+		// overflow.
 		if floor > 0 && out[i].Score > 0 {
-			out[i].Score *= floor / top
+			out[i].Score = score.Bound(out[i].Score * (floor / top))
 		} else {
-			out[i].Score -= top - floor
+			out[i].Score = score.Bound(out[i].Score - (top - floor))
 		}
 	}
 	return out

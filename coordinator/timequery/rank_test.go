@@ -59,6 +59,20 @@ func TestRank(t *testing.T) {
 	}
 }
 
+// TestRankKeepsScoresFinite: a boost of a finite score near float64's top
+// saturates rather than overflow to an infinity no answer can encode.
+func TestRankKeepsScoresFinite(t *testing.T) {
+	for _, query := range []string{"what did I do last Saturday", "what is my current job", "the first time I went hiking"} {
+		hits := []sdk.Hit{hit("a", 1.7e308, d(2023, 5, 27).Add(9*time.Hour)), hit("b", -1.7e308, d(2021, 1, 1)), hit("c", 1, d(2022, 1, 1))}
+		Rank(hits, Parse(query, now))
+		for _, h := range hits {
+			if math.IsInf(h.Score, 0) || math.IsNaN(h.Score) {
+				t.Errorf("%q: %s scored %v", query, h.Record.ID, h.Score)
+			}
+		}
+	}
+}
+
 // A record inside the window that the text ranks below the wide cut is
 // found by the windowed recall and ranked in; a query without time is
 // passed through with its own limit.
@@ -151,6 +165,7 @@ func TestBelowWide(t *testing.T) {
 		{"scores at or below zero shift", []float64{0, -1}, []float64{2, -3}, []float64{-1, -6}},
 		{"not a number is left alone", []float64{math.NaN()}, []float64{2}, []float64{2}},
 		{"infinity is left alone", []float64{1}, []float64{math.Inf(1), 2}, []float64{math.Inf(1), 2}},
+		{"a shift past float64's range saturates", []float64{-1.7e308}, []float64{1.7e308}, []float64{-math.MaxFloat64}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mk := func(scores []float64) []sdk.Hit {

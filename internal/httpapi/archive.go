@@ -74,8 +74,7 @@ func (s *Server) handleExport(ctx context.Context, c caller, w http.ResponseWrit
 	if page.Records == nil {
 		page.Records = []sdk.Record{}
 	}
-	writeJSON(w, http.StatusOK, exportResponse{Records: page.Records, Next: page.Next})
-	return nil
+	return writeJSON(w, http.StatusOK, exportResponse{Records: page.Records, Next: page.Next})
 }
 
 type importRequest struct {
@@ -146,8 +145,7 @@ func (s *Server) handleImport(ctx context.Context, c caller, w http.ResponseWrit
 			return fmt.Errorf("the records are stored, but noting their pending proposals for review failed (run the import again): %w", err)
 		}
 	}
-	writeJSON(w, http.StatusOK, res)
-	return nil
+	return writeJSON(w, http.StatusOK, res)
 }
 
 // checkImportTimes refuses a record time past the years 1-9999 in UTC,

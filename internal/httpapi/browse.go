@@ -151,8 +151,7 @@ func (s *Server) handleListRecords(ctx context.Context, c caller, w http.Respons
 		}
 		next = after
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "records": out, "next": next})
-	return nil
+	return writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "records": out, "next": next})
 }
 
 // searchReadable answers the hits of q that the caller may read, best

@@ -72,8 +72,7 @@ func (s *Server) handleCompact(ctx context.Context, c caller, w http.ResponseWri
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, compactAnswer{Artifact: res.Artifact, Absorbed: res.Absorbed, Compacted: res.Compacted})
-	return nil
+	return writeJSON(w, http.StatusOK, compactAnswer{Artifact: res.Artifact, Absorbed: res.Absorbed, Compacted: res.Compacted})
 }
 
 // everyConversation reports whether c may touch every identity's

@@ -129,7 +129,9 @@ func (s *Server) writeError(w http.ResponseWriter, err error, requestID string) 
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
 	}
-	writeJSON(w, status, body)
+	if err := writeJSON(w, status, body); err != nil {
+		writeBuffer(w, http.StatusInternalServerError, bytes.NewBufferString(errorFallback))
+	}
 	return changed
 }
 
@@ -138,7 +140,11 @@ func (s *Server) writeError(w http.ResponseWriter, err error, requestID string) 
 // by every host, so a client backs off rather than retrying at once.
 const RetryAfterSeconds = 2
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// writeJSON answers v with status. A v that encoding/json refuses (a
+// number that is not finite, a year past 9999) is not answered: the error
+// goes back to the route, which answers 500 in the error envelope and logs
+// it, where an empty 200 would pass for success.
+func writeJSON(w http.ResponseWriter, status int, v any) error {
 	// Encoded whole first, into a reused buffer: the answer then goes out
 	// with a Content-Length in one write rather than in chunks, which is a
 	// measurable share of a sub-millisecond recall.
@@ -147,12 +153,26 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		// Every answer is plain data; keep the old behaviour of an empty
-		// body rather than a half-written one.
-		buf.Reset()
+		return encodeError(err)
 	}
 	writeBuffer(w, status, buf)
+	return nil
 }
+
+// encodeError says why an answer could not be encoded, without
+// encoding/json's wording, which names Go types.
+func encodeError(err error) error {
+	what := "a value JSON cannot hold"
+	var uv *json.UnsupportedValueError
+	if errors.As(err, &uv) {
+		what = "the value " + uv.Str + ", which JSON cannot hold"
+	}
+	return fmt.Errorf("the answer could not be encoded: it holds %s", what)
+}
+
+// errorFallback is the envelope answered if an error's own envelope could
+// not be encoded; its fields are strings, so that should never happen.
+const errorFallback = `{"error":{"code":"internal","message":"the error could not be encoded"}}` + "\n"
 
 // writeBuffer sends buf, a whole JSON answer, with its length.
 func writeBuffer(w http.ResponseWriter, status int, buf *bytes.Buffer) {

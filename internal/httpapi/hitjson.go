@@ -16,17 +16,18 @@ import (
 // encoding/json's reflection over ten records, their four times each, was
 // a measurable share of the host's CPU per recall. What this encoder does
 // not cover (a score that is not a number, a year outside 0..9999, which
-// encoding/json refuses) goes to writeJSON, which answers as it always did.
-func writeHits(w http.ResponseWriter, hits []sdk.Hit) {
+// encoding/json refuses) goes to writeJSON, which answers as it always did:
+// it returns the refusal for the route to answer 500.
+func writeHits(w http.ResponseWriter, hits []sdk.Hit) error {
 	buf := jsonBuffers.Get().(*bytes.Buffer)
 	defer putJSONBuffer(buf)
 	out, ok := appendHits(buf.AvailableBuffer(), hits)
 	if !ok {
-		writeJSON(w, http.StatusOK, recallResponse{Hits: hits})
-		return
+		return writeJSON(w, http.StatusOK, recallResponse{Hits: hits})
 	}
 	buf.Write(out)
 	writeBuffer(w, http.StatusOK, buf)
+	return nil
 }
 
 // recallResponse is the body of a recall's answer.

@@ -65,8 +65,7 @@ func (s *Server) handleInjectTurn(ctx context.Context, c caller, w http.Response
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return writeJSON(w, http.StatusOK, out)
 }
 
 type buildRequest struct {
@@ -88,8 +87,7 @@ func (s *Server) handleInjectBuild(ctx context.Context, c caller, w http.Respons
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return writeJSON(w, http.StatusOK, out)
 }
 
 type defangRequest struct {
@@ -123,8 +121,7 @@ func (s *Server) handleDefang(_ context.Context, c caller, w http.ResponseWriter
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return writeJSON(w, http.StatusOK, out)
 }
 
 type compactedRequest struct {
@@ -196,8 +193,7 @@ func (s *Server) handleManifest(ctx context.Context, c caller, w http.ResponseWr
 	if rows == nil {
 		rows = []sdk.ManifestRow{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"rows": rows})
-	return nil
+	return writeJSON(w, http.StatusOK, map[string]any{"rows": rows})
 }
 
 // guideFilters are the optional filters of both guide endpoints.
@@ -248,8 +244,7 @@ func (s *Server) handleGuideStart(ctx context.Context, c caller, w http.Response
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"block": block(b)})
-	return nil
+	return writeJSON(w, http.StatusOK, map[string]any{"block": block(b)})
 }
 
 type beforeIterationRequest struct {
@@ -276,6 +271,5 @@ func (s *Server) handleGuideIteration(ctx context.Context, c caller, w http.Resp
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"block": block(b), "changed": changed})
-	return nil
+	return writeJSON(w, http.StatusOK, map[string]any{"block": block(b), "changed": changed})
 }

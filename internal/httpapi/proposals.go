@@ -105,8 +105,7 @@ func (s *Server) handleReject(ctx context.Context, c caller, w http.ResponseWrit
 	if err := queue.Reject(ctx, realm, id, p); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"rejected": id, "status": "rejected"})
-	return nil
+	return writeJSON(w, http.StatusOK, map[string]any{"rejected": id, "status": "rejected"})
 }
 
 // queue answers the proposal queue, or an error when the host keeps
@@ -155,8 +154,7 @@ func (s *Server) handleListProposals(ctx context.Context, c caller, w http.Respo
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "proposals": items, "pending": total, "next": next})
-	return nil
+	return writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "proposals": items, "pending": total, "next": next})
 }
 
 // pageLimit parses a limit query parameter.

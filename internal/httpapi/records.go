@@ -134,8 +134,7 @@ func (s *Server) handleRemember(ctx context.Context, c caller, w http.ResponseWr
 	if unadded := tagsNotAdded(ctx, p, realm, records, ids); unadded != nil {
 		answer["tags_not_added"] = unadded
 	}
-	writeJSON(w, http.StatusOK, answer)
-	return nil
+	return writeJSON(w, http.StatusOK, answer)
 }
 
 // agentWritesWhereItReads refuses an identity-bound agent's record in a
@@ -196,8 +195,7 @@ func (s *Server) handleGet(ctx context.Context, c caller, w http.ResponseWriter,
 	if err := c.touchStored(realm, id, recs[0].Scope); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, recs[0])
-	return nil
+	return writeJSON(w, http.StatusOK, recs[0])
 }
 
 func (s *Server) handleForget(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
@@ -358,6 +356,5 @@ func (s *Server) handleRecall(ctx context.Context, c caller, w http.ResponseWrit
 	if hits == nil {
 		hits = []sdk.Hit{}
 	}
-	writeHits(w, hits)
-	return nil
+	return writeHits(w, hits)
 }

@@ -20,8 +20,7 @@ func (s *Server) propose(ctx context.Context, c caller, realm string, p sdk.Prov
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"ids": ids, "status": "proposed", "message": proposedMessage})
-	return nil
+	return writeJSON(w, http.StatusAccepted, map[string]any{"ids": ids, "status": "proposed", "message": proposedMessage})
 }
 
 // handleApprove turns a proposal into an active record (application
@@ -41,6 +40,5 @@ func (s *Server) handleApprove(ctx context.Context, c caller, w http.ResponseWri
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": newID, "approved": id, "status": "active"})
-	return nil
+	return writeJSON(w, http.StatusOK, map[string]any{"id": newID, "approved": id, "status": "active"})
 }

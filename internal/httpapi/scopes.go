@@ -39,8 +39,7 @@ func (s *Server) handleScopes(ctx context.Context, c caller, w http.ResponseWrit
 	}
 	// A bound token is told of no other identity's own scope.
 	counts = slices.DeleteFunc(counts, func(sc ScopeCount) bool { return c.touchScope(sc.Scope) != nil })
-	writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "scopes": counts, "partial": partial})
-	return nil
+	return writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "scopes": counts, "partial": partial})
 }
 
 // CountScopes pages through a realm's records and counts them per scope

@@ -183,7 +183,7 @@ func New(opts Options) *Server {
 		s.mountMCP(mux, opts.MCP(s.mcpCaller))
 	}
 	s.handle(mux, "GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		s.writeUnrouted(w, http.StatusOK, map[string]string{"status": "ok"})
 	}))
 	s.handle(mux, "GET /readyz", http.HandlerFunc(s.handleReady))
 	s.handle(mux, "GET /metrics", opts.Metrics.Handler())
@@ -337,7 +337,10 @@ func (s *Server) routeWithin(mux *http.ServeMux, pattern string, timeout time.Du
 			ctx = hclog.WithContext(ctx, logger)
 			return h(ctx, c, rec, r)
 		}()
-		if err != nil {
+		if err != nil && rec.wrote {
+			// The answer is under way: the error can only be logged.
+			logger.Error("request failed after its answer began", "route", pattern, "status", rec.status, "duration_ms", msSince(start), "error", err)
+		} else if err != nil {
 			sanitised := s.writeError(rec, err, reqID)
 			// A client's mistake (4xx) or an unsupported capability (501)
 			// is the client's to fix: it is not an operator's error.
@@ -549,10 +552,20 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 				body["checks"] = failed
 			}
 		}
-		writeJSON(w, http.StatusServiceUnavailable, body)
+		s.writeUnrouted(w, http.StatusServiceUnavailable, body)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	s.writeUnrouted(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// writeUnrouted answers v outside a /v1 route, which would otherwise log
+// and answer a v that cannot be encoded: here too it is logged and
+// answered 500 in the error envelope, never as an empty success.
+func (s *Server) writeUnrouted(w http.ResponseWriter, status int, v any) {
+	if err := writeJSON(w, status, v); err != nil {
+		s.opts.Logger.Error("answer failed", "status", http.StatusInternalServerError, "error", err)
+		s.writeError(w, err, w.Header().Get(HeaderRequestID))
+	}
 }
 
 // pluginStatus is the plugins' status as c may read it. An instance's
@@ -625,18 +638,29 @@ func (s *Server) handlePlugins(_ context.Context, c caller, w http.ResponseWrite
 		}
 		answer["semantic"] = semantic
 	}
-	writeJSON(w, http.StatusOK, answer)
-	return nil
+	return writeJSON(w, http.StatusOK, answer)
 }
 
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
+	// wrote is set once the status line is sent: an error after that (a
+	// streamed answer failing midway) can only be logged, as a second
+	// status would be ignored and its envelope would garble the body.
+	wrote bool
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
-	r.status = code
+	if !r.wrote {
+		r.status = code
+	}
+	r.wrote = true
 	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	return r.ResponseWriter.Write(b)
 }
 
 // Unwrap lets http.ResponseController reach the connection (the

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -543,4 +544,102 @@ func (l smallBuffers) Accept() (net.Conn, error) {
 		tc.SetWriteBuffer(4096)
 	}
 	return c, err
+}
+
+// scoring answers its double's hits with one score for all.
+type scoring struct {
+	*coordinatortest.Provider
+	score float64
+}
+
+func (p scoring) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
+	hits, err := p.Provider.Recall(ctx, q)
+	for i := range hits {
+		hits[i].Score = p.score
+	}
+	return hits, err
+}
+
+// recallOver answers POST /v1/recall of query over a provider scoring
+// every hit score, one of alice's own turns stored: status, body, logs.
+func recallOver(t *testing.T, score float64, query string) (int, []byte, string) {
+	t.Helper()
+	var logs logBuffer
+	logger := hclog.New(&hclog.LoggerOptions{Output: &logs, JSONFormat: true, Level: hclog.Info})
+	p := coordinatortest.NewProvider(sdk.CapWrite, sdk.CapFetch, sdk.CapForget)
+	providers := func(string) (sdk.Provider, error) { return scoring{p, score}, nil }
+	coord, err := coordinator.New(coordinator.DefaultConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { coord.Close(t.Context()) })
+	srv := httptest.NewServer(New(Options{Provider: providers, Coordinator: coord, Logger: logger}).Handler())
+	t.Cleanup(srv.Close)
+	p.MustAdd("default", sdk.Record{Scope: sdk.IdentityScope("alice"), Kind: sdk.KindFact, Title: "turn", Body: "I said I like green tea",
+		Tags: []string{"memhost:user"}, Thread: &sdk.Thread{ID: "s1", Seq: 1}})
+	resp, err := http.Post(srv.URL+"/v1/recall", "application/json", strings.NewReader(`{"identity":{"id":"alice"},"query":"`+query+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, body, logs.String()
+}
+
+// TestHugeScoreRecallAnswersItsHits: a provider's finite score at the top
+// of float64's range, which the host accepts, stays finite through the
+// host's ranking (the first-person question doubles a user turn's score)
+// and the recall is answered with the hit.
+func TestHugeScoreRecallAnswersItsHits(t *testing.T) {
+	for _, q := range []string{"green tea", "what did I say about green tea"} {
+		status, body, _ := recallOver(t, 1.7e308, q)
+		var answer struct {
+			Hits []struct {
+				Score float64 `json:"score"`
+			} `json:"hits"`
+		}
+		if err := json.Unmarshal(body, &answer); status != 200 || err != nil || len(answer.Hits) != 1 || answer.Hits[0].Score < 1.7e308 {
+			t.Errorf("query %q: %d %q (%v), want the one hit, its score at least the provider's", q, status, body, err)
+		}
+	}
+}
+
+// TestUnencodableAnswerIs500: an answer JSON cannot hold (here a score
+// that is not finite, which only an in-process provider can answer: the
+// plugin client refuses it) is answered 500 in the error envelope and
+// logged, not as a 200 with an empty body.
+func TestUnencodableAnswerIs500(t *testing.T) {
+	status, body, logs := recallOver(t, math.Inf(1), "green tea")
+	var e errorBody
+	if err := json.Unmarshal(body, &e); status != http.StatusInternalServerError || err != nil || e.Error.Code != "internal" || e.Error.Message == "" {
+		t.Errorf("answered %d %q (%v), want 500 with code internal", status, body, err)
+	}
+	if strings.Contains(e.Error.Message, "json:") {
+		t.Errorf("the message quotes encoding/json: %q", e.Error.Message)
+	}
+	if !strings.Contains(logs, "request failed") || !strings.Contains(logs, "+Inf") {
+		t.Errorf("no error line names the failure:\n%s", logs)
+	}
+}
+
+// TestErrorAfterTheAnswerBeganIsLogged: a handler failing once its answer
+// is under way gets no error envelope appended to what it sent (nor a
+// second status line); the failure is logged.
+func TestErrorAfterTheAnswerBeganIsLogged(t *testing.T) {
+	var logs logBuffer
+	_, providers, coord := testCoordinator(t)
+	s := New(Options{Provider: providers, Coordinator: coord, Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})})
+	mux := http.NewServeMux()
+	s.route(mux, "GET /v1/partial", func(_ context.Context, _ caller, w http.ResponseWriter, _ *http.Request) error {
+		_, _ = io.WriteString(w, "partial\n")
+		return fmt.Errorf("the stream broke: %w", sdk.ErrUnavailable)
+	})
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/partial", nil))
+	if rec.Code != 200 || rec.Body.String() != "partial\n" {
+		t.Errorf("answered %d %q, want the 200 and the partial body alone", rec.Code, rec.Body.String())
+	}
+	if !strings.Contains(logs.String(), "the stream broke") {
+		t.Errorf("the failure is not logged:\n%s", logs.String())
+	}
 }

@@ -74,8 +74,7 @@ func (s *Server) handleSessionTrace(ctx context.Context, c caller, w http.Respon
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "session": session, "turns": turns})
-	return nil
+	return writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "session": session, "turns": turns})
 }
 
 // handleTraces lists the sessions of a realm with the newest traces.
@@ -88,8 +87,7 @@ func (s *Server) handleTraces(ctx context.Context, c caller, w http.ResponseWrit
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "sessions": sessions})
-	return nil
+	return writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "sessions": sessions})
 }
 
 // handleRecordTrace answers the newest turns that injected a record.
@@ -106,6 +104,5 @@ func (s *Server) handleRecordTrace(ctx context.Context, c caller, w http.Respons
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "record": id, "turns": turns})
-	return nil
+	return writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "record": id, "turns": turns})
 }
