@@ -63,7 +63,7 @@ var checks = []check{
 	{name: "Vectors", needs: caps(sdk.CapWrite, sdk.CapForget, sdk.CapVectors), run: checkVectors},
 	{name: "BadVectors", needs: caps(sdk.CapWrite, sdk.CapVectors), run: checkBadVectors},
 	{name: "ConcurrentWriters", needs: caps(sdk.CapWrite), run: checkConcurrentWriters},
-	{name: "Deadline", run: checkDeadline},
+	{name: "Deadline", needs: caps(sdk.CapWrite), run: checkDeadline},
 	{name: "Durability", needs: caps(sdk.CapWrite), run: checkDurability},
 	{name: "CrashDurability", needs: caps(sdk.CapWrite), skip: needBinary, run: checkCrashDurability},
 }

@@ -26,7 +26,13 @@ import (
 // over real gRPC), in-process (Target.New) or as a built binary
 // (Target.Binary). It checks Info (and the manifest when given), config
 // validation, a first and a rolling compaction, the byte cap, bad input,
-// deadlines and concurrent calls. It does not judge summary quality.
+// and concurrent calls. It does not judge summary quality.
+//
+// It has no deadline check: the caller's gRPC client answers a deadline
+// error when the deadline passes whatever the plugin does, and a compaction
+// changes nothing, so a plugin that ignores its deadline looks, from
+// outside, like one that honours it. Honour ctx anyway: an abandoned call
+// holds a core until it ends.
 func RunCompactor(t *testing.T, target Target) {
 	t.Helper()
 	s, err := NewSuite(t.Context(), target)
@@ -75,7 +81,6 @@ var compactorChecks = []compactorCheck{
 	{name: "CarryOver", run: checkCarryOver},
 	{name: "ByteCap", run: checkByteCap},
 	{name: "BadInput", run: checkCompactBadInput},
-	{name: "Deadline", run: checkCompactDeadline},
 	{name: "Concurrent", run: checkCompactConcurrent},
 }
 
@@ -254,20 +259,6 @@ func checkCompactBadInput(ctx context.Context, e *compactorEnv) error {
 	p.add(wantErr("Compact with MaxBytes -1", err, sdk.ErrInvalid))
 	if _, err := e.c.Compact(ctx, compactRequest("conv-bad", conversation(2, "after"), nil, 4096)); err != nil {
 		p.addf("Compact after bad input: %v", err)
-	}
-	return p.err()
-}
-
-func checkCompactDeadline(ctx context.Context, e *compactorEnv) error {
-	var p problems
-	expired, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
-	defer cancel()
-	_, err := e.c.Compact(expired, compactRequest("conv-late", conversation(3, "late"), nil, 4096))
-	if !errors.Is(err, sdk.ErrDeadline) && !errors.Is(err, context.DeadlineExceeded) {
-		p.addf("Compact past its deadline: error %v, want sdk.ErrDeadline", err)
-	}
-	if _, err := e.c.Compact(ctx, compactRequest("conv-late", conversation(3, "late"), nil, 4096)); err != nil {
-		p.addf("Compact after an expired call: %v", err)
 	}
 	return p.err()
 }

@@ -24,7 +24,13 @@ import (
 // (one vector of the declared dimensions per text, in order, finite and
 // not zero, different texts answered differently), determinism when
 // declared, the batch and input limits refused as invalid, bad input,
-// deadlines and concurrent calls. It does not judge vector quality.
+// and concurrent calls. It does not judge vector quality.
+//
+// It has no deadline check: the caller's gRPC client answers a deadline
+// error when the deadline passes whatever the plugin does, and a call to Embed
+// changes nothing, so a plugin that ignores its deadline looks, from
+// outside, like one that honours it. Honour ctx anyway: an abandoned call
+// holds a core until it ends.
 func RunEmbedder(t *testing.T, target Target) {
 	t.Helper()
 	runKind(t, target, sdk.KindEmbedder, nil, embedderChecks)
@@ -56,7 +62,6 @@ var embedderChecks = kindChecks([]kindCheck{
 	{name: "Determinism", run: checkEmbedDeterminism},
 	{name: "Limits", run: checkEmbedLimits},
 	{name: "BadInput", run: checkEmbedBadInput},
-	{name: "Deadline", run: checkEmbedDeadline},
 	{name: "Concurrency", run: checkEmbedConcurrency},
 })
 
@@ -340,20 +345,6 @@ func checkEmbedBadInput(ctx context.Context, e *kindEnv) error {
 		p.add(wantErr("Embed with "+c.what, err, sdk.ErrInvalid))
 	}
 	p.add(embedsAfter(ctx, emb, info, "bad input"))
-	return p.err()
-}
-
-func checkEmbedDeadline(ctx context.Context, e *kindEnv) error {
-	emb, info, err := e.openEmbedder(ctx)
-	if err != nil {
-		return err
-	}
-	req := sdk.EmbedRequest{Purpose: sdk.EmbedQuery, Texts: embedTexts[:1]}
-	p := expiredCalls(ctx, "Embed", func(ctx context.Context) error {
-		_, err := emb.Embed(ctx, req)
-		return err
-	})
-	p.add(embedsAfter(ctx, emb, info, "expired calls"))
 	return p.err()
 }
 

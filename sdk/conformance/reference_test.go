@@ -37,7 +37,7 @@ type refProvider struct {
 type bugs struct {
 	leakRealms, ignoreScopes, duplicateWrites, partialBatch, recallSuperseded, recallExpired,
 	forgetMissingFails, noPersist, truncateTitles, looseConfig, unboundedWorkingSet, ignoreTags,
-	worstFirst, dropExplicitID, ignoreWindow, epochOpen, noNeighbours bool
+	worstFirst, dropExplicitID, ignoreWindow, epochOpen, noNeighbours, ignoreDeadline bool
 }
 
 var allCaps = sdk.Capabilities{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger, sdk.CapNeighbours}
@@ -83,9 +83,14 @@ func (p *refProvider) Configure(_ context.Context, raw json.RawMessage) error {
 func (p *refProvider) Close() error { return nil }
 
 // save rewrites the store; callers hold mu.
-func (p *refProvider) save() error {
+func (p *refProvider) save() error { return p.saveBy(context.Background()) }
+
+// saveBy saves unless ctx ends first: its deadline is checked after the
+// slow part (encoding, writing, syncing) and before the rename commits,
+// so a write whose caller was answered deadline_exceeded is not stored.
+func (p *refProvider) saveBy(ctx context.Context) error {
 	if p.bugs.noPersist {
-		return nil
+		return ctx.Err()
 	}
 	data, err := json.Marshal(p.recs)
 	if err != nil {
@@ -105,6 +110,10 @@ func (p *refProvider) save() error {
 		return err
 	}
 	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		os.Remove(tmp)
 		return err
 	}
 	return os.Rename(tmp, p.path)
@@ -215,7 +224,7 @@ func (p *refProvider) termsOf(r *sdk.Record) (title, body []string) {
 	return t[0], t[1]
 }
 
-func (p *refProvider) Remember(_ context.Context, realm string, in []sdk.Record) ([]string, error) {
+func (p *refProvider) Remember(ctx context.Context, realm string, in []sdk.Record) ([]string, error) {
 	if err := sdk.ValidateRealm(realm); err != nil {
 		return nil, err
 	}
@@ -257,7 +266,17 @@ func (p *refProvider) Remember(_ context.Context, realm string, in []sdk.Record)
 		added = append(added, r.ID)
 		ids[i] = r.ID
 	}
-	return ids, p.save()
+	if p.bugs.ignoreDeadline {
+		ctx = context.Background()
+	}
+	if err := p.saveBy(ctx); err != nil {
+		// Not committed: the caller is told it failed, so nothing stays.
+		for _, id := range added {
+			delete(recs, id)
+		}
+		return nil, err
+	}
+	return ids, nil
 }
 
 // findHash answers the live record of scope holding hash, if any.
