@@ -17,7 +17,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	hclog "github.com/hashicorp/go-hclog"
@@ -464,7 +463,7 @@ func (s *Service) call(ctx context.Context, id sdk.Identity, key Key, at string,
 		return sdk.Message{}, &codedError{code: CodeFailed, sentinel: ErrFailed, cause: err,
 			msg: fmt.Sprintf("%s: compactor failed (%s): %v", where, sdk.CodeOf(err), err)}
 	}
-	if !hasText(art.Content) {
+	if !sdk.HasVisibleText(art.Content) {
 		return sdk.Message{}, &codedError{code: CodeEmpty, sentinel: ErrEmpty,
 			msg: fmt.Sprintf("%s: the compactor answered an empty artifact; the watermark stays", where)}
 	}
@@ -475,18 +474,6 @@ func (s *Service) call(ctx context.Context, id sdk.Identity, key Key, at string,
 	// The cap is checked first: it is the compactor's limit, and defanging
 	// grows a text by a few bytes per neutralised marker.
 	return s.safe(id, art), nil
-}
-
-// hasText reports whether s holds a character a reader sees: not only
-// spaces, controls, format characters (zero-width spaces, a byte-order
-// mark) or invalid bytes, which a model would read as an empty summary.
-func hasText(s string) bool {
-	for _, r := range s {
-		if r != utf8.RuneError && unicode.IsGraphic(r) && !unicode.IsSpace(r) {
-			return true
-		}
-	}
-	return false
 }
 
 // safe answers the artifact as it is stored (so the carry-over a

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -160,8 +159,9 @@ func compactRequest(conv string, evicted []sdk.Message, carry *sdk.Message, maxB
 // checkArtifact is what every successful answer must satisfy.
 func checkArtifact(what string, art sdk.Message, maxBytes int) error {
 	switch {
-	case strings.TrimSpace(art.Content) == "":
-		return fmt.Errorf("%s answered an empty artifact; an empty summary must be an error", what)
+	case !sdk.HasVisibleText(art.Content):
+		// The host's own rule: it refuses such an artifact as empty.
+		return fmt.Errorf("%s answered an artifact with no visible text (%q); an empty summary must be an error", what, shorten(art.Content))
 	case maxBytes > 0 && len(art.Content) > maxBytes:
 		return fmt.Errorf("%s answered %d bytes, over MaxBytes %d", what, len(art.Content), maxBytes)
 	case !utf8.ValidString(art.Content) || !utf8.ValidString(art.Role):
