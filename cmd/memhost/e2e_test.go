@@ -651,6 +651,65 @@ func TestPluginsVerify(t *testing.T) {
 	}
 }
 
+// TestPluginsManifestKeepsAnotherPluginsManifest: the manifest is named
+// for the name a binary reports, so a second binary reporting the same
+// name would silently take the first one's manifest (and its instances,
+// data and config at the next start). It is refused unless --force is
+// given, and every replacement says what it replaced.
+func TestPluginsManifestKeepsAnotherPluginsManifest(t *testing.T) {
+	t.Parallel()
+	pluginDir := t.TempDir()
+	data, err := os.ReadFile(testbin.BuildIn(t, "examples/journal", "./cmd/memhost-plugin-journal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"memhost-plugin-journal", "memhost-plugin-other"} {
+		if err := os.WriteFile(filepath.Join(pluginDir, name), data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	memhost := testbin.Build(t, "./cmd/memhost")
+	manifest := filepath.Join(pluginDir, "journal.plugin.json")
+	names := func() string {
+		raw, err := os.ReadFile(manifest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m struct {
+			Executable string `json:"executable"`
+		}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m.Executable
+	}
+	run := func(args ...string) (string, error) {
+		out, err := testbin.Command(memhost, append([]string{"plugins", "manifest"}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	for _, step := range []struct {
+		args       []string
+		fails      bool
+		say        string
+		executable string
+	}{
+		{[]string{filepath.Join(pluginDir, "memhost-plugin-journal")}, false, "wrote " + manifest, "memhost-plugin-journal"},
+		// Same name, another executable: refused, the manifest kept.
+		{[]string{filepath.Join(pluginDir, "memhost-plugin-other")}, true, "--force", "memhost-plugin-journal"},
+		// A rebuild of the same executable replaces it, and says so.
+		{[]string{filepath.Join(pluginDir, "memhost-plugin-journal")}, false, "replaced " + manifest + ", which named memhost-plugin-journal", "memhost-plugin-journal"},
+		{[]string{"--force", filepath.Join(pluginDir, "memhost-plugin-other")}, false, "replaced " + manifest + ", which named memhost-plugin-journal", "memhost-plugin-other"},
+	} {
+		out, err := run(step.args...)
+		if (err != nil) != step.fails || !strings.Contains(out, step.say) {
+			t.Fatalf("plugins manifest %v: %v, want failure %v and %q in:\n%s", step.args, err, step.fails, step.say, out)
+		}
+		if got := names(); got != step.executable {
+			t.Fatalf("after plugins manifest %v the manifest names %s, want %s", step.args, got, step.executable)
+		}
+	}
+}
+
 // TestThirdPartyPlugin proves the plugin-author path end to end: the
 // example provider, built in its own Go module against the SDK, gets a
 // manifest from `memhost plugins manifest` and serves a stock memhost.

@@ -11,7 +11,6 @@ import (
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/internal/config"
 	"github.com/memhost/memhost/internal/pluginhost"
-	sdkhost "github.com/memhost/memhost/sdk/host"
 	"github.com/spf13/cobra"
 )
 
@@ -111,31 +110,45 @@ func pluginsVerifyCommand() *cobra.Command {
 
 func pluginsManifestCommand() *cobra.Command {
 	var script pluginhost.ScriptPlugin
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "manifest EXECUTABLE...",
 		Short: "Start each plugin executable once and write its manifest beside it",
 		Long: `Start each plugin executable once and write its manifest beside it.
 With --interpreter, each argument is a script plugin's entry script, inside
 its script tree (a directory of the plugin directory); the manifest pins the
-interpreter and the tree's digest (docs/plugins.md, "Interpreted plugins").`,
+interpreter and the tree's digest (docs/plugins.md, "Interpreted plugins").
+
+The manifest is named for the name the plugin reports. One already there
+is replaced, and the output says so, when it names the same executable; one
+naming another executable belongs to another plugin and is refused unless
+--force is given.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var errs []error
 			for _, exe := range args {
 				write := pluginhost.WriteManifest
 				if script.Interpreter != "" {
-					write = func(ctx context.Context, exe string, logger hclog.Logger) (string, *sdkhost.Manifest, error) {
+					write = func(ctx context.Context, exe string, logger hclog.Logger, force bool) (pluginhost.Written, error) {
 						sp := script
 						sp.Script = exe
-						return pluginhost.WriteScriptManifest(ctx, sp, logger)
+						return pluginhost.WriteScriptManifest(ctx, sp, logger, force)
 					}
 				}
-				path, m, err := write(context.WithoutCancel(cmd.Context()), exe, hclog.NewNullLogger())
+				w, err := write(context.WithoutCancel(cmd.Context()), exe, hclog.NewNullLogger(), force)
 				if err != nil {
 					errs = append(errs, err)
 					continue
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%s %s)\n", path, m.Name, m.Version)
+				m := w.Manifest
+				switch {
+				case !w.Replaced:
+					fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%s %s)\n", w.Path, m.Name, m.Version)
+				case w.Previous == "":
+					fmt.Fprintf(cmd.OutOrStdout(), "replaced %s, which could not be read (%s %s)\n", w.Path, m.Name, m.Version)
+				default:
+					fmt.Fprintf(cmd.OutOrStdout(), "replaced %s, which named %s (%s %s)\n", w.Path, w.Previous, m.Name, m.Version)
+				}
 			}
 			if len(errs) > 0 {
 				fmt.Fprintln(os.Stderr, errors.Join(errs...))
@@ -146,6 +159,7 @@ interpreter and the tree's digest (docs/plugins.md, "Interpreted plugins").`,
 	}
 	cmd.Flags().StringVar(&script.Interpreter, "interpreter", "", "absolute path of the interpreter that runs script plugins")
 	cmd.Flags().StringArrayVar(&script.Args, "interpreter-arg", nil, "an argument for the interpreter, before the script (repeatable)")
+	cmd.Flags().BoolVar(&force, "force", false, "replace a manifest that names another executable")
 	return cmd
 }
 

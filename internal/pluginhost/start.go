@@ -65,26 +65,28 @@ func Start(ctx context.Context, e Entry, opts StartOptions) (*host.Conn, error) 
 // WriteManifest starts the executable once, asks its Info, and writes the
 // manifest beside it as <name>.plugin.json. It is how `make build` and
 // plugin authors produce manifests; the host never trusts a plugin that
-// has no manifest.
-func WriteManifest(ctx context.Context, exe string, logger hclog.Logger) (string, *host.Manifest, error) {
+// has no manifest. The name is the one the executable reports, so a
+// manifest already there that names another executable (another plugin
+// claiming that name) is replaced only with force: see Written.
+func WriteManifest(ctx context.Context, exe string, logger hclog.Logger, force bool) (Written, error) {
 	abs, err := filepath.Abs(exe)
 	if err != nil {
-		return "", nil, err
+		return Written{}, err
 	}
 	sum, err := FileSHA256(abs)
 	if err != nil {
-		return "", nil, fmt.Errorf("plugin %s: %w", abs, err)
+		return Written{}, fmt.Errorf("plugin %s: %w", abs, err)
 	}
 	m := &host.Manifest{SHA256: sum}
 	info, err := infoOf(ctx, host.LaunchOptions{Name: filepath.Base(abs), Path: abs, SHA256: m.Checksum(), Logger: logger, Dir: os.TempDir()})
 	if err != nil {
-		return "", nil, err
+		return Written{}, err
 	}
 	m = host.ManifestFor(info, filepath.Base(abs), sum)
 	if err := m.Validate(); err != nil {
-		return "", nil, fmt.Errorf("plugin %s: %w", abs, err)
+		return Written{}, fmt.Errorf("plugin %s: %w", abs, err)
 	}
-	return writeManifestFile(filepath.Join(filepath.Dir(abs), info.Name+host.ManifestSuffix), m)
+	return writeManifestFile(filepath.Join(filepath.Dir(abs), info.Name+host.ManifestSuffix), m, force)
 }
 
 // infoOf starts a plugin once and answers its checked Info.

@@ -367,9 +367,10 @@ func manifestKey(bin string) (string, error) {
 func writeManifest(t testing.TB, exe string) string {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
-		path, _, err := pluginhost.WriteManifest(context.Background(), exe, hclog.NewNullLogger())
+		// Forced: the copy is the test's own, rewritten on every build.
+		w, err := pluginhost.WriteManifest(context.Background(), exe, hclog.NewNullLogger(), true)
 		if err == nil {
-			return path
+			return w.Path
 		}
 		if attempt == 50 || !(errors.Is(err, syscall.ETXTBSY) || strings.Contains(err.Error(), syscall.ETXTBSY.Error())) {
 			t.Fatalf("testbin: manifest for %s: %v", exe, err)
