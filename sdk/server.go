@@ -401,7 +401,7 @@ func (s *selectorServer) Select(stream grpc.ClientStreamingServer[pb.SelectReque
 		Identity: Identity{Realm: header.Realm, ID: header.Identity}, Query: header.Query,
 		Rows: rows, SuppressedIDs: header.SuppressedIds, Max: int(header.Max),
 	}
-	if err := firstOf(req.Identity.Validate(), checkIDs("suppressed_ids", req.SuppressedIDs)); err != nil {
+	if err := firstOf(req.Identity.Validate(), checkRowIDs(req.Rows), checkIDs("suppressed_ids", req.SuppressedIDs)); err != nil {
 		return toStatus(err)
 	}
 	if req.Max < 0 {
@@ -412,6 +412,17 @@ func (s *selectorServer) Select(stream grpc.ClientStreamingServer[pb.SelectReque
 		return toStatus(err)
 	}
 	return stream.SendAndClose(&pb.SelectResponse{Ids: sel.IDs, Coverage: coverageToPB(sel.Coverage)})
+}
+
+// checkRowIDs refuses a selector row without a valid id: the selector
+// answers ids, and one it cannot name it could never select.
+func checkRowIDs(rows []ManifestRow) error {
+	for i := range rows {
+		if err := ValidateID(rows[i].ID); err != nil {
+			return invalid(fmt.Sprintf("rows[%d].id", i), problemOf(err))
+		}
+	}
+	return nil
 }
 
 type compactorServer struct {

@@ -1,6 +1,7 @@
 package conformance_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -202,4 +203,28 @@ func TestUnknownCheck(t *testing.T) {
 	if r := s.Run(t.Context(), "NoSuchCheck", t.TempDir()); r.Err == nil {
 		t.Fatal("Run of an unknown check did not fail")
 	}
+}
+
+// plainSelector checks nothing itself, leaving requests to sdk.Serve, and
+// never selects: an empty selection is a real verdict (inject nothing).
+type plainSelector struct{}
+
+func (plainSelector) Info() sdk.Info {
+	return sdk.Info{Name: "plain", Version: "0.1.0", Kinds: []sdk.PluginKind{sdk.KindSelector}, Protocols: []int{sdk.ProtocolVersion}}
+}
+
+func (plainSelector) Configure(_ context.Context, raw json.RawMessage) error {
+	var cfg struct{}
+	return sdk.DecodeConfig(raw, &cfg)
+}
+
+func (plainSelector) Select(context.Context, sdk.SelectRequest) (sdk.Selection, error) {
+	return sdk.Selection{Coverage: sdk.CoverageSufficient}, nil
+}
+
+// TestSelectorSuitePassesAPlainSelector: every request the selector suite
+// requires refused (a row without id among them) is refused by sdk.Serve,
+// so a selector that validates nothing itself passes.
+func TestSelectorSuitePassesAPlainSelector(t *testing.T) {
+	conformance.RunSelector(t, conformance.Target{New: func() sdk.Plugin { return plainSelector{} }})
 }

@@ -149,3 +149,63 @@ func TestCompactRequestsAreCheckedBeforeThePlugin(t *testing.T) {
 		})
 	}
 }
+
+// countingSelector counts the requests that reach it and selects nothing.
+type countingSelector struct{ calls int }
+
+func (c *countingSelector) Info() sdk.Info {
+	return sdk.Info{Name: "counting", Version: "0.1.0", Kinds: []sdk.PluginKind{sdk.KindSelector}, Protocols: []int{sdk.ProtocolVersion}}
+}
+func (c *countingSelector) Configure(context.Context, json.RawMessage) error { return nil }
+func (c *countingSelector) Select(context.Context, sdk.SelectRequest) (sdk.Selection, error) {
+	c.calls++
+	return sdk.Selection{Coverage: sdk.CoverageSufficient}, nil
+}
+
+// The SDK server refuses a select request the selector could not answer,
+// a row it could not name among them, naming the field, before the plugin
+// sees it (the conformance kit's BadRequests requires each refusal).
+func TestSelectRequestsAreCheckedBeforeThePlugin(t *testing.T) {
+	ctx := context.Background()
+	impl := &countingSelector{}
+	conn, err := ServeInProcess(ctx, impl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	sel, err := conn.Selector()
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := sdk.Identity{Realm: "default", ID: "alice"}
+	row := sdk.ManifestRow{ID: "r1", Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "deploy"}
+	for _, tc := range []struct {
+		name  string
+		req   sdk.SelectRequest
+		field string // "" when the request is valid
+	}{
+		{"a row without id", sdk.SelectRequest{Identity: alice, Rows: []sdk.ManifestRow{row, {Title: "deploy"}}}, "rows[1].id"},
+		{"a row with an unsafe id", sdk.SelectRequest{Identity: alice, Rows: []sdk.ManifestRow{{ID: "../x", Title: "deploy"}}}, "rows[0].id"},
+		{"a bad suppressed id", sdk.SelectRequest{Identity: alice, Rows: []sdk.ManifestRow{row}, SuppressedIDs: []string{""}}, "suppressed_ids[0]"},
+		{"a negative max", sdk.SelectRequest{Identity: alice, Rows: []sdk.ManifestRow{row}, Max: -1}, "max"},
+		{"valid", sdk.SelectRequest{Identity: alice, Rows: []sdk.ManifestRow{row}, Max: 1}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := impl.calls
+			_, err := sel.Select(ctx, tc.req)
+			if tc.field == "" {
+				if err != nil || impl.calls != before+1 {
+					t.Fatalf("Select = %v after %d calls; want it to reach the plugin", err, impl.calls-before)
+				}
+				return
+			}
+			var fe *sdk.FieldError
+			if !errors.As(err, &fe) || fe.Field != tc.field || !errors.Is(err, sdk.ErrInvalid) {
+				t.Fatalf("Select = %v, want an invalid-argument error on %s", err, tc.field)
+			}
+			if impl.calls != before {
+				t.Fatal("the plugin saw a request the SDK should have refused")
+			}
+		})
+	}
+}
