@@ -281,12 +281,39 @@ func (i *instance) step(ctx context.Context) time.Duration {
 		i.opts.Logger.Error("plugin restart failed", "instance", i.spec.Name, "plugin", i.spec.source(), "failures", failures, "retry_in_ms", wait.Milliseconds(), "error", err)
 		return wait
 	}
+	i.mu.Lock()
+	before := i.info.Capabilities
+	i.mu.Unlock()
 	if !i.install(conn, client, true) {
 		conn.Kill(0)
 		return time.Hour
 	}
 	i.opts.Logger.Warn("plugin restarted", "instance", i.spec.Name, "plugin", i.spec.source(), "pid", conn.Pid())
+	// The manifest pins no capabilities, so a plugin whose Info is not
+	// constant (it reads config, files or the environment) comes back
+	// declaring others; the host serves what it now declares, and the
+	// operator should hear of it.
+	if after := conn.Info().Capabilities; !sameCapabilities(before, after) {
+		i.opts.Logger.Warn("plugin restarted declaring other capabilities than before; serving what it declares now",
+			"instance", i.spec.Name, "plugin", i.spec.source(), "before", fmt.Sprint(before), "after", fmt.Sprint(after))
+	}
 	return i.opts.HealthInterval
+}
+
+// sameCapabilities reports whether a and b declare the same capabilities,
+// in any order.
+func sameCapabilities(a, b sdk.Capabilities) bool {
+	for _, c := range a {
+		if !b.Has(c) {
+			return false
+		}
+	}
+	for _, c := range b {
+		if !a.Has(c) {
+			return false
+		}
+	}
+	return true
 }
 
 // backOff records a failed start attempt: the instance is unavailable,

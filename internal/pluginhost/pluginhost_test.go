@@ -667,6 +667,34 @@ func TestSupervisorRestartDoesNotBlockCallerOrClose(t *testing.T) {
 	}
 }
 
+// TestSupervisorWarnsOfChangedCapabilities: the manifest pins no
+// capabilities, so a restarted plugin whose Info is not constant comes
+// back declaring others; the host serves what it declares now, and says
+// so in a warning.
+func TestSupervisorWarnsOfChangedCapabilities(t *testing.T) {
+	work := t.TempDir()
+	var logs syncBuffer
+	logger := hclog.New(&hclog.LoggerOptions{Output: &logs, JSONFormat: true, Level: hclog.Info})
+	sup, p := startEcho(t, pluginhost.Options{HealthInterval: 20 * time.Millisecond, StartOptions: pluginhost.StartOptions{Dir: work, Logger: logger}})
+	if !p.Capabilities().Has(sdk.CapReindex) {
+		t.Fatal("echo declares reindex")
+	}
+	if err := os.WriteFile(filepath.Join(work, "fewer-capabilities"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pid := sup.Status()[0].Pid
+	syscall.Kill(pid, syscall.SIGKILL)
+	waitStatus(t, sup, "main", "the restart", func(st pluginhost.Status) bool {
+		return st.State == pluginhost.StateReady && st.Restarts == 1
+	})
+	if p.Capabilities().Has(sdk.CapReindex) {
+		t.Fatal("the restarted plugin no longer declares reindex, and the host still serves it")
+	}
+	if !strings.Contains(logs.String(), "declaring other capabilities") || !strings.Contains(logs.String(), "reindex") {
+		t.Fatalf("no warning of the changed capabilities:\n%s", logs.String())
+	}
+}
+
 func TestSupervisorUndeclaredCapability(t *testing.T) {
 	_, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour})
 	if p.Capabilities().Has(sdk.CapFetch) {

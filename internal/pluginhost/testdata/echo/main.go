@@ -24,8 +24,11 @@ type echo struct {
 }
 
 func (e *echo) Info() sdk.Info {
-	return sdk.Info{Name: "echo", Version: "0.1.0", Kinds: []sdk.PluginKind{sdk.KindProvider}, Protocols: []int{1},
-		Capabilities: sdk.Capabilities{sdk.CapWrite, sdk.CapReindex}}
+	caps := sdk.Capabilities{sdk.CapWrite, sdk.CapReindex}
+	if _, err := os.Stat("fewer-capabilities"); err == nil {
+		caps = caps[:1] // an Info that is not constant, as a plugin must not do
+	}
+	return sdk.Info{Name: "echo", Version: "0.1.0", Kinds: []sdk.PluginKind{sdk.KindProvider}, Protocols: []int{1}, Capabilities: caps}
 }
 
 func (e *echo) Configure(_ context.Context, raw json.RawMessage) error {
