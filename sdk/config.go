@@ -40,6 +40,20 @@ func DecodeConfig(raw json.RawMessage, v any) error {
 // envName is what a variable name in a plugin config must look like.
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
+// EnvNameShown is how an error names the environment variable name,
+// which the config file gave where a variable's name belongs: the name
+// when it looks like one (capitals, digits and _, short), else a phrase.
+// A secret pasted there by mistake is mostly letters and digits too, and
+// the error of its unset "variable" reaches logs.
+func EnvNameShown(name string) string {
+	looksLikeName := len(name) <= 48 && (len(name) <= 16 || strings.Contains(name, "_")) &&
+		strings.IndexFunc(name, func(r rune) bool { return !(r == '_' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') }) < 0
+	if looksLikeName {
+		return name
+	}
+	return "named there (not repeated: it looks more like a secret than a variable's name)"
+}
+
 // SecretFromEnv reads a secret (an API key) that a plugin's config names
 // by its environment variable, at config key field: "" for an empty name
 // (no secret), else the variable's trimmed value. A name that is no
@@ -58,7 +72,7 @@ func SecretFromEnv(field, name string, lookup func(string) (string, bool)) (stri
 	}
 	v, ok := lookup(name)
 	if !ok || strings.TrimSpace(v) == "" {
-		return "", invalid(field, fmt.Sprintf("names %s, which is not set in the plugin's environment", name))
+		return "", invalid(field, fmt.Sprintf("names the variable %s, which is not set in the plugin's environment", EnvNameShown(name)))
 	}
 	return strings.TrimSpace(v), nil
 }

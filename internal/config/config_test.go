@@ -281,10 +281,15 @@ token "c" {
 func TestPastedSecretsAreNotRepeated(t *testing.T) {
 	const key = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 	const dsn = "postgres://memhost:hunter2@db.internal/memhost"
-	for _, tc := range []struct{ name, src, secret string }{
-		{"secret_env", "token \"ops\" {\n  secret_env = \"" + key + "\"\n  realms = [\"default\"]\n}\n", key},
-		{"host_key_env", "host_key_env = \"" + key + "\"\n", key},
-		{"dsn_env", "session_store {\n  kind = \"postgres\"\n  dsn_env = \"" + dsn + "\"\n}\n", "hunter2"},
+	for _, tc := range []struct{ name, src, secret, want string }{
+		{"secret_env", "token \"ops\" {\n  secret_env = \"" + key + "\"\n  realms = [\"default\"]\n}\n", key, "secret_env must name an environment variable"},
+		{"host_key_env", "host_key_env = \"" + key + "\"\n", key, "host_key_env must name an environment variable"},
+		{"dsn_env", "session_store {\n  kind = \"postgres\"\n  dsn_env = \"" + dsn + "\"\n}\n", "hunter2", "dsn_env must name an environment variable"},
+		// Secrets that could be a variable's name: refused as unset,
+		// still without repeating them.
+		{"secret_env that could be a name", "token \"ops\" {\n  secret_env = \"ghp_R2d2C3po4Bb8Xy7Zq1Wv9Ut6Sr5Qp3On0Ml\"\n  realms = [\"default\"]\n}\n", "R2d2C3po4Bb8", "which is not set"},
+		{"host_key_env that could be a name", "host_key_env = \"af" + key[2:] + "\"\n", key[2:], "which is unset or empty"},
+		{"dsn_env that could be a name", "session_store {\n  kind = \"postgres\"\n  dsn_env = \"AF86D081884C7D659A2FEAA0C55AD015\"\n}\n", "AF86D081884C7D659A2FEAA0C55AD015", "which is unset or empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parse(t, tc.src)
@@ -294,8 +299,8 @@ func TestPastedSecretsAreNotRepeated(t *testing.T) {
 			if strings.Contains(err.Error(), tc.secret) {
 				t.Errorf("the refusal repeats the secret: %v", err)
 			}
-			if !strings.Contains(err.Error(), tc.name+" must name an environment variable") {
-				t.Errorf("the refusal does not say what is wrong: %v", err)
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("the refusal does not say what is wrong (%s): %v", tc.want, err)
 			}
 		})
 	}

@@ -294,10 +294,10 @@ func (d *decoder) token(b *hcl.Block) {
 				"Token %q: secret_env %s", t.Name, notAnEnvName)
 		case !ok:
 			d.errorf(attr.Expr.Range().Ptr(), "Token secret not set",
-				"Token %q reads its secret from the environment variable %s, which is not set.", t.Name, t.SecretEnv)
+				"Token %q reads its secret from the environment variable %s, which is not set.", t.Name, sdk.EnvNameShown(t.SecretEnv))
 		case secret == "":
 			d.errorf(attr.Expr.Range().Ptr(), "Token secret not set",
-				"Token %q reads its secret from the environment variable %s, which is empty.", t.Name, t.SecretEnv)
+				"Token %q reads its secret from the environment variable %s, which is empty.", t.Name, sdk.EnvNameShown(t.SecretEnv))
 		default:
 			t.Secret = secret
 		}

@@ -184,7 +184,7 @@ func parseConfig(raw json.RawMessage, getenv func(string) string) (settings, err
 	}
 	dsn := getenv(cfg.DSNEnv)
 	if dsn == "" {
-		return bad(fieldErr("dsn_env", fmt.Sprintf("environment variable %s is unset or empty; set it to the PostgreSQL connection string", cfg.DSNEnv)))
+		return bad(fieldErr("dsn_env", fmt.Sprintf("environment variable %s is unset or empty; set it to the PostgreSQL connection string", sdk.EnvNameShown(cfg.DSNEnv))))
 	}
 	pc, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
