@@ -59,7 +59,7 @@ func TestProposalCardShowsWhatApprovalSets(t *testing.T) {
 		{"id": "p-expiring", "proposer": "runtime", "record": map[string]any{"title": "Refund policy", "body": "b!",
 			"expires_at": "2030-01-02T03:04:05Z", "occurred_at": "2029-12-31T00:00:00Z", "thread": map[string]any{"id": "support-chat", "seq": 7}},
 			"supersedes": map[string]any{"id": "old", "title": "Refund policy", "body": "b."},
-			"diff": []map[string]string{{"field": "expires_at", "op": "-", "text": ""}, {"field": "expires_at", "op": "+", "text": "2030-01-02T03:04:05Z"}}},
+			"diff":       []map[string]string{{"field": "expires_at", "op": "-", "text": ""}, {"field": "expires_at", "op": "+", "text": "2030-01-02T03:04:05Z"}}},
 		{"id": "p-imported", "proposer": "", "imported": true, "record": map[string]any{"title": "Imported", "body": "x"}},
 	}
 	page, _ := json.Marshal(map[string]any{"pending": len(props), "proposals": props})
