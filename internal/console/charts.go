@@ -97,7 +97,7 @@ func (s *sampler) take() {
 	}
 	for _, m := range metrics(fams, "memhost_injection_skips_total") {
 		for _, l := range m.GetLabel() {
-			if l.GetName() == "skip_reason" {
+			if l.GetName() == "reason" {
 				sm.skips[l.GetValue()] += m.GetCounter().GetValue()
 			}
 		}

@@ -5,6 +5,11 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/internal/httpapi"
+	"github.com/memhost/memhost/sdk"
 )
 
 const (
@@ -33,14 +38,51 @@ func (richAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case p == "/v1/plugins":
 		body = `{"plugins":[{"instance":"main","kind":"provider","name":"sqlite","version":"0.1.0","healthy":false,"state":"backoff","restarts":2,"last_error":"exit status 1 at /srv/secret/path"}]}`
 	case p == "/metrics":
-		w.Header().Set("Content-Type", "text/plain")
-		w.Write([]byte("# TYPE memhost_injection_skips_total counter\nmemhost_injection_skips_total{skip_reason=\"no_records\",surface=\"turn\",provider=\"main\"} 3\n"))
+		hostMetrics.ServeHTTP(w, r)
 		return
 	default:
 		body = `{}`
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Write([]byte(body))
+}
+
+// hostMetrics is the host's own registry with a skip in it: the charts
+// read what the host really exports, so a renamed series or label fails
+// here.
+var hostMetrics = func() http.Handler {
+	m := httpapi.NewMetrics(nil, nil)
+	m.Skipped(coordinator.SurfaceTurn, "default", coordinator.SkipNoRecords)
+	return m.Handler()
+}()
+
+// TestChartsReadTheHostsSeries feeds the charts from the host's metrics
+// registry: every series and label they read must be one it exports.
+func TestChartsReadTheHostsSeries(t *testing.T) {
+	m := httpapi.NewMetrics(nil, nil)
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	s := newSampler(mux, time.Hour)
+	defer s.close()
+	s.take()
+	for range 3 {
+		m.Skipped(coordinator.SurfaceTurn, "default", coordinator.SkipBudgetExhausted)
+	}
+	m.Recalled(coordinator.SurfaceTurn, "default", time.Millisecond, sdk.CodeOK)
+	m.Recalled(coordinator.SurfaceBuild, "default", time.Millisecond, sdk.CodeOK)
+	m.Injected(coordinator.SurfaceTurn, "default", 700, 2)
+	s.take()
+	charts := s.charts()
+	if recalls := charts[0]; recalls.Empty || recalls.Max != "2" {
+		t.Errorf("recall chart after 2 recalls: empty=%v max=%q", recalls.Empty, recalls.Max)
+	}
+	if bytes := charts[1]; bytes.Empty || bytes.Max != "700 B" {
+		t.Errorf("injected bytes chart after 700 bytes: empty=%v max=%q", bytes.Empty, bytes.Max)
+	}
+	skips := charts[2]
+	if skips.Empty || len(skips.Bars) != 1 || skips.Bars[0].Label != string(coordinator.SkipBudgetExhausted) || skips.Bars[0].Value != "3" {
+		t.Errorf("skip chart after 3 budget_exhausted skips: empty=%v caption=%q bars=%+v", skips.Empty, skips.Caption, skips.Bars)
+	}
 }
 
 // TestEveryPageRenders renders each page over full example answers: a
