@@ -47,6 +47,9 @@ func TestMetricsAfterASkippedInjection(t *testing.T) {
 	if !regexp.MustCompile(`memhost_plugin_restarts_total\{instance="main",kind="provider",plugin="sqlite"\} 0`).MatchString(text) {
 		t.Errorf("/metrics has no restart counter:\n%s", grepLines(text, "memhost_plugin_restarts"))
 	}
+	if !strings.Contains(text, "\nmemhost_trace_dropped_total 0\n") {
+		t.Errorf("/metrics has no count of dropped turn traces:\n%s", grepLines(text, "memhost_trace"))
+	}
 }
 
 func grepLines(text, prefix string) string {

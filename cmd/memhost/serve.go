@@ -216,6 +216,7 @@ func (h *host) start(ctx context.Context, cfg *config.Config, entries []pluginho
 	traces := turntrace.NewRecorder(h.stores.traces, turntrace.Options{
 		Retention: cfg.Trace.Retention, MaxTurnsPerRealm: cfg.Trace.MaxTurnsPerRealm, Logger: logger.Named("trace"),
 	})
+	metrics.WatchTraces(traces.Dropped)
 	coord, err := newCoordinator(cfg, sup, coordinator.ProvidersFunc(providerOf), metrics, logger, sessions, hostKey, traces)
 	if err != nil {
 		traces.Close()

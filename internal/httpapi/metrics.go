@@ -170,6 +170,15 @@ var (
 	semanticFailingDesc   = prometheus.NewDesc("memhost_semantic_backlogs_failing", "Embedding backlogs whose last step failed, by provider.", []string{"provider"}, nil)
 )
 
+// WatchTraces adds memhost_trace_dropped_total, read from dropped (the
+// trace recorder's count) at scrape time: a turn missing from a trace is
+// otherwise invisible.
+func (m *Metrics) WatchTraces(dropped func() int64) {
+	m.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "memhost_trace_dropped_total", Help: "Turn traces not stored: the queue was full, a write failed, or the host was stopping.",
+	}, func() float64 { return float64(dropped()) }))
+}
+
 // WatchSemantic adds the semantic recall series, read from s at scrape
 // time and summed by provider (realms are unbounded labels).
 func (m *Metrics) WatchSemantic(s SemanticStatus) {

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -460,6 +461,20 @@ func TestInFlightGauge(t *testing.T) {
 	}
 	if got := scrape(); got != "0" {
 		t.Errorf("once answered: %s = %q, want 0", series, got)
+	}
+}
+
+// TestTraceDropsAreExported: the trace recorder's count of traces not
+// stored shows on /metrics as it stands at the scrape.
+func TestTraceDropsAreExported(t *testing.T) {
+	m := NewMetrics(nil, nil)
+	var dropped atomic.Int64
+	m.WatchTraces(dropped.Load)
+	dropped.Store(3)
+	w := httptest.NewRecorder()
+	m.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+	if !strings.Contains(w.Body.String(), "\nmemhost_trace_dropped_total 3\n") {
+		t.Errorf("/metrics after 3 dropped traces:\n%s", w.Body.String())
 	}
 }
 

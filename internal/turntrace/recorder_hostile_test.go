@@ -1,14 +1,20 @@
 package turntrace
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	hclog "github.com/hashicorp/go-hclog"
+	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/internal/statedb"
+	"github.com/memhost/memhost/sdk"
 )
 
 // TestReadAfterLostWriteFails: the state file refuses writes (here it was
@@ -57,4 +63,72 @@ func TestTraceAfterCloseIsCounted(t *testing.T) {
 		t.Fatalf("dropped after close = %d, want 1", r.Dropped())
 	}
 	r.Close() // a second close is harmless
+}
+
+// gatedStore holds its first Append until release is closed, as a slow
+// disk holds a write while turns keep coming.
+type gatedStore struct {
+	*SQLStore
+	entered, release chan struct{}
+	once             sync.Once
+}
+
+func (g *gatedStore) Append(ctx context.Context, t []coordinator.TurnTrace) error {
+	g.once.Do(func() {
+		close(g.entered)
+		<-g.release
+	})
+	return g.SQLStore.Append(ctx, t)
+}
+
+// lockedBuffer is a log output safe to read while the recorder writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestQueueDropsAreReported: while a write is stuck, traces beyond the
+// queue are dropped. The drops are counted, the run of them is logged
+// once at its start and once at its end (not per trace), and the next
+// read says turns are missing instead of passing for complete.
+func TestQueueDropsAreReported(t *testing.T) {
+	g := &gatedStore{SQLStore: openStore(t), entered: make(chan struct{}), release: make(chan struct{})}
+	var logs lockedBuffer
+	r := NewRecorder(g, Options{Retention: time.Hour, MaxTurnsPerRealm: 100, QueueSize: 2, Linger: time.Millisecond,
+		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs})})
+	defer r.Close()
+	now := time.Now().UTC()
+	r.Trace(tr("r", "s", now, "a"))
+	<-g.entered
+	for range 5 {
+		r.Trace(tr("r", "s", now, "b"))
+	}
+	close(g.release)
+	got, err := r.Session(context.Background(), "r", nil, "s", 100)
+	if r.Dropped() != 3 || !errors.Is(err, sdk.ErrUnavailable) {
+		t.Fatalf("dropped = %d; the read answered %d turns and %v, want an unavailable error", r.Dropped(), len(got), err)
+	}
+	if _, err := r.Session(context.Background(), "r", nil, "s", 100); err != nil {
+		t.Fatalf("second read = %v, want no error: a loss is reported once", err)
+	}
+	r.Trace(tr("r", "s", now, "c")) // room again: the run ends
+	text := logs.String()
+	if n := strings.Count(text, "queue is full"); n != 1 {
+		t.Errorf("the run's start was logged %d times, want once:\n%s", n, text)
+	}
+	if !strings.Contains(text, "room again") || !strings.Contains(text, "dropped_traces=3") {
+		t.Errorf("the run's end is not logged with its count:\n%s", text)
+	}
 }

@@ -14,6 +14,7 @@ import (
 
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/sdk"
 )
 
 // Store holds traces. Times are UTC.
@@ -69,7 +70,15 @@ type Recorder struct {
 	done    chan struct{}
 	stop    context.CancelFunc
 	once    sync.Once
+	// dropped counts every trace not stored: queue full, recorder closed
+	// or write failed.
 	dropped atomic.Int64
+	// overflow counts the drops of the current run of a full queue (0:
+	// none), so its start and end are logged once each, not per trace.
+	overflow atomic.Int64
+	// reported is dropped as the last flush answered it (run's goroutine
+	// only): a flush reports the drops since.
+	reported int64
 	// closing guards closed: a Trace after Close is counted as dropped
 	// instead of left in a queue no one writes.
 	closing sync.RWMutex
@@ -116,12 +125,21 @@ func (r *Recorder) Trace(t coordinator.TurnTrace) {
 	}
 	select {
 	case r.queue <- t:
+		if r.overflow.Load() > 0 {
+			if n := r.overflow.Swap(0); n > 0 {
+				r.opts.Logger.Warn("turn trace: the queue has room again", "dropped_traces", n)
+			}
+		}
 	default:
 		r.dropped.Add(1)
+		if r.overflow.Add(1) == 1 {
+			r.opts.Logger.Warn("turn trace: the queue is full (the store writes slower than turns come); traces are dropped until it has room", "queue_size", r.opts.QueueSize)
+		}
 	}
 }
 
-// Dropped answers how many traces a full queue cost.
+// Dropped answers how many traces were not stored: a full queue, a write
+// that failed or a trace sent after Close.
 func (r *Recorder) Dropped() int64 { return r.dropped.Load() }
 
 // Session, Record and Recent read the store after a Flush, so a reader
@@ -149,8 +167,9 @@ func (r *Recorder) Recent(ctx context.Context, realm string, identities []string
 }
 
 // Flush waits until every trace queued before it is written. It answers
-// an error when a write since the last flush failed: those traces are
-// lost, and a read must not pass for complete without them.
+// an error when traces were dropped since the last flush (a write failed
+// or the queue was full): those traces are lost, and a read must not pass
+// for complete without them. Each loss is answered once.
 func (r *Recorder) Flush(ctx context.Context) error {
 	ack := make(chan error, 1)
 	select {
@@ -208,8 +227,13 @@ func (r *Recorder) run(ctx context.Context) {
 
 // answer tells a flush its traces are written, or that some were lost.
 func (r *Recorder) answer(ack chan error) {
-	ack <- r.failed
-	r.failed = nil
+	err := r.failed
+	n := r.dropped.Load()
+	if err == nil && n > r.reported {
+		err = fmt.Errorf("turn trace: %d traces of earlier turns were dropped, the queue being full: %w", n-r.reported, sdk.ErrUnavailable)
+	}
+	r.reported, r.failed = n, nil
+	ack <- err
 }
 
 // writeQueued writes everything queued now.
