@@ -46,6 +46,11 @@ func (c *Coordinator) AssembleBuildInjection(ctx context.Context, id sdk.Identit
 		query = ""
 	}
 	nonce := DeriveNonce(c.hostKey, SessionKey{Realm: id.Realm, Identity: id.ID})
+	var n *traceNotes
+	if c.trace != nil {
+		n = &traceNotes{}
+		ctx = context.WithValue(ctx, traceKey{}, n)
+	}
 	scopes, rows, recs, err := c.buildSources(ctx, id, p, query)
 	if err != nil {
 		reason, err := c.recallFailed(ctx, SurfaceBuild, id, err)
@@ -70,7 +75,8 @@ func (c *Coordinator) AssembleBuildInjection(ctx context.Context, id sdk.Identit
 		if out.Bytes == 0 && index == "" {
 			skip = SkipNoRecords
 		}
-		c.emit(id, "", SurfaceBuild, skip, &traceNotes{query: len(query), budget: c.cfg.Budgets.BuildBytes, candidates: recs, rendered: out}, c.cfg.MaxEntries)
+		n.query, n.budget, n.candidates, n.rendered = len(query), c.cfg.Budgets.BuildBytes, recs, out
+		c.emit(id, "", SurfaceBuild, skip, n, c.cfg.MaxEntries)
 	}
 	switch {
 	case out.Bytes > 0:
@@ -114,6 +120,8 @@ func (c *Coordinator) buildSources(ctx context.Context, id sdk.Identity, p provi
 					fail(fmt.Errorf("manifest of %s: %w", s, err))
 					return
 				}
+				r, foreign := inScopes(r, []sdk.Scope{s}, func(r *sdk.ManifestRow) sdk.Scope { return r.Scope })
+				c.outOfScope(ctx, id, faultManifest, foreign)
 				rows[i] = r
 			})
 		}

@@ -92,7 +92,9 @@ type Coordinator struct {
 	now       func() time.Time
 	telemetry *telemetry
 	defangLog defangLog
-	trace     TraceSink
+	// scopeFaults logs plugins answering outside their query's scopes.
+	scopeFaults scopeFaultLog
+	trace       TraceSink
 
 	skipMu   sync.Mutex
 	skipSeen *lru.Cache[skipKey, struct{}]
@@ -531,15 +533,19 @@ func (c *Coordinator) recall(ctx context.Context, surface Surface, id sdk.Identi
 		hits = spreadThreads(hits)
 	}
 	recs = make([]sdk.Record, 0, len(hits))
+	foreignNeighbours := 0
 	for i := range hits {
 		recs = append(recs, hits[i].Record)
 		if len(hits[i].Neighbours) > 0 {
 			if beside == nil {
 				beside = map[string][]sdk.Record{}
 			}
-			beside[hits[i].Record.ID] = keepReadable(hits[i].Neighbours, scopes, suppressed)
+			kept, foreign := keepReadable(hits[i].Neighbours, scopes, suppressed)
+			beside[hits[i].Record.ID] = kept
+			foreignNeighbours += foreign
 		}
 	}
+	c.outOfScope(ctx, id, faultNeighbours, foreignNeighbours)
 	if n := notesFrom(ctx); n != nil {
 		scores := make([]float64, len(hits))
 		for i := range hits {
@@ -547,7 +553,9 @@ func (c *Coordinator) recall(ctx context.Context, surface Surface, id sdk.Identi
 		}
 		n.noteRecalled(recs, scores, scopes, suppressed)
 	}
-	return keepReadable(recs, scopes, suppressed), beside, nil
+	recs, foreign := keepReadable(recs, scopes, suppressed)
+	c.outOfScope(ctx, id, faultRecall, foreign)
+	return recs, beside, nil
 }
 
 // turnCandidates is how many hits a lexical recall asks for: MaxEntries
@@ -572,6 +580,10 @@ func (c *Coordinator) selectRecords(ctx context.Context, id sdk.Identity, p prov
 	if err != nil {
 		return nil, fmt.Errorf("manifest: %w", err)
 	}
+	// Rows and hits outside the scopes are dropped before the selector
+	// sees them: they are other identities' memory, as is their title.
+	rows, foreign := inScopes(rows, scopes, func(r *sdk.ManifestRow) sdk.Scope { return r.Scope })
+	c.outOfScope(ctx, id, faultManifest, foreign)
 	// The working set is ranked without the query (newest, most used): the
 	// query's own top records join it, ahead, so a flood of newer records
 	// cannot hide the one recall ranks first. The working set holds no
@@ -583,6 +595,8 @@ func (c *Coordinator) selectRecords(ctx context.Context, id sdk.Identity, p prov
 	if err != nil {
 		return nil, err
 	}
+	hits, foreign = inScopes(hits, scopes, func(h *sdk.Hit) sdk.Scope { return h.Record.Scope })
+	c.outOfScope(ctx, id, faultRecall, foreign)
 	rows = withHits(rows, hits)
 	sel, err := c.selector.Select(ctx, sdk.SelectRequest{Identity: id, Query: query, Rows: rows, SuppressedIDs: suppressed, Max: c.cfg.MaxEntries})
 	if err != nil {
@@ -605,7 +619,7 @@ func (c *Coordinator) selectRecords(ctx context.Context, id sdk.Identity, p prov
 		for i := range hits {
 			recs = append(recs, hits[i].Record)
 		}
-		recs = keepReadable(recs, scopes, suppressed)
+		recs, _ = keepReadable(recs, scopes, suppressed) // hits are in scope
 		switch {
 		case len(recs) == 0:
 			return nil, nil
@@ -627,7 +641,23 @@ func (c *Coordinator) selectRecords(ctx context.Context, id sdk.Identity, p prov
 		n.noteUnselected(rows, ids)
 		n.noteRecalled(recs, nil, scopes, suppressed)
 	}
-	return keepReadable(recs, scopes, suppressed), nil
+	// A fetched record outside the scopes was picked by the selector
+	// from beyond the rows it was shown, unless its row was shown: then
+	// the provider's fetch and manifest disagree on its scope.
+	picked, fetched := 0, 0
+	for i := range recs {
+		if !slices.Contains(scopes, recs[i].Scope) {
+			if slices.ContainsFunc(rows, func(r sdk.ManifestRow) bool { return r.ID == recs[i].ID }) {
+				fetched++
+			} else {
+				picked++
+			}
+		}
+	}
+	c.outOfScope(ctx, id, faultSelector, picked)
+	c.outOfScope(ctx, id, faultFetch, fetched)
+	recs, _ = keepReadable(recs, scopes, suppressed)
+	return recs, nil
 }
 
 // fellBack logs, once per identity while the cache remembers it, that the
@@ -669,15 +699,33 @@ func withHits(rows []sdk.ManifestRow, hits []sdk.Hit) []sdk.ManifestRow {
 
 // keepReadable drops records outside the composed scopes and suppressed
 // ones: a provider or selector plugin that ignores its query must not leak
-// another identity's memory or repeat an injection.
-func keepReadable(recs []sdk.Record, scopes []sdk.Scope, suppressed []string) []sdk.Record {
-	out := recs[:0]
+// another identity's memory or repeat an injection. It answers how many
+// were outside the scopes, for outOfScope; recs is reused.
+func keepReadable(recs []sdk.Record, scopes []sdk.Scope, suppressed []string) ([]sdk.Record, int) {
+	out, foreign := recs[:0], 0
 	for _, r := range recs {
-		if slices.Contains(scopes, r.Scope) && !slices.Contains(suppressed, r.ID) {
+		switch {
+		case !slices.Contains(scopes, r.Scope):
+			foreign++
+		case !slices.Contains(suppressed, r.ID):
 			out = append(out, r)
 		}
 	}
-	return out
+	return out, foreign
+}
+
+// inScopes keeps the items whose scope is one of scopes and answers how
+// many it dropped; items is reused.
+func inScopes[T any](items []T, scopes []sdk.Scope, scope func(*T) sdk.Scope) ([]T, int) {
+	out, foreign := items[:0], 0
+	for i := range items {
+		if slices.Contains(scopes, scope(&items[i])) {
+			out = append(out, items[i])
+		} else {
+			foreign++
+		}
+	}
+	return out, foreign
 }
 
 // injected counts an injection and queues its ledger rows and usage marks
@@ -776,12 +824,16 @@ func (c *Coordinator) Recall(ctx context.Context, id sdk.Identity, query string,
 		return nil, fmt.Errorf("coordinator: recall in realm %q: %w", id.Realm, err)
 	}
 	now := c.now()
-	out := hits[:0]
+	out, foreign := hits[:0], 0
 	for _, h := range hits {
-		if slices.Contains(scopes, h.Record.Scope) && h.Record.Recallable(now) && (h.Record.Realm == "" || h.Record.Realm == id.Realm) {
+		switch {
+		case !slices.Contains(scopes, h.Record.Scope):
+			foreign++
+		case h.Record.Recallable(now) && (h.Record.Realm == "" || h.Record.Realm == id.Realm):
 			out = append(out, h)
 		}
 	}
+	c.outOfScope(ctx, id, faultRecall, foreign)
 	return out, nil
 }
 

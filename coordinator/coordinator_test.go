@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -594,6 +595,89 @@ func TestForeignRecordsAreDropped(t *testing.T) {
 	res := f.turn(alice, "s", "coffee")
 	if strings.Contains(res.InjectedContext[0], "bob's secret") {
 		t.Fatal("a record outside alice's scopes was injected")
+	}
+}
+
+// scopeDeaf is a provider that ignores the scopes of its recalls and
+// manifests, as the plugin keepReadable guards against.
+type scopeDeaf struct{ *coordinatortest.Provider }
+
+func (p scopeDeaf) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
+	q.Scopes = nil
+	return p.Provider.Recall(ctx, q)
+}
+
+func (p scopeDeaf) Manifest(ctx context.Context, q sdk.ManifestQuery) ([]sdk.ManifestRow, error) {
+	q.Scopes = nil
+	return p.Provider.Manifest(ctx, q)
+}
+
+// TestForeignRecordsAreCountedNotNamed: the records a scope-blind
+// provider or selector answers are kept out of the injection, out of
+// the selector's rows and out of the trace, which alice's application
+// reads: the trace counts them, and the operator's log names the plugin
+// call at fault, once a minute however many turns repeat it.
+func TestForeignRecordsAreCountedNotNamed(t *testing.T) {
+	const secret = "bob's diagnosis: harbour anxiety"
+	for _, withSelector := range []bool{false, true} {
+		t.Run(fmt.Sprint("selector=", withSelector), func(t *testing.T) {
+			catcher := &traceCatcher{}
+			var bobID string
+			sel := &recordingSelector{pick: func(req sdk.SelectRequest) (sdk.Selection, error) {
+				ids := []string{bobID} // a selector picking beyond the rows it was shown
+				for _, r := range req.Rows {
+					ids = append(ids, r.ID)
+				}
+				return sdk.Selection{IDs: ids, Coverage: sdk.CoverageSufficient}, nil
+			}}
+			f := newFixture(t, func(c *Config, o *Options) {
+				o.Trace = catcher
+				o.Providers = RealmProviders{"default": scopeDeaf{o.Providers.(RealmProviders)["default"].(*coordinatortest.Provider)}}
+				if withSelector {
+					o.Selector = sel
+				}
+			})
+			f.add(rec("harbour plan", "alice likes the harbour walk"))
+			bobID = f.add(scoped(sdk.IdentityScope("bob"), secret, "private to bob harbour"))[0]
+			for range 2 {
+				if res := f.turn(alice, "s1", "harbour"); strings.Contains(strings.Join(res.InjectedContext, ""), "bob") {
+					t.Fatal("bob's record was injected for alice")
+				}
+			}
+			for _, req := range sel.requests() {
+				for _, r := range req.Rows {
+					if r.Scope != sdk.IdentityScope("alice") {
+						t.Errorf("the selector was shown %s's row %q", r.Scope, r.Title)
+					}
+				}
+			}
+			catcher.mu.Lock()
+			defer catcher.mu.Unlock()
+			for _, tr := range catcher.traces {
+				for _, r := range append(tr.Included, tr.Excluded...) {
+					if r.ID == bobID || (r.Scope != "" && r.Scope != sdk.IdentityScope("alice")) {
+						t.Errorf("alice's trace names %s %q (scope %s, reason %s)", r.ID, r.Title, r.Scope, r.Reason)
+					}
+				}
+				if tr.OutOfScope == 0 {
+					t.Errorf("alice's trace does not count the records left out of scope: %+v", tr)
+				}
+			}
+			logs := f.logs.String()
+			if strings.Contains(logs, "harbour anxiety") || strings.Contains(logs, bobID) {
+				t.Errorf("the log names bob's record:\n%s", logs)
+			}
+			calls := []string{faultRecall}
+			if withSelector {
+				calls = []string{faultManifest, faultRecall, faultSelector}
+			}
+			for _, call := range calls {
+				// hclog quotes a value only when it holds a space.
+				if n := strings.Count(logs, "call="+strconv.Quote(call)) + strings.Count(logs, "call="+call+" "); n != 1 {
+					t.Errorf("%d lines for %s over two turns, want one:\n%s", n, call, logs)
+				}
+			}
+		})
 	}
 }
 

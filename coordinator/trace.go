@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/memhost/memhost/sdk"
@@ -29,7 +30,6 @@ const (
 	ExcludedBudget     = "budget"      // it did not fit in what was left of the byte budget
 	ExcludedMaxEntries = "max_entries" // the entry cap was reached first
 	ExcludedDedup      = "dedup"       // already injected in this session
-	ExcludedScope      = "scope"       // outside the identity's composed scopes
 	ExcludedSelector   = "selector"    // a working-set row the selector did not pick
 	ExcludedStatus     = "status"      // expired or no longer active
 	ExcludedTrust      = "trust"       // below the trust the surface asks for
@@ -57,10 +57,15 @@ type TurnTrace struct {
 	SkipReason SkipReason `json:"skip_reason"`
 	Bytes      int        `json:"bytes"`
 	// Budget is the byte budget the render had ("" skip: 0).
-	Budget     int           `json:"budget"`
-	Included   []TraceRecord `json:"included"`
-	Excluded   []TraceRecord `json:"excluded"`
-	DefangHits int           `json:"defang_hits"`
+	Budget   int           `json:"budget"`
+	Included []TraceRecord `json:"included"`
+	Excluded []TraceRecord `json:"excluded"`
+	// OutOfScope counts the records plugins answered outside the turn's
+	// scopes (a provider or selector that ignored its query). They are
+	// left out and never named: they are other identities' memory, and
+	// the trace is read by the turn's identity's application.
+	OutOfScope int `json:"out_of_scope,omitempty"`
+	DefangHits int `json:"defang_hits"`
 }
 
 // TraceRecord is one record in a trace.
@@ -92,6 +97,9 @@ type traceNotes struct {
 	suppressed []string
 	rendered   Rendered
 	dropped    []TraceRecord
+	// outOfScope counts the records plugins answered outside the scopes;
+	// atomic, as a build lists its scopes' manifests concurrently.
+	outOfScope atomic.Int64
 }
 
 type traceKey struct{}
@@ -103,7 +111,8 @@ func notesFrom(ctx context.Context) *traceNotes {
 }
 
 // noteRecalled keeps hit scores and the hits keepReadable is about to
-// drop (outside the scopes, or already injected).
+// drop as already injected. A hit outside the scopes is not noted: its
+// title and scope are another identity's (outOfScope counts it).
 func (n *traceNotes) noteRecalled(recs []sdk.Record, scores []float64, scopes []sdk.Scope, suppressed []string) {
 	if n == nil {
 		return
@@ -113,19 +122,20 @@ func (n *traceNotes) noteRecalled(recs []sdk.Record, scores []float64, scopes []
 	}
 	for i := range recs {
 		r := &recs[i]
+		if !slices.Contains(scopes, r.Scope) {
+			continue
+		}
 		if scores != nil {
 			n.scores[r.ID] = scores[i]
 		}
-		switch {
-		case !slices.Contains(scopes, r.Scope):
-			n.drop(r, ExcludedScope)
-		case slices.Contains(suppressed, r.ID):
+		if slices.Contains(suppressed, r.ID) {
 			n.drop(r, ExcludedDedup)
 		}
 	}
 }
 
-// noteUnselected records working-set rows the selector passed over.
+// noteUnselected records working-set rows the selector passed over; the
+// rows are the scoped ones the selector was shown.
 func (n *traceNotes) noteUnselected(rows []sdk.ManifestRow, picked []string) {
 	if n == nil {
 		return
@@ -166,7 +176,7 @@ func (c *Coordinator) emit(id sdk.Identity, session string, surface Surface, ski
 	t := TurnTrace{
 		Realm: id.Realm, Identity: id.ID, Session: session, Surface: surface, Kind: TraceInject, At: c.now().UTC(),
 		QueryBytes: n.query, SkipReason: skip, Bytes: n.rendered.Bytes, Budget: n.budget,
-		Included: []TraceRecord{}, Excluded: slices.Clone(n.dropped),
+		Included: []TraceRecord{}, Excluded: slices.Clone(n.dropped), OutOfScope: int(n.outOfScope.Load()),
 	}
 	if t.Excluded == nil {
 		t.Excluded = []TraceRecord{}

@@ -252,6 +252,9 @@ func printTurn(cmd *cobra.Command, t coordinator.TurnTrace) {
 	for _, r := range t.Excluded {
 		fmt.Fprintf(out, "  - %s  %q  %s  left out: %s\n", r.ID, r.Title, r.Scope, r.Reason)
 	}
+	if t.OutOfScope > 0 {
+		fmt.Fprintf(out, "  - %d records a plugin answered outside the turn's scopes, left out (the host's log names the plugin)\n", t.OutOfScope)
+	}
 }
 
 func orDash(s string) string {

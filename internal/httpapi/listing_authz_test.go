@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/coordinator/coordinatortest"
+	"github.com/memhost/memhost/internal/statedb"
 	"github.com/memhost/memhost/internal/turntrace"
 	"github.com/memhost/memhost/sdk"
 )
@@ -194,6 +198,62 @@ func TestBoundTokenReadsNoOtherIdentitysTrace(t *testing.T) {
 				t.Fatalf("alice's turns are missing: %s", body)
 			}
 		})
+	}
+}
+
+// scopeBlindRecall ignores the scopes of its recalls, as a buggy provider
+// plugin might.
+type scopeBlindRecall struct{ *coordinatortest.Provider }
+
+func (p scopeBlindRecall) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
+	q.Scopes = nil
+	return p.Provider.Recall(ctx, q)
+}
+
+// TestBoundTokenReadsNoForeignTitleInATrace: when a scope-blind provider
+// answers bob's record on alice's turn, the host keeps it out of the
+// injection, and the trace alice's bound token reads counts it without
+// naming it.
+func TestBoundTokenReadsNoForeignTitleInATrace(t *testing.T) {
+	ctx := context.Background()
+	db, err := statedb.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	store, err := turntrace.NewSQLStore(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := turntrace.NewRecorder(store, turntrace.Options{Retention: time.Hour, MaxTurnsPerRealm: 100})
+	t.Cleanup(rec.Close)
+	p := coordinatortest.NewProvider(sdk.CapWrite, sdk.CapFetch, sdk.CapForget)
+	p.MustAdd("default",
+		sdk.Record{Scope: sdk.IdentityScope("alice"), Kind: sdk.KindFact, Title: "harbour walk", Body: "alice likes the harbour"},
+		sdk.Record{Scope: sdk.IdentityScope("bob"), Kind: sdk.KindFact, Title: "BOB-PRIVATE harbour diagnosis", Body: "bob only"})
+	providers := func(string) (sdk.Provider, error) { return scopeBlindRecall{p}, nil }
+	coord, err := coordinator.New(coordinator.DefaultConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers), Trace: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { coord.Close(context.Background()) })
+	tokens := []Token{{Name: "alice-app", Secret: "alice-secret-0123456789", Realms: []string{"default"}, Role: RoleApplication, Identities: []string{"alice"}}}
+	srv := httptest.NewServer(New(Options{Tokens: tokens, Provider: providers, Coordinator: coord, Traces: rec}).Handler())
+	t.Cleanup(srv.Close)
+	const alice = "alice-secret-0123456789"
+	status, body := call(t, srv, "POST", "/v1/turns/inject", alice, []byte(`{"identity":{"id":"alice"},"session":"s1","content":"harbour"}`))
+	if status != 200 {
+		t.Fatalf("inject = %d %+v", status, body)
+	}
+	st, tr := get(t, srv.URL+"/v1/sessions/s1/trace?realm=default", alice)
+	if st != 200 {
+		t.Fatalf("trace = %d %s", st, tr)
+	}
+	if strings.Contains(tr, "BOB-PRIVATE") || strings.Contains(tr, "identity:bob") {
+		t.Fatalf("alice's bound token reads bob's record in the trace: %s", tr)
+	}
+	if !strings.Contains(tr, `"out_of_scope":1`) {
+		t.Fatalf("the trace does not count the record left out of scope: %s", tr)
 	}
 }
 

@@ -5,10 +5,12 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/internal/statedb"
+	"github.com/memhost/memhost/sdk"
 )
 
 const component = "turn_trace"
@@ -155,9 +157,25 @@ func ScanTraces(rows Rows) ([]coordinator.TurnTrace, error) {
 		if err := json.Unmarshal([]byte(body), &t); err != nil {
 			return nil, fmt.Errorf("a stored trace does not decode: %w", err)
 		}
+		withoutForeign(&t)
 		out = append(out, t)
 	}
 	return out, rows.Err()
+}
+
+// withoutForeign counts, instead of naming, the rows of t that are
+// another identity's records. A host before out_of_scope stored the
+// records a scope-blind plugin answered with their titles (reason
+// "scope", and the selector's rows); traces kept since must not show them.
+func withoutForeign(t *coordinator.TurnTrace) {
+	own := sdk.IdentityScope(t.Identity)
+	t.Excluded = slices.DeleteFunc(t.Excluded, func(r coordinator.TraceRecord) bool {
+		foreign := r.Reason == "scope" || (r.Scope.Class() == sdk.ScopeIdentity && r.Scope != own)
+		if foreign {
+			t.OutOfScope++
+		}
+		return foreign
+	})
 }
 
 // ScanSummaries reads rows of (realm, identity, session, turns, bytes,

@@ -104,3 +104,32 @@ func testIdentityFilter(t *testing.T, s Store) {
 		t.Errorf("recent sessions of every identity = %d, %v; want 6", len(got), err)
 	}
 }
+
+// TestOldTracesNameNoForeignRecord: a trace stored before out_of_scope may
+// name records a scope-blind plugin answered (reason "scope", or a
+// selector row of another identity's scope); a read counts them instead.
+func TestOldTracesNameNoForeignRecord(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	old := tr("r", "s", time.Now().UTC(), "mine")
+	old.Excluded = []coordinator.TraceRecord{
+		{ID: "b1", Title: "bob's secret", Scope: "identity:bob", Reason: "scope"},
+		{ID: "b2", Title: "bob's row", Scope: "identity:bob", Reason: coordinator.ExcludedSelector},
+		{ID: "a1", Title: "alice's row", Scope: "identity:alice", Reason: coordinator.ExcludedSelector},
+		{ID: "m1", Title: "shared", Scope: "mob:team", Reason: coordinator.ExcludedBudget},
+	}
+	if err := s.Append(ctx, []coordinator.TurnTrace{old}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Session(ctx, "r", nil, "s", 10)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("read %d traces, %v", len(got), err)
+	}
+	var kept []string
+	for _, r := range got[0].Excluded {
+		kept = append(kept, r.ID)
+	}
+	if fmt.Sprint(kept) != "[a1 m1]" || got[0].OutOfScope != 2 {
+		t.Fatalf("excluded %v, out_of_scope %d; want [a1 m1] and 2", kept, got[0].OutOfScope)
+	}
+}

@@ -832,7 +832,7 @@ export interface components {
              * @description why it was left out
              * @enum {string}
              */
-            reason?: "budget" | "max_entries" | "dedup" | "scope" | "selector" | "status" | "trust";
+            reason?: "budget" | "max_entries" | "dedup" | "selector" | "status" | "trust";
             /** @description the included record this one was shown beside, as its thread neighbour */
             neighbour_of?: string;
         };
@@ -852,6 +852,8 @@ export interface components {
             budget: number;
             included: components["schemas"]["TraceRecord"][];
             excluded: components["schemas"]["TraceRecord"][];
+            /** @description records plugins answered outside the turn's scopes: left out, and counted rather than named (absent: none) */
+            out_of_scope?: number;
             defang_hits: number;
         };
         GuideFilters: {
