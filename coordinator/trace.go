@@ -80,6 +80,8 @@ type TraceRecord struct {
 	// NeighbourOf names the included record this one was shown beside,
 	// as its thread neighbour.
 	NeighbourOf string `json:"neighbour_of,omitempty"`
+	// Forgotten: the record was forgotten since, and its title with it.
+	Forgotten bool `json:"forgotten,omitempty"`
 }
 
 // traceNotes gathers a turn's trace as it runs; nil when no sink is set,

@@ -129,6 +129,7 @@ func serveMCP(ctx context.Context, h *host, cfg *config.Config, caller mcpserver
 		Proposals:          h.proposalQueue(cfg),
 		ProposalRetryAfter: cfg.Proposals.RetryAfter,
 		Logger:             h.logger.Named("mcp"),
+		Traces:             h.traces,
 	})
 }
 

@@ -247,14 +247,23 @@ func printTurn(cmd *cobra.Command, t coordinator.TurnTrace) {
 	}
 	fmt.Fprintf(out, "%s  %d of %d bytes\n", head, t.Bytes, t.Budget)
 	for _, r := range t.Included {
-		fmt.Fprintf(out, "  + %s  %q  %s  trust %s  %d bytes  score %.3g\n", r.ID, r.Title, r.Scope, r.Trust, r.Bytes, r.Score)
+		fmt.Fprintf(out, "  + %s  %s  %s  trust %s  %d bytes  score %.3g\n", r.ID, traceTitle(r), r.Scope, r.Trust, r.Bytes, r.Score)
 	}
 	for _, r := range t.Excluded {
-		fmt.Fprintf(out, "  - %s  %q  %s  left out: %s\n", r.ID, r.Title, r.Scope, r.Reason)
+		fmt.Fprintf(out, "  - %s  %s  %s  left out: %s\n", r.ID, traceTitle(r), r.Scope, r.Reason)
 	}
 	if t.OutOfScope > 0 {
 		fmt.Fprintf(out, "  - %d records a plugin answered outside the turn's scopes, left out (the host's log names the plugin)\n", t.OutOfScope)
 	}
+}
+
+// traceTitle is a trace row's title, quoted so terminal escapes are
+// inert, or says the record was forgotten.
+func traceTitle(r coordinator.TraceRecord) string {
+	if r.Forgotten {
+		return "(forgotten)"
+	}
+	return fmt.Sprintf("%q", r.Title)
 }
 
 func orDash(s string) string {

@@ -275,7 +275,7 @@ func (h *host) apiOptions(cfg *config.Config, logger hclog.Logger, providerOf fu
 		ReadyChecks:        readyChecks(h.stores),
 		MCP: func(bind func(http.Header) (mcpserver.Caller, error)) http.Handler {
 			return mcpserver.Handler(mcpserver.Options{Version: version, Provider: providerOf, Coordinator: coord, Bind: bind, Logger: logger.Named("mcp"),
-				Proposals: h.proposalQueue(cfg), ProposalRetryAfter: cfg.Proposals.RetryAfter})
+				Proposals: h.proposalQueue(cfg), ProposalRetryAfter: cfg.Proposals.RetryAfter, Traces: traces})
 		},
 	}
 }

@@ -183,3 +183,31 @@ func (i *instance) doRaw(t *testing.T, method, path string, out any) string {
 	}
 	return string(raw)
 }
+
+// TestForgottenRecordLeavesNoTitleInTraces: once a record is forgotten
+// its title is no longer served by the session's trace nor the record's,
+// which show the row as forgotten; the realm's other titles stay.
+func TestForgottenRecordLeavesNoTitleInTraces(t *testing.T) {
+	t.Parallel()
+	m := startMemhost(t, traceConfig)
+	const secret = "Alice's kumquat allergy diagnosis 2026"
+	ids := remember(t, m,
+		map[string]any{"scope": "identity:alice", "kind": "fact", "title": secret, "body": "kumquat allergy, see the clinic"},
+		map[string]any{"scope": "identity:alice", "kind": "fact", "title": "Kumquat tree", "body": "the kumquat tree by the window"},
+	)
+	var turn turnAnswer
+	if code := m.do("POST", "/v1/turns/inject", map[string]any{"identity": map[string]string{"id": "alice"}, "session": "chat-1", "content": "kumquat allergy"}, &turn); code != 200 || len(turn.RecordIDs) != 2 {
+		t.Fatalf("inject = %d %+v", code, turn)
+	}
+	if code := m.do("DELETE", "/v1/records/"+ids[0], nil, nil); code != 204 {
+		t.Fatalf("DELETE = %d", code)
+	}
+	session := m.doRaw(t, "GET", "/v1/sessions/chat-1/trace?identity=alice", new(any))
+	byRecord := m.doRaw(t, "GET", "/v1/records/"+ids[0]+"/trace", new(any))
+	if strings.Contains(session, secret) || strings.Contains(byRecord, secret) {
+		t.Fatalf("the forgotten record's title is still served:\nsession trace: %s\nrecord trace: %s", session, byRecord)
+	}
+	if !strings.Contains(session, `"forgotten":true`) || !strings.Contains(byRecord, `"forgotten":true`) || !strings.Contains(session, "Kumquat tree") {
+		t.Fatalf("want the forgotten row marked and the other title kept:\nsession trace: %s\nrecord trace: %s", session, byRecord)
+	}
+}

@@ -14,7 +14,7 @@ import (
 
 const (
 	fullRecord = `{"id":"r1","realm":"default","scope":"identity:alice","kind":"fact","title":"<b>T</b>","body":"line\u001b","tags":["a"],"trust":"agent_observed","status":"active","supersedes":"r0","created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z","use_count":2}`
-	fullTurn   = `{"realm":"default","identity":"alice","session":"s1","surface":"turn","kind":"inject","at":"2026-01-01T00:00:00Z","query_bytes":4,"skip_reason":null,"bytes":300,"budget":20480,"included":[{"id":"r1","title":"T","scope":"identity:alice","trust":"agent_observed","bytes":200,"score":0.5}],"excluded":[{"id":"r2","title":"U","scope":"realm","reason":"budget"}],"out_of_scope":2,"defang_hits":0}`
+	fullTurn   = `{"realm":"default","identity":"alice","session":"s1","surface":"turn","kind":"inject","at":"2026-01-01T00:00:00Z","query_bytes":4,"skip_reason":null,"bytes":300,"budget":20480,"included":[{"id":"r1","title":"T","scope":"identity:alice","trust":"agent_observed","bytes":200,"score":0.5}],"excluded":[{"id":"r2","title":"U","scope":"realm","reason":"budget"},{"id":"r3","reason":"budget","forgotten":true}],"out_of_scope":2,"defang_hits":0}`
 )
 
 // richAPI answers each endpoint the console calls with a full example,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/coordinator/coordinatortest"
+	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/internal/statedb"
 	"github.com/memhost/memhost/internal/turntrace"
 	"github.com/memhost/memhost/sdk"
@@ -155,6 +156,50 @@ func (f traceFake) Recent(_ context.Context, realm string, identities []string, 
 
 func (f traceFake) Record(_ context.Context, realm string, identities []string, _ string, _ int) ([]coordinator.TurnTrace, error) {
 	return f.turns(realm, identities), nil
+}
+
+func (traceFake) Forget(context.Context, string, []string) error { return nil }
+
+// forgetSpy is a trace store that keeps the forgets it was asked.
+type forgetSpy struct {
+	traceFake
+	asks *[]string
+}
+
+func (f forgetSpy) Forget(_ context.Context, realm string, ids []string) error {
+	for _, id := range ids {
+		*f.asks = append(*f.asks, realm+"/"+id)
+	}
+	return nil
+}
+
+// TestForgettingBlanksTheTraces: a record forgotten (DELETE) or a
+// proposal rejected has its title blanked in the turn traces too, where
+// it would otherwise stay readable for the whole retention.
+func TestForgettingBlanksTheTraces(t *testing.T) {
+	db, err := statedb.Open(t.Context(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ledger, err := proposal.NewSQLLedger(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asks []string
+	srv, p := newTestServer(t, Options{Traces: forgetSpy{asks: &asks}, Proposals: &proposal.Queue{Ledger: ledger, MaxPending: 10}})
+	ids := p.MustAdd("default",
+		sdk.Record{Scope: sdk.IdentityScope("alice"), Kind: sdk.KindFact, Title: "kumquat allergy", Body: "see the clinic"},
+		sdk.Record{Scope: sdk.IdentityScope("alice"), Kind: sdk.KindFact, Title: "proposed", Body: "by an agent", Status: sdk.StatusQuarantined, Tags: []string{proposal.Tag}})
+	if status, body := call(t, srv, "DELETE", "/v1/records/"+ids[0], "", nil); status != 204 {
+		t.Fatalf("DELETE = %d %+v", status, body)
+	}
+	if status, body := call(t, srv, "POST", "/v1/records/"+ids[1]+"/reject", "", nil); status != 200 {
+		t.Fatalf("reject = %d %+v", status, body)
+	}
+	if want := []string{"default/" + ids[0], "default/" + ids[1]}; !slices.Equal(asks, want) {
+		t.Fatalf("the traces were asked to forget %v, want %v", asks, want)
+	}
 }
 
 // A turn trace names what was injected for an identity: a bound token

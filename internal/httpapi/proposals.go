@@ -105,6 +105,9 @@ func (s *Server) handleReject(ctx context.Context, c caller, w http.ResponseWrit
 	if err := queue.Reject(ctx, realm, id, p); err != nil {
 		return err
 	}
+	if err := s.forgetTraces(ctx, realm, id); err != nil {
+		return err
+	}
 	return writeJSON(w, http.StatusOK, map[string]any{"rejected": id, "status": "rejected"})
 }
 

@@ -226,6 +226,9 @@ func (s *Server) handleForget(ctx context.Context, c caller, w http.ResponseWrit
 			return err
 		}
 	}
+	if err := s.forgetTraces(ctx, realm, id); err != nil {
+		return err
+	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -10,11 +10,25 @@ import (
 	"github.com/memhost/memhost/sdk"
 )
 
-// TraceReader reads the turn trace store.
+// TraceReader reads the turn trace store, and blanks a forgotten
+// record's title in it.
 type TraceReader interface {
 	Session(ctx context.Context, realm string, identities []string, session string, limit int) ([]coordinator.TurnTrace, error)
 	Recent(ctx context.Context, realm string, identities []string, limit int) ([]turntrace.SessionSummary, error)
 	Record(ctx context.Context, realm string, identities []string, id string, limit int) ([]coordinator.TurnTrace, error)
+	Forget(ctx context.Context, realm string, ids []string) error
+}
+
+// forgetTraces blanks the title of a record just forgotten in the turn
+// traces: a forgotten record's text must not stay readable there.
+func (s *Server) forgetTraces(ctx context.Context, realm, id string) error {
+	if s.opts.Traces == nil {
+		return nil
+	}
+	if err := s.opts.Traces.Forget(ctx, realm, []string{id}); err != nil {
+		return fmt.Errorf("record %q is forgotten, but blanking its title in the turn traces failed (DELETE it again to retry): %w", id, err)
+	}
+	return nil
 }
 
 // Trace page sizes.

@@ -2,12 +2,16 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/coordinator/coordinatortest"
 	"github.com/memhost/memhost/sdk"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // aliceOptions serve provider as the default realm to identity alice,
@@ -25,5 +29,38 @@ func aliceOptions(t *testing.T, provider *coordinatortest.Provider) Options {
 		Bind: func(http.Header) (Caller, error) {
 			return Caller{Identity: sdk.Identity{Realm: "default", ID: "alice"}}, nil
 		},
+	}
+}
+
+// forgetLog is a TraceForgetter that keeps what it was asked.
+type forgetLog struct {
+	mu   sync.Mutex
+	asks []string
+}
+
+func (f *forgetLog) Forget(_ context.Context, realm string, ids []string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, id := range ids {
+		f.asks = append(f.asks, realm+"/"+id)
+	}
+	return nil
+}
+
+// TestForgetBlanksTheTraces: memory_forget blanks the record's title in
+// the turn traces too, as DELETE /v1/records/{id} does.
+func TestForgetBlanksTheTraces(t *testing.T) {
+	provider := coordinatortest.NewProvider(coordinatortest.AllCapabilities...)
+	id := provider.MustAdd("default", sdk.Record{Scope: "identity:alice", Kind: sdk.KindFact, Title: "kept", Body: "b"})[0]
+	opts := aliceOptions(t, provider)
+	traces := &forgetLog{}
+	opts.Traces = traces
+	cs := connectWith(t, opts)
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: ToolForget, Arguments: json.RawMessage(`{"id":"` + id + `"}`)})
+	if err != nil || res.IsError {
+		t.Fatalf("forget: %v %+v", err, res)
+	}
+	if !slices.Equal(traces.asks, []string{"default/" + id}) {
+		t.Fatalf("the traces were asked to forget %v, want [default/%s]", traces.asks, id)
 	}
 }

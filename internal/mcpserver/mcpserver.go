@@ -51,10 +51,19 @@ type Options struct {
 	// Logger gets the full text of a tool error whose message was
 	// redacted for the client (nil: none).
 	Logger hclog.Logger
+	// Traces blanks a forgotten record's title in the turn traces (nil:
+	// the host keeps none).
+	Traces TraceForgetter
 	// CallTimeout bounds a tool call (DefaultCallTimeout when 0), as the
 	// request timeout bounds a /v1 request; memory_recall runs under the
 	// coordinator's recall timeout instead, as POST /v1/recall does.
 	CallTimeout time.Duration
+}
+
+// TraceForgetter blanks the titles of forgotten records in the turn
+// traces.
+type TraceForgetter interface {
+	Forget(ctx context.Context, realm string, ids []string) error
 }
 
 // DefaultCallTimeout bounds a tool call when Options set none: the /v1
@@ -686,6 +695,12 @@ func (t tools) forget(ctx context.Context, req *mcp.CallToolRequest, in ForgetIn
 		// An imported proposal of the caller's own scope frees its entry.
 		if err := t.opts.Proposals.Forgotten(ctx, id.Realm, []string{in.ID}); err != nil {
 			return nil, ForgetOutput{}, err
+		}
+	}
+	if t.opts.Traces != nil {
+		// Its title must not stay readable in the turn traces.
+		if err := t.opts.Traces.Forget(ctx, id.Realm, []string{in.ID}); err != nil {
+			return nil, ForgetOutput{}, fmt.Errorf("record %q is forgotten, but blanking its title in the turn traces failed (DELETE /v1/records/%s retries it): %w", in.ID, in.ID, err)
 		}
 	}
 	return nil, ForgetOutput{Forgotten: n}, nil

@@ -280,6 +280,45 @@ func (t *Traces) Recent(ctx context.Context, realm string, identities []string, 
 	return out, nil
 }
 
+func (t *Traces) Forget(ctx context.Context, realm string, ids []string) error {
+	err := pgx.BeginFunc(ctx, t.db.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, t.db.q(`SELECT seq, trace::text FROM turn_trace WHERE realm = $1 AND EXISTS (
+			SELECT 1 FROM jsonb_array_elements((trace->'included') || (trace->'excluded')) AS r WHERE r->>'id' = ANY($2::text[]))
+			FOR UPDATE`), realm, ids)
+		if err != nil {
+			return err
+		}
+		type row struct {
+			seq  int64
+			body string
+		}
+		named, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+			var x row
+			return x, r.Scan(&x.seq, &x.body)
+		})
+		if err != nil {
+			return err
+		}
+		for _, r := range named {
+			var tr coordinator.TurnTrace
+			if err := json.Unmarshal([]byte(r.body), &tr); err != nil {
+				return fmt.Errorf("a stored trace does not decode: %w", err)
+			}
+			if !turntrace.ForgetTitles(&tr, ids) {
+				continue
+			}
+			if _, err := tx.Exec(ctx, t.db.q(`UPDATE turn_trace SET trace = $1 WHERE seq = $2`), tr, r.seq); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("turn trace: forget: %w", classify(err))
+	}
+	return nil
+}
+
 // ofIdentities keeps the rows of the identities in parameter n (NULL:
 // every identity), before any LIMIT applies.
 func ofIdentities(n int) string {

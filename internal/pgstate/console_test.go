@@ -137,3 +137,32 @@ func TestSharedTraces(t *testing.T) {
 		t.Errorf("alice's session read for user0 = %+v, %v", got, err)
 	}
 }
+
+// TestSharedTracesForget: a forgotten record's title is blanked in every
+// trace of its realm that names it, and only there.
+func TestSharedTracesForget(t *testing.T) {
+	ctx := context.Background()
+	tr := NewTraces(open(t, 1)[0])
+	mk := func(realm string) coordinator.TurnTrace {
+		return coordinator.TurnTrace{Realm: realm, Identity: "alice", Session: "s", Kind: coordinator.TraceInject, At: time.Now().UTC(),
+			Included: []coordinator.TraceRecord{{ID: "gone", Title: "the secret"}, {ID: "kept", Title: "kept title"}},
+			Excluded: []coordinator.TraceRecord{{ID: "gone", Title: "the secret", Reason: coordinator.ExcludedBudget}}}
+	}
+	if err := tr.Append(ctx, []coordinator.TurnTrace{mk("r"), mk("elsewhere")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Forget(ctx, "r", []string{"gone"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := tr.Session(ctx, "r", nil, "s", 10)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("read %d traces, %v", len(got), err)
+	}
+	rows := append(got[0].Included, got[0].Excluded...)
+	if rows[0].Title != "" || !rows[0].Forgotten || rows[2].Title != "" || !rows[2].Forgotten || rows[1].Title != "kept title" || rows[1].Forgotten {
+		t.Errorf("rows after the forget: %+v", rows)
+	}
+	if theirs, err := tr.Session(ctx, "elsewhere", nil, "s", 10); err != nil || theirs[0].Included[0].Title != "the secret" {
+		t.Errorf("another realm's trace = %+v, %v; a forget is per realm", theirs, err)
+	}
+}

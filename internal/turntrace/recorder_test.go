@@ -81,19 +81,48 @@ func TestGatherTakesWhatPrecedesAFlush(t *testing.T) {
 		r := &Recorder{
 			opts:    Options{Linger: time.Hour},
 			queue:   make(chan coordinator.TurnTrace, 8),
-			flushes: make(chan chan error),
+			flushes: make(chan request),
 		}
 		r.queue <- tr("r", "s", time.Now().UTC(), "id")
 		r.queue <- tr("r", "s", time.Now().UTC(), "id")
 		ack := make(chan error, 1)
-		go func() { r.flushes <- ack }()
+		go func() { r.flushes <- request{done: ack} }()
 		time.Sleep(time.Millisecond) // let the flush wait beside the queue
 		batch, got := r.gather(context.Background(), []coordinator.TurnTrace{tr("r", "s", time.Now().UTC(), "id")})
-		if got != ack {
+		if got == nil || got.done != ack {
 			t.Fatalf("run %d: gather did not hand back the flush", i)
 		}
 		if len(batch) != 3 {
 			t.Fatalf("run %d: batch of %d traces, want 3 (the queued ones belong in it)", i, len(batch))
+		}
+	}
+}
+
+// TestRecorderForgetsQueuedAndLateTraces: a Forget blanks the title in a
+// trace still queued when it comes, and in one written just after (a
+// turn that recalled the record before it was forgotten).
+func TestRecorderForgetsQueuedAndLateTraces(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t)
+	r := NewRecorder(store, Options{Retention: time.Hour, MaxTurnsPerRealm: 100, Linger: time.Hour})
+	defer r.Close()
+	titled := func() coordinator.TurnTrace {
+		t := tr("r", "s", time.Now().UTC(), "gone")
+		t.Included[0].Title = "the secret"
+		return t
+	}
+	r.Trace(titled())
+	if err := r.Forget(ctx, "r", []string{"gone"}); err != nil {
+		t.Fatal(err)
+	}
+	r.Trace(titled())
+	got, err := r.Session(ctx, "r", nil, "s", 10)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("read %d traces, %v", len(got), err)
+	}
+	for i, tr := range got {
+		if row := tr.Included[0]; row.Title != "" || !row.Forgotten {
+			t.Errorf("trace %d names the forgotten record as %+v", i, row)
 		}
 	}
 }

@@ -91,6 +91,56 @@ func (s *SQLStore) Recent(ctx context.Context, realm string, identities []string
 	return out, s.db.Wrap("list traced sessions", err)
 }
 
+func (s *SQLStore) Forget(ctx context.Context, realm string, ids []string) error {
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return err
+	}
+	return s.db.Tx(ctx, "forget in turn trace", func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT seq, trace FROM turn_trace WHERE realm = ?1 AND EXISTS (
+			SELECT 1 FROM json_each(trace, '$.included') AS i WHERE json_extract(i.value, '$.id') IN (SELECT value FROM json_each(?2))
+			UNION ALL SELECT 1 FROM json_each(trace, '$.excluded') AS e WHERE json_extract(e.value, '$.id') IN (SELECT value FROM json_each(?2)))`,
+			realm, string(list))
+		if err != nil {
+			return err
+		}
+		type row struct {
+			seq  int64
+			body string
+		}
+		var named []row
+		for rows.Next() {
+			var r row
+			if err := rows.Scan(&r.seq, &r.body); err != nil {
+				rows.Close()
+				return err
+			}
+			named = append(named, r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, r := range named {
+			var t coordinator.TurnTrace
+			if err := json.Unmarshal([]byte(r.body), &t); err != nil {
+				return fmt.Errorf("a stored trace does not decode: %w", err)
+			}
+			if !ForgetTitles(&t, ids) {
+				continue
+			}
+			body, err := json.Marshal(t)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE turn_trace SET trace = ? WHERE seq = ?`, string(body), r.seq); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // ofIdentities keeps the rows of the identities in its two parameters,
 // both the same JSON list (NULL: every identity), before any LIMIT
 // applies.

@@ -133,3 +133,46 @@ func TestOldTracesNameNoForeignRecord(t *testing.T) {
 		t.Fatalf("excluded %v, out_of_scope %d; want [a1 m1] and 2", kept, got[0].OutOfScope)
 	}
 }
+
+// checkForget is the Forget check both stores pass: the forgotten
+// record's title is blanked wherever a trace of its realm names it, and
+// nothing else changes.
+func checkForget(t *testing.T, s Store) {
+	t.Helper()
+	ctx := context.Background()
+	now := time.Now().UTC()
+	named := tr("r", "s", now, "gone", "kept")
+	for i := range named.Included {
+		named.Included[i].Title = "title of " + named.Included[i].ID
+	}
+	named.Excluded = []coordinator.TraceRecord{{ID: "gone", Title: "title of gone", Reason: coordinator.ExcludedBudget}}
+	other := named
+	other.Realm = "elsewhere"
+	if err := s.Append(ctx, []coordinator.TurnTrace{named, tr("r", "s", now, "unrelated"), other}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Forget(ctx, "r", []string{"gone"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Session(ctx, "r", nil, "s", 10)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("read %d traces, %v", len(got), err)
+	}
+	for _, r := range append(got[0].Included, got[0].Excluded...) {
+		switch {
+		case r.ID == "gone" && (r.Title != "" || !r.Forgotten):
+			t.Errorf("the forgotten record's row is %+v, want no title and forgotten", r)
+		case r.ID == "kept" && (r.Title != "title of kept" || r.Forgotten):
+			t.Errorf("another record's row is %+v", r)
+		}
+	}
+	if byRecord, err := s.Record(ctx, "r", nil, "gone", 10); err != nil || len(byRecord) != 1 || byRecord[0].Included[0].Title != "" {
+		t.Errorf("the record's trace = %+v, %v", byRecord, err)
+	}
+	if theirs, err := s.Session(ctx, "elsewhere", nil, "s", 10); err != nil || len(theirs) != 1 || theirs[0].Included[0].Title != "title of gone" {
+		t.Errorf("another realm's trace = %+v, %v; a forget is per realm", theirs, err)
+	}
+}
+
+// TestForgetBlanksTitles: see checkForget.
+func TestForgetBlanksTitles(t *testing.T) { checkForget(t, openStore(t)) }

@@ -7,7 +7,10 @@ package turntrace
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +36,25 @@ type Store interface {
 	// Prune drops traces older than before and, per realm, all but the
 	// newest keep; it answers how many went.
 	Prune(ctx context.Context, before time.Time, keep int) (int, error)
+	// Forget blanks the titles of the records ids of realm in every
+	// trace that names them (ForgetTitles).
+	Forget(ctx context.Context, realm string, ids []string) error
+}
+
+// ForgetTitles blanks the title of every row of t naming one of ids and
+// marks it forgotten; it reports whether t changed. A forgotten record's
+// title must not outlive it in the traces.
+func ForgetTitles(t *coordinator.TurnTrace, ids []string) bool {
+	changed := false
+	for _, rows := range [][]coordinator.TraceRecord{t.Included, t.Excluded} {
+		for i := range rows {
+			if slices.Contains(ids, rows[i].ID) && (rows[i].Title != "" || !rows[i].Forgotten) {
+				rows[i].Title, rows[i].Forgotten = "", true
+				changed = true
+			}
+		}
+	}
+	return changed
 }
 
 // SessionSummary is one traced session of a realm.
@@ -63,13 +85,19 @@ type Options struct {
 // Recorder is the coordinator's TraceSink: it queues traces and writes
 // them in batches from one goroutine, pruning now and then.
 type Recorder struct {
-	store   Store
-	opts    Options
-	queue   chan coordinator.TurnTrace
-	flushes chan chan error
-	done    chan struct{}
-	stop    context.CancelFunc
-	once    sync.Once
+	store Store
+	opts  Options
+	queue chan coordinator.TurnTrace
+	// flushes carries flushes and forgets, which both wait for the
+	// traces queued before them to be written.
+	flushes chan request
+	// forgotten are ids forgotten lately, by realm, with when (run's
+	// goroutine only): a turn that recalled a record just before it was
+	// forgotten may trace it after, and its title must not come back.
+	forgotten map[string]map[string]time.Time
+	done      chan struct{}
+	stop      context.CancelFunc
+	once      sync.Once
 	// dropped counts every trace not stored: queue full, recorder closed
 	// or write failed.
 	dropped atomic.Int64
@@ -88,7 +116,25 @@ type Recorder struct {
 	failed error
 }
 
+// request is a Flush, or a Forget when forget is set, handed to the
+// writer and answered on done.
+type request struct {
+	done   chan error
+	forget *forgetting
+}
+
+// forgetting is what a Forget blanks.
+type forgetting struct {
+	realm string
+	ids   []string
+}
+
 const (
+	// forgottenFor is how long a forgotten id's title is blanked in the
+	// traces written after (a turn runs within the request timeout).
+	forgottenFor = 2 * time.Minute
+	// maxForgotten bounds those ids; past it the oldest realm's go.
+	maxForgotten     = 4096
 	defaultQueueSize = 4096
 	defaultLinger    = 10 * time.Millisecond
 	writeBatch       = 256
@@ -109,7 +155,8 @@ func NewRecorder(store Store, opts Options) *Recorder {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Recorder{
 		store: store, opts: opts, queue: make(chan coordinator.TurnTrace, opts.QueueSize),
-		flushes: make(chan chan error), done: make(chan struct{}), stop: cancel,
+		flushes: make(chan request), done: make(chan struct{}), stop: cancel,
+		forgotten: map[string]map[string]time.Time{},
 	}
 	go r.run(ctx)
 	return r
@@ -171,16 +218,37 @@ func (r *Recorder) Recent(ctx context.Context, realm string, identities []string
 // or the queue was full): those traces are lost, and a read must not pass
 // for complete without them. Each loss is answered once.
 func (r *Recorder) Flush(ctx context.Context) error {
-	ack := make(chan error, 1)
+	req := request{done: make(chan error, 1)}
 	select {
-	case r.flushes <- ack:
+	case r.flushes <- req:
 	case <-r.done:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 	select {
-	case err := <-ack:
+	case err := <-req.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Forget blanks the titles of the records ids of realm in the stored
+// traces, after writing every trace queued before it, and in the traces
+// written for a while after (a turn that recalled a record just before
+// it was forgotten).
+func (r *Recorder) Forget(ctx context.Context, realm string, ids []string) error {
+	req := request{done: make(chan error, 1), forget: &forgetting{realm: realm, ids: ids}}
+	select {
+	case r.flushes <- req:
+	case <-r.done:
+		return errors.New("turn trace: the recorder has stopped")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-req.done:
 		return err
 	case <-ctx.Done():
 		return ctx.Err()
@@ -206,16 +274,16 @@ func (r *Recorder) run(ctx context.Context) {
 	for {
 		select {
 		case t := <-r.queue:
-			var ack chan error
-			batch, ack = r.gather(ctx, append(batch[:0], t))
+			var req *request
+			batch, req = r.gather(ctx, append(batch[:0], t))
 			r.write(batch)
-			if ack != nil {
+			if req != nil {
 				r.writeQueued(batch)
-				r.answer(ack)
+				r.answer(*req)
 			}
-		case ack := <-r.flushes:
+		case req := <-r.flushes:
 			r.writeQueued(batch)
-			r.answer(ack)
+			r.answer(req)
 		case <-tick.C:
 			r.prune()
 		case <-ctx.Done():
@@ -225,15 +293,20 @@ func (r *Recorder) run(ctx context.Context) {
 	}
 }
 
-// answer tells a flush its traces are written, or that some were lost.
-func (r *Recorder) answer(ack chan error) {
+// answer tells a flush its traces are written, or that some were lost,
+// and carries out a forget.
+func (r *Recorder) answer(req request) {
+	if req.forget != nil {
+		req.done <- r.forget(*req.forget)
+		return
+	}
 	err := r.failed
 	n := r.dropped.Load()
 	if err == nil && n > r.reported {
 		err = fmt.Errorf("turn trace: %d traces of earlier turns were dropped, the queue being full: %w", n-r.reported, sdk.ErrUnavailable)
 	}
 	r.reported, r.failed = n, nil
-	ack <- err
+	req.done <- err
 }
 
 // writeQueued writes everything queued now.
@@ -248,20 +321,21 @@ func (r *Recorder) writeQueued(batch []coordinator.TurnTrace) {
 }
 
 // gather adds to batch what arrives within the linger, up to a batch. A
-// flush, or the recorder stopping, ends the wait early; a flush's ack is
-// returned for the caller to answer once everything queued is written.
-func (r *Recorder) gather(ctx context.Context, batch []coordinator.TurnTrace) ([]coordinator.TurnTrace, chan error) {
+// flush or forget, or the recorder stopping, ends the wait early; the
+// request is returned for the caller to answer once everything queued is
+// written.
+func (r *Recorder) gather(ctx context.Context, batch []coordinator.TurnTrace) ([]coordinator.TurnTrace, *request) {
 	linger := time.NewTimer(r.opts.Linger)
 	defer linger.Stop()
 	for len(batch) < writeBatch {
 		select {
 		case t := <-r.queue:
 			batch = append(batch, t)
-		case ack := <-r.flushes:
+		case req := <-r.flushes:
 			// A trace queued before the flush may still be in the queue
 			// (select picks among ready cases at random): it belongs in
 			// this write.
-			return r.drain(batch), ack
+			return r.drain(batch), &req
 		case <-linger.C:
 			return batch, nil
 		case <-ctx.Done():
@@ -284,9 +358,47 @@ func (r *Recorder) drain(batch []coordinator.TurnTrace) []coordinator.TurnTrace 
 	return batch
 }
 
+// forget scrubs the store and remembers the ids for the traces to come.
+func (r *Recorder) forget(f forgetting) error {
+	now := time.Now()
+	n := 0
+	for realm, ids := range r.forgotten {
+		for id, at := range ids {
+			if now.Sub(at) >= forgottenFor {
+				delete(ids, id)
+			}
+		}
+		if len(ids) == 0 {
+			delete(r.forgotten, realm)
+		}
+		n += len(ids)
+	}
+	if n+len(f.ids) > maxForgotten {
+		clear(r.forgotten)
+	}
+	if r.forgotten[f.realm] == nil {
+		r.forgotten[f.realm] = map[string]time.Time{}
+	}
+	for _, id := range f.ids {
+		r.forgotten[f.realm][id] = now
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := r.store.Forget(ctx, f.realm, f.ids); err != nil {
+		return fmt.Errorf("turn trace: %w", err)
+	}
+	return nil
+}
+
 func (r *Recorder) write(batch []coordinator.TurnTrace) {
 	if len(batch) == 0 {
 		return
+	}
+	for i := range batch {
+		if ids := r.forgotten[batch[i].Realm]; len(ids) > 0 {
+			batch[i].Included, batch[i].Excluded = slices.Clone(batch[i].Included), slices.Clone(batch[i].Excluded)
+			ForgetTitles(&batch[i], slices.Collect(maps.Keys(ids)))
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -835,6 +835,8 @@ export interface components {
             reason?: "budget" | "max_entries" | "dedup" | "selector" | "status" | "trust";
             /** @description the included record this one was shown beside, as its thread neighbour */
             neighbour_of?: string;
+            /** @description the record was forgotten since: its title is no longer kept */
+            forgotten?: boolean;
         };
         TurnTrace: {
             realm: string;
