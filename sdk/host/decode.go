@@ -12,16 +12,25 @@ import (
 // decoded. Package sdk holds the opposite directions; roundtrip_test.go
 // holds the two together.
 
+// The wire's 0 is "no time", so an instant in the epoch's millisecond
+// travels as -1, as a window's end does (RecallQuery.WindowMillis), and
+// comes back as the epoch: a record that happened then is not unset.
 func toMillis(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
 	}
-	return t.UnixMilli()
+	if ms := t.UnixMilli(); ms != 0 {
+		return ms
+	}
+	return -1
 }
 
 func fromMillis(ms int64) time.Time {
-	if ms == 0 {
+	switch ms {
+	case 0:
 		return time.Time{}
+	case -1:
+		return time.Unix(0, 0).UTC()
 	}
 	return time.UnixMilli(ms).UTC()
 }

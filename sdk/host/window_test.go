@@ -129,3 +129,42 @@ func TestWindowEndAtTheEpoch(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordTimesAtTheEpoch: the wire's 0 means "no time", so a record
+// that happened (or expires) at the epoch must not reach the plugin, or come
+// back from it, as one without that time.
+func TestRecordTimesAtTheEpoch(t *testing.T) {
+	epoch := time.Unix(0, 0).UTC()
+	impl := &echoProvider{records: map[string]sdk.Record{}}
+	conn, err := host.ServeInProcess(context.Background(), impl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.Configure(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	p, err := conn.Provider()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, ok := p.Writer()
+	if !ok {
+		t.Fatal("no writer")
+	}
+	ids, err := w.Remember(context.Background(), "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "moon", Body: "b", OccurredAt: epoch, ExpiresAt: epoch}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := impl.records[ids[0]]
+	if !got.OccurredAt.Equal(epoch) || !got.ExpiresAt.Equal(epoch) {
+		t.Errorf("the plugin got occurred_at %v, expires_at %v; want both at the epoch", got.OccurredAt, got.ExpiresAt)
+	}
+	hits, err := p.Recall(context.Background(), sdk.RecallQuery{Realm: "default", Query: "moon", Limit: 10})
+	if err != nil || len(hits) == 0 {
+		t.Fatalf("recall: %v, %v", hits, err)
+	}
+	if back := hits[0].Record; !back.OccurredAt.Equal(epoch) {
+		t.Errorf("the host read back occurred_at %v; want the epoch", back.OccurredAt)
+	}
+}
