@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // The server adapter checks every request shape here, once, before a
@@ -133,6 +135,13 @@ func ValidateTagFilter(field string, tags []string) error {
 		}
 	}
 	return nil
+}
+
+// SameTag reports whether two tags are one: stores match tags
+// case-insensitively, and the host sends every tag in NFC, so café typed
+// composed or as e and a combining accent is one tag too.
+func SameTag(a, b string) bool {
+	return strings.EqualFold(norm.NFC.String(a), norm.NFC.String(b))
 }
 
 // checkTag is the rule of one tag, stored or filtered on.

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"strings"
 
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/host"
@@ -62,10 +61,10 @@ func tagsNotAdded(ctx context.Context, p sdk.Provider, realm string, asked []sdk
 	return out
 }
 
-// hasTag: tags match case-insensitively, as recall filters them.
+// hasTag: tags match as recall filters them.
 func hasTag(tags []string, t string) bool {
 	for _, have := range tags {
-		if strings.EqualFold(have, t) {
+		if sdk.SameTag(have, t) {
 			return true
 		}
 	}

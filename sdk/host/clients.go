@@ -172,7 +172,7 @@ func (c *providerClient) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.H
 	}
 	req := &pb.RecallRequest{
 		Realm: q.Realm, Query: q.Query, Scopes: toStrings(q.Scopes), Limit: int32(q.Limit),
-		ExcludeIds: q.ExcludeIDs, Tags: q.Tags, ExcludeTags: q.ExcludeTags,
+		ExcludeIds: q.ExcludeIDs, Tags: nfcTags(q.Tags), ExcludeTags: nfcTags(q.ExcludeTags),
 		SinceUnixMs: since, UntilUnixMs: until,
 	}
 	if c.caps.Has(sdk.CapNeighbours) {

@@ -2,10 +2,12 @@ package host
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/memhost/memhost/sdk"
 	pb "github.com/memhost/memhost/sdk/internal/pluginpb"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Conversions on the host side of the wire: requests are encoded, answers
@@ -49,11 +51,29 @@ func infoFromPB(p *pb.InfoResponse) sdk.Info {
 	return out
 }
 
+// nfcTags puts tags in NFC on their way to a plugin, stored or filtered
+// on: stores match tags by case only, and the same word typed on another
+// system (café composed, or e and a combining accent) must be one tag, as
+// it is one term in text (the tokenizer's NFC). tags itself is returned
+// when it is already NFC.
+func nfcTags(tags []string) []string {
+	for i, t := range tags {
+		if !norm.NFC.IsNormalString(t) {
+			out := slices.Clone(tags)
+			for j := i; j < len(out); j++ {
+				out[j] = norm.NFC.String(out[j])
+			}
+			return out
+		}
+	}
+	return tags
+}
+
 // recordToInput keeps what a caller may set; the store owns the rest.
 func recordToInput(r *sdk.Record) *pb.RecordInput {
 	return &pb.RecordInput{
 		Id: r.ID, Realm: r.Realm, Scope: string(r.Scope), Kind: string(r.Kind),
-		Title: r.Title, Description: r.Description, Body: r.Body, Tags: r.Tags,
+		Title: r.Title, Description: r.Description, Body: r.Body, Tags: nfcTags(r.Tags),
 		Trust: string(r.Trust), ExpiresUnixMs: toMillis(r.ExpiresAt),
 		Thread: threadToPB(r.Thread), OccurredUnixMs: toMillis(r.OccurredAt),
 	}
@@ -115,7 +135,7 @@ func recordFromPB(p *pb.Record) sdk.Record {
 func recordToPB(r *sdk.Record) *pb.Record {
 	return &pb.Record{
 		Id: r.ID, Realm: r.Realm, Scope: string(r.Scope), Kind: string(r.Kind),
-		Title: r.Title, Description: r.Description, Body: r.Body, Tags: r.Tags,
+		Title: r.Title, Description: r.Description, Body: r.Body, Tags: nfcTags(r.Tags),
 		Trust: string(r.Trust), Status: string(r.Status), Supersedes: r.Supersedes,
 		CreatedUnixMs: toMillis(r.CreatedAt), UpdatedUnixMs: toMillis(r.UpdatedAt),
 		ExpiresUnixMs: toMillis(r.ExpiresAt), ContentHash: r.ContentHash,

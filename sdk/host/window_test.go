@@ -13,13 +13,15 @@ import (
 // windowProvider answers nothing and keeps the window it was asked for.
 type windowProvider struct {
 	echoProvider
-	calls        int
-	since, until time.Time
+	calls             int
+	since, until      time.Time
+	tags, excludeTags []string
 }
 
 func (p *windowProvider) Recall(_ context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
 	p.calls++
 	p.since, p.until = q.Since, q.Until
+	p.tags, p.excludeTags = q.Tags, q.ExcludeTags
 	return nil, nil
 }
 
@@ -166,5 +168,44 @@ func TestRecordTimesAtTheEpoch(t *testing.T) {
 	}
 	if back := hits[0].Record; !back.OccurredAt.Equal(epoch) {
 		t.Errorf("the host read back occurred_at %v; want the epoch", back.OccurredAt)
+	}
+}
+
+// TestTagsTravelInNFC: a tag typed decomposed (e and a combining accent,
+// as macOS input gives) and one typed composed are one tag to every store,
+// as they are one term in text: both reach the plugin in NFC, stored and
+// filtered on.
+func TestTagsTravelInNFC(t *testing.T) {
+	impl := &windowProvider{echoProvider: echoProvider{records: map[string]sdk.Record{}}}
+	conn, err := host.ServeInProcess(context.Background(), impl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.Configure(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	p, err := conn.Provider()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := p.Writer()
+	const composed, decomposed = "caf\u00e9", "cafe\u0301"
+	ids, err := w.Remember(context.Background(), "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "menu", Body: "b", Tags: []string{decomposed, "plain"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := impl.records[ids[0]].Tags; len(got) != 2 || got[0] != composed || got[1] != "plain" {
+		t.Errorf("the plugin stored tags %q; want %q", got, []string{composed, "plain"})
+	}
+	q := sdk.RecallQuery{Realm: "default", Query: "menu", Limit: 10, Tags: []string{decomposed}, ExcludeTags: []string{"x" + decomposed}}
+	if _, err := p.Recall(context.Background(), q); err != nil {
+		t.Fatal(err)
+	}
+	if impl.tags[0] != composed || impl.excludeTags[0] != "x"+composed {
+		t.Errorf("the plugin was asked for tags %q, excluding %q; want them in NFC", impl.tags, impl.excludeTags)
+	}
+	if q.Tags[0] != decomposed {
+		t.Error("the caller's query was changed")
 	}
 }
