@@ -157,6 +157,9 @@ type realm struct {
 	// control is the last text the embedder embedded for the backlog: a
 	// record that fails alone is told from an outage by asking it again.
 	control string
+	// strikes counts, per record, the steps in a row that failed it while
+	// the embedder embedded other texts (see oneByOne).
+	strikes map[string]strike
 }
 
 // splitAfter is how many steps in a row may fail to embed a page before
@@ -164,6 +167,22 @@ type realm struct {
 // fails on every time (a text too large for a llama.cpp batch, one a
 // model answers NaN for), which would otherwise stall the realm.
 const splitAfter = 3
+
+// refuseAfter is how many steps in a row must fail a record, twice each
+// time while the embedder embeds other texts, before it is refused: an
+// endpoint that fails some calls at random (rate limits, a flaky proxy)
+// may fail a healthy text so once, but seldom step after step with
+// every check answered.
+const refuseAfter = 3
+
+// maxStrikes bounds the strikes kept: a record forgotten while struck
+// would otherwise stay in the map.
+const maxStrikes = 4096
+
+// probeText is what the embedder is checked with when it has embedded
+// no text for the backlog in this process (after a restart whose
+// backlog is only the failing record, say): one tiny call.
+const probeText = "memhost"
 
 // breaker is the query path's view of the embedder: after QueryFailures
 // failed query embeddings in a row, recalls stay lexical without asking
@@ -847,59 +866,94 @@ func (r *realm) notRefused(recs []sdk.Record, model string) []sdk.Record {
 
 // oneByOne embeds texts singly into out. A record whose text the
 // embedder refuses as invalid gets no vector and is remembered as
-// refused (logged once). A record it fails on otherwise is refused so
-// too, but only once the embedder has embedded another text after it
-// (the next record's, or the last text it embedded): the failure is then
-// the record's. When it embeds nothing more, the failure is an outage,
-// which fails the step and is waited out; nothing is refused for it.
+// refused (logged once). A record it fails on otherwise is asked again
+// at once: an endpoint failing some calls (one replica of a round robin
+// down) answers the next. Failing again while the embedder still embeds
+// other texts, it gets a strike, and is refused at its refuseAfter'th
+// step in a row so failed. A check the embedder fails is an outage, or
+// a flaky endpoint: the step fails, to be waited out, and no record is
+// refused or keeps its strikes for it. A struck record not yet refused
+// fails the step too, after the chunk's other records.
 func (r *realm) oneByOne(ctx context.Context, info sdk.EmbedderInfo, recs []sdk.Record, texts []string, out [][]float32) error {
-	suspect, suspectErr := -1, error(nil)
+	again := func(err error) bool {
+		return err != nil && !errors.Is(err, sdk.ErrInvalid) && ctx.Err() == nil && !errors.Is(err, errModelChanged)
+	}
+	var held error
 	for i, t := range texts {
 		v, err := embed(ctx, r.cfg.Embedder, info, sdk.EmbedDocument, []string{t})
+		if again(err) {
+			v, err = embed(ctx, r.cfg.Embedder, info, sdk.EmbedDocument, []string{t})
+			if again(err) && !r.stillEmbeds(ctx, info) {
+				r.mu.Lock()
+				clear(r.strikes)
+				r.mu.Unlock()
+				return err
+			}
+		}
 		switch {
 		case err == nil:
 			out[i] = v[0]
 			r.embeddedText(t)
-			if suspect >= 0 {
-				r.refuse(recs[suspect].ID, info.Model, suspectErr)
-				suspect = -1
-			}
+			r.mu.Lock()
+			delete(r.strikes, recs[i].ID)
+			r.mu.Unlock()
 		case errors.Is(err, sdk.ErrInvalid):
 			r.refuse(recs[i].ID, info.Model, err)
 		case ctx.Err() != nil || errors.Is(err, errModelChanged):
 			return err
+		case r.struck(recs[i].ID, info.Model):
+			r.refuse(recs[i].ID, info.Model, err)
 		default:
-			if suspect >= 0 {
-				// Two failures in a row: an outage, unless the embedder
-				// still embeds a text it embedded before.
-				if !r.stillEmbeds(ctx, info) {
-					return suspectErr
-				}
-				r.refuse(recs[suspect].ID, info.Model, suspectErr)
-			}
-			suspect, suspectErr = i, err
+			held = err
 		}
 	}
-	if suspect >= 0 {
-		if !r.stillEmbeds(ctx, info) {
-			return suspectErr
-		}
-		r.refuse(recs[suspect].ID, info.Model, suspectErr)
-	}
-	return nil
+	return held
 }
 
-// stillEmbeds reports whether the embedder embeds the last text it
-// embedded for the backlog; false when it has embedded none.
+// stillEmbeds reports whether the embedder embeds two texts in two calls
+// in a row (an endpoint failing calls at random shows it the likelier):
+// the last text it embedded for the backlog (a record's, which an
+// endpoint failing every real text fails too) or, when it has embedded
+// none in this process (as after a restart), probeText; then probeText.
 func (r *realm) stillEmbeds(ctx context.Context, info sdk.EmbedderInfo) bool {
 	r.mu.Lock()
-	t := r.control
+	control := r.control
 	r.mu.Unlock()
-	if t == "" {
-		return false
+	if control == "" {
+		control = probeText
 	}
-	_, err := embed(ctx, r.cfg.Embedder, info, sdk.EmbedDocument, []string{t})
-	return err == nil
+	for _, t := range []string{control, probeText} {
+		if _, err := embed(ctx, r.cfg.Embedder, info, sdk.EmbedDocument, []string{t}); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// strike is a record's count of steps in a row that failed it under model.
+type strike struct {
+	model string
+	n     int
+}
+
+// struck counts a step failing record id under model and reports whether
+// it is the refuseAfter'th in a row, the strikes then forgotten.
+func (r *realm) struck(id, model string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.strikes[id]
+	if s.model != model {
+		s = strike{model: model}
+	}
+	if s.n++; s.n >= refuseAfter {
+		delete(r.strikes, id)
+		return true
+	}
+	if r.strikes == nil || len(r.strikes) >= maxStrikes {
+		r.strikes = map[string]strike{}
+	}
+	r.strikes[id] = s
+	return false
 }
 
 // refuse remembers that model cannot embed record id, so it is not asked

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"math/rand/v2"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -756,6 +758,88 @@ func TestAnOutageRefusesNothing(t *testing.T) {
 			emb.set(func(f *fakeEmbedder) { tc.set(f, false) })
 			eventually(t, "every record embedded after the outage", func() bool { return store.withModel("m1") == 37 })
 			eventually(t, "the backlog idle", func() bool { return eng.Status()[0].State == StateIdle })
+		})
+	}
+}
+
+// TestAFailingRecordAloneAfterARestartIsRefused: the realm's other
+// records were embedded by an earlier run, so after a restart its
+// backlog is only the record the embedder always fails on. The check
+// that the embedder still works asked the last text it embedded, which
+// this process had none of, so the record was never refused: the realm
+// stayed failing, and WaitDrained waited for ever. A neutral probe text
+// stands in for it.
+func TestAFailingRecordAloneAfterARestartIsRefused(t *testing.T) {
+	emb, store := newEmbedder("m1"), newStore(7)
+	{
+		eng := engine(t, emb, store, Options{})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { eng.Run(ctx); close(done) }()
+		eventually(t, "the first run embeds every record", func() bool { return store.withModel("m1") == 7 })
+		cancel()
+		<-done
+	}
+	store.add("r999", "poison", "the embedder fails on this one every time")
+	emb.set(func(f *fakeEmbedder) { f.failOn = "poison" })
+	eng := engine(t, emb, store, Options{})
+	running(t, eng)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := eng.WaitDrained(ctx, "default"); err != nil {
+		t.Fatalf("%v; status %+v", err, eng.Status()[0])
+	}
+	eventually(t, "the record refused, the backlog idle", func() bool {
+		st := eng.Status()[0]
+		return st.State == StateIdle && st.Refused == 1
+	})
+}
+
+// flakyEmbedder fails the Embed calls fail picks (by their number from
+// 1) as unavailable, whatever their texts: a partial outage.
+type flakyEmbedder struct {
+	*fakeEmbedder
+	fail func(n int64) bool
+	n    atomic.Int64
+}
+
+func (f *flakyEmbedder) Embed(ctx context.Context, req sdk.EmbedRequest) ([][]float32, error) {
+	if f.fail(f.n.Add(1)) {
+		return nil, fmt.Errorf("HTTP 502 bad gateway: %w", sdk.ErrUnavailable)
+	}
+	return f.fakeEmbedder.Embed(ctx, req)
+}
+
+// TestAPartialOutageRefusesNothing: an endpoint failing some calls,
+// whatever their texts, had a record refused whenever its call failed
+// and the next succeeded, once the page was embedded one record at a
+// time; those well-formed records then stayed lexical for RefusalRetry.
+// A record is now asked again at once, and refused only when it fails
+// so in several steps in a row.
+func TestAPartialOutageRefusesNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fail func(n int64) bool
+	}{
+		{"every other call (one replica of two down)", func(n int64) bool { return n%2 == 0 }},
+		{"one call in three (one replica of three down)", func(n int64) bool { return n%3 == 0 }},
+		{"two calls in three", func(n int64) bool { return n%3 != 0 }},
+		{"half the calls at random", func() func(int64) bool {
+			rng := rand.New(rand.NewPCG(1, 2)) // only the backlog's goroutine calls
+			return func(int64) bool { return rng.IntN(2) == 0 }
+		}()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inner, store := newEmbedder("m1"), newStore(40)
+			eng := engine(t, &flakyEmbedder{fakeEmbedder: inner, fail: tc.fail}, store, Options{})
+			running(t, eng)
+			eventually(t, "every record embedded, the backlog idle, or a refusal", func() bool {
+				st := eng.Status()[0]
+				return st.Refused > 0 || store.withModel("m1") == 40 && st.State == StateIdle
+			})
+			if st := eng.Status()[0]; st.Refused != 0 {
+				t.Errorf("%+v: %d well-formed records refused during a partial outage", st, st.Refused)
+			}
 		})
 	}
 }
