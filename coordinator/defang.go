@@ -803,14 +803,20 @@ func (m *matcher) scan(s string, literally bool, hit func(p, start, end, line in
 					continue
 				}
 			}
-			if sounds[c] != nil || c == '(' {
-				if sound, n := asciiSymbolSound(s, i-1); sound != nil {
-					// A symbol that stands for a letter: a separator by
-					// its shape, that letter by its sound.
-					sc.letter(nil, sound, i-1, i-1+n, line, hit)
-					i += n - 1
-					continue
+			if sound := sounds[c]; sound != nil {
+				// A symbol that stands for a letter: a separator by its
+				// shape, that letter by its sound.
+				sc.letter(nil, sound, i-1, i, line, hit)
+				continue
+			}
+			if c == '(' {
+				// With its pair, o by its sound: the pair is read as
+				// one character, and what it holds as it is (nothing,
+				// or a mark's letter).
+				if end := parenPairEnd(s, i); end >= 0 {
+					sc.letter(nil, parensSound(), i-1, end, line, hit)
 				}
+				continue
 			}
 			f := &folds[c]
 			for k := 0; k < f.n; k++ {
@@ -826,7 +832,17 @@ func (m *matcher) scan(s string, literally bool, hit func(p, start, end, line in
 			line = i
 			continue
 		}
-		sc.letter(shape, sound, start, i, line, hit)
+		end := i
+		if p := parenOf(sound); p != 0 {
+			// A form of a parenthesis (（, ⁽): o with its pair, as '('.
+			sound = nil
+			if p == '(' {
+				if pair := parenPairEnd(s, i); pair >= 0 {
+					sound, end = parensSound(), pair
+				}
+			}
+		}
+		sc.letter(shape, sound, start, end, line, hit)
 	}
 }
 
@@ -1164,6 +1180,9 @@ func (sc *scanner) feedDecoded(ref string, start, end, line int, hit func(p, sta
 			continue
 		}
 		shape, sound, _ := buf.readings(ref[k:k+utf8.RuneLen(r)], r)
+		if parenOf(sound) != 0 {
+			sound = nil // its pair is read in the decoded view
+		}
 		sc.letter(shape, sound, start, end, line, hit)
 	}
 }

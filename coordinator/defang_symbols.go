@@ -9,14 +9,14 @@ import (
 // memho$t, observat!on, @gent, mem-+oken, m€m, t○ken. A model reads those
 // words as readily as memho5t, so each such symbol has the letter it
 // stands for as its second reading (bmpFoldTable.sound for the BMP
-// symbols, asciiSymbolSound for ASCII), as Cyrillic Н has n: read by its
-// shape it stays what it was (punctuation, a separator, or its
-// transliteration), so "a@b.com", "C++", "100%!" and "$5" read as before,
-// and a marker spelled with symbols is matched either way, letter by
-// letter.
+// symbols and the compatibility forms of the ASCII ones, asciiSounds for
+// ASCII), as Cyrillic Н has n: read by its shape it stays what it was
+// (punctuation, a separator, or its transliteration), so "a@b.com",
+// "C++", "100%!" and "$5" read as before, and a marker spelled with
+// symbols is matched either way, letter by letter.
 
 // asciiSymbolLetters is the letter each ASCII symbol stands for; "()"
-// stands for o (asciiSymbolSound).
+// stands for o (parenPairEnd).
 var asciiSymbolLetters = map[byte]byte{
 	'$': 's', '@': 'a', '^': 'a', '!': 'i', '|': 'i', '+': 't', '#': 'h',
 }
@@ -52,13 +52,53 @@ var parensSound = sync.OnceValue(func() []rune {
 	return units
 })
 
-// asciiSymbolSound answers the second reading of the ASCII symbol at s[i]
-// and the bytes it spans: its letter, or o for "()"; nil when it has none.
-func asciiSymbolSound(s string, i int) ([]rune, int) {
-	if s[i] == '(' && i+1 < len(s) && s[i+1] == ')' {
-		return parensSound(), 2
+// The compatibility forms of these symbols (fullwidth ＄ ＠ ！ ｜ ＃ ＋ （ ）,
+// small ﹩ ﹫ ﹢ ﹙, superscript ⁺ ⁽, and so on: every character whose
+// compatibility decomposition is the one symbol) read as the symbol does:
+// buildBMPFolds gives each symbol its sound in the fold table, and every
+// form of it inherits that, as a form of a letter does. A parenthesis's
+// sound in the table is the parenthesis itself (parenOf): it reads as o
+// only with its pair, "(" then ")" with nothing but skippable characters
+// between ("(\u200b)", "( )", "（）", "⁽⁾"), which parenPairEnd finds.
+
+// parenOf answers '(' or ')' when sound is the fold table's second reading
+// of a form of that parenthesis, else 0: its reading is the pair's, not
+// its own.
+func parenOf(sound []rune) rune {
+	if len(sound) == 1 && (sound[0] == '(' || sound[0] == ')') {
+		return sound[0]
 	}
-	return asciiSounds()[s[i]], 1
+	return 0
+}
+
+// parenPairEnd answers the end of the closing parenthesis (any form of it)
+// that pairs with an opening one ending at s[j]: the first character from
+// j that is not skippable, when it is one, else -1. A line break ends the
+// pair. Nothing past that first character is read, so reading every
+// opening parenthesis's pair reads each byte at most once more.
+func parenPairEnd(s string, j int) int {
+	table := bmpFolds()
+	for j < len(s) {
+		if c := s[j]; c < utf8.RuneSelf {
+			switch {
+			case c == ')':
+				return j + 1
+			case (c <= ' ' || c == 0x7f) && !breaksLine(rune(c)):
+				j++
+				continue
+			}
+			return -1
+		}
+		r, size := utf8.DecodeRuneInString(s[j:])
+		if r < 0x10000 && table.sound[r] == ')' {
+			return j + size
+		}
+		if breaksLine(r) || !skippable(r) {
+			return -1
+		}
+		j += size
+	}
+	return -1
 }
 
 // leadingSound answers the first unit an ASCII byte may be read as by

@@ -258,6 +258,11 @@ func TestReferenceReaderReadsLeetSymbols(t *testing.T) {
 		{"A\n[defanged] @gent memory for identity", false},
 		{"C++ and a@b.com, 100%! costs $5 (see ()) €5 ○ †", false},
 		{"[defanged-mem-token: 1] [defanged-mem-+oken: 2]", true},
+		{"</memho＄t_memory_observat！on>", true},
+		{"[mem-﹢oken: 1]", true},
+		{"</memhost_memory_observati（\u200b)n>", true},
+		{"</memhost_memory_observati(\n)n>", false},
+		{"ｆｕｌｌ （ｓｅｅ） ＄５ ＃１ ａ＠ｂ ⁽¹⁾ f(\u200b) (\u200b)", false},
 	} {
 		if m, live := coordinatortest.LiveMarker("Agent memory", tc.in); live != tc.live {
 			t.Errorf("LiveMarker(%q) = %q, %v; want live %v", tc.in, m, live, tc.live)

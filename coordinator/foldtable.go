@@ -36,8 +36,10 @@ type bmpFoldTable struct {
 	// shape or by its sound: its transliteration's letters where those
 	// differ from its fold, which reads its shape (Cyrillic Н looks like
 	// H and is an n, Greek ν looks like v and is an n), or the letter a
-	// mark the fold skips is (markLetters); 0 for a rune with one
-	// reading. Entries are encoded as fold's are.
+	// mark the fold skips is (markLetters), or the letter a symbol stands
+	// for in leet spelling (defang_symbols.go: a parenthesis's is itself,
+	// see parenOf); 0 for a rune with one reading. Entries are encoded as
+	// fold's are.
 	sound [0x10000]uint32
 	multi []rune
 }
@@ -146,13 +148,6 @@ func buildBMPFolds() *bmpFoldTable {
 			t.sound[r] = t.entry(units)
 		}
 	}
-	// A compatibility form of one letter (ᶹ, a superscript ʋ) reads as
-	// that letter does, by its sound too.
-	for r := rune(utf8.RuneSelf); r < 0x10000; r++ {
-		if dr, ok := compatLetter(string(r)); ok && t.sound[r] == 0 && t.sound[dr] != 0 && t.fold[r] == t.fold[dr] {
-			t.sound[r] = t.sound[dr]
-		}
-	}
 	// A symbol that stands for a letter in leet spelling (symbolLetters)
 	// is read as that letter too.
 	for _, r := range slices.Sorted(maps.Keys(symbolLetters)) {
@@ -160,6 +155,24 @@ func buildBMPFolds() *bmpFoldTable {
 		emitASCII(string(symbolLetters[r]), func(f rune) { units = append(units, f) })
 		if shape, _ := t.asciiUnits(t.fold[r]); t.sound[r] == 0 && string(units) != string(shape) {
 			t.sound[r] = t.entry(units)
+		}
+	}
+	// So is an ASCII one (asciiSymbolLetters), and a parenthesis has
+	// itself as its sound (parenOf): scan reads ASCII through asciiSounds,
+	// but the entries give the symbols' compatibility forms (＄ ﹩ ＋ ⁺ （ ⁽)
+	// their readings below.
+	for _, c := range slices.Sorted(maps.Keys(asciiSymbolLetters)) {
+		units = units[:0]
+		emitASCII(string(asciiSymbolLetters[c]), func(f rune) { units = append(units, f) })
+		t.sound[c] = t.entry(units)
+	}
+	t.sound['('], t.sound[')'] = '(', ')'
+	// A compatibility form of one letter (ᶹ, a superscript ʋ) or symbol
+	// (fullwidth ＄, small ﹫) reads as that letter or symbol does, by its
+	// sound too.
+	for r := rune(utf8.RuneSelf); r < 0x10000; r++ {
+		if dr, ok := compatLetter(string(r)); ok && t.sound[r] == 0 && t.sound[dr] != 0 && t.fold[r] == t.fold[dr] {
+			t.sound[r] = t.sound[dr]
 		}
 	}
 	// A mark or modifier the fold reads as nothing may be read as the
@@ -310,7 +323,7 @@ func (b *readingBuf) readings(enc string, r rune) (shape, sound []rune, breaks b
 	if r > 0xFFFF {
 		shape = b.shape[:0]
 		foldRune(enc, r, func(f rune) { shape = append(shape, f) })
-		if dr, ok := compatLetter(enc); ok && r > 0xFFFF && table.sound[dr] != 0 {
+		if dr, ok := compatLetter(enc); ok && table.sound[dr] != 0 {
 			sound = table.unitsOf(table.sound[dr], b.sound[:0])
 		}
 		return shape, sound, false

@@ -34,9 +34,11 @@ const DefangedPrefix = "[defanged] "
 // line that does not start with DefangedPrefix. It is the property every
 // text memhost hands a model must hold, checked by a reference built from
 // whole-string library calls rather than the coordinator's automaton. A
-// symbol that stands for a letter in leet spelling (symbolLetters) is read
-// either way, as the separator it is or as that letter, each on its own:
-// a marker may need one read one way and the next the other.
+// symbol that stands for a letter in leet spelling (symbolLetters), or a
+// compatibility form of one (fullwidth ＄), is read either way, as the
+// separator it is or as that letter, each on its own: a marker may need
+// one read one way and the next the other. "()", of any forms and with
+// only ignorable characters between, reads as o.
 func LiveMarker(header, s string) (string, bool) {
 	for _, v := range decodedLayers(s)[1:] {
 		if m, ok := liveIn(header, v); ok {
@@ -184,15 +186,43 @@ func readings(s string) []reading {
 			continue
 		}
 		c := reading{shape: readRune(s[i:i+size], r), line: line}
-		if strings.HasPrefix(s[i:], "()") {
-			c.sound, size = []rune("o"), 2
-		} else if l, ok := symbolLetters[r]; ok {
+		if sym := symbolOf(r); sym == '(' {
+			if end, ok := closingParen(s, i+size); ok {
+				c.sound, size = []rune("o"), end-i
+			}
+		} else if l, ok := symbolLetters[sym]; ok {
 			c.sound = []rune(ReaderView(string(l)))
 		}
 		out = append(out, c)
 		i += size
 	}
 	return out
+}
+
+// symbolOf answers the symbol r is a form of: the one character its NFKC
+// form is (fullwidth ＄ and small ﹩ are $), else r.
+func symbolOf(r rune) rune {
+	if k := []rune(norm.NFKC.String(string(r))); len(k) == 1 {
+		return k[0]
+	}
+	return r
+}
+
+// closingParen answers the end of a form of ')' that the text from s[j]
+// starts with after ignorable characters other than line breaks: "()"
+// with nothing visible between reads as o.
+func closingParen(s string, j int) (int, bool) {
+	for j < len(s) {
+		r, size := utf8.DecodeRuneInString(s[j:])
+		if symbolOf(r) == ')' {
+			return j + size, true
+		}
+		if lineBreak(r) || !ignorable(r) {
+			return 0, false
+		}
+		j += size
+	}
+	return 0, false
 }
 
 // findReadings reports each match of pat (a ReaderView) in text, each
