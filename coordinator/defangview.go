@@ -393,12 +393,15 @@ func markupAt(v string, i int, lenient bool, noCommentEnd *bool) (int, bool) {
 // v[i] (']') that a reader of markdown does not read as text: an inline
 // link's or image's destination and title, "](https://x "t")" (balanced
 // parentheses and backslash escapes inside, line breaks between the
-// destination and the title), or a reference link's label, "][id]". A
-// reader, or a model that skips link syntax, reads "[mem](url)-token" as
-// mem-token: the destination's letters must not split a marker's words.
-// Both are bounded by maxTagBytes, and a destination's scan ends at the
-// next link's "](" (or a blank line, which ends a paragraph), so the view
-// stays linear in the text.
+// destination and the title, and a title, "…", '…' or (…), read as a
+// unit, so "](x "t)t")" ends at its last ')'), or a reference link's
+// label, "][id]". A reader, or a model that skips link syntax, reads
+// "[mem](url)-token" as mem-token: the destination's letters must not
+// split a marker's words. Both are bounded by maxTagBytes, and a
+// destination's or title's scan ends at the next link's "](" (or a blank
+// line, which ends a paragraph), so the view stays linear in the text (a
+// title that does not close is read as a destination's bytes are, so a
+// tail's bytes are read at most three times).
 func linkTailAt(v string, i int) (int, bool) {
 	if i+1 >= len(v) {
 		return 0, false
@@ -406,8 +409,17 @@ func linkTailAt(v string, i int) (int, bool) {
 	limit := min(len(v), i+2+maxTagBytes)
 	switch v[i+1] {
 	case '(':
-		depth := 1
+		depth, dest := 1, false
 		for k := i + 2; k < limit; k++ {
+			if c := v[k]; depth == 1 && dest && isMarkdownSpace(v[k-1]) && (c == '"' || c == '\'' || c == '(') {
+				// A title after the destination is read as a unit: the
+				// ')' it may hold does not end the link.
+				if end, ok := linkTitleEnd(v, k, limit); ok {
+					k = end - 1
+					continue
+				}
+			}
+			dest = dest || !isMarkdownSpace(v[k])
 			switch v[k] {
 			case '\\':
 				k++
@@ -441,6 +453,36 @@ func linkTailAt(v string, i int) (int, bool) {
 	}
 	return 0, false
 }
+
+// linkTitleEnd answers the end of a link title, "t", 't' or (t), that
+// starts at v[k], within limit: the closing quote or parenthesis that no
+// backslash escapes. Like a destination, it ends at no next link's "](",
+// nor at a blank line, nor, in parentheses, at an unescaped '('.
+func linkTitleEnd(v string, k, limit int) (int, bool) {
+	closer := v[k]
+	if closer == '(' {
+		closer = ')'
+	}
+	for j := k + 1; j < limit; j++ {
+		switch c := v[j]; {
+		case c == '\\':
+			j++
+		case c == closer:
+			return j + 1, true
+		case c == '(' && closer == ')':
+			return 0, false
+		case c == ']' && j+1 < len(v) && v[j+1] == '(':
+			return 0, false
+		case c == '\n' && j+1 < len(v) && v[j+1] == '\n':
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+// isMarkdownSpace reports the whitespace that separates a link's
+// destination from its title.
+func isMarkdownSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // closeWithin answers the end of the markup at v[i] that close ends,
 // within maxTagBytes.
