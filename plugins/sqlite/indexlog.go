@@ -366,52 +366,64 @@ func (r *frameReader) vecOp() indexOp {
 // of generations from+1 through to, in order. It answers the bytes of the
 // log that hold those frames (the prefix to keep), and false when the log
 // does not reach to: it is missing, torn, corrupt or has a gap. ix is
-// then partly changed and must be dropped.
-func replayLog(path string, store []byte, ix *memindex.Index, from, to uint64) (keep int64, ok bool, err error) {
+// then partly changed and must be dropped. With from == to there is
+// nothing to reach, and a missing or foreign log is no failure.
+//
+// beyond tells that the log goes on after to. Frames are appended after
+// their commit, so a log past the database means the database went back:
+// it was restored from an older copy.
+func replayLog(path string, store []byte, ix *memindex.Index, from, to uint64) (keep int64, ok, beyond bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return 0, false, nil
+			return 0, from == to, false, nil
 		}
-		return 0, false, err
+		return 0, false, false, err
 	}
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 1<<20)
 	want := logHead(store)
 	head := make([]byte, len(want))
 	if _, err := io.ReadFull(br, head); err != nil || !bytes.Equal(head, want) {
-		return 0, false, nil // damaged, of an older format or of another database
+		return 0, from == to, false, nil // damaged, of an older format or of another database
 	}
 	keep = int64(len(want))
 	at := from
 	var hdr [8]byte
 	var payload []byte
-	for at < to {
+	for {
+		// Past to, anything but a frame the snapshot holds (even a torn
+		// one) was appended after a commit the database no longer holds.
 		if _, err := io.ReadFull(br, hdr[:]); err != nil {
-			return keep, false, nil // the log ends before to
+			if at == to && err != io.EOF {
+				return keep, true, true, nil
+			}
+			return keep, at == to, false, nil // the log ends (before to?)
 		}
 		n := binary.LittleEndian.Uint32(hdr[0:])
 		if n > maxFrameBytes {
-			return keep, false, nil
+			return keep, at == to, at == to, nil
 		}
 		if cap(payload) < int(n) {
 			payload = make([]byte, n)
 		}
 		payload = payload[:n]
 		if _, err := io.ReadFull(br, payload); err != nil || crc32.Checksum(payload, crcTable) != binary.LittleEndian.Uint32(hdr[4:]) {
-			return keep, false, nil // torn or corrupt
+			return keep, at == to, at == to, nil // torn or corrupt
 		}
 		r := frameReader{s: string(payload)}
 		gen := r.uint()
 		switch {
 		case r.err != nil:
-			return keep, false, nil
+			return keep, at == to, at == to, nil
 		case gen <= at:
 			// Written before the snapshot that holds it.
 			keep += int64(len(hdr)) + int64(n)
 			continue
+		case at == to:
+			return keep, true, true, nil
 		case gen != at+1:
-			return keep, false, nil // a gap
+			return keep, false, false, nil // a gap
 		}
 		nops := r.count()
 		ops := make([]indexOp, 0, nops)
@@ -419,13 +431,12 @@ func replayLog(path string, store []byte, ix *memindex.Index, from, to uint64) (
 			ops = append(ops, r.op())
 		}
 		if r.err != nil || len(r.s) != 0 {
-			return keep, false, nil
+			return keep, false, false, nil
 		}
 		if err := applyOps(ix, ops); err != nil {
-			return keep, false, nil
+			return keep, false, false, nil
 		}
 		at = gen
 		keep += int64(len(hdr)) + int64(n)
 	}
-	return keep, true, nil
 }

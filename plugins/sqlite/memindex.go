@@ -154,19 +154,28 @@ func (d *database) loadIndex(ctx context.Context) (err error) {
 		}
 	}()
 	ix, snapGen, err := readSnapshot(d.snapshotPath(), d.store)
-	switch {
-	case err == nil && snapGen == gen:
-		d.ix, d.snapGen, d.fromSnapshot = ix, gen, true
-		d.ilog, err = openIndexLog(d.logPath(), d.store, 0)
-		return err
-	case errors.Is(err, os.ErrNotExist) && gen > 0:
+	if errors.Is(err, os.ErrNotExist) && gen > 0 {
 		// No snapshot yet: the log may hold every change since the first.
 		ix, snapGen, err = newMemIndex(), 0, nil
 	}
-	if err == nil && snapGen < gen {
-		keep, ok, rerr := replayLog(d.logPath(), d.store, ix, snapGen, gen)
+	if err == nil && snapGen <= gen {
+		keep, ok, beyond, rerr := replayLog(d.logPath(), d.store, ix, snapGen, gen)
 		if rerr != nil {
 			return fmt.Errorf("read the index log: %w", rerr)
+		}
+		if ok && beyond {
+			// The log goes on past the database: it was restored from a
+			// copy taken on this history, which it now leaves. The index
+			// is right for it, but the files must not serve a copy taken
+			// later on the history left behind.
+			d.log.Info("the database is older than its index log; starting a new index history")
+			d.ix, d.snapGen = ix, noSnapshot
+			return d.newHistory(ctx)
+		}
+		if ok && snapGen == gen {
+			d.ix, d.snapGen, d.fromSnapshot = ix, gen, true
+			d.ilog, err = openIndexLog(d.logPath(), d.store, 0)
+			return err
 		}
 		if ok {
 			d.ix, d.snapGen, d.replayed = ix, noSnapshot, gen-snapGen
@@ -187,17 +196,30 @@ func (d *database) loadIndex(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("build the recall index: %w", err)
 	}
-	// A snapshot that did not match must not match later: a database
-	// restored from an older copy climbs back to the snapshot's generation
-	// along another history, and a crash before the next snapshot would
-	// then decode that history's index (or replay this one's frames onto
-	// it). The log is emptied below for the same reason.
-	if rerr := os.Remove(d.snapshotPath()); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
-		return fmt.Errorf("remove the index snapshot that does not match the database: %w", rerr)
-	}
 	// Even at generation 0 (a database from before index_gen) the next
 	// quiet period or close writes a snapshot.
 	d.ix, d.snapGen = ix, noSnapshot
+	return d.newHistory(ctx)
+}
+
+// newHistory gives the database a new identity and starts the snapshot
+// and log afresh under it, for an open whose files did not match the
+// database (or went past it). A database restored from an older copy
+// climbs back along another history to generations the old files (or a
+// copy taken later on the old history) also hold; with the identity
+// changed, each is another database's from now on, never decoded or
+// replayed onto this one. A crash part way leaves files that match no
+// identity, and the next open rebuilds. d.ix is the database's index.
+func (d *database) newHistory(ctx context.Context) error {
+	if err := os.Remove(d.snapshotPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove the index snapshot that does not match the database: %w", err)
+	}
+	var store []byte
+	if err := d.w.QueryRowContext(ctx, "UPDATE index_gen SET store = randomblob(16) WHERE one = 1 RETURNING store").Scan(&store); err != nil {
+		return fmt.Errorf("give the database a new identity: %w", err)
+	}
+	d.store = store
+	var err error
 	d.ilog, err = openIndexLog(d.logPath(), d.store, 0)
 	return err
 }

@@ -198,6 +198,88 @@ func TestRestoredDatabaseNeverTrustsNewerSnapshot(t *testing.T) {
 	checkIndex(t, s)
 }
 
+// restoreImage puts the database of backup (a crashImage) at path, as an
+// operator restoring a backup does, and leaves the index files as they are.
+func restoreImage(t *testing.T, backup, path string) {
+	t.Helper()
+	restoreFile(t, backup, path)
+	os.Remove(path + "-wal")
+	os.Remove(path + "-shm")
+	if _, err := os.Stat(backup + "-wal"); err == nil {
+		restoreFile(t, backup+"-wal", path+"-wal")
+	}
+}
+
+// A restore that rebuilds starts a new history: the snapshot and log it
+// writes from then on are never replayed onto a backup of the history it
+// left, though the backup has the same generations and identity it had.
+func TestRestoreNeverReplaysAnotherHistorysLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "memory.db")
+	dir := t.TempDir()
+	b0, b1 := filepath.Join(dir, "b0.db"), filepath.Join(dir, "b1.db")
+	s := openAt(t, path)
+	mustRemember(t, s, realm, rec(alice, "Walrus", "tusks"))
+	s.Close()
+	restoreFile(t, path, b0)
+	s = openAt(t, path)
+	left := mustRemember(t, s, realm, rec(alice, "Walrus narwhal", "only on the history left"))
+	s.Close()
+	restoreFile(t, path, b1)
+
+	restoreImage(t, b0, path) // beside a newer snapshot: rebuilt
+	s = openAt(t, path)
+	s.Close() // a snapshot at b0's generation
+	s = openAt(t, path)
+	taken := mustRemember(t, s, realm, rec(alice, "Walrus dugong", "only on the history taken"))
+	image := crashImage(t, path) // the snapshot and a frame of the new history
+	s.Close()
+
+	restoreImage(t, b1, image)
+	s = openAt(t, image)
+	got := recallIDs(t, s, sdk.RecallQuery{Realm: realm, Query: "walrus", Limit: 10})
+	if !slices.Contains(got, left[0]) || slices.Contains(got, taken[0]) || len(got) != 2 {
+		t.Errorf("recall walrus = %v (from a snapshot %v, %d frames replayed), want %s and the first record, not %s",
+			got, s.db.fromSnapshot, s.db.replayed, left[0], taken[0])
+	}
+	checkIndex(t, s)
+}
+
+// A database restored to exactly its snapshot's generation, beside a log
+// that goes on past it, leaves the history the log records: a backup
+// taken later on that history must not be opened with the frames written
+// after the restore.
+func TestRestoreAtTheSnapshotStartsANewHistory(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "memory.db")
+	b0 := filepath.Join(t.TempDir(), "b0.db")
+	s := openAt(t, path)
+	mustRemember(t, s, realm, rec(alice, "Walrus", "tusks"))
+	s.Close() // a snapshot at generation 1
+	restoreFile(t, path, b0)
+	s = openAt(t, path)
+	left := mustRemember(t, s, realm, rec(alice, "Walrus narwhal", "only on the history left"))
+	image := crashImage(t, path) // the snapshot and the narwhal's frame
+	b1 := crashImage(t, path)    // a backup of the history left
+	s.Close()
+
+	restoreImage(t, b0, image) // at the snapshot's generation; the log goes on
+	s = openAt(t, image)
+	if s.db.snapGen != noSnapshot {
+		t.Errorf("the restored database kept the snapshot of the history it left (generation %d)", s.db.snapGen)
+	}
+	taken := mustRemember(t, s, realm, rec(alice, "Walrus dugong", "only on the history taken"))
+	image2 := crashImage(t, image)
+	s.Close()
+
+	restoreImage(t, b1, image2)
+	s = openAt(t, image2)
+	got := recallIDs(t, s, sdk.RecallQuery{Realm: realm, Query: "walrus", Limit: 10})
+	if !slices.Contains(got, left[0]) || slices.Contains(got, taken[0]) || len(got) != 2 {
+		t.Errorf("recall walrus = %v (from a snapshot %v, %d frames replayed), want %s and the first record, not %s",
+			got, s.db.fromSnapshot, s.db.replayed, left[0], taken[0])
+	}
+	checkIndex(t, s)
+}
+
 func TestOpenRefusesNewerOrForeignSchema(t *testing.T) {
 	dir := t.TempDir()
 	newer := filepath.Join(dir, "newer.db")
