@@ -430,6 +430,7 @@ func decodeRealm(d *decoder, nextSeq uint64, nfields int) (*realm, error) {
 	if err := decodeVectors(d, rm, ndocs); err != nil {
 		return nil, err
 	}
+	rm.count()
 	return rm, nil
 }
 

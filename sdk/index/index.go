@@ -284,9 +284,7 @@ func (ix *Index) Put(d Doc) error {
 	ix.add(rm, d.ID, d.Scope, tags, d.ExpiresMs, d.WhenMs, d.Seq, fields)
 	rm.setVector(rm.byID[d.ID], vec)
 	ix.refresh(rm, d.ID, stale)
-	if rm.dead > 1024 && rm.dead > rm.live {
-		rm.renumber()
-	}
+	rm.tidy()
 	rm.tidyVectors()
 	return nil
 }
@@ -308,9 +306,7 @@ func (ix *Index) Delete(realm, id string) bool {
 	if threaded {
 		ix.refresh(rm, id, []threadKey{k})
 	}
-	if rm.dead > 1024 && rm.dead > rm.live {
-		rm.renumber()
-	}
+	rm.tidy()
 	rm.tidyVectors()
 	return true
 }
@@ -393,6 +389,9 @@ func (ix *Index) add(rm *realm, id, scope string, tags []uint32, expires, when i
 		if n := rm.ctxN[tid]; n > 0 {
 			rm.freq[tid] += ContextFrequency(ix.opts.ContextWeight, int(n))
 		}
+		if rm.lists[tid].df == 0 {
+			rm.unheld--
+		}
 		rm.lists[tid].add(no, float32(rm.freq[tid]), uint32(dl), sid)
 		rm.freq[tid], rm.ctxN[tid] = 0, 0
 	}
@@ -406,6 +405,12 @@ func (ix *Index) add(rm *realm, id, scope string, tags []uint32, expires, when i
 	rm.when = append(rm.when, when)
 	rm.seq = append(rm.seq, seq)
 	rm.tags.push(tags)
+	for _, t := range tags {
+		if rm.tagLive[t] == 0 {
+			rm.unheld--
+		}
+		rm.tagLive[t]++
+	}
 	rm.terms.push(terms)
 	rm.vec = append(rm.vec, nil)
 	rm.byID[id] = no
@@ -426,8 +431,16 @@ func (ix *Index) remove(rm *realm, no uint32) {
 		l := &rm.lists[tid]
 		l.df--
 		l.dead++
+		if l.df == 0 {
+			rm.unheld++
+		}
 		if l.dead > 16 && l.dead > l.df {
 			l.compact(rm.scope, rm.dl)
+		}
+	}
+	for _, t := range rm.tags.at(no) {
+		if rm.tagLive[t]--; rm.tagLive[t] == 0 {
+			rm.unheld++
 		}
 	}
 	delete(rm.byID, rm.ids[no])
@@ -466,9 +479,15 @@ type realm struct {
 	scopeIDs   map[string]uint32
 	scopeNames []string // [0] is the dead scope
 	tagIDs     map[string]uint32
+	tagLive    []int32 // by tag id: the live documents that carry it
 
 	live, dead int
-	tokens     int64
+	// unheld counts the terms and tags no live document holds (a term
+	// list's df is 0, a tag's tagLive), which only renumber sheds; shed
+	// is what it was after the last one (a threaded document's context
+	// may keep some).
+	unheld, shed int
+	tokens       int64
 	// clustered is how many docnos from the first lie in runs of scope
 	// order (cluster.go), and lastScope the last one's scope id.
 	clustered int
@@ -614,6 +633,7 @@ func (rm *realm) term(t string) uint32 {
 	rm.termIDs[t] = id
 	rm.termNames = append(rm.termNames, t)
 	rm.lists = append(rm.lists, plist{})
+	rm.unheld++ // until add gives it a posting
 	return id
 }
 
@@ -634,11 +654,26 @@ func (rm *realm) tag(t string) uint32 {
 	}
 	id := uint32(len(rm.tagIDs))
 	rm.tagIDs[k] = id
+	rm.tagLive = append(rm.tagLive, 0)
+	rm.unheld++ // until add gives it a document
 	return id
 }
 
+// tidy renumbers once deleted slots outnumber the live documents, or the
+// terms and tags no live document holds do: Cluster drops the deleted
+// slots of recent documents, so under churn on them the slots never do,
+// while every one-off word (a request id, a session tag) stays interned.
+// Either count must grow by the live documents between two renumbers,
+// each of which costs about what they hold, so writes pay a constant
+// share for it.
+func (rm *realm) tidy() {
+	if (rm.dead > 1024 && rm.dead > rm.live) || rm.unheld-rm.shed > max(rm.live, 1024) {
+		rm.renumber()
+	}
+}
+
 // renumber drops deleted slots, keeping docno order (so posting lists stay
-// sorted), when they outnumber the live documents.
+// sorted), and sheds the terms and tags only they held.
 func (rm *realm) renumber() {
 	remap := make([]uint32, len(rm.ids))
 	kept := make([]uint32, 0, rm.live) // the live docnos, in order
@@ -677,6 +712,28 @@ func (rm *realm) renumber() {
 	rm.gen++
 	rm.shedTerms()
 	rm.shedTags()
+	rm.count()
+}
+
+// count sets tagLive, unheld and shed from the live documents: after a
+// renumber or a decode, when every slot is one.
+func (rm *realm) count() {
+	rm.tagLive = make([]int32, len(rm.tagIDs))
+	for _, t := range rm.tags.data {
+		rm.tagLive[t]++
+	}
+	rm.unheld = 0
+	for t := range rm.lists {
+		if rm.lists[t].df == 0 {
+			rm.unheld++
+		}
+	}
+	for _, n := range rm.tagLive {
+		if n == 0 {
+			rm.unheld++
+		}
+	}
+	rm.shed = rm.unheld
 }
 
 // shedTerms drops the terms no live document holds and no threaded

@@ -871,6 +871,86 @@ func TestDeadTermsAndTagsAreShed(t *testing.T) {
 	}
 }
 
+// TestChurnUnderClusterStaysBounded: from an outside review. Terms and
+// tags were shed only when deleted slots outnumbered the live documents,
+// but Cluster (which the stores run after writes) drops the deleted slots
+// of recent documents, so a large realm whose churn lands on recent
+// records never renumbered, and kept every one-off word and session tag
+// it ever saw in memory. The terms and tags no live document holds now
+// renumber the realm once they outnumber the live documents.
+func TestChurnUnderClusterStaysBounded(t *testing.T) {
+	ix, _ := New(Options{Weights: ftsWeights, Stats: StatsRealm, ContextWeight: ContextWeight})
+	const live, puts = 10_000, 100_000
+	for i := range live {
+		d := Doc{ID: fmt.Sprintf("rec%d", i), Realm: "r", Scope: []string{"alice", "bob"}[i%2],
+			Fields: [][]string{nil, {"deploy"}, nil, {"request", fmt.Sprintf("base%d", i)}}}
+		if err := ix.Put(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ix.Cluster(1.0 / 16)
+	req := func(i int) string { return fmt.Sprintf("req%08x", i*2654435761) }
+	for i := range puts {
+		// Two "current state" records, rewritten with a request id and a
+		// session tag each time.
+		d := Doc{ID: fmt.Sprintf("state%d", i%2), Realm: "r", Scope: []string{"bob", "alice"}[i%2], Tags: []string{fmt.Sprintf("session-%d", i)},
+			Fields: [][]string{nil, {"deploy"}, nil, {"request", req(i)}}}
+		if err := ix.Put(d); err != nil {
+			t.Fatal(err)
+		}
+		if i%1000 == 999 {
+			ix.Cluster(1.0 / 16) // as the stores do after writes
+		}
+	}
+	rm := ix.realms["r"]
+	checkUnheld(t, rm)
+	// The live documents hold live+4 terms and 2 tags; as many again may
+	// wait for the next renumbering.
+	if n, m := len(rm.termNames), len(rm.tagIDs); n+m > 2*(live+6)+1024 {
+		t.Errorf("%d live documents, but the realm keeps %d terms and %d tags", rm.live, n, m)
+	}
+	for i := puts - 2; i < puts; i++ {
+		hits, err := ix.Search(Query{Realm: "r", Terms: []string{req(i)}, Tags: []string{fmt.Sprintf("session-%d", i)}, Limit: 5})
+		if err != nil || len(hits) != 1 || hits[0].ID != fmt.Sprintf("state%d", i%2) {
+			t.Errorf("state%d by its own word and tag: %v, %v", i%2, hits, err)
+		}
+	}
+	if hits, err := ix.Search(Query{Realm: "r", Terms: []string{req(puts - 3)}, Limit: 5}); err != nil || len(hits) != 0 {
+		t.Errorf("a replaced record's word: %v, %v", hits, err)
+	}
+}
+
+// checkUnheld fails unless rm counts the terms and tags no live document
+// holds as they are.
+func checkUnheld(t *testing.T, rm *realm) {
+	t.Helper()
+	tags := make([]int32, len(rm.tagIDs))
+	for no := range rm.ids {
+		if rm.scope[no] != deadScope {
+			for _, tag := range rm.tags.at(uint32(no)) {
+				tags[tag]++
+			}
+		}
+	}
+	if !slices.Equal(tags, rm.tagLive) {
+		t.Errorf("the live documents carry tags %v times, the realm counts %v", tags, rm.tagLive)
+	}
+	n := 0
+	for _, c := range tags {
+		if c == 0 {
+			n++
+		}
+	}
+	for i := range rm.lists {
+		if rm.lists[i].df == 0 {
+			n++
+		}
+	}
+	if n != rm.unheld {
+		t.Errorf("%d terms and tags no live document holds, counted %d", n, rm.unheld)
+	}
+}
+
 // TestShedTermsKeepExactness: documents with words and tags of their own,
 // in threads, deleted, replaced, superseded and expiring, rank as the
 // reference ranks them across renumberings that shed terms and tags, and
@@ -925,6 +1005,9 @@ func TestShedTermsKeepExactness(t *testing.T) {
 		c.ix.Cluster(0)
 		for range 200 {
 			c.check(c.query())
+		}
+		for _, rm := range c.ix.realms {
+			checkUnheld(t, rm)
 		}
 	}
 }
