@@ -25,6 +25,24 @@ func (p *windowProvider) Recall(_ context.Context, q sdk.RecallQuery) ([]sdk.Hit
 	return nil, nil
 }
 
+// serveProvider serves impl in process, configured, for the test's life.
+func serveProvider(t *testing.T, impl sdk.Plugin) *host.Provider {
+	t.Helper()
+	conn, err := host.ServeInProcess(context.Background(), impl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if err := conn.Configure(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	p, err := conn.Provider()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // TestWindowOfMilliseconds: from an outside review. The wire keeps
 // milliseconds, and cut a window's ends down to them, so a valid window
 // inside one millisecond reached the plugin as since equal to until and
@@ -50,18 +68,7 @@ func TestWindowOfMilliseconds(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			impl := &windowProvider{echoProvider: echoProvider{records: map[string]sdk.Record{}}}
-			conn, err := host.ServeInProcess(context.Background(), impl, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			if err := conn.Configure(context.Background(), nil); err != nil {
-				t.Fatal(err)
-			}
-			p, err := conn.Provider()
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := serveProvider(t, impl)
 			hits, err := p.Recall(context.Background(), sdk.RecallQuery{Realm: "default", Query: "q", Limit: 10, Since: base.Add(c.since), Until: base.Add(c.until)})
 			if c.since >= c.until {
 				if !errors.Is(err, sdk.ErrInvalid) || impl.calls != 0 {
@@ -100,18 +107,7 @@ func TestWindowEndAtTheEpoch(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			impl := &windowProvider{echoProvider: echoProvider{records: map[string]sdk.Record{}}}
-			conn, err := host.ServeInProcess(context.Background(), impl, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			if err := conn.Configure(context.Background(), nil); err != nil {
-				t.Fatal(err)
-			}
-			p, err := conn.Provider()
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := serveProvider(t, impl)
 			q := sdk.RecallQuery{Realm: "default", Query: "q", Limit: 10, Since: c.since, Until: c.until}
 			if _, err := p.Recall(context.Background(), q); err != nil || impl.calls != 1 {
 				t.Fatalf("recall: %v (%d calls)", err, impl.calls)
@@ -138,18 +134,7 @@ func TestWindowEndAtTheEpoch(t *testing.T) {
 func TestRecordTimesAtTheEpoch(t *testing.T) {
 	epoch := time.Unix(0, 0).UTC()
 	impl := &echoProvider{records: map[string]sdk.Record{}}
-	conn, err := host.ServeInProcess(context.Background(), impl, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if err := conn.Configure(context.Background(), nil); err != nil {
-		t.Fatal(err)
-	}
-	p, err := conn.Provider()
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := serveProvider(t, impl)
 	w, ok := p.Writer()
 	if !ok {
 		t.Fatal("no writer")
@@ -177,18 +162,7 @@ func TestRecordTimesAtTheEpoch(t *testing.T) {
 // filtered on.
 func TestTagsTravelInNFC(t *testing.T) {
 	impl := &windowProvider{echoProvider: echoProvider{records: map[string]sdk.Record{}}}
-	conn, err := host.ServeInProcess(context.Background(), impl, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if err := conn.Configure(context.Background(), nil); err != nil {
-		t.Fatal(err)
-	}
-	p, err := conn.Provider()
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := serveProvider(t, impl)
 	w, _ := p.Writer()
 	const composed, decomposed = "caf\u00e9", "cafe\u0301"
 	ids, err := w.Remember(context.Background(), "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "menu", Body: "b", Tags: []string{decomposed, "plain"}}})
