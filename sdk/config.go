@@ -40,9 +40,9 @@ func DecodeConfig(raw json.RawMessage, v any) error {
 // envName is what a variable name in a plugin config must look like.
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// EnvNameShown is how an error names the environment variable name,
-// which the config file gave where a variable's name belongs: the name
-// when it looks like one (capitals, digits and _, short), else a phrase.
+// EnvNameShown is how an error names the environment variable a config
+// names: the name when it looks like one (capitals, digits and _, short),
+// else a phrase that stands for it.
 // A secret pasted there by mistake is mostly letters and digits too, and
 // the error of its unset "variable" reaches logs.
 func EnvNameShown(name string) string {
@@ -51,7 +51,7 @@ func EnvNameShown(name string) string {
 	if looksLikeName {
 		return name
 	}
-	return "named there (not repeated: it looks more like a secret than a variable's name)"
+	return "a variable whose name is not repeated (it looks more like a secret than a name)"
 }
 
 // SecretFromEnv reads a secret (an API key) that a plugin's config names
@@ -72,7 +72,7 @@ func SecretFromEnv(field, name string, lookup func(string) (string, bool)) (stri
 	}
 	v, ok := lookup(name)
 	if !ok || strings.TrimSpace(v) == "" {
-		return "", invalid(field, fmt.Sprintf("names the variable %s, which is not set in the plugin's environment", EnvNameShown(name)))
+		return "", invalid(field, fmt.Sprintf("names %s, which is not set in the plugin's environment", EnvNameShown(name)))
 	}
 	return strings.TrimSpace(v), nil
 }

@@ -294,10 +294,10 @@ func (d *decoder) token(b *hcl.Block) {
 				"Token %q: secret_env %s", t.Name, notAnEnvName)
 		case !ok:
 			d.errorf(attr.Expr.Range().Ptr(), "Token secret not set",
-				"Token %q reads its secret from the environment variable %s, which is not set.", t.Name, sdk.EnvNameShown(t.SecretEnv))
+				"Token %q reads its secret from %s, which is not set.", t.Name, envVariable(t.SecretEnv))
 		case secret == "":
 			d.errorf(attr.Expr.Range().Ptr(), "Token secret not set",
-				"Token %q reads its secret from the environment variable %s, which is empty.", t.Name, sdk.EnvNameShown(t.SecretEnv))
+				"Token %q reads its secret from %s, which is empty.", t.Name, envVariable(t.SecretEnv))
 		default:
 			t.Secret = secret
 		}
@@ -698,6 +698,15 @@ func labelRange(b *hcl.Block) hcl.Range {
 // notAnEnvName refuses a value that should name an environment variable
 // without repeating it: what is pasted there is most often the secret
 // itself, and errors reach logs.
+// envVariable names the variable a config names, as errors show it: not a
+// name that looks more like the secret pasted in its place.
+func envVariable(name string) string {
+	if shown := sdk.EnvNameShown(name); shown != name {
+		return shown
+	}
+	return "the environment variable " + name
+}
+
 const notAnEnvName = "must name an environment variable (letters, digits and '_', not starting with a digit); the value given does not, and is not shown in case it is the secret itself."
 
 func validEnvName(s string) bool {

@@ -8,7 +8,6 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/memhost/memhost/coordinator"
-	"github.com/memhost/memhost/sdk"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -55,7 +54,7 @@ func (d *decoder) hostKeyEnv(attrs hcl.Attributes) {
 		d.errorf(attr.Expr.Range().Ptr(), "Invalid host_key_env", "host_key_env %s", notAnEnvName)
 	case !ok || v == "":
 		d.errorf(attr.Expr.Range().Ptr(), "Host key not set",
-			"host_key_env names the environment variable %s, which is unset or empty.", sdk.EnvNameShown(name))
+			"host_key_env names %s, which is unset or empty.", envVariable(name))
 	case len(strings.TrimSpace(v)) < coordinator.MinHostKeyBytes:
 		// As serve reads it (internal/hostkey): surrounding space is not
 		// part of the key. Only the length is shown, never the key.
@@ -130,7 +129,7 @@ func (d *decoder) sessionStore(b *hcl.Block) {
 		d.errorf(subject, "Invalid dsn_env", "dsn_env %s", notAnEnvName)
 	case !ok || v == "":
 		d.errorf(subject, "Connection string not set",
-			"session_store.dsn_env names the environment variable %s, which is unset or empty; set it to the PostgreSQL connection string.", sdk.EnvNameShown(s.DSNEnv))
+			"session_store.dsn_env names %s, which is unset or empty; set it to the PostgreSQL connection string.", envVariable(s.DSNEnv))
 	}
 }
 

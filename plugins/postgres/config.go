@@ -184,7 +184,11 @@ func parseConfig(raw json.RawMessage, getenv func(string) string) (settings, err
 	}
 	dsn := getenv(cfg.DSNEnv)
 	if dsn == "" {
-		return bad(fieldErr("dsn_env", fmt.Sprintf("environment variable %s is unset or empty; set it to the PostgreSQL connection string", sdk.EnvNameShown(cfg.DSNEnv))))
+		variable := "environment variable " + cfg.DSNEnv
+		if shown := sdk.EnvNameShown(cfg.DSNEnv); shown != cfg.DSNEnv {
+			variable = shown
+		}
+		return bad(fieldErr("dsn_env", fmt.Sprintf("%s is unset or empty; set it to the PostgreSQL connection string", variable)))
 	}
 	pc, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
