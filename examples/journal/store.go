@@ -2,6 +2,7 @@ package journal
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -132,12 +133,18 @@ func (e *entry) validate() error {
 
 // append writes e as one line and fsyncs it: only then is the change
 // acknowledged. A failed append is cut off so the journal stays whole.
-func (j *journal) append(e *entry) error {
+func (j *journal) append(ctx context.Context, e *entry) error {
 	line, err := json.Marshal(e)
 	if err != nil {
 		return fmt.Errorf("journal: encode: %w", err)
 	}
 	line = append(line, '\n')
+	// The write and its sync are the commit, which nothing interrupts:
+	// a call whose deadline passed while the line was made stops here,
+	// so its caller's deadline_exceeded stays true.
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	_, werr := j.f.Write(line)
 	if werr == nil {
 		werr = j.f.Sync()

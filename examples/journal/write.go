@@ -67,7 +67,7 @@ func (p *Provider) Remember(ctx context.Context, realmName string, records []sdk
 		return ids, nil
 	}
 	e := &entry{Op: opPut, Realm: realmName, Records: fresh}
-	if err := p.j.append(e); err != nil {
+	if err := p.j.append(ctx, e); err != nil {
 		return nil, err
 	}
 	apply(p.realms, e)
@@ -95,7 +95,7 @@ func (p *Provider) Get(_ context.Context, realmName string, ids []string) ([]sdk
 }
 
 // Forget deletes records; ids that are not there are not an error.
-func (p *Provider) Forget(_ context.Context, realmName string, ids []string) (int, error) {
+func (p *Provider) Forget(ctx context.Context, realmName string, ids []string) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := p.ready(); err != nil {
@@ -115,7 +115,7 @@ func (p *Provider) Forget(_ context.Context, realmName string, ids []string) (in
 		return 0, nil
 	}
 	e := &entry{Op: opForget, Realm: realmName, IDs: gone}
-	if err := p.j.append(e); err != nil {
+	if err := p.j.append(ctx, e); err != nil {
 		return 0, err
 	}
 	apply(p.realms, e)
@@ -124,7 +124,7 @@ func (p *Provider) Forget(_ context.Context, realmName string, ids []string) (in
 
 // Supersede stores replacement and marks the active record oldID
 // superseded, in one journal line.
-func (p *Provider) Supersede(_ context.Context, realmName, oldID string, replacement sdk.Record) (string, error) {
+func (p *Provider) Supersede(ctx context.Context, realmName, oldID string, replacement sdk.Record) (string, error) {
 	replacement.Supersedes = oldID
 	replacement.Status = sdk.StatusActive
 	if err := replacement.Prepare(realmName, time.Now()); err != nil {
@@ -151,7 +151,7 @@ func (p *Provider) Supersede(_ context.Context, realmName, oldID string, replace
 		return "", fmt.Errorf("journal: replacement id %q is taken: %w", replacement.ID, sdk.ErrConflict)
 	}
 	e := &entry{Op: opSupersede, Realm: realmName, Old: oldID, Records: []sdk.Record{replacement}}
-	if err := p.j.append(e); err != nil {
+	if err := p.j.append(ctx, e); err != nil {
 		return "", err
 	}
 	apply(p.realms, e)
