@@ -91,9 +91,11 @@ type Coordinator struct {
 	metrics   Metrics
 	now       func() time.Time
 	telemetry *telemetry
-	defangLog defangLog
-	// scopeFaults logs plugins answering outside their query's scopes.
-	scopeFaults scopeFaultLog
+	// defangLog and scopeFaults bound the log lines of defang hits (per
+	// identity) and of plugins answering outside their query's scopes
+	// (per realm and call).
+	defangLog   tallyLog[sdk.Identity]
+	scopeFaults tallyLog[[2]string]
 	trace       TraceSink
 
 	skipMu   sync.Mutex
@@ -136,6 +138,8 @@ func New(cfg Config, opts Options) (*Coordinator, error) {
 		store: opts.Sessions, storeTime: opts.StoreTimeout, hostKey: slices.Clone(opts.HostKey), logger: opts.Logger, metrics: opts.Metrics, now: opts.Now,
 		trace:    opts.Trace,
 		skipSeen: lru.New[skipKey, struct{}](4096), sweeping: map[SessionKey]struct{}{},
+		defangLog:   tallyLog[sdk.Identity]{every: defangLogEvery, max: maxDefangLogIdentities},
+		scopeFaults: tallyLog[[2]string]{every: scopeFaultEvery, max: maxScopeFaultKeys},
 	}
 	if c.store == nil {
 		c.store = NewMemoryStore(cfg.SessionCacheSize)
@@ -769,7 +773,7 @@ func (c *Coordinator) DefangInbound(id sdk.Identity, content Content) (DefangRes
 	out, hits := c.defang.DefangContent(content)
 	if hits > 0 {
 		c.metrics.Defanged(id.Realm, hits)
-		c.defangLog.record(c.logger, c.now(), id, hits)
+		c.logDefanged(id, hits)
 	}
 	return DefangResult{Content: out, Hits: hits}, nil
 }

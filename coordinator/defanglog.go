@@ -1,10 +1,8 @@
 package coordinator
 
 import (
-	"sync"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -16,38 +14,12 @@ const defangLogEvery = time.Minute
 // state is forgotten, which costs at most an extra line per identity.
 const maxDefangLogIdentities = 4096
 
-// defangLog logs defang hit counts, at most one line per identity per
+// logDefanged logs defang hit counts, at most one line per identity per
 // defangLogEvery; the line carries the hits and requests since the last
 // one. It never logs content.
-type defangLog struct {
-	mu   sync.Mutex
-	seen map[sdk.Identity]*defangTally
-}
-
-type defangTally struct {
-	last           time.Time
-	hits, requests int
-}
-
-func (l *defangLog) record(logger hclog.Logger, now time.Time, id sdk.Identity, hits int) {
-	l.mu.Lock()
-	if l.seen == nil || len(l.seen) >= maxDefangLogIdentities {
-		l.seen = make(map[sdk.Identity]*defangTally)
+func (c *Coordinator) logDefanged(id sdk.Identity, hits int) {
+	if total, requests, due := c.defangLog.add(c.now(), id, hits); due {
+		c.logger.Info("defanged forged memory markers in inbound content",
+			"realm", id.Realm, "identity", id.ID, "hits", total, "requests", requests)
 	}
-	t := l.seen[id]
-	if t == nil {
-		t = &defangTally{}
-		l.seen[id] = t
-	}
-	t.hits += hits
-	t.requests++
-	if !t.last.IsZero() && now.Sub(t.last) < defangLogEvery {
-		l.mu.Unlock()
-		return
-	}
-	total, requests := t.hits, t.requests
-	t.last, t.hits, t.requests = now, 0, 0
-	l.mu.Unlock()
-	logger.Info("defanged forged memory markers in inbound content",
-		"realm", id.Realm, "identity", id.ID, "hits", total, "requests", requests)
 }

@@ -142,7 +142,7 @@ func (c *Coordinator) countDefanged(id sdk.Identity, hits int) {
 	}
 	if id, err := c.identity(id); err == nil {
 		c.metrics.Defanged(id.Realm, hits)
-		c.defangLog.record(c.logger, c.now(), id, hits)
+		c.logDefanged(id, hits)
 	}
 }
 

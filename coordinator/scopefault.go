@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/memhost/memhost/sdk"
@@ -26,19 +25,6 @@ const scopeFaultEvery = time.Minute
 // forgotten, which costs at most an extra line per key.
 const maxScopeFaultKeys = 1024
 
-// scopeFaultLog logs records plugins answered outside the scopes of the
-// query, at most one line per realm and call per scopeFaultEvery, with
-// the records and turns since the last line. It never logs ids or titles.
-type scopeFaultLog struct {
-	mu   sync.Mutex
-	seen map[[2]string]*scopeFaultTally
-}
-
-type scopeFaultTally struct {
-	last           time.Time
-	records, turns int
-}
-
 // outOfScope notes that call answered n records outside the scopes of
 // id's query: counted in the turn's trace, and logged for the operator,
 // who alone can fix the plugin.
@@ -49,27 +35,10 @@ func (c *Coordinator) outOfScope(ctx context.Context, id sdk.Identity, call stri
 	if notes := notesFrom(ctx); notes != nil {
 		notes.outOfScope.Add(int64(n))
 	}
-	l := &c.scopeFaults
-	l.mu.Lock()
-	if l.seen == nil || len(l.seen) >= maxScopeFaultKeys {
-		l.seen = make(map[[2]string]*scopeFaultTally)
-	}
-	k := [2]string{id.Realm, call}
-	t := l.seen[k]
-	if t == nil {
-		t = &scopeFaultTally{}
-		l.seen[k] = t
-	}
-	t.records += n
-	t.turns++
-	now := c.now()
-	if !t.last.IsZero() && now.Sub(t.last) < scopeFaultEvery {
-		l.mu.Unlock()
+	records, turns, due := c.scopeFaults.add(c.now(), [2]string{id.Realm, call}, n)
+	if !due {
 		return
 	}
-	records, turns := t.records, t.turns
-	t.last, t.records, t.turns = now, 0, 0
-	l.mu.Unlock()
 	c.log(ctx).Warn("a plugin answered records outside the scopes it was asked for; they were left out (the plugin ignores its query's scopes: fix or replace it)",
 		"realm", id.Realm, "call", call, "records", records, "requests", turns)
 }
