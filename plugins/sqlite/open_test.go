@@ -144,18 +144,6 @@ func TestIndexSnapshot(t *testing.T) {
 	checkIndex(t, s)
 }
 
-// restoreFile copies src over dst, as an operator's restore does.
-func restoreFile(t *testing.T, src, dst string) {
-	t.Helper()
-	data, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(dst, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // A database restored from an older copy beside the newer snapshot must
 // never take that snapshot for its own, even once its writes bring it back
 // to the snapshot's generation and the process dies before the next one.
@@ -167,13 +155,13 @@ func TestRestoredDatabaseNeverTrustsNewerSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	backup := filepath.Join(t.TempDir(), "backup.db")
-	restoreFile(t, path, backup)
+	copyTo(t, path, backup)
 	s = openAt(t, path)
 	mustRemember(t, s, realm, rec(alice, "Walrus ivory", "lost history"))
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	restoreFile(t, backup, path) // the snapshot and log stay as they are
+	copyTo(t, backup, path) // the snapshot and log stay as they are
 	os.Remove(path + "-wal")
 	os.Remove(path + "-shm")
 	s = openAt(t, path)
@@ -202,11 +190,11 @@ func TestRestoredDatabaseNeverTrustsNewerSnapshot(t *testing.T) {
 // operator restoring a backup does, and leaves the index files as they are.
 func restoreImage(t *testing.T, backup, path string) {
 	t.Helper()
-	restoreFile(t, backup, path)
+	copyTo(t, backup, path)
 	os.Remove(path + "-wal")
 	os.Remove(path + "-shm")
 	if _, err := os.Stat(backup + "-wal"); err == nil {
-		restoreFile(t, backup+"-wal", path+"-wal")
+		copyTo(t, backup+"-wal", path+"-wal")
 	}
 }
 
@@ -220,11 +208,11 @@ func TestRestoreNeverReplaysAnotherHistorysLog(t *testing.T) {
 	s := openAt(t, path)
 	mustRemember(t, s, realm, rec(alice, "Walrus", "tusks"))
 	s.Close()
-	restoreFile(t, path, b0)
+	copyTo(t, path, b0)
 	s = openAt(t, path)
 	left := mustRemember(t, s, realm, rec(alice, "Walrus narwhal", "only on the history left"))
 	s.Close()
-	restoreFile(t, path, b1)
+	copyTo(t, path, b1)
 
 	restoreImage(t, b0, path) // beside a newer snapshot: rebuilt
 	s = openAt(t, path)
@@ -254,7 +242,7 @@ func TestRestoreAtTheSnapshotStartsANewHistory(t *testing.T) {
 	s := openAt(t, path)
 	mustRemember(t, s, realm, rec(alice, "Walrus", "tusks"))
 	s.Close() // a snapshot at generation 1
-	restoreFile(t, path, b0)
+	copyTo(t, path, b0)
 	s = openAt(t, path)
 	left := mustRemember(t, s, realm, rec(alice, "Walrus narwhal", "only on the history left"))
 	image := crashImage(t, path) // the snapshot and the narwhal's frame
