@@ -301,9 +301,12 @@ const deadlineShare = 10
 // stores a write its caller was told failed. The kit cannot slow a plugin
 // down, so it times a full batch, then writes batches with a tenth of that
 // as their deadline. An honest plugin may still commit one whose
-// deadline passed during its commit; one that stores every write cut off
-// early ignores its deadline. A plugin too fast for any deadline to pass
-// while it works passes: nothing it does can be seen.
+// deadline passed during its commit; one that stores two writes cut off
+// early ignores its deadline. A cut write need not have reached the
+// plugin at all (on a loaded machine the deadline may pass in transit),
+// so the verdict counts writes that landed, never writes that did not.
+// A plugin too fast for any deadline to pass while it works passes:
+// nothing it does can be seen.
 func checkDeadline(ctx context.Context, e *env) error {
 	batch := func(marker string) []sdk.Record {
 		recs := make([]sdk.Record, deadlineBatch)
@@ -325,7 +328,7 @@ func checkDeadline(ctx context.Context, e *env) error {
 	}
 	var p problems
 	cut, landed := 0, 0
-	for attempt := 0; attempt < 6 && cut < 3; attempt++ {
+	for attempt := 0; attempt < 6 && landed < 2 && cut-landed < 3; attempt++ {
 		marker := e.word()
 		recs := batch(marker)
 		start := time.Now()
@@ -356,10 +359,10 @@ func checkDeadline(ctx context.Context, e *env) error {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	if cut >= 2 && landed == cut {
-		p.addf("each of %d Remembers of %d records whose deadline (%v, a tenth of such a write's %v) passed while the plugin worked was stored anyway, "+
+	if landed >= 2 {
+		p.addf("%d of %d Remembers of %d records whose deadline (%v, a tenth of such a write's %v) passed while the plugin worked were stored anyway, "+
 			"after the host had answered its caller deadline_exceeded: check ctx before committing a write, and give up when it is done",
-			cut, deadlineBatch, took/deadlineShare, took)
+			landed, cut, deadlineBatch, took/deadlineShare, took)
 	}
 	if _, err := e.recall(ctx, sdk.RecallQuery{Realm: realmA, Query: commonWord}); err != nil {
 		p.addf("after writes cut by their deadline: %v", err)

@@ -267,10 +267,12 @@ func (p *refProvider) Remember(ctx context.Context, realm string, in []sdk.Recor
 		ids[i] = r.ID
 	}
 	if p.bugs.ignoreDeadline {
-		// Slow as well, so that every timed write reaches the plugin well
-		// before its deadline and passes it while the plugin works, however
-		// loaded the machine: the kit must catch the commit, not the timing.
-		time.Sleep(200 * time.Millisecond)
+		// Slow as well, so that the kit's deadline (a tenth of a timed
+		// write, so at least 50ms) leaves a write time to reach the plugin
+		// on a loaded machine and passes while the plugin works: the kit
+		// must catch the commit, not the timing. One that dies in transit
+		// does not count for the plugin either way.
+		time.Sleep(500 * time.Millisecond)
 		ctx = context.Background()
 	}
 	if err := p.saveBy(ctx); err != nil {
