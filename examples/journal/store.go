@@ -142,7 +142,7 @@ func (j *journal) append(ctx context.Context, e *entry) error {
 	// The write and its sync are the commit, which nothing interrupts:
 	// a call whose deadline passed while the line was made stops here,
 	// so its caller's deadline_exceeded stays true.
-	if err := ctx.Err(); err != nil {
+	if err := sdk.ContextErr(ctx); err != nil {
 		return err
 	}
 	_, werr := j.f.Write(line)

@@ -197,7 +197,7 @@ func (ri *realmIndex) write(ctx context.Context, put []sdk.Record, keys map[stri
 	// The statistics land with the batch, so they are never ahead of it.
 	b.SetInternal(statsKey, ri.cat.statsAfter(entries, del).encode())
 	// Past this point the batch is not interrupted: it lands whole or not.
-	if err := ctx.Err(); err != nil {
+	if err := sdk.ContextErr(ctx); err != nil {
 		return fmt.Errorf("bleve: write to realm %s: %w", ri.realm, err)
 	}
 	if err := ri.checkSpace(put); err != nil {

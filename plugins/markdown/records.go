@@ -244,7 +244,7 @@ func (s *store) writeAll(ctx context.Context, ws []*pendingWrite) error {
 		removeTemps(0)
 		return err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := sdk.ContextErr(ctx); err != nil {
 		removeTemps(0)
 		return fmt.Errorf("markdown: write: %w", err)
 	}

@@ -123,7 +123,14 @@ const maxTxAttempts = 5
 func inTx(ctx context.Context, db *pgdb, fn func(tx pgx.Tx) error) error {
 	var err error
 	for range maxTxAttempts {
-		err = pgx.BeginFunc(ctx, db, fn)
+		err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+			if err := fn(tx); err != nil {
+				return err
+			}
+			// Not committed once the deadline passed: its caller was
+			// answered deadline_exceeded.
+			return sdk.ContextErr(ctx)
+		})
 		switch sqlState(err) {
 		case codeDeadlock, codeSerialization:
 			continue

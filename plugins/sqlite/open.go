@@ -355,6 +355,11 @@ func (d *database) writeTx(ctx context.Context, fn func(tx *sql.Tx, ch *indexCha
 			return err
 		}
 	}
+	// A write whose deadline passed while it ran is not committed: its
+	// caller was answered deadline_exceeded.
+	if err := sdk.ContextErr(ctx); err != nil {
+		return err
+	}
 	if err := tx.Commit(); err != nil {
 		// Whether SQLite kept the transaction is not known here.
 		d.live.stale = true

@@ -112,7 +112,7 @@ func (p *refProvider) saveBy(ctx context.Context) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := sdk.ContextErr(ctx); err != nil {
 		os.Remove(tmp)
 		return err
 	}

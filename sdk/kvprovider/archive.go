@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/index"
 )
 
 // Export answers a page of the realm's records in id order (sdk.Archiver).
@@ -58,6 +59,7 @@ func (p *Provider) Import(ctx context.Context, realmName string, records []sdk.R
 		}
 		prepared[i] = r
 	}
+	docs := docsOf(prepared) // before the lock and the deadline's check, as Remember
 	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -67,9 +69,10 @@ func (p *Provider) Import(ctx context.Context, realmName string, records []sdk.R
 	rm := p.realms[realmName]
 	var res sdk.ImportResult
 	var fresh []sdk.Record
+	var freshDocs []index.Doc
 	seen := map[string]bool{}
 	inBatch := map[string]bool{} // content keys of recallable fresh records
-	for _, r := range prepared {
+	for i, r := range prepared {
 		key := contentKey(r.Scope, r.ContentHash)
 		recallable := r.Recallable(now)
 		switch {
@@ -84,11 +87,12 @@ func (p *Provider) Import(ctx context.Context, realmName string, records []sdk.R
 			inBatch[key] = true
 		}
 		fresh = append(fresh, r)
+		freshDocs = append(freshDocs, docs[i])
 	}
 	if len(fresh) == 0 {
 		return res, nil
 	}
-	if err := p.put(ctx, realmName, fresh, true); err != nil {
+	if err := p.put(ctx, realmName, fresh, freshDocs); err != nil {
 		return sdk.ImportResult{}, err
 	}
 	res.Imported = len(fresh)

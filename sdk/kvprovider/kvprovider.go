@@ -177,7 +177,8 @@ func load(ctx context.Context, store Store, ix *index.Index) (map[string]*realm,
 		if _, dup := rm.recs[r.ID]; dup {
 			return nil, fmt.Errorf("stored record %s/%s is loaded twice", r.Realm, r.ID)
 		}
-		if err := apply(ix, rm, r, true); err != nil {
+		doc := docOf(r)
+		if err := apply(ix, rm, r, &doc); err != nil {
 			return nil, err
 		}
 	}
@@ -220,7 +221,7 @@ func closeStore(s Store) error {
 
 // ready fails unless the provider is configured and open. Callers hold mu.
 func (p *Provider) ready(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
+	if err := sdk.ContextErr(ctx); err != nil {
 		return err
 	}
 	if p.store == nil {
@@ -230,9 +231,9 @@ func (p *Provider) ready(ctx context.Context) error {
 }
 
 // apply puts a stored record into memory: the record, its content key and,
-// when it is active, the index. A usage-only change (reindex false) keeps
-// the record's index entry as it is.
-func apply(ix *index.Index, rm *realm, r *sdk.Record, reindex bool) error {
+// when it is active, the index as doc. A usage-only change (doc nil)
+// keeps the record's index entry as it is.
+func apply(ix *index.Index, rm *realm, r *sdk.Record, doc *index.Doc) error {
 	if old := rm.recs[r.ID]; old != nil {
 		forgetContent(rm, old)
 	}
@@ -243,10 +244,13 @@ func apply(ix *index.Index, rm *realm, r *sdk.Record, reindex bool) error {
 	case r.Status != sdk.StatusActive:
 		ix.Delete(r.Realm, r.ID)
 		return nil
-	case !reindex && ix.Has(r.Realm, r.ID):
+	case doc == nil && ix.Has(r.Realm, r.ID):
 		return nil
+	case doc == nil:
+		d := docOf(r)
+		doc = &d
 	}
-	return ix.Put(docOf(r))
+	return ix.Put(*doc)
 }
 
 // unapply removes a record from memory.
@@ -282,6 +286,15 @@ func (rm *realm) findContent(scope sdk.Scope, hash string, now time.Time) string
 		}
 	}
 	return ""
+}
+
+// docsOf answers docOf of each record.
+func docsOf(recs []sdk.Record) []index.Doc {
+	docs := make([]index.Doc, len(recs))
+	for i := range recs {
+		docs[i] = docOf(&recs[i])
+	}
+	return docs
 }
 
 func docOf(r *sdk.Record) index.Doc {

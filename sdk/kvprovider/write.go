@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/index"
 )
 
 // Remember stores records, all or nothing. A record whose scope already
@@ -29,6 +30,11 @@ func (p *Provider) Remember(ctx context.Context, realmName string, records []sdk
 		r.UseCount, r.LastUsedAt = 0, time.Time{}
 		prepared[i] = r
 	}
+	// Cut the terms before the lock and the deadline's check: they are
+	// most of a write's work, and a write whose deadline passes meanwhile
+	// is refused before it commits instead of landing after its caller
+	// was told it failed.
+	docs := docsOf(prepared)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := p.ready(ctx); err != nil {
@@ -37,6 +43,7 @@ func (p *Provider) Remember(ctx context.Context, realmName string, records []sdk
 	rm := p.realms[realmName]
 	ids := make([]string, len(prepared))
 	var fresh []sdk.Record
+	var freshDocs []index.Doc
 	inBatch := map[string]string{} // content key -> id
 	for i, r := range prepared {
 		key := contentKey(r.Scope, r.ContentHash)
@@ -59,19 +66,20 @@ func (p *Provider) Remember(ctx context.Context, realmName string, records []sdk
 		inBatch[key] = r.ID
 		ids[i] = r.ID
 		fresh = append(fresh, r)
+		freshDocs = append(freshDocs, docs[i])
 	}
 	if len(fresh) == 0 {
 		return ids, nil
 	}
-	if err := p.put(ctx, realmName, fresh, true); err != nil {
+	if err := p.put(ctx, realmName, fresh, freshDocs); err != nil {
 		return nil, err
 	}
 	return ids, nil
 }
 
-// put stores records durably, then applies them to memory; reindex is
-// false when only their usage changed.
-func (p *Provider) put(ctx context.Context, realmName string, recs []sdk.Record, reindex bool) error {
+// put stores records durably, then applies them to memory, indexing
+// docs[i] as recs[i]; docs is nil when only their usage changed.
+func (p *Provider) put(ctx context.Context, realmName string, recs []sdk.Record, docs []index.Doc) error {
 	if err := p.store.Put(ctx, recs); err != nil {
 		return p.errorf("store: %w", err)
 	}
@@ -82,7 +90,11 @@ func (p *Provider) put(ctx context.Context, realmName string, recs []sdk.Record,
 	}
 	for i := range recs {
 		r := cloneRecord(&recs[i]) // the Store may keep recs and their tags
-		if err := apply(p.ix, rm, &r, reindex); err != nil {
+		var doc *index.Doc
+		if docs != nil {
+			doc = &docs[i]
+		}
+		if err := apply(p.ix, rm, &r, doc); err != nil {
 			// Stored but not indexed: a bug, not a caller's mistake.
 			return p.errorf("index record %s: %w", r.ID, err)
 		}
@@ -175,7 +187,8 @@ func (p *Provider) Supersede(ctx context.Context, realmName, oldID string, repla
 	}
 	retired := cloneRecord(old)
 	retired.Status, retired.UpdatedAt = sdk.StatusSuperseded, now.UTC()
-	if err := p.put(ctx, realmName, []sdk.Record{replacement, retired}, true); err != nil {
+	pair := []sdk.Record{replacement, retired}
+	if err := p.put(ctx, realmName, pair, docsOf(pair)); err != nil {
 		return "", err
 	}
 	return replacement.ID, nil
@@ -228,7 +241,7 @@ func (p *Provider) countUses(ctx context.Context, realmName string, uses []sdk.U
 	if len(used) == 0 {
 		return nil
 	}
-	return p.put(ctx, realmName, used, false)
+	return p.put(ctx, realmName, used, nil)
 }
 
 // WriteLedger hands valid entries to the Store's ledger.
