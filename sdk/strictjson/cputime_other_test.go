@@ -1,0 +1,7 @@
+//go:build !unix
+
+package strictjson
+
+import "time"
+
+func processCPU() time.Duration { return 0 }
