@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -369,36 +370,42 @@ func TestPrepareRecall(t *testing.T) {
 		{name: "zero vector", query: base, embedder: func(f *fakeEmbedder) { f.zero = "evening" }, wantReason: ReasonEmbedderUnavailable},
 		{name: "model id the provider refuses", query: base, embedder: func(f *fakeEmbedder) { f.model = "my model" }, wantReason: ReasonEmbedderUnavailable},
 	} {
+		// In a bubble (testing/synctest): the slow embedder's case has its
+		// deadline pass while the embedder holds the query, however long a
+		// loaded machine takes to reach it (with real time, a second lost
+		// there left no time to ask: no_time instead).
 		t.Run(tc.name, func(t *testing.T) {
-			emb := newEmbedder("m1")
-			if tc.embedder != nil {
-				emb.set(tc.embedder)
-			}
-			eng := engine(t, emb, newStore(0), Options{QueryTimeout: time.Hour}) // the recall's deadline rules
-			ctx := context.Background()
-			if tc.deadline != 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, tc.deadline)
-				defer cancel()
-			}
-			q := tc.query()
-			reason := eng.PrepareRecall(ctx, &q)
-			if reason != tc.wantReason {
-				t.Errorf("reason %q, want %q", reason, tc.wantReason)
-			}
-			if got := q.QueryVector != nil; got != tc.wantVector {
-				t.Fatalf("query vector %v, want one: %v", q.QueryVector, tc.wantVector)
-			}
-			if tc.wantVector {
-				if fmt.Sprint(q.QueryVector) != fmt.Sprint(vectorOf("evening routine", 4)) || q.VectorModel != "m1" || q.Fusion != (sdk.Fusion{Lexical: 0.6, Semantic: 0.4}) {
-					t.Errorf("query %+v, want the query's vector by m1 with the realm's fusion", q)
+			synctest.Test(t, func(t *testing.T) {
+				emb := newEmbedder("m1")
+				if tc.embedder != nil {
+					emb.set(tc.embedder)
 				}
-			}
-			if tc.wantReason != "" {
-				if got := eng.Status()[0].Fallbacks[tc.wantReason]; got != 1 {
-					t.Errorf("fallbacks[%s] = %d, want 1", tc.wantReason, got)
+				eng := engine(t, emb, newStore(0), Options{QueryTimeout: time.Hour}) // the recall's deadline rules
+				ctx := context.Background()
+				if tc.deadline != 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, tc.deadline)
+					defer cancel()
 				}
-			}
+				q := tc.query()
+				reason := eng.PrepareRecall(ctx, &q)
+				if reason != tc.wantReason {
+					t.Errorf("reason %q, want %q", reason, tc.wantReason)
+				}
+				if got := q.QueryVector != nil; got != tc.wantVector {
+					t.Fatalf("query vector %v, want one: %v", q.QueryVector, tc.wantVector)
+				}
+				if tc.wantVector {
+					if fmt.Sprint(q.QueryVector) != fmt.Sprint(vectorOf("evening routine", 4)) || q.VectorModel != "m1" || q.Fusion != (sdk.Fusion{Lexical: 0.6, Semantic: 0.4}) {
+						t.Errorf("query %+v, want the query's vector by m1 with the realm's fusion", q)
+					}
+				}
+				if tc.wantReason != "" {
+					if got := eng.Status()[0].Fallbacks[tc.wantReason]; got != 1 {
+						t.Errorf("fallbacks[%s] = %d, want 1", tc.wantReason, got)
+					}
+				}
+			})
 		})
 	}
 }
@@ -969,22 +976,29 @@ func TestPrepareRecallKeepsToItsBudget(t *testing.T) {
 		{"info hangs", &deafEmbedder{infoWait: true}},
 		{"embed hangs", &deafEmbedder{embedWait: true}},
 	} {
+		// In a bubble (testing/synctest) time passes only while every
+		// goroutine waits: the recall's budget, not a loaded machine's
+		// scheduling, decides how long it took (it failed CI-like runs as
+		// "took 2.09s" of wall time).
 		t.Run(tc.name, func(t *testing.T) {
-			tc.embedder.release = make(chan struct{})
-			defer close(tc.embedder.release)
-			eng, err := New([]Realm{{Name: "default", Embedder: tc.embedder, Vectors: newStore(0), Records: newStore(0)}}, Options{QueryTimeout: 100 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			start := time.Now()
-			q := sdk.RecallQuery{Realm: "default", Query: "evening routine"}
-			reason := eng.PrepareRecall(context.Background(), &q)
-			if took := time.Since(start); took > 2*time.Second {
-				t.Errorf("PrepareRecall took %s with a query budget of 100ms", took.Round(time.Millisecond))
-			}
-			if reason != ReasonEmbedderUnavailable || q.QueryVector != nil {
-				t.Errorf("reason %q, vector %v; want %q and no vector", reason, q.QueryVector, ReasonEmbedderUnavailable)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				tc.embedder.release = make(chan struct{})
+				defer close(tc.embedder.release)
+				const budget = 100 * time.Millisecond
+				eng, err := New([]Realm{{Name: "default", Embedder: tc.embedder, Vectors: newStore(0), Records: newStore(0)}}, Options{QueryTimeout: budget})
+				if err != nil {
+					t.Fatal(err)
+				}
+				start := time.Now()
+				q := sdk.RecallQuery{Realm: "default", Query: "evening routine"}
+				reason := eng.PrepareRecall(context.Background(), &q)
+				if took := time.Since(start); took > budget {
+					t.Errorf("PrepareRecall took %s with a query budget of %s", took, budget)
+				}
+				if reason != ReasonEmbedderUnavailable || q.QueryVector != nil {
+					t.Errorf("reason %q, vector %v; want %q and no vector", reason, q.QueryVector, ReasonEmbedderUnavailable)
+				}
+			})
 		})
 	}
 }
@@ -1060,11 +1074,26 @@ func TestARefusalIsAskedAgain(t *testing.T) {
 // recalls, the others stay lexical at once until the pause ends; a
 // backlog page the embedder embeds, or a probe it answers, ends the
 // pause.
+//
+// Each case runs in a bubble (testing/synctest): time passes only while
+// every goroutine waits, so a query budget or a caller's deadline passes
+// while the embedder holds the query, never before the recall reaches it,
+// and a pause ends for the recalls sent together after it all at once.
+// On a loaded machine, with real time, a 20 ms budget ran out before
+// the query reached the embedder ("asked the hung embedder 2 times, want
+// 3"), a caller's deadline left no time to ask it ("asked 4 times, want
+// 5"), and a recall late to start could find the probe's pause over.
 func TestHungEmbedderPausesQueries(t *testing.T) {
+	var queries atomic.Int64
 	recallOnce := func(eng *Engine) sdk.RecallQuery {
-		q := sdk.RecallQuery{Realm: "default", Query: fmt.Sprintf("query %d", time.Now().UnixNano())}
+		// A text of its own: one recalled before is answered from the
+		// cache, without asking the embedder.
+		q := sdk.RecallQuery{Realm: "default", Query: fmt.Sprintf("query %d", queries.Add(1))}
 		eng.PrepareRecall(context.Background(), &q)
 		return q
+	}
+	bubble := func(name string, f func(t *testing.T)) {
+		t.Run(name, func(t *testing.T) { synctest.Test(t, f) })
 	}
 	calls := func(emb *fakeEmbedder) int {
 		emb.mu.Lock()
@@ -1072,7 +1101,7 @@ func TestHungEmbedderPausesQueries(t *testing.T) {
 		return emb.calls
 	}
 
-	t.Run("a backlog page ends the pause", func(t *testing.T) {
+	bubble("a backlog page ends the pause", func(t *testing.T) {
 		emb, store := newEmbedder("m1"), newStore(0)
 		emb.set(func(f *fakeEmbedder) { f.block = true })
 		eng := engine(t, emb, store, Options{QueryTimeout: 20 * time.Millisecond, QueryPause: time.Hour})
@@ -1104,7 +1133,7 @@ func TestHungEmbedderPausesQueries(t *testing.T) {
 		}
 	})
 
-	t.Run("one probe after the pause", func(t *testing.T) {
+	bubble("one probe after the pause", func(t *testing.T) {
 		emb := newEmbedder("m1")
 		emb.set(func(f *fakeEmbedder) { f.block = true })
 		eng := engine(t, emb, newStore(0), Options{QueryTimeout: 20 * time.Millisecond, QueryPause: 30 * time.Millisecond})
@@ -1138,7 +1167,7 @@ func TestHungEmbedderPausesQueries(t *testing.T) {
 		}
 	})
 
-	t.Run("the caller's short deadline is not the embedder's failure", func(t *testing.T) {
+	bubble("the caller's short deadline is not the embedder's failure", func(t *testing.T) {
 		emb := newEmbedder("m1")
 		emb.set(func(f *fakeEmbedder) { f.block = true })
 		eng := engine(t, emb, newStore(0), Options{QueryTimeout: time.Hour})
@@ -1153,7 +1182,7 @@ func TestHungEmbedderPausesQueries(t *testing.T) {
 		}
 	})
 
-	t.Run("a refused text is an answer", func(t *testing.T) {
+	bubble("a refused text is an answer", func(t *testing.T) {
 		emb := newEmbedder("m1")
 		emb.set(func(f *fakeEmbedder) { f.refuse = "query" })
 		eng := engine(t, emb, newStore(0), Options{QueryTimeout: time.Second})
