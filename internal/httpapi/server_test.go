@@ -518,7 +518,15 @@ func TestStalledReaderIsDropped(t *testing.T) {
 	AnswerWriteTimeout = 200 * time.Millisecond
 	t.Cleanup(func() { AnswerWriteTimeout = old })
 	_, providers, coord := testCoordinator(t, sdk.CapWrite, sdk.CapFetch, sdk.CapForget)
-	srv := httptest.NewUnstartedServer(New(Options{Provider: providers, Coordinator: coord}).Handler())
+	h := New(Options{Provider: providers, Coordinator: coord}).Handler()
+	// The recall's handler says when it returns: its answer given up on.
+	recalled := make(chan struct{}, 1)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r)
+		if r.URL.Path == "/v1/recall" {
+			recalled <- struct{}{}
+		}
+	}))
 	// Small socket buffers on both ends, so a few hundred KiB fill them.
 	srv.Listener = smallBuffers{srv.Listener}
 	srv.Start()
@@ -539,7 +547,15 @@ func TestStalledReaderIsDropped(t *testing.T) {
 	conn.(*net.TCPConn).SetReadBuffer(4096)
 	req := `{"identity":{"id":"alice"},"query":"coffee","limit":40}`
 	fmt.Fprintf(conn, "POST /v1/recall HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(req), req)
-	time.Sleep(2 * time.Second) // not reading, well past the deadline
+	// Not reading until the server has given the answer up. A fixed
+	// sleep (2 s) could end, on a loaded machine, before the server had
+	// even made the answer; then the client read it whole. The wait's
+	// bound only ends a test whose server never gives up.
+	select {
+	case <-recalled:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server still writes the answer to a client that has not read for 30 s: the write has no deadline")
+	}
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		t.Fatal(err)
