@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/memhost/memhost/coordinator/coordinatortest"
@@ -97,8 +98,15 @@ func TestHungSessionStoreFailsCallsWithADeadlineError(t *testing.T) {
 
 // A background sweep whose store write hangs gives up at the store
 // timeout, even after the sweep's own time ran out, so Close is not held
-// by a dead store.
+// by a dead store. In a bubble (testing/synctest), where time passes only
+// while every goroutine waits: the store timeout (20 ms) ends the hung
+// write, never a visit of the turn before it that a loaded machine was
+// slow to make.
 func TestSweepWriteToAHungStoreEndsAtItsDeadline(t *testing.T) {
+	synctest.Test(t, testSweepWriteToAHungStoreEndsAtItsDeadline)
+}
+
+func testSweepWriteToAHungStoreEndsAtItsDeadline(t *testing.T) {
 	store := newHangingStore()
 	turned := make(chan struct{})
 	turnDone := sync.OnceFunc(func() { close(turned) })
@@ -137,8 +145,14 @@ func TestSweepWriteToAHungStoreEndsAtItsDeadline(t *testing.T) {
 
 // A sweep that runs out of its own time after a page keeps that page's
 // picks, and its write of them is not refused for the sweep's spent
-// deadline: the next turn of the session injects them.
+// deadline: the next turn of the session injects them. In a bubble
+// (testing/synctest): the sweep's time runs out while the second page
+// waits, never before a loaded machine has answered the first.
 func TestSweepOutOfTimeStillStoresItsPicks(t *testing.T) {
+	synctest.Test(t, testSweepOutOfTimeStillStoresItsPicks)
+}
+
+func testSweepOutOfTimeStillStoresItsPicks(t *testing.T) {
 	var calls atomic.Int32
 	var picked atomic.Value
 	sel := coordinatortest.SelectorFunc(func(ctx context.Context, req sdk.SelectRequest) (sdk.Selection, error) {
@@ -159,8 +173,7 @@ func TestSweepOutOfTimeStillStoresItsPicks(t *testing.T) {
 		o.Selector, o.Sessions = sel, newHangingStore()
 		c.Budgets.SelectorRows = 2
 		c.Sweep.PageRows = 2
-		// Long enough that the first page is answered on a loaded
-		// machine; the second page waits all of it out.
+		// The second page waits all of it out.
 		c.SweepTimeout = time.Second
 	})
 	for i := range 4 {

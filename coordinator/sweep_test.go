@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
@@ -87,51 +88,57 @@ func TestFullSweepPages(t *testing.T) {
 			wantIDs: []string{"r00000"}, wantLog: []string{"ran out of time"}},
 	}
 	for _, tt := range tests {
+		// In a bubble (testing/synctest) time passes only while every
+		// goroutine waits: the sweep's 50 ms pass while the blocked page
+		// waits, never while the manifest is listed or the first page
+		// answered, however loaded the machine.
 		t.Run(tt.name, func(t *testing.T) {
-			sel := &pageSelector{per: tt.per, block: tt.block}
-			m := newManifestOnly(tt.rows)
-			f := newFixture(t, func(c *Config, o *Options) {
-				o.Selector = sel
-				c.MaxEntries = tt.maxEntries
-				if tt.block > 0 {
-					c.SweepTimeout = 50 * time.Millisecond
+			synctest.Test(t, func(t *testing.T) {
+				sel := &pageSelector{per: tt.per, block: tt.block}
+				m := newManifestOnly(tt.rows)
+				f := newFixture(t, func(c *Config, o *Options) {
+					o.Selector = sel
+					c.MaxEntries = tt.maxEntries
+					if tt.block > 0 {
+						c.SweepTimeout = 50 * time.Millisecond
+					}
+				})
+				ctx, cancel := context.WithTimeout(context.Background(), f.c.cfg.SweepTimeout)
+				defer cancel()
+				// The sweep runs with the logger of the turn that asked for it.
+				ctx = hclog.WithContext(ctx, hclog.New(&hclog.LoggerOptions{Output: io.Discard}).With("request_id", "turn-9"))
+				ids, err := f.c.fullSweep(ctx, SessionKey{Realm: "default", Identity: "alice", Session: "s"}, alice,
+					provider{Provider: host.ProviderOf(m), caps: sdk.Capabilities{sdk.CapManifest, sdk.CapFetch}}, []sdk.Scope{"identity:alice"}, "q")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(ids, tt.wantIDs) {
+					t.Errorf("ids %v, want %v", ids, tt.wantIDs)
+				}
+				var pages []int
+				for _, r := range sel.reqs {
+					pages = append(pages, len(r.Rows))
+				}
+				if !slices.Equal(pages, tt.wantPages) {
+					t.Errorf("rows per Select %v, want %v", pages, tt.wantPages)
+				}
+				logs := f.logs.String()
+				for _, w := range tt.wantLog {
+					if !strings.Contains(logs, w) {
+						t.Errorf("log lacks %q:\n%s", w, logs)
+					}
+				}
+				for _, line := range strings.Split(strings.TrimSpace(logs), "\n") {
+					if line != "" && !strings.Contains(line, "request_id=turn-9") {
+						t.Errorf("sweep line without the turn's request id: %s", line)
+					}
+				}
+				for _, w := range tt.noLog {
+					if strings.Contains(logs, w) {
+						t.Errorf("log has %q:\n%s", w, logs)
+					}
 				}
 			})
-			ctx, cancel := context.WithTimeout(context.Background(), f.c.cfg.SweepTimeout)
-			defer cancel()
-			// The sweep runs with the logger of the turn that asked for it.
-			ctx = hclog.WithContext(ctx, hclog.New(&hclog.LoggerOptions{Output: io.Discard}).With("request_id", "turn-9"))
-			ids, err := f.c.fullSweep(ctx, SessionKey{Realm: "default", Identity: "alice", Session: "s"}, alice,
-				provider{Provider: host.ProviderOf(m), caps: sdk.Capabilities{sdk.CapManifest, sdk.CapFetch}}, []sdk.Scope{"identity:alice"}, "q")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(ids, tt.wantIDs) {
-				t.Errorf("ids %v, want %v", ids, tt.wantIDs)
-			}
-			var pages []int
-			for _, r := range sel.reqs {
-				pages = append(pages, len(r.Rows))
-			}
-			if !slices.Equal(pages, tt.wantPages) {
-				t.Errorf("rows per Select %v, want %v", pages, tt.wantPages)
-			}
-			logs := f.logs.String()
-			for _, w := range tt.wantLog {
-				if !strings.Contains(logs, w) {
-					t.Errorf("log lacks %q:\n%s", w, logs)
-				}
-			}
-			for _, line := range strings.Split(strings.TrimSpace(logs), "\n") {
-				if line != "" && !strings.Contains(line, "request_id=turn-9") {
-					t.Errorf("sweep line without the turn's request id: %s", line)
-				}
-			}
-			for _, w := range tt.noLog {
-				if strings.Contains(logs, w) {
-					t.Errorf("log has %q:\n%s", w, logs)
-				}
-			}
 		})
 	}
 }
@@ -179,7 +186,9 @@ func TestFullSweepTruncatesRankedFirstThenNewest(t *testing.T) {
 	}
 }
 
-func TestFullSweepFirstPageFailure(t *testing.T) {
+func TestFullSweepFirstPageFailure(t *testing.T) { synctest.Test(t, testFullSweepFirstPageFailure) }
+
+func testFullSweepFirstPageFailure(t *testing.T) {
 	sel := &pageSelector{per: 1, block: 1}
 	f := newFixture(t, func(c *Config, o *Options) { o.Selector = sel; c.SweepTimeout = 20 * time.Millisecond })
 	ctx, cancel := context.WithTimeout(context.Background(), f.c.cfg.SweepTimeout)
