@@ -517,7 +517,18 @@ func TestStalledReaderIsDropped(t *testing.T) {
 	old := AnswerWriteTimeout
 	AnswerWriteTimeout = 200 * time.Millisecond
 	t.Cleanup(func() { AnswerWriteTimeout = old })
-	_, providers, coord := testCoordinator(t, sdk.CapWrite, sdk.CapFetch, sdk.CapForget)
+	p := coordinatortest.NewProvider(sdk.CapWrite, sdk.CapFetch, sdk.CapForget)
+	providers := func(string) (sdk.Provider, error) { return p, nil }
+	cfg := coordinator.DefaultConfig()
+	// The recall of 40 records of 52 KB must be answered, not cut at the
+	// default 500 ms on a loaded machine under the race detector (a
+	// short error answer fits the socket buffers, and is read whole).
+	cfg.RecallTimeout = time.Minute
+	coord, err := coordinator.New(cfg, coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { coord.Close(t.Context()) })
 	h := New(Options{Provider: providers, Coordinator: coord}).Handler()
 	// The recall's handler says when it returns: its answer given up on.
 	recalled := make(chan struct{}, 1)
