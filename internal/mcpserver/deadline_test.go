@@ -38,9 +38,21 @@ func TestToolCallsHaveADeadline(t *testing.T) {
 	provider := coordinatortest.NewProvider(coordinatortest.AllCapabilities...)
 	id := provider.MustAdd("default", sdk.Record{Scope: "identity:alice", Kind: sdk.KindFact, Title: "kept", Body: "b"})[0]
 	opts := aliceOptions(t, provider)
-	opts.CallTimeout = 7 * time.Second
+	// Both bounds generous, so that neither passes before the provider is
+	// reached on a loaded machine (the default recall timeout, 500 ms,
+	// did not promise it), and apart, so that a recall under the call
+	// timeout instead of the recall timeout is told apart.
+	cfg := coordinator.DefaultConfig()
+	cfg.RecallTimeout = 20 * time.Second
+	coord, err := coordinator.New(cfg, coordinator.Options{Providers: coordinator.RealmProviders{"default": provider}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { coord.Close(context.Background()) })
+	opts.Coordinator = coord
+	opts.CallTimeout = 2 * time.Minute
 	cs := connectWith(t, opts)
-	recallLimit := coordinator.DefaultConfig().RecallTimeout
+	recallLimit := cfg.RecallTimeout
 	cases := []struct {
 		tool, args, method string
 		limit              time.Duration
