@@ -42,12 +42,23 @@ func newTestServer(t *testing.T, opts Options, caps ...sdk.Capability) (*httptes
 }
 
 // testCoordinator is a coordinator over one in-memory provider with caps,
-// closed when the test ends, and the provider lookup that answers it.
+// closed when the test ends, and the provider lookup that answers it. Its
+// recall timeout is 30 s, not the default 500 ms: a test's recall or turn
+// must not fail (or skip as recall_failed) because a loaded machine
+// starved it for half a second; a test of the timeout sets its own.
 func testCoordinator(t *testing.T, caps ...sdk.Capability) (*coordinatortest.Provider, func(string) (sdk.Provider, error), *coordinator.Coordinator) {
+	t.Helper()
+	cfg := coordinator.DefaultConfig()
+	cfg.RecallTimeout = 30 * time.Second
+	return coordinatorWith(t, cfg, caps...)
+}
+
+// coordinatorWith is testCoordinator with cfg.
+func coordinatorWith(t *testing.T, cfg coordinator.Config, caps ...sdk.Capability) (*coordinatortest.Provider, func(string) (sdk.Provider, error), *coordinator.Coordinator) {
 	t.Helper()
 	p := coordinatortest.NewProvider(caps...)
 	providers := func(string) (sdk.Provider, error) { return p, nil }
-	coord, err := coordinator.New(coordinator.DefaultConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
+	coord, err := coordinator.New(cfg, coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +323,14 @@ func TestRequiredFieldsAreEnforced(t *testing.T) {
 // POST /v1/recall is a recall path: a provider that hangs fails it at the
 // coordinator's recall timeout, not at the request timeout.
 func TestRecallRunsUnderTheRecallTimeout(t *testing.T) {
-	srv, p := newTestServer(t, Options{RequestTimeout: 5 * time.Second})
+	// Both bounds well past what a loaded machine takes to reach the
+	// provider (the recall timeout passes while the provider hangs), and
+	// apart, so that a recall under the request timeout is told apart.
+	cfg := coordinator.DefaultConfig()
+	cfg.RecallTimeout = 3 * time.Second
+	p, providers, coord := coordinatorWith(t, cfg, sdk.CapWrite, sdk.CapFetch, sdk.CapForget)
+	srv := httptest.NewServer(New(Options{RequestTimeout: time.Minute, Provider: providers, Coordinator: coord}).Handler())
+	t.Cleanup(srv.Close)
 	lefts := make(chan time.Duration, 1)
 	p.SetHook(coordinatortest.MethodRecall, func(ctx context.Context, _ any) error {
 		var left time.Duration
@@ -327,7 +345,7 @@ func TestRecallRunsUnderTheRecallTimeout(t *testing.T) {
 	if code != http.StatusGatewayTimeout || e.Error.Code != string(sdk.CodeDeadlineExceeded) {
 		t.Fatalf("recall on a hung provider = %d %+v, want 504 deadline_exceeded", code, e)
 	}
-	if left, limit := <-lefts, coordinator.DefaultConfig().RecallTimeout; left <= 0 || left > limit {
+	if left, limit := <-lefts, cfg.RecallTimeout; left <= 0 || left > limit {
 		t.Fatalf("the provider's deadline was %v away, want at most the recall timeout %v", left, limit)
 	}
 }
