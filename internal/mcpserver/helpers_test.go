@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/coordinator/coordinatortest"
@@ -18,7 +19,7 @@ import (
 // through a coordinator closed when the test ends.
 func aliceOptions(t *testing.T, provider *coordinatortest.Provider) Options {
 	t.Helper()
-	coord, err := coordinator.New(coordinator.DefaultConfig(), coordinator.Options{Providers: coordinator.RealmProviders{"default": provider}})
+	coord, err := coordinator.New(testConfig(), coordinator.Options{Providers: coordinator.RealmProviders{"default": provider}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,6 +31,15 @@ func aliceOptions(t *testing.T, provider *coordinatortest.Provider) Options {
 			return Caller{Identity: sdk.Identity{Realm: "default", ID: "alice"}}, nil
 		},
 	}
+}
+
+// testConfig is the coordinator's default configuration with a recall
+// timeout of 30 s, not 500 ms: a test's memory_recall must not fail
+// because a loaded machine starved it for half a second.
+func testConfig() coordinator.Config {
+	cfg := coordinator.DefaultConfig()
+	cfg.RecallTimeout = 30 * time.Second
+	return cfg
 }
 
 // forgetLog is a TraceForgetter that keeps what it was asked.

@@ -17,7 +17,7 @@ import (
 // JSON-RPC decoding, as a real client reaches them.
 func connect(t *testing.T, provider *coordinatortest.Provider) *mcp.ClientSession {
 	t.Helper()
-	coord, err := coordinator.New(coordinator.DefaultConfig(), coordinator.Options{Providers: coordinator.RealmProviders{"default": provider}})
+	coord, err := coordinator.New(testConfig(), coordinator.Options{Providers: coordinator.RealmProviders{"default": provider}})
 	if err != nil {
 		t.Fatal(err)
 	}
