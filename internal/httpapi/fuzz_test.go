@@ -62,7 +62,7 @@ func newFuzzFixture(f *testing.F) *fuzzFixture {
 	)
 	arch := &fuzzArchiver{Provider: p}
 	providers := func(string) (sdk.Provider, error) { return arch, nil }
-	coord, err := coordinator.New(coordinator.DefaultConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
+	coord, err := coordinator.New(testConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -161,7 +161,7 @@ func (leakyProvider) Recall(context.Context, sdk.RecallQuery) ([]sdk.Hit, error)
 func TestErrorBodiesHoldNoPathOrPid(t *testing.T) {
 	var logs strings.Builder
 	providers := func(string) (sdk.Provider, error) { return leakyProvider{}, nil }
-	coord, err := coordinator.New(coordinator.DefaultConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
+	coord, err := coordinator.New(testConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -277,7 +277,7 @@ func TestBoundTokenReadsNoForeignTitleInATrace(t *testing.T) {
 		sdk.Record{Scope: sdk.IdentityScope("alice"), Kind: sdk.KindFact, Title: "harbour walk", Body: "alice likes the harbour"},
 		sdk.Record{Scope: sdk.IdentityScope("bob"), Kind: sdk.KindFact, Title: "BOB-PRIVATE harbour diagnosis", Body: "bob only"})
 	providers := func(string) (sdk.Provider, error) { return scopeBlindRecall{p}, nil }
-	coord, err := coordinator.New(coordinator.DefaultConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers), Trace: rec})
+	coord, err := coordinator.New(testConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers), Trace: rec})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func newSurfacesWith(t *testing.T, opts Options) (*httptest.Server, *coordinator
 	t.Helper()
 	p := coordinatortest.NewProvider(coordinatortest.AllCapabilities...)
 	providers := func(string) (sdk.Provider, error) { return p, nil }
-	coord, err := coordinator.New(coordinator.DefaultConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
+	coord, err := coordinator.New(testConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,16 +41,22 @@ func newTestServer(t *testing.T, opts Options, caps ...sdk.Capability) (*httptes
 	return srv, p
 }
 
-// testCoordinator is a coordinator over one in-memory provider with caps,
-// closed when the test ends, and the provider lookup that answers it. Its
-// recall timeout is 30 s, not the default 500 ms: a test's recall or turn
-// must not fail (or skip as recall_failed) because a loaded machine
-// starved it for half a second; a test of the timeout sets its own.
-func testCoordinator(t *testing.T, caps ...sdk.Capability) (*coordinatortest.Provider, func(string) (sdk.Provider, error), *coordinator.Coordinator) {
-	t.Helper()
+// testConfig is the coordinator's default configuration with a recall
+// timeout of 30 s, not 500 ms: a test's recall or turn must not fail (or
+// skip as recall_failed) because a loaded machine starved it for half a
+// second; a test of the timeout sets its own.
+func testConfig() coordinator.Config {
 	cfg := coordinator.DefaultConfig()
 	cfg.RecallTimeout = 30 * time.Second
-	return coordinatorWith(t, cfg, caps...)
+	return cfg
+}
+
+// testCoordinator is a coordinator over one in-memory provider with caps
+// (testConfig), closed when the test ends, and the provider lookup that
+// answers it.
+func testCoordinator(t *testing.T, caps ...sdk.Capability) (*coordinatortest.Provider, func(string) (sdk.Provider, error), *coordinator.Coordinator) {
+	t.Helper()
+	return coordinatorWith(t, testConfig(), caps...)
 }
 
 // coordinatorWith is testCoordinator with cfg.
@@ -361,7 +367,7 @@ func TestRequestIDInEveryLogLine(t *testing.T) {
 		return fmt.Errorf("index file vanished: %w", sdk.ErrUnavailable)
 	})
 	providers := func(string) (sdk.Provider, error) { return p, nil }
-	coord, err := coordinator.New(coordinator.DefaultConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers), Logger: logger})
+	coord, err := coordinator.New(testConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers), Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -628,7 +634,7 @@ func recallOver(t *testing.T, score float64, query string) (int, []byte, string)
 	logger := hclog.New(&hclog.LoggerOptions{Output: &logs, JSONFormat: true, Level: hclog.Info})
 	p := coordinatortest.NewProvider(sdk.CapWrite, sdk.CapFetch, sdk.CapForget)
 	providers := func(string) (sdk.Provider, error) { return scoring{p, score}, nil }
-	coord, err := coordinator.New(coordinator.DefaultConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
+	coord, err := coordinator.New(testConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
 	if err != nil {
 		t.Fatal(err)
 	}

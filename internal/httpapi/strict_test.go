@@ -26,7 +26,7 @@ func TestEveryBodyIsAnObject(t *testing.T) {
 	p := coordinatortest.NewProvider(sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapArchive)
 	arch := &fuzzArchiver{Provider: p}
 	providers := func(string) (sdk.Provider, error) { return arch, nil }
-	coord, err := coordinator.New(coordinator.DefaultConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
+	coord, err := coordinator.New(testConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func newSurfaces(t *testing.T) (*httptest.Server, *coordinatortest.Provider) {
 	t.Helper()
 	p := coordinatortest.NewProvider(coordinatortest.AllCapabilities...)
 	providers := func(string) (sdk.Provider, error) { return p, nil }
-	coord, err := coordinator.New(coordinator.DefaultConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
+	coord, err := coordinator.New(testConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestImportRefusesTimesNoAnswerCanHold(t *testing.T) {
 	p := coordinatortest.NewProvider(sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapArchive)
 	arch := &fuzzArchiver{Provider: p}
 	providers := func(string) (sdk.Provider, error) { return arch, nil }
-	coord, err := coordinator.New(coordinator.DefaultConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
+	coord, err := coordinator.New(testConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
 	if err != nil {
 		t.Fatal(err)
 	}
