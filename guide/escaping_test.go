@@ -88,7 +88,7 @@ func checkModelText(t *testing.T, path, text string, wantObs int) {
 
 func TestEveryRenderedTextIsEscaped(t *testing.T) {
 	p := coordinatortest.NewProvider(coordinatortest.AllCapabilities...)
-	c, err := coordinator.New(coordinator.DefaultConfig(), coordinator.Options{Providers: coordinator.RealmProviders{"default": p}})
+	c, err := coordinator.New(testConfig(), coordinator.Options{Providers: coordinator.RealmProviders{"default": p}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,10 +63,19 @@ type fixture struct {
 	logs *strings.Builder
 }
 
+// testConfig is the coordinator's default configuration with a recall
+// timeout of 30 s, not 500 ms: a test's recall must not fail because a
+// loaded machine starved it for half a second.
+func testConfig() coordinator.Config {
+	cfg := coordinator.DefaultConfig()
+	cfg.RecallTimeout = 30 * time.Second
+	return cfg
+}
+
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	p := coordinatortest.NewProvider()
-	c, err := coordinator.New(coordinator.DefaultConfig(), coordinator.Options{Providers: coordinator.RealmProviders{"default": p}})
+	c, err := coordinator.New(testConfig(), coordinator.Options{Providers: coordinator.RealmProviders{"default": p}})
 	if err != nil {
 		t.Fatal(err)
 	}
