@@ -332,8 +332,9 @@ func checkDeadline(ctx context.Context, e *env) error {
 			at  time.Time
 		}
 		ahead := make(chan done, 1)
+		first := batch(e.word()) // e's words are not for two goroutines
 		go func() {
-			_, err := e.remember(ctx, realmA, batch(e.word())...)
+			_, err := e.remember(ctx, realmA, first...)
 			ahead <- done{err, time.Now()}
 		}()
 		time.Sleep(took / 4)
