@@ -190,6 +190,20 @@ func testSweepOutOfTimeStillStoresItsPicks(t *testing.T) {
 	if !strings.Contains(f.logs.String(), "ran out of time") {
 		t.Fatalf("the sweep did not run out of time:\n%s", f.logs.String())
 	}
+	// Stored for the next turn, read from the store itself: the next turn's
+	// lexical fallback alone could inject the pick too.
+	var stored []string
+	readCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := f.c.store.Update(readCtx, SessionKey{Realm: alice.Realm, Identity: alice.ID, Session: "s"}, func(s *SessionState) bool {
+		stored = slices.Clone(s.SweepIDs)
+		return false
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(stored, id) {
+		t.Fatalf("the session holds sweep picks %v, not the sweep's pick %s:\n%s", stored, id, f.logs.String())
+	}
 	if next := f.turn(alice, "s", "notes"); !slices.Contains(next.RecordIDs, id) {
 		t.Fatalf("the next turn injected %v, not the sweep's pick %s:\n%s", next.RecordIDs, id, f.logs.String())
 	}
