@@ -445,7 +445,8 @@ func (b *benchHost) pluginRecallQuery(ctx context.Context, q sdk.RecallQuery) er
 // embedQueries answers each query as pluginRecall sends it, with its
 // embedding when realm has an embedder: embedded here, before the
 // measurement, so the plugin path's rows time the provider's hybrid
-// recall alone (the HTTP rows include the embedding call).
+// recall alone. The HTTP rows include the embedding call: measureProvider
+// drops the host's cached query embeddings before each.
 func (b *benchHost) embedQueries(ctx context.Context, realm string, queries []bench.Query, limit int) ([]sdk.RecallQuery, error) {
 	out := make([]sdk.RecallQuery, len(queries))
 	for i, q := range queries {
@@ -753,6 +754,12 @@ func measureProvider(ctx context.Context, b *benchHost, plugin, provider string,
 	var rows []bench.Latency
 	run := func(op string, path bench.Path, clients int, fn func(ctx context.Context, i int, q bench.Query) error) error {
 		fmt.Fprintf(progress, "bench: %s %d records: %s via %s, %d clients\n", provider, records, op, path, clients)
+		if path == bench.PathHTTP {
+			// Each HTTP row embeds its queries, as a turn with a new text
+			// does: the host keeps the last queries' embeddings, which
+			// embedQueries and the rows before this one filled.
+			b.h.semantic.ForgetQueries()
+		}
 		cpu0 := b.cpuTime()
 		p50, p99, perSec, err := bench.Measure(ctx, c.Queries, clients, fn)
 		if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -139,4 +140,46 @@ func embedCalls(t *testing.T, b *benchHost) int {
 		}
 	}
 	return n
+}
+
+// TestBenchHTTPRowsEmbedTheirQueries: with an embedder, every HTTP row
+// (recall and inject, at each client count) embeds each of its queries,
+// as a turn with a new text does, though the plugin rows' preparation and
+// the rows before it embedded the same texts and the host keeps the last
+// 256 query embeddings.
+func TestBenchHTTPRowsEmbedTheirQueries(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	plugins := testbin.PluginDir(t, "sqlite", "wordvec")
+	table, err := filepath.Abs(filepath.Join(testbin.ModuleRoot(t), "plugins", "wordvec", "testdata", "tiny.wvt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := benchOptions{pluginDir: plugins, embedder: "wordvec", embedderConfig: `{ table = "` + table + `" }`, semanticWeight: -1, clients: []int{1, 2}}
+	b, err := startBenchHostIn(ctx, t.TempDir(), o, "sqlite", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.close()
+	c := bench.NewCorpus(1, 200, 12)
+	for i := range c.Queries { // words the tiny table knows, each text its own
+		c.Queries[i].Text = fmt.Sprintf("coffee morning tea %d", i)
+	}
+	before := embedCalls(t, b)
+	rows, _, err := measureProvider(ctx, b, "sqlite", "sqlite+wordvec", &c, o, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpRows := 0
+	for _, r := range rows {
+		if r.Path == bench.PathHTTP {
+			httpRows++
+		}
+	}
+	// The preparation embeds each query once; so does each HTTP row.
+	n, q := embedCalls(t, b)-before, len(c.Queries)
+	if want := q * (1 + httpRows); httpRows != 4 || n < want {
+		t.Errorf("%d HTTP rows made %d embed calls with the preparation, want 4 rows and at least %d", httpRows, n, want)
+	}
 }

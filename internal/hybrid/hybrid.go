@@ -479,6 +479,18 @@ func (e *Engine) cachedQuery(q *sdk.RecallQuery, info sdk.EmbedderInfo) (queryKe
 	return key, v, ok
 }
 
+// ForgetQueries drops the query embeddings kept, so the next recall of
+// any text asks the embedder again: a benchmark timing recalls must not
+// be served the embeddings of its own earlier runs of the same queries.
+func (e *Engine) ForgetQueries() {
+	if e == nil {
+		return
+	}
+	e.queriesMu.Lock()
+	e.queries = lru.New[queryKey, []float32](recentQueries)
+	e.queriesMu.Unlock()
+}
+
 // give sets q to rank by v, the query's vector by model, with the realm's
 // fusion weights.
 func (r *realm) give(q *sdk.RecallQuery, v []float32, model string) {

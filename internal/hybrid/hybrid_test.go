@@ -609,6 +609,12 @@ func TestPrepareRecallEmbedsAQueryOnce(t *testing.T) {
 	if q := prepare("evening routine"); q.VectorModel != "m2" || calls() != 3 {
 		t.Fatalf("after a model change: model %q after %d calls, want m2 after 3", q.VectorModel, calls())
 	}
+	eng.ForgetQueries()
+	if prepare("evening routine"); calls() != 4 {
+		t.Fatalf("%d embed calls after ForgetQueries, want 4: the text was served from the dropped cache", calls())
+	}
+	var none *Engine
+	none.ForgetQueries() // a host without an embedder
 }
 
 // TestRefusedRecordsAreLeftBehind: a record the embedder refuses, or
