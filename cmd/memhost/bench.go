@@ -12,8 +12,10 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -121,8 +123,10 @@ directory per provider) and measure, per provider:
   - LoCoMo retrieval: every turn remembered as one record (each sample an
     identity of one realm), each question of categories 1-4 recalled (turn
     and session recall at k = 5, 10, 20) and injected into a fresh session
-    (the share of evidence delivered under the default budget), dev
-    (samples 0-4) and held-out (5-9) apart;
+    (the share of evidence delivered whole under the default budget; the
+    share delivered only cut, as an excerpt or a body over 2 KiB, which
+    may stop before the answer, apart and not counted), dev (samples 0-4)
+    and held-out (5-9) apart;
   - retention through compaction (sqlite, template compactor): LoCoMo and
     LongMemEval conversations replayed through compaction with a fixed
     window, then each question's evidence turns counted as they reach the
@@ -412,14 +416,34 @@ func (b *benchHost) Recall(ctx context.Context, realm, identity, query string, l
 }
 
 // Inject implements bench.Target.
-func (b *benchHost) Inject(ctx context.Context, realm, identity, session, content string, now time.Time) ([]string, int, error) {
+func (b *benchHost) Inject(ctx context.Context, realm, identity, session, content string, now time.Time) (bench.Injection, error) {
 	var out struct {
+		Context   []string `json:"injected_context"`
 		RecordIDs []string `json:"record_ids"`
 		Bytes     int      `json:"bytes"`
 	}
 	body := injectBody{Identity: benchIdentity{realm, identity}, Session: session, Content: content, Now: nowField(now)}
 	err := b.post(ctx, "/v1/turns/inject", body, &out)
-	return out.RecordIDs, out.Bytes, err
+	return bench.Injection{IDs: out.RecordIDs, Excerpts: excerptsOf(out.Context, out.RecordIDs), Bytes: out.Bytes}, err
+}
+
+// excerptAttrRE is the attribute an observation shown as an excerpt names
+// its record by (docs/api.md, Excerpts); attribute values and bodies are
+// escaped, so the pattern cannot be spelled by a record's text.
+var excerptAttrRE = regexp.MustCompile(`<memhost_memory_observation [^>]*\bexcerpt_of="([^"]*)"`)
+
+// excerptsOf answers the ids among ids that the injected text shows as an
+// excerpt.
+func excerptsOf(injected []string, ids []string) []string {
+	var out []string
+	for _, text := range injected {
+		for _, m := range excerptAttrRE.FindAllStringSubmatch(text, -1) {
+			if slices.Contains(ids, m[1]) && !slices.Contains(out, m[1]) {
+				out = append(out, m[1])
+			}
+		}
+	}
+	return out
 }
 
 // pluginRecall recalls through the provider plugin alone (gRPC, no HTTP),
@@ -658,12 +682,15 @@ func runBench(ctx context.Context, o benchOptions, w, progress io.Writer) error 
 		}
 	}
 	if len(retrieval) > 0 {
-		fmt.Fprintf(w, "\n## LoCoMo retrieval\n\nEvery turn one record; categories 1-4 with evidence; dev = samples 0-4, held-out = 5-9.\n\n")
+		fmt.Fprintf(w, "\n## LoCoMo retrieval\n\nEvery turn one record; categories 1-4 with evidence; dev = samples 0-4, held-out = 5-9; %s\n\n", evidenceNote)
 		bench.WriteRetrievalTable(w, retrieval, o.categories)
 	}
 	writeLongMemEval(w, lme)
 	return runRetention(ctx, o, w, progress)
 }
+
+// evidenceNote says what the retrieval tables' evidence columns count.
+const evidenceNote = "evidence = share of evidence turns a fresh session's inject delivers whole under the default budget; cut = share delivered only as an excerpt or a body cut at 2 KiB (it may stop before the answer), not counted in evidence."
 
 // measureInProcess builds the exact engine (sdk/index, ranked as the
 // sqlite provider ranks) over the corpus in this process and measures

@@ -59,6 +59,6 @@ func writeLongMemEval(w io.Writer, results map[string][]bench.LMEScore) {
 	if len(results) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\n## LongMemEval-S retrieval\n\nOne record per turn (thread = session); abstention questions left out; sessions ranked by their best turn; evidence = share of evidence turns a fresh session's inject delivers under the default budget.\n\n")
+	fmt.Fprintf(w, "\n## LongMemEval-S retrieval\n\nOne record per turn (thread = session); abstention questions left out; sessions ranked by their best turn; %s\n\n", evidenceNote)
 	bench.WriteLMETable(w, results)
 }

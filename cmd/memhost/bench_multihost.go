@@ -115,7 +115,7 @@ func benchMultiHost(ctx context.Context, o benchOptions, w, progress io.Writer) 
 		fmt.Fprintf(progress, "bench: multihost: inject via %d host(s), %d clients\n", n, clients)
 		run := fmt.Sprint(time.Now().UnixNano())
 		p50, p99, perSec, err := bench.Measure(ctx, corpus.Queries, clients, func(ctx context.Context, i int, q bench.Query) error {
-			_, _, err := hosts[i%n].Inject(ctx, sdk.DefaultRealm, q.Identity, fmt.Sprintf("mh-%s-%d", run, i), q.Text, time.Time{})
+			_, err := hosts[i%n].Inject(ctx, sdk.DefaultRealm, q.Identity, fmt.Sprintf("mh-%s-%d", run, i), q.Text, time.Time{})
 			return err
 		})
 		if err != nil {

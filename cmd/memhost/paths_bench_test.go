@@ -66,7 +66,7 @@ func BenchmarkSqlitePaths(b *testing.B) {
 			return err
 		}},
 		{"http-inject", func(i int, q bench.Query) error {
-			_, _, err := h.Inject(ctx, sdk.DefaultRealm, q.Identity, fmt.Sprintf("b-%d", i), q.Text, time.Time{})
+			_, err := h.Inject(ctx, sdk.DefaultRealm, q.Identity, fmt.Sprintf("b-%d", i), q.Text, time.Time{})
 			return err
 		}},
 		{"http-write-500", func(i int, _ bench.Query) error {

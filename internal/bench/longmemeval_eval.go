@@ -32,9 +32,11 @@ type LMEScore struct {
 	TurnAt10      float64
 	TurnQuestions int
 	// Evidence is the mean share of evidence turns a fresh session's turn
-	// injection delivers at the default budget; Bytes its mean size.
-	Evidence float64
-	Bytes    float64
+	// injection delivers whole at the default budget; EvidenceCut the
+	// share it delivers only cut (see Injection.split), not counted in
+	// Evidence; Bytes its mean size.
+	Evidence, EvidenceCut float64
+	Bytes                 float64
 }
 
 // LMETurnRecord is the record turn i of session s is remembered as in
@@ -69,6 +71,7 @@ func EvaluateLongMemEval(ctx context.Context, t Target, questions []LongMemEval,
 			a.TurnAt10 += q.turnAt10
 		}
 		a.Evidence += q.evidence
+		a.EvidenceCut += q.evidenceCut
 		a.Bytes += float64(q.bytes)
 	}
 	for i, q := range questions {
@@ -92,7 +95,7 @@ func EvaluateLongMemEval(ctx context.Context, t Target, questions []LongMemEval,
 	for _, a := range accs {
 		n := float64(a.Questions)
 		a.AnyAt5, a.AllAt5, a.AllAt10, a.NDCG10 = a.AnyAt5/n, a.AllAt5/n, a.AllAt10/n, a.NDCG10/n
-		a.Evidence, a.Bytes = a.Evidence/n, a.Bytes/n
+		a.Evidence, a.EvidenceCut, a.Bytes = a.Evidence/n, a.EvidenceCut/n, a.Bytes/n
 		if a.TurnQuestions > 0 {
 			a.TurnAt10 /= float64(a.TurnQuestions)
 		}
@@ -106,14 +109,14 @@ type lmeQuestionScore struct {
 	anyAt5, allAt5, allAt10, ndcg10 float64
 	turnAt10                        float64
 	hasTurns                        bool
-	evidence                        float64
+	evidence, evidenceCut           float64
 	bytes                           int
 }
 
 func evaluateLMEQuestion(ctx context.Context, t Target, q LongMemEval) (lmeQuestionScore, error) {
 	var s lmeQuestionScore
 	ident := fmt.Sprintf("lme%d", q.Index)
-	keys, err := rememberLME(ctx, t, ident, q)
+	keys, long, err := rememberLME(ctx, t, ident, q)
 	if err == nil {
 		err = settle(ctx, t, LMERealm)
 	}
@@ -137,28 +140,36 @@ func evaluateLMEQuestion(ctx context.Context, t Target, q LongMemEval) (lmeQuest
 	if s.hasTurns = len(evidence) > 0; s.hasTurns {
 		s.turnAt10 = share(evidence, ranked[:min(10, len(ranked))])
 	}
-	injected, nbytes, err := t.Inject(ctx, LMERealm, ident, "lme-"+q.ID, q.Question, q.Asked)
+	inj, err := t.Inject(ctx, LMERealm, ident, "lme-"+q.ID, q.Question, q.Asked)
 	if err != nil {
 		return s, fmt.Errorf("inject: %w", err)
 	}
-	var delivered []string
-	for _, id := range injected {
+	whole, cut := inj.split(long)
+	var delivered, partly []string
+	for _, id := range whole {
 		delivered = append(delivered, keys[id]...)
 	}
-	s.bytes = nbytes
-	if s.hasTurns {
-		s.evidence = share(evidence, delivered)
-	} else {
+	for _, id := range cut {
+		partly = append(partly, keys[id]...)
+	}
+	s.bytes = inj.Bytes
+	score := func(delivered []string) float64 {
+		if s.hasTurns {
+			return share(evidence, delivered)
+		}
 		// No turn is marked: a delivered turn of an evidence session is
 		// the evidence.
-		s.evidence = float64(sessionHits(q.AnswerSessions, rankSessions(delivered), len(delivered))) / float64(len(q.AnswerSessions))
+		return float64(sessionHits(q.AnswerSessions, rankSessions(delivered), len(delivered))) / float64(len(q.AnswerSessions))
 	}
+	s.evidence = score(delivered)
+	s.evidenceCut = score(append(partly, delivered...)) - s.evidence
 	return s, nil
 }
 
 // rememberLME stores a question's haystack and maps record id → the turn
-// keys it holds (identical turns share one record).
-func rememberLME(ctx context.Context, t Target, identity string, q LongMemEval) (map[string][]string, error) {
+// keys it holds (identical turns share one record); long holds the
+// records of a body over bodyBytes.
+func rememberLME(ctx context.Context, t Target, identity string, q LongMemEval) (byID map[string][]string, long map[string]bool, err error) {
 	var recs []Record
 	var keys []string
 	for _, s := range q.Sessions {
@@ -167,22 +178,25 @@ func rememberLME(ctx context.Context, t Target, identity string, q LongMemEval) 
 			keys = append(keys, TurnKey(s.ID, i))
 		}
 	}
-	byID := make(map[string][]string, len(recs))
+	byID, long = make(map[string][]string, len(recs)), map[string]bool{}
 	const batch = 500
 	for start := 0; start < len(recs); start += batch {
 		end := min(len(recs), start+batch)
 		ids, err := t.Remember(ctx, LMERealm, recs[start:end])
 		if err != nil {
-			return nil, fmt.Errorf("remember: %w", err)
+			return nil, nil, fmt.Errorf("remember: %w", err)
 		}
 		if len(ids) != end-start {
-			return nil, fmt.Errorf("remember answered %d ids for %d records", len(ids), end-start)
+			return nil, nil, fmt.Errorf("remember answered %d ids for %d records", len(ids), end-start)
 		}
 		for i, id := range ids {
 			byID[id] = append(byID[id], keys[start+i])
+			if len(recs[start+i].Body) > bodyBytes {
+				long[id] = true
+			}
 		}
 	}
-	return byID, nil
+	return byID, long, nil
 }
 
 // rankSessions answers the sessions of ranked turn keys by their best
@@ -236,12 +250,12 @@ func boolScore(b bool) float64 {
 // WriteLMETable renders per-provider LongMemEval scores as a Markdown
 // table.
 func WriteLMETable(w io.Writer, results map[string][]LMEScore) {
-	fmt.Fprintln(w, "| provider | question type | questions | session any@5 | session all@5 | session all@10 | NDCG@10 | turn R@10 | evidence under budget | bytes/turn |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| provider | question type | questions | session any@5 | session all@5 | session all@10 | NDCG@10 | turn R@10 | evidence under budget | evidence cut (not counted) | bytes/turn |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, p := range slices.Sorted(maps.Keys(results)) {
 		for _, r := range results[p] {
-			fmt.Fprintf(w, "| %s | %s | %d | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.0f |\n", p, r.Type, r.Questions,
-				r.AnyAt5, r.AllAt5, r.AllAt10, r.NDCG10, r.TurnAt10, r.Evidence, r.Bytes)
+			fmt.Fprintf(w, "| %s | %s | %d | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.0f |\n", p, r.Type, r.Questions,
+				r.AnyAt5, r.AllAt5, r.AllAt10, r.NDCG10, r.TurnAt10, r.Evidence, r.EvidenceCut, r.Bytes)
 		}
 	}
 }

@@ -15,6 +15,7 @@ type lmeFake struct {
 	byBody   map[string]string // body → id
 	ranking  []string          // bodies, best first
 	injected []string          // bodies
+	excerpts []string          // bodies of injected shown as excerpts
 }
 
 func (f *lmeFake) Remember(_ context.Context, _ string, recs []Record) ([]string, error) {
@@ -36,12 +37,15 @@ func (f *lmeFake) Recall(_ context.Context, _, _, _ string, limit int, _ time.Ti
 	return out, nil
 }
 
-func (f *lmeFake) Inject(_ context.Context, _, _, _, _ string, _ time.Time) ([]string, int, error) {
-	var out []string
+func (f *lmeFake) Inject(_ context.Context, _, _, _, _ string, _ time.Time) (Injection, error) {
+	out := Injection{Bytes: 100}
 	for _, b := range f.injected {
-		out = append(out, f.byBody[b])
+		out.IDs = append(out.IDs, f.byBody[b])
 	}
-	return out, 100, nil
+	for _, b := range f.excerpts {
+		out.Excerpts = append(out.Excerpts, f.byBody[b])
+	}
+	return out, nil
 }
 
 func TestEvaluateLongMemEval(t *testing.T) {
@@ -75,6 +79,51 @@ func TestEvaluateLongMemEval(t *testing.T) {
 	r.NDCG10 = want.NDCG10
 	if r != want {
 		t.Errorf("got %+v\nwant %+v", r, want)
+	}
+}
+
+// TestEvidenceDeliveredWhole: an evidence turn counts as delivered only
+// when its record is shown whole; shown as an excerpt, or with a body the
+// envelope cuts, it may stop before the answer and is reported apart.
+func TestEvidenceDeliveredWhole(t *testing.T) {
+	long := "ev-long " + strings.Repeat("words of a long answer ", bodyBytes/20)
+	session := func(id string, bodies ...string) LMESession {
+		s := LMESession{ID: id, Date: time.Date(2023, 5, 1, 10, 0, 0, 0, time.UTC)}
+		for _, b := range bodies {
+			s.Turns = append(s.Turns, LMETurn{Role: "user", Content: b, Evidence: strings.HasPrefix(b, "ev")})
+		}
+		return s
+	}
+	q := LongMemEval{ID: "q1", Type: "multi-session", Question: "what?", AnswerSessions: []string{"a", "b"},
+		Sessions: []LMESession{session("a", "ev1", "x1"), session("b", "x2", long)}}
+	sample := Sample{Index: 0, Turns: []Turn{{DiaID: "D1:1", Text: "ev1"}, {DiaID: "D1:2", Text: "x1"}, {DiaID: "D2:1", Text: long, Session: 2}},
+		Questions: []Question{{Text: "what?", Category: 1, Evidence: []string{"D1:1", "D2:1"}}}}
+	for _, c := range []struct {
+		name               string
+		injected, excerpts []string
+		evidence, cut      float64
+	}{
+		{"whole", []string{"ev1", "x1"}, nil, 0.5, 0},
+		{"an excerpt", []string{"ev1", "x1"}, []string{"ev1"}, 0, 0.5},
+		{"a long body shown whole is cut", []string{long}, nil, 0, 0.5},
+		{"whole and an excerpt", []string{"ev1", long}, []string{long}, 0.5, 0.5},
+		{"an excerpt of another record", []string{"ev1", "x1"}, []string{"x1"}, 0.5, 0},
+	} {
+		f := &lmeFake{byBody: map[string]string{}, ranking: []string{"x1"}, injected: c.injected, excerpts: c.excerpts}
+		lme, err := EvaluateLongMemEval(context.Background(), f, []LongMemEval{q}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		locomo, err := EvaluateLoCoMo(context.Background(), f, []Sample{sample}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := lme[0]; r.Evidence != c.evidence || r.EvidenceCut != c.cut {
+			t.Errorf("%s: LongMemEval evidence %v, cut %v; want %v, %v", c.name, r.Evidence, r.EvidenceCut, c.evidence, c.cut)
+		}
+		if r := locomo[0]; r.Evidence != c.evidence || r.EvidenceCut != c.cut {
+			t.Errorf("%s: LoCoMo evidence %v, cut %v; want %v, %v", c.name, r.Evidence, r.EvidenceCut, c.evidence, c.cut)
+		}
 	}
 }
 

@@ -99,11 +99,11 @@ type Retention struct {
 	Questions   int
 	// Window: still in the recent history when the question is asked.
 	// Summary: present in the summary (see InSummary). Archive: an
-	// archived episode injected for the question. Compacted: summary or
-	// archive. InContext: any of the three.
+	// archived episode injected whole for the question (Injection.split).
+	// Compacted: summary or archive. InContext: any of the three.
 	Window, Summary, Archive, Compacted, InContext float64
-	// Baseline: injected for the question when every turn is a record
-	// and nothing is compacted.
+	// Baseline: injected whole for the question when every turn is a
+	// record and nothing is compacted.
 	Baseline float64
 }
 
@@ -142,13 +142,18 @@ func EvaluateRetention(ctx context.Context, t CompactTarget, replays []Replay, o
 		if err != nil {
 			return nil, fmt.Errorf("%s %d: %w", r.Bench, r.Index, err)
 		}
-		baseByID, err := rememberMessages(ctx, t, baseRealm, conv, r)
+		baseByID, baseLong, err := rememberMessages(ctx, t, baseRealm, conv, r)
 		if err != nil {
 			return nil, fmt.Errorf("%s %d: baseline: %w", r.Bench, r.Index, err)
 		}
-		archByID := map[string]string{}
+		archByID, archLong := map[string]string{}, map[string]bool{}
 		for seq := range evicted {
-			archByID[compaction.EpisodeID(realm, Identity, conv, seq)] = r.Keys[seq]
+			id := compaction.EpisodeID(realm, Identity, conv, seq)
+			archByID[id] = r.Keys[seq]
+			// An episode's body is its message.
+			if len(r.Messages[seq].Content) > bodyBytes {
+				archLong[id] = true
+			}
 		}
 		inWindow := map[string]bool{}
 		for seq := evicted; seq < len(r.Messages); seq++ {
@@ -160,11 +165,11 @@ func EvaluateRetention(ctx context.Context, t CompactTarget, replays []Replay, o
 			if progress != nil {
 				progress(done, total)
 			}
-			archived, err := injectedKeys(ctx, t, realm, fmt.Sprintf("q%d", qi), q.Text, archByID)
+			archived, err := injectedKeys(ctx, t, realm, fmt.Sprintf("q%d", qi), q.Text, archByID, archLong)
 			if err != nil {
 				return nil, fmt.Errorf("%s %d question %d: %w", r.Bench, r.Index, qi, err)
 			}
-			base, err := injectedKeys(ctx, t, baseRealm, fmt.Sprintf("q%d", qi), q.Text, baseByID)
+			base, err := injectedKeys(ctx, t, baseRealm, fmt.Sprintf("q%d", qi), q.Text, baseByID, baseLong)
 			if err != nil {
 				return nil, fmt.Errorf("%s %d question %d: baseline: %w", r.Bench, r.Index, qi, err)
 			}
@@ -240,8 +245,9 @@ func replay(ctx context.Context, t CompactTarget, realm, conv string, r Replay, 
 
 // rememberMessages stores every message as one record, as the LoCoMo
 // retrieval benchmark stores turns, tagged with its speaker as the archive
-// tags an episode, and maps record id → evidence key.
-func rememberMessages(ctx context.Context, t Target, realm, conv string, r Replay) (map[string]string, error) {
+// tags an episode, and maps record id → evidence key; long holds the
+// records of a body over bodyBytes.
+func rememberMessages(ctx context.Context, t Target, realm, conv string, r Replay) (byID map[string]string, long map[string]bool, err error) {
 	return rememberRecords(ctx, t, realm, len(r.Messages), func(i int) (Record, string) {
 		m := r.Messages[i]
 		rec := TurnRecord(Identity, conv, Turn{DiaID: r.Keys[i], Seq: i, Speaker: m.Role, Text: m.Content})
@@ -251,14 +257,15 @@ func rememberMessages(ctx context.Context, t Target, realm, conv string, r Repla
 }
 
 // injectedKeys injects for question in a fresh session and answers the
-// evidence keys of the injected records.
-func injectedKeys(ctx context.Context, t Target, realm, session, question string, byID map[string]string) (map[string]bool, error) {
-	ids, _, err := t.Inject(ctx, realm, Identity, session, question, time.Time{})
+// evidence keys of the records shown whole (see Injection.split).
+func injectedKeys(ctx context.Context, t Target, realm, session, question string, byID map[string]string, long map[string]bool) (map[string]bool, error) {
+	inj, err := t.Inject(ctx, realm, Identity, session, question, time.Time{})
 	if err != nil {
 		return nil, fmt.Errorf("inject: %w", err)
 	}
+	whole, _ := inj.split(long)
 	out := map[string]bool{}
-	for _, id := range ids {
+	for _, id := range whole {
 		if k, ok := byID[id]; ok {
 			out[k] = true
 		}

@@ -16,6 +16,9 @@ import (
 type fakeCompacting struct {
 	bodies   map[string]map[string]string // realm -> id -> body
 	compacts int
+	// excerpt, when set, makes Inject show the records holding it as
+	// excerpts.
+	excerpt string
 }
 
 func (f *fakeCompacting) put(realm, id, body string) {
@@ -38,14 +41,17 @@ func (f *fakeCompacting) Recall(context.Context, string, string, string, int, ti
 	return nil, nil
 }
 
-func (f *fakeCompacting) Inject(_ context.Context, realm, _, _, content string, _ time.Time) ([]string, int, error) {
-	var ids []string
+func (f *fakeCompacting) Inject(_ context.Context, realm, _, _, content string, _ time.Time) (Injection, error) {
+	var out Injection
 	for id, body := range f.bodies[realm] {
 		if strings.Contains(body, content) {
-			ids = append(ids, id)
+			out.IDs = append(out.IDs, id)
+			if f.excerpt != "" && strings.Contains(body, f.excerpt) {
+				out.Excerpts = append(out.Excerpts, id)
+			}
 		}
 	}
-	return ids, 0, nil
+	return out, nil
 }
 
 func (f *fakeCompacting) Compact(_ context.Context, realm, _, conv string, evicted []Message) (string, error) {
@@ -96,6 +102,18 @@ func TestEvaluateRetention(t *testing.T) {
 	}
 	if all.Questions != 3 {
 		t.Errorf("all: %+v", all)
+	}
+	// Shown only as an excerpt, the archived and the baseline turn may
+	// stop before the answer: neither counts as delivered.
+	f = &fakeCompacting{bodies: map[string]map[string]string{}, excerpt: "number0"}
+	rows, err = EvaluateRetention(context.Background(), f, []Replay{r}, RetentionOptions{WindowBytes: 400}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range rows {
+		if row.Type == "early" && (row.Archive != 0 || row.Baseline != 0 || row.Compacted != 0) {
+			t.Errorf("early, evidence shown as an excerpt: %+v", row)
+		}
 	}
 }
 

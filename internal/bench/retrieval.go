@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/memhost/memhost/coordinator"
 )
 
 // Record is what the benchmark remembers: the HTTP API's record input.
@@ -36,9 +38,36 @@ type Target interface {
 	// now, when not zero, is the reference time the query's time words
 	// are read against (the request time otherwise).
 	Recall(ctx context.Context, realm, identity, query string, limit int, now time.Time) ([]string, error)
-	// Inject asks for the per-turn injection of content in a session and
-	// answers the injected record ids and the bytes spent.
-	Inject(ctx context.Context, realm, identity, session, content string, now time.Time) ([]string, int, error)
+	// Inject asks for the per-turn injection of content in a session.
+	Inject(ctx context.Context, realm, identity, session, content string, now time.Time) (Injection, error)
+}
+
+// Injection is what a turn's injection delivered.
+type Injection struct {
+	// IDs are the injected records; Excerpts those of them shown as an
+	// excerpt of their body (their observation's excerpt_of), not whole.
+	IDs, Excerpts []string
+	Bytes         int
+}
+
+// bodyBytes is the longest body the envelope shows whole (body_bytes of
+// the default budgets, which the bench's hosts run with): a longer one is
+// shown as an excerpt or cut to it.
+var bodyBytes = coordinator.DefaultConfig().Budgets.BodyBytes
+
+// split answers the injected records shown whole and those shown cut: an
+// excerpt, or a body of more than bodyBytes (long holds those). A cut
+// body may stop before the answer, so only whole records count as
+// evidence delivered; the bench reports the evidence cut apart.
+func (in Injection) split(long map[string]bool) (whole, cut []string) {
+	for _, id := range in.IDs {
+		if long[id] || slices.Contains(in.Excerpts, id) {
+			cut = append(cut, id)
+		} else {
+			whole = append(whole, id)
+		}
+	}
+	return whole, cut
 }
 
 // Settler is a Target with background work on what it stored (a host
@@ -89,9 +118,11 @@ type Retrieval struct {
 	TurnRecall    map[int]float64
 	SessionRecall map[int]float64
 	// Evidence is the mean share of evidence turns a fresh session's turn
-	// injection delivers at the default budget; Bytes its mean size.
-	Evidence float64
-	Bytes    float64
+	// injection delivers whole at the default budget; EvidenceCut the
+	// share it delivers only cut (see Injection.split), not counted in
+	// Evidence; Bytes its mean size.
+	Evidence, EvidenceCut float64
+	Bytes                 float64
 }
 
 // EvaluateLoCoMo remembers every turn of each sample as one record (an
@@ -99,12 +130,12 @@ type Retrieval struct {
 // every question of categories 1-4 that has evidence.
 func EvaluateLoCoMo(ctx context.Context, t Target, samples []Sample, progress func(done, total int)) ([]Retrieval, error) {
 	type acc struct {
-		n                int
-		turn, session    map[int]float64
-		evidence, nbytes float64
+		n                     int
+		turn, session         map[int]float64
+		evidence, cut, nbytes float64
 	}
 	accs := map[[2]string]*acc{}
-	add := func(split, cat string, turn, session map[int]float64, evidence float64, nbytes int) {
+	add := func(split, cat string, turn, session map[int]float64, evidence, cut float64, nbytes int) {
 		key := [2]string{split, cat}
 		a := accs[key]
 		if a == nil {
@@ -119,6 +150,7 @@ func EvaluateLoCoMo(ctx context.Context, t Target, samples []Sample, progress fu
 			a.session[k] += v
 		}
 		a.evidence += evidence
+		a.cut += cut
 		a.nbytes += float64(nbytes)
 	}
 	total := 0
@@ -129,7 +161,7 @@ func EvaluateLoCoMo(ctx context.Context, t Target, samples []Sample, progress fu
 	maxK := slices.Max(RetrievalKs)
 	for _, s := range samples {
 		ident := fmt.Sprintf("locomo%d", s.Index)
-		byID, err := rememberTurns(ctx, t, LoCoMoRealm, ident, s.ID, s.Turns)
+		byID, long, err := rememberTurns(ctx, t, LoCoMoRealm, ident, s.ID, s.Turns)
 		if err == nil {
 			err = settle(ctx, t, LoCoMoRealm)
 		}
@@ -158,18 +190,23 @@ func EvaluateLoCoMo(ctx context.Context, t Target, samples []Sample, progress fu
 				turn[k] = share(q.Evidence, top)
 				session[k] = sessionShare(q.Evidence, top)
 			}
-			injected, nbytes, err := t.Inject(ctx, LoCoMoRealm, ident, fmt.Sprintf("%s-q%d", ident, qi), q.Text, s.End())
+			inj, err := t.Inject(ctx, LoCoMoRealm, ident, fmt.Sprintf("%s-q%d", ident, qi), q.Text, s.End())
 			if err != nil {
 				return nil, fmt.Errorf("sample %d question %d: inject: %w", s.Index, qi, err)
 			}
-			delivered := make([]string, len(injected))
-			for i, id := range injected {
-				delivered[i] = byID[id]
+			whole, cut := inj.split(long)
+			var delivered, partly []string
+			for _, id := range whole {
+				delivered = append(delivered, byID[id])
+			}
+			for _, id := range cut {
+				partly = append(partly, byID[id])
 			}
 			evidence := share(q.Evidence, delivered)
+			evidenceCut := share(q.Evidence, append(partly, delivered...)) - evidence
 			split := Split(s.Index)
-			add(split, "all", turn, session, evidence, nbytes)
-			add(split, fmt.Sprint(q.Category), turn, session, evidence, nbytes)
+			add(split, "all", turn, session, evidence, evidenceCut, inj.Bytes)
+			add(split, fmt.Sprint(q.Category), turn, session, evidence, evidenceCut, inj.Bytes)
 		}
 	}
 	var out []Retrieval
@@ -179,7 +216,7 @@ func EvaluateLoCoMo(ctx context.Context, t Target, samples []Sample, progress fu
 			r.TurnRecall[k] = a.turn[k] / float64(a.n)
 			r.SessionRecall[k] = a.session[k] / float64(a.n)
 		}
-		r.Evidence = a.evidence / float64(a.n)
+		r.Evidence, r.EvidenceCut = a.evidence/float64(a.n), a.cut/float64(a.n)
 		r.Bytes = a.nbytes / float64(a.n)
 		out = append(out, r)
 	}
@@ -205,17 +242,19 @@ func TurnRecord(identity, conv string, t Turn) Record {
 	return r
 }
 
-// rememberTurns stores the turns in batches and maps record id → dia id.
-func rememberTurns(ctx context.Context, t Target, realm, identity, conv string, turns []Turn) (map[string]string, error) {
+// rememberTurns stores the turns in batches and maps record id → dia id;
+// long holds the records of a body over bodyBytes.
+func rememberTurns(ctx context.Context, t Target, realm, identity, conv string, turns []Turn) (byID map[string]string, long map[string]bool, err error) {
 	return rememberRecords(ctx, t, realm, len(turns), func(i int) (Record, string) {
 		return TurnRecord(identity, conv, turns[i]), turns[i].DiaID
 	})
 }
 
 // rememberRecords stores the n records recordOf answers, with their
-// evidence keys, in batches, and maps record id → evidence key.
-func rememberRecords(ctx context.Context, t Target, realm string, n int, recordOf func(i int) (Record, string)) (map[string]string, error) {
-	byID := make(map[string]string, n)
+// evidence keys, in batches, and maps record id → evidence key; long
+// holds the records of a body over bodyBytes.
+func rememberRecords(ctx context.Context, t Target, realm string, n int, recordOf func(i int) (Record, string)) (map[string]string, map[string]bool, error) {
+	byID, long := make(map[string]string, n), map[string]bool{}
 	const batch = 500
 	for start := 0; start < n; start += batch {
 		recs := make([]Record, min(n, start+batch)-start)
@@ -225,12 +264,15 @@ func rememberRecords(ctx context.Context, t Target, realm string, n int, recordO
 		}
 		ids, err := t.Remember(ctx, realm, recs)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if len(ids) != len(recs) {
-			return nil, fmt.Errorf("remember answered %d ids for %d records", len(ids), len(recs))
+			return nil, nil, fmt.Errorf("remember answered %d ids for %d records", len(ids), len(recs))
 		}
 		for i, id := range ids {
+			if len(recs[i].Body) > bodyBytes {
+				long[id] = true
+			}
 			// Two identical turns share one record (content-hash dedup);
 			// the first keeps the id.
 			if _, seen := byID[id]; !seen {
@@ -238,7 +280,7 @@ func rememberRecords(ctx context.Context, t Target, realm string, n int, recordO
 			}
 		}
 	}
-	return byID, nil
+	return byID, long, nil
 }
 
 // allFirst orders table rows by category or question type, the "all" row
@@ -287,8 +329,8 @@ func sessionShare(want, got []string) float64 {
 // WriteRetrievalTable renders per-provider results as a Markdown table,
 // dev and held-out side by side for each row.
 func WriteRetrievalTable(w io.Writer, results map[string][]Retrieval, categories bool) {
-	fmt.Fprintln(w, "| provider | category | split | questions | turn R@5 | turn R@10 | turn R@20 | session R@10 | evidence under budget | bytes/turn |")
-	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| provider | category | split | questions | turn R@5 | turn R@10 | turn R@20 | session R@10 | evidence under budget | evidence cut (not counted) | bytes/turn |")
+	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	providers := make([]string, 0, len(results))
 	for p := range results {
 		providers = append(providers, p)
@@ -301,8 +343,8 @@ func WriteRetrievalTable(w io.Writer, results map[string][]Retrieval, categories
 			if !categories && r.Category != "all" {
 				continue
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %d | %.3f | %.3f | %.3f | %.3f | %.3f | %.0f |\n", p, r.Category, r.Split, r.Questions,
-				r.TurnRecall[5], r.TurnRecall[10], r.TurnRecall[20], r.SessionRecall[10], r.Evidence, r.Bytes)
+			fmt.Fprintf(w, "| %s | %s | %s | %d | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.0f |\n", p, r.Category, r.Split, r.Questions,
+				r.TurnRecall[5], r.TurnRecall[10], r.TurnRecall[20], r.SessionRecall[10], r.Evidence, r.EvidenceCut, r.Bytes)
 		}
 	}
 }
