@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memhost/memhost/internal/bench"
 )
 
 // TestBenchLoCoMoDefault: the default LoCoMo file is looked for in the
@@ -18,5 +20,36 @@ func TestBenchLoCoMoDefault(t *testing.T) {
 	}
 	if !strings.Contains(f.Usage, "github.com/snap-research/locomo") {
 		t.Errorf("--locomo's help does not say where to get the file: %q", f.Usage)
+	}
+}
+
+// TestBenchLoCoMoSubsetSaysSo: a LoCoMo block of some samples only names
+// them and says its figures are not those of a run of all (the samples
+// share one realm's statistics); a run of all says nothing more.
+func TestBenchLoCoMoSubsetSaysSo(t *testing.T) {
+	results := map[string][]bench.Retrieval{"sqlite": {{Split: "dev", Category: "all", Questions: 1}}}
+	for _, c := range []struct {
+		name    string
+		samples []int
+		total   int
+		want    string
+	}{
+		{"subset", []int{0, 5}, 10, "Samples 0, 5 only, of 10"},
+		{"all", []int{0, 1, 2}, 3, ""},
+	} {
+		var samples []bench.Sample
+		for _, i := range c.samples {
+			samples = append(samples, bench.Sample{Index: i})
+		}
+		var out strings.Builder
+		writeLoCoMo(&out, results, samples, c.total, false)
+		note := strings.Contains(out.String(), "differ from the same samples' in a run of all")
+		if c.want != "" && (!note || !strings.Contains(out.String(), c.want)) || c.want == "" && note {
+			t.Errorf("%s: report\n%s", c.name, out.String())
+		}
+	}
+	f := benchCommand().Flags().Lookup("locomo-samples")
+	if !strings.Contains(f.Usage, "subset") || !strings.Contains(f.Usage, "one realm") {
+		t.Errorf("--locomo-samples's help does not say a subset ranks differently: %q", f.Usage)
 	}
 }
