@@ -134,9 +134,13 @@ directory per provider) and measure, per provider:
     model through the window, the summary and the archive (via injection),
     against a baseline that stores every turn.
   - LongMemEval-S retrieval: each question's haystack remembered as its own
-    identity of one realm, one record per turn, then recalled (sessions ranked by their best
-    turn: any@5, all@5, all@10, NDCG@10; turn recall@10) and injected into a
-    fresh session, per question type.
+    identity of one realm, one record per turn, user and assistant turns
+    alike, then recalled (sessions ranked by their best turn: any@5,
+    all@5, all@10, NDCG@10; turn recall@10) and injected into a fresh
+    session, per question type. Not the paper's retrieval figures: its
+    run_retrieval.py indexes the user turns only, and its NDCG discounts
+    rank i by log2(i) from rank 2 (ranks 1 and 2 weigh alike) where this
+    one uses the standard log2(i+1); the report gives NDCG@10 both ways.
 
 Results are printed as Markdown. Runs are reproducible with --seed.`,
 		Example: `  memhost bench --quick

@@ -18,7 +18,7 @@ import (
 	"github.com/memhost/memhost/sdk"
 )
 
-var lmeRowRE = regexp.MustCompile(`(?m)^\| (\w+) \| all \| (\d+) \| ([0-9.]+) \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| ([0-9.]+) \| ([0-9.]+) \|`)
+var lmeRowRE = regexp.MustCompile(`(?m)^\| (\w+) \| all \| (\d+) \| ([0-9.]+) \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| ([0-9.]+) \| ([0-9.]+) \|`)
 
 var locomoRowRE = regexp.MustCompile(`(?m)^\| (\w+) \| all \| (dev|held-out) \| (\d+) \| [0-9.]+ \| ([0-9.]+) \|`)
 

@@ -59,6 +59,6 @@ func writeLongMemEval(w io.Writer, results map[string][]bench.LMEScore) {
 	if len(results) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\n## LongMemEval-S retrieval\n\nOne record per turn (thread = session); abstention questions left out; sessions ranked by their best turn; %s\n\n", evidenceNote)
+	fmt.Fprintf(w, "\n## LongMemEval-S retrieval\n\nOne record per turn, user and assistant alike (thread = session); abstention questions left out; sessions ranked by their best turn; NDCG@10 with the standard discount 1/log2(rank+1), and with LongMemEval's own (1 for ranks 1 and 2, then 1/log2(rank)). The paper's retrieval figures index user turns only: these are not comparable with them. %s\n\n", evidenceNote)
 	bench.WriteLMETable(w, results)
 }

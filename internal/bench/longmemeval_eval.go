@@ -25,8 +25,10 @@ type LMEScore struct {
 	// Session metrics rank sessions by their best-ranked turn (the
 	// LongMemEval convention): AnyAt5 is the share of questions with an
 	// evidence session in the top 5, AllAt5 and AllAt10 with all of them,
-	// NDCG10 the mean binary NDCG@10 of the session ranking.
-	AnyAt5, AllAt5, AllAt10, NDCG10 float64
+	// NDCG10 the mean binary NDCG@10 of the session ranking with the
+	// standard discount log2(rank+1), NDCG10LME with LongMemEval's own
+	// (see ndcgLME).
+	AnyAt5, AllAt5, AllAt10, NDCG10, NDCG10LME float64
 	// TurnAt10 is the mean share of evidence turns in the top 10 turns,
 	// over the TurnQuestions that mark evidence turns.
 	TurnAt10      float64
@@ -66,6 +68,7 @@ func EvaluateLongMemEval(ctx context.Context, t Target, questions []LongMemEval,
 		a.AllAt5 += q.allAt5
 		a.AllAt10 += q.allAt10
 		a.NDCG10 += q.ndcg10
+		a.NDCG10LME += q.ndcg10LME
 		if q.hasTurns {
 			a.TurnQuestions++
 			a.TurnAt10 += q.turnAt10
@@ -94,7 +97,7 @@ func EvaluateLongMemEval(ctx context.Context, t Target, questions []LongMemEval,
 	out := make([]LMEScore, 0, len(accs))
 	for _, a := range accs {
 		n := float64(a.Questions)
-		a.AnyAt5, a.AllAt5, a.AllAt10, a.NDCG10 = a.AnyAt5/n, a.AllAt5/n, a.AllAt10/n, a.NDCG10/n
+		a.AnyAt5, a.AllAt5, a.AllAt10, a.NDCG10, a.NDCG10LME = a.AnyAt5/n, a.AllAt5/n, a.AllAt10/n, a.NDCG10/n, a.NDCG10LME/n
 		a.Evidence, a.EvidenceCut, a.Bytes = a.Evidence/n, a.EvidenceCut/n, a.Bytes/n
 		if a.TurnQuestions > 0 {
 			a.TurnAt10 /= float64(a.TurnQuestions)
@@ -107,6 +110,7 @@ func EvaluateLongMemEval(ctx context.Context, t Target, questions []LongMemEval,
 
 type lmeQuestionScore struct {
 	anyAt5, allAt5, allAt10, ndcg10 float64
+	ndcg10LME                       float64
 	turnAt10                        float64
 	hasTurns                        bool
 	evidence, evidenceCut           float64
@@ -135,7 +139,8 @@ func evaluateLMEQuestion(ctx context.Context, t Target, q LongMemEval) (lmeQuest
 	s.anyAt5 = boolScore(sessionHits(q.AnswerSessions, sessions, 5) > 0)
 	s.allAt5 = boolScore(sessionHits(q.AnswerSessions, sessions, 5) == len(q.AnswerSessions))
 	s.allAt10 = boolScore(sessionHits(q.AnswerSessions, sessions, 10) == len(q.AnswerSessions))
-	s.ndcg10 = ndcg(q.AnswerSessions, sessions, 10)
+	s.ndcg10 = ndcg(q.AnswerSessions, sessions, 10, standardDiscount)
+	s.ndcg10LME = ndcg(q.AnswerSessions, sessions, 10, lmeDiscount)
 	evidence := q.Evidence()
 	if s.hasTurns = len(evidence) > 0; s.hasTurns {
 		s.turnAt10 = share(evidence, ranked[:min(10, len(ranked))])
@@ -223,21 +228,36 @@ func sessionHits(want, ranked []string, k int) int {
 	return n
 }
 
-// ndcg is binary NDCG@k of a session ranking.
-func ndcg(want, ranked []string, k int) float64 {
+// ndcg is binary NDCG@k of a session ranking, a hit at 0-based rank i
+// weighing discount(i).
+func ndcg(want, ranked []string, k int, discount func(i int) float64) float64 {
 	dcg, ideal := 0.0, 0.0
 	for i, s := range ranked[:min(k, len(ranked))] {
 		if slices.Contains(want, s) {
-			dcg += 1 / math.Log2(float64(i+2))
+			dcg += discount(i)
 		}
 	}
 	for i := range min(k, len(want)) {
-		ideal += 1 / math.Log2(float64(i+2))
+		ideal += discount(i)
 	}
 	if ideal == 0 {
 		return 0
 	}
 	return dcg / ideal
+}
+
+// standardDiscount is the usual NDCG weight of 0-based rank i,
+// 1/log2(i+2).
+func standardDiscount(i int) float64 { return 1 / math.Log2(float64(i+2)) }
+
+// lmeDiscount is the weight LongMemEval's own evaluation (eval_utils.py,
+// dcg) gives 0-based rank i: 1 for the first, 1/log2(i+1) after, so its
+// first two ranks weigh the same.
+func lmeDiscount(i int) float64 {
+	if i == 0 {
+		return 1
+	}
+	return 1 / math.Log2(float64(i+1))
 }
 
 func boolScore(b bool) float64 {
@@ -250,12 +270,12 @@ func boolScore(b bool) float64 {
 // WriteLMETable renders per-provider LongMemEval scores as a Markdown
 // table.
 func WriteLMETable(w io.Writer, results map[string][]LMEScore) {
-	fmt.Fprintln(w, "| provider | question type | questions | session any@5 | session all@5 | session all@10 | NDCG@10 | turn R@10 | evidence under budget | evidence cut (not counted) | bytes/turn |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| provider | question type | questions | session any@5 | session all@5 | session all@10 | NDCG@10 | NDCG@10, LongMemEval's discount | turn R@10 | evidence under budget | evidence cut (not counted) | bytes/turn |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, p := range slices.Sorted(maps.Keys(results)) {
 		for _, r := range results[p] {
-			fmt.Fprintf(w, "| %s | %s | %d | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.0f |\n", p, r.Type, r.Questions,
-				r.AnyAt5, r.AllAt5, r.AllAt10, r.NDCG10, r.TurnAt10, r.Evidence, r.EvidenceCut, r.Bytes)
+			fmt.Fprintf(w, "| %s | %s | %d | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.0f |\n", p, r.Type, r.Questions,
+				r.AnyAt5, r.AllAt5, r.AllAt10, r.NDCG10, r.NDCG10LME, r.TurnAt10, r.Evidence, r.EvidenceCut, r.Bytes)
 		}
 	}
 }

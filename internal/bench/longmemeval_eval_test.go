@@ -72,11 +72,14 @@ func TestEvaluateLongMemEval(t *testing.T) {
 	r := got[0]
 	ideal := 1 + 1/math.Log2(3)
 	want := LMEScore{Type: "all", Questions: 1, AnyAt5: 1, AllAt5: 1, AllAt10: 1,
-		NDCG10: (1/math.Log2(3) + 1/math.Log2(4)) / ideal, TurnAt10: 1, TurnQuestions: 1, Evidence: 0.5, Bytes: 100}
-	if math.Abs(r.NDCG10-want.NDCG10) > 1e-12 {
-		t.Errorf("NDCG@10 %v, want %v", r.NDCG10, want.NDCG10)
+		NDCG10: (1/math.Log2(3) + 1/math.Log2(4)) / ideal, TurnAt10: 1, TurnQuestions: 1, Evidence: 0.5, Bytes: 100,
+		// LongMemEval's discount: ranks 2 and 3 weigh 1 and 1/log2(3),
+		// the ideal ranks 1 and 2 weigh 1 each.
+		NDCG10LME: (1 + 1/math.Log2(3)) / 2}
+	if math.Abs(r.NDCG10-want.NDCG10) > 1e-12 || math.Abs(r.NDCG10LME-want.NDCG10LME) > 1e-12 {
+		t.Errorf("NDCG@10 %v and %v with LongMemEval's discount, want %v and %v", r.NDCG10, r.NDCG10LME, want.NDCG10, want.NDCG10LME)
 	}
-	r.NDCG10 = want.NDCG10
+	r.NDCG10, r.NDCG10LME = want.NDCG10, want.NDCG10LME
 	if r != want {
 		t.Errorf("got %+v\nwant %+v", r, want)
 	}
@@ -151,6 +154,28 @@ func TestLMETurnRecordNamesItsSpeaker(t *testing.T) {
 		r := LMETurnRecord("lme1", s, i)
 		if !slices.Equal(r.Tags, want) || r.Thread == nil || r.Thread.Seq != int64(i) || r.Title != s.Turns[i].Role {
 			t.Errorf("turn %d: tags %q, thread %+v, title %q; want tags %q", i, r.Tags, r.Thread, r.Title, want)
+		}
+	}
+}
+
+// TestNDCGDiscounts: the standard discount weighs rank i (from 1)
+// 1/log2(i+1); LongMemEval's weighs ranks 1 and 2 alike, then 1/log2(i).
+func TestNDCGDiscounts(t *testing.T) {
+	ranked := []string{"x", "a", "y", "b"}
+	for _, c := range []struct {
+		name     string
+		want     []string
+		std, lme float64
+	}{
+		{"first", []string{"x"}, 1, 1},
+		{"second", []string{"a"}, 1 / math.Log2(3), 1},
+		{"second and fourth", []string{"a", "b"}, (1/math.Log2(3) + 1/math.Log2(5)) / (1 + 1/math.Log2(3)), (1 + 1/math.Log2(4)) / 2},
+		{"missing", []string{"z"}, 0, 0},
+		{"none wanted", nil, 0, 0},
+	} {
+		std, lme := ndcg(c.want, ranked, 10, standardDiscount), ndcg(c.want, ranked, 10, lmeDiscount)
+		if math.Abs(std-c.std) > 1e-12 || math.Abs(lme-c.lme) > 1e-12 {
+			t.Errorf("%s: NDCG %v, LongMemEval's %v; want %v, %v", c.name, std, lme, c.std, c.lme)
 		}
 	}
 }
