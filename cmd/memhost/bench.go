@@ -707,6 +707,10 @@ func writeLoCoMo(w io.Writer, results map[string][]bench.Retrieval, samples []be
 		}
 		fmt.Fprintf(w, "Samples %s only, of %d: every sample is an identity of one realm ranked by the statistics of the samples loaded, so these figures differ from the same samples' in a run of all.\n\n", strings.Join(idx, ", "), total)
 	}
+	if unreadable, missing := bench.EvidenceFaults(samples); len(unreadable)+len(missing) > 0 {
+		fmt.Fprintf(w, "Evidence of the questions of categories 1-4 that the data set gets wrong: %d string(s) naming no dia id, left out (%s); %d id(s) naming no turn of their sample, kept and never retrieved (%s).\n\n",
+			len(unreadable), strings.Join(unreadable, ", "), len(missing), strings.Join(missing, ", "))
+	}
 	bench.WriteRetrievalTable(w, results, categories)
 }
 

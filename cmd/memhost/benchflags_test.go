@@ -48,6 +48,14 @@ func TestBenchLoCoMoSubsetSaysSo(t *testing.T) {
 			t.Errorf("%s: report\n%s", c.name, out.String())
 		}
 	}
+	// Evidence the data set gets wrong is reported, not dropped.
+	samples := []bench.Sample{{Index: 3, Questions: []bench.Question{
+		{Category: 4, Unreadable: []string{"D"}}, {Category: 1, Evidence: []string{"D10:19"}, Missing: []string{"D10:19"}}}}}
+	var out strings.Builder
+	writeLoCoMo(&out, results, samples, 1, false)
+	if !strings.Contains(out.String(), `1 string(s) naming no dia id, left out (sample 3: "D")`) || !strings.Contains(out.String(), "1 id(s) naming no turn of their sample, kept and never retrieved (sample 3: D10:19)") {
+		t.Errorf("evidence faults not reported:\n%s", out.String())
+	}
 	f := benchCommand().Flags().Lookup("locomo-samples")
 	if !strings.Contains(f.Usage, "subset") || !strings.Contains(f.Usage, "one realm") {
 		t.Errorf("--locomo-samples's help does not say a subset ranks differently: %q", f.Usage)

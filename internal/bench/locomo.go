@@ -40,6 +40,10 @@ type Question struct {
 	Text     string
 	Category int
 	Evidence []string // dia ids
+	// Unreadable are the evidence strings that name no dia id ("D"),
+	// left out of Evidence; Missing the ids of Evidence that name no turn
+	// of the sample, kept (never retrieved). The report counts both.
+	Unreadable, Missing []string
 }
 
 // locomoTimeLayout is a LoCoMo session's date: "1:56 pm on 8 May, 2023".
@@ -74,11 +78,28 @@ func Split(index int) string {
 
 var (
 	sessionKeyRE = regexp.MustCompile(`^session_(\d+)$`)
-	diaIDRE      = regexp.MustCompile(`D\d+:\d+`)
+	// diaIDRE reads a dia id in the forms the data holds: "D3:7", and in
+	// evidence "D30:05" and "D:11:26".
+	diaIDRE = regexp.MustCompile(`D\s*:?\s*(\d+)\s*:\s*(\d+)`)
 )
 
-// LoadLoCoMo reads locomo10.json. Malformed evidence strings ("D8:6; D9:17")
-// are split into their ids; strings with no id are skipped.
+// readDiaIDs answers the dia ids s names, each as "D<session>:<turn>"
+// with its numbers as numbers ("D30:05" is D30:5, "D:11:26" D11:26).
+func readDiaIDs(s string) []string {
+	var out []string
+	for _, m := range diaIDRE.FindAllStringSubmatch(s, -1) {
+		session, err1 := strconv.Atoi(m[1])
+		turn, err2 := strconv.Atoi(m[2])
+		if err1 == nil && err2 == nil {
+			out = append(out, fmt.Sprintf("D%d:%d", session, turn))
+		}
+	}
+	return out
+}
+
+// LoadLoCoMo reads locomo10.json. Dia ids are read as numbers (see
+// readDiaIDs); malformed evidence strings ("D8:6; D9:17") are split into
+// their ids, and strings with no id are kept apart (Question.Unreadable).
 func LoadLoCoMo(path string) ([]Sample, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -120,6 +141,9 @@ func LoadLoCoMo(path string) ([]Sample, error) {
 				return nil, fmt.Errorf("locomo sample %d session %d: %w", i, n, err)
 			}
 			for _, t := range turns {
+				if ids := readDiaIDs(t.DiaID); len(ids) == 1 {
+					t.DiaID = ids[0]
+				}
 				text := t.Text
 				if t.Caption != "" {
 					text += " [shares an image: " + t.Caption + "]"
@@ -127,13 +151,30 @@ func LoadLoCoMo(path string) ([]Sample, error) {
 				s.Turns = append(s.Turns, Turn{DiaID: t.DiaID, Session: n, Seq: len(s.Turns), Speaker: t.Speaker, Date: date, Text: text})
 			}
 		}
+		turnIDs := map[string]bool{}
+		for _, t := range s.Turns {
+			turnIDs[t.DiaID] = true
+		}
 		for _, q := range r.QA {
 			cat, _ := strconv.Atoi(strings.Trim(string(q.Category), `"`))
-			var ev []string
+			out := Question{Text: q.Question, Category: cat}
 			for _, e := range q.Evidence {
-				ev = append(ev, diaIDRE.FindAllString(e, -1)...)
+				ids := readDiaIDs(e)
+				if len(ids) == 0 {
+					out.Unreadable = append(out.Unreadable, e)
+				}
+				for _, id := range ids {
+					if !slices.Contains(out.Evidence, id) {
+						out.Evidence = append(out.Evidence, id)
+					}
+				}
 			}
-			s.Questions = append(s.Questions, Question{Text: q.Question, Category: cat, Evidence: slices.Compact(ev)})
+			for _, id := range out.Evidence {
+				if !turnIDs[id] {
+					out.Missing = append(out.Missing, id)
+				}
+			}
+			s.Questions = append(s.Questions, out)
 		}
 		out = append(out, s)
 	}
@@ -145,4 +186,25 @@ func sessionOf(diaID string) int {
 	s, _, _ := strings.Cut(strings.TrimPrefix(diaID, "D"), ":")
 	n, _ := strconv.Atoi(s)
 	return n
+}
+
+// EvidenceFaults lists, over the questions of categories 1-4, the evidence
+// strings that name no dia id (left out) and the ids that name no turn of
+// their sample (kept, never retrieved), each as "sample N: id", so a
+// report can say what its figures count rather than drop them silently.
+func EvidenceFaults(samples []Sample) (unreadable, missing []string) {
+	for _, s := range samples {
+		for _, q := range s.Questions {
+			if q.Category < 1 || q.Category > 4 {
+				continue
+			}
+			for _, e := range q.Unreadable {
+				unreadable = append(unreadable, fmt.Sprintf("sample %d: %q", s.Index, e))
+			}
+			for _, id := range q.Missing {
+				missing = append(missing, fmt.Sprintf("sample %d: %s", s.Index, id))
+			}
+		}
+	}
+	return unreadable, missing
 }

@@ -131,10 +131,7 @@ func evaluateLMEQuestion(ctx context.Context, t Target, q LongMemEval) (lmeQuest
 	if err != nil {
 		return s, fmt.Errorf("recall: %w", err)
 	}
-	var ranked []string // turn keys, best first
-	for _, id := range ids {
-		ranked = append(ranked, keys[id]...)
-	}
+	ranked := keysOf(keys, ids) // turn keys, best first
 	sessions := rankSessions(ranked)
 	s.anyAt5 = boolScore(sessionHits(q.AnswerSessions, sessions, 5) > 0)
 	s.allAt5 = boolScore(sessionHits(q.AnswerSessions, sessions, 5) == len(q.AnswerSessions))
@@ -150,13 +147,7 @@ func evaluateLMEQuestion(ctx context.Context, t Target, q LongMemEval) (lmeQuest
 		return s, fmt.Errorf("inject: %w", err)
 	}
 	whole, cut := inj.split(long)
-	var delivered, partly []string
-	for _, id := range whole {
-		delivered = append(delivered, keys[id]...)
-	}
-	for _, id := range cut {
-		partly = append(partly, keys[id]...)
-	}
+	delivered, partly := keysOf(keys, whole), keysOf(keys, cut)
 	s.bytes = inj.Bytes
 	score := func(delivered []string) float64 {
 		if s.hasTurns {
@@ -172,34 +163,23 @@ func evaluateLMEQuestion(ctx context.Context, t Target, q LongMemEval) (lmeQuest
 }
 
 // rememberLME stores a question's haystack and maps record id → the turn
-// keys it holds (identical turns share one record); long holds the
-// records of a body over bodyBytes.
-func rememberLME(ctx context.Context, t Target, identity string, q LongMemEval) (byID map[string][]string, long map[string]bool, err error) {
-	var recs []Record
-	var keys []string
-	for _, s := range q.Sessions {
-		for i := range s.Turns {
-			recs = append(recs, LMETurnRecord(identity, s, i))
-			keys = append(keys, TurnKey(s.ID, i))
+// keys it holds; long holds the records of a body over bodyBytes.
+func rememberLME(ctx context.Context, t Target, identity string, q LongMemEval) (map[string][]string, map[string]bool, error) {
+	type turn struct {
+		s *LMESession
+		i int
+	}
+	var turns []turn
+	for si := range q.Sessions {
+		for i := range q.Sessions[si].Turns {
+			turns = append(turns, turn{&q.Sessions[si], i})
 		}
 	}
-	byID, long = make(map[string][]string, len(recs)), map[string]bool{}
-	const batch = 500
-	for start := 0; start < len(recs); start += batch {
-		end := min(len(recs), start+batch)
-		ids, err := t.Remember(ctx, LMERealm, recs[start:end])
-		if err != nil {
-			return nil, nil, fmt.Errorf("remember: %w", err)
-		}
-		if len(ids) != end-start {
-			return nil, nil, fmt.Errorf("remember answered %d ids for %d records", len(ids), end-start)
-		}
-		for i, id := range ids {
-			byID[id] = append(byID[id], keys[start+i])
-			if len(recs[start+i].Body) > bodyBytes {
-				long[id] = true
-			}
-		}
+	byID, long, err := rememberRecords(ctx, t, LMERealm, len(turns), func(i int) (Record, string) {
+		return LMETurnRecord(identity, *turns[i].s, turns[i].i), TurnKey(turns[i].s.ID, turns[i].i)
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("remember: %w", err)
 	}
 	return byID, long, nil
 }

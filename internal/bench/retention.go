@@ -146,10 +146,10 @@ func EvaluateRetention(ctx context.Context, t CompactTarget, replays []Replay, o
 		if err != nil {
 			return nil, fmt.Errorf("%s %d: baseline: %w", r.Bench, r.Index, err)
 		}
-		archByID, archLong := map[string]string{}, map[string]bool{}
+		archByID, archLong := map[string][]string{}, map[string]bool{}
 		for seq := range evicted {
 			id := compaction.EpisodeID(realm, Identity, conv, seq)
-			archByID[id] = r.Keys[seq]
+			archByID[id] = []string{r.Keys[seq]}
 			// An episode's body is its message.
 			if len(r.Messages[seq].Content) > bodyBytes {
 				archLong[id] = true
@@ -245,9 +245,9 @@ func replay(ctx context.Context, t CompactTarget, realm, conv string, r Replay, 
 
 // rememberMessages stores every message as one record, as the LoCoMo
 // retrieval benchmark stores turns, tagged with its speaker as the archive
-// tags an episode, and maps record id → evidence key; long holds the
-// records of a body over bodyBytes.
-func rememberMessages(ctx context.Context, t Target, realm, conv string, r Replay) (byID map[string]string, long map[string]bool, err error) {
+// tags an episode, and maps record id → the evidence keys it holds; long
+// holds the records of a body over bodyBytes.
+func rememberMessages(ctx context.Context, t Target, realm, conv string, r Replay) (byID map[string][]string, long map[string]bool, err error) {
 	return rememberRecords(ctx, t, realm, len(r.Messages), func(i int) (Record, string) {
 		m := r.Messages[i]
 		rec := TurnRecord(Identity, conv, Turn{DiaID: r.Keys[i], Seq: i, Speaker: m.Role, Text: m.Content})
@@ -258,17 +258,15 @@ func rememberMessages(ctx context.Context, t Target, realm, conv string, r Repla
 
 // injectedKeys injects for question in a fresh session and answers the
 // evidence keys of the records shown whole (see Injection.split).
-func injectedKeys(ctx context.Context, t Target, realm, session, question string, byID map[string]string, long map[string]bool) (map[string]bool, error) {
+func injectedKeys(ctx context.Context, t Target, realm, session, question string, byID map[string][]string, long map[string]bool) (map[string]bool, error) {
 	inj, err := t.Inject(ctx, realm, Identity, session, question, time.Time{})
 	if err != nil {
 		return nil, fmt.Errorf("inject: %w", err)
 	}
 	whole, _ := inj.split(long)
 	out := map[string]bool{}
-	for _, id := range whole {
-		if k, ok := byID[id]; ok {
-			out[k] = true
-		}
+	for _, k := range keysOf(byID, whole) {
+		out[k] = true
 	}
 	return out, nil
 }

@@ -180,13 +180,10 @@ func EvaluateLoCoMo(ctx context.Context, t Target, samples []Sample, progress fu
 			if err != nil {
 				return nil, fmt.Errorf("sample %d question %d: recall: %w", s.Index, qi, err)
 			}
-			ranked := make([]string, len(ids))
-			for i, id := range ids {
-				ranked[i] = byID[id]
-			}
 			turn, session := map[int]float64{}, map[int]float64{}
 			for _, k := range RetrievalKs {
-				top := ranked[:min(k, len(ranked))]
+				// The top k records, and every turn each holds.
+				top := keysOf(byID, ids[:min(k, len(ids))])
 				turn[k] = share(q.Evidence, top)
 				session[k] = sessionShare(q.Evidence, top)
 			}
@@ -195,13 +192,7 @@ func EvaluateLoCoMo(ctx context.Context, t Target, samples []Sample, progress fu
 				return nil, fmt.Errorf("sample %d question %d: inject: %w", s.Index, qi, err)
 			}
 			whole, cut := inj.split(long)
-			var delivered, partly []string
-			for _, id := range whole {
-				delivered = append(delivered, byID[id])
-			}
-			for _, id := range cut {
-				partly = append(partly, byID[id])
-			}
+			delivered, partly := keysOf(byID, whole), keysOf(byID, cut)
 			evidence := share(q.Evidence, delivered)
 			evidenceCut := share(q.Evidence, append(partly, delivered...)) - evidence
 			split := Split(s.Index)
@@ -242,19 +233,20 @@ func TurnRecord(identity, conv string, t Turn) Record {
 	return r
 }
 
-// rememberTurns stores the turns in batches and maps record id → dia id;
-// long holds the records of a body over bodyBytes.
-func rememberTurns(ctx context.Context, t Target, realm, identity, conv string, turns []Turn) (byID map[string]string, long map[string]bool, err error) {
+// rememberTurns stores the turns in batches and maps record id → the dia
+// ids it holds; long holds the records of a body over bodyBytes.
+func rememberTurns(ctx context.Context, t Target, realm, identity, conv string, turns []Turn) (byID map[string][]string, long map[string]bool, err error) {
 	return rememberRecords(ctx, t, realm, len(turns), func(i int) (Record, string) {
 		return TurnRecord(identity, conv, turns[i]), turns[i].DiaID
 	})
 }
 
 // rememberRecords stores the n records recordOf answers, with their
-// evidence keys, in batches, and maps record id → evidence key; long
-// holds the records of a body over bodyBytes.
-func rememberRecords(ctx context.Context, t Target, realm string, n int, recordOf func(i int) (Record, string)) (map[string]string, map[string]bool, error) {
-	byID, long := make(map[string]string, n), map[string]bool{}
+// evidence keys, in batches, and maps record id → the evidence keys it
+// holds (identical turns share one record); long holds the records of a
+// body over bodyBytes.
+func rememberRecords(ctx context.Context, t Target, realm string, n int, recordOf func(i int) (Record, string)) (map[string][]string, map[string]bool, error) {
+	byID, long := make(map[string][]string, n), map[string]bool{}
 	const batch = 500
 	for start := 0; start < n; start += batch {
 		recs := make([]Record, min(n, start+batch)-start)
@@ -273,14 +265,19 @@ func rememberRecords(ctx context.Context, t Target, realm string, n int, recordO
 			if len(recs[i].Body) > bodyBytes {
 				long[id] = true
 			}
-			// Two identical turns share one record (content-hash dedup);
-			// the first keeps the id.
-			if _, seen := byID[id]; !seen {
-				byID[id] = keys[i]
-			}
+			byID[id] = append(byID[id], keys[i])
 		}
 	}
 	return byID, long, nil
+}
+
+// keysOf answers the evidence keys the records of ids hold, in order.
+func keysOf(byID map[string][]string, ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		out = append(out, byID[id]...)
+	}
+	return out
 }
 
 // allFirst orders table rows by category or question type, the "all" row
