@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -813,19 +814,9 @@ func measureProvider(ctx context.Context, b *benchHost, plugin, provider string,
 			b.h.semantic.ForgetQueries()
 		}
 		cpu0 := b.cpuTime()
-		p50, p99, perSec, err := bench.Measure(ctx, c.Queries, clients, fn)
+		p50, p99, perSec, err := measureTurns(ctx, []*benchHost{b}, c.Queries, clients, fn)
 		if err != nil {
 			return fmt.Errorf("%s via %s: %w", op, path, err)
-		}
-		// A turn's ledger rows and usage marks are written after it
-		// answers; the rate and the CPU count them, as a host taking turns
-		// without pause has to keep up with them.
-		t0 := time.Now()
-		if err := b.h.coordinator.Flush(ctx); err != nil {
-			return fmt.Errorf("%s via %s: writing the turns' ledger and usage: %w", op, path, err)
-		}
-		if flushed := time.Since(t0); perSec > 0 {
-			perSec = float64(len(c.Queries)) / (float64(len(c.Queries))/perSec + flushed.Seconds())
 		}
 		cpu := (b.cpuTime() - cpu0) / time.Duration(max(len(c.Queries), 1))
 		rows = append(rows, bench.Latency{Provider: provider, Records: records, Op: op, Path: path, Clients: clients, P50: p50, P99: p99, PerSec: perSec, CPU: cpu})
@@ -859,6 +850,45 @@ func measureProvider(ctx context.Context, b *benchHost, plugin, provider string,
 		return nil, facts, err
 	}
 	return rows, facts, nil
+}
+
+// measureTurns runs every query through fn with the given number of
+// clients (bench.Measure), then waits until the hosts have written the
+// ledger rows and usage marks the turns queued, which a turn writes after
+// it answers: the rate counts that wait, as a host taking turns without
+// pause has to keep up with them, and the next row does not pay for them.
+func measureTurns(ctx context.Context, hosts []*benchHost, queries []bench.Query, clients int, fn func(ctx context.Context, i int, q bench.Query) error) (p50, p99 time.Duration, perSec float64, err error) {
+	flush := make([]func(context.Context) error, len(hosts))
+	for i, h := range hosts {
+		flush[i] = h.h.coordinator.Flush
+	}
+	return measureFlushed(ctx, flush, queries, clients, fn)
+}
+
+// measureFlushed is measureTurns with the hosts' flushes, run together.
+func measureFlushed(ctx context.Context, flush []func(context.Context) error, queries []bench.Query, clients int, fn func(ctx context.Context, i int, q bench.Query) error) (p50, p99 time.Duration, perSec float64, err error) {
+	p50, p99, perSec, err = bench.Measure(ctx, queries, clients, fn)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	t0 := time.Now()
+	errs := make([]error, len(flush))
+	var wg sync.WaitGroup
+	for i, f := range flush {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = f(ctx)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return 0, 0, 0, fmt.Errorf("writing the turns' ledger and usage: %w", err)
+	}
+	if flushed := time.Since(t0); perSec > 0 {
+		perSec = float64(len(queries)) / (float64(len(queries))/perSec + flushed.Seconds())
+	}
+	return p50, p99, perSec, nil
 }
 
 // measurePaired times each prepared query both lexically and with its

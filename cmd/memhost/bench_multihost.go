@@ -114,7 +114,7 @@ func benchMultiHost(ctx context.Context, o benchOptions, w, progress io.Writer) 
 	for _, n := range []int{1, 2} {
 		fmt.Fprintf(progress, "bench: multihost: inject via %d host(s), %d clients\n", n, clients)
 		run := fmt.Sprint(time.Now().UnixNano())
-		p50, p99, perSec, err := bench.Measure(ctx, corpus.Queries, clients, func(ctx context.Context, i int, q bench.Query) error {
+		p50, p99, perSec, err := measureTurns(ctx, hosts[:n], corpus.Queries, clients, func(ctx context.Context, i int, q bench.Query) error {
 			_, err := hosts[i%n].Inject(ctx, sdk.DefaultRealm, q.Identity, fmt.Sprintf("mh-%s-%d", run, i), q.Text, time.Time{})
 			return err
 		})
