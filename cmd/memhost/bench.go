@@ -500,21 +500,31 @@ func (b *benchHost) pluginRSS() map[string]int64 {
 }
 
 // cpuTime answers the processor time, user and system, spent so far by
-// this process (the host and the bench's clients) and the plugins. It is
-// 0 where /proc or getrusage is not there, and then so is every
-// difference of two readings.
-func (b *benchHost) cpuTime() time.Duration {
+// this process (the host and the bench's clients) and the plugins, and
+// how many plugin processes it read in clock ticks. It is 0 where /proc
+// or getrusage is not there, and then so is every difference of two
+// readings.
+func (b *benchHost) cpuTime() (time.Duration, int) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+		return 0, 0
 	}
-	total := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	total, ticked := time.Duration(ru.Utime.Nano()+ru.Stime.Nano()), 0
 	for _, st := range b.h.supervisor.Status() {
 		if st.Pid > 0 {
 			total += cpuOf(st.Pid)
+			ticked++
 		}
 	}
-	return total
+	return total, ticked
+}
+
+// coarseCPU reports whether spent, a difference of two cpuTime readings
+// over ticked plugin processes, is too small to mean much: each process's
+// time is read in whole ticks, so up to a tick of each may be missing,
+// and that is over a tenth of spent.
+func coarseCPU(spent time.Duration, ticked int) bool {
+	return time.Duration(ticked)*clockTick*10 > spent
 }
 
 // clockTick is the unit of /proc/<pid>/stat's times: USER_HZ, 100 on every
@@ -654,7 +664,7 @@ func runBench(ctx context.Context, o benchOptions, w, progress io.Writer) error 
 		}
 	}
 	fmt.Fprintf(w, "## Latency and throughput\n\nseed %d, %d queries per row, identity + realm scopes, limit 10.\n\n", o.seed, o.queries)
-	fmt.Fprintf(w, "ops/s per core divides by the machine's %d cores, which the host, its plugins and the bench's clients share; CPU per op is the processor time (user and system) the bench's process, host and clients, and the plugins spent per operation, which the machine's other load does not inflate as it does latency.\n\n", runtime.NumCPU())
+	fmt.Fprintf(w, "ops/s per core divides by the machine's %d cores, which the host, its plugins and the bench's clients share; CPU per op is the processor time (user and system) the bench's process, host and clients, and the plugins spent per operation, which the machine's other load does not inflate as it does latency; the plugins' share is read from /proc in 10 ms ticks, so a short row's figure is marked ~. p50 and p99 are nearest-rank percentiles.\n\n", runtime.NumCPU())
 	bench.WriteLatencyTable(w, latencies, runtime.NumCPU())
 	fmt.Fprintf(w, "\n## Writes, start and memory\n\n| provider | records | writes/s (batches of 500) | embedded/s after the load | host ready | plugin RSS after load | RSS per record |\n|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, f := range facts {
@@ -813,13 +823,15 @@ func measureProvider(ctx context.Context, b *benchHost, plugin, provider string,
 			// embedQueries and the rows before this one filled.
 			b.h.semantic.ForgetQueries()
 		}
-		cpu0 := b.cpuTime()
+		cpu0, _ := b.cpuTime()
 		p50, p99, perSec, err := measureTurns(ctx, []*benchHost{b}, c.Queries, clients, fn)
 		if err != nil {
 			return fmt.Errorf("%s via %s: %w", op, path, err)
 		}
-		cpu := (b.cpuTime() - cpu0) / time.Duration(max(len(c.Queries), 1))
-		rows = append(rows, bench.Latency{Provider: provider, Records: records, Op: op, Path: path, Clients: clients, P50: p50, P99: p99, PerSec: perSec, CPU: cpu})
+		cpu1, ticked := b.cpuTime()
+		spent := cpu1 - cpu0
+		rows = append(rows, bench.Latency{Provider: provider, Records: records, Op: op, Path: path, Clients: clients, P50: p50, P99: p99, PerSec: perSec,
+			CPU: spent / time.Duration(max(len(c.Queries), 1)), CPUCoarse: coarseCPU(spent, ticked)})
 		return nil
 	}
 	prepared, err := b.embedQueries(ctx, realm, c.Queries, 10)

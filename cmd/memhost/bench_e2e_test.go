@@ -78,7 +78,7 @@ func TestBenchQuick(t *testing.T) {
 
 // cpuPerOpRE matches a provider's latency row (plugin or HTTP) whose CPU
 // per op column holds a figure.
-var cpuPerOpRE = regexp.MustCompile(`(?m)^\| (sqlite|bleve|markdown) \| \d+ \| (recall|inject) \| (plugin|http) \| \d+ \| [^|]+ \| [^|]+ \| [^|]+ \| [^|]+ \| \d+\.\d+ ms \|`)
+var cpuPerOpRE = regexp.MustCompile(`(?m)^\| (sqlite|bleve|markdown) \| \d+ \| (recall|inject) \| (plugin|http) \| \d+ \| [^|]+ \| [^|]+ \| [^|]+ \| [^|]+ \| ~?\d+\.\d+ ms \|`)
 
 // retrievalRows answers the report's rows re matches, want of them, or
 // none (logged) when the data set was not there (statErr).

@@ -28,6 +28,26 @@ func TestStatCPU(t *testing.T) {
 	}
 }
 
+// TestCoarseCPU: a row's CPU is marked when a tick per plugin process,
+// which a /proc reading may hide, is over a tenth of what the row spent.
+func TestCoarseCPU(t *testing.T) {
+	for _, c := range []struct {
+		spent  time.Duration
+		ticked int
+		want   bool
+	}{
+		{60 * time.Millisecond, 1, true},   // 20 turns of 3 ms
+		{100 * time.Millisecond, 1, false}, // a tick is a tenth
+		{150 * time.Millisecond, 2, true},
+		{2 * time.Second, 2, false},
+		{5 * time.Millisecond, 0, false}, // no plugin read in ticks
+	} {
+		if got := coarseCPU(c.spent, c.ticked); got != c.want {
+			t.Errorf("coarseCPU(%v, %d) = %v, want %v", c.spent, c.ticked, got, c.want)
+		}
+	}
+}
+
 // TestMeasureFlushedWaitsForTheTurnsWrites: a row's turns are measured
 // until every host has written what they queued (ledger rows, usage
 // marks), each host flushed once, after the last turn; a failed flush

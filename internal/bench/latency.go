@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -105,6 +106,10 @@ type Latency struct {
 	// measured): the cost per turn, which the machine's other load does
 	// not inflate as it does latency.
 	CPU time.Duration
+	// CPUCoarse marks a CPU figure the run was too short to resolve: the
+	// plugins' time is read in clock ticks, and what a tick may hide is
+	// over a tenth of the run's total.
+	CPUCoarse bool
 }
 
 // Measure runs every query through fn with the given number of concurrent
@@ -210,12 +215,17 @@ func WritePairedTable(w io.Writer, rows []Paired) {
 	}
 }
 
+// percentile answers the nearest-rank p-th percentile of sorted: the
+// smallest value at least a share p of the values do not exceed. Over 20
+// values p99 is the largest, not the second largest.
 func percentile(sorted []time.Duration, p float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0
 	}
-	i := int(float64(len(sorted)-1) * p)
-	return sorted[i]
+	// The epsilon keeps a product meant to be whole (0.5 × 20) from
+	// rounding up past it.
+	rank := int(math.Ceil(p*float64(len(sorted)) - 1e-9))
+	return sorted[min(max(rank, 1), len(sorted))-1]
 }
 
 // WriteLatencyTable renders latency rows as Markdown, with each row's
@@ -231,6 +241,7 @@ func WriteLatencyTable(w io.Writer, rows []Latency, cores int) {
 	}
 	fmt.Fprintln(w, "| provider | records | op | path | clients | p50 | p99 | ops/s | ops/s per core | CPU per op | p50 ÷ in-process |")
 	fmt.Fprintln(w, "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|")
+	coarse := false
 	for _, r := range rows {
 		ratio := "—"
 		if base, ok := ref[r.Records]; ok && base > 0 && r.Path != PathInProcess {
@@ -239,8 +250,14 @@ func WriteLatencyTable(w io.Writer, rows []Latency, cores int) {
 		cpu := "—"
 		if r.CPU > 0 {
 			cpu = ms(r.CPU)
+			if r.CPUCoarse {
+				cpu, coarse = "~"+cpu, true
+			}
 		}
 		fmt.Fprintf(w, "| %s | %d | %s | %s | %d | %s | %s | %.0f | %.0f | %s | %s |\n", r.Provider, r.Records, r.Op, r.Path, r.Clients, ms(r.P50), ms(r.P99), r.PerSec, r.PerSec/float64(max(cores, 1)), cpu, ratio)
+	}
+	if coarse {
+		fmt.Fprintln(w, "\n~ CPU per op of a row too short to resolve it: the plugins' CPU is read from /proc in 10 ms clock ticks, and up to a tick per plugin process is over a tenth of the row's total. Run more --queries for a figure.")
 	}
 }
 
