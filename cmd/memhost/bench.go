@@ -103,7 +103,11 @@ func (o benchOptions) embedderHCL() (block, realm string) {
 	return fmt.Sprintf("embedder \"bench\" {\n  plugin = %q\n  config = %s\n}\n", o.embedder, cfg), realm
 }
 
-func benchCommand() *cobra.Command {
+func benchCommand() *cobra.Command { return benchCommandRunning(runBench) }
+
+// benchCommandRunning is the bench command running run with the options
+// its flags give.
+func benchCommandRunning(run func(ctx context.Context, o benchOptions, w, progress io.Writer) error) *cobra.Command {
 	var o benchOptions
 	var quick bool
 	var sizes, clients, samples string
@@ -150,8 +154,27 @@ Results are printed as Markdown. Runs are reproducible with --seed.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
 			if quick {
-				o.queries, sizes, clients, samples = 60, "1000", "1,8", "0,5"
-				o.lmeQuestions = quickLongMemEval
+				// Flags given explicitly win over --quick's.
+				quickSet := func(flag string, apply func()) {
+					if !cmd.Flags().Changed(flag) {
+						apply()
+					}
+				}
+				quickSet("queries", func() { o.queries = 60 })
+				quickSet("sizes", func() { sizes = "1000" })
+				quickSet("clients", func() { clients = "1,8" })
+				quickSet("locomo-samples", func() { samples = "0,5" })
+				quickSet("longmemeval-questions", func() { o.lmeQuestions = quickLongMemEval })
+			}
+			// A data set named explicitly must be there; only the default
+			// paths may be missing (the report then says so).
+			for _, d := range []struct{ flag, path, source string }{{"locomo", o.locomo, locomoSource}, {"longmemeval", o.longMemEval, longMemEvalSource}} {
+				if d.path == "" || !cmd.Flags().Changed(d.flag) {
+					continue
+				}
+				if _, err := os.Stat(d.path); err != nil {
+					return fmt.Errorf("--%s: %w (%s)", d.flag, err, d.source)
+				}
 			}
 			if o.sizes, err = intList(sizes, 1); err != nil {
 				return fmt.Errorf("--sizes: %w", err)
@@ -184,7 +207,7 @@ Results are printed as Markdown. Runs are reproducible with --seed.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			context.AfterFunc(ctx, stop)
-			return runBench(ctx, o, w, cmd.ErrOrStderr())
+			return run(ctx, o, w, cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
@@ -205,7 +228,7 @@ Results are printed as Markdown. Runs are reproducible with --seed.`,
 	f.StringVar(&o.embedder, "embedder", "", "also measure every provider with this embedder plugin (wordvec, openai): hybrid recall, its latency (and against lexical recall on the same index, paired) and the backlog's drain rate")
 	f.StringVar(&o.embedderConfig, "embedder-config", "", "the embedder's config, an HCL object (default {})")
 	f.Float64Var(&o.semanticWeight, "semantic-weight", -1, "the realms' semantic_weight with --embedder (default: the provider's)")
-	f.BoolVar(&quick, "quick", false, "a run under two minutes: 1,000 records, 60 queries, LoCoMo samples 0 and 5, the first LongMemEval questions (retrieval and retention)")
+	f.BoolVar(&quick, "quick", false, "a run under two minutes: 1,000 records, 60 queries, LoCoMo samples 0 and 5, the first LongMemEval questions (retrieval and retention); flags given explicitly keep their values")
 	retentionFlags(f, &o.retention)
 	return cmd
 }
@@ -610,11 +633,14 @@ const locomoSource = "locomo10.json is data/locomo10.json of github.com/snap-res
 func runBench(ctx context.Context, o benchOptions, w, progress io.Writer) error {
 	var samples []bench.Sample
 	locomoTotal := 0 // samples in the file
+	locomoMissing := false
 	if o.locomo != "" {
 		all, err := bench.LoadLoCoMo(o.locomo)
 		locomoTotal = len(all)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
+			// Only the default path gets here: a path given is checked.
+			locomoMissing = true
 			fmt.Fprintf(progress, "bench: no LoCoMo file at %s; skipping retrieval (%s)\n", o.locomo, locomoSource)
 		case err != nil:
 			return err
@@ -626,7 +652,7 @@ func runBench(ctx context.Context, o benchOptions, w, progress io.Writer) error 
 			}
 		}
 	}
-	questions, err := loadLongMemEval(o, progress)
+	questions, lmeMissing, err := loadLongMemEval(o, progress)
 	if err != nil {
 		return err
 	}
@@ -699,9 +725,21 @@ func runBench(ctx context.Context, o benchOptions, w, progress io.Writer) error 
 			return fmt.Errorf("multihost: %w", err)
 		}
 	}
+	if locomoMissing {
+		writeNotRun(w, "LoCoMo retrieval", "LoCoMo", o.locomo, locomoSource)
+	}
 	writeLoCoMo(w, retrieval, samples, locomoTotal, o.categories)
+	if lmeMissing {
+		writeNotRun(w, "LongMemEval-S retrieval", "LongMemEval", o.longMemEval, longMemEvalSource)
+	}
 	writeLongMemEval(w, lme)
 	return runRetention(ctx, o, w, progress)
+}
+
+// writeNotRun writes a report section saying it was not run because the
+// data set at its default path is not there.
+func writeNotRun(w io.Writer, section, what, path, source string) {
+	fmt.Fprintf(w, "\n## %s\n\nNot run: no %s file at %s, the default (%s).\n", section, what, path, source)
 }
 
 // writeLoCoMo renders the LoCoMo block of the report, naming the samples

@@ -23,23 +23,24 @@ const longMemEvalSource = "the LongMemEval-S development split (longmemeval_s_de
 const quickLongMemEval = 3
 
 // loadLongMemEval answers the questions to run; none, with a line on
-// progress, when the file is absent.
-func loadLongMemEval(o benchOptions, progress io.Writer) ([]bench.LongMemEval, error) {
+// progress and missing set, when the file is absent (only the default
+// path may be: a path given is checked).
+func loadLongMemEval(o benchOptions, progress io.Writer) (qs []bench.LongMemEval, missing bool, err error) {
 	if o.longMemEval == "" {
-		return nil, nil
+		return nil, false, nil
 	}
 	all, err := bench.LoadLongMemEval(o.longMemEval)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		fmt.Fprintf(progress, "bench: no LongMemEval file at %s; skipping it (%s)\n", o.longMemEval, longMemEvalSource)
-		return nil, nil
+		return nil, true, nil
 	case err != nil:
-		return nil, err
+		return nil, false, err
 	}
 	if o.lmeQuestions > 0 && o.lmeQuestions < len(all) {
 		all = all[:o.lmeQuestions]
 	}
-	return all, nil
+	return all, false, nil
 }
 
 // benchLongMemEval scores one provider on the questions in a fresh host.

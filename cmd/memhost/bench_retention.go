@@ -60,10 +60,14 @@ func runRetention(ctx context.Context, o benchOptions, w, progress io.Writer) er
 		return err
 	}
 	var replays []bench.Replay
+	var missing []string // the data sets not at their default path
 	if o.locomo != "" {
 		samples, err := bench.LoadLoCoMo(o.locomo)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
+		}
+		if err != nil {
+			missing = append(missing, "LoCoMo ("+o.locomo+")")
 		}
 		var chosen []bench.Sample
 		for _, s := range samples {
@@ -77,6 +81,7 @@ func runRetention(ctx context.Context, o benchOptions, w, progress io.Writer) er
 		qs, err := bench.LoadLongMemEval(o.longMemEval)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
+			missing = append(missing, "LongMemEval ("+o.longMemEval+")")
 			fmt.Fprintf(progress, "bench: no LongMemEval file at %s; retention runs without it\n", o.longMemEval)
 		case err != nil:
 			return err
@@ -90,9 +95,15 @@ func runRetention(ctx context.Context, o benchOptions, w, progress io.Writer) er
 	}
 	if len(replays) == 0 {
 		fmt.Fprintf(progress, "bench: no conversations to replay; skipping retention\n")
+		if len(missing) > 0 {
+			fmt.Fprintf(w, "\n## Retention through compaction\n\nNot run: no file at the default path of %s.\n", strings.Join(missing, " or "))
+		}
 		return nil
 	}
 	fmt.Fprintf(w, "\n## Retention through compaction\n\nsqlite provider; a %d-byte window of recent history, compacted on overflow down to half; evidence turns that reach the model per question (see docs/benchmarks.md).\n\n", r.window)
+	if len(missing) > 0 {
+		fmt.Fprintf(w, "Without %s: no file at its default path.\n\n", strings.Join(missing, " or "))
+	}
 	for i, c := range compactors {
 		opts := o
 		opts.compactor = c[1]

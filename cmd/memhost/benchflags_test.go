@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
+	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,5 +62,70 @@ func TestBenchLoCoMoSubsetSaysSo(t *testing.T) {
 	f := benchCommand().Flags().Lookup("locomo-samples")
 	if !strings.Contains(f.Usage, "subset") || !strings.Contains(f.Usage, "one realm") {
 		t.Errorf("--locomo-samples's help does not say a subset ranks differently: %q", f.Usage)
+	}
+}
+
+// TestBenchQuickKeepsExplicitFlags: --quick sets its small run on the
+// flags not given; a flag given explicitly keeps its value.
+func TestBenchQuickKeepsExplicitFlags(t *testing.T) {
+	for _, c := range []struct {
+		args                   []string
+		sizes, clients, sample []int
+		queries, questions     int
+	}{
+		{[]string{"--quick"}, []int{1000}, []int{1, 8}, []int{0, 5}, 60, quickLongMemEval},
+		{[]string{"--quick", "--sizes", "5000", "--queries", "20"}, []int{5000}, []int{1, 8}, []int{0, 5}, 20, quickLongMemEval},
+		{[]string{"--quick", "--clients", "2", "--locomo-samples", "7", "--longmemeval-questions", "9"}, []int{1000}, []int{2}, []int{7}, 60, 9},
+		{[]string{"--queries", "20"}, []int{10000, 100000}, []int{1, 8}, nil, 20, 0},
+	} {
+		var got benchOptions
+		cmd := benchCommandRunning(func(_ context.Context, o benchOptions, _, _ io.Writer) error {
+			got = o
+			return nil
+		})
+		cmd.SetArgs(append(c.args, "--locomo", "", "--longmemeval", ""))
+		if err := cmd.Execute(); err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		if !slices.Equal(got.sizes, c.sizes) || !slices.Equal(got.clients, c.clients) || !slices.Equal(got.samples, c.sample) || got.queries != c.queries || got.lmeQuestions != c.questions {
+			t.Errorf("%v: sizes %v clients %v samples %v queries %d questions %d; want %v %v %v %d %d", c.args,
+				got.sizes, got.clients, got.samples, got.queries, got.lmeQuestions, c.sizes, c.clients, c.sample, c.queries, c.questions)
+		}
+	}
+}
+
+// TestBenchDataPaths: a data set named explicitly that is not there ends
+// the run with an error naming it, before anything is measured; at its
+// default path, the run goes on and its report says what was not run.
+func TestBenchDataPaths(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "absent.json")
+	for _, flag := range []string{"--locomo", "--longmemeval"} {
+		ran := false
+		cmd := benchCommandRunning(func(context.Context, benchOptions, io.Writer, io.Writer) error {
+			ran = true
+			return nil
+		})
+		cmd.SetArgs([]string{flag, missing})
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		err := cmd.Execute()
+		if err == nil || ran || !strings.Contains(err.Error(), flag) || !strings.Contains(err.Error(), missing) {
+			t.Errorf("%s %s: ran %v, error %v; want an error naming both before the run", flag, missing, ran, err)
+		}
+	}
+	// The defaults, missing: every section that needs them says so.
+	o := benchOptions{sizes: []int{10}, queries: 2, clients: []int{1}, locomo: missing, longMemEval: missing + ".gz", retention: retentionOptions{on: true}}
+	var report strings.Builder
+	if err := runBench(context.Background(), o, &report, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"## LoCoMo retrieval\n\nNot run: no LoCoMo file at " + missing,
+		"## LongMemEval-S retrieval\n\nNot run: no LongMemEval file at " + missing + ".gz",
+		"## Retention through compaction\n\nNot run: no file at the default path of LoCoMo (" + missing + ") or LongMemEval (" + missing + ".gz)",
+	} {
+		if !strings.Contains(report.String(), want) {
+			t.Errorf("no %q in the report:\n%s", want, report.String())
+		}
 	}
 }
