@@ -156,7 +156,8 @@ func (r *recaller) iterate(ctx context.Context, st *state, id sdk.Identity, sess
 }
 
 // compactQuery collapses whitespace runs and trims, reading at most
-// maxQueryBytes of s.
+// maxQueryBytes of s. The query is a copy: a session keeps it, and a cut
+// of s (a task of one word) would keep all of s, the whole request.
 func compactQuery(s string) string {
 	if len(s) > maxQueryBytes {
 		// Back off to the start of the character the bound cuts into, so
@@ -167,7 +168,7 @@ func compactQuery(s string) string {
 		}
 		s = s[:n]
 	}
-	return strings.Join(strings.FieldsFunc(s, unicode.IsSpace), " ")
+	return strings.Clone(strings.Join(strings.FieldsFunc(s, unicode.IsSpace), " "))
 }
 
 // validate checks an identity and session key.

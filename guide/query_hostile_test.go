@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/memhost/memhost/sdk"
 )
@@ -77,4 +78,41 @@ func TestLongNonASCIITaskStartsASession(t *testing.T) {
 			t.Fatalf("a recall failed: %s", f.logs)
 		}
 	}
+}
+
+// TestQueryHoldsNoneOfTheRequest: a session keeps its query as long as it
+// lives, so the query must not share memory with the task or message it
+// was cut from. A task of one 4 MB word once kept all 4 MB per session.
+func TestQueryHoldsNoneOfTheRequest(t *testing.T) {
+	word := strings.Repeat("apple", 2*maxQueryBytes)
+	for _, in := range []string{
+		word,                          // one word over the bound
+		"apple",                       // one word under it
+		"  apple  ",                   // one word, trimmed
+		word[:maxQueryBytes/2] + " b", // several words
+	} {
+		t.Run(fmt.Sprintf("%d bytes", len(in)), func(t *testing.T) {
+			if got := compactQuery(in); sharesMemory(got, in) {
+				t.Fatalf("the %d-byte query shares the %d-byte input's memory", len(got), len(in))
+			}
+		})
+	}
+	// And as a session keeps it.
+	f := newFixture(t)
+	s := NewSessions(f.src, SessionsOptions{})
+	if _, err := s.SessionStart(context.Background(), alice, "s", word, Filters{}); err != nil {
+		t.Fatal(err)
+	}
+	if q := s.entry(alice, "s").st.query; q == "" || sharesMemory(q, word) {
+		t.Fatalf("the session's %d-byte query shares the task's memory (or is empty)", len(q))
+	}
+}
+
+// sharesMemory reports whether a's bytes lie inside b's.
+func sharesMemory(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	pa, pb := uintptr(unsafe.Pointer(unsafe.StringData(a))), uintptr(unsafe.Pointer(unsafe.StringData(b)))
+	return pa >= pb && pa < pb+uintptr(len(b))
 }
