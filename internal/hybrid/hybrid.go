@@ -10,6 +10,7 @@ package hybrid
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -125,10 +126,15 @@ type Engine struct {
 }
 
 // recentQueries bounds the query embeddings kept: 3 MiB at 3,072
-// dimensions.
+// dimensions, whatever the queries' size (queryKey).
 const recentQueries = 256
 
-type queryKey struct{ realm, model, text string }
+// queryKey names a query's embedding by the digest of its text, not the
+// text: a query may be as large as a request body.
+type queryKey struct {
+	realm, model string
+	text         [sha256.Size]byte
+}
 
 type realm struct {
 	cfg  Realm
@@ -330,7 +336,7 @@ func (e *Engine) PrepareRecall(ctx context.Context, q *sdk.RecallQuery) string {
 	// A query embedded moments ago (the same text recalled again, deeper)
 	// needs no call, whatever the time left or the embedder's state.
 	if info := r.knownInfo(); info != nil {
-		if _, v, ok := e.cachedQuery(q, *info); ok {
+		if _, _, v, ok := e.cachedQuery(q, *info); ok {
 			r.give(q, v, info.Model)
 			return ""
 		}
@@ -369,11 +375,11 @@ func (e *Engine) embedQuery(ctx context.Context, r *realm, q *sdk.RecallQuery) (
 	if err != nil {
 		return nil, "", err
 	}
-	key, v, ok := e.cachedQuery(q, info)
+	key, text, v, ok := e.cachedQuery(q, info)
 	if ok {
 		return v, info.Model, nil
 	}
-	vecs, err := embed(ctx, r.cfg.Embedder, info, sdk.EmbedQuery, []string{key.text})
+	vecs, err := embed(ctx, r.cfg.Embedder, info, sdk.EmbedQuery, []string{text})
 	if err != nil {
 		if errors.Is(err, errModelChanged) {
 			r.forgetInfo() // the next recall reads the new model
@@ -469,14 +475,15 @@ func (e *Engine) VectorRefused(realm string, err error) {
 	}
 }
 
-// cachedQuery answers the cache key of q's text by info's model, and the
-// vector the cache holds for it, if any.
-func (e *Engine) cachedQuery(q *sdk.RecallQuery, info sdk.EmbedderInfo) (queryKey, []float32, bool) {
-	key := queryKey{q.Realm, info.Model, clip(q.Query, info.MaxInputBytes)}
+// cachedQuery answers the text of q that info's model embeds, its cache
+// key, and the vector the cache holds for it, if any.
+func (e *Engine) cachedQuery(q *sdk.RecallQuery, info sdk.EmbedderInfo) (queryKey, string, []float32, bool) {
+	text := clip(q.Query, info.MaxInputBytes)
+	key := queryKey{q.Realm, info.Model, sha256.Sum256([]byte(text))}
 	e.queriesMu.Lock()
 	defer e.queriesMu.Unlock()
 	v, ok := e.queries.Get(key)
-	return key, v, ok
+	return key, text, v, ok
 }
 
 // ForgetQueries drops the query embeddings kept, so the next recall of
