@@ -2,6 +2,8 @@ package hybrid
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -71,4 +73,32 @@ func stringSharing(v reflect.Value, s string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// TestLapsedRefusalsAreDroppedUnasked: a refused record forgotten is never
+// listed again, so its refusal was dropped only when someone asked for the
+// status (GET /v1/plugins, a metrics scrape); a host nobody polled kept
+// every one. Refusals past their retry now go as new ones come.
+func TestLapsedRefusalsAreDroppedUnasked(t *testing.T) {
+	eng := engine(t, newEmbedder("m1"), newStore(0), Options{})
+	r := eng.realm("default")
+	const perRound, rounds = 1000, 10
+	for round := range rounds {
+		for i := range perRound {
+			r.refuse(fmt.Sprintf("r%d-%d", round, i), "m1", errors.New("refused"))
+		}
+		// The round's records are forgotten, and their retry passes.
+		r.mu.Lock()
+		for id, f := range r.refused {
+			f.at = f.at.Add(-2 * DefaultRefusalRetry)
+			r.refused[id] = f
+		}
+		r.mu.Unlock()
+	}
+	r.mu.Lock()
+	n := len(r.refused)
+	r.mu.Unlock()
+	if n > 2*perRound {
+		t.Fatalf("%d refusals kept after %d rounds of %d lapsed ones, want at most %d", n, rounds, perRound, 2*perRound)
+	}
 }

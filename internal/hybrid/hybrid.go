@@ -152,6 +152,11 @@ type realm struct {
 	// refused holds the records the embedder refused, by id: not asked
 	// again until the model changes or RefusalRetry has passed.
 	refused map[string]refusal
+	// sweepAt is the size of refused at which refuse drops the lapsed
+	// refusals: a record forgotten while refused is never listed again
+	// to clear its entry, and status (which drops them too) may never be
+	// asked.
+	sweepAt int
 	queries breaker
 	// failing is set from a failed backlog step to the next that
 	// succeeds: the state alone cannot tell, as each step sets it to
@@ -865,6 +870,18 @@ type refusal struct {
 // lapsed reports whether f's record is to be asked again.
 func (r *realm) lapsed(f refusal) bool { return time.Since(f.at) >= r.opts.RefusalRetry }
 
+// minSweep is the fewest refusals refuse sweeps.
+const minSweep = 64
+
+// dropLapsed forgets the refusals past their retry; r.mu is held.
+func (r *realm) dropLapsed() {
+	for id, f := range r.refused {
+		if r.lapsed(f) {
+			delete(r.refused, id)
+		}
+	}
+}
+
 // notRefused drops the records the embedder refused under model; a
 // refusal older than RefusalRetry, or by another model, is forgotten, so
 // its record is asked again.
@@ -981,6 +998,12 @@ func (r *realm) struck(id, model string) bool {
 func (r *realm) refuse(id, model string, err error) {
 	r.mu.Lock()
 	r.refused[id] = refusal{model, time.Now()}
+	if len(r.refused) >= r.sweepAt {
+		// Doubling the threshold keeps the sweeps' cost to a constant per
+		// refusal, and the map within twice the refusals still in force.
+		r.dropLapsed()
+		r.sweepAt = max(2*len(r.refused), minSweep)
+	}
 	r.mu.Unlock()
 	r.opts.Logger.Warn("the embedder refused or failed a record; it stays without a vector until asked again", "realm", r.cfg.Name, "record", id, "error", err)
 }
@@ -1111,13 +1134,8 @@ func (e *Engine) Status() []Status {
 func (r *realm) status() Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	// A refusal past its retry is no longer counted (its record may have
-	// been forgotten since, and is then never listed again to clear it).
-	for id, f := range r.refused {
-		if r.lapsed(f) {
-			delete(r.refused, id)
-		}
-	}
+	// A refusal past its retry is no longer counted.
+	r.dropLapsed()
 	s := Status{Realm: r.cfg.Name, State: r.state, Embedded: r.embedded, Rate: r.rate, LastError: r.lastErr, Refused: len(r.refused)}
 	if r.info != nil {
 		s.Model = r.info.Model
