@@ -227,8 +227,8 @@ func NewTraces(db *DB) *Traces { return &Traces{db: db} }
 func (t *Traces) Append(ctx context.Context, traces []coordinator.TurnTrace) error {
 	batch := &pgx.Batch{}
 	for _, tr := range traces {
-		batch.Queue(t.db.q(`INSERT INTO turn_trace (realm, identity, session, at_ms, bytes, trace) VALUES ($1, $2, $3, $4, $5, $6)`),
-			tr.Realm, tr.Identity, tr.Session, tr.At.UnixMilli(), tr.Bytes, tr)
+		batch.Queue(t.db.q(`INSERT INTO turn_trace (realm, identity, session, at_ms, bytes, trace, records) VALUES ($1, $2, $3, $4, $5, $6, $7)`),
+			tr.Realm, tr.Identity, tr.Session, tr.At.UnixMilli(), tr.Bytes, tr, turntrace.Named(tr))
 	}
 	if err := t.db.pool.SendBatch(ctx, batch).Close(); err != nil {
 		return fmt.Errorf("turn trace: write: %w", classify(err))
@@ -256,7 +256,7 @@ func (t *Traces) Record(ctx context.Context, realm string, identities []string, 
 		return nil, err
 	}
 	rows, err := t.db.pool.Query(ctx, t.db.q(`SELECT trace::text FROM turn_trace
-		WHERE realm = $1 AND trace->'included' @> $2::jsonb AND `+ofIdentities(3)+` ORDER BY seq DESC LIMIT $4`), realm, string(probe), identities, limit)
+		WHERE realm = $1 AND records @> ARRAY[$5::text] AND trace->'included' @> $2::jsonb AND `+ofIdentities(3)+` ORDER BY seq DESC LIMIT $4`), realm, string(probe), identities, limit, id)
 	if err != nil {
 		return nil, fmt.Errorf("turn trace: read: %w", classify(err))
 	}
@@ -282,8 +282,7 @@ func (t *Traces) Recent(ctx context.Context, realm string, identities []string, 
 
 func (t *Traces) Forget(ctx context.Context, realm string, ids []string) error {
 	err := pgx.BeginFunc(ctx, t.db.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, t.db.q(`SELECT seq, trace::text FROM turn_trace WHERE realm = $1 AND EXISTS (
-			SELECT 1 FROM jsonb_array_elements((trace->'included') || (trace->'excluded')) AS r WHERE r->>'id' = ANY($2::text[]))
+		rows, err := tx.Query(ctx, t.db.q(`SELECT seq, trace::text FROM turn_trace WHERE realm = $1 AND records && $2::text[]
 			FOR UPDATE`), realm, ids)
 		if err != nil {
 			return err

@@ -125,7 +125,7 @@ var requiredColumns = map[string][]string{
 	"compaction_state": {"realm", "conversation", "watermark", "prefix_hash", "artifact_role", "artifact_content", "updated_at_ms", "reset_identity", "reset_session", "identity"},
 	"host_key":         {"id", "verifier", "created_at"},
 	"proposals":        {"realm", "id", "identity", "proposer", "created_ms", "claimed_ms"},
-	"turn_trace":       {"realm", "seq", "session", "identity", "at_ms", "bytes", "trace"},
+	"turn_trace":       {"realm", "seq", "session", "identity", "at_ms", "bytes", "trace", "records"},
 	"compaction_holds": {"realm", "identity", "conversation", "holder", "until_ms"},
 }
 
@@ -249,6 +249,13 @@ var migrations = []string{
 		until_ms     bigint NOT NULL,
 		PRIMARY KEY (realm, identity, conversation)
 	);`,
+	// The ids of the records each trace names (turntrace.Named), indexed,
+	// so a forget or a record's history reads the traces naming the
+	// record, not every trace of the realm.
+	`ALTER TABLE turn_trace ADD COLUMN records text[] NOT NULL DEFAULT '{}';
+	UPDATE turn_trace SET records = ARRAY(SELECT r->>'id' FROM jsonb_array_elements(
+		coalesce(trace->'included', '[]') || coalesce(trace->'excluded', '[]')) AS r WHERE r->>'id' IS NOT NULL);
+	CREATE INDEX turn_trace_by_record ON turn_trace USING gin (records);`,
 }
 
 // errReadOnlyServer refuses a server whose transactions are read-only.

@@ -49,3 +49,45 @@ func BenchmarkAppend(b *testing.B) {
 	}
 	b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(b.N*batch), "ns/trace")
 }
+
+// BenchmarkForget forgets one record in a realm holding the default
+// 10,000 traces, of which the record is named by one: ns/op is a forget.
+func BenchmarkForget(b *testing.B) {
+	ctx := context.Background()
+	db, err := statedb.Open(ctx, b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	s, err := NewSQLStore(ctx, db)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 10000 / 100 {
+		batch := make([]coordinator.TurnTrace, 100)
+		for j := range batch {
+			n := i*100 + j
+			t := tr("realm", fmt.Sprintf("session-%d", n%50), time.Now().UTC())
+			for k := range 10 {
+				rec := coordinator.TraceRecord{ID: fmt.Sprintf("r%d-%d", n, k), Title: "a title", Scope: "identity:alice", Bytes: 700}
+				if k < 8 {
+					t.Included = append(t.Included, rec)
+				} else {
+					rec.Reason = "entries"
+					t.Excluded = append(t.Excluded, rec)
+				}
+			}
+			batch[j] = t
+		}
+		if err := s.Append(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	n := 0
+	for b.Loop() {
+		if err := s.Forget(ctx, "realm", []string{fmt.Sprintf("r%d-3", n%10000)}); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/memhost/memhost/coordinator"
@@ -29,6 +30,30 @@ var migrations = []string{
 	CREATE INDEX turn_trace_by_session ON turn_trace (realm, session, seq);
 	CREATE INDEX turn_trace_by_realm ON turn_trace (realm, seq);
 	CREATE INDEX turn_trace_by_age ON turn_trace (at_ms);`,
+	// Which traces name a record, so a forget or a record's history reads
+	// those traces alone, not every trace of the realm: the ids each trace
+	// included and left out, and a full-text index of them. FTS5 rather
+	// than a table keyed by record id: such a table took each batch of
+	// traces to every leaf of its b-tree, and every commit then wrote the
+	// whole index to the WAL (7 times the cost of a trace's write); FTS5
+	// writes a batch's ids as one new segment. The index reads its text
+	// from the trace rows, and triggers keep it in step with them.
+	`ALTER TABLE turn_trace ADD COLUMN records TEXT NOT NULL DEFAULT '';
+	UPDATE turn_trace SET records = coalesce((SELECT group_concat(json_extract(value, '$.id'), ' ') FROM (
+		SELECT value FROM json_each(trace, '$.included') UNION ALL SELECT value FROM json_each(trace, '$.excluded'))), '');
+	CREATE VIRTUAL TABLE turn_trace_records USING fts5 (records,
+		content = 'turn_trace', content_rowid = 'seq', detail = none, tokenize = "ascii tokenchars '-_.'");
+	INSERT INTO turn_trace_records (turn_trace_records) VALUES ('rebuild');
+	CREATE TRIGGER turn_trace_records_insert AFTER INSERT ON turn_trace BEGIN
+		INSERT INTO turn_trace_records (rowid, records) VALUES (new.seq, new.records);
+	END;
+	CREATE TRIGGER turn_trace_records_delete AFTER DELETE ON turn_trace BEGIN
+		INSERT INTO turn_trace_records (turn_trace_records, rowid, records) VALUES ('delete', old.seq, old.records);
+	END;
+	CREATE TRIGGER turn_trace_records_update AFTER UPDATE OF records ON turn_trace BEGIN
+		INSERT INTO turn_trace_records (turn_trace_records, rowid, records) VALUES ('delete', old.seq, old.records);
+		INSERT INTO turn_trace_records (rowid, records) VALUES (new.seq, new.records);
+	END;`,
 }
 
 // SQLStore is the Store in the host's state database.
@@ -49,8 +74,8 @@ func (s *SQLStore) Append(ctx context.Context, traces []coordinator.TurnTrace) e
 			if err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO turn_trace (realm, identity, session, at_ms, bytes, trace) VALUES (?, ?, ?, ?, ?, ?)`,
-				t.Realm, t.Identity, t.Session, t.At.UnixMilli(), t.Bytes, string(body)); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO turn_trace (realm, identity, session, at_ms, bytes, trace, records) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+				t.Realm, t.Identity, t.Session, t.At.UnixMilli(), t.Bytes, string(body), strings.Join(Named(t), " ")); err != nil {
 				return err
 			}
 		}
@@ -70,9 +95,11 @@ func (s *SQLStore) Session(ctx context.Context, realm string, identities []strin
 }
 
 func (s *SQLStore) Record(ctx context.Context, realm string, identities []string, id string, limit int) ([]coordinator.TurnTrace, error) {
+	// The index folds case: the rows it finds are checked for the id.
 	rows, err := s.db.SQL().QueryContext(ctx, `SELECT trace FROM turn_trace
-		WHERE realm = ? AND `+ofIdentities+` AND EXISTS (SELECT 1 FROM json_each(trace, '$.included') WHERE json_extract(value, '$.id') = ?)
-		ORDER BY seq DESC LIMIT ?`, realm, identityList(identities), identityList(identities), id, limit)
+		WHERE seq IN (SELECT rowid FROM turn_trace_records WHERE turn_trace_records MATCH ?) AND realm = ? AND `+ofIdentities+`
+		AND EXISTS (SELECT 1 FROM json_each(trace, '$.included') WHERE json_extract(value, '$.id') = ?)
+		ORDER BY seq DESC LIMIT ?`, matchAny([]string{id}), realm, identityList(identities), identityList(identities), id, limit)
 	if err != nil {
 		return nil, s.db.Wrap("read turn trace", err)
 	}
@@ -92,15 +119,13 @@ func (s *SQLStore) Recent(ctx context.Context, realm string, identities []string
 }
 
 func (s *SQLStore) Forget(ctx context.Context, realm string, ids []string) error {
-	list, err := json.Marshal(ids)
-	if err != nil {
-		return err
+	if len(ids) == 0 {
+		return nil
 	}
 	return s.db.Tx(ctx, "forget in turn trace", func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT seq, trace FROM turn_trace WHERE realm = ?1 AND EXISTS (
-			SELECT 1 FROM json_each(trace, '$.included') AS i WHERE json_extract(i.value, '$.id') IN (SELECT value FROM json_each(?2))
-			UNION ALL SELECT 1 FROM json_each(trace, '$.excluded') AS e WHERE json_extract(e.value, '$.id') IN (SELECT value FROM json_each(?2)))`,
-			realm, string(list))
+		rows, err := tx.QueryContext(ctx, `SELECT seq, trace FROM turn_trace
+			WHERE seq IN (SELECT rowid FROM turn_trace_records WHERE turn_trace_records MATCH ?) AND realm = ?`,
+			matchAny(ids), realm)
 		if err != nil {
 			return err
 		}
@@ -139,6 +164,19 @@ func (s *SQLStore) Forget(ctx context.Context, realm string, ids []string) error
 		}
 		return nil
 	})
+}
+
+// matchAny is the FTS5 query for a trace naming any of ids, each quoted:
+// "AND" or "-x" is an id, not syntax.
+func matchAny(ids []string) string {
+	var b strings.Builder
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteString(" OR ")
+		}
+		b.WriteString(`"` + strings.ReplaceAll(id, `"`, `""`) + `"`)
+	}
+	return b.String()
 }
 
 // ofIdentities keeps the rows of the identities in its two parameters,

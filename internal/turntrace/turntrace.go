@@ -57,6 +57,17 @@ func ForgetTitles(t *coordinator.TurnTrace, ids []string) bool {
 	return changed
 }
 
+// Named answers the ids of the records t names, included and left out:
+// what the stores index a trace by, so that a forget reads only the
+// traces naming its records.
+func Named(t coordinator.TurnTrace) []string {
+	out := make([]string, 0, len(t.Included)+len(t.Excluded))
+	for _, r := range slices.Concat(t.Included, t.Excluded) {
+		out = append(out, r.ID)
+	}
+	return out
+}
+
 // SessionSummary is one traced session of a realm.
 type SessionSummary struct {
 	Realm    string    `json:"realm"`
