@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/memhost/memhost/internal/lru"
 	"slices"
 	"sync"
 	"time"
@@ -98,8 +97,9 @@ type Coordinator struct {
 	scopeFaults tallyLog[[2]string]
 	trace       TraceSink
 
-	skipMu   sync.Mutex
-	skipSeen *lru.Cache[skipKey, struct{}]
+	// skipLog rate-limits the skip and selector-fallback lines, per
+	// (identity, reason).
+	skipLog tallyLog[skipKey]
 
 	sweepCtx    context.Context
 	stopSweeps  context.CancelFunc
@@ -136,10 +136,11 @@ func New(cfg Config, opts Options) (*Coordinator, error) {
 		cfg: cfg, env: env, defang: env.defang, providers: opts.Providers,
 		selector: opts.Selector, operators: opts.OperatorResolver, mobs: opts.MobResolver,
 		store: opts.Sessions, storeTime: opts.StoreTimeout, hostKey: slices.Clone(opts.HostKey), logger: opts.Logger, metrics: opts.Metrics, now: opts.Now,
-		trace:    opts.Trace,
-		skipSeen: lru.New[skipKey, struct{}](4096), sweeping: map[SessionKey]struct{}{},
-		defangLog:   tallyLog[sdk.Identity]{every: defangLogEvery, max: maxDefangLogIdentities},
-		scopeFaults: tallyLog[[2]string]{every: scopeFaultEvery, max: maxScopeFaultKeys},
+		trace:       opts.Trace,
+		sweeping:    map[SessionKey]struct{}{},
+		skipLog:     tallyLog[skipKey]{every: skipLogEvery, max: maxSkipLogKeys, lines: maxLogLines},
+		defangLog:   tallyLog[sdk.Identity]{every: defangLogEvery, max: maxDefangLogIdentities, lines: maxLogLines},
+		scopeFaults: tallyLog[[2]string]{every: scopeFaultEvery, max: maxScopeFaultKeys, lines: maxLogLines},
 	}
 	if c.store == nil {
 		c.store = NewMemoryStore(cfg.SessionCacheSize)
@@ -458,26 +459,21 @@ func (c *Coordinator) skipTurn(ctx context.Context, id sdk.Identity, reason Skip
 	return TurnInjection{InjectedContext: []string{}, SkipReason: reason, RecordIDs: []string{}}
 }
 
-// skipped counts a skip and logs it once per (identity, reason), so a
-// deployment never runs silently with injection off yet logs stay quiet.
+// skipLogEvery is how often a skip of one (identity, reason) may be
+// logged: a deployment never runs silently with injection off, yet the
+// logs stay quiet.
+const skipLogEvery = 24 * time.Hour
+
+// maxSkipLogKeys bounds the skip limiter's memory.
+const maxSkipLogKeys = 4096
+
+// skipped counts a skip and logs it once a day per (identity, reason),
+// with the skips since.
 func (c *Coordinator) skipped(ctx context.Context, surface Surface, id sdk.Identity, reason SkipReason) {
 	c.metrics.Skipped(surface, id.Realm, reason)
-	if c.firstTime(id, reason) {
-		c.log(ctx).Info("injected nothing", "surface", surface, "realm", id.Realm, "identity", id.ID, "skip_reason", reason)
+	if n, _, held, due := c.skipLog.add(c.now(), skipKey{realm: id.Realm, identity: id.ID, reason: reason}, 1); due {
+		c.log(ctx).Info("injected nothing", append([]any{"surface", surface, "realm", id.Realm, "identity", id.ID, "skip_reason", reason, "skips", n}, heldArgs(held)...)...)
 	}
-}
-
-// firstTime reports whether (identity, reason) is new to the cache of
-// logged reasons, and records it: a reason is logged once per identity.
-func (c *Coordinator) firstTime(id sdk.Identity, reason SkipReason) bool {
-	k := skipKey{realm: id.Realm, identity: id.ID, reason: reason}
-	c.skipMu.Lock()
-	defer c.skipMu.Unlock()
-	if _, seen := c.skipSeen.Get(k); seen {
-		return false
-	}
-	c.skipSeen.Add(k, struct{}{})
-	return true
 }
 
 // log is the coordinator's logger for a request: with the attributes of
@@ -664,12 +660,12 @@ func (c *Coordinator) selectRecords(ctx context.Context, id sdk.Identity, p prov
 	return recs, nil
 }
 
-// fellBack logs, once per identity while the cache remembers it, that the
-// selector chose nothing and the recall ranking was injected instead.
+// fellBack logs, once a day per identity, that the selector chose
+// nothing and the recall ranking was injected instead.
 func (c *Coordinator) fellBack(ctx context.Context, id sdk.Identity, hits int) {
-	if c.firstTime(id, SkipSelectorEmpty) {
+	if n, _, held, due := c.skipLog.add(c.now(), skipKey{realm: id.Realm, identity: id.ID, reason: SkipSelectorEmpty}, 1); due {
 		c.log(ctx).Info("the selector chose nothing although recall found records; injecting the recall ranking (selector_fallback)",
-			"realm", id.Realm, "identity", id.ID, "hits", hits)
+			append([]any{"realm", id.Realm, "identity", id.ID, "hits", hits, "fallbacks", n}, heldArgs(held)...)...)
 	}
 }
 

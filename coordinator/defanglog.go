@@ -14,12 +14,16 @@ const defangLogEvery = time.Minute
 // state is forgotten, which costs at most an extra line per identity.
 const maxDefangLogIdentities = 4096
 
+// maxLogLines bounds the lines a minute of each rate-limited log, whatever
+// the identities or realms (tallyLog).
+const maxLogLines = 60
+
 // logDefanged logs defang hit counts, at most one line per identity per
 // defangLogEvery; the line carries the hits and requests since the last
 // one. It never logs content.
 func (c *Coordinator) logDefanged(id sdk.Identity, hits int) {
-	if total, requests, due := c.defangLog.add(c.now(), id, hits); due {
+	if total, requests, held, due := c.defangLog.add(c.now(), id, hits); due {
 		c.logger.Info("defanged forged memory markers in inbound content",
-			"realm", id.Realm, "identity", id.ID, "hits", total, "requests", requests)
+			append([]any{"realm", id.Realm, "identity", id.ID, "hits", total, "requests", requests}, heldArgs(held)...)...)
 	}
 }

@@ -35,10 +35,10 @@ func (c *Coordinator) outOfScope(ctx context.Context, id sdk.Identity, call stri
 	if notes := notesFrom(ctx); notes != nil {
 		notes.outOfScope.Add(int64(n))
 	}
-	records, turns, due := c.scopeFaults.add(c.now(), [2]string{id.Realm, call}, n)
+	records, turns, held, due := c.scopeFaults.add(c.now(), [2]string{id.Realm, call}, n)
 	if !due {
 		return
 	}
 	c.log(ctx).Warn("a plugin answered records outside the scopes it was asked for; they were left out (the plugin ignores its query's scopes: fix or replace it)",
-		"realm", id.Realm, "call", call, "records", records, "requests", turns)
+		append([]any{"realm", id.Realm, "call", call, "records", records, "requests", turns}, heldArgs(held)...)...)
 }

@@ -8,23 +8,36 @@ import (
 // tallyLog decides when a repeated event may be logged again: at most one
 // line per key per every, the line carrying the count and calls since the
 // last. Past max keys its state is forgotten, which costs at most an extra
-// line per key. Its zero value is unusable: set every and max.
+// line per key. However many keys there are (identities, realms), at most
+// lines lines are due a minute: a line due past that is held back, its
+// key's count carried to its next line, and the next line logged says how
+// many were held back. Its zero value is unusable: set every, max and
+// lines.
 type tallyLog[K comparable] struct {
 	every time.Duration
 	max   int
+	lines int
 
-	mu   sync.Mutex
-	seen map[K]*tally
+	mu     sync.Mutex
+	seen   map[K]*tally
+	minute time.Time // when the current minute of lines began
+	used   int       // lines due in it
+	held   int       // lines held back since the last one due
 }
 
 type tally struct {
 	last         time.Time
 	count, calls int
+	heldIn       time.Time // the minute this key's line was last held back in
 }
 
+// tallyMinute is the window tallyLog.lines bounds.
+const tallyMinute = time.Minute
+
 // add counts n more for key at now, and answers the count and calls to
-// log when a line is due (due false: nothing to log yet).
-func (l *tallyLog[K]) add(now time.Time, key K, n int) (count, calls int, due bool) {
+// log, and the lines held back before it, when a line is due (due false:
+// nothing to log yet).
+func (l *tallyLog[K]) add(now time.Time, key K, n int) (count, calls, held int, due bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.seen == nil || len(l.seen) >= l.max {
@@ -38,9 +51,29 @@ func (l *tallyLog[K]) add(now time.Time, key K, n int) (count, calls int, due bo
 	t.count += n
 	t.calls++
 	if !t.last.IsZero() && now.Sub(t.last) < l.every {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
-	count, calls = t.count, t.calls
-	t.last, t.count, t.calls = now, 0, 0
-	return count, calls, true
+	if now.Sub(l.minute) >= tallyMinute {
+		l.minute, l.used = now, 0
+	}
+	if l.used >= l.lines {
+		if !t.heldIn.Equal(l.minute) {
+			t.heldIn = l.minute
+			l.held++
+		}
+		return 0, 0, 0, false
+	}
+	l.used++
+	count, calls, held = t.count, t.calls, l.held
+	t.last, t.count, t.calls, l.held = now, 0, 0, 0
+	return count, calls, held, true
+}
+
+// heldArgs are a line's attributes for held lines held back before it:
+// none when there were none.
+func heldArgs(held int) []any {
+	if held == 0 {
+		return nil
+	}
+	return []any{"lines_held_back", held}
 }
