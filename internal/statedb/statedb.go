@@ -45,6 +45,9 @@ var (
 // synchronous=NORMAL in WAL mode: a commit survives a host crash (kill -9)
 // but the last commits may be lost on a power cut. Session accounting can
 // afford that; an fsync per turn would be the turn's largest cost.
+// journal_size_limit cuts a WAL that grew past its bound (walBoundFrames
+// pages: a large transaction, a checkpoint held back) back to it when it
+// starts over; SQLite never shrinks it otherwise.
 const connPragmas = `
 PRAGMA journal_mode = WAL;
 PRAGMA synchronous = NORMAL;
@@ -52,6 +55,7 @@ PRAGMA foreign_keys = ON;
 PRAGMA busy_timeout = 5000;
 PRAGMA temp_store = MEMORY;
 PRAGMA wal_autocheckpoint = 0;
+PRAGMA journal_size_limit = 16777216;
 `
 
 const driverName = "memhost-statedb"

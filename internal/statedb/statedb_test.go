@@ -307,3 +307,53 @@ func TestBusyIsUnavailable(t *testing.T) {
 		}
 	}
 }
+
+// TestWALShrinksBackToItsBound: a WAL that grew past its bound (a large
+// transaction, a checkpoint held back by load) is cut back to the bound
+// once it starts over. It kept its largest size for good: 37 MB seen.
+func TestWALShrinksBackToItsBound(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const page = 4096
+	wal := filepath.Join(dir, FileName+"-wal")
+	size := func() int64 {
+		fi, err := os.Stat(wal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	err = db.Tx(ctx, "fill", func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE t (v BLOB)`); err != nil {
+			return err
+		}
+		for range 2 * walBoundFrames {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO t VALUES (zeroblob(?))`, page); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := size(); got <= walBoundFrames*page {
+		t.Fatalf("the WAL is %d bytes after a %d-page transaction, want past its bound", got, 2*walBoundFrames)
+	}
+	// The checkpointer folds it back and the WAL starts over at the next
+	// commit.
+	if err := db.ckpt.pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(ctx, "insert", `INSERT INTO t VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
+	if got := size(); got > walBoundFrames*page {
+		t.Errorf("the WAL is %d bytes once started over, want at most its bound, %d", got, walBoundFrames*page)
+	}
+}
