@@ -251,10 +251,26 @@ var migrations = []string{
 	);`,
 	// The ids of the records each trace names (turntrace.Named), indexed,
 	// so a forget or a record's history reads the traces naming the
-	// record, not every trace of the realm.
+	// record, not every trace of the realm. A host of an earlier version,
+	// still running beside this one in a rolling upgrade, writes traces
+	// without the column: the trigger fills it from the trace, or its
+	// records could never be forgotten there.
 	`ALTER TABLE turn_trace ADD COLUMN records text[] NOT NULL DEFAULT '{}';
-	UPDATE turn_trace SET records = ARRAY(SELECT r->>'id' FROM jsonb_array_elements(
-		coalesce(trace->'included', '[]') || coalesce(trace->'excluded', '[]')) AS r WHERE r->>'id' IS NOT NULL);
+	CREATE FUNCTION turn_trace_named(trace jsonb) RETURNS text[] LANGUAGE sql IMMUTABLE AS $$
+		SELECT ARRAY(SELECT r->>'id' FROM jsonb_array_elements(
+			CASE WHEN jsonb_typeof(trace->'included') = 'array' THEN trace->'included' ELSE '[]' END ||
+			CASE WHEN jsonb_typeof(trace->'excluded') = 'array' THEN trace->'excluded' ELSE '[]' END) AS r
+		WHERE jsonb_typeof(r) = 'object' AND r->>'id' IS NOT NULL) $$;
+	UPDATE turn_trace SET records = turn_trace_named(trace);
+	CREATE FUNCTION turn_trace_fill_records() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+	BEGIN
+		IF NEW.records = '{}' THEN
+			NEW.records := turn_trace_named(NEW.trace);
+		END IF;
+		RETURN NEW;
+	END $$;
+	CREATE TRIGGER turn_trace_fill_records BEFORE INSERT ON turn_trace
+		FOR EACH ROW EXECUTE FUNCTION turn_trace_fill_records();
 	CREATE INDEX turn_trace_by_record ON turn_trace USING gin (records);`,
 }
 

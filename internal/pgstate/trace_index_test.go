@@ -94,3 +94,37 @@ func TestMigrationIndexesTraces(t *testing.T) {
 		t.Errorf("the old trace's forgotten left-out row is %+v", r)
 	}
 }
+
+// TestTracesOfAnEarlierHostAreForgotten: a host of the version before the
+// records column, still running in a rolling upgrade, writes its traces
+// with its own INSERT, which leaves the column empty; they must still be
+// found by a forget and by the record's history.
+func TestTracesOfAnEarlierHostAreForgotten(t *testing.T) {
+	ctx := context.Background()
+	db := open(t, 1)[0]
+	tr := NewTraces(db)
+	old := coordinator.TurnTrace{Realm: "r", Identity: "alice", Session: "s", Kind: coordinator.TraceInject, At: time.Now().UTC(),
+		Included: []coordinator.TraceRecord{{ID: "gone", Title: "the secret"}}, Excluded: []coordinator.TraceRecord{}}
+	body, err := json.Marshal(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The earlier version's statement, without the records column.
+	if _, err := db.pool.Exec(ctx, db.q(`INSERT INTO turn_trace (realm, identity, session, at_ms, bytes, trace) VALUES ($1, $2, $3, $4, $5, $6)`),
+		old.Realm, old.Identity, old.Session, old.At.UnixMilli(), 0, string(body)); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := tr.Record(ctx, "r", nil, "gone", 10); err != nil || len(rec) != 1 {
+		t.Fatalf("the record's history: %d traces (%v), want the earlier host's one", len(rec), err)
+	}
+	if err := tr.Forget(ctx, "r", []string{"gone"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := tr.Session(ctx, "r", nil, "s", 10)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("the session's traces: %d (%v)", len(got), err)
+	}
+	if r := got[0].Included[0]; r.Title != "" || !r.Forgotten {
+		t.Errorf("after the record was forgotten, the earlier host's trace still shows %+v", r)
+	}
+}
