@@ -9,20 +9,25 @@ import (
 // line per key per every, the line carrying the count and calls since the
 // last. Past max keys its state is forgotten, which costs at most an extra
 // line per key. However many keys there are (identities, realms), at most
-// lines lines are due a minute: a line due past that is held back, its
-// key's count carried to its next line, and the next line logged says how
-// many were held back. Its zero value is unusable: set every, max and
-// lines.
+// lines lines are due a minute, and past them the first line of each
+// realm that had none this minute, up to fairLines more: one tenant's
+// flood then cannot hide another tenant's lines. A line due past both is
+// held back, its key's count carried to its next line, and the next line
+// logged says how many were held back. Its zero value is unusable: set
+// every, max, lines, fairLines and realm.
 type tallyLog[K comparable] struct {
-	every time.Duration
-	max   int
-	lines int
+	every     time.Duration
+	max       int
+	lines     int
+	fairLines int
+	realm     func(K) string
 
 	mu     sync.Mutex
 	seen   map[K]*tally
-	minute time.Time // when the current minute of lines began
-	used   int       // lines due in it
-	held   int       // lines held back since the last one due
+	minute time.Time       // when the current minute of lines began
+	used   int             // lines due in it
+	realms map[string]bool // the realms with a line due in it
+	held   int             // lines held back since the last one due
 }
 
 type tally struct {
@@ -53,10 +58,11 @@ func (l *tallyLog[K]) add(now time.Time, key K, n int) (count, calls, held int, 
 	if !t.last.IsZero() && now.Sub(t.last) < l.every {
 		return 0, 0, 0, false
 	}
-	if now.Sub(l.minute) >= tallyMinute {
-		l.minute, l.used = now, 0
+	if now.Sub(l.minute) >= tallyMinute || l.realms == nil {
+		l.minute, l.used, l.realms = now, 0, map[string]bool{}
 	}
-	if l.used >= l.lines {
+	realm := l.realm(key)
+	if l.used >= l.lines && (l.realms[realm] || l.used >= l.lines+l.fairLines) {
 		if !t.heldIn.Equal(l.minute) {
 			t.heldIn = l.minute
 			l.held++
@@ -64,6 +70,7 @@ func (l *tallyLog[K]) add(now time.Time, key K, n int) (count, calls, held int, 
 		return 0, 0, 0, false
 	}
 	l.used++
+	l.realms[realm] = true
 	count, calls, held = t.count, t.calls, l.held
 	t.last, t.count, t.calls, l.held = now, 0, 0, 0
 	return count, calls, held, true
