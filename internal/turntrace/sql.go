@@ -95,11 +95,15 @@ func (s *SQLStore) Session(ctx context.Context, realm string, identities []strin
 }
 
 func (s *SQLStore) Record(ctx context.Context, realm string, identities []string, id string, limit int) ([]coordinator.TurnTrace, error) {
+	match := matchAny([]string{id})
+	if match == "" {
+		return nil, nil
+	}
 	// The index folds case: the rows it finds are checked for the id.
 	rows, err := s.db.SQL().QueryContext(ctx, `SELECT trace FROM turn_trace
 		WHERE seq IN (SELECT rowid FROM turn_trace_records WHERE turn_trace_records MATCH ?) AND realm = ? AND `+ofIdentities+`
 		AND EXISTS (SELECT 1 FROM json_each(trace, '$.included') WHERE json_extract(value, '$.id') = ?)
-		ORDER BY seq DESC LIMIT ?`, matchAny([]string{id}), realm, identityList(identities), identityList(identities), id, limit)
+		ORDER BY seq DESC LIMIT ?`, match, realm, identityList(identities), identityList(identities), id, limit)
 	if err != nil {
 		return nil, s.db.Wrap("read turn trace", err)
 	}
@@ -122,10 +126,14 @@ func (s *SQLStore) Forget(ctx context.Context, realm string, ids []string) error
 	if len(ids) == 0 {
 		return nil
 	}
+	match := matchAny(ids)
+	if match == "" {
+		return nil
+	}
 	return s.db.Tx(ctx, "forget in turn trace", func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT seq, trace FROM turn_trace
 			WHERE seq IN (SELECT rowid FROM turn_trace_records WHERE turn_trace_records MATCH ?) AND realm = ?`,
-			matchAny(ids), realm)
+			match, realm)
 		if err != nil {
 			return err
 		}
@@ -166,15 +174,22 @@ func (s *SQLStore) Forget(ctx context.Context, realm string, ids []string) error
 	})
 }
 
-// matchAny is the FTS5 query for a trace naming any of ids, each quoted:
-// "AND" or "-x" is an id, not syntax.
+// matchAny is the FTS5 query for a trace naming any of ids, "" when none
+// can be named. The index keeps an sdk token (letters, digits, '-', '_',
+// '.') as one term; another character would split an id into a phrase,
+// which the index (detail=none) cannot answer. Every id a trace holds
+// passed that check, so an id failing it names no trace and is left out.
 func matchAny(ids []string) string {
 	var b strings.Builder
-	for i, id := range ids {
-		if i > 0 {
+	for _, id := range ids {
+		if sdk.ValidateID(id) != nil {
+			continue
+		}
+		if b.Len() > 0 {
 			b.WriteString(" OR ")
 		}
-		b.WriteString(`"` + strings.ReplaceAll(id, `"`, `""`) + `"`)
+		// Quoted: an id such as "AND" or "NEAR" is a term, not syntax.
+		b.WriteString(`"` + id + `"`)
 	}
 	return b.String()
 }

@@ -291,3 +291,27 @@ func TestTraceIndexMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestIDsNoTraceCanNameAreLeftOut: an id that is no sdk token would be a
+// phrase to the trace index, which answers phrases with an error; no
+// trace can hold one, so it is left out of the search and the rest of
+// the batch is still forgotten.
+func TestIDsNoTraceCanNameAreLeftOut(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	if err := s.Append(ctx, []coordinator.TurnTrace{tr("r", "s", time.Now().UTC(), "kept-id")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, odd := range []string{"x:y", "a b", "q/r/s", "::", `"q"`} {
+		if got, err := s.Record(ctx, "r", nil, odd, 10); err != nil || len(got) != 0 {
+			t.Errorf("Record(%q) = %d traces, %v; want none and no error", odd, len(got), err)
+		}
+	}
+	if err := s.Forget(ctx, "r", []string{"x:y", "kept-id", "a b"}); err != nil {
+		t.Fatalf("a forget naming ids no trace can hold: %v", err)
+	}
+	got, err := s.Record(ctx, "r", nil, "kept-id", 10)
+	if err != nil || len(got) != 1 || !got[0].Included[0].Forgotten {
+		t.Fatalf("after the forget, the record's trace is %+v (%v), want it forgotten", got, err)
+	}
+}
