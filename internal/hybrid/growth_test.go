@@ -10,6 +10,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -100,5 +101,28 @@ func TestLapsedRefusalsAreDroppedUnasked(t *testing.T) {
 	r.mu.Unlock()
 	if n > 2*perRound {
 		t.Fatalf("%d refusals kept after %d rounds of %d lapsed ones, want at most %d", n, rounds, perRound, 2*perRound)
+	}
+}
+
+// TestRefusalsAreLoggedOnceAMinute: a client writing records the embedder
+// refuses wrote one warning per record; a realm now logs refusals at most
+// once a minute, the line counting the records refused since.
+func TestRefusalsAreLoggedOnceAMinute(t *testing.T) {
+	var buf syncBuffer
+	eng := engine(t, newEmbedder("m1"), newStore(0), Options{Logger: hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Warn})})
+	r := eng.realm("default")
+	lines := func() int { return strings.Count(buf.String(), "the embedder refused or failed records") }
+	for i := range 1000 {
+		r.refuse(fmt.Sprint("rec", i), "m1", errors.New("input too long"))
+	}
+	if n := lines(); n != 1 {
+		t.Fatalf("1,000 refusals within a minute logged %d lines, want 1", n)
+	}
+	r.mu.Lock()
+	r.refusalLoggedAt = r.refusalLoggedAt.Add(-time.Minute)
+	r.mu.Unlock()
+	r.refuse("rec-last", "m1", errors.New("input too long"))
+	if n := lines(); n != 2 || !strings.Contains(buf.String(), "records=1000") {
+		t.Fatalf("a minute later: %d lines, want 2, the second counting the 1,000 refused since the first:\n%s", n, buf.String())
 	}
 }

@@ -149,6 +149,10 @@ type realm struct {
 	fallbacks map[string]int64
 	rate      float64   // records per second over the last drain
 	loggedAt  time.Time // the last fallback log line
+	// refusalLoggedAt is the last refusal's log line; refusalsSince the
+	// records refused since it, which the next line counts.
+	refusalLoggedAt time.Time
+	refusalsSince   int
 	// refused holds the records the embedder refused, by id: not asked
 	// again until the model changes or RefusalRetry has passed.
 	refused map[string]refusal
@@ -993,11 +997,18 @@ func (r *realm) struck(id, model string) bool {
 }
 
 // refuse remembers that model cannot embed record id, so it is not asked
-// again until the model changes or RefusalRetry has passed, and logs it
-// once.
+// again until the model changes or RefusalRetry has passed, and logs it at
+// most once a minute per realm, with the count since: a client writing
+// records the embedder refuses must not write a log line each.
 func (r *realm) refuse(id, model string, err error) {
 	r.mu.Lock()
-	r.refused[id] = refusal{model, time.Now()}
+	now := time.Now()
+	r.refused[id] = refusal{model, now}
+	r.refusalsSince++
+	n, log := r.refusalsSince, now.Sub(r.refusalLoggedAt) >= time.Minute
+	if log {
+		r.refusalLoggedAt, r.refusalsSince = now, 0
+	}
 	if len(r.refused) >= r.sweepAt {
 		// Doubling the threshold keeps the sweeps' cost to a constant per
 		// refusal, and the map within twice the refusals still in force.
@@ -1005,7 +1016,10 @@ func (r *realm) refuse(id, model string, err error) {
 		r.sweepAt = max(2*len(r.refused), minSweep)
 	}
 	r.mu.Unlock()
-	r.opts.Logger.Warn("the embedder refused or failed a record; it stays without a vector until asked again", "realm", r.cfg.Name, "record", id, "error", err)
+	if log {
+		r.opts.Logger.Warn("the embedder refused or failed records; they stay without a vector until asked again",
+			"realm", r.cfg.Name, "records", n, "last_record", id, "error", err)
+	}
 }
 
 // isZero reports whether v has no nonzero component.
