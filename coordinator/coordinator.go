@@ -136,14 +136,11 @@ func New(cfg Config, opts Options) (*Coordinator, error) {
 		cfg: cfg, env: env, defang: env.defang, providers: opts.Providers,
 		selector: opts.Selector, operators: opts.OperatorResolver, mobs: opts.MobResolver,
 		store: opts.Sessions, storeTime: opts.StoreTimeout, hostKey: slices.Clone(opts.HostKey), logger: opts.Logger, metrics: opts.Metrics, now: opts.Now,
-		trace:    opts.Trace,
-		sweeping: map[SessionKey]struct{}{},
-		skipLog: tallyLog[skipKey]{every: skipLogEvery, max: maxSkipLogKeys, lines: maxLogLines, fairLines: maxFairLogLines,
-			realm: func(k skipKey) string { return k.realm }},
-		defangLog: tallyLog[sdk.Identity]{every: defangLogEvery, max: maxDefangLogIdentities, lines: maxLogLines, fairLines: maxFairLogLines,
-			realm: func(id sdk.Identity) string { return id.Realm }},
-		scopeFaults: tallyLog[[2]string]{every: scopeFaultEvery, max: maxScopeFaultKeys, lines: maxLogLines, fairLines: maxFairLogLines,
-			realm: func(k [2]string) string { return k[0] }},
+		trace:       opts.Trace,
+		sweeping:    map[SessionKey]struct{}{},
+		skipLog:     newTallyLog(skipLogEvery, maxSkipLogKeys, func(k skipKey) string { return k.realm }),
+		defangLog:   newTallyLog(defangLogEvery, maxDefangLogIdentities, func(id sdk.Identity) string { return id.Realm }),
+		scopeFaults: newTallyLog(scopeFaultEvery, maxScopeFaultKeys, func(k [2]string) string { return k[0] }),
 	}
 	if c.store == nil {
 		c.store = NewMemoryStore(cfg.SessionCacheSize)

@@ -14,15 +14,6 @@ const defangLogEvery = time.Minute
 // state is forgotten, which costs at most an extra line per identity.
 const maxDefangLogIdentities = 4096
 
-// maxLogLines bounds the lines a minute of each rate-limited log, whatever
-// the identities or realms (tallyLog).
-const maxLogLines = 60
-
-// maxFairLogLines bounds the lines a minute past maxLogLines that go to
-// realms with no line yet that minute, so that one realm's flood cannot
-// hide another's (tallyLog).
-const maxFairLogLines = 540
-
 // logDefanged logs defang hit counts, at most one line per identity per
 // defangLogEvery; the line carries the hits and requests since the last
 // one. It never logs content.

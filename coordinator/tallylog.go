@@ -13,8 +13,7 @@ import (
 // realm that had none this minute, up to fairLines more: one tenant's
 // flood then cannot hide another tenant's lines. A line due past both is
 // held back, its key's count carried to its next line, and the next line
-// logged says how many were held back. Its zero value is unusable: set
-// every, max, lines, fairLines and realm.
+// logged says how many were held back. Make one with newTallyLog.
 type tallyLog[K comparable] struct {
 	every     time.Duration
 	max       int
@@ -28,6 +27,21 @@ type tallyLog[K comparable] struct {
 	used   int             // lines due in it
 	realms map[string]bool // the realms with a line due in it
 	held   int             // lines held back since the last one due
+}
+
+// maxLogLines bounds the lines a minute of each rate-limited log, whatever
+// the identities or realms.
+const maxLogLines = 60
+
+// maxFairLogLines bounds the lines a minute past maxLogLines that go to
+// realms with no line yet that minute, so that one realm's flood cannot
+// hide another's.
+const maxFairLogLines = 540
+
+// newTallyLog is a log of at most one line per key per every, remembering
+// maxKeys keys, whose keys fall in realm's realm.
+func newTallyLog[K comparable](every time.Duration, maxKeys int, realm func(K) string) tallyLog[K] {
+	return tallyLog[K]{every: every, max: maxKeys, lines: maxLogLines, fairLines: maxFairLogLines, realm: realm}
 }
 
 type tally struct {

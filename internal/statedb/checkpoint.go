@@ -29,8 +29,10 @@ const (
 	// checkpointEvery starts a pass whatever was counted: components
 	// writing through SQL() are not counted.
 	checkpointEvery = time.Second
-	// walBoundFrames (4 KiB pages) bounds the WAL under sustained writes.
+	// walBoundFrames (of walPageBytes) bounds the WAL under sustained
+	// writes.
 	walBoundFrames = 4096
+	walPageBytes   = 4096 // SQLite's default page size, which the state database keeps
 )
 
 type checkpointer struct {

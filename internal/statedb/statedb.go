@@ -48,14 +48,14 @@ var (
 // journal_size_limit cuts a WAL that grew past its bound (walBoundFrames
 // pages: a large transaction, a checkpoint held back) back to it when it
 // starts over; SQLite never shrinks it otherwise.
-const connPragmas = `
+var connPragmas = `
 PRAGMA journal_mode = WAL;
 PRAGMA synchronous = NORMAL;
 PRAGMA foreign_keys = ON;
 PRAGMA busy_timeout = 5000;
 PRAGMA temp_store = MEMORY;
 PRAGMA wal_autocheckpoint = 0;
-PRAGMA journal_size_limit = 16777216;
+PRAGMA journal_size_limit = ` + fmt.Sprint(walBoundFrames*walPageBytes) + `;
 `
 
 const driverName = "memhost-statedb"
