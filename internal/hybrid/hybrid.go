@@ -735,6 +735,9 @@ func (r *realm) recovered() {
 	r.mu.Lock()
 	was := r.failing
 	r.failing = false
+	if was {
+		r.state, r.lastErr = StateDraining, ""
+	}
 	r.mu.Unlock()
 	if was {
 		r.opts.Logger.Info("embedding backlog steps succeed again", "realm", r.cfg.Name)
@@ -765,7 +768,6 @@ func (r *realm) step(parent context.Context, after string) (int, int, string, er
 	if len(ids) == 0 {
 		return 0, 0, "", nil
 	}
-	r.setState(StateDraining, "")
 	start := time.Now()
 	recs, err := r.cfg.Records.Get(ctx, r.cfg.Name, ids)
 	if err != nil {
@@ -775,6 +777,14 @@ func (r *realm) step(parent context.Context, after string) (int, int, string, er
 	if len(recs) == 0 {
 		return len(ids), 0, ids[len(ids)-1], nil
 	}
+	// Only now: an idle realm's poll reads its refused records back, and
+	// must not show it draining while it does. A failing realm stays
+	// failing through its retries, until one succeeds.
+	r.mu.Lock()
+	if r.state != StateFailing {
+		r.state, r.lastErr = StateDraining, ""
+	}
+	r.mu.Unlock()
 	texts := make([]string, len(recs))
 	for i := range recs {
 		texts[i] = clip(documentText(recs[i]), info.MaxInputBytes)

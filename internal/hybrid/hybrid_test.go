@@ -133,6 +133,7 @@ type fakeStore struct {
 	records map[string]sdk.Record
 	vectors map[string]sdk.RecordVector
 	failPut error
+	onGet   func() // called by Get, outside the lock
 }
 
 func newStore(n int) *fakeStore {
@@ -190,6 +191,12 @@ func (s *fakeStore) MissingVectors(_ context.Context, _, model, after string, li
 }
 
 func (s *fakeStore) Get(_ context.Context, _ string, ids []string) ([]sdk.Record, error) {
+	s.mu.Lock()
+	onGet := s.onGet
+	s.mu.Unlock()
+	if onGet != nil {
+		onGet()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []sdk.Record
@@ -651,10 +658,30 @@ func TestRefusedRecordsAreLeftBehind(t *testing.T) {
 			if got {
 				t.Error("the bad record got a vector")
 			}
+			// The idle realm's polls read the bad record back; the status
+			// must not show the realm draining while they do (it did, and
+			// a status read then saw it so).
+			var states []string
+			var statesMu sync.Mutex
+			store.mu.Lock()
+			store.onGet = func() {
+				statesMu.Lock()
+				defer statesMu.Unlock()
+				states = append(states, eng.Status()[0].State)
+			}
+			store.mu.Unlock()
 			emb.mu.Lock()
 			before := emb.calls
 			emb.mu.Unlock()
 			time.Sleep(60 * time.Millisecond) // a dozen polls
+			statesMu.Lock()
+			for _, s := range states {
+				if s != StateIdle {
+					t.Errorf("a poll of the idle realm showed it %s", s)
+					break
+				}
+			}
+			statesMu.Unlock()
 			emb.mu.Lock()
 			after := emb.calls
 			emb.mu.Unlock()
@@ -757,6 +784,17 @@ func TestAnOutageRefusesNothing(t *testing.T) {
 			}
 			eng.Written("default")
 			eventually(t, "the backlog failing", func() bool { return eng.Status()[0].State == StateFailing })
+			// Each retry reads its page: the realm must show failing then
+			// too (it showed draining until the retry failed).
+			seen := map[string]bool{}
+			var seenMu sync.Mutex
+			store.mu.Lock()
+			store.onGet = func() {
+				seenMu.Lock()
+				defer seenMu.Unlock()
+				seen[eng.Status()[0].State] = true
+			}
+			store.mu.Unlock()
 			emb.mu.Lock()
 			before := emb.calls
 			emb.mu.Unlock()
@@ -768,6 +806,14 @@ func TestAnOutageRefusesNothing(t *testing.T) {
 			if st := eng.Status()[0]; st.Refused != 0 || st.State != StateFailing {
 				t.Fatalf("during the outage: %+v, want failing with nothing refused", st)
 			}
+			store.mu.Lock()
+			store.onGet = nil
+			store.mu.Unlock()
+			seenMu.Lock()
+			if len(seen) != 1 || !seen[StateFailing] {
+				t.Errorf("retries during the outage showed states %v, want failing only", seen)
+			}
+			seenMu.Unlock()
 			emb.set(func(f *fakeEmbedder) { tc.set(f, false) })
 			eventually(t, "every record embedded after the outage", func() bool { return store.withModel("m1") == 37 })
 			eventually(t, "the backlog idle", func() bool { return eng.Status()[0].State == StateIdle })
