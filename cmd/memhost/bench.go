@@ -25,6 +25,7 @@ import (
 	"github.com/memhost/memhost/internal/bench"
 	"github.com/memhost/memhost/internal/config"
 	"github.com/memhost/memhost/internal/pluginhost"
+	"github.com/memhost/memhost/internal/procstat"
 	"github.com/memhost/memhost/sdk"
 	memindex "github.com/memhost/memhost/sdk/index"
 	"github.com/spf13/cobra"
@@ -515,8 +516,8 @@ func (b *benchHost) embedQueries(ctx context.Context, realm string, queries []be
 func (b *benchHost) pluginRSS() map[string]int64 {
 	out := map[string]int64{}
 	for _, st := range b.h.supervisor.Status() {
-		if st.Pid > 0 {
-			out[st.Instance] = rssOf(st.Pid)
+		if rss, ok := procstat.Resident(st.Pid); ok {
+			out[st.Instance] = rss
 		}
 	}
 	return out
@@ -534,8 +535,8 @@ func (b *benchHost) cpuTime() (time.Duration, int) {
 	}
 	total, ticked := time.Duration(ru.Utime.Nano()+ru.Stime.Nano()), 0
 	for _, st := range b.h.supervisor.Status() {
-		if st.Pid > 0 {
-			total += cpuOf(st.Pid)
+		if cpu, ok := procstat.CPU(st.Pid); ok {
+			total += cpu
 			ticked++
 		}
 	}
@@ -547,54 +548,7 @@ func (b *benchHost) cpuTime() (time.Duration, int) {
 // time is read in whole ticks, so up to a tick of each may be missing,
 // and that is over a tenth of spent.
 func coarseCPU(spent time.Duration, ticked int) bool {
-	return time.Duration(ticked)*clockTick*10 > spent
-}
-
-// clockTick is the unit of /proc/<pid>/stat's times: USER_HZ, 100 on every
-// Linux this runs on.
-const clockTick = 10 * time.Millisecond
-
-// cpuOf reads a process's user and system time from /proc (0 where /proc
-// is not there).
-func cpuOf(pid int) time.Duration {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	return statCPU(data)
-}
-
-// statCPU reads utime and stime from the text of a /proc/<pid>/stat.
-func statCPU(data []byte) time.Duration {
-	// The command name, in parentheses, may hold spaces: fields are
-	// counted after its closing one. utime and stime are fields 14 and 15.
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(data[i+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * clockTick
-}
-
-// rssOf reads a process's resident set size from /proc (0 where /proc
-// is not there).
-func rssOf(pid int) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
+	return time.Duration(ticked)*procstat.ClockTick*10 > spent
 }
 
 // progressLine reports progress on w at most every tenth.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +47,15 @@ func TestMetricsAfterASkippedInjection(t *testing.T) {
 	}
 	if !regexp.MustCompile(`memhost_plugin_restarts_total\{instance="main",kind="provider",plugin="sqlite"\} 0`).MatchString(text) {
 		t.Errorf("/metrics has no restart counter:\n%s", grepLines(text, "memhost_plugin_restarts"))
+	}
+	// The provider's process, its index in memory: a megabyte or more.
+	if m := regexp.MustCompile(`memhost_plugin_resident_memory_bytes\{instance="main",kind="provider",plugin="sqlite"\} ([0-9.e+]+)`).FindStringSubmatch(text); m == nil {
+		t.Errorf("/metrics has no plugin memory:\n%s", grepLines(text, "memhost_plugin_resident"))
+	} else if rss, err := strconv.ParseFloat(m[1], 64); err != nil || rss < 1<<20 {
+		t.Errorf("plugin memory %s, want a megabyte or more", m[1])
+	}
+	if !regexp.MustCompile(`memhost_plugin_cpu_seconds_total\{instance="main",kind="provider",plugin="sqlite"\} [0-9.e+-]+\n`).MatchString(text) {
+		t.Errorf("/metrics has no plugin CPU time:\n%s", grepLines(text, "memhost_plugin_cpu"))
 	}
 	if !strings.Contains(text, "\nmemhost_trace_dropped_total 0\n") {
 		t.Errorf("/metrics has no count of dropped turn traces:\n%s", grepLines(text, "memhost_trace"))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/internal/hybrid"
+	"github.com/memhost/memhost/internal/procstat"
 	"github.com/memhost/memhost/sdk"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -143,14 +144,20 @@ var _ coordinator.Metrics = (*Metrics)(nil)
 var (
 	pluginUpDesc       = prometheus.NewDesc("memhost_plugin_up", "1 when the plugin instance's process is up.", []string{"instance", "kind", "plugin"}, nil)
 	pluginRestartsDesc = prometheus.NewDesc("memhost_plugin_restarts_total", "Restarts of the plugin instance after a crash.", []string{"instance", "kind", "plugin"}, nil)
+	pluginResidentDesc = prometheus.NewDesc("memhost_plugin_resident_memory_bytes", "Resident memory of the plugin instance's process (Linux only).", []string{"instance", "kind", "plugin"}, nil)
+	pluginCPUDesc      = prometheus.NewDesc("memhost_plugin_cpu_seconds_total", "User and system CPU time of the plugin instance's current process (Linux only); a restart starts it again from 0.", []string{"instance", "kind", "plugin"}, nil)
 )
 
-// pluginCollector reads plugin status at scrape time.
+// pluginCollector reads plugin status at scrape time, and each plugin
+// process's memory and CPU from /proc: the process collector covers the
+// host alone, and a provider's index is most of a deployment's memory.
 type pluginCollector struct{ plugins Plugins }
 
 func (c pluginCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- pluginUpDesc
 	ch <- pluginRestartsDesc
+	ch <- pluginResidentDesc
+	ch <- pluginCPUDesc
 }
 
 func (c pluginCollector) Collect(ch chan<- prometheus.Metric) {
@@ -161,6 +168,15 @@ func (c pluginCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(pluginUpDesc, prometheus.GaugeValue, up, st.Instance, string(st.Kind), st.Plugin)
 		ch <- prometheus.MustNewConstMetric(pluginRestartsDesc, prometheus.CounterValue, float64(st.Restarts), st.Instance, string(st.Kind), st.Plugin)
+		if st.Pid <= 0 {
+			continue // not running
+		}
+		if rss, ok := procstat.Resident(st.Pid); ok {
+			ch <- prometheus.MustNewConstMetric(pluginResidentDesc, prometheus.GaugeValue, float64(rss), st.Instance, string(st.Kind), st.Plugin)
+		}
+		if cpu, ok := procstat.CPU(st.Pid); ok {
+			ch <- prometheus.MustNewConstMetric(pluginCPUDesc, prometheus.CounterValue, cpu.Seconds(), st.Instance, string(st.Kind), st.Plugin)
+		}
 	}
 }
 
