@@ -148,7 +148,11 @@ directory per provider) and measure, per provider:
     rank i by log2(i) from rank 2 (ranks 1 and 2 weigh alike) where this
     one uses the standard log2(i+1); the report gives NDCG@10 both ways.
 
-Results are printed as Markdown. Runs are reproducible with --seed.`,
+Results are printed as Markdown. Runs are reproducible with --seed. A
+write answered 503 or 504 (a loaded machine) is tried again, up to three
+times, as any client may; a provider's run that still fails is reported
+at the end, after what the other runs measured, and the command exits
+non-zero.`,
 		Example: `  memhost bench --quick
   memhost bench --providers sqlite --sizes 100000 --out docs/bench-run.md`,
 		Args: cobra.NoArgs,
@@ -423,7 +427,9 @@ func (b *benchHost) Remember(ctx context.Context, realm string, recs []bench.Rec
 	var out struct {
 		IDs []string `json:"ids"`
 	}
-	err := b.post(ctx, "/v1/records", map[string]any{"realm": realm, "records": recs}, &out)
+	err := retried(ctx, func() error {
+		return b.post(ctx, "/v1/records", map[string]any{"realm": realm, "records": recs}, &out)
+	})
 	return out.IDs, err
 }
 
@@ -636,10 +642,17 @@ func runBench(ctx context.Context, o benchOptions, w, progress io.Writer) error 
 		}
 		latencies = append(latencies, row)
 	}
+	// A run that fails leaves the others' figures to report: a long run
+	// must not lose an hour's measurements to one provider's failure.
+	var failed []error
 	for _, p := range providers {
 		for _, v := range o.variants(p) {
 			if err := benchVariantRun(ctx, p, v, samples, questions, progress, &latencies, &facts, retrieval, lme); err != nil {
-				return err
+				if ctx.Err() != nil {
+					return err
+				}
+				fmt.Fprintf(progress, "bench: %s failed; going on with the rest: %v\n", v.label, err)
+				failed = append(failed, err)
 			}
 		}
 	}
@@ -687,7 +700,18 @@ func runBench(ctx context.Context, o benchOptions, w, progress io.Writer) error 
 		writeNotRun(w, "LongMemEval-S retrieval", "LongMemEval", o.longMemEval, longMemEvalSource)
 	}
 	writeLongMemEval(w, lme)
-	return runRetention(ctx, o, w, progress)
+	if err := runRetention(ctx, o, w, progress); err != nil {
+		failed = append(failed, fmt.Errorf("retention: %w", err))
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\n## Runs that failed\n\nTheir rows above are those measured before the failure, or none.\n\n")
+	for _, err := range failed {
+		fmt.Fprintf(w, "- %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+	}
+	// Each failure was on the progress stream when it happened.
+	return fmt.Errorf("%d of the bench's runs failed; the report lists them after what the others measured", len(failed))
 }
 
 // writeNotRun writes a report section saying it was not run because the
@@ -928,6 +952,9 @@ func lexicalOf(q sdk.RecallQuery) sdk.RecallQuery {
 func benchVariantRun(ctx context.Context, p string, v benchVariant, samples []bench.Sample, questions []bench.LongMemEval, progress io.Writer,
 	latencies *[]bench.Latency, facts *[]hostFacts, retrieval map[string][]bench.Retrieval, lme map[string][]bench.LMEScore) error {
 	o := v.o
+	// Each part runs on a host of its own: one that fails leaves the
+	// others to run and report.
+	var errs []error
 	for _, n := range o.sizes {
 		corpus := bench.NewCorpus(o.seed, n, o.queries)
 		err := inFreshHost(ctx, o, p, func(b *benchHost) error {
@@ -936,25 +963,36 @@ func benchVariantRun(ctx context.Context, p string, v benchVariant, samples []be
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("%s at %d records: %w", v.label, n, err)
+			errs = append(errs, fmt.Errorf("%s at %d records: %w", v.label, n, err))
+			if ctx.Err() != nil || errors.Is(err, errHostStart) {
+				return errors.Join(errs...)
+			}
 		}
 	}
 	if len(samples) > 0 {
+		var res []bench.Retrieval
 		err := inFreshHost(ctx, o, p, func(b *benchHost) (err error) {
-			retrieval[v.label], err = bench.EvaluateLoCoMo(ctx, b, samples, progressLine(progress, v.label+" LoCoMo questions"))
+			res, err = bench.EvaluateLoCoMo(ctx, b, samples, progressLine(progress, v.label+" LoCoMo questions"))
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("%s LoCoMo: %w", v.label, err)
+			errs = append(errs, fmt.Errorf("%s LoCoMo: %w", v.label, err))
+			if ctx.Err() != nil || errors.Is(err, errHostStart) {
+				return errors.Join(errs...)
+			}
+		} else {
+			retrieval[v.label] = res
 		}
 	}
 	if len(questions) > 0 {
-		var err error
-		if lme[v.label], err = benchLongMemEval(ctx, o, p, v.label, questions, progress); err != nil {
-			return err
+		res, err := benchLongMemEval(ctx, o, p, v.label, questions, progress)
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			lme[v.label] = res
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // inFreshHost runs fn on a bench host of its own for provider p (its own
@@ -967,11 +1005,15 @@ func inFreshHost(ctx context.Context, o benchOptions, p string, fn func(*benchHo
 	defer pg.drop(ctx)
 	b, err := startBenchHostOn(ctx, o, p, pg)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errHostStart, err)
 	}
 	defer b.close()
 	return fn(b)
 }
+
+// errHostStart is a bench host that did not start: the provider's other
+// parts would fail the same way, so its run stops there.
+var errHostStart = errors.New("the bench host did not start")
 
 // Settle waits until realm's records are embedded (bench.Settler).
 func (b *benchHost) Settle(ctx context.Context, realm string) error {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -206,5 +207,33 @@ func TestExcerptsOf(t *testing.T) {
 		if got := excerptsOf(c.injected, c.ids); !slices.Equal(got, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestBenchGoesOnAfterAFailedRun: a provider's run that fails (here its
+// plugin is missing) leaves the other providers' figures in the report,
+// lists the failure after them, and fails the command; the failed
+// provider's other parts are not tried against a host that cannot start.
+func TestBenchGoesOnAfterAFailedRun(t *testing.T) {
+	t.Parallel()
+	out, err := runCLI(t, []string{"TMPDIR=" + testbin.ShortTempDir(t)}, "bench", "--plugin-dir", testbin.PluginDir(t, "sqlite"), "--providers", "bleve,sqlite",
+		"--sizes", "200", "--queries", "10", "--clients", "1", "--locomo", "", "--longmemeval", "", "--retention=false")
+	if err == nil {
+		t.Fatalf("bench with a missing plugin succeeded:\n%s", out)
+	}
+	if !strings.Contains(out, "| sqlite | 200 | inject | http | 1 |") {
+		t.Errorf("the sqlite rows are missing after bleve failed:\n%s", out)
+	}
+	failed, _, found := strings.Cut(out, "## Runs that failed")
+	if !found || strings.Contains(failed, "| bleve |") {
+		t.Errorf("no failure section, or bleve rows:\n%s", out)
+	}
+	_, section, _ := strings.Cut(out, "## Runs that failed")
+	if n := strings.Count(section, "\n- bleve"); n != 1 {
+		t.Errorf("%d bleve failures listed, want 1 (its host cannot start; nothing else is tried):\n%s", n, section)
+	}
+	var ce *cliError
+	if !errors.As(err, &ce) || !strings.Contains(ce.stderr, "1 of the bench's runs failed") {
+		t.Errorf("error %v, want one failed run named", err)
 	}
 }

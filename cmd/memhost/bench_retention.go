@@ -131,11 +131,6 @@ func runRetention(ctx context.Context, o benchOptions, w, progress io.Writer) er
 // retentionHost is a bench host that compacts.
 type retentionHost struct{ *benchHost }
 
-// compactAttempts bounds the tries of one compaction: on this loaded
-// machine a provider write can outlast the host's 30 s request timeout,
-// and a compaction is safe to retry (its archive write is idempotent).
-const compactAttempts = 3
-
 // Compact implements bench.CompactTarget.
 func (h retentionHost) Compact(ctx context.Context, realm, identity, conversation string, evicted []bench.Message) (string, error) {
 	var out struct {
@@ -144,15 +139,45 @@ func (h retentionHost) Compact(ctx context.Context, realm, identity, conversatio
 		} `json:"artifact"`
 	}
 	body := map[string]any{"identity": map[string]string{"realm": realm, "id": identity}, "evicted": evicted}
+	err := retried(ctx, func() error {
+		return h.post(ctx, "/v1/conversations/"+conversation+"/compact", body, &out)
+	})
+	return out.Artifact.Content, err
+}
+
+// writeAttempts bounds the tries of a bench write that is safe to retry:
+// a duplicate record answers the existing id, and a compaction's archive
+// write is idempotent. On a loaded machine a provider write can outlast
+// the host's request timeout, and one 504 failed a whole run.
+const writeAttempts = 3
+
+// writeRetryWait is the wait before a write's second try, doubled before
+// each later one.
+var writeRetryWait = time.Second
+
+// retried runs post until it succeeds, fails other than with 503 or 504,
+// or has been tried writeAttempts times.
+func retried(ctx context.Context, post func() error) error {
+	wait := writeRetryWait
 	var err error
-	for range compactAttempts {
-		err = h.post(ctx, "/v1/conversations/"+conversation+"/compact", body, &out)
+	for attempt := range writeAttempts {
+		if attempt > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return err
+			case <-t.C:
+			}
+			wait *= 2
+		}
+		err = post()
 		var he *benchHTTPError
 		if !errors.As(err, &he) || (he.status != http.StatusServiceUnavailable && he.status != http.StatusGatewayTimeout) {
-			break
+			return err
 		}
 	}
-	return out.Artifact.Content, err
+	return err
 }
 
 // benchHTTPError is a bench request answered with a status other than 200.

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/memhost/memhost/internal/bench"
+)
+
+// TestBenchWritesRetry: a bench write answered 503 or 504 (a provider
+// write outlasting the host's timeout on a loaded machine) is tried again,
+// up to writeAttempts times, since a duplicate record answers the
+// existing id; any other failure is not retried.
+func TestBenchWritesRetry(t *testing.T) {
+	defer func(w time.Duration) { writeRetryWait = w }(writeRetryWait)
+	writeRetryWait = time.Millisecond
+	for _, tc := range []struct {
+		name     string
+		statuses []int // answered in turn, then 200
+		tries    int
+		ok       bool
+	}{
+		{"at once", nil, 1, true},
+		{"after two timeouts", []int{504, 503}, 3, true},
+		{"timeouts throughout", []int{504, 504, 504, 504}, writeAttempts, false},
+		{"bad request", []int{400}, 1, false},
+		{"server error", []int{500}, 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var tries atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				n := int(tries.Add(1))
+				if n <= len(tc.statuses) {
+					http.Error(w, `{"error":{"code":"deadline_exceeded"}}`, tc.statuses[n-1])
+					return
+				}
+				fmt.Fprint(w, `{"ids":["r1"]}`)
+			}))
+			defer srv.Close()
+			b := &benchHost{base: srv.URL, client: srv.Client()}
+			ids, err := b.Remember(context.Background(), "default", []bench.Record{{Scope: "realm", Body: "x"}})
+			if int(tries.Load()) != tc.tries || (err == nil) != tc.ok {
+				t.Fatalf("%d tries, error %v; want %d tries, success %v", tries.Load(), err, tc.tries, tc.ok)
+			}
+			if tc.ok && (len(ids) != 1 || ids[0] != "r1") {
+				t.Fatalf("ids %q, want [r1]", ids)
+			}
+		})
+	}
+}
+
+// TestBenchRetryEndsWithItsContext: a write waiting to be tried again
+// gives up when its caller's context ends.
+func TestBenchRetryEndsWithItsContext(t *testing.T) {
+	defer func(w time.Duration) { writeRetryWait = w }(writeRetryWait)
+	writeRetryWait = time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	var tries atomic.Int32
+	done := make(chan error, 1)
+	go func() {
+		done <- retried(ctx, func() error {
+			tries.Add(1)
+			return &benchHTTPError{path: "/v1/records", status: 504}
+		})
+	}()
+	for tries.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil || tries.Load() != 1 {
+			t.Fatalf("after cancel: %v after %d tries, want the 504 after 1", err, tries.Load())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the retry kept waiting after its context ended")
+	}
+}
