@@ -528,7 +528,10 @@ func (f embedderFunc) Embed(ctx context.Context, r sdk.EmbedRequest) ([][]float3
 func TestUnlistedRealmsStartOnFirstUse(t *testing.T) {
 	emb := newEmbedder("m1")
 	stores := map[string]*fakeStore{"acme": newStore(5), "globex": newStore(5), "initech": newStore(5)}
-	eng, err := New(nil, Options{Poll: 5 * time.Millisecond, MaxRealms: 2, Unlisted: func(name string) (Realm, bool) {
+	// The query's budget is not what this test is about: the default
+	// 250 ms, spent on two goroutines' scheduling under the race detector
+	// on a loaded machine, would make the recall lexical.
+	eng, err := New(nil, Options{Poll: 5 * time.Millisecond, QueryTimeout: time.Hour, MaxRealms: 2, Unlisted: func(name string) (Realm, bool) {
 		s, ok := stores[name]
 		return Realm{Name: name, Embedder: emb, Vectors: s, Records: s}, ok
 	}})
