@@ -676,7 +676,13 @@ func TestRefusedRecordsAreLeftBehind(t *testing.T) {
 			emb.mu.Lock()
 			before := emb.calls
 			emb.mu.Unlock()
-			time.Sleep(60 * time.Millisecond) // a dozen polls
+			// Three polls read the bad record back (waited for, not slept
+			// for: a slow machine may run none in a fixed time).
+			eventually(t, "three polls of the idle realm", func() bool {
+				statesMu.Lock()
+				defer statesMu.Unlock()
+				return len(states) >= 3
+			})
 			statesMu.Lock()
 			for _, s := range states {
 				if s != StateIdle {
