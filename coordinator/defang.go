@@ -53,7 +53,11 @@ const (
 // the tag names become defanged_memory_observation and
 // defanged_conversation_summary, the token words defanged-mem-token (a
 // token written exactly so is not live), and each line holding the header
-// phrase gets a "[defanged] " prefix. The output holds no live marker, so
+// phrase gets a "[defanged] " prefix. The same views are read for
+// chat-template special tokens (<|im_start|>, [INST], <<SYS>>, ...), each
+// replaced by "[defanged NAME]", and for lines opening a system turn
+// ("### System:", a JSON "role": "system"), which get the prefix too (see
+// defang_shapes.go). The output holds no live marker, so
 // defanging it again changes nothing. A Defanger is immutable and safe
 // for concurrent use.
 type Defanger struct {
@@ -108,9 +112,10 @@ func (d *Defanger) DefangContent(c Content) (Content, int) {
 }
 
 // maxPasses bounds the passes of defangTexts. One pass neutralises every
-// tag and token; a second is needed only when a replacement swallowed the
-// line break before a header phrase, whose line then starts elsewhere.
-const maxPasses = 4
+// tag and token; another is needed when a replacement swallowed the
+// line break before a header phrase, whose line then starts elsewhere,
+// and when a chat-template token held a marker (mergeShapes).
+const maxPasses = 6
 
 // defangTexts defangs texts in place, matched as if joined by line
 // breaks, and answers the number of hits.
@@ -161,6 +166,15 @@ func (d *Defanger) plan(s string) []edit {
 		hits = append(hits, match{p, start, end, line})
 	}
 	d.all.scan(s, false, direct)
+	// Chat-template tokens and role headers (defang_shapes.go), on the
+	// same views.
+	var (
+		shapes    []edit
+		roleLines []int
+	)
+	scanShapes(s, func(start, end int, text string) {
+		shapes = append(shapes, edit{start, end, text})
+	}, func(line int) { roleLines = append(roleLines, line) })
 	if strings.IndexByte(s, '&') >= 0 {
 		d.all.scan(s, true, direct)
 	}
@@ -194,6 +208,19 @@ func (d *Defanger) plan(s string) []edit {
 			hits = append(hits, m)
 		}
 		d.all.scan(view, false, mapped)
+		var roles lineCursor
+		scanShapes(view, func(start, end int, text string) {
+			shapes = append(shapes, edit{viewSpan(start, from, cuts).start, viewSpan(end-1, from, cuts).end, text})
+		}, func(line int) {
+			// The line in s, and the view's line an escaped line break
+			// or a block's tag starts (marked after it, as the header's).
+			roleLines = append(roleLines, roles.lineOf(s, viewSpan(line, from, cuts).start))
+			if line > 0 {
+				if at := viewSpan(line-1, from, cuts).end; at > roleLines[len(roleLines)-1] {
+					roleLines = append(roleLines, at)
+				}
+			}
+		})
 	}
 	base, baseFrom := s, []span(nil)
 	for _, l := range decodedLayers(s) {
@@ -246,6 +273,10 @@ func (d *Defanger) plan(s string) []edit {
 		tags = append(tags, edit{h.start, h.end, text})
 		last = h.end
 	}
+	if len(shapes) > 0 {
+		tags = mergeShapes(tags, shapes)
+	}
+	lines = append(lines, roleLines...)
 	if len(lines) == 0 {
 		return tags
 	}
@@ -267,6 +298,33 @@ func (d *Defanger) plan(s string) []edit {
 			continue
 		}
 		out = append(out, edit{line, line, defangedPrefix})
+	}
+	return append(out, tags[k:]...)
+}
+
+// mergeShapes merges the template tokens' edits (defang_shapes.go) into
+// the markers' (sorted, not overlapping). The views may find one token more
+// than once; of overlapping ones the first and longest is kept. A token
+// overlapping a marker is left to the next pass: the marker's replacement
+// comes first, since a token's replacement spells its word again
+// ("<|memhost_memory_observation|>" is a tag, then a token).
+func mergeShapes(tags, shapes []edit) []edit {
+	slices.SortFunc(shapes, func(a, b edit) int { return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(b.end, a.end)) })
+	out := make([]edit, 0, len(tags)+len(shapes))
+	k, last := 0, 0
+	for _, e := range shapes {
+		if e.start < last {
+			continue
+		}
+		for k < len(tags) && tags[k].end <= e.start {
+			out = append(out, tags[k])
+			k++
+		}
+		if k < len(tags) && tags[k].start < e.end {
+			continue // overlaps a marker
+		}
+		out = append(out, e)
+		last = e.end
 	}
 	return append(out, tags[k:]...)
 }

@@ -6,8 +6,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 )
+
+// literalTemplateToken is a chat-template token written plainly: <|word|>.
+var literalTemplateToken = regexp.MustCompile(`<\|[a-z_]+\|>`)
 
 // devTexts are the development conversations beside the repository
 // (../shared/data, as the bench reads them), each turn once.
@@ -86,14 +91,29 @@ func TestDefangFalsePositives(t *testing.T) {
 			t.Logf("%s: not on this machine", name)
 			continue
 		}
-		touched, bytes := 0, 0
+		touched, tokens, bytes := 0, 0, 0
 		for _, s := range texts {
 			bytes += len(s)
-			if out, hits := d.Defang(s); hits > 0 || out != s {
-				touched++
-				t.Errorf("%s: an ordinary turn was defanged: %.200q", name, s)
+			out, hits := d.Defang(s)
+			if hits == 0 && out == s {
+				continue
 			}
+			// A turn holding a chat template's special token as written
+			// (LongMemEval has a few generated turns with a Llama 3
+			// "<|end_header_id|>" left in) is defanged by design; it
+			// must then hold no other change.
+			if literal := literalTemplateToken.FindAllString(s, -1); len(literal) > 0 {
+				want := literalTemplateToken.ReplaceAllStringFunc(s, func(tok string) string {
+					return "[defanged " + strings.Trim(tok, "<|>") + "]"
+				})
+				if out == want && hits == len(literal) {
+					tokens++
+					continue
+				}
+			}
+			touched++
+			t.Errorf("%s: an ordinary turn was defanged: %.200q", name, s)
 		}
-		t.Logf("%s: defanging touched %d of %d turns (%d bytes)", name, touched, len(texts), bytes)
+		t.Logf("%s: defanging touched %d of %d turns (%d bytes); %d more held a chat template's token as written", name, touched, len(texts), bytes, tokens)
 	}
 }

@@ -64,6 +64,7 @@ func TestDefang(t *testing.T) {
 	cases = append(cases, escapeCases...)
 	cases = append(cases, attackCases...)
 	cases = append(cases, symbolLeetCases...)
+	cases = append(cases, shapeCases...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			header := tc.header
@@ -295,6 +296,12 @@ func FuzzDefang(f *testing.F) {
 	}
 	for _, tc := range symbolLeetCases {
 		f.Add(tc.in)
+	}
+	for _, tc := range shapeCases {
+		f.Add(tc.in)
+	}
+	for _, in := range benignShapeCases {
+		f.Add(in)
 	}
 	d := mustDefanger(f, "Agent memory")
 	f.Fuzz(func(t *testing.T, s string) {
