@@ -45,7 +45,10 @@ const (
 // ‗, ˍ, ー, U+1680, dashes, zero-width and bidi characters, combining
 // marks) is dropped. Unicode tag characters read as the ASCII they
 // encode. A letter whose sound differs from its shape (Cyrillic Н) is read
-// both ways, and markup (tags, comments, CDATA openings) is also read as
+// both ways, a letter a faux-Latin alphabet writes a Latin letter with
+// (Я for R, ᑎ for N, 𐌌 for M; lookLetters) as that letter too, a leet
+// spelling of several characters (|\/| for m; leetSpellings) as its
+// letter too, and markup (tags, comments, CDATA openings) is also read as
 // nothing. A marker is its words in order with any run of
 // separators between them, none included: mem‗token, mem token,
 // mem-_-token and memtoken all read as mem-token. Each match is
@@ -566,11 +569,23 @@ func newMatcher(patterns []string) (*matcher, error) {
 			m.idle[c] = 2
 		case c == '&': // may open a character reference
 		case leadingSound(byte(c)) >= 0 && m.step(0, leadingSound(byte(c))) != 0: // may start one by its sound
+		case m.startsBySpelling(byte(c)): // may start one as a leet spelling's letter
 		case c <= ' ' || c == 0x7f || folds[c].n == 0 || m.step(0, folds[c].units[0]) == 0:
 			m.idle[c] = 1
 		}
 	}
 	return m, nil
+}
+
+// startsBySpelling reports whether a leet spelling starting with c
+// (leetSpellings) may start a match.
+func (m *matcher) startsBySpelling(c byte) bool {
+	for _, sp := range leetSpellingsFrom()[c] {
+		if m.step(0, sp.units[0]) != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // step follows one rune from state s.
@@ -610,6 +625,13 @@ type scanner struct {
 	starts, lines [maxPatternUnits]int
 	alts          []branch // alternative readings, none at state 0 or at the main branch's
 	forks, spare  []branch
+	forkAlt       []int         // the alternative each fork reads (letter)
+	alternatives  []alternative // the readings of the character read
+	buf           readingBuf    // holds them
+	// leetEnd is the end of the latest leet spelling of several
+	// characters (leetSpellings) read: a letter or digit before it is
+	// part of one, and is also read as nothing.
+	leetEnd int
 	// held is, by state, the branch there: heldByMain, an alternative's
 	// index plus one, or 0 for none.
 	held []int32
@@ -766,28 +788,37 @@ func (sc *scanner) worthForking(b *branch, units []rune, line int) bool {
 	return forkLine > sc.lineOf(holder)
 }
 
+// alternative is one reading of a character other than its shape: its
+// units (none: read as nothing) and the end of the text it covers, which
+// may lie past the character ("()" and the leet spellings of
+// leetSpellings cover several).
+type alternative struct {
+	units []rune
+	end   int
+}
+
 // letter feeds one character spanning [start, end), read as shape and,
-// when it has a second reading, as sound too: every branch, the main one
-// included, forks into one that reads it by its sound.
-func (sc *scanner) letter(shape, sound []rune, start, end, line int, hit func(p, start, end, line int)) {
-	if sound == nil {
+// when it has other readings (its sound, its look, the letter a leet
+// spelling starting there spells, or nothing), as each of those too:
+// every branch, the main one included, forks into one that reads it so.
+func (sc *scanner) letter(shape []rune, alts []alternative, start, end, line int, hit func(p, start, end, line int)) {
+	if len(alts) == 0 {
 		for _, f := range shape {
 			sc.unit(f, start, end, line, hit)
 		}
 		return
 	}
 	forks := sc.forks[:0]
+	sc.forkAlt = sc.forkAlt[:0]
 	clear(sc.held)
 	sc.held[sc.main.state] = heldByMain
 	for k, b := range sc.alts {
 		sc.held[b.state] = int32(k + 1)
 	}
-	if sc.worthForking(&sc.main, sound, line) {
-		forks = append(forks, sc.fork(sc.main.state, sc.main.units, sc.main.starts, sc.main.lines))
-	}
-	for k := range sc.alts {
-		if b := &sc.alts[k]; sc.worthForking(b, sound, line) {
-			forks = append(forks, sc.fork(b.state, b.units, b.starts, b.lines))
+	for k, alt := range alts {
+		forks = sc.forksFor(forks, alt.units, line, len(shape) > 0)
+		for len(sc.forkAlt) < len(forks) {
+			sc.forkAlt = append(sc.forkAlt, k)
 		}
 	}
 	for _, f := range shape {
@@ -797,12 +828,38 @@ func (sc *scanner) letter(shape, sound []rune, start, end, line int, hit func(p,
 		return // no branch moved (a mark read as nothing or as a letter that leads nowhere new)
 	}
 	for i := range forks {
-		for _, f := range sound {
-			sc.advance(&forks[i], f, start, end, line, hit)
+		alt := alts[sc.forkAlt[i]]
+		for _, f := range alt.units {
+			sc.advance(&forks[i], f, start, alt.end, line, hit)
 		}
 	}
 	sc.alts = sc.settle(append(sc.alts, forks...))
 	sc.forks = forks[:0]
+}
+
+// forksFor appends to forks a fork of each branch worth forking into one
+// that reads units. Reading nothing is worth it for a branch holding a
+// partial match when the shape moves it (moves is true): the fork stays
+// where the branch was.
+func (sc *scanner) forksFor(forks []branch, units []rune, line int, moves bool) []branch {
+	if sc.worth(&sc.main, units, line, moves) {
+		forks = append(forks, sc.fork(sc.main.state, sc.main.units, sc.main.starts, sc.main.lines))
+	}
+	for k := range sc.alts {
+		if b := &sc.alts[k]; sc.worth(b, units, line, moves) {
+			forks = append(forks, sc.fork(b.state, b.units, b.starts, b.lines))
+		}
+	}
+	return forks
+}
+
+// worth reports whether b is worth forking into one that reads units
+// (see forksFor).
+func (sc *scanner) worth(b *branch, units []rune, line int, moves bool) bool {
+	if len(units) == 0 {
+		return moves && b.state != 0
+	}
+	return sc.worthForking(b, units, line)
 }
 
 // scan reports every match in order of its end: the pattern, the byte
@@ -827,7 +884,8 @@ func (m *matcher) scan(s string, literally bool, hit func(p, start, end, line in
 	}
 	folds := asciiFolds()
 	sounds := asciiSounds()
-	var buf readingBuf
+	spellingsFrom := leetSpellingsFrom()
+	sc.leetEnd = 0
 	line := 0
 	for i := 0; i < len(s); {
 		if sc.main.state == 0 && len(sc.alts) == 0 {
@@ -861,31 +919,40 @@ func (m *matcher) scan(s string, literally bool, hit func(p, start, end, line in
 					continue
 				}
 			}
+			// Its readings other than its shape: a symbol that stands for
+			// a letter is a separator by its shape and that letter by
+			// its sound; "(" with its pair is o, the pair read as one
+			// character and what it holds as it is (nothing, or a mark's
+			// letter); a leet spelling of several characters starting
+			// here is its letter; a letter or digit inside one is also
+			// nothing.
+			alts := sc.alternatives[:0]
 			if sound := sounds[c]; sound != nil {
-				// A symbol that stands for a letter: a separator by its
-				// shape, that letter by its sound.
-				sc.letter(nil, sound, i-1, i, line, hit)
-				continue
+				alts = append(alts, alternative{sound, i})
 			}
 			if c == '(' {
-				// With its pair, o by its sound: the pair is read as
-				// one character, and what it holds as it is (nothing,
-				// or a mark's letter).
 				if end := parenPairEnd(s, i); end >= 0 {
-					sc.letter(nil, parensSound(), i-1, end, line, hit)
+					alts = append(alts, alternative{parensSound(), end})
 				}
-				continue
+			}
+			for _, sp := range spellingsFrom[c] {
+				if strings.HasPrefix(s[i-1:], sp.seq) {
+					alts = append(alts, alternative{sp.units, i - 1 + len(sp.seq)})
+					sc.leetEnd = max(sc.leetEnd, i-1+len(sp.seq))
+				}
 			}
 			f := &folds[c]
-			for k := 0; k < f.n; k++ {
-				sc.unit(f.units[k], i-1, i, line, hit)
+			if i-1 < sc.leetEnd && isAlnum(c) {
+				alts = append(alts, alternative{[]rune{}, i})
 			}
+			sc.alternatives = alts
+			sc.letter(f.units[:f.n], alts, i-1, i, line, hit)
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		start := i
 		i += size
-		shape, sound, breaks := buf.readings(s[start:i], r)
+		shape, sound, look, breaks := sc.buf.readings(s[start:i], r)
 		if breaks {
 			line = i
 			continue
@@ -900,7 +967,8 @@ func (m *matcher) scan(s string, literally bool, hit func(p, start, end, line in
 				}
 			}
 		}
-		sc.letter(shape, sound, start, end, line, hit)
+		sc.alternatives = appendAlternatives(sc.alternatives[:0], sound, end, look, i)
+		sc.letter(shape, sc.alternatives, start, i, line, hit)
 	}
 }
 
@@ -1232,17 +1300,29 @@ func isAlnum(c byte) bool {
 // feedDecoded feeds the characters a character reference spanning
 // [start, end) stands for, each as the whole reference.
 func (sc *scanner) feedDecoded(ref string, start, end, line int, hit func(p, start, end, line int)) {
-	var buf readingBuf
 	for k, r := range ref {
 		if skippable(r) {
 			continue
 		}
-		shape, sound, _ := buf.readings(ref[k:k+utf8.RuneLen(r)], r)
+		shape, sound, look, _ := sc.buf.readings(ref[k:k+utf8.RuneLen(r)], r)
 		if parenOf(sound) != 0 {
 			sound = nil // its pair is read in the decoded view
 		}
-		sc.letter(shape, sound, start, end, line, hit)
+		sc.alternatives = appendAlternatives(sc.alternatives[:0], sound, end, look, end)
+		sc.letter(shape, sc.alternatives, start, end, line, hit)
 	}
+}
+
+// appendAlternatives appends a character's sound and look, those it has,
+// each with the end of the text it covers.
+func appendAlternatives(alts []alternative, sound []rune, soundEnd int, look []rune, lookEnd int) []alternative {
+	if sound != nil {
+		alts = append(alts, alternative{sound, soundEnd})
+	}
+	if look != nil {
+		alts = append(alts, alternative{look, lookEnd})
+	}
+	return alts
 }
 
 // foldString folds s the way scan folds its input.

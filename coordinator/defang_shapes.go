@@ -123,7 +123,7 @@ func (r *shapeReader) at(i int) shapeTok {
 			if p := letterPunct(ru); p != 0 {
 				return shapeTok{kind: shapePunct, punct: p, start: start, end: end}
 			}
-			if shape, _, _ := r.buf.readings(r.view[start:end], ru); len(shape) > 0 {
+			if shape := lettersOf(r.buf.readings(r.view[start:end], ru)); len(shape) > 0 {
 				return shapeTok{kind: shapeLetter, units: shape, start: start, end: end}
 			}
 			return shapeTok{kind: shapeOther, start: start, end: end}
@@ -140,7 +140,10 @@ func (r *shapeReader) at(i int) shapeTok {
 		if skippable(ru) {
 			continue
 		}
-		shape, _, breaks := r.buf.readings(r.view[start:end], ru)
+		shape, _, look, breaks := r.buf.readings(r.view[start:end], ru)
+		if len(shape) == 0 {
+			shape = look
+		}
 		if breaks {
 			return shapeTok{kind: shapeBreak, start: start, end: end}
 		}
@@ -150,6 +153,16 @@ func (r *shapeReader) at(i int) shapeTok {
 		return shapeTok{kind: shapeLetter, units: shape, start: start, end: end}
 	}
 	return shapeTok{kind: shapeEnd, start: len(r.view), end: len(r.view)}
+}
+
+// lettersOf answers a character's letters as a template word reads
+// them: its shape, or, for a letter read only by its sound, the Latin
+// letter it is drawn as (lookLetters), never its sound.
+func lettersOf(shape, _, look []rune, _ bool) []rune {
+	if len(shape) == 0 {
+		return look
+	}
+	return shape
 }
 
 // asciiTok reads the ASCII character c standing at [start, end); ok is

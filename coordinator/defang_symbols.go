@@ -42,6 +42,10 @@ var asciiSounds = sync.OnceValue(func() *[utf8.RuneSelf][]rune {
 	for c, letter := range asciiSymbolLetters {
 		emitASCII(string(letter), func(u rune) { t[c] = append(t[c], u) })
 	}
+	for c, letter := range turnedLetters {
+		emitASCII(string(letter), func(u rune) { t[c] = append(t[c], u) })
+		emitASCII(string(letter), func(u rune) { t[c-'a'+'A'] = append(t[c-'a'+'A'], u) })
+	}
 	return &t
 })
 
@@ -112,3 +116,59 @@ func leadingSound(c byte) rune {
 	}
 	return -1
 }
+
+// leetSpellings is the letter each run of ASCII characters spells in
+// leet: |\/| and /\/\ are m, |\| n, |-| h, |< k, |) d, |2 r, \/ v, \/\/
+// w, >< x, |_ l, (_) u, and so on; "()" is o (parenPairEnd). The
+// scanner reads such a run both ways: its characters each as what they
+// are, and the run, from its first character, as its letter, a letter or
+// digit in it then read as nothing (|2 is r, not r and 2). A run of
+// letters and digits alone (nn, vv, 12, 13) is not one: words and numbers
+// are spelled so.
+var leetSpellings = []struct {
+	seq    string
+	letter byte
+}{
+	{`/\`, 'a'}, {`/-\`, 'a'}, {`/_\`, 'a'},
+	{`|3`, 'b'}, {`!3`, 'b'}, {`]3`, 'b'}, {`|8`, 'b'},
+	{`[`, 'c'}, {`{`, 'c'}, {`<`, 'c'},
+	{`|)`, 'd'}, {`|>`, 'd'}, {`[)`, 'd'}, {`|]`, 'd'}, {`[>`, 'd'}, {`])`, 'd'},
+	{`[-`, 'e'}, {`|=-`, 'e'},
+	{`|=`, 'f'}, {`|#`, 'f'}, {`/=`, 'f'},
+	{`(_+`, 'g'}, {`(_-`, 'g'}, {`[,`, 'g'},
+	{`|-|`, 'h'}, {`]-[`, 'h'}, {`}{`, 'h'}, {`)-(`, 'h'}, {`(-)`, 'h'}, {`}-{`, 'h'}, {`|~|`, 'h'}, {`[-]`, 'h'}, {`/-/`, 'h'}, {`|=|`, 'h'},
+	{`_|`, 'j'}, {`_/`, 'j'}, {`]`, 'j'},
+	{`|<`, 'k'}, {`|{`, 'k'}, {`|(`, 'k'}, {`]<`, 'k'}, {`|X`, 'k'},
+	{`|_`, 'l'}, {`[_`, 'l'}, {`1_`, 'l'},
+	{`|\/|`, 'm'}, {`/\/\`, 'm'}, {`^^`, 'm'}, {`[]\/[]`, 'm'}, {`(\/)`, 'm'}, {`|v|`, 'm'}, {`(v)`, 'm'}, {`/|\/|\`, 'm'}, {`|\\/|`, 'm'}, {`/V\`, 'm'}, {`|Y|`, 'm'}, {`|^^|`, 'm'}, {`[V]`, 'm'}, {`{V}`, 'm'},
+	{`|\|`, 'n'}, {`/\/`, 'n'}, {`(\)`, 'n'}, {`^/`, 'n'}, {`[\]`, 'n'}, {`{\}`, 'n'}, {`/|/`, 'n'}, {`|V`, 'n'}, {`]\[`, 'n'}, {`<\>`, 'n'},
+	{`[]`, 'o'}, {`<>`, 'o'}, {`{}`, 'o'}, {`[ ]`, 'o'},
+	{`|*`, 'p'}, {`|o`, 'p'}, {`|D`, 'p'}, {`|"`, 'p'}, {`|>`, 'p'}, {`|^`, 'p'},
+	{`(,)`, 'q'}, {`0_`, 'q'}, {`O_`, 'q'},
+	{`|2`, 'r'}, {`|?`, 'r'}, {`|Z`, 'r'}, {`|-`, 'r'}, {`|^`, 'r'}, {`/2`, 'r'},
+	{`-|-`, 't'}, {`~|~`, 't'}, {`'][`, 't'},
+	{`|_|`, 'u'}, {`(_)`, 'u'}, {`\_/`, 'u'}, {`[_]`, 'u'}, {`\_\`, 'u'}, {`L|`, 'u'}, {`/_/`, 'u'},
+	{`\/`, 'v'}, {`|/`, 'v'}, {`\|`, 'v'},
+	{`\/\/`, 'w'}, {`\^/`, 'w'}, {`|/\|`, 'w'}, {`\|/`, 'w'}, {`'//`, 'w'}, {`\\'`, 'w'}, {`(/\)`, 'w'}, {`\V/`, 'w'}, {`\N`, 'w'}, {`\X/`, 'w'},
+	{`><`, 'x'}, {`)(`, 'x'}, {`}{`, 'x'}, {`][`, 'x'},
+	{"`/", 'y'}, {`'/`, 'y'}, {`\|/`, 'y'}, {`-/`, 'y'},
+	{`~/_`, 'z'}, {`7_`, 'z'}, {`-/_`, 'z'}, {`>_`, 'z'},
+}
+
+// leetSpelling is one of leetSpellings with its letter folded.
+type leetSpelling struct {
+	seq   string
+	units []rune
+}
+
+// leetSpellingsFrom holds, by first byte, the leet spellings starting
+// with it.
+var leetSpellingsFrom = sync.OnceValue(func() *[utf8.RuneSelf][]leetSpelling {
+	var t [utf8.RuneSelf][]leetSpelling
+	for _, sp := range leetSpellings {
+		var units []rune
+		emitASCII(string(sp.letter), func(u rune) { units = append(units, u) })
+		t[sp.seq[0]] = append(t[sp.seq[0]], leetSpelling{sp.seq, units})
+	}
+	return &t
+})

@@ -41,6 +41,10 @@ type bmpFoldTable struct {
 	// see parenOf); 0 for a rune with one reading. Entries are encoded as
 	// fold's are.
 	sound [0x10000]uint32
+	// look is the third reading of a letter a faux-Latin alphabet writes
+	// a Latin letter with (lookLetters: Cyrillic Я is R, syllabic ᑎ is
+	// N), where that differs from its fold and sound; 0 for none.
+	look  [0x10000]uint32
 	multi []rune
 }
 
@@ -166,6 +170,12 @@ func buildBMPFolds() *bmpFoldTable {
 		emitASCII(string(asciiSymbolLetters[c]), func(f rune) { units = append(units, f) })
 		t.sound[c] = t.entry(units)
 	}
+	// And an ASCII letter turned upside down (turnedLetters).
+	for _, c := range slices.Sorted(maps.Keys(turnedLetters)) {
+		units = units[:0]
+		emitASCII(string(turnedLetters[c]), func(f rune) { units = append(units, f) })
+		t.sound[c], t.sound[c-'a'+'A'] = t.entry(units), t.entry(units)
+	}
 	t.sound['('], t.sound[')'] = '(', ')'
 	// A compatibility form of one letter (ᶹ, a superscript ʋ) or symbol
 	// (fullwidth ＄, small ﹫) reads as that letter or symbol does, by its
@@ -185,18 +195,70 @@ func buildBMPFolds() *bmpFoldTable {
 			t.sound[r] = t.entry(units)
 		}
 	}
+	// A second letter such an alphabet writes with a character that has
+	// no sound (lookLettersToo) is its sound.
+	for _, r := range slices.Sorted(maps.Keys(lookLettersToo)) {
+		units = units[:0]
+		emitASCII(string(lookLettersToo[r]), func(f rune) { units = append(units, f) })
+		if t.sound[r] == 0 {
+			t.sound[r] = t.entry(units)
+		}
+	}
+	// A letter a faux-Latin alphabet writes a Latin letter with
+	// (lookLetters), or a form of one, is read as that letter too.
+	for r := rune(utf8.RuneSelf); r < 0x10000; r++ {
+		if breaksLine(r) || (r >= 0xD800 && r <= 0xDFFF) || skippable(r) {
+			continue
+		}
+		letter, ok := lookLetterOf(string(r), r)
+		if !ok {
+			continue
+		}
+		units = units[:0]
+		emitASCII(string(letter), func(f rune) { units = append(units, f) })
+		shape, _ := t.asciiUnits(t.fold[r])
+		sound, _ := t.asciiUnits(t.sound[r])
+		if string(units) != string(shape) && (t.sound[r] == 0 || string(units) != string(sound)) {
+			t.look[r] = t.entry(units)
+		}
+	}
 	return t
 }
 
+// lookLetterOf answers the Latin letter a faux-Latin alphabet writes
+// with r (its encoding is enc): its own entry in lookLetters, else that
+// of its case folding (a Cherokee small letter, a Georgian capital), else
+// that of the one letter its compatibility form is (halfwidth, bold).
+func lookLetterOf(enc string, r rune) (rune, bool) {
+	if l, ok := lookLetters[r]; ok {
+		return l, true
+	}
+	if f, ok := caseFoldOf(r); ok {
+		if fr := []rune(f); len(fr) == 1 {
+			if l, ok := lookLetters[fr[0]]; ok {
+				return l, true
+			}
+		}
+	}
+	if l, ok := lookLetters[unicode.ToLower(r)]; ok {
+		return l, true
+	}
+	if dr, ok := compatLetter(enc); ok && dr != r {
+		return lookLetterOf(string(dr), dr)
+	}
+	return 0, false
+}
+
 // foldTableMagic starts an encoded fold table; the digit is its version.
-const foldTableMagic = "memhost-folds-2\n"
+const foldTableMagic = "memhost-folds-3\n"
 
 // encodeFoldTable writes the magic and the Unicode version of the Go that
 // built the table (the other tables it reads are pinned by go.sum) on a
 // line, then deflated: the 65,536 entries, each a little-endian uint32,
 // the count of multi units and the units in UTF-8 (nearly all are ASCII
 // letters: transliterations such as Hangul's), then the count of sound
-// entries and each as two uint32s, its rune and its entry.
+// entries and each as two uint32s, its rune and its entry, then the look
+// entries likewise.
 func encodeFoldTable(t *bmpFoldTable, unicodeVersion string) []byte {
 	var out bytes.Buffer
 	out.WriteString(foldTableMagic)
@@ -208,17 +270,19 @@ func encodeFoldTable(t *bmpFoldTable, unicodeVersion string) []byte {
 	}
 	raw = binary.LittleEndian.AppendUint32(raw, uint32(len(t.multi)))
 	raw = append(raw, string(t.multi)...)
-	var sound []byte
-	count := 0
-	for r, e := range t.sound {
-		if e != 0 {
-			sound = binary.LittleEndian.AppendUint32(sound, uint32(r))
-			sound = binary.LittleEndian.AppendUint32(sound, e)
-			count++
+	for _, tab := range []*[0x10000]uint32{&t.sound, &t.look} {
+		var entries []byte
+		count := 0
+		for r, e := range tab {
+			if e != 0 {
+				entries = binary.LittleEndian.AppendUint32(entries, uint32(r))
+				entries = binary.LittleEndian.AppendUint32(entries, e)
+				count++
+			}
 		}
+		raw = binary.LittleEndian.AppendUint32(raw, uint32(count))
+		raw = append(raw, entries...)
 	}
-	raw = binary.LittleEndian.AppendUint32(raw, uint32(count))
-	raw = append(raw, sound...)
 	w.Write(raw) // a bytes.Buffer does not fail
 	w.Close()
 	return out.Bytes()
@@ -265,22 +329,26 @@ func decodeFoldTable(b []byte) (*bmpFoldTable, string, error) {
 	}
 	t.multi = []rune(string(raw[:end]))
 	raw = raw[end:]
-	if len(raw) < 4 {
-		return nil, "", fmt.Errorf("%w: no sound entries", errFoldTable)
-	}
-	count := binary.LittleEndian.Uint32(raw)
-	raw = raw[4:]
-	if uint64(len(raw)) != 8*uint64(count) {
-		return nil, "", fmt.Errorf("%w: %d bytes of sound entries, want %d", errFoldTable, len(raw), 8*uint64(count))
-	}
-	for k := 0; k < len(raw); k += 8 {
-		r, e := binary.LittleEndian.Uint32(raw[k:]), binary.LittleEndian.Uint32(raw[k+4:])
-		if r >= 0x10000 || e == 0 || e == foldSkip || e == foldBreak {
-			return nil, "", fmt.Errorf("%w: a bad sound entry", errFoldTable)
+	for i, tab := range []*[0x10000]uint32{&t.sound, &t.look} {
+		name := [...]string{"sound", "look"}[i]
+		if len(raw) < 4 {
+			return nil, "", fmt.Errorf("%w: no %s entries", errFoldTable, name)
 		}
-		t.sound[r] = e
+		count := binary.LittleEndian.Uint32(raw)
+		raw = raw[4:]
+		if uint64(len(raw)) < 8*uint64(count) || (i == 1 && uint64(len(raw)) != 8*uint64(count)) {
+			return nil, "", fmt.Errorf("%w: %d bytes of %s entries, want %d", errFoldTable, len(raw), name, 8*uint64(count))
+		}
+		for k := 0; k < 8*int(count); k += 8 {
+			r, e := binary.LittleEndian.Uint32(raw[k:]), binary.LittleEndian.Uint32(raw[k+4:])
+			if r >= 0x10000 || e == 0 || e == foldSkip || e == foldBreak {
+				return nil, "", fmt.Errorf("%w: a bad %s entry", errFoldTable, name)
+			}
+			tab[r] = e
+		}
+		raw = raw[8*int(count):]
 	}
-	for _, tab := range []*[0x10000]uint32{&t.fold, &t.sound} {
+	for _, tab := range []*[0x10000]uint32{&t.fold, &t.sound, &t.look} {
 		for r, e := range tab {
 			if e == foldSkip || e == foldBreak || e&foldMulti == 0 {
 				continue
@@ -297,7 +365,7 @@ func decodeFoldTable(b []byte) (*bmpFoldTable, string, error) {
 // shape, as the scan's main branch reads it.
 func foldOne(enc string, r rune, emit func(rune)) {
 	var b readingBuf
-	shape, _, _ := b.readings(enc, r)
+	shape, _, _, _ := b.readings(enc, r)
 	for _, f := range shape {
 		emit(f)
 	}
@@ -305,38 +373,55 @@ func foldOne(enc string, r rune, emit func(rune)) {
 
 // readingBuf holds a character's readings, so that reading one allocates
 // nothing.
-type readingBuf struct{ shape, sound [8]rune }
+type readingBuf struct{ shape, sound, look [8]rune }
 
 // readings answers the folded units of r (its encoding is enc) read by
 // its shape and, when it has a second reading (bmpFoldTable.sound), by
-// its sound; sound is nil when it has none. breaks reports a line break,
-// which has neither. A character outside the BMP whose compatibility form
-// is one BMP letter with a second reading (bold 𝛎 is ν, 𞀾 a modifier р)
-// reads both ways as that letter does.
-func (b *readingBuf) readings(enc string, r rune) (shape, sound []rune, breaks bool) {
+// its sound, and when a faux-Latin alphabet writes a Latin letter with it
+// (bmpFoldTable.look), as that letter; sound and look are nil when it has
+// none. breaks reports a line break, which has no reading. A character
+// outside the BMP whose compatibility form is one BMP letter with a
+// second or third reading (bold 𝛎 is ν, 𞀾 a modifier р, bold 𝚺 is Σ)
+// reads each way as that letter does.
+func (b *readingBuf) readings(enc string, r rune) (shape, sound, look []rune, breaks bool) {
 	table := bmpFolds()
 	if r < utf8.RuneSelf {
 		shape = b.shape[:0]
 		foldRune(enc, r, func(f rune) { shape = append(shape, f) })
-		return shape, asciiSounds()[r], false
+		return shape, asciiSounds()[r], nil, false
 	}
 	if r > 0xFFFF {
 		shape = b.shape[:0]
 		foldRune(enc, r, func(f rune) { shape = append(shape, f) })
-		if dr, ok := compatLetter(enc); ok && table.sound[dr] != 0 {
-			sound = table.unitsOf(table.sound[dr], b.sound[:0])
+		if l, ok := lookLetters[r]; ok {
+			look = b.look[:0]
+			emitASCII(string(l), func(f rune) { look = append(look, f) })
+			if string(look) == string(shape) {
+				look = nil
+			}
 		}
-		return shape, sound, false
+		if dr, ok := compatLetter(enc); ok {
+			if table.sound[dr] != 0 {
+				sound = table.unitsOf(table.sound[dr], b.sound[:0])
+			}
+			if look == nil && table.look[dr] != 0 {
+				look = table.unitsOf(table.look[dr], b.look[:0])
+			}
+		}
+		return shape, sound, look, false
 	}
 	e := table.fold[r]
 	if e == foldBreak {
-		return nil, nil, true
+		return nil, nil, nil, true
 	}
 	shape = table.unitsOf(e, b.shape[:0])
 	if alt := table.sound[r]; alt != 0 {
 		sound = table.unitsOf(alt, b.sound[:0])
 	}
-	return shape, sound, false
+	if alt := table.look[r]; alt != 0 {
+		look = table.unitsOf(alt, b.look[:0])
+	}
+	return shape, sound, look, false
 }
 
 // compatLetter answers the one BMP character the compatibility

@@ -27,7 +27,7 @@ func TestFoldTableFile(t *testing.T) {
 		t.Logf("foldtable.bin holds Unicode %s, this Go %s: rewrite it with -update", version, unicode.Version)
 		return
 	}
-	if file.fold != built.fold || file.sound != built.sound || string(file.multi) != string(built.multi) {
+	if file.fold != built.fold || file.sound != built.sound || file.look != built.look || string(file.multi) != string(built.multi) {
 		t.Fatal("foldtable.bin is not the table this build folds to; rewrite it: go test ./coordinator -run TestFoldTableFile -update")
 	}
 }
