@@ -60,6 +60,20 @@ func BenchmarkDefangAdversarial(b *testing.B) {
 		{"mark-flood", fill("[mem-to" + markFlood)},
 		{"mark-flood-in-views", "&amp;%2541<b>[mem-token]" + fill("[mem-to"+markFlood)},
 		{"template-opens", fill("<%")},
+		// Review 61: padded numbers, other readings of escapes, hidden
+		// elements and ruby annotations that never close.
+		{"padded-references", fill("&#x" + strings.Repeat("0", 500))},
+		{"padded-references-before-marks", fill("&#x" + strings.Repeat("0", 500) + "defanged-mem-token ")},
+		{"padded-braces", fill(`\u{` + strings.Repeat("0", 500))},
+		{"css-escapes", fill(`[me\6d -token `)},
+		{"backslashes", fill(`\`)},
+		{"quoted-printable", fill("[me=6D-token =")},
+		{"unknown-names", fill(`\N{` + strings.Repeat("A ", 60) + "}")},
+		{"hangul-names", fill(`\N{HANGUL SYLLABLE GGGGG}`)},
+		{"surrogate-halves", fill("%uD835&#xD835;")},
+		{"hidden-opens", fill("<span hidden>")},
+		{"ruby-annotations", fill("<rt>x")},
+		{"footnote-opens", fill("[^")},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(bc.in)))

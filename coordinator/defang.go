@@ -36,7 +36,8 @@ const (
 // Matching runs on the view a model reads: the letters of the text, each
 // spelled in ASCII, with everything else a separator. Character
 // references (&lt; &#60; &#x3c; ...) are decoded the way
-// html.UnescapeString decodes them; each character is decomposed (NFKD,
+// html.UnescapeString decodes them (a number padded with any run of zeros
+// too); each character is decomposed (NFKD,
 // so full-width and mathematical forms count) and case-folded; then it is
 // read as its UTS #39 confusable prototype when that is ASCII (Cyrillic
 // а, Greek ο), else as its transliteration from the Unidecode tables
@@ -48,8 +49,11 @@ const (
 // both ways, a letter a faux-Latin alphabet writes a Latin letter with
 // (Я for R, ᑎ for N, 𐌌 for M; lookLetters) as that letter too, a leet
 // spelling of several characters (|\/| for m; leetSpellings) as its
-// letter too, and markup (tags, comments, CDATA openings) is also read as
-// nothing. A marker is its words in order with any run of
+// letter too, escapes are also read as what they stand for in each
+// reading a language gives them (defangview.go, defang_escapes.go), and
+// markup (tags, comments, CDATA openings) is also read as nothing, as are
+// the annotations a reader skips inside a word (hidden elements, ruby
+// annotations, footnote marks). A marker is its words in order with any run of
 // separators between them, none included: mem‗token, mem token,
 // mem-_-token and memtoken all read as mem-token. Each match is
 // neutralised in the original text, from its first letter to its last:
@@ -185,10 +189,22 @@ func (d *Defanger) plan(s string) []edit {
 	scanView := func(view string, from []span, cuts []viewCut) {
 		var lines lineCursor
 		walked := 0 // the view is walked back to here for line breaks
-		mapped := func(p, start, end, _ int) {
+		mapped := func(p, start, end, viewLine int) {
 			m := match{p, viewSpan(start, from, cuts).start, viewSpan(end-1, from, cuts).end, 0}
 			if p == headerPattern {
 				m.line = lines.lineOf(s, m.start)
+				// An escape may also join lines (CSS reads a backslash
+				// before a line break as nothing): the line the phrase
+				// is on in the view then starts before its line in s,
+				// and is marked where it starts, after the break that
+				// starts it (or at the start of s).
+				joined := 0
+				if viewLine > 0 {
+					joined = viewSpan(viewLine-1, from, cuts).end
+				}
+				if joined < m.line {
+					hits = append(hits, match{p, m.start, m.end, joined})
+				}
 				// An escaped line break (%0A, \u000a, \n) or a block's
 				// tag starts a line in the view: the line after each one
 				// between the phrase and the start of its line in s is
@@ -225,16 +241,23 @@ func (d *Defanger) plan(s string) []edit {
 			}
 		})
 	}
-	base, baseFrom := s, []span(nil)
+	var deepest []layer
 	for _, l := range decodedLayers(s) {
 		scanView(l.view, l.from, nil)
-		base, baseFrom = l.view, l.from
+		if l.deepest {
+			deepest = append(deepest, l)
+		}
 	}
 	markup := func(v string, from []span) {
 		// v, or its link view, whose cuts are base's.
 		scanMarkup := func(v string, base []viewCut) {
 			if view, cuts, ok := markupView(v, false); ok {
 				scanView(view, from, composeCuts(base, cuts))
+			}
+			for _, withTags := range []bool{true, false} {
+				if view, cuts, ok := annotationView(v, withTags); ok {
+					scanView(view, from, composeCuts(base, cuts))
+				}
 			}
 			if hasLenientMarkup(v) {
 				if view, cuts, ok := markupView(v, true); ok {
@@ -248,12 +271,13 @@ func (d *Defanger) plan(s string) []edit {
 			scanMarkup(view, cuts)
 		}
 	}
-	markup(base, baseFrom)
-	// And the markup as written: an escape inside a tag ('title="&lt;"')
-	// decodes to what no tag holds, hiding the tag from the decoded view.
-	if base != s {
-		markup(s, nil)
+	// The markup of each reading's deepest layer, and as written: an
+	// escape inside a tag ('title="&lt;"') decodes to what no tag holds,
+	// hiding the tag from the decoded view.
+	for _, l := range deepest {
+		markup(l.view, l.from)
 	}
+	markup(s, nil)
 	if len(hits) > 1 {
 		slices.SortStableFunc(hits, func(a, b match) int { return cmp.Or(cmp.Compare(a.end, b.end), cmp.Compare(a.start, b.start)) })
 	}
@@ -344,28 +368,59 @@ func endsLineBreak(v string, k int) bool {
 	return false
 }
 
-// escapeOpenBefore reports whether s ends inside an escape that hex digits
-// would continue, as written or once its escapes are decoded (as the
-// decoded view peels them): "%", "%A", "\u00", "&#x41", "%252" (which
-// decodes to "%2"). A replacement starts with "defa", hex digits all, so
-// written there it would read as part of the escape ("\uAA" then
-// "defanged-mem-token" reads as U+AADE then "fanged-mem-token", whose
-// token nothing exempts).
+// escapeOpenBefore reports whether s ends inside an escape that the
+// defanger's replacement would continue, as written or once its escapes
+// are decoded (as the decoded view peels them), in any of its readings
+// (flavours): "%", "%A", "\u00", "&#x41", "%252" (which decodes to "%2"),
+// "=" (quoted-printable), "\" and "\6" (CSS). A replacement starts with
+// "defa", hex digits all, so written there it would read as part of the
+// escape ("\uAA" then "defanged-mem-token" reads as U+AADE then
+// "fanged-mem-token", whose token nothing exempts).
 func escapeOpenBefore(s string) bool { return tailOpen(s, openEscape) }
 
 // tailOpen reports whether open holds for the end of s (escapeTail), as
-// written or in one of the layers the decoded view peels from it.
-func tailOpen(s string, open func(string) bool) bool {
+// written or in one of the layers the decoded view peels from it, in each
+// reading of the escapes: the common reading's layers are read by every
+// reading, and a reading that decodes some escape otherwise peels its own
+// from there.
+func tailOpen(s string, open func(string, flavour) bool) bool {
 	tail := escapeTail(s)
-	for range decodeLayers + 1 {
-		if open(tail) {
-			return true
-		}
-		next, _, changed := decodeOnce(tail, nil)
+	if !strings.ContainsAny(tail, "%\\&=") {
+		return false
+	}
+	var layers [decodeLayers + 1]string
+	layers[0] = tail
+	n := 1
+	for ; n <= decodeLayers; n++ {
+		next, _, changed, _ := decodeOnce(layers[n-1], nil, flavourCommon)
 		if !changed {
-			return false
+			break
 		}
-		tail = next
+		layers[n] = next
+	}
+	for _, t := range layers[:n] {
+		for _, fl := range flavours {
+			if open(t, fl) {
+				return true
+			}
+		}
+	}
+	for _, fl := range flavours[1:] {
+		for k, t := range layers[:n] {
+			if !ownEscapeIn(t, fl) {
+				continue
+			}
+			for range decodeLayers - k {
+				next, _, changed, _ := decodeOnce(t, nil, fl)
+				if !changed {
+					break
+				}
+				if t = next; open(t, fl) {
+					return true
+				}
+			}
+			break
+		}
 	}
 	return false
 }
@@ -375,41 +430,49 @@ func tailOpen(s string, open func(string) bool) bool {
 // while that would cut through a run of the bytes escapes are written
 // with, up to maxEscapeTail: an open escape of ten characters, each a
 // zero-padded reference (up to 40 bytes), two layers deep, and then some.
-// A text of many escapes costs each check the run it ends in, not a
-// kilobyte.
+// The zeros that pad a number are not counted: a reader takes any number
+// of them ("&#x" then a thousand zeros then "de" reads as U+00DE), and the
+// run of them before one position is read for it alone. A text of many
+// escapes costs each check the run it ends in, not a kilobyte.
 func escapeTail(s string) string {
 	start := max(0, len(s)-escapeTailBytes)
-	for start > 0 && len(s)-start < maxEscapeTail && escapeByte(s[start-1]) {
+	counted := len(s) - start
+	for start > 0 && counted < maxEscapeTail && escapeByte(s[start-1]) {
 		start--
+		if s[start] != '0' {
+			counted++
+		}
 	}
 	return s[start:]
 }
 
 // escapeByte reports the bytes escapes are written with.
-func escapeByte(c byte) bool { return isAlnum(c) || strings.IndexByte(`#%&;\{}`, c) >= 0 }
+func escapeByte(c byte) bool { return isAlnum(c) || strings.IndexByte(`#%&;\{}=+`, c) >= 0 }
 
 const (
 	escapeTailBytes = 64
 	maxEscapeTail   = 1024
 )
 
-// openEscape reports whether s ends inside an escape hex digits would
-// continue.
-func openEscape(s string) bool {
-	n := 0
-	for n < len(s) && isHex(s[len(s)-1-n]) {
-		n++
+// openEscape reports whether s ends inside an escape, as fl reads it, that
+// the defanger's replacement would continue: an escape starting in s that
+// ends past it once the replacement follows. Such an escape starts in the
+// run of the bytes escapes are written with that ends s (a control's
+// "\C-" holds a dash), so only that run is read.
+func openEscape(s string, fl flavour) bool {
+	i := len(s)
+	for i > 0 && (escapeByte(s[i-1]) || s[i-1] == '-') {
+		i--
 	}
-	head := s[:len(s)-n]
-	switch {
-	case strings.HasSuffix(head, "&#x"), strings.HasSuffix(head, "&#X"):
-		return true
-	case strings.HasSuffix(head, "%u"), strings.HasSuffix(head, "%U"), strings.HasSuffix(head, "\\u"):
-		return n < 4
-	case strings.HasSuffix(head, "\\U"):
-		return n < 8
-	case strings.HasSuffix(head, "\\x"), strings.HasSuffix(head, "%"):
-		return n < 2
+	i = max(0, i-1) // and the byte before it: "\" then a space is CSS's space
+	if !strings.ContainsAny(s[i:], "%\\&=") {
+		return false
+	}
+	probe := s + defangedTokenName
+	for ; i < len(s); i++ {
+		if _, end, ok, _ := escapeAt(probe, i, fl); ok && end > len(s) {
+			return true
+		}
 	}
 	return false
 }
@@ -1257,22 +1320,50 @@ var asciiFolds = sync.OnceValue(func() *[utf8.RuneSelf]asciiFold {
 })
 
 // maxCharRef bounds the name or number of a character reference; the
-// longest entity name is 31 characters.
+// longest entity name is 31 characters. The zeros that pad a number are
+// not counted (see charRefAt).
 const maxCharRef = 40
 
 // charRefAt decodes the character reference starting at s[i] ('&') the
 // way html.UnescapeString would, answering the decoded text and the end
 // of the reference. A named reference without its semicolon may cover
-// only a prefix of the letters after '&' ("&ltx" is "<" then "x").
+// only a prefix of the letters after '&' ("&ltx" is "<" then "x"). A
+// number may be padded with any run of zeros, as html.UnescapeString
+// reads it ("&#" then fifty zeros then "109;" is m): they are skipped in
+// one pass, so the run is read once for the '&' it follows, and the
+// reference is decoded without them.
 func charRefAt(s string, i int) (string, int, bool) {
 	j := i + 1
-	for j < len(s) && j-i <= maxCharRef && (isAlnum(s[j]) || (j == i+1 && s[j] == '#')) {
+	zeros := 0
+	if j < len(s) && s[j] == '#' {
+		j++
+		if j < len(s) && (s[j] == 'x' || s[j] == 'X') {
+			j++
+		}
+		z := j
+		for j < len(s) && s[j] == '0' {
+			j++
+		}
+		// One zero is kept: "&#0;" and "&#x0;" are references too.
+		if j > z {
+			zeros = j - z - 1
+		}
+	}
+	for j < len(s) && j-i-zeros <= maxCharRef && isAlnum(s[j]) {
 		j++
 	}
 	if j < len(s) && s[j] == ';' {
 		j++
 	}
 	tok := s[i:j]
+	if zeros > 0 {
+		// The number without its padding (but one zero).
+		at := strings.IndexByte(tok, '#') + 1
+		if tok[at] == 'x' || tok[at] == 'X' {
+			at++
+		}
+		tok = tok[:at] + tok[at+zeros:]
+	}
 	if len(tok) < 3 {
 		return "", 0, false
 	}

@@ -12,8 +12,10 @@ import (
 // references decoded in the scan, and left as written) and, when the text
 // holds an escape, each layer of this view: percent escapes (%2D,
 // %E2%80%8B, %u002D), backslash escapes (\x2d, \u002d, \u{2d},
-// \U0000002D) and character references, peeled up to decodeLayers deep
-// (%252D is %2D is -). All are matched because a decoding may also
+// \U0000002D, \N{HYPHEN-MINUS}, \cJ) and character references, peeled up
+// to decodeLayers deep (%252D is %2D is -), once in the common reading and
+// once more in each reading of escapes a language gives otherwise
+// (quoted-printable, CSS; see flavour). All are matched because a decoding may also
 // swallow letters the text as written shows a model ("%0bservation"
 // decodes to a vertical tab and "servation", yet reads as observation
 // with a zero for its o). A reader of HTML or XML also reads markup as
@@ -28,33 +30,79 @@ const decodeLayers = 3
 // of a decoded view stands for, or a piece of a body an excerpt keeps.
 type span struct{ start, end int }
 
-// layer is one layer of a decoded view: its text, and for each byte the
-// range of the original text it came from.
+// layer is one layer of a decoded view: its text, for each byte the
+// range of the original text it came from, and whether it is the deepest
+// layer its reading peeled (the one the markup views are built on).
 type layer struct {
-	view string
-	from []span
+	view    string
+	from    []span
+	deepest bool
 }
 
 // decodedLayers answers each layer of s's decoded view, peeled one layer
 // of escapes at a time, up to decodeLayers; none when s holds no escape.
 // A reader may stop at any layer, and a layer may show what the next one
 // hides ("%25AAgent" is "%AAgent", then a byte and "gent"), so every layer
-// is matched.
+// is matched. The common reading of the escapes peels its layers first;
+// each other reading (flavour) peels its own from the first layer it
+// reads otherwise, and before that its layers are the common ones, which
+// are neither built nor answered twice.
 func decodedLayers(s string) []layer {
-	if !strings.ContainsAny(s, "%\\&") {
+	if !strings.ContainsAny(s, "%\\&=") {
 		return nil
 	}
-	var out []layer
-	view, from := s, []span(nil)
-	for range decodeLayers {
-		next, nextFrom, changed := decodeOnce(view, from)
+	common := peel(s, nil, flavourCommon, 0)
+	out := common
+	for _, fl := range flavours[1:] {
+		view, from := s, []span(nil)
+		for k := range decodeLayers {
+			if ownEscapeIn(view, fl) {
+				out = append(out, peel(view, from, fl, k)...)
+				break
+			}
+			if k >= len(common) {
+				break
+			}
+			view, from = common[k].view, common[k].from
+		}
+	}
+	return out
+}
+
+// peel answers the layers of v (whose bytes stand for the ranges from)
+// that fl peels, when done layers were peeled before it; the deepest is
+// marked so.
+func peel(v string, from []span, fl flavour, done int) []layer {
+	var chain []layer
+	for range decodeLayers - done {
+		next, nextFrom, changed, _ := decodeOnce(v, from, fl)
 		if !changed {
 			break
 		}
-		view, from = next, nextFrom
-		out = append(out, layer{view, from})
+		v, from = next, nextFrom
+		chain = append(chain, layer{view: v, from: from})
 	}
-	return out
+	if len(chain) > 0 {
+		chain[len(chain)-1].deepest = true
+	}
+	return chain
+}
+
+// ownEscapeIn reports whether fl reads some escape of v otherwise than the
+// common reading, walking v as decodeOnce does, without building a layer.
+func ownEscapeIn(v string, fl flavour) bool {
+	for i := 0; i < len(v); {
+		_, end, ok, own := escapeAt(v, i, fl)
+		switch {
+		case own:
+			return true
+		case ok:
+			i = end
+		default:
+			i++
+		}
+	}
+	return false
 }
 
 // markupView answers v (a text, or a decoded view of one) with its markup
@@ -222,8 +270,10 @@ func viewSpan(k int, from []span, cuts []viewCut) span {
 }
 
 // decodeOnce decodes one layer of escapes in v, whose bytes stand for the
-// ranges from (nil: v is the original text).
-func decodeOnce(v string, from []span) (string, []span, bool) {
+// ranges from (nil: v is the original text), as the reading fl reads
+// them; used reports whether fl read some escape otherwise than the
+// common reading.
+func decodeOnce(v string, from []span, fl flavour) (dec string, decFrom []span, changed, used bool) {
 	orig := func(i int) span {
 		if from == nil {
 			return span{i, i + 1}
@@ -232,24 +282,14 @@ func decodeOnce(v string, from []span) (string, []span, bool) {
 	}
 	var b strings.Builder
 	var out []span
-	changed := false
 	last := 0
 	for i := 0; i < len(v); {
-		var dec string
-		end := 0
-		ok := false
-		switch v[i] {
-		case '%':
-			dec, end, ok = percentAt(v, i)
-		case '\\':
-			dec, end, ok = backslashAt(v, i)
-		case '&':
-			dec, end, ok = charRefAt(v, i)
-		}
+		dec, end, ok, own := escapeAt(v, i, fl)
 		if !ok {
 			i++
 			continue
 		}
+		used = used || own
 		if !changed {
 			b.Grow(len(v))
 			out = make([]span, 0, len(v))
@@ -276,13 +316,13 @@ func decodeOnce(v string, from []span) (string, []span, bool) {
 		i, last = end, end
 	}
 	if !changed {
-		return v, from, false
+		return v, from, false, false
 	}
 	for k := last; k < len(v); k++ {
 		out = append(out, orig(k))
 	}
 	b.WriteString(v[last:])
-	return b.String(), out, true
+	return b.String(), out, true, used
 }
 
 // byteEscapeWidth answers the width of each escape when v[i:end], decoded
@@ -293,6 +333,8 @@ func byteEscapeWidth(v string, i, end, n int) int {
 		return 3
 	case v[i] == '\\' && v[i+1] == 'x' && end-i == 4*n:
 		return 4
+	case v[i] == '=' && end-i == 3*n:
+		return 3
 	}
 	return 0
 }
@@ -549,8 +591,10 @@ func percentAt(v string, i int) (string, int, bool) {
 
 // backslashAt decodes the backslash escape at v[i] ('\'): \xXX bytes (a
 // run, as UTF-8), \uXXXX (a surrogate pair as one character), \u{X...},
-// \x{X...}, \UXXXXXXXX, an octal byte (\155) and a string's \n, \r, \t,
-// \f and \v.
+// \x{X...} and \o{N...} (any leading zeros), \UXXXXXXXX, an octal byte
+// (\155), a string's \n, \r, \t, \f and \v, a character by its name
+// (\N{HYPHEN-MINUS}, \N{U+2D}; see namedEscapeAt) and a control by its
+// letter (\cJ, \C-j; see controlEscapeAt).
 func backslashAt(v string, i int) (string, int, bool) {
 	if i+1 >= len(v) {
 		return "", 0, false
@@ -564,12 +608,14 @@ func backslashAt(v string, i int) (string, int, bool) {
 		return octalRun(v, i)
 	case 'x':
 		if i+2 < len(v) && v[i+2] == '{' {
-			return bracedHex(v, i)
+			return bracedHex(v, i, 16)
 		}
 		return byteRun(v, i, '\\', "x")
+	case 'o':
+		return bracedHex(v, i, 8)
 	case 'u':
 		if i+2 < len(v) && v[i+2] == '{' {
-			return bracedHex(v, i)
+			return bracedHex(v, i, 16)
 		}
 		r, ok := hexRune(v, i+2, 4)
 		if !ok {
@@ -585,6 +631,10 @@ func backslashAt(v string, i int) (string, int, bool) {
 		if r, ok := hexRune(v, i+2, 8); ok {
 			return string(r), i + 10, true
 		}
+	case 'N':
+		return namedEscapeAt(v, i)
+	case 'c', 'C':
+		return controlEscapeAt(v, i)
 	}
 	return "", 0, false
 }
@@ -608,18 +658,15 @@ func octalRun(v string, i int) (string, int, bool) {
 	return string(buf[:n]), j, true
 }
 
-// bracedHex decodes \u{X...} or \x{X...} at v[i]: one to six hex digits.
-func bracedHex(v string, i int) (string, int, bool) {
-	j := i + 3
-	for j < len(v) && j-i-3 < 6 && isHex(v[j]) {
-		j++
+// bracedHex decodes \u{X...} or \x{X...} (base 16) or \o{N...} (base
+// 8) at v[i]: any run of leading zeros, which JavaScript and Perl take,
+// then one to six hex digits (eight octal).
+func bracedHex(v string, i, base int) (string, int, bool) {
+	r, end, ok := bracedNumber(v, i+2, base)
+	if !ok {
+		return "", 0, false
 	}
-	if j > i+3 && j < len(v) && v[j] == '}' {
-		if r, ok := hexRune(v, i+3, j-i-3); ok {
-			return string(r), j + 1, true
-		}
-	}
-	return "", 0, false
+	return character(r), end, true
 }
 
 // byteRun decodes up to maxEscapeRun escaped bytes at v[i], each the
@@ -685,4 +732,241 @@ func lineStart(s string, i int) int {
 		j -= size
 	}
 	return 0
+}
+
+// annotationView answers v with what a reader skips inside a word read as
+// nothing, on top of the markup the markup view reads so: the content of
+// elements a page does not show in the line (a ruby annotation's <rt> and
+// <rp>, a footnote's <sup>, <script>, <style>, <template>, and any
+// element hidden by its hidden attribute or its style: display:none,
+// visibility:hidden, font-size:0, opacity:0), footnote marks ("[^1]",
+// "[^note]", "[1]", "[a]") and superscript digits and letters ("¹", "ⁿ"). A
+// reader of "mem-to<ruby>k<rt>x</rt></ruby>en" or "mem[^1]-token" reads
+// mem-token. It is a reading of its own, added to the others: what it
+// drops may be text to another reader, who sees it in the other views.
+// Without markup, it reads only the footnote marks and superscripts as
+// nothing, and the tags as text: a tag's own name may hold a mark
+// ("</memhost[1]_memory_observation>"). ok is false when it would read v
+// as the markup view (or the text as written) does. One pass over
+// v: each tag is read once (markupAt), a hidden element's end is found by
+// counting the tags of its name as they come, and one left open hides the
+// rest of v.
+func annotationView(v string, markup bool) (view string, cuts []viewCut, ok bool) {
+	var b strings.Builder
+	last, removed := 0, 0
+	own := false
+	cut := func(i, end int, newline bool) {
+		if cuts == nil {
+			b.Grow(len(v))
+		}
+		b.WriteString(v[last:i])
+		n := end - i
+		if newline {
+			n--
+		}
+		removed += n
+		cuts = append(cuts, viewCut{at: b.Len(), removed: removed})
+		if newline {
+			b.WriteByte('\n')
+		}
+		last = end
+	}
+	var (
+		hiding   string // the hidden element's name, "" when none
+		depth    int    // its tags of that name still open
+		hideFrom int    // where the hidden run starts
+	)
+	noCommentEnd := false
+	for i := 0; i < len(v); {
+		c := v[i]
+		switch {
+		case c == '<' && markup:
+			end, found := markupAt(v, i, false, &noCommentEnd)
+			if !found {
+				i++
+				continue
+			}
+			name, closing, selfClosing := elementName(v[i:end])
+			if hiding != "" {
+				switch {
+				case name == hiding && closing:
+					depth--
+				case name == hiding && !selfClosing:
+					depth++
+				case (hiding == "rt" || hiding == "rp") && (!closing && (name == "rt" || name == "rp") || closing && name == "ruby"):
+					// The ruby's next annotation or its end closes it,
+					// and is read next as any tag is.
+					own = true
+					cut(hideFrom, i, false)
+					hiding = ""
+					continue
+				}
+				if depth == 0 {
+					own = true
+					cut(hideFrom, end, false)
+					hiding = ""
+				}
+				i = end
+				continue
+			}
+			if !closing && !selfClosing && (hiddenElements[name] || hidesContent(v[i:end])) {
+				hiding, depth, hideFrom = name, 1, i
+				i = end
+				continue
+			}
+			cut(i, end, breaksBlock(v, i, end))
+			i = end
+		case hiding != "":
+			i++
+		case c == '[':
+			end := footnoteMarkAt(v, i)
+			if end < 0 {
+				i++
+				continue
+			}
+			own = true
+			cut(i, end, false)
+			i = end
+		case c == 0xC2 || c == 0xE2:
+			r, size := utf8.DecodeRuneInString(v[i:])
+			if !superscript(r) {
+				i += size
+				continue
+			}
+			own = true
+			cut(i, i+size, false)
+			i += size
+		default:
+			i++
+		}
+	}
+	if hiding != "" {
+		own = true
+		cut(hideFrom, len(v), false)
+	}
+	if !own {
+		return "", nil, false
+	}
+	b.WriteString(v[last:])
+	return b.String(), cuts, true
+}
+
+// hiddenElements are the elements whose content a page does not show in
+// the line: ruby annotations and their fallback parentheses, footnote
+// superscripts, and elements that hold no text a page shows.
+var hiddenElements = map[string]bool{"rt": true, "rp": true, "sup": true, "script": true, "style": true, "template": true, "noscript": true}
+
+// elementName answers the lower-case name of the tag t ("<b ...>", "</b>",
+// "<br/>"), and whether it is an end tag or closes itself; a comment or a
+// CDATA opening has no name.
+func elementName(t string) (name string, closing, selfClosing bool) {
+	j := 1
+	if j < len(t) && t[j] == '/' {
+		closing = true
+		j++
+	}
+	k := j
+	for k < len(t) && (isAlnum(t[k]) || t[k] == '-') {
+		k++
+	}
+	return strings.ToLower(t[j:k]), closing, strings.HasSuffix(t, "/>")
+}
+
+// hidesContent reports whether a start tag hides its element: a hidden
+// attribute, or a style that lays the content out as nothing.
+func hidesContent(tag string) bool {
+	if !strings.ContainsAny(tag, "dDvVfFoOhH") {
+		return false
+	}
+	var b strings.Builder
+	b.Grow(len(tag))
+	for k := 0; k < len(tag); k++ {
+		c := tag[k]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f':
+			if b.Len() > 0 && b.String()[b.Len()-1] != ' ' {
+				b.WriteByte(' ')
+			}
+			continue
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		b.WriteByte(c)
+	}
+	t := b.String()
+	// The hidden attribute: a name of its own.
+	for k := strings.Index(t, " hidden"); k >= 0; {
+		after := k + len(" hidden")
+		if after >= len(t) || strings.IndexByte(" =/>", t[after]) >= 0 {
+			return true
+		}
+		next := strings.Index(t[after:], " hidden")
+		if next < 0 {
+			break
+		}
+		k = after + next
+	}
+	t = strings.ReplaceAll(t, " ", "")
+	for _, decl := range []string{"display:none", "visibility:hidden", "visibility:collapse"} {
+		if strings.Contains(t, decl) {
+			return true
+		}
+	}
+	// A size or an opacity of zero: "0", "0px", "0em", not "0.9em".
+	for _, prop := range []string{"font-size:", "opacity:", "max-width:", "max-height:"} {
+		for k := strings.Index(t, prop); k >= 0; {
+			rest := strings.TrimLeft(t[k+len(prop):], "+")
+			if n := len(rest) - len(strings.TrimLeft(rest, "0")); n > 0 && (n == len(rest) || rest[n] != '.' && !('1' <= rest[n] && rest[n] <= '9')) {
+				return true
+			}
+			next := strings.Index(t[k+len(prop):], prop)
+			if next < 0 {
+				break
+			}
+			k += len(prop) + next
+		}
+	}
+	return false
+}
+
+// maxFootnoteLabel bounds a footnote mark's label.
+const maxFootnoteLabel = 32
+
+// footnoteMarkAt answers the end of the footnote mark at v[i] ('['), or
+// -1: markdown's "[^label]" (no spaces in the label), or a bracketed
+// number or short label "[1]", "[12, 13]", "[a]", "[note 1]" of letters,
+// digits, spaces, commas and dashes.
+func footnoteMarkAt(v string, i int) int {
+	j := i + 1
+	caret := j < len(v) && v[j] == '^'
+	if caret {
+		j++
+	}
+	start := j
+	for j < len(v) && j-start < maxFootnoteLabel {
+		c := v[j]
+		switch {
+		case c == ']':
+			if j == start {
+				return -1
+			}
+			return j + 1
+		case isAlnum(c) || c == '-' || c == '_' || c == '.':
+		case (c == ' ' || c == ',') && !caret:
+		default:
+			if caret && c >= utf8.RuneSelf {
+				break
+			}
+			return -1
+		}
+		j++
+	}
+	return -1
+}
+
+// superscript reports the superscript digits and letters a reader takes
+// for a footnote's mark (¹, ², ³, ⁴ … ⁹, ⁰, ⁱ, ⁿ) and the subscripts beside
+// them.
+func superscript(r rune) bool {
+	return r == 0xB2 || r == 0xB3 || r == 0xB9 || 0x2070 <= r && r <= 0x209F
 }

@@ -540,18 +540,29 @@ func trimOpenReference(s string) string {
 }
 
 // endsInOpenReference reports whether s ends in a character reference
-// left open ("&" then letters, digits or "#", and no ";"), as written or
-// in one of the layers the decoded view peels.
+// left open ("&" then letters, digits or "#", and no ";"), or in a CSS
+// escape a cut may have shortened ("\1006d" cut to "\10" is Ā), as
+// written or in one of the layers the decoded view peels.
 func endsInOpenReference(s string) bool { return tailOpen(s, openReference) }
 
 // openReference reports whether s ends in "&" then letters, digits or
-// "#", and no ";".
-func openReference(s string) bool {
+// "#", and no ";"; or, when fl reads CSS escapes, in "\" then hex digits.
+func openReference(s string, fl flavour) bool {
 	i := len(s)
 	for i > 0 && (isAlnum(s[i-1]) || s[i-1] == '#') {
 		i--
 	}
-	return i > 0 && i < len(s) && s[i-1] == '&'
+	if i > 0 && i < len(s) && s[i-1] == '&' {
+		return true
+	}
+	if fl&flavourCSS == 0 {
+		return false
+	}
+	i = len(s)
+	for i > 0 && len(s)-i < 6 && isHex(s[i-1]) {
+		i--
+	}
+	return i > 0 && i < len(s) && s[i-1] == '\\'
 }
 
 // cutUTF8 cuts s to at most n bytes without splitting a character.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"unicode"
 	"unicode/utf16"
@@ -15,6 +16,7 @@ import (
 	"go.mau.fi/util/confusable"
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
+	"golang.org/x/text/unicode/runenames"
 )
 
 // The envelope's reserved markers as a model reads them (DESIGN 5.4, 5.5),
@@ -63,26 +65,72 @@ func LiveMarker(header, s string) (string, bool) {
 }
 
 // escapeRE finds the escapes a model reads as what they stand for:
-// percent escapes, backslash escapes and character references.
-var escapeRE = regexp.MustCompile(`%[uU][0-9A-Fa-f]{4}|(?:%[0-9A-Fa-f]{2})+|\\u\{[0-9A-Fa-f]{1,6}\}|(?:\\u[0-9A-Fa-f]{4})+|\\U[0-9A-Fa-f]{8}|(?:\\x[0-9A-Fa-f]{2})+|&(?:#[xX][0-9A-Fa-f]+|#[0-9]+|[A-Za-z][A-Za-z0-9]*);?`)
+// percent escapes, backslash escapes (zero-padded braces, Python's and
+// Perl's \N{NAME} and \N{U+X}, a control by its letter, \cJ or \C-j,
+// too) and character references.
+var escapeRE = regexp.MustCompile(`%[uU][0-9A-Fa-f]{4}|(?:%[0-9A-Fa-f]{2})+|\\[ux]\{0*[0-9A-Fa-f]{1,6}\}|\\o\{0*[0-7]{1,8}\}|\\N\{[^{}]{1,128}\}|\\c[?-_a-z]|\\C-[?-_a-z]|(?:\\u[0-9A-Fa-f]{4})+|\\U[0-9A-Fa-f]{8}|(?:\\x[0-9A-Fa-f]{2})+|&(?:#[xX][0-9A-Fa-f]+|#[0-9]+|[A-Za-z][A-Za-z0-9]*);?`)
 
-// decodedLayers answers s and up to three layers of its escapes decoded
-// (%252D is %2D is -), each layer decoding every escape of the one before.
+// qpRE reads the same escapes, and quoted-printable bytes (=2D) and a
+// surrogate pair escaped half by half (%uD835%uDC26, &#xD835;&#xDC26;).
+var qpRE = regexp.MustCompile(`%[uU][dD][89abAB][0-9A-Fa-f]{2}%[uU][dD][c-fC-F][0-9A-Fa-f]{2}|&#[xX]0*[dD][89abAB][0-9A-Fa-f]{2};?&#[xX]0*[dD][c-fC-F][0-9A-Fa-f]{2};?|(?:=[0-9A-Fa-f]{2})+|` + escapeRE.String())
+
+// cssRE reads a backslash as CSS does (\6d and one space after it is m,
+// \_ is _, an escaped line break is nothing), and the other escapes as
+// qpRE does.
+var cssRE = regexp.MustCompile(`\\[0-9A-Fa-f]{1,6}(?:\r\n|[ \t\n\r\f])?|\\\r\n|\\(?s:.)|%[uU][0-9A-Fa-f]{4}|(?:%[0-9A-Fa-f]{2})+|(?:=[0-9A-Fa-f]{2})+|&(?:#[xX][0-9A-Fa-f]+|#[0-9]+|[A-Za-z][A-Za-z0-9]*);?`)
+
+// surrogatePairRE is one of qpRE's escaped surrogate pairs.
+var surrogatePairRE = regexp.MustCompile(`^(?:%[uU]|&#[xX]0*)([0-9A-Fa-f]{4});?(?:%[uU]|&#[xX]0*)([0-9A-Fa-f]{4});?$`)
+
+// escapeReaders are the readings of escapes a model may take: each
+// regexp's escapes, each decoded by decodeEscape.
+var escapeReaders = []*regexp.Regexp{escapeRE, qpRE, cssRE}
+
+// decodedLayers answers s and, for each reading of escapes, up to three
+// layers of its escapes decoded (%252D is %2D is -), each layer decoding
+// every escape of the one before.
 func decodedLayers(s string) []string {
 	out := []string{s}
-	for range 3 {
-		next := escapeRE.ReplaceAllStringFunc(s, decodeEscape)
-		if next == s {
-			break
+	for _, re := range escapeReaders {
+		v := s
+		for range 3 {
+			next := re.ReplaceAllStringFunc(v, func(m string) string { return decodeEscape(re, m) })
+			if next == v {
+				break
+			}
+			out, v = append(out, next), next
 		}
-		out, s = append(out, next), next
 	}
 	return out
 }
 
-// decodeEscape decodes one match of escapeRE.
-func decodeEscape(m string) string {
+// decodeEscape decodes one match of re.
+func decodeEscape(re *regexp.Regexp, m string) string {
 	switch {
+	case re == cssRE && m[0] == '\\':
+		body := strings.TrimRight(m[1:], " \t\n\r\f")
+		if body == "" {
+			return "" // an escaped line break
+		}
+		if n, err := strconv.ParseUint(body, 16, 32); err == nil && len(body) <= 6 {
+			if n == 0 || !utf8.ValidRune(rune(n)) {
+				return "\uFFFD"
+			}
+			return string(rune(n))
+		}
+		return m[1:]
+	case m[0] == '=':
+		b := make([]byte, 0, len(m)/3)
+		for i := 0; i+2 < len(m); i += 3 {
+			n, _ := strconv.ParseUint(m[i+1:i+3], 16, 8)
+			b = append(b, byte(n))
+		}
+		return string(b)
+	case re == qpRE && surrogatePairRE.MatchString(m):
+		sm := surrogatePairRE.FindStringSubmatch(m)
+		hi, _ := strconv.ParseUint(sm[1], 16, 32)
+		lo, _ := strconv.ParseUint(sm[2], 16, 32)
+		return string(utf16.DecodeRune(rune(hi), rune(lo)))
 	case m[0] == '&':
 		return html.UnescapeString(m)
 	case len(m) == 6 && m[0] == '%' && (m[1] == 'u' || m[1] == 'U'):
@@ -95,9 +143,17 @@ func decodeEscape(m string) string {
 			b = append(b, byte(n))
 		}
 		return string(b)
-	case strings.HasPrefix(m, `\u{`):
-		n, _ := strconv.ParseUint(m[3:len(m)-1], 16, 32)
-		return string(rune(n))
+	case strings.HasPrefix(m, `\u{`), strings.HasPrefix(m, `\x{`):
+		n, _ := strconv.ParseUint(strings.TrimLeft(m[3:len(m)-1], "0")+"0", 16, 32)
+		return string(rune(n >> 4))
+	case strings.HasPrefix(m, `\o{`):
+		n, _ := strconv.ParseUint(strings.TrimLeft(m[3:len(m)-1], "0")+"0", 8, 32)
+		return string(rune(n >> 3))
+	case strings.HasPrefix(m, `\N{`):
+		return namedCharacter(m[3:len(m)-1], m)
+	case strings.HasPrefix(m, `\c`), strings.HasPrefix(m, `\C-`):
+		c := unicode.ToUpper(rune(m[len(m)-1]))
+		return string(c ^ 0x40)
 	case strings.HasPrefix(m, `\u`):
 		var units []uint16
 		for i := 0; i+6 <= len(m); i += 6 {
@@ -116,6 +172,47 @@ func decodeEscape(m string) string {
 	}
 	return string(b)
 }
+
+// namedCharacter answers the character name names (matched without
+// regard to case, spaces, underscores and hyphens), or a control's
+// common alias; m as written when it names none.
+func namedCharacter(name, m string) string {
+	key := nameKey(name)
+	if hex, ok := strings.CutPrefix(key, "U+"); ok {
+		if n, err := strconv.ParseUint(hex, 16, 32); err == nil && utf8.ValidRune(rune(n)) {
+			return string(rune(n))
+		}
+		return m
+	}
+	if r, ok := characterNames()[key]; ok {
+		return string(r)
+	}
+	return m
+}
+
+// nameKey drops what loose matching of names ignores.
+func nameKey(name string) string {
+	return strings.ToUpper(strings.NewReplacer(" ", "", "_", "", "-", "").Replace(name))
+}
+
+// characterNames maps each name's key to its character, and the aliases
+// of the line breaks and tabs.
+var characterNames = sync.OnceValue(func() map[string]rune {
+	m := map[string]rune{}
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if n := runenames.Name(r); n != "" && n[0] != '<' {
+			if _, dup := m[nameKey(n)]; !dup {
+				m[nameKey(n)] = r
+			}
+		}
+	}
+	for alias, r := range map[string]rune{"LINE FEED": '\n', "LF": '\n', "NEW LINE": '\n', "NL": '\n', "EOL": '\n', "END OF LINE": '\n',
+		"CARRIAGE RETURN": '\r', "CR": '\r', "FORM FEED": '\f', "FF": '\f', "LINE TABULATION": '\v', "VT": '\v',
+		"NEXT LINE": 0x85, "NEL": 0x85, "CHARACTER TABULATION": '\t', "TAB": '\t'} {
+		m[nameKey(alias)] = r
+	}
+	return m
+})
 
 // liveIn is LiveMarker on one view of a text.
 func liveIn(header, s string) (string, bool) {
