@@ -44,7 +44,8 @@ func semanticRecall(cfg *config.Config, sup *pluginhost.Supervisor, providerOf f
 		if !ok || !ok2 {
 			return hybrid.Realm{}, false
 		}
-		r := hybrid.Realm{Name: realm, Embedder: embedders[name], Vectors: vectors, Records: getter}
+		r := hybrid.Realm{Name: realm, Embedder: embedders[name], Vectors: vectors, Records: getter,
+			QueryTimeout: cfg.QueryEmbedTimeoutForRealm(realm)}
 		if weight != nil {
 			r.Fusion = sdk.Fusion{Lexical: 1 - *weight, Semantic: *weight}
 		}

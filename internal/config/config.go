@@ -143,7 +143,16 @@ type Realm struct {
 	// SemanticWeight is the semantic share of the fused score (the
 	// lexical share is the rest); nil leaves the provider's default.
 	SemanticWeight *float64
+	// QueryEmbedTimeout is the most a recall gives the embedder to embed
+	// its query (query_embed_timeout_ms); nil is
+	// DefaultQueryEmbedTimeout.
+	QueryEmbedTimeout *time.Duration
 }
+
+// DefaultQueryEmbedTimeout is the query embedding time of a realm whose
+// block sets no query_embed_timeout_ms: enough for a local embedder, not
+// always for a remote endpoint.
+const DefaultQueryEmbedTimeout = 250 * time.Millisecond
 
 // RealmArchive says whether a realm's compactions keep the absorbed
 // messages as episode records, and for how long.
@@ -431,11 +440,29 @@ func (c *Config) ArchiveForRealm(realm string) RealmArchive {
 // provider's default). A realm without a block has the default realm's,
 // as it has its provider.
 func (c *Config) EmbedderForRealm(realm string) (string, *float64) {
+	r := c.embeddingRealm(realm)
+	return r.Embedder, r.SemanticWeight
+}
+
+// QueryEmbedTimeoutForRealm is the most a recall in realm gives its
+// embedder to embed the query: its block's query_embed_timeout_ms, else
+// DefaultQueryEmbedTimeout. A realm without a block has the default
+// realm's, as it has its embedder.
+func (c *Config) QueryEmbedTimeoutForRealm(realm string) time.Duration {
+	if d := c.embeddingRealm(realm).QueryEmbedTimeout; d != nil {
+		return *d
+	}
+	return DefaultQueryEmbedTimeout
+}
+
+// embeddingRealm is the block that sets realm's semantic recall: its
+// own, else the default realm's.
+func (c *Config) embeddingRealm(realm string) Realm {
 	r, ok := c.realm(realm)
 	if !ok {
 		r, _ = c.realm(c.DefaultRealm)
 	}
-	return r.Embedder, r.SemanticWeight
+	return r
 }
 
 func (c *Config) realm(name string) (Realm, bool) {

@@ -67,6 +67,9 @@ func (c *Config) HCL() []byte {
 		if w := r.SemanticWeight; w != nil {
 			b.SetAttributeValue("semantic_weight", cty.NumberFloatVal(*w))
 		}
+		if d := r.QueryEmbedTimeout; d != nil {
+			b.SetAttributeValue("query_embed_timeout_ms", cty.NumberIntVal(d.Milliseconds()))
+		}
 	}
 
 	c.coordinatorHCL(body)

@@ -132,7 +132,7 @@ var (
 	realmSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 		{Name: "provider", Required: true},
 		{Name: "archive"}, {Name: "archive_max_age_days"}, {Name: "archive_max_records"},
-		{Name: "embedder"}, {Name: "semantic_weight"},
+		{Name: "embedder"}, {Name: "semantic_weight"}, {Name: "query_embed_timeout_ms"},
 	}}
 	tokenSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 		{Name: "secret_env", Required: true}, {Name: "realms", Required: true}, {Name: "role"}, {Name: "identity"},
@@ -269,6 +269,10 @@ func (d *decoder) realm(b *hcl.Block) {
 	var w float64
 	if d.float(content.Attributes, "semantic_weight", key+".semantic_weight", &w) {
 		r.SemanticWeight = &w
+	}
+	var qt time.Duration
+	if d.duration(content.Attributes, "query_embed_timeout_ms", key+".query_embed_timeout_ms", time.Millisecond, &qt) {
+		r.QueryEmbedTimeout = &qt
 	}
 	d.cfg.Realms = append(d.cfg.Realms, r)
 }

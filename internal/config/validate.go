@@ -265,6 +265,12 @@ func (c *Config) validateRealms(p *problems) {
 		if r.SemanticWeight != nil && r.Embedder == "" {
 			p.add(key+".semantic_weight", "semantic_weight without an embedder", "Realm %q sets semantic_weight but names no embedder; add embedder = \"<embedder instance>\" or remove it.", r.Name)
 		}
+		if d := r.QueryEmbedTimeout; d != nil && d.Milliseconds() < 1 {
+			p.add(key+".query_embed_timeout_ms", "Invalid query_embed_timeout_ms", "query_embed_timeout_ms %d must be at least 1 (the milliseconds a recall gives the embedder to embed its query).", d.Milliseconds())
+		}
+		if r.QueryEmbedTimeout != nil && r.Embedder == "" {
+			p.add(key+".query_embed_timeout_ms", "query_embed_timeout_ms without an embedder", "Realm %q sets query_embed_timeout_ms but names no embedder; add embedder = \"<embedder instance>\" or remove it.", r.Name)
+		}
 		if a := r.Archive; a != nil && (a.MaxAge < 0 || a.MaxAge > maxArchiveDays*24*time.Hour) {
 			p.add(key+".archive_max_age_days", "Invalid archive_max_age_days", "archive_max_age_days must be 0 to %d (0 keeps episodes until the conversation is deleted).", maxArchiveDays)
 		}

@@ -34,6 +34,11 @@ type Realm struct {
 	// Fusion weighs the lexical and semantic scores; the zero value leaves
 	// the provider's defaults.
 	Fusion sdk.Fusion
+	// QueryTimeout caps embedding a query in this realm (a remote
+	// endpoint needs more than a local one); 0 takes the engine's
+	// Options.QueryTimeout. A recall still gives it at most half of what
+	// is left of its own deadline.
+	QueryTimeout time.Duration
 }
 
 // Options tune the engine; zero values take the defaults.
@@ -43,8 +48,9 @@ type Options struct {
 	Batch int
 	// Poll is how often an idle backlog looks for new records.
 	Poll time.Duration
-	// QueryTimeout caps embedding a query; a recall also gives it at most
-	// half of what is left of its own deadline.
+	// QueryTimeout caps embedding a query in a realm that sets no
+	// QueryTimeout of its own; a recall also gives it at most half of
+	// what is left of its own deadline.
 	QueryTimeout time.Duration
 	// CallTimeout bounds one backlog call to the embedder or provider.
 	CallTimeout time.Duration
@@ -261,6 +267,8 @@ func check(r Realm) error {
 		return fmt.Errorf("hybrid recall: realm %q needs an embedder and a provider that stores vectors and fetches records: %w", r.Name, sdk.ErrInvalid)
 	case r.Fusion.Lexical < 0 || r.Fusion.Semantic < 0:
 		return fmt.Errorf("hybrid recall: realm %q: fusion weights must not be negative: %w", r.Name, sdk.ErrInvalid)
+	case r.QueryTimeout < 0:
+		return fmt.Errorf("hybrid recall: realm %q: the query timeout %s is negative: %w", r.Name, r.QueryTimeout, sdk.ErrInvalid)
 	}
 	return nil
 }
@@ -330,10 +338,11 @@ func (e *Engine) Written(realm string) {
 }
 
 // PrepareRecall gives q the embedding of its query when q's realm has an
-// embedder, spending at most QueryTimeout and half of what is left of
-// ctx's deadline. It answers "" when q carries a vector, or the reason
-// it stays lexical (a Reason constant; nothing for a realm without an
-// embedder or an empty query, which are lexical by design).
+// embedder, spending at most the realm's query timeout (its QueryTimeout,
+// else Options.QueryTimeout) and half of what is left of ctx's deadline.
+// It answers "" when q carries a vector, or the reason it stays lexical
+// (a Reason constant; nothing for a realm without an embedder or an
+// empty query, which are lexical by design).
 func (e *Engine) PrepareRecall(ctx context.Context, q *sdk.RecallQuery) string {
 	if e == nil || q.Query == "" || q.QueryVector != nil {
 		return ""
@@ -350,7 +359,8 @@ func (e *Engine) PrepareRecall(ctx context.Context, q *sdk.RecallQuery) string {
 			return ""
 		}
 	}
-	budget := e.opts.QueryTimeout
+	full := r.queryTimeout()
+	budget := full
 	if dl, ok := ctx.Deadline(); ok {
 		budget = min(budget, time.Until(dl)/2)
 	}
@@ -365,7 +375,7 @@ func (e *Engine) PrepareRecall(ctx context.Context, q *sdk.RecallQuery) string {
 	defer cancel()
 	v, model, err := e.embedQuery(ctx, r, q)
 	// A deadline the caller cut short says nothing of the embedder.
-	r.asked(err, budget == e.opts.QueryTimeout, probe)
+	r.asked(err, budget == full, probe)
 	if err != nil {
 		return r.fellBack(ReasonEmbedderUnavailable, err)
 	}
@@ -375,6 +385,15 @@ func (e *Engine) PrepareRecall(ctx context.Context, q *sdk.RecallQuery) string {
 	}
 	r.give(q, v, model)
 	return ""
+}
+
+// queryTimeout is the most a recall in r gives the embedder for its
+// query: the realm's own, else the engine's.
+func (r *realm) queryTimeout() time.Duration {
+	if r.cfg.QueryTimeout > 0 {
+		return r.cfg.QueryTimeout
+	}
+	return r.opts.QueryTimeout
 }
 
 // embedQuery answers q's vector and the model that made it, from the
@@ -427,7 +446,7 @@ func (r *realm) mayAsk() (ask, probe bool) {
 // asked records how a query embedding went; probe says it was the one
 // asked after a pause. An answer, even a refusal of the text or news of
 // another model, closes the breaker. A failure counts unless it is the
-// caller's: a deadline shorter than the full query budget, or a
+// caller's: a deadline shorter than the realm's full query timeout, or a
 // cancelled recall. Only the probe's failure lengthens a pause: a query
 // asked before the pause began may fail during it.
 func (r *realm) asked(err error, fullBudget, probe bool) {

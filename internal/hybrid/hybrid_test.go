@@ -467,6 +467,7 @@ func TestNewRefusesABadSetup(t *testing.T) {
 		{"no embedder", []Realm{{Name: "a", Vectors: store, Records: store}}, "needs an embedder"},
 		{"no vectors", []Realm{{Name: "a", Embedder: emb, Records: store}}, "stores vectors"},
 		{"negative weight", []Realm{{Name: "a", Embedder: emb, Vectors: store, Records: store, Fusion: sdk.Fusion{Semantic: -1}}}, "negative"},
+		{"negative query timeout", []Realm{{Name: "a", Embedder: emb, Vectors: store, Records: store, QueryTimeout: -time.Second}}, "query timeout -1s is negative"},
 		{"twice", []Realm{good, good}, "twice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
