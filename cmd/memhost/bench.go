@@ -97,7 +97,12 @@ func (o benchOptions) embedderHCL() (block, realm string) {
 	if cfg == "" {
 		cfg = "{}"
 	}
-	realm = "\n  embedder = \"bench\""
+	// The query's embedding gets half the bench's recall deadline, not
+	// the 250 ms production default: a hybrid row must time hybrid
+	// recalls, not fall back to lexical ones whenever a loaded machine
+	// (or a remote endpoint) takes longer, and the plugin path's
+	// preparation fails on a fallback.
+	realm = "\n  embedder = \"bench\"\n  query_embed_timeout_ms = 15000"
 	if o.semanticWeight >= 0 {
 		realm += fmt.Sprintf("\n  semantic_weight = %g", o.semanticWeight)
 	}

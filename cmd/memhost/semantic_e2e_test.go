@@ -102,6 +102,12 @@ func (e *conceptEmbeddings) embedded(text string) int {
 	return e.texts[text]
 }
 
+// semanticConfig is a deployment whose default realm the concept
+// embeddings server at url embeds. A recall gives the query's embedding
+// up to 30 s (query_embed_timeout_ms, within a recall deadline of 60 s,
+// of which it takes at most half): a test expecting its first recall to
+// rank by meaning must not turn on a loaded machine embedding the query
+// within the default 250 ms.
 func semanticConfig(url string) string {
 	return fmt.Sprintf(`provider "main" {
   plugin = "sqlite"
@@ -112,20 +118,36 @@ embedder "meaning" {
   config = { base_url = %q, model = "concepts", dimensions = 4 }
 }
 realm "default" {
-  provider        = "main"
-  embedder        = "meaning"
-  semantic_weight = 0.5
+  provider               = "main"
+  embedder               = "meaning"
+  semantic_weight        = 0.5
+  query_embed_timeout_ms = 30000
 }
+coordinator { recall_timeout_ms = 60000 }
 `, url+"/v1")
 }
 
+// impatientSemanticConfig is semanticConfig with the production query
+// budget (250 ms, within the tests' recall deadline), for the tests of a
+// hung embedder: each recall that asks it must fall back soon.
+func impatientSemanticConfig(url string) string {
+	cfg := strings.Replace(semanticConfig(url), "  query_embed_timeout_ms = 30000\n", "", 1)
+	return strings.Replace(cfg, "coordinator { recall_timeout_ms = 60000 }\n", "", 1)
+}
+
 // startSemantic starts memhost with the default realm embedded by a
-// concept embeddings server; it answers the server, the instance, and the
-// config and data paths a restart takes.
+// concept embeddings server (semanticConfig); it answers the server, the
+// instance, and the config and data paths a restart takes.
 func startSemantic(t *testing.T) (*conceptEmbeddings, *instance, string, string) {
 	t.Helper()
+	return startSemanticWith(t, semanticConfig)
+}
+
+// startSemanticWith is startSemantic with the deployment config makes.
+func startSemanticWith(t *testing.T, config func(url string) string) (*conceptEmbeddings, *instance, string, string) {
+	t.Helper()
 	emb := newConceptEmbeddings(t)
-	cfgPath, dataDir := writeConfig(t, semanticConfig(emb.URL))
+	cfgPath, dataDir := writeConfig(t, config(emb.URL))
 	m, err := startWithConfig(t, cfgPath, dataDir)
 	if err != nil {
 		t.Fatal(err)
@@ -217,11 +239,10 @@ func TestSemanticRecallThroughServe(t *testing.T) {
 		t.Fatalf("recall by meaning after the outage = %+v, want the garden record %s", hits, late[0])
 	}
 
-	// A restart finds every vector stored: nothing is embedded again. The
-	// first recall may stay lexical if the fresh embedder process misses
-	// the query's 250 ms on a loaded machine (the fallback the outage
-	// above covers), so it is asked until it ranks by meaning; only the
-	// question's text may be embedded meanwhile.
+	// A restart finds every vector stored: nothing is embedded again, and
+	// the first recall ranks by meaning (the realm gives the fresh
+	// embedder process 30 s for the query, not the default 250 ms a
+	// loaded machine could miss); only the question's text is embedded.
 	m.stop()
 	emb.mu.Lock()
 	before := maps.Clone(emb.texts)
@@ -231,10 +252,9 @@ func TestSemanticRecallThroughServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	realmStatus(t, m, "default", "idle after the restart", func(state string, n int64, _ map[string]int64) bool { return state == "idle" && n == 0 })
-	eventually(t, "recall after a restart ranks the wind-down record first", func() bool {
-		hits := recall(t, m, "alice", question)
-		return len(hits.Hits) > 0 && hits.Hits[0].Record.ID == ids[0]
-	})
+	if hits := recall(t, m, "alice", question); len(hits.Hits) == 0 || hits.Hits[0].Record.ID != ids[0] {
+		t.Fatalf("recall %q after a restart = %+v, want the wind-down record %s first\n%s", question, hits, ids[0], m.logs())
+	}
 	emb.mu.Lock()
 	for text, n := range emb.texts {
 		if text != question && n != before[text] {
@@ -271,7 +291,7 @@ func TestSemanticRecallThroughServe(t *testing.T) {
 // answer.
 func TestHungEmbedderIsNotAskedByEveryRecall(t *testing.T) {
 	t.Parallel()
-	emb, m, _, _ := startSemantic(t)
+	emb, m, _, _ := startSemanticWith(t, impatientSemanticConfig)
 	ids := remember(t, m,
 		map[string]any{"scope": "identity:alice", "kind": "preference", "title": "Wind-down", "body": "I usually read a book before bed"},
 		map[string]any{"scope": "identity:alice", "kind": "fact", "title": "Coffee", "body": "Alice roasts her own espresso beans."},
@@ -457,11 +477,12 @@ func TestHybridScoreIgnoresTheLimit(t *testing.T) {
 		}
 		return scores
 	}
-	var shallow, deep map[string]float64
-	eventually(t, "recall ranking by meaning (the embedder answered in time)", func() bool {
-		shallow, deep = ask(20), ask(40)
-		return len(shallow) == 20 && len(deep) == 34
-	})
+	// The realm gives the query's embedding 30 s: the first recall ranks
+	// by meaning (a lexical one finds only the 8 routines).
+	shallow, deep := ask(20), ask(40)
+	if len(shallow) != 20 || len(deep) != 34 {
+		t.Fatalf("recall at limits 20 and 40 found %d and %d records, want 20 and 34 (ranking by meaning)\n%s", len(shallow), len(deep), m.logs())
+	}
 	for id, s := range shallow {
 		if d, ok := deep[id]; !ok || d != s {
 			t.Errorf("%s scores %v at limit 20 and %v (found %v) at limit 40", id, s, d, ok)
