@@ -185,6 +185,13 @@ func (d *Defanger) plan(s string) []edit {
 	if strings.IndexByte(s, '&') >= 0 {
 		d.all.scan(s, true, direct)
 	}
+	// A role header a decoded view starts with an escaped line break
+	// marks its line in s only, never the place after the escape: there
+	// the break is often inside a string literal ("boot ok\nSystem: %s\n"
+	// in code), which a soft mark (a role header's prefix) must not
+	// change. Markup views of s mark after a block's tag, as the header
+	// line's rule does.
+	decodedViews := true
 	// A view's bytes stand for ranges of s; a match maps back to them.
 	scanView := func(view string, from []span, cuts []viewCut) {
 		var lines lineCursor
@@ -231,10 +238,10 @@ func (d *Defanger) plan(s string) []edit {
 		scanShapes(view, func(start, end int, text string) {
 			shapes = append(shapes, edit{viewSpan(start, from, cuts).start, viewSpan(end-1, from, cuts).end, text})
 		}, func(line int) {
-			// The line in s, and the view's line an escaped line break
-			// or a block's tag starts (marked after it, as the header's).
+			// The line in s, and the view's line a block's tag starts
+			// (marked after it, as the header's).
 			roleLines = append(roleLines, roles.lineOf(s, viewSpan(line, from, cuts).start))
-			if line > 0 {
+			if line > 0 && !decodedViews {
 				if at := viewSpan(line-1, from, cuts).end; at > roleLines[len(roleLines)-1] {
 					roleLines = append(roleLines, at)
 				}
@@ -277,6 +284,7 @@ func (d *Defanger) plan(s string) []edit {
 	for _, l := range deepest {
 		markup(l.view, l.from)
 	}
+	decodedViews = false
 	markup(s, nil)
 	if len(hits) > 1 {
 		slices.SortStableFunc(hits, func(a, b match) int { return cmp.Or(cmp.Compare(a.end, b.end), cmp.Compare(a.start, b.start)) })

@@ -140,13 +140,11 @@ func (r *shapeReader) at(i int) shapeTok {
 		if skippable(ru) {
 			continue
 		}
-		shape, _, look, breaks := r.buf.readings(r.view[start:end], ru)
-		if len(shape) == 0 {
-			shape = look
-		}
+		shape, sound, look, breaks := r.buf.readings(r.view[start:end], ru)
 		if breaks {
 			return shapeTok{kind: shapeBreak, start: start, end: end}
 		}
+		shape = lettersOf(shape, sound, look, breaks)
 		if len(shape) == 0 {
 			return shapeTok{kind: shapeOther, start: start, end: end}
 		}
@@ -156,10 +154,12 @@ func (r *shapeReader) at(i int) shapeTok {
 }
 
 // lettersOf answers a character's letters as a template word reads
-// them: its shape, or, for a letter read only by its sound, the Latin
-// letter it is drawn as (lookLetters), never its sound.
+// them: the Latin letter a faux-Latin alphabet draws it as (lookLetters),
+// when it has one, else its shape. Most such letters also have a shape
+// taken from their sound (ᑎ "ti", И "i"), which a template word never
+// holds.
 func lettersOf(shape, _, look []rune, _ bool) []rune {
-	if len(shape) == 0 {
+	if len(look) > 0 {
 		return look
 	}
 	return shape

@@ -912,11 +912,10 @@ func hidesContent(tag string) bool {
 			return true
 		}
 	}
-	// A size or an opacity of zero: "0", "0px", "0em", not "0.9em".
+	// A size or an opacity of zero: "0", "0px", "0.0em", ".0", not "0.9em".
 	for _, prop := range []string{"font-size:", "opacity:", "max-width:", "max-height:"} {
 		for k := strings.Index(t, prop); k >= 0; {
-			rest := strings.TrimLeft(t[k+len(prop):], "+")
-			if n := len(rest) - len(strings.TrimLeft(rest, "0")); n > 0 && (n == len(rest) || rest[n] != '.' && !('1' <= rest[n] && rest[n] <= '9')) {
+			if zeroValue(strings.TrimLeft(t[k+len(prop):], "+")) {
 				return true
 			}
 			next := strings.Index(t[k+len(prop):], prop)
@@ -927,6 +926,19 @@ func hidesContent(tag string) bool {
 		}
 	}
 	return false
+}
+
+// zeroValue reports whether a CSS value starts with a number that is
+// zero: zeros, then optionally a point and more zeros, then no digit.
+func zeroValue(v string) bool {
+	n := len(v) - len(strings.TrimLeft(v, "0"))
+	rest := v[n:]
+	if strings.HasPrefix(rest, ".") {
+		frac := strings.TrimLeft(rest[1:], "0")
+		n += len(rest) - 1 - len(frac)
+		rest = frac
+	}
+	return n > 0 && (rest == "" || rest[0] < '0' || rest[0] > '9')
 }
 
 // maxFootnoteLabel bounds a footnote mark's label.
