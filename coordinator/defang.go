@@ -261,9 +261,17 @@ func (d *Defanger) plan(s string) []edit {
 			if view, cuts, ok := markupView(v, false); ok {
 				scanView(view, from, composeCuts(base, cuts))
 			}
-			for _, withTags := range []bool{true, false} {
-				if view, cuts, ok := annotationView(v, withTags); ok {
+			// With tags, and without them when they differ: text without
+			// a '<' reads alike both ways, and text without a mark or a
+			// superscript has no view without tags.
+			if tags, marks := annotationStarts(v); tags || marks {
+				if view, cuts, ok := annotationView(v, true); ok {
 					scanView(view, from, composeCuts(base, cuts))
+				}
+				if tags && marks {
+					if view, cuts, ok := annotationView(v, false); ok {
+						scanView(view, from, composeCuts(base, cuts))
+					}
 				}
 			}
 			if hasLenientMarkup(v) {
@@ -703,6 +711,9 @@ type scanner struct {
 	// characters (leetSpellings) read: a letter or digit before it is
 	// part of one, and is also read as nothing.
 	leetEnd int
+	// heldReady is whether held marks the branches' states for the
+	// character letter reads (holdStates).
+	heldReady bool
 	// held is, by state, the branch there: heldByMain, an alternative's
 	// index plus one, or 0 for none.
 	held []int32
@@ -843,6 +854,9 @@ func (sc *scanner) worthForking(b *branch, units []rune, line int) bool {
 	if state == 0 {
 		return false
 	}
+	if !sc.heldReady {
+		sc.holdStates()
+	}
 	h := sc.held[state]
 	if h == 0 {
 		return true
@@ -857,6 +871,14 @@ func (sc *scanner) worthForking(b *branch, units []rune, line int) bool {
 		forkLine = b.lines[first%maxPatternUnits]
 	}
 	return forkLine > sc.lineOf(holder)
+}
+
+// leadsNowhere reports whether the main branch is not worth forking into
+// one that reads the ASCII unit u (worthForking): it completes no pattern
+// and leaves no partial match.
+func (sc *scanner) leadsNowhere(u rune) bool {
+	next := sc.m.ascii[sc.main.state][u]
+	return next == 0 && sc.m.out[next] < 0
 }
 
 // alternative is one reading of a character other than its shape: its
@@ -881,11 +903,7 @@ func (sc *scanner) letter(shape []rune, alts []alternative, start, end, line int
 	}
 	forks := sc.forks[:0]
 	sc.forkAlt = sc.forkAlt[:0]
-	clear(sc.held)
-	sc.held[sc.main.state] = heldByMain
-	for k, b := range sc.alts {
-		sc.held[b.state] = int32(k + 1)
-	}
+	sc.heldReady = false // built when a fork asks (holdStates)
 	for k, alt := range alts {
 		forks = sc.forksFor(forks, alt.units, line, len(shape) > 0)
 		for len(sc.forkAlt) < len(forks) {
@@ -895,8 +913,11 @@ func (sc *scanner) letter(shape []rune, alts []alternative, start, end, line int
 	for _, f := range shape {
 		sc.unit(f, start, end, line, hit)
 	}
-	if len(forks) == 0 && len(shape) == 0 {
-		return // no branch moved (a mark read as nothing or as a letter that leads nowhere new)
+	if len(forks) == 0 {
+		// No branch moved (a mark read as nothing or as a letter that
+		// leads nowhere new), or only by the shape, whose units settled
+		// the branches as they moved them.
+		return
 	}
 	for i := range forks {
 		alt := alts[sc.forkAlt[i]]
@@ -906,6 +927,18 @@ func (sc *scanner) letter(shape []rune, alts []alternative, start, end, line int
 	}
 	sc.alts = sc.settle(append(sc.alts, forks...))
 	sc.forks = forks[:0]
+}
+
+// holdStates marks in held the states of the main branch and the others,
+// for worthForking; letter asks for it only when a reading leads to a
+// partial match, which in most text none does.
+func (sc *scanner) holdStates() {
+	clear(sc.held)
+	sc.held[sc.main.state] = heldByMain
+	for k, b := range sc.alts {
+		sc.held[b.state] = int32(k + 1)
+	}
+	sc.heldReady = true
 }
 
 // forksFor appends to forks a fork of each branch worth forking into one
@@ -956,6 +989,7 @@ func (m *matcher) scan(s string, literally bool, hit func(p, start, end, line in
 	folds := asciiFolds()
 	sounds := asciiSounds()
 	spellingsFrom := leetSpellingsFrom()
+	plain := asciiPlain()
 	sc.leetEnd = 0
 	line := 0
 	for i := 0; i < len(s); {
@@ -990,6 +1024,18 @@ func (m *matcher) scan(s string, literally bool, hit func(p, start, end, line in
 					continue
 				}
 			}
+			f := &folds[c]
+			if class := plain[c]; class != 0 && (i-1 >= sc.leetEnd || !isAlnum(c)) &&
+				(class == asciiShapeOnly || len(sc.alts) == 0 && sc.leadsNowhere(sounds[c][0])) {
+				// Read by its shape alone (asciiPlain), as most are, or
+				// with a sound no branch is worth forking for (the main
+				// branch alone, which the sound leads nowhere from:
+				// worthForking).
+				for _, u := range f.units[:f.n] {
+					sc.unit(u, i-1, i, line, hit)
+				}
+				continue
+			}
 			// Its readings other than its shape: a symbol that stands for
 			// a letter is a separator by its shape and that letter by
 			// its sound; "(" with its pair is o, the pair read as one
@@ -1012,7 +1058,6 @@ func (m *matcher) scan(s string, literally bool, hit func(p, start, end, line in
 					sc.leetEnd = max(sc.leetEnd, i-1+len(sp.seq))
 				}
 			}
-			f := &folds[c]
 			if i-1 < sc.leetEnd && isAlnum(c) {
 				alts = append(alts, alternative{[]rune{}, i})
 			}

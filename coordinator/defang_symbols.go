@@ -172,3 +172,31 @@ var leetSpellingsFrom = sync.OnceValue(func() *[utf8.RuneSelf][]leetSpelling {
 	}
 	return &t
 })
+
+// asciiPlain classes the ASCII bytes the scanner may read by their shape
+// alone: asciiShapeOnly, no sound, no leet spelling starts with them, not
+// '(' (read with its pair as o); asciiOneSound, the same but for a sound
+// of one ASCII unit (a turned letter, a symbol), which the scanner need
+// not read when it leads nowhere. A letter or digit among them is read as
+// nothing too inside a leet spelling, which the scanner checks.
+var asciiPlain = sync.OnceValue(func() *[utf8.RuneSelf]uint8 {
+	var t [utf8.RuneSelf]uint8
+	sounds, spellings := asciiSounds(), leetSpellingsFrom()
+	for c := range utf8.RuneSelf {
+		if len(spellings[c]) > 0 || c == '(' {
+			continue
+		}
+		switch sound := sounds[c]; {
+		case sound == nil:
+			t[c] = asciiShapeOnly
+		case len(sound) == 1 && sound[0] < utf8.RuneSelf:
+			t[c] = asciiOneSound
+		}
+	}
+	return &t
+})
+
+const (
+	asciiShapeOnly = 1 + iota
+	asciiOneSound
+)

@@ -48,7 +48,7 @@ type layer struct {
 // reads otherwise, and before that its layers are the common ones, which
 // are neither built nor answered twice.
 func decodedLayers(s string) []layer {
-	if !strings.ContainsAny(s, "%\\&=") {
+	if !hasAnyByte(s, "%\\&=") {
 		return nil
 	}
 	common := peel(s, nil, flavourCommon, 0)
@@ -88,10 +88,18 @@ func peel(v string, from []span, fl flavour, done int) []layer {
 	return chain
 }
 
+// escapeStart marks the bytes an escape starts with (escapeAt): the walks
+// over a view skip the others without a call.
+var escapeStart = [256]bool{'%': true, '\\': true, '&': true, '=': true}
+
 // ownEscapeIn reports whether fl reads some escape of v otherwise than the
 // common reading, walking v as decodeOnce does, without building a layer.
 func ownEscapeIn(v string, fl flavour) bool {
 	for i := 0; i < len(v); {
+		if !escapeStart[v[i]] {
+			i++
+			continue
+		}
 		_, end, ok, own := escapeAt(v, i, fl)
 		switch {
 		case own:
@@ -284,6 +292,10 @@ func decodeOnce(v string, from []span, fl flavour) (dec string, decFrom []span, 
 	var out []span
 	last := 0
 	for i := 0; i < len(v); {
+		if !escapeStart[v[i]] {
+			i++
+			continue
+		}
 		dec, end, ok, own := escapeAt(v, i, fl)
 		if !ok {
 			i++
@@ -849,6 +861,78 @@ func annotationView(v string, markup bool) (view string, cuts []viewCut, ok bool
 	}
 	b.WriteString(v[last:])
 	return b.String(), cuts, true
+}
+
+// annotationStarts reports whether v holds what may start what
+// annotationView reads: tags, a '<' (read only with markup); marks, a
+// footnote mark (footnoteMarkAt) or a superscript. Text holding neither
+// has no annotation view; text without tags reads alike with markup and
+// without, so one view is read. Each '[' and each superscript's lead byte
+// is found by a vectorised search: curly quotes and dashes share the
+// superscripts' lead byte, and are common.
+func annotationStarts(v string) (tags, marks bool) {
+	return strings.IndexByte(v, '<') >= 0, hasFootnoteMark(v) || hasSuperscript(v)
+}
+
+// hasFootnoteMark reports whether a footnote mark starts at some '[' of v.
+func hasFootnoteMark(v string) bool {
+	for i := 0; ; i++ {
+		k := strings.IndexByte(v[i:], '[')
+		if k < 0 {
+			return false
+		}
+		if i += k; footnoteMarkAt(v, i) >= 0 {
+			return true
+		}
+	}
+}
+
+// hasSuperscript reports whether v holds a superscript (superscript).
+func hasSuperscript(v string) bool {
+	for _, lead := range [...]byte{0xC2, 0xE2} {
+		for i := 0; ; i++ {
+			k := strings.IndexByte(v[i:], lead)
+			if k < 0 {
+				break
+			}
+			i += k
+			if r, _ := utf8.DecodeRuneInString(v[i:]); superscript(r) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hasAnyByte reports whether s holds any of the ASCII bytes of set: one
+// vectorised IndexByte per byte, where strings.ContainsAny tests each
+// byte of s against the set.
+func hasAnyByte(s, set string) bool {
+	for k := 0; k < len(set); k++ {
+		if strings.IndexByte(s, set[k]) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// hasNonASCII reports whether s holds a byte outside ASCII, eight bytes
+// at a time.
+func hasNonASCII(s string) bool {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		if w&0x8080808080808080 != 0 {
+			return true
+		}
+	}
+	for ; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return true
+		}
+	}
+	return false
 }
 
 // hiddenElements are the elements whose content a page does not show in
