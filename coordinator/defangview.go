@@ -704,15 +704,12 @@ func byteRun(v string, i int, intro byte, prefix string) (string, int, bool) {
 // hexRune reads n hex digits at v[i] as a character; a value that is no
 // character reads as U+FFFD.
 func hexRune(v string, i, n int) (rune, bool) {
-	if i < 0 || i+n > len(v) {
+	if i < 0 {
 		return 0, false
 	}
-	var r rune
-	for k := i; k < i+n; k++ {
-		if !isHex(v[k]) {
-			return 0, false
-		}
-		r = r<<4 | rune(hexVal(v[k]))
+	r, ok := hexValue(v, i, n)
+	if !ok {
+		return 0, false
 	}
 	if !utf8.ValidRune(r) {
 		r = utf8.RuneError
