@@ -958,8 +958,10 @@ func benchVariantRun(ctx context.Context, p string, v benchVariant, samples []be
 	latencies *[]bench.Latency, facts *[]hostFacts, retrieval map[string][]bench.Retrieval, lme map[string][]bench.LMEScore) error {
 	o := v.o
 	// Each part runs on a host of its own: one that fails leaves the
-	// others to run and report.
+	// others to run and report, unless the run was cancelled or the
+	// provider's host cannot start at all.
 	var errs []error
+	stop := func(err error) bool { return ctx.Err() != nil || errors.Is(err, errHostStart) }
 	for _, n := range o.sizes {
 		corpus := bench.NewCorpus(o.seed, n, o.queries)
 		err := inFreshHost(ctx, o, p, func(b *benchHost) error {
@@ -969,7 +971,7 @@ func benchVariantRun(ctx context.Context, p string, v benchVariant, samples []be
 		})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s at %d records: %w", v.label, n, err))
-			if ctx.Err() != nil || errors.Is(err, errHostStart) {
+			if stop(err) {
 				return errors.Join(errs...)
 			}
 		}
@@ -982,7 +984,7 @@ func benchVariantRun(ctx context.Context, p string, v benchVariant, samples []be
 		})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s LoCoMo: %w", v.label, err))
-			if ctx.Err() != nil || errors.Is(err, errHostStart) {
+			if stop(err) {
 				return errors.Join(errs...)
 			}
 		} else {

@@ -104,6 +104,17 @@ func decodedLayers(s string) []string {
 	return out
 }
 
+// escapedBytes decodes a run of three-character byte escapes, "%E2%80"
+// or quoted-printable's "=E2=80".
+func escapedBytes(m string) string {
+	b := make([]byte, 0, len(m)/3)
+	for i := 0; i+2 < len(m); i += 3 {
+		n, _ := strconv.ParseUint(m[i+1:i+3], 16, 8)
+		b = append(b, byte(n))
+	}
+	return string(b)
+}
+
 // decodeEscape decodes one match of re.
 func decodeEscape(re *regexp.Regexp, m string) string {
 	switch {
@@ -120,12 +131,7 @@ func decodeEscape(re *regexp.Regexp, m string) string {
 		}
 		return m[1:]
 	case m[0] == '=':
-		b := make([]byte, 0, len(m)/3)
-		for i := 0; i+2 < len(m); i += 3 {
-			n, _ := strconv.ParseUint(m[i+1:i+3], 16, 8)
-			b = append(b, byte(n))
-		}
-		return string(b)
+		return escapedBytes(m)
 	case re == qpRE && surrogatePairRE.MatchString(m):
 		sm := surrogatePairRE.FindStringSubmatch(m)
 		hi, _ := strconv.ParseUint(sm[1], 16, 32)
@@ -137,12 +143,7 @@ func decodeEscape(re *regexp.Regexp, m string) string {
 		n, _ := strconv.ParseUint(m[2:], 16, 32)
 		return string(rune(n))
 	case m[0] == '%':
-		b := make([]byte, 0, len(m)/3)
-		for i := 0; i+2 < len(m); i += 3 {
-			n, _ := strconv.ParseUint(m[i+1:i+3], 16, 8)
-			b = append(b, byte(n))
-		}
-		return string(b)
+		return escapedBytes(m)
 	case strings.HasPrefix(m, `\u{`), strings.HasPrefix(m, `\x{`):
 		n, _ := strconv.ParseUint(strings.TrimLeft(m[3:len(m)-1], "0")+"0", 16, 32)
 		return string(rune(n >> 4))
