@@ -739,13 +739,18 @@ func (s *scorer) share(idf, f, norm float64) float64 {
 	return idf * (f * (bm25K1 + 1)) / (f + bm25K1*(1-bm25B+bm25B*dl/s.avgdl))
 }
 
-// idf is Lucene's BM25 inverse document frequency, log(1 + (N-n+0.5)/(n+0.5)):
-// unlike FTS5's (sdk/index), a term in more than half the records keeps
-// a small positive weight instead of the 1e-6 floor. Realm statistics are
-// small (a conversation is one realm), so such terms are common; on the
-// LoCoMo development split this scored turn recall@10 0.750 against 0.747.
+// idf is sdk/index's (FTS5's) inverse document frequency,
+// log((N-n+0.5)/(n+0.5)), never below 1e-6, so bleve ranks as the other
+// providers do (TestRankingMatchesIndex). The realm's record count comes
+// from the catalog, which may trail by a batch the snapshot already
+// holds, so a term's count is capped by it: the logarithm stays finite.
 func idf(docs, hits int64) float64 {
-	return math.Log(1 + (float64(docs-hits)+0.5)/(float64(hits)+0.5))
+	hits = min(hits, docs)
+	v := math.Log((float64(docs-hits) + 0.5) / (float64(hits) + 0.5))
+	if v <= 0 {
+		v = 1e-6
+	}
+	return v
 }
 
 // storedRecordOf decodes the stored record of document doc of ss.
