@@ -24,9 +24,9 @@ import (
 // with k1 = 1.2, b = 0.75; tf(t,d) is the field-weighted count of t in d
 // (tags 5, title 4, description 2, body 1), dl(d) the record's term count,
 // n(t) the active records holding t, N the active records and avgdl their
-// mean length. These statistics are taken over every realm of the schema
-// by default, as the sqlite provider's engine takes them (so the two rank
-// alike), or over the query's realm alone with statistics = "realm".
+// mean length. These statistics are taken over the query's realm alone by
+// default, as the sqlite provider's engine takes them (so the two rank
+// alike), or over every realm of the schema with statistics = "store".
 //
 // Plan. Scoring every record that holds any query term costs one
 // covering-index scan per term (postings' primary key holds term, record,

@@ -41,9 +41,10 @@ import (
 //
 // Otherwise the recall answers from SQL, as without a replica.
 
-// maxApply is the most changes one catch-up applies one by one; a replica
-// further behind reloads.
-const maxApply = 20000
+// maxApply is the most changes one catch-up applies; a replica further
+// behind catches up in steps of it, each its own snapshot. A variable for
+// tests.
+var maxApply = 20000
 
 type replica struct {
 	set    replicaSettings
@@ -62,8 +63,12 @@ type replica struct {
 	moved   chan struct{}   // closed (and replaced) when applied moves; under mu
 	// mark is when the change at applied was written (zero when applied
 	// is the horizon's): a log whose row at applied no longer matches it
-	// went back (see read). Only the follower uses it.
+	// went back (see read). Written under mu.
 	mark time.Time
+	// pin is the position this process's replicas row holds the log
+	// after, kept alive by beatLoop whatever the follower is doing (a
+	// load may outlast the trim grace); -1 until the first load begins.
+	pin atomic.Int64
 
 	acked atomic.Int64 // the highest change this process committed
 	head  atomic.Int64 // the highest change heard of
@@ -94,19 +99,22 @@ func newReplica(db *pgdb, set settings, log *slog.Logger) *replica {
 	if set.realmStats {
 		opts.Stats = sdkindex.StatsRealm
 	}
-	return &replica{
+	r := &replica{
 		set: set.replica, db: db, listen: set.pool.ConnConfig.Copy(), schema: set.schema, opts: opts, log: log,
 		name: hex.EncodeToString(id[:]), moved: make(chan struct{}), wake: make(chan struct{}, 1),
 	}
+	r.pin.Store(-1)
+	return r
 }
 
 // start loads the replica and follows the log until close.
 func (r *replica) start() {
 	ctx, stop := context.WithCancel(context.Background())
 	r.stop = stop
-	r.done.Add(2)
+	r.done.Add(3)
 	go func() { defer r.done.Done(); r.follow(ctx) }()
 	go func() { defer r.done.Done(); r.listenLoop(ctx) }()
+	go func() { defer r.done.Done(); r.beatLoop(ctx) }()
 }
 
 // close stops the replica and removes its row (best effort).
@@ -252,40 +260,41 @@ func (r *replica) recall(ctx context.Context, q sdk.RecallQuery, terms []string,
 		}
 		r.mu.RLock()
 		found, err := r.ix.Search(iq)
-		at := r.applied.Load()
+		at, mark := r.applied.Load(), r.mark
 		r.mu.RUnlock()
 		if errors.Is(err, sdkindex.ErrInvalid) {
 			// Only the query vector can be wrong here (its model or
 			// length), unless the replica is behind a change of the
 			// stored vectors: the log's head decides.
 			invalid := err
-			_, head, _, err := readHitRows(ctx, r.db, q.Realm, nil)
+			_, state, _, err := readHitRows(ctx, r.db, q.Realm, at, nil)
 			if err != nil {
 				return nil, true, fmt.Errorf("postgres: recall: %w", classify(err))
 			}
-			r.heard(head)
-			if head < at {
-				r.poke() // the log went back (see read): SQL answers
+			r.heard(state.head)
+			if state.wentBack(at, mark) {
+				r.poke() // the follower reloads; SQL answers
 				return nil, false, nil
 			}
-			if head == at {
+			if state.head == at {
 				return nil, true, fmt.Errorf("postgres: recall: %w: %w", sdk.ErrInvalid, invalid)
 			}
-			need = head
+			need = state.head
 			continue
 		}
 		if err != nil {
 			return nil, false, fmt.Errorf("postgres: recall: %w", err)
 		}
-		hits, head, whole, err := readHitRows(ctx, r.db, q.Realm, found)
+		hits, state, whole, err := readHitRows(ctx, r.db, q.Realm, at, found)
 		if err != nil {
 			return nil, true, fmt.Errorf("postgres: recall: %w", classify(err))
 		}
-		r.heard(head)
-		if head < at {
-			r.poke() // the log went back (see read): SQL answers
+		r.heard(state.head)
+		if state.wentBack(at, mark) {
+			r.poke() // the follower reloads; SQL answers
 			return nil, false, nil
 		}
+		head := state.head
 		if head == at {
 			// A hit gone or changed since the replica read it means a
 			// change at or below head the replica missed: never here,
@@ -312,31 +321,48 @@ func waitDeadline(ctx context.Context, readWait time.Duration) time.Time {
 	return deadline
 }
 
+// logState is the change log as a recall reads it beside the hits' rows.
+type logState struct {
+	head    int64      // the last change's position, or the horizon when trimmed empty
+	trimmed int64      // the horizon
+	at      *time.Time // when the change at the replica's position was written; nil when absent
+}
+
+// wentBack reports whether the log no longer holds the change the replica
+// applied last (applied, written at mark): it ends before it, or its row
+// there is another (a restore, or a failover to a standby that lacked the
+// latest changes, numbering new changes as ones the replica applied). At
+// or below the horizon the row may be trimmed and proves nothing.
+func (l logState) wentBack(applied int64, mark time.Time) bool {
+	return l.head < applied || applied > l.trimmed && (l.at == nil || !l.at.Equal(mark))
+}
+
 // readHitRows reads the rows of the replica's hits, in one round trip with
-// the change log's head. whole is false when a hit's row is gone or no
-// longer active.
-func readHitRows(ctx context.Context, db *pgdb, realm string, found []sdkindex.Hit) (hits []sdk.Hit, head int64, whole bool, err error) {
+// the change log's state around applied, the replica's position. whole is
+// false when a hit's row is gone or no longer active.
+func readHitRows(ctx context.Context, db *pgdb, realm string, applied int64, found []sdkindex.Hit) (hits []sdk.Hit, state logState, whole bool, err error) {
 	seqs := make([]int64, len(found))
 	for i, h := range found {
 		seqs[i] = int64(h.Seq)
 	}
 	b := &pgx.Batch{}
 	// The horizon too: a log trimmed empty still has a position.
-	b.Queue("SELECT greatest((SELECT coalesce(max(seq), 0) FROM changes), (SELECT trimmed FROM change_horizon))")
+	b.Queue(`SELECT greatest((SELECT coalesce(max(seq), 0) FROM changes), h.trimmed), h.trimmed,
+		(SELECT at FROM changes WHERE seq = $1) FROM change_horizon AS h`, applied)
 	if len(seqs) > 0 {
 		b.Queue(`SELECT `+recordColumns+`, r.seq FROM records AS r WHERE r.seq = ANY($1) AND r.realm = $2 AND r.status = 'active'`, seqs, realm)
 	}
 	br := db.SendBatch(ctx, b)
 	defer br.Close()
-	if err := br.QueryRow().Scan(&head); err != nil {
-		return nil, 0, false, err
+	if err := br.QueryRow().Scan(&state.head, &state.trimmed, &state.at); err != nil {
+		return nil, logState{}, false, err
 	}
 	if len(seqs) == 0 {
-		return []sdk.Hit{}, head, true, br.Close()
+		return []sdk.Hit{}, state, true, br.Close()
 	}
 	rows, err := br.Query()
 	if err != nil {
-		return nil, 0, false, err
+		return nil, logState{}, false, err
 	}
 	bySeq := make(map[int64]sdk.Record, len(seqs))
 	for rows.Next() {
@@ -344,22 +370,22 @@ func readHitRows(ctx context.Context, db *pgdb, realm string, found []sdkindex.H
 		var seq int64
 		if err := scanRecord(rows, &rec, &seq); err != nil {
 			rows.Close()
-			return nil, 0, false, err
+			return nil, logState{}, false, err
 		}
 		bySeq[seq] = rec
 	}
 	if err := rows.Err(); err != nil {
-		return nil, 0, false, err
+		return nil, logState{}, false, err
 	}
 	hits = make([]sdk.Hit, 0, len(found))
 	for _, h := range found {
 		rec, ok := bySeq[int64(h.Seq)]
 		if !ok || rec.ID != h.ID {
-			return nil, head, false, br.Close()
+			return nil, state, false, br.Close()
 		}
 		hits = append(hits, sdk.Hit{Record: rec, Score: h.Score})
 	}
-	return hits, head, true, br.Close()
+	return hits, state, true, br.Close()
 }
 
 // clusterShare is the least share of a realm's documents that must have
@@ -370,16 +396,14 @@ const clusterShare = 1.0 / 16
 
 // follow loads the replica, then catches up whenever woken (a
 // notification, a write of this process, a waiting recall) or every
-// poll_interval; it records its position and trims the log every
-// heartbeatInterval.
+// poll_interval; a catch-up that took one step of a longer backlog goes
+// on at once.
 func (r *replica) follow(ctx context.Context) {
 	poll := time.NewTicker(r.set.poll)
 	defer poll.Stop()
-	beat := time.NewTicker(heartbeatInterval)
-	defer beat.Stop()
-	beatLoads := int64(0)
 	for {
-		if err := r.catchUp(ctx); err != nil && ctx.Err() == nil {
+		more, err := r.catchUp(ctx)
+		if err != nil && ctx.Err() == nil {
 			r.log.Warn("postgres: the replica could not read the change log; recall answers from SQL until it does", "error", err)
 		}
 		// Renumber the documents applied since in scope order
@@ -388,33 +412,59 @@ func (r *replica) follow(ctx context.Context) {
 		if r.ix != nil {
 			r.ix.Cluster(clusterShare)
 		}
-		// A load registers at once, so trimmers keep what it needs.
-		if n := r.loads.Load(); n != beatLoads {
-			beatLoads = n
-			r.beat(ctx)
+		if more {
+			if ctx.Err() != nil {
+				return
+			}
+			continue
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-r.wake:
 		case <-poll.C:
-		case <-beat.C:
-			r.beat(ctx)
-			if _, err := trimChanges(ctx, r.db, r.set.retention); err != nil {
-				r.log.Debug("trim change log", "error", err)
-			}
 		}
 	}
 }
 
-// beat records the replica's position once it is loaded.
+// beatLoop records the replica's pin every heartbeatInterval, and trims
+// the log, on its own goroutine: a load or a long catch-up must not let
+// the replicas row expire, or other processes trim the changes it will
+// need once done, and it loads again.
+func (r *replica) beatLoop(ctx context.Context) {
+	every(ctx, heartbeatInterval, func() bool {
+		r.beat(ctx)
+		if _, err := trimChanges(ctx, r.db, r.set.retention); err != nil && ctx.Err() == nil {
+			r.log.Debug("trim change log", "error", err)
+		}
+		return true
+	})
+}
+
+// beat records the replica's pin, once it has one.
 func (r *replica) beat(ctx context.Context) {
-	if r.loads.Load() == 0 {
+	pin := r.pin.Load()
+	if pin < 0 {
 		return
 	}
-	if err := heartbeat(ctx, r.db, r.name, r.applied.Load()); err != nil {
+	if err := heartbeat(ctx, r.db, r.name, pin); err != nil && ctx.Err() == nil {
 		r.log.Debug("replica heartbeat", "error", err)
 	}
+}
+
+// register pins the log at its position now, before the first load's
+// snapshot (whose position is at least that), so that no trimmer takes
+// the changes after the snapshot while the load runs.
+func (r *replica) register(ctx context.Context) error {
+	var pos int64
+	if err := r.db.QueryRow(ctx, `SELECT greatest((SELECT coalesce(max(seq), 0) FROM changes), (SELECT trimmed FROM change_horizon))`).Scan(&pos); err != nil {
+		return err
+	}
+	if err := heartbeat(ctx, r.db, r.name, pos); err != nil {
+		return err
+	}
+	r.pin.Store(pos)
+	return nil
 }
 
 // snapshot is a read-only repeatable-read transaction: the log and the
@@ -431,6 +481,9 @@ type step struct {
 	puts   []docVector                // changed records that are active
 	// rewound: the log went back past the replica's position (see read).
 	rewound bool
+	// more: the step applies the first maxApply changes of a longer
+	// backlog; the follower goes on at once.
+	more bool
 }
 
 // docVector is an index document with its stored vector, if any.
@@ -439,27 +492,38 @@ type docVector struct {
 	vec *sdk.RecordVector
 }
 
-// catchUp applies the changes after the replica's position, or loads it
-// whole when it is not loaded, the log was trimmed past its position, or
-// it is more than maxApply changes behind.
-func (r *replica) catchUp(ctx context.Context) error {
+// catchUp applies the changes after the replica's position (at most
+// maxApply of them; more reports that others wait), or loads it whole
+// when it is not loaded, the log was trimmed past its position, or went
+// back.
+func (r *replica) catchUp(ctx context.Context) (more bool, err error) {
 	epoch, listening := r.epoch.Load(), r.connected.Load()
+	if r.pin.Load() < 0 {
+		if err := r.register(ctx); err != nil {
+			return false, fmt.Errorf("catch up: %w", classify(err))
+		}
+	}
 	var st step
-	err := pgx.BeginTxFunc(ctx, r.db, snapshot, func(tx pgx.Tx) (err error) {
+	err = pgx.BeginTxFunc(ctx, r.db, snapshot, func(tx pgx.Tx) (err error) {
 		st, err = r.read(ctx, tx)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("catch up: %w", classify(err))
+		return false, fmt.Errorf("catch up: %w", classify(err))
 	}
 	if hook := r.applyHook.Load(); hook != nil {
 		(*hook)()
 	}
+	loaded := st.full != nil
 	r.apply(&st)
-	if listening {
+	if loaded {
+		// Pinned at once where the load left it, not at the next beat.
+		r.beat(ctx)
+	}
+	if listening && !st.more {
 		r.caught.Store(epoch)
 	}
-	return nil
+	return st.more, nil
 }
 
 // read reads, in one snapshot, what brings the replica to the log's
@@ -477,6 +541,12 @@ func (r *replica) read(ctx context.Context, tx pgx.Tx) (step, error) {
 	if top >= trimmed && topAt != nil {
 		st.mark = *topAt
 	}
+	// The log's head as this snapshot sees it (a notification may have
+	// been missed): a backlog counts as behind from now.
+	raise(&r.head, st.to)
+	if st.to > from {
+		r.behind.CompareAndSwap(0, time.Now().UnixNano())
+	}
 	r.mu.RLock()
 	loaded := r.ix != nil
 	r.mu.RUnlock()
@@ -487,7 +557,7 @@ func (r *replica) read(ctx context.Context, tx pgx.Tx) (step, error) {
 	// changes. The replica may hold what is gone, and would pass over new
 	// changes numbered as ones it applied: it reloads.
 	st.rewound = loaded && (st.to < from || from > trimmed && (fromAt == nil || !fromAt.Equal(r.mark)))
-	if !loaded || from < trimmed || st.rewound || st.to-from > maxApply {
+	if !loaded || from < trimmed || st.rewound {
 		if loaded {
 			r.log.Info("postgres: the replica reloads", "applied", from, "trimmed", trimmed, "head", st.to, "rewound", st.rewound)
 		}
@@ -498,7 +568,11 @@ func (r *replica) read(ctx context.Context, tx pgx.Tx) (step, error) {
 	if st.to <= from {
 		return st, nil
 	}
-	rows, err := tx.Query(ctx, `SELECT realm, record_id, op FROM changes WHERE seq > $1 ORDER BY seq`, from)
+	// Records are read as this snapshot holds them, which may be past the
+	// step's last change when more follow: a later step reads them again,
+	// and no recall answers from the replica before it is at the log's
+	// head (recall reads the head with the hits).
+	rows, err := tx.Query(ctx, `SELECT seq, realm, record_id, op, at FROM changes WHERE seq > $1 ORDER BY seq LIMIT $2`, from, maxApply)
 	if err != nil {
 		return st, err
 	}
@@ -506,7 +580,13 @@ func (r *replica) read(ctx context.Context, tx pgx.Tx) (step, error) {
 	seen := map[[2]string]bool{}
 	st.realms = map[string]*sdkindex.Index{}
 	var realm, id, op string
-	_, err = pgx.ForEachRow(rows, []any{&realm, &id, &op}, func() error {
+	var seq int64
+	var at time.Time
+	n := 0
+	_, err = pgx.ForEachRow(rows, []any{&seq, &realm, &id, &op, &at}, func() error {
+		if n++; n == maxApply && seq < st.to {
+			st.to, st.mark, st.more = seq, at, true
+		}
 		if op == opRealm {
 			st.realms[realm] = nil
 			return nil
@@ -593,7 +673,14 @@ func (r *replica) apply(st *step) {
 		close(r.moved)
 		r.moved = make(chan struct{})
 	}
+	r.pin.Store(r.applied.Load())
 	r.mu.Unlock()
+	if st.more {
+		// One step of a backlog: behind still dates from when it was
+		// first heard of, so a replica long behind stops serving after
+		// max_lag instead of making every recall wait.
+		return
+	}
 	// Current unless a change past st.to was heard of meanwhile (checked
 	// again after clearing, against a notification landing in between).
 	r.behind.Store(0)

@@ -73,6 +73,9 @@ func TestReplicaLogRewound(t *testing.T) {
 	}{
 		{"the log ends below the replica", []string{"quill four"}},
 		{"the log ends past the replica", []string{"quill four", "quill five", "quill six"}},
+		// The head is the replica's position again, numbering other
+		// changes: only the row there tells.
+		{"the log ends where the replica does", []string{"quill four", "quill five"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			schema := schemaFor(t.Name())

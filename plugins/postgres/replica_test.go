@@ -559,3 +559,132 @@ func TestReplicaRenumbersByScope(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicaLoadOutlastsTrimGrace: a load that takes longer than the
+// trim grace, with writes going on, is followed by a catch-up, not by
+// another load: the replica stays registered while it loads, so no
+// trimmer takes the changes it needs after. (It loaded again and again
+// for as long as the writes went on.)
+func TestReplicaLoadOutlastsTrimGrace(t *testing.T) {
+	grace, beat, live := trimGrace, heartbeatInterval, replicaLiveFor
+	t.Cleanup(func() { trimGrace, heartbeatInterval, replicaLiveFor = grace, beat, live })
+	trimGrace, heartbeatInterval, replicaLiveFor = 300*time.Millisecond, 50*time.Millisecond, 150*time.Millisecond
+	schema := schemaFor(t.Name())
+	a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
+	b := openStoreWith(t, configJSON(schema, "replica", replicaCfg("10s")))
+	gate := holdApplies(t, b)
+	waitServing(t, b)
+	gate.held.Store(true)
+	b.replica.poke()
+	<-gate.entered
+	ctx := context.Background()
+	stop, done := make(chan struct{}), make(chan struct{})
+	var written atomic.Int64
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			if _, err := a.Remember(ctx, realm, []sdk.Record{note(fmt.Sprintf("tide %d", i), "tide table")}); err != nil {
+				t.Error(err)
+				return
+			}
+			written.Add(1)
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	// A trim past the held replica (as change_retention does) makes it
+	// load again, and from now on a load takes a second, three graces.
+	time.Sleep(100 * time.Millisecond)
+	if _, err := trimChanges(ctx, a.pool, 0); err != nil {
+		t.Fatal(err)
+	}
+	db := rawPool(t, schema)
+	slow := func() {
+		var trimmed int64
+		if err := db.QueryRow(ctx, "SELECT trimmed FROM change_horizon").Scan(&trimmed); err == nil && trimmed > b.replica.applied.Load() {
+			time.Sleep(time.Second)
+		}
+	}
+	b.replica.applyHook.Store(&slow)
+	gate.held.Store(false)
+	gate.free()
+	time.Sleep(3 * time.Second) // writes and trims go on past the load
+	close(stop)
+	<-done
+	if n := b.replica.loads.Load(); n != 2 {
+		t.Errorf("the replica loaded %d times; want twice (at start, after the trim), then catch-ups", n)
+	}
+	var plans planLog
+	plans.hook(b)
+	hits, err := b.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "tide", Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(hits)) != written.Load() || plans.last() != "replica" {
+		t.Errorf("recall answered %d of the %d records written, by %s; want all, by the replica", len(hits), written.Load(), plans.last())
+	}
+}
+
+// TestReplicaCatchesUpInSteps: a backlog longer than maxApply is applied
+// in steps, without a load; while a step of it is held the replica does
+// not serve past max_lag, and after the last it answers every record.
+func TestReplicaCatchesUpInSteps(t *testing.T) {
+	old := maxApply
+	t.Cleanup(func() { maxApply = old })
+	maxApply = 4
+	schema := schemaFor(t.Name())
+	a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
+	b := openStoreWith(t, configJSON(schema, "replica", map[string]any{"read_wait": "10s", "max_lag": "200ms", "poll_interval": "100ms"}))
+	gate := holdApplies(t, b)
+	waitServing(t, b)
+	gate.held.Store(true)
+	ctx := context.Background()
+	for i := range 11 {
+		if _, err := a.Remember(ctx, realm, []sdk.Record{note(fmt.Sprintf("step %d", i), "step ladder")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Let one step through, then hold the next: behind dates from the
+	// backlog, not from the step, so max_lag ends serving.
+	<-gate.entered
+	gate.held.Store(false)
+	hold := make(chan struct{})
+	var steps atomic.Int64
+	next := func() {
+		if steps.Add(1) == 2 {
+			<-hold
+		}
+	}
+	b.replica.applyHook.Store(&next)
+	gate.free()
+	deadline := time.Now().Add(time.Minute)
+	for b.replica.serving() {
+		if time.Now().After(deadline) {
+			close(hold)
+			t.Fatal("a replica held in the middle of a backlog still serves a minute on")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(hold)
+	var plans planLog
+	plans.hook(b)
+	if !b.replica.waitServing(ctx, time.Now().Add(time.Minute)) {
+		t.Fatal("the replica did not serve again within a minute")
+	}
+	hits, err := b.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "step", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 11 || plans.last() != "replica" {
+		t.Errorf("after the backlog: %d hits by %s; want 11 by the replica", len(hits), plans.last())
+	}
+	if n := b.replica.loads.Load(); n != 1 {
+		t.Errorf("the replica loaded %d times; want once, the backlog applied in steps", n)
+	}
+	if n := steps.Load(); n < 3 {
+		t.Errorf("%d catch-ups after the first step; want the backlog of 11 in steps of 4", n)
+	}
+}

@@ -426,6 +426,9 @@ var requiredColumns = map[string][]string{
 // whatever the role's privileges (information_schema would hide tables).
 func checkSchema(ctx context.Context, db *pgdb, schema string) error {
 	have := map[string]bool{}
+	var version int
+	var changesCache *int64
+	var changesSeq string
 	err := db.run(ctx, readOnly, func(q dbtx) error {
 		rows, err := q.Query(ctx, `SELECT c.relname, a.attname FROM pg_catalog.pg_attribute a
 			JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
@@ -440,10 +443,31 @@ func checkSchema(ctx context.Context, db *pgdb, schema string) error {
 			have[table+"."+column] = true
 			return nil
 		})
-		return err
+		if err != nil || !have["schema_migrations.version"] || !have["changes.seq"] {
+			return err
+		}
+		ident := pgx.Identifier{schema}.Sanitize()
+		if err := q.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+ident+".schema_migrations").Scan(&version); err != nil {
+			return err
+		}
+		return q.QueryRow(ctx, `SELECT s.seqcache, s.seqrelid::regclass::text FROM pg_catalog.pg_sequence AS s
+			WHERE s.seqrelid = pg_get_serial_sequence($1, 'seq')::regclass`, ident+".changes").Scan(&changesCache, &changesSeq)
 	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = nil // changes.seq numbered by no sequence: the columns check below is what can fail
+	}
 	if err != nil {
 		return fmt.Errorf("check schema %s: %w", schema, classify(err))
+	}
+	// A writer of an older build would store records without logging
+	// them in changes (from version 6), which no replica would then see.
+	if version > schemaVersion {
+		return fmt.Errorf("schema %s is at version %d, newer than this plugin's %d: upgrade the plugin: %w", schema, version, schemaVersion, errSchema)
+	}
+	// Replicas read changes in seq order; with numbers cached per
+	// session, a later commit can take a lower number and be passed over.
+	if changesCache != nil && *changesCache != 1 {
+		return fmt.Errorf("schema %s: sequence %s caches %d numbers per session, so changes may be numbered out of commit order and replicas would pass them over; run ALTER SEQUENCE %s CACHE 1: %w", schema, changesSeq, *changesCache, changesSeq, errSchema)
 	}
 	var missing []string
 	for _, table := range slices.Sorted(maps.Keys(requiredColumns)) {
