@@ -134,7 +134,7 @@ func trimChanges(ctx context.Context, db *pgdb, retention time.Duration) (int64,
 }
 
 // heartbeat records a replica's applied position (for trimChanges).
-func heartbeat(ctx context.Context, db *pgdb, name string, applied int64) error {
+func heartbeat(ctx context.Context, db dbtx, name string, applied int64) error {
 	_, err := db.Exec(ctx, `INSERT INTO replicas (name, applied, seen) VALUES ($1, $2, now())
 		ON CONFLICT (name) DO UPDATE SET applied = excluded.applied, seen = excluded.seen`, name, applied)
 	if err != nil {

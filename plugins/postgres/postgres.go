@@ -44,7 +44,8 @@ type Store struct {
 	now    func() time.Time
 	getenv func(string) string
 	recall recallOptions
-	// stopWatch ends the schema watch; exit ends the process when the
+	// stopWatch ends the schema watch (and the trimming of a process
+	// without a replica) and waits for them; exit ends the process when the
 	// watch finds the schema incomplete (os.Exit; tests replace it).
 	stopWatch func()
 	exit      func(code int)
@@ -132,13 +133,16 @@ func (s *Store) Configure(ctx context.Context, raw json.RawMessage) error {
 	s.pool, s.set = db, set
 	s.recall.realmStats = set.realmStats
 	watchCtx, stop := context.WithCancel(context.Background())
-	s.stopWatch = stop
-	go s.watchSchema(watchCtx, db, set.schema)
+	var watching sync.WaitGroup
+	s.stopWatch = func() { stop(); watching.Wait() }
+	watching.Add(1)
+	go func() { defer watching.Done(); s.watchSchema(watchCtx, db, set.schema) }()
 	if set.replica.enabled {
 		s.replica = newReplica(db, set, s.log)
 		s.replica.start() // it trims the change log too
 	} else {
-		go trimLoop(watchCtx, db, set.replica.retention, s.log)
+		watching.Add(1)
+		go func() { defer watching.Done(); trimLoop(watchCtx, db, set.replica.retention, s.log) }()
 	}
 	s.log.Debug("connected", "target", target, "schema", set.schema, "pool_size", set.poolSize)
 	return nil

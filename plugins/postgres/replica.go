@@ -41,6 +41,10 @@ import (
 //
 // Otherwise the recall answers from SQL, as without a replica.
 
+// loadHook, when set, runs inside a whole load's snapshot, before it
+// reads the records (tests make loads slow there).
+var loadHook atomic.Pointer[func()]
+
 // maxApply is the most changes one catch-up applies; a replica further
 // behind catches up in steps of it, each its own snapshot. A variable for
 // tests.
@@ -82,11 +86,15 @@ type replica struct {
 	connected     atomic.Bool
 
 	wake chan struct{}
-	stop context.CancelFunc
-	done sync.WaitGroup
+	// beatNow asks beatLoop to record the pin at once (after a load, or
+	// when a reload lowered it).
+	beatNow chan struct{}
+	stop    context.CancelFunc
+	done    sync.WaitGroup
 
-	// loads counts whole loads (the first, and reloads).
-	loads atomic.Int64
+	// loads counts whole loads (the first, and reloads); firstLoadFailures
+	// the attempts at the first that failed.
+	loads, firstLoadFailures atomic.Int64
 	// applyHook, when set, runs before each catch-up's changes are
 	// applied (tests stop a replica there).
 	applyHook atomic.Pointer[func()]
@@ -102,6 +110,7 @@ func newReplica(db *pgdb, set settings, log *slog.Logger) *replica {
 	r := &replica{
 		set: set.replica, db: db, listen: set.pool.ConnConfig.Copy(), schema: set.schema, opts: opts, log: log,
 		name: hex.EncodeToString(id[:]), moved: make(chan struct{}), wake: make(chan struct{}, 1),
+		beatNow: make(chan struct{}, 1),
 	}
 	r.pin.Store(-1)
 	return r
@@ -111,10 +120,11 @@ func newReplica(db *pgdb, set settings, log *slog.Logger) *replica {
 func (r *replica) start() {
 	ctx, stop := context.WithCancel(context.Background())
 	r.stop = stop
-	r.done.Add(3)
+	r.done.Add(4)
 	go func() { defer r.done.Done(); r.follow(ctx) }()
 	go func() { defer r.done.Done(); r.listenLoop(ctx) }()
 	go func() { defer r.done.Done(); r.beatLoop(ctx) }()
+	go func() { defer r.done.Done(); trimLoop(ctx, r.db, r.set.retention, r.log) }()
 }
 
 // close stops the replica and removes its row (best effort).
@@ -427,28 +437,58 @@ func (r *replica) follow(ctx context.Context) {
 	}
 }
 
-// beatLoop records the replica's pin every heartbeatInterval, and trims
-// the log, on its own goroutine: a load or a long catch-up must not let
-// the replicas row expire, or other processes trim the changes it will
-// need once done, and it loads again.
+// beatLoop records the replica's pin every heartbeatInterval, and when
+// asked, on a connection of its own: a load or a long catch-up holds a
+// pooled connection for its snapshot (the only one, with pool_size 1),
+// and must not let the replicas row expire, or other processes trim the
+// changes it will need once done and it loads again. One goroutine writes
+// every beat, so an older pin never lands after a newer one.
 func (r *replica) beatLoop(ctx context.Context) {
-	every(ctx, heartbeatInterval, func() bool {
-		r.beat(ctx)
-		if _, err := trimChanges(ctx, r.db, r.set.retention); err != nil && ctx.Err() == nil {
-			r.log.Debug("trim change log", "error", err)
+	t := time.NewTicker(heartbeatInterval)
+	defer t.Stop()
+	var conn *pgx.Conn
+	defer func() {
+		if conn != nil {
+			conn.Close(context.Background())
 		}
-		return true
-	})
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-r.beatNow:
+		}
+		pin := r.pin.Load()
+		if pin < 0 {
+			continue
+		}
+		bctx, cancel := context.WithTimeout(ctx, heartbeatInterval)
+		var err error
+		if conn == nil {
+			conn, err = pgx.ConnectConfig(bctx, r.listen)
+		}
+		if err == nil {
+			err = heartbeat(bctx, conn, r.name, pin)
+		}
+		cancel()
+		if err != nil {
+			if conn != nil {
+				conn.Close(context.Background())
+				conn = nil
+			}
+			if ctx.Err() == nil {
+				r.log.Debug("replica heartbeat", "error", err)
+			}
+		}
+	}
 }
 
-// beat records the replica's pin, once it has one.
-func (r *replica) beat(ctx context.Context) {
-	pin := r.pin.Load()
-	if pin < 0 {
-		return
-	}
-	if err := heartbeat(ctx, r.db, r.name, pin); err != nil && ctx.Err() == nil {
-		r.log.Debug("replica heartbeat", "error", err)
+// beat asks beatLoop to record the pin now.
+func (r *replica) beat() {
+	select {
+	case r.beatNow <- struct{}{}:
+	default:
 	}
 }
 
@@ -465,6 +505,16 @@ func (r *replica) register(ctx context.Context) error {
 	}
 	r.pin.Store(pos)
 	return nil
+}
+
+// unregister drops the pin of a replica whose first load failed: a
+// replica that never loads must not hold the log for every host. The next
+// attempt registers again.
+func (r *replica) unregister(ctx context.Context) {
+	r.pin.Store(-1)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	r.db.Exec(dctx, "DELETE FROM replicas WHERE name = $1", r.name)
 }
 
 // snapshot is a read-only repeatable-read transaction: the log and the
@@ -509,6 +559,13 @@ func (r *replica) catchUp(ctx context.Context) (more bool, err error) {
 		return err
 	})
 	if err != nil {
+		r.mu.RLock()
+		loaded := r.ix != nil
+		r.mu.RUnlock()
+		if !loaded {
+			r.unregister(ctx)
+			r.firstLoadFailures.Add(1)
+		}
 		return false, fmt.Errorf("catch up: %w", classify(err))
 	}
 	if hook := r.applyHook.Load(); hook != nil {
@@ -518,7 +575,7 @@ func (r *replica) catchUp(ctx context.Context) (more bool, err error) {
 	r.apply(&st)
 	if loaded {
 		// Pinned at once where the load left it, not at the next beat.
-		r.beat(ctx)
+		r.beat()
 	}
 	if listening && !st.more {
 		r.caught.Store(epoch)
@@ -561,6 +618,15 @@ func (r *replica) read(ctx context.Context, tx pgx.Tx) (step, error) {
 		if loaded {
 			r.log.Info("postgres: the replica reloads", "applied", from, "trimmed", trimmed, "head", st.to, "rewound", st.rewound)
 		}
+		if st.rewound {
+			// The pin names a position of the old numbering: the new
+			// changes after the snapshot must stay while it loads.
+			lower(&r.pin, st.to)
+			r.beat()
+		}
+		if hook := loadHook.Load(); hook != nil {
+			(*hook)()
+		}
 		var err error
 		st.full, err = r.load(ctx, tx, "")
 		return st, err
@@ -580,13 +646,10 @@ func (r *replica) read(ctx context.Context, tx pgx.Tx) (step, error) {
 	seen := map[[2]string]bool{}
 	st.realms = map[string]*sdkindex.Index{}
 	var realm, id, op string
-	var seq int64
+	var seq, last int64
 	var at time.Time
-	n := 0
-	_, err = pgx.ForEachRow(rows, []any{&seq, &realm, &id, &op, &at}, func() error {
-		if n++; n == maxApply && seq < st.to {
-			st.to, st.mark, st.more = seq, at, true
-		}
+	add := func() error {
+		last = seq
 		if op == opRealm {
 			st.realms[realm] = nil
 			return nil
@@ -596,9 +659,39 @@ func (r *replica) read(ctx context.Context, tx pgx.Tx) (step, error) {
 			realms, ids = append(realms, realm), append(ids, id)
 		}
 		return nil
-	})
+	}
+	n, err := pgx.ForEachRow(rows, []any{&seq, &realm, &id, &op, &at}, add)
 	if err != nil {
 		return st, err
+	}
+	if n.RowsAffected() == int64(maxApply) && last < st.to {
+		// A step ends with its last transaction's changes, which share
+		// their at (the transaction's start): cut inside one, a step
+		// would apply part of a batch, such as the vectors of a model
+		// changing length together, which the index refuses piecemeal.
+		cutAt := at
+		for more := true; more; {
+			rows, err := tx.Query(ctx, `SELECT seq, realm, record_id, op, at FROM changes WHERE seq > $1 ORDER BY seq LIMIT 1000`, last)
+			if err != nil {
+				return st, err
+			}
+			read := 0
+			_, err = pgx.ForEachRow(rows, []any{&seq, &realm, &id, &op, &at}, func() error {
+				if !more || !at.Equal(cutAt) {
+					more = false
+					return nil
+				}
+				read++
+				return add()
+			})
+			if err != nil {
+				return st, err
+			}
+			more = more && read == 1000
+		}
+		if last < st.to {
+			st.to, st.mark, st.more = last, cutAt, true
+		}
 	}
 	for realm := range st.realms {
 		if st.realms[realm], err = r.load(ctx, tx, realm); err != nil {

@@ -207,8 +207,21 @@ func TestChangeLogTrim(t *testing.T) {
 	if !b.replica.waitApplied(ctx, 5, time.Now().Add(time.Minute)) {
 		t.Fatal("replica did not apply the writes")
 	}
-	if err := heartbeat(ctx, b.pool, b.replica.name, b.replica.applied.Load()); err != nil {
-		t.Fatal(err)
+	// b's own heartbeat records its position (a write here could race
+	// one of its beats carrying an older one).
+	for deadline := time.Now().Add(time.Minute); ; {
+		b.replica.beat()
+		var pinned int64
+		if err := db.QueryRow(ctx, "SELECT applied FROM replicas WHERE name = $1", b.replica.name).Scan(&pinned); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			t.Fatal(err)
+		}
+		if pinned == b.replica.applied.Load() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the replica's row holds %d, not its position %d, a minute on", pinned, b.replica.applied.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if _, err := db.Exec(ctx, "INSERT INTO replicas (name, applied, seen) VALUES ('slow', 2, now())"); err != nil {
 		t.Fatal(err)
@@ -598,8 +611,19 @@ func TestReplicaLoadOutlastsTrimGrace(t *testing.T) {
 	// A trim past the held replica (as change_retention does) makes it
 	// load again, and from now on a load takes a second, three graces.
 	time.Sleep(100 * time.Millisecond)
-	if _, err := trimChanges(ctx, a.pool, 0); err != nil {
-		t.Fatal(err)
+	for deadline := time.Now().Add(time.Minute); ; {
+		// Another process's trim may hold the trim lock: try again.
+		n, err := trimChanges(ctx, a.pool, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no trim went through within a minute")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	db := rawPool(t, schema)
 	slow := func() {
@@ -686,5 +710,198 @@ func TestReplicaCatchesUpInSteps(t *testing.T) {
 	}
 	if n := steps.Load(); n < 3 {
 		t.Errorf("%d catch-ups after the first step; want the backlog of 11 in steps of 4", n)
+	}
+}
+
+// slowLoads makes every whole load of a replica take d, inside its
+// snapshot (holding its pooled connection), until t ends.
+func slowLoads(t *testing.T, d time.Duration) {
+	slow := func() { time.Sleep(d) }
+	loadHook.Store(&slow)
+	t.Cleanup(func() { loadHook.Store(nil) })
+}
+
+// shortTrimGrace shrinks the trim grace and heartbeat times for t.
+func shortTrimGrace(t *testing.T, grace time.Duration) {
+	old, beat, live := trimGrace, heartbeatInterval, replicaLiveFor
+	t.Cleanup(func() { trimGrace, heartbeatInterval, replicaLiveFor = old, beat, live })
+	trimGrace, heartbeatInterval, replicaLiveFor = grace, 50*time.Millisecond, 150*time.Millisecond
+}
+
+// keepWriting has a write a record every 20 ms until the answered stop
+// is called; stop answers how many it wrote.
+func keepWriting(t *testing.T, s *Store, title string) (stop func() int64) {
+	ctx := context.Background()
+	quit, done := make(chan struct{}), make(chan struct{})
+	var written atomic.Int64
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			if _, err := s.Remember(ctx, realm, []sdk.Record{note(fmt.Sprintf("%s %d", title, i), title+" table")}); err != nil {
+				t.Error(err)
+				return
+			}
+			written.Add(1)
+			select {
+			case <-quit:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	return func() int64 {
+		close(quit)
+		<-done
+		return written.Load()
+	}
+}
+
+// TestReplicaLoadOnAPoolOfOne: with pool_size 1 a load's snapshot holds
+// the only pooled connection; the replica's row is still kept alive (its
+// heartbeats have a connection of their own), so the writes during a
+// load longer than the trim grace are caught up, not loaded again.
+func TestReplicaLoadOnAPoolOfOne(t *testing.T) {
+	shortTrimGrace(t, 300*time.Millisecond)
+	slowLoads(t, time.Second)
+	schema := schemaFor(t.Name())
+	a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
+	stop := keepWriting(t, a, "tide")
+	time.Sleep(200 * time.Millisecond)
+	b := openStoreWith(t, configJSON(schema, "pool_size", 1, "replica", replicaCfg("10s")))
+	time.Sleep(4 * time.Second)
+	written := stop()
+	if n := b.replica.loads.Load(); n != 1 {
+		t.Errorf("the replica loaded %d times in 4 s; want once, then catch-ups", n)
+	}
+	var plans planLog
+	plans.hook(b)
+	waitServing(t, b)
+	hits, err := b.Recall(context.Background(), sdk.RecallQuery{Realm: realm, Query: "tide", Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(hits)) != written {
+		t.Errorf("recall answered %d of the %d records written (by %s)", len(hits), written, plans.last())
+	}
+}
+
+// TestReplicaRewoundReloadKeepsItsChanges: a reload after the log went
+// back pins the log at the new numbering's position while it loads;
+// the old, higher pin let trimmers take the new changes it needed, and
+// it loaded a second time.
+func TestReplicaRewoundReloadKeepsItsChanges(t *testing.T) {
+	shortTrimGrace(t, time.Hour)
+	schema := schemaFor(t.Name())
+	a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
+	b := openStoreWith(t, configJSON(schema, "replica", replicaCfg("10s")))
+	waitServing(t, b)
+	ctx := context.Background()
+	db := rawPool(t, schema)
+	if _, err := a.Remember(ctx, realm, []sdk.Record{note("first", "first note")}); err != nil {
+		t.Fatal(err)
+	}
+	var kept int64
+	if err := db.QueryRow(ctx, "SELECT max(seq) FROM changes").Scan(&kept); err != nil {
+		t.Fatal(err)
+	}
+	recs := make([]sdk.Record, 200)
+	for i := range recs {
+		recs[i] = note(fmt.Sprintf("bulk %d", i), "bulk note")
+	}
+	if _, err := a.Remember(ctx, realm, recs); err != nil {
+		t.Fatal(err)
+	}
+	var head int64
+	if err := db.QueryRow(ctx, "SELECT max(seq) FROM changes").Scan(&head); err != nil {
+		t.Fatal(err)
+	}
+	if !b.replica.waitApplied(ctx, head, time.Now().Add(time.Minute)) {
+		t.Fatal("the replica did not apply the writes within a minute")
+	}
+	time.Sleep(200 * time.Millisecond) // its row holds the head
+	// A restore: the changes after kept are gone, their numbers handed
+	// out again; the reload takes a second, three trim graces.
+	for _, q := range []string{"DELETE FROM changes WHERE seq > $1", "SELECT setval(pg_get_serial_sequence('changes', 'seq'), $1)"} {
+		if _, err := db.Exec(ctx, q, kept); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slowLoads(t, time.Second)
+	trimGrace = 300 * time.Millisecond
+	before := b.replica.loads.Load()
+	stop := keepWriting(t, a, "tide")
+	time.Sleep(4 * time.Second)
+	stop()
+	if n := b.replica.loads.Load() - before; n != 1 {
+		t.Errorf("the replica loaded %d times after the log went back; want once", n)
+	}
+}
+
+// TestReplicaVectorLengthChangeInOneStep: a batch changing a model's
+// vector length is applied whole even when a backlog is cut into steps
+// inside it; cut there, the index refused the new length piecemeal and
+// the replica lost those vectors until it reloaded.
+func TestReplicaVectorLengthChangeInOneStep(t *testing.T) {
+	old := maxApply
+	t.Cleanup(func() { maxApply = old })
+	maxApply = 1
+	var plansB planLog
+	a, b := twoStores(t, &plansB)
+	ctx := context.Background()
+	ids, err := a.Remember(ctx, realm, []sdk.Record{note("evening", "I usually read before bed"), note("morning", "coffee at seven")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, vecs := range [][]sdk.RecordVector{
+		{{ID: ids[0], Model: testModel, Vector: []float32{1, 0, 0}}, {ID: ids[1], Model: testModel, Vector: []float32{0, 1, 0}}},
+		{{ID: ids[0], Model: testModel, Vector: []float32{0, 1}}, {ID: ids[1], Model: testModel, Vector: []float32{1, 0}}},
+	} {
+		if err := a.PutVectors(ctx, realm, vecs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hits, err := b.Recall(ctx, sdk.RecallQuery{Realm: realm, QueryVector: []float32{0.1, 0.9}, VectorModel: testModel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := hitIDs(hits); len(got) != 2 || got[0] != ids[0] || plansB.last() != "replica" {
+		t.Errorf("recall on the other store answered %v (by %s); want both records, %s first, by the replica", got, plansB.last(), ids[0])
+	}
+}
+
+// TestReplicaThatCannotLoadHoldsNothing: a replica whose first load
+// fails (here a stored vector it cannot read) drops its replicas row, so
+// it does not hold the change log back for every host.
+func TestReplicaThatCannotLoadHoldsNothing(t *testing.T) {
+	schema := schemaFor(t.Name())
+	a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
+	ctx := context.Background()
+	ids, err := a.Remember(ctx, realm, []sdk.Record{note("evening", "I usually read before bed")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.PutVectors(ctx, realm, []sdk.RecordVector{{ID: ids[0], Model: testModel, Vector: []float32{1, 0, 0}}}); err != nil {
+		t.Fatal(err)
+	}
+	db := rawPool(t, schema)
+	for _, q := range []string{`ALTER TABLE vectors DROP CONSTRAINT vectors_check`, `UPDATE vectors SET vec = '\x01'::bytea`} {
+		if _, err := db.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := openStoreWith(t, configJSON(schema, "replica", map[string]any{"poll_interval": "1m"}))
+	deadline := time.Now().Add(time.Minute)
+	for b.replica.firstLoadFailures.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the replica's first load did not fail within a minute")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var rows int
+	if err := db.QueryRow(ctx, "SELECT count(*) FROM replicas WHERE name = $1", b.replica.name).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 0 || b.replica.pin.Load() >= 0 {
+		t.Errorf("a replica that cannot load keeps %d replicas rows, pin %d", rows, b.replica.pin.Load())
 	}
 }
