@@ -124,6 +124,68 @@ func TestApplicationWriteIsNotTakenByAProposal(t *testing.T) {
 	}
 }
 
+// TestApplicationImportIsNotTakenByAProposal: from an outside review.
+// A provider skips an imported record whose content its scope holds live,
+// a pending proposal included, so an agent that proposed a shared
+// record's content first kept the application's import of it out of the
+// store (sqlite and bleve answered imported 0, skipped 1: the record was
+// never fetchable nor recalled). The import now drops such a proposal
+// first, as the write path does, and stores the record, on every provider
+// that holds proposals; a rerun skips it, and a proposal of content the
+// import does not hold stays pending.
+func TestApplicationImportIsNotTakenByAProposal(t *testing.T) {
+	t.Parallel()
+	for _, pc := range providerConfigs {
+		if pc.plugin != "sqlite" && pc.plugin != "bleve" && pc.plugin != "markdown" {
+			continue
+		}
+		t.Run(pc.plugin, func(t *testing.T) {
+			t.Parallel()
+			m := startMemhost(t, providerDeployment(pc.plugin, pc.config)+matrixTokens, matrixEnv...)
+			now := time.Now().UTC().Format(time.RFC3339)
+			var records []any
+			var proposals []string
+			for i, scope := range []string{"realm", "mob:ops", "operator:acme"} {
+				title, body := "Refund policy "+scope, "Refunds of "+scope+" are granted within 30 days, on the damson form."
+				var prop struct{ IDs []string }
+				rec := map[string]any{"scope": scope, "kind": "procedure", "title": title, "body": body}
+				if code := m.as(mxRuntime).do("POST", "/v1/records", map[string]any{"records": []any{rec}}, &prop); code != 202 || len(prop.IDs) != 1 {
+					t.Fatalf("%s: the agent's proposal = %d %v", scope, code, prop.IDs)
+				}
+				proposals = append(proposals, prop.IDs[0])
+				records = append(records, map[string]any{"id": "rimportpolicy" + strconv.Itoa(i), "scope": scope, "kind": "procedure",
+					"title": title, "body": body, "status": "active", "trust": "application", "created_at": now, "updated_at": now})
+			}
+			var other struct{ IDs []string }
+			if code := m.as(mxRuntime).do("POST", "/v1/records", map[string]any{"records": []any{map[string]any{
+				"scope": "realm", "kind": "fact", "title": "Canteen", "body": "The canteen serves medlar pie on Thursdays."}}}, &other); code != 202 || len(other.IDs) != 1 {
+				t.Fatalf("the agent's other proposal = %d %v", code, other.IDs)
+			}
+			for run, want := range []struct{ imported, skipped int }{{3, 0}, {0, 3}} {
+				var res struct{ Imported, Skipped int }
+				if code := m.as(mxApp).do("POST", "/v1/import", map[string]any{"records": records}, &res); code != 200 || res.Imported != want.imported || res.Skipped != want.skipped {
+					t.Fatalf("import run %d = %d %+v, want imported %d, skipped %d", run+1, code, res, want.imported, want.skipped)
+				}
+			}
+			for i, id := range proposals {
+				if code, got := getRecord(t, m, "rimportpolicy"+strconv.Itoa(i)); code != 200 || got.Status != "active" || got.Trust != "application" {
+					t.Errorf("imported record %d = %d %+v, want it stored as imported", i, code, got)
+				}
+				if code, old := getRecord(t, m, id); code != 404 {
+					t.Errorf("the proposal %s of record %d = %d %+v, want it dropped", id, i, code, old)
+				}
+			}
+			var list proposalList
+			if code := m.as(mxApp).do("GET", "/v1/proposals", nil, &list); code != 200 || list.Pending != 1 || len(list.Proposals) != 1 || list.Proposals[0].ID != other.IDs[0] {
+				t.Errorf("the queue after the import = %d %+v, want the other proposal alone", code, list)
+			}
+			if got := recall(t, m.as(mxRuntime), "carol", "refunds damson form"); len(got.Hits) != 1 || got.Hits[0].Record.ID != "rimportpolicy0" {
+				t.Errorf("the imported realm record is not recalled: %+v", got.Hits)
+			}
+		})
+	}
+}
+
 // TestApprovalActivatesOnEveryProvider: an approval answers an active
 // record without the proposal tag, recalled, on every provider that holds
 // proposals. On bleve, which answers a write of content its scope holds

@@ -27,24 +27,24 @@ type exportResponse struct {
 	Next    string       `json:"next"`
 }
 
-// archiver resolves the realm, requires an application caller and a
-// provider that declares the archive capability.
-func (s *Server) archiver(c caller, realmName string) (string, sdk.Archiver, error) {
+// archiver resolves the realm and its provider, requires an application
+// caller and a provider that declares the archive capability.
+func (s *Server) archiver(c caller, realmName string) (string, sdk.Provider, sdk.Archiver, error) {
 	if err := c.requireApplication("export and import"); err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	if err := c.requireRealmWide("export and import"); err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	realm, p, err := s.provider(c, realmName)
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	a, ok := host.ProviderOf(p).Archiver()
 	if !ok {
-		return "", nil, fmt.Errorf("the provider of realm %q cannot export or import records: %w", realm, sdk.ErrUnsupported)
+		return "", nil, nil, fmt.Errorf("the provider of realm %q cannot export or import records: %w", realm, sdk.ErrUnsupported)
 	}
-	return realm, a, nil
+	return realm, p, a, nil
 }
 
 func (s *Server) handleExport(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
@@ -52,7 +52,7 @@ func (s *Server) handleExport(ctx context.Context, c caller, w http.ResponseWrit
 	if err := s.decode(w, r, &req); err != nil {
 		return err
 	}
-	realm, a, err := s.archiver(c, req.Realm)
+	realm, _, a, err := s.archiver(c, req.Realm)
 	if err != nil {
 		return err
 	}
@@ -96,7 +96,7 @@ func (s *Server) handleImport(ctx context.Context, c caller, w http.ResponseWrit
 	if _, err := strictjson.DecodeTolerant(data, &sent); err != nil {
 		return invalidJSON("request body", err)
 	}
-	realm, a, err := s.archiver(c, req.Realm)
+	realm, p, a, err := s.archiver(c, req.Realm)
 	if err != nil {
 		return err
 	}
@@ -131,16 +131,19 @@ func (s *Server) handleImport(ctx context.Context, c caller, w http.ResponseWrit
 		}
 		first[probe.ID] = i
 	}
-	res, err := a.Import(ctx, realm, req.Records)
+	var res sdk.ImportResult
+	if s.opts.Proposals == nil {
+		res, err = a.Import(ctx, realm, req.Records)
+	} else {
+		// Through the queue, as a write goes (restateProposals): an agent
+		// must not keep a shared record out of recall by proposing it first.
+		res, err = s.opts.Proposals.Import(ctx, realm, p, req.Records)
+	}
 	if err != nil {
 		return err
 	}
 	if s.opts.Proposals != nil {
-		_, p, err := s.provider(c, realm)
-		if err == nil {
-			err = s.opts.Proposals.NoteImported(ctx, realm, p, req.Records)
-		}
-		if err != nil {
+		if err := s.opts.Proposals.NoteImported(ctx, realm, p, req.Records); err != nil {
 			// The records are stored; a rerun of the import notes them.
 			return fmt.Errorf("the records are stored, but noting their pending proposals for review failed (run the import again): %w", err)
 		}

@@ -464,30 +464,154 @@ func approvedCopy(old sdk.Record) sdk.Record {
 // Restate is Restate through the queue: the dropped proposals leave the
 // ledger.
 func (q *Queue) Restate(ctx context.Context, realm string, p sdk.Provider, records []sdk.Record, stored []sdk.Record) ([]string, error) {
+	var ids []string
+	err := q.inPlaceOf(ctx, realm, stored, func() (err error) {
+		ids, err = Restate(ctx, realm, p, records, stored)
+		return err
+	})
+	return ids, err
+}
+
+// inPlaceOf runs act, which drops the pending proposals stored and puts
+// them back if it fails; the proposals then leave the ledger, or are
+// noted again: a listing that ran while they were out of the store
+// dropped their entries.
+func (q *Queue) inPlaceOf(ctx context.Context, realm string, stored []sdk.Record, act func() error) error {
 	gone := make([]string, len(stored))
 	var noted []Entry
 	for i, r := range stored {
 		gone[i] = r.ID
 		e, found, err := q.Ledger.Lookup(ctx, realm, r.ID)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if found {
 			noted = append(noted, e)
 		}
 	}
-	ids, err := Restate(ctx, realm, p, records, stored)
-	if err != nil {
-		// The proposals are back in the store; a listing that ran while
-		// they were out dropped their entries, so note them again.
+	if err := act(); err != nil {
 		for _, e := range noted {
 			if rerr := q.Ledger.Add(context.WithoutCancel(ctx), []Entry{e}, math.MaxInt); rerr != nil && !errors.Is(rerr, sdk.ErrConflict) {
-				return nil, fmt.Errorf("%w (and noting proposal %q again failed: %w)", err, e.ID, rerr)
+				return fmt.Errorf("%w (and noting proposal %q again failed: %w)", err, e.ID, rerr)
 			}
 		}
+		return err
+	}
+	return q.Ledger.Remove(ctx, realm, gone)
+}
+
+// Import imports records, full records an application exports, into
+// realm through the provider's archive capability. A provider skips an
+// imported record whose content its scope holds live, a pending proposal
+// included, so an agent could keep an application's import of a shared
+// record out of the store, and out of recall, by proposing its content
+// first. As a write of that content drops the proposal (Restate), the
+// import drops the pending proposals holding the content of a recallable
+// record of it in a shared scope, then imports, and puts them back if the
+// import fails. The provider's own skip is not relied on: markdown stores
+// such a record beside the proposal, and the proposal must go there too.
+func (q *Queue) Import(ctx context.Context, realm string, p sdk.Provider, records []sdk.Record) (sdk.ImportResult, error) {
+	hp := host.ProviderOf(p)
+	a, ok := hp.Archiver()
+	if !ok {
+		return sdk.ImportResult{}, fmt.Errorf("the provider of realm %q cannot import records: %w", realm, sdk.ErrUnsupported)
+	}
+	held, err := q.heldByProposals(ctx, realm, p, records)
+	if err != nil {
+		return sdk.ImportResult{}, err
+	}
+	if len(held) == 0 {
+		return a.Import(ctx, realm, records)
+	}
+	forget, ok := hp.Forgetter()
+	if !ok {
+		return sdk.ImportResult{}, fmt.Errorf("the provider of realm %q cannot import a record in place of a pending proposal of the same content (it needs the forget capability): %w", realm, sdk.ErrUnsupported)
+	}
+	var res sdk.ImportResult
+	err = q.inPlaceOf(ctx, realm, held, func() (err error) {
+		ids := make([]string, len(held))
+		for i := range held {
+			ids[i] = held[i].ID
+		}
+		if _, err := forget.Forget(ctx, realm, ids); err != nil {
+			return err
+		}
+		if res, err = a.Import(ctx, realm, records); err != nil {
+			if _, rerr := a.Import(context.WithoutCancel(ctx), realm, held); rerr != nil {
+				return fmt.Errorf("%w (and restoring the proposals %v failed: %w)", err, ids, rerr)
+			}
+		}
+		return err
+	})
+	return res, err
+}
+
+// heldByProposals answers the pending proposals of realm, as the ledger
+// lists them, that hold the content of a recallable record of records in
+// a shared scope (only shared scopes hold an agent's proposals). A record
+// whose id the realm holds already is skipped by id, so it takes no
+// proposal's place: a rerun of an import drops nothing proposed since.
+func (q *Queue) heldByProposals(ctx context.Context, realm string, p sdk.Provider, records []sdk.Record) ([]sdk.Record, error) {
+	type content struct {
+		scope sdk.Scope
+		hash  string
+	}
+	now := time.Now()
+	byContent := map[content][]string{} // the ids of the records holding it
+	importing := map[string]bool{}
+	for i := range records {
+		r := &records[i]
+		importing[r.ID] = true
+		if r.Recallable(now) && Shared(r.Scope) {
+			k := content{r.Scope, sdk.ContentHash(r.Title, r.Body)}
+			byContent[k] = append(byContent[k], r.ID)
+		}
+	}
+	getter, ok := host.ProviderOf(p).Getter()
+	if len(byContent) == 0 || !ok {
+		return nil, nil // nothing lists proposals without a getter either
+	}
+	pend, err := q.pendingIDs(ctx, realm)
+	if err != nil || len(pend) == 0 {
 		return nil, err
 	}
-	return ids, q.Ledger.Remove(ctx, realm, gone)
+	proposals, err := getByID(ctx, realm, getter, pend)
+	if err != nil {
+		return nil, err
+	}
+	var held []sdk.Record
+	var ids []string
+	asked := map[content]bool{} // a content's holders, asked once
+	for _, id := range pend {
+		r, ok := proposals[id]
+		// An imported id is the proposal's own record: skipped, not restated.
+		if !ok || !IsPending(&r) || importing[r.ID] {
+			continue
+		}
+		k := content{r.Scope, r.ContentHash}
+		if holders := byContent[k]; len(holders) > 0 {
+			held = append(held, r)
+			if !asked[k] {
+				asked[k] = true
+				ids = append(ids, holders...)
+			}
+		}
+	}
+	if len(held) == 0 {
+		return nil, nil
+	}
+	stored, err := getByID(ctx, realm, getter, ids)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(held, func(r sdk.Record) bool {
+		for _, id := range byContent[content{r.Scope, r.ContentHash}] {
+			if _, ok := stored[id]; !ok {
+				return false
+			}
+		}
+		return true
+	}), nil
 }
 
 // Reject forgets the pending proposal id: a rejected proposal leaves

@@ -442,7 +442,9 @@ export interface paths {
          * @description Each record keeps its id, status, times, supersedes and use count; the content hash is
          *     recomputed (a stated one must match). A record whose id is stored already, or a
          *     recallable one whose scope already holds its content, is skipped, so repeating an
-         *     import stores nothing twice.
+         *     import stores nothing twice. A pending proposal holding a recallable record's content
+         *     in a shared scope does not skip it: the proposal is dropped and the record stored, as
+         *     for a write.
          */
         post: operations["importRecords"];
         delete?: never;
