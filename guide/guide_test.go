@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -72,10 +73,16 @@ func testConfig() coordinator.Config {
 	return cfg
 }
 
-func newFixture(t *testing.T) *fixture {
+// newFixture serves realm default, and the other realms named, from one
+// provider.
+func newFixture(t *testing.T, realms ...string) *fixture {
 	t.Helper()
 	p := coordinatortest.NewProvider()
-	c, err := coordinator.New(testConfig(), coordinator.Options{Providers: coordinator.RealmProviders{"default": p}})
+	providers := coordinator.RealmProviders{"default": p}
+	for _, realm := range realms {
+		providers[realm] = p
+	}
+	c, err := coordinator.New(testConfig(), coordinator.Options{Providers: providers})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,6 +459,109 @@ func TestOneIdentityCannotPushOutAnothersSessions(t *testing.T) {
 	block, changed, err := s.BeforeIteration(ctx, alice, "g1", "", Filters{})
 	if err != nil || changed || block != first {
 		t.Fatalf("after another identity's burst: block %q changed %v, %v; want alice's block, unchanged", block, changed, err)
+	}
+}
+
+// TestOneRealmCannotPushOutAnothersSessions: from an outside review. The
+// guide's bound was one for all realms, the victim the identity holding
+// the most sessions anywhere, so an agent of realm acme starting sessions
+// for many identities pushed out realm default's: alice's next call
+// without a message answered no block, "unchanged". Each realm now has
+// the bound and evicts only its own sessions.
+func TestOneRealmCannotPushOutAnothersSessions(t *testing.T) {
+	const size = 4
+	for _, tt := range []struct {
+		name  string
+		burst func(i int) string // the acme identity of the burst's i-th session
+	}{
+		{"many identities", func(i int) string { return fmt.Sprintf("m%d", i) }},
+		{"one identity", func(int) string { return "mallory" }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, "acme")
+			f.add(rec("Kumquat", "kumquat marmalade recipe"))
+			s := NewSessions(f.src, SessionsOptions{Size: size})
+			ctx := context.Background()
+			// Two sessions: alice holds the most, the old bound's victim.
+			first := map[string]string{}
+			for _, session := range []string{"g1", "g2"} {
+				block, err := s.SessionStart(ctx, alice, session, "kumquat", Filters{})
+				if err != nil || !strings.Contains(block, "marmalade") {
+					t.Fatalf("start %s: %q %v", session, block, err)
+				}
+				first[session] = block
+			}
+			for i := range 3 * size {
+				if _, err := s.SessionStart(ctx, sdk.Identity{Realm: "acme", ID: tt.burst(i)}, fmt.Sprintf("m%d", i), "anything", Filters{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n := s.Len(); n != size+2 {
+				t.Errorf("%d sessions kept, want acme's bound, %d, and alice's 2", n, size)
+			}
+			for session, want := range first {
+				block, changed, err := s.BeforeIteration(ctx, alice, session, "", Filters{})
+				if err != nil || changed || block != want {
+					t.Errorf("%s after acme's burst: block %q changed %v, %v; want alice's block, unchanged", session, block, changed, err)
+				}
+			}
+		})
+	}
+}
+
+// TestRealmsAreBounded: past SessionsOptions.Realms realms, the realm
+// used least recently is forgotten whole, so memory stays bounded on a
+// host whose callers may name any realm (one without tokens).
+func TestRealmsAreBounded(t *testing.T) {
+	f := newFixture(t, "acme", "zeta")
+	s := NewSessions(f.src, SessionsOptions{Size: 4, Realms: 2})
+	ctx := context.Background()
+	for _, realm := range []string{"default", "acme", "default", "zeta"} {
+		if _, err := s.SessionStart(ctx, sdk.Identity{Realm: realm, ID: "alice"}, "s-"+realm, "kumquat", Filters{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.Len(); n != 2 {
+		t.Fatalf("%d sessions kept, want default's and zeta's", n)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.realms["acme"] != nil || s.realms["default"] == nil || s.realms["zeta"] == nil {
+		t.Fatalf("realms kept %v, want acme forgotten (used least recently)", slices.Collect(maps.Keys(s.realms)))
+	}
+}
+
+// TestEvictionTiesAreDecidedByUse: at a realm's bound, among identities
+// holding as many sessions the victim is the one whose least recently
+// used session was used longest ago, not whichever a map's iteration
+// meets first.
+func TestEvictionTiesAreDecidedByUse(t *testing.T) {
+	f := newFixture(t)
+	f.add(sdk.Record{Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "Kumquat", Body: "kumquat marmalade recipe"})
+	ctx := context.Background()
+	for range 20 {
+		s := NewSessions(f.src, SessionsOptions{Size: 3})
+		first := map[string]string{}
+		for _, id := range []string{"a", "b", "c"} {
+			block, err := s.SessionStart(ctx, sdk.Identity{Realm: "default", ID: id}, "s", "kumquat", Filters{})
+			if err != nil || !strings.Contains(block, "marmalade") {
+				t.Fatalf("start %s: %q %v", id, block, err)
+			}
+			first[id] = block
+		}
+		// a is used again, so b's session is the least recently used.
+		if _, _, err := s.BeforeIteration(ctx, sdk.Identity{Realm: "default", ID: "a"}, "s", "", Filters{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.SessionStart(ctx, sdk.Identity{Realm: "default", ID: "d"}, "s", "kumquat", Filters{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"a", "c"} {
+			block, changed, err := s.BeforeIteration(ctx, sdk.Identity{Realm: "default", ID: id}, "s", "", Filters{})
+			if err != nil || changed || block != first[id] {
+				t.Fatalf("%s's session after d's start: block %q changed %v, %v; want it kept (b's was used longest ago)", id, block, changed, err)
+			}
+		}
 	}
 }
 

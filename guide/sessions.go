@@ -10,16 +10,26 @@ import (
 	"github.com/memhost/memhost/sdk"
 )
 
-// DefaultSessions is how many guide sessions Sessions keeps by default.
+// DefaultSessions is how many guide sessions Sessions keeps per realm by
+// default.
 const DefaultSessions = 10000
+
+// DefaultRealms is how many realms' sessions Sessions keeps by default.
+const DefaultRealms = 16
 
 // SessionsOptions configure a Sessions.
 type SessionsOptions struct {
-	// Size bounds the sessions kept, the least recently used session of
-	// the identity holding the most forgotten first; default
-	// DefaultSessions. A forgotten session recalls afresh on its next
-	// call.
+	// Size bounds the sessions kept in each realm, the least recently
+	// used session of the realm's identity holding the most forgotten
+	// first; default DefaultSessions. A forgotten session recalls afresh
+	// on its next call.
 	Size int
+	// Realms bounds the realms whose sessions are kept, so at most Size
+	// times Realms are; default DefaultRealms. Past it the realm used
+	// least recently is forgotten whole. A host whose callers may name no
+	// more realms (those of its tokens) never gets there, so no realm's
+	// sessions are pushed out by another's.
+	Realms int
 	// MaxBytes caps each block; 0 is the coordinator's per-turn cap.
 	MaxBytes int
 	Logger   hclog.Logger
@@ -29,22 +39,34 @@ type SessionsOptions struct {
 // keyed by (identity, session), for the HTTP API. Calls for one session
 // are serialized; different sessions run in parallel.
 type Sessions struct {
-	rec  recaller
-	size int
+	rec       recaller
+	size      int
+	maxRealms int
 
 	mu sync.Mutex
-	// sessions are each identity's, least recently used last. One cache
-	// for all would let one identity's new sessions, in any realm, push
-	// out every other's.
-	sessions map[identityKey]*lru.Cache[string, *sessionEntry]
-	total    int
+	// realms are each realm's sessions, bounded per realm: under one bound
+	// for all, an agent of one realm starting sessions for many identities
+	// pushed out another realm's.
+	realms map[string]*realmSessions
+	total  int
+	clock  uint64 // stamps sessionEntry.used and realmSessions.used
 }
 
-type identityKey struct{ realm, identity string }
+// realmSessions are one realm's sessions, each identity's in its own LRU:
+// one for all would let one identity's new sessions push out every
+// other's.
+type realmSessions struct {
+	identities map[string]*lru.Cache[string, *sessionEntry]
+	n          int
+	used       uint64 // the last call's stamp
+}
 
 type sessionEntry struct {
 	mu sync.Mutex // held across a recall
 	st state
+	// used orders sessions by last use (Sessions.clock); Sessions.mu
+	// guards it.
+	used uint64
 }
 
 // NewSessions builds a host-side guide recalling from src.
@@ -52,14 +74,18 @@ func NewSessions(src Source, opts SessionsOptions) *Sessions {
 	if opts.Size <= 0 {
 		opts.Size = DefaultSessions
 	}
+	if opts.Realms <= 0 {
+		opts.Realms = DefaultRealms
+	}
 	logger := opts.Logger
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
 	return &Sessions{
-		rec:      recaller{src: src, maxBytes: opts.MaxBytes, logger: logger.Named("guide")},
-		size:     opts.Size,
-		sessions: map[identityKey]*lru.Cache[string, *sessionEntry]{},
+		rec:       recaller{src: src, maxBytes: opts.MaxBytes, logger: logger.Named("guide")},
+		size:      opts.Size,
+		maxRealms: opts.Realms,
+		realms:    map[string]*realmSessions{},
 	}
 }
 
@@ -109,50 +135,80 @@ func (s *Sessions) Len() int {
 	return s.total
 }
 
-// entry answers the session's entry, creating it; at the bound, the
-// least recently used session of the identity holding the most is
-// forgotten first.
+// entry answers the session's entry, creating it; at the realm's bound,
+// the least recently used session of the realm's identity holding the
+// most is forgotten first.
 func (s *Sessions) entry(id sdk.Identity, session string) *sessionEntry {
-	k := identityKey{id.Realm, id.ID}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	own := s.sessions[k]
+	s.clock++
+	r := s.realms[id.Realm]
+	if r == nil {
+		if len(s.realms) >= s.maxRealms {
+			s.forgetRealm()
+		}
+		r = &realmSessions{identities: map[string]*lru.Cache[string, *sessionEntry]{}}
+		s.realms[id.Realm] = r
+	}
+	r.used = s.clock
+	own := r.identities[id.ID]
 	if own != nil {
 		if e, ok := own.Get(session); ok {
+			e.used = s.clock
 			return e
 		}
 	}
-	if s.total >= s.size {
-		s.evict(k)
+	if r.n >= s.size && r.evict(id.ID) {
+		s.total--
 	}
-	if own = s.sessions[k]; own == nil {
+	if own = r.identities[id.ID]; own == nil {
 		own = lru.New[string, *sessionEntry](s.size)
-		s.sessions[k] = own
+		r.identities[id.ID] = own
 	}
-	e := &sessionEntry{}
+	e := &sessionEntry{used: s.clock}
 	own.Add(session, e)
+	r.n++
 	s.total++
 	return e
 }
 
+// forgetRealm forgets the sessions of the realm used least recently.
+func (s *Sessions) forgetRealm() {
+	var victim string
+	var oldest uint64
+	for name, r := range s.realms {
+		if victim == "" || r.used < oldest {
+			victim, oldest = name, r.used
+		}
+	}
+	s.total -= s.realms[victim].n
+	delete(s.realms, victim)
+}
+
 // evict forgets the least recently used session of the identity holding
-// the most; on a tie, prefer's (the identity adding one) if it is among
-// them.
-func (s *Sessions) evict(prefer identityKey) {
-	var largest identityKey
-	most := 0
-	for k, c := range s.sessions {
-		if n := c.Len(); n > most || n == most && k == prefer {
-			largest, most = k, n
+// the most in the realm, and answers whether it found one. On a tie the
+// identity adding one (prefer) is the victim if it is among them, else
+// the one whose least recently used session was used longest ago: never
+// an order a map's iteration decides.
+func (r *realmSessions) evict(prefer string) bool {
+	var victim string
+	var most int
+	var oldest uint64
+	for k, c := range r.identities {
+		_, e, _ := c.Oldest()
+		n := c.Len()
+		if n > most || n == most && victim != prefer && (k == prefer || e.used < oldest) {
+			victim, most, oldest = k, n, e.used
 		}
 	}
 	if most == 0 {
-		return
+		return false
 	}
-	c := s.sessions[largest]
+	c := r.identities[victim]
 	c.RemoveOldest()
-	s.total--
+	r.n--
 	if c.Len() == 0 {
-		delete(s.sessions, largest)
+		delete(r.identities, victim)
 	}
+	return true
 }

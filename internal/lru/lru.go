@@ -94,6 +94,17 @@ func (l *Cache[K, V]) Remove(k K) {
 	}
 }
 
+// Oldest answers the least recently used entry without marking it used;
+// false when the cache is empty.
+func (l *Cache[K, V]) Oldest() (K, V, bool) {
+	if l.tail == nil {
+		var k K
+		var v V
+		return k, v, false
+	}
+	return l.tail.key, l.tail.value, true
+}
+
 // RemoveOldest forgets the least recently used entry and answers it;
 // false when the cache is empty.
 func (l *Cache[K, V]) RemoveOldest() (K, V, bool) {

@@ -29,4 +29,15 @@ func TestLRU(t *testing.T) {
 	if _, ok := l.Get("c"); !ok {
 		t.Fatal("Remove left the cache full")
 	}
+	// d is the oldest now; Oldest answers it and leaves it the oldest.
+	for range 2 {
+		if k, v, ok := l.Oldest(); k != "d" || v != 4 || !ok {
+			t.Fatalf("Oldest = %s %d %v, want d 4", k, v, ok)
+		}
+	}
+	l.RemoveOldest()
+	l.RemoveOldest()
+	if _, _, ok := l.Oldest(); ok {
+		t.Fatal("Oldest of an empty cache answered an entry")
+	}
 }
