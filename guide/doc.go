@@ -23,7 +23,8 @@
 //
 // Go embedders use Guide with the small Context type inside their agent
 // loop; the host serves Sessions, the same guide keyed by (identity,
-// session), through its HTTP API. Its bound is per realm and takes its
-// victims from the realm's identity holding the most sessions, least
-// recently used first, so no tenant's traffic pushes out another's.
+// session), through its HTTP API. Its bound takes its victims from the
+// realm holding the most sessions and, in it, the identity holding the
+// most, least recently used first, so a tenant's burst pushes out its own
+// sessions, not those of a tenant holding fewer.
 package guide

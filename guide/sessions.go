@@ -3,33 +3,25 @@ package guide
 import (
 	"context"
 	"fmt"
-	"github.com/memhost/memhost/internal/lru"
 	"sync"
 
 	hclog "github.com/hashicorp/go-hclog"
+	"github.com/memhost/memhost/internal/lru"
 	"github.com/memhost/memhost/sdk"
 )
 
-// DefaultSessions is how many guide sessions Sessions keeps per realm by
-// default.
+// DefaultSessions is how many guide sessions Sessions keeps by default.
 const DefaultSessions = 10000
-
-// DefaultRealms is how many realms' sessions Sessions keeps by default.
-const DefaultRealms = 16
 
 // SessionsOptions configure a Sessions.
 type SessionsOptions struct {
-	// Size bounds the sessions kept in each realm, the least recently
-	// used session of the realm's identity holding the most forgotten
-	// first; default DefaultSessions. A forgotten session recalls afresh
-	// on its next call.
+	// Size bounds the sessions kept, all realms together; default
+	// DefaultSessions. Past it the realm holding the most gives one up,
+	// the least recently used session of its identity holding the most,
+	// so a realm or an identity holding no more than others never loses
+	// one to their bursts. A forgotten session recalls afresh on its next
+	// call.
 	Size int
-	// Realms bounds the realms whose sessions are kept, so at most Size
-	// times Realms are; default DefaultRealms. Past it the realm used
-	// least recently is forgotten whole. A host whose callers may name no
-	// more realms (those of its tokens) never gets there, so no realm's
-	// sessions are pushed out by another's.
-	Realms int
 	// MaxBytes caps each block; 0 is the coordinator's per-turn cap.
 	MaxBytes int
 	Logger   hclog.Logger
@@ -39,14 +31,14 @@ type SessionsOptions struct {
 // keyed by (identity, session), for the HTTP API. Calls for one session
 // are serialized; different sessions run in parallel.
 type Sessions struct {
-	rec       recaller
-	size      int
-	maxRealms int
+	rec  recaller
+	size int
 
 	mu sync.Mutex
-	// realms are each realm's sessions, bounded per realm: under one bound
-	// for all, an agent of one realm starting sessions for many identities
-	// pushed out another realm's.
+	// realms are each realm's sessions: the victim of the bound is taken
+	// from the realm holding the most, since a victim taken from the
+	// identity holding the most anywhere let an agent of one realm,
+	// starting sessions for many identities, push out another realm's.
 	realms map[string]*realmSessions
 	total  int
 	clock  uint64 // stamps sessionEntry.used and realmSessions.used
@@ -74,18 +66,14 @@ func NewSessions(src Source, opts SessionsOptions) *Sessions {
 	if opts.Size <= 0 {
 		opts.Size = DefaultSessions
 	}
-	if opts.Realms <= 0 {
-		opts.Realms = DefaultRealms
-	}
 	logger := opts.Logger
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
 	return &Sessions{
-		rec:       recaller{src: src, maxBytes: opts.MaxBytes, logger: logger.Named("guide")},
-		size:      opts.Size,
-		maxRealms: opts.Realms,
-		realms:    map[string]*realmSessions{},
+		rec:    recaller{src: src, maxBytes: opts.MaxBytes, logger: logger.Named("guide")},
+		size:   opts.Size,
+		realms: map[string]*realmSessions{},
 	}
 }
 
@@ -135,18 +123,14 @@ func (s *Sessions) Len() int {
 	return s.total
 }
 
-// entry answers the session's entry, creating it; at the realm's bound,
-// the least recently used session of the realm's identity holding the
-// most is forgotten first.
+// entry answers the session's entry, creating it; at the bound, one
+// session is forgotten first (see evict).
 func (s *Sessions) entry(id sdk.Identity, session string) *sessionEntry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.clock++
 	r := s.realms[id.Realm]
 	if r == nil {
-		if len(s.realms) >= s.maxRealms {
-			s.forgetRealm()
-		}
 		r = &realmSessions{identities: map[string]*lru.Cache[string, *sessionEntry]{}}
 		s.realms[id.Realm] = r
 	}
@@ -158,8 +142,8 @@ func (s *Sessions) entry(id sdk.Identity, session string) *sessionEntry {
 			return e
 		}
 	}
-	if r.n >= s.size && r.evict(id.ID) {
-		s.total--
+	if s.total >= s.size {
+		s.evict(id)
 	}
 	if own = r.identities[id.ID]; own == nil {
 		own = lru.New[string, *sessionEntry](s.size)
@@ -172,17 +156,34 @@ func (s *Sessions) entry(id sdk.Identity, session string) *sessionEntry {
 	return e
 }
 
-// forgetRealm forgets the sessions of the realm used least recently.
-func (s *Sessions) forgetRealm() {
-	var victim string
-	var oldest uint64
-	for name, r := range s.realms {
-		if victim == "" || r.used < oldest {
-			victim, oldest = name, r.used
+// evict forgets one session of the realm holding the most (on a tie, the
+// caller's if it is among them, else the one used longest ago): its
+// identity holding the most gives up its least recently used session.
+// A realm left without sessions is dropped.
+func (s *Sessions) evict(caller sdk.Identity) {
+	var name string
+	var victim *realmSessions
+	for k, r := range s.realms {
+		if r.n == 0 {
+			continue
+		}
+		if victim == nil || r.n > victim.n || r.n == victim.n && name != caller.Realm && (k == caller.Realm || r.used < victim.used) {
+			name, victim = k, r
 		}
 	}
-	s.total -= s.realms[victim].n
-	delete(s.realms, victim)
+	if victim == nil {
+		return
+	}
+	prefer := ""
+	if name == caller.Realm {
+		prefer = caller.ID
+	}
+	if victim.evict(prefer) {
+		s.total--
+	}
+	if victim.n == 0 && name != caller.Realm {
+		delete(s.realms, name)
+	}
 }
 
 // evict forgets the least recently used session of the identity holding

@@ -252,18 +252,9 @@ func (h *host) apiOptions(cfg *config.Config, logger hclog.Logger, providerOf fu
 		realms[i] = r.Name
 	}
 	var tokens []httpapi.Token
-	named := map[string]bool{} // the realms callers may name, with tokens
 	for _, t := range cfg.Tokens {
 		tokens = append(tokens, httpapi.Token{Name: t.Name, Secret: t.Secret, Realms: t.Realms, Role: t.Role, Identities: t.Identities})
-		for _, r := range t.Realms {
-			named[r] = true
-		}
 	}
-	// The guide keeps session_cache_size sessions per realm, and sessions of
-	// every realm a token names: no realm's are pushed out by another's.
-	guideSessions := guide.NewSessions(coord, guide.SessionsOptions{
-		Size: cfg.Coordinator.SessionCacheSize, Realms: max(guide.DefaultRealms, len(named)), Logger: logger,
-	})
 	return httpapi.Options{
 		Logger:       logger.Named("http"),
 		Provider:     providerOf,
@@ -276,7 +267,7 @@ func (h *host) apiOptions(cfg *config.Config, logger hclog.Logger, providerOf fu
 		// One reindex may run as long as the supervisor lets its call.
 		ReindexTimeout:     cfg.Supervisor.ReindexTimeout,
 		Coordinator:        coord,
-		Guide:              guideSessions,
+		Guide:              guide.NewSessions(coord, guide.SessionsOptions{Size: cfg.Coordinator.SessionCacheSize, Logger: logger}),
 		Compaction:         comp,
 		Proposals:          h.proposalQueue(cfg),
 		ProposalRetryAfter: cfg.Proposals.RetryAfter,
