@@ -293,11 +293,14 @@ func Restate(ctx context.Context, realm string, p sdk.Provider, records []sdk.Re
 	for i, r := range stored {
 		ids[i] = r.ID
 	}
-	if _, err := forget.Forget(ctx, realm, ids); err != nil {
-		return nil, err
+	_, err := forget.Forget(ctx, realm, ids)
+	var out []string
+	if err == nil {
+		out, err = w.Remember(ctx, realm, records)
 	}
-	out, err := w.Remember(ctx, realm, records)
 	if err != nil {
+		// A forget that failed partway took some: every proposal is put
+		// back (one still stored is skipped by its id).
 		if a, ok := hp.Archiver(); ok {
 			if _, rerr := a.Import(context.WithoutCancel(ctx), realm, stored); rerr != nil {
 				return nil, fmt.Errorf("%w (and restoring the proposals %v failed: %w)", err, ids, rerr)

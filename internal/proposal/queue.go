@@ -525,7 +525,9 @@ func (q *Queue) Import(ctx context.Context, realm string, p sdk.Provider, record
 	}
 	forget, ok := hp.Forgetter()
 	if !ok {
-		return sdk.ImportResult{}, fmt.Errorf("the provider of realm %q cannot import a record in place of a pending proposal of the same content (it needs the forget capability): %w", realm, sdk.ErrUnsupported)
+		// Nothing can take the proposals out: the provider decides, as
+		// it did before (one refused record must not refuse the batch).
+		return a.Import(ctx, realm, records)
 	}
 	var res sdk.ImportResult
 	err = q.inPlaceOf(ctx, realm, held, func() (err error) {
@@ -533,10 +535,12 @@ func (q *Queue) Import(ctx context.Context, realm string, p sdk.Provider, record
 		for i := range held {
 			ids[i] = held[i].ID
 		}
-		if _, err := forget.Forget(ctx, realm, ids); err != nil {
-			return err
+		if _, err = forget.Forget(ctx, realm, ids); err == nil {
+			res, err = a.Import(ctx, realm, records)
 		}
-		if res, err = a.Import(ctx, realm, records); err != nil {
+		if err != nil {
+			// A forget that failed partway took some: every proposal is
+			// put back (one still stored is skipped by its id).
 			if _, rerr := a.Import(context.WithoutCancel(ctx), realm, held); rerr != nil {
 				return fmt.Errorf("%w (and restoring the proposals %v failed: %w)", err, ids, rerr)
 			}

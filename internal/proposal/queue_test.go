@@ -364,3 +364,105 @@ func TestListShowsOnlyVisibleProposals(t *testing.T) {
 		t.Errorf("the pages listed %v, want [p1 p3 p5]", seen)
 	}
 }
+
+// forgetting adds forget to the test store; partway forgets the first id
+// asked and then fails, as markdown's forget stops at a file it cannot
+// remove.
+type forgetting struct {
+	*store
+	partway bool
+}
+
+var errDisk = errors.New("disk: cannot remove")
+
+func (f forgetting) Remember(_ context.Context, _ string, recs []sdk.Record) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ids := make([]string, len(recs))
+	for i, r := range recs {
+		f.records[r.ID] = r
+		ids[i] = r.ID
+	}
+	return ids, nil
+}
+
+func (f forgetting) Forget(_ context.Context, _ string, ids []string) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.partway {
+		ids = ids[:1]
+	}
+	for _, id := range ids {
+		delete(f.records, id)
+	}
+	if f.partway {
+		return len(ids), errDisk
+	}
+	return len(ids), nil
+}
+
+// proposedAndExported answers a queue whose store holds two pending
+// proposals in mob:ops, and an application's export of records of the
+// same content.
+func proposedAndExported(t *testing.T, caps ...sdk.Capability) (*Queue, *store, []string, []sdk.Record) {
+	t.Helper()
+	q := newQueue(t)
+	s := newStore(caps...)
+	ids, err := q.Propose(ctx, "r", s, []sdk.Record{fact("mob:ops", "alpha"), fact("mob:ops", "beta")}, Proposer{Token: "bot"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	var recs []sdk.Record
+	for i, title := range []string{"alpha", "beta"} {
+		r := fact("mob:ops", title)
+		r.ID, r.Realm, r.Status, r.Trust, r.CreatedAt, r.UpdatedAt = fmt.Sprintf("app%d", i), "r", sdk.StatusActive, sdk.TrustApplication, now, now
+		r.ContentHash = sdk.ContentHash(r.Title, r.Body)
+		recs = append(recs, r)
+	}
+	return q, s, ids, recs
+}
+
+// TestImportPutsBackWhatAFailedForgetTook: a forget that fails partway
+// took some proposals; the import fails and puts every one back (before,
+// those it took were lost with no word but the disk's error).
+func TestImportPutsBackWhatAFailedForgetTook(t *testing.T) {
+	q, s, ids, recs := proposedAndExported(t, sdk.CapArchive, sdk.CapFetch, sdk.CapForget)
+	if _, err := q.Import(ctx, "r", forgetting{s, true}, recs); !errors.Is(err, errDisk) {
+		t.Fatalf("import = %v, want the forget's failure", err)
+	}
+	for _, id := range ids {
+		if r, ok := s.records[id]; !ok || !IsPending(&r) {
+			t.Errorf("proposal %s is not pending in the store after the failed import", id)
+		}
+	}
+}
+
+// TestRestatePutsBackWhatAFailedForgetTook: the same for a write in place
+// of proposals.
+func TestRestatePutsBackWhatAFailedForgetTook(t *testing.T) {
+	_, s, ids, recs := proposedAndExported(t, sdk.CapArchive, sdk.CapFetch, sdk.CapForget, sdk.CapWrite)
+	stored := make([]sdk.Record, len(ids))
+	for i, id := range ids {
+		stored[i] = s.records[id]
+	}
+	if _, err := Restate(ctx, "r", forgetting{s, true}, recs, stored); !errors.Is(err, errDisk) {
+		t.Fatalf("restate = %v, want the forget's failure", err)
+	}
+	for _, id := range ids {
+		if r, ok := s.records[id]; !ok || !IsPending(&r) {
+			t.Errorf("proposal %s is not pending in the store after the failed write", id)
+		}
+	}
+}
+
+// TestImportWithoutForget: a provider that cannot forget imports as it
+// did before, deciding itself what a proposal's content holds, instead
+// of refusing the whole batch for one record an agent proposed.
+func TestImportWithoutForget(t *testing.T) {
+	q, s, _, recs := proposedAndExported(t, sdk.CapArchive, sdk.CapFetch)
+	res, err := q.Import(ctx, "r", s, recs)
+	if err != nil || res.Imported != len(recs) {
+		t.Fatalf("import = %+v, %v; want the provider's import of both", res, err)
+	}
+}
