@@ -579,9 +579,7 @@ func TestReplicaRenumbersByScope(t *testing.T) {
 // trimmer takes the changes it needs after. (It loaded again and again
 // for as long as the writes went on.)
 func TestReplicaLoadOutlastsTrimGrace(t *testing.T) {
-	grace, beat, live := trimGrace, heartbeatInterval, replicaLiveFor
-	t.Cleanup(func() { trimGrace, heartbeatInterval, replicaLiveFor = grace, beat, live })
-	trimGrace, heartbeatInterval, replicaLiveFor = 300*time.Millisecond, 50*time.Millisecond, 150*time.Millisecond
+	shortTrimGrace(t, 300*time.Millisecond)
 	schema := schemaFor(t.Name())
 	a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
 	b := openStoreWith(t, configJSON(schema, "replica", replicaCfg("10s")))
@@ -609,7 +607,8 @@ func TestReplicaLoadOutlastsTrimGrace(t *testing.T) {
 		}
 	}()
 	// A trim past the held replica (as change_retention does) makes it
-	// load again, and from now on a load takes a second, three graces.
+	// load again, and from now on a load takes slowLoad, past the grace
+	// and the time a row stays live without a beat.
 	time.Sleep(100 * time.Millisecond)
 	for deadline := time.Now().Add(time.Minute); ; {
 		// Another process's trim may hold the trim lock: try again.
@@ -629,15 +628,16 @@ func TestReplicaLoadOutlastsTrimGrace(t *testing.T) {
 	slow := func() {
 		var trimmed int64
 		if err := db.QueryRow(ctx, "SELECT trimmed FROM change_horizon").Scan(&trimmed); err == nil && trimmed > b.replica.applied.Load() {
-			time.Sleep(time.Second)
+			time.Sleep(slowLoad)
 		}
 	}
 	b.replica.applyHook.Store(&slow)
 	gate.held.Store(false)
 	gate.free()
-	time.Sleep(3 * time.Second) // writes and trims go on past the load
+	time.Sleep(slowLoad + 2*time.Second) // writes and trims go on past the load
 	close(stop)
 	<-done
+	settled(t, b)
 	if n := b.replica.loads.Load(); n != 2 {
 		t.Errorf("the replica loaded %d times; want twice (at start, after the trim), then catch-ups", n)
 	}
@@ -721,12 +721,18 @@ func slowLoads(t *testing.T, d time.Duration) {
 	t.Cleanup(func() { loadHook.Store(nil) })
 }
 
-// shortTrimGrace shrinks the trim grace and heartbeat times for t.
+// shortTrimGrace shrinks the trim grace and the heartbeat times for t: a
+// row stays live a second without a beat, ten beats, so a loaded machine
+// does not let it expire; slowLoad outlasts it.
 func shortTrimGrace(t *testing.T, grace time.Duration) {
 	old, beat, live := trimGrace, heartbeatInterval, replicaLiveFor
 	t.Cleanup(func() { trimGrace, heartbeatInterval, replicaLiveFor = old, beat, live })
-	trimGrace, heartbeatInterval, replicaLiveFor = grace, 50*time.Millisecond, 150*time.Millisecond
+	trimGrace, heartbeatInterval, replicaLiveFor = grace, 100*time.Millisecond, time.Second
 }
+
+// slowLoad is how long the tests' slow loads take: past a row's life
+// without a beat (shortTrimGrace), so a load that beats no more loses it.
+const slowLoad = 2500 * time.Millisecond
 
 // keepWriting has a write a record every 20 ms until the answered stop
 // is called; stop answers how many it wrote.
@@ -756,22 +762,36 @@ func keepWriting(t *testing.T, s *Store, title string) (stop func() int64) {
 	}
 }
 
+// settled waits until s's replica has applied the log's head, so a load
+// still running when the writes stopped is counted.
+func settled(t *testing.T, s *Store) {
+	t.Helper()
+	var head int64
+	if err := s.pool.QueryRow(context.Background(), "SELECT greatest((SELECT coalesce(max(seq), 0) FROM changes), (SELECT trimmed FROM change_horizon))").Scan(&head); err != nil {
+		t.Fatal(err)
+	}
+	if !s.replica.waitApplied(context.Background(), head, time.Now().Add(time.Minute)) {
+		t.Fatalf("the replica did not apply the log's head, %d, within a minute", head)
+	}
+}
+
 // TestReplicaLoadOnAPoolOfOne: with pool_size 1 a load's snapshot holds
 // the only pooled connection; the replica's row is still kept alive (its
 // heartbeats have a connection of their own), so the writes during a
 // load longer than the trim grace are caught up, not loaded again.
 func TestReplicaLoadOnAPoolOfOne(t *testing.T) {
 	shortTrimGrace(t, 300*time.Millisecond)
-	slowLoads(t, time.Second)
+	slowLoads(t, slowLoad)
 	schema := schemaFor(t.Name())
 	a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
 	stop := keepWriting(t, a, "tide")
 	time.Sleep(200 * time.Millisecond)
 	b := openStoreWith(t, configJSON(schema, "pool_size", 1, "replica", replicaCfg("10s")))
-	time.Sleep(4 * time.Second)
+	time.Sleep(slowLoad + 2*time.Second)
 	written := stop()
+	settled(t, b)
 	if n := b.replica.loads.Load(); n != 1 {
-		t.Errorf("the replica loaded %d times in 4 s; want once, then catch-ups", n)
+		t.Errorf("the replica loaded %d times; want once, then catch-ups", n)
 	}
 	var plans planLog
 	plans.hook(b)
@@ -820,18 +840,19 @@ func TestReplicaRewoundReloadKeepsItsChanges(t *testing.T) {
 	}
 	time.Sleep(200 * time.Millisecond) // its row holds the head
 	// A restore: the changes after kept are gone, their numbers handed
-	// out again; the reload takes a second, three trim graces.
+	// out again; the reload takes slowLoad, past the trim grace.
 	for _, q := range []string{"DELETE FROM changes WHERE seq > $1", "SELECT setval(pg_get_serial_sequence('changes', 'seq'), $1)"} {
 		if _, err := db.Exec(ctx, q, kept); err != nil {
 			t.Fatal(err)
 		}
 	}
-	slowLoads(t, time.Second)
+	slowLoads(t, slowLoad)
 	trimGrace = 300 * time.Millisecond
 	before := b.replica.loads.Load()
 	stop := keepWriting(t, a, "tide")
-	time.Sleep(4 * time.Second)
+	time.Sleep(slowLoad + 2*time.Second)
 	stop()
+	settled(t, b)
 	if n := b.replica.loads.Load() - before; n != 1 {
 		t.Errorf("the replica loaded %d times after the log went back; want once", n)
 	}
