@@ -193,6 +193,7 @@ func (s *Server) handleManifest(ctx context.Context, c caller, w http.ResponseWr
 	if rows == nil {
 		rows = []sdk.ManifestRow{}
 	}
+	c.ownUsageRows(rows)
 	return writeJSON(w, http.StatusOK, map[string]any{"rows": rows})
 }
 

@@ -195,6 +195,7 @@ func (s *Server) handleGet(ctx context.Context, c caller, w http.ResponseWriter,
 	if err := c.touchStored(realm, id, recs[0].Scope); err != nil {
 		return err
 	}
+	c.ownUsage(&recs[0])
 	return writeJSON(w, http.StatusOK, recs[0])
 }
 
@@ -359,5 +360,6 @@ func (s *Server) handleRecall(ctx context.Context, c caller, w http.ResponseWrit
 	if hits == nil {
 		hits = []sdk.Hit{}
 	}
+	c.ownUsageHits(hits)
 	return writeHits(w, hits)
 }

@@ -154,7 +154,10 @@ func parseTime(field, s string) (time.Time, error) {
 	return t, nil
 }
 
-// RecallHit is one recalled record's metadata; its body is in Text.
+// RecallHit is one recalled record's metadata; its body is in Text. It
+// carries no usage (use count, last use, rank), nor does any tool answer:
+// every MCP caller is an agent, and a shared record's usage is other
+// identities' activity (docs/api.md, Records).
 type RecallHit struct {
 	ID    string  `json:"id"`
 	Title string  `json:"title"`

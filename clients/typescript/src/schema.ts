@@ -800,8 +800,12 @@ export interface components {
             /** Format: date-time */
             expires_at?: string;
             content_hash?: string;
+            /** @description how many turns and recalls used the record, every identity's. A caller that is not an application is answered 0 for a record in a shared scope (mob, operator, realm), whose uses are other identities' too */
             use_count?: number;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description the record's last use, by any identity; absent when never used, and for a caller that is not an application on a record in a shared scope
+             */
             last_used_at?: string;
             thread?: components["schemas"]["Thread"];
             /**
@@ -818,7 +822,7 @@ export interface components {
             description?: string;
             /** Format: date-time */
             updated_at?: string;
-            /** @description 0 means unranked */
+            /** @description 0 means unranked; derived from every identity's use, so a caller that is not an application is answered 0 for a row in a shared scope */
             rank?: number;
         };
         TraceRecord: {
