@@ -589,23 +589,7 @@ func TestReplicaLoadOutlastsTrimGrace(t *testing.T) {
 	b.replica.poke()
 	<-gate.entered
 	ctx := context.Background()
-	stop, done := make(chan struct{}), make(chan struct{})
-	var written atomic.Int64
-	go func() {
-		defer close(done)
-		for i := 0; ; i++ {
-			if _, err := a.Remember(ctx, realm, []sdk.Record{note(fmt.Sprintf("tide %d", i), "tide table")}); err != nil {
-				t.Error(err)
-				return
-			}
-			written.Add(1)
-			select {
-			case <-stop:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}()
+	stop := keepWriting(t, a, "tide")
 	// A trim past the held replica (as change_retention does) makes it
 	// load again, and from now on a load takes slowLoad, past the grace
 	// and the time a row stays live without a beat.
@@ -635,8 +619,7 @@ func TestReplicaLoadOutlastsTrimGrace(t *testing.T) {
 	gate.held.Store(false)
 	gate.free()
 	time.Sleep(slowLoad + 2*time.Second) // writes and trims go on past the load
-	close(stop)
-	<-done
+	written := stop()
 	settled(t, b)
 	if n := b.replica.loads.Load(); n != 2 {
 		t.Errorf("the replica loaded %d times; want twice (at start, after the trim), then catch-ups", n)
@@ -647,8 +630,8 @@ func TestReplicaLoadOutlastsTrimGrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if int64(len(hits)) != written.Load() || plans.last() != "replica" {
-		t.Errorf("recall answered %d of the %d records written, by %s; want all, by the replica", len(hits), written.Load(), plans.last())
+	if int64(len(hits)) != written || plans.last() != "replica" {
+		t.Errorf("recall answered %d of the %d records written, by %s; want all, by the replica", len(hits), written, plans.last())
 	}
 }
 
