@@ -512,9 +512,12 @@ func (r *replica) register(ctx context.Context) error {
 // attempt registers again.
 func (r *replica) unregister(ctx context.Context) {
 	r.pin.Store(-1)
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), heartbeatInterval)
 	defer cancel()
-	r.db.Exec(dctx, "DELETE FROM replicas WHERE name = $1", r.name)
+	if _, err := r.db.Exec(dctx, "DELETE FROM replicas WHERE name = $1", r.name); err != nil {
+		// Unrefreshed, the row expires after replicaLiveFor.
+		r.log.Debug("drop the replica's row", "error", err)
+	}
 }
 
 // snapshot is a read-only repeatable-read transaction: the log and the
