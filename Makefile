@@ -99,9 +99,12 @@ test-go:
 
 # The race detector is for shared state: -short leaves out the tests that
 # check large single-goroutine results or start plugin processes, which
-# test-go runs whole, and which cost minutes under the detector.
+# test-go runs whole, and which cost minutes under the detector. Of the
+# postgres provider, the replica's tests (its follower, listener and
+# heartbeat goroutines share its state) run under it too, in half a minute.
 test-race:
 	go test -race -short -count=1 -timeout $(RACE_TIMEOUT) $(RACE_PKGS)
+	go test -race -short -count=1 -timeout $(RACE_TIMEOUT) -run 'Replica|ChangeLog|Trim' ./plugins/postgres/
 
 vet:
 	go vet $(PKGS)
