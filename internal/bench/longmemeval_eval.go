@@ -2,12 +2,10 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -160,12 +158,6 @@ func evaluateLMEQuestion(ctx context.Context, t Target, q LongMemEval) (lmeQuest
 		return float64(sessionHits(q.AnswerSessions, rankSessions(delivered), len(delivered))) / float64(len(q.AnswerSessions))
 	}
 	s.evidence = score(delivered)
-	if f := os.Getenv("MEMHOST_BENCH_DUMP"); f != "" {
-		fh, _ := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		b, _ := json.Marshal(map[string]any{"id": q.ID, "type": q.Type, "ranked": ranked[:min(20, len(ranked))], "evidence": evidence, "sessions": q.AnswerSessions, "delivered": delivered, "t10": s.turnAt10, "all5": s.allAt5, "any5": s.anyAt5, "ev": s.evidence})
-		fh.Write(append(b, '\n'))
-		fh.Close()
-	}
 	s.evidenceCut = score(append(partly, delivered...)) - s.evidence
 	return s, nil
 }
