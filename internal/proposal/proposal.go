@@ -289,26 +289,36 @@ func Restate(ctx context.Context, realm string, p sdk.Provider, records []sdk.Re
 	if !ok || !ok2 {
 		return nil, fmt.Errorf("the provider of realm %q cannot put a record in place of a pending proposal of the same content (it needs the forget and write capabilities): %w", realm, sdk.ErrUnsupported)
 	}
+	var out []string
+	err := inPlace(ctx, realm, hp, forget, stored, func() (err error) {
+		out, err = w.Remember(ctx, realm, records)
+		return err
+	})
+	return out, err
+}
+
+// inPlace forgets the pending proposals stored, then runs write. When
+// either fails, every proposal is put back through the provider's import,
+// if it has one (a forget that failed partway took some; one still stored
+// is skipped by its id).
+func inPlace(ctx context.Context, realm string, hp *host.Provider, forget sdk.RecordForgetter, stored []sdk.Record, write func() error) error {
 	ids := make([]string, len(stored))
 	for i, r := range stored {
 		ids[i] = r.ID
 	}
 	_, err := forget.Forget(ctx, realm, ids)
-	var out []string
 	if err == nil {
-		out, err = w.Remember(ctx, realm, records)
+		err = write()
 	}
-	if err != nil {
-		// A forget that failed partway took some: every proposal is put
-		// back (one still stored is skipped by its id).
-		if a, ok := hp.Archiver(); ok {
-			if _, rerr := a.Import(context.WithoutCancel(ctx), realm, stored); rerr != nil {
-				return nil, fmt.Errorf("%w (and restoring the proposals %v failed: %w)", err, ids, rerr)
-			}
+	if err == nil {
+		return nil
+	}
+	if a, ok := hp.Archiver(); ok {
+		if _, rerr := a.Import(context.WithoutCancel(ctx), realm, stored); rerr != nil {
+			return fmt.Errorf("%w (and restoring the proposals %v failed: %w)", err, ids, rerr)
 		}
-		return nil, err
 	}
-	return out, nil
+	return err
 }
 
 // ErrAgentForget refuses an agent the deletion of a record it could only

@@ -530,22 +530,11 @@ func (q *Queue) Import(ctx context.Context, realm string, p sdk.Provider, record
 		return a.Import(ctx, realm, records)
 	}
 	var res sdk.ImportResult
-	err = q.inPlaceOf(ctx, realm, held, func() (err error) {
-		ids := make([]string, len(held))
-		for i := range held {
-			ids[i] = held[i].ID
-		}
-		if _, err = forget.Forget(ctx, realm, ids); err == nil {
+	err = q.inPlaceOf(ctx, realm, held, func() error {
+		return inPlace(ctx, realm, hp, forget, held, func() (err error) {
 			res, err = a.Import(ctx, realm, records)
-		}
-		if err != nil {
-			// A forget that failed partway took some: every proposal is
-			// put back (one still stored is skipped by its id).
-			if _, rerr := a.Import(context.WithoutCancel(ctx), realm, held); rerr != nil {
-				return fmt.Errorf("%w (and restoring the proposals %v failed: %w)", err, ids, rerr)
-			}
-		}
-		return err
+			return err
+		})
 	})
 	return res, err
 }
