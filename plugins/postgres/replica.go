@@ -165,11 +165,20 @@ func lower(a *atomic.Int64, v int64) {
 // heard notes that changes up to seq exist, and wakes the follower when
 // they are not applied.
 func (r *replica) heard(seq int64) {
-	raise(&r.head, seq)
-	if seq > r.applied.Load() {
-		r.behind.CompareAndSwap(0, time.Now().UnixNano())
+	if r.knowOf(seq) {
 		r.poke()
 	}
+}
+
+// knowOf notes that changes up to seq exist, and answers whether some are
+// not applied (the replica is behind from now, unless it already was).
+func (r *replica) knowOf(seq int64) bool {
+	raise(&r.head, seq)
+	if seq <= r.applied.Load() {
+		return false
+	}
+	r.behind.CompareAndSwap(0, time.Now().UnixNano())
+	return true
 }
 
 func (r *replica) poke() {
@@ -331,6 +340,10 @@ func waitDeadline(ctx context.Context, readWait time.Duration) time.Time {
 	return deadline
 }
 
+// logHead is the log's position: its last change's, or the horizon when
+// it was trimmed empty.
+const logHead = `greatest((SELECT coalesce(max(seq), 0) FROM changes), (SELECT trimmed FROM change_horizon))`
+
 // logState is the change log as a recall reads it beside the hits' rows.
 type logState struct {
 	head    int64      // the last change's position, or the horizon when trimmed empty
@@ -357,8 +370,7 @@ func readHitRows(ctx context.Context, db *pgdb, realm string, applied int64, fou
 	}
 	b := &pgx.Batch{}
 	// The horizon too: a log trimmed empty still has a position.
-	b.Queue(`SELECT greatest((SELECT coalesce(max(seq), 0) FROM changes), h.trimmed), h.trimmed,
-		(SELECT at FROM changes WHERE seq = $1) FROM change_horizon AS h`, applied)
+	b.Queue(`SELECT `+logHead+`, h.trimmed, (SELECT at FROM changes WHERE seq = $1) FROM change_horizon AS h`, applied)
 	if len(seqs) > 0 {
 		b.Queue(`SELECT `+recordColumns+`, r.seq FROM records AS r WHERE r.seq = ANY($1) AND r.realm = $2 AND r.status = 'active'`, seqs, realm)
 	}
@@ -497,7 +509,7 @@ func (r *replica) beat() {
 // the changes after the snapshot while the load runs.
 func (r *replica) register(ctx context.Context) error {
 	var pos int64
-	if err := r.db.QueryRow(ctx, `SELECT greatest((SELECT coalesce(max(seq), 0) FROM changes), (SELECT trimmed FROM change_horizon))`).Scan(&pos); err != nil {
+	if err := r.db.QueryRow(ctx, `SELECT `+logHead).Scan(&pos); err != nil {
 		return err
 	}
 	if err := heartbeat(ctx, r.db, r.name, pos); err != nil {
@@ -602,11 +614,8 @@ func (r *replica) read(ctx context.Context, tx pgx.Tx) (step, error) {
 		st.mark = *topAt
 	}
 	// The log's head as this snapshot sees it (a notification may have
-	// been missed): a backlog counts as behind from now.
-	raise(&r.head, st.to)
-	if st.to > from {
-		r.behind.CompareAndSwap(0, time.Now().UnixNano())
-	}
+	// been missed); the follower reading it needs no poke.
+	r.knowOf(st.to)
 	r.mu.RLock()
 	loaded := r.ix != nil
 	r.mu.RUnlock()

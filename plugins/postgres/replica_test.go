@@ -750,7 +750,7 @@ func keepWriting(t *testing.T, s *Store, title string) (stop func() int64) {
 func settled(t *testing.T, s *Store) {
 	t.Helper()
 	var head int64
-	if err := s.pool.QueryRow(context.Background(), "SELECT greatest((SELECT coalesce(max(seq), 0) FROM changes), (SELECT trimmed FROM change_horizon))").Scan(&head); err != nil {
+	if err := s.pool.QueryRow(context.Background(), "SELECT "+logHead).Scan(&head); err != nil {
 		t.Fatal(err)
 	}
 	if !s.replica.waitApplied(context.Background(), head, time.Now().Add(time.Minute)) {
