@@ -45,6 +45,10 @@ import (
 // reads the records (tests make loads slow there).
 var loadHook atomic.Pointer[func()]
 
+// beatHook, when set, runs before each heartbeat, inside its deadline
+// (tests: a slow server).
+var beatHook atomic.Pointer[func()]
+
 // maxApply is the most changes one catch-up applies; a replica further
 // behind catches up in steps of it, each its own snapshot. A variable for
 // tests.
@@ -475,12 +479,18 @@ func (r *replica) beatLoop(ctx context.Context) {
 		if pin < 0 {
 			continue
 		}
-		bctx, cancel := context.WithTimeout(ctx, heartbeatInterval)
+		// A beat is worth waiting for as long as it would keep the row
+		// alive: cut at the interval, beats on a loaded server failed one
+		// after another (each a new connection) and the row expired.
+		bctx, cancel := context.WithTimeout(ctx, replicaLiveFor)
 		var err error
 		if conn == nil {
 			conn, err = pgx.ConnectConfig(bctx, r.listen)
 		}
 		if err == nil {
+			if hook := beatHook.Load(); hook != nil {
+				(*hook)()
+			}
 			err = heartbeat(bctx, conn, r.name, pin)
 		}
 		cancel()

@@ -705,12 +705,12 @@ func slowLoads(t *testing.T, d time.Duration) {
 }
 
 // shortTrimGrace shrinks the trim grace and the heartbeat times for t: a
-// row stays live a second without a beat, ten beats, so a loaded machine
+// row stays live 1.5 s without a beat, fifteen beats, so a loaded machine
 // does not let it expire; slowLoad outlasts it.
 func shortTrimGrace(t *testing.T, grace time.Duration) {
 	old, beat, live := trimGrace, heartbeatInterval, replicaLiveFor
 	t.Cleanup(func() { trimGrace, heartbeatInterval, replicaLiveFor = old, beat, live })
-	trimGrace, heartbeatInterval, replicaLiveFor = grace, 100*time.Millisecond, time.Second
+	trimGrace, heartbeatInterval, replicaLiveFor = grace, 100*time.Millisecond, 1500*time.Millisecond
 }
 
 // slowLoad is how long the tests' slow loads take: past a row's life
@@ -755,6 +755,36 @@ func settled(t *testing.T, s *Store) {
 	}
 	if !s.replica.waitApplied(context.Background(), head, time.Now().Add(time.Minute)) {
 		t.Fatalf("the replica did not apply the log's head, %d, within a minute", head)
+	}
+}
+
+// TestReplicaSlowBeatsKeepItsRow: heartbeats slower than their interval
+// (a loaded server) still keep the replica's row, so trimmers leave its
+// changes. Each beat had the interval as its deadline: every one failed,
+// the row expired, and the replica loaded again (CI, 2 cores, busy).
+func TestReplicaSlowBeatsKeepItsRow(t *testing.T) {
+	shortTrimGrace(t, 300*time.Millisecond)
+	slow := func() { time.Sleep(3 * heartbeatInterval) }
+	beatHook.Store(&slow)
+	t.Cleanup(func() { beatHook.Store(nil) })
+	schema := schemaFor(t.Name())
+	a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
+	b := openStoreWith(t, configJSON(schema, "replica", replicaCfg("10s")))
+	waitServing(t, b)
+	stop := keepWriting(t, a, "tide")
+	time.Sleep(3 * replicaLiveFor) // a's trimmer drops rows unrefreshed this long
+	stop()
+	var rows int
+	if err := a.pool.QueryRow(context.Background(), "SELECT count(*) FROM replicas WHERE name = $1 AND seen > now() - make_interval(secs => $2)",
+		b.replica.name, replicaLiveFor.Seconds()).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 1 {
+		t.Error("the replica's row expired while its beats were slow")
+	}
+	settled(t, b)
+	if n := b.replica.loads.Load(); n != 1 {
+		t.Errorf("the replica loaded %d times; want once, then catch-ups", n)
 	}
 }
 
@@ -901,8 +931,13 @@ func TestReplicaThatCannotLoadHoldsNothing(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if pin := b.replica.pin.Load(); pin >= 0 {
-		t.Errorf("a replica that cannot load keeps its pin at %d", pin)
+	// Between attempts it holds no pin (an attempt, woken say by its
+	// LISTEN connection, registers again while it runs).
+	for deadline := time.Now().Add(time.Minute); b.replica.pin.Load() >= 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("a replica that cannot load keeps its pin at %d a minute on", b.replica.pin.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	// Its row is dropped at once, or (the drop failing on a loaded
 	// machine) expires unrefreshed; refreshed, it would stay.
