@@ -304,8 +304,9 @@ func docOf(r *sdk.Record) index.Doc {
 	}
 	d := index.Doc{
 		ID: r.ID, Realm: r.Realm, Scope: string(r.Scope), Tags: r.Tags, ExpiresMs: exp, WhenMs: r.When().UnixMilli(),
-		// Equal scores answer the newest first, as the sqlite provider's
-		// insertion order does, and the same way after every reload.
+		// Equal scores answer the latest updated first, the same way after
+		// every reload. The sqlite provider orders them by when they were
+		// stored, which differs for records imported with older times.
 		Seq: uint64(max(r.UpdatedAt.UnixNano(), 1)),
 		Fields: [][]string{
 			index.FieldTerms(index.TagText(r.Tags)), index.FieldTerms(r.Title),

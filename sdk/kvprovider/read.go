@@ -27,7 +27,7 @@ func validateScopes(scopes []sdk.Scope) error {
 
 // Recall answers the best recallable records by BM25 over tags, title,
 // description and body (weights 5, 4, 2, 1), exactly as the sqlite
-// provider ranks them; equal scores answer the newest first.
+// provider ranks them; equal scores answer the latest updated first.
 func (p *Provider) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
 	if err := sdk.ValidateRealm(q.Realm); err != nil {
 		return nil, err
