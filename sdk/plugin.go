@@ -364,6 +364,12 @@ type RecordVector struct {
 	ID     string
 	Model  string
 	Vector []float32
+	// ContentHash, when set, is the ContentHash of the title and body the
+	// vector was made from. The record may have changed while it was being
+	// embedded (a hand edit, or a forget and an import reusing the id): a
+	// provider stores the vector only if the record's content still has
+	// this hash, and skips it otherwise, as it skips an unknown id.
+	ContentHash string
 }
 
 // MaxVectorDimensions bounds one vector's length.
@@ -372,8 +378,9 @@ const MaxVectorDimensions = 8192
 // VectorStore keeps a vector per record and uses it in Recall (CapVectors).
 type VectorStore interface {
 	// PutVectors stores vectors for existing records of realm (a
-	// record's previous vector is replaced; an unknown id is skipped
-	// and not an error, it may have been forgotten meanwhile).
+	// record's previous vector is replaced; an unknown id, or a record
+	// whose content no longer has the vector's ContentHash, is skipped
+	// and not an error: it was forgotten or changed meanwhile).
 	PutVectors(ctx context.Context, realm string, vecs []RecordVector) error
 	// MissingVectors answers up to limit ids of live records of realm
 	// with no vector made by model, in a stable order after `after`

@@ -346,7 +346,7 @@ func (s *providerServer) PutVectors(ctx context.Context, req *pb.PutVectorsReque
 	}
 	vecs := make([]RecordVector, len(req.Vectors))
 	for i, v := range req.Vectors {
-		vecs[i] = RecordVector{ID: v.GetId(), Model: v.GetModel(), Vector: v.GetVector()}
+		vecs[i] = RecordVector{ID: v.GetId(), Model: v.GetModel(), Vector: v.GetVector(), ContentHash: v.GetContentHash()}
 	}
 	if err := checkPutVectors(req.Realm, vecs); err != nil {
 		return nil, toStatus(err)

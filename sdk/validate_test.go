@@ -134,6 +134,9 @@ func TestCheckVectors(t *testing.T) {
 		{"put zero vector", checkPutVectors("default", []RecordVector{{ID: "a", Model: "m", Vector: []float32{0}}}), "vectors[0].vector", ErrInvalid},
 		{"put infinite", checkPutVectors("default", []RecordVector{{ID: "a", Model: "m", Vector: []float32{float32(math.Inf(-1))}}}), "vectors[0].vector[0]", ErrInvalid},
 		{"put too many", checkPutVectors("default", many), "vectors", ErrTooLarge},
+		{"put content hash", checkPutVectors("default", []RecordVector{{ID: "a", Model: "m", Vector: []float32{1}, ContentHash: ContentHash("t", "b")}}), "", nil},
+		{"put short content hash", checkPutVectors("default", []RecordVector{{ID: "a", Model: "m", Vector: []float32{1}, ContentHash: "abc"}}), "vectors[0].content_hash", ErrInvalid},
+		{"put upper-case content hash", checkPutVectors("default", []RecordVector{{ID: "a", Model: "m", Vector: []float32{1}, ContentHash: strings.ToUpper(ContentHash("t", "b"))}}), "vectors[0].content_hash", ErrInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.field == "" {

@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"math"
 )
@@ -107,8 +108,24 @@ func checkPutVectors(realm string, vecs []RecordVector) error {
 		if err := ValidateVector(field+".vector", v.Vector); err != nil {
 			return err
 		}
+		if v.ContentHash != "" && !isContentHash(v.ContentHash) {
+			return invalid(field+".content_hash", "is not a content hash (64 lowercase hex digits)")
+		}
 	}
 	return nil
+}
+
+// isContentHash reports whether s has ContentHash's form.
+func isContentHash(s string) bool {
+	if len(s) != 2*sha256.Size {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // checkMissingVectors validates a backlog page request and answers its

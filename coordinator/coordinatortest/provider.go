@@ -546,8 +546,10 @@ func (p *Provider) PutVectors(ctx context.Context, realm string, vecs []sdk.Reco
 	defer p.mu.Unlock()
 	for _, v := range vecs {
 		for _, s := range p.records[realm] {
-			if s.rec.ID == v.ID {
-				s.vec = &sdk.RecordVector{ID: v.ID, Model: v.Model, Vector: slices.Clone(v.Vector)}
+			// A vector made from text the record no longer holds is
+			// skipped, as the VectorStore contract asks.
+			if s.rec.ID == v.ID && (v.ContentHash == "" || v.ContentHash == sdk.ContentHash(s.rec.Title, s.rec.Body)) {
+				s.vec = &sdk.RecordVector{ID: v.ID, Model: v.Model, Vector: slices.Clone(v.Vector), ContentHash: v.ContentHash}
 			}
 		}
 	}

@@ -827,7 +827,10 @@ func (r *realm) step(parent context.Context, after string) (int, int, string, er
 			// the whole page: leave the record behind like a refused one.
 			r.refuse(recs[i].ID, info.Model, errors.New("its vector is all zero"))
 		default:
-			put = append(put, sdk.RecordVector{ID: recs[i].ID, Model: info.Model, Vector: vecs[i]})
+			// The record may change while it is embedded (a hand edit, a
+			// forget and an import reusing its id): the provider stores
+			// the vector only if it still holds the text it was made from.
+			put = append(put, sdk.RecordVector{ID: recs[i].ID, Model: info.Model, Vector: vecs[i], ContentHash: sdk.ContentHash(recs[i].Title, recs[i].Body)})
 		}
 	}
 	if len(put) > 0 {

@@ -167,7 +167,9 @@ func (s *fakeStore) PutVectors(_ context.Context, _ string, vecs []sdk.RecordVec
 		}
 	}
 	for _, v := range vecs {
-		if _, ok := s.records[v.ID]; ok {
+		// A vector made from text the record no longer holds is skipped,
+		// as sdk.VectorStore asks.
+		if r, ok := s.records[v.ID]; ok && (v.ContentHash == "" || v.ContentHash == sdk.ContentHash(r.Title, r.Body)) {
 			s.vectors[v.ID] = v
 		}
 	}
@@ -287,6 +289,41 @@ func TestBacklogDrainsEveryRecordInBatches(t *testing.T) {
 	store.add("r999", "late", "written after the drain")
 	eng.Written("default")
 	eventually(t, "the late record embedded", func() bool { return store.withModel("m1") == 41 })
+}
+
+// TestRecordChangedWhileEmbeddedIsEmbeddedAgain: a record edited after
+// the backlog read it and before its vector was stored (a hand edit, or a
+// forget and an import reusing its id) gets the vector of its new text;
+// the old text's vector, put without its content hash, was kept for good.
+func TestRecordChangedWhileEmbeddedIsEmbeddedAgain(t *testing.T) {
+	store := newStore(0)
+	store.add("r1", "otter", "lives by the river")
+	var edited atomic.Bool
+	emb := &hookedEmbedder{newEmbedder("m1"), func(req sdk.EmbedRequest) {
+		if req.Purpose == sdk.EmbedDocument && edited.CompareAndSwap(false, true) {
+			store.add("r1", "otter", "moved to the sea")
+		}
+	}}
+	eng := engine(t, emb, store, Options{})
+	running(t, eng)
+	want := fmt.Sprint(vectorOf("otter\n\nmoved to the sea", 4))
+	eventually(t, "the edited record carries its new text's vector", func() bool {
+		store.mu.Lock()
+		defer store.mu.Unlock()
+		v, ok := store.vectors["r1"]
+		return ok && fmt.Sprint(v.Vector) == want
+	})
+}
+
+// hookedEmbedder is a fakeEmbedder that calls before ahead of each Embed.
+type hookedEmbedder struct {
+	*fakeEmbedder
+	before func(sdk.EmbedRequest)
+}
+
+func (h *hookedEmbedder) Embed(ctx context.Context, req sdk.EmbedRequest) ([][]float32, error) {
+	h.before(req)
+	return h.fakeEmbedder.Embed(ctx, req)
 }
 
 func TestModelChangeReembedsEverything(t *testing.T) {

@@ -118,6 +118,9 @@ func (s *store) putVectors(realm string, vecs []sdk.RecordVector) error {
 		if d == nil || d.rec.Status != sdk.StatusActive {
 			continue // forgotten or retired meanwhile
 		}
+		if v.ContentHash != "" && v.ContentHash != sdk.ContentHash(d.rec.Title, d.rec.Body) {
+			continue // made from text the record no longer holds (a hand edit meanwhile)
+		}
 		if n, ok := dims[v.Model]; ok && n != len(v.Vector) {
 			return fmt.Errorf("vectors[%d]: model %q gives %d dimensions here and %d before: %w", i, v.Model, len(v.Vector), n, sdk.ErrInvalid)
 		}

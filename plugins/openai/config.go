@@ -43,7 +43,7 @@ const configSchema = `{
     "document_prefix":    {"type": "string", "description": "put before every document text"},
     "request_batch":      {"type": "integer", "minimum": 1, "maximum": 1000, "default": 64, "description": "texts per HTTP request; a larger Embed call is split"},
     "parallel":           {"type": "integer", "minimum": 1, "maximum": 16, "default": 4, "description": "HTTP requests of one Embed call in flight at once"},
-    "max_input_bytes":    {"type": "integer", "minimum": 1, "maximum": 65536, "default": 8192, "description": "longest text taken, in bytes (the host cuts longer ones)"},
+    "max_input_bytes":    {"type": "integer", "minimum": 1, "maximum": 65536, "default": 8192, "description": "longest input the endpoint takes, in bytes, the prefix included (the host cuts longer texts)"},
     "timeout_ms":         {"type": "integer", "minimum": 1, "maximum": 600000, "default": 30000, "description": "bound of one HTTP request; the host's call deadline bounds the whole call"},
     "max_retries":        {"type": "integer", "minimum": 0, "maximum": 10, "default": 4, "description": "retries of a request answered 429, 408 or 5xx, or lost on the way"},
     "retry_base_ms":      {"type": "integer", "minimum": 1, "maximum": 20000, "default": 250, "description": "first retry's delay; it doubles per retry, with jitter, up to 20 s; a Retry-After answer wins"},
@@ -126,6 +126,12 @@ func parseConfig(raw json.RawMessage, lookupEnv func(string) (string, bool)) (se
 	case c.RetryBaseMS < 1 || time.Duration(c.RetryBaseMS)*time.Millisecond > MaxBackoff:
 		return bad("retry_base_ms", "%d is outside 1..%d", c.RetryBaseMS, MaxBackoff.Milliseconds())
 	}
+	// The endpoint's limit holds the prefix too: the host cuts a text to
+	// what is left of it.
+	prefix := max(len(c.QueryPrefix), len(c.DocumentPrefix))
+	if prefix >= c.MaxInputBytes {
+		return bad("max_input_bytes", "%d leaves no room for text after the %d-byte prefix", c.MaxInputBytes, prefix)
+	}
 	s := settings{
 		endpoint: strings.TrimRight(c.BaseURL, "/") + "/embeddings", model: c.Model, sendDimensions: c.SendDimensions,
 		prefix:       map[sdk.EmbedPurpose]string{sdk.EmbedQuery: c.QueryPrefix, sdk.EmbedDocument: c.DocumentPrefix},
@@ -134,7 +140,7 @@ func parseConfig(raw json.RawMessage, lookupEnv func(string) (string, bool)) (se
 		backoff: time.Duration(c.RetryBaseMS) * time.Millisecond,
 		info: sdk.EmbedderInfo{
 			Model: c.ModelID, Dimensions: c.Dimensions, MaxBatch: sdk.MaxEmbedBatch,
-			MaxInputBytes: c.MaxInputBytes, Deterministic: c.Deterministic,
+			MaxInputBytes: c.MaxInputBytes - prefix, Deterministic: c.Deterministic,
 		},
 	}
 	if s.info.Model == "" {

@@ -236,6 +236,44 @@ func TestEmbedderInfoFollowsTheConfig(t *testing.T) {
 	}
 }
 
+// TestPrefixStaysWithinMaxInputBytes: max_input_bytes bounds what the
+// endpoint is sent, prefix included. The plugin declared the whole of it
+// to the host, which cut texts to it, and then put the prefix before
+// them: an endpoint at that limit refused every long record.
+func TestPrefixStaysWithinMaxInputBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name, prefixes string
+		declared       int
+	}{
+		{"no prefix", ``, 64},
+		{"document prefix", `, "document_prefix": "search_document: "`, 64 - len("search_document: ")},
+		{"query prefix longer", `, "document_prefix": "d: ", "query_prefix": "search_query: "`, 64 - len("search_query: ")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, srv := newFake(t)
+			e := configured(t, fmt.Sprintf(`{"base_url": %q, "model": "tiny", "dimensions": 4, "max_input_bytes": 64%s}`, srv.URL+"/v1/", tc.prefixes), nil, nil)
+			info, err := e.EmbedderInfo(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.MaxInputBytes != tc.declared {
+				t.Errorf("declared max_input_bytes %d, want %d", info.MaxInputBytes, tc.declared)
+			}
+			text := strings.Repeat("é", info.MaxInputBytes/2) // the most the host sends
+			for _, purpose := range []sdk.EmbedPurpose{sdk.EmbedDocument, sdk.EmbedQuery} {
+				if _, err := e.Embed(t.Context(), sdk.EmbedRequest{Purpose: purpose, Texts: []string{text}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, c := range f.calls() {
+				if got := len(c.Input[0]); got > 64 {
+					t.Errorf("the endpoint was sent %d bytes; max_input_bytes is 64", got)
+				}
+			}
+		})
+	}
+}
+
 func TestSendDimensions(t *testing.T) {
 	f, srv := newFake(t)
 	e := configured(t, fmt.Sprintf(`{"base_url": %q, "model": "m", "dimensions": 4, "send_dimensions": true}`, srv.URL), nil, nil)
@@ -457,6 +495,7 @@ func TestConfigRefusals(t *testing.T) {
 		{fmt.Sprintf(`{"base_url": %q, "model": "m", "dimensions": 4, "request_batch": 0}`, url), "request_batch"},
 		{fmt.Sprintf(`{"base_url": %q, "model": "m", "dimensions": 4, "parallel": 17}`, url), "parallel"},
 		{fmt.Sprintf(`{"base_url": %q, "model": "m", "dimensions": 4, "max_input_bytes": 70000}`, url), "max_input_bytes"},
+		{fmt.Sprintf(`{"base_url": %q, "model": "m", "dimensions": 4, "max_input_bytes": 7, "query_prefix": "query: "}`, url), "max_input_bytes"},
 		{fmt.Sprintf(`{"base_url": %q, "model": "m", "dimensions": 4, "timeout_ms": 0}`, url), "timeout_ms"},
 		{fmt.Sprintf(`{"base_url": %q, "model": "m", "dimensions": 4, "max_retries": 11}`, url), "max_retries"},
 		{fmt.Sprintf(`{"base_url": %q, "model": "m", "dimensions": 4, "retry_base_ms": 0}`, url), "retry_base_ms"},

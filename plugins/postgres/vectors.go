@@ -106,34 +106,39 @@ func putVectors(ctx context.Context, db *pgdb, realm string, vecs []sdk.RecordVe
 		}
 		// FOR SHARE holds each record active until commit: a supersede or
 		// forget waits, so no vector outlives its record's retirement.
-		rows, err := tx.Query(ctx, `SELECT r.id, r.seq FROM records AS r
+		rows, err := tx.Query(ctx, `SELECT r.id, r.seq, r.content_hash FROM records AS r
 			WHERE r.realm = $1 AND r.id = ANY($2::text[]) AND r.status = 'active' FOR SHARE OF r`, realm, ids)
 		if err != nil {
 			return err
 		}
-		seqOf := map[string]int64{}
-		var id string
+		type active struct {
+			seq  int64
+			hash string
+		}
+		found := map[string]active{}
+		var id, hash string
 		var rs int64
-		if _, err := pgx.ForEachRow(rows, []any{&id, &rs}, func() error { seqOf[id] = rs; return nil }); err != nil {
+		if _, err := pgx.ForEachRow(rows, []any{&id, &rs, &hash}, func() error { found[id] = active{rs, hash}; return nil }); err != nil {
 			return err
 		}
 		var seqs []int64
 		var models []string
 		var blobs [][]byte
-		var found []string
+		var stored []string
 		dims := map[string]int{}
 		for i, v := range vecs {
-			s, ok := seqOf[v.ID]
-			if !ok {
-				continue // no active record: skipped
+			r, ok := found[v.ID]
+			if !ok || v.ContentHash != "" && v.ContentHash != r.hash {
+				continue // no active record, or made from text it no longer holds: skipped
 			}
+			s := r.seq
 			if n, ok := dims[v.Model]; ok && n != len(v.Vector) {
 				return fmt.Errorf("vectors[%d]: model %q gives %d dimensions here and %d before in the batch: %w", i, v.Model, len(v.Vector), n, sdk.ErrInvalid)
 			}
 			dims[v.Model] = len(v.Vector)
-			seqs, models, blobs, found = append(seqs, s), append(models, v.Model), append(blobs, vectorBlob(v.Vector)), append(found, v.ID)
+			seqs, models, blobs, stored = append(seqs, s), append(models, v.Model), append(blobs, vectorBlob(v.Vector)), append(stored, v.ID)
 		}
-		if len(found) == 0 {
+		if len(stored) == 0 {
 			return nil
 		}
 		// The model's vectors this batch does not replace keep their
@@ -166,7 +171,7 @@ func putVectors(ctx context.Context, db *pgdb, realm string, vecs []sdk.RecordVe
 			ON CONFLICT (seq) DO UPDATE SET model = excluded.model, dims = excluded.dims, vec = excluded.vec`, realm, seqs, models, lens, blobs); err != nil {
 			return err
 		}
-		seq, err = logChanges(ctx, tx, realm, opPut, found)
+		seq, err = logChanges(ctx, tx, realm, opPut, stored)
 		return err
 	})
 	if err != nil {

@@ -51,12 +51,16 @@ func (d *database) putVectors(ctx context.Context, realm string, vecs []sdk.Reco
 		dims := map[string]int{}
 		for i, v := range vecs {
 			var seq int64
-			err := tx.QueryRowContext(ctx, `SELECT seq FROM records WHERE realm = ? AND id = ? AND status = 'active'`, realm, v.ID).Scan(&seq)
+			var hash string
+			err := tx.QueryRowContext(ctx, `SELECT seq, content_hash FROM records WHERE realm = ? AND id = ? AND status = 'active'`, realm, v.ID).Scan(&seq, &hash)
 			if errors.Is(err, sql.ErrNoRows) {
 				continue // forgotten or retired meanwhile
 			}
 			if err != nil {
 				return err
+			}
+			if v.ContentHash != "" && v.ContentHash != hash {
+				continue // made from text the record no longer holds
 			}
 			// One model's vectors have one length: refuse the batch
 			// before it commits rather than leave the index behind it.

@@ -62,6 +62,7 @@ var checks = []check{
 	{name: "ReindexCanceled", needs: caps(sdk.CapWrite, sdk.CapReindex), run: checkReindexCanceled},
 	{name: "Vectors", needs: caps(sdk.CapWrite, sdk.CapForget, sdk.CapVectors), run: checkVectors},
 	{name: "BadVectors", needs: caps(sdk.CapWrite, sdk.CapVectors), run: checkBadVectors},
+	{name: "StaleVectors", needs: caps(sdk.CapWrite, sdk.CapVectors), run: checkStaleVectors},
 	{name: "ConcurrentWriters", needs: caps(sdk.CapWrite), run: checkConcurrentWriters},
 	{name: "Deadline", needs: caps(sdk.CapWrite), run: checkDeadline},
 	{name: "Durability", needs: caps(sdk.CapWrite), run: checkDurability},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/memhost/memhost/sdk"
 )
@@ -180,4 +181,61 @@ func checkBadVectors(ctx context.Context, e *env) error {
 		p.add(wantErr(fmt.Sprintf("Recall with query vector %v by model %q, fusion %+v", q.QueryVector, q.VectorModel, q.Fusion), err, sdk.ErrInvalid))
 	}
 	return p.err()
+}
+
+// checkStaleVectors: a vector whose ContentHash is not the record's (it
+// was made from text the record held before a change) is skipped, not an
+// error, and the record stays in the backlog; one whose ContentHash is
+// the record's is stored. With archive, an id forgotten and imported
+// again with other text does not take the vector made from the old text.
+func checkStaleVectors(ctx context.Context, e *env) error {
+	r, _ := e.record(scopeAlice)
+	ids, err := e.remember(ctx, realmA, r)
+	if err != nil {
+		return err
+	}
+	id := ids[0]
+	made := func(title, body string) sdk.RecordVector {
+		return sdk.RecordVector{ID: id, Model: vectorModel, Vector: []float32{1, 0, 0, 0}, ContentHash: sdk.ContentHash(title, body)}
+	}
+	stillMissing := func(what string) error {
+		got, err := missingAll(ctx, e, realmA, vectorModel)
+		if err != nil || !slices.Contains(got, id) {
+			return fmt.Errorf("after %s, MissingVectors answered %v, %v; want %s listed (the vector was made from other text)", what, got, err, id)
+		}
+		return nil
+	}
+	if err := e.p.PutVectors(ctx, realmA, []sdk.RecordVector{made(r.Title, r.Body+" as it was")}); err != nil {
+		return fmt.Errorf("PutVectors of a vector made from other text (skipped, not an error): %w", err)
+	}
+	if err := stillMissing("a put made from other text"); err != nil {
+		return err
+	}
+	if err := e.p.PutVectors(ctx, realmA, []sdk.RecordVector{made(r.Title, r.Body)}); err != nil {
+		return fmt.Errorf("PutVectors of a vector made from the record's text: %w", err)
+	}
+	if got, err := missingAll(ctx, e, realmA, vectorModel); err != nil || slices.Contains(got, id) {
+		return fmt.Errorf("after a put made from the record's own text, MissingVectors answered %v, %v; want %s stored", got, err, id)
+	}
+	if !e.has(sdk.CapArchive) || !e.has(sdk.CapForget) {
+		return nil
+	}
+	if _, err := e.p.Forget(ctx, realmA, []string{id}); err != nil {
+		return fmt.Errorf("Forget: %w", err)
+	}
+	again, _ := e.record(scopeAlice)
+	again.ID, again.Trust, again.Status = id, sdk.TrustApplication, sdk.StatusActive
+	again.CreatedAt = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
+	again.UpdatedAt = again.CreatedAt
+	res, err := e.p.Import(ctx, realmA, []sdk.Record{again})
+	if err != nil {
+		return fmt.Errorf("Import of a forgotten id with other text: %w", err)
+	}
+	if res.Imported == 0 {
+		return nil // the provider keeps forgotten ids: nothing reuses this one
+	}
+	if err := e.p.PutVectors(ctx, realmA, []sdk.RecordVector{made(r.Title, r.Body)}); err != nil {
+		return fmt.Errorf("PutVectors of the forgotten text's vector: %w", err)
+	}
+	return stillMissing("a put made from a forgotten record's text onto the record imported under its id")
 }

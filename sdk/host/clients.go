@@ -387,7 +387,7 @@ func (c *providerClient) PutVectors(ctx context.Context, realm string, vecs []sd
 	}
 	in := make([]*pb.RecordVector, len(vecs))
 	for i, v := range vecs {
-		in[i] = &pb.RecordVector{Id: v.ID, Model: v.Model, Vector: v.Vector}
+		in[i] = &pb.RecordVector{Id: v.ID, Model: v.Model, Vector: v.Vector, ContentHash: v.ContentHash}
 	}
 	_, err := c.rpc.PutVectors(ctx, &pb.PutVectorsRequest{Realm: realm, Vectors: in})
 	return fromStatus(ctx, err)

@@ -3175,10 +3175,14 @@ func (x *ResolveMobsResponse) GetMobs() []string {
 }
 
 type RecordVector struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Model         string                 `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
-	Vector        []float32              `protobuf:"fixed32,3,rep,packed,name=vector,proto3" json:"vector,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Id     string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Model  string                 `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	Vector []float32              `protobuf:"fixed32,3,rep,packed,name=vector,proto3" json:"vector,omitempty"`
+	// The content hash of the record's text the vector was made from; when
+	// set, a provider stores the vector only while the record still holds
+	// that content (an edit or a reused id meanwhile makes it stale).
+	ContentHash   string `protobuf:"bytes,4,opt,name=content_hash,json=contentHash,proto3" json:"content_hash,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3232,6 +3236,13 @@ func (x *RecordVector) GetVector() []float32 {
 		return x.Vector
 	}
 	return nil
+}
+
+func (x *RecordVector) GetContentHash() string {
+	if x != nil {
+		return x.ContentHash
+	}
+	return ""
 }
 
 type PutVectorsRequest struct {
@@ -3905,11 +3916,12 @@ const file_memhost_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x05realm\x18\x01 \x01(\tR\x05realm\x12\x1a\n" +
 	"\bidentity\x18\x02 \x01(\tR\bidentity\")\n" +
 	"\x13ResolveMobsResponse\x12\x12\n" +
-	"\x04mobs\x18\x01 \x03(\tR\x04mobs\"L\n" +
+	"\x04mobs\x18\x01 \x03(\tR\x04mobs\"o\n" +
 	"\fRecordVector\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x16\n" +
-	"\x06vector\x18\x03 \x03(\x02R\x06vector\"d\n" +
+	"\x06vector\x18\x03 \x03(\x02R\x06vector\x12!\n" +
+	"\fcontent_hash\x18\x04 \x01(\tR\vcontentHash\"d\n" +
 	"\x11PutVectorsRequest\x12\x14\n" +
 	"\x05realm\x18\x01 \x01(\tR\x05realm\x129\n" +
 	"\avectors\x18\x02 \x03(\v2\x1f.memhost.plugin.v1.RecordVectorR\avectors\"\x14\n" +
