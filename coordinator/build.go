@@ -68,7 +68,7 @@ func (c *Coordinator) AssembleBuildInjection(ctx context.Context, id sdk.Identit
 	index := c.renderIndex(scopes, rows, min(c.cfg.Budgets.IndexBytes, c.cfg.Budgets.BuildBytes-len(head)-len(indexHeading)), now)
 	prefix := head + index
 	out := c.env.pack(prefix, RenderInput{
-		Identity: id, Records: recs, MaxBytes: c.cfg.Budgets.BuildBytes, MaxEntries: c.cfg.MaxEntries, Now: now,
+		Identity: id, Records: recs, MaxBytes: c.cfg.Budgets.BuildBytes, MaxEntries: c.cfg.MaxEntries, Now: now, Zone: zoneOf(ctx),
 	})
 	if c.trace != nil {
 		skip := SkipNone

@@ -376,7 +376,7 @@ func (c *Coordinator) injectForTurn(ctx context.Context, id sdk.Identity, sessio
 	// store visit against the state as it is then: a concurrent turn of
 	// the same session may have spent budget or injected some of these
 	// records meanwhile, and the ladder must hold regardless.
-	in := RenderInput{Identity: id, Nonce: snap.nonce, Records: recs, MaxEntries: c.cfg.MaxEntries, Now: c.now(), Neighbours: beside}
+	in := RenderInput{Identity: id, Nonce: snap.nonce, Records: recs, MaxEntries: c.cfg.MaxEntries, Now: c.now(), Zone: zoneOf(ctx), Neighbours: beside}
 	if p.caps.Has(sdk.CapNeighbours) {
 		in.NeighbourSpan = c.cfg.ThreadNeighbours
 	}
@@ -584,6 +584,13 @@ func (c *Coordinator) selectRecords(ctx context.Context, id sdk.Identity, p prov
 	// sees them: they are other identities' memory, as is their title.
 	rows, foreign := inScopes(rows, scopes, func(r *sdk.ManifestRow) sdk.Scope { return r.Scope })
 	c.outOfScope(ctx, id, faultManifest, foreign)
+	window := windowOf(ctx)
+	if !window.Since.IsZero() || !window.Until.IsZero() {
+		// A row carries no time to hold to the request's since/until, a
+		// hard filter: the selector chooses among recall's hits, which
+		// the window already narrowed.
+		rows = nil
+	}
 	// The working set is ranked without the query (newest, most used): the
 	// query's own top records join it, ahead, so a flood of newer records
 	// cannot hide the one recall ranks first. The working set holds no
@@ -657,6 +664,9 @@ func (c *Coordinator) selectRecords(ctx context.Context, id sdk.Identity, p prov
 	c.outOfScope(ctx, id, faultSelector, picked)
 	c.outOfScope(ctx, id, faultFetch, fetched)
 	recs, _ = keepReadable(recs, scopes, suppressed)
+	// A pick from an earlier turn's sweep, or the selector's from beyond
+	// the hits, may lie outside the request's window.
+	recs = slices.DeleteFunc(recs, func(r sdk.Record) bool { return !window.InWindow(r.When()) })
 	return recs, nil
 }
 
@@ -854,7 +864,7 @@ func (c *Coordinator) RenderEnvelope(ctx context.Context, id sdk.Identity, sessi
 		maxBytes = c.cfg.Budgets.TurnBytes
 	}
 	nonce := DeriveNonce(c.hostKey, SessionKey{Realm: id.Realm, Identity: id.ID, Session: session})
-	out := c.env.Render(RenderInput{Identity: id, Nonce: nonce, Records: recs, MaxBytes: maxBytes, Now: c.now()})
+	out := c.env.Render(RenderInput{Identity: id, Nonce: nonce, Records: recs, MaxBytes: maxBytes, Now: c.now(), Zone: zoneOf(ctx)})
 	if c.trace != nil {
 		skip := SkipNone
 		if out.Bytes == 0 {

@@ -105,6 +105,10 @@ type RenderInput struct {
 	Terms []string
 	Whole func(id string) bool
 	Now   time.Time
+	// Zone is where an occurred time's day and hour are shown: the zone
+	// of the request's now, in which its day words ("last Saturday")
+	// were read. Nil shows them in UTC.
+	Zone *time.Location
 	// Neighbours are records beside some of Records in their threads,
 	// keyed by that record's id, in thread order. Each is shown next to
 	// its record when the budget left after Records holds it; they do not
@@ -198,7 +202,7 @@ func (e *Envelope) appendFitting(buf []byte, in RenderInput, r *sdk.Record, inde
 	if len(in.Terms) > 0 && (in.Whole == nil || !in.Whole(r.ID)) {
 		passage, cut = excerpt(r.Body, in.Terms, excerptBytes(e.budgets.BodyBytes))
 	}
-	buf = e.appendObservation(buf, index, of, r, in.Now, passage, cut)
+	buf = e.appendObservation(buf, index, of, r, in.Now, in.Zone, passage, cut)
 	// The tags alone (an escaped title, labels) may outgrow the record's
 	// cap, which the body's cut cannot make up for.
 	if len(buf) > in.MaxBytes || len(buf)-mark > e.budgets.RecordBytes {
@@ -329,7 +333,7 @@ func (e *Envelope) packNeighbours(buf []byte, n int, starts []int, in RenderInpu
 // escape) to what the tags leave of RecordBytes. With cut, passage (an
 // excerpt of the body) stands in for the body, rendered by the same
 // rules, and the observation names the record it is cut from.
-func (e *Envelope) appendObservation(buf []byte, index int, of string, r *sdk.Record, now time.Time, passage string, cut bool) []byte {
+func (e *Envelope) appendObservation(buf []byte, index int, of string, r *sdk.Record, now time.Time, zone *time.Location, passage string, cut bool) []byte {
 	start := len(buf)
 	buf = append(buf, `<memhost_memory_observation`...)
 	if of == "" {
@@ -354,7 +358,7 @@ func (e *Envelope) appendObservation(buf []byte, index int, of string, r *sdk.Re
 		buf = appendAttr(buf, "age", ageLabel(at, now))
 	}
 	if at := r.OccurredAt; !at.IsZero() {
-		buf = appendAttr(buf, "occurred", occurredLabel(at))
+		buf = appendAttr(buf, "occurred", occurredLabel(at, zone))
 	}
 	// The body follows the last attribute with only `">` between, so the
 	// two are rendered as one run of text (see renderFields).
@@ -392,15 +396,23 @@ func ageLabel(at, now time.Time) string {
 	}
 }
 
-// occurredLabel says when the remembered thing happened, in UTC, with its
-// weekday (so "last Saturday" can be checked) and the time of day unless
-// it is midnight (a date given without one).
-func occurredLabel(at time.Time) string {
+// occurredLabel says when the remembered thing happened, with its weekday
+// (so "last Saturday" can be checked) and time of day in zone (UTC when
+// nil), the zone the request's day words were read in. A time at
+// midnight UTC is a date given without one: that date, in any zone.
+func occurredLabel(at time.Time, zone *time.Location) string {
 	at = at.UTC()
-	if at.Hour() == 0 && at.Minute() == 0 && at.Second() == 0 {
+	switch {
+	case at.Hour() == 0 && at.Minute() == 0 && at.Second() == 0:
 		return at.Format("Mon 2006-01-02")
+	case zone == nil:
+		return at.Format("Mon 2006-01-02 15:04 UTC")
 	}
-	return at.Format("Mon 2006-01-02 15:04 UTC")
+	at = at.In(zone)
+	if _, offset := at.Zone(); offset == 0 {
+		return at.Format("Mon 2006-01-02 15:04 UTC")
+	}
+	return at.Format("Mon 2006-01-02 15:04 -07:00")
 }
 
 func appendAttr(buf []byte, name, value string) []byte {

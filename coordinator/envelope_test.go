@@ -207,17 +207,26 @@ func TestEnvelopePacking(t *testing.T) {
 }
 
 func TestOccurredLabel(t *testing.T) {
+	pacific := time.FixedZone("", -7*3600)
 	for _, tc := range []struct {
 		at   time.Time
+		zone *time.Location // the request's now's; nil: none given
 		want string
 	}{
-		{time.Date(2023, 5, 27, 9, 30, 0, 0, time.UTC), "Sat 2023-05-27 09:30 UTC"},
-		{time.Date(2023, 5, 27, 0, 0, 0, 0, time.UTC), "Sat 2023-05-27"},
+		{time.Date(2023, 5, 27, 9, 30, 0, 0, time.UTC), nil, "Sat 2023-05-27 09:30 UTC"},
+		{time.Date(2023, 5, 27, 0, 0, 0, 0, time.UTC), nil, "Sat 2023-05-27"},
 		// Shown in UTC whatever the location it was given in.
-		{time.Date(2023, 5, 27, 23, 30, 0, 0, time.FixedZone("UTC-2", -2*3600)), "Sun 2023-05-28 01:30 UTC"},
+		{time.Date(2023, 5, 27, 23, 30, 0, 0, time.FixedZone("UTC-2", -2*3600)), nil, "Sun 2023-05-28 01:30 UTC"},
+		// In the zone the request's day words were read in: Saturday
+		// evening there, whose "last Saturday" found it.
+		{time.Date(2023, 5, 28, 5, 0, 0, 0, time.UTC), pacific, "Sat 2023-05-27 22:00 -07:00"},
+		{time.Date(2023, 5, 28, 5, 0, 0, 0, time.UTC), time.UTC, "Sun 2023-05-28 05:00 UTC"},
+		{time.Date(2023, 5, 28, 5, 0, 0, 0, time.UTC), time.FixedZone("", 0), "Sun 2023-05-28 05:00 UTC"},
+		// A date without a time stays that date in any zone.
+		{time.Date(2023, 5, 27, 0, 0, 0, 0, time.UTC), pacific, "Sat 2023-05-27"},
 	} {
-		if got := occurredLabel(tc.at); got != tc.want {
-			t.Errorf("occurredLabel(%v) = %q, want %q", tc.at, got, tc.want)
+		if got := occurredLabel(tc.at, tc.zone); got != tc.want {
+			t.Errorf("occurredLabel(%v, %v) = %q, want %q", tc.at, tc.zone, got, tc.want)
 		}
 	}
 }

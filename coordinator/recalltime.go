@@ -67,6 +67,23 @@ func WithRecallTime(ctx context.Context, rt RecallTime) context.Context {
 	return context.WithValue(ctx, recallTimeKey{}, rt)
 }
 
+// windowOf answers the request's since/until (WithRecallTime) as a query
+// whose InWindow holds a record to them.
+func windowOf(ctx context.Context) *sdk.RecallQuery {
+	rt, _ := ctx.Value(recallTimeKey{}).(RecallTime)
+	return &sdk.RecallQuery{Since: rt.Since, Until: rt.Until}
+}
+
+// zoneOf answers the zone of the request's now (WithRecallTime), in which
+// its day words are read and occurred times shown; nil when it gave none.
+func zoneOf(ctx context.Context) *time.Location {
+	rt, _ := ctx.Value(recallTimeKey{}).(RecallTime)
+	if rt.Now.IsZero() {
+		return nil
+	}
+	return rt.Now.Location()
+}
+
 // timedRecall is the provider's recall of q, its hits ranked by the time
 // q's text speaks of (timequery.Recall), with the request's window and
 // reference time from ctx (ReadQuery).
@@ -75,7 +92,8 @@ func (c *Coordinator) timedRecall(ctx context.Context, p provider, q sdk.RecallQ
 	q.Since, q.Until = rt.Since, rt.Until
 	now := rt.Now
 	if now.IsZero() {
-		now = c.now()
+		// UTC, not the host's zone: every host reads day words alike.
+		now = c.now().UTC()
 	}
 	return ReadQuery(ctx, p.Recall, q, now)
 }

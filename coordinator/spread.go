@@ -17,8 +17,9 @@ const threadDecay = 0.5
 // next pick is the hit whose score, times threadDecay for every pick
 // already taken from its thread, is highest (ties keep recall's order).
 // This is maximal marginal relevance with a thread as the unit of
-// redundancy. Hits outside any thread are never discounted. It is
-// deterministic, and a ranking within one thread is left as it was.
+// redundancy; a thread is its id within its record's scope (an id names
+// nothing across scopes). Hits outside any thread are never discounted.
+// It is deterministic, and a ranking within one thread is left as it was.
 func spreadThreads(hits []sdk.Hit) []sdk.Hit {
 	if len(hits) < 3 {
 		return hits
@@ -26,7 +27,8 @@ func spreadThreads(hits []sdk.Hit) []sdk.Hit {
 	rel := relevance(hits)
 	out := make([]sdk.Hit, 0, len(hits))
 	taken := make([]bool, len(hits))
-	picks := map[string]int{}
+	type thread struct{ scope, id string }
+	picks := map[thread]int{}
 	for range hits {
 		best, bestScore := -1, 0.0
 		for i := range hits {
@@ -35,7 +37,7 @@ func spreadThreads(hits []sdk.Hit) []sdk.Hit {
 			}
 			s := rel[i]
 			if t := hits[i].Record.Thread; t != nil {
-				s *= math.Pow(threadDecay, float64(picks[t.ID]))
+				s *= math.Pow(threadDecay, float64(picks[thread{string(hits[i].Record.Scope), t.ID}]))
 			}
 			if best < 0 || s > bestScore {
 				best, bestScore = i, s
@@ -43,7 +45,7 @@ func spreadThreads(hits []sdk.Hit) []sdk.Hit {
 		}
 		taken[best] = true
 		if t := hits[best].Record.Thread; t != nil {
-			picks[t.ID]++
+			picks[thread{string(hits[best].Record.Scope), t.ID}]++
 		}
 		out = append(out, hits[best])
 	}

@@ -10,7 +10,7 @@ import (
 
 func TestSpreadThreads(t *testing.T) {
 	hit := func(id, thread string, score float64) sdk.Hit {
-		h := sdk.Hit{Record: sdk.Record{ID: id}, Score: score}
+		h := sdk.Hit{Record: sdk.Record{ID: id, Scope: sdk.IdentityScope("alice")}, Score: score}
 		if thread != "" {
 			h.Record.Thread = &sdk.Thread{ID: thread}
 		}
@@ -36,6 +36,9 @@ func TestSpreadThreads(t *testing.T) {
 		{"ties keep recall's order",
 			[]sdk.Hit{hit("a1", "A", 4), hit("a2", "A", 4), hit("b1", "B", 2), hit("c1", "C", 2)},
 			[]string{"a1", "a2", "b1", "c1"}},
+		{"one thread id in two scopes is two threads",
+			[]sdk.Hit{hit("a1", "A", 10), {Record: sdk.Record{ID: "shared", Scope: sdk.RealmScope, Thread: &sdk.Thread{ID: "A"}}, Score: 9}, hit("b1", "B", 6)},
+			[]string{"a1", "shared", "b1"}},
 		{"scores that are not positive rank by position",
 			[]sdk.Hit{hit("a1", "A", 0), hit("a2", "A", 0), hit("a3", "A", 0), hit("b1", "B", 0)},
 			[]string{"a1", "a2", "b1", "a3"}},

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memhost/memhost/internal/testbin"
 )
@@ -87,5 +88,51 @@ func TestDuplicateWithNewTagsSaysSo(t *testing.T) {
 	out, err := cmd.Output()
 	if err != nil || strings.TrimSpace(string(out)) != first.IDs[0] || !strings.Contains(stderr.String(), "friday not added") {
 		t.Fatalf("memhost remember of the duplicate from standard input: %q %v\n%s", out, err, stderr.String())
+	}
+}
+
+// TestDuplicateWithNewOccurredAtSaysSo: remembering stored content again
+// with another occurred_at answers the existing id and says the stored
+// time was kept (it was dropped in silence); the same instant written in
+// another offset, or a first write at the epoch (stored as the
+// millisecond before it), is no news.
+func TestDuplicateWithNewOccurredAtSaysSo(t *testing.T) {
+	t.Parallel()
+	m := startMemhost(t, providerDeployment("sqlite", `{ path = "memory.db" }`))
+	rec := func(title, occurred string) map[string]any {
+		r := map[string]any{"scope": "identity:alice", "kind": "fact", "title": title, "body": "The concert was loud."}
+		if occurred != "" {
+			r["occurred_at"] = occurred
+		}
+		return r
+	}
+	type answer struct {
+		IDs       []string `json:"ids"`
+		Unchanged []struct {
+			Index      int        `json:"index"`
+			ID         string     `json:"id"`
+			OccurredAt *time.Time `json:"occurred_at"`
+		} `json:"occurred_at_not_changed"`
+	}
+	write := func(recs ...map[string]any) answer {
+		t.Helper()
+		var a answer
+		if code := m.do("POST", "/v1/records", map[string]any{"records": recs}, &a); code != 200 {
+			t.Fatalf("write = %d\n%s", code, m.logs())
+		}
+		return a
+	}
+	if a := write(rec("Concert", "2023-05-27T09:00:00Z"), rec("Epoch", "1970-01-01T00:00:00Z"), rec("Undated", "")); len(a.Unchanged) != 0 {
+		t.Fatalf("first writes noted %+v", a.Unchanged)
+	}
+	if a := write(rec("Concert", "2023-05-27T02:00:00-07:00"), rec("Epoch", "1970-01-01T00:00:00Z")); len(a.Unchanged) != 0 {
+		t.Fatalf("duplicates of the same instants noted %+v", a.Unchanged)
+	}
+	a := write(rec("Other", ""), rec("Concert", "2020-01-01T00:00:00Z"), rec("Undated", "2021-06-01T00:00:00Z"))
+	stored := time.Date(2023, 5, 27, 9, 0, 0, 0, time.UTC)
+	if len(a.Unchanged) != 2 || a.Unchanged[0].Index != 1 || a.Unchanged[0].ID != a.IDs[1] ||
+		a.Unchanged[0].OccurredAt == nil || !a.Unchanged[0].OccurredAt.Equal(stored) ||
+		a.Unchanged[1].Index != 2 || a.Unchanged[1].OccurredAt != nil {
+		t.Fatalf("duplicates with other times noted %+v; want the concert (kept at %v) and the undated record (kept without one)", a.Unchanged, stored)
 	}
 }

@@ -59,7 +59,7 @@ func Choices(query string) (head string, choices []string, ok bool) {
 	head, tail := strings.TrimSpace(q[:at]), q[at+1:]
 	first, _, _ := strings.Cut(head, " ")
 	first = strings.TrimRight(first, ",:")
-	if !questionWords[strings.ToLower(first)] || strings.ContainsFunc(q, endsSentence) {
+	if !questionWords[strings.ToLower(first)] || holdsSentenceEnd(q) {
 		return "", nil, false
 	}
 	seen := map[string]bool{}
@@ -98,6 +98,21 @@ func lastSeparator(q string) int {
 }
 
 func isDigit(b byte) bool { return '0' <= b && b <= '9' }
+
+// holdsSentenceEnd reports whether q holds a rune that ends a sentence
+// or a line (endsSentence), a period between two digits (a price, a
+// weight: 12.50) not counting.
+func holdsSentenceEnd(q string) bool {
+	for i, r := range q {
+		if r == '.' && i > 0 && isDigit(q[i-1]) && i+1 < len(q) && isDigit(q[i+1]) {
+			continue
+		}
+		if endsSentence(r) {
+			return true
+		}
+	}
+	return false
+}
 
 // endsSentence reports a rune that ends a sentence or a line: terminal
 // punctuation other than the comma and colon (., !, ?, ;, 。, ？, …) or a

@@ -29,6 +29,9 @@ func TestChoices(t *testing.T) {
 		{"What, in your view, should I buy, a cat or a dog?", "What, in your view, should I buy", []string{"a cat", "a dog"}},
 		{"What did I do at 10:30, gym or pool?", "What did I do at 10:30", []string{"gym", "pool"}},
 		{"When did I leave, at 9:30 or 10:15?", "When did I leave", []string{"at 9:30", "10:15"}},
+		// A period between digits is a price or a weight, not a sentence end.
+		{"Which did I pay first, the $12.50 bill or the $8.99 one?", "Which did I pay first", []string{"the $12.50 bill", "the $8.99 one"}},
+		{"Which did I buy first, the 1.5 kg bag or the 2 kg bag?", "Which did I buy first", []string{"the 1.5 kg bag", "the 2 kg bag"}},
 		{`Which book did I like, "A, B" or "C"?`, "Which book did I like", []string{`"A, B"`, `"C"`}},
 		{"Which did I buy first, the bed or the Bed or the pads?", "Which did I buy first", []string{"the bed", "the pads"}},
 		// Not a question ending in choices.
@@ -39,6 +42,7 @@ func TestChoices(t *testing.T) {
 		{"Can you help me, I need a gift for my sister or my mom?", "", nil},                            // a request
 		{"When I get home, remind me to call mom or dad", "", nil},                                      // no question mark
 		{"Which did I buy first, the bed. Or the pads?", "", nil},                                       // two sentences
+		{"Which did I buy first, the bed 2. Or the pads?", "", nil},                                     // a period after a digit still ends one
 		{"Which did I buy first, the bed or the pads? Also the vet", "", nil},                           // a sentence after the question
 		{"Which did I buy first, the bed or the pads？ Also the vet?", "", nil},                          // the same, after a full-width mark
 		{"Which did I buy first, the bed or the pads\nIgnore that?", "", nil},                           // a line break

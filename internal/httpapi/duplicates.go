@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"time"
 
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/host"
@@ -10,42 +11,54 @@ import (
 // unaddedTags is a duplicate write whose new tags were not stored: the
 // provider answered the existing record's id and kept that record as it
 // was, so the answer says so rather than dropping the tags in silence.
+// The same holds for a new occurred_at (unchangedOccurred).
 type unaddedTags struct {
 	Index int      `json:"index"`
 	ID    string   `json:"id"`
 	Tags  []string `json:"tags"`
 }
 
-// tagsNotAdded compares the tags asked for with the stored records' and
-// answers the records missing some, in request order (nil: none). It
-// costs one Get, and only when a record carries tags; a provider that
-// cannot fetch is not asked.
-func tagsNotAdded(ctx context.Context, p sdk.Provider, realm string, asked []sdk.Record, ids []string) []unaddedTags {
+// unchangedOccurred is a duplicate write whose occurred_at differs from
+// the stored record's, which was kept: OccurredAt is the stored one (nil:
+// it has none).
+type unchangedOccurred struct {
+	Index      int        `json:"index"`
+	ID         string     `json:"id"`
+	OccurredAt *time.Time `json:"occurred_at,omitempty"`
+}
+
+// duplicateNotes compares what was asked with the stored records and
+// answers, in request order, the records missing some of the tags asked
+// for, and those whose asked occurred_at the stored record does not hold
+// (nil: none). It costs one Get, and only when a record carries tags or
+// an occurred_at; a provider that cannot fetch is not asked.
+func duplicateNotes(ctx context.Context, p sdk.Provider, realm string, asked []sdk.Record, ids []string) ([]unaddedTags, []unchangedOccurred) {
 	g, ok := host.ProviderOf(p).Getter()
 	if !ok || len(ids) != len(asked) {
-		return nil
+		return nil, nil
 	}
-	var tagged []string
+	var noted []string
 	for i, r := range asked {
-		if len(r.Tags) > 0 {
-			tagged = append(tagged, ids[i])
+		if len(r.Tags) > 0 || !r.OccurredAt.IsZero() {
+			noted = append(noted, ids[i])
 		}
 	}
-	if len(tagged) == 0 {
-		return nil
+	if len(noted) == 0 {
+		return nil, nil
 	}
-	stored, err := g.Get(ctx, realm, tagged)
+	stored, err := g.Get(ctx, realm, noted)
 	if err != nil {
-		return nil // the write succeeded; the note is best effort
+		return nil, nil // the write succeeded; the note is best effort
 	}
 	byID := make(map[string]sdk.Record, len(stored))
 	for _, r := range stored {
 		byID[r.ID] = r
 	}
-	var out []unaddedTags
+	var tags []unaddedTags
+	var occurred []unchangedOccurred
 	for i, r := range asked {
 		have, ok := byID[ids[i]]
-		if !ok || len(r.Tags) == 0 {
+		if !ok {
 			continue
 		}
 		var missing []string
@@ -55,10 +68,33 @@ func tagsNotAdded(ctx context.Context, p sdk.Provider, realm string, asked []sdk
 			}
 		}
 		if len(missing) > 0 {
-			out = append(out, unaddedTags{Index: i, ID: ids[i], Tags: missing})
+			tags = append(tags, unaddedTags{Index: i, ID: ids[i], Tags: missing})
+		}
+		if !r.OccurredAt.IsZero() && !sameOccurred(r.OccurredAt, have.OccurredAt) {
+			note := unchangedOccurred{Index: i, ID: ids[i]}
+			if !have.OccurredAt.IsZero() {
+				at := have.OccurredAt.UTC()
+				note.OccurredAt = &at
+			}
+			occurred = append(occurred, note)
 		}
 	}
-	return out
+	return tags, occurred
+}
+
+// sameOccurred reports whether asked is stored as have: stores keep
+// milliseconds, and the epoch as the millisecond before it.
+func sameOccurred(asked, have time.Time) bool {
+	if have.IsZero() {
+		return false
+	}
+	ms := func(t time.Time) int64 {
+		if m := t.UnixMilli(); m != 0 {
+			return m
+		}
+		return -1
+	}
+	return ms(asked) == ms(have)
 }
 
 // hasTag: tags match as recall filters them.

@@ -131,8 +131,12 @@ func (s *Server) handleRemember(ctx context.Context, c caller, w http.ResponseWr
 		return err
 	}
 	answer := map[string]any{"ids": ids}
-	if unadded := tagsNotAdded(ctx, p, realm, records, ids); unadded != nil {
+	unadded, unchanged := duplicateNotes(ctx, p, realm, records, ids)
+	if unadded != nil {
 		answer["tags_not_added"] = unadded
+	}
+	if unchanged != nil {
+		answer["occurred_at_not_changed"] = unchanged
 	}
 	return writeJSON(w, http.StatusOK, answer)
 }
@@ -323,7 +327,8 @@ func (s *Server) handleRecall(ctx context.Context, c caller, w http.ResponseWrit
 		return err
 	}
 	if rt.Now.IsZero() {
-		rt.Now = time.Now()
+		// UTC, not the host's zone: every host reads day words alike.
+		rt.Now = time.Now().UTC()
 	}
 	// A recall path: it runs under the recall timeout (DESIGN 3.4), not
 	// the request's, so a hung plugin fails it quickly.

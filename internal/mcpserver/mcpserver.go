@@ -598,12 +598,14 @@ func (t tools) recall(ctx context.Context, req *mcp.CallToolRequest, in RecallIn
 		return nil, RecallOutput{}, err
 	}
 	q := sdk.RecallQuery{Query: in.Query, Limit: in.Limit, Tags: in.Tags}
-	now, err := parseTime("now", in.Now)
+	given, err := parseTime("now", in.Now)
 	if err != nil {
 		return nil, RecallOutput{}, err
 	}
+	now := given
 	if now.IsZero() {
-		now = time.Now()
+		// UTC, not the host's zone: every host reads day words alike.
+		now = time.Now().UTC()
 	}
 	if q.Since, err = parseTime("since", in.Since); err != nil {
 		return nil, RecallOutput{}, err
@@ -645,7 +647,9 @@ func (t tools) recall(ctx context.Context, req *mcp.CallToolRequest, in RecallIn
 			Kind:  t.opts.Coordinator.RenderText(id, string(h.Record.Kind), coordinator.TextLabel), Score: h.Score})
 	}
 	if len(recs) > 0 {
-		r, err := t.opts.Coordinator.RenderEnvelope(ctx, id, recallSession, recs, 0)
+		// Occurred times are shown in the zone the query's day words
+		// were read in (the given now's).
+		r, err := t.opts.Coordinator.RenderEnvelope(coordinator.WithRecallTime(ctx, coordinator.RecallTime{Now: given}), id, recallSession, recs, 0)
 		if err != nil {
 			return nil, RecallOutput{}, err
 		}

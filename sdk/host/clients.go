@@ -162,6 +162,10 @@ func (c *providerClient) need(cap sdk.Capability) error {
 	return nil
 }
 
+// lastMillisecond is the latest time a record can hold (sdk.CheckTime:
+// years 1-9999), in Unix milliseconds.
+var lastMillisecond = time.Date(9999, 12, 31, 23, 59, 59, 999_000_000, time.UTC).UnixMilli()
+
 func (c *providerClient) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
 	// The wire and every store keep milliseconds (sdk.RecallQuery.WindowMillis:
 	// each end's ceiling, an end at the epoch as -1 since 0 is open). A
@@ -169,6 +173,15 @@ func (c *providerClient) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.H
 	since, until := q.WindowMillis()
 	if since != 0 && until != 0 && since >= until && q.Since.Before(q.Until) {
 		return []sdk.Hit{}, nil // a window the plugin would refuse is sent, to be refused
+	}
+	// An end in the last millisecond of year 9999 rounds up into year
+	// 10000, which the plugin refuses: no record's time is that late, so
+	// such an until is open and such a since holds nothing.
+	if until > lastMillisecond {
+		until = 0
+	}
+	if since > lastMillisecond {
+		return []sdk.Hit{}, nil
 	}
 	req := &pb.RecallRequest{
 		Realm: q.Realm, Query: q.Query, Scopes: toStrings(q.Scopes), Limit: int32(q.Limit),

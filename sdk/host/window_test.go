@@ -89,6 +89,36 @@ func TestWindowOfMilliseconds(t *testing.T) {
 	}
 }
 
+// TestWindowEndAtTheEndOfYear9999: from an outside review. An end in the
+// last millisecond of year 9999 (an "open end" a client may write) rounds
+// up into year 10000, and the plugin refused the window, naming a year
+// the client never sent. Such an until is sent open; such a since holds
+// no record and answers none without a call.
+func TestWindowEndAtTheEndOfYear9999(t *testing.T) {
+	end := time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC)
+	for _, c := range []struct {
+		name         string
+		since, until time.Time
+		wantCall     bool
+	}{
+		{"until the end of 9999", time.Time{}, end, true},
+		{"since 2020 until the end of 9999", time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), end, true},
+		{"since the end of 9999", end, time.Time{}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			impl := &windowProvider{echoProvider: echoProvider{records: map[string]sdk.Record{}}}
+			p := serveProvider(t, impl)
+			hits, err := p.Recall(context.Background(), sdk.RecallQuery{Realm: "default", Query: "q", Limit: 10, Since: c.since, Until: c.until})
+			if err != nil || hits == nil || len(hits) != 0 || (impl.calls == 1) != c.wantCall {
+				t.Fatalf("recall = %v, %v (%d calls); want no hits, no error, a call: %v", hits, err, impl.calls, c.wantCall)
+			}
+			if c.wantCall && (!impl.until.IsZero() || !impl.since.Equal(c.since)) {
+				t.Fatalf("the plugin was asked for [%v, %v), want [%v, open)", impl.since, impl.until, c.since)
+			}
+		})
+	}
+}
+
 // TestWindowEndAtTheEpoch: from an outside review. The wire keeps 0 for
 // an open end, so an end at the epoch (or less than a millisecond before
 // it, which rounds up to it) reached the plugin as open: until the epoch

@@ -959,7 +959,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Ids in request order; a duplicate (same scope, title and body) answers the existing id and leaves that record as stored. tags_not_added lists the duplicates whose request carried tags the stored record lacks (absent when none): those tags were not added. */
+            /** @description Ids in request order; a duplicate (same scope, title and body) answers the existing id and leaves that record as stored. tags_not_added lists the duplicates whose request carried tags the stored record lacks (absent when none): those tags were not added. occurred_at_not_changed lists those whose request carried another occurred_at than the stored record's (absent when none), with the one kept. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -972,6 +972,16 @@ export interface operations {
                             index: number;
                             id: string;
                             tags: string[];
+                        }[];
+                        occurred_at_not_changed?: {
+                            /** @description the record's place in the request */
+                            index: number;
+                            id: string;
+                            /**
+                             * Format: date-time
+                             * @description the stored record's, kept (absent: it has none)
+                             */
+                            occurred_at?: string;
                         }[];
                     };
                 };
@@ -1303,7 +1313,7 @@ export interface operations {
                     exclude_tags?: string[];
                     /**
                      * Format: date-time
-                     * @description the reference time the query's time expressions (last Saturday, two weeks ago, in May) are read against, in its own UTC offset; default the request's time
+                     * @description the reference time the query's time expressions (last Saturday, two weeks ago, in May) are read against, in its own UTC offset; default the request's time in UTC
                      */
                     now?: string;
                     /**
@@ -1393,7 +1403,7 @@ export interface operations {
                     content: components["schemas"]["Content"];
                     /**
                      * Format: date-time
-                     * @description the reference time the query's time expressions (last Saturday, two weeks ago, in May) are read against, in its own UTC offset; default the request's time
+                     * @description the reference time the query's time expressions (last Saturday, two weeks ago, in May) are read against, in its own UTC offset; default the request's time in UTC
                      */
                     now?: string;
                     /**

@@ -1,0 +1,91 @@
+package coordinator
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// TestSelectorTurnKeepsTheWindow: since/until are a hard filter on a turn
+// with a selector too. The working set (rows without times) and the
+// fetched picks went unfiltered, and a record outside the window was
+// injected.
+func TestSelectorTurnKeepsTheWindow(t *testing.T) {
+	sel := &recordingSelector{pick: func(req sdk.SelectRequest) (sdk.Selection, error) {
+		var ids []string
+		for _, r := range req.Rows {
+			ids = append(ids, r.ID)
+		}
+		return sdk.Selection{IDs: ids, Coverage: sdk.CoverageSufficient}, nil
+	}}
+	f := newFixture(t, func(_ *Config, o *Options) { o.Selector = sel })
+	old := rec("Coffee in 2020", "coffee beans")
+	old.OccurredAt = time.Date(2020, 5, 1, 0, 0, 0, 0, time.UTC)
+	fresh := rec("Coffee in 2023", "coffee beans again")
+	fresh.OccurredAt = time.Date(2023, 5, 1, 0, 0, 0, 0, time.UTC)
+	ids := f.add(old, fresh)
+	ctx := WithRecallTime(context.Background(), RecallTime{
+		Since: time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)})
+	res, err := f.c.InjectForTurn(ctx, alice, "", TextContent("coffee"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(res.RecordIDs, ids[0]) || !slices.Contains(res.RecordIDs, ids[1]) {
+		t.Errorf("injected %v; want %s (2023) and not %s (2020, outside since/until [2023, 2024))", res.RecordIDs, ids[1], ids[0])
+	}
+}
+
+// TestOccurredShownInTheRequestsZone: the host reads "last Saturday" in
+// the offset of the request's now, and the envelope names the day of a
+// record it found there in that offset too. It named it in UTC, "Sun",
+// so the model was told the Saturday evening concert was on Sunday.
+func TestOccurredShownInTheRequestsZone(t *testing.T) {
+	f := newFixture(t, nil)
+	pacific := time.FixedZone("", -7*3600)
+	r := rec("Concert", "I went to the Zedd concert")
+	r.OccurredAt = time.Date(2023, 5, 27, 22, 0, 0, 0, pacific).UTC()
+	f.add(r)
+	ctx := WithRecallTime(context.Background(), RecallTime{Now: time.Date(2023, 5, 30, 10, 0, 0, 0, pacific)})
+	res, err := f.c.InjectForTurn(ctx, alice, "", TextContent("Which concert did I go to last Saturday?"))
+	if err != nil || len(res.InjectedContext) != 1 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if text := res.InjectedContext[0]; !strings.Contains(text, `occurred="Sat 2023-05-27 22:00 -07:00"`) {
+		t.Errorf("the record of last Saturday (in now's offset) is labelled:\n%s", text)
+	}
+}
+
+// TestDefaultNowIsUTC: a request without now reads its day words in UTC,
+// whatever the host's zone (here its clock's), so every host of a
+// deployment answers alike. "today" is 31 May in UTC at the clock's
+// 30 May 20:00 -07:00: the record of 31 May 08:00 UTC is today's, the one
+// of 30 May 10:00 UTC (that day's morning in -07:00) is not.
+func TestDefaultNowIsUTC(t *testing.T) {
+	pacific := time.FixedZone("", -7*3600)
+	clock := time.Date(2023, 5, 30, 20, 0, 0, 0, pacific)
+	f := newFixture(t, func(_ *Config, o *Options) { o.Now = func() time.Time { return clock } })
+	utcToday := rec("Walk", "a walk by the lake")
+	utcToday.OccurredAt = time.Date(2023, 5, 31, 8, 0, 0, 0, time.UTC)
+	localToday := rec("Walk", "a walk by the pond")
+	localToday.OccurredAt = time.Date(2023, 5, 30, 10, 0, 0, 0, time.UTC)
+	ids := f.add(utcToday, localToday)
+	p, err := f.c.provider("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits, err := f.c.timedRecall(context.Background(), p, sdk.RecallQuery{Realm: "default", Query: "which walk did I take today", Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 2 || hits[0].Record.ID != ids[0] {
+		var got []string
+		for _, h := range hits {
+			got = append(got, h.Record.ID)
+		}
+		t.Errorf("hits %v; want %s (today in UTC) first", got, ids[0])
+	}
+}
