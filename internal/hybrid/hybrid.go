@@ -100,6 +100,7 @@ const (
 	ReasonEmbedderUnavailable = "embedder_unavailable" // the embedder failed, answered badly or not in time
 	ReasonNoTime              = "no_time"              // the recall's deadline left no time to embed the query
 	ReasonVectorRefused       = "vector_refused"       // the provider refused the query's vector (one of another length stored under the model's id)
+	ReasonNoQueryMeaning      = "no_query_meaning"     // the embedder gave the query a vector of no direction (a word-vector table knowing none of its words)
 )
 
 // Backlog states.
@@ -381,7 +382,12 @@ func (e *Engine) PrepareRecall(ctx context.Context, q *sdk.RecallQuery) string {
 	}
 	if isZero(v) {
 		// No provider ranks by (or accepts) a vector with no direction.
-		return r.fellBack(ReasonEmbedderUnavailable, fmt.Errorf("%w: the query's vector is all zero", errBadAnswer))
+		// Not a fault of the embedder (counted apart, not logged): a
+		// word-vector table answers it for a query of words it lacks.
+		r.mu.Lock()
+		r.fallbacks[ReasonNoQueryMeaning]++
+		r.mu.Unlock()
+		return ReasonNoQueryMeaning
 	}
 	r.give(q, v, model)
 	return ""

@@ -411,7 +411,7 @@ func TestPrepareRecall(t *testing.T) {
 		{name: "deadline spent", query: base, deadline: -time.Second, wantReason: ReasonNoTime},
 		// A provider refuses a zero query vector, and a model id that is
 		// not printable ASCII: handing either on fails the recall.
-		{name: "zero vector", query: base, embedder: func(f *fakeEmbedder) { f.zero = "evening" }, wantReason: ReasonEmbedderUnavailable},
+		{name: "zero vector", query: base, embedder: func(f *fakeEmbedder) { f.zero = "evening" }, wantReason: ReasonNoQueryMeaning},
 		{name: "model id the provider refuses", query: base, embedder: func(f *fakeEmbedder) { f.model = "my model" }, wantReason: ReasonEmbedderUnavailable},
 	} {
 		// In a bubble (testing/synctest): the slow embedder's case has its

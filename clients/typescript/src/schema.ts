@@ -1855,7 +1855,7 @@ export interface operations {
                             embedded?: number;
                             /** @description records embedded per second over the last backlog step */
                             rate_per_second?: number;
-                            /** @description recalls that stayed lexical, by reason (embedder_unavailable, no_time, vector_refused) */
+                            /** @description recalls that stayed lexical, by reason (embedder_unavailable, no_time, no_query_meaning, vector_refused) */
                             fallbacks?: {
                                 [key: string]: number;
                             };
