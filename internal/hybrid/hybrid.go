@@ -182,7 +182,18 @@ type realm struct {
 	// strikes counts, per record, the steps in a row that failed it while
 	// the embedder embedded other texts (see oneByOne).
 	strikes map[string]strike
+	// put holds the records whose vector this realm put, by id, with the
+	// model and content hash: one listed missing again with the same ones
+	// was not kept (see notKept). Cleared when it reaches maxStrikes.
+	put map[string]putMark
 }
+
+// putMark is what a record's vector was put for.
+type putMark struct{ model, hash string }
+
+// errNotKept is a record's refusal when the provider did not keep the
+// vector put for its text.
+var errNotKept = errors.New("the provider did not keep the vector put for its text")
 
 // splitAfter is how many steps in a row may fail to embed a page before
 // it is embedded one record at a time, to find a record the embedder
@@ -799,6 +810,7 @@ func (r *realm) step(parent context.Context, after string) (int, int, string, er
 		return 0, 0, "", fmt.Errorf("get records: %w", err)
 	}
 	recs = r.notRefused(recs, info.Model)
+	recs = r.notKept(recs, info.Model)
 	if len(recs) == 0 {
 		return len(ids), 0, ids[len(ids)-1], nil
 	}
@@ -851,6 +863,7 @@ func (r *realm) step(parent context.Context, after string) (int, int, string, er
 		if err := r.cfg.Vectors.PutVectors(pctx, r.cfg.Name, put); err != nil {
 			return 0, 0, "", fmt.Errorf("put vectors: %w", err)
 		}
+		r.markPut(put)
 	}
 	took := time.Since(start)
 	r.mu.Lock()
@@ -921,6 +934,39 @@ func (r *realm) dropLapsed() {
 		if r.lapsed(f) {
 			delete(r.refused, id)
 		}
+	}
+}
+
+// notKept refuses the records listed missing again after their vector
+// was put for the same model and text: the provider skipped it (a put
+// for text the record no longer holds is skipped; one that keeps being
+// skipped would have the backlog embed the record pass after pass). Such
+// a record waits RefusalRetry, as one the embedder refused.
+func (r *realm) notKept(recs []sdk.Record, model string) []sdk.Record {
+	out := recs[:0]
+	for _, rec := range recs {
+		r.mu.Lock()
+		m, ok := r.put[rec.ID]
+		delete(r.put, rec.ID)
+		r.mu.Unlock()
+		if ok && m == (putMark{model, sdk.ContentHash(rec.Title, rec.Body)}) {
+			r.refuse(rec.ID, model, errNotKept)
+			continue
+		}
+		out = append(out, rec)
+	}
+	return out
+}
+
+// markPut notes the vectors put (for notKept).
+func (r *realm) markPut(put []sdk.RecordVector) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.put == nil || len(r.put)+len(put) > maxStrikes {
+		r.put = make(map[string]putMark, len(put))
+	}
+	for _, v := range put {
+		r.put[v.ID] = putMark{v.Model, v.ContentHash}
 	}
 }
 

@@ -134,6 +134,7 @@ type fakeStore struct {
 	vectors map[string]sdk.RecordVector
 	failPut error
 	onGet   func() // called by Get, outside the lock
+	skip    string // a record whose vector is never kept
 }
 
 func newStore(n int) *fakeStore {
@@ -169,7 +170,7 @@ func (s *fakeStore) PutVectors(_ context.Context, _ string, vecs []sdk.RecordVec
 	for _, v := range vecs {
 		// A vector made from text the record no longer holds is skipped,
 		// as sdk.VectorStore asks.
-		if r, ok := s.records[v.ID]; ok && (v.ContentHash == "" || v.ContentHash == sdk.ContentHash(r.Title, r.Body)) {
+		if r, ok := s.records[v.ID]; ok && v.ID != s.skip && (v.ContentHash == "" || v.ContentHash == sdk.ContentHash(r.Title, r.Body)) {
 			s.vectors[v.ID] = v
 		}
 	}
@@ -313,6 +314,39 @@ func TestRecordChangedWhileEmbeddedIsEmbeddedAgain(t *testing.T) {
 		v, ok := store.vectors["r1"]
 		return ok && fmt.Sprint(v.Vector) == want
 	})
+}
+
+// TestAVectorNotKeptIsNotEmbeddedAgainAndAgain: a provider that skips a
+// record's vector every time (the record's content hash there is not the
+// one of the text the host read) leaves the record in the backlog; the
+// realm refuses it after one more try instead of embedding it pass after
+// pass without a pause.
+func TestAVectorNotKeptIsNotEmbeddedAgainAndAgain(t *testing.T) {
+	emb, store := newEmbedder("m1"), newStore(5)
+	store.add("r1x", "stuck", "its vector is never kept")
+	store.mu.Lock()
+	store.skip = "r1x"
+	store.mu.Unlock()
+	eng := engine(t, emb, store, Options{})
+	running(t, eng)
+	eventually(t, "the backlog idle with the other records embedded", func() bool {
+		return eng.Status()[0].State == StateIdle && store.withModel("m1") == 5
+	})
+	emb.mu.Lock()
+	before := emb.calls
+	emb.mu.Unlock()
+	// Three polls read the record back (waited for, not slept for).
+	var gets atomic.Int64
+	store.mu.Lock()
+	store.onGet = func() { gets.Add(1) }
+	store.mu.Unlock()
+	eventually(t, "three polls", func() bool { return gets.Load() >= 3 })
+	emb.mu.Lock()
+	after := emb.calls
+	emb.mu.Unlock()
+	if after != before {
+		t.Errorf("the embedder was asked %d more times for a record whose vector is never kept", after-before)
+	}
 }
 
 // hookedEmbedder is a fakeEmbedder that calls before ahead of each Embed.
