@@ -618,10 +618,10 @@ func (c *Coordinator) selectRecords(ctx context.Context, id sdk.Identity, p prov
 			ids = append(ids, rid)
 		}
 	}
-	if len(ids) == 0 {
-		// An empty selection with no recall hits is a verdict: inject
-		// nothing. With hits, recall disagrees: say so, and by default
-		// trust the recall ranking.
+	// An empty selection with no recall hits is a verdict: inject
+	// nothing. With hits, recall disagrees: say so, and by default trust
+	// the recall ranking.
+	emptySelection := func() ([]sdk.Record, error) {
 		recs := make([]sdk.Record, 0, len(hits))
 		for i := range hits {
 			recs = append(recs, hits[i].Record)
@@ -635,6 +635,9 @@ func (c *Coordinator) selectRecords(ctx context.Context, id sdk.Identity, p prov
 		}
 		c.fellBack(ctx, id, len(recs))
 		return recs, nil
+	}
+	if len(ids) == 0 {
+		return emptySelection()
 	}
 	getter, ok := p.Getter()
 	if !ok {
@@ -665,8 +668,13 @@ func (c *Coordinator) selectRecords(ctx context.Context, id sdk.Identity, p prov
 	c.outOfScope(ctx, id, faultFetch, fetched)
 	recs, _ = keepReadable(recs, scopes, suppressed)
 	// A pick from an earlier turn's sweep, or the selector's from beyond
-	// the hits, may lie outside the request's window.
-	recs = slices.DeleteFunc(recs, func(r sdk.Record) bool { return !window.InWindow(r.When()) })
+	// the hits, may lie outside the request's window; picks that all do
+	// are an empty selection.
+	if len(recs) > 0 {
+		if recs = slices.DeleteFunc(recs, func(r sdk.Record) bool { return !window.InWindow(r.When()) }); len(recs) == 0 {
+			return emptySelection()
+		}
+	}
 	return recs, nil
 }
 

@@ -81,7 +81,20 @@ func zoneOf(ctx context.Context) *time.Location {
 	if rt.Now.IsZero() {
 		return nil
 	}
-	return rt.Now.Location()
+	return atItsOffset(rt.Now).Location()
+}
+
+// atItsOffset answers t in a fixed zone of its own UTC offset. A time
+// parsed from RFC 3339 carries the host's local zone when that zone has
+// the same offset at that instant (time.Parse), and the local zone's
+// offset moves with summer time: days would begin, and occurred times
+// show, by the host's zone rather than by the offset the client sent.
+func atItsOffset(t time.Time) time.Time {
+	_, offset := t.Zone()
+	if offset == 0 {
+		return t.UTC()
+	}
+	return t.In(time.FixedZone("", offset))
 }
 
 // timedRecall is the provider's recall of q, its hits ranked by the time
@@ -105,6 +118,7 @@ func (c *Coordinator) timedRecall(ctx context.Context, p provider, q sdk.RecallQ
 // well (alternatives.Wrap), and the user's own conversation turns ranked
 // higher unless it asks what the assistant said (speaker.Wrap).
 func ReadQuery(ctx context.Context, recall func(context.Context, sdk.RecallQuery) ([]sdk.Hit, error), q sdk.RecallQuery, now time.Time) ([]sdk.Hit, error) {
+	now = atItsOffset(now)
 	return speaker.Wrap(func(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
 		return timequery.Recall(ctx, alternatives.Wrap(recall), q, now)
 	})(ctx, q)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	_ "time/tzdata" // the zone database, on a machine without one
 
 	"github.com/memhost/memhost/sdk"
 )
@@ -87,5 +88,55 @@ func TestDefaultNowIsUTC(t *testing.T) {
 			got = append(got, h.Record.ID)
 		}
 		t.Errorf("hits %v; want %s (today in UTC) first", got, ids[0])
+	}
+}
+
+// TestZoneIsTheOffsetSent: a now sent as "+00:00" names an offset, not a
+// zone. Parsed on a host whose zone has that offset at that instant
+// (Europe/London in January), it carries the host's zone (time.Parse),
+// and an occurred time in summer was shown in that zone's summer offset,
+// +01:00. Here the parsed time is built directly, so the test leaves the
+// process's time.Local alone.
+func TestZoneIsTheOffsetSent(t *testing.T) {
+	london, err := time.LoadLocation("Europe/London")
+	if err != nil {
+		t.Fatalf("the zone database: %v", err)
+	}
+	occurred := time.Date(2023, 7, 1, 23, 30, 0, 0, time.UTC) // Sat 23:30 UTC
+	for _, now := range []time.Time{
+		time.Date(2023, 1, 10, 10, 0, 0, 0, time.UTC),
+		time.Date(2023, 1, 10, 10, 0, 0, 0, london), // how "+00:00" parses there
+	} {
+		zone := zoneOf(WithRecallTime(context.Background(), RecallTime{Now: now}))
+		if got, want := occurredLabel(occurred, zone), "Sat 2023-07-01 23:30 UTC"; got != want {
+			t.Errorf("now %v: occurred labelled %q, want %q", now, got, want)
+		}
+	}
+}
+
+// TestSelectionEmptiedByTheWindowFallsBack: a selector whose only pick
+// lies outside the request's window (an id from beyond the rows, or an
+// earlier turn's sweep) has chosen nothing in it, and the turn falls back
+// to the recall hits as for an empty selection; it injected nothing.
+func TestSelectionEmptiedByTheWindowFallsBack(t *testing.T) {
+	var oldID string
+	sel := &recordingSelector{pick: func(req sdk.SelectRequest) (sdk.Selection, error) {
+		return sdk.Selection{IDs: []string{oldID}, Coverage: sdk.CoverageSufficient}, nil
+	}}
+	f := newFixture(t, func(_ *Config, o *Options) { o.Selector = sel })
+	old := rec("Coffee in 2020", "coffee beans")
+	old.OccurredAt = time.Date(2020, 5, 1, 0, 0, 0, 0, time.UTC)
+	fresh := rec("Coffee in 2023", "coffee beans again")
+	fresh.OccurredAt = time.Date(2023, 5, 1, 0, 0, 0, 0, time.UTC)
+	ids := f.add(old, fresh)
+	oldID = ids[0]
+	ctx := WithRecallTime(context.Background(), RecallTime{
+		Since: time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)})
+	res, err := f.c.InjectForTurn(ctx, alice, "", TextContent("coffee"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.RecordIDs, []string{ids[1]}) {
+		t.Errorf("injected %v (skip %q); want only the in-window hit %s, by the empty selection's fallback", res.RecordIDs, res.SkipReason, ids[1])
 	}
 }
