@@ -47,7 +47,7 @@ var loadHook atomic.Pointer[func()]
 
 // beatHook, when set, runs before each heartbeat, inside its deadline
 // (tests: a slow server).
-var beatHook atomic.Pointer[func()]
+var beatHook atomic.Pointer[func(context.Context)]
 
 // maxApply is the most changes one catch-up applies; a replica further
 // behind catches up in steps of it, each its own snapshot. A variable for
@@ -468,6 +468,7 @@ func (r *replica) beatLoop(ctx context.Context) {
 			conn.Close(context.Background())
 		}
 	}()
+	landed := time.Now() // the row was just written (register) or is about to be
 	for {
 		select {
 		case <-ctx.Done():
@@ -479,19 +480,24 @@ func (r *replica) beatLoop(ctx context.Context) {
 		if pin < 0 {
 			continue
 		}
-		// A beat is worth waiting for as long as it would keep the row
-		// alive: cut at the interval, beats on a loaded server failed one
-		// after another (each a new connection) and the row expired.
-		bctx, cancel := context.WithTimeout(ctx, replicaLiveFor)
+		// A slow beat is worth waiting for while it can still keep the row
+		// alive (cut at one interval, beats on a loaded server failed one
+		// after another, each on a new connection, and the row expired),
+		// but not to its end: one stuck on a dead connection must leave
+		// the next tick time to connect again before the row expires.
+		start := time.Now()
+		bctx, cancel := context.WithTimeout(ctx, max(heartbeatInterval, time.Until(landed.Add(replicaLiveFor-2*heartbeatInterval))))
 		var err error
 		if conn == nil {
 			conn, err = pgx.ConnectConfig(bctx, r.listen)
 		}
 		if err == nil {
 			if hook := beatHook.Load(); hook != nil {
-				(*hook)()
+				(*hook)(bctx)
 			}
-			err = heartbeat(bctx, conn, r.name, pin)
+			if err = heartbeat(bctx, conn, r.name, pin); err == nil {
+				landed = start
+			}
 		}
 		cancel()
 		if err != nil {

@@ -764,7 +764,7 @@ func settled(t *testing.T, s *Store) {
 // the row expired, and the replica loaded again (CI, 2 cores, busy).
 func TestReplicaSlowBeatsKeepItsRow(t *testing.T) {
 	shortTrimGrace(t, 300*time.Millisecond)
-	slow := func() { time.Sleep(3 * heartbeatInterval) }
+	slow := func(context.Context) { time.Sleep(3 * heartbeatInterval) }
 	beatHook.Store(&slow)
 	t.Cleanup(func() { beatHook.Store(nil) })
 	schema := schemaFor(t.Name())
@@ -785,6 +785,39 @@ func TestReplicaSlowBeatsKeepItsRow(t *testing.T) {
 	settled(t, b)
 	if n := b.replica.loads.Load(); n != 1 {
 		t.Errorf("the replica loaded %d times; want once, then catch-ups", n)
+	}
+}
+
+// TestReplicaStuckBeatKeepsItsRow: a beat stuck on a dead connection (a
+// peer gone without a reset) is cut while the row still lives, so the
+// next one connects again in time. Given the row's whole life, the stuck
+// beat outlasted it and the row expired.
+func TestReplicaStuckBeatKeepsItsRow(t *testing.T) {
+	shortTrimGrace(t, 300*time.Millisecond)
+	schema := schemaFor(t.Name())
+	b := openStoreWith(t, configJSON(schema, "replica", replicaCfg("10s")))
+	waitServing(t, b)
+	var stuck atomic.Bool
+	hook := func(ctx context.Context) {
+		if stuck.CompareAndSwap(false, true) {
+			<-ctx.Done() // the connection answers nothing
+		}
+	}
+	beatHook.Store(&hook)
+	t.Cleanup(func() { beatHook.Store(nil) })
+	db := rawPool(t, schema)
+	for end := time.Now().Add(3 * replicaLiveFor); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		var live int
+		if err := db.QueryRow(context.Background(), "SELECT count(*) FROM replicas WHERE name = $1 AND seen > now() - make_interval(secs => $2)",
+			b.replica.name, replicaLiveFor.Seconds()).Scan(&live); err != nil {
+			t.Fatal(err)
+		}
+		if live != 1 {
+			t.Fatal("the replica's row expired while a beat was stuck")
+		}
+	}
+	if !stuck.Load() {
+		t.Fatal("no beat went through the hook")
 	}
 }
 
