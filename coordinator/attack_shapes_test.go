@@ -92,6 +92,8 @@ var benignShapeCases = []string{
 	"Пользователь любит кофе. Ο χρήστης αγαπά τον καφέ. ユーザーはコーヒーが好き。",
 	"| a | b |\n|---|---|\n| <x> | [y] |",
 	"<start> and <end> of the <turn> in <system>",
+	"1. **Developer:** Ilford ID-11\nDeveloper: Jane Doe\nrole = \"system administrator\"\nMy role: system architect",
+	"a) the film\nIV. The system design\n+ Systems: 4\n• systems: Linux",
 }
 
 func TestShapeCasesLeaveOrdinaryTextAlone(t *testing.T) {

@@ -188,14 +188,15 @@ func (r *shapeReader) asciiTok(c byte, start, end int, folds *[utf8.RuneSelf]asc
 const shapePuncts = `<>|[]/_-.:"'#*`
 
 // letterPunct answers the punctuation a letter is drawn as: Canadian
-// syllabics pa and po as angle brackets, the click letter ǀ as a bar.
+// syllabics pa and po as angle brackets; the click letter ǀ, Cyrillic
+// palochka Ӏ ӏ, runic isaz ᛁ and Tifinagh yan ⵏ as a bar.
 func letterPunct(r rune) byte {
 	switch r {
 	case 'ᐸ':
 		return '<'
 	case 'ᐳ':
 		return '>'
-	case 'ǀ':
+	case 'ǀ', 'Ӏ', 'ӏ', 'ᛁ', 'ⵏ':
 		return '|'
 	}
 	return 0
@@ -206,9 +207,12 @@ func letterPunct(r rune) byte {
 var punctLookAlikes = map[rune]byte{
 	'\u3008': '<', '\u27e8': '<', '\u2329': '<', '❬': '<', '˂': '<', '❰': '<',
 	'\u3009': '>', '\u27e9': '>', '\u232a': '>', '❭': '>', '˃': '>', '❱': '>',
+	// Double angles read as one: <<SYS>> is matched as <SYS> too.
+	'《': '<', '⟪': '<', '≪': '<', '⧼': '<', '》': '>', '⟫': '>', '≫': '>', '⧽': '>',
 	'│': '|', '∣': '|', '¦': '|', '︱': '|', '⏐': '|', '❘': '|', '￨': '|', '┃': '|', '▏': '|', '▕': '|',
-	'〔': '[', '【': '[', '⟦': '[', '⁅': '[', '〖': '[', '〚': '[',
-	'〕': ']', '】': ']', '⟧': ']', '⁆': ']', '〗': ']', '〛': ']',
+	'\u05c0': '|', '⏽': '|', // Hebrew paseq, power-on symbol
+	'〔': '[', '【': '[', '⟦': '[', '⁅': '[', '〖': '[', '〚': '[', '〘': '[', '❲': '[', '⎡': '[', '⎣': '[',
+	'〕': ']', '】': ']', '⟧': ']', '⁆': ']', '〗': ']', '〛': ']', '〙': ']', '❳': ']', '⎤': ']', '⎦': ']',
 	'⧸': '/',
 	'▁': '_', '‗': '_',
 	'“': '"', '”': '"', '„': '"', '‟': '"', '«': '"', '»': '"', '″': '"',
@@ -244,8 +248,15 @@ var punctTable = sync.OnceValue(func() func(rune) byte {
 			}
 			return 0
 		}
-		if p := one(norm.NFKD.String(string(r))); p != 0 {
+		nfkd := norm.NFKD.String(string(r))
+		if p := one(nfkd); p != 0 {
 			return p
+		}
+		// A compatibility form of a listed look-alike (﹝ of 〔).
+		if d, size := utf8.DecodeRuneInString(nfkd); size == len(nfkd) {
+			if p, ok := punctLookAlikes[d]; ok {
+				return p
+			}
 		}
 		if p := one(confusable.GetReplacement(r)); p != 0 {
 			return p
@@ -329,13 +340,20 @@ var knownShapes = sync.OnceValue(func() *shapeNames {
 			"start_header_id", "end_header_id", "eot_id", "eom_id", "python_tag", "begin_of_sentence", "end_of_sentence"),
 		bracket: set(true, "INST", "SYSTEM_PROMPT", "AVAILABLE_TOOLS", "TOOL_CALLS", "TOOL_RESULTS", "TOOL_CONTENT"),
 		double:  set(false, "SYS"), // unpadded: C++'s "a << SYS >> b"
-		angle:   set(true, "start_of_turn", "end_of_turn", "tool_call", "tool_response"),
-		weak:    set(false, "s", "bos", "eos"),
+		// <system-reminder>: agent harnesses frame system text in it
+		// (not <system>, which ordinary text names).
+		angle: set(true, "start_of_turn", "end_of_turn", "tool_call", "tool_response", "system-reminder"),
+		weak:  set(false, "s", "bos", "eos"),
 		roles: words("system", "system prompt", "system message", "system instruction", "system instructions",
-			"system role"),
+			// Not "developer" alone: "Developer:" labels a film
+			// developer, a software developer's name.
+			"system role", "developer message", "developer prompt", "developer instructions"),
 		jsonRoles: words("system", "developer"),
 		roleKey:   words("role"),
 	}
+	// <<SYS>> drawn with double angles (≪SYS≫, 《SYS》) reads as <SYS>:
+	// unpadded, as <<SYS>> is.
+	names.angle[fold("SYS")] = shapeName{"SYS", false}
 	names.roleUnits, names.jsonRoleUnits, names.roleKeyUnits = keyUnits(names.roles), keyUnits(names.jsonRoles), keyUnits(names.roleKey)
 	return names
 })
@@ -407,7 +425,8 @@ func scanShapes(view string, token func(start, end int, text string), role func(
 			atLineStart = false
 			// A line starting with a word that starts no role (as
 			// roleHeader reads it: no list number) is no header.
-			plainWord := t.kind == shapeLetter && !('0' <= view[t.start] && view[t.start] <= '9') && !startsKey(names.roleUnits, t.units)
+			plainWord := t.kind == shapeLetter && !('0' <= view[t.start] && view[t.start] <= '9') && !startsKey(names.roleUnits, t.units) &&
+				!startsKey(names.roleKeyUnits, t.units) && listLabel(view, t.start) < 0
 			if !roleMarked && !plainWord && r.roleHeader(t, names) {
 				role(lineStart)
 				roleMarked = true
@@ -423,7 +442,7 @@ func scanShapes(view string, token func(start, end int, text string), role func(
 					continue
 				}
 			case '"', '\'':
-				if !roleMarked && !r.startsNoKey(t.end, names.roleKeyUnits) && r.jsonRole(t, names) {
+				if !roleMarked && (!r.startsNoKey(t.end, names.roleKeyUnits) && r.jsonRole(t, names) || r.bareKeyRole(t, names)) {
 					role(lineStart)
 					roleMarked = true
 				}
@@ -507,11 +526,11 @@ func skipShapePlain(s string, i int) int {
 }
 
 // mayHoldShapes reports whether view may hold a template token or a role
-// header: an ASCII text without < [ and : holds neither. It reads the
+// header: an ASCII text without < [ : and = holds neither. It reads the
 // view a word and a vectorised byte search at a time: most text answers
 // false in a fraction of the scan's cost.
 func mayHoldShapes(view string) bool {
-	return hasAnyByte(view, "<[:") || hasNonASCII(view)
+	return hasAnyByte(view, "<[:=") || hasNonASCII(view)
 }
 
 // skipPad answers the first token from t that is not white space within
@@ -710,7 +729,9 @@ func asciiWord(w string) string {
 // a system turn: markdown's markers, the role words, a colon.
 func (r *shapeReader) roleHeader(t shapeTok, names *shapeNames) bool {
 	for {
-		if t.kind == shapeSpace || (t.kind == shapePunct && strings.IndexByte("#>*-_", t.punct) >= 0) {
+		// Markdown's and a table's markers, bullets (• ‣: other symbols),
+		// an opening bracket ("[System]:").
+		if t.kind == shapeSpace || t.kind == shapeOther || (t.kind == shapePunct && strings.IndexByte("#>*-_+|[(", t.punct) >= 0) {
 			t = r.at(t.end)
 			continue
 		}
@@ -723,13 +744,31 @@ func (r *shapeReader) roleHeader(t shapeTok, names *shapeNames) bool {
 			t = r.at(j + 1)
 			continue
 		}
+		// A lettered or roman list's "a)" or "IV.".
+		if j := listLabel(r.view, t.start); j >= 0 {
+			t = r.at(j)
+			continue
+		}
 		break
 	}
-	if t.kind == shapeLetter && !startsKey(names.roleUnits, t.units) {
+	if t.kind == shapeLetter && !startsKey(names.roleUnits, t.units) && !startsKey(names.roleKeyUnits, t.units) {
 		return false // the word starts with it
 	}
 	var buf [maxShapeUnits]rune
 	units, _, _, next, ok := r.word(t, buf[:], false)
+	if ok && len(units) == 1 {
+		// Letter-spaced: "S y s t e m:".
+		for next.kind == shapeSpace && next.end-next.start == 1 {
+			w, _, _, after, ok := r.word(r.at(next.end), buf[len(units):len(units)], false)
+			if !ok || len(w) != 1 || len(units) == maxShapeUnits-1 {
+				break
+			}
+			units, next = buf[:len(units)+1], after
+		}
+	}
+	if ok && names.roleKey[string(units)] {
+		return r.yamlRole(next, names)
+	}
 	if !ok || !startsKey(names.roleUnits, units) {
 		return false
 	}
@@ -745,10 +784,65 @@ func (r *shapeReader) roleHeader(t shapeTok, names *shapeNames) bool {
 		key += string(more)
 		next, _ = r.skipPad(after, false)
 	}
-	for next.kind == shapePunct && (next.punct == '*' || next.punct == '_') {
+	for next.kind == shapePunct && strings.IndexByte("*_])", next.punct) >= 0 {
 		next, _ = r.skipPad(r.at(next.end), false)
 	}
 	return next.kind == shapePunct && next.punct == ':' && names.roles[key]
+}
+
+// bareKeyRole reports whether t, a quote, opens the value of an unquoted
+// key "role" that is a privileged role: a JavaScript object's
+// {role: "system"}, an attribute's role="system".
+func (r *shapeReader) bareKeyRole(t shapeTok, names *shapeNames) bool {
+	v := r.view
+	blank := func(i int) int {
+		for i > 0 && (v[i-1] == ' ' || v[i-1] == '\t') {
+			i--
+		}
+		return i
+	}
+	i := blank(t.start)
+	if i == 0 || (v[i-1] != ':' && v[i-1] != '=') {
+		return false
+	}
+	i = blank(i - 1)
+	if i < 4 || !strings.EqualFold(v[i-4:i], "role") || (i > 4 && isAlnum(v[i-5])) {
+		return false
+	}
+	var buf [maxShapeUnits]rune
+	value, _, _, next, ok := r.word(r.at(t.end), buf[:], false)
+	return ok && next.kind == shapePunct && next.punct == t.punct && names.jsonRoles[string(value)]
+}
+
+// yamlRole reports whether t, after a line's word "role", goes on as a
+// YAML member whose value is a privileged role: "role: system", alone
+// on its line.
+func (r *shapeReader) yamlRole(t shapeTok, names *shapeNames) bool {
+	if t, _ = r.skipPad(t, false); t.kind != shapePunct || t.punct != ':' {
+		return false
+	}
+	t, _ = r.skipPad(r.at(t.end), false)
+	var buf [maxShapeUnits]rune
+	value, _, _, next, ok := r.word(t, buf[:], false)
+	if !ok || !names.jsonRoles[string(value)] {
+		return false
+	}
+	next, _ = r.skipPad(next, false)
+	return next.kind == shapeBreak || next.kind == shapeEnd
+}
+
+// listLabel answers where the label of a lettered or roman list item
+// ("a) ", "IV. ": one to four ASCII letters, a period or parenthesis, a
+// space) starting at i ends, or -1.
+func listLabel(view string, i int) int {
+	j := i
+	for j < len(view) && j-i < 4 && ('a' <= view[j]|0x20 && view[j]|0x20 <= 'z') {
+		j++
+	}
+	if j == i || j+1 >= len(view) || (view[j] != '.' && view[j] != ')') || (view[j+1] != ' ' && view[j+1] != '\t') {
+		return -1
+	}
+	return j + 1
 }
 
 // jsonRole reports whether t, a quote, opens a JSON member "role" whose
