@@ -11,30 +11,41 @@ import (
 	"github.com/memhost/memhost/sdk"
 )
 
-// TestSelectorTurnKeepsTheWindow: since/until are a hard filter on a turn
-// with a selector too. The working set (rows without times) and the
-// fetched picks went unfiltered, and a record outside the window was
-// injected.
-func TestSelectorTurnKeepsTheWindow(t *testing.T) {
+// windowedSelectorTurn runs a turn asking "coffee" with a selector that
+// picks what pick answers for the ids of a record of 2020 and one of 2023
+// (ids[0], ids[1]), under the window [2023, 2024).
+func windowedSelectorTurn(t *testing.T, pick func(req sdk.SelectRequest, ids []string) []string) (res TurnInjection, ids []string) {
+	t.Helper()
 	sel := &recordingSelector{pick: func(req sdk.SelectRequest) (sdk.Selection, error) {
-		var ids []string
-		for _, r := range req.Rows {
-			ids = append(ids, r.ID)
-		}
-		return sdk.Selection{IDs: ids, Coverage: sdk.CoverageSufficient}, nil
+		return sdk.Selection{IDs: pick(req, ids), Coverage: sdk.CoverageSufficient}, nil
 	}}
 	f := newFixture(t, func(_ *Config, o *Options) { o.Selector = sel })
 	old := rec("Coffee in 2020", "coffee beans")
 	old.OccurredAt = time.Date(2020, 5, 1, 0, 0, 0, 0, time.UTC)
 	fresh := rec("Coffee in 2023", "coffee beans again")
 	fresh.OccurredAt = time.Date(2023, 5, 1, 0, 0, 0, 0, time.UTC)
-	ids := f.add(old, fresh)
+	ids = f.add(old, fresh)
 	ctx := WithRecallTime(context.Background(), RecallTime{
 		Since: time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)})
 	res, err := f.c.InjectForTurn(ctx, alice, "", TextContent("coffee"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return res, ids
+}
+
+// TestSelectorTurnKeepsTheWindow: since/until are a hard filter on a turn
+// with a selector too. The working set (rows without times) and the
+// fetched picks went unfiltered, and a record outside the window was
+// injected.
+func TestSelectorTurnKeepsTheWindow(t *testing.T) {
+	res, ids := windowedSelectorTurn(t, func(req sdk.SelectRequest, _ []string) []string {
+		var rows []string
+		for _, r := range req.Rows {
+			rows = append(rows, r.ID)
+		}
+		return rows
+	})
 	if slices.Contains(res.RecordIDs, ids[0]) || !slices.Contains(res.RecordIDs, ids[1]) {
 		t.Errorf("injected %v; want %s (2023) and not %s (2020, outside since/until [2023, 2024))", res.RecordIDs, ids[1], ids[0])
 	}
@@ -119,23 +130,7 @@ func TestZoneIsTheOffsetSent(t *testing.T) {
 // earlier turn's sweep) has chosen nothing in it, and the turn falls back
 // to the recall hits as for an empty selection; it injected nothing.
 func TestSelectionEmptiedByTheWindowFallsBack(t *testing.T) {
-	var oldID string
-	sel := &recordingSelector{pick: func(req sdk.SelectRequest) (sdk.Selection, error) {
-		return sdk.Selection{IDs: []string{oldID}, Coverage: sdk.CoverageSufficient}, nil
-	}}
-	f := newFixture(t, func(_ *Config, o *Options) { o.Selector = sel })
-	old := rec("Coffee in 2020", "coffee beans")
-	old.OccurredAt = time.Date(2020, 5, 1, 0, 0, 0, 0, time.UTC)
-	fresh := rec("Coffee in 2023", "coffee beans again")
-	fresh.OccurredAt = time.Date(2023, 5, 1, 0, 0, 0, 0, time.UTC)
-	ids := f.add(old, fresh)
-	oldID = ids[0]
-	ctx := WithRecallTime(context.Background(), RecallTime{
-		Since: time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)})
-	res, err := f.c.InjectForTurn(ctx, alice, "", TextContent("coffee"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, ids := windowedSelectorTurn(t, func(_ sdk.SelectRequest, ids []string) []string { return ids[:1] })
 	if !slices.Equal(res.RecordIDs, []string{ids[1]}) {
 		t.Errorf("injected %v (skip %q); want only the in-window hit %s, by the empty selection's fallback", res.RecordIDs, res.SkipReason, ids[1])
 	}
