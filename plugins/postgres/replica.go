@@ -484,9 +484,9 @@ func (r *replica) beatLoop(ctx context.Context) {
 		// alive (cut at one interval, beats on a loaded server failed one
 		// after another, each on a new connection, and the row expired),
 		// but not to its end: one stuck on a dead connection must leave
-		// the next tick time to connect again before the row expires.
+		// the next a third of the row's life to connect again.
 		start := time.Now()
-		bctx, cancel := context.WithTimeout(ctx, max(heartbeatInterval, time.Until(landed.Add(replicaLiveFor-2*heartbeatInterval))))
+		bctx, cancel := context.WithTimeout(ctx, max(heartbeatInterval, time.Until(landed.Add(2*replicaLiveFor/3))))
 		var err error
 		if conn == nil {
 			conn, err = pgx.ConnectConfig(bctx, r.listen)

@@ -705,12 +705,12 @@ func slowLoads(t *testing.T, d time.Duration) {
 }
 
 // shortTrimGrace shrinks the trim grace and the heartbeat times for t: a
-// row stays live 1.5 s without a beat, fifteen beats, so a loaded machine
+// row stays live 2 s without a beat, twenty beats, so a loaded machine
 // does not let it expire; slowLoad outlasts it.
 func shortTrimGrace(t *testing.T, grace time.Duration) {
 	old, beat, live := trimGrace, heartbeatInterval, replicaLiveFor
 	t.Cleanup(func() { trimGrace, heartbeatInterval, replicaLiveFor = old, beat, live })
-	trimGrace, heartbeatInterval, replicaLiveFor = grace, 100*time.Millisecond, 1500*time.Millisecond
+	trimGrace, heartbeatInterval, replicaLiveFor = grace, 100*time.Millisecond, 2*time.Second
 }
 
 // slowLoad is how long the tests' slow loads take: past a row's life

@@ -8,6 +8,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/internal/wire"
@@ -56,12 +57,13 @@ func pageLimit(limit int) int {
 
 // checkHits holds a recall answer to the query's contract: at most the
 // limit, each hit a safe id of the asked realm and scopes, active, not
-// excluded, listed once, with a finite score.
+// excluded, inside the time window, listed once, with a finite score.
 func checkHits(q sdk.RecallQuery, hits []sdk.Hit) error {
 	if limit := recallLimit(q); len(hits) > limit {
 		return badAnswer("recall", "%d hits, over the limit %d", len(hits), limit)
 	}
 	excluded := memberOf(q.ExcludeIDs)
+	since, until := q.WindowMillis()
 	for i := range hits {
 		h := &hits[i]
 		r := &h.Record
@@ -77,6 +79,10 @@ func checkHits(q sdk.RecallQuery, hits []sdk.Hit) error {
 			problem = "is a record that is not active"
 		case excluded(r.ID):
 			problem = "is a record the query excluded"
+		case (since != 0 || until != 0) && !inWindowMillis(r.When(), since, until):
+			// A plugin built before since/until ignores them: the filter
+			// is a hard one, and such an answer breaks it.
+			problem = "is a record outside the query's time window"
 		case math.IsNaN(h.Score) || math.IsInf(h.Score, 0):
 			problem = "has a score that is not a finite number"
 		}
@@ -88,6 +94,17 @@ func checkHits(q sdk.RecallQuery, hits []sdk.Hit) error {
 		return badAnswer("recall", "hits %d and %d are the same record", j, i)
 	}
 	return checkNeighbours(q, hits, excluded)
+}
+
+// inWindowMillis judges t against a window of sdk.RecallQuery.WindowMillis
+// as the stores do: in whole milliseconds, the epoch as the millisecond
+// before it.
+func inWindowMillis(t time.Time, since, until int64) bool {
+	ms := t.UnixMilli()
+	if ms == 0 {
+		ms = -1
+	}
+	return (since == 0 || ms >= since) && (until == 0 || ms < until)
 }
 
 // checkNeighbours holds each hit's neighbours to what was asked: records

@@ -144,6 +144,13 @@ func TestAnswersOutOfContractAreRefused(t *testing.T) {
 	threadHit.Record.Thread = &sdk.Thread{ID: "t", Seq: 1}
 	beside := rec("r0", mine)
 	beside.Thread = &sdk.Thread{ID: "t", Seq: 0}
+	at := func(id string, when time.Time) sdk.Hit {
+		h := hit(id, mine, 1)
+		h.Record.OccurredAt = when
+		return h
+	}
+	y2023 := sdk.RecallQuery{Since: time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}
+	epoch := time.Unix(0, 0).UTC()
 	cases := []struct {
 		name   string
 		answer liar
@@ -161,6 +168,12 @@ func TestAnswersOutOfContractAreRefused(t *testing.T) {
 		{"recall repeating a record", liar{hits: []sdk.Hit{hit("r1", mine, 2), hit("r1", mine, 1)}}, recall(sdk.RecallQuery{}), false},
 		{"recall repeating a record in a long answer", liar{hits: append(hits(40), hit("r7", sdk.RealmScope, 0))}, recall(sdk.RecallQuery{Limit: 100}), false},
 		{"recall of an excluded record", liar{hits: []sdk.Hit{hit("r1", mine, 1)}}, recall(sdk.RecallQuery{ExcludeIDs: []string{"r1"}}), false},
+		{"recall inside the window", liar{hits: []sdk.Hit{at("r1", time.Date(2023, 5, 1, 0, 0, 0, 0, time.UTC)), at("r2", y2023.Since)}}, recall(y2023), true},
+		{"recall outside the window (a plugin ignoring it)", liar{hits: []sdk.Hit{at("r1", time.Date(2020, 5, 1, 0, 0, 0, 0, time.UTC))}}, recall(y2023), false},
+		{"recall at the window's end", liar{hits: []sdk.Hit{at("r1", y2023.Until)}}, recall(y2023), false},
+		// Stores keep the epoch as the millisecond before it.
+		{"recall of the epoch since the epoch", liar{hits: []sdk.Hit{at("r1", epoch.Add(-time.Millisecond))}}, recall(sdk.RecallQuery{Since: epoch}), true},
+		{"recall of the epoch until the epoch", liar{hits: []sdk.Hit{at("r1", epoch.Add(-time.Millisecond))}}, recall(sdk.RecallQuery{Until: epoch}), false},
 		{"recall of a superseded record", liar{hits: []sdk.Hit{notActive}}, recall(sdk.RecallQuery{}), false},
 		{"recall with a NaN score", liar{hits: []sdk.Hit{hit("r1", mine, math.NaN())}}, recall(sdk.RecallQuery{}), false},
 		{"recall with an infinite score", liar{hits: []sdk.Hit{hit("r1", mine, math.Inf(1))}}, recall(sdk.RecallQuery{}), false},
