@@ -886,15 +886,17 @@ func TestReplicaRewoundReloadKeepsItsChanges(t *testing.T) {
 	}
 	time.Sleep(200 * time.Millisecond) // its row holds the head
 	// A restore: the changes after kept are gone, their numbers handed
-	// out again; the reload takes slowLoad, past the trim grace.
+	// out again; the reload takes slowLoad, past the trim grace. Its
+	// loads are counted from before the restore: the replica may see it
+	// at once (its poll), before this goroutine reads the count.
+	slowLoads(t, slowLoad)
+	trimGrace = time.Second // the lowered pin's beat has that long to land
+	before := b.replica.loads.Load()
 	for _, q := range []string{"DELETE FROM changes WHERE seq > $1", "SELECT setval(pg_get_serial_sequence('changes', 'seq'), $1)"} {
 		if _, err := db.Exec(ctx, q, kept); err != nil {
 			t.Fatal(err)
 		}
 	}
-	slowLoads(t, slowLoad)
-	trimGrace = time.Second // the lowered pin's beat has that long to land
-	before := b.replica.loads.Load()
 	stop := keepWriting(t, a, "tide")
 	time.Sleep(slowLoad + 2*time.Second)
 	stop()
