@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -84,8 +85,13 @@ func appendChanges(ctx context.Context, tx pgx.Tx, op string, realms, ids []stri
 
 // trimGrace is how long a change every live replica has applied stays in
 // the log: a replica loading meanwhile (it registers once loaded) starts
-// from a position inside it rather than reloading.
-var trimGrace = time.Minute
+// from a position inside it rather than reloading. Nanoseconds, atomic:
+// a test changes it while trimmers run.
+var trimGrace = func() *atomic.Int64 {
+	var g atomic.Int64
+	g.Store(int64(time.Minute))
+	return &g
+}()
 
 // replicaLiveFor is how long a replica's heartbeat counts it live.
 var replicaLiveFor = 3 * heartbeatInterval
@@ -115,7 +121,7 @@ func trimChanges(ctx context.Context, db *pgdb, retention time.Duration) (int64,
 				(SELECT coalesce(max(seq), 0) FROM changes
 					WHERE seq <= (SELECT coalesce(min(applied), 9223372036854775807) FROM replicas) AND at < now() - make_interval(secs => $1)),
 				(SELECT coalesce(max(seq), 0) FROM changes WHERE at < now() - make_interval(secs => $2)))`,
-			trimGrace.Seconds(), retention.Seconds()).Scan(&upTo)
+			time.Duration(trimGrace.Load()).Seconds(), retention.Seconds()).Scan(&upTo)
 		if err != nil || upTo == 0 {
 			return err
 		}

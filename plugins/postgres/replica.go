@@ -486,7 +486,14 @@ func (r *replica) beatLoop(ctx context.Context) {
 		// but not to its end: one stuck on a dead connection must leave
 		// the next a third of the row's life to connect again.
 		start := time.Now()
-		bctx, cancel := context.WithTimeout(ctx, max(heartbeatInterval, time.Until(landed.Add(2*replicaLiveFor/3))))
+		budget := time.Until(landed.Add(2 * replicaLiveFor / 3))
+		if budget < heartbeatInterval {
+			// Past two thirds (a beat was cut): what is left of the row's
+			// life, not one interval, or a reconnect on a busy server
+			// fails at every tick until the row expires.
+			budget = max(heartbeatInterval, time.Until(landed.Add(replicaLiveFor)))
+		}
+		bctx, cancel := context.WithTimeout(ctx, budget)
 		var err error
 		if conn == nil {
 			conn, err = pgx.ConnectConfig(bctx, r.listen)

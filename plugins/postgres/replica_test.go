@@ -189,9 +189,9 @@ func TestReplicaNeverStale(t *testing.T) {
 // applied, unless older than the retention; a replica that finds the log
 // trimmed past its position reloads, and answers as SQL does.
 func TestChangeLogTrim(t *testing.T) {
-	grace := trimGrace
-	t.Cleanup(func() { trimGrace = grace }) // after the stores close
-	trimGrace = 0
+	grace := trimGrace.Load()
+	t.Cleanup(func() { trimGrace.Store(grace) }) // after the stores close
+	trimGrace.Store(0)
 	schema := schemaFor(t.Name())
 	db := rawPool(t, schema)
 	a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
@@ -428,9 +428,10 @@ func TestReplicaKilledMidApply(t *testing.T) {
 // TestTrimWithoutReplica: a process without a replica trims the change
 // log too (its writes log changes whether or not a replica follows).
 func TestTrimWithoutReplica(t *testing.T) {
-	grace, beat := trimGrace, heartbeatInterval
-	t.Cleanup(func() { trimGrace, heartbeatInterval = grace, beat }) // after the store closes
-	trimGrace, heartbeatInterval = 0, 20*time.Millisecond
+	grace, beat := trimGrace.Load(), heartbeatInterval
+	t.Cleanup(func() { trimGrace.Store(grace); heartbeatInterval = beat }) // after the store closes
+	trimGrace.Store(0)
+	heartbeatInterval = 20 * time.Millisecond
 	schema := schemaFor(t.Name())
 	s := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
 	db := rawPool(t, schema)
@@ -708,9 +709,10 @@ func slowLoads(t *testing.T, d time.Duration) {
 // row stays live 2 s without a beat, twenty beats, so a loaded machine
 // does not let it expire; slowLoad outlasts it.
 func shortTrimGrace(t *testing.T, grace time.Duration) {
-	old, beat, live := trimGrace, heartbeatInterval, replicaLiveFor
-	t.Cleanup(func() { trimGrace, heartbeatInterval, replicaLiveFor = old, beat, live })
-	trimGrace, heartbeatInterval, replicaLiveFor = grace, 100*time.Millisecond, 2*time.Second
+	old, beat, live := trimGrace.Load(), heartbeatInterval, replicaLiveFor
+	t.Cleanup(func() { trimGrace.Store(old); heartbeatInterval, replicaLiveFor = beat, live })
+	trimGrace.Store(int64(grace))
+	heartbeatInterval, replicaLiveFor = 100*time.Millisecond, 2*time.Second
 }
 
 // slowLoad is how long the tests' slow loads take: past a row's life
@@ -890,7 +892,7 @@ func TestReplicaRewoundReloadKeepsItsChanges(t *testing.T) {
 	// loads are counted from before the restore: the replica may see it
 	// at once (its poll), before this goroutine reads the count.
 	slowLoads(t, slowLoad)
-	trimGrace = time.Second // the lowered pin's beat has that long to land
+	trimGrace.Store(int64(time.Second)) // the lowered pin's beat has that long to land
 	before := b.replica.loads.Load()
 	for _, q := range []string{"DELETE FROM changes WHERE seq > $1", "SELECT setval(pg_get_serial_sequence('changes', 'seq'), $1)"} {
 		if _, err := db.Exec(ctx, q, kept); err != nil {
