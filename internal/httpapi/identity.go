@@ -85,8 +85,11 @@ func quoteAll(ids []string) string {
 
 // touchRecord refuses a bound token the stored record id when it lies in
 // another identity's own scope, for the verbs that act on a record by id
-// alone (approve, reject). A record that does not exist, or a provider
-// that cannot fetch, passes: the verb itself answers as it would.
+// alone (approve, reject), as not found. A record that does not exist is
+// refused the same way at once (the verb would answer not found later,
+// and the time between would tell a hidden id from a missing one, as in
+// mayForget); a provider that cannot fetch passes, the verb itself
+// answering as it would.
 func (s *Server) touchRecord(ctx context.Context, c caller, realm, id string, p sdk.Provider) error {
 	if !c.bound() {
 		return nil
@@ -99,6 +102,9 @@ func (s *Server) touchRecord(ctx context.Context, c caller, realm, id string, p 
 	if err != nil {
 		return err
 	}
+	if len(recs) == 0 {
+		return recordNotFound(realm, id)
+	}
 	for _, r := range recs {
 		if err := c.touchStored(realm, id, r.Scope); err != nil {
 			return err
@@ -109,12 +115,15 @@ func (s *Server) touchRecord(ctx context.Context, c caller, realm, id string, p 
 
 // mayForget applies the forget rules to the stored record, read once: a
 // bound token touches only its identities' records, and an agent forgets
-// only identity-scope records (proposal.CheckAgentForget). A record that
-// does not exist passes (the forget answers as it would), and so does one
-// in another identity's scope for a bound token, with hidden set: the
-// forget must then answer as for a missing record without forgetting. A
-// provider that cannot fetch leaves the scope unknown, so such callers
-// are refused.
+// only identity-scope records (proposal.CheckAgentForget). A record in
+// another identity's scope for a bound token answers hidden: the forget
+// then answers as for a missing record without forgetting. So does a
+// record that does not exist (Get answers records of every status, so
+// there is nothing to forget): were its forget to go on to the provider
+// and the queue, it would take longer than a hidden one's, and the
+// difference would tell a bound token which guessed ids (an archived
+// conversation's are computable) another identity holds. A provider that
+// cannot fetch leaves the scope unknown, so such callers are refused.
 func (s *Server) mayForget(ctx context.Context, c caller, realm, id string, p sdk.Provider) (hidden bool, err error) {
 	if !c.bound() && c.application() {
 		return false, nil
@@ -130,6 +139,9 @@ func (s *Server) mayForget(ctx context.Context, c caller, realm, id string, p sd
 	own := ""
 	if c.token != nil && len(c.token.Identities) == 1 {
 		own = c.token.Identities[0]
+	}
+	if len(recs) == 0 {
+		return true, nil
 	}
 	for _, r := range recs {
 		if c.touchScope(r.Scope) != nil {
