@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -221,7 +222,7 @@ func TestAttackCasesThroughTheRenderer(t *testing.T) {
 	checkNoLiveMarker(t, "Agent memory", summary)
 
 	// A shielded token split across two blocks.
-	out, err := f.c.DefangInbound(alice, BlockContent(TextBlock("was defanged.\n[mem-"), TextBlock("token: abc]")))
+	out, err := f.c.DefangInbound(context.Background(), alice, BlockContent(TextBlock("was defanged.\n[mem-"), TextBlock("token: abc]")))
 	if err != nil {
 		t.Fatal(err)
 	}

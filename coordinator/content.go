@@ -376,3 +376,10 @@ func (c Content) texts() []string {
 	c.eachText(func(s string) bool { out = append(out, s); return true })
 	return out
 }
+
+// textBytes answers the bytes of the texts the content carries.
+func (c Content) textBytes() int {
+	n := 0
+	c.eachText(func(s string) bool { n += len(s); return true })
+	return n
+}

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"html"
 	"slices"
@@ -110,13 +111,24 @@ func (d *Defanger) Defang(s string) (string, int) {
 // each match is neutralised in the block where it starts, and the pieces
 // of it in later blocks are removed.
 func (d *Defanger) DefangContent(c Content) (Content, int) {
-	texts := c.texts()
-	hits := d.defangTexts(texts)
-	if hits == 0 {
-		return c, 0
-	}
-	return c.replaceText(texts), hits
+	out, hits, _ := d.defangContentUntil(nil, c)
+	return out, hits
 }
+
+// defangContentUntil is DefangContent stopping, with errStopped, between
+// passes once done is closed.
+func (d *Defanger) defangContentUntil(done <-chan struct{}, c Content) (Content, int, error) {
+	texts := c.texts()
+	hits, err := d.defangTextsUntil(done, texts)
+	if err != nil || hits == 0 {
+		return c, 0, err
+	}
+	return c.replaceText(texts), hits, nil
+}
+
+// errStopped says defanging stopped before it was done; nothing of it may
+// be delivered.
+var errStopped = errors.New("defanging stopped before it was done")
 
 // maxPasses bounds the passes of defangTexts. One pass neutralises every
 // tag and token; another is needed when a replacement swallowed the
@@ -127,8 +139,20 @@ const maxPasses = 6
 // defangTexts defangs texts in place, matched as if joined by line
 // breaks, and answers the number of hits.
 func (d *Defanger) defangTexts(texts []string) int {
+	hits, _ := d.defangTextsUntil(nil, texts)
+	return hits
+}
+
+// defangTextsUntil is defangTexts answering errStopped, texts partly
+// defanged, when done closes before a pass.
+func (d *Defanger) defangTextsUntil(done <-chan struct{}, texts []string) (int, error) {
 	total := 0
 	for pass := 0; pass < maxPasses && len(texts) > 0; pass++ {
+		select {
+		case <-done:
+			return total, errStopped
+		default:
+		}
 		joined := texts[0]
 		if len(texts) > 1 {
 			joined = strings.Join(texts, "\n")
@@ -144,7 +168,7 @@ func (d *Defanger) defangTexts(texts []string) int {
 		}
 		applySplit(texts, edits)
 	}
-	return total
+	return total, nil
 }
 
 // edit replaces [start, end) of a text by text; start == end inserts.

@@ -18,10 +18,11 @@ import (
 // StripInjected reads the header (and inbound line breaks) to cut this
 // host's injected memory out of evicted text; it renders nothing.
 var renderPrimitives = map[string][]string{
-	"defangTexts":       {"renderFields", "Defang", "DefangContent"},
-	"DefangContent":     {"DefangInbound"},
-	"normalizeNewlines": {"renderFields", "StripInjected"},
-	"replaceControls":   {"renderFields"},
+	"defangTexts":        {"renderFields", "Defang"},
+	"defangTextsUntil":   {"defangTexts", "defangContentUntil"},
+	"defangContentUntil": {"DefangContent", "DefangInbound"},
+	"normalizeNewlines":  {"renderFields", "StripInjected"},
+	"replaceControls":    {"renderFields"},
 	// Queries are compacted too; no model reads them.
 	"compactSpace":      {"renderFields", "AssembleBuildInjection", "InjectForTurn", "injectForTurn"},
 	"appendAttr":        {"appendObservation"},

@@ -251,8 +251,8 @@ func (c *Coordinator) traceEvent(id sdk.Identity, session, kind string, hits int
 // DefangInboundInSession is DefangInbound for a message of session: a
 // message with forged markers leaves a defang event in the session's
 // trace.
-func (c *Coordinator) DefangInboundInSession(id sdk.Identity, session string, content Content) (DefangResult, error) {
-	out, err := c.DefangInbound(id, content)
+func (c *Coordinator) DefangInboundInSession(ctx context.Context, id sdk.Identity, session string, content Content) (DefangResult, error) {
+	out, err := c.DefangInbound(ctx, id, content)
 	if err == nil && out.Hits > 0 {
 		if id, err := c.identity(id); err == nil {
 			c.traceEvent(id, session, TraceDefang, out.Hits)

@@ -96,7 +96,7 @@ type defangRequest struct {
 	Content  rawContent    `json:"content"`
 }
 
-func (s *Server) handleDefang(_ context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
+func (s *Server) handleDefang(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
 	var req defangRequest
 	if err := s.decode(w, r, &req); err != nil {
 		return err
@@ -117,7 +117,7 @@ func (s *Server) handleDefang(_ context.Context, c caller, w http.ResponseWriter
 			return err
 		}
 	}
-	out, err := s.opts.Coordinator.DefangInboundInSession(id, req.Session, *content)
+	out, err := s.opts.Coordinator.DefangInboundInSession(ctx, id, req.Session, *content)
 	if err != nil {
 		return err
 	}
