@@ -383,8 +383,9 @@ type VectorStore interface {
 	// and not an error: it was forgotten or changed meanwhile).
 	PutVectors(ctx context.Context, realm string, vecs []RecordVector) error
 	// MissingVectors answers up to limit ids of live records of realm
-	// with no vector made by model, in a stable order after `after`
-	// ("" = from the start): the host's embedding backlog.
+	// with no vector made by model, in id order (byte order), each
+	// sorting after `after` ("" = from the start): the host's embedding
+	// backlog.
 	MissingVectors(ctx context.Context, realm, model, after string, limit int) ([]string, error)
 }
 

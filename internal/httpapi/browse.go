@@ -130,9 +130,16 @@ func (s *Server) handleListRecords(ctx context.Context, c caller, w http.Respons
 			}
 		}
 		for scanned := 0; len(out) < limit && scanned < maxListScan; {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			page, err := a.Export(ctx, realm, after, sdk.MaxExportPage)
 			if err != nil {
 				return err
+			}
+			if len(page.Records) == 0 && page.Next != "" {
+				after = page.Next // a page of nothing the caller may list
+				continue
 			}
 			scanned += len(page.Records)
 			for _, rec := range page.Records {

@@ -53,6 +53,9 @@ func CountScopes(ctx context.Context, realm string, p sdk.Provider) ([]ScopeCoun
 	by := map[sdk.Scope]*ScopeCount{}
 	after, seen := "", 0
 	for {
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
 		page, err := a.Export(ctx, realm, after, sdk.MaxExportPage)
 		if err != nil {
 			return nil, false, err

@@ -804,6 +804,18 @@ func (r *realm) step(parent context.Context, after string) (int, int, string, er
 	if len(ids) == 0 {
 		return 0, 0, "", nil
 	}
+	for i, id := range ids {
+		// Ids out of order or not after the cursor would not move it: the
+		// same page again and again, with no pause. (A plugin's answer is
+		// held to this in sdk/host; an in-process provider's is not.)
+		prev := after
+		if i > 0 {
+			prev = ids[i-1]
+		}
+		if (i > 0 || after != "") && id <= prev {
+			return 0, 0, "", fmt.Errorf("missing vectors: the provider answered ids out of id order or not after the cursor %q", after)
+		}
+	}
 	start := time.Now()
 	recs, err := r.cfg.Records.Get(ctx, r.cfg.Name, ids)
 	if err != nil {

@@ -1375,3 +1375,33 @@ func TestStaleFailureIsNotTheProbe(t *testing.T) {
 		t.Fatalf("the probe's failure left the pause until %v, want a later end", st.QueriesPausedUntil)
 	}
 }
+
+// ignoresTheCursor answers MissingVectors from the start whatever the
+// cursor, as a faulty in-process provider might.
+type ignoresTheCursor struct{ *fakeStore }
+
+func (s ignoresTheCursor) MissingVectors(ctx context.Context, realm, model, _ string, limit int) ([]string, error) {
+	return s.fakeStore.MissingVectors(ctx, realm, model, "", limit)
+}
+
+// TestACursorThatDoesNotMoveFails: a provider whose MissingVectors
+// ignores the cursor answered the same page at every step; with a record
+// on it whose vector is never kept, the backlog asked again at once,
+// forever, and showed draining. The step now fails (and backs off), saying
+// why.
+func TestACursorThatDoesNotMoveFails(t *testing.T) {
+	emb, store := newEmbedder("m1"), newStore(0)
+	store.add("r1x", "stuck", "its vector is never kept")
+	store.skip = "r1x"
+	s := ignoresTheCursor{store}
+	eng, err := New([]Realm{{Name: "default", Embedder: emb, Vectors: s, Records: s}},
+		Options{Poll: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, Batch: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	running(t, eng)
+	eventually(t, "the realm failing on the cursor", func() bool {
+		st := eng.Status()[0]
+		return st.State == StateFailing && strings.Contains(st.LastError, "not after the cursor")
+	})
+}

@@ -173,20 +173,48 @@ func checkRecords(call, realm string, recs []sdk.Record, asked []string) error {
 	return nil
 }
 
-// checkExportPage holds an export page to its realm and limit: safe ids,
-// each once, and a cursor that is empty or an id.
-func checkExportPage(realm string, limit int, page sdk.ExportPage) error {
+// checkExportPage holds an export page to its realm, cursor and limit:
+// safe ids in ascending order after the cursor, and a next cursor that is
+// empty or an id past the cursor and the page's records. A cursor that
+// does not move would have its callers ask for the same page until their
+// deadline.
+func checkExportPage(realm, after string, limit int, page sdk.ExportPage) error {
 	if most := pageLimit(limit); len(page.Records) > most {
 		return badAnswer("export", "%d records, over the limit %d", len(page.Records), most)
 	}
 	if err := checkRecords("export", realm, page.Records, nil); err != nil {
 		return err
 	}
-	if i, j := repeated(len(page.Records), func(i int) string { return page.Records[i].ID }); i >= 0 {
-		return badAnswer("export", "records %d and %d are the same record", j, i)
+	if err := checkAscending("export", after, len(page.Records), func(i int) string { return page.Records[i].ID }); err != nil {
+		return err
 	}
-	if page.Next != "" && sdk.ValidateID(page.Next) != nil {
+	switch {
+	case page.Next == "":
+	case sdk.ValidateID(page.Next) != nil:
 		return badAnswer("export", "the next cursor is not a valid id")
+	case page.Next <= after:
+		return badAnswer("export", "the next cursor does not sort after the cursor asked with")
+	case len(page.Records) > 0 && page.Next < page.Records[len(page.Records)-1].ID:
+		return badAnswer("export", "the next cursor sorts before the page's last record")
+	}
+	return nil
+}
+
+// checkAscending holds the n ids of a page (id(i)) to id order: each
+// sorting after the one before it, the first after the cursor ("" is
+// before every id).
+func checkAscending(call, after string, n int, id func(i int) string) error {
+	for i := range n {
+		prev := after
+		if i > 0 {
+			prev = id(i - 1)
+		}
+		if id(i) <= prev && (i > 0 || after != "") {
+			if i == 0 {
+				return badAnswer(call, "id 0 does not sort after the cursor asked with")
+			}
+			return badAnswer(call, "ids %d and %d are not in ascending order", i-1, i)
+		}
 	}
 	return nil
 }

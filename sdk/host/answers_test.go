@@ -116,7 +116,13 @@ func TestAnswersOutOfContractAreRefused(t *testing.T) {
 	manifest := func(q sdk.ManifestQuery) func() error {
 		return func() error { q.Realm = "a"; _, err := m.Manifest(ctx, q); return err }
 	}
-	export := func() error { _, err := ar.Export(ctx, "a", "", 2); return err }
+	exportAfter := func(after string) func() error {
+		return func() error { _, err := ar.Export(ctx, "a", after, 2); return err }
+	}
+	export := exportAfter("")
+	missing := func(after string, limit int) func() error {
+		return func() error { _, err := vs.MissingVectors(ctx, "a", "m", after, limit); return err }
+	}
 	selectIDs := func() error {
 		_, err := sel.Select(ctx, sdk.SelectRequest{Identity: sdk.Identity{Realm: "a", ID: "me"}, Max: 2,
 			Rows: []sdk.ManifestRow{{ID: "r1", Scope: mine}, {ID: "r2", Scope: mine}, {ID: "r3", Scope: mine}}, SuppressedIDs: []string{"r3"}})
@@ -195,6 +201,13 @@ func TestAnswersOutOfContractAreRefused(t *testing.T) {
 		{"export over the limit", liar{records: []sdk.Record{rec("r1", mine), rec("r2", mine), rec("r3", mine)}}, export, false},
 		{"export repeating a record", liar{records: []sdk.Record{rec("r1", mine), rec("r1", mine)}}, export, false},
 		{"export with an unsafe cursor", liar{records: []sdk.Record{rec("r1", mine)}, next: "a/../b"}, export, false},
+		// A cursor that does not move had callers ask for the same page
+		// until their deadline.
+		{"export out of id order", liar{records: []sdk.Record{rec("r2", mine), rec("r1", mine)}}, export, false},
+		{"export of records before the cursor", liar{records: []sdk.Record{rec("r1", mine)}}, exportAfter("r5"), false},
+		{"export of nothing with the cursor asked with", liar{next: "r5"}, exportAfter("r5"), false},
+		{"export with a cursor before its last record", liar{records: []sdk.Record{rec("r1", mine), rec("r3", mine)}, next: "r2"}, export, false},
+		{"export of nothing with a cursor past the one asked with", liar{next: "r6"}, exportAfter("r5"), true},
 		{"select within the contract", liar{selection: []string{"r2", "r1"}}, selectIDs, true},
 		{"select of a row not offered", liar{selection: []string{"r9"}}, selectIDs, false},
 		{"select of a suppressed row", liar{selection: []string{"r3"}}, selectIDs, false},
@@ -216,10 +229,10 @@ func TestAnswersOutOfContractAreRefused(t *testing.T) {
 			_, err := ar.Import(ctx, "a", []sdk.Record{r})
 			return err
 		}, false},
-		{"missing vectors over the limit", liar{ids: []string{"r1", "r2"}}, func() error {
-			_, err := vs.MissingVectors(ctx, "a", "m", "", 1)
-			return err
-		}, false},
+		{"missing vectors over the limit", liar{ids: []string{"r1", "r2"}}, missing("", 1), false},
+		{"missing vectors in id order after the cursor", liar{ids: []string{"r2", "r3"}}, missing("r1", 2), true},
+		{"missing vectors out of id order", liar{ids: []string{"r3", "r2"}}, missing("", 2), false},
+		{"missing vectors not after the cursor", liar{ids: []string{"r1", "r2"}}, missing("r1", 2), false},
 	}
 	// A request over the limit is the caller's: too large, not the
 	// plugin's fault.

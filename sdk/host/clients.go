@@ -366,7 +366,7 @@ func (c *providerClient) Export(ctx context.Context, realm, after string, limit 
 		return sdk.ExportPage{}, fromStatus(ctx, err)
 	}
 	page := sdk.ExportPage{Records: recordsFromPB(resp.Records), Next: resp.Next}
-	if err := checkExportPage(realm, limit, page); err != nil {
+	if err := checkExportPage(realm, after, limit, page); err != nil {
 		return sdk.ExportPage{}, err
 	}
 	return page, nil
@@ -415,6 +415,9 @@ func (c *providerClient) MissingVectors(ctx context.Context, realm, model, after
 		return nil, fromStatus(ctx, err)
 	}
 	if err := checkIDs("missing_vectors", resp.Ids, pageLimit(limit)); err != nil {
+		return nil, err
+	}
+	if err := checkAscending("missing_vectors", after, len(resp.Ids), func(i int) string { return resp.Ids[i] }); err != nil {
 		return nil, err
 	}
 	return resp.Ids, nil

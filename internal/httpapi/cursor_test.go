@@ -1,0 +1,53 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"github.com/memhost/memhost/internal/httpapi"
+	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/host"
+)
+
+// stuckCursor answers every Export with no records and the same cursor.
+type stuckCursor struct{ calls atomic.Int64 }
+
+func (s *stuckCursor) Info() sdk.Info {
+	return sdk.Info{Name: "stuck", Version: "0.1.0", Kinds: []sdk.PluginKind{sdk.KindProvider}, Protocols: []int{1},
+		Capabilities: sdk.Capabilities{sdk.CapArchive}}
+}
+func (s *stuckCursor) Configure(context.Context, json.RawMessage) error { return nil }
+func (s *stuckCursor) Recall(context.Context, sdk.RecallQuery) ([]sdk.Hit, error) {
+	return nil, nil
+}
+func (s *stuckCursor) Export(context.Context, string, string, int) (sdk.ExportPage, error) {
+	s.calls.Add(1)
+	return sdk.ExportPage{Next: "same-cursor"}, nil
+}
+func (s *stuckCursor) Import(context.Context, string, []sdk.Record) (sdk.ImportResult, error) {
+	return sdk.ImportResult{}, nil
+}
+
+// TestAnExportCursorThatDoesNotMoveIsRefused: a plugin answering the same
+// cursor forever had GET /v1/scopes ask it thousands of times a second
+// until the request's deadline, which then answered deadline_exceeded. The
+// second page is now refused as the plugin's bad answer.
+func TestAnExportCursorThatDoesNotMoveIsRefused(t *testing.T) {
+	p := &stuckCursor{}
+	conn, err := host.ServeInProcess(t.Context(), p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	hp, err := conn.Provider()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = httpapi.CountScopes(t.Context(), "a", hp)
+	if !errors.Is(err, host.ErrBadAnswer) || p.calls.Load() != 2 {
+		t.Fatalf("after %d pages: %v; want the second page refused as a bad answer", p.calls.Load(), err)
+	}
+}
