@@ -254,3 +254,41 @@ func TestFullDiskInjectKeepsWorking(t *testing.T) {
 		}
 	}
 }
+
+// TestRestartOnAFullDisk: a host stopped cleanly and started again once
+// its data directory's file system is full serves what it stored, and
+// answers writes storage_full. The state database's WAL and shared-memory
+// files were deleted at a clean stop, and a start could not create them
+// again (the -shm needs 32 KiB), so the host did not start at all.
+func TestRestartOnAFullDisk(t *testing.T) {
+	t.Parallel()
+	for _, pc := range providerConfigs {
+		if pc.env != nil {
+			continue // a server-backed provider (postgres) keeps no data in data_dir
+		}
+		t.Run(pc.plugin, func(t *testing.T) {
+			cfgPath, dataDir := writeConfig(t, providerDeployment(pc.plugin, pc.config))
+			mountTmpfs(t, dataDir, 32<<20)
+			m, err := startWithConfig(t, cfgPath, dataDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stored []string
+			for i := range 3 {
+				stored = append(stored, remember(t, m, noteRecord(i))...)
+			}
+			turn(t, m, "before", "harbour crane")
+			m.stop()
+			fillDisk(t, dataDir)
+			m, err = startWithConfig(t, cfgPath, dataDir)
+			if err != nil {
+				t.Fatalf("a restart on a full disk: %v", err)
+			}
+			checkReadable(t, m, stored)
+			var out apiError
+			if code := m.do("POST", "/v1/records", map[string]any{"records": []any{noteRecord(1000)}}, &out); code != 507 || out.Error.Code != "storage_full" {
+				t.Fatalf("a write after a restart on a full disk = %d %q, want 507 storage_full: %s", code, out.Error.Code, out.Error.Message)
+			}
+		})
+	}
+}

@@ -60,9 +60,19 @@ PRAGMA journal_size_limit = ` + fmt.Sprint(walBoundFrames*walPageBytes) + `;
 
 const driverName = "memhost-statedb"
 
+// fcntlPersistWAL is SQLITE_FCNTL_PERSIST_WAL.
+const fcntlPersistWAL = 10
+
 var registerDriver = sync.OnceFunc(func() {
 	sql.Register(driverName, &sqlite3.SQLiteDriver{
 		ConnectHook: func(c *sqlite3.SQLiteConn) error {
+			// A persistent WAL keeps the -wal and -shm files at close:
+			// SQLite otherwise deletes them, and a host restarted on a
+			// full disk could not create them again (the -shm needs 32
+			// KiB), so it would not start at all.
+			if err := c.SetFileControlInt("main", fcntlPersistWAL, 1); err != nil {
+				return err
+			}
 			_, err := c.Exec(connPragmas, nil)
 			return err
 		},

@@ -51,10 +51,20 @@ const readers = 2
 
 const driverName = "memhost-sqlite3"
 
+// fcntlPersistWAL is SQLITE_FCNTL_PERSIST_WAL.
+const fcntlPersistWAL = 10
+
 var registerDriver = sync.OnceFunc(func() {
 	sql.Register(driverName, &sqlite3.SQLiteDriver{
 		ConnectHook: func(c *sqlite3.SQLiteConn) error {
 			if err := c.RegisterFunc(usageKeySQL, usageKeyFunc, true); err != nil {
+				return err
+			}
+			// A persistent WAL keeps the -wal and -shm files when the
+			// last connection closes: deleted, they must be made again
+			// at the next open (the -shm needs 32 KiB), and a store
+			// reopened on a full disk could not open at all.
+			if err := c.SetFileControlInt("main", fcntlPersistWAL, 1); err != nil {
 				return err
 			}
 			_, err := c.Exec(connPragmas, nil)
