@@ -446,3 +446,51 @@ func TestHandEditOfTheTimeMovesTheWindow(t *testing.T) {
 		})
 	}
 }
+
+// TestRewritesKeepAFreshHandEdit: a supersede marks the old record's file
+// and a write of an expired record's content revives its file, both
+// rewritten from the index. Without a file watcher the index sees a hand
+// edit only at its next sweep, so an edit saved just before such a write
+// was overwritten with the indexed text and lost. A rewrite now checks
+// the file is still the one the index read, and otherwise reads it again
+// first: the edit stays.
+func TestRewritesKeepAFreshHandEdit(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name+"/supersede", func(t *testing.T) {
+			tp := newTestProvider(t, m)
+			ids := tp.remember(t, "default", rec(alice, "lighthouse", "original body"))
+			p := tp.path("default", alice, ids[0])
+			editInPlace(t, p, func(s string) string {
+				return strings.Replace(s, "original body", "original body\nHAND-EDIT: keep this line", 1)
+			})
+			if _, err := tp.Supersede(ctx, "default", ids[0], rec(alice, "lighthouse v2", "new body")); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(p)
+			if err != nil || !strings.Contains(string(b), "HAND-EDIT") || !strings.Contains(string(b), "status: \"superseded\"") {
+				t.Fatalf("the superseded record's file lost the hand edit made before the supersede (%v):\n%s", err, b)
+			}
+		})
+		t.Run(m.name+"/revival", func(t *testing.T) {
+			tp := newTestProvider(t, m)
+			r := rec(alice, "tide table", "high water at noon")
+			r.Description = "from the harbour office"
+			r.ExpiresAt = tp.clock.Now().Add(time.Hour)
+			ids := tp.remember(t, "default", r)
+			tp.clock.Advance(2 * time.Hour)
+			tp.recall(t, sdk.RecallQuery{Query: "tide"}) // the sweep the clock's move is due
+			p := tp.path("default", alice, ids[0])
+			editInPlace(t, p, func(s string) string {
+				return strings.Replace(s, "from the harbour office", "HAND-EDIT: from the pilot", 1)
+			})
+			r.ExpiresAt = tp.clock.Now().Add(time.Hour)
+			if again := tp.remember(t, "default", r); again[0] != ids[0] {
+				t.Fatalf("the same content written again answered %s, want the expired holder %s", again[0], ids[0])
+			}
+			b, err := os.ReadFile(p)
+			if err != nil || !strings.Contains(string(b), "HAND-EDIT") {
+				t.Fatalf("the revived record's file lost the hand edit made before the write (%v):\n%s", err, b)
+			}
+		})
+	}
+}

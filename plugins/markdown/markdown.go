@@ -219,6 +219,11 @@ func (p *Provider) Remember(ctx context.Context, realm string, records []sdk.Rec
 		return nil, err
 	}
 	ids, err := st.remember(ctx, realm, records)
+	if errors.Is(err, errFileChanged) {
+		// A hand edit landed since the index read the file: once more,
+		// on the edited record.
+		ids, err = st.remember(ctx, realm, records)
+	}
 	return ids, sdk.StorageError(err)
 }
 
@@ -258,6 +263,9 @@ func (p *Provider) Supersede(ctx context.Context, realm, oldID string, replaceme
 		return "", err
 	}
 	id, err := st.supersede(ctx, realm, oldID, replacement)
+	if errors.Is(err, errFileChanged) {
+		id, err = st.supersede(ctx, realm, oldID, replacement)
+	}
 	return id, sdk.StorageError(err)
 }
 

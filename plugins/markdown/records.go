@@ -140,7 +140,7 @@ func revival(root string, d *doc, expires time.Time, now time.Time) (*pendingWri
 	if err != nil {
 		return nil, err
 	}
-	w.restore = renderRecord(&d.rec)
+	w.restore, w.was = renderRecord(&d.rec), d
 	w.fields = recordFields(&w.rec)
 	return w, nil
 }
@@ -156,7 +156,16 @@ type pendingWrite struct {
 	isNew  bool // no file was there before: roll back by removing it
 	// restore is what an existing file held, put back on rollback.
 	restore []byte
+	// was is the indexed record a rewrite replaces: the file must still
+	// be what the index read (writeAll checks), or the rewrite, built
+	// from the index, would overwrite a hand edit it has not seen.
+	was *doc
 }
+
+// errFileChanged says a file to be rewritten changed on disk since the
+// index read it; the file is queued for the next refresh, and the call
+// may be made again.
+var errFileChanged = fmt.Errorf("a record's file changed on disk since it was read: %w", sdk.ErrConflict)
 
 func newPendingWrite(root string, r sdk.Record, isNew bool) (*pendingWrite, error) {
 	k := fileKey{r.Realm, r.Scope, r.ID}
@@ -192,6 +201,21 @@ func (w *pendingWrite) doc(ri *realmIndex) *doc {
 		d.seq = ri.writeSeq(w.rec.UpdatedAt)
 	}
 	return d
+}
+
+// unchangedOnDisk reports whether the file at path is still the one d was
+// read from: the same stamp and, when that stamp is racy (an edit within
+// the same clock tick keeps it), the same bytes.
+func unchangedOnDisk(path string, d *doc) bool {
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() || stampOf(fi) != d.stamp {
+		return false
+	}
+	if !d.racy {
+		return true
+	}
+	data, err := os.ReadFile(path)
+	return err == nil && fileDigest(data) == d.digest
 }
 
 // writeWorkers bounds how many files a batch writes at once: a batch is
@@ -247,6 +271,13 @@ func (s *store) writeAll(ctx context.Context, ws []*pendingWrite) error {
 	if err := sdk.ContextErr(ctx); err != nil {
 		removeTemps(0)
 		return fmt.Errorf("markdown: write: %w", err)
+	}
+	for _, w := range ws {
+		if w.was != nil && !unchangedOnDisk(w.path, w.was) {
+			removeTemps(0)
+			s.requeue(w.key)
+			return fmt.Errorf("markdown: write %s: %w", w.path, errFileChanged)
+		}
 	}
 	var intent string
 	if len(ws) > 1 {
@@ -527,7 +558,7 @@ func (s *store) supersede(ctx context.Context, realm, oldID string, rep sdk.Reco
 	if err != nil {
 		return "", fmt.Errorf("markdown: supersede: %w", err)
 	}
-	mw.restore = renderRecord(&old.rec)
+	mw.restore, mw.was = renderRecord(&old.rec), old
 	// Both files or neither: writeAll removes the new one and puts the
 	// old one back if anything fails.
 	if err := s.writeAll(ctx, append(writes, mw)); err != nil {
