@@ -91,10 +91,38 @@ func (p *Proposals) Remove(ctx context.Context, realm string, ids []string) erro
 	return nil
 }
 
-func (p *Proposals) Reap(ctx context.Context, realm string, ids []string, now time.Time) error {
-	if _, err := p.db.pool.Exec(ctx, p.db.q(`DELETE FROM proposals WHERE realm = $1 AND id = ANY($2) AND claimed_ms <= $3 AND created_ms <= $3`),
-		realm, ids, now.Add(-proposal.ClaimTTL).UnixMilli()); err != nil {
-		return fmt.Errorf("proposal ledger: reap: %w", classify(err))
+func (p *Proposals) Reap(ctx context.Context, realm string, ids []string, now time.Time) ([]proposal.Entry, error) {
+	const where = `realm = $1 AND id = ANY($2) AND claimed_ms <= $3 AND created_ms <= $3`
+	cutoff := now.Add(-proposal.ClaimTTL).UnixMilli()
+	var held []proposal.Entry
+	err := pgx.BeginFunc(ctx, p.db.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, p.db.q(`SELECT realm, id, proposer, identity, created_ms, held FROM proposals WHERE `+where+` AND held IS NOT NULL`), realm, ids, cutoff)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			e, err := scanHeldProposal(rows.Scan)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			held = append(held, e)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, p.db.q(`DELETE FROM proposals WHERE `+where+` AND held IS NULL`), realm, ids, cutoff)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("proposal ledger: reap: %w", classify(err))
+	}
+	return held, nil
+}
+
+func (p *Proposals) Hold(ctx context.Context, realm, id string, held []byte) error {
+	if _, err := p.db.pool.Exec(ctx, p.db.q(`UPDATE proposals SET held = $1 WHERE realm = $2 AND id = $3`), held, realm, id); err != nil {
+		return fmt.Errorf("proposal ledger: hold: %w", classify(err))
 	}
 	return nil
 }
@@ -126,7 +154,7 @@ func (p *Proposals) List(ctx context.Context, realm, after string, limit int) ([
 }
 
 func (p *Proposals) Lookup(ctx context.Context, realm, id string) (proposal.Entry, bool, error) {
-	e, err := scanProposal(p.db.pool.QueryRow(ctx, p.db.q(`SELECT realm, id, proposer, identity, created_ms FROM proposals WHERE realm = $1 AND id = $2`), realm, id).Scan)
+	e, err := scanHeldProposal(p.db.pool.QueryRow(ctx, p.db.q(`SELECT realm, id, proposer, identity, created_ms, held FROM proposals WHERE realm = $1 AND id = $2`), realm, id).Scan)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return proposal.Entry{}, false, nil
 	}
@@ -202,7 +230,7 @@ func (p *Proposals) Claim(ctx context.Context, realm, id string, now time.Time) 
 
 func (p *Proposals) Release(ctx context.Context, e proposal.Entry) error {
 	if _, err := p.db.pool.Exec(ctx, p.db.q(`INSERT INTO proposals (realm, id, proposer, identity, created_ms) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (realm, id) DO UPDATE SET claimed_ms = 0`), e.Realm, e.ID, e.Proposer, e.Identity, e.CreatedAt.UnixMilli()); err != nil {
+		ON CONFLICT (realm, id) DO UPDATE SET claimed_ms = 0, held = NULL`), e.Realm, e.ID, e.Proposer, e.Identity, e.CreatedAt.UnixMilli()); err != nil {
 		return fmt.Errorf("proposal ledger: release: %w", classify(err))
 	}
 	return nil
@@ -216,6 +244,17 @@ func scanProposal(scan func(...any) error) (proposal.Entry, error) {
 	}
 	e.CreatedAt = time.UnixMilli(ms).UTC()
 	return e, nil
+}
+
+// scanHeldProposal is scanProposal of a row with the held column after
+// the others.
+func scanHeldProposal(scan func(...any) error) (proposal.Entry, error) {
+	var held []byte
+	e, err := scanProposal(func(dest ...any) error { return scan(append(dest, &held)...) })
+	if len(held) > 0 {
+		e.Held = held
+	}
+	return e, err
 }
 
 // Traces is the turn trace store shared by every host on the database.

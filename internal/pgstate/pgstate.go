@@ -124,7 +124,7 @@ var requiredColumns = map[string][]string{
 	"sessions":         {"realm", "identity", "session", "state", "touched_at"},
 	"compaction_state": {"realm", "conversation", "watermark", "prefix_hash", "artifact_role", "artifact_content", "updated_at_ms", "reset_identity", "reset_session", "identity"},
 	"host_key":         {"id", "verifier", "created_at"},
-	"proposals":        {"realm", "id", "identity", "proposer", "created_ms", "claimed_ms"},
+	"proposals":        {"realm", "id", "identity", "proposer", "created_ms", "claimed_ms", "held"},
 	"turn_trace":       {"realm", "seq", "session", "identity", "at_ms", "bytes", "trace", "records"},
 	"compaction_holds": {"realm", "identity", "conversation", "holder", "until_ms"},
 }
@@ -272,6 +272,9 @@ var migrations = []string{
 	CREATE TRIGGER turn_trace_fill_records BEFORE INSERT ON turn_trace
 		FOR EACH ROW EXECUTE FUNCTION turn_trace_fill_records();
 	CREATE INDEX turn_trace_by_record ON turn_trace USING gin (records);`,
+	// What a review took out of the store and has not written back
+	// (proposal.Ledger.Hold).
+	`ALTER TABLE proposals ADD COLUMN held bytea;`,
 }
 
 // errReadOnlyServer refuses a server whose transactions are read-only.

@@ -3,6 +3,7 @@ package pgstate
 import (
 	"context"
 	"errors"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -48,7 +49,7 @@ func TestProposalLedgersKeepTheFirstEntry(t *testing.T) {
 					t.Fatalf("Add of a noted id answered %v; want a conflict", err)
 				}
 				got, found, err := l.Lookup(ctx, "r", "p1")
-				if err != nil || !found || got != first {
+				if err != nil || !found || !reflect.DeepEqual(got, first) {
 					t.Fatalf("entry after the refused Add: %+v, %v, %v; want %+v", got, found, err, first)
 				}
 				if _, total, err := l.List(ctx, "r", "", 10); err != nil || total != 1 {
@@ -131,7 +132,7 @@ func TestProposalLedgersClaimOnce(t *testing.T) {
 			if ok, _, err := l.Claim(ctx, "r", "p1", now); err != nil || !ok {
 				t.Fatalf("a claim after a release = %v, %v; want held", ok, err)
 			}
-			if got, found, err := l.Lookup(ctx, "r", "p1"); err != nil || !found || got != entry {
+			if got, found, err := l.Lookup(ctx, "r", "p1"); err != nil || !found || !reflect.DeepEqual(got, entry) {
 				t.Fatalf("the claimed entry reads %+v, %v, %v; want %+v as proposed", got, found, err, entry)
 			}
 			if ok, noted, err := l.Claim(ctx, "r", "imported", now); err != nil || !ok || !noted {
@@ -171,12 +172,12 @@ func TestProposalLedgersKeepEntriesUnderReview(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if got, err := l.Proposed(ctx, "r", "alice-bot", 10); err != nil || len(got) != 2 || got[0] != held || got[1] != free {
+			if got, err := l.Proposed(ctx, "r", "alice-bot", 10); err != nil || len(got) != 2 || !reflect.DeepEqual(got[0], held) || !reflect.DeepEqual(got[1], free) {
 				t.Fatalf("alice-bot's entries: %+v (%v), want p1 and p2", got, err)
 			}
 			// Noted less than ClaimTTL ago, an entry may be a proposal
 			// still being stored.
-			if err := l.Reap(ctx, "r", []string{"p1", "p2"}, now.Add(proposal.ClaimTTL-time.Millisecond)); err != nil {
+			if _, err := l.Reap(ctx, "r", []string{"p1", "p2"}, now.Add(proposal.ClaimTTL-time.Millisecond)); err != nil {
 				t.Fatal(err)
 			}
 			if got, err := l.Proposed(ctx, "r", "alice-bot", 10); err != nil || len(got) != 2 {
@@ -186,7 +187,7 @@ func TestProposalLedgersKeepEntriesUnderReview(t *testing.T) {
 			if ok, _, err := l.Claim(ctx, "r", "p1", later); err != nil || !ok {
 				t.Fatalf("claim = %v, %v", ok, err)
 			}
-			if err := l.Reap(ctx, "r", []string{"p1", "p2"}, later); err != nil {
+			if _, err := l.Reap(ctx, "r", []string{"p1", "p2"}, later); err != nil {
 				t.Fatal(err)
 			}
 			if _, found, err := l.Lookup(ctx, "r", "p1"); err != nil || !found {
@@ -195,7 +196,7 @@ func TestProposalLedgersKeepEntriesUnderReview(t *testing.T) {
 			if _, found, err := l.Lookup(ctx, "r", "p2"); err != nil || found {
 				t.Fatalf("the reap left the free entry (%v, %v)", found, err)
 			}
-			if err := l.Reap(ctx, "r", []string{"p1"}, later.Add(proposal.ClaimTTL)); err != nil {
+			if _, err := l.Reap(ctx, "r", []string{"p1"}, later.Add(proposal.ClaimTTL)); err != nil {
 				t.Fatal(err)
 			}
 			if _, found, err := l.Lookup(ctx, "r", "p1"); err != nil || found {
@@ -204,11 +205,57 @@ func TestProposalLedgersKeepEntriesUnderReview(t *testing.T) {
 			if err := l.Release(ctx, held); err != nil {
 				t.Fatal(err)
 			}
-			if got, found, err := l.Lookup(ctx, "r", "p1"); err != nil || !found || got != held {
+			if got, found, err := l.Lookup(ctx, "r", "p1"); err != nil || !found || !reflect.DeepEqual(got, held) {
 				t.Fatalf("after the release of a dropped entry: %+v, %v, %v; want it noted as proposed", got, found, err)
 			}
 			if ok, _, err := l.Claim(ctx, "r", "p1", now); err != nil || !ok {
 				t.Fatalf("the released entry is not claimable: %v, %v", ok, err)
+			}
+		})
+	}
+}
+
+// TestProposalLedgersHoldThroughAReap runs both ledgers: an entry holding
+// what a review took out of the store (Hold) is answered by Reap, not
+// dropped, once its claim is older than ClaimTTL (the review died), and a
+// Release drops what it held; an entry holding nothing is dropped.
+func TestProposalLedgersHoldThroughAReap(t *testing.T) {
+	ctx := context.Background()
+	now := time.UnixMilli(1_000_000).UTC()
+	for store, newLedger := range bothLedgers() {
+		t.Run(store, func(t *testing.T) {
+			l := newLedger(t)
+			held := proposal.Entry{Realm: "r", ID: "p1", Proposer: "alice-bot", CreatedAt: now}
+			plain := proposal.Entry{Realm: "r", ID: "p2", Proposer: "alice-bot", CreatedAt: now}
+			if err := l.Add(ctx, []proposal.Entry{held, plain}, 10); err != nil {
+				t.Fatal(err)
+			}
+			if ok, _, err := l.Claim(ctx, "r", "p1", now); err != nil || !ok {
+				t.Fatalf("claim = %v, %v", ok, err)
+			}
+			if err := l.Hold(ctx, "r", "p1", []byte(`{"record":{}}`)); err != nil {
+				t.Fatal(err)
+			}
+			got, found, err := l.Lookup(ctx, "r", "p1")
+			if err != nil || !found || string(got.Held) != `{"record":{}}` {
+				t.Fatalf("the held entry reads %+v, %v, %v", got, found, err)
+			}
+			if out, err := l.Reap(ctx, "r", []string{"p1", "p2"}, now); err != nil || len(out) != 0 {
+				t.Fatalf("a reap within the claim answered %+v, %v; want nothing", out, err)
+			}
+			later := now.Add(proposal.ClaimTTL + time.Second)
+			out, err := l.Reap(ctx, "r", []string{"p1", "p2"}, later)
+			if err != nil || len(out) != 1 || out[0].ID != "p1" || string(out[0].Held) != `{"record":{}}` {
+				t.Fatalf("a reap after the claim expired answered %+v, %v; want p1 and what it holds", out, err)
+			}
+			if _, found, _ := l.Lookup(ctx, "r", "p2"); found {
+				t.Fatal("the entry holding nothing was not dropped")
+			}
+			if err := l.Release(ctx, out[0]); err != nil {
+				t.Fatal(err)
+			}
+			if got, found, err := l.Lookup(ctx, "r", "p1"); err != nil || !found || got.Held != nil {
+				t.Fatalf("after its release the entry reads %+v, %v, %v; want it noted, holding nothing", got, found, err)
 			}
 		})
 	}

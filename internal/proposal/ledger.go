@@ -25,6 +25,10 @@ type Entry struct {
 	Proposer  string    `json:"proposer"`
 	Identity  string    `json:"identity,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
+	// Held is what a review took out of the store and had not written
+	// back when it was last heard of (Ledger.Hold); Lookup and Reap
+	// answer it, nil when there is none.
+	Held []byte `json:"-"`
 }
 
 // Ledger keeps the pending proposals of every realm, so they can be
@@ -44,8 +48,10 @@ type Ledger interface {
 	// Reap drops the entries of ids, whose records were found gone,
 	// except those noted or claimed less than ClaimTTL before now: a
 	// proposal is noted before it is stored, and a review takes it out of
-	// the store for a moment and may put it back.
-	Reap(ctx context.Context, realm string, ids []string, now time.Time) error
+	// the store for a moment and may put it back. An entry holding what a
+	// review took out (Hold) is not dropped but answered, for the caller
+	// to restore: that review did not end.
+	Reap(ctx context.Context, realm string, ids []string, now time.Time) ([]Entry, error)
 	// List answers up to limit entries of realm, oldest first, created
 	// after the entry after ("" from the start), and how many are pending
 	// in all.
@@ -66,8 +72,15 @@ type Ledger interface {
 	Claim(ctx context.Context, realm, id string, now time.Time) (claimed, noted bool, err error)
 	// Release drops the claim on e's id, which stays noted as e: pending
 	// again. An entry dropped meanwhile is noted again, so a proposal put
-	// back in the store after a failed review is listed and counted.
+	// back in the store after a failed review is listed and counted. What
+	// the entry held (Hold) is dropped.
 	Release(ctx context.Context, e Entry) error
+	// Hold keeps held with the claimed entry of id: what its review takes
+	// out of the store before writing it elsewhere (an approval over a
+	// record forgets the proposal, then supersedes the record). Should the
+	// host die between the two, the entry keeps it, and Lookup and Reap
+	// answer it to be restored.
+	Hold(ctx context.Context, realm, id string, held []byte) error
 }
 
 // ImportedProposer is the proposer noted for a pending proposal no agent

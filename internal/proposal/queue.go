@@ -2,6 +2,7 @@ package proposal
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -127,7 +128,88 @@ func (q *Queue) reapProposer(ctx context.Context, realm string, p sdk.Provider, 
 	if len(gone) == 0 {
 		return 0, nil
 	}
-	return len(gone), q.Ledger.Reap(ctx, realm, gone, q.now())
+	return q.reap(ctx, realm, p, gone)
+}
+
+// reap drops the ledger entries of gone, proposals found missing from the
+// store or no longer pending, and restores those a review that never
+// ended held out of the store (Ledger.Hold). It answers how many entries
+// it dropped.
+func (q *Queue) reap(ctx context.Context, realm string, p sdk.Provider, gone []string) (int, error) {
+	held, err := q.Ledger.Reap(ctx, realm, gone, q.now())
+	if err != nil {
+		return 0, err
+	}
+	dropped := len(gone) - len(held)
+	for _, e := range held {
+		// Claimed first: of two hosts reaping it, one restores it.
+		claimed, _, err := q.Ledger.Claim(ctx, realm, e.ID, q.now())
+		if err != nil {
+			return dropped, err
+		}
+		if !claimed {
+			continue
+		}
+		restored, err := q.restore(ctx, realm, p, e)
+		if err != nil {
+			return dropped, err
+		}
+		if restored {
+			err = q.Ledger.Release(ctx, e)
+		} else {
+			err = q.Ledger.Remove(ctx, realm, []string{e.ID})
+			dropped++
+		}
+		if err != nil {
+			return dropped, err
+		}
+	}
+	return dropped, nil
+}
+
+// heldProposal is what an approval over a record holds in the ledger
+// while the proposal is out of the store.
+type heldProposal struct {
+	Record sdk.Record `json:"record"`
+	Target string     `json:"target"`
+}
+
+// hold keeps h in the ledger with its proposal's claim (Ledger.Hold).
+func (q *Queue) hold(ctx context.Context, realm string, h heldProposal) error {
+	data, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	return q.Ledger.Hold(ctx, realm, h.Record.ID, data)
+}
+
+// restore puts back in the store the proposal e holds, whose review died
+// with it out of the store (the record of e.ID is not there), unless that
+// review got as far as superseding its target: then the proposal is
+// approved, and restore answers false.
+func (q *Queue) restore(ctx context.Context, realm string, p sdk.Provider, e Entry) (bool, error) {
+	var h heldProposal
+	if err := json.Unmarshal(e.Held, &h); err != nil || h.Record.ID != e.ID {
+		return false, fmt.Errorf("proposal %q: what its interrupted review held cannot be read (%v)", e.ID, err)
+	}
+	hp := host.ProviderOf(p)
+	getter, ok := hp.Getter()
+	archiver, ok2 := hp.Archiver()
+	if !ok || !ok2 {
+		return false, fmt.Errorf("proposal %q: the provider of realm %q cannot restore it: %w", e.ID, realm, sdk.ErrUnsupported)
+	}
+	recs, err := getter.Get(ctx, realm, []string{h.Target})
+	if err != nil {
+		return false, err
+	}
+	if len(recs) == 0 || recs[0].Status != sdk.StatusActive {
+		return false, nil // superseded: the approval went through
+	}
+	res, err := archiver.Import(ctx, realm, []sdk.Record{h.Record})
+	if err != nil {
+		return false, fmt.Errorf("proposal %q: restoring what its interrupted review held: %w", e.ID, err)
+	}
+	return res.Imported == 1, nil
 }
 
 // Forgotten drops the entries of ids, records of realm just forgotten:
@@ -294,10 +376,11 @@ func (q *Queue) List(ctx context.Context, realm string, p sdk.Provider, after st
 		}
 	}
 	if len(gone) > 0 {
-		if err := q.Ledger.Reap(ctx, realm, gone, q.now()); err != nil {
+		dropped, err := q.reap(ctx, realm, p, gone)
+		if err != nil {
 			return nil, 0, "", err
 		}
-		total -= len(gone)
+		total -= dropped
 	}
 	if visible != nil {
 		var err error
@@ -374,6 +457,12 @@ func (q *Queue) Approve(ctx context.Context, realm, id string, p sdk.Provider) (
 		}
 		target, found := Target(ctx, realm, p, &prop)
 		if found && ok && ok2 {
+			// The proposal leaves the store before the target is
+			// superseded: the ledger holds it meanwhile, so a host dying
+			// between the two loses nothing (restore).
+			if err := q.hold(ctx, realm, heldProposal{Record: prop, Target: target.ID}); err != nil {
+				return err
+			}
 			newID, err = approveOver(ctx, realm, prop, target.ID, sup, forget, p)
 		} else {
 			newID, err = Approve(ctx, realm, id, p)
@@ -390,7 +479,7 @@ func (q *Queue) Approve(ctx context.Context, realm, id string, p sdk.Provider) (
 // proposal leaves the ledger once act succeeds; a failed act releases
 // the claim, and the proposal is pending again.
 func (q *Queue) review(ctx context.Context, realm, id string, p sdk.Provider, act func(sdk.Record) error) error {
-	claimed, noted, err := q.Ledger.Claim(ctx, realm, id, time.Now())
+	claimed, noted, err := q.Ledger.Claim(ctx, realm, id, q.now())
 	if err != nil {
 		return err
 	}
@@ -416,6 +505,16 @@ func (q *Queue) review(ctx context.Context, realm, id string, p sdk.Provider, ac
 		return err
 	}
 	prop, err := pendingRecord(ctx, realm, id, p)
+	if errors.Is(err, sdk.ErrNotFound) && entry.Held != nil {
+		// A review of it died with the proposal out of the store.
+		restored, rerr := q.restore(ctx, realm, p, entry)
+		if rerr != nil {
+			return release(rerr)
+		}
+		if restored {
+			prop, err = pendingRecord(ctx, realm, id, p)
+		}
+	}
 	if err == nil {
 		if err = act(prop); err != nil {
 			return release(err)

@@ -28,6 +28,8 @@ var ledgerMigrations = []string{
 	CREATE INDEX proposals_by_age ON proposals (realm, created_ms, id);`,
 	// When a review claimed the proposal (Claim); 0 when none did.
 	`ALTER TABLE proposals ADD COLUMN claimed_ms INTEGER NOT NULL DEFAULT 0;`,
+	// What a review took out of the store and has not written back (Hold).
+	`ALTER TABLE proposals ADD COLUMN held BLOB;`,
 }
 
 // SQLLedger is the Ledger in the host's state database.
@@ -96,16 +98,41 @@ func (l *SQLLedger) Remove(ctx context.Context, realm string, ids []string) erro
 	return err
 }
 
-func (l *SQLLedger) Reap(ctx context.Context, realm string, ids []string, now time.Time) error {
+func (l *SQLLedger) Reap(ctx context.Context, realm string, ids []string, now time.Time) ([]Entry, error) {
 	if len(ids) == 0 {
-		return nil
+		return nil, nil
 	}
 	cutoff := now.Add(-ClaimTTL).UnixMilli()
 	args := []any{realm, cutoff, cutoff}
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	_, err := l.db.Exec(ctx, "reap proposals", `DELETE FROM proposals WHERE realm = ? AND claimed_ms <= ? AND created_ms <= ? AND id IN (?`+strings.Repeat(",?", len(ids)-1)+`)`, args...)
+	where := `realm = ? AND claimed_ms <= ? AND created_ms <= ? AND id IN (?` + strings.Repeat(",?", len(ids)-1) + `)`
+	var held []Entry
+	err := l.db.Tx(ctx, "reap proposals", func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT realm, id, proposer, identity, created_ms, held FROM proposals WHERE `+where+` AND held IS NOT NULL`, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			e, err := scanHeld(rows.Scan)
+			if err != nil {
+				return err
+			}
+			held = append(held, e)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM proposals WHERE `+where+` AND held IS NULL`, args...)
+		return err
+	})
+	return held, err
+}
+
+func (l *SQLLedger) Hold(ctx context.Context, realm, id string, held []byte) error {
+	_, err := l.db.Exec(ctx, "hold proposal", `UPDATE proposals SET held = ? WHERE realm = ? AND id = ?`, held, realm, id)
 	return err
 }
 
@@ -134,8 +161,8 @@ func (l *SQLLedger) List(ctx context.Context, realm, after string, limit int) ([
 }
 
 func (l *SQLLedger) Lookup(ctx context.Context, realm, id string) (Entry, bool, error) {
-	e, err := scanEntry(func(dest ...any) error {
-		return l.db.QueryRow(ctx, dest, `SELECT realm, id, proposer, identity, created_ms FROM proposals WHERE realm = ? AND id = ?`, realm, id)
+	e, err := scanHeld(func(dest ...any) error {
+		return l.db.QueryRow(ctx, dest, `SELECT realm, id, proposer, identity, created_ms, held FROM proposals WHERE realm = ? AND id = ?`, realm, id)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return Entry{}, false, nil
@@ -207,7 +234,7 @@ func (l *SQLLedger) Claim(ctx context.Context, realm, id string, now time.Time) 
 
 func (l *SQLLedger) Release(ctx context.Context, e Entry) error {
 	_, err := l.db.Exec(ctx, "release proposal", `INSERT INTO proposals (realm, id, proposer, identity, created_ms) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (realm, id) DO UPDATE SET claimed_ms = 0`, e.Realm, e.ID, e.Proposer, e.Identity, e.CreatedAt.UnixMilli())
+		ON CONFLICT (realm, id) DO UPDATE SET claimed_ms = 0, held = NULL`, e.Realm, e.ID, e.Proposer, e.Identity, e.CreatedAt.UnixMilli())
 	return err
 }
 
@@ -221,6 +248,16 @@ func scanEntry(scan func(...any) error) (Entry, error) {
 	}
 	e.CreatedAt = time.UnixMilli(ms).UTC()
 	return e, nil
+}
+
+// scanHeld is scanEntry of a row with the held column after the others.
+func scanHeld(scan func(...any) error) (Entry, error) {
+	var held []byte
+	e, err := scanEntry(func(dest ...any) error { return scan(append(dest, &held)...) })
+	if len(held) > 0 {
+		e.Held = held
+	}
+	return e, err
 }
 
 var _ Ledger = (*SQLLedger)(nil)

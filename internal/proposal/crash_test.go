@@ -1,0 +1,152 @@
+package proposal
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/memhost/memhost/plugins/sqlite"
+	"github.com/memhost/memhost/sdk"
+)
+
+// stuckSupersede is a provider whose Supersede never returns until the
+// test ends: the host is taken to have died there.
+type stuckSupersede struct {
+	*sqlite.Store
+	reached, release chan struct{}
+}
+
+func (s stuckSupersede) Supersede(ctx context.Context, realm, oldID string, rep sdk.Record) (string, error) {
+	close(s.reached)
+	<-s.release
+	return "", errors.New("the host died")
+}
+
+// stuckRemove is a ledger whose Remove never returns until the test
+// ends: the host is taken to have died after the approval's writes.
+type stuckRemove struct {
+	Ledger
+	reached, release chan struct{}
+}
+
+func (l stuckRemove) Remove(ctx context.Context, realm string, ids []string) error {
+	close(l.reached)
+	<-l.release
+	return errors.New("the host died")
+}
+
+// TestApprovingWhatACrashedApprovalHeld: a review of a proposal whose
+// last review died with it out of the store puts it back and goes on.
+func TestApprovingWhatACrashedApprovalHeld(t *testing.T) {
+	q := newQueue(t)
+	base := sqliteProvider(t)
+	targetIDs, err := base.Remember(ctx, "r", []sdk.Record{{Scope: sdk.MobScope("ops"), Kind: sdk.KindFact, Title: "Deploys", Body: "the old way"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := q.Propose(ctx, "r", base, []sdk.Record{{Scope: sdk.MobScope("ops"), Kind: sdk.KindFact, Title: "Deploys", Body: "the new way"}}, Proposer{Token: "bot"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := stuckSupersede{base, make(chan struct{}), make(chan struct{})}
+	done := make(chan error, 1)
+	go func() { _, err := q.Approve(ctx, "r", ids[0], p); done <- err }()
+	<-p.reached
+	t.Cleanup(func() { close(p.release); <-done })
+	after := &Queue{Ledger: q.Ledger, MaxPending: q.MaxPending, clock: func() time.Time { return time.Now().Add(2 * ClaimTTL) }}
+	newID, err := after.Approve(ctx, "r", ids[0], base)
+	if err != nil {
+		t.Fatalf("approving the proposal a crashed approval held: %v", err)
+	}
+	got, err := base.Get(ctx, "r", []string{newID, targetIDs[0], ids[0]})
+	if err != nil || len(got) != 2 || got[0].Status != sdk.StatusActive || got[0].Body != "the new way" || got[1].Status != sdk.StatusSuperseded {
+		t.Fatalf("after the approval: %+v, %v; want the proposal's content active over the superseded target, the proposal gone", got, err)
+	}
+}
+
+// TestApprovalInterruptedByACrash: approving a proposal over an existing
+// record forgets the proposal, then supersedes the record with its
+// content. A host that died between the two lost the proposal: it was in
+// neither record, and the next listing dropped its ledger entry. The
+// ledger now holds it meanwhile, and once the dead review's claim expires
+// a listing puts it back, pending, unless the supersede had gone through
+// (then the approval stands, and nothing is listed or stored twice).
+func TestApprovalInterruptedByACrash(t *testing.T) {
+	target := sdk.Record{Scope: sdk.MobScope("ops"), Kind: sdk.KindFact, Title: "Deploys", Body: "the old way"}
+	prop := sdk.Record{Scope: sdk.MobScope("ops"), Kind: sdk.KindFact, Title: "Deploys", Body: "the new way, proposed by an agent"}
+	later := func() time.Time { return time.Now().Add(2 * ClaimTTL) }
+	for _, tc := range []struct {
+		name     string
+		died     func(q *Queue, base *sqlite.Store) (*Queue, sdk.Provider, chan struct{}, chan struct{})
+		restored bool
+	}{
+		{"before the supersede", func(q *Queue, base *sqlite.Store) (*Queue, sdk.Provider, chan struct{}, chan struct{}) {
+			p := stuckSupersede{base, make(chan struct{}), make(chan struct{})}
+			return q, p, p.reached, p.release
+		}, true},
+		{"after the supersede", func(q *Queue, base *sqlite.Store) (*Queue, sdk.Provider, chan struct{}, chan struct{}) {
+			l := stuckRemove{q.Ledger, make(chan struct{}), make(chan struct{})}
+			return &Queue{Ledger: l, MaxPending: q.MaxPending}, base, l.reached, l.release
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := newQueue(t)
+			base := sqliteProvider(t)
+			targetIDs, err := base.Remember(ctx, "r", []sdk.Record{target})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids, err := q.Propose(ctx, "r", base, []sdk.Record{prop}, Proposer{Token: "bot"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dying, p, reached, release := tc.died(q, base)
+			done := make(chan error, 1)
+			go func() { _, err := dying.Approve(ctx, "r", ids[0], p); done <- err }()
+			<-reached
+			t.Cleanup(func() { close(release); <-done })
+
+			// Another host lists the proposals once the claim expired: that
+			// listing restores the proposal, and the next shows it.
+			after := &Queue{Ledger: q.Ledger, MaxPending: q.MaxPending, clock: later}
+			if _, _, _, err := after.List(ctx, "r", base, "", 10, nil); err != nil {
+				t.Fatal(err)
+			}
+			listed, total, _, err := after.List(ctx, "r", base, "", 10, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := base.Get(ctx, "r", ids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			old, err := base.Get(ctx, "r", targetIDs)
+			if err != nil || len(old) != 1 {
+				t.Fatalf("the target: %v, %v", old, err)
+			}
+			if tc.restored {
+				if len(got) != 1 || !IsPending(&got[0]) || total != 1 || len(listed) != 1 || listed[0].ID != ids[0] {
+					t.Fatalf("the proposal after a crash before the supersede: stored %+v, listed %+v (total %d); want it pending again", got, listed, total)
+				}
+				if old[0].Status != sdk.StatusActive {
+					t.Fatalf("the target is %s; the approval never superseded it", old[0].Status)
+				}
+				// Approved again, it goes through.
+				if _, err := after.Approve(ctx, "r", ids[0], base); err != nil {
+					t.Fatalf("approving the restored proposal: %v", err)
+				}
+				if old, err := base.Get(ctx, "r", targetIDs); err != nil || old[0].Status != sdk.StatusSuperseded {
+					t.Fatalf("the target after the approval: %+v, %v; want superseded", old, err)
+				}
+				return
+			}
+			if len(got) != 0 || total != 0 || len(listed) != 0 {
+				t.Fatalf("the proposal after a crash past the supersede: stored %+v, listed %+v (total %d); want it approved, not pending again", got, listed, total)
+			}
+			if old[0].Status != sdk.StatusSuperseded {
+				t.Fatalf("the target is %s; want superseded by the approval", old[0].Status)
+			}
+		})
+	}
+}
