@@ -264,3 +264,28 @@ func TestAnswersOutOfContractAreRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestAnAnswerThatIsNotUTF8IsThePluginsFault: a plugin holding a record
+// whose title is not valid UTF-8 cannot encode its answer; the host saw an
+// internal error naming no one. It is now a bad answer, the plugin's.
+func TestAnAnswerThatIsNotUTF8IsThePluginsFault(t *testing.T) {
+	h := hit("r1", sdk.RealmScope, 1)
+	h.Record.Title = "bad \xff title"
+	l := &liar{hits: []sdk.Hit{h}, records: []sdk.Record{h.Record}}
+	conn, err := host.ServeInProcess(t.Context(), l, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	p, err := conn.Provider()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Recall(t.Context(), sdk.RecallQuery{Realm: "a", Query: "x"}); !errors.Is(err, host.ErrBadAnswer) {
+		t.Fatalf("recall answered %v (code %s); want a bad answer", err, sdk.CodeOf(err))
+	}
+	// A request that is not valid UTF-8 stays the caller's mistake.
+	if _, err := p.Recall(t.Context(), sdk.RecallQuery{Realm: "a", Query: "bad \xff query"}); !errors.Is(err, sdk.ErrInvalid) || errors.Is(err, host.ErrBadAnswer) {
+		t.Fatalf("a request that is not UTF-8 answered %v; want invalid input", err)
+	}
+}

@@ -3,6 +3,8 @@ package host
 import (
 	"context"
 	"fmt"
+	"path"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/memhost/memhost/sdk/internal/wire"
@@ -26,6 +28,12 @@ func utf8Interceptor(ctx context.Context, method string, req, reply any, cc *grp
 		if field := invalidUTF8Field(m.ProtoReflect(), ""); field != "" {
 			return status.Errorf(codes.InvalidArgument, "%s: is not valid UTF-8", field)
 		}
+	}
+	if strings.Contains(status.Convert(err).Message(), "invalid UTF-8") {
+		// The request was valid: the plugin could not encode its answer
+		// (a record it holds is not valid UTF-8). The plugin's fault, so
+		// it is named and logged as any answer out of the protocol is.
+		return badAnswer(path.Base(method), "a string of the answer is not valid UTF-8")
 	}
 	return err
 }
