@@ -452,6 +452,14 @@ func (i *instance) await(ctx context.Context) (any, *host.Conn, error) {
 		if i.conn != nil {
 			c, conn := i.client, i.conn
 			i.mu.Unlock()
+			if conn.Exited() {
+				// Gone since the last health check (a remote plugin's
+				// connection may have reached another process): the call
+				// waits for the restart rather than meet what this
+				// connection's Info no longer describes.
+				i.retire(conn, errExited)
+				continue
+			}
 			return c, conn, nil
 		}
 		state, next, last, ch, failures := i.state, i.nextAttempt, i.lastErr, i.changed, i.failures

@@ -14,6 +14,7 @@ import (
 	"github.com/memhost/memhost/sdk/internal/wire"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -122,6 +123,7 @@ func Dial(ctx context.Context, opts LaunchOptions, r Remote) (*Conn, error) {
 		_ = cc.Close()
 		return nil, fmt.Errorf("plugin %s: refused: %v: %w", label, err, sdk.ErrInvalid)
 	}
+	go rp.watch()
 	return c, nil
 }
 
@@ -139,9 +141,29 @@ func closedAfterHandshake(err error) bool {
 type remotePeer struct {
 	cc     *grpc.ClientConn
 	closed atomic.Bool
+	// lost: the connection left READY. gRPC dials again by itself, and
+	// the process that answers may be another one (a restart, with
+	// another model or other capabilities), whose Info this Conn never
+	// read; so the peer counts as exited, and the supervisor connects
+	// anew and reads it.
+	lost atomic.Bool
 }
 
-func (p *remotePeer) Exited() bool { return p.closed.Load() }
+// watch sets lost once the connection leaves READY, and returns then or
+// when the connection is closed.
+func (p *remotePeer) watch() {
+	for s := p.cc.GetState(); s != connectivity.Shutdown; s = p.cc.GetState() {
+		if s != connectivity.Ready {
+			p.lost.Store(true)
+			return
+		}
+		if !p.cc.WaitForStateChange(context.Background(), s) {
+			return
+		}
+	}
+}
+
+func (p *remotePeer) Exited() bool { return p.closed.Load() || p.lost.Load() }
 func (p *remotePeer) Pid() int     { return 0 }
 func (p *remotePeer) Kill() {
 	p.closed.Store(true)
