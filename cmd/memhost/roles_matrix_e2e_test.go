@@ -592,3 +592,40 @@ proposals {
 		}
 	}
 }
+
+// TestAgentsReadNoOtherAgentsProposal: from an outside review. A store
+// holds one copy of a content per scope, so an agent proposing what
+// another agent proposed gets that proposal's id back; GET by that id then
+// showed the other agent's pending proposal whole (description and tags
+// too) before any review. An agent now reads only its own token's pending
+// proposals by id; applications read every one.
+func TestAgentsReadNoOtherAgentsProposal(t *testing.T) {
+	t.Parallel()
+	m := startMemhost(t, providerDeployment("sqlite", `{ path = "memory.db" }`)+matrixTokens, matrixEnv...)
+	proposed := map[string]any{"scope": "realm", "kind": "fact", "title": "Layoffs", "body": "The Q3 list includes Dana.",
+		"description": "from a 1:1 with the VP", "tags": []string{"hr-confidential"}}
+	var first, again struct{ IDs []string }
+	if code := m.as(mxRuntime).do("POST", "/v1/records", map[string]any{"records": []any{proposed}}, &first); code != 202 || len(first.IDs) != 1 {
+		t.Fatalf("the runtime's proposal = %d %+v", code, first)
+	}
+	if code := m.as(mxAlice).do("POST", "/v1/records", map[string]any{"records": []any{proposed}}, &again); code != 202 || len(again.IDs) != 1 {
+		t.Fatalf("alice's proposal of the same content = %d %+v", code, again)
+	}
+	id := again.IDs[0]
+	if id != first.IDs[0] {
+		t.Fatalf("alice's proposal of the same content answered %s, not the runtime's %s: the store holds two copies", id, first.IDs[0])
+	}
+	for _, tc := range []struct {
+		token string
+		want  int
+	}{
+		{mxAlice, 404},
+		{mxRuntime, 200},
+		{mxApp, 200},
+	} {
+		var rec storedRecord
+		if code := m.as(tc.token).do("GET", "/v1/records/"+id, nil, &rec); code != tc.want {
+			t.Errorf("GET of the runtime's pending proposal as %s = %d %+v, want %d", tc.token[:12], code, rec, tc.want)
+		}
+	}
+}

@@ -199,8 +199,31 @@ func (s *Server) handleGet(ctx context.Context, c caller, w http.ResponseWriter,
 	if err := c.touchStored(realm, id, recs[0].Scope); err != nil {
 		return err
 	}
+	if !c.application() && proposal.IsPending(&recs[0]) {
+		// Another agent's pending proposal is no agent's to read: a
+		// proposal of the same content answers its id (the store holds
+		// one copy of a content per scope), which would otherwise hand
+		// over all of it, description and tags too, before review.
+		mine, err := s.proposedBy(ctx, c, realm, id)
+		if err != nil {
+			return err
+		}
+		if !mine {
+			return recordNotFound(realm, id)
+		}
+	}
 	c.ownUsage(&recs[0])
 	return writeJSON(w, http.StatusOK, recs[0])
+}
+
+// proposedBy reports whether the caller's token left the pending proposal
+// id, as the ledger notes.
+func (s *Server) proposedBy(ctx context.Context, c caller, realm, id string) (bool, error) {
+	if s.opts.Proposals == nil || c.token == nil {
+		return false, nil
+	}
+	e, found, err := s.opts.Proposals.Ledger.Lookup(ctx, realm, id)
+	return found && e.Proposer == c.token.Name, err
 }
 
 func (s *Server) handleForget(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
