@@ -270,3 +270,61 @@ token "runtime" {
 		}
 	}
 }
+
+// TestBoundAgentsReachNoOtherMobByID: from an outside review. A bound
+// agent writes and recalls only the shared scopes its identity reads, yet
+// GET by id answered any mob's record whole, and DELETE answered 403
+// naming the mob, confirming the id. A mob's record the identity does not
+// read now answers as a missing record does, and stays.
+func TestBoundAgentsReachNoOtherMobByID(t *testing.T) {
+	t.Parallel()
+	cfgPath, dataDir := writeConfig(t, resolverDeployment(`mob_resolver = "teams"`)+`
+token "app" {
+  secret_env = "UP_APP"
+  realms     = ["default"]
+  role       = "application"
+}
+token "alice" {
+  secret_env = "UP_ALICE"
+  realms     = ["default"]
+  identity   = "alice"
+}
+token "runtime" {
+  secret_env = "UP_RUNTIME"
+  realms     = ["default"]
+}
+`)
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeBindings(t, filepath.Join(dataDir, "bindings.json"), `{"realms": {"default": {"mobs": {"alice": ["team-a"], "carol": ["team-b"]}}}}`)
+	m, err := startWithConfig(t, cfgPath, dataDir, "UP_APP="+upApp, "UP_ALICE="+upAlice, "UP_RUNTIME="+upRuntime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := remember(t, m.as(upApp),
+		map[string]any{"scope": "mob:team-a", "kind": "fact", "title": "Team A plan", "body": "Team A ships the quince release."},
+		map[string]any{"scope": "mob:team-b", "kind": "fact", "title": "Team B plan", "body": "Team B merges with zebracorp."})
+	hers, other := ids[0], ids[1]
+	const absent = "rnosuchrecord1"
+	for _, method := range []string{"GET", "DELETE"} {
+		var held, none apiError
+		heldCode := m.as(upAlice).do(method, "/v1/records/"+other, nil, &held)
+		noneCode := m.as(upAlice).do(method, "/v1/records/"+absent, nil, &none)
+		if heldCode != noneCode || strings.ReplaceAll(held.Error.Message, other, absent) != none.Error.Message {
+			t.Errorf("%s of another mob's record as alice = %d %q; of a missing one %d %q: they must not differ", method, heldCode, held.Error.Message, noneCode, none.Error.Message)
+		}
+	}
+	for _, tc := range []struct {
+		token, id string
+		want      int
+	}{
+		{upAlice, hers, 200},
+		{upRuntime, other, 200}, // an agent acting for any identity reads every mob
+		{upApp, other, 200},     // and the other mob's record is still there
+	} {
+		if code := m.as(tc.token).do("GET", "/v1/records/"+tc.id, nil, nil); code != tc.want {
+			t.Errorf("GET %s as %s = %d, want %d", tc.id, tc.token[:8], code, tc.want)
+		}
+	}
+}

@@ -51,14 +51,44 @@ func (c caller) touchScope(sc sdk.Scope) error {
 }
 
 // touchStored is touchScope for a stored record the caller named by id
-// alone. A record in another identity's scope answers as a missing one
-// does: a refusal would confirm that the id exists, and ids of archived
-// conversations can be computed from a guessed conversation name.
-func (c caller) touchStored(realm, id string, sc sdk.Scope) error {
-	if c.touchScope(sc) == nil {
-		return nil
+// alone, which for a bound token also refuses a shared scope none of its
+// identities reads (another mob's, another operator's), as a write there
+// is refused. Either answers as a missing record does: a refusal would
+// confirm that the id exists, and ids of archived conversations can be
+// computed from a guessed conversation name.
+func (s *Server) touchStored(ctx context.Context, c caller, realm, id string, sc sdk.Scope) error {
+	if c.touchScope(sc) != nil {
+		return recordNotFound(realm, id)
 	}
-	return recordNotFound(realm, id)
+	reads, err := s.readsShared(ctx, c, realm, sc)
+	if err != nil {
+		return err
+	}
+	if !reads {
+		return recordNotFound(realm, id)
+	}
+	return nil
+}
+
+// readsShared reports whether one of a bound token's identities reads sc,
+// a mob or operator scope; any other scope, and any other caller, pass.
+func (s *Server) readsShared(ctx context.Context, c caller, realm string, sc sdk.Scope) (bool, error) {
+	if !c.bound() {
+		return true, nil
+	}
+	if class, _, err := sc.Parse(); err != nil || (class != sdk.ScopeMob && class != sdk.ScopeOperator) {
+		return true, nil
+	}
+	for _, id := range c.token.Identities {
+		scopes, err := s.opts.Coordinator.Scopes(ctx, sdk.Identity{Realm: realm, ID: id})
+		if err != nil {
+			return false, err
+		}
+		if slices.Contains(scopes, sc) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // recordNotFound is the answer for an id the realm does not hold.
@@ -106,7 +136,7 @@ func (s *Server) touchRecord(ctx context.Context, c caller, realm, id string, p 
 		return recordNotFound(realm, id)
 	}
 	for _, r := range recs {
-		if err := c.touchStored(realm, id, r.Scope); err != nil {
+		if err := s.touchStored(ctx, c, realm, id, r.Scope); err != nil {
 			return err
 		}
 	}
@@ -146,6 +176,9 @@ func (s *Server) mayForget(ctx context.Context, c caller, realm, id string, p sd
 	for _, r := range recs {
 		if c.touchScope(r.Scope) != nil {
 			return true, nil
+		}
+		if reads, err := s.readsShared(ctx, c, realm, r.Scope); err != nil || !reads {
+			return !reads, err
 		}
 		if !c.application() {
 			if err := proposal.CheckAgentForget(r.Scope, own); err != nil {

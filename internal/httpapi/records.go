@@ -196,7 +196,7 @@ func (s *Server) handleGet(ctx context.Context, c caller, w http.ResponseWriter,
 	if len(recs) == 0 {
 		return recordNotFound(realm, id)
 	}
-	if err := c.touchStored(realm, id, recs[0].Scope); err != nil {
+	if err := s.touchStored(ctx, c, realm, id, recs[0].Scope); err != nil {
 		return err
 	}
 	if !c.application() && proposal.IsPending(&recs[0]) {
