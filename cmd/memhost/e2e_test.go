@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -507,8 +506,11 @@ realm "acme" { provider = "db" }
 	}
 	m.cmd.Wait()
 	waitGone(t, pids)
-	if _, err := os.Stat(wal); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the sqlite plugin did not close its store (its WAL is still there: %v)", err)
+	// Closing checkpoints the WAL and empties it (the file stays: the WAL
+	// is persistent, so a reopen on a full disk needs no new file); a
+	// store that was not closed leaves the write in it.
+	if fi, err := os.Stat(wal); err == nil && fi.Size() != 0 {
+		t.Errorf("the sqlite plugin did not close its store (its WAL still holds %d bytes)", fi.Size())
 	}
 	if dirs := sockets(); len(dirs) > 0 {
 		t.Errorf("plugins of a killed host left their sockets: %v", dirs)
