@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -337,5 +338,49 @@ func TestBoundSearchIsNotCrowdedOut(t *testing.T) {
 	slices.Sort(titles)
 	if want := []string{"alice kumquat", "shared kumquat"}; !slices.Equal(titles, want) {
 		t.Fatalf("bound search found %q, want %q", titles, want)
+	}
+}
+
+// failingForget is a trace store whose Forget fails while down is set.
+type failingForget struct {
+	traceFake
+	down  *bool
+	calls *int
+}
+
+func (f failingForget) Forget(context.Context, string, []string) error {
+	*f.calls++
+	if *f.down {
+		return errors.New("the trace store is briefly down")
+	}
+	return nil
+}
+
+// TestAFailedTraceBlankingLeavesTheRecord: from an outside review. The
+// traces were blanked after the forget, and a failure there asked for the
+// DELETE again; but the record was gone by then, and a bound or agent
+// token's DELETE of a missing id answers 204 at once, so the title stayed
+// readable in the traces. The traces are now blanked first: a failure
+// leaves the record as it was, and the DELETE made again does it all.
+func TestAFailedTraceBlankingLeavesTheRecord(t *testing.T) {
+	tokens := []Token{
+		{Name: "alice", Secret: "alice-secret-0123456789", Realms: []string{"default"}, Identities: []string{"alice"}},
+	}
+	down, calls := true, 0
+	srv, p := newTestServer(t, Options{Tokens: tokens, Traces: failingForget{down: &down, calls: &calls}})
+	ids := p.MustAdd("default", sdk.Record{Scope: sdk.IdentityScope("alice"), Kind: sdk.KindFact, Title: "kumquat allergy", Body: "see the clinic"})
+	const alice = "alice-secret-0123456789"
+	if status, body := call(t, srv, "DELETE", "/v1/records/"+ids[0], alice, nil); status < 500 {
+		t.Fatalf("DELETE with the trace store down = %d %+v, want a failure", status, body)
+	}
+	if status, _ := call(t, srv, "GET", "/v1/records/"+ids[0], alice, nil); status != 200 {
+		t.Fatalf("after the failed DELETE the record answers %d, want it still there", status)
+	}
+	down = false
+	if status, body := call(t, srv, "DELETE", "/v1/records/"+ids[0], alice, nil); status != 204 {
+		t.Fatalf("DELETE again = %d %+v", status, body)
+	}
+	if status, _ := call(t, srv, "GET", "/v1/records/"+ids[0], alice, nil); status != 404 || calls != 2 {
+		t.Fatalf("after the DELETE made again: GET %d, the trace store asked %d times; want the record gone and the traces blanked", status, calls)
 	}
 }

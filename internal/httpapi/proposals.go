@@ -102,10 +102,10 @@ func (s *Server) handleReject(ctx context.Context, c caller, w http.ResponseWrit
 	if err != nil {
 		return err
 	}
-	if err := queue.Reject(ctx, realm, id, p); err != nil {
+	if err := s.forgetTraces(ctx, realm, id); err != nil {
 		return err
 	}
-	if err := s.forgetTraces(ctx, realm, id); err != nil {
+	if err := queue.Reject(ctx, realm, id, p); err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"rejected": id, "status": "rejected"})

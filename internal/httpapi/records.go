@@ -244,18 +244,19 @@ func (s *Server) handleForget(ctx context.Context, c caller, w http.ResponseWrit
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
+	if err := s.forgetTraces(ctx, realm, id); err != nil {
+		return err
+	}
 	if _, err := forgetter.Forget(ctx, realm, []string{id}); err != nil {
 		return err
 	}
 	if s.opts.Proposals != nil {
 		// A forgotten pending proposal must free its proposer's place in
-		// the bound; an id the queue does not note changes nothing.
+		// the bound; an id the queue does not note changes nothing. (Left
+		// noted by a failure here, a listing reaps it: its record is gone.)
 		if err := s.opts.Proposals.Forgotten(ctx, realm, []string{id}); err != nil {
 			return err
 		}
-	}
-	if err := s.forgetTraces(ctx, realm, id); err != nil {
-		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil

@@ -19,14 +19,17 @@ type TraceReader interface {
 	Forget(ctx context.Context, realm string, ids []string) error
 }
 
-// forgetTraces blanks the title of a record just forgotten in the turn
-// traces: a forgotten record's text must not stay readable there.
+// forgetTraces blanks the title of a record about to be forgotten (or
+// rejected) in the turn traces: a forgotten record's text must not stay
+// readable there. It runs first, so a failure leaves the record to a
+// retry of the same request; done after, a retry found the record gone
+// and a caller that may not act on missing ids never blanked it.
 func (s *Server) forgetTraces(ctx context.Context, realm, id string) error {
 	if s.opts.Traces == nil {
 		return nil
 	}
 	if err := s.opts.Traces.Forget(ctx, realm, []string{id}); err != nil {
-		return fmt.Errorf("record %q is forgotten, but blanking its title in the turn traces failed (DELETE it again to retry): %w", id, err)
+		return fmt.Errorf("blanking the title of record %q in the turn traces failed, so the record was left as it was; make the request again: %w", id, err)
 	}
 	return nil
 }

@@ -111,7 +111,9 @@ func TestUsageOnEveryAgentSurface(t *testing.T) {
 		want  map[string]usage
 	}{
 		{tokens[0].Secret, map[string]usage{shared: seen, own: {2, &used}, mob: {5, &used}}},
-		{tokens[1].Secret, map[string]usage{shared: {}, own: {2, &used}, mob: {}}},
+		// alice reads no mob here (no mob resolver): its record is none
+		// of her token's to read by id (below).
+		{tokens[1].Secret, map[string]usage{shared: {}, own: {2, &used}}},
 	} {
 		check := func(where, id string, got usage) {
 			t.Helper()
@@ -155,6 +157,10 @@ func TestUsageOnEveryAgentSurface(t *testing.T) {
 				t.Errorf("token %s, manifest row %s: rank %v, want %v", tc.token[:5], r.ID, r.Rank, want)
 			}
 		}
+	}
+	var gone errorBody
+	if code := doJSON(t, srv, "GET", "/v1/records/"+mob, tokens[1].Secret, "", &gone); code != 404 {
+		t.Errorf("GET of a mob's record by a token bound to alice, in no mob = %d, want 404", code)
 	}
 }
 

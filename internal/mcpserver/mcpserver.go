@@ -694,6 +694,13 @@ func (t tools) forget(ctx context.Context, req *mcp.CallToolRequest, in ForgetIn
 	if err := proposal.CheckAgentForget(recs[0].Scope, id.ID); err != nil {
 		return nil, ForgetOutput{}, err
 	}
+	if t.opts.Traces != nil {
+		// Its title must not stay readable in the turn traces. First, so
+		// a failure leaves the record for the call to be made again.
+		if err := t.opts.Traces.Forget(ctx, id.Realm, []string{in.ID}); err != nil {
+			return nil, ForgetOutput{}, fmt.Errorf("blanking the title of record %q in the turn traces failed, so the record was left as it was; call memory_forget again: %w", in.ID, err)
+		}
+	}
 	n, err := f.Forget(ctx, id.Realm, []string{in.ID})
 	if err != nil {
 		return nil, ForgetOutput{}, err
@@ -702,12 +709,6 @@ func (t tools) forget(ctx context.Context, req *mcp.CallToolRequest, in ForgetIn
 		// An imported proposal of the caller's own scope frees its entry.
 		if err := t.opts.Proposals.Forgotten(ctx, id.Realm, []string{in.ID}); err != nil {
 			return nil, ForgetOutput{}, err
-		}
-	}
-	if t.opts.Traces != nil {
-		// Its title must not stay readable in the turn traces.
-		if err := t.opts.Traces.Forget(ctx, id.Realm, []string{in.ID}); err != nil {
-			return nil, ForgetOutput{}, fmt.Errorf("record %q is forgotten, but blanking its title in the turn traces failed (DELETE /v1/records/%s retries it): %w", in.ID, in.ID, err)
 		}
 	}
 	return nil, ForgetOutput{Forgotten: n}, nil
