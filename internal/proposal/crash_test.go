@@ -150,3 +150,103 @@ func TestApprovalInterruptedByACrash(t *testing.T) {
 		})
 	}
 }
+
+// raceReap runs a whole review between Reap's read and the reap's Claim.
+type raceReap struct {
+	Ledger
+	between func()
+}
+
+func (l raceReap) Reap(ctx context.Context, realm string, ids []string, now time.Time) ([]Entry, error) {
+	held, err := l.Ledger.Reap(ctx, realm, ids, now)
+	if len(held) > 0 && l.between != nil {
+		l.between()
+	}
+	return held, err
+}
+
+// TestAReapDoesNotRestoreARejectedProposal: from an outside review. A
+// listing read a held entry (a crashed approval's), then another host's
+// review restored the proposal and rejected it, and the listing's claim
+// noted the entry anew and restored the rejected proposal. The claim's
+// entry is now read again under the claim: noted anew, it is dropped.
+func TestAReapDoesNotRestoreARejectedProposal(t *testing.T) {
+	target := sdk.Record{Scope: sdk.MobScope("ops"), Kind: sdk.KindFact, Title: "Deploys", Body: "the old way"}
+	prop := sdk.Record{Scope: sdk.MobScope("ops"), Kind: sdk.KindFact, Title: "Deploys", Body: "the new way, proposed by an agent"}
+	later := func() time.Time { return time.Now().Add(2 * ClaimTTL) }
+	q := newQueue(t)
+	base := sqliteProvider(t)
+	if _, err := base.Remember(ctx, "r", []sdk.Record{target}); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := q.Propose(ctx, "r", base, []sdk.Record{prop}, Proposer{Token: "bot"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := stuckSupersede{base, make(chan struct{}), make(chan struct{})}
+	done := make(chan error, 1)
+	go func() { _, err := q.Approve(ctx, "r", ids[0], p); done <- err }()
+	<-p.reached
+	// Another host rejects the proposal while this listing is between
+	// Reap and Claim.
+	rejecter := &Queue{Ledger: q.Ledger, MaxPending: q.MaxPending, clock: later}
+	var rejErr error
+	lister := &Queue{Ledger: raceReap{q.Ledger, func() { rejErr = rejecter.Reject(ctx, "r", ids[0], base) }}, MaxPending: q.MaxPending, clock: later}
+	if _, _, _, err := lister.List(ctx, "r", base, "", 10, nil); err != nil {
+		t.Fatal(err)
+	}
+	if rejErr != nil {
+		t.Fatalf("reject: %v", rejErr)
+	}
+	got, err := base.Get(ctx, "r", ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, total, _, _ := rejecter.List(ctx, "r", base, "", 10, nil)
+	if len(got) != 0 || total != 0 {
+		t.Fatalf("a proposal rejected (204) is back: stored %+v, pending total %d", got, total)
+	}
+	// The stuck host is released only at the end: its own undo would
+	// import the proposal again.
+	t.Cleanup(func() { close(p.release); <-done })
+}
+
+// TestTwoReapsRestoreOnce: from an outside review. Two listings read the
+// same held entry; the first restored the proposal, the second's import
+// skipped the id (stored already), took that for an approval that went
+// through, and dropped the entry: the proposal was pending but never
+// listed. A restore now finds the proposal back in the store and keeps it.
+func TestTwoReapsRestoreOnce(t *testing.T) {
+	target := sdk.Record{Scope: sdk.MobScope("ops"), Kind: sdk.KindFact, Title: "Deploys", Body: "the old way"}
+	prop := sdk.Record{Scope: sdk.MobScope("ops"), Kind: sdk.KindFact, Title: "Deploys", Body: "the new way, proposed by an agent"}
+	later := func() time.Time { return time.Now().Add(2 * ClaimTTL) }
+	q := newQueue(t)
+	base := sqliteProvider(t)
+	if _, err := base.Remember(ctx, "r", []sdk.Record{target}); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := q.Propose(ctx, "r", base, []sdk.Record{prop}, Proposer{Token: "bot"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := stuckSupersede{base, make(chan struct{}), make(chan struct{})}
+	done := make(chan error, 1)
+	go func() { _, err := q.Approve(ctx, "r", ids[0], p); done <- err }()
+	<-p.reached
+	t.Cleanup(func() { close(p.release); <-done })
+	first := &Queue{Ledger: q.Ledger, MaxPending: q.MaxPending, clock: later}
+	var ferr error
+	second := &Queue{Ledger: raceReap{q.Ledger, func() { _, _, _, ferr = first.List(ctx, "r", base, "", 10, nil) }}, MaxPending: q.MaxPending, clock: later}
+	if _, _, _, err := second.List(ctx, "r", base, "", 10, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	got, _ := base.Get(ctx, "r", ids)
+	listed, total, _, _ := first.List(ctx, "r", base, "", 10, nil)
+	_, found, _ := q.Ledger.Lookup(ctx, "r", ids[0])
+	if len(got) != 1 || total != 1 || len(listed) != 1 || !found {
+		t.Fatalf("after two concurrent listings: stored %d, listed %d (total %d), in ledger %v; want the restored proposal pending and listed", len(got), len(listed), total, found)
+	}
+}

@@ -142,23 +142,37 @@ func (q *Queue) reap(ctx context.Context, realm string, p sdk.Provider, gone []s
 	}
 	dropped := len(gone) - len(held)
 	for _, e := range held {
-		// Claimed first: of two hosts reaping it, one restores it.
-		claimed, _, err := q.Ledger.Claim(ctx, realm, e.ID, q.now())
+		// Claimed first, and read again under the claim: since Reap read
+		// it, another listing may have restored it, or a review restored
+		// it and rejected or approved it.
+		claimed, noted, err := q.Ledger.Claim(ctx, realm, e.ID, q.now())
 		if err != nil {
 			return dropped, err
 		}
 		if !claimed {
 			continue
 		}
-		restored, err := q.restore(ctx, realm, p, e)
-		if err != nil {
+		cur, found, err := q.Ledger.Lookup(ctx, realm, e.ID)
+		switch {
+		case err != nil:
 			return dropped, err
-		}
-		if restored {
-			err = q.Ledger.Release(ctx, e)
-		} else {
+		case noted || !found:
+			// Reviewed and gone: the claim noted it anew.
 			err = q.Ledger.Remove(ctx, realm, []string{e.ID})
 			dropped++
+		case cur.Held == nil:
+			err = q.Ledger.Release(ctx, cur) // restored meanwhile: pending
+		default:
+			var restored bool
+			if restored, err = q.restore(ctx, realm, p, cur); err != nil {
+				return dropped, err
+			}
+			if restored {
+				err = q.Ledger.Release(ctx, cur)
+			} else {
+				err = q.Ledger.Remove(ctx, realm, []string{e.ID})
+				dropped++
+			}
 		}
 		if err != nil {
 			return dropped, err
@@ -198,11 +212,14 @@ func (q *Queue) restore(ctx context.Context, realm string, p sdk.Provider, e Ent
 	if !ok || !ok2 {
 		return false, fmt.Errorf("proposal %q: the provider of realm %q cannot restore it: %w", e.ID, realm, sdk.ErrUnsupported)
 	}
-	recs, err := getter.Get(ctx, realm, []string{h.Target})
+	byID, err := getByID(ctx, realm, getter, []string{e.ID, h.Target})
 	if err != nil {
 		return false, err
 	}
-	if len(recs) == 0 || recs[0].Status != sdk.StatusActive {
+	if r, ok := byID[e.ID]; ok {
+		return IsPending(&r), nil // put back already (a failed review's own undo)
+	}
+	if r, ok := byID[h.Target]; !ok || r.Status != sdk.StatusActive {
 		return false, nil // superseded: the approval went through
 	}
 	res, err := archiver.Import(ctx, realm, []sdk.Record{h.Record})
