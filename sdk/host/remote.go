@@ -95,7 +95,9 @@ func Dial(ctx context.Context, opts LaunchOptions, r Remote) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plugin %s: %v: %w", label, err, sdk.ErrInvalid)
 	}
-	cc, err := grpc.NewClient("passthrough:///"+r.Address, append(grpcDialOptions(), grpc.WithTransportCredentials(creds))...)
+	// No idle mode: an idle channel leaves READY, which watch takes for
+	// the plugin gone, and reconnects for nothing.
+	cc, err := grpc.NewClient("passthrough:///"+r.Address, append(grpcDialOptions(), grpc.WithTransportCredentials(creds), grpc.WithIdleTimeout(0))...)
 	if err != nil {
 		return nil, fmt.Errorf("plugin %s: %v: %w", label, err, sdk.ErrInvalid)
 	}
@@ -149,17 +151,13 @@ type remotePeer struct {
 	lost atomic.Bool
 }
 
-// watch sets lost once the connection leaves READY, and returns then or
-// when the connection is closed.
+// watch sets lost once the connection leaves READY (closing it does too).
+// It waits from READY only: reading the state again after a change could
+// find it READY once more, gRPC having reconnected (to a restarted
+// process) within the moment between.
 func (p *remotePeer) watch() {
-	for s := p.cc.GetState(); s != connectivity.Shutdown; s = p.cc.GetState() {
-		if s != connectivity.Ready {
-			p.lost.Store(true)
-			return
-		}
-		if !p.cc.WaitForStateChange(context.Background(), s) {
-			return
-		}
+	if p.cc.GetState() != connectivity.Ready || p.cc.WaitForStateChange(context.Background(), connectivity.Ready) {
+		p.lost.Store(true)
 	}
 }
 
