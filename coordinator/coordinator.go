@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -98,11 +97,8 @@ type Coordinator struct {
 	scopeFaults tallyLog[[2]string]
 	trace       TraceSink
 
-	// largeDefangs admits the defanging of inbound content over
-	// largeDefangBytes, one at a time per two cores: a forged-marker-dense
-	// text costs about a microsecond a byte, so a few large ones in
-	// flight would otherwise take every core the turns need.
-	largeDefangs chan struct{}
+	// inbound admits the defanging of large inbound texts (inboundgate.go).
+	inbound *inboundGate
 
 	// skipLog rate-limits the skip and selector-fallback lines, per
 	// (identity, reason).
@@ -143,12 +139,12 @@ func New(cfg Config, opts Options) (*Coordinator, error) {
 		cfg: cfg, env: env, defang: env.defang, providers: opts.Providers,
 		selector: opts.Selector, operators: opts.OperatorResolver, mobs: opts.MobResolver,
 		store: opts.Sessions, storeTime: opts.StoreTimeout, hostKey: slices.Clone(opts.HostKey), logger: opts.Logger, metrics: opts.Metrics, now: opts.Now,
-		trace:        opts.Trace,
-		sweeping:     map[SessionKey]struct{}{},
-		largeDefangs: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2)),
-		skipLog:      newTallyLog(skipLogEvery, maxSkipLogKeys, func(k skipKey) string { return k.realm }),
-		defangLog:    newTallyLog(defangLogEvery, maxDefangLogIdentities, func(id sdk.Identity) string { return id.Realm }),
-		scopeFaults:  newTallyLog(scopeFaultEvery, maxScopeFaultKeys, func(k [2]string) string { return k[0] }),
+		trace:       opts.Trace,
+		sweeping:    map[SessionKey]struct{}{},
+		inbound:     newInboundGate(),
+		skipLog:     newTallyLog(skipLogEvery, maxSkipLogKeys, func(k skipKey) string { return k.realm }),
+		defangLog:   newTallyLog(defangLogEvery, maxDefangLogIdentities, func(id sdk.Identity) string { return id.Realm }),
+		scopeFaults: newTallyLog(scopeFaultEvery, maxScopeFaultKeys, func(k [2]string) string { return k[0] }),
 	}
 	if c.store == nil {
 		c.store = NewMemoryStore(cfg.SessionCacheSize)
@@ -776,16 +772,12 @@ func (c *Coordinator) injected(surface Surface, id sdk.Identity, session string,
 	}
 }
 
-// largeDefangBytes is the inbound content size from which defanging waits
-// its turn among the large ones (Coordinator.largeDefangs).
-const largeDefangBytes = 64 << 10
-
 // DefangInbound neutralises forged envelope markers in inbound content
 // (user messages and tool results alike) before delivery (DESIGN 5.5).
 // Non-text blocks are left alone. With defang_inbound = false the content
 // is answered unchanged. Only hit counts are logged, at most one line per
-// identity per minute. Content over largeDefangBytes waits, within ctx,
-// for the other large ones in flight; ctx ending stops the work between
+// identity per minute. Content over largeInboundBytes waits, within ctx,
+// for its turn at the inbound gate; ctx ending stops the work between
 // passes, answering its error and no content.
 func (c *Coordinator) DefangInbound(ctx context.Context, id sdk.Identity, content Content) (DefangResult, error) {
 	id, err := c.identity(id)
@@ -798,13 +790,12 @@ func (c *Coordinator) DefangInbound(ctx context.Context, id sdk.Identity, conten
 	if c.defang == nil {
 		return DefangResult{Content: content}, nil
 	}
-	if n := content.textBytes(); n > largeDefangBytes {
-		select {
-		case c.largeDefangs <- struct{}{}:
-			defer func() { <-c.largeDefangs }()
-		case <-ctx.Done():
-			return DefangResult{}, fmt.Errorf("defanging %d bytes of content waited for other large contents being defanged: %w", n, context.Cause(ctx))
+	if n := content.textBytes(); n > largeInboundBytes {
+		leave, err := c.inbound.enter(ctx, id, n)
+		if err != nil {
+			return DefangResult{}, err
 		}
+		defer leave()
 	}
 	out, hits, err := c.defang.defangContentUntil(ctx.Done(), content)
 	if err != nil {

@@ -1061,16 +1061,16 @@ func TestDefangLogIsRateLimitedPerIdentity(t *testing.T) {
 // TestLargeDefangsWaitTheirTurn: a forged-marker-dense text costs about a
 // microsecond a byte to defang, and one agent's few large ones in flight
 // took every core, so other identities' turns answered recall_failed.
-// Content over largeDefangBytes now waits, within its caller's deadline,
+// Content over largeInboundBytes now waits, within its caller's deadline,
 // while as many large ones as the gate admits are being defanged; small
 // content never waits, and a caller gone stops the work and gets no
 // content.
 func TestLargeDefangsWaitTheirTurn(t *testing.T) {
 	f := newFixture(t, nil)
-	large := TextContent(strings.Repeat("a", largeDefangBytes) + "<memhost_memory_observation")
+	large := TextContent(strings.Repeat("a", largeInboundBytes) + "<memhost_memory_observation")
 	small := TextContent("<memhost_memory_observation")
-	for range cap(f.c.largeDefangs) {
-		f.c.largeDefangs <- struct{}{} // every place taken by others
+	for range cap(f.c.inbound.slots) {
+		f.c.inbound.slots <- struct{}{} // every place taken by others
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -1081,18 +1081,47 @@ func TestLargeDefangsWaitTheirTurn(t *testing.T) {
 	if out, err := f.c.DefangInbound(context.Background(), alice, small); err != nil || out.Hits != 1 {
 		t.Fatalf("small content while the gate is full: %d hits, %v", out.Hits, err)
 	}
-	for range cap(f.c.largeDefangs) {
-		<-f.c.largeDefangs
+	for range cap(f.c.inbound.slots) {
+		<-f.c.inbound.slots
 	}
 	if out, err := f.c.DefangInbound(context.Background(), alice, large); err != nil || out.Hits != 1 {
 		t.Fatalf("large content with the gate free: %d hits, %v", out.Hits, err)
 	}
-	if len(f.c.largeDefangs) != 0 {
-		t.Fatalf("a large defang kept its place in the gate: %d taken", len(f.c.largeDefangs))
+	if len(f.c.inbound.slots) != 0 || len(f.c.inbound.turns) != 0 {
+		t.Fatalf("a large defang kept its place in the gate: %d slots, %d identities", len(f.c.inbound.slots), len(f.c.inbound.turns))
 	}
 	gone, stop := context.WithCancel(context.Background())
 	stop()
 	if out, err := f.c.DefangInbound(gone, alice, small); !errors.Is(err, context.Canceled) || out.Content.String() != "" {
 		t.Fatalf("a caller gone: %d hits, %d bytes, %v; want the cancellation and no content", out.Hits, len(out.Content.String()), err)
+	}
+}
+
+// TestOneIdentitysFloodWaitsBehindItself: from an outside review. The
+// gate had one place for every identity, so one agent's loop of large
+// texts queued ahead of everyone's. An identity now holds at most one of
+// the gate's places: while its text is being defanged its next waits, and
+// another identity's goes in.
+func TestOneIdentitysFloodWaitsBehindItself(t *testing.T) {
+	g := newInboundGate()
+	g.slots = make(chan struct{}, 2)
+	bob := sdk.Identity{Realm: alice.Realm, ID: "bob"}
+	leave, err := g.enter(context.Background(), alice, largeInboundBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := g.enter(ctx, alice, largeInboundBytes); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("alice's second text while her first is defanged: %v; want it to wait", err)
+	}
+	leaveBob, err := g.enter(context.Background(), bob, largeInboundBytes)
+	if err != nil {
+		t.Fatalf("bob's text while alice's is defanged: %v", err)
+	}
+	leaveBob()
+	leave()
+	if len(g.slots) != 0 || len(g.turns) != 0 {
+		t.Fatalf("after both left: %d slots, %d identities held", len(g.slots), len(g.turns))
 	}
 }

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"context"
 	"strings"
 	"unicode/utf8"
 
@@ -133,6 +134,24 @@ func (c *Coordinator) RenderText(id sdk.Identity, s string, k TextKind) string {
 	out, hits := c.env.render(s, k)
 	c.countDefanged(id, hits)
 	return out
+}
+
+// RenderInbound is RenderText for text that came in from a client (a
+// conversation's evicted messages): one over largeInboundBytes waits,
+// within ctx, for its turn at the inbound gate, as DefangInbound's
+// content does.
+func (c *Coordinator) RenderInbound(ctx context.Context, id sdk.Identity, s string, k TextKind) (string, error) {
+	if err := context.Cause(ctx); err != nil {
+		return "", err
+	}
+	if len(s) > largeInboundBytes {
+		leave, err := c.inbound.enter(ctx, id, len(s))
+		if err != nil {
+			return "", err
+		}
+		defer leave()
+	}
+	return c.RenderText(id, s, k), nil
 }
 
 // countDefanged counts and logs markers neutralised for an identity.

@@ -103,9 +103,13 @@ type Resetter interface {
 // Renderer is what the Service needs of the coordinator to make text safe
 // for a model (coordinator.Coordinator implements it).
 type Renderer interface {
-	// RenderText defangs and cleans a text (the evicted messages a
-	// compactor reads, the summary it answered).
+	// RenderText defangs and cleans a text (the summary a compactor
+	// answered).
 	RenderText(id sdk.Identity, s string, k coordinator.TextKind) string
+	// RenderInbound is RenderText for the evicted messages a client sent:
+	// a large one waits its turn among the large inbound texts being
+	// defanged, within ctx.
+	RenderInbound(ctx context.Context, id sdk.Identity, s string, k coordinator.TextKind) (string, error)
 	// RenderSummary frames a summary for delivery: escaped, inside its
 	// own element, after a fixed preamble.
 	RenderSummary(id sdk.Identity, s string) string
@@ -345,12 +349,18 @@ func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
 		prev := s.safe(req.Identity, st.Artifact)
 		carry = &prev
 	}
-	eps := s.absorbable(req, st.Watermark, slice)
+	eps, err := s.absorbable(ctx, req, st.Watermark, slice)
+	if err != nil {
+		return Result{}, err
+	}
 	msgs := make([]sdk.Message, len(eps))
 	for i, ep := range eps {
 		msgs[i] = ep.Message
 	}
-	chunks := s.chunks(req.Identity, msgs)
+	chunks, err := s.chunks(ctx, req.Identity, msgs)
+	if err != nil {
+		return Result{}, err
+	}
 	start := st.Watermark
 	// Each call's key names its place in the conversation, the history
 	// before its chunk included: the same messages evicted again later
@@ -505,7 +515,7 @@ func (s *Service) deliver(id sdk.Identity, art sdk.Message) sdk.Message {
 // otherwise be copied into the summary, which goes back to the model on
 // every later turn. The watermark's hash covers the messages as sent, not
 // these.
-func (s *Service) absorbable(req Request, start int, slice []sdk.Message) []Episode {
+func (s *Service) absorbable(ctx context.Context, req Request, start int, slice []sdk.Message) ([]Episode, error) {
 	out := make([]Episode, 0, len(slice))
 	for i, m := range slice {
 		if s.opts.Echoes != nil {
@@ -518,17 +528,21 @@ func (s *Service) absorbable(req Request, start int, slice []sdk.Message) []Epis
 			}
 		}
 		if s.opts.Renderer != nil {
-			m = sdk.Message{Role: s.opts.Renderer.RenderText(req.Identity, m.Role, coordinator.TextLabel), Content: s.opts.Renderer.RenderText(req.Identity, m.Content, coordinator.TextSummary)}
+			content, err := s.opts.Renderer.RenderInbound(ctx, req.Identity, m.Content, coordinator.TextSummary)
+			if err != nil {
+				return nil, err
+			}
+			m = sdk.Message{Role: s.opts.Renderer.RenderText(req.Identity, m.Role, coordinator.TextLabel), Content: content}
 		}
 		out = append(out, Episode{Seq: start + i, Message: m})
 	}
-	return out
+	return out, nil
 }
 
 // chunks splits a slice into compactor calls of at most ChunkMessages
 // messages and about ChunkBytes bytes. A single message over ChunkBytes is
 // split into parts of the same role, so no call is ever unbounded.
-func (s *Service) chunks(id sdk.Identity, slice []sdk.Message) [][]sdk.Message {
+func (s *Service) chunks(ctx context.Context, id sdk.Identity, slice []sdk.Message) ([][]sdk.Message, error) {
 	var out [][]sdk.Message
 	var cur []sdk.Message
 	size := 0
@@ -544,7 +558,10 @@ func (s *Service) chunks(id sdk.Identity, slice []sdk.Message) [][]sdk.Message {
 				// A cut may fall inside what defanging wrote (after
 				// "defanged-", after a line's "[defanged] "), leaving
 				// the next part to start with a live marker.
-				part.Content = s.opts.Renderer.RenderText(id, part.Content, coordinator.TextSummary)
+				var err error
+				if part.Content, err = s.opts.Renderer.RenderInbound(ctx, id, part.Content, coordinator.TextSummary); err != nil {
+					return nil, err
+				}
 			}
 			n := len(part.Role) + len(part.Content)
 			if len(cur) > 0 && (size+n > s.opts.ChunkBytes || len(cur) >= s.opts.ChunkMessages) {
@@ -555,7 +572,7 @@ func (s *Service) chunks(id sdk.Identity, slice []sdk.Message) [][]sdk.Message {
 		}
 	}
 	flush()
-	return out
+	return out, nil
 }
 
 // splitMessage cuts m's content into parts of at most max bytes, on UTF-8
