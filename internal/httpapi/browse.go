@@ -137,11 +137,13 @@ func (s *Server) handleListRecords(ctx context.Context, c caller, w http.Respons
 			if err != nil {
 				return err
 			}
+			// An empty page counts as one record: a plugin answering
+			// empty pages with a cursor that moves is bounded too.
+			scanned += max(len(page.Records), 1)
 			if len(page.Records) == 0 && page.Next != "" {
-				after = page.Next // a page of nothing the caller may list
+				after = page.Next
 				continue
 			}
-			scanned += len(page.Records)
 			for _, rec := range page.Records {
 				after = rec.ID
 				if f.keep(&rec) && c.touchScope(rec.Scope) == nil {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 
@@ -49,5 +52,40 @@ func TestAnExportCursorThatDoesNotMoveIsRefused(t *testing.T) {
 	_, _, err = httpapi.CountScopes(t.Context(), "a", hp)
 	if !errors.Is(err, host.ErrBadAnswer) || p.calls.Load() != 2 {
 		t.Fatalf("after %d pages: %v; want the second page refused as a bad answer", p.calls.Load(), err)
+	}
+}
+
+// advancingCursor answers every Export with no records and a cursor past
+// the one asked with.
+type advancingCursor struct{ stuckCursor }
+
+func (s *advancingCursor) Export(context.Context, string, string, int) (sdk.ExportPage, error) {
+	return sdk.ExportPage{Next: fmt.Sprintf("c%09d", s.calls.Add(1))}, nil
+}
+
+// TestEmptyPagesCountTowardTheListingsBound: from an outside review. A
+// listing followed a plugin's empty pages, cursor moving each time, until
+// the request's deadline: empty pages did not count toward its bound. They
+// count now, so the listing stops at its bound.
+func TestEmptyPagesCountTowardTheListingsBound(t *testing.T) {
+	p := &advancingCursor{}
+	conn, err := host.ServeInProcess(t.Context(), p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	hp, err := conn.Provider()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(httpapi.New(httpapi.Options{Provider: func(string) (sdk.Provider, error) { return hp, nil }}).Handler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/v1/records?limit=10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || p.calls.Load() > 20_001 {
+		t.Fatalf("a listing over empty pages = %d after %d pages; want it answered within its bound", resp.StatusCode, p.calls.Load())
 	}
 }

@@ -69,7 +69,7 @@ func CountScopes(ctx context.Context, realm string, p sdk.Provider) ([]ScopeCoun
 			sc.Total++
 			sc.ByStatus[rec.Status]++
 		}
-		seen += len(page.Records)
+		seen += max(len(page.Records), 1) // an empty page counts: see listing
 		if page.Next == "" {
 			break
 		}
