@@ -384,3 +384,28 @@ func TestAFailedTraceBlankingLeavesTheRecord(t *testing.T) {
 		t.Fatalf("after the DELETE made again: GET %d, the trace store asked %d times; want the record gone and the traces blanked", status, calls)
 	}
 }
+
+// TestARefusedRejectionBlanksNothing: the traces are blanked before a
+// rejection (so a failure there leaves the proposal for the request made
+// again), but only a pending proposal's: rejecting an active record is a
+// conflict that changes nothing, its title in the traces included.
+func TestARefusedRejectionBlanksNothing(t *testing.T) {
+	db, err := statedb.Open(t.Context(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ledger, err := proposal.NewSQLLedger(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asks []string
+	srv, p := newTestServer(t, Options{Traces: forgetSpy{asks: &asks}, Proposals: &proposal.Queue{Ledger: ledger, MaxPending: 10}})
+	ids := p.MustAdd("default", sdk.Record{Scope: sdk.IdentityScope("alice"), Kind: sdk.KindFact, Title: "kumquat allergy", Body: "see the clinic"})
+	if status, body := call(t, srv, "POST", "/v1/records/"+ids[0]+"/reject", "", nil); status != 409 {
+		t.Fatalf("reject of an active record = %d %+v, want 409", status, body)
+	}
+	if len(asks) != 0 {
+		t.Fatalf("a refused rejection asked the traces to forget %v", asks)
+	}
+}
