@@ -137,9 +137,13 @@ func (s *Server) handleListRecords(ctx context.Context, c caller, w http.Respons
 			if err != nil {
 				return err
 			}
-			// An empty page counts as one record: a plugin answering
-			// empty pages with a cursor that moves is bounded too.
-			scanned += max(len(page.Records), 1)
+			// An empty page counts as a full one: a plugin answering
+			// empty pages with a cursor that moves is held to the pages
+			// an honest scan would take.
+			scanned += len(page.Records)
+			if len(page.Records) == 0 {
+				scanned += sdk.MaxExportPage
+			}
 			if len(page.Records) == 0 && page.Next != "" {
 				after = page.Next
 				continue

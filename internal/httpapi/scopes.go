@@ -69,7 +69,10 @@ func CountScopes(ctx context.Context, realm string, p sdk.Provider) ([]ScopeCoun
 			sc.Total++
 			sc.ByStatus[rec.Status]++
 		}
-		seen += max(len(page.Records), 1) // an empty page counts: see listing
+		seen += len(page.Records)
+		if len(page.Records) == 0 {
+			seen += sdk.MaxExportPage // as a full page: see the listing's loop
+		}
 		if page.Next == "" {
 			break
 		}
