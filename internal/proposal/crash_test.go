@@ -250,3 +250,70 @@ func TestTwoReapsRestoreOnce(t *testing.T) {
 		t.Fatalf("after two concurrent listings: stored %d, listed %d (total %d), in ledger %v; want the restored proposal pending and listed", len(got), len(listed), total, found)
 	}
 }
+
+// downProvider fails every write an approval makes, and the undo's import.
+type downProvider struct{ *sqlite.Store }
+
+func (downProvider) Supersede(context.Context, string, string, sdk.Record) (string, error) {
+	return "", errors.New("the provider is down")
+}
+
+func (downProvider) Import(context.Context, string, []sdk.Record) (sdk.ImportResult, error) {
+	return sdk.ImportResult{}, errors.New("the provider is down")
+}
+
+// TestAFailedApprovalKeepsWhatItHolds: from an outside review. An approval
+// over a record whose supersede failed, and then the undo's import too,
+// released its claim, which dropped the ledger's copy: the proposal was in
+// neither the store nor the ledger, and the next listing reaped its entry.
+// So did a review whose restore of a crashed approval's proposal failed.
+// The ledger now keeps what it holds, with the claim, until the proposal
+// is back in the store: a listing once the claim expired puts it back.
+func TestAFailedApprovalKeepsWhatItHolds(t *testing.T) {
+	later := func() time.Time { return time.Now().Add(2 * ClaimTTL) }
+	for _, tc := range []struct {
+		name string
+		fail func(t *testing.T, q *Queue, base *sqlite.Store, id string)
+	}{
+		{"the approval's writes fail", func(t *testing.T, q *Queue, base *sqlite.Store, id string) {
+			if _, err := q.Approve(ctx, "r", id, downProvider{base}); err == nil {
+				t.Fatal("the approval succeeded with its writes failing")
+			}
+		}},
+		{"a review's restore fails", func(t *testing.T, q *Queue, base *sqlite.Store, id string) {
+			p := stuckSupersede{base, make(chan struct{}), make(chan struct{})}
+			done := make(chan error, 1)
+			go func() { _, err := q.Approve(ctx, "r", id, p); done <- err }()
+			<-p.reached
+			t.Cleanup(func() { close(p.release); <-done })
+			after := &Queue{Ledger: q.Ledger, MaxPending: q.MaxPending, clock: later}
+			if _, err := after.Approve(ctx, "r", id, downProvider{base}); err == nil {
+				t.Fatal("the review succeeded with its restore failing")
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := newQueue(t)
+			base := sqliteProvider(t)
+			if _, err := base.Remember(ctx, "r", []sdk.Record{{Scope: sdk.MobScope("ops"), Kind: sdk.KindFact, Title: "Deploys", Body: "the old way"}}); err != nil {
+				t.Fatal(err)
+			}
+			ids, err := q.Propose(ctx, "r", base, []sdk.Record{{Scope: sdk.MobScope("ops"), Kind: sdk.KindFact, Title: "Deploys", Body: "the new way"}}, Proposer{Token: "bot"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.fail(t, q, base, ids[0])
+			if e, found, err := q.Ledger.Lookup(ctx, "r", ids[0]); err != nil || !found || e.Held == nil {
+				t.Fatalf("after the failure the ledger entry reads %+v, %v, %v; want it holding the proposal", e, found, err)
+			}
+			much := &Queue{Ledger: q.Ledger, MaxPending: q.MaxPending, clock: func() time.Time { return time.Now().Add(4 * ClaimTTL) }}
+			if _, _, _, err := much.List(ctx, "r", base, "", 10, nil); err != nil {
+				t.Fatal(err)
+			}
+			got, err := base.Get(ctx, "r", ids)
+			if err != nil || len(got) != 1 || !IsPending(&got[0]) {
+				t.Fatalf("after a listing once the claim expired: %+v, %v; want the proposal pending again", got, err)
+			}
+		})
+	}
+}

@@ -188,6 +188,21 @@ type heldProposal struct {
 	Target string     `json:"target"`
 }
 
+// heldOutOfStore reports whether the ledger holds proposal id of realm
+// while the store does not have it; or may (the ledger unread).
+func (q *Queue) heldOutOfStore(ctx context.Context, realm, id string, p sdk.Provider) bool {
+	e, found, err := q.Ledger.Lookup(ctx, realm, id)
+	if err != nil {
+		return true
+	}
+	if !found || e.Held == nil {
+		return false
+	}
+	// Unless the store answers it is there, it may not be.
+	_, err = pendingRecord(ctx, realm, id, p)
+	return err != nil && !errors.Is(err, ErrNotPending)
+}
+
 // hold keeps h in the ledger with its proposal's claim (Ledger.Hold).
 func (q *Queue) hold(ctx context.Context, realm string, h heldProposal) error {
 	data, err := json.Marshal(h)
@@ -506,12 +521,22 @@ func (q *Queue) review(ctx context.Context, realm, id string, p sdk.Provider, ac
 	// The entry as proposed, for release to note again should a listing
 	// have dropped it while the act had the proposal out of the store.
 	entry, found, err := q.Ledger.Lookup(ctx, realm, id)
-	if err != nil || !found {
+	if err != nil {
+		// Unread, the entry may hold a proposal out of the store: the
+		// claim stays until it expires rather than risk dropping that.
+		return err
+	}
+	if !found {
 		entry = Entry{Realm: realm, ID: id, Proposer: ImportedProposer, CreatedAt: time.Now().UTC()}
 	}
 	// release ends a failed review: the proposal is pending again, as it
-	// was, so an id only the claim noted leaves the ledger.
+	// was, so an id only the claim noted leaves the ledger. A proposal
+	// the act took out of the store and could not put back stays held,
+	// with the claim, for a reap to restore once the claim expires.
 	release := func(err error) error {
+		if q.heldOutOfStore(context.WithoutCancel(ctx), realm, id, p) {
+			return fmt.Errorf("%w (proposal %q is out of the store; the ledger holds it, and a listing after %s puts it back)", err, id, ClaimTTL)
+		}
 		undo := func(ctx context.Context) error { return q.Ledger.Release(ctx, entry) }
 		if noted {
 			undo = func(ctx context.Context) error { return q.Ledger.Remove(ctx, realm, []string{id}) }
