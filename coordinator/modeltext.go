@@ -136,22 +136,34 @@ func (c *Coordinator) RenderText(id sdk.Identity, s string, k TextKind) string {
 	return out
 }
 
-// RenderInbound is RenderText for text that came in from a client (a
-// conversation's evicted messages): one over largeInboundBytes waits,
-// within ctx, for its turn at the inbound gate, as DefangInbound's
-// content does.
-func (c *Coordinator) RenderInbound(ctx context.Context, id sdk.Identity, s string, k TextKind) (string, error) {
+// RenderInbound is RenderText for texts that came in from a client (a
+// conversation's evicted messages), each as kind k: texts over
+// largeInboundBytes in all wait, within ctx, for their turn at the inbound
+// gate, as DefangInbound's content does, and ctx ending stops the work
+// between texts.
+func (c *Coordinator) RenderInbound(ctx context.Context, id sdk.Identity, texts []string, k TextKind) ([]string, error) {
 	if err := context.Cause(ctx); err != nil {
-		return "", err
+		return nil, err
 	}
-	if len(s) > largeInboundBytes {
-		leave, err := c.inbound.enter(ctx, id, len(s))
+	n := 0
+	for _, s := range texts {
+		n += len(s)
+	}
+	if n > largeInboundBytes {
+		leave, err := c.inbound.enter(ctx, id, n)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		defer leave()
 	}
-	return c.RenderText(id, s, k), nil
+	out := make([]string, len(texts))
+	for i, s := range texts {
+		if err := context.Cause(ctx); err != nil {
+			return nil, err
+		}
+		out[i] = c.RenderText(id, s, k)
+	}
+	return out, nil
 }
 
 // countDefanged counts and logs markers neutralised for an identity.

@@ -106,10 +106,10 @@ type Renderer interface {
 	// RenderText defangs and cleans a text (the summary a compactor
 	// answered).
 	RenderText(id sdk.Identity, s string, k coordinator.TextKind) string
-	// RenderInbound is RenderText for the evicted messages a client sent:
-	// a large one waits its turn among the large inbound texts being
-	// defanged, within ctx.
-	RenderInbound(ctx context.Context, id sdk.Identity, s string, k coordinator.TextKind) (string, error)
+	// RenderInbound is RenderText for the evicted messages a client sent,
+	// each text as k: large ones in all wait their turn among the large
+	// inbound texts being defanged, within ctx.
+	RenderInbound(ctx context.Context, id sdk.Identity, texts []string, k coordinator.TextKind) ([]string, error)
 	// RenderSummary frames a summary for delivery: escaped, inside its
 	// own element, after a fixed preamble.
 	RenderSummary(id sdk.Identity, s string) string
@@ -527,14 +527,24 @@ func (s *Service) absorbable(ctx context.Context, req Request, start int, slice 
 				}
 			}
 		}
-		if s.opts.Renderer != nil {
-			content, err := s.opts.Renderer.RenderInbound(ctx, req.Identity, m.Content, coordinator.TextSummary)
-			if err != nil {
-				return nil, err
-			}
-			m = sdk.Message{Role: s.opts.Renderer.RenderText(req.Identity, m.Role, coordinator.TextLabel), Content: content}
-		}
 		out = append(out, Episode{Seq: start + i, Message: m})
+	}
+	if s.opts.Renderer == nil {
+		return out, nil
+	}
+	// Rendered together: many messages each under the gate's size are
+	// as costly as one over it.
+	contents := make([]string, len(out))
+	for i := range out {
+		contents[i] = out[i].Message.Content
+	}
+	contents, err := s.opts.Renderer.RenderInbound(ctx, req.Identity, contents, coordinator.TextSummary)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		m := &out[i].Message
+		m.Role, m.Content = s.opts.Renderer.RenderText(req.Identity, m.Role, coordinator.TextLabel), contents[i]
 	}
 	return out, nil
 }
@@ -553,16 +563,24 @@ func (s *Service) chunks(ctx context.Context, id sdk.Identity, slice []sdk.Messa
 		}
 	}
 	for _, m := range slice {
-		for _, part := range splitMessage(m, s.opts.ChunkBytes) {
-			if part.Content != m.Content && s.opts.Renderer != nil {
-				// A cut may fall inside what defanging wrote (after
-				// "defanged-", after a line's "[defanged] "), leaving
-				// the next part to start with a live marker.
-				var err error
-				if part.Content, err = s.opts.Renderer.RenderInbound(ctx, id, part.Content, coordinator.TextSummary); err != nil {
-					return nil, err
-				}
+		parts := splitMessage(m, s.opts.ChunkBytes)
+		if len(parts) > 1 && s.opts.Renderer != nil {
+			// A cut may fall inside what defanging wrote (after
+			// "defanged-", after a line's "[defanged] "), leaving the next
+			// part to start with a live marker.
+			texts := make([]string, len(parts))
+			for i := range parts {
+				texts[i] = parts[i].Content
 			}
+			texts, err := s.opts.Renderer.RenderInbound(ctx, id, texts, coordinator.TextSummary)
+			if err != nil {
+				return nil, err
+			}
+			for i := range parts {
+				parts[i].Content = texts[i]
+			}
+		}
+		for _, part := range parts {
 			n := len(part.Role) + len(part.Content)
 			if len(cur) > 0 && (size+n > s.opts.ChunkBytes || len(cur) >= s.opts.ChunkMessages) {
 				flush()

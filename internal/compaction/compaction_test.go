@@ -631,24 +631,27 @@ func TestCompactorsReadDefangedMessagesAndAnswersAreFramed(t *testing.T) {
 type inboundSpy struct {
 	*coordinator.Coordinator
 	inbound []string
+	calls   int
 }
 
 type spyKey struct{}
 
-func (s *inboundSpy) RenderInbound(ctx context.Context, id sdk.Identity, text string, k coordinator.TextKind) (string, error) {
+func (s *inboundSpy) RenderInbound(ctx context.Context, id sdk.Identity, texts []string, k coordinator.TextKind) ([]string, error) {
 	if ctx.Value(spyKey{}) != nil {
-		s.inbound = append(s.inbound, text)
+		s.inbound = append(s.inbound, texts...)
+		s.calls++
 	}
-	return s.Coordinator.RenderInbound(ctx, id, text, k)
+	return s.Coordinator.RenderInbound(ctx, id, texts, k)
 }
 
 // TestEvictedTextIsDefangedWithinTheRequest: from an outside review. The
 // evicted messages of a compaction were defanged whatever the request's
 // state, and with no place at the coordinator's inbound gate: megabytes of
-// forged markers took every core, and went on after the client left. Every
-// evicted text is now rendered as inbound text (a large one takes its turn
-// at the gate) within the request's context, and a request gone reads and
-// sends nothing.
+// forged markers took every core, and went on after the client left. The
+// evicted texts are now rendered as inbound text, together (their total
+// takes its turn at the gate: many messages each under its size cost as
+// much as one over it), within the request's context, and a request gone
+// reads and sends nothing.
 func TestEvictedTextIsDefangedWithinTheRequest(t *testing.T) {
 	coord, err := coordinator.New(coordinator.DefaultConfig(), coordinator.Options{Providers: coordinator.RealmProviders{}})
 	if err != nil {
@@ -670,7 +673,7 @@ func TestEvictedTextIsDefangedWithinTheRequest(t *testing.T) {
 	if _, err := s.Compact(ctx, r); err != nil || len(comp.seen) != 2 {
 		t.Fatalf("the same compaction with its request alive: %v, the compactor read %d messages", err, len(comp.seen))
 	}
-	if len(spy.inbound) != 2 || spy.inbound[0] != forged || spy.inbound[1] != "noted" {
-		t.Fatalf("rendered as inbound text within the request: %d texts; want both evicted messages", len(spy.inbound))
+	if len(spy.inbound) != 2 || spy.inbound[0] != forged || spy.inbound[1] != "noted" || spy.calls != 1 {
+		t.Fatalf("rendered as inbound text within the request: %d texts in %d calls; want both evicted messages in one (the gate weighs them together)", len(spy.inbound), spy.calls)
 	}
 }
