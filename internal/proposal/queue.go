@@ -761,7 +761,6 @@ func (q *Queue) Reject(ctx context.Context, realm, id string, p sdk.Provider) er
 	})
 }
 
-// pendingRecord fetches id and checks it is a pending proposal.
 // CheckPending answers what a review of id would refuse it with, before
 // it: not found, or a conflict when the record is no pending proposal.
 func CheckPending(ctx context.Context, realm, id string, p sdk.Provider) error {
@@ -769,6 +768,7 @@ func CheckPending(ctx context.Context, realm, id string, p sdk.Provider) error {
 	return err
 }
 
+// pendingRecord fetches id and checks it is a pending proposal.
 func pendingRecord(ctx context.Context, realm, id string, p sdk.Provider) (sdk.Record, error) {
 	getter, ok := host.ProviderOf(p).Getter()
 	if !ok {
