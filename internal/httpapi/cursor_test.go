@@ -34,22 +34,30 @@ func (s *stuckCursor) Import(context.Context, string, []sdk.Record) (sdk.ImportR
 	return sdk.ImportResult{}, nil
 }
 
+// inProcess serves p over the plugin protocol in this process and answers
+// the host's client of it, with its answers checked as a plugin's are.
+func inProcess(t *testing.T, p sdk.Plugin) sdk.Provider {
+	t.Helper()
+	conn, err := host.ServeInProcess(t.Context(), p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	hp, err := conn.Provider()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hp
+}
+
 // TestAnExportCursorThatDoesNotMoveIsRefused: a plugin answering the same
 // cursor forever had GET /v1/scopes ask it thousands of times a second
 // until the request's deadline, which then answered deadline_exceeded. The
 // second page is now refused as the plugin's bad answer.
 func TestAnExportCursorThatDoesNotMoveIsRefused(t *testing.T) {
 	p := &stuckCursor{}
-	conn, err := host.ServeInProcess(t.Context(), p, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	hp, err := conn.Provider()
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _, err = httpapi.CountScopes(t.Context(), "a", hp)
+	hp := inProcess(t, p)
+	_, _, err := httpapi.CountScopes(t.Context(), "a", hp)
 	if !errors.Is(err, host.ErrBadAnswer) || p.calls.Load() != 2 {
 		t.Fatalf("after %d pages: %v; want the second page refused as a bad answer", p.calls.Load(), err)
 	}
@@ -70,15 +78,7 @@ func (s *advancingCursor) Export(context.Context, string, string, int) (sdk.Expo
 // honest scan of its bound takes (20,000 records, 20 pages).
 func TestEmptyPagesCountTowardTheListingsBound(t *testing.T) {
 	p := &advancingCursor{}
-	conn, err := host.ServeInProcess(t.Context(), p, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	hp, err := conn.Provider()
-	if err != nil {
-		t.Fatal(err)
-	}
+	hp := inProcess(t, p)
 	srv := httptest.NewServer(httpapi.New(httpapi.Options{Provider: func(string) (sdk.Provider, error) { return hp, nil }}).Handler())
 	defer srv.Close()
 	resp, err := http.Get(srv.URL + "/v1/records?limit=10")

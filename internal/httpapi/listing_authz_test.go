@@ -174,10 +174,9 @@ func (f forgetSpy) Forget(_ context.Context, realm string, ids []string) error {
 	return nil
 }
 
-// TestForgettingBlanksTheTraces: a record forgotten (DELETE) or a
-// proposal rejected has its title blanked in the turn traces too, where
-// it would otherwise stay readable for the whole retention.
-func TestForgettingBlanksTheTraces(t *testing.T) {
+// sqlQueue is a proposal queue on a ledger in a fresh state database.
+func sqlQueue(t *testing.T) *proposal.Queue {
+	t.Helper()
 	db, err := statedb.Open(t.Context(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -187,8 +186,15 @@ func TestForgettingBlanksTheTraces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return &proposal.Queue{Ledger: ledger, MaxPending: 10}
+}
+
+// TestForgettingBlanksTheTraces: a record forgotten (DELETE) or a
+// proposal rejected has its title blanked in the turn traces too, where
+// it would otherwise stay readable for the whole retention.
+func TestForgettingBlanksTheTraces(t *testing.T) {
 	var asks []string
-	srv, p := newTestServer(t, Options{Traces: forgetSpy{asks: &asks}, Proposals: &proposal.Queue{Ledger: ledger, MaxPending: 10}})
+	srv, p := newTestServer(t, Options{Traces: forgetSpy{asks: &asks}, Proposals: sqlQueue(t)})
 	ids := p.MustAdd("default",
 		sdk.Record{Scope: sdk.IdentityScope("alice"), Kind: sdk.KindFact, Title: "kumquat allergy", Body: "see the clinic"},
 		sdk.Record{Scope: sdk.IdentityScope("alice"), Kind: sdk.KindFact, Title: "proposed", Body: "by an agent", Status: sdk.StatusQuarantined, Tags: []string{proposal.Tag}})
@@ -390,17 +396,8 @@ func TestAFailedTraceBlankingLeavesTheRecord(t *testing.T) {
 // again), but only a pending proposal's: rejecting an active record is a
 // conflict that changes nothing, its title in the traces included.
 func TestARefusedRejectionBlanksNothing(t *testing.T) {
-	db, err := statedb.Open(t.Context(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	ledger, err := proposal.NewSQLLedger(t.Context(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var asks []string
-	srv, p := newTestServer(t, Options{Traces: forgetSpy{asks: &asks}, Proposals: &proposal.Queue{Ledger: ledger, MaxPending: 10}})
+	srv, p := newTestServer(t, Options{Traces: forgetSpy{asks: &asks}, Proposals: sqlQueue(t)})
 	ids := p.MustAdd("default", sdk.Record{Scope: sdk.IdentityScope("alice"), Kind: sdk.KindFact, Title: "kumquat allergy", Body: "see the clinic"})
 	if status, body := call(t, srv, "POST", "/v1/records/"+ids[0]+"/reject", "", nil); status != 409 {
 		t.Fatalf("reject of an active record = %d %+v, want 409", status, body)

@@ -36,9 +36,11 @@ func (l stuckRemove) Remove(ctx context.Context, realm string, ids []string) err
 	return errors.New("the host died")
 }
 
-// TestApprovingWhatACrashedApprovalHeld: a review of a proposal whose
-// last review died with it out of the store puts it back and goes on.
-func TestApprovingWhatACrashedApprovalHeld(t *testing.T) {
+// proposedOver stores a target record and an agent's proposal restating
+// it, and answers the queue, the store, the proposal's id and the
+// target's.
+func proposedOver(t *testing.T) (*Queue, *sqlite.Store, string, string) {
+	t.Helper()
 	q := newQueue(t)
 	base := sqliteProvider(t)
 	targetIDs, err := base.Remember(ctx, "r", []sdk.Record{{Scope: sdk.MobScope("ops"), Kind: sdk.KindFact, Title: "Deploys", Body: "the old way"}})
@@ -49,17 +51,37 @@ func TestApprovingWhatACrashedApprovalHeld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return q, base, ids[0], targetIDs[0]
+}
+
+// crashedApproval starts an approval of id that never gets past its
+// supersede until the test ends (its host is taken to have died there),
+// and answers once the proposal is out of the store.
+func crashedApproval(t *testing.T, q *Queue, base *sqlite.Store, id string) {
+	t.Helper()
 	p := stuckSupersede{base, make(chan struct{}), make(chan struct{})}
 	done := make(chan error, 1)
-	go func() { _, err := q.Approve(ctx, "r", ids[0], p); done <- err }()
+	go func() { _, err := q.Approve(ctx, "r", id, p); done <- err }()
 	<-p.reached
+	// Released only at the end: its own undo would import the proposal
+	// again.
 	t.Cleanup(func() { close(p.release); <-done })
-	after := &Queue{Ledger: q.Ledger, MaxPending: q.MaxPending, clock: func() time.Time { return time.Now().Add(2 * ClaimTTL) }}
-	newID, err := after.Approve(ctx, "r", ids[0], base)
+}
+
+// later is a clock past the claim of a review started now.
+func later() time.Time { return time.Now().Add(2 * ClaimTTL) }
+
+// TestApprovingWhatACrashedApprovalHeld: a review of a proposal whose
+// last review died with it out of the store puts it back and goes on.
+func TestApprovingWhatACrashedApprovalHeld(t *testing.T) {
+	q, base, id, targetID := proposedOver(t)
+	crashedApproval(t, q, base, id)
+	after := &Queue{Ledger: q.Ledger, MaxPending: q.MaxPending, clock: later}
+	newID, err := after.Approve(ctx, "r", id, base)
 	if err != nil {
 		t.Fatalf("approving the proposal a crashed approval held: %v", err)
 	}
-	got, err := base.Get(ctx, "r", []string{newID, targetIDs[0], ids[0]})
+	got, err := base.Get(ctx, "r", []string{newID, targetID, id})
 	if err != nil || len(got) != 2 || got[0].Status != sdk.StatusActive || got[0].Body != "the new way" || got[1].Status != sdk.StatusSuperseded {
 		t.Fatalf("after the approval: %+v, %v; want the proposal's content active over the superseded target, the proposal gone", got, err)
 	}
@@ -75,7 +97,6 @@ func TestApprovingWhatACrashedApprovalHeld(t *testing.T) {
 func TestApprovalInterruptedByACrash(t *testing.T) {
 	target := sdk.Record{Scope: sdk.MobScope("ops"), Kind: sdk.KindFact, Title: "Deploys", Body: "the old way"}
 	prop := sdk.Record{Scope: sdk.MobScope("ops"), Kind: sdk.KindFact, Title: "Deploys", Body: "the new way, proposed by an agent"}
-	later := func() time.Time { return time.Now().Add(2 * ClaimTTL) }
 	for _, tc := range []struct {
 		name     string
 		died     func(q *Queue, base *sqlite.Store) (*Queue, sdk.Provider, chan struct{}, chan struct{})
@@ -171,44 +192,27 @@ func (l raceReap) Reap(ctx context.Context, realm string, ids []string, now time
 // noted the entry anew and restored the rejected proposal. The claim's
 // entry is now read again under the claim: noted anew, it is dropped.
 func TestAReapDoesNotRestoreARejectedProposal(t *testing.T) {
-	target := sdk.Record{Scope: sdk.MobScope("ops"), Kind: sdk.KindFact, Title: "Deploys", Body: "the old way"}
-	prop := sdk.Record{Scope: sdk.MobScope("ops"), Kind: sdk.KindFact, Title: "Deploys", Body: "the new way, proposed by an agent"}
-	later := func() time.Time { return time.Now().Add(2 * ClaimTTL) }
-	q := newQueue(t)
-	base := sqliteProvider(t)
-	if _, err := base.Remember(ctx, "r", []sdk.Record{target}); err != nil {
-		t.Fatal(err)
-	}
-	ids, err := q.Propose(ctx, "r", base, []sdk.Record{prop}, Proposer{Token: "bot"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := stuckSupersede{base, make(chan struct{}), make(chan struct{})}
-	done := make(chan error, 1)
-	go func() { _, err := q.Approve(ctx, "r", ids[0], p); done <- err }()
-	<-p.reached
+	q, base, id, _ := proposedOver(t)
+	crashedApproval(t, q, base, id)
 	// Another host rejects the proposal while this listing is between
 	// Reap and Claim.
 	rejecter := &Queue{Ledger: q.Ledger, MaxPending: q.MaxPending, clock: later}
 	var rejErr error
-	lister := &Queue{Ledger: raceReap{q.Ledger, func() { rejErr = rejecter.Reject(ctx, "r", ids[0], base) }}, MaxPending: q.MaxPending, clock: later}
+	lister := &Queue{Ledger: raceReap{q.Ledger, func() { rejErr = rejecter.Reject(ctx, "r", id, base) }}, MaxPending: q.MaxPending, clock: later}
 	if _, _, _, err := lister.List(ctx, "r", base, "", 10, nil); err != nil {
 		t.Fatal(err)
 	}
 	if rejErr != nil {
 		t.Fatalf("reject: %v", rejErr)
 	}
-	got, err := base.Get(ctx, "r", ids)
+	got, err := base.Get(ctx, "r", []string{id})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, total, _, _ := rejecter.List(ctx, "r", base, "", 10, nil)
 	if len(got) != 0 || total != 0 {
-		t.Fatalf("a proposal rejected (204) is back: stored %+v, pending total %d", got, total)
+		t.Fatalf("a proposal rejected is back: stored %+v, pending total %d", got, total)
 	}
-	// The stuck host is released only at the end: its own undo would
-	// import the proposal again.
-	t.Cleanup(func() { close(p.release); <-done })
 }
 
 // TestTwoReapsRestoreOnce: from an outside review. Two listings read the
@@ -217,23 +221,8 @@ func TestAReapDoesNotRestoreARejectedProposal(t *testing.T) {
 // through, and dropped the entry: the proposal was pending but never
 // listed. A restore now finds the proposal back in the store and keeps it.
 func TestTwoReapsRestoreOnce(t *testing.T) {
-	target := sdk.Record{Scope: sdk.MobScope("ops"), Kind: sdk.KindFact, Title: "Deploys", Body: "the old way"}
-	prop := sdk.Record{Scope: sdk.MobScope("ops"), Kind: sdk.KindFact, Title: "Deploys", Body: "the new way, proposed by an agent"}
-	later := func() time.Time { return time.Now().Add(2 * ClaimTTL) }
-	q := newQueue(t)
-	base := sqliteProvider(t)
-	if _, err := base.Remember(ctx, "r", []sdk.Record{target}); err != nil {
-		t.Fatal(err)
-	}
-	ids, err := q.Propose(ctx, "r", base, []sdk.Record{prop}, Proposer{Token: "bot"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := stuckSupersede{base, make(chan struct{}), make(chan struct{})}
-	done := make(chan error, 1)
-	go func() { _, err := q.Approve(ctx, "r", ids[0], p); done <- err }()
-	<-p.reached
-	t.Cleanup(func() { close(p.release); <-done })
+	q, base, id, _ := proposedOver(t)
+	crashedApproval(t, q, base, id)
 	first := &Queue{Ledger: q.Ledger, MaxPending: q.MaxPending, clock: later}
 	var ferr error
 	second := &Queue{Ledger: raceReap{q.Ledger, func() { _, _, _, ferr = first.List(ctx, "r", base, "", 10, nil) }}, MaxPending: q.MaxPending, clock: later}
@@ -243,9 +232,9 @@ func TestTwoReapsRestoreOnce(t *testing.T) {
 	if ferr != nil {
 		t.Fatal(ferr)
 	}
-	got, _ := base.Get(ctx, "r", ids)
+	got, _ := base.Get(ctx, "r", []string{id})
 	listed, total, _, _ := first.List(ctx, "r", base, "", 10, nil)
-	_, found, _ := q.Ledger.Lookup(ctx, "r", ids[0])
+	_, found, _ := q.Ledger.Lookup(ctx, "r", id)
 	if len(got) != 1 || total != 1 || len(listed) != 1 || !found {
 		t.Fatalf("after two concurrent listings: stored %d, listed %d (total %d), in ledger %v; want the restored proposal pending and listed", len(got), len(listed), total, found)
 	}
@@ -270,7 +259,6 @@ func (downProvider) Import(context.Context, string, []sdk.Record) (sdk.ImportRes
 // The ledger now keeps what it holds, with the claim, until the proposal
 // is back in the store: a listing once the claim expired puts it back.
 func TestAFailedApprovalKeepsWhatItHolds(t *testing.T) {
-	later := func() time.Time { return time.Now().Add(2 * ClaimTTL) }
 	for _, tc := range []struct {
 		name string
 		fail func(t *testing.T, q *Queue, base *sqlite.Store, id string)
@@ -281,11 +269,7 @@ func TestAFailedApprovalKeepsWhatItHolds(t *testing.T) {
 			}
 		}},
 		{"a review's restore fails", func(t *testing.T, q *Queue, base *sqlite.Store, id string) {
-			p := stuckSupersede{base, make(chan struct{}), make(chan struct{})}
-			done := make(chan error, 1)
-			go func() { _, err := q.Approve(ctx, "r", id, p); done <- err }()
-			<-p.reached
-			t.Cleanup(func() { close(p.release); <-done })
+			crashedApproval(t, q, base, id)
 			after := &Queue{Ledger: q.Ledger, MaxPending: q.MaxPending, clock: later}
 			if _, err := after.Approve(ctx, "r", id, downProvider{base}); err == nil {
 				t.Fatal("the review succeeded with its restore failing")
@@ -293,24 +277,16 @@ func TestAFailedApprovalKeepsWhatItHolds(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q := newQueue(t)
-			base := sqliteProvider(t)
-			if _, err := base.Remember(ctx, "r", []sdk.Record{{Scope: sdk.MobScope("ops"), Kind: sdk.KindFact, Title: "Deploys", Body: "the old way"}}); err != nil {
-				t.Fatal(err)
-			}
-			ids, err := q.Propose(ctx, "r", base, []sdk.Record{{Scope: sdk.MobScope("ops"), Kind: sdk.KindFact, Title: "Deploys", Body: "the new way"}}, Proposer{Token: "bot"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			tc.fail(t, q, base, ids[0])
-			if e, found, err := q.Ledger.Lookup(ctx, "r", ids[0]); err != nil || !found || e.Held == nil {
+			q, base, id, _ := proposedOver(t)
+			tc.fail(t, q, base, id)
+			if e, found, err := q.Ledger.Lookup(ctx, "r", id); err != nil || !found || e.Held == nil {
 				t.Fatalf("after the failure the ledger entry reads %+v, %v, %v; want it holding the proposal", e, found, err)
 			}
 			much := &Queue{Ledger: q.Ledger, MaxPending: q.MaxPending, clock: func() time.Time { return time.Now().Add(4 * ClaimTTL) }}
 			if _, _, _, err := much.List(ctx, "r", base, "", 10, nil); err != nil {
 				t.Fatal(err)
 			}
-			got, err := base.Get(ctx, "r", ids)
+			got, err := base.Get(ctx, "r", []string{id})
 			if err != nil || len(got) != 1 || !IsPending(&got[0]) {
 				t.Fatalf("after a listing once the claim expired: %+v, %v; want the proposal pending again", got, err)
 			}
