@@ -1151,3 +1151,29 @@ func TestInboundTextsAreWeighedTogether(t *testing.T) {
 		t.Fatalf("one text under the gate's size: %v, %d texts; want it rendered at once", err, len(out))
 	}
 }
+
+// TestATokensTextsShareOneTurn: from an outside review. A token that may
+// act as any identity spread a flood over many, each with a turn of its
+// own at the gate, queued ahead of other tokens' texts. Where the caller
+// names its token (WithActor), the token's texts share one turn.
+func TestATokensTextsShareOneTurn(t *testing.T) {
+	g := newInboundGate()
+	g.slots = make(chan struct{}, 2)
+	asRuntime := WithActor(context.Background(), "runtime")
+	bob := sdk.Identity{Realm: alice.Realm, ID: "bob"}
+	leave, err := g.enter(asRuntime, alice, largeInboundBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer leave()
+	ctx, cancel := context.WithTimeout(asRuntime, 50*time.Millisecond)
+	defer cancel()
+	if _, err := g.enter(ctx, bob, largeInboundBytes); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the same token's text as another identity: %v; want it to wait its token's turn", err)
+	}
+	leaveOther, err := g.enter(WithActor(context.Background(), "other"), bob, largeInboundBytes)
+	if err != nil {
+		t.Fatalf("another token's text: %v", err)
+	}
+	leaveOther()
+}

@@ -15,42 +15,61 @@ import (
 // large ones at once would take every core the turns need.
 const largeInboundBytes = 8 << 10
 
-// inboundGate admits the defanging of large inbound texts: one per
-// identity at a time, and across identities one per two cores. An
-// identity's own texts queue behind each other, not in front of other
-// identities', so one agent's flood delays only itself.
+// inboundGate admits the defanging of large inbound texts: one per actor
+// at a time, and across actors one per two cores. An actor's own texts
+// queue behind each other, not in front of other actors', so one agent's
+// flood delays only itself. The actor is the caller's token where the
+// API edge names it (WithActor: a token that may act as any identity
+// could otherwise spread a flood over many), else the identity.
 type inboundGate struct {
 	slots chan struct{}
 	mu    sync.Mutex
-	turns map[sdk.Identity]*identityTurn
+	turns map[string]*actorTurn
 }
 
-// identityTurn is one identity's place at the gate and how many of its
-// texts wait for it or hold it.
-type identityTurn struct {
+// actorTurn is one actor's place at the gate and how many of its texts
+// wait for it or hold it.
+type actorTurn struct {
 	held  chan struct{}
 	users int
 }
 
 func newInboundGate() *inboundGate {
-	return &inboundGate{slots: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2)), turns: map[sdk.Identity]*identityTurn{}}
+	return &inboundGate{slots: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2)), turns: map[string]*actorTurn{}}
 }
 
-// enter waits, within ctx, for id's turn and a slot, and answers the func
-// that gives both back.
+type actorKey struct{}
+
+// WithActor answers ctx naming who acts (a token's name) for the fairness
+// of the inbound gate.
+func WithActor(ctx context.Context, actor string) context.Context {
+	return context.WithValue(ctx, actorKey{}, actor)
+}
+
+// actorOf answers the gate's key for a text of id under ctx.
+func actorOf(ctx context.Context, id sdk.Identity) string {
+	if a, ok := ctx.Value(actorKey{}).(string); ok && a != "" {
+		return "token\x00" + a
+	}
+	return "identity\x00" + id.Realm + "\x00" + id.ID
+}
+
+// enter waits, within ctx, for the actor's turn and a slot, and answers
+// the func that gives both back.
 func (g *inboundGate) enter(ctx context.Context, id sdk.Identity, bytes int) (func(), error) {
+	key := actorOf(ctx, id)
 	g.mu.Lock()
-	t := g.turns[id]
+	t := g.turns[key]
 	if t == nil {
-		t = &identityTurn{held: make(chan struct{}, 1)}
-		g.turns[id] = t
+		t = &actorTurn{held: make(chan struct{}, 1)}
+		g.turns[key] = t
 	}
 	t.users++
 	g.mu.Unlock()
 	leave := func() {
 		g.mu.Lock()
 		if t.users--; t.users == 0 {
-			delete(g.turns, id)
+			delete(g.turns, key)
 		}
 		g.mu.Unlock()
 	}

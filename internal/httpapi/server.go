@@ -335,6 +335,9 @@ func (s *Server) routeWithin(mux *http.ServeMux, pattern string, timeout time.Du
 			// Code below the API logs through hclog.FromContext, so every
 			// line of the request carries its id.
 			ctx = hclog.WithContext(ctx, logger)
+			if c.token != nil {
+				ctx = coordinator.WithActor(ctx, c.token.Name)
+			}
 			return h(ctx, c, rec, r)
 		}()
 		if err != nil && rec.wrote {
