@@ -669,7 +669,7 @@ func TestEvictedTextIsDefangedWithinTheRequest(t *testing.T) {
 	if _, err := s.Compact(gone, r); !errors.Is(err, context.Canceled) || len(comp.seen) != 0 {
 		t.Fatalf("a compaction whose request is gone: %v, the compactor read %d messages; want the cancellation and nothing read", err, len(comp.seen))
 	}
-	spy.inbound = nil
+	spy.inbound, spy.calls = nil, 0
 	if _, err := s.Compact(ctx, r); err != nil || len(comp.seen) != 2 {
 		t.Fatalf("the same compaction with its request alive: %v, the compactor read %d messages", err, len(comp.seen))
 	}
