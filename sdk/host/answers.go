@@ -353,25 +353,30 @@ func oversizeUnary(ctx context.Context, method string, req, reply any, cc *grpc.
 	return oversized(method, err)
 }
 
-// oversizeStream does the same for a stream: the host sends small chunks,
-// so a message over the limit on a stream is always the plugin's.
-func oversizeStream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+// answerStream does the same for a stream: the host sends small chunks,
+// so a message over the limit on a stream is always the plugin's. So is a
+// message the plugin could not encode (a string of it not valid UTF-8),
+// as utf8Interceptor tells for a unary call.
+func answerStream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 	s, err := streamer(ctx, desc, cc, method, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return oversizeClientStream{ClientStream: s, method: method}, nil
+	return answerClientStream{ClientStream: s, method: method}, nil
 }
 
-type oversizeClientStream struct {
+type answerClientStream struct {
 	grpc.ClientStream
 	method string
 }
 
-func (s oversizeClientStream) RecvMsg(m any) error {
+func (s answerClientStream) RecvMsg(m any) error {
 	err := s.ClientStream.RecvMsg(m)
-	if overLimit(err) {
+	switch {
+	case overLimit(err):
 		return oversized(s.method, err)
+	case unencodable(err):
+		return badAnswer(path.Base(s.method), "a string of the answer is not valid UTF-8")
 	}
 	return err
 }

@@ -271,7 +271,8 @@ func TestAnswersOutOfContractAreRefused(t *testing.T) {
 func TestAnAnswerThatIsNotUTF8IsThePluginsFault(t *testing.T) {
 	h := hit("r1", sdk.RealmScope, 1)
 	h.Record.Title = "bad \xff title"
-	l := &liar{hits: []sdk.Hit{h}, records: []sdk.Record{h.Record}}
+	l := &liar{hits: []sdk.Hit{h}, records: []sdk.Record{h.Record},
+		rows: []sdk.ManifestRow{{ID: "r1", Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "bad \xff title"}}}
 	conn, err := host.ServeInProcess(t.Context(), l, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -283,6 +284,11 @@ func TestAnAnswerThatIsNotUTF8IsThePluginsFault(t *testing.T) {
 	}
 	if _, err := p.Recall(t.Context(), sdk.RecallQuery{Realm: "a", Query: "x"}); !errors.Is(err, host.ErrBadAnswer) {
 		t.Fatalf("recall answered %v (code %s); want a bad answer", err, sdk.CodeOf(err))
+	}
+	// A streamed answer (the manifest's rows) likewise.
+	m, _ := p.Lister()
+	if _, err := m.Manifest(t.Context(), sdk.ManifestQuery{Realm: "a", Scopes: []sdk.Scope{sdk.RealmScope}, Tier: sdk.TierFull}); !errors.Is(err, host.ErrBadAnswer) {
+		t.Fatalf("manifest answered %v (code %s); want a bad answer", err, sdk.CodeOf(err))
 	}
 	// A request that is not valid UTF-8 stays the caller's mistake.
 	if _, err := p.Recall(t.Context(), sdk.RecallQuery{Realm: "a", Query: "bad \xff query"}); !errors.Is(err, sdk.ErrInvalid) || errors.Is(err, host.ErrBadAnswer) {

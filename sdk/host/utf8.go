@@ -29,13 +29,20 @@ func utf8Interceptor(ctx context.Context, method string, req, reply any, cc *grp
 			return status.Errorf(codes.InvalidArgument, "%s: is not valid UTF-8", field)
 		}
 	}
-	if strings.Contains(status.Convert(err).Message(), "invalid UTF-8") {
+	if unencodable(err) {
 		// The request was valid: the plugin could not encode its answer
 		// (a record it holds is not valid UTF-8). The plugin's fault, so
 		// it is named and logged as any answer out of the protocol is.
 		return badAnswer(path.Base(method), "a string of the answer is not valid UTF-8")
 	}
 	return err
+}
+
+// unencodable reports whether err is gRPC's refusal to encode a message
+// with a string that is not valid UTF-8.
+func unencodable(err error) bool {
+	st, ok := status.FromError(err)
+	return ok && st.Code() == codes.Internal && strings.Contains(st.Message(), "invalid UTF-8")
 }
 
 // invalidUTF8Field names the first string field of m, at any depth, that
@@ -83,6 +90,6 @@ func invalidUTF8Field(m protoreflect.Message, prefix string) string {
 func grpcDialOptions() []grpc.DialOption {
 	return append(wire.DialOptions(),
 		grpc.WithChainUnaryInterceptor(oversizeUnary, utf8Interceptor, requestIDUnary),
-		grpc.WithChainStreamInterceptor(oversizeStream, requestIDStream),
+		grpc.WithChainStreamInterceptor(answerStream, requestIDStream),
 	)
 }
