@@ -102,26 +102,11 @@ func (s *Server) handleReject(ctx context.Context, c caller, w http.ResponseWrit
 	if err != nil {
 		return err
 	}
-	// A pending proposal's title is blanked first (see forgetTraces); a
-	// rejection refused changes nothing. One out of the store (an approval
-	// that died with it out holds it) is blanked once the rejection
-	// brought it back and rejected it.
-	pending := proposal.CheckPending(ctx, realm, id, p)
-	if pending != nil && !errors.Is(pending, sdk.ErrNotFound) {
-		return pending
-	}
-	if pending == nil {
-		if err := s.forgetTraces(ctx, realm, id); err != nil {
-			return err
-		}
-	}
-	if err := queue.Reject(ctx, realm, id, p); err != nil {
+	// The title is blanked in the traces first (see forgetTraces), once
+	// the review found the proposal pending: a rejection refused changes
+	// nothing.
+	if err := queue.Reject(ctx, realm, id, p, func() error { return s.forgetTraces(ctx, realm, id) }); err != nil {
 		return err
-	}
-	if pending != nil {
-		if err := s.forgetTraces(ctx, realm, id); err != nil {
-			return err
-		}
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"rejected": id, "status": "rejected"})
 }

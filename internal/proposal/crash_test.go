@@ -198,7 +198,7 @@ func TestAReapDoesNotRestoreARejectedProposal(t *testing.T) {
 	// Reap and Claim.
 	rejecter := &Queue{Ledger: q.Ledger, MaxPending: q.MaxPending, clock: later}
 	var rejErr error
-	lister := &Queue{Ledger: raceReap{q.Ledger, func() { rejErr = rejecter.Reject(ctx, "r", id, base) }}, MaxPending: q.MaxPending, clock: later}
+	lister := &Queue{Ledger: raceReap{q.Ledger, func() { rejErr = rejecter.Reject(ctx, "r", id, base, nil) }}, MaxPending: q.MaxPending, clock: later}
 	if _, _, _, err := lister.List(ctx, "r", base, "", 10, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -749,23 +749,23 @@ func (q *Queue) heldByProposals(ctx context.Context, realm string, p sdk.Provide
 }
 
 // Reject forgets the pending proposal id: a rejected proposal leaves
-// nothing behind but the caller's log line.
-func (q *Queue) Reject(ctx context.Context, realm, id string, p sdk.Provider) error {
+// nothing behind but the caller's log line. first, when set, runs under
+// the review's claim once the proposal is found pending and before it is
+// forgotten; its failure leaves the proposal pending.
+func (q *Queue) Reject(ctx context.Context, realm, id string, p sdk.Provider, first func() error) error {
 	forget, ok := host.ProviderOf(p).Forgetter()
 	if !ok {
 		return fmt.Errorf("the provider of realm %q cannot reject proposals (it lacks the forget capability): %w", realm, sdk.ErrUnsupported)
 	}
 	return q.review(ctx, realm, id, p, func(sdk.Record) error {
+		if first != nil {
+			if err := first(); err != nil {
+				return err
+			}
+		}
 		_, err := forget.Forget(ctx, realm, []string{id})
 		return err
 	})
-}
-
-// CheckPending answers what a review of id would refuse it with, before
-// it: not found, or a conflict when the record is no pending proposal.
-func CheckPending(ctx context.Context, realm, id string, p sdk.Provider) error {
-	_, err := pendingRecord(ctx, realm, id, p)
-	return err
 }
 
 // pendingRecord fetches id and checks it is a pending proposal.

@@ -61,7 +61,7 @@ func (m *meetingStore) Forget(_ context.Context, _ string, ids []string) (int, e
 func TestReviewsOfOneProposalDoNotBothAct(t *testing.T) {
 	type review func(q *Queue, p sdk.Provider, id string) error
 	approve := func(q *Queue, p sdk.Provider, id string) error { _, err := q.Approve(ctx, "r", id, p); return err }
-	reject := func(q *Queue, p sdk.Provider, id string) error { return q.Reject(ctx, "r", id, p) }
+	reject := func(q *Queue, p sdk.Provider, id string) error { return q.Reject(ctx, "r", id, p, nil) }
 	cases := []struct {
 		name     string
 		a, b     review
@@ -363,7 +363,7 @@ func TestAnExpiredProposalIsNotApproved(t *testing.T) {
 			if _, found, err := q.Ledger.Lookup(ctx, "r", ids[0]); err != nil || !found {
 				t.Fatalf("after the refusal the proposal is not noted (%v, %v)", found, err)
 			}
-			if err := q.Reject(ctx, "r", ids[0], s); err != nil {
+			if err := q.Reject(ctx, "r", ids[0], s, nil); err != nil {
 				t.Fatalf("the expired proposal's rejection answered %v", err)
 			}
 		})
