@@ -57,38 +57,44 @@ func (c caller) touchScope(sc sdk.Scope) error {
 // confirm that the id exists, and ids of archived conversations can be
 // computed from a guessed conversation name.
 func (s *Server) touchStored(ctx context.Context, c caller, realm, id string, sc sdk.Scope) error {
-	if c.touchScope(sc) != nil {
-		return recordNotFound(realm, id)
-	}
-	reads, err := s.readsShared(ctx, c, realm, sc)
+	hidden, err := s.hides(ctx, c, realm, sc)
 	if err != nil {
 		return err
 	}
-	if !reads {
+	if hidden {
 		return recordNotFound(realm, id)
 	}
 	return nil
 }
 
-// readsShared reports whether one of a bound token's identities reads sc,
-// a mob or operator scope; any other scope, and any other caller, pass.
-func (s *Server) readsShared(ctx context.Context, c caller, realm string, sc sdk.Scope) (bool, error) {
-	if !c.bound() {
+// hides reports whether a record of scope sc is hidden from a bound
+// token: another identity's own scope, or a mob or operator scope none of
+// its identities reads. Nothing is hidden from any other caller.
+func (s *Server) hides(ctx context.Context, c caller, realm string, sc sdk.Scope) (bool, error) {
+	if c.touchScope(sc) != nil {
 		return true, nil
+	}
+	if !c.bound() {
+		return false, nil
 	}
 	if class, _, err := sc.Parse(); err != nil || (class != sdk.ScopeMob && class != sdk.ScopeOperator) {
-		return true, nil
+		return false, nil
 	}
+	readable, err := s.readable(ctx, c, realm)
+	return !slices.Contains(readable, sc), err
+}
+
+// readable answers the scopes a bound token's identities read in realm.
+func (s *Server) readable(ctx context.Context, c caller, realm string) ([]sdk.Scope, error) {
+	var out []sdk.Scope
 	for _, id := range c.token.Identities {
 		scopes, err := s.opts.Coordinator.Scopes(ctx, sdk.Identity{Realm: realm, ID: id})
 		if err != nil {
-			return false, err
+			return nil, err
 		}
-		if slices.Contains(scopes, sc) {
-			return true, nil
-		}
+		out = append(out, scopes...)
 	}
-	return false, nil
+	return out, nil
 }
 
 // recordNotFound is the answer for an id the realm does not hold.
@@ -174,11 +180,8 @@ func (s *Server) mayForget(ctx context.Context, c caller, realm, id string, p sd
 		return true, nil
 	}
 	for _, r := range recs {
-		if c.touchScope(r.Scope) != nil {
-			return true, nil
-		}
-		if reads, err := s.readsShared(ctx, c, realm, r.Scope); err != nil || !reads {
-			return !reads, err
+		if hidden, err := s.hides(ctx, c, realm, r.Scope); err != nil || hidden {
+			return hidden, err
 		}
 		if !c.application() {
 			if err := proposal.CheckAgentForget(r.Scope, own); err != nil {

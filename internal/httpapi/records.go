@@ -150,13 +150,9 @@ func (s *Server) agentWritesWhereItReads(ctx context.Context, c caller, realm st
 	if !c.bound() {
 		return nil
 	}
-	var readable []sdk.Scope
-	for _, id := range c.token.Identities {
-		scopes, err := s.opts.Coordinator.Scopes(ctx, sdk.Identity{Realm: realm, ID: id})
-		if err != nil {
-			return err
-		}
-		readable = append(readable, scopes...)
+	readable, err := s.readable(ctx, c, realm)
+	if err != nil {
+		return err
 	}
 	for i, r := range records {
 		if !slices.Contains(readable, r.Scope) {
