@@ -790,13 +790,11 @@ func (c *Coordinator) DefangInbound(ctx context.Context, id sdk.Identity, conten
 	if c.defang == nil {
 		return DefangResult{Content: content}, nil
 	}
-	if n := content.textBytes(); n > largeInboundBytes {
-		leave, err := c.inbound.enter(ctx, id, n)
-		if err != nil {
-			return DefangResult{}, err
-		}
-		defer leave()
+	leave, err := c.inbound.enter(ctx, id, content.textBytes())
+	if err != nil {
+		return DefangResult{}, err
 	}
+	defer leave()
 	out, hits, err := c.defang.defangContentUntil(ctx.Done(), content)
 	if err != nil {
 		return DefangResult{}, fmt.Errorf("defanging stopped: %w", context.Cause(ctx))

@@ -1106,16 +1106,16 @@ func TestOneIdentitysFloodWaitsBehindItself(t *testing.T) {
 	g := newInboundGate()
 	g.slots = make(chan struct{}, 2)
 	bob := sdk.Identity{Realm: alice.Realm, ID: "bob"}
-	leave, err := g.enter(context.Background(), alice, largeInboundBytes)
+	leave, err := g.enter(context.Background(), alice, largeInboundBytes+1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if _, err := g.enter(ctx, alice, largeInboundBytes); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := g.enter(ctx, alice, largeInboundBytes+1); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("alice's second text while her first is defanged: %v; want it to wait", err)
 	}
-	leaveBob, err := g.enter(context.Background(), bob, largeInboundBytes)
+	leaveBob, err := g.enter(context.Background(), bob, largeInboundBytes+1)
 	if err != nil {
 		t.Fatalf("bob's text while alice's is defanged: %v", err)
 	}
@@ -1161,17 +1161,17 @@ func TestATokensTextsShareOneTurn(t *testing.T) {
 	g.slots = make(chan struct{}, 2)
 	asRuntime := WithActor(context.Background(), "runtime")
 	bob := sdk.Identity{Realm: alice.Realm, ID: "bob"}
-	leave, err := g.enter(asRuntime, alice, largeInboundBytes)
+	leave, err := g.enter(asRuntime, alice, largeInboundBytes+1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer leave()
 	ctx, cancel := context.WithTimeout(asRuntime, 50*time.Millisecond)
 	defer cancel()
-	if _, err := g.enter(ctx, bob, largeInboundBytes); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := g.enter(ctx, bob, largeInboundBytes+1); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("the same token's text as another identity: %v; want it to wait its token's turn", err)
 	}
-	leaveOther, err := g.enter(WithActor(context.Background(), "other"), bob, largeInboundBytes)
+	leaveOther, err := g.enter(WithActor(context.Background(), "other"), bob, largeInboundBytes+1)
 	if err != nil {
 		t.Fatalf("another token's text: %v", err)
 	}

@@ -149,13 +149,11 @@ func (c *Coordinator) RenderInbound(ctx context.Context, id sdk.Identity, texts 
 	for _, s := range texts {
 		n += len(s)
 	}
-	if n > largeInboundBytes {
-		leave, err := c.inbound.enter(ctx, id, n)
-		if err != nil {
-			return nil, err
-		}
-		defer leave()
+	leave, err := c.inbound.enter(ctx, id, n)
+	if err != nil {
+		return nil, err
 	}
+	defer leave()
 	out := make([]string, len(texts))
 	for i, s := range texts {
 		if err := context.Cause(ctx); err != nil {
