@@ -95,7 +95,7 @@ func (s *store) importRecords(ctx context.Context, realm string, records []sdk.R
 			res.Skipped++
 			continue
 		}
-		w, err := newPendingWrite(s.root, *r, true)
+		w, err := newPendingWrite(s.root, *r, nil)
 		if err == nil {
 			err = checkFree(w.path)
 		}

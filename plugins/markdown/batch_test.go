@@ -29,7 +29,7 @@ func stageBatch(t *testing.T, tp *testProvider, titles []string, whole bool) ([]
 		if err := ensureDir(tp.root, fileKey{r.Realm, r.Scope, r.ID}.dirRel()); err != nil {
 			t.Fatal(err)
 		}
-		w, err := newPendingWrite(tp.root, r, true)
+		w, err := newPendingWrite(tp.root, r, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

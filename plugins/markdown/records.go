@@ -136,11 +136,10 @@ func revival(root string, d *doc, expires time.Time, now time.Time) (*pendingWri
 	}
 	rec := cloneRecord(&d.rec)
 	rec.ExpiresAt, rec.UpdatedAt = expires, now
-	w, err := newPendingWrite(root, rec, false)
+	w, err := newPendingWrite(root, rec, d)
 	if err != nil {
 		return nil, err
 	}
-	w.restore, w.was = renderRecord(&d.rec), d
 	w.fields = recordFields(&w.rec)
 	return w, nil
 }
@@ -153,12 +152,11 @@ type pendingWrite struct {
 	rec    sdk.Record
 	fields [][]string // recordFields(&rec)
 	stamp  fileStamp
-	isNew  bool // no file was there before: roll back by removing it
-	// restore is what an existing file held, put back on rollback.
-	restore []byte
-	// was is the indexed record a rewrite replaces: the file must still
-	// be what the index read (writeAll checks), or the rewrite, built
-	// from the index, would overwrite a hand edit it has not seen.
+	// was is the indexed record a rewrite replaces, nil for a new file
+	// (rolled back by removing it). The file must still be what the
+	// index read (writeAll checks), or the rewrite, built from the index,
+	// would overwrite a hand edit it has not seen; a rollback puts was
+	// back.
 	was *doc
 }
 
@@ -167,7 +165,7 @@ type pendingWrite struct {
 // may be made again.
 var errFileChanged = fmt.Errorf("a record's file changed on disk since it was read: %w", sdk.ErrConflict)
 
-func newPendingWrite(root string, r sdk.Record, isNew bool) (*pendingWrite, error) {
+func newPendingWrite(root string, r sdk.Record, was *doc) (*pendingWrite, error) {
 	k := fileKey{r.Realm, r.Scope, r.ID}
 	if err := checkKey(k); err != nil {
 		return nil, err
@@ -176,7 +174,7 @@ func newPendingWrite(root string, r sdk.Record, isNew bool) (*pendingWrite, erro
 	if err != nil {
 		return nil, err
 	}
-	w := &pendingWrite{key: k, path: p, rec: r, isNew: isNew}
+	w := &pendingWrite{key: k, path: p, rec: r, was: was}
 	w.data = renderRecord(&w.rec)
 	return w, nil
 }
@@ -197,7 +195,7 @@ func checkFree(path string) error {
 // rewrite keeps its place (put). The caller holds idx.
 func (w *pendingWrite) doc(ri *realmIndex) *doc {
 	d := &doc{rec: w.rec, stamp: w.stamp, digest: fileDigest(w.data)}
-	if w.isNew {
+	if w.was == nil {
 		d.seq = ri.writeSeq(w.rec.UpdatedAt)
 	}
 	return d
@@ -293,9 +291,9 @@ func (s *store) writeAll(ctx context.Context, ws []*pendingWrite) error {
 			os.Remove(intent)
 		}
 		for _, w := range renamed {
-			if w.isNew {
+			if w.was == nil {
 				os.Remove(w.path)
-			} else if _, rerr := writeAtomic(w.path, w.restore); rerr != nil {
+			} else if _, rerr := writeAtomic(w.path, renderRecord(&w.was.rec)); rerr != nil {
 				s.log.Error("cannot undo a rewrite after a failed write", "file", w.path, "error", rerr)
 			}
 		}
@@ -374,7 +372,7 @@ func (s *store) remember(ctx context.Context, realm string, records []sdk.Record
 		if batchIDs[r.ID] {
 			return nil, fmt.Errorf("markdown: record %d: id %q appears twice in the batch: %w", i, r.ID, sdk.ErrConflict)
 		}
-		w, err := newPendingWrite(s.root, *r, true)
+		w, err := newPendingWrite(s.root, *r, nil)
 		if err == nil && records[i].ID != "" {
 			err = checkFree(w.path)
 		}
@@ -541,7 +539,7 @@ func (s *store) supersede(ctx context.Context, realm, oldID string, rep sdk.Reco
 		if ri.get(rep.ID) != nil {
 			return "", fmt.Errorf("markdown: supersede: id %q is already used by another record: %w", rep.ID, sdk.ErrConflict)
 		}
-		w, err := newPendingWrite(s.root, rep, true)
+		w, err := newPendingWrite(s.root, rep, nil)
 		if err == nil {
 			err = checkFree(w.path)
 		}
@@ -554,11 +552,10 @@ func (s *store) supersede(ctx context.Context, realm, oldID string, rep sdk.Reco
 	marked := cloneRecord(&old.rec)
 	marked.Status = sdk.StatusSuperseded
 	marked.UpdatedAt = now
-	mw, err := newPendingWrite(s.root, marked, false)
+	mw, err := newPendingWrite(s.root, marked, old)
 	if err != nil {
 		return "", fmt.Errorf("markdown: supersede: %w", err)
 	}
-	mw.restore, mw.was = renderRecord(&old.rec), old
 	// Both files or neither: writeAll removes the new one and puts the
 	// old one back if anything fails.
 	if err := s.writeAll(ctx, append(writes, mw)); err != nil {
