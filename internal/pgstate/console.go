@@ -101,7 +101,7 @@ func (p *Proposals) Reap(ctx context.Context, realm string, ids []string, now ti
 			return err
 		}
 		for rows.Next() {
-			e, err := scanHeldProposal(rows.Scan)
+			e, err := proposal.ScanHeldEntry(rows.Scan)
 			if err != nil {
 				rows.Close()
 				return err
@@ -141,7 +141,7 @@ func (p *Proposals) List(ctx context.Context, realm, after string, limit int) ([
 	defer rows.Close()
 	var out []proposal.Entry
 	for rows.Next() {
-		e, err := scanProposal(rows.Scan)
+		e, err := proposal.ScanEntry(rows.Scan)
 		if err != nil {
 			return nil, 0, fmt.Errorf("proposal ledger: list: %w", classify(err))
 		}
@@ -154,7 +154,7 @@ func (p *Proposals) List(ctx context.Context, realm, after string, limit int) ([
 }
 
 func (p *Proposals) Lookup(ctx context.Context, realm, id string) (proposal.Entry, bool, error) {
-	e, err := scanHeldProposal(p.db.pool.QueryRow(ctx, p.db.q(`SELECT realm, id, proposer, identity, created_ms, held FROM proposals WHERE realm = $1 AND id = $2`), realm, id).Scan)
+	e, err := proposal.ScanHeldEntry(p.db.pool.QueryRow(ctx, p.db.q(`SELECT realm, id, proposer, identity, created_ms, held FROM proposals WHERE realm = $1 AND id = $2`), realm, id).Scan)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return proposal.Entry{}, false, nil
 	}
@@ -173,7 +173,7 @@ func (p *Proposals) Proposed(ctx context.Context, realm, proposer string, limit 
 	defer rows.Close()
 	var out []proposal.Entry
 	for rows.Next() {
-		e, err := scanProposal(rows.Scan)
+		e, err := proposal.ScanEntry(rows.Scan)
 		if err != nil {
 			return nil, fmt.Errorf("proposal ledger: list a proposer's: %w", classify(err))
 		}
@@ -234,27 +234,6 @@ func (p *Proposals) Release(ctx context.Context, e proposal.Entry) error {
 		return fmt.Errorf("proposal ledger: release: %w", classify(err))
 	}
 	return nil
-}
-
-func scanProposal(scan func(...any) error) (proposal.Entry, error) {
-	var e proposal.Entry
-	var ms int64
-	if err := scan(&e.Realm, &e.ID, &e.Proposer, &e.Identity, &ms); err != nil {
-		return proposal.Entry{}, err
-	}
-	e.CreatedAt = time.UnixMilli(ms).UTC()
-	return e, nil
-}
-
-// scanHeldProposal is scanProposal of a row with the held column after
-// the others.
-func scanHeldProposal(scan func(...any) error) (proposal.Entry, error) {
-	var held []byte
-	e, err := scanProposal(func(dest ...any) error { return scan(append(dest, &held)...) })
-	if len(held) > 0 {
-		e.Held = held
-	}
-	return e, err
 }
 
 // Traces is the turn trace store shared by every host on the database.

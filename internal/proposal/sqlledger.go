@@ -116,7 +116,7 @@ func (l *SQLLedger) Reap(ctx context.Context, realm string, ids []string, now ti
 		}
 		defer rows.Close()
 		for rows.Next() {
-			e, err := scanHeld(rows.Scan)
+			e, err := ScanHeldEntry(rows.Scan)
 			if err != nil {
 				return err
 			}
@@ -151,7 +151,7 @@ func (l *SQLLedger) List(ctx context.Context, realm, after string, limit int) ([
 	defer rows.Close()
 	var out []Entry
 	for rows.Next() {
-		e, err := scanEntry(rows.Scan)
+		e, err := ScanEntry(rows.Scan)
 		if err != nil {
 			return nil, 0, l.db.Wrap("list proposals", err)
 		}
@@ -161,7 +161,7 @@ func (l *SQLLedger) List(ctx context.Context, realm, after string, limit int) ([
 }
 
 func (l *SQLLedger) Lookup(ctx context.Context, realm, id string) (Entry, bool, error) {
-	e, err := scanHeld(func(dest ...any) error {
+	e, err := ScanHeldEntry(func(dest ...any) error {
 		return l.db.QueryRow(ctx, dest, `SELECT realm, id, proposer, identity, created_ms, held FROM proposals WHERE realm = ? AND id = ?`, realm, id)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
@@ -182,7 +182,7 @@ func (l *SQLLedger) Proposed(ctx context.Context, realm, proposer string, limit 
 	defer rows.Close()
 	var out []Entry
 	for rows.Next() {
-		e, err := scanEntry(rows.Scan)
+		e, err := ScanEntry(rows.Scan)
 		if err != nil {
 			return nil, l.db.Wrap("list a proposer's proposals", err)
 		}
@@ -238,9 +238,10 @@ func (l *SQLLedger) Release(ctx context.Context, e Entry) error {
 	return err
 }
 
-// scanEntry reads one row of the ledger's columns, in the order every
-// ledger selects them.
-func scanEntry(scan func(...any) error) (Entry, error) {
+// ScanEntry reads one row of the ledger's columns, in the order every
+// ledger (this one, and pgstate's on PostgreSQL) selects them: realm, id,
+// proposer, identity, created_ms.
+func ScanEntry(scan func(...any) error) (Entry, error) {
 	var e Entry
 	var ms int64
 	if err := scan(&e.Realm, &e.ID, &e.Proposer, &e.Identity, &ms); err != nil {
@@ -250,10 +251,11 @@ func scanEntry(scan func(...any) error) (Entry, error) {
 	return e, nil
 }
 
-// scanHeld is scanEntry of a row with the held column after the others.
-func scanHeld(scan func(...any) error) (Entry, error) {
+// ScanHeldEntry is ScanEntry of a row with the held column after the
+// others.
+func ScanHeldEntry(scan func(...any) error) (Entry, error) {
 	var held []byte
-	e, err := scanEntry(func(dest ...any) error { return scan(append(dest, &held)...) })
+	e, err := ScanEntry(func(dest ...any) error { return scan(append(dest, &held)...) })
 	if len(held) > 0 {
 		e.Held = held
 	}
