@@ -532,21 +532,36 @@ func (s *Service) absorbable(ctx context.Context, req Request, start int, slice 
 	if s.opts.Renderer == nil {
 		return out, nil
 	}
-	// Rendered together: many messages each under the gate's size are
-	// as costly as one over it.
-	contents := make([]string, len(out))
+	contents := make([]*string, len(out))
 	for i := range out {
-		contents[i] = out[i].Message.Content
+		contents[i] = &out[i].Message.Content
 	}
-	contents, err := s.opts.Renderer.RenderInbound(ctx, req.Identity, contents, coordinator.TextSummary)
-	if err != nil {
+	if err := s.renderInbound(ctx, req.Identity, contents); err != nil {
 		return nil, err
 	}
 	for i := range out {
 		m := &out[i].Message
-		m.Role, m.Content = s.opts.Renderer.RenderText(req.Identity, m.Role, coordinator.TextLabel), contents[i]
+		m.Role = s.opts.Renderer.RenderText(req.Identity, m.Role, coordinator.TextLabel)
 	}
 	return out, nil
+}
+
+// renderInbound renders the texts contents point to, in place, as inbound
+// text, together: many messages each under the inbound gate's size are as
+// costly as one over it.
+func (s *Service) renderInbound(ctx context.Context, id sdk.Identity, contents []*string) error {
+	texts := make([]string, len(contents))
+	for i, c := range contents {
+		texts[i] = *c
+	}
+	texts, err := s.opts.Renderer.RenderInbound(ctx, id, texts, coordinator.TextSummary)
+	if err != nil {
+		return err
+	}
+	for i, c := range contents {
+		*c = texts[i]
+	}
+	return nil
 }
 
 // chunks splits a slice into compactor calls of at most ChunkMessages
@@ -568,16 +583,12 @@ func (s *Service) chunks(ctx context.Context, id sdk.Identity, slice []sdk.Messa
 			// A cut may fall inside what defanging wrote (after
 			// "defanged-", after a line's "[defanged] "), leaving the next
 			// part to start with a live marker.
-			texts := make([]string, len(parts))
+			contents := make([]*string, len(parts))
 			for i := range parts {
-				texts[i] = parts[i].Content
+				contents[i] = &parts[i].Content
 			}
-			texts, err := s.opts.Renderer.RenderInbound(ctx, id, texts, coordinator.TextSummary)
-			if err != nil {
+			if err := s.renderInbound(ctx, id, contents); err != nil {
 				return nil, err
-			}
-			for i := range parts {
-				parts[i].Content = texts[i]
 			}
 		}
 		for _, part := range parts {
