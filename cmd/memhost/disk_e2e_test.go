@@ -53,6 +53,26 @@ func fillDisk(t *testing.T, dir string) string {
 	return path
 }
 
+// onEachTmpfsProvider runs test in a subtest per provider that keeps its
+// data in data_dir (not postgres), with memhost started on it and its
+// data directory on a 32 MiB tmpfs.
+func onEachTmpfsProvider(t *testing.T, test func(t *testing.T, m *instance, cfgPath, dataDir string)) {
+	for _, pc := range providerConfigs {
+		if pc.env != nil {
+			continue // a server-backed provider (postgres) keeps no data in data_dir
+		}
+		t.Run(pc.plugin, func(t *testing.T) {
+			cfgPath, dataDir := writeConfig(t, providerDeployment(pc.plugin, pc.config))
+			mountTmpfs(t, dataDir, 32<<20)
+			m, err := startWithConfig(t, cfgPath, dataDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			test(t, m, cfgPath, dataDir)
+		})
+	}
+}
+
 // noteRecord is a realm record with a body large enough to need new pages.
 func noteRecord(i int) map[string]any {
 	return map[string]any{
@@ -68,65 +88,54 @@ func noteRecord(i int) map[string]any {
 // space is freed writes succeed again.
 func TestFullDiskAnswersStorageFull(t *testing.T) {
 	t.Parallel()
-	for _, pc := range providerConfigs {
-		if pc.env != nil {
-			continue // a server-backed provider (postgres) keeps no data in data_dir
+	onEachTmpfsProvider(t, func(t *testing.T, m *instance, cfgPath, dataDir string) {
+		pid := pluginPids(t, m)[0]
+		var stored []string
+		for i := range 3 {
+			stored = append(stored, remember(t, m, noteRecord(i))...)
 		}
-		t.Run(pc.plugin, func(t *testing.T) {
-			cfgPath, dataDir := writeConfig(t, providerDeployment(pc.plugin, pc.config))
-			mountTmpfs(t, dataDir, 32<<20)
-			m, err := startWithConfig(t, cfgPath, dataDir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pid := pluginPids(t, m)[0]
-			var stored []string
-			for i := range 3 {
-				stored = append(stored, remember(t, m, noteRecord(i))...)
-			}
-			filler := fillDisk(t, dataDir)
+		filler := fillDisk(t, dataDir)
 
-			var refused []int
-			for i := 3; i < 200 && len(refused) < 3; i++ {
-				var out struct {
-					IDs []string `json:"ids"`
-					apiError
+		var refused []int
+		for i := 3; i < 200 && len(refused) < 3; i++ {
+			var out struct {
+				IDs []string `json:"ids"`
+				apiError
+			}
+			switch code := m.do("POST", "/v1/records", map[string]any{"records": []any{noteRecord(i)}}, &out); code {
+			case 200: // the store still had free pages of its own
+				stored = append(stored, out.IDs...)
+			case 507:
+				if out.Error.Code != "storage_full" {
+					t.Fatalf("write %d on a full disk: 507 with code %q, want storage_full: %s", i, out.Error.Code, out.Error.Message)
 				}
-				switch code := m.do("POST", "/v1/records", map[string]any{"records": []any{noteRecord(i)}}, &out); code {
-				case 200: // the store still had free pages of its own
-					stored = append(stored, out.IDs...)
-				case 507:
-					if out.Error.Code != "storage_full" {
-						t.Fatalf("write %d on a full disk: 507 with code %q, want storage_full: %s", i, out.Error.Code, out.Error.Message)
-					}
-					refused = append(refused, i)
-				default:
-					t.Fatalf("write %d on a full disk: status %d code %q: %s\n%s", i, code, out.Error.Code, out.Error.Message, m.logs())
-				}
+				refused = append(refused, i)
+			default:
+				t.Fatalf("write %d on a full disk: status %d code %q: %s\n%s", i, code, out.Error.Code, out.Error.Message, m.logs())
 			}
-			if len(refused) == 0 {
-				t.Fatalf("197 writes on a full disk and none answered storage_full\n%s", m.logs())
-			}
-			if code := m.do("GET", "/healthz", nil, nil); code != 200 {
-				t.Fatalf("/healthz on a full disk = %d", code)
-			}
-			if now := pluginPids(t, m)[0]; now != pid {
-				t.Fatalf("the plugin restarted on a full disk (pid %d, was %d)", now, pid)
-			}
-			checkReadable(t, m, stored)
+		}
+		if len(refused) == 0 {
+			t.Fatalf("197 writes on a full disk and none answered storage_full\n%s", m.logs())
+		}
+		if code := m.do("GET", "/healthz", nil, nil); code != 200 {
+			t.Fatalf("/healthz on a full disk = %d", code)
+		}
+		if now := pluginPids(t, m)[0]; now != pid {
+			t.Fatalf("the plugin restarted on a full disk (pid %d, was %d)", now, pid)
+		}
+		checkReadable(t, m, stored)
 
-			if err := os.Remove(filler); err != nil {
-				t.Fatal(err)
-			}
-			// A refused write was not acknowledged; retried once there is
-			// room it succeeds (writes are idempotent by content).
-			for _, i := range refused {
-				stored = append(stored, remember(t, m, noteRecord(i))...)
-			}
-			stored = append(stored, remember(t, m, noteRecord(1000))...)
-			checkReadable(t, m, stored)
-		})
-	}
+		if err := os.Remove(filler); err != nil {
+			t.Fatal(err)
+		}
+		// A refused write was not acknowledged; retried once there is
+		// room it succeeds (writes are idempotent by content).
+		for _, i := range refused {
+			stored = append(stored, remember(t, m, noteRecord(i))...)
+		}
+		stored = append(stored, remember(t, m, noteRecord(1000))...)
+		checkReadable(t, m, stored)
+	})
 }
 
 // checkReadable gets each id and recalls the notes by their shared words.
@@ -159,43 +168,32 @@ func checkReadable(t *testing.T, m *instance, ids []string) {
 // writable again.
 func TestReadOnlyDataDirIsRefusedClearly(t *testing.T) {
 	t.Parallel()
-	for _, pc := range providerConfigs {
-		if pc.env != nil {
-			continue // a server-backed provider (postgres) keeps no data in data_dir
+	onEachTmpfsProvider(t, func(t *testing.T, m *instance, cfgPath, dataDir string) {
+		ids := remember(t, m, noteRecord(1), noteRecord(2))
+		m.stop()
+
+		remount := func(flags uintptr) {
+			t.Helper()
+			if err := syscall.Mount("tmpfs", dataDir, "tmpfs", syscall.MS_REMOUNT|flags, ""); err != nil {
+				t.Fatalf("remount %s: %v", dataDir, err)
+			}
 		}
-		t.Run(pc.plugin, func(t *testing.T) {
-			cfgPath, dataDir := writeConfig(t, providerDeployment(pc.plugin, pc.config))
-			mountTmpfs(t, dataDir, 32<<20)
-			m, err := startWithConfig(t, cfgPath, dataDir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids := remember(t, m, noteRecord(1), noteRecord(2))
-			m.stop()
+		remount(syscall.MS_RDONLY)
+		_, err := startWithConfig(t, cfgPath, dataDir)
+		if err == nil {
+			t.Fatal("memhost started on a read-only data directory")
+		}
+		if msg := err.Error(); !strings.Contains(msg, "data directory "+dataDir+" is read-only") {
+			t.Fatalf("start on a read-only data directory does not say so:\n%s", msg)
+		}
 
-			remount := func(flags uintptr) {
-				t.Helper()
-				if err := syscall.Mount("tmpfs", dataDir, "tmpfs", syscall.MS_REMOUNT|flags, ""); err != nil {
-					t.Fatalf("remount %s: %v", dataDir, err)
-				}
-			}
-			remount(syscall.MS_RDONLY)
-			_, err = startWithConfig(t, cfgPath, dataDir)
-			if err == nil {
-				t.Fatal("memhost started on a read-only data directory")
-			}
-			if msg := err.Error(); !strings.Contains(msg, "data directory "+dataDir+" is read-only") {
-				t.Fatalf("start on a read-only data directory does not say so:\n%s", msg)
-			}
-
-			remount(0)
-			m, err = startWithConfig(t, cfgPath, dataDir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkReadable(t, m, ids)
-		})
-	}
+		remount(0)
+		m, err = startWithConfig(t, cfgPath, dataDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkReadable(t, m, ids)
+	})
 }
 
 // TestFullDiskInjectKeepsWorking: with the data directory's file system
@@ -262,33 +260,22 @@ func TestFullDiskInjectKeepsWorking(t *testing.T) {
 // again (the -shm needs 32 KiB), so the host did not start at all.
 func TestRestartOnAFullDisk(t *testing.T) {
 	t.Parallel()
-	for _, pc := range providerConfigs {
-		if pc.env != nil {
-			continue // a server-backed provider (postgres) keeps no data in data_dir
+	onEachTmpfsProvider(t, func(t *testing.T, m *instance, cfgPath, dataDir string) {
+		var stored []string
+		for i := range 3 {
+			stored = append(stored, remember(t, m, noteRecord(i))...)
 		}
-		t.Run(pc.plugin, func(t *testing.T) {
-			cfgPath, dataDir := writeConfig(t, providerDeployment(pc.plugin, pc.config))
-			mountTmpfs(t, dataDir, 32<<20)
-			m, err := startWithConfig(t, cfgPath, dataDir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var stored []string
-			for i := range 3 {
-				stored = append(stored, remember(t, m, noteRecord(i))...)
-			}
-			turn(t, m, "before", "harbour crane")
-			m.stop()
-			fillDisk(t, dataDir)
-			m, err = startWithConfig(t, cfgPath, dataDir)
-			if err != nil {
-				t.Fatalf("a restart on a full disk: %v", err)
-			}
-			checkReadable(t, m, stored)
-			var out apiError
-			if code := m.do("POST", "/v1/records", map[string]any{"records": []any{noteRecord(1000)}}, &out); code != 507 || out.Error.Code != "storage_full" {
-				t.Fatalf("a write after a restart on a full disk = %d %q, want 507 storage_full: %s", code, out.Error.Code, out.Error.Message)
-			}
-		})
-	}
+		turn(t, m, "before", "harbour crane")
+		m.stop()
+		fillDisk(t, dataDir)
+		m, err := startWithConfig(t, cfgPath, dataDir)
+		if err != nil {
+			t.Fatalf("a restart on a full disk: %v", err)
+		}
+		checkReadable(t, m, stored)
+		var out apiError
+		if code := m.do("POST", "/v1/records", map[string]any{"records": []any{noteRecord(1000)}}, &out); code != 507 || out.Error.Code != "storage_full" {
+			t.Fatalf("a write after a restart on a full disk = %d %q, want 507 storage_full: %s", code, out.Error.Code, out.Error.Message)
+		}
+	})
 }

@@ -81,7 +81,7 @@ func TestHotRecordUsesCountedInOneCall(t *testing.T) {
 	}
 }
 
-// Token secrets of TestAgentsSeeNoOtherIdentitysUse.
+// Token secrets of the mob deployments below.
 const (
 	upApp     = "up-app-0123456789abcdef0123456789ab"
 	upAlice   = "up-alice-0123456789abcdef012345678"
@@ -89,18 +89,9 @@ const (
 	upRuntime = "up-runtime-0123456789abcdef0123456"
 )
 
-// TestAgentsSeeNoOtherIdentitysUse: from an outside review. A record's
-// use_count and last_used_at count every identity's turns, so an agent
-// bound to alice read, on a record of the mob she shares with bob, the
-// very millisecond bob's private turn injected it. Through `memhost
-// serve` with the real sqlite plugin, after bob's turn injects the mob's
-// record, an agent token (bound to alice, or acting for any identity)
-// sees it unused on GET, recall and the manifest, and over MCP; the
-// application token sees the use, and alice's own record keeps its
-// usage for her agent.
-func TestAgentsSeeNoOtherIdentitysUse(t *testing.T) {
-	t.Parallel()
-	cfgPath, dataDir := writeConfig(t, resolverDeployment(`mob_resolver = "teams"`)+`
+// usageTokens: an application token, agent tokens bound to alice and to
+// bob, and an agent runtime's token that acts as any identity.
+const usageTokens = `
 token "app" {
   secret_env = "UP_APP"
   realms     = ["default"]
@@ -120,12 +111,27 @@ token "runtime" {
   secret_env = "UP_RUNTIME"
   realms     = ["default"]
 }
-`)
+`
+
+var usageEnv = []string{"UP_APP=" + upApp, "UP_ALICE=" + upAlice, "UP_BOB=" + upBob, "UP_RUNTIME=" + upRuntime}
+
+// TestAgentsSeeNoOtherIdentitysUse: from an outside review. A record's
+// use_count and last_used_at count every identity's turns, so an agent
+// bound to alice read, on a record of the mob she shares with bob, the
+// very millisecond bob's private turn injected it. Through `memhost
+// serve` with the real sqlite plugin, after bob's turn injects the mob's
+// record, an agent token (bound to alice, or acting for any identity)
+// sees it unused on GET, recall and the manifest, and over MCP; the
+// application token sees the use, and alice's own record keeps its
+// usage for her agent.
+func TestAgentsSeeNoOtherIdentitysUse(t *testing.T) {
+	t.Parallel()
+	cfgPath, dataDir := writeConfig(t, resolverDeployment(`mob_resolver = "teams"`)+usageTokens)
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	writeBindings(t, filepath.Join(dataDir, "bindings.json"), `{"realms": {"default": {"mobs": {"alice": ["team-a"], "bob": ["team-a"]}}}}`)
-	m, err := startWithConfig(t, cfgPath, dataDir, "UP_APP="+upApp, "UP_ALICE="+upAlice, "UP_BOB="+upBob, "UP_RUNTIME="+upRuntime)
+	m, err := startWithConfig(t, cfgPath, dataDir, usageEnv...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,27 +284,12 @@ token "runtime" {
 // read now answers as a missing record does, and stays.
 func TestBoundAgentsReachNoOtherMobByID(t *testing.T) {
 	t.Parallel()
-	cfgPath, dataDir := writeConfig(t, resolverDeployment(`mob_resolver = "teams"`)+`
-token "app" {
-  secret_env = "UP_APP"
-  realms     = ["default"]
-  role       = "application"
-}
-token "alice" {
-  secret_env = "UP_ALICE"
-  realms     = ["default"]
-  identity   = "alice"
-}
-token "runtime" {
-  secret_env = "UP_RUNTIME"
-  realms     = ["default"]
-}
-`)
+	cfgPath, dataDir := writeConfig(t, resolverDeployment(`mob_resolver = "teams"`)+usageTokens)
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	writeBindings(t, filepath.Join(dataDir, "bindings.json"), `{"realms": {"default": {"mobs": {"alice": ["team-a"], "carol": ["team-b"]}}}}`)
-	m, err := startWithConfig(t, cfgPath, dataDir, "UP_APP="+upApp, "UP_ALICE="+upAlice, "UP_RUNTIME="+upRuntime)
+	m, err := startWithConfig(t, cfgPath, dataDir, usageEnv...)
 	if err != nil {
 		t.Fatal(err)
 	}
