@@ -66,7 +66,7 @@ func (s *Server) handleCompact(ctx context.Context, c caller, w http.ResponseWri
 		}
 		evicted[i] = sdk.Message{Role: m.Role, Content: compaction.Flatten(*content)}
 	}
-	res, err := svc.Compact(ctx, compaction.Request{
+	res, err := svc.Compact(c.actor(ctx), compaction.Request{
 		Identity: id, Conversation: r.PathValue("id"), Session: req.Session, Evicted: evicted, Application: c.everyConversation(),
 	})
 	if err != nil {

@@ -117,7 +117,7 @@ func (s *Server) handleDefang(ctx context.Context, c caller, w http.ResponseWrit
 			return err
 		}
 	}
-	out, err := s.opts.Coordinator.DefangInboundInSession(ctx, id, req.Session, *content)
+	out, err := s.opts.Coordinator.DefangInboundInSession(c.actor(ctx), id, req.Session, *content)
 	if err != nil {
 		return err
 	}

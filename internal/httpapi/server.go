@@ -290,6 +290,16 @@ type caller struct {
 // application reports whether the caller has the application role. A
 // server without tokens listens for its own host's processes, which are
 // the application.
+// actor names the caller's token to the coordinator's inbound gate,
+// whose fairness it keys (coordinator.WithActor), for the requests that
+// carry client text to defang.
+func (c caller) actor(ctx context.Context) context.Context {
+	if c.token == nil {
+		return ctx
+	}
+	return coordinator.WithActor(ctx, c.token.Name)
+}
+
 func (c caller) application() bool { return c.token == nil || c.token.Role == RoleApplication }
 
 func (c caller) requireApplication(what string) error {
@@ -335,9 +345,6 @@ func (s *Server) routeWithin(mux *http.ServeMux, pattern string, timeout time.Du
 			// Code below the API logs through hclog.FromContext, so every
 			// line of the request carries its id.
 			ctx = hclog.WithContext(ctx, logger)
-			if c.token != nil {
-				ctx = coordinator.WithActor(ctx, c.token.Name)
-			}
 			return h(ctx, c, rec, r)
 		}()
 		if err != nil && rec.wrote {
