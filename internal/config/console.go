@@ -31,7 +31,7 @@ type Proposals struct {
 // Trace bounds the per-realm turn trace store.
 type Trace struct {
 	Retention        time.Duration // a turn older than this is dropped
-	MaxTurnsPerRealm int           // turns kept per realm; its oldest go first
+	MaxTurnsPerRealm int           // turns kept per realm; the busiest identity's oldest go first
 }
 
 var (

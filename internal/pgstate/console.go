@@ -348,8 +348,7 @@ func (t *Traces) Prune(ctx context.Context, before time.Time, keep int) (int, er
 		return 0, fmt.Errorf("turn trace: prune: %w", classify(err))
 	}
 	n := int(tag.RowsAffected())
-	tag, err = t.db.pool.Exec(ctx, t.db.q(`DELETE FROM turn_trace WHERE seq IN (
-		SELECT seq FROM (SELECT seq, row_number() OVER (PARTITION BY realm ORDER BY seq DESC) AS rn FROM turn_trace) AS r WHERE rn > $1)`), keep)
+	tag, err = t.db.pool.Exec(ctx, t.db.q(`DELETE FROM turn_trace WHERE seq IN (`+fmt.Sprintf(turntrace.OverRealmBound, "$1")+`)`), keep)
 	if err != nil {
 		return n, fmt.Errorf("turn trace: prune: %w", classify(err))
 	}

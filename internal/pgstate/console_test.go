@@ -136,6 +136,26 @@ func TestSharedTraces(t *testing.T) {
 	if got, err := tr.Session(ctx, "busy", []string{"user0"}, "s", 10); err != nil || len(got) != 0 {
 		t.Errorf("alice's session read for user0 = %+v, %v", got, err)
 	}
+	// user0 floods the realm past its bound: user0's oldest go, while
+	// alice keeps her newest turn, older than all of user0's.
+	var flood []coordinator.TurnTrace
+	for range 4 {
+		f := mk("busy", now, "r5")
+		f.Identity, f.Session = "user0", "o0"
+		flood = append(flood, f)
+	}
+	if err := tr.Append(ctx, flood); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := tr.Prune(ctx, now.Add(-time.Hour), 5); err != nil || n != 4 {
+		t.Fatalf("pruned %d, %v; want 4 (three of user0's, alice's older turn)", n, err)
+	}
+	if got, err := tr.Session(ctx, "busy", alice, "s", 10); err != nil || len(got) != 1 || got[0].Included[0].ID != "r4" {
+		t.Errorf("alice kept %+v, %v; want her newest turn", got, err)
+	}
+	if got, err := tr.Session(ctx, "busy", []string{"user0"}, "o0", 10); err != nil || len(got) != 2 {
+		t.Errorf("user0 kept %d turns, %v; want 2", len(got), err)
+	}
 }
 
 // TestSharedTracesForget: a forgotten record's title is blanked in every

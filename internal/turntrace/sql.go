@@ -217,8 +217,7 @@ func (s *SQLStore) Prune(ctx context.Context, before time.Time, keep int) (int, 
 		}
 		k, _ := res.RowsAffected()
 		n += int(k)
-		res, err = tx.ExecContext(ctx, `DELETE FROM turn_trace WHERE seq IN (
-			SELECT seq FROM (SELECT seq, row_number() OVER (PARTITION BY realm ORDER BY seq DESC) AS rn FROM turn_trace) WHERE rn > ?)`, keep)
+		res, err = tx.ExecContext(ctx, `DELETE FROM turn_trace WHERE seq IN (`+fmt.Sprintf(OverRealmBound, "?")+`)`, keep)
 		if err != nil {
 			return err
 		}

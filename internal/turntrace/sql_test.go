@@ -67,6 +67,47 @@ func TestPruneIsPerRealm(t *testing.T) {
 	}
 }
 
+// TestPruneSparesQuietIdentities: a realm over its bound loses the oldest
+// traces of the identity holding the most. Before, its newest traces were
+// kept whoever made them, so one identity's flood of turns pushed out a
+// quieter identity's whole history, which that identity's token reads.
+func TestPruneSparesQuietIdentities(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	now := time.Now().UTC()
+	of := func(identity, session, id string) coordinator.TurnTrace {
+		t := tr("r", session, now, id)
+		t.Identity = identity
+		return t
+	}
+	// bob's two turns come first; then alice's flood and carol's one.
+	batch := []coordinator.TurnTrace{of("bob", "b", "b0"), of("bob", "b", "b1")}
+	for i := range 10 {
+		batch = append(batch, of("alice", "a", fmt.Sprint("a", i)))
+	}
+	batch = append(batch, of("carol", "c", "c0"))
+	if err := s.Append(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Prune(ctx, now.Add(-time.Hour), 6); err != nil || n != 7 {
+		t.Fatalf("pruned %d, %v; want 7 of alice's", n, err)
+	}
+	kept := func(identity, session string) []string {
+		got, err := s.Session(ctx, "r", []string{identity}, session, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, g := range got {
+			ids = append(ids, g.Included[0].ID)
+		}
+		return ids
+	}
+	if a, b, c := kept("alice", "a"), kept("bob", "b"), kept("carol", "c"); fmt.Sprint(a, b, c) != "[a7 a8 a9] [b0 b1] [c0]" {
+		t.Fatalf("kept alice %v, bob %v, carol %v; want alice's newest three, bob's and carol's all", a, b, c)
+	}
+}
+
 // TestIdentityFilterBeforeTheLimit: a read for some identities (a token
 // bound to them) leaves the others' turns out before its limit. They used
 // to be dropped after it, so once a page's worth of newer turns of other

@@ -33,13 +33,26 @@ type Store interface {
 	Record(ctx context.Context, realm string, identities []string, id string, limit int) ([]coordinator.TurnTrace, error)
 	// Recent answers the sessions of realm with the newest traces.
 	Recent(ctx context.Context, realm string, identities []string, limit int) ([]SessionSummary, error)
-	// Prune drops traces older than before and, per realm, all but the
-	// newest keep; it answers how many went.
+	// Prune drops traces older than before and, per realm, all but keep
+	// (OverRealmBound); it answers how many went.
 	Prune(ctx context.Context, before time.Time, keep int) (int, error)
 	// Forget blanks the titles of the records ids of realm in every
 	// trace that names them (ForgetTitles).
 	Forget(ctx context.Context, realm string, ids []string) error
 }
+
+// OverRealmBound selects the seq of every trace beyond the newest keep
+// (the first parameter) of its realm, taken fairly among the realm's
+// identities: an identity's newest trace ranks before any identity's
+// second newest, and so on. A realm over its bound therefore loses the
+// oldest traces of the identity holding the most, so one identity's flood
+// of turns drops its own history, never a quieter identity's. The same
+// SQL serves SQLite and PostgreSQL (each store binds the parameter its
+// own way).
+const OverRealmBound = `SELECT seq FROM (
+	SELECT seq, row_number() OVER (PARTITION BY realm ORDER BY own, seq DESC) AS n
+	FROM (SELECT seq, realm, row_number() OVER (PARTITION BY realm, identity ORDER BY seq DESC) AS own FROM turn_trace) AS by_identity
+) AS by_realm WHERE n > %s`
 
 // ForgetTitles blanks the title of every row of t naming one of ids and
 // marks it forgotten; it reports whether t changed. A forgotten record's
