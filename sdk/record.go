@@ -358,6 +358,8 @@ func (r *Record) PrepareImport(realm string) error {
 		return invalid("updated_at", "is required on an imported record")
 	case r.UseCount < 0:
 		return invalid("use_count", "is negative")
+	case r.UseCount > MaxRecordUseCount:
+		return invalid("use_count", fmt.Sprintf("%d is over the most a record may have been used, %d", r.UseCount, MaxRecordUseCount))
 	}
 	hash := ContentHash(r.Title, r.Body)
 	if r.ContentHash != "" && r.ContentHash != hash {

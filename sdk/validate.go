@@ -41,6 +41,13 @@ func checkIDs(field string, ids []string) error {
 // a careless caller cannot overflow a stored count.
 const MaxUseCount = 1_000_000
 
+// MaxRecordUseCount bounds a record's use_count: an import over it is
+// refused, and a store counting uses stops there. It is the largest
+// integer a JSON number carries exactly into every client (JavaScript's
+// 2^53 - 1), and far from int64's end, so adding a CountUses batch to it
+// cannot wrap a stored count negative or turn SQLite's into a float.
+const MaxRecordUseCount = 1<<53 - 1
+
 // ValidateUses checks a CountUses list: at most MaxBatch entries, each a
 // valid id listed once with a count from 1 to MaxUseCount.
 func ValidateUses(field string, uses []Use) error {

@@ -615,7 +615,7 @@ func (p *Provider) countUses(ctx context.Context, realm string, uses []sdk.Use, 
 			continue
 		}
 		keys[r.ID] = usage.KeyN(ri.cat.usageKeyOf(r.ID), r.UseCount > 0, u.Count, at)
-		r.UseCount += u.Count
+		r.UseCount = min(r.UseCount+u.Count, sdk.MaxRecordUseCount)
 		if at.After(r.LastUsedAt) {
 			r.LastUsedAt = at
 		}

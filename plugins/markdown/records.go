@@ -99,8 +99,8 @@ func checkFileTimes(r *sdk.Record) error {
 			return &sdk.FieldError{Field: f.name, Problem: fmt.Sprintf("year %d is outside 1-9999", y), Err: sdk.ErrInvalid}
 		}
 	}
-	if r.UseCount < 0 {
-		return &sdk.FieldError{Field: "use_count", Problem: "must not be negative", Err: sdk.ErrInvalid}
+	if r.UseCount < 0 || r.UseCount > sdk.MaxRecordUseCount {
+		return &sdk.FieldError{Field: "use_count", Problem: fmt.Sprintf("%d is outside 0..%d", r.UseCount, sdk.MaxRecordUseCount), Err: sdk.ErrInvalid}
 	}
 	return nil
 }

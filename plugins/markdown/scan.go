@@ -426,8 +426,8 @@ func adoptFileRecord(r *sdk.Record, k fileKey, mtime time.Time) error {
 	if r.UpdatedAt.IsZero() {
 		r.UpdatedAt = at
 	}
-	if r.UseCount < 0 {
-		return errors.New("use_count: must not be negative")
+	if r.UseCount < 0 || r.UseCount > sdk.MaxRecordUseCount {
+		return fmt.Errorf("use_count: %d is outside 0..%d", r.UseCount, sdk.MaxRecordUseCount)
 	}
 	r.ContentHash = sdk.ContentHash(r.Title, r.Body)
 	return r.Validate()

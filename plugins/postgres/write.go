@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -574,7 +575,7 @@ func countUses(ctx context.Context, db *pgdb, realm string, uses []sdk.Use, at t
 			return nil
 		}
 		_, err = tx.Exec(ctx, `
-			UPDATE records AS r SET use_count = r.use_count + u.n, usage_key = u.key,
+			UPDATE records AS r SET use_count = least(r.use_count + u.n, `+strconv.FormatInt(sdk.MaxRecordUseCount, 10)+`), usage_key = u.key,
 				last_used_ms = greatest(r.last_used_ms, $4)
 			FROM unnest($1::bigint[], $2::float8[], $3::bigint[]) AS u(seq, key, n) WHERE r.seq = u.seq`,
 			seqs, keys, adds, at.UnixMilli())

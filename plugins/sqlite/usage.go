@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -219,7 +220,7 @@ func (d *database) countUses(ctx context.Context, realm string, uses []sdk.Use, 
 			rows, err := tx.QueryContext(ctx, `
 				INSERT INTO usage (seq, use_count, last_used_ms, usage_key)
 					SELECT value, ?2, ?1, `+usageKeySQL+`(0.0, 0, ?1, ?2) FROM json_each(?3) WHERE true
-				ON CONFLICT (seq) DO UPDATE SET use_count = use_count + ?2,
+				ON CONFLICT (seq) DO UPDATE SET use_count = min(use_count + ?2, `+strconv.FormatInt(sdk.MaxRecordUseCount, 10)+`),
 					usage_key = `+usageKeySQL+`(usage_key, use_count, ?1, ?2), last_used_ms = max(last_used_ms, ?1)
 				RETURNING seq, usage_key`,
 				at.UnixMilli(), n, string(seqs))

@@ -115,3 +115,39 @@ func checkArchive(ctx context.Context, e *env) error {
 	}
 	return p.err()
 }
+
+// checkUseCountCeiling: an import of a record used more than
+// MaxRecordUseCount times is refused, and counting uses on a record at
+// the ceiling keeps it there. A count that wrapped negative (bleve) or
+// turned SQLite's integer into a float broke the realm's export and every
+// identity's recall after the record's next use.
+func checkUseCountCeiling(ctx context.Context, e *env) error {
+	r, _ := e.record(scopeAlice)
+	r.ID, r.Realm, r.Trust, r.Status = "conformance-use-ceiling", realmA, sdk.TrustApplication, sdk.StatusActive
+	r.CreatedAt = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
+	r.UpdatedAt = r.CreatedAt
+	over := r
+	over.UseCount = sdk.MaxRecordUseCount + 1
+	var p problems
+	p.add(wantErr("Import of a record with use_count over MaxRecordUseCount", importErr(e.p.Import(ctx, realmA, []sdk.Record{over})), sdk.ErrInvalid))
+	r.UseCount = sdk.MaxRecordUseCount - 1
+	if _, err := e.p.Import(ctx, realmA, []sdk.Record{r}); err != nil {
+		return fmt.Errorf("Import of a record with use_count MaxRecordUseCount-1: %w", err)
+	}
+	for range 2 {
+		if err := e.p.CountUses(ctx, realmA, []sdk.Use{{ID: r.ID, Count: sdk.MaxUseCount}}, r.UpdatedAt); err != nil {
+			return fmt.Errorf("CountUses on a record near the ceiling: %w", err)
+		}
+	}
+	got, err := e.p.Get(ctx, realmA, []string{r.ID})
+	if err != nil || len(got) != 1 {
+		return fmt.Errorf("Get after counting uses: %d records, %w", len(got), err)
+	}
+	if got[0].UseCount != sdk.MaxRecordUseCount {
+		p.addf("use_count after counting past the ceiling = %d; want MaxRecordUseCount (%d)", got[0].UseCount, int64(sdk.MaxRecordUseCount))
+	}
+	return p.err()
+}
+
+// importErr keeps Import's error alone.
+func importErr(_ sdk.ImportResult, err error) error { return err }

@@ -232,7 +232,7 @@ func (p *Provider) countUses(ctx context.Context, realmName string, uses []sdk.U
 			continue
 		}
 		c := cloneRecord(r)
-		c.UseCount += u.Count
+		c.UseCount = min(c.UseCount+u.Count, sdk.MaxRecordUseCount)
 		if at.After(c.LastUsedAt) {
 			c.LastUsedAt = at.UTC()
 		}

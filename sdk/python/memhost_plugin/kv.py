@@ -207,7 +207,7 @@ class KVProvider:
             for i, n in uses:
                 if (realm, i) in self._recs:
                     r = self._recs[(realm, i)].copy()
-                    r.use_count += n
+                    r.use_count = min(r.use_count + n, records.MAX_RECORD_USE_COUNT)
                     r.last_used_ms = max(r.last_used_ms, at_ms)
                     used.append(r)
             if used:

@@ -21,6 +21,9 @@ MAX_ID_BYTES = 128
 MAX_THREAD_ID_BYTES = 128
 MAX_BATCH = 1000
 MAX_EXPORT_PAGE = 1000
+# A record's use_count stops here (2^53 - 1, exact in every JSON reader);
+# an import over it is refused.
+MAX_RECORD_USE_COUNT = (1 << 53) - 1
 DEFAULT_RECALL_LIMIT = 10
 
 RECORD_KINDS = ("preference", "fact", "gotcha", "procedure", "relationship", "open_loop", "reference", "episode")
@@ -278,6 +281,8 @@ def prepare_import(r, realm):
             raise invalid(field, "is required on an imported record")
     if r.use_count < 0:
         raise invalid("use_count", "is negative")
+    if r.use_count > MAX_RECORD_USE_COUNT:
+        raise invalid("use_count", "%d is over the most a record may have been used, %d" % (r.use_count, MAX_RECORD_USE_COUNT))
     h = content_hash(r.title, r.body)
     if r.content_hash and r.content_hash != h:
         raise invalid("content_hash", "does not match the title and body")

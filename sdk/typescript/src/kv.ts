@@ -262,7 +262,7 @@ export class KVProvider implements Plugin {
         const prior = this.recs.get(key(realm, u.id));
         if (!prior) continue;
         const r = records.copyRecord(prior);
-        r.useCount += u.count;
+        r.useCount = Math.min(r.useCount + u.count, records.MAX_RECORD_USE_COUNT);
         r.lastUsedMs = Math.max(r.lastUsedMs, atMs);
         used.push(r);
       }

@@ -17,6 +17,8 @@ export const MAX_ID_BYTES = 128;
 export const MAX_THREAD_ID_BYTES = 128;
 export const MAX_BATCH = 1000;
 export const MAX_EXPORT_PAGE = 1000;
+/** A record's use_count stops here (2^53 - 1, exact in every JSON reader); an import over it is refused. */
+export const MAX_RECORD_USE_COUNT = Number.MAX_SAFE_INTEGER;
 export const DEFAULT_RECALL_LIMIT = 10;
 
 export const RECORD_KINDS = ["preference", "fact", "gotcha", "procedure", "relationship", "open_loop", "reference", "episode"];
@@ -250,6 +252,9 @@ export function prepareImport(r: Record, realm: string): void {
     if (gone) throw invalid(field, "is required on an imported record");
   }
   if (r.useCount < 0) throw invalid("use_count", "is negative");
+  if (r.useCount > MAX_RECORD_USE_COUNT) {
+    throw invalid("use_count", `${r.useCount} is over the most a record may have been used, ${MAX_RECORD_USE_COUNT}`);
+  }
   const h = contentHash(r.title, r.body);
   if (r.contentHash && r.contentHash !== h) throw invalid("content_hash", "does not match the title and body");
   r.contentHash = h;
