@@ -232,3 +232,20 @@ func TestExportWritesAFileInPlace(t *testing.T) {
 		t.Fatalf("export to %s: %v", os.DevNull, err)
 	}
 }
+
+// TestMCPProxyGivesUpOnAHungServer: `memhost mcp --addr` against a server
+// that accepts and never answers fails with its deadline. Before, it
+// waited for as long as the agent's client kept it (from an outside
+// review).
+func TestMCPProxyGivesUpOnAHungServer(t *testing.T) {
+	hung := hungServer(t, nil)
+	defer func(d time.Duration) { mcpSetupDeadline = d }(mcpSetupDeadline)
+	mcpSetupDeadline = 200 * time.Millisecond
+	// A proxy that waited would hold the test until this deadline.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	err := proxyMCP(ctx, strings.TrimPrefix(hung.URL, "http://"), "", "alice", "")
+	if err == nil || !strings.Contains(err.Error(), "no answer in time") || ctx.Err() != nil {
+		t.Fatalf("proxy = %v (test context %v), want it to give up with its own deadline", err, ctx.Err())
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/memhost/memhost/internal/config"
 	"github.com/memhost/memhost/internal/httpapi"
@@ -139,6 +140,10 @@ func (h *host) proposalQueue(cfg *config.Config) *proposal.Queue {
 	return &proposal.Queue{Ledger: h.stores.proposals, MaxPending: cfg.Proposals.MaxPending}
 }
 
+// mcpSetupDeadline bounds the proxy's connection to the server and its
+// listing of the tools.
+var mcpSetupDeadline = time.Minute
+
 // proxyMCP serves on stdio the tools of the server at addr, calling its
 // /mcp endpoint with the token and identity headers for every request.
 func proxyMCP(ctx context.Context, addr, token, identity, realm string) error {
@@ -155,12 +160,20 @@ func proxyMCP(ctx context.Context, addr, token, identity, realm string) error {
 	endpoint := mcpEndpoint(addr)
 	transport := &headerTransport{header: header, next: http.DefaultTransport}
 	client := mcp.NewClient(&mcp.Implementation{Name: "memhost-mcp", Version: version}, nil)
-	remote, err := client.Connect(ctx, &mcp.StreamableClientTransport{
+	// Connecting and listing the tools, and each call after, have a
+	// deadline: a server that accepts and never answers fails the proxy
+	// (or the call) instead of holding the agent's client for good.
+	setup, cancel := withDeadline(ctx, mcpSetupDeadline)
+	defer cancel()
+	remote, err := client.Connect(setup, &mcp.StreamableClientTransport{
 		Endpoint:             endpoint,
 		HTTPClient:           &http.Client{Transport: transport},
 		MaxRetries:           -1,
 		DisableStandaloneSSE: true, // the server's /mcp is stateless: it never pushes
 	}, nil)
+	if err != nil && errors.Is(context.Cause(setup), errNoAnswer) {
+		return fmt.Errorf("memhost at %s: %w", endpoint, context.Cause(setup))
+	}
 	if err != nil {
 		hint := connectHint(err, "no --addr to start the plugins in this process")
 		if transport.unauthorized.Load() {
@@ -175,7 +188,7 @@ func proxyMCP(ctx context.Context, addr, token, identity, realm string) error {
 	}
 	defer remote.Close()
 	local := mcp.NewServer(&mcp.Implementation{Name: "memhost", Version: version}, nil)
-	for tool, err := range remote.Tools(ctx, nil) {
+	for tool, err := range remote.Tools(setup, nil) {
 		if err != nil {
 			return fmt.Errorf("memhost at %s: listing tools: %w", endpoint, err)
 		}
@@ -184,7 +197,13 @@ func proxyMCP(ctx context.Context, addr, token, identity, realm string) error {
 		}
 		name := tool.Name
 		local.AddTool(tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return remote.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: req.Params.Arguments})
+			ctx, cancel := withDeadline(ctx, requestDeadline)
+			defer cancel()
+			res, err := remote.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: req.Params.Arguments})
+			if err != nil && errors.Is(context.Cause(ctx), errNoAnswer) {
+				return nil, fmt.Errorf("memhost at %s: %w", endpoint, context.Cause(ctx))
+			}
+			return res, err
 		})
 	}
 	return local.Run(ctx, &mcp.StdioTransport{})

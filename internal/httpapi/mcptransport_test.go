@@ -292,3 +292,41 @@ func TestMCPRequestBounds(t *testing.T) {
 		})
 	}
 }
+
+// TestMCPListenIsRefused: subscriptions/listen is answered at once with
+// "method not found", in the current protocol and the one before it. The
+// SDK's handler parked such a request until its client cancelled, which
+// over stateless HTTP never reached it, so one token could hold any number
+// of connections and goroutines for good (from an outside review).
+func TestMCPListenIsRefused(t *testing.T) {
+	srv, _ := newSurfacesWith(t, Options{})
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"test","version":"1"}}`
+	for _, c := range []struct{ version, body string }{
+		{"2026-07-28", `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + meta + `}}`},
+		{"2025-06-18", `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true}}}`},
+	} {
+		t.Run(c.version, func(t *testing.T) {
+			// A parked request would hold the test until its deadline:
+			// failing it there says what went wrong.
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/mcp?identity=alice", strings.NewReader(c.body))
+			for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+				"MCP-Protocol-Version": c.version, "Mcp-Method": "subscriptions/listen"} {
+				req.Header.Set(k, v)
+			}
+			resp, err := srv.Client().Do(req)
+			if err != nil {
+				t.Fatalf("no answer: %v", err)
+			}
+			defer resp.Body.Close()
+			data, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatalf("the answer did not end: %v", err)
+			}
+			if !strings.Contains(string(data), `"code":-32601`) {
+				t.Fatalf("= %d %s, want a method-not-found error", resp.StatusCode, data)
+			}
+		})
+	}
+}
