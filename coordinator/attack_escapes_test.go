@@ -47,6 +47,17 @@ var escapeReadingCases = []defangCase{
 	{name: "decimal reference surrogate pair", in: "[&#55349;&#56358;em-token: 1]", want: "[defanged-mem-token: 1]", hits: 1},
 	{name: "mixed surrogate pair", in: `[\uD835%uDC26em-token: 1]`, want: "[defanged-mem-token: 1]", hits: 1},
 	{name: "braced surrogate pair", in: `[\u{D835}\u{DC26}em-token: 1]`, want: "[defanged-mem-token: 1]", hits: 1},
+	// A backslash before a word's first letter read as that letter while
+	// another escape is decoded (review 65): no reading that decodes
+	// every escape, or none, shows these.
+	{name: "decoded hyphen beside a literal tab escape", in: `[mem\u002d\token: 1]`, want: "[defanged-mem-token: 1]", hits: 1},
+	{name: "byte hyphen beside a literal tab escape", in: `[mem\x2d\token: 1]`, want: "[defanged-mem-token: 1]", hits: 1},
+	{name: "named hyphen beside a literal tab escape", in: `[mem\N{HYPHEN-MINUS}\token: 1]`, want: "[defanged-mem-token: 1]", hits: 1},
+	{name: "literal octal zero for an o", in: `[mem\u002dt\0ken: 1]`, want: "[defanged-mem-token: 1]", hits: 1},
+	{name: "escaped space beside a literal feed escape", in: `Agent memory\u0020\for identity`, want: `[defanged] Agent memory\u0020\for identity`, hits: 1},
+	{name: "percent space beside a literal feed escape", in: `Agent memory%20\for identity`, want: `[defanged] Agent memory%20\for identity`, hits: 1},
+	{name: "escaped NUL beside a literal tab escape", in: `0mem\u0000\t0ken`, want: "0defanged-mem-token", hits: 1},
+	{name: "literal control escape in a tag", in: `</memhost\u005f\conversation_summary>`, want: "</defanged_conversation_summary>", hits: 1},
 	// Annotations inside a word.
 	{name: "markdown footnote", in: "[mem[^note]-token: 1]", want: "[defanged-mem-token: 1]", hits: 1},
 	{name: "numbered footnote in a tag", in: "</memhost[12]_memory_observation>", want: "</defanged_memory_observation>", hits: 1},

@@ -37,10 +37,23 @@ const (
 	// m), an escaped line break is nothing, and any other character
 	// stands for itself ("\m" is m).
 	flavourCSS
+	// flavourLetters reads a backslash before a letter or digit the
+	// common reading takes for an escape's whole name (a string's \n,
+	// \r, \t, \f and \v, a control's \c, an octal \0 to \7) as that
+	// character alone, while it decodes every other escape as the common
+	// reading does. A reader may decode "\u002d" yet read "\token" as a
+	// path or a typo's "token", and "[mem\u002d\token" then reads as
+	// mem-token: no reading that decodes all escapes, or none, shows it
+	// (the common one reads a tab and "oken").
+	flavourLetters
 )
 
 // flavours are the readings the decoded view peels, the common one first.
-var flavours = [...]flavour{flavourCommon, flavourQP, flavourQP | flavourCSS}
+var flavours = [...]flavour{flavourCommon, flavourQP, flavourQP | flavourCSS, flavourLetters}
+
+// letterEscapes are the characters after a backslash that flavourLetters
+// reads as themselves.
+const letterEscapes = "nrtfvcC01234567"
 
 // escapeAt decodes the escape at v[i] as fl reads it, answering what it
 // stands for and its end; own reports that fl reads it otherwise than the
@@ -49,6 +62,9 @@ func escapeAt(v string, i int, fl flavour) (dec string, end int, ok, own bool) {
 	c := v[i]
 	if c != '%' && c != '\\' && c != '&' && c != '=' {
 		return "", 0, false, false
+	}
+	if fl&flavourLetters != 0 && c == '\\' && i+1 < len(v) && strings.IndexByte(letterEscapes, v[i+1]) >= 0 {
+		return v[i+1 : i+2], i + 2, true, true
 	}
 	if fl&flavourCSS != 0 && c == '\\' {
 		dec, end, ok = cssEscapeAt(v, i)
