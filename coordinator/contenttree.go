@@ -143,14 +143,22 @@ func (n *jsonNode) memberString(name string) (string, bool) {
 
 // Fields of a content value that never reach a model, outside a tool
 // call's arguments: the discriminator, identifiers, signatures and cache
-// hints, media types, URLs, file handles, opaque encrypted payloads, and
-// "data" (base64 media) unless it is the data of a {"type":"text"}
-// source. Every other string of a block, at any depth, is model text.
+// hints, media types, image URLs, file handles, opaque encrypted
+// payloads, and "data" (base64 media) unless it is the data of a
+// {"type":"text"} source. Every other string of a block, at any depth, is
+// model text.
 var hiddenFields = map[string]bool{
 	"type": true, "id": true, "tool_use_id": true, "call_id": true, "signature": true,
-	"cache_control": true, "media_type": true, "mime_type": true, "url": true, "image_url": true,
+	"cache_control": true, "media_type": true, "mime_type": true, "image_url": true,
 	"file_id": true, "file_data": true, "encrypted_content": true, "encrypted_index": true,
 }
+
+// hiddenURL reports whether a "url" member of an object of type typ is a
+// place the API fetches from, not text: a media source ({"type":"url"})
+// or an untyped object (an image_url's {"url", "detail"}). A search
+// result's, a fetched page's or a citation's url is text the model reads
+// and cites, and its path is whatever the site's owner chose.
+func hiddenURL(typ string) bool { return typ == "" || typ == "url" }
 
 // freeFormFields hold a tool call's arguments: JSON the model reads whole,
 // names included, where no field is exempt.
@@ -180,7 +188,7 @@ func (n *jsonNode) walkText(free bool, visit func(string) string) {
 					n.keys[i] = name
 				}
 				n.vals[i].walkText(true, visit)
-			case hiddenFields[k] || (k == "data" && typ != "text"):
+			case hiddenFields[k] || (k == "data" && typ != "text") || (k == "url" && hiddenURL(typ)):
 			default:
 				n.vals[i].walkText(freeFormFields[k], visit)
 			}
