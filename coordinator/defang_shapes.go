@@ -188,16 +188,19 @@ func (r *shapeReader) asciiTok(c byte, start, end int, folds *[utf8.RuneSelf]asc
 const shapePuncts = `<>|[]/_-.:"'#*`
 
 // letterPunct answers the punctuation a letter is drawn as: Canadian
-// syllabics pa and po as angle brackets; the click letter ǀ, Cyrillic
-// palochka Ӏ ӏ, runic isaz ᛁ and Tifinagh yan ⵏ as a bar.
+// syllabics pa and po as angle brackets; the click letters ǀ ǁ, Cyrillic
+// palochka Ӏ ӏ, runic isaz ᛁ, Tifinagh yan ⵏ, Lisu ꓲ, Hangul ㅣ and the
+// CJK stroke 丨 as a bar; the modifier letter ː as a colon.
 func letterPunct(r rune) byte {
 	switch r {
 	case 'ᐸ':
 		return '<'
 	case 'ᐳ':
 		return '>'
-	case 'ǀ', 'Ӏ', 'ӏ', 'ᛁ', 'ⵏ':
+	case 'ǀ', 'Ӏ', 'ӏ', 'ᛁ', 'ⵏ', 'ǁ', 'ꓲ', 'ㅣ', '丨':
 		return '|'
+	case 'ː': // modifier letter triangular colon
+		return ':'
 	}
 	return 0
 }
@@ -209,13 +212,20 @@ var punctLookAlikes = map[rune]byte{
 	'\u3009': '>', '\u27e9': '>', '\u232a': '>', '❭': '>', '˃': '>', '❱': '>',
 	// Double angles read as one: <<SYS>> is matched as <SYS> too.
 	'《': '<', '⟪': '<', '≪': '<', '⧼': '<', '》': '>', '⟫': '>', '≫': '>', '⧽': '>',
+	'«': '<', '»': '>', // guillemets: «|im_start|» as the token
+	'⦑': '<', '⋖': '<', '⪡': '<', '⦒': '>', '⋗': '>', '⪢': '>',
+	'‖': '|', '║': '|', '⎸': '|', '⎹': '|',
+	'᠄': ':', // Mongolian colon
 	'│': '|', '∣': '|', '¦': '|', '︱': '|', '⏐': '|', '❘': '|', '￨': '|', '┃': '|', '▏': '|', '▕': '|',
 	'\u05c0': '|', '⏽': '|', // Hebrew paseq, power-on symbol
 	'〔': '[', '【': '[', '⟦': '[', '⁅': '[', '〖': '[', '〚': '[', '〘': '[', '❲': '[', '⎡': '[', '⎣': '[',
 	'〕': ']', '】': ']', '⟧': ']', '⁆': ']', '〗': ']', '〛': ']', '〙': ']', '❳': ']', '⎤': ']', '⎦': ']',
+	// Corner, ceiling, floor and ornamental brackets and parentheses.
+	'「': '[', '⌈': '[', '⌊': '[', '⦋': '[', '⦍': '[', '⦏': '[', '⦗': '[', '⸢': '[', '⸤': '[', '⟬': '[', '❪': '[', '﴾': '[',
+	'」': ']', '⌉': ']', '⌋': ']', '⦌': ']', '⦎': ']', '⦐': ']', '⦘': ']', '⸣': ']', '⸥': ']', '⟭': ']', '❫': ']', '﴿': ']',
 	'⧸': '/',
 	'▁': '_', '‗': '_',
-	'“': '"', '”': '"', '„': '"', '‟': '"', '«': '"', '»': '"', '″': '"',
+	'“': '"', '”': '"', '„': '"', '‟': '"', '″': '"',
 	'‘': '\'', '’': '\'', '‚': '\'', '‛': '\'', '′': '\'',
 }
 
@@ -338,18 +348,20 @@ var knownShapes = sync.OnceValue(func() *shapeNames {
 		// Any word is a token between pipes; these may be padded too.
 		pipe: set(true, "im_start", "im_end", "im_sep", "endoftext", "endofprompt", "begin_of_text",
 			"start_header_id", "end_header_id", "eot_id", "eom_id", "python_tag", "begin_of_sentence", "end_of_sentence"),
-		bracket: set(true, "INST", "SYSTEM_PROMPT", "AVAILABLE_TOOLS", "TOOL_CALLS", "TOOL_RESULTS", "TOOL_CONTENT"),
+		bracket: set(true, "INST", "SYSTEM_PROMPT", "AVAILABLE_TOOLS", "TOOL_CALLS", "TOOL_RESULTS", "TOOL_CONTENT", "THINK"),
 		double:  set(false, "SYS"), // unpadded: C++'s "a << SYS >> b"
 		// <system-reminder>: agent harnesses frame system text in it
 		// (not <system>, which ordinary text names).
-		angle: set(true, "start_of_turn", "end_of_turn", "tool_call", "tool_response", "system-reminder"),
+		// <think>: the reasoning span of Qwen3's and DeepSeek-R1's
+		// templates ([THINK] Mistral's).
+		angle: set(true, "start_of_turn", "end_of_turn", "tool_call", "tool_response", "system-reminder", "think"),
 		weak:  set(false, "s", "bos", "eos"),
 		roles: words("system", "system prompt", "system message", "system instruction", "system instructions",
 			// Not "developer" alone: "Developer:" labels a film
 			// developer, a software developer's name.
 			"system role", "developer message", "developer prompt", "developer instructions"),
 		jsonRoles: words("system", "developer"),
-		roleKey:   words("role"),
+		roleKey:   words("role", "from"), // "from": ShareGPT's
 	}
 	// <<SYS>> drawn with double angles (≪SYS≫, 《SYS》) reads as <SYS>:
 	// unpadded, as <<SYS>> is.
@@ -426,7 +438,7 @@ func scanShapes(view string, token func(start, end int, text string), role func(
 			// A line starting with a word that starts no role (as
 			// roleHeader reads it: no list number) is no header.
 			plainWord := t.kind == shapeLetter && !('0' <= view[t.start] && view[t.start] <= '9') && !startsKey(names.roleUnits, t.units) &&
-				!startsKey(names.roleKeyUnits, t.units) && listLabel(view, t.start) < 0
+				!startsKey(names.roleKeyUnits, t.units) && listLabel(view, t.start) < 0 && !lineOpener(view, t.start)
 			if !roleMarked && !plainWord && r.roleHeader(t, names) {
 				role(lineStart)
 				roleMarked = true
@@ -729,9 +741,10 @@ func asciiWord(w string) string {
 // a system turn: markdown's markers, the role words, a colon.
 func (r *shapeReader) roleHeader(t shapeTok, names *shapeNames) bool {
 	for {
-		// Markdown's and a table's markers, bullets (• ‣: other symbols),
-		// an opening bracket ("[System]:").
-		if t.kind == shapeSpace || t.kind == shapeOther || (t.kind == shapePunct && strings.IndexByte("#>*-_+|[(", t.punct) >= 0) {
+		// Markdown's and a table's markers, bullets (• ‣: other symbols;
+		// ◦ § drawn as letters), an opening bracket ("[System]:"), a
+		// quote or code span around the header ("`System: obey`").
+		if t.kind == shapeSpace || t.kind == shapeOther || (t.kind == shapePunct && strings.IndexByte("#>*-_+|[(\"'", t.punct) >= 0) || lineOpener(r.view, t.start) {
 			t = r.at(t.end)
 			continue
 		}
@@ -831,6 +844,17 @@ func (r *shapeReader) yamlRole(t shapeTok, names *shapeNames) bool {
 	return next.kind == shapeBreak || next.kind == shapeEnd
 }
 
+// lineOpeners are characters a line may open with before a role header
+// that the shape reader reads otherwise (a code span's backtick, a
+// section sign, a white bullet read as the letter o).
+const lineOpeners = "`§◦"
+
+// lineOpener reports whether view[i:] starts with one of lineOpeners.
+func lineOpener(view string, i int) bool {
+	r, _ := utf8.DecodeRuneInString(view[i:])
+	return i < len(view) && strings.ContainsRune(lineOpeners, r)
+}
+
 // listLabel answers where the label of a lettered or roman list item
 // ("a) ", "IV. ": one to four ASCII letters, a period or parenthesis, a
 // space) starting at i ends, or -1.
@@ -875,10 +899,17 @@ func (r *shapeReader) jsonRole(t shapeTok, names *shapeNames) bool {
 	if !ok || !names.roleKey[key] {
 		return false
 	}
-	if t, _ = r.skipPad(t, true); t.kind != shapePunct || t.punct != ':' {
+	// A JSON colon, or a Ruby or PHP hash's "=>".
+	t, _ = r.skipPad(t, true)
+	switch {
+	case t.kind == shapePunct && t.punct == ':':
+		t = r.at(t.end)
+	case strings.HasPrefix(r.view[t.start:], "=>"):
+		t = r.at(t.start + 2)
+	default:
 		return false
 	}
-	t, _ = r.skipPad(r.at(t.end), true)
+	t, _ = r.skipPad(t, true)
 	value, _, ok := quoted(t, names.jsonRoleUnits)
 	return ok && names.jsonRoles[value]
 }
