@@ -24,6 +24,11 @@ const (
 	// MaxBatch bounds the records of one Remember call and the ids of one
 	// Get or Forget call.
 	MaxBatch = 1000
+	// MaxFullManifestRows bounds a full manifest the host reads: a
+	// composed set of scopes holding more is refused as too large (read
+	// it page by page, GET /v1/records), rather than held whole in the
+	// host's memory, however many rows a provider streams.
+	MaxFullManifestRows = 50_000
 )
 
 // DefaultRealm is the realm used when a caller names none.

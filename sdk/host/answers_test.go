@@ -265,6 +265,36 @@ func TestAnswersOutOfContractAreRefused(t *testing.T) {
 	}
 }
 
+// TestAFullManifestHasABound: a full manifest over MaxFullManifestRows is
+// refused as too large, the stream cut where it passed the bound. Before,
+// the host read and held any number of rows: one request for 600,000
+// rows took the host from 47 MB to 2.2 GB (from an outside review).
+func TestAFullManifestHasABound(t *testing.T) {
+	rows := make([]sdk.ManifestRow, sdk.MaxFullManifestRows+1)
+	for i := range rows {
+		rows[i] = sdk.ManifestRow{ID: fmt.Sprintf("r%d", i), Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "t"}
+	}
+	l := &liar{rows: rows}
+	conn, err := host.ServeInProcess(t.Context(), l, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	p, err := conn.Provider()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := p.Lister()
+	q := sdk.ManifestQuery{Realm: "a", Scopes: []sdk.Scope{sdk.RealmScope}, Tier: sdk.TierFull}
+	if got, err := m.Manifest(t.Context(), q); !errors.Is(err, sdk.ErrTooLarge) || errors.Is(err, host.ErrBadAnswer) {
+		t.Fatalf("a full manifest of %d rows: %d rows, %v; want it refused as too large", len(rows), len(got), err)
+	}
+	l.rows = rows[:sdk.MaxFullManifestRows]
+	if got, err := m.Manifest(t.Context(), q); err != nil || len(got) != sdk.MaxFullManifestRows {
+		t.Fatalf("a full manifest at the bound: %d rows, %v", len(got), err)
+	}
+}
+
 // TestAnAnswerThatIsNotUTF8IsThePluginsFault: a plugin holding a record
 // whose title is not valid UTF-8 cannot encode its answer; the host saw an
 // internal error naming no one. It is now a bad answer, the plugin's.

@@ -287,9 +287,10 @@ func (c *providerClient) Manifest(ctx context.Context, q sdk.ManifestQuery) ([]s
 	if err != nil {
 		return nil, fromStatus(ctx, err)
 	}
-	// A working set holds at most 2k rows; a stream past that is cut
-	// off at once rather than read whole.
-	most := -1
+	// A working set holds at most 2k rows, a full manifest the host
+	// reads at most MaxFullManifestRows; a stream past either is cut off
+	// at once rather than read whole.
+	most := sdk.MaxFullManifestRows
 	if q.Tier == sdk.TierWorkingSet && q.K > 0 {
 		most = 2 * q.K
 	}
@@ -306,7 +307,10 @@ func (c *providerClient) Manifest(ctx context.Context, q sdk.ManifestQuery) ([]s
 			return nil, fromStatus(ctx, err)
 		}
 		rows = append(rows, rowsFromPB(chunk.Rows)...)
-		if most >= 0 && len(rows) > most {
+		if len(rows) > most {
+			if q.Tier != sdk.TierWorkingSet {
+				return nil, fmt.Errorf("the full manifest of realm %q holds more than %d rows; list its records page by page instead: %w", q.Realm, most, sdk.ErrTooLarge)
+			}
 			return nil, badAnswer("manifest", "more than %d rows for a working set of k %d", most, q.K)
 		}
 	}
