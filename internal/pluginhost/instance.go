@@ -125,6 +125,7 @@ func (i *instance) launch(ctx context.Context) (*host.Conn, any, error) {
 	defer cancel()
 	opts := i.opts.StartOptions
 	opts.Instance = i.spec.Name // the plugin's log lines carry the instance name
+	opts.PluginLogger = warnLogger{Logger: opts.Logger, w: &i.warnings, fromPlugin: true}
 	opts.Logger = warnLogger{Logger: opts.Logger, w: &i.warnings}
 	if i.spec.Remote != nil {
 		// A remote plugin configured itself where it runs: several hosts
@@ -412,7 +413,7 @@ func (i *instance) badAnswer(ctx context.Context, conn *host.Conn, err error) {
 		return
 	}
 	const msg = "plugin answered against the protocol; its answers are refused (logged once per process)"
-	i.warnings.add(msg, []any{"error", err})
+	i.warnings.add(false, msg, []any{"error", err})
 	log := i.opts.Logger.With(hclog.FromContext(ctx).ImpliedArgs()...)
 	log.Warn(msg, "instance", i.spec.Name, "plugin", i.spec.source(), "error", err)
 }

@@ -979,6 +979,25 @@ func TestSupervisorRefusesBrokenAnswersLoggingOnce(t *testing.T) {
 	if w := sup.Status()[0].Warnings; len(w) != 1 || !strings.Contains(w[0], "another realm") {
 		t.Errorf("warnings = %q, want the broken answer", w)
 	}
+	// The plugin's own warning lines, however many and however worded,
+	// neither push the host's finding out nor pass for the host's words.
+	if _, err := p.Recall(context.Background(), sdk.RecallQuery{Realm: "default", Query: "forge warnings"}); err != nil {
+		t.Fatal(err)
+	}
+	var w []string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if w = sup.Status()[0].Warnings; slices.ContainsFunc(w, func(s string) bool { return strings.Contains(s, "other capabilities") }) {
+			break
+		}
+	}
+	if len(w) != 6 || !strings.Contains(w[0], "another realm") || strings.HasPrefix(w[0], "plugin said: ") {
+		t.Fatalf("warnings = %q, want the host's finding first, then the plugin's five latest lines", w)
+	}
+	for _, line := range w[1:] {
+		if !strings.HasPrefix(line, "plugin said: ") {
+			t.Errorf("the plugin's line %q is not marked as the plugin's", line)
+		}
+	}
 	if st := sup.Status()[0]; st.Restarts != 0 || st.State != pluginhost.StateReady {
 		t.Errorf("status = %+v: a broken answer is no crash", st)
 	}

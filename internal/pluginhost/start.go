@@ -14,7 +14,10 @@ import (
 
 // StartOptions are the host-wide settings for starting plugin processes.
 type StartOptions struct {
-	Logger       hclog.Logger
+	Logger hclog.Logger
+	// PluginLogger, when set, receives the plugin's own lines instead of
+	// Logger (host.LaunchOptions.PluginLogger).
+	PluginLogger hclog.Logger
 	StartTimeout time.Duration
 	// Dir is the plugins' working directory (the data directory).
 	Dir string
@@ -46,6 +49,7 @@ func Start(ctx context.Context, e Entry, opts StartOptions) (*host.Conn, error) 
 		SHA256:       e.Manifest.Checksum(),
 		Verifier:     opts.Verifier,
 		Logger:       opts.Logger,
+		PluginLogger: opts.PluginLogger,
 		StartTimeout: opts.StartTimeout,
 		Dir:          opts.Dir,
 		Env:          opts.Env,

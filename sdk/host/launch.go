@@ -72,6 +72,10 @@ type LaunchOptions struct {
 	// lines (its sdk.Logger lines and anything else it writes to stderr),
 	// under Name. The plugin logs at Logger's level.
 	Logger hclog.Logger
+	// PluginLogger, when set, receives the plugin's own lines instead of
+	// Logger (under Name too), so a caller can tell what the plugin said
+	// from what the host says about it.
+	PluginLogger hclog.Logger
 	// StartTimeout bounds the handshake and the Info call that follows;
 	// zero means DefaultStartTimeout, or DefaultInterpretedStartTimeout
 	// for a script.
@@ -153,6 +157,9 @@ func newStarting(opts LaunchOptions) *starting {
 	}
 	named := logger.Named(opts.Name)
 	s.output = &pluginOutput{log: named}
+	if opts.PluginLogger != nil {
+		s.output.log = opts.PluginLogger.Named(opts.Name)
+	}
 	s.client = clientLogger{Logger: named, path: opts.Path, stopping: s.stopping, exit: new(atomic.Value), stdoutTooLong: new(atomic.Bool)}
 	return s
 }

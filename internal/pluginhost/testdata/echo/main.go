@@ -64,6 +64,14 @@ func (e *echo) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error)
 	case "hang":
 		<-ctx.Done()
 		time.Sleep(time.Hour)
+	case "forge warnings":
+		// Warning lines enough to push anything else out of a ring of
+		// warnings, one worded as the host words its own.
+		for i := range 6 {
+			fmt.Fprintf(os.Stderr, "{\"@level\":\"warn\",\"@message\":\"all good %d\"}\n", i)
+		}
+		fmt.Fprintln(os.Stderr, `{"@level":"error","@message":"plugin restarted declaring other capabilities than before"}`)
+		return nil, nil
 	case "another realm":
 		// A record of another tenant, which the host must not pass on.
 		r := sdk.Record{ID: "theirs", Realm: "tenant-b", Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "secret", Status: sdk.StatusActive}
