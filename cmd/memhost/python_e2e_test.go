@@ -2,12 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/memhost/memhost/internal/pluginhost"
 	"github.com/memhost/memhost/internal/testbin"
@@ -190,3 +194,75 @@ func TestReattachDebugPlugin(t *testing.T) {
 		})
 	}
 }
+
+// TestServeAnswersWhilePluginsStart: while a plugin takes its time to
+// configure (this one never returns), memhost answers on its port:
+// /healthz that it is alive, /readyz and every API request 503 with a
+// Retry-After. Before, the port was bound first and connections were
+// accepted but never answered until the slowest plugin's start timeout
+// (two minutes) passed (from an outside review).
+func TestServeAnswersWhilePluginsStart(t *testing.T) {
+	t.Parallel()
+	needPython(t)
+	pluginDir := testbin.ShortTempDir(t)
+	tree := pythonPluginTree(t, pluginDir)
+	script := filepath.Join(filepath.Dir(tree), "hang.py")
+	hang := "import time\nfrom memhost_plugin import KVProvider, serve\n\n\ndef open_store(config):\n    time.sleep(3600)\n\n\nif __name__ == \"__main__\":\n    serve(KVProvider(\"hangpy\", \"0.1.0\", open_store))\n"
+	if err := os.WriteFile(script, []byte(hang), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeScriptManifest(t, "hangpy", script, python, "-B", "-E", "-s")
+	addr := freeAddr(t)
+	cfgPath, _ := writeConfigIn(t, pluginDir, "provider \"notes\" {\n  plugin = \"hangpy\"\n}\n")
+	cfg, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgPath, []byte(strings.Replace(string(cfg), "127.0.0.1:0", addr, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := testbin.Command(testbin.Build(t, "./cmd/memhost"), "serve", "--config", cfgPath)
+	var stderr strings.Builder // written by exec's copier, read after it when the test fails
+	var mu sync.Mutex
+	cmd.Stderr = writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return stderr.Write(p) })
+	logged := func() string { mu.Lock(); defer mu.Unlock(); return stderr.String() }
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	client := &http.Client{Timeout: 10 * time.Second}
+	var health *http.Response
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if r, err := client.Get("http://" + addr + "/healthz"); err == nil {
+			health = r
+			r.Body.Close()
+			break
+		}
+	}
+	if health == nil || health.StatusCode != http.StatusOK {
+		t.Fatalf("/healthz while the plugin starts = %v, want 200\n%s", health, logged())
+	}
+	for _, c := range []struct{ method, path, body, want string }{
+		{"GET", "/readyz", "", `"starting"`},
+		{"POST", "/v1/recall", `{"identity":{"id":"alice"},"query":"x"}`, `"unavailable"`},
+	} {
+		req, _ := http.NewRequest(c.method, "http://"+addr+c.path, strings.NewReader(c.body))
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s while the plugin starts: %v", c.method, c.path, err)
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(data), c.want) || (c.method == "POST" && resp.Header.Get("Retry-After") == "") {
+			t.Errorf("%s %s while the plugin starts = %d %s (Retry-After %q), want 503 holding %s", c.method, c.path, resp.StatusCode, data, resp.Header.Get("Retry-After"), c.want)
+		}
+	}
+	if strings.Contains(logged(), "memhost listening") {
+		t.Fatal("the plugin was configured: the test saw no start in progress")
+	}
+}
+
+// writerFunc is an io.Writer of a func.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

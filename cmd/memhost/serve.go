@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -455,20 +456,34 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	defer ln.Close()
 	logger.Info("memhost starting", "version", version, "commit", commit, "realms", realmMap(cfg))
 
-	h, err := startHost(ctx, cfg, logger)
-	if err != nil {
-		return err
-	}
-	defer h.close()
-
+	// Served from the start: while the plugins start, every request is
+	// answered (503, /healthz alive, /readyz not ready) rather than held
+	// unanswered on an accepted connection.
+	var api atomic.Pointer[http.Handler]
+	starting := httpapi.Starting()
 	srv := &http.Server{
-		Handler:           h.handler(cfg),
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if h := api.Load(); h != nil {
+				(*h).ServeHTTP(w, r)
+				return
+			}
+			starting.ServeHTTP(w, r)
+		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       cfg.Server.ReadTimeout,
 	}
-	logger.Info("memhost listening", "addr", ln.Addr().String(), "plugin_dir", cfg.PluginDir, "data_dir", cfg.DataDir, "state_db", h.state.Path())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+
+	h, err := startHost(ctx, cfg, logger)
+	if err != nil {
+		srv.Close()
+		return err
+	}
+	defer h.close()
+	handler := h.handler(cfg)
+	api.Store(&handler)
+	logger.Info("memhost listening", "addr", ln.Addr().String(), "plugin_dir", cfg.PluginDir, "data_dir", cfg.DataDir, "state_db", h.state.Path())
 	select {
 	case err := <-errc:
 		return fmt.Errorf("http server: %w", err)
