@@ -110,6 +110,7 @@ func (s *Server) handleImport(ctx context.Context, c caller, w http.ResponseWrit
 	// Checked here so a bad batch is refused before any plugin call, with
 	// the index of the offending record.
 	first := make(map[string]int, len(req.Records))
+	prepared := make([]sdk.Record, len(req.Records))
 	for i := range req.Records {
 		if i < len(sent.Records) {
 			if err := sent.Records[i].Check(); err != nil {
@@ -130,6 +131,10 @@ func (s *Server) handleImport(ctx context.Context, c caller, w http.ResponseWrit
 			return inRecord(i, &sdk.FieldError{Field: "id", Problem: fmt.Sprintf("%q is records[%d]'s id too; an import holds each id once", probe.ID, j), Err: sdk.ErrInvalid})
 		}
 		first[probe.ID] = i
+		prepared[i] = probe
+	}
+	if err := refuseIDConflicts(ctx, realm, p, prepared); err != nil {
+		return err
 	}
 	var res sdk.ImportResult
 	if s.opts.Proposals == nil {
@@ -149,6 +154,40 @@ func (s *Server) handleImport(ctx context.Context, c caller, w http.ResponseWrit
 		}
 	}
 	return writeJSON(w, http.StatusOK, res)
+}
+
+// refuseIDConflicts refuses an import holding an id the realm's store
+// already gives another record: other content or another scope. A store
+// skips an id it holds, so such a record was dropped and counted as
+// "already stored", as if the import had been run before. The same record
+// again (a resumed import) is not refused. A provider that cannot fetch
+// by id is left to skip as it does.
+func refuseIDConflicts(ctx context.Context, realm string, p sdk.Provider, records []sdk.Record) error {
+	getter, ok := host.ProviderOf(p).Getter()
+	if !ok || len(records) == 0 {
+		return nil
+	}
+	ids := make([]string, len(records))
+	at := make(map[string]int, len(records))
+	for i, r := range records {
+		ids[i], at[r.ID] = r.ID, i
+	}
+	stored, err := getter.Get(ctx, realm, ids)
+	if err != nil {
+		return fmt.Errorf("checking the records' ids against the store: %w", err)
+	}
+	for _, old := range stored {
+		i, ok := at[old.ID]
+		if !ok {
+			continue
+		}
+		// The hash of what the store holds, not the one it answered: a
+		// store need not keep the field.
+		if r := records[i]; sdk.ContentHash(old.Title, old.Body) != r.ContentHash || old.Scope != r.Scope {
+			return inRecord(i, &sdk.FieldError{Field: "id", Problem: fmt.Sprintf("%q already names another record in realm %q (other content or scope); give this one another id", r.ID, realm), Err: sdk.ErrConflict})
+		}
+	}
+	return nil
 }
 
 // checkImportTimes refuses a record time past the years 1-9999 in UTC,
