@@ -82,10 +82,13 @@ capability. "memhost import" reads the file back.`,
 			defer c.close()
 			w := bufio.NewWriter(out.w)
 			prog := newCountProgress(cmd.ErrOrStderr(), "export", "exporting")
-			n, err := exportTo(ctx, c, realm, w, prog)
+			n, targets, err := exportTo(ctx, c, realm, w, prog)
 			prog.finish()
 			if err == nil {
 				err = w.Flush()
+			}
+			if err == nil && out.tmp != nil && len(targets) > 0 {
+				err = out.settle(targets)
 			}
 			if err == nil {
 				err = out.commit()
@@ -216,6 +219,82 @@ func (o *exportOutput) commit() error {
 	return nil
 }
 
+// settle rewrites the temporary file with every record of targets that
+// was written as active marked superseded, as its successor in the file
+// says it is: the store superseded it between the reads of their pages,
+// and an import of the file would otherwise hold two active versions, a
+// state the store never had. The rewrite goes to a second temporary file,
+// which then stands in for the first.
+func (o *exportOutput) settle(targets map[string]bool) error {
+	if err := o.tmp.Sync(); err != nil {
+		return err
+	}
+	in, err := os.Open(o.tmp.Name())
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	info, err := o.tmp.Stat()
+	if err != nil {
+		return err
+	}
+	out, err := os.OpenFile(o.tmp.Name()+".settled", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, info.Mode().Perm())
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(out)
+	sc := bufio.NewScanner(in)
+	sc.Buffer(nil, 64<<20) // a line is one record, at most a few hundred KiB
+	for sc.Scan() {
+		line := sc.Bytes()
+		var head struct{ ID, Status string }
+		if json.Unmarshal(line, &head) == nil && targets[head.ID] && head.Status == string(sdk.StatusActive) {
+			var r sdk.Record
+			if err := json.Unmarshal(line, &r); err != nil {
+				out.Close()
+				return err
+			}
+			r.Status = sdk.StatusSuperseded
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(&r); err != nil {
+				out.Close()
+				return err
+			}
+			line = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+		}
+		w.Write(line)
+		w.WriteByte('\n')
+	}
+	err = sc.Err()
+	if err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
+		out.Close()
+		os.Remove(out.Name())
+		return err
+	}
+	path := o.tmp.Name()
+	o.tmp.Close()
+	err = os.Rename(out.Name(), path)
+	out.Close()
+	if err != nil {
+		os.Remove(out.Name())
+		o.tmp = nil // commit must not rename what is not there
+		os.Remove(path)
+		return err
+	}
+	// commit syncs and renames the temporary file by this handle's name.
+	if o.tmp, err = os.OpenFile(path, os.O_WRONLY, 0); err != nil {
+		os.Remove(path)
+		return err
+	}
+	o.w = o.tmp
+	return nil
+}
+
 // discard removes the temporary file of an export that did not commit.
 func (o *exportOutput) discard() {
 	if o.tmp != nil {
@@ -226,10 +305,15 @@ func (o *exportOutput) discard() {
 }
 
 // exportTo writes every record of realm to w, a line each, page by page.
-func exportTo(ctx context.Context, c *apiClient, realm string, w io.Writer, prog *countProgress) (int, error) {
+// It answers the ids that a written record in force (active or itself
+// superseded) supersedes: each page is read at its own time, so a record
+// superseded while the export ran may have been written as active on an
+// earlier page than its successor (settle).
+func exportTo(ctx context.Context, c *apiClient, realm string, w io.Writer, prog *countProgress) (int, map[string]bool, error) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	n, after := 0, ""
+	targets := map[string]bool{}
 	// A cursor sent before would repeat its pages for ever.
 	sent := map[string]bool{after: true}
 	for {
@@ -238,20 +322,24 @@ func exportTo(ctx context.Context, c *apiClient, realm string, w io.Writer, prog
 			Next    string       `json:"next"`
 		}
 		if err := c.callWithin(ctx, requestDeadline, "POST", "/v1/export", map[string]any{"realm": realm, "after": after}, &page); err != nil {
-			return n, err
+			return n, nil, err
 		}
 		for i := range page.Records {
-			if err := enc.Encode(&page.Records[i]); err != nil {
-				return n, err
+			r := &page.Records[i]
+			if err := enc.Encode(r); err != nil {
+				return n, nil, err
+			}
+			if r.Supersedes != "" && (r.Status == sdk.StatusActive || r.Status == sdk.StatusSuperseded) {
+				targets[r.Supersedes] = true
 			}
 		}
 		n += len(page.Records)
 		prog.set(n)
 		if page.Next == "" {
-			return n, nil
+			return n, targets, nil
 		}
 		if sent[page.Next] {
-			return n, fmt.Errorf("memhost at %s answered the export cursor %q a second time, so its pages would repeat for ever; stopped", c.addr(), page.Next)
+			return n, nil, fmt.Errorf("memhost at %s answered the export cursor %q a second time, so its pages would repeat for ever; stopped", c.addr(), page.Next)
 		}
 		after = page.Next
 		sent[after] = true

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -247,5 +248,61 @@ func TestMCPProxyGivesUpOnAHungServer(t *testing.T) {
 	err := proxyMCP(ctx, strings.TrimPrefix(hung.URL, "http://"), "", "alice", "")
 	if err == nil || !strings.Contains(err.Error(), "no answer in time") || ctx.Err() != nil {
 		t.Fatalf("proxy = %v (test context %v), want it to give up with its own deadline", err, ctx.Err())
+	}
+}
+
+// TestExportSettlesASupersedeDuringIt: a record superseded while the
+// export ran, written as active on a page read before its successor's, is
+// written superseded, as its successor in the file says it is; a pending
+// proposal naming a record it would replace leaves that record active.
+// Before, the file held both versions active, a state the store never had,
+// and an import of it recalled both (from an outside review).
+func TestExportSettlesASupersedeDuringIt(t *testing.T) {
+	old, kept, successor, proposal := archiveLine(1, sdk.StatusActive), archiveLine(2, sdk.StatusActive), archiveLine(3, sdk.StatusActive), archiveLine(4, sdk.StatusQuarantined)
+	successor.Supersedes, proposal.Supersedes = old.ID, kept.ID
+	page := func(recs ...sdk.Record) string {
+		var parts []string
+		for _, r := range recs {
+			b, _ := json.Marshal(r)
+			parts = append(parts, string(b))
+		}
+		return strings.Join(parts, ",")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ After string }
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		w.Header().Set("Content-Type", "application/json")
+		if req.After == "" {
+			w.Write([]byte(`{"records":[` + page(old, kept) + `],"next":"` + kept.ID + `"}`))
+			return
+		}
+		w.Write([]byte(`{"records":[` + page(successor, proposal) + `],"next":""}`))
+	}))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "backup.jsonl")
+	if _, err := runRoot(t, "export", "--addr", strings.TrimPrefix(srv.URL, "http://"), path); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := map[string]sdk.Status{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var r sdk.Record
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		status[r.ID] = r.Status
+	}
+	want := map[string]sdk.Status{old.ID: sdk.StatusSuperseded, kept.ID: sdk.StatusActive, successor.ID: sdk.StatusActive, proposal.ID: sdk.StatusQuarantined}
+	if fmt.Sprint(status) != fmt.Sprint(want) {
+		t.Fatalf("statuses in the file = %v, want %v", status, want)
+	}
+	if info, _ := os.Stat(path); info.Mode().Perm() != 0o600 {
+		t.Errorf("the settled file's mode is %v, want -rw-------", info.Mode().Perm())
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 1 {
+		t.Errorf("files left in the directory: %v", entries)
 	}
 }
