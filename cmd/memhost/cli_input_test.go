@@ -100,6 +100,15 @@ func TestCommandLineRefusals(t *testing.T) {
 		{"approve an empty id", []string{"proposals", "approve", "--addr", addr, "p1", ""}, "a proposal id is empty; nothing was approved"},
 		{"reject an empty id", []string{"proposals", "reject", "--addr", addr, ""}, "a proposal id is empty; nothing was rejected"},
 		{"trace an empty session", []string{"trace", "--addr", addr, ""}, "the session is empty"},
+		// Review 65: text that is not UTF-8 (JSON carried each bad byte as
+		// U+FFFD, so "caf\xe9" was stored as "caf\ufffd"), and addresses
+		// that name no server.
+		{"a title not in UTF-8", []string{"remember", "--addr", addr, "--scope", "realm", "--title", "caf\xe9", "--body", "b"}, "--title is not valid UTF-8 text"},
+		{"a query not in UTF-8", []string{"recall", "--addr", addr, "--identity", "alice", "na\xefve"}, "argument 1 is not valid UTF-8 text"},
+		{"an address with a space", []string{"export", "--addr", "foo bar"}, `--addr "foo bar" is no address`},
+		{"an ftp address", []string{"export", "--addr", "ftp://127.0.0.1:7077"}, "memhost speaks http or https, not ftp"},
+		{"an address with a path", []string{"export", "--addr", addr + "/v1"}, "without a path or query"},
+		{"an address with a query", []string{"export", "--addr", "http://" + addr + "?x=1"}, "without a path or query"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			stderr, err := runRoot(t, c.args...)
@@ -304,5 +313,17 @@ func TestExportSettlesASupersedeDuringIt(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 1 {
 		t.Errorf("files left in the directory: %v", entries)
+	}
+}
+
+// TestATokenWithALineEndIsNamed: a token pasted with its line end is
+// refused before any request, saying so; before, the request failed with
+// net/http's "invalid header field value for Authorization" (from an
+// outside review).
+func TestATokenWithALineEndIsNamed(t *testing.T) {
+	t.Setenv(TokenEnv, "0123456789abcdef0123456789abcdef\n")
+	_, err := runRoot(t, "export", "--addr", refusedAddr(t))
+	if err == nil || !strings.Contains(err.Error(), TokenEnv+` holds "\n" at byte 32`) || strings.Contains(err.Error(), "net/http") {
+		t.Fatalf("export = %v, want the token's line end named", err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 )
@@ -70,7 +71,11 @@ func (f *clientFlags) run(cmd *cobra.Command, fn func(ctx context.Context, c *ap
 
 // client connects as the flags say. The caller must call close.
 func (f *clientFlags) client(ctx context.Context) (*apiClient, error) {
-	c := &apiClient{token: os.Getenv(TokenEnv), closer: func() {}}
+	token, err := clientToken()
+	if err != nil {
+		return nil, err
+	}
+	c := &apiClient{token: token, closer: func() {}}
 	if !f.local {
 		addr := f.addr
 		if addr == "" {
@@ -79,6 +84,9 @@ func (f *clientFlags) client(ctx context.Context) (*apiClient, error) {
 				return nil, err
 			}
 			addr = cfg.Listen
+		}
+		if err := checkAddr(addr); err != nil {
+			return nil, err
 		}
 		c.base = baseURL(addr)
 		c.http = &http.Client{}
@@ -370,6 +378,39 @@ func connectHint(err error, alternative string) string {
 }
 
 // baseURL is the API's base URL for an address given as host:port or URL.
+// clientToken answers the token in TokenEnv, refusing one an HTTP header
+// cannot carry: a secret is visible ASCII, so a line end or space (a
+// secret pasted with its newline) is a mistake to say plainly, where the
+// request failed naming a Go package.
+func clientToken() (string, error) {
+	secret := os.Getenv(TokenEnv)
+	if i := strings.IndexFunc(secret, func(r rune) bool { return r <= ' ' || r > '~' }); i >= 0 {
+		return "", fmt.Errorf("%s holds %q at byte %d: a token is visible ASCII without spaces (a copied secret's line end?)", TokenEnv, secret[i:i+utf8RuneLen(secret[i:])], i)
+	}
+	return secret, nil
+}
+
+// utf8RuneLen is the byte length of the character s starts with.
+func utf8RuneLen(s string) int {
+	_, n := utf8.DecodeRuneInString(s)
+	return max(n, 1)
+}
+
+// checkAddr refuses an --addr that names no memhost server: host:port or
+// an http(s) URL with neither path (beyond "/"), query nor fragment.
+func checkAddr(addr string) error {
+	u, err := url.Parse(baseURL(addr))
+	switch {
+	case err != nil || u.Host == "" || strings.ContainsAny(addr, " \t\r\n"):
+		return fmt.Errorf("--addr %q is no address: give host:port or an http(s) URL, e.g. 127.0.0.1:7077", addr)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("--addr %q: memhost speaks http or https, not %s", addr, u.Scheme)
+	case u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "":
+		return fmt.Errorf("--addr %q: give the server's address alone, without a path or query (%s://%s)", addr, u.Scheme, u.Host)
+	}
+	return nil
+}
+
 func baseURL(addr string) string {
 	if !strings.Contains(addr, "://") {
 		addr = "http://" + addr
@@ -428,6 +469,9 @@ or standard input when --body is "-" (without its final line end).`,
 				data, err := io.ReadAll(cmd.InOrStdin())
 				if err != nil {
 					return err
+				}
+				if !utf8.Valid(data) {
+					return errors.New("standard input is not valid UTF-8 text (memhost keeps text as UTF-8; convert it first, e.g. with iconv)")
 				}
 				body = trimOneNewline(string(data))
 			}

@@ -6,9 +6,11 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/spf13/pflag"
 	"os"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 )
@@ -35,6 +37,7 @@ func rootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("memhost {{.Version}}\n")
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error { return checkText(cmd, args) }
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return plainFlagError(err) })
 	root.Version = version + " (commit " + commit + ")"
 	root.AddCommand(serveCommand(), mcpCommand(), rememberCommand(), recallCommand(), injectCommand(), exportCommand(), importCommand(), reindexCommand(), benchCommand(), pluginsCommand(), proposalsCommand(), traceCommand(), versionCommand())
@@ -50,6 +53,24 @@ func versionCommand() *cobra.Command {
 			fmt.Fprintf(cmd.OutOrStdout(), "memhost %s (commit %s)\n", version, commit)
 		},
 	}
+}
+
+// checkText refuses a flag or argument that is not valid UTF-8: JSON
+// would carry each bad byte as U+FFFD, so the server stored "caf\ufffd"
+// for "caf\xe9" where the same bytes sent to the API are refused.
+func checkText(cmd *cobra.Command, args []string) error {
+	var bad error
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if bad == nil && !utf8.ValidString(f.Value.String()) {
+			bad = fmt.Errorf("--%s is not valid UTF-8 text (memhost keeps text as UTF-8; convert it first, e.g. with iconv)", f.Name)
+		}
+	})
+	for i, a := range args {
+		if bad == nil && !utf8.ValidString(a) {
+			bad = fmt.Errorf("argument %d is not valid UTF-8 text (memhost keeps text as UTF-8; convert it first, e.g. with iconv)", i+1)
+		}
+	}
+	return bad
 }
 
 // plainFlagError says what a flag's value should have been instead of

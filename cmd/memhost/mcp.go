@@ -55,7 +55,11 @@ server already holds the data directory.`,
 				if cmd.Flags().Changed("data-dir") || cmd.Flags().Changed("plugin-dir") || cf.path != "" {
 					return errors.New("--addr serves a running memhost's tools: --config, --data-dir and --plugin-dir belong to that server")
 				}
-				return proxyMCP(ctx, addr, os.Getenv(TokenEnv), identity, realm)
+				token, err := clientToken()
+				if err != nil {
+					return err
+				}
+				return proxyMCP(ctx, addr, token, identity, realm)
 			}
 			if identity == "" {
 				return errors.New("--identity is required: the tools act for one identity")
