@@ -85,6 +85,8 @@ func checkHits(q sdk.RecallQuery, hits []sdk.Hit) error {
 			problem = "is a record outside the query's time window"
 		case math.IsNaN(h.Score) || math.IsInf(h.Score, 0):
 			problem = "has a score that is not a finite number"
+		default:
+			problem = recordShape(r)
 		}
 		if problem != "" {
 			return badAnswer("recall", "hit %d %s", i, problem)
@@ -141,6 +143,8 @@ func checkNeighbours(q sdk.RecallQuery, hits []sdk.Hit, excluded func(string) bo
 				problem = "is a record the query excluded"
 			case seen[n.ID] || n.ID == h.Record.ID:
 				problem = "repeats a record of the answer"
+			default:
+				problem = recordShape(n)
 			}
 			if problem != "" {
 				return badAnswer("recall", "neighbour %d of hit %d %s", j, i, problem)
@@ -149,6 +153,34 @@ func checkNeighbours(q sdk.RecallQuery, hits []sdk.Hit, excluded func(string) bo
 		}
 	}
 	return nil
+}
+
+// recordShape says how a record of an answer breaks the limits every
+// stored record keeps ("" when it keeps them): its text and tags within
+// the SDK's sizes, a use count within 0..MaxRecordUseCount, and times
+// within the years 1-9999. A record over them reached callers whole (a
+// 31 MB body), and one with a time JSON cannot hold failed the answer as
+// the host's own error.
+func recordShape(r *sdk.Record) string {
+	switch {
+	case len(r.Title) > sdk.MaxTitleBytes, len(r.Description) > sdk.MaxDescriptionBytes, len(r.Body) > sdk.MaxBodyBytes:
+		return "has text over the record limits"
+	case len(r.Tags) > sdk.MaxTags:
+		return "has more tags than a record may"
+	case r.UseCount < 0 || r.UseCount > sdk.MaxRecordUseCount:
+		return "has a use count outside 0..MaxRecordUseCount"
+	}
+	for _, t := range r.Tags {
+		if len(t) > sdk.MaxTagBytes {
+			return "has a tag over the record limits"
+		}
+	}
+	for _, t := range [...]time.Time{r.CreatedAt, r.UpdatedAt, r.ExpiresAt, r.LastUsedAt, r.OccurredAt} {
+		if sdk.CheckTime("", t) != nil {
+			return "has a time outside the years 1-9999"
+		}
+	}
+	return ""
 }
 
 // checkRecords holds an answer of records (Get, Export) to its realm,
@@ -165,6 +197,8 @@ func checkRecords(call, realm string, recs []sdk.Record, asked []string) error {
 			problem = "is of another realm than the one asked"
 		case asked != nil && !wanted(r.ID):
 			problem = "is not one the call asked for"
+		default:
+			problem = recordShape(r)
 		}
 		if problem != "" {
 			return badAnswer(call, "record %d %s", i, problem)

@@ -155,7 +155,19 @@ func TestAnswersOutOfContractAreRefused(t *testing.T) {
 		h.Record.OccurredAt = when
 		return h
 	}
-	y2023 := sdk.RecallQuery{Since: time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}
+	// Records over the limits every stored record keeps (review 65).
+	shaped := func(change func(*sdk.Record)) sdk.Hit {
+		h := hit("r1", mine, 1)
+		change(&h.Record)
+		return h
+	}
+	longBody := shaped(func(r *sdk.Record) { r.Body = strings.Repeat("b", sdk.MaxBodyBytes+1) })
+	farFuture := shaped(func(r *sdk.Record) { r.CreatedAt = time.Date(12000, 1, 1, 0, 0, 0, 0, time.UTC) })
+	manyTags := shaped(func(r *sdk.Record) { r.Tags = make([]string, sdk.MaxTags+1) })
+	negativeUses := shaped(func(r *sdk.Record) { r.UseCount = -1 })
+	longNeighbour := beside
+	longNeighbour.Title = strings.Repeat("t", sdk.MaxTitleBytes+1)
+		y2023 := sdk.RecallQuery{Since: time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}
 	epoch := time.Unix(0, 0).UTC()
 	cases := []struct {
 		name   string
@@ -188,6 +200,13 @@ func TestAnswersOutOfContractAreRefused(t *testing.T) {
 		{"recall answer over the message limit", liar{hits: []sdk.Hit{hugeHit}}, recall(sdk.RecallQuery{}), false},
 		{"manifest chunk over the message limit", liar{rows: []sdk.ManifestRow{{ID: "r1", Scope: mine, Title: huge}}}, manifest(sdk.ManifestQuery{Tier: sdk.TierFull}), false},
 		{"get within the contract", liar{records: []sdk.Record{rec("r2", mine)}}, get, true},
+		{"recall of a body over the record limit", liar{hits: []sdk.Hit{longBody}}, recall(sdk.RecallQuery{}), false},
+		{"recall of a time past year 9999", liar{hits: []sdk.Hit{farFuture}}, recall(sdk.RecallQuery{}), false},
+		{"recall of too many tags", liar{hits: []sdk.Hit{manyTags}}, recall(sdk.RecallQuery{}), false},
+		{"recall of a negative use count", liar{hits: []sdk.Hit{negativeUses}}, recall(sdk.RecallQuery{}), false},
+		{"recall of a neighbour with a title over the limit", liar{hits: []sdk.Hit{threadHit}, records: []sdk.Record{longNeighbour}}, recall(sdk.RecallQuery{Scopes: []sdk.Scope{mine}, Neighbours: 1}), false},
+		{"get of a body over the record limit", liar{records: []sdk.Record{longBody.Record}}, get, false},
+		{"export of a time past year 9999", liar{records: []sdk.Record{farFuture.Record}}, export, false},
 		{"get of another realm", liar{records: []sdk.Record{other}}, get, false},
 		{"get of an id not asked", liar{records: []sdk.Record{rec("r9", mine)}}, get, false},
 		{"get of more records than ids", liar{records: []sdk.Record{rec("r1", mine), rec("r2", mine), rec("r1", mine)}}, get, false},
@@ -292,6 +311,29 @@ func TestAFullManifestHasABound(t *testing.T) {
 	l.rows = rows[:sdk.MaxFullManifestRows]
 	if got, err := m.Manifest(t.Context(), q); err != nil || len(got) != sdk.MaxFullManifestRows {
 		t.Fatalf("a full manifest at the bound: %d rows, %v", len(got), err)
+	}
+}
+
+// TestExpiredHitsAreDropped: a recall answer holding a record whose
+// expiry has passed is answered without it. Before, POST /v1/recall
+// returned it, where a turn's injection dropped it (from an outside
+// review).
+func TestExpiredHitsAreDropped(t *testing.T) {
+	gone, live := hit("r1", sdk.RealmScope, 2), hit("r2", sdk.RealmScope, 1)
+	gone.Record.ExpiresAt = time.Now().Add(-time.Hour).UTC().Truncate(time.Millisecond)
+	live.Record.ExpiresAt = time.Now().Add(time.Hour).UTC().Truncate(time.Millisecond)
+	conn, err := host.ServeInProcess(t.Context(), &liar{hits: []sdk.Hit{gone, live}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	p, err := conn.Provider()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits, err := p.Recall(t.Context(), sdk.RecallQuery{Realm: "a", Query: "x"})
+	if err != nil || len(hits) != 1 || hits[0].Record.ID != "r2" {
+		t.Fatalf("recall = %v, %v; want the live record alone", hits, err)
 	}
 }
 
