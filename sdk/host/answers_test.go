@@ -367,3 +367,67 @@ func TestAnAnswerThatIsNotUTF8IsThePluginsFault(t *testing.T) {
 		t.Fatalf("a request that is not UTF-8 answered %v; want invalid input", err)
 	}
 }
+
+// reindexLiar reports whatever progress and result it is given.
+type reindexLiar struct {
+	liar
+	steps  [][2]int
+	result int
+}
+
+func (r *reindexLiar) Info() sdk.Info {
+	info := r.liar.Info()
+	info.Capabilities = append(info.Capabilities, sdk.CapReindex)
+	return info
+}
+
+func (r *reindexLiar) Reindex(_ context.Context, _ string, progress func(done, total int)) (int, error) {
+	for _, s := range r.steps {
+		progress(s[0], s[1])
+	}
+	return r.result, nil
+}
+
+// TestReindexProgressKeepsItsContract: a reindex's progress only grows and
+// never passes its total, and its count is not negative; an answer
+// otherwise is refused as the plugin's. Before, a client streamed
+// {"done":-1,"total":-1} and "reindexed":-5 (from an outside review).
+func TestReindexProgressKeepsItsContract(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		steps  [][2]int
+		result int
+		ok     bool
+	}{
+		{"within the contract", [][2]int{{0, 10}, {5, 10}, {10, 10}}, 10, true},
+		{"progress past its total", [][2]int{{20, 10}}, 10, false},
+		{"negative progress", [][2]int{{-1, -1}}, 10, false},
+		{"a negative count", nil, -5, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			conn, err := host.ServeInProcess(t.Context(), &reindexLiar{steps: c.steps, result: c.result}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			p, err := conn.Provider()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ri, ok := p.Reindexer()
+			if !ok {
+				t.Fatal("no reindexer")
+			}
+			var seen [][2]int
+			n, err := ri.Reindex(t.Context(), "a", func(done, total int) { seen = append(seen, [2]int{done, total}) })
+			if c.ok != (err == nil) || (!c.ok && !errors.Is(err, host.ErrBadAnswer)) {
+				t.Fatalf("reindex = %d, %v (progress %v); want ok %v", n, err, seen, c.ok)
+			}
+			for _, s := range seen {
+				if s[0] < 0 || s[0] > s[1] {
+					t.Errorf("progress %v reached the caller", s)
+				}
+			}
+		})
+	}
+}

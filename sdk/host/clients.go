@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -446,6 +447,7 @@ func (c *providerClient) Reindex(ctx context.Context, realm string, progress fun
 	if err != nil {
 		return 0, fromStatus(ctx, err)
 	}
+	lastDone := int64(0)
 	for {
 		msg, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -456,11 +458,25 @@ func (c *providerClient) Reindex(ctx context.Context, realm string, progress fun
 		}
 		switch ev := msg.Event.(type) {
 		case *pb.ReindexResponse_Progress:
-			if progress != nil && ev.Progress != nil {
-				progress(int(ev.Progress.Done), int(ev.Progress.Total))
+			if ev.Progress == nil {
+				continue
+			}
+			// Progress only grows, never past its total: a caller shows
+			// it to an operator as it is.
+			done, total := ev.Progress.Done, ev.Progress.Total
+			if done < lastDone || total < done || done > math.MaxInt32 || total > math.MaxInt32 {
+				return 0, badAnswer("reindex", "progress %d of %d after %d done", done, total, lastDone)
+			}
+			lastDone = done
+			if progress != nil {
+				progress(int(done), int(total))
 			}
 		case *pb.ReindexResponse_Done:
-			return int(ev.Done.GetReindexed()), nil
+			n := ev.Done.GetReindexed()
+			if n < 0 || n > math.MaxInt32 {
+				return 0, badAnswer("reindex", "%d records reindexed", n)
+			}
+			return int(n), nil
 		}
 		// Any other event is a newer plugin's; this host skips it.
 	}
