@@ -92,8 +92,25 @@ func (s *Server) strictMCPBody(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The SDK runs a batch's calls at once: one request of thousands
 	// would be thousands of concurrent recalls against every tenant's.
-	if batch, ok := message.([]any); ok && len(batch) > MaxMCPBatch {
-		return &sdk.FieldError{Field: "request body", Problem: fmt.Sprintf("is a batch of %d messages, over the limit of %d; send fewer at a time", len(batch), MaxMCPBatch), Err: sdk.ErrInvalid}
+	if batch, ok := message.([]any); ok {
+		if len(batch) > MaxMCPBatch {
+			return &sdk.FieldError{Field: "request body", Problem: fmt.Sprintf("is a batch of %d messages, over the limit of %d; send fewer at a time", len(batch), MaxMCPBatch), Err: sdk.ErrInvalid}
+		}
+		// Answers are matched to requests by id: two requests of one id
+		// got one answer, and the other call ran (or not) unseen.
+		seen := map[string]int{}
+		for i, m := range batch {
+			obj, ok := m.(map[string]any)
+			id, has := obj["id"]
+			if !ok || !has || id == nil {
+				continue // a notification, or not a message: the SDK says so
+			}
+			key := fmt.Sprintf("%T:%v", id, id)
+			if j, dup := seen[key]; dup {
+				return &sdk.FieldError{Field: fmt.Sprintf("request body[%d].id", i), Problem: fmt.Sprintf("repeats the id of message %d; each request of a batch needs its own id", j), Err: sdk.ErrInvalid}
+			}
+			seen[key] = i
+		}
 	}
 	r.Body = io.NopCloser(bytes.NewReader(data))
 	return nil
