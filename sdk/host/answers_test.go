@@ -167,7 +167,7 @@ func TestAnswersOutOfContractAreRefused(t *testing.T) {
 	negativeUses := shaped(func(r *sdk.Record) { r.UseCount = -1 })
 	longNeighbour := beside
 	longNeighbour.Title = strings.Repeat("t", sdk.MaxTitleBytes+1)
-		y2023 := sdk.RecallQuery{Since: time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}
+	y2023 := sdk.RecallQuery{Since: time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}
 	epoch := time.Unix(0, 0).UTC()
 	cases := []struct {
 		name   string
