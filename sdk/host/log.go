@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	hclog "github.com/hashicorp/go-hclog"
@@ -286,12 +287,32 @@ func parsePluginLine(raw []byte) (l pluginLine, ok bool) {
 		keys = keys[:maxLineFields]
 	}
 	for _, k := range keys {
-		l.args = append(l.args, clean(k), attrValue(entry[k]))
+		l.args = append(l.args, attrKey(k), attrValue(entry[k]))
 	}
 	if l.msg == "" && len(l.args) == 0 {
 		l.msg = clean(string(raw))
 	}
 	return l, true
+}
+
+// hostKeys are attributes the host sets on its own lines about a plugin;
+// a plugin's attribute of that name is shown under plugin_<name>.
+var hostKeys = map[string]bool{"instance": true, "plugin": true, "request_id": true}
+
+// attrKey is a plugin's attribute name as the host logs it: letters,
+// digits and _ . - @ alone, anything else as _, so that a name holding a
+// space or '=' ("a b=c d") cannot read as more attributes in a text log.
+func attrKey(k string) string {
+	k = strings.Map(func(r rune) rune {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("_.-@", r) {
+			return r
+		}
+		return '_'
+	}, clean(k))
+	if hostKeys[k] {
+		k = "plugin_" + k
+	}
+	return k
 }
 
 // attrValue keeps JSON scalars as they are and renders anything nested as
@@ -319,7 +340,12 @@ func render(v any) string {
 // control characters (newlines among them) and invalid UTF-8.
 func clean(s string) string {
 	if len(s) > maxValueBytes {
-		s = s[:maxValueBytes] + "…"
+		// Cut at a character's start, so a valid text stays valid.
+		n := maxValueBytes
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n] + "…"
 	}
 	if utf8.ValidString(s) && !strings.ContainsFunc(s, breaksLine) {
 		return s

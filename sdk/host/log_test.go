@@ -38,6 +38,10 @@ func TestParsePluginLine(t *testing.T) {
 		{"control characters escaped", "bell\x07 esc\x1b[31m", hclog.Info, `bell\a esc\x1b[31m`, nil},
 		{"invalid UTF-8 escaped", "\xff\xfeok", hclog.Info, `\xff\xfeok`, nil},
 		{"line separator escaped", "a\u2028b", hclog.Info, `a\u2028b`, nil},
+		// Review 65: a name that reads as more attributes in a text log,
+		// and names the host sets on its own lines.
+		{"attribute name with a space and an equals sign", `{"@message":"m","a b=c d":"v"}`, hclog.Info, "m", []any{"a_b_c_d", "v"}},
+		{"host attribute names", `{"@message":"m","instance":"other","request_id":"r1"}`, hclog.Info, "m", []any{"plugin_instance", "other", "plugin_request_id", "r1"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -58,7 +62,13 @@ func TestParsePluginLine(t *testing.T) {
 			}
 		})
 	}
-	if _, ok := parsePluginLine([]byte("  \t")); ok {
+	// A long value is cut at a character's start, so valid UTF-8 stays
+	// valid rather than ending in an escaped half character.
+	long := strings.Repeat("é", maxValueBytes)
+	if l, _ := parsePluginLine([]byte(`{"@message":"` + long + `"}`)); !utf8.ValidString(l.msg) || strings.Contains(l.msg, `\x`) || !strings.HasSuffix(l.msg, "…") {
+		t.Errorf("a long message cut mid-character: %q", l.msg[len(l.msg)-12:])
+	}
+		if _, ok := parsePluginLine([]byte("  \t")); ok {
 		t.Error("a blank line was logged")
 	}
 }
