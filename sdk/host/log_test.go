@@ -68,7 +68,7 @@ func TestParsePluginLine(t *testing.T) {
 	if l, _ := parsePluginLine([]byte(`{"@message":"` + long + `"}`)); !utf8.ValidString(l.msg) || strings.Contains(l.msg, `\x`) || !strings.HasSuffix(l.msg, "…") {
 		t.Errorf("a long message cut mid-character: %q", l.msg[len(l.msg)-12:])
 	}
-		if _, ok := parsePluginLine([]byte("  \t")); ok {
+	if _, ok := parsePluginLine([]byte("  \t")); ok {
 		t.Error("a blank line was logged")
 	}
 }
