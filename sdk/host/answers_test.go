@@ -314,29 +314,6 @@ func TestAFullManifestHasABound(t *testing.T) {
 	}
 }
 
-// TestExpiredHitsAreDropped: a recall answer holding a record whose
-// expiry has passed is answered without it. Before, POST /v1/recall
-// returned it, where a turn's injection dropped it (from an outside
-// review).
-func TestExpiredHitsAreDropped(t *testing.T) {
-	gone, live := hit("r1", sdk.RealmScope, 2), hit("r2", sdk.RealmScope, 1)
-	gone.Record.ExpiresAt = time.Now().Add(-time.Hour).UTC().Truncate(time.Millisecond)
-	live.Record.ExpiresAt = time.Now().Add(time.Hour).UTC().Truncate(time.Millisecond)
-	conn, err := host.ServeInProcess(t.Context(), &liar{hits: []sdk.Hit{gone, live}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	p, err := conn.Provider()
-	if err != nil {
-		t.Fatal(err)
-	}
-	hits, err := p.Recall(t.Context(), sdk.RecallQuery{Realm: "a", Query: "x"})
-	if err != nil || len(hits) != 1 || hits[0].Record.ID != "r2" {
-		t.Fatalf("recall = %v, %v; want the live record alone", hits, err)
-	}
-}
-
 // TestAnAnswerThatIsNotUTF8IsThePluginsFault: a plugin holding a record
 // whose title is not valid UTF-8 cannot encode its answer; the host saw an
 // internal error naming no one. It is now a bad answer, the plugin's.

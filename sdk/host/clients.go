@@ -219,12 +219,7 @@ func (c *providerClient) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.H
 	if err := checkHits(q, hits); err != nil {
 		return nil, err
 	}
-	// An expired record is no longer recallable; a store that answered one
-	// (its clock, a plugin that does not filter) is not trusted with it.
-	// Dropped rather than refused: the store judged the expiry a moment
-	// before, perhaps on another machine's clock.
-	now := time.Now()
-	return slices.DeleteFunc(hits, func(h sdk.Hit) bool { return !h.Record.ExpiresAt.IsZero() && !h.Record.ExpiresAt.After(now) }), nil
+	return hits, nil
 }
 
 func (c *providerClient) Remember(ctx context.Context, realm string, records []sdk.Record) ([]string, error) {
