@@ -601,7 +601,7 @@ export interface paths {
                     };
                     content?: never;
                 };
-                /** @description Some plugin is down (one that cannot start stays listed, in state backoff with its last_error) or a check failed: {"status":"not ready"}, plus "plugins" and "checks" ([{"name","error"}], e.g. the session store's missing table) for a valid token or when no tokens are configured. */
+                /** @description While the host starts its plugins: {"status":"starting"}. Some plugin is down (one that cannot start stays listed, in state backoff with its last_error) or a check failed: {"status":"not ready"}, plus "plugins" and "checks" ([{"name","error"}], e.g. the session store's missing table) for a valid token or when no tokens are configured. */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -878,7 +878,8 @@ export interface components {
          *     405 method_not_allowed (with Allow), 409 conflict, 413 too_large,
          *     415 unsupported_media_type (a body in a content coding; on /mcp, a Content-Type other than application/json),
          *     429 too_many_proposals (an agent token's pending proposals in the realm are at the bound; see Retry-After), 501 unsupported, 503 unavailable,
-         *     503 provider_unavailable (the realm's provider instance is not serving: it could not start or is restarting; /readyz says why; other realms serve), 504 deadline_exceeded,
+         *     503 provider_unavailable (the realm's provider instance is not serving: it could not start or is restarting; /readyz says why; other realms serve),
+         *     503 unavailable (also every request while the host starts its plugins), 504 deadline_exceeded,
          *     507 storage_full (the store's disk or quota is full; reads keep working; retry once space is freed),
          *     507 read_only (the store's data directory is read-only; reads keep working), 500 internal.
          *     A 503 carries Retry-After (seconds): the cause (a plugin restarting, PostgreSQL down or
