@@ -226,14 +226,29 @@ func (o *exportOutput) commit() error {
 // state the store never had. The rewrite goes to a second temporary file,
 // which then stands in for the first.
 func (o *exportOutput) settle(targets map[string]bool) error {
-	if err := o.tmp.Sync(); err != nil {
-		return err
+	// Most exports with supersede chains wrote each older version as
+	// superseded: a read finds whether any line needs the rewrite.
+	stale := func(line []byte) bool {
+		var head struct{ ID, Status string }
+		return json.Unmarshal(line, &head) == nil && targets[head.ID] && head.Status == string(sdk.StatusActive)
 	}
 	in, err := os.Open(o.tmp.Name())
 	if err != nil {
 		return err
 	}
 	defer in.Close()
+	sc := bufio.NewScanner(in)
+	sc.Buffer(nil, 64<<20) // a line is one record, at most a few hundred KiB
+	found := false
+	for !found && sc.Scan() {
+		found = stale(sc.Bytes())
+	}
+	if err := sc.Err(); err != nil || !found {
+		return err
+	}
+	if _, err := in.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
 	info, err := o.tmp.Stat()
 	if err != nil {
 		return err
@@ -243,12 +258,11 @@ func (o *exportOutput) settle(targets map[string]bool) error {
 		return err
 	}
 	w := bufio.NewWriter(out)
-	sc := bufio.NewScanner(in)
-	sc.Buffer(nil, 64<<20) // a line is one record, at most a few hundred KiB
+	sc = bufio.NewScanner(in)
+	sc.Buffer(nil, 64<<20)
 	for sc.Scan() {
 		line := sc.Bytes()
-		var head struct{ ID, Status string }
-		if json.Unmarshal(line, &head) == nil && targets[head.ID] && head.Status == string(sdk.StatusActive) {
+		if stale(line) {
 			var r sdk.Record
 			if err := json.Unmarshal(line, &r); err != nil {
 				out.Close()
