@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/memhost/memhost/coordinator/alternatives"
@@ -118,18 +117,9 @@ func (c *Coordinator) timedRecall(ctx context.Context, p provider, q sdk.RecallQ
 // (timequery.Recall), a question ending in choices recalled per choice as
 // well (alternatives.Wrap), and the user's own conversation turns ranked
 // higher unless it asks what the assistant said (speaker.Wrap).
-//
-// A hit already expired is dropped (on the host's clock, not now, which
-// may be a reference time in the past): a store answered it, its clock or
-// its filter behind, and POST /v1/recall returned what a turn dropped.
 func ReadQuery(ctx context.Context, recall func(context.Context, sdk.RecallQuery) ([]sdk.Hit, error), q sdk.RecallQuery, now time.Time) ([]sdk.Hit, error) {
 	now = atItsOffset(now)
-	live := func(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
-		hits, err := recall(ctx, q)
-		at := time.Now()
-		return slices.DeleteFunc(hits, func(h sdk.Hit) bool { return !h.Record.ExpiresAt.IsZero() && !h.Record.ExpiresAt.After(at) }), err
-	}
 	return speaker.Wrap(func(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
-		return timequery.Recall(ctx, alternatives.Wrap(live), q, now)
+		return timequery.Recall(ctx, alternatives.Wrap(recall), q, now)
 	})(ctx, q)
 }

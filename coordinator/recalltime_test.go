@@ -135,22 +135,3 @@ func TestSelectionEmptiedByTheWindowFallsBack(t *testing.T) {
 		t.Errorf("injected %v (skip %q); want only the in-window hit %s, by the empty selection's fallback", res.RecordIDs, res.SkipReason, ids[1])
 	}
 }
-
-// TestReadQueryDropsExpiredHits: a hit a store answered after its expiry
-// (its clock or its filter behind) is dropped on the host's clock, even
-// when the query's reference time is before the expiry. Before, POST
-// /v1/recall returned it, where a turn's injection dropped it (from an
-// outside review).
-func TestReadQueryDropsExpiredHits(t *testing.T) {
-	gone, live := rec("gone", "coffee"), rec("live", "coffee")
-	gone.ID, live.ID = "r1", "r2"
-	gone.ExpiresAt = time.Now().Add(-time.Hour)
-	live.ExpiresAt = time.Now().Add(time.Hour)
-	store := func(context.Context, sdk.RecallQuery) ([]sdk.Hit, error) {
-		return []sdk.Hit{{Record: gone, Score: 2}, {Record: live, Score: 1}}, nil
-	}
-	hits, err := ReadQuery(context.Background(), store, sdk.RecallQuery{Realm: "default", Query: "coffee"}, time.Now().Add(-48*time.Hour))
-	if err != nil || len(hits) != 1 || hits[0].Record.ID != "r2" {
-		t.Fatalf("ReadQuery = %+v, %v; want the live record alone", hits, err)
-	}
-}

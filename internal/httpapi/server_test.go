@@ -709,3 +709,24 @@ func TestErrorAfterTheAnswerBeganIsLogged(t *testing.T) {
 		t.Errorf("the failure is not logged:\n%s", logs.String())
 	}
 }
+
+// TestRecallAnswersNoExpiredRecord: a record whose expiry passed, answered
+// by a store whose clock or filter is behind, is not answered by POST
+// /v1/recall, even for a query whose reference time is before it; a
+// record still live is. Before, /v1/recall returned it, where a turn's
+// injection and memory_recall dropped it (from an outside review).
+func TestRecallAnswersNoExpiredRecord(t *testing.T) {
+	srv, p := newTestServer(t, Options{})
+	p.SetNow(func() time.Time { return time.Now().Add(-2 * time.Hour) }) // the store thinks both are live
+	p.MustAdd("default", sdk.Record{Scope: sdk.IdentityScope("alice"), Kind: sdk.KindFact, Title: "espresso gone", Body: "b", ExpiresAt: time.Now().Add(-time.Hour)})
+	p.MustAdd("default", sdk.Record{Scope: sdk.IdentityScope("alice"), Kind: sdk.KindFact, Title: "espresso live", Body: "b", ExpiresAt: time.Now().Add(time.Hour)})
+	var answer struct {
+		Hits []struct {
+			Record sdk.Record `json:"record"`
+		} `json:"hits"`
+	}
+	body := `{"identity":{"id":"alice"},"query":"espresso","now":"` + time.Now().Add(-48*time.Hour).UTC().Format(time.RFC3339) + `"}`
+	if status := doJSON(t, srv, "POST", "/v1/recall", "", body, &answer); status != 200 || len(answer.Hits) != 1 || answer.Hits[0].Record.Title != "espresso live" {
+		t.Fatalf("recall = %d %+v, want the live record alone", status, answer)
+	}
+}
