@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -107,8 +108,8 @@ func TestCommandLineRefusals(t *testing.T) {
 		{"a query not in UTF-8", []string{"recall", "--addr", addr, "--identity", "alice", "na\xefve"}, "argument 1 is not valid UTF-8 text"},
 		{"an address with a space", []string{"export", "--addr", "foo bar"}, `--addr "foo bar" is no address`},
 		{"an ftp address", []string{"export", "--addr", "ftp://127.0.0.1:7077"}, "memhost speaks http or https, not ftp"},
-		{"an address with a path", []string{"export", "--addr", addr + "/v1"}, "without a path or query"},
-		{"an address with a query", []string{"export", "--addr", "http://" + addr + "?x=1"}, "without a path or query"},
+		{"an address ending in /v1", []string{"export", "--addr", addr + "/v1"}, "without /v1: the commands add it"},
+		{"an address with a query", []string{"export", "--addr", "http://" + addr + "?x=1"}, "without a query"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			stderr, err := runRoot(t, c.args...)
@@ -325,5 +326,34 @@ func TestATokenWithALineEndIsNamed(t *testing.T) {
 	_, err := runRoot(t, "export", "--addr", refusedAddr(t))
 	if err == nil || !strings.Contains(err.Error(), TokenEnv+` holds "\n" at byte 32`) || strings.Contains(err.Error(), "net/http") {
 		t.Fatalf("export = %v, want the token's line end named", err)
+	}
+}
+
+// TestFileNamesAndProxyPrefixesPass: a file name that is not UTF-8 is the
+// file system's, not text, and an --addr with a path is a reverse proxy's
+// prefix the commands' /v1 paths go under; both worked before the checks
+// on text and addresses came, and must still (from an outside review).
+func TestFileNamesAndProxyPrefixesPass(t *testing.T) {
+	var paths []string
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.Path)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"records":[],"next":""}`))
+	}))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "caf\xe9.jsonl")
+	if _, err := runRoot(t, "export", "--addr", srv.URL+"/memhost", path); err != nil {
+		t.Fatalf("export to a file name that is not UTF-8, through a prefix: %v", err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(paths) != 1 || paths[0] != "/memhost/v1/export" {
+		t.Fatalf("the server saw %v, want /memhost/v1/export", paths)
 	}
 }

@@ -397,7 +397,8 @@ func utf8RuneLen(s string) int {
 }
 
 // checkAddr refuses an --addr that names no memhost server: host:port or
-// an http(s) URL with neither path (beyond "/"), query nor fragment.
+// an http(s) URL, whose path is a prefix a reverse proxy serves memhost
+// under (the commands add /v1/...), with neither query nor fragment.
 func checkAddr(addr string) error {
 	u, err := url.Parse(baseURL(addr))
 	switch {
@@ -405,8 +406,10 @@ func checkAddr(addr string) error {
 		return fmt.Errorf("--addr %q is no address: give host:port or an http(s) URL, e.g. 127.0.0.1:7077", addr)
 	case u.Scheme != "http" && u.Scheme != "https":
 		return fmt.Errorf("--addr %q: memhost speaks http or https, not %s", addr, u.Scheme)
-	case u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "":
-		return fmt.Errorf("--addr %q: give the server's address alone, without a path or query (%s://%s)", addr, u.Scheme, u.Host)
+	case u.RawQuery != "" || u.Fragment != "" || strings.Contains(addr, "?"):
+		return fmt.Errorf("--addr %q: give the server's address without a query (%s://%s%s)", addr, u.Scheme, u.Host, u.Path)
+	case strings.HasSuffix(strings.TrimSuffix(u.Path, "/"), "/v1"):
+		return fmt.Errorf("--addr %q: give the server's address without /v1: the commands add it", addr)
 	}
 	return nil
 }

@@ -55,16 +55,21 @@ func versionCommand() *cobra.Command {
 	}
 }
 
-// checkText refuses a flag or argument that is not valid UTF-8: JSON
-// would carry each bad byte as U+FFFD, so the server stored "caf\ufffd"
-// for "caf\xe9" where the same bytes sent to the API are refused.
+// checkText refuses a flag or argument sent to the server as text that
+// is not valid UTF-8: JSON would carry each bad byte as U+FFFD, so the
+// server stored "caf\ufffd" for "caf\xe9" where the same bytes sent to
+// the API are refused. File names (pathFlags, and the arguments of the
+// commands in pathArgs) are the file system's, not text, and are left.
 func checkText(cmd *cobra.Command, args []string) error {
 	var bad error
 	cmd.Flags().Visit(func(f *pflag.Flag) {
-		if bad == nil && !utf8.ValidString(f.Value.String()) {
+		if bad == nil && !pathFlags[f.Name] && !utf8.ValidString(f.Value.String()) {
 			bad = fmt.Errorf("--%s is not valid UTF-8 text (memhost keeps text as UTF-8; convert it first, e.g. with iconv)", f.Name)
 		}
 	})
+	if pathArgs[cmd.Name()] || cmd.HasParent() && cmd.Parent().Name() == "plugins" {
+		return bad
+	}
 	for i, a := range args {
 		if bad == nil && !utf8.ValidString(a) {
 			bad = fmt.Errorf("argument %d is not valid UTF-8 text (memhost keeps text as UTF-8; convert it first, e.g. with iconv)", i+1)
@@ -72,6 +77,13 @@ func checkText(cmd *cobra.Command, args []string) error {
 	}
 	return bad
 }
+
+// pathFlags name files or directories; pathArgs are the commands whose
+// arguments do.
+var (
+	pathFlags = map[string]bool{"config": true, "data-dir": true, "plugin-dir": true, "interpreter": true, "interpreter-arg": true, "locomo": true, "longmemeval": true}
+	pathArgs  = map[string]bool{"export": true, "import": true}
+)
 
 // plainFlagError says what a flag's value should have been instead of
 // naming the Go function that failed to parse it ("strconv.ParseInt:
