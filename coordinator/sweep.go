@@ -89,6 +89,11 @@ func (c *Coordinator) fullSweep(ctx context.Context, key SessionKey, id sdk.Iden
 		return nil, fmt.Errorf("full manifest: %w", err)
 	}
 	lim := c.cfg.Sweep
+	if len(rows) > sdk.MaxFullManifestRows {
+		c.log(ctx).Warn("background sweep: the full manifest holds more rows than the host reads; the sweep sees the first the provider listed",
+			"realm", id.Realm, "identity", id.ID, "read", sdk.MaxFullManifestRows)
+		rows = rows[:sdk.MaxFullManifestRows]
+	}
 	if len(rows) > lim.WarnRows {
 		c.log(ctx).Warn("background sweep over a large manifest", "realm", id.Realm, "identity", id.ID,
 			"rows", len(rows), "warn_rows", lim.WarnRows, "max_rows", lim.MaxRows)

@@ -24,10 +24,10 @@ const (
 	// MaxBatch bounds the records of one Remember call and the ids of one
 	// Get or Forget call.
 	MaxBatch = 1000
-	// MaxFullManifestRows bounds a full manifest the host reads: a
-	// composed set of scopes holding more is refused as too large (read
-	// it page by page, GET /v1/records), rather than held whole in the
-	// host's memory, however many rows a provider streams.
+	// MaxFullManifestRows bounds a full manifest the host reads: of a
+	// provider's stream it reads this many rows and one more (which says
+	// there were more) and no further, however many rows the provider
+	// streams, so no answer fills the host's memory.
 	MaxFullManifestRows = 50_000
 )
 

@@ -193,8 +193,15 @@ func (s *Server) handleManifest(ctx context.Context, c caller, w http.ResponseWr
 	if rows == nil {
 		rows = []sdk.ManifestRow{}
 	}
+	answer := map[string]any{"rows": rows}
+	if q.Tier == sdk.TierFull && len(rows) > sdk.MaxFullManifestRows {
+		// The host read no further (sdk.MaxFullManifestRows): the rows
+		// are the first the provider listed, and the answer says so.
+		rows = rows[:sdk.MaxFullManifestRows]
+		answer = map[string]any{"rows": rows, "truncated": true}
+	}
 	c.ownUsageRows(rows)
-	return writeJSON(w, http.StatusOK, map[string]any{"rows": rows})
+	return writeJSON(w, http.StatusOK, answer)
 }
 
 // guideFilters are the optional filters of both guide endpoints.

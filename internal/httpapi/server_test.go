@@ -730,3 +730,24 @@ func TestRecallAnswersNoExpiredRecord(t *testing.T) {
 		t.Fatalf("recall = %d %+v, want the live record alone", status, answer)
 	}
 }
+
+// TestFullManifestSaysItIsTruncated: a full manifest of more rows than the
+// host reads answers the first sdk.MaxFullManifestRows and "truncated".
+func TestFullManifestSaysItIsTruncated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stores 50,001 records")
+	}
+	srv, p := newTestServer(t, Options{}, sdk.CapWrite, sdk.CapFetch, sdk.CapManifest)
+	recs := make([]sdk.Record, sdk.MaxFullManifestRows+1)
+	for i := range recs {
+		recs[i] = sdk.Record{Scope: sdk.IdentityScope("alice"), Kind: sdk.KindFact, Title: fmt.Sprintf("note %d", i), Body: "b"}
+	}
+	p.MustAdd("default", recs...)
+	var answer struct {
+		Rows      []sdk.ManifestRow `json:"rows"`
+		Truncated bool              `json:"truncated"`
+	}
+	if status := doJSON(t, srv, "POST", "/v1/manifest", "", `{"identity":{"id":"alice"},"tier":"full"}`, &answer); status != 200 || len(answer.Rows) != sdk.MaxFullManifestRows || !answer.Truncated {
+		t.Fatalf("full manifest = %d, %d rows, truncated %v; want %d rows, truncated", status, len(answer.Rows), answer.Truncated, sdk.MaxFullManifestRows)
+	}
+}

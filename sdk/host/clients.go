@@ -282,18 +282,14 @@ func (c *providerClient) Manifest(ctx context.Context, q sdk.ManifestQuery) ([]s
 	if err := c.need(sdk.CapManifest); err != nil {
 		return nil, err
 	}
-	stream, err := c.rpc.Manifest(ctx, &pb.ManifestRequest{
+	// Canceled on return, so a stream cut off below is released.
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := c.rpc.Manifest(sctx, &pb.ManifestRequest{
 		Realm: q.Realm, Scopes: toStrings(q.Scopes), Tier: tierToPB(q.Tier), K: int32(q.K),
 	})
 	if err != nil {
 		return nil, fromStatus(ctx, err)
-	}
-	// A working set holds at most 2k rows, a full manifest the host
-	// reads at most MaxFullManifestRows; a stream past either is cut off
-	// at once rather than read whole.
-	most := sdk.MaxFullManifestRows
-	if q.Tier == sdk.TierWorkingSet && q.K > 0 {
-		most = 2 * q.K
 	}
 	rows := []sdk.ManifestRow{}
 	for {
@@ -308,11 +304,20 @@ func (c *providerClient) Manifest(ctx context.Context, q sdk.ManifestQuery) ([]s
 			return nil, fromStatus(ctx, err)
 		}
 		rows = append(rows, rowsFromPB(chunk.Rows)...)
-		if len(rows) > most {
-			if q.Tier != sdk.TierWorkingSet {
-				return nil, fmt.Errorf("the full manifest of realm %q holds more than %d rows; list its records page by page instead: %w", q.Realm, most, sdk.ErrTooLarge)
-			}
+		// A working set holds at most 2k rows: more breaks the protocol.
+		if most := 2 * q.K; q.Tier == sdk.TierWorkingSet && q.K > 0 && len(rows) > most {
 			return nil, badAnswer("manifest", "more than %d rows for a working set of k %d", most, q.K)
+		}
+		// A full manifest is read up to MaxFullManifestRows and one row
+		// more, which tells the caller there were more; the rest of the
+		// stream is not read, so no provider's answer can fill the
+		// host's memory.
+		if q.Tier == sdk.TierFull && len(rows) > sdk.MaxFullManifestRows {
+			rows = rows[:sdk.MaxFullManifestRows+1]
+			if err := checkRows(q, rows); err != nil {
+				return nil, err
+			}
+			return rows, nil
 		}
 	}
 }

@@ -1381,6 +1381,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         rows?: components["schemas"]["ManifestRow"][];
+                        /** @description Present and true when the scopes hold more than the 50,000 rows of a full manifest the host reads: the rows are the first the provider listed. */
+                        truncated?: boolean;
                     };
                 };
             };
