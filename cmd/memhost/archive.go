@@ -802,16 +802,19 @@ func importFrom(ctx context.Context, c *apiClient, o importOptions, r io.Reader,
 	var st importStats
 	var b importBatch
 	limit := importBatchBytes
+	lr, bad := newLineReader(r), &badLines{w: errw}
+	defer bad.close()
 	flush := func() error {
 		if len(b.records) == 0 {
 			return nil
 		}
-		err := b.send(ctx, c, &st, &limit)
+		err := b.send(ctx, c, &st, &limit, func(line int, id string) {
+			bad.report(line, fmt.Errorf("id %q already names another record in the store (other content or scope); not imported", id))
+			st.Bad = bad.n
+		})
 		b.reset()
 		return err
 	}
-	lr, bad := newLineReader(r), &badLines{w: errw}
-	defer bad.close()
 	lr.ctx, lr.tick = ctx, func() { prog.tick(lr.bytes, st) }
 	var seen seenIDs
 	for {
@@ -905,7 +908,9 @@ func (b *importBatch) reset() {
 // below the batch answers 413: the batch goes again as two, down to single
 // records, each half still all or nothing, and *limit, the bytes of the
 // batches to come, drops below what was refused.
-func (b *importBatch) send(ctx context.Context, c *apiClient, st *importStats, limit *int) error {
+// A record the server left out because its id names another record is
+// told to conflict with its file line.
+func (b *importBatch) send(ctx context.Context, c *apiClient, st *importStats, limit *int, conflict func(line int, id string)) error {
 	realm, err := json.Marshal(b.realm)
 	if err != nil {
 		return err
@@ -921,7 +926,13 @@ func (b *importBatch) send(ctx context.Context, c *apiClient, st *importStats, l
 		body.Write(rec)
 	}
 	body.WriteString("]}")
-	var res sdk.ImportResult
+	var res struct {
+		sdk.ImportResult
+		Conflicts []struct {
+			Index int
+			ID    string
+		}
+	}
 	err = c.callWithin(ctx, requestDeadline, "POST", "/v1/import", body.Bytes(), &res)
 	var ce *callError
 	if errors.As(err, &ce) && ce.Status == http.StatusRequestEntityTooLarge && len(b.records) > 1 {
@@ -935,16 +946,21 @@ func (b *importBatch) send(ctx context.Context, c *apiClient, st *importStats, l
 			}
 			part.add(b.realm, b.records[i], b.lines[i])
 		}
-		if err := first.send(ctx, c, st, limit); err != nil {
+		if err := first.send(ctx, c, st, limit, conflict); err != nil {
 			return err
 		}
-		return second.send(ctx, c, st, limit)
+		return second.send(ctx, c, st, limit, conflict)
 	}
 	if err != nil {
 		return b.refusal(err)
 	}
 	st.Imported += res.Imported
 	st.Skipped += res.Skipped
+	for _, cf := range res.Conflicts {
+		if cf.Index >= 0 && cf.Index < len(b.lines) {
+			conflict(b.lines[cf.Index], cf.ID)
+		}
+	}
 	return nil
 }
 

@@ -357,3 +357,30 @@ func TestFileNamesAndProxyPrefixesPass(t *testing.T) {
 		t.Fatalf("the server saw %v, want /memhost/v1/export", paths)
 	}
 }
+
+// TestImportReportsConflictingIDs: a record the server answers as a
+// conflict (its id names another record in the store) is reported by its
+// file line and fails the command, while the rest counts as imported.
+func TestImportReportsConflictingIDs(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"imported":1,"skipped":0,"conflicts":[{"index":1,"id":"imp-0000002"}]}`))
+	}))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "records.jsonl")
+	var lines []byte
+	for i := 1; i <= 2; i++ {
+		b, _ := json.Marshal(archiveLine(i, sdk.StatusActive))
+		lines = append(append(lines, b...), '\n')
+	}
+	if err := os.WriteFile(path, lines, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := runRoot(t, "import", "--addr", strings.TrimPrefix(srv.URL, "http://"), path)
+	if err == nil || !strings.Contains(err.Error(), "1 bad line not imported") {
+		t.Fatalf("import = %v, want it to fail on the conflicting line", err)
+	}
+	if !strings.Contains(stderr, `line 2: id "imp-0000002" already names another record in the store`) || !strings.Contains(stderr, "imported 1 record") {
+		t.Fatalf("standard error does not name the line:\n%s", stderr)
+	}
+}

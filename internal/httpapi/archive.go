@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/memhost/memhost/coordinator"
@@ -133,39 +134,67 @@ func (s *Server) handleImport(ctx context.Context, c caller, w http.ResponseWrit
 		first[probe.ID] = i
 		prepared[i] = probe
 	}
-	if err := refuseIDConflicts(ctx, realm, p, prepared); err != nil {
+	conflicts, err := idConflicts(ctx, realm, p, prepared)
+	if err != nil {
 		return err
 	}
+	records := req.Records
+	if len(conflicts) > 0 {
+		records = make([]sdk.Record, 0, len(req.Records)-len(conflicts))
+		for i, r := range req.Records {
+			if !slices.ContainsFunc(conflicts, func(c importConflict) bool { return c.Index == i }) {
+				records = append(records, r)
+			}
+		}
+	}
 	var res sdk.ImportResult
-	if s.opts.Proposals == nil {
-		res, err = a.Import(ctx, realm, req.Records)
-	} else {
+	switch {
+	case len(records) == 0:
+	case s.opts.Proposals == nil:
+		res, err = a.Import(ctx, realm, records)
+	default:
 		// Through the queue, as a write goes (restateProposals): an agent
 		// must not keep a shared record out of recall by proposing it first.
-		res, err = s.opts.Proposals.Import(ctx, realm, p, req.Records)
+		res, err = s.opts.Proposals.Import(ctx, realm, p, records)
 	}
 	if err != nil {
 		return err
 	}
-	if s.opts.Proposals != nil {
-		if err := s.opts.Proposals.NoteImported(ctx, realm, p, req.Records); err != nil {
+	if s.opts.Proposals != nil && len(records) > 0 {
+		if err := s.opts.Proposals.NoteImported(ctx, realm, p, records); err != nil {
 			// The records are stored; a rerun of the import notes them.
 			return fmt.Errorf("the records are stored, but noting their pending proposals for review failed (run the import again): %w", err)
 		}
 	}
-	return writeJSON(w, http.StatusOK, res)
+	return writeJSON(w, http.StatusOK, importAnswer{ImportResult: res, Conflicts: conflicts})
 }
 
-// refuseIDConflicts refuses an import holding an id the realm's store
-// already gives another record: other content or another scope. A store
-// skips an id it holds, so such a record was dropped and counted as
-// "already stored", as if the import had been run before. The same record
-// again (a resumed import) is not refused. A provider that cannot fetch
-// by id is left to skip as it does.
-func refuseIDConflicts(ctx context.Context, realm string, p sdk.Provider, records []sdk.Record) error {
+// importAnswer is POST /v1/import's answer: the store's counts, and the
+// records not imported because their id names another record.
+type importAnswer struct {
+	sdk.ImportResult
+	Conflicts []importConflict `json:"conflicts,omitempty"`
+}
+
+// importConflict is a record of an import whose id the store gives
+// another record.
+type importConflict struct {
+	Index int    `json:"index"` // in the request's records
+	ID    string `json:"id"`
+}
+
+// idConflicts finds the records of an import whose id the realm's store
+// gives another record: other content (a record edited since the backup,
+// by hand in a markdown file, say) or another scope. A store skips an id
+// it holds, so such a record was dropped and counted "already stored", as
+// if the import had been run before; it is left out and answered apart,
+// the rest of the batch imported. The same record again (a resumed
+// import) is no conflict. A provider that cannot fetch by id is left to
+// skip as it does.
+func idConflicts(ctx context.Context, realm string, p sdk.Provider, records []sdk.Record) ([]importConflict, error) {
 	getter, ok := host.ProviderOf(p).Getter()
 	if !ok || len(records) == 0 {
-		return nil
+		return nil, nil
 	}
 	ids := make([]string, len(records))
 	at := make(map[string]int, len(records))
@@ -174,8 +203,9 @@ func refuseIDConflicts(ctx context.Context, realm string, p sdk.Provider, record
 	}
 	stored, err := getter.Get(ctx, realm, ids)
 	if err != nil {
-		return fmt.Errorf("checking the records' ids against the store: %w", err)
+		return nil, fmt.Errorf("checking the records' ids against the store: %w", err)
 	}
+	var out []importConflict
 	for _, old := range stored {
 		i, ok := at[old.ID]
 		if !ok {
@@ -184,10 +214,11 @@ func refuseIDConflicts(ctx context.Context, realm string, p sdk.Provider, record
 		// The hash of what the store holds, not the one it answered: a
 		// store need not keep the field.
 		if r := records[i]; sdk.ContentHash(old.Title, old.Body) != r.ContentHash || old.Scope != r.Scope {
-			return inRecord(i, &sdk.FieldError{Field: "id", Problem: fmt.Sprintf("%q already names another record in realm %q (other content or scope); give this one another id", r.ID, realm), Err: sdk.ErrConflict})
+			out = append(out, importConflict{Index: i, ID: r.ID})
 		}
 	}
-	return nil
+	slices.SortFunc(out, func(a, b importConflict) int { return a.Index - b.Index })
+	return out, nil
 }
 
 // checkImportTimes refuses a record time past the years 1-9999 in UTC,

@@ -1760,6 +1760,11 @@ export interface operations {
                     "application/json": {
                         imported: number;
                         skipped: number;
+                        /** @description Records not imported because the store gives their id another record (other content or scope), by their index in the request. */
+                        conflicts?: {
+                            index: number;
+                            id: string;
+                        }[];
                     };
                 };
             };
