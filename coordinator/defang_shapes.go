@@ -212,7 +212,6 @@ var punctLookAlikes = map[rune]byte{
 	'\u3009': '>', '\u27e9': '>', '\u232a': '>', '❭': '>', '˃': '>', '❱': '>',
 	// Double angles read as one: <<SYS>> is matched as <SYS> too.
 	'《': '<', '⟪': '<', '≪': '<', '⧼': '<', '》': '>', '⟫': '>', '≫': '>', '⧽': '>',
-	'«': '<', '»': '>', // guillemets: «|im_start|» as the token
 	'⦑': '<', '⋖': '<', '⪡': '<', '⦒': '>', '⋗': '>', '⪢': '>',
 	'‖': '|', '║': '|', '⎸': '|', '⎹': '|',
 	'᠄': ':', // Mongolian colon
@@ -225,7 +224,7 @@ var punctLookAlikes = map[rune]byte{
 	'」': ']', '⌉': ']', '⌋': ']', '⦌': ']', '⦎': ']', '⦐': ']', '⦘': ']', '⸣': ']', '⸥': ']', '⟭': ']', '❫': ']', '﴿': ']',
 	'⧸': '/',
 	'▁': '_', '‗': '_',
-	'“': '"', '”': '"', '„': '"', '‟': '"', '″': '"',
+	'“': '"', '”': '"', '„': '"', '‟': '"', '«': '"', '»': '"', '″': '"',
 	'‘': '\'', '’': '\'', '‚': '\'', '‛': '\'', '′': '\'',
 }
 
@@ -348,13 +347,13 @@ var knownShapes = sync.OnceValue(func() *shapeNames {
 		// Any word is a token between pipes; these may be padded too.
 		pipe: set(true, "im_start", "im_end", "im_sep", "endoftext", "endofprompt", "begin_of_text",
 			"start_header_id", "end_header_id", "eot_id", "eom_id", "python_tag", "begin_of_sentence", "end_of_sentence"),
-		bracket: set(true, "INST", "SYSTEM_PROMPT", "AVAILABLE_TOOLS", "TOOL_CALLS", "TOOL_RESULTS", "TOOL_CONTENT", "THINK"),
+		bracket: set(true, "INST", "SYSTEM_PROMPT", "AVAILABLE_TOOLS", "TOOL_CALLS", "TOOL_RESULTS", "TOOL_CONTENT"),
 		double:  set(false, "SYS"), // unpadded: C++'s "a << SYS >> b"
 		// <system-reminder>: agent harnesses frame system text in it
 		// (not <system>, which ordinary text names).
-		// <think>: the reasoning span of Qwen3's and DeepSeek-R1's
-		// templates ([THINK] Mistral's).
-		angle: set(true, "start_of_turn", "end_of_turn", "tool_call", "tool_response", "system-reminder", "think"),
+		// Not <think>, a reasoning span's: no turn or role boundary, and
+		// its look-alikes are quotation (《Think》, a book's title).
+		angle: set(true, "start_of_turn", "end_of_turn", "tool_call", "tool_response", "system-reminder"),
 		weak:  set(false, "s", "bos", "eos"),
 		roles: words("system", "system prompt", "system message", "system instruction", "system instructions",
 			// Not "developer" alone: "Developer:" labels a film

@@ -105,7 +105,12 @@ func (s *Server) strictMCPBody(w http.ResponseWriter, r *http.Request) error {
 			if !ok || !has || id == nil {
 				continue // a notification, or not a message: the SDK says so
 			}
+			// The SDK reads a number id as the integer it truncates to
+			// (7.5 is 7): keyed so, or 7 and 7.5 would pass as two.
 			key := fmt.Sprintf("%T:%v", id, id)
+			if n, isNumber := id.(float64); isNumber {
+				key = fmt.Sprintf("number:%d", int64(n))
+			}
 			if j, dup := seen[key]; dup {
 				return &sdk.FieldError{Field: fmt.Sprintf("request body[%d].id", i), Problem: fmt.Sprintf("repeats the id of message %d; each request of a batch needs its own id", j), Err: sdk.ErrInvalid}
 			}

@@ -265,6 +265,7 @@ func TestMCPRequestBounds(t *testing.T) {
 		{"a batch over the limit", "identity=alice", batch(MaxMCPBatch + 1), 400, "request body", "over the limit of 16"},
 		// Review 65: two requests of one id got one answer.
 		{"a batch repeating an id", "identity=alice", "[" + call(7) + "," + call(7) + "]", 400, "request body[1].id", "repeats the id of message 0"},
+		{"a batch repeating an id as a fraction", "identity=alice", "[" + call(7) + "," + strings.Replace(call(8), `"id":8`, `"id":7.5`, 1) + "]", 400, "request body[1].id", "repeats the id of message 0"},
 		{"a batch repeating a string id", "identity=alice", "[" + strings.Replace(call(1), `"id":1`, `"id":"a"`, 1) + "," + strings.Replace(call(2), `"id":2`, `"id":"a"`, 1) + "]", 400, "request body[1].id", "repeats the id"},
 		{"a parameter of another case", "identity=alice&Realm=acme", call(1), 400, "Realm", "not a query parameter of the MCP endpoint"},
 		{"an unknown parameter", "identity=alice&foo=1", call(1), 400, "foo", "it reads identity, realm"},
