@@ -59,6 +59,21 @@ func ListMemory(ctx context.Context, l sdk.ManifestLister, q sdk.ManifestQuery) 
 	return usage.WorkingSet(q.K, used, func(n int) ([]sdk.ManifestRow, error) { return unused[:min(n, len(unused))], nil })
 }
 
+// ListFullMemory is ListMemory's full tier. truncated reports that the
+// scopes hold more rows than the host reads of a full manifest
+// (sdk.MaxFullManifestRows): rows are then of the first the provider
+// listed, episodes left out after the cut, so a caller can say so.
+func ListFullMemory(ctx context.Context, l sdk.ManifestLister, q sdk.ManifestQuery) (rows []sdk.ManifestRow, truncated bool, err error) {
+	q.Tier = sdk.TierFull
+	if rows, err = l.Manifest(ctx, q); err != nil {
+		return nil, false, err
+	}
+	if truncated = len(rows) > sdk.MaxFullManifestRows; truncated {
+		rows = rows[:sdk.MaxFullManifestRows]
+	}
+	return withoutEpisodes(rows), truncated, nil
+}
+
 // withoutEpisodes answers rows less the episodes (rows is left as it is).
 func withoutEpisodes(rows []sdk.ManifestRow) []sdk.ManifestRow {
 	out := make([]sdk.ManifestRow, 0, len(rows))

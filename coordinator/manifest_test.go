@@ -183,3 +183,32 @@ func TestBackgroundSweepListsNoEpisode(t *testing.T) {
 		t.Fatalf("turn 2 injected %v, want the swept record %s", second.RecordIDs, ids[3])
 	}
 }
+
+// manifestOf is a lister answering rows whatever it is asked.
+type manifestOf []sdk.ManifestRow
+
+func (m manifestOf) Manifest(context.Context, sdk.ManifestQuery) ([]sdk.ManifestRow, error) {
+	return m, nil
+}
+
+// TestListFullMemorySaysItIsTruncated: a full manifest of more rows than
+// the host reads (the plugin client reads sdk.MaxFullManifestRows and one
+// more) is cut there and said to be, its episodes then left out; one
+// within the bound is not. Before, memory_index paged the extra row as if
+// it were the last (from an outside review).
+func TestListFullMemorySaysItIsTruncated(t *testing.T) {
+	rows := make(manifestOf, sdk.MaxFullManifestRows+1)
+	for i := range rows {
+		rows[i] = sdk.ManifestRow{ID: fmt.Sprintf("r%06d", i), Scope: sdk.RealmScope, Kind: sdk.KindFact}
+		if i%2 == 0 {
+			rows[i].Kind = sdk.KindEpisode
+		}
+	}
+	got, truncated, err := ListFullMemory(context.Background(), rows, sdk.ManifestQuery{Realm: "default"})
+	if err != nil || !truncated || len(got) != sdk.MaxFullManifestRows/2 || slices.ContainsFunc(got, func(r sdk.ManifestRow) bool { return r.Kind == sdk.KindEpisode }) {
+		t.Fatalf("ListFullMemory = %d rows, truncated %v, %v; want the %d facts of the first %d rows, truncated", len(got), truncated, err, sdk.MaxFullManifestRows/2, sdk.MaxFullManifestRows)
+	}
+	if got, truncated, err := ListFullMemory(context.Background(), rows[:sdk.MaxFullManifestRows], sdk.ManifestQuery{}); err != nil || truncated || len(got) != sdk.MaxFullManifestRows/2 {
+		t.Fatalf("within the bound: %d rows, truncated %v, %v", len(got), truncated, err)
+	}
+}

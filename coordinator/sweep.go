@@ -84,15 +84,14 @@ func (c *Coordinator) fullSweep(ctx context.Context, key SessionKey, id sdk.Iden
 	if !ok {
 		return nil, fmt.Errorf("full manifest: %w", errUndeclared(sdk.CapManifest))
 	}
-	rows, err := ListMemory(ctx, lister, sdk.ManifestQuery{Realm: id.Realm, Scopes: scopes, Tier: sdk.TierFull})
+	rows, truncated, err := ListFullMemory(ctx, lister, sdk.ManifestQuery{Realm: id.Realm, Scopes: scopes})
 	if err != nil {
 		return nil, fmt.Errorf("full manifest: %w", err)
 	}
 	lim := c.cfg.Sweep
-	if len(rows) > sdk.MaxFullManifestRows {
+	if truncated {
 		c.log(ctx).Warn("background sweep: the full manifest holds more rows than the host reads; the sweep sees the first the provider listed",
 			"realm", id.Realm, "identity", id.ID, "read", sdk.MaxFullManifestRows)
-		rows = rows[:sdk.MaxFullManifestRows]
 	}
 	if len(rows) > lim.WarnRows {
 		c.log(ctx).Warn("background sweep over a large manifest", "realm", id.Realm, "identity", id.ID,

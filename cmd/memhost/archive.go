@@ -809,7 +809,7 @@ func importFrom(ctx context.Context, c *apiClient, o importOptions, r io.Reader,
 			return nil
 		}
 		err := b.send(ctx, c, &st, &limit, func(line int, id string) {
-			bad.report(line, fmt.Errorf("id %q already names another record in the store (other content or scope); not imported", id))
+			bad.report(line, fmt.Errorf("id %q names a record of other content or another scope in the store (changed since the export?); not imported", id))
 			st.Bad = bad.n
 		})
 		b.reset()

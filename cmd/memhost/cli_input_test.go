@@ -109,6 +109,7 @@ func TestCommandLineRefusals(t *testing.T) {
 		{"an address with a space", []string{"export", "--addr", "foo bar"}, `--addr "foo bar" is no address`},
 		{"an ftp address", []string{"export", "--addr", "ftp://127.0.0.1:7077"}, "memhost speaks http or https, not ftp"},
 		{"an address ending in /v1", []string{"export", "--addr", addr + "/v1"}, "without /v1: the commands add it"},
+		{"the MCP endpoint as an address", []string{"export", "--addr", "http://" + addr + "/mcp/"}, "that is the MCP endpoint"},
 		{"an address with a query", []string{"export", "--addr", "http://" + addr + "?x=1"}, "without a query"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -345,7 +346,7 @@ func TestFileNamesAndProxyPrefixesPass(t *testing.T) {
 	}))
 	defer srv.Close()
 	path := filepath.Join(t.TempDir(), "caf\xe9.jsonl")
-	if _, err := runRoot(t, "export", "--addr", srv.URL+"/memhost", path); err != nil {
+	if _, err := runRoot(t, "export", "--addr", srv.URL+"/memhost//", path); err != nil {
 		t.Fatalf("export to a file name that is not UTF-8, through a prefix: %v", err)
 	}
 	if _, err := os.Stat(path); err != nil {
@@ -380,7 +381,7 @@ func TestImportReportsConflictingIDs(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "1 bad line not imported") {
 		t.Fatalf("import = %v, want it to fail on the conflicting line", err)
 	}
-	if !strings.Contains(stderr, `line 2: id "imp-0000002" already names another record in the store`) || !strings.Contains(stderr, "imported 1 record") {
+	if !strings.Contains(stderr, `line 2: id "imp-0000002" names a record of other content or another scope in the store`) || !strings.Contains(stderr, "imported 1 record") {
 		t.Fatalf("standard error does not name the line:\n%s", stderr)
 	}
 }

@@ -408,8 +408,10 @@ func checkAddr(addr string) error {
 		return fmt.Errorf("--addr %q: memhost speaks http or https, not %s", addr, u.Scheme)
 	case u.RawQuery != "" || u.Fragment != "" || strings.Contains(addr, "?"):
 		return fmt.Errorf("--addr %q: give the server's address without a query (%s://%s%s)", addr, u.Scheme, u.Host, u.Path)
-	case strings.HasSuffix(strings.TrimSuffix(u.Path, "/"), "/v1"):
+	case strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1"):
 		return fmt.Errorf("--addr %q: give the server's address without /v1: the commands add it", addr)
+	case strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/mcp"):
+		return fmt.Errorf("--addr %q: that is the MCP endpoint (for memhost mcp --addr); give the server's address", addr)
 	}
 	return nil
 }
@@ -418,7 +420,7 @@ func baseURL(addr string) string {
 	if !strings.Contains(addr, "://") {
 		addr = "http://" + addr
 	}
-	return strings.TrimSuffix(addr, "/")
+	return strings.TrimRight(addr, "/")
 }
 
 // streamLines, passed as call's out, takes a JSON Lines answer line by line

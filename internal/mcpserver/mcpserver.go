@@ -202,6 +202,9 @@ type IndexRow struct {
 type IndexOutput struct {
 	Rows       []IndexRow `json:"rows"`
 	NextCursor string     `json:"next_cursor,omitempty"`
+	// Truncated marks the last page when the caller's scopes hold more
+	// than the 50,000 rows the host reads of a full manifest.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // New builds the MCP server with the memory tools.
@@ -767,7 +770,7 @@ func (t tools) index(ctx context.Context, req *mcp.CallToolRequest, in IndexInpu
 	}
 	// The episodes of the compaction archive are left out (ListMemory):
 	// memory_recall finds them.
-	rows, err := coordinator.ListMemory(ctx, m, sdk.ManifestQuery{Realm: id.Realm, Scopes: scopes, Tier: sdk.TierFull})
+	rows, truncated, err := coordinator.ListFullMemory(ctx, m, sdk.ManifestQuery{Realm: id.Realm, Scopes: scopes})
 	if err != nil {
 		return nil, IndexOutput{}, err
 	}
@@ -786,6 +789,8 @@ func (t tools) index(ctx context.Context, req *mcp.CallToolRequest, in IndexInpu
 			out.NextCursor = strconv.Itoa(offset + len(page))
 		}
 	}
+	// The last page says when the host read no further rows.
+	out.Truncated = truncated && out.NextCursor == ""
 	return nil, out, nil
 }
 

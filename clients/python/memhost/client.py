@@ -421,7 +421,8 @@ class Client:
 
     @_operation("importRecords")
     def import_records(self, records: Sequence[Record], *, realm: str | None = None) -> ImportResult:
-        """Stores exported records as they are (ids and times kept), all or nothing."""
+        """Stores exported records as they are (ids and times kept), all or nothing,
+        but for those whose id the store gives another record, answered in "conflicts"."""
         body = _drop_none({"realm": realm, "records": list(records)})
         return cast(ImportResult, self._json("POST", "/v1/import", body))
 

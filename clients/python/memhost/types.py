@@ -112,6 +112,7 @@ class ManifestRow(TypedDict, total=False):
 
 class ManifestResult(TypedDict):
     rows: list[ManifestRow]
+    truncated: NotRequired[bool]  # a full manifest past the 50,000 rows the host reads
 
 
 class TurnInjection(TypedDict):
@@ -168,9 +169,15 @@ class ExportPage(TypedDict):
     next: str
 
 
+class ImportConflict(TypedDict):
+    index: int  # in the request's records
+    id: str
+
+
 class ImportResult(TypedDict):
     imported: int
     skipped: int
+    conflicts: NotRequired[list[ImportConflict]]  # ids the store gives another record: not imported
 
 
 class ReindexProgress(TypedDict):

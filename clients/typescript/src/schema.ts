@@ -438,11 +438,12 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Store full records as exported, ids and times kept (all or nothing; application callers only)
+         * Store full records as exported, ids and times kept (all or nothing but for conflicts; application callers only)
          * @description Each record keeps its id, status, times, supersedes and use count; the content hash is
-         *     recomputed (a stated one must match). A record whose id is stored already, or a
-         *     recallable one whose scope already holds its content, is skipped, so repeating an
-         *     import stores nothing twice. A pending proposal holding a recallable record's content
+         *     recomputed (a stated one must match). A record whose id is stored already with the
+         *     same content and scope, or a recallable one whose scope already holds its content, is
+         *     skipped, so repeating an import stores nothing twice; one whose id the store gives
+         *     another record (other content or scope) is not imported and is answered in conflicts. A pending proposal holding a recallable record's content
          *     in a shared scope does not skip it: the proposal is dropped and the record stored, as
          *     for a write.
          */
