@@ -32,6 +32,11 @@ type Archiver interface {
 	// absorbs them is committed. It must be idempotent: a retried
 	// compaction archives the same slice again.
 	Archive(ctx context.Context, id sdk.Identity, conversation string, start, end int, eps []Episode) error
+	// Retain forgets, once the summary of [start, end) is committed, the
+	// slice's own positions the realm's retention keeps no longer. Archive
+	// leaves them, so that a slice whose summary never commits leaves its
+	// episodes contiguous after the watermark, where Forget finds them.
+	Retain(ctx context.Context, id sdk.Identity, conversation string, start, end int) error
 	// Forget removes the archive of the identity's conversation: the
 	// first absorbed positions and whatever a compaction that never
 	// committed left beyond them. Identity "" is a conversation stored
@@ -138,12 +143,25 @@ func (a *EpisodeArchive) Archive(ctx context.Context, id sdk.Identity, conversat
 		}
 	}
 	if pol.MaxRecords > 0 {
-		// The positions this slice pushed out of the newest MaxRecords;
-		// earlier ones went with earlier slices.
+		// The committed positions this slice pushed out of the newest
+		// MaxRecords; earlier ones went with earlier slices, and the
+		// slice's own go once it commits (Retain).
 		first := max(0, start-pol.MaxRecords)
-		if err := forgetRange(ctx, p.f, id, conversation, first, end-pol.MaxRecords); err != nil {
+		if err := forgetRange(ctx, p.f, id, conversation, first, min(start, end-pol.MaxRecords)); err != nil {
 			return fmt.Errorf("%w: conversation %s: retention: %w", ErrArchive, conversation, err)
 		}
+	}
+	return nil
+}
+
+// Retain implements Archiver.
+func (a *EpisodeArchive) Retain(ctx context.Context, id sdk.Identity, conversation string, start, end int) error {
+	p, pol, ok, err := a.provider(id.Realm)
+	if err != nil || !ok || pol.MaxRecords <= 0 || end-pol.MaxRecords <= start {
+		return err
+	}
+	if err := forgetRange(ctx, p.f, id, conversation, start, end-pol.MaxRecords); err != nil {
+		return fmt.Errorf("%w: conversation %s: retention: %w", ErrArchive, conversation, err)
 	}
 	return nil
 }

@@ -288,3 +288,68 @@ func TestEpisodeThreadOfALongConversationID(t *testing.T) {
 		t.Error("a short conversation id is not its own thread id")
 	}
 }
+
+// saveFailing is a store whose saves fail while fail is set.
+type saveFailing struct {
+	Store
+	fail bool
+}
+
+func (s *saveFailing) Save(ctx context.Context, key Key, prev int, st State) error {
+	if s.fail {
+		return errors.New("the state database is locked")
+	}
+	return s.Store.Save(ctx, key, prev, st)
+}
+
+// TestRetentionWaitsForTheCommit: a slice longer than the retention
+// archives all its positions and forgets the ones retention drops only
+// once its summary commits. Before, retention forgot them before the
+// commit, so a compaction that then failed left its newest episodes past
+// a gap after the watermark, where DELETE of the conversation (which
+// sweeps from the watermark until a batch finds nothing) never reached
+// them, and they kept being recalled (from an outside review).
+func TestRetentionWaitsForTheCommit(t *testing.T) {
+	ctx := context.Background()
+	var ev []string
+	for i := range sdk.MaxBatch + 5 {
+		ev = append(ev, fmt.Sprintf("message %d", i))
+	}
+	pol := ArchivePolicy{Enabled: true, MaxRecords: 3}
+
+	p := coordinatortest.NewProvider(coordinatortest.AllCapabilities...)
+	st := &saveFailing{Store: NewMemoryStore(), fail: true}
+	s := archived(p, pol, Options{Store: st, Compactor: countingCompactor{}})
+	if _, err := s.Compact(ctx, Request{Identity: alice, Conversation: "c1", Evicted: msgs(ev...)}); err == nil {
+		t.Fatal("the compaction succeeded; want its save to fail")
+	}
+	if err := s.Forget(ctx, "default", "c1", Access{Identity: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := p.Forget(ctx, "default", episodeIDs(alice, "c1", 0, len(ev))); n != 0 {
+		t.Fatalf("%d episodes of the uncommitted compaction survived DELETE of the conversation", n)
+	}
+
+	// Committed, the slice keeps only its newest MaxRecords positions.
+	p = coordinatortest.NewProvider(coordinatortest.AllCapabilities...)
+	s = archived(p, pol, Options{Compactor: countingCompactor{}})
+	if _, err := s.Compact(ctx, Request{Identity: alice, Conversation: "c1", Evicted: msgs(ev...)}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := p.Get(ctx, "default", episodeIDs(alice, "c1", 0, len(ev)))
+	var seqs []int64
+	for _, r := range got {
+		seqs = append(seqs, r.Thread.Seq)
+	}
+	slices.Sort(seqs)
+	if want := []int64{int64(len(ev) - 3), int64(len(ev) - 2), int64(len(ev) - 1)}; !slices.Equal(seqs, want) {
+		t.Fatalf("episodes kept at positions %v, want %v", seqs, want)
+	}
+}
+
+// countingCompactor summarises a chunk as its count of messages.
+type countingCompactor struct{}
+
+func (countingCompactor) Compact(_ context.Context, r sdk.CompactRequest) (sdk.Message, error) {
+	return sdk.Message{Role: "user", Content: fmt.Sprintf("summary of %d messages", len(r.Evicted))}, nil
+}

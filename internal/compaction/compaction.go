@@ -408,6 +408,14 @@ func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
 		}
 		return Result{}, err
 	}
+	if s.opts.Archive != nil {
+		// Committed: the slice's own positions past the retention go. A
+		// failure leaves them below the watermark, where a DELETE of the
+		// conversation still reaches them.
+		if err := s.opts.Archive.Retain(ctx, req.Identity, req.Conversation, st.Watermark, next.Watermark); err != nil {
+			s.log(ctx).Warn("archive retention after the summary failed; the episodes stay until the conversation is deleted", "realm", key.Realm, "conversation", key.Conversation, "error", err)
+		}
+	}
 	if loaded != key {
 		// The adopted state now lives under key. A failure here leaves the
 		// old copy, which only an application reaches (as before the
