@@ -104,6 +104,8 @@ func (p *positionArchive) Archive(_ context.Context, _ sdk.Identity, _ string, _
 	return nil
 }
 
+func (p *positionArchive) Retain(context.Context, sdk.Identity, string, int, int) error { return nil }
+
 func (p *positionArchive) Forget(context.Context, sdk.Identity, string, int) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
