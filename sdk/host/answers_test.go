@@ -295,16 +295,7 @@ func TestAFullManifestHasABound(t *testing.T) {
 		rows[i] = sdk.ManifestRow{ID: fmt.Sprintf("r%d", i), Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "t"}
 	}
 	l := &liar{rows: rows}
-	conn, err := host.ServeInProcess(t.Context(), l, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	p, err := conn.Provider()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, _ := p.Lister()
+	m, _ := servedProvider(t, l).Lister()
 	q := sdk.ManifestQuery{Realm: "a", Scopes: []sdk.Scope{sdk.RealmScope}, Tier: sdk.TierFull}
 	if got, err := m.Manifest(t.Context(), q); err != nil || len(got) != sdk.MaxFullManifestRows+1 || got[len(got)-1].ID != rows[sdk.MaxFullManifestRows].ID {
 		t.Fatalf("a full manifest of %d rows: %d rows, %v; want the first %d and one more", len(rows), len(got), err, sdk.MaxFullManifestRows)
@@ -323,15 +314,7 @@ func TestAnAnswerThatIsNotUTF8IsThePluginsFault(t *testing.T) {
 	h.Record.Title = "bad \xff title"
 	l := &liar{hits: []sdk.Hit{h}, records: []sdk.Record{h.Record},
 		rows: []sdk.ManifestRow{{ID: "r1", Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "bad \xff title"}}}
-	conn, err := host.ServeInProcess(t.Context(), l, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	p, err := conn.Provider()
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := servedProvider(t, l)
 	if _, err := p.Recall(t.Context(), sdk.RecallQuery{Realm: "a", Query: "x"}); !errors.Is(err, host.ErrBadAnswer) {
 		t.Fatalf("recall answered %v (code %s); want a bad answer", err, sdk.CodeOf(err))
 	}
@@ -383,16 +366,7 @@ func TestReindexProgressKeepsItsContract(t *testing.T) {
 		{"a negative count", nil, -5, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			conn, err := host.ServeInProcess(t.Context(), &reindexLiar{steps: c.steps, result: c.result}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			p, err := conn.Provider()
-			if err != nil {
-				t.Fatal(err)
-			}
-			ri, ok := p.Reindexer()
+			ri, ok := servedProvider(t, &reindexLiar{steps: c.steps, result: c.result}).Reindexer()
 			if !ok {
 				t.Fatal("no reindexer")
 			}
@@ -408,4 +382,20 @@ func TestReindexProgressKeepsItsContract(t *testing.T) {
 			}
 		})
 	}
+}
+
+// servedProvider serves plugin in-process for the test and answers its
+// provider.
+func servedProvider(t *testing.T, plugin sdk.Plugin) *host.Provider {
+	t.Helper()
+	conn, err := host.ServeInProcess(t.Context(), plugin, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	p, err := conn.Provider()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
