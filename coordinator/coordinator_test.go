@@ -1087,8 +1087,8 @@ func TestLargeDefangsWaitTheirTurn(t *testing.T) {
 	if out, err := f.c.DefangInbound(context.Background(), alice, large); err != nil || out.Hits != 1 {
 		t.Fatalf("large content with the gate free: %d hits, %v", out.Hits, err)
 	}
-	if len(f.c.inbound.slots) != 0 || len(f.c.inbound.turns) != 0 {
-		t.Fatalf("a large defang kept its place in the gate: %d slots, %d identities", len(f.c.inbound.slots), len(f.c.inbound.turns))
+	if len(f.c.inbound.slots) != 0 || f.c.inbound.turns.Len() != 0 {
+		t.Fatalf("a large defang kept its place in the gate: %d slots, %d identities", len(f.c.inbound.slots), f.c.inbound.turns.Len())
 	}
 	gone, stop := context.WithCancel(context.Background())
 	stop()
@@ -1121,8 +1121,8 @@ func TestOneIdentitysFloodWaitsBehindItself(t *testing.T) {
 	}
 	leaveBob()
 	leave()
-	if len(g.slots) != 0 || len(g.turns) != 0 {
-		t.Fatalf("after both left: %d slots, %d identities held", len(g.slots), len(g.turns))
+	if len(g.slots) != 0 || g.turns.Len() != 0 {
+		t.Fatalf("after both left: %d slots, %d identities held", len(g.slots), g.turns.Len())
 	}
 }
 

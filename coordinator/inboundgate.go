@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"sync"
 
+	"github.com/memhost/memhost/internal/keyedlock"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -23,19 +23,11 @@ const largeInboundBytes = 8 << 10
 // could otherwise spread a flood over many), else the identity.
 type inboundGate struct {
 	slots chan struct{}
-	mu    sync.Mutex
-	turns map[string]*actorTurn
-}
-
-// actorTurn is one actor's place at the gate and how many of its texts
-// wait for it or hold it.
-type actorTurn struct {
-	held  chan struct{}
-	users int
+	turns keyedlock.Lock[string] // one actor's turn
 }
 
 func newInboundGate() *inboundGate {
-	return &inboundGate{slots: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2)), turns: map[string]*actorTurn{}}
+	return &inboundGate{slots: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))}
 }
 
 type actorKey struct{}
@@ -61,41 +53,21 @@ func (g *inboundGate) enter(ctx context.Context, id sdk.Identity, bytes int) (fu
 	if bytes <= largeInboundBytes {
 		return func() {}, nil
 	}
-	key := actorOf(ctx, id)
-	g.mu.Lock()
-	t := g.turns[key]
-	if t == nil {
-		t = &actorTurn{held: make(chan struct{}, 1)}
-		g.turns[key] = t
-	}
-	t.users++
-	g.mu.Unlock()
-	leave := func() {
-		g.mu.Lock()
-		if t.users--; t.users == 0 {
-			delete(g.turns, key)
-		}
-		g.mu.Unlock()
-	}
 	waited := func() error {
 		return fmt.Errorf("defanging %d bytes of inbound text waited for other large texts being defanged: %w", bytes, context.Cause(ctx))
 	}
-	select {
-	case t.held <- struct{}{}:
-	case <-ctx.Done():
-		leave()
+	leave, err := g.turns.Lock(ctx, actorOf(ctx, id))
+	if err != nil {
 		return nil, waited()
 	}
 	select {
 	case g.slots <- struct{}{}:
 	case <-ctx.Done():
-		<-t.held
 		leave()
 		return nil, waited()
 	}
 	return func() {
 		<-g.slots
-		<-t.held
 		leave()
 	}, nil
 }

@@ -15,12 +15,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/internal/keyedlock"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -161,7 +161,7 @@ type Options struct {
 // Service compacts conversations. It is safe for concurrent use.
 type Service struct {
 	opts    Options
-	locks   keyedLock
+	locks   keyedlock.Lock[Key]
 	pending pendingIndex
 }
 
@@ -185,7 +185,7 @@ func New(opts Options) *Service {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Service{opts: opts, locks: keyedLock{m: map[Key]*lockEntry{}}}
+	return &Service{opts: opts}
 }
 
 // Enabled reports whether a compactor is configured.
@@ -716,7 +716,7 @@ func (s *Service) forget(ctx context.Context, key Key) error {
 // host's compaction would archive its history over this one's before its
 // save failed, or after a forget that answered the conversation gone.
 func (s *Service) hold(ctx context.Context, key Key) (func(), error) {
-	unlock, err := s.locks.lock(ctx, key)
+	unlock, err := s.lock(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("conversation %s: waiting for a compaction under way: %w", key.Conversation, err)
 	}
@@ -741,6 +741,16 @@ func IdempotencyKey(key Key, at string, slice []sdk.Message) string {
 	return key.Realm + "/" + key.Identity + "/" + key.Conversation + "/sha256:" + hashChain(at, slice)
 }
 
+// lock holds key's lock within ctx; a wait that ends with ctx is a
+// deadline.
+func (s *Service) lock(ctx context.Context, key Key) (func(), error) {
+	unlock, err := s.locks.Lock(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", err, sdk.ErrDeadline)
+	}
+	return unlock, nil
+}
+
 // hashChain extends prev (hex, "" for the start) over msgs one message at
 // a time, so the chain over a list equals the chain over its prefix
 // extended by the rest. Fields are length-prefixed, so no two different
@@ -758,41 +768,4 @@ func hashChain(prev string, msgs []sdk.Message) string {
 		prev = hex.EncodeToString(h.Sum(nil))
 	}
 	return prev
-}
-
-// keyedLock is a mutex per key whose waiters give up with their context.
-type keyedLock struct {
-	mu sync.Mutex
-	m  map[Key]*lockEntry
-}
-
-type lockEntry struct {
-	sem  chan struct{}
-	refs int
-}
-
-func (l *keyedLock) lock(ctx context.Context, key Key) (func(), error) {
-	l.mu.Lock()
-	e := l.m[key]
-	if e == nil {
-		e = &lockEntry{sem: make(chan struct{}, 1)}
-		l.m[key] = e
-	}
-	e.refs++
-	l.mu.Unlock()
-	release := func() {
-		l.mu.Lock()
-		e.refs--
-		if e.refs == 0 {
-			delete(l.m, key)
-		}
-		l.mu.Unlock()
-	}
-	select {
-	case e.sem <- struct{}{}:
-		return func() { <-e.sem; release() }, nil
-	case <-ctx.Done():
-		release()
-		return nil, fmt.Errorf("%w: %w", ctx.Err(), sdk.ErrDeadline)
-	}
 }

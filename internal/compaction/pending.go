@@ -90,7 +90,7 @@ func (s *Service) completeFor(ctx context.Context, sk coordinator.SessionKey) er
 	if !ok {
 		return nil
 	}
-	unlock, err := s.locks.lock(ctx, key)
+	unlock, err := s.lock(ctx, key)
 	if err != nil {
 		return fmt.Errorf("session %s: waiting for a compaction under way: %w", sk.Session, err)
 	}
