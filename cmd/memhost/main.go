@@ -6,13 +6,13 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/spf13/pflag"
 	"os"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // version and commit identify the build; make sets them with -ldflags.
