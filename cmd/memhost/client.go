@@ -385,15 +385,10 @@ func connectHint(err error, alternative string) string {
 func clientToken() (string, error) {
 	secret := os.Getenv(TokenEnv)
 	if i := strings.IndexFunc(secret, func(r rune) bool { return r <= ' ' || r > '~' }); i >= 0 {
-		return "", fmt.Errorf("%s holds %q at byte %d: a token is visible ASCII without spaces (a copied secret's line end?)", TokenEnv, secret[i:i+utf8RuneLen(secret[i:])], i)
+		_, n := utf8.DecodeRuneInString(secret[i:])
+		return "", fmt.Errorf("%s holds %q at byte %d: a token is visible ASCII without spaces (a copied secret's line end?)", TokenEnv, secret[i:i+n], i)
 	}
 	return secret, nil
-}
-
-// utf8RuneLen is the byte length of the character s starts with.
-func utf8RuneLen(s string) int {
-	_, n := utf8.DecodeRuneInString(s)
-	return max(n, 1)
 }
 
 // checkAddr refuses an --addr that names no memhost server: host:port or
