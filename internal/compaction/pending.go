@@ -1,8 +1,10 @@
 package compaction
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -25,13 +27,15 @@ func resetting(ctx context.Context) context.Context {
 	return context.WithValue(ctx, resettingKey{}, true)
 }
 
-// pendingIndex finds a session's pending reset without a query: the
+// pendingIndex finds a session's pending resets without a query: the
 // stores that record pending resets belong to one host (its state
-// database), so the index is exact once loaded at start.
+// database), so the index is exact once loaded at start. A session may
+// owe resets to several conversations (each compaction names the session
+// it ran in), and each stays listed until it is done.
 type pendingIndex struct {
 	mu        sync.Mutex
-	bySession map[coordinator.SessionKey]Key
-	n         atomic.Int64 // len(bySession), read without the lock per turn
+	bySession map[coordinator.SessionKey]map[Key]struct{}
+	n         atomic.Int64 // entries, read without the lock per turn
 }
 
 func sessionKey(key Key, p PendingReset) coordinator.SessionKey {
@@ -41,30 +45,52 @@ func sessionKey(key Key, p PendingReset) coordinator.SessionKey {
 func (ix *pendingIndex) add(key Key, p PendingReset) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	sk := sessionKey(key, p)
 	if ix.bySession == nil {
-		ix.bySession = map[coordinator.SessionKey]Key{}
+		ix.bySession = map[coordinator.SessionKey]map[Key]struct{}{}
 	}
-	ix.bySession[sessionKey(key, p)] = key
-	ix.n.Store(int64(len(ix.bySession)))
+	keys := ix.bySession[sk]
+	if keys == nil {
+		keys = map[Key]struct{}{}
+		ix.bySession[sk] = keys
+	}
+	if _, dup := keys[key]; !dup {
+		keys[key] = struct{}{}
+		ix.n.Add(1)
+	}
 }
 
 func (ix *pendingIndex) remove(key Key, p PendingReset) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if sk := sessionKey(key, p); ix.bySession[sk] == key {
+	sk := sessionKey(key, p)
+	keys := ix.bySession[sk]
+	if _, ok := keys[key]; !ok {
+		return
+	}
+	delete(keys, key)
+	if len(keys) == 0 {
 		delete(ix.bySession, sk)
 	}
-	ix.n.Store(int64(len(ix.bySession)))
+	ix.n.Add(-1)
 }
 
-func (ix *pendingIndex) lookup(sk coordinator.SessionKey) (Key, bool) {
+// lookup answers the conversations owing sk a reset, in a fixed order so
+// that two visits of one session take their locks alike.
+func (ix *pendingIndex) lookup(sk coordinator.SessionKey) []Key {
 	if ix.n.Load() == 0 {
-		return Key{}, false
+		return nil
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	key, ok := ix.bySession[sk]
-	return key, ok
+	keys := make([]Key, 0, len(ix.bySession[sk]))
+	for key := range ix.bySession[sk] {
+		keys = append(keys, key)
+	}
+	slices.SortFunc(keys, func(a, b Key) int {
+		return cmp.Or(cmp.Compare(a.Identity, b.Identity), cmp.Compare(a.Conversation, b.Conversation))
+	})
+	return keys
 }
 
 // completeReset makes st's pending reset and clears it from the store;
@@ -84,12 +110,19 @@ func (s *Service) completeReset(ctx context.Context, key Key, st *State) error {
 	return nil
 }
 
-// completeFor completes the pending reset of session sk, if it has one.
+// completeFor completes every pending reset of session sk.
 func (s *Service) completeFor(ctx context.Context, sk coordinator.SessionKey) error {
-	key, ok := s.pending.lookup(sk)
-	if !ok {
-		return nil
+	for _, key := range s.pending.lookup(sk) {
+		if err := s.completeOne(ctx, sk, key); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// completeOne completes the reset conversation key owes session sk, if it
+// still owes one.
+func (s *Service) completeOne(ctx context.Context, sk coordinator.SessionKey, key Key) error {
 	unlock, err := s.lock(ctx, key)
 	if err != nil {
 		return fmt.Errorf("session %s: waiting for a compaction under way: %w", sk.Session, err)

@@ -175,3 +175,44 @@ func TestSQLStoreAddsPendingColumns(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionOwedResetsByTwoConversations: two conversations compacted in
+// one session while its resets fail each owe it one; the session's next
+// turn completes both, on this host and on a restarted one, so neither is
+// left for a compaction of its conversation that may never come.
+func TestSessionOwedResetsByTwoConversations(t *testing.T) {
+	ctx := context.Background()
+	for _, restart := range []bool{false, true} {
+		t.Run(fmt.Sprintf("restart=%v", restart), func(t *testing.T) {
+			store, err := NewSQLStore(ctx, openDB(t, filepath.Join(t.TempDir(), "state.db")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := newPendingHost(t, store, true)
+			for _, conv := range []string{"c1", "c2"} {
+				r := req("a", "b")
+				r.Conversation = conv
+				if _, err := h.svc.Compact(ctx, r); !errors.Is(err, sdk.ErrDeadline) {
+					t.Fatalf("compaction of %s with a failing reset answered %v, want the reset's error", conv, err)
+				}
+			}
+			if restart {
+				h = newPendingHost(t, store, false)
+			} else {
+				h.r.setDown(false)
+			}
+			if err := h.turn(); err != nil || h.r.count() != 2 {
+				t.Fatalf("turn: %v with %d resets, want both owed resets made", err, h.r.count())
+			}
+			for _, conv := range []string{"c1", "c2"} {
+				st, _, err := store.Load(ctx, Key{"default", "alice", conv})
+				if err != nil || !st.Pending.IsZero() {
+					t.Errorf("%s after the turn: pending %+v (%v), want none", conv, st.Pending, err)
+				}
+			}
+			if err := h.turn(); err != nil || h.r.count() != 2 {
+				t.Errorf("a second turn: %v with %d resets, want no more", err, h.r.count())
+			}
+		})
+	}
+}
