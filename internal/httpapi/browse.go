@@ -88,9 +88,13 @@ func (s *Server) handleListRecords(ctx context.Context, c caller, w http.Respons
 	if err != nil {
 		return err
 	}
-	// A bound token lists no other identity's own scope (identity.go).
+	// A bound token lists no record it could not read by id (identity.go).
+	view, err := s.readView(ctx, c, realm)
+	if err != nil {
+		return err
+	}
 	if f.scope != "" {
-		if err := c.touchScope(f.scope); err != nil {
+		if err := view.checkScope(f.scope); err != nil {
 			return err
 		}
 	}
@@ -109,7 +113,7 @@ func (s *Server) handleListRecords(ctx context.Context, c caller, w http.Respons
 		if f.scope != "" {
 			rq.Scopes = []sdk.Scope{f.scope}
 		}
-		hits, err := c.searchReadable(ctx, p, rq)
+		hits, err := view.search(ctx, p, rq)
 		if err != nil {
 			return err
 		}
@@ -150,7 +154,7 @@ func (s *Server) handleListRecords(ctx context.Context, c caller, w http.Respons
 			}
 			for _, rec := range page.Records {
 				after = rec.ID
-				if f.keep(&rec) && c.touchScope(rec.Scope) == nil {
+				if f.keep(&rec) && !view.hides(rec.Scope) {
 					out = append(out, item{Record: rec})
 					if len(out) == limit {
 						break
@@ -167,13 +171,13 @@ func (s *Server) handleListRecords(ctx context.Context, c caller, w http.Respons
 	return writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "records": out, "next": next})
 }
 
-// searchReadable answers the hits of q that the caller may read, best
+// search answers the hits of q that the caller may read, best
 // first. For a bound token the provider ranks other identities' records
 // too; asking again without them, until an answer holds none, keeps them
 // from crowding the token's own records out of the limit (and from
 // showing, by what is missing, how many of theirs match). It stops with
 // what it has once the ids left out reach a provider call's bound.
-func (c caller) searchReadable(ctx context.Context, p sdk.Provider, q sdk.RecallQuery) ([]sdk.Hit, error) {
+func (v readView) search(ctx context.Context, p sdk.Provider, q sdk.RecallQuery) ([]sdk.Hit, error) {
 	for {
 		hits, err := p.Recall(ctx, q)
 		if err != nil {
@@ -182,7 +186,7 @@ func (c caller) searchReadable(ctx context.Context, p sdk.Provider, q sdk.Recall
 		readable := hits[:0:0]
 		foreign := 0
 		for _, h := range hits {
-			if c.touchScope(h.Record.Scope) == nil {
+			if !v.hides(h.Record.Scope) {
 				readable = append(readable, h)
 			} else if len(q.ExcludeIDs) < sdk.MaxBatch {
 				q.ExcludeIDs = append(q.ExcludeIDs, h.Record.ID)

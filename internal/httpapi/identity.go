@@ -71,17 +71,59 @@ func (s *Server) touchStored(ctx context.Context, c caller, realm, id string, sc
 // token: another identity's own scope, or a mob or operator scope none of
 // its identities reads. Nothing is hidden from any other caller.
 func (s *Server) hides(ctx context.Context, c caller, realm string, sc sdk.Scope) (bool, error) {
-	if c.touchScope(sc) != nil {
-		return true, nil
+	v := readView{c: c}
+	if c.bound() && sharedScope(sc) {
+		var err error
+		if v.readable, err = s.readable(ctx, c, realm); err != nil {
+			return false, err
+		}
 	}
+	return v.hides(sc), nil
+}
+
+// readView is what a caller may read of one realm, for the answers that
+// list many records (browsing, scope counts, proposals): the scopes a
+// bound token's identities read are resolved once per request.
+type readView struct {
+	c        caller
+	readable []sdk.Scope // the bound token's identities' scopes
+}
+
+// readView resolves c's view of realm.
+func (s *Server) readView(ctx context.Context, c caller, realm string) (readView, error) {
+	v := readView{c: c}
 	if !c.bound() {
-		return false, nil
+		return v, nil
 	}
-	if class, _, err := sc.Parse(); err != nil || (class != sdk.ScopeMob && class != sdk.ScopeOperator) {
-		return false, nil
+	var err error
+	v.readable, err = s.readable(ctx, c, realm)
+	return v, err
+}
+
+// hides is Server.hides on the resolved view.
+func (v readView) hides(sc sdk.Scope) bool {
+	if v.c.touchScope(sc) != nil {
+		return true
 	}
-	readable, err := s.readable(ctx, c, realm)
-	return !slices.Contains(readable, sc), err
+	return v.c.bound() && sharedScope(sc) && !slices.Contains(v.readable, sc)
+}
+
+// checkScope refuses a scope the view hides, for a request that names it.
+func (v readView) checkScope(sc sdk.Scope) error {
+	if err := v.c.touchScope(sc); err != nil {
+		return err
+	}
+	if v.hides(sc) {
+		return fmt.Errorf("token %q acts as identity %s, which does not read scope %q: %w", v.c.token.Name, quoteAll(v.c.token.Identities), sc, sdk.ErrPermission)
+	}
+	return nil
+}
+
+// sharedScope reports whether sc is a mob's or an operator's, which a
+// bound token reads only where one of its identities does.
+func sharedScope(sc sdk.Scope) bool {
+	class, _, err := sc.Parse()
+	return err == nil && (class == sdk.ScopeMob || class == sdk.ScopeOperator)
 }
 
 // readable answers the scopes a bound token's identities read in realm.

@@ -406,3 +406,82 @@ func TestARefusedRejectionBlanksNothing(t *testing.T) {
 		t.Fatalf("a refused rejection asked the traces to forget %v", asks)
 	}
 }
+
+// mobsOf is a mob resolver over a fixed membership.
+type mobsOf map[string][]string
+
+func (m mobsOf) ResolveMobs(_ context.Context, id sdk.Identity) ([]string, error) {
+	return m[id.ID], nil
+}
+
+// A bound token's listings hide what its by-id reads hide: a mob's records
+// and proposals none of its identities is in. GET /v1/records (archive
+// pages, search and a scope filter), GET /v1/scopes and GET /v1/proposals
+// used to hand them over in full while GET /v1/records/{id} answered 404.
+func TestBoundTokenListsNoOtherMob(t *testing.T) {
+	tokens := []Token{
+		{Name: "app", Secret: "app-secret-0123456789", Realms: []string{"default"}, Role: RoleApplication},
+		{Name: "alice-app", Secret: "alice-secret-0123456789", Realms: []string{"default"}, Role: RoleApplication, Identities: []string{"alice"}},
+		{Name: "runtime", Secret: "runtime-secret-0123456789", Realms: []string{"default"}},
+	}
+	const app, alice, runtime = "app-secret-0123456789", "alice-secret-0123456789", "runtime-secret-0123456789"
+	p := coordinatortest.NewProvider(sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapArchive)
+	providers := func(string) (sdk.Provider, error) { return p, nil }
+	coord, err := coordinator.New(testConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers),
+		MobResolver: mobsOf{"alice": {"team-a"}, "bob": {"team-b"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { coord.Close(t.Context()) })
+	srv := newServerOver(t, Options{Tokens: tokens, Coordinator: coord, Provider: providers, Proposals: sqlQueue(t)})
+	p.MustAdd("default",
+		sdk.Record{Scope: sdk.MobScope("team-a"), Kind: sdk.KindFact, Title: "team-a kumquat"},
+		sdk.Record{Scope: sdk.MobScope("team-b"), Kind: sdk.KindFact, Title: "team-b kumquat secret"},
+		sdk.Record{Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "realm kumquat"},
+	)
+	for _, mob := range []string{"team-a", "team-b"} {
+		body := fmt.Sprintf(`{"realm":"default","records":[{"scope":"mob:%s","kind":"fact","title":"%s kumquat proposal"}]}`, mob, mob)
+		var answer map[string]any
+		if status := doJSON(t, srv, "POST", "/v1/records", runtime, body, &answer); status != 202 {
+			t.Fatalf("proposal into %s = %d, want 202", mob, status)
+		}
+	}
+	cases := []struct {
+		name, token, path string
+		status            int
+		teamB             bool // whether mob:team-b may appear in the answer
+	}{
+		{"unbound lists", app, "/v1/records?realm=default", 200, true},
+		{"unbound proposals", app, "/v1/proposals?realm=default", 200, true},
+		{"bound lists", alice, "/v1/records?realm=default", 200, false},
+		{"bound lists proposals by status", alice, "/v1/records?realm=default&status=quarantined", 200, false},
+		{"bound searches", alice, "/v1/records?realm=default&q=kumquat", 200, false},
+		{"bound scope counts", alice, "/v1/scopes?realm=default", 200, false},
+		{"bound proposals", alice, "/v1/proposals?realm=default", 200, false},
+		{"bound names the other mob", alice, "/v1/records?realm=default&scope=mob:team-b", 403, false},
+		{"bound searches the other mob", alice, "/v1/records?realm=default&q=kumquat&scope=mob:team-b", 403, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := get(t, srv.URL+tc.path, tc.token)
+			if status != tc.status {
+				t.Fatalf("status %d, want %d: %s", status, tc.status, body)
+			}
+			if status != 200 {
+				return
+			}
+			if got := strings.Contains(body, "team-b"); got != tc.teamB {
+				t.Fatalf("mob:team-b in the answer: %v, want %v: %s", got, tc.teamB, body)
+			}
+			if !strings.Contains(body, "team-a") {
+				t.Fatalf("the mob the token's identity is in is missing: %s", body)
+			}
+			if strings.Contains(tc.path, "proposals") {
+				var list struct{ Pending int }
+				if err := json.Unmarshal([]byte(body), &list); err != nil || list.Pending != map[bool]int{true: 2, false: 1}[tc.teamB] {
+					t.Fatalf("pending %d (%v), want the proposals the token may touch: %s", list.Pending, err, body)
+				}
+			}
+		})
+	}
+}

@@ -148,10 +148,15 @@ func (s *Server) handleListProposals(ctx context.Context, c caller, w http.Respo
 	}
 	// A bound token sees only what it may touch by id (GET, approve,
 	// reject): another identity's own-scope proposals (an import keeps
-	// records as they were) are left out, and out of the count.
+	// records as they were) and those of mobs and operators its
+	// identities do not read are left out, and out of the count.
 	var visible proposal.Visible
 	if c.bound() {
-		visible = func(r *sdk.Record) bool { return c.touchScope(r.Scope) == nil }
+		view, err := s.readView(ctx, c, realm)
+		if err != nil {
+			return err
+		}
+		visible = func(r *sdk.Record) bool { return !view.hides(r.Scope) }
 	}
 	items, total, next, err := queue.List(ctx, realm, p, after, limit, visible)
 	if err != nil {

@@ -37,8 +37,12 @@ func (s *Server) handleScopes(ctx context.Context, c caller, w http.ResponseWrit
 	if err != nil {
 		return err
 	}
-	// A bound token is told of no other identity's own scope.
-	counts = slices.DeleteFunc(counts, func(sc ScopeCount) bool { return c.touchScope(sc.Scope) != nil })
+	// A bound token is told of no scope it could not read by id.
+	view, err := s.readView(ctx, c, realm)
+	if err != nil {
+		return err
+	}
+	counts = slices.DeleteFunc(counts, func(sc ScopeCount) bool { return view.hides(sc.Scope) })
 	return writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "scopes": counts, "partial": partial})
 }
 
