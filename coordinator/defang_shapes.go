@@ -57,8 +57,10 @@ import (
 // the shape such an injection takes, so a line starting with the word
 // system (after white space and markdown's # > * - _ markers; "System
 // prompt:", "System message:", "System instructions:" too) followed by a
-// colon, and a line holding a JSON "role" member whose value is "system"
-// or "developer", gets the "[defanged] " prefix the header line gets. The
+// colon or standing alone (roleHeader has the forms), and a line holding
+// a "role" member whose value is "system" or "developer" (JSON, YAML, an
+// attribute, an element: jsonRole, yamlRole, bareRole, xmlRole), gets
+// the "[defanged] " prefix the header line gets. The
 // prefix changes nothing of the line, so the cost of marking an ordinary
 // line ("### System: design notes" in a README) is the prefix alone. The
 // roles below the user's own (user, assistant, human, tool) are left
@@ -190,16 +192,17 @@ const shapePuncts = `<>|[]/_-.:"'#*`
 // letterPunct answers the punctuation a letter is drawn as: Canadian
 // syllabics pa and po as angle brackets; the click letters ǀ ǁ, Cyrillic
 // palochka Ӏ ӏ, runic isaz ᛁ, Tifinagh yan ⵏ, Lisu ꓲ, Hangul ㅣ and the
-// CJK stroke 丨 as a bar; the modifier letter ː as a colon.
+// CJK stroke 丨 and the Hangul vowel ᅵ as a bar; the modifier letter ː and
+// Lisu's ꓽ as a colon.
 func letterPunct(r rune) byte {
 	switch r {
 	case 'ᐸ':
 		return '<'
 	case 'ᐳ':
 		return '>'
-	case 'ǀ', 'Ӏ', 'ӏ', 'ᛁ', 'ⵏ', 'ǁ', 'ꓲ', 'ㅣ', '丨':
+	case 'ǀ', 'Ӏ', 'ӏ', 'ᛁ', 'ⵏ', 'ǁ', 'ꓲ', 'ㅣ', '丨', 'ᅵ', 'ￜ':
 		return '|'
-	case 'ː': // modifier letter triangular colon
+	case 'ː', 'ꓽ': // modifier letter triangular colon, Lisu tone mya jeu
 		return ':'
 	}
 	return 0
@@ -215,6 +218,11 @@ var punctLookAlikes = map[rune]byte{
 	'⦑': '<', '⋖': '<', '⪡': '<', '⦒': '>', '⋗': '>', '⪢': '>',
 	'‖': '|', '║': '|', '⎸': '|', '⎹': '|',
 	'᠄': ':', // Mongolian colon
+	// Z notation's type colon, Syriac, Ethiopic, Bamum and SignWriting
+	// colons, the tricolon.
+	'⦂': ':', '܆': ':', '܇': ':', '፥': ':', '፦': ':', '⁝': ':', '꛴': ':', '\U0001DA8A': ':',
+	'❙': '|', '∥': '|', '┆': '|', '┊': '|', '╎': '|', '╏': '|', '┇': '|', '┋': '|',
+	'『': '[', '⦃': '[', '⟮': '[', '』': ']', '⦄': ']', '⟯': ']',
 	'│': '|', '∣': '|', '¦': '|', '︱': '|', '⏐': '|', '❘': '|', '￨': '|', '┃': '|', '▏': '|', '▕': '|',
 	'\u05c0': '|', '⏽': '|', // Hebrew paseq, power-on symbol
 	'〔': '[', '【': '[', '⟦': '[', '⁅': '[', '〖': '[', '〚': '[', '〘': '[', '❲': '[', '⎡': '[', '⎣': '[',
@@ -267,8 +275,18 @@ var punctTable = sync.OnceValue(func() func(rune) byte {
 				return p
 			}
 		}
-		if p := one(confusable.GetReplacement(r)); p != 0 {
+		proto := confusable.GetReplacement(r)
+		if p := one(proto); p != 0 {
 			return p
+		}
+		// A confusable of a listed look-alike (⎜ and ⼁ of 丨).
+		if d, size := utf8.DecodeRuneInString(proto); size > 0 && size == len(proto) {
+			if p, ok := punctLookAlikes[d]; ok {
+				return p
+			}
+			if p := letterPunct(d); p != 0 {
+				return p
+			}
 		}
 		switch {
 		case unicode.Is(unicode.Pc, r):
@@ -301,6 +319,7 @@ type shapeName struct {
 type shapeNames struct {
 	pipe, bracket, double, angle, weak map[string]shapeName
 	roles, jsonRoles, roleKey          map[string]bool
+	roleElement                        string // <role>'s name, folded
 	// The keys of roles, jsonRoles and roleKey, for startsKey.
 	roleUnits, jsonRoleUnits, roleKeyUnits [][]rune
 }
@@ -346,7 +365,9 @@ var knownShapes = sync.OnceValue(func() *shapeNames {
 	names := &shapeNames{
 		// Any word is a token between pipes; these may be padded too.
 		pipe: set(true, "im_start", "im_end", "im_sep", "endoftext", "endofprompt", "begin_of_text",
-			"start_header_id", "end_header_id", "eot_id", "eom_id", "python_tag", "begin_of_sentence", "end_of_sentence"),
+			"start_header_id", "end_header_id", "eot_id", "eom_id", "python_tag", "begin_of_sentence", "end_of_sentence",
+			// Phi's and Harmony's turn words, padded (<| system |>).
+			"system", "user", "assistant", "start", "end", "message", "channel"),
 		bracket: set(true, "INST", "SYSTEM_PROMPT", "AVAILABLE_TOOLS", "TOOL_CALLS", "TOOL_RESULTS", "TOOL_CONTENT"),
 		double:  set(false, "SYS"), // unpadded: C++'s "a << SYS >> b"
 		// <system-reminder>: agent harnesses frame system text in it
@@ -359,8 +380,9 @@ var knownShapes = sync.OnceValue(func() *shapeNames {
 			// Not "developer" alone: "Developer:" labels a film
 			// developer, a software developer's name.
 			"system role", "developer message", "developer prompt", "developer instructions"),
-		jsonRoles: words("system", "developer"),
-		roleKey:   words("role", "from"), // "from": ShareGPT's
+		jsonRoles:   words("system", "developer"),
+		roleKey:     words("role", "from", "author", "speaker", "sender"), // "from": ShareGPT's
+		roleElement: fold("role"),
 	}
 	// <<SYS>> drawn with double angles (≪SYS≫, 《SYS》) reads as <SYS>:
 	// unpadded, as <<SYS>> is.
@@ -452,6 +474,15 @@ func scanShapes(view string, token func(start, end int, text string), role func(
 					i, clean = h.end, true
 					continue
 				}
+				if t.punct == '<' && !roleMarked && r.xmlRole(t, names) {
+					role(lineStart)
+					roleMarked = true
+				}
+			case ':', '=':
+				if !roleMarked && r.bareRole(t, names) {
+					role(lineStart)
+					roleMarked = true
+				}
 			case '"', '\'':
 				if !roleMarked && (!r.startsNoKey(t.end, names.roleKeyUnits) && r.jsonRole(t, names) || r.bareKeyRole(t, names)) {
 					role(lineStart)
@@ -479,14 +510,15 @@ func scanShapes(view string, token func(start, end int, text string), role func(
 // shapePlain classes the bytes scanShapes passes over outside a line's
 // start: shapePlainSpace for white space within a line and the controls
 // read as nothing, shapePlainText for the other ASCII bytes that open
-// nothing, 0 for the rest (the openers < [ " ', line breaks, DEL and the
-// bytes outside ASCII), which the scan reads.
+// nothing, 0 for the rest (the openers < [ " ', the : and = a bare role
+// value follows, line breaks, DEL and the bytes outside ASCII), which the
+// scan reads.
 var shapePlain = func() (t [256]uint8) {
 	for c := 0; c < utf8.RuneSelf; c++ {
 		switch {
 		case c == ' ' || c == '\t' || (c < ' ' && c != '\n' && c != '\r' && c != '\v' && c != '\f'):
 			t[c] = shapePlainSpace
-		case c > ' ' && c != '<' && c != '[' && c != '"' && c != '\'' && c != 0x7f:
+		case c > ' ' && c != '<' && c != '[' && c != '"' && c != '\'' && c != ':' && c != '=' && c != 0x7f:
 			t[c] = shapePlainText
 		}
 	}
@@ -512,7 +544,7 @@ func (r *shapeReader) startsNoKey(i int, keys [][]rune) bool {
 // skipShapePlain answers the first byte from s[i] that shapePlain does
 // not mark plain (or len(s)), eight bytes at a time: a word holding no
 // byte outside ASCII, below ' ' (a tab is read a byte at a time), DEL, <,
-// [, " or ' is plain throughout.
+// [, ", ', : or = is plain throughout.
 func skipShapePlain(s string, i int) int {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	zero := func(x uint64) uint64 { return (x - ones) & ^x & highs } // a byte of x is 0
@@ -521,7 +553,7 @@ func skipShapePlain(s string, i int) int {
 			w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
 				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
 			stops := w&highs | (w-' '*ones)&^w&highs |
-				zero(w^'<'*ones) | zero(w^'['*ones) | zero(w^'"'*ones) | zero(w^'\''*ones) | zero(w^0x7f*ones)
+				zero(w^'<'*ones) | zero(w^'['*ones) | zero(w^'"'*ones) | zero(w^'\''*ones) | zero(w^':'*ones) | zero(w^'='*ones) | zero(w^0x7f*ones)
 			if stops != 0 {
 				break
 			}
@@ -537,11 +569,57 @@ func skipShapePlain(s string, i int) int {
 }
 
 // mayHoldShapes reports whether view may hold a template token or a role
-// header: an ASCII text without < [ : and = holds neither. It reads the
-// view a word and a vectorised byte search at a time: most text answers
-// false in a fraction of the scan's cost.
+// header: an ASCII text without < [ : and =, and without the role words
+// (which a header alone on its line needs no colon after), holds neither.
+// It reads the view a word and a vectorised byte search at a time: most
+// text answers false in a fraction of the scan's cost.
 func mayHoldShapes(view string) bool {
-	return hasAnyByte(view, "<[:=") || hasNonASCII(view)
+	return hasAnyByte(view, "<[:=") || hasNonASCII(view) || holdsRoleWord(view)
+}
+
+// holdsRoleWord reports whether the ASCII text s holds "system" or
+// "developer" in any case, or "system" letter-spaced ("S y s").
+func holdsRoleWord(s string) bool {
+	for _, c := range []byte("yYvV") {
+		for i := 0; ; {
+			j := strings.IndexByte(s[i:], c)
+			if j < 0 {
+				break
+			}
+			k := i + j
+			switch c | 0x20 {
+			case 'y':
+				if k >= 1 && s[k-1]|0x20 == 's' && hasPrefixFold(s[k+1:], "stem") ||
+					k >= 2 && s[k-1] == ' ' && s[k-2]|0x20 == 's' && hasPrefixFold(s[k+1:], " s") {
+					return true
+				}
+			case 'v':
+				if k >= 2 && hasPrefixFold(s[k-2:], "de") && hasPrefixFold(s[k+1:], "eloper") {
+					return true
+				}
+			}
+			i = k + 1
+		}
+	}
+	return false
+}
+
+// hasPrefixFold is strings.HasPrefix with ASCII letters in either case;
+// prefix is lower case.
+func hasPrefixFold(s, prefix string) bool {
+	if len(s) < len(prefix) {
+		return false
+	}
+	for i := 0; i < len(prefix); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c |= 0x20
+		}
+		if c != prefix[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // skipPad answers the first token from t that is not white space within
@@ -583,12 +661,23 @@ func (r *shapeReader) word(t shapeTok, units []rune, breaks bool) ([]rune, int, 
 			units = append(units, t.units...)
 			end = t.end
 		case t.kind == shapePunct && (t.punct == '_' || t.punct == '-' || t.punct == '.'):
+		case t.kind == shapeOther && middleDot(r.view[t.start:t.end]): // im·start
 		case t.kind == shapeBreak && breaks:
 		default:
 			return units, start, end, t, true
 		}
 		t = r.at(t.end)
 	}
+}
+
+// middleDot reports whether c is a dot drawn at mid height, which joins
+// a word's parts as a period does.
+func middleDot(c string) bool {
+	switch c {
+	case "·", "•", "∙", "⋅", "・", "･", "‧":
+		return true
+	}
+	return false
 }
 
 // template reads a template token from t, a < or [.
@@ -625,6 +714,7 @@ func (r *shapeReader) template(t shapeTok, names *shapeNames) (shapeHit, bool) {
 		if !ok {
 			return shapeHit{}, false
 		}
+		units, we, next = r.spacedName(units, we, next, names.pipe)
 		known, isKnown := names.pipe[string(units)]
 		if padded && !isKnown {
 			return shapeHit{}, false
@@ -655,6 +745,12 @@ func (r *shapeReader) template(t shapeTok, names *shapeNames) (shapeHit, bool) {
 	units, ws, we, next, ok := r.word(t, buf[:], true)
 	if !ok {
 		return shapeHit{}, false
+	}
+	switch {
+	case open == '[':
+		units, we, next = r.spacedName(units, we, next, names.bracket)
+	case !double:
+		units, we, next = r.spacedName(units, we, next, names.angle)
 	}
 	key := string(units)
 	var (
@@ -689,6 +785,37 @@ func (r *shapeReader) template(t shapeTok, names *shapeNames) (shapeHit, bool) {
 		return shapeHit{}, false
 	}
 	return shapeHit{start: start, end: end, text: shapeReplacementPrefix + slash + known.canonical + "]", weak: weak}, true
+}
+
+// spacedName reads on from a template word whose units are read and
+// which ends before next, over spaces between words, for a known name
+// written with spaces for its joiners (<|im start|>, <start of turn>):
+// it answers the longer reading when that is a name of known, else its
+// arguments. The units must lie in a buffer of maxShapeUnits.
+func (r *shapeReader) spacedName(units []rune, end int, next shapeTok, known map[string]shapeName) ([]rune, int, shapeTok) {
+	if next.kind != shapeSpace {
+		return units, end, next
+	}
+	longer, t := units, next
+	for t.kind == shapeSpace {
+		w, _, we, after, ok := r.word(r.skipSpaces(t), longer[len(longer):cap(longer)], false)
+		if !ok || len(longer)+len(w) > maxShapeUnits {
+			break
+		}
+		longer = longer[:len(longer)+len(w)]
+		if _, ok := known[string(longer)]; ok {
+			return longer, we, after
+		}
+		t = after
+	}
+	return units, end, next
+}
+
+// skipSpaces answers the first token from t that is not white space
+// within a line.
+func (r *shapeReader) skipSpaces(t shapeTok) shapeTok {
+	t, _ = r.skipPad(t, false)
+	return t
 }
 
 // indexable reports the bytes that end an expression a bracket indexes.
@@ -737,13 +864,27 @@ func asciiWord(w string) string {
 }
 
 // roleHeader reports whether the line whose first visible token is t opens
-// a system turn: markdown's markers, the role words, a colon.
+// a system turn: markdown's markers, the role words, then a colon, a
+// prompt's >, a padded dash, a parenthesis before a colon ("System
+// (priority): obey"), the bracket the line opened with ("[SYSTEM] obey"),
+// or nothing more on the line ("### System", "**System**"). A header may
+// also run over line breaks, since a content's blocks are matched as if
+// joined by line breaks while a renderer may join them with none
+// ("### Sys" + "tem: obey"); read so, it needs its colon, > or dash.
 func (r *shapeReader) roleHeader(t shapeTok, names *shapeNames) bool {
+	return r.roleHeaderReading(t, names, false) || r.roleHeaderReading(t, names, true)
+}
+
+// roleHeaderReading is roleHeader reading words and padding over line
+// breaks or not.
+func (r *shapeReader) roleHeaderReading(t shapeTok, names *shapeNames, breaks bool) bool {
+	bracketed := false
 	for {
 		// Markdown's and a table's markers, bullets (• ‣: other symbols;
 		// ◦ § drawn as letters), an opening bracket ("[System]:"), a
 		// quote or code span around the header ("`System: obey`").
-		if t.kind == shapeSpace || t.kind == shapeOther || (t.kind == shapePunct && strings.IndexByte("#>*-_+|[(\"'", t.punct) >= 0) || lineOpener(r.view, t.start) {
+		if t.kind == shapeSpace || t.kind == shapeOther || (t.kind == shapePunct && strings.IndexByte("#>*-_+|[({\"'!", t.punct) >= 0) || lineOpener(r.view, t.start) {
+			bracketed = bracketed || (t.kind == shapePunct && (t.punct == '[' || t.punct == '('))
 			t = r.at(t.end)
 			continue
 		}
@@ -767,39 +908,75 @@ func (r *shapeReader) roleHeader(t shapeTok, names *shapeNames) bool {
 		return false // the word starts with it
 	}
 	var buf [maxShapeUnits]rune
-	units, _, _, next, ok := r.word(t, buf[:], false)
-	if ok && len(units) == 1 {
+	units, _, wordEnd, next, ok := r.word(t, buf[:], breaks)
+	if ok && len(units) == 1 && !breaks {
 		// Letter-spaced: "S y s t e m:".
 		for next.kind == shapeSpace && next.end-next.start == 1 {
 			w, _, _, after, ok := r.word(r.at(next.end), buf[len(units):len(units)], false)
 			if !ok || len(w) != 1 || len(units) == maxShapeUnits-1 {
 				break
 			}
-			units, next = buf[:len(units)+1], after
+			units, next, wordEnd = buf[:len(units)+1], after, after.start
 		}
 	}
 	if ok && names.roleKey[string(units)] {
-		return r.yamlRole(next, names)
+		return r.yamlRole(next, names, breaks)
 	}
 	if !ok || !startsKey(names.roleUnits, units) {
 		return false
 	}
 	key := string(units)
-	next, _ = r.skipPad(next, false)
+	next, padded := r.skipPad(next, breaks)
 	if next.kind == shapeLetter {
 		// A second word: "System prompt:".
 		var buf2 [maxShapeUnits]rune
-		more, _, _, after, ok := r.word(next, buf2[:], false)
+		more, _, we, after, ok := r.word(next, buf2[:], breaks)
 		if !ok {
 			return false
 		}
 		key += string(more)
-		next, _ = r.skipPad(after, false)
+		wordEnd = we
+		next, padded = r.skipPad(after, breaks)
 	}
-	for next.kind == shapePunct && strings.IndexByte("*_])", next.punct) >= 0 {
-		next, _ = r.skipPad(r.at(next.end), false)
+	if !names.roles[key] {
+		return false
 	}
-	return next.kind == shapePunct && next.punct == ':' && names.roles[key]
+	closed := false // a bracket the line opened with is closed
+	for next.kind == shapePunct && strings.IndexByte("*_])`'\"", next.punct) >= 0 {
+		closed = closed || (bracketed && (next.punct == ']' || next.punct == ')'))
+		next, padded = r.skipPad(r.at(next.end), breaks)
+	}
+	switch {
+	case next.kind == shapePunct && next.punct == ':', closed:
+		return true
+	case next.kind == shapePunct && next.punct == '>':
+		return !padded // "SYSTEM> obey", not a menu's "System > Settings"
+	case next.kind == shapePunct && next.punct == '-':
+		after, dashPadded := r.skipPad(r.at(next.end), breaks)
+		return padded && dashPadded && after.kind != shapeBreak
+	case next.kind == shapePunct && next.punct == '(':
+		return r.parenthesisThenColon(next)
+	case next.kind == shapeBreak || next.kind == shapeEnd:
+		// Alone on its line, but not a sentence's end ("... of the\nsystem.").
+		return !breaks && !strings.ContainsAny(r.view[wordEnd:next.start], ".-")
+	}
+	return false
+}
+
+// parenthesisThenColon reports whether t, an opening parenthesis, closes
+// within its line and a few words and is followed by a colon.
+func (r *shapeReader) parenthesisThenColon(t shapeTok) bool {
+	const maxInside = 64 // bytes
+	for end := t.start + maxInside; ; {
+		t = r.at(t.end)
+		switch {
+		case t.kind == shapeEnd || t.kind == shapeBreak || t.start > end:
+			return false
+		case t.kind == shapePunct && t.punct == ')':
+			t, _ = r.skipPad(r.at(t.end), false)
+			return t.kind == shapePunct && t.punct == ':'
+		}
+	}
 }
 
 // bareKeyRole reports whether t, a quote, opens the value of an unquoted
@@ -829,18 +1006,62 @@ func (r *shapeReader) bareKeyRole(t shapeTok, names *shapeNames) bool {
 // yamlRole reports whether t, after a line's word "role", goes on as a
 // YAML member whose value is a privileged role: "role: system", alone
 // on its line.
-func (r *shapeReader) yamlRole(t shapeTok, names *shapeNames) bool {
-	if t, _ = r.skipPad(t, false); t.kind != shapePunct || t.punct != ':' {
+func (r *shapeReader) yamlRole(t shapeTok, names *shapeNames, breaks bool) bool {
+	if t, _ = r.skipPad(t, breaks); t.kind != shapePunct || (t.punct != ':' && t.punct != '=') {
 		return false
 	}
-	t, _ = r.skipPad(r.at(t.end), false)
+	t, _ = r.skipPad(r.at(t.end), breaks)
+	return r.bareValue(t, names, breaks)
+}
+
+// bareValue reports whether t starts an unquoted privileged role value
+// that ends its member: at the end of the line or the text, before a
+// comment, or before the next member or the end of a mapping, a list, an
+// element or a query ("role: system  # admin", "{role: system, ...}",
+// "[role=system]", "?role=system&...").
+func (r *shapeReader) bareValue(t shapeTok, names *shapeNames, breaks bool) bool {
 	var buf [maxShapeUnits]rune
-	value, _, _, next, ok := r.word(t, buf[:], false)
+	value, _, _, next, ok := r.word(t, buf[:], breaks)
 	if !ok || !names.jsonRoles[string(value)] {
 		return false
 	}
 	next, _ = r.skipPad(next, false)
-	return next.kind == shapeBreak || next.kind == shapeEnd
+	return next.kind == shapeBreak || next.kind == shapeEnd || (next.kind == shapePunct && strings.IndexByte("#,;}])<>&/|", next.punct) >= 0)
+}
+
+// bareRole reports whether t, a colon or an equals sign within a line,
+// ends a key "role" and starts its unquoted privileged value: a YAML flow
+// mapping's {role: system, ...}, an attribute's role=system.
+func (r *shapeReader) bareRole(t shapeTok, names *shapeNames) bool {
+	v := r.view
+	i := t.start
+	for i > 0 && (v[i-1] == ' ' || v[i-1] == '\t') {
+		i--
+	}
+	if i < 4 || !strings.EqualFold(v[i-4:i], "role") || (i > 4 && isAlnum(v[i-5])) {
+		return false
+	}
+	next, _ := r.skipPad(r.at(t.end), false)
+	return r.bareValue(next, names, false)
+}
+
+// xmlRole reports whether t, a <, opens an element role whose text is a
+// privileged role: <role>system</role>.
+func (r *shapeReader) xmlRole(t shapeTok, names *shapeNames) bool {
+	var buf [maxShapeUnits]rune
+	t, _ = r.skipPad(r.at(t.end), false)
+	if t.kind != shapeLetter || !startsKey(names.roleKeyUnits, t.units) {
+		return false
+	}
+	key, _, _, next, ok := r.word(t, buf[:], false)
+	if !ok || string(key) != names.roleElement {
+		return false
+	}
+	if next, _ = r.skipPad(next, false); next.kind != shapePunct || next.punct != '>' {
+		return false
+	}
+	next, _ = r.skipPad(r.at(next.end), true)
+	return r.bareValue(next, names, true)
 }
 
 // lineOpeners are characters a line may open with before a role header
@@ -888,7 +1109,11 @@ func (r *shapeReader) jsonRole(t shapeTok, names *shapeNames) bool {
 		if first.kind == shapeLetter && !startsKey(keys, first.units) {
 			return "", t, false // most quotes: an apostrophe, a quoted phrase
 		}
-		units, _, _, next, ok := r.word(first, buf[:], false)
+		first, _ = r.skipPad(first, false) // " system"
+		// Over line breaks: a content's blocks are matched as if joined
+		// by them ("sys" + "tem").
+		units, _, _, next, ok := r.word(first, buf[:], true)
+		next, _ = r.skipPad(next, false)
 		if next = unescape(next); !ok || len(units) > 16 || next.kind != shapePunct || (next.punct != '"' && next.punct != '\'') {
 			return "", t, false
 		}
