@@ -175,6 +175,7 @@ func parseRecord(data []byte) (sdk.Record, error) {
 	if !ok || !isDelimiter(line) {
 		return r, errors.New("line 1: the file must start with a \"---\" line opening the front matter")
 	}
+	crlf := bytes.HasSuffix(line, []byte("\r"))
 	seen := make(map[string]bool, 16)
 	for n := 2; ; n++ {
 		if len(rest) == 0 {
@@ -194,7 +195,13 @@ func parseRecord(data []byte) (sdk.Record, error) {
 	if seen[keyThreadSeq] && !seen[keyThread] {
 		return r, fmt.Errorf("%s without %s: a place needs its thread", keyThreadSeq, keyThread)
 	}
-	// The body is the rest verbatim, minus the newline that ends the file.
+	// The body is the rest verbatim, minus the newline that ends the file;
+	// in a file whose opening line ends in CRLF, which memhost never
+	// writes, a tool converted the line ends, and they are read back as
+	// written (so a re-import of a backup is no conflict).
+	if crlf {
+		rest = bytes.ReplaceAll(rest, []byte("\r\n"), []byte("\n"))
+	}
 	rest = bytes.TrimSuffix(rest, []byte("\n"))
 	r.Body = string(rest)
 	return r, nil

@@ -86,7 +86,11 @@ func TestParseAcceptsHandWriting(t *testing.T) {
 		{"blank lines and spacing", "---\n\nkind:\"fact\"\ntitle:    \"T\"   \n\n---\nbody\n\n",
 			sdk.Record{Kind: "fact", Title: "T", Body: "body\n"}},
 		{"CRLF front matter", "---\r\nkind: \"fact\"\r\ntitle: \"T\"\r\n---\r\nbody\r\n",
-			sdk.Record{Kind: "fact", Title: "T", Body: "body\r"}},
+			sdk.Record{Kind: "fact", Title: "T", Body: "body"}},
+		{"CRLF body", "---\r\nkind: \"fact\"\r\n---\r\none\r\n\r\ntwo\r\n",
+			sdk.Record{Kind: "fact", Body: "one\n\ntwo"}},
+		{"a carriage return memhost wrote", "---\nkind: \"fact\"\n---\none\r\ntwo\n",
+			sdk.Record{Kind: "fact", Body: "one\r\ntwo"}},
 		{"BOM", "\ufeff---\nkind: \"fact\"\n---\n",
 			sdk.Record{Kind: "fact"}},
 		{"escapes", "---\ntitle: \"a\\\"b\\u00e9\\n\"\ntags: [\"x\",\"y z\"]\n---\n",
@@ -233,6 +237,15 @@ func FuzzRoundTrip(f *testing.F) {
 		}
 		if !sameRecord(back, r) {
 			t.Fatalf("round trip changed the record:\n%+v\n%+v", r, back)
+		}
+		// A tool converting the file's line ends to CRLF changes nothing
+		// of a record whose body holds no carriage return.
+		if !strings.Contains(body, "\r") {
+			converted := bytes.ReplaceAll(renderRecord(&r), []byte("\n"), []byte("\r\n"))
+			back, err := parseRecord(converted)
+			if err != nil || !sameRecord(back, r) {
+				t.Fatalf("the file converted to CRLF reads %+v (%v), want %+v", back, err, r)
+			}
 		}
 	})
 }
