@@ -65,7 +65,12 @@ type TurnTrace struct {
 	// left out and never named: they are other identities' memory, and
 	// the trace is read by the turn's identity's application.
 	OutOfScope int `json:"out_of_scope,omitempty"`
-	DefangHits int `json:"defang_hits"`
+	// DedupExcluded counts the records injected earlier in the session
+	// that the recall was asked to leave out: whether this turn's query
+	// matched them is not known, so they are counted, not listed (a
+	// record the recall answered anyway is listed as dedup).
+	DedupExcluded int `json:"dedup_excluded,omitempty"`
+	DefangHits    int `json:"defang_hits"`
 }
 
 // TraceRecord is one record in a trace.
@@ -95,7 +100,7 @@ type traceNotes struct {
 	scores     map[string]float64
 	dedup      map[string]bool
 	// suppressed are the ids the session injected before: the recall was
-	// told to leave them out, so they show as dedup without a title.
+	// told to leave them out, so they are counted (DedupExcluded).
 	suppressed []string
 	rendered   Rendered
 	dropped    []TraceRecord
@@ -227,11 +232,8 @@ func (c *Coordinator) emit(id sdk.Identity, session string, surface Surface, ski
 		}
 	}
 	for _, id := range n.suppressed {
-		if len(t.Excluded) >= maxTraceExcluded {
-			break
-		}
 		if !slices.ContainsFunc(t.Excluded, func(r TraceRecord) bool { return r.ID == id }) {
-			t.Excluded = append(t.Excluded, TraceRecord{ID: id, Reason: ExcludedDedup})
+			t.DedupExcluded++
 		}
 	}
 	c.trace.Trace(t)

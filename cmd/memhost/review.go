@@ -252,6 +252,9 @@ func printTurn(cmd *cobra.Command, t coordinator.TurnTrace) {
 	for _, r := range t.Excluded {
 		fmt.Fprintf(out, "  - %s  %s  %s  left out: %s\n", r.ID, traceTitle(r), r.Scope, r.Reason)
 	}
+	if t.DedupExcluded > 0 {
+		fmt.Fprintf(out, "  - %d records injected earlier in the session, left out of the recall (dedup)\n", t.DedupExcluded)
+	}
 	if t.OutOfScope > 0 {
 		fmt.Fprintf(out, "  - %d records a plugin answered outside the turn's scopes, left out (the host's log names the plugin)\n", t.OutOfScope)
 	}

@@ -836,7 +836,7 @@ export interface components {
             /** @description the recall's score, when recalled lexically: the provider's, as the time, choice and speaker rankings left it */
             score?: number;
             /**
-             * @description why it was left out
+             * @description why it was left out (status: a record answered past its expiry; a provider that leaves expired records out of its recall shows none)
              * @enum {string}
              */
             reason?: "budget" | "max_entries" | "dedup" | "selector" | "status" | "trust";
@@ -863,6 +863,8 @@ export interface components {
             excluded: components["schemas"]["TraceRecord"][];
             /** @description records plugins answered outside the turn's scopes: left out, and counted rather than named (absent: none) */
             out_of_scope?: number;
+            /** @description records injected earlier in the session that the recall was asked to leave out, counted rather than named (absent: none); one the recall answered anyway is listed with reason dedup */
+            dedup_excluded?: number;
             defang_hits: number;
         };
         GuideFilters: {
