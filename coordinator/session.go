@@ -19,8 +19,9 @@ import (
 const MaxSessionKeyBytes = 256
 
 // ValidateSessionKey checks a session key: 1-256 bytes of UTF-8 with no
-// whitespace or control characters. The empty key means "no session" and
-// is checked by the callers that accept it.
+// whitespace or control characters, and not "." or "..", which no URL
+// path can name (GET /v1/sessions/{key}/trace). The empty key means "no
+// session" and is checked by the callers that accept it.
 func ValidateSessionKey(key string) error {
 	bad := func(problem string) error {
 		return &sdk.FieldError{Field: "session", Problem: problem, Err: sdk.ErrInvalid}
@@ -34,6 +35,8 @@ func ValidateSessionKey(key string) error {
 		return bad("is not valid UTF-8")
 	case strings.IndexFunc(key, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
 		return bad("must not hold whitespace or control characters")
+	case key == "." || key == "..":
+		return bad(fmt.Sprintf("%q names no session a URL path can address", key))
 	}
 	return nil
 }

@@ -191,12 +191,12 @@ func TestNewRefusesShortHostKey(t *testing.T) {
 }
 
 func TestValidateSessionKey(t *testing.T) {
-	for _, ok := range []string{"s1", "user:42/thread:7", "会话-1", "550e8400-e29b-41d4-a716-446655440000"} {
+	for _, ok := range []string{"s1", "user:42/thread:7", "会话-1", "550e8400-e29b-41d4-a716-446655440000", "...", ".a"} {
 		if err := ValidateSessionKey(ok); err != nil {
 			t.Errorf("%q: %v", ok, err)
 		}
 	}
-	for _, bad := range []string{"", " ", "a b", "a\tb", "a\x00", "\xff", string(make([]byte, 257))} {
+	for _, bad := range []string{"", " ", "a b", "a\tb", "a\x00", "\xff", string(make([]byte, 257)), ".", ".."} {
 		if err := ValidateSessionKey(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}

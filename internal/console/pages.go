@@ -162,6 +162,10 @@ const maxChain = 20
 func (c *Console) record(w http.ResponseWriter, r *http.Request, s *session) {
 	realm := c.realm(r, s)
 	id := r.URL.Query().Get("id")
+	if id == "" {
+		c.fail(w, r, s, "record", &apiError{Status: http.StatusBadRequest, Message: "no record named: the page needs ?id="})
+		return
+	}
 	var rec sdk.Record
 	path := func(id string) string {
 		return "/v1/records/" + url.PathEscape(id) + "?realm=" + url.QueryEscape(realm)
@@ -316,6 +320,10 @@ func (c *Console) trace(w http.ResponseWriter, r *http.Request, s *session) {
 	api := url.Values{"realm": {realm}, "limit": {"200"}}
 	if id := q.Get("identity"); id != "" {
 		api.Set("identity", id)
+	}
+	if q.Get("session") == "" {
+		c.fail(w, r, s, "trace", &apiError{Status: http.StatusBadRequest, Message: "no session named: the page needs ?session="})
+		return
 	}
 	var out struct {
 		Turns []coordinator.TurnTrace `json:"turns"`

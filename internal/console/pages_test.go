@@ -14,7 +14,7 @@ import (
 
 const (
 	fullRecord = `{"id":"r1","realm":"default","scope":"identity:alice","kind":"fact","title":"<b>T</b>","body":"line\u001b","tags":["a"],"trust":"agent_observed","status":"active","supersedes":"r0","created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z","use_count":2}`
-	fullTurn   = `{"realm":"default","identity":"alice","session":"s1","surface":"turn","kind":"inject","at":"2026-01-01T00:00:00Z","query_bytes":4,"skip_reason":null,"bytes":300,"budget":20480,"included":[{"id":"r1","title":"T","scope":"identity:alice","trust":"agent_observed","bytes":200,"score":0.5}],"excluded":[{"id":"r2","title":"U","scope":"realm","reason":"budget"},{"id":"r3","reason":"budget","forgotten":true}],"out_of_scope":2,"defang_hits":0}`
+	fullTurn   = `{"realm":"default","identity":"alice","session":"s1","surface":"turn","kind":"inject","at":"2026-01-01T00:00:00Z","query_bytes":4,"skip_reason":null,"bytes":300,"budget":20480,"included":[{"id":"r1","title":"T","scope":"identity:alice","trust":"agent_observed","bytes":200,"score":0.5}],"excluded":[{"id":"r2","title":"U","scope":"realm","reason":"budget"},{"id":"r3","reason":"budget","forgotten":true}],"out_of_scope":2,"dedup_excluded":3,"defang_hits":0}`
 )
 
 // richAPI answers each endpoint the console calls with a full example,
@@ -106,5 +106,64 @@ func TestEveryPageRenders(t *testing.T) {
 		if strings.Contains(body, "/srv/secret/path") {
 			t.Errorf("%s shows a host path from a plugin error", p)
 		}
+	}
+}
+
+// missingAPI answers every record and trace as missing.
+type missingAPI struct{}
+
+func (missingAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusNotFound)
+	w.Write([]byte(`{"error":{"code":"not_found","message":"record \"nope\" not found in realm \"default\""}}`))
+}
+
+// An error page says the error and nothing about a record or session it
+// does not have: no "<nil>" heading, no "supersedes no other" for a
+// record that does not exist, and a page without its id or session says
+// so rather than showing the API's routing error.
+func TestErrorPagesSayOnlyTheError(t *testing.T) {
+	c, err := New(Options{API: missingAPI{}, Realms: []string{"default"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, tc := range []struct {
+		path string
+		code int
+		want string
+	}{
+		{"/ui/record?realm=default", 400, "no record named"},
+		{"/ui/record?realm=default&id=nope", 404, "not found"},
+		{"/ui/trace?realm=default&session=", 400, "no session named"},
+		{"/ui/trace?realm=default", 400, "no session named"},
+		{"/ui/trace?realm=default&session=s1", 404, "not found"},
+	} {
+		w := httptest.NewRecorder()
+		c.ServeHTTP(w, httptest.NewRequest("GET", tc.path, nil))
+		body := w.Body.String()
+		if w.Code != tc.code || !strings.Contains(body, tc.want) {
+			t.Errorf("%s = %d, want %d saying %q: %.400s", tc.path, w.Code, tc.code, tc.want, body)
+		}
+		for _, bad := range []string{"&lt;nil&gt;", "<nil>", "supersedes no other", "No traced turn", "no such endpoint"} {
+			if strings.Contains(body, bad) {
+				t.Errorf("%s shows %q: %.600s", tc.path, bad, body)
+			}
+		}
+	}
+}
+
+// A turn's trace counts the records its recall left out as injected
+// earlier in the session.
+func TestTracePageCountsDedupExclusions(t *testing.T) {
+	c, err := New(Options{API: richAPI{}, Realms: []string{"default"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w := httptest.NewRecorder()
+	c.ServeHTTP(w, httptest.NewRequest("GET", "/ui/trace?session=s1", nil))
+	if body := w.Body.String(); !strings.Contains(body, "3 record(s) injected earlier in this session") {
+		t.Errorf("trace page = %.600s", body)
 	}
 }
