@@ -79,16 +79,19 @@ var pythonBadConfigs = []json.RawMessage{
 
 // TestPythonProviderConformance runs the Go conformance kit against the
 // example Python provider's own process, started as the host starts a
-// plugin (mutual TLS, its socket directory, SIGKILL once).
+// plugin (mutual TLS, its socket directory, SIGKILL once): by the
+// manifest `memhost plugins manifest --interpreter` wrote, through the
+// pinned interpreter, the manifest checked as the host checks it (the
+// kit's Manifest check refused every script's manifest).
 func TestPythonProviderConformance(t *testing.T) {
 	t.Parallel()
 	needPython(t)
-	script := pythonPluginTree(t, testbin.ShortTempDir(t))
+	pluginDir, script := installPythonPlugin(t)
 	conformance.RunProvider(t, conformance.Target{
-		Binary:       script,
-		StartTimeout: sdkhost.DefaultInterpretedStartTimeout,
-		Config:       func(string) json.RawMessage { return json.RawMessage(`{}`) },
-		BadConfigs:   pythonBadConfigs,
+		Binary:     script,
+		Manifest:   filepath.Join(pluginDir, "sqlitepy"+sdkhost.ManifestSuffix),
+		Config:     func(string) json.RawMessage { return json.RawMessage(`{}`) },
+		BadConfigs: pythonBadConfigs,
 	})
 }
 

@@ -115,14 +115,14 @@ func typescriptPluginTree(t *testing.T, pluginDir string) string {
 
 // TestTypeScriptProviderConformance runs the Go conformance kit against
 // the example TypeScript provider's own process, started as the host
-// starts a plugin (mutual TLS, its socket directory, SIGKILL once).
+// starts a plugin (mutual TLS, its socket directory, SIGKILL once), by its
+// manifest: through the pinned node, the manifest checked as the host does.
 func TestTypeScriptProviderConformance(t *testing.T) {
 	t.Parallel()
-	needNode(t)
-	script := typescriptPluginTree(t, testbin.ShortTempDir(t))
+	pluginDir, script := installTypeScriptPlugin(t, needNode(t))
 	conformance.RunProvider(t, conformance.Target{
-		Binary:       script,
-		StartTimeout: sdkhost.DefaultInterpretedStartTimeout,
+		Binary:   script,
+		Manifest: filepath.Join(pluginDir, "jsonlts"+sdkhost.ManifestSuffix),
 		Config: func(dir string) json.RawMessage {
 			return json.RawMessage(`{"path":"` + filepath.Join(dir, "kit.jsonl") + `"}`)
 		},

@@ -85,8 +85,12 @@ func checkManifest(_ context.Context, e *env) error {
 		p.addf("manifest %s: config_schema differs from the plugin's Info.ConfigSchema", path)
 	}
 	if bin := e.suite.target.Binary; bin != "" {
-		if m.Executable != filepath.Base(bin) {
-			p.addf("manifest %s: executable %q, but the binary is named %q", path, m.Executable, filepath.Base(bin))
+		// The host runs the executable the manifest names from the
+		// manifest's directory: a binary beside it, or a script inside its
+		// tree ("mypy/main.py").
+		named, _ := filepath.Abs(filepath.Join(filepath.Dir(path), filepath.FromSlash(m.Executable)))
+		if m.Executable != filepath.Base(bin) && named != bin {
+			p.addf("manifest %s: executable %q names %s, but the plugin under test is %s", path, m.Executable, named, bin)
 		}
 		if !bytes.Equal(m.Checksum(), e.suite.checksum) {
 			p.addf("manifest %s: sha256 %s, but %s hashes to %s (regenerate the manifest after every build)",

@@ -61,7 +61,10 @@ type Target struct {
 
 	// Manifest is an optional path to the plugin's manifest
 	// (<name>.plugin.json); when set, the plugin's Info must match it, and
-	// for a Binary target its executable name and sha256 must match too.
+	// for a Binary target its executable and sha256 must match too. A
+	// script's manifest (one naming an interpreter) makes the kit start the
+	// script as the host does: through the pinned interpreter, its tree
+	// checked.
 	Manifest string
 
 	// BadConfigs are configurations the plugin must refuse with an error
@@ -76,9 +79,10 @@ type Target struct {
 	CheckTimeout time.Duration
 
 	// StartTimeout bounds each start of a Binary target's process, as the
-	// host's; zero means host.DefaultStartTimeout. A script run through
-	// its shebang wants host.DefaultInterpretedStartTimeout, as the host
-	// gives one it starts with a pinned interpreter.
+	// host's; zero means the host's default: host.DefaultStartTimeout, or
+	// host.DefaultInterpretedStartTimeout for a script whose manifest
+	// names its interpreter. A script run through its shebang (no
+	// manifest) wants host.DefaultInterpretedStartTimeout too.
 	StartTimeout time.Duration
 }
 
@@ -101,7 +105,10 @@ type Suite struct {
 	// verifier hashes the executable once for the suite's many starts
 	// (again only if the file changes).
 	verifier *host.Verifier
-	logger   hclog.Logger
+	// interpreted is how a script whose manifest names its interpreter is
+	// started; nil otherwise.
+	interpreted *host.Interpreted
+	logger      hclog.Logger
 }
 
 // NewSuite validates the target, hashes its executable and starts it once
@@ -126,6 +133,18 @@ func NewSuite(ctx context.Context, target Target) (*Suite, error) {
 		}
 		s.checksum = sum
 		s.verifier = host.NewVerifier()
+		if target.Manifest != "" {
+			// Started as the host starts it; a manifest that does not parse
+			// is the Manifest check's to report.
+			if data, err := os.ReadFile(target.Manifest); err == nil {
+				if m, err := host.ParseManifest(data); err == nil {
+					s.interpreted = m.Interpreted(filepath.Dir(target.Manifest))
+				}
+			}
+		}
+		if s.interpreted != nil && s.target.StartTimeout <= 0 {
+			s.target.StartTimeout = host.DefaultInterpretedStartTimeout
+		}
 	}
 	if s.name == "" {
 		s.name = "plugin-under-test"

@@ -107,7 +107,7 @@ func (s *Suite) launch(ctx context.Context, dir string) (*instance, error) {
 	}
 	conn, err := host.Launch(ctx, host.LaunchOptions{
 		Name: s.name, Path: s.target.Binary, SHA256: s.checksum, Verifier: s.verifier, Dir: dir, Logger: s.logger,
-		StartTimeout: s.target.StartTimeout,
+		StartTimeout: s.target.StartTimeout, Interpreted: s.interpreted,
 	})
 	if err != nil {
 		return nil, err
