@@ -625,6 +625,19 @@ func TestPluginsVerify(t *testing.T) {
 	}
 	data, _ := os.ReadFile(cfgPath)
 	pluginDir := regexp.MustCompile(`plugin_dir = "([^"]+)"`).FindSubmatch(data)[1]
+	// Without the default compactor's plugin, serve runs with compaction
+	// off, and verify passes with the same warning (it refused).
+	hidden := filepath.Join(t.TempDir(), "template.plugin.json")
+	if err := os.Rename(filepath.Join(string(pluginDir), "template.plugin.json"), hidden); err != nil {
+		t.Fatal(err)
+	}
+	out, err = testbin.Command(bin, "plugins", "verify", "--config", cfgPath).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "ok      markdown") || !strings.Contains(string(out), "compaction is off") || strings.Contains(string(out), "REFUSED") {
+		t.Fatalf("verify without the default compactor's plugin: %v\n%s", err, out)
+	}
+	if err := os.Rename(hidden, filepath.Join(string(pluginDir), "template.plugin.json")); err != nil {
+		t.Fatal(err)
+	}
 	// --plugin-dir instead of a config file (the built-in defaults: their
 	// data directory is the working directory's memhost-data).
 	for _, sub := range []string{"list", "verify"} {

@@ -82,6 +82,10 @@ func pluginsVerifyCommand() *cobra.Command {
 			}
 			failed := refusals
 			printManifestWarnings(cmd.ErrOrStderr(), entries)
+			// What serve would run without, verify passes with a warning.
+			if dropAbsentCompactor(cfg, entries) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: compaction is off: the default compactor's plugin %q is not in the plugin directory %s\n", config.DefaultCompactorPlugin, cfg.PluginDir)
+			}
 			if err := cfg.CheckPlugins(declared(entries)); err != nil {
 				failed = append(failed, err)
 			}

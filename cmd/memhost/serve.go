@@ -298,13 +298,20 @@ func discoverPlugins(cfg *config.Config, logger hclog.Logger) ([]pluginhost.Entr
 			logger.Warn(w, "plugin", e.Manifest.Name, "manifest", e.ManifestPath)
 		}
 	}
-	if !slices.ContainsFunc(entries, func(e pluginhost.Entry) bool { return e.Manifest.Name == config.DefaultCompactorPlugin }) && cfg.DropImplicitCompactor() {
+	if dropAbsentCompactor(cfg, entries) {
 		logger.Warn("compaction is off: the default compactor's plugin is not in the plugin directory", "plugin", config.DefaultCompactorPlugin, "plugin_dir", cfg.PluginDir)
 	}
 	if err := cfg.CheckPlugins(declared(entries)); err != nil {
 		return nil, nil, err
 	}
 	return entries, refusals, nil
+}
+
+// dropAbsentCompactor turns compaction off when the configuration did not
+// name a compactor and the default one's plugin is not among entries, as
+// serve and plugins verify both do; it reports whether it did.
+func dropAbsentCompactor(cfg *config.Config, entries []pluginhost.Entry) bool {
+	return !slices.ContainsFunc(entries, func(e pluginhost.Entry) bool { return e.Manifest.Name == config.DefaultCompactorPlugin }) && cfg.DropImplicitCompactor()
 }
 
 // declared is what the plugin directory's manifests declare, which the
