@@ -144,6 +144,10 @@ type starting struct {
 	// interp is a script plugin's interpreter, verified and open.
 	interp       *verified
 	interpByPath bool
+	// began is when the start began; given is closed once the caller gave
+	// up on it (its context done), which kills the process.
+	began time.Time
+	given <-chan struct{}
 }
 
 func newStarting(opts LaunchOptions) *starting {
@@ -167,6 +171,7 @@ func newStarting(opts LaunchOptions) *starting {
 // launch starts the plugin, or reattaches to one served in-process.
 func launch(ctx context.Context, opts LaunchOptions, reattach *plugin.ReattachConfig) (_ *Conn, err error) {
 	s := newStarting(opts)
+	s.began, s.given = time.Now(), ctx.Done()
 	cfg := &plugin.ClientConfig{
 		HandshakeConfig:  wire.Handshake(),
 		VersionedPlugins: map[int]plugin.PluginSet{wire.ProtocolVersion: hostPluginSet()},
@@ -406,15 +411,31 @@ func (s *starting) startProblem(err error) string {
 			if s.client.stdoutTooLong.Load() {
 				return "start failed: it wrote a line of over 64 KiB to stdout instead of the handshake (a memhost plugin writes nothing else to stdout)"
 			}
-			return "start failed: it exited before the handshake"
+			return s.exitedProblem()
 		}
 		return fmt.Sprintf("start failed: it wrote %s to stdout instead of the handshake (a memhost plugin writes nothing else to stdout)", strconv.Quote(clean(line)))
 	case first == "plugin exited before we could connect":
-		return "start failed: it exited before the handshake"
+		return s.exitedProblem()
 	case strings.HasPrefix(first, "timeout while waiting for plugin to start"):
 		return fmt.Sprintf("start failed: no handshake within %s", s.timeout)
 	}
 	return "start failed: " + first
+}
+
+// exitedProblem says why a process ended before its handshake: it
+// exited, or it was still starting when its time ran out or its caller
+// gave up, and was stopped.
+func (s *starting) exitedProblem() string {
+	waited := time.Since(s.began)
+	select {
+	case <-s.given:
+		return fmt.Sprintf("start failed: no handshake in %s, when the start was given up and the process stopped", waited.Round(100*time.Millisecond))
+	default:
+	}
+	if waited >= s.timeout {
+		return fmt.Sprintf("start failed: no handshake within %s", s.timeout)
+	}
+	return "start failed: it exited before the handshake"
 }
 
 // handshakeProblem says what is wrong with the address and certificate a

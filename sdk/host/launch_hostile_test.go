@@ -273,3 +273,36 @@ func TestLaunchReportsStdoutJunk(t *testing.T) {
 		})
 	}
 }
+
+// A start that ends before the handshake says why: the process exited, or
+// it was still starting when its start timeout ran out or its caller gave
+// up (a slow start read "it exited before the handshake").
+func TestLaunchSaysWhyAStartEnded(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("sh")
+	}
+	for _, tc := range []struct {
+		name, script string
+		timeout      time.Duration
+		giveUp       time.Duration // 0: the caller waits
+		want         string
+	}{
+		{"exits", "exit 3\n", 10 * time.Second, 0, "it exited before the handshake"},
+		{"slow", "exec sleep 30\n", time.Second, 0, "no handshake within 1s"},
+		{"given up", "exec sleep 30\n", 10 * time.Second, 500 * time.Millisecond, "when the start was given up"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path, sum := hostileScript(t, tc.script)
+			ctx := t.Context()
+			if tc.giveUp > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tc.giveUp)
+				defer cancel()
+			}
+			_, err := Launch(ctx, LaunchOptions{Name: "slow", Path: path, SHA256: sum, Dir: t.TempDir(), StartTimeout: tc.timeout})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Launch = %v, want it to say %q", err, tc.want)
+			}
+		})
+	}
+}
