@@ -118,6 +118,12 @@ func (i *instance) startTimeout() time.Duration {
 	return host.DefaultStartTimeoutFor(i.entry.Interpreted)
 }
 
+// hostLog is the host's logger for lines about the instance: its warnings
+// and errors are kept for /v1/plugins too, as the start's are.
+func (i *instance) hostLog() hclog.Logger {
+	return warnLogger{Logger: i.opts.Logger, w: &i.warnings}
+}
+
 // launch starts, verifies and configures a fresh process under ctx (the
 // boot context, or the supervisor's own lifetime: never a caller's).
 func (i *instance) launch(ctx context.Context) (*host.Conn, any, error) {
@@ -257,7 +263,7 @@ func (i *instance) step(ctx context.Context) time.Duration {
 			return i.opts.HealthInterval
 		}
 		if i.retire(conn, err) {
-			i.opts.Logger.Warn("plugin failed its health check; killing it", "instance", i.spec.Name, "plugin", i.spec.source(), "error", err)
+			i.hostLog().Warn("plugin failed its health check; killing it", "instance", i.spec.Name, "plugin", i.spec.source(), "error", err)
 		}
 	}
 
@@ -279,7 +285,7 @@ func (i *instance) step(ctx context.Context) time.Duration {
 	}
 	if err != nil {
 		wait, failures := i.backOff(err)
-		i.opts.Logger.Error("plugin restart failed", "instance", i.spec.Name, "plugin", i.spec.source(), "failures", failures, "retry_in_ms", wait.Milliseconds(), "error", err)
+		i.hostLog().Error("plugin restart failed", "instance", i.spec.Name, "plugin", i.spec.source(), "failures", failures, "retry_in_ms", wait.Milliseconds(), "error", err)
 		return wait
 	}
 	i.mu.Lock()
@@ -289,13 +295,13 @@ func (i *instance) step(ctx context.Context) time.Duration {
 		conn.Kill(0)
 		return time.Hour
 	}
-	i.opts.Logger.Warn("plugin restarted", "instance", i.spec.Name, "plugin", i.spec.source(), "pid", conn.Pid())
+	i.hostLog().Warn("plugin restarted", "instance", i.spec.Name, "plugin", i.spec.source(), "pid", conn.Pid())
 	// The manifest pins no capabilities, so a plugin whose Info is not
 	// constant (it reads config, files or the environment) comes back
 	// declaring others; the host serves what it now declares, and the
 	// operator should hear of it.
 	if after := conn.Info().Capabilities; !sameCapabilities(before, after) {
-		i.opts.Logger.Warn("plugin restarted declaring other capabilities than before; serving what it declares now",
+		i.hostLog().Warn("plugin restarted declaring other capabilities than before; serving what it declares now",
 			"instance", i.spec.Name, "plugin", i.spec.source(), "before", fmt.Sprint(before), "after", fmt.Sprint(after))
 	}
 	return i.opts.HealthInterval
@@ -337,7 +343,7 @@ func (i *instance) backOff(err error) (time.Duration, int) {
 // retries it after the backoff.
 func (i *instance) failed(err error) {
 	wait, _ := i.backOff(err)
-	i.opts.Logger.Error("plugin failed to start; calls to it are refused as unavailable until a retry succeeds",
+	i.hostLog().Error("plugin failed to start; calls to it are refused as unavailable until a retry succeeds",
 		"instance", i.spec.Name, "plugin", i.spec.source(), "retry_in_ms", wait.Milliseconds(), "error", err)
 }
 
@@ -412,7 +418,7 @@ func (i *instance) badAnswer(ctx context.Context, conn *host.Conn, err error) {
 	if !first {
 		return
 	}
-	const msg = "plugin answered against the protocol; its answers are refused (logged once per process)"
+	const msg = "plugin answered against the protocol; such an answer is refused, the call failing (logged once per process)"
 	i.warnings.add(false, msg, []any{"error", err})
 	log := i.opts.Logger.With(hclog.FromContext(ctx).ImpliedArgs()...)
 	log.Warn(msg, "instance", i.spec.Name, "plugin", i.spec.source(), "error", err)
@@ -470,6 +476,13 @@ func (i *instance) await(ctx context.Context) (any, *host.Conn, error) {
 				return nil, nil, i.down(fmt.Errorf("plugin %s (%s) is down (%v), next start attempt at %s: %w",
 					i.spec.Name, i.spec.source(), last, next.UTC().Format(time.RFC3339), errBackingOff))
 			}
+		}
+		// An attempt after a failed start is as unlikely to come back
+		// within a call as the backoff before it: the call fails fast too,
+		// rather than wait out its deadline on a plugin that keeps failing.
+		if state == StateRestarting && failures > 0 {
+			return nil, nil, i.down(fmt.Errorf("plugin %s (%s) is down (%v) and trying to start again after %d failed start(s): %w",
+				i.spec.Name, i.spec.source(), last, failures, errBackingOff))
 		}
 		i.wake()
 		select {
@@ -581,7 +594,7 @@ func callWithin[C any, T any](ctx context.Context, i *instance, method string, t
 			return zero, i.down(fmt.Errorf("plugin %s (%s): %w", i.spec.Name, i.spec.source(), err))
 		}
 		// With the request's attributes (its id) from the context logger.
-		log := i.opts.Logger.With(hclog.FromContext(ctx).ImpliedArgs()...)
+		log := i.hostLog().With(hclog.FromContext(ctx).ImpliedArgs()...)
 		log.Warn("plugin died under a call; retrying once on the restarted process", "instance", i.spec.Name, "plugin", i.spec.source())
 	}
 }

@@ -693,6 +693,11 @@ func TestSupervisorWarnsOfChangedCapabilities(t *testing.T) {
 	if !strings.Contains(logs.String(), "declaring other capabilities") || !strings.Contains(logs.String(), "reindex") {
 		t.Fatalf("no warning of the changed capabilities:\n%s", logs.String())
 	}
+	// /v1/plugins shows the host's warnings about the instance, this one
+	// too (only the start's lines reached it).
+	if st := sup.Status()[0]; !slices.ContainsFunc(st.Warnings, func(w string) bool { return strings.Contains(w, "declaring other capabilities") }) {
+		t.Fatalf("status warnings %q lack the changed capabilities", st.Warnings)
+	}
 }
 
 func TestSupervisorUndeclaredCapability(t *testing.T) {
@@ -1034,5 +1039,60 @@ func TestStoreHeldByAnotherInstanceIsNamed(t *testing.T) {
 			t.Fatalf("not one ready and one refused: %+v", sup.Status())
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A plugin starting again after a failed start fails a call fast, as its
+// backoff does: a patient caller waited out its whole deadline on each
+// attempt of a plugin that kept failing (here one whose Configure hangs
+// after a start refused for its sha256).
+func TestSupervisorCallDuringARetriedStartFailsFast(t *testing.T) {
+	work := t.TempDir()
+	sup, dir := startEchos(t, pluginhost.Options{HealthInterval: 20 * time.Millisecond, MinBackoff: 20 * time.Millisecond, MaxBackoff: 40 * time.Millisecond,
+		ConfigureTimeout: 10 * time.Minute, CallTimeout: 10 * time.Minute, StartOptions: pluginhost.StartOptions{Dir: work}},
+		pluginhost.Spec{Kind: sdk.KindProvider, Name: "main", Plugin: "echo"})
+	p, _ := sup.Provider("main")
+	exe := filepath.Join(dir, "echo")
+	good, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replace := func(data []byte) {
+		t.Helper()
+		if err := os.WriteFile(exe+".new", data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(exe+".new", exe); err != nil {
+			t.Fatal(err)
+		}
+	}
+	replace(append(append([]byte{}, good...), 0)) // no longer matches the manifest
+	syscall.Kill(pidOf(t, sup, "main"), syscall.SIGKILL)
+	waitStatus(t, sup, "main", "a failed start", func(st pluginhost.Status) bool { return st.StartFailures >= 1 })
+	if err := os.WriteFile(filepath.Join(work, "hang-configure"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	replace(good)
+	waitStatus(t, sup, "main", "an attempt hung in Configure", func(st pluginhost.Status) bool {
+		return st.State == pluginhost.StateRestarting && st.StartFailures >= 1
+	})
+	time.Sleep(500 * time.Millisecond) // past any backoff: the good start is the one hung
+	if st := sup.Status()[0]; st.State != pluginhost.StateRestarting {
+		t.Fatalf("state %s, want the hung start's restarting", st.State)
+	}
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		_, err := p.Recall(ctx, sdk.RecallQuery{Realm: "default", Query: "x"})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, sdk.ErrUnavailable) || !strings.Contains(err.Error(), "failed start") {
+			t.Fatalf("call during a retried start: err = %v, want ErrUnavailable naming the failed starts", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a call waited on a start attempt after a failed one")
 	}
 }
