@@ -150,8 +150,20 @@ func (i *instance) launch(ctx context.Context) (*host.Conn, any, error) {
 	// (a 50k-file markdown root takes seconds), so it has its own bound.
 	configCtx, cancelConfig := context.WithTimeout(ctx, i.opts.ConfigureTimeout)
 	defer cancelConfig()
-	if err := conn.Configure(configCtx, i.spec.Config); err != nil {
+	// A Configure that takes long holds the host's start (or this
+	// instance's restart): the log says which plugin it waits for.
+	slow := time.AfterFunc(configureNotice, func() {
+		i.opts.Logger.Info("waiting for the plugin to configure (open its store)", "instance", i.spec.Name, "plugin", i.spec.source(),
+			"waited_ms", configureNotice.Milliseconds(), "limit_ms", i.opts.ConfigureTimeout.Milliseconds())
+	})
+	err = conn.Configure(configCtx, i.spec.Config)
+	slow.Stop()
+	if err != nil {
 		conn.Kill(0)
+		if configCtx.Err() != nil && ctx.Err() == nil {
+			return nil, nil, fmt.Errorf("%s %q: the plugin did not finish configuring (opening its store) within %s: %w", i.spec.Kind, i.spec.Name, i.opts.ConfigureTimeout, sdk.ErrUnavailable)
+		}
+		err = i.named(err)
 		if held := i.peerProcesses(); held != "" && errors.Is(err, sdk.ErrConflict) {
 			return nil, nil, fmt.Errorf("%s %q: %w (this host's other plugin processes: %s)", i.spec.Kind, i.spec.Name, err, held)
 		}
@@ -159,6 +171,30 @@ func (i *instance) launch(ctx context.Context) (*host.Conn, any, error) {
 	}
 	return i.dispense(conn)
 }
+
+// configureNotice is how long a Configure runs before the host logs that
+// it waits for it.
+const configureNotice = 5 * time.Second
+
+// named answers err without the "plugin <instance>: " its connection put in
+// front, for a message that names the instance already ("provider
+// "main": plugin main: configure: ...").
+func (i *instance) named(err error) error {
+	rest, ok := strings.CutPrefix(err.Error(), "plugin "+i.spec.Name+": ")
+	if !ok {
+		return err
+	}
+	return &renamedError{msg: rest, err: err}
+}
+
+// renamedError is err said otherwise.
+type renamedError struct {
+	msg string
+	err error
+}
+
+func (e *renamedError) Error() string { return e.msg }
+func (e *renamedError) Unwrap() error { return e.err }
 
 // peerProcesses names the running processes of the other instances, so a
 // store "locked by another process (pid N)" can be told apart from another

@@ -743,6 +743,33 @@ func TestSupervisorStartErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("pluginhost.Start(%+v) = %v, want error containing %q", c.spec, err, c.want)
 		}
+		// The instance named once ("provider "main": plugin main: ...").
+		if err != nil && strings.Contains(err.Error(), ": plugin "+c.spec.Name+": ") {
+			t.Errorf("pluginhost.Start(%+v) = %v names the instance twice", c.spec, err)
+		}
+	}
+}
+
+// A Configure that outlives its bound says so, with the bound, and the
+// host's log names the plugin it waits for while it runs.
+func TestSupervisorConfigureTimeoutSaysSo(t *testing.T) {
+	dir, _ := echoDir(t)
+	e := discoverOne(t, dir)
+	work := t.TempDir()
+	if err := os.WriteFile(filepath.Join(work, "hang-configure"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	logger := hclog.New(&hclog.LoggerOptions{Output: &logs, JSONFormat: true, Level: hclog.Info})
+	sup := pluginhost.New([]pluginhost.Entry{e}, pluginhost.Options{ConfigureTimeout: 6 * time.Second, RequireAll: true,
+		StartOptions: pluginhost.StartOptions{Dir: work, Logger: logger}})
+	err := sup.Start(context.Background(), []pluginhost.Spec{{Kind: sdk.KindProvider, Name: "slow", Plugin: "echo"}})
+	sup.Close()
+	if err == nil || !strings.Contains(err.Error(), "did not finish configuring") || !strings.Contains(err.Error(), "6s") {
+		t.Fatalf("Start = %v, want it to say Configure did not finish within 6s", err)
+	}
+	if !strings.Contains(logs.String(), "waiting for the plugin to configure") || !strings.Contains(logs.String(), `"instance":"slow"`) {
+		t.Fatalf("no log line naming the plugin the start waited for:\n%s", logs.String())
 	}
 }
 

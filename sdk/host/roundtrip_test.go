@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,6 +87,10 @@ func TestGRPCRoundTrip(t *testing.T) {
 	err = conn.Configure(ctx, json.RawMessage(`{"bogus":1}`))
 	if fe := (*sdk.FieldError)(nil); !errors.Is(err, sdk.ErrInvalid) || !errors.As(err, &fe) || fe.Field != "config.bogus" {
 		t.Fatalf("bad config: err = %v, want a FieldError for config.bogus", err)
+	}
+	// The key is named once (it read "config.bogus: bogus: ...").
+	if strings.Contains(err.Error(), "config.bogus: bogus") {
+		t.Fatalf("bad config: %v names the key twice", err)
 	}
 	if err := conn.Configure(ctx, nil); err != nil {
 		t.Fatal(err)

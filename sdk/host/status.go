@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/internal/wire"
@@ -87,7 +88,12 @@ func withFieldPrefix(prefix string, err error) error {
 	var fe *sdk.FieldError
 	if errors.As(err, &fe) {
 		field := prefix + "." + fe.Field
-		return &remoteError{msg: field + ": " + err.Error(), sentinel: &sdk.FieldError{Field: field, Problem: fe.Problem, Err: fe.Err}}
+		// The field named once: the plugin's message names it already.
+		msg := fe.Problem
+		if msg == "" {
+			msg = strings.TrimPrefix(err.Error(), fe.Field+": ")
+		}
+		return &remoteError{msg: field + ": " + msg, sentinel: &sdk.FieldError{Field: field, Problem: fe.Problem, Err: fe.Err}}
 	}
 	return err
 }

@@ -10,12 +10,12 @@ from .errors import (Conflict, DeadlineExceeded, FieldError, InvalidArgument, Me
                      PermissionDenied, ReadOnly, StorageFull, TooLarge, Unavailable, Unsupported)
 from .kv import KVProvider, decode_config
 from .log import logger
-from .records import Record
+from .records import Record, new_record_id, now_ms, prepare, prepare_import, validate_record
 from .server import HostInfo, Info, LedgerEntry, ManifestQuery, ManifestRow, RecallQuery, check_plugin, serve
 
 __all__ = [
     "Conflict", "DeadlineExceeded", "FieldError", "HostInfo", "Info", "InvalidArgument", "KVProvider", "LedgerEntry",
     "ManifestQuery", "ManifestRow", "MemhostError", "NotFound", "PermissionDenied", "ReadOnly", "RecallQuery", "Record",
-    "StorageFull", "TooLarge", "Unavailable", "Unsupported", "check_deadline", "check_plugin", "decode_config", "logger", "serve",
-    "time_remaining",
+    "StorageFull", "TooLarge", "Unavailable", "Unsupported", "check_deadline", "check_plugin", "decode_config", "logger",
+    "new_record_id", "now_ms", "prepare", "prepare_import", "serve", "time_remaining", "validate_record",
 ]

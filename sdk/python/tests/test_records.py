@@ -107,3 +107,19 @@ class BlankAsTheHostTrimsTest(unittest.TestCase):
             self.assertTrue(blank(s), repr(s))
         for s in ("\x1f", "\ufeff", "\u200b", "a"):
             self.assertFalse(blank(s), repr(s))
+
+
+class PackageExportsTest(unittest.TestCase):
+    """A provider written without KVProvider fills a new record's id, times
+    and hash with prepare, from the package itself (it lived only in a
+    submodule no document named)."""
+
+    def test_prepare_from_the_package(self):
+        import memhost_plugin
+        r = rec()
+        memhost_plugin.prepare(r, "default", memhost_plugin.now_ms())
+        self.assertTrue(r.id and r.created_ms and r.updated_ms and r.content_hash)
+        self.assertEqual((r.realm, r.status, r.trust), ("default", "active", "agent_observed"))
+        memhost_plugin.validate_record(r)
+        memhost_plugin.prepare_import(r, "default")
+        self.assertTrue(memhost_plugin.new_record_id())

@@ -10,7 +10,7 @@ export * from "./errors.js";
 export { KVProvider, decodeConfig } from "./kv.js";
 export type { Config, KVOptions, Store } from "./kv.js";
 export { Logger, logger } from "./log.js";
-export { contentHash, copyRecord, newRecord, nowMs, recallable, whenMs } from "./records.js";
+export { contentHash, copyRecord, newRecord, newRecordId, nowMs, prepare, prepareImport, recallable, validateRecord, whenMs } from "./records.js";
 export type { Record } from "./records.js";
 export { CAPABILITIES, PROTOCOL_VERSION, checkPlugin, serve } from "./server.js";
 export type {

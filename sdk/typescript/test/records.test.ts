@@ -138,3 +138,16 @@ test("blank trims as the host does", () => {
   for (const s of ["", " ", "\t\n\u00a0\u3000\u2028"]) assert.ok(records.blank(s), JSON.stringify(s));
   for (const s of ["\u001f", "\ufeff", "\u200b", "a"]) assert.ok(!records.blank(s), JSON.stringify(s));
 });
+
+// A provider written without KVProvider fills a new record's id, times and
+// hash with prepare, from the package itself (it was not exported).
+test("prepare and its kin are exported from the package", async () => {
+  const pkg = await import("../src/index.js");
+  const r = rec();
+  pkg.prepare(r, "default", pkg.nowMs());
+  assert.ok(r.id && r.createdMs && r.updatedMs && r.contentHash);
+  assert.deepEqual([r.realm, r.status, r.trust], ["default", "active", "agent_observed"]);
+  pkg.validateRecord(r);
+  pkg.prepareImport(r, "default");
+  assert.ok(pkg.newRecordId());
+});
