@@ -92,6 +92,11 @@ func replacePaths(re *regexp.Regexp, s, sep string) string {
 		if strings.HasPrefix(path, "//") || strings.HasPrefix(path, apiPathPrefix) {
 			return m
 		}
+		// A path of one element (/mcp, the /i of <i>x</i>) shows no more
+		// than its redaction would, and is often no path at all.
+		if len(strings.FieldsFunc(path, func(r rune) bool { return strings.ContainsRune(sep, r) })) <= 1 {
+			return m
+		}
 		return lead + shortPath(path, sep)
 	})
 }

@@ -22,6 +22,11 @@ func TestMessage(t *testing.T) {
 		{"socket after an arrow", "read unix @->/tmp/mhsock-1686244708/plugin3549001047: read: connection reset by peer", "read unix @->…/plugin3549001047: read: connection reset by peer"},
 		{"escaped path after an arrow", `dial ->\/run\/memhost\/x.sock`, `dial ->…/x.sock`},
 		{"windows path after an arrow", `pipe ->C:\memhost\x.sock refused`, `pipe ->…/x.sock refused`},
+		// One element shows nothing a redaction would hide, and is often
+		// a route or markup quoted in a message.
+		{"route kept", "the X-Memhost-Identity header is required on /mcp", "the X-Memhost-Identity header is required on /mcp"},
+		{"markup kept", `scope "identity:<i>bob</i>" may hold only`, `scope "identity:<i>bob</i>" may hold only`},
+		{"root directory kept", "plugin directory /plugins is empty", "plugin directory /plugins is empty"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
