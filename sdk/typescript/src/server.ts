@@ -572,6 +572,13 @@ export async function serve(p: Plugin): Promise<never> {
   if (!debug && !versions.includes(String(PROTOCOL_VERSION))) {
     fail(`memhost plugin: the host speaks protocols ${versions.join(",")}, this SDK speaks ${PROTOCOL_VERSION}`);
   }
+  // The host reads stdout's first line as the handshake and nothing after
+  // it: what the plugin prints (console.log) goes to stderr, which the
+  // host logs, as the Python SDK's print() does; the handshake is written
+  // to file descriptor 1 itself.
+  if (!debug) {
+    process.stdout.write = process.stderr.write.bind(process.stderr) as typeof process.stdout.write;
+  }
   // A promise of the plugin's code that rejects before anything awaits it
   // (two lookups started together, the first awaited last) is not the end
   // of the process, as Node would make it: the call that awaits it later

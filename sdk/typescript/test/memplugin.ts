@@ -18,8 +18,9 @@ class MemStore implements Store {
 }
 
 function open(config: Config): Store {
-  const cfg = decodeConfig(config, { fail_title: "" });
+  const cfg = decodeConfig(config, { fail_title: "", print: false });
   logger.info("configured", { fail_title: cfg.fail_title });
+  if (cfg.print) console.log("printed at configure"); // server.test.ts: reaches stderr, the host's log
   return new MemStore(cfg.fail_title);
 }
 

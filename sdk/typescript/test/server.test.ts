@@ -126,6 +126,19 @@ describe("a plugin process's lifecycle", () => {
     }
   });
 
+  test("what the plugin prints reaches stderr, which the host logs, not stdout, which it reads no more", async () => {
+    const s = await start(MEMPLUGIN);
+    const c = clients(s.line[3]!);
+    try {
+      await unary(c.plugin, "Configure", { config_json: Buffer.from('{"print":true}') });
+      for (let i = 0; i < 50 && !s.stderr.includes("printed at configure"); i++) await new Promise((r) => setTimeout(r, 20));
+      assert.ok(s.stderr.includes("printed at configure"), `stderr: ${s.stderr.join("\n")}`);
+    } finally {
+      c.close();
+      stop(s);
+    }
+  });
+
   test("without the cookie it refuses to run", () => {
     const env = { ...process.env };
     delete env.MEMHOST_PLUGIN_COOKIE;
