@@ -200,7 +200,7 @@ func (in *Interpreted) checkTree() error {
 		return fmt.Errorf("refused: %w: %w", err, sdk.ErrPermission)
 	}
 	if !bytes.Equal(sum, in.TreeSHA256) {
-		return fmt.Errorf("refused: script tree %s sha256 does not match manifest tree_sha256 %x: %w", in.Tree, in.TreeSHA256, sdk.ErrPermission)
+		return fmt.Errorf("refused: script tree %s sha256 does not match manifest tree_sha256 %x (a file was added, removed or changed since the manifest was written; if the change is yours, write it again with memhost plugins manifest --interpreter): %w", in.Tree, in.TreeSHA256, sdk.ErrPermission)
 	}
 	return nil
 }
@@ -235,7 +235,7 @@ func (s *starting) prepareInterpreter() (string, []string, error) {
 // message names the plugin's executable.
 func interpreterError(err error) error {
 	if errors.Is(err, sdk.ErrPermission) && !errors.Is(err, errChanged) {
-		return fmt.Errorf("refused: sha256 does not match manifest interpreter.sha256: %w", sdk.ErrPermission)
+		return fmt.Errorf("refused: sha256 does not match manifest interpreter.sha256 (the interpreter was upgraded or replaced; if the change is yours, write the manifest again with memhost plugins manifest --interpreter): %w", sdk.ErrPermission)
 	}
 	return err
 }

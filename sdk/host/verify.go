@@ -171,7 +171,7 @@ func (vf *verified) unchanged(byPath bool) bool {
 }
 
 func mismatch(want []byte) error {
-	return fmt.Errorf("refused: executable sha256 does not match manifest sha256 %x: %w", want, sdk.ErrPermission)
+	return fmt.Errorf("refused: executable sha256 does not match manifest sha256 %x (changed since its manifest was written; if the change is yours, write it again with memhost plugins manifest): %w", want, sdk.ErrPermission)
 }
 
 // fileID is what identifies one version of a file. Where the system gives
