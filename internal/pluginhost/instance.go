@@ -618,6 +618,11 @@ func callWithin[C any, T any](ctx context.Context, i *instance, method string, t
 			i.badAnswer(ctx, conn, err)
 			return zero, err
 		}
+		if err != nil && ctx.Err() != nil && (errors.Is(err, sdk.ErrDeadline) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+			// Said with the plugin and the bound, as its other errors are
+			// (gRPC's own text is "Deadline Exceeded").
+			return zero, fmt.Errorf("plugin %s (%s): %s: no answer within the call's deadline (the caller's, or %s at most): %w", i.spec.Name, i.spec.source(), method, timeout, err)
+		}
 		if err == nil || !errors.Is(err, sdk.ErrUnavailable) {
 			return v, err
 		}

@@ -491,6 +491,11 @@ func TestSupervisorHungPluginDoesNotHangCaller(t *testing.T) {
 		if !errors.Is(err, sdk.ErrDeadline) {
 			t.Fatalf("err = %v, want ErrDeadline", err)
 		}
+		// Said with the plugin, the call and the bound (it read gRPC's
+		// bare "Deadline Exceeded").
+		if msg := err.Error(); !strings.Contains(msg, "plugin main") || !strings.Contains(msg, "recall") || !strings.Contains(msg, "200ms") {
+			t.Fatalf("err = %q, want it to name the plugin, the call and its bound", msg)
+		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("a hung plugin hung the caller past its deadline")
 	}
