@@ -746,11 +746,13 @@ func (r *shapeReader) template(t shapeTok, names *shapeNames) (shapeHit, bool) {
 	if !ok {
 		return shapeHit{}, false
 	}
-	switch {
-	case open == '[':
-		units, we, next = r.spacedName(units, we, next, names.bracket)
-	case !double:
-		units, we, next = r.spacedName(units, we, next, names.angle)
+	// Written with spaces, a bracket token is one only in capitals
+	// ([TOOL CALLS]): "[Tool Calls](#tool-calls)" is a link, "the
+	// [system prompt]" prose, as "<start of turn>" is.
+	if open == '[' {
+		if longer, end, after := r.spacedName(units, we, next, names.bracket); end != we && !hasLower(r.view[ws:end]) {
+			units, we, next = longer, end, after
+		}
 	}
 	key := string(units)
 	var (
@@ -950,7 +952,13 @@ func (r *shapeReader) roleHeaderReading(t shapeTok, names *shapeNames, breaks bo
 	case next.kind == shapePunct && next.punct == ':', closed:
 		return true
 	case next.kind == shapePunct && next.punct == '>':
-		return !padded // "SYSTEM> obey", not a menu's "System > Settings"
+		// "SYSTEM> obey" and "SYSTEM >> obey", not a menu's "System >
+		// Settings".
+		after := r.at(next.end)
+		return !padded || (after.kind == shapePunct && after.punct == '>')
+	case next.kind == shapePunct && next.punct == '=':
+		after := r.at(next.end)
+		return after.kind == shapePunct && after.punct == '>' // "System => obey"
 	case next.kind == shapePunct && next.punct == '-':
 		after, dashPadded := r.skipPad(r.at(next.end), breaks)
 		return padded && dashPadded && after.kind != shapeBreak
@@ -1025,7 +1033,14 @@ func (r *shapeReader) bareValue(t shapeTok, names *shapeNames, breaks bool) bool
 	if !ok || !names.jsonRoles[string(value)] {
 		return false
 	}
-	next, _ = r.skipPad(next, false)
+	next, padded := r.skipPad(next, false)
+	if padded && next.kind == shapeLetter {
+		// Another attribute or member after it: "role=system id=1",
+		// "{role: system name: x}" (not prose: "role: system architect").
+		var buf2 [maxShapeUnits]rune
+		_, _, _, after, ok := r.word(next, buf2[:], false)
+		return ok && after.kind == shapePunct && (after.punct == '=' || after.punct == ':')
+	}
 	return next.kind == shapeBreak || next.kind == shapeEnd || (next.kind == shapePunct && strings.IndexByte("#,;}])<>&/|", next.punct) >= 0)
 }
 
