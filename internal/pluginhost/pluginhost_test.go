@@ -562,20 +562,17 @@ func TestSupervisorKillsStoppedPlugin(t *testing.T) {
 	}
 }
 
-// A plugin that cannot start again backs off exponentially (visible in
-// its status) instead of retrying in a tight loop, and comes back once it
-// can start.
-func TestSupervisorCrashLoopBacksOff(t *testing.T) {
-	const minBackoff = 40 * time.Millisecond
-	sup, dir := startEchos(t, pluginhost.Options{HealthInterval: 20 * time.Millisecond, MinBackoff: minBackoff, MaxBackoff: 10 * time.Second, CallTimeout: 10 * time.Minute},
-		pluginhost.Spec{Kind: sdk.KindProvider, Name: "main", Plugin: "echo"})
-	p, _ := sup.Provider("main")
+// breakEcho makes the echo plugin in dir fail its starts (its executable
+// no longer matches the manifest) and kills the running process; it
+// answers how to put an executable in place and the good one's bytes.
+func breakEcho(t *testing.T, sup *pluginhost.Supervisor, dir string) (replace func([]byte), good []byte) {
+	t.Helper()
 	exe := filepath.Join(dir, "echo")
 	good, err := os.ReadFile(exe)
 	if err != nil {
 		t.Fatal(err)
 	}
-	replace := func(data []byte) {
+	replace = func(data []byte) {
 		t.Helper()
 		// Renamed into place: the running executable cannot be written.
 		if err := os.WriteFile(exe+".new", data, 0o755); err != nil {
@@ -585,8 +582,20 @@ func TestSupervisorCrashLoopBacksOff(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	replace(append(append([]byte{}, good...), 0)) // no longer matches the manifest
+	replace(append(append([]byte{}, good...), 0))
 	syscall.Kill(pidOf(t, sup, "main"), syscall.SIGKILL)
+	return replace, good
+}
+
+// A plugin that cannot start again backs off exponentially (visible in
+// its status) instead of retrying in a tight loop, and comes back once it
+// can start.
+func TestSupervisorCrashLoopBacksOff(t *testing.T) {
+	const minBackoff = 40 * time.Millisecond
+	sup, dir := startEchos(t, pluginhost.Options{HealthInterval: 20 * time.Millisecond, MinBackoff: minBackoff, MaxBackoff: 10 * time.Second, CallTimeout: 10 * time.Minute},
+		pluginhost.Spec{Kind: sdk.KindProvider, Name: "main", Plugin: "echo"})
+	p, _ := sup.Provider("main")
+	replace, good := breakEcho(t, sup, dir)
 
 	// Read in backoff: between two attempts the status is briefly
 	// "restarting", which a slow poll may catch.
@@ -1084,22 +1093,7 @@ func TestSupervisorCallDuringARetriedStartFailsFast(t *testing.T) {
 		ConfigureTimeout: 10 * time.Minute, CallTimeout: 10 * time.Minute, StartOptions: pluginhost.StartOptions{Dir: work}},
 		pluginhost.Spec{Kind: sdk.KindProvider, Name: "main", Plugin: "echo"})
 	p, _ := sup.Provider("main")
-	exe := filepath.Join(dir, "echo")
-	good, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	replace := func(data []byte) {
-		t.Helper()
-		if err := os.WriteFile(exe+".new", data, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(exe+".new", exe); err != nil {
-			t.Fatal(err)
-		}
-	}
-	replace(append(append([]byte{}, good...), 0)) // no longer matches the manifest
-	syscall.Kill(pidOf(t, sup, "main"), syscall.SIGKILL)
+	replace, good := breakEcho(t, sup, dir)
 	waitStatus(t, sup, "main", "a failed start", func(st pluginhost.Status) bool { return st.StartFailures >= 1 })
 	if err := os.WriteFile(filepath.Join(work, "hang-configure"), nil, 0o600); err != nil {
 		t.Fatal(err)
