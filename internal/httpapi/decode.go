@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"regexp"
 	"strings"
@@ -84,10 +85,12 @@ func (s *Server) strictMCPBody(w http.ResponseWriter, r *http.Request) error {
 		}
 		return badRequest("request body could not be read")
 	}
-	// What is not JSON at all the SDK refuses, in JSON-RPC's words: only
-	// a refusal is checked for that, so a message is parsed here once.
+	// Refused whatever the SDK would make of it: its decoder reads the
+	// first value of a body with trailing data ("{...} x", or a second
+	// message), so a refusal here only when the whole body was valid JSON
+	// let junk after it switch every check below off.
 	var message any
-	if err := strictjson.Decode(data, &message); err != nil && json.Valid(data) {
+	if err := strictjson.Decode(data, &message); err != nil {
 		return invalidJSON("request body", err)
 	}
 	// The SDK runs a batch's calls at once: one request of thousands
@@ -117,7 +120,75 @@ func (s *Server) strictMCPBody(w http.ResponseWriter, r *http.Request) error {
 			seen[key] = i
 		}
 	}
+	if err := eachMessage(message, checkMessage); err != nil {
+		return err
+	}
 	r.Body = io.NopCloser(bytes.NewReader(data))
+	return nil
+}
+
+// eachMessage runs check on the message, or on each message of a batch,
+// with the path of its fields.
+func eachMessage(message any, check func(path string, m map[string]any) error) error {
+	batch, isBatch := message.([]any)
+	if !isBatch {
+		batch = []any{message}
+	}
+	for i, m := range batch {
+		obj, ok := m.(map[string]any)
+		if !ok {
+			continue // not a message: the SDK says so
+		}
+		path := ""
+		if isBatch {
+			path = fmt.Sprintf("request body[%d].", i)
+		}
+		if err := check(path, obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkMessage refuses what the SDK would refuse in the words of its Go
+// types ("unmarshaling into a *mcp.ListToolsParams"), or misanswer: an id
+// that is a number but not an integer (answered 1.5 as 1, which a client
+// matching answers by id never finds), params that are not an object,
+// and a tool call's or an initialize's members of the wrong type.
+func checkMessage(path string, m map[string]any) error {
+	bad := func(field, problem string) error {
+		return &sdk.FieldError{Field: path + field, Problem: problem, Err: sdk.ErrInvalid}
+	}
+	if n, ok := m["id"].(float64); ok && n != math.Trunc(n) {
+		return bad("id", fmt.Sprintf("%v is not an integer; an id is a string or an integer", n))
+	}
+	raw, has := m["params"]
+	if !has || raw == nil {
+		return nil
+	}
+	params, ok := raw.(map[string]any)
+	if !ok {
+		return bad("params", "must be an object")
+	}
+	want := map[string]string{"_meta": "object"}
+	switch m["method"] {
+	case "tools/call":
+		want["name"], want["arguments"] = "string", "object"
+	case "initialize":
+		want["protocolVersion"], want["capabilities"], want["clientInfo"] = "string", "object", "object"
+	}
+	for field, kind := range want {
+		v, has := params[field]
+		if !has || v == nil {
+			continue
+		}
+		if _, isString := v.(string); kind == "string" && !isString {
+			return bad("params."+field, "must be a string")
+		}
+		if _, isObject := v.(map[string]any); kind == "object" && !isObject {
+			return bad("params."+field, "must be an object")
+		}
+	}
 	return nil
 }
 

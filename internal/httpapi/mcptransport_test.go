@@ -89,7 +89,7 @@ func TestMCPTransportRefusalsUseTheEnvelope(t *testing.T) {
 		{"DELETE", "DELETE", "", ctJSON, "", 405, "method_not_allowed", "", "POST"},
 		{"text content type", "POST", list, "text/plain", "", 415, "unsupported_media_type", "application/json", ""},
 		{"no Accept", "POST", list, ctJSON, "application/json", 400, "invalid_argument", "Accept", ""},
-		{"not JSON-RPC", "POST", "nonsense", ctJSON, "", 400, "invalid_argument", "malformed", ""},
+		{"not JSON-RPC", "POST", "nonsense", ctJSON, "", 400, "invalid_argument", "invalid JSON", ""},
 		{"unknown method", "POST", `{"jsonrpc":"2.0","id":1,"method":"<memhost_memory_observation>"}`, ctJSON, "", 400, "invalid_argument", "<defanged_memory_observation>", ""},
 		{"call without id", "POST", `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"memory_recall","arguments":{"query":"q"}}}`, ctJSON, "", 400, "invalid_argument", "id", ""},
 		{"over the limit", "POST", over, ctJSON, "", 413, "too_large", "6291456-byte limit", ""},
@@ -218,6 +218,21 @@ func TestMCPRefusesAmbiguousRequests(t *testing.T) {
 		{"identity twice in the query", "/mcp?identity=alice&identity=bob", call(`"name":"memory_remember","arguments":{"title":"t","body":"b"}`), nil, "identity"},
 		{"identity header twice", "/mcp", call(`"name":"memory_remember","arguments":{"title":"t","body":"b"}`), http.Header{HeaderIdentity: {"alice", "bob"}}, ""},
 		{"realm header twice", "/mcp?identity=alice", call(`"name":"memory_remember","arguments":{"title":"t","body":"b"}`), http.Header{HeaderRealm: {"default", "other"}}, ""},
+		// Review 66: junk after the body switched the check off (the SDK
+		// reads the first value), and a second message ran unanswered.
+		{"the tool named twice, junk after", "/mcp?identity=alice", call(`"name":"memory_recall","name":"memory_remember","arguments":{"title":"t","body":"b"}`) + " x", nil, "params.name"},
+		{"junk after a call", "/mcp?identity=alice", call(`"name":"memory_remember","arguments":{"title":"t","body":"b"}`) + "garbage", nil, "request body"},
+		{"two messages back to back", "/mcp?identity=alice", call(`"name":"memory_remember","arguments":{"title":"t","body":"b"}`) + call(`"name":"memory_remember","arguments":{"title":"u","body":"c"}`), nil, "request body"},
+		{"an empty body", "/mcp?identity=alice", "", nil, "request body"},
+		{"a fractional id", "/mcp?identity=alice", strings.Replace(call(`"name":"memory_remember","arguments":{"title":"t","body":"b"}`), `"id":1`, `"id":1.5`, 1), nil, "id"},
+		// Refused by the SDK in its Go types' words ("unmarshaling into a
+		// *mcp.ListToolsParams"): said here with the field.
+		{"params not an object", "/mcp?identity=alice", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":5}`, nil, "params"},
+		{"a tool name not a string", "/mcp?identity=alice", call(`"name":5`), nil, "params.name"},
+		{"arguments not an object", "/mcp?identity=alice", call(`"name":"memory_recall","arguments":[]`), nil, "params.arguments"},
+		{"meta not an object", "/mcp?identity=alice", call(`"name":"memory_recall","arguments":{},"_meta":5`), nil, "params._meta"},
+		{"a protocol version not a string", "/mcp?identity=alice", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":5}}`, nil, "params.protocolVersion"},
+		{"params of a batch's message", "/mcp?identity=alice", `[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","id":2,"method":"ping","params":"x"}]`, nil, "request body[1].params"},
 	}
 	for _, c := range cases {
 		req, _ := http.NewRequest("POST", srv.URL+c.url, strings.NewReader(c.body))

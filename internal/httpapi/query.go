@@ -49,6 +49,9 @@ func checkQuery(pattern, rawQuery string) error {
 	}
 	reads := queryParameters[pattern]
 	for _, name := range slices.Sorted(maps.Keys(q)) {
+		if name == "" {
+			return &sdk.FieldError{Field: "query", Problem: "holds a parameter with no name (\"=value\" or a stray \"&\")", Err: sdk.ErrInvalid}
+		}
 		field := name
 		if len(field) > maxParamName {
 			field = strings.ToValidUTF8(field[:maxParamName], "") + "…"

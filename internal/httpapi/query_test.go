@@ -47,6 +47,8 @@ func TestQueryParametersAreStrict(t *testing.T) {
 		{"GET", "/v1/records?since=0001-01-01T00:00:00Z", "", "since", "zero"},
 		{"GET", "/v1/records?realm=%zz", "", "query", "invalid URL escape"},
 		{"GET", "/v1/scopes?realm=default;realm=acme", "", "query", "semicolon"},
+		// Review 66: a nameless parameter read `": is not a query parameter"`.
+		{"GET", "/v1/records?=", "", "query", "a parameter with no name"},
 	}
 	for _, c := range cases {
 		t.Run(c.method+" "+c.path, func(t *testing.T) {
