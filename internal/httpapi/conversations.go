@@ -70,7 +70,8 @@ func (s *Server) handleCompact(ctx context.Context, c caller, w http.ResponseWri
 		Identity: id, Conversation: r.PathValue("id"), Session: req.Session, Evicted: evicted, Application: c.everyConversation(),
 	})
 	if err != nil {
-		return err
+		// The conversation is the path's {id}.
+		return renamedField(err, "conversation", "id")
 	}
 	return writeJSON(w, http.StatusOK, compactAnswer{Artifact: res.Artifact, Absorbed: res.Absorbed, Compacted: res.Compacted})
 }
@@ -111,7 +112,7 @@ func (s *Server) handleForgetConversation(ctx context.Context, c caller, w http.
 		}
 	}
 	if err := svc.Forget(ctx, realm, r.PathValue("id"), access); err != nil {
-		return fmt.Errorf("forget conversation: %w", renamedField(err, "conversation", "id"))
+		return renamedField(err, "conversation", "id")
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil

@@ -129,6 +129,14 @@ func TestCompactEndpoint(t *testing.T) {
 	if status, e := call(t, srv, "DELETE", "/v1/conversations/c1", "tok", nil); status != 400 || e.Error.Code != "invalid_argument" {
 		t.Errorf("an agent's DELETE naming no identity = %d %+v, want 400", status, e)
 	}
+	// A bad conversation is the path's {id}, said once (it read field
+	// "conversation", and "forget conversation: id: ..." on DELETE).
+	if status, _, e := postCompact(t, srv, "a%20b", "tok", compactBody("default", `"x"`)); status != 400 || e.Error.Field != "id" {
+		t.Errorf("compact of a bad id = %d %+v, want 400 on field id", status, e)
+	}
+	if status, e := call(t, srv, "DELETE", "/v1/conversations/a%20b?identity=alice", "tok", nil); status != 400 || e.Error.Field != "id" || strings.HasPrefix(e.Error.Message, "forget") {
+		t.Errorf("DELETE of a bad id = %d %+v, want 400 on field id", status, e)
+	}
 	for range 2 {
 		if status, e := call(t, srv, "DELETE", "/v1/conversations/c1?identity=alice", "tok", nil); status != 204 {
 			t.Fatalf("DELETE = %d %+v, want 204", status, e)
