@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -208,13 +209,7 @@ func TestServeAnswersWhilePluginsStart(t *testing.T) {
 	t.Parallel()
 	needPython(t)
 	pluginDir := testbin.ShortTempDir(t)
-	tree := pythonPluginTree(t, pluginDir)
-	script := filepath.Join(filepath.Dir(tree), "hang.py")
-	hang := "import time\nfrom memhost_plugin import KVProvider, serve\n\n\ndef open_store(config):\n    time.sleep(3600)\n\n\nif __name__ == \"__main__\":\n    serve(KVProvider(\"hangpy\", \"0.1.0\", open_store))\n"
-	if err := os.WriteFile(script, []byte(hang), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writeScriptManifest(t, "hangpy", script, python, "-B", "-E", "-s")
+	installHangingPlugin(t, pluginDir)
 	addr := freeAddr(t)
 	cfgPath, _ := writeConfigIn(t, pluginDir, "provider \"notes\" {\n  plugin = \"hangpy\"\n}\n")
 	cfg, err := os.ReadFile(cfgPath)
@@ -262,6 +257,69 @@ func TestServeAnswersWhilePluginsStart(t *testing.T) {
 	}
 	if strings.Contains(logged(), "memhost listening") {
 		t.Fatal("the plugin was configured: the test saw no start in progress")
+	}
+}
+
+// installHangingPlugin installs in pluginDir a Python provider, hangpy,
+// whose store never opens.
+func installHangingPlugin(t *testing.T, pluginDir string) {
+	t.Helper()
+	tree := pythonPluginTree(t, pluginDir)
+	script := filepath.Join(filepath.Dir(tree), "hang.py")
+	hang := "import time\nfrom memhost_plugin import KVProvider, serve\n\n\ndef open_store(config):\n    time.sleep(3600)\n\n\nif __name__ == \"__main__\":\n    serve(KVProvider(\"hangpy\", \"0.1.0\", open_store))\n"
+	if err := os.WriteFile(script, []byte(hang), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeScriptManifest(t, "hangpy", script, python, "-B", "-E", "-s")
+}
+
+// TestServeWithoutASlowPlugin: a plugin whose store never opens holds
+// only its own realm. Past supervisor.boot_wait_ms memhost serves the
+// others, the slow realm's calls answer 503 at once, and /v1/plugins
+// says the instance is still starting. It held every realm until its
+// configure timeout (two minutes) ran out (from an outside review).
+func TestServeWithoutASlowPlugin(t *testing.T) {
+	t.Parallel()
+	needPython(t)
+	pluginDir := testbin.PrivatePluginDir(t, "sqlite")
+	installHangingPlugin(t, pluginDir)
+	cfgPath, dataDir := writeConfigIn(t, pluginDir, `provider "main" { plugin = "sqlite" }
+provider "notes" { plugin = "hangpy" }
+realm "default" { provider = "main" }
+realm "slow" { provider = "notes" }
+supervisor {
+  boot_wait_ms = 2000
+}
+`)
+	m, err := startWithConfig(t, cfgPath, dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := func(realm string) map[string]any {
+		return map[string]any{"realm": realm, "records": []map[string]any{{"scope": "realm", "kind": "fact", "title": "kumquat", "body": "served"}}}
+	}
+	if code := m.do("POST", "/v1/records", rec("default"), nil); code != 200 {
+		t.Fatalf("a write to the default realm = %d, want 200\n%s", code, m.logs())
+	}
+	began := time.Now()
+	var e apiError
+	if code := m.do("POST", "/v1/records", rec("slow"), &e); code != 503 || e.Error.Code != "provider_unavailable" || !strings.Contains(e.Error.Message, "still starting") {
+		t.Fatalf("a write to the slow realm = %d %+v, want 503 provider_unavailable, still starting", code, e)
+	}
+	if took := time.Since(began); took > 30*time.Second {
+		t.Fatalf("the slow realm's write took %v to be refused", took)
+	}
+	var plugins struct {
+		Plugins []struct {
+			Instance, State string
+			Warnings        []string
+		}
+	}
+	m.do("GET", "/v1/plugins", nil, &plugins)
+	for _, p := range plugins.Plugins {
+		if p.Instance == "notes" && (p.State != "starting" || !slices.ContainsFunc(p.Warnings, func(w string) bool { return strings.Contains(w, "still starting") })) {
+			t.Fatalf("notes in /v1/plugins = %+v, want starting with the host's warning", p)
+		}
 	}
 }
 

@@ -339,6 +339,7 @@ func startPlugins(ctx context.Context, cfg *config.Config, logger hclog.Logger, 
 		KillGrace:      sv.KillGrace,
 		MaxBackoff:     sv.MaxBackoff,
 		ReindexTimeout: sv.ReindexTimeout,
+		BootWait:       sv.BootWait,
 		ObserveCall:    observe,
 		RequireAll:     sv.RequireAll,
 	})

@@ -185,6 +185,7 @@ type Supervisor struct {
 	KillGrace      time.Duration // a plugin being killed may exit cleanly for this long
 	MaxBackoff     time.Duration // longest wait between restarts of a crash-looping plugin
 	ReindexTimeout time.Duration // bounds one reindex, request and plugin call alike
+	BootWait       time.Duration // how long serve waits for plugins' first starts before serving without the slow ones
 	// RequireAll (serve --require-all) fails the start when any instance
 	// cannot start, instead of serving the other realms.
 	RequireAll bool
@@ -324,6 +325,7 @@ func (o Options) defaults(baseDir string) *Config {
 			KillGrace:      host.DefaultKillGrace,
 			MaxBackoff:     pluginhost.DefaultMaxBackoff,
 			ReindexTimeout: pluginhost.DefaultReindexTimeout,
+			BootWait:       pluginhost.DefaultBootWait,
 		},
 		pos:        map[string]hcl.Range{},
 		fileValues: map[string]string{},

@@ -1,19 +1,20 @@
 package config
 
 import (
-	"reflect"
-
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/memhost/memhost/coordinator"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/internal/pluginhost"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -168,6 +169,7 @@ func TestErrorPositions(t *testing.T) {
 		{"bad policy", "coordinator {\n  recall_failure_policy = \"retry\"\n}\n", 2, `recall_failure_policy "retry" is not skip or fail`},
 		{"zero max entries", "coordinator {\n  max_entries = 0\n}\n", 2, "max_entries 0 is outside 1..100"},
 		{"negative timeout", "coordinator {\n\n\n  recall_timeout_ms = -5\n}\n", 4, "recall_timeout_ms -5 ms must be positive"},
+		{"zero boot wait", "supervisor {\n  boot_wait_ms = 0\n}\n", 2, "boot_wait_ms must be at least 1"},
 		{"tiny budget", "coordinator {\n  session_budget_bytes = 511\n}\n", 2, "turn_budget_bytes 20480 exceeds session_budget_bytes 511"},
 		{"blank header", "coordinator {\n  instruction_header = \"  \"\n}\n", 2, "must not be blank"},
 		{"undeclared realm provider", "provider \"main\" { plugin = \"sqlite\" }\nrealm \"acme\" {\n  provider = \"fts\"\n}\n", 3, `no provider of that name is declared (declared: "main")`},
@@ -635,5 +637,18 @@ coordinator { compactor = "model" }
 				t.Fatalf("DropImplicitCompactor on %s left compactor %q", c.name, cfg.Coordinator.Compactor)
 			}
 		})
+	}
+}
+
+// The supervisor's boot wait is read from the file, and defaults to the
+// supervisor's own default.
+func TestBootWait(t *testing.T) {
+	cfg, err := parse(t, "supervisor {\n  boot_wait_ms = 2500\n}\n")
+	if err != nil || cfg.Supervisor.BootWait != 2500*time.Millisecond {
+		t.Fatalf("boot_wait_ms = 2500: %v, %v", cfg.Supervisor.BootWait, err)
+	}
+	cfg, err = parse(t, "")
+	if err != nil || cfg.Supervisor.BootWait != pluginhost.DefaultBootWait {
+		t.Fatalf("default boot wait: %v, %v", cfg.Supervisor.BootWait, err)
 	}
 }

@@ -96,6 +96,7 @@ func (c *Config) HCL() []byte {
 	b.SetAttributeValue("kill_grace_ms", cty.NumberIntVal(c.Supervisor.KillGrace.Milliseconds()))
 	b.SetAttributeValue("max_backoff_ms", cty.NumberIntVal(c.Supervisor.MaxBackoff.Milliseconds()))
 	b.SetAttributeValue("reindex_timeout_ms", cty.NumberIntVal(c.Supervisor.ReindexTimeout.Milliseconds()))
+	b.SetAttributeValue("boot_wait_ms", cty.NumberIntVal(c.Supervisor.BootWait.Milliseconds()))
 	c.sessionStoreHCL(body)
 	c.consoleHCL(body)
 

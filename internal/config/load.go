@@ -142,7 +142,7 @@ var (
 	}}
 	supervisorSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 		{Name: "call_timeout_ms"}, {Name: "health_interval_ms"}, {Name: "health_timeout_ms"},
-		{Name: "kill_grace_ms"}, {Name: "max_backoff_ms"}, {Name: "reindex_timeout_ms"},
+		{Name: "kill_grace_ms"}, {Name: "max_backoff_ms"}, {Name: "reindex_timeout_ms"}, {Name: "boot_wait_ms"},
 	}}
 )
 
@@ -353,6 +353,7 @@ func (d *decoder) supervisor(b *hcl.Block) {
 	d.millis(a, "kill_grace_ms", "supervisor.kill_grace_ms", &s.KillGrace)
 	d.millis(a, "max_backoff_ms", "supervisor.max_backoff_ms", &s.MaxBackoff)
 	d.millis(a, "reindex_timeout_ms", "supervisor.reindex_timeout_ms", &s.ReindexTimeout)
+	d.millis(a, "boot_wait_ms", "supervisor.boot_wait_ms", &s.BootWait)
 }
 
 // at records where the item key was set.

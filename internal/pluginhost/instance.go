@@ -81,16 +81,19 @@ type instance struct {
 	opts  *Options
 	kick  chan struct{} // wakes run at once (buffered, never blocks)
 
-	mu          sync.Mutex
-	conn        *host.Conn
-	client      any // the kind's host-side client
-	info        sdk.Info
-	changed     chan struct{} // closed and replaced whenever conn or state changes
-	dying       []*host.Conn  // retired processes run has still to kill
-	state       State
-	closed      bool
-	restarts    int
-	failures    int // failed start attempts since the last good start
+	mu       sync.Mutex
+	conn     *host.Conn
+	client   any // the kind's host-side client
+	info     sdk.Info
+	changed  chan struct{} // closed and replaced whenever conn or state changes
+	dying    []*host.Conn  // retired processes run has still to kill
+	state    State
+	closed   bool
+	restarts int
+	failures int // failed start attempts since the last good start
+	// startedLong is set when the host stopped waiting for the first
+	// start (Options.BootWait): calls fail fast until it ends.
+	startedLong bool
 	lastErr     error
 	backoff     time.Duration // the delay the next backoff will wait
 	wait        time.Duration // the delay before nextAttempt, for Status
@@ -377,6 +380,16 @@ func (i *instance) backOff(err error) (time.Duration, int) {
 
 // failed records the first start's failure; the supervisor goroutine
 // retries it after the backoff.
+// startingLong marks an instance whose first start the host stopped
+// waiting for after waited: it goes on in the background.
+func (i *instance) startingLong(waited time.Duration) {
+	i.mu.Lock()
+	i.startedLong = true
+	i.mu.Unlock()
+	i.hostLog().Warn("plugin is still starting; the host serves without it meanwhile, its calls refused as unavailable",
+		"instance", i.spec.Name, "plugin", i.spec.source(), "waited_ms", waited.Milliseconds())
+}
+
 func (i *instance) failed(err error) {
 	wait, _ := i.backOff(err)
 	i.hostLog().Error("plugin failed to start; calls to it are refused as unavailable until a retry succeeds",
@@ -505,13 +518,19 @@ func (i *instance) await(ctx context.Context) (any, *host.Conn, error) {
 			}
 			return c, conn, nil
 		}
-		state, next, last, ch, failures := i.state, i.nextAttempt, i.lastErr, i.changed, i.failures
+		state, next, last, ch, failures, startedLong := i.state, i.nextAttempt, i.lastErr, i.changed, i.failures, i.startedLong
 		i.mu.Unlock()
 		if state == StateBackoff {
 			if dl, ok := ctx.Deadline(); !ok || next.After(dl) || failures > 0 {
 				return nil, nil, i.down(fmt.Errorf("plugin %s (%s) is down (%v), next start attempt at %s: %w",
 					i.spec.Name, i.spec.source(), last, next.UTC().Format(time.RFC3339), errBackingOff))
 			}
+		}
+		// A first start the host stopped waiting for at boot (a store
+		// that takes minutes to open) fails a call fast too: the turn's
+		// other realms are not held for it.
+		if state == StateStarting && startedLong {
+			return nil, nil, i.down(fmt.Errorf("plugin %s (%s) is still starting (opening its store): %w", i.spec.Name, i.spec.source(), sdk.ErrUnavailable))
 		}
 		// An attempt after a failed start is as unlikely to come back
 		// within a call as the backoff before it: the call fails fast too,

@@ -1122,3 +1122,55 @@ func TestSupervisorCallDuringARetriedStartFailsFast(t *testing.T) {
 		t.Fatal("a call waited on a start attempt after a failed one")
 	}
 }
+
+// One instance whose store takes long to open does not hold the others at
+// boot: Start waits for it only BootWait, the others serve, its calls fail
+// fast as still starting, and Close does not wait for it (it held every
+// realm until its configure timeout, two minutes by default).
+func TestSupervisorSlowStartDoesNotHoldTheOthers(t *testing.T) {
+	dir, _ := echoDir(t)
+	e := discoverOne(t, dir)
+	sup := pluginhost.New([]pluginhost.Entry{e}, pluginhost.Options{BootWait: time.Second, ConfigureTimeout: 10 * time.Minute, HealthInterval: time.Hour,
+		StartOptions: pluginhost.StartOptions{Dir: t.TempDir(), Logger: hclog.NewNullLogger()}})
+	began := time.Now()
+	err := sup.Start(context.Background(), []pluginhost.Spec{
+		{Kind: sdk.KindProvider, Name: "good", Plugin: "echo"},
+		{Kind: sdk.KindProvider, Name: "slow", Plugin: "echo", Config: json.RawMessage(`{"hang":true}`)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(began); took > time.Minute {
+		t.Fatalf("Start took %v, held by the slow instance", took)
+	}
+	good, _ := sup.Provider("good")
+	if _, err := good.Recall(context.Background(), sdk.RecallQuery{Realm: "default", Query: "x"}); err != nil {
+		t.Fatalf("the good instance: %v", err)
+	}
+	slow, _ := sup.Provider("slow")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	called := time.Now()
+	if _, err := slow.Recall(ctx, sdk.RecallQuery{Realm: "default", Query: "x"}); !errors.Is(err, sdk.ErrUnavailable) || !strings.Contains(err.Error(), "still starting") {
+		t.Fatalf("a call to the slow instance: %v, want unavailable as still starting", err)
+	}
+	if took := time.Since(called); took > 30*time.Second {
+		t.Fatalf("the call to the slow instance took %v", took)
+	}
+	var st pluginhost.Status
+	for _, s := range sup.Status() {
+		if s.Instance == "slow" {
+			st = s
+		}
+	}
+	if st.State != pluginhost.StateStarting || !slices.ContainsFunc(st.Warnings, func(w string) bool { return strings.Contains(w, "still starting") }) {
+		t.Fatalf("slow instance status %+v, want starting with the host's warning", st)
+	}
+	closed := make(chan struct{})
+	go func() { sup.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close waited for the slow instance's start")
+	}
+}

@@ -78,7 +78,17 @@ type Options struct {
 	// instance fails to start. Without it such an instance backs off and
 	// is retried, its calls refused as unavailable, while the others serve.
 	RequireAll bool
+	// BootWait bounds how long Start waits for the instances' first
+	// starts without RequireAll (default 15s): one still starting then
+	// (a store that takes minutes to open) goes on in the background, its
+	// calls refused as unavailable meanwhile, and the others serve.
+	BootWait time.Duration
 }
+
+// DefaultBootWait is Options.BootWait's default: past a binary's start
+// timeout, so a plugin that starts and opens its store in seconds is
+// waited for.
+const DefaultBootWait = 15 * time.Second
 
 func (o *Options) defaults() {
 	if o.Logger == nil {
@@ -108,6 +118,9 @@ func (o *Options) defaults() {
 	}
 	if o.MinBackoff <= 0 {
 		o.MinBackoff = 100 * time.Millisecond
+	}
+	if o.BootWait <= 0 {
+		o.BootWait = DefaultBootWait
 	}
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = DefaultMaxBackoff
@@ -202,13 +215,19 @@ func (s *Supervisor) Start(ctx context.Context, specs []Spec) error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
+	// Each first start runs under ctx and ends when the supervisor does.
+	launchCtx, cancelLaunch := context.WithCancel(ctx)
+	stopWithSupervisor := context.AfterFunc(s.ctx, cancelLaunch)
 	results := make([]error, len(s.order))
+	booted := make([]chan struct{}, len(s.order))
 	var wg sync.WaitGroup
 	for i, inst := range s.order {
+		booted[i] = make(chan struct{})
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			conn, client, err := inst.launch(ctx)
+			defer close(booted[i])
+			conn, client, err := inst.launch(launchCtx)
 			if err == nil && !inst.install(conn, client, false) {
 				conn.Kill(0)
 				err = fmt.Errorf("%s %q: host is shutting down: %w", inst.spec.Kind, inst.spec.Name, sdk.ErrUnavailable)
@@ -216,20 +235,50 @@ func (s *Supervisor) Start(ctx context.Context, specs []Spec) error {
 			results[i] = err
 		}()
 	}
-	wg.Wait()
-	if err := errors.Join(results...); err != nil && s.opts.RequireAll {
-		s.Close()
-		return err
-	}
-	for i, err := range results {
-		if err != nil {
-			s.order[i].failed(err)
+	go func() {
+		wg.Wait()
+		stopWithSupervisor()
+		cancelLaunch()
+	}()
+	if s.opts.RequireAll {
+		wg.Wait()
+		if err := errors.Join(results...); err != nil {
+			s.Close()
+			return err
 		}
 	}
-	for _, inst := range s.order {
+	// Without RequireAll the wait is bounded: an instance still starting
+	// at the bound finishes in the background, so one slow store does not
+	// hold every realm.
+	bound := time.NewTimer(s.opts.BootWait)
+	defer bound.Stop()
+	for i, inst := range s.order {
+		select {
+		case <-booted[i]:
+		case <-bound.C:
+			bound.Reset(0) // the others are not waited for either
+		}
+		// Started (or failed) within the bound: its state is settled
+		// before Start returns. Else it is settled when its start ends.
+		late := false
+		select {
+		case <-booted[i]:
+			if err := results[i]; err != nil {
+				inst.failed(err)
+			}
+		default:
+			late = true
+			inst.startingLong(s.opts.BootWait)
+		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			if late {
+				<-booted[i]
+				if err := results[i]; err != nil {
+					inst.failed(err)
+				}
+			}
 			inst.run(s.ctx)
 		}()
 	}

@@ -34,13 +34,14 @@ func (e *echo) Info() sdk.Info {
 func (e *echo) Configure(_ context.Context, raw json.RawMessage) error {
 	var cfg struct {
 		Lock string `json:"lock"` // a file to hold an exclusive lock on, like a store
+		Hang bool   `json:"hang"` // this instance's store never opens
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cfg); err != nil {
 		return fmt.Errorf("echo: config: %v: %w", err, sdk.ErrInvalid)
 	}
-	if _, err := os.Stat("hang-configure"); err == nil {
+	if _, err := os.Stat("hang-configure"); err == nil || cfg.Hang {
 		time.Sleep(time.Hour) // a store that never opens, deaf to cancellation
 	}
 	if cfg.Lock != "" {
