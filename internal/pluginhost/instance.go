@@ -175,6 +175,17 @@ func (i *instance) launch(ctx context.Context) (*host.Conn, any, error) {
 	return i.dispense(conn)
 }
 
+// outOfTime reports whether ctx's deadline has passed, or all but: the
+// plugin's side of a call, told the deadline, may end it a moment before
+// the host's own timer fires.
+func outOfTime(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && time.Until(dl) < 500*time.Millisecond
+}
+
 // configureNotice is how long a Configure runs before the host logs that
 // it waits for it.
 const configureNotice = 5 * time.Second
@@ -637,7 +648,7 @@ func callWithin[C any, T any](ctx context.Context, i *instance, method string, t
 			i.badAnswer(ctx, conn, err)
 			return zero, err
 		}
-		if err != nil && ctx.Err() != nil && (errors.Is(err, sdk.ErrDeadline) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+		if err != nil && outOfTime(ctx) && (errors.Is(err, sdk.ErrDeadline) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
 			// Said with the plugin and the bound, as its other errors are
 			// (gRPC's own text is "Deadline Exceeded").
 			return zero, fmt.Errorf("plugin %s (%s): %s: no answer within the call's deadline (the caller's, or %s at most): %w", i.spec.Name, i.spec.source(), method, timeout, err)

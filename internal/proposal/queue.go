@@ -181,11 +181,13 @@ func (q *Queue) reap(ctx context.Context, realm string, p sdk.Provider, gone []s
 	return dropped, nil
 }
 
-// heldProposal is what an approval over a record holds in the ledger
-// while the proposal is out of the store.
+// heldProposal is what a review holds in the ledger while the proposal
+// is out of the store: an approval over a record (Target), or a write in
+// place of the proposal (no Target: an approval the provider makes so, an
+// application's write of its content).
 type heldProposal struct {
 	Record sdk.Record `json:"record"`
-	Target string     `json:"target"`
+	Target string     `json:"target,omitempty"`
 }
 
 // heldOutOfStore reports whether the ledger holds proposal id of realm
@@ -227,16 +229,23 @@ func (q *Queue) restore(ctx context.Context, realm string, p sdk.Provider, e Ent
 	if !ok || !ok2 {
 		return false, fmt.Errorf("proposal %q: the provider of realm %q cannot restore it: %w", e.ID, realm, sdk.ErrUnsupported)
 	}
-	byID, err := getByID(ctx, realm, getter, []string{e.ID, h.Target})
+	ids := []string{e.ID}
+	if h.Target != "" {
+		ids = append(ids, h.Target)
+	}
+	byID, err := getByID(ctx, realm, getter, ids)
 	if err != nil {
 		return false, err
 	}
 	if r, ok := byID[e.ID]; ok {
 		return IsPending(&r), nil // put back already (a failed review's own undo)
 	}
-	if r, ok := byID[h.Target]; !ok || r.Status != sdk.StatusActive {
+	if r, ok := byID[h.Target]; h.Target != "" && (!ok || r.Status != sdk.StatusActive) {
 		return false, nil // superseded: the approval went through
 	}
+	// Without a target the write that replaced the proposal holds its
+	// content live if it went through, and the import skips the proposal
+	// then (a provider skips content its scope holds live).
 	res, err := archiver.Import(ctx, realm, []sdk.Record{h.Record})
 	if err != nil {
 		return false, fmt.Errorf("proposal %q: restoring what its interrupted review held: %w", e.ID, err)
@@ -497,6 +506,11 @@ func (q *Queue) Approve(ctx context.Context, realm, id string, p sdk.Provider) (
 			}
 			newID, err = approveOver(ctx, realm, prop, target.ID, sup, forget, p)
 		} else {
+			// A provider may approve by writing the approved copy in place
+			// of the proposal (Restate): held meanwhile, as above.
+			if err := q.hold(ctx, realm, heldProposal{Record: prop}); err != nil {
+				return err
+			}
 			newID, err = Approve(ctx, realm, id, p)
 		}
 		return err
@@ -602,11 +616,14 @@ func approvedCopy(old sdk.Record) sdk.Record {
 	}
 }
 
-// Restate is Restate through the queue: the dropped proposals leave the
-// ledger.
+// Restate is Restate through the queue: each proposal is claimed, as a
+// review claims it, and held in the ledger while it is out of the store,
+// so a host dying between the drop and the write loses no acknowledged
+// proposal (a reap restores it, or finds the write done); the dropped
+// proposals then leave the ledger.
 func (q *Queue) Restate(ctx context.Context, realm string, p sdk.Provider, records []sdk.Record, stored []sdk.Record) ([]string, error) {
 	var ids []string
-	err := q.inPlaceOf(ctx, realm, stored, func() (err error) {
+	err := q.inPlaceOf(ctx, realm, p, stored, func() (err error) {
 		ids, err = Restate(ctx, realm, p, records, stored)
 		return err
 	})
@@ -614,31 +631,24 @@ func (q *Queue) Restate(ctx context.Context, realm string, p sdk.Provider, recor
 }
 
 // inPlaceOf runs act, which drops the pending proposals stored and puts
-// them back if it fails; the proposals then leave the ledger, or are
-// noted again: a listing that ran while they were out of the store
-// dropped their entries.
-func (q *Queue) inPlaceOf(ctx context.Context, realm string, stored []sdk.Record, act func() error) error {
-	gone := make([]string, len(stored))
-	var noted []Entry
-	for i, r := range stored {
-		gone[i] = r.ID
-		e, found, err := q.Ledger.Lookup(ctx, realm, r.ID)
-		if err != nil {
+// them back if it fails, with each proposal under review and held (see
+// Restate); a proposal reviewed meanwhile fails it as a conflict.
+func (q *Queue) inPlaceOf(ctx context.Context, realm string, p sdk.Provider, stored []sdk.Record, act func() error) error {
+	if len(stored) == 0 {
+		return act()
+	}
+	ran := false
+	err := q.review(ctx, realm, stored[0].ID, p, func(prop sdk.Record) error {
+		ran = true
+		if err := q.hold(ctx, realm, heldProposal{Record: prop}); err != nil {
 			return err
 		}
-		if found {
-			noted = append(noted, e)
-		}
+		return q.inPlaceOf(ctx, realm, p, stored[1:], act)
+	})
+	if !ran && err != nil {
+		return fmt.Errorf("pending proposal %q of the same content was reviewed meanwhile; send the write again: %w", stored[0].ID, sdk.ErrConflict)
 	}
-	if err := act(); err != nil {
-		for _, e := range noted {
-			if rerr := q.Ledger.Add(context.WithoutCancel(ctx), []Entry{e}, math.MaxInt); rerr != nil && !errors.Is(rerr, sdk.ErrConflict) {
-				return fmt.Errorf("%w (and noting proposal %q again failed: %w)", err, e.ID, rerr)
-			}
-		}
-		return err
-	}
-	return q.Ledger.Remove(ctx, realm, gone)
+	return err
 }
 
 // Import imports records, full records an application exports, into
@@ -671,7 +681,7 @@ func (q *Queue) Import(ctx context.Context, realm string, p sdk.Provider, record
 		return a.Import(ctx, realm, records)
 	}
 	var res sdk.ImportResult
-	err = q.inPlaceOf(ctx, realm, held, func() error {
+	err = q.inPlaceOf(ctx, realm, p, held, func() error {
 		return inPlace(ctx, realm, hp, forget, held, func() (err error) {
 			res, err = a.Import(ctx, realm, records)
 			return err
