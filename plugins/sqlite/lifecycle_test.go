@@ -2,7 +2,10 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -312,4 +315,30 @@ func sameEntry(a, b sdk.LedgerEntry) bool {
 func errorsIsInvalid(err error) bool {
 	c := sdk.CodeOf(err)
 	return c == sdk.CodeInvalidArgument || c == sdk.CodeTooLarge
+}
+
+// A store whose data directory is removed while it runs refuses writes as
+// read-only: it answered them, into a file no later start reads, so every
+// write after the removal was acknowledged and lost (from an outside
+// review). Reads of what it holds go on.
+func TestWritesToADeletedDatabaseAreRefused(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "data")
+	s := openAt(t, filepath.Join(dir, "memory.db"))
+	ids, err := s.Remember(ctx, "r", []sdk.Record{rec(sdk.RealmScope, "kumquat", "before the removal")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Remember(ctx, "r", []sdk.Record{rec(sdk.RealmScope, "quince", "after the removal")}); !errors.Is(err, sdk.ErrReadOnly) {
+		t.Fatalf("a write after the removal: %v, want read-only", err)
+	}
+	if _, err := s.Forget(ctx, "r", ids); !errors.Is(err, sdk.ErrReadOnly) {
+		t.Fatalf("a forget after the removal: %v, want read-only", err)
+	}
+	if got, err := s.Get(ctx, "r", ids); err != nil || len(got) != 1 {
+		t.Fatalf("a read after the removal: %v, %v", got, err)
+	}
 }

@@ -76,6 +76,9 @@ var registerDriver = sync.OnceFunc(func() {
 // database is one open database file.
 type database struct {
 	path string
+	// file is the database file opened: a write checks that path still
+	// names it (moved).
+	file os.FileInfo
 	lock *filelock.Lock
 	// w has one connection, so writes are serialized in Go rather than by
 	// SQLite's busy waits; r serves reads concurrently.
@@ -215,6 +218,9 @@ func (d *database) open(ctx context.Context) error {
 	if err := d.check(ctx); err != nil {
 		return err
 	}
+	if d.file, err = os.Stat(d.path); err != nil {
+		return err
+	}
 	// The live contents and the usage order are read beside the index
 	// load: they are mostly SQLite's work, the index Go's decoding.
 	loaded := make(chan error, 1)
@@ -344,7 +350,23 @@ func (d *database) run(ctx context.Context, fn func(tx *sql.Tx, ch *indexChange)
 	return tx, ch, nil
 }
 
+// errMoved refuses a write to a database file deleted or replaced while
+// open (its data directory removed, say): the write would be acknowledged
+// into a file no later start reads.
+var errMoved = fmt.Errorf("the database file was deleted or replaced while open, so a write would be lost; restore it or restart the plugin: %w", sdk.ErrReadOnly)
+
+// moved answers errMoved when the path no longer names the file opened.
+func (d *database) moved() error {
+	if fi, err := os.Stat(d.path); err == nil && os.SameFile(fi, d.file) {
+		return nil
+	}
+	return errMoved
+}
+
 func (d *database) writeTx(ctx context.Context, fn func(tx *sql.Tx, ch *indexChange) error) error {
+	if err := d.moved(); err != nil {
+		return err
+	}
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
 	tx, ch, err := d.run(ctx, fn)
