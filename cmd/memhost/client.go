@@ -100,6 +100,9 @@ func (f *clientFlags) client(ctx context.Context) (*apiClient, error) {
 	// so --local and a server answer exactly alike. Only warnings are
 	// logged: the command's output is its answer.
 	cfg.LogLevel = "warn"
+	// A one-shot command needs its plugins up: it waits for every first
+	// start rather than serve without a slow one.
+	cfg.Supervisor.BootWait = 0
 	h, err := startHost(ctx, cfg, newLogger(cfg).Named("local"))
 	if err != nil {
 		return nil, err

@@ -88,6 +88,9 @@ server already holds the data directory.`,
 			if err != nil {
 				return err
 			}
+			// Its first tool call needs the plugins up: every first start
+			// is waited for, not serve's boot wait.
+			cfg.Supervisor.BootWait = 0
 			h, err := startHost(ctx, cfg, newLogger(cfg))
 			if errors.Is(err, statedb.ErrInUse) {
 				return fmt.Errorf("%w\nA running memhost (memhost serve?) holds %s: serve its tools with `memhost mcp --addr http://%s --identity %s` (token in %s), or give this one its own --data-dir",

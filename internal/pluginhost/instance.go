@@ -452,7 +452,7 @@ func (i *instance) retire(conn *host.Conn, reason error) bool {
 // run's health check, with its full bound, decides then.
 func (i *instance) died(ctx context.Context, conn *host.Conn) bool {
 	if conn.Exited() {
-		i.retire(conn, errExited)
+		i.retire(conn, exitedError(conn))
 		return true
 	}
 	err := pingWithin(ctx, conn, i.opts.HealthTimeout)
@@ -463,8 +463,28 @@ func (i *instance) died(ctx context.Context, conn *host.Conn) bool {
 		i.wake()
 		return false
 	}
+	// A process that died under the call is seen exiting a moment after
+	// its connection drops: its exit says more than the refused dial.
+	for wait := time.Now().Add(exitNotice); !conn.Exited() && time.Now().Before(wait); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if conn.Exited() {
+		err = exitedError(conn)
+	}
 	i.retire(conn, err)
 	return true
+}
+
+// exitNotice bounds how long a call that lost its plugin waits to see the
+// process's exit.
+const exitNotice = 200 * time.Millisecond
+
+// exitedError is errExited with how the process ended, when known.
+func exitedError(conn *host.Conn) error {
+	if status := conn.ExitStatus(); status != "" {
+		return fmt.Errorf("%w (%s)", errExited, status)
+	}
+	return errExited
 }
 
 // badAnswer logs the first answer of conn's process that broke the

@@ -79,15 +79,16 @@ type Options struct {
 	// is retried, its calls refused as unavailable, while the others serve.
 	RequireAll bool
 	// BootWait bounds how long Start waits for the instances' first
-	// starts without RequireAll (default 15s): one still starting then
-	// (a store that takes minutes to open) goes on in the background, its
-	// calls refused as unavailable meanwhile, and the others serve.
+	// starts without RequireAll: one still starting then (a store that
+	// takes minutes to open) goes on in the background, its calls refused
+	// as unavailable meanwhile, and the others serve. Zero waits for
+	// every first start (a one-shot command needs its plugins up).
 	BootWait time.Duration
 }
 
-// DefaultBootWait is Options.BootWait's default: past a binary's start
-// timeout, so a plugin that starts and opens its store in seconds is
-// waited for.
+// DefaultBootWait is serve's boot wait (supervisor.boot_wait_ms): past a
+// binary's start timeout, so a plugin that starts and opens its store in
+// seconds is waited for.
 const DefaultBootWait = 15 * time.Second
 
 func (o *Options) defaults() {
@@ -118,9 +119,6 @@ func (o *Options) defaults() {
 	}
 	if o.MinBackoff <= 0 {
 		o.MinBackoff = 100 * time.Millisecond
-	}
-	if o.BootWait <= 0 {
-		o.BootWait = DefaultBootWait
 	}
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = DefaultMaxBackoff
@@ -240,8 +238,10 @@ func (s *Supervisor) Start(ctx context.Context, specs []Spec) error {
 		stopWithSupervisor()
 		cancelLaunch()
 	}()
-	if s.opts.RequireAll {
+	if s.opts.RequireAll || s.opts.BootWait <= 0 {
 		wg.Wait()
+	}
+	if s.opts.RequireAll {
 		if err := errors.Join(results...); err != nil {
 			s.Close()
 			return err

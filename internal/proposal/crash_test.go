@@ -2,12 +2,15 @@ package proposal
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/memhost/memhost/plugins/sqlite"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/kvprovider"
 )
 
 // stuckSupersede is a provider whose Supersede never returns until the
@@ -428,4 +431,88 @@ type importSpy struct {
 func (s *importSpy) Import(ctx context.Context, realm string, records []sdk.Record) (sdk.ImportResult, error) {
 	s.imports++
 	return s.Store.Import(ctx, realm, records)
+}
+
+// memKV is a kvprovider store in memory.
+type memKV struct{ recs map[string]sdk.Record }
+
+func (m *memKV) Load(context.Context) ([]sdk.Record, error) { return nil, nil }
+func (m *memKV) Put(_ context.Context, rs []sdk.Record) error {
+	for _, r := range rs {
+		m.recs[r.Realm+"/"+r.ID] = r
+	}
+	return nil
+}
+func (m *memKV) Delete(_ context.Context, ks []kvprovider.Key) error {
+	for _, k := range ks {
+		delete(m.recs, k.Realm+"/"+k.ID)
+	}
+	return nil
+}
+
+// TestRestateDoneIsNotUndoneByAnImport: from the review of the fix above.
+// A provider whose import stores content held live beside it (kvprovider,
+// markdown) brought an application's restated proposal back, pending,
+// next to the record that replaced it; the reap finds the content live
+// instead.
+func TestRestateDoneIsNotUndoneByAnImport(t *testing.T) {
+	prop := sdk.Record{Scope: sdk.MobScope("ops"), Kind: sdk.KindFact, Title: "Deploys", Body: "the new way, proposed by an agent"}
+	q := newQueue(t)
+	base := kvprovider.New(kvprovider.Options{Info: sdk.Info{Name: "kv", Version: "0.0.1"}, Open: func(context.Context, json.RawMessage) (kvprovider.Store, error) {
+		return &memKV{recs: map[string]sdk.Record{}}, nil
+	}})
+	if err := base.Configure(ctx, json.RawMessage(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := q.Propose(ctx, "r", base, []sdk.Record{prop}, Proposer{Token: "bot"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := base.Get(ctx, "r", ids)
+	if err != nil || len(stored) != 1 {
+		t.Fatal(stored, err)
+	}
+	l := stuckRemove{q.Ledger, make(chan struct{}), make(chan struct{})}
+	dying := &Queue{Ledger: l, MaxPending: q.MaxPending}
+	done := make(chan error, 1)
+	write := sdk.Record{Scope: prop.Scope, Kind: prop.Kind, Title: prop.Title, Body: prop.Body}
+	go func() { _, err := dying.Restate(ctx, "r", base, []sdk.Record{write}, stored); done <- err }()
+	<-l.reached
+	t.Cleanup(func() { close(l.release); <-done })
+	after := &Queue{Ledger: q.Ledger, MaxPending: q.MaxPending, clock: later}
+	if _, _, _, err := after.List(ctx, "r", base, "", 10, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, total, _, err := after.List(ctx, "r", base, "", 10, nil)
+	got, gerr := base.Get(ctx, "r", ids)
+	if err != nil || gerr != nil || len(got) != 0 || total != 0 {
+		t.Fatalf("after a crash past the write: proposal stored %+v (%v), pending %d (%v); want it replaced", got, gerr, total, err)
+	}
+}
+
+// getDown is a provider whose fetch is down.
+type getDown struct{ *sqlite.Store }
+
+func (s getDown) Get(context.Context, string, []string) ([]sdk.Record, error) {
+	return nil, fmt.Errorf("store offline: %w", sdk.ErrUnavailable)
+}
+
+// A write in place of a proposal that meets an outage answers the outage,
+// not a conflict telling the client to send it again.
+func TestRestateDuringAnOutageSaysSo(t *testing.T) {
+	q := newQueue(t)
+	base := sqliteProvider(t)
+	prop := sdk.Record{Scope: sdk.MobScope("ops"), Kind: sdk.KindFact, Title: "Deploys", Body: "x y z"}
+	ids, err := q.Propose(ctx, "r", base, []sdk.Record{prop}, Proposer{Token: "bot"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := base.Get(ctx, "r", ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := sdk.Record{Scope: prop.Scope, Kind: prop.Kind, Title: prop.Title, Body: prop.Body}
+	if _, err := q.Restate(ctx, "r", getDown{base}, []sdk.Record{write}, stored); !errors.Is(err, sdk.ErrUnavailable) || errors.Is(err, sdk.ErrConflict) {
+		t.Fatalf("a restate during an outage: %v, want the outage, not a conflict", err)
+	}
 }

@@ -676,7 +676,9 @@ func (q *Queue) inPlaceOf(ctx context.Context, realm string, p sdk.Provider, sto
 		}
 		return q.inPlaceOf(ctx, realm, p, stored[1:], act)
 	})
-	if !ran && err != nil {
+	// Gone or no longer pending: reviewed meanwhile. Any other failure (a
+	// ledger or provider outage) is answered as it is.
+	if !ran && (errors.Is(err, sdk.ErrNotFound) || errors.Is(err, ErrNotPending)) {
 		return fmt.Errorf("pending proposal %q of the same content was reviewed meanwhile; send the write again: %w", stored[0].ID, sdk.ErrConflict)
 	}
 	return err

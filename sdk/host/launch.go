@@ -111,6 +111,9 @@ type Conn struct {
 	// the process is gone ("" for a reattached plugin).
 	sockets string
 	log     hclog.Logger
+	// exitStatus tells how the process ended ("" while it runs, or when
+	// it exited cleanly or is remote).
+	exitStatus func() string
 }
 
 // killWait bounds how long Kill waits, after SIGKILL, for go-plugin to
@@ -241,7 +244,7 @@ func launch(ctx context.Context, opts LaunchOptions, reattach *plugin.ReattachCo
 		return nil, s.failed(client, fmt.Sprintf("no plugin service: %v", err), sdk.ErrUnavailable)
 	}
 	c := &Conn{name: opts.Name, peer: processPeer{client}, rpc: rpc, meta: raw.(pb.PluginClient), host: opts.Host,
-		stopping: s.stopping, done: make(chan struct{}), sockets: s.sockets, log: s.client.Logger}
+		stopping: s.stopping, done: make(chan struct{}), sockets: s.sockets, log: s.client.Logger, exitStatus: s.client.exitStatus}
 	if reattach == nil {
 		c.kill = s.kill
 	}
@@ -513,6 +516,16 @@ func (c *Conn) Ping() error {
 // Exited reports whether the plugin process has exited (a remote
 // plugin's: whether the host closed the connection).
 func (c *Conn) Exited() bool { return c.peer.Exited() }
+
+// ExitStatus says how the plugin process ended, as its exit was reported
+// ("exit status 7", "signal: segmentation fault"); "" while it runs, when
+// it exited cleanly, or for a remote plugin.
+func (c *Conn) ExitStatus() string {
+	if c.exitStatus == nil {
+		return ""
+	}
+	return c.exitStatus()
+}
 
 // Pid is the plugin's process id (0 when unknown, and for a remote one).
 func (c *Conn) Pid() int { return c.peer.Pid() }
