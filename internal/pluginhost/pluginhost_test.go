@@ -419,6 +419,11 @@ func TestSupervisorCrashMidCall(t *testing.T) {
 	if !errors.Is(err, sdk.ErrUnavailable) {
 		t.Fatalf("write to a plugin that crashed mid-call: err = %v, want ErrUnavailable", err)
 	}
+	// The status says how the process ended (it read the refused dial of
+	// the next ping).
+	if st := sup.Status()[0]; !strings.Contains(st.LastError, "process exited (exit status") {
+		t.Fatalf("last error after a crash mid-call: %q, want the process's exit", st.LastError)
+	}
 	// ...and the next call recovers on a fresh process once the backoff
 	// (the second crash came soon after the first) has passed.
 	if _, err := writer(t, p).Remember(ctx, "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "fine"}}); err != nil {
