@@ -312,7 +312,7 @@ func (i *instance) step(ctx context.Context) time.Duration {
 		if err == nil || ctx.Err() != nil {
 			return i.opts.HealthInterval
 		}
-		if i.retire(conn, err) {
+		if err = downReason(conn, err); i.retire(conn, err) {
 			i.hostLog().Warn("plugin failed its health check; killing it", "instance", i.spec.Name, "plugin", i.spec.source(), "error", err)
 		}
 	}
@@ -463,21 +463,31 @@ func (i *instance) died(ctx context.Context, conn *host.Conn) bool {
 		i.wake()
 		return false
 	}
-	// A process that died under the call is seen exiting a moment after
-	// its connection drops: its exit says more than the refused dial.
+	i.retire(conn, downReason(conn, err))
+	return true
+}
+
+// downReason answers why conn's process is out of service after a ping
+// failed with err: its exit, when it is seen exiting shortly (a process
+// that died is seen exiting a moment after its connection drops, and its
+// exit says more than the dropped connection), else err. A ping that ran
+// out of time is a hung process's, which is not waited on.
+func downReason(conn *host.Conn, err error) error {
+	if errors.Is(err, errNoAnswer) {
+		return err
+	}
 	for wait := time.Now().Add(exitNotice); !conn.Exited() && time.Now().Before(wait); {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if conn.Exited() {
-		err = exitedError(conn)
+		return exitedError(conn)
 	}
-	i.retire(conn, err)
-	return true
+	return err
 }
 
 // exitNotice bounds how long a call that lost its plugin waits to see the
 // process's exit.
-const exitNotice = 200 * time.Millisecond
+const exitNotice = 2 * time.Second
 
 // exitedError is errExited with how the process ended, when known.
 func exitedError(conn *host.Conn) error {
