@@ -171,7 +171,8 @@ func pageLimit(v string, def, maxLimit int) (int, error) {
 		return def, nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > maxLimit {
+	// Digits only: Atoi also takes "+5" and "-0".
+	if err != nil || v[0] < '0' || v[0] > '9' || n < 1 || n > maxLimit {
 		return 0, fieldRefusal("limit", sdk.ErrInvalid, "%q is not a number in 1..%d", v, maxLimit)
 	}
 	return n, nil

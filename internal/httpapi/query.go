@@ -76,6 +76,9 @@ func checkQuery(pattern, rawQuery string) error {
 		if !utf8.ValidString(q.Get(name)) {
 			return &sdk.FieldError{Field: field, Problem: "is not valid UTF-8", Err: sdk.ErrInvalid}
 		}
+		if strings.IndexByte(q.Get(name), 0) >= 0 {
+			return &sdk.FieldError{Field: field, Problem: "holds a NUL byte", Err: sdk.ErrInvalid}
+		}
 	}
 	return nil
 }

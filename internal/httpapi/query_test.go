@@ -49,6 +49,8 @@ func TestQueryParametersAreStrict(t *testing.T) {
 		{"GET", "/v1/scopes?realm=default;realm=acme", "", "query", "semicolon"},
 		// Review 66: a nameless parameter read `": is not a query parameter"`.
 		{"GET", "/v1/records?=", "", "query", "a parameter with no name"},
+		{"GET", "/v1/records?q=a%00b", "", "q", "NUL"},
+		{"GET", "/v1/records?limit=%2B5", "", "limit", "not a number in 1..200"},
 	}
 	for _, c := range cases {
 		t.Run(c.method+" "+c.path, func(t *testing.T) {
