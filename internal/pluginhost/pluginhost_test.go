@@ -567,6 +567,19 @@ func TestSupervisorKillsStoppedPlugin(t *testing.T) {
 	}
 }
 
+// patientRecall starts a recall with a 10-minute deadline, far past any
+// the test waits, and answers where its error comes.
+func patientRecall(p *host.Provider) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		_, err := p.Recall(ctx, sdk.RecallQuery{Realm: "default", Query: "x"})
+		done <- err
+	}()
+	return done
+}
+
 // breakEcho makes the echo plugin in dir fail its starts (its executable
 // no longer matches the manifest) and kills the running process; it
 // answers how to put an executable in place and the good one's bytes.
@@ -623,13 +636,7 @@ func TestSupervisorCrashLoopBacksOff(t *testing.T) {
 	}
 	// Even a patient caller is not held by a plugin that fails to start:
 	// it gets the typed error instead of waiting out the crash loop.
-	done := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		_, err := p.Recall(ctx, sdk.RecallQuery{Realm: "default", Query: "x"})
-		done <- err
-	}()
+	done := patientRecall(p)
 	select {
 	case err := <-done:
 		if !errors.Is(err, sdk.ErrUnavailable) {
@@ -1111,13 +1118,7 @@ func TestSupervisorCallDuringARetriedStartFailsFast(t *testing.T) {
 	if st := sup.Status()[0]; st.State != pluginhost.StateRestarting {
 		t.Fatalf("state %s, want the hung start's restarting", st.State)
 	}
-	done := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		_, err := p.Recall(ctx, sdk.RecallQuery{Realm: "default", Query: "x"})
-		done <- err
-	}()
+	done := patientRecall(p)
 	select {
 	case err := <-done:
 		if !errors.Is(err, sdk.ErrUnavailable) || !strings.Contains(err.Error(), "failed start") {

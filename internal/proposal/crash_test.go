@@ -71,6 +71,28 @@ func crashedApproval(t *testing.T, q *Queue, base *sqlite.Store, id string) {
 	t.Cleanup(func() { close(p.release); <-done })
 }
 
+// dyingAt answers the queue and provider of a host that dies at one
+// step of a review (the step never returns until the test releases it),
+// and the channels that say it got there and release it.
+type dyingAt func(q *Queue, base *sqlite.Store) (*Queue, sdk.Provider, chan struct{}, chan struct{})
+
+// The steps a host dies at: the provider's supersede or remember, or the
+// ledger's removal of the reviewed proposal (after every write).
+var (
+	inSupersede dyingAt = func(q *Queue, base *sqlite.Store) (*Queue, sdk.Provider, chan struct{}, chan struct{}) {
+		p := stuckSupersede{base, make(chan struct{}), make(chan struct{})}
+		return q, p, p.reached, p.release
+	}
+	inRemember dyingAt = func(q *Queue, base *sqlite.Store) (*Queue, sdk.Provider, chan struct{}, chan struct{}) {
+		p := stuckRemember{base, make(chan struct{}), make(chan struct{})}
+		return q, p, p.reached, p.release
+	}
+	inLedgerRemove dyingAt = func(q *Queue, base *sqlite.Store) (*Queue, sdk.Provider, chan struct{}, chan struct{}) {
+		l := stuckRemove{q.Ledger, make(chan struct{}), make(chan struct{})}
+		return &Queue{Ledger: l, MaxPending: q.MaxPending}, base, l.reached, l.release
+	}
+)
+
 // later is a clock past the claim of a review started now.
 func later() time.Time { return time.Now().Add(2 * ClaimTTL) }
 
@@ -102,17 +124,11 @@ func TestApprovalInterruptedByACrash(t *testing.T) {
 	prop := sdk.Record{Scope: sdk.MobScope("ops"), Kind: sdk.KindFact, Title: "Deploys", Body: "the new way, proposed by an agent"}
 	for _, tc := range []struct {
 		name     string
-		died     func(q *Queue, base *sqlite.Store) (*Queue, sdk.Provider, chan struct{}, chan struct{})
+		died     dyingAt
 		restored bool
 	}{
-		{"before the supersede", func(q *Queue, base *sqlite.Store) (*Queue, sdk.Provider, chan struct{}, chan struct{}) {
-			p := stuckSupersede{base, make(chan struct{}), make(chan struct{})}
-			return q, p, p.reached, p.release
-		}, true},
-		{"after the supersede", func(q *Queue, base *sqlite.Store) (*Queue, sdk.Provider, chan struct{}, chan struct{}) {
-			l := stuckRemove{q.Ledger, make(chan struct{}), make(chan struct{})}
-			return &Queue{Ledger: l, MaxPending: q.MaxPending}, base, l.reached, l.release
-		}, false},
+		{"before the supersede", inSupersede, true},
+		{"after the supersede", inLedgerRemove, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q := newQueue(t)
@@ -321,17 +337,11 @@ func TestRestateInterruptedByACrash(t *testing.T) {
 	prop := sdk.Record{Scope: sdk.MobScope("ops"), Kind: sdk.KindFact, Title: "Deploys", Body: "the new way, proposed by an agent"}
 	for _, tc := range []struct {
 		name     string
-		died     func(q *Queue, base *sqlite.Store) (*Queue, sdk.Provider, chan struct{}, chan struct{})
+		died     dyingAt
 		restored bool
 	}{
-		{"before the write", func(q *Queue, base *sqlite.Store) (*Queue, sdk.Provider, chan struct{}, chan struct{}) {
-			p := stuckRemember{base, make(chan struct{}), make(chan struct{})}
-			return q, p, p.reached, p.release
-		}, true},
-		{"after the write", func(q *Queue, base *sqlite.Store) (*Queue, sdk.Provider, chan struct{}, chan struct{}) {
-			l := stuckRemove{q.Ledger, make(chan struct{}), make(chan struct{})}
-			return &Queue{Ledger: l, MaxPending: q.MaxPending}, base, l.reached, l.release
-		}, false},
+		{"before the write", inRemember, true},
+		{"after the write", inLedgerRemove, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q := newQueue(t)
