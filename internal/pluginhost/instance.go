@@ -389,8 +389,6 @@ func (i *instance) backOff(err error) (time.Duration, int) {
 	return i.wait, i.failures
 }
 
-// failed records the first start's failure; the supervisor goroutine
-// retries it after the backoff.
 // startingLong marks an instance whose first start the host stopped
 // waiting for after waited: it goes on in the background.
 func (i *instance) startingLong(waited time.Duration) {
@@ -401,6 +399,8 @@ func (i *instance) startingLong(waited time.Duration) {
 		"instance", i.spec.Name, "plugin", i.spec.source(), "waited_ms", waited.Milliseconds())
 }
 
+// failed records the first start's failure; the supervisor goroutine
+// retries it after the backoff.
 func (i *instance) failed(err error) {
 	wait, _ := i.backOff(err)
 	i.hostLog().Error("plugin failed to start; calls to it are refused as unavailable until a retry succeeds",
