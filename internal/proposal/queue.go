@@ -247,8 +247,7 @@ func (q *Queue) restore(ctx context.Context, realm string, p sdk.Provider, e Ent
 	// content live if it went through (not every provider's import skips
 	// such content: markdown stores it beside).
 	if h.Target == "" {
-		live, err := holdsLive(ctx, realm, p, h.Record)
-		if err != nil || live {
+		if _, live, err := holder(ctx, realm, p, nil, &h.Record, q.now()); err != nil || live {
 			return false, err
 		}
 	}
@@ -258,31 +257,6 @@ func (q *Queue) restore(ctx context.Context, realm string, p sdk.Provider, e Ent
 	}
 	return res.Imported == 1, nil
 }
-
-// holdsLive reports whether realm holds r's content (its title and body)
-// in r's scope in a recallable record: the write that replaced a held
-// proposal went through. The recall ranks the record holding the very
-// words first.
-func holdsLive(ctx context.Context, realm string, p sdk.Provider, r sdk.Record) (bool, error) {
-	query := r.Title + " " + r.Body
-	if len(query) > maxLiveQuery {
-		query = strings.ToValidUTF8(query[:maxLiveQuery], "")
-	}
-	hits, err := p.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: query, Scopes: []sdk.Scope{r.Scope}, Limit: 10})
-	if err != nil {
-		return false, err
-	}
-	hash := sdk.ContentHash(r.Title, r.Body)
-	for _, h := range hits {
-		if sdk.ContentHash(h.Record.Title, h.Record.Body) == hash && !IsPending(&h.Record) {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-// maxLiveQuery bounds the query holdsLive recalls with.
-const maxLiveQuery = 1024
 
 // Forgotten drops the entries of ids, records of realm just forgotten:
 // a forgotten proposal must not hold its proposer's place in the bound.
