@@ -68,10 +68,18 @@ func ListFullMemory(ctx context.Context, l sdk.ManifestLister, q sdk.ManifestQue
 	if rows, err = l.Manifest(ctx, q); err != nil {
 		return nil, false, err
 	}
-	if truncated = len(rows) > sdk.MaxFullManifestRows; truncated {
-		rows = rows[:sdk.MaxFullManifestRows]
-	}
+	rows, truncated = CutFullManifest(rows)
 	return withoutEpisodes(rows), truncated, nil
+}
+
+// CutFullManifest answers the rows of a full manifest the host serves,
+// and whether it cut them: the host's client reads
+// sdk.MaxFullManifestRows rows and one more, which says there were more.
+func CutFullManifest(rows []sdk.ManifestRow) ([]sdk.ManifestRow, bool) {
+	if len(rows) > sdk.MaxFullManifestRows {
+		return rows[:sdk.MaxFullManifestRows], true
+	}
+	return rows, false
 }
 
 // withoutEpisodes answers rows less the episodes (rows is left as it is).

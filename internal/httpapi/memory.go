@@ -194,11 +194,13 @@ func (s *Server) handleManifest(ctx context.Context, c caller, w http.ResponseWr
 		rows = []sdk.ManifestRow{}
 	}
 	answer := map[string]any{"rows": rows}
-	if q.Tier == sdk.TierFull && len(rows) > sdk.MaxFullManifestRows {
-		// The host read no further (sdk.MaxFullManifestRows): the rows
-		// are the first the provider listed, and the answer says so.
-		rows = rows[:sdk.MaxFullManifestRows]
-		answer = map[string]any{"rows": rows, "truncated": true}
+	if q.Tier == sdk.TierFull {
+		// The host read no further: the rows are the first the provider
+		// listed, and the answer says so.
+		var truncated bool
+		if rows, truncated = coordinator.CutFullManifest(rows); truncated {
+			answer = map[string]any{"rows": rows, "truncated": true}
+		}
 	}
 	c.ownUsageRows(rows)
 	return writeJSON(w, http.StatusOK, answer)
