@@ -142,9 +142,6 @@ func NewSuite(ctx context.Context, target Target) (*Suite, error) {
 				}
 			}
 		}
-		if s.interpreted != nil && s.target.StartTimeout <= 0 {
-			s.target.StartTimeout = host.DefaultInterpretedStartTimeout
-		}
 	}
 	if s.name == "" {
 		s.name = "plugin-under-test"
