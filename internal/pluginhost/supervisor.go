@@ -250,22 +250,26 @@ func (s *Supervisor) Start(ctx context.Context, specs []Spec) error {
 	// Without RequireAll the wait is bounded: an instance still starting
 	// at the bound finishes in the background, so one slow store does not
 	// hold every realm.
-	bound := time.NewTimer(s.opts.BootWait)
+	expired := make(chan struct{})
+	bound := time.AfterFunc(s.opts.BootWait, func() { close(expired) })
 	defer bound.Stop()
 	for i, inst := range s.order {
+		settle := func() {
+			<-booted[i]
+			if err := results[i]; err != nil {
+				inst.failed(err)
+			}
+		}
 		select {
 		case <-booted[i]:
-		case <-bound.C:
-			bound.Reset(0) // the others are not waited for either
+		case <-expired:
 		}
 		// Started (or failed) within the bound: its state is settled
 		// before Start returns. Else it is settled when its start ends.
 		late := false
 		select {
 		case <-booted[i]:
-			if err := results[i]; err != nil {
-				inst.failed(err)
-			}
+			settle()
 		default:
 			late = true
 			inst.startingLong(s.opts.BootWait)
@@ -274,10 +278,7 @@ func (s *Supervisor) Start(ctx context.Context, specs []Spec) error {
 		go func() {
 			defer s.wg.Done()
 			if late {
-				<-booted[i]
-				if err := results[i]; err != nil {
-					inst.failed(err)
-				}
+				settle()
 			}
 			inst.run(s.ctx)
 		}()
