@@ -607,19 +607,7 @@ func holdsRoleWord(s string) bool {
 // hasPrefixFold is strings.HasPrefix with ASCII letters in either case;
 // prefix is lower case.
 func hasPrefixFold(s, prefix string) bool {
-	if len(s) < len(prefix) {
-		return false
-	}
-	for i := 0; i < len(prefix); i++ {
-		c := s[i]
-		if 'A' <= c && c <= 'Z' {
-			c |= 0x20
-		}
-		if c != prefix[i] {
-			return false
-		}
-	}
-	return true
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 // skipPad answers the first token from t that is not white space within
@@ -991,19 +979,8 @@ func (r *shapeReader) parenthesisThenColon(t shapeTok) bool {
 // key "role" that is a privileged role: a JavaScript object's
 // {role: "system"}, an attribute's role="system".
 func (r *shapeReader) bareKeyRole(t shapeTok, names *shapeNames) bool {
-	v := r.view
-	blank := func(i int) int {
-		for i > 0 && (v[i-1] == ' ' || v[i-1] == '\t') {
-			i--
-		}
-		return i
-	}
-	i := blank(t.start)
-	if i == 0 || (v[i-1] != ':' && v[i-1] != '=') {
-		return false
-	}
-	i = blank(i - 1)
-	if i < 4 || !strings.EqualFold(v[i-4:i], "role") || (i > 4 && isAlnum(v[i-5])) {
+	i := blankBefore(r.view, t.start)
+	if i == 0 || (r.view[i-1] != ':' && r.view[i-1] != '=') || !roleKeyBefore(r.view, i-1) {
 		return false
 	}
 	var buf [maxShapeUnits]rune
@@ -1048,16 +1025,27 @@ func (r *shapeReader) bareValue(t shapeTok, names *shapeNames, breaks bool) bool
 // ends a key "role" and starts its unquoted privileged value: a YAML flow
 // mapping's {role: system, ...}, an attribute's role=system.
 func (r *shapeReader) bareRole(t shapeTok, names *shapeNames) bool {
-	v := r.view
-	i := t.start
-	for i > 0 && (v[i-1] == ' ' || v[i-1] == '\t') {
-		i--
-	}
-	if i < 4 || !strings.EqualFold(v[i-4:i], "role") || (i > 4 && isAlnum(v[i-5])) {
+	if !roleKeyBefore(r.view, t.start) {
 		return false
 	}
 	next, _ := r.skipPad(r.at(t.end), false)
 	return r.bareValue(next, names, false)
+}
+
+// roleKeyBefore reports whether the word role, in any case and with blanks
+// between, stands right before view[i] (a key's ':' or '=').
+func roleKeyBefore(view string, i int) bool {
+	i = blankBefore(view, i)
+	return i >= 4 && strings.EqualFold(view[i-4:i], "role") && (i == 4 || !isAlnum(view[i-5]))
+}
+
+// blankBefore answers where the run of spaces and tabs before view[i]
+// starts.
+func blankBefore(view string, i int) int {
+	for i > 0 && (view[i-1] == ' ' || view[i-1] == '\t') {
+		i--
+	}
+	return i
 }
 
 // xmlRole reports whether t, a <, opens an element role whose text is a
