@@ -93,6 +93,23 @@ var (
 	}
 )
 
+// listedOnceReaped lists q's pending proposals of realm r on another
+// host once the claims of reviews started now have expired, twice: the
+// first listing reaps (restores or drops what a dead review held), the
+// second answers what stands.
+func listedOnceReaped(t *testing.T, q *Queue, p sdk.Provider) ([]Pending, int) {
+	t.Helper()
+	after := &Queue{Ledger: q.Ledger, MaxPending: q.MaxPending, clock: later}
+	if _, _, _, err := after.List(ctx, "r", p, "", 10, nil); err != nil {
+		t.Fatal(err)
+	}
+	listed, total, _, err := after.List(ctx, "r", p, "", 10, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return listed, total
+}
+
 // later is a clock past the claim of a review started now.
 func later() time.Time { return time.Now().Add(2 * ClaimTTL) }
 
@@ -361,15 +378,8 @@ func TestRestateInterruptedByACrash(t *testing.T) {
 			<-reached
 			t.Cleanup(func() { close(release); <-done })
 
-			after := &Queue{Ledger: q.Ledger, MaxPending: q.MaxPending, clock: later}
 			spy := &importSpy{Store: base}
-			if _, _, _, err := after.List(ctx, "r", spy, "", 10, nil); err != nil {
-				t.Fatal(err)
-			}
-			listed, total, _, err := after.List(ctx, "r", spy, "", 10, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			listed, total := listedOnceReaped(t, q, spy)
 			got, err := base.Get(ctx, "r", ids)
 			if err != nil {
 				t.Fatal(err)
@@ -421,14 +431,10 @@ func TestInPlaceApprovalInterruptedByACrash(t *testing.T) {
 	go func() { _, err := q.Approve(ctx, "r", ids[0], p); done <- err }()
 	<-p.reached
 	t.Cleanup(func() { close(p.release); <-done })
-	after := &Queue{Ledger: q.Ledger, MaxPending: q.MaxPending, clock: later}
-	if _, _, _, err := after.List(ctx, "r", base, "", 10, nil); err != nil {
-		t.Fatal(err)
-	}
-	listed, total, _, err := after.List(ctx, "r", base, "", 10, nil)
-	got, gerr := base.Get(ctx, "r", ids)
-	if err != nil || gerr != nil || len(got) != 1 || !IsPending(&got[0]) || total != 1 || len(listed) != 1 {
-		t.Fatalf("the proposal after a crash inside its approval: stored %+v (%v), listed %+v (total %d, %v); want it pending again", got, gerr, listed, total, err)
+	listed, total := listedOnceReaped(t, q, base)
+	got, err := base.Get(ctx, "r", ids)
+	if err != nil || len(got) != 1 || !IsPending(&got[0]) || total != 1 || len(listed) != 1 {
+		t.Fatalf("the proposal after a crash inside its approval: stored %+v (%v), listed %+v (total %d); want it pending again", got, err, listed, total)
 	}
 }
 
@@ -489,14 +495,10 @@ func TestRestateDoneIsNotUndoneByAnImport(t *testing.T) {
 	go func() { _, err := dying.Restate(ctx, "r", base, []sdk.Record{write}, stored); done <- err }()
 	<-l.reached
 	t.Cleanup(func() { close(l.release); <-done })
-	after := &Queue{Ledger: q.Ledger, MaxPending: q.MaxPending, clock: later}
-	if _, _, _, err := after.List(ctx, "r", base, "", 10, nil); err != nil {
-		t.Fatal(err)
-	}
-	_, total, _, err := after.List(ctx, "r", base, "", 10, nil)
-	got, gerr := base.Get(ctx, "r", ids)
-	if err != nil || gerr != nil || len(got) != 0 || total != 0 {
-		t.Fatalf("after a crash past the write: proposal stored %+v (%v), pending %d (%v); want it replaced", got, gerr, total, err)
+	_, total := listedOnceReaped(t, q, base)
+	got, err := base.Get(ctx, "r", ids)
+	if err != nil || len(got) != 0 || total != 0 {
+		t.Fatalf("after a crash past the write: proposal stored %+v (%v), pending %d; want it replaced", got, err, total)
 	}
 }
 
