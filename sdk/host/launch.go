@@ -421,8 +421,12 @@ func (s *starting) startProblem(err error) string {
 		return s.exitedProblem()
 	case strings.HasPrefix(first, "timeout while waiting for plugin to start"):
 		return fmt.Sprintf("start failed: no handshake within %s", s.timeout)
+	case strings.HasPrefix(first, "error parsing core protocol version"), strings.HasPrefix(first, "Error parsing protocol version"):
+		return "start failed: its handshake names a protocol version that is not a number"
 	}
-	return "start failed: " + first
+	// go-plugin's other refusals quote the handshake line's fields as the
+	// plugin wrote them: escaped like its stdout above.
+	return "start failed: " + clean(first)
 }
 
 // exitedProblem says why a process ended before its handshake: it

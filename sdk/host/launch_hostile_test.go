@@ -258,6 +258,12 @@ func TestLaunchReportsStdoutJunk(t *testing.T) {
 		{"a line of megabytes, no newline", "head -c 2000000 /dev/zero | tr '\\0' x\nsleep 30\n", "a line of over 64 KiB to stdout", "exited"},
 		{"terminal control sequences", "printf '\\033[2J\\033]0;owned\\007 hi\\n'\nsleep 30\n", `wrote "\\x1b[2J\\x1b]0;owned\\a hi" to stdout`, "\x1b"},
 		{"invalid UTF-8", "printf '\\377\\376 hi\\n'\nsleep 30\n", `wrote "\\xff\\xfe hi" to stdout`, "\xff"},
+		// A handshake line whose fields carry control sequences or are not
+		// what they say: go-plugin's refusal quotes them as they are.
+		{"a handshake naming an unknown network", "printf '1|1|udp|\\033[2Jx\\rFORGED|grpc|\\n'\nsleep 30\n", `unknown address type: \x1b[2Jx\rFORGED`, "\x1b"},
+		{"a handshake naming an address without a port", "printf '1|1|tcp|\\033[2Jx|grpc|\\n'\nsleep 30\n", `address \x1b[2Jx: missing port`, "\x1b"},
+		{"a handshake with a version that is no number", "printf '1|v\\033[2J|unix|/a|grpc|\\n'\nsleep 30\n", "a protocol version that is not a number", "strconv"},
+		{"a handshake with a core version that is no number", "printf 'x|1|unix|/a|grpc|\\n'\nsleep 30\n", "a protocol version that is not a number", "strconv"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
