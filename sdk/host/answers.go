@@ -253,9 +253,14 @@ func checkAscending(call, after string, n int, id func(i int) string) error {
 	return nil
 }
 
-// checkRows holds manifest rows to the asked scopes: safe ids, each once.
-func checkRows(q sdk.ManifestQuery, rows []sdk.ManifestRow) error {
-	for i := range rows {
+// checkRows holds manifest rows from index first on to the asked scopes
+// and to the limits of the records they list: safe ids, text within the
+// SDK's sizes, times within the years 1-9999. A row over them (a title of
+// a chunk's whole message) made the bound on a full manifest's rows none
+// on its bytes, and a time JSON cannot hold failed the caller's answer as
+// the host's own error.
+func checkRows(q sdk.ManifestQuery, rows []sdk.ManifestRow, first int) error {
+	for i := first; i < len(rows); i++ {
 		r := &rows[i]
 		var problem string
 		switch {
@@ -265,11 +270,20 @@ func checkRows(q sdk.ManifestQuery, rows []sdk.ManifestRow) error {
 			problem = "is of a scope the query did not ask for"
 		case math.IsNaN(r.Rank) || math.IsInf(r.Rank, 0):
 			problem = "has a rank that is not a finite number"
+		case len(r.Title) > sdk.MaxTitleBytes, len(r.Description) > sdk.MaxDescriptionBytes:
+			problem = "has text over the record limits"
+		case sdk.CheckTime("", r.UpdatedAt) != nil:
+			problem = "has a time outside the years 1-9999"
 		}
 		if problem != "" {
 			return badAnswer("manifest", "row %d %s", i, problem)
 		}
 	}
+	return nil
+}
+
+// checkRowsOnce holds all the rows of a manifest to listing each record once.
+func checkRowsOnce(rows []sdk.ManifestRow) error {
 	if i, j := repeated(len(rows), func(i int) string { return rows[i].ID }); i >= 0 {
 		return badAnswer("manifest", "rows %d and %d are the same record", j, i)
 	}

@@ -214,6 +214,14 @@ func TestAnswersOutOfContractAreRefused(t *testing.T) {
 		{"manifest of a scope not asked", liar{rows: []sdk.ManifestRow{{ID: "r1", Scope: theirs}}}, manifest(sdk.ManifestQuery{Scopes: []sdk.Scope{mine}, Tier: sdk.TierFull}), false},
 		{"manifest repeating a row", liar{rows: []sdk.ManifestRow{{ID: "r1", Scope: mine}, {ID: "r1", Scope: mine}}}, manifest(sdk.ManifestQuery{Tier: sdk.TierFull}), false},
 		{"manifest over a working set's 2k", liar{rows: []sdk.ManifestRow{{ID: "r1", Scope: mine}, {ID: "r2", Scope: mine}, {ID: "r3", Scope: mine}}}, manifest(sdk.ManifestQuery{Tier: sdk.TierWorkingSet, K: 1}), false},
+		// Rows over the limits of the records they list: a title of a
+		// chunk's whole message made the bound on a full manifest's rows
+		// none on its bytes, and a time JSON cannot hold failed the
+		// caller's answer as the host's own error.
+		{"manifest of a title over the record limit", liar{rows: []sdk.ManifestRow{{ID: "r1", Scope: mine, Title: strings.Repeat("t", sdk.MaxTitleBytes+1)}}}, manifest(sdk.ManifestQuery{Tier: sdk.TierFull}), false},
+		{"manifest of a description over the record limit", liar{rows: []sdk.ManifestRow{{ID: "r1", Scope: mine, Description: strings.Repeat("d", sdk.MaxDescriptionBytes+1)}}}, manifest(sdk.ManifestQuery{Tier: sdk.TierWorkingSet, K: 1}), false},
+		{"manifest of a time past year 9999", liar{rows: []sdk.ManifestRow{{ID: "r1", Scope: mine, UpdatedAt: time.Date(12000, 1, 1, 0, 0, 0, 0, time.UTC)}}}, manifest(sdk.ManifestQuery{Tier: sdk.TierFull}), false},
+		{"manifest at the record limits", liar{rows: []sdk.ManifestRow{{ID: "r1", Scope: mine, Title: strings.Repeat("t", sdk.MaxTitleBytes), Description: strings.Repeat("d", sdk.MaxDescriptionBytes), UpdatedAt: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}}}, manifest(sdk.ManifestQuery{Tier: sdk.TierFull}), true},
 		{"manifest with a NaN rank", liar{rows: []sdk.ManifestRow{{ID: "r1", Scope: mine, Rank: math.NaN()}}}, manifest(sdk.ManifestQuery{Tier: sdk.TierFull}), false},
 		{"export within the contract", liar{records: []sdk.Record{rec("r1", mine), rec("r2", mine)}, next: "r2"}, export, true},
 		{"export of another realm", liar{records: []sdk.Record{other}}, export, false},

@@ -295,7 +295,7 @@ func (c *providerClient) Manifest(ctx context.Context, q sdk.ManifestQuery) ([]s
 	for {
 		chunk, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
-			if err := checkRows(q, rows); err != nil {
+			if err := checkRowsOnce(rows); err != nil {
 				return nil, err
 			}
 			return rows, nil
@@ -303,6 +303,7 @@ func (c *providerClient) Manifest(ctx context.Context, q sdk.ManifestQuery) ([]s
 		if err != nil {
 			return nil, fromStatus(ctx, err)
 		}
+		first := len(rows)
 		rows = append(rows, rowsFromPB(chunk.Rows)...)
 		// A working set holds at most 2k rows: more breaks the protocol.
 		if most := 2 * q.K; q.Tier == sdk.TierWorkingSet && q.K > 0 && len(rows) > most {
@@ -310,11 +311,17 @@ func (c *providerClient) Manifest(ctx context.Context, q sdk.ManifestQuery) ([]s
 		}
 		// A full manifest is read up to MaxFullManifestRows and one row
 		// more, which tells the caller there were more; the rest of the
-		// stream is not read, so no provider's answer can fill the
-		// host's memory.
-		if q.Tier == sdk.TierFull && len(rows) > sdk.MaxFullManifestRows {
+		// stream is not read, and each chunk is held to the record limits
+		// as it comes, so no provider's answer can fill the host's memory.
+		full := q.Tier == sdk.TierFull && len(rows) > sdk.MaxFullManifestRows
+		if full {
 			rows = rows[:sdk.MaxFullManifestRows+1]
-			if err := checkRows(q, rows); err != nil {
+		}
+		if err := checkRows(q, rows, first); err != nil {
+			return nil, err
+		}
+		if full {
+			if err := checkRowsOnce(rows); err != nil {
 				return nil, err
 			}
 			return rows, nil
