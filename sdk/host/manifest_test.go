@@ -113,6 +113,23 @@ func TestManifestMismatch(t *testing.T) {
 	if d := m.Mismatch(hostile); strings.ContainsFunc(d, breaksLine) {
 		t.Errorf("Mismatch = %q holds the plugin's control characters", d)
 	}
+	// And bounded: an Info may be as large as a message (megabytes), and
+	// the refusal is logged and shown at every restart.
+	huge := sdk.Info{Name: strings.Repeat("n", 1<<20), Version: strings.Repeat("v", 1<<20), Kinds: make([]sdk.PluginKind, 1<<18), Protocols: make([]int, 1<<18)}
+	if d := m.Mismatch(huge); len(d) > 5*maxValueBytes {
+		t.Errorf("Mismatch of an Info of megabytes is %d bytes", len(d))
+	}
+	if err := CheckInfo(huge); err == nil || len(err.Error()) > 2*maxValueBytes {
+		t.Errorf("CheckInfo of an Info of megabytes: %.200v", err)
+	}
+	huge.Name, huge.Version = "ok", strings.Repeat("v", 1<<20)
+	if err := CheckInfo(huge); err == nil || len(err.Error()) > 2*maxValueBytes {
+		t.Errorf("CheckInfo of a version of megabytes: %.200v", err)
+	}
+	huge.Version = "1.0.0"
+	if err := CheckInfo(huge); err == nil || len(err.Error()) > 2*maxValueBytes {
+		t.Errorf("CheckInfo of protocols of megabytes: %.200v", err)
+	}
 }
 
 func FuzzParseManifest(f *testing.F) {
