@@ -183,26 +183,18 @@ func (m *Manifest) Checksum() []byte {
 func (m *Manifest) Mismatch(info sdk.Info) string {
 	var diffs []string
 	if info.Name != m.Name {
-		diffs = append(diffs, fmt.Sprintf("name: manifest %q, plugin %s", m.Name, brief(fmt.Sprintf("%q", info.Name))))
+		diffs = append(diffs, fmt.Sprintf("name: manifest %q, plugin %s", m.Name, clean(fmt.Sprintf("%q", info.Name))))
 	}
 	if info.Version != m.Version {
-		diffs = append(diffs, fmt.Sprintf("version: manifest %q, plugin %s", m.Version, brief(fmt.Sprintf("%q", info.Version))))
+		diffs = append(diffs, fmt.Sprintf("version: manifest %q, plugin %s", m.Version, clean(fmt.Sprintf("%q", info.Version))))
 	}
 	if !sameSet(m.Kinds, info.Kinds) {
-		diffs = append(diffs, fmt.Sprintf("kinds: manifest %q, plugin %s", m.Kinds, brief(fmt.Sprintf("%q", info.Kinds))))
+		diffs = append(diffs, fmt.Sprintf("kinds: manifest %q, plugin %s", m.Kinds, clean(fmt.Sprintf("%q", info.Kinds))))
 	}
 	if !sameSet(m.Protocols, info.Protocols) {
-		diffs = append(diffs, fmt.Sprintf("protocols: manifest %v, plugin %s", m.Protocols, brief(fmt.Sprint(info.Protocols))))
+		diffs = append(diffs, fmt.Sprintf("protocols: manifest %v, plugin %s", m.Protocols, clean(fmt.Sprint(info.Protocols))))
 	}
 	return strings.Join(diffs, "; ")
-}
-
-// brief cuts an already quoted value to maxValueBytes.
-func brief(s string) string {
-	if len(s) <= maxValueBytes {
-		return s
-	}
-	return s[:maxValueBytes] + "…"
 }
 
 // ManifestFor builds the manifest for a plugin from its Info, executable
@@ -235,10 +227,10 @@ func CheckInfo(info sdk.Info) error {
 		return fmt.Errorf("Info().Name %v", err)
 	}
 	if !wire.IsSemver(info.Version) {
-		return fmt.Errorf("Info().Version %s is not a semantic version like 1.2.3", brief(fmt.Sprintf("%q", info.Version)))
+		return fmt.Errorf("Info().Version %s is not a semantic version like 1.2.3", clean(fmt.Sprintf("%q", info.Version)))
 	}
 	if !slices.Contains(info.Protocols, wire.ProtocolVersion) {
-		return fmt.Errorf("Info().Protocols %s does not include protocol %d, the one this host speaks", brief(fmt.Sprint(info.Protocols)), wire.ProtocolVersion)
+		return fmt.Errorf("Info().Protocols %s does not include protocol %d, the one this host speaks", clean(fmt.Sprint(info.Protocols)), wire.ProtocolVersion)
 	}
 	if len(info.Kinds) == 0 {
 		return fmt.Errorf("Info().Kinds is empty")
