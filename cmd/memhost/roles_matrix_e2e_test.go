@@ -4,6 +4,8 @@ import (
 	"context"
 	"maps"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -628,4 +630,63 @@ func TestAgentsReadNoOtherAgentsProposal(t *testing.T) {
 			t.Errorf("GET of the runtime's pending proposal as %s = %d %+v, want %d", tc.token[:12], code, rec, tc.want)
 		}
 	}
+}
+
+// TestBoundApplicationWritesWhereItReads: a token bound to alice reads
+// no record of a mob or operator scope her identity does not read, so it
+// must not write there either, whatever its role. An application token
+// bound to alice had its write of another mob's content answered with
+// that mob's record id, which its GET then called missing, and with the
+// stored record's tags (tags_not_added names those it lacks) and
+// occurred_at: a write probed what a read hides. Now it is refused as an
+// identity-bound agent's is, and nothing is stored.
+func TestBoundApplicationWritesWhereItReads(t *testing.T) {
+	t.Parallel()
+	cfgPath, dataDir := writeConfig(t, resolverDeployment("mob_resolver = \"teams\"\n  operator_resolver = \"ops\"\n  operator_scope = \"provisional\"")+matrixTokens)
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeBindings(t, filepath.Join(dataDir, "bindings.json"), `{"realms": {"default": {"mobs": {"alice": ["team-a"], "carol": ["team-b"]}, "operators": {"alice": "acme", "carol": "umbrella"}}}}`)
+	m, err := startWithConfig(t, cfgPath, dataDir, matrixEnv...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	others := []map[string]any{
+		{"scope": "mob:team-b", "kind": "fact", "title": "Team B plan", "body": "Team B merges with zebracorp.", "tags": []string{"merger"}},
+		{"scope": "operator:umbrella", "kind": "fact", "title": "Umbrella note", "body": "Umbrella renews the quince contract.", "occurred_at": "2024-03-01T00:00:00Z"},
+	}
+	ids := remember(t, m.as(mxApp), others...)
+	for i, rec := range others {
+		probe := maps.Clone(rec)
+		probe["tags"] = []string{"merger", "guess"}
+		probe["occurred_at"] = "2020-01-01T00:00:00Z"
+		var out struct {
+			IDs []string `json:"ids"`
+			apiError
+		}
+		code := m.as(mxAliceApp).do("POST", "/v1/records", map[string]any{"records": []any{probe}}, &out)
+		if code != 403 || len(out.IDs) != 0 {
+			t.Errorf("alice's application token writing into %s = %d %+v; want 403 and no id", rec["scope"], code, out)
+		}
+		fresh := maps.Clone(rec)
+		fresh["title"], fresh["body"] = "Planted", "Alice plants a note in "+rec["scope"].(string)+"."
+		if code := m.as(mxAliceApp).do("POST", "/v1/records", map[string]any{"records": []any{fresh}}, nil); code != 403 {
+			t.Errorf("alice's application token writing new content into %s = %d; want 403", rec["scope"], code)
+		}
+		if code, got := getRecord(t, m, ids[i]); code != 200 || len(got.Tags) > 1 {
+			t.Errorf("%s's record after the refused writes = %d %+v; want it as it was", rec["scope"], code, got)
+		}
+	}
+	var list struct {
+		Records []struct{ Record storedRecord } `json:"records"`
+	}
+	if code := m.as(mxApp).do("GET", "/v1/records", nil, &list); code != 200 || len(list.Records) != len(others) {
+		t.Errorf("the realm after the refused writes = %d %d records; want only the %d the application wrote", code, len(list.Records), len(others))
+	}
+	// Where alice reads, her application token writes at once, as before.
+	remember(t, m.as(mxAliceApp),
+		map[string]any{"scope": "mob:team-a", "kind": "fact", "title": "Team A plan", "body": "Team A ships the quince release."},
+		map[string]any{"scope": "operator:acme", "kind": "fact", "title": "Acme note", "body": "Acme pays on Fridays."},
+		map[string]any{"scope": "realm", "kind": "fact", "title": "Realm note", "body": "Everyone reads this."},
+		map[string]any{"scope": "identity:alice", "kind": "fact", "title": "Alice note", "body": "Alice likes figs."})
 }

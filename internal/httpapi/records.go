@@ -101,10 +101,10 @@ func (s *Server) handleRemember(ctx context.Context, c caller, w http.ResponseWr
 			return inRecord(i, err)
 		}
 	}
+	if err := s.boundWritesWhereItReads(ctx, c, realm, records); err != nil {
+		return err
+	}
 	if !c.application() {
-		if err := s.agentWritesWhereItReads(ctx, c, realm, records); err != nil {
-			return err
-		}
 		proposal.CapTrust(records)
 		n := 0
 		for i := range records {
@@ -141,12 +141,15 @@ func (s *Server) handleRemember(ctx context.Context, c caller, w http.ResponseWr
 	return writeJSON(w, http.StatusOK, answer)
 }
 
-// agentWritesWhereItReads refuses an identity-bound agent's record in a
+// boundWritesWhereItReads refuses an identity-bound token's record in a
 // shared scope none of its identities reads (a mob it is not in, an
-// operator not its own), as the MCP tools refuse one: its proposal would
-// wait in a queue of a group it does not belong to. An agent bound to no
-// identity acts for any, so any shared scope is its to propose into.
-func (s *Server) agentWritesWhereItReads(ctx context.Context, c caller, realm string, records []sdk.Record) error {
+// operator not its own), as the MCP tools refuse one, whatever the
+// token's role: an agent's proposal would wait in a queue of a group it
+// does not belong to, and an application's write of content the scope
+// holds would answer the holder's id, tags and occurred_at, which its
+// reads hide (hides). A token bound to no identity acts for any, so any
+// shared scope is its to write (or propose) into.
+func (s *Server) boundWritesWhereItReads(ctx context.Context, c caller, realm string, records []sdk.Record) error {
 	if !c.bound() {
 		return nil
 	}
