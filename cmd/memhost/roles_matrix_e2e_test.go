@@ -344,6 +344,9 @@ func TestRolesMatrix(t *testing.T) {
 		{mxAliceApp, "POST", "/v1/export", map[string]any{}, deny},
 		{mxAliceApp, "POST", "/v1/import", map[string]any{"records": []any{}}, deny},
 		{mxRuntime, "POST", "/v1/admin/reindex", map[string]any{}, deny},
+		// A reindex reaches every identity's records, and its progress
+		// and result count them: realm-wide, as export and import are.
+		{mxAliceApp, "POST", "/v1/admin/reindex", map[string]any{}, deny},
 		{mxAliceApp, "GET", "/v1/records?scope=identity:bob", nil, deny},
 		{mxAliceApp, "GET", "/v1/sessions/s/trace?identity=bob", nil, deny},
 		// Another realm, named in the query or the body.

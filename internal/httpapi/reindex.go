@@ -85,6 +85,11 @@ func (s *Server) handleReindex(ctx context.Context, c caller, w http.ResponseWri
 	if err := c.requireApplication("reindexing"); err != nil {
 		return err
 	}
+	// A rebuild reads every identity's records, and its progress and
+	// result count them, which a bound token's listings never do.
+	if err := c.requireRealmWide("reindexes"); err != nil {
+		return err
+	}
 	realm, p, err := s.provider(c, req.Realm)
 	if err != nil {
 		return err
