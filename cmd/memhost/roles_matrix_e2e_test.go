@@ -633,6 +633,38 @@ func TestAgentsReadNoOtherAgentsProposal(t *testing.T) {
 			t.Errorf("GET of the runtime's pending proposal as %s = %d %+v, want %d", tc.token[:12], code, rec, tc.want)
 		}
 	}
+
+	// Nor can alice tell it from a missing id by forgetting it (from an
+	// outside review: DELETE answered 403 naming its scope, memory_forget
+	// a permission error, where a missing id answers 204 and "not
+	// found"), and it stays.
+	const missing = "rnosuch0123456789"
+	for _, target := range []string{id, missing} {
+		if code := m.as(mxAlice).do("DELETE", "/v1/records/"+target, nil, nil); code != 204 {
+			t.Errorf("alice's DELETE of %s = %d, want 204 as for a missing id", target, code)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs, err := mcpHTTPClient(t, ctx, m.base+"/mcp", http.Header{"Authorization": {"Bearer " + mxAlice}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	var answers []string
+	for _, target := range []string{id, missing} {
+		res := callTool(t, ctx, cs, "memory_forget", map[string]any{"id": target}, nil)
+		answers = append(answers, strings.ReplaceAll(toolText(res), target, "<id>"))
+		if !res.IsError {
+			t.Errorf("memory_forget of %s as alice succeeded", target)
+		}
+	}
+	if answers[0] != answers[1] {
+		t.Errorf("memory_forget of the runtime's pending proposal answered %q, of a missing id %q", answers[0], answers[1])
+	}
+	if code := m.as(mxRuntime).do("GET", "/v1/records/"+id, nil, nil); code != 200 {
+		t.Errorf("after alice's forgets the runtime's proposal answers %d, want 200", code)
+	}
 }
 
 // TestBoundApplicationWritesWhereItReads: a token bound to alice reads

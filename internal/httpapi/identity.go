@@ -226,6 +226,13 @@ func (s *Server) mayForget(ctx context.Context, c caller, realm, id string, p sd
 			return hidden, err
 		}
 		if !c.application() {
+			// Another token's pending proposal reads as a missing id, as
+			// GET answers it.
+			if proposal.IsPending(&r) {
+				if mine, err := s.proposedBy(ctx, c, realm, id); err != nil || !mine {
+					return !mine, err
+				}
+			}
 			if err := proposal.CheckAgentForget(r.Scope, own); err != nil {
 				return false, err
 			}

@@ -218,11 +218,10 @@ func (s *Server) handleGet(ctx context.Context, c caller, w http.ResponseWriter,
 // proposedBy reports whether the caller's token left the pending proposal
 // id, as the ledger notes.
 func (s *Server) proposedBy(ctx context.Context, c caller, realm, id string) (bool, error) {
-	if s.opts.Proposals == nil || c.token == nil {
+	if c.token == nil {
 		return false, nil
 	}
-	e, found, err := s.opts.Proposals.Ledger.Lookup(ctx, realm, id)
-	return found && e.Proposer == c.token.Name, err
+	return s.opts.Proposals.ProposedBy(ctx, realm, id, c.token.Name)
 }
 
 func (s *Server) handleForget(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {

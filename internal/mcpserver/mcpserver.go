@@ -720,6 +720,16 @@ func (t tools) forget(ctx context.Context, req *mcp.CallToolRequest, in ForgetIn
 	if len(recs) == 0 || !slices.Contains(scopes, recs[0].Scope) {
 		return nil, ForgetOutput{}, fmt.Errorf("record %q not found", in.ID)
 	}
+	// Another token's pending proposal answers as a missing id does.
+	if proposal.IsPending(&recs[0]) {
+		mine, err := t.opts.Proposals.ProposedBy(ctx, id.Realm, in.ID, c.Token)
+		if err != nil {
+			return nil, ForgetOutput{}, err
+		}
+		if !mine {
+			return nil, ForgetOutput{}, fmt.Errorf("record %q not found", in.ID)
+		}
+	}
 	// Every MCP caller is an agent acting as one identity.
 	if err := proposal.CheckAgentForget(recs[0].Scope, id.ID); err != nil {
 		return nil, ForgetOutput{}, err

@@ -31,6 +31,17 @@ type Queue struct {
 	clock func() time.Time
 }
 
+// ProposedBy reports whether the pending proposal id of realm was left by
+// token, as the ledger notes. Another token's pending proposal is no
+// agent's to read or to tell from a missing id: a nil queue notes none.
+func (q *Queue) ProposedBy(ctx context.Context, realm, id, token string) (bool, error) {
+	if q == nil {
+		return false, nil
+	}
+	e, found, err := q.Ledger.Lookup(ctx, realm, id)
+	return found && e.Proposer == token, err
+}
+
 func (q *Queue) now() time.Time {
 	if q.clock != nil {
 		return q.clock()
