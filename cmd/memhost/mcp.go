@@ -20,6 +20,7 @@ import (
 	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/internal/statedb"
 	"github.com/memhost/memhost/sdk"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 )
@@ -195,6 +196,12 @@ func proxyMCP(ctx context.Context, addr, token, identity, realm string) error {
 	}
 	defer remote.Close()
 	local := mcp.NewServer(&mcp.Implementation{Name: "memhost", Version: version}, nil)
+	call := func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ctx, cancel := withDeadline(ctx, requestDeadline)
+		defer cancel()
+		res, err := remote.CallTool(ctx, &mcp.CallToolParams{Name: req.Params.Name, Arguments: req.Params.Arguments})
+		return res, proxied(ctx, endpoint, err)
+	}
 	for tool, err := range remote.Tools(setup, nil) {
 		if err != nil {
 			return fmt.Errorf("memhost at %s: listing tools: %w", endpoint, err)
@@ -202,18 +209,42 @@ func proxyMCP(ctx context.Context, addr, token, identity, realm string) error {
 		if !objectSchema(tool.InputSchema) {
 			return fmt.Errorf("memhost at %s: tool %q has no object input schema", endpoint, tool.Name)
 		}
-		name := tool.Name
-		local.AddTool(tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			ctx, cancel := withDeadline(ctx, requestDeadline)
-			defer cancel()
-			res, err := remote.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: req.Params.Arguments})
-			if err != nil && errors.Is(context.Cause(ctx), errNoAnswer) {
-				return nil, fmt.Errorf("memhost at %s: %w", endpoint, context.Cause(ctx))
-			}
-			return res, err
-		})
+		local.AddTool(tool, call)
 	}
+	// A tool call or prompt the proxy does not know is the server's to
+	// refuse too: the SDK's own refusal quotes the name as sent, and the
+	// proxy has no renderer for text a model reads; the server renders it.
+	local.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			switch req := req.(type) {
+			case *mcp.CallToolRequest:
+				return call(ctx, req)
+			case *mcp.GetPromptRequest:
+				ctx, cancel := withDeadline(ctx, requestDeadline)
+				defer cancel()
+				res, err := remote.GetPrompt(ctx, req.Params)
+				return res, proxied(ctx, endpoint, err)
+			}
+			return next(ctx, method, req)
+		}
+	})
 	return local.Run(ctx, &mcp.StdioTransport{})
+}
+
+// proxied is the error of a request the proxy passed on: the server's own
+// refusal as it answered it (its code, and its message once), or the
+// deadline that passed.
+func proxied(ctx context.Context, endpoint string, err error) error {
+	var wire *jsonrpc.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(context.Cause(ctx), errNoAnswer):
+		return fmt.Errorf("memhost at %s: %w", endpoint, context.Cause(ctx))
+	case errors.As(err, &wire):
+		return wire
+	}
+	return err
 }
 
 // mcpEndpoint is the /mcp URL of a server given as host:port or URL.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -9,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memhost/memhost/coordinator/coordinatortest"
 	"github.com/memhost/memhost/internal/mcpserver"
 	"github.com/memhost/memhost/internal/testbin"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -121,6 +124,22 @@ token "agent" {
 	}
 	if got := recall(t, m, "alice", "rhododendron"); len(got.Hits) != 1 || got.Hits[0].Record.ID != stored.ID {
 		t.Fatalf("the server does not recall what memhost mcp --addr remembered: %+v", got)
+	}
+
+	// A tool or prompt the proxy does not know is refused as the server
+	// refuses it: the name it quotes is rendered, never handed back live.
+	refusal := func(what string, err error) string {
+		var wire *jsonrpc.Error
+		if !errors.As(err, &wire) {
+			t.Fatalf("%s: %v, want the server's refusal", what, err)
+		}
+		return wire.Message
+	}
+	for _, f := range forgeries {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: f, Arguments: map[string]any{}})
+		coordinatortest.CheckModelText(t, envHeader, refusal("tool "+f, err))
+		_, err = cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: f})
+		coordinatortest.CheckModelText(t, envHeader, refusal("prompt "+f, err))
 	}
 
 	t.Run("no token", func(t *testing.T) {
