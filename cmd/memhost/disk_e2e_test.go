@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/memhost/memhost/sdk"
 )
 
 // mountTmpfs mounts a tmpfs of size bytes on dir (created if needed) and
@@ -276,6 +278,47 @@ func TestRestartOnAFullDisk(t *testing.T) {
 		var out apiError
 		if code := m.do("POST", "/v1/records", map[string]any{"records": []any{noteRecord(1000)}}, &out); code != 507 || out.Error.Code != "storage_full" {
 			t.Fatalf("a write after a restart on a full disk = %d %q, want 507 storage_full: %s", code, out.Error.Code, out.Error.Message)
+		}
+	})
+}
+
+// TestFullDiskImportAnswersStorageFull: an import on a full disk answers
+// 507 storage_full, as a write does (an operator's problem, not a bug),
+// says the problem once however many records the batch holds, stores
+// none of the batch, and succeeds once space is freed.
+func TestFullDiskImportAnswersStorageFull(t *testing.T) {
+	t.Parallel()
+	onEachTmpfsProvider(t, func(t *testing.T, m *instance, cfgPath, dataDir string) {
+		var recs []sdk.Record
+		for i := range 40 {
+			r := archiveLine(i, sdk.StatusActive)
+			r.Supersedes = ""
+			r.Body = fmt.Sprintf("record %d %s", i, strings.Repeat("harbour crane ", 4000))
+			r.ContentHash = sdk.ContentHash(r.Title, r.Body)
+			recs = append(recs, r)
+		}
+		filler := fillDisk(t, dataDir)
+		var out struct {
+			Imported int `json:"imported"`
+			apiError
+		}
+		code := m.do("POST", "/v1/import", map[string]any{"records": recs}, &out)
+		if code != 507 || out.Error.Code != "storage_full" {
+			t.Fatalf("import on a full disk: status %d code %q, want 507 storage_full: %s", code, out.Error.Code, out.Error.Message)
+		}
+		if n := strings.Count(out.Error.Message, "no space left"); n > 1 {
+			t.Fatalf("the answer says the disk is full %d times, want once: %s", n, out.Error.Message)
+		}
+		for _, r := range recs {
+			if code := m.do("GET", "/v1/records/"+r.ID, nil, nil); code != 404 {
+				t.Fatalf("GET %s after a refused import = %d, want 404", r.ID, code)
+			}
+		}
+		if err := os.Remove(filler); err != nil {
+			t.Fatal(err)
+		}
+		if code := m.do("POST", "/v1/import", map[string]any{"records": recs}, &out); code != 200 || out.Imported != len(recs) {
+			t.Fatalf("import once space is freed: status %d, %d imported, want %d: %s", code, out.Imported, len(recs), out.Error.Message)
 		}
 	})
 }

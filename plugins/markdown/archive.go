@@ -27,7 +27,8 @@ func (p *Provider) Import(ctx context.Context, realm string, records []sdk.Recor
 	if err != nil {
 		return sdk.ImportResult{}, err
 	}
-	return st.importRecords(ctx, realm, records)
+	res, err := st.importRecords(ctx, realm, records)
+	return res, sdk.StorageError(err)
 }
 
 func (s *store) export(realm, after string, limit int) sdk.ExportPage {

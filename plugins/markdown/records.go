@@ -262,9 +262,11 @@ func (s *store) writeAll(ctx context.Context, ws []*pendingWrite) error {
 			}
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	// The first failure alone: a full disk fails every file of the batch
+	// alike, and the answer says so once.
+	if i := slices.IndexFunc(errs, func(err error) bool { return err != nil }); i >= 0 {
 		removeTemps(0)
-		return err
+		return errs[i]
 	}
 	if err := sdk.ContextErr(ctx); err != nil {
 		removeTemps(0)
