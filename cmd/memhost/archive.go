@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -88,7 +89,13 @@ capability. "memhost import" reads the file back.`,
 				err = w.Flush()
 			}
 			if err == nil && out.tmp != nil && len(targets) > 0 {
-				err = out.settle(targets)
+				var stale map[string]bool
+				if stale, err = out.staleActive(targets); err == nil {
+					err = dropStillActive(ctx, c, realm, stale)
+				}
+				if err == nil && len(stale) > 0 {
+					err = out.settle(stale)
+				}
 			}
 			if err == nil {
 				err = out.commit()
@@ -215,6 +222,51 @@ func (o *exportOutput) commit() error {
 	if d, err := os.Open(filepath.Dir(o.path)); err == nil {
 		_ = d.Sync()
 		d.Close()
+	}
+	return nil
+}
+
+// staleActive answers the ids of targets written active into the
+// temporary file.
+func (o *exportOutput) staleActive(targets map[string]bool) (map[string]bool, error) {
+	in, err := os.Open(o.tmp.Name())
+	if err != nil {
+		return nil, err
+	}
+	defer in.Close()
+	stale := map[string]bool{}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(nil, 64<<20) // a line is one record, at most a few hundred KiB
+	for sc.Scan() {
+		var head struct{ ID, Status string }
+		if json.Unmarshal(sc.Bytes(), &head) == nil && targets[head.ID] && head.Status == string(sdk.StatusActive) {
+			stale[head.ID] = true
+		}
+	}
+	return stale, sc.Err()
+}
+
+// dropStillActive takes out of stale the records the store holds active
+// now: a successor naming a record does not make it superseded (an import
+// stores records as given, a markdown file may be edited back to active),
+// and the file must hold what the store does. Only a record the store
+// superseded since its page was read (or forgot) stays to be settled.
+func dropStillActive(ctx context.Context, c *apiClient, realm string, stale map[string]bool) error {
+	q := ""
+	if realm != "" {
+		q = "?realm=" + url.QueryEscape(realm)
+	}
+	for id := range stale {
+		var now struct{ Status sdk.Status }
+		err := c.callWithin(ctx, requestDeadline, "GET", "/v1/records/"+url.PathEscape(id)+q, nil, &now)
+		var ce *callError
+		switch {
+		case errors.As(err, &ce) && ce.Status == http.StatusNotFound:
+		case err != nil:
+			return err
+		case now.Status == sdk.StatusActive:
+			delete(stale, id)
+		}
 	}
 	return nil
 }

@@ -161,3 +161,39 @@ func TestInterruptedArchiveCommands(t *testing.T) {
 		t.Fatalf("files left in the directory: %v", entries)
 	}
 }
+
+// TestExportKeepsAnActiveRecordASuccessorNames: a record the store holds
+// active is written active into FILE, though another record names it in
+// supersedes (an import stores records as given, a markdown file may be
+// edited back to active): only a record the store superseded while the
+// export ran is written superseded. Before, the file turned it superseded,
+// so a restore from it dropped the record out of recall.
+func TestExportKeepsAnActiveRecordASuccessorNames(t *testing.T) {
+	t.Parallel()
+	m := startMemhost(t, markdownConfig)
+	kept, namer := archiveLine(1, sdk.StatusActive), archiveLine(2, sdk.StatusActive)
+	namer.Supersedes = kept.ID
+	var src bytes.Buffer
+	for _, r := range []sdk.Record{kept, namer} {
+		line, _ := json.Marshal(r)
+		src.Write(append(line, '\n'))
+	}
+	in := filepath.Join(t.TempDir(), "in.jsonl")
+	if err := os.WriteFile(in, src.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if imp, _ := importCounts(t, append(cliAddr(m), in)...); imp != 2 {
+		t.Fatalf("imported %d, want 2", imp)
+	}
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	if _, err := runCLI(t, nil, append(append([]string{"export"}, cliAddr(m)...), out)...); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, src.Bytes()) {
+		t.Fatalf("the export differs from what the store holds:\n got %s\nwant %s", got, src.Bytes())
+	}
+}

@@ -283,6 +283,13 @@ func TestExportSettlesASupersedeDuringIt(t *testing.T) {
 		var req struct{ After string }
 		_ = json.NewDecoder(r.Body).Decode(&req)
 		w.Header().Set("Content-Type", "application/json")
+		if r.Method == "GET" {
+			// The store now: old was superseded after its page was read.
+			now := old
+			now.Status = sdk.StatusSuperseded
+			w.Write([]byte(page(now)))
+			return
+		}
 		if req.After == "" {
 			w.Write([]byte(`{"records":[` + page(old, kept) + `],"next":"` + kept.ID + `"}`))
 			return
