@@ -83,3 +83,51 @@ func TestSystemTagsAreNotText(t *testing.T) {
 		t.Errorf(`recall "coffee" with tag MEMHOST:User = %v, want the turn %v`, got, ids[:1])
 	}
 }
+
+// TestNamedSpeakerTurnsRankFirst, through memhost serve on the sqlite
+// plugin: in a conversation between two people, the other's replies
+// repeat a question's words while the named speaker's own turn holds the
+// fact, below them. Tagged with their speakers' names, the named
+// speaker's turn reaches the top of a question naming her (a speaker is
+// known from the turns the recall answers: here all three); a question
+// naming both, and the same turns without tags, keep the plain order.
+func TestNamedSpeakerTurnsRankFirst(t *testing.T) {
+	t.Parallel()
+	m := startMemhost(t, providerDeployment("sqlite", `{ path = "memory.db" }`))
+	turns := []struct{ name, body string }{
+		{"Melanie", "Your painting of the lake at sunset is lovely! A lake painting at sunset is hard to get right."},
+		{"Caroline", "Thanks! I painted the lake last week."},
+		{"Melanie", "Painting a lake at sunset takes patience; my lake painting never looks like the lake."},
+	}
+	write := func(identity string, tagged bool) []string {
+		var recs []map[string]any
+		for i, tn := range turns {
+			r := map[string]any{"scope": "identity:" + identity, "kind": "episode", "title": tn.name, "body": tn.body,
+				"thread": map[string]any{"id": "c1", "seq": i}}
+			if tagged {
+				r["tags"] = []string{speaker.NameTag(tn.name)}
+			}
+			recs = append(recs, r)
+		}
+		for i := range 30 { // so the question's words are rare ones
+			recs = append(recs, map[string]any{"scope": "identity:" + identity, "kind": "fact", "title": "Garden",
+				"body": fmt.Sprintf("Note %d on the garden: the tomatoes and the weather.", i)})
+		}
+		return remember(t, m, recs...)[:len(turns)]
+	}
+	top := func(identity, query string) []string {
+		t.Helper()
+		return recallWith(t, m, map[string]any{"identity": map[string]string{"id": identity}, "query": query, "limit": 3}).ids()
+	}
+	plain, tagged := write("plain", false), write("tagged", true)
+	const question = "When did Caroline paint the lake at sunset?"
+	if got := top("plain", question); len(got) != 3 || got[2] != plain[1] {
+		t.Fatalf("without speakers' tags the top 3 %v should end with Caroline's turn %s", got, plain[1])
+	}
+	if got := top("tagged", question); len(got) != 3 || got[0] != tagged[1] {
+		t.Fatalf("with speakers' tags the top 3 %v should start with Caroline's turn %s", got, tagged[1])
+	}
+	if got := top("tagged", "When did Caroline and Melanie paint the lake at sunset?"); len(got) != 3 || got[2] != tagged[1] {
+		t.Fatalf("a question naming both speakers should keep Caroline's turn last in its top 3 %v", got)
+	}
+}

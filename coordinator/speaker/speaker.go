@@ -6,8 +6,9 @@
 // evidence of that, while an assistant's long answer repeats the
 // question's words without holding the fact. So such a question ranks the
 // user's turns higher, unless it asks what the assistant said ("what did
-// you recommend…"). A question about someone else ("what did Caroline
-// paint?") is left as it is.
+// you recommend…"). In a conversation between people, a turn may name its
+// speaker (memhost:speaker:Caroline), and a question naming one of them
+// ("what did Caroline paint?") ranks that speaker's turns higher.
 package speaker
 
 import (
@@ -30,9 +31,19 @@ const (
 	AssistantTag = "memhost:assistant"
 )
 
+// NamedPrefix opens the tag naming a turn's speaker by name, in a
+// conversation between people: "memhost:speaker:Caroline".
+const NamedPrefix = "memhost:speaker:"
+
 // userWeight multiplies the score of a turn the user said. Chosen on the
 // LongMemEval-S development split (docs/benchmarks.md).
 const userWeight = 2.0
+
+// namedWeight multiplies the score of a turn said by the one speaker a
+// question names ("What did Caroline paint?"): their own words hold what
+// they did, where the other's replies echo it. Chosen on LoCoMo's
+// development split (docs/benchmarks.md).
+const namedWeight = 1.5
 
 // maxQueryBytes bounds the text read to tell whom a question is about;
 // a longer query is a turn's text, read by its start.
@@ -148,25 +159,27 @@ func set(words ...string) map[string]bool {
 // RecallFunc is a provider's recall.
 type RecallFunc func(context.Context, sdk.RecallQuery) ([]sdk.Hit, error)
 
-// Wrap answers recall's hits with the user's turns ranked higher (Rank)
-// when the query is about the user (AboutUser). When a full answer holds a
-// turn with a speaker's tag, the query is recalled again at twice the
-// limit, within half the caller's remaining time, and the user's turns
-// only that deeper answer holds join the first answer, so a user's turn
-// just past the limit can rise into it while every other hit keeps the
-// first answer's score. The deeper query is the same query: a narrower
-// one (the user's tag required) would score its hits against a narrower
-// pool, which hybrid fusion and the choice merge normalise over. A realm
+// Wrap answers recall's hits with the turns of the speaker a query is
+// about ranked higher: the user's when the query is about the user
+// (AboutUser), or those of the one speaker it names (Named). When a full
+// answer holds such turns, the query is recalled again at twice the
+// limit, within half the caller's remaining time, and the favoured turns
+// only that deeper answer holds join the first answer, so a turn just
+// past the limit can rise into it while every other hit keeps the first
+// answer's score. The deeper query is the same query: a narrower one (the
+// speaker's tag required) would score its hits against a narrower pool,
+// which hybrid fusion and the choice merge normalise over. A realm
 // without speakers' tags pays no second recall. A second recall that
 // fails or runs out of its time adds nothing.
 func Wrap(recall RecallFunc) RecallFunc {
 	return func(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
-		if !AboutUser(q.Query) {
-			return recall(ctx, q)
-		}
 		hits, err := recall(ctx, q)
-		if err != nil || !slices.ContainsFunc(hits, spoken) {
+		if err != nil {
 			return hits, err
+		}
+		f, ok := favourFor(q.Query, hits)
+		if !ok {
+			return hits, nil
 		}
 		limit := cmp.Or(q.Limit, sdk.DefaultRecallLimit)
 		if wide := min(2*limit, sdk.MaxBatch); wide > limit && len(hits) >= limit && ctx.Err() == nil {
@@ -176,13 +189,98 @@ func Wrap(recall RecallFunc) RecallFunc {
 			deeper, err := recall(deeperCtx, more)
 			// Inner steps answer what they have when time runs out, so an
 			// answer is only whole if time remains after it.
-			if err == nil && deeperCtx.Err() == nil {
-				hits = withUserTurns(hits, deeper)
-			}
+			whole := err == nil && deeperCtx.Err() == nil
 			cancel()
+			if whole {
+				// The deeper answer may show a second speaker the query
+				// names: then it favours no one.
+				if again, ok := favourFor(q.Query, slices.Concat(hits, deeper)); !ok || again != f {
+					return hits, nil
+				}
+				hits = withFavoured(hits, deeper, f)
+			}
 		}
-		return Rank(hits, limit, q.Neighbours > 0), nil
+		return rank(hits, limit, q.Neighbours > 0, f), nil
 	}
+}
+
+// favour is the turns a query ranks higher, those of a speaker's tag in
+// an identity's own scope (ownTurn), and by how much.
+type favour struct {
+	tag    string
+	weight float64
+}
+
+func (f favour) turn(h sdk.Hit) bool { return ownTurn(h) && h.Record.HasTag(f.tag) }
+
+// favourFor answers whose turns query favours, read against hits: the
+// user's when it is about the user and some hit has a speaker's tag;
+// otherwise those of the one named speaker of the hits' turns that it
+// names.
+func favourFor(query string, hits []sdk.Hit) (favour, bool) {
+	if AboutUser(query) && slices.ContainsFunc(hits, spoken) {
+		return favour{UserTag, userWeight}, true
+	}
+	tag, ok := Named(query, hits)
+	return favour{tag, namedWeight}, ok
+}
+
+// Named answers the name tag (NameTag) of the one speaker that query
+// names among the speakers of hits' turns (ownTurn), or false when it
+// names none or more than one. A name is named when its words stand
+// together in the query, case and look-alikes folded ("What did
+// caroline's sister paint?").
+func Named(query string, hits []sdk.Hit) (string, bool) {
+	var w []string
+	var found string
+	seen := map[string]bool{}
+	for _, h := range hits {
+		if !ownTurn(h) {
+			continue
+		}
+		for _, tag := range h.Record.Tags {
+			name, ok := cutPrefixFold(tag, NamedPrefix)
+			folded := strings.ToLower(tag)
+			if !ok || seen[folded] {
+				continue
+			}
+			seen[folded] = true
+			if w == nil {
+				w = words(query)
+			}
+			if !holdsRun(w, words(name)) {
+				continue
+			}
+			if found != "" {
+				return "", false
+			}
+			found = tag
+		}
+	}
+	return found, found != ""
+}
+
+// cutPrefixFold is strings.CutPrefix with the prefix compared
+// case-folded.
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) < len(prefix) || !strings.EqualFold(s[:len(prefix)], prefix) {
+		return s, false
+	}
+	return s[len(prefix):], true
+}
+
+// holdsRun reports whether run, not empty, stands as consecutive words
+// of w.
+func holdsRun(w, run []string) bool {
+	if len(run) == 0 {
+		return false
+	}
+	for i := 0; i+len(run) <= len(w); i++ {
+		if slices.Equal(w[i:i+len(run)], run) {
+			return true
+		}
+	}
+	return false
 }
 
 // halfTheTime answers ctx bounded to half the time left before its
@@ -194,15 +292,15 @@ func halfTheTime(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithCancel(ctx)
 }
 
-// withUserTurns answers hits and the user's turns of deeper that hits
+// withFavoured answers hits and the favoured turns of deeper that hits
 // does not hold.
-func withUserTurns(hits, deeper []sdk.Hit) []sdk.Hit {
+func withFavoured(hits, deeper []sdk.Hit, f favour) []sdk.Hit {
 	held := make(map[string]bool, len(hits))
 	for _, h := range hits {
 		held[h.Record.ID] = true
 	}
 	for _, h := range deeper {
-		if said(h) && !held[h.Record.ID] {
+		if f.turn(h) && !held[h.Record.ID] {
 			hits = append(hits, h)
 		}
 	}
@@ -216,11 +314,16 @@ func withUserTurns(hits, deeper []sdk.Hit) []sdk.Hit {
 // nearest such kept hit as its neighbours (none already kept or carried
 // there), so the envelope can still show them beside the kept turns.
 func Rank(hits []sdk.Hit, limit int, keepBeside bool) []sdk.Hit {
+	return rank(hits, limit, keepBeside, favour{UserTag, userWeight})
+}
+
+// rank is Rank for the turns f favours, by its weight.
+func rank(hits []sdk.Hit, limit int, keepBeside bool, f favour) []sdk.Hit {
 	for i := range hits {
-		if said(hits[i]) && hits[i].Score > 0 {
+		if f.turn(hits[i]) && hits[i].Score > 0 {
 			// Bounded: a plugin's finite score near float64's top would
 			// otherwise double to +Inf, which no answer can encode.
-			hits[i].Score = score.Bound(hits[i].Score * userWeight)
+			hits[i].Score = score.Bound(hits[i].Score * f.weight)
 		}
 	}
 	slices.SortStableFunc(hits, func(a, b sdk.Hit) int { return cmp.Compare(b.Score, a.Score) })
@@ -263,16 +366,28 @@ func nearestKept(kept []sdk.Hit, r sdk.Record) int {
 	return best
 }
 
-// said reports whether h is a turn the user said in their own scope: a
-// record in a thread, of an identity's scope, tagged as the user's. A
-// record shared in a realm, mob or operator scope is never boosted, so no
-// writer there can lift its records for every identity that reads them.
-func said(h sdk.Hit) bool {
-	return h.Record.Thread != nil && h.Record.Scope.Class() == sdk.ScopeIdentity && h.Record.HasTag(UserTag)
+// ownTurn reports whether h is a turn in an identity's own scope: a
+// record in a thread there. Only such turns are favoured: a record shared
+// in a realm, mob or operator scope never is, so no writer there can lift
+// its records for every identity that reads them.
+func ownTurn(h sdk.Hit) bool {
+	return h.Record.Thread != nil && h.Record.Scope.Class() == sdk.ScopeIdentity
 }
 
 // spoken reports whether h is a turn with a speaker's tag.
 func spoken(h sdk.Hit) bool { return h.Record.HasTag(UserTag) || h.Record.HasTag(AssistantTag) }
+
+// NameTag answers the tag naming a conversation turn's speaker by name
+// (NamedPrefix and the name, spaces trimmed), or "" for a blank name or
+// one too long for a tag.
+func NameTag(name string) string {
+	name = strings.TrimSpace(name)
+	tag := NamedPrefix + name
+	if name == "" || len(tag) > sdk.MaxTagBytes || strings.ContainsAny(name, "\n\r\t,") {
+		return ""
+	}
+	return tag
+}
 
 // Tags answers the tags naming a conversation turn's speaker from its
 // chat role: UserTag for "user", AssistantTag for "assistant", none for

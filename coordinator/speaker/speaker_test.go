@@ -320,3 +320,103 @@ func TestWrapKeepsOneScale(t *testing.T) {
 		t.Fatalf("the weak user's turn (%.3f, doubled %.3f, under the fifth's %.3f) reached the top 5: %s", weak, 2*weak, all[4].Score, order(got))
 	}
 }
+
+// by is a turn of a conversation between people, said by name.
+func by(id string, score float64, name string) sdk.Hit {
+	return sdk.Hit{Record: sdk.Record{ID: id, Scope: sdk.IdentityScope("alice"), Tags: []string{NameTag(name)}, Thread: &sdk.Thread{ID: "c1"}}, Score: score}
+}
+
+func TestNamed(t *testing.T) {
+	shared := by("s", 1, "Melanie")
+	shared.Record.Scope = sdk.MobScope("team")
+	unthreaded := by("n", 1, "Melanie")
+	unthreaded.Record.Thread = nil
+	pair := []sdk.Hit{by("c", 2, "Caroline"), by("m", 1, "Melanie")}
+	for _, tc := range []struct {
+		name, query string
+		hits        []sdk.Hit
+		want        string // the tag, "" for none
+	}{
+		{"one speaker named", "What did Caroline paint?", pair, "memhost:speaker:Caroline"},
+		{"the possessive", "Where is Melanie's pottery class?", pair, "memhost:speaker:Melanie"},
+		{"case and full-width letters folded", "what did ＣＡＲＯＬＩＮＥ paint?", pair, "memhost:speaker:Caroline"},
+		{"both named", "When did Caroline meet Melanie?", pair, ""},
+		{"no speaker named", "What did Ann paint?", pair, ""},
+		{"a name inside a word is not the name", "What did Carolines paint?", pair, ""},
+		{"a name of two words stands together", "What did Mary Ann bake?", []sdk.Hit{by("a", 1, "Mary Ann"), by("b", 1, "Mary")}, ""},
+		{"a name of two words alone", "What did Ann Mary bake with Mary Ann?", []sdk.Hit{by("a", 1, "Mary Ann")}, "memhost:speaker:Mary Ann"},
+		{"the tag's prefix read case-folded", "What did Caroline paint?",
+			[]sdk.Hit{func() sdk.Hit { h := by("c", 1, "x"); h.Record.Tags = []string{"MEMHOST:Speaker:Caroline"}; return h }()}, "MEMHOST:Speaker:Caroline"},
+		{"a speaker only in a shared scope is no one's", "What did Melanie paint?", []sdk.Hit{shared}, ""},
+		{"a speaker only outside a thread is no one's", "What did Melanie paint?", []sdk.Hit{unthreaded}, ""},
+		{"user and assistant tags name no one", "What did the user say?", []sdk.Hit{turn("u", 1, true), turn("a", 1, false)}, ""},
+		{"an empty query", "", pair, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := Named(tc.query, tc.hits)
+			if got != tc.want || ok != (tc.want != "") {
+				t.Fatalf("Named = %q, %v; want %q", got, ok, tc.want)
+			}
+		})
+	}
+}
+
+func TestNameTag(t *testing.T) {
+	for name, want := range map[string]string{
+		"Caroline":                   "memhost:speaker:Caroline",
+		"  Mary Ann ":                "memhost:speaker:Mary Ann",
+		"":                           "",
+		"   ":                        "",
+		"a,b":                        "",
+		strings.Repeat("x", 64-16):   "memhost:speaker:" + strings.Repeat("x", 64-16),
+		strings.Repeat("x", 64-16+1): "",
+	} {
+		if got := NameTag(name); got != want {
+			t.Errorf("NameTag(%q) = %q, want %q", name, got, want)
+		}
+		if tag := NameTag(name); tag != "" {
+			r := sdk.Record{Tags: []string{tag}}
+			if !r.HasTag(tag) || !index.IsSystemTag(tag) {
+				t.Errorf("NameTag(%q) = %q is not a system tag", name, tag)
+			}
+		}
+	}
+}
+
+// TestWrapNamed: a question naming one speaker of the first answer's
+// turns ranks that speaker's turns higher, by namedWeight, bringing one
+// just past the limit in through the deeper recall; a question naming
+// both, or neither, is left alone, also when the deeper answer shows the
+// second.
+func TestWrapNamed(t *testing.T) {
+	store := []sdk.Hit{by("m1", 9, "Melanie"), by("m2", 8, "Melanie"), by("c1", 7, "Caroline"), by("m3", 1, "Melanie")}
+	var limits []int
+	recall := func(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
+		limits = append(limits, q.Limit)
+		n := min(cmp.Or(q.Limit, sdk.DefaultRecallLimit), len(store))
+		return slices.Clone(store[:n]), nil
+	}
+	for _, tc := range []struct {
+		query, want string
+		limits      []int
+		limit       int
+	}{
+		{"What did Caroline paint?", "c1:10.5 m1:9 m2:8", []int{3, 6}, 3},
+		{"What did Melanie paint?", "m1:13.5 m2:12 c1:7", []int{3, 6}, 3},
+		{"What did Melanie paint?", "m1:13.5", []int{1, 2}, 1},
+		// Known from the first answer alone, Caroline's turns are not
+		// favoured: no one is named.
+		{"What did Caroline paint?", "m1:9 m2:8", []int{2}, 2},
+		// Melanie is named in the first answer, and Caroline in the deeper
+		// one: both are named, so no one is favoured.
+		{"What did Caroline and Melanie paint?", "m1:9 m2:8", []int{2, 4}, 2},
+		{"What did Caroline and Melanie paint?", "m1:9 m2:8 c1:7", []int{3}, 3},
+		{"What did Ann paint?", "m1:9 m2:8", []int{2}, 2},
+	} {
+		limits = nil
+		got, err := Wrap(recall)(context.Background(), sdk.RecallQuery{Realm: "r", Query: tc.query, Limit: tc.limit})
+		if err != nil || order(got) != tc.want || fmt.Sprint(limits) != fmt.Sprint(tc.limits) {
+			t.Errorf("%q: got %s (recalled at %v), err %v; want %s at %v", tc.query, order(got), limits, err, tc.want, tc.limits)
+		}
+	}
+}

@@ -251,7 +251,7 @@ func rememberMessages(ctx context.Context, t Target, realm, conv string, r Repla
 	return rememberRecords(ctx, t, realm, len(r.Messages), func(i int) (Record, string) {
 		m := r.Messages[i]
 		rec := TurnRecord(Identity, conv, Turn{DiaID: r.Keys[i], Seq: i, Speaker: m.Role, Text: m.Content})
-		rec.Tags = append(rec.Tags, speaker.Tags(m.Role)...)
+		rec.Tags = speaker.Tags(m.Role) // the archive's tags: a role, not a name
 		return rec, r.Keys[i]
 	})
 }

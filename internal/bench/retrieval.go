@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"github.com/memhost/memhost/coordinator/speaker"
 	"io"
 	"slices"
 	"strings"
@@ -223,10 +224,13 @@ func EvaluateLoCoMo(ctx context.Context, t Target, samples []Sample, progress fu
 // TurnRecord is the record a LoCoMo turn of conversation conv is
 // remembered as in identity's scope: an episodic record in the
 // conversation's thread, so a provider indexes it with its neighbouring
-// turns.
+// turns, tagged with its speaker's name (speaker.NameTag).
 func TurnRecord(identity, conv string, t Turn) Record {
 	r := Record{Scope: "identity:" + identity, Kind: "fact", Title: t.Speaker, Description: t.Date, Body: t.Text,
 		Thread: &Thread{ID: conv, Seq: int64(t.Seq)}}
+	if tag := speaker.NameTag(t.Speaker); tag != "" {
+		r.Tags = []string{tag}
+	}
 	if at, ok := locomoTime(t.Date); ok {
 		r.OccurredAt = at.Format(time.RFC3339)
 	}
