@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
@@ -62,7 +63,10 @@ func classify(err error) error {
 		return fmt.Errorf("%w: %w", sdk.ErrDeadline, err)
 	}
 	var ne net.Error
-	if errors.As(err, &ne) || pgconn.SafeToRetry(err) || errors.Is(err, pgx.ErrTxClosed) {
+	if errors.As(err, &ne) || pgconn.SafeToRetry(err) || errors.Is(err, pgx.ErrTxClosed) ||
+		// A connection dropped mid-statement (its server process killed)
+		// surfaces as a bare EOF.
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
 		return unavailable("the connection to the database failed", err)
 	}
 	return err

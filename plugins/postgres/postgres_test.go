@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -742,6 +743,74 @@ func TestServerOutage(t *testing.T) {
 	hits, err := s.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "outage note"})
 	if err != nil || len(hits) != 3 {
 		t.Errorf("Recall after the outage = %d hits, %v; want 3", len(hits), err)
+	}
+}
+
+// TestWriteWhoseBackendDiesIsUnavailable: a write whose server process
+// dies under it (the OOM killer, a crash) reads a bare EOF from its
+// connection; that is an outage (503), not an internal error, and nothing
+// of the write was stored: retried once the server is back, it stores the
+// record once.
+func TestWriteWhoseBackendDiesIsUnavailable(t *testing.T) {
+	ctx := context.Background()
+	_, dsn := ownCluster(t)
+	s := New()
+	s.getenv = func(string) string { return dsn }
+	defer s.Close()
+	if err := s.Configure(ctx, []byte(`{"statement_timeout": "20s", "replica": {"enabled": false}}`)); err != nil {
+		t.Fatal(err)
+	}
+	// Another session holds the thread's lock, so the write waits in the
+	// server until its process is killed.
+	holder, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(ctx)
+	tx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", threadLockKey(realm, "t1")); err != nil {
+		t.Fatal(err)
+	}
+	r := note("killed write", "its server process dies")
+	r.Thread = &sdk.Thread{ID: "t1", Seq: 1}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Remember(ctx, realm, []sdk.Record{r})
+		done <- err
+	}()
+	var pid int
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		err := holder.QueryRow(ctx, "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid() LIMIT 1").Scan(&pid)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, pgx.ErrNoRows) || time.Now().After(deadline) {
+			t.Fatalf("the write never waited on the lock: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, sdk.ErrUnavailable) || strings.Contains(err.Error(), "EOF") {
+		t.Fatalf("a write whose server process died answered %v; want unavailable", err)
+	}
+	// The server restarts every process after one was killed.
+	var ids []string
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(refusalPause / 4) {
+		if ids, err = s.Remember(ctx, realm, []sdk.Record{r}); err == nil {
+			break
+		}
+		if !errors.Is(err, sdk.ErrUnavailable) || time.Now().After(deadline) {
+			t.Fatalf("the write retried once the server was back: %v", err)
+		}
+	}
+	hits, err := s.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "killed write"})
+	if err != nil || len(hits) != 1 || hits[0].Record.ID != ids[0] {
+		t.Fatalf("recall after the retry = %v, %v; want the record once", titles(hits), err)
 	}
 }
 
