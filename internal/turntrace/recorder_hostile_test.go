@@ -132,3 +132,32 @@ func TestQueueDropsAreReported(t *testing.T) {
 		t.Errorf("the run's end is not logged with its count:\n%s", text)
 	}
 }
+
+// TestDropsAreReportedToTheirRealm: one realm's flood fills the queue and
+// its traces are dropped. A read of another realm, whose traces are all
+// stored, answers them (a loss that is not its own is no error of its,
+// nor its to consume); the flooding realm's next read says turns are
+// missing.
+func TestDropsAreReportedToTheirRealm(t *testing.T) {
+	g := &gatedStore{SQLStore: openStore(t), entered: make(chan struct{}), release: make(chan struct{})}
+	r := NewRecorder(g, Options{Retention: time.Hour, MaxTurnsPerRealm: 100, QueueSize: 2, Linger: time.Millisecond})
+	defer r.Close()
+	now := time.Now().UTC()
+	r.Trace(tr("quiet", "s", now, "a"))
+	<-g.entered
+	for range 5 {
+		r.Trace(tr("flood", "s", now, "b"))
+	}
+	close(g.release)
+	ctx := context.Background()
+	got, err := r.Session(ctx, "quiet", nil, "s", 100)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("the quiet realm's read = %d turns, %v; want its one turn: the drops were another realm's", len(got), err)
+	}
+	if _, err := r.Session(ctx, "flood", nil, "s", 100); !errors.Is(err, sdk.ErrUnavailable) {
+		t.Fatalf("the flooding realm's read = %v, want an unavailable error for its dropped turns", err)
+	}
+	if _, err := r.Session(ctx, "flood", nil, "s", 100); err != nil {
+		t.Fatalf("second read = %v, want no error: a loss is reported once", err)
+	}
+}

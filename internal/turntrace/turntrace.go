@@ -125,25 +125,28 @@ type Recorder struct {
 	// dropped counts every trace not stored: queue full, recorder closed
 	// or write failed.
 	dropped atomic.Int64
+	// lost counts, by realm, the traces the queue had no room for since a
+	// read of that realm last answered them: a loss is answered to a read
+	// of its own realm, never to another realm's (whose traces are whole).
+	lostMu sync.Mutex
+	lost   map[string]int64
 	// overflow counts the drops of the current run of a full queue (0:
 	// none), so its start and end are logged once each, not per trace.
 	overflow atomic.Int64
-	// reported is dropped as the last flush answered it (run's goroutine
-	// only): a flush reports the drops since.
-	reported int64
 	// closing guards closed: a Trace after Close is counted as dropped
 	// instead of left in a queue no one writes.
 	closing sync.RWMutex
 	closed  bool
-	// failed is the first write failure since the last flush, which that
-	// flush answers (run's goroutine only).
-	failed error
+	// failed is, by realm, the first write failure since a read of that
+	// realm, which that read answers (run's goroutine only).
+	failed map[string]error
 }
 
-// request is a Flush, or a Forget when forget is set, handed to the
+// request is a flush, or a Forget when forget is set, handed to the
 // writer and answered on done.
 type request struct {
 	done   chan error
+	realm  string
 	forget *forgetting
 }
 
@@ -181,6 +184,7 @@ func NewRecorder(store Store, opts Options) *Recorder {
 		store: store, opts: opts, queue: make(chan coordinator.TurnTrace, opts.QueueSize),
 		flushes: make(chan request), done: make(chan struct{}), stop: cancel,
 		forgotten: map[string]map[string]time.Time{},
+		lost:      map[string]int64{}, failed: map[string]error{},
 	}
 	go r.run(ctx)
 	return r
@@ -191,7 +195,7 @@ func (r *Recorder) Trace(t coordinator.TurnTrace) {
 	r.closing.RLock()
 	defer r.closing.RUnlock()
 	if r.closed {
-		r.dropped.Add(1)
+		r.drop(t.Realm)
 		return
 	}
 	select {
@@ -202,47 +206,56 @@ func (r *Recorder) Trace(t coordinator.TurnTrace) {
 			}
 		}
 	default:
-		r.dropped.Add(1)
+		r.drop(t.Realm)
 		if r.overflow.Add(1) == 1 {
 			r.opts.Logger.Warn("turn trace: the queue is full (the store writes slower than turns come); traces are dropped until it has room", "queue_size", r.opts.QueueSize)
 		}
 	}
 }
 
+// drop counts a trace of realm the queue did not take.
+func (r *Recorder) drop(realm string) {
+	r.dropped.Add(1)
+	r.lostMu.Lock()
+	r.lost[realm]++
+	r.lostMu.Unlock()
+}
+
 // Dropped answers how many traces were not stored: a full queue, a write
 // that failed or a trace sent after Close.
 func (r *Recorder) Dropped() int64 { return r.dropped.Load() }
 
-// Session, Record and Recent read the store after a Flush, so a reader
+// Session, Record and Recent read the store after a flush, so a reader
 // sees every turn traced before its request (read your writes).
 // identities, when not nil, keeps only their turns, before limit applies.
 func (r *Recorder) Session(ctx context.Context, realm string, identities []string, session string, limit int) ([]coordinator.TurnTrace, error) {
-	if err := r.Flush(ctx); err != nil {
+	if err := r.flush(ctx, realm); err != nil {
 		return nil, err
 	}
 	return r.store.Session(ctx, realm, identities, session, limit)
 }
 
 func (r *Recorder) Record(ctx context.Context, realm string, identities []string, id string, limit int) ([]coordinator.TurnTrace, error) {
-	if err := r.Flush(ctx); err != nil {
+	if err := r.flush(ctx, realm); err != nil {
 		return nil, err
 	}
 	return r.store.Record(ctx, realm, identities, id, limit)
 }
 
 func (r *Recorder) Recent(ctx context.Context, realm string, identities []string, limit int) ([]SessionSummary, error) {
-	if err := r.Flush(ctx); err != nil {
+	if err := r.flush(ctx, realm); err != nil {
 		return nil, err
 	}
 	return r.store.Recent(ctx, realm, identities, limit)
 }
 
-// Flush waits until every trace queued before it is written. It answers
-// an error when traces were dropped since the last flush (a write failed
-// or the queue was full): those traces are lost, and a read must not pass
-// for complete without them. Each loss is answered once.
-func (r *Recorder) Flush(ctx context.Context) error {
-	req := request{done: make(chan error, 1)}
+// flush waits until every trace queued before it is written. It answers
+// an error when traces of realm were dropped since the last flush of realm
+// (a write failed or the queue was full): those traces are lost, and a
+// read must not pass for complete without them. Each loss is answered
+// once, to a read of its realm.
+func (r *Recorder) flush(ctx context.Context, realm string) error {
+	req := request{done: make(chan error, 1), realm: realm}
 	select {
 	case r.flushes <- req:
 	case <-r.done:
@@ -324,12 +337,15 @@ func (r *Recorder) answer(req request) {
 		req.done <- r.forget(*req.forget)
 		return
 	}
-	err := r.failed
-	n := r.dropped.Load()
-	if err == nil && n > r.reported {
-		err = fmt.Errorf("turn trace: %d traces of earlier turns were dropped, the queue being full: %w", n-r.reported, sdk.ErrUnavailable)
+	err := r.failed[req.realm]
+	delete(r.failed, req.realm)
+	r.lostMu.Lock()
+	n := r.lost[req.realm]
+	delete(r.lost, req.realm)
+	r.lostMu.Unlock()
+	if err == nil && n > 0 {
+		err = fmt.Errorf("turn trace: %d traces of earlier turns were dropped, the queue being full: %w", n, sdk.ErrUnavailable)
 	}
-	r.reported, r.failed = n, nil
 	req.done <- err
 }
 
@@ -429,8 +445,10 @@ func (r *Recorder) write(batch []coordinator.TurnTrace) {
 	if err := r.store.Append(ctx, batch); err != nil {
 		r.dropped.Add(int64(len(batch)))
 		r.opts.Logger.Warn("turn trace: write failed; traces dropped", "traces", len(batch), "error", err)
-		if r.failed == nil {
-			r.failed = fmt.Errorf("turn trace: traces of earlier turns were lost: %w", err)
+		for _, t := range batch {
+			if r.failed[t.Realm] == nil {
+				r.failed[t.Realm] = fmt.Errorf("turn trace: traces of earlier turns were lost: %w", err)
+			}
 		}
 	}
 }
