@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -159,5 +160,34 @@ func TestDropsAreReportedToTheirRealm(t *testing.T) {
 	}
 	if _, err := r.Session(ctx, "flood", nil, "s", 100); err != nil {
 		t.Fatalf("second read = %v, want no error: a loss is reported once", err)
+	}
+}
+
+// TestAnotherRealmsForgetsKeepLateBlanking: a realm forgets a record, then
+// another realm forgets more records than the recorder remembers. A trace
+// of the first realm written just after (a turn that recalled the record
+// before it was forgotten) must still come without its title: another
+// realm's forgets are not its to undo.
+func TestAnotherRealmsForgetsKeepLateBlanking(t *testing.T) {
+	ctx := context.Background()
+	r := NewRecorder(openStore(t), Options{Retention: time.Hour, MaxTurnsPerRealm: 100, Linger: time.Millisecond})
+	defer r.Close()
+	if err := r.Forget(ctx, "victim", []string{"gone"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range maxForgotten + 1 {
+		if err := r.Forget(ctx, "busy", []string{fmt.Sprint("id-", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	late := tr("victim", "s", time.Now().UTC(), "gone")
+	late.Included[0].Title = "the secret"
+	r.Trace(late)
+	got, err := r.Session(ctx, "victim", nil, "s", 10)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("read %d traces, %v", len(got), err)
+	}
+	if row := got[0].Included[0]; row.Title != "" || !row.Forgotten {
+		t.Fatalf("the late trace names the forgotten record as %+v", row)
 	}
 }

@@ -160,7 +160,8 @@ const (
 	// forgottenFor is how long a forgotten id's title is blanked in the
 	// traces written after (a turn runs within the request timeout).
 	forgottenFor = 2 * time.Minute
-	// maxForgotten bounds those ids; past it the oldest realm's go.
+	// maxForgotten bounds those ids per realm; past it the realm's own
+	// oldest go, never another realm's.
 	maxForgotten     = 4096
 	defaultQueueSize = 4096
 	defaultLinger    = 10 * time.Millisecond
@@ -401,7 +402,6 @@ func (r *Recorder) drain(batch []coordinator.TurnTrace) []coordinator.TurnTrace 
 // forget scrubs the store and remembers the ids for the traces to come.
 func (r *Recorder) forget(f forgetting) error {
 	now := time.Now()
-	n := 0
 	for realm, ids := range r.forgotten {
 		for id, at := range ids {
 			if now.Sub(at) >= forgottenFor {
@@ -411,16 +411,25 @@ func (r *Recorder) forget(f forgetting) error {
 		if len(ids) == 0 {
 			delete(r.forgotten, realm)
 		}
-		n += len(ids)
 	}
-	if n+len(f.ids) > maxForgotten {
-		clear(r.forgotten)
-	}
-	if r.forgotten[f.realm] == nil {
-		r.forgotten[f.realm] = map[string]time.Time{}
+	own := r.forgotten[f.realm]
+	if own == nil {
+		own = map[string]time.Time{}
+		r.forgotten[f.realm] = own
 	}
 	for _, id := range f.ids {
-		r.forgotten[f.realm][id] = now
+		own[id] = now
+	}
+	// A realm forgetting many records at once gives up its own oldest:
+	// another realm's forgets must not bring its titles back.
+	for len(own) > maxForgotten {
+		oldest, at := "", now
+		for id, t := range own {
+			if oldest == "" || t.Before(at) {
+				oldest, at = id, t
+			}
+		}
+		delete(own, oldest)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
