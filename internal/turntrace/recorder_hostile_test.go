@@ -107,7 +107,9 @@ func (b *lockedBuffer) String() string {
 func TestQueueDropsAreReported(t *testing.T) {
 	g := &gatedStore{SQLStore: openStore(t), entered: make(chan struct{}), release: make(chan struct{})}
 	var logs lockedBuffer
-	r := NewRecorder(g, Options{Retention: time.Hour, MaxTurnsPerRealm: 100, QueueSize: 2, Linger: time.Millisecond,
+	// A realm holds at most half the queue, the trace being written
+	// counted: "a" and two of the five others fit.
+	r := NewRecorder(g, Options{Retention: time.Hour, MaxTurnsPerRealm: 100, QueueSize: 6, Linger: time.Millisecond,
 		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs})})
 	defer r.Close()
 	now := time.Now().UTC()
@@ -160,6 +162,33 @@ func TestDropsAreReportedToTheirRealm(t *testing.T) {
 	}
 	if _, err := r.Session(ctx, "flood", nil, "s", 100); err != nil {
 		t.Fatalf("second read = %v, want no error: a loss is reported once", err)
+	}
+}
+
+// TestAFloodLeavesRoomForOtherRealms: while the store is slow, one realm's
+// flood takes at most half the queue, so another realm's trace still
+// finds room and its read is whole; the flood's own drops are its own.
+func TestAFloodLeavesRoomForOtherRealms(t *testing.T) {
+	g := &gatedStore{SQLStore: openStore(t), entered: make(chan struct{}), release: make(chan struct{})}
+	r := NewRecorder(g, Options{Retention: time.Hour, MaxTurnsPerRealm: 100, QueueSize: 4, Linger: time.Millisecond})
+	defer r.Close()
+	now := time.Now().UTC()
+	r.Trace(tr("flood", "s", now, "a"))
+	<-g.entered
+	for range 10 {
+		r.Trace(tr("flood", "s", now, "b"))
+	}
+	r.Trace(tr("quiet", "s", now, "c"))
+	close(g.release)
+	ctx := context.Background()
+	if got, err := r.Session(ctx, "quiet", nil, "s", 100); err != nil || len(got) != 1 {
+		t.Fatalf("the quiet realm's read = %d turns, %v; want its one turn", len(got), err)
+	}
+	if _, err := r.Session(ctx, "flood", nil, "s", 100); !errors.Is(err, sdk.ErrUnavailable) {
+		t.Fatalf("the flooding realm's read = %v, want an unavailable error for its dropped turns", err)
+	}
+	if r.Dropped() != 9 {
+		t.Fatalf("dropped %d traces, want the flood's 9 past its half of the queue", r.Dropped())
 	}
 }
 

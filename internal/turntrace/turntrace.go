@@ -130,6 +130,11 @@ type Recorder struct {
 	// of its own realm, never to another realm's (whose traces are whole).
 	lostMu sync.Mutex
 	lost   map[string]int64
+	// queued counts, by realm, the traces in the queue or being written
+	// (guarded by lostMu): a realm holds at most half the queue
+	// (fairShare), so one realm's flood cannot drop every other realm's
+	// traces.
+	queued map[string]int
 	// overflow counts the drops of the current run of a full queue (0:
 	// none), so its start and end are logged once each, not per trace.
 	overflow atomic.Int64
@@ -185,7 +190,7 @@ func NewRecorder(store Store, opts Options) *Recorder {
 		store: store, opts: opts, queue: make(chan coordinator.TurnTrace, opts.QueueSize),
 		flushes: make(chan request), done: make(chan struct{}), stop: cancel,
 		forgotten: map[string]map[string]time.Time{},
-		lost:      map[string]int64{}, failed: map[string]error{},
+		lost:      map[string]int64{}, failed: map[string]error{}, queued: map[string]int{},
 	}
 	go r.run(ctx)
 	return r
@@ -199,6 +204,10 @@ func (r *Recorder) Trace(t coordinator.TurnTrace) {
 		r.drop(t.Realm)
 		return
 	}
+	if !r.hold(t.Realm) {
+		r.overflowed(t.Realm)
+		return
+	}
 	select {
 	case r.queue <- t:
 		if r.overflow.Load() > 0 {
@@ -207,10 +216,55 @@ func (r *Recorder) Trace(t coordinator.TurnTrace) {
 			}
 		}
 	default:
-		r.drop(t.Realm)
-		if r.overflow.Add(1) == 1 {
-			r.opts.Logger.Warn("turn trace: the queue is full (the store writes slower than turns come); traces are dropped until it has room", "queue_size", r.opts.QueueSize)
-		}
+		r.release(t.Realm, 1)
+		r.overflowed(t.Realm)
+	}
+}
+
+// overflowed drops a trace of realm the queue had no room for, and logs
+// the start of a run of such drops.
+func (r *Recorder) overflowed(realm string) {
+	r.drop(realm)
+	if r.overflow.Add(1) == 1 {
+		r.opts.Logger.Warn("turn trace: the queue is full (the store writes slower than turns come); traces are dropped until it has room", "queue_size", r.opts.QueueSize)
+	}
+}
+
+// queueLoss is the error a read answers for n traces of its realm the
+// queue had no room for: unavailable (503), said as the host's own queue,
+// not as a plugin.
+type queueLoss int64
+
+func (n queueLoss) Error() string {
+	if n == 1 {
+		return "turn trace: the trace of an earlier turn was dropped, the queue being full (the next read answers the turns stored)"
+	}
+	return fmt.Sprintf("turn trace: the traces of %d earlier turns were dropped, the queue being full (the next read answers the turns stored)", int64(n))
+}
+
+func (queueLoss) Is(target error) bool { return target == sdk.ErrUnavailable }
+
+// fairShare is the most of the queue one realm's traces may hold.
+func (r *Recorder) fairShare() int { return max(1, r.opts.QueueSize/2) }
+
+// hold takes a place in the queue for a trace of realm, if the realm has
+// fewer than its fair share queued.
+func (r *Recorder) hold(realm string) bool {
+	r.lostMu.Lock()
+	defer r.lostMu.Unlock()
+	if r.queued[realm] >= r.fairShare() {
+		return false
+	}
+	r.queued[realm]++
+	return true
+}
+
+// release gives back n places of realm's.
+func (r *Recorder) release(realm string, n int) {
+	r.lostMu.Lock()
+	defer r.lostMu.Unlock()
+	if r.queued[realm] -= n; r.queued[realm] <= 0 {
+		delete(r.queued, realm)
 	}
 }
 
@@ -345,7 +399,7 @@ func (r *Recorder) answer(req request) {
 	delete(r.lost, req.realm)
 	r.lostMu.Unlock()
 	if err == nil && n > 0 {
-		err = fmt.Errorf("turn trace: %d traces of earlier turns were dropped, the queue being full: %w", n, sdk.ErrUnavailable)
+		err = queueLoss(n)
 	}
 	req.done <- err
 }
@@ -443,6 +497,11 @@ func (r *Recorder) write(batch []coordinator.TurnTrace) {
 	if len(batch) == 0 {
 		return
 	}
+	defer func() {
+		for _, t := range batch {
+			r.release(t.Realm, 1)
+		}
+	}()
 	for i := range batch {
 		if ids := r.forgotten[batch[i].Realm]; len(ids) > 0 {
 			batch[i].Included, batch[i].Excluded = slices.Clone(batch[i].Included), slices.Clone(batch[i].Excluded)
