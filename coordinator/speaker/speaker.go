@@ -246,9 +246,9 @@ func Named(query string, hits []sdk.Hit) (string, bool) {
 			}
 			seen[folded] = true
 			if w == nil {
-				w = words(query)
+				w = nameWords(query)
 			}
-			if !holdsRun(w, words(name)) {
+			if !holdsRun(w, nameWords(name)) {
 				continue
 			}
 			if found != "" {
@@ -258,6 +258,12 @@ func Named(query string, hits []sdk.Hit) (string, bool) {
 		}
 	}
 	return found, found != ""
+}
+
+// nameWords answers the words of s (words) without its sentences' ends:
+// a name is its letters and digits ("J.R." is "j r").
+func nameWords(s string) []string {
+	return slices.DeleteFunc(words(s), func(w string) bool { return w == sentenceEnd })
 }
 
 // cutPrefixFold is strings.CutPrefix with the prefix compared

@@ -351,6 +351,8 @@ func TestNamed(t *testing.T) {
 		{"a speaker only outside a thread is no one's", "What did Melanie paint?", []sdk.Hit{unthreaded}, ""},
 		{"user and assistant tags name no one", "What did the user say?", []sdk.Hit{turn("u", 1, true), turn("a", 1, false)}, ""},
 		{"an empty query", "", pair, ""},
+		{"a name of initials", "What did J.R. say?", []sdk.Hit{by("j", 1, "J.R.")}, "memhost:speaker:J.R."},
+		{"a name of no letters names no one", "What did she say?", []sdk.Hit{by("x", 1, "?")}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ok := Named(tc.query, tc.hits)
