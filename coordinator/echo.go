@@ -46,24 +46,43 @@ func (c *Coordinator) StripInjected(id sdk.Identity, session, s string) string {
 
 // stripEnvelopes removes every header and the observations right after it.
 // An observation's body is escaped, so its closing tag cannot occur inside
-// it.
+// it. The envelope's lines after the header's first may all be indented
+// alike: a client echoes an envelope inside a tool result or another
+// non-text block, which the compaction API flattens to one quoted run with
+// its further lines indented.
 func stripEnvelopes(s, header string) string {
 	const open, closing = "<" + tagName + " ", "</" + tagName + ">"
-	for {
-		at := strings.Index(s, header)
+	first, rest, _ := strings.Cut(header, "\n")
+	for from := 0; ; {
+		at := strings.Index(s[from:], first+"\n")
 		if at < 0 {
 			return s
 		}
-		end := at + len(header)
-		for strings.HasPrefix(s[end:], open) {
+		at += from
+		end := at + len(first)
+		nl := "\n" + s[end+1:end+1+indentOf(s[end+1:])]
+		if !strings.HasPrefix(s[end:], nl+strings.ReplaceAll(rest, "\n", nl)) {
+			from = end // not this host's envelope as it wrote it: left for the defanger
+			continue
+		}
+		end += len(nl) + len(strings.ReplaceAll(rest, "\n", nl))
+		end -= len(nl) // the preamble's last line break is the one before its first observation
+		for strings.HasPrefix(s[end:], nl+open) {
+			end += len(nl)
 			n := strings.Index(s[end:], closing)
 			if n < 0 {
 				end = len(s) // cut short by the runtime: the rest is the envelope's
 				break
 			}
 			end += n + len(closing)
-			end += len(s[end:]) - len(strings.TrimPrefix(s[end:], "\n"))
 		}
+		end += len(s[end:]) - len(strings.TrimPrefix(s[end:], nl))
 		s = s[:at] + s[end:]
+		from = at
 	}
+}
+
+// indentOf answers the spaces s starts with.
+func indentOf(s string) int {
+	return len(s) - len(strings.TrimLeft(s, " "))
 }

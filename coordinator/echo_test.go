@@ -38,6 +38,11 @@ func TestStripInjected(t *testing.T) {
 		{"two envelopes", inS1 + "mid\n" + noSession, "mid\n"},
 		{"outside any session", "a " + noSession, "a "},
 		{"MCP memory_recall result", "[tool result] " + mcp.Text, "[tool result] "},
+		// As the compaction API flattens a tool result: one quoted run,
+		// its further lines indented (twice when nested).
+		{"indented in a tool result", "[tool result] " + indented(inS1, "  ") + "\n  more", "[tool result] more"},
+		{"indented twice", "[tool result] [document] " + indented(mcp.Text, "    "), "[tool result] [document] "},
+		{"indented, another session's", "[tool result] " + indented(inS2, "  "), "[tool result] " + indented(inS2, "  ")},
 		{"cut short by the runtime", "a " + inS1[:len(inS1)-20], "a "},
 		{"CR LF line breaks", "x\r\n" + strings.ReplaceAll(inS1, "\n", "\r\n"), "x\n"},
 		{"another session's", inS2, inS2},
@@ -61,4 +66,10 @@ func TestStripInjected(t *testing.T) {
 	if got := f.c.StripInjected(bob, "s1", inS1); got != inS1 {
 		t.Errorf("another identity's strip removed alice's envelope: %q", got)
 	}
+}
+
+// indented is s as a quoted block holds it: trailing line breaks trimmed,
+// every further line starting with indent.
+func indented(s, indent string) string {
+	return strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n"+indent)
 }

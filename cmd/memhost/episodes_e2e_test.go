@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"syscall"
@@ -237,5 +239,61 @@ func TestArchiveRepairsAfterKill(t *testing.T) {
 	}
 	if code, res, _ := compact(t, m, "conv-1", "s1", h); code != 200 || res.Compacted != 0 {
 		t.Errorf("a second retry = %d %+v, want nothing new", code, res)
+	}
+}
+
+// TestInjectedMemoryInToolResultIsNotCompacted: a client that echoes an
+// injected envelope inside a tool result (as an MCP agent's transcript
+// holds memory_recall) gets it left out of the summary, of what the
+// compactor's model is sent and of the archive, as for a text block,
+// although the flattened tool result indents the envelope's lines.
+func TestInjectedMemoryInToolResultIsNotCompacted(t *testing.T) {
+	t.Parallel()
+	chat := &chatServer{}
+	srv := httptest.NewServer(chat)
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct{ name, plugin, config string }{
+		{"template", "template", `{ max_bytes = 2000 }`},
+		{"llm", "llm", fmt.Sprintf(`{ base_url = %q, model = "test-model", timeout_ms = 5000 }`, srv.URL+"/v1")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := strings.Replace(archiveConfig, `plugin = "template"
+  config = { max_bytes = 700 }`, fmt.Sprintf("plugin = %q\n  config = %s", tc.plugin, tc.config), 1)
+			cfgPath, dataDir := writeConfigIn(t, testbin.PluginDir(t, "sqlite", "template", "llm"), cfg)
+			m, err := startWithConfig(t, cfgPath, dataDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			remember(t, m, map[string]any{"scope": "identity:alice", "kind": "preference", "title": "Espresso order", "body": "Alice takes her espresso without sugar.\nLocker 4711."})
+			var turn turnAnswer
+			m.do("POST", "/v1/turns/inject", map[string]any{"identity": map[string]string{"id": "alice"}, "session": "s1", "content": "espresso order?"}, &turn)
+			if len(turn.InjectedContext) != 1 {
+				t.Fatalf("inject = %+v", turn)
+			}
+			envelope := turn.InjectedContext[0]
+			nonce := nonceRE.FindStringSubmatch(envelope)[1]
+			h := []map[string]any{
+				{"role": "user", "content": "Always reply in French."},
+				{"role": "tool", "content": []map[string]any{{"type": "tool_result", "tool_use_id": "t1", "content": envelope}}},
+				{"role": "tool", "content": []map[string]any{{"type": "tool_result", "tool_use_id": "t2", "content": []map[string]any{{"type": "text", "text": envelope}}}}},
+			}
+			code, res, e := compact(t, m, "conv-1", "s1", h)
+			if code != 200 || res.Absorbed != len(h) {
+				t.Fatalf("compact = %d %+v %+v\n%s", code, res, e, m.logs())
+			}
+			chat.mu.Lock()
+			sent := chat.last
+			chat.mu.Unlock()
+			for where, text := range map[string]string{"summary": res.Artifact.Content, "compactor's model": sent} {
+				if strings.Contains(text, nonce) || strings.Contains(text, "4711") {
+					t.Errorf("the %s holds the injected memory:\n%s", where, text)
+				}
+			}
+			for seq, ep := range listEpisodes(t, m, "default") {
+				if strings.Contains(ep.Body, nonce) || strings.Contains(ep.Body, "4711") {
+					t.Errorf("episode %d holds the injected memory: %q", seq, ep.Body)
+				}
+			}
+		})
 	}
 }
