@@ -609,7 +609,7 @@ func (c *Coordinator) selectRecords(ctx context.Context, id sdk.Identity, p prov
 	hits, foreign = inScopes(hits, scopes, func(h *sdk.Hit) sdk.Scope { return h.Record.Scope })
 	c.outOfScope(ctx, id, faultRecall, foreign)
 	rows = withHits(rows, hits)
-	sel, err := c.selector.Select(ctx, sdk.SelectRequest{Identity: id, Query: query, Rows: rows, SuppressedIDs: suppressed, Max: c.cfg.MaxEntries})
+	sel, err := c.selectAmong(ctx, sdk.SelectRequest{Identity: id, Query: query, Rows: rows, SuppressedIDs: suppressed, Max: c.cfg.MaxEntries})
 	if err != nil {
 		return nil, fmt.Errorf("selector: %w", err)
 	}

@@ -106,7 +106,7 @@ func (c *Coordinator) fullSweep(ctx context.Context, key SessionKey, id sdk.Iden
 		return nil, err
 	}
 	ask := func(page []sdk.ManifestRow) ([]string, error) {
-		sel, err := c.selector.Select(ctx, sdk.SelectRequest{Identity: id, Query: query, Rows: page, SuppressedIDs: suppressed, Max: c.cfg.MaxEntries})
+		sel, err := c.selectAmong(ctx, sdk.SelectRequest{Identity: id, Query: query, Rows: page, SuppressedIDs: suppressed, Max: c.cfg.MaxEntries})
 		return sel.IDs, err
 	}
 	var picked []string

@@ -1,0 +1,58 @@
+package coordinator
+
+import (
+	"context"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// selectAmong asks the selector which of req's rows to inject. A selector
+// may hand what it is sent to a model (the llm plugin does), so the rows'
+// ids, kinds, titles and descriptions, the suppressed ids and the query
+// are rendered as every text memhost hands a model is; the ids it answers
+// are mapped back to the records' own.
+func (c *Coordinator) selectAmong(ctx context.Context, req sdk.SelectRequest) (sdk.Selection, error) {
+	own := make(map[string]string, len(req.Rows)+len(req.SuppressedIDs))
+	// renderID answers "" for an id whose rendering is no valid id (a
+	// header phrase spelled in it) or another id's rendering: the
+	// selector is not sent it, since its pick could not be told apart.
+	renderID := func(rid string) string {
+		out, _ := c.env.render(rid, TextLabel)
+		if was, taken := own[out]; (taken && was != rid) || sdk.ValidateID(out) != nil {
+			return ""
+		}
+		own[out] = rid
+		return out
+	}
+	rows := make([]sdk.ManifestRow, 0, len(req.Rows))
+	for _, r := range req.Rows {
+		if r.ID = renderID(r.ID); r.ID == "" {
+			continue
+		}
+		kind, _ := c.env.render(string(r.Kind), TextLabel)
+		r.Kind = sdk.RecordKind(kind)
+		r.Title, _ = c.env.render(r.Title, TextTitle)
+		r.Description, _ = c.env.render(r.Description, TextDescription)
+		rows = append(rows, r)
+	}
+	req.Rows = rows
+	if req.SuppressedIDs != nil {
+		// The host drops suppressed picks itself: one left out is safe.
+		suppressed := make([]string, 0, len(req.SuppressedIDs))
+		for _, rid := range req.SuppressedIDs {
+			if out := renderID(rid); out != "" {
+				suppressed = append(suppressed, out)
+			}
+		}
+		req.SuppressedIDs = suppressed
+	}
+	// One line already and cut to maxQueryBytes: rendered without a cut.
+	req.Query, _ = c.env.render(req.Query, TextSummary)
+	sel, err := c.selector.Select(ctx, req)
+	for i, rid := range sel.IDs {
+		if r, ok := own[rid]; ok {
+			sel.IDs[i] = r
+		}
+	}
+	return sel, err
+}
