@@ -126,6 +126,18 @@ func (o *pluginOutput) flush() {
 }
 
 func (o *pluginOutput) line(raw []byte) {
+	// A JSON line over the rate is kept for the tail as written, not
+	// parsed: parsing one of 64 KiB takes about a millisecond, so a plugin
+	// logging large lines in a loop would otherwise cost the host a core
+	// for lines it drops.
+	admitted := false
+	if len(raw) > 0 && raw[0] == '{' {
+		if !o.admit() {
+			o.keep(clean(string(raw[:min(len(raw), tailLineBytes)])))
+			return
+		}
+		admitted = true
+	}
 	l, ok := parsePluginLine(raw)
 	if !ok {
 		return
@@ -144,7 +156,7 @@ func (o *pluginOutput) line(raw []byte) {
 			l.level = hclog.Error
 		}
 	}
-	if !o.admit() {
+	if !admitted && !o.admit() {
 		o.keep(l.msg)
 		return
 	}

@@ -225,6 +225,14 @@ func TestPluginOutputIsRateLimited(t *testing.T) {
 	if got := rec.lines[lineBurst+1]; got != "plugin lines dropped over the rate limit" {
 		t.Fatalf("line %q, want the count of dropped lines", got)
 	}
+	// A JSON line over the rate is not parsed (a large one costs the host
+	// about a millisecond): the tail keeps it as written.
+	rec.lines = nil
+	o.Write([]byte(strings.Repeat(`{"@level":"error","@message":"db down, retrying"}`+"\n", 2*linesPerSecond)))
+	if tail := o.lastLines(); tail[len(tail)-1] != `{"@level":"error","@message":"db down, retrying"}` {
+		t.Fatalf("a JSON line dropped over the rate is kept in the tail as %q, want the line as written", tail[len(tail)-1])
+	}
+	o.Write([]byte("\n")) // an empty line is no line
 	rec.lines = nil
 	o.Write([]byte("panic: boom\n\ngoroutine 1 [running]:\nmain.main()\n\t/src/main.go:3 +0x1\n"))
 	if len(rec.lines) < 4 || rec.lines[1] != "panic: boom" {
