@@ -203,6 +203,8 @@ func TestErrorPositions(t *testing.T) {
 		{"function in config", "provider \"p\" {\n  plugin = \"sqlite\"\n  config = {\n    path = lower(\"X\")\n  }\n}\n", 4, "Expression not allowed"},
 		{"arithmetic", "coordinator {\n  max_entries = 4 * 2\n}\n", 2, "Expression not allowed"},
 		{"config list", "provider \"p\" {\n  plugin = \"sqlite\"\n  config = [1]\n}\n", 3, "config must be an object"},
+		{"dsn_env of a local store", "session_store {\n\n  dsn_env = \"MEMHOST_POSTGRES_DSN\"\n}\n", 3, `session_store.dsn_env applies only to kind = "postgres"`},
+		{"schema of a local store", "session_store {\n  kind = \"local\"\n  schema = \"state\"\n}\n", 3, `session_store.schema applies only to kind = "postgres"`},
 		{"duplicate coordinator", "coordinator {}\n\ncoordinator {}\n", 3, "the first is at memhost/memhost.hcl:1"},
 		{"syntax", "provider \"p\" {\n  plugin = \n}\n", 2, "Invalid expression"},
 	}

@@ -113,10 +113,22 @@ func (d *decoder) sessionStore(b *hcl.Block) {
 	content, diags := b.Body.Content(sessionStoreSchema)
 	d.diags = append(d.diags, diags...)
 	a, s := content.Attributes, &d.cfg.SessionStore
-	d.str(a, "kind", "session_store.kind", &s.Kind)
+	_, hasKind := a["kind"]
+	kindOK := d.str(a, "kind", "session_store.kind", &s.Kind)
 	d.str(a, "schema", "session_store.schema", &s.Schema)
 	hasEnv := d.str(a, "dsn_env", "session_store.dsn_env", &s.DSNEnv)
 	if s.Kind != SessionStorePostgres {
+		// A local store reads neither key: a block that names a database
+		// but forgot kind = "postgres" would run every host on its own
+		// sessions, with nothing said.
+		if s.Kind == SessionStoreLocal && (kindOK || !hasKind) {
+			for _, name := range []string{"dsn_env", "schema"} {
+				if attr, ok := a[name]; ok {
+					d.errorf(attr.NameRange.Ptr(), "Unexpected "+name,
+						`session_store.%s applies only to kind = "postgres"; this store is "local", which keeps sessions in data_dir.`, name)
+				}
+			}
+		}
 		return
 	}
 	// Like host_key_env: a missing connection string points at its line.
