@@ -887,11 +887,18 @@ func (c *Coordinator) RenderEnvelope(ctx context.Context, id sdk.Identity, sessi
 	}
 	nonce := DeriveNonce(c.hostKey, SessionKey{Realm: id.Realm, Identity: id.ID, Session: session})
 	out := c.env.Render(RenderInput{Identity: id, Nonce: nonce, Records: recs, MaxBytes: maxBytes, Now: c.now(), Zone: zoneOf(ctx)})
+	skip := SkipNone
+	if out.Bytes == 0 {
+		skip = SkipNothingRenderable
+	}
+	// Counted as the other surfaces' injections are, so the guide's
+	// blocks show in memhost_injection_bytes and its skips beside them.
+	if skip == SkipNone {
+		c.metrics.Injected(SurfaceGuide, id.Realm, out.Bytes, len(out.IDs))
+	} else {
+		c.metrics.Skipped(SurfaceGuide, id.Realm, skip)
+	}
 	if c.trace != nil {
-		skip := SkipNone
-		if out.Bytes == 0 {
-			skip = SkipNothingRenderable
-		}
 		c.emit(id, session, SurfaceGuide, skip, &traceNotes{budget: maxBytes, candidates: recs, rendered: out}, 0)
 	}
 	return out, nil

@@ -1177,3 +1177,21 @@ func TestATokensTextsShareOneTurn(t *testing.T) {
 	}
 	leaveOther()
 }
+
+// TestGuideRendersAreCounted: a guide's block is an injection like a
+// turn's, so it shows in the injection metrics under its surface.
+func TestGuideRendersAreCounted(t *testing.T) {
+	f := newFixture(t, nil)
+	f.add(rec("Coffee order", "Alice drinks flat whites", "drinks"))
+	hits, err := f.c.Recall(context.Background(), alice, "coffee order", 5)
+	if err != nil || len(hits) == 0 {
+		t.Fatalf("recall: %v, %d hits", err, len(hits))
+	}
+	out, err := f.c.RenderEnvelope(context.Background(), alice, "s1", []sdk.Record{hits[0].Record}, 0)
+	if err != nil || out.Bytes == 0 {
+		t.Fatalf("render: %v, %d bytes", err, out.Bytes)
+	}
+	if want := fmt.Sprintf("injected guide %s %d 1", alice.Realm, out.Bytes); !strings.Contains(f.metrics.all(), want) {
+		t.Errorf("guide render not counted as %q; metrics:\n%s", want, f.metrics.all())
+	}
+}
