@@ -5,8 +5,12 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/internal/hybrid"
 	"github.com/memhost/memhost/internal/pluginhost"
+	"github.com/memhost/memhost/sdk"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -54,5 +58,51 @@ memhost_plugin_up{instance="main",kind="provider",plugin="sqlite"} 1
 `
 	if err := testutil.GatherAndCompare(m.Registry, strings.NewReader(up), "memhost_plugin_up"); err != nil {
 		t.Error(err)
+	}
+}
+
+type oneSemanticRealm struct{}
+
+func (oneSemanticRealm) Status() []hybrid.Status {
+	return []hybrid.Status{{Realm: "default", State: hybrid.StateFailing, Embedded: 3, Fallbacks: map[string]int64{"no_time": 1}}}
+}
+
+// TestEverySeriesIsDocumented: every memhost_ series the host can serve
+// has its row in docs/api.md's metrics table, so an operator reading it
+// knows every series a scrape shows.
+func TestEverySeriesIsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewMetrics(ownPlugins{}, nil)
+	m.WatchTraces(func() int64 { return 0 })
+	m.WatchSemantic(oneSemanticRealm{})
+	// One value in each series, so each is gathered.
+	m.servingGauge("POST /v1/recall").Inc()
+	m.observeRequest("POST /v1/recall", 200, time.Millisecond)
+	m.Injected(coordinator.SurfaceTurn, "default", 1, 1)
+	m.Skipped(coordinator.SurfaceTurn, "default", coordinator.SkipNoRecords)
+	m.Recalled(coordinator.SurfaceTurn, "default", time.Millisecond, sdk.CodeOK)
+	m.Defanged("default", 1)
+	m.TelemetryDropped(coordinator.TelemetryLedger, 1)
+	m.PluginCall("main", "recall", time.Millisecond, nil)
+	families, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range families {
+		name := f.GetName()
+		if !strings.HasPrefix(name, "memhost_") {
+			continue
+		}
+		n++
+		if !strings.Contains(string(doc), "`"+name+"`") {
+			t.Errorf("%s is served on /metrics but docs/api.md does not list it", name)
+		}
+	}
+	if n < 15 {
+		t.Fatalf("gathered %d memhost_ series; the test no longer touches them all", n)
 	}
 }
