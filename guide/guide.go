@@ -24,6 +24,12 @@ type Source interface {
 	RenderEnvelope(ctx context.Context, id sdk.Identity, session string, recs []sdk.Record, maxBytes int) (coordinator.Rendered, error)
 }
 
+// configured is a Source that tells its recall timeout, as
+// *coordinator.Coordinator does.
+type configured interface {
+	Config() coordinator.Config
+}
+
 // maxQueryBytes bounds the text a query is built from.
 const maxQueryBytes = 4 << 10
 
@@ -47,6 +53,13 @@ func (r *recaller) recall(ctx context.Context, id sdk.Identity, session, query s
 	terms := tokenize.Terms(query)
 	if len(terms) == 0 {
 		return "", nil
+	}
+	// One recall deadline for both recalls below: each Recall applies the
+	// timeout on its own, so a second one would double the wait.
+	if c, ok := r.src.(configured); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.Config().RecallTimeout)
+		defer cancel()
 	}
 	fetch := f.TopK
 	if f.active() {

@@ -640,3 +640,40 @@ func TestSetGuide(t *testing.T) {
 		t.Fatalf("%+v", c.Guides)
 	}
 }
+
+// TestOneDeadlineForBothRecalls: the second, larger recall a starving
+// filter asks for runs within the first's recall timeout, not one of its
+// own, so an iteration waits at most recall_timeout_ms on a slow provider.
+func TestOneDeadlineForBothRecalls(t *testing.T) {
+	p := coordinatortest.NewProvider()
+	cfg := coordinator.DefaultConfig()
+	cfg.RecallTimeout = time.Second
+	c, err := coordinator.New(cfg, coordinator.Options{Providers: coordinator.RealmProviders{"default": p}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	for i := range 5 {
+		p.MustAdd("default", rec(fmt.Sprintf("Boiler note %d", i), "the boiler valve"))
+	}
+	// Each recall takes 700 ms unless its deadline comes first.
+	p.SetHook(coordinatortest.MethodRecall, func(ctx context.Context, _ any) error {
+		select {
+		case <-time.After(700 * time.Millisecond):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	s := NewSessions(c, SessionsOptions{})
+	start := time.Now()
+	// No record has the tag: the first recall's three hits are all
+	// filtered out, so the guide asks again for more.
+	_, _ = s.SessionStart(context.Background(), alice, "s1", "boiler valve", Filters{TopK: 1, RequiredTags: []string{"plumbing"}})
+	if took := time.Since(start); took > 1300*time.Millisecond {
+		t.Fatalf("session start took %v; the recall timeout is %v", took, cfg.RecallTimeout)
+	}
+	if n := len(p.RecallQueries()); n != 2 {
+		t.Fatalf("%d recalls, want the first and the larger second", n)
+	}
+}
