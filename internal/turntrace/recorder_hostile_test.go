@@ -128,7 +128,7 @@ func TestQueueDropsAreReported(t *testing.T) {
 	}
 	r.Trace(tr("r", "s", now, "c")) // room again: the run ends
 	text := logs.String()
-	if n := strings.Count(text, "queue is full"); n != 1 {
+	if n := strings.Count(text, "dropped until"); n != 1 {
 		t.Errorf("the run's start was logged %d times, want once:\n%s", n, text)
 	}
 	if !strings.Contains(text, "room again") || !strings.Contains(text, "dropped_traces=3") {
@@ -218,5 +218,37 @@ func TestAnotherRealmsForgetsKeepLateBlanking(t *testing.T) {
 	}
 	if row := got[0].Included[0]; row.Title != "" || !row.Forgotten {
 		t.Fatalf("the late trace names the forgotten record as %+v", row)
+	}
+}
+
+// TestAFloodsRunIsLoggedOnce: a realm flooding past its half of the queue
+// while other realms' traces still find room is one run of drops, logged
+// once at its start, not again after each other realm's trace, and its
+// end is not logged while its traces are still dropped.
+func TestAFloodsRunIsLoggedOnce(t *testing.T) {
+	g := &gatedStore{SQLStore: openStore(t), entered: make(chan struct{}), release: make(chan struct{})}
+	var logs lockedBuffer
+	r := NewRecorder(g, Options{Retention: time.Hour, MaxTurnsPerRealm: 100, QueueSize: 4, Linger: time.Millisecond,
+		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs})})
+	defer r.Close()
+	now := time.Now().UTC()
+	r.Trace(tr("flood", "s", now, "a"))
+	<-g.entered
+	r.Trace(tr("flood", "s", now, "b")) // the flood's half of the queue is taken
+	for range 2 {
+		r.Trace(tr("flood", "s", now, "c"))
+		r.Trace(tr("quiet", "s", now, "d"))
+	}
+	r.Trace(tr("flood", "s", now, "c"))
+	text := logs.String()
+	close(g.release)
+	if n := strings.Count(text, "dropped until"); n != 1 {
+		t.Errorf("the flood's run was logged %d times, want once:\n%s", n, text)
+	}
+	if strings.Contains(text, "room again") {
+		t.Errorf("the run's end was logged while the flood's traces were still dropped:\n%s", text)
+	}
+	if !strings.Contains(text, "realm=flood") {
+		t.Errorf("the run's start does not name its realm:\n%s", text)
 	}
 }

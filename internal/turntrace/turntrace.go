@@ -135,9 +135,11 @@ type Recorder struct {
 	// (fairShare), so one realm's flood cannot drop every other realm's
 	// traces.
 	queued map[string]int
-	// overflow counts the drops of the current run of a full queue (0:
-	// none), so its start and end are logged once each, not per trace.
-	overflow atomic.Int64
+	// overflow counts, by realm, the drops of the realm's current run of
+	// traces the queue had no room for (guarded by lostMu), so its start
+	// and end are logged once each, not per trace: a realm past its share
+	// is dropped while other realms' traces still find room.
+	overflow map[string]int64
 	// closing guards closed: a Trace after Close is counted as dropped
 	// instead of left in a queue no one writes.
 	closing sync.RWMutex
@@ -191,6 +193,7 @@ func NewRecorder(store Store, opts Options) *Recorder {
 		flushes: make(chan request), done: make(chan struct{}), stop: cancel,
 		forgotten: map[string]map[string]time.Time{},
 		lost:      map[string]int64{}, failed: map[string]error{}, queued: map[string]int{},
+		overflow: map[string]int64{},
 	}
 	go r.run(ctx)
 	return r
@@ -210,10 +213,12 @@ func (r *Recorder) Trace(t coordinator.TurnTrace) {
 	}
 	select {
 	case r.queue <- t:
-		if r.overflow.Load() > 0 {
-			if n := r.overflow.Swap(0); n > 0 {
-				r.opts.Logger.Warn("turn trace: the queue has room again", "dropped_traces", n)
-			}
+		r.lostMu.Lock()
+		n := r.overflow[t.Realm]
+		delete(r.overflow, t.Realm)
+		r.lostMu.Unlock()
+		if n > 0 {
+			r.opts.Logger.Warn("turn trace: the queue has room again", "realm", t.Realm, "dropped_traces", n)
 		}
 	default:
 		r.release(t.Realm, 1)
@@ -225,8 +230,12 @@ func (r *Recorder) Trace(t coordinator.TurnTrace) {
 // the start of a run of such drops.
 func (r *Recorder) overflowed(realm string) {
 	r.drop(realm)
-	if r.overflow.Add(1) == 1 {
-		r.opts.Logger.Warn("turn trace: the queue is full (the store writes slower than turns come); traces are dropped until it has room", "queue_size", r.opts.QueueSize)
+	r.lostMu.Lock()
+	r.overflow[realm]++
+	first := r.overflow[realm] == 1
+	r.lostMu.Unlock()
+	if first {
+		r.opts.Logger.Warn("turn trace: the queue has no room for the realm's traces (the store writes slower than turns come; one realm holds at most half the queue); they are dropped until it has room", "realm", realm, "queue_size", r.opts.QueueSize)
 	}
 }
 
@@ -237,9 +246,9 @@ type queueLoss int64
 
 func (n queueLoss) Error() string {
 	if n == 1 {
-		return "turn trace: the trace of an earlier turn was dropped, the queue being full (the next read answers the turns stored)"
+		return "turn trace: the trace of an earlier turn was dropped, the queue having no room for it (the next read answers the turns stored)"
 	}
-	return fmt.Sprintf("turn trace: the traces of %d earlier turns were dropped, the queue being full (the next read answers the turns stored)", int64(n))
+	return fmt.Sprintf("turn trace: the traces of %d earlier turns were dropped, the queue having no room for them (the next read answers the turns stored)", int64(n))
 }
 
 func (queueLoss) Is(target error) bool { return target == sdk.ErrUnavailable }
