@@ -204,14 +204,23 @@ func Wrap(recall RecallFunc) RecallFunc {
 	}
 }
 
-// favour is the turns a query ranks higher, those of a speaker's tag in
-// an identity's own scope (ownTurn), and by how much.
+// favour is the turns a query ranks higher, those of a speaker in an
+// identity's own scope (ownTurn), and by how much: the user's (tag) or a
+// named speaker's (name, the words of the name, nameOf).
 type favour struct {
-	tag    string
-	weight float64
+	tag, name string
+	weight    float64
 }
 
-func (f favour) turn(h sdk.Hit) bool { return ownTurn(h) && h.Record.HasTag(f.tag) }
+func (f favour) turn(h sdk.Hit) bool {
+	if !ownTurn(h) {
+		return false
+	}
+	if f.tag != "" {
+		return h.Record.HasTag(f.tag)
+	}
+	return slices.ContainsFunc(h.Record.Tags, func(t string) bool { n, ok := nameOf(t); return ok && n == f.name })
+}
 
 // favourFor answers whose turns query favours, read against hits: the
 // user's when it is about the user and some hit has a speaker's tag;
@@ -219,17 +228,18 @@ func (f favour) turn(h sdk.Hit) bool { return ownTurn(h) && h.Record.HasTag(f.ta
 // names.
 func favourFor(query string, hits []sdk.Hit) (favour, bool) {
 	if AboutUser(query) && slices.ContainsFunc(hits, spoken) {
-		return favour{UserTag, userWeight}, true
+		return favour{tag: UserTag, weight: userWeight}, true
 	}
-	tag, ok := Named(query, hits)
-	return favour{tag, namedWeight}, ok
+	name, ok := Named(query, hits)
+	return favour{name: name, weight: namedWeight}, ok
 }
 
-// Named answers the name tag (NameTag) of the one speaker that query
-// names among the speakers of hits' turns (ownTurn), or false when it
-// names none or more than one. A name is named when its words stand
-// together in the query, case and look-alikes folded ("What did
-// caroline's sister paint?").
+// Named answers the name (nameOf) of the one speaker that query names
+// among the speakers of hits' turns (ownTurn), or false when it names none
+// or more than one. A name is named when its words stand together in the
+// query, case and look-alikes folded ("What did caroline's sister
+// paint?"); tags spelling one name apart ("Mary-Jane", "Mary Jane") are
+// one speaker.
 func Named(query string, hits []sdk.Hit) (string, bool) {
 	var w []string
 	var found string
@@ -239,25 +249,35 @@ func Named(query string, hits []sdk.Hit) (string, bool) {
 			continue
 		}
 		for _, tag := range h.Record.Tags {
-			name, ok := cutPrefixFold(tag, NamedPrefix)
-			folded := strings.ToLower(tag)
-			if !ok || seen[folded] {
+			name, ok := nameOf(tag)
+			if !ok || seen[name] {
 				continue
 			}
-			seen[folded] = true
+			seen[name] = true
 			if w == nil {
 				w = nameWords(query)
 			}
-			if !holdsRun(w, nameWords(name)) {
+			if !holdsRun(w, strings.Fields(name)) {
 				continue
 			}
 			if found != "" {
 				return "", false
 			}
-			found = tag
+			found = name
 		}
 	}
 	return found, found != ""
+}
+
+// nameOf answers the words of the speaker's name tag names (NameTag),
+// joined by spaces, or false for another tag or a name of no words.
+func nameOf(tag string) (string, bool) {
+	name, ok := cutPrefixFold(tag, NamedPrefix)
+	if !ok {
+		return "", false
+	}
+	w := nameWords(name)
+	return strings.Join(w, " "), len(w) > 0
 }
 
 // nameWords answers the words of s (words) without its sentences' ends:
@@ -320,7 +340,7 @@ func withFavoured(hits, deeper []sdk.Hit, f favour) []sdk.Hit {
 // nearest such kept hit as its neighbours (none already kept or carried
 // there), so the envelope can still show them beside the kept turns.
 func Rank(hits []sdk.Hit, limit int, keepBeside bool) []sdk.Hit {
-	return rank(hits, limit, keepBeside, favour{UserTag, userWeight})
+	return rank(hits, limit, keepBeside, favour{tag: UserTag, weight: userWeight})
 }
 
 // rank is Rank for the turns f favours, by its weight.

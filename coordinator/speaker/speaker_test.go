@@ -335,23 +335,24 @@ func TestNamed(t *testing.T) {
 	for _, tc := range []struct {
 		name, query string
 		hits        []sdk.Hit
-		want        string // the tag, "" for none
+		want        string // the name's words, "" for none
 	}{
-		{"one speaker named", "What did Caroline paint?", pair, "memhost:speaker:Caroline"},
-		{"the possessive", "Where is Melanie's pottery class?", pair, "memhost:speaker:Melanie"},
-		{"case and full-width letters folded", "what did ＣＡＲＯＬＩＮＥ paint?", pair, "memhost:speaker:Caroline"},
+		{"one speaker named", "What did Caroline paint?", pair, "caroline"},
+		{"the possessive", "Where is Melanie's pottery class?", pair, "melanie"},
+		{"case and full-width letters folded", "what did ＣＡＲＯＬＩＮＥ paint?", pair, "caroline"},
 		{"both named", "When did Caroline meet Melanie?", pair, ""},
 		{"no speaker named", "What did Ann paint?", pair, ""},
 		{"a name inside a word is not the name", "What did Carolines paint?", pair, ""},
 		{"a name of two words stands together", "What did Mary Ann bake?", []sdk.Hit{by("a", 1, "Mary Ann"), by("b", 1, "Mary")}, ""},
-		{"a name of two words alone", "What did Ann Mary bake with Mary Ann?", []sdk.Hit{by("a", 1, "Mary Ann")}, "memhost:speaker:Mary Ann"},
+		{"a name of two words alone", "What did Ann Mary bake with Mary Ann?", []sdk.Hit{by("a", 1, "Mary Ann")}, "mary ann"},
 		{"the tag's prefix read case-folded", "What did Caroline paint?",
-			[]sdk.Hit{func() sdk.Hit { h := by("c", 1, "x"); h.Record.Tags = []string{"MEMHOST:Speaker:Caroline"}; return h }()}, "MEMHOST:Speaker:Caroline"},
+			[]sdk.Hit{func() sdk.Hit { h := by("c", 1, "x"); h.Record.Tags = []string{"MEMHOST:Speaker:Caroline"}; return h }()}, "caroline"},
 		{"a speaker only in a shared scope is no one's", "What did Melanie paint?", []sdk.Hit{shared}, ""},
 		{"a speaker only outside a thread is no one's", "What did Melanie paint?", []sdk.Hit{unthreaded}, ""},
 		{"user and assistant tags name no one", "What did the user say?", []sdk.Hit{turn("u", 1, true), turn("a", 1, false)}, ""},
 		{"an empty query", "", pair, ""},
-		{"a name of initials", "What did J.R. say?", []sdk.Hit{by("j", 1, "J.R.")}, "memhost:speaker:J.R."},
+		{"one name spelled two ways is one speaker", "What did Mary Jane bake?", []sdk.Hit{by("a", 1, "Mary-Jane"), by("b", 1, "Mary Jane")}, "mary jane"},
+		{"a name of initials", "What did J.R. say?", []sdk.Hit{by("j", 1, "J.R.")}, "j r"},
 		{"a name of no letters names no one", "What did she say?", []sdk.Hit{by("x", 1, "?")}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -420,5 +421,18 @@ func TestWrapNamed(t *testing.T) {
 		if err != nil || order(got) != tc.want || fmt.Sprint(limits) != fmt.Sprint(tc.limits) {
 			t.Errorf("%q: got %s (recalled at %v), err %v; want %s at %v", tc.query, order(got), limits, err, tc.want, tc.limits)
 		}
+	}
+}
+
+// TestOneSpeakerTwoSpellings: a question naming a speaker whose turns
+// spell the name two ways lifts both.
+func TestOneSpeakerTwoSpellings(t *testing.T) {
+	store := []sdk.Hit{by("o", 9, "Otto"), by("o2", 8, "Otto"), by("a", 5, "Mary-Jane"), by("b", 4, "Mary Jane")}
+	recall := func(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
+		return slices.Clone(store[:min(q.Limit, len(store))]), nil
+	}
+	got, err := Wrap(recall)(context.Background(), sdk.RecallQuery{Realm: "r", Query: "What did Mary Jane bake?", Limit: 4})
+	if err != nil || order(got) != "o:9 o2:8 a:7.5 b:6" {
+		t.Fatalf("got %s, %v; want both spellings lifted", order(got), err)
 	}
 }
