@@ -677,3 +677,55 @@ func TestOneDeadlineForBothRecalls(t *testing.T) {
 		t.Fatalf("%d recalls, want the first and the larger second", n)
 	}
 }
+
+// heldSource holds every recall until release is closed.
+type heldSource struct {
+	*spySource
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s heldSource) Recall(ctx context.Context, id sdk.Identity, query string, limit int) ([]sdk.Hit, error) {
+	s.entered <- struct{}{}
+	<-s.release
+	return s.spySource.Recall(ctx, id, query, limit)
+}
+
+// TestASessionsWaitEndsAtItsDeadline: calls for one session are
+// serialized, but a call waiting for the session's previous one gives up
+// at its own deadline (a stalled provider queued them for the host's
+// whole request timeout, whatever the recall's).
+func TestASessionsWaitEndsAtItsDeadline(t *testing.T) {
+	f := newFixture(t)
+	f.add(rec("tea", "tea"))
+	src := heldSource{spySource: f.src, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	s := NewSessions(src, SessionsOptions{})
+	first := make(chan error, 1)
+	go func() {
+		_, _, err := s.BeforeIteration(context.Background(), alice, "s", "tea", Filters{})
+		first <- err
+	}()
+	<-src.entered
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, _, err := s.BeforeIteration(ctx, alice, "s", "tea", Filters{})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the waiting call answered %v, want its deadline", err)
+	}
+	select {
+	case err := <-first:
+		t.Fatalf("the first call ended (%v) before the waiting one gave up", err)
+	default:
+	}
+	if _, err := s.SessionStart(ctx, alice, "s", "tea", Filters{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a session start waiting past its deadline answered %v", err)
+	}
+	close(src.release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	// The session is free again.
+	if _, _, err := s.BeforeIteration(context.Background(), alice, "s", "tea", Filters{}); err != nil {
+		t.Fatal(err)
+	}
+}

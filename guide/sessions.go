@@ -54,12 +54,26 @@ type realmSessions struct {
 }
 
 type sessionEntry struct {
-	mu sync.Mutex // held across a recall
-	st state
+	// turn is held across a recall, as a one-place channel so a call
+	// waiting for the session's previous one gives up at its deadline.
+	turn chan struct{}
+	st   state
 	// used orders sessions by last use (Sessions.clock); Sessions.mu
 	// guards it.
 	used uint64
 }
+
+// lock waits for the session's previous call to end, or for ctx to.
+func (e *sessionEntry) lock(ctx context.Context) error {
+	select {
+	case e.turn <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the session's previous call: %w", sdk.ContextErr(ctx))
+	}
+}
+
+func (e *sessionEntry) unlock() { <-e.turn }
 
 // NewSessions builds a host-side guide recalling from src.
 func NewSessions(src Source, opts SessionsOptions) *Sessions {
@@ -88,8 +102,10 @@ func (s *Sessions) SessionStart(ctx context.Context, id sdk.Identity, session, t
 		return "", err
 	}
 	e := s.entry(id, session)
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	if err := e.lock(ctx); err != nil {
+		return "", fmt.Errorf("guide: session-start: %w", err)
+	}
+	defer e.unlock()
 	block, err := s.rec.start(ctx, &e.st, id, session, task, f.normalized())
 	if err != nil {
 		return "", fmt.Errorf("guide: session-start recall: %w", err)
@@ -110,8 +126,10 @@ func (s *Sessions) BeforeIteration(ctx context.Context, id sdk.Identity, session
 		return "", false, err
 	}
 	e := s.entry(id, session)
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	if err := e.lock(ctx); err != nil {
+		return "", false, fmt.Errorf("guide: before-iteration: %w", err)
+	}
+	defer e.unlock()
 	block, changed := s.rec.iterate(ctx, &e.st, id, session, lastUserMessage, f.normalized())
 	return block, changed, nil
 }
@@ -149,7 +167,7 @@ func (s *Sessions) entry(id sdk.Identity, session string) *sessionEntry {
 		own = lru.New[string, *sessionEntry](s.size)
 		r.identities[id.ID] = own
 	}
-	e := &sessionEntry{used: s.clock}
+	e := &sessionEntry{used: s.clock, turn: make(chan struct{}, 1)}
 	own.Add(session, e)
 	r.n++
 	s.total++
