@@ -3,6 +3,7 @@ package sdk
 import (
 	"context"
 	"errors"
+	"syscall"
 )
 
 // Sentinel errors callers branch on. They cross the plugin boundary intact:
@@ -59,6 +60,12 @@ func CodeOf(err error) Code {
 	case errors.Is(err, ErrNoSpace):
 		return CodeStorageFull
 	case errors.Is(err, ErrReadOnly):
+		return CodeReadOnly
+	// A system error no write path classified (StorageError) is still
+	// the operator's full or read-only disk, not an internal error.
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return CodeStorageFull
+	case errors.Is(err, syscall.EROFS):
 		return CodeReadOnly
 	default:
 		return CodeInternal

@@ -35,3 +35,16 @@ func TestStorageErrorClassifiesSystemErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestCodeOfUnclassifiedSystemErrors: a full or read-only disk a write
+// path did not pass through StorageError (the markdown provider's vector
+// writes, from an outside review) still answers its own code, not
+// internal.
+func TestCodeOfUnclassifiedSystemErrors(t *testing.T) {
+	for errno, want := range map[syscall.Errno]Code{syscall.ENOSPC: CodeStorageFull, syscall.EDQUOT: CodeStorageFull, syscall.EROFS: CodeReadOnly, syscall.EACCES: CodeInternal} {
+		err := fmt.Errorf("markdown: put vectors: %w", &fs.PathError{Op: "write", Path: "/data/x", Err: errno})
+		if got := CodeOf(err); got != want {
+			t.Errorf("CodeOf(%v) = %s, want %s", err, got, want)
+		}
+	}
+}
