@@ -5,6 +5,8 @@ gRPC status the host maps back (docs/protocol.md, "Errors"). A FieldError
 also names the refused field, as a google.rpc.BadRequest detail.
 """
 
+import errno
+
 import grpc
 
 # The gRPC detail messages are hand-encoded: Debian's python3-protobuf
@@ -76,6 +78,19 @@ class StorageFull(MemhostError):
 
     def details(self):
         return [_any("google.rpc.ErrorInfo", _field(1, "STORAGE_FULL") + _field(2, "memhost"))]
+
+
+def classify(e):
+    """e as the memhost error it stands for: an OSError of a full disk or
+    quota (ENOSPC, EDQUOT) is StorageFull, of a read-only store (EROFS)
+    ReadOnly, so the host answers the operator's problem, not an internal
+    error; anything else is e."""
+    if isinstance(e, OSError) and not isinstance(e, MemhostError):
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            return StorageFull(str(e))
+        if e.errno == errno.EROFS:
+            return ReadOnly(str(e))
+    return e
 
 
 class FieldError(MemhostError):

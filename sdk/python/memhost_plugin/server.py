@@ -347,6 +347,7 @@ SERVICE_KIND = {"Provider": "provider", "OperatorResolver": "operator_resolver",
 def _abort(ctx, e, tb=""):
     """Answers e as the gRPC status the host maps back to its code; tb is
     the traceback of an unexpected failure, for the plugin's log."""
+    e = errors.classify(e)
     if isinstance(e, errors.MemhostError):
         code, msg, details = e.grpc_code, str(e), e.details()
     else:

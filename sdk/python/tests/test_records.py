@@ -123,3 +123,22 @@ class PackageExportsTest(unittest.TestCase):
         memhost_plugin.validate_record(r)
         memhost_plugin.prepare_import(r, "default")
         self.assertTrue(memhost_plugin.new_record_id())
+
+
+class ClassifyTest(unittest.TestCase):
+    """A full or read-only disk a plugin did not classify itself reaches the
+    host as storage_full or read_only, not as an internal error."""
+
+    def test_system_errors(self):
+        import errno as e
+
+        for number, code in ((e.ENOSPC, "storage_full"), (e.EDQUOT, "storage_full"), (e.EROFS, "read_only"), (e.EACCES, None)):
+            err = OSError(number, "write failed", "/data/x")
+            got = errors.classify(err)
+            if code is None:
+                self.assertIs(got, err)
+            else:
+                self.assertEqual(got.code, code)
+                self.assertIn("write failed", str(got))
+        unavailable = errors.Unavailable("closed")
+        self.assertIs(errors.classify(unavailable), unavailable)

@@ -85,6 +85,18 @@ export class StorageFull extends MemhostError {
   }
 }
 
+/** e as the memhost error it stands for: a system error of a full disk or
+ * quota (ENOSPC, EDQUOT) is StorageFull, of a read-only store (EROFS)
+ * ReadOnly, so the host answers the operator's problem, not an internal
+ * error; anything else is e. */
+export function classify(e: unknown): unknown {
+  if (e instanceof MemhostError || !(e instanceof Error)) return e;
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === "ENOSPC" || code === "EDQUOT") return new StorageFull(e.message);
+  if (code === "EROFS") return new ReadOnly(e.message);
+  return e;
+}
+
 /** A bad request or record field: invalid, or too large. field is its
  * path ("records[2].title"). */
 export class FieldError extends MemhostError {

@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 
-import { DeadlineExceeded, MemhostError, Unsupported, invalid, statusDetails, under } from "./errors.js";
+import { DeadlineExceeded, MemhostError, Unsupported, classify, invalid, statusDetails, under } from "./errors.js";
 import { callDeadline } from "./calls.js";
 import { logger, requestId } from "./log.js";
 import * as records from "./records.js";
@@ -411,6 +411,7 @@ function describe(v: unknown): string {
 
 /** e as the gRPC status the host maps back to its code. */
 function toStatus(e: unknown): Partial<grpc.StatusObject> {
+  e = classify(e);
   let code: grpc.status;
   let message: string;
   let details: Buffer[] = [];

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { FieldError, StorageFull, invalid } from "../src/errors.js";
+import { FieldError, MemhostError, StorageFull, classify, invalid } from "../src/errors.js";
 import * as records from "../src/records.js";
 import type { Record } from "../src/records.js";
 
@@ -150,4 +150,18 @@ test("prepare and its kin are exported from the package", async () => {
   pkg.validateRecord(r);
   pkg.prepareImport(r, "default");
   assert.ok(pkg.newRecordId());
+});
+
+test("a full or read-only disk the plugin did not classify reaches the host as its own code", () => {
+  const sys = (code: string) => Object.assign(new Error(`${code}: write failed, '/data/x'`), { code });
+  for (const [code, want] of [["ENOSPC", "storage_full"], ["EDQUOT", "storage_full"], ["EROFS", "read_only"]] as const) {
+    const got = classify(sys(code));
+    assert.ok(got instanceof MemhostError, `${code} stayed ${String(got)}`);
+    assert.equal(got.code, want);
+    assert.match(got.message, /write failed/);
+  }
+  const other = sys("EACCES");
+  assert.equal(classify(other), other);
+  const full = new StorageFull("full");
+  assert.equal(classify(full), full);
 });
