@@ -143,13 +143,13 @@ func (r *recaller) start(ctx context.Context, st *state, id sdk.Identity, sessio
 // last query again (a record of the block may have been forgotten since);
 // a recall that renders what the last one did keeps the block byte for
 // byte; a failed recall is logged and keeps it too.
-func (r *recaller) iterate(ctx context.Context, st *state, id sdk.Identity, session, message string, f Filters) (string, bool) {
+func (r *recaller) iterate(ctx context.Context, st *state, id sdk.Identity, session, message string, f Filters) Iteration {
 	query := compactQuery(message)
 	if query == "" {
 		query = st.query
 	}
 	if query == "" {
-		return st.block, false
+		return Iteration{Block: st.block}
 	}
 	// An unchanged query is recalled too: a record of the block may have
 	// been forgotten or replaced since, on this host or another, and a
@@ -161,11 +161,21 @@ func (r *recaller) iterate(ctx context.Context, st *state, id sdk.Identity, sess
 		// With the request's attributes (its id) from the context logger.
 		r.logger.With(hclog.FromContext(ctx).ImpliedArgs()...).Warn("memory recall before an iteration failed; keeping the previous block",
 			"realm", id.Realm, "identity", id.ID, "error", err)
-		return st.block, false
+		return Iteration{Block: st.block, RecallFailed: true}
 	}
 	changed := block != st.block
 	st.block, st.query = block, query
-	return block, changed
+	return Iteration{Block: block, Changed: changed}
+}
+
+// Iteration is the block a before-iteration call answers.
+type Iteration struct {
+	Block string
+	// Changed reports whether Block differs from the previous block.
+	Changed bool
+	// RecallFailed reports that the recall failed, so Block is the
+	// previous block, kept.
+	RecallFailed bool
 }
 
 // compactQuery collapses whitespace runs and trims, reading at most
@@ -279,7 +289,8 @@ func (g *Guide) ApplyBeforeIteration(ctx context.Context, c *Context) bool {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	block, changed := g.rec.iterate(ctx, &g.st, g.id, g.session, msg, g.filters.normalized())
+	it := g.rec.iterate(ctx, &g.st, g.id, g.session, msg, g.filters.normalized())
+	block, changed := it.Block, it.Changed
 	if changed {
 		c.SetGuide(g.name, block)
 	}

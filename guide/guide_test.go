@@ -290,7 +290,8 @@ func TestBeforeIteration(t *testing.T) {
 	}
 	prev := start
 	for _, st := range steps {
-		block, changed, err := s.BeforeIteration(ctx, alice, "s", st.message, st.filters)
+		it, err := s.BeforeIteration(ctx, alice, "s", st.message, st.filters)
+		block, changed := it.Block, it.Changed
 		if err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}
@@ -319,13 +320,14 @@ func TestAForgottenRecordLeavesAnUnchangedQuerysBlock(t *testing.T) {
 	ids := f.add(rec("Coffee", "flat white"), rec("Coffee beans", "flat white beans from the roaster"))
 	s := NewSessions(f.src, SessionsOptions{Logger: f.logger()})
 	ctx := context.Background()
-	if block, _, err := s.BeforeIteration(ctx, alice, "s", "flat white", Filters{}); err != nil || !strings.Contains(block, "roaster") {
-		t.Fatalf("first block %q, %v", block, err)
+	if it, err := s.BeforeIteration(ctx, alice, "s", "flat white", Filters{}); err != nil || !strings.Contains(it.Block, "roaster") {
+		t.Fatalf("first block %q, %v", it.Block, err)
 	}
 	if _, err := f.p.Forget(ctx, "default", ids[1:]); err != nil {
 		t.Fatal(err)
 	}
-	block, changed, err := s.BeforeIteration(ctx, alice, "s", "flat white", Filters{})
+	it, err := s.BeforeIteration(ctx, alice, "s", "flat white", Filters{})
+	block, changed := it.Block, it.Changed
 	if err != nil || !changed || strings.Contains(block, "roaster") || !strings.Contains(block, "flat white") {
 		t.Fatalf("after the forget: block %q changed %v, %v; want it without the forgotten record", block, changed, err)
 	}
@@ -346,10 +348,16 @@ func TestFatalAndNonFatalErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.src.setFail(fmt.Errorf("plugin crashed: %w", sdk.ErrUnavailable))
-	got, changed, err := s.BeforeIteration(ctx, alice, "s", "something else", Filters{})
-	if err != nil || changed || got != block {
-		t.Fatalf("before iteration with a failing recall: changed %v err %v; want the previous block, no error", changed, err)
+	it, err := s.BeforeIteration(ctx, alice, "s", "something else", Filters{})
+	got, changed := it.Block, it.Changed
+	if err != nil || changed || got != block || !it.RecallFailed {
+		t.Fatalf("before iteration with a failing recall: changed %v, recall failed %v, err %v; want the previous block, said to be kept, no error", changed, it.RecallFailed, err)
 	}
+	f.src.setFail(nil)
+	if it, err := s.BeforeIteration(ctx, alice, "s", "coffee", Filters{}); err != nil || it.RecallFailed {
+		t.Fatalf("a recall that succeeds again answers recall failed %v, %v", it.RecallFailed, err)
+	}
+	f.src.setFail(fmt.Errorf("plugin crashed: %w", sdk.ErrUnavailable))
 	if !strings.Contains(f.logs.String(), "plugin crashed") {
 		t.Fatalf("the failure was not logged:\n%s", f.logs.String())
 	}
@@ -374,7 +382,7 @@ func TestFatalAndNonFatalErrors(t *testing.T) {
 		if _, err := s.SessionStart(ctx, tc.id, tc.session, "x", tc.f); !errors.Is(err, sdk.ErrInvalid) {
 			t.Errorf("SessionStart(%+v, %q, %+v): %v", tc.id, tc.session, tc.f, err)
 		}
-		if _, _, err := s.BeforeIteration(ctx, tc.id, tc.session, "x", tc.f); !errors.Is(err, sdk.ErrInvalid) {
+		if _, err := s.BeforeIteration(ctx, tc.id, tc.session, "x", tc.f); !errors.Is(err, sdk.ErrInvalid) {
 			t.Errorf("BeforeIteration(%+v, %q, %+v): %v", tc.id, tc.session, tc.f, err)
 		}
 	}
@@ -424,7 +432,7 @@ func TestSessionsAreIsolatedAndBounded(t *testing.T) {
 	}
 	before := len(f.src.calls())
 	// The evicted session recalls afresh even for the same query.
-	if _, _, err := s.BeforeIteration(ctx, alice, "s", "coffee", Filters{}); err != nil {
+	if _, err := s.BeforeIteration(ctx, alice, "s", "coffee", Filters{}); err != nil {
 		t.Fatal(err)
 	}
 	if len(f.src.calls()) != before+1 {
@@ -455,7 +463,8 @@ func TestOneIdentityCannotPushOutAnothersSessions(t *testing.T) {
 	if s.Len() != 4 {
 		t.Fatalf("%d sessions kept, want the bound, 4", s.Len())
 	}
-	block, changed, err := s.BeforeIteration(ctx, alice, "g1", "", Filters{})
+	it, err := s.BeforeIteration(ctx, alice, "g1", "", Filters{})
+	block, changed := it.Block, it.Changed
 	if err != nil || changed || block != first {
 		t.Fatalf("after another identity's burst: block %q changed %v, %v; want alice's block, unchanged", block, changed, err)
 	}
@@ -499,7 +508,8 @@ func TestOneRealmCannotPushOutAnothersSessions(t *testing.T) {
 				t.Errorf("%d sessions kept, want the bound, %d, alice's 2 among them", n, size)
 			}
 			for session, want := range first {
-				block, changed, err := s.BeforeIteration(ctx, alice, session, "", Filters{})
+				it, err := s.BeforeIteration(ctx, alice, session, "", Filters{})
+				block, changed := it.Block, it.Changed
 				if err != nil || changed || block != want {
 					t.Errorf("%s after acme's burst: block %q changed %v, %v; want alice's block, unchanged", session, block, changed, err)
 				}
@@ -527,14 +537,15 @@ func TestEvictionTiesAreDecidedByUse(t *testing.T) {
 			first[id] = block
 		}
 		// a is used again, so b's session is the least recently used.
-		if _, _, err := s.BeforeIteration(ctx, sdk.Identity{Realm: "default", ID: "a"}, "s", "", Filters{}); err != nil {
+		if _, err := s.BeforeIteration(ctx, sdk.Identity{Realm: "default", ID: "a"}, "s", "", Filters{}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.SessionStart(ctx, sdk.Identity{Realm: "default", ID: "d"}, "s", "kumquat", Filters{}); err != nil {
 			t.Fatal(err)
 		}
 		for _, id := range []string{"a", "c"} {
-			block, changed, err := s.BeforeIteration(ctx, sdk.Identity{Realm: "default", ID: id}, "s", "", Filters{})
+			it, err := s.BeforeIteration(ctx, sdk.Identity{Realm: "default", ID: id}, "s", "", Filters{})
+			block, changed := it.Block, it.Changed
 			if err != nil || changed || block != first[id] {
 				t.Fatalf("%s's session after d's start: block %q changed %v, %v; want it kept (b's was used longest ago)", id, block, changed, err)
 			}
@@ -557,7 +568,8 @@ func TestEmptyMessageRecallsTheLastQuery(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, message := range []string{"", " \n\t "} {
-		block, _, err := s.BeforeIteration(ctx, alice, "g", message, Filters{})
+		it, err := s.BeforeIteration(ctx, alice, "g", message, Filters{})
+		block, _ := it.Block, it.Changed
 		if err != nil || strings.Contains(block, "4711") || !strings.Contains(block, "sticks") {
 			t.Fatalf("message %q after the forget: block %q, %v; want it without the forgotten record", message, block, err)
 		}
@@ -577,7 +589,7 @@ func TestConcurrentSessions(t *testing.T) {
 				if _, err := s.SessionStart(context.Background(), alice, session, msg, Filters{}); err != nil {
 					t.Error(err)
 				}
-				if _, _, err := s.BeforeIteration(context.Background(), alice, session, msg, Filters{TopK: 1}); err != nil {
+				if _, err := s.BeforeIteration(context.Background(), alice, session, msg, Filters{TopK: 1}); err != nil {
 					t.Error(err)
 				}
 			}
@@ -702,13 +714,13 @@ func TestASessionsWaitEndsAtItsDeadline(t *testing.T) {
 	s := NewSessions(src, SessionsOptions{})
 	first := make(chan error, 1)
 	go func() {
-		_, _, err := s.BeforeIteration(context.Background(), alice, "s", "tea", Filters{})
+		_, err := s.BeforeIteration(context.Background(), alice, "s", "tea", Filters{})
 		first <- err
 	}()
 	<-src.entered
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, _, err := s.BeforeIteration(ctx, alice, "s", "tea", Filters{})
+	_, err := s.BeforeIteration(ctx, alice, "s", "tea", Filters{})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("the waiting call answered %v, want its deadline", err)
 	}
@@ -725,7 +737,7 @@ func TestASessionsWaitEndsAtItsDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The session is free again.
-	if _, _, err := s.BeforeIteration(context.Background(), alice, "s", "tea", Filters{}); err != nil {
+	if _, err := s.BeforeIteration(context.Background(), alice, "s", "tea", Filters{}); err != nil {
 		t.Fatal(err)
 	}
 }

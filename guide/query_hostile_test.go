@@ -71,7 +71,7 @@ func TestLongNonASCIITaskStartsASession(t *testing.T) {
 		if !strings.Contains(block, "咖啡") && strings.HasPrefix(task, "咖") {
 			t.Fatalf("nothing recalled:\n%s", block)
 		}
-		if _, _, err := s.BeforeIteration(context.Background(), alice, "s", task+"x", Filters{}); err != nil {
+		if _, err := s.BeforeIteration(context.Background(), alice, "s", task+"x", Filters{}); err != nil {
 			t.Fatal(err)
 		}
 		if strings.Contains(f.logs.String(), "failed") {

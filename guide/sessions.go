@@ -116,22 +116,22 @@ func (s *Sessions) SessionStart(ctx context.Context, id sdk.Identity, session, t
 // BeforeIteration recalls with the last user message (an empty one: the
 // last query) and answers the session's block and whether it changed. A
 // recall that renders what the last one did answers the previous block
-// byte-identical. Recall failures are logged and answer
-// the previous block; only bad input is an error.
-func (s *Sessions) BeforeIteration(ctx context.Context, id sdk.Identity, session, lastUserMessage string, f Filters) (string, bool, error) {
+// byte-identical. A failed recall is logged and answers the previous
+// block, saying so (RecallFailed); only bad input, and a wait for the
+// session's previous call past ctx's deadline, are errors.
+func (s *Sessions) BeforeIteration(ctx context.Context, id sdk.Identity, session, lastUserMessage string, f Filters) (Iteration, error) {
 	if err := validate(id, session); err != nil {
-		return "", false, err
+		return Iteration{}, err
 	}
 	if err := f.Validate(); err != nil {
-		return "", false, err
+		return Iteration{}, err
 	}
 	e := s.entry(id, session)
 	if err := e.lock(ctx); err != nil {
-		return "", false, fmt.Errorf("guide: before-iteration: %w", err)
+		return Iteration{}, fmt.Errorf("guide: before-iteration: %w", err)
 	}
 	defer e.unlock()
-	block, changed := s.rec.iterate(ctx, &e.st, id, session, lastUserMessage, f.normalized())
-	return block, changed, nil
+	return s.rec.iterate(ctx, &e.st, id, session, lastUserMessage, f.normalized()), nil
 }
 
 // Len answers how many sessions are kept.

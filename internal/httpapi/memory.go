@@ -277,9 +277,9 @@ func (s *Server) handleGuideIteration(ctx context.Context, c caller, w http.Resp
 	if err != nil {
 		return err
 	}
-	b, changed, err := s.opts.Guide.BeforeIteration(ctx, id, req.Session, req.LastUserMessage, f)
+	it, err := s.opts.Guide.BeforeIteration(ctx, id, req.Session, req.LastUserMessage, f)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"block": block(b), "changed": changed})
+	return writeJSON(w, http.StatusOK, map[string]any{"block": block(it.Block), "changed": it.Changed, "recall_failed": it.RecallFailed})
 }

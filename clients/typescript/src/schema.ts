@@ -398,7 +398,7 @@ export interface paths {
         put?: never;
         /**
          * Memory guide block before a model iteration (last user message as query)
-         * @description An unchanged query answers the previous block byte-identical with changed=false, without recalling. A failed recall keeps the previous block.
+         * @description Every call recalls (an empty message recalls the session's last query); a recall that finds what the previous one did answers the previous block byte-identical with changed=false. A failed recall keeps the previous block and answers recall_failed=true.
          */
         post: operations["guideBeforeIteration"];
         delete?: never;
@@ -1683,7 +1683,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The block and whether it changed. */
+            /** @description The block, whether it changed, and whether the recall failed (the previous block kept). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1692,6 +1692,7 @@ export interface operations {
                     "application/json": {
                         block?: string | null;
                         changed?: boolean;
+                        recall_failed?: boolean;
                     };
                 };
             };
