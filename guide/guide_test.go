@@ -741,3 +741,49 @@ func TestASessionsWaitEndsAtItsDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAnEvictedSessionsCallsStillWaitTheirTurn: a session forgotten while
+// a call of it holds its turn (the bound, other sessions' calls) still
+// runs its calls one at a time: its next call waits for the held one
+// rather than recalling beside it on a fresh entry.
+func TestAnEvictedSessionsCallsStillWaitTheirTurn(t *testing.T) {
+	f := newFixture(t)
+	f.add(rec("tea", "tea"))
+	src := heldSource{spySource: f.src, entered: make(chan struct{}, 2), release: make(chan struct{})}
+	s := NewSessions(src, SessionsOptions{Size: 1})
+	first := make(chan error, 1)
+	go func() {
+		_, err := s.BeforeIteration(context.Background(), alice, "s", "tea", Filters{})
+		first <- err
+	}()
+	<-src.entered
+	// Another session's call forgets "s" while its call holds the turn.
+	other := make(chan error, 1)
+	go func() {
+		_, err := s.BeforeIteration(context.Background(), alice, "t", "tea", Filters{})
+		other <- err
+	}()
+	<-src.entered
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	second := make(chan error, 1)
+	go func() {
+		_, err := s.BeforeIteration(ctx, alice, "s", "tea", Filters{})
+		second <- err
+	}()
+	select {
+	case <-src.entered:
+		close(src.release)
+		t.Fatal("a second call of the session recalled while its first still held the turn")
+	case err := <-second:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("the waiting call answered %v, want its deadline", err)
+		}
+	}
+	close(src.release)
+	for _, c := range []chan error{first, other} {
+		if err := <-c; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	hclog "github.com/hashicorp/go-hclog"
+	"github.com/memhost/memhost/internal/keyedlock"
 	"github.com/memhost/memhost/internal/lru"
 	"github.com/memhost/memhost/sdk"
 )
@@ -33,6 +34,10 @@ type SessionsOptions struct {
 type Sessions struct {
 	rec  recaller
 	size int
+	// turns holds a session across a recall, apart from its entry, so a
+	// session forgotten while a call holds it still runs its calls one at
+	// a time.
+	turns keyedlock.Lock[sessionKey]
 
 	mu sync.Mutex
 	// realms are each realm's sessions: the victim of the bound is taken
@@ -54,26 +59,23 @@ type realmSessions struct {
 }
 
 type sessionEntry struct {
-	// turn is held across a recall, as a one-place channel so a call
-	// waiting for the session's previous one gives up at its deadline.
-	turn chan struct{}
-	st   state
+	st state
 	// used orders sessions by last use (Sessions.clock); Sessions.mu
 	// guards it.
 	used uint64
 }
 
-// lock waits for the session's previous call to end, or for ctx to.
-func (e *sessionEntry) lock(ctx context.Context) error {
-	select {
-	case e.turn <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("waiting for the session's previous call: %w", sdk.ContextErr(ctx))
-	}
-}
+type sessionKey struct{ realm, identity, session string }
 
-func (e *sessionEntry) unlock() { <-e.turn }
+// lock waits for the session's previous call to end, or for ctx to, and
+// answers the session's entry and the func that ends the call's turn.
+func (s *Sessions) lock(ctx context.Context, id sdk.Identity, session string) (*sessionEntry, func(), error) {
+	unlock, err := s.turns.Lock(ctx, sessionKey{id.Realm, id.ID, session})
+	if err != nil {
+		return nil, nil, fmt.Errorf("waiting for the session's previous call: %w", err)
+	}
+	return s.entry(id, session), unlock, nil
+}
 
 // NewSessions builds a host-side guide recalling from src.
 func NewSessions(src Source, opts SessionsOptions) *Sessions {
@@ -101,11 +103,11 @@ func (s *Sessions) SessionStart(ctx context.Context, id sdk.Identity, session, t
 	if err := f.Validate(); err != nil {
 		return "", err
 	}
-	e := s.entry(id, session)
-	if err := e.lock(ctx); err != nil {
+	e, unlock, err := s.lock(ctx, id, session)
+	if err != nil {
 		return "", fmt.Errorf("guide: session-start: %w", err)
 	}
-	defer e.unlock()
+	defer unlock()
 	block, err := s.rec.start(ctx, &e.st, id, session, task, f.normalized())
 	if err != nil {
 		return "", fmt.Errorf("guide: session-start recall: %w", err)
@@ -126,11 +128,11 @@ func (s *Sessions) BeforeIteration(ctx context.Context, id sdk.Identity, session
 	if err := f.Validate(); err != nil {
 		return Iteration{}, err
 	}
-	e := s.entry(id, session)
-	if err := e.lock(ctx); err != nil {
+	e, unlock, err := s.lock(ctx, id, session)
+	if err != nil {
 		return Iteration{}, fmt.Errorf("guide: before-iteration: %w", err)
 	}
-	defer e.unlock()
+	defer unlock()
 	return s.rec.iterate(ctx, &e.st, id, session, lastUserMessage, f.normalized()), nil
 }
 
@@ -167,7 +169,7 @@ func (s *Sessions) entry(id sdk.Identity, session string) *sessionEntry {
 		own = lru.New[string, *sessionEntry](s.size)
 		r.identities[id.ID] = own
 	}
-	e := &sessionEntry{used: s.clock, turn: make(chan struct{}, 1)}
+	e := &sessionEntry{used: s.clock}
 	own.Add(session, e)
 	r.n++
 	s.total++
