@@ -82,14 +82,19 @@ class StorageFull(MemhostError):
 
 def classify(e):
     """e as the memhost error it stands for: an OSError of a full disk or
-    quota (ENOSPC, EDQUOT) is StorageFull, of a read-only store (EROFS)
-    ReadOnly, so the host answers the operator's problem, not an internal
-    error; anything else is e."""
-    if isinstance(e, OSError) and not isinstance(e, MemhostError):
-        if e.errno in (errno.ENOSPC, errno.EDQUOT):
-            return StorageFull(str(e))
-        if e.errno == errno.EROFS:
-            return ReadOnly(str(e))
+    quota (ENOSPC, EDQUOT), or an error raised from one (raise ... from,
+    as Go's %w), is StorageFull, of a read-only store (EROFS) ReadOnly, so
+    the host answers the operator's problem, not an internal error;
+    anything else is e."""
+    seen, cause = set(), e
+    while cause is not None and not isinstance(cause, MemhostError) and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, OSError):
+            if cause.errno in (errno.ENOSPC, errno.EDQUOT):
+                return StorageFull(str(e))
+            if cause.errno == errno.EROFS:
+                return ReadOnly(str(e))
+        cause = cause.__cause__
     return e
 
 

@@ -142,3 +142,27 @@ class ClassifyTest(unittest.TestCase):
                 self.assertIn("write failed", str(got))
         unavailable = errors.Unavailable("closed")
         self.assertIs(errors.classify(unavailable), unavailable)
+
+    def test_wrapped_system_errors(self):
+        """An error raised from a full or read-only disk's (raise ... from
+        e, as Go's %w) is classified as that disk's, with its own message."""
+        import errno as e
+
+        for number, code in ((e.ENOSPC, "storage_full"), (e.EROFS, "read_only")):
+            try:
+                try:
+                    raise OSError(number, "write failed", "/data/x")
+                except OSError as cause:
+                    raise RuntimeError("put vectors: %s" % cause) from cause
+            except RuntimeError as err:
+                got = errors.classify(err)
+            self.assertIsInstance(got, errors.MemhostError)
+            self.assertEqual(got.code, code)
+            self.assertIn("put vectors", str(got))
+        try:
+            try:
+                raise OSError(e.ENOSPC, "write failed")
+            except OSError:
+                raise RuntimeError("a bug while handling it")
+        except RuntimeError as err:
+            self.assertIs(errors.classify(err), err, "an error only raised while handling one is not its")

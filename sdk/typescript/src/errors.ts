@@ -86,14 +86,19 @@ export class StorageFull extends MemhostError {
 }
 
 /** e as the memhost error it stands for: a system error of a full disk or
- * quota (ENOSPC, EDQUOT) is StorageFull, of a read-only store (EROFS)
- * ReadOnly, so the host answers the operator's problem, not an internal
- * error; anything else is e. */
+ * quota (ENOSPC, EDQUOT), or an error caused by one (its cause, as Go's
+ * %w), is StorageFull, of a read-only store (EROFS) ReadOnly, so the host
+ * answers the operator's problem, not an internal error; anything else is
+ * e. */
 export function classify(e: unknown): unknown {
-  if (e instanceof MemhostError || !(e instanceof Error)) return e;
-  const code = (e as NodeJS.ErrnoException).code;
-  if (code === "ENOSPC" || code === "EDQUOT") return new StorageFull(e.message);
-  if (code === "EROFS") return new ReadOnly(e.message);
+  if (!(e instanceof Error)) return e;
+  const seen = new Set<unknown>();
+  for (let c: unknown = e; c instanceof Error && !(c instanceof MemhostError) && !seen.has(c); c = c.cause) {
+    seen.add(c);
+    const code = (c as NodeJS.ErrnoException).code;
+    if (code === "ENOSPC" || code === "EDQUOT") return new StorageFull(e.message);
+    if (code === "EROFS") return new ReadOnly(e.message);
+  }
   return e;
 }
 

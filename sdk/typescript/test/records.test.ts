@@ -165,3 +165,13 @@ test("a full or read-only disk the plugin did not classify reaches the host as i
   const full = new StorageFull("full");
   assert.equal(classify(full), full);
 });
+
+test("an error caused by a full or read-only disk is classified as that disk's, as Go's %w", () => {
+  for (const [code, want] of [["ENOSPC", "storage_full"], ["EROFS", "read_only"]] as const) {
+    const sys = Object.assign(new Error(`${code}: write failed, '/data/x'`), { code });
+    const got = classify(new Error("put vectors failed", { cause: sys }));
+    assert.ok(got instanceof MemhostError, `${code} stayed ${String(got)}`);
+    assert.equal(got.code, want);
+    assert.match(got.message, /put vectors failed/);
+  }
+});
