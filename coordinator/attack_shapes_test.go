@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -254,6 +255,37 @@ func TestShapeSplitAcrossBlocks(t *testing.T) {
 		again, more := d.DefangContent(out)
 		if again.Text() != out.Text() || more != 0 {
 			t.Errorf("DefangContent(%q) not idempotent: %q (%d hits)", tc.blocks, again.Text(), more)
+		}
+	}
+}
+
+// A text block nested in another (a tool result's, a search result's)
+// emptied by a split token is dropped as a top-level one is: models refuse
+// an empty text block at any depth.
+func TestShapeSplitAcrossNestedBlocks(t *testing.T) {
+	d := mustDefanger(t, "Agent memory")
+	for _, tc := range []struct{ in, want string }{
+		{`[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"x <|im_"},{"type":"text","text":"start|>"},{"type":"text","text":"y"}]}]`,
+			`[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"x [defanged im_start]"},{"type":"text","text":"y"}]}]`},
+		{`[{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"x <|im_"},{"type":"input_text","text":"start|>"}]}]`,
+			`[{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"x [defanged im_start]"}]}]`},
+		{`[{"type":"tool_result","tool_use_id":"t","content":[{"type":"search_result","source":"s","title":"t","content":[{"type":"text","text":"x <"},{"type":"text","text":"|eot_id|>"}]}]}]`,
+			`[{"type":"tool_result","tool_use_id":"t","content":[{"type":"search_result","source":"s","title":"t","content":[{"type":"text","text":"x [defanged eot_id]"}]}]}]`},
+	} {
+		var c Content
+		if err := json.Unmarshal([]byte(tc.in), &c); err != nil {
+			t.Fatal(err)
+		}
+		out, hits := d.DefangContent(c)
+		got, err := json.Marshal(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != tc.want || hits != 1 {
+			t.Errorf("DefangContent(%s) =\n%s (%d hits); want\n%s (1)", tc.in, got, hits, tc.want)
+		}
+		if again, more := d.DefangContent(out); more != 0 || again.Text() != out.Text() {
+			t.Errorf("DefangContent(%s) not idempotent: %q (%d hits)", tc.in, again.Text(), more)
 		}
 	}
 }

@@ -324,7 +324,7 @@ func (c Content) replaceFrom(texts []string) (Content, []string) {
 		nb, texts = b.replaceFrom(texts)
 		// A text block emptied by the replacement held nothing but the
 		// pieces of a marker, and models refuse empty text blocks.
-		dropped := b.Text != "" && nb.Text == "" && (b.Type == BlockText || b.Type == "input_text" || b.Type == "output_text")
+		dropped := b.Text != "" && nb.Text == "" && isTextBlock(b.Type)
 		if !dropped {
 			blocks = append(blocks, nb)
 		}
@@ -355,8 +355,12 @@ func (b Block) replaceFrom(texts []string) (Block, []string) {
 	if err != nil {
 		panic("coordinator: a decoded block no longer parses: " + err.Error())
 	}
+	held := tree.textBlocks()
 	k := 0
 	tree.walkText(false, func(string) string { k++; return mine[k-1] })
+	// A text block nested in this one (a tool result's) emptied the same
+	// way is dropped too: models refuse one at any depth.
+	tree.dropEmptied(held)
 	out, err := tree.encode()
 	var nb Block
 	if err == nil {
@@ -368,6 +372,12 @@ func (b Block) replaceFrom(texts []string) (Block, []string) {
 		panic("coordinator: a defanged block is not valid: " + err.Error())
 	}
 	return nb, rest
+}
+
+// isTextBlock reports whether a block of type typ is text and nothing
+// else; the OpenAI Responses API's text blocks are text as well.
+func isTextBlock(typ string) bool {
+	return typ == BlockText || typ == "input_text" || typ == "output_text"
 }
 
 // texts answers every text the content carries, in eachText order.

@@ -195,3 +195,57 @@ func (n *jsonNode) walkText(free bool, visit func(string) string) {
 		}
 	}
 }
+
+// textBlock answers the "text" string of n when n is a text block, else nil.
+func (n *jsonNode) textBlock() *jsonNode {
+	if n.kind != '{' {
+		return nil
+	}
+	if typ, ok := n.memberString("type"); !ok || !isTextBlock(typ) {
+		return nil
+	}
+	if v := n.member("text"); v != nil && v.kind == '"' {
+		return v
+	}
+	return nil
+}
+
+// textBlocks answers the texts of the text blocks listed inside n, outside
+// a tool call's arguments (which are the tool's data), that are not empty.
+func (n *jsonNode) textBlocks() map[*jsonNode]bool {
+	held := map[*jsonNode]bool{}
+	n.eachListed(func(list *jsonNode, i int) {
+		if t := list.vals[i].textBlock(); t != nil && t.str != "" {
+			held[t] = true
+		}
+	})
+	return held
+}
+
+// dropEmptied removes from the lists inside n the text blocks whose text
+// was in held and is now empty.
+func (n *jsonNode) dropEmptied(held map[*jsonNode]bool) {
+	n.eachListed(func(list *jsonNode, i int) {
+		if t := list.vals[i].textBlock(); t != nil && held[t] && t.str == "" {
+			list.vals[i] = nil
+		}
+	})
+}
+
+// eachListed calls fn with every list inside n and the index of each of
+// its elements, outside a tool call's arguments, deepest first; elements
+// fn sets to nil are removed.
+func (n *jsonNode) eachListed(fn func(list *jsonNode, i int)) {
+	for i, v := range n.vals {
+		if n.kind == '{' && freeFormFields[n.keys[i]] {
+			continue
+		}
+		v.eachListed(fn)
+	}
+	if n.kind == '[' {
+		for i := range n.vals {
+			fn(n, i)
+		}
+		n.vals = slices.DeleteFunc(n.vals, func(v *jsonNode) bool { return v == nil })
+	}
+}
