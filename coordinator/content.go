@@ -3,6 +3,7 @@ package coordinator
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -254,6 +255,11 @@ func decodeNested(raw json.RawMessage, depth int) (*Content, error) {
 	}
 	var nested Content
 	if err := nested.decode(raw, depth+1); err != nil {
+		if fe := (*sdk.FieldError)(nil); errors.As(err, &fe) && err == error(fe) {
+			// The nested content itself, not one of its blocks: the
+			// block's member names it.
+			return nil, fmt.Errorf("content: %w", err)
+		}
 		return nil, err
 	}
 	return &nested, nil

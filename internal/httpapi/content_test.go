@@ -37,6 +37,10 @@ func TestContentRefusalsSayWhatIsWrong(t *testing.T) {
 		{`["a",{"text":"a"}]`, "content[0]", "content[0]: a block must be a JSON object"},
 		{`[{"type":"text","text":"a"},{"text":"a"}]`, "content[1]", `content[1]: a block has no "type"`},
 		{`[{"type":"tool_result","content":[{"type":"text","text":"ok"},{"type":"text"}]}]`, "content[0].content[1]", `content[0].content[1]: a text block needs a string "text"`},
+		// A tool result's content itself, neither a string nor a list,
+		// is named as its member (it was named as the block, content[0]).
+		{`[{"type":"tool_result","content":{"type":"text","text":"x"}}]`, "content[0].content", "content[0].content: must be a string or a list of blocks"},
+		{`[{"type":"tool_result","content":[{"type":"tool_result","content":7}]}]`, "content[0].content[0].content", "content[0].content[0].content: must be a string or a list of blocks"},
 		{`[` + deep + `]`, "content[0].content[0].content[0].content[0].content[0].content[0].content[0].content[0].content[0]", "content[0].content[0].content[0].content[0].content[0].content[0].content[0].content[0].content[0]: tool results nest deeper than 8"},
 		// What the body's strict decoder refuses is refused as before.
 		{`[{"type":"text","text":"a","text":"b"}]`, "content[0].text", "content[0].text: appears more than once"},

@@ -240,8 +240,10 @@ func decodeContent(path string, raw rawContent) (*coordinator.Content, error) {
 
 // contentRefusal re-homes the content decoder's refusal under path. The
 // decoder names each block it descends into ("content[0]: content[1]:
-// content: a text block needs …"); the blocks become the path
-// (path[0].content[1]) and the problem is said once. A refusal of another
+// content: a text block needs …", "content[0]: content: content: must
+// be a string…" for a block's nested content itself); the blocks become
+// the path (path[0].content[1], path[0].content) and the problem is said
+// once. A refusal of another
 // shape keeps its words under path.
 func contentRefusal(path string, err error) error {
 	var fe *sdk.FieldError
@@ -252,6 +254,10 @@ func contentRefusal(path string, err error) error {
 	if prefix, ok := strings.CutSuffix(err.Error(), fe.Error()); ok && fe.Field == "content" {
 		for i, block := range strings.Split(prefix, ": ") {
 			if block == "" {
+				continue
+			}
+			if block == "content" && i > 0 {
+				at += ".content" // a block's nested content itself
 				continue
 			}
 			index, ok := strings.CutPrefix(block, "content")
