@@ -459,7 +459,9 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	// Bound first: a busy port must fail before minutes of plugin start.
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+		// Go's error repeats the address and names the syscall
+		// ("listen tcp ADDR: bind: address already in use").
+		return fmt.Errorf("listen on %s: %s", cfg.Listen, plainNetProblem(err))
 	}
 	defer ln.Close()
 	logger.Info("memhost starting", "version", version, "commit", commit, "realms", realmMap(cfg))

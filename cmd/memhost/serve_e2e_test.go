@@ -28,8 +28,12 @@ func TestServeBusyPortFailsAtOnce(t *testing.T) {
 	if err == nil {
 		t.Fatalf("serve started on a busy port:\n%s", out)
 	}
-	if !strings.Contains(string(out), "listen on "+ln.Addr().String()) {
+	if !strings.Contains(string(out), "listen on "+ln.Addr().String()+": address already in use") {
 		t.Fatalf("no listen error:\n%s", out)
+	}
+	// Said once, in plain words: not Go's "listen tcp ADDR: bind: ...".
+	if n := strings.Count(string(out), ln.Addr().String()); n != 1 || strings.Contains(string(out), "listen tcp") {
+		t.Fatalf("the listen error names the address %d times or the dialler:\n%s", n, out)
 	}
 	if strings.Contains(string(out), "plugins started") || strings.Contains(string(out), "plugin started") {
 		t.Fatalf("plugins were started before the port was bound:\n%s", out)
