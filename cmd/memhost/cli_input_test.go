@@ -392,3 +392,34 @@ func TestImportReportsConflictingIDs(t *testing.T) {
 		t.Fatalf("standard error does not name the line:\n%s", stderr)
 	}
 }
+
+// TestReindexGivesUpOnAHungServer: `memhost reindex` against a server
+// that accepts and never answers, or stops sending progress, fails with
+// its deadline. Before, it waited for ever (from an outside review).
+func TestReindexGivesUpOnAHungServer(t *testing.T) {
+	hung := hungServer(t, nil)
+	stalled := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		w.Write([]byte(`{"progress":{"done":0,"total":10}}` + "\n"))
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer stalled.Close()
+	defer func(d time.Duration) { requestDeadline = d }(requestDeadline)
+	requestDeadline = 200 * time.Millisecond
+	for _, srv := range []*httptest.Server{hung, stalled} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := runRoot(t, "reindex", "--addr", strings.TrimPrefix(srv.URL, "http://"))
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "no answer in time") || strings.Contains(err.Error(), "context") {
+				t.Fatalf("reindex = %v, want it to give up with its own deadline", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("reindex still waits for a server that does not answer")
+		}
+	}
+}

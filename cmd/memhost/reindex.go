@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,9 +47,21 @@ command cancels the rebuild and leaves the old index in place.`,
 				return err
 			}
 			defer c.close()
+			// The rebuild's own deadline is the server's, which this
+			// command need not know; a server that stops answering (hung,
+			// or a proxy holding the connection) is met by a bound on the
+			// silence before and between lines instead, as a provider
+			// reports progress every 100 ms or so.
+			wctx, cancelWait := context.WithCancelCause(ctx)
+			defer cancelWait(nil)
+			silent := time.AfterFunc(requestDeadline, func() {
+				cancelWait(fmt.Errorf("%w (nothing for %s; the server may be overloaded or hung)", errNoAnswer, requestDeadline))
+			})
+			defer silent.Stop()
 			prog := newReindexProgress(cmd.ErrOrStderr())
 			var result *httpapi.ReindexResult
-			err = c.call(ctx, "POST", "/v1/admin/reindex", map[string]any{"realm": realm}, streamLines(func(line []byte) error {
+			err = c.call(wctx, "POST", "/v1/admin/reindex", map[string]any{"realm": realm}, streamLines(func(line []byte) error {
+				silent.Reset(requestDeadline)
 				var l httpapi.ReindexLine
 				if err := json.Unmarshal(line, &l); err != nil {
 					return fmt.Errorf("the server answered a line that is not JSON: %w", err)
@@ -67,6 +80,11 @@ command cancels the rebuild and leaves the old index in place.`,
 			if err != nil {
 				if ctx.Err() != nil && cmd.Context().Err() == nil {
 					return errors.New("reindex interrupted: the rebuild is canceled and the old index stays")
+				}
+				if cause := context.Cause(wctx); errors.Is(cause, errNoAnswer) {
+					// Closing the connection cancels the rebuild on a server
+					// that still hears it.
+					return fmt.Errorf("reindex gave up: memhost at %s: %w", c.addr(), cause)
 				}
 				return err
 			}
