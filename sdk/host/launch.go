@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -403,6 +404,12 @@ func (s *starting) failed(client *plugin.Client, problem string, kind error) err
 // reports a process that died before the handshake as an unrecognised
 // empty stdout line; a plugin that crashed wrote nothing to stdout.
 func (s *starting) startProblem(err error) string {
+	// exec's own "fork/exec PATH: permission denied" repeats the path
+	// the error is labelled with and names the syscall.
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Op == "fork/exec" {
+		return "start failed: it cannot be run: " + pe.Err.Error()
+	}
 	msg := err.Error()
 	first, rest, _ := strings.Cut(msg, "\n")
 	switch {

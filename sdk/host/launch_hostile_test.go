@@ -108,6 +108,26 @@ func TestLaunchRefusesFIFOExecutable(t *testing.T) {
 	}
 }
 
+// TestLaunchSaysItCannotRun: an executable without the execute bit is
+// refused once, in plain words: not as exec's "fork/exec PATH: ...", which
+// repeats the path the error is labelled with (from an outside review).
+func TestLaunchSaysItCannotRun(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("execute bits")
+	}
+	data := []byte("#!/bin/sh\nexit 0\n")
+	path := filepath.Join(t.TempDir(), "plain")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	_, err := Launch(t.Context(), LaunchOptions{Name: "plain", Path: path, SHA256: sum[:], Dir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "cannot be run: permission denied") ||
+		strings.Contains(err.Error(), "fork/exec") || strings.Count(err.Error(), path) != 1 {
+		t.Fatalf("Launch = %v, want it to say once that the file cannot be run", err)
+	}
+}
+
 // A plugin's JSON log line cannot overwrite the host's own reserved keys
 // (its timestamp, caller) in the host's JSON log.
 func TestPluginLineCannotForgeHostKeys(t *testing.T) {
