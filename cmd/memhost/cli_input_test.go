@@ -423,3 +423,30 @@ func TestReindexGivesUpOnAHungServer(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPProxySaysTheServersRefusal: `memhost mcp --addr` refused by the
+// server (a token it does not accept, a realm the token may not touch)
+// says the server's code and message once, as the other commands do.
+// Before, it said `calling "initialize": sending "initialize": Forbidden`,
+// without the reason (from an outside review).
+func TestMCPProxySaysTheServersRefusal(t *testing.T) {
+	for _, c := range []struct {
+		status      int
+		code, msg   string
+		want, never string
+	}{
+		{http.StatusForbidden, "permission_denied", `token "app" may not access realm "other"`, `permission_denied: token "app" may not access realm "other"`, "Forbidden"},
+		{http.StatusUnauthorized, "unauthenticated", "the bearer token is not recognised", "unauthenticated: the bearer token is not recognised (", "Unauthorized"},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(c.status)
+			fmt.Fprintf(w, `{"error":{"code":%q,"message":%q}}`, c.code, c.msg)
+		}))
+		err := proxyMCP(t.Context(), strings.TrimPrefix(srv.URL, "http://"), "", "alice", "other")
+		srv.Close()
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), c.never) || strings.Contains(err.Error(), "initialize") {
+			t.Fatalf("proxy = %v, want the server's refusal %q", err, c.want)
+		}
+	}
+}

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -182,11 +184,14 @@ func proxyMCP(ctx context.Context, addr, token, identity, realm string) error {
 	if err != nil && errors.Is(context.Cause(setup), errNoAnswer) {
 		return fmt.Errorf("memhost at %s: %w", endpoint, context.Cause(setup))
 	}
+	if refusal := transport.refused.Load(); err != nil && refusal != nil {
+		// The server's own refusal (a token, a realm), said as the
+		// other commands say it, not as the MCP client's "calling
+		// "initialize": sending "initialize": Forbidden".
+		return refusal
+	}
 	if err != nil {
 		hint := connectHint(err, "no --addr to start the plugins in this process")
-		if transport.unauthorized.Load() {
-			hint = unauthenticatedHint()
-		}
 		var op *net.OpError
 		if errors.As(err, &op) {
 			// Said once and plainly, as the other commands say it.
@@ -263,12 +268,13 @@ func objectSchema(s any) bool {
 	return ok && m["type"] == "object"
 }
 
-// headerTransport adds fixed headers to every request, and notes a 401
-// answer: the MCP client's error does not carry the status.
+// headerTransport adds fixed headers to every request, and notes the
+// first memhost error answer (401, 403, ...): the MCP client's error
+// carries neither its code nor its message.
 type headerTransport struct {
-	header       http.Header
-	next         http.RoundTripper
-	unauthorized atomic.Bool
+	header  http.Header
+	next    http.RoundTripper
+	refused atomic.Pointer[callError]
 }
 
 func (h *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -277,8 +283,15 @@ func (h *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.Header[k] = v
 	}
 	resp, err := h.next.RoundTrip(r)
-	if err == nil && resp.StatusCode == http.StatusUnauthorized {
-		h.unauthorized.Store(true)
+	if err == nil && resp.StatusCode >= 400 && h.refused.Load() == nil {
+		// An error answer is small; the client reads it again after.
+		data, rerr := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(data))
+		var ce *callError
+		if rerr == nil && errors.As((&apiClient{base: baseURL(r.URL.Host)}).answerError(resp.StatusCode, data), &ce) && ce.foreign == "" {
+			h.refused.CompareAndSwap(nil, ce)
+		}
 	}
 	return resp, err
 }
