@@ -31,7 +31,7 @@ type exportResponse struct {
 // archiver resolves the realm and its provider, requires an application
 // caller and a provider that declares the archive capability.
 func (s *Server) archiver(c caller, realmName string) (string, sdk.Provider, sdk.Archiver, error) {
-	if err := c.requireApplication("export and import"); err != nil {
+	if err := c.requireApplication("export or import"); err != nil {
 		return "", nil, nil, err
 	}
 	if err := c.requireRealmWide("export and import"); err != nil {

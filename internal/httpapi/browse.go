@@ -76,7 +76,7 @@ func (f recordFilter) keep(r *sdk.Record) bool {
 // first, with scores); without, every status in id order from the
 // archive, a page at a time.
 func (s *Server) handleListRecords(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
-	if err := c.requireApplication("listing records"); err != nil {
+	if err := c.requireApplication("list records"); err != nil {
 		return err
 	}
 	q := r.URL.Query()

@@ -88,7 +88,7 @@ func (s *Server) approve(ctx context.Context, realm, id string, p sdk.Provider) 
 
 // handleReject forgets a pending proposal (application callers only).
 func (s *Server) handleReject(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
-	if err := c.requireApplication("rejections"); err != nil {
+	if err := c.requireApplication("reject proposals"); err != nil {
 		return err
 	}
 	realm, id, p, err := s.recordTarget(c, r)
@@ -124,7 +124,7 @@ func (s *Server) queue() (*proposal.Queue, error) {
 // touch, oldest first, each with who proposed it and its diff against the
 // record it would supersede (application callers only).
 func (s *Server) handleListProposals(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
-	if err := c.requireApplication("listing proposals"); err != nil {
+	if err := c.requireApplication("list proposals"); err != nil {
 		return err
 	}
 	q := r.URL.Query()

@@ -82,7 +82,7 @@ func (s *Server) handleReindex(ctx context.Context, c caller, w http.ResponseWri
 	if err := s.decode(w, r, &req); err != nil {
 		return err
 	}
-	if err := c.requireApplication("reindexing"); err != nil {
+	if err := c.requireApplication("reindex"); err != nil {
 		return err
 	}
 	// A rebuild reads every identity's records, and its progress and

@@ -26,7 +26,7 @@ func (s *Server) propose(ctx context.Context, c caller, realm string, p sdk.Prov
 // handleApprove turns a proposal into an active record (application
 // callers only).
 func (s *Server) handleApprove(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
-	if err := c.requireApplication("approvals"); err != nil {
+	if err := c.requireApplication("approve proposals"); err != nil {
 		return err
 	}
 	realm, id, p, err := s.recordTarget(c, r)

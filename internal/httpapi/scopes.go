@@ -26,7 +26,7 @@ type ScopeCount struct {
 // archive (application callers only: it names every identity's scope; a
 // bound token's answer leaves out the other identities').
 func (s *Server) handleScopes(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error {
-	if err := c.requireApplication("scope counts"); err != nil {
+	if err := c.requireApplication("read scope counts"); err != nil {
 		return err
 	}
 	realm, p, err := s.provider(c, r.URL.Query().Get("realm"))

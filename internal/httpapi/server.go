@@ -302,11 +302,13 @@ func (c caller) actor(ctx context.Context) context.Context {
 
 func (c caller) application() bool { return c.token == nil || c.token.Role == RoleApplication }
 
+// requireApplication refuses an agent's call; what is the verb phrase of
+// what it may not do ("list proposals").
 func (c caller) requireApplication(what string) error {
 	if c.application() {
 		return nil
 	}
-	return fmt.Errorf("token %q has the agent role; %s need an application token: %w", c.token.Name, what, sdk.ErrPermission)
+	return fmt.Errorf("token %q has the agent role; only an application token may %s: %w", c.token.Name, what, sdk.ErrPermission)
 }
 
 type apiHandler func(ctx context.Context, c caller, w http.ResponseWriter, r *http.Request) error

@@ -46,7 +46,7 @@ const (
 // answered only its own identities' turns: the store leaves out the
 // others' before the page's limit, so they cannot crowd them out.
 func (s *Server) traceRequest(c caller, r *http.Request) (realm string, limit int, tr TraceReader, err error) {
-	if err := c.requireApplication("turn traces"); err != nil {
+	if err := c.requireApplication("read turn traces"); err != nil {
 		return "", 0, nil, err
 	}
 	q := r.URL.Query()
