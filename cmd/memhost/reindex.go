@@ -108,6 +108,10 @@ type reindexProgress struct {
 	bar   *progressbar.ProgressBar
 	last  time.Time
 	start time.Time
+	// said is the count the last line said, so a report of the same
+	// count (an empty realm's 0 of 0, at its start and its end) is not
+	// said twice.
+	said *[2]int
 }
 
 func newReindexProgress(w io.Writer) *reindexProgress {
@@ -130,8 +134,11 @@ func (p *reindexProgress) set(done, total int) {
 		_ = p.bar.Set(done)
 		return
 	}
+	if p.said != nil && *p.said == [2]int{done, total} {
+		return
+	}
 	if now := time.Now(); now.Sub(p.last) >= 2*time.Second || done >= total {
-		p.last = now
+		p.last, p.said = now, &[2]int{done, total}
 		pct := 100.0
 		if total > 0 {
 			pct = float64(done) * 100 / float64(total)

@@ -247,3 +247,19 @@ func TestReindexRate(t *testing.T) {
 		t.Logf("run %d: %d records in %.2f s: %.0f records/s (command included)", run, got, d.Seconds(), float64(got)/d.Seconds())
 	}
 }
+
+// TestReindexProgressSaysACountOnce: piped, an empty realm's rebuild,
+// reported as 0 of 0 at its start and at its end, is said once.
+func TestReindexProgressSaysACountOnce(t *testing.T) {
+	var out strings.Builder
+	p := newReindexProgress(&out)
+	p.set(0, 0)
+	p.set(0, 0)
+	p.set(0, 3)
+	p.set(3, 3)
+	p.set(3, 3)
+	// 0 of 3 comes within the 2 s between lines: not said.
+	if got := strings.Count(out.String(), "\n"); got != 2 || strings.Count(out.String(), "0 of 0 records") != 1 || strings.Count(out.String(), "3 of 3 records") != 1 {
+		t.Fatalf("progress said:\n%s\nwant 0 of 0 and 3 of 3, once each", out.String())
+	}
+}
