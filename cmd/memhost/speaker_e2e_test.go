@@ -25,20 +25,15 @@ func TestUserTurnsRankFirst(t *testing.T) {
 		{"assistant", "Saturday morning is a good time for a long jog before the day warms up."},
 	}
 	write := func(identity string, tagged bool) []string {
-		var recs []map[string]any
-		for i, tn := range turns {
-			r := map[string]any{"scope": "identity:" + identity, "kind": "episode", "title": tn.role, "body": tn.body,
-				"thread": map[string]any{"id": "c1", "seq": i}}
+		var ts []conversationTurn
+		for _, tn := range turns {
+			ct := conversationTurn{title: tn.role, body: tn.body}
 			if tagged {
-				r["tags"] = speaker.Tags(tn.role)
+				ct.tags = speaker.Tags(tn.role)
 			}
-			recs = append(recs, r)
+			ts = append(ts, ct)
 		}
-		for i := range 30 { // so the question's words are rare ones
-			recs = append(recs, map[string]any{"scope": "identity:" + identity, "kind": "fact", "title": "Garden",
-				"body": fmt.Sprintf("Note %d on the garden: the tomatoes and the weather.", i)})
-		}
-		return remember(t, m, recs...)[:len(turns)]
+		return rememberConversation(t, m, identity, ts)
 	}
 	top := func(identity, query string) []string {
 		t.Helper()
@@ -100,20 +95,15 @@ func TestNamedSpeakerTurnsRankFirst(t *testing.T) {
 		{"Melanie", "Painting a lake at sunset takes patience; my lake painting never looks like the lake."},
 	}
 	write := func(identity string, tagged bool) []string {
-		var recs []map[string]any
-		for i, tn := range turns {
-			r := map[string]any{"scope": "identity:" + identity, "kind": "episode", "title": tn.name, "body": tn.body,
-				"thread": map[string]any{"id": "c1", "seq": i}}
+		var ts []conversationTurn
+		for _, tn := range turns {
+			ct := conversationTurn{title: tn.name, body: tn.body}
 			if tagged {
-				r["tags"] = []string{speaker.NameTag(tn.name)}
+				ct.tags = []string{speaker.NameTag(tn.name)}
 			}
-			recs = append(recs, r)
+			ts = append(ts, ct)
 		}
-		for i := range 30 { // so the question's words are rare ones
-			recs = append(recs, map[string]any{"scope": "identity:" + identity, "kind": "fact", "title": "Garden",
-				"body": fmt.Sprintf("Note %d on the garden: the tomatoes and the weather.", i)})
-		}
-		return remember(t, m, recs...)[:len(turns)]
+		return rememberConversation(t, m, identity, ts)
 	}
 	top := func(identity, query string) []string {
 		t.Helper()
@@ -130,4 +120,31 @@ func TestNamedSpeakerTurnsRankFirst(t *testing.T) {
 	if got := top("tagged", "When did Caroline and Melanie paint the lake at sunset?"); len(got) != 3 || got[2] != tagged[1] {
 		t.Fatalf("a question naming both speakers should keep Caroline's turn last in its top 3 %v", got)
 	}
+}
+
+// conversationTurn is a turn rememberConversation writes.
+type conversationTurn struct {
+	title, body string
+	tags        []string
+}
+
+// rememberConversation remembers turns as one thread of identity's scope,
+// beside 30 notes on another subject (so a question's words are rare
+// ones), and answers the turns' ids in order.
+func rememberConversation(t *testing.T, m *instance, identity string, turns []conversationTurn) []string {
+	t.Helper()
+	var recs []map[string]any
+	for i, tn := range turns {
+		r := map[string]any{"scope": "identity:" + identity, "kind": "episode", "title": tn.title, "body": tn.body,
+			"thread": map[string]any{"id": "c1", "seq": i}}
+		if tn.tags != nil {
+			r["tags"] = tn.tags
+		}
+		recs = append(recs, r)
+	}
+	for i := range 30 {
+		recs = append(recs, map[string]any{"scope": "identity:" + identity, "kind": "fact", "title": "Garden",
+			"body": fmt.Sprintf("Note %d on the garden: the tomatoes and the weather.", i)})
+	}
+	return remember(t, m, recs...)[:len(turns)]
 }
