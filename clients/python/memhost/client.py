@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import email.message
 import http.client
 import json
 import socket
@@ -10,7 +11,7 @@ import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar, cast
+from typing import IO, Any, TypeVar, cast
 
 from .errors import MemhostError, MemhostTransportError, error_from_body, error_from_response
 from .types import (
@@ -80,6 +81,20 @@ def _drop_none(fields: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Refuses redirects: memhost answers none, and following one would send
+    the bearer token to whatever host the Location names (and turn a POST
+    into a GET). The 3xx is raised as an error instead."""
+
+    def redirect_request(
+        self, req: urllib.request.Request, fp: IO[bytes], code: int, msg: str, headers: email.message.Message, newurl: str
+    ) -> None:
+        return None
+
+
+_opener = urllib.request.build_opener(_NoRedirect)
+
+
 class Client:
     """A client of one memhost server.
 
@@ -142,7 +157,7 @@ class Client:
             headers["Content-Type"] = "application/json"
         req = urllib.request.Request(url, data=data, headers=headers, method=method)
         try:
-            resp = urllib.request.urlopen(req, timeout=self.timeout)
+            resp = _opener.open(req, timeout=self.timeout)
             # The server's id: its own when it found the one sent unusable.
             answered = resp.headers.get("X-Request-Id") or request_id
             self.last_request_id = answered
@@ -152,6 +167,10 @@ class Client:
             self.last_request_id = answered
             if e.code in accept:
                 return e, answered
+            if 300 <= e.code < 400:
+                e.close()
+                where = e.headers.get("Location") or "elsewhere"
+                raise MemhostError(e.code, "unknown", f"{method} {path}: HTTP {e.code} redirect to {where} not followed", answered) from None
             with e:
                 raw = self._read(e, method, path, answered)
             raise error_from_response(e.code, raw, answered) from None

@@ -201,6 +201,45 @@ class ErrorsTest(Base):
             Client(f"http://127.0.0.1:{port}", timeout=5).healthz()
         self.assertFalse(cm.exception.timed_out)
 
+    def test_redirect_is_not_followed(self) -> None:
+        # memhost never redirects: following one would hand the bearer token
+        # to the host the Location names (and turn a POST into a GET).
+        sink = socket.socket()
+        sink.bind(("127.0.0.1", 0))
+        sink.listen(1)
+        sink.settimeout(0.5)
+        got: list[bytes] = []
+
+        def accept() -> None:
+            try:
+                conn = sink.accept()[0]
+            except OSError:
+                return
+            with conn:
+                got.append(conn.recv(65536))
+
+        t = threading.Thread(target=accept, daemon=True)
+        t.start()
+        calls: list[Callable[[Client], object]] = [
+            lambda c: c.plugins(),
+            lambda c: c.remember([{"scope": "identity:x", "kind": "fact", "title": "t", "body": "b"}]),
+        ]
+        for status, call in [(s, c) for s in (301, 302, 307) for c in calls]:
+            with self.subTest(status=status):
+                location = f"http://localhost:{sink.getsockname()[1]}/v1/records"
+                port, stop = serve_once(status, b"", headers={"Location": location})
+                try:
+                    client = Client(f"http://127.0.0.1:{port}", "py-secret-token", timeout=5)
+                    with self.assertRaises(MemhostError) as cm:
+                        call(client)
+                finally:
+                    stop()
+                self.assertEqual(cm.exception.status, status)
+                self.assertIn(location, cm.exception.message)
+        t.join(5)
+        sink.close()
+        self.assertEqual(got, [])
+
     def test_timeout_must_be_positive(self) -> None:
         with self.assertRaises(ValueError):
             Client(timeout=0)
@@ -426,8 +465,10 @@ class OperationsTest(Base):
         self.assertEqual(ready.get("plugins"), [{"instance": "main", "state": "backoff"}])
 
 
-def serve_once(status: int, body: bytes, content_type: str = "application/json") -> tuple[int, Callable[[], None]]:
-    """A one-request HTTP server answering status and body (X-Request-Id: py-stand-in)."""
+def serve_once(
+    status: int, body: bytes, content_type: str = "application/json", headers: dict[str, str] | None = None
+) -> tuple[int, Callable[[], None]]:
+    """A one-request HTTP server answering status, body and headers (X-Request-Id: py-stand-in)."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def answer(self) -> None:
@@ -436,6 +477,8 @@ def serve_once(status: int, body: bytes, content_type: str = "application/json")
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.send_header("X-Request-Id", "py-stand-in")
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(body)
 
