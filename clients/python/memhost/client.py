@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import IO, Any, TypeVar, cast
 
-from .errors import MemhostError, MemhostTransportError, error_from_body, error_from_response
+from .errors import MemhostError, MemhostTransportError, error_from_body, error_from_response, retry_after_seconds
 from .types import (
     Approval,
     BuildInjection,
@@ -173,7 +173,7 @@ class Client:
                 raise MemhostError(e.code, "unknown", f"{method} {path}: HTTP {e.code} redirect to {where} not followed", answered) from None
             with e:
                 raw = self._read(e, method, path, answered)
-            raise error_from_response(e.code, raw, answered) from None
+            raise error_from_response(e.code, raw, answered, retry_after_seconds(e.headers.get("Retry-After"))) from None
         except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
             raise self._transport(e, method, path, request_id) from e
 

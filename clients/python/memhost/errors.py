@@ -2,7 +2,8 @@
 
 An error answer of the API becomes a MemhostError (or the subclass for its
 code) carrying the HTTP status, the API's stable code, its message, the
-request id and, when the refusal names one, the refused field. A request
+request id, when the refusal names one, the refused field and, on a 429 or
+503, the seconds its Retry-After asks the caller to wait. A request
 that got no answer (connection refused, timeout, a broken stream) becomes a
 MemhostTransportError, which carries the request id the client sent.
 """
@@ -23,6 +24,7 @@ class MemhostError(Exception):
         message: str,
         request_id: str | None = None,
         field: str | None = None,
+        retry_after: int | None = None,
     ) -> None:
         super().__init__(f"{code}: {message}" + (f" (request {request_id})" if request_id else ""))
         self.status = status
@@ -30,6 +32,8 @@ class MemhostError(Exception):
         self.message = message
         self.request_id = request_id
         self.field = field
+        # Seconds to wait before retrying (the answer's Retry-After), or None.
+        self.retry_after = retry_after
 
 
 class InvalidArgument(MemhostError):
@@ -64,6 +68,10 @@ class TooLarge(MemhostError):
     """413 too_large."""
 
 
+class TooManyProposals(MemhostError):
+    """429 too_many_proposals: the agent token's pending proposals are at the bound; retry after retry_after."""
+
+
 class Unsupported(MemhostError):
     """501 unsupported: the provider lacks the capability, or no compactor is configured."""
 
@@ -73,7 +81,11 @@ class CompactionFailed(MemhostError):
 
 
 class Unavailable(MemhostError):
-    """503 unavailable: the plugin is down or restarting."""
+    """503 unavailable: the plugin is down or restarting; retry after retry_after."""
+
+
+class ProviderUnavailable(Unavailable):
+    """503 provider_unavailable: the realm's provider is not serving (/readyz says why)."""
 
 
 class DeadlineExceeded(MemhostError):
@@ -101,11 +113,13 @@ _BY_CODE: dict[str, type[MemhostError]] = {
     "conflict": Conflict,
     "history_mismatch": HistoryMismatch,
     "too_large": TooLarge,
+    "too_many_proposals": TooManyProposals,
     "unsupported": Unsupported,
     "compaction_failed": CompactionFailed,
     "compaction_empty": CompactionFailed,
     "compaction_too_large": CompactionFailed,
     "unavailable": Unavailable,
+    "provider_unavailable": ProviderUnavailable,
     "deadline_exceeded": DeadlineExceeded,
     "storage_full": StorageFull,
     "read_only": ReadOnly,
@@ -122,12 +136,18 @@ class MemhostTransportError(Exception):
         self.timed_out = timed_out
 
 
-def error_from_body(status: int, error: Any, request_id: str | None) -> MemhostError:
+def retry_after_seconds(value: str | None) -> int | None:
+    """A Retry-After's seconds; None for none, or for an HTTP date (memhost sends seconds)."""
+    value = (value or "").strip()
+    return int(value) if value.isascii() and value.isdigit() else None
+
+
+def error_from_body(status: int, error: Any, request_id: str | None, retry_after: int | None = None) -> MemhostError:
     """The exception for a decoded {"error": {...}} object (also a reindex error line)."""
     fields = cast(dict[str, Any], error) if isinstance(error, dict) else {}
     code = fields.get("code")
     if not isinstance(code, str):
-        return MemhostError(status, "unknown", f"HTTP {status} without an error body", request_id)
+        return MemhostError(status, "unknown", f"HTTP {status} without an error body", request_id, retry_after=retry_after)
     cls = _BY_CODE.get(code, MemhostError)
     field = fields.get("field")
     return cls(
@@ -136,16 +156,18 @@ def error_from_body(status: int, error: Any, request_id: str | None) -> MemhostE
         str(fields.get("message", "")),
         str(fields.get("request_id") or request_id or "") or None,
         field if isinstance(field, str) else None,
+        retry_after,
     )
 
 
-def error_from_response(status: int, body: bytes, request_id: str | None) -> MemhostError:
+def error_from_response(status: int, body: bytes, request_id: str | None, retry_after: int | None = None) -> MemhostError:
     """The exception for an error answer; a body that is not the API's error shape keeps its first bytes."""
     try:
         decoded = json.loads(body)
     except ValueError:
         decoded = None
     if isinstance(decoded, dict) and "error" in decoded:
-        return error_from_body(status, decoded["error"], request_id)
+        return error_from_body(status, decoded["error"], request_id, retry_after)
     text = body[:200].decode("utf-8", "replace").strip()
-    return MemhostError(status, "unknown", f"HTTP {status}: {text}" if text else f"HTTP {status}", request_id)
+    message = f"HTTP {status}: {text}" if text else f"HTTP {status}"
+    return MemhostError(status, "unknown", message, request_id, retry_after=retry_after)

@@ -171,6 +171,27 @@ class ErrorsTest(Base):
         self.assertIsInstance(e, Conflict)
         self.assertEqual(e.request_id, "x")
 
+    def test_retry_after(self) -> None:
+        # A 429 and a 503 say how long to wait; the error carries it.
+        cases = [
+            (429, "too_many_proposals", memhost.TooManyProposals),
+            (503, "unavailable", memhost.Unavailable),
+            (503, "provider_unavailable", memhost.Unavailable),
+        ]
+        for status, code, cls in cases:
+            with self.subTest(code=code):
+                body = json.dumps({"error": {"code": code, "message": "later"}}).encode()
+                port, stop = serve_once(status, body, headers={"Retry-After": "7"})
+                try:
+                    with self.assertRaises(cls) as cm:
+                        Client(f"http://127.0.0.1:{port}", timeout=5).remember([])
+                finally:
+                    stop()
+                self.assertEqual((cm.exception.status, cm.exception.code, cm.exception.retry_after), (status, code, 7))
+        with self.assertRaises(NotFound) as nf:
+            self.app.get("r-missing")
+        self.assertIsNone(nf.exception.retry_after)
+
     def test_timeout(self) -> None:
         # A server that accepts and never answers.
         listener = socket.socket()
