@@ -1,4 +1,4 @@
-import { MemhostError, MemhostTransportError } from "./errors.js";
+import { MemhostError, MemhostTransportError, retryAfterSeconds } from "./errors.js";
 import type { components, operations } from "./schema.js";
 
 type Schemas = components["schemas"];
@@ -455,7 +455,8 @@ export class MemhostClient {
     }
     sent.requestId = sent.res.headers.get("X-Request-Id") ?? requestId;
     if (sent.res.status >= 400 && !req.accept?.includes(sent.res.status)) {
-      throw MemhostError.fromBody(sent.res.status, await this.text(sent, req.method, req.path), sent.requestId);
+      const retryAfter = retryAfterSeconds(sent.res.headers.get("Retry-After"));
+      throw MemhostError.fromBody(sent.res.status, await this.text(sent, req.method, req.path), sent.requestId, retryAfter);
     }
     return sent;
   }

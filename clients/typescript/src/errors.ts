@@ -8,11 +8,13 @@ export type ErrorCode =
   | "conflict"
   | "history_mismatch"
   | "too_large"
+  | "too_many_proposals"
   | "unsupported"
   | "compaction_failed"
   | "compaction_empty"
   | "compaction_too_large"
   | "unavailable"
+  | "provider_unavailable"
   | "deadline_exceeded"
   | "storage_full"
   | "read_only"
@@ -42,6 +44,8 @@ export class MemhostError extends Error {
     readonly requestId: string | undefined,
     /** The refused request field, when the refusal names one (`records[1].body`). */
     readonly field?: string,
+    /** Seconds to wait before retrying: a 429's or 503's Retry-After, when it has one. */
+    readonly retryAfter?: number,
   ) {
     super(`${code}: ${message}${requestId ? ` (request ${requestId})` : ""}`);
     this.apiMessage = message;
@@ -49,15 +53,15 @@ export class MemhostError extends Error {
   /** The server's message alone, without code and request id. */
   readonly apiMessage: string;
 
-  static fromObject(status: number, error: unknown, requestId: string | undefined): MemhostError {
+  static fromObject(status: number, error: unknown, requestId: string | undefined, retryAfter?: number): MemhostError {
     if (typeof error !== "object" || error === null || typeof (error as ErrorObject).code !== "string") {
-      return new MemhostError(status, "unknown", `HTTP ${status} without an error body`, requestId);
+      return new MemhostError(status, "unknown", `HTTP ${status} without an error body`, requestId, undefined, retryAfter);
     }
     const e = error as ErrorObject;
-    return new MemhostError(status, e.code, String(e.message ?? ""), e.request_id || requestId, e.field);
+    return new MemhostError(status, e.code, String(e.message ?? ""), e.request_id || requestId, e.field, retryAfter);
   }
 
-  static fromBody(status: number, text: string, requestId: string | undefined): MemhostError {
+  static fromBody(status: number, text: string, requestId: string | undefined, retryAfter?: number): MemhostError {
     let decoded: unknown;
     try {
       decoded = JSON.parse(text);
@@ -65,11 +69,17 @@ export class MemhostError extends Error {
       decoded = undefined;
     }
     if (typeof decoded === "object" && decoded !== null && "error" in decoded) {
-      return MemhostError.fromObject(status, (decoded as { error: unknown }).error, requestId);
+      return MemhostError.fromObject(status, (decoded as { error: unknown }).error, requestId, retryAfter);
     }
     const head = text.slice(0, 200).trim();
-    return new MemhostError(status, "unknown", head ? `HTTP ${status}: ${head}` : `HTTP ${status}`, requestId);
+    return new MemhostError(status, "unknown", head ? `HTTP ${status}: ${head}` : `HTTP ${status}`, requestId, undefined, retryAfter);
   }
+}
+
+/** A Retry-After's seconds; undefined for none, or for an HTTP date (memhost sends seconds). */
+export function retryAfterSeconds(value: string | null): number | undefined {
+  const v = value?.trim() ?? "";
+  return /^[0-9]+$/.test(v) ? Number(v) : undefined;
 }
 
 /** The request got no (complete) answer: connection refused or reset, a timeout, or an abort. */

@@ -174,6 +174,24 @@ describe("errors", () => {
     assert.deepEqual([h.code, h.requestId, h.field], ["history_mismatch", "x", "evicted"]);
   });
 
+  it("a 429 or 503 carries its Retry-After", async () => {
+    for (const [status, code] of [[429, "too_many_proposals"], [503, "unavailable"], [503, "provider_unavailable"]] as const) {
+      const server = createServer((_req, res) => {
+        res.writeHead(status, { "Content-Type": "application/json", "Retry-After": "7" });
+        res.end(JSON.stringify({ error: { code, message: "later" } }));
+      });
+      const port = await listen(server);
+      try {
+        const e = await rejectsWith(new MemhostClient({ baseUrl: `http://127.0.0.1:${port}` }).remember({ records: [] }), status, code);
+        assert.equal(e.retryAfter, 7);
+      } finally {
+        server.close();
+      }
+    }
+    const { app } = clients();
+    assert.equal((await rejectsWith(app.get("r-missing"), 404, "not_found")).retryAfter, undefined);
+  });
+
   it("a silent server times out", async () => {
     const sockets: Socket[] = [];
     const server = createTCPServer((s) => sockets.push(s));
