@@ -19,6 +19,7 @@ SkipReason = Literal[
     "no_records",
     "nothing_renderable",
     "recall_failed",
+    "selector_empty",
 ]
 
 # A string, or a list of content blocks ({"type": "text", "text": ...}, a
@@ -162,6 +163,7 @@ class GuideBlock(TypedDict):
 class GuideIteration(TypedDict):
     block: str | None
     changed: bool
+    recall_failed: bool  # the recall failed: block is the previous one, kept
 
 
 class ExportPage(TypedDict):
@@ -200,17 +202,20 @@ class PluginStatus(TypedDict, total=False):
     protocol: Required[list[int]]
     capabilities: Required[list[str]]
     healthy: Required[bool]
-    state: Required[Literal["ready", "restarting", "backoff", "stopped"]]
+    state: Required[Literal["starting", "ready", "restarting", "backoff", "stopped"]]
     restarts: Required[int]
     start_failures: Required[int]
     next_attempt: str
     backoff_ms: int
     pid: int
+    address: str  # a remote plugin's
     last_error: str
+    warnings: list[str]  # the instance's latest warning and error lines, for the operator
 
 
 class PluginsResult(TypedDict):
     plugins: list[PluginStatus]
+    semantic: NotRequired[list[dict[str, Any]]]  # each realm's embedding backlog, with an embedder
 
 
 class Readiness(TypedDict):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import threading
 import unittest
 import uuid
 from collections.abc import Callable
+from typing import get_args, get_type_hints
 
 from live import CLIENTS, PACKAGE_ROOT, live
 
@@ -28,7 +30,7 @@ from memhost import (
     Unauthenticated,
 )
 from memhost.errors import error_from_response
-from memhost.types import ReindexProgress
+from memhost.types import GuideIteration, PluginStatus, ReindexProgress, SkipReason
 
 
 def unique(prefix: str) -> str:
@@ -369,6 +371,23 @@ class GuideTest(Base):
         self.assertEqual((gone["changed"], gone["block"]), (True, None))
         none = self.app.guide_session_start(self.who, unique("g"), "print", {"required_tags": ["no-such-tag"]})
         self.assertIsNone(none["block"])
+        self.assertIs(same["recall_failed"], False)
+        self.assertLessEqual(set(same), set(get_type_hints(GuideIteration)), "answer fields the type lacks")
+
+
+class TypesTest(unittest.TestCase):
+    """The types' closed value sets hold every value the document lists."""
+
+    def documented_enum(self, field: str) -> list[str]:
+        with open(os.path.join(os.path.dirname(CLIENTS), "docs", "openapi.yaml"), encoding="utf-8") as f:
+            m = re.search(rf"\b{field}:\s*\n?\s*(?:\{{ )?type: [^\n]*?\n?\s*enum: \[([^\]]*)\]", f.read())
+        assert m, f"no enum for {field} in docs/openapi.yaml"
+        return [v.strip() for v in m.group(1).split(",") if v.strip() != "null"]
+
+    def test_enums(self) -> None:
+        self.assertEqual(sorted(self.documented_enum("skip_reason")), sorted(get_args(SkipReason)))
+        state = get_type_hints(PluginStatus)["state"]  # the first state: a plugin's
+        self.assertEqual(sorted(self.documented_enum("state")), sorted(get_args(state)))
 
 
 class ArchiveTest(Base):
