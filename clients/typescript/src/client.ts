@@ -151,16 +151,22 @@ function withIdentity<B extends { identity: Identity }>(body: WithIdentity<B>): 
  */
 export class MemhostClient {
   readonly baseUrl: string;
-  readonly token: string | undefined;
+  // Private, so that logging or serialising a client never shows the token.
+  readonly #token: string | undefined;
   readonly timeoutMs: number;
   private readonly newRequestId: () => string;
 
   constructor(options: ClientOptions = {}) {
     this.baseUrl = (options.baseUrl ?? DEFAULT_URL).replace(/\/+$/, "");
-    this.token = options.token;
+    this.#token = options.token;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     if (!(this.timeoutMs > 0)) throw new RangeError("timeoutMs must be positive");
     this.newRequestId = options.newRequestId ?? (() => crypto.randomUUID());
+  }
+
+  /** The bearer token. */
+  get token(): string | undefined {
+    return this.#token;
   }
 
   /** A client for the same server with other options. */

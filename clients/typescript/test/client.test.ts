@@ -6,6 +6,7 @@ import { createServer, type Server } from "node:http";
 import { createServer as createTCPServer, type Socket } from "node:net";
 import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
+import { inspect } from "node:util";
 
 import {
   MemhostClient,
@@ -237,6 +238,14 @@ describe("errors", () => {
     } finally {
       for (const s of sockets) s.destroy();
       server.close();
+    }
+  });
+
+  it("a logged or serialised client does not show its token", () => {
+    const client = new MemhostClient({ token: "ts-secret-token" }).withOptions({ timeoutMs: 5 });
+    assert.equal(client.token, "ts-secret-token");
+    for (const shown of [inspect(client, { depth: 5 }), JSON.stringify(client), String(Object.values(client))]) {
+      assert.doesNotMatch(shown, /ts-secret-token/);
     }
   });
 
