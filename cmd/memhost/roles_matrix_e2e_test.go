@@ -725,3 +725,21 @@ func TestBoundApplicationWritesWhereItReads(t *testing.T) {
 		map[string]any{"scope": "realm", "kind": "fact", "title": "Realm note", "body": "Everyone reads this."},
 		map[string]any{"scope": "identity:alice", "kind": "fact", "title": "Alice note", "body": "Alice likes figs."})
 }
+
+// TestProposalOfHeldContentFindsItsHolder: an agent proposing content the
+// realm scope holds active is answered the active record's id. The holder
+// was looked up by its title alone, so a title of common words ("a")
+// found nothing and the proposal was refused 409 "propose it again",
+// whatever was sent again (from an outside review).
+func TestProposalOfHeldContentFindsItsHolder(t *testing.T) {
+	t.Parallel()
+	m := startMemhost(t, providerDeployment("sqlite", `{ path = "memory.db" }`)+matrixTokens, matrixEnv...)
+	rec := map[string]any{"scope": "realm", "kind": "fact", "title": "a", "body": "Dana leads the Q3 launch review."}
+	var stored, proposed struct{ IDs []string }
+	if code := m.as(mxApp).do("POST", "/v1/records", map[string]any{"records": []any{rec}}, &stored); code != 200 || len(stored.IDs) != 1 {
+		t.Fatalf("the application's write = %d %+v", code, stored)
+	}
+	if code := m.as(mxRuntime).do("POST", "/v1/records", map[string]any{"records": []any{rec}}, &proposed); code != 202 || len(proposed.IDs) != 1 || proposed.IDs[0] != stored.IDs[0] {
+		t.Fatalf("the agent's proposal of the held content = %d %+v, want 202 with the active record's id %s", code, proposed, stored.IDs[0])
+	}
+}

@@ -153,7 +153,7 @@ func storeProposals(ctx context.Context, realm string, p sdk.Provider, records [
 			return nil, stored, fmt.Errorf("records[%d]: find the record holding its content: %w", i, err)
 		}
 		if !found {
-			return nil, stored, fmt.Errorf("records[%d]: the provider holds its content in scope %s already, but the record holding it was not found; propose it again: %w", i, recs[i].Scope, sdk.ErrConflict)
+			return nil, stored, fmt.Errorf("records[%d]: scope %s holds its content already, in a record its words do not find (a title and body of common words alone?); nothing was proposed: %w", i, recs[i].Scope, sdk.ErrConflict)
 		}
 		ids[i] = id
 	}
@@ -179,18 +179,22 @@ func holder(ctx context.Context, realm string, p sdk.Provider, proposals map[str
 	if best != "" {
 		return best, true, nil
 	}
-	query := r.Title
-	if strings.TrimSpace(query) == "" {
-		// A body's first words find it as well as all of them.
-		query = strings.ToValidUTF8(r.Body[:min(len(r.Body), 4096)], "")
-	}
-	hits, err := p.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: query, Scopes: []sdk.Scope{r.Scope}, Limit: holderRecallLimit})
-	if err != nil {
-		return "", false, err
-	}
-	for _, h := range hits {
-		if holds(&h.Record, r, now) {
-			return h.Record.ID, true, nil
+	// By its title, then by its body's first words (they find it as well
+	// as all of them): a title of common words ("a", "the note") may
+	// match no record, or rank the holder past the limit.
+	body := strings.ToValidUTF8(r.Body[:min(len(r.Body), 4096)], "")
+	for _, query := range []string{r.Title, body} {
+		if strings.TrimSpace(query) == "" {
+			continue
+		}
+		hits, err := p.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: query, Scopes: []sdk.Scope{r.Scope}, Limit: holderRecallLimit})
+		if err != nil {
+			return "", false, err
+		}
+		for _, h := range hits {
+			if holds(&h.Record, r, now) {
+				return h.Record.ID, true, nil
+			}
 		}
 	}
 	return "", false, nil
