@@ -19,6 +19,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -326,7 +327,7 @@ func transportError(parent context.Context, cfg *settings, err error) error {
 func decode(data []byte, n, dims int) ([][]float32, error) {
 	var out embeddingsResponse
 	if err := json.Unmarshal(data, &out); err != nil {
-		return nil, fmt.Errorf("malformed JSON answer (%v): %.200q", err, data)
+		return nil, fmt.Errorf("malformed JSON answer (%s): %.200q", jsonProblem(err), data)
 	}
 	if out.Data == nil {
 		return nil, fmt.Errorf("the answer has no data: %.200q", data)
@@ -355,6 +356,32 @@ func decode(data []byte, n, dims int) ([][]float32, error) {
 // redirectError is a 3xx answer, which the plugin does not follow. It names
 // where the endpoint points, by scheme and host only: the rest of the
 // Location may carry anything.
+// jsonProblem says what is wrong with an answer in the API's terms: the
+// decoder's own words name the Go types it decodes into, which mean
+// nothing to whoever reads the error in /v1/plugins or the log.
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return err.Error() // a syntax error, or one of this package's
+	}
+	want := "another kind of value"
+	switch te.Type.Kind() {
+	case reflect.Slice:
+		want = "an array"
+	case reflect.Struct:
+		want = "an object"
+	case reflect.Int:
+		want = "a whole number"
+	case reflect.Float32:
+		want = "a number within single precision's range"
+	}
+	at := "the answer"
+	if te.Field != "" {
+		at = te.Field
+	}
+	return fmt.Sprintf("%s is %s, where %s belongs", at, te.Value, want)
+}
+
 func redirectError(cfg *settings, resp *http.Response) error {
 	to := "no Location"
 	if loc, err := resp.Location(); err == nil {

@@ -778,3 +778,27 @@ func TestErrorExcerptIsCutOnACharacter(t *testing.T) {
 		}
 	}
 }
+
+// TestMalformedAnswersNameNoGoTypes: an answer of the wrong JSON shape (a
+// base64 embedding, a number past float32, a string index, an object for
+// data) is described in the API's terms; the decoder's words ("Go struct
+// field ... of type []float32") reach /v1/plugins and the log otherwise.
+func TestMalformedAnswersNameNoGoTypes(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{`{"data":[{"index":0,"embedding":"AAAAAAAAgD8="}]}`, "data.embedding is string, where an array belongs"},
+		{`{"data":[{"index":0,"embedding":[1e39,1]}]}`, "data.embedding is number 1e39, where a number within single precision's range belongs"},
+		{`{"data":[{"index":"0","embedding":[1,1]}]}`, "data.index is string, where a whole number belongs"},
+		{`{"data":{"index":0}}`, "data is object, where an array belongs"},
+		{`["data"]`, "the answer is array, where an object belongs"},
+	} {
+		_, err := decode([]byte(tc.body), 1, 2)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one saying %q", tc.body, err, tc.want)
+		}
+		for _, goWord := range []string{"Go ", "float32", "[]", "struct", "*int", "openai."} {
+			if err != nil && strings.Contains(err.Error(), goWord) {
+				t.Errorf("%s: error %q names a Go type (%q)", tc.body, err, goWord)
+			}
+		}
+	}
+}
