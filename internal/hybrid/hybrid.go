@@ -386,8 +386,12 @@ func (e *Engine) PrepareRecall(ctx context.Context, q *sdk.RecallQuery) string {
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	v, model, err := e.embedQuery(ctx, r, q)
-	// A deadline the caller cut short says nothing of the embedder.
-	r.asked(err, budget == full, probe)
+	// A deadline the caller cut short says nothing of the embedder. At
+	// least half the realm's timeout is not short: a recall deadline of
+	// twice the timeout (the defaults) leaves the query a little less,
+	// the time the recall took before it, and a hung embedder must still
+	// count as failing.
+	r.asked(err, budget >= full/2, probe)
 	if err != nil {
 		return r.fellBack(ReasonEmbedderUnavailable, err)
 	}
@@ -463,10 +467,10 @@ func (r *realm) mayAsk() (ask, probe bool) {
 // asked records how a query embedding went; probe says it was the one
 // asked after a pause. An answer, even a refusal of the text or news of
 // another model, closes the breaker. A failure counts unless it is the
-// caller's: a deadline shorter than the realm's full query timeout, or a
-// cancelled recall. Only the probe's failure lengthens a pause: a query
+// caller's: a deadline that left under half the realm's query timeout,
+// or a cancelled recall. Only the probe's failure lengthens a pause: a query
 // asked before the pause began may fail during it.
-func (r *realm) asked(err error, fullBudget, probe bool) {
+func (r *realm) asked(err error, ampleBudget, probe bool) {
 	answered := err == nil || errors.Is(err, sdk.ErrInvalid) || errors.Is(err, errModelChanged)
 	if answered {
 		r.embedderAnswered()
@@ -478,7 +482,7 @@ func (r *realm) asked(err error, fullBudget, probe bool) {
 	if probe {
 		b.probing = false
 	}
-	if errors.Is(err, context.Canceled) || (timedOut && !fullBudget) {
+	if errors.Is(err, context.Canceled) || (timedOut && !ampleBudget) {
 		r.mu.Unlock()
 		return
 	}

@@ -168,3 +168,32 @@ func TestAnUnlistedRealmsQueryTimeout(t *testing.T) {
 		}
 	})
 }
+
+// TestAHungEmbedderPausesUnderTheDefaultDeadlines: with the production
+// pair (a recall deadline of 500 ms, twice the 250 ms query timeout) the
+// time a recall spends before it embeds its query (composing its scopes)
+// leaves the query a hair under the realm's timeout. That is not the
+// caller cutting it short: a hung embedder used to be asked by every
+// recall, each paying its whole query budget, and never paused.
+func TestAHungEmbedderPausesUnderTheDefaultDeadlines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		emb := &slowEmbedder{delay: 10 * time.Hour}
+		store := newStore(0)
+		eng, err := New([]Realm{{Name: "default", Embedder: emb, Vectors: store, Records: store}}, Options{QueryPause: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 5 {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*DefaultQueryTimeout)
+			time.Sleep(time.Millisecond) // the recall's work before its query
+			q := sdk.RecallQuery{Realm: "default", Query: fmt.Sprintf("query %d", i)}
+			if reason := eng.PrepareRecall(ctx, &q); reason != ReasonEmbedderUnavailable {
+				t.Fatalf("recall %d: reason %q, want %q", i, reason, ReasonEmbedderUnavailable)
+			}
+			cancel()
+		}
+		if got := emb.calls.Load(); got != QueryFailures {
+			t.Fatalf("5 recalls asked the hung embedder %d times, want %d (then a pause)", got, QueryFailures)
+		}
+	})
+}
