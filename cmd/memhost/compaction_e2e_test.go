@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/memhost/memhost/internal/testbin"
 )
@@ -215,5 +216,35 @@ coordinator { compactor = "model" }
 	prev, slice, _ := strings.Cut(chat.last, "Newly removed messages")
 	if !strings.Contains(prev, "Previous summary:\n") || !strings.Contains(prev, "summary #1") || strings.Contains(slice, "Always reply in French") {
 		t.Errorf("the model was not handed only the new slice with the first summary:\n%s", chat.last)
+	}
+}
+
+// TestSlowModelCompactsWithinTheRequest: a compactor's model call runs
+// under the compaction request's deadline and the plugin's own
+// timeout_ms, not the supervisor's call_timeout_ms, which bounds the
+// short calls: a model that takes longer than that to write a summary
+// still compacts.
+func TestSlowModelCompactsWithinTheRequest(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(2 * time.Second)
+		json.NewEncoder(w).Encode(map[string]any{"choices": []map[string]any{{"message": map[string]any{"content": "a slow summary"}}}})
+	}))
+	t.Cleanup(srv.Close)
+	cfgPath, dataDir := writeConfigIn(t, testbin.PluginDir(t, "sqlite", "llm"), fmt.Sprintf(`
+compactor "model" {
+  plugin = "llm"
+  config = { base_url = %q, model = "test-model", timeout_ms = 8000 }
+}
+coordinator { compactor = "model" }
+supervisor { call_timeout_ms = 1000 }
+`, srv.URL+"/v1"))
+	m, err := startWithConfig(t, cfgPath, dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, ans, e := compact(t, m, "conv-slow", "", history(3))
+	if code != 200 || ans.Absorbed != 3 || !strings.Contains(ans.Artifact.Content, "a slow summary") {
+		t.Fatalf("compaction by a model slower than call_timeout_ms = %d %+v %+v", code, ans, e)
 	}
 }

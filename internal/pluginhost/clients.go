@@ -267,8 +267,15 @@ func (s *Selector) Select(ctx context.Context, req sdk.SelectRequest) (sdk.Selec
 // the supervisor: the host's watermark logic decides.
 type Compactor struct{ inst *instance }
 
+// Compact runs under the caller's deadline (its compaction request's) when
+// it has one, not the call timeout: a model writing a summary takes longer
+// than an ordinary call, and the compactor's own timeout bounds it too.
 func (c *Compactor) Compact(ctx context.Context, req sdk.CompactRequest) (sdk.Message, error) {
-	return call(ctx, c.inst, "compact", false, func(ctx context.Context, cl sdk.Compactor) (sdk.Message, error) {
+	timeout := c.inst.opts.CallTimeout
+	if deadline, ok := ctx.Deadline(); ok {
+		timeout = max(timeout, time.Until(deadline).Round(time.Second))
+	}
+	return callWithin(ctx, c.inst, "compact", timeout, false, func(ctx context.Context, cl sdk.Compactor) (sdk.Message, error) {
 		return cl.Compact(ctx, req)
 	})
 }
