@@ -474,8 +474,10 @@ func (s *Service) call(ctx context.Context, id sdk.Identity, key Key, at string,
 	})
 	if err != nil {
 		// Deadline and unavailability keep their own codes (504, 503):
-		// they say "try again", where a compactor error says "broken".
-		if errors.Is(err, sdk.ErrDeadline) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, sdk.ErrUnavailable) {
+		// they say "try again", where a compactor error says "broken". A
+		// call canceled with its request (the client gone) is no
+		// compactor error either.
+		if errors.Is(err, sdk.ErrDeadline) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, sdk.ErrUnavailable) || errors.Is(err, context.Canceled) {
 			return sdk.Message{}, fmt.Errorf("%s: compactor: %w", where, err)
 		}
 		return sdk.Message{}, &codedError{code: CodeFailed, sentinel: ErrFailed, cause: err,

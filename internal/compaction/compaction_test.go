@@ -169,6 +169,7 @@ func TestFailuresChangeNothing(t *testing.T) {
 		{"plugin error", &fakeCompactor{err: fmt.Errorf("model said no: %w", sdk.ErrInvalid)}, ErrFailed, CodeFailed},
 		{"unavailable", &fakeCompactor{err: fmt.Errorf("crashed: %w", sdk.ErrUnavailable)}, sdk.ErrUnavailable, ""},
 		{"deadline", &fakeCompactor{err: fmt.Errorf("slow: %w", sdk.ErrDeadline)}, sdk.ErrDeadline, ""},
+		{"caller gone", &fakeCompactor{err: fmt.Errorf("no answer: %w", context.Canceled)}, context.Canceled, ""},
 		{"empty artifact", &fakeCompactor{empty: true}, ErrEmpty, CodeEmpty},
 		{"artifact over the cap", &fakeCompactor{huge: true}, ErrTooLarge, CodeTooLarge},
 	}
