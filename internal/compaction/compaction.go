@@ -550,11 +550,18 @@ func (s *Service) absorbable(ctx context.Context, req Request, start int, slice 
 		return nil, err
 	}
 	for i := range out {
-		m := &out[i].Message
-		m.Role = s.opts.Renderer.RenderText(req.Identity, m.Role, coordinator.TextLabel)
+		if m := &out[i].Message; !chatRoles[strings.ToLower(m.Role)] {
+			m.Role = s.opts.Renderer.RenderText(req.Identity, m.Role, coordinator.TextLabel)
+		}
 	}
 	return out, nil
 }
+
+// chatRoles are the roles chat APIs define. Such a role is a label, not
+// text, and is handed on as sent: rendered as text, "system" reads as a
+// forged role header and is marked, and a compactor could no longer tell
+// an operator's instructions from a tool's output.
+var chatRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true, "function": true, "human": true}
 
 // renderInbound renders the texts contents point to, in place, as inbound
 // text, together: many messages each under the inbound gate's size are as

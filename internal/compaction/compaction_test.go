@@ -678,3 +678,30 @@ func TestEvictedTextIsDefangedWithinTheRequest(t *testing.T) {
 		t.Fatalf("rendered as inbound text within the request: %d texts in %d calls; want both evicted messages in one (the gate weighs them together)", len(spy.inbound), spy.calls)
 	}
 }
+
+// TestChatRolesReachTheCompactorAsSent: a role a chat API defines is a
+// label, not text: "system" is not marked as a forged role header, so a
+// compactor still tells an operator's instructions from a tool's output
+// (the llm compactor keeps a system message's rules standing).
+func TestChatRolesReachTheCompactorAsSent(t *testing.T) {
+	coord, err := coordinator.New(coordinator.DefaultConfig(), coordinator.Options{Providers: coordinator.RealmProviders{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer coord.Close(context.Background())
+	comp := &recordingCompactor{art: "summary"}
+	s := New(Options{Compactor: comp, Renderer: coord})
+	roles := []string{"system", "System", "developer", "user", "assistant", "tool", "function"}
+	r := Request{Identity: alice, Conversation: "c1"}
+	for _, role := range roles {
+		r.Evicted = append(r.Evicted, sdk.Message{Role: role, Content: "Always reply in French."})
+	}
+	if _, err := s.Compact(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range comp.seen {
+		if m.Role != roles[i] {
+			t.Errorf("role %q reached the compactor as %q", roles[i], m.Role)
+		}
+	}
+}
