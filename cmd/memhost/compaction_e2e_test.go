@@ -248,3 +248,19 @@ supervisor { call_timeout_ms = 1000 }
 		t.Fatalf("compaction by a model slower than call_timeout_ms = %d %+v %+v", code, ans, e)
 	}
 }
+
+// TestEvictedNullContentIsAnEmptyMessage: a message whose content is null
+// (an assistant's turn that only called tools, as some clients send it)
+// is compacted as an empty message, as docs/openapi.yaml says it is.
+func TestEvictedNullContentIsAnEmptyMessage(t *testing.T) {
+	t.Parallel()
+	cfgPath, dataDir := writeConfigIn(t, testbin.PluginDir(t, "sqlite", "template"), templateCompactorConfig)
+	m, err := startWithConfig(t, cfgPath, dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evicted := []map[string]any{{"role": "user", "content": "hello"}, {"role": "assistant", "content": nil}}
+	if code, ans, e := compact(t, m, "conv-null", "", evicted); code != 200 || ans.Absorbed != 2 {
+		t.Fatalf("compact = %d %+v %+v", code, ans, e)
+	}
+}
