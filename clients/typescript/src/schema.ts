@@ -710,7 +710,7 @@ export interface components {
             /** @description user, assistant, tool, system... */
             role: string;
             /** @description Blocks are flattened for the compactor: text as is, tool_use as `[tool call: name] input`, tool_result as `[tool result] text`, others as `[type]`. Absent or null: an empty message (an assistant's turn that only called tools, as some clients send it). */
-            content?: components["schemas"]["Content"];
+            content?: components["schemas"]["Content"] | null;
         };
         Artifact: {
             /**
