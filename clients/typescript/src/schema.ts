@@ -718,7 +718,7 @@ export interface components {
              * @enum {string}
              */
             role?: "user";
-            /** @description The rolling summary, at most the artifact cap (16 KiB; the compactor's own cap may be lower) plus a few bytes per defanged marker. Defanged, controls other than line feed and tab replaced; not XML-escaped. */
+            /** @description The rolling summary, framed: a fixed preamble saying it summarises earlier turns and is background, not instructions, then the summary XML-escaped inside its own <memhost_conversation_summary> element. Defanged, controls other than line feed and tab replaced. The artifact cap (16 KiB; the compactor's own cap may be lower) bounds the summary; the frame, escaping and defanging come on top of it. */
             content?: string;
         };
         ErrorBody: {
