@@ -3,6 +3,7 @@ package compaction
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/memhost/memhost/coordinator"
@@ -51,6 +52,45 @@ func Flatten(c coordinator.Content) string {
 	return strings.Join(parts, "\n")
 }
 
+// ChatExtras are the OpenAI Chat Completions message fields beside its
+// content that a summary needs: the speaker's name, the assistant's tool
+// calls (each {"id","type","function":{"name","arguments"}}), a legacy
+// function call ({"name","arguments"}) and a refusal.
+type ChatExtras struct {
+	Name         string
+	ToolCalls    []json.RawMessage
+	FunctionCall json.RawMessage
+	Refusal      *string
+}
+
+// FlattenChat is Flatten for a chat message with its extras: the content,
+// then a refusal and each call as a tool call block reads, the whole led
+// by the speaker's name when there is one ("alice: …").
+func FlattenChat(c coordinator.Content, x ChatExtras) string {
+	parts := []string{Flatten(c)}
+	if x.Refusal != nil && *x.Refusal != "" {
+		parts = append(parts, quotedBlock("[refusal] "+*x.Refusal))
+	}
+	calls := x.ToolCalls
+	if len(x.FunctionCall) > 0 && string(x.FunctionCall) != "null" {
+		calls = append(calls[:len(calls):len(calls)], x.FunctionCall)
+	}
+	for _, raw := range calls {
+		var call struct {
+			Function json.RawMessage `json:"function"`
+		}
+		if json.Unmarshal(raw, &call) == nil && len(call.Function) > 0 {
+			raw = call.Function
+		}
+		parts = append(parts, quotedBlock(toolCall(raw)))
+	}
+	text := strings.Join(slices.DeleteFunc(parts, func(s string) bool { return s == "" }), "\n")
+	if x.Name != "" {
+		text = x.Name + ": " + text
+	}
+	return text
+}
+
 // quotedBlock is a non-text block's text with its further lines indented,
 // so the whole block reads as one quoted run beginning at its bracketed
 // type (sdk/classify): a line of a tool result or a document never starts
@@ -73,6 +113,11 @@ func toolCall(raw json.RawMessage) string {
 	args := call.Input
 	if len(args) == 0 {
 		args = call.Arguments
+	}
+	// OpenAI's arguments are JSON inside a string: read as the JSON.
+	var inner string
+	if len(args) > 0 && args[0] == '"' && json.Unmarshal(args, &inner) == nil && json.Valid([]byte(inner)) {
+		args = json.RawMessage(inner)
 	}
 	out := ToolCallMarker
 	if call.Name != "" {

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -14,6 +15,15 @@ import (
 type messageInput struct {
 	Role    string     `json:"role"`
 	Content rawContent `json:"content"`
+	// The OpenAI Chat Completions message's other fields, so a client
+	// sends its history as it keeps it: a speaker's name, an assistant's
+	// tool calls (or one legacy function call) and refusal, and the id a
+	// tool message answers (which says nothing a summary needs).
+	Name         string            `json:"name"`
+	ToolCalls    []json.RawMessage `json:"tool_calls"`
+	FunctionCall json.RawMessage   `json:"function_call"`
+	Refusal      *string           `json:"refusal"`
+	ToolCallID   string            `json:"tool_call_id"`
 }
 
 type compactRequest struct {
@@ -64,7 +74,8 @@ func (s *Server) handleCompact(ctx context.Context, c caller, w http.ResponseWri
 		if content == nil {
 			content = &coordinator.Content{} // left out or null: the empty string, as before
 		}
-		evicted[i] = sdk.Message{Role: m.Role, Content: compaction.Flatten(*content)}
+		evicted[i] = sdk.Message{Role: m.Role, Content: compaction.FlattenChat(*content, compaction.ChatExtras{
+			Name: m.Name, ToolCalls: m.ToolCalls, FunctionCall: m.FunctionCall, Refusal: m.Refusal})}
 	}
 	res, err := svc.Compact(c.actor(ctx), compaction.Request{
 		Identity: id, Conversation: r.PathValue("id"), Session: req.Session, Evicted: evicted, Application: c.everyConversation(),

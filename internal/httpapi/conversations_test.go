@@ -156,3 +156,31 @@ func TestCompactWithoutCompactor(t *testing.T) {
 		t.Errorf("DELETE without compactor: %d %+v", status, e)
 	}
 }
+
+// TestCompactReadsChatCompletionsHistory: an OpenAI Chat Completions
+// history is compacted as a client keeps it. Its tool calls, a legacy
+// function call, a refusal, a speaker's name and a tool message's
+// tool_call_id were refused as unknown fields ("evicted[1].tool_calls"),
+// so a client had to strip them and the summary lost them.
+func TestCompactReadsChatCompletionsHistory(t *testing.T) {
+	comp := &echoCompactor{}
+	srv, _ := newTestServer(t, Options{Compaction: compaction.New(compaction.Options{Compactor: comp})})
+	body := `{"identity":{"id":"alice"},"session":"s1","evicted":[
+		{"role":"user","name":"alice","content":"find hikes near Oslo"},
+		{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"search","arguments":"{\"q\":\"hikes near Oslo\"}"}}]},
+		{"role":"tool","tool_call_id":"c1","content":"3 hits"},
+		{"role":"assistant","content":null,"function_call":{"name":"book","arguments":"{\"trail\":\"Vettakollen\"}"}},
+		{"role":"assistant","content":null,"refusal":"I cannot book that trail."}]}`
+	var got struct {
+		Artifact sdk.Message `json:"artifact"`
+		Absorbed int         `json:"absorbed"`
+	}
+	if code := doJSON(t, srv, "POST", "/v1/conversations/c1/compact", "", body, &got); code != 200 || got.Absorbed != 5 {
+		t.Fatalf("compact = %d %+v", code, got)
+	}
+	for _, want := range []string{"user: alice: find hikes near Oslo", `[tool call: search] {"q":"hikes near Oslo"}`, "tool: 3 hits", `[tool call: book] {"trail":"Vettakollen"}`, "[refusal] I cannot book that trail."} {
+		if !strings.Contains(got.Artifact.Content, want) {
+			t.Errorf("the compactor read %q, missing %q", got.Artifact.Content, want)
+		}
+	}
+}

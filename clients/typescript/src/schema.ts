@@ -711,6 +711,26 @@ export interface components {
             role: string;
             /** @description Blocks are flattened for the compactor: text as is, tool_use as `[tool call: name] input`, tool_result as `[tool result] text`, others as `[type]`. Absent or null: an empty message (an assistant's turn that only called tools, as some clients send it). */
             content?: components["schemas"]["Content"] | null;
+            /** @description The speaker's name (OpenAI Chat Completions); the compactor reads the message as `name: text`. */
+            name?: string;
+            /** @description An assistant's tool calls (OpenAI Chat Completions), each read after the content as `[tool call: name] arguments`. */
+            tool_calls?: {
+                id?: string;
+                type?: string;
+                function?: {
+                    name?: string;
+                    arguments?: string;
+                };
+            }[];
+            /** @description A legacy function call (OpenAI Chat Completions), read as a tool call. */
+            function_call?: {
+                name?: string;
+                arguments?: string;
+            } | null;
+            /** @description An assistant's refusal (OpenAI Chat Completions), read as `[refusal] text`. */
+            refusal?: string | null;
+            /** @description The call a tool message answers (OpenAI Chat Completions); accepted, not needed by a summary. */
+            tool_call_id?: string;
         };
         Artifact: {
             /**
