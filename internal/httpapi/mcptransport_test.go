@@ -224,6 +224,10 @@ func TestMCPRefusesAmbiguousRequests(t *testing.T) {
 		{"junk after a call", "/mcp?identity=alice", call(`"name":"memory_remember","arguments":{"title":"t","body":"b"}`) + "garbage", nil, "request body"},
 		{"two messages back to back", "/mcp?identity=alice", call(`"name":"memory_remember","arguments":{"title":"t","body":"b"}`) + call(`"name":"memory_remember","arguments":{"title":"u","body":"c"}`), nil, "request body"},
 		{"an empty body", "/mcp?identity=alice", "", nil, "request body"},
+		// Answered as another id (2^53 as read through a float, or -2^63).
+		{"an id past 2^53", "/mcp?identity=alice", `{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}`, nil, "id"},
+		{"a huge id", "/mcp?identity=alice", `{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}`, nil, "id"},
+		{"a huge id in a batch", "/mcp?identity=alice", `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":-1e300,"method":"ping"}]`, nil, "request body[1].id"},
 		{"a fractional id", "/mcp?identity=alice", strings.Replace(call(`"name":"memory_remember","arguments":{"title":"t","body":"b"}`), `"id":1`, `"id":1.5`, 1), nil, "id"},
 		// Refused by the SDK in its Go types' words ("unmarshaling into a
 		// *mcp.ListToolsParams"): said here with the field.
