@@ -216,9 +216,10 @@ func proxyMCP(ctx context.Context, addr, token, identity, realm string) error {
 		}
 		local.AddTool(tool, call)
 	}
-	// A tool call or prompt the proxy does not know is the server's to
-	// refuse too: the SDK's own refusal quotes the name as sent, and the
-	// proxy has no renderer for text a model reads; the server renders it.
+	// A tool call, prompt or resource the proxy does not know is the
+	// server's to refuse too: the SDK's own refusal quotes the name (or
+	// uri) as sent, and the proxy has no renderer for text a model reads;
+	// the server renders it.
 	local.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch req := req.(type) {
@@ -228,6 +229,11 @@ func proxyMCP(ctx context.Context, addr, token, identity, realm string) error {
 				ctx, cancel := withDeadline(ctx, requestDeadline)
 				defer cancel()
 				res, err := remote.GetPrompt(ctx, req.Params)
+				return res, proxied(ctx, endpoint, err)
+			case *mcp.ReadResourceRequest:
+				ctx, cancel := withDeadline(ctx, requestDeadline)
+				defer cancel()
+				res, err := remote.ReadResource(ctx, req.Params)
 				return res, proxied(ctx, endpoint, err)
 			}
 			return next(ctx, method, req)

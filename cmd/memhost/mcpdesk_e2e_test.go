@@ -140,6 +140,15 @@ token "agent" {
 		coordinatortest.CheckModelText(t, envHeader, refusal("tool "+f, err))
 		_, err = cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: f})
 		coordinatortest.CheckModelText(t, envHeader, refusal("prompt "+f, err))
+		// An unknown resource's refusal quotes its uri in its data.
+		_, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: f})
+		coordinatortest.CheckModelText(t, envHeader, refusal("resource "+f, err))
+		var wire *jsonrpc.Error
+		if errors.As(err, &wire) && len(wire.Data) > 0 {
+			for _, s := range jsonStrings(t, wire.Data) {
+				coordinatortest.CheckModelText(t, envHeader, s)
+			}
+		}
 	}
 
 	t.Run("no token", func(t *testing.T) {

@@ -440,8 +440,10 @@ func renderedErrors(c *coordinator.Coordinator) mcp.Middleware {
 			}
 			var wire *jsonrpc.Error
 			if errors.As(err, &wire) {
-				if msg, changed := redact.ForClient(c, wire.Message); changed {
-					return res, &jsonrpc.Error{Code: wire.Code, Message: msg, Data: wire.Data}
+				msg, changed := redact.ForClient(c, wire.Message)
+				data, dataChanged := renderedData(c, wire.Data)
+				if changed || dataChanged {
+					return res, &jsonrpc.Error{Code: wire.Code, Message: msg, Data: data}
 				}
 				return res, err
 			}
@@ -451,6 +453,47 @@ func renderedErrors(c *coordinator.Coordinator) mcp.Middleware {
 			return res, err
 		}
 	}
+}
+
+// renderedData renders every string of a JSON-RPC error's data (names
+// too), as renderedErrors renders its message: the SDK puts what the
+// client sent there (resources/read's unknown uri), and a client may show
+// it to its model. It reports whether the data changed.
+func renderedData(c *coordinator.Coordinator, data json.RawMessage) (json.RawMessage, bool) {
+	var tree any
+	if len(data) == 0 || json.Unmarshal(data, &tree) != nil {
+		return data, false
+	}
+	changed := false
+	var render func(v any) any
+	render = func(v any) any {
+		switch v := v.(type) {
+		case string:
+			out, ch := redact.ForClient(c, v)
+			changed = changed || ch
+			return out
+		case []any:
+			for i := range v {
+				v[i] = render(v[i])
+			}
+		case map[string]any:
+			out := make(map[string]any, len(v))
+			for k, child := range v {
+				out[render(k).(string)] = render(child)
+			}
+			return out
+		}
+		return v
+	}
+	tree = render(tree)
+	if !changed {
+		return data, false
+	}
+	out, err := json.Marshal(tree)
+	if err != nil {
+		return nil, true
+	}
+	return out, true
 }
 
 // strictArguments decodes a tool's arguments again, from the bytes the
