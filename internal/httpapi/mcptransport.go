@@ -7,7 +7,10 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/internal/mcpserver"
 	"github.com/memhost/memhost/sdk"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // errUnsupportedMediaType is answered 415: a body in a content type or
@@ -22,16 +25,28 @@ const maxRefusalText = 1024
 // type or Accept header, a body that is not JSON-RPC or over the limit),
 // which it holds back so that the server answers them in the error
 // envelope, rendered for the client, like every other refusal.
+//
+// A JSON-RPC error the transport answers itself (a header that does not
+// match the body, an unknown method under 2026-07-28) is held back too:
+// it quotes what the client sent and never passes the server's
+// renderedErrors, so it is answered with its message rendered.
 type mcpAnswer struct {
 	http.ResponseWriter
-	status int // the held-back refusal's status; 0 when none
-	text   bytes.Buffer
+	status    int // the held-back refusal's status; 0 when none
+	jsonError bool
+	text      bytes.Buffer
 }
 
 func (a *mcpAnswer) WriteHeader(code int) {
-	if a.status == 0 && code >= 400 && strings.HasPrefix(a.Header().Get("Content-Type"), "text/plain") {
-		a.status = code
-		return
+	if a.status == 0 && code >= 400 {
+		switch ct := a.Header().Get("Content-Type"); {
+		case strings.HasPrefix(ct, "text/plain"):
+			a.status = code
+			return
+		case strings.HasPrefix(ct, "application/json"):
+			a.status, a.jsonError = code, true
+			return
+		}
 	}
 	a.ResponseWriter.WriteHeader(code)
 }
@@ -40,10 +55,44 @@ func (a *mcpAnswer) Write(p []byte) (int, error) {
 	if a.status == 0 {
 		return a.ResponseWriter.Write(p)
 	}
-	if room := maxRefusalText - a.text.Len(); room > 0 {
+	limit := maxRefusalText
+	if a.jsonError {
+		limit = maxRefusalJSON
+	}
+	if room := limit - a.text.Len(); room > 0 {
 		a.text.Write(p[:min(len(p), room)])
 	}
 	return len(p), nil
+}
+
+// maxRefusalJSON bounds a held-back JSON-RPC error: it quotes headers.
+const maxRefusalJSON = 64 << 10
+
+// writeRenderedError answers the held-back JSON-RPC error, its message
+// and data rendered for the client; false when there is none, or it is
+// not one (refusal then answers it).
+func (a *mcpAnswer) writeRenderedError(c *coordinator.Coordinator) bool {
+	if !a.jsonError {
+		return false
+	}
+	var data []byte
+	msg, err := jsonrpc.DecodeMessage(a.text.Bytes())
+	resp, ok := msg.(*jsonrpc.Response)
+	var wire *jsonrpc.Error
+	if err == nil && ok && errors.As(resp.Error, &wire) {
+		data, err = jsonrpc.EncodeMessage(&jsonrpc.Response{ID: resp.ID, Error: mcpserver.RenderError(c, wire)})
+	}
+	if err != nil || data == nil {
+		// Not a JSON-RPC error (or cut at the bound): answered in the
+		// envelope, never as sent.
+		a.jsonError = false
+		a.text.Reset()
+		a.text.WriteString("the message could not be answered")
+		return false
+	}
+	a.ResponseWriter.WriteHeader(a.status)
+	a.ResponseWriter.Write(data)
+	return true
 }
 
 // Unwrap lets http.ResponseController reach the connection.

@@ -467,8 +467,10 @@ func (s *Server) mountMCP(mux *http.ServeMux, h http.Handler) {
 			r = r.WithContext(hclog.WithContext(r.Context(), s.opts.Logger.With("request_id", reqID)))
 			answer := &mcpAnswer{ResponseWriter: rec}
 			h.ServeHTTP(answer, r)
-			if err := answer.refusal(r, s.opts.MaxBodyBytes); err != nil {
-				s.writeError(rec, err, reqID)
+			if !answer.writeRenderedError(s.opts.Coordinator) {
+				if err := answer.refusal(r, s.opts.MaxBodyBytes); err != nil {
+					s.writeError(rec, err, reqID)
+				}
 			}
 		}
 		s.opts.Metrics.observeRequest(pattern, rec.status, time.Since(start))

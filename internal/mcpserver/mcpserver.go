@@ -440,10 +440,8 @@ func renderedErrors(c *coordinator.Coordinator) mcp.Middleware {
 			}
 			var wire *jsonrpc.Error
 			if errors.As(err, &wire) {
-				msg, changed := redact.ForClient(c, wire.Message)
-				data, dataChanged := renderedData(c, wire.Data)
-				if changed || dataChanged {
-					return res, &jsonrpc.Error{Code: wire.Code, Message: msg, Data: data}
+				if rendered := RenderError(c, wire); rendered != wire {
+					return res, rendered
 				}
 				return res, err
 			}
@@ -453,6 +451,18 @@ func renderedErrors(c *coordinator.Coordinator) mcp.Middleware {
 			return res, err
 		}
 	}
+}
+
+// RenderError answers a JSON-RPC error as a client may read it: its
+// message and the strings of its data through redact.ForClient, as a
+// tool's error is; e itself when nothing changed.
+func RenderError(c *coordinator.Coordinator, e *jsonrpc.Error) *jsonrpc.Error {
+	msg, changed := redact.ForClient(c, e.Message)
+	data, dataChanged := renderedData(c, e.Data)
+	if !changed && !dataChanged {
+		return e
+	}
+	return &jsonrpc.Error{Code: e.Code, Message: msg, Data: data}
 }
 
 // renderedData renders every string of a JSON-RPC error's data (names
