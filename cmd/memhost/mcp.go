@@ -239,7 +239,7 @@ func proxyMCP(ctx context.Context, addr, token, identity, realm string) error {
 			return next(ctx, method, req)
 		}
 	})
-	return local.Run(ctx, &mcp.StdioTransport{})
+	return local.Run(ctx, mcpserver.StdioTransport())
 }
 
 // proxied is the error of a request the proxy passed on: the server's own

@@ -1,0 +1,40 @@
+package mcpserver
+
+import (
+	"bufio"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/memhost/memhost/coordinator/coordinatortest"
+)
+
+// TestStdioSurvivesABadLine: over stdio, a line that is not one JSON-RPC
+// message (not JSON, a batch, an id of another type) is answered with an
+// error and the session goes on; the SDK's transport ended the session,
+// and memhost mcp exited, on the first.
+func TestStdioSurvivesABadLine(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go New(aliceOptions(t, coordinatortest.NewProvider(coordinatortest.AllCapabilities...))).Run(t.Context(), linesTransport(inR, outW))
+	t.Cleanup(func() { inW.Close() })
+	answers := bufio.NewScanner(outR)
+	send := func(line string) string {
+		t.Helper()
+		go inW.Write([]byte(line + "\n"))
+		if !answers.Scan() {
+			t.Fatalf("no answer to %s: %v", line, answers.Err())
+		}
+		return answers.Text()
+	}
+	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+	inW.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"))
+	for _, bad := range []string{"garbage", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, `{"jsonrpc":"2.0","id":true,"method":"ping"}`, `{"jsonrpc":"1.0","id":1,"method":"ping"}`} {
+		if got := send(bad); !strings.Contains(got, `"code":-32600`) {
+			t.Fatalf("%s: answered %s, want an invalid request", bad, got)
+		}
+	}
+	if got := send(`{"jsonrpc":"2.0","id":5,"method":"ping"}`); got != `{"jsonrpc":"2.0","id":5,"result":{}}` {
+		t.Fatalf("ping after the bad lines: %s", got)
+	}
+}
