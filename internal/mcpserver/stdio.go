@@ -3,8 +3,10 @@ package mcpserver
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"io"
 	"os"
+	"strconv"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -12,7 +14,7 @@ import (
 )
 
 // invalidLine answers a line that is not one JSON-RPC message.
-const invalidLine = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"the line is not a JSON-RPC message: one object per line, with jsonrpc, method and (for a request) an id that is a string or an integer"}}` + "\n"
+const invalidLine = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"the line is not a JSON-RPC message: one object per line, with jsonrpc, method and (for a request) an id that is a string or an integer of at most 2^53 - 1"}}` + "\n"
 
 // StdioTransport is the stdio transport of the tools, for memhost mcp
 // with and without --addr. The SDK's ends the session, and with it the
@@ -43,7 +45,7 @@ func linesTransport(in io.ReadCloser, out io.WriteCloser) mcp.Transport {
 				}
 			}
 			if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
-				if _, derr := jsonrpc.DecodeMessage(trimmed); derr != nil || trimmed[0] != '{' || len(line) > mcp.DefaultMaxLineLength {
+				if _, derr := jsonrpc.DecodeMessage(trimmed); derr != nil || trimmed[0] != '{' || len(line) > mcp.DefaultMaxLineLength || !exactID(trimmed) {
 					w.Write([]byte(invalidLine))
 				} else if _, werr := pw.Write(append(trimmed, '\n')); werr != nil {
 					return
@@ -56,6 +58,24 @@ func linesTransport(in io.ReadCloser, out io.WriteCloser) mcp.Transport {
 		}
 	}()
 	return &mcp.IOTransport{Reader: readCloser{pr, in}, Writer: w}
+}
+
+// maxExactID is the largest integer every JSON reader holds exactly.
+const maxExactID = 1<<53 - 1
+
+// exactID reports whether message's id, when a number, is an integer
+// within ±maxExactID: the SDK reads a number id through a float64 and
+// would answer a larger one under another id, which the client never
+// matches.
+func exactID(message []byte) bool {
+	var m struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(message, &m) != nil || len(m.ID) == 0 || m.ID[0] == '"' || string(m.ID) == "null" {
+		return true
+	}
+	n, err := strconv.ParseInt(string(m.ID), 10, 64)
+	return err == nil && n >= -maxExactID && n <= maxExactID
 }
 
 // readCloser reads the filtered lines and closes the input under them.

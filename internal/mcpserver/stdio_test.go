@@ -29,7 +29,9 @@ func TestStdioSurvivesABadLine(t *testing.T) {
 	}
 	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
 	inW.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"))
-	for _, bad := range []string{"garbage", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, `{"jsonrpc":"2.0","id":true,"method":"ping"}`, `{"jsonrpc":"1.0","id":1,"method":"ping"}`} {
+	for _, bad := range []string{"garbage", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, `{"jsonrpc":"2.0","id":true,"method":"ping"}`, `{"jsonrpc":"1.0","id":1,"method":"ping"}`,
+		// A number id the SDK would answer as another (its float64).
+		`{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}`, `{"jsonrpc":"2.0","id":1e30,"method":"ping"}`, `{"jsonrpc":"2.0","id":1.5,"method":"ping"}`} {
 		if got := send(bad); !strings.Contains(got, `"code":-32600`) {
 			t.Fatalf("%s: answered %s, want an invalid request", bad, got)
 		}
