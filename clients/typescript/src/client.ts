@@ -454,12 +454,21 @@ export class MemhostClient {
     for (const [k, v] of Object.entries(req.query ?? {})) if (v) query.set(k, v);
     if (query.size > 0) url += `?${query}`;
     try {
-      sent.res = await fetch(url, { method: req.method, headers, body: payload, signal });
+      // memhost answers no redirect, and following one would send the
+      // request's body to whatever host the Location names (and turn a
+      // POST into a GET): a 3xx is an error instead.
+      sent.res = await fetch(url, { method: req.method, headers, body: payload, signal, redirect: "manual" });
     } catch (e) {
       sent.done();
       throw this.transport(e, req.method, req.path, sent);
     }
     sent.requestId = sent.res.headers.get("X-Request-Id") ?? requestId;
+    if (sent.res.status >= 300 && sent.res.status < 400 && !req.accept?.includes(sent.res.status)) {
+      sent.done();
+      await sent.res.body?.cancel().catch(() => undefined);
+      const where = sent.res.headers.get("Location") || "elsewhere";
+      throw new MemhostError(sent.res.status, "unknown", `${req.method} ${req.path}: HTTP ${sent.res.status} redirect to ${where} not followed`, sent.requestId);
+    }
     if (sent.res.status >= 400 && !req.accept?.includes(sent.res.status)) {
       const retryAfter = retryAfterSeconds(sent.res.headers.get("Retry-After"));
       throw MemhostError.fromBody(sent.res.status, await this.text(sent, req.method, req.path), sent.requestId, retryAfter);

@@ -193,6 +193,37 @@ describe("errors", () => {
     assert.equal((await rejectsWith(app.get("r-missing"), 404, "not_found")).retryAfter, undefined);
   });
 
+  it("a redirect is not followed", async () => {
+    // Following one would send the request's body (a record's content) to
+    // the host the Location names, and turn a POST into a GET.
+    const got: string[] = [];
+    const sink = createServer((req, res) => {
+      got.push(`${req.method} ${req.url}`);
+      res.writeHead(200, { "Content-Type": "application/json" });
+      res.end("{}");
+    });
+    const sinkPort = await listen(sink);
+    for (const status of [301, 302, 307]) {
+      const server = createServer((_req, res) => {
+        res.writeHead(status, { Location: `http://127.0.0.1:${sinkPort}/steal` });
+        res.end();
+      });
+      const port = await listen(server);
+      try {
+        const e = await rejectsWith(
+          new MemhostClient({ baseUrl: `http://127.0.0.1:${port}`, token: "t" }).remember({ records: [] }),
+          status,
+          "unknown",
+        );
+        assert.match(e.message, /redirect to http:\/\/127.0.0.1:\d+\/steal not followed/);
+      } finally {
+        server.close();
+      }
+    }
+    sink.close();
+    assert.deepEqual(got, []);
+  });
+
   it("a silent server times out", async () => {
     const sockets: Socket[] = [];
     const server = createTCPServer((s) => sockets.push(s));
