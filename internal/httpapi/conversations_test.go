@@ -184,3 +184,27 @@ func TestCompactReadsChatCompletionsHistory(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactRefusesCallsOfNothing: a tool call or function call that is
+// not an object was compacted as "[tool call]", the summary and watermark
+// moved on a call of nothing; it is refused and nothing changes.
+func TestCompactRefusesCallsOfNothing(t *testing.T) {
+	comp := &echoCompactor{}
+	srv, _ := newTestServer(t, Options{Compaction: compaction.New(compaction.Options{Compactor: comp})})
+	for field, evicted := range map[string]string{
+		"evicted[0].tool_calls[0]": `{"role":"assistant","content":null,"tool_calls":[5]}`,
+		"evicted[0].tool_calls[1]": `{"role":"assistant","content":null,"tool_calls":[{"function":{"name":"a","arguments":"{}"}},{"function":7}]}`,
+		"evicted[0].function_call": `{"role":"assistant","content":null,"function_call":"book"}`,
+	} {
+		var e struct {
+			Error ErrorDetail `json:"error"`
+		}
+		code := doJSON(t, srv, "POST", "/v1/conversations/c1/compact", "", `{"identity":{"id":"alice"},"session":"s1","evicted":[`+evicted+`]}`, &e)
+		if code != 400 || e.Error.Field != field {
+			t.Errorf("%s: %d %+v", evicted, code, e.Error)
+		}
+	}
+	if comp.calls != 0 {
+		t.Errorf("the compactor was called %d times", comp.calls)
+	}
+}
