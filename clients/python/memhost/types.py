@@ -133,9 +133,28 @@ class Defanged(TypedDict):
     hits: int
 
 
+class ToolCallFunction(TypedDict):
+    name: str
+    arguments: str  # JSON inside a string, as OpenAI sends it
+
+
+class ToolCall(TypedDict, total=False):
+    id: str
+    type: str
+    function: Required[ToolCallFunction]
+
+
 class Message(TypedDict):
+    """An evicted message; beside its content, an OpenAI Chat Completions
+    message's fields as a client keeps it (content null or absent: empty)."""
+
     role: str
-    content: Content
+    content: NotRequired[Content | None]
+    name: NotRequired[str]
+    tool_calls: NotRequired[list[ToolCall]]
+    function_call: NotRequired[ToolCallFunction | None]
+    refusal: NotRequired[str | None]
+    tool_call_id: NotRequired[str]
 
 
 class Artifact(TypedDict):

@@ -13,7 +13,7 @@ import threading
 import unittest
 import uuid
 from collections.abc import Callable
-from typing import get_args, get_type_hints
+from typing import NotRequired, get_args, get_origin, get_type_hints
 
 from live import CLIENTS, PACKAGE_ROOT, live
 
@@ -30,7 +30,7 @@ from memhost import (
     Unauthenticated,
 )
 from memhost.errors import error_from_response
-from memhost.types import GuideIteration, PluginStatus, ReindexProgress, SkipReason
+from memhost.types import GuideIteration, Message, PluginStatus, ReindexProgress, SkipReason
 
 
 def unique(prefix: str) -> str:
@@ -383,6 +383,17 @@ class TypesTest(unittest.TestCase):
             m = re.search(rf"\b{field}:\s*\n?\s*(?:\{{ )?type: [^\n]*?\n?\s*enum: \[([^\]]*)\]", f.read())
         assert m, f"no enum for {field} in docs/openapi.yaml"
         return [v.strip() for v in m.group(1).split(",") if v.strip() != "null"]
+
+    def test_message_fields(self) -> None:
+        # An evicted message as the document reads it: only its role
+        # required, and an OpenAI Chat Completions message's fields typed.
+        with open(os.path.join(os.path.dirname(CLIENTS), "docs", "openapi.yaml"), encoding="utf-8") as f:
+            m = re.search(r"\n    Message:\n(.*?)\n    \w+:\n", f.read(), re.S)
+        assert m, "no Message in docs/openapi.yaml"
+        documented = set(re.findall(r"^        (\w+):", m.group(1).split("properties:", 1)[1], re.M))
+        hints = get_type_hints(Message, include_extras=True)
+        self.assertEqual(documented, set(hints))
+        self.assertEqual({k for k, v in hints.items() if get_origin(v) is not NotRequired}, {"role"})
 
     def test_enums(self) -> None:
         self.assertEqual(sorted(self.documented_enum("skip_reason")), sorted(get_args(SkipReason)))
