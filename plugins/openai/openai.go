@@ -353,9 +353,6 @@ func decode(data []byte, n, dims int) ([][]float32, error) {
 	return vecs, nil
 }
 
-// redirectError is a 3xx answer, which the plugin does not follow. It names
-// where the endpoint points, by scheme and host only: the rest of the
-// Location may carry anything.
 // jsonProblem says what is wrong with an answer in the API's terms: the
 // decoder's own words name the Go types it decodes into, which mean
 // nothing to whoever reads the error in /v1/plugins or the log.
@@ -382,6 +379,9 @@ func jsonProblem(err error) string {
 	return fmt.Sprintf("%s is %s, where %s belongs", at, te.Value, want)
 }
 
+// redirectError is a 3xx answer, which the plugin does not follow. It names
+// where the endpoint points, by scheme and host only: the rest of the
+// Location may carry anything.
 func redirectError(cfg *settings, resp *http.Response) error {
 	to := "no Location"
 	if loc, err := resp.Location(); err == nil {
