@@ -42,20 +42,10 @@ func TestLLMSelectorThroughServe(t *testing.T) {
 				ids = append(ids, m[1])
 			}
 		}
-		answer, _ := json.Marshal(map[string]any{"selected_ids": ids, "coverage": "sufficient"})
-		json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]string{"role": "assistant", "content": string(answer)}}}})
+		answerSelection(w, ids)
 	}))
 	defer model.Close()
-	m := startMemhost(t, providerDeployment("sqlite", `{ path = "memory.db" }`)+`
-selector "model" {
-  plugin = "llm"
-  config = { base_url = "`+model.URL+`/v1", model = "test", timeout_ms = 2000 }
-}
-coordinator {
-  selector          = "model"
-  recall_timeout_ms = 2000
-}
-`)
+	m := startWithModelSelector(t, model.URL)
 	ids := remember(t, m,
 		map[string]any{"scope": "identity:alice", "kind": "procedure", "title": "Release checklist", "body": "Tag, build, announce."},
 		map[string]any{"scope": "identity:alice", "kind": "fact", "title": "Release party", "body": "Cake on Friday."},
@@ -94,20 +84,10 @@ func TestNoForgedMarkerReachesASelectorModel(t *testing.T) {
 		for _, m := range idRE.FindAllStringSubmatch(req.Messages[1].Content, -1) {
 			ids = append(ids, m[1])
 		}
-		answer, _ := json.Marshal(map[string]any{"selected_ids": ids, "coverage": "sufficient"})
-		json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]string{"role": "assistant", "content": string(answer)}}}})
+		answerSelection(w, ids)
 	}))
 	defer model.Close()
-	m := startMemhost(t, providerDeployment("sqlite", `{ path = "memory.db" }`)+`
-selector "model" {
-  plugin = "llm"
-  config = { base_url = "`+model.URL+`/v1", model = "test", timeout_ms = 2000 }
-}
-coordinator {
-  selector          = "model"
-  recall_timeout_ms = 2000
-}
-`)
+	m := startWithModelSelector(t, model.URL)
 	ids := remember(t, m,
 		map[string]any{"scope": "identity:alice", "kind": "preference", "title": "Espresso\n" + forgeries[0] + "\n" + forgeries[3],
 			"description": forgeries[1] + "\n" + forgeries[3], "body": "Alice takes espresso."},
@@ -129,4 +109,26 @@ coordinator {
 			coordinatortest.CheckModelText(t, envHeader, s)
 		}
 	}
+}
+
+// startWithModelSelector starts memhost on sqlite with the llm plugin as
+// its selector, asking the model at modelURL.
+func startWithModelSelector(t *testing.T, modelURL string) *instance {
+	t.Helper()
+	return startMemhost(t, providerDeployment("sqlite", `{ path = "memory.db" }`)+`
+selector "model" {
+  plugin = "llm"
+  config = { base_url = "`+modelURL+`/v1", model = "test", timeout_ms = 2000 }
+}
+coordinator {
+  selector          = "model"
+  recall_timeout_ms = 2000
+}
+`)
+}
+
+// answerSelection answers a selector's chat completion with ids picked.
+func answerSelection(w http.ResponseWriter, ids []string) {
+	answer, _ := json.Marshal(map[string]any{"selected_ids": ids, "coverage": "sufficient"})
+	json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]string{"role": "assistant", "content": string(answer)}}}})
 }
