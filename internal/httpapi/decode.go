@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/memhost/memhost/internal/mcpserver"
 	"io"
 	"math"
 	"net/http"
@@ -66,10 +67,6 @@ func decodeObject(data []byte, v any) error {
 	}
 	return nil
 }
-
-// maxExactID is the largest integer every JSON reader holds exactly
-// (2^53 - 1); a number id beyond it is answered as another.
-const maxExactID = 1<<53 - 1
 
 // MaxMCPBatch bounds the messages of one JSON-RPC batch sent to /mcp.
 const MaxMCPBatch = 16
@@ -169,8 +166,8 @@ func checkMessage(path string, m map[string]any) error {
 	// The SDK reads a number id through a float64: past 2^53 it answers
 	// another integer (9007199254740993 as ...992, 1e30 as -2^63), which
 	// the client never matches.
-	if n, ok := m["id"].(float64); ok && math.Abs(n) > maxExactID {
-		return bad("id", fmt.Sprintf("is outside -%d..%d; send a larger id as a string", maxExactID, maxExactID))
+	if n, ok := m["id"].(float64); ok && math.Abs(n) > mcpserver.MaxExactID {
+		return bad("id", fmt.Sprintf("is outside -%d..%d; send a larger id as a string", mcpserver.MaxExactID, mcpserver.MaxExactID))
 	}
 	raw, has := m["params"]
 	if !has || raw == nil {

@@ -60,11 +60,13 @@ func linesTransport(in io.ReadCloser, out io.WriteCloser) mcp.Transport {
 	return &mcp.IOTransport{Reader: readCloser{pr, in}, Writer: w}
 }
 
-// maxExactID is the largest integer every JSON reader holds exactly.
-const maxExactID = 1<<53 - 1
+// MaxExactID is the largest integer every JSON reader holds exactly
+// (2^53 - 1): the SDK reads a number id through a float64, so an id
+// beyond it is answered as another, on stdio and over HTTP alike.
+const MaxExactID = 1<<53 - 1
 
 // exactID reports whether message's id, when a number, is an integer
-// within ±maxExactID: the SDK reads a number id through a float64 and
+// within ±MaxExactID: the SDK reads a number id through a float64 and
 // would answer a larger one under another id, which the client never
 // matches.
 func exactID(message []byte) bool {
@@ -75,7 +77,7 @@ func exactID(message []byte) bool {
 		return true
 	}
 	n, err := strconv.ParseInt(string(m.ID), 10, 64)
-	return err == nil && n >= -maxExactID && n <= maxExactID
+	return err == nil && n >= -MaxExactID && n <= MaxExactID
 }
 
 // readCloser reads the filtered lines and closes the input under them.
