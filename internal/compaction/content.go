@@ -3,6 +3,8 @@ package compaction
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"github.com/memhost/memhost/sdk"
 	"slices"
 	"strings"
 
@@ -65,30 +67,54 @@ type ChatExtras struct {
 
 // FlattenChat is Flatten for a chat message with its extras: the content,
 // then a refusal and each call as a tool call block reads, the whole led
-// by the speaker's name when there is one ("alice: …").
-func FlattenChat(c coordinator.Content, x ChatExtras) string {
+// by the speaker's name when there is one ("alice: …"). A call that is
+// not an object (or whose function is not) is refused at its field
+// ("tool_calls[1]", "function_call"): the summary would read it as a call
+// of nothing.
+func FlattenChat(c coordinator.Content, x ChatExtras) (string, error) {
 	parts := []string{Flatten(c)}
 	if x.Refusal != nil && *x.Refusal != "" {
 		parts = append(parts, quotedBlock("[refusal] "+*x.Refusal))
 	}
-	calls := x.ToolCalls
-	if len(x.FunctionCall) > 0 && string(x.FunctionCall) != "null" {
-		calls = append(calls[:len(calls):len(calls)], x.FunctionCall)
+	for j, raw := range x.ToolCalls {
+		fn := function(raw)
+		if !isObject(raw) || present(fn) && !isObject(fn) {
+			return "", &sdk.FieldError{Field: fmt.Sprintf("tool_calls[%d]", j), Problem: `must be an object ({"id","type","function":{"name","arguments"}})`, Err: sdk.ErrInvalid}
+		}
+		parts = append(parts, quotedBlock(toolCall(fn)))
 	}
-	for _, raw := range calls {
-		var call struct {
-			Function json.RawMessage `json:"function"`
+	if present(x.FunctionCall) {
+		if !isObject(x.FunctionCall) {
+			return "", &sdk.FieldError{Field: "function_call", Problem: `must be an object ({"name","arguments"}) or null`, Err: sdk.ErrInvalid}
 		}
-		if json.Unmarshal(raw, &call) == nil && len(call.Function) > 0 {
-			raw = call.Function
-		}
-		parts = append(parts, quotedBlock(toolCall(raw)))
+		parts = append(parts, quotedBlock(toolCall(function(x.FunctionCall))))
 	}
 	text := strings.Join(slices.DeleteFunc(parts, func(s string) bool { return s == "" }), "\n")
 	if x.Name != "" {
 		text = x.Name + ": " + text
 	}
-	return text
+	return text, nil
+}
+
+// function answers a call's "function" member when it has one, as an
+// OpenAI tool call does, else the call itself.
+func function(raw json.RawMessage) json.RawMessage {
+	var call struct {
+		Function json.RawMessage `json:"function"`
+	}
+	if json.Unmarshal(raw, &call) == nil && len(call.Function) > 0 {
+		return call.Function
+	}
+	return raw
+}
+
+// present reports whether a member was sent, and not as null.
+func present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
+
+// isObject reports whether raw is a JSON object.
+func isObject(raw json.RawMessage) bool {
+	var v map[string]json.RawMessage
+	return json.Unmarshal(raw, &v) == nil && v != nil
 }
 
 // quotedBlock is a non-text block's text with its further lines indented,

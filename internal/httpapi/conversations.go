@@ -26,28 +26,6 @@ type messageInput struct {
 	ToolCallID   string            `json:"tool_call_id"`
 }
 
-// checkChatCalls refuses an evicted message's tool call or function call
-// that is not an object (or whose function is not): the summary would
-// read it as a call of nothing.
-func checkChatCalls(i int, m messageInput) error {
-	isObject := func(raw json.RawMessage) bool {
-		var v map[string]json.RawMessage
-		return json.Unmarshal(raw, &v) == nil && v != nil
-	}
-	if len(m.FunctionCall) > 0 && string(m.FunctionCall) != "null" && !isObject(m.FunctionCall) {
-		return &sdk.FieldError{Field: fmt.Sprintf("evicted[%d].function_call", i), Problem: `must be an object ({"name","arguments"}) or null`, Err: sdk.ErrInvalid}
-	}
-	for j, raw := range m.ToolCalls {
-		var call struct {
-			Function json.RawMessage `json:"function"`
-		}
-		if !isObject(raw) || json.Unmarshal(raw, &call) != nil || len(call.Function) > 0 && string(call.Function) != "null" && !isObject(call.Function) {
-			return &sdk.FieldError{Field: fmt.Sprintf("evicted[%d].tool_calls[%d]", i, j), Problem: `must be an object ({"id","type","function":{"name","arguments"}})`, Err: sdk.ErrInvalid}
-		}
-	}
-	return nil
-}
-
 type compactRequest struct {
 	Identity identityInput  `json:"identity"`
 	Session  string         `json:"session"`
@@ -96,11 +74,12 @@ func (s *Server) handleCompact(ctx context.Context, c caller, w http.ResponseWri
 		if content == nil {
 			content = &coordinator.Content{} // left out or null: the empty string, as before
 		}
-		if err := checkChatCalls(i, m); err != nil {
-			return err
+		text, err := compaction.FlattenChat(*content, compaction.ChatExtras{
+			Name: m.Name, ToolCalls: m.ToolCalls, FunctionCall: m.FunctionCall, Refusal: m.Refusal})
+		if err != nil {
+			return under(fmt.Sprintf("evicted[%d]", i), err)
 		}
-		evicted[i] = sdk.Message{Role: m.Role, Content: compaction.FlattenChat(*content, compaction.ChatExtras{
-			Name: m.Name, ToolCalls: m.ToolCalls, FunctionCall: m.FunctionCall, Refusal: m.Refusal})}
+		evicted[i] = sdk.Message{Role: m.Role, Content: text}
 	}
 	res, err := svc.Compact(c.actor(ctx), compaction.Request{
 		Identity: id, Conversation: r.PathValue("id"), Session: req.Session, Evicted: evicted, Application: c.everyConversation(),

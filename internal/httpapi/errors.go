@@ -226,8 +226,11 @@ func clientMessage(err error) string {
 
 // inRecord re-homes a record's refusal under its place in the request
 // ("records[1].kind"), in the field member as in the message.
-func inRecord(i int, err error) error {
-	prefix := fmt.Sprintf("records[%d]", i)
+func inRecord(i int, err error) error { return under(fmt.Sprintf("records[%d]", i), err) }
+
+// under re-homes a refusal of a part of the request under the part's
+// place (prefix), in the field member as in the message.
+func under(prefix string, err error) error {
 	var fe *sdk.FieldError
 	if errors.As(err, &fe) {
 		return &sdk.FieldError{Field: prefix + "." + fe.Field, Problem: fe.Problem, Err: fe.Err}
