@@ -221,7 +221,7 @@ func (r *Recorder) Trace(t coordinator.TurnTrace) {
 			r.opts.Logger.Warn("turn trace: the queue has room again", "realm", t.Realm, "dropped_traces", n)
 		}
 	default:
-		r.release(t.Realm, 1)
+		r.release(t.Realm)
 		r.overflowed(t.Realm)
 	}
 }
@@ -268,11 +268,11 @@ func (r *Recorder) hold(realm string) bool {
 	return true
 }
 
-// release gives back n places of realm's.
-func (r *Recorder) release(realm string, n int) {
+// release gives back a place of realm's.
+func (r *Recorder) release(realm string) {
 	r.lostMu.Lock()
 	defer r.lostMu.Unlock()
-	if r.queued[realm] -= n; r.queued[realm] <= 0 {
+	if r.queued[realm]--; r.queued[realm] <= 0 {
 		delete(r.queued, realm)
 	}
 }
@@ -508,7 +508,7 @@ func (r *Recorder) write(batch []coordinator.TurnTrace) {
 	}
 	defer func() {
 		for _, t := range batch {
-			r.release(t.Realm, 1)
+			r.release(t.Realm)
 		}
 	}()
 	for i := range batch {
