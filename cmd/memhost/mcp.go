@@ -202,10 +202,9 @@ func proxyMCP(ctx context.Context, addr, token, identity, realm string) error {
 	defer remote.Close()
 	local := mcp.NewServer(&mcp.Implementation{Name: "memhost", Version: version}, nil)
 	call := func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		ctx, cancel := withDeadline(ctx, requestDeadline)
-		defer cancel()
-		res, err := remote.CallTool(ctx, &mcp.CallToolParams{Name: req.Params.Name, Arguments: req.Params.Arguments})
-		return res, proxied(ctx, endpoint, err)
+		return forward(ctx, endpoint, func(ctx context.Context) (*mcp.CallToolResult, error) {
+			return remote.CallTool(ctx, &mcp.CallToolParams{Name: req.Params.Name, Arguments: req.Params.Arguments})
+		})
 	}
 	for tool, err := range remote.Tools(setup, nil) {
 		if err != nil {
@@ -226,20 +225,25 @@ func proxyMCP(ctx context.Context, addr, token, identity, realm string) error {
 			case *mcp.CallToolRequest:
 				return call(ctx, req)
 			case *mcp.GetPromptRequest:
-				ctx, cancel := withDeadline(ctx, requestDeadline)
-				defer cancel()
-				res, err := remote.GetPrompt(ctx, req.Params)
-				return res, proxied(ctx, endpoint, err)
+				return forward(ctx, endpoint, func(ctx context.Context) (*mcp.GetPromptResult, error) { return remote.GetPrompt(ctx, req.Params) })
 			case *mcp.ReadResourceRequest:
-				ctx, cancel := withDeadline(ctx, requestDeadline)
-				defer cancel()
-				res, err := remote.ReadResource(ctx, req.Params)
-				return res, proxied(ctx, endpoint, err)
+				return forward(ctx, endpoint, func(ctx context.Context) (*mcp.ReadResourceResult, error) {
+					return remote.ReadResource(ctx, req.Params)
+				})
 			}
 			return next(ctx, method, req)
 		}
 	})
 	return local.Run(ctx, mcpserver.StdioTransport())
+}
+
+// forward passes one request on to the server within requestDeadline,
+// answering what it answers (proxied).
+func forward[R any](ctx context.Context, endpoint string, send func(context.Context) (R, error)) (R, error) {
+	ctx, cancel := withDeadline(ctx, requestDeadline)
+	defer cancel()
+	res, err := send(ctx)
+	return res, proxied(ctx, endpoint, err)
 }
 
 // proxied is the error of a request the proxy passed on: the server's own
