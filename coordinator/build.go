@@ -220,21 +220,27 @@ func indexSectionHead(label string) string { return "Index of " + label + ":\n" 
 // Its line is "- id [kind, age] title — description".
 type indexFields struct{ id, kind, age, title, desc string }
 
-// indexRow renders a row's fields: the id, kind, title and description go
-// through what observation bodies go through (defanged, controls
-// replaced, XML-escaped as the line is written). The index sits outside
-// any observation element, so raw markup there would read as the prompt's
-// own. The id is a validated token, rendered all the same: a token may
-// spell a marker.
+// indexRow renders a row's fields (rowFields) and its age.
 func (c *Coordinator) indexRow(r *sdk.ManifestRow, now time.Time) indexFields {
+	f := c.rowFields(r)
+	if !r.UpdatedAt.IsZero() {
+		f.age = ageLabel(r.UpdatedAt, now)
+	}
+	return f
+}
+
+// rowFields renders a row's id, kind, title and description through what
+// observation bodies go through (defanged, controls replaced; an index
+// line XML-escapes them as it is written). The index sits outside any
+// observation element, so raw markup there would read as the prompt's
+// own, and a selector may hand them to a model. The id is a validated
+// token, rendered all the same: a token may spell a marker.
+func (c *Coordinator) rowFields(r *sdk.ManifestRow) indexFields {
 	f := indexFields{}
 	f.id, _ = c.env.render(r.ID, TextLabel)
 	f.kind, _ = c.env.render(string(r.Kind), TextLabel)
 	f.title, _ = c.env.render(r.Title, TextTitle)
 	f.desc, _ = c.env.render(r.Description, TextDescription)
-	if !r.UpdatedAt.IsZero() {
-		f.age = ageLabel(r.UpdatedAt, now)
-	}
 	return f
 }
 

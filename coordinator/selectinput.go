@@ -13,11 +13,10 @@ import (
 // are mapped back to the records' own.
 func (c *Coordinator) selectAmong(ctx context.Context, req sdk.SelectRequest) (sdk.Selection, error) {
 	own := make(map[string]string, len(req.Rows)+len(req.SuppressedIDs))
-	// renderID answers "" for an id whose rendering is no valid id (a
-	// header phrase spelled in it) or another id's rendering: the
+	// claim answers rid's rendering out, or "" for one that is no valid id
+	// (a header phrase spelled in it) or another id's rendering: the
 	// selector is not sent it, since its pick could not be told apart.
-	renderID := func(rid string) string {
-		out, _ := c.env.render(rid, TextLabel)
+	claim := func(rid, out string) string {
 		if was, taken := own[out]; (taken && was != rid) || sdk.ValidateID(out) != nil {
 			return ""
 		}
@@ -26,13 +25,12 @@ func (c *Coordinator) selectAmong(ctx context.Context, req sdk.SelectRequest) (s
 	}
 	rows := make([]sdk.ManifestRow, 0, len(req.Rows))
 	for _, r := range req.Rows {
-		if r.ID = renderID(r.ID); r.ID == "" {
+		// Rendered as the build index renders its rows.
+		f := c.rowFields(&r)
+		if r.ID = claim(r.ID, f.id); r.ID == "" {
 			continue
 		}
-		kind, _ := c.env.render(string(r.Kind), TextLabel)
-		r.Kind = sdk.RecordKind(kind)
-		r.Title, _ = c.env.render(r.Title, TextTitle)
-		r.Description, _ = c.env.render(r.Description, TextDescription)
+		r.Kind, r.Title, r.Description = sdk.RecordKind(f.kind), f.title, f.desc
 		rows = append(rows, r)
 	}
 	req.Rows = rows
@@ -40,7 +38,8 @@ func (c *Coordinator) selectAmong(ctx context.Context, req sdk.SelectRequest) (s
 		// The host drops suppressed picks itself: one left out is safe.
 		suppressed := make([]string, 0, len(req.SuppressedIDs))
 		for _, rid := range req.SuppressedIDs {
-			if out := renderID(rid); out != "" {
+			out, _ := c.env.render(rid, TextLabel)
+			if out = claim(rid, out); out != "" {
 				suppressed = append(suppressed, out)
 			}
 		}
