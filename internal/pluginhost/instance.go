@@ -339,12 +339,14 @@ func (i *instance) step(ctx context.Context) time.Duration {
 		return wait
 	}
 	i.mu.Lock()
-	before := i.info.Capabilities
+	before, closed := i.info.Capabilities, i.closed
 	i.mu.Unlock()
-	if !i.install(conn, client, true) {
+	if closed {
 		conn.Kill(0)
 		return time.Hour
 	}
+	// Logged before the instance reads ready, so whoever sees it ready
+	// (a health watcher, /v1/plugins) also sees what changed.
 	i.hostLog().Warn("plugin restarted", "instance", i.spec.Name, "plugin", i.spec.source(), "pid", conn.Pid())
 	// The manifest pins no capabilities, so a plugin whose Info is not
 	// constant (it reads config, files or the environment) comes back
@@ -353,6 +355,10 @@ func (i *instance) step(ctx context.Context) time.Duration {
 	if after := conn.Info().Capabilities; !sameCapabilities(before, after) {
 		i.hostLog().Warn("plugin restarted declaring other capabilities than before; serving what it declares now",
 			"instance", i.spec.Name, "plugin", i.spec.source(), "before", fmt.Sprint(before), "after", fmt.Sprint(after))
+	}
+	if !i.install(conn, client, true) {
+		conn.Kill(0)
+		return time.Hour
 	}
 	return i.opts.HealthInterval
 }

@@ -484,6 +484,17 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
+// slowLog is a log that takes delay to write each line.
+type slowLog struct {
+	syncBuffer
+	delay time.Duration
+}
+
+func (l *slowLog) Write(p []byte) (int, error) {
+	time.Sleep(l.delay)
+	return l.syncBuffer.Write(p)
+}
+
 func TestSupervisorHungPluginDoesNotHangCaller(t *testing.T) {
 	_, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour, CallTimeout: 200 * time.Millisecond})
 	done := make(chan error, 1)
@@ -699,7 +710,9 @@ func TestSupervisorRestartDoesNotBlockCallerOrClose(t *testing.T) {
 // so in a warning.
 func TestSupervisorWarnsOfChangedCapabilities(t *testing.T) {
 	work := t.TempDir()
-	var logs syncBuffer
+	// A slow log stands for a busy machine: the warning must be written
+	// before the instance reads ready, not raced with it.
+	logs := slowLog{delay: 50 * time.Millisecond}
 	logger := hclog.New(&hclog.LoggerOptions{Output: &logs, JSONFormat: true, Level: hclog.Info})
 	sup, p := startEcho(t, pluginhost.Options{HealthInterval: 20 * time.Millisecond, StartOptions: pluginhost.StartOptions{Dir: work, Logger: logger}})
 	if !p.Capabilities().Has(sdk.CapReindex) {
