@@ -192,6 +192,36 @@ func TestAFloodLeavesRoomForOtherRealms(t *testing.T) {
 	}
 }
 
+// TestFloodsLeaveRoomForOtherRealms: two realms flood at once while the
+// store is slow; together they still leave room, and a third realm's trace
+// is stored whole.
+func TestFloodsLeaveRoomForOtherRealms(t *testing.T) {
+	g := &gatedStore{SQLStore: openStore(t), entered: make(chan struct{}), release: make(chan struct{})}
+	r := NewRecorder(g, Options{Retention: time.Hour, MaxTurnsPerRealm: 100, QueueSize: 12, Linger: time.Millisecond})
+	defer r.Close()
+	now := time.Now().UTC()
+	r.Trace(tr("flood-a", "s", now, "a"))
+	<-g.entered
+	for range 20 {
+		r.Trace(tr("flood-a", "s", now, "b"))
+		r.Trace(tr("flood-b", "s", now, "b"))
+	}
+	for range 3 {
+		r.Trace(tr("flood-c", "s", now, "b"))
+	}
+	r.Trace(tr("quiet", "s", now, "c"))
+	close(g.release)
+	ctx := context.Background()
+	if got, err := r.Session(ctx, "quiet", nil, "s", 100); err != nil || len(got) != 1 {
+		t.Fatalf("the quiet realm's read = %d turns, %v; want its one turn", len(got), err)
+	}
+	for _, realm := range []string{"flood-a", "flood-b"} {
+		if _, err := r.Session(ctx, realm, nil, "s", 100); !errors.Is(err, sdk.ErrUnavailable) {
+			t.Fatalf("%s's read = %v, want an unavailable error for its dropped turns", realm, err)
+		}
+	}
+}
+
 // TestAnotherRealmsForgetsKeepLateBlanking: a realm forgets a record, then
 // another realm forgets more records than the recorder remembers. A trace
 // of the first realm written just after (a turn that recalled the record
@@ -228,13 +258,15 @@ func TestAnotherRealmsForgetsKeepLateBlanking(t *testing.T) {
 func TestAFloodsRunIsLoggedOnce(t *testing.T) {
 	g := &gatedStore{SQLStore: openStore(t), entered: make(chan struct{}), release: make(chan struct{})}
 	var logs lockedBuffer
-	r := NewRecorder(g, Options{Retention: time.Hour, MaxTurnsPerRealm: 100, QueueSize: 4, Linger: time.Millisecond,
+	r := NewRecorder(g, Options{Retention: time.Hour, MaxTurnsPerRealm: 100, QueueSize: 8, Linger: time.Millisecond,
 		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs})})
 	defer r.Close()
 	now := time.Now().UTC()
 	r.Trace(tr("flood", "s", now, "a"))
 	<-g.entered
-	r.Trace(tr("flood", "s", now, "b")) // the flood's half of the queue is taken
+	for range 3 {
+		r.Trace(tr("flood", "s", now, "b")) // the flood's half of the queue is taken
+	}
 	for range 2 {
 		r.Trace(tr("flood", "s", now, "c"))
 		r.Trace(tr("quiet", "s", now, "d"))

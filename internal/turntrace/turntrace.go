@@ -130,11 +130,12 @@ type Recorder struct {
 	// of its own realm, never to another realm's (whose traces are whole).
 	lostMu sync.Mutex
 	lost   map[string]int64
-	// queued counts, by realm, the traces in the queue or being written
-	// (guarded by lostMu): a realm holds at most half the queue
-	// (fairShare), so one realm's flood cannot drop every other realm's
-	// traces.
-	queued map[string]int
+	// queued counts, by realm, the traces in the queue or being written,
+	// and queuedAll their sum (guarded by lostMu): a realm holds at most
+	// half of what the other realms leave (fairShare), so no number of
+	// flooding realms can drop every other realm's traces.
+	queued    map[string]int
+	queuedAll int
 	// overflow counts, by realm, the drops of the realm's current run of
 	// traces the queue had no room for (guarded by lostMu), so its start
 	// and end are logged once each, not per trace: a realm past its share
@@ -235,7 +236,7 @@ func (r *Recorder) overflowed(realm string) {
 	first := r.overflow[realm] == 1
 	r.lostMu.Unlock()
 	if first {
-		r.opts.Logger.Warn("turn trace: the queue has no room for the realm's traces (the store writes slower than turns come; one realm holds at most half the queue); they are dropped until it has room", "realm", realm, "queue_size", r.opts.QueueSize)
+		r.opts.Logger.Warn("turn trace: the queue has no room for the realm's traces (the store writes slower than turns come; a realm holds at most half of what the others leave); they are dropped until it has room", "realm", realm, "queue_size", r.opts.QueueSize)
 	}
 }
 
@@ -253,18 +254,25 @@ func (n queueLoss) Error() string {
 
 func (queueLoss) Is(target error) bool { return target == sdk.ErrUnavailable }
 
-// fairShare is the most of the queue one realm's traces may hold.
-func (r *Recorder) fairShare() int { return max(1, r.opts.QueueSize/2) }
+// fairShare is the most of the queue the traces of realm may hold: half
+// of what the other realms' traces leave. One flood holds half the queue
+// and n floods 1/(n+1) each, so a quiet realm's trace finds room however
+// many realms flood (lostMu is held).
+func (r *Recorder) fairShare(realm string) int {
+	others := r.queuedAll - r.queued[realm]
+	return max(1, (r.opts.QueueSize-others)/2)
+}
 
 // hold takes a place in the queue for a trace of realm, if the realm has
 // fewer than its fair share queued.
 func (r *Recorder) hold(realm string) bool {
 	r.lostMu.Lock()
 	defer r.lostMu.Unlock()
-	if r.queued[realm] >= r.fairShare() {
+	if r.queued[realm] >= r.fairShare(realm) {
 		return false
 	}
 	r.queued[realm]++
+	r.queuedAll++
 	return true
 }
 
@@ -272,6 +280,7 @@ func (r *Recorder) hold(realm string) bool {
 func (r *Recorder) release(realm string) {
 	r.lostMu.Lock()
 	defer r.lostMu.Unlock()
+	r.queuedAll--
 	if r.queued[realm]--; r.queued[realm] <= 0 {
 		delete(r.queued, realm)
 	}
