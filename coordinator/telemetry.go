@@ -8,6 +8,7 @@ import (
 	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
+	"github.com/memhost/memhost/coordinator/queueshare"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/host"
 )
@@ -25,11 +26,14 @@ type telemetryJob struct {
 
 // telemetry batches ledger and usage writes in one background goroutine.
 // Its queue is bounded: when full, a job is dropped and counted rather
-// than making a turn wait. Telemetry never fails a turn.
+// than making a turn wait. Telemetry never fails a turn. A realm holds at
+// most half of the places the other realms leave, so one tenant's flood
+// of turns cannot drop every other tenant's usage counts.
 type telemetry struct {
 	mu       sync.RWMutex // guards closed against a send on a closed queue
 	closed   bool
 	queue    chan telemetryJob
+	shares   *queueshare.Shares // a place per job in the queue
 	done     chan struct{}
 	logger   hclog.Logger
 	metrics  Metrics
@@ -49,7 +53,7 @@ const (
 
 func newTelemetry(size int, logger hclog.Logger, metrics Metrics) *telemetry {
 	t := &telemetry{
-		queue: make(chan telemetryJob, size), done: make(chan struct{}),
+		queue: make(chan telemetryJob, size), shares: queueshare.New(size), done: make(chan struct{}),
 		logger: logger, metrics: metrics, timeout: telemetryTimeout, interval: telemetryInterval,
 	}
 	go t.run()
@@ -63,9 +67,14 @@ func (t *telemetry) enqueue(job telemetryJob) {
 	if t.closed {
 		return
 	}
+	if !t.shares.Hold(job.realm) {
+		t.drop(job)
+		return
+	}
 	select {
 	case t.queue <- job:
 	default:
+		t.shares.Release(job.realm)
 		t.drop(job)
 	}
 }
@@ -81,7 +90,7 @@ func (t *telemetry) drop(job telemetryJob) {
 	now := time.Now().UnixNano()
 	last := t.lastWarn.Load()
 	if (last == 0 || now-last >= int64(telemetryWarnEvery)) && t.lastWarn.CompareAndSwap(last, now) {
-		t.logger.Warn("telemetry queue full: dropping ledger rows and usage marks", "dropped_batches_total", total, "queue_size", cap(t.queue))
+		t.logger.Warn("telemetry queue full for the realm: dropping ledger rows and usage marks", "realm", job.realm, "dropped_batches_total", total, "queue_size", cap(t.queue))
 	}
 }
 
@@ -128,11 +137,19 @@ func (t *telemetry) run() {
 	defer close(t.done)
 	batch := make([]telemetryJob, 0, telemetryMaxBatch)
 	for job := range t.queue {
+		t.taken(job)
 		batch = append(batch[:0], job)
 		if job.ack == nil {
 			batch = t.gather(batch)
 		}
 		t.write(batch)
+	}
+}
+
+// taken gives back the place of a job the writer took from the queue.
+func (t *telemetry) taken(job telemetryJob) {
+	if job.ack == nil {
+		t.shares.Release(job.realm)
 	}
 }
 
@@ -150,6 +167,7 @@ func (t *telemetry) gather(batch []telemetryJob) []telemetryJob {
 			if !ok {
 				return batch
 			}
+			t.taken(more)
 			batch = append(batch, more)
 			if more.ack != nil {
 				return batch

@@ -146,3 +146,45 @@ func TestTelemetryGathersAnInterval(t *testing.T) {
 		t.Fatalf("%d ledger rows, want 5", n)
 	}
 }
+
+// TestTelemetryFloodsLeaveRoomForOtherRealms: while the provider's writes
+// are stuck, two realms flood the telemetry queue; a quiet realm's turn
+// still finds a place, and its ledger row and use arrive.
+func TestTelemetryFloodsLeaveRoomForOtherRealms(t *testing.T) {
+	p := coordinatortest.NewProvider(coordinatortest.AllCapabilities...)
+	gate, entered := make(chan struct{}), make(chan struct{}, 1)
+	p.SetHook(coordinatortest.MethodWriteLedger, func(context.Context, any) error {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		<-gate
+		return nil
+	})
+	tel := newTelemetry(6, hclog.NewNullLogger(), NopMetrics{})
+	defer tel.close(context.Background())
+	job := func(realm string) telemetryJob {
+		return telemetryJob{realm: realm, provider: host.ProviderOf(p), at: testNow, usage: []string{realm + "-record"},
+			ledger: []sdk.LedgerEntry{{Realm: realm, Identity: "alice", RecordID: realm + "-record", Surface: "turn", Bytes: 1, At: testNow}}}
+	}
+	tel.enqueue(job("flood-a"))
+	<-entered // the writer is stuck on the first job
+	for range 20 {
+		tel.enqueue(job("flood-a"))
+		tel.enqueue(job("flood-b"))
+	}
+	tel.enqueue(job("quiet"))
+	close(gate)
+	if err := tel.flush(closeCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(p.Ledger(), func(e sdk.LedgerEntry) bool { return e.Realm == "quiet" }) {
+		t.Fatal("the quiet realm's ledger row was dropped: the floods took every place")
+	}
+	if p.UseCount("quiet-record") != 1 {
+		t.Fatalf("the quiet realm's record was used %d times, want 1", p.UseCount("quiet-record"))
+	}
+	if tel.dropped.Load() == 0 {
+		t.Fatal("nothing was dropped: the floods did not fill the queue")
+	}
+}

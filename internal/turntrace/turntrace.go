@@ -17,6 +17,7 @@ import (
 
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/coordinator/queueshare"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -130,12 +131,10 @@ type Recorder struct {
 	// of its own realm, never to another realm's (whose traces are whole).
 	lostMu sync.Mutex
 	lost   map[string]int64
-	// queued counts, by realm, the traces in the queue or being written,
-	// and queuedAll their sum (guarded by lostMu): a realm holds at most
-	// half of what the other realms leave (fairShare), so no number of
-	// flooding realms can drop every other realm's traces.
-	queued    map[string]int
-	queuedAll int
+	// shares holds a place for each trace in the queue or being written:
+	// a realm holds at most half of what the other realms leave, so no
+	// number of flooding realms can drop every other realm's traces.
+	shares *queueshare.Shares
 	// overflow counts, by realm, the drops of the realm's current run of
 	// traces the queue had no room for (guarded by lostMu), so its start
 	// and end are logged once each, not per trace: a realm past its share
@@ -193,7 +192,7 @@ func NewRecorder(store Store, opts Options) *Recorder {
 		store: store, opts: opts, queue: make(chan coordinator.TurnTrace, opts.QueueSize),
 		flushes: make(chan request), done: make(chan struct{}), stop: cancel,
 		forgotten: map[string]map[string]time.Time{},
-		lost:      map[string]int64{}, failed: map[string]error{}, queued: map[string]int{},
+		lost:      map[string]int64{}, failed: map[string]error{}, shares: queueshare.New(opts.QueueSize),
 		overflow: map[string]int64{},
 	}
 	go r.run(ctx)
@@ -208,7 +207,7 @@ func (r *Recorder) Trace(t coordinator.TurnTrace) {
 		r.drop(t.Realm)
 		return
 	}
-	if !r.hold(t.Realm) {
+	if !r.shares.Hold(t.Realm) {
 		r.overflowed(t.Realm)
 		return
 	}
@@ -222,7 +221,7 @@ func (r *Recorder) Trace(t coordinator.TurnTrace) {
 			r.opts.Logger.Warn("turn trace: the queue has room again", "realm", t.Realm, "dropped_traces", n)
 		}
 	default:
-		r.release(t.Realm)
+		r.shares.Release(t.Realm)
 		r.overflowed(t.Realm)
 	}
 }
@@ -253,38 +252,6 @@ func (n queueLoss) Error() string {
 }
 
 func (queueLoss) Is(target error) bool { return target == sdk.ErrUnavailable }
-
-// fairShare is the most of the queue the traces of realm may hold: half
-// of what the other realms' traces leave. One flood holds half the queue
-// and n floods 1/(n+1) each, so a quiet realm's trace finds room however
-// many realms flood (lostMu is held).
-func (r *Recorder) fairShare(realm string) int {
-	others := r.queuedAll - r.queued[realm]
-	return max(1, (r.opts.QueueSize-others)/2)
-}
-
-// hold takes a place in the queue for a trace of realm, if the realm has
-// fewer than its fair share queued.
-func (r *Recorder) hold(realm string) bool {
-	r.lostMu.Lock()
-	defer r.lostMu.Unlock()
-	if r.queued[realm] >= r.fairShare(realm) {
-		return false
-	}
-	r.queued[realm]++
-	r.queuedAll++
-	return true
-}
-
-// release gives back a place of realm's.
-func (r *Recorder) release(realm string) {
-	r.lostMu.Lock()
-	defer r.lostMu.Unlock()
-	r.queuedAll--
-	if r.queued[realm]--; r.queued[realm] <= 0 {
-		delete(r.queued, realm)
-	}
-}
 
 // drop counts a trace of realm the queue did not take.
 func (r *Recorder) drop(realm string) {
@@ -517,7 +484,7 @@ func (r *Recorder) write(batch []coordinator.TurnTrace) {
 	}
 	defer func() {
 		for _, t := range batch {
-			r.release(t.Realm)
+			r.shares.Release(t.Realm)
 		}
 	}()
 	for i := range batch {
