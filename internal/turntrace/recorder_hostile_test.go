@@ -165,60 +165,49 @@ func TestDropsAreReportedToTheirRealm(t *testing.T) {
 	}
 }
 
-// TestAFloodLeavesRoomForOtherRealms: while the store is slow, one realm's
-// flood takes at most half the queue, so another realm's trace still
-// finds room and its read is whole; the flood's own drops are its own.
-func TestAFloodLeavesRoomForOtherRealms(t *testing.T) {
-	g := &gatedStore{SQLStore: openStore(t), entered: make(chan struct{}), release: make(chan struct{})}
-	r := NewRecorder(g, Options{Retention: time.Hour, MaxTurnsPerRealm: 100, QueueSize: 4, Linger: time.Millisecond})
-	defer r.Close()
-	now := time.Now().UTC()
-	r.Trace(tr("flood", "s", now, "a"))
-	<-g.entered
-	for range 10 {
-		r.Trace(tr("flood", "s", now, "b"))
-	}
-	r.Trace(tr("quiet", "s", now, "c"))
-	close(g.release)
-	ctx := context.Background()
-	if got, err := r.Session(ctx, "quiet", nil, "s", 100); err != nil || len(got) != 1 {
-		t.Fatalf("the quiet realm's read = %d turns, %v; want its one turn", len(got), err)
-	}
-	if _, err := r.Session(ctx, "flood", nil, "s", 100); !errors.Is(err, sdk.ErrUnavailable) {
-		t.Fatalf("the flooding realm's read = %v, want an unavailable error for its dropped turns", err)
-	}
-	if r.Dropped() != 9 {
-		t.Fatalf("dropped %d traces, want the flood's 9 past its half of the queue", r.Dropped())
-	}
-}
-
-// TestFloodsLeaveRoomForOtherRealms: two realms flood at once while the
-// store is slow; together they still leave room, and a third realm's trace
-// is stored whole.
+// TestFloodsLeaveRoomForOtherRealms: while the store is slow, realms
+// flood the queue, each taking at most half of what the others leave, so
+// a quiet realm's trace still finds room and its read is whole; each
+// flood's drops are its own.
 func TestFloodsLeaveRoomForOtherRealms(t *testing.T) {
-	g := &gatedStore{SQLStore: openStore(t), entered: make(chan struct{}), release: make(chan struct{})}
-	r := NewRecorder(g, Options{Retention: time.Hour, MaxTurnsPerRealm: 100, QueueSize: 12, Linger: time.Millisecond})
-	defer r.Close()
-	now := time.Now().UTC()
-	r.Trace(tr("flood-a", "s", now, "a"))
-	<-g.entered
-	for range 20 {
-		r.Trace(tr("flood-a", "s", now, "b"))
-		r.Trace(tr("flood-b", "s", now, "b"))
+	cases := []struct {
+		name    string
+		size    int
+		floods  []string // realms flooding at once, taking turns
+		dropped int64    // -1: not counted
+	}{
+		{"one flood", 4, []string{"flood"}, 19}, // half the queue: the written trace and one queued
+		{"two floods", 12, []string{"flood-a", "flood-b"}, -1},
+		{"three floods", 16, []string{"flood-a", "flood-b", "flood-c"}, -1},
 	}
-	for range 3 {
-		r.Trace(tr("flood-c", "s", now, "b"))
-	}
-	r.Trace(tr("quiet", "s", now, "c"))
-	close(g.release)
-	ctx := context.Background()
-	if got, err := r.Session(ctx, "quiet", nil, "s", 100); err != nil || len(got) != 1 {
-		t.Fatalf("the quiet realm's read = %d turns, %v; want its one turn", len(got), err)
-	}
-	for _, realm := range []string{"flood-a", "flood-b"} {
-		if _, err := r.Session(ctx, realm, nil, "s", 100); !errors.Is(err, sdk.ErrUnavailable) {
-			t.Fatalf("%s's read = %v, want an unavailable error for its dropped turns", realm, err)
-		}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := &gatedStore{SQLStore: openStore(t), entered: make(chan struct{}), release: make(chan struct{})}
+			r := NewRecorder(g, Options{Retention: time.Hour, MaxTurnsPerRealm: 100, QueueSize: c.size, Linger: time.Millisecond})
+			defer r.Close()
+			now := time.Now().UTC()
+			r.Trace(tr(c.floods[0], "s", now, "a"))
+			<-g.entered
+			for range 20 {
+				for _, realm := range c.floods {
+					r.Trace(tr(realm, "s", now, "b"))
+				}
+			}
+			r.Trace(tr("quiet", "s", now, "c"))
+			close(g.release)
+			ctx := context.Background()
+			if got, err := r.Session(ctx, "quiet", nil, "s", 100); err != nil || len(got) != 1 {
+				t.Fatalf("the quiet realm's read = %d turns, %v; want its one turn", len(got), err)
+			}
+			for _, realm := range c.floods {
+				if _, err := r.Session(ctx, realm, nil, "s", 100); !errors.Is(err, sdk.ErrUnavailable) {
+					t.Fatalf("%s's read = %v, want an unavailable error for its dropped turns", realm, err)
+				}
+			}
+			if c.dropped >= 0 && r.Dropped() != c.dropped {
+				t.Fatalf("dropped %d traces, want %d", r.Dropped(), c.dropped)
+			}
+		})
 	}
 }
 
