@@ -352,7 +352,11 @@ def _abort(ctx, e, tb=""):
         code, msg, details = e.grpc_code, str(e), e.details()
     else:
         logger.error("call failed", error=repr(e), traceback=tb)
-        code, msg, details = grpc.StatusCode.UNKNOWN, "%s: %s" % (type(e).__name__, e), []
+        # The answer reaches the API's client: the exception's text, never
+        # its Python type name (the log above has both, and the traceback).
+        text = str(e).strip()
+        code, details = grpc.StatusCode.UNKNOWN, []
+        msg = "the plugin failed: " + text if text else "the plugin failed; its log has the details"
     if details:
         ctx.set_trailing_metadata((("grpc-status-details-bin", errors.status_details(code, msg, details)),))
     ctx.abort(code, msg)

@@ -24,6 +24,10 @@ class Hostile:
             sys.exit(3)
         if q.query == "raise":
             raise RuntimeError("deliberate")
+        if q.query == "keyerror":
+            return {}["secret"]
+        if q.query == "empty":
+            raise RuntimeError()
         if q.query == "block":
             RELEASE.wait()
         if q.query == "slow":

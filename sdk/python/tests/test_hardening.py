@@ -164,9 +164,19 @@ class HandlerFailureTest(unittest.TestCase):
         with self.assertRaises(grpc.RpcError) as cm:
             self.recall("exit", timeout=5).result()
         self.assertEqual(cm.exception.code(), grpc.StatusCode.UNKNOWN, cm.exception.details())
-        self.assertIn("SystemExit", cm.exception.details())
+        self.assertEqual(cm.exception.details(), "the plugin failed: 3")
         self.assertLess(time.monotonic() - start, 4)
         self.assertEqual(list(self.recall("ok").result().hits), [])
+
+    def test_an_unexpected_error_answers_its_text_without_a_type_name(self):
+        # The message reaches the API's client: the log has the type and
+        # the traceback, the answer neither.
+        for query, want in (("raise", "the plugin failed: deliberate"), ("keyerror", "the plugin failed: 'secret'"),
+                            ("empty", "the plugin failed; its log has the details")):
+            with self.assertRaises(grpc.RpcError) as cm:
+                self.recall(query).result()
+            self.assertEqual(cm.exception.code(), grpc.StatusCode.UNKNOWN, cm.exception.details())
+            self.assertEqual(cm.exception.details(), want)
 
     def test_the_failure_log_carries_the_traceback(self):
         with self.assertRaises(grpc.RpcError):

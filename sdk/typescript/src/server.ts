@@ -423,7 +423,10 @@ function toStatus(e: unknown): Partial<grpc.StatusObject> {
     const err = e instanceof Error ? e : new Error(describe(e));
     logger.error("call failed", { error: `${err.name}: ${err.message}`, stack: err.stack ?? "" });
     code = grpc.status.UNKNOWN;
-    message = `${err.name}: ${err.message}`;
+    // The answer reaches the API's client: the error's text, never its
+    // JavaScript type name (the log above has both, and the stack).
+    const text = err.message.trim();
+    message = text ? `the plugin failed: ${text}` : "the plugin failed; its log has the details";
   }
   const metadata = new grpc.Metadata();
   if (details.length) metadata.set("grpc-status-details-bin", statusDetails(code, message, details));

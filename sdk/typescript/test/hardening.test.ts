@@ -98,7 +98,14 @@ describe("a handler's failure", () => {
   test("a rejection its handler awaits late is that call's error, not the end of the plugin", async () => {
     const e = await call("race");
     assert.equal(e.code, grpc.status.UNKNOWN, e.message);
-    assert.match(e.details, /first lookup failed/);
+    assert.equal(e.details, "the plugin failed: first lookup failed");
+  });
+
+  test("an unexpected error answers its text, without its type name", async () => {
+    const e = await call("typeerror");
+    assert.equal(e.code, grpc.status.UNKNOWN, e.message);
+    assert.match(e.details, /^the plugin failed: Cannot read properties of undefined/);
+    assert.equal((await call("empty")).details, "the plugin failed; its log has the details");
   });
 
   test("a thrown value that cannot be made a string is still an error status", async () => {

@@ -18,6 +18,8 @@ const plugin: Plugin = {
     }
     // eslint-disable-next-line @typescript-eslint/only-throw-error
     if (q.query === "odd") throw Object.create(null); // no toString: String() of it throws
+    if (q.query === "typeerror") return (undefined as unknown as { hits: [] }).hits;
+    if (q.query === "empty") throw new RangeError();
     return [];
   },
   remember: (_realm, recs) => recs.map((_, i) => `r${i}`),
