@@ -8,6 +8,7 @@ import dataclasses
 import datetime
 import json
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -344,6 +345,9 @@ STREAMING = ("Manifest", "Reindex")
 SERVICE_KIND = {"Provider": "provider", "OperatorResolver": "operator_resolver", "MobResolver": "mob_resolver", "Compactor": "compactor"}
 
 
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
 def _abort(ctx, e, tb=""):
     """Answers e as the gRPC status the host maps back to its code; tb is
     the traceback of an unexpected failure, for the plugin's log."""
@@ -357,6 +361,11 @@ def _abort(ctx, e, tb=""):
         text = str(e).strip()
         code, details = grpc.StatusCode.UNKNOWN, []
         msg = "the plugin failed: " + text if text else "the plugin failed; its log has the details"
+    # A lone surrogate (a file name os.fsdecode read from bytes that are
+    # not UTF-8) cannot be encoded: grpcio would answer its own encoding
+    # failure in place of the message. It goes as U+FFFD, as UTF-8
+    # decoding answers a byte it cannot read.
+    msg = _SURROGATES.sub("\ufffd", msg)
     if details:
         ctx.set_trailing_metadata((("grpc-status-details-bin", errors.status_details(code, msg, details)),))
     ctx.abort(code, msg)

@@ -7,7 +7,7 @@ import threading
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from memhost_plugin import Info, serve  # noqa: E402
+from memhost_plugin import Info, errors, serve  # noqa: E402
 
 RELEASE = threading.Event()  # never set: "block" blocks for good
 
@@ -24,6 +24,8 @@ class Hostile:
             sys.exit(3)
         if q.query == "raise":
             raise RuntimeError("deliberate")
+        if q.query == "surrogate":
+            raise errors.NotFound("no store at " + os.fsdecode(b"/data/\xff.db"))
         if q.query == "keyerror":
             return {}["secret"]
         if q.query == "empty":

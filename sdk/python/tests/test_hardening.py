@@ -178,6 +178,12 @@ class HandlerFailureTest(unittest.TestCase):
             self.assertEqual(cm.exception.code(), grpc.StatusCode.UNKNOWN, cm.exception.details())
             self.assertEqual(cm.exception.details(), want)
 
+    def test_a_message_that_is_not_utf8_is_still_the_message(self):
+        with self.assertRaises(grpc.RpcError) as cm:
+            self.recall("surrogate").result()
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.NOT_FOUND, cm.exception.details())
+        self.assertEqual(cm.exception.details(), "no store at /data/\ufffd.db")
+
     def test_the_failure_log_carries_the_traceback(self):
         with self.assertRaises(grpc.RpcError):
             self.recall("raise").result()

@@ -428,6 +428,10 @@ function toStatus(e: unknown): Partial<grpc.StatusObject> {
     const text = err.message.trim();
     message = text ? `the plugin failed: ${text}` : "the plugin failed; its log has the details";
   }
+  // A lone surrogate (a string cut by slice() inside a character) makes
+  // grpc-js's encodeURI of the message throw, and the call is never
+  // answered: it goes as U+FFFD, as UTF-8 encodes it.
+  message = Buffer.from(message, "utf8").toString("utf8");
   const metadata = new grpc.Metadata();
   if (details.length) metadata.set("grpc-status-details-bin", statusDetails(code, message, details));
   return { code, details: message, metadata };

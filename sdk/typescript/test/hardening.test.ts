@@ -108,6 +108,12 @@ describe("a handler's failure", () => {
     assert.equal((await call("empty")).details, "the plugin failed; its log has the details");
   });
 
+  test("a message that is not well-formed UTF-16 is still the message", async () => {
+    const e = await call("surrogate");
+    assert.equal(e.code, grpc.status.NOT_FOUND, e.message);
+    assert.equal(e.details, "no record titled deploy \ufffd");
+  });
+
   test("a thrown value that cannot be made a string is still an error status", async () => {
     const e = await call("odd");
     assert.equal(e.code, grpc.status.UNKNOWN, e.message);

@@ -1,6 +1,6 @@
 // A provider whose recall misbehaves on cue, served as a plugin process by
 // hardening.test.ts: the query names what it does.
-import { serve } from "memhost-plugin";
+import { NotFound, serve } from "memhost-plugin";
 import type { Plugin } from "memhost-plugin";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -20,6 +20,8 @@ const plugin: Plugin = {
     if (q.query === "odd") throw Object.create(null); // no toString: String() of it throws
     if (q.query === "typeerror") return (undefined as unknown as { hits: [] }).hits;
     if (q.query === "empty") throw new RangeError();
+    // Cut at a UTF-16 code unit, as slice() does: half of the emoji stays.
+    if (q.query === "surrogate") throw new NotFound(`no record titled ${"deploy 🚀".slice(0, 8)}`);
     return [];
   },
   remember: (_realm, recs) => recs.map((_, i) => `r${i}`),
