@@ -12,6 +12,22 @@ import threading
 
 LEVELS = {"trace": 0, "debug": 1, "info": 2, "warn": 3, "error": 4}
 
+# The host's bounds (sdk/host/log.go): it shows at most MAX_VALUE_BYTES of
+# a value, and cuts a line past MAX_LINE_BYTES, which then is no JSON and
+# is logged as raw text at info, whatever its level (an error's line with
+# a large exception text in it, say).
+MAX_VALUE_BYTES = 4 << 10
+MAX_LINE_BYTES = 64 << 10
+_KEPT = ("@level", "@message", "@timestamp", "request_id")
+
+
+def _bounded(s):
+    """s cut to the MAX_VALUE_BYTES the host shows, at a character's start."""
+    data = s.encode("utf-8", "surrogatepass")
+    if len(data) <= MAX_VALUE_BYTES:
+        return s
+    return data[:MAX_VALUE_BYTES].decode("utf-8", "ignore") + "\u2026"
+
 # The id of the host request the current call serves (gRPC metadata
 # memhost-request-id); the server sets it around each call.
 request_id = contextvars.ContextVar("memhost_request_id", default="")
@@ -29,7 +45,7 @@ class Logger:
         if LEVELS[level] < self._min:
             return
         now = datetime.datetime.now(datetime.timezone.utc)
-        line = {"@level": level, "@message": str(message), "@timestamp": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
+        line = {"@level": level, "@message": _bounded(str(message)), "@timestamp": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
         rid = request_id.get()
         if rid:
             line["request_id"] = rid
@@ -37,8 +53,15 @@ class Logger:
             # NaN and the infinities are not JSON: as numbers they would turn
             # the line into text the host logs at info, whatever its level.
             plain = isinstance(v, (str, int, bool, type(None))) or (isinstance(v, float) and math.isfinite(v))
-            line[k] = v if plain else str(v)
+            v = v if plain else str(v)
+            line[k] = _bounded(v) if isinstance(v, str) else v
         data = json.dumps(line, ensure_ascii=False) + "\n"
+        if len(data.encode("utf-8", "surrogatepass")) >= MAX_LINE_BYTES:
+            # Still too long (many fields, or escapes): the line keeps its
+            # level and message, and says what it dropped.
+            kept = {k: line[k] for k in _KEPT if k in line}
+            kept["dropped_fields"] = len(line) - len(kept)
+            data = json.dumps(kept, ensure_ascii=False) + "\n"
         # One write per line under a lock, so lines of concurrent calls
         # never interleave; a host that is gone must not kill the plugin.
         with self._lock:

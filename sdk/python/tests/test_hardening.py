@@ -115,6 +115,19 @@ class LogLineTest(unittest.TestCase):
         line = json.loads(out.getvalue())  # NaN and Infinity are not JSON: the host would read the line as text, at info
         self.assertEqual((line["@level"], line["score"], line["high"]), ("error", "nan", "inf"))
 
+    def test_a_large_line_stays_json_at_its_level(self):
+        # The host cuts a line past 64 KiB, which is then no JSON and is
+        # logged as text at info: the SDK's own "call failed" line with an
+        # exception's large text in it was.
+        for fields in ({"error": "b" * 70000, "traceback": "t" * 70000},
+                       {"f%d" % i: "\x00" * 5000 for i in range(40)}):
+            out = io.StringIO()
+            Logger(stream=out, level="info").error("m\u00e9" * 50000, **fields)
+            self.assertLess(len(out.getvalue().encode()), 64 << 10)
+            line = json.loads(out.getvalue())
+            self.assertEqual(line["@level"], "error")
+            self.assertTrue(line["@message"].startswith("m\u00e9m\u00e9"), line["@message"][:20])
+
 
 class HandlerFailureTest(unittest.TestCase):
     """A plugin process whose recall misbehaves on cue (hostile_plugin.py)."""

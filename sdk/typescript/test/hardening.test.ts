@@ -1,12 +1,16 @@
 // What a careless plugin or a hostile host sends: the SDK refuses what the
 // Go SDK refuses, and nothing a handler does takes the plugin down.
 import assert from "node:assert/strict";
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 
 import * as grpc from "@grpc/grpc-js";
 
 import { FieldError } from "../src/errors.js";
+import { Logger } from "../src/log.js";
 import * as records from "../src/records.js";
 import { clients, details, failure, start, stop, unary } from "./harness.js";
 import type { Started } from "./harness.js";
@@ -25,6 +29,29 @@ test("validateRecord holds every time a record carries to the years 1-9999, as s
         `${key} ${ms}`);
     }
     records.validateRecord(records.newRecord({ scope: "realm", kind: "fact", title: "t", [key]: YEAR_10000_MS - 1 }));
+  }
+});
+
+test("a large log line stays JSON at its level", () => {
+  // The host cuts a line past 64 KiB, which is then no JSON and is logged
+  // as text at info: the SDK's own "call failed" line with an error's
+  // large text in it was.
+  const dir = mkdtempSync(join(tmpdir(), "memhost-log-"));
+  try {
+    const many = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`f${i}`, "\0".repeat(5000)]));
+    for (const fields of [{ error: "b".repeat(70000), stack: "s".repeat(70000) }, many]) {
+      const path = join(dir, "line");
+      const fd = openSync(path, "w");
+      new Logger(fd, "info").error("m\u00e9".repeat(50000), fields);
+      closeSync(fd);
+      const out = readFileSync(path);
+      assert.ok(out.length < 64 << 10, `${out.length} bytes`);
+      const line = JSON.parse(out.toString()) as { [k: string]: unknown };
+      assert.equal(line["@level"], "error");
+      assert.match(line["@message"] as string, /^m\u00e9m\u00e9/);
+    }
+  } finally {
+    rmSync(dir, { recursive: true });
   }
 });
 
