@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	hclog "github.com/hashicorp/go-hclog"
 )
@@ -63,10 +65,13 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 			case slog.LevelKey:
 				return slog.String("@level", strings.ToLower(a.Value.Any().(slog.Level).String()))
 			case slog.MessageKey:
-				return slog.String("@message", a.Value.String())
+				return slog.String("@message", cutValue(a.Value.String()))
 			}
 			if err, ok := a.Value.Any().(error); ok {
-				return slog.String(a.Key, errorText(err))
+				return slog.String(a.Key, cutValue(errorText(err)))
+			}
+			if a.Value.Kind() == slog.KindString {
+				return slog.String(a.Key, cutValue(a.Value.String()))
 			}
 			return a
 		},
@@ -90,6 +95,28 @@ func errorText(err error) (text string) {
 	return err.Error()
 }
 
+// The host's bounds (sdk/host/log.go): it shows at most maxLogValue bytes
+// of a value, and cuts a line past maxLogLine, which then is no JSON and
+// is logged as raw text at info, whatever its level (an error's line with
+// a large error text in it, say).
+const (
+	maxLogValue = 4 << 10
+	maxLogLine  = 64 << 10
+)
+
+// cutValue is s cut to the maxLogValue bytes the host shows, at a
+// character's start.
+func cutValue(s string) string {
+	if len(s) <= maxLogValue {
+		return s
+	}
+	cut := maxLogValue
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
 // lineWriter serialises writes, so lines from concurrent goroutines never
 // interleave on the stream the host parses.
 type lineWriter struct {
@@ -98,9 +125,38 @@ type lineWriter struct {
 }
 
 func (l *lineWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	if n >= maxLogLine {
+		p = shortLine(p)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.w.Write(p)
+	if _, err := l.w.Write(p); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// shortLine is a line still too long for the host with each value cut
+// (many fields, or escapes): it keeps its level, message, time and request
+// id, and says how many fields it dropped.
+func shortLine(p []byte) []byte {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(p, &fields) != nil {
+		return p
+	}
+	kept := map[string]any{}
+	for _, k := range []string{"@level", "@message", "@timestamp", "request_id"} {
+		if v, ok := fields[k]; ok {
+			kept[k] = v
+		}
+	}
+	kept["dropped_fields"] = len(fields) - len(kept)
+	short, err := json.Marshal(kept)
+	if err != nil {
+		return p
+	}
+	return append(short, '\n')
 }
 
 // hclogTo is go-plugin's own logger for the plugin side, on the same

@@ -96,3 +96,39 @@ func TestLoggerSurvivesAnErrorThatPanics(t *testing.T) {
 		t.Fatalf("entry = %v", e)
 	}
 }
+
+// TestALargeLineStaysJSONAtItsLevel: the host cuts a line past 64 KiB,
+// which is then no JSON and is logged as text at info; each value is cut
+// to the 4 KiB the host shows, and a line still too long keeps its level
+// and message.
+func TestALargeLineStaysJSONAtItsLevel(t *testing.T) {
+	cases := []struct {
+		name string
+		args []any
+	}{
+		{"a large error and value", []any{"error", errors.New(strings.Repeat("b", 70000)), "body", strings.Repeat("é", 40000)}},
+		{"many escaped fields", func() []any {
+			var args []any
+			for i := range 40 {
+				args = append(args, "f"+strings.Repeat("x", i), strings.Repeat("\x00", 4000))
+			}
+			return args
+		}()},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			newLogger(&buf, "info").Error(strings.Repeat("mé", 50000), c.args...)
+			if buf.Len() >= 64<<10 {
+				t.Fatalf("a line of %d bytes: the host cuts it", buf.Len())
+			}
+			var e map[string]any
+			if err := json.Unmarshal(buf.Bytes(), &e); err != nil {
+				t.Fatalf("the line is no JSON: %v", err)
+			}
+			if e["@level"] != "error" || !strings.HasPrefix(e["@message"].(string), "mémé") {
+				t.Fatalf("level %v, message %.20q", e["@level"], e["@message"])
+			}
+		})
+	}
+}
