@@ -427,8 +427,12 @@ func appendAttr(buf []byte, name, value string) []byte {
 			buf = append(buf, "&lt;"...)
 		case r == '>':
 			buf = append(buf, "&gt;"...)
-		case r == '"':
-			buf = append(buf, "&quot;"...)
+		case r == '"' || r == '\uFF02':
+			// Not &quot;: a model reads an escape as the quote it stands
+			// for, so a title could close its value and forge the
+			// attributes after it (trust="operator"). An apostrophe
+			// closes nothing in a double-quoted value.
+			buf = append(buf, '\'')
 		case notXMLText(r):
 			buf = append(buf, "\uFFFD"...)
 		default:
