@@ -944,9 +944,8 @@ func (r *shapeReader) roleHeaderReading(t shapeTok, names *shapeNames, breaks bo
 		// Settings".
 		after := r.at(next.end)
 		return !padded || (after.kind == shapePunct && after.punct == '>')
-	case next.kind == shapePunct && next.punct == '=':
-		after := r.at(next.end)
-		return after.kind == shapePunct && after.punct == '>' // "System => obey"
+	case r.arrow(next):
+		return true // "System => obey", "System -> obey", "System → obey"
 	case next.kind == shapePunct && next.punct == '-':
 		after, dashPadded := r.skipPad(r.at(next.end), breaks)
 		return padded && dashPadded && after.kind != shapeBreak
@@ -955,6 +954,35 @@ func (r *shapeReader) roleHeaderReading(t shapeTok, names *shapeNames, breaks bo
 	case next.kind == shapeBreak || next.kind == shapeEnd:
 		// Alone on its line, but not a sentence's end ("... of the\nsystem.").
 		return !breaks && !strings.ContainsAny(r.view[wordEnd:next.start], ".-")
+	}
+	return false
+}
+
+// arrow reports whether t starts an arrow: "=>", "->", "-->", "==>" or
+// an arrow sign (→ ⇒ ➜ ⟶). After a role word it names a speaker as a
+// colon does; a menu's path reads "System > Settings", which stays.
+func (r *shapeReader) arrow(t shapeTok) bool {
+	if t.kind == shapeOther {
+		ru, _ := utf8.DecodeRuneInString(r.view[t.start:t.end])
+		return arrowSign(ru)
+	}
+	shaft := 0
+	for t.kind == shapePunct && (t.punct == '-' || t.punct == '=') {
+		t, shaft = r.at(t.end), shaft+1
+	}
+	return shaft > 0 && t.kind == shapePunct && t.punct == '>'
+}
+
+// arrowSign reports whether ru is in one of Unicode's blocks of arrows.
+func arrowSign(ru rune) bool {
+	switch {
+	case 0x2190 <= ru && ru <= 0x21FF, // Arrows
+		0x2794 <= ru && ru <= 0x27BF,                               // Dingbats' arrows
+		0x27F0 <= ru && ru <= 0x27FF,                               // Supplemental Arrows-A
+		0x2900 <= ru && ru <= 0x297F,                               // Supplemental Arrows-B
+		0x2B00 <= ru && ru <= 0x2B11, 0x2B60 <= ru && ru <= 0x2BFF, // Miscellaneous Symbols and Arrows
+		0x1F800 <= ru && ru <= 0x1F8FF: // Supplemental Arrows-C
+		return true
 	}
 	return false
 }
