@@ -379,7 +379,10 @@ var knownShapes = sync.OnceValue(func() *shapeNames {
 		roles: words("system", "system prompt", "system message", "system instruction", "system instructions",
 			// Not "developer" alone: "Developer:" labels a film
 			// developer, a software developer's name.
-			"system role", "developer message", "developer prompt", "developer instructions"),
+			"system role", "developer message", "developer prompt", "developer instructions",
+			// Words that claim to command, not to describe: "System
+			// design:" stays.
+			"system override", "system directive", "system directives", "system command", "system commands"),
 		jsonRoles:   words("system", "developer"),
 		roleKey:     words("role", "from", "author", "speaker", "sender"), // "from": ShareGPT's
 		roleElement: fold("role"),
