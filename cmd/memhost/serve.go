@@ -488,6 +488,12 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	h, err := startHost(ctx, cfg, logger)
 	if err != nil {
 		srv.Close()
+		if ctx.Err() != nil {
+			// SIGTERM while starting: a stop, as once serving, whatever
+			// the start under way answered to being cut short.
+			logger.Info("shutting down while starting")
+			return nil
+		}
 		return err
 	}
 	defer h.close()

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -167,4 +171,88 @@ func TestUncleanPathsAreNoEndpoint(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestStopWhileStartingExitsCleanly: SIGTERM while a plugin is still
+// configuring (before memhost listens) stops memhost as it does once it
+// serves: exit status 0, the plugin gone, and no start reported failed
+// for the start the host itself gave up.
+func TestStopWhileStartingExitsCleanly(t *testing.T) {
+	t.Parallel()
+	cfgPath, dataDir := writeConfigIn(t, chattyDir(t), `
+provider "talker" {
+  plugin = "chatty"
+  config = { hang = true }
+}
+realm "default" { provider = "talker" }
+coordinator { compactor = "" }
+`)
+	cmd := testbin.Command(testbin.Build(t, "./cmd/memhost"), "serve", "--config", cfgPath, "--data-dir", dataDir)
+	var out bytes.Buffer
+	var mu sync.Mutex
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			mu.Lock()
+			out.WriteString(sc.Text() + "\n")
+			mu.Unlock()
+		}
+	}()
+	logs := func() string { mu.Lock(); defer mu.Unlock(); return out.String() }
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(logs(), "chatty configured") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the plugin never began configuring:\n%s", logs())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	children := childPids(cmd.Process.Pid)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { <-copied; done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatalf("memhost did not stop within 15s of SIGTERM while starting:\n%s", logs())
+	}
+	if err != nil {
+		t.Errorf("memhost stopped while starting exited with %v, want status 0:\n%s", err, logs())
+	}
+	if strings.Contains(logs(), "failed to start") || strings.Contains(logs(), "context canceled") {
+		t.Errorf("a start given up by the host's own stop was reported as a failure:\n%s", logs())
+	}
+	waitGone(t, children)
+}
+
+// childPids answers the processes whose parent is pid.
+func childPids(pid int) []int {
+	var kids []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, d := range dirs {
+		data, err := os.ReadFile(d)
+		if err != nil {
+			continue
+		}
+		// The fields after the command's closing parenthesis: state, ppid.
+		rest := string(data[bytes.LastIndexByte(data, ')')+1:])
+		f := strings.Fields(rest)
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			if p, err := strconv.Atoi(filepath.Base(filepath.Dir(d))); err == nil {
+				kids = append(kids, p)
+			}
+		}
+	}
+	return kids
 }

@@ -182,7 +182,8 @@ func New(entries []Entry, opts Options) *Supervisor {
 // Start. An instance that fails to start fails it too under RequireAll
 // (every instance is then stopped, the errors returned one line per
 // plugin); otherwise the failure is logged, the instance backs off in
-// StateBackoff with the reason, and its supervisor retries it.
+// StateBackoff with the reason, and its supervisor retries it. When ctx
+// ends before the starts do, every instance is stopped and Start fails.
 func (s *Supervisor) Start(ctx context.Context, specs []Spec) error {
 	var errs []error
 	for _, spec := range specs {
@@ -241,6 +242,9 @@ func (s *Supervisor) Start(ctx context.Context, specs []Spec) error {
 	if s.opts.RequireAll || s.opts.BootWait <= 0 {
 		wg.Wait()
 	}
+	if err := s.givenUp(ctx); err != nil {
+		return err
+	}
 	if s.opts.RequireAll {
 		if err := errors.Join(results...); err != nil {
 			s.Close()
@@ -256,7 +260,9 @@ func (s *Supervisor) Start(ctx context.Context, specs []Spec) error {
 	for i, inst := range s.order {
 		settle := func() {
 			<-booted[i]
-			if err := results[i]; err != nil {
+			// A start the host gave up (it is stopping) is no failure
+			// of the plugin's.
+			if err := results[i]; err != nil && ctx.Err() == nil && s.ctx.Err() == nil {
 				inst.failed(err)
 			}
 		}
@@ -283,7 +289,18 @@ func (s *Supervisor) Start(ctx context.Context, specs []Spec) error {
 			inst.run(s.ctx)
 		}()
 	}
-	return nil
+	return s.givenUp(ctx)
+}
+
+// givenUp stops every instance and answers why when ctx, the boot's, ended
+// (the host was told to stop while it started): what the plugins' starts
+// answered then is no failure of theirs, and the caller stops too.
+func (s *Supervisor) givenUp(ctx context.Context) error {
+	if ctx.Err() == nil {
+		return nil
+	}
+	s.Close()
+	return fmt.Errorf("stopped while the plugins were starting: %w", context.Cause(ctx))
 }
 
 // Close stops supervision and shuts every plugin down. It does not wait

@@ -1,7 +1,8 @@
 // Command chatty is a test-only provider plugin that logs at every point of
 // a plugin's life (in Configure, in a call, in a background goroutine, and
 // straight to os.Stderr) and refuses one config key and one record field of
-// its own, so end-to-end tests can see both reach the host.
+// its own, so end-to-end tests can see both reach the host. Its hang key
+// holds Configure until the host gives it up.
 package main
 
 import (
@@ -29,6 +30,9 @@ func (c *chatty) Info() sdk.Info {
 func (c *chatty) Configure(ctx context.Context, raw json.RawMessage) error {
 	cfg := struct {
 		Greeting string `json:"greeting"`
+		// Hang holds Configure until the host gives it up: a store that
+		// takes minutes to open.
+		Hang bool `json:"hang"`
 	}{Greeting: "hello"}
 	if err := sdk.DecodeConfig(raw, &cfg); err != nil {
 		return err
@@ -44,6 +48,10 @@ func (c *chatty) Configure(ctx context.Context, raw json.RawMessage) error {
 		log.Warn("chatty background goroutine", "started", time.Now().UTC().Format(time.RFC3339))
 		fmt.Fprintln(os.Stderr, "chatty raw stderr line")
 	}()
+	if cfg.Hang {
+		<-ctx.Done()
+		return ctx.Err()
+	}
 	return nil
 }
 
