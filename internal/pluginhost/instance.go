@@ -102,6 +102,7 @@ type instance struct {
 	upSince     time.Time
 	warnings    warnings   // the latest warnings its processes logged
 	badConn     *host.Conn // the process whose broken answer was last logged
+	retriedConn *host.Conn // the process whose death under a call was last kept
 	// peers are the supervisor's other instances (nil outside one): a
 	// store another process holds is most often held by one of them.
 	peers func() []*instance
@@ -520,6 +521,24 @@ func (i *instance) badAnswer(ctx context.Context, conn *host.Conn, err error) {
 	log.Warn(msg, "instance", i.spec.Name, "plugin", i.spec.source(), "error", err)
 }
 
+// retrying logs a call retried because conn's process died under it. Every
+// call in flight on that process says so, but only the first is kept among
+// the instance's warnings: a crash under load would otherwise push out
+// what the host found before (a restart declaring other capabilities).
+func (i *instance) retrying(ctx context.Context, conn *host.Conn) {
+	i.mu.Lock()
+	first := i.retriedConn != conn
+	i.retriedConn = conn
+	i.mu.Unlock()
+	log := i.opts.Logger
+	if first {
+		log = i.hostLog()
+	}
+	// With the request's attributes (its id) from the context logger.
+	log = log.With(hclog.FromContext(ctx).ImpliedArgs()...)
+	log.Warn("plugin died under a call; retrying once on the restarted process", "instance", i.spec.Name, "plugin", i.spec.source())
+}
+
 // errNoAnswer marks a ping that ran out of time.
 var errNoAnswer = errors.New("no answer")
 
@@ -700,8 +719,6 @@ func callWithin[C any, T any](ctx context.Context, i *instance, method string, t
 		if !retry || attempt > 0 {
 			return zero, i.down(fmt.Errorf("plugin %s (%s): %w", i.spec.Name, i.spec.source(), err))
 		}
-		// With the request's attributes (its id) from the context logger.
-		log := i.hostLog().With(hclog.FromContext(ctx).ImpliedArgs()...)
-		log.Warn("plugin died under a call; retrying once on the restarted process", "instance", i.spec.Name, "plugin", i.spec.source())
+		i.retrying(ctx, conn)
 	}
 }

@@ -1193,3 +1193,49 @@ func TestSupervisorSlowStartDoesNotHoldTheOthers(t *testing.T) {
 		t.Fatal("Close waited for the slow instance's start")
 	}
 }
+
+// TestCrashUnderLoadKeepsEarlierWarnings: every call in flight on a
+// process that dies is retried, and says so in the log; only the first of
+// them is kept among the instance's warnings, so a crash under load does
+// not push out what the host found before (here, a restart declaring
+// other capabilities).
+func TestCrashUnderLoadKeepsEarlierWarnings(t *testing.T) {
+	work := t.TempDir()
+	sup, p := startEcho(t, pluginhost.Options{HealthInterval: 20 * time.Millisecond, CallTimeout: 2 * time.Second, StartOptions: pluginhost.StartOptions{Dir: work}})
+	if err := os.WriteFile(filepath.Join(work, "fewer-capabilities"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Kill(sup.Status()[0].Pid, syscall.SIGKILL)
+	waitStatus(t, sup, "main", "the restart", func(st pluginhost.Status) bool {
+		return st.State == pluginhost.StateReady && st.Restarts == 1
+	})
+	changed := func(w string) bool { return strings.Contains(w, "declaring other capabilities") }
+	if !slices.ContainsFunc(sup.Status()[0].Warnings, changed) {
+		t.Fatalf("status warnings %q lack the changed capabilities", sup.Status()[0].Warnings)
+	}
+	w, ok := p.Writer()
+	if !ok {
+		t.Fatal("echo declares write")
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.Remember(context.Background(), "default", []sdk.Record{{Scope: "realm", Kind: "fact", Title: "hang", Body: "b"}})
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // the calls reach the process
+	syscall.Kill(sup.Status()[0].Pid, syscall.SIGKILL)
+	wg.Wait()
+	st := sup.Status()[0]
+	retried := 0
+	for _, w := range st.Warnings {
+		if strings.Contains(w, "died under a call") {
+			retried++
+		}
+	}
+	if retried != 1 || !slices.ContainsFunc(st.Warnings, changed) {
+		t.Fatalf("after a crash under 8 calls the warnings are %q, want one retry line and the changed capabilities still there", st.Warnings)
+	}
+}
