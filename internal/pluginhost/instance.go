@@ -162,6 +162,14 @@ func (i *instance) launch(ctx context.Context) (*host.Conn, any, error) {
 	})
 	err = conn.Configure(configCtx, i.spec.Config)
 	slow.Stop()
+	if err != nil && errors.Is(err, sdk.ErrUnavailable) && ctx.Err() == nil && (conn.Exited() || pingWithin(ctx, conn, i.opts.HealthTimeout) != nil) {
+		// The process died configuring: how it ended says more than
+		// its dropped connection ("error reading from server: EOF").
+		if reason := downReason(conn, err); errors.Is(reason, errExited) {
+			conn.Kill(0)
+			return nil, nil, fmt.Errorf("%s %q: configure: %w: %w", i.spec.Kind, i.spec.Name, reason, sdk.ErrUnavailable)
+		}
+	}
 	if err != nil {
 		conn.Kill(0)
 		if configCtx.Err() != nil && ctx.Err() == nil {

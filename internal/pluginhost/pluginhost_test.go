@@ -1239,3 +1239,20 @@ func TestCrashUnderLoadKeepsEarlierWarnings(t *testing.T) {
 		t.Fatalf("after a crash under 8 calls the warnings are %q, want one retry line and the changed capabilities still there", st.Warnings)
 	}
 }
+
+// TestDeathInConfigureSaysHow: a plugin that dies while configuring is
+// reported by how its process ended, not by the dropped connection's
+// transport wording.
+func TestDeathInConfigureSaysHow(t *testing.T) {
+	dir, _ := echoDir(t)
+	work := t.TempDir()
+	if err := os.WriteFile(filepath.Join(work, "crash-configure"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sup := pluginhost.New([]pluginhost.Entry{discoverOne(t, dir)}, pluginhost.Options{RequireAll: true, StartOptions: pluginhost.StartOptions{Dir: work}})
+	t.Cleanup(sup.Close)
+	err := sup.Start(context.Background(), []pluginhost.Spec{{Kind: sdk.KindProvider, Name: "main", Plugin: "echo"}})
+	if err == nil || !strings.Contains(err.Error(), "exit status 3") || strings.Contains(err.Error(), "reading from server") {
+		t.Fatalf("Start of a plugin that dies configuring = %v, want how it exited (exit status 3)", err)
+	}
+}

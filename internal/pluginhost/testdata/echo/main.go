@@ -41,6 +41,9 @@ func (e *echo) Configure(_ context.Context, raw json.RawMessage) error {
 	if err := dec.Decode(&cfg); err != nil {
 		return fmt.Errorf("echo: config: %v: %w", err, sdk.ErrInvalid)
 	}
+	if _, err := os.Stat("crash-configure"); err == nil {
+		os.Exit(3) // dies while opening its store
+	}
 	if _, err := os.Stat("hang-configure"); err == nil || cfg.Hang {
 		time.Sleep(time.Hour) // a store that never opens, deaf to cancellation
 	}
