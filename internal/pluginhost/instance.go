@@ -596,8 +596,8 @@ func (i *instance) await(ctx context.Context) (any, *host.Conn, error) {
 		i.mu.Unlock()
 		if state == StateBackoff {
 			if dl, ok := ctx.Deadline(); !ok || next.After(dl) || failures > 0 {
-				return nil, nil, i.down(fmt.Errorf("plugin %s (%s) is down (%v), next start attempt at %s: %w",
-					i.spec.Name, i.spec.source(), last, next.UTC().Format(time.RFC3339), errBackingOff))
+				return nil, nil, i.down(fmt.Errorf("plugin %s (%s) is down (%s), next start attempt at %s: %w",
+					i.spec.Name, i.spec.source(), host.WithoutOutput(last), next.UTC().Format(time.RFC3339), errBackingOff))
 			}
 		}
 		// A first start the host stopped waiting for at boot (a store
@@ -610,8 +610,8 @@ func (i *instance) await(ctx context.Context) (any, *host.Conn, error) {
 		// within a call as the backoff before it: the call fails fast too,
 		// rather than wait out its deadline on a plugin that keeps failing.
 		if state == StateRestarting && failures > 0 {
-			return nil, nil, i.down(fmt.Errorf("plugin %s (%s) is down (%v) and trying to start again after %d failed start(s): %w",
-				i.spec.Name, i.spec.source(), last, failures, errBackingOff))
+			return nil, nil, i.down(fmt.Errorf("plugin %s (%s) is down (%s) and trying to start again after %d failed start(s): %w",
+				i.spec.Name, i.spec.source(), host.WithoutOutput(last), failures, errBackingOff))
 		}
 		i.wake()
 		select {

@@ -1256,3 +1256,29 @@ func TestDeathInConfigureSaysHow(t *testing.T) {
 		t.Fatalf("Start of a plugin that dies configuring = %v, want how it exited (exit status 3)", err)
 	}
 }
+
+// TestDownErrorQuotesNoPluginOutput: a plugin that fails to start again
+// leaves its last output in the operator's status and log, not in the
+// error every caller of any realm it serves is answered, since that output
+// may name another realm's data.
+func TestDownErrorQuotesNoPluginOutput(t *testing.T) {
+	work := t.TempDir()
+	sup, p := startEcho(t, pluginhost.Options{HealthInterval: 20 * time.Millisecond, StartOptions: pluginhost.StartOptions{Dir: work, Logger: hclog.NewNullLogger()}})
+	if err := os.WriteFile(filepath.Join(work, "die-at-start"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Kill(sup.Status()[0].Pid, syscall.SIGKILL)
+	waitStatus(t, sup, "main", "a failed restart", func(st pluginhost.Status) bool {
+		return st.State == pluginhost.StateBackoff && strings.Contains(st.LastError, "salary")
+	})
+	_, err := p.Recall(context.Background(), sdk.RecallQuery{Realm: "default", Query: "coffee"})
+	if !errors.Is(err, sdk.ErrUnavailable) {
+		t.Fatalf("recall of a plugin that cannot start = %v, want unavailable", err)
+	}
+	if strings.Contains(err.Error(), "salary") || strings.Contains(err.Error(), "tenant-b") {
+		t.Fatalf("the caller's error quotes the plugin's output: %v", err)
+	}
+	if !strings.Contains(err.Error(), "exit status 1") {
+		t.Fatalf("the caller's error lost the reason: %v", err)
+	}
+}

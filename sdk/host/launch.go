@@ -386,18 +386,46 @@ func (s *starting) failed(client *plugin.Client, problem string, kind error) err
 	if status := s.client.exitStatus(); status != "" && status != "signal: killed" {
 		problem += " (" + status + ")"
 	}
-	if tail := s.output.lastLines(); len(tail) > 0 {
-		const show = 5
-		if len(tail) > show {
-			tail = tail[len(tail)-show:]
-		}
-		quoted := make([]string, len(tail))
-		for i, line := range tail {
-			quoted[i] = strconv.Quote(line)
-		}
-		problem += "; its last output: " + strings.Join(quoted, " ")
+	tail := s.output.lastLines()
+	if len(tail) == 0 {
+		return fmt.Errorf("plugin %s: %s: %w", s.label, problem, kind)
 	}
-	return fmt.Errorf("plugin %s: %s: %w", s.label, problem, kind)
+	const show = 5
+	if len(tail) > show {
+		tail = tail[len(tail)-show:]
+	}
+	quoted := make([]string, len(tail))
+	for i, line := range tail {
+		quoted[i] = strconv.Quote(line)
+	}
+	output := "; its last output: " + strings.Join(quoted, " ")
+	return &outputError{error: fmt.Errorf("plugin %s: %s%s: %w", s.label, problem, output, kind), output: output}
+}
+
+// outputError is a launch failure that quotes the last lines the process
+// wrote: the operator's clue, which may name any realm's data the plugin
+// serves, so it is kept out of what one realm's client is told
+// (WithoutOutput).
+type outputError struct {
+	error
+	output string
+}
+
+func (e *outputError) Unwrap() error { return e.error }
+
+// WithoutOutput answers err's text without the plugin output a launch
+// failure in it quotes: what a client of one realm may read of why a
+// plugin serving several is down. The log and the operator's status keep
+// the whole error.
+func WithoutOutput(err error) string {
+	if err == nil {
+		return ""
+	}
+	var oe *outputError
+	if errors.As(err, &oe) {
+		return strings.Replace(err.Error(), oe.output, "", 1)
+	}
+	return err.Error()
 }
 
 // startProblem says in one line why go-plugin's start failed. go-plugin
