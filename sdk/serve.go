@@ -46,7 +46,7 @@ func CheckPlugin(p Plugin) error {
 			return fmt.Errorf("Info().Kinds names unknown kind %q", k)
 		}
 		if !kindTable[i].implements(p) {
-			return fmt.Errorf("Info().Kinds declares %q but %T does not implement it", k, p)
+			return fmt.Errorf("Info().Kinds declares %q, but the plugin lacks that kind's methods", k)
 		}
 	}
 	for _, c := range info.Capabilities {
@@ -55,7 +55,7 @@ func CheckPlugin(p Plugin) error {
 			return fmt.Errorf("Info().Capabilities names unknown capability %q", c)
 		}
 		if !capabilityImpls[i].ok(p) {
-			return fmt.Errorf("Info().Capabilities declares %q but %T does not implement it", c, p)
+			return fmt.Errorf("Info().Capabilities declares %q, but the plugin lacks that capability's methods", c)
 		}
 	}
 	return nil
@@ -87,7 +87,7 @@ func checkInfo(info Info) error {
 // (remote.go); with --debug, one that reattaches (debug.go).
 func Serve(p Plugin) {
 	if err := CheckPlugin(p); err != nil {
-		fmt.Fprintf(os.Stderr, "memhost plugin %T: %v\n", p, err)
+		fmt.Fprintf(os.Stderr, "memhost plugin %q: %v\n", p.Info().Name, err)
 		os.Exit(1)
 	}
 	if debugRequested() {
