@@ -84,6 +84,8 @@ type realmSummary struct {
 	Pending int
 	Records int
 	Error   string
+	// PendingUnknown: the queue could not be read, so no count is shown.
+	PendingUnknown bool
 }
 
 func (c *Console) home(w http.ResponseWriter, r *http.Request, s *session) {
@@ -104,7 +106,12 @@ func (c *Console) home(w http.ResponseWriter, r *http.Request, s *session) {
 		var pq struct {
 			Pending int `json:"pending"`
 		}
-		if err := c.call(r.Context(), s, "GET", "/v1/proposals?limit=1&realm="+url.QueryEscape(realm), &pq); err == nil {
+		if err := c.call(r.Context(), s, "GET", "/v1/proposals?limit=1&realm="+url.QueryEscape(realm), &pq); err != nil {
+			sum.PendingUnknown = true
+			if sum.Error == "" {
+				sum.Error = err.Error()
+			}
+		} else {
 			sum.Pending = pq.Pending
 		}
 		out = append(out, sum)

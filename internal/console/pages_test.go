@@ -167,3 +167,42 @@ func TestTracePageCountsDedupExclusions(t *testing.T) {
 		t.Errorf("trace page = %.600s", body)
 	}
 }
+
+// downAPI answers every call as the host does while the realm's provider
+// plugin is down.
+type downAPI struct{}
+
+func (downAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	w.Write([]byte(`{"error":{"code":"provider_unavailable","message":"plugin main (sqlite) is down, next start attempt soon"}}`))
+}
+
+// TestAPluginDownIsNotAnEmptyMemory: from an outside review. With the
+// provider down the proposals page said "Nothing to review" under the
+// error, the traces page "No turn has been traced", and the realms page
+// "0 pending" while proposals waited: a page that could not read must
+// not say there is nothing to read.
+func TestAPluginDownIsNotAnEmptyMemory(t *testing.T) {
+	c, err := New(Options{API: downAPI{}, Realms: []string{"default"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, tc := range []struct{ path, bad string }{
+		{"/ui/", "<b>0</b> pending"},
+		{"/ui/proposals", "Nothing to review"},
+		{"/ui/traces", "No turn has been traced"},
+		{"/ui/records", "No record matches"},
+	} {
+		w := httptest.NewRecorder()
+		c.ServeHTTP(w, httptest.NewRequest("GET", tc.path, nil))
+		body := w.Body.String()
+		if !strings.Contains(body, "is down") {
+			t.Errorf("%s does not say the plugin is down: %.600s", tc.path, body)
+		}
+		if strings.Contains(body, tc.bad) {
+			t.Errorf("%s says %q while it could not read: %.600s", tc.path, tc.bad, body)
+		}
+	}
+}
