@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -218,5 +219,29 @@ func TestSafeNext(t *testing.T) {
 func TestVisible(t *testing.T) {
 	if got := visible("a\x1b[31m\u202eb\nc"); got != `a\u001b[31m\u202eb`+"\nc" {
 		t.Errorf("visible = %q", got)
+	}
+}
+
+// TestDecideAtMostAPage: a form naming more proposals than a page shows
+// is refused whole, before any is decided (each is one API call in the
+// request).
+func TestDecideAtMostAPage(t *testing.T) {
+	c, api := newConsole(t, appToken)
+	h, csrf := signedIn(t, c)
+	form := url.Values{"csrf": {csrf}, "action": {"reject"}, "realm": {"acme"}}
+	for i := range proposalPage + 1 {
+		form.Add("id", "r"+strconv.Itoa(i))
+	}
+	w := serve(c, "POST", "/ui/proposals", form, h)
+	if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "at most 100") {
+		t.Fatalf("deciding %d proposals = %d %s, want 400 saying the limit", proposalPage+1, w.Code, w.Body)
+	}
+	if strings.Contains(api.asked(), "/reject") {
+		t.Fatalf("some were decided anyway:\n%s", api.asked())
+	}
+	form.Del("id")
+	form.Add("id", "r1")
+	if w := serve(c, "POST", "/ui/proposals", form, h); w.Code != http.StatusSeeOther {
+		t.Fatalf("deciding one = %d, want the redirect", w.Code)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -229,9 +230,13 @@ const (
 	maxQueueDiff = 40   // lines
 )
 
+// proposalPage is how many proposals a page of the queue shows, and so
+// the most one form may decide.
+const proposalPage = 100
+
 func (c *Console) proposals(w http.ResponseWriter, r *http.Request, s *session) {
 	realm := c.realm(r, s)
-	api := url.Values{"realm": {realm}, "limit": {"100"}}
+	api := url.Values{"realm": {realm}, "limit": {strconv.Itoa(proposalPage)}}
 	if a := r.URL.Query().Get("after"); a != "" {
 		api.Set("after", a)
 	}
@@ -281,6 +286,11 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	if action != "approve" && action != "reject" {
 		http.Error(w, "unknown action", http.StatusBadRequest)
+		return
+	}
+	if len(ids) > proposalPage {
+		// One API call each, in the request: no more than a page shows.
+		http.Error(w, fmt.Sprintf("%d proposals named; decide at most %d (a page) at once", len(ids), proposalPage), http.StatusBadRequest)
 		return
 	}
 	done, failed := 0, []string{}
