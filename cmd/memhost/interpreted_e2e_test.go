@@ -62,7 +62,10 @@ func checkScriptProviderServe(t *testing.T, lang, pluginDir, cfg, dataFile strin
 		}
 	}
 	want(m, "staging dns", ids[0], 2)
-	if logs := m.logs(); !strings.Contains(logs, "store opened") || !strings.Contains(logs, "notes") {
+	// The plugin's line crosses its stderr stream on its own goroutine,
+	// not before Configure answers: wait for it.
+	waitForLog(t, m, "store opened")
+	if logs := m.logs(); !strings.Contains(logLine(logs, "store opened"), "notes") {
 		t.Errorf("the plugin's log line did not reach the host's log under its instance name:\n%s", logs)
 	}
 	if _, err := os.Stat(filepath.Join(dataDir, dataFile)); err != nil {
