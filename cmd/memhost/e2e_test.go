@@ -54,6 +54,7 @@ type instance struct {
 	dataDir string
 	mu      sync.Mutex
 	stderr  bytes.Buffer
+	drained chan struct{} // closed once stderr is read to its end
 	token   string
 }
 
@@ -131,7 +132,7 @@ func startWithArgs(t *testing.T, cfgPath, dataDir string, args ...string) (*inst
 
 func startServe(t testing.TB, dataDir string, args, env []string) (*instance, error) {
 	t.Helper()
-	inst := &instance{t: t, dataDir: dataDir}
+	inst := &instance{t: t, dataDir: dataDir, drained: make(chan struct{})}
 	inst.cmd = testbin.Command(testbin.Build(t, "./cmd/memhost"), append([]string{"serve"}, args...)...)
 	inst.cmd.Env = append(os.Environ(), env...)
 	pipe, err := inst.cmd.StderrPipe()
@@ -157,6 +158,7 @@ func startServe(t testing.TB, dataDir string, args, env []string) (*instance, er
 			}
 		}
 		close(addr)
+		close(inst.drained)
 	}()
 	select {
 	case a, ok := <-addr:
@@ -177,17 +179,22 @@ func (i *instance) logs() string {
 	return i.stderr.String()
 }
 
+// stop ends memhost and reads its stderr to the end before Wait, which
+// closes the pipe: the last lines (a plugin's exit, say) were lost to a
+// test that read the logs after stop.
 func (i *instance) stop() {
 	if i.cmd.ProcessState == nil {
 		i.cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { i.cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-i.drained:
 		case <-time.After(15 * time.Second):
 			i.cmd.Process.Kill()
-			<-done
+			select {
+			case <-i.drained:
+			case <-time.After(15 * time.Second):
+			}
 		}
+		i.cmd.Wait()
 	}
 }
 

@@ -126,7 +126,7 @@ func (hs *halfStates) sql(t *testing.T, stmts ...string) {
 
 // as answers a view of host h calling with token secret.
 func as(h *instance, secret string) *instance {
-	return &instance{t: h.t, cmd: h.cmd, base: h.base, dataDir: h.dataDir, token: secret}
+	return &instance{t: h.t, cmd: h.cmd, base: h.base, dataDir: h.dataDir, drained: h.drained, token: secret}
 }
 
 func TestManyHostsNoSilentHalfStates(t *testing.T) {

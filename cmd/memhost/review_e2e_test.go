@@ -89,7 +89,7 @@ func rawPropose(t *testing.T, base, token, title string) (int, string) {
 // as answers a client of the same server that sends token (its logs
 // are the original's: read them there).
 func (i *instance) as(token string) *instance {
-	return &instance{t: i.t, cmd: i.cmd, base: i.base, dataDir: i.dataDir, token: token}
+	return &instance{t: i.t, cmd: i.cmd, base: i.base, dataDir: i.dataDir, drained: i.drained, token: token}
 }
 
 // doHeader is do that also answers the response header.
