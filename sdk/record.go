@@ -219,6 +219,9 @@ func (r *Record) Validate() error {
 	if err := r.Scope.Validate(); err != nil {
 		return err
 	}
+	if r.Kind == "" {
+		return invalid("kind", fmt.Sprintf("is required: one of %s", join(recordKinds)))
+	}
 	if !contains(recordKinds, r.Kind) {
 		return invalid("kind", fmt.Sprintf("unknown kind %q (want one of %s)", r.Kind, join(recordKinds)))
 	}

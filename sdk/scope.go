@@ -34,6 +34,10 @@ func (s Scope) Parse() (ScopeClass, string, error) {
 	if s == RealmScope {
 		return ScopeRealm, "", nil
 	}
+	if s == "" {
+		// A client that left the field out: say so, not that "" is malformed.
+		return "", "", invalid("scope", "is required: identity:<id>, mob:<name>, operator:<name> or realm")
+	}
 	class, name, ok := strings.Cut(string(s), ":")
 	if !ok {
 		return "", "", invalid("scope", fmt.Sprintf("%q is not identity:<id>, mob:<name>, operator:<name> or realm", string(s)))
