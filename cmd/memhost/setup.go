@@ -11,7 +11,6 @@ import (
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/internal/config"
-	"github.com/memhost/memhost/sdk"
 	"github.com/spf13/cobra"
 )
 
@@ -104,11 +103,19 @@ func ensureDataDir(cfg *config.Config) error {
 }
 
 func describeDataDirError(dir string, err error) error {
+	// The message names the directory once: the path error's own path
+	// (the directory again, or the probe file) and system call are dropped.
+	var pathErr *fs.PathError
+	if errors.As(err, &pathErr) {
+		err = pathErr.Err
+	}
 	switch {
 	case errors.Is(err, syscall.EROFS):
-		return fmt.Errorf("data directory %s is read-only: memhost keeps its state and the plugins' data there; mount it read-write: %w", dir, sdk.ErrReadOnly)
+		return fmt.Errorf("data directory %s is read-only: memhost keeps its state and the plugins' data there; mount it read-write", dir)
 	case errors.Is(err, fs.ErrPermission):
-		return fmt.Errorf("data directory %s is not writable by this user: %w", dir, err)
+		return fmt.Errorf("data directory %s is not writable by this user", dir)
+	case errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("data directory %s: it, or a folder above it, is a file", dir)
 	}
 	return fmt.Errorf("data directory %s: %w", dir, err)
 }

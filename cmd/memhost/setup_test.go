@@ -1,10 +1,14 @@
 package main
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/memhost/memhost/internal/config"
 )
 
 // TestClientLoadsWhatServeLoads: a client command reads the deployment's
@@ -54,5 +58,34 @@ func TestFlagsWinOverTheFile(t *testing.T) {
 	_, err = f.load(o.set)
 	if err == nil || !strings.Contains(err.Error(), `"loud"`) || strings.Contains(err.Error(), "memhost.hcl:2") {
 		t.Errorf("a bad flag: %v; want it refused without the file's position", err)
+	}
+}
+
+// TestDataDirErrorSaysItOnce: a data directory memhost cannot use is named
+// once, with the problem once, and without the system call or the probe
+// file that met it.
+func TestDataDirErrorSaysItOnce(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := "/srv/memhost-data"
+	cases := map[string]error{
+		"not a directory": ensureDataDir(&config.Config{DataDir: filepath.Join(file, "data")}),
+		"read-only":       describeDataDirError(dir, &fs.PathError{Op: "open", Path: dir + "/.memhost-probe-1", Err: syscall.EROFS}),
+		"permission":      describeDataDirError(dir, &fs.PathError{Op: "mkdir", Path: dir, Err: syscall.EACCES}),
+	}
+	for name, err := range cases {
+		if err == nil {
+			t.Fatalf("%s: no error", name)
+		}
+		msg := err.Error()
+		want := dir
+		if name == "not a directory" {
+			want = filepath.Join(file, "data")
+		}
+		if strings.Count(msg, want) != 1 || strings.Contains(msg, "mkdir") || strings.Contains(msg, "probe") || strings.Count(msg, "read-only") > 1 {
+			t.Errorf("%s: %q; want the directory and the problem named once", name, msg)
+		}
 	}
 }
