@@ -97,7 +97,7 @@ server already holds the data directory.`,
 			h, err := startHost(ctx, cfg, newLogger(cfg))
 			if errors.Is(err, statedb.ErrInUse) {
 				return fmt.Errorf("%w\nA running memhost (memhost serve?) holds %s: serve its tools with `memhost mcp --addr http://%s --identity %s` (token in %s), or give this one its own --data-dir",
-					err, cfg.DataDir, cfg.Listen, identity, TokenEnv)
+					err, cfg.DataDir, servedAddr(cfg.DataDir, cfg.Listen), identity, TokenEnv)
 			}
 			if err != nil {
 				return err

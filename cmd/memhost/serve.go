@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -497,6 +498,14 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	defer h.close()
+	// Beside the state the host holds, for `memhost mcp` to name when it
+	// finds the data directory in use (the config's listen may have been
+	// overridden by --listen, or be port 0).
+	addrFile := filepath.Join(cfg.DataDir, servingAddrFile)
+	if err := os.WriteFile(addrFile, []byte(dialable(ln.Addr())+"\n"), 0o600); err != nil {
+		logger.Debug("could not note the address served in the data directory", "error", err)
+	}
+	defer os.Remove(addrFile)
 	handler := h.handler(cfg)
 	api.Store(&handler)
 	logger.Info("memhost listening", "addr", ln.Addr().String(), "plugin_dir", cfg.PluginDir, "data_dir", cfg.DataDir, "state_db", h.state.Path())
@@ -512,4 +521,32 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		logger.Warn("http shutdown", "error", err)
 	}
 	return nil
+}
+
+// servingAddrFile, in the data directory, holds the address a running
+// serve answers on.
+const servingAddrFile = "serving.addr"
+
+// dialable is addr as a client on this machine dials it: an unspecified
+// address (0.0.0.0, ::) is reached through loopback.
+func dialable(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return addr.String()
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port))
+}
+
+// servedAddr answers the address a serve holding dataDir answers on, as
+// it noted it, or fallback when it noted none.
+func servedAddr(dataDir, fallback string) string {
+	b, err := os.ReadFile(filepath.Join(dataDir, servingAddrFile))
+	if err != nil {
+		return fallback
+	}
+	addr := strings.TrimSpace(string(b))
+	if _, _, err := net.SplitHostPort(addr); err != nil || len(addr) > 256 {
+		return fallback
+	}
+	return addr
 }
