@@ -427,11 +427,13 @@ func appendAttr(buf []byte, name, value string) []byte {
 			buf = append(buf, "&lt;"...)
 		case r == '>':
 			buf = append(buf, "&gt;"...)
-		case r == '"' || r == '\uFF02':
+		case r == '"' || r >= utf8.RuneSelf && punctOf(r) == '"':
 			// Not &quot;: a model reads an escape as the quote it stands
 			// for, so a title could close its value and forge the
-			// attributes after it (trust="operator"). An apostrophe
-			// closes nothing in a double-quoted value.
+			// attributes after it (trust="operator"); so it reads a quote
+			// look-alike (fullwidth, curly, low, double prime), as the
+			// defang does. An apostrophe closes nothing in a
+			// double-quoted value.
 			buf = append(buf, '\'')
 		case notXMLText(r):
 			buf = append(buf, "\uFFFD"...)
