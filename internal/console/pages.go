@@ -183,18 +183,21 @@ func (c *Console) record(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	var chain []sdk.Record
+	data := map[string]any{"Record": rec}
 	for prev := rec.Supersedes; prev != "" && len(chain) < maxChain; {
 		var older sdk.Record
 		if err := c.call(r.Context(), s, "GET", path(prev), &older); err != nil {
+			// Said, not read as a record that supersedes no other.
+			data["ChainError"] = err.Error()
 			break
 		}
 		chain = append(chain, older)
 		prev = older.Supersedes
 	}
+	data["Chain"] = chain
 	var injections struct {
 		Turns []coordinator.TurnTrace `json:"turns"`
 	}
-	data := map[string]any{"Record": rec, "Chain": chain}
 	if err := c.call(r.Context(), s, "GET", "/v1/records/"+url.PathEscape(id)+"/trace?limit=50&realm="+url.QueryEscape(realm), &injections); err != nil {
 		data["TraceError"] = err.Error()
 	}

@@ -206,3 +206,41 @@ func TestAPluginDownIsNotAnEmptyMemory(t *testing.T) {
 		}
 	}
 }
+
+// halfDownAPI answers the record itself, then, its plugin gone down,
+// every other read as the host does while it is down.
+type halfDownAPI struct{}
+
+func (halfDownAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	if r.URL.Path == "/v1/records/r1" {
+		w.Write([]byte(fullRecord))
+		return
+	}
+	downAPI{}.ServeHTTP(w, r)
+}
+
+// TestRecordPageSaysWhatItCouldNotRead: a record page whose superseded
+// record or injections cannot be read says so, not that the record
+// supersedes no other and no turn injected it.
+func TestRecordPageSaysWhatItCouldNotRead(t *testing.T) {
+	c, err := New(Options{API: halfDownAPI{}, Realms: []string{"default"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w := httptest.NewRecorder()
+	c.ServeHTTP(w, httptest.NewRequest("GET", "/ui/record?id=r1", nil))
+	body := w.Body.String()
+	if w.Code != http.StatusOK || !strings.Contains(body, "&lt;b&gt;T&lt;/b&gt;") {
+		t.Fatalf("the record page = %d: %.600s", w.Code, body)
+	}
+	for _, bad := range []string{"This record supersedes no other", "No traced turn injected it"} {
+		if strings.Contains(body, bad) {
+			t.Errorf("the record page says %q while it could not read: %.2000s", bad, body)
+		}
+	}
+	if n := strings.Count(body, "is down"); n != 2 {
+		t.Errorf("the record page says the plugin is down %d times, want once for the chain and once for the injections: %.2000s", n, body)
+	}
+}
