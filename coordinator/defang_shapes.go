@@ -186,8 +186,9 @@ func (r *shapeReader) asciiTok(c byte, start, end int, folds *[utf8.RuneSelf]asc
 }
 
 // shapePuncts is the ASCII punctuation a template token or role header is
-// written with, which look-alikes may stand for.
-const shapePuncts = `<>|[]/_-.:"'#*`
+// written with, which look-alikes may stand for ("=" of "=>" and
+// "role=system" too: "＝＞" is read as "=>").
+const shapePuncts = `<>|[]/_-.:"'#*=`
 
 // letterPunct answers the punctuation a letter is drawn as: Canadian
 // syllabics pa and po as angle brackets; the click letters ǀ ǁ, Cyrillic
