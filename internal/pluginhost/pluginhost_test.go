@@ -1262,9 +1262,20 @@ func TestDeathInConfigureSaysHow(t *testing.T) {
 // error every caller of any realm it serves is answered, since that output
 // may name another realm's data.
 func TestDownErrorQuotesNoPluginOutput(t *testing.T) {
+	for _, tc := range []struct{ name, switchFile, reason string }{
+		{"its last output", "die-at-start", "exit status 1"},
+		// go-plugin's refusal of a line that is not the handshake
+		// quotes the line.
+		{"a line on stdout", "stdout-at-start", "instead of the handshake"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { downErrorQuotesNoPluginOutput(t, tc.switchFile, tc.reason) })
+	}
+}
+
+func downErrorQuotesNoPluginOutput(t *testing.T, switchFile, reason string) {
 	work := t.TempDir()
 	sup, p := startEcho(t, pluginhost.Options{HealthInterval: 20 * time.Millisecond, StartOptions: pluginhost.StartOptions{Dir: work, Logger: hclog.NewNullLogger()}})
-	if err := os.WriteFile(filepath.Join(work, "die-at-start"), nil, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(work, switchFile), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	syscall.Kill(sup.Status()[0].Pid, syscall.SIGKILL)
@@ -1278,7 +1289,7 @@ func TestDownErrorQuotesNoPluginOutput(t *testing.T) {
 	if strings.Contains(err.Error(), "salary") || strings.Contains(err.Error(), "tenant-b") {
 		t.Fatalf("the caller's error quotes the plugin's output: %v", err)
 	}
-	if !strings.Contains(err.Error(), "exit status 1") {
-		t.Fatalf("the caller's error lost the reason: %v", err)
+	if !strings.Contains(err.Error(), reason) {
+		t.Fatalf("the caller's error lost the reason (%s): %v", reason, err)
 	}
 }

@@ -152,6 +152,9 @@ type starting struct {
 	// up on it (its context done), which kills the process.
 	began time.Time
 	given <-chan struct{}
+	// wrote is what the problem says of a line the process wrote to
+	// stdout in place of its handshake, which quotes the line.
+	wrote string
 }
 
 func newStarting(opts LaunchOptions) *starting {
@@ -386,29 +389,39 @@ func (s *starting) failed(client *plugin.Client, problem string, kind error) err
 	if status := s.client.exitStatus(); status != "" && status != "signal: killed" {
 		problem += " (" + status + ")"
 	}
-	tail := s.output.lastLines()
-	if len(tail) == 0 {
-		return fmt.Errorf("plugin %s: %s: %w", s.label, problem, kind)
+	// What quotes the process's output, each with what a realm's client
+	// reads in its place.
+	var hide []string
+	if s.wrote != "" {
+		hide = append(hide, s.wrote, "it wrote a line to stdout")
 	}
-	const show = 5
-	if len(tail) > show {
-		tail = tail[len(tail)-show:]
+	output := ""
+	if tail := s.output.lastLines(); len(tail) > 0 {
+		const show = 5
+		if len(tail) > show {
+			tail = tail[len(tail)-show:]
+		}
+		quoted := make([]string, len(tail))
+		for i, line := range tail {
+			quoted[i] = strconv.Quote(line)
+		}
+		output = "; its last output: " + strings.Join(quoted, " ")
+		hide = append(hide, output, "")
 	}
-	quoted := make([]string, len(tail))
-	for i, line := range tail {
-		quoted[i] = strconv.Quote(line)
+	err := fmt.Errorf("plugin %s: %s%s: %w", s.label, problem, output, kind)
+	if len(hide) == 0 {
+		return err
 	}
-	output := "; its last output: " + strings.Join(quoted, " ")
-	return &outputError{error: fmt.Errorf("plugin %s: %s%s: %w", s.label, problem, output, kind), output: output}
+	return &outputError{error: err, hide: hide}
 }
 
-// outputError is a launch failure that quotes the last lines the process
-// wrote: the operator's clue, which may name any realm's data the plugin
-// serves, so it is kept out of what one realm's client is told
-// (WithoutOutput).
+// outputError is a launch failure that quotes what the process wrote (its
+// last lines, a line in place of its handshake): the operator's clue,
+// which may name any realm's data the plugin serves, so it is kept out of
+// what one realm's client is told (WithoutOutput).
 type outputError struct {
 	error
-	output string
+	hide []string // pairs: a quote of the output, and what replaces it
 }
 
 func (e *outputError) Unwrap() error { return e.error }
@@ -423,7 +436,7 @@ func WithoutOutput(err error) string {
 	}
 	var oe *outputError
 	if errors.As(err, &oe) {
-		return strings.Replace(err.Error(), oe.output, "", 1)
+		return strings.NewReplacer(oe.hide...).Replace(err.Error())
 	}
 	return err.Error()
 }
@@ -451,7 +464,8 @@ func (s *starting) startProblem(err error) string {
 			}
 			return s.exitedProblem()
 		}
-		return fmt.Sprintf("start failed: it wrote %s to stdout instead of the handshake (a memhost plugin writes nothing else to stdout)", strconv.Quote(clean(line)))
+		s.wrote = "it wrote " + strconv.Quote(clean(line)) + " to stdout"
+		return "start failed: " + s.wrote + " instead of the handshake (a memhost plugin writes nothing else to stdout)"
 	case first == "plugin exited before we could connect":
 		return s.exitedProblem()
 	case strings.HasPrefix(first, "timeout while waiting for plugin to start"):

@@ -150,6 +150,10 @@ func main() {
 	if os.Getenv("ECHO_STDOUT_NOISE") != "" {
 		fmt.Println("hello from a plugin that talks too much")
 	}
+	if _, err := os.Stat("stdout-at-start"); err == nil {
+		// The same words on stdout, where the handshake belongs.
+		fmt.Println("loading tenant-b record r42: Bob's salary is 200k")
+	}
 	if _, err := os.Stat("die-at-start"); err == nil {
 		// Dies before its handshake, its last words naming another
 		// realm's record, as a store's loading error may.
