@@ -7,6 +7,7 @@ import datetime
 import json
 import math
 import os
+import re
 import sys
 import threading
 
@@ -19,6 +20,16 @@ LEVELS = {"trace": 0, "debug": 1, "info": 2, "warn": 3, "error": 4}
 MAX_VALUE_BYTES = 4 << 10
 MAX_LINE_BYTES = 64 << 10
 _KEPT = ("@level", "@message", "@timestamp", "request_id")
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def _dumps(line):
+    """line as one line of JSON, a lone surrogate (a file name os.fsdecode
+    read from bytes that are not UTF-8) as its JSON escape: as written, the
+    stream's error handler would make it 6 bytes that the bound did not
+    count, or fail the write."""
+    data = json.dumps(line, ensure_ascii=False)
+    return _SURROGATES.sub(lambda m: "\\u%04x" % ord(m.group()), data) + "\n"
 
 
 def _bounded(s):
@@ -55,13 +66,13 @@ class Logger:
             plain = isinstance(v, (str, int, bool, type(None))) or (isinstance(v, float) and math.isfinite(v))
             v = v if plain else str(v)
             line[k] = _bounded(v) if isinstance(v, str) else v
-        data = json.dumps(line, ensure_ascii=False) + "\n"
-        if len(data.encode("utf-8", "surrogatepass")) >= MAX_LINE_BYTES:
+        data = _dumps(line)
+        if len(data.encode("utf-8")) >= MAX_LINE_BYTES:
             # Still too long (many fields, or escapes): the line keeps its
             # level and message, and says what it dropped.
             kept = {k: line[k] for k in _KEPT if k in line}
             kept["dropped_fields"] = len(line) - len(kept)
-            data = json.dumps(kept, ensure_ascii=False) + "\n"
+            data = _dumps(kept)
         # One write per line under a lock, so lines of concurrent calls
         # never interleave; a host that is gone must not kill the plugin.
         with self._lock:

@@ -128,6 +128,19 @@ class LogLineTest(unittest.TestCase):
             self.assertEqual(line["@level"], "error")
             self.assertTrue(line["@message"].startswith("m\u00e9m\u00e9"), line["@message"][:20])
 
+    def test_a_line_of_undecodable_names_stays_under_the_bound_as_written(self):
+        # A file name os.fsdecode read from bytes that are not UTF-8 holds
+        # lone surrogates, which stderr writes as 6-byte escapes: the bound
+        # is kept as written, not as UTF-8 with surrogatepass counts them.
+        raw = io.BytesIO()
+        out = io.TextIOWrapper(raw, encoding="utf-8", errors="backslashreplace")
+        names = {"f%d" % i: os.fsdecode(b"/notes/\xff" * 400) for i in range(16)}
+        Logger(stream=out, level="info").error("call failed", **names)
+        out.flush()
+        self.assertLess(len(raw.getvalue()), 64 << 10)
+        line = json.loads(raw.getvalue())
+        self.assertEqual((line["@level"], line["@message"]), ("error", "call failed"))
+
 
 class HandlerFailureTest(unittest.TestCase):
     """A plugin process whose recall misbehaves on cue (hostile_plugin.py)."""
