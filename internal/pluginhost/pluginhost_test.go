@@ -835,6 +835,8 @@ func TestSupervisorStartFailureStaysLocal(t *testing.T) {
 	if st[0].State != pluginhost.StateReady || st[1].State != pluginhost.StateBackoff || !strings.Contains(st[1].LastError, `unknown field "bogus"`) || st[1].NextAttempt == nil {
 		t.Fatalf("status = %+v, want good ready and bad backing off with its reason", st)
 	}
+	// The good instance serves once up, the slow one never holding it.
+	waitStatus(t, sup, "good", "the good instance's start", func(st pluginhost.Status) bool { return st.State == pluginhost.StateReady })
 	good, _ := sup.Provider("good")
 	if _, err := good.Recall(context.Background(), sdk.RecallQuery{Realm: "default", Query: "x"}); err != nil {
 		t.Errorf("healthy instance: %v", err)
@@ -1153,7 +1155,8 @@ func TestSupervisorSlowStartDoesNotHoldTheOthers(t *testing.T) {
 		StartOptions: pluginhost.StartOptions{Dir: t.TempDir(), Logger: hclog.NewNullLogger()}})
 	began := time.Now()
 	err := sup.Start(context.Background(), []pluginhost.Spec{
-		{Kind: sdk.KindProvider, Name: "good", Plugin: "echo"},
+		// Past the boot wait, as any plugin may be on a busy machine, but up.
+		{Kind: sdk.KindProvider, Name: "good", Plugin: "echo", Config: json.RawMessage(`{"slow_ms":1500}`)},
 		{Kind: sdk.KindProvider, Name: "slow", Plugin: "echo", Config: json.RawMessage(`{"hang":true}`)},
 	})
 	if err != nil {
@@ -1162,6 +1165,8 @@ func TestSupervisorSlowStartDoesNotHoldTheOthers(t *testing.T) {
 	if took := time.Since(began); took > time.Minute {
 		t.Fatalf("Start took %v, held by the slow instance", took)
 	}
+	// The good instance serves once up, the slow one never holding it.
+	waitStatus(t, sup, "good", "the good instance's start", func(st pluginhost.Status) bool { return st.State == pluginhost.StateReady })
 	good, _ := sup.Provider("good")
 	if _, err := good.Recall(context.Background(), sdk.RecallQuery{Realm: "default", Query: "x"}); err != nil {
 		t.Fatalf("the good instance: %v", err)

@@ -35,6 +35,8 @@ func (e *echo) Configure(_ context.Context, raw json.RawMessage) error {
 	var cfg struct {
 		Lock string `json:"lock"` // a file to hold an exclusive lock on, like a store
 		Hang bool   `json:"hang"` // this instance's store never opens
+		// SlowMS: this instance's store opens after that many milliseconds.
+		SlowMS int `json:"slow_ms"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -47,6 +49,7 @@ func (e *echo) Configure(_ context.Context, raw json.RawMessage) error {
 	if _, err := os.Stat("hang-configure"); err == nil || cfg.Hang {
 		time.Sleep(time.Hour) // a store that never opens, deaf to cancellation
 	}
+	time.Sleep(time.Duration(cfg.SlowMS) * time.Millisecond)
 	if cfg.Lock != "" {
 		f, err := os.OpenFile(cfg.Lock, os.O_CREATE|os.O_RDWR, 0o600)
 		if err != nil {
