@@ -184,6 +184,25 @@ func (i *instance) launch(ctx context.Context) (*host.Conn, any, error) {
 	return i.dispense(conn)
 }
 
+// timeoutError is a call that ran out of time, in its own words; it
+// unwraps to the error the call met (sdk.ErrDeadline, or the context's).
+type timeoutError struct {
+	msg string
+	err error
+}
+
+func (e *timeoutError) Error() string { return e.msg }
+func (e *timeoutError) Unwrap() error { return e.err }
+
+// roundBound rounds a call's time left, read a moment after its deadline
+// was set, to the bound as configured (3s, not 2.999871s).
+func roundBound(d time.Duration) time.Duration {
+	if d >= time.Second {
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(10 * time.Millisecond)
+}
+
 // outOfTime reports whether ctx's deadline has passed, or all but: the
 // plugin's side of a call, told the deadline, may end it a moment before
 // the host's own timer fires.
@@ -700,6 +719,12 @@ func callWithin[C any, T any](ctx context.Context, i *instance, method string, t
 	var zero T
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// The bound the call had: the caller's deadline when sooner (a
+	// recall's recall_timeout_ms), else the call timeout.
+	bound := timeout
+	if dl, ok := ctx.Deadline(); ok {
+		bound = roundBound(time.Until(dl))
+	}
 	for attempt := 0; ; attempt++ {
 		raw, conn, err := i.await(ctx)
 		if err != nil {
@@ -712,9 +737,9 @@ func callWithin[C any, T any](ctx context.Context, i *instance, method string, t
 			return zero, err
 		}
 		if err != nil && outOfTime(ctx) && (errors.Is(err, sdk.ErrDeadline) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
-			// Said with the plugin and the bound, as its other errors are
-			// (gRPC's own text is "Deadline Exceeded").
-			return zero, fmt.Errorf("plugin %s (%s): %s: no answer within the call's deadline (the caller's, or %s at most): %w", i.spec.Name, i.spec.source(), method, timeout, err)
+			// Said with the plugin and the bound the call had, once:
+			// gRPC's own text ("context deadline exceeded") repeats it.
+			return zero, &timeoutError{msg: fmt.Sprintf("plugin %s (%s): %s: no answer within %s", i.spec.Name, i.spec.source(), method, bound), err: err}
 		}
 		if err == nil || !errors.Is(err, sdk.ErrUnavailable) {
 			return v, err

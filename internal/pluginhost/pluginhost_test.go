@@ -517,6 +517,37 @@ func TestSupervisorHungPluginDoesNotHangCaller(t *testing.T) {
 	}
 }
 
+// A call that times out says once which call it was and the bound it
+// had, the caller's when sooner, never gRPC's or the context's words.
+func TestSupervisorTimeoutSaysTheBoundOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		callTimeout time.Duration
+		caller      time.Duration // 0: no deadline of the caller's
+		want        string
+	}{
+		{"the call timeout", 300 * time.Millisecond, 0, "plugin main (echo): recall: no answer within 300ms"},
+		{"the caller's sooner deadline", time.Minute, 400 * time.Millisecond, "plugin main (echo): recall: no answer within 400ms"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour, CallTimeout: tc.callTimeout})
+			ctx := context.Background()
+			if tc.caller > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tc.caller)
+				defer cancel()
+			}
+			_, err := p.Recall(ctx, sdk.RecallQuery{Realm: "default", Query: "hang"})
+			if !errors.Is(err, sdk.ErrDeadline) && !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("err = %v, want a deadline error", err)
+			}
+			if err.Error() != tc.want {
+				t.Fatalf("err = %q, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
 // A call fails at the call timeout even when the caller's own deadline
 // (an HTTP request's) is much later.
 func TestSupervisorCallTimeoutBeatsCallerDeadline(t *testing.T) {
