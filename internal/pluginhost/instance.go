@@ -184,15 +184,36 @@ func (i *instance) launch(ctx context.Context) (*host.Conn, any, error) {
 	return i.dispense(conn)
 }
 
-// timeoutError is a call that ran out of time, in its own words; it
-// unwraps to the error the call met (sdk.ErrDeadline, or the context's).
-type timeoutError struct {
+// statedError is a refusal of a call in its own words, which say what
+// err (its class, or the error the call met) would only repeat.
+type statedError struct {
 	msg string
 	err error
 }
 
-func (e *timeoutError) Error() string { return e.msg }
-func (e *timeoutError) Unwrap() error { return e.err }
+func (e *statedError) Error() string { return e.msg }
+func (e *statedError) Unwrap() error { return e.err }
+
+// cause says why the instance is down, for a call it refuses, whose
+// message names the plugin already: last less the plugin's output (any
+// realm's data), the labels its start wrapped it in (kind and name, the
+// executable's and manifest's paths) and the class the call's error
+// carries anyway.
+func (i *instance) cause(last error) string {
+	if last == nil {
+		return "not started yet"
+	}
+	msg := host.WithoutOutput(last)
+	msg = strings.TrimPrefix(msg, fmt.Sprintf("%s %q: ", i.spec.Kind, i.spec.Name))
+	msg = strings.TrimPrefix(msg, fmt.Sprintf("plugin %s (%s): ", i.spec.Name, i.entry.Executable))
+	msg = strings.TrimSuffix(msg, fmt.Sprintf(" (manifest %s)", i.entry.ManifestPath))
+	for _, class := range []error{sdk.ErrUnavailable, sdk.ErrPermission, sdk.ErrInvalid, sdk.ErrConflict} {
+		if trimmed, ok := strings.CutSuffix(msg, ": "+class.Error()); ok && errors.Is(last, class) {
+			return trimmed
+		}
+	}
+	return msg
+}
 
 // roundBound rounds a call's time left, read a moment after its deadline
 // was set, to the bound as configured (3s, not 2.999871s).
@@ -615,8 +636,8 @@ func (i *instance) await(ctx context.Context) (any, *host.Conn, error) {
 		i.mu.Unlock()
 		if state == StateBackoff {
 			if dl, ok := ctx.Deadline(); !ok || next.After(dl) || failures > 0 {
-				return nil, nil, i.down(fmt.Errorf("plugin %s (%s) is down (%s), next start attempt at %s: %w",
-					i.spec.Name, i.spec.source(), host.WithoutOutput(last), next.UTC().Format(time.RFC3339), errBackingOff))
+				return nil, nil, i.down(&statedError{msg: fmt.Sprintf("plugin %s (%s) is down: %s; next start attempt at %s",
+					i.spec.Name, i.spec.source(), i.cause(last), next.UTC().Format(time.RFC3339)), err: errBackingOff})
 			}
 		}
 		// A first start the host stopped waiting for at boot (a store
@@ -629,8 +650,8 @@ func (i *instance) await(ctx context.Context) (any, *host.Conn, error) {
 		// within a call as the backoff before it: the call fails fast too,
 		// rather than wait out its deadline on a plugin that keeps failing.
 		if state == StateRestarting && failures > 0 {
-			return nil, nil, i.down(fmt.Errorf("plugin %s (%s) is down (%s) and trying to start again after %d failed start(s): %w",
-				i.spec.Name, i.spec.source(), host.WithoutOutput(last), failures, errBackingOff))
+			return nil, nil, i.down(&statedError{msg: fmt.Sprintf("plugin %s (%s) is down: %s; trying to start again after %d failed start(s)",
+				i.spec.Name, i.spec.source(), i.cause(last), failures), err: errBackingOff})
 		}
 		i.wake()
 		select {
@@ -739,7 +760,7 @@ func callWithin[C any, T any](ctx context.Context, i *instance, method string, t
 		if err != nil && outOfTime(ctx) && (errors.Is(err, sdk.ErrDeadline) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
 			// Said with the plugin and the bound the call had, once:
 			// gRPC's own text ("context deadline exceeded") repeats it.
-			return zero, &timeoutError{msg: fmt.Sprintf("plugin %s (%s): %s: no answer within %s", i.spec.Name, i.spec.source(), method, bound), err: err}
+			return zero, &statedError{msg: fmt.Sprintf("plugin %s (%s): %s: no answer within %s", i.spec.Name, i.spec.source(), method, bound), err: err}
 		}
 		if err == nil || !errors.Is(err, sdk.ErrUnavailable) {
 			return v, err

@@ -1329,3 +1329,48 @@ func downErrorQuotesNoPluginOutput(t *testing.T, switchFile, reason string) {
 		t.Fatalf("the caller's error lost the reason (%s): %v", reason, err)
 	}
 }
+
+// A call refused while its plugin cannot start says the plugin and why
+// once: not again under the labels its start wrapped the reason in (kind
+// and name, the executable's and manifest's paths), nor its class.
+func TestDownErrorSaysTheCauseOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		breakIt func(t *testing.T, sup *pluginhost.Supervisor, dir, work string)
+		cause   string
+	}{
+		{"dies at start", func(t *testing.T, sup *pluginhost.Supervisor, dir, work string) {
+			if err := os.WriteFile(filepath.Join(work, "die-at-start"), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			syscall.Kill(sup.Status()[0].Pid, syscall.SIGKILL)
+		}, "start failed: "},
+		{"executable changed", func(t *testing.T, sup *pluginhost.Supervisor, dir, work string) {
+			breakEcho(t, sup, dir)
+		}, "sha256"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			work := t.TempDir()
+			sup, dir := startEchos(t, pluginhost.Options{HealthInterval: 20 * time.Millisecond, MaxBackoff: time.Minute, StartOptions: pluginhost.StartOptions{Dir: work, Logger: hclog.NewNullLogger()}},
+				pluginhost.Spec{Kind: sdk.KindProvider, Name: "main", Plugin: "echo"})
+			p, _ := sup.Provider("main")
+			tc.breakIt(t, sup, dir, work)
+			waitStatus(t, sup, "main", "a failed restart", func(st pluginhost.Status) bool {
+				return st.State == pluginhost.StateBackoff && st.StartFailures > 0
+			})
+			_, err := p.Recall(context.Background(), sdk.RecallQuery{Realm: "default", Query: "x"})
+			if !errors.Is(err, sdk.ErrUnavailable) || !errors.Is(err, pluginhost.ErrProviderUnavailable) {
+				t.Fatalf("recall of a plugin that cannot start = %v, want unavailable", err)
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, "plugin main (echo) is down: ") || !strings.Contains(msg, tc.cause) {
+				t.Fatalf("err = %q, want the plugin named and then %q", msg, tc.cause)
+			}
+			for _, again := range []string{`provider "main"`, "plugin main (/", "(manifest ", sdk.ErrUnavailable.Error(), sdk.ErrPermission.Error(), "waiting to restart"} {
+				if strings.Contains(msg, again) {
+					t.Errorf("err = %q, says %q again", msg, again)
+				}
+			}
+		})
+	}
+}
