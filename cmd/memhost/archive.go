@@ -530,7 +530,7 @@ func openImportFile(path string, stdin io.Reader, strict bool) (io.ReadSeekClose
 	} else {
 		var err error
 		if file, err = os.Open(path); err != nil {
-			return nil, "", 0, err
+			return nil, "", 0, unreadable(path, err)
 		}
 		stream = nopSeekCloser{Reader: file, Closer: file}
 	}

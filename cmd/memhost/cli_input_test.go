@@ -94,6 +94,10 @@ func TestCommandLineRefusals(t *testing.T) {
 		{"addr and local", []string{"export", "--addr", addr, "--local"}, "--addr and --local exclude each other"},
 		{"addr and local, import", []string{"import", "--local", "--addr", addr, records}, "--addr and --local exclude each other"},
 		{"import of a directory", []string{"import", "--addr", addr, dir}, dir + " is a directory, not a file of records"},
+		{"import of a missing file", []string{"import", "--addr", addr, filepath.Join(dir, "gone.jsonl")}, filepath.Join(dir, "gone.jsonl") + " does not exist"},
+		{"import under a file", []string{"import", "--addr", addr, filepath.Join(records, "x.jsonl")}, filepath.Join(records, "x.jsonl") + ": a folder above it is a file"},
+		{"config missing", []string{"export", "--config", filepath.Join(dir, "gone.hcl")}, "config " + filepath.Join(dir, "gone.hcl") + " does not exist"},
+		{"config missing, local", []string{"reindex", "--local", "--config", filepath.Join(dir, "gone.hcl")}, "config " + filepath.Join(dir, "gone.hcl") + " does not exist"},
 		{"import of a gzip file", []string{"import", "--addr", addr, gz}, gz + " is gzip-compressed: decompress it first"},
 		{"strict import of standard input", []string{"import", "--addr", addr, "--strict", "-"}, "--strict reads the file twice, so it needs a regular file, not standard input"},
 		{"export to a directory", []string{"export", "--addr", addr, dir}, dir + " is a directory: name the file to write"},
@@ -117,7 +121,7 @@ func TestCommandLineRefusals(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("memhost %v = %v, want an error containing %q", c.args, err, c.want)
 			}
-			for _, leak := range []string{"strconv", "Parse", "\n", "connection refused"} {
+			for _, leak := range []string{"strconv", "Parse", "\n", "connection refused", "open ", "stat "} {
 				if strings.Contains(err.Error(), leak) {
 					t.Errorf("the error %q holds %q", err, leak)
 				}

@@ -49,10 +49,33 @@ func (f *configFlag) loadWith(opts config.Options) (*config.Config, error) {
 // check refuses a --config that names a directory, said once (the
 // loader's own error repeats the path: "read D: read D: is a directory").
 func (f *configFlag) check() error {
-	if info, err := os.Stat(f.path); err == nil && info.IsDir() {
+	info, err := os.Stat(f.path)
+	if err != nil {
+		return unreadable("config "+f.path, err)
+	}
+	if info.IsDir() {
 		return fmt.Errorf("config %s is a directory: name the HCL file", f.path)
 	}
 	return nil
+}
+
+// unreadable says why a file named on the command line (name, with what
+// it is) cannot be read: named once, without the system call that met
+// the problem ("open F: no such file or directory").
+func unreadable(name string, err error) error {
+	var pathErr *fs.PathError
+	if errors.As(err, &pathErr) {
+		err = pathErr.Err
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s does not exist", name)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%s is not readable by this user", name)
+	case errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("%s: a folder above it is a file", name)
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }
 
 // loadForClient reads the config for a command that calls a server: it
