@@ -20,7 +20,7 @@ func TestArgumentRefusalsAreV1s(t *testing.T) {
 	cs := connect(t, provider)
 	cases := []struct{ tool, args, want string }{
 		{ToolRecall, `{"query":"q","limit":"5"}`, "limit: must be an integer, not a string"},
-		{ToolRecall, `{"query":"q","limit":1.5}`, "limit: must be an integer, not a number"},
+		{ToolRecall, `{"query":"q","limit":1.5}`, "limit: must be an integer (no fraction or exponent)"},
 		{ToolRecall, `{"query":"q","now":1685178000}`, "now: must be a string, not a number"},
 		{ToolRecall, `{"query":"q","now":null}`, "now: must be a string, not null"},
 		{ToolRecall, `{"query":null}`, "query: must be a string, not null"},

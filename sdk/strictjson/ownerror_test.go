@@ -96,12 +96,15 @@ func TestOwnDecoderRefusal(t *testing.T) {
 		{"time string", `{"at":"soon"}`, "at", "is not an RFC 3339 time", false},
 		{"time kind", `{"at":[]}`, "at", "must be an RFC 3339 time string, not an array", false},
 		{"kind still", `{"title":1}`, "title", "must be a string, not a number", false},
-		// Numbers: say the range, never "must be a number, not a number".
+		// Numbers: say the range, never "must be a number, not a number"
+		// nor "must be an integer, not a number".
 		{"int64 overflow", `{"i64":9223372036854775808}`, "i64", "must be an integer from -9223372036854775808 to 9223372036854775807", false},
 		{"int8 overflow", `{"i8":300}`, "i8", "must be an integer from -128 to 127", false},
-		{"uint64 negative", `{"u64":-1}`, "u64", "must be a non-negative integer, not a number", false},
+		{"uint64 negative", `{"u64":-1}`, "u64", "must be a non-negative integer (no fraction or exponent)", false},
 		{"uint64 overflow", `{"u64":18446744073709551616}`, "u64", "must be an integer from 0 to 18446744073709551615", false},
-		{"float into int", `{"int":1.5}`, "int", "must be an integer, not a number", false},
+		{"float into int", `{"int":1.5}`, "int", "must be an integer (no fraction or exponent)", false},
+		{"exact float into int", `{"int":1.0}`, "int", "must be an integer (no fraction or exponent)", false},
+		{"small exponent into int", `{"int":1e2}`, "int", "must be an integer (no fraction or exponent)", false},
 		{"exponent into int", `{"int":1e400}`, "int", "must be an integer", false},
 		{"float overflow", `{"f64":1e400}`, "f64", "is a number too large to hold", false},
 		{"any overflow", `{"any":-1e400}`, "any", "is a number too large to hold", false},
@@ -124,7 +127,7 @@ func TestOwnDecoderRefusal(t *testing.T) {
 			if e.Path != c.path || !strings.Contains(e.Problem, c.problem) {
 				t.Fatalf("Decode(%q) = path %q problem %q, want path %q problem containing %q", c.in, e.Path, e.Problem, c.path, c.problem)
 			}
-			for _, bad := range []string{"not an object", "a number, not a number", "something else", "Go ", "strictjson.", "int64 ", "uint64 "} {
+			for _, bad := range []string{"not an object", "a number, not a number", "integer, not a number", "something else", "Go ", "strictjson.", "int64 ", "uint64 "} {
 				if strings.Contains(e.Problem, bad) {
 					t.Fatalf("Decode(%q) problem %q says %q", c.in, e.Problem, bad)
 				}

@@ -204,6 +204,10 @@ func describe(err error) error {
 			e.Problem = outOfRange(sem.GoType)
 		case sem.GoType != nil && sem.GoType.Kind() == reflect.Array && sem.Err != nil && strings.HasSuffix(sem.Err.Error(), "array elements"):
 			e.Problem = fmt.Sprintf("must be an array of exactly %d elements", sem.GoType.Len())
+		case sem.JSONKind == '0' && isInteger(sem.GoType):
+			// "must be an integer, not a number" would refuse 1.5 for
+			// being what an integer is too.
+			e.Problem = fmt.Sprintf("must be %s (no fraction or exponent)", jsonKindOf(sem.GoType))
 		case sem.GoType != nil && sem.JSONKind != 0:
 			e.Problem = fmt.Sprintf("must be %s, not %s", jsonKindOf(sem.GoType), kindName(sem.JSONKind))
 		case sem.Err != nil:
@@ -280,6 +284,22 @@ func hasOwnDecoder(t reflect.Type) bool {
 		if t.Implements(u) || (t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(u)) {
 			return true
 		}
+	}
+	return false
+}
+
+// isInteger reports whether t (or what it points to) is an integer type.
+func isInteger(t reflect.Type) bool {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return false
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
 	}
 	return false
 }
