@@ -503,23 +503,25 @@ func (i *instance) retire(conn *host.Conn, reason error) bool {
 }
 
 // died tells whether a call's Unavailable error came from a dead process,
-// retiring it if so. A ping that merely runs out of time proves nothing:
+// retiring it if so, and why it is out of service. A ping that merely runs out of time proves nothing:
 // run's health check, with its full bound, decides then.
-func (i *instance) died(ctx context.Context, conn *host.Conn) bool {
+func (i *instance) died(ctx context.Context, conn *host.Conn) (reason error, dead bool) {
 	if conn.Exited() {
-		i.retire(conn, exitedError(conn))
-		return true
+		reason = exitedError(conn)
+		i.retire(conn, reason)
+		return reason, true
 	}
 	err := pingWithin(ctx, conn, i.opts.HealthTimeout)
 	switch {
 	case err == nil:
-		return false
+		return nil, false
 	case errors.Is(err, errNoAnswer) || ctx.Err() != nil:
 		i.wake()
-		return false
+		return nil, false
 	}
-	i.retire(conn, downReason(conn, err))
-	return true
+	reason = downReason(conn, err)
+	i.retire(conn, reason)
+	return reason, true
 }
 
 // downReason answers why conn's process is out of service after a ping
@@ -765,13 +767,16 @@ func callWithin[C any, T any](ctx context.Context, i *instance, method string, t
 		if err == nil || !errors.Is(err, sdk.ErrUnavailable) {
 			return v, err
 		}
-		if !i.died(ctx, conn) {
+		reason, dead := i.died(ctx, conn)
+		if !dead {
 			// The live plugin itself answered unavailable (its database
 			// down, say): the plugin's answer, not the instance's state.
 			return zero, fmt.Errorf("plugin %s (%s): %w", i.spec.Name, i.spec.source(), err)
 		}
 		if !retry || attempt > 0 {
-			return zero, i.down(fmt.Errorf("plugin %s (%s): %w", i.spec.Name, i.spec.source(), err))
+			// Said by how the process ended: the dropped connection's
+			// words are gRPC's ("error reading from server: EOF").
+			return zero, i.down(&statedError{msg: fmt.Sprintf("plugin %s (%s): %s: the call was lost: %s", i.spec.Name, i.spec.source(), method, i.cause(reason)), err: err})
 		}
 		i.retrying(ctx, conn)
 	}

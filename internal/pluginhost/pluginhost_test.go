@@ -434,6 +434,36 @@ func TestSupervisorCrashMidCall(t *testing.T) {
 	}
 }
 
+// A call lost with its plugin's process says how the process ended, not
+// the dropped connection's words.
+func TestLostCallSaysHowThePluginEnded(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		call func(p *host.Provider) error
+		want string
+	}{
+		{"a write, retried", func(p *host.Provider) error {
+			_, err := writer(t, p).Remember(context.Background(), "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "crash"}})
+			return err
+		}, "plugin main (echo): remember: the call was lost: process exited (exit status 3)"},
+		{"a recall, retried", func(p *host.Provider) error {
+			_, err := p.Recall(context.Background(), sdk.RecallQuery{Realm: "default", Query: "crash"})
+			return err
+		}, "plugin main (echo): recall: the call was lost: process exited (exit status 3)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour})
+			err := tc.call(p)
+			if !errors.Is(err, sdk.ErrUnavailable) {
+				t.Fatalf("err = %v, want ErrUnavailable", err)
+			}
+			if err.Error() != tc.want {
+				t.Fatalf("err = %q, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
 // A write whose plugin dies under it is retried once on the restarted
 // process, so the client gets an id rather than an error. The retry's log
 // line carries the request id of the call's context logger.
