@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 
 	"github.com/memhost/memhost/coordinator"
@@ -112,7 +113,7 @@ func (a *mcpAnswer) refusal(r *http.Request, limit int64) error {
 	if a.status == 0 {
 		return nil
 	}
-	text := strings.TrimSpace(a.text.String())
+	text := sdkRefusalText(a.status, strings.TrimSpace(a.text.String()))
 	if a.status == http.StatusBadRequest && namesGoTypes(text) {
 		text = "the body is not a JSON-RPC message: an object with jsonrpc, method and (for a request) an id that is a string or a number"
 	}
@@ -137,6 +138,21 @@ func (a *mcpAnswer) refusal(r *http.Request, limit int64) error {
 		return fmt.Errorf("mcp: %s (status %d)", text, a.status)
 	}
 	return fmt.Errorf("%s: %w", text, class)
+}
+
+// notHandled is the SDK's refusal of a method it has no handler for.
+var notHandled = regexp.MustCompile(`^JSON RPC not handled: ("(?:[^"\\]|\\.)*") unsupported$`)
+
+// sdkRefusalText is the SDK's refusal text said once: without the status
+// text it starts with ("Bad Request: "), which the envelope's code says,
+// and an unknown method named as such rather than in the JSON-RPC
+// library's words ("JSON RPC not handled: \"x\" unsupported").
+func sdkRefusalText(status int, text string) string {
+	text = strings.TrimPrefix(text, http.StatusText(status)+": ")
+	if m := notHandled.FindStringSubmatch(text); m != nil {
+		return fmt.Sprintf("method %s is not one this MCP server answers", m[1])
+	}
+	return text
 }
 
 // namesGoTypes reports whether the SDK's refusal text speaks of Go's

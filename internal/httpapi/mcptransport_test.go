@@ -147,6 +147,43 @@ func TestMCPTransportRefusalsUseTheEnvelope(t *testing.T) {
 	}
 }
 
+// TestMCPTransportRefusalsSayItOnce: the SDK's refusals of the transport
+// reach the client without the status text the code says already ("Bad
+// Request: ") and without the JSON-RPC library's words for an unknown
+// method.
+func TestMCPTransportRefusalsSayItOnce(t *testing.T) {
+	srv, _ := newSurfacesWith(t, Options{})
+	for _, c := range []struct {
+		name, version, body, want string
+	}{
+		{"unknown method", "", `{"jsonrpc":"2.0","id":1,"method":"tools/cal"}`, `method "tools/cal" is not one this MCP server answers`},
+		{"unknown method with a quote", "", `{"jsonrpc":"2.0","id":1,"method":"a\"b"}`, `method "a\"b" is not one this MCP server answers`},
+		{"unknown protocol version", "1999-01-01", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "Unsupported protocol version (supported versions: "},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req, _ := http.NewRequest("POST", srv.URL+"/mcp?identity=alice", strings.NewReader(c.body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			if c.version != "" {
+				req.Header.Set("MCP-Protocol-Version", c.version)
+			}
+			status, _, data := exchange(t, srv, req, []byte(c.body))
+			var e errorBody
+			if err := json.Unmarshal(data, &e); err != nil || status != http.StatusBadRequest {
+				t.Fatalf("= %d %.300s, want 400 in the error envelope", status, data)
+			}
+			if e.Error.Code != "invalid_argument" || !strings.HasPrefix(e.Error.Message, c.want) {
+				t.Fatalf("message %q, want it to start %q", e.Error.Message, c.want)
+			}
+			for _, again := range []string{"Bad Request", "JSON RPC", "unsupported"} {
+				if strings.Contains(e.Error.Message, again) {
+					t.Errorf("message %q says %q", e.Error.Message, again)
+				}
+			}
+		})
+	}
+}
+
 // TestMCPTransportJSONRPCErrorsAreRendered: the transport's own JSON-RPC
 // refusals quote the client's method, headers and _meta (an unknown
 // method under 2026-07-28, a Mcp-Method or Mcp-Name header that does not
