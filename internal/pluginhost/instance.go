@@ -205,7 +205,11 @@ func (i *instance) cause(last error) string {
 	}
 	msg := host.WithoutOutput(last)
 	msg = strings.TrimPrefix(msg, fmt.Sprintf("%s %q: ", i.spec.Kind, i.spec.Name))
-	msg = strings.TrimPrefix(msg, fmt.Sprintf("plugin %s (%s): ", i.spec.Name, i.entry.Executable))
+	where := i.entry.Executable
+	if i.spec.Remote != nil {
+		where = i.spec.Remote.Address
+	}
+	msg = strings.TrimPrefix(msg, fmt.Sprintf("plugin %s (%s): ", i.spec.Name, where))
 	msg = strings.TrimSuffix(msg, fmt.Sprintf(" (manifest %s)", i.entry.ManifestPath))
 	for _, class := range []error{sdk.ErrUnavailable, sdk.ErrPermission, sdk.ErrInvalid, sdk.ErrConflict} {
 		if trimmed, ok := strings.CutSuffix(msg, ": "+class.Error()); ok && errors.Is(last, class) {

@@ -1081,8 +1081,14 @@ func TestSupervisorRemoteOutOfReach(t *testing.T) {
 		t.Error("Ready with the remote out of reach")
 	}
 	p, _ := sup.Provider("far")
-	if _, err := p.Recall(context.Background(), sdk.RecallQuery{Realm: "default", Query: "x"}); !errors.Is(err, pluginhost.ErrProviderUnavailable) {
+	_, err = p.Recall(context.Background(), sdk.RecallQuery{Realm: "default", Query: "x"})
+	if !errors.Is(err, pluginhost.ErrProviderUnavailable) {
 		t.Errorf("recall = %v, want provider unavailable", err)
+	}
+	// Said once, in plain words: not gRPC's ("connection error: desc =
+	// "transport: Error while dialing: …"), nor the plugin named again.
+	if want := "plugin far (remote " + addr + ") is down: Info call failed: cannot connect to the plugin: connection refused; next start attempt at "; !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("recall = %q, want it to start %q", err, want)
 	}
 	sup2 := pluginhost.New(nil, pluginhost.Options{StartOptions: pluginhost.StartOptions{Logger: hclog.NewNullLogger()}, RequireAll: true})
 	defer sup2.Close()

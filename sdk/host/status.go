@@ -67,6 +67,11 @@ func fromStatus(ctx context.Context, err error) error {
 			sentinel = sdk.ErrUnavailable
 		}
 	}
+	if st.Code() == codes.Unavailable || st.Code() == codes.Canceled {
+		if words, ok := transportWords(st.Message()); ok {
+			return &remoteError{msg: words, sentinel: sentinel}
+		}
+	}
 	for _, d := range st.Details() {
 		if info, ok := d.(*errdetails.ErrorInfo); ok && st.Code() == codes.ResourceExhausted && info.Domain == wire.ErrorDomain && info.Reason == wire.ReasonStorageFull {
 			return &remoteError{msg: clean(st.Message()), sentinel: sdk.ErrNoSpace}
@@ -81,6 +86,28 @@ func fromStatus(ctx context.Context, err error) error {
 		}
 	}
 	return &remoteError{msg: clean(st.Message()), sentinel: sentinel}
+}
+
+// transportWords says in plain words a connection failure gRPC reported
+// itself (not the plugin): its text names gRPC's transport ("connection
+// error: desc = \"transport: Error while dialing: dial unix /tmp/…\"",
+// "error reading from server: EOF") and may hold a host path. ok is false
+// for any other text, which is the plugin's own.
+func transportWords(msg string) (string, bool) {
+	switch {
+	case strings.HasPrefix(msg, "connection error: desc = "):
+		inner := strings.Trim(strings.TrimPrefix(msg, "connection error: desc = "), `"`)
+		inner = strings.TrimPrefix(inner, "transport: ")
+		if dialing, ok := strings.CutPrefix(inner, "Error while dialing: "); ok {
+			// "dial tcp ADDR: connect: connection refused": the cause is
+			// the last clause; the address is the operator's, in the log.
+			return "cannot connect to the plugin: " + clean(dialing[strings.LastIndex(dialing, ": ")+2:]), true
+		}
+		return "the connection to the plugin failed: " + clean(inner), true
+	case strings.HasPrefix(msg, "error reading from server: "), msg == "transport is closing", msg == "grpc: the client connection is closing":
+		return "the connection to the plugin closed", true
+	}
+	return "", false
 }
 
 // withFieldPrefix puts a FieldError under a parent path ("config.path").

@@ -35,8 +35,8 @@ func TestCanceledIsTheCallersOnlyWhenItsContextEnded(t *testing.T) {
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("fromStatus = %v, want %v", err, tc.want)
 			}
-			if err.Error() != "grpc: the client connection is closing" {
-				t.Fatalf("message %q lost the plugin's text", err)
+			if err.Error() != "the connection to the plugin closed" {
+				t.Fatalf("message %q, want the closed connection in plain words", err)
 			}
 		})
 	}
@@ -72,5 +72,32 @@ func TestPluginErrorTextIsEscaped(t *testing.T) {
 		if !strings.Contains(err.Error(), `bad\x1b]0;owned\a\n[ERROR] forged \u2028xxx`) {
 			t.Errorf("message %.80q lost the plugin's words", err)
 		}
+	}
+}
+
+// gRPC's own words for a connection that failed or closed reach callers
+// in plain words, without its transport's names or the socket's path; a
+// plugin's own unavailable text is kept.
+func TestTransportFailuresInPlainWords(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		code codes.Code
+		msg  string
+		want string
+	}{
+		{"dial refused", codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial unix /tmp/plugin123: connect: connection refused"`, "cannot connect to the plugin: connection refused"},
+		{"dial over tcp", codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial tcp 10.0.0.9:7000: i/o timeout"`, "cannot connect to the plugin: i/o timeout"},
+		{"handshake", codes.Unavailable, `connection error: desc = "transport: authentication handshake failed: tls: bad certificate"`, "the connection to the plugin failed: authentication handshake failed: tls: bad certificate"},
+		{"closed under a call", codes.Unavailable, "error reading from server: EOF", "the connection to the plugin closed"},
+		{"transport closing", codes.Unavailable, "transport is closing", "the connection to the plugin closed"},
+		{"client closing", codes.Canceled, "grpc: the client connection is closing", "the connection to the plugin closed"},
+		{"the plugin's own words", codes.Unavailable, "database is down", "database is down"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := fromStatus(context.Background(), status.Error(tc.code, tc.msg))
+			if !errors.Is(err, sdk.ErrUnavailable) || err.Error() != tc.want {
+				t.Fatalf("fromStatus = %q (unavailable: %v), want %q", err, errors.Is(err, sdk.ErrUnavailable), tc.want)
+			}
+		})
 	}
 }
