@@ -310,10 +310,14 @@ func outOfRange(t reflect.Type) string {
 		t = t.Elem()
 	}
 	switch t.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+	case reflect.Int, reflect.Int64, reflect.Uint, reflect.Uint64:
+		// Go's whole range is no field's: the field's own bound, if any,
+		// is checked once the number is read.
+		return "is a number out of range"
+	case reflect.Int8, reflect.Int16, reflect.Int32:
 		bits := t.Bits()
 		return fmt.Sprintf("must be an integer from %d to %d", int64(-1)<<(bits-1), int64(uint64(1)<<(bits-1)-1))
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+	case reflect.Uint8, reflect.Uint16, reflect.Uint32:
 		return fmt.Sprintf("must be an integer from 0 to %d", uint64(math.MaxUint64)>>(64-t.Bits()))
 	}
 	return "is a number too large to hold"
