@@ -699,6 +699,9 @@ func documentText(r sdk.Record) string {
 func (r *realm) run(ctx context.Context) {
 	after := ""
 	wait := time.Duration(0)
+	// backoff is the last failed step's wait, apart from wait: a failure
+	// after a long idle poll must not start at the idle wait doubled.
+	backoff := time.Duration(0)
 	stored := 0 // vectors stored in this pass over the backlog
 	for {
 		if wait > 0 {
@@ -733,12 +736,14 @@ func (r *realm) run(ctx context.Context) {
 		}
 		if err == nil {
 			r.recovered()
+			backoff = 0
 		}
 		switch {
 		case ctx.Err() != nil:
 			return
 		case err != nil:
-			wait = r.failed(err, wait)
+			backoff = r.failed(err, backoff)
+			wait = backoff
 		case n == 0 && after != "" && stored > 0:
 			// Another pass from the start, for ids written behind the cursor.
 			after, wait, stored = "", 0, 0

@@ -1405,3 +1405,25 @@ func TestACursorThatDoesNotMoveFails(t *testing.T) {
 		return st.State == StateFailing && strings.Contains(st.LastError, "not after the cursor")
 	})
 }
+
+// TestFirstRetryAfterIdleIsShort: the backoff after a failed step starts
+// short however long the realm had been idle; the idle poll's wait is
+// not a failure's, and a failing backlog does not heed writes' kicks.
+func TestFirstRetryAfterIdleIsShort(t *testing.T) {
+	emb, store := newEmbedder("m1"), newStore(1)
+	eng := engine(t, emb, store, Options{Poll: 25 * time.Millisecond, MaxBackoff: 10 * time.Second})
+	running(t, eng)
+	eventually(t, "the first record embedded", func() bool { return store.withModel("m1") == 1 })
+	// The idle poll's wait grows to 64 polls (1.6 s) in about 3 s.
+	time.Sleep(3500 * time.Millisecond)
+	emb.set(func(f *fakeEmbedder) { f.down = true })
+	store.add("r100", "later", "written after a long idle")
+	eng.Written("default")
+	eventually(t, "the backlog failing", func() bool { return eng.Status()[0].State == StateFailing })
+	emb.set(func(f *fakeEmbedder) { f.down = false })
+	mended := time.Now()
+	eventually(t, "the later record embedded", func() bool { return store.withModel("m1") == 2 })
+	if took := time.Since(mended); took > time.Second {
+		t.Errorf("the record was embedded %s after the embedder came back; the first retry should come within the shortest backoff (100 ms)", took.Round(time.Millisecond))
+	}
+}
