@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/usage"
@@ -43,11 +44,12 @@ func (s *Store) Import(ctx context.Context, realm string, records []sdk.Record) 
 		prepared[i] = newPrepared(r)
 	}
 	var res sdk.ImportResult
+	now := s.opts.now()
 	err := s.use(func(db *database) error {
 		return db.write(ctx, func(tx *sql.Tx, ch *indexChange) error {
 			res = sdk.ImportResult{}
 			for i := range prepared {
-				stored, err := importRecord(ctx, tx, ch, &prepared[i])
+				stored, err := importRecord(ctx, tx, ch, &prepared[i], now)
 				if err != nil {
 					return fmt.Errorf("records[%d]: %w", i, err)
 				}
@@ -66,7 +68,7 @@ func (s *Store) Import(ctx context.Context, realm string, records []sdk.Record) 
 	return res, nil
 }
 
-func importRecord(ctx context.Context, tx *sql.Tx, ch *indexChange, p *preparedRecord) (bool, error) {
+func importRecord(ctx context.Context, tx *sql.Tx, ch *indexChange, p *preparedRecord, now time.Time) (bool, error) {
 	r := &p.rec
 	var one int
 	switch err := tx.QueryRowContext(ctx, "SELECT 1 FROM records WHERE realm = ? AND id = ?", r.Realm, r.ID).Scan(&one); err {
@@ -76,8 +78,16 @@ func importRecord(ctx context.Context, tx *sql.Tx, ch *indexChange, p *preparedR
 	default:
 		return false, err
 	}
-	if _, ok := ch.content.seq(p.key); ok && isLive(r.Status) {
-		return false, nil // its content is live in the scope already
+	if seq, ok := ch.content.seq(p.key); ok && isLive(r.Status) {
+		// Its content is live in the scope already, one copy only. A
+		// holder that has expired takes this record's later expiry, as a
+		// write's duplicate does, so the content stays recallable.
+		if r.ExpiresAt.IsZero() || r.ExpiresAt.After(now) {
+			if _, err := answerDuplicate(ctx, tx, ch, seq, p.key, r, now); err != nil {
+				return false, err
+			}
+		}
+		return false, nil
 	}
 	seq, err := insertRecord(ctx, tx, ch, p)
 	if err != nil {
