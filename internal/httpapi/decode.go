@@ -169,6 +169,18 @@ func checkMessage(path string, m map[string]any) error {
 	if n, ok := m["id"].(float64); ok && math.Abs(n) > mcpserver.MaxExactID {
 		return bad("id", fmt.Sprintf("is outside -%d..%d; send a larger id as a string", mcpserver.MaxExactID, mcpserver.MaxExactID))
 	}
+	// A message naming no method is a response (the client's answer to
+	// a request of the server's): without a result or an error it is no
+	// message at all, which the SDK dropped with a 202 and no answer.
+	method, hasMethod := m["method"]
+	_, hasResult := m["result"]
+	_, hasError := m["error"]
+	switch _, isString := method.(string); {
+	case hasMethod && !isString:
+		return bad("method", "must be a string")
+	case !hasMethod && !hasResult && !hasError:
+		return bad("method", "is required: a request or notification names its method, a response carries a result or an error")
+	}
 	raw, has := m["params"]
 	if !has || raw == nil {
 		return nil

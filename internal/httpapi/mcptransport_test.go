@@ -321,6 +321,9 @@ func TestMCPRefusesAmbiguousRequests(t *testing.T) {
 		{"arguments not an object", "/mcp?identity=alice", call(`"name":"memory_recall","arguments":[]`), nil, "params.arguments"},
 		{"meta not an object", "/mcp?identity=alice", call(`"name":"memory_recall","arguments":{},"_meta":5`), nil, "params._meta"},
 		{"a protocol version not a string", "/mcp?identity=alice", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":5}}`, nil, "params.protocolVersion"},
+		// A message of neither kind was dropped: 202, no answer.
+		{"no method, no result", "/mcp?identity=alice", `{"jsonrpc":"2.0","id":1}`, nil, "method"},
+		{"a method not a string", "/mcp?identity=alice", `{"jsonrpc":"2.0","id":1,"method":5}`, nil, "method"},
 		{"params of a batch's message", "/mcp?identity=alice", `[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","id":2,"method":"ping","params":"x"}]`, nil, "request body[1].params"},
 	}
 	for _, c := range cases {
