@@ -101,7 +101,10 @@ func transportWords(msg string) (string, bool) {
 		if dialing, ok := strings.CutPrefix(inner, "Error while dialing: "); ok {
 			// "dial tcp ADDR: connect: connection refused": the cause is
 			// the last clause; the address is the operator's, in the log.
-			return "cannot connect to the plugin: " + clean(dialing[strings.LastIndex(dialing, ": ")+2:]), true
+			if i := strings.LastIndex(dialing, ": "); i >= 0 {
+				dialing = dialing[i+2:]
+			}
+			return "cannot connect to the plugin: " + clean(dialing), true
 		}
 		return "the connection to the plugin failed: " + clean(inner), true
 	case strings.HasPrefix(msg, "error reading from server: "), msg == "transport is closing", msg == "grpc: the client connection is closing":

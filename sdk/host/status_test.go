@@ -87,6 +87,7 @@ func TestTransportFailuresInPlainWords(t *testing.T) {
 	}{
 		{"dial refused", codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial unix /tmp/plugin123: connect: connection refused"`, "cannot connect to the plugin: connection refused"},
 		{"dial over tcp", codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial tcp 10.0.0.9:7000: i/o timeout"`, "cannot connect to the plugin: i/o timeout"},
+		{"dial of one clause", codes.Unavailable, `connection error: desc = "transport: Error while dialing: refused"`, "cannot connect to the plugin: refused"},
 		{"handshake", codes.Unavailable, `connection error: desc = "transport: authentication handshake failed: tls: bad certificate"`, "the connection to the plugin failed: authentication handshake failed: tls: bad certificate"},
 		{"closed under a call", codes.Unavailable, "error reading from server: EOF", "the connection to the plugin closed"},
 		{"transport closing", codes.Unavailable, "transport is closing", "the connection to the plugin closed"},
