@@ -123,7 +123,9 @@ func sqlState(err error) string {
 const maxTxAttempts = 5
 
 // inTx runs fn in a read-committed transaction and commits, retrying the
-// whole transaction when PostgreSQL aborted it to break a deadlock.
+// whole transaction when PostgreSQL aborted it to break a deadlock, or fn
+// found a row changed by another between two of its statements
+// (errRelock, errCopyGone).
 func inTx(ctx context.Context, db *pgdb, fn func(tx pgx.Tx) error) error {
 	var err error
 	for range maxTxAttempts {
@@ -139,7 +141,7 @@ func inTx(ctx context.Context, db *pgdb, fn func(tx pgx.Tx) error) error {
 		case codeDeadlock, codeSerialization:
 			continue
 		}
-		if errors.Is(err, errRelock) {
+		if errors.Is(err, errRelock) || errors.Is(err, errCopyGone) {
 			continue
 		}
 		return classify(err)

@@ -208,6 +208,12 @@ func storeRecords(ctx context.Context, tx pgx.Tx, realm string, prepared []prepa
 	return ids, nil
 }
 
+// errCopyGone: the live copy an insert found was forgotten or superseded
+// (by another host, say) before this transaction read it, which read
+// committed allows; the transaction runs again (inTx) and stores the
+// record anew.
+var errCopyGone = fmt.Errorf("the existing copy of a duplicate changed meanwhile; try again: %w", sdk.ErrConflict)
+
 // answerDuplicate answers the id of the live record holding r's content,
 // reviving it with r's expiry if it had expired.
 func answerDuplicate(ctx context.Context, tx pgx.Tx, r *sdk.Record, now time.Time) (string, error) {
@@ -217,6 +223,9 @@ func answerDuplicate(ctx context.Context, tx pgx.Tx, r *sdk.Record, now time.Tim
 		SELECT seq, id, expires_ms FROM records
 		WHERE realm = $1 AND scope = $2 AND content_hash = $3 AND status IN ('active', 'quarantined')`,
 		r.Realm, string(r.Scope), r.ContentHash).Scan(&seq, &id, &expires)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", errCopyGone
+	}
 	if err != nil {
 		return "", fmt.Errorf("find the existing copy of a duplicate: %w", err)
 	}
