@@ -371,7 +371,7 @@ func classify(err error) error {
 	var ce *pgconn.ConnectError
 	var pe *pgconn.PgError
 	if errors.As(err, &ce) {
-		return unavailable("shared state: the database refused a new connection", err)
+		return unavailable("shared state: "+connectFailure(err), err)
 	}
 	if errors.As(err, &pe) {
 		switch {
@@ -394,6 +394,21 @@ func classify(err error) error {
 		return unavailable("shared state: the connection to the database failed", err)
 	}
 	return err
+}
+
+// connectFailure says why a new connection failed: a host name that does
+// not resolve, or a server that does not answer, is no refusal, and the
+// operator fixing the connection string must know which it is.
+func connectFailure(err error) string {
+	var de *net.DNSError
+	var ne net.Error
+	switch {
+	case errors.As(err, &de):
+		return "the database's host name does not resolve"
+	case pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
+		return "the database did not answer a new connection in time"
+	}
+	return "the database refused a new connection"
 }
 
 // unavailable is sdk.ErrUnavailable with a message fit for a client: what

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -221,5 +224,30 @@ func TestOutageIsUnavailable(t *testing.T) {
 	_ = s.Update(context.Background(), key, func(st *coordinator.SessionState) bool { got = st.InjectedBytes; return false })
 	if got != 2 {
 		t.Errorf("bytes %d after two acknowledged writes, want 2", got)
+	}
+}
+
+// TestConnectFailureSaysWhy: a connection string naming a host that does
+// not resolve, or a server that never answers, fails Open as unavailable,
+// saying which, never that the database refused, and never the password.
+func TestConnectFailureSaysWhy(t *testing.T) {
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	port := silent.Addr().(*net.TCPAddr).Port
+	for _, c := range []struct{ dsn, want string }{
+		{"postgres://u:hunter2@nonexistent.invalid:5432/db?sslmode=disable", "host name does not resolve"},
+		{"postgres://u:hunter2@127.0.0.1:" + strconv.Itoa(port) + "/db?sslmode=disable&connect_timeout=1", "did not answer a new connection in time"},
+	} {
+		db, err := Open(context.Background(), c.dsn, Options{})
+		if err == nil {
+			db.Close()
+		}
+		if !errors.Is(err, sdk.ErrUnavailable) || !strings.Contains(err.Error(), c.want) ||
+			strings.Contains(err.Error(), "refused") || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("Open %s: %v, want unavailable saying %q", c.dsn, err, c.want)
+		}
 	}
 }

@@ -229,7 +229,7 @@ func (s *Store) use(fn func(db *pgdb) error) error {
 const refusalPause = time.Second
 
 // errRefusedRecently fails a connection attempt within refusalPause.
-var errRefusedRecently = &hiddenError{msg: "the database refused a new connection a moment ago: " + sdk.ErrUnavailable.Error(), sentinel: sdk.ErrUnavailable, cause: errors.New("connection refused recently")}
+var errRefusedRecently = &hiddenError{msg: "a new connection to the database failed a moment ago: " + sdk.ErrUnavailable.Error(), sentinel: sdk.ErrUnavailable, cause: errors.New("connection refused recently")}
 
 // beforeConnect is the pool's BeforeConnect: see refusalPause.
 func (s *Store) beforeConnect(context.Context, *pgx.ConnConfig) error {
