@@ -371,7 +371,7 @@ func classify(err error) error {
 	var ce *pgconn.ConnectError
 	var pe *pgconn.PgError
 	if errors.As(err, &ce) {
-		return unavailable("shared state: "+connectFailure(err), err)
+		return unavailable(connectFailure(err), err)
 	}
 	if errors.As(err, &pe) {
 		switch {
@@ -380,7 +380,7 @@ func classify(err error) error {
 		case pe.Code == codeAdminShutdown, pe.Code == codeCrashShutdown, pe.Code == codeCannotConnectNow,
 			strings.HasPrefix(pe.Code, "08"), // connection exceptions
 			strings.HasPrefix(pe.Code, "53"): // insufficient resources: too many connections, out of memory, disk full
-			return unavailable("shared state: the database is unavailable", err)
+			return unavailable("the database is unavailable", err)
 		}
 		return err
 	}
@@ -391,7 +391,7 @@ func classify(err error) error {
 	if errors.As(err, &ne) || pgconn.SafeToRetry(err) || errors.Is(err, pgx.ErrTxClosed) || pgconn.Timeout(err) ||
 		// A connection dropped mid-statement surfaces as a bare EOF.
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
-		return unavailable("shared state: the connection to the database failed", err)
+		return unavailable("the connection to the database failed", err)
 	}
 	return err
 }
@@ -421,7 +421,9 @@ func unavailable(what string, cause error) error {
 	} else if errors.As(cause, &se) {
 		what += " (" + se.Err.Error() + ")" // "connection refused", with no address
 	}
-	return &hiddenError{msg: what + ": " + sdk.ErrUnavailable.Error(), sentinel: sdk.ErrUnavailable, cause: cause}
+	// Not sdk.ErrUnavailable's text ("plugin unavailable"): the shared
+	// state is the host's, no plugin's.
+	return &hiddenError{msg: what, sentinel: sdk.ErrUnavailable, cause: cause}
 }
 
 // hiddenError answers msg while wrapping a sentinel and a cause whose text

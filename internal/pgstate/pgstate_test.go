@@ -251,3 +251,13 @@ func TestConnectFailureSaysWhy(t *testing.T) {
 		}
 	}
 }
+
+// TestUnavailableSaysSharedStateOnce: a server out of reach fails Open
+// with a message naming the shared state once, and no plugin (the shared
+// state is the host's).
+func TestUnavailableSaysSharedStateOnce(t *testing.T) {
+	_, err := Open(context.Background(), "host=/nonexistent port=5432 user=x dbname=y", Options{})
+	if !errors.Is(err, sdk.ErrUnavailable) || strings.Count(err.Error(), "shared state") != 1 || strings.Contains(err.Error(), "plugin") {
+		t.Errorf("Open with the server out of reach: %v, want unavailable naming the shared state once and no plugin", err)
+	}
+}
