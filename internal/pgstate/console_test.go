@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/internal/pgtest"
 	"github.com/memhost/memhost/internal/proposal"
+	"github.com/memhost/memhost/internal/turntrace"
+	"github.com/memhost/memhost/sdk"
 )
 
 // TestProposalBoundAcrossHosts: two hosts noting proposals of one token at
@@ -184,5 +188,41 @@ func TestSharedTracesForget(t *testing.T) {
 	}
 	if theirs, err := tr.Session(ctx, "elsewhere", nil, "s", 10); err != nil || theirs[0].Included[0].Title != "the secret" {
 		t.Errorf("another realm's trace = %+v, %v; a forget is per realm", theirs, err)
+	}
+}
+
+// TestTraceOutageSaysTurnTraceOnce: a forget, and a read after lost
+// traces, on a stopped server answer unavailable, naming the turn trace
+// once (the store names it; the recorder over it must not again).
+func TestTraceOutageSaysTurnTraceOnce(t *testing.T) {
+	ctx := context.Background()
+	c, err := pgtest.Start(ctx, pgtest.Options{})
+	if errors.Is(err, pgtest.ErrNoPostgres) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	name, err := c.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(ctx, c.DSN(name), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rec := turntrace.NewRecorder(NewTraces(db), turntrace.Options{})
+	defer rec.Close()
+	c.StopServer()
+	err = rec.Forget(ctx, "r", []string{"gone"})
+	if !errors.Is(err, sdk.ErrUnavailable) || strings.Count(err.Error(), "turn trace") != 1 {
+		t.Errorf("forget during the outage: %v, want unavailable naming the turn trace once", err)
+	}
+	rec.Trace(coordinator.TurnTrace{Realm: "r", Identity: "alice", Session: "s", Kind: coordinator.TraceInject, At: time.Now().UTC()})
+	_, err = rec.Session(ctx, "r", nil, "s", 10)
+	if !errors.Is(err, sdk.ErrUnavailable) || strings.Count(err.Error(), "turn trace") != 1 {
+		t.Errorf("read after lost traces: %v, want unavailable naming the turn trace once", err)
 	}
 }

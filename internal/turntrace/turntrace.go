@@ -472,10 +472,8 @@ func (r *Recorder) forget(f forgetting) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := r.store.Forget(ctx, f.realm, f.ids); err != nil {
-		return fmt.Errorf("turn trace: %w", err)
-	}
-	return nil
+	// The store's error names the turn trace itself.
+	return r.store.Forget(ctx, f.realm, f.ids)
 }
 
 func (r *Recorder) write(batch []coordinator.TurnTrace) {
@@ -500,7 +498,8 @@ func (r *Recorder) write(batch []coordinator.TurnTrace) {
 		r.opts.Logger.Warn("turn trace: write failed; traces dropped", "traces", len(batch), "error", err)
 		for _, t := range batch {
 			if r.failed[t.Realm] == nil {
-				r.failed[t.Realm] = fmt.Errorf("turn trace: traces of earlier turns were lost: %w", err)
+				// The store's error names the turn trace itself.
+				r.failed[t.Realm] = fmt.Errorf("traces of earlier turns were lost: %w", err)
 			}
 		}
 	}
