@@ -736,7 +736,9 @@ func (s *Service) hold(ctx context.Context, key Key) (func(), error) {
 	release, err := h.Hold(ctx, key)
 	if err != nil {
 		unlock()
-		return nil, fmt.Errorf("conversation %s: waiting for a compaction under way on another host: %w", key.Conversation, err)
+		// The holder says whether it waited for another host or could not
+		// ask (the database out of reach).
+		return nil, fmt.Errorf("conversation %s: %w", key.Conversation, err)
 	}
 	return func() { release(); unlock() }, nil
 }

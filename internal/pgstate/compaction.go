@@ -141,7 +141,7 @@ func (c *Compaction) Hold(ctx context.Context, key compaction.Key) (func(), erro
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("compaction store: hold %s: %w", key, ctx.Err())
+			return nil, fmt.Errorf("compaction store: hold %s: waiting for a compaction under way on another host: %w", key, ctx.Err())
 		case <-time.After(holdPoll):
 		}
 	}

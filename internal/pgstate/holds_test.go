@@ -3,11 +3,13 @@ package pgstate
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/memhost/memhost/internal/compaction"
+	"github.com/memhost/memhost/internal/pgtest"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -200,5 +202,47 @@ func TestADeleteWaitsForAnotherHostsCompaction(t *testing.T) {
 	}
 	if _, found, err := NewCompaction(dbs[0]).Load(ctx, compaction.Key{Realm: "r", Identity: "carol", Conversation: "c"}); err != nil || found {
 		t.Fatalf("the deleted conversation's state: found %v, %v", found, err)
+	}
+}
+
+// TestCompactionOutageBlamesNoOtherHost: a compaction whose hold cannot
+// be taken because the server is out of reach says so, not that it
+// waited for a compaction on another host; one that did wait says that.
+func TestCompactionOutageBlamesNoOtherHost(t *testing.T) {
+	ctx := context.Background()
+	c, err := pgtest.Start(ctx, pgtest.Options{})
+	if errors.Is(err, pgtest.ErrNoPostgres) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	name, err := c.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(ctx, c.DSN(name), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s := compaction.New(compaction.Options{Compactor: joinCompactor{}, Store: NewCompaction(db)})
+	id := sdk.Identity{Realm: "r", ID: "carol"}
+	release, err := NewCompaction(db).Hold(ctx, compaction.Key{Realm: "r", Identity: "carol", Conversation: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	_, err = s.Compact(short, compaction.Request{Identity: id, Conversation: "c", Evicted: messages("one", "two")})
+	if err == nil || !strings.Contains(err.Error(), "waiting for a compaction under way on another host") {
+		t.Errorf("compaction of a conversation held elsewhere: %v, want it to say it waited for another host", err)
+	}
+	release()
+	c.StopServer()
+	_, err = s.Compact(ctx, compaction.Request{Identity: id, Conversation: "c", Evicted: messages("one", "two")})
+	if !errors.Is(err, sdk.ErrUnavailable) || strings.Contains(err.Error(), "another host") {
+		t.Errorf("compaction during the outage: %v, want unavailable blaming no other host", err)
 	}
 }
