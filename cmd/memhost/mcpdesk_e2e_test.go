@@ -231,3 +231,34 @@ token "ops" {
 		t.Fatalf("recall --help does not name MEMHOST_TOKEN: %v\n%s", err, help)
 	}
 }
+
+// TestMCPStaleServingAddr: a serving.addr a killed server left behind
+// (kill -9 runs no cleanup) is not named as the address of whatever
+// holds the data directory now: nothing answers there.
+func TestMCPStaleServingAddr(t *testing.T) {
+	t.Parallel()
+	pluginDir := testbin.PluginDir(t, "sqlite", "template")
+	root := t.TempDir()
+	dataDir := filepath.Join(root, "data")
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	const stale = "127.0.0.1:1"
+	if err := os.WriteFile(filepath.Join(dataDir, "serving.addr"), []byte(stale+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	env := []string{"HOME=" + root, "XDG_DATA_HOME=" + root}
+	cs, stderr := stdioMCP(t, ctx, root, env, "--identity", "alice", "--plugin-dir", pluginDir, "--data-dir", dataDir)
+	if res := callTool(t, ctx, cs, mcpserver.ToolRemember, map[string]any{"title": "Held", "body": "the data directory is held"}, nil); res.IsError {
+		t.Fatalf("remember: %s\n%s", toolText(res), stderr)
+	}
+	out, err := runCLI(t, env, "mcp", "--identity", "alice", "--plugin-dir", pluginDir, "--data-dir", dataDir)
+	if err == nil || !strings.Contains(err.Error(), "in use by another memhost") {
+		t.Fatalf("mcp on a held data directory: %q, %v", out, err)
+	}
+	if strings.Contains(err.Error(), stale) {
+		t.Fatalf("mcp names the address a dead server noted: %v", err)
+	}
+}

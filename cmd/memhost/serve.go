@@ -156,6 +156,10 @@ func startHost(ctx context.Context, cfg *config.Config, logger hclog.Logger) (*h
 	if err != nil {
 		return nil, err
 	}
+	// Holding the data directory, this host owns its serving.addr: one
+	// there now is a killed server's, naming an address nothing answers.
+	// A serve notes its own once it serves.
+	_ = os.Remove(filepath.Join(cfg.DataDir, servingAddrFile))
 	stores, err := openSessionStores(ctx, cfg, state, hostKey)
 	if err != nil {
 		state.Close()
