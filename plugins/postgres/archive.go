@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/memhost/memhost/sdk"
@@ -72,18 +73,23 @@ func (s *Store) Import(ctx context.Context, realm string, records []sdk.Record) 
 	threads := recordThreads(prepared)
 	var res sdk.ImportResult
 	var seq int64
+	now := s.now()
 	err := s.use(func(db *pgdb) error {
 		err := inTx(ctx, db, func(tx pgx.Tx) (err error) {
 			if err := lockThreads(ctx, tx, realm, threads); err != nil {
 				return err
 			}
-			if res, err = importRecords(ctx, tx, realm, prepared); err != nil || res.Imported == 0 {
+			var held []string
+			if res, held, err = importRecords(ctx, tx, realm, prepared, now); err != nil || res.Imported == 0 && len(held) == 0 {
 				return err
 			}
-			ids := make([]string, len(prepared))
+			ids := make([]string, 0, len(prepared)+len(held))
 			for i := range prepared {
-				ids[i] = prepared[i].rec.ID
+				ids = append(ids, prepared[i].rec.ID)
 			}
+			// A holder a skipped record may have revived, as a write's
+			// duplicate is logged.
+			ids = append(ids, held...)
 			seq, err = logChanges(ctx, tx, realm, opPut, ids)
 			return err
 		})
@@ -98,9 +104,11 @@ func (s *Store) Import(ctx context.Context, realm string, records []sdk.Record) 
 	return res, nil
 }
 
-func importRecords(ctx context.Context, tx pgx.Tx, realm string, prepared []preparedRecord) (sdk.ImportResult, error) {
+// importRecords inserts prepared, answering what it imported and the ids
+// of the records already holding the content of a skipped one.
+func importRecords(ctx context.Context, tx pgx.Tx, realm string, prepared []preparedRecord, now time.Time) (sdk.ImportResult, []string, error) {
 	if len(prepared) == 0 {
-		return sdk.ImportResult{}, nil
+		return sdk.ImportResult{}, nil, nil
 	}
 	// In id order, one lock order for every importer.
 	order := make([]int, len(prepared))
@@ -110,7 +118,7 @@ func importRecords(ctx context.Context, tx pgx.Tx, realm string, prepared []prep
 	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(prepared[a].rec.ID, prepared[b].rec.ID) })
 	seqs, err := allocSeqs(ctx, tx, len(prepared))
 	if err != nil {
-		return sdk.ImportResult{}, err
+		return sdk.ImportResult{}, nil, err
 	}
 	batch := &pgx.Batch{}
 	for _, i := range order {
@@ -136,16 +144,18 @@ func importRecords(ctx context.Context, tx pgx.Tx, realm string, prepared []prep
 	}
 	var res sdk.ImportResult
 	var add []indexed
+	var skipped []int
 	br := tx.SendBatch(ctx, batch)
 	for _, i := range order {
 		var seq int64
 		switch err := br.QueryRow().Scan(&seq); {
 		case errors.Is(err, pgx.ErrNoRows):
 			res.Skipped++
+			skipped = append(skipped, i)
 			continue
 		case err != nil:
 			br.Close()
-			return sdk.ImportResult{}, fmt.Errorf("records[%d]: %w", i, err)
+			return sdk.ImportResult{}, nil, fmt.Errorf("records[%d]: %w", i, err)
 		}
 		res.Imported++
 		if prepared[i].rec.Status == sdk.StatusActive {
@@ -153,10 +163,32 @@ func importRecords(ctx context.Context, tx pgx.Tx, realm string, prepared []prep
 		}
 	}
 	if err := br.Close(); err != nil {
-		return sdk.ImportResult{}, err
+		return sdk.ImportResult{}, nil, err
 	}
 	if err := applyIndex(ctx, tx, realm, add, nil); err != nil {
-		return sdk.ImportResult{}, err
+		return sdk.ImportResult{}, nil, err
 	}
-	return res, nil
+	var held []string
+	for _, i := range skipped {
+		r := &prepared[i].rec
+		if r.Status != sdk.StatusActive && r.Status != sdk.StatusQuarantined || !r.ExpiresAt.IsZero() && !r.ExpiresAt.After(now) {
+			continue
+		}
+		var one int
+		switch err := tx.QueryRow(ctx, "SELECT 1 FROM records WHERE realm = $1 AND id = $2", r.Realm, r.ID).Scan(&one); {
+		case err == nil:
+			continue // its id is stored already
+		case !errors.Is(err, pgx.ErrNoRows):
+			return sdk.ImportResult{}, nil, fmt.Errorf("records[%d]: %w", i, err)
+		}
+		// Its content is live in the scope already, one copy only. A
+		// holder that has expired takes this record's later expiry, as a
+		// write's duplicate does, so the content stays recallable.
+		id, err := answerDuplicate(ctx, tx, r, now)
+		if err != nil {
+			return sdk.ImportResult{}, nil, fmt.Errorf("records[%d]: %w", i, err)
+		}
+		held = append(held, id)
+	}
+	return res, held, nil
 }
