@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/usage"
@@ -110,18 +111,35 @@ func (p *Provider) Import(ctx context.Context, realm string, records []sdk.Recor
 		return sdk.ImportResult{}, err
 	}
 	var res sdk.ImportResult
-	var fresh []sdk.Record
+	var fresh, revived []sdk.Record
 	usageKeys := map[string]float64{}
 	inBatch := map[string]bool{}
+	freshAt := map[string]int{} // a content's holder among fresh
+	now := time.Now().UTC()
 	for _, r := range recs {
 		key := dedupKey(r.Scope, r.ContentHash)
-		_, dup := known[key]
-		if _, ok := taken[r.ID]; ok || inBatch[r.ID] || (answersDuplicates(r.Status) && dup) {
+		holder, dup := known[key]
+		_, isTaken := taken[r.ID]
+		if isTaken || inBatch[r.ID] || (answersDuplicates(r.Status) && dup) {
 			res.Skipped++
+			// Its content is live in the scope already, one copy only. A
+			// holder that has expired takes this record's later expiry,
+			// as a write's duplicate does, so the content stays
+			// recallable.
+			if !isTaken && !inBatch[r.ID] && answersDuplicates(r.Status) && dup && expiredBy(holder, now) && !expiredBy(r, now) {
+				holder.ExpiresAt, holder.UpdatedAt = r.ExpiresAt, now
+				known[key] = holder
+				if j, ok := freshAt[key]; ok {
+					fresh[j] = holder
+				} else {
+					revived = append(revived, holder)
+				}
+			}
 			continue
 		}
 		if answersDuplicates(r.Status) {
 			known[key] = r
+			freshAt[key] = len(fresh)
 		}
 		inBatch[r.ID] = true
 		if r.UseCount > 0 {
@@ -135,9 +153,17 @@ func (p *Provider) Import(ctx context.Context, realm string, records []sdk.Recor
 		}
 		fresh = append(fresh, r)
 	}
-	if err := ri.write(ctx, fresh, usageKeys, nil); err != nil {
+	for id, k := range ri.usageKeys(revived) {
+		usageKeys[id] = k
+	}
+	if err := ri.write(ctx, append(fresh, revived...), usageKeys, nil); err != nil {
 		return sdk.ImportResult{}, err
 	}
 	res.Imported = len(fresh)
 	return res, nil
+}
+
+// expiredBy reports whether r had expired by now.
+func expiredBy(r sdk.Record, now time.Time) bool {
+	return !r.ExpiresAt.IsZero() && !r.ExpiresAt.After(now)
 }
