@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/coordinator"
-	"github.com/memhost/memhost/internal/pgtest"
 	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/internal/turntrace"
 	"github.com/memhost/memhost/sdk"
@@ -196,27 +195,11 @@ func TestSharedTracesForget(t *testing.T) {
 // once (the store names it; the recorder over it must not again).
 func TestTraceOutageSaysTurnTraceOnce(t *testing.T) {
 	ctx := context.Background()
-	c, err := pgtest.Start(ctx, pgtest.Options{})
-	if errors.Is(err, pgtest.ErrNoPostgres) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
-	name, err := c.CreateDatabase(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := Open(ctx, c.DSN(name), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	c, db := ownServer(t)
 	rec := turntrace.NewRecorder(NewTraces(db), turntrace.Options{})
 	defer rec.Close()
 	c.StopServer()
-	err = rec.Forget(ctx, "r", []string{"gone"})
+	err := rec.Forget(ctx, "r", []string{"gone"})
 	if !errors.Is(err, sdk.ErrUnavailable) || strings.Count(err.Error(), "turn trace") != 1 {
 		t.Errorf("forget during the outage: %v, want unavailable naming the turn trace once", err)
 	}

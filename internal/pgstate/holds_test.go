@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/internal/compaction"
-	"github.com/memhost/memhost/internal/pgtest"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -210,23 +209,7 @@ func TestADeleteWaitsForAnotherHostsCompaction(t *testing.T) {
 // waited for a compaction on another host; one that did wait says that.
 func TestCompactionOutageBlamesNoOtherHost(t *testing.T) {
 	ctx := context.Background()
-	c, err := pgtest.Start(ctx, pgtest.Options{})
-	if errors.Is(err, pgtest.ErrNoPostgres) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
-	name, err := c.CreateDatabase(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := Open(ctx, c.DSN(name), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	c, db := ownServer(t)
 	s := compaction.New(compaction.Options{Compactor: joinCompactor{}, Store: NewCompaction(db)})
 	id := sdk.Identity{Realm: "r", ID: "carol"}
 	release, err := NewCompaction(db).Hold(ctx, compaction.Key{Realm: "r", Identity: "carol", Conversation: "c"})

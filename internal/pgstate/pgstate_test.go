@@ -46,6 +46,31 @@ func open(t *testing.T, n int) []*DB {
 	return dbs
 }
 
+// ownServer answers a cluster of the test's own, which it may stop and
+// start, and a store open on a fresh database of it.
+func ownServer(t *testing.T) (*pgtest.Cluster, *DB) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := pgtest.Start(ctx, pgtest.Options{})
+	if errors.Is(err, pgtest.ErrNoPostgres) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	name, err := c.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(ctx, c.DSN(name), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	return c, db
+}
+
 // TestConcurrentTurnsKeepBudgetAndDedup runs turns of one session on two
 // "hosts" (two pools) at once: each turn spends 100 bytes of a 1000-byte
 // budget and injects one id, possibly one another turn also picked.
@@ -187,23 +212,7 @@ func TestCompactionCompareAndSet(t *testing.T) {
 // TestOutageIsUnavailable: a stopped server answers sdk.ErrUnavailable,
 // and the store serves again once it is back.
 func TestOutageIsUnavailable(t *testing.T) {
-	c, err := pgtest.Start(context.Background(), pgtest.Options{})
-	if errors.Is(err, pgtest.ErrNoPostgres) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
-	name, err := c.CreateDatabase(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := Open(context.Background(), c.DSN(name), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	c, db := ownServer(t)
 	s := NewSessions(db, SessionOptions{})
 	key := coordinator.SessionKey{Realm: "r", Identity: "i", Session: "s"}
 	inc := func(st *coordinator.SessionState) bool { st.InjectedBytes++; return true }
