@@ -263,6 +263,9 @@ func TestClusterGivesWayToAWrite(t *testing.T) {
 // order holds the same postings, in docno order, its blocks bounded
 // afresh; the postings before the tail stay as they were.
 func TestPermuteTailSortsByScope(t *testing.T) {
+	if testing.Short() {
+		t.Skip("single-goroutine renumbering of random postings; the plain run checks it")
+	}
 	r := rand.New(rand.NewPCG(9, 10))
 	for _, n := range []int{1, blockSize, 3*blockSize + 5, 900} {
 		c := randomPostings(r, n)

@@ -956,6 +956,9 @@ func checkUnheld(t *testing.T, rm *realm) {
 // reference ranks them across renumberings that shed terms and tags, and
 // after a snapshot that leaves them out.
 func TestShedTermsKeepExactness(t *testing.T) {
+	if testing.Short() {
+		t.Skip("single-goroutine exactness over random corpora; the plain run checks it")
+	}
 	for i, ctx := range []float64{0, 0.5} {
 		c := newThreadCorpus(t, uint64(40+i), 30, StatsRealm, ctx)
 		c.oneOff = true
