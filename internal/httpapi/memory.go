@@ -190,17 +190,19 @@ func (s *Server) handleManifest(ctx context.Context, c caller, w http.ResponseWr
 	if err != nil {
 		return err
 	}
+	truncated := false
+	if q.Tier == sdk.TierFull {
+		// The host read no further: the rows are the first the provider
+		// listed, and the answer says so.
+		rows, truncated = coordinator.CutFullManifest(rows)
+	}
+	rows = s.opts.Coordinator.RowsInScopes(ctx, id, q.Scopes, rows)
 	if rows == nil {
 		rows = []sdk.ManifestRow{}
 	}
 	answer := map[string]any{"rows": rows}
-	if q.Tier == sdk.TierFull {
-		// The host read no further: the rows are the first the provider
-		// listed, and the answer says so.
-		var truncated bool
-		if rows, truncated = coordinator.CutFullManifest(rows); truncated {
-			answer = map[string]any{"rows": rows, "truncated": true}
-		}
+	if truncated {
+		answer["truncated"] = true
 	}
 	c.ownUsageRows(rows)
 	return writeJSON(w, http.StatusOK, answer)

@@ -384,6 +384,7 @@ func (s *Server) handleRecall(ctx context.Context, c caller, w http.ResponseWrit
 	if err != nil {
 		return err
 	}
+	hits = s.opts.Coordinator.HitsInScopes(ctx, id, scopes, hits)
 	// An expired record is not recallable: a store that answered one (its
 	// clock or its filter behind) does not pass it on, as a turn's
 	// injection and memory_recall do not. The host's clock judges, not

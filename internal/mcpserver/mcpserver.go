@@ -714,13 +714,14 @@ func (t tools) recall(ctx context.Context, req *mcp.CallToolRequest, in RecallIn
 	if err != nil {
 		return nil, RecallOutput{}, err
 	}
+	// The provider is trusted to filter, and checked anyway: a record
+	// outside the caller's scopes never reaches its model.
+	hits = t.opts.Coordinator.HitsInScopes(ctx, id, scopes, hits)
 	now = time.Now()
 	out := RecallOutput{Hits: []RecallHit{}}
 	recs := make([]sdk.Record, 0, len(hits))
 	for _, h := range hits {
-		// The provider is trusted to filter, and checked anyway: a record
-		// outside the caller's scopes never reaches its model.
-		if !slices.Contains(scopes, h.Record.Scope) || !h.Record.Recallable(now) {
+		if !h.Record.Recallable(now) {
 			continue
 		}
 		recs = append(recs, h.Record)
@@ -837,6 +838,7 @@ func (t tools) index(ctx context.Context, req *mcp.CallToolRequest, in IndexInpu
 	if err != nil {
 		return nil, IndexOutput{}, err
 	}
+	rows = t.opts.Coordinator.RowsInScopes(ctx, id, scopes, rows)
 	out := IndexOutput{Rows: []IndexRow{}}
 	if offset < len(rows) {
 		page := rows[offset:min(len(rows), offset+in.Limit)]
