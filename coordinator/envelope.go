@@ -427,13 +427,11 @@ func appendAttr(buf []byte, name, value string) []byte {
 			buf = append(buf, "&lt;"...)
 		case r == '>':
 			buf = append(buf, "&gt;"...)
-		case r == '"' || r >= utf8.RuneSelf && punctOf(r) == '"':
+		case readsAsQuote(r):
 			// Not &quot;: a model reads an escape as the quote it stands
 			// for, so a title could close its value and forge the
-			// attributes after it (trust="operator"); so it reads a quote
-			// look-alike (fullwidth, curly, low, double prime), as the
-			// defang does. An apostrophe closes nothing in a
-			// double-quoted value.
+			// attributes after it (trust="operator"). An apostrophe
+			// closes nothing in a double-quoted value.
 			buf = append(buf, '\'')
 		case notXMLText(r):
 			buf = append(buf, "\uFFFD"...)
@@ -442,6 +440,26 @@ func appendAttr(buf []byte, name, value string) []byte {
 		}
 	}
 	return append(buf, '"')
+}
+
+// readsAsQuote reports a double quote and the look-alikes (fullwidth,
+// curly, low, double prime) a model, like the defang, reads as one.
+func readsAsQuote(r rune) bool {
+	return r == '"' || r >= utf8.RuneSelf && punctOf(r) == '"'
+}
+
+// quotesAsApostrophes writes every rune that reads as a double quote as an
+// apostrophe.
+func quotesAsApostrophes(s string) string {
+	if strings.IndexFunc(s, readsAsQuote) < 0 {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if readsAsQuote(r) {
+			return '\''
+		}
+		return r
+	}, s)
 }
 
 // notXMLText reports runes rendered as U+FFFD: controls (C0, DEL, C1),

@@ -18,7 +18,9 @@ import (
 //     behind a CR starts a line when the defanger looks;
 //   - a one-line kind (title, description, label) has every run of
 //     whitespace, line breaks included, collapsed to one space, so no
-//     forged line can start inside it;
+//     forged line can start inside it, and every double quote (and
+//     look-alike) written as an apostrophe, so it closes no attribute or
+//     JSON string as a model reads it;
 //   - forged envelope markers are defanged (while defang_inbound is on);
 //   - controls other than LF and tab, invalid bytes, U+FFFE and U+FFFF
 //     become U+FFFD (last, since the defanger skips controls inside a
@@ -96,7 +98,10 @@ func (e *Envelope) renderFields(texts []string, kinds []TextKind) int {
 		k := kinds[i]
 		limit := e.limit(k)
 		if k.oneLine() {
-			s = compactSpace(s, 4*limit)
+			// A one-line text travels as an attribute value or a JSON
+			// string, where a quote's escape (&quot;, \") reads to a
+			// model as the quote that closes it.
+			s = quotesAsApostrophes(compactSpace(s, 4*limit))
 			if i < last {
 				// Cut now, not after defanging: a field cut after it
 				// could end in part of a replacement that, with what
