@@ -21,6 +21,16 @@ import (
 // errUnauthenticated is answered 401 (no or unknown bearer token).
 var errUnauthenticated = errors.New("unauthenticated")
 
+// noEndpoint is the refusal (404) of a path no route serves. The path is
+// the client's own, so its message is not shortened as a host path is.
+type noEndpoint struct{ method, path string }
+
+func (e noEndpoint) Error() string {
+	return fmt.Sprintf("no such endpoint: %s %s: %v", e.method, e.path, sdk.ErrNotFound)
+}
+
+func (e noEndpoint) Unwrap() error { return sdk.ErrNotFound }
+
 // errMethodNotAllowed is answered 405 (a known path, another method).
 var errMethodNotAllowed = errors.New("method not allowed")
 
@@ -115,6 +125,11 @@ func (s *Server) writeError(w http.ResponseWriter, err error, requestID string) 
 	body.Error.RequestID = requestID
 	body.Error.Code = codeOf(err)
 	msg, changed := redact.ForClient(s.opts.Coordinator, clientMessage(err))
+	var unknown noEndpoint
+	if errors.As(err, &unknown) {
+		msg = redact.ClientText(s.opts.Coordinator, clientMessage(err))
+		changed = msg != clientMessage(err)
+	}
 	body.Error.Message = msg
 	var fe *sdk.FieldError
 	if errors.As(err, &fe) {

@@ -197,7 +197,7 @@ func New(opts Options) *Server {
 			s.writeError(w, fmt.Errorf("%s is not allowed on %s (allowed: %s): %w", r.Method, r.URL.Path, strings.Join(allow, ", "), errMethodNotAllowed), reqID)
 			return
 		}
-		s.writeError(w, fmt.Errorf("no such endpoint: %s %s: %w", r.Method, r.URL.Path, sdk.ErrNotFound), reqID)
+		s.writeError(w, noEndpoint{method: r.Method, path: r.URL.Path}, reqID)
 	})
 	s.handler = s.refuseCrossOrigin(s.Front(mux))
 	return s

@@ -751,3 +751,17 @@ func TestFullManifestSaysItIsTruncated(t *testing.T) {
 		t.Fatalf("full manifest = %d, %d rows, truncated %v; want %d rows, truncated", status, len(answer.Rows), answer.Truncated, sdk.MaxFullManifestRows)
 	}
 }
+
+// TestUnknownEndpointNamesThePathSent: a path no route serves is named
+// as sent, not shortened as a host's path would be: a proxy's prefix or
+// a wrong version ("/api/v1/records", "/v2/records") read as "…/records"
+// would hide the very part the client got wrong.
+func TestUnknownEndpointNamesThePathSent(t *testing.T) {
+	srv, _ := newTestServer(t, Options{})
+	for _, p := range []string{"/api/v1/records", "/v2/records", "/V1/plugins", "/v1/nothing"} {
+		code, e := call(t, srv, http.MethodGet, p, "", nil)
+		if want := "no such endpoint: GET " + p; code != http.StatusNotFound || e.Error.Code != "not_found" || e.Error.Message != want {
+			t.Errorf("GET %s answered %d %s %q, want 404 not_found %q", p, code, e.Error.Code, e.Error.Message, want)
+		}
+	}
+}

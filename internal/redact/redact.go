@@ -62,6 +62,17 @@ func ForClient(c *coordinator.Coordinator, msg string) (string, bool) {
 	return out, out != msg
 }
 
+// ClientText answers msg, a text of the client's own (the path of its
+// request), rendered as ForClient renders a message but not shortened as
+// a host's path: "/api/v1/records" read as "…/records" would hide the
+// very part the client got wrong.
+func ClientText(c *coordinator.Coordinator, msg string) string {
+	if c == nil {
+		return msg
+	}
+	return c.RenderText(sdk.Identity{}, msg, coordinator.TextError)
+}
+
 // Message answers msg without credentials (each replaced by "[hidden]"),
 // absolute paths (each keeps only its last element, after "…/") or
 // process ids, and whether it changed.
