@@ -160,6 +160,13 @@ func checkMessage(path string, m map[string]any) error {
 	bad := func(field, problem string) error {
 		return &sdk.FieldError{Field: path + field, Problem: problem, Err: sdk.ErrInvalid}
 	}
+	// The SDK refuses an id of another type in its Go words ("invalid ID
+	// type bool").
+	switch m["id"].(type) {
+	case nil, string, float64:
+	default:
+		return bad("id", "must be a string or an integer")
+	}
 	if n, ok := m["id"].(float64); ok && n != math.Trunc(n) {
 		return bad("id", fmt.Sprintf("%v is not an integer; an id is a string or an integer", n))
 	}

@@ -159,6 +159,8 @@ func TestMCPTransportRefusalsSayItOnce(t *testing.T) {
 		{"unknown method", "", `{"jsonrpc":"2.0","id":1,"method":"tools/cal"}`, `method "tools/cal" is not one this MCP server answers`},
 		{"unknown method with a quote", "", `{"jsonrpc":"2.0","id":1,"method":"a\"b"}`, `method "a\"b" is not one this MCP server answers`},
 		{"unknown protocol version", "1999-01-01", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "Unsupported protocol version (supported versions: "},
+		{"boolean id", "", `{"jsonrpc":"2.0","id":true,"method":"ping"}`, "id: must be a string or an integer"},
+		{"object id in a batch", "", `[{"jsonrpc":"2.0","id":{},"method":"ping"}]`, "request body[0].id: must be a string or an integer"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			req, _ := http.NewRequest("POST", srv.URL+"/mcp?identity=alice", strings.NewReader(c.body))
@@ -175,7 +177,7 @@ func TestMCPTransportRefusalsSayItOnce(t *testing.T) {
 			if e.Error.Code != "invalid_argument" || !strings.HasPrefix(e.Error.Message, c.want) {
 				t.Fatalf("message %q, want it to start %q", e.Error.Message, c.want)
 			}
-			for _, again := range []string{"Bad Request", "JSON RPC", "unsupported"} {
+			for _, again := range []string{"Bad Request", "JSON RPC", "unsupported", "bool"} {
 				if strings.Contains(e.Error.Message, again) {
 					t.Errorf("message %q says %q", e.Error.Message, again)
 				}
@@ -377,7 +379,7 @@ func TestMCPRequestBounds(t *testing.T) {
 		{"a parameter of another case", "identity=alice&Realm=acme", call(1), 400, "Realm", "not a query parameter of the MCP endpoint"},
 		{"an unknown parameter", "identity=alice&foo=1", call(1), 400, "foo", "it reads identity, realm"},
 		{"a number", "identity=alice", `5`, 400, "", "not a JSON-RPC message"},
-		{"an object id", "identity=alice", `{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}`, 400, "", "not a JSON-RPC message"},
+		{"an object id", "identity=alice", `{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}`, 400, "id", "must be a string or an integer"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			req, _ := http.NewRequest("POST", srv.URL+"/mcp?"+c.query, strings.NewReader(c.body))
