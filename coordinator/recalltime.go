@@ -24,10 +24,12 @@ type RecallTime struct {
 // longer be answered), and the zero time, 0001-01-01T00:00:00Z (or the same
 // instant at another offset), which every layer reads as "no time": an
 // occurred_at dropped, an expiry of year 1 kept as none, a now of year 1
-// read as the host's clock.
+// read as the host's clock. A time inside the zero time's first
+// millisecond is refused too: kept in whole milliseconds, as the wire and
+// every store keep a time, it is the zero time.
 func CheckSentTime(field string, t time.Time) error {
-	if t.IsZero() {
-		return &sdk.FieldError{Field: field, Problem: "is 0001-01-01T00:00:00Z, the zero time, which stands for no time; leave the field out instead", Err: sdk.ErrInvalid}
+	if t.Truncate(time.Millisecond).IsZero() {
+		return &sdk.FieldError{Field: field, Problem: "is 0001-01-01T00:00:00Z, the zero time, in whole milliseconds (as every time is kept), which stands for no time; leave the field out instead", Err: sdk.ErrInvalid}
 	}
 	return sdk.CheckTime(field, t)
 }

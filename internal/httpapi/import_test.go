@@ -28,6 +28,7 @@ func TestImportRefusesInconsistentRecords(t *testing.T) {
 		// dropped), where POST /v1/records refuses it.
 		{"an expiry of the zero time", `{"records":[` + strings.Replace(one("rz1", "t", "2023-05-27T09:00:00Z"), `"status"`, `"expires_at":"0001-01-01T00:00:00Z","status"`, 1) + `]}`, "records[0].expires_at"},
 		{"an occurrence of the zero time elsewhere", `{"records":[` + strings.Replace(one("rz2", "t", "2023-05-27T09:00:00Z"), `"status"`, `"occurred_at":"0001-01-01T05:00:00+05:00","status"`, 1) + `]}`, "records[0].occurred_at"},
+		{"an expiry in the zero time's millisecond", `{"records":[` + strings.Replace(one("rz5", "t", "2023-05-27T09:00:00Z"), `"status"`, `"expires_at":"0001-01-01T00:00:00.0005Z","status"`, 1) + `]}`, "records[0].expires_at"},
 		{"a creation at the zero time", `{"records":[` + one("rz3", "t", "2023-05-27T09:00:00Z") + `,` + strings.Replace(one("rz4", "u", "2023-05-27T09:00:00Z"), `"2023-05-27T09:00:00Z"`, `"0001-01-01T00:00:00Z"`, 1) + `]}`, "records[1].created_at"},
 	}
 	for _, tc := range cases {

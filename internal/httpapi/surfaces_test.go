@@ -103,6 +103,11 @@ func TestTimesAgreeAcrossSurfaces(t *testing.T) {
 		{"2023-05-27T23:59:60Z", false},
 		{"2023-05-27", false},
 		{"0001-01-01T00:00:00Z", false},
+		// Inside the zero time's millisecond: kept in whole milliseconds,
+		// as every store keeps a time, it was the zero time, so an expiry
+		// already past was stored as none and an occurrence dropped.
+		{"0001-01-01T00:00:00.0009Z", false},
+		{"0001-01-01T01:00:00.000000001+01:00", false},
 		{"0000-12-31T23:00:00-01:00", false},
 		{"0000-06-01T00:00:00Z", false},
 		{"9999-12-31T23:00:00-01:00", false},
