@@ -15,6 +15,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/memhost/memhost/coordinator/timequery"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -403,7 +404,7 @@ func ageLabel(at, now time.Time) string {
 func occurredLabel(at time.Time, zone *time.Location) string {
 	at = at.UTC()
 	switch {
-	case at.Hour() == 0 && at.Minute() == 0 && at.Second() == 0:
+	case timequery.IsDate(at):
 		return at.Format("Mon 2006-01-02")
 	case zone == nil:
 		return at.Format("Mon 2006-01-02 15:04 UTC")

@@ -39,7 +39,7 @@ func Rank(hits []sdk.Hit, in Intent) {
 	if in.HasWindow() {
 		width := seconds(in.Since, in.Until)
 		for i := range hits {
-			t := hits[i].Record.When()
+			t := when(hits[i].Record, in.Since.Location())
 			var off float64
 			switch {
 			case t.Before(in.Since):
@@ -96,6 +96,40 @@ func Rank(hits []sdk.Hit, in Intent) {
 	}
 }
 
+// IsDate reports whether an occurred_at is a date given without a time:
+// midnight UTC.
+func IsDate(t time.Time) bool {
+	t = t.UTC()
+	return t.Hour() == 0 && t.Minute() == 0 && t.Second() == 0
+}
+
+// when answers the time r happened for a window read in loc: an
+// occurred_at that is a date (IsDate) is that day wherever it is read, as
+// the envelope shows it, so it begins at the day's first instant in loc,
+// not at midnight UTC, which is the day before west of Greenwich.
+func when(r sdk.Record, loc *time.Location) time.Time {
+	if r.OccurredAt.IsZero() || !IsDate(r.OccurredAt) {
+		return r.When()
+	}
+	y, m, d := r.OccurredAt.UTC().Date()
+	return midnight(y, m, d, loc)
+}
+
+// dateSpan answers [since, until) widened to hold the occurred_at of every
+// date the window's days are (when), so a recall filtering on instants
+// finds the records of those dates too.
+func dateSpan(since, until time.Time) (time.Time, time.Time) {
+	y, m, d := since.Date()
+	if t := time.Date(y, m, d, 0, 0, 0, 0, time.UTC); t.Before(since) {
+		since = t
+	}
+	y, m, d = until.Date()
+	if t := time.Date(y, m, d, 0, 0, 0, 0, time.UTC); t.After(until) {
+		until = t
+	}
+	return since, until
+}
+
 // seconds answers b-a in seconds. time.Time.Sub saturates at 292 years,
 // and a record may carry any year from 1 to 9999.
 func seconds(a, b time.Time) float64 {
@@ -138,11 +172,12 @@ func Recall(ctx context.Context, recall RecallFunc, q sdk.RecallQuery, now time.
 	if in.HasWindow() {
 		win := q
 		win.Limit = limit
-		if q.Since.IsZero() || in.Since.After(q.Since) {
-			win.Since = in.Since
+		since, until := dateSpan(in.Since, in.Until)
+		if q.Since.IsZero() || since.After(q.Since) {
+			win.Since = since
 		}
-		if q.Until.IsZero() || in.Until.Before(q.Until) {
-			win.Until = in.Until
+		if q.Until.IsZero() || until.Before(q.Until) {
+			win.Until = until
 		}
 		if win.Since.Before(win.Until) {
 			if more, err := recall(ctx, win); err == nil {

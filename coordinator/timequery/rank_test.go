@@ -184,3 +184,42 @@ func TestBelowWide(t *testing.T) {
 		})
 	}
 }
+
+// TestRankReadsADateInTheQuerysZone: an occurred_at at midnight UTC is a
+// date given without a time, which the envelope shows as that date in any
+// zone. With now at -07:00 Saturday begins at 07:00 UTC, and the record
+// of Saturday's date was judged as Friday evening and the one of Sunday's
+// as Saturday: "last Saturday" ranked the record the model reads as
+// Sunday first, and the recall inside the window did not find Saturday's.
+func TestRankReadsADateInTheQuerysZone(t *testing.T) {
+	at := time.Date(2023, 5, 30, 10, 0, 0, 0, time.FixedZone("", -7*3600))
+	for _, at := range []time.Time{at, time.Date(2023, 5, 30, 10, 0, 0, 0, time.FixedZone("", 9*3600))} {
+		hits := []sdk.Hit{hit("sunday", 2, d(2023, 5, 28)), hit("saturday", 2, d(2023, 5, 27)), hit("friday", 2, d(2023, 5, 26))}
+		Rank(hits, Parse("what did I do last Saturday", at))
+		if got := ids(hits); got[0] != "saturday" {
+			t.Errorf("Rank at %v = %v, want the record of Saturday's date first", at, got)
+		}
+	}
+
+	var store []sdk.Hit
+	for i := range 100 {
+		store = append(store, hit("filler"+string(rune('A'+i%26))+string(rune('a'+i/26)), 10, d(2023, 1, 1)))
+	}
+	store = append(store, hit("saturday", 9.5, d(2023, 5, 27)))
+	recall := func(_ context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
+		var out []sdk.Hit
+		for _, h := range store {
+			if q.InWindow(h.Record.When()) {
+				out = append(out, h)
+			}
+		}
+		return out[:min(q.Limit, len(out))], nil
+	}
+	got, err := Recall(context.Background(), recall, sdk.RecallQuery{Realm: "r", Query: "what did I do last Saturday", Limit: 5}, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) == 0 || got[0].Record.ID != "saturday" {
+		t.Fatalf("Recall at %v answered %v, want Saturday's record first", at, ids(got))
+	}
+}
