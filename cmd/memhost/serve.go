@@ -259,7 +259,7 @@ func (h *host) apiOptions(cfg *config.Config, logger hclog.Logger, providerOf fu
 	}
 	var tokens []httpapi.Token
 	for _, t := range cfg.Tokens {
-		tokens = append(tokens, httpapi.Token{Name: t.Name, Secret: t.Secret, Realms: t.Realms, Role: t.Role, Identities: t.Identities})
+		tokens = append(tokens, httpapi.Token{Name: t.Name, Secret: t.Secret, Realms: t.Realms, Role: t.Role, Identities: t.Identities, MaxInFlight: t.MaxInFlight})
 	}
 	return httpapi.Options{
 		Logger:       logger.Named("http"),

@@ -210,8 +210,15 @@ type Token struct {
 	// as; none leaves it free to act as any identity of its realms (an
 	// agent runtime serving many users).
 	Identities []string
-	Pos        string // "file:line"
+	// MaxInFlight bounds the token's requests being served at once; one
+	// beyond it is answered 429 (DefaultMaxInFlight unless the block
+	// says otherwise).
+	MaxInFlight int
+	Pos         string // "file:line"
 }
+
+// DefaultMaxInFlight is a token's max_in_flight when its block sets none.
+const DefaultMaxInFlight = 64
 
 // String describes the token without its secret.
 func (t Token) String() string {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -327,8 +328,32 @@ token "many" {
 	if got := fmt.Sprint(c.Tokens[0].Identities, c.Tokens[1].Identities); got != "[alice] [bob carol]" {
 		t.Errorf("identities = %s", got)
 	}
-	if out := string(c.HCL()); !strings.Contains(out, `identity   = ["bob", "carol"]`) {
+	if out := string(c.HCL()); !regexp.MustCompile(`identity +\= \["bob", "carol"\]`).MatchString(out) {
 		t.Errorf("formatted config lost the identities:\n%s", out)
+	}
+}
+
+// TestTokenSettingsRoundTrip: the formatted config keeps every setting
+// of a token. It wrote no role, so an application token read back as an
+// agent.
+func TestTokenSettingsRoundTrip(t *testing.T) {
+	c := mustParse(t, `
+token "app" {
+  secret_env    = "MEMHOST_TOKEN_OPS"
+  realms        = ["default"]
+  role          = "application"
+  max_in_flight = 8
+}`)
+	if tok := c.Tokens[0]; tok.Role != RoleApplication || tok.MaxInFlight != 8 {
+		t.Fatalf("token = %+v", tok)
+	}
+	assertRoundTrip(t, testOptions(t), c)
+	if d := mustParse(t, `
+token "agent" {
+  secret_env = "MEMHOST_TOKEN_OPS"
+  realms     = ["default"]
+}`); d.Tokens[0].MaxInFlight != DefaultMaxInFlight {
+		t.Errorf("max_in_flight unset = %d, want %d", d.Tokens[0].MaxInFlight, DefaultMaxInFlight)
 	}
 }
 

@@ -109,6 +109,8 @@ func (c *Config) HCL() []byte {
 			realms[i] = cty.StringVal(r)
 		}
 		b.SetAttributeValue("realms", cty.TupleVal(realms))
+		b.SetAttributeValue("role", cty.StringVal(t.Role))
+		b.SetAttributeValue("max_in_flight", cty.NumberIntVal(int64(t.MaxInFlight)))
 		if len(t.Identities) > 0 {
 			ids := make([]cty.Value, len(t.Identities))
 			for i, id := range t.Identities {

@@ -136,6 +136,7 @@ var (
 	}}
 	tokenSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 		{Name: "secret_env", Required: true}, {Name: "realms", Required: true}, {Name: "role"}, {Name: "identity"},
+		{Name: "max_in_flight"},
 	}}
 	serverSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 		{Name: "max_body_bytes"}, {Name: "read_timeout_ms"}, {Name: "shutdown_timeout_ms"}, {Name: "allowed_hosts"},
@@ -286,6 +287,8 @@ func (d *decoder) token(b *hcl.Block) {
 	d.strings(content.Attributes, "realms", key+".realms", &t.Realms)
 	d.identities(content.Attributes, key+".identity", &t.Identities)
 	t.Role = RoleAgent
+	t.MaxInFlight = DefaultMaxInFlight
+	d.integer(content.Attributes, "max_in_flight", key+".max_in_flight", &t.MaxInFlight)
 	if d.str(content.Attributes, "role", key+".role", &t.Role) && t.Role != RoleAgent && t.Role != RoleApplication {
 		d.errorf(content.Attributes["role"].Expr.Range().Ptr(), "Invalid token role",
 			"Token %q: role %q is neither %q nor %q.", t.Name, t.Role, RoleApplication, RoleAgent)

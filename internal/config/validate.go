@@ -402,6 +402,9 @@ func (c *Config) validateTokens(p *problems) {
 		if len(t.Realms) == 0 {
 			p.add(key+".realms", "Invalid realms", "Token %q must name at least one realm.", t.Name)
 		}
+		if t.MaxInFlight < 1 {
+			p.add(key+".max_in_flight", "Invalid max_in_flight", "Token %q: max_in_flight must be at least 1.", t.Name)
+		}
 		seen := map[string]bool{}
 		for _, r := range t.Realms {
 			if problem := checkName(r); problem != "" {

@@ -63,7 +63,7 @@ func statusOf(code string) int {
 		return http.StatusInsufficientStorage
 	case compaction.CodeHistoryMismatch:
 		return http.StatusConflict
-	case codeTooManyProposals:
+	case codeTooManyProposals, codeTooManyRequests:
 		return http.StatusTooManyRequests
 	case compaction.CodeFailed, compaction.CodeEmpty, compaction.CodeTooLarge:
 		return http.StatusBadGateway
@@ -86,6 +86,9 @@ func codeOf(err error) string {
 	}
 	if errors.Is(err, proposal.ErrTooMany) {
 		return codeTooManyProposals
+	}
+	if errors.Is(err, errTooManyInFlight) {
+		return codeTooManyRequests
 	}
 	if errors.Is(err, pluginhost.ErrProviderUnavailable) {
 		return CodeProviderUnavailable

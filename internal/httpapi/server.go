@@ -16,6 +16,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
@@ -52,6 +53,9 @@ type Token struct {
 	Realms     []string
 	Role       string
 	Identities []string
+	// MaxInFlight bounds the token's requests being served at once
+	// (DefaultMaxInFlight when 0); one beyond it is answered 429.
+	MaxInFlight int
 }
 
 // Plugins reports plugin health for /readyz and /v1/plugins.
@@ -125,6 +129,9 @@ type Server struct {
 	// digests are opts.Tokens' secrets' SHA-256, in order, which
 	// authenticate compares with the one sent.
 	digests [][sha256.Size]byte
+	// inFlight counts each token's requests being served, in the order
+	// of opts.Tokens (see admit).
+	inFlight []atomic.Int64
 }
 
 // New builds the server and its routes.
@@ -149,7 +156,13 @@ func New(opts Options) *Server {
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics(opts.Plugins, nil)
 	}
-	s := &Server{opts: opts}
+	opts.Tokens = slices.Clone(opts.Tokens)
+	for i := range opts.Tokens {
+		if opts.Tokens[i].MaxInFlight <= 0 {
+			opts.Tokens[i].MaxInFlight = DefaultMaxInFlight
+		}
+	}
+	s := &Server{opts: opts, inFlight: make([]atomic.Int64, len(opts.Tokens))}
 	for _, t := range opts.Tokens {
 		s.digests = append(s.digests, sha256.Sum256([]byte(t.Secret)))
 	}
@@ -285,6 +298,7 @@ func (s *Server) handle(mux *http.ServeMux, pattern string, h http.Handler) {
 // caller is the authenticated principal of a request.
 type caller struct {
 	token *Token // nil when the server runs without tokens
+	slot  int    // the token's place in Options.Tokens
 }
 
 // application reports whether the caller has the application role. A
@@ -339,6 +353,11 @@ func (s *Server) routeWithin(mux *http.ServeMux, pattern string, timeout time.Du
 			if err != nil {
 				return err
 			}
+			release, err := s.admit(rec, c)
+			if err != nil {
+				return err
+			}
+			defer release()
 			if err := checkQuery(pattern, r.URL.RawQuery); err != nil {
 				return err
 			}
@@ -390,15 +409,16 @@ func (s *Server) authenticate(header http.Header) (caller, error) {
 	// neither a secret's length nor which token matched.
 	sent := sha256.Sum256([]byte(h[len(prefix):]))
 	var found *Token
+	slot := 0
 	for i, want := range s.digests {
 		if subtle.ConstantTimeCompare(sent[:], want[:]) == 1 && found == nil {
-			found = &s.opts.Tokens[i]
+			found, slot = &s.opts.Tokens[i], i
 		}
 	}
 	if found == nil {
 		return caller{}, fmt.Errorf("the bearer token is not recognised: %w", errUnauthenticated)
 	}
-	return caller{token: found}, nil
+	return caller{token: found, slot: slot}, nil
 }
 
 // realm resolves the realm a request names (the default when empty) and
@@ -450,8 +470,15 @@ func (s *Server) mountMCP(mux *http.ServeMux, h http.Handler) {
 		reqID := requestID(r)
 		rec.Header().Set(HeaderRequestID, reqID)
 		err := mcpHeader(r)
+		var c caller
 		if err == nil {
-			_, _, err = s.mcpIdentity(r.Header)
+			_, c, err = s.mcpIdentity(r.Header)
+		}
+		if err == nil {
+			var release func()
+			if release, err = s.admit(rec, c); err == nil {
+				defer release()
+			}
 		}
 		if err == nil {
 			err = contentCoding(r)
