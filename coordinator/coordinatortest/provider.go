@@ -501,6 +501,9 @@ func (p *Provider) Import(ctx context.Context, realm string, recs []sdk.Record) 
 	var res sdk.ImportResult
 	now := p.now()
 	for _, r := range recs {
+		// Stored in the realm imported into, as a store keeps it: its
+		// fetches and exports are held to that realm (sdk/host).
+		r.Realm = realm
 		dup := slices.ContainsFunc(p.records[realm], func(s *stored) bool {
 			return s.rec.ID == r.ID || (r.Recallable(now) && s.rec.Recallable(now) && s.rec.Scope == r.Scope && s.rec.ContentHash == r.ContentHash)
 		})

@@ -118,3 +118,81 @@ func TestRecallKeepsToItsRealm(t *testing.T) {
 		t.Errorf("a token of realm default recalled realm acme's record: %s", body)
 	}
 }
+
+// realmBlindStore fetches, forgets and exports in realm "acme" too, as a
+// provider serving many realms that ignores its calls' realm might.
+type realmBlindStore struct{ *coordinatortest.Provider }
+
+func (p realmBlindStore) Get(ctx context.Context, realm string, ids []string) ([]sdk.Record, error) {
+	recs, err := p.Provider.Get(ctx, realm, ids)
+	if err != nil || len(recs) > 0 {
+		return recs, err
+	}
+	return p.Provider.Get(ctx, "acme", ids)
+}
+
+func (p realmBlindStore) Forget(ctx context.Context, realm string, ids []string) (int, error) {
+	n, err := p.Provider.Forget(ctx, realm, ids)
+	if err != nil {
+		return n, err
+	}
+	m, err := p.Provider.Forget(ctx, "acme", ids)
+	return n + m, err
+}
+
+func (p realmBlindStore) Export(ctx context.Context, realm, after string, limit int) (sdk.ExportPage, error) {
+	page, err := p.Provider.Export(ctx, realm, after, limit)
+	if err != nil {
+		return page, err
+	}
+	more, err := p.Provider.Export(ctx, "acme", after, limit)
+	page.Records = append(page.Records, more.Records...)
+	return page, err
+}
+
+// TestRecordsByIDKeepToTheirRealm: a provider that ignores the realm of
+// a fetch or an export answers another realm's records; GET
+// /v1/records/{id} and the listing passed them on to a token of realm
+// default, and a bound token's forget acted on one. A plugin's answer
+// over the wire was held to its realm; an in-process one's now is too.
+func TestRecordsByIDKeepToTheirRealm(t *testing.T) {
+	p := coordinatortest.NewProvider(sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapArchive)
+	ids := p.MustAdd("acme", sdk.Record{Scope: sdk.IdentityScope("alice"), Kind: sdk.KindFact, Title: "ACME-PRIVATE harbour deal", Body: "acme buys the harbour"})
+	providers := func(string) (sdk.Provider, error) { return realmBlindStore{p}, nil }
+	coord, err := coordinator.New(testConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { coord.Close(context.Background()) })
+	const alice, app = "alice-secret-0123456789", "app-secret-0123456789"
+	tokens := []Token{
+		{Name: "alice", Secret: alice, Realms: []string{"default"}, Role: RoleApplication, Identities: []string{"alice"}},
+		{Name: "app", Secret: app, Realms: []string{"default"}, Role: RoleApplication},
+	}
+	srv := httptest.NewServer(New(Options{Tokens: tokens, Provider: providers, Coordinator: coord}).Handler())
+	t.Cleanup(srv.Close)
+	do := func(secret, method, path string) (int, string) {
+		req, _ := http.NewRequest(method, srv.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+secret)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(body)
+	}
+	for _, secret := range []string{alice, app} {
+		for _, path := range []string{"/v1/records/" + ids[0], "/v1/records", "/v1/scopes"} {
+			if code, body := do(secret, "GET", path); strings.Contains(body, "ACME-PRIVATE") || strings.Contains(body, "acme") {
+				t.Errorf("GET %s = %d %s: realm acme's record to a token of realm default", path, code, body)
+			}
+		}
+	}
+	// A bound token's forget looks at the record first (an application
+	// token's goes straight to the provider, which alone answers for it).
+	do(alice, "DELETE", "/v1/records/"+ids[0])
+	if recs, _ := p.Get(context.Background(), "acme", ids); len(recs) == 0 {
+		t.Errorf("a token of realm default forgot realm acme's record")
+	}
+}

@@ -35,10 +35,11 @@ func (s *store) Export(context.Context, string, string, int) (sdk.ExportPage, er
 	return sdk.ExportPage{}, nil
 }
 
-func (s *store) Import(_ context.Context, _ string, recs []sdk.Record) (sdk.ImportResult, error) {
+func (s *store) Import(_ context.Context, realm string, recs []sdk.Record) (sdk.ImportResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, r := range recs {
+		r.Realm = realm // as a store keeps it: its fetches are held to it
 		s.records[r.ID] = r
 	}
 	return sdk.ImportResult{Imported: len(recs)}, nil

@@ -80,7 +80,11 @@ func (p *Provider) Writer() (sdk.RecordWriter, bool) {
 
 // Getter answers the provider's sdk.RecordGetter when it declared sdk.CapFetch.
 func (p *Provider) Getter() (sdk.RecordGetter, bool) {
-	return capability[sdk.RecordGetter](p, sdk.CapFetch)
+	g, ok := capability[sdk.RecordGetter](p, sdk.CapFetch)
+	if ok && p.local {
+		return localGetter{g}, true
+	}
+	return g, ok
 }
 
 // Forgetter answers the provider's sdk.RecordForgetter when it declared sdk.CapForget.
@@ -115,7 +119,44 @@ func (p *Provider) Ledger() (sdk.LedgerWriter, bool) {
 
 // Archiver answers the provider's sdk.Archiver when it declared sdk.CapArchive.
 func (p *Provider) Archiver() (sdk.Archiver, bool) {
-	return capability[sdk.Archiver](p, sdk.CapArchive)
+	a, ok := capability[sdk.Archiver](p, sdk.CapArchive)
+	if ok && p.local {
+		return localArchiver{a}, true
+	}
+	return a, ok
+}
+
+// localGetter holds an in-process plugin's fetch to the realm and ids
+// asked, as a client holds a plugin's answer over the wire: every caller
+// of Get (a record by id, a forget's or an approval's look first) acts
+// on what it answers, so another realm's record for an id must not
+// reach them.
+type localGetter struct{ sdk.RecordGetter }
+
+func (g localGetter) Get(ctx context.Context, realm string, ids []string) ([]sdk.Record, error) {
+	recs, err := g.RecordGetter.Get(ctx, realm, ids)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRecords("get", realm, recs, ids); err != nil {
+		return nil, err
+	}
+	return recs, nil
+}
+
+// localArchiver is localGetter for an in-process plugin's export pages
+// (an export, a listing, the scope counts).
+type localArchiver struct{ sdk.Archiver }
+
+func (a localArchiver) Export(ctx context.Context, realm, after string, limit int) (sdk.ExportPage, error) {
+	page, err := a.Archiver.Export(ctx, realm, after, limit)
+	if err != nil {
+		return sdk.ExportPage{}, err
+	}
+	if err := checkRecords("export", realm, page.Records, nil); err != nil {
+		return sdk.ExportPage{}, err
+	}
+	return page, nil
 }
 
 // Reindexer answers the provider's sdk.Reindexer when it declared sdk.CapReindex.
