@@ -68,6 +68,10 @@ class TooLarge(MemhostError):
     """413 too_large."""
 
 
+class TooManyRequests(MemhostError):
+    """429 too_many_requests: the token's max_in_flight requests are being served; nothing was done; retry after retry_after."""
+
+
 class TooManyProposals(MemhostError):
     """429 too_many_proposals: the agent token's pending proposals are at the bound; retry after retry_after."""
 
@@ -113,6 +117,7 @@ _BY_CODE: dict[str, type[MemhostError]] = {
     "conflict": Conflict,
     "history_mismatch": HistoryMismatch,
     "too_large": TooLarge,
+    "too_many_requests": TooManyRequests,
     "too_many_proposals": TooManyProposals,
     "unsupported": Unsupported,
     "compaction_failed": CompactionFailed,

@@ -177,6 +177,7 @@ class ErrorsTest(Base):
         # A 429 and a 503 say how long to wait; the error carries it.
         cases = [
             (429, "too_many_proposals", memhost.TooManyProposals),
+            (429, "too_many_requests", memhost.TooManyRequests),
             (503, "unavailable", memhost.Unavailable),
             (503, "provider_unavailable", memhost.Unavailable),
         ]

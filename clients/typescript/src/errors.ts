@@ -8,6 +8,7 @@ export type ErrorCode =
   | "conflict"
   | "history_mismatch"
   | "too_large"
+  | "too_many_requests"
   | "too_many_proposals"
   | "unsupported"
   | "compaction_failed"

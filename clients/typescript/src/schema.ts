@@ -900,6 +900,7 @@ export interface components {
          * @description 400 invalid_argument, 401 unauthenticated, 403 permission_denied, 404 not_found,
          *     405 method_not_allowed (with Allow), 409 conflict, 413 too_large,
          *     415 unsupported_media_type (a body in a content coding; on /mcp, a Content-Type other than application/json),
+         *     429 too_many_requests (the token's max_in_flight requests are being served; nothing was done; see Retry-After),
          *     429 too_many_proposals (an agent token's pending proposals in the realm are at the bound; see Retry-After), 501 unsupported, 503 unavailable,
          *     503 provider_unavailable (the realm's provider instance is not serving: it could not start or is restarting; /readyz says why; other realms serve),
          *     503 unavailable (also every request while the host starts its plugins), 504 deadline_exceeded,
@@ -910,7 +911,7 @@ export interface components {
          */
         Error: {
             headers: {
-                /** @description On 503 only: seconds to wait before retrying. */
+                /** @description On 429 and 503: seconds to wait before retrying. */
                 "Retry-After"?: number;
                 [name: string]: unknown;
             };

@@ -176,7 +176,7 @@ describe("errors", () => {
   });
 
   it("a 429 or 503 carries its Retry-After", async () => {
-    for (const [status, code] of [[429, "too_many_proposals"], [503, "unavailable"], [503, "provider_unavailable"]] as const) {
+    for (const [status, code] of [[429, "too_many_proposals"], [429, "too_many_requests"], [503, "unavailable"], [503, "provider_unavailable"]] as const) {
       const server = createServer((_req, res) => {
         res.writeHead(status, { "Content-Type": "application/json", "Retry-After": "7" });
         res.end(JSON.stringify({ error: { code, message: "later" } }));
