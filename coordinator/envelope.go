@@ -409,11 +409,13 @@ func occurredLabel(at time.Time, zone *time.Location) string {
 	case zone == nil:
 		return at.Format("Mon 2006-01-02 15:04 UTC")
 	}
-	at = at.In(zone)
-	if _, offset := at.Zone(); offset == 0 {
+	in := at.In(zone)
+	if _, offset := in.Zone(); offset == 0 || in.Year() < 1 || in.Year() > 9999 {
+		// In UTC too where the offset would carry the time out of the
+		// years a record may hold.
 		return at.Format("Mon 2006-01-02 15:04 UTC")
 	}
-	return at.Format("Mon 2006-01-02 15:04 -07:00")
+	return in.Format("Mon 2006-01-02 15:04 -07:00")
 }
 
 func appendAttr(buf []byte, name, value string) []byte {

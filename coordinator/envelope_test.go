@@ -224,6 +224,11 @@ func TestOccurredLabel(t *testing.T) {
 		{time.Date(2023, 5, 28, 5, 0, 0, 0, time.UTC), time.FixedZone("", 0), "Sun 2023-05-28 05:00 UTC"},
 		// A date without a time stays that date in any zone.
 		{time.Date(2023, 5, 27, 0, 0, 0, 0, time.UTC), pacific, "Sat 2023-05-27"},
+		// An offset that would carry a time out of the years a record
+		// may hold (1-9999) shows it in UTC (from an outside review: it
+		// read "Sat 10000-01-01 23:58 +23:59").
+		{time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC), time.FixedZone("", 23*3600+59*60), "Fri 9999-12-31 23:59 UTC"},
+		{time.Date(1, 1, 1, 0, 0, 1, 0, time.UTC), pacific, "Mon 0001-01-01 00:00 UTC"},
 	} {
 		if got := occurredLabel(tc.at, tc.zone); got != tc.want {
 			t.Errorf("occurredLabel(%v, %v) = %q, want %q", tc.at, tc.zone, got, tc.want)
