@@ -71,6 +71,37 @@ func decodeObject(data []byte, v any) error {
 // MaxMCPBatch bounds the messages of one JSON-RPC batch sent to /mcp.
 const MaxMCPBatch = 16
 
+// MaxMCPDepth bounds how deep an /mcp message nests its values: far past
+// any tool's arguments, and short of the SDK decoder's own limit, which
+// it refuses in its own words.
+const MaxMCPDepth = 64
+
+// nestedDeeper reports whether v, a decoded JSON value, nests objects and
+// arrays more than limit deep.
+func nestedDeeper(v any, limit int) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		if limit == 0 {
+			return true
+		}
+		for _, e := range v {
+			if nestedDeeper(e, limit-1) {
+				return true
+			}
+		}
+	case []any:
+		if limit == 0 {
+			return true
+		}
+		for _, e := range v {
+			if nestedDeeper(e, limit-1) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // strictMCPBody reads an MCP message whole and refuses, as /v1 refuses a
 // body, JSON that repeats a name at any depth (or holds a lone
 // surrogate); r then reads it again. The
@@ -93,6 +124,9 @@ func (s *Server) strictMCPBody(w http.ResponseWriter, r *http.Request) error {
 	var message any
 	if err := strictjson.Decode(data, &message); err != nil {
 		return invalidJSON("request body", err)
+	}
+	if nestedDeeper(message, MaxMCPDepth) {
+		return &sdk.FieldError{Field: "request body", Problem: fmt.Sprintf("nests values more than %d deep", MaxMCPDepth), Err: sdk.ErrInvalid}
 	}
 	// The SDK runs a batch's calls at once: one request of thousands
 	// would be thousands of concurrent recalls against every tenant's.

@@ -161,6 +161,10 @@ func TestMCPTransportRefusalsSayItOnce(t *testing.T) {
 		{"unknown protocol version", "1999-01-01", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "Unsupported protocol version (supported versions: "},
 		{"boolean id", "", `{"jsonrpc":"2.0","id":true,"method":"ping"}`, "id: must be a string or an integer"},
 		{"object id in a batch", "", `[{"jsonrpc":"2.0","id":{},"method":"ping"}]`, "request body[0].id: must be a string or an integer"},
+		// The SDK refused it in its decoder's words ("json: exceeded
+		// maximum nesting depth of 1000"), from an outside review.
+		{"arguments nested 5,000 deep", "", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory_recall","arguments":{"query":"x","tags":` +
+			strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + `}}}`, "request body: nests values more than 64 deep"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			req, _ := http.NewRequest("POST", srv.URL+"/mcp?identity=alice", strings.NewReader(c.body))
