@@ -186,7 +186,10 @@ func (v readView) search(ctx context.Context, p sdk.Provider, q sdk.RecallQuery)
 		readable := hits[:0:0]
 		foreign := 0
 		for _, h := range hits {
-			if !v.hides(h.Record.Scope) {
+			// Another realm's record, from a provider that ignores its
+			// query's realm, is no more the caller's than a hidden scope's
+			// (as POST /v1/recall holds it).
+			if (h.Record.Realm == "" || h.Record.Realm == q.Realm) && !v.hides(h.Record.Scope) {
 				readable = append(readable, h)
 			} else if len(q.ExcludeIDs) < sdk.MaxBatch {
 				q.ExcludeIDs = append(q.ExcludeIDs, h.Record.ID)

@@ -196,3 +196,34 @@ func TestRecordsByIDKeepToTheirRealm(t *testing.T) {
 		t.Errorf("a token of realm default forgot realm acme's record")
 	}
 }
+
+// TestSearchKeepsToItsRealm: GET /v1/records?q= asks the provider's
+// recall, as POST /v1/recall does; an in-process provider that ignores
+// its query's realm had its answer passed on whole there, another
+// realm's records to a token of realm default.
+func TestSearchKeepsToItsRealm(t *testing.T) {
+	p := coordinatortest.NewProvider(sdk.CapWrite, sdk.CapFetch)
+	p.MustAdd("default", sdk.Record{Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "default harbour", Body: "the harbour opens at nine"})
+	p.MustAdd("acme", sdk.Record{Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "ACME-PRIVATE harbour deal", Body: "acme buys the harbour"})
+	providers := func(string) (sdk.Provider, error) { return realmBlind{p}, nil }
+	coord, err := coordinator.New(testConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { coord.Close(context.Background()) })
+	const secret = "default-secret-0123456789"
+	tokens := []Token{{Name: "default", Secret: secret, Realms: []string{"default"}, Role: RoleApplication}}
+	srv := httptest.NewServer(New(Options{Tokens: tokens, Provider: providers, Coordinator: coord}).Handler())
+	t.Cleanup(srv.Close)
+	req, _ := http.NewRequest("GET", srv.URL+"/v1/records?q=harbour", nil)
+	req.Header.Set("Authorization", "Bearer "+secret)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.Contains(string(body), "ACME-PRIVATE") {
+		t.Errorf("a token of realm default found realm acme's record: %d %s", resp.StatusCode, body)
+	}
+}
