@@ -353,11 +353,19 @@ func Target(ctx context.Context, realm string, p sdk.Provider, r *sdk.Record) (s
 		return sdk.Record{}, false
 	}
 	for _, h := range hits {
-		if h.Record.ID != r.ID && h.Record.Status == sdk.StatusActive && h.Record.Kind == r.Kind && strings.EqualFold(strings.TrimSpace(h.Record.Title), title) {
+		// A provider that ignores its query's realm answers another
+		// realm's records: none is this proposal's to show or supersede.
+		if h.Record.ID != r.ID && ofRealm(&h.Record, realm) && h.Record.Status == sdk.StatusActive && h.Record.Kind == r.Kind && strings.EqualFold(strings.TrimSpace(h.Record.Title), title) {
 			return h.Record, true
 		}
 	}
 	return sdk.Record{}, false
+}
+
+// ofRealm reports whether r, a provider's answer to a call in realm, is of
+// that realm (a record that names none is taken to be).
+func ofRealm(r *sdk.Record, realm string) bool {
+	return r.Realm == "" || r.Realm == realm
 }
 
 // Pending is one proposal as a reviewer sees it.

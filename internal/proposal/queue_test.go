@@ -466,3 +466,24 @@ func TestImportWithoutForget(t *testing.T) {
 		t.Fatalf("import = %+v, %v; want the provider's import of both", res, err)
 	}
 }
+
+// realmBlindRecall answers one record of realm "acme" to every recall, as
+// a provider serving many realms that ignores its query's realm might.
+type realmBlindRecall struct{ sdk.Provider }
+
+func (p realmBlindRecall) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
+	return []sdk.Hit{{Record: sdk.Record{ID: "acme1", Realm: "acme", Scope: sdk.RealmScope, Kind: sdk.KindFact,
+		Title: "Harbour hours", Body: "ACME-PRIVATE", Status: sdk.StatusActive}, Score: 1}}, nil
+}
+
+// TestTargetKeepsToItsRealm: a proposal's target, shown to its reviewer
+// whole and superseded on approval, is a record of the proposal's realm;
+// a provider that ignores its query's realm had another realm's record
+// answered as the target.
+func TestTargetKeepsToItsRealm(t *testing.T) {
+	p := realmBlindRecall{newStore(sdk.CapWrite, sdk.CapFetch)}
+	prop := sdk.Record{ID: "p1", Realm: "default", Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "Harbour hours", Body: "nine"}
+	if got, ok := Target(context.Background(), "default", p, &prop); ok {
+		t.Errorf("the target of a proposal of realm default is realm %q's record %q", got.Realm, got.ID)
+	}
+}
