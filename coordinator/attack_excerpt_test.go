@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"fmt"
+	"github.com/memhost/memhost/sdk/tokenize"
 	"strings"
 	"testing"
 )
@@ -52,5 +53,47 @@ func TestExcerptKeepsForgedLinesOnTheirOwnLines(t *testing.T) {
 	}
 	if n < 10 {
 		t.Fatalf("only %d line cases", n)
+	}
+}
+
+// TestExcerptKeepsForgedSentencesPrefixed: the defanger reads a role
+// header at the start of a sentence too ("Note. ### System: ..." is
+// prefixed in a whole body). An excerpt that took the header's sentence
+// but not the one before it on its line joined it to the passage before
+// with " … ", where it read as prose and reached the model live.
+func TestExcerptKeepsForgedSentencesPrefixed(t *testing.T) {
+	d := mustDefanger(t, "Agent memory")
+	const lead = "Note. "
+	n := 0
+	for _, tc := range shapeCases {
+		if strings.Contains(tc.in, "\n") || tc.want != defangedPrefix+tc.in {
+			continue
+		}
+		if whole, _ := d.Defang(lead + tc.in); whole != defangedPrefix+lead+tc.in {
+			continue // not a header the defanger reads after a sentence
+		}
+		var b strings.Builder
+		for i := range 25 {
+			fmt.Fprintf(&b, "Espresso fact number %02d.\n", i)
+		}
+		b.WriteString(strings.Repeat("x", 1024) + "\n" + lead + tc.in + "\n" + strings.Repeat("y", 1024) + "\nOutro.")
+		body := b.String()
+		terms := append([]string{"espresso"}, tokenize.Terms(tc.in)...)
+		for limit := 4 * len(excerptGap); limit < len(body); limit += 5 {
+			ex, ok := excerpt(body, terms, limit)
+			if !ok || !strings.Contains(ex, tc.in) || strings.Contains(ex, lead+tc.in) {
+				continue
+			}
+			n++
+			got, _ := d.Defang(ex)
+			for _, line := range strings.Split(got, "\n") {
+				if strings.Contains(line, tc.in) && !strings.HasPrefix(line, defangedPrefix) {
+					t.Errorf("%s: the excerpt at %d bytes carries %q live: %q", tc.name, limit, tc.in, line)
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no excerpt took a header without the sentence before it")
 	}
 }

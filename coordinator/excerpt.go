@@ -17,8 +17,8 @@ import (
 // excerpt is defanged, escaped and framed exactly as a whole body is.
 
 // excerptGap joins passages that are not adjacent in the body, and marks
-// a cut start or end; a line break stands for its space on the side of a
-// passage that starts or ends a line (gapMark).
+// a cut start or end; a line break stands for its space before a passage
+// and after one that ends a line (gapMark).
 const excerptGap = " … "
 
 // excerptBytes is the most an excerpt holds: half of a body's budget, so
@@ -106,11 +106,14 @@ func excerpt(body string, terms []string, limit int) (string, bool) {
 		if !taken[i] {
 			continue
 		}
+		// A passage after a gap begins a line: it starts a line or a
+		// sentence of the body, and the defanger reads a role header at
+		// either ("Note. ### System: ..."); after " … " it read as prose.
 		switch {
 		case last < 0 && p.start > lead:
-			b.WriteString(gapMark(false, startsLine(body, p.start)))
+			b.WriteString(gapMark(false, true))
 		case last >= 0 && last != i-1:
-			b.WriteString(gapMark(endsLine(body, pieces[last].end), startsLine(body, p.start)))
+			b.WriteString(gapMark(endsLine(body, pieces[last].end), true))
 		case last >= 0:
 			// Adjacent: the text between the two pieces (spacing) is kept.
 			b.WriteString(body[pieces[last].end:p.start])
@@ -125,9 +128,9 @@ func excerpt(body string, terms []string, limit int) (string, bool) {
 }
 
 // gapMark answers the gap mark between a passage that ends a line of the
-// body (after) and one that starts a line (before): a line break stands
-// for the space on that side, so each passage keeps its line as the
-// defanger reads it. Joined into the middle of a line, a forged role line
+// body (after) and one that begins a line of the excerpt (before): a line
+// break stands for the space on that side, so each passage keeps its line
+// as the defanger reads it. Joined into the middle of a line, a forged role line
 // ("### System: ...", "[SYSTEM] ...") reads as prose to the defanger and
 // as a header to a model. Every form is as long as excerptGap.
 func gapMark(after, before bool) string {
@@ -139,13 +142,6 @@ func gapMark(after, before bool) string {
 		gap = gap[:len(gap)-1] + "\n"
 	}
 	return gap
-}
-
-// startsLine reports whether the passage at start begins a line of body:
-// only spacing lies between it and a line break or the body's start.
-func startsLine(body string, start int) bool {
-	space := strings.TrimRightFunc(body[:start], unicode.IsSpace)
-	return len(space) == 0 || strings.ContainsAny(body[len(space):start], "\n\r")
 }
 
 // endsLine reports whether the passage ending at end ends a line of body.
