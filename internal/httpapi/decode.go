@@ -107,15 +107,15 @@ func nestedDeeper(v any, limit int) bool {
 // surrogate); r then reads it again. The
 // SDK's decoder keeps the last of two "name"s or "arguments", where a
 // gateway in front may have read the first: the tool it let through is
-// not the one that would run.
-func (s *Server) strictMCPBody(w http.ResponseWriter, r *http.Request) error {
+// not the one that would run. It answers how many messages the body holds.
+func (s *Server) strictMCPBody(w http.ResponseWriter, r *http.Request) (int, error) {
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return fmt.Errorf("request body is over the %d-byte limit: %w", s.opts.MaxBodyBytes, sdk.ErrTooLarge)
+			return 0, fmt.Errorf("request body is over the %d-byte limit: %w", s.opts.MaxBodyBytes, sdk.ErrTooLarge)
 		}
-		return badRequest("request body could not be read")
+		return 0, badRequest("request body could not be read")
 	}
 	// Refused whatever the SDK would make of it: its decoder reads the
 	// first value of a body with trailing data ("{...} x", or a second
@@ -123,16 +123,16 @@ func (s *Server) strictMCPBody(w http.ResponseWriter, r *http.Request) error {
 	// let junk after it switch every check below off.
 	var message any
 	if err := strictjson.Decode(data, &message); err != nil {
-		return invalidJSON("request body", err)
+		return 0, invalidJSON("request body", err)
 	}
 	if nestedDeeper(message, MaxMCPDepth) {
-		return &sdk.FieldError{Field: "request body", Problem: fmt.Sprintf("nests values more than %d deep", MaxMCPDepth), Err: sdk.ErrInvalid}
+		return 0, &sdk.FieldError{Field: "request body", Problem: fmt.Sprintf("nests values more than %d deep", MaxMCPDepth), Err: sdk.ErrInvalid}
 	}
 	// The SDK runs a batch's calls at once: one request of thousands
 	// would be thousands of concurrent recalls against every tenant's.
 	if batch, ok := message.([]any); ok {
 		if len(batch) > MaxMCPBatch {
-			return &sdk.FieldError{Field: "request body", Problem: fmt.Sprintf("is a batch of %d messages, over the limit of %d; send fewer at a time", len(batch), MaxMCPBatch), Err: sdk.ErrInvalid}
+			return 0, &sdk.FieldError{Field: "request body", Problem: fmt.Sprintf("is a batch of %d messages, over the limit of %d; send fewer at a time", len(batch), MaxMCPBatch), Err: sdk.ErrInvalid}
 		}
 		// Answers are matched to requests by id: two requests of one id
 		// got one answer, and the other call ran (or not) unseen.
@@ -150,16 +150,19 @@ func (s *Server) strictMCPBody(w http.ResponseWriter, r *http.Request) error {
 				key = fmt.Sprintf("number:%d", int64(n))
 			}
 			if j, dup := seen[key]; dup {
-				return &sdk.FieldError{Field: fmt.Sprintf("request body[%d].id", i), Problem: fmt.Sprintf("repeats the id of message %d; each request of a batch needs its own id", j), Err: sdk.ErrInvalid}
+				return 0, &sdk.FieldError{Field: fmt.Sprintf("request body[%d].id", i), Problem: fmt.Sprintf("repeats the id of message %d; each request of a batch needs its own id", j), Err: sdk.ErrInvalid}
 			}
 			seen[key] = i
 		}
 	}
 	if err := eachMessage(message, checkMessage); err != nil {
-		return err
+		return 0, err
 	}
 	r.Body = io.NopCloser(bytes.NewReader(data))
-	return nil
+	if batch, ok := message.([]any); ok {
+		return len(batch), nil
+	}
+	return 1, nil
 }
 
 // eachMessage runs check on the message, or on each message of a batch,

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -105,5 +106,77 @@ func TestAFloodingTokenIsBounded(t *testing.T) {
 	wg.Wait()
 	if code, body, _ := recall(flood, "flood"); code != 200 {
 		t.Errorf("the flooding token's recall once its requests were answered = %d %s, want 200", code, body)
+	}
+}
+
+// TestAnMCPBatchCountsEachCall: from an outside review. The SDK runs a
+// batch's calls at once, but a batch took one of its token's max_in_flight
+// however many calls it carried: a token bounded at 4 ran 4 batches of 16,
+// 64 recalls at once against the shared provider. Each request of a batch
+// now counts against the bound.
+func TestAnMCPBatchCountsEachCall(t *testing.T) {
+	p := coordinatortest.NewProvider(coordinatortest.AllCapabilities...)
+	p.MustAdd("flood", sdk.Record{Scope: sdk.IdentityScope("bob"), Kind: sdk.KindFact, Title: "harbour walk", Body: "bob likes the harbour"})
+	held, release := make(chan struct{}, 32), make(chan struct{})
+	p.SetHook(coordinatortest.MethodRecall, func(ctx context.Context, req any) error {
+		held <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return nil
+	})
+	providers := func(string) (sdk.Provider, error) { return p, nil }
+	coord, err := coordinator.New(testConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { coord.Close(context.Background()) })
+	const flood = "flood-secret-0123456789"
+	srv := httptest.NewServer(New(Options{Provider: providers, Coordinator: coord,
+		Tokens: []Token{{Name: "flood", Secret: flood, Realms: []string{"flood"}, MaxInFlight: 4}},
+		MCP: func(bind func(http.Header) (mcpserver.Caller, error)) http.Handler {
+			return mcpserver.Handler(mcpserver.Options{Provider: providers, Coordinator: coord, Bind: bind})
+		}}).Handler())
+	t.Cleanup(srv.Close)
+	batch := func(n int) (int, string) {
+		var calls []string
+		for i := range n {
+			calls = append(calls, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"memory_recall","arguments":{"query":"harbour"}}}`, i+1))
+		}
+		req, _ := http.NewRequest("POST", srv.URL+"/mcp?identity=bob&realm=flood", strings.NewReader("["+strings.Join(calls, ",")+"]"))
+		for k, v := range map[string]string{"Authorization": "Bearer " + flood, "Content-Type": "application/json", "Accept": "application/json, text/event-stream"} {
+			req.Header.Set(k, v)
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Error(err)
+			return 0, ""
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(data)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if code, body := batch(3); code != http.StatusOK {
+			t.Errorf("a batch of 3 under a bound of 4 = %d %s, want 200", code, body)
+		}
+	})
+	for range 3 {
+		<-held
+	}
+	// Three of the four are taken: a batch of two is one too many.
+	if code, body := batch(2); code != http.StatusTooManyRequests || !strings.Contains(body, "too_many_requests") {
+		t.Errorf("a batch of 2 beside 3 held calls of a token bounded at 4 = %d %s, want 429 too_many_requests", code, body)
+	}
+	close(release)
+	wg.Wait()
+	if code, body := batch(4); code != http.StatusOK {
+		t.Errorf("a batch of 4 once the others were answered = %d %s, want 200", code, body)
+	}
+	if code, body := batch(5); code != http.StatusTooManyRequests || !strings.Contains(body, "max_in_flight") {
+		t.Errorf("a batch of 5 for a token bounded at 4 = %d %s, want 429 naming max_in_flight", code, body)
 	}
 }

@@ -353,7 +353,7 @@ func (s *Server) routeWithin(mux *http.ServeMux, pattern string, timeout time.Du
 			if err != nil {
 				return err
 			}
-			release, err := s.admit(rec, c)
+			release, err := s.admit(rec, c, 1)
 			if err != nil {
 				return err
 			}
@@ -476,7 +476,7 @@ func (s *Server) mountMCP(mux *http.ServeMux, h http.Handler) {
 		}
 		if err == nil {
 			var release func()
-			if release, err = s.admit(rec, c); err == nil {
+			if release, err = s.admit(rec, c, 1); err == nil {
 				defer release()
 			}
 		}
@@ -484,7 +484,16 @@ func (s *Server) mountMCP(mux *http.ServeMux, h http.Handler) {
 			err = contentCoding(r)
 		}
 		if err == nil && r.Method == http.MethodPost {
-			err = s.strictMCPBody(rec, r)
+			var calls int
+			calls, err = s.strictMCPBody(rec, r)
+			// The SDK runs a batch's calls at once: each counts against
+			// the token's bound, not the one request that carried them.
+			if err == nil && calls > 1 {
+				var release func()
+				if release, err = s.admit(rec, c, calls-1); err == nil {
+					defer release()
+				}
+			}
 		}
 		if err != nil {
 			s.writeError(rec, err, reqID)
