@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/coordinator/queueshare"
 	"github.com/memhost/memhost/internal/lru"
 	"github.com/memhost/memhost/internal/statedb"
 )
@@ -75,7 +76,8 @@ type Options struct {
 	CacheSize int
 	// MaxPending bounds the sessions kept in memory only while the disk
 	// is full; past it a visit that must write fails with ErrStorageFull
-	// (507 storage_full) rather than grow without end. Default CacheSize.
+	// (507 storage_full) rather than grow without end. A realm holds at
+	// most half of the places the other realms leave. Default CacheSize.
 	MaxPending int
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
@@ -118,6 +120,10 @@ type Store struct {
 	// is room, by the next visit, the merge loop or Close. A crash before
 	// then loses it.
 	pending map[coordinator.SessionKey]*entry
+	// pendingShares is each realm's share of MaxPending: at most half of
+	// what the other realms leave, so one realm's flood on a full disk
+	// cannot fail every other realm's turns.
+	pendingShares *queueshare.Shares
 	// journal holds, durably, the states in dirty until a merge writes
 	// them to the table (journal.go).
 	journal   *journal
@@ -186,7 +192,7 @@ func Open(ctx context.Context, db *statedb.DB, opts Options) (*Store, error) {
 		db: db, opts: opts, refresh: opts.TTL / 16, turn: make(chan struct{}, 1),
 		cache:  lru.New[coordinator.SessionKey, *entry](opts.CacheSize),
 		counts: map[string]int{}, ranked: map[string]int{}, pending: map[coordinator.SessionKey]*entry{},
-		journal: j, dirty: map[coordinator.SessionKey]dirtySession{},
+		pendingShares: queueshare.New(opts.MaxPending), journal: j, dirty: map[coordinator.SessionKey]dirtySession{},
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	if err := s.replay(ctx, entries); err != nil {
@@ -386,7 +392,7 @@ func (s *Store) Update(ctx context.Context, key coordinator.SessionKey, fn func(
 	}
 	saved := &entry{state: st, touched: now}
 	evicted, err := s.save(ctx, key, saved, fresh)
-	if errors.Is(err, statedb.ErrStorageFull) && (wasPending || len(s.pending) < s.opts.MaxPending) {
+	if errors.Is(err, statedb.ErrStorageFull) && (wasPending || len(s.pending) < s.opts.MaxPending && s.pendingShares.Hold(key.Realm)) {
 		saved.fresh = fresh
 		s.pending[key] = saved
 		s.cache.Add(key, saved)
@@ -397,7 +403,7 @@ func (s *Store) Update(ctx context.Context, key coordinator.SessionKey, fn func(
 		// only copy of what it already injected.
 		return err
 	}
-	delete(s.pending, key)
+	s.unpend(key)
 	s.cache.Add(key, saved)
 	s.forget(evicted)
 	s.flush(ctx)
@@ -433,9 +439,17 @@ func (s *Store) flush(ctx context.Context) {
 		if err != nil {
 			return
 		}
-		delete(s.pending, key)
+		s.unpend(key)
 		s.cache.Add(key, saved)
 		s.forget(evicted)
+	}
+}
+
+// unpend drops key from the pending sessions, giving back its realm's place.
+func (s *Store) unpend(key coordinator.SessionKey) {
+	if _, ok := s.pending[key]; ok {
+		delete(s.pending, key)
+		s.pendingShares.Release(key.Realm)
 	}
 }
 

@@ -1,0 +1,36 @@
+package sessionstore
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestAFloodingRealmLeavesOthersPendingPlaces: from an outside review.
+// While the disk is full the sessions held in memory were bounded for all
+// realms together: one realm's flood of new sessions took every place,
+// and every other realm's turns then failed 507 storage_full. A realm now
+// holds at most half of the places the other realms leave, as the turn
+// trace and telemetry queues share theirs.
+func TestAFloodingRealmLeavesOthersPendingPlaces(t *testing.T) {
+	s, db := openStore(t, t.TempDir(), Options{MaxPending: 8})
+	fillDisk(t, s, db)
+	big := strings.Repeat("x", 8000) // needs new pages: the file refuses it
+	held := 0
+	for i := range 20 {
+		if err := s.Update(ctx, key("flood", fmt.Sprint("s", i)), inject(10, big)); err == nil {
+			held++
+		}
+	}
+	if held == 0 || held > 4 {
+		t.Errorf("the flooding realm holds %d sessions in memory of 8 places, want some and at most half", held)
+	}
+	for i := range 2 {
+		if err := s.Update(ctx, key("quiet", fmt.Sprint("s", i)), inject(10, big)); err != nil {
+			t.Fatalf("another realm's session %d during the flood: %v, want it held in memory", i, err)
+		}
+	}
+	if st := get(t, s, key("quiet", "s1")); st.InjectedBytes != 10 {
+		t.Errorf("the quiet realm's session holds %d bytes, want 10", st.InjectedBytes)
+	}
+}
