@@ -18,9 +18,9 @@ const codeTooManyRequests = "too_many_requests"
 
 var errTooManyInFlight = errors.New("too many requests in flight")
 
-// admit counts a request against its token's bound and answers the
-// release to call once it has been answered. calls is how many calls the
-// request runs at once: one, or the messages of an MCP batch. Beyond the bound the request
+// admit counts calls, the calls a request runs at once (one, or the
+// messages of an MCP batch), against its token's bound and answers the
+// release to call once it has been answered. Beyond the bound the request
 // is refused at once rather than queued: a queue would hold the flood's
 // connections and memory as well as delay it, and a client that backs off
 // on 429 is what the bound asks for. A server without tokens has one
