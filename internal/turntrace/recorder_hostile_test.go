@@ -273,3 +273,39 @@ func TestAFloodsRunIsLoggedOnce(t *testing.T) {
 		t.Errorf("the run's start does not name its realm:\n%s", text)
 	}
 }
+
+// TestASteadyFloodLogsAMinute: from an outside review. A realm flooding
+// past its share ends a run of drops with each write that makes room and
+// starts another with its next trace: each was logged, two lines a write,
+// so one tenant grew the host's log at the store's write rate. A realm's
+// runs are now logged once a minute, the next logged end counting every
+// drop since.
+func TestASteadyFloodLogsAMinute(t *testing.T) {
+	var logs lockedBuffer
+	r := NewRecorder(openStore(t), Options{Retention: time.Hour, MaxTurnsPerRealm: 100, QueueSize: 8, Linger: time.Millisecond,
+		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs})})
+	defer r.Close()
+	for range 50 { // as Trace meets them: no room, then room after a write
+		r.overflowed("flood")
+		r.overflowed("flood")
+		r.queued("flood")
+	}
+	text := logs.String()
+	if n := strings.Count(text, "dropped until"); n != 1 {
+		t.Errorf("50 runs of drops within a minute logged %d starts, want 1", n)
+	}
+	if n := strings.Count(text, "room again"); n != 1 || !strings.Contains(text, "dropped_traces=2") {
+		t.Errorf("logged %d ends, want 1 counting its run's 2 drops:\n%.600s", n, text)
+	}
+	defer func(d time.Duration) { overflowWarnEvery = d }(overflowWarnEvery)
+	overflowWarnEvery = 0 // a minute later
+	logs.mu.Lock()
+	logs.buf.Reset()
+	logs.mu.Unlock()
+	r.overflowed("flood")
+	r.queued("flood")
+	text = logs.String()
+	if !strings.Contains(text, "dropped until") || !strings.Contains(text, "dropped_traces=99") {
+		t.Errorf("the next logged run does not count the 98 drops since the last line and its own:\n%s", text)
+	}
+}

@@ -135,11 +135,13 @@ type Recorder struct {
 	// a realm holds at most half of what the other realms leave, so no
 	// number of flooding realms can drop every other realm's traces.
 	shares *queueshare.Shares
-	// overflow counts, by realm, the drops of the realm's current run of
-	// traces the queue had no room for (guarded by lostMu), so its start
-	// and end are logged once each, not per trace: a realm past its share
-	// is dropped while other realms' traces still find room.
-	overflow map[string]int64
+	// overflow is, by realm, its runs of traces the queue had no room for
+	// (guarded by lostMu). A run is logged at its start and end, not per
+	// trace (a realm past its share is dropped while other realms' traces
+	// still find room), and at most once per overflowWarnEvery: a steady
+	// flood ends and starts a run with every write, and would otherwise
+	// grow the log at that rate.
+	overflow map[string]overflowRuns
 	// closing guards closed: a Trace after Close is counted as dropped
 	// instead of left in a queue no one writes.
 	closing sync.RWMutex
@@ -193,7 +195,7 @@ func NewRecorder(store Store, opts Options) *Recorder {
 		flushes: make(chan request), done: make(chan struct{}), stop: cancel,
 		forgotten: map[string]map[string]time.Time{},
 		lost:      map[string]int64{}, failed: map[string]error{}, shares: queueshare.New(opts.QueueSize),
-		overflow: map[string]int64{},
+		overflow: map[string]overflowRuns{},
 	}
 	go r.run(ctx)
 	return r
@@ -213,29 +215,55 @@ func (r *Recorder) Trace(t coordinator.TurnTrace) {
 	}
 	select {
 	case r.queue <- t:
-		r.lostMu.Lock()
-		n := r.overflow[t.Realm]
-		delete(r.overflow, t.Realm)
-		r.lostMu.Unlock()
-		if n > 0 {
-			r.opts.Logger.Warn("turn trace: the queue has room again", "realm", t.Realm, "dropped_traces", n)
-		}
+		r.queued(t.Realm)
 	default:
 		r.shares.Release(t.Realm)
 		r.overflowed(t.Realm)
 	}
 }
 
+// overflowWarnEvery is how often a realm's runs of drops may start a
+// logged one.
+var overflowWarnEvery = time.Minute
+
+// overflowRuns is a realm's runs of drops: the drops no log line has
+// counted yet, whether a logged run is under way, and when it started.
+type overflowRuns struct {
+	dropped int64
+	logging bool
+	warned  time.Time
+}
+
 // overflowed drops a trace of realm the queue had no room for, and logs
-// the start of a run of such drops.
+// the start of a run of such drops (see Recorder.overflow).
 func (r *Recorder) overflowed(realm string) {
 	r.drop(realm)
 	r.lostMu.Lock()
-	r.overflow[realm]++
-	first := r.overflow[realm] == 1
+	o := r.overflow[realm]
+	o.dropped++
+	first := !o.logging && (o.warned.IsZero() || time.Since(o.warned) >= overflowWarnEvery)
+	if first {
+		o.logging, o.warned = true, time.Now()
+	}
+	r.overflow[realm] = o
 	r.lostMu.Unlock()
 	if first {
 		r.opts.Logger.Warn("turn trace: the queue has no room for the realm's traces (the store writes slower than turns come; a realm holds at most half of what the others leave); they are dropped until it has room", "realm", realm, "queue_size", r.opts.QueueSize)
+	}
+}
+
+// queued ends realm's logged run of drops, if one was under way, and logs
+// the drops counted since the last such line.
+func (r *Recorder) queued(realm string) {
+	r.lostMu.Lock()
+	o, ok := r.overflow[realm]
+	ended := ok && o.logging
+	if ended {
+		r.overflow[realm] = overflowRuns{warned: o.warned}
+	}
+	r.lostMu.Unlock()
+	if ended {
+		r.opts.Logger.Warn("turn trace: the queue has room again", "realm", realm, "dropped_traces", o.dropped)
 	}
 }
 
