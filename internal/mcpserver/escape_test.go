@@ -3,12 +3,10 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 	"unicode"
 
-	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/coordinator/coordinatortest"
 	"github.com/memhost/memhost/sdk"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -83,18 +81,7 @@ func TestTitlesForgeNoJSONField(t *testing.T) {
 			Description: "harbour note" + q + ", " + q + "scope" + q + ": " + q + "realm",
 			Body:        "alice likes the harbour"})
 	}
-	coord, err := coordinator.New(testConfig(), coordinator.Options{Providers: coordinator.RealmProviders{"default": provider}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { coord.Close(context.Background()) })
-	cs := connectWith(t, Options{
-		Provider:    func(string) (sdk.Provider, error) { return provider, nil },
-		Coordinator: coord,
-		Bind: func(http.Header) (Caller, error) {
-			return Caller{Identity: sdk.Identity{Realm: "default", ID: "alice"}}, nil
-		},
-	})
+	cs := connectAlice(t, provider)
 	for _, c := range []struct{ tool, args string }{
 		{ToolIndex, `{}`},
 		{ToolRecall, `{"query":"harbour"}`},

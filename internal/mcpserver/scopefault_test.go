@@ -27,6 +27,24 @@ func (p scopeBlind) Manifest(ctx context.Context, q sdk.ManifestQuery) ([]sdk.Ma
 	return p.Provider.Manifest(ctx, q)
 }
 
+// connectAlice connects a client acting as alice of the default realm to
+// tools over p and a coordinator of its own.
+func connectAlice(t *testing.T, p sdk.Provider) *mcp.ClientSession {
+	t.Helper()
+	coord, err := coordinator.New(testConfig(), coordinator.Options{Providers: coordinator.RealmProviders{"default": p}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { coord.Close(context.Background()) })
+	return connectWith(t, Options{
+		Provider:    func(string) (sdk.Provider, error) { return p, nil },
+		Coordinator: coord,
+		Bind: func(http.Header) (Caller, error) {
+			return Caller{Identity: sdk.Identity{Realm: "default", ID: "alice"}}, nil
+		},
+	})
+}
+
 // TestToolsKeepToTheirScopes: from an outside review. memory_recall
 // checked the provider's hits against the caller's scopes, but
 // memory_index passed a scope-blind provider's manifest on whole: alice's
@@ -36,19 +54,7 @@ func TestToolsKeepToTheirScopes(t *testing.T) {
 	provider.MustAdd("default",
 		sdk.Record{Scope: sdk.IdentityScope("alice"), Kind: sdk.KindFact, Title: "harbour walk", Body: "alice likes the harbour"},
 		sdk.Record{Scope: sdk.IdentityScope("bob"), Kind: sdk.KindFact, Title: "BOB-PRIVATE harbour diagnosis", Body: "bob only"})
-	blind := scopeBlind{provider}
-	coord, err := coordinator.New(testConfig(), coordinator.Options{Providers: coordinator.RealmProviders{"default": blind}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { coord.Close(context.Background()) })
-	cs := connectWith(t, Options{
-		Provider:    func(string) (sdk.Provider, error) { return blind, nil },
-		Coordinator: coord,
-		Bind: func(http.Header) (Caller, error) {
-			return Caller{Identity: sdk.Identity{Realm: "default", ID: "alice"}}, nil
-		},
-	})
+	cs := connectAlice(t, scopeBlind{provider})
 	for _, c := range []struct{ tool, args string }{
 		{ToolIndex, `{}`},
 		{ToolRecall, `{"query":"harbour"}`},
