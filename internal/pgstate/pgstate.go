@@ -355,6 +355,7 @@ const (
 	codeAdminShutdown    = "57P01"
 	codeCrashShutdown    = "57P02"
 	codeCannotConnectNow = "57P03"
+	codeReadOnlySQLTx    = "25006"
 )
 
 // classify marks a server that cannot be reached, refuses a connection
@@ -377,6 +378,10 @@ func classify(err error) error {
 		switch {
 		case pe.Code == codeQueryCanceled:
 			return fmt.Errorf("%w: %w", sdk.ErrDeadline, err)
+		case pe.Code == codeReadOnlySQLTx:
+			// A primary demoted, or a failover's address still on the
+			// standby: the writes go through once it points at a primary.
+			return unavailable("the database accepts no writes", err)
 		case pe.Code == codeAdminShutdown, pe.Code == codeCrashShutdown, pe.Code == codeCannotConnectNow,
 			strings.HasPrefix(pe.Code, "08"), // connection exceptions
 			strings.HasPrefix(pe.Code, "53"): // insufficient resources: too many connections, out of memory, disk full

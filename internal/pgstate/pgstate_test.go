@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/internal/compaction"
 	"github.com/memhost/memhost/internal/pgtest"
@@ -268,5 +269,45 @@ func TestUnavailableSaysSharedStateOnce(t *testing.T) {
 	_, err := Open(context.Background(), "host=/nonexistent port=5432 user=x dbname=y", Options{})
 	if !errors.Is(err, sdk.ErrUnavailable) || strings.Count(err.Error(), "shared state") != 1 || strings.Contains(err.Error(), "plugin") {
 		t.Errorf("Open with the server out of reach: %v, want unavailable naming the shared state once and no plugin", err)
+	}
+}
+
+// TestReadOnlyServerIsUnavailable: a server that turns read-only under
+// running hosts (a primary demoted, a failover's address still on the
+// standby) fails a turn's session update as an outage (503), never an
+// internal error carrying the server's words.
+func TestReadOnlyServerIsUnavailable(t *testing.T) {
+	ctx := context.Background()
+	c, db := ownServer(t)
+	s := NewSessions(db, SessionOptions{})
+	key := coordinator.SessionKey{Realm: "r", Identity: "i", Session: "s"}
+	inc := func(st *coordinator.SessionState) bool { st.InjectedBytes++; return true }
+	if err := s.Update(ctx, key, inc); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := pgx.Connect(ctx, c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	for _, q := range []string{"ALTER SYSTEM SET default_transaction_read_only = on", "SELECT pg_reload_conf()"} {
+		if _, err := admin.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var on string
+		if err := admin.QueryRow(ctx, "SHOW default_transaction_read_only").Scan(&on); err != nil {
+			t.Fatal(err)
+		}
+		if on == "on" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server did not turn read-only")
+		}
+	}
+	if err := s.Update(ctx, key, inc); !errors.Is(err, sdk.ErrUnavailable) || strings.Contains(err.Error(), "ERROR") {
+		t.Errorf("a session update on a read-only server: %v, want unavailable", err)
 	}
 }

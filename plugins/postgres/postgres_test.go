@@ -870,3 +870,61 @@ func TestDeadPooledConnectionIsReplaced(t *testing.T) {
 		}
 	}
 }
+
+// TestReadOnlyServerIsUnavailable: a server that turns read-only under a
+// running plugin (a primary demoted, a failover's address still on the
+// standby, default_transaction_read_only set) fails writes as an outage
+// (503), never an internal error carrying the server's words.
+func TestReadOnlyServerIsUnavailable(t *testing.T) {
+	ctx := context.Background()
+	_, dsn := ownCluster(t)
+	s := New()
+	s.getenv = func(string) string { return dsn }
+	defer s.Close()
+	if err := s.Configure(ctx, []byte(`{"statement_timeout": "5s"}`)); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := s.Remember(ctx, realm, []sdk.Record{note("before read-only", "stored")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setReadOnly(t, dsn)
+	_, err = s.Remember(ctx, realm, []sdk.Record{note("while read-only", "refused")})
+	if !errors.Is(err, sdk.ErrUnavailable) || strings.Contains(err.Error(), "ERROR") {
+		t.Errorf("Remember on a read-only server: %v, want unavailable", err)
+	}
+	if _, err := s.Forget(ctx, realm, ids); !errors.Is(err, sdk.ErrUnavailable) || strings.Contains(err.Error(), "ERROR") {
+		t.Errorf("Forget on a read-only server: %v, want unavailable", err)
+	}
+}
+
+// setReadOnly makes every transaction of the server behind dsn read-only,
+// pooled sessions included.
+func setReadOnly(t *testing.T, dsn string) {
+	t.Helper()
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	for _, q := range []string{"ALTER SYSTEM SET default_transaction_read_only = on", "SELECT pg_reload_conf()"} {
+		if _, err := admin.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Every session reads the reloaded setting at its next command; a
+	// fresh one shows the reload has been signalled.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var on string
+		if err := admin.QueryRow(ctx, "SHOW default_transaction_read_only").Scan(&on); err != nil {
+			t.Fatal(err)
+		}
+		if on == "on" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server did not turn read-only")
+		}
+	}
+}
