@@ -378,6 +378,10 @@ func classify(err error) error {
 		switch {
 		case pe.Code == codeQueryCanceled:
 			return fmt.Errorf("%w: %w", sdk.ErrDeadline, err)
+		case pe.Code == codeDeadlock, pe.Code == codeSerialization:
+			// Lost to another writer past the retries: the same call
+			// succeeds once the others are done.
+			return unavailable("the write lost its race with other writers", err)
 		case pe.Code == codeReadOnlySQLTx:
 			// A primary demoted, or a failover's address still on the
 			// standby: the writes go through once it points at a primary.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/internal/compaction"
 	"github.com/memhost/memhost/internal/pgtest"
@@ -309,5 +310,18 @@ func TestReadOnlyServerIsUnavailable(t *testing.T) {
 	}
 	if err := s.Update(ctx, key, inc); !errors.Is(err, sdk.ErrUnavailable) || strings.Contains(err.Error(), "ERROR") {
 		t.Errorf("a session update on a read-only server: %v, want unavailable", err)
+	}
+}
+
+// TestLostRacesAreUnavailable: from an outside review. A session or
+// compaction write that lost its deadlock or serialization race on every
+// attempt answered 500 internal with the server's "deadlock detected"; it
+// is unavailable (503, with Retry-After), as the provider's is.
+func TestLostRacesAreUnavailable(t *testing.T) {
+	for _, code := range []string{codeDeadlock, codeSerialization} {
+		err := classify(fmt.Errorf("save session: %w", &pgconn.PgError{Code: code, Message: "deadlock detected"}))
+		if !errors.Is(err, sdk.ErrUnavailable) || strings.Contains(err.Error(), "deadlock detected") {
+			t.Errorf("SQLSTATE %s = %v, want unavailable without the server's words", code, err)
+		}
 	}
 }

@@ -53,6 +53,10 @@ func classify(err error) error {
 		switch {
 		case pe.Code == codeQueryCanceled:
 			return fmt.Errorf("%w: %w", sdk.ErrDeadline, err)
+		case pe.Code == codeDeadlock, pe.Code == codeSerialization:
+			// Lost to another writer past the retries: the same call
+			// succeeds once the others are done.
+			return unavailable("the write lost its race with other writers", err)
 		case pe.Code == codeReadOnlySQLTx:
 			// A primary demoted, or a failover's address still on the
 			// standby: the writes go through once it points at a primary.
@@ -157,14 +161,28 @@ func inTx(ctx context.Context, db *pgdb, fn func(tx pgx.Tx) error) error {
 			// answered deadline_exceeded.
 			return sdk.ContextErr(ctx)
 		})
-		switch sqlState(err) {
-		case codeDeadlock, codeSerialization:
-			continue
+		if !lostRace(err) {
+			return classify(err)
 		}
-		if errors.Is(err, errRelock) || errors.Is(err, errCopyGone) {
-			continue
-		}
-		return classify(err)
 	}
-	return classify(err)
+	return racedOut(err)
+}
+
+// lostRace reports a transaction another writer made fail: PostgreSQL
+// aborted it to break a deadlock or a serialization race, or fn found a
+// row changed between two of its statements.
+func lostRace(err error) bool {
+	switch sqlState(err) {
+	case codeDeadlock, codeSerialization:
+		return true
+	}
+	return errors.Is(err, errRelock) || errors.Is(err, errCopyGone)
+}
+
+// racedOut is the error of a transaction that lost maxTxAttempts races in
+// a row: unavailable, since the same call can succeed once the other
+// writers are done, and the client is told to try again rather than given
+// the server's "deadlock detected" as an internal error.
+func racedOut(err error) error {
+	return unavailable(fmt.Sprintf("the write lost %d races in a row with other writers", maxTxAttempts), err)
 }

@@ -1,0 +1,50 @@
+package postgres
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/memhost/memhost/sdk"
+)
+
+// TestWritesThatKeepLosingRacesAreUnavailable: from an outside review. A
+// write that lost its race with other writers on every attempt passed the
+// last cause on unclassified: a client got 500 internal and the server's
+// "deadlock detected", or "a record's thread changed while locking". It
+// is unavailable (503, with Retry-After): the same call succeeds once the
+// other writers are done.
+func TestWritesThatKeepLosingRacesAreUnavailable(t *testing.T) {
+	for _, err := range []error{
+		&pgconn.PgError{Code: codeDeadlock, Message: "deadlock detected"},
+		fmt.Errorf("write: %w", &pgconn.PgError{Code: codeSerialization, Message: "could not serialize access due to concurrent update"}),
+		errRelock,
+		errCopyGone,
+	} {
+		if !lostRace(err) {
+			t.Errorf("%v is not read as a lost race", err)
+			continue
+		}
+		got := racedOut(err)
+		if !errors.Is(got, sdk.ErrUnavailable) {
+			t.Errorf("%v after the last attempt = %v, want unavailable", err, got)
+		}
+		for _, leak := range []string{"deadlock detected", "serialize", "changed while locking", "postgres:"} {
+			if strings.Contains(got.Error(), leak) {
+				t.Errorf("the message %q repeats the cause's %q", got, leak)
+			}
+		}
+	}
+	// Past its retries or on a path that does not retry, a race lost in
+	// the server is unavailable too.
+	if got := classify(&pgconn.PgError{Code: codeDeadlock, Message: "deadlock detected"}); !errors.Is(got, sdk.ErrUnavailable) {
+		t.Errorf("a deadlock = %v, want unavailable", got)
+	}
+	for _, err := range []error{nil, &pgconn.PgError{Code: codeUniqueViolation}, sdk.ErrInvalid} {
+		if lostRace(err) {
+			t.Errorf("%v read as a lost race", err)
+		}
+	}
+}
