@@ -192,7 +192,7 @@ func holder(ctx context.Context, realm string, p sdk.Provider, proposals map[str
 			return "", false, err
 		}
 		for _, h := range hits {
-			if holds(&h.Record, r, now) {
+			if ofRealm(&h.Record, realm) && holds(&h.Record, r, now) {
 				return h.Record.ID, true, nil
 			}
 		}

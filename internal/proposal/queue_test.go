@@ -473,7 +473,7 @@ type realmBlindRecall struct{ sdk.Provider }
 
 func (p realmBlindRecall) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
 	return []sdk.Hit{{Record: sdk.Record{ID: "acme1", Realm: "acme", Scope: sdk.RealmScope, Kind: sdk.KindFact,
-		Title: "Harbour hours", Body: "ACME-PRIVATE", Status: sdk.StatusActive}, Score: 1}}, nil
+		Title: "Harbour hours", Body: "ACME-PRIVATE", Status: sdk.StatusActive, ContentHash: "acme-content"}, Score: 1}}, nil
 }
 
 // TestTargetKeepsToItsRealm: a proposal's target, shown to its reviewer
@@ -485,5 +485,19 @@ func TestTargetKeepsToItsRealm(t *testing.T) {
 	prop := sdk.Record{ID: "p1", Realm: "default", Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "Harbour hours", Body: "nine"}
 	if got, ok := Target(context.Background(), "default", p, &prop); ok {
 		t.Errorf("the target of a proposal of realm default is realm %q's record %q", got.Realm, got.ID)
+	}
+}
+
+// TestHolderKeepsToItsRealm: the record answered as holding a proposal's
+// content (its id returned to the proposer) is one of the proposal's
+// realm; a provider that ignores its recall's realm had another realm's
+// record's id answered, telling the proposer that realm holds the
+// content.
+func TestHolderKeepsToItsRealm(t *testing.T) {
+	p := realmBlindRecall{newStore(sdk.CapWrite, sdk.CapFetch)}
+	hits, _ := p.Recall(context.Background(), sdk.RecallQuery{})
+	r := sdk.Record{Realm: "default", Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "Harbour hours", Body: "nine", ContentHash: hits[0].Record.ContentHash}
+	if id, found, err := holder(context.Background(), "default", p, nil, &r, time.Now()); err != nil || found {
+		t.Errorf("holder = %q, %v, %v; want none: the only record holding the content is realm acme's", id, found, err)
 	}
 }
