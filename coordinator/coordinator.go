@@ -544,7 +544,7 @@ func (c *Coordinator) recall(ctx context.Context, surface Surface, id sdk.Identi
 			if beside == nil {
 				beside = map[string][]sdk.Record{}
 			}
-			kept, foreign := keepReadable(hits[i].Neighbours, scopes, suppressed)
+			kept, foreign := keepReadable(hits[i].Neighbours, id.Realm, scopes, suppressed)
 			beside[hits[i].Record.ID] = kept
 			foreignNeighbours += foreign
 		}
@@ -557,7 +557,7 @@ func (c *Coordinator) recall(ctx context.Context, surface Surface, id sdk.Identi
 		}
 		n.noteRecalled(recs, scores, scopes, suppressed)
 	}
-	recs, foreign := keepReadable(recs, scopes, suppressed)
+	recs, foreign := keepReadable(recs, id.Realm, scopes, suppressed)
 	c.outOfScope(ctx, id, faultRecall, foreign)
 	return recs, beside, nil
 }
@@ -606,8 +606,7 @@ func (c *Coordinator) selectRecords(ctx context.Context, id sdk.Identity, p prov
 	if err != nil {
 		return nil, err
 	}
-	hits, foreign = inScopes(hits, scopes, func(h *sdk.Hit) sdk.Scope { return h.Record.Scope })
-	c.outOfScope(ctx, id, faultRecall, foreign)
+	hits = c.HitsInScopes(ctx, id, scopes, hits)
 	rows = withHits(rows, hits)
 	sel, err := c.selectAmong(ctx, sdk.SelectRequest{Identity: id, Query: query, Rows: rows, SuppressedIDs: suppressed, Max: c.cfg.MaxEntries})
 	if err != nil {
@@ -630,7 +629,7 @@ func (c *Coordinator) selectRecords(ctx context.Context, id sdk.Identity, p prov
 		for i := range hits {
 			recs = append(recs, hits[i].Record)
 		}
-		recs, _ = keepReadable(recs, scopes, suppressed) // hits are in scope
+		recs, _ = keepReadable(recs, id.Realm, scopes, suppressed) // hits are in scope
 		switch {
 		case len(recs) == 0:
 			return nil, nil
@@ -670,7 +669,7 @@ func (c *Coordinator) selectRecords(ctx context.Context, id sdk.Identity, p prov
 	}
 	c.outOfScope(ctx, id, faultSelector, picked)
 	c.outOfScope(ctx, id, faultFetch, fetched)
-	recs, _ = keepReadable(recs, scopes, suppressed)
+	recs, _ = keepReadable(recs, id.Realm, scopes, suppressed)
 	// A pick from an earlier turn's sweep, or the selector's from beyond
 	// the hits, may lie outside the request's window; picks that all do
 	// are an empty selection.
@@ -719,15 +718,16 @@ func withHits(rows []sdk.ManifestRow, hits []sdk.Hit) []sdk.ManifestRow {
 	return out
 }
 
-// keepReadable drops records outside the composed scopes and suppressed
-// ones: a provider or selector plugin that ignores its query must not leak
-// another identity's memory or repeat an injection. It answers how many
-// were outside the scopes, for outOfScope; recs is reused.
-func keepReadable(recs []sdk.Record, scopes []sdk.Scope, suppressed []string) ([]sdk.Record, int) {
+// keepReadable drops records outside realm's composed scopes and
+// suppressed ones: a provider or selector plugin that ignores its query
+// must not leak another identity's (or realm's: every realm has a scope
+// "realm") memory or repeat an injection. It answers how many were
+// outside the scopes, for outOfScope; recs is reused.
+func keepReadable(recs []sdk.Record, realm string, scopes []sdk.Scope, suppressed []string) ([]sdk.Record, int) {
 	out, foreign := recs[:0], 0
 	for _, r := range recs {
 		switch {
-		case !slices.Contains(scopes, r.Scope):
+		case r.Realm != "" && r.Realm != realm || !slices.Contains(scopes, r.Scope):
 			foreign++
 		case !slices.Contains(suppressed, r.ID):
 			out = append(out, r)

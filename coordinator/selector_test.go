@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -309,5 +310,55 @@ func TestSelectorIsSentRenderedText(t *testing.T) {
 		for _, s := range []string{r.ID, string(r.Kind), r.Title, r.Description} {
 			coordinatortest.CheckModelText(t, "Agent memory", s)
 		}
+	}
+}
+
+// realmDeaf answers a record of realm "acme" to every recall besides its
+// own answer, as a provider serving many realms that ignores its query's
+// realm might: every realm has a scope "realm".
+type realmDeaf struct{ *coordinatortest.Provider }
+
+func (p realmDeaf) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
+	hits, err := p.Provider.Recall(ctx, q)
+	return append(hits, sdk.Hit{Score: 99, Record: sdk.Record{ID: "acme1", Realm: "acme", Scope: sdk.RealmScope, Kind: sdk.KindFact,
+		Title: "ACME-PRIVATE harbour plan", Body: "acme only", Status: sdk.StatusActive}}), err
+}
+
+// TestForeignRealmsHitsReachNoSelector: from an outside review. A turn's
+// recall hits were held to the identity's scopes but not its realm before
+// the selector (possibly an LLM) was shown them: another realm's titles
+// reached it, though the envelope then left the records out.
+func TestForeignRealmsHitsReachNoSelector(t *testing.T) {
+	for _, withSelector := range []bool{false, true} {
+		t.Run(fmt.Sprint("selector=", withSelector), func(t *testing.T) {
+			sel := &recordingSelector{pick: func(req sdk.SelectRequest) (sdk.Selection, error) {
+				var ids []string
+				for _, r := range req.Rows {
+					ids = append(ids, r.ID)
+				}
+				return sdk.Selection{IDs: ids, Coverage: sdk.CoverageSufficient}, nil
+			}}
+			f := newFixture(t, func(c *Config, o *Options) {
+				o.Providers = RealmProviders{"default": realmDeaf{o.Providers.(RealmProviders)["default"].(*coordinatortest.Provider)}}
+				if withSelector {
+					o.Selector = sel
+				}
+			})
+			f.add(rec("harbour walk", "alice likes the harbour"))
+			res := f.turn(alice, "s1", "harbour")
+			if text := strings.Join(res.InjectedContext, ""); strings.Contains(text, "ACME") || !strings.Contains(text, "harbour walk") {
+				t.Errorf("injected %q, want alice's record and not acme's", text)
+			}
+			for _, req := range sel.requests() {
+				for _, r := range req.Rows {
+					if r.ID == "acme1" {
+						t.Errorf("the selector was shown realm acme's row %q", r.Title)
+					}
+				}
+			}
+			if !strings.Contains(f.logs.String(), "outside the scopes") {
+				t.Errorf("the foreign hit was not noted for the operator:\n%s", f.logs.String())
+			}
+		})
 	}
 }
