@@ -9,7 +9,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -27,7 +26,6 @@ import (
 	"github.com/memhost/memhost/internal/mcpserver"
 	"github.com/memhost/memhost/internal/pluginhost"
 	"github.com/memhost/memhost/internal/proposal"
-	"github.com/memhost/memhost/internal/redact"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -132,6 +130,8 @@ type Server struct {
 	// inFlight counts each token's requests being served, in the order
 	// of opts.Tokens (see admit).
 	inFlight []atomic.Int64
+	// readiness shares the ReadyChecks' runs among probes.
+	readiness readiness
 }
 
 // New builds the server and its routes.
@@ -573,25 +573,13 @@ type ReadyCheck struct {
 	Check func(ctx context.Context) error
 }
 
-// readyCheckTimeout bounds each ReadyCheck.
-const readyCheckTimeout = 2 * time.Second
-
 // handleReady answers whether every plugin is up and every ReadyCheck
 // passes. Probes carry no token, so with tokens configured an
 // unauthenticated caller learns only that: plugin names, versions, pids,
 // paths and errors need a valid token.
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	pluginsReady := s.opts.Plugins == nil || s.opts.Plugins.Ready()
-	var failed []map[string]string
-	for _, c := range s.opts.ReadyChecks {
-		ctx, cancel := context.WithTimeout(r.Context(), readyCheckTimeout)
-		err := c.Check(ctx)
-		cancel()
-		if err != nil && !errors.Is(err, sdk.ErrUnavailable) && !errors.Is(err, sdk.ErrDeadline) {
-			msg, _ := redact.Message(err.Error())
-			failed = append(failed, map[string]string{"name": c.Name, "error": msg})
-		}
-	}
+	failed := s.readyFailures(r.Context())
 	if !pluginsReady || len(failed) > 0 {
 		body := map[string]any{"status": "not ready"}
 		if c, err := s.authenticate(r.Header); err == nil {
