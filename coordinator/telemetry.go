@@ -40,21 +40,26 @@ type telemetry struct {
 	timeout  time.Duration
 	interval time.Duration
 	dropped  atomic.Int64
-	lastWarn atomic.Int64 // unix nanos of the last drop warning
+	// dropLog bounds the drop warnings: a line per realm a minute, so one
+	// realm's flood cannot hide another realm's drops.
+	dropLog tallyLog[string]
 }
 
 const (
-	telemetryMaxBatch    = 256
-	telemetryTimeout     = 5 * time.Second
-	telemetryInterval    = 200 * time.Millisecond
-	telemetryWarnEvery   = time.Minute
-	telemetryDrainOnStop = 10 * time.Second
+	telemetryMaxBatch  = 256
+	telemetryTimeout   = 5 * time.Second
+	telemetryInterval  = 200 * time.Millisecond
+	telemetryWarnEvery = time.Minute
+	// maxTelemetryWarnRealms bounds the realms dropLog remembers.
+	maxTelemetryWarnRealms = 1024
+	telemetryDrainOnStop   = 10 * time.Second
 )
 
 func newTelemetry(size int, logger hclog.Logger, metrics Metrics) *telemetry {
 	t := &telemetry{
 		queue: make(chan telemetryJob, size), shares: queueshare.New(size), done: make(chan struct{}),
 		logger: logger, metrics: metrics, timeout: telemetryTimeout, interval: telemetryInterval,
+		dropLog: newTallyLog(telemetryWarnEvery, maxTelemetryWarnRealms, func(realm string) string { return realm }),
 	}
 	go t.run()
 	return t
@@ -87,10 +92,9 @@ func (t *telemetry) drop(job telemetryJob) {
 	if len(job.usage) > 0 {
 		t.metrics.TelemetryDropped(TelemetryUsage, len(job.usage))
 	}
-	now := time.Now().UnixNano()
-	last := t.lastWarn.Load()
-	if (last == 0 || now-last >= int64(telemetryWarnEvery)) && t.lastWarn.CompareAndSwap(last, now) {
-		t.logger.Warn("telemetry queue full for the realm: dropping ledger rows and usage marks", "realm", job.realm, "dropped_batches_total", total, "queue_size", cap(t.queue))
+	if n, _, held, due := t.dropLog.add(time.Now(), job.realm, 1); due {
+		t.logger.Warn("telemetry queue full for the realm: dropping ledger rows and usage marks",
+			append([]any{"realm", job.realm, "dropped_batches", n, "dropped_batches_total", total, "queue_size", cap(t.queue)}, heldArgs(held)...)...)
 	}
 }
 

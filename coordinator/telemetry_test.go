@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -188,3 +189,58 @@ func TestTelemetryFloodsLeaveRoomForOtherRealms(t *testing.T) {
 		t.Fatal("nothing was dropped: the floods did not fill the queue")
 	}
 }
+
+// TestTelemetryDropsAreLoggedPerRealm: from an outside review. The drop
+// warning was one line a minute for every realm together, so the first
+// realm to flood hid every other realm's drops from the operator for that
+// minute. It is a line per realm a minute, counting the realm's drops.
+func TestTelemetryDropsAreLoggedPerRealm(t *testing.T) {
+	p := coordinatortest.NewProvider(coordinatortest.AllCapabilities...)
+	gate, entered := make(chan struct{}), make(chan struct{}, 1)
+	p.SetHook(coordinatortest.MethodWriteLedger, func(context.Context, any) error {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		<-gate
+		return nil
+	})
+	var logs strings.Builder
+	var mu sync.Mutex
+	logger := hclog.New(&hclog.LoggerOptions{Output: writerFunc(func(b []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(b)
+	})})
+	tel := newTelemetry(4, logger, NopMetrics{})
+	defer tel.close(context.Background())
+	job := func(realm string) telemetryJob {
+		return telemetryJob{realm: realm, provider: host.ProviderOf(p), at: testNow,
+			ledger: []sdk.LedgerEntry{{Realm: realm, Identity: "alice", RecordID: realm + "-record", Surface: "turn", Bytes: 1, At: testNow}}}
+	}
+	tel.enqueue(job("flood-a"))
+	<-entered // the writer is stuck on the first job
+	for range 10 {
+		tel.enqueue(job("flood-a"))
+	}
+	for range 10 {
+		tel.enqueue(job("flood-b"))
+	}
+	close(gate)
+	if err := tel.flush(closeCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	text := logs.String()
+	mu.Unlock()
+	for _, realm := range []string{"flood-a", "flood-b"} {
+		if n := strings.Count(text, "realm="+realm); n != 1 {
+			t.Errorf("realm %s's drops were logged in %d lines, want 1:\n%s", realm, n, text)
+		}
+	}
+}
+
+// writerFunc is an io.Writer of a function.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
