@@ -359,7 +359,10 @@ func messageLines(m sdk.Message, lineBytes int) []line {
 			text = "[tool result] " + text
 		}
 	}
-	kind := classify.Classify(role, text)
+	// Classified with its lines, not as the one line it is written on: a
+	// tool result or a document in a user's message is known by them (a
+	// bracketed run, its further lines indented), and does not instruct.
+	kind := classify.Classify(role, m.Content)
 	if kind.Class != classify.Instruction {
 		return []line{{text: cutLine(bullet+role+": "+text, lineBytes), kind: kind}}
 	}
