@@ -91,9 +91,33 @@ func FlattenChat(c coordinator.Content, x ChatExtras) (string, error) {
 	}
 	text := strings.Join(slices.DeleteFunc(parts, func(s string) bool { return s == "" }), "\n")
 	if x.Name != "" {
-		text = x.Name + ": " + text
+		if leadsWithText(c) {
+			text = x.Name + ": " + text
+		} else {
+			// On a line of its own: before a quoted block, the name would
+			// make the block's first line read as the speaker's own words.
+			text = x.Name + ":\n" + text
+		}
 	}
 	return text, nil
+}
+
+// leadsWithText reports whether c's flattened text begins with the
+// message's own words (a string, or a text block first) rather than a
+// quoted block.
+func leadsWithText(c coordinator.Content) bool {
+	if !c.IsBlocks() {
+		return c.String() != ""
+	}
+	blocks := c.Blocks()
+	if len(blocks) == 0 {
+		return false
+	}
+	switch blocks[0].Type {
+	case coordinator.BlockText, "input_text", "output_text":
+		return true
+	}
+	return false
 }
 
 // function answers a call's "function" member when it has one, as an
