@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -22,6 +23,7 @@ import (
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/internal/keyedlock"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/classify"
 )
 
 // Defaults for Options.
@@ -622,30 +624,89 @@ func (s *Service) chunks(ctx context.Context, id sdk.Identity, slice []sdk.Messa
 }
 
 // splitMessage cuts m's content into parts of at most max bytes, on UTF-8
-// boundaries, each marked with its position.
+// boundaries, each marked with its position. A part that begins inside a
+// quoted block (a tool result, a document: Flatten) begins with the
+// block's opening, its mark on a line of its own: read alone, its lines
+// would otherwise be the speaker's own words.
 func splitMessage(m sdk.Message, max int) []sdk.Message {
 	if len(m.Role)+len(m.Content) <= max {
 		return []sdk.Message{m}
 	}
 	const markRoom = 32 // " (part 12 of 34)" and the role
 	step := max - markRoom - len(m.Role)
-	if step < 64 {
-		step = 64
-	}
-	var parts []string
-	for rest := m.Content; rest != ""; {
-		cut := min(step, len(rest))
-		for cut < len(rest) && !utf8.RuneStart(rest[cut]) {
+	runs := quotedRuns(m.Content)
+	var parts, opens []string
+	for at := 0; at < len(m.Content); {
+		open, quoted := runs(at)
+		n := step - len(open)
+		if n < 64 {
+			n = 64
+		}
+		cut := min(at+n, len(m.Content))
+		for cut < len(m.Content) && !utf8.RuneStart(m.Content[cut]) {
 			cut--
 		}
-		parts = append(parts, rest[:cut])
-		rest = rest[cut:]
+		if quoted {
+			// The mark's own line: after it, the block's opening begins one.
+			open = "\n" + open
+		} else {
+			open = " "
+		}
+		parts, opens = append(parts, m.Content[at:cut]), append(opens, open)
+		at = cut
 	}
 	out := make([]sdk.Message, len(parts))
 	for i, p := range parts {
-		out[i] = sdk.Message{Role: m.Role, Content: fmt.Sprintf("(part %d of %d) %s", i+1, len(parts), p)}
+		out[i] = sdk.Message{Role: m.Role, Content: fmt.Sprintf("(part %d of %d)%s%s", i+1, len(parts), opens[i], p)}
 	}
 	return out
+}
+
+// quotedRuns reads text's lines as sdk/classify does (a quoted block opens
+// at a line classify.QuotedRun accepts and goes on over indented lines)
+// and answers a function telling whether a part beginning at a byte
+// offset begins inside a block, and what it must begin with to read as it
+// does in the whole text: nothing at the block's opening line, else the
+// opening of the block it is inside, marked as continued.
+func quotedRuns(text string) func(at int) (open string, quoted bool) {
+	type run struct{ start, end, body int } // lines [start, end) of a block whose first line ends at body
+	var runs []run
+	open := -1
+	for start := 0; start <= len(text); {
+		end := strings.IndexByte(text[start:], '\n')
+		if end < 0 {
+			end = len(text)
+		} else {
+			end += start
+		}
+		line := text[start:end]
+		switch {
+		case classify.QuotedRun(line):
+			if open >= 0 {
+				runs[open].end = start
+			}
+			runs = append(runs, run{start: start, end: len(text), body: end})
+			open = len(runs) - 1
+		case open >= 0 && line != "" && (line[0] == ' ' || line[0] == '\t'):
+			// the block's further line
+		case open >= 0:
+			runs[open].end = start
+			open = -1
+		}
+		start = end + 1
+	}
+	return func(at int) (string, bool) {
+		// The last block opening at or before at.
+		i := sort.Search(len(runs), func(i int) bool { return runs[i].start > at }) - 1
+		switch {
+		case i < 0 || at >= runs[i].end:
+			return "", false
+		case at == runs[i].start:
+			return "", true
+		}
+		line := text[runs[i].start:runs[i].body]
+		return line[:strings.IndexByte(line, ']')+1] + " (continued) ", true
+	}
 }
 
 // Forget deletes a conversation's summary, watermark and archive; the

@@ -73,12 +73,12 @@ func isTool(role, text string) bool {
 	return strings.HasPrefix(text, "[tool call") || strings.HasPrefix(text, "[tool result")
 }
 
-// quotedRun reports whether line opens a non-text block of a flattened
+// QuotedRun reports whether line opens a non-text block of a flattened
 // message, as the host's compaction writes each: "[tool call: ls] …",
 // "[tool result] …", or a block's type as its JSON names it, lower case
 // with underscores ("[document] …", "[search_result] …"), its further
 // lines indented. A user's own "[Important] …" or "[x] …" is no block.
-func quotedRun(line string) bool {
+func QuotedRun(line string) bool {
 	if strings.HasPrefix(line, "[tool call") || strings.HasPrefix(line, "[tool result]") {
 		return true
 	}
@@ -102,7 +102,7 @@ func ownSentences(text string) map[string]bool {
 	quoted, any := false, false
 	for _, line := range strings.Split(text, "\n") {
 		switch {
-		case quotedRun(line):
+		case QuotedRun(line):
 			quoted, any = true, true
 		case quoted && line != "" && (line[0] == ' ' || line[0] == '\t'):
 			// the quoted block's further line
