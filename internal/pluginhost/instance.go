@@ -763,6 +763,11 @@ func callWithin[C any, T any](ctx context.Context, i *instance, method string, t
 			i.badAnswer(ctx, conn, err)
 			return zero, err
 		}
+		if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+			// The caller gave up (its HTTP client went away, an
+			// interrupt): no bound ran out, and the plugin is not slow.
+			return zero, &statedError{msg: fmt.Sprintf("plugin %s (%s): %s: canceled by its caller", i.spec.Name, i.spec.source(), method), err: context.Canceled}
+		}
 		if err != nil && outOfTime(ctx) && (errors.Is(err, sdk.ErrDeadline) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
 			// Said with the plugin and the bound the call had, once:
 			// gRPC's own text ("context deadline exceeded") repeats it.

@@ -578,6 +578,22 @@ func TestSupervisorTimeoutSaysTheBoundOnce(t *testing.T) {
 	}
 }
 
+// A call its caller gives up on (an HTTP client gone, an interrupt) says
+// so: it read "no answer within 10s" a few milliseconds in, blaming the
+// plugin for the client's Ctrl-C in the host's error log.
+func TestSupervisorCallerCancelIsNotATimeout(t *testing.T) {
+	_, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour, CallTimeout: 10 * time.Second})
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	_, err := p.Recall(ctx, sdk.RecallQuery{Realm: "default", Query: "hang"})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want the caller's cancellation", err)
+	}
+	if want := "plugin main (echo): recall: canceled by its caller"; err.Error() != want {
+		t.Fatalf("err = %q, want %q", err, want)
+	}
+}
+
 // A call fails at the call timeout even when the caller's own deadline
 // (an HTTP request's) is much later.
 func TestSupervisorCallTimeoutBeatsCallerDeadline(t *testing.T) {
