@@ -104,6 +104,13 @@ func (f *clientFlags) client(ctx context.Context) (*apiClient, error) {
 	// start rather than serve without a slow one.
 	cfg.Supervisor.BootWait = 0
 	h, err := startHost(ctx, cfg, newLogger(cfg).Named("local"))
+	var inUse *dataDirInUse
+	if errors.As(err, &inUse) && inUse.addr != "" {
+		return nil, fmt.Errorf("%w: call it instead of --local (--addr %s), or stop it first", err, inUse.addr)
+	}
+	if errors.As(err, &inUse) {
+		return nil, fmt.Errorf("%w: let it finish, or stop it first", err)
+	}
 	if err != nil {
 		return nil, err
 	}

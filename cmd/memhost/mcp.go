@@ -96,8 +96,8 @@ server already holds the data directory.`,
 			cfg.Supervisor.BootWait = 0
 			h, err := startHost(ctx, cfg, newLogger(cfg))
 			if errors.Is(err, statedb.ErrInUse) {
-				return fmt.Errorf("%w\nA running memhost (memhost serve?) holds %s: serve its tools with `memhost mcp --addr http://%s --identity %s` (token in %s), or give this one its own --data-dir",
-					err, cfg.DataDir, servedAddr(cfg.DataDir, cfg.Listen), identity, TokenEnv)
+				return fmt.Errorf("%w: serve its tools with `memhost mcp --addr http://%s --identity %s` (token in %s), or give this one its own --data-dir",
+					err, servedAddr(cfg.DataDir, cfg.Listen), identity, TokenEnv)
 			}
 			if err != nil {
 				return err

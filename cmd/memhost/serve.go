@@ -153,6 +153,9 @@ func startHost(ctx context.Context, cfg *config.Config, logger hclog.Logger) (*h
 		return nil, err
 	}
 	state, err := statedb.Open(ctx, cfg.DataDir)
+	if errors.Is(err, statedb.ErrInUse) {
+		return nil, &dataDirInUse{dir: cfg.DataDir, addr: servedAddr(cfg.DataDir, "")}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -491,6 +494,10 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	go func() { errc <- srv.Serve(ln) }()
 
 	h, err := startHost(ctx, cfg, logger)
+	var inUse *dataDirInUse
+	if errors.As(err, &inUse) {
+		err = fmt.Errorf("%w: stop it first, or give this one its own --data-dir", err)
+	}
 	if err != nil {
 		srv.Close()
 		if ctx.Err() != nil {
@@ -540,6 +547,22 @@ func dialable(addr net.Addr) string {
 	}
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port))
 }
+
+// dataDirInUse is a start refused because another memhost holds the
+// data directory: said by the directory and the address the holder
+// serves on (none when it serves nothing: memhost mcp, a --local
+// command), not by the state database's lock file, which the operator
+// never named.
+type dataDirInUse struct{ dir, addr string }
+
+func (e *dataDirInUse) Error() string {
+	if e.addr == "" {
+		return fmt.Sprintf("data directory %s is in use by another memhost", e.dir)
+	}
+	return fmt.Sprintf("data directory %s is in use by another memhost, serving at %s", e.dir, e.addr)
+}
+
+func (e *dataDirInUse) Unwrap() error { return statedb.ErrInUse }
 
 // servedAddr answers the address a serve holding dataDir answers on, as
 // it noted it, or fallback when it noted none.
