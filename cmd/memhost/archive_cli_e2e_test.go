@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -195,5 +198,46 @@ func TestExportKeepsAnActiveRecordASuccessorNames(t *testing.T) {
 	}
 	if !bytes.Equal(got, src.Bytes()) {
 		t.Fatalf("the export differs from what the store holds:\n got %s\nwant %s", got, src.Bytes())
+	}
+}
+
+// TestExportOnAFullDiskSaysItOnce: an export that meets a full disk says
+// so by FILE (or standard output) and the problem, as its refusal to
+// create the temporary file already did; it read "x.jsonl not written:
+// write /dir/.x.jsonl.partial-524688930: no space left on device".
+func TestExportOnAFullDiskSaysItOnce(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "small")
+	mountTmpfs(t, dir, 64<<10)
+	body := strings.Repeat("a full disk ", 200)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var page struct {
+			Records []sdk.Record `json:"records"`
+		}
+		for i := range 100 {
+			page.Records = append(page.Records, sdk.Record{ID: fmt.Sprintf("r%03d", i), Realm: "default", Scope: "realm", Kind: sdk.KindFact, Title: "t", Body: body, Status: sdk.StatusActive})
+		}
+		_ = json.NewEncoder(w).Encode(page)
+	}))
+	t.Cleanup(srv.Close)
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	out := filepath.Join(dir, "out.jsonl")
+
+	_, err := runCLI(t, nil, "export", "--addr", addr, out)
+	want := "memhost: " + out + " not written: no space left on device\n"
+	if err == nil || !strings.HasSuffix(err.(*cliError).stderr, want) {
+		t.Fatalf("export to a full disk: %v, want stderr %q", err, want)
+	}
+
+	f, err := os.Create(filepath.Join(dir, "stdout.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := testbin.Command(testbin.Build(t, "./cmd/memhost"), "export", "--addr", addr)
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = f, &stderr
+	if err := cmd.Run(); err == nil || !strings.HasSuffix(stderr.String(), "memhost: standard output: no space left on device\n") {
+		t.Fatalf("export to a full standard output: %v, stderr %q", err, stderr.String())
 	}
 }
