@@ -515,6 +515,11 @@ tokens).`,
 				if ctx.Err() != nil && cmd.Context().Err() == nil {
 					return errors.New("import interrupted: run it again to resume (what is stored is skipped)")
 				}
+				if st.Imported+st.Skipped > 0 {
+					// Batches before the failure are stored: say that the
+					// same command picks up after them, as an interrupt does.
+					return fmt.Errorf("%w\nThe import stopped there: once that is fixed, run it again to resume (what is stored is skipped)", err)
+				}
 				return err
 			}
 			if st.Bad > 0 {

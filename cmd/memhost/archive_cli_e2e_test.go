@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/memhost/memhost/internal/testbin"
@@ -239,5 +240,32 @@ func TestExportOnAFullDiskSaysItOnce(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = f, &stderr
 	if err := cmd.Run(); err == nil || !strings.HasSuffix(stderr.String(), "memhost: standard output: no space left on device\n") {
 		t.Fatalf("export to a full standard output: %v, stderr %q", err, stderr.String())
+	}
+}
+
+// TestImportStoppedByTheServerSaysHowToResume: an import the server stops
+// partway (its disk full, say) after storing batches says that running it
+// again resumes, as an interrupted one does; it said only the server's
+// "storage_full: ..." though the operator's next step is the same rerun.
+func TestImportStoppedByTheServerSaysHowToResume(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Records []json.RawMessage }
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		if calls.Add(1) == 1 {
+			_ = json.NewEncoder(w).Encode(sdk.ImportResult{Imported: len(req.Records)})
+			return
+		}
+		w.WriteHeader(http.StatusInsufficientStorage)
+		_, _ = w.Write([]byte(`{"error":{"code":"storage_full","message":"the disk is full"}}`))
+	}))
+	t.Cleanup(srv.Close)
+	records := filepath.Join(t.TempDir(), "records.jsonl")
+	writeArchive(t, records, 10)
+	_, err := runCLI(t, nil, "import", "--addr", strings.TrimPrefix(srv.URL, "http://"), "--batch", "4", records)
+	want := "memhost: storage_full: the disk is full\nThe import stopped there: once that is fixed, run it again to resume (what is stored is skipped)\n"
+	if err == nil || !strings.HasSuffix(err.(*cliError).stderr, want) {
+		t.Fatalf("import stopped by the server: %v, want stderr ending %q", err, want)
 	}
 }
