@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -331,8 +332,14 @@ func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
 	if len(req.Evicted) < st.Watermark {
 		return Result{}, s.mismatch(req.Conversation, fmt.Sprintf("the summary has absorbed %d messages but the request lists %d; send every message evicted so far, or DELETE the conversation to start over", st.Watermark, len(req.Evicted)))
 	}
-	if found && hashChain("", req.Evicted[:st.Watermark]) != st.PrefixHash {
-		return Result{}, s.mismatch(req.Conversation, fmt.Sprintf("the first %d evicted messages differ from the ones the summary absorbed; DELETE the conversation to start over", st.Watermark))
+	if found {
+		prefix := req.Evicted[:st.Watermark]
+		if h := hashChain("", prefix); h != st.PrefixHash {
+			if hashChain("", nameOnTheBlocksLine(prefix)) != st.PrefixHash {
+				return Result{}, s.mismatch(req.Conversation, fmt.Sprintf("the first %d evicted messages differ from the ones the summary absorbed; DELETE the conversation to start over", st.Watermark))
+			}
+			st.PrefixHash = h // the chain goes on in today's text
+		}
 	}
 	slice := req.Evicted[st.Watermark:]
 	if len(slice) == 0 {
@@ -827,6 +834,24 @@ func (s *Service) lock(ctx context.Context, key Key) (func(), error) {
 // a time, so the chain over a list equals the chain over its prefix
 // extended by the rest. Fields are length-prefixed, so no two different
 // lists hash alike by concatenation.
+// nameOnTheBlocksLine answers msgs in the text FlattenChat gave a named
+// message opening with a quoted block before the name got a line of its
+// own ("bob: [tool result] …", now "bob:\n[tool result] …"), so that a
+// conversation absorbed then still matches its hash chain; msgs is not
+// changed. Every message whose first line ends in a colon before a block
+// is taken so: a conversation that holds such a message of its own
+// besides one named is refused as a mismatch, as before.
+func nameOnTheBlocksLine(msgs []sdk.Message) []sdk.Message {
+	out := slices.Clone(msgs)
+	for i := range out {
+		c := out[i].Content
+		if nl := strings.IndexByte(c, '\n'); nl > 0 && c[nl-1] == ':' && strings.HasPrefix(c[nl+1:], "[") {
+			out[i].Content = c[:nl] + " " + c[nl+1:]
+		}
+	}
+	return out
+}
+
 func hashChain(prev string, msgs []sdk.Message) string {
 	var n [8]byte
 	for _, m := range msgs {

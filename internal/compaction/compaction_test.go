@@ -705,3 +705,30 @@ func TestChatRolesReachTheCompactorAsSent(t *testing.T) {
 		}
 	}
 }
+
+// TestANamedBlockAbsorbedBeforeStillMatches: a named message opening with
+// a quoted block flattened to "bob: [tool result] …" until the name got a
+// line of its own; a conversation that absorbed one then goes on (its
+// chain read in the text of then, and carried on in today's) rather than
+// answering history_mismatch until deleted. Another change to an absorbed
+// message is still a mismatch.
+func TestANamedBlockAbsorbedBeforeStillMatches(t *testing.T) {
+	ctx := context.Background()
+	c := &fakeCompactor{}
+	s := New(Options{Compactor: c})
+	then := req("a", "bob: [tool result] 3 results", "c")
+	if _, err := s.Compact(ctx, then); err != nil {
+		t.Fatal(err)
+	}
+	now := req("a", "bob:\n[tool result] 3 results", "c", "d")
+	res, err := s.Compact(ctx, now)
+	if err != nil || res.Absorbed != 4 {
+		t.Fatalf("the same history in today's text = %+v, %v; want d absorbed", res, err)
+	}
+	if _, err := s.Compact(ctx, req("a", "bob:\n[tool result] 3 results", "c", "d", "e")); err != nil {
+		t.Fatalf("the next compaction, its chain carried on in today's text: %v", err)
+	}
+	if _, err := s.Compact(ctx, req("a", "bob:\n[tool result] 4 results", "c", "d", "e")); !errors.Is(err, ErrHistoryMismatch) {
+		t.Fatalf("a changed message = %v, want a mismatch", err)
+	}
+}
