@@ -36,7 +36,7 @@ type clientFlags struct {
 
 func (f *clientFlags) register(cmd *cobra.Command) {
 	f.cf.register(cmd)
-	cmd.Flags().StringVar(&f.addr, "addr", "", "address of a running memhost (default: the configured listen address); its token in "+TokenEnv)
+	cmd.Flags().StringVar(&f.addr, "addr", "", "address of a running memhost (default: the one the memhost serving the configured data directory noted, else the configured listen address); its token in "+TokenEnv)
 	cmd.Flags().BoolVar(&f.local, "local", false, "start the configured plugins in this process instead of calling a server")
 	// --local would silently ignore --addr: the operator meant one of
 	// them. Checked before the command reads a file or starts plugins.
@@ -83,7 +83,9 @@ func (f *clientFlags) client(ctx context.Context) (*apiClient, error) {
 			if err != nil {
 				return nil, err
 			}
-			addr = cfg.Listen
+			// A serve started with --listen (or another config) notes
+			// where it answers in the data directory it holds.
+			addr = servedAddr(cfg.DataDir, cfg.Listen)
 		}
 		if err := checkAddr(addr); err != nil {
 			return nil, err

@@ -115,6 +115,16 @@ token "agent" {
 		}
 	})
 
+	// From an outside review: a one-shot command without --addr dialled
+	// the config's listen address, where nothing answered, though the
+	// server had noted its own in the data directory.
+	t.Run("a one-shot command finds the server", func(t *testing.T) {
+		out, err := runCLI(t, []string{"MEMHOST_TEST_TOKEN=" + mcpTestToken, "MEMHOST_TOKEN=" + mcpTestToken}, "recall", "--config", cfgPath, "--identity", "alice", "anything")
+		if err != nil {
+			t.Fatalf("recall beside the server, without --addr: %q, %v", out, err)
+		}
+	})
+
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cs, stderr := stdioMCP(t, ctx, t.TempDir(), []string{"MEMHOST_TOKEN=" + mcpTestToken}, "--addr", m.base, "--identity", "alice")
