@@ -368,10 +368,17 @@ func (s *Server) routeWithin(mux *http.ServeMux, pattern string, timeout time.Du
 			ctx = hclog.WithContext(ctx, logger)
 			return h(ctx, c, rec, r)
 		}()
-		if err != nil && rec.wrote {
+		switch {
+		case err != nil && r.Context().Err() != nil:
+			// The client went away (it closed its connection): no one
+			// reads an answer, and what its leaving made fail is no
+			// failure of the server's.
+			rec.status = StatusClientClosed
+			logger.Info("request abandoned by its client", "route", pattern, "duration_ms", msSince(start), "error", err)
+		case err != nil && rec.wrote:
 			// The answer is under way: the error can only be logged.
 			logger.Error("request failed after its answer began", "route", pattern, "status", rec.status, "duration_ms", msSince(start), "error", err)
-		} else if err != nil {
+		case err != nil:
 			sanitised := s.writeError(rec, err, reqID)
 			// A client's mistake (4xx) or an unsupported capability (501)
 			// is the client's to fix: it is not an operator's error.
@@ -512,6 +519,11 @@ func (s *Server) mountMCP(mux *http.ServeMux, h http.Handler) {
 		s.opts.Metrics.observeRequest(pattern, rec.status, time.Since(start))
 	})
 }
+
+// StatusClientClosed is the status the metrics and log record for a
+// request whose client went away before its answer (as nginx's 499): no
+// status reached the client, and it is not the server's failure.
+const StatusClientClosed = 499
 
 // AnswerWriteTimeout bounds how long an answer may take to reach its
 // client once written: a client that stops reading would otherwise hold

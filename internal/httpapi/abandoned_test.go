@@ -1,0 +1,84 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	hclog "github.com/hashicorp/go-hclog"
+	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/coordinator/coordinatortest"
+	"github.com/memhost/memhost/sdk"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// lockedLog is a log output safe to read while the server writes.
+type lockedLog struct {
+	mu sync.Mutex
+	sb strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.sb.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.sb.String()
+}
+
+// TestAnAbandonedRequestIsNoServerFailure: from an outside review. A
+// client that went away mid-request (a Ctrl-C of memhost export) had its
+// request logged at ERROR as a failure of the server and counted a 503 in
+// the metrics. It is logged as abandoned and counted 499.
+func TestAnAbandonedRequestIsNoServerFailure(t *testing.T) {
+	p := coordinatortest.NewProvider(coordinatortest.AllCapabilities...)
+	started := make(chan struct{})
+	var once sync.Once
+	p.SetHook(coordinatortest.MethodRecall, func(ctx context.Context, _ any) error {
+		once.Do(func() { close(started) })
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	providers := func(string) (sdk.Provider, error) { return p, nil }
+	cfg := coordinator.DefaultConfig()
+	cfg.RecallTimeout = time.Minute // far past the client's leaving
+	coord, err := coordinator.New(cfg, coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { coord.Close(context.Background()) })
+	var logs lockedLog
+	metrics := NewMetrics(nil, nil)
+	srv := httptest.NewServer(New(Options{Provider: providers, Coordinator: coord, Metrics: metrics,
+		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Debug})}).Handler())
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithCancel(t.Context())
+	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/recall", strings.NewReader(`{"identity":{"id":"alice"},"query":"harbour"}`))
+	go func() {
+		<-started
+		cancel()
+	}()
+	if _, err := srv.Client().Do(req); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the request = %v, want it canceled by its client", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "abandoned") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	text := logs.String()
+	if !strings.Contains(text, "request abandoned by its client") || strings.Contains(text, "[ERROR]") {
+		t.Errorf("the log does not say the client left, or says the server failed:\n%s", text)
+	}
+	if n := testutil.ToFloat64(metrics.requests.WithLabelValues("POST /v1/recall", "499")); n != 1 {
+		t.Errorf("requests counted 499 = %v, want 1", n)
+	}
+}
