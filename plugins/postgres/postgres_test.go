@@ -816,16 +816,20 @@ func TestWriteWhoseBackendDiesIsUnavailable(t *testing.T) {
 
 // TestDeadPooledConnectionIsReplaced: after a restart or failover every
 // pooled connection is dead, and one used less than a second ago is not
-// pinged before reuse. A transaction and a read on it must go through on
-// a fresh connection, not fail the call.
+// pinged before reuse. A transaction and a read on it (the replica's read
+// of its hits too, which answered a recall 503) must go through on a
+// fresh connection, not fail the call.
 func TestDeadPooledConnectionIsReplaced(t *testing.T) {
 	ctx := context.Background()
+	schema := schemaFor(t.Name())
+	openStore(t, schema).Close() // the tables the replica's read needs
 	cfg, err := pgxpool.ParseConfig(testDSN(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	const app = "memhost_dead_conn_test"
 	cfg.ConnConfig.RuntimeParams["application_name"] = app
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
 	cfg.MaxConns = 1                                                                       // the dead connection is the one reused
 	cfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false } // as for one idle under a second
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -844,6 +848,10 @@ func TestDeadPooledConnectionIsReplaced(t *testing.T) {
 		}},
 		{"read on the pool", func() error {
 			return db.run(ctx, readOnly, func(q dbtx) error { var n int; return q.QueryRow(ctx, "SELECT 1").Scan(&n) })
+		}},
+		{"the replica's read of its hits", func() error {
+			_, _, _, err := readHitRows(ctx, db, realm, 0, []sdkindex.Hit{{ID: "gone", Seq: 1}})
+			return err
 		}},
 	} {
 		if err := tc.call(); err != nil {

@@ -366,8 +366,21 @@ func (l logState) wentBack(applied int64, mark time.Time) bool {
 
 // readHitRows reads the rows of the replica's hits, in one round trip with
 // the change log's state around applied, the replica's position. whole is
-// false when a hit's row is gone or no longer active.
+// false when a hit's row is gone or no longer active. A batch that meets a
+// pooled connection the server closed runs again on another (db.run), as
+// the SQL path's reads do.
 func readHitRows(ctx context.Context, db *pgdb, realm string, applied int64, found []sdkindex.Hit) (hits []sdk.Hit, state logState, whole bool, err error) {
+	err = db.run(ctx, readOnly, func(q dbtx) (err error) {
+		hits, state, whole, err = readHitRowsOn(ctx, q, realm, applied, found)
+		return err
+	})
+	if err != nil {
+		return nil, logState{}, false, err
+	}
+	return hits, state, whole, nil
+}
+
+func readHitRowsOn(ctx context.Context, db dbtx, realm string, applied int64, found []sdkindex.Hit) (hits []sdk.Hit, state logState, whole bool, err error) {
 	seqs := make([]int64, len(found))
 	for i, h := range found {
 		seqs[i] = int64(h.Seq)
