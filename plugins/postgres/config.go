@@ -207,6 +207,12 @@ func parseConfig(raw json.RawMessage, getenv func(string) string) (settings, err
 	} else {
 		rp["search_path"] = s.schema
 		rp["statement_timeout"] = fmt.Sprint(s.statementTimeout.Milliseconds())
+		// A transaction whose client stopped (a host frozen or cut off)
+		// would keep its locks, the change log's among them, so every
+		// host's writes, until the OS notices the connection is dead
+		// (hours): the server ends it once it idles as long as a
+		// statement may run.
+		rp["idle_in_transaction_session_timeout"] = rp["statement_timeout"]
 	}
 	if rp["application_name"] == "" {
 		rp["application_name"] = "memhost-postgres"

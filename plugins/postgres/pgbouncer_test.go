@@ -76,12 +76,12 @@ func TestThroughPgBouncer(t *testing.T) {
 	// it lands on.
 	for range 20 {
 		err := pgx.BeginTxFunc(ctx, stores[0].pool, readOnly, func(tx pgx.Tx) error {
-			var path, timeout string
-			if err := tx.QueryRow(ctx, "SELECT current_setting('search_path'), current_setting('statement_timeout')").Scan(&path, &timeout); err != nil {
+			var path, timeout, idle string
+			if err := tx.QueryRow(ctx, "SELECT current_setting('search_path'), current_setting('statement_timeout'), current_setting('idle_in_transaction_session_timeout')").Scan(&path, &timeout, &idle); err != nil {
 				return err
 			}
-			if path != schema || timeout != "4s" {
-				return fmt.Errorf("search_path %q, statement_timeout %q; want %q, 4s", path, timeout, schema)
+			if path != schema || timeout != "4s" || idle != "4s" {
+				return fmt.Errorf("search_path %q, statement_timeout %q, idle_in_transaction_session_timeout %q; want %q, 4s, 4s", path, timeout, idle, schema)
 			}
 			return nil
 		})

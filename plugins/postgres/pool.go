@@ -37,7 +37,8 @@ type dbtx interface {
 func newPGDB(pool *pgxpool.Pool, set settings) *pgdb {
 	d := &pgdb{Pool: pool}
 	if set.transactionPooling {
-		d.setLocal = fmt.Sprintf("; SET LOCAL search_path = %s; SET LOCAL statement_timeout = %d",
+		// The idle timeout as config.go sets it without a pooler.
+		d.setLocal = fmt.Sprintf("; SET LOCAL search_path = %s; SET LOCAL statement_timeout = %d; SET LOCAL idle_in_transaction_session_timeout = %[2]d",
 			pgx.Identifier{set.schema}.Sanitize(), set.statementTimeout.Milliseconds())
 	}
 	return d

@@ -154,3 +154,36 @@ func TestReplicaLogRewound(t *testing.T) {
 		})
 	}
 }
+
+// TestStalledWriterReleasesTheChangeLog: from an outside review. A host
+// that stops between taking the change log's lock and committing (frozen,
+// or cut off without a reset, as under SIGSTOP) left its transaction idle
+// on the server, holding the lock: every host's writes, in every realm,
+// failed at their statement timeout until the operating system gave up on
+// the connection (hours). The server now ends a transaction idle for a
+// statement timeout, and the writes go on.
+func TestStalledWriterReleasesTheChangeLog(t *testing.T) {
+	schema := schemaFor(t.Name())
+	cfg := configJSON(schema, "statement_timeout", "1s", "replica", sqlOnly)
+	stalled, other := openStoreWith(t, cfg), openStoreWith(t, cfg)
+	ctx := context.Background()
+	tx, err := stalled.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := logChanges(ctx, tx, realm, opPut, []string{"stalled"}); err != nil {
+		t.Fatal(err)
+	}
+	// The stalled host sends nothing more.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		_, err := other.Remember(ctx, "another", []sdk.Record{note("after the stall", "written by another host")})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("writes still fail 15 s after a host stalled holding the change log: %v", err)
+		}
+	}
+}
