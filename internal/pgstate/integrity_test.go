@@ -116,12 +116,14 @@ func TestSaveWithIsOneTransaction(t *testing.T) {
 	key := compaction.Key{Realm: "r", Identity: "alice", Conversation: "c"}
 	st := compaction.State{Watermark: 3, PrefixHash: "h", Artifact: sdk.Message{Role: "user", Content: "summary"}, UpdatedAt: time.Now()}
 
-	// Another connection holds the session's row.
+	// Another connection holds the session's row, idle on purpose: the
+	// server would end it at the statement timeout too, as it ends a
+	// frozen host's, and race SaveWith's own timeout.
 	lock, err := db.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lock.Exec(ctx, `SET LOCAL statement_timeout = 0; SELECT 1 FROM memhost_state.sessions FOR UPDATE`); err != nil {
+	if _, err := lock.Exec(ctx, `SET LOCAL statement_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = 0; SELECT 1 FROM memhost_state.sessions FOR UPDATE`); err != nil {
 		t.Fatal(err)
 	}
 	err = comp.SaveWith(ctx, key, 0, st, reset)

@@ -79,6 +79,11 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	pc.MaxConns = int32(opts.PoolSize)
 	rp := pc.ConnConfig.RuntimeParams
 	rp["statement_timeout"] = fmt.Sprint(opts.StatementTimeout.Milliseconds())
+	// A turn holds its session's row within a transaction: a host frozen
+	// or cut off inside it would keep the row locked for every other host
+	// until the operating system drops the connection (hours), so the
+	// server ends a transaction idle as long as a statement may run.
+	rp["idle_in_transaction_session_timeout"] = rp["statement_timeout"]
 	if rp["application_name"] == "" {
 		rp["application_name"] = "memhost-host"
 	}

@@ -325,3 +325,26 @@ func TestLostRacesAreUnavailable(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleTransactionsEndAtTheStatementTimeout: from an outside review,
+// the class the postgres provider's change log showed. A turn holds its
+// session's row (SELECT … FOR UPDATE) within a transaction; a host frozen
+// or cut off inside it left the transaction idle on the server, the row
+// locked for every other host, until the operating system dropped the
+// connection (hours). The server ends a transaction idle for a statement
+// timeout.
+func TestIdleTransactionsEndAtTheStatementTimeout(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, pgtest.Shared(t).NewDatabase(t), Options{StatementTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var idle string
+	if err := db.pool.QueryRow(ctx, "SELECT current_setting('idle_in_transaction_session_timeout')").Scan(&idle); err != nil {
+		t.Fatal(err)
+	}
+	if idle != "2s" {
+		t.Errorf("idle_in_transaction_session_timeout = %q, want the statement timeout, 2s", idle)
+	}
+}
