@@ -454,3 +454,24 @@ func TestMCPProxySaysTheServersRefusal(t *testing.T) {
 		}
 	}
 }
+
+// TestArgumentCountsNameWhatIsMissing: from an outside review. A command
+// given too few or too many arguments answered cobra's count ("accepts 1
+// arg(s), received 0"), naming neither what it takes nor the command.
+func TestArgumentCountsNameWhatIsMissing(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"recall"}, "recall needs QUERY (see memhost recall --help)"},
+		{[]string{"trace"}, "trace needs SESSION"},
+		{[]string{"plugins", "manifest"}, "plugins manifest needs EXECUTABLE..."},
+		{[]string{"recall", "a", "b"}, `recall takes QUERY; got 2 arguments: ["a" "b"]`},
+		{[]string{"version", "x"}, `version takes no arguments; got ["x"]`},
+	} {
+		_, err := runRoot(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "arg(s)") {
+			t.Errorf("memhost %q = %v, want it to say %q", tc.args, err, tc.want)
+		}
+	}
+}

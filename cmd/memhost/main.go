@@ -41,7 +41,33 @@ func rootCommand() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return plainFlagError(err) })
 	root.Version = version + " (commit " + commit + ")"
 	root.AddCommand(serveCommand(), mcpCommand(), rememberCommand(), recallCommand(), injectCommand(), exportCommand(), importCommand(), reindexCommand(), benchCommand(), pluginsCommand(), proposalsCommand(), traceCommand(), versionCommand())
+	nameArgs(root)
 	return root
+}
+
+// nameArgs makes every command's argument check say what the command
+// takes, from its Use line ("memhost recall needs QUERY"), rather than
+// count them ("accepts 1 arg(s), received 0").
+func nameArgs(cmd *cobra.Command) {
+	if check := cmd.Args; check != nil {
+		cmd.Args = func(c *cobra.Command, args []string) error {
+			if check(c, args) == nil {
+				return nil
+			}
+			takes := strings.TrimSpace(strings.TrimPrefix(c.Use, c.Name()))
+			name := strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ")
+			switch {
+			case takes == "":
+				return fmt.Errorf("%s takes no arguments; got %q (flags start with --)", name, args)
+			case len(args) == 0:
+				return fmt.Errorf("%s needs %s (see %s --help)", name, takes, c.CommandPath())
+			}
+			return fmt.Errorf("%s takes %s; got %d arguments: %q (quote an argument holding spaces)", name, takes, len(args), args)
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		nameArgs(sub)
+	}
 }
 
 func versionCommand() *cobra.Command {
