@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -199,7 +200,7 @@ non-zero.`,
 			}
 			for _, p := range o.providers {
 				if _, ok := benchProviders[p]; !ok {
-					return fmt.Errorf("--providers: %q is not a first-party provider", p)
+					return fmt.Errorf("--providers: %q is not a first-party provider; choose among %s", p, strings.Join(slices.Sorted(maps.Keys(benchProviders)), ", "))
 				}
 			}
 			w := cmd.OutOrStdout()

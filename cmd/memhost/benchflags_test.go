@@ -129,3 +129,12 @@ func TestBenchDataPaths(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchUnknownProviderListsTheChoices: from an outside review. An
+// unknown --providers name was refused without the names it may be.
+func TestBenchUnknownProviderListsTheChoices(t *testing.T) {
+	_, err := runRoot(t, "bench", "--providers", "nope", "--quick")
+	if err == nil || !strings.Contains(err.Error(), `"nope"`) || !strings.Contains(err.Error(), "bleve, markdown, postgres, sqlite") {
+		t.Fatalf("bench --providers nope = %v, want the choices named", err)
+	}
+}
