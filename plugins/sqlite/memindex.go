@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io/fs"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -281,7 +282,7 @@ func (d *database) encodeSnapshot(gen uint64) (*os.File, error) {
 	tmp := d.snapshotPath() + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("write index snapshot: %w", err)
+		return nil, snapshotErr(tmp, err)
 	}
 	bw := bufio.NewWriterSize(f, 1<<16)
 	head := binary.LittleEndian.AppendUint64(append([]byte(snapshotMagic), d.store...), gen)
@@ -293,7 +294,7 @@ func (d *database) encodeSnapshot(gen uint64) (*os.File, error) {
 	if err != nil {
 		f.Close()
 		os.Remove(tmp)
-		return nil, fmt.Errorf("write index snapshot %s: %w", tmp, err)
+		return nil, snapshotErr(tmp, err)
 	}
 	return f, nil
 }
@@ -311,9 +312,25 @@ func (d *database) commitSnapshot(f *os.File) error {
 	}
 	if err != nil {
 		os.Remove(f.Name())
-		return fmt.Errorf("write index snapshot %s: %w", d.snapshotPath(), err)
+		return snapshotErr(d.snapshotPath(), err)
 	}
 	return nil
+}
+
+// snapshotErr says once that writing the snapshot at path failed, and
+// why: the file system's error names the path and its operation again
+// ("write …tmp: index: encode: write …tmp: no space left on device"), so
+// only its reason is kept (errors.Is still reads it).
+func snapshotErr(path string, err error) error {
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		err = pe.Err
+	case errors.As(err, &le):
+		err = le.Err
+	}
+	return fmt.Errorf("write index snapshot %s: %w", path, err)
 }
 
 // clusterShare is the least share of a realm's documents that must have
