@@ -38,6 +38,10 @@ const maxQueryBytes = 4 << 10
 type state struct {
 	block string
 	query string // the query block was recalled with
+	// answered: block was answered to the client. A state made afresh (a
+	// session never started here, pushed out, or a restarted host) does
+	// not know what the client holds, so its first answer is a change.
+	answered bool
 }
 
 // recaller runs the guide's recall: fetch, filter, re-sort, render.
@@ -135,7 +139,7 @@ func (r *recaller) start(ctx context.Context, st *state, id sdk.Identity, sessio
 	if err != nil {
 		return "", err
 	}
-	st.block, st.query = block, query
+	st.block, st.query, st.answered = block, query, true
 	return block, nil
 }
 
@@ -149,7 +153,9 @@ func (r *recaller) iterate(ctx context.Context, st *state, id sdk.Identity, sess
 		query = st.query
 	}
 	if query == "" {
-		return Iteration{Block: st.block}
+		changed := !st.answered
+		st.answered = true
+		return Iteration{Block: st.block, Changed: changed}
 	}
 	// An unchanged query is recalled too: a record of the block may have
 	// been forgotten or replaced since, on this host or another, and a
@@ -163,8 +169,8 @@ func (r *recaller) iterate(ctx context.Context, st *state, id sdk.Identity, sess
 			"realm", id.Realm, "identity", id.ID, "error", err)
 		return Iteration{Block: st.block, RecallFailed: true}
 	}
-	changed := block != st.block
-	st.block, st.query = block, query
+	changed := !st.answered || block != st.block
+	st.block, st.query, st.answered = block, query, true
 	return Iteration{Block: block, Changed: changed}
 }
 

@@ -796,3 +796,43 @@ func TestAnEvictedSessionsCallsStillWaitTheirTurn(t *testing.T) {
 		}
 	}
 }
+
+// TestASessionTheHostForgotAnswersAChange: from an outside review. A
+// session the host holds no state for (pushed out by its own identity's
+// sessions, or a restarted host) compared its answer with an empty block:
+// a record forgotten since left the client's block with "block": null,
+// "changed": false, so a client replacing its block on a change kept
+// showing the forgotten record to the model.
+func TestASessionTheHostForgotAnswersAChange(t *testing.T) {
+	for _, message := range []string{"kumquat", ""} {
+		f := newFixture(t)
+		ids := f.add(rec("Kumquat", "kumquat marmalade recipe"))
+		ctx := context.Background()
+		before := NewSessions(f.src, SessionsOptions{})
+		if block, err := before.SessionStart(ctx, alice, "g1", "kumquat", Filters{}); err != nil || !strings.Contains(block, "marmalade") {
+			t.Fatalf("start %q %v", block, err)
+		}
+		if _, err := f.p.Forget(ctx, "default", ids); err != nil {
+			t.Fatal(err)
+		}
+		restarted := NewSessions(f.src, SessionsOptions{})
+		it, err := restarted.BeforeIteration(ctx, alice, "g1", message, Filters{})
+		if err != nil || !it.Changed || it.Block != "" {
+			t.Fatalf("message %q after a restart: block %q changed %v, %v; want no block, changed", message, it.Block, it.Changed, err)
+		}
+		if it, err := restarted.BeforeIteration(ctx, alice, "g1", message, Filters{}); err != nil || it.Changed {
+			t.Fatalf("message %q, the call after: changed %v, %v; want unchanged", message, it.Changed, err)
+		}
+		// Pushed out by the identity's own sessions: the same.
+		own := NewSessions(f.src, SessionsOptions{Size: 1})
+		if _, err := own.BeforeIteration(ctx, alice, "g1", "kumquat", Filters{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := own.SessionStart(ctx, alice, "g2", "kumquat", Filters{}); err != nil {
+			t.Fatal(err)
+		}
+		if it, err := own.BeforeIteration(ctx, alice, "g1", message, Filters{}); err != nil || !it.Changed {
+			t.Fatalf("message %q after the session was pushed out: changed %v, %v; want changed", message, it.Changed, err)
+		}
+	}
+}
