@@ -283,11 +283,13 @@ func (g *Guide) Apply(ctx context.Context, c *Context) error {
 	return nil
 }
 
-// ApplyBeforeIteration re-recalls with the last user message in c's
-// history and replaces the guide's block, reporting whether it changed.
-// Without a user message, or with the same query as last time, the block
-// stays byte-identical (model prefix caches stay warm) and no recall is
-// made. A failed recall is logged and keeps the previous block.
+// ApplyBeforeIteration recalls with the last user message in c's history
+// and replaces the guide's block, reporting whether it changed. Without a
+// user message no recall is made and the block stays; the same query is
+// recalled again (a record of the block may have been forgotten since),
+// and the block stays byte-identical when the recall finds what it did
+// (model prefix caches stay warm). A failed recall is logged and keeps
+// the previous block.
 func (g *Guide) ApplyBeforeIteration(ctx context.Context, c *Context) bool {
 	msg, ok := c.LastUserMessage()
 	if !ok || validate(g.id, g.session) != nil || g.filters.Validate() != nil {
