@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/memhost/memhost/sdk/internal/wire"
@@ -48,6 +49,10 @@ func (s Scope) Parse() (ScopeClass, string, error) {
 		return "", "", invalid("scope", fmt.Sprintf("unknown scope class %q in %q", class, string(s)))
 	}
 	if err := wire.ValidateToken(name, MaxIDBytes); err != nil {
+		if strings.HasPrefix(err.Error(), strconv.Quote(name)) {
+			// It quotes the name already: "name "a`b" may hold only …".
+			return "", "", invalid("scope", "name "+err.Error())
+		}
 		return "", "", invalid("scope", fmt.Sprintf("name in %q %v", string(s), err))
 	}
 	return ScopeClass(class), name, nil

@@ -165,6 +165,8 @@ func TestRecallRefusalsNameTheirField(t *testing.T) {
 		{`{"identity":{"id":"alice"},"query":"q","limit":101}`, 400, "limit", "limit: 101 is outside 0..100"},
 		{`{"identity":{"id":"alice"},"query":"q","scopes":["identity:alice","bogus"]}`, 400, "scopes[1]", `scopes[1]: "bogus" is not identity:<id>, mob:<name>, operator:<name> or realm`},
 		{`{"identity":{"id":"alice"},"query":"q","scopes":["identity:"]}`, 400, "scopes[0]", `scopes[0]: name in "identity:" must not be empty`},
+		// The name quoted once, not in the scope and again on its own.
+		{`{"identity":{"id":"alice"},"query":"q","scopes":["identity:a b"]}`, 400, "scopes[0]", `scopes[0]: name "a b" may hold only letters, digits, '-', '_' and '.'`},
 		{`{"identity":{"id":"alice"},"query":"q","scopes":["identity:bob"]}`, 403, "scopes[0]", `scopes[0]: identity "alice" does not read scope "identity:bob"`},
 	}
 	for _, c := range cases {
