@@ -176,7 +176,9 @@ func TestAnMCPBatchCountsEachCall(t *testing.T) {
 	if code, body := batch(4); code != http.StatusOK {
 		t.Errorf("a batch of 4 once the others were answered = %d %s, want 200", code, body)
 	}
-	if code, body := batch(5); code != http.StatusTooManyRequests || !strings.Contains(body, "max_in_flight") {
-		t.Errorf("a batch of 5 for a token bounded at 4 = %d %s, want 429 naming max_in_flight", code, body)
+	// A batch over the bound can never be served: it is refused as the
+	// client's mistake, not with a Retry-After that has it sent again.
+	if code, body := batch(5); code != http.StatusBadRequest || !strings.Contains(body, "max_in_flight of 4") || strings.Contains(body, "too_many_requests") {
+		t.Errorf("a batch of 5 for a token bounded at 4 = %d %s, want 400 naming max_in_flight", code, body)
 	}
 }

@@ -494,7 +494,12 @@ func (s *Server) mountMCP(mux *http.ServeMux, h http.Handler) {
 			var calls int
 			calls, err = s.strictMCPBody(rec, r)
 			// The SDK runs a batch's calls at once: each counts against
-			// the token's bound, not the one request that carried them.
+			// the token's bound, not the one request that carried them. A
+			// batch over the bound itself is refused as such: a 429 and its
+			// Retry-After would have the client send it again for ever.
+			if err == nil && c.token != nil && calls > c.token.MaxInFlight {
+				err = &sdk.FieldError{Field: "request body", Problem: fmt.Sprintf("is a batch of %d messages, over token %q's max_in_flight of %d; send at most %d at a time", calls, c.token.Name, c.token.MaxInFlight, c.token.MaxInFlight), Err: sdk.ErrInvalid}
+			}
 			if err == nil && calls > 1 {
 				var release func()
 				if release, err = s.admit(rec, c, calls-1); err == nil {
