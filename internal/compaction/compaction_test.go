@@ -732,3 +732,29 @@ func TestANamedBlockAbsorbedBeforeStillMatches(t *testing.T) {
 		t.Fatalf("a changed message = %v, want a mismatch", err)
 	}
 }
+
+// TestAnEmptyNamedMessageAbsorbedBeforeStillMatches: a named message with
+// no content (null, "" or no blocks, and no calls) flattened to "bob: "
+// before the name got a line of its own ahead of a block; it became
+// "bob:\n", which the text of then does not read back, so a conversation
+// that absorbed one answered history_mismatch until deleted.
+func TestAnEmptyNamedMessageAbsorbedBeforeStillMatches(t *testing.T) {
+	ctx := context.Background()
+	for name, content := range map[string]coordinator.Content{
+		"null": {}, `""`: coordinator.TextContent(""), "[]": coordinator.BlockContent(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := New(Options{Compactor: &fakeCompactor{}})
+			if _, err := s.Compact(ctx, req("a", "bob: ", "c")); err != nil {
+				t.Fatal(err)
+			}
+			today, err := FlattenChat(content, ChatExtras{Name: "bob"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res, err := s.Compact(ctx, req("a", today, "c", "d")); err != nil || res.Absorbed != 4 {
+				t.Fatalf("the same history in today's text (%q) = %+v, %v; want d absorbed", today, res, err)
+			}
+		})
+	}
+}

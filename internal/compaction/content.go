@@ -91,7 +91,9 @@ func FlattenChat(c coordinator.Content, x ChatExtras) (string, error) {
 	}
 	text := strings.Join(slices.DeleteFunc(parts, func(s string) bool { return s == "" }), "\n")
 	if x.Name != "" {
-		if leadsWithText(c) {
+		// An empty message has no block to set apart, and reads as it
+		// did before the rule (the hash chains of absorbed ones match).
+		if text == "" || leadsWithText(c) {
 			text = x.Name + ": " + text
 		} else {
 			// On a line of its own: before a quoted block, the name would
