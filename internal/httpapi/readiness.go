@@ -52,13 +52,22 @@ func (s *Server) readyFailures(ctx context.Context) []map[string]string {
 	ch := make(chan struct{})
 	rd.running = ch
 	rd.mu.Unlock()
+	var failed []map[string]string
+	ran := false
+	// Deferred, so a check that panics ends the run as well: else every
+	// later probe would wait for it, and no check run again.
+	defer func() {
+		rd.mu.Lock()
+		if ran {
+			rd.failed, rd.at = failed, time.Now()
+		}
+		rd.running = nil
+		rd.mu.Unlock()
+		close(ch)
+	}()
 	// Not the probe's own context: its run serves the probes waiting on
 	// it, and one that goes away must not fail theirs.
-	failed := s.runReadyChecks(context.WithoutCancel(ctx))
-	rd.mu.Lock()
-	rd.failed, rd.at, rd.running = failed, time.Now(), nil
-	rd.mu.Unlock()
-	close(ch)
+	failed, ran = s.runReadyChecks(context.WithoutCancel(ctx)), true
 	return failed
 }
 

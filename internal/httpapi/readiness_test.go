@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -62,5 +63,33 @@ func TestProbesShareTheReadyChecks(t *testing.T) {
 	readyCheckEvery = 0 // the run has aged out
 	if code := probe(); code != http.StatusOK || runs.Load() != 2 {
 		t.Errorf("a probe after the run aged out = %d with %d runs, want 200 and a second run", code, runs.Load())
+	}
+}
+
+// TestAPanickingReadyCheckFreesTheRun: a ready check that panicked left
+// its run marked under way for good, so every later probe waited for a
+// run that never ended (answering, when its client gave up, the answer
+// before the panic) and no check ran again.
+func TestAPanickingReadyCheckFreesTheRun(t *testing.T) {
+	defer func(d time.Duration) { readyCheckEvery = d }(readyCheckEvery)
+	readyCheckEvery = 0
+	var runs atomic.Int32
+	check := ReadyCheck{Name: "session_store", Check: func(ctx context.Context) error {
+		if runs.Add(1) == 1 {
+			panic("the check's bug")
+		}
+		return errors.New("the table is missing")
+	}}
+	h := New(Options{ReadyChecks: []ReadyCheck{check}}).Handler()
+	func() {
+		defer func() { _ = recover() }() // as net/http recovers a handler's panic
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/readyz", nil))
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/readyz", nil).WithContext(ctx))
+	if w.Code != http.StatusServiceUnavailable || runs.Load() != 2 {
+		t.Errorf("a probe after a check panicked = %d with %d runs (%v), want 503 from a second run", w.Code, runs.Load(), ctx.Err())
 	}
 }
