@@ -13,6 +13,7 @@ import (
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/coordinator/coordinatortest"
+	"github.com/memhost/memhost/internal/mcpserver"
 	"github.com/memhost/memhost/sdk"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -80,5 +81,69 @@ func TestAnAbandonedRequestIsNoServerFailure(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(metrics.requests.WithLabelValues("POST /v1/recall", "499")); n != 1 {
 		t.Errorf("requests counted 499 = %v, want 1", n)
+	}
+}
+
+// TestAnAbandonedMCPCallIsNoSuccess: TestAnAbandonedRequestIsNoServerFailure's
+// sibling. A call whose client went away (cancelled with it, the
+// protocol tying it to its request) was counted 200, a success no client
+// received, and logged nothing; it is counted 499 and logged as abandoned,
+// as /v1's are.
+func TestAnAbandonedMCPCallIsNoSuccess(t *testing.T) {
+	p := coordinatortest.NewProvider(coordinatortest.AllCapabilities...)
+	started := make(chan struct{})
+	var once sync.Once
+	p.SetHook(coordinatortest.MethodRecall, func(ctx context.Context, _ any) error {
+		once.Do(func() { close(started) })
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	providers := func(string) (sdk.Provider, error) { return p, nil }
+	cfg := coordinator.DefaultConfig()
+	cfg.RecallTimeout = time.Minute // far past the client's leaving
+	coord, err := coordinator.New(cfg, coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { coord.Close(context.Background()) })
+	var logs lockedLog
+	metrics := NewMetrics(nil, nil)
+	srv := httptest.NewServer(New(Options{Provider: providers, Coordinator: coord, Metrics: metrics,
+		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Debug}),
+		MCP: func(bind func(http.Header) (mcpserver.Caller, error)) http.Handler {
+			return mcpserver.Handler(mcpserver.Options{Provider: providers, Coordinator: coord, Bind: bind})
+		}}).Handler())
+	t.Cleanup(srv.Close)
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"test","version":"1"}}`
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory_recall","arguments":{"query":"harbour"},` + meta + `}}`
+	ctx, cancel := context.WithCancel(t.Context())
+	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/mcp?identity=alice", strings.NewReader(body))
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "memory_recall"} {
+		req.Header.Set(k, v)
+	}
+	go func() {
+		<-started
+		cancel()
+	}()
+	if _, err := srv.Client().Do(req); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the call = %v, want it canceled by its client", err)
+	}
+	counted := func() float64 {
+		var n float64
+		for _, code := range []string{"200", "499"} {
+			n += testutil.ToFloat64(metrics.requests.WithLabelValues("/mcp", code))
+		}
+		return n
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for counted() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := testutil.ToFloat64(metrics.requests.WithLabelValues("/mcp", "499")); n != 1 {
+		t.Errorf("calls counted 499 = %v (200: %v), want 1", n, testutil.ToFloat64(metrics.requests.WithLabelValues("/mcp", "200")))
+	}
+	if text := logs.String(); !strings.Contains(text, "request abandoned by its client") || strings.Contains(text, "[ERROR]") {
+		t.Errorf("the log does not say the client left, or says the server failed:\n%s", text)
 	}
 }

@@ -520,6 +520,13 @@ func (s *Server) mountMCP(mux *http.ServeMux, h http.Handler) {
 					s.writeError(rec, err, reqID)
 				}
 			}
+			if r.Context().Err() != nil {
+				// The client went away before its answer (the answer to a
+				// call cancelled with it, if any, reached no one): as on
+				// /v1, neither a success nor a failure of the server's.
+				rec.status = StatusClientClosed
+				s.opts.Logger.Info("request abandoned by its client", "request_id", reqID, "route", pattern, "duration_ms", msSince(start))
+			}
 		}
 		s.opts.Metrics.observeRequest(pattern, rec.status, time.Since(start))
 	})
