@@ -19,6 +19,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/memhost/memhost/internal/statedb"
 	"github.com/spf13/cobra"
 )
 
@@ -84,8 +85,13 @@ func (f *clientFlags) client(ctx context.Context) (*apiClient, error) {
 				return nil, err
 			}
 			// A serve started with --listen (or another config) notes
-			// where it answers in the data directory it holds.
-			addr = servedAddr(cfg.DataDir, cfg.Listen)
+			// where it answers in the data directory it holds. Only while
+			// it holds it: a killed serve's note may name a port another
+			// process took since, which would be sent the token.
+			addr = cfg.Listen
+			if statedb.Held(cfg.DataDir) {
+				addr = servedAddr(cfg.DataDir, cfg.Listen)
+			}
 		}
 		if err := checkAddr(addr); err != nil {
 			return nil, err

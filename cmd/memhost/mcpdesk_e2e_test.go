@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -270,5 +273,34 @@ func TestMCPStaleServingAddr(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), stale) {
 		t.Fatalf("mcp names the address a dead server noted: %v", err)
+	}
+}
+
+// TestAStaleServingAddrGetsNoToken: from an outside review. The client
+// commands read the address a serve notes in its data directory; a killed
+// serve's note stays until the next start, and may name a port another
+// process took since. The note is read only while a memhost holds the
+// directory, so that process is never sent the token.
+func TestAStaleServingAddrGetsNoToken(t *testing.T) {
+	t.Parallel()
+	var asked atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		http.Error(w, "not memhost", http.StatusTeapot)
+	}))
+	t.Cleanup(other.Close)
+	cfgPath, dataDir := writeConfig(t, providerDeployment("sqlite", `{ path = "memory.db" }`)+`realm "default" { provider = "main" }`)
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dataDir, servingAddrFile), []byte(strings.TrimPrefix(other.URL, "http://")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := runCLI(t, []string{"MEMHOST_TOKEN=secret-token-of-alice"}, "recall", "--config", cfgPath, "--identity", "alice", "anything")
+	if err == nil {
+		t.Fatal("recall answered with no memhost serving")
+	}
+	if n := asked.Load(); n != 0 {
+		t.Fatalf("the process at a killed serve's noted address was sent %d requests", n)
 	}
 }

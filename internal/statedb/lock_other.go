@@ -18,3 +18,6 @@ func acquire(path string) (*os.File, error) {
 }
 
 func release(f *os.File) { f.Close() }
+
+// held cannot tell without flock: it answers true, as a host may be.
+func held(string) bool { return true }

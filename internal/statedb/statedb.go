@@ -92,6 +92,10 @@ type DB struct {
 	file os.FileInfo
 }
 
+// Held reports whether a memhost holds the state database in dir (one
+// serving it, or a command running its plugins), without taking it.
+func Held(dir string) bool { return held(filepath.Join(dir, FileName) + ".lock") }
+
 // Open opens (creating if needed) the state database in dir. The file is
 // created with mode 0600 (and tightened to it if it was wider); SQLite
 // gives the WAL and shared-memory files the same mode.

@@ -357,3 +357,32 @@ func TestWALShrinksBackToItsBound(t *testing.T) {
 		t.Errorf("the WAL is %d bytes once started over, want at most its bound, %d", got, walBoundFrames*page)
 	}
 }
+
+// TestHeldProbesWithoutTaking: Held tells whether a memhost holds a data
+// directory (its note of where it serves is then current) without taking
+// the lock or creating anything.
+func TestHeldProbesWithoutTaking(t *testing.T) {
+	dir := t.TempDir()
+	if Held(dir) {
+		t.Fatal("an empty directory reads as held")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("the probe created %v", entries)
+	}
+	db, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !Held(dir) {
+		t.Error("a directory an open state database holds reads as free")
+	}
+	db.Close()
+	if Held(dir) {
+		t.Error("a directory whose database was closed reads as held")
+	}
+	again, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatalf("the probe kept the lock: %v", err)
+	}
+	again.Close()
+}
