@@ -143,6 +143,7 @@ func TestCatchesBrokenProviders(t *testing.T) {
 		// title. The kit still checks both, for plugins built otherwise.
 		{check: "Supersede", bug: func(p *refProvider) { p.bugs.recallSuperseded = true }},
 		{check: "Expiry", bug: func(p *refProvider) { p.bugs.recallExpired = true }},
+		{check: "Expiry", bug: func(p *refProvider) { p.bugs.expiryAtWrite = true }},
 		{check: "IdempotentForget", bug: func(p *refProvider) { p.bugs.forgetMissingFails = true }},
 		{check: "Durability", bug: func(p *refProvider) { p.bugs.noPersist = true }},
 		// A write that ignores its deadline lands after the host answered

@@ -37,7 +37,7 @@ type refProvider struct {
 type bugs struct {
 	leakRealms, ignoreScopes, duplicateWrites, partialBatch, recallSuperseded, recallExpired,
 	forgetMissingFails, noPersist, truncateTitles, looseConfig, unboundedWorkingSet, ignoreTags,
-	worstFirst, dropExplicitID, ignoreWindow, epochOpen, noNeighbours, ignoreDeadline bool
+	worstFirst, dropExplicitID, ignoreWindow, epochOpen, noNeighbours, ignoreDeadline, expiryAtWrite bool
 }
 
 var allCaps = sdk.Capabilities{sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapManifest, sdk.CapSupersede, sdk.CapUsage, sdk.CapLedger, sdk.CapNeighbours}
@@ -141,6 +141,15 @@ func (p *refProvider) inScopes(r *sdk.Record, scopes []sdk.Scope) bool {
 	return p.bugs.ignoreScopes || len(scopes) == 0 || slices.Contains(scopes, r.Scope)
 }
 
+// recallable is r.Recallable(now), or with the expiryAtWrite bug whether
+// r was unexpired when it was written.
+func (p *refProvider) recallable(r *sdk.Record, now time.Time) bool {
+	if p.bugs.expiryAtWrite {
+		now = r.UpdatedAt
+	}
+	return r.Recallable(now)
+}
+
 func (p *refProvider) Recall(_ context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
 	if err := sdk.ValidateRealm(q.Realm); err != nil {
 		return nil, err
@@ -162,7 +171,7 @@ func (p *refProvider) Recall(_ context.Context, q sdk.RecallQuery) ([]sdk.Hit, e
 			continue
 		}
 		for _, r := range recs {
-			recallable := r.Recallable(now) ||
+			recallable := p.recallable(r, now) ||
 				p.bugs.recallSuperseded && r.Status == sdk.StatusSuperseded ||
 				p.bugs.recallExpired && r.Status == sdk.StatusActive
 			if !recallable || !p.inScopes(r, q.Scopes) || slices.Contains(q.ExcludeIDs, r.ID) {
@@ -384,7 +393,7 @@ func (p *refProvider) Manifest(_ context.Context, q sdk.ManifestQuery) ([]sdk.Ma
 	defer p.mu.Unlock()
 	var recs []*sdk.Record
 	for _, r := range p.recs[q.Realm] {
-		if r.Recallable(now) && p.inScopes(r, q.Scopes) {
+		if p.recallable(r, now) && p.inScopes(r, q.Scopes) {
 			recs = append(recs, r)
 		}
 	}
