@@ -36,13 +36,13 @@ func (l *lockedLog) String() string {
 	return l.sb.String()
 }
 
-// TestAnAbandonedRequestIsNoServerFailure: from an outside review. A
-// client that went away mid-request (a Ctrl-C of memhost export) had its
-// request logged at ERROR as a failure of the server and counted a 503 in
-// the metrics. It is logged as abandoned and counted 499.
-func TestAnAbandonedRequestIsNoServerFailure(t *testing.T) {
+// heldRecallServer serves /v1 and /mcp over a provider whose recalls
+// hold until their context ends, closing started as the first begins; its
+// log and metrics are answered for the test to read.
+func heldRecallServer(t *testing.T) (srv *httptest.Server, started chan struct{}, logs *lockedLog, metrics *Metrics) {
+	t.Helper()
 	p := coordinatortest.NewProvider(coordinatortest.AllCapabilities...)
-	started := make(chan struct{})
+	started = make(chan struct{})
 	var once sync.Once
 	p.SetHook(coordinatortest.MethodRecall, func(ctx context.Context, _ any) error {
 		once.Do(func() { close(started) })
@@ -57,11 +57,22 @@ func TestAnAbandonedRequestIsNoServerFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { coord.Close(context.Background()) })
-	var logs lockedLog
-	metrics := NewMetrics(nil, nil)
-	srv := httptest.NewServer(New(Options{Provider: providers, Coordinator: coord, Metrics: metrics,
-		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Debug})}).Handler())
+	logs, metrics = &lockedLog{}, NewMetrics(nil, nil)
+	srv = httptest.NewServer(New(Options{Provider: providers, Coordinator: coord, Metrics: metrics,
+		Logger: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug}),
+		MCP: func(bind func(http.Header) (mcpserver.Caller, error)) http.Handler {
+			return mcpserver.Handler(mcpserver.Options{Provider: providers, Coordinator: coord, Bind: bind})
+		}}).Handler())
 	t.Cleanup(srv.Close)
+	return srv, started, logs, metrics
+}
+
+// TestAnAbandonedRequestIsNoServerFailure: from an outside review. A
+// client that went away mid-request (a Ctrl-C of memhost export) had its
+// request logged at ERROR as a failure of the server and counted a 503 in
+// the metrics. It is logged as abandoned and counted 499.
+func TestAnAbandonedRequestIsNoServerFailure(t *testing.T) {
+	srv, started, logs, metrics := heldRecallServer(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/recall", strings.NewReader(`{"identity":{"id":"alice"},"query":"harbour"}`))
 	go func() {
@@ -90,30 +101,7 @@ func TestAnAbandonedRequestIsNoServerFailure(t *testing.T) {
 // received, and logged nothing; it is counted 499 and logged as abandoned,
 // as /v1's are.
 func TestAnAbandonedMCPCallIsNoSuccess(t *testing.T) {
-	p := coordinatortest.NewProvider(coordinatortest.AllCapabilities...)
-	started := make(chan struct{})
-	var once sync.Once
-	p.SetHook(coordinatortest.MethodRecall, func(ctx context.Context, _ any) error {
-		once.Do(func() { close(started) })
-		<-ctx.Done()
-		return ctx.Err()
-	})
-	providers := func(string) (sdk.Provider, error) { return p, nil }
-	cfg := coordinator.DefaultConfig()
-	cfg.RecallTimeout = time.Minute // far past the client's leaving
-	coord, err := coordinator.New(cfg, coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { coord.Close(context.Background()) })
-	var logs lockedLog
-	metrics := NewMetrics(nil, nil)
-	srv := httptest.NewServer(New(Options{Provider: providers, Coordinator: coord, Metrics: metrics,
-		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Debug}),
-		MCP: func(bind func(http.Header) (mcpserver.Caller, error)) http.Handler {
-			return mcpserver.Handler(mcpserver.Options{Provider: providers, Coordinator: coord, Bind: bind})
-		}}).Handler())
-	t.Cleanup(srv.Close)
+	srv, started, logs, metrics := heldRecallServer(t)
 	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"test","version":"1"}}`
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory_recall","arguments":{"query":"harbour"},` + meta + `}}`
 	ctx, cancel := context.WithCancel(t.Context())
