@@ -27,6 +27,35 @@ func (p scopeBlind) Manifest(ctx context.Context, q sdk.ManifestQuery) ([]sdk.Ma
 	return p.Provider.Manifest(ctx, q)
 }
 
+// tokenServer serves the API over the provider providers answers (a test
+// double breaking its contract), behind tokens.
+func tokenServer(t *testing.T, providers func(string) (sdk.Provider, error), tokens []Token) *httptest.Server {
+	t.Helper()
+	coord, err := coordinator.New(testConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { coord.Close(context.Background()) })
+	srv := httptest.NewServer(New(Options{Tokens: tokens, Provider: providers, Coordinator: coord}).Handler())
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// callAs sends method path (with body, when not empty) with secret as the
+// bearer token and answers the status and body.
+func callAs(t *testing.T, srv *httptest.Server, secret, method, path, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+secret)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(data)
+}
+
 // TestRecallAndManifestKeepToTheirScopes: from an outside review. A
 // provider that ignores its query's scopes had its answer kept out of a
 // turn's injection, a build's, the guide's blocks and memory_recall, but
@@ -38,33 +67,19 @@ func TestRecallAndManifestKeepToTheirScopes(t *testing.T) {
 	p.MustAdd("default",
 		sdk.Record{Scope: sdk.IdentityScope("alice"), Kind: sdk.KindFact, Title: "harbour walk", Body: "alice likes the harbour"},
 		sdk.Record{Scope: sdk.IdentityScope("bob"), Kind: sdk.KindFact, Title: "BOB-PRIVATE harbour diagnosis", Body: "bob only"})
-	providers := func(string) (sdk.Provider, error) { return scopeBlind{p}, nil }
-	coord, err := coordinator.New(testConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { coord.Close(context.Background()) })
 	const alice = "alice-secret-0123456789"
-	tokens := []Token{{Name: "alice", Secret: alice, Realms: []string{"default"}, Identities: []string{"alice"}}}
-	srv := httptest.NewServer(New(Options{Tokens: tokens, Provider: providers, Coordinator: coord}).Handler())
-	t.Cleanup(srv.Close)
+	srv := tokenServer(t, func(string) (sdk.Provider, error) { return scopeBlind{p}, nil },
+		[]Token{{Name: "alice", Secret: alice, Realms: []string{"default"}, Identities: []string{"alice"}}})
 	for _, c := range []struct{ path, body string }{
 		{"/v1/recall", `{"identity":{"id":"alice"},"query":"harbour"}`},
 		{"/v1/manifest", `{"identity":{"id":"alice"}}`},
 		{"/v1/manifest", `{"identity":{"id":"alice"},"tier":"full"}`},
 	} {
-		req, _ := http.NewRequest("POST", srv.URL+c.path, strings.NewReader(c.body))
-		req.Header.Set("Authorization", "Bearer "+alice)
-		resp, err := srv.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
+		code, body := callAs(t, srv, alice, "POST", c.path, c.body)
+		if code != 200 || !strings.Contains(body, "harbour walk") {
+			t.Fatalf("%s %s = %d %s, want alice's record", c.path, c.body, code, body)
 		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || !strings.Contains(string(body), "harbour walk") {
-			t.Fatalf("%s %s = %d %s, want alice's record", c.path, c.body, resp.StatusCode, body)
-		}
-		if strings.Contains(string(body), "BOB-PRIVATE") || strings.Contains(string(body), "identity:bob") {
+		if strings.Contains(body, "BOB-PRIVATE") || strings.Contains(body, "identity:bob") {
 			t.Errorf("%s %s answered bob's record to alice: %s", c.path, c.body, body)
 		}
 	}
@@ -93,28 +108,14 @@ func TestRecallKeepsToItsRealm(t *testing.T) {
 	p := coordinatortest.NewProvider(sdk.CapWrite, sdk.CapFetch)
 	p.MustAdd("default", sdk.Record{Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "default harbour", Body: "the harbour opens at nine"})
 	p.MustAdd("acme", sdk.Record{Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "ACME-PRIVATE harbour deal", Body: "acme buys the harbour"})
-	providers := func(string) (sdk.Provider, error) { return realmBlind{p}, nil }
-	coord, err := coordinator.New(testConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { coord.Close(context.Background()) })
 	const secret = "default-secret-0123456789"
-	tokens := []Token{{Name: "default", Secret: secret, Realms: []string{"default"}}}
-	srv := httptest.NewServer(New(Options{Tokens: tokens, Provider: providers, Coordinator: coord}).Handler())
-	t.Cleanup(srv.Close)
-	req, _ := http.NewRequest("POST", srv.URL+"/v1/recall", strings.NewReader(`{"identity":{"id":"alice"},"query":"harbour"}`))
-	req.Header.Set("Authorization", "Bearer "+secret)
-	resp, err := srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
+	srv := tokenServer(t, func(string) (sdk.Provider, error) { return realmBlind{p}, nil },
+		[]Token{{Name: "default", Secret: secret, Realms: []string{"default"}}})
+	code, body := callAs(t, srv, secret, "POST", "/v1/recall", `{"identity":{"id":"alice"},"query":"harbour"}`)
+	if code != 200 || !strings.Contains(body, "default harbour") {
+		t.Fatalf("recall = %d %s, want the default realm's record", code, body)
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(body), "default harbour") {
-		t.Fatalf("recall = %d %s, want the default realm's record", resp.StatusCode, body)
-	}
-	if strings.Contains(string(body), "ACME-PRIVATE") {
+	if strings.Contains(body, "ACME-PRIVATE") {
 		t.Errorf("a token of realm default recalled realm acme's record: %s", body)
 	}
 }
@@ -158,40 +159,21 @@ func (p realmBlindStore) Export(ctx context.Context, realm, after string, limit 
 func TestRecordsByIDKeepToTheirRealm(t *testing.T) {
 	p := coordinatortest.NewProvider(sdk.CapWrite, sdk.CapFetch, sdk.CapForget, sdk.CapArchive)
 	ids := p.MustAdd("acme", sdk.Record{Scope: sdk.IdentityScope("alice"), Kind: sdk.KindFact, Title: "ACME-PRIVATE harbour deal", Body: "acme buys the harbour"})
-	providers := func(string) (sdk.Provider, error) { return realmBlindStore{p}, nil }
-	coord, err := coordinator.New(testConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { coord.Close(context.Background()) })
 	const alice, app = "alice-secret-0123456789", "app-secret-0123456789"
-	tokens := []Token{
+	srv := tokenServer(t, func(string) (sdk.Provider, error) { return realmBlindStore{p}, nil }, []Token{
 		{Name: "alice", Secret: alice, Realms: []string{"default"}, Role: RoleApplication, Identities: []string{"alice"}},
 		{Name: "app", Secret: app, Realms: []string{"default"}, Role: RoleApplication},
-	}
-	srv := httptest.NewServer(New(Options{Tokens: tokens, Provider: providers, Coordinator: coord}).Handler())
-	t.Cleanup(srv.Close)
-	do := func(secret, method, path string) (int, string) {
-		req, _ := http.NewRequest(method, srv.URL+path, nil)
-		req.Header.Set("Authorization", "Bearer "+secret)
-		resp, err := srv.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode, string(body)
-	}
+	})
 	for _, secret := range []string{alice, app} {
 		for _, path := range []string{"/v1/records/" + ids[0], "/v1/records", "/v1/scopes"} {
-			if code, body := do(secret, "GET", path); strings.Contains(body, "ACME-PRIVATE") || strings.Contains(body, "acme") {
+			if code, body := callAs(t, srv, secret, "GET", path, ""); strings.Contains(body, "ACME-PRIVATE") || strings.Contains(body, "acme") {
 				t.Errorf("GET %s = %d %s: realm acme's record to a token of realm default", path, code, body)
 			}
 		}
 	}
 	// A bound token's forget looks at the record first (an application
 	// token's goes straight to the provider, which alone answers for it).
-	do(alice, "DELETE", "/v1/records/"+ids[0])
+	callAs(t, srv, alice, "DELETE", "/v1/records/"+ids[0], "")
 	if recs, _ := p.Get(context.Background(), "acme", ids); len(recs) == 0 {
 		t.Errorf("a token of realm default forgot realm acme's record")
 	}
@@ -205,25 +187,10 @@ func TestSearchKeepsToItsRealm(t *testing.T) {
 	p := coordinatortest.NewProvider(sdk.CapWrite, sdk.CapFetch)
 	p.MustAdd("default", sdk.Record{Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "default harbour", Body: "the harbour opens at nine"})
 	p.MustAdd("acme", sdk.Record{Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "ACME-PRIVATE harbour deal", Body: "acme buys the harbour"})
-	providers := func(string) (sdk.Provider, error) { return realmBlind{p}, nil }
-	coord, err := coordinator.New(testConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { coord.Close(context.Background()) })
 	const secret = "default-secret-0123456789"
-	tokens := []Token{{Name: "default", Secret: secret, Realms: []string{"default"}, Role: RoleApplication}}
-	srv := httptest.NewServer(New(Options{Tokens: tokens, Provider: providers, Coordinator: coord}).Handler())
-	t.Cleanup(srv.Close)
-	req, _ := http.NewRequest("GET", srv.URL+"/v1/records?q=harbour", nil)
-	req.Header.Set("Authorization", "Bearer "+secret)
-	resp, err := srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if strings.Contains(string(body), "ACME-PRIVATE") {
-		t.Errorf("a token of realm default found realm acme's record: %d %s", resp.StatusCode, body)
+	srv := tokenServer(t, func(string) (sdk.Provider, error) { return realmBlind{p}, nil },
+		[]Token{{Name: "default", Secret: secret, Realms: []string{"default"}, Role: RoleApplication}})
+	if code, body := callAs(t, srv, secret, "GET", "/v1/records?q=harbour", ""); strings.Contains(body, "ACME-PRIVATE") {
+		t.Errorf("a token of realm default found realm acme's record: %d %s", code, body)
 	}
 }
