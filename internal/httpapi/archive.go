@@ -92,7 +92,11 @@ func (s *Server) handleImport(ctx context.Context, c caller, w http.ResponseWrit
 	// The record's times as sent: decoded into the record, the zero
 	// instant would read as absent (an expiry of year 1 kept as none).
 	var sent struct {
-		Records []coordinator.RecordTimes `json:"records"`
+		Records []struct {
+			coordinator.RecordTimes
+			// A thread's seq as sent: left out, it would read as 0.
+			Thread *threadInput `json:"thread"`
+		} `json:"records"`
 	}
 	if _, err := strictjson.DecodeTolerant(data, &sent); err != nil {
 		return invalidJSON("request body", err)
@@ -115,6 +119,9 @@ func (s *Server) handleImport(ctx context.Context, c caller, w http.ResponseWrit
 	for i := range req.Records {
 		if i < len(sent.Records) {
 			if err := sent.Records[i].Check(); err != nil {
+				return inRecord(i, err)
+			}
+			if err := sent.Records[i].Thread.check(); err != nil {
 				return inRecord(i, err)
 			}
 		}

@@ -2,12 +2,14 @@ package httpapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/memhost/memhost/coordinator/coordinatortest"
 	"github.com/memhost/memhost/internal/compaction"
+	"github.com/memhost/memhost/sdk"
 )
 
 // TestEveryFieldRefusalNamesItsField: a refusal that names the field it
@@ -59,5 +61,33 @@ func TestEveryFieldRefusalNamesItsField(t *testing.T) {
 	}
 	if n := p.Calls(coordinatortest.MethodRemember); n != 0 {
 		t.Fatalf("refused requests wrote %d times", n)
+	}
+}
+
+// TestAThreadWithoutItsSeqIsRefused: a record's thread needs its seq, as
+// the API document requires; left out, it was read as 0, so a client that
+// forgot it stored every turn of a conversation at one place, each the
+// others' neighbour. A write and an import are refused naming the field,
+// and nothing reaches the provider; a seq of 0 sent is stored as sent.
+func TestAThreadWithoutItsSeqIsRefused(t *testing.T) {
+	srv, p := newTestServer(t, Options{}, sdk.CapWrite, sdk.CapFetch, sdk.CapArchive)
+	const imported = `{"id":"rt1","scope":"realm","kind":"fact","title":"t","body":"b","trust":"application","status":"active","created_at":"2023-05-27T09:00:00Z","updated_at":"2023-05-27T09:00:00Z","thread":%s}`
+	for _, c := range []struct{ path, body, field string }{
+		{"/v1/records", `{"records":[{"scope":"realm","kind":"episode","title":"t","thread":{"id":"c1","seq":1}},{"scope":"realm","kind":"episode","title":"u","thread":{"id":"c1"}}]}`, "records[1].thread.seq"},
+		{"/v1/import", `{"records":[` + fmt.Sprintf(imported, `{"id":"c1"}`) + `]}`, "records[0].thread.seq"},
+	} {
+		status, e := call(t, srv, "POST", c.path, "", []byte(c.body))
+		if status != http.StatusBadRequest || e.Error.Field != c.field {
+			t.Errorf("POST %s with a thread without seq = %d %+v, want 400 on %s", c.path, status, e, c.field)
+		}
+	}
+	if n := p.Calls(coordinatortest.MethodRemember) + p.Calls(coordinatortest.MethodImport); n != 0 {
+		t.Fatalf("refused requests reached the provider %d times", n)
+	}
+	if status, e := call(t, srv, "POST", "/v1/records", "", []byte(`{"records":[{"scope":"realm","kind":"episode","title":"t","thread":{"id":"c1","seq":0}}]}`)); status != http.StatusOK {
+		t.Errorf("a thread at seq 0 = %d %+v, want stored", status, e)
+	}
+	if status, e := call(t, srv, "POST", "/v1/import", "", []byte(`{"records":[`+fmt.Sprintf(imported, `{"id":"c1","seq":0}`)+`]}`)); status != http.StatusOK {
+		t.Errorf("an imported thread at seq 0 = %d %+v, want imported", status, e)
 	}
 }

@@ -16,23 +16,41 @@ import (
 // recordInput is what a client may send for a new record; everything else
 // (id, times, hash, status, counters) belongs to the store.
 type recordInput struct {
-	Scope       string      `json:"scope"`
-	Kind        string      `json:"kind"`
-	Title       string      `json:"title"`
-	Description string      `json:"description"`
-	Body        string      `json:"body"`
-	Tags        []string    `json:"tags"`
-	Trust       string      `json:"trust"`
-	ExpiresAt   *time.Time  `json:"expires_at"`
-	Thread      *sdk.Thread `json:"thread"`
-	OccurredAt  *time.Time  `json:"occurred_at"`
+	Scope       string       `json:"scope"`
+	Kind        string       `json:"kind"`
+	Title       string       `json:"title"`
+	Description string       `json:"description"`
+	Body        string       `json:"body"`
+	Tags        []string     `json:"tags"`
+	Trust       string       `json:"trust"`
+	ExpiresAt   *time.Time   `json:"expires_at"`
+	Thread      *threadInput `json:"thread"`
+	OccurredAt  *time.Time   `json:"occurred_at"`
+}
+
+// threadInput is a record's thread as sent: seq is required, as 0 is a
+// place of its own (a thread whose every turn left it out would store
+// them all at one place, each the others' neighbour).
+type threadInput struct {
+	ID  string `json:"id"`
+	Seq *int64 `json:"seq"`
+}
+
+// check refuses a thread without its seq.
+func (t *threadInput) check() error {
+	if t != nil && t.Seq == nil {
+		return required("thread.seq")
+	}
+	return nil
 }
 
 func (in recordInput) record(realm string) sdk.Record {
 	r := sdk.Record{
 		Realm: realm, Scope: sdk.Scope(in.Scope), Kind: sdk.RecordKind(in.Kind), Title: in.Title,
 		Description: in.Description, Body: in.Body, Tags: in.Tags, Trust: sdk.Trust(in.Trust),
-		Thread: in.Thread,
+	}
+	if in.Thread != nil && in.Thread.Seq != nil {
+		r.Thread = &sdk.Thread{ID: in.Thread.ID, Seq: *in.Thread.Seq}
 	}
 	if in.ExpiresAt != nil {
 		r.ExpiresAt = in.ExpiresAt.UTC()
@@ -85,6 +103,9 @@ func (s *Server) handleRemember(ctx context.Context, c caller, w http.ResponseWr
 	records := make([]sdk.Record, len(req.Records))
 	for i, in := range req.Records {
 		if err := in.checkTimes(); err != nil {
+			return inRecord(i, err)
+		}
+		if err := in.Thread.check(); err != nil {
 			return inRecord(i, err)
 		}
 		records[i] = in.record(realm)
