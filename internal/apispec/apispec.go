@@ -144,6 +144,23 @@ func (s *Spec) Check(req *http.Request, reqBody []byte, status int, header http.
 	return nil
 }
 
+// CheckRequest validates a request alone (its body given separately)
+// against the document: a request the server refuses as malformed, the
+// document should refuse too, so a client checking against it learns of
+// the refusal before sending.
+func (s *Spec) CheckRequest(req *http.Request, reqBody []byte) error {
+	r := req.Clone(context.Background())
+	r.Body = io.NopCloser(bytes.NewReader(reqBody))
+	route, params, err := s.router.FindRoute(r)
+	if err != nil {
+		return fmt.Errorf("%s %s is not in the API document: %w", req.Method, req.URL.Path, err)
+	}
+	return openapi3filter.ValidateRequest(context.Background(), &openapi3filter.RequestValidationInput{
+		Request: r, PathParams: params, Route: route,
+		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, MultiError: true},
+	})
+}
+
 // checkRefusal checks the answer to a request for no documented
 // operation: the Error response (its envelope), and a 405's Allow header.
 func (s *Spec) checkRefusal(status int, header http.Header, body []byte) error {

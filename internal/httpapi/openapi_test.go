@@ -1,12 +1,19 @@
 package httpapi
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/memhost/memhost/internal/apispec"
 	"github.com/memhost/memhost/internal/mcpserver"
+	"github.com/memhost/memhost/sdk"
 )
 
 // TestRoutesMatchTheAPIDocument holds docs/openapi.yaml and the server's
@@ -29,4 +36,70 @@ func TestRoutesMatchTheAPIDocument(t *testing.T) {
 			t.Errorf("in docs/openapi.yaml but not served: %s", op)
 		}
 	}
+}
+
+// TestTheDocumentRefusesWhatTheServerRefuses: a request the server
+// refuses as malformed (400) is one docs/openapi.yaml does not allow
+// either, so a client validating against the document is not told a
+// request is fine that the server then refuses. Before, the document let
+// an imported record leave out what an import requires (id, trust,
+// status, times) or carry an unknown field, and let GET /v1/records
+// filter by any kind or trust.
+func TestTheDocumentRefusesWhatTheServerRefuses(t *testing.T) {
+	spec, err := apispec.Load("../../docs/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, _ := newTestServer(t, Options{}, sdk.CapWrite, sdk.CapFetch, sdk.CapArchive, sdk.CapManifest)
+	const rec = `{"id":"ri1","scope":"realm","kind":"fact","title":"t","body":"b","trust":"application","status":"active","created_at":"2023-05-27T09:00:00Z","updated_at":"2023-05-27T09:00:00Z"%s}`
+	without := func(field string) string {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(fmt.Sprintf(rec, "")), &m); err != nil {
+			t.Fatal(err)
+		}
+		delete(m, field)
+		data, _ := json.Marshal(m)
+		return `{"records":[` + string(data) + `]}`
+	}
+	cases := []struct{ method, path, body string }{
+		{"POST", "/v1/import", `{"records":[` + fmt.Sprintf(rec, `,"bogus":1`) + `]}`},
+		{"GET", "/v1/records?kind=bogus", ""},
+		{"GET", "/v1/records?trust=bogus", ""},
+	}
+	for _, f := range []string{"id", "scope", "kind", "trust", "status", "created_at", "updated_at"} {
+		cases = append(cases, struct{ method, path, body string }{"POST", "/v1/import", without(f)})
+	}
+	for _, c := range cases {
+		req, _ := http.NewRequest(c.method, srv.URL+c.path, strings.NewReader(c.body))
+		req.Header.Set("Content-Type", "application/json")
+		status, data := send(t, srv, req)
+		if status != http.StatusBadRequest {
+			t.Errorf("%s %s %s = %d %s, want 400", c.method, c.path, c.body, status, data)
+			continue
+		}
+		if err := spec.CheckRequest(req, []byte(c.body)); err == nil {
+			t.Errorf("%s %s %s: the server refuses it (%s), the document allows it", c.method, c.path, c.body, data)
+		}
+	}
+	// The import the cases spoil is one both take.
+	body := []byte(`{"records":[` + fmt.Sprintf(rec, "") + `]}`)
+	req, _ := http.NewRequest("POST", srv.URL+"/v1/import", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if status, data := send(t, srv, req); status != http.StatusOK {
+		t.Fatalf("import = %d %s", status, data)
+	}
+	if err := spec.CheckRequest(req, body); err != nil {
+		t.Errorf("the document refuses an import the server takes: %v", err)
+	}
+}
+
+func send(t *testing.T, srv *httptest.Server, req *http.Request) (int, []byte) {
+	t.Helper()
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, data
 }
