@@ -20,9 +20,13 @@ func Starting() http.Handler {
 		case r.Method == http.MethodGet && r.URL.Path == "/readyz":
 			_ = writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "starting"})
 		default:
+			// Carries its id as every other refusal does, so a client's
+			// report of it can be matched to the host's log.
+			reqID := requestID(r)
+			w.Header().Set(HeaderRequestID, reqID)
 			w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
 			_ = writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: ErrorDetail{
-				Code: "unavailable", Message: "memhost is starting its plugins; retry shortly"}})
+				Code: "unavailable", Message: "memhost is starting its plugins; retry shortly", RequestID: reqID}})
 		}
 	})
 }
