@@ -228,6 +228,7 @@ func badRequest(format string, args ...any) error {
 var sentinels = []error{
 	sdk.ErrInvalid, sdk.ErrNotFound, sdk.ErrConflict, sdk.ErrTooLarge, sdk.ErrUnsupported,
 	sdk.ErrUnavailable, sdk.ErrDeadline, sdk.ErrPermission, sdk.ErrNoSpace, sdk.ErrReadOnly, errUnauthenticated, errMethodNotAllowed, errUnsupportedMediaType,
+	errTooManyInFlight, proposal.ErrTooMany,
 }
 
 // clientMessage is err's text without a trailing sentinel ("...: invalid

@@ -84,6 +84,10 @@ func TestAFloodingTokenIsBounded(t *testing.T) {
 	if !strings.Contains(body, "max_in_flight") {
 		t.Errorf("the refusal %s does not name the setting", body)
 	}
+	// The code says the class; the message says the problem once.
+	if strings.Contains(body, "too many requests in flight") {
+		t.Errorf("the refusal %s repeats its code in the message", body)
+	}
 	mcp := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory_recall","arguments":{"query":"harbour"}}}`
 	req, _ := http.NewRequest("POST", srv.URL+"/mcp?identity=bob&realm=flood", strings.NewReader(mcp))
 	for k, v := range map[string]string{"Authorization": "Bearer " + flood, "Content-Type": "application/json", "Accept": "application/json, text/event-stream"} {
