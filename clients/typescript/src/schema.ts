@@ -933,10 +933,10 @@ export interface operations {
                 realm?: string;
                 scope?: string;
                 q?: string;
-                kind?: string;
+                kind?: "preference" | "fact" | "gotcha" | "procedure" | "relationship" | "open_loop" | "reference" | "episode";
                 tag?: string;
                 status?: "active" | "superseded" | "quarantined" | "tombstoned";
-                trust?: string;
+                trust?: "untrusted" | "agent_observed" | "agent_verified" | "application" | "operator";
                 /** @description updated at or after (RFC 3339) */
                 since?: string;
                 after?: string;
@@ -1771,7 +1771,7 @@ export interface operations {
                 "application/json": {
                     /** @description default realm when omitted; each record's realm must be empty or this one */
                     realm?: string;
-                    records: components["schemas"]["Record"][];
+                    records: (components["schemas"]["Record"] & unknown)[];
                 };
             };
         };
@@ -1904,6 +1904,7 @@ export interface operations {
                     };
                 };
             };
+            default: components["responses"]["Error"];
         };
     };
     mcp: {
