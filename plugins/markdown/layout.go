@@ -141,6 +141,14 @@ func checkPlainDir(root, rel string) error {
 	return nil
 }
 
+// behindLink reports whether a directory on the way to k's file is a link
+// or not a directory. The lister never enters such a directory, so its
+// files are gone from the tree; a later look at one path must not reach
+// them either (Lstat and O_NOFOLLOW guard only the last component).
+func behindLink(root string, k fileKey) bool {
+	return errors.Is(checkPlainDir(root, k.dirRel()), sdk.ErrPermission)
+}
+
 // writeAtomic replaces path with data: a temp file in the same directory,
 // written and fsynced, then renamed over path. A reader sees the old file
 // or the new one, never a torn one. The caller syncs the directory.

@@ -342,6 +342,10 @@ func (s *store) load(c *change) {
 		c.err = err
 		return
 	}
+	if behindLink(s.root, c.key) {
+		c.gone = true
+		return
+	}
 	if fi, err := os.Lstat(p); err == nil {
 		c.stamp = stampOf(fi) // so an unreadable file is known by its stamp
 	}
@@ -557,7 +561,7 @@ func (s *store) stillTrue(c *change) bool {
 		return false
 	}
 	fi, err := os.Lstat(p)
-	exists := err == nil && fi.Mode().IsRegular()
+	exists := err == nil && fi.Mode().IsRegular() && !behindLink(s.root, c.key)
 	if c.gone {
 		return !exists && (err == nil || errors.Is(err, fs.ErrNotExist))
 	}

@@ -121,3 +121,33 @@ func TestSkippedLinkIsLogged(t *testing.T) {
 		})
 	}
 }
+
+// TestLinkSwappedInWhileOpenIsNotFollowed: a scope directory moved away
+// and replaced by a link to it while the provider runs drops its records,
+// as it does at a start: the check that a file is gone must not look
+// through the link, nor a reload read the file behind it.
+func TestLinkSwappedInWhileOpenIsNotFollowed(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			tp := newTestProvider(t, m)
+			id := tp.remember(t, sdk.DefaultRealm, rec(sdk.IdentityScope("carol"), "carol likes tea", "green tea"))[0]
+			dir := filepath.Join(tp.root, sdk.DefaultRealm, "identity", "carol")
+			moved := filepath.Join(t.TempDir(), "moved")
+			if err := os.Rename(dir, moved); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(moved, dir); err != nil {
+				t.Skip("no symlinks here:", err)
+			}
+			for range 2 {
+				tp.clock.Advance(tp.opts.poll)
+				tp.st.sweepMu.Lock()
+				tp.st.sweep()
+				tp.st.sweepMu.Unlock()
+				if got := tp.get(t, sdk.DefaultRealm, id); len(got) != 0 {
+					t.Fatalf("a record behind a link is still served: %+v", got)
+				}
+			}
+		})
+	}
+}
