@@ -463,10 +463,13 @@ func (s *store) forget(realm string, ids []string) (int, error) {
 			err = checkPlainDir(s.root, k.dirRel())
 		}
 		if err == nil {
-			err = os.Remove(p)
+			if err = os.Remove(p); err != nil {
+				// abs and checkPlainDir say "markdown:" already.
+				err = fmt.Errorf("markdown: forget %s: %w", id, err)
+			}
 		}
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			firstErr = fmt.Errorf("markdown: forget %s: %w", id, err)
+			firstErr = err
 			break
 		}
 		removed = append(removed, id)

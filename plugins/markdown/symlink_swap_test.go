@@ -45,6 +45,8 @@ func TestForgetDoesNotFollowASwappedDirectory(t *testing.T) {
 			err := tc.call(tp, id)
 			if !errors.Is(err, sdk.ErrPermission) {
 				t.Errorf("%s through a symlinked directory: err = %v, want a refusal", tc.name, err)
+			} else if n := strings.Count(err.Error(), "markdown:"); n != 1 {
+				t.Errorf("%s through a symlinked directory: %q says its source %d times, want once", tc.name, err, n)
 			}
 			data, rerr := os.ReadFile(victim)
 			if rerr != nil || string(data) != "not the plugin's to touch\n" {
