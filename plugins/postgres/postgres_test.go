@@ -897,7 +897,15 @@ func TestReadOnlyServerIsUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	setReadOnly(t, dsn)
-	_, err = s.Remember(ctx, realm, []sdk.Record{note("while read-only", "refused")})
+	// A pooled session takes the reloaded setting at its next command
+	// boundary, which may come after a transaction began: write until one
+	// is refused (each success stores a record), within a bound.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, err = s.Remember(ctx, realm, []sdk.Record{note("while read-only", time.Now().String())})
+		if err != nil || time.Now().After(deadline) {
+			break
+		}
+	}
 	if !errors.Is(err, sdk.ErrUnavailable) || strings.Contains(err.Error(), "ERROR") {
 		t.Errorf("Remember on a read-only server: %v, want unavailable", err)
 	}
