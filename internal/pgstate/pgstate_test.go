@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/internal/compaction"
@@ -286,28 +285,8 @@ func TestReadOnlyServerIsUnavailable(t *testing.T) {
 	if err := s.Update(ctx, key, inc); err != nil {
 		t.Fatal(err)
 	}
-	admin, err := pgx.Connect(ctx, c.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	for _, q := range []string{"ALTER SYSTEM SET default_transaction_read_only = on", "SELECT pg_reload_conf()"} {
-		if _, err := admin.Exec(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		var on string
-		if err := admin.QueryRow(ctx, "SHOW default_transaction_read_only").Scan(&on); err != nil {
-			t.Fatal(err)
-		}
-		if on == "on" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the server did not turn read-only")
-		}
-	}
+	pgtest.SetReadOnly(t, c.DSN("postgres"))
+	var err error
 	// A pooled session takes the reloaded setting at its next command
 	// boundary, which may come after a transaction began: update until
 	// one is refused, within a bound.

@@ -367,3 +367,33 @@ func StopShared() {
 		delete(shared.clusters, opts)
 	}
 }
+
+// SetReadOnly makes every transaction of the server behind dsn (a
+// superuser's) read-only, as a demoted primary's are, and waits until the
+// reload is signalled: every session reads it at its next command.
+func SetReadOnly(t testing.TB, dsn string) {
+	t.Helper()
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	for _, q := range []string{"ALTER SYSTEM SET default_transaction_read_only = on", "SELECT pg_reload_conf()"} {
+		if _, err := admin.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var on string
+		if err := admin.QueryRow(ctx, "SHOW default_transaction_read_only").Scan(&on); err != nil {
+			t.Fatal(err)
+		}
+		if on == "on" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server did not turn read-only")
+		}
+	}
+}

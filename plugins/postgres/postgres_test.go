@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/memhost/memhost/internal/pgtest"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/conformance"
 	sdkindex "github.com/memhost/memhost/sdk/index"
@@ -896,7 +897,7 @@ func TestReadOnlyServerIsUnavailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	setReadOnly(t, dsn)
+	pgtest.SetReadOnly(t, dsn)
 	// A pooled session takes the reloaded setting at its next command
 	// boundary, which may come after a transaction began: write until one
 	// is refused (each success stores a record), within a bound.
@@ -911,36 +912,5 @@ func TestReadOnlyServerIsUnavailable(t *testing.T) {
 	}
 	if _, err := s.Forget(ctx, realm, ids); !errors.Is(err, sdk.ErrUnavailable) || strings.Contains(err.Error(), "ERROR") {
 		t.Errorf("Forget on a read-only server: %v, want unavailable", err)
-	}
-}
-
-// setReadOnly makes every transaction of the server behind dsn read-only,
-// pooled sessions included.
-func setReadOnly(t *testing.T, dsn string) {
-	t.Helper()
-	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	for _, q := range []string{"ALTER SYSTEM SET default_transaction_read_only = on", "SELECT pg_reload_conf()"} {
-		if _, err := admin.Exec(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Every session reads the reloaded setting at its next command; a
-	// fresh one shows the reload has been signalled.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		var on string
-		if err := admin.QueryRow(ctx, "SHOW default_transaction_read_only").Scan(&on); err != nil {
-			t.Fatal(err)
-		}
-		if on == "on" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the server did not turn read-only")
-		}
 	}
 }
