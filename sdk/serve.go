@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -138,18 +139,32 @@ func closePlugin(p Plugin) {
 	}
 }
 
-// exitWithParent polls the parent pid: when the host dies the plugin is
-// re-parented, and it closes its store and exits.
+// exitWithParent polls for the host's end: the plugin re-parented (its
+// parent pid changed), or the host it was started by (wire.EnvHostPID) no
+// longer running, which is how a plugin whose host died before it first
+// read its parent learns it. Then it closes its store and exits.
 func exitWithParent(p Plugin) {
 	parent := os.Getppid()
-	for range time.Tick(250 * time.Millisecond) {
-		if os.Getppid() != parent {
+	host, _ := strconv.Atoi(os.Getenv(wire.EnvHostPID))
+	for {
+		if os.Getppid() != parent || (host > 0 && !running(host)) {
 			Logger().Warn("host process is gone; exiting", "parent_pid", parent)
 			closePlugin(p)
 			removeSocketDir()
 			os.Exit(0)
 		}
+		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// running reports whether process pid still runs (or cannot be told not
+// to, as a process of another user).
+func running(pid int) bool {
+	proc, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	return !errors.Is(proc.Signal(syscall.Signal(0)), os.ErrProcessDone)
 }
 
 // removeSocketDir removes the directory the host made for this process's

@@ -524,6 +524,45 @@ realm "acme" { provider = "db" }
 	}
 }
 
+// TestNoPluginOutlivesAHostGoneBeforeItLooked: a host killed between
+// starting a plugin and the plugin first reading its parent leaves the
+// plugin re-parented from the start, so no change of parent ever shows;
+// the host's pid it was started with does.
+func TestNoPluginOutlivesAHostGoneBeforeItLooked(t *testing.T) {
+	t.Parallel()
+	bin, _ := testbin.Plugin(t, "sqlite")
+	// A pid no process holds: a child run and reaped. The plugin's parent
+	// (this test) lives on.
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	sockets := testbin.ShortTempDir(t)
+	cmd := testbin.Command(bin)
+	cmd.Env = append(os.Environ(), "MEMHOST_PLUGIN_COOKIE=5f0c0a3e9d2b4c71a8e6f3b2d9c4e1a7", "PLUGIN_PROTOCOL_VERSIONS=1",
+		"PLUGIN_UNIX_SOCKET_DIR="+sockets, "MEMHOST_HOST_PID="+strconv.Itoa(gone.Process.Pid))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("the plugin ended with %v, want exit 0\n%s", err, &stderr)
+		}
+	case <-time.After(15 * time.Second):
+		cmd.Process.Kill()
+		<-exited
+		t.Fatalf("the plugin outlived the host it was started by\n%s", &stderr)
+	}
+	if !strings.Contains(stderr.String(), "host process is gone") {
+		t.Errorf("the plugin did not say why it exited:\n%s", &stderr)
+	}
+}
+
 func TestNoPluginOutlivesStoppedHost(t *testing.T) {
 	t.Parallel()
 	m := startMemhost(t, markdownConfig)

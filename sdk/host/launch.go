@@ -334,7 +334,7 @@ func (s *starting) prepareExec(cfg *plugin.ClientConfig) (err error) {
 	}
 	cmd.Env = append(cmd.Env, opts.Env...)
 	cmd.Env = append(cmd.Env, "MEMHOST_LOG_LEVEL="+levelName(s.client.Logger), plugin.EnvUnixSocketDir+"="+s.sockets,
-		"PLUGIN_CLIENT_CERT="+certPEM)
+		"PLUGIN_CLIENT_CERT="+certPEM, wire.EnvHostPID+"="+strconv.Itoa(os.Getpid()))
 	cmd.Dir = opts.Dir
 	ownGroup(cmd)
 	cfg.Cmd = cmd

@@ -104,6 +104,11 @@ var ServeConfigFunc func(p any, logger hclog.Logger, test *plugin.ServeTestConfi
 // Short, because a Unix socket's whole path must fit in about 104 bytes.
 const SocketDirPrefix = "mhsock-"
 
+// EnvHostPID names the variable the host starts each plugin with, its own
+// pid: a plugin whose host died before the plugin first read its parent
+// was re-parented from the start and would see no change of parent.
+const EnvHostPID = "MEMHOST_HOST_PID"
+
 // MetadataRequestID is the gRPC metadata key that carries the id of the
 // host request a call serves, so a plugin's log lines for the call name it.
 const MetadataRequestID = "memhost-request-id"

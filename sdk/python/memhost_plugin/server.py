@@ -536,15 +536,31 @@ def _remove_socket_dir():
 
 
 def _watch_parent(p, parent):
-    """Exits once the host is gone (the plugin was re-parented), closing
-    the store and removing the socket directory no one else will."""
+    """Exits once the host is gone, closing the store and removing the
+    socket directory no one else will: the plugin was re-parented, or the
+    host it was started by (MEMHOST_HOST_PID) no longer runs, which is how
+    a plugin whose host died before it first read its parent learns it."""
+    try:
+        host = int(os.environ.get("MEMHOST_HOST_PID", ""))
+    except ValueError:
+        host = 0
     while True:
-        threading.Event().wait(0.25)
-        if os.getppid() != parent:
+        if os.getppid() != parent or (host > 0 and not _running(host)):
             logger.warn("host process is gone; exiting", parent_pid=parent)
             _close(p)
             _remove_socket_dir()
             os._exit(0)
+        threading.Event().wait(0.25)
+
+
+def _running(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # another user's process: it runs
+    return True
 
 
 def serve(p):

@@ -142,6 +142,16 @@ class PluginLifecycleTest(unittest.TestCase):
         self.addCleanup(stop)
         return proc
 
+    def test_exits_when_its_host_is_gone_before_it_looked(self):
+        # A pid no process holds: a child run and reaped. The plugin's
+        # parent (this test) lives on, so only the host's pid tells it the
+        # host died before the plugin first read its parent.
+        child = subprocess.Popen(["true"])
+        child.wait()
+        proc = self.start({"MEMHOST_HOST_PID": str(child.pid)})
+        self.assertEqual(proc.wait(timeout=30), 0)
+        self.assertIn(b"host process is gone", proc.stderr.read())
+
     def test_storage_full_is_all_or_nothing(self):
         proc = self.start()
         parts = proc.stdout.readline().decode().rstrip("\n").split("|")

@@ -542,18 +542,36 @@ function removeSocketDir(): void {
   if (d && basename(d).startsWith(SOCKET_DIR_PREFIX)) rmSync(d, { recursive: true, force: true });
 }
 
-/** Exits once the host is gone (the plugin was re-parented), closing the
- * plugin and removing the socket directory no one else will. */
+/** Exits once the host is gone, closing the plugin and removing the
+ * socket directory no one else will: the plugin was re-parented, or the
+ * host it was started by (MEMHOST_HOST_PID) no longer runs, which is how a
+ * plugin whose host died before it first read its parent learns it. */
 function watchParent(p: Plugin, parent: number): void {
-  const timer = setInterval(() => {
-    if (process.ppid === parent) return;
-    clearInterval(timer);
+  const host = Number.parseInt(process.env.MEMHOST_HOST_PID ?? "", 10);
+  const gone = () => process.ppid !== parent || (host > 0 && !running(host));
+  const leave = () => {
     logger.warn("host process is gone; exiting", { parent_pid: parent });
     void closePlugin(p).finally(() => {
       removeSocketDir();
       process.exit(0);
     });
+  };
+  if (gone()) return leave();
+  const timer = setInterval(() => {
+    if (!gone()) return;
+    clearInterval(timer);
+    leave();
   }, 250);
+}
+
+/** Whether process pid runs (or cannot be told not to: another user's). */
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code !== "ESRCH";
+  }
 }
 
 function fail(message: string): never {

@@ -192,6 +192,20 @@ describe("a plugin process's lifecycle", () => {
     assert.match(configured[0]["@timestamp"], /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
     stop(s);
   });
+
+  test("exits when the host it was started by is gone before it looked at its parent", async () => {
+    // A pid no process holds: a child run and reaped. The plugin's parent
+    // (this test) lives on, so only the host's pid tells it the host died.
+    const gone = spawnSync("true").pid!;
+    const s = await start(MEMPLUGIN, { MEMHOST_HOST_PID: String(gone) });
+    try {
+      const still = new Promise<string>((resolve) => setTimeout(() => resolve("still running"), 15_000).unref());
+      assert.equal(await Promise.race([exited(s), still]), 0);
+      assert.ok(s.stderr.some((l) => l.includes("host process is gone")), s.stderr.join("\n"));
+    } finally {
+      stop(s);
+    }
+  });
 });
 
 describe("checkPlugin", () => {
