@@ -46,7 +46,7 @@ const (
 // that reading are kept while any other character (punctuation, spaces,
 // ‗, ˍ, ー, U+1680, dashes, zero-width and bidi characters, combining
 // marks) is dropped. Unicode tag characters read as the ASCII they
-// encode. A letter whose sound differs from its shape (Cyrillic Н) is read
+// encode and, being invisible where text is shown, as nothing. A letter whose sound differs from its shape (Cyrillic Н) is read
 // both ways, a letter a faux-Latin alphabet writes a Latin letter with
 // (Я for R, ᑎ for N, 𐌌 for M; lookLetters) as that letter too, a leet
 // spelling of several characters (|\/| for m; leetSpellings) as its
@@ -1168,13 +1168,17 @@ func foldRune(enc string, r rune, emit func(rune)) {
 // capital letter.
 func symbolASCII(r rune) (byte, bool) {
 	switch {
-	case r >= 0xE0021 && r <= 0xE007E:
+	case isTagChar(r):
 		return byte(r - 0xE0000), true
 	case r >= 0x1F1E6 && r <= 0x1F1FF:
 		return byte('a' + r - 0x1F1E6), true
 	}
 	return 0, false
 }
+
+// isTagChar reports a Unicode tag character that encodes ASCII
+// (symbolASCII).
+func isTagChar(r rune) bool { return r >= 0xE0021 && r <= 0xE007E }
 
 // foldUnit reads r by its confusable prototype when that is ASCII (a
 // capital's shape comes first: Greek Ν reads as N, though its lower case ν

@@ -315,6 +315,9 @@ func FuzzDefang(f *testing.F) {
 	for _, tc := range escapeReadingCases {
 		f.Add(tc.in)
 	}
+	for _, in := range tagCharCases {
+		f.Add(in)
+	}
 	d := mustDefanger(f, "Agent memory")
 	f.Fuzz(func(t *testing.T, s string) {
 		once, _ := d.Defang(s)

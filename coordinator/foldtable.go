@@ -400,6 +400,12 @@ func (b *readingBuf) readings(enc string, r rune) (shape, sound, look []rune, br
 				look = nil
 			}
 		}
+		if isTagChar(r) {
+			// Invisible where text is shown, yet read by some models: a
+			// tag character reads as the ASCII it encodes and as nothing,
+			// so none between a marker's letters hides it from either.
+			return shape, b.sound[:0], look, false
+		}
 		if dr, ok := compatLetter(enc); ok {
 			if table.sound[dr] != 0 {
 				sound = table.unitsOf(table.sound[dr], b.sound[:0])

@@ -266,7 +266,8 @@ var symbolLetters = map[rune]rune{
 
 // reading is one character of a text as a reader sees it: its letters
 // (readRune), the letters of its second reading when it is a symbol that
-// stands for one (nil otherwise), and the start of its line.
+// stands for one or nothing when it is a tag character (nil otherwise),
+// and the start of its line.
 type reading struct {
 	shape, sound []rune
 	line         int
@@ -290,6 +291,10 @@ func readings(s string) []reading {
 			}
 		} else if l, ok := symbolLetters[sym]; ok {
 			c.sound = []rune(ReaderView(string(l)))
+		} else if r >= 0xE0021 && r <= 0xE007E {
+			// A tag character is invisible where text is shown: read as
+			// nothing too.
+			c.sound = []rune{}
 		}
 		out = append(out, c)
 		i += size
