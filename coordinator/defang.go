@@ -318,6 +318,10 @@ func (d *Defanger) plan(s string) []edit {
 	}
 	decodedViews = false
 	markup(s, nil)
+	// Tag characters read as nothing, for the shapes' one reading.
+	if view, cuts, ok := tagFreeView(s); ok {
+		scanView(view, nil, cuts)
+	}
 	if len(hits) > 1 {
 		slices.SortStableFunc(hits, func(a, b match) int { return cmp.Or(cmp.Compare(a.end, b.end), cmp.Compare(a.start, b.start)) })
 	}

@@ -168,6 +168,42 @@ func markupView(v string, lenient bool) (view string, cuts []viewCut, ok bool) {
 	return b.String(), cuts, true
 }
 
+// tagFreeView answers v without its Unicode tag characters (U+E0000 to
+// U+E007F), and where it cut; ok is false when v holds none. The scan
+// reads a tag character as the ASCII it encodes and as nothing, but a
+// role header or template token is read one way only: on this view, as
+// a reader who is shown the text and does not see them reads it.
+func tagFreeView(v string) (view string, cuts []viewCut, ok bool) {
+	var b strings.Builder
+	last, removed := 0, 0
+	for i := strings.IndexByte(v, 0xF3); i >= 0; {
+		r, size := utf8.DecodeRuneInString(v[i:])
+		if r >= 0xE0000 && r <= 0xE007F {
+			if cuts == nil {
+				b.Grow(len(v))
+			}
+			b.WriteString(v[last:i])
+			removed += size
+			if n := len(cuts); n > 0 && cuts[n-1].at == b.Len() {
+				cuts[n-1].removed = removed
+			} else {
+				cuts = append(cuts, viewCut{at: b.Len(), removed: removed})
+			}
+			last = i + size
+		}
+		j := strings.IndexByte(v[i+1:], 0xF3)
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	if cuts == nil {
+		return "", nil, false
+	}
+	b.WriteString(v[last:])
+	return b.String(), cuts, true
+}
+
 // linkView answers v with its markdown link syntax read as nothing: each
 // link's destination and title, or its reference label (linkTailAt), and
 // where it cut; ok is false when v holds none. It is a view of its own,
