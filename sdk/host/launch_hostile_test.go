@@ -332,3 +332,23 @@ func TestLaunchSaysWhyAStartEnded(t *testing.T) {
 		})
 	}
 }
+
+// go-plugin names the logger it would parse a plugin's stderr with after
+// the executable; a script named "stdio" must not get the host's logger
+// there, whose JSON parser panics on a non-string "@message".
+func TestPluginNamedStdioCannotPanicTheHost(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("sh")
+	}
+	data := []byte("#!/bin/sh\necho '{\"@level\":\"info\",\"@message\":{}}' >&2\nexit 3\n")
+	path := filepath.Join(t.TempDir(), "stdio")
+	if err := os.WriteFile(path, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	log := hclog.New(&hclog.LoggerOptions{Output: &bytes.Buffer{}, Level: hclog.Debug})
+	_, err := Launch(t.Context(), LaunchOptions{Name: "p", Path: path, SHA256: sum[:], Dir: t.TempDir(), Logger: log})
+	if err == nil || !strings.Contains(err.Error(), "it exited before the handshake") {
+		t.Fatalf("Launch = %v, want it to say the plugin exited", err)
+	}
+}

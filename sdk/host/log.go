@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -402,7 +403,9 @@ type clientLogger struct {
 }
 
 func (l clientLogger) Named(name string) hclog.Logger {
-	if name == "stdio" {
+	// An executable named "stdio" (a script runs by its path) gets a
+	// muted logger too: go-plugin would parse its stderr, and panic.
+	if name == "stdio" && filepath.Base(l.target) != name {
 		return l
 	}
 	return muted{hclog.NewNullLogger()}
