@@ -1426,3 +1426,20 @@ func TestDownErrorSaysTheCauseOnce(t *testing.T) {
 		})
 	}
 }
+
+// What a Go plugin prints to stdout while it serves reaches the host's
+// log under the instance, as a Python or TypeScript plugin's print does:
+// go-plugin forwards it, and dropped it unless the host reads it.
+func TestPluginStdoutWhileServingIsLogged(t *testing.T) {
+	var logs syncBuffer
+	logger := hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})
+	_, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour, StartOptions: pluginhost.StartOptions{Logger: logger}})
+	if _, err := p.Recall(context.Background(), sdk.RecallQuery{Realm: "default", Query: "print"}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logs.String(), "main: printed to stdout while serving"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the plugin's printed line is not in the host's log:\n%s", logs.String())
+		}
+	}
+}

@@ -190,9 +190,12 @@ func launch(ctx context.Context, opts LaunchOptions, reattach *plugin.ReattachCo
 		// clients only ever grows. Each Conn's owner closes it.
 		// The plugin's stderr reaches the host's log through pluginOutput
 		// alone, before the handshake (Stderr) and after it (SyncStderr:
-		// what go-plugin forwards once Serve swapped os.Stderr).
+		// what go-plugin forwards once Serve swapped os.Stderr). So does
+		// what a Go plugin prints to stdout after it (SyncStdout), as a
+		// Python or TypeScript plugin's print does: go-plugin drops it.
 		Stderr:          s.output,
-		SyncStderr:      streamed{s.output},
+		SyncStderr:      streamed{s.output, &s.output.stream},
+		SyncStdout:      streamed{s.output, &s.output.stdout},
 		GRPCDialOptions: grpcDialOptions(),
 	}
 	if reattach != nil {

@@ -46,7 +46,9 @@ const (
 
 // pluginOutput receives a plugin's stderr: before the handshake straight
 // from the process's pipe (ClientConfig.Stderr), after it the lines the
-// plugin's go-plugin server forwards over its stdio stream (SyncStderr).
+// plugin's go-plugin server forwards over its stdio stream (SyncStderr),
+// and what it forwards of the stdout it swapped (SyncStdout), which
+// go-plugin would drop.
 // It logs each line under the plugin's name and keeps the last few, so a
 // plugin that dies before the handshake can be reported with its own words.
 type pluginOutput struct {
@@ -55,12 +57,12 @@ type pluginOutput struct {
 	mu sync.Mutex
 	// The line being read from each way the plugin's stderr arrives:
 	// its pipe (before the handshake, and from anything still writing to
-	// the process's own stderr) and go-plugin's stream (what Serve swapped
-	// os.Stderr for). Read into one buffer, a line's halves from the two
-	// made one line of two (a JSON line ran into a raw one).
-	pipe, stream partialLine
-	tail         []string
-	crashed      bool // a crash report started: its untagged lines are errors
+	// the process's own stderr) and go-plugin's streams (what Serve swapped
+	// os.Stderr and os.Stdout for). Read into one buffer, a line's halves
+	// from two made one line of two (a JSON line ran into a raw one).
+	pipe, stream, stdout partialLine
+	tail                 []string
+	crashed              bool // a crash report started: its untagged lines are errors
 
 	now      func() time.Time // nil: time.Now
 	started  bool             // tokens and last are set
@@ -81,10 +83,14 @@ type partialLine struct {
 // Write reads the plugin's stderr pipe.
 func (o *pluginOutput) Write(p []byte) (int, error) { return o.write(&o.pipe, p) }
 
-// streamed reads what go-plugin forwards of the plugin's swapped stderr.
-type streamed struct{ o *pluginOutput }
+// streamed reads what go-plugin forwards of the plugin's swapped stderr
+// or stdout (l is the line being read from it).
+type streamed struct {
+	o *pluginOutput
+	l *partialLine
+}
 
-func (s streamed) Write(p []byte) (int, error) { return s.o.write(&s.o.stream, p) }
+func (s streamed) Write(p []byte) (int, error) { return s.o.write(s.l, p) }
 
 func (o *pluginOutput) write(l *partialLine, p []byte) (int, error) {
 	o.mu.Lock()
@@ -117,7 +123,7 @@ func (o *pluginOutput) write(l *partialLine, p []byte) (int, error) {
 func (o *pluginOutput) flush() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for _, l := range []*partialLine{&o.pipe, &o.stream} {
+	for _, l := range []*partialLine{&o.pipe, &o.stream, &o.stdout} {
 		if len(l.buf) > 0 {
 			o.line(l.buf)
 			l.buf, l.cut = l.buf[:0], false

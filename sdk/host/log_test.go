@@ -301,7 +301,7 @@ func TestTheTwoStderrsKeepTheirLines(t *testing.T) {
 	rec := &recordingLogger{Logger: hclog.NewNullLogger()}
 	o := &pluginOutput{log: rec}
 	o.Write([]byte(`{"@level":"info","@message":"json half`))
-	streamed{o}.Write([]byte("raw line\n"))
+	streamed{o, &o.stream}.Write([]byte("raw line\n"))
 	o.Write([]byte(`, whole"}` + "\n"))
 	if len(rec.lines) != 2 || rec.lines[0] != "raw line" || rec.lines[1] != "json half, whole" {
 		t.Fatalf("lines %q, want the raw line and the JSON line apart", rec.lines)

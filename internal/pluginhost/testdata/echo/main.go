@@ -79,6 +79,10 @@ func (e *echo) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error)
 		}
 		fmt.Fprintln(os.Stderr, `{"@level":"error","@message":"plugin restarted declaring other capabilities than before"}`)
 		return nil, nil
+	case "print":
+		// A stray print after the handshake, which go-plugin forwards.
+		fmt.Println("printed to stdout while serving")
+		return nil, nil
 	case "another realm":
 		// A record of another tenant, which the host must not pass on.
 		r := sdk.Record{ID: "theirs", Realm: "tenant-b", Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "secret", Status: sdk.StatusActive}
