@@ -108,6 +108,7 @@ func Serve(p Plugin) {
 	// ignored: an ignored signal stays ignored in a child the plugin runs.)
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	logger := hclogTo(stderr)
+	stdoutToStderr()
 	go exitWithParent(p)
 	plugin.Serve(serveConfig(p, logger, nil))
 	closePlugin(p)

@@ -1443,3 +1443,30 @@ func TestPluginStdoutWhileServingIsLogged(t *testing.T) {
 		}
 	}
 }
+
+// A Go plugin's raw writes to descriptor 1 (a C library's printf) reach
+// the host's log whatever their length, and never block the plugin: the
+// host reads the plugin's stdout for the handshake with a line scanner
+// that gives up at a line over 64 KiB, after which writes to the full
+// pipe would hang every call that prints.
+func TestRawStdoutWritesNeitherBlockNorVanish(t *testing.T) {
+	var logs syncBuffer
+	logger := hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})
+	_, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour, StartOptions: pluginhost.StartOptions{Logger: logger}})
+	for range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		_, err := p.Recall(ctx, sdk.RecallQuery{Realm: "default", Query: "raw stdout"})
+		cancel()
+		if err != nil {
+			t.Fatalf("a call writing to descriptor 1: %v", err)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logs.String(), "wrote to descriptor 1 while serving"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the plugin's line written to descriptor 1 is not in the host's log; its end:\n%s", tail(logs.String(), 2000))
+		}
+	}
+}
+
+// tail answers the last n bytes of s.
+func tail(s string, n int) string { return s[max(0, len(s)-n):] }

@@ -79,6 +79,17 @@ func (e *echo) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error)
 		}
 		fmt.Fprintln(os.Stderr, `{"@level":"error","@message":"plugin restarted declaring other capabilities than before"}`)
 		return nil, nil
+	case "raw stdout":
+		// What a C library writing to descriptor 1 does: a line longer
+		// than the host's handshake scanner takes, then more than a pipe
+		// holds.
+		out := os.NewFile(1, "stdout")
+		out.Write(append(bytes.Repeat([]byte("x"), 100_000), '\n'))
+		for range 10 {
+			out.Write(append(bytes.Repeat([]byte("y"), 30_000), '\n'))
+		}
+		fmt.Fprintln(out, "wrote to descriptor 1 while serving")
+		return nil, nil
 	case "print":
 		// A stray print after the handshake, which go-plugin forwards.
 		fmt.Println("printed to stdout while serving")
