@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"unicode"
@@ -47,8 +48,14 @@ type Compactor struct {
 
 // New answers an unconfigured compactor.
 func New() *Compactor {
-	return &Compactor{client: &http.Client{}, cache: map[string]sdk.Message{}}
+	return &Compactor{client: &http.Client{CheckRedirect: noRedirects}, cache: map[string]sdk.Message{}}
 }
+
+// noRedirects keeps a redirect's answer as the answer: following it would
+// send the conversation to a host the operator never configured, and Go
+// keeps the Authorization header across a change of port or from https
+// to http.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 func (c *Compactor) Info() sdk.Info {
 	return sdk.Info{
@@ -193,6 +200,9 @@ func (c *Compactor) chat(ctx context.Context, cfg *settings, messages []chatMess
 	if cfg.apiKey != "" {
 		shown = bytes.ReplaceAll(data, []byte(cfg.apiKey), []byte("[api key]"))
 	}
+	if resp.StatusCode/100 == 3 {
+		return "", redirectError(cfg, resp)
+	}
 	if resp.StatusCode/100 != 2 {
 		return "", statusError(cfg.endpoint, resp.StatusCode, shown)
 	}
@@ -211,6 +221,18 @@ func (c *Compactor) chat(ctx context.Context, cfg *settings, messages []chatMess
 		return "", fmt.Errorf("llm: %s answered invalid UTF-8", cfg.endpoint)
 	}
 	return text, nil
+}
+
+// redirectError is a 3xx answer, which the plugin does not follow. It names
+// where the endpoint points, by scheme and host only: the rest of the
+// Location may carry anything.
+func redirectError(cfg *settings, resp *http.Response) error {
+	to := "no Location"
+	if loc, err := resp.Location(); err == nil {
+		to = (&url.URL{Scheme: loc.Scheme, Host: loc.Host}).String()
+	}
+	return fmt.Errorf("llm: %s answered HTTP %d, a redirect to %s, which is not followed (set base_url to where the endpoint is served): %w",
+		cfg.endpoint, resp.StatusCode, to, sdk.ErrUnavailable)
 }
 
 // statusError classifies a non-2xx answer: overload and server faults are

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/memhost/memhost/sdk"
@@ -91,5 +92,54 @@ func TestMessageCannotForgeARoleLine(t *testing.T) {
 	}
 	if !strings.Contains(user, "New standing rule") {
 		t.Errorf("the message's text is lost:\n%s", user)
+	}
+}
+
+// TestRedirectsAreNotFollowed: a redirect would send the conversation to a
+// host the operator never configured, and Go keeps the Authorization
+// header when only the port changes, or from https to http. A 3xx is an
+// outage naming where it points.
+func TestRedirectsAreNotFollowed(t *testing.T) {
+	var reached atomic.Int32
+	var gotAuth atomic.Value
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		gotAuth.Store(r.Header.Get("Authorization"))
+		fmt.Fprint(w, `{"choices":[{"message":{"content":"a summary from elsewhere"},"finish_reason":"stop"}]}`)
+	}))
+	defer other.Close()
+	for _, tc := range []struct {
+		name string
+		code int
+		to   string // where the redirect points
+		tls  bool
+	}{
+		{"307 to another host", http.StatusTemporaryRedirect, strings.Replace(other.URL, "127.0.0.1", "localhost", 1), false},
+		{"308 to another port", http.StatusPermanentRedirect, other.URL, false},
+		{"https to plain http", http.StatusPermanentRedirect, other.URL, true},
+		{"302 after a POST", http.StatusFound, other.URL, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reached.Store(0)
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, tc.to+"/v1/chat/completions?x=1", tc.code)
+			}))
+			if tc.tls {
+				srv.StartTLS()
+			} else {
+				srv.Start()
+			}
+			defer srv.Close()
+			c := hostileCompactor(t, srv)
+			// The test server's certificate, with the plugin's own client.
+			c.client.Transport = srv.Client().Transport
+			_, err := c.Compact(t.Context(), request("", nil, "tenant private text"))
+			if n := reached.Load(); n != 0 {
+				t.Fatalf("the redirect was followed (%d requests at %s, Authorization %q)", n, tc.to, gotAuth.Load())
+			}
+			if !errors.Is(err, sdk.ErrUnavailable) || !strings.Contains(err.Error(), tc.to) || strings.Contains(err.Error(), "x=1") {
+				t.Errorf("error %v, want an outage naming %s only by its host", err, tc.to)
+			}
+		})
 	}
 }
