@@ -194,24 +194,23 @@ func (c *Compactor) chat(ctx context.Context, cfg *settings, messages []chatMess
 	if len(data) > maxResponseBytes {
 		return "", fmt.Errorf("llm: the answer of %s is over %d bytes", cfg.endpoint, maxResponseBytes)
 	}
-	// Errors quote the answer, and the host logs them: an endpoint that
-	// echoes the request's Authorization header must not leak the key.
-	shown := data
-	if cfg.apiKey != "" {
-		shown = bytes.ReplaceAll(data, []byte(cfg.apiKey), []byte("[api key]"))
-	}
 	if resp.StatusCode/100 == 3 {
 		return "", redirectError(cfg, resp)
 	}
 	if resp.StatusCode/100 != 2 {
-		return "", statusError(cfg.endpoint, resp.StatusCode, shown)
+		return "", statusError(cfg, resp.StatusCode, data)
 	}
+	// Errors quote the answer, and the host logs them and answers them to
+	// the client: an endpoint that echoes the request's Authorization
+	// header must not leak the key. The excerpt is redacted as it is
+	// shown, so a key the answer escapes or cuts is caught too.
+	shown := redact(fmt.Sprintf("%.200q", data), cfg.apiKey)
 	var out chatResponse
 	if err := json.Unmarshal(data, &out); err != nil {
-		return "", fmt.Errorf("llm: %s answered malformed JSON: %.200q: %w", cfg.endpoint, shown, sdk.ErrUnavailable)
+		return "", fmt.Errorf("llm: %s answered malformed JSON: %s: %w", cfg.endpoint, shown, sdk.ErrUnavailable)
 	}
 	if len(out.Choices) == 0 || out.Choices[0].Message.Content == nil {
-		return "", fmt.Errorf("llm: %s answered no choices with message content: %.200q: %w", cfg.endpoint, shown, errNoContent)
+		return "", fmt.Errorf("llm: %s answered no choices with message content: %s: %w", cfg.endpoint, shown, errNoContent)
 	}
 	text := strings.TrimSpace(*out.Choices[0].Message.Content)
 	if !visible(text) {
@@ -238,7 +237,7 @@ func redirectError(cfg *settings, resp *http.Response) error {
 // statusError classifies a non-2xx answer: overload and server faults are
 // "try again" (unavailable), a refused key is permission denied, anything
 // else a broken request.
-func statusError(endpoint string, code int, body []byte) error {
+func statusError(cfg *settings, code int, body []byte) error {
 	msg := strings.TrimSpace(string(body))
 	var e apiError
 	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
@@ -247,6 +246,9 @@ func statusError(endpoint string, code int, body []byte) error {
 	if len(msg) > 200 {
 		msg = msg[:200]
 	}
+	// Redacted once decoded and cut: gateways echo the key they refused,
+	// escaped in JSON or cut short.
+	msg = redact(msg, cfg.apiKey)
 	var sentinel error
 	switch {
 	case code == http.StatusTooManyRequests || code >= 500:
@@ -258,7 +260,52 @@ func statusError(endpoint string, code int, body []byte) error {
 	default:
 		sentinel = sdk.ErrInvalid
 	}
-	return fmt.Errorf("llm: %s answered HTTP %d: %s: %w", endpoint, code, msg, sentinel)
+	return fmt.Errorf("llm: %s answered HTTP %d: %s: %w", cfg.endpoint, code, msg, sentinel)
+}
+
+// minRedacted is the shortest run of the key's characters redacted: a
+// cut or masked echo may hold only part of the key, and a part this long
+// is still worth hiding (a shorter key is redacted whole).
+const minRedacted = 8
+
+// redact replaces in s the key and every run of minRedacted or more of
+// its consecutive characters with [redacted].
+func redact(s, key string) string {
+	if key == "" {
+		return s
+	}
+	least := min(minRedacted, len(key))
+	hide := make([]bool, len(s))
+	found := false
+	for i := range len(s) {
+		for j := range len(key) {
+			k := 0
+			for i+k < len(s) && j+k < len(key) && s[i+k] == key[j+k] {
+				k++
+			}
+			if k >= least {
+				found = true
+				for x := i; x < i+k; x++ {
+					hide[x] = true
+				}
+			}
+		}
+	}
+	if !found {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if !hide[i] {
+			b.WriteByte(s[i])
+			continue
+		}
+		b.WriteString("[redacted]")
+		for i+1 < len(s) && hide[i+1] {
+			i++
+		}
+	}
+	return b.String()
 }
 
 // visible reports whether s holds a character that shows: a summary of
