@@ -244,7 +244,12 @@ func statusError(cfg *settings, code int, body []byte) error {
 		msg = e.Error.Message
 	}
 	if len(msg) > 200 {
-		msg = msg[:200]
+		// Cut on a character: a split one reaches the client as U+FFFD.
+		n := 200
+		for n > 0 && !utf8.RuneStart(msg[n]) {
+			n--
+		}
+		msg = msg[:n]
 	}
 	// Redacted once decoded and cut: gateways echo the key they refused,
 	// escaped in JSON or cut short.

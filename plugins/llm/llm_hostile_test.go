@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/memhost/memhost/sdk"
 )
@@ -147,5 +148,19 @@ func TestRedirectsAreNotFollowed(t *testing.T) {
 				t.Errorf("error %v, want an outage naming %s only by its host", err, tc.to)
 			}
 		})
+	}
+}
+
+// TestErrorExcerptIsCutOnACharacter: the excerpt of an error page is cut
+// at 200 bytes, never inside a character.
+func TestErrorExcerptIsCutOnACharacter(t *testing.T) {
+	for _, char := range []string{"é", "€", "😀"} {
+		for pad := range 4 {
+			srv := hostileServer(t, http.StatusBadRequest, `{"error":{"message":"`+strings.Repeat("a", pad)+strings.Repeat(char, 150)+`"}}`)
+			_, err := hostileCompactor(t, srv).Compact(t.Context(), request("", nil, "hello"))
+			if err == nil || !utf8.ValidString(err.Error()) {
+				t.Errorf("%q after %d bytes: error %q is not valid UTF-8", char, pad, err)
+			}
+		}
 	}
 }
