@@ -181,6 +181,11 @@ func (c *Compactor) chat(ctx context.Context, cfg *settings, messages []chatMess
 		if ctx.Err() != nil {
 			return "", fmt.Errorf("llm: %s gave no answer within %s: %w", cfg.endpoint, cfg.timeout, ctxError(ctx.Err()))
 		}
+		// The transport's error names the method and URL again.
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
 		return "", fmt.Errorf("llm: %s: %v: %w", cfg.endpoint, err, sdk.ErrUnavailable)
 	}
 	defer resp.Body.Close()

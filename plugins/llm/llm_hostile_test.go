@@ -164,3 +164,14 @@ func TestErrorExcerptIsCutOnACharacter(t *testing.T) {
 		}
 	}
 }
+
+// TestUnreachableEndpointIsNamedOnce: a refused connection says the
+// endpoint once, not again in the transport's "Post <url>".
+func TestUnreachableEndpointIsNamedOnce(t *testing.T) {
+	srv := hostileServer(t, 200, "")
+	srv.Close()
+	_, err := hostileCompactor(t, srv).Compact(t.Context(), request("", nil, "hello"))
+	if !errors.Is(err, sdk.ErrUnavailable) || strings.Count(err.Error(), srv.URL) != 1 || strings.Contains(err.Error(), "Post") {
+		t.Errorf("error %v, want an outage naming %s once", err, srv.URL)
+	}
+}

@@ -319,6 +319,11 @@ func transportError(parent context.Context, cfg *settings, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return &retryable{err: fmt.Errorf("openai: %s gave no answer within %s: %w", cfg.endpoint, cfg.timeout, sdk.ErrUnavailable)}
 	}
+	// The transport's error names the method and URL again.
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		err = uerr.Err
+	}
 	return &retryable{err: fmt.Errorf("openai: %s: %v: %w", cfg.endpoint, err, sdk.ErrUnavailable)}
 }
 

@@ -802,3 +802,15 @@ func TestMalformedAnswersNameNoGoTypes(t *testing.T) {
 		}
 	}
 }
+
+// TestUnreachableEndpointIsNamedOnce: a refused connection says the
+// endpoint once, not again in the transport's "Post <url>".
+func TestUnreachableEndpointIsNamedOnce(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	srv.Close()
+	e := configured(t, `{"base_url":"`+srv.URL+`","model":"m","dimensions":4,"max_retries":0}`, nil, nil)
+	_, err := e.Embed(t.Context(), docs("x"))
+	if !errors.Is(err, sdk.ErrUnavailable) || strings.Count(err.Error(), srv.URL) != 1 || strings.Contains(err.Error(), "Post") {
+		t.Errorf("error %v, want an outage naming %s once", err, srv.URL)
+	}
+}
