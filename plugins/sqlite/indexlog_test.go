@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -230,6 +231,51 @@ func TestWritesGoOnDuringASnapshot(t *testing.T) {
 			c.db.fromSnapshot, c.db.snapGen, c.db.replayed)
 	}
 	sameRankings(t, "the crash image", rankings(t, c), want)
+}
+
+// TestReadsDuringASnapshotKeepTheirDeadline: a recall, a thread read or a
+// backlog read after a write made during a held snapshot waits for the
+// write's index change, which waits for the encode; the wait ends with
+// the call's deadline (it outlived it, holding the store, however long
+// the encode took: at 1M records, seconds), in any realm.
+func TestReadsDuringASnapshotKeepTheirDeadline(t *testing.T) {
+	s, release, snapped := holdSnapshot(t, filepath.Join(t.TempDir(), "memory.db"), rec(alice, "Walrus", "tusks"))
+	mustRemember(t, s, realm, rec(alice, "Crane", "at the quay"))
+	reads := map[string]func(context.Context) error{
+		"recall": func(ctx context.Context) error {
+			_, err := s.Recall(ctx, sdk.RecallQuery{Realm: "elsewhere", Query: "walrus", Limit: 5})
+			return err
+		},
+		"read thread": func(ctx context.Context) error {
+			_, err := s.ReadThread(ctx, realm, []sdk.ThreadPlace{{Scope: alice, Thread: "t", Seq: 1}})
+			return err
+		},
+		"missing vectors": func(ctx context.Context) error {
+			_, err := s.MissingVectors(ctx, realm, "m", "", 5)
+			return err
+		},
+	}
+	for name, read := range reads {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		done := make(chan error, 1)
+		go func() { done <- read(ctx) }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("%s during the snapshot answered %v, want its deadline", name, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s waited past its deadline for the snapshot being encoded", name)
+		}
+		cancel()
+	}
+	release()
+	if err := <-snapped; err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	if got := recallIDs(t, s, sdk.RecallQuery{Realm: realm, Query: "crane quay", Limit: 5}); len(got) != 1 {
+		t.Fatalf("recall after the snapshot answered %v, want the write made during it", got)
+	}
 }
 
 // TestSnapshotQueueIsBounded: writes during a held snapshot queue their

@@ -496,7 +496,9 @@ func (d *database) recallFromIndex(ctx context.Context, q sdk.RecallQuery, terms
 	for i, s := range q.Scopes {
 		scopes[i] = string(s)
 	}
-	d.awaitIndex()
+	if err := d.awaitIndex(ctx); err != nil {
+		return nil, err
+	}
 	iq := memindex.Query{Realm: q.Realm, Terms: terms, Scopes: scopes, ExcludeIDs: q.ExcludeIDs,
 		Tags: q.Tags, ExcludeTags: q.ExcludeTags, NowMs: nowMs, Limit: limit,
 		Vector: q.QueryVector, Model: q.VectorModel, LexicalWeight: q.Fusion.Lexical, SemanticWeight: q.Fusion.Semantic}

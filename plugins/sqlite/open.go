@@ -270,7 +270,7 @@ func (d *database) close() error {
 	if d.maint != nil {
 		d.maint.stop()
 	}
-	d.awaitIndex() // before the log and the snapshot are touched
+	_ = d.awaitIndex(context.Background()) // before the log and the snapshot are touched
 	var errs []error
 	if d.r != nil {
 		errs = append(errs, d.r.Close())
@@ -425,8 +425,9 @@ func (d *database) writeTx(ctx context.Context, fn func(tx *sql.Tx, ch *indexCha
 	if full {
 		// The queue holds every queued record's document: past the bound
 		// (a bulk import during a snapshot of a large index), writes wait
-		// for it to be applied, holding wmu, rather than grow it.
-		d.awaitIndex()
+		// for it to be applied, holding wmu, rather than grow it. The
+		// write is committed: its answer waits for the queue regardless.
+		_ = d.awaitIndex(context.Background())
 	}
 	return nil
 }
@@ -479,17 +480,29 @@ func (d *database) applyPendingLocked() {
 }
 
 // awaitIndex returns once every index change committed before the call
-// has been applied: at once when none is in flight.
-func (d *database) awaitIndex() {
+// has been applied: at once when none is in flight. A change waits for a
+// snapshot being encoded (it holds imu), which at a large index takes
+// seconds, so the wait ends with ctx too, answering its error.
+func (d *database) awaitIndex(ctx context.Context) error {
 	want := d.committedGen.Load()
 	if d.appliedGen.Load() >= want {
-		return
+		return nil
 	}
+	stop := context.AfterFunc(ctx, func() {
+		d.applyMu.Lock()
+		d.applied.Broadcast()
+		d.applyMu.Unlock()
+	})
+	defer stop()
 	d.applyMu.Lock()
+	defer d.applyMu.Unlock()
 	for d.appliedGen.Load() < want {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		d.applied.Wait()
 	}
-	d.applyMu.Unlock()
+	return nil
 }
 
 // storageError classifies a write failure: SQLITE_FULL (or an I/O error

@@ -234,7 +234,7 @@ func TestFiltersMatchReference(t *testing.T) {
 // checkIndex compares the recall index with the active records.
 func checkIndex(t *testing.T, s *Store) {
 	t.Helper()
-	s.db.awaitIndex()
+	s.db.awaitIndex(context.Background())
 	var want int
 	if err := s.db.r.QueryRow("SELECT count(*) FROM records WHERE status = 'active'").Scan(&want); err != nil {
 		t.Fatal(err)

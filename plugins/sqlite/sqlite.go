@@ -275,7 +275,9 @@ func (s *Store) Get(ctx context.Context, realm string, ids []string) ([]sdk.Reco
 func (s *Store) ReadThread(ctx context.Context, realm string, places []sdk.ThreadPlace) ([]sdk.Record, error) {
 	var recs []sdk.Record
 	err := s.use(func(db *database) (err error) {
-		db.awaitIndex()
+		if err := db.awaitIndex(ctx); err != nil {
+			return err
+		}
 		recs, err = db.get(ctx, realm, db.ix.AtPlaces(realm, indexPlaces(places)))
 		return err
 	})

@@ -38,7 +38,9 @@ func (s *Store) PutVectors(ctx context.Context, realm string, vecs []sdk.RecordV
 func (s *Store) MissingVectors(ctx context.Context, realm, model, after string, limit int) ([]string, error) {
 	var ids []string
 	err := s.use(func(db *database) error {
-		db.awaitIndex()
+		if err := db.awaitIndex(ctx); err != nil {
+			return err
+		}
 		ids = db.ix.MissingVectors(realm, model, after, s.opts.now().UnixMilli(), limit)
 		return nil
 	})
@@ -47,7 +49,10 @@ func (s *Store) MissingVectors(ctx context.Context, realm, model, after string, 
 
 func (d *database) putVectors(ctx context.Context, realm string, vecs []sdk.RecordVector) error {
 	return d.write(ctx, func(tx *sql.Tx, ch *indexChange) error {
-		d.awaitIndex() // the dimension check below reads the index
+		// The dimension check below reads the index.
+		if err := d.awaitIndex(ctx); err != nil {
+			return err
+		}
 		dims := map[string]int{}
 		for i, v := range vecs {
 			var seq int64
