@@ -120,7 +120,7 @@ type Engine struct {
 	realms  map[string]*realm
 	listed  int             // realms given to New
 	full    bool            // MaxRealms was reached and said so
-	run     context.Context // set by Run: realms added later start at once
+	run     context.Context // set while Run runs: realms added then start at once
 	workers sync.WaitGroup
 
 	// queries holds the last queries' embeddings by realm, model and
@@ -318,10 +318,11 @@ func (e *Engine) realm(name string) *realm {
 
 // start runs r's backlog under e.run; e.mu is held.
 func (e *Engine) start(r *realm) {
+	ctx := e.run
 	e.workers.Add(1)
 	go func() {
 		defer e.workers.Done()
-		r.run(e.run)
+		r.run(ctx)
 	}()
 }
 
@@ -335,6 +336,12 @@ func (e *Engine) Run(ctx context.Context) {
 	}
 	e.mu.Unlock()
 	<-ctx.Done()
+	// A realm first used from now on (a request still served while the
+	// host stops) starts no backlog: its Add beside the Wait below
+	// panics the host.
+	e.mu.Lock()
+	e.run = nil
+	e.mu.Unlock()
 	e.workers.Wait()
 }
 

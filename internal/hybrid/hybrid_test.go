@@ -632,6 +632,37 @@ func TestUnlistedRealmsStartOnFirstUse(t *testing.T) {
 	}
 }
 
+// TestFirstUsesWhileRunEnds: requests still served while the host stops
+// use realms for the first time as Run ends; none may start a backlog
+// beside Run's wait for the others (the WaitGroup panicked, taking the
+// host down mid-shutdown, and the race detector saw it).
+func TestFirstUsesWhileRunEnds(t *testing.T) {
+	emb := newEmbedder("m1")
+	for round := range 50 {
+		eng, err := New(nil, Options{Poll: 5 * time.Millisecond, QueryTimeout: time.Hour, Unlisted: func(name string) (Realm, bool) {
+			s := newStore(1)
+			return Realm{Name: name, Embedder: emb, Vectors: s, Records: s}, true
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		ran := make(chan struct{})
+		go func() { eng.Run(ctx); close(ran) }()
+		used := make(chan struct{})
+		go func() {
+			defer close(used)
+			for i := range 200 {
+				eng.Written(fmt.Sprint("r", round, "-", i))
+			}
+		}()
+		time.Sleep(time.Duration(round%5) * 100 * time.Microsecond)
+		cancel()
+		<-ran
+		<-used
+	}
+}
+
 func TestWaitDrained(t *testing.T) {
 	emb, store := newEmbedder("m1"), newStore(30)
 	store.add("r900", "poison", "refused")
