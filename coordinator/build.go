@@ -51,7 +51,12 @@ func (c *Coordinator) AssembleBuildInjection(ctx context.Context, id sdk.Identit
 		n = &traceNotes{}
 		ctx = context.WithValue(ctx, traceKey{}, n)
 	}
-	scopes, rows, recs, err := c.buildSources(ctx, id, p, query)
+	head := protocol + c.env.Header(id, nonce)
+	// The index takes at most IndexBytes of what the protocol and the
+	// header leave of the build budget: a budget only just above
+	// IndexBytes, or a long identity, must not push the block past it.
+	indexBudget := min(c.cfg.Budgets.IndexBytes, c.cfg.Budgets.BuildBytes-len(head)-len(indexHeading))
+	scopes, rows, recs, err := c.buildSources(ctx, id, p, query, indexBudget)
 	if err != nil {
 		reason, err := c.recallFailed(ctx, SurfaceBuild, id, err)
 		if err != nil {
@@ -61,11 +66,7 @@ func (c *Coordinator) AssembleBuildInjection(ctx context.Context, id sdk.Identit
 		return BuildInjection{RecordIDs: []string{}}, nil
 	}
 	now := c.now()
-	head := protocol + c.env.Header(id, nonce)
-	// The index takes at most IndexBytes of what the protocol and the
-	// header leave of the build budget: a budget only just above
-	// IndexBytes, or a long identity, must not push the block past it.
-	index := c.renderIndex(scopes, rows, min(c.cfg.Budgets.IndexBytes, c.cfg.Budgets.BuildBytes-len(head)-len(indexHeading)), now)
+	index := c.renderIndex(scopes, rows, indexBudget, now)
 	prefix := head + index
 	out := c.env.pack(prefix, RenderInput{
 		Identity: id, Records: recs, MaxBytes: c.cfg.Budgets.BuildBytes, MaxEntries: c.cfg.MaxEntries, Now: now, Zone: zoneOf(ctx),
@@ -92,10 +93,11 @@ func (c *Coordinator) AssembleBuildInjection(ctx context.Context, id sdk.Identit
 }
 
 // buildSources composes the scopes and, concurrently under one recall
-// timeout, lists each scope's working set for the index (manifest-capable
-// providers) and recalls the bodies (when there is a query, or selection
-// is "always"). rows is nil for a provider without a record manifest.
-func (c *Coordinator) buildSources(ctx context.Context, id sdk.Identity, p provider, query string) (scopes []sdk.Scope, rows [][]sdk.ManifestRow, recs []sdk.Record, err error) {
+// timeout, lists the working set for the index (manifest-capable
+// providers) of each scope whose share of indexBudget can hold a row, and
+// recalls the bodies (when there is a query, or selection is "always").
+// rows is nil for a provider without a record manifest.
+func (c *Coordinator) buildSources(ctx context.Context, id sdk.Identity, p provider, query string, indexBudget int) (scopes []sdk.Scope, rows [][]sdk.ManifestRow, recs []sdk.Record, err error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.RecallTimeout)
 	defer cancel()
 	if scopes, err = c.compose(ctx, id); err != nil {
@@ -113,7 +115,15 @@ func (c *Coordinator) buildSources(ctx context.Context, id sdk.Identity, p provi
 	}
 	if lister, ok := p.Lister(); ok {
 		rows = make([][]sdk.ManifestRow, len(scopes))
+		// The scopes come from a resolver's answer: thousands of mobs
+		// would be as many concurrent calls, which starve the provider
+		// for every realm it serves. A scope whose share cannot hold a
+		// section renders nothing, so it is not listed.
+		shares := splitBudget(indexBudget, indexWeights(scopes))
 		for i, s := range scopes {
+			if shares[i] < minIndexSection {
+				continue
+			}
 			wg.Go(func() {
 				r, err := ListMemory(ctx, lister, sdk.ManifestQuery{Realm: id.Realm, Scopes: []sdk.Scope{s}, Tier: sdk.TierWorkingSet, K: c.cfg.Budgets.IndexRows})
 				if err != nil {
@@ -152,11 +162,7 @@ func (c *Coordinator) renderIndex(scopes []sdk.Scope, rows [][]sdk.ManifestRow, 
 	if rows == nil || budget <= 0 {
 		return ""
 	}
-	weights := make([]int, len(scopes))
-	for i, s := range scopes {
-		weights[i] = scopeWeight[s.Class()]
-	}
-	shares := splitBudget(budget, weights)
+	shares := splitBudget(budget, indexWeights(scopes))
 	var b strings.Builder
 	for i, s := range scopes {
 		b.WriteString(c.indexSection(s, rows[i], shares[i], now))
@@ -215,6 +221,19 @@ func (c *Coordinator) indexSection(scope sdk.Scope, rows []sdk.ManifestRow, shar
 }
 
 func indexSectionHead(label string) string { return "Index of " + label + ":\n" }
+
+// minIndexSection is less than any index section takes: its head with a
+// one-byte label and one row of a one-byte id and nothing else.
+var minIndexSection = len(indexSectionHead("x")) + len((&indexFields{id: "x"}).line())
+
+// indexWeights are the scopes' weights in the index budget.
+func indexWeights(scopes []sdk.Scope) []int {
+	weights := make([]int, len(scopes))
+	for i, s := range scopes {
+		weights[i] = scopeWeight[s.Class()]
+	}
+	return weights
+}
 
 // indexFields are one index row's fields, each rendered (see indexRow).
 // Its line is "- id [kind, age] title — description".

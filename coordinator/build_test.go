@@ -231,3 +231,35 @@ func TestBuildTouchesNoSessionAndLedgersBodiesOnly(t *testing.T) {
 		t.Fatalf("turn after build: %+v", turn)
 	}
 }
+
+// TestBuildListsOnlyScopesTheIndexCanShow: a mob resolver answering
+// thousands of mobs does not make a build send the provider as many
+// concurrent manifest calls (which starved it past its health check and
+// had it killed); a scope whose share of the index cannot hold a row is
+// not listed, and rendered nothing anyway.
+func TestBuildListsOnlyScopesTheIndexCanShow(t *testing.T) {
+	mobs := make([]string, 5000)
+	for i := range mobs {
+		mobs[i] = fmt.Sprintf("m%04d", i)
+	}
+	p := coordinatortest.NewProvider(coordinatortest.AllCapabilities...)
+	f := newFixture(t, func(c *Config, o *Options) {
+		o.Providers = RealmProviders{"default": p}
+		o.MobResolver = coordinatortest.MobsFunc(func(context.Context, sdk.Identity) ([]string, error) { return mobs, nil })
+	})
+	f.p = p
+	f.add(scoped("mob:m0001", "tea rota", "tea body"))
+	if _, err := f.c.AssembleBuildInjection(context.Background(), alice, "tea", nil); err != nil {
+		t.Fatal(err)
+	}
+	listed := 0
+	for _, q := range p.ManifestQueries() {
+		if q.Tier == sdk.TierWorkingSet && len(q.Scopes) == 1 {
+			listed++
+		}
+	}
+	// 8 KiB of index has room for a few hundred sections at most.
+	if listed > 500 {
+		t.Fatalf("%d scopes listed for an index of %d bytes", listed, f.c.cfg.Budgets.IndexBytes)
+	}
+}
