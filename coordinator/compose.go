@@ -1,8 +1,10 @@
 package coordinator
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -94,7 +96,9 @@ func cleanNames(names []string) []string {
 // splitBudget divides total across weights by the largest remainder
 // method: each share is floor(total*w/sum), and the bytes left over go one
 // each to the largest fractional parts (earlier entries win ties), so the
-// shares always sum to exactly total.
+// shares always sum to exactly total. The weights are as many as the
+// scopes a resolver answered, so the leftovers are handed out by one sort,
+// not a scan of all weights per byte.
 func splitBudget(total int, weights []int) []int {
 	shares := make([]int, len(weights))
 	sum := 0
@@ -105,21 +109,17 @@ func splitBudget(total int, weights []int) []int {
 		return shares
 	}
 	rem := make([]int, len(weights))
+	order := make([]int, len(weights))
 	given := 0
 	for i, w := range weights {
 		shares[i] = total * w / sum
 		rem[i] = total * w % sum
+		order[i] = i
 		given += shares[i]
 	}
-	for left := total - given; left > 0; left-- {
-		best := -1
-		for i := range rem {
-			if rem[i] >= 0 && (best < 0 || rem[i] > rem[best]) {
-				best = i
-			}
-		}
-		shares[best]++
-		rem[best] = -1
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(rem[b], rem[a]) })
+	for _, i := range order[:total-given] {
+		shares[i]++
 	}
 	return shares
 }

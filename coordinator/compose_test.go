@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/memhost/memhost/coordinator/coordinatortest"
 	"github.com/memhost/memhost/sdk"
@@ -149,4 +150,26 @@ func TestMobComposition(t *testing.T) {
 			t.Fatalf("Scopes: %v", err)
 		}
 	})
+}
+
+// TestSplitBudgetManyScopes: a mob resolver may answer 100,000 mobs; the
+// build index's split is computed on every build, within its deadline.
+func TestSplitBudgetManyScopes(t *testing.T) {
+	weights := make([]int, 100_002)
+	for i := range weights {
+		weights[i] = 2
+	}
+	weights[0], weights[len(weights)-1] = 4, 1
+	start := time.Now()
+	shares := splitBudget(8192, weights)
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Errorf("splitting 8192 bytes across %d scopes took %v", len(weights), d)
+	}
+	sum := 0
+	for _, n := range shares {
+		sum += n
+	}
+	if sum != 8192 || shares[0] != 1 || shares[1] != 1 || shares[len(shares)-1] != 0 {
+		t.Errorf("shares sum to %d, first %v, last %d", sum, shares[:3], shares[len(shares)-1])
+	}
 }
