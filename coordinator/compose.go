@@ -60,21 +60,39 @@ func (c *Coordinator) compose(ctx context.Context, id sdk.Identity) ([]sdk.Scope
 	}
 	scopes := make([]sdk.Scope, 0, len(mobs)+3)
 	scopes = append(scopes, id.Scope())
+	bad, example := 0, ""
 	for _, m := range cleanNames(mobs) {
 		if s := sdk.MobScope(m); s.Validate() == nil {
 			scopes = append(scopes, s)
-		} else {
-			c.log(ctx).Warn("mob resolver answered an unusable mob name; ignoring it", "realm", id.Realm, "identity", id.ID, "mob", m)
+		} else if bad++; bad == 1 {
+			example = m
 		}
 	}
+	c.unusableNames(ctx, id, faultMobResolver, bad, example)
 	if op := strings.TrimSpace(operator); op != "" {
 		if s := sdk.OperatorScope(op); s.Validate() == nil {
 			scopes = append(scopes, s)
 		} else {
-			c.log(ctx).Warn("operator resolver answered an unusable operator name; ignoring it", "realm", id.Realm, "identity", id.ID, "operator", op)
+			c.unusableNames(ctx, id, faultOperatorResolver, 1, op)
 		}
 	}
 	return append(scopes, sdk.RealmScope), nil
+}
+
+// unusableNames notes that a resolver answered n names that are no scope
+// name, which were ignored. The answer is cached and composed on every
+// turn, and may hold any number of names: the line is one per
+// composition at most, rate-limited as the scope faults are.
+func (c *Coordinator) unusableNames(ctx context.Context, id sdk.Identity, resolver string, n int, example string) {
+	if n == 0 {
+		return
+	}
+	names, compositions, held, due := c.scopeFaults.add(c.now(), [2]string{id.Realm, resolver}, n)
+	if !due {
+		return
+	}
+	c.log(ctx).Warn("a resolver answered names that are no usable scope name; they were ignored (fix the resolver or its bindings)",
+		append([]any{"realm", id.Realm, "resolver", resolver, "identity", id.ID, "example", example, "names", names, "compositions", compositions}, heldArgs(held)...)...)
 }
 
 // cleanNames trims names, drops blanks and repeats, keeping first-seen

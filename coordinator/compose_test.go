@@ -3,7 +3,9 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -171,5 +173,31 @@ func TestSplitBudgetManyScopes(t *testing.T) {
 	}
 	if sum != 8192 || shares[0] != 1 || shares[1] != 1 || shares[len(shares)-1] != 0 {
 		t.Errorf("shares sum to %d, first %v, last %d", sum, shares[:3], shares[len(shares)-1])
+	}
+}
+
+// TestUnusableMobNamesLogOnce: a resolver's answer is cached and composed
+// on every turn; a thousand unusable names in it are not a thousand log
+// lines a turn, but one line, rate-limited, that counts them.
+func TestUnusableMobNamesLogOnce(t *testing.T) {
+	mobs := []string{"good"}
+	for i := range 1000 {
+		mobs = append(mobs, fmt.Sprintf("../bad-%d", i))
+	}
+	f := newFixture(t, func(c *Config, o *Options) {
+		o.MobResolver = coordinatortest.MobsFunc(func(context.Context, sdk.Identity) ([]string, error) { return mobs, nil })
+	})
+	for range 10 {
+		got, err := f.c.Scopes(context.Background(), alice)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []sdk.Scope{"identity:alice", "mob:good", "realm"}; !slices.Equal(got, want) {
+			t.Fatalf("scopes %v, want %v", got, want)
+		}
+	}
+	logs := f.logs.String()
+	if n := strings.Count(logs, "\n"); n != 1 || !strings.Contains(logs, "names=1000") || !strings.Contains(logs, "../bad-0") {
+		t.Fatalf("%d log lines for 10 compositions of 1000 unusable names:\n%.2000s", n, logs)
 	}
 }

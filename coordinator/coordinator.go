@@ -91,8 +91,8 @@ type Coordinator struct {
 	now       func() time.Time
 	telemetry *telemetry
 	// defangLog and scopeFaults bound the log lines of defang hits (per
-	// identity) and of plugins answering outside their query's scopes
-	// (per realm and call).
+	// identity) and of plugins answering outside their query's scopes or
+	// resolvers answering unusable names (per realm and call).
 	defangLog   tallyLog[sdk.Identity]
 	scopeFaults tallyLog[[2]string]
 	trace       TraceSink

@@ -17,6 +17,12 @@ const (
 	faultSelector   = "selector"
 )
 
+// Resolvers whose unusable names are logged as the scope faults are.
+const (
+	faultMobResolver      = "mob resolver"
+	faultOperatorResolver = "operator resolver"
+)
+
 // scopeFaultEvery is how often one realm's faults of one plugin call may
 // be logged: a plugin that ignores scopes does so on every turn.
 const scopeFaultEvery = time.Minute
