@@ -155,7 +155,8 @@ func (c *Coordinator) buildSources(ctx context.Context, id sdk.Identity, p provi
 
 // renderIndex lists each scope's rows within its share of budget (the
 // rows, not the heading), split by scope weight (identity 4, mob 2,
-// operator 1, realm 1) with the largest remainder method. A row that does
+// operator 1, realm 1; the mobs together at most four mobs' worth) with
+// the largest remainder method. A row that does
 // not fit its share is skipped and the next one tried; a scope with no row
 // gets no heading.
 func (c *Coordinator) renderIndex(scopes []sdk.Scope, rows [][]sdk.ManifestRow, budget int, now time.Time) string {
@@ -226,11 +227,33 @@ func indexSectionHead(label string) string { return "Index of " + label + ":\n" 
 // one-byte label and one row of a one-byte id and nothing else.
 var minIndexSection = len(indexSectionHead("x")) + len((&indexFields{id: "x"}).line())
 
-// indexWeights are the scopes' weights in the index budget.
+// maxIndexMobs is how many mobs' worth of the index budget the mobs take
+// together: a resolver may answer thousands, which at a mob's weight each
+// would leave the identity's own section and the realm's no byte.
+const maxIndexMobs = 4
+
+// indexWeights are the scopes' weights in the index budget: each class's
+// (scopeWeight), the mobs sharing at most maxIndexMobs mobs' worth.
 func indexWeights(scopes []sdk.Scope) []int {
+	mobs := 0
+	for _, s := range scopes {
+		if s.Class() == sdk.ScopeMob {
+			mobs++
+		}
+	}
+	// Past the cap, every weight is scaled by the mob count so a mob's
+	// share of the pool stays a whole number.
+	scale, mobWeight := 1, scopeWeight[sdk.ScopeMob]
+	if mobs > maxIndexMobs {
+		scale, mobWeight = mobs, scopeWeight[sdk.ScopeMob]*maxIndexMobs
+	}
 	weights := make([]int, len(scopes))
 	for i, s := range scopes {
-		weights[i] = scopeWeight[s.Class()]
+		if s.Class() == sdk.ScopeMob {
+			weights[i] = mobWeight
+		} else {
+			weights[i] = scopeWeight[s.Class()] * scale
+		}
 	}
 	return weights
 }

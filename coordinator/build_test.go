@@ -263,3 +263,37 @@ func TestBuildListsOnlyScopesTheIndexCanShow(t *testing.T) {
 		t.Fatalf("%d scopes listed for an index of %d bytes", listed, f.c.cfg.Budgets.IndexBytes)
 	}
 }
+
+// TestManyMobsLeaveTheIdentitysIndex: a resolver answering thousands of
+// mobs shares out four mobs' worth of the index among them, so the
+// identity's own section and the realm's keep their place (at a mob's
+// weight each, they had none).
+func TestManyMobsLeaveTheIdentitysIndex(t *testing.T) {
+	for _, n := range []int{2, 5000} {
+		t.Run(fmt.Sprint(n, " mobs"), func(t *testing.T) {
+			mobs := make([]string, n)
+			for i := range mobs {
+				mobs[i] = fmt.Sprintf("m%04d", i)
+			}
+			p := coordinatortest.NewProvider(coordinatortest.AllCapabilities...)
+			f := newFixture(t, func(c *Config, o *Options) {
+				o.Providers = RealmProviders{"default": p}
+				o.MobResolver = coordinatortest.MobsFunc(func(context.Context, sdk.Identity) ([]string, error) { return mobs, nil })
+			})
+			f.p = p
+			ids := f.add(scoped(sdk.IdentityScope("alice"), "own rota", "alice's"), scoped(sdk.RealmScope, "realm rota", "everyone's"),
+				scoped("mob:m0001", "mob rota", "a mob's"))
+			res, err := f.c.AssembleBuildInjection(context.Background(), alice, "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sections := indexSections(t, res.Injection)
+			if !strings.Contains(sections["identity:alice"], ids[0]) || !strings.Contains(sections["realm"], ids[1]) {
+				t.Errorf("the identity's or the realm's record is not in the index:\n%s", res.Injection)
+			}
+			if n == 2 && !strings.Contains(sections["mob:m0001"], ids[2]) {
+				t.Errorf("a mob's record is not in the index of %d mobs:\n%s", n, res.Injection)
+			}
+		})
+	}
+}
