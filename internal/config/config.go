@@ -101,6 +101,9 @@ type Config struct {
 	// fileValues holds the top-level strings as the file set them: a
 	// problem with a value changed since (a --listen flag) has no position.
 	fileValues map[string]string
+	// undecoded holds the items the file got wrong: Validate does not
+	// report them again for the defaults they kept.
+	undecoded map[string]bool
 }
 
 // Instance is one configured plugin instance: a kind, a unique name and the

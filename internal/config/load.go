@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -75,9 +76,6 @@ func (o Options) parse(name, full string, src []byte) (*Config, error) {
 	d := &decoder{opts: o, dir: filepath.Dir(full), cfg: o.defaults(filepath.Dir(full))}
 	d.cfg.File = name
 	d.file(file.Body)
-	if d.diags.HasErrors() {
-		return nil, newError(d.diags)
-	}
 	c := d.cfg
 	c.addDefaultProvider()
 	c.bindDefaultRealm()
@@ -87,10 +85,41 @@ func (o Options) parse(name, full string, src []byte) (*Config, error) {
 			return nil, err
 		}
 	}
+	if d.diags.HasErrors() {
+		// Every problem at once: the values the file did state are checked
+		// too, so fixing a misspelt key does not reveal a second round. An
+		// item the file got wrong was not decoded, and is not reported again
+		// for the default it kept.
+		c.undecoded = d.undecoded()
+		diags := d.diags
+		var verr *Error
+		if errors.As(c.Validate(), &verr) {
+			diags = append(diags, verr.Diagnostics...)
+		}
+		return nil, newError(diags)
+	}
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// undecoded answers the items a decoding error points into, and those a
+// required argument the file left out would have set.
+func (d *decoder) undecoded() map[string]bool {
+	bad := map[string]bool{}
+	for key, r := range d.cfg.pos {
+		for _, diag := range d.diags {
+			if s := diag.Subject; diag.Severity == hcl.DiagError && s != nil && s.Filename == r.Filename &&
+				s.Start.Byte < r.End.Byte && r.Start.Byte < s.End.Byte {
+				bad[key] = true
+			}
+		}
+	}
+	for key := range d.missing {
+		bad[key] = true
+	}
+	return bad
 }
 
 // Schemas. Every block is closed: unknown arguments and blocks are errors.
@@ -154,6 +183,8 @@ type decoder struct {
 	dir   string // the config file's directory, for relative paths
 	cfg   *Config
 	diags hcl.Diagnostics
+	// missing holds the items of required arguments the file left out.
+	missing map[string]bool
 }
 
 func (d *decoder) file(body hcl.Body) {
@@ -223,6 +254,7 @@ func (d *decoder) instance(kind sdk.PluginKind, b *hcl.Block) {
 		in.Remote = &r
 	} else {
 		if _, ok := content.Attributes["plugin"]; !ok {
+			d.left(key + ".plugin")
 			d.errorf(b.Body.MissingItemRange().Ptr(), "Missing required argument",
 				`The argument "plugin" (or "address", for a remote plugin) is required, but no definition was found.`)
 		}
@@ -250,6 +282,7 @@ func (d *decoder) realm(b *hcl.Block) {
 	key := fmt.Sprintf("realm[%d]", len(d.cfg.Realms))
 	r := Realm{Name: b.Labels[0], Pos: lineOf(b.DefRange)}
 	d.at(key, labelRange(b))
+	d.required(content.Attributes, key, "provider")
 	d.str(content.Attributes, "provider", key+".provider", &r.Provider)
 	for _, name := range []string{"archive", "archive_max_age_days", "archive_max_records"} {
 		if _, set := content.Attributes[name]; set && r.Archive == nil {
@@ -284,6 +317,7 @@ func (d *decoder) token(b *hcl.Block) {
 	key := fmt.Sprintf("token[%d]", len(d.cfg.Tokens))
 	t := Token{Name: b.Labels[0], Pos: lineOf(b.DefRange)}
 	d.at(key, labelRange(b))
+	d.required(content.Attributes, key, "secret_env", "realms")
 	d.strings(content.Attributes, "realms", key+".realms", &t.Realms)
 	d.identities(content.Attributes, key+".identity", &t.Identities)
 	t.Role = RoleAgent
@@ -357,6 +391,24 @@ func (d *decoder) supervisor(b *hcl.Block) {
 	d.millis(a, "max_backoff_ms", "supervisor.max_backoff_ms", &s.MaxBackoff)
 	d.millis(a, "reindex_timeout_ms", "supervisor.reindex_timeout_ms", &s.ReindexTimeout)
 	d.millis(a, "boot_wait_ms", "supervisor.boot_wait_ms", &s.BootWait)
+}
+
+// required notes the required arguments of the block at key that the
+// file left out (HCL reports them).
+func (d *decoder) required(attrs hcl.Attributes, key string, names ...string) {
+	for _, name := range names {
+		if _, ok := attrs[name]; !ok {
+			d.left(key + "." + name)
+		}
+	}
+}
+
+// left notes that the file left out the required item key.
+func (d *decoder) left(key string) {
+	if d.missing == nil {
+		d.missing = map[string]bool{}
+	}
+	d.missing[key] = true
 }
 
 // at records where the item key was set.

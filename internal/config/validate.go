@@ -102,6 +102,9 @@ type problems struct {
 }
 
 func (p *problems) add(key, summary, detail string, args ...any) {
+	if p.c.undecoded[key] {
+		return // its decoding error is the problem
+	}
 	var subject *hcl.Range
 	if r, ok := p.c.pos[key]; ok && !p.c.changed(key) {
 		subject = r.Ptr()
