@@ -217,7 +217,7 @@ func (d *Defanger) plan(s string) []edit {
 	// line's rule does.
 	decodedViews := true
 	// A view's bytes stand for ranges of s; a match maps back to them.
-	scanView := func(view string, from []span, cuts []viewCut) {
+	scanOne := func(view string, from []span, cuts []viewCut) {
 		var lines lineCursor
 		walked := 0 // the view is walked back to here for line breaks
 		mapped := func(p, start, end, viewLine int) {
@@ -271,6 +271,15 @@ func (d *Defanger) plan(s string) []edit {
 				}
 			}
 		})
+	}
+	// Each view is also read with its tag characters as nothing, as s
+	// is below: one an escape or markup view shows (&#xE0078;) hides a
+	// role header or template token from the shapes' one reading too.
+	scanView := func(view string, from []span, cuts []viewCut) {
+		scanOne(view, from, cuts)
+		if tagFree, tagCuts, ok := tagFreeView(view); ok {
+			scanOne(tagFree, from, composeCuts(cuts, tagCuts))
+		}
 	}
 	var deepest []layer
 	for _, l := range decodedLayers(s) {
