@@ -165,6 +165,9 @@ func running(pid int) bool {
 	if err != nil {
 		return false
 	}
+	// Polled for the plugin's life: the pidfd it opened is closed now,
+	// not at some later collection.
+	defer proc.Release()
 	return !errors.Is(proc.Signal(syscall.Signal(0)), os.ErrProcessDone)
 }
 
