@@ -186,7 +186,9 @@ func (c *Compactor) chat(ctx context.Context, cfg *settings, messages []chatMess
 		if errors.As(err, &uerr) {
 			err = uerr.Err
 		}
-		return "", fmt.Errorf("llm: %s: %v: %w", cfg.endpoint, err, sdk.ErrUnavailable)
+		// Redacted as the answer is: a TLS error quotes the names the
+		// endpoint's certificate holds.
+		return "", fmt.Errorf("llm: %s: %s: %w", cfg.endpoint, redact(err.Error(), cfg.apiKey), sdk.ErrUnavailable)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
@@ -235,8 +237,10 @@ func redirectError(cfg *settings, resp *http.Response) error {
 	if loc, err := resp.Location(); err == nil {
 		to = (&url.URL{Scheme: loc.Scheme, Host: loc.Host}).String()
 	}
+	// The endpoint writes the Location as it likes: the key echoed in it
+	// is redacted too.
 	return fmt.Errorf("llm: %s answered HTTP %d, a redirect to %s, which is not followed (set base_url to where the endpoint is served): %w",
-		cfg.endpoint, resp.StatusCode, to, sdk.ErrUnavailable)
+		cfg.endpoint, resp.StatusCode, redact(to, cfg.apiKey), sdk.ErrUnavailable)
 }
 
 // statusError classifies a non-2xx answer: overload and server faults are

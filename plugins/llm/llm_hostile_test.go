@@ -76,6 +76,18 @@ func TestAPIKeyNeverInErrors(t *testing.T) {
 			}
 		})
 	}
+	// A redirect's error names the Location's host, which the endpoint
+	// writes as it likes.
+	t.Run("redirect", func(t *testing.T) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "https://"+strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")+".example/", http.StatusFound)
+		}))
+		defer srv.Close()
+		_, err := hostileCompactor(t, srv).Compact(t.Context(), request("", nil, "hello"))
+		if !errors.Is(err, sdk.ErrUnavailable) || strings.Contains(err.Error(), "very-secr") {
+			t.Errorf("error %v, want an outage without the API key", err)
+		}
+	})
 }
 
 // A removed message must not be able to forge another message (say an
