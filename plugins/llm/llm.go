@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"unicode"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/classify"
+	"github.com/memhost/memhost/sdk/endpoint"
 )
 
 // Version is the plugin's version, reported by Info and the manifest.
@@ -48,15 +48,13 @@ type Compactor struct {
 
 // New answers an unconfigured compactor.
 func New() *Compactor {
-	return &Compactor{client: &http.Client{CheckRedirect: noRedirects}, cache: map[string]sdk.Message{}}
+	return &Compactor{client: &http.Client{CheckRedirect: endpoint.NoRedirects}, cache: map[string]sdk.Message{}}
 }
 
-// noRedirects keeps a redirect's answer as the answer: following it would
+// endpoint.NoRedirects keeps a redirect's answer as the answer: following it would
 // send the conversation to a host the operator never configured, and Go
 // keeps the Authorization header across a change of port or from https
 // to http.
-func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-
 func (c *Compactor) Info() sdk.Info {
 	return sdk.Info{
 		Name: "llm", Version: Version, Kinds: []sdk.PluginKind{sdk.KindCompactor, sdk.KindSelector},
@@ -181,14 +179,9 @@ func (c *Compactor) chat(ctx context.Context, cfg *settings, messages []chatMess
 		if ctx.Err() != nil {
 			return "", fmt.Errorf("llm: %s gave no answer within %s: %w", cfg.endpoint, cfg.timeout, ctxError(ctx.Err()))
 		}
-		// The transport's error names the method and URL again.
-		var uerr *url.Error
-		if errors.As(err, &uerr) {
-			err = uerr.Err
-		}
 		// Redacted as the answer is: a TLS error quotes the names the
 		// endpoint's certificate holds.
-		return "", fmt.Errorf("llm: %s: %s: %w", cfg.endpoint, redact(err.Error(), cfg.apiKey), sdk.ErrUnavailable)
+		return "", fmt.Errorf("llm: %s: %s: %w", cfg.endpoint, endpoint.Redact(endpoint.TransportCause(err).Error(), cfg.apiKey), sdk.ErrUnavailable)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
@@ -211,7 +204,7 @@ func (c *Compactor) chat(ctx context.Context, cfg *settings, messages []chatMess
 	// the client: an endpoint that echoes the request's Authorization
 	// header must not leak the key. The excerpt is redacted as it is
 	// shown, so a key the answer escapes or cuts is caught too.
-	shown := redact(fmt.Sprintf("%.200q", data), cfg.apiKey)
+	shown := endpoint.Redact(fmt.Sprintf("%.200q", data), cfg.apiKey)
 	var out chatResponse
 	if err := json.Unmarshal(data, &out); err != nil {
 		return "", fmt.Errorf("llm: %s answered malformed JSON: %s: %w", cfg.endpoint, shown, sdk.ErrUnavailable)
@@ -233,14 +226,10 @@ func (c *Compactor) chat(ctx context.Context, cfg *settings, messages []chatMess
 // where the endpoint points, by scheme and host only: the rest of the
 // Location may carry anything.
 func redirectError(cfg *settings, resp *http.Response) error {
-	to := "no Location"
-	if loc, err := resp.Location(); err == nil {
-		to = (&url.URL{Scheme: loc.Scheme, Host: loc.Host}).String()
-	}
 	// The endpoint writes the Location as it likes: the key echoed in it
 	// is redacted too.
 	return fmt.Errorf("llm: %s answered HTTP %d, a redirect to %s, which is not followed (set base_url to where the endpoint is served): %w",
-		cfg.endpoint, resp.StatusCode, redact(to, cfg.apiKey), sdk.ErrUnavailable)
+		cfg.endpoint, resp.StatusCode, endpoint.Redact(endpoint.RedirectTarget(resp), cfg.apiKey), sdk.ErrUnavailable)
 }
 
 // statusError classifies a non-2xx answer: overload and server faults are
@@ -252,17 +241,9 @@ func statusError(cfg *settings, code int, body []byte) error {
 	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
 		msg = e.Error.Message
 	}
-	if len(msg) > 200 {
-		// Cut on a character: a split one reaches the client as U+FFFD.
-		n := 200
-		for n > 0 && !utf8.RuneStart(msg[n]) {
-			n--
-		}
-		msg = msg[:n]
-	}
 	// Redacted once decoded and cut: gateways echo the key they refused,
 	// escaped in JSON or cut short.
-	msg = redact(msg, cfg.apiKey)
+	msg = endpoint.Redact(endpoint.Excerpt(msg, 200), cfg.apiKey)
 	var sentinel error
 	switch {
 	case code == http.StatusTooManyRequests || code >= 500:
@@ -275,51 +256,6 @@ func statusError(cfg *settings, code int, body []byte) error {
 		sentinel = sdk.ErrInvalid
 	}
 	return fmt.Errorf("llm: %s answered HTTP %d: %s: %w", cfg.endpoint, code, msg, sentinel)
-}
-
-// minRedacted is the shortest run of the key's characters redacted: a
-// cut or masked echo may hold only part of the key, and a part this long
-// is still worth hiding (a shorter key is redacted whole).
-const minRedacted = 8
-
-// redact replaces in s the key and every run of minRedacted or more of
-// its consecutive characters with [redacted].
-func redact(s, key string) string {
-	if key == "" {
-		return s
-	}
-	least := min(minRedacted, len(key))
-	hide := make([]bool, len(s))
-	found := false
-	for i := range len(s) {
-		for j := range len(key) {
-			k := 0
-			for i+k < len(s) && j+k < len(key) && s[i+k] == key[j+k] {
-				k++
-			}
-			if k >= least {
-				found = true
-				for x := i; x < i+k; x++ {
-					hide[x] = true
-				}
-			}
-		}
-	}
-	if !found {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if !hide[i] {
-			b.WriteByte(s[i])
-			continue
-		}
-		b.WriteString("[redacted]")
-		for i+1 < len(s) && hide[i+1] {
-			i++
-		}
-	}
-	return b.String()
 }
 
 // visible reports whether s holds a character that shows: a summary of

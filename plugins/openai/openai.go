@@ -18,15 +18,14 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"reflect"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/endpoint"
 )
 
 // Version is the plugin's version, reported by Info and the manifest.
@@ -58,14 +57,12 @@ type Embedder struct {
 
 // New answers an unconfigured embedder.
 func New() *Embedder {
-	return &Embedder{client: &http.Client{CheckRedirect: noRedirects}, log: sdk.Logger(), sleep: sleepCtx}
+	return &Embedder{client: &http.Client{CheckRedirect: endpoint.NoRedirects}, log: sdk.Logger(), sleep: sleepCtx}
 }
 
-// noRedirects keeps a redirect's answer as the answer: following it would
+// endpoint.NoRedirects keeps a redirect's answer as the answer: following it would
 // send the texts to a host the operator never configured, and Go keeps the
 // Authorization header across a change of port or from https to http.
-func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-
 func (e *Embedder) Info() sdk.Info {
 	return sdk.Info{
 		Name: "openai", Version: Version, Kinds: []sdk.PluginKind{sdk.KindEmbedder},
@@ -304,7 +301,7 @@ func (e *Embedder) post(parent context.Context, cfg *settings, body []byte, n in
 	vecs, err := decode(data, n, cfg.info.Dimensions)
 	if err != nil {
 		// The message quotes the answer, which may echo the key.
-		return nil, fmt.Errorf("openai: %s: %s: %w", cfg.endpoint, redact(err.Error(), cfg.apiKey), sdk.ErrUnavailable)
+		return nil, fmt.Errorf("openai: %s: %s: %w", cfg.endpoint, endpoint.Redact(err.Error(), cfg.apiKey), sdk.ErrUnavailable)
 	}
 	return vecs, nil
 }
@@ -319,12 +316,9 @@ func transportError(parent context.Context, cfg *settings, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return &retryable{err: fmt.Errorf("openai: %s gave no answer within %s: %w", cfg.endpoint, cfg.timeout, sdk.ErrUnavailable)}
 	}
-	// The transport's error names the method and URL again.
-	var uerr *url.Error
-	if errors.As(err, &uerr) {
-		err = uerr.Err
-	}
-	return &retryable{err: fmt.Errorf("openai: %s: %v: %w", cfg.endpoint, err, sdk.ErrUnavailable)}
+	// Redacted as an answer is: a TLS error quotes the names the
+	// endpoint's certificate holds.
+	return &retryable{err: fmt.Errorf("openai: %s: %s: %w", cfg.endpoint, endpoint.Redact(endpoint.TransportCause(err).Error(), cfg.apiKey), sdk.ErrUnavailable)}
 }
 
 // decode reads an embeddings answer: exactly one entry per input, each
@@ -388,12 +382,8 @@ func jsonProblem(err error) string {
 // where the endpoint points, by scheme and host only: the rest of the
 // Location may carry anything.
 func redirectError(cfg *settings, resp *http.Response) error {
-	to := "no Location"
-	if loc, err := resp.Location(); err == nil {
-		to = (&url.URL{Scheme: loc.Scheme, Host: loc.Host}).String()
-	}
 	return fmt.Errorf("openai: %s answered HTTP %d, a redirect to %s, which is not followed (set base_url to where the endpoint is served): %w",
-		cfg.endpoint, resp.StatusCode, redact(to, cfg.apiKey), sdk.ErrUnavailable)
+		cfg.endpoint, resp.StatusCode, endpoint.Redact(endpoint.RedirectTarget(resp), cfg.apiKey), sdk.ErrUnavailable)
 }
 
 // maxExcerpt bounds how much of an error page an error quotes.
@@ -410,7 +400,7 @@ func statusError(cfg *settings, resp *http.Response, body []byte) error {
 	}
 	// Gateways echo the key they refused ("Incorrect API key provided:
 	// sk-..."); the host logs this message and shows it in its status.
-	msg = redact(cut(msg, maxExcerpt), cfg.apiKey)
+	msg = endpoint.Redact(endpoint.Excerpt(msg, maxExcerpt), cfg.apiKey)
 	code, endpoint := resp.StatusCode, cfg.endpoint
 	err := func(sentinel error) error {
 		return fmt.Errorf("openai: %s answered HTTP %d: %s: %w", endpoint, code, msg, sentinel)
@@ -429,62 +419,6 @@ func statusError(cfg *settings, resp *http.Response, body []byte) error {
 		// not serving them.
 		return err(sdk.ErrUnavailable)
 	}
-}
-
-// cut cuts s to at most n bytes on a character boundary.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
-// minRedacted is the shortest run of the key's characters redacted: a
-// cut excerpt may hold only part of the key, and a part this long is
-// still worth hiding (a shorter key is redacted whole).
-const minRedacted = 8
-
-// redact replaces in s the key and every run of minRedacted or more of
-// its consecutive characters with [redacted].
-func redact(s, key string) string {
-	if key == "" {
-		return s
-	}
-	least := min(minRedacted, len(key))
-	hide := make([]bool, len(s))
-	found := false
-	for i := range len(s) {
-		for j := range len(key) {
-			k := 0
-			for i+k < len(s) && j+k < len(key) && s[i+k] == key[j+k] {
-				k++
-			}
-			if k >= least {
-				found = true
-				for x := i; x < i+k; x++ {
-					hide[x] = true
-				}
-			}
-		}
-	}
-	if !found {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if !hide[i] {
-			b.WriteByte(s[i])
-			continue
-		}
-		b.WriteString("[redacted]")
-		for i+1 < len(s) && hide[i+1] {
-			i++
-		}
-	}
-	return b.String()
 }
 
 // retryAfter reads a Retry-After header, in seconds or an HTTP date; 0
