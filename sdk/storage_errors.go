@@ -3,6 +3,8 @@ package sdk
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"syscall"
 )
 
@@ -32,6 +34,23 @@ func StorageError(err error) error {
 		return fmt.Errorf("%w: %w", err, ErrNoSpace)
 	case errors.Is(err, syscall.EROFS):
 		return fmt.Errorf("%w: %w", err, ErrReadOnly)
+	}
+	return err
+}
+
+// FileProblem is what a file system error says beyond its operation and
+// path ("no space left on device"): a failed write is reported once, under
+// the file it was for, not again under the temporary file it went through
+// ("write …/r1.md: write …/.tmp-r1.md.123: no space left on device").
+// errors.Is still reads it.
+func FileProblem(err error) error {
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		return pe.Err
+	case errors.As(err, &le):
+		return le.Err
 	}
 	return err
 }

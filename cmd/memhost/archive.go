@@ -106,9 +106,9 @@ capability. "memhost import" reads the file back.`,
 				}
 				switch {
 				case out.path != "" && out.existed:
-					return fmt.Errorf("%s left as it was: %w", out.path, plainFileError(err))
+					return fmt.Errorf("%s left as it was: %w", out.path, sdk.FileProblem(err))
 				case out.path != "":
-					return fmt.Errorf("%s not written: %w", out.path, plainFileError(err))
+					return fmt.Errorf("%s not written: %w", out.path, sdk.FileProblem(err))
 				case out.w == cmd.OutOrStdout():
 					var pe *fs.PathError
 					if errors.As(err, &pe) {
@@ -124,22 +124,6 @@ capability. "memhost import" reads the file back.`,
 	f.register(cmd)
 	cmd.Flags().StringVar(&realm, "realm", "", "realm (default: the server's default realm)")
 	return cmd
-}
-
-// plainFileError is a failed write, sync or rename of an export's
-// temporary file said by its problem ("no space left on device"): the
-// temporary name and the system call mean nothing to the operator, who
-// named FILE.
-func plainFileError(err error) error {
-	var pe *fs.PathError
-	var le *os.LinkError
-	switch {
-	case errors.As(err, &pe):
-		return pe.Err
-	case errors.As(err, &le):
-		return le.Err
-	}
-	return err
 }
 
 // exportOutput is where an export writes: standard output, a device or

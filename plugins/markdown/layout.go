@@ -159,7 +159,7 @@ func writeAtomic(path string, data []byte) (fileStamp, error) {
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
-		return fileStamp{}, fmt.Errorf("markdown: write %s: %w", path, reason(err))
+		return fileStamp{}, fmt.Errorf("markdown: write %s: %w", path, sdk.FileProblem(err))
 	}
 	return st, nil
 }
@@ -170,7 +170,7 @@ func writeTemp(path string, data []byte) (string, fileStamp, error) {
 	dir, name := filepath.Split(path)
 	f, err := os.CreateTemp(dir, tempPrefix+name+".*")
 	if err != nil {
-		return "", fileStamp{}, fmt.Errorf("markdown: write %s: %w", path, reason(err))
+		return "", fileStamp{}, fmt.Errorf("markdown: write %s: %w", path, sdk.FileProblem(err))
 	}
 	tmp := f.Name()
 	err = f.Chmod(filePerm)
@@ -189,26 +189,9 @@ func writeTemp(path string, data []byte) (string, fileStamp, error) {
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return "", fileStamp{}, fmt.Errorf("markdown: write %s: %w", path, reason(err))
+		return "", fileStamp{}, fmt.Errorf("markdown: write %s: %w", path, sdk.FileProblem(err))
 	}
 	return tmp, stampOf(fi), nil
-}
-
-// reason is what a file system error says beyond its operation and path:
-// a failed write is reported once, under the file it was for, not again
-// under the temp file it went through ("write …/r1.md: write
-// …/.memhost-tmp-r1.md.123: no space left on device"). errors.Is still
-// reads it.
-func reason(err error) error {
-	var pe *fs.PathError
-	var le *os.LinkError
-	switch {
-	case errors.As(err, &pe):
-		return pe.Err
-	case errors.As(err, &le):
-		return le.Err
-	}
-	return err
 }
 
 // fileStamp identifies one version of a file without reading it.

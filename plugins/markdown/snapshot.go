@@ -319,7 +319,7 @@ func writeSnapshotFile(path string, write func(io.Writer) error) error {
 	// A name of its own: two roots may name one snapshot_path.
 	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+tmpSuffix)
 	if err != nil {
-		return fmt.Errorf("write index snapshot %s: %w", path, reason(err))
+		return fmt.Errorf("write index snapshot %s: %w", path, sdk.FileProblem(err))
 	}
 	tmp := f.Name()
 	err = f.Chmod(filePerm)
@@ -340,7 +340,7 @@ func writeSnapshotFile(path string, write func(io.Writer) error) error {
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("write index snapshot %s: %w", path, reason(err))
+		return fmt.Errorf("write index snapshot %s: %w", path, sdk.FileProblem(err))
 	}
 	return syncDir(filepath.Dir(path))
 }
