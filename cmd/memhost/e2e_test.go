@@ -578,6 +578,28 @@ func TestNoPluginOutlivesStoppedHost(t *testing.T) {
 	}
 }
 
+// TestHangupStopsCleanly: SIGHUP (a closed terminal, a service manager's
+// reload) drains and stops as SIGTERM does; by default it ended the
+// process on the spot, plugins and session journal unclosed.
+func TestHangupStopsCleanly(t *testing.T) {
+	t.Parallel()
+	m := startMemhost(t, markdownConfig)
+	pids := pluginPids(t, m)
+	if err := m.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-m.drained:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("memhost did not stop within 30s of SIGHUP\n%s", m.logs())
+	}
+	m.cmd.Wait()
+	if code := m.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("memhost exit code after SIGHUP = %d\n%s", code, m.logs())
+	}
+	waitGone(t, pids)
+}
+
 func TestTokensBindRealms(t *testing.T) {
 	t.Parallel()
 	m := startMemhost(t, markdownConfig+`

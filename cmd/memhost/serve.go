@@ -46,7 +46,8 @@ SQLite provider for realm "default", plugins in ./plugins beside the binary,
 data in ./memhost-data. Flags win over the config file.
 
 The listen address is bound before any plugin starts, so a busy port fails
-at once. SIGINT or SIGTERM drain requests in flight, then stop the plugins.`,
+at once. SIGINT, SIGTERM or SIGHUP drain requests in flight, then stop the
+plugins; a new config takes a restart (there is no reload).`,
 		Example: `  memhost serve
   memhost serve --config memhost.hcl
   memhost serve --listen 127.0.0.1:8080 --data-dir /var/lib/memhost --log-level debug`,
@@ -461,7 +462,11 @@ func realmMap(cfg *config.Config) string {
 
 func serve(ctx context.Context, cfg *config.Config) error {
 	logger := newLogger(cfg)
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	// SIGHUP (the terminal closing, or a reload some service managers
+	// send) is a stop like the others, not the default's exit on the spot,
+	// which skipped the drain: there is no reload, a new config takes a
+	// restart.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 
 	// Bound first: a busy port must fail before minutes of plugin start.
