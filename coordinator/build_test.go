@@ -238,22 +238,13 @@ func TestBuildTouchesNoSessionAndLedgersBodiesOnly(t *testing.T) {
 // had it killed); a scope whose share of the index cannot hold a row is
 // not listed, and rendered nothing anyway.
 func TestBuildListsOnlyScopesTheIndexCanShow(t *testing.T) {
-	mobs := make([]string, 5000)
-	for i := range mobs {
-		mobs[i] = fmt.Sprintf("m%04d", i)
-	}
-	p := coordinatortest.NewProvider(coordinatortest.AllCapabilities...)
-	f := newFixture(t, func(c *Config, o *Options) {
-		o.Providers = RealmProviders{"default": p}
-		o.MobResolver = coordinatortest.MobsFunc(func(context.Context, sdk.Identity) ([]string, error) { return mobs, nil })
-	})
-	f.p = p
+	f := manyMobs(t, 5000)
 	f.add(scoped("mob:m0001", "tea rota", "tea body"))
 	if _, err := f.c.AssembleBuildInjection(context.Background(), alice, "tea", nil); err != nil {
 		t.Fatal(err)
 	}
 	listed := 0
-	for _, q := range p.ManifestQueries() {
+	for _, q := range f.p.ManifestQueries() {
 		if q.Tier == sdk.TierWorkingSet && len(q.Scopes) == 1 {
 			listed++
 		}
@@ -271,16 +262,7 @@ func TestBuildListsOnlyScopesTheIndexCanShow(t *testing.T) {
 func TestManyMobsLeaveTheIdentitysIndex(t *testing.T) {
 	for _, n := range []int{2, 5000} {
 		t.Run(fmt.Sprint(n, " mobs"), func(t *testing.T) {
-			mobs := make([]string, n)
-			for i := range mobs {
-				mobs[i] = fmt.Sprintf("m%04d", i)
-			}
-			p := coordinatortest.NewProvider(coordinatortest.AllCapabilities...)
-			f := newFixture(t, func(c *Config, o *Options) {
-				o.Providers = RealmProviders{"default": p}
-				o.MobResolver = coordinatortest.MobsFunc(func(context.Context, sdk.Identity) ([]string, error) { return mobs, nil })
-			})
-			f.p = p
+			f := manyMobs(t, n)
 			ids := f.add(scoped(sdk.IdentityScope("alice"), "own rota", "alice's"), scoped(sdk.RealmScope, "realm rota", "everyone's"),
 				scoped("mob:m0001", "mob rota", "a mob's"))
 			res, err := f.c.AssembleBuildInjection(context.Background(), alice, "", nil)
@@ -296,4 +278,19 @@ func TestManyMobsLeaveTheIdentitysIndex(t *testing.T) {
 			}
 		})
 	}
+}
+
+// manyMobs is a fixture whose mob resolver answers n mobs, m0000 on.
+func manyMobs(t *testing.T, n int) *fixture {
+	mobs := make([]string, n)
+	for i := range mobs {
+		mobs[i] = fmt.Sprintf("m%04d", i)
+	}
+	p := coordinatortest.NewProvider(coordinatortest.AllCapabilities...)
+	f := newFixture(t, func(c *Config, o *Options) {
+		o.Providers = RealmProviders{"default": p}
+		o.MobResolver = coordinatortest.MobsFunc(func(context.Context, sdk.Identity) ([]string, error) { return mobs, nil })
+	})
+	f.p = p
+	return f
 }
