@@ -3,6 +3,8 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -133,5 +135,41 @@ func TestAnAbandonedMCPCallIsNoSuccess(t *testing.T) {
 	}
 	if text := logs.String(); !strings.Contains(text, "request abandoned by its client") || strings.Contains(text, "[ERROR]") {
 		t.Errorf("the log does not say the client left, or says the server failed:\n%s", text)
+	}
+}
+
+// TestAnMCPClientGoneMidBodyIsAbandoned: from an outside review. An MCP
+// client that went away while it sent its body (a cut connection, a
+// killed agent) was answered and counted 400, as if it had sent a bad
+// request, and nothing was logged; /v1 counts the same leaving 499 and
+// logs it as abandoned. So does /mcp now.
+func TestAnMCPClientGoneMidBodyIsAbandoned(t *testing.T) {
+	srv, _, logs, metrics := heldRecallServer(t)
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := "POST /mcp?identity=alice HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n" +
+		"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nContent-Length: 5000\r\n\r\n"
+	if _, err := io.WriteString(conn, head+`{"jsonrpc":"2.0","id":1,"method":"tools/call",`); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the server is reading the body
+	conn.Close()
+	counted := func() (n float64) {
+		for _, code := range []string{"400", "499"} {
+			n += testutil.ToFloat64(metrics.requests.WithLabelValues("/mcp", code))
+		}
+		return n
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for counted() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := testutil.ToFloat64(metrics.requests.WithLabelValues("/mcp", "499")); n != 1 {
+		t.Errorf("requests counted 499 = %v (400: %v), want 1", n, testutil.ToFloat64(metrics.requests.WithLabelValues("/mcp", "400")))
+	}
+	if text := logs.String(); !strings.Contains(text, "request abandoned by its client") {
+		t.Errorf("the log does not say the client left:\n%s", text)
 	}
 }

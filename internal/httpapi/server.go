@@ -507,9 +507,16 @@ func (s *Server) mountMCP(mux *http.ServeMux, h http.Handler) {
 				}
 			}
 		}
-		if err != nil {
+		switch {
+		case err != nil && r.Context().Err() != nil:
+			// The client went away while it sent its request (its body
+			// cut short): as on /v1, no one reads a refusal, and the
+			// request is no bad one of the client's.
+			rec.status = StatusClientClosed
+			s.opts.Logger.Info("request abandoned by its client", "request_id", reqID, "route", pattern, "duration_ms", msSince(start), "error", err)
+		case err != nil:
 			s.writeError(rec, err, reqID)
-		} else {
+		default:
 			r.Body = http.MaxBytesReader(rec, r.Body, s.opts.MaxBodyBytes)
 			// The tools' coordinator lines carry the id, as /v1's do.
 			r = r.WithContext(hclog.WithContext(r.Context(), s.opts.Logger.With("request_id", reqID)))
