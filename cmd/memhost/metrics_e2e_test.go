@@ -136,3 +136,24 @@ func TestRequestIDInCoordinatorLog(t *testing.T) {
 		t.Fatalf("the coordinator's skip line %q lacks request_id=e2e-turn-1:\n%s", skipLine, m.logs())
 	}
 }
+
+// TestCoordinatorLinesNameTheirLoggerOnce: from an outside review. The
+// coordinator names its own logger, and serve named the one it handed
+// it too: every coordinator line said "memhost.coordinator.coordinator",
+// which no operator's filter on "memhost.coordinator" expects.
+func TestCoordinatorLinesNameTheirLoggerOnce(t *testing.T) {
+	t.Parallel()
+	m := startMemhost(t, providerDeployment("sqlite", `{ path = "memory.db" }`))
+	var turn turnAnswer
+	if code := m.do("POST", "/v1/turns/inject", map[string]any{"identity": map[string]string{"id": "nobody"}, "session": "s1", "content": "anything about zucchini"}, &turn); code != 200 || turn.SkipReason == nil {
+		t.Fatalf("inject = %d %+v; want a skip", code, turn)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(m.logs(), "injected nothing") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	line := grepLines(m.logs(), "")
+	if !regexp.MustCompile(`\[INFO\] +memhost\.coordinator: injected nothing`).MatchString(line) {
+		t.Errorf("no skip line under memhost.coordinator:\n%s", line)
+	}
+}

@@ -395,7 +395,8 @@ func realmProviders(cfg *config.Config, sup *pluginhost.Supervisor) (func(realm 
 // hands it the configured selector and resolvers.
 func newCoordinator(cfg *config.Config, sup *pluginhost.Supervisor, providers coordinator.Providers, metrics coordinator.Metrics, logger hclog.Logger, sessions coordinator.SessionStore, hostKey []byte, trace coordinator.TraceSink) (*coordinator.Coordinator, error) {
 	cc := cfg.Coordinator
-	opts := coordinator.Options{Providers: providers, Logger: logger.Named("coordinator"), Metrics: metrics, Sessions: sessions, HostKey: hostKey, Trace: trace}
+	// The coordinator names its logger itself.
+	opts := coordinator.Options{Providers: providers, Logger: logger, Metrics: metrics, Sessions: sessions, HostKey: hostKey, Trace: trace}
 	if cc.Selector != "" {
 		sel, err := sup.Selector(cc.Selector)
 		if err != nil {
