@@ -18,9 +18,7 @@ import (
 func (s *Server) refuseCrossOrigin(h http.Handler) http.Handler {
 	p := http.NewCrossOriginProtection()
 	p.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		reqID := requestID(r)
-		w.Header().Set(HeaderRequestID, reqID)
-		s.writeError(w, fmt.Errorf("a cross-origin request from a browser may not %s %s: %w", r.Method, r.URL.Path, sdk.ErrPermission), reqID)
+		s.refuseUnrouted(w, r, fmt.Errorf("a cross-origin request from a browser may not %s %s: %w", r.Method, r.URL.Path, sdk.ErrPermission))
 	}))
 	return p.Handler(h)
 }

@@ -123,6 +123,15 @@ type ErrorDetail struct {
 // writeError answers err in the error envelope, its message sanitised
 // (see redact.ForClient); it reports whether sanitising changed the message,
 // so the caller can log the full text.
+// refuseUnrouted answers err to a request no route took, with its request
+// id, and counts it under RouteUnmatched.
+func (s *Server) refuseUnrouted(w http.ResponseWriter, r *http.Request, err error) {
+	reqID := requestID(r)
+	w.Header().Set(HeaderRequestID, reqID)
+	s.writeError(w, err, reqID)
+	s.opts.Metrics.countUnmatched(statusOf(codeOf(err)))
+}
+
 func (s *Server) writeError(w http.ResponseWriter, err error, requestID string) bool {
 	var body errorBody
 	body.Error.RequestID = requestID

@@ -29,9 +29,7 @@ func (s *Server) LocalHostsOnly(h http.Handler, allowed []string) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		reqID := requestID(r)
-		w.Header().Set(HeaderRequestID, reqID)
-		s.writeError(w, fmt.Errorf("this host has no tokens and answers only requests addressed to localhost, an IP address or a name in server.allowed_hosts, not to %q: %w", r.Host, sdk.ErrPermission), reqID)
+		s.refuseUnrouted(w, r, fmt.Errorf("this host has no tokens and answers only requests addressed to localhost, an IP address or a name in server.allowed_hosts, not to %q: %w", r.Host, sdk.ErrPermission))
 	})
 }
 

@@ -94,6 +94,18 @@ func (m *Metrics) servingGauge(route string) prometheus.Gauge {
 	return m.inFlight.WithLabelValues(route)
 }
 
+// RouteUnmatched labels the requests refused before any route took them:
+// an unknown path or method, a path with an empty, . or .. segment, a
+// cross-origin write, a Host this host does not answer. Counted so that a
+// client probing or misbehaving shows; one label, so a series per status.
+const RouteUnmatched = "unmatched"
+
+// countUnmatched counts a request refused before any route took it (its
+// refusal takes no time worth a latency series).
+func (m *Metrics) countUnmatched(status int) {
+	m.requests.WithLabelValues(RouteUnmatched, strconv.Itoa(status)).Inc()
+}
+
 func (m *Metrics) observeRequest(route string, status int, d time.Duration) {
 	code := strconv.Itoa(status)
 	m.requests.WithLabelValues(route, code).Inc()

@@ -203,14 +203,12 @@ func New(opts Options) *Server {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// The catch-all matches every method, so the mux's own 405 never
 		// fires: a known path with a wrong method is answered here.
-		reqID := requestID(r)
-		w.Header().Set(HeaderRequestID, reqID)
 		if allow := allowedMethods(mux, r); len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
-			s.writeError(w, fmt.Errorf("%s is not allowed on %s (allowed: %s): %w", r.Method, r.URL.Path, strings.Join(allow, ", "), errMethodNotAllowed), reqID)
+			s.refuseUnrouted(w, r, fmt.Errorf("%s is not allowed on %s (allowed: %s): %w", r.Method, r.URL.Path, strings.Join(allow, ", "), errMethodNotAllowed))
 			return
 		}
-		s.writeError(w, noEndpoint{method: r.Method, path: r.URL.Path}, reqID)
+		s.refuseUnrouted(w, r, noEndpoint{method: r.Method, path: r.URL.Path})
 	})
 	s.handler = s.refuseCrossOrigin(s.Front(mux))
 	return s
@@ -235,9 +233,7 @@ func (s *Server) Front(h http.Handler) http.Handler {
 			clean += "/"
 		}
 		if p != "" && clean != p {
-			reqID := requestID(r)
-			w.Header().Set(HeaderRequestID, reqID)
-			s.writeError(w, fmt.Errorf("no such endpoint: the path has an empty, . or .. segment; send it in its clean form: %w", sdk.ErrNotFound), reqID)
+			s.refuseUnrouted(w, r, fmt.Errorf("no such endpoint: the path has an empty, . or .. segment; send it in its clean form: %w", sdk.ErrNotFound))
 			return
 		}
 		h.ServeHTTP(w, r)
