@@ -734,6 +734,61 @@ func TestPluginsVerify(t *testing.T) {
 	}
 }
 
+// TestRefusedPluginNamedInConfig: an instance whose plugin's manifest is
+// in the plugin directory but was refused is told why, by serve and by
+// plugins verify alike, not that there is no such plugin.
+func TestRefusedPluginNamedInConfig(t *testing.T) {
+	t.Parallel()
+	bin := testbin.Build(t, "./cmd/memhost")
+	cases := []struct {
+		name   string
+		refuse func(t *testing.T, dir string)
+		reason string
+	}{
+		{"executable missing", func(t *testing.T, dir string) {
+			if err := os.Remove(filepath.Join(dir, "memhost-plugin-markdown")); err != nil {
+				t.Fatal(err)
+			}
+		}, "executable memhost-plugin-markdown: "},
+		{"executable outside the directory", func(t *testing.T, dir string) {
+			exe := filepath.Join(dir, "memhost-plugin-markdown")
+			if err := os.Remove(exe); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("/bin/sh", exe); err != nil {
+				t.Fatal(err)
+			}
+		}, "outside the plugin directory"},
+		{"two manifests claim the name", func(t *testing.T, dir string) {
+			data, err := os.ReadFile(filepath.Join(dir, "markdown.plugin.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "copy.plugin.json"), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, "2 manifests claim this name"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := testbin.PrivatePluginDir(t, "markdown")
+			c.refuse(t, dir)
+			cfgPath, _ := writeConfigIn(t, dir, "provider \"main\" {\n  plugin = \"markdown\"\n}\n")
+			want := fmt.Sprintf(`memhost.hcl:5,12-22: Refused plugin; provider "main": plugin "markdown" in the plugin directory %s was refused: `, dir)
+			for _, args := range [][]string{{"serve"}, {"plugins", "verify"}} {
+				out, err := testbin.Command(bin, append(args, "--config", cfgPath)...).CombinedOutput()
+				if err == nil {
+					t.Fatalf("%s passed:\n%s", args, out)
+				}
+				i := strings.Index(string(out), want)
+				if i < 0 || !strings.Contains(string(out[i:]), c.reason) || strings.Contains(string(out), "no plugin named") {
+					t.Fatalf("%s does not say the plugin was refused and why:\n%s", args, out)
+				}
+			}
+		})
+	}
+}
+
 // TestPluginsManifestKeepsAnotherPluginsManifest: the manifest is named
 // for the name a binary reports, so a second binary reporting the same
 // name would silently take the first one's manifest (and its instances,

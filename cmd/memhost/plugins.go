@@ -86,7 +86,7 @@ func pluginsVerifyCommand() *cobra.Command {
 			if dropAbsentCompactor(cfg, entries) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: compaction is off: the default compactor's plugin %q is not in the plugin directory %s\n", config.DefaultCompactorPlugin, cfg.PluginDir)
 			}
-			if err := cfg.CheckPlugins(declared(entries)); err != nil {
+			if err := cfg.CheckPlugins(declared(entries, refusals)); err != nil {
 				failed = append(failed, err)
 			}
 			for _, e := range entries {

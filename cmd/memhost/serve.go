@@ -310,7 +310,7 @@ func discoverPlugins(cfg *config.Config, logger hclog.Logger) ([]pluginhost.Entr
 	if dropAbsentCompactor(cfg, entries) {
 		logger.Warn("compaction is off: the default compactor's plugin is not in the plugin directory", "plugin", config.DefaultCompactorPlugin, "plugin_dir", cfg.PluginDir)
 	}
-	if err := cfg.CheckPlugins(declared(entries)); err != nil {
+	if err := cfg.CheckPlugins(declared(entries, refusals)); err != nil {
 		return nil, nil, err
 	}
 	return entries, refusals, nil
@@ -324,9 +324,18 @@ func dropAbsentCompactor(cfg *config.Config, entries []pluginhost.Entry) bool {
 }
 
 // declared is what the plugin directory's manifests declare, which the
-// config is checked against before anything starts.
-func declared(entries []pluginhost.Entry) map[string]config.Plugin {
+// config is checked against before anything starts, and why a named
+// plugin's manifest was refused, so an instance naming it says why.
+func declared(entries []pluginhost.Entry, refusals []error) map[string]config.Plugin {
 	plugins := make(map[string]config.Plugin, len(entries))
+	for _, err := range refusals {
+		var r *pluginhost.Refusal
+		if errors.As(err, &r) {
+			plugins[r.Plugin] = config.Plugin{Refused: r.Reason}
+		}
+	}
+	// Another manifest of the same name that was not refused is the one
+	// the host runs.
 	for _, e := range entries {
 		plugins[e.Manifest.Name] = config.Plugin{Kinds: e.Manifest.Kinds, Schema: e.Manifest.ConfigSchema}
 	}

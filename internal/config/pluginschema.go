@@ -34,15 +34,17 @@ type noLoader struct{}
 func (noLoader) Load(string) (any, error) { return nil, errSchemaRef }
 
 // Plugin is what the host knows of a discovered plugin before it starts
-// one: the kinds its manifest declares and its config_schema (nil: none).
+// one: the kinds its manifest declares and its config_schema (nil: none),
+// or, for a manifest the plugin directory refused, why.
 type Plugin struct {
-	Kinds  []sdk.PluginKind
-	Schema json.RawMessage
+	Kinds   []sdk.PluginKind
+	Schema  json.RawMessage
+	Refused string
 }
 
 // CheckPlugins checks every instance against the plugin directory, whose
 // plugins maps a plugin (manifest) name to what its manifest declares: the
-// plugin is there, serves the instance's kind, and the instance's config
+// plugin is there and not refused, serves the instance's kind, and the instance's config
 // passes its schema. A plugin that declares no schema leaves its config to
 // its own Configure. A remote instance is checked when dialled. Every
 // problem of every instance is reported in one *Error, each at the config
@@ -62,6 +64,12 @@ func (c *Config) CheckPlugins(plugins map[string]Plugin) error {
 		case !found:
 			diags = append(diags, c.diag(key+".plugin", "Unknown plugin",
 				"%s %q: no plugin named %q in the plugin directory %s (%s).", in.Kind, in.Name, in.Plugin, c.PluginDir, servingKind(plugins, in.Kind)))
+			continue
+		case p.Refused != "":
+			// Not "no plugin named": its manifest is there, and the
+			// operator needs the reason it was refused.
+			diags = append(diags, c.diag(key+".plugin", "Refused plugin",
+				"%s %q: plugin %q in the plugin directory %s was refused: %s.", in.Kind, in.Name, in.Plugin, c.PluginDir, p.Refused))
 			continue
 		case !slices.Contains(p.Kinds, in.Kind):
 			diags = append(diags, c.diag(key+".plugin", "Wrong plugin kind",

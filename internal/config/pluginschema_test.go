@@ -18,6 +18,7 @@ var testPlugins = map[string]Plugin{
 		"headers":{"type":"object","additionalProperties":false,"properties":{"x_team":{"type":"string"}}},
 		"stop":{"type":"array","items":{"type":"string"}}}}`)},
 	"template": {Kinds: []sdk.PluginKind{sdk.KindCompactor}}, // declares no schema: left to the plugin
+	"bleve":    {Refused: "executable memhost-plugin-bleve is not an executable regular file"},
 }
 
 func TestCheckPlugins(t *testing.T) {
@@ -86,6 +87,14 @@ selector "other" {
 `, []string{
 			`memhost.hcl:2,12-19: Unknown plugin; provider "main": no plugin named "sqlit" in the plugin directory /opt/memhost/bin/plugins (serving provider: sqlite).`,
 			`memhost.hcl:5,12-22: Wrong plugin kind; selector "other": plugin "template" serves compactor, not selector (serving selector: llm).`,
+		}},
+		// Its manifest is there: the instance says why it was refused,
+		// and a refused plugin is not offered as serving the kind.
+		{"plugin refused", `provider "main" {
+  plugin = "bleve"
+}
+`, []string{
+			`memhost.hcl:2,12-19: Refused plugin; provider "main": plugin "bleve" in the plugin directory /opt/memhost/bin/plugins was refused: executable memhost-plugin-bleve is not an executable regular file.`,
 		}},
 		{"no config attribute", `selector "s" {
   plugin = "llm"

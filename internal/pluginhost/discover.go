@@ -29,6 +29,23 @@ import (
 // ErrRefused marks a plugin the host will not run.
 var ErrRefused = errors.New("plugin refused")
 
+// Refusal is a refused manifest whose plugin name is known, so a config
+// instance naming that plugin can be told why it is not there.
+type Refusal struct {
+	Plugin   string
+	Manifest string // the manifest's path; "" when several claim the name
+	Reason   string
+}
+
+func (r *Refusal) Error() string {
+	if r.Manifest == "" {
+		return fmt.Sprintf("plugin %s: refused: %s: %v", r.Plugin, r.Reason, ErrRefused)
+	}
+	return fmt.Sprintf("plugin %s (%s): refused: %s: %v", r.Plugin, r.Manifest, r.Reason, ErrRefused)
+}
+
+func (r *Refusal) Unwrap() error { return ErrRefused }
+
 // Entry is one discovered plugin: its manifest and resolved executable.
 type Entry struct {
 	Manifest     *host.Manifest
@@ -102,7 +119,7 @@ func Discover(dir string) (entries []Entry, refusals []error, err error) {
 			for i, e := range es {
 				paths[i] = e.ManifestPath
 			}
-			refusals = append(refusals, fmt.Errorf("plugin %s: refused: %d manifests claim this name (%s): %w", name, len(es), strings.Join(paths, ", "), ErrRefused))
+			refusals = append(refusals, &Refusal{Plugin: name, Reason: fmt.Sprintf("%d manifests claim this name (%s)", len(es), strings.Join(paths, ", "))})
 			continue
 		}
 		entries = append(entries, es[0])
@@ -127,11 +144,11 @@ func loadEntry(root, path string) (Entry, error) {
 	}
 	exe, err := resolveInside(root, m.Executable)
 	if err != nil {
-		return Entry{}, fmt.Errorf("plugin %s (%s): refused: %v: %w", m.Name, path, err, ErrRefused)
+		return Entry{}, &Refusal{Plugin: m.Name, Manifest: path, Reason: err.Error()}
 	}
 	in, err := interpretedInside(root, m)
 	if err != nil {
-		return Entry{}, fmt.Errorf("plugin %s (%s): refused: %v: %w", m.Name, path, err, ErrRefused)
+		return Entry{}, &Refusal{Plugin: m.Name, Manifest: path, Reason: err.Error()}
 	}
 	return Entry{Manifest: m, ManifestPath: path, Executable: exe, Interpreted: in}, nil
 }
