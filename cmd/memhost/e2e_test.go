@@ -734,6 +734,40 @@ func TestPluginsVerify(t *testing.T) {
 	}
 }
 
+// TestPluginsVerifyCounts: plugins verify's last line counts what it
+// says it counts, and every problem it counts is a REFUSED line.
+func TestPluginsVerifyCounts(t *testing.T) {
+	t.Parallel()
+	bin := testbin.Build(t, "./cmd/memhost")
+	threeProblems := "provider \"main\" {\n  plugin = \"sqlit\"\n}\nselector \"pick\" {\n  plugin = \"markdown\"\n}\n" +
+		"provider \"md\" {\n  plugin = \"markdown\"\n  config = { rooot = \"x\" }\n}\nrealm \"default\" {\n  provider = \"md\"\n}\n"
+	cases := []struct {
+		name    string
+		missing bool // the markdown executable is removed
+		body    string
+		want    string
+		lines   int
+	}{
+		{"three config problems", false, threeProblems, "memhost: 3 config problem(s)\n", 3},
+		{"a refused plugin and its instance", true, "provider \"main\" {\n  plugin = \"markdown\"\n}\n", "memhost: 1 plugin(s) refused, 1 config problem(s)\n", 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := testbin.PrivatePluginDir(t, "markdown")
+			if c.missing {
+				if err := os.Remove(filepath.Join(dir, "memhost-plugin-markdown")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfgPath, _ := writeConfigIn(t, dir, c.body)
+			out, err := testbin.Command(bin, "plugins", "verify", "--config", cfgPath).CombinedOutput()
+			if err == nil || !strings.HasSuffix(string(out), c.want) || strings.Count(string(out), "REFUSED ") != c.lines {
+				t.Fatalf("want %d REFUSED lines and %q last:\n%s", c.lines, c.want, out)
+			}
+		})
+	}
+}
+
 // TestRefusedPluginNamedInConfig: an instance whose plugin's manifest is
 // in the plugin directory but was refused is told why, by serve and by
 // plugins verify alike, not that there is no such plugin.

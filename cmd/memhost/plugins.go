@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 
 	hclog "github.com/hashicorp/go-hclog"
@@ -80,29 +81,45 @@ func pluginsVerifyCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			failed := refusals
+			var refused []string
+			for _, r := range refusals {
+				refused = append(refused, r.Error())
+			}
+			plugins := len(refusals)
 			printManifestWarnings(cmd.ErrOrStderr(), entries)
 			// What serve would run without, verify passes with a warning.
 			if dropAbsentCompactor(cfg, entries) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: compaction is off: the default compactor's plugin %q is not in the plugin directory %s\n", config.DefaultCompactorPlugin, cfg.PluginDir)
 			}
+			// The config error holds every problem of every instance, one
+			// a line: each is marked and counted on its own.
+			var problems []string
 			if err := cfg.CheckPlugins(declared(entries, refusals)); err != nil {
-				failed = append(failed, err)
+				problems = strings.Split(err.Error(), "\n")
+				refused = append(refused, problems...)
 			}
 			for _, e := range entries {
 				conn, err := pluginhost.Start(cmd.Context(), e, pluginhost.StartOptions{Logger: hclog.NewNullLogger(), Dir: cfg.DataDir})
 				if err != nil {
-					failed = append(failed, err)
+					refused = append(refused, err.Error())
+					plugins++
 					continue
 				}
 				conn.Close()
 				fmt.Fprintf(cmd.OutOrStdout(), "ok      %s %s (%s)\n", e.Manifest.Name, e.Manifest.Version, e.Executable)
 			}
-			for _, f := range failed {
-				fmt.Fprintf(cmd.OutOrStdout(), "REFUSED %v\n", f)
+			for _, r := range refused {
+				fmt.Fprintf(cmd.OutOrStdout(), "REFUSED %s\n", r)
 			}
-			if len(failed) > 0 {
-				return fmt.Errorf("%d plugin(s) refused", len(failed))
+			var counts []string
+			if plugins > 0 {
+				counts = append(counts, fmt.Sprintf("%d plugin(s) refused", plugins))
+			}
+			if len(problems) > 0 {
+				counts = append(counts, fmt.Sprintf("%d config problem(s)", len(problems)))
+			}
+			if len(counts) > 0 {
+				return errors.New(strings.Join(counts, ", "))
 			}
 			return nil
 		},
