@@ -119,7 +119,7 @@ type Interpreted struct {
 
 // errTreeChanged is why a launch is refused when the script tree changed
 // between its check and the handshake.
-var errTreeChanged = fmt.Errorf("script tree changed while the plugin started (an interpreter writing bytecode caches into it? run Python with -B): %w", sdk.ErrPermission)
+var errTreeChanged = refuse("script tree changed while the plugin started (an interpreter writing bytecode caches into it? run Python with -B)")
 
 // TreeDigest hashes a script tree: every entry under dir in lexical order,
 // by its slash-separated path, whether it is a directory, an executable
@@ -197,10 +197,10 @@ func (in *Interpreted) checkTree() error {
 		if errors.As(err, &pe) {
 			return fmt.Errorf("start failed: %w: %w", err, sdk.ErrUnavailable)
 		}
-		return fmt.Errorf("refused: %w: %w", err, sdk.ErrPermission)
+		return refuse("refused: %w", err)
 	}
 	if !bytes.Equal(sum, in.TreeSHA256) {
-		return fmt.Errorf("refused: script tree %s sha256 does not match manifest tree_sha256 %x (a file was added, removed or changed since the manifest was written; if the change is yours, write it again with memhost plugins manifest --interpreter): %w", in.Tree, in.TreeSHA256, sdk.ErrPermission)
+		return refuse("refused: script tree %s sha256 does not match manifest tree_sha256 %x (a file was added, removed or changed since the manifest was written; if the change is yours, write it again with memhost plugins manifest --interpreter)", in.Tree, in.TreeSHA256)
 	}
 	return nil
 }
@@ -212,7 +212,7 @@ func (s *starting) prepareInterpreter() (string, []string, error) {
 	in := s.opts.Interpreted
 	rel, err := filepath.Rel(in.Tree, s.opts.Path)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
-		return "", nil, fmt.Errorf("refused: script %s is outside its tree %s: %w", s.opts.Path, in.Tree, sdk.ErrPermission)
+		return "", nil, refuse("refused: script %s is outside its tree %s", s.opts.Path, in.Tree)
 	}
 	if err := in.checkTree(); err != nil {
 		return "", nil, err
@@ -235,7 +235,7 @@ func (s *starting) prepareInterpreter() (string, []string, error) {
 // message names the plugin's executable.
 func interpreterError(err error) error {
 	if errors.Is(err, sdk.ErrPermission) && !errors.Is(err, errChanged) {
-		return fmt.Errorf("refused: sha256 does not match manifest interpreter.sha256 (the interpreter was upgraded or replaced; if the change is yours, write the manifest again with memhost plugins manifest --interpreter): %w", sdk.ErrPermission)
+		return refuse("refused: sha256 does not match manifest interpreter.sha256 (the interpreter was upgraded or replaced; if the change is yours, write the manifest again with memhost plugins manifest --interpreter)")
 	}
 	return err
 }

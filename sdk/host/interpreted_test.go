@@ -240,6 +240,9 @@ func TestLaunchInterpreted(t *testing.T) {
 		if !errors.Is(err, sdk.ErrPermission) || !strings.Contains(err.Error(), want) || !strings.HasPrefix(err.Error(), "plugin py (") {
 			t.Fatalf("err = %v, want ErrPermission naming the plugin and saying %q", err, want)
 		}
+		if strings.Contains(err.Error(), "permission denied") {
+			t.Errorf("the refusal says its class twice: %v", err)
+		}
 	}
 	t.Run("a tree file changed", func(t *testing.T) {
 		opts := scriptPlugin(t)

@@ -62,7 +62,7 @@ type verified struct {
 
 // errChanged is why a launch is refused when the executable changed while
 // it was hashed or started.
-var errChanged = fmt.Errorf("executable changed while it was verified or started; try again once it is no longer being written: %w", sdk.ErrPermission)
+var errChanged = refuse("executable changed while it was verified or started; try again once it is no longer being written")
 
 // check opens path and verifies it against want, from the remembered
 // verdict when the file's identity is unchanged since it was hashed. The
@@ -171,8 +171,20 @@ func (vf *verified) unchanged(byPath bool) bool {
 }
 
 func mismatch(want []byte) error {
-	return fmt.Errorf("refused: executable sha256 does not match manifest sha256 %x (changed since its manifest was written; if the change is yours, write it again with memhost plugins manifest): %w", want, sdk.ErrPermission)
+	return refuse("refused: executable sha256 does not match manifest sha256 %x (changed since its manifest was written; if the change is yours, write it again with memhost plugins manifest)", want)
 }
+
+// refuse is a launch refused by a check of what it would run: the message
+// says why, and the error reads as sdk.ErrPermission (its code) without
+// ending in "permission denied" as well.
+func refuse(format string, args ...any) error {
+	return &refusal{fmt.Errorf(format, args...)}
+}
+
+type refusal struct{ err error }
+
+func (r *refusal) Error() string   { return r.err.Error() }
+func (r *refusal) Unwrap() []error { return []error{r.err, sdk.ErrPermission} }
 
 // fileID is what identifies one version of a file. Where the system gives
 // no inode or ctime, only size and mtime are filled and verdicts are not

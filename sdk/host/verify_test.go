@@ -213,6 +213,10 @@ func TestLaunchRefusesChangedExecutable(t *testing.T) {
 			if !errors.Is(err, sdk.ErrPermission) || !strings.Contains(err.Error(), "does not match manifest sha256") {
 				t.Fatalf("launch after the change: %v, want a sha256 refusal", err)
 			}
+			// "refused" says the class already.
+			if strings.Contains(err.Error(), "permission denied") {
+				t.Errorf("the refusal says its class twice: %v", err)
+			}
 			if got := v.Hashes(); got != 2 {
 				t.Fatalf("hashed %d times, want 2 (the changed file hashed again)", got)
 			}
