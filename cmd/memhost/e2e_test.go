@@ -743,19 +743,35 @@ func TestPluginsVerifyCounts(t *testing.T) {
 		"provider \"md\" {\n  plugin = \"markdown\"\n  config = { rooot = \"x\" }\n}\nrealm \"default\" {\n  provider = \"md\"\n}\n"
 	cases := []struct {
 		name    string
-		missing bool // the markdown executable is removed
+		missing bool   // the markdown executable is removed
+		schema  string // the markdown manifest's config_schema, if set
 		body    string
 		want    string
 		lines   int
 	}{
-		{"three config problems", false, threeProblems, "memhost: 3 config problem(s)\n", 3},
-		{"a refused plugin and its instance", true, "provider \"main\" {\n  plugin = \"markdown\"\n}\n", "memhost: 1 plugin(s) refused, 1 config problem(s)\n", 2},
+		{"three config problems", false, "", threeProblems, "memhost: 3 config problem(s)\n", 3},
+		{"a refused plugin and its instance", true, "", "provider \"main\" {\n  plugin = \"markdown\"\n}\n", "memhost: 1 plugin(s) refused, 1 config problem(s)\n", 2},
+		// The schema's error quotes its causes one a line: still one
+		// problem, not one per line.
+		{"a config_schema the host cannot use", false, `{"type": 5}`, "provider \"main\" {\n  plugin = \"markdown\"\n}\n", "memhost: 1 config problem(s)\n", 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := testbin.PrivatePluginDir(t, "markdown")
 			if c.missing {
 				if err := os.Remove(filepath.Join(dir, "memhost-plugin-markdown")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.schema != "" {
+				path := filepath.Join(dir, "markdown.plugin.json")
+				var m map[string]any
+				if data, err := os.ReadFile(path); err != nil || json.Unmarshal(data, &m) != nil {
+					t.Fatalf("read %s: %v", path, err)
+				}
+				m["config_schema"] = json.RawMessage(c.schema)
+				data, _ := json.Marshal(m)
+				if err := os.WriteFile(path, data, 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -91,11 +91,16 @@ func pluginsVerifyCommand() *cobra.Command {
 			if dropAbsentCompactor(cfg, entries) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: compaction is off: the default compactor's plugin %q is not in the plugin directory %s\n", config.DefaultCompactorPlugin, cfg.PluginDir)
 			}
-			// The config error holds every problem of every instance, one
-			// a line: each is marked and counted on its own.
+			// The config error holds every problem of every instance:
+			// each is marked and counted on its own, whatever lines its
+			// text spans.
 			var problems []string
 			if err := cfg.CheckPlugins(declared(entries, refusals)); err != nil {
-				problems = strings.Split(err.Error(), "\n")
+				problems = []string{err.Error()}
+				var cerr *config.Error
+				if errors.As(err, &cerr) {
+					problems = cerr.Problems()
+				}
 				refused = append(refused, problems...)
 			}
 			for _, e := range entries {

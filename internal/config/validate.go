@@ -47,7 +47,12 @@ type Error struct {
 	Diagnostics hcl.Diagnostics
 }
 
-func (e *Error) Error() string {
+func (e *Error) Error() string { return strings.Join(e.Problems(), "\n") }
+
+// Problems says each problem on its own, as Error does: one a line,
+// though a detail may span lines itself (a plugin's config_schema error
+// quotes its causes one a line).
+func (e *Error) Problems() []string {
 	lines := make([]string, 0, len(e.Diagnostics))
 	for _, d := range e.Diagnostics {
 		var b strings.Builder
@@ -62,7 +67,7 @@ func (e *Error) Error() string {
 		}
 		lines = append(lines, b.String())
 	}
-	return strings.Join(lines, "\n")
+	return lines
 }
 
 func (e *Error) Unwrap() error { return sdk.ErrInvalid }
