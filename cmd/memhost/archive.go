@@ -18,7 +18,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/memhost/memhost/coordinator"
@@ -66,7 +65,7 @@ capability. "memhost import" reads the file back.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// An interrupt ends the export cleanly: the partial file is
 			// removed and, with --local, the plugins stop.
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signal.NotifyContext(cmd.Context(), stopSignals...)
 			defer stop()
 			out := exportOutput{w: cmd.OutOrStdout()}
 			if len(args) == 1 && args[0] != "-" {
@@ -461,7 +460,7 @@ tokens).`,
 			}
 			// An interrupt stops between batches and says how to resume;
 			// with --local the plugins stop cleanly.
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signal.NotifyContext(cmd.Context(), stopSignals...)
 			defer stop()
 			in, name, size, err := openImportFile(args[0], cmd.InOrStdin(), o.strict)
 			if err != nil {

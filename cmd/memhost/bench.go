@@ -215,7 +215,7 @@ non-zero.`,
 			// An interrupted run still closes its hosts, which removes their
 			// data and drops their PostgreSQL schemas. A second interrupt
 			// during that cleanup ends the process at once.
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signal.NotifyContext(cmd.Context(), stopSignals...)
 			defer stop()
 			context.AfterFunc(ctx, stop)
 			return run(ctx, o, w, cmd.ErrOrStderr())

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/memhost/memhost/internal/config"
@@ -52,7 +51,7 @@ server already holds the data directory.`,
   MEMHOST_TOKEN=... memhost mcp --addr http://127.0.0.1:7077 --identity alice`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signal.NotifyContext(cmd.Context(), stopSignals...)
 			defer stop()
 			if addr != "" {
 				if cmd.Flags().Changed("data-dir") || cmd.Flags().Changed("plugin-dir") || cf.path != "" {

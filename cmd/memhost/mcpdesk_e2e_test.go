@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -302,5 +304,58 @@ func TestAStaleServingAddrGetsNoToken(t *testing.T) {
 	}
 	if n := asked.Load(); n != 0 {
 		t.Fatalf("the process at a killed serve's noted address was sent %d requests", n)
+	}
+}
+
+// TestMCPHangupStopsCleanly: SIGHUP (the terminal `memhost mcp` was
+// started in closing) stops it as SIGTERM does, its plugins and session
+// journal closed; by default it ended the process on the spot, as it did
+// serve's.
+func TestMCPHangupStopsCleanly(t *testing.T) {
+	t.Parallel()
+	cmd := testbin.Command(testbin.Build(t, "./cmd/memhost"), "mcp", "--identity", "alice",
+		"--data-dir", t.TempDir(), "--plugin-dir", testbin.PluginDir(t, "sqlite", "template"))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	ready := started
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if started != nil && strings.Contains(sc.Text(), "plugins started") {
+				close(started)
+				started = nil
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("memhost mcp did not start its plugins within 30s")
+	}
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("memhost mcp did not stop within 30s of SIGHUP")
+	}
+	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signaled() {
+		t.Fatalf("memhost mcp was ended by %v, not stopped cleanly", ws.Signal())
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/memhost/memhost/internal/httpapi"
@@ -40,7 +39,7 @@ command cancels the rebuild and leaves the old index in place.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// An interrupt cancels the rebuild (the old index stays) and,
 			// with --local, still stops the plugins cleanly.
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signal.NotifyContext(cmd.Context(), stopSignals...)
 			defer stop()
 			c, err := f.client(ctx)
 			if err != nil {

@@ -470,13 +470,16 @@ func realmMap(cfg *config.Config) string {
 	return strings.Join(parts, " ")
 }
 
+// stopSignals end a command cleanly, whichever runs: SIGHUP (the terminal
+// closing, or a reload some service managers send) is a stop like the
+// others, not the default's exit on the spot, which skipped the drain and
+// left plugins, session journal and a partial export unclosed. There is no
+// reload: a new config takes a restart.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
 func serve(ctx context.Context, cfg *config.Config) error {
 	logger := newLogger(cfg)
-	// SIGHUP (the terminal closing, or a reload some service managers
-	// send) is a stop like the others, not the default's exit on the spot,
-	// which skipped the drain: there is no reload, a new config takes a
-	// restart.
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := signal.NotifyContext(ctx, stopSignals...)
 	defer stop()
 
 	// Bound first: a busy port must fail before minutes of plugin start.
