@@ -82,11 +82,11 @@ func (c Content) Text() string {
 // the rest: enormous content costs no more than its start.
 func (c Content) textPrefix(limit int) string {
 	if !c.isBlocks {
-		return cutUTF8(c.text, limit)
+		return sdk.CutText(c.text, limit)
 	}
 	var b strings.Builder
 	c.appendText(&b, limit)
-	return cutUTF8(b.String(), limit)
+	return sdk.CutText(b.String(), limit)
 }
 
 // appendText appends the content's text until b holds limit bytes (no
@@ -149,7 +149,7 @@ func (b *Block) eachText(fn func(string) bool) bool {
 
 func writeLimited(b *strings.Builder, s string, limit int) {
 	if limit >= 0 {
-		s = cutUTF8(s, max(limit-b.Len(), 0))
+		s = sdk.CutText(s, max(limit-b.Len(), 0))
 	}
 	b.WriteString(s)
 }

@@ -558,7 +558,7 @@ func cutRendered(s string, n int) string {
 		return s
 	}
 	// One line, compacted: a space the trim leaves at the end goes too.
-	return strings.TrimRight(trimOpenReference(cutUTF8(s, n)), " ")
+	return strings.TrimRight(trimOpenReference(sdk.CutText(s, n)), " ")
 }
 
 // trimOpenReference drops a character reference a cut left open at the
@@ -604,22 +604,11 @@ func openReference(s string, fl flavour) bool {
 	return i > 0 && i < len(s) && s[i-1] == '\\'
 }
 
-// cutUTF8 cuts s to at most n bytes without splitting a character.
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
 // compactSpace collapses every run of whitespace to one space and trims
 // the ends, reading at most limit bytes of s (enormous input costs no more
 // than its first limit bytes).
 func compactSpace(s string, limit int) string {
-	s = cutUTF8(s, limit)
+	s = sdk.CutText(s, limit)
 	var b strings.Builder
 	b.Grow(len(s))
 	pending := false

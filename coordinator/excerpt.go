@@ -6,6 +6,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/tokenize"
 )
 
@@ -124,7 +125,7 @@ func excerpt(body string, terms []string, limit int) (string, bool) {
 	if last >= 0 && pieces[last].end < len(strings.TrimRightFunc(body, unicode.IsSpace)) {
 		b.WriteString(gapMark(endsLine(body, pieces[last].end), false))
 	}
-	return cutUTF8(b.String(), limit), true
+	return sdk.CutText(b.String(), limit), true
 }
 
 // gapMark answers the gap mark between a passage that ends a line of the

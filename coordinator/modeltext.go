@@ -106,11 +106,11 @@ func (e *Envelope) renderFields(texts []string, kinds []TextKind) int {
 				// Cut now, not after defanging: a field cut after it
 				// could end in part of a replacement that, with what
 				// follows it, reads as a marker again.
-				s = cutUTF8(s, limit)
+				s = sdk.CutText(s, limit)
 			}
 		} else {
 			if limit >= 0 {
-				s = cutUTF8(s, limit)
+				s = sdk.CutText(s, limit)
 			}
 			s = normalizeNewlines(s)
 		}

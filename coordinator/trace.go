@@ -173,7 +173,7 @@ func (n *traceNotes) drop(r *sdk.Record, reason string) {
 
 func (n *traceNotes) dropRow(t TraceRecord) {
 	if len(n.dropped) < maxTraceExcluded {
-		t.Title = cutUTF8(t.Title, maxTraceTitle)
+		t.Title = sdk.CutText(t.Title, maxTraceTitle)
 		n.dropped = append(n.dropped, t)
 	}
 }
@@ -196,7 +196,7 @@ func (c *Coordinator) emit(id sdk.Identity, session string, surface Surface, ski
 		}
 		if k := slices.Index(n.rendered.IDs, r.ID); k >= 0 {
 			t.Included = append(t.Included, TraceRecord{
-				ID: r.ID, Title: cutUTF8(r.Title, maxTraceTitle), Scope: r.Scope, Trust: r.Trust,
+				ID: r.ID, Title: sdk.CutText(r.Title, maxTraceTitle), Scope: r.Scope, Trust: r.Trust,
 				Bytes: n.rendered.RecordBytes[k], Score: n.scores[r.ID],
 			})
 			continue
@@ -214,7 +214,7 @@ func (c *Coordinator) emit(id sdk.Identity, session string, surface Surface, ski
 			reason = ExcludedMaxEntries
 		}
 		t.Excluded = append(t.Excluded, TraceRecord{
-			ID: r.ID, Title: cutUTF8(r.Title, maxTraceTitle), Scope: r.Scope, Trust: r.Trust,
+			ID: r.ID, Title: sdk.CutText(r.Title, maxTraceTitle), Scope: r.Scope, Trust: r.Trust,
 			Score: n.scores[r.ID], Reason: reason,
 		})
 	}
@@ -226,7 +226,7 @@ func (c *Coordinator) emit(id sdk.Identity, session string, surface Surface, ski
 		}
 		if r := n.record(id); r != nil {
 			t.Included = append(t.Included, TraceRecord{
-				ID: r.ID, Title: cutUTF8(r.Title, maxTraceTitle), Scope: r.Scope, Trust: r.Trust,
+				ID: r.ID, Title: sdk.CutText(r.Title, maxTraceTitle), Scope: r.Scope, Trust: r.Trust,
 				Bytes: n.rendered.RecordBytes[k], NeighbourOf: of,
 			})
 		}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"unicode"
-	"unicode/utf8"
 
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/coordinator"
@@ -189,13 +188,8 @@ type Iteration struct {
 // of s (a task of one word) would keep all of s, the whole request.
 func compactQuery(s string) string {
 	if len(s) > maxQueryBytes {
-		// Back off to the start of the character the bound cuts into, so
-		// no lead byte is left behind (the query would not be UTF-8).
-		n := maxQueryBytes
-		for n > 0 && !utf8.RuneStart(s[n]) {
-			n--
-		}
-		s = s[:n]
+		// At a character's start: the query must stay UTF-8.
+		s = sdk.CutText(s, maxQueryBytes)
 	}
 	return strings.Clone(strings.Join(strings.FieldsFunc(s, unicode.IsSpace), " "))
 }

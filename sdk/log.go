@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	hclog "github.com/hashicorp/go-hclog"
 )
@@ -110,11 +109,7 @@ func cutValue(s string) string {
 	if len(s) <= maxLogValue {
 		return s
 	}
-	cut := maxLogValue
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return CutText(s, maxLogValue) + "…"
 }
 
 // lineWriter serialises writes, so lines from concurrent goroutines never

@@ -120,9 +120,6 @@ type ErrorDetail struct {
 	Field string `json:"field,omitempty"`
 }
 
-// writeError answers err in the error envelope, its message sanitised
-// (see redact.ForClient); it reports whether sanitising changed the message,
-// so the caller can log the full text.
 // refuseUnrouted answers err to a request no route took, with its request
 // id, and counts it under RouteUnmatched.
 func (s *Server) refuseUnrouted(w http.ResponseWriter, r *http.Request, err error) {
@@ -132,6 +129,9 @@ func (s *Server) refuseUnrouted(w http.ResponseWriter, r *http.Request, err erro
 	s.opts.Metrics.countUnmatched(statusOf(codeOf(err)))
 }
 
+// writeError answers err in the error envelope, its message sanitised
+// (see redact.ForClient); it reports whether sanitising changed the message,
+// so the caller can log the full text.
 func (s *Server) writeError(w http.ResponseWriter, err error, requestID string) bool {
 	var body errorBody
 	body.Error.RequestID = requestID

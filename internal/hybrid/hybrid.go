@@ -17,7 +17,6 @@ import (
 	"sort"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/internal/lru"
@@ -685,13 +684,10 @@ var errBadAnswer = errors.New("the embedder answered badly")
 // clip cuts s to at most n bytes on a character boundary (n <= 0: no
 // limit): a long record is embedded by its beginning rather than refused.
 func clip(s string, n int) string {
-	if n <= 0 || len(s) <= n {
+	if n <= 0 {
 		return s
 	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
+	return sdk.CutText(s, n)
 }
 
 // documentText is what a record is embedded by: its title and body.

@@ -46,15 +46,14 @@ type Compactor struct {
 	order []string
 }
 
-// New answers an unconfigured compactor.
+// New answers an unconfigured compactor. Its client follows no redirect:
+// following one would send the conversation to a host the operator never
+// configured, and Go keeps the Authorization header across a change of
+// port or from https to http.
 func New() *Compactor {
 	return &Compactor{client: &http.Client{CheckRedirect: endpoint.NoRedirects}, cache: map[string]sdk.Message{}}
 }
 
-// endpoint.NoRedirects keeps a redirect's answer as the answer: following it would
-// send the conversation to a host the operator never configured, and Go
-// keeps the Authorization header across a change of port or from https
-// to http.
 func (c *Compactor) Info() sdk.Info {
 	return sdk.Info{
 		Name: "llm", Version: Version, Kinds: []sdk.PluginKind{sdk.KindCompactor, sdk.KindSelector},
@@ -243,7 +242,7 @@ func statusError(cfg *settings, code int, body []byte) error {
 	}
 	// Redacted once decoded and cut: gateways echo the key they refused,
 	// escaped in JSON or cut short.
-	msg = endpoint.Redact(endpoint.Excerpt(msg, 200), cfg.apiKey)
+	msg = endpoint.Redact(sdk.CutText(msg, 200), cfg.apiKey)
 	var sentinel error
 	switch {
 	case code == http.StatusTooManyRequests || code >= 500:
@@ -352,10 +351,7 @@ func fit(text string, limit int) string {
 	if len(text) <= limit {
 		return text
 	}
-	cut := limit
-	for cut > 0 && !utf8.RuneStart(text[cut]) {
-		cut--
-	}
+	cut := len(sdk.CutText(text, limit))
 	if i := strings.LastIndexByte(text[:cut], '\n'); i > limit/2 {
 		cut = i
 	}

@@ -55,14 +55,14 @@ type Embedder struct {
 	cfg *settings
 }
 
-// New answers an unconfigured embedder.
+// New answers an unconfigured embedder. Its client follows no redirect:
+// following one would send the texts to a host the operator never
+// configured, and Go keeps the Authorization header across a change of
+// port or from https to http.
 func New() *Embedder {
 	return &Embedder{client: &http.Client{CheckRedirect: endpoint.NoRedirects}, log: sdk.Logger(), sleep: sleepCtx}
 }
 
-// endpoint.NoRedirects keeps a redirect's answer as the answer: following it would
-// send the texts to a host the operator never configured, and Go keeps the
-// Authorization header across a change of port or from https to http.
 func (e *Embedder) Info() sdk.Info {
 	return sdk.Info{
 		Name: "openai", Version: Version, Kinds: []sdk.PluginKind{sdk.KindEmbedder},
@@ -400,7 +400,7 @@ func statusError(cfg *settings, resp *http.Response, body []byte) error {
 	}
 	// Gateways echo the key they refused ("Incorrect API key provided:
 	// sk-..."); the host logs this message and shows it in its status.
-	msg = endpoint.Redact(endpoint.Excerpt(msg, maxExcerpt), cfg.apiKey)
+	msg = endpoint.Redact(sdk.CutText(msg, maxExcerpt), cfg.apiKey)
 	code, endpoint := resp.StatusCode, cfg.endpoint
 	err := func(sentinel error) error {
 		return fmt.Errorf("openai: %s answered HTTP %d: %s: %w", endpoint, code, msg, sentinel)

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/classify"
@@ -189,7 +188,7 @@ func Render(cfg Config, limit int, carry *sdk.Message, evicted []sdk.Message) st
 		}
 	}
 	out := strings.TrimRight(b.String(), "\n")
-	return cutUTF8(out, limit)
+	return sdk.CutText(out, limit)
 }
 
 // retire drops every instruction a later one withdraws or replaces (and a
@@ -382,15 +381,5 @@ func cutLine(s string, max int) string {
 		return s
 	}
 	const mark = " …"
-	return cutUTF8(s, max-len(mark)) + mark
-}
-
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
+	return sdk.CutText(s, max-len(mark)) + mark
 }

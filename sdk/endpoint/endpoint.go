@@ -3,8 +3,7 @@
 // needs to keep its key and its errors in hand: redirects are not
 // followed, so the key and the texts go nowhere the config did not name;
 // the key is redacted from whatever an error shows, however the endpoint
-// echoed it; an error page is quoted in a bounded excerpt cut on a
-// character; and a transport failure is quoted without the method and URL
+// echoed it; and a transport failure is quoted without the method and URL
 // the caller already names.
 package endpoint
 
@@ -13,7 +12,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"unicode/utf8"
 )
 
 // NoRedirects is an http.Client's CheckRedirect that follows none: the
@@ -28,18 +26,6 @@ func RedirectTarget(resp *http.Response) string {
 		return "no Location"
 	}
 	return (&url.URL{Scheme: loc.Scheme, Host: loc.Host}).String()
-}
-
-// Excerpt cuts s to at most n bytes on a character boundary: a split
-// character would reach the client as U+FFFD.
-func Excerpt(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // TransportCause is a failed request's cause without the method and URL

@@ -30,24 +30,6 @@ func TestRedact(t *testing.T) {
 	}
 }
 
-func TestExcerpt(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		n    int
-		want string
-	}{
-		{"short", 10, "short"},
-		{"abcdef", 3, "abc"},
-		{"a€b", 2, "a"}, // € is 3 bytes: never split
-		{"a€b", 4, "a€"},
-		{"€", 0, ""},
-	} {
-		if got := Excerpt(c.in, c.n); got != c.want {
-			t.Errorf("Excerpt(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
-		}
-	}
-}
-
 func TestRedirectTargetNamesSchemeAndHostOnly(t *testing.T) {
 	resp := &http.Response{Header: http.Header{"Location": {"https://elsewhere.example:8443/v1/chat?key=secret"}},
 		Request: &http.Request{URL: &url.URL{Scheme: "http", Host: "model.local"}}}

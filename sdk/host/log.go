@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	hclog "github.com/hashicorp/go-hclog"
+	"github.com/memhost/memhost/sdk"
 )
 
 // A plugin is third-party code, and everything it writes to stderr is
@@ -359,12 +360,7 @@ func render(v any) string {
 // control characters (newlines among them) and invalid UTF-8.
 func clean(s string) string {
 	if len(s) > maxValueBytes {
-		// Cut at a character's start, so a valid text stays valid.
-		n := maxValueBytes
-		for n > 0 && !utf8.RuneStart(s[n]) {
-			n--
-		}
-		s = s[:n] + "…"
+		s = sdk.CutText(s, maxValueBytes) + "…"
 	}
 	if utf8.ValidString(s) && !strings.ContainsFunc(s, breaksLine) {
 		return s
