@@ -61,7 +61,7 @@ server already holds the data directory.`,
 				if err != nil {
 					return err
 				}
-				return proxyMCP(ctx, addr, token, identity, realm)
+				return stopped(ctx, proxyMCP(ctx, addr, token, identity, realm))
 			}
 			if identity == "" {
 				return errors.New("--identity is required: the tools act for one identity")
@@ -99,10 +99,10 @@ server already holds the data directory.`,
 					err, servedAddr(cfg.DataDir, cfg.Listen), identity, TokenEnv)
 			}
 			if err != nil {
-				return err
+				return stopped(ctx, err)
 			}
 			defer h.close()
-			return serveMCP(ctx, h, cfg, mcpserver.Caller{Identity: id, Token: token})
+			return stopped(ctx, serveMCP(ctx, h, cfg, mcpserver.Caller{Identity: id, Token: token}))
 		},
 	}
 	cf.register(cmd)
@@ -112,6 +112,15 @@ server already holds the data directory.`,
 	cmd.Flags().StringVar(&realm, "realm", "", "the identity's realm (default: the configured default realm)")
 	cmd.Flags().StringVar(&addr, "addr", "", "URL of a running memhost to serve the tools of, instead of starting plugins here (token in "+TokenEnv+")")
 	return cmd
+}
+
+// stopped is err, or nil when it is the end of ctx by a stop signal: a
+// stop asked for is no failure.
+func stopped(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
 }
 
 // userDataDir is where `memhost mcp` keeps its data without a config: an

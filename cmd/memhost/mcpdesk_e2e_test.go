@@ -358,4 +358,8 @@ func TestMCPHangupStopsCleanly(t *testing.T) {
 	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signaled() {
 		t.Fatalf("memhost mcp was ended by %v, not stopped cleanly", ws.Signal())
 	}
+	// A stop asked for is no failure ("memhost: context canceled", exit 1).
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("memhost mcp exit code after SIGHUP = %d, want 0", code)
+	}
 }
