@@ -104,14 +104,8 @@ func TestAnAbandonedRequestIsNoServerFailure(t *testing.T) {
 // as /v1's are.
 func TestAnAbandonedMCPCallIsNoSuccess(t *testing.T) {
 	srv, started, logs, metrics := heldRecallServer(t)
-	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"test","version":"1"}}`
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory_recall","arguments":{"query":"harbour"},` + meta + `}}`
 	ctx, cancel := context.WithCancel(t.Context())
-	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/mcp?identity=alice", strings.NewReader(body))
-	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-		"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "memory_recall"} {
-		req.Header.Set(k, v)
-	}
+	req := mcpRecallRequest(ctx, srv.URL, "harbour")
 	go func() {
 		<-started
 		cancel()
@@ -119,17 +113,7 @@ func TestAnAbandonedMCPCallIsNoSuccess(t *testing.T) {
 	if _, err := srv.Client().Do(req); !errors.Is(err, context.Canceled) {
 		t.Fatalf("the call = %v, want it canceled by its client", err)
 	}
-	counted := func() float64 {
-		var n float64
-		for _, code := range []string{"200", "499"} {
-			n += testutil.ToFloat64(metrics.requests.WithLabelValues("/mcp", code))
-		}
-		return n
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for counted() == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	awaitCounted(metrics, "/mcp", "200", "499")
 	if n := testutil.ToFloat64(metrics.requests.WithLabelValues("/mcp", "499")); n != 1 {
 		t.Errorf("calls counted 499 = %v (200: %v), want 1", n, testutil.ToFloat64(metrics.requests.WithLabelValues("/mcp", "200")))
 	}
@@ -156,20 +140,26 @@ func TestAnMCPClientGoneMidBodyIsAbandoned(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond) // the server is reading the body
 	conn.Close()
-	counted := func() (n float64) {
-		for _, code := range []string{"400", "499"} {
-			n += testutil.ToFloat64(metrics.requests.WithLabelValues("/mcp", code))
-		}
-		return n
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for counted() == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	awaitCounted(metrics, "/mcp", "400", "499")
 	if n := testutil.ToFloat64(metrics.requests.WithLabelValues("/mcp", "499")); n != 1 {
 		t.Errorf("requests counted 499 = %v (400: %v), want 1", n, testutil.ToFloat64(metrics.requests.WithLabelValues("/mcp", "400")))
 	}
 	if text := logs.String(); !strings.Contains(text, "request abandoned by its client") {
 		t.Errorf("the log does not say the client left:\n%s", text)
+	}
+}
+
+// awaitCounted waits, up to 10 s, until route has a request counted under
+// one of codes: an abandoned request is counted after its client has
+// already seen the end of it.
+func awaitCounted(metrics *Metrics, route string, codes ...string) {
+	counted := func() (n float64) {
+		for _, code := range codes {
+			n += testutil.ToFloat64(metrics.requests.WithLabelValues(route, code))
+		}
+		return n
+	}
+	for deadline := time.Now().Add(10 * time.Second); counted() == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
 	}
 }

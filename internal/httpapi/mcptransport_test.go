@@ -266,13 +266,7 @@ func TestMCPCallEndsWithItsClient(t *testing.T) {
 		return ctx.Err()
 	})
 	ctx, cancel := context.WithCancel(t.Context())
-	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"test","version":"1"}}`
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory_recall","arguments":{"query":"coffee"},` + meta + `}}`
-	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/mcp?identity=alice", strings.NewReader(body))
-	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-		"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "memory_recall"} {
-		req.Header.Set(k, v)
-	}
+	req := mcpRecallRequest(ctx, srv.URL, "coffee")
 	go func() {
 		<-started
 		cancel()
@@ -417,9 +411,8 @@ func TestMCPRequestBounds(t *testing.T) {
 // of connections and goroutines for good (from an outside review).
 func TestMCPListenIsRefused(t *testing.T) {
 	srv, _ := newSurfacesWith(t, Options{})
-	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"test","version":"1"}}`
 	for _, c := range []struct{ version, body string }{
-		{"2026-07-28", `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + meta + `}}`},
+		{"2026-07-28", `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + mcpMeta + `}}`},
 		{"2025-06-18", `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true}}}`},
 	} {
 		t.Run(c.version, func(t *testing.T) {
@@ -446,4 +439,19 @@ func TestMCPListenIsRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mcpMeta is a 2026-07-28 request's _meta member, as a client sends it.
+const mcpMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"test","version":"1"}}`
+
+// mcpRecallRequest is a 2026-07-28 memory_recall call of query for alice
+// to the server at url, under ctx (query needs no JSON escaping).
+func mcpRecallRequest(ctx context.Context, url, query string) *http.Request {
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory_recall","arguments":{"query":"` + query + `"},` + mcpMeta + `}}`
+	req, _ := http.NewRequestWithContext(ctx, "POST", url+"/mcp?identity=alice", strings.NewReader(body))
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "memory_recall"} {
+		req.Header.Set(k, v)
+	}
+	return req
 }
