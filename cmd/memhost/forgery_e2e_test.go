@@ -359,14 +359,7 @@ func TestMCPArgumentsAreStrict(t *testing.T) {
 	// the data directory the test's cleanup removes).
 	t.Cleanup(func() {
 		stdin.Close()
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
+		waitExit(cmd, 30*time.Second)
 	})
 	lines := bufio.NewScanner(stdout)
 	lines.Buffer(nil, 1<<20)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -347,12 +348,7 @@ func TestMCPHangupStopsCleanly(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
+	if !waitExit(cmd, 30*time.Second) {
 		t.Fatal("memhost mcp did not stop within 30s of SIGHUP")
 	}
 	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signaled() {
@@ -361,5 +357,20 @@ func TestMCPHangupStopsCleanly(t *testing.T) {
 	// A stop asked for is no failure ("memhost: context canceled", exit 1).
 	if code := cmd.ProcessState.ExitCode(); code != 0 {
 		t.Fatalf("memhost mcp exit code after SIGHUP = %d, want 0", code)
+	}
+}
+
+// waitExit waits up to d for the started cmd to exit, and reports whether
+// it did; one that did not is killed and waited for.
+func waitExit(cmd *exec.Cmd, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		cmd.Process.Kill()
+		<-done
+		return false
 	}
 }
