@@ -56,7 +56,7 @@ func (c *Coordinator) AssembleBuildInjection(ctx context.Context, id sdk.Identit
 	// header leave of the build budget: a budget only just above
 	// IndexBytes, or a long identity, must not push the block past it.
 	indexBudget := min(c.cfg.Budgets.IndexBytes, c.cfg.Budgets.BuildBytes-len(head)-len(indexHeading))
-	scopes, rows, recs, err := c.buildSources(ctx, id, p, query, indexBudget)
+	scopes, rows, shares, recs, err := c.buildSources(ctx, id, p, query, indexBudget)
 	if err != nil {
 		reason, err := c.recallFailed(ctx, SurfaceBuild, id, err)
 		if err != nil {
@@ -66,7 +66,7 @@ func (c *Coordinator) AssembleBuildInjection(ctx context.Context, id sdk.Identit
 		return BuildInjection{RecordIDs: []string{}}, nil
 	}
 	now := c.now()
-	index := c.renderIndex(scopes, rows, indexBudget, now)
+	index := c.renderIndex(scopes, rows, shares, now)
 	prefix := head + index
 	out := c.env.pack(prefix, RenderInput{
 		Identity: id, Records: recs, MaxBytes: c.cfg.Budgets.BuildBytes, MaxEntries: c.cfg.MaxEntries, Now: now, Zone: zoneOf(ctx),
@@ -96,12 +96,13 @@ func (c *Coordinator) AssembleBuildInjection(ctx context.Context, id sdk.Identit
 // timeout, lists the working set for the index (manifest-capable
 // providers) of each scope whose share of indexBudget can hold a row, and
 // recalls the bodies (when there is a query, or selection is "always").
-// rows is nil for a provider without a record manifest.
-func (c *Coordinator) buildSources(ctx context.Context, id sdk.Identity, p provider, query string, indexBudget int) (scopes []sdk.Scope, rows [][]sdk.ManifestRow, recs []sdk.Record, err error) {
+// rows and shares (each scope's share of indexBudget) are nil
+// for a provider without a record manifest.
+func (c *Coordinator) buildSources(ctx context.Context, id sdk.Identity, p provider, query string, indexBudget int) (scopes []sdk.Scope, rows [][]sdk.ManifestRow, shares []int, recs []sdk.Record, err error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.RecallTimeout)
 	defer cancel()
 	if scopes, err = c.compose(ctx, id); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	var (
 		wg   sync.WaitGroup
@@ -119,7 +120,7 @@ func (c *Coordinator) buildSources(ctx context.Context, id sdk.Identity, p provi
 		// would be as many concurrent calls, which starve the provider
 		// for every realm it serves. A scope whose share cannot hold a
 		// section renders nothing, so it is not listed.
-		shares := splitBudget(indexBudget, indexWeights(scopes))
+		shares = splitBudget(indexBudget, indexWeights(scopes))
 		for i, s := range scopes {
 			if shares[i] < minIndexSection {
 				continue
@@ -148,22 +149,20 @@ func (c *Coordinator) buildSources(ctx context.Context, id sdk.Identity, p provi
 	}
 	wg.Wait()
 	if len(errs) > 0 {
-		return nil, nil, nil, errs[0]
+		return nil, nil, nil, nil, errs[0]
 	}
-	return scopes, rows, recs, nil
+	return scopes, rows, shares, recs, nil
 }
 
-// renderIndex lists each scope's rows within its share of budget (the
-// rows, not the heading), split by scope weight (identity 4, mob 2,
+// renderIndex lists each scope's rows within its share (the rows, not the
+// heading) of the index budget, split by scope weight (identity 4, mob 2,
 // operator 1, realm 1; the mobs together at most four mobs' worth) with
-// the largest remainder method. A row that does
-// not fit its share is skipped and the next one tried; a scope with no row
-// gets no heading.
-func (c *Coordinator) renderIndex(scopes []sdk.Scope, rows [][]sdk.ManifestRow, budget int, now time.Time) string {
-	if rows == nil || budget <= 0 {
+// the largest remainder method. A row that does not fit its share is
+// skipped and the next one tried; a scope with no row gets no heading.
+func (c *Coordinator) renderIndex(scopes []sdk.Scope, rows [][]sdk.ManifestRow, shares []int, now time.Time) string {
+	if rows == nil {
 		return ""
 	}
-	shares := splitBudget(budget, indexWeights(scopes))
 	var b strings.Builder
 	for i, s := range scopes {
 		b.WriteString(c.indexSection(s, rows[i], shares[i], now))
