@@ -162,8 +162,7 @@ non-zero.`,
 		Example: `  memhost bench --quick
   memhost bench --providers sqlite --sizes 100000 --out docs/bench-run.md`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			var err error
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			if quick {
 				// Flags given explicitly win over --quick's.
 				quickSet := func(flag string, apply func()) {
@@ -198,19 +197,32 @@ non-zero.`,
 					return fmt.Errorf("--locomo-samples: %w", err)
 				}
 			}
-			for _, p := range o.providers {
-				if _, ok := benchProviders[p]; !ok {
-					return fmt.Errorf("--providers: %q is not a first-party provider; choose among %s", p, strings.Join(slices.Sorted(maps.Keys(benchProviders)), ", "))
-				}
+			if err := checkBenchOptions(cmd, o); err != nil {
+				return err
 			}
 			w := cmd.OutOrStdout()
 			if o.out != "" {
-				f, err := os.Create(o.out)
+				// The report replaces the file whole once written: an
+				// interrupted or failed run leaves the last report as it was.
+				f, err := newReportFile(o.out)
 				if err != nil {
-					return err
+					return fmt.Errorf("--out: %w", err)
 				}
-				defer f.Close()
+				defer f.discard()
 				w = f
+				defer func() {
+					if e := f.commit(); err == nil && e != nil {
+						err = fmt.Errorf("--out: %w", e)
+					}
+				}()
+			}
+			if o.svg != "" {
+				// Checked now, not after an hour of measuring.
+				f, err := newReportFile(o.svg)
+				if err != nil {
+					return fmt.Errorf("--svg: %w", err)
+				}
+				f.discard()
 			}
 			// An interrupted run still closes its hosts, which removes their
 			// data and drops their PostgreSQL schemas. A second interrupt
@@ -242,6 +254,38 @@ non-zero.`,
 	f.BoolVar(&quick, "quick", false, "a run under two minutes: 1,000 records, 60 queries, LoCoMo samples 0 and 5, the first LongMemEval questions (retrieval and retention); flags given explicitly keep their values")
 	retentionFlags(f, &o.retention)
 	return cmd
+}
+
+// checkBenchOptions refuses, before anything is measured, flags a run
+// would otherwise take in silence and report nonsense for.
+func checkBenchOptions(cmd *cobra.Command, o benchOptions) error {
+	if o.queries < 1 {
+		return fmt.Errorf("--queries: %d is not an integer of at least 1", o.queries)
+	}
+	if o.lmeQuestions < 0 {
+		return fmt.Errorf("--longmemeval-questions: %d is not an integer of at least 0 (0 runs every question)", o.lmeQuestions)
+	}
+	choices := strings.Join(slices.Sorted(maps.Keys(benchProviders)), ", ")
+	if len(o.providers) == 0 {
+		return fmt.Errorf("--providers: name at least one; choose among %s", choices)
+	}
+	for i, p := range o.providers {
+		if _, ok := benchProviders[p]; !ok {
+			return fmt.Errorf("--providers: %q is not a first-party provider; choose among %s", p, choices)
+		}
+		if slices.Contains(o.providers[:i], p) {
+			return fmt.Errorf("--providers: %q is named twice", p)
+		}
+	}
+	for _, flag := range []string{"semantic-weight", "embedder-config"} {
+		if cmd.Flags().Changed(flag) && o.embedder == "" {
+			return fmt.Errorf("--%s needs --embedder", flag)
+		}
+	}
+	if cmd.Flags().Changed("semantic-weight") && !(o.semanticWeight >= 0 && o.semanticWeight <= 1) {
+		return fmt.Errorf("--semantic-weight: %g is not between 0 and 1", o.semanticWeight)
+	}
+	return nil
 }
 
 // intList parses a comma-separated list of integers of at least least.
@@ -616,6 +660,11 @@ func runBench(ctx context.Context, o benchOptions, w, progress io.Writer) error 
 					samples = append(samples, s)
 				}
 			}
+			for _, i := range o.samples {
+				if !slices.ContainsFunc(all, func(s bench.Sample) bool { return s.Index == i }) {
+					return fmt.Errorf("--locomo-samples: %s has no sample %d (it has %d, from 0)", o.locomo, i, len(all))
+				}
+			}
 		}
 	}
 	questions, lmeMissing, err := loadLongMemEval(o, progress)
@@ -688,8 +737,8 @@ func runBench(ctx context.Context, o benchOptions, w, progress io.Writer) error 
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(o.svg, chart, 0o644); err != nil {
-			return err
+		if err := writeWhole(o.svg, chart); err != nil {
+			return fmt.Errorf("--svg: %w", err)
 		}
 		fmt.Fprintf(w, "\n![p50 latency per provider and path](%s)\n", filepath.Base(o.svg))
 	}

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -136,5 +139,93 @@ func TestBenchUnknownProviderListsTheChoices(t *testing.T) {
 	_, err := runRoot(t, "bench", "--providers", "nope", "--quick")
 	if err == nil || !strings.Contains(err.Error(), `"nope"`) || !strings.Contains(err.Error(), "bleve, markdown, postgres, sqlite") {
 		t.Fatalf("bench --providers nope = %v, want the choices named", err)
+	}
+}
+
+// TestBenchRefusesFlagsBeforeMeasuring: from this stop's review of bench
+// as a careless operator. Each of these ran: --queries 0 reported rows of
+// zeros, --providers "" an empty report, --semantic-weight without an
+// embedder was dropped in silence, and a chart path that could not be
+// written failed only after the whole run.
+func TestBenchRefusesFlagsBeforeMeasuring(t *testing.T) {
+	missingDir := filepath.Join(t.TempDir(), "absent")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--queries", "0"}, "--queries: 0 is not an integer of at least 1"},
+		{[]string{"--queries", "-3"}, "--queries: -3 is not"},
+		{[]string{"--longmemeval-questions", "-1"}, "--longmemeval-questions: -1 is not"},
+		{[]string{"--providers", ""}, "--providers: name at least one; choose among bleve, markdown, postgres, sqlite"},
+		{[]string{"--providers", "sqlite,sqlite"}, `--providers: "sqlite" is named twice`},
+		{[]string{"--semantic-weight", "0.3"}, "--semantic-weight needs --embedder"},
+		{[]string{"--embedder-config", "{}"}, "--embedder-config needs --embedder"},
+		{[]string{"--embedder", "wordvec", "--semantic-weight", "1.5"}, "--semantic-weight: 1.5 is not between 0 and 1"},
+		{[]string{"--embedder", "wordvec", "--semantic-weight", "NaN"}, "--semantic-weight: NaN is not between 0 and 1"},
+		{[]string{"--svg", filepath.Join(missingDir, "chart.svg")}, "--svg: cannot write " + filepath.Join(missingDir, "chart.svg") + ": no such file or directory"},
+		{[]string{"--out", filepath.Join(missingDir, "run.md")}, "--out: cannot write " + filepath.Join(missingDir, "run.md") + ": no such file or directory"},
+		{[]string{"--out", t.TempDir()}, "is a directory"},
+	} {
+		ran := false
+		cmd := benchCommandRunning(func(context.Context, benchOptions, io.Writer, io.Writer) error {
+			ran = true
+			return nil
+		})
+		cmd.SetArgs(append(c.args, "--locomo", "", "--longmemeval", ""))
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		err := cmd.Execute()
+		if err == nil || ran || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: ran %v, error %v; want %q before the run", c.args, ran, err, c.want)
+		}
+	}
+	// A sample the file does not hold is named before anything is measured.
+	locomo := filepath.Join(t.TempDir(), "locomo.json")
+	if err := os.WriteFile(locomo, []byte(`[{"sample_id": "s0", "conversation": {}, "qa": []}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := benchOptions{sizes: []int{10}, queries: 2, clients: []int{1}, locomo: locomo, samples: []int{0, 7}}
+	err := runBench(context.Background(), o, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--locomo-samples: "+locomo+" has no sample 7 (it has 1, from 0)") {
+		t.Errorf("--locomo-samples 0,7 on a file of one sample: %v", err)
+	}
+}
+
+// TestBenchOutReplacesTheReportWhole: --out names a report a team keeps
+// (docs/bench-run.md); a run that fails or is stopped before its report
+// leaves the last one, and a run that writes replaces it whole.
+func TestBenchOutReplacesTheReportWhole(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run.md")
+	if err := os.WriteFile(out, []byte("last run's report\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runWith := func(run func(context.Context, benchOptions, io.Writer, io.Writer) error) error {
+		cmd := benchCommandRunning(run)
+		cmd.SetArgs([]string{"--out", out, "--locomo", "", "--longmemeval", ""})
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		return cmd.Execute()
+	}
+	stopped := errors.New("interrupted")
+	if err := runWith(func(context.Context, benchOptions, io.Writer, io.Writer) error { return stopped }); !errors.Is(err, stopped) {
+		t.Fatalf("run error %v, want %v", err, stopped)
+	}
+	if got, _ := os.ReadFile(out); string(got) != "last run's report\n" {
+		t.Errorf("a run stopped before its report left %q", got)
+	}
+	err := runWith(func(_ context.Context, _ benchOptions, w, _ io.Writer) error {
+		fmt.Fprint(w, "## new report\n")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(out)
+	st, _ := os.Stat(out)
+	if string(got) != "## new report\n" || st.Mode().Perm() != 0o644 {
+		t.Errorf("report %q mode %v, want the new report, 0644", got, st.Mode().Perm())
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(out), ".run.md.*")); len(left) > 0 {
+		t.Errorf("temporary files left: %v", left)
 	}
 }
