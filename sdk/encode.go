@@ -1,47 +1,23 @@
 package sdk
 
 import (
-	"time"
-
 	pb "github.com/memhost/memhost/sdk/internal/pluginpb"
+	"github.com/memhost/memhost/sdk/internal/wire"
 )
 
 // Conversions on the plugin side of the wire: requests are decoded, answers
 // encoded. sdk/host holds the opposite directions; a round-trip test there
 // holds the two together.
 
-// The wire's 0 is "no time", so an instant in the epoch's millisecond
-// travels as -1, as a window's end does (RecallQuery.WindowMillis), and
-// comes back as the epoch: a record that happened then is not unset.
-func toMillis(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	if ms := t.UnixMilli(); ms != 0 {
-		return ms
-	}
-	return -1
-}
-
-func fromMillis(ms int64) time.Time {
-	switch ms {
-	case 0:
-		return time.Time{}
-	case -1:
-		return time.Unix(0, 0).UTC()
-	}
-	return time.UnixMilli(ms).UTC()
-}
-
 func recordToPB(r *Record) *pb.Record {
 	return &pb.Record{
 		Id: r.ID, Realm: r.Realm, Scope: string(r.Scope), Kind: string(r.Kind),
 		Title: r.Title, Description: r.Description, Body: r.Body, Tags: r.Tags,
 		Trust: string(r.Trust), Status: string(r.Status), Supersedes: r.Supersedes,
-		CreatedUnixMs: toMillis(r.CreatedAt), UpdatedUnixMs: toMillis(r.UpdatedAt),
-		ExpiresUnixMs: toMillis(r.ExpiresAt), ContentHash: r.ContentHash,
-		UseCount: r.UseCount, LastUsedUnixMs: toMillis(r.LastUsedAt),
-		Thread: threadToPB(r.Thread), OccurredUnixMs: toMillis(r.OccurredAt),
+		CreatedUnixMs: wire.ToMillis(r.CreatedAt), UpdatedUnixMs: wire.ToMillis(r.UpdatedAt),
+		ExpiresUnixMs: wire.ToMillis(r.ExpiresAt), ContentHash: r.ContentHash,
+		UseCount: r.UseCount, LastUsedUnixMs: wire.ToMillis(r.LastUsedAt),
+		Thread: threadToPB(r.Thread), OccurredUnixMs: wire.ToMillis(r.OccurredAt),
 	}
 }
 
@@ -76,10 +52,10 @@ func recordFromPB(p *pb.Record) Record {
 		ID: p.Id, Realm: p.Realm, Scope: Scope(p.Scope), Kind: RecordKind(p.Kind),
 		Title: p.Title, Description: p.Description, Body: p.Body, Tags: p.Tags,
 		Trust: Trust(p.Trust), Status: Status(p.Status), Supersedes: p.Supersedes,
-		CreatedAt: fromMillis(p.CreatedUnixMs), UpdatedAt: fromMillis(p.UpdatedUnixMs),
-		ExpiresAt: fromMillis(p.ExpiresUnixMs), ContentHash: p.ContentHash,
-		UseCount: p.UseCount, LastUsedAt: fromMillis(p.LastUsedUnixMs),
-		Thread: threadFromPB(p.Thread), OccurredAt: fromMillis(p.OccurredUnixMs),
+		CreatedAt: wire.FromMillis(p.CreatedUnixMs), UpdatedAt: wire.FromMillis(p.UpdatedUnixMs),
+		ExpiresAt: wire.FromMillis(p.ExpiresUnixMs), ContentHash: p.ContentHash,
+		UseCount: p.UseCount, LastUsedAt: wire.FromMillis(p.LastUsedUnixMs),
+		Thread: threadFromPB(p.Thread), OccurredAt: wire.FromMillis(p.OccurredUnixMs),
 	}
 }
 
@@ -100,8 +76,8 @@ func recordFromInput(p *pb.RecordInput) Record {
 	return Record{
 		ID: p.Id, Realm: p.Realm, Scope: Scope(p.Scope), Kind: RecordKind(p.Kind),
 		Title: p.Title, Description: p.Description, Body: p.Body, Tags: p.Tags,
-		Trust: Trust(p.Trust), ExpiresAt: fromMillis(p.ExpiresUnixMs),
-		Thread: threadFromPB(p.Thread), OccurredAt: fromMillis(p.OccurredUnixMs),
+		Trust: Trust(p.Trust), ExpiresAt: wire.FromMillis(p.ExpiresUnixMs),
+		Thread: threadFromPB(p.Thread), OccurredAt: wire.FromMillis(p.OccurredUnixMs),
 	}
 }
 
@@ -127,7 +103,7 @@ func rowsToPB(rs []ManifestRow) []*pb.ManifestRow {
 		r := &rs[i]
 		out[i] = &pb.ManifestRow{
 			Id: r.ID, Scope: string(r.Scope), Kind: string(r.Kind), Title: r.Title,
-			Description: r.Description, UpdatedUnixMs: toMillis(r.UpdatedAt), Rank: r.Rank,
+			Description: r.Description, UpdatedUnixMs: wire.ToMillis(r.UpdatedAt), Rank: r.Rank,
 		}
 	}
 	return out
@@ -138,7 +114,7 @@ func rowsFromPB(ps []*pb.ManifestRow) []ManifestRow {
 	for i, p := range ps {
 		out[i] = ManifestRow{
 			ID: p.Id, Scope: Scope(p.Scope), Kind: RecordKind(p.Kind), Title: p.Title,
-			Description: p.Description, UpdatedAt: fromMillis(p.UpdatedUnixMs), Rank: p.Rank,
+			Description: p.Description, UpdatedAt: wire.FromMillis(p.UpdatedUnixMs), Rank: p.Rank,
 		}
 	}
 	return out
@@ -203,7 +179,7 @@ func ledgerFromPB(ps []*pb.LedgerEntry) []LedgerEntry {
 	for i, p := range ps {
 		out[i] = LedgerEntry{
 			Realm: p.Realm, Identity: p.Identity, Session: p.Session, RecordID: p.RecordId,
-			Surface: p.Surface, Bytes: p.Bytes, At: fromMillis(p.AtUnixMs),
+			Surface: p.Surface, Bytes: p.Bytes, At: wire.FromMillis(p.AtUnixMs),
 		}
 	}
 	return out

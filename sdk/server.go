@@ -117,7 +117,7 @@ func (s *providerServer) Recall(ctx context.Context, req *pb.RecallRequest) (*pb
 	q, err := checkRecall(RecallQuery{
 		Realm: req.Realm, Query: req.Query, Scopes: scopesFromStrings(req.Scopes), Limit: int(req.Limit),
 		ExcludeIDs: req.ExcludeIds, Tags: req.Tags, ExcludeTags: req.ExcludeTags,
-		Since: fromMillis(req.SinceUnixMs), Until: fromMillis(req.UntilUnixMs),
+		Since: wire.FromMillis(req.SinceUnixMs), Until: wire.FromMillis(req.UntilUnixMs),
 		QueryVector: req.QueryVector, VectorModel: req.VectorModel, Fusion: fusionFromPB(req.Fusion),
 		Neighbours: int(req.Neighbours),
 	})
@@ -260,7 +260,7 @@ func (s *providerServer) MarkUsed(ctx context.Context, req *pb.MarkUsedRequest) 
 	if err := firstOf(checkRealm(req.Realm), checkIDs("ids", req.Ids)); err != nil {
 		return nil, toStatus(err)
 	}
-	at := fromMillis(req.AtUnixMs)
+	at := wire.FromMillis(req.AtUnixMs)
 	if at.IsZero() {
 		at = time.Now().UTC()
 	}
@@ -281,7 +281,7 @@ func (s *providerServer) CountUses(ctx context.Context, req *pb.CountUsesRequest
 	if err := firstOf(checkRealm(req.Realm), ValidateUses("uses", uses)); err != nil {
 		return nil, toStatus(err)
 	}
-	at := fromMillis(req.AtUnixMs)
+	at := wire.FromMillis(req.AtUnixMs)
 	if at.IsZero() {
 		at = time.Now().UTC()
 	}

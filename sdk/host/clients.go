@@ -350,7 +350,7 @@ func (c *providerClient) MarkUsed(ctx context.Context, realm string, ids []strin
 	if err := c.need(sdk.CapUsage); err != nil {
 		return err
 	}
-	_, err := c.rpc.MarkUsed(ctx, &pb.MarkUsedRequest{Realm: realm, Ids: ids, AtUnixMs: toMillis(at)})
+	_, err := c.rpc.MarkUsed(ctx, &pb.MarkUsedRequest{Realm: realm, Ids: ids, AtUnixMs: wire.ToMillis(at)})
 	return fromStatus(ctx, err)
 }
 
@@ -358,7 +358,7 @@ func (c *providerClient) CountUses(ctx context.Context, realm string, uses []sdk
 	if err := c.need(sdk.CapUsageCounts); err != nil {
 		return err
 	}
-	req := &pb.CountUsesRequest{Realm: realm, Uses: make([]*pb.Use, len(uses)), AtUnixMs: toMillis(at)}
+	req := &pb.CountUsesRequest{Realm: realm, Uses: make([]*pb.Use, len(uses)), AtUnixMs: wire.ToMillis(at)}
 	for i, u := range uses {
 		req.Uses[i] = &pb.Use{Id: u.ID, Count: u.Count}
 	}

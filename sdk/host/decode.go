@@ -3,39 +3,16 @@ package host
 import (
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/memhost/memhost/sdk"
 	pb "github.com/memhost/memhost/sdk/internal/pluginpb"
+	"github.com/memhost/memhost/sdk/internal/wire"
 	"golang.org/x/text/unicode/norm"
 )
 
 // Conversions on the host side of the wire: requests are encoded, answers
 // decoded. Package sdk holds the opposite directions; roundtrip_test.go
 // holds the two together.
-
-// The wire's 0 is "no time", so an instant in the epoch's millisecond
-// travels as -1, as a window's end does (RecallQuery.WindowMillis), and
-// comes back as the epoch: a record that happened then is not unset.
-func toMillis(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	if ms := t.UnixMilli(); ms != 0 {
-		return ms
-	}
-	return -1
-}
-
-func fromMillis(ms int64) time.Time {
-	switch ms {
-	case 0:
-		return time.Time{}
-	case -1:
-		return time.Unix(0, 0).UTC()
-	}
-	return time.UnixMilli(ms).UTC()
-}
 
 func infoFromPB(p *pb.InfoResponse) sdk.Info {
 	out := sdk.Info{Name: p.Name, Version: p.Version, ConfigSchema: p.ConfigSchema}
@@ -74,8 +51,8 @@ func recordToInput(r *sdk.Record) *pb.RecordInput {
 	return &pb.RecordInput{
 		Id: r.ID, Realm: r.Realm, Scope: string(r.Scope), Kind: string(r.Kind),
 		Title: r.Title, Description: r.Description, Body: r.Body, Tags: nfcTags(r.Tags),
-		Trust: string(r.Trust), ExpiresUnixMs: toMillis(r.ExpiresAt),
-		Thread: threadToPB(r.Thread), OccurredUnixMs: toMillis(r.OccurredAt),
+		Trust: string(r.Trust), ExpiresUnixMs: wire.ToMillis(r.ExpiresAt),
+		Thread: threadToPB(r.Thread), OccurredUnixMs: wire.ToMillis(r.OccurredAt),
 	}
 }
 
@@ -124,10 +101,10 @@ func recordFromPB(p *pb.Record) sdk.Record {
 		ID: p.Id, Realm: p.Realm, Scope: sdk.Scope(p.Scope), Kind: sdk.RecordKind(p.Kind),
 		Title: p.Title, Description: p.Description, Body: p.Body, Tags: p.Tags,
 		Trust: sdk.Trust(p.Trust), Status: sdk.Status(p.Status), Supersedes: p.Supersedes,
-		CreatedAt: fromMillis(p.CreatedUnixMs), UpdatedAt: fromMillis(p.UpdatedUnixMs),
-		ExpiresAt: fromMillis(p.ExpiresUnixMs), ContentHash: p.ContentHash,
-		UseCount: p.UseCount, LastUsedAt: fromMillis(p.LastUsedUnixMs),
-		Thread: threadFromPB(p.Thread), OccurredAt: fromMillis(p.OccurredUnixMs),
+		CreatedAt: wire.FromMillis(p.CreatedUnixMs), UpdatedAt: wire.FromMillis(p.UpdatedUnixMs),
+		ExpiresAt: wire.FromMillis(p.ExpiresUnixMs), ContentHash: p.ContentHash,
+		UseCount: p.UseCount, LastUsedAt: wire.FromMillis(p.LastUsedUnixMs),
+		Thread: threadFromPB(p.Thread), OccurredAt: wire.FromMillis(p.OccurredUnixMs),
 	}
 }
 
@@ -137,10 +114,10 @@ func recordToPB(r *sdk.Record) *pb.Record {
 		Id: r.ID, Realm: r.Realm, Scope: string(r.Scope), Kind: string(r.Kind),
 		Title: r.Title, Description: r.Description, Body: r.Body, Tags: nfcTags(r.Tags),
 		Trust: string(r.Trust), Status: string(r.Status), Supersedes: r.Supersedes,
-		CreatedUnixMs: toMillis(r.CreatedAt), UpdatedUnixMs: toMillis(r.UpdatedAt),
-		ExpiresUnixMs: toMillis(r.ExpiresAt), ContentHash: r.ContentHash,
-		UseCount: r.UseCount, LastUsedUnixMs: toMillis(r.LastUsedAt),
-		Thread: threadToPB(r.Thread), OccurredUnixMs: toMillis(r.OccurredAt),
+		CreatedUnixMs: wire.ToMillis(r.CreatedAt), UpdatedUnixMs: wire.ToMillis(r.UpdatedAt),
+		ExpiresUnixMs: wire.ToMillis(r.ExpiresAt), ContentHash: r.ContentHash,
+		UseCount: r.UseCount, LastUsedUnixMs: wire.ToMillis(r.LastUsedAt),
+		Thread: threadToPB(r.Thread), OccurredUnixMs: wire.ToMillis(r.OccurredAt),
 	}
 }
 
@@ -167,7 +144,7 @@ func rowsToPB(rs []sdk.ManifestRow) []*pb.ManifestRow {
 		r := &rs[i]
 		out[i] = &pb.ManifestRow{
 			Id: r.ID, Scope: string(r.Scope), Kind: string(r.Kind), Title: r.Title,
-			Description: r.Description, UpdatedUnixMs: toMillis(r.UpdatedAt), Rank: r.Rank,
+			Description: r.Description, UpdatedUnixMs: wire.ToMillis(r.UpdatedAt), Rank: r.Rank,
 		}
 	}
 	return out
@@ -178,7 +155,7 @@ func rowsFromPB(ps []*pb.ManifestRow) []sdk.ManifestRow {
 	for i, p := range ps {
 		out[i] = sdk.ManifestRow{
 			ID: p.Id, Scope: sdk.Scope(p.Scope), Kind: sdk.RecordKind(p.Kind), Title: p.Title,
-			Description: p.Description, UpdatedAt: fromMillis(p.UpdatedUnixMs), Rank: p.Rank,
+			Description: p.Description, UpdatedAt: wire.FromMillis(p.UpdatedUnixMs), Rank: p.Rank,
 		}
 	}
 	return out
@@ -228,7 +205,7 @@ func ledgerToPB(es []sdk.LedgerEntry) []*pb.LedgerEntry {
 	for i, e := range es {
 		out[i] = &pb.LedgerEntry{
 			Realm: e.Realm, Identity: e.Identity, Session: e.Session, RecordId: e.RecordID,
-			Surface: e.Surface, Bytes: e.Bytes, AtUnixMs: toMillis(e.At),
+			Surface: e.Surface, Bytes: e.Bytes, AtUnixMs: wire.ToMillis(e.At),
 		}
 	}
 	return out

@@ -7,6 +7,7 @@ package wire
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
 	plugin "github.com/hashicorp/go-plugin"
@@ -190,4 +191,30 @@ func IsSemver(v string) bool {
 		digits++
 	}
 	return parts == 3
+}
+
+// The wire's 0 is "no time", so an instant in the epoch's millisecond
+// travels as -1, as a window's end does (RecallQuery.WindowMillis), and
+// comes back as the epoch: a record that happened then is not unset.
+
+// ToMillis encodes an instant for the wire.
+func ToMillis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	if ms := t.UnixMilli(); ms != 0 {
+		return ms
+	}
+	return -1
+}
+
+// FromMillis decodes an instant ToMillis encoded.
+func FromMillis(ms int64) time.Time {
+	switch ms {
+	case 0:
+		return time.Time{}
+	case -1:
+		return time.Unix(0, 0).UTC()
+	}
+	return time.UnixMilli(ms).UTC()
 }
