@@ -525,7 +525,8 @@ func (c *Coordinator) recall(ctx context.Context, surface Surface, id sdk.Identi
 		recs, err := c.selectRecords(ctx, id, p, scopes, query, suppressed, swept, deeper)
 		return recs, nil, err
 	}
-	q := sdk.RecallQuery{Realm: id.Realm, Query: query, Scopes: scopes, Limit: c.turnCandidates(), ExcludeIDs: suppressed}
+	exclude, limit := c.excluded(suppressed)
+	q := sdk.RecallQuery{Realm: id.Realm, Query: query, Scopes: scopes, Limit: limit, ExcludeIDs: exclude}
 	if surface == SurfaceTurn && p.caps.Has(sdk.CapNeighbours) {
 		q.Neighbours = c.cfg.ThreadNeighbours
 	}
@@ -573,6 +574,25 @@ func (c *Coordinator) turnCandidates() int {
 	return c.cfg.MaxEntries + max(2, c.cfg.MaxEntries/4)
 }
 
+// excluded answers the suppressed ids a recall sends the provider and the
+// hits it asks for. A call holds at most sdk.MaxBatch ids, and a session
+// with a large budget injects more: it sends the newest ones and asks for
+// as many more hits as it left out, which the host drops itself
+// (keepReadable, Render's Skip).
+func (c *Coordinator) excluded(suppressed []string) ([]string, int) {
+	exclude, left := wireIDs(suppressed)
+	return exclude, min(c.turnCandidates()+left, sdk.MaxBatch)
+}
+
+// wireIDs answers the newest sdk.MaxBatch of a session's suppressed ids,
+// the most one plugin call may carry, and how many older ones it left out.
+func wireIDs(suppressed []string) ([]string, int) {
+	if left := len(suppressed) - sdk.MaxBatch; left > 0 {
+		return suppressed[left:], left
+	}
+	return suppressed, 0
+}
+
 func (c *Coordinator) selectRecords(ctx context.Context, id sdk.Identity, p provider, scopes []sdk.Scope, query string, suppressed, swept []string, deeper func([]sdk.Scope)) ([]sdk.Record, error) {
 	lister, ok := p.Lister()
 	if !ok {
@@ -600,15 +620,16 @@ func (c *Coordinator) selectRecords(ctx context.Context, id sdk.Identity, p prov
 	// cannot hide the one recall ranks first. The working set holds no
 	// episode (ListMemory); one of the hits may be, which is how a turn
 	// with a selector still brings back what a compaction absorbed.
+	exclude, limit := c.excluded(suppressed)
 	hits, err := c.timedRecall(ctx, p, sdk.RecallQuery{
-		Realm: id.Realm, Query: query, Scopes: scopes, Limit: c.turnCandidates(), ExcludeIDs: suppressed,
+		Realm: id.Realm, Query: query, Scopes: scopes, Limit: limit, ExcludeIDs: exclude,
 	})
 	if err != nil {
 		return nil, err
 	}
 	hits = c.HitsInScopes(ctx, id, scopes, hits)
 	rows = withHits(rows, hits)
-	sel, err := c.selectAmong(ctx, sdk.SelectRequest{Identity: id, Query: query, Rows: rows, SuppressedIDs: suppressed, Max: c.cfg.MaxEntries})
+	sel, err := c.selectAmong(ctx, sdk.SelectRequest{Identity: id, Query: query, Rows: rows, SuppressedIDs: exclude, Max: c.cfg.MaxEntries})
 	if err != nil {
 		return nil, fmt.Errorf("selector: %w", err)
 	}

@@ -105,8 +105,10 @@ func (c *Coordinator) fullSweep(ctx context.Context, key SessionKey, id sdk.Iden
 	if err := c.visit(ctx, key, func(s *SessionState) bool { suppressed = slices.Clone(s.InjectedIDs); return false }); err != nil {
 		return nil, err
 	}
+	// The host drops suppressed picks itself (selectRecords).
+	exclude, _ := wireIDs(suppressed)
 	ask := func(page []sdk.ManifestRow) ([]string, error) {
-		sel, err := c.selectAmong(ctx, sdk.SelectRequest{Identity: id, Query: query, Rows: page, SuppressedIDs: suppressed, Max: c.cfg.MaxEntries})
+		sel, err := c.selectAmong(ctx, sdk.SelectRequest{Identity: id, Query: query, Rows: page, SuppressedIDs: exclude, Max: c.cfg.MaxEntries})
 		return sel.IDs, err
 	}
 	var picked []string

@@ -89,3 +89,38 @@ func TestExcerptDedupAcrossRestartAndIdentities(t *testing.T) {
 	}
 	excerpt("bob, with alice's session key", turn("bob"))
 }
+
+// TestLongSessionKeepsRecalling: a session whose budget lets it inject
+// more records than one plugin call may exclude (1000) keeps recalling
+// the next-best records, never one twice, instead of failing every later
+// turn with exclude_ids refused by the provider. Through `memhost serve`
+// with the real sqlite plugin.
+func TestLongSessionKeepsRecalling(t *testing.T) {
+	t.Parallel()
+	m := startMemhost(t, providerDeployment("sqlite", `{ path = "memory.db" }`)+
+		"coordinator {\n  max_entries = 100\n  session_budget_bytes = 1048576\n}\n")
+	for batch := range 2 {
+		var recs []map[string]any
+		for i := range 700 {
+			recs = append(recs, map[string]any{"scope": "identity:alice", "kind": "fact", "title": "f", "body": fmt.Sprintf("fig %d", batch*700+i)})
+		}
+		remember(t, m, recs...)
+	}
+	seen := map[string]bool{}
+	for turn := 0; len(seen) <= 1100; turn++ {
+		var out turnAnswer
+		req := map[string]any{"identity": map[string]string{"id": "alice"}, "session": "long", "content": "fig"}
+		if code := m.do("POST", "/v1/turns/inject", req, &out); code != 200 {
+			t.Fatalf("turn %d: turns/inject = %d\n%s", turn, code, m.logs())
+		}
+		if len(out.RecordIDs) == 0 {
+			t.Fatalf("turn %d, after %d records injected: nothing injected (%v), 1400 records match\n%s", turn, len(seen), *out.SkipReason, m.logs())
+		}
+		for _, id := range out.RecordIDs {
+			if seen[id] {
+				t.Fatalf("turn %d: %s injected twice in one session", turn, id)
+			}
+			seen[id] = true
+		}
+	}
+}
