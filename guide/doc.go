@@ -14,7 +14,8 @@
 // the filters still starve the answer it fetches once more, top_k*10.
 // Survivors are re-sorted by their local score.
 //
-// Every iteration recalls (an empty message recalls the last query), so a
+// Every iteration recalls (a message without a query term, such as an
+// empty one, recalls the last query), so a
 // record forgotten since leaves the block; when the recall renders what
 // the last one did, the guide answers its previous block byte for byte,
 // which keeps model prefix caches warm. Recalled text is rendered through the

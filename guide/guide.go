@@ -142,13 +142,14 @@ func (r *recaller) start(ctx context.Context, st *state, id sdk.Identity, sessio
 	return block, nil
 }
 
-// iterate is the before-iteration recall. An empty message recalls the
-// last query again (a record of the block may have been forgotten since);
-// a recall that renders what the last one did keeps the block byte for
-// byte; a failed recall is logged and keeps it too.
+// iterate is the before-iteration recall. A message without query terms
+// (empty, or only stopwords and punctuation) asks nothing new: it recalls
+// the last query again (a record of the block may have been forgotten
+// since); a recall that renders what the last one did keeps the block
+// byte for byte; a failed recall is logged and keeps it too.
 func (r *recaller) iterate(ctx context.Context, st *state, id sdk.Identity, session, message string, f Filters) Iteration {
 	query := compactQuery(message)
-	if query == "" {
+	if !tokenize.HasTerms(query) {
 		query = st.query
 	}
 	if query == "" {

@@ -576,6 +576,27 @@ func TestEmptyMessageRecallsTheLastQuery(t *testing.T) {
 	}
 }
 
+// TestMessageWithoutTermsKeepsTheBlock: a last user message that holds no
+// query term ("and the?": stopwords and punctuation) asks nothing new,
+// as an empty one does: the session's last query is recalled, and the
+// block is not dropped for a recall of nothing.
+func TestMessageWithoutTermsKeepsTheBlock(t *testing.T) {
+	f := newFixture(t)
+	f.add(rec("Door code", "the lab door code is 4711"))
+	s := NewSessions(f.src, SessionsOptions{})
+	ctx := context.Background()
+	start, err := s.SessionStart(ctx, alice, "g", "lab door code", Filters{})
+	if err != nil || !strings.Contains(start, "4711") {
+		t.Fatalf("start %q %v", start, err)
+	}
+	for _, message := range []string{"and the?", "!!!", "of the"} {
+		it, err := s.BeforeIteration(ctx, alice, "g", message, Filters{})
+		if err != nil || it.Block != start || it.Changed {
+			t.Fatalf("message %q: block %q changed %v, %v; want the block of the last query, unchanged", message, it.Block, it.Changed, err)
+		}
+	}
+}
+
 func TestConcurrentSessions(t *testing.T) {
 	f := newFixture(t)
 	f.add(rec("Coffee", "flat white"), rec("Tea", "green tea"))

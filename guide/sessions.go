@@ -115,12 +115,13 @@ func (s *Sessions) SessionStart(ctx context.Context, id sdk.Identity, session, t
 	return block, nil
 }
 
-// BeforeIteration recalls with the last user message (an empty one: the
-// last query) and answers the session's block and whether it changed. A
-// recall that renders what the last one did answers the previous block
-// byte-identical. A failed recall is logged and answers the previous
-// block, saying so (RecallFailed); only bad input, and a wait for the
-// session's previous call past ctx's deadline, are errors.
+// BeforeIteration recalls with the last user message (one without a
+// query term, such as an empty one: the last query) and answers the
+// session's block and whether it changed. A recall that renders what the
+// last one did answers the previous block byte-identical. A failed recall
+// is logged and answers the previous block, saying so (RecallFailed); only
+// bad input, and a wait for the session's previous call past ctx's
+// deadline, are errors.
 func (s *Sessions) BeforeIteration(ctx context.Context, id sdk.Identity, session, lastUserMessage string, f Filters) (Iteration, error) {
 	if err := validate(id, session); err != nil {
 		return Iteration{}, err

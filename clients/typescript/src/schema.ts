@@ -398,7 +398,7 @@ export interface paths {
         put?: never;
         /**
          * Memory guide block before a model iteration (last user message as query)
-         * @description Every call recalls (an empty message recalls the session's last query); a recall that finds what the previous one did answers the previous block byte-identical with changed=false. A failed recall keeps the previous block and answers recall_failed=true.
+         * @description Every call recalls (a message without a query term, such as an empty one, recalls the session's last query); a recall that finds what the previous one did answers the previous block byte-identical with changed=false. A failed recall keeps the previous block and answers recall_failed=true.
          */
         post: operations["guideBeforeIteration"];
         delete?: never;
