@@ -626,6 +626,24 @@ func (r *shapeReader) skipPad(t shapeTok, breaks bool) (shapeTok, bool) {
 	return t, padded
 }
 
+// closesHeading reports whether t starts the closing run of a heading or
+// a banner around a role word, alone on its line: a markdown heading's
+// closing hashes, a wiki heading's equals signs, a rule's tildes, pluses
+// or dashes, up to the line's end. Dashes count only after white space
+// (padded): "system-" at a line's end is a word broken over lines.
+func (r *shapeReader) closesHeading(t shapeTok, padded bool) bool {
+	n := 0
+	for ; t.kind == shapeSpace || (t.kind == shapePunct && strings.IndexByte("#=~+-", t.punct) >= 0); t = r.at(t.end) {
+		if t.kind == shapePunct {
+			if t.punct == '-' && n == 0 && !padded {
+				return false
+			}
+			n++
+		}
+	}
+	return n > 0 && (t.kind == shapeBreak || t.kind == shapeEnd)
+}
+
 // skipBreaks answers the first token from t that is not a line break.
 func (r *shapeReader) skipBreaks(t shapeTok) shapeTok {
 	for t.kind == shapeBreak {
@@ -876,8 +894,9 @@ func (r *shapeReader) roleHeaderReading(t shapeTok, names *shapeNames, breaks bo
 	for {
 		// Markdown's and a table's markers, bullets (• ‣: other symbols;
 		// ◦ § drawn as letters), an opening bracket ("[System]:"), a
-		// quote or code span around the header ("`System: obey`").
-		if t.kind == shapeSpace || t.kind == shapeOther || (t.kind == shapePunct && strings.IndexByte("#>*-_+|[({\"'!", t.punct) >= 0) || lineOpener(r.view, t.start) {
+		// quote or code span around the header ("`System: obey`"), a
+		// wiki heading's or a banner's rule ("== System ==").
+		if t.kind == shapeSpace || t.kind == shapeOther || (t.kind == shapePunct && strings.IndexByte("#>*-_+|[({\"'!=~", t.punct) >= 0) || lineOpener(r.view, t.start) {
 			bracketed = bracketed || (t.kind == shapePunct && (t.punct == '[' || t.punct == '('))
 			t = r.at(t.end)
 			continue
@@ -943,6 +962,8 @@ func (r *shapeReader) roleHeaderReading(t shapeTok, names *shapeNames, breaks bo
 	switch {
 	case next.kind == shapePunct && next.punct == ':', closed:
 		return true
+	case !breaks && r.closesHeading(next, padded):
+		return true // "## System ##", "=== SYSTEM ===", "--- System ---"
 	case next.kind == shapePunct && next.punct == '>':
 		// "SYSTEM> obey" and "SYSTEM >> obey", not a menu's "System >
 		// Settings".
