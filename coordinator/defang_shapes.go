@@ -192,8 +192,8 @@ const shapePuncts = `<>|[]/_-.:"'#*=`
 
 // letterPunct answers the punctuation a letter is drawn as: Canadian
 // syllabics pa and po as angle brackets; the click letters ǀ ǁ, Cyrillic
-// palochka Ӏ ӏ, runic isaz ᛁ, Tifinagh yan ⵏ, Lisu ꓲ, Hangul ㅣ and the
-// CJK stroke 丨 and the Hangul vowel ᅵ as a bar; the modifier letter ː and
+// palochka Ӏ ӏ, runic isaz ᛁ, Tifinagh yan ⵏ, Lisu ꓲ, Hangul ㅣ, the
+// CJK stroke 丨, the Hangul vowel ᅵ and the IPA stress mark ˈ as a bar; the modifier letter ː and
 // Lisu's ꓽ as a colon.
 func letterPunct(r rune) byte {
 	switch r {
@@ -201,7 +201,7 @@ func letterPunct(r rune) byte {
 		return '<'
 	case 'ᐳ':
 		return '>'
-	case 'ǀ', 'Ӏ', 'ӏ', 'ᛁ', 'ⵏ', 'ǁ', 'ꓲ', 'ㅣ', '丨', 'ᅵ', 'ￜ':
+	case 'ǀ', 'Ӏ', 'ӏ', 'ᛁ', 'ⵏ', 'ǁ', 'ꓲ', 'ㅣ', '丨', 'ᅵ', 'ￜ', 'ˈ':
 		return '|'
 	case 'ː', 'ꓽ': // modifier letter triangular colon, Lisu tone mya jeu
 		return ':'
@@ -220,9 +220,10 @@ var punctLookAlikes = map[rune]byte{
 	'‖': '|', '║': '|', '⎸': '|', '⎹': '|',
 	'᠄': ':', // Mongolian colon
 	// Z notation's type colon, Syriac, Ethiopic, Bamum and SignWriting
-	// colons, the tricolon.
-	'⦂': ':', '܆': ':', '܇': ':', '፥': ':', '፦': ':', '⁝': ':', '꛴': ':', '\U0001DA8A': ':',
-	'❙': '|', '∥': '|', '┆': '|', '┊': '|', '╎': '|', '╏': '|', '┇': '|', '┋': '|',
+	// colons, the tricolon; Ethiopic's wordspace and cuneiform's vertical
+	// colon are drawn as one too.
+	'⦂': ':', '܆': ':', '܇': ':', '܈': ':', '܉': ':', '፥': ':', '፦': ':', '፡': ':', '⁝': ':', '꛴': ':', '\U0001DA8A': ':', '\U00012471': ':',
+	'❙': '|', '❚': '|', '⏸': '|', '∥': '|', '┆': '|', '┊': '|', '╎': '|', '╏': '|', '┇': '|', '┋': '|',
 	'『': '[', '⦃': '[', '⟮': '[', '』': ']', '⦄': ']', '⟯': ']',
 	'│': '|', '∣': '|', '¦': '|', '︱': '|', '⏐': '|', '❘': '|', '￨': '|', '┃': '|', '▏': '|', '▕': '|',
 	'\u05c0': '|', '⏽': '|', // Hebrew paseq, power-on symbol
