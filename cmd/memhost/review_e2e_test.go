@@ -401,3 +401,44 @@ proposals {
 		t.Errorf("a proposal past the bound of live ones = %d, want 429", code)
 	}
 }
+
+// TestReviewDecisionsAreLogged: from an outside review. An approval over
+// a record drops the proposal and a rejection forgets it, and either
+// drops the queue's note of who proposed it: nothing told an operator
+// afterwards who proposed what, or which token decided it. Each decision
+// is now a line in the host's log.
+func TestReviewDecisionsAreLogged(t *testing.T) {
+	t.Parallel()
+	m := startMemhost(t, reviewConfig, reviewEnv...)
+	m.token = appSecret
+	remember(t, m, map[string]any{"scope": "realm", "kind": "fact", "title": "Gate code", "body": "The gate code is 1234."})
+	_, _, approved := propose(t, m, agentSecret, "default", "Gate code", "The gate code is 5678.")
+	_, _, rejected := propose(t, m, agent2Secret, "default", "Parking", "Park on level three.")
+	if len(approved) != 1 || len(rejected) != 1 {
+		t.Fatalf("proposals = %v, %v", approved, rejected)
+	}
+	var ok struct{ ID string }
+	if code := m.do("POST", "/v1/records/"+approved[0]+"/approve", nil, &ok); code != 200 {
+		t.Fatalf("approve = %d\n%s", code, m.logs())
+	}
+	if code := m.do("POST", "/v1/records/"+rejected[0]+"/reject", nil, nil); code != 200 {
+		t.Fatalf("reject = %d\n%s", code, m.logs())
+	}
+	logs := m.logs()
+	for _, want := range [][]string{
+		{"proposal approved", "proposal=" + approved[0], "record=" + ok.ID, "proposer=agent ", "token=platform"},
+		{"proposal rejected", "proposal=" + rejected[0], "proposer=agent2", "token=platform"},
+	} {
+		found := false
+		for _, line := range strings.Split(logs, "\n") {
+			hit := true
+			for _, w := range want {
+				hit = hit && strings.Contains(line+" ", w)
+			}
+			found = found || hit
+		}
+		if !found {
+			t.Errorf("no log line holds %q:\n%s", want, logs)
+		}
+	}
+}

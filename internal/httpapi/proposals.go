@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 
+	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/host"
@@ -105,10 +106,27 @@ func (s *Server) handleReject(ctx context.Context, c caller, w http.ResponseWrit
 	// The title is blanked in the traces first (see forgetTraces), once
 	// the review found the proposal pending: a rejection refused changes
 	// nothing.
+	proposer := s.proposerOf(ctx, realm, id)
 	if err := queue.Reject(ctx, realm, id, p, func() error { return s.forgetTraces(ctx, realm, id) }); err != nil {
 		return err
 	}
+	hclog.FromContext(ctx).Info("proposal rejected", "realm", realm, "proposal", id, "proposer", proposer, "token", c.name())
 	return writeJSON(w, http.StatusOK, map[string]any{"rejected": id, "status": "rejected"})
+}
+
+// proposerOf answers the token that left proposal id, as the queue notes
+// it, for the log line of its review: the review drops that note and the
+// proposal, so the line is the one place an operator finds who proposed
+// what and who decided it. Unknown ("") when the queue cannot say.
+func (s *Server) proposerOf(ctx context.Context, realm, id string) string {
+	if s.opts.Proposals == nil {
+		return ""
+	}
+	e, found, err := s.opts.Proposals.Ledger.Lookup(ctx, realm, id)
+	if err != nil || !found || e.Proposer == proposal.ImportedProposer {
+		return ""
+	}
+	return e.Proposer
 }
 
 // queue answers the proposal queue, or an error when the host keeps

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 
+	hclog "github.com/hashicorp/go-hclog"
+
 	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/sdk"
 )
@@ -36,9 +38,11 @@ func (s *Server) handleApprove(ctx context.Context, c caller, w http.ResponseWri
 	if err := s.touchRecord(ctx, c, realm, id, p); err != nil {
 		return err
 	}
+	proposer := s.proposerOf(ctx, realm, id)
 	newID, err := s.approve(ctx, realm, id, p)
 	if err != nil {
 		return err
 	}
+	hclog.FromContext(ctx).Info("proposal approved", "realm", realm, "proposal", id, "record", newID, "proposer", proposer, "token", c.name())
 	return writeJSON(w, http.StatusOK, map[string]any{"id": newID, "approved": id, "status": "active"})
 }
