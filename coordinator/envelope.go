@@ -134,12 +134,21 @@ type Rendered struct {
 	// NeighbourOf maps each id of IDs shown as a thread neighbour to the
 	// id of the record it is shown beside.
 	NeighbourOf map[string]string
+	// Repeats are records left out because a record of IDs says the same
+	// (see memories); the session counts each as it counts that record,
+	// so a later turn does not bring the repeat either.
+	Repeats []Repeat
 }
+
+// Repeat is a record left out of an envelope for saying what record Of,
+// shown in it, says.
+type Repeat struct{ ID, Of string }
 
 // Render packs records greedily into an envelope of at most MaxBytes: a
 // record that does not fit is skipped and the next one is tried, so one
 // large record never starves smaller ones. Records that are not
-// recallable, belong to another realm or repeat an id are left out.
+// recallable, belong to another realm or repeat an id or a shown record's
+// memory are left out.
 func (e *Envelope) Render(in RenderInput) Rendered {
 	return e.pack(e.Header(in.Identity, in.Nonce), in)
 }
@@ -158,10 +167,18 @@ func (e *Envelope) pack(prefix string, in RenderInput) Rendered {
 	buf := append((*bp)[:0], prefix...)
 	var out Rendered
 	var starts []int // each observation's offset in buf
+	var said memories
 	for i := range in.Records {
 		r := &in.Records[i]
 		if in.MaxEntries > 0 && len(out.IDs) >= in.MaxEntries {
 			break
+		}
+		if of, ok := said.repeats(r); ok {
+			listed := slices.ContainsFunc(out.Repeats, func(x Repeat) bool { return x.ID == r.ID })
+			if r.ID != "" && !listed && !slices.Contains(out.IDs, r.ID) && (in.Skip == nil || !in.Skip(r.ID)) {
+				out.Repeats = append(out.Repeats, Repeat{ID: r.ID, Of: of})
+			}
+			continue
 		}
 		mark := len(buf)
 		var cut bool
@@ -171,6 +188,7 @@ func (e *Envelope) pack(prefix string, in RenderInput) Rendered {
 		if cut {
 			out.Excerpts = append(out.Excerpts, r.ID)
 		}
+		said.add(r)
 		starts = append(starts, mark)
 		out.IDs = append(out.IDs, r.ID)
 		out.RecordBytes = append(out.RecordBytes, len(buf)-mark)
@@ -186,6 +204,47 @@ func (e *Envelope) pack(prefix string, in RenderInput) Rendered {
 	out.Text = string(buf)
 	out.Bytes = len(buf)
 	return out
+}
+
+// memories are the records an envelope shows, by content, so that one
+// fact written both to a user's scope and to the realm's (a copy, an
+// import) is shown once: a model reads the same memory either way, and
+// showing it twice spends the budget on nothing. Conversation turns are
+// told apart by their place in their thread ("Thanks!" said twice is two
+// turns), so they are never repeats.
+type memories map[string]*sdk.Record
+
+func memoryKey(r *sdk.Record) string {
+	if r.ContentHash != "" {
+		return r.ContentHash
+	}
+	return sdk.ContentHash(r.Title, r.Body)
+}
+
+func (m *memories) add(r *sdk.Record) {
+	if r.Thread != nil {
+		return
+	}
+	if *m == nil {
+		*m = memories{}
+	}
+	if k := memoryKey(r); (*m)[k] == nil {
+		(*m)[k] = r
+	}
+}
+
+// repeats answers the id of the shown record r says the same as, if any.
+// The key is the provider's content hash; the texts are compared, not
+// trusted to it.
+func (m memories) repeats(r *sdk.Record) (string, bool) {
+	if len(m) == 0 || r.Thread != nil {
+		return "", false
+	}
+	prev := m[memoryKey(r)]
+	if prev == nil || prev.Title != r.Title || prev.Body != r.Body || prev.Kind != r.Kind || !prev.OccurredAt.Equal(r.OccurredAt) {
+		return "", false
+	}
+	return prev.ID, true
 }
 
 // appendFitting appends r's observation (index, or beside the record of

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -267,5 +268,68 @@ func TestEnvelopeLabelsNamedLikeMarkers(t *testing.T) {
 	}
 	if !strings.Contains(out.Text, "for identity `defanged_memory_observation`") {
 		t.Fatalf("the identity label is not defanged:\n%s", out.Text)
+	}
+}
+
+// TestEnvelopeShowsAMemoryOnce: from this stop's coordinator review. One
+// fact kept in a user's scope and in the realm's had two ids, and one
+// envelope showed it twice. A record saying what a shown one says is left
+// out and reported as a repeat (the session then counts it injected);
+// conversation turns, other times and other texts are not repeats, and a
+// provider's content hash is not trusted alone.
+func TestEnvelopeShowsAMemoryOnce(t *testing.T) {
+	e := mustEnvelope(t, nil)
+	mine := envRec("mine", "Door code", "The door code is 1111.", 0)
+	shared := envRec("shared", "Door code", "The door code is 1111.", 0)
+	shared.Scope = sdk.RealmScope
+	turn := func(id, thread string) sdk.Record {
+		r := envRec(id, "user", "Thanks!", 0)
+		r.Thread = &sdk.Thread{ID: thread, Seq: 3}
+		return r
+	}
+	later := shared
+	later.ID, later.OccurredAt = "later", testNow.Add(-time.Hour)
+	lying := envRec("lying", "Door code", "The door code is 2222.", 0)
+	hashed := mine
+	hashed.ContentHash, lying.ContentHash = "same", "same"
+	long := strings.Repeat("filler words here. ", 80) + "The espresso machine is on the left. " + strings.Repeat("more filler. ", 80)
+	cutMine, cutShared := envRec("cut-mine", "Kitchen", long, 0), envRec("cut-shared", "Kitchen", long, 0)
+	cutShared.Scope = sdk.RealmScope
+	for _, tc := range []struct {
+		name         string
+		recs         []sdk.Record
+		terms        []string
+		skip         func(string) bool
+		want, repeat []string // repeat: ids, each of want[0]
+	}{
+		{"one fact in two scopes", []sdk.Record{mine, shared}, nil, nil, []string{"mine"}, []string{"shared"}},
+		{"a repeat already injected is not reported again", []sdk.Record{mine, shared}, nil, func(id string) bool { return id == "shared" }, []string{"mine"}, nil},
+		{"turns of two threads", []sdk.Record{turn("t1", "a"), turn("t2", "b")}, nil, nil, []string{"t1", "t2"}, nil},
+		{"another time", []sdk.Record{shared, later}, nil, nil, []string{"shared", "later"}, nil},
+		{"a hash shared by other texts", []sdk.Record{hashed, lying}, nil, nil, []string{"mine", "lying"}, nil},
+		{"one id twice", []sdk.Record{mine, mine}, nil, nil, []string{"mine"}, nil},
+		{"an excerpt's repeat", []sdk.Record{cutMine, cutShared}, []string{"espresso"}, nil, []string{"cut-mine"}, []string{"cut-shared"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := e.Render(RenderInput{Identity: alice, Nonce: testNonce, Records: tc.recs, MaxBytes: 20 << 10, Terms: tc.terms, Skip: tc.skip, Now: testNow})
+			var repeat []string
+			for _, r := range out.Repeats {
+				if r.Of != tc.want[0] {
+					t.Errorf("%s repeats %s, want %s", r.ID, r.Of, tc.want[0])
+				}
+				repeat = append(repeat, r.ID)
+			}
+			if !slices.Equal(out.IDs, tc.want) || !slices.Equal(repeat, tc.repeat) {
+				t.Fatalf("ids %v repeats %v, want %v %v", out.IDs, out.Repeats, tc.want, tc.repeat)
+			}
+		})
+	}
+	// The session counts a repeat as it counts the record shown: injected,
+	// so a later turn skips it, or excerpted, so a later turn may show
+	// one of the two whole.
+	var s SessionState
+	s.account(e.Render(RenderInput{Identity: alice, Nonce: testNonce, Records: []sdk.Record{mine, shared, cutMine, cutShared}, MaxBytes: 20 << 10, Terms: []string{"espresso"}, Now: testNow}))
+	if !s.injected("mine") || !s.injected("shared") || !s.excerpted("cut-mine") || !s.excerpted("cut-shared") || s.injected("cut-shared") {
+		t.Fatalf("session injected %v excerpted %v", s.InjectedIDs, s.ExcerptIDs)
 	}
 }

@@ -113,6 +113,18 @@ func (s *SessionState) account(out Rendered) {
 		s.InjectedIDs = append(s.InjectedIDs, id)
 		s.ExcerptIDs = slices.DeleteFunc(s.ExcerptIDs, func(x string) bool { return x == id })
 	}
+	for _, rep := range out.Repeats {
+		switch {
+		case s.injected(rep.ID):
+		case slices.Contains(out.Excerpts, rep.Of):
+			if !s.excerpted(rep.ID) {
+				s.ExcerptIDs = append(s.ExcerptIDs, rep.ID)
+			}
+		default:
+			s.InjectedIDs = append(s.InjectedIDs, rep.ID)
+			s.ExcerptIDs = slices.DeleteFunc(s.ExcerptIDs, func(x string) bool { return x == rep.ID })
+		}
+	}
 }
 
 // reset forgets the session's injection accounting (DESIGN 5.6). A session

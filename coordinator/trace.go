@@ -30,6 +30,7 @@ const (
 	ExcludedBudget     = "budget"      // it did not fit in what was left of the byte budget
 	ExcludedMaxEntries = "max_entries" // the entry cap was reached first
 	ExcludedDedup      = "dedup"       // already injected in this session
+	ExcludedRepeat     = "repeat"      // an included record says the same
 	ExcludedSelector   = "selector"    // a working-set row the selector did not pick
 	ExcludedStatus     = "status"      // expired or no longer active
 	ExcludedTrust      = "trust"       // below the trust the surface asks for
@@ -208,6 +209,8 @@ func (c *Coordinator) emit(id sdk.Identity, session string, surface Surface, ski
 		switch {
 		case n.dedup[r.ID]:
 			reason = ExcludedDedup
+		case slices.ContainsFunc(n.rendered.Repeats, func(x Repeat) bool { return x.ID == r.ID }):
+			reason = ExcludedRepeat
 		case !r.Recallable(now):
 			reason = ExcludedStatus
 		case maxEntries > 0 && len(n.rendered.IDs)-len(n.rendered.NeighbourOf) >= maxEntries:

@@ -124,3 +124,27 @@ func TestLongSessionKeepsRecalling(t *testing.T) {
 		}
 	}
 }
+
+// TestOneMemoryInTwoScopesIsInjectedOnce: from this stop's coordinator
+// review. A fact kept in a user's own scope and in the realm's (two ids,
+// one text) reached the model twice in one turn. Through `memhost serve`
+// with the real sqlite plugin: the turn shows it once, and a later turn of
+// the session does not bring the other copy.
+func TestOneMemoryInTwoScopesIsInjectedOnce(t *testing.T) {
+	t.Parallel()
+	m := startMemhost(t, providerDeployment("sqlite", `{ path = "memory.db" }`))
+	fact := func(scope string) map[string]any {
+		return map[string]any{"scope": scope, "kind": "fact", "title": "Espresso", "body": "The espresso machine descales on Fridays."}
+	}
+	remember(t, m, fact("identity:alice"), fact("realm"))
+	for i, want := range []int{1, 0} {
+		var out turnAnswer
+		req := map[string]any{"identity": map[string]string{"id": "alice"}, "session": "s1", "content": "espresso descales"}
+		if code := m.do("POST", "/v1/turns/inject", req, &out); code != 200 {
+			t.Fatalf("turn %d: turns/inject = %d\n%s", i, code, m.logs())
+		}
+		if len(out.RecordIDs) != want || strings.Count(strings.Join(out.InjectedContext, ""), "descales on Fridays") != want {
+			t.Fatalf("turn %d: injected %v\n%s", i, out.RecordIDs, strings.Join(out.InjectedContext, ""))
+		}
+	}
+}

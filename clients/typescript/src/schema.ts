@@ -856,10 +856,10 @@ export interface components {
             /** @description the recall's score, when recalled lexically: the provider's, as the time, choice and speaker rankings left it */
             score?: number;
             /**
-             * @description why it was left out (status: a record answered past its expiry; a provider that leaves expired records out of its recall shows none)
+             * @description why it was left out (repeat: an included record of another scope says the same; status: a record answered past its expiry; a provider that leaves expired records out of its recall shows none)
              * @enum {string}
              */
-            reason?: "budget" | "max_entries" | "dedup" | "selector" | "status" | "trust";
+            reason?: "budget" | "max_entries" | "dedup" | "repeat" | "selector" | "status" | "trust";
             /** @description the included record this one was shown beside, as its thread neighbour */
             neighbour_of?: string;
             /** @description the record was forgotten since: its title is no longer kept */
