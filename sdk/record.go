@@ -154,10 +154,12 @@ func (r *Record) ThreadDistance(o *Record) (uint64, bool) {
 	return uint64(a) - uint64(b), true
 }
 
-// HasTag reports whether the record carries tag, compared case-folded.
+// HasTag reports whether the record carries tag, compared as SameTag does
+// (in NFC, case-folded): a record stored before the host sent tags in NFC
+// may hold a decomposed one.
 func (r *Record) HasTag(tag string) bool {
 	for _, t := range r.Tags {
-		if strings.EqualFold(t, tag) {
+		if SameTag(t, tag) {
 			return true
 		}
 	}

@@ -18,3 +18,12 @@ func TestSameTag(t *testing.T) {
 		}
 	}
 }
+
+// A record stored before the host sent tags in NFC may hold a decomposed
+// tag: HasTag (the SDK's neighbour filter, the guide's) must match it.
+func TestHasTagInNFC(t *testing.T) {
+	r := Record{Tags: []string{"cafe\u0301"}}
+	if !r.HasTag("caf\u00e9") || !r.HasTag("CAF\u00c9") {
+		t.Error("a decomposed tag does not match its composed form")
+	}
+}

@@ -444,6 +444,7 @@ func TestTagFilters(t *testing.T) {
 		rec("realm", "two", "kettle", "kitchen"),
 		rec("realm", "three", "kettle", "garage"),
 		rec("realm", "four", "kettle", "Straße", "\u212Aelvin"), // Kelvin sign
+		rec("realm", "five", "kettle", "cafe\u0301"),            // stored before tags were sent in NFC
 	)
 	cases := []struct {
 		name          string
@@ -451,14 +452,16 @@ func TestTagFilters(t *testing.T) {
 		want          []string
 	}{
 		{"none", nil, nil, ids},
+		{"a decomposed tag in NFC", []string{"CAF\u00c9"}, nil, ids[4:]},
+		{"exclude a decomposed tag in NFC", nil, []string{"caf\u00e9"}, ids[:4]},
 		{"one tag, case-folded", []string{"KITCHEN"}, nil, ids[:2]},
 		{"all tags required", []string{"kitchen", "urgent"}, nil, ids[:1]},
-		{"exclude any", nil, []string{"URGENT", "garage"}, []string{ids[1], ids[3]}},
+		{"exclude any", nil, []string{"URGENT", "garage"}, []string{ids[1], ids[3], ids[4]}},
 		{"require and exclude", []string{"kitchen"}, []string{"urgent"}, ids[1:2]},
 		{"unicode folding", []string{"STRASSE"}, nil, nil}, // EqualFold does not fold ß to ss
 		{"unicode simple folding", []string{"straSSe"}, nil, nil},
-		{"kelvin sign folds to k", []string{"kelvin"}, nil, ids[3:]},
-		{"exact unicode", []string{"STRAßE"}, nil, ids[3:]},
+		{"kelvin sign folds to k", []string{"kelvin"}, nil, ids[3:4]},
+		{"exact unicode", []string{"STRAßE"}, nil, ids[3:4]},
 	}
 	for _, c := range cases {
 		got := recallIDs(t, p, sdk.RecallQuery{Query: "kettle", Tags: c.tags, ExcludeTags: c.exclude})
@@ -468,12 +471,12 @@ func TestTagFilters(t *testing.T) {
 	}
 }
 
-func TestFoldTagAgreesWithEqualFold(t *testing.T) {
-	words := []string{"k", "K", "\u212A", "s", "S", "\u017F", "ß", "ẞ", "Σ", "σ", "ς", "straße", "STRASSE", "Ǆ", "ǅ", "ǆ", "İ", "ı", "i", "I"}
+func TestFoldTagAgreesWithSameTag(t *testing.T) {
+	words := []string{"k", "K", "\u212A", "s", "S", "\u017F", "ß", "ẞ", "Σ", "σ", "ς", "straße", "STRASSE", "Ǆ", "ǅ", "ǆ", "İ", "ı", "i", "I", "caf\u00e9", "CAF\u00c9", "cafe\u0301"}
 	for _, a := range words {
 		for _, b := range words {
-			if (foldTag(a) == foldTag(b)) != strings.EqualFold(a, b) {
-				t.Errorf("foldTag(%q)=%q, foldTag(%q)=%q, EqualFold=%v", a, foldTag(a), b, foldTag(b), strings.EqualFold(a, b))
+			if (foldTag(a) == foldTag(b)) != sdk.SameTag(a, b) {
+				t.Errorf("foldTag(%q)=%q, foldTag(%q)=%q, SameTag=%v", a, foldTag(a), b, foldTag(b), sdk.SameTag(a, b))
 			}
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	index "github.com/blevesearch/bleve_index_api"
 	"github.com/memhost/memhost/sdk"
 	bolterrors "go.etcd.io/bbolt/errors"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Index fields. A record's text is one field, fieldTerms, whose postings
@@ -55,8 +56,9 @@ const (
 // context within a scope (its place keys name the scope, and a layout 4
 // index holds context drawn from other scopes' records); layout 6 leaves
 // the system tags out of the text (memindex.TagText). terms/3: text in
-// NFC, case-fold orbits folded (tokenize.Version 3).
-const schemaVersion = "memhost-bleve/6 terms/3"
+// NFC, case-fold orbits folded (tokenize.Version 3). Layout 7 keys tags
+// in NFC (foldTag).
+const schemaVersion = "memhost-bleve/7 terms/3"
 
 var (
 	schemaKey = []byte("memhost_schema")
@@ -375,7 +377,9 @@ func dedupKey(scope sdk.Scope, hash string) string { return string(scope) + "|" 
 // sdk.Record.HasTag) says they are equal. Each rune becomes a choice made
 // from its whole simple-folding orbit: the lower case of the orbit's least
 // rune when that is in the orbit (readable keys), else the least rune
-// itself (İ lower-cases to i, which is not in its orbit).
+// itself (İ lower-cases to i, which is not in its orbit). The tag is put
+// in NFC first: the host sends tags in NFC, but a record stored before it
+// did keeps a decomposed tag as written.
 func foldTag(s string) string {
 	return strings.Map(func(r rune) rune {
 		least := r
@@ -389,7 +393,7 @@ func foldTag(s string) string {
 			}
 		}
 		return least
-	}, s)
+	}, norm.NFC.String(s))
 }
 
 // placeKey is the place field's value for seq in thread id of scope: a

@@ -211,6 +211,37 @@ ALTER INDEX records_by_place RENAME TO records_by_thread;
 		_, err := reindex(ctx, tx, "", nil)
 		return err
 	}},
+	// 13: tag keys are folded in NFC (index.FoldTag), as the host sends
+	// tags since; a tag stored before as written (e and a combining
+	// accent) kept a key no filter names any more.
+	{sql: `SELECT 1;`, then: refoldTags},
+}
+
+// refoldTags recomputes the tag keys of the records holding a non-ASCII
+// tag (an ASCII key is the same under either rule).
+func refoldTags(ctx context.Context, tx pgx.Tx) error {
+	rows, err := tx.Query(ctx, `SELECT seq, tags FROM records WHERE array_to_string(tags, ' ') ~ '[^[:ascii:]]'`)
+	if err != nil {
+		return err
+	}
+	type row struct {
+		seq  int64
+		tags []string
+	}
+	recs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+		var x row
+		err := r.Scan(&x.seq, &x.tags)
+		return x, err
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if _, err := tx.Exec(ctx, `UPDATE records SET tag_keys = $1 WHERE seq = $2`, foldTags(r.tags), r.seq); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // indexAllThreads re-indexes every active threaded record with its

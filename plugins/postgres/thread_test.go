@@ -661,3 +661,43 @@ func TestReadThread(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestMigrationFoldsTagsInNFC opens a schema as version 12 left it: a tag
+// stored as written, e and a combining accent, keyed so. The host sends
+// every filter in NFC, so after migrating a filter naming the tag must
+// find the record, and an exclusion must keep it out.
+func TestMigrationFoldsTagsInNFC(t *testing.T) {
+	ctx := context.Background()
+	recs := []sdk.Record{
+		{Scope: "realm", Kind: "fact", Trust: "application", Title: "Espresso order", Body: "Alice takes espresso without sugar.", Tags: []string{"cafe\u0301", "coffee"}},
+		{Scope: "realm", Kind: "fact", Trust: "application", Title: "Espresso machine", Body: "The espresso machine needs descaling."},
+	}
+	schema, db := twinStoresOf(t, recs)
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `UPDATE records SET tag_keys = ARRAY[E'cafe\u0301', 'coffee'] WHERE 'coffee' = ANY (tags)`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM schema_migrations WHERE version >= 13`)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := openPath(t, schema, "sql") // migrates to version 13
+	for _, q := range []sdk.RecallQuery{
+		{Realm: realm, Query: "espresso", Tags: []string{"caf\u00e9"}},
+		{Realm: realm, Query: "espresso", ExcludeTags: []string{"CAF\u00c9"}},
+	} {
+		hits, err := s.Recall(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "Espresso order"
+		if len(q.ExcludeTags) > 0 {
+			want = "Espresso machine"
+		}
+		if len(hits) != 1 || hits[0].Record.Title != want {
+			t.Errorf("tags %q, exclude %q: %d hits, want %q alone", q.Tags, q.ExcludeTags, len(hits), want)
+		}
+	}
+}

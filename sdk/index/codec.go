@@ -58,12 +58,14 @@ import (
 // earlier snapshot holds context drawn from other scopes' records under
 // the same thread id, so it is stale (the layout is v5's; a threaded
 // document's scope is its own, read with it). v7 leaves the system tags
-// out of the tags field (TagText); the layout is v6's.
-const magic = "memhost-index\x00v7\n"
+// out of the tags field (TagText); the layout is v6's. v8 keys tags in
+// NFC (FoldTag); the layout is v7's.
+const magic = "memhost-index\x00v8\n"
 
 // staleMagics start the snapshots of earlier layouts, all stale, and say
 // why.
 var staleMagics = map[string]string{
+	"memhost-index\x00v7\n": "its tags are keyed as written, not in NFC",
 	"memhost-index\x00v6\n": "its tags fields hold memhost's system tags",
 	"memhost-index\x00v5\n": "it joins thread context across scopes",
 	"memhost-index\x00v4\n": "it joins thread context across scopes",

@@ -170,12 +170,14 @@ func TestOldSnapshotsAreStale(t *testing.T) {
 	}
 	v5 := slices.Concat([]byte("memhost-index\x00v5\n"), now.Bytes()[len(magic):])
 	v6 := slices.Concat([]byte("memhost-index\x00v6\n"), now.Bytes()[len(magic):])
+	v7 := slices.Concat([]byte("memhost-index\x00v7\n"), now.Bytes()[len(magic):])
 	for _, tc := range []struct {
 		name, why string
 		data      []byte
 	}{
 		{"v3", "across scopes", v3}, {"v4", "across scopes", v4}, {"v5", "across scopes", v5},
 		{"v2", "across scopes", []byte("memhost-index\x00v2\n")}, {"v6", "system tags", v6},
+		{"v7", "not in NFC", v7},
 	} {
 		if _, err := Decode(bytes.NewReader(tc.data)); !errors.Is(err, ErrStale) || !strings.Contains(err.Error(), tc.why) {
 			t.Errorf("%s snapshot: Decode = %v, want ErrStale saying %q", tc.name, err, tc.why)

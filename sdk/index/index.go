@@ -45,6 +45,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // Stats chooses which documents BM25's collection statistics (document
@@ -878,10 +880,13 @@ func (s *spans[T]) permute(order []uint32) spans[T] {
 	return out
 }
 
-// FoldTag maps a tag to a key two tags share exactly when strings.EqualFold
-// holds between them: each rune becomes the least rune of its simple
-// case-folding orbit.
+// FoldTag maps a tag to a key two tags share exactly when sdk.SameTag
+// holds between them: the tag in NFC, each rune the least rune of its
+// simple case-folding orbit. NFC because the host sends tags in NFC while
+// a store keeps the tags written before it did as they came (café as e
+// and a combining accent): without it no filter would find those again.
 func FoldTag(tag string) string {
+	tag = norm.NFC.String(tag)
 	var b strings.Builder
 	b.Grow(len(tag))
 	for _, r := range tag {

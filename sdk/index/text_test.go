@@ -1,6 +1,7 @@
 package index
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 )
@@ -45,4 +46,34 @@ func FuzzIsSystemTag(f *testing.F) {
 			t.Fatalf("IsSystemTag(%q) = %v, want %v (FoldTag %q)", tag, got, want, FoldTag(tag))
 		}
 	})
+}
+
+// A tag stored before the host sent tags in NFC may be decomposed (e and a
+// combining accent); the filters, now always in NFC, must still find it, a
+// snapshot included, and an exclusion must still keep it out.
+func TestTagsMatchInNFC(t *testing.T) {
+	ix, _ := New(Options{Weights: ftsWeights, Stats: StatsRealm, ContextWeight: ContextWeight})
+	if err := ix.Put(Doc{ID: "old", Realm: "r", Scope: "realm", Tags: []string{"cafe\u0301"}, Fields: [][]string{nil, {"espresso"}, nil, nil}}); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := ix.Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Decode(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []*Index{ix, back} {
+		for _, tag := range []string{"caf\u00e9", "CAF\u00c9", "cafe\u0301"} {
+			hits, err := x.Search(Query{Realm: "r", Terms: []string{"espresso"}, Tags: []string{tag}, Limit: 5})
+			if err != nil || len(hits) != 1 {
+				t.Errorf("filter %q: %v, %v; want the record", tag, hits, err)
+			}
+			hits, err = x.Search(Query{Realm: "r", Terms: []string{"espresso"}, ExcludeTags: []string{tag}, Limit: 5})
+			if err != nil || len(hits) != 0 {
+				t.Errorf("exclusion %q: %v, %v; want none", tag, hits, err)
+			}
+		}
+	}
 }
