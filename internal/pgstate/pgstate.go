@@ -39,6 +39,10 @@ const (
 // ErrInvalid marks a connection string or schema name that cannot be used.
 var ErrInvalid = errors.New("invalid shared state settings")
 
+// ErrNewerSchema marks a schema a newer host migrated: the settings are
+// fine, the host is too old for it. Its text says what to do.
+var ErrNewerSchema = errors.New("written by a newer host: upgrade the host")
+
 var schemaNameRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 // Options tune a DB. Zero values take the defaults.
@@ -331,7 +335,7 @@ func (db *DB) migrate(ctx context.Context) error {
 			return err
 		}
 		if have > len(migrations) {
-			return fmt.Errorf("schema %s is at version %d, newer than this host's %d (upgrade the host): %w", db.schema, have, len(migrations), ErrInvalid)
+			return fmt.Errorf("schema %s is at version %d, this host's is %d: %w", db.schema, have, len(migrations), ErrNewerSchema)
 		}
 		for v := have; v < len(migrations); v++ {
 			if _, err := tx.Exec(ctx, `SET LOCAL search_path TO `+ident); err != nil {
@@ -369,7 +373,7 @@ const (
 // connection failure's text (pgconn's names the user, database and
 // host:port) is kept out of the message, which reaches clients.
 func classify(err error) error {
-	if err == nil || errors.Is(err, sdk.ErrUnavailable) || errors.Is(err, sdk.ErrDeadline) || errors.Is(err, ErrInvalid) {
+	if err == nil || errors.Is(err, sdk.ErrUnavailable) || errors.Is(err, sdk.ErrDeadline) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrNewerSchema) {
 		return err
 	}
 	// Connect-time first: a refusal at connect (too many connections,

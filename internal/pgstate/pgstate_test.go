@@ -335,3 +335,23 @@ func TestIdleTransactionsEndAtTheStatementTimeout(t *testing.T) {
 		t.Errorf("idle_in_transaction_session_timeout = %q, want the statement timeout, 2s", idle)
 	}
 }
+
+// TestNewerSchemaIsRefusedOnce: a schema a newer host migrated is refused,
+// saying the problem once and what to do, not also that the settings are
+// invalid; nothing is migrated.
+func TestNewerSchemaIsRefusedOnce(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	db, err := Open(ctx, dsn, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.pool.Exec(ctx, `INSERT INTO `+DefaultSchema+`.state_migrations (version) VALUES (999)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	_, err = Open(ctx, dsn, Options{})
+	if !errors.Is(err, ErrNewerSchema) || strings.Count(err.Error(), "newer") != 1 || strings.Contains(err.Error(), "invalid") || !strings.Contains(err.Error(), "upgrade") {
+		t.Errorf("Open of a newer schema: %v, want it refused as newer once, saying to upgrade", err)
+	}
+}

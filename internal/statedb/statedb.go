@@ -35,8 +35,9 @@ var (
 	// ErrReadOnly: the file or its file system refuses writes (507
 	// read_only).
 	ErrReadOnly = sdk.ErrReadOnly
-	// ErrNewerSchema: the file was migrated by a newer memhost.
-	ErrNewerSchema = errors.New("schema newer than this memhost")
+	// ErrNewerSchema: the file was migrated by a newer memhost. Its text
+	// says what to do: the version numbers before it say the problem.
+	ErrNewerSchema = errors.New("written by a newer memhost: upgrade memhost")
 	// ErrInUse: another process has the database open. One data_dir
 	// belongs to one host: the session cache is exact only then.
 	ErrInUse = errors.New("in use by another memhost")
@@ -199,7 +200,7 @@ func (d *DB) Migrate(ctx context.Context, component string, steps []string) erro
 			return err
 		}
 		if v > len(steps) {
-			return fmt.Errorf("component %q is at version %d, this memhost knows %d: %w", component, v, len(steps), ErrNewerSchema)
+			return fmt.Errorf("component %q is at version %d, this memhost's is %d: %w", component, v, len(steps), ErrNewerSchema)
 		}
 		for i := v; i < len(steps); i++ {
 			if _, err := tx.ExecContext(ctx, steps[i]); err != nil {

@@ -386,3 +386,25 @@ func TestHeldProbesWithoutTaking(t *testing.T) {
 	}
 	again.Close()
 }
+
+// TestNewerSchemaSaysItOnce: the refusal of a file a newer memhost wrote
+// says so once, with what to do, and leaves the file as it was.
+func TestNewerSchemaSaysItOnce(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	steps := []string{`CREATE TABLE a (x INTEGER)`, `ALTER TABLE a ADD COLUMN y TEXT`}
+	db := open(t, dir)
+	if err := db.Migrate(ctx, "comp", steps); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db = open(t, dir)
+	defer db.Close()
+	err := db.Migrate(ctx, "comp", steps[:1])
+	if !errors.Is(err, ErrNewerSchema) || strings.Count(err.Error(), "newer") != 1 || !strings.Contains(err.Error(), "upgrade") {
+		t.Errorf("Migrate by an older build: %v, want it refused as newer once, saying to upgrade", err)
+	}
+	if v, err := db.Version(ctx, "comp"); err != nil || v != 2 {
+		t.Errorf("version = %d %v, want 2", v, err)
+	}
+}
