@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"html"
 	"strings"
 	"sync"
 	"unicode"
@@ -48,8 +49,29 @@ const (
 	flavourLetters
 )
 
+// A numeric character reference no semicolon ends is ambiguous: HTML
+// takes every digit after "&#x" ("&#x200bation" is U+200BA then "tion"),
+// yet a model may stop at the character it knows (a zero-width space then
+// "ation"; "&#x6demhost" as m then "emhost"). The reading refDigits(n)
+// reads such a reference at its first n significant digits (1 to
+// maxRefDigits), the rest of them as text; one reading per length, so a
+// marker shown by any of them is seen.
+const (
+	refDigitsShift = 4
+	maxRefDigits   = 7 // "&#1114111", the largest number, decimal
+)
+
+// refDigits answers the reading of unterminated numeric references at n
+// significant digits.
+func refDigits(n int) flavour { return flavour(n) << refDigitsShift }
+
+// refDigits answers the digits fl reads an unterminated numeric reference
+// at, 0 for all of them.
+func (fl flavour) refDigits() int { return int(fl >> refDigitsShift) }
+
 // flavours are the readings the decoded view peels, the common one first.
-var flavours = [...]flavour{flavourCommon, flavourQP, flavourQP | flavourCSS, flavourLetters}
+var flavours = [...]flavour{flavourCommon, flavourQP, flavourQP | flavourCSS, flavourLetters,
+	refDigits(1), refDigits(2), refDigits(3), refDigits(4), refDigits(5), refDigits(6), refDigits(7)}
 
 // letterEscapes are the characters after a backslash that flavourLetters
 // reads as themselves.
@@ -69,6 +91,11 @@ func escapeAt(v string, i int, fl flavour) (dec string, end int, ok, own bool) {
 	if fl&flavourCSS != 0 && c == '\\' {
 		dec, end, ok = cssEscapeAt(v, i)
 		return dec, end, ok, ok
+	}
+	if n := fl.refDigits(); n > 0 && c == '&' {
+		if dec, end, ok := shortReferenceAt(v, i, n); ok {
+			return dec, end, true, true
+		}
 	}
 	if fl&flavourQP != 0 {
 		if c == '=' {
@@ -90,6 +117,35 @@ func escapeAt(v string, i int, fl flavour) (dec string, end int, ok, own bool) {
 		dec, end, ok = charRefAt(v, i)
 	}
 	return dec, end, ok, false
+}
+
+// shortReferenceAt reads the numeric reference at v[i] ('&') at its
+// first n significant digits when no semicolon ends it and it has more:
+// what those digits stand for (as HTML reads them), and where they end.
+// A length whose number is no character is no reading.
+func shortReferenceAt(v string, i, n int) (string, int, bool) {
+	if i+2 >= len(v) || v[i+1] != '#' {
+		return "", 0, false
+	}
+	prefix, base, j := "&#", 10, i+2
+	if v[j] == 'x' || v[j] == 'X' {
+		prefix, base, j = "&#x", 16, j+1
+	}
+	for j < len(v) && v[j] == '0' {
+		j++
+	}
+	k := j
+	for k < len(v) && digitIn(v[k], base) {
+		k++
+	}
+	if k-j <= n || k < len(v) && v[k] == ';' {
+		return "", 0, false
+	}
+	r, _, _ := paddedNumber(v[j:j+n], 0, base, n)
+	if r == 0 || !utf8.ValidRune(r) {
+		return "", 0, false
+	}
+	return html.UnescapeString(prefix + v[j:j+n] + ";"), j + n, true
 }
 
 // codeUnitAt reads the escape of one numbered character at v[i] ("%uXXXX",

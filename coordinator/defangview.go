@@ -15,7 +15,8 @@ import (
 // \U0000002D, \N{HYPHEN-MINUS}, \cJ) and character references, peeled up
 // to decodeLayers deep (%252D is %2D is -), once in the common reading and
 // once more in each reading of escapes a language gives otherwise
-// (quoted-printable, CSS; see flavour). All are matched because a decoding may also
+// (quoted-printable, CSS, a numeric reference no semicolon ends read at
+// each length of its digits; see flavour). All are matched because a decoding may also
 // swallow letters the text as written shows a model ("%0bservation"
 // decodes to a vertical tab and "servation", yet reads as observation
 // with a zero for its o). A reader of HTML or XML also reads markup as
@@ -95,6 +96,9 @@ var escapeStart = [256]bool{'%': true, '\\': true, '&': true, '=': true}
 // ownEscapeIn reports whether fl reads some escape of v otherwise than the
 // common reading, walking v as decodeOnce does, without building a layer.
 func ownEscapeIn(v string, fl flavour) bool {
+	if fl.refDigits() > 0 && !strings.Contains(v, "&#") {
+		return false
+	}
 	for i := 0; i < len(v); {
 		if !escapeStart[v[i]] {
 			i++

@@ -88,20 +88,62 @@ var escapeReaders = []*regexp.Regexp{escapeRE, qpRE, cssRE}
 
 // decodedLayers answers s and, for each reading of escapes, up to three
 // layers of its escapes decoded (%252D is %2D is -), each layer decoding
-// every escape of the one before.
+// every escape of the one before. A numeric reference no semicolon ends
+// is also read at each length of its digits (shortReference), one
+// reading per length.
 func decodedLayers(s string) []string {
 	out := []string{s}
-	for _, re := range escapeReaders {
+	seen := map[string]bool{s: true}
+	layers := func(decode func(string) string) {
 		v := s
 		for range 3 {
-			next := re.ReplaceAllStringFunc(v, func(m string) string { return decodeEscape(re, m) })
+			next := decode(v)
 			if next == v {
 				break
 			}
-			out, v = append(out, next), next
+			if !seen[next] {
+				seen[next] = true
+				out = append(out, next)
+			}
+			v = next
 		}
 	}
+	for _, re := range escapeReaders {
+		layers(func(v string) string {
+			return re.ReplaceAllStringFunc(v, func(m string) string { return decodeEscape(re, m) })
+		})
+	}
+	for n := 1; n <= 7; n++ {
+		layers(func(v string) string {
+			return escapeRE.ReplaceAllStringFunc(v, func(m string) string { return shortReference(m, n) })
+		})
+	}
 	return out
+}
+
+// unterminatedRefRE is a numeric reference no semicolon ends: its base
+// marker and its significant digits.
+var unterminatedRefRE = regexp.MustCompile(`^&#([xX]?)0*([0-9A-Fa-f]*)$`)
+
+// shortReference decodes one match of escapeRE, reading a numeric
+// reference no semicolon ends at its first n significant digits and the
+// rest of them as text: HTML takes every digit ("&#x200bation" is U+200BA
+// then "tion"), a model may stop at the character it knows (a zero-width
+// space then "ation"). A length whose number is no character is none.
+func shortReference(m string, n int) string {
+	sm := unterminatedRefRE.FindStringSubmatch(m)
+	if sm == nil || len(sm[2]) <= n {
+		return decodeEscape(escapeRE, m)
+	}
+	base := 10
+	if sm[1] != "" {
+		base = 16
+	}
+	r, err := strconv.ParseUint(sm[2][:n], base, 32)
+	if err != nil || r == 0 || !utf8.ValidRune(rune(r)) {
+		return decodeEscape(escapeRE, m)
+	}
+	return html.UnescapeString("&#"+sm[1]+sm[2][:n]+";") + sm[2][n:]
 }
 
 // escapedBytes decodes a run of three-character byte escapes, "%E2%80"
