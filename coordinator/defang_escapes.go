@@ -47,6 +47,11 @@ const (
 	// mem-token: no reading that decodes all escapes, or none, shows it
 	// (the common one reads a tab and "oken").
 	flavourLetters
+	// flavourCodePoints reads a numeric character reference to U+0080 to
+	// U+009F as that code point, a control most readers do not see: HTML
+	// reads it as the Windows-1252 character of that byte ("&#x8a;" is
+	// Š), a reader who knows no such table as the number it is.
+	flavourCodePoints
 )
 
 // A numeric character reference no semicolon ends is ambiguous: HTML
@@ -57,7 +62,7 @@ const (
 // maxRefDigits), the rest of them as text; one reading per length, so a
 // marker shown by any of them is seen.
 const (
-	refDigitsShift = 4
+	refDigitsShift = 5
 	maxRefDigits   = 7 // "&#1114111", the largest number, decimal
 )
 
@@ -70,7 +75,7 @@ func refDigits(n int) flavour { return flavour(n) << refDigitsShift }
 func (fl flavour) refDigits() int { return int(fl >> refDigitsShift) }
 
 // flavours are the readings the decoded view peels, the common one first.
-var flavours = [...]flavour{flavourCommon, flavourQP, flavourQP | flavourCSS, flavourLetters,
+var flavours = [...]flavour{flavourCommon, flavourQP, flavourQP | flavourCSS, flavourLetters, flavourCodePoints,
 	refDigits(1), refDigits(2), refDigits(3), refDigits(4), refDigits(5), refDigits(6), refDigits(7)}
 
 // letterEscapes are the characters after a backslash that flavourLetters
@@ -91,6 +96,11 @@ func escapeAt(v string, i int, fl flavour) (dec string, end int, ok, own bool) {
 	if fl&flavourCSS != 0 && c == '\\' {
 		dec, end, ok = cssEscapeAt(v, i)
 		return dec, end, ok, ok
+	}
+	if fl&flavourCodePoints != 0 && c == '&' {
+		if r, end, ok := codeUnitAt(v, i); ok && 0x80 <= r && r <= 0x9F {
+			return string(r), end, true, true
+		}
 	}
 	if n := fl.refDigits(); n > 0 && c == '&' {
 		if dec, end, ok := shortReferenceAt(v, i, n); ok {

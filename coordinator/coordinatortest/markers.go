@@ -113,12 +113,36 @@ func decodedLayers(s string) []string {
 			return re.ReplaceAllStringFunc(v, func(m string) string { return decodeEscape(re, m) })
 		})
 	}
+	layers(func(v string) string {
+		return escapeRE.ReplaceAllStringFunc(v, controlReference)
+	})
 	for n := 1; n <= 7; n++ {
 		layers(func(v string) string {
 			return escapeRE.ReplaceAllStringFunc(v, func(m string) string { return shortReference(m, n) })
 		})
 	}
 	return out
+}
+
+// c1RefRE is a numeric reference to U+0080 to U+009F: its base marker
+// and its digits.
+var c1RefRE = regexp.MustCompile(`^&#([xX]?)0*([0-9A-Fa-f]+);?$`)
+
+// controlReference decodes one match of escapeRE, reading a numeric
+// reference to U+0080 to U+009F as that code point (a control): HTML
+// reads it as the Windows-1252 character of that byte ("&#x8a;" is Š),
+// a reader who knows no such table as the number it is.
+func controlReference(m string) string {
+	if sm := c1RefRE.FindStringSubmatch(m); sm != nil {
+		base := 10
+		if sm[1] != "" {
+			base = 16
+		}
+		if n, err := strconv.ParseUint(sm[2], base, 32); err == nil && 0x80 <= n && n <= 0x9F {
+			return string(rune(n))
+		}
+	}
+	return decodeEscape(escapeRE, m)
 }
 
 // unterminatedRefRE is a numeric reference no semicolon ends: its base
