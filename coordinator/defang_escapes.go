@@ -60,7 +60,8 @@ const (
 // "ation"; "&#x6demhost" as m then "emhost"). The reading refDigits(n)
 // reads such a reference at its first n significant digits (1 to
 // maxRefDigits), the rest of them as text; one reading per length, so a
-// marker shown by any of them is seen.
+// marker shown by any of them is seen. A CSS escape no whitespace ends
+// is read so too (shortCSSEscapeAt).
 const (
 	refDigitsShift = 5
 	maxRefDigits   = 7 // "&#1114111", the largest number, decimal
@@ -104,6 +105,11 @@ func escapeAt(v string, i int, fl flavour) (dec string, end int, ok, own bool) {
 	}
 	if n := fl.refDigits(); n > 0 && c == '&' {
 		if dec, end, ok := shortReferenceAt(v, i, n); ok {
+			return dec, end, true, true
+		}
+	}
+	if n := fl.refDigits(); n > 0 && c == '\\' {
+		if dec, end, ok := shortCSSEscapeAt(v, i, n); ok {
 			return dec, end, true, true
 		}
 	}
@@ -156,6 +162,25 @@ func shortReferenceAt(v string, i, n int) (string, int, bool) {
 		return "", 0, false
 	}
 	return html.UnescapeString(prefix + v[j:j+n] + ";"), j + n, true
+}
+
+// shortCSSEscapeAt reads the CSS escape at v[i] ('\\') at its first n
+// hex digits when no whitespace ends it and CSS reads more of them
+// ("\\200ben" is U+200BE then "n" in CSS, a zero-width space then "en"
+// to a reader who stops at the character it knows).
+func shortCSSEscapeAt(v string, i, n int) (string, int, bool) {
+	k := i + 1
+	for k < len(v) && k-i-1 < 6 && isHex(v[k]) {
+		k++
+	}
+	if k-i-1 <= n || k < len(v) && strings.IndexByte(" \t\n\r\f", v[k]) >= 0 {
+		return "", 0, false
+	}
+	r, _ := hexValue(v, i+1, n)
+	if r == 0 || !utf8.ValidRune(r) {
+		return "", 0, false
+	}
+	return string(r), i + 1 + n, true
 }
 
 // codeUnitAt reads the escape of one numbered character at v[i] ("%uXXXX",

@@ -96,7 +96,7 @@ var escapeStart = [256]bool{'%': true, '\\': true, '&': true, '=': true}
 // ownEscapeIn reports whether fl reads some escape of v otherwise than the
 // common reading, walking v as decodeOnce does, without building a layer.
 func ownEscapeIn(v string, fl flavour) bool {
-	if fl.refDigits() > 0 && !strings.Contains(v, "&#") {
+	if fl.refDigits() > 0 && !strings.Contains(v, "&#") && !strings.Contains(v, `\`) {
 		return false
 	}
 	for i := 0; i < len(v); {

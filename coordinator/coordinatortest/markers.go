@@ -118,7 +118,7 @@ func decodedLayers(s string) []string {
 	})
 	for n := 1; n <= 7; n++ {
 		layers(func(v string) string {
-			return escapeRE.ReplaceAllStringFunc(v, func(m string) string { return shortReference(m, n) })
+			return shortRE.ReplaceAllStringFunc(v, func(m string) string { return shortReference(m, n) })
 		})
 	}
 	return out
@@ -145,6 +145,14 @@ func controlReference(m string) string {
 	return decodeEscape(escapeRE, m)
 }
 
+// shortRE reads escapeRE's escapes and a CSS escape of hex digits.
+var shortRE = regexp.MustCompile(`\\[0-9A-Fa-f]{1,6}[ \t\n\r\f]?|` + escapeRE.String())
+
+// isHexDigits reports whether s is all hex digits.
+func isHexDigits(s string) bool {
+	return strings.Trim(s, "0123456789abcdefABCDEF") == ""
+}
+
 // unterminatedRefRE is a numeric reference no semicolon ends: its base
 // marker and its significant digits.
 var unterminatedRefRE = regexp.MustCompile(`^&#([xX]?)0*([0-9A-Fa-f]*)$`)
@@ -155,6 +163,15 @@ var unterminatedRefRE = regexp.MustCompile(`^&#([xX]?)0*([0-9A-Fa-f]*)$`)
 // then "tion"), a model may stop at the character it knows (a zero-width
 // space then "ation"). A length whose number is no character is none.
 func shortReference(m string, n int) string {
+	if m[0] == '\\' {
+		// A CSS escape no whitespace ends, read at n of its digits.
+		if len(m)-1 > n && isHexDigits(m[1:]) {
+			if r, _ := strconv.ParseUint(m[1:1+n], 16, 32); r != 0 && utf8.ValidRune(rune(r)) {
+				return string(rune(r)) + m[1+n:]
+			}
+		}
+		return m // the other readings read it whole
+	}
 	sm := unterminatedRefRE.FindStringSubmatch(m)
 	if sm == nil || len(sm[2]) <= n {
 		return decodeEscape(escapeRE, m)
