@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"hash/maphash"
 	"slices"
 	"strconv"
 	"strings"
@@ -212,13 +213,19 @@ func (e *Envelope) pack(prefix string, in RenderInput) Rendered {
 // showing it twice spends the budget on nothing. Conversation turns are
 // told apart by their place in their thread ("Thanks!" said twice is two
 // turns), so they are never repeats.
-type memories map[string]*sdk.Record
+type memories map[uint64]*sdk.Record
 
-func memoryKey(r *sdk.Record) string {
-	if r.ContentHash != "" {
-		return r.ContentHash
-	}
-	return sdk.ContentHash(r.Title, r.Body)
+// memorySeed keys memories: a hash of the texts, which are then compared,
+// so a provider's content hash need not be trusted.
+var memorySeed = maphash.MakeSeed()
+
+func memoryKey(r *sdk.Record) uint64 {
+	var h maphash.Hash
+	h.SetSeed(memorySeed)
+	h.WriteString(r.Title)
+	h.WriteByte(0)
+	h.WriteString(r.Body)
+	return h.Sum64()
 }
 
 func (m *memories) add(r *sdk.Record) {
@@ -234,8 +241,6 @@ func (m *memories) add(r *sdk.Record) {
 }
 
 // repeats answers the id of the shown record r says the same as, if any.
-// The key is the provider's content hash; the texts are compared, not
-// trusted to it.
 func (m memories) repeats(r *sdk.Record) (string, bool) {
 	if len(m) == 0 || r.Thread != nil {
 		return "", false

@@ -276,7 +276,7 @@ func TestEnvelopeLabelsNamedLikeMarkers(t *testing.T) {
 // envelope showed it twice. A record saying what a shown one says is left
 // out and reported as a repeat (the session then counts it injected);
 // conversation turns, other times and other texts are not repeats, and a
-// provider's content hash is not trusted alone.
+// provider's content hash is not trusted.
 func TestEnvelopeShowsAMemoryOnce(t *testing.T) {
 	e := mustEnvelope(t, nil)
 	mine := envRec("mine", "Door code", "The door code is 1111.", 0)
