@@ -130,7 +130,7 @@ func proposalsListCommand() *cobra.Command {
 
 func proposalsDecideCommand(verb string) *cobra.Command {
 	var f clientFlags
-	var realm string
+	var realm, target string
 	done := verb + "d" // approved
 	if verb == "reject" {
 		done = "rejected"
@@ -145,10 +145,24 @@ func proposalsDecideCommand(verb string) *cobra.Command {
 			if slices.Contains(args, "") {
 				return errors.New("a proposal id is empty; nothing was " + done)
 			}
+			// The target is looked up when the approval runs: naming the
+			// one the list showed keeps a record written in its place since
+			// from being replaced unseen.
+			shown := verb == "approve" && cmd.Flags().Changed("target")
+			if shown && len(args) > 1 {
+				return errors.New("--target names the record one proposal replaces: approve one proposal with it; nothing was approved")
+			}
 			return f.run(cmd, func(ctx context.Context, c *apiClient) error {
-				q := ""
+				v := url.Values{}
 				if realm != "" {
-					q = "?realm=" + url.QueryEscape(realm)
+					v.Set("realm", realm)
+				}
+				if shown {
+					v.Set("target", target)
+				}
+				q := ""
+				if len(v) > 0 {
+					q = "?" + v.Encode()
 				}
 				var failed int
 				for _, id := range args {
@@ -173,6 +187,9 @@ func proposalsDecideCommand(verb string) *cobra.Command {
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&realm, "realm", "", "realm (default: the server's default realm)")
+	if verb == "approve" {
+		cmd.Flags().StringVar(&target, "target", "", "approve only if the proposal still replaces this record, as `proposals list` showed it under SUPERSEDES (--target= for none: it adds a record); else nothing changes")
+	}
 	return cmd
 }
 

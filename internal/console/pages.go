@@ -212,6 +212,7 @@ type proposalItem struct {
 	Imported   bool        `json:"imported"`
 	CreatedAt  time.Time   `json:"created_at"`
 	Record     sdk.Record  `json:"record"`
+	Target     string      `json:"target"`
 	Supersedes *sdk.Record `json:"supersedes"`
 	Diff       []struct {
 		Field string `json:"field"`
@@ -298,7 +299,13 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	done, failed := 0, []string{}
 	for _, id := range ids {
-		err := c.call(r.Context(), s, "POST", "/v1/records/"+url.PathEscape(id)+"/"+action+"?realm="+url.QueryEscape(realm), nil)
+		q := url.Values{"realm": {realm}}
+		// The page names the record each proposal replaces ("" for none):
+		// approved, it must be that one, not one written in its place since.
+		if shown, ok := r.PostForm["target:"+id]; ok && action == "approve" {
+			q.Set("target", shown[0])
+		}
+		err := c.call(r.Context(), s, "POST", "/v1/records/"+url.PathEscape(id)+"/"+action+"?"+q.Encode(), nil)
 		if err != nil {
 			failed = append(failed, id+": "+err.Error())
 			continue

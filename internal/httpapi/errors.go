@@ -61,7 +61,7 @@ func statusOf(code string) int {
 		return http.StatusGatewayTimeout
 	case string(sdk.CodeStorageFull), string(sdk.CodeReadOnly):
 		return http.StatusInsufficientStorage
-	case compaction.CodeHistoryMismatch:
+	case compaction.CodeHistoryMismatch, codeTargetChanged:
 		return http.StatusConflict
 	case codeTooManyProposals, codeTooManyRequests:
 		return http.StatusTooManyRequests
@@ -86,6 +86,9 @@ func codeOf(err error) string {
 	}
 	if errors.Is(err, proposal.ErrTooMany) {
 		return codeTooManyProposals
+	}
+	if errors.Is(err, proposal.ErrTargetChanged) {
+		return codeTargetChanged
 	}
 	if errors.Is(err, errTooManyInFlight) {
 		return codeTooManyRequests
@@ -237,7 +240,7 @@ func badRequest(format string, args ...any) error {
 var sentinels = []error{
 	sdk.ErrInvalid, sdk.ErrNotFound, sdk.ErrConflict, sdk.ErrTooLarge, sdk.ErrUnsupported,
 	sdk.ErrUnavailable, sdk.ErrDeadline, sdk.ErrPermission, sdk.ErrNoSpace, sdk.ErrReadOnly, errUnauthenticated, errMethodNotAllowed, errUnsupportedMediaType,
-	errTooManyInFlight, proposal.ErrTooMany,
+	errTooManyInFlight, proposal.ErrTooMany, proposal.ErrTargetChanged,
 }
 
 // clientMessage is err's text without a trailing sentinel ("...: invalid

@@ -79,12 +79,22 @@ func (c caller) name() string {
 	return c.token.Name
 }
 
-// approve approves a proposal through the queue when there is one.
-func (s *Server) approve(ctx context.Context, realm, id string, p sdk.Provider) (string, error) {
+// codeTargetChanged answers an approval whose ?target= is no longer the
+// record the proposal would replace (409); the message names the one it
+// would replace now.
+const codeTargetChanged = "target_changed"
+
+// approve approves a proposal through the queue when there is one, if
+// shown (when set) is still its target.
+func (s *Server) approve(ctx context.Context, realm, id string, p sdk.Provider, shown *string) (string, error) {
 	if s.opts.Proposals == nil {
+		// Without a queue an approval replaces no record.
+		if err := proposal.CheckTarget(id, shown, ""); err != nil {
+			return "", err
+		}
 		return proposal.Approve(ctx, realm, id, p)
 	}
-	return s.opts.Proposals.Approve(ctx, realm, id, p)
+	return s.opts.Proposals.ApproveIf(ctx, realm, id, p, shown)
 }
 
 // handleReject forgets a pending proposal (application callers only).

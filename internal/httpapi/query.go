@@ -21,7 +21,7 @@ var queryParameters = map[string][]string{
 	"GET /v1/records":               {"realm", "scope", "q", "kind", "tag", "status", "trust", "since", "after", "limit"},
 	"GET /v1/records/{id}":          {"realm"},
 	"DELETE /v1/records/{id}":       {"realm"},
-	"POST /v1/records/{id}/approve": {"realm"},
+	"POST /v1/records/{id}/approve": {"realm", "target"},
 	"POST /v1/records/{id}/reject":  {"realm"},
 	"GET /v1/records/{id}/trace":    {"realm", "limit"},
 	"GET /v1/proposals":             {"realm", "after", "limit"},

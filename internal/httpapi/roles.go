@@ -35,14 +35,34 @@ func (s *Server) handleApprove(ctx context.Context, c caller, w http.ResponseWri
 	if err != nil {
 		return err
 	}
+	shown, err := shownTarget(r)
+	if err != nil {
+		return err
+	}
 	if err := s.touchRecord(ctx, c, realm, id, p); err != nil {
 		return err
 	}
 	proposer := s.proposerOf(ctx, realm, id)
-	newID, err := s.approve(ctx, realm, id, p)
+	newID, err := s.approve(ctx, realm, id, p, shown)
 	if err != nil {
 		return err
 	}
 	hclog.FromContext(ctx).Info("proposal approved", "realm", realm, "proposal", id, "record", newID, "proposer", proposer, "token", c.name())
 	return writeJSON(w, http.StatusOK, map[string]any{"id": newID, "approved": id, "status": "active"})
+}
+
+// shownTarget reads approve's ?target=, the record the reviewer saw the
+// proposal replace ("" for none): nil when it is not given.
+func shownTarget(r *http.Request) (*string, error) {
+	q := r.URL.Query()
+	if !q.Has("target") {
+		return nil, nil
+	}
+	target := q.Get("target")
+	if target != "" {
+		if err := sdk.ValidateID(target); err != nil {
+			return nil, asField("target", err)
+		}
+	}
+	return &target, nil
 }

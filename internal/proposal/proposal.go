@@ -259,6 +259,27 @@ func Approve(ctx context.Context, realm, id string, p sdk.Provider) (string, err
 	return ids[0], nil
 }
 
+// ErrTargetChanged refuses an approval whose reviewer was shown another
+// record to replace (or none) than the one the proposal replaces now.
+var ErrTargetChanged = errors.New("the record it replaces changed since it was shown")
+
+// CheckTarget refuses the approval of proposal id when shown, the target
+// its reviewer saw ("" for none), is not current, its target now.
+func CheckTarget(id string, shown *string, current string) error {
+	if shown == nil || *shown == current {
+		return nil
+	}
+	now := fmt.Sprintf("would now replace record %q", current)
+	if current == "" {
+		now = "would now add a record, replacing none"
+	}
+	was := fmt.Sprintf("record %q", *shown)
+	if *shown == "" {
+		was = "no record"
+	}
+	return fmt.Errorf("proposal %q %s, not %s as shown; nothing was approved: list the proposals again and review it anew: %w", id, now, was, ErrTargetChanged)
+}
+
 // ErrExpired refuses to approve a proposal past its expires_at.
 var ErrExpired = errors.New("the proposal has expired")
 

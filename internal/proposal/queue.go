@@ -512,6 +512,17 @@ func entryIDs(entries []Entry) []string {
 // proposal itself is dropped; any other becomes active as Approve makes
 // it.
 func (q *Queue) Approve(ctx context.Context, realm, id string, p sdk.Provider) (string, error) {
+	return q.ApproveIf(ctx, realm, id, p, nil)
+}
+
+// ApproveIf is Approve if the proposal's target is still shown, the id
+// of the record the reviewer saw it replace ("" for none: it added a
+// record); nil approves whatever the target is now. The target is found
+// when the approval runs, so without the check a record written in the
+// target's place since the review would be superseded unseen. Another
+// target changes nothing: the proposal stays pending and the error
+// (ErrTargetChanged) names the one it has now.
+func (q *Queue) ApproveIf(ctx context.Context, realm, id string, p sdk.Provider, shown *string) (string, error) {
 	var newID string
 	err := q.review(ctx, realm, id, p, func(prop sdk.Record) (err error) {
 		hp := host.ProviderOf(p)
@@ -521,6 +532,9 @@ func (q *Queue) Approve(ctx context.Context, realm, id string, p sdk.Provider) (
 			return err
 		}
 		target, found := Target(ctx, realm, p, &prop)
+		if err := CheckTarget(id, shown, target.ID); err != nil {
+			return err
+		}
 		if found && ok && ok2 {
 			// The proposal leaves the store before the target is
 			// superseded: the ledger holds it meanwhile, so a host dying

@@ -101,6 +101,11 @@ export interface RealmOptions extends CallOptions {
   realm?: string;
 }
 
+export interface ApproveOptions extends RealmOptions {
+  /** The record the reviewer saw the proposal replace; "" for none. */
+  target?: string;
+}
+
 export interface ReindexOptions extends CallOptions {
   realm?: string;
   /** Called with each progress line. */
@@ -196,9 +201,13 @@ export class MemhostClient {
     await this.json({ method: "DELETE", path: `/v1/records/${seg(id)}`, query: { realm: opts?.realm }, opts });
   }
 
-  /** Approves an agent's proposal (application callers only). */
-  approve(id: string, opts?: RealmOptions): Promise<Answer<"approveRecord">> {
-    return this.json({ method: "POST", path: `/v1/records/${seg(id)}/approve`, query: { realm: opts?.realm }, opts });
+  /**
+   * Approves an agent's proposal (application callers only). `target` is the
+   * record the listing showed it replacing ("" for none): if it would now
+   * replace another, nothing changes and the answer is 409 `target_changed`.
+   */
+  approve(id: string, opts?: ApproveOptions): Promise<Answer<"approveRecord">> {
+    return this.json({ method: "POST", path: `/v1/records/${seg(id)}/approve`, query: { realm: opts?.realm, target: opts?.target }, opts });
   }
 
   /** Rejects (forgets) an agent's pending proposal (application callers only). */
@@ -451,7 +460,8 @@ export class MemhostClient {
     }
     let url = this.baseUrl + req.path;
     const query = new URLSearchParams();
-    for (const [k, v] of Object.entries(req.query ?? {})) if (v) query.set(k, v);
+    // An empty target is a value: the reviewer saw the proposal replace no record.
+    for (const [k, v] of Object.entries(req.query ?? {})) if (v || (k === "target" && v === "")) query.set(k, v);
     if (query.size > 0) url += `?${query}`;
     try {
       // memhost answers no redirect, and following one would send the

@@ -7,6 +7,7 @@ export type ErrorCode =
   | "method_not_allowed"
   | "conflict"
   | "history_mismatch"
+  | "target_changed"
   | "too_large"
   | "too_many_requests"
   | "too_many_proposals"

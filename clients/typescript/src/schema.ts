@@ -58,6 +58,13 @@ export interface paths {
         parameters: {
             query?: {
                 realm?: string;
+                /**
+                 * @description The record the reviewer saw the proposal replace (a listing's `target`); empty for none (approval
+                 *     adds a record). When the proposal would now replace another record, or none, nothing changes,
+                 *     the proposal stays pending, and the answer is 409 `target_changed` naming the current one.
+                 *     Omitted, the approval replaces whatever record the proposal restates when it runs.
+                 */
+                target?: string;
             };
             header?: never;
             path: {
@@ -73,7 +80,8 @@ export interface paths {
          *     provider call; the answer names the active record's id. 409 when the record is not a
          *     pending proposal, when the proposal's `expires_at` has passed (reject it instead), or when
          *     another approval or rejection of it is under way (of two sent together, on any hosts, one
-         *     acts), 403 for an agent caller.
+         *     acts); 409 `target_changed` when `target` is not the record it would replace now; 403 for an
+         *     agent caller.
          */
         post: operations["approveRecord"];
         delete?: never;
@@ -898,7 +906,8 @@ export interface components {
     responses: {
         /**
          * @description 400 invalid_argument, 401 unauthenticated, 403 permission_denied, 404 not_found,
-         *     405 method_not_allowed (with Allow), 409 conflict, 413 too_large,
+         *     405 method_not_allowed (with Allow), 409 conflict, 409 target_changed (an approval's `target` is not the record
+         *     the proposal would replace now; nothing changed), 413 too_large,
          *     415 unsupported_media_type (a body in a content coding; on /mcp, a Content-Type other than application/json),
          *     429 too_many_requests (the token's max_in_flight requests are being served; nothing was done; see Retry-After),
          *     429 too_many_proposals (an agent token's pending proposals in the realm are at the bound; see Retry-After), 501 unsupported, 503 unavailable,
@@ -1080,6 +1089,13 @@ export interface operations {
         parameters: {
             query?: {
                 realm?: string;
+                /**
+                 * @description The record the reviewer saw the proposal replace (a listing's `target`); empty for none (approval
+                 *     adds a record). When the proposal would now replace another record, or none, nothing changes,
+                 *     the proposal stays pending, and the answer is 409 `target_changed` naming the current one.
+                 *     Omitted, the approval replaces whatever record the proposal restates when it runs.
+                 */
+                target?: string;
             };
             header?: never;
             path: {
