@@ -77,8 +77,9 @@ export interface paths {
         /**
          * Approve an agent's proposal (application callers only)
          * @description The proposal is superseded by an active copy (without the `memhost:proposal` tag) in one
-         *     provider call; the answer names the active record's id. 409 when the record is not a
-         *     pending proposal, when the proposal's `expires_at` has passed (reject it instead), or when
+         *     provider call; the answer names the active record's id. A proposal that restates an active
+         *     record instead supersedes that record and is dropped (so a second approval or rejection of it
+         *     is a 404). 404 when the record is gone, 409 when it is not a pending proposal, when the proposal's `expires_at` has passed (reject it instead), or when
          *     another approval or rejection of it is under way (of two sent together, on any hosts, one
          *     acts); 409 `target_changed` when `target` is not the record it would replace now; 403 for an
          *     agent caller.
@@ -105,7 +106,7 @@ export interface paths {
         put?: never;
         /**
          * Reject an agent's proposal (application callers only)
-         * @description The proposal is forgotten. 409 when the record is not a pending proposal, or another approval or rejection of it is under way (of two sent together, on any hosts, one acts), 403 for an agent caller.
+         * @description The proposal is forgotten. 404 when the record is gone (rejected or forgotten, or approved over the record it restated), 409 when it is not a pending proposal, or another approval or rejection of it is under way (of two sent together, on any hosts, one acts), 403 for an agent caller.
          */
         post: operations["rejectRecord"];
         delete?: never;
@@ -1114,7 +1115,7 @@ export interface operations {
                     "application/json": {
                         /** @description the active record */
                         id: string;
-                        /** @description the proposal, now superseded */
+                        /** @description the proposal's id: the proposal is now superseded by the active record, or, when it restated a record (which the active record supersedes), dropped */
                         approved: string;
                         /** @enum {string} */
                         status: "active";
