@@ -348,7 +348,7 @@ func Target(ctx context.Context, realm string, p sdk.Provider, r *sdk.Record) (s
 	if title == "" {
 		return sdk.Record{}, false
 	}
-	hits, err := p.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: title, Scopes: []sdk.Scope{r.Scope}, Limit: 5, ExcludeTags: []string{Tag}})
+	hits, err := p.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: title, Scopes: []sdk.Scope{r.Scope}, Limit: targetRecallLimit, ExcludeTags: []string{Tag}})
 	if err != nil {
 		return sdk.Record{}, false
 	}
@@ -361,6 +361,14 @@ func Target(ctx context.Context, realm string, p sdk.Provider, r *sdk.Record) (s
 	}
 	return sdk.Record{}, false
 }
+
+// targetRecallLimit bounds the hits searched for a proposal's target.
+// Recall filters no kind, so same-scope records of the title's words (the
+// same title as episodes, say) rank beside or above it: at 5, six of them
+// hid the target, and approval added a second record of that title. A
+// hundred is the most a client's own recall asks for; a listing asks once
+// per proposal shown and an approval once, so it stays cheap.
+const targetRecallLimit = 100
 
 // ofRealm reports whether r, a provider's answer to a call in realm, is of
 // that realm (a record that names none is taken to be).
