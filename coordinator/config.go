@@ -184,6 +184,8 @@ func (c Config) Validate() error {
 	}
 	if c.RecallTimeout <= 0 {
 		bad("recall_timeout_ms", "%d ms must be positive", c.RecallTimeout.Milliseconds())
+	} else if c.RecallTimeout > MaxRecallTimeout {
+		bad("recall_timeout_ms", "%d ms is over %d: an HTTP request's work ends at 30 s, so a slower recall would answer 504 rather than follow recall_failure_policy", c.RecallTimeout.Milliseconds(), MaxRecallTimeout.Milliseconds())
 	}
 	if !c.RecallFailurePolicy.valid() {
 		bad("recall_failure_policy", "%q is not skip or fail", c.RecallFailurePolicy)
@@ -234,6 +236,11 @@ func (c Config) Validate() error {
 	c.Budgets.validate(bad)
 	return errors.Join(errs...)
 }
+
+// MaxRecallTimeout bounds recall_timeout_ms below the HTTP API's 30 s
+// request timeout, leaving the rest of a turn (the session store, the
+// rendering) time to answer within it.
+const MaxRecallTimeout = 25 * time.Second
 
 // maxEntriesLimit bounds max_entries: recall asks for a quarter more rows.
 const maxEntriesLimit = 100

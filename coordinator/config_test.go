@@ -36,6 +36,7 @@ func TestConfigValidate(t *testing.T) {
 		{"selection", func(c *Config) { c.Selection = "" }},
 		{"max_entries", func(c *Config) { c.MaxEntries = 0 }},
 		{"recall_timeout_ms", func(c *Config) { c.RecallTimeout = 0 }},
+		{"recall_timeout_ms", func(c *Config) { c.RecallTimeout = 30 * time.Second }},
 		{"recall_failure_policy", func(c *Config) { c.RecallFailurePolicy = "retry" }},
 		{"recall_failure_policy", func(c *Config) { c.FailurePolicies = map[Surface]FailurePolicy{"mcp": FailureFail} }},
 		{"recall_failure_policy", func(c *Config) { c.FailurePolicies = map[Surface]FailurePolicy{SurfaceTurn: "x"} }},

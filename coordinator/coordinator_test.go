@@ -920,7 +920,7 @@ func TestOverlappingTurnsOfOneSessionInjectEachRecordOnce(t *testing.T) {
 		c.Budgets.TurnBytes, c.Budgets.SessionBytes = turnBytes, sessionBytes
 		// Generous: the barrier below must not race the recall deadline,
 		// and a failure must surface rather than pass as a skip.
-		c.RecallTimeout = time.Minute
+		c.RecallTimeout = MaxRecallTimeout
 		c.RecallFailurePolicy = FailureFail
 	})
 	body := strings.Repeat("milk art ", 220) // about 2 KiB rendered, whole (no query term in it): four fit one turn

@@ -99,10 +99,10 @@ func newFixture(t *testing.T, mutate func(*Config, *Options)) *fixture {
 	f := &fixture{t: t, p: coordinatortest.NewProvider(coordinatortest.AllCapabilities...), logs: &syncBuffer{}, metrics: &recMetrics{}}
 	f.p.SetNow(func() time.Time { return testNow })
 	cfg := DefaultConfig()
-	// 30 s, not the default 500 ms: a turn must not skip as recall_failed
+	// The most allowed, not the default 500 ms: a turn must not skip as recall_failed
 	// because a loaded machine starved the test for half a second. A
 	// test of the recall timeout sets its own.
-	cfg.RecallTimeout = 30 * time.Second
+	cfg.RecallTimeout = MaxRecallTimeout
 	opts := Options{
 		Providers: RealmProviders{"default": f.p},
 		Logger:    hclog.New(&hclog.LoggerOptions{Output: f.logs, Level: hclog.Trace}),

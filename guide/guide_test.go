@@ -68,7 +68,7 @@ type fixture struct {
 // loaded machine starved it for half a second.
 func testConfig() coordinator.Config {
 	cfg := coordinator.DefaultConfig()
-	cfg.RecallTimeout = 30 * time.Second
+	cfg.RecallTimeout = coordinator.MaxRecallTimeout
 	return cfg
 }
 

@@ -353,9 +353,9 @@ func startBenchHostIn(ctx context.Context, dir string, o benchOptions, provider 
 	// The recall deadline is raised far above any latency measured: the
 	// benchmark reports slow recalls in its percentiles rather than dying
 	// on the first one past the 500 ms production default.
-	coordinator := "coordinator { recall_timeout_ms = 30000 }"
+	coordinator := "coordinator { recall_timeout_ms = 25000 }"
 	if o.compactor != "" {
-		coordinator = "compactor \"bench\" " + o.compactor + "\ncoordinator {\n  recall_timeout_ms = 30000\n  compactor = \"bench\"\n}"
+		coordinator = "compactor \"bench\" " + o.compactor + "\ncoordinator {\n  recall_timeout_ms = 25000\n  compactor = \"bench\"\n}"
 	}
 	embedder, realm := o.embedderHCL()
 	hcl := fmt.Sprintf("data_dir = %q\nlog_level = \"error\"\n%s\nprovider \"main\" {\n  plugin = %q\n  config = %s\n}\n%srealm \"default\" {\n  provider = \"main\"%s\n}\n%s\n%s",

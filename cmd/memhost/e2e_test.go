@@ -440,7 +440,7 @@ func TestPluginKilledMidRunRecovers(t *testing.T) {
 	t.Parallel()
 	// The recall waits for the restart: on a busy machine a plugin takes
 	// longer than the default 500 ms recall deadline to start again.
-	m := startMemhost(t, markdownConfig+"coordinator {\n  recall_timeout_ms = 30000\n}\n")
+	m := startMemhost(t, markdownConfig+"coordinator {\n  recall_timeout_ms = 25000\n}\n")
 	ids := remember(t, m, map[string]any{"scope": "realm", "kind": "fact", "title": "Deploy window", "body": "Deploys happen on Tuesdays."})
 	pid := pluginPids(t, m)[0]
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {

@@ -123,7 +123,7 @@ realm "default" {
   semantic_weight        = 0.5
   query_embed_timeout_ms = 30000
 }
-coordinator { recall_timeout_ms = 60000 }
+coordinator { recall_timeout_ms = 25000 }
 `, url+"/v1")
 }
 
@@ -132,7 +132,7 @@ coordinator { recall_timeout_ms = 60000 }
 // hung embedder: each recall that asks it must fall back soon.
 func impatientSemanticConfig(url string) string {
 	cfg := strings.Replace(semanticConfig(url), "  query_embed_timeout_ms = 30000\n", "", 1)
-	return strings.Replace(cfg, "coordinator { recall_timeout_ms = 60000 }\n", "", 1)
+	return strings.Replace(cfg, "coordinator { recall_timeout_ms = 25000 }\n", "", 1)
 }
 
 // startSemantic starts memhost with the default realm embedded by a

@@ -53,7 +53,7 @@ func heldRecallServer(t *testing.T) (srv *httptest.Server, started chan struct{}
 	})
 	providers := func(string) (sdk.Provider, error) { return p, nil }
 	cfg := coordinator.DefaultConfig()
-	cfg.RecallTimeout = time.Minute // far past the client's leaving
+	cfg.RecallTimeout = coordinator.MaxRecallTimeout // far past the client's leaving
 	coord, err := coordinator.New(cfg, coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
 	if err != nil {
 		t.Fatal(err)

@@ -247,7 +247,7 @@ func TestMCPCallEndsWithItsClient(t *testing.T) {
 	p := coordinatortest.NewProvider(coordinatortest.AllCapabilities...)
 	providers := func(string) (sdk.Provider, error) { return p, nil }
 	cfg := coordinator.DefaultConfig()
-	cfg.RecallTimeout = time.Minute // far past the cancellation
+	cfg.RecallTimeout = coordinator.MaxRecallTimeout // far past the cancellation
 	coord, err := coordinator.New(cfg, coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
 	if err != nil {
 		t.Fatal(err)

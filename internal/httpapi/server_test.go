@@ -47,7 +47,7 @@ func newTestServer(t *testing.T, opts Options, caps ...sdk.Capability) (*httptes
 // second; a test of the timeout sets its own.
 func testConfig() coordinator.Config {
 	cfg := coordinator.DefaultConfig()
-	cfg.RecallTimeout = 30 * time.Second
+	cfg.RecallTimeout = coordinator.MaxRecallTimeout
 	return cfg
 }
 
@@ -547,7 +547,7 @@ func TestStalledReaderIsDropped(t *testing.T) {
 	// The recall of 40 records of 52 KB must be answered, not cut at the
 	// default 500 ms on a loaded machine under the race detector (a
 	// short error answer fits the socket buffers, and is read whole).
-	cfg.RecallTimeout = time.Minute
+	cfg.RecallTimeout = coordinator.MaxRecallTimeout
 	coord, err := coordinator.New(cfg, coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/coordinator/coordinatortest"
@@ -38,7 +37,7 @@ func aliceOptions(t *testing.T, provider *coordinatortest.Provider) Options {
 // because a loaded machine starved it for half a second.
 func testConfig() coordinator.Config {
 	cfg := coordinator.DefaultConfig()
-	cfg.RecallTimeout = 30 * time.Second
+	cfg.RecallTimeout = coordinator.MaxRecallTimeout
 	return cfg
 }
 
