@@ -424,6 +424,8 @@ func TestReviewDecisionsAreLogged(t *testing.T) {
 	if code := m.do("POST", "/v1/records/"+rejected[0]+"/reject", nil, nil); code != 200 {
 		t.Fatalf("reject = %d\n%s", code, m.logs())
 	}
+	// The host's log reaches the test through a pipe, after the answer.
+	waitForLog(t, m, "proposal approved", "proposal rejected")
 	logs := m.logs()
 	for _, want := range [][]string{
 		{"proposal approved", "proposal=" + approved[0], "record=" + ok.ID, "proposer=agent ", "token=platform"},
