@@ -182,13 +182,14 @@ type Server struct {
 
 // Supervisor holds how plugin processes are supervised.
 type Supervisor struct {
-	CallTimeout    time.Duration // bounds a plugin call off the recall paths
-	HealthInterval time.Duration // between health checks of one plugin
-	HealthTimeout  time.Duration // a plugin that misses it is killed and restarted
-	KillGrace      time.Duration // a plugin being killed may exit cleanly for this long
-	MaxBackoff     time.Duration // longest wait between restarts of a crash-looping plugin
-	ReindexTimeout time.Duration // bounds one reindex, request and plugin call alike
-	BootWait       time.Duration // how long serve waits for plugins' first starts before serving without the slow ones
+	CallTimeout      time.Duration // bounds a plugin call off the recall paths
+	HealthInterval   time.Duration // between health checks of one plugin
+	HealthTimeout    time.Duration // a plugin that misses it is killed and restarted
+	KillGrace        time.Duration // a plugin being killed may exit cleanly for this long
+	MaxBackoff       time.Duration // longest wait between restarts of a crash-looping plugin
+	ReindexTimeout   time.Duration // bounds one reindex, request and plugin call alike
+	ConfigureTimeout time.Duration // bounds a plugin's Configure, which opens its store (a migration at an upgrade)
+	BootWait         time.Duration // how long serve waits for plugins' first starts before serving without the slow ones
 	// RequireAll (serve --require-all) fails the start when any instance
 	// cannot start, instead of serving the other realms.
 	RequireAll bool
@@ -329,13 +330,14 @@ func (o Options) defaults(baseDir string) *Config {
 			ShutdownTimeout: defaultShutdownTimeout,
 		},
 		Supervisor: Supervisor{
-			CallTimeout:    pluginhost.DefaultCallTimeout,
-			HealthInterval: pluginhost.DefaultHealthInterval,
-			HealthTimeout:  pluginhost.DefaultHealthTimeout,
-			KillGrace:      host.DefaultKillGrace,
-			MaxBackoff:     pluginhost.DefaultMaxBackoff,
-			ReindexTimeout: pluginhost.DefaultReindexTimeout,
-			BootWait:       pluginhost.DefaultBootWait,
+			CallTimeout:      pluginhost.DefaultCallTimeout,
+			HealthInterval:   pluginhost.DefaultHealthInterval,
+			HealthTimeout:    pluginhost.DefaultHealthTimeout,
+			KillGrace:        host.DefaultKillGrace,
+			MaxBackoff:       pluginhost.DefaultMaxBackoff,
+			ReindexTimeout:   pluginhost.DefaultReindexTimeout,
+			BootWait:         pluginhost.DefaultBootWait,
+			ConfigureTimeout: pluginhost.DefaultConfigureTimeout,
 		},
 		pos:        map[string]hcl.Range{},
 		fileValues: map[string]string{},

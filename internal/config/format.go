@@ -97,6 +97,7 @@ func (c *Config) HCL() []byte {
 	b.SetAttributeValue("max_backoff_ms", cty.NumberIntVal(c.Supervisor.MaxBackoff.Milliseconds()))
 	b.SetAttributeValue("reindex_timeout_ms", cty.NumberIntVal(c.Supervisor.ReindexTimeout.Milliseconds()))
 	b.SetAttributeValue("boot_wait_ms", cty.NumberIntVal(c.Supervisor.BootWait.Milliseconds()))
+	b.SetAttributeValue("configure_timeout_ms", cty.NumberIntVal(c.Supervisor.ConfigureTimeout.Milliseconds()))
 	c.sessionStoreHCL(body)
 	c.consoleHCL(body)
 

@@ -173,6 +173,7 @@ var (
 	supervisorSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 		{Name: "call_timeout_ms"}, {Name: "health_interval_ms"}, {Name: "health_timeout_ms"},
 		{Name: "kill_grace_ms"}, {Name: "max_backoff_ms"}, {Name: "reindex_timeout_ms"}, {Name: "boot_wait_ms"},
+		{Name: "configure_timeout_ms"},
 	}}
 )
 
@@ -391,6 +392,7 @@ func (d *decoder) supervisor(b *hcl.Block) {
 	d.millis(a, "max_backoff_ms", "supervisor.max_backoff_ms", &s.MaxBackoff)
 	d.millis(a, "reindex_timeout_ms", "supervisor.reindex_timeout_ms", &s.ReindexTimeout)
 	d.millis(a, "boot_wait_ms", "supervisor.boot_wait_ms", &s.BootWait)
+	d.millis(a, "configure_timeout_ms", "supervisor.configure_timeout_ms", &s.ConfigureTimeout)
 }
 
 // required notes the required arguments of the block at key that the

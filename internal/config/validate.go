@@ -370,6 +370,7 @@ func (c *Config) validateSupervisor(p *problems) {
 		{"call_timeout_ms", s.CallTimeout}, {"health_interval_ms", s.HealthInterval},
 		{"health_timeout_ms", s.HealthTimeout}, {"kill_grace_ms", s.KillGrace}, {"max_backoff_ms", s.MaxBackoff},
 		{"reindex_timeout_ms", s.ReindexTimeout}, {"boot_wait_ms", s.BootWait},
+		{"configure_timeout_ms", s.ConfigureTimeout},
 	} {
 		if v.d.Milliseconds() < 1 {
 			p.add("supervisor."+v.key, "Invalid "+v.key, "%s must be at least 1.", v.key)

@@ -155,13 +155,12 @@ func (i *instance) launch(ctx context.Context) (*host.Conn, any, error) {
 	configCtx, cancelConfig := context.WithTimeout(ctx, i.opts.ConfigureTimeout)
 	defer cancelConfig()
 	// A Configure that takes long holds the host's start (or this
-	// instance's restart): the log says which plugin it waits for.
-	slow := time.AfterFunc(configureNotice, func() {
-		i.opts.Logger.Info("waiting for the plugin to configure (open its store)", "instance", i.spec.Name, "plugin", i.spec.source(),
-			"waited_ms", configureNotice.Milliseconds(), "limit_ms", i.opts.ConfigureTimeout.Milliseconds())
-	})
+	// instance's restart): the log says which plugin it waits for, and
+	// again as long as it waits, so a migration of minutes is not silence
+	// (the plugin's own lines say what it does).
+	stopNotices := i.configureNotices(time.Now())
 	err = conn.Configure(configCtx, i.spec.Config)
-	slow.Stop()
+	stopNotices()
 	if err != nil && errors.Is(err, sdk.ErrUnavailable) && ctx.Err() == nil && (conn.Exited() || pingWithin(ctx, conn, i.opts.HealthTimeout) != nil) {
 		// The process died configuring: how it ended says more than
 		// its dropped connection ("error reading from server: EOF").
@@ -173,7 +172,8 @@ func (i *instance) launch(ctx context.Context) (*host.Conn, any, error) {
 	if err != nil {
 		conn.Kill(0)
 		if configCtx.Err() != nil && ctx.Err() == nil {
-			return nil, nil, fmt.Errorf("%s %q: the plugin did not finish configuring (opening its store) within %s: %w", i.spec.Kind, i.spec.Name, i.opts.ConfigureTimeout, sdk.ErrUnavailable)
+			return nil, nil, fmt.Errorf("%s %q: the plugin did not finish configuring (opening its store) within %s; a store that opens slower (a migration at an upgrade) needs a higher supervisor.configure_timeout_ms: %w",
+				i.spec.Kind, i.spec.Name, i.opts.ConfigureTimeout, sdk.ErrUnavailable)
 		}
 		err = i.named(err)
 		if held := i.peerProcesses(); held != "" && errors.Is(err, sdk.ErrConflict) {
@@ -240,8 +240,38 @@ func outOfTime(ctx context.Context) bool {
 }
 
 // configureNotice is how long a Configure runs before the host logs that
-// it waits for it.
-const configureNotice = 5 * time.Second
+// it waits for it; configureNoticeEvery is how often it says so again.
+const (
+	configureNotice      = 5 * time.Second
+	configureNoticeEvery = 30 * time.Second
+)
+
+// configureNotices logs, from configureNotice after start and every
+// configureNoticeEvery then, that the host still waits for the plugin's
+// Configure, how long it has and which setting bounds it, until the
+// returned func is called.
+func (i *instance) configureNotices(start time.Time) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTimer(configureNotice)
+		defer t.Stop()
+		msg := "waiting for the plugin to configure (open its store)"
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			waited := time.Since(start)
+			i.opts.Logger.Info(msg, "instance", i.spec.Name, "plugin", i.spec.source(),
+				"waited_ms", waited.Milliseconds(), "limit_ms", i.opts.ConfigureTimeout.Milliseconds(),
+				"setting", "supervisor.configure_timeout_ms")
+			msg = "still waiting for the plugin to configure (open its store)"
+			t.Reset(configureNoticeEvery)
+		}
+	}()
+	return sync.OnceFunc(func() { close(done) })
+}
 
 // named answers err without the "plugin <instance>: " its connection put in
 // front, for a message that names the instance already ("provider

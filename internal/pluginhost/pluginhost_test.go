@@ -881,8 +881,9 @@ func TestSupervisorConfigureTimeoutSaysSo(t *testing.T) {
 		StartOptions: pluginhost.StartOptions{Dir: work, Logger: logger}})
 	err := sup.Start(context.Background(), []pluginhost.Spec{{Kind: sdk.KindProvider, Name: "slow", Plugin: "echo"}})
 	sup.Close()
-	if err == nil || !strings.Contains(err.Error(), "did not finish configuring") || !strings.Contains(err.Error(), "6s") {
-		t.Fatalf("Start = %v, want it to say Configure did not finish within 6s", err)
+	if err == nil || !strings.Contains(err.Error(), "did not finish configuring") || !strings.Contains(err.Error(), "6s") ||
+		!strings.Contains(err.Error(), "supervisor.configure_timeout_ms") {
+		t.Fatalf("Start = %v, want it to say Configure did not finish within 6s, naming the setting", err)
 	}
 	if !strings.Contains(logs.String(), "waiting for the plugin to configure") || !strings.Contains(logs.String(), `"instance":"slow"`) {
 		t.Fatalf("no log line naming the plugin the start waited for:\n%s", logs.String())

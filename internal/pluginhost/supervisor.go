@@ -47,13 +47,17 @@ const (
 	// DefaultReindexTimeout bounds one reindex: rebuilding a large store's
 	// index takes minutes, not the seconds of an ordinary call.
 	DefaultReindexTimeout = 30 * time.Minute
+	// DefaultConfigureTimeout bounds a plugin's Configure (opening its
+	// store): a migration of a large store at an upgrade may need more
+	// (supervisor.configure_timeout_ms).
+	DefaultConfigureTimeout = 2 * time.Minute
 )
 
 // Options tune supervision. Zero values take the defaults.
 type Options struct {
 	StartOptions
 	// ConfigureTimeout bounds a plugin's Configure call, which opens its
-	// store (default 2m).
+	// store (default DefaultConfigureTimeout).
 	ConfigureTimeout time.Duration
 	// HealthInterval is how often each plugin is pinged (default 2s).
 	HealthInterval time.Duration
@@ -100,7 +104,7 @@ func (o *Options) defaults() {
 		o.Verifier = host.NewVerifier()
 	}
 	if o.ConfigureTimeout <= 0 {
-		o.ConfigureTimeout = 2 * time.Minute
+		o.ConfigureTimeout = DefaultConfigureTimeout
 	}
 	if o.HealthInterval <= 0 {
 		o.HealthInterval = DefaultHealthInterval
