@@ -242,27 +242,53 @@ func (d *database) check(ctx context.Context) error {
 }
 
 // describeOpenError turns SQLite's terse codes into a line an operator can
-// act on.
+// act on. The line says the problem once: in its own words, not again in
+// SQLite's ("database or disk is full") nor in its class's ("storage
+// full"), which the error still matches.
 func describeOpenError(path string, busy time.Duration, err error) error {
 	var se sqlite3.Error
 	if errors.As(err, &se) {
+		var problem string
+		var class error
 		switch se.Code {
 		case sqlite3.ErrNotADB:
-			return fmt.Errorf("sqlite: open %s: not an SQLite database (corrupt, encrypted or another kind of file): %v", path, err)
+			problem = "not an SQLite database (corrupt, encrypted or another kind of file)"
 		case sqlite3.ErrCorrupt:
-			return fmt.Errorf("sqlite: open %s: the database is corrupt; restore it from a backup: %v", path, err)
+			problem = "the database is corrupt; restore it from a backup"
 		case sqlite3.ErrBusy, sqlite3.ErrLocked:
-			return fmt.Errorf("sqlite: open %s: the database is locked by another process (waited %v): %v: %w", path, busy, err, sdk.ErrConflict)
+			problem, class = fmt.Sprintf("the database is locked by another process (waited %v)", busy), sdk.ErrConflict
 		case sqlite3.ErrFull:
-			return fmt.Errorf("sqlite: open %s: the disk is full: %v: %w", path, err, sdk.ErrNoSpace)
+			problem, class = "the disk is full", sdk.ErrNoSpace
 		case sqlite3.ErrReadonly:
-			return fmt.Errorf("sqlite: open %s: the data directory is read-only; memhost needs to write it: %v: %w", path, err, sdk.ErrReadOnly)
+			problem, class = "the data directory is read-only; memhost needs to write it", sdk.ErrReadOnly
 		case sqlite3.ErrCantOpen, sqlite3.ErrPerm:
-			return fmt.Errorf("sqlite: open %s: cannot open the file for writing: %v", path, err)
+			problem = "cannot open the file for writing"
+		}
+		if problem != "" {
+			// What the open was doing ("migrate to schema version 9")
+			// is err's text before SQLite's words.
+			if doing, ok := strings.CutSuffix(err.Error(), ": "+se.Error()); ok {
+				problem = doing + ": " + problem
+			}
+			e := &openError{msg: fmt.Sprintf("sqlite: open %s: %s", path, problem), errs: []error{err}}
+			if class != nil {
+				e.errs = append(e.errs, class)
+			}
+			return e
 		}
 	}
 	return fmt.Errorf("sqlite: open %s: %w", path, storageError(err))
 }
+
+// openError is a failed open said in words of its own; it matches the
+// errors it describes (SQLite's, and the class of the problem).
+type openError struct {
+	msg  string
+	errs []error
+}
+
+func (e *openError) Error() string   { return e.msg }
+func (e *openError) Unwrap() []error { return e.errs }
 
 // close stops maintenance, checkpoints the WAL into the database and
 // releases the lock. It is safe on a half-opened database.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	sqlite3 "github.com/mattn/go-sqlite3"
 	"github.com/memhost/memhost/sdk"
 	memindex "github.com/memhost/memhost/sdk/index"
 )
@@ -496,6 +497,44 @@ func holdWriteLock(t *testing.T, path string) (release func()) {
 		t.Helper()
 		if err := tx.Rollback(); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestOpenErrorSaysItOnce: a migration on a full disk logged "sqlite:
+// open X: the disk is full: migrate to schema version 9: database or disk
+// is full: storage full"; a read-only or locked store the same way. Each
+// says its problem once, after what the open was doing, and still reads
+// as its class.
+func TestOpenErrorSaysItOnce(t *testing.T) {
+	for _, c := range []struct {
+		code    sqlite3.ErrNo
+		class   error
+		problem string
+		words   []string // other words for it, which the line must not add
+	}{
+		{sqlite3.ErrFull, sdk.ErrNoSpace, "the disk is full", []string{"full"}},
+		{sqlite3.ErrReadonly, sdk.ErrReadOnly, "the data directory is read-only", []string{"read-only", "readonly"}},
+		{sqlite3.ErrBusy, sdk.ErrConflict, "the database is locked by another process", []string{"locked", "conflict"}},
+		{sqlite3.ErrCorrupt, nil, "the database is corrupt", []string{"corrupt", "malformed"}},
+		{sqlite3.ErrNotADB, nil, "not an SQLite database", []string{"not a database"}},
+	} {
+		err := describeOpenError("/data/memory.db", time.Second, fmt.Errorf("migrate to schema version 9: %w", sqlite3.Error{Code: c.code}))
+		got := err.Error()
+		if want := "sqlite: open /data/memory.db: migrate to schema version 9: " + c.problem; !strings.HasPrefix(got, want) {
+			t.Errorf("%v: %q, want it to start %q", c.code, got, want)
+		}
+		for _, w := range c.words {
+			if n := strings.Count(strings.ToLower(got), w); n > 1 || n == 1 && !strings.Contains(c.problem, w) {
+				t.Errorf("%v: %q says %q %d times, want the problem once", c.code, got, w, n)
+			}
+		}
+		if c.class != nil && !errors.Is(err, c.class) {
+			t.Errorf("%v: %q no longer reads as %v", c.code, got, c.class)
+		}
+		var se sqlite3.Error
+		if !errors.As(err, &se) || se.Code != c.code {
+			t.Errorf("%v: %q no longer carries SQLite's error", c.code, got)
 		}
 	}
 }
