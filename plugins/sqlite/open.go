@@ -207,7 +207,7 @@ func (d *database) open(ctx context.Context) error {
 	}
 	// migrate takes the write lock (BEGIN IMMEDIATE) even when there is
 	// nothing to do, so a database another process holds locked fails here.
-	if err := migrate(ctx, d.w); err != nil {
+	if err := migrate(ctx, d.w, d.log); err != nil {
 		return err
 	}
 	if d.r, err = sql.Open(driverName, dsn(d.path, busy, cache, "_query_only=1", fmt.Sprintf("_cache_size=-%d", readerCacheKiB))); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 )
 
 // migrations build the schema, one step per version: migrations[i] takes
@@ -185,8 +186,10 @@ var schemaVersion = len(migrations)
 
 // migrate brings the database to schemaVersion in one write transaction.
 // It refuses a database written by a newer build, and a non-empty file that
-// is not a memhost database, rather than touching either.
-func migrate(ctx context.Context, db *sql.DB) error {
+// is not a memhost database, rather than touching either. An upgrade of a
+// large store takes minutes, in which the plugin answers nothing: the log
+// says what it does.
+func migrate(ctx context.Context, db *sql.DB, log *slog.Logger) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -210,6 +213,10 @@ func migrate(ctx context.Context, db *sql.DB) error {
 			return fmt.Errorf("not a memhost database: it holds %d schema objects but no memhost schema version", objects)
 		}
 	}
+	if version > 0 {
+		log.Info("migrating the database to this plugin's schema; a large store takes minutes, and a failed or stopped migration leaves it as it was",
+			"from_version", version, "to_version", schemaVersion)
+	}
 	for v := version; v < schemaVersion; v++ {
 		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
 			return fmt.Errorf("migrate to schema version %d: %w", v+1, err)
@@ -219,5 +226,11 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	if version > 0 {
+		log.Info("migrated the database", "to_version", schemaVersion)
+	}
+	return nil
 }

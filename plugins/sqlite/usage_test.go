@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -386,5 +388,41 @@ func TestFirstUseWhileTheOrderIsReadIsInTheWorkingSet(t *testing.T) {
 	}
 	if got := workingSetIDs(t, s, 10, alice); !slices.Contains(got, id) {
 		t.Fatalf("the next working set %v lacks %s", got, id)
+	}
+}
+
+// TestMigrationSaysSo: an upgrade of a large store takes minutes in
+// Configure, in which the plugin answers nothing; its log said nothing
+// either, so the host's showed only that it waited. The log says the
+// migration starts, between which versions, and when it is done.
+func TestMigrationSaysSo(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "memory.db")
+	s := openAt(t, path)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	downgradeToSchema8(t, path)
+	var logs strings.Builder
+	s = newStore()
+	s.log = slog.New(slog.NewTextHandler(&logs, nil))
+	if err := s.Configure(context.Background(), configJSON(path)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	for _, want := range []string{"migrating the database", "from_version=8", fmt.Sprintf("to_version=%d", schemaVersion), "migrated the database"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the log does not say %q:\n%s", want, logs.String())
+		}
+	}
+	// A fresh database is created, not migrated.
+	logs.Reset()
+	s = newStore()
+	s.log = slog.New(slog.NewTextHandler(&logs, nil))
+	if err := s.Configure(context.Background(), configJSON(filepath.Join(t.TempDir(), "new.db"))); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if strings.Contains(logs.String(), "migrat") {
+		t.Errorf("a new database logged a migration:\n%s", logs.String())
 	}
 }
