@@ -445,7 +445,7 @@ func tailOpen(s string, open func(string, flavour) bool) bool {
 	layers[0] = tail
 	n := 1
 	for ; n <= decodeLayers; n++ {
-		next, _, changed, _ := decodeOnce(layers[n-1], nil, flavourCommon)
+		next, changed := decodeText(layers[n-1], flavourCommon)
 		if !changed {
 			break
 		}
@@ -453,6 +453,16 @@ func tailOpen(s string, open func(string, flavour) bool) bool {
 	}
 	for _, t := range layers[:n] {
 		for _, fl := range flavours {
+			// An escape the readings of ambiguous escapes leave open is
+			// open in the common reading or in flavourRefAny, which
+			// also leaves open one whose character no reading takes
+			// ("&An" before "defanged" is ⩓ then "efanged").
+			if fl == flavourRefHidden || fl == flavourRefASCII {
+				continue
+			}
+			if fl == flavourRefLetters {
+				fl = flavourRefAny
+			}
 			if open(t, fl) {
 				return true
 			}
@@ -464,7 +474,7 @@ func tailOpen(s string, open func(string, flavour) bool) bool {
 				continue
 			}
 			for range decodeLayers - k {
-				next, _, changed, _ := decodeOnce(t, nil, fl)
+				next, changed := decodeText(t, fl)
 				if !changed {
 					break
 				}

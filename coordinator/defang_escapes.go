@@ -4,6 +4,7 @@ import (
 	"html"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -23,7 +24,7 @@ import (
 
 // flavour is a reading of escapes: the common one, with the bits below
 // added.
-type flavour uint8
+type flavour uint16
 
 const (
 	flavourCommon flavour = 0
@@ -52,32 +53,46 @@ const (
 	// reads it as the Windows-1252 character of that byte ("&#x8a;" is
 	// Š), a reader who knows no such table as the number it is.
 	flavourCodePoints
+	// flavourRefHidden, flavourRefASCII and flavourRefLetters read an
+	// escape whose end is ambiguous (see shortEscapeAt) at the longest of
+	// its shorter lengths that gives a character of their kinds (see
+	// reads): one the scan reads as nothing, or such a one or printable
+	// ASCII, or such a one or a letter the scan reads (a look-alike, a
+	// transliterated letter).
+	flavourRefHidden
+	flavourRefASCII
+	flavourRefLetters
+	// flavourRefAny reads an ambiguous escape at the longest of its
+	// shorter lengths that gives any character: not a reading of the
+	// view, but the one that asks whether an escape may run on into the
+	// defanger's replacement (tailOpen), whatever it gives there.
+	flavourRefAny
 )
 
-// A numeric character reference no semicolon ends is ambiguous: HTML
-// takes every digit after "&#x" ("&#x200bation" is U+200BA then "tion"),
-// yet a model may stop at the character it knows (a zero-width space then
-// "ation"; "&#x6demhost" as m then "emhost"). The reading refDigits(n)
-// reads such a reference at its first n significant digits (1 to
-// maxRefDigits), the rest of them as text; one reading per length, so a
-// marker shown by any of them is seen. A CSS escape no whitespace ends
-// is read so too (shortCSSEscapeAt).
-const (
-	refDigitsShift = 5
-	maxRefDigits   = 7 // "&#1114111", the largest number, decimal
-)
+// An escape no terminator ends may end before HTML or CSS ends it: HTML
+// takes every digit after "&#x" ("&#x200bation" is U+200BA then "tion")
+// and a name only when a semicolon ends it or it is one of the legacy
+// names ("&zwnjen" is text), CSS takes six hex digits; yet a model may
+// stop at the character it knows (a zero-width space then "ation";
+// "&#x6demhost" as m then "emhost"; "&zwnjen" as a zero-width non-joiner
+// then "en"). A marker may need each escape read at another length
+// ("[&#x6dem-tok&#x200ben" is m, then a zero-width space), so a reading
+// chooses the length of each escape by what it reads there, not one
+// length for the text: the longest giving a character of its kind, since
+// a marker needs each escape to be nothing or one of its letters. Three
+// kinds, each wider than the one before, so that an escape whose longer
+// length gives a letter of a wider kind (U+04D3, a look-alike of a) is
+// still read at the ASCII letter a shorter one gives ("&#x4d3m" as M3m)
+// by the narrower reading. flavourRefs are the three.
+const flavourRefs = flavourRefHidden | flavourRefASCII | flavourRefLetters | flavourRefAny
 
-// refDigits answers the reading of unterminated numeric references at n
-// significant digits.
-func refDigits(n int) flavour { return flavour(n) << refDigitsShift }
-
-// refDigits answers the digits fl reads an unterminated numeric reference
-// at, 0 for all of them.
-func (fl flavour) refDigits() int { return int(fl >> refDigitsShift) }
+// maxEntityName bounds the name of a reference shortNameAt reads:
+// "&CounterClockwiseContourIntegral;" is the longest.
+const maxEntityName = 32
 
 // flavours are the readings the decoded view peels, the common one first.
 var flavours = [...]flavour{flavourCommon, flavourQP, flavourQP | flavourCSS, flavourLetters, flavourCodePoints,
-	refDigits(1), refDigits(2), refDigits(3), refDigits(4), refDigits(5), refDigits(6), refDigits(7)}
+	flavourRefHidden, flavourRefASCII, flavourRefLetters}
 
 // letterEscapes are the characters after a backslash that flavourLetters
 // reads as themselves.
@@ -103,13 +118,8 @@ func escapeAt(v string, i int, fl flavour) (dec string, end int, ok, own bool) {
 			return string(r), end, true, true
 		}
 	}
-	if n := fl.refDigits(); n > 0 && c == '&' {
-		if dec, end, ok := shortReferenceAt(v, i, n); ok {
-			return dec, end, true, true
-		}
-	}
-	if n := fl.refDigits(); n > 0 && c == '\\' {
-		if dec, end, ok := shortCSSEscapeAt(v, i, n); ok {
+	if fl&flavourRefs != 0 && (c == '&' || c == '\\') {
+		if dec, end, ok := shortEscapeAt(v, i, fl); ok {
 			return dec, end, true, true
 		}
 	}
@@ -135,13 +145,34 @@ func escapeAt(v string, i int, fl flavour) (dec string, end int, ok, own bool) {
 	return dec, end, ok, false
 }
 
-// shortReferenceAt reads the numeric reference at v[i] ('&') at its
-// first n significant digits when no semicolon ends it and it has more:
-// what those digits stand for (as HTML reads them), and where they end.
-// A length whose number is no character is no reading.
-func shortReferenceAt(v string, i, n int) (string, int, bool) {
-	if i+2 >= len(v) || v[i+1] != '#' {
+// shortEscapeAt reads the escape at v[i] ('&' or '\\') no terminator
+// ends at the longest of its shorter lengths fl reads there (reads): a
+// numeric reference at fewer of its significant digits, a named one at a
+// name its letters start with (which HTML reads only before a semicolon,
+// but for its legacy names), a CSS escape at fewer of its hex digits. ok
+// is false when no length but the one the common reading takes gives a
+// character of fl's kind.
+func shortEscapeAt(v string, i int, fl flavour) (string, int, bool) {
+	if i+2 >= len(v) {
 		return "", 0, false
+	}
+	if v[i] == '\\' {
+		k := i + 1
+		for k < len(v) && k-i-1 < 6 && isHex(v[k]) {
+			k++
+		}
+		if k < len(v) && strings.IndexByte(" \t\n\r\f", v[k]) >= 0 {
+			return "", 0, false
+		}
+		for n := k - i - 2; n > 0; n-- {
+			if r, _ := hexValue(v, i+1, n); r != 0 && utf8.ValidRune(r) && fl.reads(r) {
+				return string(r), i + 1 + n, true
+			}
+		}
+		return "", 0, false
+	}
+	if v[i+1] != '#' {
+		return shortNameAt(v, i, fl)
 	}
 	prefix, base, j := "&#", 10, i+2
 	if v[j] == 'x' || v[j] == 'X' {
@@ -154,33 +185,114 @@ func shortReferenceAt(v string, i, n int) (string, int, bool) {
 	for k < len(v) && digitIn(v[k], base) {
 		k++
 	}
-	if k-j <= n || k < len(v) && v[k] == ';' {
+	if k < len(v) && v[k] == ';' {
 		return "", 0, false
 	}
-	r, _, _ := paddedNumber(v[j:j+n], 0, base, n)
-	if r == 0 || !utf8.ValidRune(r) {
-		return "", 0, false
+	for n := min(k-j-1, maxRefDigits); n > 0; n-- {
+		r, _, _ := paddedNumber(v[j:j+n], 0, base, n)
+		if r == 0 || !utf8.ValidRune(r) {
+			continue
+		}
+		if 0x80 <= r && r <= 0x9F {
+			// As HTML reads it: the Windows-1252 character of that byte.
+			r, _ = utf8.DecodeRuneInString(html.UnescapeString(prefix + v[j:j+n] + ";"))
+		}
+		if fl.reads(r) {
+			return string(r), j + n, true
+		}
 	}
-	return html.UnescapeString(prefix + v[j:j+n] + ";"), j + n, true
+	return "", 0, false
 }
 
-// shortCSSEscapeAt reads the CSS escape at v[i] ('\\') at its first n
-// hex digits when no whitespace ends it and CSS reads more of them
-// ("\\200ben" is U+200BE then "n" in CSS, a zero-width space then "en"
-// to a reader who stops at the character it knows).
-func shortCSSEscapeAt(v string, i, n int) (string, int, bool) {
+// maxRefDigits bounds the digits of a number shortEscapeAt reads:
+// "&#1114111", the largest, decimal.
+const maxRefDigits = 7
+
+// shortNameAt reads the named reference at v[i] ('&') no semicolon ends
+// at the longest name its letters start with whose character fl reads
+// (reads), when the common reading reads it otherwise.
+func shortNameAt(v string, i int, fl flavour) (string, int, bool) {
 	k := i + 1
-	for k < len(v) && k-i-1 < 6 && isHex(v[k]) {
+	for k < len(v) && k-i-1 < maxEntityName && isAlnum(v[k]) {
 		k++
 	}
-	if k-i-1 <= n || k < len(v) && strings.IndexByte(" \t\n\r\f", v[k]) >= 0 {
+	if k < len(v) && v[k] == ';' || k-i-1 < 2 || !isLetter(v[i+1]) {
 		return "", 0, false
 	}
-	r, _ := hexValue(v, i+1, n)
-	if r == 0 || !utf8.ValidRune(r) {
-		return "", 0, false
+	names := entityNames()
+	for n := k - i - 1; n >= 2; n-- {
+		name := v[i+1 : i+1+n]
+		if !names[name] {
+			continue
+		}
+		dec := html.UnescapeString("&" + name + ";")
+		if r, _ := utf8.DecodeRuneInString(dec); fl.reads(r) {
+			if _, commonEnd, _ := charRefAt(v, i); i+1+n == commonEnd {
+				return "", 0, false // the common reading's
+			}
+			return dec, i + 1 + n, true
+		}
 	}
-	return string(r), i + 1 + n, true
+	return "", 0, false
+}
+
+// reads reports whether r is of the kind fl reads an ambiguous escape
+// at (see flavourRefHidden): read as nothing by the scan (a zero-width
+// space, a control), else printable ASCII, else a letter the scan reads
+// as a marker's (a look-alike, a letter it transliterates, a leet
+// symbol).
+func (fl flavour) reads(r rune) bool {
+	if fl&flavourRefAny != 0 || skippable(r) {
+		return true
+	}
+	if fl&(flavourRefASCII|flavourRefLetters) == 0 {
+		return false
+	}
+	if r < utf8.RuneSelf {
+		return true
+	}
+	return fl&flavourRefLetters != 0 && readsAsLetter(r)
+}
+
+// readsAsLetter reports whether the scan reads r as some ASCII letter or
+// digit: by its fold, its look (lookLetters) or as a leet symbol. The
+// answers for the BMP are kept, two bits a character (known, and the
+// answer), in a fixed table: a text may hold many ambiguous escapes,
+// each read at up to seven lengths.
+func readsAsLetter(r rune) bool {
+	if r >= 1<<16 {
+		return foldsToLetter(r)
+	}
+	word, shift := &lettersRead[r>>4], uint(r&15)*2
+	if bits := word.Load() >> shift; bits&1 != 0 {
+		return bits&2 != 0
+	}
+	letter := foldsToLetter(r)
+	bits := uint32(1)
+	if letter {
+		bits = 3
+	}
+	word.Or(bits << shift)
+	return letter
+}
+
+var lettersRead [1 << 12]atomic.Uint32
+
+func foldsToLetter(r rune) bool {
+	if _, ok := lookLetters[r]; ok {
+		return true
+	}
+	if _, ok := lookLetters[unicode.ToLower(r)]; ok {
+		return true
+	}
+	if _, ok := symbolASCII(r); ok {
+		return true
+	}
+	letter := false
+	foldRune(string(r), r, func(u rune) {
+		letter = letter || u < utf8.RuneSelf && isAlnum(byte(u))
+	})
+	return letter
 }
 
 // codeUnitAt reads the escape of one numbered character at v[i] ("%uXXXX",

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -15,8 +16,8 @@ import (
 // \U0000002D, \N{HYPHEN-MINUS}, \cJ) and character references, peeled up
 // to decodeLayers deep (%252D is %2D is -), once in the common reading and
 // once more in each reading of escapes a language gives otherwise
-// (quoted-printable, CSS, a numeric reference no semicolon ends read at
-// each length of its digits; see flavour). All are matched because a decoding may also
+// (quoted-printable, CSS, an escape no terminator ends read at the
+// character it gives at a shorter length; see flavour). All are matched because a decoding may also
 // swallow letters the text as written shows a model ("%0bservation"
 // decodes to a vertical tab and "servation", yet reads as observation
 // with a zero for its o). A reader of HTML or XML also reads markup as
@@ -54,11 +55,22 @@ func decodedLayers(s string) []layer {
 	}
 	common := peel(s, nil, flavourCommon, 0)
 	out := common
+	var refChains [][]layer
 	for _, fl := range flavours[1:] {
 		view, from := s, []span(nil)
 		for k := range decodeLayers {
 			if ownEscapeIn(view, fl) {
-				out = append(out, peel(view, from, fl, k)...)
+				chain := peel(view, from, fl, k)
+				if fl&flavourRefs != 0 {
+					// The readings of ambiguous escapes often choose
+					// alike ("&zwnj" is nothing to all three): a chain
+					// one of them peeled already is not matched again.
+					if slices.ContainsFunc(refChains, func(c []layer) bool { return sameChain(c, chain) }) {
+						break
+					}
+					refChains = append(refChains, chain)
+				}
+				out = append(out, chain...)
 				break
 			}
 			if k >= len(common) {
@@ -68,6 +80,11 @@ func decodedLayers(s string) []layer {
 		}
 	}
 	return out
+}
+
+// sameChain reports whether two chains of layers read alike.
+func sameChain(a, b []layer) bool {
+	return slices.EqualFunc(a, b, func(x, y layer) bool { return x.view == y.view && slices.Equal(x.from, y.from) })
 }
 
 // peel answers the layers of v (whose bytes stand for the ranges from)
@@ -96,7 +113,7 @@ var escapeStart = [256]bool{'%': true, '\\': true, '&': true, '=': true}
 // ownEscapeIn reports whether fl reads some escape of v otherwise than the
 // common reading, walking v as decodeOnce does, without building a layer.
 func ownEscapeIn(v string, fl flavour) bool {
-	if fl.refDigits() > 0 && !strings.Contains(v, "&#") && !strings.Contains(v, `\`) {
+	if fl&flavourRefs != 0 && !strings.ContainsAny(v, "&\\") {
 		return false
 	}
 	for i := 0; i < len(v); {
@@ -375,6 +392,36 @@ func decodeOnce(v string, from []span, fl flavour) (dec string, decFrom []span, 
 	}
 	b.WriteString(v[last:])
 	return b.String(), out, true, used
+}
+
+// decodeText is decodeOnce without the spans, for a caller that reads
+// the decoded text alone (tailOpen): no span a byte is built.
+func decodeText(v string, fl flavour) (string, bool) {
+	var b strings.Builder
+	changed, last := false, 0
+	for i := 0; i < len(v); {
+		if !escapeStart[v[i]] {
+			i++
+			continue
+		}
+		dec, end, ok, _ := escapeAt(v, i, fl)
+		if !ok {
+			i++
+			continue
+		}
+		if !changed {
+			b.Grow(len(v))
+			changed = true
+		}
+		b.WriteString(v[last:i])
+		b.WriteString(dec)
+		i, last = end, end
+	}
+	if !changed {
+		return v, false
+	}
+	b.WriteString(v[last:])
+	return b.String(), true
 }
 
 // byteEscapeWidth answers the width of each escape when v[i:end], decoded

@@ -88,9 +88,10 @@ var escapeReaders = []*regexp.Regexp{escapeRE, qpRE, cssRE}
 
 // decodedLayers answers s and, for each reading of escapes, up to three
 // layers of its escapes decoded (%252D is %2D is -), each layer decoding
-// every escape of the one before. A numeric reference no semicolon ends
-// is also read at each length of its digits (shortReference), one
-// reading per length.
+// every escape of the one before. An escape no terminator ends is also
+// read at a shorter length (shortReference), once for each kind of
+// character a model may stop at (shortKinds), each escape at its own
+// length.
 func decodedLayers(s string) []string {
 	out := []string{s}
 	seen := map[string]bool{s: true}
@@ -116,9 +117,9 @@ func decodedLayers(s string) []string {
 	layers(func(v string) string {
 		return escapeRE.ReplaceAllStringFunc(v, controlReference)
 	})
-	for n := 1; n <= 7; n++ {
+	for _, kind := range shortKinds {
 		layers(func(v string) string {
-			return shortRE.ReplaceAllStringFunc(v, func(m string) string { return shortReference(m, n) })
+			return shortRE.ReplaceAllStringFunc(v, func(m string) string { return shortReference(m, kind) })
 		})
 	}
 	return out
@@ -154,37 +155,78 @@ func isHexDigits(s string) bool {
 }
 
 // unterminatedRefRE is a numeric reference no semicolon ends: its base
-// marker and its significant digits.
-var unterminatedRefRE = regexp.MustCompile(`^&#([xX]?)0*([0-9A-Fa-f]*)$`)
+// marker and its significant digits; unterminatedNameRE a named one.
+var (
+	unterminatedRefRE  = regexp.MustCompile(`^&#([xX]?)0*([0-9A-Fa-f]*)$`)
+	unterminatedNameRE = regexp.MustCompile(`^&([A-Za-z][A-Za-z0-9]*)$`)
+)
 
-// shortReference decodes one match of escapeRE, reading a numeric
-// reference no semicolon ends at its first n significant digits and the
-// rest of them as text: HTML takes every digit ("&#x200bation" is U+200BA
-// then "tion"), a model may stop at the character it knows (a zero-width
-// space then "ation"). A length whose number is no character is none.
-func shortReference(m string, n int) string {
+// shortKinds are the kinds of character a reader may stop an escape no
+// terminator ends at, each wider than the one before: one it does not
+// see, or ASCII too, or a letter it reads (a look-alike, a leet symbol)
+// too.
+var shortKinds = []func(rune) bool{
+	ignorable,
+	func(r rune) bool { return ignorable(r) || r < utf8.RuneSelf },
+	func(r rune) bool {
+		return ignorable(r) || r < utf8.RuneSelf || symbolOf(r) != 0 || alnum(string(readRune(string(r), r))) != ""
+	},
+}
+
+// shortReference decodes one match of shortRE, reading an escape no
+// terminator ends at the longest of its shorter lengths that gives a
+// character of kind, the rest of it as text: HTML takes every digit
+// ("&#x200bation" is U+200BA then "tion") and a name only before a
+// semicolon but for its legacy names ("&zwnjen" is text), CSS six hex
+// digits; a model may stop at the character it knows (a zero-width
+// space then "ation", a zero-width non-joiner then "en"). An escape
+// with no such length is read as the other readings read it.
+func shortReference(m string, kind func(rune) bool) string {
 	if m[0] == '\\' {
-		// A CSS escape no whitespace ends, read at n of its digits.
-		if len(m)-1 > n && isHexDigits(m[1:]) {
-			if r, _ := strconv.ParseUint(m[1:1+n], 16, 32); r != 0 && utf8.ValidRune(rune(r)) {
-				return string(rune(r)) + m[1+n:]
+		// A CSS escape no whitespace ends.
+		if isHexDigits(m[1:]) {
+			for n := len(m) - 2; n > 0; n-- {
+				if r, _ := strconv.ParseUint(m[1:1+n], 16, 32); r != 0 && utf8.ValidRune(rune(r)) && kind(rune(r)) {
+					return string(rune(r)) + m[1+n:]
+				}
 			}
 		}
 		return m // the other readings read it whole
 	}
+	if sm := unterminatedNameRE.FindStringSubmatch(m); sm != nil {
+		// HTML's longest name, "CounterClockwiseContourIntegral", has 31
+		// letters.
+		for n := min(len(sm[1]), 31); n >= 2; n-- {
+			name := sm[1][:n]
+			dec := html.UnescapeString("&" + name + ";")
+			if dec == "&"+name+";" || strings.HasSuffix(dec, ";") && name != "semi" {
+				continue // no name, or a legacy one with letters after it
+			}
+			if r, _ := utf8.DecodeRuneInString(dec); kind(r) {
+				return dec + sm[1][n:]
+			}
+		}
+		return decodeEscape(escapeRE, m)
+	}
 	sm := unterminatedRefRE.FindStringSubmatch(m)
-	if sm == nil || len(sm[2]) <= n {
+	if sm == nil {
 		return decodeEscape(escapeRE, m)
 	}
 	base := 10
 	if sm[1] != "" {
 		base = 16
 	}
-	r, err := strconv.ParseUint(sm[2][:n], base, 32)
-	if err != nil || r == 0 || !utf8.ValidRune(rune(r)) {
-		return decodeEscape(escapeRE, m)
+	for n := min(len(sm[2])-1, 7); n > 0; n-- {
+		r, err := strconv.ParseUint(sm[2][:n], base, 32)
+		if err != nil || r == 0 || !utf8.ValidRune(rune(r)) {
+			continue
+		}
+		dec := html.UnescapeString("&#" + sm[1] + sm[2][:n] + ";")
+		if r, _ := utf8.DecodeRuneInString(dec); kind(r) {
+			return dec + sm[2][n:]
+		}
 	}
-	return html.UnescapeString("&#"+sm[1]+sm[2][:n]+";") + sm[2][n:]
+	return decodeEscape(escapeRE, m)
 }
 
 // escapedBytes decodes a run of three-character byte escapes, "%E2%80"
