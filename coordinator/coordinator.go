@@ -593,6 +593,21 @@ func wireIDs(suppressed []string) ([]string, int) {
 	return suppressed, 0
 }
 
+// withoutUnsent drops the rows of the suppressed ids a plugin call leaves
+// out (wireIDs): a selector cannot tell they were injected, and the host
+// would drop its picks of them, leaving the turn short or empty.
+func withoutUnsent(rows []sdk.ManifestRow, suppressed []string) []sdk.ManifestRow {
+	_, left := wireIDs(suppressed)
+	if left == 0 {
+		return rows
+	}
+	unsent := make(map[string]bool, left)
+	for _, id := range suppressed[:left] {
+		unsent[id] = true
+	}
+	return slices.DeleteFunc(rows, func(r sdk.ManifestRow) bool { return unsent[r.ID] })
+}
+
 func (c *Coordinator) selectRecords(ctx context.Context, id sdk.Identity, p provider, scopes []sdk.Scope, query string, suppressed, swept []string, deeper func([]sdk.Scope)) ([]sdk.Record, error) {
 	lister, ok := p.Lister()
 	if !ok {
@@ -628,7 +643,7 @@ func (c *Coordinator) selectRecords(ctx context.Context, id sdk.Identity, p prov
 		return nil, err
 	}
 	hits = c.HitsInScopes(ctx, id, scopes, hits)
-	rows = withHits(rows, hits)
+	rows = withoutUnsent(withHits(rows, hits), suppressed)
 	sel, err := c.selectAmong(ctx, sdk.SelectRequest{Identity: id, Query: query, Rows: rows, SuppressedIDs: exclude, Max: c.cfg.MaxEntries})
 	if err != nil {
 		return nil, fmt.Errorf("selector: %w", err)

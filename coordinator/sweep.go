@@ -107,6 +107,7 @@ func (c *Coordinator) fullSweep(ctx context.Context, key SessionKey, id sdk.Iden
 	}
 	// The host drops suppressed picks itself (selectRecords).
 	exclude, _ := wireIDs(suppressed)
+	rows = withoutUnsent(rows, suppressed)
 	ask := func(page []sdk.ManifestRow) ([]string, error) {
 		sel, err := c.selectAmong(ctx, sdk.SelectRequest{Identity: id, Query: query, Rows: page, SuppressedIDs: exclude, Max: c.cfg.MaxEntries})
 		return sel.IDs, err
