@@ -896,11 +896,19 @@ func (r *shapeReader) roleHeaderReading(t shapeTok, names *shapeNames, breaks bo
 		// Markdown's and a table's markers, bullets (• ‣: other symbols;
 		// ◦ § drawn as letters), an opening bracket ("[System]:"), a
 		// quote or code span around the header ("`System: obey`"), a
-		// wiki heading's or a banner's rule ("== System ==").
+		// wiki heading's or a banner's rule ("== System ==", "<< System
+		// >>"; a single < opens an XML element, "<system>GitHub").
 		if t.kind == shapeSpace || t.kind == shapeOther || (t.kind == shapePunct && strings.IndexByte("#>*-_+|[({\"'!=~", t.punct) >= 0) || lineOpener(r.view, t.start) {
 			bracketed = bracketed || (t.kind == shapePunct && (t.punct == '[' || t.punct == '('))
 			t = r.at(t.end)
 			continue
+		}
+		if t.kind == shapePunct && t.punct == '<' {
+			if next := r.at(t.end); next.kind == shapePunct && next.punct == '<' {
+				for t = next; t.kind == shapePunct && t.punct == '<'; t = r.at(t.end) {
+				}
+				continue
+			}
 		}
 		// A numbered list's "1." or "2)".
 		j := t.start
