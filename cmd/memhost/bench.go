@@ -201,6 +201,7 @@ non-zero.`,
 				return err
 			}
 			w := cmd.OutOrStdout()
+			interrupted := false
 			if o.out != "" {
 				// The report replaces the file whole once written: an
 				// interrupted or failed run leaves the last report as it was.
@@ -211,6 +212,9 @@ non-zero.`,
 				defer f.discard()
 				w = f
 				defer func() {
+					if interrupted {
+						return // its report may stop anywhere
+					}
 					if e := f.commit(); err == nil && e != nil {
 						err = fmt.Errorf("--out: %w", e)
 					}
@@ -230,7 +234,10 @@ non-zero.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), stopSignals...)
 			defer stop()
 			context.AfterFunc(ctx, stop)
-			return run(ctx, o, w, cmd.ErrOrStderr())
+			err = run(ctx, o, w, cmd.ErrOrStderr())
+			// Read before the deferred stop cancels ctx.
+			interrupted = ctx.Err() != nil
+			return err
 		},
 	}
 	f := cmd.Flags()

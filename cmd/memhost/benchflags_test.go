@@ -229,3 +229,33 @@ func TestBenchOutReplacesTheReportWhole(t *testing.T) {
 		t.Errorf("temporary files left: %v", left)
 	}
 }
+
+// TestBenchOutKeepsTheReportOfAnInterruptedRun: a run interrupted after
+// it began its report (during the retention or multihost runs, which come
+// after the latency tables) leaves the last report, not the half written.
+func TestBenchOutKeepsTheReportOfAnInterruptedRun(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run.md")
+	if err := os.WriteFile(out, []byte("last run's report\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	cmd := benchCommandRunning(func(ctx context.Context, _ benchOptions, w, _ io.Writer) error {
+		fmt.Fprint(w, "## Latency and throughput\n")
+		interrupt()
+		<-ctx.Done()
+		return fmt.Errorf("retention: %w", ctx.Err())
+	})
+	cmd.SetArgs([]string{"--out", out, "--locomo", "", "--longmemeval", ""})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	if err := cmd.ExecuteContext(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("run error %v, want it interrupted", err)
+	}
+	if got, _ := os.ReadFile(out); string(got) != "last run's report\n" {
+		t.Errorf("an interrupted run left %q", got)
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(out), ".run.md.*")); len(left) > 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}
