@@ -143,7 +143,8 @@ class Client:
 
         A status >= 400 outside `accept` raises the API's error."""
         url = self.base_url + path
-        params = {k: v for k, v in (query or {}).items() if v}
+        # An empty target is a value: the reviewer saw the proposal replace no record.
+        params = {k: v for k, v in (query or {}).items() if v or (k == "target" and v == "")}
         if params:
             url += "?" + urllib.parse.urlencode(params)
         request_id = self._new_request_id()
@@ -226,10 +227,14 @@ class Client:
         self._json("DELETE", "/v1/records/" + _seg(record_id), query={"realm": realm})
 
     @_operation("approveRecord")
-    def approve(self, record_id: str, *, realm: str | None = None) -> Approval:
-        """Approves an agent's proposal (application callers only)."""
+    def approve(self, record_id: str, *, realm: str | None = None, target: str | None = None) -> Approval:
+        """Approves an agent's proposal (application callers only).
+
+        `target` is the record the listing showed it replacing ("" for none):
+        if it would now replace another, nothing changes and TargetChanged is
+        raised."""
         path = "/v1/records/" + _seg(record_id) + "/approve"
-        return cast(Approval, self._json("POST", path, query={"realm": realm}))
+        return cast(Approval, self._json("POST", path, query={"realm": realm, "target": target}))
 
     @_operation("rejectRecord")
     def reject(self, record_id: str, *, realm: str | None = None) -> dict[str, Any]:

@@ -64,6 +64,10 @@ class HistoryMismatch(Conflict):
     """409 history_mismatch: the evicted list does not start with the messages already absorbed."""
 
 
+class TargetChanged(Conflict):
+    """409 target_changed: the proposal would now replace another record than the approval's target, or none."""
+
+
 class TooLarge(MemhostError):
     """413 too_large."""
 
@@ -116,6 +120,7 @@ _BY_CODE: dict[str, type[MemhostError]] = {
     "method_not_allowed": MethodNotAllowed,
     "conflict": Conflict,
     "history_mismatch": HistoryMismatch,
+    "target_changed": TargetChanged,
     "too_large": TooLarge,
     "too_many_requests": TooManyRequests,
     "too_many_proposals": TooManyProposals,

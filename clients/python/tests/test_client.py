@@ -27,6 +27,7 @@ from memhost import (
     MemhostTransportError,
     NotFound,
     PermissionDenied,
+    TargetChanged,
     Unauthenticated,
 )
 from memhost.errors import error_from_response
@@ -286,6 +287,20 @@ class ProposalsTest(Base):
         with self.assertRaises(Conflict) as cm:
             self.app.approve(pid)
         self.assertEqual((cm.exception.status, cm.exception.code), (409, "conflict"))
+
+    def test_approval_names_the_target_it_saw(self) -> None:
+        title = unique("Door code")
+        target = self.app.remember([{"scope": "realm", "kind": "fact", "title": title, "body": "The code is 1111."}])["ids"][0]
+        pid = self.agent.remember([{"scope": "realm", "kind": "fact", "title": title, "body": "The code is 2222."}])["ids"][0]
+        # Shown replacing none, it would replace the record: nothing changes.
+        with self.assertRaises(TargetChanged) as cm:
+            self.app.approve(pid, target="")
+        self.assertIsInstance(cm.exception, Conflict)
+        self.assertEqual((cm.exception.status, cm.exception.code), (409, "target_changed"))
+        self.assertEqual(self.app.get(pid)["status"], "quarantined")
+        approval = self.app.approve(pid, target=target)
+        self.assertEqual(self.app.get(target)["status"], "superseded")
+        self.assertEqual(self.app.get(approval["id"])["body"], "The code is 2222.")
 
     def test_identity_scope_is_stored_directly(self) -> None:
         stored = self.agent.remember([{"scope": "identity:" + self.who, "kind": "fact", "title": "Mine", "body": "mine"}])
