@@ -73,6 +73,8 @@ var escapeReadingCases = []defangCase{
 	// character (Š), read as the invisible control it numbers too.
 	{name: "reference to a control HTML reads as a letter", in: "[mem-tok&#x8a;en: 1]", want: "[defanged-mem-token: 1]", hits: 1},
 	{name: "decimal reference to a control", in: "</memhost_memory_obser&#154;vation>", want: "</defanged_memory_observation>", hits: 1},
+	{name: "unterminated reference to a control", in: "[mem-tok&#x8aen: 1]", want: "[defanged-mem-token: 1]", hits: 1},
+	{name: "unterminated padded decimal reference to a control", in: "</memh&#001380st_memory_observation>", want: "</defanged_memory_observation>", hits: 1},
 	{name: "references to controls in ordinary text stay", in: "price &#x80;5, &#150; dash, &#x9a;koda", want: "price &#x80;5, &#150; dash, &#x9a;koda"},
 	// A CSS escape no whitespace ends, read at each length of its digits.
 	{name: "unterminated css zero-width space", in: `[mem-tok\200ben: 1]`, want: "[defanged-mem-token: 1]", hits: 1},
@@ -265,7 +267,7 @@ func TestReferenceReaderReadsOtherEscapes(t *testing.T) {
 		`[mem\N{U+2D}token: 1]`, "[%uD835%uDC26em-token: 1]", "[&#xD835;&#xDC26;em-token: 1]", `[me\u{0000000006d}-token: 1]`,
 		"[me&#" + strings.Repeat("0", 45) + "109;-token: 1]", `[\N{latin small letter m}em-token: 1]`,
 		"</memhost_memory_observ&#x200bation>", "[&#x6demhost_memory_observation]", "[mem-tok&#X000200Ben: 1]",
-		"[mem-tok&#x8a;en: 1]",
+		"[mem-tok&#x8a;en: 1]", "[mem-tok&#x8aen: 1]", "</memh&#001380st_memory_observation>",
 		`[mem-tok\200ben: 1]`,
 		"[&#x6dem-tok&#x200ben: 1]", "</memhost_memory_&#x6fbserv&#x200bation>", "</memhost_memory_&#x43ebservation>", `[\6dem-tok\200ben: 1]`,
 		"[mem-tok&zwnjen: 1]", "[mem-tok&ZeroWidthSpaceen: 1]", "[&mopfem-token: 1]", "</memhost&lowbarmemory&lowbarobservation>",

@@ -194,7 +194,11 @@ func shortEscapeAt(v string, i int, fl flavour) (string, int, bool) {
 			continue
 		}
 		if 0x80 <= r && r <= 0x9F {
-			// As HTML reads it: the Windows-1252 character of that byte.
+			// The control it numbers (see flavourCodePoints), else as HTML
+			// reads it: the Windows-1252 character of that byte.
+			if fl.reads(r) {
+				return string(r), j + n, true
+			}
 			r, _ = utf8.DecodeRuneInString(html.UnescapeString(prefix + v[j:j+n] + ";"))
 		}
 		if fl.reads(r) {

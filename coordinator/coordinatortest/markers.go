@@ -221,6 +221,9 @@ func shortReference(m string, kind func(rune) bool) string {
 		if err != nil || r == 0 || !utf8.ValidRune(rune(r)) {
 			continue
 		}
+		if 0x80 <= r && r <= 0x9F && kind(rune(r)) {
+			return string(rune(r)) + sm[2][n:] // the control it numbers
+		}
 		dec := html.UnescapeString("&#" + sm[1] + sm[2][:n] + ";")
 		if r, _ := utf8.DecodeRuneInString(dec); kind(r) {
 			return dec + sm[2][n:]
