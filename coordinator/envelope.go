@@ -174,7 +174,7 @@ func (e *Envelope) pack(prefix string, in RenderInput) Rendered {
 		if in.MaxEntries > 0 && len(out.IDs) >= in.MaxEntries {
 			break
 		}
-		if of, ok := said.repeats(r); ok {
+		if of, ok := said.repeats(r); ok && e.showable(in, r) {
 			listed := slices.ContainsFunc(out.Repeats, func(x Repeat) bool { return x.ID == r.ID })
 			if r.ID != "" && !listed && !slices.Contains(out.IDs, r.ID) && (in.Skip == nil || !in.Skip(r.ID)) {
 				out.Repeats = append(out.Repeats, Repeat{ID: r.ID, Of: of})
@@ -225,6 +225,9 @@ func memoryKey(r *sdk.Record) uint64 {
 	h.WriteString(r.Title)
 	h.WriteByte(0)
 	h.WriteString(r.Body)
+	h.WriteByte(0)
+	h.WriteString(string(r.Kind))
+	maphash.WriteComparable(&h, r.OccurredAt.UnixMilli())
 	return h.Sum64()
 }
 
@@ -252,11 +255,17 @@ func (m memories) repeats(r *sdk.Record) (string, bool) {
 	return prev.ID, true
 }
 
+// showable reports whether r may be shown at all: an id, of the
+// identity's realm, recallable now.
+func (e *Envelope) showable(in RenderInput, r *sdk.Record) bool {
+	return r.ID != "" && (r.Realm == "" || r.Realm == in.Identity.Realm) && r.Recallable(in.Now)
+}
+
 // appendFitting appends r's observation (index, or beside the record of
 // id of) when r may be shown and fits both budgets; buf is unchanged
 // otherwise. cut reports an excerpt.
 func (e *Envelope) appendFitting(buf []byte, in RenderInput, r *sdk.Record, index int, of string, shown []string) ([]byte, bool) {
-	if r.ID == "" || (r.Realm != "" && r.Realm != in.Identity.Realm) || !r.Recallable(in.Now) || slices.Contains(shown, r.ID) {
+	if !e.showable(in, r) || slices.Contains(shown, r.ID) {
 		return buf, false
 	}
 	if in.Skip != nil && in.Skip(r.ID) {

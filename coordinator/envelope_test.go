@@ -295,12 +295,17 @@ func TestEnvelopeShowsAMemoryOnce(t *testing.T) {
 	long := strings.Repeat("filler words here. ", 80) + "The espresso machine is on the left. " + strings.Repeat("more filler. ", 80)
 	cutMine, cutShared := envRec("cut-mine", "Kitchen", long, 0), envRec("cut-shared", "Kitchen", long, 0)
 	cutShared.Scope = sdk.RealmScope
+	expired := shared
+	expired.ID, expired.ExpiresAt = "expired", testNow.Add(-time.Minute)
+	episode, episode2 := shared, shared
+	episode.ID, episode.Kind = "episode", sdk.KindEpisode
+	episode2.ID, episode2.Kind = "episode2", sdk.KindEpisode
 	for _, tc := range []struct {
 		name         string
 		recs         []sdk.Record
 		terms        []string
 		skip         func(string) bool
-		want, repeat []string // repeat: ids, each of want[0]
+		want, repeat []string // repeat: ids, each of the last of want
 	}{
 		{"one fact in two scopes", []sdk.Record{mine, shared}, nil, nil, []string{"mine"}, []string{"shared"}},
 		{"a repeat already injected is not reported again", []sdk.Record{mine, shared}, nil, func(id string) bool { return id == "shared" }, []string{"mine"}, nil},
@@ -308,14 +313,16 @@ func TestEnvelopeShowsAMemoryOnce(t *testing.T) {
 		{"another time", []sdk.Record{shared, later}, nil, nil, []string{"shared", "later"}, nil},
 		{"a hash shared by other texts", []sdk.Record{hashed, lying}, nil, nil, []string{"mine", "lying"}, nil},
 		{"one id twice", []sdk.Record{mine, mine}, nil, nil, []string{"mine"}, nil},
+		{"an expired copy is no repeat", []sdk.Record{mine, expired}, nil, nil, []string{"mine"}, nil},
+		{"another kind, then a copy of it", []sdk.Record{mine, episode, episode2}, nil, nil, []string{"mine", "episode"}, []string{"episode2"}},
 		{"an excerpt's repeat", []sdk.Record{cutMine, cutShared}, []string{"espresso"}, nil, []string{"cut-mine"}, []string{"cut-shared"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := e.Render(RenderInput{Identity: alice, Nonce: testNonce, Records: tc.recs, MaxBytes: 20 << 10, Terms: tc.terms, Skip: tc.skip, Now: testNow})
 			var repeat []string
 			for _, r := range out.Repeats {
-				if r.Of != tc.want[0] {
-					t.Errorf("%s repeats %s, want %s", r.ID, r.Of, tc.want[0])
+				if r.Of != tc.want[len(tc.want)-1] {
+					t.Errorf("%s repeats %s, want %s", r.ID, r.Of, tc.want[len(tc.want)-1])
 				}
 				repeat = append(repeat, r.ID)
 			}
