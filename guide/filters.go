@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/index"
 	"github.com/memhost/memhost/sdk/tokenize"
@@ -76,7 +78,8 @@ func foldTags(tags []string) []string {
 	}
 	out := make([]string, 0, len(tags))
 	for _, t := range tags {
-		out = append(out, strings.ToLower(strings.TrimSpace(t)))
+		// In NFC, as stores compare tags (sdk.SameTag).
+		out = append(out, strings.ToLower(norm.NFC.String(strings.TrimSpace(t))))
 	}
 	slices.Sort(out)
 	return slices.Compact(out)

@@ -857,3 +857,14 @@ func TestASessionTheHostForgotAnswersAChange(t *testing.T) {
 		}
 	}
 }
+
+// TestFiltersCompareTagsInNFC: from the review of this stop's diff. Stores
+// compare tags in NFC, so filters differing only in composition are one
+// filter, not a change of filters.
+func TestFiltersCompareTagsInNFC(t *testing.T) {
+	composed := Filters{RequiredTags: []string{"Caf\u00e9"}, ExcludedTags: []string{"na\u00efve"}}.normalized()
+	decomposed := Filters{RequiredTags: []string{"cafe\u0301"}, ExcludedTags: []string{"nai\u0308ve"}}.normalized()
+	if !slices.Equal(composed.RequiredTags, decomposed.RequiredTags) || !slices.Equal(composed.ExcludedTags, decomposed.ExcludedTags) {
+		t.Fatalf("%q %q and %q %q differ", composed.RequiredTags, composed.ExcludedTags, decomposed.RequiredTags, decomposed.ExcludedTags)
+	}
+}

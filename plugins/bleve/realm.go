@@ -373,7 +373,7 @@ func answersDuplicates(s sdk.Status) bool {
 func dedupKey(scope sdk.Scope, hash string) string { return string(scope) + "|" + hash }
 
 // foldTag maps a tag to one representative of its case-folding class, so
-// that two tags match in the index exactly when strings.EqualFold (and so
+// that two tags match in the index exactly when sdk.SameTag (and so
 // sdk.Record.HasTag) says they are equal. Each rune becomes a choice made
 // from its whole simple-folding orbit: the lower case of the orbit's least
 // rune when that is in the orbit (readable keys), else the least rune
