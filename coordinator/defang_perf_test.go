@@ -11,10 +11,11 @@ import (
 // The fast scans answer what a byte-by-byte reading does.
 func TestDefangFastScans(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	pieces := []string{"a", "b", " ", ":", "\t", "\n", "\r", "\v", "\f", "<", "[", "]", "^", "\"", "'", "\x7f", "\x01",
+	pieces := []string{"a", "b", " ", ":", "#", "&#", "\\2", "F", "&a", "\t", "\n", "\r", "\v", "\f", "<", "[", "]", "^", "\"", "'", "\x7f", "\x01",
 		"\xc2", "\xe2", "\xb9", "%", "\\", "&", "=", "é", "’", "—", "¹", "ⁿ", "[1]", "[^a]", "[x y]", "<b>", "plain text ",
 		"sys", "SyStem", "tem", "s y ", "s", "y", "deve", "DEVELOPER", "loper", "v"}
 	roleWord := regexp.MustCompile(`(?i)system|developer|s y s`)
+	refStart := regexp.MustCompile(`&#|&[A-Za-z]|\\[0-9A-Fa-f]`)
 	for n := range 4000 {
 		var b strings.Builder
 		for range rng.IntN(40) {
@@ -35,6 +36,9 @@ func TestDefangFastScans(t *testing.T) {
 		}
 		if got, want := mayHoldShapes(s), strings.ContainsAny(s, "<[:=") || hasNonASCII(s) || roleWord.MatchString(s); got != want {
 			t.Fatalf("mayHoldShapes(%q) = %v", s, got)
+		}
+		if got, want := mayHoldRefs(s), refStart.MatchString(s); got != want {
+			t.Fatalf("mayHoldRefs(%q) = %v", s, got)
 		}
 		if got, want := hasAnyByte(s, "%\\&="), strings.ContainsAny(s, "%\\&="); got != want {
 			t.Fatalf("hasAnyByte(%q) = %v", s, got)

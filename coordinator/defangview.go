@@ -113,7 +113,7 @@ var escapeStart = [256]bool{'%': true, '\\': true, '&': true, '=': true}
 // ownEscapeIn reports whether fl reads some escape of v otherwise than the
 // common reading, walking v as decodeOnce does, without building a layer.
 func ownEscapeIn(v string, fl flavour) bool {
-	if fl&flavourRefs != 0 && !strings.ContainsAny(v, "&\\") {
+	if fl&(flavourRefs|flavourCodePoints) != 0 && !mayHoldRefs(v) {
 		return false
 	}
 	for i := 0; i < len(v); {
@@ -129,6 +129,26 @@ func ownEscapeIn(v string, fl flavour) bool {
 			i = end
 		default:
 			i++
+		}
+	}
+	return false
+}
+
+// mayHoldRefs reports whether v holds an escape the reference readings
+// and flavourCodePoints may read otherwise than the common one: "&#", an
+// "&" before a letter (a name), or a backslash before a hex digit. Prose
+// holds "&" and "\\" often, those seldom.
+func mayHoldRefs(v string) bool {
+	for i := 0; i+1 < len(v); i++ {
+		switch c := v[i+1]; v[i] {
+		case '&':
+			if c == '#' || isLetter(c) {
+				return true
+			}
+		case '\\':
+			if isHex(c) {
+				return true
+			}
 		}
 	}
 	return false
