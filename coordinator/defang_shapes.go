@@ -121,6 +121,11 @@ func (r *shapeReader) at(i int) shapeTok {
 			continue
 		}
 		if unicode.IsLetter(ru) {
+			if skippable(ru) {
+				// A Hangul filler is a letter no reader sees, as the
+				// marker words read it ("Syst\u3164em").
+				continue
+			}
 			// Most of a text in another script: no space, no break, no
 			// punctuation but for a few look-alikes.
 			if p := letterPunct(ru); p != 0 {
