@@ -67,10 +67,10 @@ capability. "memhost import" reads the file back.`,
 			// removed and, with --local, the plugins stop.
 			ctx, stop := signal.NotifyContext(cmd.Context(), stopSignals...)
 			defer stop()
-			out := exportOutput{w: cmd.OutOrStdout()}
+			out := outputFile{w: cmd.OutOrStdout()}
 			if len(args) == 1 && args[0] != "-" {
 				var err error
-				if out, err = createExportFile(args[0], cmd.ErrOrStderr()); err != nil {
+				if out, err = createOutputFile(args[0], cmd.ErrOrStderr()); err != nil {
 					return err
 				}
 			}
@@ -125,20 +125,21 @@ capability. "memhost import" reads the file back.`,
 	return cmd
 }
 
-// exportOutput is where an export writes: standard output, a device or
-// pipe named as FILE (written in place), or a temporary file beside FILE
-// that commit renames over it.
-type exportOutput struct {
+// outputFile is where an export or a bench report writes: standard
+// output, a device or pipe named as FILE (written in place), or a
+// temporary file beside FILE that commit renames over it, so a run that
+// fails leaves what FILE held.
+type outputFile struct {
 	w       io.Writer
 	path    string   // FILE, when a temporary file stands in for it
 	existed bool     // whether FILE was there before
 	tmp     *os.File // the temporary file, nil once committed or discarded
 }
 
-// createExportFile opens the output for FILE path. A directory is refused
+// createOutputFile opens the output for FILE path. A directory is refused
 // before any work is done. An existing FILE in a directory this user may
 // not create files in is written in place, with a warning on warn.
-func createExportFile(path string, warn io.Writer) (exportOutput, error) {
+func createOutputFile(path string, warn io.Writer) (outputFile, error) {
 	// A symbolic link is written through, as opening it would: the
 	// rename replaces the file it names, not the link.
 	if target, err := filepath.EvalSymlinks(path); err == nil {
@@ -147,16 +148,16 @@ func createExportFile(path string, warn io.Writer) (exportOutput, error) {
 	info, err := os.Stat(path)
 	switch {
 	case err == nil && info.IsDir():
-		return exportOutput{}, fmt.Errorf("%s is a directory: name the file to write", path)
+		return outputFile{}, fmt.Errorf("%s is a directory: name the file to write", path)
 	case err == nil && !info.Mode().IsRegular():
 		// /dev/stdout, a named pipe: nothing to rename over.
 		f, err := os.OpenFile(path, os.O_WRONLY, 0)
 		if err != nil {
-			return exportOutput{}, err
+			return outputFile{}, err
 		}
-		return exportOutput{w: f}, nil
+		return outputFile{w: f}, nil
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return exportOutput{}, err
+		return outputFile{}, err
 	}
 	// A new export holds every record of a realm in full: it is the
 	// user's alone, as the host's own data files are, whatever the umask.
@@ -177,7 +178,7 @@ func createExportFile(path string, warn io.Writer) (exportOutput, error) {
 		f, ferr := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
 		if ferr == nil {
 			fmt.Fprintf(warn, "warning: cannot create a file in %s, so %s is written in place: an export that fails leaves it incomplete\n", filepath.Clean(dir), path)
-			return exportOutput{w: f}, nil
+			return outputFile{w: f}, nil
 		}
 	}
 	if err != nil {
@@ -187,15 +188,15 @@ func createExportFile(path string, warn io.Writer) (exportOutput, error) {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return exportOutput{}, fmt.Errorf("cannot write %s: directory %s: %w", path, filepath.Clean(dir), err)
+		return outputFile{}, fmt.Errorf("cannot write %s: directory %s: %w", path, filepath.Clean(dir), err)
 	}
 	// An existing file keeps its permissions exactly, umask or not.
 	_ = tmp.Chmod(mode)
-	return exportOutput{w: tmp, path: path, existed: info != nil, tmp: tmp}, nil
+	return outputFile{w: tmp, path: path, existed: info != nil, tmp: tmp}, nil
 }
 
 // commit makes the written data durable and puts it in place.
-func (o *exportOutput) commit() error {
+func (o *outputFile) commit() error {
 	if o.tmp == nil {
 		f, ok := o.w.(*os.File)
 		if !ok || f == os.Stdout {
@@ -232,7 +233,7 @@ func (o *exportOutput) commit() error {
 
 // staleActive answers the ids of targets written active into the
 // temporary file.
-func (o *exportOutput) staleActive(targets map[string]bool) (map[string]bool, error) {
+func (o *outputFile) staleActive(targets map[string]bool) (map[string]bool, error) {
 	in, err := os.Open(o.tmp.Name())
 	if err != nil {
 		return nil, err
@@ -281,7 +282,7 @@ func dropStillActive(ctx context.Context, c *apiClient, realm string, stale map[
 // and an import of the file would otherwise hold two active versions, a
 // state the store never had. The rewrite goes to a second temporary file,
 // which then stands in for the first.
-func (o *exportOutput) settle(targets map[string]bool) error {
+func (o *outputFile) settle(targets map[string]bool) error {
 	// Most exports with supersede chains wrote each older version as
 	// superseded: a read finds whether any line needs the rewrite.
 	stale := func(line []byte) bool {
@@ -366,7 +367,7 @@ func (o *exportOutput) settle(targets map[string]bool) error {
 }
 
 // discard removes the temporary file of an export that did not commit.
-func (o *exportOutput) discard() {
+func (o *outputFile) discard() {
 	if o.tmp != nil {
 		o.tmp.Close()
 		os.Remove(o.tmp.Name())

@@ -177,7 +177,7 @@ func TestExportFileMode(t *testing.T) {
 		{filepath.Join(dir, "new.jsonl"), 0o600},
 		{existing, 0o640},
 	} {
-		out, err := createExportFile(c.path, io.Discard)
+		out, err := createOutputFile(c.path, io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -205,7 +205,7 @@ non-zero.`,
 			if o.out != "" {
 				// The report replaces the file whole once written: an
 				// interrupted or failed run leaves the last report as it was.
-				f, err := newReportFile(o.out)
+				f, err := createBenchOutput(o.out, cmd.ErrOrStderr())
 				if err != nil {
 					return fmt.Errorf("--out: %w", err)
 				}
@@ -222,7 +222,7 @@ non-zero.`,
 			}
 			if o.svg != "" {
 				// Checked now, not after an hour of measuring.
-				f, err := newReportFile(o.svg)
+				f, err := createBenchOutput(o.svg, cmd.ErrOrStderr())
 				if err != nil {
 					return fmt.Errorf("--svg: %w", err)
 				}
@@ -744,7 +744,7 @@ func runBench(ctx context.Context, o benchOptions, w, progress io.Writer) error 
 		if err != nil {
 			return err
 		}
-		if err := writeWhole(o.svg, chart); err != nil {
+		if err := writeWhole(o.svg, chart, progress); err != nil {
 			return fmt.Errorf("--svg: %w", err)
 		}
 		fmt.Fprintf(w, "\n![p50 latency per provider and path](%s)\n", filepath.Base(o.svg))

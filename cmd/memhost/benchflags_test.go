@@ -162,8 +162,8 @@ func TestBenchRefusesFlagsBeforeMeasuring(t *testing.T) {
 		{[]string{"--embedder-config", "{}"}, "--embedder-config needs --embedder"},
 		{[]string{"--embedder", "wordvec", "--semantic-weight", "1.5"}, "--semantic-weight: 1.5 is not between 0 and 1"},
 		{[]string{"--embedder", "wordvec", "--semantic-weight", "NaN"}, "--semantic-weight: NaN is not between 0 and 1"},
-		{[]string{"--svg", filepath.Join(missingDir, "chart.svg")}, "--svg: cannot write " + filepath.Join(missingDir, "chart.svg") + ": no such file or directory"},
-		{[]string{"--out", filepath.Join(missingDir, "run.md")}, "--out: cannot write " + filepath.Join(missingDir, "run.md") + ": no such file or directory"},
+		{[]string{"--svg", filepath.Join(missingDir, "chart.svg")}, "--svg: cannot write " + filepath.Join(missingDir, "chart.svg") + ": directory " + missingDir + ": no such file or directory"},
+		{[]string{"--out", filepath.Join(missingDir, "run.md")}, "--out: cannot write " + filepath.Join(missingDir, "run.md") + ": directory " + missingDir + ": no such file or directory"},
 		{[]string{"--out", t.TempDir()}, "is a directory"},
 	} {
 		ran := false

@@ -1,86 +1,47 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"io"
 )
 
-// reportFile is a file bench writes whole or not at all: a temporary file
-// beside path that commit renames over it, so a run that is interrupted,
-// fails before its report or cannot finish writing it leaves what was at
-// path (often last run's report, under docs/) as it was.
-type reportFile struct {
-	*os.File
-	path string
-	done bool
+// benchOutput is a file bench writes its report or chart to (--out,
+// --svg): written beside path and renamed over it by commit, so a run that
+// is interrupted or fails before its report leaves what was at path (often
+// the last run's report, under docs/) as it was. A report with nothing in
+// it replaces nothing.
+type benchOutput struct {
+	out outputFile
+	n   int64
 }
 
-func newReportFile(path string) (*reportFile, error) {
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return nil, fmt.Errorf("%s is a directory", path)
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+func createBenchOutput(path string, warn io.Writer) (*benchOutput, error) {
+	out, err := createOutputFile(path, warn)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, fmt.Errorf("cannot write %s: %w", path, err)
+		return nil, err
 	}
-	return &reportFile{File: f, path: path}, nil
+	return &benchOutput{out: out}, nil
 }
 
-// commit puts what was written at path; a report with nothing in it (a run
-// stopped before writing) replaces nothing.
-func (r *reportFile) commit() error {
-	if r.done {
+func (b *benchOutput) Write(p []byte) (int, error) {
+	n, err := b.out.w.Write(p)
+	b.n += int64(n)
+	return n, err
+}
+
+func (b *benchOutput) commit() error {
+	if b.n == 0 {
+		b.out.discard()
 		return nil
 	}
-	r.done = true
-	st, err := r.Stat()
-	if err == nil && st.Size() == 0 {
-		r.Close()
-		return os.Remove(r.Name())
-	}
-	if err == nil {
-		err = r.Chmod(0o644)
-	}
-	if err == nil {
-		err = r.Sync()
-	}
-	if cerr := r.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(r.Name(), r.path)
-	}
-	if err != nil {
-		os.Remove(r.Name())
-		var le *os.LinkError
-		if errors.As(err, &le) {
-			err = le.Err // it names the temporary file, not the report
-		}
-		return fmt.Errorf("cannot write %s: %w", r.path, err)
-	}
-	return nil
+	return b.out.commit()
 }
 
-// discard removes the temporary file unless commit has put it in place.
-func (r *reportFile) discard() {
-	if r.done {
-		return
-	}
-	r.done = true
-	r.Close()
-	os.Remove(r.Name())
-}
+func (b *benchOutput) discard() { b.out.discard() }
 
-// writeWhole writes data to path as one reportFile.
-func writeWhole(path string, data []byte) error {
-	f, err := newReportFile(path)
+// writeWhole writes data to path as one benchOutput.
+func writeWhole(path string, data []byte, warn io.Writer) error {
+	f, err := createBenchOutput(path, warn)
 	if err != nil {
 		return err
 	}
