@@ -188,7 +188,7 @@ func proposalsDecideCommand(verb string) *cobra.Command {
 	f.register(cmd)
 	cmd.Flags().StringVar(&realm, "realm", "", "realm (default: the server's default realm)")
 	if verb == "approve" {
-		cmd.Flags().StringVar(&target, "target", "", "approve only if the proposal still replaces this record, as `proposals list` showed it under SUPERSEDES (--target= for none: it adds a record); else nothing changes")
+		cmd.Flags().StringVar(&target, "target", "", "approve only if the proposal still replaces record `ID`, as \"proposals list\" showed it under SUPERSEDES (--target= for none: it adds a record); else nothing changes")
 	}
 	return cmd
 }
