@@ -1216,6 +1216,7 @@ export interface operations {
                             /** @description true for a proposal no agent of this host left (imported): its proposer is unknown, and it counts against no agent's bound */
                             imported?: boolean;
                             identity?: string;
+                            /** @description the id of supersedes, the record approval would replace; left out when none. Approve with it as ?target= */
                             target?: string;
                             /** Format: date-time */
                             created_at: string;
