@@ -269,15 +269,17 @@ func CheckTarget(id string, shown *string, current string) error {
 	if shown == nil || *shown == current {
 		return nil
 	}
+	// Each side in words: "not no record as shown" read as a double
+	// negative.
 	now := fmt.Sprintf("would now replace record %q", current)
 	if current == "" {
 		now = "would now add a record, replacing none"
 	}
 	was := fmt.Sprintf("record %q", *shown)
 	if *shown == "" {
-		was = "no record"
+		was = "none"
 	}
-	return fmt.Errorf("proposal %q %s, not %s as shown; nothing was approved: list the proposals again and review it anew: %w", id, now, was, ErrTargetChanged)
+	return fmt.Errorf("proposal %q %s, where it was shown replacing %s; nothing was approved: list the proposals again and review it anew: %w", id, now, was, ErrTargetChanged)
 }
 
 // ErrExpired refuses to approve a proposal past its expires_at.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -302,5 +303,33 @@ func TestCapTrust(t *testing.T) {
 	}
 	if CapTrust(recs) {
 		t.Error("capped twice")
+	}
+}
+
+// TestTargetChangedSaysWhatWasShown: an approval of a proposal shown
+// replacing no record, which would now replace one, was refused with
+// "would now replace record "r2", not no record as shown". Each message
+// says what the reviewer was shown and what the approval would do now,
+// in words, once.
+func TestTargetChangedSaysWhatWasShown(t *testing.T) {
+	none, r1 := "", "r1"
+	for _, c := range []struct {
+		shown   *string
+		current string
+		want    string
+	}{
+		{&none, "r2", `proposal "p" would now replace record "r2", where it was shown replacing none; nothing was approved`},
+		{&r1, "", `proposal "p" would now add a record, replacing none, where it was shown replacing record "r1"; nothing was approved`},
+		{&r1, "r2", `proposal "p" would now replace record "r2", where it was shown replacing record "r1"; nothing was approved`},
+	} {
+		err := CheckTarget("p", c.shown, c.current)
+		if !errors.Is(err, ErrTargetChanged) || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("CheckTarget(%q, %q) = %v, want it to start %q", *c.shown, c.current, err, c.want)
+		}
+	}
+	for _, shown := range []*string{nil, &r1} {
+		if err := CheckTarget("p", shown, "r1"); err != nil {
+			t.Errorf("CheckTarget with the target shown = %v", err)
+		}
 	}
 }
