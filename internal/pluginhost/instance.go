@@ -488,6 +488,14 @@ func (i *instance) startingLong(waited time.Duration) {
 		"instance", i.spec.Name, "plugin", i.spec.source(), "waited_ms", waited.Milliseconds())
 }
 
+// upLate logs that an instance the host stopped waiting for at boot
+// (startingLong) is up after waited: the log said it was still starting,
+// and every 30 s that its Configure went on, but not when it ended.
+func (i *instance) upLate(waited time.Duration) {
+	i.opts.Logger.Info("plugin started after the host began serving; its calls are served now",
+		"instance", i.spec.Name, "plugin", i.spec.source(), "waited_ms", waited.Milliseconds())
+}
+
 // failed records the first start's failure; the supervisor goroutine
 // retries it after the backoff.
 func (i *instance) failed(err error) {

@@ -1471,3 +1471,36 @@ func TestRawStdoutWritesNeitherBlockNorVanish(t *testing.T) {
 
 // tail answers the last n bytes of s.
 func tail(s string, n int) string { return s[max(0, len(s)-n):] }
+
+// TestLateStartSaysItIsUp: an instance the boot stopped waiting for (a
+// store migrating at an upgrade) was logged as still starting, its calls
+// refused, and then, once up, nothing: an operator watching the log of an
+// upgrade never read that it was over. Its start is logged when it ends.
+func TestLateStartSaysItIsUp(t *testing.T) {
+	dir, _ := echoDir(t)
+	e := discoverOne(t, dir)
+	var logs syncBuffer
+	logger := hclog.New(&hclog.LoggerOptions{Output: &logs, JSONFormat: true, Level: hclog.Info})
+	sup := pluginhost.New([]pluginhost.Entry{e}, pluginhost.Options{BootWait: 200 * time.Millisecond, HealthInterval: time.Hour,
+		StartOptions: pluginhost.StartOptions{Dir: t.TempDir(), Logger: logger}})
+	defer sup.Close()
+	if err := sup.Start(context.Background(), []pluginhost.Spec{
+		{Kind: sdk.KindProvider, Name: "late", Plugin: "echo", Config: json.RawMessage(`{"slow_ms":1500}`)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "still starting") {
+		t.Fatalf("the boot did not say it stopped waiting:\n%s", logs.String())
+	}
+	waitStatus(t, sup, "late", "the late start", func(st pluginhost.Status) bool { return st.State == pluginhost.StateReady })
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "plugin started after the host began serving") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the late start is up, and the log does not say so:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(logs.String(), `"instance":"late"`) || !strings.Contains(logs.String(), `"waited_ms"`) {
+		t.Fatalf("the line does not name the instance and its wait:\n%s", logs.String())
+	}
+}

@@ -258,16 +258,19 @@ func (s *Supervisor) Start(ctx context.Context, specs []Spec) error {
 	// Without RequireAll the wait is bounded: an instance still starting
 	// at the bound finishes in the background, so one slow store does not
 	// hold every realm.
+	began := time.Now()
 	expired := make(chan struct{})
 	bound := time.AfterFunc(s.opts.BootWait, func() { close(expired) })
 	defer bound.Stop()
 	for i, inst := range s.order {
-		settle := func() {
+		settle := func(late bool) {
 			<-booted[i]
 			// A start the host gave up (it is stopping) is no failure
 			// of the plugin's.
 			if err := results[i]; err != nil && ctx.Err() == nil && s.ctx.Err() == nil {
 				inst.failed(err)
+			} else if err == nil && late {
+				inst.upLate(time.Since(began))
 			}
 		}
 		select {
@@ -279,7 +282,7 @@ func (s *Supervisor) Start(ctx context.Context, specs []Spec) error {
 		late := false
 		select {
 		case <-booted[i]:
-			settle()
+			settle(false)
 		default:
 			late = true
 			inst.startingLong(s.opts.BootWait)
@@ -288,7 +291,7 @@ func (s *Supervisor) Start(ctx context.Context, specs []Spec) error {
 		go func() {
 			defer s.wg.Done()
 			if late {
-				settle()
+				settle(true)
 			}
 			inst.run(s.ctx)
 		}()
