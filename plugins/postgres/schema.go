@@ -218,28 +218,41 @@ ALTER INDEX records_by_place RENAME TO records_by_thread;
 }
 
 // refoldTags recomputes the tag keys of the records holding a non-ASCII
-// tag (an ASCII key is the same under either rule).
+// tag (an ASCII key is the same under either rule). Only keys that change
+// are written, in batches: the host has sent tags in NFC since the
+// previous upgrade, whose keys stay, and a row-by-row rewrite of every
+// record with an accented tag took minutes of Configure at a million.
 func refoldTags(ctx context.Context, tx pgx.Tx) error {
-	rows, err := tx.Query(ctx, `SELECT seq, tags FROM records WHERE array_to_string(tags, ' ') ~ '[^[:ascii:]]'`)
+	rows, err := tx.Query(ctx, `SELECT seq, tags, tag_keys FROM records WHERE array_to_string(tags, ' ') ~ '[^[:ascii:]]'`)
 	if err != nil {
 		return err
 	}
 	type row struct {
 		seq  int64
-		tags []string
+		keys []string
 	}
-	recs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
-		var x row
-		err := r.Scan(&x.seq, &x.tags)
-		return x, err
+	var changed []row
+	var tags, keys []string
+	var seq int64
+	_, err = pgx.ForEachRow(rows, []any{&seq, &tags, &keys}, func() error {
+		if folded := foldTags(tags); !slices.Equal(folded, keys) {
+			changed = append(changed, row{seq, folded})
+		}
+		return nil
 	})
 	if err != nil {
 		return err
 	}
-	for _, r := range recs {
-		if _, err := tx.Exec(ctx, `UPDATE records SET tag_keys = $1 WHERE seq = $2`, foldTags(r.tags), r.seq); err != nil {
+	for len(changed) > 0 {
+		n := min(len(changed), 1000)
+		b := &pgx.Batch{}
+		for _, r := range changed[:n] {
+			b.Queue(`UPDATE records SET tag_keys = $1 WHERE seq = $2`, r.keys, r.seq)
+		}
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return err
 		}
+		changed = changed[n:]
 	}
 	return nil
 }
