@@ -122,7 +122,7 @@ func (s *Store) Configure(ctx context.Context, raw json.RawMessage) error {
 		return fmt.Errorf("postgres: connect to %s: %w", target, startFailure(err))
 	}
 	db := newPGDB(pool, set)
-	if err := migrate(ctx, db, set.schema); err != nil {
+	if err := migrate(ctx, db, set.schema, s.log); err != nil {
 		pool.Close()
 		return fmt.Errorf("postgres: %s: %w", target, classify(err))
 	}

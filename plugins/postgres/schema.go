@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -355,8 +356,10 @@ const migrateLockKey = 0x6d656d68
 // migrate brings the schema to schemaVersion in one transaction, holding
 // a transaction-level advisory lock so hosts starting at once migrate one
 // after another (the later ones find nothing to do). It refuses a schema a
-// newer build wrote, and one holding tables but no memhost version.
-func migrate(ctx context.Context, pool *pgdb, schema string) error {
+// newer build wrote, and one holding tables but no memhost version. An
+// upgrade of a large store takes minutes, in which the plugin answers
+// nothing: the log says what it does.
+func migrate(ctx context.Context, pool *pgdb, schema string, log *slog.Logger) error {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return err
@@ -426,6 +429,10 @@ func migrate(ctx context.Context, pool *pgdb, schema string) error {
 	if _, err := tx.Exec(ctx, "SET LOCAL search_path = "+ident); err != nil {
 		return err
 	}
+	if version > 0 {
+		log.Info("migrating the schema to this plugin's version; a large store takes minutes, and a failed or stopped migration leaves it as it was",
+			"schema", schema, "from_version", version, "to_version", schemaVersion)
+	}
 	for v := version; v < schemaVersion; v++ {
 		m := migrations[v]
 		if _, err := tx.Exec(ctx, m.sql); err != nil {
@@ -440,7 +447,13 @@ func migrate(ctx context.Context, pool *pgdb, schema string) error {
 			return err
 		}
 	}
-	return tx.Commit(ctx)
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	if version > 0 {
+		log.Info("migrated the schema", "schema", schema, "to_version", schemaVersion)
+	}
+	return nil
 }
 
 // errSchema marks a schema that lacks a table or column the provider

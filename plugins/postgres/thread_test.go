@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -751,3 +752,37 @@ func TestMigrationRewritesOnlyChangedTagKeys(t *testing.T) {
 		t.Errorf("the decomposed tag is keyed %q, want %q", keys, want)
 	}
 }
+
+// TestMigrationSaysWhatItDoes: a schema migrating at an upgrade (migration
+// 13 over a large store) held the plugin's Configure with nothing in its
+// log; the host's "still waiting" lines were all an operator read. The
+// plugin says when it migrates, from which version, and when it is done.
+func TestMigrationSaysWhatItDoes(t *testing.T) {
+	ctx := context.Background()
+	schema, db := twinStoresOf(t, []sdk.Record{{Scope: "realm", Kind: "fact", Trust: "application", Title: "Espresso order", Body: "Alice takes espresso."}})
+	if _, err := db.Exec(ctx, `DELETE FROM schema_migrations WHERE version >= 13`); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var logs strings.Builder
+	openStoreWith(t, configJSON(schema, "replica", sqlOnly), func(s *Store) {
+		s.log = slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return logs.Write(p)
+		}), nil))
+	})
+	mu.Lock()
+	got := logs.String()
+	mu.Unlock()
+	for _, want := range []string{"migrating the schema", "from_version=12", "to_version=13", "migrated the schema"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the migration's log lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+// writerFunc is a func as an io.Writer.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
