@@ -176,7 +176,7 @@ func (e *Envelope) pack(prefix string, in RenderInput) Rendered {
 		}
 		if of, ok := said.repeats(r); ok && e.showable(in, r) {
 			listed := slices.ContainsFunc(out.Repeats, func(x Repeat) bool { return x.ID == r.ID })
-			if r.ID != "" && !listed && !slices.Contains(out.IDs, r.ID) && (in.Skip == nil || !in.Skip(r.ID)) {
+			if !listed && !slices.Contains(out.IDs, r.ID) && (in.Skip == nil || !in.Skip(r.ID)) {
 				out.Repeats = append(out.Repeats, Repeat{ID: r.ID, Of: of})
 			}
 			continue
