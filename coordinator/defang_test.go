@@ -213,9 +213,17 @@ func TestDefangReturnsCleanInputUncopied(t *testing.T) {
 	if hits != 0 || out != in {
 		t.Fatalf("clean input changed")
 	}
-	if allocs := testing.AllocsPerRun(20, func() { d.Defang(in) }); allocs != 0 {
-		t.Fatalf("clean input cost %v allocations", allocs)
+	// AllocsPerRun counts the whole process's allocations: a goroutine an
+	// earlier test left (a timer firing late on a loaded machine) may
+	// allocate during one measurement, never during all of them, while a
+	// Defang that allocates does so in every one.
+	allocs := 0.0
+	for range 5 {
+		if allocs = testing.AllocsPerRun(20, func() { d.Defang(in) }); allocs == 0 {
+			return
+		}
 	}
+	t.Fatalf("clean input cost %v allocations", allocs)
 }
 
 func TestNewDefangerRejectsBadHeaders(t *testing.T) {

@@ -17,17 +17,7 @@ import (
 // target that changed since is a 409 target_changed that changes nothing.
 func TestApprovalNamesTheTargetItSaw(t *testing.T) {
 	t.Parallel()
-	m := startMemhost(t, reviewConfig, reviewEnv...)
-	m.token = appSecret
-	door := func(body string) map[string]any {
-		return map[string]any{"scope": "realm", "kind": "fact", "title": "Door code", "body": body}
-	}
-	r := remember(t, m, door("The door code is 1111."))[0]
-	_, _, ids := propose(t, m, agentSecret, "default", "Door code", "The door code is 2222.")
-	if len(ids) != 1 {
-		t.Fatal("no proposal id")
-	}
-	p := ids[0]
+	m, r, p := doorCodeProposal(t)
 	var page proposalList
 	if m.do("GET", "/v1/proposals", nil, &page); len(page.Proposals) != 1 || page.Proposals[0].Target != r {
 		t.Fatalf("listing = %+v, want target %s", page, r)
@@ -78,6 +68,26 @@ func TestApprovalNamesTheTargetItSaw(t *testing.T) {
 	}
 }
 
+// doorCodeProposal starts memhost with roles, writes the record r ("Door
+// code", 1111) as the application and has an agent propose p over it
+// (2222).
+func doorCodeProposal(t *testing.T) (m *instance, r, p string) {
+	t.Helper()
+	m = startMemhost(t, reviewConfig, reviewEnv...)
+	m.token = appSecret
+	r = remember(t, m, door("The door code is 1111."))[0]
+	_, _, ids := propose(t, m, agentSecret, "default", "Door code", "The door code is 2222.")
+	if len(ids) != 1 {
+		t.Fatal("no proposal id")
+	}
+	return m, r, ids[0]
+}
+
+// door is a realm fact titled "Door code".
+func door(body string) map[string]any {
+	return map[string]any{"scope": "realm", "kind": "fact", "title": "Door code", "body": body}
+}
+
 // TestConsoleApprovesTheTargetItShowed: the console's Approve sends the
 // record its card showed the proposal replacing. A record written in
 // that one's place after the page loaded is not replaced: the flash says
@@ -85,17 +95,7 @@ func TestApprovalNamesTheTargetItSaw(t *testing.T) {
 // (selected, as a batch) replaces it.
 func TestConsoleApprovesTheTargetItShowed(t *testing.T) {
 	t.Parallel()
-	m := startMemhost(t, reviewConfig, reviewEnv...)
-	m.token = appSecret
-	door := func(body string) map[string]any {
-		return map[string]any{"scope": "realm", "kind": "fact", "title": "Door code", "body": body}
-	}
-	r := remember(t, m, door("The door code is 1111."))[0]
-	_, _, ids := propose(t, m, agentSecret, "default", "Door code", "The door code is 2222.")
-	if len(ids) != 1 {
-		t.Fatal("no proposal id")
-	}
-	p := ids[0]
+	m, r, p := doorCodeProposal(t)
 	ctx := browser(t, 1280, 900)
 	ui := m.base + "/ui/"
 	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
