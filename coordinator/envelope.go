@@ -174,7 +174,8 @@ func (e *Envelope) pack(prefix string, in RenderInput) Rendered {
 		if in.MaxEntries > 0 && len(out.IDs) >= in.MaxEntries {
 			break
 		}
-		if of, ok := said.repeats(r); ok && e.showable(in, r) {
+		key := memoryKey(r)
+		if of, ok := said.repeats(r, key); ok && e.showable(in, r) {
 			listed := slices.ContainsFunc(out.Repeats, func(x Repeat) bool { return x.ID == r.ID })
 			if !listed && !slices.Contains(out.IDs, r.ID) && (in.Skip == nil || !in.Skip(r.ID)) {
 				out.Repeats = append(out.Repeats, Repeat{ID: r.ID, Of: of})
@@ -189,7 +190,7 @@ func (e *Envelope) pack(prefix string, in RenderInput) Rendered {
 		if cut {
 			out.Excerpts = append(out.Excerpts, r.ID)
 		}
-		said.add(r)
+		said.add(r, key)
 		starts = append(starts, mark)
 		out.IDs = append(out.IDs, r.ID)
 		out.RecordBytes = append(out.RecordBytes, len(buf)-mark)
@@ -219,7 +220,11 @@ type memories map[uint64]*sdk.Record
 // so a provider's content hash need not be trusted.
 var memorySeed = maphash.MakeSeed()
 
+// memoryKey keys r among memories; a conversation turn has none (0).
 func memoryKey(r *sdk.Record) uint64 {
+	if r.Thread != nil {
+		return 0
+	}
 	var h maphash.Hash
 	h.SetSeed(memorySeed)
 	h.WriteString(r.Title)
@@ -231,24 +236,26 @@ func memoryKey(r *sdk.Record) uint64 {
 	return h.Sum64()
 }
 
-func (m *memories) add(r *sdk.Record) {
+// add notes r, shown, under key (memoryKey).
+func (m *memories) add(r *sdk.Record, key uint64) {
 	if r.Thread != nil {
 		return
 	}
 	if *m == nil {
 		*m = memories{}
 	}
-	if k := memoryKey(r); (*m)[k] == nil {
-		(*m)[k] = r
+	if (*m)[key] == nil {
+		(*m)[key] = r
 	}
 }
 
-// repeats answers the id of the shown record r says the same as, if any.
-func (m memories) repeats(r *sdk.Record) (string, bool) {
+// repeats answers the id of the shown record r (keyed key) says the same
+// as, if any.
+func (m memories) repeats(r *sdk.Record, key uint64) (string, bool) {
 	if len(m) == 0 || r.Thread != nil {
 		return "", false
 	}
-	prev := m[memoryKey(r)]
+	prev := m[key]
 	if prev == nil || prev.Title != r.Title || prev.Body != r.Body || prev.Kind != r.Kind || !prev.OccurredAt.Equal(r.OccurredAt) {
 		return "", false
 	}
