@@ -782,14 +782,17 @@ func call[C any, T any](ctx context.Context, i *instance, method string, retry b
 func callWithin[C any, T any](ctx context.Context, i *instance, method string, timeout time.Duration, retry bool, f func(context.Context, C) (T, error)) (_ T, err error) {
 	defer func(start time.Time) { i.observe(method, start, err) }(time.Now())
 	var zero T
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	// The bound the call had: the caller's deadline when sooner (a
-	// recall's recall_timeout_ms), else the call timeout.
+	// recall's recall_timeout_ms), else the call timeout as configured,
+	// not as much of it as was left a moment later.
 	bound := timeout
 	if dl, ok := ctx.Deadline(); ok {
-		bound = roundBound(time.Until(dl))
+		if left := time.Until(dl); left < timeout {
+			bound = roundBound(left)
+		}
 	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	for attempt := 0; ; attempt++ {
 		raw, conn, err := i.await(ctx)
 		if err != nil {
