@@ -65,6 +65,9 @@ func BenchmarkDefangAdversarial(b *testing.B) {
 		{"padded-references", fill("&#x" + strings.Repeat("0", 500))},
 		{"padded-references-before-marks", fill("&#x" + strings.Repeat("0", 500) + "defanged-mem-token ")},
 		{"padded-braces", fill(`\u{` + strings.Repeat("0", 500))},
+		// Numbers no semicolon ends, each read at every length.
+		{"open-numbers", fill("&#x6de6d6d&#1091091")},
+		{"open-numbers-near-marks", fill("[&#x6dem&#x2dtoke&#x1d")},
 		{"css-escapes", fill(`[me\6d -token `)},
 		{"backslashes", fill(`\`)},
 		{"quoted-printable", fill("[me=6D-token =")},

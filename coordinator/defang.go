@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode"
@@ -764,7 +765,15 @@ type scanner struct {
 	// held is, by state, the branch there: heldByMain, an alternative's
 	// index plus one, or 0 for none.
 	held []int32
+	// openUnits and openSpans hold an open number's shorter readings
+	// (feedOpenNumber).
+	openUnits []rune
+	openSpans []openSpan
 }
+
+// openSpan is one reading of an open number: its units in
+// scanner.openUnits and the end of the text it covers.
+type openSpan struct{ from, to, end int }
 
 // heldByMain marks the main branch's state in scanner.held.
 const heldByMain = -1
@@ -1066,6 +1075,10 @@ func (m *matcher) scan(s string, literally bool, hit func(p, start, end, line in
 			}
 			if c == '&' && !literally {
 				if ref, end, ok := charRefAt(s, i-1); ok {
+					if sc.feedOpenNumber(s, ref, i-1, end, line, hit) {
+						i = end
+						continue
+					}
 					sc.feedDecoded(ref, i-1, end, line, hit)
 					i = end
 					continue
@@ -1506,6 +1519,112 @@ func (sc *scanner) feedDecoded(ref string, start, end, line int, hit func(p, sta
 		sc.alternatives = appendAlternatives(sc.alternatives[:0], sound, end, look, end)
 		sc.letter(shape, sc.alternatives, start, end, line, hit)
 	}
+}
+
+// feedOpenNumber feeds the numeric reference at [start, end) when no
+// semicolon ends it, read as HTML reads it (every digit) and, as
+// alternatives, at each shorter length that gives a character, the digits
+// after it then read as themselves: a reader may stop where it knows the
+// character ("&#x1dentity" is U+0001 then "dentity", "&#x6dem" m then
+// "em"). Each escape is read at every length at once, so a marker needing
+// each of its escapes at another length ("[&#x6dem&#x2dtoken": m at two
+// digits, "-" at all of them) is read as one; the decoded views read a
+// text at one length per kind of character (defang_escapes.go). It
+// answers false, feeding nothing, for any other reference.
+func (sc *scanner) feedOpenNumber(s, ref string, start, end, line int, hit func(p, start, end, line int)) bool {
+	j := start + 2
+	if j >= end || s[start+1] != '#' || !isAlnum(s[end-1]) {
+		return false
+	}
+	base := 10
+	if s[j] == 'x' || s[j] == 'X' {
+		base, j = 16, j+1
+	}
+	for j < end && s[j] == '0' {
+		j++
+	}
+	if end-j < 2 {
+		return false
+	}
+	sc.openUnits, sc.openSpans = sc.openUnits[:0], sc.openSpans[:0]
+	for n := 1; n < end-j && n <= maxRefDigits; n++ {
+		r, _, _ := paddedNumber(s[j:j+n], 0, base, n)
+		if r == 0 || !utf8.ValidRune(r) {
+			continue
+		}
+		tail := s[j+n : end]
+		if 0x80 <= r && r <= 0x9F {
+			// The control it numbers, and the Windows-1252 character
+			// HTML makes of it.
+			sc.openReading(nil, tail, end)
+			r, _ = utf8.DecodeRuneInString(html.UnescapeString("&#" + strconv.Itoa(int(r)) + ";"))
+		}
+		if skippable(r) {
+			sc.openReading(nil, tail, end)
+			continue
+		}
+		shape, sound, look, _ := sc.buf.readings(string(r), r)
+		for _, head := range [3][]rune{shape, sound, look} {
+			if head != nil {
+				sc.openReading(head, tail, end)
+			}
+		}
+	}
+	var shape []rune
+	alts := sc.alternatives[:0]
+	if r, _ := utf8.DecodeRuneInString(ref); len(ref) == utf8.RuneLen(r) && !skippable(r) {
+		var sound, look []rune
+		shape, sound, look, _ = sc.buf.readings(ref, r)
+		alts = appendAlternatives(alts, sound, end, look, end)
+		if codeUnitIsC1(s[start:end]) {
+			alts = append(alts, alternative{[]rune{}, end}) // the control it numbers
+		}
+	} else if len(ref) != utf8.RuneLen(r) {
+		return false
+	}
+	if len(sc.openSpans) == 0 {
+		return false
+	}
+	for _, sp := range sc.openSpans {
+		alts = append(alts, alternative{sc.openUnits[sp.from:sp.to:sp.to], sp.end})
+	}
+	sc.alternatives = alts
+	sc.letter(shape, alts, start, end, line, hit)
+	return true
+}
+
+// openReading adds to the scanner's open readings (feedOpenNumber) head
+// then tail read by the letters' shapes and, where a digit of it has a
+// sound (a leet letter), by the sounds too.
+func (sc *scanner) openReading(head []rune, tail string, end int) {
+	sounds, folds := asciiSounds(), asciiFolds()
+	for _, bySound := range [2]bool{false, true} {
+		from := len(sc.openUnits)
+		sc.openUnits = append(sc.openUnits, head...)
+		sounded := false
+		for k := 0; k < len(tail); k++ {
+			c := tail[k]
+			if sound := sounds[c]; bySound && sound != nil {
+				sc.openUnits = append(sc.openUnits, sound...)
+				sounded = true
+				continue
+			}
+			f := &folds[c]
+			sc.openUnits = append(sc.openUnits, f.units[:f.n]...)
+		}
+		if bySound && !sounded {
+			sc.openUnits = sc.openUnits[:from]
+			return
+		}
+		sc.openSpans = append(sc.openSpans, openSpan{from, len(sc.openUnits), end})
+	}
+}
+
+// codeUnitIsC1 reports whether the reference ref numbers U+0080 to
+// U+009F, which HTML reads as a Windows-1252 character.
+func codeUnitIsC1(ref string) bool {
+	r, _, ok := codeUnitAt(ref, 0)
+	return ok && 0x80 <= r && r <= 0x9F
 }
 
 // appendAlternatives appends a character's sound and look, those it has,

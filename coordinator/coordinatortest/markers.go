@@ -122,6 +122,93 @@ func decodedLayers(s string) []string {
 			return shortRE.ReplaceAllStringFunc(v, func(m string) string { return shortReference(m, kind) })
 		})
 	}
+	for _, v := range mixedLengths(s) {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// openNumberRE is a numeric reference, its semicolon included if any.
+var openNumberRE = regexp.MustCompile(`&#[xX]0*[0-9A-Fa-f]+;?|&#0*[0-9]+;?`)
+
+// maxMixedViews bounds the views mixedLengths answers for one text.
+const maxMixedViews = 512
+
+// mixedLengths answers s with its numeric references no semicolon ends
+// read each at a length of its own, every length of each against every
+// length of the others near it (within a marker's reach, up to four at
+// a time): a marker may need one read at all its digits and the next at
+// fewer ("[&#x6dem&#x2dtoken" is m then "em", then "-token"), which no
+// one kind of character read for every escape shows.
+func mixedLengths(s string) []string {
+	type open struct {
+		start, end int
+		readings   []string
+	}
+	var opens []open
+	for _, loc := range openNumberRE.FindAllStringIndex(s, -1) {
+		m := s[loc[0]:loc[1]]
+		sm := unterminatedRefRE.FindStringSubmatch(m)
+		if sm == nil || len(sm[2]) < 2 {
+			continue
+		}
+		base := 10
+		if sm[1] != "" {
+			base = 16
+		}
+		full := html.UnescapeString(m)
+		readings := []string{full}
+		if n, err := strconv.ParseUint(sm[2], base, 32); err == nil && 0x80 <= n && n <= 0x9F {
+			readings = append(readings, string(rune(n)))
+		}
+		for n := 1; n < len(sm[2]) && n <= 7; n++ {
+			r, err := strconv.ParseUint(sm[2][:n], base, 32)
+			if err != nil || r == 0 || !utf8.ValidRune(rune(r)) {
+				continue
+			}
+			tail := sm[2][n:]
+			if 0x80 <= r && r <= 0x9F {
+				readings = append(readings, string(rune(r))+tail)
+			}
+			readings = append(readings, html.UnescapeString("&#"+sm[1]+sm[2][:n]+";")+tail)
+		}
+		opens = append(opens, open{loc[0], loc[1], readings})
+	}
+	var out []string
+	for a := range opens {
+		b := a + 1
+		for b < len(opens) && b-a < 4 && opens[b].start-opens[a].start <= 100 {
+			b++
+		}
+		group := opens[a:b]
+		choice := make([]int, len(group))
+		for len(out) < maxMixedViews {
+			var v strings.Builder
+			at := 0
+			for k, o := range group {
+				v.WriteString(s[at:o.start])
+				v.WriteString(o.readings[choice[k]])
+				at = o.end
+			}
+			v.WriteString(s[at:])
+			out = append(out, v.String())
+			k := 0
+			for k < len(group) {
+				choice[k]++
+				if choice[k] < len(group[k].readings) {
+					break
+				}
+				choice[k] = 0
+				k++
+			}
+			if k == len(group) {
+				break
+			}
+		}
+	}
 	return out
 }
 
