@@ -28,6 +28,9 @@ import (
 //     joined by _ - . or ▁, with no space in it (so F#'s "f <| x |> g"
 //     is no token), except for the well-known names, which may be padded
 //     (<| im_start |>);
+//   - the known words between pipes in square brackets, [|word|]:
+//     EXAONE's ([|system|], [|endofturn|]) and Baize's ([|Human|]);
+//     not any word, since OCaml's and F#'s arrays are written so ([|x|]);
 //   - the bracketed Llama 2 and Mistral tokens: [INST], [/INST],
 //     [SYSTEM_PROMPT], [AVAILABLE_TOOLS], [TOOL_CALLS], [TOOL_RESULTS],
 //     [TOOL_CONTENT] and their closing forms, and <<SYS>>, <</SYS>>;
@@ -324,9 +327,9 @@ type shapeName struct {
 
 // shapeNames indexes the folded units of the known template words, by form.
 type shapeNames struct {
-	pipe, bracket, double, angle, weak map[string]shapeName
-	roles, jsonRoles, roleKey          map[string]bool
-	roleElement                        string // <role>'s name, folded
+	pipe, barred, bracket, double, angle, weak map[string]shapeName
+	roles, jsonRoles, roleKey                  map[string]bool
+	roleElement                                string // <role>'s name, folded
 	// The keys of roles, jsonRoles and roleKey, for startsKey.
 	roleUnits, jsonRoleUnits, roleKeyUnits [][]rune
 }
@@ -375,6 +378,9 @@ var knownShapes = sync.OnceValue(func() *shapeNames {
 			"start_header_id", "end_header_id", "eot_id", "eom_id", "python_tag", "begin_of_sentence", "end_of_sentence",
 			// Phi's and Harmony's turn words, padded (<| system |>).
 			"system", "user", "assistant", "start", "end", "message", "channel"),
+		// EXAONE's turn words ([|system|], [|endofturn|]) and Baize's
+		// ([|Human|], [|AI|]).
+		barred:  set(true, "system", "user", "assistant", "tool", "endofturn", "Human", "AI"),
 		bracket: set(true, "INST", "SYSTEM_PROMPT", "AVAILABLE_TOOLS", "TOOL_CALLS", "TOOL_RESULTS", "TOOL_CONTENT"),
 		double:  set(false, "SYS"), // unpadded: C++'s "a << SYS >> b"
 		// <system-reminder>: agent harnesses frame system text in it
@@ -723,19 +729,25 @@ func (r *shapeReader) template(t shapeTok, names *shapeNames) (shapeHit, bool) {
 		}
 		return 0, false
 	}
-	if open == '<' && t.kind == shapePunct && t.punct == '|' {
-		// <|word|>: any word; a known one may be padded.
+	if t.kind == shapePunct && t.punct == '|' {
+		// <|word|>: any word; a known one may be padded. [|word|]: a
+		// known one only, since OCaml's and F#'s arrays are written so
+		// ("[|x|]").
+		words, delims := names.pipe, "|>"
+		if open == '[' {
+			words, delims = names.barred, "|]"
+		}
 		t, padded := r.skipPad(r.at(t.end), true)
 		units, ws, we, next, ok := r.word(t, buf[:], true)
 		if !ok {
 			return shapeHit{}, false
 		}
-		units, we, next = r.spacedName(units, we, next, names.pipe)
-		known, isKnown := names.pipe[string(units)]
-		if padded && !isKnown {
+		units, we, next = r.spacedName(units, we, next, words)
+		known, isKnown := words[string(units)]
+		if (padded || open == '[') && !isKnown {
 			return shapeHit{}, false
 		}
-		end, ok := closes(next, "|>", isKnown)
+		end, ok := closes(next, delims, isKnown)
 		if !ok {
 			return shapeHit{}, false
 		}
