@@ -34,8 +34,10 @@ import (
 //   - the bracketed Llama 2 and Mistral tokens: [INST], [/INST],
 //     [SYSTEM_PROMPT], [AVAILABLE_TOOLS], [TOOL_CALLS], [TOOL_RESULTS],
 //     [TOOL_CONTENT] and their closing forms, and <<SYS>>, <</SYS>>;
-//   - the angle-bracket turn tokens <start_of_turn>, <end_of_turn> (Gemma)
-//     and <tool_call>, <tool_response> (Qwen, Hermes), opening or closing;
+//   - the angle-bracket turn tokens <start_of_turn>, <end_of_turn> (Gemma),
+//     <tool_call>, <tool_response> (Qwen, Hermes), <beginning_of_sentence>,
+//     <end_of_sentence> (MiniMax) and <seed:bos>, <seed:eos> (Seed-OSS),
+//     opening or closing;
 //   - the sequence tokens <s>, </s>, <bos>, <eos> only next to another
 //     template token (with nothing but white space between: "</s><s>[INST]"),
 //     since <s> alone is HTML's strikethrough, which the envelope's XML
@@ -387,8 +389,12 @@ var knownShapes = sync.OnceValue(func() *shapeNames {
 		// (not <system>, which ordinary text names).
 		// Not <think>, a reasoning span's: no turn or role boundary, and
 		// its look-alikes are quotation (《Think》, a book's title).
-		angle: set(true, "start_of_turn", "end_of_turn", "tool_call", "tool_response", "system-reminder"),
-		weak:  set(false, "s", "bos", "eos"),
+		// MiniMax's turn tokens (<beginning_of_sentence>system) and
+		// Seed-OSS's (<seed:bos>system), which hold no end of turn
+		// token but these.
+		angle: set(true, "start_of_turn", "end_of_turn", "tool_call", "tool_response", "system-reminder",
+			"beginning_of_sentence", "end_of_sentence", "seed:bos", "seed:eos"),
+		weak: set(false, "s", "bos", "eos"),
 		roles: words("system", "system prompt", "system message", "system instruction", "system instructions",
 			// Not "developer" alone: "Developer:" labels a film
 			// developer, a software developer's name.
@@ -780,6 +786,15 @@ func (r *shapeReader) template(t shapeTok, names *shapeNames) (shapeHit, bool) {
 	if open == '[' {
 		if longer, end, after := r.spacedName(units, we, next, names.bracket); end != we && !hasLower(r.view[ws:end]) {
 			units, we, next = longer, end, after
+		}
+	}
+	if open == '<' && !double && next.kind == shapePunct && next.punct == ':' {
+		// A known word in a namespace, Seed-OSS's <seed:bos>; any other
+		// is an XML element's name (<xs:element>).
+		if more, _, me, after, ok := r.word(r.at(next.end), buf[len(units):], false); ok {
+			if longer := buf[:len(units)+len(more)]; names.angle[string(longer)].canonical != "" {
+				units, we, next = longer, me, after
+			}
 		}
 	}
 	key := string(units)
