@@ -188,6 +188,10 @@ func TestSnapshotUnusable(t *testing.T) {
 			if logs := tp.logs.String(); !strings.Contains(logs, "rebuilding the recall index") || !strings.Contains(logs, tt.reason) {
 				t.Fatalf("log does not say why it rebuilt (%q):\n%s", tt.reason, logs)
 			}
+			// And when it is done, with the records read.
+			if logs := tp.logs.String(); !strings.Contains(logs, "rebuilt the recall index from the files") || !strings.Contains(logs, "records=30") {
+				t.Fatalf("log does not say the rebuild is done:\n%s", logs)
+			}
 			checkAgainstFiles(t, tp, tt.name)
 			// The rebuilt index is snapshotted again at close.
 			tp.Close()

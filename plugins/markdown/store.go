@@ -292,9 +292,18 @@ func (s *store) firstSweep() {
 	s.mu.Lock()
 	s.idx.Lock()
 	s.loadVectors(s.realms)
+	records := 0
+	for _, ri := range s.realms {
+		records += len(ri.byID)
+	}
 	s.idx.Unlock()
 	s.mu.Unlock()
 	s.lastSweep.Store(start.UnixNano())
+	if !s.fromSnapshot && records > 0 {
+		// Read from every file, which at a million records takes minutes
+		// in which the plugin answers nothing: the log says when it is done.
+		s.log.Info("rebuilt the recall index from the files", "records", records, "took", s.opts.now().Sub(start).Round(time.Millisecond).String())
+	}
 }
 
 // snapshotGen reads snapGen.

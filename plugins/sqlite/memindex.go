@@ -17,6 +17,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/memhost/memhost/sdk"
 	memindex "github.com/memhost/memhost/sdk/index"
@@ -193,15 +194,31 @@ func (d *database) loadIndex(ctx context.Context) (err error) {
 	if !errors.Is(err, os.ErrNotExist) {
 		d.log.Info("rebuilding the recall index from the records", "reason", err.Error())
 	}
-	ix, _, err = rebuildIndex(ctx, d.r, "", nil)
+	// At a million records a rebuild takes a minute, in which the plugin
+	// answers nothing: the log says how far it is and when it is done.
+	start := time.Now()
+	said := start
+	ix, n, err := rebuildIndex(ctx, d.r, "", func(done int) {
+		if now := time.Now(); now.Sub(said) >= rebuildProgressEvery {
+			said = now
+			d.log.Info("rebuilding the recall index", "records", done)
+		}
+	})
 	if err != nil {
 		return fmt.Errorf("build the recall index: %w", err)
+	}
+	if n > 0 {
+		d.log.Info("rebuilt the recall index", "records", n, "took", time.Since(start).Round(time.Millisecond).String())
 	}
 	// Even at generation 0 (a database from before index_gen) the next
 	// quiet period or close writes a snapshot.
 	d.ix, d.snapGen = ix, noSnapshot
 	return d.newHistory(ctx)
 }
+
+// rebuildProgressEvery is how often a rebuild of the recall index at
+// open logs how many records it has indexed.
+const rebuildProgressEvery = 10 * time.Second
 
 // newHistory gives the database a new identity and starts the snapshot
 // and log afresh under it, for an open whose files did not match the

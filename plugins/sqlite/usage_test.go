@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -424,5 +425,42 @@ func TestMigrationSaysSo(t *testing.T) {
 	s.Close()
 	if strings.Contains(logs.String(), "migrat") {
 		t.Errorf("a new database logged a migration:\n%s", logs.String())
+	}
+}
+
+// TestRebuildSaysWhenDone: an open that rebuilds the recall index from the
+// records (its snapshot missing or stale) said it started, or nothing when
+// the snapshot was missing, and never that it was done: at a million
+// records the plugin answers nothing for a minute. A new database logs no
+// rebuild.
+func TestRebuildSaysWhenDone(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "memory.db")
+	s := openAt(t, path)
+	mustRemember(t, s, "default", sdk.Record{Scope: "realm", Kind: "fact", Title: "a", Body: "espresso"}, sdk.Record{Scope: "realm", Kind: "fact", Title: "b", Body: "flat white"})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path + ".index"); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	s = newStore()
+	s.log = slog.New(slog.NewTextHandler(&logs, nil))
+	if err := s.Configure(context.Background(), configJSON(path)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if want := `msg="rebuilt the recall index" records=2`; !strings.Contains(logs.String(), want) {
+		t.Errorf("the log does not say %q:\n%s", want, logs.String())
+	}
+	logs.Reset()
+	s = newStore()
+	s.log = slog.New(slog.NewTextHandler(&logs, nil))
+	if err := s.Configure(context.Background(), configJSON(filepath.Join(t.TempDir(), "new.db"))); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if strings.Contains(logs.String(), "rebuil") {
+		t.Errorf("a new database logged a rebuild:\n%s", logs.String())
 	}
 }
