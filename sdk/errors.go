@@ -63,7 +63,7 @@ func CodeOf(err error) Code {
 		return CodeReadOnly
 	// A system error no write path classified (StorageError) is still
 	// the operator's full or read-only disk, not an internal error.
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+	case noSpace(err):
 		return CodeStorageFull
 	case errors.Is(err, syscall.EROFS):
 		return CodeReadOnly

@@ -23,19 +23,26 @@ const (
 )
 
 // StorageError wraps err with ErrNoSpace or ErrReadOnly when the system
-// error under it says so (ENOSPC, EDQUOT, EROFS), and returns err unchanged
+// error under it says so (ENOSPC, EDQUOT, EFBIG, EROFS), and returns err unchanged
 // otherwise. Providers call it on write paths so a full disk reaches the
 // caller as a stable code.
 func StorageError(err error) error {
 	switch {
 	case err == nil, errors.Is(err, ErrNoSpace), errors.Is(err, ErrReadOnly):
 		return err
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+	case noSpace(err):
 		return fmt.Errorf("%w: %w", err, ErrNoSpace)
 	case errors.Is(err, syscall.EROFS):
 		return fmt.Errorf("%w: %w", err, ErrReadOnly)
 	}
 	return err
+}
+
+// noSpace reports a write refused for want of room: a full disk, a
+// quota, or a file-size limit (RLIMIT_FSIZE, the file system's largest
+// file), each the operator's to raise.
+func noSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EFBIG)
 }
 
 // FileProblem is what a file system error says beyond its operation and

@@ -19,6 +19,7 @@ func TestStorageErrorClassifiesSystemErrors(t *testing.T) {
 	}{
 		{"enospc", pathErr(syscall.ENOSPC), CodeStorageFull},
 		{"edquot", pathErr(syscall.EDQUOT), CodeStorageFull},
+		{"efbig", pathErr(syscall.EFBIG), CodeStorageFull},
 		{"erofs", pathErr(syscall.EROFS), CodeReadOnly},
 		{"eacces stays internal", pathErr(syscall.EACCES), CodeInternal},
 		{"already classified", fmt.Errorf("x: %w", ErrNoSpace), CodeStorageFull},

@@ -336,6 +336,14 @@ func Classify(err error) error {
 		case sqlite3.ErrBusy, sqlite3.ErrLocked:
 			return fmt.Errorf("%w (another process holds the file's write lock): %w", err, sdk.ErrUnavailable)
 		}
+		// A quota or a file-size limit reaches SQLite as an I/O error
+		// with its errno, which SQLite's text already names.
+		switch sdk.CodeOf(se.SystemErrno) {
+		case sdk.CodeStorageFull:
+			return fmt.Errorf("%w: %w", err, ErrStorageFull)
+		case sdk.CodeReadOnly:
+			return fmt.Errorf("%w: %w", err, ErrReadOnly)
+		}
 	}
 	return err
 }

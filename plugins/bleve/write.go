@@ -633,7 +633,7 @@ func storageError(err error) error {
 	}
 	msg := err.Error()
 	switch {
-	case strings.Contains(msg, syscall.ENOSPC.Error()), strings.Contains(msg, syscall.EDQUOT.Error()):
+	case strings.Contains(msg, syscall.ENOSPC.Error()), strings.Contains(msg, syscall.EDQUOT.Error()), strings.Contains(msg, syscall.EFBIG.Error()):
 		return fmt.Errorf("%w: %w", err, sdk.ErrNoSpace)
 	case strings.Contains(msg, syscall.EROFS.Error()):
 		return fmt.Errorf("%w: %w", err, sdk.ErrReadOnly)

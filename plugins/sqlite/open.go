@@ -532,7 +532,7 @@ func (d *database) awaitIndex(ctx context.Context) error {
 }
 
 // storageError classifies a write failure: SQLITE_FULL (or an I/O error
-// whose errno is ENOSPC) is a full disk, SQLITE_READONLY or EROFS a
+// whose errno is EDQUOT or EFBIG) is a full disk, SQLITE_READONLY or EROFS a
 // read-only store, SQLITE_BUSY past the busy timeout a store another
 // process holds for now (unavailable: the client tries again later);
 // anything else is returned as it is.
@@ -546,8 +546,13 @@ func storageError(err error) error {
 			return fmt.Errorf("%w: %w", err, sdk.ErrReadOnly)
 		case se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked:
 			return fmt.Errorf("%w (another process, a backup say, holds the database's write lock): %w", err, sdk.ErrUnavailable)
-		case se.SystemErrno != 0:
-			return sdk.StorageError(fmt.Errorf("%w: %w", err, se.SystemErrno))
+		// SQLite's text names the system error already (a quota or a
+		// file-size limit is an I/O error with its errno): add its class,
+		// not the errno's words again.
+		case sdk.CodeOf(se.SystemErrno) == sdk.CodeStorageFull:
+			return fmt.Errorf("%w: %w", err, sdk.ErrNoSpace)
+		case sdk.CodeOf(se.SystemErrno) == sdk.CodeReadOnly:
+			return fmt.Errorf("%w: %w", err, sdk.ErrReadOnly)
 		}
 	}
 	return sdk.StorageError(err)

@@ -82,7 +82,7 @@ class StorageFull(MemhostError):
 
 def classify(e):
     """e as the memhost error it stands for: an OSError of a full disk or
-    quota (ENOSPC, EDQUOT), or an error raised from one (raise ... from,
+    quota or file-size limit (ENOSPC, EDQUOT, EFBIG), or an error raised from one (raise ... from,
     as Go's %w), is StorageFull, of a read-only store (EROFS) ReadOnly, so
     the host answers the operator's problem, not an internal error;
     anything else is e."""
@@ -90,7 +90,7 @@ def classify(e):
     while cause is not None and not isinstance(cause, MemhostError) and id(cause) not in seen:
         seen.add(id(cause))
         if isinstance(cause, OSError):
-            if cause.errno in (errno.ENOSPC, errno.EDQUOT):
+            if cause.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
                 return StorageFull(str(e))
             if cause.errno == errno.EROFS:
                 return ReadOnly(str(e))

@@ -132,7 +132,7 @@ class ClassifyTest(unittest.TestCase):
     def test_system_errors(self):
         import errno as e
 
-        for number, code in ((e.ENOSPC, "storage_full"), (e.EDQUOT, "storage_full"), (e.EROFS, "read_only"), (e.EACCES, None)):
+        for number, code in ((e.ENOSPC, "storage_full"), (e.EDQUOT, "storage_full"), (e.EFBIG, "storage_full"), (e.EROFS, "read_only"), (e.EACCES, None)):
             err = OSError(number, "write failed", "/data/x")
             got = errors.classify(err)
             if code is None:

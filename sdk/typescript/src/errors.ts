@@ -86,7 +86,7 @@ export class StorageFull extends MemhostError {
 }
 
 /** e as the memhost error it stands for: a system error of a full disk or
- * quota (ENOSPC, EDQUOT), or an error caused by one (its cause, as Go's
+ * quota or file-size limit (ENOSPC, EDQUOT, EFBIG), or an error caused by one (its cause, as Go's
  * %w), is StorageFull, of a read-only store (EROFS) ReadOnly, so the host
  * answers the operator's problem, not an internal error; anything else is
  * e. */
@@ -96,7 +96,7 @@ export function classify(e: unknown): unknown {
   for (let c: unknown = e; c instanceof Error && !(c instanceof MemhostError) && !seen.has(c); c = c.cause) {
     seen.add(c);
     const code = (c as NodeJS.ErrnoException).code;
-    if (code === "ENOSPC" || code === "EDQUOT") return new StorageFull(e.message);
+    if (code === "ENOSPC" || code === "EDQUOT" || code === "EFBIG") return new StorageFull(e.message);
     if (code === "EROFS") return new ReadOnly(e.message);
   }
   return e;

@@ -154,7 +154,7 @@ test("prepare and its kin are exported from the package", async () => {
 
 test("a full or read-only disk the plugin did not classify reaches the host as its own code", () => {
   const sys = (code: string) => Object.assign(new Error(`${code}: write failed, '/data/x'`), { code });
-  for (const [code, want] of [["ENOSPC", "storage_full"], ["EDQUOT", "storage_full"], ["EROFS", "read_only"]] as const) {
+  for (const [code, want] of [["ENOSPC", "storage_full"], ["EDQUOT", "storage_full"], ["EFBIG", "storage_full"], ["EROFS", "read_only"]] as const) {
     const got = classify(sys(code));
     assert.ok(got instanceof MemhostError, `${code} stayed ${String(got)}`);
     assert.equal(got.code, want);
