@@ -63,3 +63,49 @@ func TestFileSizeLimitAnswersStorageFull(t *testing.T) {
 	turn(t, m, "limited", "harbour crane")
 	checkReadable(t, m, stored)
 }
+
+// TestBleveFailedPersistKeepsServing: a bleve write whose segment cannot
+// be persisted (here a file-size limit, which the provider's free-space
+// check cannot see; a quota is the same) is refused with storage_full and
+// leaves the index as it was: reads keep being served by the same plugin
+// process, writes succeed once the limit is lifted, and a restart opens
+// cleanly. Scorch kept the failed batch in memory with its segment
+// closed, and the next read or write crashed the plugin ("assignment to
+// entry in nil map"), each one of them until a restart.
+func TestBleveFailedPersistKeepsServing(t *testing.T) {
+	t.Parallel()
+	cfgPath, dataDir := writeConfig(t, providerDeployment("bleve", `{ dir = "bleve" }`))
+	m, err := startWithConfig(t, cfgPath, dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored []string
+	for i := range 3 {
+		stored = append(stored, remember(t, m, noteRecord(i))...)
+	}
+	pid := pluginPids(t, m)[0]
+	limitFileSize(t, pid, 1)
+	for i := 100; i < 103; i++ {
+		var out apiError
+		if code := m.do("POST", "/v1/records", map[string]any{"records": []any{noteRecord(i)}}, &out); code != 507 || out.Error.Code != "storage_full" {
+			t.Fatalf("a write past the file-size limit: status %d code %q, want 507 storage_full: %s\n%s", code, out.Error.Code, out.Error.Message, m.logs())
+		}
+		checkReadable(t, m, stored)
+	}
+	if now := pluginPids(t, m)[0]; now != pid {
+		t.Fatalf("the plugin restarted after a failed persist (pid %d, was %d)\n%s", now, pid, m.logs())
+	}
+	var recall recallAnswer
+	if code := m.do("POST", "/v1/recall", map[string]any{"identity": map[string]string{"id": "ann"}, "query": "word101", "limit": 10}, &recall); code != 200 || len(recall.Hits) != 0 {
+		t.Fatalf("recall of a refused write = %d with %d hits, want none", code, len(recall.Hits))
+	}
+
+	limitFileSize(t, pid, 0)
+	stored = append(stored, remember(t, m, noteRecord(101))...)
+	checkReadable(t, m, stored)
+	m.stop()
+	if m, err = startWithConfig(t, cfgPath, dataDir); err != nil {
+		t.Fatal(err)
+	}
+	checkReadable(t, m, stored)
+}

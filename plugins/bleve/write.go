@@ -204,17 +204,13 @@ func (ri *realmIndex) write(ctx context.Context, put []sdk.Record, keys map[stri
 		return err
 	}
 	if err := ri.idx.Batch(b); err != nil {
-		err = storageError(err)
-		if errors.Is(err, sdk.ErrNoSpace) || errors.Is(err, sdk.ErrReadOnly) {
-			// Scorch applied the batch in memory before its persist failed,
-			// and retries the persist until it succeeds: the index serves
-			// the batch from now on, so the catalog must too. The caller is
-			// told the write is not durable; a retry is answered by dedup.
-			ri.cat.put(entries)
-			ri.cat.remove(del)
-			ri.journalWrite(put, keys, del)
-		}
-		return fmt.Errorf("bleve: write to realm %s: %w", ri.realm, err)
+		// A batch whose persist failed (the disk full after all, a quota,
+		// a file-size limit) stays in scorch's in-memory index with its
+		// segment closed, and the next search or write panics on it: the
+		// index is opened again from disk, which holds every write before
+		// this one and nothing of it, as the catalog does.
+		ri.reopen()
+		return fmt.Errorf("bleve: write to realm %s: %w", ri.realm, storageError(err))
 	}
 	ri.cat.put(entries)
 	ri.cat.remove(del)
@@ -622,6 +618,26 @@ func (p *Provider) countUses(ctx context.Context, realm string, uses []sdk.Use, 
 		put = append(put, r)
 	}
 	return ri.write(ctx, put, keys, nil)
+}
+
+// reopen opens the realm's index again from disk after a failed batch.
+// Should that fail too, the closed index answers errors, not panics.
+func (ri *realmIndex) reopen() {
+	ri.idxMu.Lock()
+	defer ri.idxMu.Unlock()
+	if err := ri.idx.Close(); err != nil {
+		ri.log.Warn("closing the realm index after a failed write", "realm", ri.realm, "err", err)
+	}
+	idx, err := blevesearch.OpenUsing(ri.path, runtimeConfig())
+	if err != nil {
+		ri.log.Error("reopening the realm index after a failed write; restart the plugin", "realm", ri.realm, "path", ri.path, "err", err)
+		return
+	}
+	ri.idx = idx
+	// The reopened index numbers its segments as on disk.
+	ri.filters.mu.Lock()
+	ri.filters.entries = nil
+	ri.filters.mu.Unlock()
 }
 
 // storageError classifies a scorch failure. Scorch formats the system
