@@ -90,6 +90,11 @@ func TestBleveFailedPersistKeepsServing(t *testing.T) {
 		if code := m.do("POST", "/v1/records", map[string]any{"records": []any{noteRecord(i)}}, &out); code != 507 || out.Error.Code != "storage_full" {
 			t.Fatalf("a write past the file-size limit: status %d code %q, want 507 storage_full: %s\n%s", code, out.Error.Code, out.Error.Message, m.logs())
 		}
+		// Said once, not as scorch says it ("segment: …/000000000242.zap
+		// persist err: write …/000000000242.zap: file too large").
+		if msg := out.Error.Message; strings.Count(msg, "file too large") != 1 || strings.Contains(msg, ".zap") || strings.Contains(msg, "persist err") {
+			t.Fatalf("the refusal says %q, want the problem once", msg)
+		}
 		checkReadable(t, m, stored)
 	}
 	if now := pluginPids(t, m)[0]; now != pid {

@@ -642,17 +642,17 @@ func (ri *realmIndex) reopen() {
 
 // storageError classifies a scorch failure. Scorch formats the system
 // error into its message (%v, not %w), so the errno is matched by its text
-// when errors.Is cannot see it.
+// when errors.Is cannot see it, and said alone: scorch's text names the
+// segment file twice around its own "persist err".
 func storageError(err error) error {
 	if e := sdk.StorageError(err); e != err {
 		return e
 	}
 	msg := err.Error()
-	switch {
-	case strings.Contains(msg, syscall.ENOSPC.Error()), strings.Contains(msg, syscall.EDQUOT.Error()), strings.Contains(msg, syscall.EFBIG.Error()):
-		return fmt.Errorf("%w: %w", err, sdk.ErrNoSpace)
-	case strings.Contains(msg, syscall.EROFS.Error()):
-		return fmt.Errorf("%w: %w", err, sdk.ErrReadOnly)
+	for _, errno := range []syscall.Errno{syscall.ENOSPC, syscall.EDQUOT, syscall.EFBIG, syscall.EROFS} {
+		if strings.Contains(msg, errno.Error()) {
+			return fmt.Errorf("save the index: %w", sdk.StorageError(errno))
+		}
 	}
 	return err
 }
