@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -60,5 +61,46 @@ token "app" {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != `{"status":"ready"}` {
 		t.Fatalf("/readyz = %d %s", resp.StatusCode, body)
+	}
+}
+
+// The host's own secrets (its tokens', its host key, the client token
+// MEMHOST_TOKEN) never reach a plugin's process: a plugin, possibly a third
+// party's, that held an application token could act on every realm.
+// What plugins read (here an unrelated variable) still reaches them.
+func TestPluginsGetNoHostSecrets(t *testing.T) {
+	t.Parallel()
+	secrets := map[string]string{
+		"MEMHOST_TEST_APP_TOKEN": "app-secret-0123456789abcdef",
+		"MEMHOST_TEST_HOST_KEY":  "host-key-0123456789abcdef0123456789abcdef",
+		"MEMHOST_TOKEN":          "client-secret-0123456789abcdef",
+	}
+	env := []string{"MEMHOST_TEST_PLAIN=kept"}
+	for k, v := range secrets {
+		env = append(env, k+"="+v)
+	}
+	m := startMemhost(t, markdownConfig+`
+host_key_env = "MEMHOST_TEST_HOST_KEY"
+token "app" {
+  secret_env = "MEMHOST_TEST_APP_TOKEN"
+  realms     = ["default"]
+  role       = "application"
+}
+`, env...)
+	m.token = secrets["MEMHOST_TEST_APP_TOKEN"]
+	for _, pid := range pluginPids(t, m) {
+		raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+		if err != nil {
+			t.Skipf("cannot read a plugin's environment: %v", err)
+		}
+		vars := strings.Split(string(raw), "\x00")
+		for name, secret := range secrets {
+			if strings.Contains(string(raw), secret) {
+				t.Errorf("plugin pid %d was given %s", pid, name)
+			}
+		}
+		if !slices.Contains(vars, "MEMHOST_TEST_PLAIN=kept") {
+			t.Errorf("plugin pid %d lost the host's other variables", pid)
+		}
 	}
 }

@@ -104,7 +104,7 @@ func pluginsVerifyCommand() *cobra.Command {
 				refused = append(refused, problems...)
 			}
 			for _, e := range entries {
-				conn, err := pluginhost.Start(cmd.Context(), e, pluginhost.StartOptions{Logger: hclog.NewNullLogger(), Dir: cfg.DataDir})
+				conn, err := pluginhost.Start(cmd.Context(), e, pluginhost.StartOptions{Logger: hclog.NewNullLogger(), Dir: cfg.DataDir, Withhold: hostSecretEnv(cfg)})
 				if err != nil {
 					refused = append(refused, err.Error())
 					plugins++

@@ -342,13 +342,27 @@ func declared(entries []pluginhost.Entry, refusals []error) map[string]config.Pl
 	return plugins
 }
 
+// hostSecretEnv names the variables holding the host's own secrets: its
+// tokens', its host key's and the client token (TokenEnv) of `memhost mcp`.
+// No plugin needs them, and one holding a token could act on its realms.
+func hostSecretEnv(cfg *config.Config) []string {
+	names := []string{TokenEnv}
+	if cfg.HostKeyEnv != "" {
+		names = append(names, cfg.HostKeyEnv)
+	}
+	for _, t := range cfg.Tokens {
+		names = append(names, t.SecretEnv)
+	}
+	return names
+}
+
 // startPlugins starts every configured instance under a supervisor; a
 // failure names the instance and joins the directory's refusals.
 func startPlugins(ctx context.Context, cfg *config.Config, logger hclog.Logger, entries []pluginhost.Entry, refusals []error, observe pluginhost.CallObserver) (*pluginhost.Supervisor, error) {
 	sv := cfg.Supervisor
 	sup := pluginhost.New(entries, pluginhost.Options{
 		StartOptions: pluginhost.StartOptions{
-			Logger: logger.Named("plugin"), Dir: cfg.DataDir,
+			Logger: logger.Named("plugin"), Dir: cfg.DataDir, Withhold: hostSecretEnv(cfg),
 			Host: sdkhost.Host{Version: version, Capabilities: sdkhost.HostCapabilities()},
 		},
 		CallTimeout:      sv.CallTimeout,

@@ -22,6 +22,9 @@ type StartOptions struct {
 	// Dir is the plugins' working directory (the data directory).
 	Dir string
 	Env []string
+	// Withhold names host variables plugins do not get (its secrets; see
+	// host.LaunchOptions.Withhold).
+	Withhold []string
 	// Instance names the plugin in the host's log ("" for the manifest
 	// name): every line the plugin logs appears under it.
 	Instance string
@@ -53,6 +56,7 @@ func Start(ctx context.Context, e Entry, opts StartOptions) (*host.Conn, error) 
 		StartTimeout: opts.StartTimeout,
 		Dir:          opts.Dir,
 		Env:          opts.Env,
+		Withhold:     opts.Withhold,
 		Interpreted:  e.Interpreted,
 	})
 	if err != nil {

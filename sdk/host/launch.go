@@ -66,6 +66,10 @@ type LaunchOptions struct {
 	Verifier *Verifier
 	// Env is added to the host environment for the plugin process.
 	Env []string
+	// Withhold names variables of the host environment the plugin process
+	// does not get: the host's own secrets (its tokens, its host key),
+	// which no plugin needs and a plugin of a third party must not hold.
+	Withhold []string
 	// Dir is the plugin's working directory, so relative paths in its
 	// configuration resolve there (the host passes its data directory).
 	Dir string
@@ -329,12 +333,14 @@ func (s *starting) prepareExec(cfg *plugin.ClientConfig) (err error) {
 	s.kill = cancel
 	cmd := exec.CommandContext(procCtx, target)
 	cmd.Args = args
+	// The host's environment, less its secrets and, for a script, what
+	// would make the interpreter load code from outside the hashed tree.
+	cfg.SkipHostEnv = true
+	drop := opts.Withhold
 	if opts.Interpreted != nil {
-		// The host's environment, less what would make the interpreter
-		// load code from outside the hashed tree.
-		cfg.SkipHostEnv = true
-		cmd.Env = interpreterEnv(os.Environ())
+		drop = append(slices.Clip(drop), codeLoadingEnv...)
 	}
+	cmd.Env = withoutVars(os.Environ(), drop)
 	cmd.Env = append(cmd.Env, opts.Env...)
 	cmd.Env = append(cmd.Env, "MEMHOST_LOG_LEVEL="+levelName(s.client.Logger), plugin.EnvUnixSocketDir+"="+s.sockets,
 		"PLUGIN_CLIENT_CERT="+certPEM, wire.EnvHostPID+"="+strconv.Itoa(os.Getpid()))
@@ -354,12 +360,12 @@ func (s *starting) prepareExec(cfg *plugin.ClientConfig) (err error) {
 // is hashed, and what the interpreter runs must be what was hashed.
 var codeLoadingEnv = []string{"NODE_OPTIONS", "NODE_PATH", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE", "PYTHONINSPECT"}
 
-// interpreterEnv is env without codeLoadingEnv.
-func interpreterEnv(env []string) []string {
+// withoutVars is env without the variables named in drop.
+func withoutVars(env, drop []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
-		if !slices.Contains(codeLoadingEnv, name) {
+		if !slices.Contains(drop, name) {
 			out = append(out, kv)
 		}
 	}
