@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/endpoint"
 )
 
 // Config bounds and defaults.
@@ -76,13 +77,17 @@ func parseConfig(raw json.RawMessage, lookupEnv func(string) (string, bool)) (se
 	switch {
 	case c.BaseURL == "":
 		return bad("base_url is required (for example https://api.openai.com/v1)")
-	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		return bad("base_url %q is not an http or https URL", c.BaseURL)
+	case err != nil:
+		// Not quoted, nor is the parser's message, which quotes it: the
+		// value may carry a key, which the host would log.
+		return bad("base_url does not parse as an http or https URL")
+	case (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return bad("base_url %q is not an http or https URL", endpoint.Shown(c.BaseURL))
 	case u.User != nil:
 		// Errors name the endpoint: a password in it would be logged.
 		return bad("base_url must not carry credentials; name the key's variable in api_key_env")
 	case u.RawQuery != "" || u.Fragment != "":
-		return bad("base_url %q must not carry a query or fragment", c.BaseURL)
+		return bad("base_url %q must not carry a query or fragment", endpoint.Shown(c.BaseURL))
 	case strings.TrimSpace(c.Model) == "":
 		return bad("model is required")
 	case c.TimeoutMS < 1 || time.Duration(c.TimeoutMS)*time.Millisecond > MaxTimeout:

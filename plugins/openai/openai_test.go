@@ -489,6 +489,11 @@ func TestConfigRefusals(t *testing.T) {
 		{fmt.Sprintf(`{"base_url": %q, "model": "m", "dimensions": 4, "extra": 1}`, url), ""},
 		{fmt.Sprintf(`{"base_url": "%s?x=1", "model": "m", "dimensions": 4}`, url), "base_url"},
 		{`{"base_url": "https://user:sk-secret@example.com/v1", "model": "m", "dimensions": 4}`, "base_url"},
+		// A gateway's key in the query (?key=), or credentials in a URL
+		// that does not parse, are not quoted back either.
+		{`{"base_url": "https://gw.example.com/v1?key=sk-in-query", "model": "m", "dimensions": 4}`, "base_url"},
+		{`{"base_url": "https://user:sk-secret@example.com:port/v1", "model": "m", "dimensions": 4}`, "base_url"},
+		{`{"base_url": "ftp://user:sk-secret@example.com/v1", "model": "m", "dimensions": 4}`, "base_url"},
 		{fmt.Sprintf(`{"base_url": %q, "model": "m\u0001", "dimensions": 4}`, url), "model"},
 		{fmt.Sprintf(`{"base_url": %q, "model": " ", "dimensions": 4}`, url), "model"},
 		{fmt.Sprintf(`{"base_url": %q, "model": "m"}`, url), "dimensions"},

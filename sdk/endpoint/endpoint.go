@@ -28,6 +28,18 @@ func RedirectTarget(resp *http.Response) string {
 	return (&url.URL{Scheme: loc.Scheme, Host: loc.Host}).String()
 }
 
+// Shown is raw, a configured endpoint URL, as an error may quote it:
+// without its userinfo, query and fragment, where credentials travel
+// (user:pass@, a gateway's ?key=). A string that does not parse is
+// shown as "": its credentials cannot be told from the rest.
+func Shown(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}).String()
+}
+
 // TransportCause is a failed request's cause without the method and URL
 // the transport's error names again.
 func TransportCause(err error) error {
