@@ -38,9 +38,17 @@ import (
 //     <tool_call>, <tool_response> (Qwen, Hermes), <beginning_of_sentence>,
 //     <end_of_sentence> (MiniMax) and <seed:bos>, <seed:eos> (Seed-OSS),
 //     opening or closing;
-//   - the sequence tokens <s>, </s>, <bos>, <eos> only next to another
-//     template token (with nothing but white space between: "</s><s>[INST]"),
-//     since <s> alone is HTML's strikethrough, which the envelope's XML
+//   - MiniMax-M2's tokens, written in its own reversed brackets: ]~!b[
+//     (the sequence's start), ]~b] (a role's start: ]~b]system) and [e~[
+//     (a turn's end); only these, since ]~ and [e~ are ordinary in code
+//     and markup. A replacement's brackets could complete one with the
+//     text around it ("[e~" + "[defanged im_end]"), so a token's head
+//     right before another token ("[e~<|im_end|>") and its tail right
+//     after one ("<|im_end|>~b]") are replaced too;
+//   - the sequence tokens <s>, </s>, <bos>, <eos>, and GLM's [gMASK] and
+//     <sop>, only next to another template token (with nothing but white
+//     space between: "</s><s>[INST]", "[gMASK]<sop><|system|>"), since
+//     <s> alone is HTML's strikethrough, which the envelope's XML
 //     escaping already keeps from being markup or a token.
 //
 // They are matched on the views the marker words are (escapes decoded,
@@ -53,7 +61,8 @@ import (
 // as if joined by line breaks while a renderer may join them with none. Each
 // token found is replaced, from its first delimiter to its last, by
 // "[defanged NAME]" (NAME its word in ASCII, a closing token's with its
-// slash: "[defanged im_start]", "[defanged /INST]"), which no tokenizer
+// slash: "[defanged im_start]", "[defanged /INST]"; a MiniMax-M2 token's
+// with its tilde and bang: "[defanged ~b]", "[defanged e~]"), which no tokenizer
 // reads as the token and no rule matches again; each counts as a hit.
 //
 // Role headers are plain text, not tokens, and the envelope already frames
@@ -198,13 +207,13 @@ func (r *shapeReader) asciiTok(c byte, start, end int, folds *[utf8.RuneSelf]asc
 // shapePuncts is the ASCII punctuation a template token or role header is
 // written with, which look-alikes may stand for ("=" of "=>" and
 // "role=system" too: "＝＞" is read as "=>").
-const shapePuncts = `<>|[]/_-.:"'#*=`
+const shapePuncts = `<>|[]/_-.:"'#*=~!`
 
 // letterPunct answers the punctuation a letter is drawn as: Canadian
 // syllabics pa and po as angle brackets; the click letters ǀ ǁ, Cyrillic
 // palochka Ӏ ӏ, runic isaz ᛁ, Tifinagh yan ⵏ, Lisu ꓲ, Hangul ㅣ, the
 // CJK stroke 丨, the Hangul vowel ᅵ and the IPA stress mark ˈ as a bar; the modifier letter ː and
-// Lisu's ꓽ as a colon.
+// Lisu's ꓽ as a colon; the click letter ǃ as a bang.
 func letterPunct(r rune) byte {
 	switch r {
 	case 'ᐸ':
@@ -215,6 +224,8 @@ func letterPunct(r rune) byte {
 		return '|'
 	case 'ː', 'ꓽ': // modifier letter triangular colon, Lisu tone mya jeu
 		return ':'
+	case 'ǃ': // the retroflex click letter
+		return '!'
 	}
 	return 0
 }
@@ -243,6 +254,7 @@ var punctLookAlikes = map[rune]byte{
 	'「': '[', '⌈': '[', '⌊': '[', '⦋': '[', '⦍': '[', '⦏': '[', '⦗': '[', '⸢': '[', '⸤': '[', '⟬': '[', '❪': '[', '﴾': '[',
 	'」': ']', '⌉': ']', '⌋': ']', '⦌': ']', '⦎': ']', '⦐': ']', '⦘': ']', '⸣': ']', '⸥': ']', '⟭': ']', '❫': ']', '﴿': ']',
 	'⧸': '/',
+	'〜': '~', // the wave dash a Japanese input method types for a tilde
 	'▁': '_', '‗': '_',
 	'“': '"', '”': '"', '„': '"', '‟': '"', '«': '"', '»': '"', '″': '"',
 	'‘': '\'', '’': '\'', '‚': '\'', '‛': '\'', '′': '\'',
@@ -330,8 +342,11 @@ type shapeName struct {
 // shapeNames indexes the folded units of the known template words, by form.
 type shapeNames struct {
 	pipe, barred, bracket, double, angle, weak map[string]shapeName
+	weakBracket                                map[string]shapeName // [gMASK]
 	roles, jsonRoles, roleKey                  map[string]bool
 	roleElement                                string // <role>'s name, folded
+	// MiniMax-M2's words, folded: b of ]~b] and ]~!b[, e of [e~[.
+	minimaxB, minimaxE string
 	// The keys of roles, jsonRoles and roleKey, for startsKey.
 	roleUnits, jsonRoleUnits, roleKeyUnits [][]rune
 }
@@ -394,7 +409,10 @@ var knownShapes = sync.OnceValue(func() *shapeNames {
 		// token but these.
 		angle: set(true, "start_of_turn", "end_of_turn", "tool_call", "tool_response", "system-reminder",
 			"beginning_of_sentence", "end_of_sentence", "seed:bos", "seed:eos"),
-		weak: set(false, "s", "bos", "eos"),
+		weak:        set(false, "s", "bos", "eos", "sop"), // <sop>: GLM's
+		weakBracket: set(false, "gMASK"),
+		minimaxB:    fold("b"),
+		minimaxE:    fold("e"),
 		roles: words("system", "system prompt", "system message", "system instruction", "system instructions",
 			// Not "developer" alone: "Developer:" labels a film
 			// developer, a software developer's name.
@@ -419,6 +437,10 @@ type shapeHit struct {
 	text       string
 	weak       bool
 	adjacent   bool // nothing but white space since the previous hit's end
+	// A MiniMax-M2 token's head ("[e~", "]~!b") before an opener, ending
+	// there: a token only when a hit starts there, whose replacement's
+	// "[" would complete it.
+	head bool
 }
 
 // scanShapes reports the template tokens of view (see the package's
@@ -436,6 +458,8 @@ func scanShapes(view string, token func(start, end int, text string), role func(
 	lineStart := 0 // of the current line
 	atLineStart := true
 	roleMarked := false // the current line is reported
+	// A run of MiniMax-M2 heads, each ending where the next starts.
+	var heads []shapeHit
 	for i := 0; i < len(view); {
 		if !atLineStart {
 			// Most bytes: no opener, no line break (shapePlain). Only
@@ -489,10 +513,36 @@ func scanShapes(view string, token func(start, end int, text string), role func(
 		}
 		if t.kind == shapePunct {
 			switch t.punct {
-			case '<', '[':
-				if h, ok := r.template(t, names); ok {
+			case '<', '[', ']':
+				if h, ok := r.template(t, names); ok && h.head {
+					// Read on from the opener: the hit it may start
+					// completes the head, and its line may be a header.
+					if n := len(heads); n == 0 || heads[n-1].end != h.start {
+						heads = heads[:0]
+						h.adjacent = clean && len(hits) > 0
+					} else {
+						h.adjacent = true
+					}
+					heads = append(heads, h)
+				} else if ok {
 					h.adjacent = clean && len(hits) > 0
+					if n := len(heads); n > 0 && heads[n-1].end == h.start {
+						hits = append(hits, heads...)
+						h.adjacent = true
+					}
+					heads = heads[:0]
 					hits = append(hits, h)
+					// A replacement ends with "]", which the tail of a
+					// MiniMax-M2 token after it would complete ("~b]").
+					for {
+						tail, ok := r.minimax(h.end, r.skipBreaks(r.at(h.end)), names)
+						if !ok || tail.head {
+							break
+						}
+						tail.adjacent = true
+						hits = append(hits, tail)
+						h = tail
+					}
 					i, clean = h.end, true
 					continue
 				}
@@ -532,7 +582,7 @@ func scanShapes(view string, token func(start, end int, text string), role func(
 // shapePlain classes the bytes scanShapes passes over outside a line's
 // start: shapePlainSpace for white space within a line and the controls
 // read as nothing, shapePlainText for the other ASCII bytes that open
-// nothing, 0 for the rest (the openers < [ " ', the : and = a bare role
+// nothing, 0 for the rest (the openers < [ ] " ', the : and = a bare role
 // value follows, line breaks, DEL and the bytes outside ASCII), which the
 // scan reads.
 var shapePlain = func() (t [256]uint8) {
@@ -540,7 +590,7 @@ var shapePlain = func() (t [256]uint8) {
 		switch {
 		case c == ' ' || c == '\t' || (c < ' ' && c != '\n' && c != '\r' && c != '\v' && c != '\f'):
 			t[c] = shapePlainSpace
-		case c > ' ' && c != '<' && c != '[' && c != '"' && c != '\'' && c != ':' && c != '=' && c != 0x7f:
+		case c > ' ' && c != '<' && c != '[' && c != ']' && c != '"' && c != '\'' && c != ':' && c != '=' && c != 0x7f:
 			t[c] = shapePlainText
 		}
 	}
@@ -566,7 +616,7 @@ func (r *shapeReader) startsNoKey(i int, keys [][]rune) bool {
 // skipShapePlain answers the first byte from s[i] that shapePlain does
 // not mark plain (or len(s)), eight bytes at a time: a word holding no
 // byte outside ASCII, below ' ' (a tab is read a byte at a time), DEL, <,
-// [, ", ', : or = is plain throughout.
+// [, ], ", ', : or = is plain throughout.
 func skipShapePlain(s string, i int) int {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	zero := func(x uint64) uint64 { return (x - ones) & ^x & highs } // a byte of x is 0
@@ -575,7 +625,7 @@ func skipShapePlain(s string, i int) int {
 			w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
 				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
 			stops := w&highs | (w-' '*ones)&^w&highs |
-				zero(w^'<'*ones) | zero(w^'['*ones) | zero(w^'"'*ones) | zero(w^'\''*ones) | zero(w^':'*ones) | zero(w^'='*ones) | zero(w^0x7f*ones)
+				zero(w^'<'*ones) | zero(w^'['*ones) | zero(w^']'*ones) | zero(w^'"'*ones) | zero(w^'\''*ones) | zero(w^':'*ones) | zero(w^'='*ones) | zero(w^0x7f*ones)
 			if stops != 0 {
 				break
 			}
@@ -591,12 +641,12 @@ func skipShapePlain(s string, i int) int {
 }
 
 // mayHoldShapes reports whether view may hold a template token or a role
-// header: an ASCII text without < [ : and =, and without the role words
+// header: an ASCII text without < [ ] : and =, and without the role words
 // (which a header alone on its line needs no colon after), holds neither.
 // It reads the view a word and a vectorised byte search at a time: most
 // text answers false in a fraction of the scan's cost.
 func mayHoldShapes(view string) bool {
-	return hasAnyByte(view, "<[:=") || hasNonASCII(view) || holdsRoleWord(view)
+	return hasAnyByte(view, "<[]:=") || hasNonASCII(view) || holdsRoleWord(view)
 }
 
 // holdsRoleWord reports whether the ASCII text s holds "system" or
@@ -714,26 +764,8 @@ func (r *shapeReader) template(t shapeTok, names *shapeNames) (shapeHit, bool) {
 	start := t.start
 	open := t.punct
 	t = r.skipBreaks(r.at(t.end))
-	// closes reads pad, then the closing delimiters, answering the end.
-	closes := func(t shapeTok, delims string, padOK bool) (int, bool) {
-		t, padded := r.skipPad(t, true)
-		if padded && !padOK {
-			return 0, false
-		}
-		for k := 0; k < len(delims); k++ {
-			if k > 0 {
-				t = r.skipBreaks(t)
-			}
-			if t.kind != shapePunct || t.punct != delims[k] {
-				return 0, false
-			}
-			end := t.end
-			if k == len(delims)-1 {
-				return end, true
-			}
-			t = r.at(end)
-		}
-		return 0, false
+	if open == ']' {
+		return r.minimax(start, t, names)
 	}
 	if t.kind == shapePunct && t.punct == '|' {
 		// <|word|>: any word; a known one may be padded. [|word|]: a
@@ -753,7 +785,7 @@ func (r *shapeReader) template(t shapeTok, names *shapeNames) (shapeHit, bool) {
 		if (padded || open == '[') && !isKnown {
 			return shapeHit{}, false
 		}
-		end, ok := closes(next, delims, isKnown)
+		end, ok := r.closes(next, delims, isKnown)
 		if !ok {
 			return shapeHit{}, false
 		}
@@ -804,8 +836,19 @@ func (r *shapeReader) template(t shapeTok, names *shapeNames) (shapeHit, bool) {
 		weak  bool
 	)
 	switch {
+	case open == '[' && slash == "" && key == names.minimaxE:
+		// MiniMax-M2's [e~[, padded as the other tokens may be.
+		next, _ = r.skipPad(next, true)
+		if next.kind != shapePunct || next.punct != '~' {
+			return shapeHit{}, false
+		}
+		return r.minimaxClose(start, r.skipBreaks(r.at(next.end)), "e~")
 	case open == '[':
 		known, ok = names.bracket[key]
+		if !ok {
+			known, ok = names.weakBracket[key]
+			weak = true
+		}
 		delim = "]"
 		// An index in code ("ops[inst]") is no token: a tokenizer reads
 		// [INST] in capitals only, a reader a bracket opening a word.
@@ -825,11 +868,82 @@ func (r *shapeReader) template(t shapeTok, names *shapeNames) (shapeHit, bool) {
 	if !ok || (padded && !known.padded) {
 		return shapeHit{}, false
 	}
-	end, ok := closes(next, delim, known.padded)
+	end, ok := r.closes(next, delim, known.padded)
 	if !ok {
 		return shapeHit{}, false
 	}
 	return shapeHit{start: start, end: end, text: shapeReplacementPrefix + slash + known.canonical + "]", weak: weak}, true
+}
+
+// closes reads pad from t, then the closing delimiters (line breaks
+// between them), answering the end.
+func (r *shapeReader) closes(t shapeTok, delims string, padOK bool) (int, bool) {
+	t, padded := r.skipPad(t, true)
+	if padded && !padOK {
+		return 0, false
+	}
+	for k := 0; k < len(delims); k++ {
+		if k > 0 {
+			t = r.skipBreaks(t)
+		}
+		if t.kind != shapePunct || t.punct != delims[k] {
+			return 0, false
+		}
+		end := t.end
+		if k == len(delims)-1 {
+			return end, true
+		}
+		t = r.at(end)
+	}
+	return 0, false
+}
+
+// minimax reads MiniMax-M2's ]~b] or ]~!b[ from t, the token after its
+// first bracket, which starts at start (a replacement's last "]" when
+// start is a hit's end: then only the tail is in the view).
+func (r *shapeReader) minimax(start int, t shapeTok, names *shapeNames) (shapeHit, bool) {
+	if t.kind != shapePunct || t.punct != '~' {
+		return shapeHit{}, false
+	}
+	t = r.skipBreaks(r.at(t.end))
+	bang := t.kind == shapePunct && t.punct == '!'
+	if bang {
+		t = r.skipBreaks(r.at(t.end))
+	}
+	var buf [maxShapeUnits]rune
+	t, _ = r.skipPad(t, true)
+	units, _, _, next, ok := r.word(t, buf[:], true)
+	if !ok || string(units) != names.minimaxB {
+		return shapeHit{}, false
+	}
+	if !bang {
+		end, ok := r.closes(next, "]", true)
+		if !ok {
+			return shapeHit{}, false
+		}
+		return shapeHit{start: start, end: end, text: shapeReplacementPrefix + "~b]"}, true
+	}
+	next, _ = r.skipPad(next, true)
+	return r.minimaxClose(start, next, "~!b")
+}
+
+// minimaxClose reads the closing "[" of a MiniMax-M2 token from t, read
+// from start up to t and named name. Not
+// closed, it is a head when t opens another token, whose replacement's
+// "[" would close it.
+func (r *shapeReader) minimaxClose(start int, t shapeTok, name string) (shapeHit, bool) {
+	if t.kind != shapePunct {
+		return shapeHit{}, false
+	}
+	h := shapeHit{start: start, end: t.end, text: shapeReplacementPrefix + name + "]"}
+	switch t.punct {
+	case '[':
+		return h, true
+	case '<', ']':
+		h.end, h.head, h.weak = t.start, true, true
+		return h, true
+	}
+	return shapeHit{}, false
 }
 
 // spacedName reads on from a template word whose units are read and
