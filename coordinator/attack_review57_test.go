@@ -68,6 +68,12 @@ func BenchmarkDefangAdversarial(b *testing.B) {
 		// Numbers no semicolon ends, each read at every length.
 		{"open-numbers", fill("&#x6de6d6d&#1091091")},
 		{"open-numbers-near-marks", fill("[&#x6dem&#x2dtoke&#x1d")},
+		// CSS escapes and names no terminator ends, each read at every
+		// length beside the text as written.
+		{"open-css-escapes", fill(`\6de6d6\1d\`)},
+		{"open-css-escapes-near-marks", fill(`[\6dem\2dtoke\1d`)},
+		{"open-names", fill("&ZeroWidthSpaceZeroWidthSpace&zwnjzwnj&")},
+		{"open-names-near-marks", fill("[&mopfem&hyphentoke&zwnj")},
 		{"css-escapes", fill(`[me\6d -token `)},
 		{"backslashes", fill(`\`)},
 		{"quoted-printable", fill("[me=6D-token =")},

@@ -630,7 +630,8 @@ type matcher struct {
 	out   []int32 // pattern ending at the state (directly or by suffix), or -1
 	wide  bool    // some pattern holds a non-ASCII rune
 	// idle classifies bytes while no match is under way: 0 may start one
-	// (or is not ASCII), 1 cannot and is skipped, 2 is also a line break.
+	// (or is not ASCII), 1 cannot and is skipped, 2 is also a line break,
+	// 3 (a backslash) may when a hex digit follows (a CSS escape).
 	// Plain text spends most of its time in this one table lookup.
 	idle [256]uint8
 }
@@ -701,6 +702,10 @@ func newMatcher(patterns []string) (*matcher, error) {
 			m.idle[c] = 1
 		}
 	}
+	if m.idle['\\'] == 1 {
+		// Before a hex digit it may open a CSS escape (openCSSEscape).
+		m.idle['\\'] = 3
+	}
 	return m, nil
 }
 
@@ -769,6 +774,16 @@ type scanner struct {
 	// (feedOpenNumber).
 	openUnits []rune
 	openSpans []openSpan
+	// pending holds the branches that read an open escape at one of its
+	// lengths while the others read it as written (openEscapes), each to
+	// rejoin them where its length ends.
+	pending []pendingBranch
+}
+
+// pendingBranch is a branch of scanner.pending and where it rejoins.
+type pendingBranch struct {
+	b   branch
+	end int
 }
 
 // openSpan is one reading of an open number: its units in
@@ -1034,6 +1049,10 @@ func (m *matcher) scan(s string, literally bool, hit func(p, start, end, line in
 	defer func() {
 		sc.spare = append(sc.spare, sc.alts...)
 		sc.alts = sc.alts[:0]
+		for _, p := range sc.pending {
+			sc.spare = append(sc.spare, p.b)
+		}
+		sc.pending = sc.pending[:0]
 		scanners.Put(sc)
 	}()
 	sc.m, sc.main = m, branch{starts: &sc.starts, lines: &sc.lines}
@@ -1049,16 +1068,20 @@ func (m *matcher) scan(s string, literally bool, hit func(p, start, end, line in
 	sc.leetEnd = 0
 	line := 0
 	for i := 0; i < len(s); {
-		if sc.main.state == 0 && len(sc.alts) == 0 {
+		if len(sc.pending) > 0 {
+			sc.rejoin(i)
+		}
+		if sc.main.state == 0 && len(sc.alts) == 0 && len(sc.pending) == 0 {
 			for i < len(s) {
-				k := m.idle[s[i]]
-				if k == 0 {
-					break
+				if k := m.idle[s[i]]; k != 1 {
+					if k == 0 || k == 3 && !literally && i+1 < len(s) && isHex(s[i+1]) {
+						break
+					}
+					if k == 2 {
+						line = i + 1
+					}
 				}
 				i++
-				if k == 2 {
-					line = i
-				}
 			}
 			if i == len(s) {
 				return
@@ -1073,8 +1096,17 @@ func (m *matcher) scan(s string, literally bool, hit func(p, start, end, line in
 				}
 				continue
 			}
+			if c == '\\' && !literally {
+				sc.openCSSEscape(s, i-1, line, hit)
+			}
 			if c == '&' && !literally {
-				if ref, end, ok := charRefAt(s, i-1); ok {
+				ref, end, ok := charRefAt(s, i-1)
+				common := i - 1
+				if ok {
+					common = end
+				}
+				sc.openName(s, i-1, common, line, hit)
+				if ok {
 					if sc.feedOpenNumber(s, ref, i-1, end, line, hit) {
 						i = end
 						continue
@@ -1591,6 +1623,133 @@ func (sc *scanner) feedOpenNumber(s, ref string, start, end, line int, hit func(
 	sc.alternatives = alts
 	sc.letter(shape, alts, start, end, line, hit)
 	return true
+}
+
+// The escapes below read at each of their lengths at once, as the open
+// numbers are (feedOpenNumber), while the text is also read as written: a
+// CSS escape no whitespace ends ("\6dem" is U+06DE then "m" to CSS, m then
+// "em" to a reader who stops at the character it knows) and a named
+// reference no semicolon ends, whose name a reader may take at any of the
+// names its letters start with ("&hyphentoken" is "‐token", though HTML
+// reads only a legacy name without a semicolon). The decoded views read
+// each such escape at one length per kind of character; a marker needing
+// one escape whole and the next short ("[\6dem\2dtoken": m, then "-") is
+// read only by the scan taking every length of each. Each length forks
+// the branches into ones that read the character it gives and rejoin the
+// others where it ends (rejoin), so the letters after it are read as the
+// scan reads any letters.
+
+// openCSSEscape forks the branches at the CSS escape of hex digits at
+// s[start] ('\\'): at all its digits (and the whitespace ending it) and,
+// when no whitespace ends it, at each fewer.
+func (sc *scanner) openCSSEscape(s string, start, line int, hit func(p, start, end, line int)) {
+	j := start + 1
+	k := j
+	for k < len(s) && k-j < 6 && isHex(s[k]) {
+		k++
+	}
+	if k == j {
+		return
+	}
+	sc.heldReady = false
+	end, open := k, true
+	if k < len(s) {
+		switch s[k] {
+		case ' ', '\t', '\n', '\f':
+			end, open = k+1, false
+		case '\r':
+			end, open = k+1, false
+			if end < len(s) && s[end] == '\n' {
+				end++
+			}
+		}
+	}
+	r, _ := hexValue(s, j, k-j)
+	sc.openChar(r, start, end, line, hit)
+	for n := 1; open && n < k-j; n++ {
+		r, _ := hexValue(s, j, n)
+		sc.openChar(r, start, j+n, line, hit)
+	}
+}
+
+// openName forks the branches at the named reference at s[start] ('&')
+// no semicolon ends at each name its letters start with, but those
+// ending by common, where the one HTML reads there ends (the scan reads
+// that one; start if none).
+func (sc *scanner) openName(s string, start, common, line int, hit func(p, start, end, line int)) {
+	if start+1 >= len(s) || !isLetter(s[start+1]) {
+		return
+	}
+	k := start + 1
+	for k < len(s) && k-start-1 < maxEntityName && isAlnum(s[k]) {
+		k++
+	}
+	if k < len(s) && s[k] == ';' || k-start-1 < 2 {
+		return
+	}
+	names := entityRunes()
+	sc.heldReady = false
+	for end := max(start+3, common+1); end <= k; end++ {
+		if r, ok := names[s[start+1:end]]; ok {
+			sc.openChar(r, start, end, line, hit)
+		}
+	}
+}
+
+// openChar forks every branch worth it into ones that read r, by each of
+// its readings, for the escape [start, end), to rejoin the others at end;
+// r read as nothing when the scan does not see it. It forks none for a
+// number that is no character.
+func (sc *scanner) openChar(r rune, start, end, line int, hit func(p, start, end, line int)) {
+	if r == 0 || !utf8.ValidRune(r) {
+		return
+	}
+	if skippable(r) {
+		sc.openFork(nil, start, end, line, hit)
+		return
+	}
+	shape, sound, look, _ := sc.buf.readings(string(r), r)
+	for _, units := range [3][]rune{shape, sound, look} {
+		if units != nil {
+			sc.openFork(units, start, end, line, hit)
+		}
+	}
+}
+
+// openFork forks every branch worth it (forksFor) into one that reads
+// units for [start, end), held in pending until the scan reaches end.
+func (sc *scanner) openFork(units []rune, start, end, line int, hit func(p, start, end, line int)) {
+	forks := sc.forksFor(sc.forks[:0], units, line, true)
+	for i := range forks {
+		for _, f := range units {
+			sc.advance(&forks[i], f, start, end, line, hit)
+		}
+		if forks[i].state == 0 {
+			sc.spare = append(sc.spare, forks[i])
+			continue
+		}
+		sc.pending = append(sc.pending, pendingBranch{forks[i], end})
+	}
+	sc.forks = forks[:0]
+}
+
+// rejoin moves the pending branches whose escape ends at or before i to
+// the others.
+func (sc *scanner) rejoin(i int) {
+	kept := sc.pending[:0]
+	joined := false
+	for _, p := range sc.pending {
+		if p.end > i {
+			kept = append(kept, p)
+			continue
+		}
+		sc.alts = append(sc.alts, p.b)
+		joined = true
+	}
+	sc.pending = kept
+	if joined {
+		sc.alts = sc.settle(sc.alts)
+	}
 }
 
 // openReading adds to the scanner's open readings (feedOpenNumber) head

@@ -1,8 +1,10 @@
 package coordinator
 
 import (
+	"html"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // entityNames are the names of HTML's named character references (the
@@ -14,6 +16,21 @@ var entityNames = sync.OnceValue(func() map[string]bool {
 	m := make(map[string]bool, 2300)
 	for _, name := range strings.Fields(entityNameList) {
 		m[name] = true
+	}
+	return m
+})
+
+// entityRunes maps each of entityNames that stands for one character (a
+// letter and a mark after it that the scan reads as nothing counting as
+// one) to it, for the scan's open names (openName).
+var entityRunes = sync.OnceValue(func() map[string]rune {
+	m := make(map[string]rune, 2300)
+	for name := range entityNames() {
+		dec := html.UnescapeString("&" + name + ";")
+		r, size := utf8.DecodeRuneInString(dec)
+		if strings.IndexFunc(dec[size:], func(r rune) bool { return !skippable(r) }) < 0 {
+			m[name] = r
+		}
 	}
 	return m
 })

@@ -128,54 +128,59 @@ func decodedLayers(s string) []string {
 			out = append(out, v)
 		}
 	}
+	// The same under one layer of percent escapes.
+	if p := percentRE.ReplaceAllStringFunc(s, escapedBytes); p != s {
+		for _, v := range mixedLengths(p) {
+			if !seen[v] {
+				seen[v] = true
+				out = append(out, v)
+			}
+		}
+	}
 	return out
 }
 
-// openNumberRE is a numeric reference, its semicolon included if any.
-var openNumberRE = regexp.MustCompile(`&#[xX]0*[0-9A-Fa-f]+;?|&#0*[0-9]+;?`)
+// percentRE is a run of percent escapes.
+var percentRE = regexp.MustCompile(`(?:%[0-9A-Fa-f]{2})+`)
+
+// openEscapeRE is an escape a reader may end at another length than the
+// one its language reads: a numeric or named reference, its semicolon
+// included if any, and a CSS escape of hex digits, the whitespace ending
+// it included if any.
+var openEscapeRE = regexp.MustCompile(`&#[xX]0*[0-9A-Fa-f]+;?|&#0*[0-9]+;?|&[A-Za-z][A-Za-z0-9]*;?|\\[0-9A-Fa-f]{1,6}(?:\r\n|[ \t\n\r\f])?`)
 
 // maxMixedViews bounds the views mixedLengths answers for one text.
 const maxMixedViews = 512
 
-// mixedLengths answers s with its numeric references no semicolon ends
-// read each at a length of its own, every length of each against every
-// length of the others near it (within a marker's reach, up to four at
-// a time): a marker may need one read at all its digits and the next at
-// fewer ("[&#x6dem&#x2dtoken" is m then "em", then "-token"), which no
-// one kind of character read for every escape shows.
+// mixedLengths answers s with its escapes no terminator ends read each
+// at a length of its own, every length of each against every length of
+// the others near it (within a marker's reach, up to four at a time): a
+// marker may need one read at all its digits and the next at fewer
+// ("[&#x6dem&#x2dtoken" is m then "em", then "-token"; "[\6dem\2dtoken"
+// too), which no one kind of character read for every escape shows. A
+// numeric reference is read at every length (HTML reads it whole); a CSS
+// escape as written too, and a name as written (where HTML reads it only
+// if it is a legacy one) or at any name its letters start with.
 func mixedLengths(s string) []string {
 	type open struct {
 		start, end int
 		readings   []string
 	}
 	var opens []open
-	for _, loc := range openNumberRE.FindAllStringIndex(s, -1) {
+	for _, loc := range openEscapeRE.FindAllStringIndex(s, -1) {
 		m := s[loc[0]:loc[1]]
-		sm := unterminatedRefRE.FindStringSubmatch(m)
-		if sm == nil || len(sm[2]) < 2 {
-			continue
+		var readings []string
+		switch {
+		case m[0] == '\\':
+			readings = cssLengths(m)
+		case m[1] != '#':
+			readings = nameLengths(m)
+		default:
+			readings = numberLengths(m)
 		}
-		base := 10
-		if sm[1] != "" {
-			base = 16
+		if len(readings) > 0 {
+			opens = append(opens, open{loc[0], loc[1], readings})
 		}
-		full := html.UnescapeString(m)
-		readings := []string{full}
-		if n, err := strconv.ParseUint(sm[2], base, 32); err == nil && 0x80 <= n && n <= 0x9F {
-			readings = append(readings, string(rune(n)))
-		}
-		for n := 1; n < len(sm[2]) && n <= 7; n++ {
-			r, err := strconv.ParseUint(sm[2][:n], base, 32)
-			if err != nil || r == 0 || !utf8.ValidRune(rune(r)) {
-				continue
-			}
-			tail := sm[2][n:]
-			if 0x80 <= r && r <= 0x9F {
-				readings = append(readings, string(rune(r))+tail)
-			}
-			readings = append(readings, html.UnescapeString("&#"+sm[1]+sm[2][:n]+";")+tail)
-		}
-		opens = append(opens, open{loc[0], loc[1], readings})
 	}
 	var out []string
 	for a := range opens {
@@ -210,6 +215,76 @@ func mixedLengths(s string) []string {
 		}
 	}
 	return out
+}
+
+// numberLengths answers the readings of a numeric reference (see
+// mixedLengths): whole, as HTML reads it, and at each fewer digits that
+// give a character, the rest as text; a reference to a C1 control as
+// the control too. None for one of fewer than two digits.
+func numberLengths(m string) []string {
+	sm := unterminatedRefRE.FindStringSubmatch(m)
+	if sm == nil || len(sm[2]) < 2 {
+		return nil
+	}
+	base := 10
+	if sm[1] != "" {
+		base = 16
+	}
+	readings := []string{html.UnescapeString(m)}
+	if n, err := strconv.ParseUint(sm[2], base, 32); err == nil && 0x80 <= n && n <= 0x9F {
+		readings = append(readings, string(rune(n)))
+	}
+	for n := 1; n < len(sm[2]) && n <= 7; n++ {
+		r, err := strconv.ParseUint(sm[2][:n], base, 32)
+		if err != nil || r == 0 || !utf8.ValidRune(rune(r)) {
+			continue
+		}
+		tail := sm[2][n:]
+		if 0x80 <= r && r <= 0x9F {
+			readings = append(readings, string(rune(r))+tail)
+		}
+		readings = append(readings, html.UnescapeString("&#"+sm[1]+sm[2][:n]+";")+tail)
+	}
+	return readings
+}
+
+// cssLengths answers the readings of a CSS escape of hex digits (see
+// mixedLengths): as written, whole, as CSS reads it, and, when no
+// whitespace ends it, at each fewer digits that give a character, the
+// rest as text.
+func cssLengths(m string) []string {
+	body := strings.TrimRight(m[1:], " \t\n\r\f")
+	readings := []string{m, decodeEscape(cssRE, m)}
+	if len(body) == len(m)-1 {
+		for n := 1; n < len(body); n++ {
+			if r, _ := strconv.ParseUint(body[:n], 16, 32); r != 0 && utf8.ValidRune(rune(r)) {
+				readings = append(readings, string(rune(r))+body[n:])
+			}
+		}
+	}
+	return readings
+}
+
+// nameLengths answers the readings of a named reference no semicolon
+// ends (see mixedLengths): as written, and at each name its letters
+// start with, the rest as text. None when it starts with no name.
+func nameLengths(m string) []string {
+	if strings.HasSuffix(m, ";") {
+		return nil
+	}
+	readings := []string{m}
+	for n := 2; n <= len(m)-1 && n <= 31; n++ {
+		name := m[1 : 1+n]
+		dec := html.UnescapeString("&" + name + ";")
+		if dec == "&"+name+";" || strings.HasSuffix(dec, ";") && name != "semi" {
+			continue // no name, or a legacy one with letters after it
+		}
+		readings = append(readings, dec+m[1+n:])
+	}
+	if len(readings) == 1 {
+		return nil
+	}
+	return readings
 }
 
 // c1RefRE is a numeric reference to U+0080 to U+009F: its base marker
