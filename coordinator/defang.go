@@ -1516,6 +1516,12 @@ func charRefAt(s string, i int) (string, int, bool) {
 	if len(tok) < 3 {
 		return "", 0, false
 	}
+	if tok[1] == '#' && digitIn(tok[2], 10) && (len(tok) == 3 || !digitIn(tok[3], 10)) {
+		// One decimal digit no semicolon ends is text to html ("&#9x"),
+		// yet a character to HTML's own parser and a browser ("\tx"):
+		// read with a zero before it, as both read that.
+		tok = "&#0" + tok[2:]
+	}
 	dec := html.UnescapeString(tok)
 	if dec == tok {
 		return "", 0, false

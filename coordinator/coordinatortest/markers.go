@@ -55,7 +55,7 @@ func LiveMarker(header, s string) (string, bool) {
 		phrase := []rune(ReaderView(header + " for identity"))
 		for _, v := range decodedLayers(line)[1:] {
 			found := false
-			findReadings(readings(html.UnescapeString(v)), phrase, func([]int) { found = true })
+			findReadings(readings(unescapeHTML(v)), phrase, func([]int) { found = true })
 			if found {
 				return header + " for identity", true
 			}
@@ -230,7 +230,7 @@ func numberLengths(m string) []string {
 	if sm[1] != "" {
 		base = 16
 	}
-	readings := []string{html.UnescapeString(m)}
+	readings := []string{unescapeHTML(m)}
 	if n, err := strconv.ParseUint(sm[2], base, 32); err == nil && 0x80 <= n && n <= 0x9F {
 		readings = append(readings, string(rune(n)))
 	}
@@ -285,6 +285,22 @@ func nameLengths(m string) []string {
 		return nil
 	}
 	return readings
+}
+
+// loneDigitRE is a decimal reference's digits (unescapeHTML).
+var loneDigitRE = regexp.MustCompile(`&#[0-9]+`)
+
+// unescapeHTML decodes s's character references as HTML does.
+// html.UnescapeString reads a decimal reference of one digit no
+// semicolon ends as text ("&#9x"); HTML reads the character ("\tx").
+func unescapeHTML(s string) string {
+	s = loneDigitRE.ReplaceAllStringFunc(s, func(m string) string {
+		if len(m) == 3 {
+			return "&#0" + m[2:]
+		}
+		return m
+	})
+	return html.UnescapeString(s)
 }
 
 // c1RefRE is a numeric reference to U+0080 to U+009F: its base marker
@@ -428,7 +444,7 @@ func decodeEscape(re *regexp.Regexp, m string) string {
 		lo, _ := strconv.ParseUint(sm[2], 16, 32)
 		return string(utf16.DecodeRune(rune(hi), rune(lo)))
 	case m[0] == '&':
-		return html.UnescapeString(m)
+		return unescapeHTML(m)
 	case len(m) == 6 && m[0] == '%' && (m[1] == 'u' || m[1] == 'U'):
 		n, _ := strconv.ParseUint(m[2:], 16, 32)
 		return string(rune(n))
@@ -507,7 +523,7 @@ var characterNames = sync.OnceValue(func() map[string]rune {
 
 // liveIn is LiveMarker on one view of a text.
 func liveIn(header, s string) (string, bool) {
-	view := readings(html.UnescapeString(s))
+	view := readings(unescapeHTML(s))
 	for _, tag := range liveTags {
 		found := false
 		findReadings(view, []rune(ReaderView(tag)), func([]int) { found = true })
@@ -708,7 +724,7 @@ func CheckModelText(t testing.TB, header, s string) {
 // as skeletons (m is rn). A letter with no ASCII reading is kept as itself,
 // so that it breaks a word.
 func ReaderView(s string) string {
-	s = html.UnescapeString(s)
+	s = unescapeHTML(s)
 	var b strings.Builder
 	for i, r := range s {
 		size := utf8.RuneLen(r)
