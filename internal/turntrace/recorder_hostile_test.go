@@ -309,3 +309,48 @@ func TestASteadyFloodLogsAMinute(t *testing.T) {
 		t.Errorf("the next logged run does not count the 98 drops since the last line and its own:\n%s", text)
 	}
 }
+
+// hungStore never answers a write, as a PostgreSQL that stopped
+// answering (frozen, or cut off without a reset): each Append waits for
+// its deadline.
+type hungStore struct {
+	Store
+	entered chan struct{}
+	once    sync.Once
+}
+
+func (h *hungStore) Append(ctx context.Context, _ []coordinator.TurnTrace) error {
+	h.once.Do(func() { close(h.entered) })
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestCloseWithAHungStoreEnds: traces queued while the store stopped
+// answering are written at Close within one bound, not each batch within
+// its own: a full queue held the host's shutdown for its 10 s write
+// timeout per batch of 256 (minutes), past any service manager's grace.
+func TestCloseWithAHungStoreEnds(t *testing.T) {
+	h := &hungStore{Store: openStore(t), entered: make(chan struct{})}
+	r := NewRecorder(h, Options{Retention: time.Hour, MaxTurnsPerRealm: 100, Linger: time.Millisecond})
+	now := time.Now().UTC()
+	r.Trace(tr("r0", "s", now, "a"))
+	<-h.entered
+	for i := range 8 {
+		for range 300 {
+			r.Trace(tr(fmt.Sprintf("r%d", i), "s", now, "b"))
+		}
+	}
+	closed := make(chan struct{})
+	go func() {
+		r.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close still waits on the hung store after 30 s")
+	}
+	if r.Dropped() < 2000 {
+		t.Fatalf("dropped %d traces, want every queued one counted", r.Dropped())
+	}
+}

@@ -176,6 +176,9 @@ const (
 	defaultLinger    = 10 * time.Millisecond
 	writeBatch       = 256
 	pruneEvery       = time.Minute
+	// closeTimeout bounds Close's writes of what is queued; what is left
+	// then is dropped (counted).
+	closeTimeout = 5 * time.Second
 )
 
 // NewRecorder starts a recorder over store; Close stops it.
@@ -381,18 +384,23 @@ func (r *Recorder) run(ctx context.Context) {
 		case t := <-r.queue:
 			var req *request
 			batch, req = r.gather(ctx, append(batch[:0], t))
-			r.write(batch)
+			r.write(context.Background(), batch)
 			if req != nil {
-				r.writeQueued(batch)
+				r.writeQueued(context.Background(), batch)
 				r.answer(*req)
 			}
 		case req := <-r.flushes:
-			r.writeQueued(batch)
+			r.writeQueued(context.Background(), batch)
 			r.answer(req)
 		case <-tick.C:
-			r.prune()
+			r.prune(ctx)
 		case <-ctx.Done():
-			r.writeQueued(batch)
+			// One bound for every write of the drain: a store that
+			// stopped answering would otherwise hold Close, and the
+			// host's shutdown, a write timeout per batch queued.
+			drain, cancel := context.WithTimeout(context.Background(), closeTimeout)
+			r.writeQueued(drain, batch)
+			cancel()
 			return
 		}
 	}
@@ -417,14 +425,14 @@ func (r *Recorder) answer(req request) {
 	req.done <- err
 }
 
-// writeQueued writes everything queued now.
-func (r *Recorder) writeQueued(batch []coordinator.TurnTrace) {
+// writeQueued writes everything queued now, within ctx.
+func (r *Recorder) writeQueued(ctx context.Context, batch []coordinator.TurnTrace) {
 	for {
 		b := r.drain(batch[:0])
 		if len(b) == 0 {
 			return
 		}
-		r.write(b)
+		r.write(ctx, b)
 	}
 }
 
@@ -504,7 +512,7 @@ func (r *Recorder) forget(f forgetting) error {
 	return r.store.Forget(ctx, f.realm, f.ids)
 }
 
-func (r *Recorder) write(batch []coordinator.TurnTrace) {
+func (r *Recorder) write(ctx context.Context, batch []coordinator.TurnTrace) {
 	if len(batch) == 0 {
 		return
 	}
@@ -519,7 +527,7 @@ func (r *Recorder) write(batch []coordinator.TurnTrace) {
 			ForgetTitles(&batch[i], slices.Collect(maps.Keys(ids)))
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := r.store.Append(ctx, batch); err != nil {
 		r.dropped.Add(int64(len(batch)))
@@ -533,8 +541,9 @@ func (r *Recorder) write(batch []coordinator.TurnTrace) {
 	}
 }
 
-func (r *Recorder) prune() {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+// prune ends with ctx too: Close does not wait for it.
+func (r *Recorder) prune(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if _, err := r.store.Prune(ctx, time.Now().Add(-r.opts.Retention), r.opts.MaxTurnsPerRealm); err != nil {
 		r.opts.Logger.Warn("turn trace: prune failed", "error", err)
