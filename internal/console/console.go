@@ -55,6 +55,9 @@ type Options struct {
 	Logger     hclog.Logger
 	// SampleEvery is how often the charts sample the host's metrics.
 	SampleEvery time.Duration
+	// RequestTimeout bounds a page's work, all its API reads together,
+	// as it bounds each /v1 request (default 30 s).
+	RequestTimeout time.Duration
 }
 
 // DefaultSessionTTL bounds a sign-in.
@@ -107,6 +110,9 @@ func New(opts Options) (*Console, error) {
 	if opts.SampleEvery <= 0 {
 		opts.SampleEvery = 15 * time.Second
 	}
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = 30 * time.Second
+	}
 	c := &Console{opts: opts, session: map[string]*session{}}
 	for _, t := range opts.Tokens {
 		c.digests = append(c.digests, sha256.Sum256([]byte(t.Secret)))
@@ -158,7 +164,12 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "cross-site request refused", http.StatusForbidden)
 		return
 	}
-	c.mux.ServeHTTP(w, r)
+	// One deadline for the page: its reads run in turn, each bounded only
+	// by its own request timeout, and a hung provider would otherwise hold
+	// a page of several reads past its answer's write deadline.
+	ctx, cancel := context.WithTimeout(r.Context(), c.opts.RequestTimeout)
+	defer cancel()
+	c.mux.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // sameOrigin refuses a state-changing request another site's page sent:
@@ -384,6 +395,10 @@ func (c *Console) call(ctx context.Context, s *session, method, path string, out
 	}
 	rec := &recorder{header: http.Header{}, status: http.StatusOK}
 	c.opts.API.ServeHTTP(rec, req)
+	if ctx.Err() != nil && !rec.wrote {
+		// The API answers nothing to a caller whose context ended.
+		return &apiError{Status: http.StatusGatewayTimeout, Code: "deadline_exceeded", Message: fmt.Sprintf("no answer within the page's %s", c.opts.RequestTimeout)}
+	}
 	if rec.status >= 300 {
 		var body struct{ Error apiError }
 		_ = json.Unmarshal(rec.body.Bytes(), &body)

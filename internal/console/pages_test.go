@@ -244,3 +244,48 @@ func TestRecordPageSaysWhatItCouldNotRead(t *testing.T) {
 		t.Errorf("the record page says the plugin is down %d times, want once for the chain and once for the injections: %.2000s", n, body)
 	}
 }
+
+// hungAPI answers as the host does while a provider stopped answering:
+// each call fails at its plugin call timeout (10 s); a call whose
+// caller's context ended is answered nothing, as the API answers a
+// client gone.
+type hungAPI struct{}
+
+func (hungAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	select {
+	case <-time.After(10 * time.Second):
+	case <-r.Context().Done():
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusGatewayTimeout)
+	w.Write([]byte(`{"error":{"code":"deadline_exceeded","message":"plugin main (sqlite): export: no answer within 10s"}}`))
+}
+
+// TestAPageEndsAtItsDeadline: the realms page reads each realm in turn.
+// With the realms' provider hung, every read waited its whole call
+// timeout: eight realms held the page 160 s, past the answer's write
+// deadline, and the browser got no page at all. The page's reads share
+// one request timeout, and what it could not read says so.
+func TestAPageEndsAtItsDeadline(t *testing.T) {
+	realms := []string{"default", "r1", "r2", "r3", "r4", "r5", "r6", "r7"}
+	c, err := New(Options{API: hungAPI{}, Realms: realms, RequestTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	done := make(chan *httptest.ResponseRecorder, 1)
+	go func() {
+		w := httptest.NewRecorder()
+		c.ServeHTTP(w, httptest.NewRequest("GET", "/ui/", nil))
+		done <- w
+	}()
+	select {
+	case w := <-done:
+		if body := w.Body.String(); strings.Count(body, "no answer within") < len(realms) {
+			t.Fatalf("the page does not say each realm could not be read: %.2000s", body)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the realms page still waits after 30 s")
+	}
+}
