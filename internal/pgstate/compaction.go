@@ -128,12 +128,20 @@ func (c *Compaction) Hold(ctx context.Context, key compaction.Key) (func(), erro
 	if dl, ok := ctx.Deadline(); ok {
 		ttl = time.Until(dl) + holdMargin
 	}
-	for {
+	waitedFor := func() error {
+		return fmt.Errorf("compaction store: hold %s: waiting for a compaction under way on another host: %w", key, ctx.Err())
+	}
+	for waited := false; ; waited = true {
 		tag, err := c.db.pool.Exec(ctx, c.db.q(`INSERT INTO compaction_holds AS h (realm, identity, conversation, holder, until_ms)
 			VALUES ($1, $2, $3, $4, `+dbNowMillis+` + $5)
 			ON CONFLICT (realm, identity, conversation) DO UPDATE SET holder = excluded.holder, until_ms = excluded.until_ms
 			WHERE h.until_ms < `+dbNowMillis), key.Realm, key.Identity, key.Conversation, holder, ttl.Milliseconds())
 		if err != nil {
+			if waited && ctx.Err() != nil {
+				// The deadline fell in a poll's statement, not between
+				// polls: still the other host's compaction it waited for.
+				return nil, waitedFor()
+			}
 			return nil, fmt.Errorf("compaction store: hold %s: %w", key, classify(err))
 		}
 		if tag.RowsAffected() == 1 {
@@ -141,7 +149,7 @@ func (c *Compaction) Hold(ctx context.Context, key compaction.Key) (func(), erro
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("compaction store: hold %s: waiting for a compaction under way on another host: %w", key, ctx.Err())
+			return nil, waitedFor()
 		case <-time.After(holdPoll):
 		}
 	}

@@ -216,7 +216,8 @@ func TestCompactionOutageBlamesNoOtherHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	// Long enough for the first poll to see the hold on a loaded machine.
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	_, err = s.Compact(short, compaction.Request{Identity: id, Conversation: "c", Evicted: messages("one", "two")})
 	if err == nil || !strings.Contains(err.Error(), "waiting for a compaction under way on another host") {
