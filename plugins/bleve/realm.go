@@ -114,6 +114,9 @@ type realmIndex struct {
 	idxMu sync.RWMutex
 	idx   blevesearch.Index
 	stale bool
+	// closed is set while idx is closed because opening it again after a
+	// failed write failed too; the next write tries again (reopen).
+	closed bool
 	// filters caches recall's per-segment scope and tag exclusions.
 	filters filterCache
 	// openStats are the BM25 statistics stored at the last write, which
@@ -250,6 +253,9 @@ func (ri *realmIndex) bm25(ctx context.Context) (bm25Stats, error) {
 }
 
 func (ri *realmIndex) reader() (index.IndexReader, error) {
+	if ri.closed {
+		return nil, ri.closedError()
+	}
 	adv, err := ri.idx.Advanced()
 	if err != nil {
 		return nil, err
@@ -358,6 +364,9 @@ func (ri *realmIndex) close() error {
 	ri.loading.Wait()
 	ri.idxMu.Lock()
 	defer ri.idxMu.Unlock()
+	if ri.closed {
+		return nil
+	}
 	return ri.idx.Close()
 }
 

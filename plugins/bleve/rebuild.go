@@ -337,12 +337,16 @@ func (ri *realmIndex) swap(tmp string) error {
 	dir := filepath.Dir(ri.path)
 	ri.idxMu.Lock()
 	defer ri.idxMu.Unlock()
-	if err := ri.idx.Close(); err != nil {
-		ri.log.Warn("closing the old realm index before the swap", "realm", ri.realm, "err", err)
+	// A write failing during a live rebuild may have left it closed.
+	if !ri.closed {
+		if err := ri.idx.Close(); err != nil {
+			ri.log.Warn("closing the old realm index before the swap", "realm", ri.realm, "err", err)
+		}
 	}
+	ri.closed = true // until one is opened below
 	reopenOld := func(cause error) error {
 		if idx, err := blevesearch.OpenUsing(ri.path, runtimeConfig()); err == nil {
-			ri.idx = idx
+			ri.idx, ri.closed = idx, false
 		} else {
 			cause = errors.Join(cause, fmt.Errorf("reopen the old index: %w", err))
 		}
@@ -367,7 +371,7 @@ func (ri *realmIndex) swap(tmp string) error {
 	if err != nil {
 		return fmt.Errorf("open the rebuilt index %s: %w", ri.path, err)
 	}
-	ri.idx, ri.stale = idx, false
+	ri.idx, ri.stale, ri.closed = idx, false, false
 	// The rebuilt index numbers its segments afresh.
 	ri.filters.mu.Lock()
 	ri.filters.entries = nil

@@ -805,6 +805,9 @@ func (ri *realmIndex) run(ctx context.Context, op string, req *blevesearch.Searc
 			res, err = nil, fmt.Errorf("bleve: %s in realm %s: search panicked, the index %s may be corrupt: %v", op, ri.realm, ri.path, r)
 		}
 	}()
+	if ri.closed {
+		return nil, fmt.Errorf("bleve: %s in realm %s: %w", op, ri.realm, ri.closedError())
+	}
 	res, err = ri.idx.SearchInContext(ctx, req)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {

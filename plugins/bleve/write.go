@@ -168,6 +168,13 @@ func (ri *realmIndex) lockWrites(ctx context.Context) error {
 		ri.wmu.Unlock()
 		return err
 	}
+	if ri.closed {
+		ri.reopen()
+		if ri.closed {
+			ri.wmu.Unlock()
+			return fmt.Errorf("bleve: write to realm %s: %w", ri.realm, ri.closedError())
+		}
+	}
 	return nil
 }
 
@@ -620,24 +627,34 @@ func (p *Provider) countUses(ctx context.Context, realm string, uses []sdk.Use, 
 	return ri.write(ctx, put, keys, nil)
 }
 
-// reopen opens the realm's index again from disk after a failed batch.
-// Should that fail too, the closed index answers errors, not panics.
+// reopen opens the realm's index again from disk after a failed batch;
+// the caller holds wmu. Should that fail too, the realm is closed: reads
+// and writes answer unavailable, and the next write tries again (a
+// second Close of the closed index would panic).
 func (ri *realmIndex) reopen() {
 	ri.idxMu.Lock()
 	defer ri.idxMu.Unlock()
-	if err := ri.idx.Close(); err != nil {
-		ri.log.Warn("closing the realm index after a failed write", "realm", ri.realm, "err", err)
+	if !ri.closed {
+		if err := ri.idx.Close(); err != nil {
+			ri.log.Warn("closing the realm index after a failed write", "realm", ri.realm, "err", err)
+		}
 	}
 	idx, err := blevesearch.OpenUsing(ri.path, runtimeConfig())
 	if err != nil {
-		ri.log.Error("reopening the realm index after a failed write; restart the plugin", "realm", ri.realm, "path", ri.path, "err", err)
+		ri.closed = true
+		ri.log.Error("reopening the realm index after a failed write; the next write tries again", "realm", ri.realm, "path", ri.path, "err", err)
 		return
 	}
-	ri.idx = idx
+	ri.idx, ri.closed = idx, false
 	// The reopened index numbers its segments as on disk.
 	ri.filters.mu.Lock()
 	ri.filters.entries = nil
 	ri.filters.mu.Unlock()
+}
+
+// closedError is what a realm whose index could not be reopened answers.
+func (ri *realmIndex) closedError() error {
+	return fmt.Errorf("its index %s could not be opened again after a failed write (the plugin's log says why); the next write tries again: %w", ri.path, sdk.ErrUnavailable)
 }
 
 // storageError classifies a scorch failure. Scorch formats the system
