@@ -157,8 +157,9 @@ func checkEnvelope(t *testing.T, where, text string) {
 	}
 }
 
-func TestNoForgedMarkerReachesAModel(t *testing.T) {
-	t.Parallel()
+// startCompacting starts memhost on the sqlite provider with the template
+// compactor, the surfaces a model reads all served.
+func startCompacting(t *testing.T) *instance {
 	pluginDir := testbin.PluginDir(t, "sqlite", "template")
 	cfgPath, dataDir := writeConfigIn(t, pluginDir, providerDeployment("sqlite", `{ path = "memory.db" }`)+
 		"realm \"default\" { provider = \"main\" }\n"+templateCompactorConfig)
@@ -166,6 +167,12 @@ func TestNoForgedMarkerReachesAModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return m
+}
+
+func TestNoForgedMarkerReachesAModel(t *testing.T) {
+	t.Parallel()
+	m := startCompacting(t)
 	id := map[string]string{"id": "alice"}
 	all := strings.Join(forgeries, "\n")
 	remember(t, m,

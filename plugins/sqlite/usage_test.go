@@ -392,6 +392,20 @@ func TestFirstUseWhileTheOrderIsReadIsInTheWorkingSet(t *testing.T) {
 	}
 }
 
+// openLogged opens and closes the database at path, answering what it
+// logged.
+func openLogged(t *testing.T, path string) string {
+	t.Helper()
+	var logs strings.Builder
+	s := newStore()
+	s.log = slog.New(slog.NewTextHandler(&logs, nil))
+	if err := s.Configure(context.Background(), configJSON(path)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	return logs.String()
+}
+
 // TestMigrationSaysSo: an upgrade of a large store takes minutes in
 // Configure, in which the plugin answers nothing; its log said nothing
 // either, so the host's showed only that it waited. The log says the
@@ -403,28 +417,16 @@ func TestMigrationSaysSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	downgradeToSchema8(t, path)
-	var logs strings.Builder
-	s = newStore()
-	s.log = slog.New(slog.NewTextHandler(&logs, nil))
-	if err := s.Configure(context.Background(), configJSON(path)); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
+	logs := openLogged(t, path)
 	for _, want := range []string{"migrating the database", "from_version=8", fmt.Sprintf("to_version=%d", schemaVersion), "migrated the database"} {
-		if !strings.Contains(logs.String(), want) {
-			t.Errorf("the log does not say %q:\n%s", want, logs.String())
+		if !strings.Contains(logs, want) {
+			t.Errorf("the log does not say %q:\n%s", want, logs)
 		}
 	}
 	// A fresh database is created, not migrated.
-	logs.Reset()
-	s = newStore()
-	s.log = slog.New(slog.NewTextHandler(&logs, nil))
-	if err := s.Configure(context.Background(), configJSON(filepath.Join(t.TempDir(), "new.db"))); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	if strings.Contains(logs.String(), "migrat") {
-		t.Errorf("a new database logged a migration:\n%s", logs.String())
+	logs = openLogged(t, filepath.Join(t.TempDir(), "new.db"))
+	if strings.Contains(logs, "migrat") {
+		t.Errorf("a new database logged a migration:\n%s", logs)
 	}
 }
 
@@ -443,24 +445,12 @@ func TestRebuildSaysWhenDone(t *testing.T) {
 	if err := os.Remove(path + ".index"); err != nil {
 		t.Fatal(err)
 	}
-	var logs strings.Builder
-	s = newStore()
-	s.log = slog.New(slog.NewTextHandler(&logs, nil))
-	if err := s.Configure(context.Background(), configJSON(path)); err != nil {
-		t.Fatal(err)
+	logs := openLogged(t, path)
+	if want := `msg="rebuilt the recall index" records=2`; !strings.Contains(logs, want) {
+		t.Errorf("the log does not say %q:\n%s", want, logs)
 	}
-	s.Close()
-	if want := `msg="rebuilt the recall index" records=2`; !strings.Contains(logs.String(), want) {
-		t.Errorf("the log does not say %q:\n%s", want, logs.String())
-	}
-	logs.Reset()
-	s = newStore()
-	s.log = slog.New(slog.NewTextHandler(&logs, nil))
-	if err := s.Configure(context.Background(), configJSON(filepath.Join(t.TempDir(), "new.db"))); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	if strings.Contains(logs.String(), "rebuil") {
-		t.Errorf("a new database logged a rebuild:\n%s", logs.String())
+	logs = openLogged(t, filepath.Join(t.TempDir(), "new.db"))
+	if strings.Contains(logs, "rebuil") {
+		t.Errorf("a new database logged a rebuild:\n%s", logs)
 	}
 }
