@@ -176,10 +176,11 @@ non-zero.`,
 				quickSet("locomo-samples", func() { samples = "0,5" })
 				quickSet("longmemeval-questions", func() { o.lmeQuestions = quickLongMemEval })
 			}
-			// A data set named explicitly must be there; only the default
-			// paths may be missing (the report then says so).
-			for _, d := range []struct{ flag, path, source string }{{"locomo", o.locomo, locomoSource}, {"longmemeval", o.longMemEval, longMemEvalSource}} {
-				if d.path == "" || !cmd.Flags().Changed(d.flag) {
+			// A data set named explicitly must be there, and so must the
+			// default one a subset is asked of; otherwise the default paths
+			// may be missing (the report then says so).
+			for _, d := range []struct{ flag, subset, path, source string }{{"locomo", "locomo-samples", o.locomo, locomoSource}, {"longmemeval", "longmemeval-questions", o.longMemEval, longMemEvalSource}} {
+				if d.path == "" || !cmd.Flags().Changed(d.flag) && !cmd.Flags().Changed(d.subset) {
 					continue
 				}
 				if _, err := os.Stat(d.path); err != nil {
@@ -287,6 +288,12 @@ func checkBenchOptions(cmd *cobra.Command, o benchOptions) error {
 	for _, flag := range []string{"semantic-weight", "embedder-config"} {
 		if cmd.Flags().Changed(flag) && o.embedder == "" {
 			return fmt.Errorf("--%s needs --embedder", flag)
+		}
+	}
+	// A subset of a data set not run is a mistake to say, not to drop.
+	for _, d := range []struct{ flag, data, path string }{{"locomo-samples", "locomo", o.locomo}, {"longmemeval-questions", "longmemeval", o.longMemEval}} {
+		if cmd.Flags().Changed(d.flag) && d.path == "" {
+			return fmt.Errorf("--%s needs --%s, which is empty", d.flag, d.data)
 		}
 	}
 	if cmd.Flags().Changed("semantic-weight") && !(o.semanticWeight >= 0 && o.semanticWeight <= 1) {

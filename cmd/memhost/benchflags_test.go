@@ -71,6 +71,13 @@ func TestBenchLoCoMoSubsetSaysSo(t *testing.T) {
 // TestBenchQuickKeepsExplicitFlags: --quick sets its small run on the
 // flags not given; a flag given explicitly keeps its value.
 func TestBenchQuickKeepsExplicitFlags(t *testing.T) {
+	// Data files to take subsets of (only their presence is checked).
+	locomo, lme := filepath.Join(t.TempDir(), "locomo.json"), filepath.Join(t.TempDir(), "lme.jsonl.gz")
+	for _, p := range []string{locomo, lme} {
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, c := range []struct {
 		args                   []string
 		sizes, clients, sample []int
@@ -86,7 +93,7 @@ func TestBenchQuickKeepsExplicitFlags(t *testing.T) {
 			got = o
 			return nil
 		})
-		cmd.SetArgs(append(c.args, "--locomo", "", "--longmemeval", ""))
+		cmd.SetArgs(append(c.args, "--locomo", locomo, "--longmemeval", lme))
 		if err := cmd.Execute(); err != nil {
 			t.Fatalf("%v: %v", c.args, err)
 		}
@@ -115,6 +122,19 @@ func TestBenchDataPaths(t *testing.T) {
 		if err == nil || ran || !strings.Contains(err.Error(), flag) || !strings.Contains(err.Error(), missing) {
 			t.Errorf("%s %s: ran %v, error %v; want an error naming both before the run", flag, missing, ran, err)
 		}
+	}
+	// A subset of the default LoCoMo file, which is not in this directory,
+	// names the file before the run; it was dropped in silence.
+	ran := false
+	cmd := benchCommandRunning(func(context.Context, benchOptions, io.Writer, io.Writer) error {
+		ran = true
+		return nil
+	})
+	cmd.SetArgs([]string{"--locomo-samples", "3", "--longmemeval", ""})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	if err := cmd.Execute(); err == nil || ran || !strings.Contains(err.Error(), "--locomo: ") || !strings.Contains(err.Error(), "locomo10.json") {
+		t.Errorf("--locomo-samples 3 without the default file: ran %v, error %v; want it named before the run", ran, err)
 	}
 	// The defaults, missing: every section that needs them says so.
 	o := benchOptions{sizes: []int{10}, queries: 2, clients: []int{1}, locomo: missing, longMemEval: missing + ".gz", retention: retentionOptions{on: true}}
@@ -165,6 +185,8 @@ func TestBenchRefusesFlagsBeforeMeasuring(t *testing.T) {
 		{[]string{"--svg", filepath.Join(missingDir, "chart.svg")}, "--svg: cannot write " + filepath.Join(missingDir, "chart.svg") + ": directory " + missingDir + ": no such file or directory"},
 		{[]string{"--out", filepath.Join(missingDir, "run.md")}, "--out: cannot write " + filepath.Join(missingDir, "run.md") + ": directory " + missingDir + ": no such file or directory"},
 		{[]string{"--out", t.TempDir()}, "is a directory"},
+		{[]string{"--locomo-samples", "3"}, "--locomo-samples needs --locomo, which is empty"},
+		{[]string{"--longmemeval-questions", "5"}, "--longmemeval-questions needs --longmemeval, which is empty"},
 	} {
 		ran := false
 		cmd := benchCommandRunning(func(context.Context, benchOptions, io.Writer, io.Writer) error {
