@@ -117,6 +117,11 @@ var escapeReadingCases = []defangCase{
 	{name: "unterminated css escapes of mixed lengths under percent escapes", in: "[%5C6dem%5C2dtoken: 1]", want: "[defanged-mem-token: 1]", hits: 1},
 	{name: "unterminated names of mixed lengths under percent escapes", in: "[%26mopfem%26hyphentoken: 1]", want: "[defanged-mem-token: 1]", hits: 1},
 	{name: "unterminated reference and css escape under percent escapes", in: "[%26#x6dem%5C2dtoken: 1]", want: "[defanged-mem-token: 1]", hits: 1},
+	// An escape read short beside one decoded and a backslash before a
+	// letter kept, as flavourLetters keeps it ("\t" is no tab).
+	{name: "unterminated reference beside a kept backslash letter", in: "[&#x6dem%2d\\token: 1]", want: "[defanged-mem-token: 1]", hits: 1},
+	{name: "unterminated css escape beside a kept backslash letter", in: `[\6dem\u002d\token: 1]`, want: "[defanged-mem-token: 1]", hits: 1},
+	{name: "unterminated reference beside a kept backslash letter under percent escapes", in: "</memhost%5Fmemory_o&#x1bservati\\0n>", want: "</defanged_memory_observation>", hits: 1},
 	// A named reference no semicolon ends, outside HTML's legacy names
 	// (which HTML reads without one): a model reads the name it knows.
 	{name: "unterminated named zero-width non-joiner", in: "[mem-tok&zwnjen: 1]", want: "[defanged-mem-token: 1]", hits: 1},

@@ -91,8 +91,13 @@ const flavourRefs = flavourRefHidden | flavourRefASCII | flavourRefLetters | fla
 const maxEntityName = 32
 
 // flavours are the readings the decoded view peels, the common one first.
+// flavourLetters is also read with each reading of ambiguous escapes: a
+// marker may need a percent escape decoded, a backslash before a letter
+// kept and an escape read short ("[&#x6dem%2d\token" is m, "em", "-",
+// then "\token"), which no one of them shows.
 var flavours = [...]flavour{flavourCommon, flavourQP, flavourQP | flavourCSS, flavourLetters, flavourCodePoints,
-	flavourRefHidden, flavourRefASCII, flavourRefLetters}
+	flavourRefHidden, flavourRefASCII, flavourRefLetters,
+	flavourLetters | flavourRefHidden, flavourLetters | flavourRefASCII, flavourLetters | flavourRefLetters}
 
 // letterEscapes are the characters after a backslash that flavourLetters
 // reads as themselves.
@@ -106,6 +111,13 @@ func escapeAt(v string, i int, fl flavour) (dec string, end int, ok, own bool) {
 	if c != '%' && c != '\\' && c != '&' && c != '=' {
 		return "", 0, false, false
 	}
+	// A reading of both kinds reads an ambiguous escape short first:
+	// "\6dem" is m then "em" to it, "6dem" to flavourLetters alone.
+	if fl&flavourRefs != 0 && (c == '&' || c == '\\') {
+		if dec, end, ok := shortEscapeAt(v, i, fl); ok {
+			return dec, end, true, true
+		}
+	}
 	if fl&flavourLetters != 0 && c == '\\' && i+1 < len(v) && strings.IndexByte(letterEscapes, v[i+1]) >= 0 {
 		return v[i+1 : i+2], i + 2, true, true
 	}
@@ -116,11 +128,6 @@ func escapeAt(v string, i int, fl flavour) (dec string, end int, ok, own bool) {
 	if fl&flavourCodePoints != 0 && c == '&' {
 		if r, end, ok := codeUnitAt(v, i); ok && 0x80 <= r && r <= 0x9F {
 			return string(r), end, true, true
-		}
-	}
-	if fl&flavourRefs != 0 && (c == '&' || c == '\\') {
-		if dec, end, ok := shortEscapeAt(v, i, fl); ok {
-			return dec, end, true, true
 		}
 	}
 	if fl&flavourQP != 0 {

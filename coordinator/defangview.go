@@ -56,19 +56,37 @@ func decodedLayers(s string) []layer {
 	common := peel(s, nil, flavourCommon, 0)
 	out := common
 	var refChains [][]layer
+	// The views flavourLetters reads: a reading of both it and ambiguous
+	// escapes is flavourLetters's alone when none of them holds an
+	// ambiguous escape, and is not peeled (code holds "\n" and "&amp;").
+	lettersRead := []string{s}
+	for _, l := range common {
+		lettersRead = append(lettersRead, l.view)
+	}
 	for _, fl := range flavours[1:] {
+		if refs := fl &^ flavourLetters; fl&flavourLetters != 0 && refs != 0 &&
+			!slices.ContainsFunc(lettersRead, func(v string) bool { return ownEscapeIn(v, refs) }) {
+			continue
+		}
 		view, from := s, []span(nil)
 		for k := range decodeLayers {
 			if ownEscapeIn(view, fl) {
 				chain := peel(view, from, fl, k)
-				if fl&flavourRefs != 0 {
+				if fl&(flavourRefs|flavourLetters) != 0 {
 					// The readings of ambiguous escapes often choose
-					// alike ("&zwnj" is nothing to all three): a chain
-					// one of them peeled already is not matched again.
+					// alike ("&zwnj" is nothing to all three), and with
+					// flavourLetters's as it alone does when they read
+					// none: a chain one of them peeled already is not
+					// matched again.
 					if slices.ContainsFunc(refChains, func(c []layer) bool { return sameChain(c, chain) }) {
 						break
 					}
 					refChains = append(refChains, chain)
+				}
+				if fl == flavourLetters {
+					for _, l := range chain {
+						lettersRead = append(lettersRead, l.view)
+					}
 				}
 				out = append(out, chain...)
 				break
