@@ -535,7 +535,14 @@ func scanShapes(view string, token func(start, end int, text string), role func(
 					// MiniMax-M2 token after it would complete ("~b]").
 					for {
 						tail, ok := r.minimax(h.end, r.skipBreaks(r.at(h.end)), names)
-						if !ok || tail.head {
+						if !ok {
+							break
+						}
+						if tail.head {
+							// "~!b" before an opener: a token when a hit
+							// starts there, both brackets replacements'.
+							tail.adjacent = true
+							heads = append(heads, tail)
 							break
 						}
 						tail.adjacent = true
