@@ -492,6 +492,12 @@ func realmMap(cfg *config.Config) string {
 // reload: a new config takes a restart.
 var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 
+// maxHeaderBytes bounds a request's header: far past what a client, a
+// proxy or the console's cookie sends, where Go's default (1 MiB) let each
+// connection, before any token was checked, hold a megabyte for the read
+// header timeout, and a thousand of them a gigabyte.
+const maxHeaderBytes = 64 << 10
+
 func serve(ctx context.Context, cfg *config.Config) error {
 	logger := newLogger(cfg)
 	ctx, stop := signal.NotifyContext(ctx, stopSignals...)
@@ -522,6 +528,7 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       cfg.Server.ReadTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -256,3 +256,25 @@ func childPids(pid int) []int {
 	}
 	return kids
 }
+
+// TestOversizedHeaderIsRefused: a request's header is bounded far below
+// Go's 1 MiB default, so connections trickling large headers cannot make
+// the host hold a megabyte each before any token is read.
+func TestOversizedHeaderIsRefused(t *testing.T) {
+	t.Parallel()
+	m := startMemhost(t, markdownConfig)
+	req, _ := http.NewRequest("GET", m.base+"/healthz", nil)
+	req.Header.Set("X-Padding", strings.Repeat("a", 128<<10))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("a 128 KiB header = %d, want 431", resp.StatusCode)
+	}
+	// An ordinary request still passes.
+	if code := m.do("GET", "/healthz", nil, nil); code != 200 {
+		t.Fatalf("healthz = %d", code)
+	}
+}
