@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/strictjson"
@@ -76,6 +77,33 @@ const MaxMCPBatch = 16
 // it refuses in its own words.
 const MaxMCPDepth = 64
 
+// MaxMCPValues bounds the JSON values (names included) of one /mcp body:
+// far past a batch of tool calls at their largest (16 recalls of 1,000
+// tags each), and short of what makes the decoded message many times its
+// bytes. A 4 MiB body of empty objects decoded to 200 MB, and a token's
+// max_in_flight of them together to gigabytes.
+const MaxMCPValues = 1 << 15
+
+// valuesOver reports whether data, a JSON text, holds more than limit
+// values and names. It reads them one at a time and keeps none, so it
+// answers before anything is decoded; invalid JSON is left to the
+// decoder, which says what is wrong with it.
+func valuesOver(data []byte, limit int) bool {
+	dec := jsontext.NewDecoder(bytes.NewReader(data))
+	n := 0
+	for {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return false
+		}
+		if k := tok.Kind(); k != '}' && k != ']' {
+			if n++; n > limit {
+				return true
+			}
+		}
+	}
+}
+
 // nestedDeeper reports whether v, a decoded JSON value, nests objects and
 // arrays more than limit deep.
 func nestedDeeper(v any, limit int) bool {
@@ -116,6 +144,9 @@ func (s *Server) strictMCPBody(w http.ResponseWriter, r *http.Request) (int, err
 			return 0, fmt.Errorf("request body is over the %d-byte limit: %w", s.opts.MaxBodyBytes, sdk.ErrTooLarge)
 		}
 		return 0, badRequest("request body could not be read")
+	}
+	if valuesOver(data, MaxMCPValues) {
+		return 0, &sdk.FieldError{Field: "request body", Problem: fmt.Sprintf("holds more than %d JSON values; send fewer at a time", MaxMCPValues), Err: sdk.ErrInvalid}
 	}
 	// Refused whatever the SDK would make of it: its decoder reads the
 	// first value of a body with trailing data ("{...} x", or a second

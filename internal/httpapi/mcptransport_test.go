@@ -377,6 +377,9 @@ func TestMCPRequestBounds(t *testing.T) {
 		{"a parameter of another case", "identity=alice&Realm=acme", call(1), 400, "Realm", "not a query parameter of the MCP endpoint"},
 		{"an unknown parameter", "identity=alice&foo=1", call(1), 400, "foo", "it reads identity, realm"},
 		{"a number", "identity=alice", `5`, 400, "", "not a JSON-RPC message"},
+		// Review (memory): a 4 MiB message of empty objects decoded to
+		// 200 MB of the host's memory, before any tool ran.
+		{"a message of too many values", "identity=alice", strings.Replace(call(1), `"query":"coffee"`, `"query":"coffee","z":[`+strings.Repeat("{},", MaxMCPValues)+`{}]`, 1), 400, "request body", "more than 32768 JSON values"},
 		{"an object id", "identity=alice", `{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}`, 400, "id", "must be a string or an integer"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
