@@ -88,6 +88,10 @@ func (c *Coordinator) fullSweep(ctx context.Context, key SessionKey, id sdk.Iden
 	if err != nil {
 		return nil, fmt.Errorf("full manifest: %w", err)
 	}
+	// As a turn's working set: rows outside the scopes are other
+	// identities' memory, their titles too, and never reach the selector.
+	rows, foreign := inScopes(rows, scopes, func(r *sdk.ManifestRow) sdk.Scope { return r.Scope })
+	c.outOfScope(ctx, id, faultManifest, foreign)
 	lim := c.cfg.Sweep
 	if truncated {
 		c.log(ctx).Warn("background sweep: the full manifest holds more rows than the host reads; the sweep sees the first the provider listed",

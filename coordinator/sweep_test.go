@@ -12,6 +12,7 @@ import (
 	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
+	"github.com/memhost/memhost/coordinator/coordinatortest"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/host"
 )
@@ -152,7 +153,7 @@ func TestFullSweepTruncatesRankedFirstThenNewest(t *testing.T) {
 	}
 	f := newFixture(t, func(_ *Config, o *Options) { o.Selector = sel })
 	if _, err := f.c.fullSweep(context.Background(), SessionKey{Realm: "default", Identity: "alice", Session: "s"}, alice,
-		provider{Provider: host.ProviderOf(m)}, nil, "q"); err != nil {
+		provider{Provider: host.ProviderOf(m)}, []sdk.Scope{"identity:alice"}, "q"); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
@@ -194,7 +195,7 @@ func testFullSweepFirstPageFailure(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), f.c.cfg.SweepTimeout)
 	defer cancel()
 	if _, err := f.c.fullSweep(ctx, SessionKey{Realm: "default", Identity: "alice", Session: "s"}, alice,
-		provider{Provider: host.ProviderOf(newManifestOnly(10))}, nil, "q"); err == nil {
+		provider{Provider: host.ProviderOf(newManifestOnly(10))}, []sdk.Scope{"identity:alice"}, "q"); err == nil {
 		t.Fatal("a sweep whose only page failed succeeded")
 	}
 }
@@ -294,5 +295,38 @@ func TestResolverCacheOff(t *testing.T) {
 	}
 	if mobs.calls != 3 {
 		t.Fatalf("%d calls with the cache off, want 3", mobs.calls)
+	}
+}
+
+// TestSweepShowsTheSelectorOnlyTheScopes: a background sweep hands the
+// selector (a model, for the llm plugin) the full manifest's rows of the
+// turn's scopes only, as a turn does its working set: a provider that
+// ignores the scopes of its manifest must not put another identity's
+// titles before alice's selector.
+func TestSweepShowsTheSelectorOnlyTheScopes(t *testing.T) {
+	const secret = "bob's diagnosis: harbour anxiety"
+	sel := &recordingSelector{pick: func(req sdk.SelectRequest) (sdk.Selection, error) {
+		return sdk.Selection{Coverage: sdk.CoverageNeedDeeperSweep}, nil
+	}}
+	f := newFixture(t, func(c *Config, o *Options) {
+		o.Selector = sel
+		o.Providers = RealmProviders{"default": scopeDeaf{o.Providers.(RealmProviders)["default"].(*coordinatortest.Provider)}}
+	})
+	f.add(rec("harbour plan", "alice likes the harbour walk"))
+	f.add(scoped(sdk.IdentityScope("bob"), secret, "private to bob"))
+	f.turn(alice, "s", "harbour")
+	f.c.sweeps.Wait()
+	if fullSweeps(f.p) != 1 {
+		t.Fatalf("%d full sweeps, want 1", fullSweeps(f.p))
+	}
+	for _, req := range sel.requests() {
+		for _, r := range req.Rows {
+			if strings.Contains(r.Title, "bob") {
+				t.Errorf("the selector was shown bob's row %q", r.Title)
+			}
+		}
+	}
+	if logs := f.logs.String(); !strings.Contains(logs, faultManifest) {
+		t.Errorf("the provider's out-of-scope rows were not logged:\n%s", logs)
 	}
 }
