@@ -138,6 +138,7 @@ type chatResponse struct {
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
+	Error json.RawMessage `json:"error"`
 }
 
 type apiError struct {
@@ -191,7 +192,7 @@ func (c *Compactor) chat(ctx context.Context, cfg *settings, messages []chatMess
 		return "", fmt.Errorf("llm: reading the answer of %s: %v: %w", cfg.endpoint, err, sdk.ErrUnavailable)
 	}
 	if len(data) > maxResponseBytes {
-		return "", fmt.Errorf("llm: the answer of %s is over %d bytes", cfg.endpoint, maxResponseBytes)
+		return "", fmt.Errorf("llm: the answer of %s is over %d bytes: %w", cfg.endpoint, maxResponseBytes, sdk.ErrUnavailable)
 	}
 	if resp.StatusCode/100 == 3 {
 		return "", redirectError(cfg, resp)
@@ -207,6 +208,11 @@ func (c *Compactor) chat(ctx context.Context, cfg *settings, messages []chatMess
 	var out chatResponse
 	if err := json.Unmarshal(data, &out); err != nil {
 		return "", fmt.Errorf("llm: %s answered malformed JSON: %s: %w", cfg.endpoint, shown, sdk.ErrUnavailable)
+	}
+	if len(out.Choices) == 0 && len(out.Error) > 0 && string(out.Error) != "null" {
+		// A failure answered with 200, as gateways relay an upstream's:
+		// the endpoint's to retry, not an empty answer worth a repair.
+		return "", fmt.Errorf("llm: %s answered an error: %s: %w", cfg.endpoint, errorMessage(cfg, data), sdk.ErrUnavailable)
 	}
 	if len(out.Choices) == 0 || out.Choices[0].Message.Content == nil {
 		return "", fmt.Errorf("llm: %s answered no choices with message content: %s: %w", cfg.endpoint, shown, errNoContent)
@@ -235,14 +241,7 @@ func redirectError(cfg *settings, resp *http.Response) error {
 // "try again" (unavailable), a refused key is permission denied, anything
 // else a broken request.
 func statusError(cfg *settings, code int, body []byte) error {
-	msg := strings.TrimSpace(string(body))
-	var e apiError
-	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
-		msg = e.Error.Message
-	}
-	// Redacted once decoded and cut: gateways echo the key they refused,
-	// escaped in JSON or cut short.
-	msg = endpoint.Redact(sdk.CutText(msg, 200), cfg.apiKey)
+	msg := errorMessage(cfg, body)
 	var sentinel error
 	switch {
 	case code == http.StatusTooManyRequests || code >= 500:
@@ -255,6 +254,24 @@ func statusError(cfg *settings, code int, body []byte) error {
 		sentinel = sdk.ErrInvalid
 	}
 	return fmt.Errorf("llm: %s answered HTTP %d: %s: %w", cfg.endpoint, code, msg, sentinel)
+}
+
+// errorMessage answers what an error body says: its error's message (an
+// object's, or the error itself when a string), else the body, redacted
+// once decoded and cut: gateways echo the key they refused, escaped in
+// JSON or cut short.
+func errorMessage(cfg *settings, body []byte) string {
+	msg := strings.TrimSpace(string(body))
+	var e apiError
+	var plain struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
+		msg = e.Error.Message
+	} else if json.Unmarshal(body, &plain) == nil && plain.Error != "" {
+		msg = plain.Error
+	}
+	return endpoint.Redact(sdk.CutText(msg, 200), cfg.apiKey)
 }
 
 // visible reports whether s holds a character that shows: a summary of

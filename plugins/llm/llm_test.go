@@ -59,6 +59,11 @@ func (f *fakeOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte(`{"choices":[{"message":`))
 	case "nochoices":
 		w.Write([]byte(`{"choices":[]}`))
+	case "error200":
+		// A gateway's upstream failure, answered with 200.
+		w.Write([]byte(`{"error":{"message":"upstream overloaded","type":"server_error"}}`))
+	case "oversize":
+		answer(strings.Repeat("x", maxResponseBytes))
 	case "forgetful":
 		answer("- the user chatted about lunch and the build")
 	case "steered":
@@ -166,6 +171,8 @@ func TestFailuresAreErrors(t *testing.T) {
 		{"null", nil, "no choices with message content"},
 		{"malformed", nil, "malformed JSON"},
 		{"nochoices", nil, "no choices"},
+		{"error200", sdk.ErrUnavailable, "upstream overloaded"},
+		{"oversize", sdk.ErrUnavailable, "over 4194304 bytes"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.mode, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -184,6 +185,9 @@ func TestSelectFailures(t *testing.T) {
 		{"empty twice", []selReply{{content: ``}}, "", sdk.ErrUnavailable, 2},
 		{"server error is not repaired", []selReply{{status: http.StatusInternalServerError}}, "", sdk.ErrUnavailable, 1},
 		{"not the API's JSON", []selReply{{raw: `<html>`}}, "", sdk.ErrUnavailable, 1},
+		{"an error answered with 200 is not repaired", []selReply{{raw: `{"error":{"message":"upstream overloaded"}}`}}, "", sdk.ErrUnavailable, 1},
+		{"an error that is a string", []selReply{{raw: `{"error":"upstream overloaded"}`}}, "", sdk.ErrUnavailable, 1},
+		{"an answer over the read cap", []selReply{{raw: `{"choices":[]}` + strings.Repeat(" ", maxResponseBytes)}}, "", sdk.ErrUnavailable, 1},
 		{"slow endpoint hits the timeout", []selReply{{block: true}}, `,"timeout_ms":50`, sdk.ErrDeadline, 1},
 	}
 	for _, tt := range tests {
