@@ -76,7 +76,7 @@ func (c *Compactor) Configure(_ context.Context, raw json.RawMessage) error {
 var ErrNotConfigured = fmt.Errorf("llm compactor is not configured: %w", sdk.ErrUnavailable)
 
 // errNoContent: the answer held no choice with message content.
-var errNoContent = errors.New("no message content")
+var errNoContent = errors.New("no choice with message content")
 
 // ErrEmptyOutput: the model answered no summary text.
 var ErrEmptyOutput = errors.New("the model answered an empty summary")
@@ -215,7 +215,7 @@ func (c *Compactor) chat(ctx context.Context, cfg *settings, messages []chatMess
 		return "", fmt.Errorf("llm: %s answered an error: %s: %w", cfg.endpoint, errorMessage(cfg, data), sdk.ErrUnavailable)
 	}
 	if len(out.Choices) == 0 || out.Choices[0].Message.Content == nil {
-		return "", fmt.Errorf("llm: %s answered no choices with message content: %s: %w", cfg.endpoint, shown, errNoContent)
+		return "", fmt.Errorf("llm: %s answered %s: %w", cfg.endpoint, shown, errNoContent)
 	}
 	text := strings.TrimSpace(*out.Choices[0].Message.Content)
 	if !visible(text) {

@@ -168,9 +168,9 @@ func TestFailuresAreErrors(t *testing.T) {
 		{"429", sdk.ErrUnavailable, "rate limited"},
 		{"401", sdk.ErrPermission, "bad key"},
 		{"empty", ErrEmptyOutput, "empty summary"},
-		{"null", nil, "no choices with message content"},
+		{"null", nil, "no choice with message content"},
 		{"malformed", nil, "malformed JSON"},
-		{"nochoices", nil, "no choices"},
+		{"nochoices", nil, "no choice with message content"},
 		{"error200", sdk.ErrUnavailable, "upstream overloaded"},
 		{"oversize", sdk.ErrUnavailable, "over 4194304 bytes"},
 	}

@@ -34,8 +34,14 @@ func (c *Compactor) completer(cfg *settings) selection.Completer {
 		}
 		text, err := c.chat(ctx, cfg, msgs, maxTokens, "")
 		if errors.Is(err, ErrEmptyOutput) || errors.Is(err, errNoContent) {
-			return "", fmt.Errorf("%w: %w", err, selection.ErrEmpty)
+			return "", emptyAnswer{err}
 		}
 		return text, err
 	}
 }
+
+// emptyAnswer is chat's error for an answer without text, in chat's
+// words alone, which is selection.ErrEmpty too.
+type emptyAnswer struct{ error }
+
+func (e emptyAnswer) Unwrap() []error { return []error{e.error, selection.ErrEmpty} }

@@ -204,6 +204,39 @@ func TestSelectFailures(t *testing.T) {
 	}
 }
 
+// TestSelectErrorsSayItOnce: a failed selection names the plugin once and
+// says what the model answered once, as the host logs it on every turn.
+func TestSelectErrorsSayItOnce(t *testing.T) {
+	tests := []struct {
+		name    string
+		replies []selReply
+		says    string
+	}{
+		{"no choices twice", []selReply{{raw: `{"choices":[]}`}}, "no choice with message content"},
+		{"a null content twice", []selReply{{raw: `{"choices":[{"message":{"content":null}}]}`}}, "no choice with message content"},
+		{"prose twice", []selReply{{content: `I cannot help.`}}, "not the selection JSON"},
+		{"server error", []selReply{{status: http.StatusInternalServerError}}, "upstream overloaded"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newSelFake(t, tt.replies...)
+			_, err := selConfigured(t, f, "").Select(context.Background(), selRequest(5))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			msg := err.Error()
+			for _, once := range []string{"llm: ", tt.says} {
+				if n := strings.Count(msg, once); n > 1 || once == tt.says && n == 0 {
+					t.Errorf("%q says %q %d times, want once", msg, once, n)
+				}
+			}
+			if strings.Contains(msg, "empty answer") {
+				t.Errorf("%q adds its own words to what the answer lacked", msg)
+			}
+		})
+	}
+}
+
 func TestSelectCallerDeadline(t *testing.T) {
 	f := newSelFake(t, selReply{block: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)

@@ -121,6 +121,9 @@ func Select(ctx context.Context, complete Completer, maxRows int, req sdk.Select
 		}
 	}
 	if err != nil {
+		if !errors.Is(err, errUnparseable) {
+			return sdk.Selection{}, err // the completer's, which names the plugin
+		}
 		return sdk.Selection{}, fmt.Errorf("llm: %w", err)
 	}
 	known := make(map[string]bool, len(rows))
