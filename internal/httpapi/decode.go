@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,8 +54,26 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 		}
 		return nil, badRequest("request body could not be read")
 	}
+	if n := int64(len(data)); n >= largeBody {
+		// Decoded, a body of many small values takes tens of times its
+		// bytes (320,000 empty content blocks in 4 MiB took 115 MB): the
+		// large ones in flight together are bounded, held until their
+		// requests end.
+		if err := s.bodies.Acquire(r.Context(), n); err != nil {
+			return nil, fmt.Errorf("a request body of %d bytes waited for other large request bodies being served: %w", n, sdk.ErrUnavailable)
+		}
+		context.AfterFunc(r.Context(), func() { s.bodies.Release(n) })
+	}
 	return data, nil
 }
+
+// largeBody is the size from which a request body counts against the
+// large bodies a server holds at once: largeBodiesHeld bodies at the
+// limit, or more smaller ones.
+const (
+	largeBody       = 64 << 10
+	largeBodiesHeld = 2
+)
 
 // decodeObject decodes data, a body, into v by decode's rules.
 func decodeObject(data []byte, v any) error {

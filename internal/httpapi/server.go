@@ -27,6 +27,7 @@ import (
 	"github.com/memhost/memhost/internal/pluginhost"
 	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/sdk"
+	"golang.org/x/sync/semaphore"
 )
 
 // DefaultMaxBodyBytes bounds a request body when the config sets none: a
@@ -132,6 +133,9 @@ type Server struct {
 	inFlight []atomic.Int64
 	// readiness shares the ReadyChecks' runs among probes.
 	readiness readiness
+	// bodies holds the bytes of the large bodies being decoded and
+	// served (readBody).
+	bodies *semaphore.Weighted
 }
 
 // New builds the server and its routes.
@@ -162,7 +166,7 @@ func New(opts Options) *Server {
 			opts.Tokens[i].MaxInFlight = DefaultMaxInFlight
 		}
 	}
-	s := &Server{opts: opts, inFlight: make([]atomic.Int64, len(opts.Tokens))}
+	s := &Server{opts: opts, inFlight: make([]atomic.Int64, len(opts.Tokens)), bodies: semaphore.NewWeighted(largeBodiesHeld * opts.MaxBodyBytes)}
 	for _, t := range opts.Tokens {
 		s.digests = append(s.digests, sha256.Sum256([]byte(t.Secret)))
 	}
