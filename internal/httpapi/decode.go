@@ -58,8 +58,11 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 		// Decoded, a body of many small values takes tens of times its
 		// bytes (320,000 empty content blocks in 4 MiB took 115 MB): the
 		// large ones in flight together are bounded, held until their
-		// requests end.
-		if err := s.bodies.Acquire(r.Context(), n); err != nil {
+		// requests end. The wait has the request's deadline: r's
+		// context is the connection's, which only the client ends.
+		wait, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
+		defer cancel()
+		if err := s.bodies.Acquire(wait, n); err != nil {
 			return nil, fmt.Errorf("a request body of %d bytes waited for other large request bodies being served: %w", n, sdk.ErrUnavailable)
 		}
 		context.AfterFunc(r.Context(), func() { s.bodies.Release(n) })

@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -53,5 +55,34 @@ func TestLargeBodiesAreBounded(t *testing.T) {
 			t.Fatal("a large body's bytes were not given back when its request ended")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestALargeBodyWaitsNoLongerThanItsRequest: a large body past the bound
+// waits at most its request's timeout, then is a 503 with Retry-After;
+// the wait was on the connection's context alone, so it lasted until the
+// client gave up, and the documented 503 never came.
+func TestALargeBodyWaitsNoLongerThanItsRequest(t *testing.T) {
+	_, providers, coord := testCoordinator(t)
+	s := New(Options{MaxBodyBytes: 1 << 20, RequestTimeout: 300 * time.Millisecond, Provider: providers, Coordinator: coord})
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	held := int64(largeBodiesHeld) << 20
+	if err := s.bodies.Acquire(t.Context(), held); err != nil {
+		t.Fatal(err)
+	}
+	defer s.bodies.Release(held)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/recall", strings.NewReader("{}"+strings.Repeat(" ", largeBody)))
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatalf("a large body past the bound got no answer within 10 s (request timeout 300 ms): %v", err)
+	}
+	defer resp.Body.Close()
+	var e errorBody
+	json.NewDecoder(resp.Body).Decode(&e)
+	if resp.StatusCode != http.StatusServiceUnavailable || e.Error.Code != "unavailable" || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("a large body past the bound = %d %+v (Retry-After %q), want 503 unavailable with Retry-After", resp.StatusCode, e, resp.Header.Get("Retry-After"))
 	}
 }
