@@ -159,13 +159,12 @@ func nestedDeeper(v any, limit int) bool {
 // gateway in front may have read the first: the tool it let through is
 // not the one that would run. It answers how many messages the body holds.
 func (s *Server) strictMCPBody(w http.ResponseWriter, r *http.Request) (int, error) {
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	// Read as /v1 reads a body, so a large one counts against the large
+	// bodies served at once: the SDK decodes it again, several times its
+	// bytes.
+	data, err := s.readBody(w, r)
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return 0, fmt.Errorf("request body is over the %d-byte limit: %w", s.opts.MaxBodyBytes, sdk.ErrTooLarge)
-		}
-		return 0, badRequest("request body could not be read")
+		return 0, err
 	}
 	if valuesOver(data, MaxMCPValues) {
 		return 0, &sdk.FieldError{Field: "request body", Problem: fmt.Sprintf("holds more than %d JSON values; send fewer at a time", MaxMCPValues), Err: sdk.ErrInvalid}

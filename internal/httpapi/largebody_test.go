@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/coordinator/coordinatortest"
+	"github.com/memhost/memhost/internal/mcpserver"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -84,5 +87,40 @@ func TestALargeBodyWaitsNoLongerThanItsRequest(t *testing.T) {
 	json.NewDecoder(resp.Body).Decode(&e)
 	if resp.StatusCode != http.StatusServiceUnavailable || e.Error.Code != "unavailable" || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("a large body past the bound = %d %+v (Retry-After %q), want 503 unavailable with Retry-After", resp.StatusCode, e, resp.Header.Get("Retry-After"))
+	}
+}
+
+// TestLargeMCPBodiesAreBounded: an /mcp body counts against the large
+// bodies served at once, as a /v1 body does. It was read outside the
+// bound: 32 messages of 4 MiB at once, each within the values' limit,
+// held the host at 780 MB where /v1 holds two such bodies.
+func TestLargeMCPBodiesAreBounded(t *testing.T) {
+	p := coordinatortest.NewProvider(coordinatortest.AllCapabilities...)
+	providers := func(string) (sdk.Provider, error) { return p, nil }
+	coord, err := coordinator.New(testConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { coord.Close(t.Context()) })
+	s := New(Options{MaxBodyBytes: 1 << 20, RequestTimeout: 300 * time.Millisecond, Provider: providers, Coordinator: coord,
+		MCP: func(bind func(http.Header) (mcpserver.Caller, error)) http.Handler {
+			return mcpserver.Handler(mcpserver.Options{Provider: providers, Coordinator: coord, Bind: bind})
+		}})
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	held := int64(largeBodiesHeld) << 20
+	if err := s.bodies.Acquire(t.Context(), held); err != nil {
+		t.Fatal(err)
+	}
+	defer s.bodies.Release(held)
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory_recall","arguments":{"query":"` + strings.Repeat("coffee ", largeBody/7) + `"}}}`
+	req, _ := http.NewRequest("POST", srv.URL+"/mcp?identity=alice", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	status, header, data := exchange(t, srv, req, []byte(body))
+	var e errorBody
+	json.Unmarshal(data, &e)
+	if status != http.StatusServiceUnavailable || e.Error.Code != "unavailable" || header.Get("Retry-After") == "" {
+		t.Fatalf("a large /mcp body past the bound = %d %.300s, want 503 unavailable with Retry-After", status, data)
 	}
 }
