@@ -395,9 +395,12 @@ func classify(err error) error {
 			// A primary demoted, or a failover's address still on the
 			// standby: the writes go through once it points at a primary.
 			return unavailable("the database accepts no writes", err)
+		case strings.HasPrefix(pe.Code, "53"):
+			// The server is up and answers reads: the message names the
+			// resource it ran out of, for the operator to add.
+			return unavailable(insufficientResource(pe.Code), err)
 		case pe.Code == codeAdminShutdown, pe.Code == codeCrashShutdown, pe.Code == codeCannotConnectNow,
-			strings.HasPrefix(pe.Code, "08"), // connection exceptions
-			strings.HasPrefix(pe.Code, "53"): // insufficient resources: too many connections, out of memory, disk full
+			strings.HasPrefix(pe.Code, "08"): // connection exceptions
 			return unavailable("the database is unavailable", err)
 		}
 		return err
@@ -412,6 +415,20 @@ func classify(err error) error {
 		return unavailable("the connection to the database failed", err)
 	}
 	return err
+}
+
+// insufficientResource names what the server ran out of (SQLSTATE class
+// 53): a write refused on a full disk must not read as an outage.
+func insufficientResource(code string) string {
+	switch code {
+	case "53100":
+		return "the database's disk is full"
+	case "53200":
+		return "the database is out of memory"
+	case "53300":
+		return "the database has too many connections"
+	}
+	return "the database ran out of a resource"
 }
 
 // connectFailure says why a new connection failed: a host name that does

@@ -355,3 +355,24 @@ func TestNewerSchemaIsRefusedOnce(t *testing.T) {
 		t.Errorf("Open of a newer schema: %v, want it refused as newer once, saying to upgrade", err)
 	}
 }
+
+// TestFullDiskSaysSo: from an outside review. A session write on a
+// server whose disk is full (SQLSTATE 53100) answered "the database is
+// unavailable", as an outage; it names the full disk once, and neither
+// the server's words nor a Go type.
+func TestFullDiskSaysSo(t *testing.T) {
+	full := &pgconn.PgError{Severity: "ERROR", Code: "53100", Message: `could not extend file "base/16384/16473": No space left on device`}
+	got := classify(fmt.Errorf("save session: %w", full))
+	if !errors.Is(got, sdk.ErrUnavailable) {
+		t.Fatalf("a full disk = %v, want unavailable", got)
+	}
+	msg := got.Error()
+	if strings.Count(msg, "disk is full") != 1 || strings.Contains(msg, "is unavailable") {
+		t.Errorf("a full disk = %q, want it named once, not as an outage", msg)
+	}
+	for _, leak := range []string{"could not extend", "base/", "pgconn", "PgError", "save session"} {
+		if strings.Contains(msg, leak) {
+			t.Errorf("a full disk = %q, names %q", msg, leak)
+		}
+	}
+}
