@@ -354,3 +354,45 @@ func TestCloseWithAHungStoreEnds(t *testing.T) {
 		t.Fatalf("dropped %d traces, want every queued one counted", r.Dropped())
 	}
 }
+
+// countingHungStore is a hungStore that says each Append it enters.
+type countingHungStore struct {
+	Store
+	entered chan struct{}
+}
+
+func (h *countingHungStore) Append(ctx context.Context, _ []coordinator.TurnTrace) error {
+	h.entered <- struct{}{}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestCloseDuringAFlushWithAHungStoreEnds: Close's bound holds for the
+// writes under way when it comes too, a trace read's flush among them: the
+// flush wrote every queued batch at its own 10 s, so a Close during it
+// waited for all of them (minutes at a full queue).
+func TestCloseDuringAFlushWithAHungStoreEnds(t *testing.T) {
+	h := &countingHungStore{Store: openStore(t), entered: make(chan struct{}, 64)}
+	r := NewRecorder(h, Options{Retention: time.Hour, MaxTurnsPerRealm: 100, Linger: time.Millisecond})
+	now := time.Now().UTC()
+	r.Trace(tr("r0", "s", now, "a"))
+	<-h.entered
+	for i := range 8 {
+		for range 300 {
+			r.Trace(tr(fmt.Sprintf("r%d", i), "s", now, "b"))
+		}
+	}
+	go r.flush(context.Background(), "r0")
+	<-h.entered // the first write gave up; the flush's writes have begun
+	start := time.Now()
+	closed := make(chan struct{})
+	go func() {
+		r.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(3 * closeTimeout):
+		t.Fatalf("Close still waits on the hung store after %v", time.Since(start))
+	}
+}

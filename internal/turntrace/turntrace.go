@@ -379,28 +379,30 @@ func (r *Recorder) run(ctx context.Context) {
 	tick := time.NewTicker(pruneEvery)
 	defer tick.Stop()
 	batch := make([]coordinator.TurnTrace, 0, writeBatch)
+	// Writes end closeTimeout after Close, the drain's and those under way
+	// then (a flush's among them) alike: a store that stopped answering
+	// would otherwise hold Close, and the host's shutdown, a write timeout
+	// per batch queued.
+	writes, cancelWrites := context.WithCancel(context.Background())
+	defer cancelWrites()
+	defer context.AfterFunc(ctx, func() { time.AfterFunc(closeTimeout, cancelWrites) })()
 	for {
 		select {
 		case t := <-r.queue:
 			var req *request
 			batch, req = r.gather(ctx, append(batch[:0], t))
-			r.write(context.Background(), batch)
+			r.write(writes, batch)
 			if req != nil {
-				r.writeQueued(context.Background(), batch)
+				r.writeQueued(writes, batch)
 				r.answer(*req)
 			}
 		case req := <-r.flushes:
-			r.writeQueued(context.Background(), batch)
+			r.writeQueued(writes, batch)
 			r.answer(req)
 		case <-tick.C:
 			r.prune(ctx)
 		case <-ctx.Done():
-			// One bound for every write of the drain: a store that
-			// stopped answering would otherwise hold Close, and the
-			// host's shutdown, a write timeout per batch queued.
-			drain, cancel := context.WithTimeout(context.Background(), closeTimeout)
-			r.writeQueued(drain, batch)
-			cancel()
+			r.writeQueued(writes, batch)
 			return
 		}
 	}
