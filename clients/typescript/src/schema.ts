@@ -537,8 +537,9 @@ export interface paths {
          *     both application/json and text/event-stream, a body that is not
          *     JSON-RPC or over server.max_body_bytes, a query parameter other than
          *     identity and realm, a batch of more than 16 messages, a message that
-         *     repeats a name at any depth or holds invalid UTF-8 or a lone
-         *     surrogate) is answered in the error envelope like any other refusal. A client announcing protocol version
+         *     nests values more than 64 deep, a body of more than 32768 JSON
+         *     values, or a message that repeats a name at any depth or holds
+         *     invalid UTF-8 or a lone surrogate) is answered in the error envelope like any other refusal. A client announcing protocol version
          *     2026-07-28 or later may get the protocol's own refusals as JSON-RPC
          *     error responses instead (an unknown method is then 404 with code
          *     -32601). A bad tool argument is a tool error in a 200, never a refusal.
@@ -913,8 +914,9 @@ export interface components {
          *     429 too_many_requests (the token's max_in_flight requests are being served; nothing was done; see Retry-After),
          *     429 too_many_proposals (an agent token's pending proposals in the realm are at the bound; see Retry-After), 501 unsupported, 503 unavailable,
          *     503 provider_unavailable (the realm's provider instance is not serving: it could not start or is restarting; /readyz says why; other realms serve),
-         *     503 unavailable (also every request while the host starts its plugins), 504 deadline_exceeded,
-         *     507 storage_full (the store's disk or quota is full; reads keep working; retry once space is freed),
+         *     503 unavailable (also every request while the host starts its plugins, and a body of 64 KiB or more
+         *     that waited its request's timeout for the other large bodies being served), 504 deadline_exceeded,
+         *     507 storage_full (the store's disk or quota is full, or a file at its size limit; reads keep working; retry once space is freed or the limit raised),
          *     507 read_only (the store's data directory is read-only; reads keep working), 500 internal.
          *     A 503 carries Retry-After (seconds): the cause (a plugin restarting, PostgreSQL down or
          *     refusing connections) is usually shared by every host, so retry after it, not at once.
