@@ -59,7 +59,7 @@ class JsonlStore implements Store {
     } catch (e) {
       fs.ftruncateSync(this.fd, this.size); // no half line for the next write to follow
       const code = (e as NodeJS.ErrnoException).code;
-      if (code === "ENOSPC" || code === "EDQUOT") throw new StorageFull(String(e));
+      if (code === "ENOSPC" || code === "EDQUOT" || code === "EFBIG") throw new StorageFull(String(e));
       if (code === "EROFS") throw new ReadOnly(String(e));
       throw e;
     }
