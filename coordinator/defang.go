@@ -770,10 +770,8 @@ type scanner struct {
 	// held is, by state, the branch there: heldByMain, an alternative's
 	// index plus one, or 0 for none.
 	held []int32
-	// openUnits and openSpans hold an open number's shorter readings
-	// (feedOpenNumber).
+	// openUnits holds an open number's shorter reading (openReading).
 	openUnits []rune
-	openSpans []openSpan
 	// pending holds the branches that read an open escape at one of its
 	// lengths while the others read it as written (openEscapes), each to
 	// rejoin them where its length ends.
@@ -785,10 +783,6 @@ type pendingBranch struct {
 	b   branch
 	end int
 }
-
-// openSpan is one reading of an open number: its units in
-// scanner.openUnits and the end of the text it covers.
-type openSpan struct{ from, to, end int }
 
 // heldByMain marks the main branch's state in scanner.held.
 const heldByMain = -1
@@ -1107,10 +1101,7 @@ func (m *matcher) scan(s string, literally bool, hit func(p, start, end, line in
 				}
 				sc.openName(s, i-1, common, line, hit)
 				if ok {
-					if sc.feedOpenNumber(s, ref, i-1, end, line, hit) {
-						i = end
-						continue
-					}
+					sc.openNumber(s, i-1, end, line, hit)
 					sc.feedDecoded(ref, i-1, end, line, hit)
 					i = end
 					continue
@@ -1559,20 +1550,22 @@ func (sc *scanner) feedDecoded(ref string, start, end, line int, hit func(p, sta
 	}
 }
 
-// feedOpenNumber feeds the numeric reference at [start, end) when no
-// semicolon ends it, read as HTML reads it (every digit) and, as
-// alternatives, at each shorter length that gives a character, the digits
-// after it then read as themselves: a reader may stop where it knows the
-// character ("&#x1dentity" is U+0001 then "dentity", "&#x6dem" m then
-// "em"). Each escape is read at every length at once, so a marker needing
-// each of its escapes at another length ("[&#x6dem&#x2dtoken": m at two
-// digits, "-" at all of them) is read as one; the decoded views read a
-// text at one length per kind of character (defang_escapes.go). It
-// answers false, feeding nothing, for any other reference.
-func (sc *scanner) feedOpenNumber(s, ref string, start, end, line int, hit func(p, start, end, line int)) bool {
+// openNumber forks the branches at the numeric reference at [start, end)
+// when no semicolon ends it, besides HTML's reading of every digit (the
+// scan's): at each shorter length that gives a character, the digits
+// after it then read as themselves, since a reader may stop where it
+// knows the character ("&#x1dentity" is U+0001 then "dentity", "&#x6dem"
+// m then "em"); and, for a number of U+0080 to U+009F, the invisible
+// control it numbers. Each escape is read at every length at once, so a
+// marker needing each of its escapes at another length
+// ("[&#x6dem&#x2dtoken": m at two digits, "-" at all of them) is read as
+// one; the decoded views read a text at one length per kind of character
+// (defang_escapes.go). The forks rejoin at end (rejoin), as the scan
+// jumps the reference whole.
+func (sc *scanner) openNumber(s string, start, end, line int, hit func(p, start, end, line int)) {
 	j := start + 2
 	if j >= end || s[start+1] != '#' || !isAlnum(s[end-1]) {
-		return false
+		return
 	}
 	base := 10
 	if s[j] == 'x' || s[j] == 'X' {
@@ -1582,9 +1575,12 @@ func (sc *scanner) feedOpenNumber(s, ref string, start, end, line int, hit func(
 		j++
 	}
 	if end-j < 2 {
-		return false
+		return
 	}
-	sc.openUnits, sc.openSpans = sc.openUnits[:0], sc.openSpans[:0]
+	sc.heldReady = false
+	if r, _, ok := codeUnitAt(s[start:end], 0); ok && 0x80 <= r && r <= 0x9F {
+		sc.openFork(nil, start, end, line, hit) // the control it numbers
+	}
 	for n := 1; n < end-j && n <= maxRefDigits; n++ {
 		r, _, _ := paddedNumber(s[j:j+n], 0, base, n)
 		if r == 0 || !utf8.ValidRune(r) {
@@ -1594,45 +1590,24 @@ func (sc *scanner) feedOpenNumber(s, ref string, start, end, line int, hit func(
 		if 0x80 <= r && r <= 0x9F {
 			// The control it numbers, and the Windows-1252 character
 			// HTML makes of it.
-			sc.openReading(nil, tail, end)
+			sc.openReading(nil, tail, start, end, line, hit)
 			r, _ = utf8.DecodeRuneInString(html.UnescapeString("&#" + strconv.Itoa(int(r)) + ";"))
 		}
 		if skippable(r) {
-			sc.openReading(nil, tail, end)
+			sc.openReading(nil, tail, start, end, line, hit)
 			continue
 		}
 		shape, sound, look, _ := sc.buf.readings(string(r), r)
 		for _, head := range [3][]rune{shape, sound, look} {
 			if head != nil {
-				sc.openReading(head, tail, end)
+				sc.openReading(head, tail, start, end, line, hit)
 			}
 		}
 	}
-	var shape []rune
-	alts := sc.alternatives[:0]
-	if r, _ := utf8.DecodeRuneInString(ref); len(ref) == utf8.RuneLen(r) && !skippable(r) {
-		var sound, look []rune
-		shape, sound, look, _ = sc.buf.readings(ref, r)
-		alts = appendAlternatives(alts, sound, end, look, end)
-		if codeUnitIsC1(s[start:end]) {
-			alts = append(alts, alternative{[]rune{}, end}) // the control it numbers
-		}
-	} else if len(ref) != utf8.RuneLen(r) {
-		return false
-	}
-	if len(sc.openSpans) == 0 {
-		return false
-	}
-	for _, sp := range sc.openSpans {
-		alts = append(alts, alternative{sc.openUnits[sp.from:sp.to:sp.to], sp.end})
-	}
-	sc.alternatives = alts
-	sc.letter(shape, alts, start, end, line, hit)
-	return true
 }
 
 // The escapes below read at each of their lengths at once, as the open
-// numbers are (feedOpenNumber), while the text is also read as written: a
+// numbers are (openNumber), while the text is also read as written: a
 // CSS escape no whitespace ends ("\6dem" is U+06DE then "m" to CSS, m then
 // "em" to a reader who stops at the character it knows) and a named
 // reference no semicolon ends, whose name a reader may take at any of the
@@ -1758,38 +1733,31 @@ func (sc *scanner) rejoin(i int) {
 	}
 }
 
-// openReading adds to the scanner's open readings (feedOpenNumber) head
-// then tail read by the letters' shapes and, where a digit of it has a
-// sound (a leet letter), by the sounds too.
-func (sc *scanner) openReading(head []rune, tail string, end int) {
+// openReading forks the branches (openFork) into ones that read head
+// then tail, the digits after a short reading of an open number, by the
+// letters' shapes and, where a digit has a sound (a leet letter), by the
+// sounds too.
+func (sc *scanner) openReading(head []rune, tail string, start, end, line int, hit func(p, start, end, line int)) {
 	sounds, folds := asciiSounds(), asciiFolds()
 	for _, bySound := range [2]bool{false, true} {
-		from := len(sc.openUnits)
-		sc.openUnits = append(sc.openUnits, head...)
+		units := append(sc.openUnits[:0], head...)
 		sounded := false
 		for k := 0; k < len(tail); k++ {
 			c := tail[k]
 			if sound := sounds[c]; bySound && sound != nil {
-				sc.openUnits = append(sc.openUnits, sound...)
+				units = append(units, sound...)
 				sounded = true
 				continue
 			}
 			f := &folds[c]
-			sc.openUnits = append(sc.openUnits, f.units[:f.n]...)
+			units = append(units, f.units[:f.n]...)
 		}
+		sc.openUnits = units
 		if bySound && !sounded {
-			sc.openUnits = sc.openUnits[:from]
 			return
 		}
-		sc.openSpans = append(sc.openSpans, openSpan{from, len(sc.openUnits), end})
+		sc.openFork(units, start, end, line, hit)
 	}
-}
-
-// codeUnitIsC1 reports whether the reference ref numbers U+0080 to
-// U+009F, which HTML reads as a Windows-1252 character.
-func codeUnitIsC1(ref string) bool {
-	r, _, ok := codeUnitAt(ref, 0)
-	return ok && 0x80 <= r && r <= 0x9F
 }
 
 // appendAlternatives appends a character's sound and look, those it has,
