@@ -311,68 +311,26 @@ func TestASteadyFloodLogsAMinute(t *testing.T) {
 }
 
 // hungStore never answers a write, as a PostgreSQL that stopped
-// answering (frozen, or cut off without a reset): each Append waits for
-// its deadline.
+// answering (frozen, or cut off without a reset): each Append says it
+// entered, then waits for its deadline.
 type hungStore struct {
 	Store
 	entered chan struct{}
-	once    sync.Once
 }
 
 func (h *hungStore) Append(ctx context.Context, _ []coordinator.TurnTrace) error {
-	h.once.Do(func() { close(h.entered) })
-	<-ctx.Done()
-	return ctx.Err()
-}
-
-// TestCloseWithAHungStoreEnds: traces queued while the store stopped
-// answering are written at Close within one bound, not each batch within
-// its own: a full queue held the host's shutdown for its 10 s write
-// timeout per batch of 256 (minutes), past any service manager's grace.
-func TestCloseWithAHungStoreEnds(t *testing.T) {
-	h := &hungStore{Store: openStore(t), entered: make(chan struct{})}
-	r := NewRecorder(h, Options{Retention: time.Hour, MaxTurnsPerRealm: 100, Linger: time.Millisecond})
-	now := time.Now().UTC()
-	r.Trace(tr("r0", "s", now, "a"))
-	<-h.entered
-	for i := range 8 {
-		for range 300 {
-			r.Trace(tr(fmt.Sprintf("r%d", i), "s", now, "b"))
-		}
-	}
-	closed := make(chan struct{})
-	go func() {
-		r.Close()
-		close(closed)
-	}()
 	select {
-	case <-closed:
-	case <-time.After(30 * time.Second):
-		t.Fatal("Close still waits on the hung store after 30 s")
+	case h.entered <- struct{}{}:
+	case <-ctx.Done():
 	}
-	if r.Dropped() < 2000 {
-		t.Fatalf("dropped %d traces, want every queued one counted", r.Dropped())
-	}
-}
-
-// countingHungStore is a hungStore that says each Append it enters.
-type countingHungStore struct {
-	Store
-	entered chan struct{}
-}
-
-func (h *countingHungStore) Append(ctx context.Context, _ []coordinator.TurnTrace) error {
-	h.entered <- struct{}{}
 	<-ctx.Done()
 	return ctx.Err()
 }
 
-// TestCloseDuringAFlushWithAHungStoreEnds: Close's bound holds for the
-// writes under way when it comes too, a trace read's flush among them: the
-// flush wrote every queued batch at its own 10 s, so a Close during it
-// waited for all of them (minutes at a full queue).
-func TestCloseDuringAFlushWithAHungStoreEnds(t *testing.T) {
-	h := &countingHungStore{Store: openStore(t), entered: make(chan struct{}, 64)}
+// queuedBehindAHungWrite answers a recorder over a hungStore whose first
+// write is under way, with 2,400 traces of 8 realms queued behind it.
+func queuedBehindAHungWrite(t *testing.T) (*Recorder, *hungStore) {
+	h := &hungStore{Store: openStore(t), entered: make(chan struct{}, 64)}
 	r := NewRecorder(h, Options{Retention: time.Hour, MaxTurnsPerRealm: 100, Linger: time.Millisecond})
 	now := time.Now().UTC()
 	r.Trace(tr("r0", "s", now, "a"))
@@ -382,8 +340,12 @@ func TestCloseDuringAFlushWithAHungStoreEnds(t *testing.T) {
 			r.Trace(tr(fmt.Sprintf("r%d", i), "s", now, "b"))
 		}
 	}
-	go r.flush(context.Background(), "r0")
-	<-h.entered // the first write gave up; the flush's writes have begun
+	return r, h
+}
+
+// closesWithin fails t unless r's Close returns within bound.
+func closesWithin(t *testing.T, r *Recorder, bound time.Duration) {
+	t.Helper()
 	start := time.Now()
 	closed := make(chan struct{})
 	go func() {
@@ -392,7 +354,30 @@ func TestCloseDuringAFlushWithAHungStoreEnds(t *testing.T) {
 	}()
 	select {
 	case <-closed:
-	case <-time.After(3 * closeTimeout):
+	case <-time.After(bound):
 		t.Fatalf("Close still waits on the hung store after %v", time.Since(start))
 	}
+}
+
+// TestCloseWithAHungStoreEnds: traces queued while the store stopped
+// answering are written at Close within one bound, not each batch within
+// its own: a full queue held the host's shutdown for its 10 s write
+// timeout per batch of 256 (minutes), past any service manager's grace.
+func TestCloseWithAHungStoreEnds(t *testing.T) {
+	r, _ := queuedBehindAHungWrite(t)
+	closesWithin(t, r, 30*time.Second)
+	if r.Dropped() < 2000 {
+		t.Fatalf("dropped %d traces, want every queued one counted", r.Dropped())
+	}
+}
+
+// TestCloseDuringAFlushWithAHungStoreEnds: Close's bound holds for the
+// writes under way when it comes too, a trace read's flush among them: the
+// flush wrote every queued batch at its own 10 s, so a Close during it
+// waited for all of them (minutes at a full queue).
+func TestCloseDuringAFlushWithAHungStoreEnds(t *testing.T) {
+	r, h := queuedBehindAHungWrite(t)
+	go r.flush(context.Background(), "r0")
+	<-h.entered // the first write gave up; the flush's writes have begun
+	closesWithin(t, r, 3*closeTimeout)
 }
