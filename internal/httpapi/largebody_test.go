@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/coordinator/coordinatortest"
 	"github.com/memhost/memhost/internal/mcpserver"
 	"github.com/memhost/memhost/sdk"
@@ -67,14 +66,7 @@ func TestLargeBodiesAreBounded(t *testing.T) {
 // client gave up, and the documented 503 never came.
 func TestALargeBodyWaitsNoLongerThanItsRequest(t *testing.T) {
 	_, providers, coord := testCoordinator(t)
-	s := New(Options{MaxBodyBytes: 1 << 20, RequestTimeout: 300 * time.Millisecond, Provider: providers, Coordinator: coord})
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
-	held := int64(largeBodiesHeld) << 20
-	if err := s.bodies.Acquire(t.Context(), held); err != nil {
-		t.Fatal(err)
-	}
-	defer s.bodies.Release(held)
+	srv := serveWithBodiesHeld(t, New(Options{MaxBodyBytes: 1 << 20, RequestTimeout: 300 * time.Millisecond, Provider: providers, Coordinator: coord}))
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/recall", strings.NewReader("{}"+strings.Repeat(" ", largeBody)))
@@ -95,24 +87,11 @@ func TestALargeBodyWaitsNoLongerThanItsRequest(t *testing.T) {
 // bound: 32 messages of 4 MiB at once, each within the values' limit,
 // held the host at 780 MB where /v1 holds two such bodies.
 func TestLargeMCPBodiesAreBounded(t *testing.T) {
-	p := coordinatortest.NewProvider(coordinatortest.AllCapabilities...)
-	providers := func(string) (sdk.Provider, error) { return p, nil }
-	coord, err := coordinator.New(testConfig(), coordinator.Options{Providers: coordinator.ProvidersFunc(providers)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { coord.Close(t.Context()) })
-	s := New(Options{MaxBodyBytes: 1 << 20, RequestTimeout: 300 * time.Millisecond, Provider: providers, Coordinator: coord,
+	_, providers, coord := coordinatorWith(t, testConfig(), coordinatortest.AllCapabilities...)
+	srv := serveWithBodiesHeld(t, New(Options{MaxBodyBytes: 1 << 20, RequestTimeout: 300 * time.Millisecond, Provider: providers, Coordinator: coord,
 		MCP: func(bind func(http.Header) (mcpserver.Caller, error)) http.Handler {
 			return mcpserver.Handler(mcpserver.Options{Provider: providers, Coordinator: coord, Bind: bind})
-		}})
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
-	held := int64(largeBodiesHeld) << 20
-	if err := s.bodies.Acquire(t.Context(), held); err != nil {
-		t.Fatal(err)
-	}
-	defer s.bodies.Release(held)
+		}}))
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory_recall","arguments":{"query":"` + strings.Repeat("coffee ", largeBody/7) + `"}}}`
 	req, _ := http.NewRequest("POST", srv.URL+"/mcp?identity=alice", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -123,4 +102,20 @@ func TestLargeMCPBodiesAreBounded(t *testing.T) {
 	if status != http.StatusServiceUnavailable || e.Error.Code != "unavailable" || header.Get("Retry-After") == "" {
 		t.Fatalf("a large /mcp body past the bound = %d %.300s, want 503 unavailable with Retry-After", status, data)
 	}
+}
+
+// serveWithBodiesHeld serves s with its bound on large bodies taken whole,
+// as by other large bodies being served, until the test ends.
+func serveWithBodiesHeld(t *testing.T, s *Server) *httptest.Server {
+	t.Helper()
+	held := largeBodiesHeld * s.opts.MaxBodyBytes
+	if err := s.bodies.Acquire(t.Context(), held); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		srv.Close()
+		s.bodies.Release(held)
+	})
+	return srv
 }
