@@ -30,8 +30,11 @@ const (
 	// lockName is the lock file in the root that keeps a second instance
 	// off it (lock_unix.go).
 	lockName = ".memhost-lock"
-	dirPerm  = 0o700 // memory is private to the deployment's user
-	filePerm = 0o600
+	// caseProbeName is the file whose upper-case name tells whether the
+	// root's file system folds case (foldsCase).
+	caseProbeName = ".memhost-case-probe"
+	dirPerm       = 0o700 // memory is private to the deployment's user
+	filePerm      = 0o600
 	// maxFileBytes bounds what is read of a record file: the largest
 	// valid body plus generous front matter.
 	maxFileBytes = sdk.MaxBodyBytes + 16<<10
@@ -116,6 +119,47 @@ func ensureDir(root, rel string) error {
 		}
 	}
 	return nil
+}
+
+// Names that differ only in case are one name on some file systems (the
+// defaults of macOS and Windows): there realm "MD" would land in realm
+// "md"'s directory and identity:Alice in identity:alice's, and the next
+// scan would read the files back as the other realm's records, or as no
+// records at all (their scope does not match the directory). On such a
+// root a write refuses a realm or scope whose directory an entry of the
+// same parent matches but for case.
+
+// foldsCase reports whether the file system under root takes names that
+// differ only in case as one.
+func foldsCase(root string) (bool, error) {
+	probe := filepath.Join(root, caseProbeName)
+	f, err := os.OpenFile(probe, os.O_RDWR|os.O_CREATE|os.O_TRUNC, filePerm)
+	if err != nil {
+		return false, fmt.Errorf("markdown: create %s: %w", probe, err)
+	}
+	f.Close()
+	defer os.Remove(probe)
+	fi, err := os.Lstat(probe)
+	if err != nil {
+		return false, fmt.Errorf("markdown: %w", err)
+	}
+	upper, err := os.Lstat(filepath.Join(root, strings.ToUpper(caseProbeName)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("markdown: %w", err)
+	}
+	return os.SameFile(fi, upper), nil
+}
+
+func readDirNames(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(-1)
 }
 
 // checkPlainDir refuses root/rel unless each of its components is a plain

@@ -155,7 +155,19 @@ func (p *Provider) Configure(_ context.Context, raw json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	st := openStore(root, snap, lock, logger, p.opts)
+	opts := p.opts
+	if !opts.foldsCase {
+		if opts.foldsCase, err = foldsCase(root); err != nil {
+			// Checking every new directory against its siblings costs a
+			// listing; skipping it where case folds mixes tenants.
+			logger.Warn("could not tell whether the root's file system folds case; checking names as if it does", "error", err)
+			opts.foldsCase = true
+		}
+	}
+	if opts.foldsCase {
+		logger.Info("the root's file system takes names differing only in case as one; a realm or scope whose directory differs from an existing one only in case is refused")
+	}
+	st := openStore(root, snap, lock, logger, opts)
 	p.mu.Lock()
 	old = p.st
 	p.st = st

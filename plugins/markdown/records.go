@@ -233,7 +233,7 @@ func (s *store) writeAll(ctx context.Context, ws []*pendingWrite) error {
 	dirs := map[string]bool{}
 	for _, w := range ws {
 		if d := filepath.Dir(w.path); !dirs[d] {
-			if err := ensureDir(s.root, w.key.dirRel()); err != nil {
+			if err := s.ensureDir(w.key.dirRel()); err != nil {
 				return err
 			}
 			dirs[d] = true

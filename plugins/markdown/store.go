@@ -1,11 +1,19 @@
 package markdown
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/filelock"
 )
 
@@ -31,6 +39,14 @@ type store struct {
 	sweepMu   sync.Mutex
 	mu        sync.Mutex
 	idx       sync.RWMutex
+
+	// foldsCase: the root's file system takes names differing only in
+	// case as one, so a write checks its directory against its siblings
+	// (caseClash). caseNames holds, by directory relative to the root
+	// ("" for the root), the entries listed or made in it, lower case to
+	// exact name; guarded by mu.
+	foldsCase bool
+	caseNames map[string]map[string]string
 
 	realms map[string]*realmIndex // guarded by idx
 	bad    map[string]fileStamp   // rel path → stamp of a file known invalid; guarded by idx
@@ -85,6 +101,10 @@ type options struct {
 	// quiet is how long writes must pause before the background writes a
 	// snapshot.
 	quiet time.Duration
+	// foldsCase treats the root as a file system that takes names
+	// differing only in case as one; when false, Configure asks the file
+	// system (foldsCase).
+	foldsCase bool
 }
 
 func defaultOptions() options {
@@ -138,6 +158,8 @@ func openStore(root, snapPath string, lock *filelock.Lock, log *slog.Logger, opt
 		reindexing:  make(chan struct{}, 1),
 		vecFiles:    map[string]*vecFile{},
 		done:        make(chan struct{}),
+		foldsCase:   opts.foldsCase,
+		caseNames:   map[string]map[string]string{},
 	}
 	if opts.watch {
 		w, err := newWatcher(root)
@@ -155,6 +177,82 @@ func openStore(root, snapPath string, lock *filelock.Lock, log *slog.Logger, opt
 		close(s.done)
 	}
 	return s
+}
+
+// ensureDir creates root/rel as ensureDir does, first refusing it on a
+// root that folds case when it would share a sibling's directory. The
+// caller holds mu.
+func (s *store) ensureDir(rel string) error {
+	if !s.foldsCase {
+		return ensureDir(s.root, rel)
+	}
+	if err := s.caseClash(rel); err != nil {
+		return err
+	}
+	if err := ensureDir(s.root, rel); err != nil {
+		return err
+	}
+	parent := ""
+	for _, part := range strings.Split(rel, "/") {
+		if known := s.caseNames[parent]; known != nil {
+			known[strings.ToLower(part)] = part
+		}
+		parent = path.Join(parent, part)
+	}
+	return nil
+}
+
+// caseClash refuses root/rel when one of its components matches another
+// entry of its parent directory but for case. Each directory is listed
+// once, and again when an entry the listing lacks has appeared since (made
+// by hand). The caller holds mu.
+func (s *store) caseClash(rel string) error {
+	parent, dir := "", s.root
+	for _, part := range strings.Split(rel, "/") {
+		known, err := s.listNames(parent, dir, false)
+		if err != nil {
+			return err
+		}
+		next := filepath.Join(dir, part)
+		exact, ok := known[strings.ToLower(part)]
+		if !ok {
+			if _, err := os.Lstat(next); err != nil {
+				return nil // missing, so nothing below it either; or a problem ensureDir reports
+			}
+			if known, err = s.listNames(parent, dir, true); err != nil {
+				return err
+			}
+			exact, ok = known[strings.ToLower(part)]
+		}
+		if ok && exact != part {
+			return fmt.Errorf("markdown: %q differs only in case from the directory %q beside it, and the root's file system takes the two as one name: %w",
+				part, exact, sdk.ErrConflict)
+		}
+		parent, dir = path.Join(parent, part), next
+	}
+	return nil
+}
+
+// listNames answers the entries of dir (rel to the root), lower case to
+// exact name, listing it when not known or when again is set. A missing
+// dir has none. The caller holds mu.
+func (s *store) listNames(rel, dir string, again bool) (map[string]string, error) {
+	if known := s.caseNames[rel]; known != nil && !again {
+		return known, nil
+	}
+	names, err := readDirNames(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("markdown: %w", err)
+	}
+	known := make(map[string]string, len(names))
+	for _, n := range names {
+		known[strings.ToLower(n)] = n
+	}
+	s.caseNames[rel] = known
+	return known, nil
 }
 
 func (s *store) close() {

@@ -163,7 +163,7 @@ func (s *store) appendVectors(realm string, entries []vecEntry) error {
 		vf = &read
 		s.vecFiles[realm] = vf
 	}
-	if err := ensureDir(s.root, vectorsDir); err != nil {
+	if err := s.ensureDir(vectorsDir); err != nil {
 		return err
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, filePerm)
