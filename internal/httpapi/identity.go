@@ -38,13 +38,18 @@ func (c caller) actAs(id string) error {
 }
 
 // touchScope refuses another identity's own scope to a bound token; the
-// shared scopes stay under the role rules.
+// shared scopes stay under the role rules. A scope that does not parse
+// (a provider may answer a stored one padded or case-folded) is refused
+// too: it may be another identity's in another form.
 func (c caller) touchScope(sc sdk.Scope) error {
 	if !c.bound() {
 		return nil
 	}
 	class, owner, err := sc.Parse()
-	if err != nil || class != sdk.ScopeIdentity || slices.Contains(c.token.Identities, owner) {
+	if err != nil {
+		return fmt.Errorf("token %q may act only as identity %s; scope %q is not a scope it reads: %w", c.token.Name, quoteAll(c.token.Identities), sc, sdk.ErrPermission)
+	}
+	if class != sdk.ScopeIdentity || slices.Contains(c.token.Identities, owner) {
 		return nil
 	}
 	return fmt.Errorf("token %q may act only as identity %s; scope %q belongs to another identity: %w", c.token.Name, quoteAll(c.token.Identities), sc, sdk.ErrPermission)
