@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -450,6 +451,14 @@ func newCoordinator(cfg *config.Config, sup *pluginhost.Supervisor, providers co
 }
 
 func (h *host) close() {
+	h.stopPlugins()
+	h.closeState()
+}
+
+// stopPlugins stops what runs on the plugins, then the plugins: a call
+// still waiting on one fails at once (503), which a request still in
+// flight at the end of the drain answers. Safe to call more than once.
+func (h *host) stopPlugins() {
 	// Flush ledger rows and usage marks while the plugins still run.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -464,8 +473,11 @@ func (h *host) close() {
 		h.stopSemantic()
 	}
 	h.supervisor.Close()
-	// Last: sweeps finishing during the coordinator's close, and
-	// compactions, still write.
+}
+
+// closeState closes the host's own state, after stopPlugins: sweeps
+// finishing during the coordinator's close, and compactions, still write.
+func (h *host) closeState() {
 	h.stopExpiry()
 	if err := h.stores.close(); err != nil {
 		h.logger.Warn("session store close: what its journal holds is merged at the next start", "error", err)
@@ -548,7 +560,9 @@ func serve(ctx context.Context, cfg *config.Config) error {
 		}
 		return err
 	}
-	defer h.close()
+	stopPlugins := sync.OnceFunc(h.stopPlugins)
+	defer h.closeState()
+	defer stopPlugins()
 	// Beside the state the host holds, for `memhost mcp` to name when it
 	// finds the data directory in use (the config's listen may have been
 	// overridden by --listen, or be port 0).
@@ -569,10 +583,27 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
-		logger.Warn("http shutdown", "error", err)
+		// What is still running waits on a plugin (a hung one, a long
+		// reindex) or on work past the bound. Stopping the plugins fails
+		// its calls, and each request answers that (503, or a streamed
+		// answer's error line) before its connection closes, rather than
+		// lose the connection without a status when the process exits.
+		logger.Warn("requests still running at the end of the drain (server.shutdown_timeout_ms); stopping the plugins under them",
+			"shutdown_timeout_ms", cfg.Server.ShutdownTimeout.Milliseconds())
+		stopPlugins()
+		answerCtx, cancelAnswer := context.WithTimeout(context.Background(), answerGrace)
+		defer cancelAnswer()
+		if err := srv.Shutdown(answerCtx); err != nil {
+			logger.Warn("requests still unanswered after the plugins stopped; closing their connections")
+			srv.Close()
+		}
 	}
 	return nil
 }
+
+// answerGrace bounds how long requests still running at the end of the
+// drain may take to answer once the plugins under them have stopped.
+const answerGrace = 2 * time.Second
 
 // servingAddrFile, in the data directory, holds the address a running
 // serve answers on.

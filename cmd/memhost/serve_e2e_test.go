@@ -140,6 +140,78 @@ func TestGracefulShutdownDrainsInFlight(t *testing.T) {
 	}
 }
 
+// TestRequestsPastTheDrainAreAnswered: a request still waiting on a
+// plugin when the drain's bound (server.shutdown_timeout_ms) runs out is
+// answered with a status (503, the plugin stopped under it) before memhost
+// exits, not left to lose its connection without one when the process
+// ends, as a write and a reindex held by a stopped plugin were.
+func TestRequestsPastTheDrainAreAnswered(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ route, path, body string }{
+		{"POST /v1/records", "/v1/records", `{"records":[{"scope":"realm","kind":"fact","title":"in flight","body":"past the drain"}]}`},
+		{"POST /v1/admin/reindex", "/v1/admin/reindex", `{"realm":"default"}`},
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			t.Parallel()
+			// Neither the call's deadline nor a health check ends the
+			// held request: only the host's stop does.
+			m := startMemhost(t, markdownConfig+`
+server { shutdown_timeout_ms = 1 }
+supervisor {
+  call_timeout_ms   = 600000
+  health_timeout_ms = 600000
+}
+`)
+			pids := pluginPids(t, m)
+			// The provider, held stopped past the drain and never
+			// continued.
+			if err := syscall.Kill(pids[0], syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			type answer struct {
+				code int
+				body string
+				err  error
+			}
+			done := make(chan answer, 1)
+			go func() {
+				resp, err := http.Post(m.base+c.path, "application/json", strings.NewReader(c.body))
+				if err != nil {
+					done <- answer{err: err}
+					return
+				}
+				data, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				done <- answer{code: resp.StatusCode, body: string(data), err: err}
+			}()
+			serving := `memhost_http_requests_in_flight{route="` + c.route + `"} 1`
+			eventually(t, "memhost serving the held request", func() bool {
+				return strings.Contains(scrape(t, m), serving)
+			})
+			if err := m.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			var a answer
+			select {
+			case a = <-done:
+			case <-time.After(60 * time.Second):
+				t.Fatalf("the held request was never answered\n%s", m.logs())
+			}
+			if a.err != nil || a.code != http.StatusServiceUnavailable || !strings.Contains(a.body, "shut down") && !strings.Contains(a.body, "lost") {
+				t.Fatalf("the request held past the drain ended with %d %q (%v), want a 503 saying the plugin stopped\n%s", a.code, a.body, a.err, m.logs())
+			}
+			m.stop()
+			if code := m.cmd.ProcessState.ExitCode(); code != 0 {
+				t.Errorf("memhost exited with status %d after a drain that ran out, want 0\n%s", code, m.logs())
+			}
+			if !strings.Contains(m.logs(), "requests still running at the end of the drain") {
+				t.Errorf("the log does not say the drain ran out:\n%s", m.logs())
+			}
+			waitGone(t, pids)
+		})
+	}
+}
+
 // TestUncleanPathsAreNoEndpoint: a path with an empty, . or .. segment is
 // no endpoint, answered in the error envelope, with the console on (the
 // default) as without it. The console's mux, in front of the API, used
