@@ -422,7 +422,9 @@ func (i *instance) step(ctx context.Context) time.Duration {
 		return wait
 	}
 	i.mu.Lock()
-	before, closed := i.info.Capabilities, i.closed
+	// A plugin never up before (its first starts failed) declared
+	// nothing: what it declares now changes nothing.
+	before, served, closed := i.info.Capabilities, i.info.Name != "", i.closed
 	i.mu.Unlock()
 	if closed {
 		conn.Kill(0)
@@ -435,7 +437,7 @@ func (i *instance) step(ctx context.Context) time.Duration {
 	// constant (it reads config, files or the environment) comes back
 	// declaring others; the host serves what it now declares, and the
 	// operator should hear of it.
-	if after := conn.Info().Capabilities; !sameCapabilities(before, after) {
+	if after := conn.Info().Capabilities; served && !sameCapabilities(before, after) {
 		i.hostLog().Warn("plugin restarted declaring other capabilities than before; serving what it declares now",
 			"instance", i.spec.Name, "plugin", i.spec.source(), "before", fmt.Sprint(before), "after", fmt.Sprint(after))
 	}

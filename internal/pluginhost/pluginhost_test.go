@@ -824,6 +824,35 @@ func TestSupervisorWarnsOfChangedCapabilities(t *testing.T) {
 	}
 }
 
+// TestSupervisorFirstStartAfterFailuresChangesNoCapabilities: a plugin
+// whose first starts failed (its store's lock still held, as by a killed
+// host's plugin still closing) and which then starts had declared nothing
+// before: no warning of changed capabilities, in the log or the status.
+func TestSupervisorFirstStartAfterFailuresChangesNoCapabilities(t *testing.T) {
+	work := t.TempDir()
+	held, err := os.OpenFile(filepath.Join(work, "store.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if err := syscall.Flock(int(held.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	logger := hclog.New(&hclog.LoggerOptions{Output: &logs, JSONFormat: true, Level: hclog.Info})
+	sup, _ := startEchos(t, pluginhost.Options{HealthInterval: 20 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, StartOptions: pluginhost.StartOptions{Dir: work, Logger: logger}},
+		pluginhost.Spec{Kind: sdk.KindProvider, Name: "main", Plugin: "echo", Config: json.RawMessage(`{"lock":"store.lock"}`)})
+	waitStatus(t, sup, "main", "a failed start", func(st pluginhost.Status) bool { return st.StartFailures > 0 })
+	held.Close()
+	waitStatus(t, sup, "main", "the start once the lock is free", func(st pluginhost.Status) bool { return st.State == pluginhost.StateReady })
+	if strings.Contains(logs.String(), "other capabilities") {
+		t.Errorf("a first start after failed ones was logged as changing capabilities:\n%s", logs.String())
+	}
+	if st := sup.Status()[0]; slices.ContainsFunc(st.Warnings, func(w string) bool { return strings.Contains(w, "other capabilities") }) {
+		t.Errorf("status warnings %q report changed capabilities of a plugin that had declared none", st.Warnings)
+	}
+}
+
 func TestSupervisorUndeclaredCapability(t *testing.T) {
 	_, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour})
 	if p.Capabilities().Has(sdk.CapFetch) {
