@@ -621,6 +621,12 @@ func (i *instance) badAnswer(ctx context.Context, conn *host.Conn, err error) {
 // what the host found before (a restart declaring other capabilities).
 func (i *instance) retrying(ctx context.Context, conn *host.Conn) {
 	i.mu.Lock()
+	if i.closed {
+		// The host's stop ended the process: no restart follows, and
+		// the call's next await answers that it is shut down.
+		i.mu.Unlock()
+		return
+	}
 	first := i.retriedConn != conn
 	i.retriedConn = conn
 	i.mu.Unlock()

@@ -853,6 +853,37 @@ func TestSupervisorFirstStartAfterFailuresChangesNoCapabilities(t *testing.T) {
 	}
 }
 
+// TestSupervisorCloseRetriesNothing: a call whose plugin the host's own
+// stop ends is not retried (there is no restart to run it on), and the
+// log does not say it is.
+func TestSupervisorCloseRetriesNothing(t *testing.T) {
+	work := t.TempDir()
+	var logs syncBuffer
+	logger := hclog.New(&hclog.LoggerOptions{Output: &logs, JSONFormat: true, Level: hclog.Info})
+	sup, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour, CallTimeout: 10 * time.Minute, KillGrace: 10 * time.Millisecond,
+		StartOptions: pluginhost.StartOptions{Dir: work, Logger: logger}})
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Recall(context.Background(), sdk.RecallQuery{Realm: "default", Query: "hang"})
+		done <- err
+	}()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(work, "hanging")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the call never reached the plugin")
+		}
+	}
+	sup.Close()
+	if err := <-done; !errors.Is(err, sdk.ErrUnavailable) || !strings.Contains(err.Error(), "shut down") {
+		t.Errorf("call ended by the host's stop = %v, want unavailable, the plugin shut down", err)
+	}
+	if strings.Contains(logs.String(), "retrying") {
+		t.Errorf("the host's stop was logged as a retry on a restarted process:\n%s", logs.String())
+	}
+}
+
 func TestSupervisorUndeclaredCapability(t *testing.T) {
 	_, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour})
 	if p.Capabilities().Has(sdk.CapFetch) {

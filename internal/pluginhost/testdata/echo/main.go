@@ -69,6 +69,9 @@ func (e *echo) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error)
 	case "crash":
 		os.Exit(3)
 	case "hang":
+		// Said in the working directory, for a test to know the call
+		// is in flight.
+		_ = os.WriteFile("hanging", nil, 0o600)
 		<-ctx.Done()
 		time.Sleep(time.Hour)
 	case "forge warnings":
@@ -149,6 +152,9 @@ func (e *echo) Reindex(ctx context.Context, realm string, progress func(done, to
 			return 0, ctx.Err()
 		}
 	case "hang":
+		// Said in the working directory, for a test to know the call
+		// is in flight.
+		_ = os.WriteFile("hanging", nil, 0o600)
 		<-ctx.Done()
 		return 0, ctx.Err()
 	}
