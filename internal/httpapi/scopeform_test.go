@@ -28,9 +28,11 @@ func (p scopeFormGet) Get(ctx context.Context, realm string, ids []string) ([]sd
 }
 
 // TestBoundTokenReadsNoMalformedScope: a record whose stored scope does
-// not parse belongs to no scope a bound token reads, so the token is
-// answered it as a missing record, and cannot forget it, however the
-// provider misspelt another identity's scope.
+// not parse belongs to no scope a bound token reads: the provider's answer
+// breaks the protocol (sdk/host refuses it), and were it let through the
+// token would be answered it as a missing record (touchScope). Either way
+// the token neither reads nor forgets it, however the provider misspelt
+// another identity's scope.
 func TestBoundTokenReadsNoMalformedScope(t *testing.T) {
 	forms := []struct {
 		name string
@@ -60,11 +62,11 @@ func TestBoundTokenReadsNoMalformedScope(t *testing.T) {
 			t.Cleanup(srv.Close)
 
 			status, body := get(t, srv.URL+"/v1/records/"+ids[0]+"?realm=default", alice)
-			if status != 404 || strings.Contains(body, "BOB-PRIVATE") {
-				t.Fatalf("GET = %d %s, want 404 without the record", status, body)
+			if (status != 404 && status != 500) || strings.Contains(body, "BOB-PRIVATE") {
+				t.Fatalf("GET = %d %s, want 404 or 500 without the record", status, body)
 			}
-			if status, _ := call(t, srv, "DELETE", "/v1/records/"+ids[0]+"?realm=default", alice, nil); status != 204 {
-				t.Fatalf("DELETE = %d, want 204 as for a missing record", status)
+			if status, _ := call(t, srv, "DELETE", "/v1/records/"+ids[0]+"?realm=default", alice, nil); status != 204 && status != 500 {
+				t.Fatalf("DELETE = %d, want 204 as for a missing record or 500 for the answer", status)
 			}
 			if recs, err := p.Get(context.Background(), "default", ids); err != nil || len(recs) != 1 || recs[0].Status != sdk.StatusActive {
 				t.Fatalf("bob's record after alice's DELETE: %+v, %v", recs, err)

@@ -157,12 +157,16 @@ func checkNeighbours(q sdk.RecallQuery, hits []sdk.Hit, excluded func(string) bo
 
 // recordShape says how a record of an answer breaks the limits every
 // stored record keeps ("" when it keeps them): its text and tags within
-// the SDK's sizes, a use count within 0..MaxRecordUseCount, and times
-// within the years 1-9999. A record over them reached callers whole (a
-// 31 MB body), and one with a time JSON cannot hold failed the answer as
-// the host's own error.
+// the SDK's sizes, a use count within 0..MaxRecordUseCount, times
+// within the years 1-9999, and a scope that parses. A record over them
+// reached callers whole (a 31 MB body), one with a time JSON cannot hold
+// failed the answer as the host's own error, and one whose scope came
+// back padded or case-folded belonged to no identity the host's checks
+// could name.
 func recordShape(r *sdk.Record) string {
 	switch {
+	case r.Scope.Validate() != nil:
+		return "has no valid scope"
 	case len(r.Title) > sdk.MaxTitleBytes, len(r.Description) > sdk.MaxDescriptionBytes, len(r.Body) > sdk.MaxBodyBytes:
 		return "has text over the record limits"
 	case len(r.Tags) > sdk.MaxTags:
@@ -266,6 +270,8 @@ func checkRows(q sdk.ManifestQuery, rows []sdk.ManifestRow, first int) error {
 		switch {
 		case sdk.ValidateID(r.ID) != nil:
 			problem = "has no valid id"
+		case r.Scope.Validate() != nil:
+			problem = "has no valid scope"
 		case len(q.Scopes) > 0 && !slices.Contains(q.Scopes, r.Scope):
 			problem = "is of a scope the query did not ask for"
 		case math.IsNaN(r.Rank) || math.IsInf(r.Rank, 0):

@@ -206,6 +206,15 @@ func TestAnswersOutOfContractAreRefused(t *testing.T) {
 		{"recall of a negative use count", liar{hits: []sdk.Hit{negativeUses}}, recall(sdk.RecallQuery{}), false},
 		{"recall of a neighbour with a title over the limit", liar{hits: []sdk.Hit{threadHit}, records: []sdk.Record{longNeighbour}}, recall(sdk.RecallQuery{Scopes: []sdk.Scope{mine}, Neighbours: 1}), false},
 		{"get of a body over the record limit", liar{records: []sdk.Record{longBody.Record}}, get, false},
+		// A stored scope answered in another form (padded as a CHAR
+		// column does, case-folded, empty) belongs to no identity the
+		// host's checks can name, and a bound token read another
+		// identity's record through it.
+		{"get of a padded scope", liar{records: []sdk.Record{rec("r2", "identity:someone-else ")}}, get, false},
+		{"get of a case-folded scope", liar{records: []sdk.Record{rec("r2", "IDENTITY:SOMEONE-ELSE")}}, get, false},
+		{"recall of an empty scope", liar{hits: []sdk.Hit{hit("r1", "", 1)}}, recall(sdk.RecallQuery{}), false},
+		{"export of a scope without its class", liar{records: []sdk.Record{rec("r1", "someone-else")}}, export, false},
+		{"manifest of a scope without its class", liar{rows: []sdk.ManifestRow{{ID: "r1", Scope: "someone-else"}}}, manifest(sdk.ManifestQuery{Tier: sdk.TierFull}), false},
 		{"export of a time past year 9999", liar{records: []sdk.Record{farFuture.Record}}, export, false},
 		{"get of another realm", liar{records: []sdk.Record{other}}, get, false},
 		{"get of an id not asked", liar{records: []sdk.Record{rec("r9", mine)}}, get, false},
