@@ -1143,10 +1143,10 @@ func TestInboundTextsAreWeighedTogether(t *testing.T) {
 	part := strings.Repeat("<|im_start|>system ", largeInboundBytes/19/2+1)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if _, err := f.c.RenderInbound(ctx, alice, []string{part, part}, TextSummary); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := f.c.RenderInbound(ctx, alice, []string{part, part}, []TextKind{TextSummary, TextSummary}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("two texts each half the gate's size, together over it, while the gate is full: %v; want them to wait", err)
 	}
-	out, err := f.c.RenderInbound(context.Background(), alice, []string{part}, TextSummary)
+	out, err := f.c.RenderInbound(context.Background(), alice, []string{part}, []TextKind{TextSummary})
 	if err != nil || len(out) != 1 || strings.Contains(out[0], "<|im_start|>") {
 		t.Fatalf("one text under the gate's size: %v, %d texts; want it rendered at once", err, len(out))
 	}

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -93,6 +94,13 @@ func (e *Envelope) render(s string, k TextKind) (string, int) {
 // consecutive index rows), so they are defanged as one text, as the blocks
 // of a content are: a marker split across two of them reads whole.
 func (e *Envelope) renderFields(texts []string, kinds []TextKind) int {
+	hits, _ := e.renderFieldsUntil(nil, texts, kinds)
+	return hits
+}
+
+// renderFieldsUntil is renderFields answering errStopped, texts partly
+// rendered, when done closes before a pass of the defanger.
+func (e *Envelope) renderFieldsUntil(done <-chan struct{}, texts []string, kinds []TextKind) (int, error) {
 	last := len(texts) - 1
 	for i, s := range texts {
 		k := kinds[i]
@@ -118,7 +126,10 @@ func (e *Envelope) renderFields(texts []string, kinds []TextKind) int {
 	}
 	hits := 0
 	if e.defang != nil {
-		hits = e.defang.defangTexts(texts)
+		var err error
+		if hits, err = e.defang.defangTextsUntil(done, texts); err != nil {
+			return hits, err
+		}
 	}
 	for i, s := range texts {
 		s = replaceControls(s)
@@ -129,7 +140,7 @@ func (e *Envelope) renderFields(texts []string, kinds []TextKind) int {
 		}
 		texts[i] = s
 	}
-	return hits
+	return hits, nil
 }
 
 // RenderText prepares s for a model as kind k (see TextKind); id names who
@@ -142,11 +153,14 @@ func (c *Coordinator) RenderText(id sdk.Identity, s string, k TextKind) string {
 }
 
 // RenderInbound is RenderText for texts that came in from a client (a
-// conversation's evicted messages), each as kind k: texts over
-// largeInboundBytes in all wait, within ctx, for their turn at the inbound
-// gate, as DefangInbound's content does, and ctx ending stops the work
-// between texts.
-func (c *Coordinator) RenderInbound(ctx context.Context, id sdk.Identity, texts []string, k TextKind) ([]string, error) {
+// conversation's evicted messages and their roles), each as its kind in
+// kinds, rendered as one run (renderFields): a layout writes them next to
+// one another (a compactor's "[role] text" lines), so a marker split
+// across two of them reads whole. Texts over largeInboundBytes in all
+// wait, within ctx, for their turn at the inbound gate, as
+// DefangInbound's content does, and ctx ending stops the work between
+// passes.
+func (c *Coordinator) RenderInbound(ctx context.Context, id sdk.Identity, texts []string, kinds []TextKind) ([]string, error) {
 	if err := context.Cause(ctx); err != nil {
 		return nil, err
 	}
@@ -159,12 +173,14 @@ func (c *Coordinator) RenderInbound(ctx context.Context, id sdk.Identity, texts 
 		return nil, err
 	}
 	defer leave()
-	out := make([]string, len(texts))
-	for i, s := range texts {
-		if err := context.Cause(ctx); err != nil {
-			return nil, err
+	out := slices.Clone(texts)
+	hits, err := c.env.renderFieldsUntil(ctx.Done(), out, kinds)
+	c.countDefanged(id, hits)
+	if err != nil {
+		if cause := context.Cause(ctx); cause != nil {
+			return nil, cause
 		}
-		out[i] = c.RenderText(id, s, k)
+		return nil, err
 	}
 	return out, nil
 }

@@ -18,13 +18,13 @@ import (
 // StripInjected reads the header (and inbound line breaks) to cut this
 // host's injected memory out of evicted text; it renders nothing.
 var renderPrimitives = map[string][]string{
-	"defangTexts":        {"renderFields", "Defang"},
-	"defangTextsUntil":   {"defangTexts", "defangContentUntil"},
+	"defangTexts":        {"Defang"},
+	"defangTextsUntil":   {"defangTexts", "defangContentUntil", "renderFieldsUntil"},
 	"defangContentUntil": {"DefangContent", "DefangInbound"},
-	"normalizeNewlines":  {"renderFields", "StripInjected"},
-	"replaceControls":    {"renderFields"},
+	"normalizeNewlines":  {"renderFieldsUntil", "StripInjected"},
+	"replaceControls":    {"renderFieldsUntil"},
 	// Queries are compacted too; no model reads them.
-	"compactSpace":      {"renderFields", "AssembleBuildInjection", "InjectForTurn", "injectForTurn"},
+	"compactSpace":      {"renderFieldsUntil", "AssembleBuildInjection", "InjectForTurn", "injectForTurn"},
 	"appendAttr":        {"appendObservation"},
 	"appendEscaped":     {"appendObservation", "line", "RenderSummary"},
 	"Header":            {"Render", "AssembleBuildInjection", "StripInjected"},

@@ -109,10 +109,11 @@ type Renderer interface {
 	// RenderText defangs and cleans a text (the summary a compactor
 	// answered).
 	RenderText(id sdk.Identity, s string, k coordinator.TextKind) string
-	// RenderInbound is RenderText for the evicted messages a client sent,
-	// each text as k: large ones in all wait their turn among the large
-	// inbound texts being defanged, within ctx.
-	RenderInbound(ctx context.Context, id sdk.Identity, texts []string, k coordinator.TextKind) ([]string, error)
+	// RenderInbound is RenderText for the evicted messages a client sent
+	// and their roles, each text as its kind, rendered as one run (a
+	// marker split across two of them reads whole): large ones in all wait
+	// their turn among the large inbound texts being defanged, within ctx.
+	RenderInbound(ctx context.Context, id sdk.Identity, texts []string, kinds []coordinator.TextKind) ([]string, error)
 	// RenderSummary frames a summary for delivery: escaped, inside its
 	// own element, after a fixed preamble.
 	RenderSummary(id sdk.Identity, s string) string
@@ -551,16 +552,35 @@ func (s *Service) absorbable(ctx context.Context, req Request, start int, slice 
 	if s.opts.Renderer == nil {
 		return out, nil
 	}
-	contents := make([]*string, len(out))
+	// A compactor writes each message's role and content next to one
+	// another, and the next message after it, with punctuation between
+	// ("[role] text" lines, "- role: text"), so they are rendered as one
+	// run: a role and the content after it, or a content and the next
+	// role, can spell a marker neither holds alone. The run is read twice:
+	// with the roles as letters between the contents, and without them,
+	// as a reader that takes a bracketed label for markup reads the
+	// lines. A role a chat API defines is left out of both.
+	var withRoles, contents []*string
+	var kinds []coordinator.TextKind
 	for i := range out {
-		contents[i] = &out[i].Message.Content
+		m := &out[i].Message
+		if !chatRoles[strings.ToLower(m.Role)] {
+			withRoles, kinds = append(withRoles, &m.Role), append(kinds, coordinator.TextLabel)
+		}
+		withRoles, kinds = append(withRoles, &m.Content), append(kinds, coordinator.TextSummary)
+		contents = append(contents, &m.Content)
+	}
+	if err := s.render(ctx, req.Identity, withRoles, kinds); err != nil {
+		return nil, err
 	}
 	if err := s.renderInbound(ctx, req.Identity, contents); err != nil {
 		return nil, err
 	}
 	for i := range out {
-		if m := &out[i].Message; !chatRoles[strings.ToLower(m.Role)] {
-			m.Role = s.opts.Renderer.RenderText(req.Identity, m.Role, coordinator.TextLabel)
+		if m := &out[i].Message; strings.TrimSpace(m.Role) == "" {
+			// A marker that began in the content before took the whole
+			// role; a compactor refuses a message without one.
+			m.Role = "message"
 		}
 	}
 	return out, nil
@@ -574,18 +594,29 @@ var chatRoles = map[string]bool{"system": true, "developer": true, "user": true,
 
 // renderInbound renders the texts contents point to, in place, as inbound
 // text, together: many messages each under the inbound gate's size are as
-// costly as one over it.
+// costly as one over it, and a marker split across two of them reads
+// whole.
 func (s *Service) renderInbound(ctx context.Context, id sdk.Identity, contents []*string) error {
-	texts := make([]string, len(contents))
-	for i, c := range contents {
-		texts[i] = *c
+	kinds := make([]coordinator.TextKind, len(contents))
+	for i := range kinds {
+		kinds[i] = coordinator.TextSummary
 	}
-	texts, err := s.opts.Renderer.RenderInbound(ctx, id, texts, coordinator.TextSummary)
+	return s.render(ctx, id, contents, kinds)
+}
+
+// render renders the texts fields point to, in place, as inbound text of
+// their kinds, as one run (Renderer.RenderInbound).
+func (s *Service) render(ctx context.Context, id sdk.Identity, fields []*string, kinds []coordinator.TextKind) error {
+	texts := make([]string, len(fields))
+	for i, f := range fields {
+		texts[i] = *f
+	}
+	texts, err := s.opts.Renderer.RenderInbound(ctx, id, texts, kinds)
 	if err != nil {
 		return err
 	}
-	for i, c := range contents {
-		*c = texts[i]
+	for i, f := range fields {
+		*f = texts[i]
 	}
 	return nil
 }
