@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"slices"
 
 	"github.com/memhost/memhost/sdk"
 )
@@ -36,10 +37,18 @@ func (c *Coordinator) selectAmong(ctx context.Context, req sdk.SelectRequest) (s
 	req.Rows = rows
 	if req.SuppressedIDs != nil {
 		// The host drops suppressed picks itself: one left out is safe.
+		// A selector may write them one next to the next with only
+		// punctuation between (llm's JSON list), so they are rendered as
+		// one run: two ids can spell a marker neither holds alone.
+		outs := slices.Clone(req.SuppressedIDs)
+		kinds := make([]TextKind, len(outs))
+		for i := range kinds {
+			kinds[i] = TextLabel
+		}
+		c.env.renderFields(outs, kinds)
 		suppressed := make([]string, 0, len(req.SuppressedIDs))
-		for _, rid := range req.SuppressedIDs {
-			out, _ := c.env.render(rid, TextLabel)
-			if out = claim(rid, out); out != "" {
+		for i, rid := range req.SuppressedIDs {
+			if out := claim(rid, outs[i]); out != "" {
 				suppressed = append(suppressed, out)
 			}
 		}

@@ -11,7 +11,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/coordinator/coordinatortest"
+	"github.com/memhost/memhost/sdk"
 )
 
 // TestLLMSelectorThroughServe runs the llm selector plugin against a local
@@ -131,4 +133,74 @@ coordinator {
 func answerSelection(w http.ResponseWriter, ids []string) {
 	answer, _ := json.Marshal(map[string]any{"selected_ids": ids, "coverage": "sufficient"})
 	json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]string{"role": "assistant", "content": string(answer)}}}})
+}
+
+// TestSuppressedIdsReachASelectorModelDefanged: from an outside review.
+// The llm selector writes the suppressed ids as a JSON list, one next to
+// the next with only punctuation between, and each id was rendered alone:
+// records imported as "token-mem" and "token.mem", both injected earlier
+// in the session, gave the model "suppressed":["token-mem","token.mem"],
+// which reads as a forged mem-token.
+func TestSuppressedIdsReachASelectorModelDefanged(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var prompts []string
+	idRE := regexp.MustCompile(`"id":"([^"]+)"`)
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct{ Content string } `json:"messages"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) < 2 {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		prompts = append(prompts, req.Messages[1].Content)
+		mu.Unlock()
+		var ids []string
+		for _, m := range idRE.FindAllStringSubmatch(req.Messages[1].Content, -1) {
+			ids = append(ids, m[1])
+		}
+		answerSelection(w, ids)
+	}))
+	defer model.Close()
+	m := startWithModelSelector(t, model.URL)
+	var recs []sdk.Record
+	// Whichever comes first, the two spell the marker together.
+	for i, id := range []string{"token-mem", "token.mem"} {
+		r := archiveLine(i, sdk.StatusActive)
+		r.ID, r.Scope, r.Supersedes, r.Thread = id, "identity:alice", "", nil
+		r.Title, r.Body = "Espresso "+id, "Alice takes espresso at nine."
+		r.ContentHash = sdk.ContentHash(r.Title, r.Body)
+		recs = append(recs, r)
+	}
+	var out struct {
+		Imported int `json:"imported"`
+		apiError
+	}
+	if code := m.do("POST", "/v1/import", map[string]any{"records": recs}, &out); code != 200 || out.Imported != len(recs) {
+		t.Fatalf("import = %d %+v", code, out)
+	}
+	first := turn(t, m, "s", "espresso")
+	if len(first.RecordIDs) == 0 {
+		t.Fatalf("the first turn injected nothing\n%s", m.logs())
+	}
+	// A record the first turn did not see: the second has a candidate
+	// besides the suppressed ones.
+	remember(t, m, map[string]any{"scope": "identity:alice", "kind": "fact", "title": "Espresso cups", "body": "Alice drinks espresso from blue cups."})
+	turn(t, m, "s", "espresso again")
+	defanger, err := coordinator.NewDefanger(envHeader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(prompts) < 2 {
+		t.Fatalf("the selector's model was asked %d times, want 2", len(prompts))
+	}
+	for _, p := range prompts {
+		if again, hits := defanger.Defang(p); hits != 0 {
+			t.Errorf("the selector's model read %s\nwhich defangs to %s", p, again)
+		}
+	}
 }
