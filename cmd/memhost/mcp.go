@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/internal/config"
 	"github.com/memhost/memhost/internal/httpapi"
 	"github.com/memhost/memhost/internal/mcpserver"
@@ -242,7 +243,15 @@ func proxyMCP(ctx context.Context, addr, token, identity, realm string) error {
 			return next(ctx, method, req)
 		}
 	})
-	return local.Run(ctx, mcpserver.StdioTransport())
+	// The SDK refuses an unknown method or unreadable params itself,
+	// quoting them as sent; the proxy renders those refusals by the
+	// default rules (it reads no config).
+	renderer, err := coordinator.New(coordinator.DefaultConfig(), coordinator.Options{Providers: coordinator.RealmProviders{}})
+	if err != nil {
+		return err
+	}
+	defer renderer.Close(context.WithoutCancel(ctx))
+	return local.Run(ctx, mcpserver.StdioTransport(renderer))
 }
 
 // forward passes one request on to the server within requestDeadline,

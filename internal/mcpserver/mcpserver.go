@@ -562,7 +562,7 @@ func Handler(opts Options) http.Handler {
 // ServeStdio serves the tools on standard input and output until ctx ends
 // or the client disconnects.
 func ServeStdio(ctx context.Context, opts Options) error {
-	return New(opts).Run(ctx, StdioTransport())
+	return New(opts).Run(ctx, StdioTransport(opts.Coordinator))
 }
 
 type tools struct{ opts Options }

@@ -3,7 +3,9 @@ package mcpserver
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"strconv"
@@ -11,6 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/memhost/memhost/coordinator"
 )
 
 // invalidLine answers a line that is not one JSON-RPC message.
@@ -20,9 +24,53 @@ const invalidLine = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message"
 // with and without --addr. The SDK's ends the session, and with it the
 // process, on the first line it cannot read (not JSON, a batch, an id of
 // another type): a careless client lost its memory tools for good. Such
-// a line is answered with an error here and the session goes on.
-func StdioTransport() mcp.Transport {
-	return linesTransport(os.Stdin, os.Stdout)
+// a line is answered with an error here and the session goes on. Every
+// JSON-RPC error it answers is rendered by c's rules (RenderError), as
+// /mcp renders them: the SDK refuses an unknown method or unreadable
+// params before any middleware runs, quoting what the client sent.
+func StdioTransport(c *coordinator.Coordinator) mcp.Transport {
+	return renderedTransport{linesTransport(os.Stdin, os.Stdout), c}
+}
+
+// renderedTransport renders the errors its connection answers.
+type renderedTransport struct {
+	mcp.Transport
+	c *coordinator.Coordinator
+}
+
+func (t renderedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	conn, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return renderedConn{conn, t.c}, nil
+}
+
+// renderedConn writes a response's error rendered.
+type renderedConn struct {
+	mcp.Connection
+	c *coordinator.Coordinator
+}
+
+func (r renderedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if resp, ok := msg.(*jsonrpc.Response); ok && resp.Error != nil {
+		// As the SDK writes it: the message of the whole error, the code
+		// (and data) of the protocol error it wraps.
+		wire := &jsonrpc.Error{Message: resp.Error.Error()}
+		var inner *jsonrpc.Error
+		if errors.As(resp.Error, &inner) {
+			wire.Code = inner.Code
+			if error(inner) == resp.Error {
+				wire.Data = inner.Data
+			}
+		}
+		if rendered := RenderError(r.c, wire); rendered != wire {
+			out := *resp
+			out.Error = rendered
+			msg = &out
+		}
+	}
+	return r.Connection.Write(ctx, msg)
 }
 
 func linesTransport(in io.ReadCloser, out io.WriteCloser) mcp.Transport {
@@ -45,8 +93,16 @@ func linesTransport(in io.ReadCloser, out io.WriteCloser) mcp.Transport {
 				}
 			}
 			if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
-				if _, derr := jsonrpc.DecodeMessage(trimmed); derr != nil || trimmed[0] != '{' || len(line) > mcp.DefaultMaxLineLength || !exactID(trimmed) {
+				msg, derr := jsonrpc.DecodeMessage(trimmed)
+				if derr != nil || trimmed[0] != '{' || len(line) > mcp.DefaultMaxLineLength || !exactID(trimmed) {
 					w.Write([]byte(invalidLine))
+				} else if req, ok := msg.(*jsonrpc.Request); ok && !objectParams(req.Params) {
+					// The SDK's refusal names its Go types and quotes
+					// the params as sent; a notification is dropped.
+					if req.IsCall() {
+						answer, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params: must be an object"}})
+						w.Write(append(answer, '\n'))
+					}
 				} else if _, werr := pw.Write(append(trimmed, '\n')); werr != nil {
 					return
 				}
@@ -78,6 +134,13 @@ func exactID(message []byte) bool {
 	}
 	n, err := strconv.ParseInt(string(m.ID), 10, 64)
 	return err == nil && n >= -MaxExactID && n <= MaxExactID
+}
+
+// objectParams reports whether params are absent, null or an object, the
+// only params an MCP method takes.
+func objectParams(params json.RawMessage) bool {
+	params = bytes.TrimSpace(params)
+	return len(params) == 0 || params[0] == '{' || string(params) == "null"
 }
 
 // readCloser reads the filtered lines and closes the input under them.
