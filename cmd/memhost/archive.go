@@ -806,7 +806,7 @@ type badLines struct {
 func (b *badLines) report(line int, err error) {
 	b.n++
 	if b.n <= maxShownBadLines {
-		fmt.Fprintf(b.w, "line %d: %v\n", line, err)
+		fmt.Fprintf(b.w, "line %d: %s\n", line, terminalText(err.Error()))
 	}
 }
 

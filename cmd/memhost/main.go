@@ -9,10 +9,14 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/sdk"
 )
 
 // version and commit identify the build; make sets them with -ldflags.
@@ -23,9 +27,31 @@ var (
 
 func main() {
 	if err := rootCommand().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "memhost:", err)
+		fmt.Fprintln(os.Stderr, "memhost:", terminalText(err.Error()))
 		os.Exit(1)
 	}
+}
+
+// terminalText answers an error message rendered by the default rules for
+// model-bound text, as the server renders the errors it answers: a
+// command's own checks quote what they were given (an import file's
+// line, a flag), and an agent that runs the command reads its output.
+func terminalText(msg string) string {
+	c, err := terminalRenderer()
+	if err != nil {
+		return msg
+	}
+	return c.RenderText(sdk.Identity{}, msg, coordinator.TextError)
+}
+
+// terminalRenderer is the process's renderer for terminalText, made at
+// its first use and left for the exit to end.
+var terminalRenderer = sync.OnceValues(defaultRenderer)
+
+// defaultRenderer is a coordinator serving no realm, for rendering text
+// by the default rules where no config is read.
+func defaultRenderer() (*coordinator.Coordinator, error) {
+	return coordinator.New(coordinator.DefaultConfig(), coordinator.Options{Providers: coordinator.RealmProviders{}})
 }
 
 func rootCommand() *cobra.Command {

@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/internal/config"
 	"github.com/memhost/memhost/internal/httpapi"
 	"github.com/memhost/memhost/internal/mcpserver"
@@ -246,7 +245,7 @@ func proxyMCP(ctx context.Context, addr, token, identity, realm string) error {
 	// The SDK refuses an unknown method or unreadable params itself,
 	// quoting them as sent; the proxy renders those refusals by the
 	// default rules (it reads no config).
-	renderer, err := coordinator.New(coordinator.DefaultConfig(), coordinator.Options{Providers: coordinator.RealmProviders{}})
+	renderer, err := defaultRenderer()
 	if err != nil {
 		return err
 	}
