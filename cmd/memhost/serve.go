@@ -48,7 +48,8 @@ data in ./memhost-data. Flags win over the config file.
 
 The listen address is bound before any plugin starts, so a busy port fails
 at once. SIGINT, SIGTERM or SIGHUP drain requests in flight, then stop the
-plugins; a new config takes a restart (there is no reload).`,
+plugins; a second signal cuts the drain short. A new config takes a restart
+(there is no reload).`,
 		Example: `  memhost serve
   memhost serve --config memhost.hcl
   memhost serve --listen 127.0.0.1:8080 --data-dir /var/lib/memhost --log-level debug`,
@@ -512,8 +513,20 @@ const maxHeaderBytes = 64 << 10
 
 func serve(ctx context.Context, cfg *config.Config) error {
 	logger := newLogger(cfg)
-	ctx, stop := signal.NotifyContext(ctx, stopSignals...)
+	// The first stop signal cancels ctx (the start, or the serving); a
+	// second one, left in sigs, cuts the drain short.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, stopSignals...)
+	defer signal.Stop(sigs)
+	ctx, stop := context.WithCancel(ctx)
 	defer stop()
+	go func() {
+		select {
+		case <-sigs:
+			stop()
+		case <-ctx.Done():
+		}
+	}()
 
 	// Bound first: a busy port must fail before minutes of plugin start.
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -582,14 +595,29 @@ func serve(ctx context.Context, cfg *config.Config) error {
 	logger.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
+	drained := make(chan error, 1)
+	go func() { drained <- srv.Shutdown(shutdownCtx) }()
+	var drainErr error
+	select {
+	case drainErr = <-drained:
+		if drainErr != nil {
+			logger.Warn("requests still running at the end of the drain (server.shutdown_timeout_ms); stopping the plugins under them",
+				"shutdown_timeout_ms", cfg.Server.ShutdownTimeout.Milliseconds())
+		}
+	case sig := <-sigs:
+		// A second signal: the operator will not wait out the drain, as
+		// with any server. Once, and said once; later signals are taken
+		// and ignored, so the plugins are still stopped.
+		logger.Warn("second stop signal: skipping the rest of the drain; stopping the plugins under the requests still running", "signal", sig.String())
+		cancel()
+		drainErr = <-drained
+	}
+	if drainErr != nil {
 		// What is still running waits on a plugin (a hung one, a long
 		// reindex) or on work past the bound. Stopping the plugins fails
 		// its calls, and each request answers that (503, or a streamed
 		// answer's error line) before its connection closes, rather than
 		// lose the connection without a status when the process exits.
-		logger.Warn("requests still running at the end of the drain (server.shutdown_timeout_ms); stopping the plugins under them",
-			"shutdown_timeout_ms", cfg.Server.ShutdownTimeout.Milliseconds())
 		stopPlugins()
 		answerCtx, cancelAnswer := context.WithTimeout(context.Background(), answerGrace)
 		defer cancelAnswer()

@@ -212,6 +212,83 @@ supervisor {
 	}
 }
 
+// TestSecondSignalCutsTheDrainShort: a second stop signal during the
+// drain stops at once, as servers do: the plugins are stopped under the
+// request still running, which is answered 503, and memhost exits cleanly,
+// saying once why. It used to be ignored, the host waiting out the whole
+// drain (server.shutdown_timeout_ms) on a hung plugin.
+func TestSecondSignalCutsTheDrainShort(t *testing.T) {
+	t.Parallel()
+	for _, second := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(second.String(), func(t *testing.T) {
+			t.Parallel()
+			// A drain far longer than the test waits: only the second
+			// signal ends it.
+			m := startMemhost(t, markdownConfig+`
+server { shutdown_timeout_ms = 600000 }
+supervisor {
+  call_timeout_ms   = 600000
+  health_timeout_ms = 600000
+}
+`)
+			pids := pluginPids(t, m)
+			if err := syscall.Kill(pids[0], syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			defer syscall.Kill(pids[0], syscall.SIGCONT)
+			type answer struct {
+				code int
+				body string
+				err  error
+			}
+			done := make(chan answer, 1)
+			go func() {
+				resp, err := http.Post(m.base+"/v1/records", "application/json", strings.NewReader(`{"records":[{"scope":"realm","kind":"fact","title":"in flight","body":"at the second signal"}]}`))
+				if err != nil {
+					done <- answer{err: err}
+					return
+				}
+				data, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				done <- answer{code: resp.StatusCode, body: string(data), err: err}
+			}()
+			eventually(t, "memhost serving the held request", func() bool {
+				return strings.Contains(scrape(t, m), `memhost_http_requests_in_flight{route="POST /v1/records"} 1`)
+			})
+			if err := m.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "memhost draining", func() bool { return strings.Contains(m.logs(), "shutting down") })
+			if err := m.cmd.Process.Signal(second); err != nil {
+				t.Fatal(err)
+			}
+			var a answer
+			select {
+			case a = <-done:
+			case <-time.After(60 * time.Second):
+				t.Fatalf("the held request was not answered after a second signal\n%s", m.logs())
+			}
+			if a.err != nil || a.code != http.StatusServiceUnavailable {
+				t.Fatalf("the request held at the second signal ended with %d %q (%v), want a 503\n%s", a.code, a.body, a.err, m.logs())
+			}
+			select {
+			case <-m.drained:
+			case <-time.After(60 * time.Second):
+				t.Fatalf("memhost did not exit after a second signal\n%s", m.logs())
+			}
+			m.cmd.Wait()
+			if code := m.cmd.ProcessState.ExitCode(); code != 0 {
+				t.Errorf("memhost exited with status %d after a second signal, want 0\n%s", code, m.logs())
+			}
+			logs := m.logs()
+			if n := strings.Count(logs, "second stop signal"); n != 1 || strings.Contains(logs, "end of the drain") {
+				t.Errorf("the log says %d times that a second signal cut the drain short, want once and no drain run out:\n%s", n, logs)
+			}
+			waitGone(t, pids)
+		})
+	}
+}
+
 // TestUncleanPathsAreNoEndpoint: a path with an empty, . or .. segment is
 // no endpoint, answered in the error envelope, with the console on (the
 // default) as without it. The console's mux, in front of the API, used
