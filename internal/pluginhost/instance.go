@@ -799,6 +799,10 @@ func callWithin[C any, T any](ctx context.Context, i *instance, method string, t
 			bound = roundBound(left)
 		}
 	}
+	// A caller that spent its deadline before this call (a flush whose
+	// earlier write used up their shared bound) gave it no time at all:
+	// said so, not as "no answer within 0s", which blamed the plugin.
+	spent := bound <= 0
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
@@ -820,6 +824,9 @@ func callWithin[C any, T any](ctx context.Context, i *instance, method string, t
 		if err != nil && outOfTime(ctx) && (errors.Is(err, sdk.ErrDeadline) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
 			// Said with the plugin and the bound the call had, once:
 			// gRPC's own text ("context deadline exceeded") repeats it.
+			if spent {
+				return zero, &statedError{msg: fmt.Sprintf("plugin %s (%s): %s: its caller's deadline had passed before the call began", i.spec.Name, i.spec.source(), method), err: err}
+			}
 			return zero, &statedError{msg: fmt.Sprintf("plugin %s (%s): %s: no answer within %s", i.spec.Name, i.spec.source(), method, bound), err: err}
 		}
 		if err == nil || !errors.Is(err, sdk.ErrUnavailable) {

@@ -552,21 +552,25 @@ func TestSupervisorHungPluginDoesNotHangCaller(t *testing.T) {
 // had, the caller's when sooner, never gRPC's or the context's words.
 // The caller's bound is what was left of its deadline when the call
 // began, so on a busy machine it reads a little less than it was set to.
+// A caller whose deadline had already passed (a flush's second write,
+// after its first used up their shared bound) is told that, not "no
+// answer within 0s".
 func TestSupervisorTimeoutSaysTheBoundOnce(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		callTimeout time.Duration
-		caller      time.Duration // 0: no deadline of the caller's
-		want        string        // a pattern; its group is the bound in ms
+		caller      time.Duration // 0: no deadline of the caller's; < 0: one already passed
+		want        string        // a pattern; its group, if any, is the bound in ms
 		atMost      int
 	}{
 		{"the call timeout", 300 * time.Millisecond, 0, `^plugin main \(echo\): recall: no answer within (300)ms$`, 300},
 		{"the caller's sooner deadline", time.Minute, 400 * time.Millisecond, `^plugin main \(echo\): recall: no answer within (\d+)ms$`, 400},
+		{"the caller's deadline already passed", time.Minute, -time.Second, `^plugin main \(echo\): recall: its caller's deadline had passed before the call began$`, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, p := startEcho(t, pluginhost.Options{HealthInterval: time.Hour, CallTimeout: tc.callTimeout})
 			ctx := context.Background()
-			if tc.caller > 0 {
+			if tc.caller != 0 {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithTimeout(ctx, tc.caller)
 				defer cancel()
@@ -578,6 +582,9 @@ func TestSupervisorTimeoutSaysTheBoundOnce(t *testing.T) {
 			m := regexp.MustCompile(tc.want).FindStringSubmatch(err.Error())
 			if m == nil {
 				t.Fatalf("err = %q, want it to match %q", err, tc.want)
+			}
+			if len(m) < 2 {
+				return
 			}
 			if ms, _ := strconv.Atoi(m[1]); ms <= 0 || ms > tc.atMost {
 				t.Fatalf("err = %q, want a bound in (0, %dms]", err, tc.atMost)
