@@ -23,7 +23,7 @@ func lockDir(path string) (*os.File, error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("bleve: %s is locked by another process (is another memhost host, or another instance of this one, using this store?): %w", path, sdk.ErrConflict)
+			return nil, fmt.Errorf("bleve: %s is locked by another process: is another memhost host, or another instance of this one, using this store, or is the plugin of a host just killed still closing it (it exits on its own, and a retry then succeeds)? %w", path, sdk.ErrConflict)
 		}
 		return nil, fmt.Errorf("bleve: lock %s: %w", path, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -99,8 +100,8 @@ func TestPluginProcess(t *testing.T) {
 
 	// A second host on the same directory is refused, and harms nothing.
 	second := launch(t)
-	if err := second.Configure(ctx, configJSON(dir)); !errors.Is(err, sdk.ErrConflict) {
-		t.Fatalf("second plugin process on the same dir: %v, want ErrConflict", err)
+	if err := second.Configure(ctx, configJSON(dir)); !errors.Is(err, sdk.ErrConflict) || !strings.Contains(err.Error(), "the plugin of a host just killed") {
+		t.Fatalf("second plugin process on the same dir: %v, want ErrConflict naming who may hold the lock", err)
 	}
 	if got, err := prov.Get(ctx, realm, ids); err != nil || len(got) != 1 {
 		t.Fatalf("first process after the refusal: %v, %v", got, err)

@@ -19,7 +19,7 @@ func lockRoot(path string) (*filelock.Lock, error) {
 		if pid := filelock.Holder(path); pid != 0 {
 			holder = fmt.Sprintf(" (pid %d)", pid)
 		}
-		return nil, fmt.Errorf("markdown: %s is locked by another instance of the provider%s: is a second provider block or memhost host using this root? %w", path, holder, sdk.ErrConflict)
+		return nil, fmt.Errorf("markdown: %s is locked by another instance of the provider%s: is a second provider block or memhost host using this root, or is the plugin of a host just killed still closing it (it exits on its own, and a retry then succeeds)? %w", path, holder, sdk.ErrConflict)
 	case err != nil:
 		return nil, fmt.Errorf("markdown: lock %s: %w", path, err)
 	}

@@ -46,7 +46,7 @@ func TestSecondInstanceThroughALinkIsRefused(t *testing.T) {
 			id := mustRemember(t, first, realm, rec(alice, "Mine", "first instance"))[0]
 			other := tc.link(t, path)
 			err := configureErr(t, other)
-			wantErr(t, "second instance through "+other, err, sdk.ErrConflict, path+".lock", "another process")
+			wantErr(t, "second instance through "+other, err, sdk.ErrConflict, path+".lock", "another process", "the plugin of a host just killed")
 			if err := first.Close(); err != nil {
 				t.Fatal(err)
 			}
