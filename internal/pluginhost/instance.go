@@ -502,6 +502,11 @@ func (i *instance) upLate(waited time.Duration) {
 // retries it after the backoff.
 func (i *instance) failed(err error) {
 	wait, _ := i.backOff(err)
+	// The supervising goroutine, about to run, first wakes at the health
+	// interval: woken now, it retries when the backoff says (a store a
+	// killed host's plugin was still closing is free within a moment),
+	// not a health interval later.
+	i.wake()
 	i.hostLog().Error("plugin failed to start; calls to it are refused as unavailable until a retry succeeds",
 		"instance", i.spec.Name, "plugin", i.spec.source(), "retry_in_ms", wait.Milliseconds(), "error", err)
 }

@@ -1004,6 +1004,45 @@ func TestSupervisorStartFailureStaysLocal(t *testing.T) {
 	}
 }
 
+// An instance whose first start failed is retried when its backoff says,
+// as its log line announces (retry_in_ms), not a health interval later:
+// a store still locked by a killed host's plugin, which frees it within a
+// moment, kept the realm answering 503 for the whole health interval.
+func TestFailedFirstStartRetriesAtItsBackoff(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		bootWait time.Duration // 0: Start waits for the start
+	}{
+		{"failed while Start waited", 0},
+		{"failed after Start returned", time.Nanosecond},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir, _ := echoDir(t)
+			e := discoverOne(t, dir)
+			lock := filepath.Join(t.TempDir(), "store.lock")
+			held, err := os.OpenFile(lock, os.O_CREATE|os.O_RDWR, 0o600)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer held.Close()
+			if err := syscall.Flock(int(held.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+				t.Fatal(err)
+			}
+			// Health checks far off: only the backoff can bring the retry.
+			sup := pluginhost.New([]pluginhost.Entry{e}, pluginhost.Options{StartOptions: pluginhost.StartOptions{Logger: hclog.NewNullLogger()},
+				HealthInterval: time.Hour, BootWait: c.bootWait, MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})
+			t.Cleanup(sup.Close)
+			if err := sup.Start(context.Background(), []pluginhost.Spec{{Kind: sdk.KindProvider, Name: "main", Plugin: "echo", Config: json.RawMessage(fmt.Sprintf(`{"lock":%q}`, lock))}}); err != nil {
+				t.Fatal(err)
+			}
+			waitStatus(t, sup, "main", "the first start refused by the held lock", func(st pluginhost.Status) bool { return st.StartFailures > 0 })
+			// The holder lets go, as the plugin of a killed host does.
+			held.Close()
+			waitStatus(t, sup, "main", "a retry once the lock is free", func(st pluginhost.Status) bool { return st.State == pluginhost.StateReady })
+		})
+	}
+}
+
 // waitState waits until the process shows state (as in /proc/pid/stat):
 // a signal takes effect asynchronously.
 func waitState(t *testing.T, pid int, state byte) {
