@@ -220,12 +220,39 @@ func (i *instance) cause(last error) string {
 }
 
 // roundBound rounds a call's time left, read a moment after its deadline
-// was set, to the bound as configured (3s, not 2.999871s).
+// was set, to the bound as configured (3s, not 2.999871s). Time left is
+// never rounded to none: 4ms left reads as 4ms, not 0s.
 func roundBound(d time.Duration) time.Duration {
-	if d >= time.Second {
+	switch {
+	case d >= time.Second:
 		return d.Round(100 * time.Millisecond)
+	case d >= 10*time.Millisecond:
+		return d.Round(10 * time.Millisecond)
+	case d >= time.Millisecond:
+		return d.Round(time.Millisecond)
 	}
-	return d.Round(10 * time.Millisecond)
+	return d.Round(time.Microsecond)
+}
+
+// callBound answers the bound a call has at now: the caller's deadline
+// dl when it has one sooner than timeout, rounded (roundBound), else
+// timeout; and whether the caller's deadline had already passed, giving
+// the call no time at all (a flush whose earlier write used up their
+// shared bound), which is said so, not as "no answer within 0s", which
+// blamed the plugin. Whether it passed is read before rounding: a caller
+// with 4ms left gave the call 4ms.
+func callBound(now, dl time.Time, hasDeadline bool, timeout time.Duration) (bound time.Duration, spent bool) {
+	if !hasDeadline {
+		return timeout, false
+	}
+	left := dl.Sub(now)
+	if left >= timeout {
+		return timeout, false
+	}
+	if left <= 0 {
+		return 0, true
+	}
+	return roundBound(left), false
 }
 
 // outOfTime reports whether ctx's deadline has passed, or all but: the
@@ -798,16 +825,8 @@ func callWithin[C any, T any](ctx context.Context, i *instance, method string, t
 	// The bound the call had: the caller's deadline when sooner (a
 	// recall's recall_timeout_ms), else the call timeout as configured,
 	// not as much of it as was left a moment later.
-	bound := timeout
-	if dl, ok := ctx.Deadline(); ok {
-		if left := time.Until(dl); left < timeout {
-			bound = roundBound(left)
-		}
-	}
-	// A caller that spent its deadline before this call (a flush whose
-	// earlier write used up their shared bound) gave it no time at all:
-	// said so, not as "no answer within 0s", which blamed the plugin.
-	spent := bound <= 0
+	dl, hasDeadline := ctx.Deadline()
+	bound, spent := callBound(time.Now(), dl, hasDeadline, timeout)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
