@@ -102,3 +102,35 @@ func TestFoldsCaseProbe(t *testing.T) {
 		t.Fatalf("the probe file is left behind: %v", err)
 	}
 }
+
+// TestCaseFoldingRootForgetsRemovedDirectories: from an outside review. The
+// names a write checks against were listed once and kept: a directory
+// removed since (an operator wiping a realm or an identity by hand) still
+// refused a realm or scope differing from it only in case, until the
+// plugin restarted, though nothing on disk clashed any longer.
+func TestCaseFoldingRootForgetsRemovedDirectories(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		firstRealm  string
+		first       sdk.Scope
+		removed     string // relative to the root
+		secondRealm string
+		second      sdk.Scope
+	}{
+		{"a realm removed", "md", sdk.RealmScope, "md", "MD", sdk.RealmScope},
+		{"an identity removed", "default", sdk.IdentityScope("alice"), "default/identity/alice", "default", sdk.IdentityScope("Alice")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tp := openFoldingProvider(t)
+			tp.remember(t, c.firstRealm, rec(c.first, "first", "the first tenant's record"))
+			// A write beside it, so the directories above are listed.
+			tp.remember(t, c.firstRealm, rec(sdk.IdentityScope("bob"), "beside", "another identity's record"))
+			if err := os.RemoveAll(filepath.Join(tp.root, filepath.FromSlash(c.removed))); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tp.Remember(ctx, c.secondRealm, []sdk.Record{rec(c.second, "second", "the second tenant's record")}); err != nil {
+				t.Fatalf("a write after the clashing directory was removed: %v", err)
+			}
+		})
+	}
+}

@@ -204,8 +204,9 @@ func (s *store) ensureDir(rel string) error {
 
 // caseClash refuses root/rel when one of its components matches another
 // entry of its parent directory but for case. Each directory is listed
-// once, and again when an entry the listing lacks has appeared since (made
-// by hand). The caller holds mu.
+// once, and again when an entry the listing lacks has appeared since, or
+// before a clash is refused (either may have been made or removed by
+// hand). The caller holds mu.
 func (s *store) caseClash(rel string) error {
 	parent, dir := "", s.root
 	for _, part := range strings.Split(rel, "/") {
@@ -219,6 +220,12 @@ func (s *store) caseClash(rel string) error {
 			if _, err := os.Lstat(next); err != nil {
 				return nil // missing, so nothing below it either; or a problem ensureDir reports
 			}
+		}
+		if !ok || exact != part {
+			// Listed again: an entry the listing lacks was made since,
+			// or the one it clashes with may have been removed since
+			// (a realm wiped by hand), which would refuse the name
+			// until a restart.
 			if known, err = s.listNames(parent, dir, true); err != nil {
 				return err
 			}
