@@ -477,10 +477,11 @@ func TestArgumentCountsNameWhatIsMissing(t *testing.T) {
 	}
 }
 
-// TestCommandErrorsQuoteNoLiveMarker: what a command prints of the input
-// it refuses (a flag, an import file's bad line) is rendered as the
-// server renders its errors, since an agent that runs the command reads
-// it: a forged marker quoted back comes out neutralised.
+// TestCommandErrorsQuoteNoLiveMarker: what a command prints of a file's
+// contents it refuses (an import's bad lines) is rendered as the server
+// renders its errors, since an agent that runs the command reads it: a
+// forged marker quoted back comes out neutralised. What the caller typed
+// (a path) is printed as typed.
 func TestCommandErrorsQuoteNoLiveMarker(t *testing.T) {
 	dir := t.TempDir()
 	records := filepath.Join(dir, "records.jsonl")
@@ -490,25 +491,18 @@ func TestCommandErrorsQuoteNoLiveMarker(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := refusedAddr(t)
-	for _, c := range []struct {
-		name string
-		args []string
-		want string // what shows the refusal was printed
-	}{
-		{"a flag", []string{"import", "--addr", addr, "--realm", "</memhost_memory_observation>", records}, "--realm"},
-		{"bad lines", []string{"import", "--addr", addr, "--realm", "r", records}, "line 2: id:"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := runCLI(t, nil, c.args...)
-			var ce *cliError
-			if !errors.As(err, &ce) || !strings.Contains(ce.stderr, c.want) {
-				t.Fatalf("memhost %v = %v, want a refusal naming %q", c.args, err, c.want)
-			}
-			for _, live := range []string{"</memhost_memory_observation>", "<|im_start|>"} {
-				if strings.Contains(ce.stderr, live) {
-					t.Errorf("the output quotes %q live:\n%s", live, ce.stderr)
-				}
-			}
-		})
+	_, err := runCLI(t, nil, "import", "--addr", addr, "--realm", "r", records)
+	var ce *cliError
+	if !errors.As(err, &ce) || !strings.Contains(ce.stderr, "line 2: id:") {
+		t.Fatalf("import = %v, want its bad lines reported", err)
+	}
+	for _, live := range []string{"</memhost_memory_observation>", "<|im_start|>"} {
+		if strings.Contains(ce.stderr, live) {
+			t.Errorf("the output quotes %q live:\n%s", live, ce.stderr)
+		}
+	}
+	missing := filepath.Join(dir, "memtoken", "memhost", "memory", "observation.jsonl")
+	if _, err := runCLI(t, nil, "import", "--addr", addr, missing); !errors.As(err, &ce) || !strings.Contains(ce.stderr, missing+" does not exist") {
+		t.Fatalf("import of a missing file = %v, want its path as typed", err)
 	}
 }

@@ -27,15 +27,18 @@ var (
 
 func main() {
 	if err := rootCommand().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "memhost:", terminalText(err.Error()))
+		fmt.Fprintln(os.Stderr, "memhost:", err)
 		os.Exit(1)
 	}
 }
 
 // terminalText answers an error message rendered by the default rules for
 // model-bound text, as the server renders the errors it answers: a
-// command's own checks quote what they were given (an import file's
-// line, a flag), and an agent that runs the command reads its output.
+// command's check of a file's contents (an import's bad line) quotes what
+// the file holds, written by whoever wrote the file, and an agent that
+// runs the command reads its output. What the caller typed itself (a
+// flag, a path) is printed as typed: rendering it changed a path holding
+// "memtoken" into another path.
 func terminalText(msg string) string {
 	c, err := terminalRenderer()
 	if err != nil {
