@@ -24,6 +24,7 @@ const (
 	codeCrashShutdown    = "57P02"
 	codeCannotConnectNow = "57P03"
 	codeReadOnlySQLTx    = "25006"
+	codeUndefinedObject  = "42704" // a setting this server does not have
 )
 
 // classify wraps err with the sdk sentinel the host branches on: a

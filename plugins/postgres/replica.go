@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/memhost/memhost/sdk"
 	sdkindex "github.com/memhost/memhost/sdk/index"
 )
@@ -111,8 +112,10 @@ func newReplica(db *pgdb, set settings, log *slog.Logger) *replica {
 	if set.realmStats {
 		opts.Stats = sdkindex.StatsRealm
 	}
+	listen := set.pool.ConnConfig.Copy()
+	listen.AfterConnect = keepWhileIdle(listen.AfterConnect)
 	r := &replica{
-		set: set.replica, db: db, listen: set.pool.ConnConfig.Copy(), schema: set.schema, opts: opts, log: log,
+		set: set.replica, db: db, listen: listen, schema: set.schema, opts: opts, log: log,
 		name: hex.EncodeToString(id[:]), moved: make(chan struct{}), wake: make(chan struct{}, 1),
 		beatNow: make(chan struct{}, 1),
 	}
@@ -938,6 +941,28 @@ func (r *replica) listenLoop(ctx context.Context) {
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// keepWhileIdle turns off the server's idle_session_timeout on the
+// replica's own connections (after then, if set): the LISTEN connection
+// idles until a change is written and the heartbeat's for a beat's
+// interval, so a server or role ending idle sessions dropped the LISTEN
+// connection at every quiet spell, the replica stopping serving each time
+// until it was back and caught up. A server before PostgreSQL 14 has no
+// such setting and ends no idle session.
+func keepWhileIdle(then pgconn.AfterConnectFunc) pgconn.AfterConnectFunc {
+	return func(ctx context.Context, c *pgconn.PgConn) error {
+		if then != nil {
+			if err := then(ctx, c); err != nil {
+				return err
+			}
+		}
+		_, err := c.Exec(ctx, "SET idle_session_timeout = 0").ReadAll()
+		if sqlState(err) == codeUndefinedObject {
+			return nil
+		}
+		return err
 	}
 }
 

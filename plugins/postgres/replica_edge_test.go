@@ -2,10 +2,12 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -185,5 +187,37 @@ func TestStalledWriterReleasesTheChangeLog(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("writes still fail 15 s after a host stalled holding the change log: %v", err)
 		}
+	}
+}
+
+// TestReplicaConnectionsOutliveIdleSessionTimeout: a server or role that
+// ends idle sessions (idle_session_timeout) does not end the replica's own
+// connections, which idle between changes and beats: with it, the LISTEN
+// connection dropped at every quiet spell and the replica stopped serving
+// until it was back and caught up.
+func TestReplicaConnectionsOutliveIdleSessionTimeout(t *testing.T) {
+	base := testDSN(t)
+	for _, c := range []struct{ name, options string }{
+		{"server default", ""},
+		{"sessions idle 100ms end", " options='-c idle_session_timeout=100'"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("MEMHOST_IDLE_SESSION_DSN", base+c.options)
+			schema := schemaFor(t.Name())
+			s := openStoreWith(t, json.RawMessage(`{"dsn_env": "MEMHOST_IDLE_SESSION_DSN", "schema": "`+schema+`"}`))
+			ctx := context.Background()
+			conn, err := pgx.ConnectConfig(ctx, s.replica.listen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			var got string
+			if err := conn.QueryRow(ctx, "SHOW idle_session_timeout").Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got != "0" {
+				t.Errorf("the replica's connections end after idling %s, want never", got)
+			}
+		})
 	}
 }
