@@ -111,10 +111,11 @@ func inWindowMillis(t time.Time, since, until int64) bool {
 
 // checkNeighbours holds each hit's neighbours to what was asked: records
 // of its realm, scope and thread within q.Neighbours places of it, active,
-// not excluded, no record twice among the neighbours, and no more than
-// the places asked can hold.
+// not excluded, inside the time window, no record twice among the
+// neighbours, and no more than the places asked can hold.
 func checkNeighbours(q sdk.RecallQuery, hits []sdk.Hit, excluded func(string) bool) error {
 	seen := map[string]bool{}
+	since, until := q.WindowMillis()
 	for i := range hits {
 		h := &hits[i]
 		if most := 2 * q.Neighbours * sdk.MaxPlaceRecords; q.Neighbours > 0 && len(h.Neighbours) > most {
@@ -141,6 +142,10 @@ func checkNeighbours(q sdk.RecallQuery, hits []sdk.Hit, excluded func(string) bo
 				problem = "is a record that is not active"
 			case excluded(n.ID):
 				problem = "is a record the query excluded"
+			case (since != 0 || until != 0) && !inWindowMillis(n.When(), since, until):
+				// Shown beside its hit, a neighbour is shown to the model:
+				// the window holds it as it holds the hits.
+				problem = "is a record outside the query's time window"
 			case seen[n.ID] || n.ID == h.Record.ID:
 				problem = "repeats a record of the answer"
 			default:

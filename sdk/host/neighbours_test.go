@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memhost/memhost/sdk"
 )
@@ -29,6 +30,8 @@ func TestCheckNeighbours(t *testing.T) {
 	hit5 := threaded("h5", mine, "t", 5)
 	plain := with(threaded("plain", mine, "t", 0), func(r *sdk.Record) { r.Thread = nil })
 	hitOf := func(r sdk.Record, ns ...sdk.Record) sdk.Hit { return sdk.Hit{Record: r, Score: 1, Neighbours: ns} }
+	day := time.Date(2026, 5, 14, 0, 0, 0, 0, time.UTC)
+	on := func(r sdk.Record, at time.Time) sdk.Record { r.CreatedAt, r.UpdatedAt = at, at; return r }
 	for _, tc := range []struct {
 		name string
 		q    sdk.RecallQuery // Realm "a" is set
@@ -69,6 +72,14 @@ func TestCheckNeighbours(t *testing.T) {
 		{"being another hit", sdk.RecallQuery{Neighbours: 1}, []sdk.Hit{hitOf(hit5, at(6)), hitOf(at(6))}, ""},
 		{"more than its places hold", sdk.RecallQuery{Neighbours: 1}, []sdk.Hit{hitOf(hit5, slices.Repeat([]sdk.Record{at(4)}, 2*sdk.MaxPlaceRecords+1)...)}, "more than"},
 		{"being a later hit's neighbour too", sdk.RecallQuery{Neighbours: 1}, []sdk.Hit{hitOf(hit5, at(6)), hitOf(at(7), at(6))}, "repeats"},
+		{"inside the time window", sdk.RecallQuery{Neighbours: 1, Since: day, Until: day.Add(24 * time.Hour)},
+			[]sdk.Hit{hitOf(on(hit5, day), on(at(4), day.Add(time.Hour)), on(at(6), day))}, ""},
+		{"before the time window", sdk.RecallQuery{Neighbours: 1, Since: day},
+			[]sdk.Hit{hitOf(on(hit5, day), on(at(4), day.Add(-time.Millisecond)))}, "outside the query's time window"},
+		{"at the window's end", sdk.RecallQuery{Neighbours: 1, Until: day},
+			[]sdk.Hit{hitOf(on(hit5, day.Add(-time.Hour)), on(at(6), day))}, "outside the query's time window"},
+		{"saved inside the window, happened before it", sdk.RecallQuery{Neighbours: 1, Since: day},
+			[]sdk.Hit{hitOf(on(hit5, day), with(on(at(4), day), func(r *sdk.Record) { r.OccurredAt = day.AddDate(-20, 0, 0) }))}, "outside the query's time window"},
 		{"twice beside one hit", sdk.RecallQuery{Neighbours: 1}, []sdk.Hit{hitOf(hit5, at(4), at(4))}, "repeats"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
