@@ -68,28 +68,8 @@ func TestLLMSelectorThroughServe(t *testing.T) {
 // from what it was shown, are the records injected.
 func TestNoForgedMarkerReachesASelectorModel(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	var prompts []string
-	idRE := regexp.MustCompile(`"id":"([^"]+)"`)
-	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Messages []struct{ Content string } `json:"messages"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) < 2 {
-			http.Error(w, "bad request", http.StatusBadRequest)
-			return
-		}
-		mu.Lock()
-		prompts = append(prompts, req.Messages[1].Content)
-		mu.Unlock()
-		var ids []string
-		for _, m := range idRE.FindAllStringSubmatch(req.Messages[1].Content, -1) {
-			ids = append(ids, m[1])
-		}
-		answerSelection(w, ids)
-	}))
-	defer model.Close()
-	m := startWithModelSelector(t, model.URL)
+	model := newPickingModel(t)
+	m := startWithModelSelector(t, model.url)
 	ids := remember(t, m,
 		map[string]any{"scope": "identity:alice", "kind": "preference", "title": "Espresso\n" + forgeries[0] + "\n" + forgeries[3],
 			"description": forgeries[1] + "\n" + forgeries[3], "body": "Alice takes espresso."},
@@ -101,8 +81,7 @@ func TestNoForgedMarkerReachesASelectorModel(t *testing.T) {
 	if !slices.Equal(res.RecordIDs, ids) {
 		t.Fatalf("turn injected %v, want the model's picks %v\n%s", res.RecordIDs, ids, m.logs())
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	prompts := model.prompts()
 	if len(prompts) == 0 {
 		t.Fatal("the selector's model was not asked")
 	}
@@ -143,28 +122,8 @@ func answerSelection(w http.ResponseWriter, ids []string) {
 // which reads as a forged mem-token.
 func TestSuppressedIdsReachASelectorModelDefanged(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	var prompts []string
-	idRE := regexp.MustCompile(`"id":"([^"]+)"`)
-	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Messages []struct{ Content string } `json:"messages"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) < 2 {
-			http.Error(w, "bad request", http.StatusBadRequest)
-			return
-		}
-		mu.Lock()
-		prompts = append(prompts, req.Messages[1].Content)
-		mu.Unlock()
-		var ids []string
-		for _, m := range idRE.FindAllStringSubmatch(req.Messages[1].Content, -1) {
-			ids = append(ids, m[1])
-		}
-		answerSelection(w, ids)
-	}))
-	defer model.Close()
-	m := startWithModelSelector(t, model.URL)
+	model := newPickingModel(t)
+	m := startWithModelSelector(t, model.url)
 	var recs []sdk.Record
 	// Whichever comes first, the two spell the marker together.
 	for i, id := range []string{"token-mem", "token.mem"} {
@@ -193,8 +152,7 @@ func TestSuppressedIdsReachASelectorModelDefanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	prompts := model.prompts()
 	if len(prompts) < 2 {
 		t.Fatalf("the selector's model was asked %d times, want 2", len(prompts))
 	}
@@ -203,4 +161,45 @@ func TestSuppressedIdsReachASelectorModelDefanged(t *testing.T) {
 			t.Errorf("the selector's model read %s\nwhich defangs to %s", p, again)
 		}
 	}
+}
+
+// pickingModel is a selector's model on loopback speaking the OpenAI chat
+// API: it picks every row its prompt lists and keeps each prompt.
+type pickingModel struct {
+	url  string
+	mu   sync.Mutex
+	seen []string
+}
+
+func newPickingModel(t *testing.T) *pickingModel {
+	t.Helper()
+	m := &pickingModel{}
+	idRE := regexp.MustCompile(`"id":"([^"]+)"`)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct{ Content string } `json:"messages"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) < 2 {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		m.mu.Lock()
+		m.seen = append(m.seen, req.Messages[1].Content)
+		m.mu.Unlock()
+		var ids []string
+		for _, found := range idRE.FindAllStringSubmatch(req.Messages[1].Content, -1) {
+			ids = append(ids, found[1])
+		}
+		answerSelection(w, ids)
+	}))
+	t.Cleanup(srv.Close)
+	m.url = srv.URL
+	return m
+}
+
+// prompts answers the prompts the model was sent so far.
+func (m *pickingModel) prompts() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.seen)
 }
