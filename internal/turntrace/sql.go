@@ -67,15 +67,32 @@ func NewSQLStore(ctx context.Context, db *statedb.DB) (*SQLStore, error) {
 	return &SQLStore{db: db}, nil
 }
 
+// appendRows bounds the traces one INSERT carries (7 parameters each).
+const appendRows = 256
+
+// Append writes traces in order, as one INSERT per appendRows of them.
+// One statement, not one per trace: a statement after the first in a
+// transaction opens a savepoint, and the records index (FTS5) writes what
+// it holds to a new segment at every savepoint, so a batch written a row
+// at a time cost a segment, and later its merge, per trace.
 func (s *SQLStore) Append(ctx context.Context, traces []coordinator.TurnTrace) error {
 	return s.db.Tx(ctx, "write turn trace", func(tx *sql.Tx) error {
-		for _, t := range traces {
-			body, err := json.Marshal(t)
-			if err != nil {
-				return err
+		for part := range slices.Chunk(traces, appendRows) {
+			var q strings.Builder
+			q.WriteString(`INSERT INTO turn_trace (realm, identity, session, at_ms, bytes, trace, records) VALUES `)
+			args := make([]any, 0, 7*len(part))
+			for i, t := range part {
+				body, err := json.Marshal(t)
+				if err != nil {
+					return err
+				}
+				if i > 0 {
+					q.WriteString(", ")
+				}
+				q.WriteString("(?, ?, ?, ?, ?, ?, ?)")
+				args = append(args, t.Realm, t.Identity, t.Session, t.At.UnixMilli(), t.Bytes, string(body), strings.Join(Named(t), " "))
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO turn_trace (realm, identity, session, at_ms, bytes, trace, records) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-				t.Realm, t.Identity, t.Session, t.At.UnixMilli(), t.Bytes, string(body), strings.Join(Named(t), " ")); err != nil {
+			if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
 				return err
 			}
 		}

@@ -356,3 +356,40 @@ func TestIDsNoTraceCanNameAreLeftOut(t *testing.T) {
 		t.Fatalf("after the forget, the record's trace is %+v (%v), want it forgotten", got, err)
 	}
 }
+
+// TestAppendKeepsOrderAcrossStatements: a batch is written in its order
+// and indexed whole, whether it fits one INSERT or spans several.
+func TestAppendKeepsOrderAcrossStatements(t *testing.T) {
+	ctx := context.Background()
+	for _, n := range []int{1, 2, appendRows, appendRows + 1, 2*appendRows + 3} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			s := openStore(t)
+			now := time.Now().UTC()
+			batch := make([]coordinator.TurnTrace, n)
+			for i := range batch {
+				batch[i] = tr("r", "s", now, fmt.Sprintf("rec-%d", i))
+				batch[i].Bytes = i
+			}
+			if err := s.Append(ctx, batch); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.db.Exec(ctx, "test", `INSERT INTO turn_trace_records (turn_trace_records) VALUES ('integrity-check')`); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.Session(ctx, "r", nil, "s", n+1)
+			if err != nil || len(got) != n {
+				t.Fatalf("read %d traces of %d, %v", len(got), n, err)
+			}
+			for i, g := range got {
+				if g.Bytes != i || g.Included[0].ID != fmt.Sprintf("rec-%d", i) {
+					t.Fatalf("trace %d read back as %+v", i, g)
+				}
+			}
+			for _, i := range []int{0, n - 1} {
+				if got, err := s.Record(ctx, "r", nil, fmt.Sprintf("rec-%d", i), 10); err != nil || len(got) != 1 {
+					t.Errorf("traces naming rec-%d = %d, %v", i, len(got), err)
+				}
+			}
+		})
+	}
+}
