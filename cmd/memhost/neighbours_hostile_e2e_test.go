@@ -90,6 +90,10 @@ func TestHostileNeighboursReachNoModel(t *testing.T) {
 			t.Fatalf("guide/session-start = %d, %v", code, guide.Block)
 		}
 		checkEnvelope(t, "guide", *guide.Block)
+		if code := m.do("POST", "/v1/guide/before-iteration", map[string]any{"identity": id, "session": "g", "last_user_message": "long pottery"}, &guide); code != 200 || guide.Block == nil {
+			t.Fatalf("guide/before-iteration = %d, %v", code, guide.Block)
+		}
+		checkEnvelope(t, "before-iteration", *guide.Block)
 	})
 }
 
@@ -109,6 +113,13 @@ func TestUnaskedNeighboursFailEverySurface(t *testing.T) {
 	}
 	if code := m.do("POST", "/v1/guide/session-start", map[string]any{"identity": id, "session": "g", "task": "markers pottery"}, nil); code != 500 {
 		t.Errorf("guide/session-start = %d, want the failed recall's 500", code)
+	}
+	var iter struct {
+		Block        *string
+		RecallFailed bool `json:"recall_failed"`
+	}
+	if code := m.do("POST", "/v1/guide/before-iteration", map[string]any{"identity": id, "session": "g", "last_user_message": "markers pottery"}, &iter); code != 200 || !iter.RecallFailed || iter.Block != nil {
+		t.Errorf("guide/before-iteration = %d, %+v: want the failed recall and no block", code, iter)
 	}
 	if code := m.do("POST", "/v1/recall", map[string]any{"identity": id, "query": "markers pottery"}, nil); code != 500 {
 		t.Errorf("recall = %d, want the failed recall's 500", code)
