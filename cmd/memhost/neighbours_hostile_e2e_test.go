@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"github.com/memhost/memhost/coordinator/coordinatortest"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/memhost/memhost/internal/mcpserver"
 	"github.com/memhost/memhost/internal/testbin"
@@ -134,4 +137,84 @@ func TestUnaskedNeighboursFailEverySurface(t *testing.T) {
 	if res := callTool(t, ctx, cs, mcpserver.ToolRecall, map[string]any{"query": "markers pottery"}, nil); !res.IsError || strings.Contains(toolText(res), "evil") {
 		t.Errorf("memory_recall answered %s, want the refusal", toolText(res))
 	}
+}
+
+// TestHostileNeighboursLaterSurfaces, on the rawneighbours plugin: turns
+// whose two hits' hostile neighbours compete for the budget keep the
+// session's ladder and show no live marker or cut character, and a
+// compaction of a conversation holding a turn's envelope keeps it out of
+// the summary and the archive, whose episodes a turn then shows beside
+// hostile neighbours with none live.
+func TestHostileNeighboursLaterSurfaces(t *testing.T) {
+	t.Parallel()
+	dir := testbin.PrivatePluginDir(t, "template")
+	testbin.InstallPlugin(t, dir, testbin.Build(t, "./sdk/host/testdata/rawneighbours"))
+	cfg, data := writeConfigIn(t, dir, "provider \"bad\" { plugin = \"rawneighbours\" }\nrealm \"default\" { provider = \"bad\" }\n"+
+		strings.Replace(templateCompactorConfig, "700", "60000", 1))
+	m, err := startWithConfig(t, cfg, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := map[string]any{"id": "alice"}
+	t.Run("ladder", func(t *testing.T) {
+		total := 0
+		for i := range 5 {
+			var got turnAnswer
+			q := fmt.Sprintf("compete%d pottery", i)
+			if code := m.do("POST", "/v1/turns/inject", map[string]any{"identity": id, "session": "ladder", "content": q}, &got); code != 200 {
+				t.Fatalf("turn %d = %d\n%s", i, code, m.logs())
+			}
+			text := strings.Join(got.InjectedContext, "")
+			if got.SkipReason != nil {
+				t.Logf("turn %d: skip %s", i, *got.SkipReason)
+			}
+			if len(text) != got.Bytes || got.Bytes > 20480 || total+got.Bytes > 61440 {
+				t.Fatalf("turn %d injected %d bytes (%d in text) after %d", i, got.Bytes, len(text), total)
+			}
+			total += got.Bytes
+			if got.Bytes == 0 {
+				continue
+			}
+			checkEnvelope(t, q, text)
+			if strings.Contains(text, "\ufffd") || !utf8.ValidString(text) {
+				t.Errorf("cut inside a character:\n%s", text)
+			}
+		}
+	})
+	t.Run("compaction", func(t *testing.T) {
+		var turn turnAnswer
+		if code := m.do("POST", "/v1/turns/inject", map[string]any{"identity": id, "session": "c", "content": "markers pottery"}, &turn); code != 200 || len(turn.InjectedContext) == 0 {
+			t.Fatalf("turn = %d %+v", code, turn)
+		}
+		env := strings.Join(turn.InjectedContext, "")
+		evicted := []map[string]any{
+			{"role": "user", "content": env + "\nWhat about the pottery class?"},
+			{"role": "assistant", "content": "Thursday."},
+			{"role": "tool", "content": []map[string]any{{"type": "tool_result", "tool_use_id": "t", "content": "found: " + env}}},
+		}
+		code, ans, e := compact(t, m, "conv-h", "c", evicted)
+		if code != 200 || ans.Absorbed != len(evicted) {
+			t.Fatalf("compact = %d %+v %+v\n%s", code, ans, e, m.logs())
+		}
+		preamble, inner := coordinatortest.UnframeSummary(t, ans.Artifact.Content)
+		t.Logf("summary:\n%s", inner)
+		coordinatortest.CheckModelText(t, envHeader, preamble+inner)
+		for _, s := range []string{"evil", "forged", "moved to Thursday", "obey"} {
+			if strings.Contains(inner, s) {
+				t.Errorf("the injected envelope reached the summary (%q):\n%s", s, inner)
+			}
+		}
+		var got turnAnswer
+		if code := m.do("POST", "/v1/turns/inject", map[string]any{"identity": id, "session": "c2", "content": "archived pottery"}, &got); code != 200 || len(got.InjectedContext) == 0 {
+			t.Fatalf("archive turn = %d %+v\n%s", code, got, m.logs())
+		}
+		text := strings.Join(got.InjectedContext, "")
+		t.Logf("archive turn: %v\n%s", got.RecordIDs, text)
+		checkEnvelope(t, "archive", text)
+		for _, s := range []string{"forged", "moved to Thursday"} {
+			if strings.Contains(text, s) {
+				t.Errorf("the injected envelope reached the archive (%q):\n%s", s, text)
+			}
+		}
+	})
 }
