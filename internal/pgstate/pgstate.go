@@ -358,13 +358,14 @@ func (db *DB) migrate(ctx context.Context) error {
 
 // SQLSTATE codes branched on.
 const (
-	codeSerialization    = "40001"
-	codeDeadlock         = "40P01"
-	codeQueryCanceled    = "57014"
-	codeAdminShutdown    = "57P01"
-	codeCrashShutdown    = "57P02"
-	codeCannotConnectNow = "57P03"
-	codeReadOnlySQLTx    = "25006"
+	codeSerialization      = "40001"
+	codeDeadlock           = "40P01"
+	codeQueryCanceled      = "57014"
+	codeAdminShutdown      = "57P01"
+	codeCrashShutdown      = "57P02"
+	codeCannotConnectNow   = "57P03"
+	codeIdleSessionTimeout = "57P05"
+	codeReadOnlySQLTx      = "25006"
 )
 
 // classify marks a server that cannot be reached, refuses a connection
@@ -399,7 +400,7 @@ func classify(err error) error {
 			// The server is up and answers reads: the message names the
 			// resource it ran out of, for the operator to add.
 			return unavailable(insufficientResource(pe.Code), err)
-		case pe.Code == codeAdminShutdown, pe.Code == codeCrashShutdown, pe.Code == codeCannotConnectNow,
+		case pe.Code == codeAdminShutdown, pe.Code == codeCrashShutdown, pe.Code == codeCannotConnectNow, pe.Code == codeIdleSessionTimeout,
 			strings.HasPrefix(pe.Code, "08"): // connection exceptions
 			return unavailable("the database is unavailable", err)
 		}

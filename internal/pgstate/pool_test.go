@@ -87,3 +87,71 @@ func TestDeadPooledConnectionIsReplaced(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolOutlivesIdleSessionTimeout: a server or role ending sessions
+// idle for less than the second after which the pool pings a connection
+// before handing it out ended every pooled connection in a quiet spell,
+// and the next turn's session visit failed on each in turn (past three,
+// or at once with "terminating connection due to idle-session timeout").
+// Nothing of the call ran: it runs again on another connection.
+func TestPoolOutlivesIdleSessionTimeout(t *testing.T) {
+	ctx := context.Background()
+	c := pgtest.Shared(t)
+	const app = "memhost_state_idle_session_test"
+	pc, err := pgxpool.ParseConfig(c.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc.ConnConfig.RuntimeParams["application_name"] = app
+	pc.ConnConfig.RuntimeParams["idle_session_timeout"] = "100"
+	pc.MaxConns = 4
+	admin, err := pgx.Connect(ctx, c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	db, err := openPool(ctx, pc, DefaultSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	sessions, props := NewSessions(db, SessionOptions{}), NewProposals(db)
+	key := coordinator.SessionKey{Realm: "r", Identity: "i", Session: "s"}
+	for _, tc := range []struct {
+		name string
+		call func() error
+	}{
+		{"session visit", func() error {
+			return sessions.Update(ctx, key, func(st *coordinator.SessionState) bool { st.InjectedBytes++; return true })
+		}},
+		{"proposal list", func() error { _, _, err := props.List(ctx, "r", "", 10); return err }},
+		{"session count", func() error { _, err := sessions.Len(ctx, "r"); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var held []*pgxpool.Conn
+			for range pc.MaxConns {
+				conn, err := db.pool.Acquire(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				held = append(held, conn)
+			}
+			for _, conn := range held {
+				conn.Release()
+			}
+			for {
+				var n int
+				if err := admin.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", app).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				if n == 0 {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if err := tc.call(); err != nil {
+				t.Errorf("%s after the server ended the idle connections: %v", tc.name, err)
+			}
+		})
+	}
+}

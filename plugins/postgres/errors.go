@@ -16,15 +16,16 @@ import (
 
 // SQLSTATE codes the provider branches on.
 const (
-	codeUniqueViolation  = "23505"
-	codeSerialization    = "40001"
-	codeDeadlock         = "40P01"
-	codeQueryCanceled    = "57014" // statement_timeout
-	codeAdminShutdown    = "57P01"
-	codeCrashShutdown    = "57P02"
-	codeCannotConnectNow = "57P03"
-	codeReadOnlySQLTx    = "25006"
-	codeUndefinedObject  = "42704" // a setting this server does not have
+	codeUniqueViolation    = "23505"
+	codeSerialization      = "40001"
+	codeDeadlock           = "40P01"
+	codeQueryCanceled      = "57014" // statement_timeout
+	codeAdminShutdown      = "57P01"
+	codeCrashShutdown      = "57P02"
+	codeCannotConnectNow   = "57P03"
+	codeIdleSessionTimeout = "57P05" // idle_session_timeout
+	codeReadOnlySQLTx      = "25006"
+	codeUndefinedObject    = "42704" // a setting this server does not have
 )
 
 // classify wraps err with the sdk sentinel the host branches on: a
@@ -66,7 +67,7 @@ func classify(err error) error {
 			// The server is up and answers reads: the message names the
 			// resource it ran out of, for the operator to add.
 			return unavailable(insufficientResource(pe.Code), err)
-		case pe.Code == codeAdminShutdown, pe.Code == codeCrashShutdown, pe.Code == codeCannotConnectNow,
+		case pe.Code == codeAdminShutdown, pe.Code == codeCrashShutdown, pe.Code == codeCannotConnectNow, pe.Code == codeIdleSessionTimeout,
 			strings.HasPrefix(pe.Code, "08"): // connection exceptions
 			return unavailable("the database is unavailable", err)
 		}

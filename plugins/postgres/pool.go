@@ -55,15 +55,39 @@ func (d *pgdb) BeginTx(ctx context.Context, o pgx.TxOptions) (pgx.Tx, error) {
 	}
 	for attempt := 1; ; attempt++ {
 		tx, err := d.Pool.BeginTx(ctx, o)
-		if err == nil || attempt == maxStaleAttempts || !staleConnection(ctx, err) {
+		if err == nil || !d.again(ctx, attempt, err, staleConnection(ctx, err)) {
 			return tx, err
 		}
 	}
 }
 
-// maxStaleAttempts bounds the attempts of one call on pooled connections
-// found dead.
+// again tells whether a call that failed with err at its attempt-th try
+// runs again: when retryable, up to maxStaleAttempts. A call that never
+// reached the server (its connection found closed, or ended by the server
+// for idling, idle_session_timeout) runs again, a write too, until it has
+// tried every pooled connection and a new one, as pgxpool's own Acquire
+// does: after a quiet spell shorter than the second past which the pool
+// pings a connection before handing it out, every one may be dead.
+func (d *pgdb) again(ctx context.Context, attempt int, err error, retryable bool) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	if idleEnded(err) || pgconn.SafeToRetry(err) {
+		return attempt <= int(d.Config().MaxConns)
+	}
+	return retryable && attempt < maxStaleAttempts
+}
+
+// maxStaleAttempts bounds the attempts of one call whose statement may
+// have reached a connection found dead.
 const maxStaleAttempts = 3
+
+// idleEnded tells whether err is the server ending a session that sat
+// idle: it is sent before the server reads the next statement.
+func idleEnded(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == codeIdleSessionTimeout
+}
 
 // staleConnection tells whether err is a pooled connection's failure
 // rather than the server's answer or a refusal to connect (which the
@@ -75,7 +99,7 @@ func staleConnection(ctx context.Context, err error) bool {
 		return false
 	}
 	if errors.As(err, &pe) {
-		return pe.Code == codeAdminShutdown || pe.Code == codeCrashShutdown // its backend was terminated
+		return pe.Code == codeAdminShutdown || pe.Code == codeCrashShutdown || pe.Code == codeIdleSessionTimeout // its backend was terminated
 	}
 	var ne net.Error
 	return pgconn.SafeToRetry(err) || errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
@@ -94,8 +118,8 @@ func (d *pgdb) run(ctx context.Context, o pgx.TxOptions, fn func(q dbtx) error) 
 	}
 	for attempt := 1; ; attempt++ {
 		err := fn(d.Pool)
-		again := o.AccessMode == pgx.ReadOnly && staleConnection(ctx, err) || pgconn.SafeToRetry(err) && ctx.Err() == nil
-		if err == nil || attempt == maxStaleAttempts || !again {
+		retryable := o.AccessMode == pgx.ReadOnly && staleConnection(ctx, err) || pgconn.SafeToRetry(err)
+		if err == nil || !d.again(ctx, attempt, err, retryable) {
 			return err
 		}
 	}

@@ -3,11 +3,13 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -217,6 +219,84 @@ func TestReplicaConnectionsOutliveIdleSessionTimeout(t *testing.T) {
 			}
 			if got != "0" {
 				t.Errorf("the replica's connections end after idling %s, want never", got)
+			}
+		})
+	}
+}
+
+// TestPoolOutlivesIdleSessionTimeout: a server or role ending sessions
+// idle for less than the second after which the pool pings a connection
+// before handing it out ended every pooled connection in a quiet spell,
+// and the next call failed with "terminating connection due to
+// idle-session timeout" (a 500) on each in turn. Nothing of the call ran:
+// it runs again on another connection, a write too.
+func TestPoolOutlivesIdleSessionTimeout(t *testing.T) {
+	const poolSize = 4
+	base := testDSN(t)
+	t.Setenv("MEMHOST_IDLE_POOL_DSN", base+" application_name=idle_pool options='-c idle_session_timeout=100'")
+	schema := schemaFor(t.Name())
+	s := openStoreWith(t, json.RawMessage(fmt.Sprintf(`{"dsn_env": "MEMHOST_IDLE_POOL_DSN", "schema": %q, "pool_size": %d, "replica": {"enabled": false}}`, schema, poolSize)))
+	ctx := context.Background()
+	const realm = "idle"
+	rec := sdk.Record{Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "kept", Body: "apple banana"}
+	ids, err := s.Remember(ctx, realm, []sdk.Record{rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watch, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close(ctx)
+	for _, c := range []struct {
+		name string
+		call func() error
+	}{
+		{"remember", func() error {
+			_, err := s.Remember(ctx, realm, []sdk.Record{{Scope: sdk.RealmScope, Kind: sdk.KindFact, Title: "new", Body: "cherry"}})
+			return err
+		}},
+		{"recall", func() error { _, err := s.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "apple"}); return err }},
+		{"get", func() error { _, err := s.Get(ctx, realm, ids); return err }},
+		{"mark used", func() error { return s.MarkUsed(ctx, realm, ids, time.Now()) }},
+		{"manifest", func() error {
+			_, err := s.Manifest(ctx, sdk.ManifestQuery{Realm: realm, Tier: sdk.TierWorkingSet, K: 10})
+			return err
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// Fill the pool, then let the server end every connection.
+			err := s.use(func(db *pgdb) error {
+				var held []*pgxpool.Conn
+				defer func() {
+					for _, c := range held {
+						c.Release()
+					}
+				}()
+				for range poolSize {
+					c, err := db.Acquire(ctx)
+					if err != nil {
+						return err
+					}
+					held = append(held, c)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for {
+				var n int
+				if err := watch.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'idle_pool'").Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				if n == 0 {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if err := c.call(); err != nil {
+				t.Errorf("%s after the server ended the idle connections: %v", c.name, err)
 			}
 		})
 	}
