@@ -101,7 +101,9 @@ var heartbeatInterval = 10 * time.Second
 
 // trimChanges deletes the changes every live replica has applied (after
 // trimGrace), and those older than retention whatever a replica has
-// applied (that replica finds the gap and reloads); it raises the horizon
+// applied (that replica finds the gap and reloads) but those after the
+// snapshot of a live replica's load (a load slower than the retention
+// would find them gone and load again, for ever); it raises the horizon
 // to what it deleted. One trimmer works at a time; the others skip.
 func trimChanges(ctx context.Context, db *pgdb, retention time.Duration) (int64, error) {
 	var deleted int64
@@ -114,13 +116,14 @@ func trimChanges(ctx context.Context, db *pgdb, retention time.Duration) (int64,
 			return err
 		}
 		// Below the slowest live replica and older than the grace, or older
-		// than the retention.
+		// than the retention and below every live replica loading.
 		var upTo int64
 		err := tx.QueryRow(ctx, `
 			SELECT greatest(
 				(SELECT coalesce(max(seq), 0) FROM changes
 					WHERE seq <= (SELECT coalesce(min(applied), 9223372036854775807) FROM replicas) AND at < now() - make_interval(secs => $1)),
-				(SELECT coalesce(max(seq), 0) FROM changes WHERE at < now() - make_interval(secs => $2)))`,
+				(SELECT coalesce(max(seq), 0) FROM changes
+					WHERE seq <= (SELECT coalesce(min(applied), 9223372036854775807) FROM replicas WHERE loading) AND at < now() - make_interval(secs => $2)))`,
 			time.Duration(trimGrace.Load()).Seconds(), retention.Seconds()).Scan(&upTo)
 		if err != nil || upTo == 0 {
 			return err
@@ -139,10 +142,11 @@ func trimChanges(ctx context.Context, db *pgdb, retention time.Duration) (int64,
 	return deleted, nil
 }
 
-// heartbeat records a replica's applied position (for trimChanges).
-func heartbeat(ctx context.Context, db dbtx, name string, applied int64) error {
-	_, err := db.Exec(ctx, `INSERT INTO replicas (name, applied, seen) VALUES ($1, $2, now())
-		ON CONFLICT (name) DO UPDATE SET applied = excluded.applied, seen = excluded.seen`, name, applied)
+// heartbeat records a replica's applied position, and whether it is
+// loading (for trimChanges).
+func heartbeat(ctx context.Context, db dbtx, name string, applied int64, loading bool) error {
+	_, err := db.Exec(ctx, `INSERT INTO replicas (name, applied, seen, loading) VALUES ($1, $2, now(), $3)
+		ON CONFLICT (name) DO UPDATE SET applied = excluded.applied, seen = excluded.seen, loading = excluded.loading`, name, applied, loading)
 	if err != nil {
 		return fmt.Errorf("record the replica's position: %w", classify(err))
 	}

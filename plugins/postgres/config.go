@@ -76,7 +76,7 @@ const configSchema = `{
         "poll_interval": {"type": "string", "description": "How often the replica reads the change log without a notification (the fallback for missed ones), 10ms to 1m.", "default": "1s"},
         "read_wait": {"type": "string", "description": "How long a recall waits for the replica to apply the changes it must include (this process's acknowledged writes, and every change committed before the recall read the log's head), 0 to 10s; past it the recall answers from SQL. A recall with a query vector also waits this long for a replica that is loading or catching up, since SQL ranks without the vector.", "default": "200ms"},
         "max_lag": {"type": "string", "description": "A replica that has known of unapplied changes for longer than this answers from SQL until it catches up, 10ms to 1m.", "default": "2s"},
-        "change_retention": {"type": "string", "description": "Change log entries older than this are trimmed even when a live replica has not applied them (it reloads), 1m to 720h.", "default": "1h"}
+        "change_retention": {"type": "string", "description": "Change log entries older than this are trimmed even when a live replica has not applied them (it reloads), 1m to 720h, except those after the snapshot of a live replica's load.", "default": "1h"}
       },
       "additionalProperties": false
     }

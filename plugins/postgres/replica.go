@@ -78,6 +78,9 @@ type replica struct {
 	// after, kept alive by beatLoop whatever the follower is doing (a
 	// load may outlast the trim grace); -1 until the first load begins.
 	pin atomic.Int64
+	// loading: a whole load is under way, its snapshot's position pinned;
+	// the row says so (see trimChanges).
+	loading atomic.Bool
 
 	acked atomic.Int64 // the highest change this process committed
 	head  atomic.Int64 // the highest change heard of
@@ -518,7 +521,7 @@ func (r *replica) beatLoop(ctx context.Context) {
 			if hook := beatHook.Load(); hook != nil {
 				(*hook)(bctx)
 			}
-			if err = heartbeat(bctx, conn, r.name, pin); err == nil {
+			if err = heartbeat(bctx, conn, r.name, pin, r.loading.Load()); err == nil {
 				landed = start
 			}
 		}
@@ -551,7 +554,7 @@ func (r *replica) register(ctx context.Context) error {
 	if err := r.db.QueryRow(ctx, `SELECT `+logHead).Scan(&pos); err != nil {
 		return err
 	}
-	if err := heartbeat(ctx, r.db, r.name, pos); err != nil {
+	if err := heartbeat(ctx, r.db, r.name, pos, false); err != nil {
 		return err
 	}
 	r.pin.Store(pos)
@@ -612,6 +615,9 @@ func (r *replica) catchUp(ctx context.Context) (more bool, err error) {
 		st, err = r.read(ctx, tx)
 		return err
 	})
+	if r.loading.Swap(false) && err != nil {
+		r.beat() // loaded, the replica beats at once below
+	}
 	if err != nil {
 		r.mu.RLock()
 		loaded := r.ix != nil
@@ -669,12 +675,13 @@ func (r *replica) read(ctx context.Context, tx pgx.Tx) (step, error) {
 		if loaded {
 			r.log.Info("postgres: the replica reloads", "applied", from, "trimmed", trimmed, "head", st.to, "rewound", st.rewound)
 		}
-		if st.rewound {
-			// The pin names a position of the old numbering: the new
-			// changes after the snapshot must stay while it loads.
-			lower(&r.pin, st.to)
-			r.beat()
-		}
+		// The load brings the replica to the snapshot's position: the
+		// changes after it must stay while it loads, even past the
+		// retention, and those before it may go (after a rewind the pin
+		// names a position of the old numbering).
+		r.pin.Store(st.to)
+		r.loading.Store(true)
+		r.beat()
 		if hook := loadHook.Load(); hook != nil {
 			(*hook)()
 		}

@@ -3,8 +3,10 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -299,5 +301,94 @@ func TestPoolOutlivesIdleSessionTimeout(t *testing.T) {
 				t.Errorf("%s after the server ended the idle connections: %v", c.name, err)
 			}
 		})
+	}
+}
+
+// TestReplicaLoadOutlastsChangeRetention: the changes written after a
+// load's snapshot stay in the log, past change_retention, until the load
+// is done. A load slower than the retention on a schema being written
+// found them trimmed and loaded again, and again, never to catch up.
+func TestReplicaLoadOutlastsChangeRetention(t *testing.T) {
+	schema := schemaFor(t.Name())
+	a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
+	b := openStoreWith(t, configJSON(schema, "replica", replicaCfg("10s")))
+	gate := holdApplies(t, b)
+	waitServing(t, b)
+	gate.held.Store(true)
+	b.replica.poke()
+	<-gate.entered
+	ctx := context.Background()
+	if _, err := a.Remember(ctx, realm, []sdk.Record{note("before", "tide table")}); err != nil {
+		t.Fatal(err)
+	}
+	// A trim past the held replica makes it load again.
+	for deadline := time.Now().Add(time.Minute); ; {
+		n, err := trimChanges(ctx, a.pool, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no trim went through within a minute")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	db := rawPool(t, schema)
+	var once atomic.Bool
+	trimmed := make(chan struct{})
+	// While the load runs: a write after its snapshot, then, once the
+	// load has lasted past the retention (the log's times moved back an
+	// hour), a trim at a retention of a minute.
+	during := func() {
+		if !once.CompareAndSwap(false, true) {
+			return
+		}
+		defer close(trimmed)
+		for deadline := time.Now().Add(time.Minute); ; {
+			var loading bool
+			if err := db.QueryRow(ctx, "SELECT loading FROM replicas WHERE name = $1", b.replica.name).Scan(&loading); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				t.Error(err)
+				return
+			}
+			if loading {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Error("the loading replica's row did not say so within a minute")
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if _, err := a.Remember(ctx, realm, []sdk.Record{note("during", "tide table")}); err != nil {
+			t.Error(err)
+			return
+		}
+		if _, err := db.Exec(ctx, "UPDATE changes SET at = at - interval '1 hour'"); err != nil {
+			t.Error(err)
+			return
+		}
+		if _, err := trimChanges(ctx, a.pool, time.Minute); err != nil {
+			t.Error(err)
+		}
+	}
+	loadHook.Store(&during)
+	t.Cleanup(func() { loadHook.Store(nil) })
+	gate.held.Store(false)
+	gate.free()
+	<-trimmed
+	settled(t, b)
+	if n := b.replica.loads.Load(); n != 2 {
+		t.Errorf("the replica loaded %d times; want twice (at start, after the trim), then a catch-up", n)
+	}
+	var plans planLog
+	plans.hook(b)
+	hits, err := b.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "tide"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 2 || plans.last() != "replica" {
+		t.Errorf("recall answered %d of the 2 records written, by %s; want both, by the replica", len(hits), plans.last())
 	}
 }

@@ -216,6 +216,11 @@ ALTER INDEX records_by_place RENAME TO records_by_thread;
 	// tags since; a tag stored before as written (e and a combining
 	// accent) kept a key no filter names any more.
 	{sql: `SELECT 1;`, then: refoldTags},
+	// 14: a replica loading says so (changes.go trimChanges): the changes
+	// after its load's snapshot outlive change_retention until it is done,
+	// or a load slower than the retention on a written schema found them
+	// trimmed and loaded again, for ever.
+	{sql: `ALTER TABLE replicas ADD COLUMN IF NOT EXISTS loading boolean NOT NULL DEFAULT false;`},
 }
 
 // refoldTags recomputes the tag keys of the records holding a non-ASCII
@@ -473,7 +478,7 @@ var requiredColumns = map[string][]string{
 	"ledger":         {"seq", "realm", "identity", "session", "record_id", "surface", "bytes", "at_ms"},
 	"changes":        {"seq", "realm", "record_id", "op", "at"},
 	"change_horizon": {"one", "trimmed"},
-	"replicas":       {"name", "applied", "seen"},
+	"replicas":       {"name", "applied", "seen", "loading"},
 	"vectors":        {"seq", "realm", "model", "dims", "vec"},
 }
 
