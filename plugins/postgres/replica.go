@@ -78,6 +78,9 @@ type replica struct {
 	// after, kept alive by beatLoop whatever the follower is doing (a
 	// load may outlast the trim grace); -1 until the first load begins.
 	pin atomic.Int64
+	// loadTimeout bounds each statement of a load, and its idling between
+	// them (see loadSettings).
+	loadTimeout time.Duration
 	// loading: a whole load is under way, its snapshot's position pinned;
 	// the row says so (see trimChanges).
 	loading atomic.Bool
@@ -123,6 +126,7 @@ func newReplica(db *pgdb, set settings, log *slog.Logger) *replica {
 		beatNow: make(chan struct{}, 1),
 	}
 	r.pin.Store(-1)
+	r.loadTimeout = max(set.statementTimeout, minLoadTimeout)
 	return r
 }
 
@@ -682,6 +686,9 @@ func (r *replica) read(ctx context.Context, tx pgx.Tx) (step, error) {
 		r.pin.Store(st.to)
 		r.loading.Store(true)
 		r.beat()
+		if err := r.loadSettings(ctx, tx); err != nil {
+			return st, err
+		}
 		if hook := loadHook.Load(); hook != nil {
 			(*hook)()
 		}
@@ -749,6 +756,11 @@ func (r *replica) read(ctx context.Context, tx pgx.Tx) (step, error) {
 		}
 		if last < st.to {
 			st.to, st.mark, st.more = last, cutAt, true
+		}
+	}
+	if len(st.realms) > 0 {
+		if err := r.loadSettings(ctx, tx); err != nil {
+			return st, err
 		}
 	}
 	for realm := range st.realms {
@@ -872,6 +884,21 @@ func (r *replica) load(ctx context.Context, tx pgx.Tx, realm string) (*sdkindex.
 			return ix, nil
 		}
 	}
+}
+
+// minLoadTimeout is the least time a load's statement may take, and its
+// snapshot idle between statements: a batch's statement lasts while the
+// replica indexes the rows it streams, and the snapshot idles while it
+// indexes the last of them, so a statement_timeout of a few hundred
+// milliseconds, meant for the server's work, ended every load of a
+// sizable realm and the replica never served. The snapshot is read-only
+// and holds no lock a writer waits for.
+const minLoadTimeout = time.Minute
+
+// loadSettings gives the rest of tx, a load's snapshot, loadTimeout.
+func (r *replica) loadSettings(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL statement_timeout = %[1]d; SET LOCAL idle_in_transaction_session_timeout = %[1]d", r.loadTimeout.Milliseconds()))
+	return err
 }
 
 // docColumns are what readDocs scans, over records AS r (a statement

@@ -392,3 +392,24 @@ func TestReplicaLoadOutlastsChangeRetention(t *testing.T) {
 		t.Errorf("recall answered %d of the 2 records written, by %s; want both, by the replica", len(hits), plans.last())
 	}
 }
+
+// TestReplicaLoadOutlastsStatementTimeout: a load's statements and its
+// snapshot's idling are not cut at a short statement_timeout: a batch's
+// statement lasts while the replica indexes the rows it streams, so a
+// timeout of a few hundred milliseconds ended every load of a sizable
+// realm and the replica never served.
+func TestReplicaLoadOutlastsStatementTimeout(t *testing.T) {
+	schema := schemaFor(t.Name())
+	a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
+	ctx := context.Background()
+	if _, err := a.Remember(ctx, realm, []sdk.Record{note("kept", "tide table")}); err != nil {
+		t.Fatal(err)
+	}
+	// A load's indexing outlasting the timeout, as a large realm's does.
+	slowLoads(t, 300*time.Millisecond)
+	b := openStoreWith(t, configJSON(schema, "statement_timeout", "100ms", "replica", replicaCfg("10s")))
+	waitServing(t, b)
+	if n := b.replica.firstLoadFailures.Load(); n != 0 {
+		t.Errorf("%d loads failed before one went through; want none", n)
+	}
+}
