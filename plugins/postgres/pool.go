@@ -111,14 +111,18 @@ func (d *pgdb) Begin(ctx context.Context) (pgx.Tx, error) { return d.BeginTx(ctx
 // run runs fn on the pool itself, or under transaction pooling in a
 // transaction of mode o (so the settings hold).
 // On the pool itself a read runs again when its connection was found
-// dead, and a write when its statement never reached the server.
+// dead; a write always runs in a transaction.
 func (d *pgdb) run(ctx context.Context, o pgx.TxOptions, fn func(q dbtx) error) error {
-	if d.setLocal != "" {
+	if d.setLocal != "" || o.AccessMode != pgx.ReadOnly {
+		// A write runs in a transaction, whose BEGIN alone runs again on
+		// a dead connection: fn's statements each take a pooled
+		// connection of their own, so running fn again after its second
+		// found one dead would apply its first twice.
 		return pgx.BeginTxFunc(ctx, d, o, func(tx pgx.Tx) error { return fn(tx) })
 	}
 	for attempt := 1; ; attempt++ {
 		err := fn(d.Pool)
-		retryable := o.AccessMode == pgx.ReadOnly && staleConnection(ctx, err) || pgconn.SafeToRetry(err)
+		retryable := staleConnection(ctx, err) || pgconn.SafeToRetry(err)
 		if err == nil || !d.again(ctx, attempt, err, retryable) {
 			return err
 		}

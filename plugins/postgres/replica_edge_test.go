@@ -261,6 +261,12 @@ func TestPoolOutlivesIdleSessionTimeout(t *testing.T) {
 		{"recall", func() error { _, err := s.Recall(ctx, sdk.RecallQuery{Realm: realm, Query: "apple"}); return err }},
 		{"get", func() error { _, err := s.Get(ctx, realm, ids); return err }},
 		{"mark used", func() error { return s.MarkUsed(ctx, realm, ids, time.Now()) }},
+		// Two statements (the rows, then the trim): they run in one
+		// transaction, so neither runs twice when the other meets a dead
+		// connection.
+		{"write ledger", func() error {
+			return s.WriteLedger(ctx, []sdk.LedgerEntry{{Realm: realm, Identity: "me", RecordID: ids[0], Surface: "turn", Bytes: 10, At: time.Now()}})
+		}},
 		{"manifest", func() error {
 			_, err := s.Manifest(ctx, sdk.ManifestQuery{Realm: realm, Tier: sdk.TierWorkingSet, K: 10})
 			return err
