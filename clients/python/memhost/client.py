@@ -6,6 +6,7 @@ import email.message
 import http.client
 import json
 import socket
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -92,15 +93,87 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
-_opener = urllib.request.build_opener(_NoRedirect)
+class _Deadline:
+    """A call's deadline: when it passes, a timer shuts the call's socket
+    down, so a server that answers a byte at a time (each wait for data
+    shorter than the socket timeout) cannot hold the caller past it.
+    restart() gives a streamed answer a new period."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.expired = False
+        self._lock = threading.Lock()
+        self._sock: socket.socket | None = None
+        self._timer: threading.Timer | None = None
+        self.restart()
+
+    def restart(self) -> None:
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = threading.Timer(self.seconds, self._expire)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def stop(self) -> None:
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+
+    def watch(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sock = sock
+            if self.expired:
+                self._shutdown()
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            self._shutdown()
+
+    def _shutdown(self) -> None:
+        if self._sock is not None:
+            try:
+                self._sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def _opener(deadline: _Deadline) -> urllib.request.OpenerDirector:
+    """An opener whose connections' sockets the deadline watches."""
+
+    def create_connection(address: tuple[str, int], timeout: Any = None, source_address: Any = None) -> socket.socket:
+        sock = socket.create_connection(address, timeout, source_address)
+        deadline.watch(sock)
+        return sock
+
+    class Connection(http.client.HTTPConnection):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._create_connection = create_connection
+
+    class TLSConnection(http.client.HTTPSConnection):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._create_connection = create_connection
+
+    class Handler(urllib.request.HTTPHandler):
+        def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> Any:
+            return super().do_open(Connection, req, **kwargs)
+
+    class TLSHandler(urllib.request.HTTPSHandler):
+        def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> Any:
+            return super().do_open(TLSConnection, req, **kwargs)
+
+    return urllib.request.build_opener(_NoRedirect, Handler(), TLSHandler())
 
 
 class Client:
     """A client of one memhost server.
 
-    `timeout` (seconds) bounds every call: connecting and each wait for data
-    from the server (urllib's socket timeout), so a stalled server or network
-    raises MemhostTransportError(timed_out=True) rather than hanging. Nothing
+    `timeout` (seconds) bounds every call, answer included (reindex: each
+    streamed line), so a stalled or trickling server or network raises
+    MemhostTransportError(timed_out=True) rather than hanging. Nothing
     touches the network before the first call.
     """
 
@@ -138,8 +211,9 @@ class Client:
         body: Any = None,
         query: dict[str, str | None] | None = None,
         accept: tuple[int, ...] = (),
-    ) -> tuple[http.client.HTTPResponse | urllib.error.HTTPError, str]:
-        """Sends a request; answers the open response and its request id.
+    ) -> tuple[http.client.HTTPResponse | urllib.error.HTTPError, str, _Deadline]:
+        """Sends a request; answers the open response, its request id and the
+        call's deadline (running until the answer is read: stop it then).
 
         A status >= 400 outside `accept` raises the API's error."""
         url = self.base_url + path
@@ -157,45 +231,61 @@ class Client:
             data = json.dumps(body, ensure_ascii=False).encode("utf-8")
             headers["Content-Type"] = "application/json"
         req = urllib.request.Request(url, data=data, headers=headers, method=method)
+        deadline = _Deadline(self.timeout)
         try:
-            resp = _opener.open(req, timeout=self.timeout)
+            resp = _opener(deadline).open(req, timeout=self.timeout)
+            if deadline.expired:
+                resp.close()
+                raise MemhostTransportError(f"{method} {path}: timed out", request_id, True)
             # The server's id: its own when it found the one sent unusable.
             answered = resp.headers.get("X-Request-Id") or request_id
             self.last_request_id = answered
-            return resp, answered
+            return resp, answered, deadline
         except urllib.error.HTTPError as e:
             answered = e.headers.get("X-Request-Id") or request_id
             self.last_request_id = answered
             if e.code in accept:
-                return e, answered
+                return e, answered, deadline
+            deadline.stop()
             if 300 <= e.code < 400:
                 e.close()
                 where = e.headers.get("Location") or "elsewhere"
                 raise MemhostError(e.code, "unknown", f"{method} {path}: HTTP {e.code} redirect to {where} not followed", answered) from None
             with e:
-                raw = self._read(e, method, path, answered)
+                raw = self._read(e, method, path, answered, deadline)
             raise error_from_response(e.code, raw, answered, retry_after_seconds(e.headers.get("Retry-After"))) from None
         except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
-            raise self._transport(e, method, path, request_id) from e
+            deadline.stop()
+            raise self._transport(e, method, path, request_id, deadline) from e
+        except BaseException:
+            deadline.stop()
+            raise
 
-    def _read(self, resp: Any, method: str, path: str, request_id: str) -> bytes:
+    def _read(self, resp: Any, method: str, path: str, request_id: str, deadline: _Deadline) -> bytes:
+        """Reads the whole answer; one cut short by the deadline is a timeout."""
         try:
-            return cast(bytes, resp.read())
+            raw = cast(bytes, resp.read())
         except (OSError, http.client.HTTPException) as e:
-            raise self._transport(e, method, path, request_id) from e
+            raise self._transport(e, method, path, request_id, deadline) from e
+        if deadline.expired:
+            raise MemhostTransportError(f"{method} {path}: timed out", request_id, True)
+        return raw
 
     @staticmethod
-    def _transport(e: BaseException, method: str, path: str, request_id: str) -> MemhostTransportError:
+    def _transport(e: BaseException, method: str, path: str, request_id: str, deadline: _Deadline) -> MemhostTransportError:
         reason = getattr(e, "reason", e)
-        timed_out = isinstance(reason, (TimeoutError, socket.timeout))
+        timed_out = deadline.expired or isinstance(reason, (TimeoutError, socket.timeout))
         what = "timed out" if timed_out else str(reason)
         return MemhostTransportError(f"{method} {path}: {what}", request_id, timed_out)
 
-    def _decode(self, method: str, path: str, resp: Any, request_id: str) -> tuple[int, Any]:
+    def _decode(self, method: str, path: str, resp: Any, request_id: str, deadline: _Deadline) -> tuple[int, Any]:
         """Reads an answer; answers its status and decoded JSON (None when empty)."""
-        with resp:
-            raw = self._read(resp, method, path, request_id)
-            status: int = resp.status or 0
+        try:
+            with resp:
+                raw = self._read(resp, method, path, request_id, deadline)
+                status: int = resp.status or 0
+        finally:
+            deadline.stop()
         if not raw:
             return status, None
         try:
@@ -461,32 +551,43 @@ class Client:
 
         A failure after the server started streaming arrives as its last
         line and is raised like any error answer."""
-        resp, request_id = self._open("POST", "/v1/admin/reindex", _drop_none({"realm": realm}))
+        resp, request_id, deadline = self._open("POST", "/v1/admin/reindex", _drop_none({"realm": realm}))
         with resp:
-            while True:
-                try:
-                    line = resp.readline()
-                except (OSError, http.client.HTTPException) as e:
-                    raise self._transport(e, "POST", "/v1/admin/reindex", request_id) from e
-                if not line:
-                    raise MemhostTransportError(
-                        "POST /v1/admin/reindex: the answer ended without a result", request_id
-                    )
-                if not line.strip():
-                    continue
-                try:
-                    item = json.loads(line)
-                except ValueError as e:
-                    raise MemhostError(resp.status or 0, "unknown", f"POST /v1/admin/reindex: bad answer line: {e}", request_id) from None
-                if not isinstance(item, dict):
-                    raise MemhostError(resp.status or 0, "unknown", "POST /v1/admin/reindex: an answer line is not an object", request_id)
-                if "progress" in item:
-                    if on_progress is not None:
-                        on_progress(cast(ReindexProgress, item["progress"]))
-                elif "result" in item:
-                    return cast(ReindexResult, item["result"])
-                elif "error" in item:
-                    raise error_from_body(resp.status or 0, item["error"], request_id)
+            try:
+                return self._reindex_lines(resp, request_id, deadline, on_progress)
+            finally:
+                deadline.stop()
+
+    def _reindex_lines(
+        self, resp: Any, request_id: str, deadline: _Deadline, on_progress: Callable[[ReindexProgress], None] | None
+    ) -> ReindexResult:
+        while True:
+            try:
+                line = resp.readline()
+            except (OSError, http.client.HTTPException) as e:
+                raise self._transport(e, "POST", "/v1/admin/reindex", request_id, deadline) from e
+            if deadline.expired:
+                raise MemhostTransportError("POST /v1/admin/reindex: timed out", request_id, True)
+            deadline.restart()
+            if not line:
+                raise MemhostTransportError(
+                    "POST /v1/admin/reindex: the answer ended without a result", request_id
+                )
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+            except ValueError as e:
+                raise MemhostError(resp.status or 0, "unknown", f"POST /v1/admin/reindex: bad answer line: {e}", request_id) from None
+            if not isinstance(item, dict):
+                raise MemhostError(resp.status or 0, "unknown", "POST /v1/admin/reindex: an answer line is not an object", request_id)
+            if "progress" in item:
+                if on_progress is not None:
+                    on_progress(cast(ReindexProgress, item["progress"]))
+            elif "result" in item:
+                return cast(ReindexResult, item["result"])
+            elif "error" in item:
+                raise error_from_body(resp.status or 0, item["error"], request_id)
 
     # --- operations ------------------------------------------------------
 
@@ -513,6 +614,9 @@ class Client:
     @_operation("GET /metrics")
     def metrics(self) -> str:
         """The Prometheus text exposition."""
-        resp, request_id = self._open("GET", "/metrics")
-        with resp:
-            return self._read(resp, "GET", "/metrics", request_id).decode("utf-8")
+        resp, request_id, deadline = self._open("GET", "/metrics")
+        try:
+            with resp:
+                return self._read(resp, "GET", "/metrics", request_id, deadline).decode("utf-8")
+        finally:
+            deadline.stop()

@@ -217,6 +217,47 @@ class ErrorsTest(Base):
                 s.close()
             listener.close()
 
+    def test_trickling_server_times_out(self) -> None:
+        # A server sending a byte at a time, each well within the socket
+        # timeout: the call's timeout still bounds the whole answer.
+        body = b'{"plugins": []}' + b" " * 60
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+        cases = [
+            ("headers", b"", head + body),
+            ("body", head, body),
+        ]
+        for name, at_once, trickled in cases:
+            with self.subTest(trickled=name):
+                listener = socket.socket()
+                listener.bind(("127.0.0.1", 0))
+                listener.listen(1)
+                done = threading.Event()
+
+                def answer(at_once: bytes = at_once, trickled: bytes = trickled) -> None:
+                    conn = listener.accept()[0]
+                    with conn:
+                        conn.recv(65536)
+                        try:
+                            conn.sendall(at_once)
+                            for i in range(len(trickled)):
+                                if done.wait(0.05):
+                                    return
+                                conn.sendall(trickled[i : i + 1])
+                        except OSError:
+                            return
+
+                t = threading.Thread(target=answer, daemon=True)
+                t.start()
+                try:
+                    client = Client(f"http://127.0.0.1:{listener.getsockname()[1]}", timeout=0.5)
+                    with self.assertRaises(MemhostTransportError) as cm:
+                        client.plugins()
+                    self.assertTrue(cm.exception.timed_out)
+                finally:
+                    done.set()
+                    t.join(10)
+                    listener.close()
+
     def test_connection_refused(self) -> None:
         s = socket.socket()
         s.bind(("127.0.0.1", 0))
