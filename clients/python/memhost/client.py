@@ -187,6 +187,14 @@ class Client:
     ) -> None:
         if timeout <= 0:
             raise ValueError("timeout must be positive")
+        if token is not None:
+            # Surrounding whitespace (a token file's newline) goes, as fetch
+            # drops it; any other character a header cannot carry is refused
+            # here, where the message can leave the token out (http.client's
+            # would quote it).
+            token = token.strip()
+            if not all(" " <= c <= "~" for c in token):
+                raise ValueError("token has a character other than printable ASCII")
         self.base_url = base_url.rstrip("/")
         self.token = token
         self.timeout = timeout

@@ -306,6 +306,22 @@ class ErrorsTest(Base):
         sink.close()
         self.assertEqual(got, [])
 
+    def test_token_never_in_an_error(self) -> None:
+        env = live()
+        # A token read from a file keeps its newline: it is dropped, as fetch does.
+        for token in (env.app_token + "\n", " " + env.app_token + "\r\n"):
+            with self.subTest(token=repr(token)):
+                self.assertEqual(Client(env.url, token, timeout=30).scopes().get("realm"), "default")
+        # One a header cannot carry is refused without being quoted.
+        for token in ("py-secret\ntoken", "py-secret\rtoken", "py-secret\x00token", "py-secret-t\u20acken"):
+            with self.subTest(token=repr(token)):
+                with self.assertRaises(ValueError) as cm:
+                    Client(env.url, token, timeout=30).healthz()
+                self.assertNotIn("py-secret", str(cm.exception))
+                with self.assertRaises(ValueError) as cm:
+                    self.app.with_options(token=token)
+                self.assertNotIn("py-secret", str(cm.exception))
+
     def test_timeout_must_be_positive(self) -> None:
         with self.assertRaises(ValueError):
             Client(timeout=0)
