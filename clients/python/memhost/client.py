@@ -78,6 +78,18 @@ def _seg(value: str) -> str:
     return urllib.parse.quote(value, safe="")
 
 
+def _encode(body: Any) -> bytes:
+    """A request body as UTF-8 JSON. A lone surrogate (text cut inside a
+    pair, or decoded with surrogateescape) has no UTF-8: the body is then
+    sent with every non-ASCII character escaped, as JSON.stringify sends
+    it, and the server's invalid_argument names the field holding it."""
+    text = json.dumps(body, ensure_ascii=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(body).encode("ascii")
+
+
 def _drop_none(fields: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
 
@@ -236,7 +248,7 @@ class Client:
             headers["Authorization"] = "Bearer " + self.token
         data = None
         if body is not None:
-            data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+            data = _encode(body)
             headers["Content-Type"] = "application/json"
         req = urllib.request.Request(url, data=data, headers=headers, method=method)
         deadline = _Deadline(self.timeout)

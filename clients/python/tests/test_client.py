@@ -102,6 +102,19 @@ class RecordsTest(Base):
         hits = self.app.recall(self.who, "valve sticks winter")["hits"]
         self.assertNotIn(ids[1], [h["record"]["id"] for h in hits])
 
+    def test_non_ascii_and_lone_surrogates(self) -> None:
+        scope = "identity:" + self.who
+        title = "Kaffee für Zoë ☕ 𝄞"
+        ids = self.app.remember([{"scope": scope, "kind": "fact", "title": title, "body": title}])["ids"]
+        self.assertEqual(self.app.get(ids[0])["title"], title)
+        # A lone surrogate (a pair cut in two, a byte kept by surrogateescape)
+        # has no UTF-8: the server refuses it, naming the field.
+        for text in ("cut \ud83d pair", "escaped \udcff byte"):
+            with self.subTest(text=repr(text)):
+                with self.assertRaises(InvalidArgument) as cm:
+                    self.app.remember([{"scope": scope, "kind": "fact", "title": "t", "body": text + " é"}])
+                self.assertEqual(cm.exception.field, "records[0].body")
+
     def test_manifest(self) -> None:
         ids = self.app.remember([{"scope": "identity:" + self.who, "kind": "fact", "title": "Manifest row", "body": "x"}])["ids"]
         rows = self.app.manifest(self.who, tier="full", k=10)["rows"]
