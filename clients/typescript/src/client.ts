@@ -352,9 +352,10 @@ export class MemhostClient {
     const { res, requestId } = sent;
     const decoder = new TextDecoder();
     let buffered = "";
+    let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
     try {
       if (!res.body) throw new MemhostTransportError(`POST ${path}: empty answer`, requestId, false);
-      const reader = res.body.getReader();
+      reader = res.body.getReader();
       for (;;) {
         const { done, value } = await reader.read();
         if (done) break;
@@ -375,6 +376,10 @@ export class MemhostClient {
       throw this.transport(e, "POST", path, sent);
     } finally {
       sent.done();
+      // Left by a result, an error line, a bad line or a throwing
+      // onProgress, the stream would hold its connection open (the timer
+      // that would end it is stopped): close it.
+      await reader?.cancel().catch(() => undefined);
     }
     throw new MemhostTransportError(`POST ${path}: the answer ended without a result`, requestId, false);
   }

@@ -458,6 +458,34 @@ describe("reindex stream", () => {
     }
   });
 
+  it("a stream left early closes its connection", { timeout: 20_000 }, async () => {
+    // The server keeps each stream open after its lines; the client must close it.
+    const progress = '{"progress":{"done":1,"total":2}}\n';
+    const cases: { name: string; lines: string; onProgress?: () => void }[] = [
+      { name: "onProgress throws", lines: progress, onProgress: () => { throw new Error("caller gave up"); } },
+      { name: "error line", lines: progress + '{"error":{"code":"unavailable","message":"provider restarted"}}\n' },
+      { name: "result", lines: progress + '{"result":{"reindexed":2,"duration_ms":1}}\n' },
+      { name: "bad line", lines: "<html>\n" },
+    ];
+    for (const c of cases) {
+      let closed!: Promise<void>;
+      const server = createServer((req, res) => {
+        closed = new Promise((resolve) => req.socket.once("close", () => resolve()));
+        res.writeHead(200, { "Content-Type": "application/x-ndjson" });
+        res.write(c.lines);
+      });
+      const port = await listen(server);
+      try {
+        const client = new MemhostClient({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 60_000 });
+        await client.reindex({ onProgress: c.onProgress }).catch(() => undefined);
+        await closed; // hangs (and the test times out) when the stream is left open
+      } finally {
+        server.closeAllConnections();
+        server.close();
+      }
+    }
+  });
+
   it("a stream that ends without a result is an error", async () => {
     const server = createServer((_req, res) => {
       res.writeHead(200, { "Content-Type": "application/x-ndjson" });
