@@ -163,7 +163,13 @@ export class MemhostClient {
 
   constructor(options: ClientOptions = {}) {
     this.baseUrl = (options.baseUrl ?? DEFAULT_URL).replace(/\/+$/, "");
-    this.#token = options.token;
+    // Surrounding whitespace (a token file's newline) goes, as fetch drops
+    // it; any other character a header cannot carry is refused here, where
+    // the message can leave the token out (fetch's would quote it).
+    this.#token = options.token?.trim();
+    if (this.#token !== undefined && !/^[\x20-\x7e]*$/.test(this.#token)) {
+      throw new TypeError("token has a character other than printable ASCII");
+    }
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     if (!(this.timeoutMs > 0)) throw new RangeError("timeoutMs must be positive");
     this.newRequestId = options.newRequestId ?? (() => crypto.randomUUID());

@@ -137,6 +137,30 @@ describe("records", () => {
 });
 
 describe("errors", () => {
+  it("never quotes the token", async () => {
+    const env = live();
+    // A token file's newline is dropped, as fetch drops it.
+    for (const token of [`${env.appToken}\n`, ` ${env.appToken}\r\n`]) {
+      const scopes = await new MemhostClient({ baseUrl: env.url, token, timeoutMs: 30_000 }).scopes();
+      assert.equal(scopes.realm, "default");
+    }
+    // One a header cannot carry is refused without being quoted.
+    const app = clients().app;
+    for (const token of ["ts-secret\ntoken", "ts-secret\rtoken", "ts-secret\0token", "ts-secret-t\u20acken"]) {
+      const attempts: (() => Promise<unknown>)[] = [
+        async () => new MemhostClient({ baseUrl: env.url, token, timeoutMs: 30_000 }).healthz(),
+        async () => app.withOptions({ token }).healthz(),
+      ];
+      for (const attempt of attempts) {
+        await assert.rejects(attempt(), (e: unknown) => {
+          assert.ok(e instanceof Error);
+          assert.doesNotMatch(`${String(e)} ${String(e.cause ?? "")}`, /ts-secret/);
+          return true;
+        });
+      }
+    }
+  });
+
   it("carry the code and the request id sent", async () => {
     const { app } = clients();
     const e = await rejectsWith(app.get("r-missing", { requestId: "ts-fixed-id.1" }), 404, "not_found");
