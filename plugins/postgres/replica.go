@@ -620,7 +620,9 @@ func (r *replica) catchUp(ctx context.Context) (more bool, err error) {
 		return err
 	})
 	if r.loading.Swap(false) && err != nil {
-		r.beat() // loaded, the replica beats at once below
+		// A failed load's row says it loads no more, and holds back no
+		// trim; one that succeeded beats at once below.
+		r.beat()
 	}
 	if err != nil {
 		r.mu.RLock()
