@@ -169,6 +169,13 @@ def _opener(deadline: _Deadline) -> urllib.request.OpenerDirector:
             super().__init__(*args, **kwargs)
             self._create_connection = create_connection
 
+        def connect(self) -> None:
+            # The TLS socket takes the plain one's descriptor, leaving the
+            # plain one closed, so shutting that down would stop nothing:
+            # the deadline watches the TLS one.
+            super().connect()
+            deadline.watch(self.sock)
+
     class Handler(urllib.request.HTTPHandler):
         def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> Any:
             return super().do_open(Connection, req, **kwargs)

@@ -7,10 +7,12 @@ import json
 import os
 import re
 import socket
+import ssl
 import subprocess
 import sys
 import threading
 import unittest
+import unittest.mock
 import uuid
 from collections.abc import Callable
 from typing import NotRequired, get_args, get_origin, get_type_hints
@@ -338,6 +340,51 @@ class ErrorsTest(Base):
     def test_timeout_must_be_positive(self) -> None:
         with self.assertRaises(ValueError):
             Client(timeout=0)
+
+
+class TLSTest(unittest.TestCase):
+    def test_trickling_server_times_out(self) -> None:
+        # Over TLS the socket read from is the TLS one (the plain one it
+        # wraps is left closed): the call's timeout bounds the answer too.
+        here = os.path.dirname(os.path.abspath(__file__))
+        cert = os.path.join(here, "tls_cert.pem")  # 127.0.0.1, for this test alone
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(cert, os.path.join(here, "tls_key.pem"))
+        body = b'{"plugins": []}' + b" " * 60
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        done = threading.Event()
+        sent: list[int] = []
+
+        def answer() -> None:
+            try:
+                with ctx.wrap_socket(listener.accept()[0], server_side=True) as conn:
+                    conn.recv(65536)
+                    conn.sendall(head)
+                    for i in range(len(body)):
+                        if done.wait(0.05):
+                            return
+                        conn.sendall(body[i : i + 1])
+                        sent.append(i)
+            except OSError:
+                return
+
+        t = threading.Thread(target=answer, daemon=True)
+        t.start()
+        try:
+            with unittest.mock.patch.dict(os.environ, {"SSL_CERT_FILE": cert}):
+                client = Client(f"https://127.0.0.1:{listener.getsockname()[1]}", timeout=0.5)
+                with self.assertRaises(MemhostTransportError) as cm:
+                    client.plugins()
+        finally:
+            done.set()
+            t.join(10)
+            listener.close()
+        self.assertTrue(cm.exception.timed_out)
+        # Cut short, not read to its end and judged late.
+        self.assertLess(len(sent), len(body))
 
 
 class ProposalsTest(Base):
