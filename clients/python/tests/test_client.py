@@ -6,10 +6,12 @@ import http.server
 import json
 import os
 import re
+import shutil
 import socket
 import ssl
 import subprocess
 import sys
+import tempfile
 import threading
 import unittest
 import unittest.mock
@@ -346,10 +348,19 @@ class TLSTest(unittest.TestCase):
     def test_trickling_server_times_out(self) -> None:
         # Over TLS the socket read from is the TLS one (the plain one it
         # wraps is left closed): the call's timeout bounds the answer too.
-        here = os.path.dirname(os.path.abspath(__file__))
-        cert = os.path.join(here, "tls_cert.pem")  # 127.0.0.1, for this test alone
+        # A certificate for 127.0.0.1, made for this test alone (as the
+        # remote-plugin tests make theirs): no key is kept in the tree.
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp)
+        cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+             "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
+             "-addext", "subjectAltName=IP:127.0.0.1"],
+            check=True, capture_output=True,
+        )
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(cert, os.path.join(here, "tls_key.pem"))
+        ctx.load_cert_chain(cert, key)
         body = b'{"plugins": []}' + b" " * 60
         head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
         listener = socket.socket()
