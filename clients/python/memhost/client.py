@@ -48,6 +48,13 @@ DEFAULT_URL = "http://127.0.0.1:7077"
 # deadline_exceeded answer arrive before the client gives up.
 DEFAULT_TIMEOUT = 35.0
 
+# Bytes of an error answer read beyond what its request can have made it:
+# the API's error quotes what the request sent (a refused scope, a path), at
+# most some 5 bytes for each byte sent once escaped; a longer body (a proxy's
+# page) is not the API's, and only its first bytes are kept.
+_ERROR_BODY_BYTES = 64 << 10
+_ERROR_BODY_PER_SENT_BYTE = 8
+
 # The API operation (its operationId in docs/openapi.yaml, or "METHOD /path"
 # for one without) each method performs. The tests compare this table with
 # the document, so an operation the client lacks fails them.
@@ -258,6 +265,7 @@ class Client:
             data = _encode(body)
             headers["Content-Type"] = "application/json"
         req = urllib.request.Request(url, data=data, headers=headers, method=method)
+        error_limit = _ERROR_BODY_BYTES + _ERROR_BODY_PER_SENT_BYTE * (len(url) + len(data or b""))
         deadline = _Deadline(self.timeout)
         try:
             resp = _opener(deadline).open(req, timeout=self.timeout)
@@ -279,7 +287,7 @@ class Client:
                 where = e.headers.get("Location") or "elsewhere"
                 raise MemhostError(e.code, "unknown", f"{method} {path}: HTTP {e.code} redirect to {where} not followed", answered) from None
             with e:
-                raw = self._read(e, method, path, answered, deadline)
+                raw = self._read(e, method, path, answered, deadline, error_limit)
             raise error_from_response(e.code, raw, answered, retry_after_seconds(e.headers.get("Retry-After"))) from None
         except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
             deadline.stop()
@@ -288,10 +296,11 @@ class Client:
             deadline.stop()
             raise
 
-    def _read(self, resp: Any, method: str, path: str, request_id: str, deadline: _Deadline) -> bytes:
-        """Reads the whole answer; one cut short by the deadline is a timeout."""
+    def _read(self, resp: Any, method: str, path: str, request_id: str, deadline: _Deadline, limit: int = -1) -> bytes:
+        """Reads the whole answer (its first `limit` bytes when limit >= 0);
+        one cut short by the deadline is a timeout."""
         try:
-            raw = cast(bytes, resp.read())
+            raw = cast(bytes, resp.read(limit) if limit >= 0 else resp.read())
         except (OSError, http.client.HTTPException) as e:
             raise self._transport(e, method, path, request_id, deadline) from e
         if deadline.expired:

@@ -191,6 +191,24 @@ class ErrorsTest(Base):
         self.assertIsInstance(e, Conflict)
         self.assertEqual(e.request_id, "x")
 
+    def test_error_body_is_read_within_a_bound(self) -> None:
+        # A proxy's page that never ends: the client keeps its first bytes
+        # and stops reading, rather than reading until its timeout.
+        port, stop = serve_endless(b"HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/html\r\n\r\n<html>bad gateway", b"<p>more</p>\n")
+        try:
+            with self.assertRaises(MemhostError) as cm:
+                Client(f"http://127.0.0.1:{port}", timeout=10).plugins()
+        finally:
+            stop()
+        self.assertEqual((cm.exception.status, cm.exception.code), (502, "unknown"))
+        self.assertIn("bad gateway", cm.exception.message)
+        # The API's own error quoting a long request stays whole.
+        for size in (100 << 10, 300 << 10):
+            with self.subTest(size=size):
+                with self.assertRaises(InvalidArgument) as ia:
+                    self.app.remember([{"scope": "\x7f" * size, "kind": "fact", "title": "t", "body": "b"}])
+                self.assertEqual(ia.exception.field, "records[0].scope")
+
     def test_retry_after(self) -> None:
         # A 429 and a 503 say how long to wait; the error carries it.
         cases = [
@@ -658,6 +676,39 @@ class OperationsTest(Base):
         self.assertEqual(ready["ready"], False)
         self.assertEqual(ready["status"], "not ready")
         self.assertEqual(ready.get("plugins"), [{"instance": "main", "state": "backoff"}])
+
+
+def serve_endless(head: bytes, repeat: bytes) -> tuple[int, Callable[[], None]]:
+    """A one-connection server sending head, then repeat over 64 MiB (far
+    past what socket buffers hold), then nothing, holding the connection
+    open until stopped: a client reading it all waits for its timeout."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    done = threading.Event()
+
+    def answer() -> None:
+        conn = listener.accept()[0]
+        with conn:
+            conn.recv(65536)
+            try:
+                conn.sendall(head)
+                block = repeat * (65536 // len(repeat))
+                for _ in range((64 << 20) // len(block)):
+                    conn.sendall(block)
+            except OSError:
+                return
+            done.wait(60)
+
+    t = threading.Thread(target=answer, daemon=True)
+    t.start()
+
+    def stop() -> None:
+        done.set()
+        t.join(10)
+        listener.close()
+
+    return listener.getsockname()[1], stop
 
 
 def serve_once(

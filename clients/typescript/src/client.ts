@@ -117,6 +117,13 @@ export const DEFAULT_URL = "http://127.0.0.1:7077";
 // deadline_exceeded answer arrive before the client gives up.
 export const DEFAULT_TIMEOUT_MS = 35_000;
 
+// Bytes of an error answer read beyond what its request can have made it:
+// the API's error quotes what the request sent (a refused scope, a path), at
+// most some 5 bytes for each byte sent once escaped; a longer body (a proxy's
+// page) is not the API's, and only its first bytes are kept.
+const ERROR_BODY_BYTES = 64 << 10;
+const ERROR_BODY_PER_SENT_BYTE = 8;
+
 interface Request {
   method: "GET" | "POST" | "DELETE";
   path: string;
@@ -492,15 +499,31 @@ export class MemhostClient {
     }
     if (sent.res.status >= 400 && !req.accept?.includes(sent.res.status)) {
       const retryAfter = retryAfterSeconds(sent.res.headers.get("Retry-After"));
-      throw MemhostError.fromBody(sent.res.status, await this.text(sent, req.method, req.path), sent.requestId, retryAfter);
+      const limit = ERROR_BODY_BYTES + ERROR_BODY_PER_SENT_BYTE * (Buffer.byteLength(url) + Buffer.byteLength(payload ?? ""));
+      throw MemhostError.fromBody(sent.res.status, await this.text(sent, req.method, req.path, limit), sent.requestId, retryAfter);
     }
     return sent;
   }
 
-  /** Reads a whole answer within the call's timeout. */
-  private async text(sent: Sent, method: string, path: string): Promise<string> {
+  /** Reads a whole answer (its first `limit` bytes, when given) within the call's timeout. */
+  private async text(sent: Sent, method: string, path: string, limit?: number): Promise<string> {
     try {
-      return await sent.res.text();
+      if (limit === undefined || !sent.res.body) return await sent.res.text();
+      const reader = sent.res.body.getReader();
+      const chunks: Uint8Array[] = [];
+      let size = 0;
+      try {
+        while (size < limit) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          chunks.push(value);
+          size += value.length;
+        }
+      } finally {
+        // The rest, if any, is not read: closing the stream drops the connection.
+        await reader.cancel().catch(() => undefined);
+      }
+      return Buffer.concat(chunks).subarray(0, limit).toString("utf8");
     } catch (e) {
       throw this.transport(e, method, path, sent);
     } finally {

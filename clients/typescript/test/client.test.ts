@@ -199,6 +199,42 @@ describe("errors", () => {
     assert.deepEqual([h.code, h.requestId, h.field], ["history_mismatch", "x", "evicted"]);
   });
 
+  it("an error body is read within a bound", { timeout: 60_000 }, async () => {
+    // A proxy's page of 64 MiB (far past what socket buffers hold) that then
+    // stalls: the client keeps its first bytes and stops reading, rather
+    // than reading until its timeout.
+    const held: import("node:http").ServerResponse[] = [];
+    const server = createServer((_req, res) => {
+      res.writeHead(502, { "Content-Type": "text/html" });
+      res.write("<html>bad gateway");
+      const block = "<p>more</p>\n".repeat(5000);
+      let sent = 0;
+      const more = () => {
+        while (sent < 64 << 20) {
+          sent += block.length;
+          if (!res.write(block)) return void res.once("drain", more);
+        }
+      };
+      res.on("error", () => undefined);
+      more();
+      held.push(res);
+    });
+    const port = await listen(server);
+    try {
+      const e = await rejectsWith(new MemhostClient({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 10_000 }).plugins(), 502, "unknown");
+      assert.match(e.apiMessage, /bad gateway/);
+    } finally {
+      for (const res of held) res.destroy();
+      server.close();
+    }
+    // The API's own error quoting a long request stays whole.
+    const { app } = clients();
+    for (const size of [100 << 10, 300 << 10]) {
+      const e = await rejectsWith(app.remember({ records: [{ scope: "\x7f".repeat(size), kind: "fact", title: "t", body: "b" }] }), 400, "invalid_argument");
+      assert.equal(e.field, "records[0].scope");
+    }
+  });
+
   it("a 429 or 503 carries its Retry-After", async () => {
     for (const [status, code] of [[429, "too_many_proposals"], [429, "too_many_requests"], [503, "unavailable"], [503, "provider_unavailable"]] as const) {
       const server = createServer((_req, res) => {
