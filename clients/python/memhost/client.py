@@ -55,6 +55,10 @@ DEFAULT_TIMEOUT = 35.0
 _ERROR_BODY_BYTES = 64 << 10
 _ERROR_BODY_PER_SENT_BYTE = 8
 
+# Bytes of one reindex line, its newline not counted: the server's lines
+# (progress, the result, an error) are a few hundred bytes.
+_MAX_LINE_BYTES = 1 << 20
+
 # The API operation (its operationId in docs/openapi.yaml, or "METHOD /path"
 # for one without) each method performs. The tests compare this table with
 # the document, so an operation the client lacks fails them.
@@ -599,7 +603,7 @@ class Client:
     ) -> ReindexResult:
         while True:
             try:
-                line = resp.readline()
+                line = resp.readline(_MAX_LINE_BYTES + 1)
             except (OSError, http.client.HTTPException) as e:
                 raise self._transport(e, "POST", "/v1/admin/reindex", request_id, deadline) from e
             if deadline.expired:
@@ -608,6 +612,10 @@ class Client:
             if not line:
                 raise MemhostTransportError(
                     "POST /v1/admin/reindex: the answer ended without a result", request_id
+                )
+            if len(line) > _MAX_LINE_BYTES and not line.endswith(b"\n"):
+                raise MemhostError(
+                    resp.status or 0, "unknown", "POST /v1/admin/reindex: bad answer line: longer than 1 MiB", request_id
                 )
             if not line.strip():
                 continue

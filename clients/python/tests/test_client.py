@@ -648,6 +648,27 @@ class ReindexStreamTest(unittest.TestCase):
         self.assertTrue(cm.exception.timed_out)
         self.assertEqual(seen, [{"done": 1, "total": 2}])
 
+    def test_line_is_bounded(self) -> None:
+        # A line that never ends is refused past 1 MiB, not buffered until
+        # the timeout; one just within it is read.
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n\r\n"
+        port, stop = serve_endless(head, b"x" * 64)
+        try:
+            with self.assertRaises(MemhostError) as cm:
+                Client(f"http://127.0.0.1:{port}", timeout=10).reindex()
+        finally:
+            stop()
+        self.assertEqual(cm.exception.code, "unknown")
+        self.assertIn("longer than 1 MiB", cm.exception.message)
+        result = b'{"result":{"reindexed":1,"duration_ms":1,"realm":"' + b"r" * ((1 << 20) - 100) + b'"}}'
+        result += b" " * ((1 << 20) - len(result)) + b"\n"
+        port, stop = serve_once(200, result, "application/x-ndjson")
+        try:
+            done = Client(f"http://127.0.0.1:{port}", timeout=10).reindex()
+        finally:
+            stop()
+        self.assertEqual(done["reindexed"], 1)
+
     def test_bad_line(self) -> None:
         _, e = self.reindex(b"<html>\n")
         self.assertIsInstance(e, MemhostError)

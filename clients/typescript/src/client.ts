@@ -124,6 +124,10 @@ export const DEFAULT_TIMEOUT_MS = 35_000;
 const ERROR_BODY_BYTES = 64 << 10;
 const ERROR_BODY_PER_SENT_BYTE = 8;
 
+// Bytes of one reindex line, its newline not counted: the server's lines
+// (progress, the result, an error) are a few hundred bytes.
+const MAX_LINE_BYTES = 1 << 20;
+
 interface Request {
   method: "GET" | "POST" | "DELETE";
   path: string;
@@ -365,6 +369,8 @@ export class MemhostClient {
     const { res, requestId } = sent;
     const decoder = new TextDecoder();
     let buffered = "";
+    // Bytes received since the last newline.
+    let pending = 0;
     let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
     try {
       if (!res.body) throw new MemhostTransportError(`POST ${path}: empty answer`, requestId, false);
@@ -373,6 +379,11 @@ export class MemhostClient {
         const { done, value } = await reader.read();
         if (done) break;
         sent.touch();
+        const nlAt = value.lastIndexOf(0x0a);
+        pending = nlAt < 0 ? pending + value.length : value.length - nlAt - 1;
+        if (pending > MAX_LINE_BYTES) {
+          throw new MemhostError(res.status, "unknown", `POST ${path}: bad answer line: longer than 1 MiB`, requestId);
+        }
         buffered += decoder.decode(value, { stream: true });
         let nl: number;
         while ((nl = buffered.indexOf("\n")) >= 0) {

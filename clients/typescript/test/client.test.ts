@@ -546,6 +546,47 @@ describe("reindex stream", () => {
     }
   });
 
+  it("a line is bounded", { timeout: 60_000 }, async () => {
+    // A line that never ends (64 MiB, then a stall) is refused past 1 MiB,
+    // not buffered until the timeout; one just within it is read.
+    const held: import("node:http").ServerResponse[] = [];
+    const endless = createServer((_req, res) => {
+      res.writeHead(200, { "Content-Type": "application/x-ndjson" });
+      const block = "x".repeat(65536);
+      let sent = 0;
+      const more = () => {
+        while (sent < 64 << 20) {
+          sent += block.length;
+          if (!res.write(block)) return void res.once("drain", more);
+        }
+      };
+      res.on("error", () => undefined);
+      more();
+      held.push(res);
+    });
+    const port = await listen(endless);
+    try {
+      const e = await rejectsWith(new MemhostClient({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 10_000 }).reindex(), 200, "unknown");
+      assert.match(e.apiMessage, /longer than 1 MiB/);
+    } finally {
+      for (const res of held) res.destroy();
+      endless.close();
+    }
+    let result = `{"result":{"reindexed":1,"duration_ms":1,"realm":"${"r".repeat((1 << 20) - 100)}"}}`;
+    result += `${" ".repeat((1 << 20) - result.length)}\n`;
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { "Content-Type": "application/x-ndjson" });
+      res.end(result);
+    });
+    const port2 = await listen(server);
+    try {
+      const done = await new MemhostClient({ baseUrl: `http://127.0.0.1:${port2}`, timeoutMs: 10_000 }).reindex();
+      assert.equal(done.reindexed, 1);
+    } finally {
+      server.close();
+    }
+  });
+
   it("a stream that ends without a result is an error", async () => {
     const server = createServer((_req, res) => {
       res.writeHead(200, { "Content-Type": "application/x-ndjson" });
