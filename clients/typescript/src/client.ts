@@ -135,7 +135,7 @@ interface Request {
   query?: { [name: string]: string | undefined };
   accept?: number[];
   opts?: CallOptions;
-  /** The timeout restarts whenever data arrives (a streamed answer). */
+  /** The timeout restarts at touch() (each line of a streamed answer). */
   idle?: boolean;
 }
 
@@ -378,7 +378,6 @@ export class MemhostClient {
       for (;;) {
         const { done, value } = await reader.read();
         if (done) break;
-        sent.touch();
         const nlAt = value.lastIndexOf(0x0a);
         pending = nlAt < 0 ? pending + value.length : value.length - nlAt - 1;
         if (pending > MAX_LINE_BYTES) {
@@ -387,6 +386,9 @@ export class MemhostClient {
         buffered += decoder.decode(value, { stream: true });
         let nl: number;
         while ((nl = buffered.indexOf("\n")) >= 0) {
+          // A new period per complete line: bytes dribbled without a
+          // newline do not keep the call alive.
+          sent.touch();
           const line = buffered.slice(0, nl).trim();
           buffered = buffered.slice(nl + 1);
           if (!line) continue;

@@ -518,6 +518,32 @@ describe("reindex stream", () => {
     }
   });
 
+  it("a stream dribbling bytes without a newline times out", { timeout: 30_000 }, async () => {
+    // A byte every 20 ms, never a newline: the timeout restarts per line, not per chunk.
+    const timers: ReturnType<typeof setInterval>[] = [];
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { "Content-Type": "application/x-ndjson" });
+      res.write('{"progress":{"done":1,"total":2}}\n');
+      res.on("error", () => undefined);
+      timers.push(setInterval(() => res.write(" "), 20));
+    });
+    const port = await listen(server);
+    try {
+      const seen: ReindexProgress[] = [];
+      const client = new MemhostClient({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 300 });
+      await assert.rejects(client.reindex({ onProgress: (p) => seen.push(p) }), (e: unknown) => {
+        assert.ok(e instanceof MemhostTransportError, String(e));
+        assert.equal(e.timedOut, true);
+        return true;
+      });
+      assert.deepEqual(seen, [{ done: 1, total: 2 }]);
+    } finally {
+      for (const t of timers) clearInterval(t);
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+
   it("a stream left early closes its connection", { timeout: 20_000 }, async () => {
     // The server keeps each stream open after its lines; the client must close it.
     const progress = '{"progress":{"done":1,"total":2}}\n';
