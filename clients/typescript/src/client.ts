@@ -371,6 +371,7 @@ export class MemhostClient {
     let buffered = "";
     // Bytes received since the last newline.
     let pending = 0;
+    let callerError: { e: unknown } | undefined;
     let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
     try {
       if (!res.body) throw new MemhostTransportError(`POST ${path}: empty answer`, requestId, false);
@@ -392,13 +393,24 @@ export class MemhostClient {
           const line = buffered.slice(0, nl).trim();
           buffered = buffered.slice(nl + 1);
           if (!line) continue;
-          const item = JSON.parse(line) as ReindexLine;
-          if (item.progress) opts.onProgress?.(item.progress);
-          else if (item.result) return item.result;
+          const item = JSON.parse(line) as ReindexLine | null;
+          if (typeof item !== "object" || item === null || Array.isArray(item)) {
+            throw new MemhostError(res.status, "unknown", `POST ${path}: bad answer line: not a JSON object`, requestId);
+          }
+          if (item.progress) {
+            try {
+              opts.onProgress?.(item.progress);
+            } catch (e) {
+              callerError = { e };
+              throw e;
+            }
+          } else if (item.result) return item.result;
           else if (item.error) throw MemhostError.fromObject(res.status, item.error, requestId);
         }
       }
     } catch (e) {
+      // What the caller's onProgress threw is the caller's: passed on as it is.
+      if (callerError) throw callerError.e;
       throw this.transport(e, "POST", path, sent);
     } finally {
       sent.done();

@@ -613,6 +613,34 @@ describe("reindex stream", () => {
     }
   });
 
+  it("passes on what onProgress throws, and refuses a line that is no object", async () => {
+    const thrown = new SyntaxError("caller's own");
+    const progress = '{"progress":{"done":1,"total":2}}\n';
+    const cases: { name: string; lines: string; onProgress?: () => void; check: (e: unknown) => boolean }[] = [
+      { name: "onProgress throws", lines: progress, onProgress: () => { throw thrown; }, check: (e) => e === thrown },
+      ...["null", "[]", "2", '"x"'].map((line) => ({
+        name: line,
+        lines: `${line}\n`,
+        check: (e: unknown) => e instanceof MemhostError && e.code === "unknown" && /bad answer line: not a JSON object/.test(e.message),
+      })),
+    ];
+    for (const c of cases) {
+      const server = createServer((_req, res) => {
+        res.writeHead(200, { "Content-Type": "application/x-ndjson" });
+        res.end(c.lines);
+      });
+      const port = await listen(server);
+      try {
+        await assert.rejects(new MemhostClient({ baseUrl: `http://127.0.0.1:${port}` }).reindex({ onProgress: c.onProgress }), (e: unknown) => {
+          assert.ok(c.check(e), `${c.name}: ${String(e)}`);
+          return true;
+        });
+      } finally {
+        server.close();
+      }
+    }
+  });
+
   it("a stream that ends without a result is an error", async () => {
     const server = createServer((_req, res) => {
       res.writeHead(200, { "Content-Type": "application/x-ndjson" });
