@@ -7,8 +7,10 @@
 package redact
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/sdk"
@@ -56,6 +58,7 @@ const apiPathPrefix = "/v1/"
 // neutralised. It reports whether the message changed.
 func ForClient(c *coordinator.Coordinator, msg string) (string, bool) {
 	out, _ := Message(msg)
+	out = shorten(out)
 	if c != nil {
 		out = c.RenderText(sdk.Identity{}, out, coordinator.TextError)
 	}
@@ -120,4 +123,29 @@ func shortPath(path, seps string) string {
 		path = path[k+1:]
 	}
 	return "…/" + path
+}
+
+// maxClientMessage bounds an error message answered to a client, and
+// tailBytes the part of its end kept past the cut: a message may quote the
+// request's text whole (a scope of 900 KB came back in a 900 KB error, and
+// escaping grows it further), while what the message explains follows the
+// quote.
+const (
+	maxClientMessage = 4 << 10
+	tailBytes        = 1 << 10
+)
+
+// shorten answers msg whole when it is within maxClientMessage, else its
+// start and its last tailBytes (both cut on character boundaries) with
+// the number of bytes left out between them.
+func shorten(msg string) string {
+	if len(msg) <= maxClientMessage {
+		return msg
+	}
+	tail := len(msg) - tailBytes
+	for tail < len(msg) && !utf8.RuneStart(msg[tail]) {
+		tail++
+	}
+	head := sdk.CutText(msg, maxClientMessage-tailBytes-64)
+	return fmt.Sprintf("%s … (%d bytes left out) … %s", head, tail-len(head), msg[tail:])
 }

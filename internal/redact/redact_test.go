@@ -1,6 +1,10 @@
 package redact
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
 
 func TestMessage(t *testing.T) {
 	cases := []struct{ name, in, want string }{
@@ -33,6 +37,44 @@ func TestMessage(t *testing.T) {
 			got, changed := Message(tc.in)
 			if got != tc.want || changed != (tc.in != tc.want) {
 				t.Fatalf("Message(%q) = %q, %v; want %q", tc.in, got, changed, tc.want)
+			}
+		})
+	}
+}
+
+// TestForClientShortensALongMessage: a message quoting a request's text
+// whole (a 900 KB scope) is answered as its start and its end, within
+// maxClientMessage and cut on character boundaries, the explanation at
+// its end kept; a short one is answered whole.
+func TestForClientShortensALongMessage(t *testing.T) {
+	const explains = `" is not identity:<id>, mob:<name>, operator:<name> or realm`
+	for _, c := range []struct {
+		name  string
+		quote string
+		whole bool
+	}{
+		{"short", "identity alice", true},
+		{"at the bound", strings.Repeat("a", maxClientMessage-len(`scope: "`)-len(explains)), true},
+		{"ascii", strings.Repeat("a", 900<<10), false},
+		{"multi-byte at every cut", strings.Repeat("é日🎉", 100<<10), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			msg := `scope: "` + c.quote + explains
+			out, _ := ForClient(nil, msg)
+			if c.whole {
+				if out != msg {
+					t.Fatalf("a message within the bound changed: %d bytes to %d", len(msg), len(out))
+				}
+				return
+			}
+			if len(out) > maxClientMessage {
+				t.Errorf("answered %d bytes, want at most %d", len(out), maxClientMessage)
+			}
+			if !utf8.ValidString(out) || strings.ContainsRune(out, utf8.RuneError) {
+				t.Errorf("a cut split a character: %q", out[len(out)-200:])
+			}
+			if !strings.HasPrefix(out, `scope: "`) || !strings.HasSuffix(out, explains) || !strings.Contains(out, "bytes left out") {
+				t.Errorf("answered %q … %q, want the start, the explanation and what was left out", out[:40], out[len(out)-80:])
 			}
 		})
 	}
