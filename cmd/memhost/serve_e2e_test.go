@@ -162,36 +162,13 @@ supervisor {
   health_timeout_ms = 600000
 }
 `)
-			pids := pluginPids(t, m)
 			// The provider, held stopped past the drain and never
 			// continued.
-			if err := syscall.Kill(pids[0], syscall.SIGSTOP); err != nil {
-				t.Fatal(err)
-			}
-			type answer struct {
-				code int
-				body string
-				err  error
-			}
-			done := make(chan answer, 1)
-			go func() {
-				resp, err := http.Post(m.base+c.path, "application/json", strings.NewReader(c.body))
-				if err != nil {
-					done <- answer{err: err}
-					return
-				}
-				data, err := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				done <- answer{code: resp.StatusCode, body: string(data), err: err}
-			}()
-			serving := `memhost_http_requests_in_flight{route="` + c.route + `"} 1`
-			eventually(t, "memhost serving the held request", func() bool {
-				return strings.Contains(scrape(t, m), serving)
-			})
+			pids, done := holdOnAStoppedPlugin(t, m, c.route, c.path, c.body)
 			if err := m.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
-			var a answer
+			var a heldAnswer
 			select {
 			case a = <-done:
 			case <-time.After(60 * time.Second):
@@ -231,30 +208,8 @@ supervisor {
   health_timeout_ms = 600000
 }
 `)
-			pids := pluginPids(t, m)
-			if err := syscall.Kill(pids[0], syscall.SIGSTOP); err != nil {
-				t.Fatal(err)
-			}
+			pids, done := holdOnAStoppedPlugin(t, m, "POST /v1/records", "/v1/records", `{"records":[{"scope":"realm","kind":"fact","title":"in flight","body":"at the second signal"}]}`)
 			defer syscall.Kill(pids[0], syscall.SIGCONT)
-			type answer struct {
-				code int
-				body string
-				err  error
-			}
-			done := make(chan answer, 1)
-			go func() {
-				resp, err := http.Post(m.base+"/v1/records", "application/json", strings.NewReader(`{"records":[{"scope":"realm","kind":"fact","title":"in flight","body":"at the second signal"}]}`))
-				if err != nil {
-					done <- answer{err: err}
-					return
-				}
-				data, err := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				done <- answer{code: resp.StatusCode, body: string(data), err: err}
-			}()
-			eventually(t, "memhost serving the held request", func() bool {
-				return strings.Contains(scrape(t, m), `memhost_http_requests_in_flight{route="POST /v1/records"} 1`)
-			})
 			if err := m.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
@@ -262,7 +217,7 @@ supervisor {
 			if err := m.cmd.Process.Signal(second); err != nil {
 				t.Fatal(err)
 			}
-			var a answer
+			var a heldAnswer
 			select {
 			case a = <-done:
 			case <-time.After(60 * time.Second):
@@ -426,4 +381,38 @@ func TestOversizedHeaderIsRefused(t *testing.T) {
 	if code := m.do("GET", "/healthz", nil, nil); code != 200 {
 		t.Fatalf("healthz = %d", code)
 	}
+}
+
+// heldAnswer is what a request held on a stopped plugin was answered.
+type heldAnswer struct {
+	code int
+	body string
+	err  error
+}
+
+// holdOnAStoppedPlugin stops m's provider plugin (SIGSTOP) and sends a POST
+// of body to path, answering the plugins' pids and the request's answer
+// once memhost is serving it (its route in flight).
+func holdOnAStoppedPlugin(t *testing.T, m *instance, route, path, body string) ([]int, <-chan heldAnswer) {
+	t.Helper()
+	pids := pluginPids(t, m)
+	if err := syscall.Kill(pids[0], syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan heldAnswer, 1)
+	go func() {
+		resp, err := http.Post(m.base+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			done <- heldAnswer{err: err}
+			return
+		}
+		data, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		done <- heldAnswer{code: resp.StatusCode, body: string(data), err: err}
+	}()
+	serving := `memhost_http_requests_in_flight{route="` + route + `"} 1`
+	eventually(t, "memhost serving the held request", func() bool {
+		return strings.Contains(scrape(t, m), serving)
+	})
+	return pids, done
 }
