@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import email.message
+import functools
 import http.client
 import json
 import socket
@@ -162,40 +163,53 @@ class _Deadline:
                 pass
 
 
+class _WatchedConnection(http.client.HTTPConnection):
+    """A connection whose socket its call's deadline watches."""
+
+    def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._deadline = deadline
+
+    def connect(self) -> None:
+        super().connect()
+        self._deadline.watch(self.sock)
+
+
+class _WatchedTLSConnection(http.client.HTTPSConnection):
+    """_WatchedConnection over TLS: the TLS socket takes the plain one's
+    descriptor, leaving the plain one closed, so the deadline watches the
+    TLS one (shutting the plain one down would stop nothing)."""
+
+    def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._deadline = deadline
+
+    def connect(self) -> None:
+        super().connect()
+        self._deadline.watch(self.sock)
+
+
+class _WatchedHandler(urllib.request.HTTPHandler):
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__()
+        self._deadline = deadline
+
+    def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> Any:
+        return super().do_open(functools.partial(_WatchedConnection, deadline=self._deadline), req, **kwargs)
+
+
+class _WatchedTLSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__()
+        self._deadline = deadline
+
+    def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> Any:
+        return super().do_open(functools.partial(_WatchedTLSConnection, deadline=self._deadline), req, **kwargs)
+
+
 def _opener(deadline: _Deadline) -> urllib.request.OpenerDirector:
     """An opener whose connections' sockets the deadline watches."""
-
-    def create_connection(address: tuple[str, int], timeout: Any = None, source_address: Any = None) -> socket.socket:
-        sock = socket.create_connection(address, timeout, source_address)
-        deadline.watch(sock)
-        return sock
-
-    class Connection(http.client.HTTPConnection):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self._create_connection = create_connection
-
-    class TLSConnection(http.client.HTTPSConnection):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self._create_connection = create_connection
-
-        def connect(self) -> None:
-            # The TLS socket takes the plain one's descriptor, leaving the
-            # plain one closed, so shutting that down would stop nothing:
-            # the deadline watches the TLS one.
-            super().connect()
-            deadline.watch(self.sock)
-
-    class Handler(urllib.request.HTTPHandler):
-        def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> Any:
-            return super().do_open(Connection, req, **kwargs)
-
-    class TLSHandler(urllib.request.HTTPSHandler):
-        def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> Any:
-            return super().do_open(TLSConnection, req, **kwargs)
-
-    return urllib.request.build_opener(_NoRedirect, Handler(), TLSHandler())
+    return urllib.request.build_opener(_NoRedirect, _WatchedHandler(deadline), _WatchedTLSHandler(deadline))
 
 
 class Client:
