@@ -366,11 +366,13 @@ const (
 	codeCannotConnectNow   = "57P03"
 	codeIdleSessionTimeout = "57P05"
 	codeReadOnlySQLTx      = "25006"
+	codeDiskFull           = "53100"
 )
 
 // classify marks a server that cannot be reached, refuses a connection
-// or is going down as sdk.ErrUnavailable and a timeout as sdk.ErrDeadline,
-// so the API answers 503 / 504 during an outage rather than 500. A
+// or is going down as sdk.ErrUnavailable, a timeout as sdk.ErrDeadline and
+// a full disk as sdk.ErrNoSpace, so the API answers 503 / 504 / 507 rather
+// than 500. A
 // connection failure's text (pgconn's names the user, database and
 // host:port) is kept out of the message, which reaches clients.
 func classify(err error) error {
@@ -396,6 +398,11 @@ func classify(err error) error {
 			// A primary demoted, or a failover's address still on the
 			// standby: the writes go through once it points at a primary.
 			return unavailable("the database accepts no writes", err)
+		case pe.Code == codeDiskFull:
+			// The write stored nothing and reads go on, as on any
+			// provider's full disk: the same code, so a client branches
+			// on it whatever the backend.
+			return &hiddenError{msg: insufficientResource(pe.Code) + " (SQLSTATE " + pe.Code + ")", sentinel: sdk.ErrNoSpace, cause: err}
 		case strings.HasPrefix(pe.Code, "53"):
 			// The server is up and answers reads: the message names the
 			// resource it ran out of, for the operator to add.
@@ -422,7 +429,7 @@ func classify(err error) error {
 // 53): a write refused on a full disk must not read as an outage.
 func insufficientResource(code string) string {
 	switch code {
-	case "53100":
+	case codeDiskFull:
 		return "the database's disk is full"
 	case "53200":
 		return "the database is out of memory"

@@ -26,12 +26,14 @@ const (
 	codeIdleSessionTimeout = "57P05" // idle_session_timeout
 	codeReadOnlySQLTx      = "25006"
 	codeUndefinedObject    = "42704" // a setting this server does not have
+	codeDiskFull           = "53100"
 )
 
 // classify wraps err with the sdk sentinel the host branches on: a
 // timeout is sdk.ErrDeadline, a server that cannot be reached, refuses a
-// connection or is going down is sdk.ErrUnavailable. Anything already
-// carrying a sentinel, and anything else, passes through. A connection
+// connection or is going down is sdk.ErrUnavailable, a full disk is
+// sdk.ErrNoSpace. Anything already carrying a sentinel, and anything
+// else, passes through. A connection
 // failure's text (pgconn's names the user, database and host:port) never
 // reaches the message: it goes to the plugin's log.
 func classify(err error) error {
@@ -63,6 +65,13 @@ func classify(err error) error {
 			// A primary demoted, or a failover's address still on the
 			// standby: the writes go through once it points at a primary.
 			return unavailable("the database accepts no writes", err)
+		case pe.Code == codeDiskFull:
+			// The write stored nothing and reads go on, as on any
+			// provider's full disk: the same code, so a client branches
+			// on it whatever the backend.
+			what := insufficientResource(pe.Code) + " (SQLSTATE " + pe.Code + ")"
+			sdk.Logger().Warn(what, "error", err)
+			return &hiddenError{msg: what, sentinel: sdk.ErrNoSpace, cause: err}
 		case strings.HasPrefix(pe.Code, "53"):
 			// The server is up and answers reads: the message names the
 			// resource it ran out of, for the operator to add.
@@ -90,7 +99,7 @@ func classify(err error) error {
 // 53): a write refused on a full disk must not read as an outage.
 func insufficientResource(code string) string {
 	switch code {
-	case "53100":
+	case codeDiskFull:
 		return "the database's disk is full"
 	case "53200":
 		return "the database is out of memory"
