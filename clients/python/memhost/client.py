@@ -5,6 +5,7 @@ from __future__ import annotations
 import email.message
 import functools
 import http.client
+import ipaddress
 import json
 import socket
 import threading
@@ -207,9 +208,31 @@ class _WatchedTLSHandler(urllib.request.HTTPSHandler):
         return super().do_open(functools.partial(_WatchedTLSConnection, deadline=self._deadline), req, **kwargs)
 
 
+class _ProxyHandler(urllib.request.ProxyHandler):
+    """The environment's proxies (http_proxy, https_proxy, no_proxy), never
+    for a server on this machine's loopback: a proxy would reach its own
+    loopback, not this one's, and be handed the bearer token on the way.
+    Go's net/http passes over loopback the same way."""
+
+    def proxy_open(self, req: Any, proxy: str, type: str) -> Any:  # noqa: A002
+        if _loopback(req.host):
+            return None  # the next handler opens it directly
+        return super().proxy_open(req, proxy, type)
+
+
+def _loopback(netloc: str) -> bool:
+    host = urllib.parse.urlsplit("//" + netloc).hostname or ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _opener(deadline: _Deadline) -> urllib.request.OpenerDirector:
     """An opener whose connections' sockets the deadline watches."""
-    return urllib.request.build_opener(_NoRedirect, _WatchedHandler(deadline), _WatchedTLSHandler(deadline))
+    return urllib.request.build_opener(_NoRedirect, _ProxyHandler(), _WatchedHandler(deadline), _WatchedTLSHandler(deadline))
 
 
 class Client:

@@ -341,6 +341,31 @@ class ErrorsTest(Base):
         sink.close()
         self.assertEqual(got, [])
 
+    def test_proxy_only_off_this_machine(self) -> None:
+        # A proxy from the environment cannot reach this machine's loopback
+        # and must not be handed the token: loopback goes direct, anything
+        # else through the proxy.
+        proxied: list[str] = []
+        proxy_port, stop_proxy = serve_recording(proxied)
+        env = {"http_proxy": f"http://127.0.0.1:{proxy_port}", "no_proxy": ""}
+        try:
+            for host in ("127.0.0.1", "localhost"):
+                with self.subTest(host=host):
+                    port, stop = serve_once(200, b"{}")
+                    try:
+                        with unittest.mock.patch.dict(os.environ, env):
+                            self.assertTrue(Client(f"http://{host}:{port}", "py-secret-token", timeout=5).healthz())
+                    finally:
+                        stop()
+            self.assertEqual(proxied, [])
+            # The same client off this machine goes through the proxy (which
+            # answers it), so the check above can fail.
+            with unittest.mock.patch.dict(os.environ, env):
+                self.assertTrue(Client("http://memhost.invalid:7077", timeout=5).healthz())
+        finally:
+            stop_proxy()
+        self.assertEqual(proxied, ["http://memhost.invalid:7077/healthz"])
+
     def test_token_never_in_an_error(self) -> None:
         env = live()
         # A token read from a file keeps its newline: it is dropped, as fetch does.
@@ -761,6 +786,34 @@ def serve_once(
     def stop() -> None:
         t.join(5)
         server.server_close()
+
+    return server.server_address[1], stop
+
+
+def serve_recording(paths: list[str]) -> tuple[int, Callable[[], None]]:
+    """A one-request HTTP server (a proxy) answering {} and adding the
+    request's target to paths."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            paths.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    t = threading.Thread(target=server.serve_forever, daemon=True)
+    t.start()
+
+    def stop() -> None:
+        server.shutdown()
+        server.server_close()
+        t.join(5)
 
     return server.server_address[1], stop
 
