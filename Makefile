@@ -20,7 +20,7 @@ TOOLS      := $(CURDIR)/.tools
 MODULES    := . sdk examples/journal examples/kv
 PKGS       := ./... $(patsubst %,./%/...,$(filter-out .,$(MODULES)))
 # Packages with shared state also run under the race detector.
-RACE_PKGS  := ./sdk/ ./sdk/host/... ./sdk/index/ ./sdk/tokenize/ ./sdk/kvprovider/ ./plugins/sqlite/ ./coordinator/... ./guide/... ./internal/lru/... ./internal/keyedlock/... ./internal/pluginhost/... ./internal/httpapi/... ./internal/compaction/... ./internal/sessionstore/... ./internal/pgstate/... ./internal/hybrid/... ./internal/turntrace/...
+RACE_PKGS  := ./sdk/ ./sdk/host/... ./sdk/index/ ./sdk/tokenize/ ./sdk/kvprovider/ ./plugins/sqlite/ ./coordinator/... ./guide/... ./internal/pluginhost/... ./internal/httpapi/... ./internal/compaction/... ./internal/sessionstore/... ./internal/pgstate/... ./internal/hybrid/... ./internal/turntrace/...
 # The example plugins must depend on the SDK module alone.
 EXAMPLES   := examples/journal examples/kv
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"runtime"
 
-	"github.com/memhost/memhost/internal/keyedlock"
+	"github.com/memhost/memhost/coordinator/keyedlock"
 	"github.com/memhost/memhost/sdk"
 )
 

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/memhost/memhost/internal/lru"
+	"github.com/memhost/memhost/coordinator/lru"
 	"github.com/memhost/memhost/sdk"
 )
 

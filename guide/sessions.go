@@ -6,8 +6,8 @@ import (
 	"sync"
 
 	hclog "github.com/hashicorp/go-hclog"
-	"github.com/memhost/memhost/internal/keyedlock"
-	"github.com/memhost/memhost/internal/lru"
+	"github.com/memhost/memhost/coordinator/keyedlock"
+	"github.com/memhost/memhost/coordinator/lru"
 	"github.com/memhost/memhost/sdk"
 )
 

@@ -22,7 +22,7 @@ import (
 
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/memhost/memhost/coordinator"
-	"github.com/memhost/memhost/internal/keyedlock"
+	"github.com/memhost/memhost/coordinator/keyedlock"
 	"github.com/memhost/memhost/sdk"
 	"github.com/memhost/memhost/sdk/classify"
 )

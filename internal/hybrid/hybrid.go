@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/memhost/memhost/internal/lru"
+	"github.com/memhost/memhost/coordinator/lru"
 	"github.com/memhost/memhost/sdk"
 )
 

@@ -24,8 +24,8 @@ import (
 	"time"
 
 	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/coordinator/lru"
 	"github.com/memhost/memhost/coordinator/queueshare"
-	"github.com/memhost/memhost/internal/lru"
 	"github.com/memhost/memhost/internal/statedb"
 )
 
