@@ -914,3 +914,9 @@ func TestReadOnlyServerIsUnavailable(t *testing.T) {
 		t.Errorf("Forget on a read-only server: %v, want unavailable", err)
 	}
 }
+
+// newIndexDoc is a record's own terms as the index weighs them, with no
+// thread context.
+func newIndexDoc(r *sdk.Record) indexDoc {
+	return buildDoc(recordTerms(r.Tags, r.Title, r.Description, r.Body), nil)
+}

@@ -1,9 +1,6 @@
 package postgres
 
-import (
-	"github.com/memhost/memhost/sdk"
-	sdkindex "github.com/memhost/memhost/sdk/index"
-)
+import sdkindex "github.com/memhost/memhost/sdk/index"
 
 // Text is indexed and queried as sdk/index terms (sdk/tokenize, truncated
 // and capped by sdk/index), the terms the host and the sqlite provider cut,
@@ -33,10 +30,6 @@ func recordTerms(tags []string, title, description, body string) fieldTerms {
 		f[i] = sdkindex.FieldTerms(text)
 	}
 	return f
-}
-
-func newIndexDoc(r *sdk.Record) indexDoc {
-	return buildDoc(recordTerms(r.Tags, r.Title, r.Description, r.Body), nil)
 }
 
 // buildDoc weighs own terms by field and context terms (the thread
