@@ -30,7 +30,7 @@ type readyAnswer struct {
 	} `json:"plugins"`
 }
 
-// instanceState finds one instance in a /readyz answer ("" when absent).
+// instance finds one instance in a /readyz answer ("" when absent).
 func (r readyAnswer) instance(name string) (state, lastError string) {
 	for _, p := range r.Plugins {
 		if p.Instance == name {

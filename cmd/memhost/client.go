@@ -395,7 +395,6 @@ func connectHint(err error, alternative string) string {
 	return "\nNo memhost listens there: start one with `memhost serve`, or use " + alternative
 }
 
-// baseURL is the API's base URL for an address given as host:port or URL.
 // clientToken answers the token in TokenEnv, refusing one an HTTP header
 // cannot carry: a secret is visible ASCII, so a line end or space (a
 // secret pasted with its newline) is a mistake to say plainly, where the
@@ -429,6 +428,7 @@ func checkAddr(addr string) error {
 	return nil
 }
 
+// baseURL is the API's base URL for an address given as host:port or URL.
 func baseURL(addr string) string {
 	if !strings.Contains(addr, "://") {
 		addr = "http://" + addr

@@ -63,8 +63,7 @@ func waitPlugin(t *testing.T, m *instance, name, what string, within time.Durati
 	}
 }
 
-// timedRequest sends one JSON request from any goroutine (no t.Fatal) and
-// answers its status, body and duration.
+// timedAnswer is the status, body and duration of one request timed sends.
 type timedAnswer struct {
 	code    int
 	body    string
@@ -72,6 +71,8 @@ type timedAnswer struct {
 	err     error
 }
 
+// timed sends one JSON request from any goroutine (no t.Fatal) and
+// answers its status, body and duration.
 func (i *instance) timed(method, path string, body any) timedAnswer {
 	data, _ := json.Marshal(body)
 	req, err := http.NewRequest(method, i.base+path, bytes.NewReader(data))

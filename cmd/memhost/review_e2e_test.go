@@ -13,10 +13,10 @@ import (
 
 const agent2Secret = "agent2-token-0123456789abcdef01"
 
-// reviewConfig is a sqlite deployment with an application token and two
-// agent tokens, each bounded to proposalBound pending proposals per realm.
 const proposalBound = 100
 
+// reviewConfig is a sqlite deployment with an application token and two
+// agent tokens, each bounded to proposalBound pending proposals per realm.
 var reviewConfig = providerDeployment("sqlite", `{ path = "memory.db" }`) + fmt.Sprintf(`
 proposals {
   max_pending         = %d

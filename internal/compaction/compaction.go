@@ -861,10 +861,6 @@ func (s *Service) lock(ctx context.Context, key Key) (func(), error) {
 	return unlock, nil
 }
 
-// hashChain extends prev (hex, "" for the start) over msgs one message at
-// a time, so the chain over a list equals the chain over its prefix
-// extended by the rest. Fields are length-prefixed, so no two different
-// lists hash alike by concatenation.
 // nameOnTheBlocksLine answers msgs in the text FlattenChat gave a named
 // message opening with a quoted block before the name got a line of its
 // own ("bob: [tool result] …", now "bob:\n[tool result] …"), so that a
@@ -883,6 +879,10 @@ func nameOnTheBlocksLine(msgs []sdk.Message) []sdk.Message {
 	return out
 }
 
+// hashChain extends prev (hex, "" for the start) over msgs one message at
+// a time, so the chain over a list equals the chain over its prefix
+// extended by the rest. Fields are length-prefixed, so no two different
+// lists hash alike by concatenation.
 func hashChain(prev string, msgs []sdk.Message) string {
 	var n [8]byte
 	for _, m := range msgs {

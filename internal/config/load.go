@@ -757,9 +757,6 @@ func labelRange(b *hcl.Block) hcl.Range {
 	return b.DefRange
 }
 
-// notAnEnvName refuses a value that should name an environment variable
-// without repeating it: what is pasted there is most often the secret
-// itself, and errors reach logs.
 // envVariable names the variable a config names, as errors show it: not a
 // name that looks more like the secret pasted in its place.
 func envVariable(name string) string {
@@ -769,6 +766,9 @@ func envVariable(name string) string {
 	return "the environment variable " + name
 }
 
+// notAnEnvName is the error for a value that should name an environment
+// variable, said without repeating the value: what is pasted there is most
+// often the secret itself, and errors reach logs.
 const notAnEnvName = "must name an environment variable (letters, digits and '_', not starting with a digit); the value given does not, and is not shown in case it is the secret itself."
 
 func validEnvName(s string) bool {

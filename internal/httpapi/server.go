@@ -301,9 +301,6 @@ type caller struct {
 	slot  int    // the token's place in Options.Tokens
 }
 
-// application reports whether the caller has the application role. A
-// server without tokens listens for its own host's processes, which are
-// the application.
 // actor names the caller's token to the coordinator's inbound gate,
 // whose fairness it keys (coordinator.WithActor), for the requests that
 // carry client text to defang.
@@ -314,6 +311,9 @@ func (c caller) actor(ctx context.Context) context.Context {
 	return coordinator.WithActor(ctx, c.token.Name)
 }
 
+// application reports whether the caller has the application role. A
+// server without tokens listens for its own host's processes, which are
+// the application.
 func (c caller) application() bool { return c.token == nil || c.token.Role == RoleApplication }
 
 // requireApplication refuses an agent's call; what is the verb phrase of

@@ -308,14 +308,14 @@ func usageKeyFunc(key float64, count, atMs, n int64) float64 {
 	return usage.KeyN(key, count > 0, n, time.UnixMilli(atMs))
 }
 
-// rankedRows answers the k used rows of highest rank among the recallable
-// rows of the query's scopes, highest first, read in tx. Candidates come
-// from the order, best first, and are read back in rounds; those that
-// left recall for good are dropped from the order afterwards.
 // testHookOrderRead, when set (tests only), runs after a working set
 // reads the order in memory, before it reads the rows.
 var testHookOrderRead func()
 
+// rankedRows answers the k used rows of highest rank among the recallable
+// rows of the query's scopes, highest first, read in tx. Candidates come
+// from the order, best first, and are read back in rounds; those that
+// left recall for good are dropped from the order afterwards.
 func (d *database) rankedRows(ctx context.Context, tx *sql.Tx, q sdk.ManifestQuery, k int, now time.Time) ([]sdk.ManifestRow, error) {
 	var out []sdk.ManifestRow
 	var gone []usedRow

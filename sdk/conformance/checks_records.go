@@ -411,9 +411,6 @@ func checkBadRecords(ctx context.Context, e *env) error {
 	return p.err()
 }
 
-// checkRealmIsolation: nothing written to one realm is ever read,
-// listed, forgotten or superseded through another, even when both hold
-// the same content.
 // checkRealmStatistics: a realm's recall scores depend on its own records
 // only. A flood of records holding the query's words into another realm
 // moves none of them; if it did, one tenant's writes would reorder
@@ -461,6 +458,9 @@ func checkRealmStatistics(ctx context.Context, e *env) error {
 	return nil
 }
 
+// checkRealmIsolation: nothing written to one realm is ever read,
+// listed, forgotten or superseded through another, even when both hold
+// the same content.
 func checkRealmIsolation(ctx context.Context, e *env) error {
 	shared, _ := e.record(scopeAlice)
 	idsA, err := e.remember(ctx, realmA, shared)

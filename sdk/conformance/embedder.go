@@ -99,7 +99,7 @@ func (e *kindEnv) openEmbedder(ctx context.Context) (sdk.Embedder, sdk.EmbedderI
 	return emb, info, nil
 }
 
-// checkVectors checks an answer to texts: the declared shape, no zero
+// checkEmbeddings checks an answer to texts: the declared shape, no zero
 // vector, and different texts answered differently.
 func checkEmbeddings(what string, info sdk.EmbedderInfo, texts []string, vecs [][]float32) error {
 	if err := info.CheckVectors(len(texts), vecs); err != nil {
