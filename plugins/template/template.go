@@ -160,7 +160,7 @@ type line struct {
 func Render(cfg Config, limit int, carry *sdk.Message, evicted []sdk.Message) string {
 	var lines []line
 	if carry != nil {
-		lines = parseCarry(carry.Content, cfg.LineBytes)
+		lines = parseCarry(carry.Content, cfg.Header, cfg.LineBytes)
 	}
 	for _, m := range evicted {
 		lines = append(lines, messageLines(m, cfg.LineBytes)...)
@@ -277,9 +277,11 @@ func fit(lines []line, budget int) []bool {
 }
 
 // parseCarry reads a previous summary back into lines. A summary this
-// plugin wrote is read by its headings; any other text (another
-// compactor's, or an older version's key section) is classified afresh.
-func parseCarry(s string, lineBytes int) []line {
+// plugin wrote is read by its headings, its first line (the header)
+// skipped, also when no heading follows it (a summary of nothing); any
+// other text (another compactor's, or an older version's key section) is
+// classified afresh.
+func parseCarry(s, header string, lineBytes int) []line {
 	byHeading := map[string]classify.Class{}
 	for c, h := range headings {
 		byHeading[h] = c
@@ -305,7 +307,7 @@ func parseCarry(s string, lineBytes int) []line {
 		case r == legacyHeading:
 			known = false
 			continue
-		case i == 0 && ours:
+		case i == 0 && (ours || r == strings.TrimSpace(header)):
 			continue // this plugin's previous header
 		}
 		role, text := "earlier", r

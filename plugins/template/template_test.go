@@ -196,8 +196,14 @@ func FuzzRender(f *testing.F) {
 		if len(out) > limit {
 			t.Fatalf("%d bytes over limit %d", len(out), limit)
 		}
-		if utf8.ValidString(role+content+carry) && !utf8.ValidString(out) {
+		if utf8.ValidString(role) && utf8.ValidString(content) && utf8.ValidString(carry) && !utf8.ValidString(out) {
 			t.Fatalf("invalid UTF-8 out of valid input: %q", out)
+		}
+		// A summary carried into a compaction that evicts nothing more
+		// comes back unchanged: the plugin reads its own summary as it
+		// wrote it.
+		if again := Render(cfg(limit), limit, &sdk.Message{Content: out}, nil); again != out {
+			t.Fatalf("re-rendering the summary changed it:\n%q\n->\n%q", out, again)
 		}
 	})
 }
