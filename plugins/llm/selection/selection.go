@@ -177,19 +177,44 @@ func age(t, now time.Time) string {
 }
 
 // parseAnswer reads the selection JSON from a model's answer, tolerating
-// a Markdown code fence or prose around the object.
+// a Markdown code fence or prose around the object, braces in the prose
+// too: the first object that starts at a brace and is the selection JSON
+// is the answer. If none is, the error is the first object's.
 func parseAnswer(content string) (answer, error) {
 	s := strings.TrimSpace(content)
 	if s == "" {
 		return answer{}, ErrEmpty
 	}
-	start, end := strings.IndexByte(s, '{'), strings.LastIndexByte(s, '}')
-	if start < 0 || end < start {
+	var first error
+	for i, tries := 0, 0; i < len(s) && tries < maxObjectTries; i++ {
+		if s[i] != '{' {
+			continue
+		}
+		tries++
+		a, err := parseObject(s[i:])
+		if err == nil {
+			return a, nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	if first == nil {
 		return answer{}, fmt.Errorf("%w: no JSON object", errUnparseable)
 	}
+	return answer{}, first
+}
+
+// maxObjectTries bounds the braces parseAnswer reads an object at, so an
+// answer of braces costs linear time.
+const maxObjectTries = 16
+
+// parseObject reads the selection JSON at the start of s; whatever follows
+// the object is ignored.
+func parseObject(s string) (answer, error) {
 	var a answer
 	var raw map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(s[start:end+1]), &raw); err != nil {
+	if err := json.NewDecoder(strings.NewReader(s)).Decode(&raw); err != nil {
 		return answer{}, fmt.Errorf("%w: %v", errUnparseable, err)
 	}
 	ids, ok := raw["selected_ids"]

@@ -2,9 +2,11 @@ package selection
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,6 +46,58 @@ func TestSelectOverAnyCompleter(t *testing.T) {
 	if !slices.Equal(sel.IDs, []string{"r01"}) || calls != 2 {
 		t.Errorf("Select = %v after %d calls, want [r01] after 2", sel.IDs, calls)
 	}
+}
+
+// TestParseAnswerAmidBraces: prose around the answer may hold braces of
+// its own; the answer is still read, once, without a repair round trip.
+func TestParseAnswerAmidBraces(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+		ok   bool
+	}{
+		{`{"selected_ids":["r01"],"coverage":"sufficient"}`, []string{"r01"}, true},
+		{"```json\n{\"selected_ids\":[\"r01\"]}\n```", []string{"r01"}, true},
+		{`{"selected_ids":["r01"]} I skipped r02 (see {notes}).`, []string{"r01"}, true},
+		{`Of {r01, r02} only one helps: {"selected_ids":["r01"]}`, []string{"r01"}, true},
+		{`{"answer":{"selected_ids":["r01"]}}`, []string{"r01"}, true},
+		{`{"selected_ids":"r01"} {"selected_ids":["r02"]}`, []string{"r02"}, true},
+		{`{r01}`, nil, false},
+		{`no object`, nil, false},
+		{strings.Repeat("{", 1<<16), nil, false},
+	} {
+		a, err := parseAnswer(tc.in)
+		if ok := err == nil; ok != tc.ok || ok && !slices.Equal(a.SelectedIDs, tc.want) {
+			t.Errorf("parseAnswer(%.60q) = %v, %v; want %v (ok %v)", tc.in, a.SelectedIDs, err, tc.want, tc.ok)
+		}
+		if err != nil && !errors.Is(err, errUnparseable) {
+			t.Errorf("parseAnswer(%.60q): %v is not unparseable", tc.in, err)
+		}
+	}
+}
+
+// FuzzParseAnswerInProse: a selection object is read whatever prose is
+// before it (without an object of its own) and after it.
+func FuzzParseAnswerInProse(f *testing.F) {
+	f.Add("Here you go:", "r01", "Hope that helps }", true)
+	f.Add("```json\n", "a\"b", "\n```", false)
+	f.Add("", "", "{", true)
+	f.Fuzz(func(t *testing.T, before, id, after string, deeper bool) {
+		before = strings.ReplaceAll(before, "{", "(")
+		id = strings.ToValidUTF8(id, "\uFFFD") // as JSON carries it
+		want := answer{SelectedIDs: []string{id}, Coverage: string(sdk.CoverageSufficient)}
+		if deeper {
+			want.Coverage = string(sdk.CoverageNeedDeeperSweep)
+		}
+		obj, err := json.Marshal(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := parseAnswer(before + string(obj) + after)
+		if err != nil || !slices.Equal(got.SelectedIDs, want.SelectedIDs) || got.Coverage != want.Coverage {
+			t.Fatalf("parseAnswer(%q) = %+v, %v; want %+v", before+string(obj)+after, got, err, want)
+		}
+	})
 }
 
 func FuzzParseAnswer(f *testing.F) {
