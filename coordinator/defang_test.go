@@ -3,6 +3,7 @@ package coordinator
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/memhost/memhost/coordinator/coordinatortest"
 )
@@ -330,6 +331,9 @@ func FuzzDefang(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		once, _ := d.Defang(s)
 		checkNoLiveMarker(t, "Agent memory", once)
+		if utf8.ValidString(s) && !utf8.ValidString(once) {
+			t.Fatalf("invalid UTF-8 from valid text: %q -> %q", s, once)
+		}
 		twice, hits := d.Defang(once)
 		if twice != once || hits != 0 {
 			t.Fatalf("defanging twice differs from once:\n in %q\nonce %q\ntwice %q (%d hits)", s, once, twice, hits)

@@ -1,13 +1,14 @@
 package openai
 
 import (
+	"math"
 	"net/http"
 	"testing"
 	"time"
 )
 
 // FuzzDecode: whatever an endpoint answers, decode either refuses it or
-// answers exactly n vectors of dims values, none missing.
+// answers exactly n vectors of dims finite values, none missing.
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"data":[{"index":1,"embedding":[1,2]},{"index":0,"embedding":[3,4]}]}`), 2, 2)
 	f.Add([]byte(`{"data":[{"index":0,"embedding":[1,2]},{"index":0,"embedding":[3,4]}]}`), 2, 2)
@@ -30,6 +31,11 @@ func FuzzDecode(f *testing.F) {
 		for i, v := range vecs {
 			if len(v) != dims {
 				t.Fatalf("vector %d has %d values, want %d", i, len(v), dims)
+			}
+			for _, x := range v {
+				if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+					t.Fatalf("vector %d holds %v", i, x)
+				}
 			}
 		}
 	})
