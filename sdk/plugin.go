@@ -339,7 +339,11 @@ type Archiver interface {
 	// counters included (each has passed PrepareImport). All or nothing. A
 	// record whose id is already stored is skipped, and so is a recallable
 	// one whose scope already holds its content hash in a recallable
-	// record, so a repeated import stores nothing twice.
+	// record, so a repeated import stores nothing twice. A record that is
+	// not active changes no stored record: a quarantined one (a pending
+	// proposal) whose content an expired record of its scope holds leaves
+	// that record expired, stored beside it or skipped, so nothing becomes
+	// recallable before review.
 	Import(ctx context.Context, realm string, records []Record) (ImportResult, error)
 }
 

@@ -121,7 +121,9 @@ func storeProposals(ctx context.Context, realm string, p sdk.Provider, records [
 		return ids, stored, nil
 	}
 	// The provider skipped a record whose content its scope holds live:
-	// answer the holder, never an id that names nothing.
+	// answer the holder, never an id that names nothing. A holder that
+	// has expired stays so (a proposal revives nothing before review), and
+	// recall does not find it: the write is refused.
 	after, err := getByID(ctx, realm, getter, ids)
 	if err != nil {
 		return nil, stored, err
@@ -153,7 +155,7 @@ func storeProposals(ctx context.Context, realm string, p sdk.Provider, records [
 			return nil, stored, fmt.Errorf("records[%d]: find the record holding its content: %w", i, err)
 		}
 		if !found {
-			return nil, stored, fmt.Errorf("records[%d]: scope %s holds its content already, in a record its words do not find (a title and body of common words alone?); nothing was proposed: %w", i, recs[i].Scope, sdk.ErrConflict)
+			return nil, stored, fmt.Errorf("records[%d]: scope %s holds its content already, in a record recall does not find (an expired one, or one whose title and body are common words alone); nothing was proposed: %w", i, recs[i].Scope, sdk.ErrConflict)
 		}
 		ids[i] = id
 	}

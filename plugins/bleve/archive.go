@@ -123,10 +123,11 @@ func (p *Provider) Import(ctx context.Context, realm string, records []sdk.Recor
 		if isTaken || inBatch[r.ID] || (answersDuplicates(r.Status) && dup) {
 			res.Skipped++
 			// Its content is live in the scope already, one copy only. A
-			// holder that has expired takes this record's later expiry,
-			// as a write's duplicate does, so the content stays
-			// recallable.
-			if !isTaken && !inBatch[r.ID] && answersDuplicates(r.Status) && dup && expiredBy(holder, now) && !expiredBy(r, now) {
+			// holder that has expired takes an active record's later
+			// expiry, as a write's duplicate does, so the content stays
+			// recallable; a quarantined record (a pending proposal)
+			// changes nothing: no record becomes recallable before review.
+			if !isTaken && !inBatch[r.ID] && r.Status == sdk.StatusActive && dup && expiredBy(holder, now) && !expiredBy(r, now) {
 				holder.ExpiresAt, holder.UpdatedAt = r.ExpiresAt, now
 				known[key] = holder
 				if j, ok := freshAt[key]; ok {

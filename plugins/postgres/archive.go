@@ -171,7 +171,7 @@ func importRecords(ctx context.Context, tx pgx.Tx, realm string, prepared []prep
 	var held []string
 	for _, i := range skipped {
 		r := &prepared[i].rec
-		if r.Status != sdk.StatusActive && r.Status != sdk.StatusQuarantined || !r.ExpiresAt.IsZero() && !r.ExpiresAt.After(now) {
+		if r.Status != sdk.StatusActive || !r.ExpiresAt.IsZero() && !r.ExpiresAt.After(now) {
 			continue
 		}
 		var one int
@@ -182,8 +182,10 @@ func importRecords(ctx context.Context, tx pgx.Tx, realm string, prepared []prep
 			return sdk.ImportResult{}, nil, fmt.Errorf("records[%d]: %w", i, err)
 		}
 		// Its content is live in the scope already, one copy only. A
-		// holder that has expired takes this record's later expiry, as a
-		// write's duplicate does, so the content stays recallable.
+		// holder that has expired takes an active record's later expiry,
+		// as a write's duplicate does, so the content stays recallable; a
+		// quarantined record (a pending proposal) changes nothing: no
+		// record becomes recallable before review.
 		id, err := answerDuplicate(ctx, tx, r, now)
 		if err != nil {
 			return sdk.ImportResult{}, nil, fmt.Errorf("records[%d]: %w", i, err)

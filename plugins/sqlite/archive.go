@@ -80,9 +80,11 @@ func importRecord(ctx context.Context, tx *sql.Tx, ch *indexChange, p *preparedR
 	}
 	if seq, ok := ch.content.seq(p.key); ok && isLive(r.Status) {
 		// Its content is live in the scope already, one copy only. A
-		// holder that has expired takes this record's later expiry, as a
-		// write's duplicate does, so the content stays recallable.
-		if r.ExpiresAt.IsZero() || r.ExpiresAt.After(now) {
+		// holder that has expired takes an active record's later expiry,
+		// as a write's duplicate does, so the content stays recallable; a
+		// quarantined record (a pending proposal) changes nothing: no
+		// record becomes recallable before review.
+		if r.Status == sdk.StatusActive && (r.ExpiresAt.IsZero() || r.ExpiresAt.After(now)) {
 			if _, err := answerDuplicate(ctx, tx, ch, seq, p.key, r, now); err != nil {
 				return false, err
 			}

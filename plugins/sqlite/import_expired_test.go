@@ -44,3 +44,58 @@ func TestImportOfContentAnExpiredCopyHolds(t *testing.T) {
 		t.Fatalf("recall after an expired copy's import = %v, want the content still recallable", ids)
 	}
 }
+
+// TestImportOfAProposalAnExpiredCopyHolds: a quarantined record (a
+// pending proposal, as the host stores an agent's write to a shared scope)
+// whose content an expired record of its scope holds is skipped and
+// changes nothing, whether the holder came in the same import or before:
+// only an active record revives an expired holder, so nothing becomes
+// recallable before review.
+func TestImportOfAProposalAnExpiredCopyHolds(t *testing.T) {
+	cases := []struct {
+		name      string
+		sameBatch bool
+	}{{"in a later import", false}, {"in the same import", true}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			s, c := open(t, nil)
+			expired := c.now().Add(-time.Hour).Truncate(time.Millisecond)
+			at := c.now().Add(-48 * time.Hour).Truncate(time.Millisecond)
+			imported := func(id string, status sdk.Status, tags []string, expires time.Time) sdk.Record {
+				r := rec(sdk.RealmScope, "Side door", "The side door code is 4711.", tags...)
+				r.ID, r.Status, r.Trust, r.ExpiresAt = id, status, sdk.TrustAgentObserved, expires
+				r.CreatedAt, r.UpdatedAt = at, at
+				return r
+			}
+			holder := imported("old", sdk.StatusActive, nil, expired)
+			proposal := imported("prop", sdk.StatusQuarantined, []string{"memhost:proposal"}, time.Time{})
+			batches := [][]sdk.Record{{holder}, {proposal}}
+			if tc.sameBatch {
+				batches = [][]sdk.Record{{holder, proposal}}
+			}
+			var skipped int
+			for _, b := range batches {
+				res, err := s.Import(ctx, realm, b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				skipped += res.Skipped
+			}
+			if skipped != 1 {
+				t.Errorf("imports skipped %d records, want the proposal skipped", skipped)
+			}
+			got := mustGet(t, s, realm, "old", "prop")
+			if len(got) != 1 || got[0].ID != "old" {
+				t.Fatalf("stored records = %+v, want the expired holder alone", got)
+			}
+			if !got[0].ExpiresAt.Equal(expired) || !got[0].UpdatedAt.Equal(at) {
+				t.Errorf("the holder now expires %v, updated %v; want %v, %v: the proposal changed it", got[0].ExpiresAt, got[0].UpdatedAt, expired, at)
+			}
+			q := sdk.RecallQuery{Realm: realm, Query: "side door code", Scopes: []sdk.Scope{sdk.RealmScope}}
+			if ids := recallIDs(t, s, q); len(ids) != 0 {
+				t.Errorf("recall after the proposal's import = %v, want nothing before review", ids)
+			}
+		})
+	}
+}
