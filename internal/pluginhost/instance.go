@@ -840,6 +840,15 @@ func callWithin[C any, T any](ctx context.Context, i *instance, method string, t
 			i.badAnswer(ctx, conn, err)
 			return zero, err
 		}
+		if errors.Is(err, host.ErrOutdatedPlugin) {
+			// Refused before the call: the plugin was built before a
+			// field the call carries. The operator must know which.
+			version := "?"
+			if conn != nil {
+				version = conn.Info().Version // a semantic version: CheckInfo held it to one
+			}
+			return zero, fmt.Errorf("plugin %s (%s, version %s): %w", i.spec.Name, i.spec.source(), version, err)
+		}
 		if err != nil && errors.Is(ctx.Err(), context.Canceled) {
 			// The caller gave up (its HTTP client went away, an
 			// interrupt): no bound ran out, and the plugin is not slow.

@@ -152,6 +152,9 @@ func (c *Conn) Embedder() (sdk.Embedder, error) {
 type providerClient struct {
 	rpc  pb.ProviderClient
 	caps sdk.Capabilities
+	// timeFields is whether the plugin reads occurred_at and since/until
+	// (readsTime), asked once per process.
+	timeFields timeFieldsState
 }
 
 func (c *providerClient) Capabilities() sdk.Capabilities { return c.caps }
@@ -183,6 +186,11 @@ func (c *providerClient) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.H
 	}
 	if since > lastMillisecond {
 		return []sdk.Hit{}, nil
+	}
+	if since != 0 || until != 0 {
+		if err := c.readsTime(ctx, q.Realm); err != nil {
+			return nil, err
+		}
 	}
 	req := &pb.RecallRequest{
 		Realm: q.Realm, Query: q.Query, Scopes: toStrings(q.Scopes), Limit: int32(q.Limit),
@@ -229,6 +237,11 @@ func (c *providerClient) Remember(ctx context.Context, realm string, records []s
 	in, err := recordsToInput(records)
 	if err != nil {
 		return nil, err
+	}
+	if carriesTime(records) {
+		if err := c.readsTime(ctx, realm); err != nil {
+			return nil, err
+		}
 	}
 	resp, err := c.rpc.Remember(ctx, &pb.RememberRequest{Realm: realm, Records: in})
 	if err != nil {
@@ -336,6 +349,11 @@ func (c *providerClient) Supersede(ctx context.Context, realm, oldID string, rep
 	if err := callerOwned("replacement", &replacement); err != nil {
 		return "", err
 	}
+	if !replacement.OccurredAt.IsZero() {
+		if err := c.readsTime(ctx, realm); err != nil {
+			return "", err
+		}
+	}
 	resp, err := c.rpc.Supersede(ctx, &pb.SupersedeRequest{Realm: realm, OldId: oldID, Replacement: recordToInput(&replacement)})
 	if err != nil {
 		return "", fromStatus(ctx, err)
@@ -392,6 +410,11 @@ func (c *providerClient) Export(ctx context.Context, realm, after string, limit 
 func (c *providerClient) Import(ctx context.Context, realm string, records []sdk.Record) (sdk.ImportResult, error) {
 	if err := c.need(sdk.CapArchive); err != nil {
 		return sdk.ImportResult{}, err
+	}
+	if carriesTime(records) {
+		if err := c.readsTime(ctx, realm); err != nil {
+			return sdk.ImportResult{}, err
+		}
 	}
 	in := make([]*pb.Record, len(records))
 	for i := range records {

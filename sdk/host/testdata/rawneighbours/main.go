@@ -18,6 +18,8 @@ import (
 	pb "github.com/memhost/memhost/sdk/internal/pluginpb"
 	"github.com/memhost/memhost/sdk/internal/wire"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 type entry struct {
@@ -81,6 +83,11 @@ func rec(realm, scope, id, title, body string, seq int64) *pb.Record {
 }
 
 func (provider) Recall(_ context.Context, req *pb.RecallRequest) (*pb.RecallResponse, error) {
+	if req.SinceUnixMs != 0 && req.UntilUnixMs != 0 && req.SinceUnixMs >= req.UntilUnixMs {
+		// A window that holds no instant, refused as every current
+		// plugin does (the host asks so to tell one built before windows).
+		return nil, status.Error(codes.InvalidArgument, "until is not after since")
+	}
 	scope := "realm"
 	if len(req.Scopes) > 0 {
 		scope = req.Scopes[0]
