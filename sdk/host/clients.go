@@ -411,7 +411,7 @@ func (c *providerClient) Import(ctx context.Context, realm string, records []sdk
 	if err := c.need(sdk.CapArchive); err != nil {
 		return sdk.ImportResult{}, err
 	}
-	if carriesTime(records) {
+	if carriesTime(records) || importCarriesThread(records) {
 		if err := c.readsTime(ctx, realm); err != nil {
 			return sdk.ImportResult{}, err
 		}

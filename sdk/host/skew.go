@@ -13,13 +13,14 @@ import (
 )
 
 // Protocol v1 grew a record's occurred_at and recall's since/until after
-// its first plugins were built. A plugin built before them drops both in
-// silence: a record's occurred_at is lost, so a later window judges it by
+// its first plugins were built (and Import began to read a record's
+// thread). A plugin built before them drops them in silence: a record's
+// occurred_at is lost, so a later window judges it by
 // the day it was stored, and a window is applied after the plugin's limit
 // or not at all. Nothing in a plugin's Info says which it is, so the host
 // asks once per plugin process, the first time a call carries one of
 // them: a recall whose window holds no instant, which a plugin that reads
-// windows refuses (the SDKs do, and the conformance kit's Filters check
+// windows refuses (the SDKs do, and the conformance kit's BadFilters check
 // holds every plugin to it) and one built before them answers as a plain
 // recall.
 
@@ -32,7 +33,7 @@ const (
 // ErrOutdatedPlugin marks a call refused before it reached the plugin
 // because the plugin was built before a field the call carries, which it
 // would drop in silence. It names the mismatch and what to do.
-var ErrOutdatedPlugin = errors.New("the plugin was built before protocol 1 gained occurred_at and recall's since/until, " +
+var ErrOutdatedPlugin = errors.New("the plugin was built before protocol 1 gained occurred_at, recall's since/until and import's thread, " +
 	"so it would drop them in silence; rebuild or upgrade it against a current memhost SDK")
 
 // errIgnoresTime is the call's failure on a plugin built before the time
@@ -65,6 +66,18 @@ func (c *providerClient) readsTime(ctx context.Context, realm string) error {
 	default:
 		return fromStatus(ctx, err)
 	}
+}
+
+// importCarriesThread reports whether any of records imported holds a
+// thread: a plugin built before the time fields dropped an imported
+// record's thread too (it came in the same change).
+func importCarriesThread(records []sdk.Record) bool {
+	for i := range records {
+		if records[i].Thread != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // carriesTime reports whether any of records holds an occurred_at.

@@ -148,6 +148,13 @@ func TestPluginBuiltBeforeTimeFields(t *testing.T) {
 			_, err := p.Import(ctx, "a", []sdk.Record{r})
 			return err
 		}},
+		{"import of a threaded record", true, func(p *providerClient) error {
+			r := record(time.Time{})
+			r.ID, r.Realm, r.Status, r.Trust, r.CreatedAt, r.UpdatedAt = "r8", "a", sdk.StatusActive, sdk.TrustAgentObserved, dec, dec
+			r.Thread = &sdk.Thread{ID: "chat", Seq: 3}
+			_, err := p.Import(ctx, "a", []sdk.Record{r})
+			return err
+		}},
 		{"recall since", true, func(p *providerClient) error {
 			_, err := p.Recall(ctx, sdk.RecallQuery{Realm: "a", Query: "hike", Since: dec})
 			return err
@@ -173,7 +180,7 @@ func TestPluginBuiltBeforeTimeFields(t *testing.T) {
 		}
 		s.mu.Lock()
 		// Nothing carrying a time reached an old plugin's store.
-		stored := 5
+		stored := 6
 		if old {
 			stored = 1
 		}
