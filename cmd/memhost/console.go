@@ -37,7 +37,7 @@ func (h *host) rootHandler(cfg *config.Config) http.Handler {
 	for _, t := range cfg.Tokens {
 		tokens = append(tokens, console.Token{Name: t.Name, Secret: t.Secret, Realms: t.Realms, Application: t.Role == config.RoleApplication})
 	}
-	ui, err := console.New(console.Options{API: api, Tokens: tokens, Realms: realms, Logger: h.logger.Named("console")})
+	ui, err := console.New(console.Options{API: api, Tokens: tokens, Realms: realms, Logger: h.logger.Named("console"), Shared: h.stores.console})
 	if err != nil {
 		// The templates are embedded and parsed by the tests: this is a
 		// build defect, not an operator's.

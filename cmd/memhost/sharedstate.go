@@ -9,6 +9,7 @@ import (
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/internal/compaction"
 	"github.com/memhost/memhost/internal/config"
+	"github.com/memhost/memhost/internal/console"
 	"github.com/memhost/memhost/internal/httpapi"
 	"github.com/memhost/memhost/internal/pgstate"
 	"github.com/memhost/memhost/internal/proposal"
@@ -25,6 +26,7 @@ type sessionStores struct {
 	expire     func(ctx context.Context) (int, error) // drops idle sessions
 	proposals  proposal.Ledger
 	traces     turntrace.Store
+	console    console.SharedSessions // nil: each host's own memory
 	// ready, when set, tells /readyz whether the store's schema is whole.
 	ready func(ctx context.Context) error
 	// close answers what the caller should log: the session journal's
@@ -78,7 +80,7 @@ func openSessionStores(ctx context.Context, cfg *config.Config, state *statedb.D
 	s := pgstate.NewSessions(db, pgstate.SessionOptions{TTL: cfg.Sessions.IdleTTL, PerRealm: cfg.Sessions.MaxPerRealm})
 	return &sessionStores{
 		sessions: s, compaction: pgstate.NewCompaction(db), expire: s.Expire, ready: db.CheckSchema,
-		proposals: pgstate.NewProposals(db), traces: pgstate.NewTraces(db), close: func() error { db.Close(); return nil },
+		proposals: pgstate.NewProposals(db), traces: pgstate.NewTraces(db), console: pgstate.NewConsoleSessions(db), close: func() error { db.Close(); return nil },
 	}, nil
 }
 

@@ -58,6 +58,22 @@ type Options struct {
 	// RequestTimeout bounds a page's work, all its API reads together,
 	// as it bounds each /v1 request (default 30 s).
 	RequestTimeout time.Duration
+	// Shared, when set, keeps the sign-ins where every host behind one
+	// load balancer reads them, so a sign-in, its CSRF token and its
+	// sign-out made through one host hold on all. Nil: this host's memory.
+	Shared SharedSessions
+}
+
+// SharedSessions is a store of sign-ins shared by many hosts. A sign-in
+// is known by the SHA-256 of its cookie (hex), never the cookie itself,
+// and names its token (by name, "" on a console without tokens).
+type SharedSessions interface {
+	// Put stores a sign-in, then drops the token's oldest beyond perToken
+	// and the oldest of all beyond total.
+	Put(ctx context.Context, digest, token, csrf string, expires time.Time, perToken, total int) error
+	// Get answers a sign-in not yet expired.
+	Get(ctx context.Context, digest string) (token, csrf string, expires time.Time, found bool, err error)
+	Delete(ctx context.Context, digest string) error
 }
 
 // DefaultSessionTTL bounds a sign-in.
@@ -200,30 +216,98 @@ func randomToken() string {
 	return hex.EncodeToString(b[:])
 }
 
-// current answers the request's live session, if any.
-func (c *Console) current(r *http.Request) *session {
+// current answers the request's live session, if any; an error only
+// when the shared sign-ins cannot be read.
+func (c *Console) current(r *http.Request) (*session, error) {
 	ck, err := r.Cookie(sessionCookie)
 	if err != nil {
-		return nil
+		return nil, nil
+	}
+	if c.opts.Shared != nil {
+		return c.shared(r.Context(), ck.Value)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.session[ck.Value]
 	if s == nil || time.Now().After(s.expires) {
 		delete(c.session, ck.Value)
-		return nil
+		return nil, nil
 	}
-	return s
+	return s, nil
+}
+
+// shared answers the sign-in of cookie from the shared store: another
+// host may have made it or ended it. This host's copy keeps only what is
+// its own (the flash).
+func (c *Console) shared(ctx context.Context, cookie string) (*session, error) {
+	name, csrf, expires, found, err := c.opts.Shared.Get(ctx, digest(cookie))
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	token, known := c.tokenNamed(name)
+	if !found || !known || time.Now().After(expires) {
+		delete(c.session, cookie)
+		return nil, nil
+	}
+	if s := c.session[cookie]; s != nil && s.token == token && s.csrf == csrf {
+		return s, nil
+	}
+	s := &session{id: cookie, token: token, csrf: csrf, expires: expires}
+	c.keep(s)
+	return s, nil
+}
+
+// tokenNamed answers the application token of that name (nil, known, for
+// "" on a console without tokens); a token this host does not have, or
+// has with another role, is unknown.
+func (c *Console) tokenNamed(name string) (*Token, bool) {
+	if len(c.opts.Tokens) == 0 {
+		return nil, name == ""
+	}
+	for i := range c.opts.Tokens {
+		if t := &c.opts.Tokens[i]; t.Name == name && t.Application {
+			return t, true
+		}
+	}
+	return nil, false
+}
+
+// digest is how the shared store knows a cookie.
+func digest(cookie string) string {
+	d := sha256.Sum256([]byte(cookie))
+	return hex.EncodeToString(d[:])
 }
 
 // start opens a session for token and sets its cookie.
-func (c *Console) start(w http.ResponseWriter, r *http.Request, token *Token) *session {
+func (c *Console) start(w http.ResponseWriter, r *http.Request, token *Token) (*session, error) {
 	s := &session{id: randomToken(), token: token, csrf: randomToken(), expires: time.Now().Add(c.opts.SessionTTL)}
+	if c.opts.Shared != nil {
+		name := ""
+		if token != nil {
+			name = token.Name
+		}
+		if err := c.opts.Shared.Put(r.Context(), digest(s.id), name, s.csrf, s.expires, maxSessionsPerToken, maxSessions); err != nil {
+			return nil, err
+		}
+	}
 	c.mu.Lock()
+	c.keep(s)
+	c.mu.Unlock()
+	http.SetCookie(w, &http.Cookie{
+		Name: sessionCookie, Value: s.id, Path: Prefix, MaxAge: int(c.opts.SessionTTL.Seconds()),
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure(r),
+	})
+	return s, nil
+}
+
+// keep adds s to this host's sessions, c.mu held. A token that holds its
+// share of the table drops its own oldest sign-in, and a full table its
+// oldest: one token signing in again and again must not sign other
+// tokens (other tenants) out.
+func (c *Console) keep(s *session) {
 	now := time.Now()
-	// A token that holds its share of the table drops its own oldest
-	// sign-in, and a full table its oldest: one token signing in again and
-	// again must not sign other tokens (other tenants) out.
 	mine := 0
 	var oldestMine, oldest *session
 	for id, old := range c.session {
@@ -231,7 +315,7 @@ func (c *Console) start(w http.ResponseWriter, r *http.Request, token *Token) *s
 			delete(c.session, id)
 			continue
 		}
-		if old.token == token {
+		if old.token == s.token {
 			mine++
 			if oldestMine == nil || old.expires.Before(oldestMine.expires) {
 				oldestMine = old
@@ -242,18 +326,19 @@ func (c *Console) start(w http.ResponseWriter, r *http.Request, token *Token) *s
 		}
 	}
 	switch {
-	case token != nil && mine >= maxSessionsPerToken:
+	case s.token != nil && mine >= maxSessionsPerToken:
 		delete(c.session, oldestMine.id)
 	case len(c.session) >= maxSessions:
 		delete(c.session, oldest.id)
 	}
 	c.session[s.id] = s
-	c.mu.Unlock()
-	http.SetCookie(w, &http.Cookie{
-		Name: sessionCookie, Value: s.id, Path: Prefix, MaxAge: int(c.opts.SessionTTL.Seconds()),
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure(r),
-	})
-	return s
+}
+
+// unavailable answers a page whose sign-in could not be read or stored.
+func (c *Console) unavailable(w http.ResponseWriter, err error) {
+	c.opts.Logger.Error("console sign-ins unavailable", "error", err)
+	w.Header().Set("Retry-After", "5")
+	http.Error(w, "the console's sign-ins cannot be reached: try again shortly", http.StatusServiceUnavailable)
 }
 
 type pageHandler func(w http.ResponseWriter, r *http.Request, s *session)
@@ -263,7 +348,11 @@ type pageHandler func(w http.ResponseWriter, r *http.Request, s *session)
 // sign in. A POST must carry the session's CSRF token.
 func (c *Console) signedIn(h pageHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		s := c.current(r)
+		s, err := c.current(r)
+		if err != nil {
+			c.unavailable(w, err)
+			return
+		}
 		if s == nil {
 			if len(c.opts.Tokens) > 0 {
 				if r.Method != http.MethodGet {
@@ -277,7 +366,10 @@ func (c *Console) signedIn(h pageHandler) http.HandlerFunc {
 				http.Error(w, "this form has expired: reload the page", http.StatusForbidden)
 				return
 			}
-			s = c.start(w, r, nil)
+			if s, err = c.start(w, r, nil); err != nil {
+				c.unavailable(w, err)
+				return
+			}
 		}
 		if r.Method == http.MethodPost {
 			if err := r.ParseForm(); err != nil {
@@ -330,7 +422,10 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, nil, "login", map[string]any{"Next": next, "Error": "Token " + found.Name + " has the agent role; the console needs an application token."})
 		return
 	}
-	c.start(w, r, found)
+	if _, err := c.start(w, r, found); err != nil {
+		c.unavailable(w, err)
+		return
+	}
 	c.opts.Logger.Info("console sign-in", "token", found.Name)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
@@ -344,6 +439,12 @@ func safeNext(next string) string {
 }
 
 func (c *Console) logout(w http.ResponseWriter, r *http.Request, s *session) {
+	if c.opts.Shared != nil {
+		if err := c.opts.Shared.Delete(r.Context(), digest(s.id)); err != nil {
+			c.unavailable(w, err)
+			return
+		}
+	}
 	c.mu.Lock()
 	delete(c.session, s.id)
 	c.mu.Unlock()

@@ -136,6 +136,7 @@ var requiredColumns = map[string][]string{
 	"proposals":        {"realm", "id", "identity", "proposer", "created_ms", "claimed_ms", "held"},
 	"turn_trace":       {"realm", "seq", "session", "identity", "at_ms", "bytes", "trace", "records"},
 	"compaction_holds": {"realm", "identity", "conversation", "holder", "until_ms"},
+	"console_sessions": {"digest", "token", "csrf", "expires_ms"},
 }
 
 // CheckSchema answers an error wrapping ErrSchema, naming what is missing,
@@ -188,7 +189,7 @@ func (db *DB) q(sql string) string {
 	return tableRE.ReplaceAllStringFunc(sql, func(t string) string { return db.prefix + t })
 }
 
-var tableRE = regexp.MustCompile(`\b(sessions|compaction_state|compaction_holds|host_key|proposals|turn_trace)\b`)
+var tableRE = regexp.MustCompile(`\b(console_sessions|sessions|compaction_state|compaction_holds|host_key|proposals|turn_trace)\b`)
 
 // Close closes the pool.
 func (db *DB) Close() { db.pool.Close() }
@@ -284,6 +285,16 @@ var migrations = []string{
 	// What a review took out of the store and has not written back
 	// (proposal.Ledger.Hold).
 	`ALTER TABLE proposals ADD COLUMN held bytea;`,
+	// The console's sign-ins (ConsoleSessions), so every host behind the
+	// load balancer knows them: by the SHA-256 of the cookie.
+	`CREATE TABLE console_sessions (
+		digest     text   PRIMARY KEY,
+		token      text   NOT NULL,
+		csrf       text   NOT NULL,
+		expires_ms bigint NOT NULL
+	);
+	CREATE INDEX console_sessions_by_token ON console_sessions (token, expires_ms);
+	CREATE INDEX console_sessions_by_age ON console_sessions (expires_ms);`,
 }
 
 // errReadOnlyServer refuses a server whose transactions are read-only.
