@@ -171,6 +171,9 @@ func startHost(ctx context.Context, cfg *config.Config, logger hclog.Logger) (*h
 		state.Close()
 		return nil, err
 	}
+	if len(stores.differ) > 0 {
+		logger.Warn("another host sharing the session store started with other settings for these realms (provider, archive, embedder, budgets or session bounds): one session is then served by two sets of rules; give every host the same configuration", "realms", strings.Join(stores.differ, ","))
+	}
 	h := &host{logger: logger, state: state, stores: stores}
 	if err := h.start(ctx, cfg, entries, refusals, stores.sessions, hostKey); err != nil {
 		_ = stores.close() // the start fails with err; what is unmerged is replayed next time

@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"time"
@@ -27,6 +30,9 @@ type sessionStores struct {
 	proposals  proposal.Ledger
 	traces     turntrace.Store
 	console    console.SharedSessions // nil: each host's own memory
+	// differ are the realms another host sharing the store started with
+	// other settings (realmDigests).
+	differ []string
 	// ready, when set, tells /readyz whether the store's schema is whole.
 	ready func(ctx context.Context) error
 	// close answers what the caller should log: the session journal's
@@ -77,11 +83,38 @@ func openSessionStores(ctx context.Context, cfg *config.Config, state *statedb.D
 		db.Close()
 		return nil, fmt.Errorf("session_store (from %s): %w", cfg.SessionStore.DSNEnv, err)
 	}
+	differ, err := db.CompareRealmSettings(openCtx, realmDigests(cfg))
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("session_store (from %s): %w", cfg.SessionStore.DSNEnv, err)
+	}
 	s := pgstate.NewSessions(db, pgstate.SessionOptions{TTL: cfg.Sessions.IdleTTL, PerRealm: cfg.Sessions.MaxPerRealm})
-	return &sessionStores{
+	return &sessionStores{differ: differ,
 		sessions: s, compaction: pgstate.NewCompaction(db), expire: s.Expire, ready: db.CheckSchema,
 		proposals: pgstate.NewProposals(db), traces: pgstate.NewTraces(db), console: pgstate.NewConsoleSessions(db), close: func() error { db.Close(); return nil },
 	}, nil
+}
+
+// realmDigests answers, per realm, a digest of its settings that must
+// agree on every host sharing a session store: the provider it lives in,
+// its archive and embedder, and the budgets and session bounds its
+// sessions are kept by. Settings a host may tune alone (pool sizes,
+// timeouts, files) are left out.
+func realmDigests(cfg *config.Config) map[string]string {
+	out := map[string]string{}
+	for _, r := range cfg.Realms {
+		shape := map[string]any{
+			"realm": r.Name, "provider": r.Provider, "archive": cfg.ArchiveForRealm(r.Name), "embedder": r.Embedder,
+			"budgets": cfg.Coordinator.Budgets, "sessions": cfg.Sessions,
+		}
+		if inst, ok := cfg.ProviderForRealm(r.Name); ok {
+			shape["plugin"], shape["remote"] = inst.Plugin, inst.Remote != nil
+		}
+		blob, _ := json.Marshal(shape) // maps of strings, numbers and flat structs
+		sum := sha256.Sum256(blob)
+		out[r.Name] = hex.EncodeToString(sum[:])
+	}
+	return out
 }
 
 // runExpiry drops idle sessions every interval until ctx ends, reporting

@@ -137,6 +137,7 @@ var requiredColumns = map[string][]string{
 	"turn_trace":       {"realm", "seq", "session", "identity", "at_ms", "bytes", "trace", "records"},
 	"compaction_holds": {"realm", "identity", "conversation", "holder", "until_ms"},
 	"console_sessions": {"digest", "token", "csrf", "expires_ms"},
+	"realm_settings":   {"realm", "digest", "updated_ms"},
 }
 
 // CheckSchema answers an error wrapping ErrSchema, naming what is missing,
@@ -189,7 +190,7 @@ func (db *DB) q(sql string) string {
 	return tableRE.ReplaceAllStringFunc(sql, func(t string) string { return db.prefix + t })
 }
 
-var tableRE = regexp.MustCompile(`\b(console_sessions|sessions|compaction_state|compaction_holds|host_key|proposals|turn_trace)\b`)
+var tableRE = regexp.MustCompile(`\b(console_sessions|realm_settings|sessions|compaction_state|compaction_holds|host_key|proposals|turn_trace)\b`)
 
 // Close closes the pool.
 func (db *DB) Close() { db.pool.Close() }
@@ -295,6 +296,13 @@ var migrations = []string{
 	);
 	CREATE INDEX console_sessions_by_token ON console_sessions (token, expires_ms);
 	CREATE INDEX console_sessions_by_age ON console_sessions (expires_ms);`,
+	// A digest of each realm's settings that shape the shared state, as
+	// the host started last recorded it (DB.CompareRealmSettings).
+	`CREATE TABLE realm_settings (
+		realm      text   PRIMARY KEY,
+		digest     text   NOT NULL,
+		updated_ms bigint NOT NULL
+	);`,
 }
 
 // errReadOnlyServer refuses a server whose transactions are read-only.
