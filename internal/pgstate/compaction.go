@@ -104,30 +104,30 @@ func (c *Compaction) save(ctx context.Context, ex execer, key compaction.Key, pr
 }
 
 // holdPoll is how often a compaction waiting for another host's hold on
-// its conversation asks again; holdMargin how long past its deadline a
-// hold outlives a host that died holding it.
+// its conversation asks again; holdLease how long a hold outlives its
+// holder's last renewal: a host killed holding it (kill -9, a lost
+// machine) holds its conversation that long, not until its request's
+// deadline.
 var (
-	holdPoll   = 50 * time.Millisecond
-	holdMargin = 30 * time.Second
+	holdPoll  = 50 * time.Millisecond
+	holdLease = 5 * time.Second
 )
 
 // dbNowMillis is the database's clock: the hosts' own may disagree.
 const dbNowMillis = `(extract(epoch from clock_timestamp()) * 1000)::bigint`
 
 // Hold implements compaction.Holder with a row per held conversation that
-// names its holder and lasts until a while past ctx's deadline (10
-// minutes without one), so a host that dies holding it does not hold it
-// for good.
+// names its holder and lasts holdLease past its last renewal. The holder
+// renews it until it releases it or ctx ends, so a compaction as long as
+// its request keeps its hold, and a host that dies holding it, or a
+// compaction hung past its deadline, lets it go within holdLease.
 func (c *Compaction) Hold(ctx context.Context, key compaction.Key) (func(), error) {
 	var token [16]byte
 	if _, err := rand.Read(token[:]); err != nil {
 		return nil, err
 	}
 	holder := hex.EncodeToString(token[:])
-	ttl := 10 * time.Minute
-	if dl, ok := ctx.Deadline(); ok {
-		ttl = time.Until(dl) + holdMargin
-	}
+	ttl := holdLease
 	waitedFor := func() error {
 		return fmt.Errorf("compaction store: hold %s: waiting for a compaction under way on another host: %w", key, ctx.Err())
 	}
@@ -153,7 +153,30 @@ func (c *Compaction) Hold(ctx context.Context, key compaction.Key) (func(), erro
 		case <-time.After(holdPoll):
 		}
 	}
+	renewing, stop := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(renewing)
+		tick := time.NewTicker(holdLease / 4)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			// A renewal that fails (the database out of reach) is tried
+			// again at the next tick; the hold lapses meanwhile only if
+			// every renewal of a lease fails.
+			_, _ = c.db.pool.Exec(ctx, c.db.q(`UPDATE compaction_holds SET until_ms = `+dbNowMillis+` + $5
+				WHERE realm = $1 AND identity = $2 AND conversation = $3 AND holder = $4`),
+				key.Realm, key.Identity, key.Conversation, holder, ttl.Milliseconds())
+		}
+	}()
 	release := func() {
+		close(stop)
+		<-renewing
 		// The request's context may be done; the hold still goes.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()

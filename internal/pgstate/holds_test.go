@@ -14,7 +14,7 @@ import (
 
 // A compaction holds its conversation on every host sharing the
 // database: another host's hold waits until it is released, or until it
-// lapses a while past its holder's deadline should that host die.
+// lapses a lease after its holder's last renewal should that host die.
 func TestCompactionHoldsAcrossHosts(t *testing.T) {
 	dbs := open(t, 2)
 	a, b := NewCompaction(dbs[0]), NewCompaction(dbs[1])
@@ -47,8 +47,8 @@ func TestCompactionHoldsAcrossHosts(t *testing.T) {
 	// machine (the database server starved as well) 200 ms did not
 	// promise: a hold that ran out of time is asked again with twice the
 	// time (a row it left lapses as soon).
-	holdMargin = 0
-	t.Cleanup(func() { holdMargin = 30 * time.Second })
+	holdLease = time.Second
+	t.Cleanup(func() { holdLease = 5 * time.Second })
 	for d := 200 * time.Millisecond; ; d *= 2 {
 		dying, cancelDying := context.WithTimeout(ctx, d)
 		_, err := a.Hold(dying, key) // never released
