@@ -116,6 +116,14 @@ func readSource(r io.Reader, maxWords int) ([]candidate, *source, error) {
 		}
 		var dst any
 		switch key {
+		case "dimensions", "l2NormIndex", "wordIndex", "size", "words":
+			if seenVectors {
+				// Read after the vectors, a header value would replace the
+				// one they were checked against.
+				return nil, nil, fmt.Errorf("%v after \"vectors\": the header must come first", key)
+			}
+		}
+		switch key {
 		case "dimensions":
 			dst = &src.dims
 		case "l2NormIndex":

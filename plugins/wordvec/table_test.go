@@ -221,6 +221,9 @@ func TestConvertRejects(t *testing.T) {
 		{"huge", head + `"vectors":{"a":[1e300,0.25,1,0]}}`, "not a finite float32"},
 		{"string value", head + `"vectors":{"a":["x",0.25,1,0]}}`, "cannot unmarshal"},
 		{"trailing data", head + `"vectors":{"a":[0.5,0.25,1,0]}} {}`, "after the top-level object"},
+		{"size after the vectors", head + `"vectors":{"a":[0.5,0.25,1,0]},"size":3000000000}`, `size after "vectors"`},
+		{"dimensions after the vectors", head + `"vectors":{"a":[0.5,0.25,1,0]},"dimensions":7}`, `dimensions after "vectors"`},
+		{"words after the vectors", head + `"vectors":{"a":[0.5,0.25,1,0]},"words":["b"]}`, `words after "vectors"`},
 		{"no usable word", `{"l2NormIndex":2,"wordIndex":3,"size":1,"dimensions":2,"words":[","],"vectors":{",":[0.5,0.25,1,0]}}`, "no usable word"},
 	}
 	for _, c := range cases {
