@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -60,9 +61,12 @@ func (t ReattachTarget) check() error {
 			return fmt.Errorf("unix socket %q is not an absolute path", t.Address)
 		}
 	case t.Network == "tcp":
-		host, _, err := net.SplitHostPort(t.Address)
+		host, port, err := net.SplitHostPort(t.Address)
 		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
 			return fmt.Errorf("tcp address %q is not on loopback: a debug plugin serves without TLS", t.Address)
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("tcp address %q has no port from 1 to 65535", t.Address)
 		}
 	default:
 		return fmt.Errorf("network %q, want unix or tcp", t.Network)

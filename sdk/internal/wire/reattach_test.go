@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"net"
 	"strings"
 	"testing"
 )
@@ -23,6 +24,9 @@ func TestParseReattach(t *testing.T) {
 		{`{"p":{"protocol":"grpc","protocol_version":1,"pid":1,"network":"unix","address":"s"}}`, "not an absolute path"},
 		{`{"p":{"protocol":"grpc","protocol_version":1,"pid":1,"network":"tcp","address":"10.0.0.1:4000"}}`, "not on loopback"},
 		{`{"p":{"protocol":"grpc","protocol_version":1,"pid":1,"network":"tcp","address":"localhost"}}`, "not on loopback"},
+		{`{"p":{"protocol":"grpc","protocol_version":1,"pid":1,"network":"tcp","address":"127.0.0.1:99999"}}`, "no port from 1 to 65535"},
+		{`{"p":{"protocol":"grpc","protocol_version":1,"pid":1,"network":"tcp","address":"127.0.0.1:"}}`, "no port from 1 to 65535"},
+		{`{"p":{"protocol":"grpc","protocol_version":1,"pid":1,"network":"tcp","address":"[::1]:http"}}`, "no port from 1 to 65535"},
 		{`{"p":{"protocol":"grpc","protocol_version":1,"pid":1,"network":"udp","address":"127.0.0.1:1"}}`, `network "udp"`},
 	} {
 		if _, err := ParseReattach(tc.value); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -35,7 +39,8 @@ func TestParseReattach(t *testing.T) {
 }
 
 // FuzzParseReattach: any value is parsed or refused, never a panic, and
-// what is accepted has an address to dial.
+// what is accepted has an address to dial: a Unix socket path, or a
+// loopback IP with a port from 1 to 65535.
 func FuzzParseReattach(f *testing.F) {
 	f.Add(`{"p":{"protocol":"grpc","protocol_version":1,"pid":1,"network":"unix","address":"/s"}}`)
 	f.Add(`{"p":{"protocol":"grpc","protocol_version":1,"pid":1,"network":"tcp","address":"[::1]:1"}}`)
@@ -46,8 +51,12 @@ func FuzzParseReattach(f *testing.F) {
 			return
 		}
 		for name, target := range targets {
-			if _, err := target.Addr(); err != nil {
+			addr, err := target.Addr()
+			if err != nil {
 				t.Fatalf("accepted target %s has no address: %v", name, err)
+			}
+			if tcp, ok := addr.(*net.TCPAddr); ok && (!tcp.IP.IsLoopback() || tcp.Port < 1) {
+				t.Fatalf("accepted target %s at %v, not a loopback port", name, addr)
 			}
 		}
 	})
