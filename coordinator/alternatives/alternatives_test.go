@@ -99,7 +99,8 @@ func FuzzChoices(f *testing.F) {
 		if !strings.Contains(q, head) || !strings.HasSuffix(strings.TrimSpace(q), "?") && !strings.HasSuffix(strings.TrimSpace(q), "？") {
 			t.Fatalf("Choices(%q): head %q, or the query is not a question", q, head)
 		}
-		if strings.ContainsFunc(strings.Join(choices, " "), endsSentence) {
+		// A period between two digits (12.50) ends no sentence.
+		if holdsSentenceEnd(strings.Join(choices, " ")) {
 			t.Fatalf("Choices(%q): a choice ends a sentence: %q", q, choices)
 		}
 	})

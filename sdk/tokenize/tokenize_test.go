@@ -82,9 +82,12 @@ func FuzzTokens(f *testing.F) {
 		if HasTerms(s) != (len(toks) > 0) {
 			t.Fatalf("HasTerms(%q) disagrees with Tokens %q", s, toks)
 		}
-		// Tokenizing the joined tokens again is stable: tokens are fixed points.
+		// Tokenizing the joined tokens again is stable: tokens are fixed
+		// points, but for a stem that is a stopword ("ATs" stems to "at"),
+		// which is dropped the second time.
+		kept := slices.DeleteFunc(slices.Clone(toks), func(tok string) bool { _, stop := stopwords[tok]; return stop })
 		again := Tokens(strings.Join(toks, " "))
-		if len(again) < len(toks) {
+		if len(again) < len(kept) {
 			t.Fatalf("re-tokenizing lost terms: %q -> %q", toks, again)
 		}
 	})
