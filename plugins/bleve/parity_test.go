@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/memhost/memhost/sdk"
@@ -31,7 +32,7 @@ func (s *mapStore) Delete(_ context.Context, keys []kvprovider.Key) error {
 	return nil
 }
 
-func newReference(t *testing.T) *kvprovider.Provider {
+func newReference(t testing.TB) *kvprovider.Provider {
 	t.Helper()
 	p := kvprovider.New(kvprovider.Options{
 		Info: sdk.Info{Name: "reference", Version: "0"},
@@ -156,4 +157,55 @@ func TestIDFStaysFinite(t *testing.T) {
 			t.Errorf("idf(%d, %d) = %v, want a finite positive weight", c.docs, c.hits, v)
 		}
 	}
+}
+
+// FuzzRecallMatchesReference: for any query text and tag filter, bleve
+// answers the records sdk/index answers (through kvprovider), each with
+// its score, over records whose text and tags are hard to cut and fold:
+// accents composed and not, case-fold orbits, ligatures, full-width
+// letters, CJK.
+func FuzzRecallMatchesReference(f *testing.F) {
+	texts := []string{"Café au LAIT", "cafe\u0301 latte", "İstanbul ıstanbul", "ǅemal Ǆ ǆ", "straße STRASSE", "咖啡 我喜欢咖啡",
+		"ﬁle ﬀ office", "Ｆｕｌｌ－ｗｉｄｔｈ full", "don't stop it's", "hiking hikes hiked", "walrus body text", "\u212a kelvin K",
+		"ς σ Σ ΣΊΣΥΦΟΣ", "deploy到生产 deploy", "a 7077 9 x", "\xff\xfe walrus"}
+	bl := newProvider(f, "")
+	ref := newReference(f)
+	var recs []sdk.Record
+	for i, text := range texts {
+		recs = append(recs, sdk.Record{ID: fmt.Sprintf("r%02d", i), Scope: sdk.RealmScope, Kind: sdk.KindFact,
+			Title: strings.ToValidUTF8(text, ""), Body: strings.ToValidUTF8(texts[(i+1)%len(texts)], ""),
+			Tags: []string{strings.Fields(strings.ToValidUTF8(text, "x"))[0]}})
+	}
+	remember(f, bl, realm, recs...)
+	if _, err := ref.Remember(ctx, realm, recs); err != nil {
+		f.Fatal(err)
+	}
+	for _, text := range texts {
+		f.Add(text, "")
+		f.Add(text, strings.Fields(text)[0])
+	}
+	f.Fuzz(func(t *testing.T, query, tag string) {
+		q := sdk.RecallQuery{Realm: realm, Query: query, Limit: 50}
+		if tag != "" {
+			q.Tags = []string{tag}
+		}
+		got, gotErr := bl.Recall(ctx, q)
+		want, wantErr := ref.Recall(ctx, q)
+		if (gotErr == nil) != (wantErr == nil) {
+			t.Fatalf("Recall(%q, tag %q): bleve error %v, reference error %v", query, tag, gotErr, wantErr)
+		}
+		scores := map[string]float64{}
+		for _, h := range want {
+			scores[h.Record.ID] = h.Score
+		}
+		if len(got) != len(want) {
+			t.Fatalf("Recall(%q, tag %q): bleve %d hits, reference %d", query, tag, len(got), len(want))
+		}
+		for _, h := range got {
+			w, ok := scores[h.Record.ID]
+			if !ok || math.Abs(h.Score-w) > 1e-9*math.Abs(w) {
+				t.Fatalf("Recall(%q, tag %q): bleve hit %s (%v), reference %v (found %v)", query, tag, h.Record.ID, h.Score, w, ok)
+			}
+		}
+	})
 }
