@@ -175,12 +175,32 @@ func FuzzParse(f *testing.F) {
 		}
 		for realm, rb := range b.Realms {
 			for id, mobs := range rb.Mobs {
-				for _, m := range mobs {
-					if sdk.MobScope(m).Validate() != nil {
-						t.Fatalf("accepted unusable mob %q for %s/%s", m, realm, id)
+				if (sdk.Identity{Realm: realm, ID: id}).Validate() != nil {
+					t.Fatalf("accepted unusable identity %s/%q", realm, id)
+				}
+				for i, m := range mobs {
+					if sdk.MobScope(m).Validate() != nil || slices.Contains(mobs[:i], m) {
+						t.Fatalf("accepted unusable or repeated mob %q for %s/%s", m, realm, id)
 					}
 				}
 			}
+			for id, op := range rb.Operators {
+				if (sdk.Identity{Realm: realm, ID: id}).Validate() != nil || op != "" && sdk.OperatorScope(op).Validate() != nil {
+					t.Fatalf("accepted unusable operator %q for %s/%q", op, realm, id)
+				}
+			}
+		}
+		// What was accepted, written out, reads back the same.
+		out, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := Parse(out)
+		if err != nil {
+			t.Fatalf("accepted %q, written as %s, is refused: %v", data, out, err)
+		}
+		if back, _ := json.Marshal(again); string(back) != string(out) {
+			t.Fatalf("accepted %q, written as %s, reads back as %s", data, out, back)
 		}
 	})
 }

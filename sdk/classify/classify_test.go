@@ -2,7 +2,9 @@ package classify
 
 import (
 	"slices"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestClassify(t *testing.T) {
@@ -90,5 +92,19 @@ func FuzzClassify(f *testing.F) {
 			t.Fatalf("Classify(%q, %q) = %+v then %+v", role, text, a, b)
 		}
 		Retires(a, b)
+		// Sentences cuts only: every sentence is trimmed and non-empty,
+		// and together they hold all of the text but its spaces.
+		if !utf8.ValidString(text) {
+			return
+		}
+		ss := Sentences(text)
+		for _, s := range ss {
+			if s == "" || strings.TrimSpace(s) != s {
+				t.Fatalf("Sentences(%q) holds %q", text, s)
+			}
+		}
+		if got, want := strings.Join(strings.Fields(strings.Join(ss, "")), ""), strings.Join(strings.Fields(text), ""); got != want {
+			t.Fatalf("Sentences(%q) = %q, which lose or add text", text, ss)
+		}
 	})
 }
