@@ -171,7 +171,10 @@ func (i *instance) launch(ctx context.Context) (*host.Conn, any, error) {
 	}
 	if err != nil {
 		conn.Kill(0)
-		if configCtx.Err() != nil && ctx.Err() == nil {
+		// outOfTime, not configCtx.Err(): under load the plugin's copy of
+		// the deadline can end the call (RST_STREAM CANCEL) before the
+		// host's own timer has cancelled configCtx.
+		if outOfTime(configCtx) && ctx.Err() == nil {
 			return nil, nil, fmt.Errorf("%s %q: the plugin did not finish configuring (opening its store) within %s; a store that opens slower (a migration at an upgrade) needs a higher supervisor.configure_timeout_ms: %w",
 				i.spec.Kind, i.spec.Name, i.opts.ConfigureTimeout, sdk.ErrUnavailable)
 		}
