@@ -149,5 +149,55 @@ func checkUseCountCeiling(ctx context.Context, e *env) error {
 	return p.err()
 }
 
+// proposalTag marks a pending proposal, as the host stores an agent's
+// write to a shared scope (quarantined, with this tag).
+const proposalTag = "memhost:proposal"
+
+// checkProposalRevivesNothing: an imported pending proposal whose content
+// an expired active record of its scope holds (in an earlier import or
+// the same one) leaves that record as it was, expired and unrecalled:
+// the proposal is skipped or stored beside it, never reviving it, so no
+// agent makes a shared record recallable before review. Three providers
+// revived it, taking the proposal's expiry as an active duplicate's.
+func checkProposalRevivesNothing(ctx context.Context, e *env) error {
+	var p problems
+	now := time.Now()
+	at := now.Add(-48 * time.Hour).Truncate(time.Millisecond)
+	expired := now.Add(-time.Hour).Truncate(time.Millisecond)
+	for _, sameBatch := range []bool{false, true} {
+		r, w := e.record(sdk.RealmScope)
+		r.Realm, r.Trust, r.CreatedAt, r.UpdatedAt = realmA, sdk.TrustAgentObserved, at, at
+		r.ContentHash = sdk.ContentHash(r.Title, r.Body)
+		holder, proposal := r, r
+		holder.ID, holder.Status, holder.ExpiresAt = "conformance-expired-"+w, sdk.StatusActive, expired
+		proposal.ID, proposal.Status, proposal.Tags = "conformance-proposal-"+w, sdk.StatusQuarantined, []string{proposalTag}
+		batches := [][]sdk.Record{{holder}, {proposal}}
+		if sameBatch {
+			batches = [][]sdk.Record{{holder, proposal}}
+		}
+		for _, b := range batches {
+			if _, err := e.p.Import(ctx, realmA, b); err != nil {
+				return fmt.Errorf("Import of an expired record and a pending proposal of its content (same batch: %v): %w", sameBatch, err)
+			}
+		}
+		got, err := e.p.Get(ctx, realmA, []string{holder.ID})
+		if err != nil || len(got) != 1 {
+			return fmt.Errorf("Get of the expired record after the proposal's import: %d records, %w", len(got), err)
+		}
+		if g := got[0]; g.Status != sdk.StatusActive || !g.ExpiresAt.Equal(expired) || !g.UpdatedAt.Equal(at) {
+			p.addf("after the import of a pending proposal of its content (same batch: %v) the expired record is %s, expires %v, updated %v; want it unchanged (active, %v, %v)",
+				sameBatch, g.Status, g.ExpiresAt, g.UpdatedAt, expired, at)
+		}
+		ids, err := e.recallIDs(ctx, realmA, w, sdk.RealmScope)
+		if err != nil {
+			return err
+		}
+		if len(ids) != 0 {
+			p.addf("recall of the expired record's word after a pending proposal of its content (same batch: %v) answered %v; want nothing before review", sameBatch, ids)
+		}
+	}
+	return p.err()
+}
+
 // importErr keeps Import's error alone.
 func importErr(_ sdk.ImportResult, err error) error { return err }
