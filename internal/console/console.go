@@ -66,7 +66,8 @@ type Options struct {
 
 // SharedSessions is a store of sign-ins shared by many hosts. A sign-in
 // is known by the SHA-256 of its cookie (hex), never the cookie itself,
-// and names its token (by name, "" on a console without tokens).
+// and names its token (by name and a digest of its secret, "" on a
+// console without tokens).
 type SharedSessions interface {
 	// Put stores a sign-in, then drops the token's oldest beyond perToken
 	// and the oldest of all beyond total.
@@ -240,13 +241,13 @@ func (c *Console) current(r *http.Request) (*session, error) {
 // host may have made it or ended it. This host's copy keeps only what is
 // its own (the flash).
 func (c *Console) shared(ctx context.Context, cookie string) (*session, error) {
-	name, csrf, expires, found, err := c.opts.Shared.Get(ctx, digest(cookie))
+	key, csrf, expires, found, err := c.opts.Shared.Get(ctx, digest(cookie))
 	if err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	token, known := c.tokenNamed(name)
+	token, known := c.tokenKeyed(key)
 	if !found || !known || time.Now().After(expires) {
 		delete(c.session, cookie)
 		return nil, nil
@@ -259,19 +260,33 @@ func (c *Console) shared(ctx context.Context, cookie string) (*session, error) {
 	return s, nil
 }
 
-// tokenNamed answers the application token of that name (nil, known, for
-// "" on a console without tokens); a token this host does not have, or
-// has with another role, is unknown.
-func (c *Console) tokenNamed(name string) (*Token, bool) {
+// tokenKeyed answers the application token whose sharedTokenKey is key
+// (nil, known, for "" on a console without tokens); a token this host
+// does not have, has with another secret (rotated since the sign-in) or
+// with another role, is unknown.
+func (c *Console) tokenKeyed(key string) (*Token, bool) {
 	if len(c.opts.Tokens) == 0 {
-		return nil, name == ""
+		return nil, key == ""
 	}
 	for i := range c.opts.Tokens {
-		if t := &c.opts.Tokens[i]; t.Name == name && t.Application {
+		if t := &c.opts.Tokens[i]; t.Application && sharedTokenKey(t) == key {
 			return t, true
 		}
 	}
 	return nil, false
+}
+
+// sharedTokenKey is how the shared store knows a sign-in's token: its
+// name and a digest of its secret (never the secret, nor the SHA-256 the
+// API compares), so a token whose secret was rotated no longer holds the
+// sign-ins the old secret made, as a restart ends them in memory. ""
+// without tokens.
+func sharedTokenKey(t *Token) string {
+	if t == nil {
+		return ""
+	}
+	d := sha256.Sum256([]byte("memhost console sign-in\x00" + t.Secret))
+	return t.Name + " " + hex.EncodeToString(d[:16])
 }
 
 // digest is how the shared store knows a cookie.
@@ -284,11 +299,7 @@ func digest(cookie string) string {
 func (c *Console) start(w http.ResponseWriter, r *http.Request, token *Token) (*session, error) {
 	s := &session{id: randomToken(), token: token, csrf: randomToken(), expires: time.Now().Add(c.opts.SessionTTL)}
 	if c.opts.Shared != nil {
-		name := ""
-		if token != nil {
-			name = token.Name
-		}
-		if err := c.opts.Shared.Put(r.Context(), digest(s.id), name, s.csrf, s.expires, maxSessionsPerToken, maxSessions); err != nil {
+		if err := c.opts.Shared.Put(r.Context(), digest(s.id), sharedTokenKey(token), s.csrf, s.expires, maxSessionsPerToken, maxSessions); err != nil {
 			return nil, err
 		}
 	}
