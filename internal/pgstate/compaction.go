@@ -153,29 +153,34 @@ func (c *Compaction) Hold(ctx context.Context, key compaction.Key) (func(), erro
 		case <-time.After(holdPoll):
 		}
 	}
-	renewing, stop := make(chan struct{}), make(chan struct{})
+	renewing := make(chan struct{})
+	renewCtx, stop := context.WithCancel(ctx)
 	go func() {
 		defer close(renewing)
-		tick := time.NewTicker(holdLease / 4)
+		every := ttl / 4
+		tick := time.NewTicker(every)
 		defer tick.Stop()
 		for {
 			select {
-			case <-stop:
-				return
-			case <-ctx.Done():
+			case <-renewCtx.Done():
 				return
 			case <-tick.C:
 			}
 			// A renewal that fails (the database out of reach) is tried
 			// again at the next tick; the hold lapses meanwhile only if
-			// every renewal of a lease fails.
-			_, _ = c.db.pool.Exec(ctx, c.db.q(`UPDATE compaction_holds SET until_ms = `+dbNowMillis+` + $5
+			// every renewal of a lease fails. Each has its tick to
+			// answer: one sent on a connection that died without a word
+			// (a failover, a dropped NAT entry) would otherwise wait on
+			// it until ctx ends, renewing nothing, and hold up release.
+			attempt, cancel := context.WithTimeout(renewCtx, every)
+			_, _ = c.db.pool.Exec(attempt, c.db.q(`UPDATE compaction_holds SET until_ms = `+dbNowMillis+` + $5
 				WHERE realm = $1 AND identity = $2 AND conversation = $3 AND holder = $4`),
 				key.Realm, key.Identity, key.Conversation, holder, ttl.Milliseconds())
+			cancel()
 		}
 	}()
 	release := func() {
-		close(stop)
+		stop()
 		<-renewing
 		// The request's context may be done; the hold still goes.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
