@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	plugin "github.com/hashicorp/go-plugin"
@@ -155,6 +156,8 @@ type providerClient struct {
 	// timeFields is whether the plugin reads occurred_at and since/until
 	// (readsTime), asked once per process.
 	timeFields timeFieldsState
+	// timeFieldsAt is when the plugin was found built before them.
+	timeFieldsAt atomic.Int64
 }
 
 func (c *providerClient) Capabilities() sdk.Capabilities { return c.caps }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/memhost/memhost/sdk"
 	pb "github.com/memhost/memhost/sdk/internal/pluginpb"
@@ -30,6 +31,10 @@ const (
 	timeFieldsIgnored
 )
 
+// reaskOutdated is how long a plugin found built before the time fields
+// is taken to be so before it is asked again.
+var reaskOutdated = time.Minute
+
 // ErrOutdatedPlugin marks a call refused before it reached the plugin
 // because the plugin was built before a field the call carries, which it
 // would drop in silence. It names the mismatch and what to do.
@@ -48,7 +53,12 @@ func (c *providerClient) readsTime(ctx context.Context, realm string) error {
 	case timeFieldsRead:
 		return nil
 	case timeFieldsIgnored:
-		return errIgnoresTime
+		// Asked again now and then: a remote plugin upgraded in place
+		// answers on the same connection, and the refusal tells its
+		// operator to upgrade it.
+		if time.Since(time.Unix(0, c.timeFieldsAt.Load())) < reaskOutdated {
+			return errIgnoresTime
+		}
 	}
 	if sdk.ValidateRealm(realm) != nil {
 		// The plugin refuses the call for its realm; the probe, refused
@@ -58,6 +68,7 @@ func (c *providerClient) readsTime(ctx context.Context, realm string) error {
 	_, err := c.rpc.Recall(ctx, &pb.RecallRequest{Realm: realm, Query: "memhost", Limit: 1, SinceUnixMs: 1, UntilUnixMs: 1})
 	switch {
 	case err == nil:
+		c.timeFieldsAt.Store(time.Now().UnixNano())
 		c.timeFields.Store(timeFieldsIgnored)
 		return errIgnoresTime
 	case status.Code(err) == codes.InvalidArgument:

@@ -199,3 +199,27 @@ func TestPluginBuiltBeforeTimeFields(t *testing.T) {
 		s.mu.Unlock()
 	}
 }
+
+// TestOutdatedPluginAskedAgain: a remote plugin upgraded in place answers
+// on the connection the host already holds; once the verdict is older
+// than reaskOutdated the host asks again and takes the time fields, where
+// it refused them for good before.
+func TestOutdatedPluginAskedAgain(t *testing.T) {
+	ctx := t.Context()
+	s := &rawStore{old: true}
+	p := serveRaw(t, s)
+	windowed := sdk.RecallQuery{Realm: "a", Query: "hike", Since: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	if _, err := p.Recall(ctx, windowed); !errors.Is(err, ErrOutdatedPlugin) {
+		t.Fatalf("old plugin: %v, want it refused as outdated", err)
+	}
+	s.mu.Lock()
+	s.old = false // upgraded in place
+	s.mu.Unlock()
+	if _, err := p.Recall(ctx, windowed); !errors.Is(err, ErrOutdatedPlugin) {
+		t.Fatalf("within reaskOutdated of the verdict: %v, want it still refused without asking", err)
+	}
+	p.timeFieldsAt.Store(time.Now().Add(-reaskOutdated).UnixNano())
+	if _, err := p.Recall(ctx, windowed); err != nil {
+		t.Fatalf("upgraded plugin past reaskOutdated: %v, want the recall answered", err)
+	}
+}
