@@ -135,6 +135,10 @@ func readSource(r io.Reader, maxWords int) ([]candidate, *source, error) {
 		case "words":
 			dst = &src.words
 		case "vectors":
+			if seenVectors {
+				// A second set would replace the first in silence.
+				return nil, nil, errors.New(`"vectors" twice`)
+			}
 			if cands, err = src.readVectors(dec, maxWords); err != nil {
 				return nil, nil, fmt.Errorf("vectors: %w", err)
 			}

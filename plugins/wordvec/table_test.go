@@ -223,6 +223,7 @@ func TestConvertRejects(t *testing.T) {
 		{"trailing data", head + `"vectors":{"a":[0.5,0.25,1,0]}} {}`, "after the top-level object"},
 		{"size after the vectors", head + `"vectors":{"a":[0.5,0.25,1,0]},"size":3000000000}`, `size after "vectors"`},
 		{"dimensions after the vectors", head + `"vectors":{"a":[0.5,0.25,1,0]},"dimensions":7}`, `dimensions after "vectors"`},
+		{"vectors twice", head + `"vectors":{"a":[0.5,0.25,1,0]},"vectors":{"b":[0.5,0.25,1,1]}}`, `"vectors" twice`},
 		{"words after the vectors", head + `"vectors":{"a":[0.5,0.25,1,0]},"words":["b"]}`, `words after "vectors"`},
 		{"no usable word", `{"l2NormIndex":2,"wordIndex":3,"size":1,"dimensions":2,"words":[","],"vectors":{",":[0.5,0.25,1,0]}}`, "no usable word"},
 	}
