@@ -284,7 +284,7 @@ func validate(req *Request) error {
 // conversation's summary and answers it. A request that brings nothing new
 // (a retry, or the second of two concurrent requests) answers the stored
 // summary without calling the compactor. On any failure nothing changes.
-func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
+func (s *Service) Compact(ctx context.Context, req Request) (_ Result, err error) {
 	if s.opts.Compactor == nil {
 		return Result{}, ErrNoCompactor
 	}
@@ -296,11 +296,14 @@ func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
 	// the same conversation waits, then finds the watermark moved and
 	// answers the first one's summary (singleflight per key, but a request
 	// that carries more messages still gets them absorbed).
-	release, err := s.hold(ctx, key)
+	// From here on ctx is the hold's: it ends should the hold be lost,
+	// so nothing is archived or saved after another host took it.
+	ctx, release, err := s.hold(ctx, key)
 	if err != nil {
 		return Result{}, err
 	}
 	defer release()
+	defer func() { err = holdLost(ctx, req.Conversation, "compaction", "nothing was absorbed", err) }()
 
 	st, found, err := s.opts.Store.Load(ctx, key)
 	if err != nil {
@@ -311,11 +314,12 @@ func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
 	loaded := key
 	if !found && req.Application {
 		legacy := Key{Realm: key.Realm, Conversation: key.Conversation}
-		releaseLegacy, err := s.hold(ctx, legacy)
+		held, releaseLegacy, err := s.hold(ctx, legacy)
 		if err != nil {
 			return Result{}, err
 		}
 		defer releaseLegacy()
+		ctx = held
 		if st, found, err = s.opts.Store.Load(ctx, legacy); err != nil {
 			return Result{}, err
 		}
@@ -402,6 +406,11 @@ func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
 	if loaded != key {
 		prev = 0
 	}
+	// A hold lost during the compactor's calls, which a compactor may
+	// not notice, stops the compaction here.
+	if err := context.Cause(ctx); err != nil {
+		return Result{}, err
+	}
 	// The archive is written before the summary commits: a host killed
 	// between the two has committed nothing, and the retry compacts and
 	// archives the same slice again, which stores nothing twice.
@@ -411,6 +420,9 @@ func (s *Service) Compact(ctx context.Context, req Request) (Result, error) {
 				"watermark", st.Watermark, "error", err)
 			return Result{}, err
 		}
+	}
+	if err := context.Cause(ctx); err != nil {
+		return Result{}, err
 	}
 	if err := s.save(ctx, req, key, prev, &next); err != nil {
 		if errors.Is(err, ErrStale) {
@@ -789,12 +801,13 @@ const maxForgetPasses = 4
 // forget deletes key's state and archive. Without a state, the episodes a
 // first compaction archived and never committed are still removed: their
 // ids carry the identity, so they are the caller's own.
-func (s *Service) forget(ctx context.Context, key Key) error {
-	release, err := s.hold(ctx, key)
+func (s *Service) forget(ctx context.Context, key Key) (err error) {
+	ctx, release, err := s.hold(ctx, key)
 	if err != nil {
 		return err
 	}
 	defer release()
+	defer func() { err = holdLost(ctx, key.Conversation, "delete", "it may be partly forgotten", err) }()
 	st, found, err := s.opts.Store.Load(ctx, key)
 	if err != nil {
 		return err
@@ -823,23 +836,35 @@ func (s *Service) forget(ctx context.Context, key Key) error {
 // and across hosts when the store is shared (Holder), since another
 // host's compaction would archive its history over this one's before its
 // save failed, or after a forget that answered the conversation gone.
-func (s *Service) hold(ctx context.Context, key Key) (func(), error) {
+// held is ctx, ended also should a shared store's hold be lost.
+func (s *Service) hold(ctx context.Context, key Key) (context.Context, func(), error) {
 	unlock, err := s.lock(ctx, key)
 	if err != nil {
-		return nil, fmt.Errorf("conversation %s: waiting for a compaction under way: %w", key.Conversation, err)
+		return nil, nil, fmt.Errorf("conversation %s: waiting for a compaction under way: %w", key.Conversation, err)
 	}
 	h, ok := s.opts.Store.(Holder)
 	if !ok {
-		return unlock, nil
+		return ctx, unlock, nil
 	}
-	release, err := h.Hold(ctx, key)
+	held, let, err := h.Hold(ctx, key)
 	if err != nil {
 		unlock()
 		// The holder says whether it waited for another host or could not
 		// ask (the database out of reach).
-		return nil, fmt.Errorf("conversation %s: %w", key.Conversation, err)
+		return nil, nil, fmt.Errorf("conversation %s: %w", key.Conversation, err)
 	}
-	return func() { release(); unlock() }, nil
+	return held, func() { let(); unlock() }, nil
+}
+
+// holdLost answers, for a compaction or forget that failed with err
+// under held, a conflict saying its hold was lost when that is why held
+// ended (the writes it had not made are refused with it), else err.
+func holdLost(held context.Context, conversation, what, outcome string, err error) error {
+	cause := context.Cause(held)
+	if err == nil || !errors.Is(cause, ErrHoldLost) {
+		return err
+	}
+	return fmt.Errorf("conversation %s: the %s stopped: %w; %s, retry: %w", conversation, what, cause, outcome, sdk.ErrConflict)
 }
 
 // IdempotencyKey is the key every compactor call carries: realm,

@@ -78,9 +78,16 @@ type Holder interface {
 	Store
 	// Hold waits until no other compaction holds key, or ctx ends, and
 	// holds it until release is called or, should its host die, until a
-	// while past ctx's deadline.
-	Hold(ctx context.Context, key Key) (release func(), err error)
+	// while past ctx's deadline. held is ctx, ended also should the hold
+	// lapse and another host take key (a stall, or the database out of
+	// reach, past the hold's lease), with a cause wrapping ErrHoldLost:
+	// whatever the holder writes under key it writes within held.
+	Hold(ctx context.Context, key Key) (held context.Context, release func(), err error)
 }
+
+// ErrHoldLost is the cause a Holder's context ends with when the hold
+// lapsed and another host took the conversation.
+var ErrHoldLost = errors.New("its hold lapsed (its host stalled, or lost the database, past the hold's lease) and another host took the conversation")
 
 // TxStore is a Store that also holds the session store (pgstate, where both
 // live in PostgreSQL): the summary and the session reset commit in one

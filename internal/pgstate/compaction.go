@@ -120,11 +120,14 @@ const dbNowMillis = `(extract(epoch from clock_timestamp()) * 1000)::bigint`
 // names its holder and lasts holdLease past its last renewal. The holder
 // renews it until it releases it or ctx ends, so a compaction as long as
 // its request keeps its hold, and a host that dies holding it, or a
-// compaction hung past its deadline, lets it go within holdLease.
-func (c *Compaction) Hold(ctx context.Context, key compaction.Key) (func(), error) {
+// compaction hung past its deadline, lets it go within holdLease. A
+// renewal that finds the row gone or another holder's (the hold lapsed:
+// a stall, or every renewal of a lease failed, and another host took it)
+// ends the context answered, with compaction.ErrHoldLost.
+func (c *Compaction) Hold(ctx context.Context, key compaction.Key) (context.Context, func(), error) {
 	var token [16]byte
 	if _, err := rand.Read(token[:]); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	holder := hex.EncodeToString(token[:])
 	ttl := holdLease
@@ -140,21 +143,22 @@ func (c *Compaction) Hold(ctx context.Context, key compaction.Key) (func(), erro
 			if waited && ctx.Err() != nil {
 				// The deadline fell in a poll's statement, not between
 				// polls: still the other host's compaction it waited for.
-				return nil, waitedFor()
+				return nil, nil, waitedFor()
 			}
-			return nil, fmt.Errorf("compaction store: hold %s: %w", key, classify(err))
+			return nil, nil, fmt.Errorf("compaction store: hold %s: %w", key, classify(err))
 		}
 		if tag.RowsAffected() == 1 {
 			break
 		}
 		select {
 		case <-ctx.Done():
-			return nil, waitedFor()
+			return nil, nil, waitedFor()
 		case <-time.After(holdPoll):
 		}
 	}
 	renewing := make(chan struct{})
 	renewCtx, stop := context.WithCancel(ctx)
+	held, lose := context.WithCancelCause(ctx)
 	go func() {
 		defer close(renewing)
 		every := ttl / 4
@@ -173,15 +177,22 @@ func (c *Compaction) Hold(ctx context.Context, key compaction.Key) (func(), erro
 			// (a failover, a dropped NAT entry) would otherwise wait on
 			// it until ctx ends, renewing nothing, and hold up release.
 			attempt, cancel := context.WithTimeout(renewCtx, every)
-			_, _ = c.db.pool.Exec(attempt, c.db.q(`UPDATE compaction_holds SET until_ms = `+dbNowMillis+` + $5
+			tag, err := c.db.pool.Exec(attempt, c.db.q(`UPDATE compaction_holds SET until_ms = `+dbNowMillis+` + $5
 				WHERE realm = $1 AND identity = $2 AND conversation = $3 AND holder = $4`),
 				key.Realm, key.Identity, key.Conversation, holder, ttl.Milliseconds())
 			cancel()
+			if err == nil && tag.RowsAffected() == 0 {
+				// The row is gone or another's: the hold lapsed and
+				// another host may be compacting or forgetting key.
+				lose(compaction.ErrHoldLost)
+				return
+			}
 		}
 	}()
 	release := func() {
 		stop()
 		<-renewing
+		lose(context.Canceled)
 		// The request's context may be done; the hold still goes.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
@@ -190,7 +201,7 @@ func (c *Compaction) Hold(ctx context.Context, key compaction.Key) (func(), erro
 		_, _ = c.db.pool.Exec(ctx, c.db.q(`DELETE FROM compaction_holds WHERE realm = $1 AND identity = $2 AND conversation = $3 AND holder = $4`),
 			key.Realm, key.Identity, key.Conversation, holder)
 	}
-	return release, nil
+	return held, release, nil
 }
 
 func (c *Compaction) Delete(ctx context.Context, key compaction.Key) error {

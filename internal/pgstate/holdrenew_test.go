@@ -129,7 +129,7 @@ func TestCompactionHoldOutlivesADeadConnection(t *testing.T) {
 			key := compaction.Key{Realm: "r", Identity: "erin", Conversation: tc.name}
 			running, cancel := context.WithTimeout(ctx, time.Minute) // the compaction's request
 			defer cancel()
-			release, err := a.Hold(running, key)
+			_, release, err := a.Hold(running, key)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,7 +138,7 @@ func TestCompactionHoldOutlivesADeadConnection(t *testing.T) {
 			// B waits three leases: a hold kept by its renewals is still A's.
 			waiting, cancelWaiting := context.WithTimeout(ctx, 3*holdLease)
 			defer cancelWaiting()
-			if took, err := b.Hold(waiting, key); err == nil {
+			if _, took, err := b.Hold(waiting, key); err == nil {
 				took()
 				t.Fatal("another host took the conversation while its compaction still ran: the renewals stopped on a dead connection")
 			} else if !errors.Is(err, context.DeadlineExceeded) {

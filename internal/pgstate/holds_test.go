@@ -20,22 +20,22 @@ func TestCompactionHoldsAcrossHosts(t *testing.T) {
 	a, b := NewCompaction(dbs[0]), NewCompaction(dbs[1])
 	ctx := context.Background()
 	key := compaction.Key{Realm: "r", Identity: "carol", Conversation: "c1"}
-	release, err := a.Hold(ctx, key)
+	_, release, err := a.Hold(ctx, key)
 	if err != nil {
 		t.Fatal(err)
 	}
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	if _, err := b.Hold(short, key); !errors.Is(err, context.DeadlineExceeded) {
+	if _, _, err := b.Hold(short, key); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a second host's hold while the first holds = %v, want it to wait until its deadline", err)
 	}
-	other, err := b.Hold(ctx, compaction.Key{Realm: "r", Identity: "dave", Conversation: "c1"})
+	_, other, err := b.Hold(ctx, compaction.Key{Realm: "r", Identity: "dave", Conversation: "c1"})
 	if err != nil {
 		t.Fatalf("another identity's conversation of the same id: %v", err)
 	}
 	other()
 	release()
-	again, err := b.Hold(ctx, key)
+	_, again, err := b.Hold(ctx, key)
 	if err != nil {
 		t.Fatalf("a hold after the release: %v", err)
 	}
@@ -51,7 +51,7 @@ func TestCompactionHoldsAcrossHosts(t *testing.T) {
 	t.Cleanup(func() { holdLease = 5 * time.Second })
 	for d := 200 * time.Millisecond; ; d *= 2 {
 		dying, cancelDying := context.WithTimeout(ctx, d)
-		_, err := a.Hold(dying, key) // never released
+		_, _, err := a.Hold(dying, key) // never released
 		cancelDying()
 		if err == nil {
 			break
@@ -62,7 +62,7 @@ func TestCompactionHoldsAcrossHosts(t *testing.T) {
 	}
 	waiting, cancelWaiting := context.WithTimeout(ctx, 10*time.Second)
 	defer cancelWaiting()
-	if _, err := b.Hold(waiting, key); err != nil {
+	if _, _, err := b.Hold(waiting, key); err != nil {
 		t.Fatalf("the hold of a host that died never lapsed: %v", err)
 	}
 }
@@ -212,7 +212,7 @@ func TestCompactionOutageBlamesNoOtherHost(t *testing.T) {
 	c, db := ownServer(t)
 	s := compaction.New(compaction.Options{Compactor: joinCompactor{}, Store: NewCompaction(db)})
 	id := sdk.Identity{Realm: "r", ID: "carol"}
-	release, err := NewCompaction(db).Hold(ctx, compaction.Key{Realm: "r", Identity: "carol", Conversation: "c"})
+	_, release, err := NewCompaction(db).Hold(ctx, compaction.Key{Realm: "r", Identity: "carol", Conversation: "c"})
 	if err != nil {
 		t.Fatal(err)
 	}
