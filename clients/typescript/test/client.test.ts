@@ -50,6 +50,48 @@ async function listen(server: Server | ReturnType<typeof createTCPServer>): Prom
   return addr.port;
 }
 
+// serveEndless answers every request with status, contentType and first,
+// then block after block, as fast as the client reads, up to 64 MiB, and
+// then holds the response open; close ends the responses and the server.
+async function serveEndless(status: number, contentType: string, first: string, block: string): Promise<{ port: number; close: () => void }> {
+  const held: import("node:http").ServerResponse[] = [];
+  const server = createServer((_req, res) => {
+    res.writeHead(status, { "Content-Type": contentType });
+    if (first) res.write(first);
+    let sent = 0;
+    const more = () => {
+      while (sent < 64 << 20) {
+        sent += block.length;
+        if (!res.write(block)) return void res.once("drain", more);
+      }
+    };
+    res.on("error", () => undefined);
+    more();
+    held.push(res);
+  });
+  const port = await listen(server);
+  return {
+    port,
+    close: () => {
+      for (const res of held) res.destroy();
+      server.close();
+    },
+  };
+}
+
+// reindexTimesOutAfterOneLine runs a reindex against port with a 300 ms
+// timeout: it must time out, having reported the first progress line.
+async function reindexTimesOutAfterOneLine(port: number): Promise<void> {
+  const seen: ReindexProgress[] = [];
+  const client = new MemhostClient({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 300 });
+  await assert.rejects(client.reindex({ onProgress: (p) => seen.push(p) }), (e: unknown) => {
+    assert.ok(e instanceof MemhostTransportError, String(e));
+    assert.equal(e.timedOut, true);
+    return true;
+  });
+  assert.deepEqual(seen, [{ done: 1, total: 2 }]);
+}
+
 describe("coverage", () => {
   it("has a method for every documented operation", () => {
     const file = JSON.parse(readFileSync(`${pkg}../operations.json`, "utf8")) as { operations: { key: string }[] };
@@ -203,29 +245,12 @@ describe("errors", () => {
     // A proxy's page of 64 MiB (far past what socket buffers hold) that then
     // stalls: the client keeps its first bytes and stops reading, rather
     // than reading until its timeout.
-    const held: import("node:http").ServerResponse[] = [];
-    const server = createServer((_req, res) => {
-      res.writeHead(502, { "Content-Type": "text/html" });
-      res.write("<html>bad gateway");
-      const block = "<p>more</p>\n".repeat(5000);
-      let sent = 0;
-      const more = () => {
-        while (sent < 64 << 20) {
-          sent += block.length;
-          if (!res.write(block)) return void res.once("drain", more);
-        }
-      };
-      res.on("error", () => undefined);
-      more();
-      held.push(res);
-    });
-    const port = await listen(server);
+    const gateway = await serveEndless(502, "text/html", "<html>bad gateway", "<p>more</p>\n".repeat(5000));
     try {
-      const e = await rejectsWith(new MemhostClient({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 10_000 }).plugins(), 502, "unknown");
+      const e = await rejectsWith(new MemhostClient({ baseUrl: `http://127.0.0.1:${gateway.port}`, timeoutMs: 10_000 }).plugins(), 502, "unknown");
       assert.match(e.apiMessage, /bad gateway/);
     } finally {
-      for (const res of held) res.destroy();
-      server.close();
+      gateway.close();
     }
     // The API's own error quoting a long request stays whole.
     const { app } = clients();
@@ -504,14 +529,7 @@ describe("reindex stream", () => {
     });
     const port = await listen(server);
     try {
-      const seen: ReindexProgress[] = [];
-      const client = new MemhostClient({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 300 });
-      await assert.rejects(client.reindex({ onProgress: (p) => seen.push(p) }), (e: unknown) => {
-        assert.ok(e instanceof MemhostTransportError, String(e));
-        assert.equal(e.timedOut, true);
-        return true;
-      });
-      assert.deepEqual(seen, [{ done: 1, total: 2 }]);
+      await reindexTimesOutAfterOneLine(port);
     } finally {
       for (const res of stalled) res.destroy();
       server.close();
@@ -529,14 +547,7 @@ describe("reindex stream", () => {
     });
     const port = await listen(server);
     try {
-      const seen: ReindexProgress[] = [];
-      const client = new MemhostClient({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 300 });
-      await assert.rejects(client.reindex({ onProgress: (p) => seen.push(p) }), (e: unknown) => {
-        assert.ok(e instanceof MemhostTransportError, String(e));
-        assert.equal(e.timedOut, true);
-        return true;
-      });
-      assert.deepEqual(seen, [{ done: 1, total: 2 }]);
+      await reindexTimesOutAfterOneLine(port);
     } finally {
       for (const t of timers) clearInterval(t);
       server.closeAllConnections();
@@ -575,27 +586,11 @@ describe("reindex stream", () => {
   it("a line is bounded", { timeout: 60_000 }, async () => {
     // A line that never ends (64 MiB, then a stall) is refused past 1 MiB,
     // not buffered until the timeout; one just within it is read.
-    const held: import("node:http").ServerResponse[] = [];
-    const endless = createServer((_req, res) => {
-      res.writeHead(200, { "Content-Type": "application/x-ndjson" });
-      const block = "x".repeat(65536);
-      let sent = 0;
-      const more = () => {
-        while (sent < 64 << 20) {
-          sent += block.length;
-          if (!res.write(block)) return void res.once("drain", more);
-        }
-      };
-      res.on("error", () => undefined);
-      more();
-      held.push(res);
-    });
-    const port = await listen(endless);
+    const endless = await serveEndless(200, "application/x-ndjson", "", "x".repeat(65536));
     try {
-      const e = await rejectsWith(new MemhostClient({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 10_000 }).reindex(), 200, "unknown");
+      const e = await rejectsWith(new MemhostClient({ baseUrl: `http://127.0.0.1:${endless.port}`, timeoutMs: 10_000 }).reindex(), 200, "unknown");
       assert.match(e.apiMessage, /longer than 1 MiB/);
     } finally {
-      for (const res of held) res.destroy();
       endless.close();
     }
     let result = `{"result":{"reindexed":1,"duration_ms":1,"realm":"${"r".repeat((1 << 20) - 100)}"}}`;
@@ -604,9 +599,9 @@ describe("reindex stream", () => {
       res.writeHead(200, { "Content-Type": "application/x-ndjson" });
       res.end(result);
     });
-    const port2 = await listen(server);
+    const port = await listen(server);
     try {
-      const done = await new MemhostClient({ baseUrl: `http://127.0.0.1:${port2}`, timeoutMs: 10_000 }).reindex();
+      const done = await new MemhostClient({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 10_000 }).reindex();
       assert.equal(done.reindexed, 1);
     } finally {
       server.close();
