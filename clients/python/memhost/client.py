@@ -176,18 +176,11 @@ class _WatchedConnection(http.client.HTTPConnection):
         self._deadline.watch(self.sock)
 
 
-class _WatchedTLSConnection(http.client.HTTPSConnection):
-    """_WatchedConnection over TLS: the TLS socket takes the plain one's
-    descriptor, leaving the plain one closed, so the deadline watches the
-    TLS one (shutting the plain one down would stop nothing)."""
-
-    def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._deadline = deadline
-
-    def connect(self) -> None:
-        super().connect()
-        self._deadline.watch(self.sock)
+class _WatchedTLSConnection(_WatchedConnection, http.client.HTTPSConnection):
+    """_WatchedConnection over TLS: its connect() runs HTTPSConnection's,
+    whose TLS socket takes the plain one's descriptor, leaving the plain
+    one closed, so the deadline watches the TLS one (shutting the plain one
+    down would stop nothing)."""
 
 
 class _WatchedHandler(urllib.request.HTTPHandler):
