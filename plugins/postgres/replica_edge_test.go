@@ -315,32 +315,13 @@ func TestPoolOutlivesIdleSessionTimeout(t *testing.T) {
 // is done. A load slower than the retention on a schema being written
 // found them trimmed and loaded again, and again, never to catch up.
 func TestReplicaLoadOutlastsChangeRetention(t *testing.T) {
-	schema := schemaFor(t.Name())
-	a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
-	b := openStoreWith(t, configJSON(schema, "replica", replicaCfg("10s")))
-	gate := holdApplies(t, b)
-	waitServing(t, b)
-	gate.held.Store(true)
-	b.replica.poke()
-	<-gate.entered
+	schema, a, b, gate := heldReplica(t)
 	ctx := context.Background()
 	if _, err := a.Remember(ctx, realm, []sdk.Record{note("before", "tide table")}); err != nil {
 		t.Fatal(err)
 	}
 	// A trim past the held replica makes it load again.
-	for deadline := time.Now().Add(time.Minute); ; {
-		n, err := trimChanges(ctx, a.pool, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no trim went through within a minute")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	trimAll(t, a.pool)
 	db := rawPool(t, schema)
 	var once atomic.Bool
 	trimmed := make(chan struct{})

@@ -581,34 +581,14 @@ func TestReplicaRenumbersByScope(t *testing.T) {
 // for as long as the writes went on.)
 func TestReplicaLoadOutlastsTrimGrace(t *testing.T) {
 	shortTrimGrace(t, 300*time.Millisecond)
-	schema := schemaFor(t.Name())
-	a := openStoreWith(t, configJSON(schema, "replica", sqlOnly))
-	b := openStoreWith(t, configJSON(schema, "replica", replicaCfg("10s")))
-	gate := holdApplies(t, b)
-	waitServing(t, b)
-	gate.held.Store(true)
-	b.replica.poke()
-	<-gate.entered
+	schema, a, b, gate := heldReplica(t)
 	ctx := context.Background()
 	stop := keepWriting(t, a, "tide")
 	// A trim past the held replica (as change_retention does) makes it
 	// load again, and from now on a load takes slowLoad, past the grace
 	// and the time a row stays live without a beat.
 	time.Sleep(100 * time.Millisecond)
-	for deadline := time.Now().Add(time.Minute); ; {
-		// Another process's trim may hold the trim lock: try again.
-		n, err := trimChanges(ctx, a.pool, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no trim went through within a minute")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	trimAll(t, a.pool)
 	db := rawPool(t, schema)
 	slow := func() {
 		var trimmed int64
@@ -991,4 +971,40 @@ func TestReplicaThatCannotLoadHoldsNothing(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// trimAll trims every change the log holds (retention 0), trying again
+// for up to a minute while another process's trim holds the trim lock,
+// until a trim removes some.
+func trimAll(t *testing.T, db *pgdb) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; {
+		n, err := trimChanges(context.Background(), db, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no trim went through within a minute")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// heldReplica opens two stores on a schema of the test's own: a
+// answering from SQL, b a serving replica whose next apply is held at
+// its gate, entered once this returns.
+func heldReplica(t *testing.T) (schema string, a, b *Store, gate *applyGate) {
+	t.Helper()
+	schema = schemaFor(t.Name())
+	a = openStoreWith(t, configJSON(schema, "replica", sqlOnly))
+	b = openStoreWith(t, configJSON(schema, "replica", replicaCfg("10s")))
+	gate = holdApplies(t, b)
+	waitServing(t, b)
+	gate.held.Store(true)
+	b.replica.poke()
+	<-gate.entered
+	return schema, a, b, gate
 }
