@@ -19,25 +19,11 @@ import (
 // not fail the call.
 func TestDeadPooledConnectionIsReplaced(t *testing.T) {
 	ctx := context.Background()
-	c := pgtest.Shared(t)
 	const app = "memhost_state_dead_conn_test"
-	pc, err := pgxpool.ParseConfig(c.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pc.ConnConfig.RuntimeParams["application_name"] = app
-	pc.MaxConns = 1                                                                       // the dead connection is the one reused
-	pc.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false } // as for one idle under a second
-	admin, err := pgx.Connect(ctx, c.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	db, err := openPool(ctx, pc, DefaultSchema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, admin := namedPool(t, app, func(pc *pgxpool.Config) {
+		pc.MaxConns = 1                                                                       // the dead connection is the one reused
+		pc.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false } // as for one idle under a second
+	})
 	sessions, comp, props := NewSessions(db, SessionOptions{}), NewCompaction(db), NewProposals(db)
 	key := coordinator.SessionKey{Realm: "r", Identity: "i", Session: "s"}
 	ckey := compaction.Key{Realm: "r", Identity: "alice", Conversation: "c"}
@@ -96,25 +82,11 @@ func TestDeadPooledConnectionIsReplaced(t *testing.T) {
 // Nothing of the call ran: it runs again on another connection.
 func TestPoolOutlivesIdleSessionTimeout(t *testing.T) {
 	ctx := context.Background()
-	c := pgtest.Shared(t)
 	const app = "memhost_state_idle_session_test"
-	pc, err := pgxpool.ParseConfig(c.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pc.ConnConfig.RuntimeParams["application_name"] = app
-	pc.ConnConfig.RuntimeParams["idle_session_timeout"] = "100"
-	pc.MaxConns = 4
-	admin, err := pgx.Connect(ctx, c.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	db, err := openPool(ctx, pc, DefaultSchema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, admin := namedPool(t, app, func(pc *pgxpool.Config) {
+		pc.ConnConfig.RuntimeParams["idle_session_timeout"] = "100"
+		pc.MaxConns = 4
+	})
 	sessions, props := NewSessions(db, SessionOptions{}), NewProposals(db)
 	key := coordinator.SessionKey{Realm: "r", Identity: "i", Session: "s"}
 	for _, tc := range []struct {
@@ -129,7 +101,7 @@ func TestPoolOutlivesIdleSessionTimeout(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var held []*pgxpool.Conn
-			for range pc.MaxConns {
+			for range db.pool.Config().MaxConns {
 				conn, err := db.pool.Acquire(ctx)
 				if err != nil {
 					t.Fatal(err)
@@ -154,4 +126,30 @@ func TestPoolOutlivesIdleSessionTimeout(t *testing.T) {
 			}
 		})
 	}
+}
+
+// namedPool opens the shared state on a new database of the shared
+// server, its connections named app (so admin, a connection of its own,
+// can find and end them) and its pool set by configure.
+func namedPool(t *testing.T, app string, configure func(*pgxpool.Config)) (*DB, *pgx.Conn) {
+	t.Helper()
+	ctx := context.Background()
+	c := pgtest.Shared(t)
+	pc, err := pgxpool.ParseConfig(c.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc.ConnConfig.RuntimeParams["application_name"] = app
+	configure(pc)
+	admin, err := pgx.Connect(ctx, c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close(ctx) })
+	db, err := openPool(ctx, pc, DefaultSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	return db, admin
 }
