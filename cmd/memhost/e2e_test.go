@@ -65,7 +65,14 @@ var listeningRE = regexp.MustCompile(`memhost listening: addr=(\S+)|"memhost lis
 // directory, starts `memhost serve`, and waits until it listens.
 func startMemhost(t *testing.T, body string, env ...string) *instance {
 	t.Helper()
-	inst, err := tryStartMemhost(t, body, env...)
+	return startMemhostIn(t, testbin.PluginDir(t), body, env...)
+}
+
+// startMemhostIn is startMemhost on the plugins of pluginDir.
+func startMemhostIn(t *testing.T, pluginDir, body string, env ...string) *instance {
+	t.Helper()
+	cfgPath, dataDir := writeConfigIn(t, pluginDir, body)
+	inst, err := startWithConfig(t, cfgPath, dataDir, env...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -160,14 +160,8 @@ func checkEnvelope(t *testing.T, where, text string) {
 // startCompacting starts memhost on the sqlite provider with the template
 // compactor, the surfaces a model reads all served.
 func startCompacting(t *testing.T) *instance {
-	pluginDir := testbin.PluginDir(t, "sqlite", "template")
-	cfgPath, dataDir := writeConfigIn(t, pluginDir, providerDeployment("sqlite", `{ path = "memory.db" }`)+
+	return startMemhostIn(t, testbin.PluginDir(t, "sqlite", "template"), providerDeployment("sqlite", `{ path = "memory.db" }`)+
 		"realm \"default\" { provider = \"main\" }\n"+templateCompactorConfig)
-	m, err := startWithConfig(t, cfgPath, dataDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
 }
 
 func TestNoForgedMarkerReachesAModel(t *testing.T) {

@@ -22,12 +22,7 @@ func startRawNeighbours(t *testing.T, env ...string) *instance {
 	t.Helper()
 	dir := testbin.PrivatePluginDir(t, "markdown")
 	testbin.InstallPlugin(t, dir, testbin.Build(t, "./sdk/host/testdata/rawneighbours"))
-	cfg, data := writeConfigIn(t, dir, "provider \"bad\" { plugin = \"rawneighbours\" }\nrealm \"default\" { provider = \"bad\" }\n")
-	m, err := startWithConfig(t, cfg, data, env...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return startMemhostIn(t, dir, "provider \"bad\" { plugin = \"rawneighbours\" }\nrealm \"default\" { provider = \"bad\" }\n", env...)
 }
 
 // TestHostileNeighboursReachNoModel, through memhost serve on a plugin
