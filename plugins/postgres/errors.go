@@ -33,9 +33,9 @@ const (
 // timeout is sdk.ErrDeadline, a server that cannot be reached, refuses a
 // connection or is going down is sdk.ErrUnavailable, a full disk is
 // sdk.ErrNoSpace. Anything already carrying a sentinel, and anything
-// else, passes through. A connection
-// failure's text (pgconn's names the user, database and host:port) never
-// reaches the message: it goes to the plugin's log.
+// else, passes through. A connection failure's text (pgconn's names the
+// user, database and host:port) never reaches the message: it goes to
+// the plugin's log.
 func classify(err error) error {
 	if err == nil {
 		return nil
