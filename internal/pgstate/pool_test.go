@@ -84,7 +84,10 @@ func TestPoolOutlivesIdleSessionTimeout(t *testing.T) {
 	ctx := context.Background()
 	const app = "memhost_state_idle_session_test"
 	db, admin := namedPool(t, app, func(pc *pgxpool.Config) {
-		pc.ConnConfig.RuntimeParams["idle_session_timeout"] = "100"
+		// Under the pool's one-second ping threshold, and long enough that
+		// a connection the retry opens is not ended before its first
+		// statement on a loaded machine.
+		pc.ConnConfig.RuntimeParams["idle_session_timeout"] = "400"
 		pc.MaxConns = 4
 	})
 	sessions, props := NewSessions(db, SessionOptions{}), NewProposals(db)

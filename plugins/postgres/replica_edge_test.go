@@ -235,7 +235,11 @@ func TestReplicaConnectionsOutliveIdleSessionTimeout(t *testing.T) {
 func TestPoolOutlivesIdleSessionTimeout(t *testing.T) {
 	const poolSize = 4
 	base := testDSN(t)
-	t.Setenv("MEMHOST_IDLE_POOL_DSN", base+" application_name=idle_pool options='-c idle_session_timeout=100'")
+	// 400 ms: under the second past which the pool pings a connection
+	// before handing it out, and long enough that a connection the retry
+	// opens is not itself ended before its first statement on a loaded
+	// machine (at 100 ms, make test's parallel run saw that once).
+	t.Setenv("MEMHOST_IDLE_POOL_DSN", base+" application_name=idle_pool options='-c idle_session_timeout=400'")
 	schema := schemaFor(t.Name())
 	s := openStoreWith(t, json.RawMessage(fmt.Sprintf(`{"dsn_env": "MEMHOST_IDLE_POOL_DSN", "schema": %q, "pool_size": %d, "replica": {"enabled": false}}`, schema, poolSize)))
 	ctx := context.Background()
