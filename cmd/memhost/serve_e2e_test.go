@@ -411,8 +411,17 @@ func holdOnAStoppedPlugin(t *testing.T, m *instance, route, path, body string) (
 		done <- heldAnswer{code: resp.StatusCode, body: string(data), err: err}
 	}()
 	serving := `memhost_http_requests_in_flight{route="` + route + `"} 1`
-	eventually(t, "memhost serving the held request", func() bool {
-		return strings.Contains(scrape(t, m), serving)
-	})
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(scrape(t, m), serving) {
+		select {
+		case a := <-done:
+			// Answered although its plugin is stopped: say with what.
+			t.Fatalf("the request to a stopped plugin was answered %d %q (%v) before it was seen in flight\n%s", a.code, a.body, a.err, m.logs())
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("memhost serving the held request: not within 60 s\n%s", m.logs())
+		}
+	}
 	return pids, done
 }
