@@ -26,6 +26,7 @@ import (
 	"github.com/memhost/memhost/internal/mcpserver"
 	"github.com/memhost/memhost/internal/pluginhost"
 	"github.com/memhost/memhost/internal/proposal"
+	"github.com/memhost/memhost/internal/redact"
 	"github.com/memhost/memhost/sdk"
 	"golang.org/x/sync/semaphore"
 )
@@ -374,23 +375,23 @@ func (s *Server) routeWithin(mux *http.ServeMux, pattern string, timeout time.Du
 			// reads an answer, and what its leaving made fail is no
 			// failure of the server's.
 			rec.status = StatusClientClosed
-			logger.Info("request abandoned by its client", "route", pattern, "duration_ms", msSince(start), "error", err)
+			logger.Info("request abandoned by its client", "route", pattern, "duration_ms", msSince(start), "error", logText(err))
 		case err != nil && rec.wrote:
 			// The answer is under way: the error can only be logged.
-			logger.Error("request failed after its answer began", "route", pattern, "status", rec.status, "duration_ms", msSince(start), "error", err)
+			logger.Error("request failed after its answer began", "route", pattern, "status", rec.status, "duration_ms", msSince(start), "error", logText(err))
 		case err != nil:
 			sanitised := s.writeError(rec, err, reqID)
 			// A client's mistake (4xx) or an unsupported capability (501)
 			// is the client's to fix: it is not an operator's error.
 			switch {
 			case rec.status >= 500 && rec.status != http.StatusNotImplemented:
-				logger.Error("request failed", "route", pattern, "status", rec.status, "duration_ms", msSince(start), "error", err)
+				logger.Error("request failed", "route", pattern, "status", rec.status, "duration_ms", msSince(start), "error", logText(err))
 			case sanitised:
 				// The client got the message without paths or pids; the
 				// operator gets them here.
-				logger.Warn("request refused", "route", pattern, "status", rec.status, "error", err)
+				logger.Warn("request refused", "route", pattern, "status", rec.status, "error", logText(err))
 			default:
-				logger.Debug("request refused", "route", pattern, "status", rec.status, "error", err)
+				logger.Debug("request refused", "route", pattern, "status", rec.status, "error", logText(err))
 			}
 		}
 		s.opts.Metrics.observeRequest(pattern, rec.status, time.Since(start))
@@ -513,7 +514,7 @@ func (s *Server) mountMCP(mux *http.ServeMux, h http.Handler) {
 			// cut short): as on /v1, no one reads a refusal, and the
 			// request is no bad one of the client's.
 			rec.status = StatusClientClosed
-			s.opts.Logger.Info("request abandoned by its client", "request_id", reqID, "route", pattern, "duration_ms", msSince(start), "error", err)
+			s.opts.Logger.Info("request abandoned by its client", "request_id", reqID, "route", pattern, "duration_ms", msSince(start), "error", logText(err))
 		case err != nil:
 			s.writeError(rec, err, reqID)
 		default:
@@ -537,6 +538,12 @@ func (s *Server) mountMCP(mux *http.ServeMux, h http.Handler) {
 		}
 		s.opts.Metrics.observeRequest(pattern, rec.status, time.Since(start))
 	})
+}
+
+// logText is err's text as a request's log line carries it, bounded
+// (redact.ForLog): an error may quote the request's text whole.
+func logText(err error) string {
+	return redact.ForLog(err.Error())
 }
 
 // StatusClientClosed is the status the metrics and log record for a

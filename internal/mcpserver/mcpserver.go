@@ -411,7 +411,7 @@ func redacted[In, Out any](log hclog.Logger, c *coordinator.Coordinator, tool st
 		res, out, err := h(ctx, req, in)
 		if err != nil {
 			if msg, changed := redact.ForClient(c, err.Error()); changed {
-				log.Warn("tool call failed", "tool", tool, "error", err)
+				log.Warn("tool call failed", "tool", tool, "error", redact.ForLog(err.Error()))
 				err = &redactedError{msg: msg, err: err}
 			}
 		}

@@ -58,7 +58,7 @@ const apiPathPrefix = "/v1/"
 // neutralised. It reports whether the message changed.
 func ForClient(c *coordinator.Coordinator, msg string) (string, bool) {
 	out, _ := Message(msg)
-	out = shorten(out)
+	out = shorten(out, maxClientMessage)
 	if c != nil {
 		out = c.RenderText(sdk.Identity{}, out, coordinator.TextError)
 	}
@@ -135,17 +135,29 @@ const (
 	tailBytes        = 1 << 10
 )
 
-// shorten answers msg whole when it is within maxClientMessage, else its
-// start and its last tailBytes (both cut on character boundaries) with
-// the number of bytes left out between them.
-func shorten(msg string) string {
-	if len(msg) <= maxClientMessage {
+// maxLogMessage bounds an error's text in a log line: the same quote of
+// the request's text would otherwise put up to the body limit (4 MiB) in
+// one line for each request a client sends.
+const maxLogMessage = 16 << 10
+
+// ForLog answers msg as a log line carries it: whole, paths, pids and
+// all (the operator's to read), when within maxLogMessage, else its start
+// and its end as ForClient shortens a message.
+func ForLog(msg string) string {
+	return shorten(msg, maxLogMessage)
+}
+
+// shorten answers msg whole when it is within limit, else its start and
+// its last tailBytes (both cut on character boundaries) with the number
+// of bytes left out between them.
+func shorten(msg string, limit int) string {
+	if len(msg) <= limit {
 		return msg
 	}
 	tail := len(msg) - tailBytes
 	for tail < len(msg) && !utf8.RuneStart(msg[tail]) {
 		tail++
 	}
-	head := sdk.CutText(msg, maxClientMessage-tailBytes-64)
+	head := sdk.CutText(msg, limit-tailBytes-64)
 	return fmt.Sprintf("%s … (%d bytes left out) … %s", head, tail-len(head), msg[tail:])
 }
