@@ -165,6 +165,73 @@ func TestDropsAreReportedToTheirRealm(t *testing.T) {
 	}
 }
 
+// TestDropsAreReportedToTheirIdentity: within one realm, alice's flood
+// fills the queue and her traces are dropped while bob's one turn is
+// stored. A read kept to bob's turns (a token bound to bob) answered 503
+// with alice's count of dropped turns, and consumed the notice alice's own
+// read was owed. Each read is now told of the drops of the identities it
+// reads; a realm-wide read (nil) of every one.
+func TestDropsAreReportedToTheirIdentity(t *testing.T) {
+	alice, bob := []string{"alice"}, []string{"bob"}
+	for _, c := range []struct {
+		name  string
+		reads [][]string // in order
+		lost  []bool     // whether each read is told of dropped turns
+	}{
+		{"bound to the quiet identity", [][]string{bob, alice, alice}, []bool{false, true, false}},
+		{"realm-wide", [][]string{nil, alice, bob}, []bool{true, false, false}},
+		{"both identities", [][]string{{"alice", "bob"}, alice}, []bool{true, false}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := &gatedStore{SQLStore: openStore(t), entered: make(chan struct{}), release: make(chan struct{})}
+			r := NewRecorder(g, Options{Retention: time.Hour, MaxTurnsPerRealm: 100, QueueSize: 2, Linger: time.Millisecond})
+			defer r.Close()
+			now := time.Now().UTC()
+			quiet := tr("r", "s", now, "a")
+			quiet.Identity = "bob"
+			r.Trace(quiet)
+			<-g.entered
+			for range 5 {
+				r.Trace(tr("r", "s", now, "b")) // alice's
+			}
+			close(g.release)
+			for i, who := range c.reads {
+				_, err := r.Session(context.Background(), "r", who, "s", 100)
+				if told := errors.Is(err, sdk.ErrUnavailable); told != c.lost[i] || (err != nil && !told) {
+					t.Fatalf("read %d (identities %v) = %v; want told of dropped turns: %v", i+1, who, err, c.lost[i])
+				}
+			}
+		})
+	}
+}
+
+// TestDropsOfManyIdentitiesAreBounded: drops are counted apart for at
+// most maxLossIdentities identities of a realm (a flood naming a new
+// identity each turn must not grow the host's memory); the drops of any
+// more are told to the realm's next read, whoever it reads.
+func TestDropsOfManyIdentitiesAreBounded(t *testing.T) {
+	r := NewRecorder(openStore(t), Options{Retention: time.Hour, MaxTurnsPerRealm: 100})
+	defer r.Close()
+	for i := range maxLossIdentities + 10 {
+		r.drop("r", fmt.Sprintf("user-%d", i))
+	}
+	r.lostMu.Lock()
+	kept := len(r.lost["r"].byIdentity)
+	r.lostMu.Unlock()
+	if kept != maxLossIdentities {
+		t.Fatalf("drops counted apart for %d identities, want %d", kept, maxLossIdentities)
+	}
+	ctx := context.Background()
+	for i, want := range []bool{true, false} {
+		if _, err := r.Session(ctx, "r", []string{"bob"}, "s", 10); errors.Is(err, sdk.ErrUnavailable) != want {
+			t.Fatalf("bob's read %d = %v; want told of the unattributed drops: %v", i+1, err, want)
+		}
+	}
+	if _, err := r.Session(ctx, "r", []string{"user-0"}, "s", 10); !errors.Is(err, sdk.ErrUnavailable) {
+		t.Fatalf("user-0's read = %v; want told of its own drop", err)
+	}
+}
+
 // TestFloodsLeaveRoomForOtherRealms: while the store is slow, realms
 // flood the queue, each taking at most half of what the others leave, so
 // a quiet realm's trace still finds room and its read is whole; each
@@ -286,8 +353,8 @@ func TestASteadyFloodLogsAMinute(t *testing.T) {
 		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs})})
 	defer r.Close()
 	for range 50 { // as Trace meets them: no room, then room after a write
-		r.overflowed("flood")
-		r.overflowed("flood")
+		r.overflowed("flood", "alice")
+		r.overflowed("flood", "alice")
 		r.queued("flood")
 	}
 	text := logs.String()
@@ -302,7 +369,7 @@ func TestASteadyFloodLogsAMinute(t *testing.T) {
 	logs.mu.Lock()
 	logs.buf.Reset()
 	logs.mu.Unlock()
-	r.overflowed("flood")
+	r.overflowed("flood", "alice")
 	r.queued("flood")
 	text = logs.String()
 	if !strings.Contains(text, "dropped until") || !strings.Contains(text, "dropped_traces=99") {
@@ -377,7 +444,7 @@ func TestCloseWithAHungStoreEnds(t *testing.T) {
 // waited for all of them (minutes at a full queue).
 func TestCloseDuringAFlushWithAHungStoreEnds(t *testing.T) {
 	r, h := queuedBehindAHungWrite(t)
-	go r.flush(context.Background(), "r0")
+	go r.flush(context.Background(), "r0", nil)
 	<-h.entered // the first write gave up; the flush's writes have begun
 	closesWithin(t, r, 3*closeTimeout)
 }

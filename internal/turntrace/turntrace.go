@@ -126,11 +126,14 @@ type Recorder struct {
 	// dropped counts every trace not stored: queue full, recorder closed
 	// or write failed.
 	dropped atomic.Int64
-	// lost counts, by realm, the traces the queue had no room for since a
-	// read of that realm last answered them: a loss is answered to a read
-	// of its own realm, never to another realm's (whose traces are whole).
+	// lost counts, by realm and identity, the traces the queue had no
+	// room for since a read of them last answered them: a loss is answered
+	// to a read of its own realm, never to another realm's (whose traces
+	// are whole), nor to a read kept to other identities' turns (a token
+	// bound to one identity: another's flood is none of its error, and its
+	// count of drops none of its business).
 	lostMu sync.Mutex
-	lost   map[string]int64
+	lost   map[string]*realmLoss
 	// shares holds a place for each trace in the queue or being written:
 	// a realm holds at most half of what the other realms leave, so no
 	// number of flooding realms can drop every other realm's traces.
@@ -154,9 +157,11 @@ type Recorder struct {
 // request is a flush, or a Forget when forget is set, handed to the
 // writer and answered on done.
 type request struct {
-	done   chan error
-	realm  string
-	forget *forgetting
+	done  chan error
+	realm string
+	// identities are those a flush's read keeps (every one when nil).
+	identities []string
+	forget     *forgetting
 }
 
 // forgetting is what a Forget blanks.
@@ -197,7 +202,7 @@ func NewRecorder(store Store, opts Options) *Recorder {
 		store: store, opts: opts, queue: make(chan coordinator.TurnTrace, opts.QueueSize),
 		flushes: make(chan request), done: make(chan struct{}), stop: cancel,
 		forgotten: map[string]map[string]time.Time{},
-		lost:      map[string]int64{}, failed: map[string]error{}, shares: queueshare.New(opts.QueueSize),
+		lost:      map[string]*realmLoss{}, failed: map[string]error{}, shares: queueshare.New(opts.QueueSize),
 		overflow: map[string]overflowRuns{},
 	}
 	go r.run(ctx)
@@ -209,11 +214,11 @@ func (r *Recorder) Trace(t coordinator.TurnTrace) {
 	r.closing.RLock()
 	defer r.closing.RUnlock()
 	if r.closed {
-		r.drop(t.Realm)
+		r.drop(t.Realm, t.Identity)
 		return
 	}
 	if !r.shares.Hold(t.Realm) {
-		r.overflowed(t.Realm)
+		r.overflowed(t.Realm, t.Identity)
 		return
 	}
 	select {
@@ -221,7 +226,7 @@ func (r *Recorder) Trace(t coordinator.TurnTrace) {
 		r.queued(t.Realm)
 	default:
 		r.shares.Release(t.Realm)
-		r.overflowed(t.Realm)
+		r.overflowed(t.Realm, t.Identity)
 	}
 }
 
@@ -239,8 +244,8 @@ type overflowRuns struct {
 
 // overflowed drops a trace of realm the queue had no room for, and logs
 // the start of a run of such drops (see Recorder.overflow).
-func (r *Recorder) overflowed(realm string) {
-	r.drop(realm)
+func (r *Recorder) overflowed(realm, identity string) {
+	r.drop(realm, identity)
 	r.lostMu.Lock()
 	o := r.overflow[realm]
 	o.dropped++
@@ -284,12 +289,63 @@ func (n queueLoss) Error() string {
 
 func (queueLoss) Is(target error) bool { return target == sdk.ErrUnavailable }
 
-// drop counts a trace of realm the queue did not take.
-func (r *Recorder) drop(realm string) {
+// maxLossIdentities bounds the identities whose drops a realm counts
+// apart; the drops of any more are told to every read of the realm.
+const maxLossIdentities = 4096
+
+// realmLoss is a realm's traces the queue had no room for, by identity.
+type realmLoss struct {
+	byIdentity map[string]int64
+	// unattributed are drops past maxLossIdentities identities, told to
+	// the realm's next read whoever it reads.
+	unattributed int64
+}
+
+// drop counts a trace of identity in realm the queue did not take.
+func (r *Recorder) drop(realm, identity string) {
 	r.dropped.Add(1)
 	r.lostMu.Lock()
-	r.lost[realm]++
-	r.lostMu.Unlock()
+	defer r.lostMu.Unlock()
+	l := r.lost[realm]
+	if l == nil {
+		l = &realmLoss{byIdentity: map[string]int64{}}
+		r.lost[realm] = l
+	}
+	if _, ok := l.byIdentity[identity]; ok || len(l.byIdentity) < maxLossIdentities {
+		l.byIdentity[identity]++
+		return
+	}
+	l.unattributed++
+}
+
+// takeLost answers and forgets the drops of realm a read kept to
+// identities (every identity's when nil) is told of.
+func (r *Recorder) takeLost(realm string, identities []string) int64 {
+	r.lostMu.Lock()
+	defer r.lostMu.Unlock()
+	l := r.lost[realm]
+	if l == nil {
+		return 0
+	}
+	n := l.unattributed
+	if identities == nil {
+		for _, k := range l.byIdentity {
+			n += k
+		}
+		delete(r.lost, realm)
+		return n
+	}
+	// The unattributed drops may be anyone's: the next read is told of
+	// them, as every drop was before identities were counted apart.
+	l.unattributed = 0
+	for _, id := range identities {
+		n += l.byIdentity[id]
+		delete(l.byIdentity, id)
+	}
+	if len(l.byIdentity) == 0 {
+		delete(r.lost, realm)
+	}
+	return n
 }
 
 // Dropped answers how many traces were not stored: a full queue, a write
@@ -300,21 +356,21 @@ func (r *Recorder) Dropped() int64 { return r.dropped.Load() }
 // sees every turn traced before its request (read your writes).
 // identities, when not nil, keeps only their turns, before limit applies.
 func (r *Recorder) Session(ctx context.Context, realm string, identities []string, session string, limit int) ([]coordinator.TurnTrace, error) {
-	if err := r.flush(ctx, realm); err != nil {
+	if err := r.flush(ctx, realm, identities); err != nil {
 		return nil, err
 	}
 	return r.store.Session(ctx, realm, identities, session, limit)
 }
 
 func (r *Recorder) Record(ctx context.Context, realm string, identities []string, id string, limit int) ([]coordinator.TurnTrace, error) {
-	if err := r.flush(ctx, realm); err != nil {
+	if err := r.flush(ctx, realm, identities); err != nil {
 		return nil, err
 	}
 	return r.store.Record(ctx, realm, identities, id, limit)
 }
 
 func (r *Recorder) Recent(ctx context.Context, realm string, identities []string, limit int) ([]SessionSummary, error) {
-	if err := r.flush(ctx, realm); err != nil {
+	if err := r.flush(ctx, realm, identities); err != nil {
 		return nil, err
 	}
 	return r.store.Recent(ctx, realm, identities, limit)
@@ -325,8 +381,8 @@ func (r *Recorder) Recent(ctx context.Context, realm string, identities []string
 // (a write failed or the queue was full): those traces are lost, and a
 // read must not pass for complete without them. Each loss is answered
 // once, to a read of its realm.
-func (r *Recorder) flush(ctx context.Context, realm string) error {
-	req := request{done: make(chan error, 1), realm: realm}
+func (r *Recorder) flush(ctx context.Context, realm string, identities []string) error {
+	req := request{done: make(chan error, 1), realm: realm, identities: identities}
 	select {
 	case r.flushes <- req:
 	case <-r.done:
@@ -417,10 +473,7 @@ func (r *Recorder) answer(req request) {
 	}
 	err := r.failed[req.realm]
 	delete(r.failed, req.realm)
-	r.lostMu.Lock()
-	n := r.lost[req.realm]
-	delete(r.lost, req.realm)
-	r.lostMu.Unlock()
+	n := r.takeLost(req.realm, req.identities)
 	if err == nil && n > 0 {
 		err = queueLoss(n)
 	}
