@@ -1,6 +1,9 @@
 package queueshare
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 func TestShares(t *testing.T) {
 	cases := []struct {
@@ -50,8 +53,78 @@ func TestReleaseGivesPlacesBack(t *testing.T) {
 	s.Release("nobody") // a release without a hold changes nothing
 	s.Release("a")
 	s.Release("a")
-	if s.total != 0 || len(s.held) != 0 {
-		t.Fatalf("after every place came back: total %d, held %v", s.total, s.held)
+	if s.total != 0 || len(s.realms) != 0 {
+		t.Fatalf("after every place came back: total %d, realms %v", s.total, s.realms)
+	}
+}
+
+// TestIdentitiesShareTheirRealm: one identity's flood leaves places for
+// the other identities of its realm, as one realm's leaves for the other
+// realms (bob's turns used to find alice's flood holding all of their
+// realm's share), and a realm's many identities leave places for another
+// realm.
+func TestIdentitiesShareTheirRealm(t *testing.T) {
+	type send struct{ realm, identity string }
+	flood := func(n int, realm, identity string) []send {
+		out := make([]send, n)
+		for i := range out {
+			out[i] = send{realm, identity}
+		}
+		return out
+	}
+	many := func(n int, realm string, identities int) []send {
+		var out []send
+		for range n {
+			for i := range identities {
+				out = append(out, send{realm, fmt.Sprint("user", i)})
+			}
+		}
+		return out
+	}
+	cases := []struct {
+		name  string
+		size  int
+		sends []send
+		want  map[send]int
+	}{
+		{"a lone identity holds half", 16, flood(20, "r", "alice"),
+			map[send]int{{"r", "alice"}: 8}},
+		{"a newcomer to a flooded realm", 16, append(flood(20, "r", "alice"), flood(10, "r", "bob")...),
+			map[send]int{{"r", "alice"}: 8, {"r", "bob"}: 4}},
+		{"another realm's newcomer", 16, append(flood(20, "r", "alice"), flood(10, "s", "carol")...),
+			map[send]int{{"r", "alice"}: 8, {"s", "carol"}: 4}},
+		{"a realm of many identities leaves room", 16, append(many(10, "r", 10), flood(10, "s", "carol")...),
+			map[send]int{{"s", "carol"}: 2}},
+		{"a place of one", 1, append(flood(2, "r", "alice"), flood(1, "r", "bob")...),
+			map[send]int{{"r", "alice"}: 1, {"r", "bob"}: 0}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := New(c.size)
+			got := map[send]int{}
+			for _, x := range c.sends {
+				if s.HoldFor(x.realm, x.identity) {
+					got[x]++
+				}
+			}
+			for k, n := range c.want {
+				if got[k] != n {
+					t.Errorf("%s/%s holds %d places, want %d (all: %v)", k.realm, k.identity, got[k], n, got)
+				}
+			}
+			if s.total > c.size {
+				t.Errorf("%d places held of %d", s.total, c.size)
+			}
+			for k, n := range got {
+				for range n {
+					s.ReleaseFor(k.realm, k.identity)
+				}
+			}
+			s.ReleaseFor("r", "nobody") // a release without a hold changes nothing
+			if s.total != 0 || len(s.realms) != 0 {
+				t.Fatalf("after every place came back: total %d, realms %v", s.total, s.realms)
+			}
+		})
 	}
 }
 

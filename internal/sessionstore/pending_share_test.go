@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/memhost/memhost/coordinator"
 )
 
 // TestAFloodingRealmLeavesOthersPendingPlaces: from an outside review.
@@ -32,5 +34,24 @@ func TestAFloodingRealmLeavesOthersPendingPlaces(t *testing.T) {
 	}
 	if st := get(t, s, key("quiet", "s1")); st.InjectedBytes != 10 {
 		t.Errorf("the quiet realm's session holds %d bytes, want 10", st.InjectedBytes)
+	}
+}
+
+// TestAFloodingIdentityLeavesItsRealmPendingPlaces: the same within a
+// realm: one identity's flood of new sessions on a full disk leaves
+// places for the realm's other identities, whose turns used to fail
+// storage_full once the flood held the realm's whole share.
+func TestAFloodingIdentityLeavesItsRealmPendingPlaces(t *testing.T) {
+	s, db := openStore(t, t.TempDir(), Options{MaxPending: 8})
+	fillDisk(t, s, db)
+	big := strings.Repeat("x", 8000) // needs new pages: the file refuses it
+	for i := range 20 {
+		_ = s.Update(ctx, key("r", fmt.Sprint("s", i)), inject(10, big)) // alice's
+	}
+	for i := range 2 {
+		bob := coordinator.SessionKey{Realm: "r", Identity: "bob", Session: fmt.Sprint("b", i)}
+		if err := s.Update(ctx, bob, inject(10, big)); err != nil {
+			t.Fatalf("bob's session %d during alice's flood: %v, want it held in memory", i, err)
+		}
 	}
 }

@@ -122,7 +122,8 @@ type Store struct {
 	pending map[coordinator.SessionKey]*entry
 	// pendingShares is each realm's share of MaxPending: at most half of
 	// what the other realms leave, so one realm's flood on a full disk
-	// cannot fail every other realm's turns.
+	// cannot fail every other realm's turns, and within it each
+	// identity's, so neither can one identity's flood its realm's others'.
 	pendingShares *queueshare.Shares
 	// journal holds, durably, the states in dirty until a merge writes
 	// them to the table (journal.go).
@@ -392,7 +393,7 @@ func (s *Store) Update(ctx context.Context, key coordinator.SessionKey, fn func(
 	}
 	saved := &entry{state: st, touched: now}
 	evicted, err := s.save(ctx, key, saved, fresh)
-	if errors.Is(err, statedb.ErrStorageFull) && (wasPending || len(s.pending) < s.opts.MaxPending && s.pendingShares.Hold(key.Realm)) {
+	if errors.Is(err, statedb.ErrStorageFull) && (wasPending || len(s.pending) < s.opts.MaxPending && s.pendingShares.HoldFor(key.Realm, key.Identity)) {
 		saved.fresh = fresh
 		s.pending[key] = saved
 		s.cache.Add(key, saved)
@@ -449,7 +450,7 @@ func (s *Store) flush(ctx context.Context) {
 func (s *Store) unpend(key coordinator.SessionKey) {
 	if _, ok := s.pending[key]; ok {
 		delete(s.pending, key)
-		s.pendingShares.Release(key.Realm)
+		s.pendingShares.ReleaseFor(key.Realm, key.Identity)
 	}
 }
 

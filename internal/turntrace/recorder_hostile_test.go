@@ -278,6 +278,34 @@ func TestFloodsLeaveRoomForOtherRealms(t *testing.T) {
 	}
 }
 
+// TestAFloodLeavesRoomForItsRealmsOtherIdentities: one identity's flood
+// of turns takes at most half of what the others leave, so a quieter
+// identity of the same realm still has its trace stored; the realm's
+// whole share used to go to the flood, and bob's turns were dropped.
+func TestAFloodLeavesRoomForItsRealmsOtherIdentities(t *testing.T) {
+	for _, size := range []int{4, 16} {
+		t.Run(fmt.Sprint("queue of ", size), func(t *testing.T) {
+			g := &gatedStore{SQLStore: openStore(t), entered: make(chan struct{}), release: make(chan struct{})}
+			r := NewRecorder(g, Options{Retention: time.Hour, MaxTurnsPerRealm: 100, QueueSize: size, Linger: time.Millisecond})
+			defer r.Close()
+			now := time.Now().UTC()
+			r.Trace(tr("r", "s", now, "a")) // alice's, held in the write
+			<-g.entered
+			for range 20 {
+				r.Trace(tr("r", "s", now, "b")) // alice's flood
+			}
+			quiet := tr("r", "s", now, "c")
+			quiet.Identity = "bob"
+			r.Trace(quiet)
+			close(g.release)
+			got, err := r.Session(context.Background(), "r", []string{"bob"}, "s", 100)
+			if err != nil || len(got) != 1 {
+				t.Fatalf("bob's read = %d turns, %v; want his one turn", len(got), err)
+			}
+		})
+	}
+}
+
 // TestAnotherRealmsForgetsKeepLateBlanking: a realm forgets a record, then
 // another realm forgets more records than the recorder remembers. A trace
 // of the first realm written just after (a turn that recalled the record

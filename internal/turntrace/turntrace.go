@@ -136,7 +136,9 @@ type Recorder struct {
 	lost   map[string]*realmLoss
 	// shares holds a place for each trace in the queue or being written:
 	// a realm holds at most half of what the other realms leave, so no
-	// number of flooding realms can drop every other realm's traces.
+	// number of flooding realms can drop every other realm's traces, and
+	// an identity at most half of what its realm's others leave of the
+	// realm's, so neither can one identity's turns drop its neighbours'.
 	shares *queueshare.Shares
 	// overflow is, by realm, its runs of traces the queue had no room for
 	// (guarded by lostMu). A run is logged at its start and end, not per
@@ -217,7 +219,7 @@ func (r *Recorder) Trace(t coordinator.TurnTrace) {
 		r.drop(t.Realm, t.Identity)
 		return
 	}
-	if !r.shares.Hold(t.Realm) {
+	if !r.shares.HoldFor(t.Realm, t.Identity) {
 		r.overflowed(t.Realm, t.Identity)
 		return
 	}
@@ -225,7 +227,7 @@ func (r *Recorder) Trace(t coordinator.TurnTrace) {
 	case r.queue <- t:
 		r.queued(t.Realm)
 	default:
-		r.shares.Release(t.Realm)
+		r.shares.ReleaseFor(t.Realm, t.Identity)
 		r.overflowed(t.Realm, t.Identity)
 	}
 }
@@ -573,7 +575,7 @@ func (r *Recorder) write(ctx context.Context, batch []coordinator.TurnTrace) {
 	}
 	defer func() {
 		for _, t := range batch {
-			r.shares.Release(t.Realm)
+			r.shares.ReleaseFor(t.Realm, t.Identity)
 		}
 	}()
 	for i := range batch {
