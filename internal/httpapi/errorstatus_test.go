@@ -6,6 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -59,5 +63,63 @@ func TestErrorAnswersMatchTheDocument(t *testing.T) {
 	req.Header.Set("Content-Type", "application/json")
 	if status, _, data := exchange(t, srv, req, []byte(body)); status != 502 || !strings.Contains(string(data), `"compaction_failed"`) {
 		t.Fatalf("a failing compactor = %d %s, want 502 compaction_failed", status, data)
+	}
+}
+
+var (
+	// errorTableRow is a row of docs/api.md's error table:
+	// "| 502 | `compaction_failed`, `compaction_empty` | when |".
+	errorTableRow = regexp.MustCompile("(?m)^\\| ([0-9]{3}) \\| ((?:`[a-z_]+`(?:, )?)+) \\|")
+	tableCode     = regexp.MustCompile("`([a-z_]+)`")
+	// statusMention is a status and its code in prose: "503 `unavailable`".
+	statusMention = regexp.MustCompile("\\b([45][0-9]{2}) `([a-z_]+)`")
+)
+
+// documentedErrors answers docs/api.md's error table: status by code.
+func documentedErrors(t *testing.T) map[string]int {
+	t.Helper()
+	doc, err := os.ReadFile("../../docs/api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := map[string]int{}
+	for _, row := range errorTableRow.FindAllStringSubmatch(string(doc), -1) {
+		status, _ := strconv.Atoi(row[1])
+		for _, c := range tableCode.FindAllStringSubmatch(row[2], -1) {
+			table[c[1]] = status
+		}
+	}
+	if len(table) < 10 {
+		t.Fatalf("found %d codes in the error table of docs/api.md; the pattern no longer matches the page", len(table))
+	}
+	return table
+}
+
+// TestDocumentedErrorStatuses: every status and code the documents name
+// together ("a 503 `unavailable`") is one the server answers together, and
+// one the error table of docs/api.md lists. config.md and plugins.md said
+// a host starting its plugins answers 503 `starting`; it answers 503
+// `unavailable` (only /readyz says "starting").
+func TestDocumentedErrorStatuses(t *testing.T) {
+	table := documentedErrors(t)
+	docs, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range append(docs, "../../README.md") {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimPrefix(path, "../../")
+		for _, m := range statusMention.FindAllStringSubmatch(string(data), -1) {
+			status, _ := strconv.Atoi(m[1])
+			if served := statusOf(m[2]); served != status {
+				t.Errorf("%s says %s; the server answers %s with %d", name, m[0], m[2], served)
+			}
+			if listed, ok := table[m[2]]; !ok || listed != status {
+				t.Errorf("%s says %s; the error table of docs/api.md does not list it so", name, m[0])
+			}
+		}
 	}
 }
