@@ -15,6 +15,8 @@ import (
 
 	"github.com/memhost/memhost/coordinator/coordinatortest"
 	"github.com/memhost/memhost/internal/compaction"
+	"github.com/memhost/memhost/internal/pluginhost"
+	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -120,6 +122,35 @@ func TestDocumentedErrorStatuses(t *testing.T) {
 			if listed, ok := table[m[2]]; !ok || listed != status {
 				t.Errorf("%s says %s; the error table of docs/api.md does not list it so", name, m[0])
 			}
+		}
+	}
+}
+
+// compactionCoded is a compaction refusal carrying its stable code.
+type compactionCoded string
+
+func (c compactionCoded) Error() string     { return string(c) }
+func (c compactionCoded) ErrorCode() string { return string(c) }
+
+// TestTheErrorTableListsEveryCode: every code the server answers an
+// error with is a row of docs/api.md's error table, at the status it is
+// answered with. The table left out 500 internal, which any error no
+// class covers (a plugin's own failure) is answered with.
+func TestTheErrorTableListsEveryCode(t *testing.T) {
+	table := documentedErrors(t)
+	errs := []error{
+		errUnauthenticated, errMethodNotAllowed, errUnsupportedMediaType, errTooManyInFlight,
+		noEndpoint{"GET", "/v1/nope"}, proposal.ErrTooMany, proposal.ErrTargetChanged, pluginhost.ErrProviderUnavailable,
+		sdk.ErrInvalid, sdk.ErrNotFound, sdk.ErrConflict, sdk.ErrTooLarge, sdk.ErrUnsupported, sdk.ErrUnavailable,
+		sdk.ErrDeadline, sdk.ErrPermission, sdk.ErrNoSpace, sdk.ErrReadOnly, context.Canceled,
+		errors.New("a plugin's own failure"),
+		compactionCoded(compaction.CodeFailed), compactionCoded(compaction.CodeEmpty),
+		compactionCoded(compaction.CodeTooLarge), compactionCoded(compaction.CodeHistoryMismatch),
+	}
+	for _, err := range errs {
+		code := codeOf(err)
+		if listed, ok := table[code]; !ok || listed != statusOf(code) {
+			t.Errorf("%v is answered %d %s; the error table of docs/api.md does not list it so", err, statusOf(code), code)
 		}
 	}
 }
