@@ -63,7 +63,7 @@ func (s *Server) handleCompact(ctx context.Context, c caller, w http.ResponseWri
 	// would otherwise meet history_mismatch, which sends it looking at
 	// the messages it never sent.
 	if req.Evicted == nil {
-		return &sdk.FieldError{Field: "evicted", Problem: "is required (the messages evicted so far, in order; [] for none)", Err: sdk.ErrInvalid}
+		return &sdk.FieldError{Field: "evicted", Problem: "is required (every message evicted so far, in order)", Err: sdk.ErrInvalid}
 	}
 	evicted := make([]sdk.Message, len(req.Evicted))
 	for i, m := range req.Evicted {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/memhost/memhost/internal/apispec"
+	"github.com/memhost/memhost/internal/compaction"
 	"github.com/memhost/memhost/internal/mcpserver"
 	"github.com/memhost/memhost/sdk"
 )
@@ -90,6 +91,29 @@ func TestTheDocumentRefusesWhatTheServerRefuses(t *testing.T) {
 	}
 	if err := spec.CheckRequest(req, body); err != nil {
 		t.Errorf("the document refuses an import the server takes: %v", err)
+	}
+
+	// A compaction of no messages: the server refuses it (400 before any
+	// summary, 409 after one), and its refusal of a request without the
+	// list must not suggest sending [] instead.
+	comp, _ := newSurfacesWith(t, Options{Compaction: compaction.New(compaction.Options{Compactor: &echoCompactor{}})})
+	for _, c := range []struct{ body, refusal string }{
+		{`{"identity":{"id":"alice"},"evicted":[]}`, ""},
+		{`{"identity":{"id":"alice"}}`, "[]"},
+	} {
+		req, _ := http.NewRequest("POST", comp.URL+"/v1/conversations/c1/compact", strings.NewReader(c.body))
+		req.Header.Set("Content-Type", "application/json")
+		status, data := send(t, comp, req)
+		if status != http.StatusBadRequest {
+			t.Errorf("compact %s = %d %s, want 400", c.body, status, data)
+			continue
+		}
+		if err := spec.CheckRequest(req, []byte(c.body)); err == nil {
+			t.Errorf("compact %s: the server refuses it (%s), the document allows it", c.body, data)
+		}
+		if c.refusal != "" && strings.Contains(string(data), c.refusal) {
+			t.Errorf("compact %s: the refusal %s suggests %s, which is refused too", c.body, data, c.refusal)
+		}
 	}
 }
 
