@@ -67,6 +67,11 @@ func TestTheDocumentRefusesWhatTheServerRefuses(t *testing.T) {
 		{"GET", "/v1/records?kind=bogus", ""},
 		{"GET", "/v1/records?trust=bogus", ""},
 	}
+	for _, scope := range []string{"bogus", "team:x", "identity:", "identity:a b", "mob:.hidden", "Realm"} {
+		cases = append(cases,
+			struct{ method, path, body string }{"POST", "/v1/records", `{"records":[{"scope":"` + scope + `","kind":"fact","title":"t","body":"b"}]}`},
+			struct{ method, path, body string }{"POST", "/v1/recall", `{"identity":{"id":"alice"},"scopes":["` + scope + `"]}`})
+	}
 	for _, f := range []string{"id", "scope", "kind", "trust", "status", "created_at", "updated_at"} {
 		cases = append(cases, struct{ method, path, body string }{"POST", "/v1/import", without(f)})
 	}
