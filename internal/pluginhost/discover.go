@@ -39,12 +39,21 @@ type Refusal struct {
 
 func (r *Refusal) Error() string {
 	if r.Manifest == "" {
-		return fmt.Sprintf("plugin %s: refused: %s: %v", r.Plugin, r.Reason, ErrRefused)
+		return fmt.Sprintf("plugin %s: refused: %s", r.Plugin, r.Reason)
 	}
-	return fmt.Sprintf("plugin %s (%s): refused: %s: %v", r.Plugin, r.Manifest, r.Reason, ErrRefused)
+	return fmt.Sprintf("plugin %s (%s): refused: %s", r.Plugin, r.Manifest, r.Reason)
 }
 
 func (r *Refusal) Unwrap() error { return ErrRefused }
+
+// refusal is a refused plugin whose message says "refused" once: it reads
+// as ErrRefused without ending in "plugin refused" as well.
+type refusal struct{ err error }
+
+func refusedf(format string, args ...any) error { return &refusal{fmt.Errorf(format, args...)} }
+
+func (r *refusal) Error() string   { return r.err.Error() }
+func (r *refusal) Unwrap() []error { return []error{r.err, ErrRefused} }
 
 // Entry is one discovered plugin: its manifest and resolved executable.
 type Entry struct {
@@ -129,7 +138,7 @@ func Discover(dir string) (entries []Entry, refusals []error, err error) {
 
 func loadEntry(root, path string) (Entry, error) {
 	refuse := func(format string, args ...any) error {
-		return fmt.Errorf("plugin manifest %s: refused: %s: %w", path, fmt.Sprintf(format, args...), ErrRefused)
+		return refusedf("plugin manifest %s: refused: %s", path, fmt.Sprintf(format, args...))
 	}
 	data, err := readManifest(path)
 	if err != nil {

@@ -130,6 +130,9 @@ func TestDiscoverRefusals(t *testing.T) {
 			if !strings.Contains(msg, c.want) || !errors.Is(refusals[0], pluginhost.ErrRefused) || strings.Contains(msg, "\n") {
 				t.Fatalf("refusal %q: want one line containing %q", msg, c.want)
 			}
+			if n := strings.Count(msg, "refused"); n != 1 {
+				t.Fatalf("refusal %q says refused %d times, want once", msg, n)
+			}
 		})
 	}
 }
@@ -245,6 +248,9 @@ func TestStartRefusals(t *testing.T) {
 			msg := err.Error()
 			if !strings.Contains(msg, c.want) || !strings.Contains(msg, e.Manifest.Name) || strings.Contains(msg, "\n") {
 				t.Fatalf("error %q: want one line naming the plugin and containing %q", msg, c.want)
+			}
+			if strings.Count(msg, "refused") > 1 {
+				t.Fatalf("error %q says refused more than once", msg)
 			}
 			// A refused launch removes the socket directory it made.
 			assertNoSockets(t, tmp)

@@ -64,8 +64,8 @@ func Start(ctx context.Context, e Entry, opts StartOptions) (*host.Conn, error) 
 	}
 	if diff := e.Manifest.Mismatch(conn.Info()); diff != "" {
 		conn.Close()
-		return nil, fmt.Errorf("plugin %s (%s): refused: manifest %s and plugin disagree: %s: %w",
-			e.Manifest.Name, e.Executable, e.ManifestPath, diff, ErrRefused)
+		return nil, refusedf("plugin %s (%s): refused: manifest %s and plugin disagree: %s",
+			e.Manifest.Name, e.Executable, e.ManifestPath, diff)
 	}
 	return conn, nil
 }
