@@ -1624,3 +1624,119 @@ func TestLateStartSaysItIsUp(t *testing.T) {
 		t.Fatalf("the line does not name the instance and its wait:\n%s", logs.String())
 	}
 }
+
+// TestPluginsDocShowsTheRefusals holds the refusals docs/plugins.md shows
+// to the ones Start answers, but for the plugin's name, paths and digests:
+// the page showed a changed executable's, script tree's and interpreter's
+// refusal ending in "permission denied", which the host leaves out (the
+// problem is said once), where it names the manifest.
+func TestPluginsDocShowsTheRefusals(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(testbin.ModuleRoot(t), "docs", "plugins.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := func(intro string) []string {
+		_, b, ok := strings.Cut(string(doc), intro+"\n\n```\n")
+		b, _, _ = strings.Cut(b, "```")
+		lines := strings.Split(strings.TrimSpace(b), "\n")
+		if !ok || len(lines) != 2 {
+			t.Fatalf("docs/plugins.md shows %d refusals after %q; want two", len(lines), intro)
+		}
+		return lines
+	}
+	compiled := block("Each refusal is one line naming the plugin, the file and what differs:")
+	interpreted := block("Go plugins' one-liners, naming the file:")
+	cases := []struct {
+		line  string
+		setup func(t *testing.T) (dir string)
+	}{
+		{compiled[0], func(t *testing.T) string {
+			dir, _ := echoDir(t)
+			f, err := os.OpenFile(filepath.Join(dir, "echo"), os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Write([]byte{0})
+			f.Close()
+			return dir
+		}},
+		{compiled[1], func(t *testing.T) string {
+			dir, manifest := echoDir(t)
+			editManifest(t, manifest, func(m map[string]any) { m["version"] = "0.2.0" })
+			return dir
+		}},
+		{interpreted[0], func(t *testing.T) string {
+			dir := scriptTree(t, "")
+			if err := os.WriteFile(filepath.Join(dir, "sqlitepy", "added.py"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return dir
+		}},
+		{interpreted[1], func(t *testing.T) string { return scriptTree(t, strings.Repeat("0", 64)) }},
+	}
+	for _, c := range cases {
+		// The page's plugins are markdown and sqlitepy under
+		// /srv/memhost/plugins, run by /usr/bin/python3; the test's are
+		// echo and sqlitepy in a temporary directory, run by the shell.
+		pattern := regexp.QuoteMeta(c.line)
+		pattern = strings.ReplaceAll(pattern, "9f2c…", "[0-9a-f]{64}")
+		pattern = strings.ReplaceAll(pattern, "tree_sha256 …", "tree_sha256 [0-9a-f]{64}")
+		pattern = strings.ReplaceAll(pattern, "/srv/memhost/plugins/", `\S*/`)
+		pattern = strings.ReplaceAll(pattern, "/usr/bin/python3", `/\S+`)
+		pattern = strings.ReplaceAll(pattern, "memhost-plugin-markdown", "echo")
+		pattern = strings.ReplaceAll(pattern, "markdown", "echo")
+		re := regexp.MustCompile("^" + pattern + "$")
+		t.Setenv("TMPDIR", testbin.ShortTempDir(t))
+		dir := c.setup(t)
+		conn, err := pluginhost.Start(context.Background(), discoverOne(t, dir), pluginhost.StartOptions{StartTimeout: 5 * time.Second})
+		if err == nil {
+			conn.Close()
+			t.Fatalf("Start succeeded; the page shows %s", c.line)
+		}
+		if !re.MatchString(err.Error()) {
+			t.Errorf("docs/plugins.md shows\n%s\nStart answers\n%s", c.line, err)
+		}
+	}
+}
+
+// scriptTree writes a plugin directory holding the script tree sqlitepy,
+// run by the shell, and its manifest; interpreterSHA, when set, is the
+// interpreter's digest the manifest gives in place of the real one.
+func scriptTree(t *testing.T, interpreterSHA string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "sqlitepy"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "sqlitepy", "main.py")
+	if err := os.WriteFile(script, []byte("exit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sh, err := filepath.EvalSymlinks("/bin/sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scriptSHA, err := pluginhost.FileSHA256(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if interpreterSHA == "" {
+		if interpreterSHA, err = pluginhost.FileSHA256(sh); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tree, err := host.TreeDigest(filepath.Join(dir, "sqlitepy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest, _ := json.Marshal(map[string]any{
+		"format": 2, "name": "sqlitepy", "version": "0.1.0", "kinds": []string{"provider"}, "protocols": []int{1},
+		"executable": "sqlitepy/main.py", "sha256": scriptSHA,
+		"interpreter": map[string]any{"path": sh, "sha256": interpreterSHA},
+		"tree":        "sqlitepy", "tree_sha256": fmt.Sprintf("%x", tree),
+	})
+	if err := os.WriteFile(filepath.Join(dir, "sqlitepy.plugin.json"), manifest, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
