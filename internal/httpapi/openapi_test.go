@@ -100,25 +100,38 @@ func TestTheDocumentRefusesWhatTheServerRefuses(t *testing.T) {
 
 	// A compaction of no messages: the server refuses it (400 before any
 	// summary, 409 after one), and its refusal of a request without the
-	// list must not suggest sending [] instead.
+	// list must not suggest sending [] instead. A guide request's unknown
+	// field (a misspelt filter) is refused as every body's is.
 	comp, _ := newSurfacesWith(t, Options{Compaction: compaction.New(compaction.Options{Compactor: &echoCompactor{}})})
-	for _, c := range []struct{ body, refusal string }{
-		{`{"identity":{"id":"alice"},"evicted":[]}`, ""},
-		{`{"identity":{"id":"alice"}}`, "[]"},
+	for _, c := range []struct{ path, body, refusal string }{
+		{"/v1/conversations/c1/compact", `{"identity":{"id":"alice"},"evicted":[]}`, ""},
+		{"/v1/conversations/c1/compact", `{"identity":{"id":"alice"}}`, "[]"},
+		{"/v1/guide/session-start", `{"identity":{"id":"alice"},"session":"s1","task":"t","topk":3}`, ""},
+		{"/v1/guide/before-iteration", `{"identity":{"id":"alice"},"session":"s1","bogus":1}`, ""},
 	} {
-		req, _ := http.NewRequest("POST", comp.URL+"/v1/conversations/c1/compact", strings.NewReader(c.body))
+		req, _ := http.NewRequest("POST", comp.URL+c.path, strings.NewReader(c.body))
 		req.Header.Set("Content-Type", "application/json")
 		status, data := send(t, comp, req)
 		if status != http.StatusBadRequest {
-			t.Errorf("compact %s = %d %s, want 400", c.body, status, data)
+			t.Errorf("%s %s = %d %s, want 400", c.path, c.body, status, data)
 			continue
 		}
 		if err := spec.CheckRequest(req, []byte(c.body)); err == nil {
-			t.Errorf("compact %s: the server refuses it (%s), the document allows it", c.body, data)
+			t.Errorf("%s %s: the server refuses it (%s), the document allows it", c.path, c.body, data)
 		}
 		if c.refusal != "" && strings.Contains(string(data), c.refusal) {
-			t.Errorf("compact %s: the refusal %s suggests %s, which is refused too", c.body, data, c.refusal)
+			t.Errorf("%s %s: the refusal %s suggests %s, which is refused too", c.path, c.body, data, c.refusal)
 		}
+	}
+	// The filters the guide takes are ones the document takes.
+	guideBody := `{"identity":{"id":"alice"},"session":"s1","task":"t","top_k":3,"min_score":0.5,"required_tags":["a"],"excluded_tags":["b"]}`
+	req, _ = http.NewRequest("POST", comp.URL+"/v1/guide/session-start", strings.NewReader(guideBody))
+	req.Header.Set("Content-Type", "application/json")
+	if status, data := send(t, comp, req); status != http.StatusOK {
+		t.Errorf("guide session-start %s = %d %s", guideBody, status, data)
+	}
+	if err := spec.CheckRequest(req, []byte(guideBody)); err != nil {
+		t.Errorf("the document refuses a guide request the server takes: %v", err)
 	}
 }
 
