@@ -75,6 +75,15 @@ func TestTheDocumentRefusesWhatTheServerRefuses(t *testing.T) {
 	for _, f := range []string{"id", "scope", "kind", "trust", "status", "created_at", "updated_at"} {
 		cases = append(cases, struct{ method, path, body string }{"POST", "/v1/import", without(f)})
 	}
+	// Session keys the server refuses, in a body and in a path.
+	for _, key := range []string{"a b", "a\tb", "a\u0085b", "..", strings.Repeat("k", 257)} {
+		cases = append(cases,
+			struct{ method, path, body string }{"POST", "/v1/turns/inject", `{"identity":{"id":"alice"},"session":"` + key + `","content":"q"}`},
+			struct{ method, path, body string }{"POST", "/v1/defang", `{"identity":{"id":"alice"},"session":"` + key + `","content":"hi"}`})
+	}
+	for _, key := range []string{"a%20b", "a%09b", "%2E", "%2E%2E"} {
+		cases = append(cases, struct{ method, path, body string }{"POST", "/v1/sessions/" + key + "/compacted", `{"identity":{"id":"alice"}}`})
+	}
 	for _, c := range cases {
 		req, _ := http.NewRequest(c.method, srv.URL+c.path, strings.NewReader(c.body))
 		req.Header.Set("Content-Type", "application/json")

@@ -714,6 +714,8 @@ export interface components {
             realm?: string;
             id: string;
         };
+        /** @description a session key: up to 256 bytes of UTF-8 with no whitespace or control characters, not . or .. ("" where optional: no session) */
+        SessionKey: string;
         /** @description identity:<id>, mob:<name>, operator:<name> or realm */
         Scope: string;
         Message: {
@@ -1314,7 +1316,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                key: string;
+                key: components["schemas"]["SessionKey"];
             };
             cookie?: never;
         };
@@ -1446,7 +1448,7 @@ export interface operations {
                 "application/json": {
                     identity: components["schemas"]["Identity"];
                     /** @description session key; without it there is no dedup and only the per-turn cap */
-                    session?: string;
+                    session?: components["schemas"]["SessionKey"];
                     content: components["schemas"]["Content"];
                     /**
                      * Format: date-time
@@ -1529,7 +1531,7 @@ export interface operations {
                 "application/json": {
                     identity: components["schemas"]["Identity"];
                     /** @description the session the message belongs to: defang hits then show in its turn trace */
-                    session?: string;
+                    session?: components["schemas"]["SessionKey"];
                     content: components["schemas"]["Content"];
                 };
             };
@@ -1555,7 +1557,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                key: string;
+                key: components["schemas"]["SessionKey"];
             };
             cookie?: never;
         };
@@ -1591,7 +1593,7 @@ export interface operations {
             content: {
                 "application/json": {
                     identity: components["schemas"]["Identity"];
-                    session?: string;
+                    session?: components["schemas"]["SessionKey"];
                     evicted: components["schemas"]["Message"][];
                 };
             };
@@ -1687,7 +1689,7 @@ export interface operations {
             content: {
                 "application/json": {
                     identity: components["schemas"]["Identity"];
-                    session: string;
+                    session: components["schemas"]["SessionKey"];
                     task: string;
                 } & components["schemas"]["GuideFilters"];
             };
@@ -1718,7 +1720,7 @@ export interface operations {
             content: {
                 "application/json": {
                     identity: components["schemas"]["Identity"];
-                    session: string;
+                    session: components["schemas"]["SessionKey"];
                     last_user_message?: string;
                 } & components["schemas"]["GuideFilters"];
             };
