@@ -76,7 +76,11 @@ func TestTheDocumentRefusesWhatTheServerRefuses(t *testing.T) {
 		cases = append(cases, struct{ method, path, body string }{"POST", "/v1/import", without(f)})
 	}
 	// Session keys the server refuses, in a body and in a path.
-	for _, key := range []string{"a b", "a\tb", "a\u0085b", "..", strings.Repeat("k", 257)} {
+	// A record without a title or body the server counts as text.
+	for _, tb := range []string{`"title":"","body":""`, `"title":" ","body":"\u00a0"`, `"body":"\t\u2028"`, `"title":"\u3000"`} {
+		cases = append(cases, struct{ method, path, body string }{"POST", "/v1/records", `{"records":[{"scope":"realm","kind":"fact",` + tb + `}]}`})
+	}
+	for _, key := range []string{"a b", "a\tb", "a\u0085b", "a\u00a0b", "a\u2028b", "..", strings.Repeat("k", 257)} {
 		cases = append(cases,
 			struct{ method, path, body string }{"POST", "/v1/turns/inject", `{"identity":{"id":"alice"},"session":"` + key + `","content":"q"}`},
 			struct{ method, path, body string }{"POST", "/v1/defang", `{"identity":{"id":"alice"},"session":"` + key + `","content":"hi"}`})
@@ -105,6 +109,23 @@ func TestTheDocumentRefusesWhatTheServerRefuses(t *testing.T) {
 	}
 	if err := spec.CheckRequest(req, body); err != nil {
 		t.Errorf("the document refuses an import the server takes: %v", err)
+	}
+
+	// Records of a title alone or a body alone, and a turn of a session,
+	// are ones both take.
+	for _, c := range []struct{ path, body string }{
+		{"/v1/records", `{"records":[{"scope":"realm","kind":"fact","title":"t"}]}`},
+		{"/v1/records", `{"records":[{"scope":"realm","kind":"fact","title":" ","body":"\u00e9"}]}`},
+		{"/v1/turns/inject", `{"identity":{"id":"alice"},"session":"s-1.\u00e9","content":"q"}`},
+	} {
+		req, _ := http.NewRequest("POST", srv.URL+c.path, strings.NewReader(c.body))
+		req.Header.Set("Content-Type", "application/json")
+		if status, data := send(t, srv, req); status != http.StatusOK {
+			t.Errorf("%s %s = %d %s, want 200", c.path, c.body, status, data)
+		}
+		if err := spec.CheckRequest(req, []byte(c.body)); err != nil {
+			t.Errorf("the document refuses %s %s, which the server takes: %v", c.path, c.body, err)
+		}
 	}
 
 	// A compaction of no messages: the server refuses it (400 before any
