@@ -805,10 +805,6 @@ export interface components {
              * @description when the remembered thing happened (a conversation's date), as distinct from when it was stored; absent when unknown
              */
             occurred_at?: string;
-        } | {
-            title: unknown;
-        } | {
-            body: unknown;
         };
         /** @description an episodic record's place in a sequence (a conversation turn); providers index a record with its neighbours' text (seq - 2 to seq + 2) at a lower weight */
         Thread: {
