@@ -228,7 +228,7 @@ class _Services:
         records.check_ids("ids", req.ids)
         return pb.ForgetResponse(forgotten=self.impl.forget(req.realm, list(req.ids)))
 
-    def Manifest(self, req, ctx):
+    def Manifest(self, req, ctx, send):
         self.need("manifest")
         records.validate_realm(req.realm)
         records.check_scopes(req.scopes)
@@ -299,14 +299,15 @@ class _Services:
         imported, skipped = self.impl.import_records(req.realm, recs)
         return pb.ImportResponse(imported=imported, skipped=skipped)
 
-    def Reindex(self, req, ctx):
+    def Reindex(self, req, ctx, send):
         self.need("reindex")
         if req.realm:
             records.validate_realm(req.realm)
-        progress = []
-        n = self.impl.reindex(req.realm, lambda done, total: progress.append((done, total)))
-        out = [pb.ReindexResponse(progress=pb.ReindexProgress(done=d, total=t)) for d, t in progress[-1:]]
-        return out + [pb.ReindexResponse(done=pb.ReindexDone(reindexed=n))]
+        # Each report goes to the host as the rebuild runs (send keeps the
+        # latest one only, so a report per record costs the rebuild
+        # nothing), as sdk.Serve streams it.
+        n = self.impl.reindex(req.realm, lambda done, total: send(pb.ReindexResponse(progress=pb.ReindexProgress(done=done, total=total))))
+        return [pb.ReindexResponse(done=pb.ReindexDone(reindexed=n))]
 
     def _identity(self, req):
         records.validate_realm(req.realm)
@@ -348,14 +349,19 @@ SERVICE_KIND = {"Provider": "provider", "OperatorResolver": "operator_resolver",
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
 
-def _abort(ctx, e, tb=""):
-    """Answers e as the gRPC status the host maps back to its code; tb is
-    the traceback of an unexpected failure, for the plugin's log."""
+def _abort(ctx, rid, e, tb=""):
+    """Answers e as the gRPC status the host maps back to its code; rid is
+    the call's request id and tb the traceback of an unexpected failure,
+    for the plugin's log."""
     e = errors.classify(e)
     if isinstance(e, errors.MemhostError):
         code, msg, details = e.grpc_code, str(e), e.details()
     else:
-        logger.error("call failed", error=repr(e), traceback=tb)
+        token = request_id.set(rid)
+        try:
+            logger.error("call failed", error=repr(e), traceback=tb)
+        finally:
+            request_id.reset(token)
         # The answer reaches the API's client: the exception's text, never
         # its Python type name (the log above has both, and the traceback).
         text = str(e).strip()
@@ -387,51 +393,80 @@ def _handler(services, name, streaming):
     fn = getattr(services, name)
 
     def call(req, ctx):
+        """Runs the method, yielding what it sends before its result (a
+        stream's progress), and returns its result."""
         rid = dict(ctx.invocation_metadata() or ()).get("memhost-request-id", "")
-        token = request_id.set(rid)
-        try:
-            if not ctx.is_active():
-                _abort(ctx, errors.DeadlineExceeded("the call's deadline passed before it started"))
-            # The plugin's code runs on a thread of its own, and this server
-            # thread waits for it no longer than the call lives: a handler
-            # stuck past its deadline holds its own thread, not one of the
-            # server's few, which health checks, Shutdown and every other
-            # call need.
-            done, out = threading.Event(), {}
+        if not ctx.is_active():
+            _abort(ctx, rid, errors.DeadlineExceeded("the call's deadline passed before it started"))
+        # The plugin's code runs on a thread of its own, and this server
+        # thread waits for it no longer than the call lives: a handler
+        # stuck past its deadline holds its own thread, not one of the
+        # server's few, which health checks, Shutdown and every other
+        # call need.
+        lock, wake, finished, out = threading.Lock(), threading.Event(), threading.Event(), {}
 
-            left = _remaining(ctx)
-            deadline = None if left is None else time.monotonic() + left
+        left = _remaining(ctx)
+        deadline = None if left is None else time.monotonic() + left
 
-            def run():
-                inner, until = request_id.set(rid), call_deadline.set(deadline)
-                try:
-                    out["result"] = fn(req, ctx)
-                except BaseException as e:  # SystemExit too: every call gets an answer
-                    out["error"] = (e, traceback.format_exc())
-                finally:
-                    call_deadline.reset(until)
-                    request_id.reset(inner)
-                    done.set()
+        def send(msg):
+            # Only the latest message waits: a plugin reporting progress
+            # per record is never held up by a slow host.
+            with lock:
+                if not finished.is_set():
+                    out["pending"] = msg
+            wake.set()
 
-            threading.Thread(target=run, name="memhost-" + name, daemon=True).start()
-            ctx.add_callback(done.set)  # the call ended (deadline, cancellation): stop waiting
-            done.wait(_remaining(ctx))
-            if "result" in out:
-                return out["result"]
-            if "error" in out:
-                _abort(ctx, *out["error"])
+        def run():
+            inner, until = request_id.set(rid), call_deadline.set(deadline)
+            try:
+                out["result"] = fn(req, ctx, send) if streaming else fn(req, ctx)
+            except BaseException as e:  # SystemExit too: every call gets an answer
+                out["error"] = (e, traceback.format_exc())
+            finally:
+                call_deadline.reset(until)
+                request_id.reset(inner)
+                finished.set()
+                wake.set()
+
+        threading.Thread(target=run, name="memhost-" + name, daemon=True).start()
+        ctx.add_callback(wake.set)  # the call ended (deadline, cancellation): stop waiting
+        while True:
+            wake.wait(_remaining(ctx))
+            wake.clear()
+            # finished is read before the pending message, so a message
+            # sent before the method returned is never left behind.
+            ended = finished.is_set()
+            with lock:
+                pending = out.pop("pending", None)
+            if pending is not None and ctx.is_active():
+                yield pending
+            if ended or not ctx.is_active():
+                break
             remaining = _remaining(ctx)
             if remaining is not None and remaining <= 0:
-                _abort(ctx, errors.DeadlineExceeded("the call's deadline passed before the plugin answered"))
-            ctx.abort(grpc.StatusCode.CANCELLED, "the call was cancelled before the plugin answered")
-        finally:
-            request_id.reset(token)
+                break
+        if "result" in out:
+            return out["result"]
+        if "error" in out:
+            _abort(ctx, rid, *out["error"])
+        remaining = _remaining(ctx)
+        if remaining is not None and remaining <= 0:
+            _abort(ctx, rid, errors.DeadlineExceeded("the call's deadline passed before the plugin answered"))
+        ctx.abort(grpc.StatusCode.CANCELLED, "the call was cancelled before the plugin answered")
 
     if streaming:
         def stream(req, ctx):
-            yield from call(req, ctx)
+            yield from (yield from call(req, ctx))
         return stream
-    return call
+
+    def unary(req, ctx):
+        answer = call(req, ctx)
+        while True:
+            try:
+                next(answer)  # a unary method sends nothing before its result
+            except StopIteration as stop:
+                return stop.value
+    return unary
 
 
 def _generic_handlers(services, kinds):

@@ -10,11 +10,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from memhost_plugin import Info, errors, serve  # noqa: E402
 
 RELEASE = threading.Event()  # never set: "block" blocks for good
+REINDEXED = threading.Event()  # set by a recall of "finish reindex"
 
 
 class Hostile:
     def info(self):
-        return Info(name="hostile", version="1.0.0")
+        return Info(name="hostile", version="1.0.0", capabilities=["reindex"])
 
     def configure(self, config, host):
         pass
@@ -34,9 +35,19 @@ class Hostile:
             RELEASE.wait()
         if q.query == "slow":
             RELEASE.wait(0.3)
+        if q.query == "finish reindex":
+            REINDEXED.set()
         if q.query == "print":
             print("printed by recall")
         return []
+
+    def reindex(self, realm, progress):
+        # Half done, then waits for the test to let it finish: the host
+        # must see the progress while the rebuild still runs.
+        progress(1, 2)
+        REINDEXED.wait()
+        progress(2, 2)
+        return 2
 
 
 if __name__ == "__main__":

@@ -242,6 +242,20 @@ class HandlerFailureTest(unittest.TestCase):
                                         response_deserializer=pb.RecallResponse.FromString)
         self.assertEqual(list(call(pb.RecallRequest(realm="a", query="slow")).hits), [])
 
+    def test_reindex_progress_reaches_the_host_while_the_rebuild_runs(self):
+        # sdk.Serve streams each progress report as it is made; the
+        # Python SDK used to send the last one only once the rebuild had
+        # ended, so an operator watching a long reindex saw nothing.
+        call = self.channel.unary_stream("/memhost.plugin.v1.Provider/Reindex", request_serializer=pb.ReindexRequest.SerializeToString,
+                                         response_deserializer=pb.ReindexResponse.FromString)
+        stream = call(pb.ReindexRequest(realm="a"), timeout=10)
+        first = next(stream)  # the rebuild waits for "finish reindex"
+        self.assertEqual((first.progress.done, first.progress.total), (1, 2))
+        self.assertEqual(list(self.recall("finish reindex").result().hits), [])
+        rest = list(stream)
+        self.assertEqual(rest[-1].done.reindexed, 2)
+        self.assertEqual([(m.progress.done, m.progress.total) for m in rest[:-1]], [(2, 2)])
+
     def test_calls_waiting_within_their_deadline_leave_room_for_the_health_check(self):
         # More calls than the server had threads (32), each waiting long
         # within its deadline (for the plugin's own lock, say): the host's
