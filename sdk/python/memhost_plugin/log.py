@@ -52,7 +52,9 @@ class Logger:
         self._min = LEVELS.get((level or os.environ.get("MEMHOST_LOG_LEVEL", "info")).lower(), LEVELS["info"])
         self._lock = threading.Lock()
 
-    def log(self, level, message, **fields):
+    # The parameters are positional-only: a field may have any name, as
+    # hclog's keys may (logger.info("compacted", level=3)).
+    def log(self, level, message, /, **fields):
         if LEVELS[level] < self._min:
             return
         now = datetime.datetime.now(datetime.timezone.utc)
@@ -82,19 +84,19 @@ class Logger:
             except (BrokenPipeError, OSError, ValueError):
                 pass
 
-    def trace(self, message, **fields):
+    def trace(self, message, /, **fields):
         self.log("trace", message, **fields)
 
-    def debug(self, message, **fields):
+    def debug(self, message, /, **fields):
         self.log("debug", message, **fields)
 
-    def info(self, message, **fields):
+    def info(self, message, /, **fields):
         self.log("info", message, **fields)
 
-    def warn(self, message, **fields):
+    def warn(self, message, /, **fields):
         self.log("warn", message, **fields)
 
-    def error(self, message, **fields):
+    def error(self, message, /, **fields):
         self.log("error", message, **fields)
 
 

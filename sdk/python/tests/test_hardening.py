@@ -115,6 +115,22 @@ class LogLineTest(unittest.TestCase):
         line = json.loads(out.getvalue())  # NaN and Infinity are not JSON: the host would read the line as text, at info
         self.assertEqual((line["@level"], line["score"], line["high"]), ("error", "nan", "inf"))
 
+    def test_any_field_name_is_a_field(self):
+        # hclog takes any key: a field named as a parameter of the
+        # logger's methods (level, message) raised TypeError, failing the
+        # plugin's call over a log line.
+        cases = (("info", {"level": 3}), ("warn", {"message": "the text"}), ("error", {"level": "x", "message": "y", "self": 1}))
+        for method, fields in cases:
+            with self.subTest(method=method, fields=fields):
+                out = io.StringIO()
+                getattr(Logger(stream=out, level="info"), method)("compacted", **fields)
+                line = json.loads(out.getvalue())
+                self.assertEqual((line["@level"], line["@message"]), (method, "compacted"))
+                self.assertEqual({k: line[k] for k in fields}, fields)
+        out = io.StringIO()
+        Logger(stream=out, level="info").log("info", "compacted", level=3)
+        self.assertEqual(json.loads(out.getvalue())["level"], 3)
+
     def test_a_large_line_stays_json_at_its_level(self):
         # The host cuts a line past 64 KiB, which is then no JSON and is
         # logged as text at info: the SDK's own "call failed" line with an
