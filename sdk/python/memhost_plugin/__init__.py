@@ -6,7 +6,7 @@ CAPABILITIES). KVProvider (kv.py) is a complete provider over a store
 that only loads, puts and deletes."""
 
 from .calls import check_deadline, time_remaining
-from .errors import (Conflict, DeadlineExceeded, FieldError, InvalidArgument, MemhostError, NotFound,
+from .errors import (Cancelled, Conflict, DeadlineExceeded, FieldError, InvalidArgument, MemhostError, NotFound,
                      PermissionDenied, ReadOnly, StorageFull, TooLarge, Unavailable, Unsupported)
 from .kv import KVProvider, decode_config
 from .log import logger
@@ -14,7 +14,7 @@ from .records import Record, new_record_id, now_ms, prepare, prepare_import, val
 from .server import HostInfo, Info, LedgerEntry, ManifestQuery, ManifestRow, RecallQuery, check_plugin, serve
 
 __all__ = [
-    "Conflict", "DeadlineExceeded", "FieldError", "HostInfo", "Info", "InvalidArgument", "KVProvider", "LedgerEntry",
+    "Cancelled", "Conflict", "DeadlineExceeded", "FieldError", "HostInfo", "Info", "InvalidArgument", "KVProvider", "LedgerEntry",
     "ManifestQuery", "ManifestRow", "MemhostError", "NotFound", "PermissionDenied", "ReadOnly", "RecallQuery", "Record",
     "StorageFull", "TooLarge", "Unavailable", "Unsupported", "check_deadline", "check_plugin", "decode_config", "logger",
     "new_record_id", "now_ms", "prepare", "prepare_import", "serve", "time_remaining", "validate_record",

@@ -1,5 +1,6 @@
 """What a plugin's code may know of the host call it serves: its
-deadline. The server sets it around each call (server.py _handler)."""
+deadline, and whether the host ended it already. The server sets them
+around each call (server.py _handler)."""
 
 import contextvars
 import time
@@ -10,6 +11,10 @@ from . import errors
 # call, or for a call without one.
 call_deadline = contextvars.ContextVar("memhost_call_deadline", default=None)
 
+# A threading.Event set once the host ended the current call (it cancelled
+# it, or its deadline passed); None outside a call.
+call_ended = contextvars.ContextVar("memhost_call_ended", default=None)
+
 
 def time_remaining():
     """Seconds left before the current call's deadline (None: no deadline,
@@ -19,9 +24,14 @@ def time_remaining():
 
 
 def check_deadline():
-    """Raises DeadlineExceeded once the current call's deadline passed: the
-    host has answered its caller already, so work begun now (a write
-    waiting for a lock, say) would change what the caller was told failed."""
+    """Raises DeadlineExceeded once the current call's deadline passed, and
+    Cancelled once the host cancelled it, as sdk.ContextErr does: the host
+    has answered its caller or given up already, so work begun now (a
+    write waiting for a lock, say) would change what the caller was told
+    failed, or was never told at all."""
     left = time_remaining()
     if left is not None and left <= 0:
         raise errors.DeadlineExceeded("the call's deadline passed before its work began")
+    ended = call_ended.get()
+    if ended is not None and ended.is_set():
+        raise errors.Cancelled("the call was cancelled before its work began")

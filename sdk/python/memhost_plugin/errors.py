@@ -66,6 +66,7 @@ Conflict = _coded("Conflict", "conflict", grpc.StatusCode.ALREADY_EXISTS)
 Unsupported = _coded("Unsupported", "unsupported", grpc.StatusCode.UNIMPLEMENTED)
 Unavailable = _coded("Unavailable", "unavailable", grpc.StatusCode.UNAVAILABLE)
 DeadlineExceeded = _coded("DeadlineExceeded", "deadline_exceeded", grpc.StatusCode.DEADLINE_EXCEEDED)
+Cancelled = _coded("Cancelled", "cancelled", grpc.StatusCode.CANCELLED)
 PermissionDenied = _coded("PermissionDenied", "permission_denied", grpc.StatusCode.PERMISSION_DENIED)
 ReadOnly = _coded("ReadOnly", "read_only", grpc.StatusCode.FAILED_PRECONDITION)
 

@@ -21,7 +21,7 @@ import grpc
 
 from . import errors, records
 from . import plugin_pb2 as pb
-from .calls import call_deadline
+from .calls import call_deadline, call_ended
 from .log import logger, request_id
 
 PROTOCOL_VERSION = 1
@@ -403,7 +403,7 @@ def _handler(services, name, streaming):
         # stuck past its deadline holds its own thread, not one of the
         # server's few, which health checks, Shutdown and every other
         # call need.
-        lock, wake, finished, out = threading.Lock(), threading.Event(), threading.Event(), {}
+        lock, wake, finished, ended, out = threading.Lock(), threading.Event(), threading.Event(), threading.Event(), {}
 
         left = _remaining(ctx)
         deadline = None if left is None else time.monotonic() + left
@@ -417,19 +417,27 @@ def _handler(services, name, streaming):
             wake.set()
 
         def run():
-            inner, until = request_id.set(rid), call_deadline.set(deadline)
+            inner, until, gone = request_id.set(rid), call_deadline.set(deadline), call_ended.set(ended)
             try:
                 out["result"] = fn(req, ctx, send) if streaming else fn(req, ctx)
             except BaseException as e:  # SystemExit too: every call gets an answer
                 out["error"] = (e, traceback.format_exc())
             finally:
+                call_ended.reset(gone)
                 call_deadline.reset(until)
                 request_id.reset(inner)
                 finished.set()
                 wake.set()
 
+        def end():
+            # The call ended (deadline, cancellation): stop waiting, and
+            # tell the plugin's code (check_deadline) it is answered.
+            ended.set()
+            wake.set()
+
         threading.Thread(target=run, name="memhost-" + name, daemon=True).start()
-        ctx.add_callback(wake.set)  # the call ended (deadline, cancellation): stop waiting
+        if not ctx.add_callback(end):
+            end()  # it ended already
         while True:
             wake.wait(_remaining(ctx))
             wake.clear()

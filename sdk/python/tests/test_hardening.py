@@ -327,6 +327,105 @@ class DeadlineInCodeTest(unittest.TestCase):
         self.assertEqual(store.put_calls, 1)
 
 
+class _Aborted(Exception):
+    pass
+
+
+class _Call:
+    """The part of grpc.ServicerContext the SDK's handlers use, for a call
+    without a deadline that the test cancels."""
+
+    def __init__(self):
+        import threading
+        self.active, self.callbacks, self.waiting = True, [], threading.Event()
+
+    def invocation_metadata(self):
+        return ()
+
+    def is_active(self):
+        return self.active
+
+    def time_remaining(self):
+        return None
+
+    def add_callback(self, cb):
+        if not self.active:
+            return False
+        self.callbacks.append(cb)
+        self.waiting.set()
+        return True
+
+    def set_trailing_metadata(self, md):
+        pass
+
+    def abort(self, code, message):
+        raise _Aborted(code, message)
+
+    def cancel(self):
+        self.active = False
+        for cb in self.callbacks:
+            cb()
+
+
+class CancelledCallTest(unittest.TestCase):
+    def test_a_write_the_host_cancelled_while_it_waited_stores_nothing(self):
+        # sdk.ContextErr, which kvprovider checks once it holds its lock,
+        # sees a cancelled call as well as a passed deadline: the host gave
+        # up on the write (its client went away), so storing it later
+        # changes the store behind everyone's back. check_deadline saw
+        # the deadline only.
+        import threading
+        from memhost_plugin import KVProvider
+
+        entered, release = threading.Event(), threading.Event()
+
+        class Store:
+            def __init__(self):
+                self.titles = []
+
+            def load(self):
+                return []
+
+            def put(self, recs):
+                if recs[0].title == "first":
+                    entered.set()
+                    release.wait()
+                self.titles += [r.title for r in recs]
+
+        store = Store()
+        p = KVProvider("kv", "1.0.0", lambda config: store)
+        p.configure({}, None)
+        remember = server._handler(server._Services(p), "Remember", False)
+
+        def request(title):
+            return pb.RememberRequest(realm="r", records=[pb.RecordInput(scope="realm", kind="fact", title=title, body="b")])
+
+        first = threading.Thread(target=remember, args=(request("first"), _Call()))
+        first.start()
+        self.assertTrue(entered.wait(10))  # the first write holds the provider's lock
+        second = _Call()
+        answers = []
+
+        def wait():
+            try:
+                answers.append(remember(request("second"), second))
+            except _Aborted as e:
+                answers.append(e.args[0])
+
+        waiting = threading.Thread(target=wait)
+        waiting.start()
+        self.assertTrue(second.waiting.wait(10))  # its handler waits for the plugin's code
+        second.cancel()
+        waiting.join(10)
+        self.assertEqual(answers, [grpc.StatusCode.CANCELLED])
+        release.set()
+        first.join(10)
+        for t in threading.enumerate():
+            if t.name == "memhost-Remember":
+                t.join(10)
+        self.assertEqual(store.titles, ["first"])
+
+
 class CloseAtExitTest(unittest.TestCase):
     def test_a_close_stuck_on_a_lock_does_not_keep_the_process(self):
         # A store call stuck without end holds the lock close needs: the
