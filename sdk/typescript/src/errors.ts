@@ -68,6 +68,7 @@ export const Conflict = coded("Conflict", "conflict", Status.ALREADY_EXISTS);
 export const Unsupported = coded("Unsupported", "unsupported", Status.UNIMPLEMENTED);
 export const Unavailable = coded("Unavailable", "unavailable", Status.UNAVAILABLE);
 export const DeadlineExceeded = coded("DeadlineExceeded", "deadline_exceeded", Status.DEADLINE_EXCEEDED);
+export const Cancelled = coded("Cancelled", "cancelled", Status.CANCELLED);
 export const PermissionDenied = coded("PermissionDenied", "permission_denied", Status.PERMISSION_DENIED);
 export const ReadOnly = coded("ReadOnly", "read_only", Status.FAILED_PRECONDITION);
 

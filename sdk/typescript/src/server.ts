@@ -14,7 +14,7 @@ import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 
 import { DeadlineExceeded, MemhostError, Unsupported, classify, invalid, statusDetails, under } from "./errors.js";
-import { callDeadline } from "./calls.js";
+import { callDeadline, callEnded } from "./calls.js";
 import { logger, requestId } from "./log.js";
 import * as records from "./records.js";
 import type { Record, Use } from "./records.js";
@@ -438,16 +438,23 @@ function toStatus(e: unknown): Partial<grpc.StatusObject> {
 }
 
 /** Runs one call under its request id, refusing one whose deadline passed. */
-async function run<T>(call: { metadata: grpc.Metadata; cancelled: boolean; getDeadline(): grpc.Deadline }, fn: () => Promise<T>): Promise<T> {
+export async function run<T>(
+  call: { metadata: grpc.Metadata; cancelled: boolean; getDeadline(): grpc.Deadline; once(event: "cancelled", listener: () => void): unknown },
+  fn: () => Promise<T>,
+): Promise<T> {
   const rid = call.metadata.get("memhost-request-id")[0];
   const deadline = call.getDeadline();
   const at = Number(deadline instanceof Date ? deadline.getTime() : deadline);
-  return requestId.run(typeof rid === "string" ? rid : "", () => callDeadline.run(Number.isFinite(at) ? at : undefined, async () => {
+  // The host ended the call (cancelled it, or its deadline passed): the
+  // plugin's code learns it from checkDeadline.
+  const state = { ended: false };
+  call.once("cancelled", () => (state.ended = true));
+  return requestId.run(typeof rid === "string" ? rid : "", () => callEnded.run(state, () => callDeadline.run(Number.isFinite(at) ? at : undefined, async () => {
     if (call.cancelled || at <= Date.now()) {
       throw new DeadlineExceeded("the call's deadline passed before it started");
     }
     return fn();
-  }));
+  })));
 }
 
 function implementation(services: Services, methods: string[]): grpc.UntypedServiceImplementation {

@@ -3,10 +3,15 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
+import { EventEmitter } from "node:events";
+
+import * as grpc from "@grpc/grpc-js";
+
 import { callDeadline } from "../src/calls.js";
 import { KVProvider, decodeConfig } from "../src/kv.js";
 import { newRecord } from "../src/records.js";
 import type { Record } from "../src/records.js";
+import { run } from "../src/server.js";
 import type { RecallQuery } from "../src/server.js";
 
 async function provider(stored: Record[] = []): Promise<KVProvider> {
@@ -69,6 +74,40 @@ test("a write past its call's deadline stores nothing", async () => {
   assert.equal(puts, 0);
   await callDeadline.run(Date.now() + 60_000, () => p.remember("acme", [rec]));
   assert.equal(puts, 1);
+});
+
+// sdk.ContextErr, which kvprovider checks once it holds its lock, sees a
+// cancelled call as well as a passed deadline: the host gave up on the
+// write (its client went away), so storing it later changes the store
+// behind everyone's back. checkDeadline saw the deadline only.
+test("a write the host cancelled while it waited for the lock stores nothing", async () => {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  const titles: string[] = [];
+  const p = new KVProvider({
+    name: "kv", version: "0.1.0",
+    open: () => ({
+      load: () => [],
+      async put(recs: Record[]) {
+        if (recs[0]!.title === "first") await held;
+        titles.push(...recs.map((r) => r.title));
+      },
+      delete() {},
+    }),
+  });
+  await p.configure({}, { version: "", protocols: [1], capabilities: [] });
+  // A server call without a deadline, as run() sees it.
+  const call = () => Object.assign(new EventEmitter(), { metadata: new grpc.Metadata(), cancelled: false, getDeadline: () => Infinity });
+  const rec = (title: string) => newRecord({ scope: "realm", kind: "fact", title, body: title });
+  const first = run(call(), () => p.remember("acme", [rec("first")]));
+  const cancelled = call();
+  const second = run(cancelled, () => p.remember("acme", [rec("second")]));
+  cancelled.cancelled = true;
+  cancelled.emit("cancelled");
+  release();
+  await first;
+  await assert.rejects(second, (e: Error) => e.name === "Cancelled");
+  assert.deepEqual(titles, ["first"]);
 });
 
 test("decodeConfig refuses a number that is not finite", () => {
