@@ -6,6 +6,7 @@ kinds, with the Go SDK's input validation and error mapping
 import base64
 import dataclasses
 import datetime
+import inspect
 import json
 import os
 import re
@@ -116,6 +117,7 @@ def check_plugin(p):
             raise ValueError("info().kinds names %r, which this SDK does not serve (it serves %s)" % (k, ", ".join(KIND_METHODS)))
         if not callable(getattr(p, KIND_METHODS[k], None)):
             raise ValueError("info().kinds declares %r but the plugin has no %s method" % (k, KIND_METHODS[k]))
+    used = ["configure", "close"] + [KIND_METHODS[k] for k in info.kinds]
     for c in info.capabilities:
         if c not in CAPABILITIES:
             raise ValueError("info().capabilities names unknown capability %r" % c)
@@ -123,6 +125,13 @@ def check_plugin(p):
         for m in methods:
             if not callable(getattr(p, m, None)):
                 raise ValueError("info().capabilities declares %r but the plugin has no %s method" % (c, m))
+        used += methods
+    # The SDK runs each method on a thread of its own and never awaits what
+    # it returns: an async method would answer a coroutine, or do nothing.
+    for m in used:
+        fn = getattr(p, m, None)
+        if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+            raise ValueError("%s is async: the SDK calls plugin methods on threads and does not await them, so define it with def" % m)
 
 
 def _is_semver(v):

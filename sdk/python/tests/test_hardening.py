@@ -108,6 +108,44 @@ class LedgerTest(unittest.TestCase):
         self.assertEqual(len(impl.entries), 1)
 
 
+class CheckPluginTest(unittest.TestCase):
+    """serve refuses at start what would fail every call, as check_plugin
+    tells a unit test."""
+
+    def test_refusals(self):
+        class Base:
+            def info(self):
+                return server.Info(name="ok", version="1.0.0", capabilities=["fetch"])
+
+            def configure(self, config, host):
+                pass
+
+            def recall(self, q):
+                return []
+
+            def get(self, realm, ids):
+                return []
+
+        async def coroutine(self, *args):
+            return []
+
+        async def agen(self, *args):
+            yield []
+
+        # An async method is never awaited: its call answered a coroutine
+        # object ("'coroutine' object is not iterable" for every recall),
+        # and an async configure or close did nothing at all, silently.
+        cases = (("configure", coroutine, "configure is async"), ("recall", coroutine, "recall is async"),
+                 ("get", coroutine, "get is async"), ("close", coroutine, "close is async"), ("recall", agen, "recall is async"))
+        for method, fn, want in cases:
+            with self.subTest(method=method, fn=fn.__name__):
+                plugin = type("P", (Base,), {method: fn})()
+                with self.assertRaises(ValueError) as cm:
+                    server.check_plugin(plugin)
+                self.assertIn(want, str(cm.exception))
+        server.check_plugin(Base())
+
+
 class LogLineTest(unittest.TestCase):
     def test_a_non_finite_field_still_makes_a_json_line(self):
         out = io.StringIO()
