@@ -31,7 +31,6 @@ MAX_MESSAGE_BYTES = 1000 * (64 * 1024 + 200 + 400 + 32 * 64 + 1024)
 CHUNK_ROWS = 500
 SOCKET_DIR_PREFIX = "mhsock-"
 
-KINDS = ("provider", "selector", "compactor", "operator_resolver", "mob_resolver")
 # Each provider capability and the method that implements it.
 CAPABILITIES = {"write": "remember", "fetch": "get", "forget": "forget", "manifest": "manifest",
                 "supersede": "supersede", "usage": "mark_used", "usage_counts": "count_uses", "ledger": "write_ledger",
