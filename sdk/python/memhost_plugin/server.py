@@ -109,6 +109,10 @@ def check_plugin(p):
         raise ValueError("info().name " + problem)
     if not _is_semver(info.version):
         raise ValueError("info().version %r is not a semantic version like 1.2.3" % info.version)
+    for field in ("kinds", "capabilities"):
+        value = getattr(info, field)
+        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+            raise ValueError("info().%s must be a list of names, like [\"%s\"], not %r" % (field, "provider" if field == "kinds" else "fetch", value))
     if not info.kinds:
         raise ValueError("info().kinds is empty")
     for k in info.kinds:

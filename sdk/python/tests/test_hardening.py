@@ -145,6 +145,32 @@ class CheckPluginTest(unittest.TestCase):
                 self.assertIn(want, str(cm.exception))
         server.check_plugin(Base())
 
+    def test_info_lists(self):
+        # A string where a list belongs was read a letter at a time ("kinds
+        # names 'p'"), and None raised a TypeError with a traceback.
+        cases = (("kinds", "provider"), ("kinds", None), ("capabilities", "fetch"), ("capabilities", None))
+        for field, value in cases:
+            with self.subTest(field=field, value=value):
+                info = server.Info(name="ok", version="1.0.0", capabilities=["fetch"])
+                setattr(info, field, value)
+
+                class P:
+                    def info(self):
+                        return info
+
+                    def configure(self, config, host):
+                        pass
+
+                    def recall(self, q):
+                        return []
+
+                    def get(self, realm, ids):
+                        return []
+
+                with self.assertRaises(ValueError) as cm:
+                    server.check_plugin(P())
+                self.assertIn("info().%s must be a list of names" % field, str(cm.exception))
+
 
 class LogLineTest(unittest.TestCase):
     def test_a_non_finite_field_still_makes_a_json_line(self):
