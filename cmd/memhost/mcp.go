@@ -309,7 +309,7 @@ func (h *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.Header[k] = v
 	}
 	resp, err := h.next.RoundTrip(r)
-	if err == nil && resp.StatusCode >= 400 && h.refused.Load() == nil {
+	if err == nil && resp.StatusCode >= 400 {
 		// An error answer is small; the client reads it again after.
 		data, rerr := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
@@ -317,7 +317,52 @@ func (h *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		var ce *callError
 		if rerr == nil && errors.As((&apiClient{base: baseURL(r.URL.Host)}).answerError(resp.StatusCode, data), &ce) && ce.foreign == "" {
 			h.refused.CompareAndSwap(nil, ce)
+			if answer := callRefusal(r, ce); answer != nil {
+				resp.Body.Close()
+				resp.StatusCode, resp.Status = http.StatusOK, "200 OK"
+				resp.Header = http.Header{"Content-Type": {"application/json"}}
+				resp.ContentLength = int64(len(answer))
+				resp.Body = io.NopCloser(bytes.NewReader(answer))
+			}
 		}
 	}
 	return resp, err
+}
+
+// callRefusal answers the server's refusal ce of the call r carried (a
+// body with a repeated name, one over max_body_bytes, a token over its
+// max_in_flight) as the JSON-RPC error of that call; nil when r carried
+// no call. The MCP client takes any other 4xx answer for a broken
+// connection and fails every call after it: one careless call cost the
+// agent its memory tools until it restarted the proxy.
+func callRefusal(r *http.Request, ce *callError) []byte {
+	if r.Method != http.MethodPost || r.GetBody == nil {
+		return nil
+	}
+	body, err := r.GetBody()
+	if err != nil {
+		return nil
+	}
+	defer body.Close()
+	sent, err := io.ReadAll(body)
+	if err != nil {
+		return nil
+	}
+	msg, err := jsonrpc.DecodeMessage(sent)
+	req, ok := msg.(*jsonrpc.Request)
+	if err != nil || !ok || !req.IsCall() {
+		return nil
+	}
+	code := int64(jsonrpc.CodeInternalError)
+	if ce.Status < http.StatusInternalServerError {
+		code = jsonrpc.CodeInvalidRequest
+	}
+	if ce.Status == http.StatusBadRequest || ce.Status == http.StatusRequestEntityTooLarge {
+		code = jsonrpc.CodeInvalidParams
+	}
+	answer, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: code, Message: ce.Error()}})
+	if err != nil {
+		return nil
+	}
+	return answer
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -372,5 +373,46 @@ func waitExit(cmd *exec.Cmd, d time.Duration) bool {
 		cmd.Process.Kill()
 		<-done
 		return false
+	}
+}
+
+// TestMCPProxyKeepsItsToolsAfterARefusal: the server refuses some calls
+// over HTTP (a repeated name, values nested too deep, a body over
+// max_body_bytes). From an outside review: memhost mcp --addr passed
+// such a refusal to its MCP client, which took it for a broken
+// connection and failed every later call ("connection closed"), so one
+// careless call cost the agent its memory tools until it restarted. Each
+// is answered as the call's error, in the server's words, and the next
+// call is served.
+func TestMCPProxyKeepsItsToolsAfterARefusal(t *testing.T) {
+	t.Parallel()
+	m := startMemhost(t, providerDeployment("sqlite", `{ path = "memory.db" }`)+`
+server { max_body_bytes = 4096 }
+realm "default" { provider = "main" }
+token "agent" {
+  secret_env = "MEMHOST_TEST_TOKEN"
+  realms     = ["default"]
+}
+`, "MEMHOST_TEST_TOKEN="+mcpTestToken)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs, stderr := stdioMCP(t, ctx, t.TempDir(), []string{"MEMHOST_TOKEN=" + mcpTestToken}, "--addr", m.base, "--identity", "alice")
+	for _, c := range []struct {
+		name, args, want string
+	}{
+		{"a repeated name", `{"query":"x","query":"y"}`, "appears more than once"},
+		{"values nested too deep", `{"query":"x","tags":` + strings.Repeat("[", 70) + strings.Repeat("]", 70) + `}`, "deep"},
+		{"a body over max_body_bytes", `{"query":"` + strings.Repeat("x", 8192) + `"}`, "limit"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: mcpserver.ToolRecall, Arguments: json.RawMessage(c.args)})
+			var wire *jsonrpc.Error
+			if !errors.As(err, &wire) || !strings.Contains(wire.Message, c.want) {
+				t.Fatalf("refused call: %v, want the server's refusal saying %q\n%s", err, c.want, stderr)
+			}
+			if res := callTool(t, ctx, cs, mcpserver.ToolRecall, map[string]any{"query": "anything"}, nil); res.IsError {
+				t.Fatalf("the call after the refusal: %s", toolText(res))
+			}
+		})
 	}
 }
