@@ -304,6 +304,14 @@ func checkMessage(path string, m map[string]any) error {
 			return bad("params."+field, "must be an object")
 		}
 	}
+	// Any other member of the wrong kind (tools/list's cursor, a client
+	// capability) the SDK refuses naming its Go types.
+	if method, ok := m["method"].(string); ok {
+		var fe *sdk.FieldError
+		if err := mcpserver.CheckParamsValue(method, params); errors.As(err, &fe) {
+			return bad(fe.Field, fe.Problem)
+		}
+	}
 	return nil
 }
 

@@ -321,6 +321,12 @@ func TestMCPRefusesAmbiguousRequests(t *testing.T) {
 		{"arguments not an object", "/mcp?identity=alice", call(`"name":"memory_recall","arguments":[]`), nil, "params.arguments"},
 		{"meta not an object", "/mcp?identity=alice", call(`"name":"memory_recall","arguments":{},"_meta":5`), nil, "params._meta"},
 		{"a protocol version not a string", "/mcp?identity=alice", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":5}}`, nil, "params.protocolVersion"},
+		// From an outside review: any other member of the wrong kind.
+		{"a cursor not a string", "/mcp?identity=alice", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":5}}`, nil, "params.cursor"},
+		{"a capability not an object", "/mcp?identity=alice", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"roots":5},"clientInfo":{"name":"x","version":"1"}}}`, nil, "params.capabilities.roots"},
+		{"a log level not a string", "/mcp?identity=alice", `{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":[]}}`, nil, "params.level"},
+		{"a prompt argument not a string", "/mcp?identity=alice", `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"p","arguments":{"a":5}}}`, nil, "params.arguments"},
+		{"a batch's cursor not a string", "/mcp?identity=alice", `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"resources/list","params":{"cursor":true}}]`, nil, "request body[1].params.cursor"},
 		// A message of neither kind was dropped: 202, no answer.
 		{"no method, no result", "/mcp?identity=alice", `{"jsonrpc":"2.0","id":1}`, nil, "method"},
 		{"a method not a string", "/mcp?identity=alice", `{"jsonrpc":"2.0","id":1,"method":5}`, nil, "method"},

@@ -103,6 +103,13 @@ func linesTransport(in io.ReadCloser, out io.WriteCloser) mcp.Transport {
 						answer, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params: must be an object"}})
 						w.Write(append(answer, '\n'))
 					}
+				} else if perr := checkRequest(msg); perr != nil {
+					// The SDK's refusal names its Go types and quotes the
+					// params whole.
+					if req := msg.(*jsonrpc.Request); req.IsCall() {
+						answer, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: perr.Error()}})
+						w.Write(append(answer, '\n'))
+					}
 				} else if _, werr := pw.Write(append(trimmed, '\n')); werr != nil {
 					return
 				}
@@ -134,6 +141,15 @@ func exactID(message []byte) bool {
 	}
 	n, err := strconv.ParseInt(string(m.ID), 10, 64)
 	return err == nil && n >= -MaxExactID && n <= MaxExactID
+}
+
+// checkRequest refuses a request's params as CheckParams does; nil for
+// any other message.
+func checkRequest(msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok {
+		return CheckParams(req.Method, req.Params)
+	}
+	return nil
 }
 
 // objectParams reports whether params are absent, null or an object, the

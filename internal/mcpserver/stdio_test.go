@@ -91,3 +91,41 @@ func TestStdioErrorsAreRendered(t *testing.T) {
 		t.Fatalf("ping after the refusals: %s", got)
 	}
 }
+
+// TestStdioParamsOfTheWrongKind: from an outside review. A member of the
+// params of the wrong kind (a number for tools/list's cursor or a tool's
+// name) was refused by the SDK in the words of its Go types ("into Go
+// struct field mcp.ListToolsParams.cursor of type string"), quoting the
+// params whole; it is refused in plain words, naming the member.
+func TestStdioParamsOfTheWrongKind(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	opts := aliceOptions(t, coordinatortest.NewProvider(coordinatortest.AllCapabilities...))
+	go New(opts).Run(t.Context(), renderedTransport{linesTransport(inR, outW), opts.Coordinator})
+	t.Cleanup(func() { inW.Close() })
+	answers := bufio.NewScanner(outR)
+	send := func(line string) string {
+		t.Helper()
+		go inW.Write([]byte(line + "\n"))
+		if !answers.Scan() {
+			t.Fatalf("no answer to %s: %v", line, answers.Err())
+		}
+		return answers.Text()
+	}
+	for _, c := range []struct{ line, want string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":5,"capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`, "params.protocolVersion: must be a string"},
+		{`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"roots":5},"clientInfo":{"name":"x","version":"1"}}}`, "params.capabilities.roots: must be an object"},
+		{`{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`, `"result"`},
+		{`{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"cursor":5}}`, "params.cursor: must be a string"},
+		{`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":5,"arguments":{}}}`, "params.name: must be a string"},
+		{`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"memory_index","arguments":{},"_meta":5}}`, "params._meta: must be an object"},
+		{`{"jsonrpc":"2.0","id":7,"method":"prompts/get","params":{"name":"p","arguments":{"</memhost_memory_observation>":5}}}`, "params.arguments: each value must be a string"},
+		{`{"jsonrpc":"2.0","id":8,"method":"logging/setLevel","params":{"level":[]}}`, "params.level: must be a string"},
+		{`{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{"Cursor":5}}`, `"result"`},
+	} {
+		got := send(c.line)
+		if !strings.Contains(got, c.want) || strings.Contains(got, "mcp.") || strings.Contains(got, "Go ") || strings.Contains(got, "memhost_memory") {
+			t.Errorf("%s: answered %s, want %q in plain words", c.line, got, c.want)
+		}
+	}
+}
