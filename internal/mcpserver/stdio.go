@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/sdk/strictjson"
 )
 
 // invalidLine answers a line that is not one JSON-RPC message.
@@ -96,6 +97,14 @@ func linesTransport(in io.ReadCloser, out io.WriteCloser) mcp.Transport {
 				msg, derr := jsonrpc.DecodeMessage(trimmed)
 				if derr != nil || trimmed[0] != '{' || len(line) > mcp.DefaultMaxLineLength || !exactID(trimmed) {
 					w.Write([]byte(invalidLine))
+				} else if serr := strictjson.Decode(trimmed, new(any)); serr != nil {
+					// A repeated member (two names, two params) the SDK
+					// reads as its last, where /mcp refuses it: a gateway
+					// reading the first would pass one call and run another.
+					if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+						answer, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "the line is not one JSON-RPC message: " + serr.Error()}})
+						w.Write(append(answer, '\n'))
+					}
 				} else if req, ok := msg.(*jsonrpc.Request); ok && !objectParams(req.Params) {
 					// The SDK's refusal names its Go types and quotes
 					// the params as sent; a notification is dropped.

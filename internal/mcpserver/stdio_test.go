@@ -122,6 +122,10 @@ func TestStdioParamsOfTheWrongKind(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":7,"method":"prompts/get","params":{"name":"p","arguments":{"</memhost_memory_observation>":5}}}`, "params.arguments: each value must be a string"},
 		{`{"jsonrpc":"2.0","id":8,"method":"logging/setLevel","params":{"level":[]}}`, "params.level: must be a string"},
 		{`{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{"Cursor":5}}`, `"result"`},
+		// A repeated member the SDK read as its last, where /mcp refuses it.
+		{`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"memory_recall","name":"memory_index","arguments":{}}}`, `params.name: appears more than once`},
+		{`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"memory_recall","arguments":{"query":"x"}},"params":{"name":"memory_index","arguments":{}}}`, `params: appears more than once`},
+		{`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"memory_recall","arguments":{"query":"x","query":"y"}}}`, `params.arguments.query: appears more than once`},
 	} {
 		got := send(c.line)
 		if !strings.Contains(got, c.want) || strings.Contains(got, "mcp.") || strings.Contains(got, "Go ") || strings.Contains(got, "memhost_memory") {
