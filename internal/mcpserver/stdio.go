@@ -65,7 +65,14 @@ func (r renderedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 				wire.Data = inner.Data
 			}
 		}
-		if rendered := RenderError(r.c, wire); rendered != wire {
+		// The SDK answers some refusals (a call before initialize, a
+		// second initialize) as plain errors, written with code 0, which
+		// JSON-RPC does not define: they are invalid requests.
+		coded := wire.Code == 0
+		if coded {
+			wire.Code = jsonrpc.CodeInvalidRequest
+		}
+		if rendered := RenderError(r.c, wire); rendered != wire || coded {
 			out := *resp
 			out.Error = rendered
 			msg = &out

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -130,6 +131,37 @@ func TestStdioParamsOfTheWrongKind(t *testing.T) {
 		got := send(c.line)
 		if !strings.Contains(got, c.want) || strings.Contains(got, "mcp.") || strings.Contains(got, "Go ") || strings.Contains(got, "memhost_memory") {
 			t.Errorf("%s: answered %s, want %q in plain words", c.line, got, c.want)
+		}
+	}
+}
+
+// TestStdioRefusalsHaveACode: from an outside review. The SDK answers a
+// call before initialize, and a second initialize, as plain errors,
+// written with code 0, which JSON-RPC does not define; a client keying on
+// the code saw none. They are invalid requests (-32600).
+func TestStdioRefusalsHaveACode(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	opts := aliceOptions(t, coordinatortest.NewProvider(coordinatortest.AllCapabilities...))
+	go New(opts).Run(t.Context(), renderedTransport{linesTransport(inR, outW), opts.Coordinator})
+	t.Cleanup(func() { inW.Close() })
+	answers := bufio.NewScanner(outR)
+	send := func(line string) string {
+		t.Helper()
+		go inW.Write([]byte(line + "\n"))
+		if !answers.Scan() {
+			t.Fatalf("no answer to %s: %v", line, answers.Err())
+		}
+		return answers.Text()
+	}
+	const initialize = `{"jsonrpc":"2.0","id":%d,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
+	for _, c := range []struct{ line, want string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, `"code":-32600`},
+		{fmt.Sprintf(initialize, 2), `"result"`},
+		{fmt.Sprintf(initialize, 3), `"code":-32600`},
+	} {
+		if got := send(c.line); !strings.Contains(got, c.want) {
+			t.Errorf("%s: answered %s, want %s", c.line, got, c.want)
 		}
 	}
 }
