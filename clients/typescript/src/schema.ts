@@ -714,8 +714,10 @@ export interface components {
             realm?: string;
             id: string;
         };
-        /** @description a session key: up to 256 bytes of UTF-8 with no whitespace or control characters, not . or .. ("" where optional: no session) */
+        /** @description a session key: 1-256 bytes of UTF-8 with no white space or control characters, not . or .. */
         SessionKey: string;
+        /** @description a session key, or "" for none */
+        OptionalSessionKey: string;
         /** @description identity:<id>, mob:<name>, operator:<name> or realm */
         Scope: string;
         Message: {
@@ -1448,7 +1450,7 @@ export interface operations {
                 "application/json": {
                     identity: components["schemas"]["Identity"];
                     /** @description session key; without it there is no dedup and only the per-turn cap */
-                    session?: components["schemas"]["SessionKey"];
+                    session?: components["schemas"]["OptionalSessionKey"];
                     content: components["schemas"]["Content"];
                     /**
                      * Format: date-time
@@ -1531,7 +1533,7 @@ export interface operations {
                 "application/json": {
                     identity: components["schemas"]["Identity"];
                     /** @description the session the message belongs to: defang hits then show in its turn trace */
-                    session?: components["schemas"]["SessionKey"];
+                    session?: components["schemas"]["OptionalSessionKey"];
                     content: components["schemas"]["Content"];
                 };
             };
@@ -1593,7 +1595,7 @@ export interface operations {
             content: {
                 "application/json": {
                     identity: components["schemas"]["Identity"];
-                    session?: components["schemas"]["SessionKey"];
+                    session?: components["schemas"]["OptionalSessionKey"];
                     evicted: components["schemas"]["Message"][];
                 };
             };
