@@ -132,22 +132,7 @@ func TestStoppedPluginIsKilledWhileOtherRealmsServe(t *testing.T) {
 	if stuckPid == 0 || otherPid == 0 {
 		t.Fatalf("plugins = %+v", states)
 	}
-	t.Cleanup(func() { syscall.Kill(stuckPid, syscall.SIGCONT) })
-
-	if err := syscall.Kill(stuckPid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	// The signal takes effect asynchronously: wait until it has.
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", stuckPid))
-		if i := strings.LastIndexByte(string(data), ')'); err == nil && i >= 0 && i+2 < len(data) && data[i+2] == 'T' {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pid %d did not stop", stuckPid)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	stopProcess(t, stuckPid)
 	stoppedAt := time.Now()
 	// In-flight calls on the stopped plugin, in parallel.
 	calls := map[string]struct {

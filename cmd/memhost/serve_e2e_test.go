@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -79,10 +80,7 @@ func TestGracefulShutdownDrainsInFlight(t *testing.T) {
 	pid := pids[0]
 	// Hold the request inside the plugin, so it is surely in flight. A
 	// write, not a recall: recall paths fail at the 500 ms recall timeout.
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Kill(pid, syscall.SIGCONT)
+	proc := stopProcess(t, pid)
 	done := make(chan int, 1)
 	go func() {
 		resp, err := http.Post(m.base+"/v1/records", "application/json", strings.NewReader(`{"records":[{"scope":"realm","kind":"fact","title":"in flight","body":"during shutdown"}]}`))
@@ -110,7 +108,7 @@ func TestGracefulShutdownDrainsInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond)
-	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+	if err := proc.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -209,7 +207,6 @@ supervisor {
 }
 `)
 			pids, done := holdOnAStoppedPlugin(t, m, "POST /v1/records", "/v1/records", `{"records":[{"scope":"realm","kind":"fact","title":"in flight","body":"at the second signal"}]}`)
-			defer syscall.Kill(pids[0], syscall.SIGCONT)
 			if err := m.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
@@ -340,6 +337,38 @@ coordinator { compactor = "" }
 	waitGone(t, children)
 }
 
+// stopProcess stops pid (SIGSTOP) and waits until it has stopped: the
+// signal takes effect asynchronously. A process gone or a zombie (its pid
+// still signals without an error) fails the test. The answer signals the
+// process itself (a pidfd), never a later one given the same pid, as the
+// cleanup's SIGCONT does: a test's late signal to a pid reused by another
+// test's plugin would continue or kill that one.
+func stopProcess(t *testing.T, pid int) *os.Process {
+	t.Helper()
+	proc, err := os.FindProcess(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("stop pid %d: %v", pid, err)
+	}
+	t.Cleanup(func() { _ = proc.Signal(syscall.SIGCONT); _ = proc.Release() })
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		state := byte('?')
+		if i := bytes.LastIndexByte(data, ')'); err == nil && i >= 0 && i+2 < len(data) {
+			state = data[i+2]
+		}
+		switch {
+		case state == 'T':
+			return proc
+		case err != nil || state == 'Z' || time.Now().After(deadline):
+			t.Fatalf("pid %d did not stop: state %c (%v)", pid, state, err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // childPids answers the processes whose parent is pid.
 func childPids(pid int) []int {
 	var kids []int
@@ -396,9 +425,7 @@ type heldAnswer struct {
 func holdOnAStoppedPlugin(t *testing.T, m *instance, route, path, body string) ([]int, <-chan heldAnswer) {
 	t.Helper()
 	pids := pluginPids(t, m)
-	if err := syscall.Kill(pids[0], syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	stopProcess(t, pids[0])
 	done := make(chan heldAnswer, 1)
 	go func() {
 		resp, err := http.Post(m.base+path, "application/json", strings.NewReader(body))
@@ -415,8 +442,12 @@ func holdOnAStoppedPlugin(t *testing.T, m *instance, route, path, body string) (
 	for !strings.Contains(scrape(t, m), serving) {
 		select {
 		case a := <-done:
-			// Answered although its plugin is stopped: say with what.
-			t.Fatalf("the request to a stopped plugin was answered %d %q (%v) before it was seen in flight\n%s", a.code, a.body, a.err, m.logs())
+			// Answered although its plugin is stopped: say with what,
+			// and what the process is now.
+			status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pids[0]))
+			var now pluginsAnswer
+			m.do("GET", "/v1/plugins", nil, &now)
+			t.Fatalf("the request to stopped plugin %d was answered %d %q (%v) before it was seen in flight; the process now:\n%s\nplugins now: %+v\n%s", pids[0], a.code, a.body, a.err, status, now, m.logs())
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {

@@ -647,15 +647,21 @@ func TestSupervisorKillsStoppedPlugin(t *testing.T) {
 		pluginhost.Spec{Kind: sdk.KindProvider, Name: "stopped", Plugin: "echo", Config: json.RawMessage(`{"lock":"stopped.lock"}`)},
 		pluginhost.Spec{Kind: sdk.KindProvider, Name: "crashed", Plugin: "echo", Config: json.RawMessage(`{"lock":"crashed.lock"}`)})
 	stoppedPid, crashedPid := pidOf(t, sup, "stopped"), pidOf(t, sup, "crashed")
-	t.Cleanup(func() { syscall.Kill(stoppedPid, syscall.SIGCONT) })
+	// Through a pidfd: a SIGCONT to the pid after the supervisor killed
+	// it could continue another test's process given the same pid.
+	stoppedProc, err := os.FindProcess(stoppedPid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stoppedProc.Signal(syscall.SIGCONT); _ = stoppedProc.Release() })
 	stopped, _ := sup.Provider("stopped")
-	if err := syscall.Kill(stoppedPid, syscall.SIGSTOP); err != nil {
+	if err := stoppedProc.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, stoppedPid, 'T')
 	// An in-flight call fails at its own deadline, before the health
 	// bound has run out.
-	_, err := writer(t, stopped).Remember(context.Background(), "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "in flight"}})
+	_, err = writer(t, stopped).Remember(context.Background(), "default", []sdk.Record{{Scope: "realm", Kind: sdk.KindFact, Title: "in flight"}})
 	if !errors.Is(err, sdk.ErrDeadline) {
 		t.Fatalf("call to the stopped plugin: err = %v, want ErrDeadline", err)
 	}

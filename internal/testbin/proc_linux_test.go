@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -52,8 +51,11 @@ func TestChildDiesWithKilledParent(t *testing.T) {
 		parent.Process.Kill()
 		t.Fatalf("helper answered %q", line)
 	}
-	// Whatever happens below, the child goes too.
-	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	// Whatever happens below, the child goes too: through a pidfd, so
+	// never another test's process given its pid later.
+	if proc, err := os.FindProcess(pid); err == nil {
+		t.Cleanup(func() { _ = proc.Kill(); _ = proc.Release() })
+	}
 	if !running(pid) {
 		t.Fatalf("child %d is not running before its parent is killed", pid)
 	}

@@ -204,7 +204,11 @@ func launchLeavingChild(t *testing.T, start string) (*Conn, int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
+	// Through a pidfd, taken while the child runs: a SIGKILL to its pid
+	// once it has gone could kill another test's process given the pid.
+	if proc, err := os.FindProcess(child); err == nil {
+		t.Cleanup(func() { _ = proc.Kill(); _ = proc.Release() })
+	}
 	return conn, child
 }
 
