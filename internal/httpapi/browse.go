@@ -12,7 +12,8 @@ import (
 )
 
 // Record listing page sizes, and how many records one listing request
-// may read looking for matches.
+// may read looking for matches (for a bound token, how many of those it
+// may read: the others are skipped uncounted).
 const (
 	DefaultRecordPage = 50
 	MaxRecordPage     = 200
@@ -144,7 +145,6 @@ func (s *Server) handleListRecords(ctx context.Context, c caller, w http.Respons
 			// An empty page counts as a full one: a plugin answering
 			// empty pages with a cursor that moves is held to the pages
 			// an honest scan would take.
-			scanned += len(page.Records)
 			if len(page.Records) == 0 {
 				scanned += sdk.MaxExportPage
 			}
@@ -154,11 +154,20 @@ func (s *Server) handleListRecords(ctx context.Context, c caller, w http.Respons
 			}
 			for _, rec := range page.Records {
 				after = rec.ID
-				if f.keep(&rec) && !view.hides(rec.Scope) {
+				// A record hidden from a bound token neither counts nor
+				// ends a page: the page and its cursor (a record's id)
+				// would tell the token of another identity's records,
+				// their ids and, moving after= past a guessed id, whether
+				// it exists.
+				if view.hides(rec.Scope) {
+					continue
+				}
+				scanned++
+				if f.keep(&rec) {
 					out = append(out, item{Record: rec})
-					if len(out) == limit {
-						break
-					}
+				}
+				if len(out) == limit || scanned >= maxListScan {
+					break
 				}
 			}
 			if page.Next == "" && (len(page.Records) == 0 || after == page.Records[len(page.Records)-1].ID) {

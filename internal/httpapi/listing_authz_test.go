@@ -485,3 +485,100 @@ func TestBoundTokenListsNoOtherMob(t *testing.T) {
 		})
 	}
 }
+
+// TestBoundListingCursorNamesNoHiddenRecord: GET /v1/records reads at
+// most maxListScan records a request. The records a bound token may not
+// read used to count toward that bound, and a listing that stopped there
+// answered as next the id of the last record it read, often another
+// identity's: the token learnt an id it could not read, and, moving
+// after= past a guessed id, whether that id exists (the ids of archived
+// conversations can be computed from a guessed name). Hidden records now
+// neither count nor end a page: the answer and its cursor depend on the
+// records the token may read alone.
+func TestBoundListingCursorNamesNoHiddenRecord(t *testing.T) {
+	tokens := []Token{
+		{Name: "app", Secret: "app-secret-0123456789", Realms: []string{"default"}, Role: RoleApplication},
+		{Name: "alice-app", Secret: "alice-secret-0123456789", Realms: []string{"default"}, Role: RoleApplication, Identities: []string{"alice"}},
+	}
+	const app, alice = "app-secret-0123456789", "alice-secret-0123456789"
+	srv, p := newTestServer(t, Options{Tokens: tokens}, sdk.CapWrite, sdk.CapFetch, sdk.CapArchive)
+	// Alice's records among more of bob's than one listing reads.
+	var recs []sdk.Record
+	for i := range maxListScan + 2*sdk.MaxExportPage {
+		scope, kind := sdk.IdentityScope("bob"), sdk.KindFact
+		if i%5000 == 0 {
+			scope = sdk.IdentityScope("alice")
+		}
+		recs = append(recs, sdk.Record{Scope: scope, Kind: kind, Title: fmt.Sprintf("note %d", i), Body: fmt.Sprintf("body %d", i)})
+	}
+	ids := p.MustAdd("default", recs...)
+	hidden := map[string]bool{}
+	var aliceIDs []string
+	for i, id := range ids {
+		if recs[i].Scope == sdk.IdentityScope("bob") {
+			hidden[id] = true
+		} else {
+			aliceIDs = append(aliceIDs, id)
+		}
+	}
+	slices.Sort(aliceIDs)
+	type page struct {
+		Records []struct{ Record sdk.Record }
+		Next    string
+	}
+	list := func(token, query string) page {
+		t.Helper()
+		status, body := get(t, srv.URL+"/v1/records?realm=default"+query, token)
+		if status != 200 {
+			t.Fatalf("GET /v1/records%s = %d %s", query, status, body)
+		}
+		var out page
+		if err := json.Unmarshal([]byte(body), &out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		query, after string
+		want         []string
+	}{
+		{"&kind=procedure", "", nil},
+		{"&kind=procedure", aliceIDs[1], nil},
+		{"", "", aliceIDs},
+		{"&limit=1", "", aliceIDs},
+		{"&limit=2", aliceIDs[1], aliceIDs[2:]},
+	} {
+		var got []string
+		after := tc.after
+		for pages := 0; ; pages++ {
+			if pages == len(aliceIDs)+1 {
+				t.Fatalf("%s: %d pages and the listing goes on", tc.query, pages)
+			}
+			q := tc.query
+			if after != "" {
+				q += "&after=" + after
+			}
+			pg := list(alice, q)
+			for _, r := range pg.Records {
+				if hidden[r.Record.ID] {
+					t.Fatalf("%s: the listing answered bob's record %s", tc.query, r.Record.ID)
+				}
+				got = append(got, r.Record.ID)
+			}
+			if hidden[pg.Next] {
+				t.Fatalf("%s: the cursor names bob's record %s", tc.query, pg.Next)
+			}
+			if pg.Next == "" {
+				break
+			}
+			after = pg.Next
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: listed %v, want %v", tc.query, got, tc.want)
+		}
+	}
+	// The unbound application still pages through everything.
+	if pg := list(app, "&kind=procedure"); pg.Next == "" || len(pg.Records) != 0 {
+		t.Errorf("the unbound listing of no match = %d records, next %q; want none and a cursor to go on", len(pg.Records), pg.Next)
+	}
+}
