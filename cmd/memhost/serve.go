@@ -249,6 +249,7 @@ func (h *host) start(ctx context.Context, cfg *config.Config, entries []pluginho
 		return err
 	}
 	apiOpts := h.apiOptions(cfg, logger, providerOf, sup, metrics, coord, comp, traces)
+	apiOpts.HostKey = hostKey
 	if semantic != nil {
 		apiOpts.Semantic = semantic
 		metrics.WatchSemantic(semantic)

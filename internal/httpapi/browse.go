@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/memhost/memhost/sdk"
@@ -129,11 +130,16 @@ func (s *Server) handleListRecords(ctx context.Context, c caller, w http.Respons
 			return fmt.Errorf("the provider of realm %q cannot list its records (it lacks the archive capability): %w", realm, sdk.ErrUnsupported)
 		}
 		after := q.Get("after")
-		if after != "" {
+		if strings.HasPrefix(after, sealedCursorPrefix) {
+			if after, err = s.cursors.open(realm, after); err != nil {
+				return &sdk.FieldError{Field: "after", Problem: err.Error(), Err: sdk.ErrInvalid}
+			}
+		} else if after != "" {
 			if err := sdk.ValidateID(after); err != nil {
 				return asField("after", err)
 			}
 		}
+		lastHidden := false
 		for scanned := 0; len(out) < limit && scanned < maxListScan; {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -150,20 +156,14 @@ func (s *Server) handleListRecords(ctx context.Context, c caller, w http.Respons
 			}
 			if len(page.Records) == 0 && page.Next != "" {
 				after = page.Next
+				lastHidden = true // the provider's cursor: no record read
 				continue
 			}
 			for _, rec := range page.Records {
 				after = rec.ID
-				// A record hidden from a bound token neither counts nor
-				// ends a page: the page and its cursor (a record's id)
-				// would tell the token of another identity's records,
-				// their ids and, moving after= past a guessed id, whether
-				// it exists.
-				if view.hides(rec.Scope) {
-					continue
-				}
 				scanned++
-				if f.keep(&rec) {
+				lastHidden = view.hides(rec.Scope)
+				if f.keep(&rec) && !lastHidden {
 					out = append(out, item{Record: rec})
 				}
 				if len(out) == limit || scanned >= maxListScan {
@@ -176,6 +176,13 @@ func (s *Server) handleListRecords(ctx context.Context, c caller, w http.Respons
 			}
 		}
 		next = after
+		// A read stopped at a record the token may not read: its id
+		// would name another identity's record and, moved past a guessed
+		// id, tell whether it exists. The cursor holds it sealed, as it
+		// does every bound token's, so a cursor's form tells nothing.
+		if next != "" && (lastHidden || view.c.bound()) {
+			next = s.cursors.seal(realm, next)
+		}
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"realm": realm, "records": out, "next": next})
 }

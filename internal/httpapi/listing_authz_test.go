@@ -582,3 +582,39 @@ func TestBoundListingCursorNamesNoHiddenRecord(t *testing.T) {
 		t.Errorf("the unbound listing of no match = %d records, next %q; want none and a cursor to go on", len(pg.Records), pg.Next)
 	}
 }
+
+// TestSealedCursorIsCheckedWhole: a bound token's listing cursor is
+// sealed by the host's key and bound to its realm; a cursor altered,
+// made up, or given by a host of another key is refused as one, naming
+// after, rather than read as a place to start.
+func TestSealedCursorIsCheckedWhole(t *testing.T) {
+	seal := newCursorSeal([]byte("host key one"))
+	good := seal.seal("default", "r1")
+	if id, err := seal.open("default", good); err != nil || id != "r1" {
+		t.Fatalf("open(seal(r1)) = %q, %v", id, err)
+	}
+	if again := seal.seal("default", "r1"); again == good {
+		t.Errorf("two seals of one id are alike (%s): a token could compare cursors", good)
+	}
+	flipped := []byte(good)
+	flipped[len(flipped)-2] ^= 1
+	for _, c := range []struct{ name, realm, cursor string }{
+		{"altered", "default", string(flipped)},
+		{"made up", "default", sealedCursorPrefix + "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"},
+		{"not base64", "default", sealedCursorPrefix + "!!"},
+		{"empty", "default", sealedCursorPrefix},
+		{"another realm's", "other", good},
+		{"another key's", "default", newCursorSeal([]byte("host key two")).seal("default", "r1")},
+	} {
+		if id, err := seal.open(c.realm, c.cursor); err == nil {
+			t.Errorf("%s cursor opened as %q", c.name, id)
+		}
+	}
+	// Through the API: refused as invalid, naming after.
+	tokens := []Token{{Name: "alice-app", Secret: "alice-secret-0123456789", Realms: []string{"default"}, Role: RoleApplication, Identities: []string{"alice"}}}
+	srv, _ := newTestServer(t, Options{Tokens: tokens}, sdk.CapWrite, sdk.CapFetch, sdk.CapArchive)
+	status, body := get(t, srv.URL+"/v1/records?realm=default&after="+string(flipped), "alice-secret-0123456789")
+	if status != http.StatusBadRequest || !strings.Contains(body, `"field":"after"`) {
+		t.Errorf("an altered cursor = %d %s, want 400 naming after", status, body)
+	}
+}

@@ -76,7 +76,11 @@ type Options struct {
 	// bound to identities, is the host's operator (caller.operator).
 	Realms []string
 	// Tokens, when any, are required on every /v1 request.
-	Tokens       []Token
+	Tokens []Token
+	// HostKey keys the listing cursors a bound token is given, so every
+	// host sharing it reads another's; without it, cursors hold within
+	// this process only.
+	HostKey      []byte
 	Plugins      Plugins
 	MaxBodyBytes int64
 	// RequestTimeout bounds each request's work (default 30s).
@@ -126,6 +130,9 @@ type Server struct {
 	routes []string
 	// reindex refuses a second reindex of a realm while one runs.
 	reindex reindexGuard
+	// cursors seals a bound token's listing cursor that would name a
+	// record it may not read.
+	cursors cursorSeal
 	// digests are opts.Tokens' secrets' SHA-256, in order, which
 	// authenticate compares with the one sent.
 	digests [][sha256.Size]byte
@@ -167,7 +174,7 @@ func New(opts Options) *Server {
 			opts.Tokens[i].MaxInFlight = DefaultMaxInFlight
 		}
 	}
-	s := &Server{opts: opts, inFlight: make([]atomic.Int64, len(opts.Tokens)), bodies: semaphore.NewWeighted(largeBodiesHeld * opts.MaxBodyBytes)}
+	s := &Server{opts: opts, inFlight: make([]atomic.Int64, len(opts.Tokens)), bodies: semaphore.NewWeighted(largeBodiesHeld * opts.MaxBodyBytes), cursors: newCursorSeal(opts.HostKey)}
 	for _, t := range opts.Tokens {
 		s.digests = append(s.digests, sha256.Sum256([]byte(t.Secret)))
 	}

@@ -955,6 +955,7 @@ export interface operations {
                 trust?: "untrusted" | "agent_observed" | "agent_verified" | "application" | "operator";
                 /** @description updated at or after (RFC 3339) */
                 since?: string;
+                /** @description the next of an earlier answer, passed unchanged: a record id, or for a bound token a sealed cursor (starting with ~) */
                 after?: string;
                 limit?: number;
             };

@@ -1,0 +1,67 @@
+package httpapi
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"strings"
+
+	"github.com/memhost/memhost/sdk"
+)
+
+// sealedCursorPrefix marks a listing cursor that hides the record id it
+// holds. '~' is in no record id, so a cursor and an id never collide.
+const sealedCursorPrefix = "~"
+
+// cursorSeal hides the record id a bound token's listing stopped at when
+// that record is one the token may not read: the id would name another
+// identity's record and, moved past a guessed id, tell whether it exists.
+// Every host keyed alike (the host key) opens another's cursors.
+type cursorSeal struct{ aead cipher.AEAD }
+
+// newCursorSeal derives the seal's key from key (the host key); without
+// one, from a random key, so cursors hold only within this process.
+func newCursorSeal(key []byte) cursorSeal {
+	if len(key) == 0 {
+		key = make([]byte, 32)
+		_, _ = rand.Read(key)
+	}
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte("memhost listing cursor v1"))
+	block, err := aes.NewCipher(mac.Sum(nil))
+	if err != nil {
+		panic(err) // a 32-byte key always makes a cipher
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		panic(err)
+	}
+	return cursorSeal{aead: aead}
+}
+
+// seal answers an opaque cursor for id, different at every call.
+func (c cursorSeal) seal(realm, id string) string {
+	nonce := make([]byte, c.aead.NonceSize())
+	_, _ = rand.Read(nonce)
+	out := c.aead.Seal(nonce, nonce, []byte(id), []byte(realm))
+	return sealedCursorPrefix + base64.RawURLEncoding.EncodeToString(out)
+}
+
+var errCursor = errors.New("is not a cursor this host gave for the realm (pass the next of an earlier answer unchanged)")
+
+// open answers the id a sealed cursor holds.
+func (c cursorSeal) open(realm, cursor string) (string, error) {
+	data, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(cursor, sealedCursorPrefix))
+	if err != nil || len(data) < c.aead.NonceSize() {
+		return "", errCursor
+	}
+	id, err := c.aead.Open(nil, data[:c.aead.NonceSize()], data[c.aead.NonceSize():], []byte(realm))
+	if err != nil || sdk.ValidateID(string(id)) != nil {
+		return "", errCursor
+	}
+	return string(id), nil
+}
