@@ -454,13 +454,14 @@ def _handler(services, name, streaming):
             wake.wait(_remaining(ctx))
             wake.clear()
             # finished is read before the pending message, so a message
-            # sent before the method returned is never left behind.
-            ended = finished.is_set()
+            # sent before the method returned is never left behind. (Not
+            # into ended: run and end read that name for the call's event.)
+            returned = finished.is_set()
             with lock:
                 pending = out.pop("pending", None)
             if pending is not None and ctx.is_active():
                 yield pending
-            if ended or not ctx.is_active():
+            if returned or not ctx.is_active():
                 break
             remaining = _remaining(ctx)
             if remaining is not None and remaining <= 0:

@@ -490,6 +490,56 @@ class CancelledCallTest(unittest.TestCase):
         self.assertEqual(store.titles, ["first"])
 
 
+class CancelledStreamTest(unittest.TestCase):
+    def test_a_reindex_the_host_cancelled_after_a_progress_report_is_told(self):
+        # The handler's wait loop rebound the name of the call's "ended"
+        # event to a bool once it had woken for a report: the host's
+        # cancellation then failed in its callback (a bool has no set), the
+        # handler waited on for a call no one read, and check_deadline
+        # never told the rebuild it was cancelled.
+        import threading
+        from memhost_plugin import check_deadline
+
+        cancelled, told = threading.Event(), []
+
+        class P:
+            def info(self):
+                return server.Info(name="hard", version="1.0.0", capabilities=["reindex"])
+
+            def reindex(self, realm, progress):
+                progress(1, 2)
+                cancelled.wait(10)
+                try:
+                    check_deadline()
+                except errors.Cancelled:
+                    told.append("cancelled")
+                return 2
+
+        class Call(_Call):
+            def cancel(self):
+                # grpcio runs each callback apart and logs what it raises.
+                self.active = False
+                for cb in self.callbacks:
+                    try:
+                        cb()
+                    except Exception as e:  # noqa: BLE001
+                        told.append("callback failed: %r" % e)
+
+        call = Call()
+        stream = server._handler(server._Services(P()), "Reindex", True)(pb.ReindexRequest(realm="a"), call)
+        first = next(stream)  # the handler woke for the report
+        self.assertEqual((first.progress.done, first.progress.total), (1, 2))
+        call.cancel()
+        cancelled.set()
+        with self.assertRaises(_Aborted) as cm:
+            list(stream)
+        self.assertEqual(cm.exception.args[0], grpc.StatusCode.CANCELLED)
+        for t in threading.enumerate():
+            if t.name == "memhost-Reindex":
+                t.join(10)
+        self.assertEqual(told, ["cancelled"])
+
+
 class CloseAtExitTest(unittest.TestCase):
     def test_a_close_stuck_on_a_lock_does_not_keep_the_process(self):
         # A store call stuck without end holds the lock close needs: the
