@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -199,6 +200,54 @@ func TestDropsAreReportedToTheirIdentity(t *testing.T) {
 				_, err := r.Session(context.Background(), "r", who, "s", 100)
 				if told := errors.Is(err, sdk.ErrUnavailable); told != c.lost[i] || (err != nil && !told) {
 					t.Fatalf("read %d (identities %v) = %v; want told of dropped turns: %v", i+1, who, err, c.lost[i])
+				}
+			}
+		})
+	}
+}
+
+// failingStore fails every Append while fail is set.
+type failingStore struct {
+	*SQLStore
+	fail atomic.Bool
+}
+
+func (f *failingStore) Append(ctx context.Context, t []coordinator.TurnTrace) error {
+	if f.fail.Load() {
+		return errors.New("disk on fire")
+	}
+	return f.SQLStore.Append(ctx, t)
+}
+
+// TestWriteFailuresAreReportedToTheirIdentity: a write of alice's traces
+// fails. A read kept to bob's turns (a token bound to bob) was answered
+// the failure, though none of his turns was lost, and used up the notice:
+// alice's own read then passed for whole without her turns. Each read is
+// now told of the failed writes of the identities it reads; a realm-wide
+// read (nil) of every one.
+func TestWriteFailuresAreReportedToTheirIdentity(t *testing.T) {
+	alice, bob := []string{"alice"}, []string{"bob"}
+	for _, c := range []struct {
+		name  string
+		reads [][]string // in order
+		told  []bool     // whether each read is told of the failed write
+	}{
+		{"bound to the other identity", [][]string{bob, alice, alice}, []bool{false, true, false}},
+		{"realm-wide", [][]string{nil, alice, bob}, []bool{true, false, false}},
+		{"both identities", [][]string{{"alice", "bob"}, alice, nil}, []bool{true, false, false}},
+		{"identity, then realm-wide", [][]string{alice, nil}, []bool{true, false}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := &failingStore{SQLStore: openStore(t)}
+			f.fail.Store(true)
+			r := NewRecorder(f, Options{Retention: time.Hour, MaxTurnsPerRealm: 100, Linger: time.Hour})
+			defer r.Close()
+			r.Trace(tr("r", "s", time.Now().UTC(), "a")) // alice's
+			for i, who := range c.reads {
+				_, err := r.Session(context.Background(), "r", who, "s", 100)
+				f.fail.Store(false) // the first read's flush wrote, and failed
+				if told := err != nil; told != c.told[i] {
+					t.Fatalf("read %d (identities %v) = %v; want told of the failed write: %v", i+1, who, err, c.told[i])
 				}
 			}
 		})

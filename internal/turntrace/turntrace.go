@@ -151,9 +151,26 @@ type Recorder struct {
 	// instead of left in a queue no one writes.
 	closing sync.RWMutex
 	closed  bool
-	// failed is, by realm, the first write failure since a read of that
-	// realm, which that read answers (run's goroutine only).
-	failed map[string]error
+	// failed is, by realm and identity, the first write failure of its
+	// traces since a read of them, which that read answers (run's
+	// goroutine only): as with lost, a read kept to other identities'
+	// turns is neither told of it nor uses it up.
+	failed map[string]*realmFailure
+}
+
+// realmFailure is a realm's first failed write of each identity's traces.
+type realmFailure struct {
+	byIdentity map[string]writeFailure
+	// unattributed is the first failure of traces of identities past
+	// maxLossIdentities, told to the realm's next read whoever it reads.
+	unattributed *writeFailure
+	seq          uint64
+}
+
+// writeFailure is a failed write and its order among the realm's.
+type writeFailure struct {
+	err error
+	seq uint64
 }
 
 // request is a flush, or a Forget when forget is set, handed to the
@@ -204,7 +221,7 @@ func NewRecorder(store Store, opts Options) *Recorder {
 		store: store, opts: opts, queue: make(chan coordinator.TurnTrace, opts.QueueSize),
 		flushes: make(chan request), done: make(chan struct{}), stop: cancel,
 		forgotten: map[string]map[string]time.Time{},
-		lost:      map[string]*realmLoss{}, failed: map[string]error{}, shares: queueshare.New(opts.QueueSize),
+		lost:      map[string]*realmLoss{}, failed: map[string]*realmFailure{}, shares: queueshare.New(opts.QueueSize),
 		overflow: map[string]overflowRuns{},
 	}
 	go r.run(ctx)
@@ -350,6 +367,65 @@ func (r *Recorder) takeLost(realm string, identities []string) int64 {
 	return n
 }
 
+// fail notes a failed write of a trace of identity in realm, keeping the
+// first failure of each identity (run's goroutine only).
+func (r *Recorder) fail(realm, identity string, err error) {
+	f := r.failed[realm]
+	if f == nil {
+		f = &realmFailure{byIdentity: map[string]writeFailure{}}
+		r.failed[realm] = f
+	}
+	if _, ok := f.byIdentity[identity]; ok {
+		return
+	}
+	f.seq++
+	if len(f.byIdentity) < maxLossIdentities {
+		f.byIdentity[identity] = writeFailure{err: err, seq: f.seq}
+	} else if f.unattributed == nil {
+		f.unattributed = &writeFailure{err: err, seq: f.seq}
+	}
+}
+
+// takeFailed answers and forgets the first failed write of realm a read
+// kept to identities (every identity's when nil) is told of, nil when
+// none (run's goroutine only).
+func (r *Recorder) takeFailed(realm string, identities []string) error {
+	f := r.failed[realm]
+	if f == nil {
+		return nil
+	}
+	var first *writeFailure
+	take := func(w writeFailure) {
+		if first == nil || w.seq < first.seq {
+			first = &w
+		}
+	}
+	if f.unattributed != nil {
+		take(*f.unattributed)
+		f.unattributed = nil
+	}
+	if identities == nil {
+		for _, w := range f.byIdentity {
+			take(w)
+		}
+		delete(r.failed, realm)
+	} else {
+		for _, id := range identities {
+			if w, ok := f.byIdentity[id]; ok {
+				take(w)
+				delete(f.byIdentity, id)
+			}
+		}
+		if len(f.byIdentity) == 0 {
+			delete(r.failed, realm)
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	return first.err
+}
+
 // Dropped answers how many traces were not stored: a full queue, a write
 // that failed or a trace sent after Close.
 func (r *Recorder) Dropped() int64 { return r.dropped.Load() }
@@ -473,8 +549,7 @@ func (r *Recorder) answer(req request) {
 		req.done <- r.forget(*req.forget)
 		return
 	}
-	err := r.failed[req.realm]
-	delete(r.failed, req.realm)
+	err := r.takeFailed(req.realm, req.identities)
 	n := r.takeLost(req.realm, req.identities)
 	if err == nil && n > 0 {
 		err = queueLoss(n)
@@ -589,11 +664,10 @@ func (r *Recorder) write(ctx context.Context, batch []coordinator.TurnTrace) {
 	if err := r.store.Append(ctx, batch); err != nil {
 		r.dropped.Add(int64(len(batch)))
 		r.opts.Logger.Warn("turn trace: write failed; traces dropped", "traces", len(batch), "error", err)
+		// The store's error names the turn trace itself.
+		lost := fmt.Errorf("traces of earlier turns were lost: %w", err)
 		for _, t := range batch {
-			if r.failed[t.Realm] == nil {
-				// The store's error names the turn trace itself.
-				r.failed[t.Realm] = fmt.Errorf("traces of earlier turns were lost: %w", err)
-			}
+			r.fail(t.Realm, t.Identity, lost)
 		}
 	}
 }
