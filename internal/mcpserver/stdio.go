@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -65,12 +66,17 @@ func (r renderedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 				wire.Data = inner.Data
 			}
 		}
-		// The SDK answers some refusals (a call before initialize, a
-		// second initialize) as plain errors, written with code 0, which
-		// JSON-RPC does not define: they are invalid requests.
+		// A plain error is written with code 0, which JSON-RPC does not
+		// define: the SDK's refusals of the client's sequence (a call
+		// before initialize, a second initialize) are invalid requests;
+		// any other (a handler's failure: the proxy's server unreachable)
+		// is the server's, an internal error.
 		coded := wire.Code == 0
 		if coded {
-			wire.Code = jsonrpc.CodeInvalidRequest
+			wire.Code = jsonrpc.CodeInternalError
+			if clientSequenceRefusal(wire.Message) {
+				wire.Code = jsonrpc.CodeInvalidRequest
+			}
 		}
 		if rendered := RenderError(r.c, wire); rendered != wire || coded {
 			out := *resp
@@ -79,6 +85,14 @@ func (r renderedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		}
 	}
 	return r.Connection.Write(ctx, msg)
+}
+
+// clientSequenceRefusal reports whether msg is one of the SDK's plain
+// errors refusing a request out of the session's order, or an initialize
+// without params (TestStdioRefusalsHaveACode holds them to the SDK's).
+func clientSequenceRefusal(msg string) bool {
+	return strings.Contains(msg, "is invalid during session initialization") ||
+		strings.HasSuffix(msg, `duplicate "initialize" received`) || strings.HasSuffix(msg, `missing required "params"`)
 }
 
 func linesTransport(in io.ReadCloser, out io.WriteCloser) mcp.Transport {

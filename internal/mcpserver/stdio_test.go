@@ -2,7 +2,9 @@ package mcpserver
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/coordinator/coordinatortest"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestStdioSurvivesABadLine: over stdio, a line that is not one JSON-RPC
@@ -159,6 +162,46 @@ func TestStdioRefusalsHaveACode(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, `"code":-32600`},
 		{fmt.Sprintf(initialize, 2), `"result"`},
 		{fmt.Sprintf(initialize, 3), `"code":-32600`},
+	} {
+		if got := send(c.line); !strings.Contains(got, c.want) {
+			t.Errorf("%s: answered %s, want %s", c.line, got, c.want)
+		}
+	}
+}
+
+// TestStdioServerFailuresAreInternalErrors: memhost mcp --addr answers a
+// call the server could not be reached for (down, restarting, past the
+// deadline) with its handler's plain error, which the SDK writes with
+// code 0. Every code 0 was rewritten as an invalid request (-32600),
+// telling the client the fault was its request's; only the SDK's
+// refusals of the client's own sequence are, and the rest are internal
+// errors (-32603).
+func TestStdioServerFailuresAreInternalErrors(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	opts := aliceOptions(t, coordinatortest.NewProvider(coordinatortest.AllCapabilities...))
+	s := mcp.NewServer(&mcp.Implementation{Name: "proxy", Version: "1.0.0"}, nil)
+	s.AddTool(&mcp.Tool{Name: "memory_recall", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return nil, errors.New("memhost at http://127.0.0.1:1/mcp: connection refused")
+	})
+	go s.Run(t.Context(), renderedTransport{linesTransport(inR, outW), opts.Coordinator})
+	t.Cleanup(func() { inW.Close() })
+	answers := bufio.NewScanner(outR)
+	send := func(line string) string {
+		t.Helper()
+		go inW.Write([]byte(line + "\n"))
+		if !answers.Scan() {
+			t.Fatalf("no answer to %s: %v", line, answers.Err())
+		}
+		return answers.Text()
+	}
+	const initialize = `{"jsonrpc":"2.0","id":%d,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
+	for _, c := range []struct{ line, want string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, `"code":-32600`},
+		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":null}`, `"code":-32600`},
+		{fmt.Sprintf(initialize, 2), `"result"`},
+		{fmt.Sprintf(initialize, 3), `"code":-32600`},
+		{`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"memory_recall","arguments":{}}}`, `"code":-32603`},
 	} {
 		if got := send(c.line); !strings.Contains(got, c.want) {
 			t.Errorf("%s: answered %s, want %s", c.line, got, c.want)
