@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -616,5 +617,61 @@ func TestSealedCursorIsCheckedWhole(t *testing.T) {
 	status, body := get(t, srv.URL+"/v1/records?realm=default&after="+string(flipped), "alice-secret-0123456789")
 	if status != http.StatusBadRequest || !strings.Contains(body, `"field":"after"`) {
 		t.Errorf("an altered cursor = %d %s, want 400 naming after", status, body)
+	}
+}
+
+// TestBoundListingEndTellsNothingOfLaterRecords: a bound token's page
+// that ends on its own record answered no cursor when that record was
+// the realm's last and a cursor when another identity's record came
+// after it: listing its newest record (ids grow with time), alice
+// learnt whether anyone had written a record since. A bound token's
+// page filled to its limit now always answers a cursor, the next page
+// telling the end.
+func TestBoundListingEndTellsNothingOfLaterRecords(t *testing.T) {
+	tokens := []Token{
+		{Name: "app", Secret: "app-secret-0123456789", Realms: []string{"default"}, Role: RoleApplication},
+		{Name: "alice-app", Secret: "alice-secret-0123456789", Realms: []string{"default"}, Role: RoleApplication, Identities: []string{"alice"}},
+	}
+	const app, alice = "app-secret-0123456789", "alice-secret-0123456789"
+	type page struct {
+		Records []struct{ Record sdk.Record }
+		Next    string
+	}
+	for _, c := range []struct {
+		name  string
+		later []sdk.Record
+	}{
+		{"alice's record last", nil},
+		{"bob's record after it", []sdk.Record{{ID: "r2-bob", Scope: sdk.IdentityScope("bob"), Kind: sdk.KindFact, Title: "later"}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv, p := newTestServer(t, Options{Tokens: tokens}, sdk.CapWrite, sdk.CapFetch, sdk.CapArchive)
+			p.MustAdd("default", append([]sdk.Record{{ID: "r1-alice", Scope: sdk.IdentityScope("alice"), Kind: sdk.KindFact, Title: "mine"}}, c.later...)...)
+			list := func(token, after string) page {
+				t.Helper()
+				q := "/v1/records?realm=default&limit=1"
+				if after != "" {
+					q += "&after=" + url.QueryEscape(after)
+				}
+				status, body := get(t, srv.URL+q, token)
+				var out page
+				if status != 200 || json.Unmarshal([]byte(body), &out) != nil {
+					t.Fatalf("GET %s = %d %s", q, status, body)
+				}
+				return out
+			}
+			first := list(alice, "")
+			if len(first.Records) != 1 || first.Records[0].Record.ID != "r1-alice" || first.Next == "" {
+				t.Fatalf("alice's first page = %+v; want her record and a cursor, whatever follows it", first)
+			}
+			if rest := list(alice, first.Next); len(rest.Records) != 0 || rest.Next != "" {
+				t.Fatalf("alice's second page = %+v; want the end", rest)
+			}
+			// The unbound application, which reads every record, is told
+			// the end at once.
+			if pg := list(app, ""); (pg.Next == "") != (len(c.later) == 0) {
+				t.Fatalf("the application's first page = %+v", pg)
+			}
+		})
 	}
 }
