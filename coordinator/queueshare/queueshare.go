@@ -3,13 +3,14 @@
 // place for a quiet realm: a realm may hold at most half of what the other
 // realms leave. One flood holds half the queue, n floods 1/(n+1) each.
 //
-// Work that names its identity (HoldFor) is divided by identity as well,
-// so one identity's flood leaves room for its realm's other identities
-// too: an identity may hold at most half of what everyone else leaves,
-// and a realm's identities together at most three quarters of what the
-// other realms leave. A lone identity still holds half the queue, a
-// newcomer to a flooded realm a quarter, and another realm's newcomer
-// finds room whatever one realm's identities hold.
+// Work that names its identity (HoldFor) is shared by identity as well,
+// so one identity's flood leaves room for its realm's other identities:
+// a realm's identities together hold at most three quarters of what the
+// other realms leave, and within that an identity at most half of what
+// its realm's others leave. A lone identity holds three eighths of the
+// queue, the next in its realm three sixteenths, and so on, each
+// newcomer to a flooded realm finding room until the places run out;
+// another realm's newcomer always finds room.
 package queueshare
 
 import "sync"
@@ -56,13 +57,11 @@ func (s *Shares) HoldFor(realm, identity string) bool {
 	defer s.mu.Unlock()
 	r := s.realms[realm]
 	if r != nil {
+		// Three quarters, not half as Hold's: the realm's share is split
+		// again among its identities, halving at each newcomer.
+		share := max(1, 3*(s.size-(s.total-r.held))/4)
 		mine := r.identities[identity]
-		if mine >= max(1, (s.size-(s.total-mine))/2) {
-			return false
-		}
-		// Three quarters, not half: a lone identity holds half already,
-		// and a newcomer to its realm needs room beside it.
-		if r.held >= max(1, 3*(s.size-(s.total-r.held))/4) {
+		if r.held >= share || mine >= max(1, (share-(r.held-mine))/2) {
 			return false
 		}
 	}

@@ -2,6 +2,7 @@ package queueshare
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -61,8 +62,9 @@ func TestReleaseGivesPlacesBack(t *testing.T) {
 // TestIdentitiesShareTheirRealm: one identity's flood leaves places for
 // the other identities of its realm, as one realm's leaves for the other
 // realms (bob's turns used to find alice's flood holding all of their
-// realm's share), and a realm's many identities leave places for another
-// realm.
+// realm's share), each newcomer after several floods too (a fourth found
+// none once three held three quarters), and a realm's many identities
+// leave places for another realm.
 func TestIdentitiesShareTheirRealm(t *testing.T) {
 	type send struct{ realm, identity string }
 	flood := func(n int, realm, identity string) []send {
@@ -87,12 +89,14 @@ func TestIdentitiesShareTheirRealm(t *testing.T) {
 		sends []send
 		want  map[send]int
 	}{
-		{"a lone identity holds half", 16, flood(20, "r", "alice"),
-			map[send]int{{"r", "alice"}: 8}},
+		{"a lone identity holds three eighths", 16, flood(20, "r", "alice"),
+			map[send]int{{"r", "alice"}: 6}},
 		{"a newcomer to a flooded realm", 16, append(flood(20, "r", "alice"), flood(10, "r", "bob")...),
-			map[send]int{{"r", "alice"}: 8, {"r", "bob"}: 4}},
+			map[send]int{{"r", "alice"}: 6, {"r", "bob"}: 3}},
+		{"a fourth after three floods", 16, slices.Concat(flood(20, "r", "alice"), flood(10, "r", "bob"), flood(10, "r", "carol"), flood(10, "r", "dan")),
+			map[send]int{{"r", "alice"}: 6, {"r", "bob"}: 3, {"r", "carol"}: 1, {"r", "dan"}: 1}},
 		{"another realm's newcomer", 16, append(flood(20, "r", "alice"), flood(10, "s", "carol")...),
-			map[send]int{{"r", "alice"}: 8, {"s", "carol"}: 4}},
+			map[send]int{{"r", "alice"}: 6, {"s", "carol"}: 3}},
 		{"a realm of many identities leaves room", 16, append(many(10, "r", 10), flood(10, "s", "carol")...),
 			map[send]int{{"s", "carol"}: 2}},
 		{"a place of one", 1, append(flood(2, "r", "alice"), flood(1, "r", "bob")...),

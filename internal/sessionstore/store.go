@@ -120,10 +120,9 @@ type Store struct {
 	// is room, by the next visit, the merge loop or Close. A crash before
 	// then loses it.
 	pending map[coordinator.SessionKey]*entry
-	// pendingShares is each realm's share of MaxPending: at most half of
-	// what the other realms leave, so one realm's flood on a full disk
-	// cannot fail every other realm's turns, and within it each
-	// identity's, so neither can one identity's flood its realm's others'.
+	// pendingShares shares MaxPending by realm and by identity within it
+	// (queueshare.HoldFor), so one realm's flood on a full disk cannot
+	// fail every other realm's turns, nor one identity's its neighbours'.
 	pendingShares *queueshare.Shares
 	// journal holds, durably, the states in dirty until a merge writes
 	// them to the table (journal.go).

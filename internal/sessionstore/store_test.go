@@ -241,7 +241,7 @@ func TestFullDiskKeepsState(t *testing.T) {
 // in memory for room on a full disk cannot keep them, and says how many
 // (the log said only that the journal would be merged at the next start).
 func TestCloseOnAFullDiskSaysWhatIsLost(t *testing.T) {
-	s, db := openStore(t, t.TempDir(), Options{MaxPending: 4})
+	s, db := openStore(t, t.TempDir(), Options{MaxPending: 8})
 	if _, err := db.Exec(ctx, "limit", `PRAGMA max_page_count = 1`); err != nil {
 		t.Fatal(err)
 	}

@@ -108,9 +108,9 @@ func (b *lockedBuffer) String() string {
 func TestQueueDropsAreReported(t *testing.T) {
 	g := &gatedStore{SQLStore: openStore(t), entered: make(chan struct{}), release: make(chan struct{})}
 	var logs lockedBuffer
-	// A realm holds at most half the queue, the trace being written
-	// counted: "a" and two of the five others fit.
-	r := NewRecorder(g, Options{Retention: time.Hour, MaxTurnsPerRealm: 100, QueueSize: 6, Linger: time.Millisecond,
+	// An identity alone holds at most three eighths of the queue, the
+	// trace being written counted: "a" and two of the five others fit.
+	r := NewRecorder(g, Options{Retention: time.Hour, MaxTurnsPerRealm: 100, QueueSize: 8, Linger: time.Millisecond,
 		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs})})
 	defer r.Close()
 	now := time.Now().UTC()
@@ -292,7 +292,7 @@ func TestFloodsLeaveRoomForOtherRealms(t *testing.T) {
 		floods  []string // realms flooding at once, taking turns
 		dropped int64    // -1: not counted
 	}{
-		{"one flood", 4, []string{"flood"}, 19}, // half the queue: the written trace and one queued
+		{"one flood", 8, []string{"flood"}, 18}, // three eighths of the queue: the written trace and two queued
 		{"two floods", 12, []string{"flood-a", "flood-b"}, -1},
 		{"three floods", 16, []string{"flood-a", "flood-b", "flood-c"}, -1},
 	}
@@ -384,21 +384,21 @@ func TestAnotherRealmsForgetsKeepLateBlanking(t *testing.T) {
 	}
 }
 
-// TestAFloodsRunIsLoggedOnce: a realm flooding past its half of the queue
+// TestAFloodsRunIsLoggedOnce: a realm flooding past its share of the queue
 // while other realms' traces still find room is one run of drops, logged
 // once at its start, not again after each other realm's trace, and its
 // end is not logged while its traces are still dropped.
 func TestAFloodsRunIsLoggedOnce(t *testing.T) {
 	g := &gatedStore{SQLStore: openStore(t), entered: make(chan struct{}), release: make(chan struct{})}
 	var logs lockedBuffer
-	r := NewRecorder(g, Options{Retention: time.Hour, MaxTurnsPerRealm: 100, QueueSize: 8, Linger: time.Millisecond,
+	r := NewRecorder(g, Options{Retention: time.Hour, MaxTurnsPerRealm: 100, QueueSize: 16, Linger: time.Millisecond,
 		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs})})
 	defer r.Close()
 	now := time.Now().UTC()
 	r.Trace(tr("flood", "s", now, "a"))
 	<-g.entered
-	for range 3 {
-		r.Trace(tr("flood", "s", now, "b")) // the flood's half of the queue is taken
+	for range 5 {
+		r.Trace(tr("flood", "s", now, "b")) // the flood's share of the queue is taken
 	}
 	for range 2 {
 		r.Trace(tr("flood", "s", now, "c"))

@@ -134,11 +134,10 @@ type Recorder struct {
 	// count of drops none of its business).
 	lostMu sync.Mutex
 	lost   map[string]*realmLoss
-	// shares holds a place for each trace in the queue or being written:
-	// a realm holds at most half of what the other realms leave, so no
-	// number of flooding realms can drop every other realm's traces, and
-	// an identity at most half of what its realm's others leave of the
-	// realm's, so neither can one identity's turns drop its neighbours'.
+	// shares holds a place for each trace in the queue or being written,
+	// shared by realm and by identity within it (queueshare.HoldFor), so
+	// no number of flooding realms can drop every other realm's traces,
+	// nor one identity's turns its neighbours'.
 	shares *queueshare.Shares
 	// overflow is, by realm, its runs of traces the queue had no room for
 	// (guarded by lostMu). A run is logged at its start and end, not per
@@ -275,7 +274,7 @@ func (r *Recorder) overflowed(realm, identity string) {
 	r.overflow[realm] = o
 	r.lostMu.Unlock()
 	if first {
-		r.opts.Logger.Warn("turn trace: the queue has no room for the realm's traces (the store writes slower than turns come; a realm holds at most half of what the others leave); they are dropped until it has room", "realm", realm, "queue_size", r.opts.QueueSize)
+		r.opts.Logger.Warn("turn trace: the queue has no room for the realm's traces (the store writes slower than turns come; each realm, and each identity in it, holds only a share of it); they are dropped until it has room", "realm", realm, "queue_size", r.opts.QueueSize)
 	}
 }
 
