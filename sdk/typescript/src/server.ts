@@ -351,7 +351,8 @@ class Services {
   }
 
   /** Streams the latest progress at most once per turn of the event loop
-   * (a tight loop reporting every record sends few messages), then done. */
+   * (a tight loop reporting every record sends few messages), then done;
+   * a failure is sent after the count still pending. */
   async Reindex(req: Wire, send: (m: Wire) => void): Promise<void> {
     this.need("reindex");
     if (req.realm) records.validateRealm(req.realm);
@@ -360,11 +361,17 @@ class Services {
       if (pending) send({ progress: pending });
       pending = null;
     };
-    const n = await this.call<number>("reindex", req.realm, (done: number, total: number) => {
-      if (!pending) setImmediate(flush);
-      pending = { done, total };
-    });
-    flush();
+    let n: number;
+    try {
+      n = await this.call<number>("reindex", req.realm, (done: number, total: number) => {
+        if (!pending) setImmediate(flush);
+        pending = { done, total };
+      });
+    } finally {
+      // A failed rebuild sends its latest count too, before the error, as
+      // the Go SDK does: the host sees how far it got.
+      flush();
+    }
     send({ done: { reindexed: n } });
   }
 

@@ -21,6 +21,10 @@ const plugin: Plugin = {
   configure() {},
   recall: () => [],
   reindex(realm, progress) {
+    if (realm === "broken") {
+      progress(5, 10);
+      throw new Error("the index is damaged");
+    }
     for (let i = 1; i <= 1000; i++) progress(i, 1000);
     return realm === "" ? 1000 : 7;
   },
@@ -61,6 +65,18 @@ test("reindex streams its progress, the last count among it, then done", async (
   assert.deepEqual(progress.at(-1), { done: 1000, total: 1000 });
   assert.deepEqual(out.at(-1), { done: { reindexed: 1000 }, event: "done" });
   assert.equal((await failure(stream(clients.Provider, "Reindex", { realm: "a/b" }))).code, grpc.status.INVALID_ARGUMENT);
+});
+
+test("a failed reindex sends its pending progress before the error", async () => {
+  const out: Wire[] = [];
+  const call = clients.Provider.Reindex({ realm: "broken" }, { deadline: Date.now() + 10_000 });
+  call.on("data", (m: Wire) => out.push(m));
+  const e = await new Promise<grpc.ServiceError>((resolve, reject) => {
+    call.on("error", resolve);
+    call.on("end", () => reject(new Error("the reindex succeeded")));
+  });
+  assert.notEqual(e.code, grpc.status.OK);
+  assert.deepEqual(out, [{ progress: { done: 5, total: 10 }, event: "progress" }]);
 });
 
 test("resolvers answer, after their identity is validated", async () => {
