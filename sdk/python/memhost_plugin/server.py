@@ -129,12 +129,23 @@ def check_plugin(p):
             if not callable(getattr(p, m, None)):
                 raise ValueError("info().capabilities declares %r but the plugin has no %s method" % (c, m))
         used += methods
+    if info.config_schema is not None:
+        try:
+            _schema_json(info.config_schema)
+        except (TypeError, ValueError) as e:
+            raise ValueError("info().config_schema cannot be written as JSON: %s" % e) from None
     # The SDK runs each method on a thread of its own and never awaits what
     # it returns: an async method would answer a coroutine, or do nothing.
     for m in used:
         fn = getattr(p, m, None)
         if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
             raise ValueError("%s is async: the SDK calls plugin methods on threads and does not await them, so define it with def" % m)
+
+
+def _schema_json(schema):
+    """schema as JSON bytes. NaN and Infinity are no JSON: json.dumps
+    would write them as bare words the host cannot read."""
+    return json.dumps(schema, allow_nan=False).encode()
 
 
 def _is_semver(v):
@@ -191,7 +202,7 @@ class _Services:
 
     def Info(self, req, ctx):
         i = self.info
-        schema = json.dumps(i.config_schema).encode() if i.config_schema is not None else b""
+        schema = _schema_json(i.config_schema) if i.config_schema is not None else b""
         return pb.InfoResponse(name=i.name, version=i.version, kinds=i.kinds, protocol_versions=[PROTOCOL_VERSION],
                                capabilities=i.capabilities, config_schema=schema)
 

@@ -171,6 +171,36 @@ class CheckPluginTest(unittest.TestCase):
                     server.check_plugin(P())
                 self.assertIn("info().%s must be a list of names" % field, str(cm.exception))
 
+    def test_config_schema_not_json(self):
+        # json.dumps wrote NaN and Infinity as bare words, no JSON: the
+        # plugin started and answered Info a schema the host cannot read.
+        cases = (
+            ("nan", {"type": "object", "properties": {"x": {"type": "number", "maximum": float("nan")}}}, "Out of range float"),
+            ("inf", {"type": "object", "properties": {"x": {"type": "number", "maximum": float("inf")}}}, "Out of range float"),
+            ("-inf", {"type": "object", "properties": {"x": {"type": "number", "minimum": float("-inf")}}}, "Out of range float"),
+            ("set", {"type": "object", "required": {"x"}}, "not JSON serializable"),
+        )
+        for name, schema, want in cases:
+            with self.subTest(name):
+                class P:
+                    def info(self):
+                        return server.Info(name="ok", version="1.0.0", config_schema=schema)
+
+                    def configure(self, config, host):
+                        pass
+
+                    def recall(self, q):
+                        return []
+
+                with self.assertRaises(ValueError) as cm:
+                    server.check_plugin(P())
+                self.assertIn("info().config_schema cannot be written as JSON", str(cm.exception))
+                self.assertIn(want, str(cm.exception))
+
+    def test_config_schema_is_strict_json(self):
+        schema = {"type": "object", "properties": {"x": {"type": "number", "maximum": 1.5}}}
+        self.assertEqual(json.loads(server._schema_json(schema), parse_constant=lambda c: self.fail(c)), schema)
+
 
 class LogLineTest(unittest.TestCase):
     def test_a_non_finite_field_still_makes_a_json_line(self):
