@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/memhost/memhost/coordinator"
 	"github.com/memhost/memhost/internal/config"
 	"github.com/memhost/memhost/internal/httpapi"
 	"github.com/memhost/memhost/internal/mcpserver"
@@ -244,13 +246,44 @@ func proxyMCP(ctx context.Context, addr, token, identity, realm string) error {
 	})
 	// The SDK refuses an unknown method or unreadable params itself,
 	// quoting them as sent; the proxy renders those refusals by the
-	// default rules (it reads no config).
-	renderer, err := defaultRenderer()
+	// server's rules (its instruction header, which the defaults' would
+	// leave a forged marker of live), as its initialize answer told them.
+	renderer, err := coordinator.New(mcpserver.RenderConfig(renderRules(setup, endpoint, transport)), coordinator.Options{Providers: coordinator.RealmProviders{}})
 	if err != nil {
 		return err
 	}
 	defer renderer.Close(context.WithoutCancel(ctx))
 	return local.Run(ctx, mcpserver.StdioTransport(renderer))
+}
+
+// renderRules answers the _meta of the server's answer to an initialize
+// request, which names how it renders text for a model (see
+// mcpserver.RenderConfig). The MCP client does not keep it: it may not
+// initialize at all (a newer protocol discovers the server instead). Nil
+// when the server does not answer it so (an older memhost).
+func renderRules(ctx context.Context, endpoint string, transport http.RoundTripper) mcp.Meta {
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"memhost-mcp","version":"1"}}}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(body))
+	if err != nil {
+		return nil
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := (&http.Client{Transport: transport}).Do(req)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var answer struct {
+		Result struct {
+			Meta mcp.Meta `json:"_meta"`
+		} `json:"result"`
+	}
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") ||
+		json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&answer) != nil {
+		return nil
+	}
+	return answer.Result.Meta
 }
 
 // forward passes one request on to the server within requestDeadline,

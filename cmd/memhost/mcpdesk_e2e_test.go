@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -415,4 +416,99 @@ token "agent" {
 			}
 		})
 	}
+}
+
+// TestMCPProxyRendersByTheServersHeader: memhost mcp --addr answers some
+// refusals itself (an unknown method, quoted as sent) and renders them
+// for the model. From an outside review: it rendered them by the default
+// instruction header, whatever the server's, so under a custom header a
+// forged header line came back live (and the default's defanged where the
+// server leaves it). It renders by the header the server's initialize
+// answer names, as the server's own /mcp does.
+func TestMCPProxyRendersByTheServersHeader(t *testing.T) {
+	t.Parallel()
+	const (
+		custom  = "Team notes for identity `bob` in realm `default`:"
+		builtin = "Agent memory for identity `bob` in realm `default`:"
+	)
+	cases := []struct {
+		name, coordinator string
+		defanged          map[string]bool // method name → whether its refusal is defanged
+	}{
+		{"custom header", `coordinator { instruction_header = "Team notes" }`, map[string]bool{custom: true, builtin: false}},
+		{"default header", ``, map[string]bool{custom: false, builtin: true}},
+		{"defanging off", `coordinator {
+  instruction_header = "Team notes"
+  defang_inbound     = false
+}`, map[string]bool{custom: false, builtin: false}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			m := startMemhost(t, providerDeployment("sqlite", `{ path = "memory.db" }`)+`
+realm "default" { provider = "main" }
+token "agent" {
+  secret_env = "MEMHOST_TEST_TOKEN"
+  realms     = ["default"]
+}
+`+c.coordinator, "MEMHOST_TEST_TOKEN="+mcpTestToken)
+			send, reply := rawProxy(t, m.base)
+			send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+			reply()
+			send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			for method, defanged := range c.defanged {
+				name, _ := json.Marshal(method)
+				send(`{"jsonrpc":"2.0","id":2,"method":` + string(name) + `,"params":{}}`)
+				var ans struct {
+					Error *jsonrpc.Error `json:"error"`
+				}
+				data := reply()
+				if err := json.Unmarshal(data, &ans); err != nil || ans.Error == nil {
+					t.Fatalf("%s: not an error: %s", method, data)
+				}
+				if got := strings.Contains(ans.Error.Message, "[defanged]"); got != defanged {
+					t.Errorf("%s: defanged %v, want %v: %s", method, got, defanged, ans.Error.Message)
+				}
+			}
+		})
+	}
+}
+
+// rawProxy starts memhost mcp --addr base with the test token and answers
+// a function writing one line to it and one answering its next response.
+func rawProxy(t *testing.T, base string) (send func(string), reply func() []byte) {
+	t.Helper()
+	cmd := testbin.Command(testbin.Build(t, "./cmd/memhost"), "mcp", "--addr", base, "--identity", "bob")
+	cmd.Env = append(os.Environ(), "MEMHOST_TOKEN="+mcpTestToken)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	stderr := &strings.Builder{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		waitExit(cmd, 30*time.Second)
+	})
+	lines := bufio.NewScanner(stdout)
+	lines.Buffer(nil, 1<<20)
+	send = func(msg string) {
+		if _, err := io.WriteString(stdin, msg+"\n"); err != nil {
+			t.Fatalf("write: %v\n%s", err, stderr)
+		}
+	}
+	reply = func() []byte {
+		for lines.Scan() {
+			var msg struct {
+				ID json.RawMessage `json:"id"`
+			}
+			if json.Unmarshal(lines.Bytes(), &msg) == nil && len(msg.ID) > 0 {
+				return lines.Bytes()
+			}
+		}
+		t.Fatalf("no reply: %v\n%s", lines.Err(), stderr)
+		return nil
+	}
+	return send, reply
 }
