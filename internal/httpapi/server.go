@@ -260,12 +260,35 @@ const HeaderRequestID = "X-Request-Id"
 // requestID answers the client's request id when it is a short safe token,
 // else a new random one.
 func requestID(r *http.Request) string {
-	if id := r.Header.Get(HeaderRequestID); id != "" && len(id) <= 64 && sdk.ValidateID(id) == nil {
+	if id, ok := clientRequestID(r); ok {
 		return id
 	}
+	return freshRequestID()
+}
+
+// clientRequestID answers the client's request id when it is a short safe
+// token.
+func clientRequestID(r *http.Request) (string, bool) {
+	id := r.Header.Get(HeaderRequestID)
+	return id, id != "" && len(id) <= 64 && sdk.ValidateID(id) == nil
+}
+
+func freshRequestID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// logIDs are the fields naming a request in its log lines: request_id,
+// the id its answer carries, and when that is the client's own, the
+// host's own id for it as host_request_id. A client may send any safe id,
+// another request's too: host_request_id tells apart the lines of two
+// requests sent under one id.
+func logIDs(r *http.Request, reqID string) []any {
+	if id, ok := clientRequestID(r); ok && id == reqID {
+		return []any{"request_id", reqID, "host_request_id", freshRequestID()}
+	}
+	return []any{"request_id", reqID}
 }
 
 // msSince is the elapsed time in milliseconds, the unit every duration in
@@ -355,7 +378,7 @@ func (s *Server) routeWithin(mux *http.ServeMux, pattern string, timeout time.Du
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		reqID := requestID(r)
 		rec.Header().Set(HeaderRequestID, reqID)
-		logger := s.opts.Logger.With("request_id", reqID)
+		logger := s.opts.Logger.With(logIDs(r, reqID)...)
 		err := func() error {
 			c, err := s.authenticate(r.Header)
 			if err != nil {
@@ -484,6 +507,7 @@ func (s *Server) mountMCP(mux *http.ServeMux, h http.Handler) {
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		reqID := requestID(r)
 		rec.Header().Set(HeaderRequestID, reqID)
+		logger := s.opts.Logger.With(logIDs(r, reqID)...)
 		err := mcpHeader(r)
 		var c caller
 		if err == nil {
@@ -521,13 +545,13 @@ func (s *Server) mountMCP(mux *http.ServeMux, h http.Handler) {
 			// cut short): as on /v1, no one reads a refusal, and the
 			// request is no bad one of the client's.
 			rec.status = StatusClientClosed
-			s.opts.Logger.Info("request abandoned by its client", "request_id", reqID, "route", pattern, "duration_ms", msSince(start), "error", logText(err))
+			logger.Info("request abandoned by its client", "route", pattern, "duration_ms", msSince(start), "error", logText(err))
 		case err != nil:
 			s.writeError(rec, err, reqID)
 		default:
 			r.Body = http.MaxBytesReader(rec, r.Body, s.opts.MaxBodyBytes)
 			// The tools' coordinator lines carry the id, as /v1's do.
-			r = r.WithContext(hclog.WithContext(r.Context(), s.opts.Logger.With("request_id", reqID)))
+			r = r.WithContext(hclog.WithContext(r.Context(), logger))
 			answer := &mcpAnswer{ResponseWriter: rec}
 			h.ServeHTTP(answer, r)
 			if !answer.writeRenderedError(s.opts.Coordinator) {
@@ -540,7 +564,7 @@ func (s *Server) mountMCP(mux *http.ServeMux, h http.Handler) {
 				// call cancelled with it, if any, reached no one): as on
 				// /v1, neither a success nor a failure of the server's.
 				rec.status = StatusClientClosed
-				s.opts.Logger.Info("request abandoned by its client", "request_id", reqID, "route", pattern, "duration_ms", msSince(start))
+				logger.Info("request abandoned by its client", "route", pattern, "duration_ms", msSince(start))
 			}
 		}
 		s.opts.Metrics.observeRequest(pattern, rec.status, time.Since(start))

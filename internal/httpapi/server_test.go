@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -376,10 +377,12 @@ func TestRequestIDInEveryLogLine(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	// A skip is logged once per identity and reason: each round is a new
-	// identity.
-	for _, sent := range []string{"turn-42", ""} {
+	// identity. A client's id may be any request's: the lines of two
+	// requests sent under one id carry two host ids (host_request_id).
+	hostIDs := map[any]bool{}
+	for round, sent := range []string{"turn-42", "turn-42", ""} {
 		logs.Reset()
-		req, _ := http.NewRequest("POST", srv.URL+"/v1/turns/inject", strings.NewReader(`{"identity":{"id":"alice`+sent+`"},"session":"s1","content":"espresso order?"}`))
+		req, _ := http.NewRequest("POST", srv.URL+"/v1/turns/inject", strings.NewReader(`{"identity":{"id":"alice`+strconv.Itoa(round)+`"},"session":"s1","content":"espresso order?"}`))
 		if sent != "" {
 			req.Header.Set(HeaderRequestID, sent)
 		}
@@ -393,13 +396,20 @@ func TestRequestIDInEveryLogLine(t *testing.T) {
 			t.Fatalf("sent id %q: status %d, header %q", sent, resp.StatusCode, id)
 		}
 		var coordinatorLines int
-		for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		hostID := any(nil)
+		for i, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
 			var l map[string]any
 			if err := json.Unmarshal([]byte(line), &l); err != nil {
 				t.Fatalf("log line %q: %v", line, err)
 			}
 			if l["request_id"] != id {
 				t.Errorf("sent id %q: line without request_id %q: %s", sent, id, line)
+			}
+			if i == 0 {
+				hostID = l["host_request_id"]
+			}
+			if l["host_request_id"] != hostID {
+				t.Errorf("sent id %q: host_request_id %v, the request's first line's %v: %s", sent, l["host_request_id"], hostID, line)
 			}
 			if strings.HasPrefix(fmt.Sprint(l["@module"]), "coordinator") {
 				coordinatorLines++
@@ -409,6 +419,13 @@ func TestRequestIDInEveryLogLine(t *testing.T) {
 		if coordinatorLines < 2 {
 			t.Fatalf("sent id %q: %d coordinator lines, want the failed recall and the skip:\n%s", sent, coordinatorLines, logs.String())
 		}
+		switch h, _ := hostID.(string); {
+		case sent == "" && hostID != nil:
+			t.Errorf("a host-made id is paired with another: host_request_id %v", hostID)
+		case sent != "" && (len(h) != 16 || h == sent || hostIDs[h]):
+			t.Errorf("sent id %q: host_request_id %v, want a fresh id of the host's, one per request", sent, hostID)
+		}
+		hostIDs[hostID] = true
 	}
 }
 
