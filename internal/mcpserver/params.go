@@ -13,15 +13,16 @@ import (
 
 // paramTypes are the params the SDK decodes each method's into.
 var paramTypes = map[string]reflect.Type{
-	"initialize":                reflect.TypeFor[mcp.InitializeParams](),
-	"ping":                      reflect.TypeFor[mcp.PingParams](),
-	"tools/list":                reflect.TypeFor[mcp.ListToolsParams](),
-	"tools/call":                reflect.TypeFor[mcp.CallToolParamsRaw](),
-	"prompts/list":              reflect.TypeFor[mcp.ListPromptsParams](),
-	"prompts/get":               reflect.TypeFor[mcp.GetPromptParams](),
-	"resources/list":            reflect.TypeFor[mcp.ListResourcesParams](),
-	"resources/templates/list":  reflect.TypeFor[mcp.ListResourceTemplatesParams](),
-	"resources/read":            reflect.TypeFor[mcp.ReadResourceParams](),
+	"initialize":               reflect.TypeFor[mcp.InitializeParams](),
+	"ping":                     reflect.TypeFor[mcp.PingParams](),
+	"tools/list":               reflect.TypeFor[mcp.ListToolsParams](),
+	"tools/call":               reflect.TypeFor[mcp.CallToolParamsRaw](),
+	"prompts/list":             reflect.TypeFor[mcp.ListPromptsParams](),
+	"prompts/get":              reflect.TypeFor[mcp.GetPromptParams](),
+	"resources/list":           reflect.TypeFor[mcp.ListResourcesParams](),
+	"resources/templates/list": reflect.TypeFor[mcp.ListResourceTemplatesParams](),
+	"resources/read":           reflect.TypeFor[mcp.ReadResourceParams](),
+	//lint:ignore SA1019 the SDK still serves logging/setLevel to clients of the protocols before 2026-07-28
 	"logging/setLevel":          reflect.TypeFor[mcp.SetLoggingLevelParams](),
 	"notifications/cancelled":   reflect.TypeFor[mcp.CancelledParams](),
 	"notifications/initialized": reflect.TypeFor[mcp.InitializedParams](),
