@@ -20,19 +20,9 @@ import (
 // error and the session goes on; the SDK's transport ended the session,
 // and memhost mcp exited, on the first.
 func TestStdioSurvivesABadLine(t *testing.T) {
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	go New(aliceOptions(t, coordinatortest.NewProvider(coordinatortest.AllCapabilities...))).Run(t.Context(), linesTransport(inR, outW))
-	t.Cleanup(func() { inW.Close() })
-	answers := bufio.NewScanner(outR)
-	send := func(line string) string {
-		t.Helper()
-		go inW.Write([]byte(line + "\n"))
-		if !answers.Scan() {
-			t.Fatalf("no answer to %s: %v", line, answers.Err())
-		}
-		return answers.Text()
-	}
+	send, inW := stdioLines(t, func(tr mcp.Transport) {
+		New(aliceOptions(t, coordinatortest.NewProvider(coordinatortest.AllCapabilities...))).Run(t.Context(), tr)
+	})
 	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
 	inW.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"))
 	for _, bad := range []string{"garbage", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, `{"jsonrpc":"2.0","id":true,"method":"ping"}`, `{"jsonrpc":"1.0","id":1,"method":"ping"}`,
@@ -55,20 +45,7 @@ func TestStdioSurvivesABadLine(t *testing.T) {
 // SDK's types. Every error the transport answers is rendered, as /mcp's
 // are, and params that are not an object are refused in plain words.
 func TestStdioErrorsAreRendered(t *testing.T) {
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	opts := aliceOptions(t, coordinatortest.NewProvider(coordinatortest.AllCapabilities...))
-	go New(opts).Run(t.Context(), renderedTransport{linesTransport(inR, outW), opts.Coordinator})
-	t.Cleanup(func() { inW.Close() })
-	answers := bufio.NewScanner(outR)
-	send := func(line string) string {
-		t.Helper()
-		go inW.Write([]byte(line + "\n"))
-		if !answers.Scan() {
-			t.Fatalf("no answer to %s: %v", line, answers.Err())
-		}
-		return answers.Text()
-	}
+	send, inW := stdioLines(t, renderedTools(t))
 	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
 	inW.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"))
 	for _, c := range []struct {
@@ -102,20 +79,7 @@ func TestStdioErrorsAreRendered(t *testing.T) {
 // struct field mcp.ListToolsParams.cursor of type string"), quoting the
 // params whole; it is refused in plain words, naming the member.
 func TestStdioParamsOfTheWrongKind(t *testing.T) {
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	opts := aliceOptions(t, coordinatortest.NewProvider(coordinatortest.AllCapabilities...))
-	go New(opts).Run(t.Context(), renderedTransport{linesTransport(inR, outW), opts.Coordinator})
-	t.Cleanup(func() { inW.Close() })
-	answers := bufio.NewScanner(outR)
-	send := func(line string) string {
-		t.Helper()
-		go inW.Write([]byte(line + "\n"))
-		if !answers.Scan() {
-			t.Fatalf("no answer to %s: %v", line, answers.Err())
-		}
-		return answers.Text()
-	}
+	send, _ := stdioLines(t, renderedTools(t))
 	for _, c := range []struct{ line, want string }{
 		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":5,"capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`, "params.protocolVersion: must be a string"},
 		{`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"roots":5},"clientInfo":{"name":"x","version":"1"}}}`, "params.capabilities.roots: must be an object"},
@@ -143,20 +107,7 @@ func TestStdioParamsOfTheWrongKind(t *testing.T) {
 // written with code 0, which JSON-RPC does not define; a client keying on
 // the code saw none. They are invalid requests (-32600).
 func TestStdioRefusalsHaveACode(t *testing.T) {
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	opts := aliceOptions(t, coordinatortest.NewProvider(coordinatortest.AllCapabilities...))
-	go New(opts).Run(t.Context(), renderedTransport{linesTransport(inR, outW), opts.Coordinator})
-	t.Cleanup(func() { inW.Close() })
-	answers := bufio.NewScanner(outR)
-	send := func(line string) string {
-		t.Helper()
-		go inW.Write([]byte(line + "\n"))
-		if !answers.Scan() {
-			t.Fatalf("no answer to %s: %v", line, answers.Err())
-		}
-		return answers.Text()
-	}
+	send, _ := stdioLines(t, renderedTools(t))
 	const initialize = `{"jsonrpc":"2.0","id":%d,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
 	for _, c := range []struct{ line, want string }{
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, `"code":-32600`},
@@ -177,24 +128,12 @@ func TestStdioRefusalsHaveACode(t *testing.T) {
 // refusals of the client's own sequence are, and the rest are internal
 // errors (-32603).
 func TestStdioServerFailuresAreInternalErrors(t *testing.T) {
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
 	opts := aliceOptions(t, coordinatortest.NewProvider(coordinatortest.AllCapabilities...))
 	s := mcp.NewServer(&mcp.Implementation{Name: "proxy", Version: "1.0.0"}, nil)
 	s.AddTool(&mcp.Tool{Name: "memory_recall", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return nil, errors.New("memhost at http://127.0.0.1:1/mcp: connection refused")
 	})
-	go s.Run(t.Context(), renderedTransport{linesTransport(inR, outW), opts.Coordinator})
-	t.Cleanup(func() { inW.Close() })
-	answers := bufio.NewScanner(outR)
-	send := func(line string) string {
-		t.Helper()
-		go inW.Write([]byte(line + "\n"))
-		if !answers.Scan() {
-			t.Fatalf("no answer to %s: %v", line, answers.Err())
-		}
-		return answers.Text()
-	}
+	send, _ := stdioLines(t, func(tr mcp.Transport) { s.Run(t.Context(), renderedTransport{tr, opts.Coordinator}) })
 	const initialize = `{"jsonrpc":"2.0","id":%d,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
 	for _, c := range []struct{ line, want string }{
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, `"code":-32600`},
@@ -207,4 +146,30 @@ func TestStdioServerFailuresAreInternalErrors(t *testing.T) {
 			t.Errorf("%s: answered %s, want %s", c.line, got, c.want)
 		}
 	}
+}
+
+// stdioLines runs serve over a transport of stdio lines and answers a
+// function that sends a line and answers the line answered, and the
+// writer for lines that are answered nothing.
+func stdioLines(t *testing.T, serve func(mcp.Transport)) (send func(line string) string, in io.Writer) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go serve(linesTransport(inR, outW))
+	t.Cleanup(func() { inW.Close() })
+	answers := bufio.NewScanner(outR)
+	return func(line string) string {
+		t.Helper()
+		go inW.Write([]byte(line + "\n"))
+		if !answers.Scan() {
+			t.Fatalf("no answer to %s: %v", line, answers.Err())
+		}
+		return answers.Text()
+	}, inW
+}
+
+// renderedTools serves alice's tools as memhost mcp does, each error
+// rendered for the model.
+func renderedTools(t *testing.T) func(mcp.Transport) {
+	opts := aliceOptions(t, coordinatortest.NewProvider(coordinatortest.AllCapabilities...))
+	return func(tr mcp.Transport) { New(opts).Run(t.Context(), renderedTransport{tr, opts.Coordinator}) }
 }
