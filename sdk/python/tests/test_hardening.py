@@ -108,23 +108,29 @@ class LedgerTest(unittest.TestCase):
         self.assertEqual(len(impl.entries), 1)
 
 
+def _provider_class(info):
+    """A provider class whose info() answers info, with recall and get."""
+    class P:
+        def info(self):
+            return info
+
+        def configure(self, config, host):
+            pass
+
+        def recall(self, q):
+            return []
+
+        def get(self, realm, ids):
+            return []
+    return P
+
+
 class CheckPluginTest(unittest.TestCase):
     """serve refuses at start what would fail every call, as check_plugin
     tells a unit test."""
 
     def test_refusals(self):
-        class Base:
-            def info(self):
-                return server.Info(name="ok", version="1.0.0", capabilities=["fetch"])
-
-            def configure(self, config, host):
-                pass
-
-            def recall(self, q):
-                return []
-
-            def get(self, realm, ids):
-                return []
+        Base = _provider_class(server.Info(name="ok", version="1.0.0", capabilities=["fetch"]))
 
         async def coroutine(self, *args):
             return []
@@ -153,22 +159,8 @@ class CheckPluginTest(unittest.TestCase):
             with self.subTest(field=field, value=value):
                 info = server.Info(name="ok", version="1.0.0", capabilities=["fetch"])
                 setattr(info, field, value)
-
-                class P:
-                    def info(self):
-                        return info
-
-                    def configure(self, config, host):
-                        pass
-
-                    def recall(self, q):
-                        return []
-
-                    def get(self, realm, ids):
-                        return []
-
                 with self.assertRaises(ValueError) as cm:
-                    server.check_plugin(P())
+                    server.check_plugin(_provider_class(info)())
                 self.assertIn("info().%s must be a list of names" % field, str(cm.exception))
 
     def test_config_schema_not_json(self):
@@ -182,18 +174,8 @@ class CheckPluginTest(unittest.TestCase):
         )
         for name, schema, want in cases:
             with self.subTest(name):
-                class P:
-                    def info(self):
-                        return server.Info(name="ok", version="1.0.0", config_schema=schema)
-
-                    def configure(self, config, host):
-                        pass
-
-                    def recall(self, q):
-                        return []
-
                 with self.assertRaises(ValueError) as cm:
-                    server.check_plugin(P())
+                    server.check_plugin(_provider_class(server.Info(name="ok", version="1.0.0", config_schema=schema))())
                 self.assertIn("info().config_schema cannot be written as JSON", str(cm.exception))
                 self.assertIn(want, str(cm.exception))
 
