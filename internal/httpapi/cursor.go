@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hmac"
@@ -43,11 +44,15 @@ func newCursorSeal(key []byte) cursorSeal {
 	return cursorSeal{aead: aead}
 }
 
-// seal answers an opaque cursor for id, different at every call.
+// seal answers an opaque cursor for id, different at every call and of
+// one length whatever the id's (padded to the longest id with zero
+// bytes, which no id holds), so neither says anything of the record.
 func (c cursorSeal) seal(realm, id string) string {
 	nonce := make([]byte, c.aead.NonceSize())
 	_, _ = rand.Read(nonce)
-	out := c.aead.Seal(nonce, nonce, []byte(id), []byte(realm))
+	padded := make([]byte, sdk.MaxIDBytes)
+	copy(padded, id)
+	out := c.aead.Seal(nonce, nonce, padded, []byte(realm))
 	return sealedCursorPrefix + base64.RawURLEncoding.EncodeToString(out)
 }
 
@@ -59,9 +64,10 @@ func (c cursorSeal) open(realm, cursor string) (string, error) {
 	if err != nil || len(data) < c.aead.NonceSize() {
 		return "", errCursor
 	}
-	id, err := c.aead.Open(nil, data[:c.aead.NonceSize()], data[c.aead.NonceSize():], []byte(realm))
-	if err != nil || sdk.ValidateID(string(id)) != nil {
+	padded, err := c.aead.Open(nil, data[:c.aead.NonceSize()], data[c.aead.NonceSize():], []byte(realm))
+	id := string(bytes.TrimRight(padded, "\x00"))
+	if err != nil || sdk.ValidateID(id) != nil {
 		return "", errCursor
 	}
-	return string(id), nil
+	return id, nil
 }

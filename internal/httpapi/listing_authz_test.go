@@ -597,6 +597,11 @@ func TestSealedCursorIsCheckedWhole(t *testing.T) {
 	if again := seal.seal("default", "r1"); again == good {
 		t.Errorf("two seals of one id are alike (%s): a token could compare cursors", good)
 	}
+	// One length whatever the id's: a cursor's length would tell an
+	// imported record's id length.
+	if long := seal.seal("default", strings.Repeat("r", sdk.MaxIDBytes)); len(long) != len(good) {
+		t.Errorf("a cursor of a %d-byte id is %d long, of a 2-byte id %d", sdk.MaxIDBytes, len(long), len(good))
+	}
 	flipped := []byte(good)
 	flipped[len(flipped)-2] ^= 1
 	for _, c := range []struct{ name, realm, cursor string }{
