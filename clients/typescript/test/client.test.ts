@@ -79,11 +79,13 @@ async function serveEndless(status: number, contentType: string, first: string, 
   };
 }
 
-// reindexTimesOutAfterOneLine runs a reindex against port with a 300 ms
-// timeout: it must time out, having reported the first progress line.
+// reindexTimesOutAfterOneLine runs a reindex against port with a 2 s
+// timeout: it must time out, having reported the first progress line
+// (300 ms was once too short for that line to come, under make test's
+// load).
 async function reindexTimesOutAfterOneLine(port: number): Promise<void> {
   const seen: ReindexProgress[] = [];
-  const client = new MemhostClient({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 300 });
+  const client = new MemhostClient({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 2_000 });
   await assert.rejects(client.reindex({ onProgress: (p) => seen.push(p) }), (e: unknown) => {
     assert.ok(e instanceof MemhostTransportError, String(e));
     assert.equal(e.timedOut, true);
