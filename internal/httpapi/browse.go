@@ -13,8 +13,8 @@ import (
 )
 
 // Record listing page sizes, and how many records one listing request
-// may read looking for matches (for a bound token, how many of those it
-// may read: the others are skipped uncounted).
+// may read looking for matches (a bound token's hidden ones counted: the
+// cursor it is given is sealed instead).
 const (
 	DefaultRecordPage = 50
 	MaxRecordPage     = 200
