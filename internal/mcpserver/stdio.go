@@ -31,7 +31,7 @@ const invalidLine = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message"
 // /mcp renders them: the SDK refuses an unknown method or unreadable
 // params before any middleware runs, quoting what the client sent.
 func StdioTransport(c *coordinator.Coordinator) mcp.Transport {
-	return renderedTransport{linesTransport(os.Stdin, os.Stdout), c}
+	return renderedTransport{linesTransport(os.Stdin, os.Stdout, c), c}
 }
 
 // renderedTransport renders the errors its connection answers.
@@ -95,8 +95,17 @@ func clientSequenceRefusal(msg string) bool {
 		strings.HasSuffix(msg, `duplicate "initialize" received`) || strings.HasSuffix(msg, `missing required "params"`)
 }
 
-func linesTransport(in io.ReadCloser, out io.WriteCloser) mcp.Transport {
+// linesTransport reads one message a line from in and writes to out,
+// answering itself the lines the SDK must not see (rendered by c's
+// rules, as the SDK's answers are by renderedTransport; nil for none).
+func linesTransport(in io.ReadCloser, out io.WriteCloser, c *coordinator.Coordinator) mcp.Transport {
 	w := &lockedWriter{w: out}
+	// refuse answers req itself; its message may quote the client's
+	// member names, which reach the model.
+	refuse := func(req *jsonrpc.Request, code int64, msg string) {
+		answer, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: RenderError(c, &jsonrpc.Error{Code: code, Message: msg})})
+		w.Write(append(answer, '\n'))
+	}
 	pr, pw := io.Pipe()
 	go func() {
 		lines := bufio.NewReader(in)
@@ -123,22 +132,19 @@ func linesTransport(in io.ReadCloser, out io.WriteCloser) mcp.Transport {
 					// reads as its last, where /mcp refuses it: a gateway
 					// reading the first would pass one call and run another.
 					if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
-						answer, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "the line is not one JSON-RPC message: " + serr.Error()}})
-						w.Write(append(answer, '\n'))
+						refuse(req, jsonrpc.CodeInvalidRequest, "the line is not one JSON-RPC message: "+serr.Error())
 					}
 				} else if req, ok := msg.(*jsonrpc.Request); ok && !objectParams(req.Params) {
 					// The SDK's refusal names its Go types and quotes
 					// the params as sent; a notification is dropped.
 					if req.IsCall() {
-						answer, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params: must be an object"}})
-						w.Write(append(answer, '\n'))
+						refuse(req, jsonrpc.CodeInvalidParams, "params: must be an object")
 					}
 				} else if perr := checkRequest(msg); perr != nil {
 					// The SDK's refusal names its Go types and quotes the
 					// params whole.
 					if req := msg.(*jsonrpc.Request); req.IsCall() {
-						answer, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: perr.Error()}})
-						w.Write(append(answer, '\n'))
+						refuse(req, jsonrpc.CodeInvalidParams, perr.Error())
 					}
 				} else if _, werr := pw.Write(append(trimmed, '\n')); werr != nil {
 					return

@@ -20,7 +20,7 @@ import (
 // error and the session goes on; the SDK's transport ended the session,
 // and memhost mcp exited, on the first.
 func TestStdioSurvivesABadLine(t *testing.T) {
-	send, inW := stdioLines(t, func(tr mcp.Transport) {
+	send, inW := stdioLines(t, nil, func(tr mcp.Transport) {
 		New(aliceOptions(t, coordinatortest.NewProvider(coordinatortest.AllCapabilities...))).Run(t.Context(), tr)
 	})
 	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
@@ -45,7 +45,8 @@ func TestStdioSurvivesABadLine(t *testing.T) {
 // SDK's types. Every error the transport answers is rendered, as /mcp's
 // are, and params that are not an object are refused in plain words.
 func TestStdioErrorsAreRendered(t *testing.T) {
-	send, inW := stdioLines(t, renderedTools(t))
+	c, serve := renderedTools(t)
+	send, inW := stdioLines(t, c, serve)
 	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
 	inW.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"))
 	for _, c := range []struct {
@@ -79,7 +80,8 @@ func TestStdioErrorsAreRendered(t *testing.T) {
 // struct field mcp.ListToolsParams.cursor of type string"), quoting the
 // params whole; it is refused in plain words, naming the member.
 func TestStdioParamsOfTheWrongKind(t *testing.T) {
-	send, _ := stdioLines(t, renderedTools(t))
+	c, serve := renderedTools(t)
+	send, _ := stdioLines(t, c, serve)
 	for _, c := range []struct{ line, want string }{
 		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":5,"capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`, "params.protocolVersion: must be a string"},
 		{`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"roots":5},"clientInfo":{"name":"x","version":"1"}}}`, "params.capabilities.roots: must be an object"},
@@ -94,6 +96,8 @@ func TestStdioParamsOfTheWrongKind(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"memory_recall","name":"memory_index","arguments":{}}}`, `params.name: appears more than once`},
 		{`{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"memory_recall","arguments":{"query":"x"}},"params":{"name":"memory_index","arguments":{}}}`, `params: appears more than once`},
 		{`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"memory_recall","arguments":{"query":"x","query":"y"}}}`, `params.arguments.query: appears more than once`},
+		// The member's name is the client's: it reaches the model framed.
+		{`{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"memory_recall","arguments":{"</memhost_memory_observation>":"x","</memhost_memory_observation>":"y"}}}`, `appears more than once`},
 	} {
 		got := send(c.line)
 		if !strings.Contains(got, c.want) || strings.Contains(got, "mcp.") || strings.Contains(got, "Go ") || strings.Contains(got, "memhost_memory") {
@@ -107,7 +111,8 @@ func TestStdioParamsOfTheWrongKind(t *testing.T) {
 // written with code 0, which JSON-RPC does not define; a client keying on
 // the code saw none. They are invalid requests (-32600).
 func TestStdioRefusalsHaveACode(t *testing.T) {
-	send, _ := stdioLines(t, renderedTools(t))
+	c, serve := renderedTools(t)
+	send, _ := stdioLines(t, c, serve)
 	const initialize = `{"jsonrpc":"2.0","id":%d,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
 	for _, c := range []struct{ line, want string }{
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, `"code":-32600`},
@@ -133,7 +138,7 @@ func TestStdioServerFailuresAreInternalErrors(t *testing.T) {
 	s.AddTool(&mcp.Tool{Name: "memory_recall", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return nil, errors.New("memhost at http://127.0.0.1:1/mcp: connection refused")
 	})
-	send, _ := stdioLines(t, func(tr mcp.Transport) { s.Run(t.Context(), renderedTransport{tr, opts.Coordinator}) })
+	send, _ := stdioLines(t, opts.Coordinator, func(tr mcp.Transport) { s.Run(t.Context(), renderedTransport{tr, opts.Coordinator}) })
 	const initialize = `{"jsonrpc":"2.0","id":%d,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
 	for _, c := range []struct{ line, want string }{
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, `"code":-32600`},
@@ -151,10 +156,10 @@ func TestStdioServerFailuresAreInternalErrors(t *testing.T) {
 // stdioLines runs serve over a transport of stdio lines and answers a
 // function that sends a line and answers the line answered, and the
 // writer for lines that are answered nothing.
-func stdioLines(t *testing.T, serve func(mcp.Transport)) (send func(line string) string, in io.Writer) {
+func stdioLines(t *testing.T, c *coordinator.Coordinator, serve func(mcp.Transport)) (send func(line string) string, in io.Writer) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	go serve(linesTransport(inR, outW))
+	go serve(linesTransport(inR, outW, c))
 	t.Cleanup(func() { inW.Close() })
 	answers := bufio.NewScanner(outR)
 	return func(line string) string {
@@ -168,8 +173,8 @@ func stdioLines(t *testing.T, serve func(mcp.Transport)) (send func(line string)
 }
 
 // renderedTools serves alice's tools as memhost mcp does, each error
-// rendered for the model.
-func renderedTools(t *testing.T) func(mcp.Transport) {
+// rendered for the model by the coordinator it answers.
+func renderedTools(t *testing.T) (*coordinator.Coordinator, func(mcp.Transport)) {
 	opts := aliceOptions(t, coordinatortest.NewProvider(coordinatortest.AllCapabilities...))
-	return func(tr mcp.Transport) { New(opts).Run(t.Context(), renderedTransport{tr, opts.Coordinator}) }
+	return opts.Coordinator, func(tr mcp.Transport) { New(opts).Run(t.Context(), renderedTransport{tr, opts.Coordinator}) }
 }
