@@ -477,6 +477,31 @@ func TestArgumentCountsNameWhatIsMissing(t *testing.T) {
 	}
 }
 
+// TestUnknownSubcommandsAreRefused: from an outside review. A word after
+// a command that only groups others named none of them, and cobra printed
+// the group's help and exited 0: `memhost proposals aprove ID` approved
+// nothing and reported success. The group alone still prints its help.
+func TestUnknownSubcommandsAreRefused(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // "" for success
+	}{
+		{[]string{"proposals", "aprove", "p1"}, `unknown command "aprove" for "memhost proposals"; did you mean "approve"?`},
+		{[]string{"plugins", "verfy"}, `unknown command "verfy" for "memhost plugins"; did you mean "verify"?`},
+		{[]string{"plugins", "xyzzy"}, `unknown command "xyzzy" for "memhost plugins" (see memhost plugins --help)`},
+		{[]string{"proposals"}, ""},
+		{[]string{"plugins"}, ""},
+	} {
+		_, err := runRoot(t, tc.args...)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("memhost %q = %v, want its help", tc.args, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("memhost %q = %v, want an error saying %q", tc.args, err, tc.want)
+		}
+	}
+}
+
 // TestCommandErrorsQuoteNoLiveMarker: what a command prints of a file's
 // contents it refuses (an import's bad lines) is rendered as the server
 // renders its errors, since an agent that runs the command reads it: a

@@ -71,7 +71,35 @@ func rootCommand() *cobra.Command {
 	root.Version = version + " (commit " + commit + ")"
 	root.AddCommand(serveCommand(), mcpCommand(), rememberCommand(), recallCommand(), injectCommand(), exportCommand(), importCommand(), reindexCommand(), benchCommand(), pluginsCommand(), proposalsCommand(), traceCommand(), versionCommand())
 	nameArgs(root)
+	refuseUnknownSubcommands(root)
 	return root
+}
+
+// refuseUnknownSubcommands makes a command that only groups others
+// ("plugins", "proposals") refuse a word that names none of them: cobra
+// printed the group's help and exited 0, so a misspelt
+// `memhost proposals aprove ID` approved nothing and reported success.
+// Alone, the group still prints its help.
+func refuseUnknownSubcommands(cmd *cobra.Command) {
+	for _, sub := range cmd.Commands() {
+		refuseUnknownSubcommands(sub)
+	}
+	if !cmd.HasParent() || !cmd.HasSubCommands() || cmd.Runnable() {
+		return
+	}
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return c.Help()
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+		if c.SuggestionsMinimumDistance <= 0 {
+			c.SuggestionsMinimumDistance = 2 // cobra's default, set only for the root
+		}
+		if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += fmt.Sprintf("; did you mean %q?", s[0])
+		}
+		return fmt.Errorf("%s (see %s --help)", msg, c.CommandPath())
+	}
 }
 
 // nameArgs makes every command's argument check say what the command
