@@ -116,6 +116,10 @@ func TestCommandLineRefusals(t *testing.T) {
 		{"an address ending in /v1", []string{"export", "--addr", addr + "/v1"}, "without /v1: the commands add it"},
 		{"the MCP endpoint as an address", []string{"export", "--addr", "http://" + addr + "/mcp/"}, "that is the MCP endpoint"},
 		{"an address with a query", []string{"export", "--addr", "http://" + addr + "?x=1"}, "without a query"},
+		// A value a flag set is refused under the flag's name, not as if
+		// the file (there is none) held it.
+		{"serve on no host:port", []string{"serve", "--listen", "nohostport"}, `--listen: Invalid listen address; "nohostport" is not host:port`},
+		{"serve at an unknown log level", []string{"serve", "--log-level", "verbose"}, `--log-level: Invalid log_level; "verbose" is not a log level`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			stderr, err := runRoot(t, c.args...)

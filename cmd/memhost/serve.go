@@ -93,9 +93,11 @@ func (o *serveOverrides) registerPluginDir(cmd *cobra.Command) {
 func (o *serveOverrides) set(cfg *config.Config) error {
 	if o.listen != "" {
 		cfg.Listen = o.listen
+		cfg.SetByFlag("listen", "--listen")
 	}
 	if o.logLevel != "" {
 		cfg.LogLevel = o.logLevel
+		cfg.SetByFlag("log_level", "--log-level")
 	}
 	if o.dataDir != "" {
 		abs, err := filepath.Abs(o.dataDir)

@@ -104,6 +104,19 @@ type Config struct {
 	// undecoded holds the items the file got wrong: Validate does not
 	// report them again for the defaults they kept.
 	undecoded map[string]bool
+	// flags maps a top-level setting a command-line flag set to the flag
+	// ("listen" to "--listen"), which its problems then name.
+	flags map[string]string
+}
+
+// SetByFlag notes that the command-line flag (as typed: "--listen") set
+// the top-level setting key ("listen"): a problem with its value names
+// the flag rather than the file's line or nothing.
+func (c *Config) SetByFlag(key, flag string) {
+	if c.flags == nil {
+		c.flags = map[string]string{}
+	}
+	c.flags[key] = flag
 }
 
 // Instance is one configured plugin instance: a kind, a unique name and the

@@ -543,6 +543,38 @@ func TestOverrideListen(t *testing.T) {
 	}
 }
 
+// TestFlagProblemsNameTheFlag: from an outside review. A value a flag set
+// (`serve --listen nohostport`, `--log-level verbose`) was refused with
+// neither a position nor the flag, so the operator looked for it in the
+// file; it names the flag the caller typed.
+func TestFlagProblemsNameTheFlag(t *testing.T) {
+	for _, tc := range []struct {
+		src, key, flag, value, want string
+	}{
+		{"", "listen", "--listen", "nohostport", `--listen: Invalid listen address; "nohostport" is not host:port`},
+		{"listen = \"127.0.0.1:9000\"\n", "listen", "--listen", "0.0.0.0:9000", `--listen: Insecure listen address; "0.0.0.0:9000" is not a loopback address`},
+		{"log_level = \"info\"\n", "log_level", "--log-level", "verbose", `--log-level: Invalid log_level; "verbose" is not a log level`},
+		// The same value as the file's: the flag is still what set it.
+		{"log_level = \"loud\"\n", "log_level", "--log-level", "loud", `--log-level: Invalid log_level; "loud"`},
+	} {
+		opts := testOptions(t)
+		opts.Override = func(c *Config) error {
+			switch tc.key {
+			case "listen":
+				c.Listen = tc.value
+			case "log_level":
+				c.LogLevel = tc.value
+			}
+			c.SetByFlag(tc.key, tc.flag)
+			return nil
+		}
+		_, err := opts.Parse("memhost.hcl", []byte(tc.src))
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.Count(err.Error(), "\n") > 0 {
+			t.Errorf("%s %s over %q: err = %v, want one line starting %q", tc.flag, tc.value, tc.src, err, tc.want)
+		}
+	}
+}
+
 func TestValidateProgrammaticConfig(t *testing.T) {
 	c := Options{ExecutableDir: "/x", WorkDir: "/y"}.Default()
 	c.DataDir = "relative"

@@ -111,7 +111,9 @@ func (p *problems) add(key, summary, detail string, args ...any) {
 		return // its decoding error is the problem
 	}
 	var subject *hcl.Range
-	if r, ok := p.c.pos[key]; ok && !p.c.changed(key) {
+	if flag, ok := p.c.flags[key]; ok {
+		summary = flag + ": " + summary
+	} else if r, ok := p.c.pos[key]; ok && !p.c.changed(key) {
 		subject = r.Ptr()
 	}
 	p.diags = append(p.diags, &hcl.Diagnostic{
