@@ -292,9 +292,14 @@ func (c *Config) validateRealms(p *problems) {
 		return
 	}
 	providers := c.InstancesOf(sdk.KindProvider)
-	names := make([]string, len(providers))
-	for i, in := range providers {
-		names[i] = strconv.Quote(in.Name)
+	names := make([]string, 0, len(providers))
+	for _, in := range providers {
+		if q := strconv.Quote(in.Name); !slices.Contains(names, q) {
+			names = append(names, q)
+		}
+	}
+	if len(providers) > 1 && len(names) == 1 {
+		return // one provider declared twice: the duplicate name is the problem
 	}
 	key := "default_realm"
 	if _, set := c.pos[key]; !set && len(providers) > 1 {
@@ -401,6 +406,9 @@ func (c *Config) validateTokens(p *problems) {
 		case strings.ContainsFunc(t.Secret, func(r rune) bool { return r <= ' ' || r > '~' }):
 			p.add(key+".secret_env", "Invalid token secret",
 				"Token %q: %s must be %s, as it travels in an Authorization header.", t.Name, source, tokenSecretAlphabet)
+		case first[t.Name] != i && checkName(t.Name) == "":
+			// A block declared twice (its name's problem) shares its
+			// secret too; that is not a second problem.
 		default:
 			if j, dup := bySecret[t.Secret]; dup {
 				p.add(key+".secret_env", "Duplicate token secret",
