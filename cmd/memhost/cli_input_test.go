@@ -118,6 +118,15 @@ func TestCommandLineRefusals(t *testing.T) {
 		{"an address with a query", []string{"export", "--addr", "http://" + addr + "?x=1"}, "without a query"},
 		// A value a flag set is refused under the flag's name, not as if
 		// the file (there is none) held it.
+		// Review: an empty value (an unset variable) for a flag whose
+		// absence picks another way was taken as its absence.
+		{"serve with an empty config", []string{"serve", "--config", ""}, "--config is empty (an unset variable?)"},
+		{"serve with an empty data dir", []string{"serve", "--data-dir", ""}, "--data-dir is empty"},
+		{"serve with an empty listen", []string{"serve", "--listen="}, "--listen is empty"},
+		{"mcp with an empty addr", []string{"mcp", "--addr", "", "--identity", "a"}, "--addr is empty"},
+		{"export with an empty addr", []string{"export", "--addr", ""}, "--addr is empty"},
+		{"verify with an empty plugin dir", []string{"plugins", "verify", "--plugin-dir", ""}, "--plugin-dir is empty"},
+		{"bench with an empty plugin dir", []string{"bench", "--plugin-dir", ""}, "--plugin-dir is empty"},
 		{"serve on no host:port", []string{"serve", "--listen", "nohostport"}, `--listen: Invalid listen address; "nohostport" is not host:port`},
 		{"serve at an unknown log level", []string{"serve", "--log-level", "verbose"}, `--log-level: Invalid log_level; "verbose" is not a log level`},
 	} {

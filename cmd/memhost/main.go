@@ -66,7 +66,12 @@ func rootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("memhost {{.Version}}\n")
-	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error { return checkText(cmd, args) }
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		if err := checkEmptyFlags(cmd); err != nil {
+			return err
+		}
+		return checkText(cmd, args)
+	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return plainFlagError(err) })
 	root.Version = version + " (commit " + commit + ")"
 	root.AddCommand(serveCommand(), mcpCommand(), rememberCommand(), recallCommand(), injectCommand(), exportCommand(), importCommand(), reindexCommand(), benchCommand(), pluginsCommand(), proposalsCommand(), traceCommand(), versionCommand())
@@ -159,6 +164,23 @@ func checkText(cmd *cobra.Command, args []string) error {
 		}
 	}
 	return bad
+}
+
+// noEmptyFlags are the flags whose empty value means "not given": given
+// empty, as `--config "$MEMHOST_CONFIG"` is with the variable unset, the
+// command went its other way in silence (serve on the built-in defaults
+// and a ./memhost-data it created, mcp start plugins instead of calling
+// the server at --addr).
+var noEmptyFlags = []string{"config", "data-dir", "plugin-dir", "listen", "log-level", "addr"}
+
+// checkEmptyFlags refuses a flag of noEmptyFlags given an empty value.
+func checkEmptyFlags(cmd *cobra.Command) error {
+	for _, name := range noEmptyFlags {
+		if f := cmd.Flags().Lookup(name); f != nil && f.Changed && f.Value.String() == "" {
+			return fmt.Errorf("--%s is empty (an unset variable?): give it a value, or leave it out for its default", name)
+		}
+	}
+	return nil
 }
 
 // pathFlags name files or directories; pathArgs are the commands whose
