@@ -127,6 +127,8 @@ func TestCommandLineRefusals(t *testing.T) {
 		{"export with an empty addr", []string{"export", "--addr", ""}, "--addr is empty"},
 		{"verify with an empty plugin dir", []string{"plugins", "verify", "--plugin-dir", ""}, "--plugin-dir is empty"},
 		{"bench with an empty plugin dir", []string{"bench", "--plugin-dir", ""}, "--plugin-dir is empty"},
+		{"mcp for a bad identity", []string{"mcp", "--data-dir", filepath.Join(dir, "data"), "--identity", "a b"}, `--identity "a b" may hold only letters, digits`},
+		{"mcp in a bad realm", []string{"mcp", "--data-dir", filepath.Join(dir, "data"), "--identity", "a", "--realm", "x y"}, `--realm "x y" may hold only letters, digits`},
 		{"serve on no host:port", []string{"serve", "--listen", "nohostport"}, `--listen: Invalid listen address; "nohostport" is not host:port`},
 		{"serve at an unknown log level", []string{"serve", "--log-level", "verbose"}, `--log-level: Invalid log_level; "verbose" is not a log level`},
 	} {

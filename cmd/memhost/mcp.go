@@ -86,6 +86,15 @@ server already holds the data directory.`,
 			}
 			id := sdk.Identity{Realm: realm, ID: identity}
 			if err := id.Validate(); err != nil {
+				// Named by the flag that gave it ("identity.id: ..."
+				// named a field the caller never typed).
+				var fe *sdk.FieldError
+				if errors.As(err, &fe) && fe.Field == "identity.id" {
+					return fmt.Errorf("--identity %s", fe.Problem)
+				}
+				if errors.As(err, &fe) && fe.Field == "realm" {
+					return fmt.Errorf("--realm %s", fe.Problem)
+				}
 				return err
 			}
 			token, err := checkTokenIdentity(cfg, id)
