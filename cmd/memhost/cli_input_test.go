@@ -517,6 +517,28 @@ func TestUnknownSubcommandsAreRefused(t *testing.T) {
 	}
 }
 
+// TestManifestOfNoExecutableSaysSoOnce: from an outside review. `plugins
+// manifest` of a directory said "plugin D: hash D: read D: is a
+// directory" and of a missing file "open F: no such file or directory":
+// the path thrice, and the step that met the problem.
+func TestManifestOfNoExecutableSaysSoOnce(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ arg, want string }{
+		{filepath.Join(dir, "gone"), "plugin " + filepath.Join(dir, "gone") + " does not exist\n"},
+		{dir, "plugin " + dir + " is a directory: name the plugin's executable"},
+		{filepath.Join(file, "x"), "plugin " + filepath.Join(file, "x") + ": a folder above it is a file\n"},
+	} {
+		stderr, err := runRoot(t, "plugins", "manifest", tc.arg)
+		if err == nil || !strings.Contains(stderr, tc.want) || strings.Count(stderr, tc.arg) != 1 {
+			t.Errorf("plugins manifest %s = %v, stderr %q; want it to say %q, naming the path once", tc.arg, err, stderr, tc.want)
+		}
+	}
+}
+
 // TestCommandErrorsQuoteNoLiveMarker: what a command prints of a file's
 // contents it refuses (an import's bad lines) is rendered as the server
 // renders its errors, since an agent that runs the command reads it: a

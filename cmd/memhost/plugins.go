@@ -153,6 +153,16 @@ naming another executable belongs to another plugin and is refused unless
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var errs []error
 			for _, exe := range args {
+				// Said once, as typed: the loader's errors repeat the path
+				// and name the step that met it ("hash D: read D: is a
+				// directory").
+				if info, err := os.Stat(exe); err != nil {
+					errs = append(errs, unreadable("plugin "+exe, err))
+					continue
+				} else if info.IsDir() {
+					errs = append(errs, fmt.Errorf("plugin %s is a directory: name the plugin's executable (or, with --interpreter, its entry script)", exe))
+					continue
+				}
 				write := pluginhost.WriteManifest
 				if script.Interpreter != "" {
 					write = func(ctx context.Context, exe string, logger hclog.Logger, force bool) (pluginhost.Written, error) {
@@ -177,7 +187,7 @@ naming another executable belongs to another plugin and is refused unless
 				}
 			}
 			if len(errs) > 0 {
-				fmt.Fprintln(os.Stderr, errors.Join(errs...))
+				fmt.Fprintln(cmd.ErrOrStderr(), errors.Join(errs...))
 				return fmt.Errorf("%d manifest(s) not written", len(errs))
 			}
 			return nil
