@@ -183,8 +183,10 @@ non-zero.`,
 				if d.path == "" || !cmd.Flags().Changed(d.flag) && !cmd.Flags().Changed(d.subset) {
 					continue
 				}
-				if _, err := os.Stat(d.path); err != nil {
-					return fmt.Errorf("--%s: %w (%s)", d.flag, err, d.source)
+				if info, err := os.Stat(d.path); err != nil {
+					return fmt.Errorf("%w (%s)", unreadable("--"+d.flag+" "+d.path, err), d.source)
+				} else if info.IsDir() {
+					return fmt.Errorf("--%s %s is a directory: name the data set's file (%s)", d.flag, d.path, d.source)
 				}
 			}
 			if o.sizes, err = intList(sizes, 1); err != nil {

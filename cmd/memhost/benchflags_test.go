@@ -133,7 +133,7 @@ func TestBenchDataPaths(t *testing.T) {
 	cmd.SetArgs([]string{"--locomo-samples", "3", "--longmemeval", ""})
 	cmd.SetOut(io.Discard)
 	cmd.SetErr(io.Discard)
-	if err := cmd.Execute(); err == nil || ran || !strings.Contains(err.Error(), "--locomo: ") || !strings.Contains(err.Error(), "locomo10.json") {
+	if err := cmd.Execute(); err == nil || ran || !strings.Contains(err.Error(), "--locomo locomo10.json does not exist") {
 		t.Errorf("--locomo-samples 3 without the default file: ran %v, error %v; want it named before the run", ran, err)
 	}
 	// The defaults, missing: every section that needs them says so.
@@ -210,6 +210,36 @@ func TestBenchRefusesFlagsBeforeMeasuring(t *testing.T) {
 	err := runBench(context.Background(), o, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "--locomo-samples: "+locomo+" has no sample 7 (it has 1, from 0)") {
 		t.Errorf("--locomo-samples 0,7 on a file of one sample: %v", err)
+	}
+}
+
+// TestBenchDataSetPathsSaidOnce: from an outside review. A --locomo or
+// --longmemeval file that is missing was refused as "stat F: no such file
+// or directory", the system call that met it; a directory ran into the
+// loader.
+func TestBenchDataSetPathsSaidOnce(t *testing.T) {
+	dir := t.TempDir()
+	gone := filepath.Join(dir, "gone.json")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--locomo", gone, "--longmemeval", ""}, "--locomo " + gone + " does not exist (locomo10.json is data/locomo10.json"},
+		{[]string{"--locomo", dir, "--longmemeval", ""}, "--locomo " + dir + " is a directory: name the data set's file"},
+		{[]string{"--longmemeval", gone, "--locomo", ""}, "--longmemeval " + gone + " does not exist ("},
+	} {
+		ran := false
+		cmd := benchCommandRunning(func(context.Context, benchOptions, io.Writer, io.Writer) error {
+			ran = true
+			return nil
+		})
+		cmd.SetArgs(c.args)
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		err := cmd.Execute()
+		if err == nil || ran || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "stat ") {
+			t.Errorf("%q: ran %v, error %v; want %q before the run", c.args, ran, err, c.want)
+		}
 	}
 }
 
