@@ -106,8 +106,11 @@ func TestLoadTooLarge(t *testing.T) {
 	if err := os.WriteFile(path, []byte(strings.Repeat("#", MaxFileBytes+1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Load(path); !errors.Is(err, sdk.ErrInvalid) {
-		t.Fatalf("err = %v, want ErrInvalid", err)
+	// From an outside review: the message ended in ": invalid argument",
+	// the wrapped sentinel's text, read as the system's error.
+	want := "config " + path + " is larger than 1048576 bytes (1 MiB); a config file is far smaller"
+	if _, err := Load(path); !errors.Is(err, sdk.ErrInvalid) || err.Error() != want+"; is it the right file?" {
+		t.Fatalf("err = %v, want ErrInvalid saying %q", err, want)
 	}
 }
 

@@ -46,7 +46,11 @@ func (o Options) Load(path string) (*Config, error) {
 		return nil, fmt.Errorf("config: read %s: %w", path, err)
 	}
 	if len(src) > MaxFileBytes {
-		return nil, fmt.Errorf("config: %s is larger than %d bytes: %w", path, MaxFileBytes, sdk.ErrInvalid)
+		// Said once, as a config error (which wraps sdk.ErrInvalid
+		// without printing it: ": invalid argument" read as the system's).
+		return nil, newError(hcl.Diagnostics{{Severity: hcl.DiagError,
+			Summary: fmt.Sprintf("config %s is larger than %d bytes (1 MiB)", path, MaxFileBytes),
+			Detail:  "a config file is far smaller; is it the right file?"}})
 	}
 	return o.parse(path, full, src)
 }
