@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memhost/memhost/internal/testbin"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -566,5 +568,34 @@ func TestCommandErrorsQuoteNoLiveMarker(t *testing.T) {
 	missing := filepath.Join(dir, "memtoken", "memhost", "memory", "observation.jsonl")
 	if _, err := runCLI(t, nil, "import", "--addr", addr, missing); !errors.As(err, &ce) || !strings.Contains(ce.stderr, missing+" does not exist") {
 		t.Fatalf("import of a missing file = %v, want its path as typed", err)
+	}
+}
+
+// TestVerifyLeavesNoDataDir: plugins verify is a check: with a config it
+// refuses (no plugins to serve the realm), and with one it passes, it
+// leaves no data directory behind; it made one before looking.
+func TestVerifyLeavesNoDataDir(t *testing.T) {
+	for _, c := range []struct {
+		name, plugins string
+		refused       bool
+	}{
+		{"refused", t.TempDir(), true},
+		{"passed", testbin.PluginDir(t), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			data := filepath.Join(dir, "memhost-data")
+			config := filepath.Join(dir, "memhost.hcl")
+			if err := os.WriteFile(config, []byte(fmt.Sprintf("data_dir = %q\n", data)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := runRoot(t, "plugins", "verify", "--config", config, "--plugin-dir", c.plugins)
+			if (err != nil) != c.refused {
+				t.Fatalf("verify = %v, want refused: %v", err, c.refused)
+			}
+			if _, err := os.Stat(data); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("verify left %s behind (%v)", data, err)
+			}
+		})
 	}
 }

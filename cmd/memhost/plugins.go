@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -74,9 +75,13 @@ func pluginsVerifyCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := ensureDataDir(cfg); err != nil {
+			// A check changes nothing: the plugins run in the data
+			// directory when there is one, else in a scratch one.
+			dir, done, err := verifyDir(cfg.DataDir)
+			if err != nil {
 				return err
 			}
+			defer done()
 			entries, refusals, err := pluginhost.Discover(cfg.PluginDir)
 			if err != nil {
 				return err
@@ -104,7 +109,7 @@ func pluginsVerifyCommand() *cobra.Command {
 				refused = append(refused, problems...)
 			}
 			for _, e := range entries {
-				conn, err := pluginhost.Start(cmd.Context(), e, pluginhost.StartOptions{Logger: hclog.NewNullLogger(), Dir: cfg.DataDir, Withhold: hostSecretEnv(cfg)})
+				conn, err := pluginhost.Start(cmd.Context(), e, pluginhost.StartOptions{Logger: hclog.NewNullLogger(), Dir: dir, Withhold: hostSecretEnv(cfg)})
 				if err != nil {
 					refused = append(refused, err.Error())
 					plugins++
@@ -132,6 +137,22 @@ func pluginsVerifyCommand() *cobra.Command {
 	cf.register(cmd)
 	o.registerPluginDir(cmd)
 	return cmd
+}
+
+// verifyDir answers the directory plugins verify runs the plugins in:
+// dataDir when it exists, else a scratch directory that done removes, so
+// verifying (a refused config above all) leaves no data directory behind.
+func verifyDir(dataDir string) (dir string, done func(), err error) {
+	if _, err := os.Stat(dataDir); err == nil {
+		return dataDir, func() {}, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", nil, describeDataDirError(dataDir, err)
+	}
+	tmp, err := os.MkdirTemp("", "memhost-verify-")
+	if err != nil {
+		return "", nil, err
+	}
+	return tmp, func() { _ = os.RemoveAll(tmp) }, nil
 }
 
 func pluginsManifestCommand() *cobra.Command {
