@@ -133,7 +133,7 @@ type Recorder struct {
 	// bound to one identity: another's flood is none of its error, and its
 	// count of drops none of its business).
 	lostMu sync.Mutex
-	lost   map[string]*realmLoss
+	lost   map[string]*owed[int64]
 	// shares holds a place for each trace in the queue or being written,
 	// shared by realm and by identity within it (queueshare.HoldFor), so
 	// no number of flooding realms can drop every other realm's traces,
@@ -154,19 +154,12 @@ type Recorder struct {
 	// traces since a read of them, which that read answers (run's
 	// goroutine only): as with lost, a read kept to other identities'
 	// turns is neither told of it nor uses it up.
-	failed map[string]*realmFailure
+	failed map[string]*owed[writeFailure]
+	// failures numbers the failed writes, so a read answers its first.
+	failures uint64
 }
 
-// realmFailure is a realm's first failed write of each identity's traces.
-type realmFailure struct {
-	byIdentity map[string]writeFailure
-	// unattributed is the first failure of traces of identities past
-	// maxLossIdentities, told to the realm's next read whoever it reads.
-	unattributed *writeFailure
-	seq          uint64
-}
-
-// writeFailure is a failed write and its order among the realm's.
+// writeFailure is a failed write and its order among the failures.
 type writeFailure struct {
 	err error
 	seq uint64
@@ -220,7 +213,7 @@ func NewRecorder(store Store, opts Options) *Recorder {
 		store: store, opts: opts, queue: make(chan coordinator.TurnTrace, opts.QueueSize),
 		flushes: make(chan request), done: make(chan struct{}), stop: cancel,
 		forgotten: map[string]map[string]time.Time{},
-		lost:      map[string]*realmLoss{}, failed: map[string]*realmFailure{}, shares: queueshare.New(opts.QueueSize),
+		lost:      map[string]*owed[int64]{}, failed: map[string]*owed[writeFailure]{}, shares: queueshare.New(opts.QueueSize),
 		overflow: map[string]overflowRuns{},
 	}
 	go r.run(ctx)
@@ -307,16 +300,57 @@ func (n queueLoss) Error() string {
 
 func (queueLoss) Is(target error) bool { return target == sdk.ErrUnavailable }
 
-// maxLossIdentities bounds the identities whose drops a realm counts
-// apart; the drops of any more are told to every read of the realm.
+// maxLossIdentities bounds the identities whose drops and failed writes
+// a realm keeps apart; those of any more are told to every read of it.
 const maxLossIdentities = 4096
 
-// realmLoss is a realm's traces the queue had no room for, by identity.
-type realmLoss struct {
-	byIdentity map[string]int64
-	// unattributed are drops past maxLossIdentities identities, told to
-	// the realm's next read whoever it reads.
-	unattributed int64
+// owed is what a realm's reads are owed, by identity: the traces the
+// queue had no room for, or the first failed write of them. A read kept
+// to some identities is told theirs alone.
+type owed[T any] struct {
+	byIdentity map[string]T
+	// unattributed is what is owed for identities past
+	// maxLossIdentities, told to the realm's next read whoever it reads.
+	unattributed    T
+	hasUnattributed bool
+}
+
+// note records what identity is owed in the realm of *o (made when nil),
+// merge answering the new value from the old (had is false when none).
+func note[T any](o **owed[T], identity string, merge func(old T, had bool) T) {
+	if *o == nil {
+		*o = &owed[T]{byIdentity: map[string]T{}}
+	}
+	if old, ok := (*o).byIdentity[identity]; ok || len((*o).byIdentity) < maxLossIdentities {
+		(*o).byIdentity[identity] = merge(old, ok)
+		return
+	}
+	(*o).unattributed = merge((*o).unattributed, (*o).hasUnattributed)
+	(*o).hasUnattributed = true
+}
+
+// take hands each value a read kept to identities (every identity's when
+// nil) is owed to each and forgets it, answering whether nothing is left.
+// The unattributed may be anyone's: every read is told of it.
+func (o *owed[T]) take(identities []string, each func(T)) (empty bool) {
+	if o.hasUnattributed {
+		each(o.unattributed)
+		var zero T
+		o.unattributed, o.hasUnattributed = zero, false
+	}
+	if identities == nil {
+		for _, v := range o.byIdentity {
+			each(v)
+		}
+		return true
+	}
+	for _, id := range identities {
+		if v, ok := o.byIdentity[id]; ok {
+			each(v)
+			delete(o.byIdentity, id)
+		}
+	}
+	return len(o.byIdentity) == 0
 }
 
 // drop counts a trace of identity in realm the queue did not take.
@@ -325,15 +359,8 @@ func (r *Recorder) drop(realm, identity string) {
 	r.lostMu.Lock()
 	defer r.lostMu.Unlock()
 	l := r.lost[realm]
-	if l == nil {
-		l = &realmLoss{byIdentity: map[string]int64{}}
-		r.lost[realm] = l
-	}
-	if _, ok := l.byIdentity[identity]; ok || len(l.byIdentity) < maxLossIdentities {
-		l.byIdentity[identity]++
-		return
-	}
-	l.unattributed++
+	note(&l, identity, func(n int64, _ bool) int64 { return n + 1 })
+	r.lost[realm] = l
 }
 
 // takeLost answers and forgets the drops of realm a read kept to
@@ -345,22 +372,8 @@ func (r *Recorder) takeLost(realm string, identities []string) int64 {
 	if l == nil {
 		return 0
 	}
-	n := l.unattributed
-	if identities == nil {
-		for _, k := range l.byIdentity {
-			n += k
-		}
-		delete(r.lost, realm)
-		return n
-	}
-	// The unattributed drops may be anyone's: the next read is told of
-	// them, as every drop was before identities were counted apart.
-	l.unattributed = 0
-	for _, id := range identities {
-		n += l.byIdentity[id]
-		delete(l.byIdentity, id)
-	}
-	if len(l.byIdentity) == 0 {
+	var n int64
+	if l.take(identities, func(k int64) { n += k }) {
 		delete(r.lost, realm)
 	}
 	return n
@@ -370,19 +383,14 @@ func (r *Recorder) takeLost(realm string, identities []string) int64 {
 // first failure of each identity (run's goroutine only).
 func (r *Recorder) fail(realm, identity string, err error) {
 	f := r.failed[realm]
-	if f == nil {
-		f = &realmFailure{byIdentity: map[string]writeFailure{}}
-		r.failed[realm] = f
-	}
-	if _, ok := f.byIdentity[identity]; ok {
-		return
-	}
-	f.seq++
-	if len(f.byIdentity) < maxLossIdentities {
-		f.byIdentity[identity] = writeFailure{err: err, seq: f.seq}
-	} else if f.unattributed == nil {
-		f.unattributed = &writeFailure{err: err, seq: f.seq}
-	}
+	note(&f, identity, func(old writeFailure, had bool) writeFailure {
+		if had {
+			return old
+		}
+		r.failures++
+		return writeFailure{err: err, seq: r.failures}
+	})
+	r.failed[realm] = f
 }
 
 // takeFailed answers and forgets the first failed write of realm a read
@@ -394,30 +402,12 @@ func (r *Recorder) takeFailed(realm string, identities []string) error {
 		return nil
 	}
 	var first *writeFailure
-	take := func(w writeFailure) {
+	if f.take(identities, func(w writeFailure) {
 		if first == nil || w.seq < first.seq {
 			first = &w
 		}
-	}
-	if f.unattributed != nil {
-		take(*f.unattributed)
-		f.unattributed = nil
-	}
-	if identities == nil {
-		for _, w := range f.byIdentity {
-			take(w)
-		}
+	}) {
 		delete(r.failed, realm)
-	} else {
-		for _, id := range identities {
-			if w, ok := f.byIdentity[id]; ok {
-				take(w)
-				delete(f.byIdentity, id)
-			}
-		}
-		if len(f.byIdentity) == 0 {
-			delete(r.failed, realm)
-		}
 	}
 	if first == nil {
 		return nil
