@@ -404,3 +404,18 @@ func TestReplicaLoadOutlastsStatementTimeout(t *testing.T) {
 		t.Errorf("%d loads failed before one went through; want none", n)
 	}
 }
+
+// TestMigrationOutlastsIdleTimeout: the gaps between a migration's
+// statements are the plugin's own round trips, which a loaded machine
+// stretches past a short statement_timeout; the server's idle timeout
+// ended the migration's transaction and the store did not open.
+func TestMigrationOutlastsIdleTimeout(t *testing.T) {
+	schema := schemaFor(t.Name())
+	idle := func() { time.Sleep(300 * time.Millisecond) }
+	migrateHook.Store(&idle)
+	t.Cleanup(func() { migrateHook.Store(nil) })
+	// Opened twice: once creating the schema, once reading its version.
+	// openStoreWith fails the test when the store does not open.
+	openStoreWith(t, configJSON(schema, "statement_timeout", "100ms"))
+	openStoreWith(t, configJSON(schema, "statement_timeout", "100ms"))
+}

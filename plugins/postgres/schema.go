@@ -9,6 +9,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -354,6 +356,14 @@ var schemaVersion = len(migrations)
 // errReadOnlyServer refuses a server whose transactions are read-only.
 var errReadOnlyServer = errors.New("the server accepts read-only transactions only (a standby, or default_transaction_read_only is on); point the connection string at the primary")
 
+// migrateIdleTimeout is how long the server lets a migration's
+// transaction idle between statements.
+const migrateIdleTimeout = time.Minute
+
+// migrateHook, when set, runs inside a migration, after its lock is
+// taken: tests idle there as a loaded machine does.
+var migrateHook atomic.Pointer[func()]
+
 // migrateLockKey is the first key of the advisory lock migrations hold
 // (the second is the schema name's hash): "memh" in ASCII.
 const migrateLockKey = 0x6d656d68
@@ -371,12 +381,19 @@ func migrate(ctx context.Context, pool *pgdb, schema string, log *slog.Logger) e
 	}
 	defer tx.Rollback(ctx)
 	// Waiting for another host's migration may take longer than one
-	// statement may; Configure's context bounds the wait instead.
-	if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0"); err != nil {
+	// statement may; Configure's context bounds the wait instead. The
+	// gaps between the migration's statements are this plugin's round
+	// trips, which a loaded machine stretches past a short configured
+	// timeout: the server ends an idle migration only after a minute,
+	// still freeing the lock a frozen host would hold.
+	if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL statement_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = %d", migrateIdleTimeout.Milliseconds())); err != nil {
 		return err
 	}
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, hashtext($2))", migrateLockKey, schema); err != nil {
 		return fmt.Errorf("take the migration lock: %w", err)
+	}
+	if hook := migrateHook.Load(); hook != nil {
+		(*hook)()
 	}
 	// A read-only server (a standby) must fail here, not on every write
 	// after a start that looked healthy: a migrated schema needs no write
