@@ -117,6 +117,13 @@ func TestCommandLineRefusals(t *testing.T) {
 		{"an ftp address", []string{"export", "--addr", "ftp://127.0.0.1:7077"}, "memhost speaks http or https, not ftp"},
 		{"an address ending in /v1", []string{"export", "--addr", addr + "/v1"}, "without /v1: the commands add it"},
 		{"the MCP endpoint as an address", []string{"export", "--addr", "http://" + addr + "/mcp/"}, "that is the MCP endpoint"},
+		// Review: a host without its port was called at port 80, the
+		// token with it.
+		{"an address without a port", []string{"export", "--addr", "127.0.0.1"}, `--addr "127.0.0.1" has no port: give host:port, e.g. 127.0.0.1:7077`},
+		{"an address with an empty port", []string{"recall", "--addr", "127.0.0.1:", "--identity", "a", "q"}, `--addr "127.0.0.1:" has no port`},
+		{"an IPv6 address without a port", []string{"reindex", "--addr", "[::1]"}, `--addr "[::1]" has no port: give host:port, e.g. [::1]:7077`},
+		{"a URL with an empty port", []string{"import", "--addr", "http://127.0.0.1:", records}, `--addr "http://127.0.0.1:" has no port`},
+		{"mcp at an address without a port", []string{"mcp", "--addr", "localhost", "--identity", "a"}, `--addr "localhost" has no port`},
 		{"an address with a query", []string{"export", "--addr", "http://" + addr + "?x=1"}, "without a query"},
 		// A value a flag set is refused under the flag's name, not as if
 		// the file (there is none) held it.

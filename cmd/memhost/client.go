@@ -19,6 +19,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/memhost/memhost/internal/config"
 	"github.com/memhost/memhost/internal/statedb"
 	"github.com/spf13/cobra"
 )
@@ -424,6 +425,23 @@ func checkAddr(addr string) error {
 		return fmt.Errorf("--addr %q: give the server's address without /v1: the commands add it", addr)
 	case strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/mcp"):
 		return fmt.Errorf("--addr %q: that is the MCP endpoint (for memhost mcp --addr); give the server's address", addr)
+	}
+	return checkPort(addr)
+}
+
+// checkPort refuses an address given as host:port without its port
+// ("127.0.0.1", "127.0.0.1:"): the HTTP client would call port 80, the
+// token with it, where no memhost listens by default. A URL with a
+// scheme and no port ("https://memhost.example") keeps its scheme's port:
+// a reverse proxy serves memhost there.
+func checkPort(addr string) error {
+	u, err := url.Parse(baseURL(addr))
+	if err != nil || u.Host == "" {
+		return nil // checkAddr names the problem
+	}
+	if strings.HasSuffix(u.Host, ":") || !strings.Contains(addr, "://") && u.Port() == "" {
+		_, port, _ := net.SplitHostPort(config.DefaultListen)
+		return fmt.Errorf("--addr %q has no port: give host:port, e.g. %s (memhost's default port), or an http(s) URL", addr, net.JoinHostPort(u.Hostname(), port))
 	}
 	return nil
 }

@@ -59,6 +59,9 @@ server already holds the data directory.`,
 				if cmd.Flags().Changed("data-dir") || cmd.Flags().Changed("plugin-dir") || cf.path != "" {
 					return errors.New("--addr serves a running memhost's tools: --config, --data-dir and --plugin-dir belong to that server")
 				}
+				if err := checkPort(addr); err != nil {
+					return err
+				}
 				token, err := clientToken()
 				if err != nil {
 					return err
