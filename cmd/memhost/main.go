@@ -170,15 +170,22 @@ func checkText(cmd *cobra.Command, args []string) error {
 // empty, as `--config "$MEMHOST_CONFIG"` is with the variable unset, the
 // command went its other way in silence (serve on the built-in defaults
 // and a ./memhost-data it created, mcp start plugins instead of calling
-// the server at --addr).
-var noEmptyFlags = []string{"config", "data-dir", "plugin-dir", "listen", "log-level", "addr"}
+// the server at --addr, export, import or reindex the default realm or
+// each record's own). A required one (--identity of recall, --session of
+// inject) was sent empty for the server to refuse.
+var noEmptyFlags = []string{"config", "data-dir", "plugin-dir", "listen", "log-level", "addr", "realm", "identity", "session", "scope"}
 
 // checkEmptyFlags refuses a flag of noEmptyFlags given an empty value.
 func checkEmptyFlags(cmd *cobra.Command) error {
 	for _, name := range noEmptyFlags {
-		if f := cmd.Flags().Lookup(name); f != nil && f.Changed && f.Value.String() == "" {
-			return fmt.Errorf("--%s is empty (an unset variable?): give it a value, or leave it out for its default", name)
+		f := cmd.Flags().Lookup(name)
+		if f == nil || !f.Changed || f.Value.String() != "" {
+			continue
 		}
+		if _, required := f.Annotations[cobra.BashCompOneRequiredFlag]; required {
+			return fmt.Errorf("--%s is empty (an unset variable?): give it a value", name)
+		}
+		return fmt.Errorf("--%s is empty (an unset variable?): give it a value, or leave it out for its default", name)
 	}
 	return nil
 }
