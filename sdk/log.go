@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -58,11 +59,17 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 			if len(groups) > 0 {
 				return a
 			}
+			// Only the record's own time, level and message have these
+			// keys here: plainKeys renamed the plugin's attributes.
 			switch a.Key {
 			case slog.TimeKey:
-				return slog.String("@timestamp", a.Value.Time().Format("2006-01-02T15:04:05.000000Z07:00"))
+				if a.Value.Kind() == slog.KindTime {
+					return slog.String("@timestamp", a.Value.Time().Format("2006-01-02T15:04:05.000000Z07:00"))
+				}
 			case slog.LevelKey:
-				return slog.String("@level", strings.ToLower(a.Value.Any().(slog.Level).String()))
+				if lv, ok := a.Value.Any().(slog.Level); ok {
+					return slog.String("@level", strings.ToLower(lv.String()))
+				}
 			case slog.MessageKey:
 				return slog.String("@message", cutValue(a.Value.String()))
 			}
@@ -75,7 +82,82 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 			return a
 		},
 	})
-	return slog.New(requestIDHandler{h})
+	return slog.New(plainKeys{Handler: requestIDHandler{h}})
+}
+
+// plainKeys keeps a plugin's attributes off the keys a line's own fields
+// use: the host reads "@level", "@message", "@timestamp" and "@module"
+// from the line (the last of a repeated key wins, so `"@level", "error"`
+// made an info line an error, and `"@message", "x"` replaced its
+// message), and the handler turns slog's "time", "level" and "msg" into
+// them ("level", "high" panicked the plugin; slog.LevelError as "level"
+// set the line's level). At the top of a line, an attribute or group of
+// such a name is kept under plugin<name> ("plugin@level") or
+// plugin_<name> ("plugin_level"), as the host names a plugin's attribute
+// that takes one of its own.
+type plainKeys struct {
+	slog.Handler
+	grouped bool // a group is open: attributes are nested in it
+}
+
+func (h plainKeys) Handle(ctx context.Context, r slog.Record) error {
+	if h.grouped {
+		return h.Handler.Handle(ctx, r)
+	}
+	out := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(plainAttrs(a)...)
+		return true
+	})
+	return h.Handler.Handle(ctx, out)
+}
+
+func (h plainKeys) WithAttrs(attrs []slog.Attr) slog.Handler {
+	if !h.grouped {
+		var plain []slog.Attr
+		for _, a := range attrs {
+			plain = append(plain, plainAttrs(a)...)
+		}
+		attrs = plain
+	}
+	return plainKeys{h.Handler.WithAttrs(attrs), h.grouped}
+}
+
+func (h plainKeys) WithGroup(name string) slog.Handler {
+	if name == "" {
+		return h
+	}
+	if !h.grouped {
+		name = plainKey(name)
+	}
+	return plainKeys{h.Handler.WithGroup(name), true}
+}
+
+// plainAttrs is a top-level attribute under a key of its own; a group
+// without a key, whose attributes slog puts at the top, is each of them
+// so.
+func plainAttrs(a slog.Attr) []slog.Attr {
+	a.Value = a.Value.Resolve()
+	if a.Value.Kind() == slog.KindGroup && a.Key == "" {
+		var out []slog.Attr
+		for _, m := range a.Value.Group() {
+			out = append(out, plainAttrs(m)...)
+		}
+		return out
+	}
+	a.Key = plainKey(a.Key)
+	return []slog.Attr{a}
+}
+
+// plainKey is a top-level attribute's key as the line carries it.
+func plainKey(k string) string {
+	switch {
+	case strings.HasPrefix(k, "@"):
+		return "plugin" + k
+	case k == slog.TimeKey, k == slog.LevelKey, k == slog.MessageKey:
+		return "plugin_" + k
+	}
+	return k
 }
 
 // errorText is err's text, as slog writes an error it is given: a typed

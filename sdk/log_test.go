@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -128,6 +129,51 @@ func TestALargeLineStaysJSONAtItsLevel(t *testing.T) {
 			}
 			if e["@level"] != "error" || !strings.HasPrefix(e["@message"].(string), "mémé") {
 				t.Fatalf("level %v, message %.20q", e["@level"], e["@message"])
+			}
+		})
+	}
+}
+
+// TestAttributesCannotTakeTheLinesOwnFields: an attribute, a group or a
+// With of a name the line's own fields use (hclog's "@level", "@message",
+// "@timestamp", "@module"; slog's "level", "msg", "time") neither changes
+// the level or message the host reads (the last of a repeated key wins)
+// nor panics the plugin; it is kept under a name of its own.
+func TestAttributesCannotTakeTheLinesOwnFields(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		log  func(*slog.Logger)
+		kept string // the key the attribute is kept under
+	}{
+		{"@level", func(l *slog.Logger) { l.Info("m", "@level", "error") }, "plugin@level"},
+		{"@message", func(l *slog.Logger) { l.Info("m", "@message", "forged") }, "plugin@message"},
+		{"@timestamp", func(l *slog.Logger) { l.Info("m", "@timestamp", "2020-01-01T00:00:00.000000Z") }, "plugin@timestamp"},
+		{"@module", func(l *slog.Logger) { l.Info("m", "@module", "memhost") }, "plugin@module"},
+		{"level as text", func(l *slog.Logger) { l.Info("m", "level", "high") }, "plugin_level"},
+		{"level as a level", func(l *slog.Logger) { l.Info("m", slog.Any("level", slog.LevelError)) }, "plugin_level"},
+		{"msg", func(l *slog.Logger) { l.Info("m", "msg", "forged") }, "plugin_msg"},
+		{"time as text", func(l *slog.Logger) { l.Info("m", "time", "noon") }, "plugin_time"},
+		{"time as a time", func(l *slog.Logger) { l.Info("m", "time", time.Unix(0, 0)) }, "plugin_time"},
+		{"a group", func(l *slog.Logger) { l.Info("m", slog.Group("@message", "x", "forged")) }, "plugin@message"},
+		{"inside a group without a key", func(l *slog.Logger) { l.Info("m", slog.Group("", "@level", "error")) }, "plugin@level"},
+		{"With", func(l *slog.Logger) { l.With("@level", "error").Info("m") }, "plugin@level"},
+		{"WithGroup", func(l *slog.Logger) { l.WithGroup("@message").Info("m", "x", "forged") }, "plugin@message"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			c.log(newLogger(&buf, "info"))
+			var e map[string]any
+			if err := json.Unmarshal(buf.Bytes(), &e); err != nil {
+				t.Fatalf("%v: %q", err, buf.String())
+			}
+			if e["@level"] != "info" || e["@message"] != "m" {
+				t.Errorf("the host reads level %v, message %v, want info and m: %s", e["@level"], e["@message"], buf.String())
+			}
+			if _, ok := e[c.kept]; !ok {
+				t.Errorf("the attribute is not kept as %s: %s", c.kept, buf.String())
+			}
+			if strings.Count(buf.String(), `"@level"`) != 1 || strings.Count(buf.String(), `"@message"`) != 1 {
+				t.Errorf("a field of the line's own is repeated: %s", buf.String())
 			}
 		})
 	}
