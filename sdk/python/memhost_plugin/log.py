@@ -63,6 +63,11 @@ class Logger:
         if rid:
             line["request_id"] = rid
         for k, v in fields.items():
+            # The host reads the line's level, message and time from its
+            # "@" keys, the last of a repeated key winning: a field of such
+            # a name is kept under plugin@<name>, as the host names one.
+            if k.startswith("@"):
+                k = "plugin" + k
             # NaN and the infinities are not JSON: as numbers they would turn
             # the line into text the host logs at info, whatever its level.
             plain = isinstance(v, (str, int, bool, type(None))) or (isinstance(v, float) and math.isfinite(v))

@@ -207,6 +207,18 @@ class LogLineTest(unittest.TestCase):
         Logger(stream=out, level="info").log("info", "compacted", level=3)
         self.assertEqual(json.loads(out.getvalue())["level"], 3)
 
+    def test_a_field_cannot_take_the_lines_own_keys(self):
+        # A field named @level or @message replaced the line's own: the
+        # host showed an info line as an error, with another message.
+        fields = {"@level": "error", "@message": "forged", "@timestamp": "2020-01-01T00:00:00.000000Z", "@module": "memhost"}
+        out = io.StringIO()
+        Logger(stream=out, level="info").info("compacted", **fields)
+        line = json.loads(out.getvalue())
+        self.assertEqual((line["@level"], line["@message"]), ("info", "compacted"))
+        self.assertNotEqual(line["@timestamp"], fields["@timestamp"])
+        self.assertNotIn("@module", line)
+        self.assertEqual({k: line["plugin" + k] for k in fields}, fields)
+
     def test_a_large_line_stays_json_at_its_level(self):
         # The host cuts a line past 64 KiB, which is then no JSON and is
         # logged as text at info: the SDK's own "call failed" line with an
