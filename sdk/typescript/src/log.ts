@@ -52,7 +52,11 @@ export class Logger {
     const line: Fields = { "@level": level, "@message": bounded(String(message)), "@timestamp": timestamp(new Date()) };
     const rid = requestId.getStore();
     if (rid) line.request_id = rid;
-    for (const [k, v] of Object.entries(fields)) {
+    for (let [k, v] of Object.entries(fields)) {
+      // The host reads the line's level, message and time from its "@"
+      // keys, the last of a repeated key winning: a field of such a name
+      // is kept under plugin@<name>, as the host names one.
+      if (k.startsWith("@")) k = "plugin" + k;
       const plain = v === null || ["string", "number", "boolean"].includes(typeof v) ? v : String(v);
       line[k] = typeof plain === "string" ? bounded(plain) : plain;
     }

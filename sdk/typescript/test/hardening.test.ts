@@ -55,6 +55,26 @@ test("a large log line stays JSON at its level", () => {
   }
 });
 
+test("a log field cannot take the line's own keys", () => {
+  // A field named @level or @message replaced the line's own: the host
+  // showed an info line as an error, with another message.
+  const dir = mkdtempSync(join(tmpdir(), "memhost-log-"));
+  try {
+    const fields = { "@level": "error", "@message": "forged", "@timestamp": "2020-01-01T00:00:00.000000Z", "@module": "memhost" };
+    const path = join(dir, "line");
+    const fd = openSync(path, "w");
+    new Logger(fd, "info").info("compacted", fields);
+    closeSync(fd);
+    const line = JSON.parse(readFileSync(path).toString()) as { [k: string]: unknown };
+    assert.deepEqual([line["@level"], line["@message"]], ["info", "compacted"]);
+    assert.notEqual(line["@timestamp"], fields["@timestamp"]);
+    assert.ok(!("@module" in line));
+    assert.deepEqual(Object.fromEntries(Object.keys(fields).map((k) => [k, line["plugin" + k]])), fields);
+  } finally {
+    rmSync(dir, { recursive: true });
+  }
+});
+
 describe("a plugin process that misbehaves", () => {
   let s: Started;
   let c: ReturnType<typeof clients>;
