@@ -50,17 +50,31 @@ type Embedder struct {
 	// sleep waits d or until ctx ends; tests replace it to record the
 	// delays instead of waiting them.
 	sleep func(ctx context.Context, d time.Duration) error
+	// now is the clock the retry warning is rate-limited by.
+	now func() time.Time
 
 	mu  sync.RWMutex
 	cfg *settings
+
+	// retryMu guards the retry warning's rate limit: the first retry is
+	// logged, then at most one line a minute counting the retries since.
+	// An endpoint answering 429 to everything would otherwise write a
+	// line per retry: over a hundred a minute from one idle realm's
+	// backlog, more with every realm and recall.
+	retryMu       sync.Mutex
+	retryLoggedAt time.Time
+	retriesSince  int
 }
+
+// retryLogEvery is the least time between two retry warnings.
+const retryLogEvery = time.Minute
 
 // New answers an unconfigured embedder. Its client follows no redirect:
 // following one would send the texts to a host the operator never
 // configured, and Go keeps the Authorization header across a change of
 // port or from https to http.
 func New() *Embedder {
-	return &Embedder{client: &http.Client{CheckRedirect: endpoint.NoRedirects}, log: sdk.Logger(), sleep: sleepCtx}
+	return &Embedder{client: &http.Client{CheckRedirect: endpoint.NoRedirects}, log: sdk.Logger(), sleep: sleepCtx, now: time.Now}
 }
 
 func (e *Embedder) Info() sdk.Info {
@@ -228,12 +242,30 @@ func (e *Embedder) embedBatch(ctx context.Context, cfg *settings, inputs []strin
 			return nil, fmt.Errorf("%w; the next attempt, in %s, would pass the call's deadline", err, wait.Round(time.Millisecond))
 		}
 		// A warning, so a rate-limited endpoint shows in the instance's
-		// status, not only as slow calls.
-		e.log.WarnContext(ctx, "embeddings request retried", "endpoint", cfg.endpoint, "attempt", attempt+2, "wait_ms", wait.Milliseconds(), "error", err.Error())
+		// status, not only as slow calls; at most one a minute.
+		if n, ok := e.retryLogDue(); ok {
+			e.log.WarnContext(ctx, "embeddings request retried", "endpoint", cfg.endpoint, "attempt", attempt+2, "wait_ms", wait.Milliseconds(), "retries", n, "error", err.Error())
+		}
 		if err := e.sleep(ctx, wait); err != nil {
 			return nil, fmt.Errorf("openai: waiting to retry %s: %w", cfg.endpoint, ctxError(err))
 		}
 	}
+}
+
+// retryLogDue counts a retry and reports whether its warning is due (the
+// first retry, or the first a minute after the last line), with the
+// retries the line stands for: this one and those not logged since.
+func (e *Embedder) retryLogDue() (int, bool) {
+	e.retryMu.Lock()
+	defer e.retryMu.Unlock()
+	e.retriesSince++
+	now := e.now()
+	if !e.retryLoggedAt.IsZero() && now.Sub(e.retryLoggedAt) < retryLogEvery {
+		return 0, false
+	}
+	n := e.retriesSince
+	e.retryLoggedAt, e.retriesSince = now, 0
+	return n, true
 }
 
 func dimensionsSent(cfg *settings) int {

@@ -638,6 +638,54 @@ func TestRetryIsLogged(t *testing.T) {
 	}
 }
 
+// TestRetryWarningsAreRateLimited: an endpoint that keeps answering 429
+// writes the first retry's warning and then at most one a minute, which
+// counts the retries since the last line; a line per retry flooded the
+// log (over a hundred a minute from one idle realm's backlog).
+func TestRetryWarningsAreRateLimited(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		at   []time.Duration // when each retry happens
+		want []int           // the retries each line counts
+	}{
+		{name: "one retry", at: []time.Duration{0}, want: []int{1}},
+		{name: "retries within a minute", at: []time.Duration{0, time.Second, 30 * time.Second, 59 * time.Second}, want: []int{1}},
+		{name: "a minute on counts the unlogged", at: []time.Duration{0, time.Second, 2 * time.Second, time.Minute}, want: []int{1, 3}},
+		{name: "each minute once", at: []time.Duration{0, time.Minute, 2 * time.Minute, 2*time.Minute + time.Second}, want: []int{1, 1, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, srv := newFake(t)
+			e := configured(t, fmt.Sprintf(`{"base_url": %q, "model": "m", "dimensions": 4}`, srv.URL), nil, nil)
+			var buf bytes.Buffer
+			e.log = slog.New(slog.NewJSONHandler(&buf, nil))
+			start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			for _, at := range tc.at {
+				e.now = func() time.Time { return start.Add(at) }
+				f.failFirst(1, 429, "")
+				if _, err := e.Embed(t.Context(), docs("a")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var got []int
+			for line := range strings.Lines(buf.String()) {
+				var rec struct {
+					Msg     string `json:"msg"`
+					Retries int    `json:"retries"`
+				}
+				if err := json.Unmarshal([]byte(line), &rec); err != nil {
+					t.Fatalf("log line %q: %v", line, err)
+				}
+				if rec.Msg == "embeddings request retried" {
+					got = append(got, rec.Retries)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("retry lines counting %v, want %v\n%s", got, tc.want, buf.String())
+			}
+		})
+	}
+}
+
 // TestRefusedKeyThroughTheHost: the host names a refused key as
 // config.<key>, once.
 func TestRefusedKeyThroughTheHost(t *testing.T) {
