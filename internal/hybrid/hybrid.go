@@ -705,6 +705,11 @@ func (r *realm) run(ctx context.Context) {
 	// backoff is the last failed step's wait, apart from wait: a failure
 	// after a long idle poll must not start at the idle wait doubled.
 	backoff := time.Duration(0)
+	// idle is the idle poll's wait, apart from wait (which each page of a
+	// pass sets to 0): it doubles over the passes that store nothing, also
+	// those that page through refused records, which would otherwise poll
+	// every Poll for as long as any record stays refused.
+	idle := time.Duration(0)
 	stored := 0 // vectors stored in this pass over the backlog
 	for {
 		if wait > 0 {
@@ -736,6 +741,7 @@ func (r *realm) run(ctx context.Context) {
 		stored += put
 		if put > 0 {
 			r.embedderAnswered()
+			idle = 0
 		}
 		if err == nil {
 			r.recovered()
@@ -755,7 +761,8 @@ func (r *realm) run(ctx context.Context) {
 			// poll is the safety net, and slows while the realm is idle.
 			r.setState(StateIdle, "")
 			after, stored = "", 0
-			wait = min(max(2*wait, r.opts.Poll), 64*r.opts.Poll)
+			idle = min(max(2*idle, r.opts.Poll), 64*r.opts.Poll)
+			wait = idle
 		default:
 			after, wait = next, 0
 		}
@@ -829,11 +836,20 @@ func (r *realm) step(parent context.Context, after string) (int, int, string, er
 		}
 	}
 	start := time.Now()
-	recs, err := r.cfg.Records.Get(ctx, r.cfg.Name, ids)
+	// The refused records are left out before they are read: a pass over
+	// a realm the embedder refused (an endpoint answering 400 to every
+	// text) must not read every record's text to skip it.
+	var wanted []string
+	for _, rec := range r.notRefused(asRecords(ids), info.Model) {
+		wanted = append(wanted, rec.ID)
+	}
+	if len(wanted) == 0 {
+		return len(ids), 0, ids[len(ids)-1], nil
+	}
+	recs, err := r.cfg.Records.Get(ctx, r.cfg.Name, wanted)
 	if err != nil {
 		return 0, 0, "", fmt.Errorf("get records: %w", err)
 	}
-	recs = r.notRefused(recs, info.Model)
 	recs = r.notKept(recs, info.Model)
 	if len(recs) == 0 {
 		return len(ids), 0, ids[len(ids)-1], nil

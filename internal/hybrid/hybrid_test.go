@@ -134,7 +134,11 @@ type fakeStore struct {
 	vectors map[string]sdk.RecordVector
 	failPut error
 	onGet   func() // called by Get, outside the lock
-	skip    string // a record whose vector is never kept
+	// onMissing is called by MissingVectors, outside the lock.
+	onMissing func()
+	skip      string // a record whose vector is never kept
+	missings  int    // MissingVectors calls
+	gets      int    // Get calls
 }
 
 func newStore(n int) *fakeStore {
@@ -182,7 +186,14 @@ func (s *fakeStore) MissingVectors(_ context.Context, _, model, after string, li
 		return nil, err
 	}
 	s.mu.Lock()
+	onMissing := s.onMissing
+	s.mu.Unlock()
+	if onMissing != nil {
+		onMissing()
+	}
+	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.missings++
 	var ids []string
 	for id := range s.records {
 		if v, ok := s.vectors[id]; (!ok || v.Model != model) && id > after {
@@ -202,6 +213,7 @@ func (s *fakeStore) Get(_ context.Context, _ string, ids []string) ([]sdk.Record
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.gets++
 	var out []sdk.Record
 	for _, id := range ids {
 		if r, ok := s.records[id]; ok {
@@ -335,12 +347,12 @@ func TestAVectorNotKeptIsNotEmbeddedAgainAndAgain(t *testing.T) {
 	emb.mu.Lock()
 	before := emb.calls
 	emb.mu.Unlock()
-	// Three polls read the record back (waited for, not slept for).
-	var gets atomic.Int64
+	// Three polls list the record (waited for, not slept for).
+	var polls atomic.Int64
 	store.mu.Lock()
-	store.onGet = func() { gets.Add(1) }
+	store.onMissing = func() { polls.Add(1) }
 	store.mu.Unlock()
-	eventually(t, "three polls", func() bool { return gets.Load() >= 3 })
+	eventually(t, "three polls", func() bool { return polls.Load() >= 3 })
 	emb.mu.Lock()
 	after := emb.calls
 	emb.mu.Unlock()
@@ -764,13 +776,13 @@ func TestRefusedRecordsAreLeftBehind(t *testing.T) {
 			if got {
 				t.Error("the bad record got a vector")
 			}
-			// The idle realm's polls read the bad record back; the status
+			// The idle realm's polls list the bad record again; the status
 			// must not show the realm draining while they do (it did, and
 			// a status read then saw it so).
 			var states []string
 			var statesMu sync.Mutex
 			store.mu.Lock()
-			store.onGet = func() {
+			store.onMissing = func() {
 				statesMu.Lock()
 				defer statesMu.Unlock()
 				states = append(states, eng.Status()[0].State)
@@ -779,8 +791,8 @@ func TestRefusedRecordsAreLeftBehind(t *testing.T) {
 			emb.mu.Lock()
 			before := emb.calls
 			emb.mu.Unlock()
-			// Three polls read the bad record back (waited for, not slept
-			// for: a slow machine may run none in a fixed time).
+			// Three polls list the bad record (waited for, not slept for: a
+			// slow machine may run none in a fixed time).
 			eventually(t, "three polls of the idle realm", func() bool {
 				statesMu.Lock()
 				defer statesMu.Unlock()
@@ -803,6 +815,61 @@ func TestRefusedRecordsAreLeftBehind(t *testing.T) {
 			if st := eng.Status()[0]; st.State != StateIdle || st.LastError != "" {
 				t.Errorf("status %+v, want idle without an error", st)
 			}
+		})
+	}
+}
+
+// TestRefusedRecordsAreNotPolledHot: a realm whose records the embedder
+// refused (an endpoint answering 400 to every text) polled them every
+// second for as long as they stayed refused, reading every one of them
+// each time: the pages of refused records reset the idle poll's wait,
+// which never grew past Poll, and a pass read the records before leaving
+// the refused ones out. Now the wait grows as for an idle realm (up to 64
+// polls), and a refused record is not read to be skipped. In a bubble
+// (testing/synctest): ten minutes pass at once.
+func TestRefusedRecordsAreNotPolledHot(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		records int
+		refuse  string // the embedder refuses the texts holding it
+		// maxPasses bounds the backlog's passes over the ten minutes (a
+		// pass lists the backlog's pages, then one more); a poll a second
+		// made 600.
+		maxPasses int
+		maxGets   int // Get calls: the first pass's pages
+	}{
+		{name: "every record refused", records: 20, refuse: "body", maxPasses: 20, maxGets: 3},
+		{name: "nothing missing", records: 0, maxPasses: 20, maxGets: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				emb, store := newEmbedder("m1"), newStore(tc.records)
+				emb.set(func(f *fakeEmbedder) { f.refuse = tc.refuse })
+				eng, err := New([]Realm{{Name: "default", Embedder: emb, Vectors: store, Records: store}},
+					Options{Batch: 7, Poll: time.Second, RefusalRetry: time.Hour})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(t.Context())
+				done := make(chan struct{})
+				go func() { eng.Run(ctx); close(done) }()
+				time.Sleep(10 * time.Minute)
+				cancel()
+				<-done
+				pages := (tc.records + 6) / 7
+				store.mu.Lock()
+				passes, gets := store.missings/(pages+1), store.gets
+				store.mu.Unlock()
+				if passes > tc.maxPasses {
+					t.Errorf("%d passes over the backlog in ten minutes, want at most %d", passes, tc.maxPasses)
+				}
+				if gets > tc.maxGets {
+					t.Errorf("%d reads of records, want at most %d (the first pass's)", gets, tc.maxGets)
+				}
+				if st := eng.Status()[0]; st.Refused != tc.records {
+					t.Errorf("%d records refused, want %d", st.Refused, tc.records)
+				}
+			})
 		})
 	}
 }
