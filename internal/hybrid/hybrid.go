@@ -892,14 +892,13 @@ func (r *realm) step(parent context.Context, after string) (int, int, string, er
 		}
 	}
 	if len(put) > 0 {
-		pctx := ctx
-		if ctx.Err() != nil {
-			// The embedding took the step's time: what it made is still
-			// stored, so the next step does not ask for it again.
-			var cancel context.CancelFunc
-			pctx, cancel = context.WithTimeout(parent, r.opts.CallTimeout)
-			defer cancel()
-		}
+		// Under a bound of its own: an embedding that took the step's
+		// time, or all but a moment of it (an answer arriving just before
+		// the deadline left too little for the put's round trip, which
+		// failed the step and threw the vectors away), is still stored,
+		// so the next step does not ask for it again.
+		pctx, cancel := context.WithTimeout(parent, r.opts.CallTimeout)
+		defer cancel()
 		if err := r.cfg.Vectors.PutVectors(pctx, r.cfg.Name, put); err != nil {
 			return 0, 0, "", fmt.Errorf("put vectors: %w", err)
 		}

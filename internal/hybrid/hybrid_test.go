@@ -874,6 +874,69 @@ func TestRefusedRecordsAreNotPolledHot(t *testing.T) {
 	}
 }
 
+// lateEmbedder answers each call a moment before its context's deadline,
+// as an embedder does whose page takes all but the last of the step's time.
+type lateEmbedder struct{ *fakeEmbedder }
+
+func (l lateEmbedder) Embed(ctx context.Context, req sdk.EmbedRequest) ([][]float32, error) {
+	if dl, ok := ctx.Deadline(); ok {
+		time.Sleep(time.Until(dl) - time.Microsecond)
+	}
+	return l.fakeEmbedder.Embed(ctx, req)
+}
+
+// roundTripStore is a fakeStore whose put takes a round trip's time, failing
+// when its context ends first, as a plugin call does.
+type roundTripStore struct{ *fakeStore }
+
+func (s roundTripStore) PutVectors(ctx context.Context, realm string, vecs []sdk.RecordVector) error {
+	time.Sleep(time.Millisecond)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.fakeStore.PutVectors(ctx, realm, vecs)
+}
+
+// TestVectorsMadeLateInAStepAreStored: vectors the embedder answered just
+// before the step's deadline were put under what was left of it, too
+// little for the put's round trip: the step failed ("put vectors: ...
+// deadline had passed before the call began", seen against a slow
+// endpoint) and the vectors were thrown away, to be made again. In a
+// bubble (testing/synctest), so the answer comes exactly that late.
+func TestVectorsMadeLateInAStepAreStored(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		records int
+	}{
+		{name: "one page", records: 3},
+		{name: "two pages", records: 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				emb, store := newEmbedder("m1"), newStore(tc.records)
+				emb.set(func(f *fakeEmbedder) { f.batch = 16 })
+				rs := roundTripStore{store}
+				eng, err := New([]Realm{{Name: "default", Embedder: lateEmbedder{emb}, Vectors: rs, Records: rs}},
+					Options{Batch: 7, CallTimeout: time.Second})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(t.Context())
+				done := make(chan struct{})
+				go func() { eng.Run(ctx); close(done) }()
+				for i := 0; store.withModel("m1") < tc.records; i++ {
+					if st := eng.Status()[0]; st.State == StateFailing || i == 100 {
+						t.Fatalf("%d of %d records embedded, state %s: %s", store.withModel("m1"), tc.records, st.State, st.LastError)
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+				cancel()
+				<-done
+			})
+		})
+	}
+}
+
 // TestAFailingRecordDoesNotStallTheRealm: a record the embedder fails on
 // every time (a 500 for a text over llama.cpp's batch, a NaN or a short
 // answer for it), while it embeds the others, held its realm's whole
