@@ -419,3 +419,29 @@ func TestMigrationOutlastsIdleTimeout(t *testing.T) {
 	openStoreWith(t, configJSON(schema, "statement_timeout", "100ms"))
 	openStoreWith(t, configJSON(schema, "statement_timeout", "100ms"))
 }
+
+// TestSchemaCheckOutlastsStatementTimeout: the schema check that opens a
+// store reads the catalog, which on a loaded server outlasts a short
+// statement_timeout; the check was cut and the store did not open.
+func TestSchemaCheckOutlastsStatementTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		slow func(context.Context, pgx.Tx) error
+	}{
+		{"a statement past the timeout", func(ctx context.Context, tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, "SELECT pg_sleep(0.3)")
+			return err
+		}},
+		{"an idle gap past the timeout", func(ctx context.Context, tx pgx.Tx) error {
+			time.Sleep(300 * time.Millisecond)
+			return nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkHook.Store(&tc.slow)
+			t.Cleanup(func() { checkHook.Store(nil) })
+			// openStoreWith fails the test when the store does not open.
+			openStoreWith(t, configJSON(schemaFor(t.Name()), "statement_timeout", "100ms", "replica", sqlOnly))
+		})
+	}
+}

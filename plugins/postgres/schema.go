@@ -478,6 +478,14 @@ func migrate(ctx context.Context, pool *pgdb, schema string, log *slog.Logger) e
 	return nil
 }
 
+// checkTimeout bounds each statement of a schema check, and its idling
+// between them.
+const checkTimeout = time.Minute
+
+// checkHook, when set, runs in a schema check's transaction before its
+// reads: tests make the check outlast a short statement_timeout there.
+var checkHook atomic.Pointer[func(context.Context, pgx.Tx) error]
+
 // errSchema marks a schema that lacks a table or column the provider
 // needs (renamed or dropped behind its back).
 var errSchema = errors.New("provider schema incomplete")
@@ -503,12 +511,24 @@ var requiredColumns = map[string][]string{
 // when schema lacks a table or column the provider needs: the version row
 // alone does not prove the tables are still there. The catalog is read
 // whatever the role's privileges (information_schema would hide tables).
+// Its statements and the gaps between them have checkTimeout, not the
+// configured statement_timeout, which is meant for requests: the catalog
+// read outlasts a short one on a loaded server, and the store then did
+// not open.
 func checkSchema(ctx context.Context, db *pgdb, schema string) error {
 	have := map[string]bool{}
 	var version int
 	var changesCache *int64
 	var changesSeq string
-	err := db.run(ctx, readOnly, func(q dbtx) error {
+	err := pgx.BeginTxFunc(ctx, db, readOnly, func(q pgx.Tx) error {
+		if _, err := q.Exec(ctx, fmt.Sprintf("SET LOCAL statement_timeout = %[1]d; SET LOCAL idle_in_transaction_session_timeout = %[1]d", checkTimeout.Milliseconds())); err != nil {
+			return err
+		}
+		if hook := checkHook.Load(); hook != nil {
+			if err := (*hook)(ctx, q); err != nil {
+				return err
+			}
+		}
 		rows, err := q.Query(ctx, `SELECT c.relname, a.attname FROM pg_catalog.pg_attribute a
 			JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
 			JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
