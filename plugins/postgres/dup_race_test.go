@@ -61,7 +61,17 @@ func TestDuplicateOfACopyForgottenMeanwhile(t *testing.T) {
 		_, err := b.Remember(ctx, realm, []sdk.Record{dup, later})
 		wrote <- err
 	}()
-	time.Sleep(500 * time.Millisecond) // the write waits on "held"
+	// The write waits on "held": the holder's backend blocks it.
+	for blocked := 0; blocked == 0; time.Sleep(10 * time.Millisecond) {
+		select {
+		case err := <-wrote:
+			t.Fatalf("the write ended (%v) before it waited on the held id", err)
+		default:
+		}
+		if err := a.pool.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))", conn.PgConn().PID()).Scan(&blocked); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := a.Forget(ctx, realm, orig); err != nil {
 		t.Fatal(err)
 	}
