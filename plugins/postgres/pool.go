@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -42,6 +43,22 @@ func newPGDB(pool *pgxpool.Pool, set settings) *pgdb {
 			pgx.Identifier{set.schema}.Sanitize(), set.statementTimeout.Milliseconds())
 	}
 	return d
+}
+
+// maintenanceTimeout is the least each statement, and each idle gap
+// between statements, of the work that serves no request may take: a
+// migration, the schema check, a replica's load. The configured
+// statement_timeout is meant for requests; on a loaded server a short one
+// ended this work between round trips, and the store did not open or the
+// replica never loaded. A host that froze mid-transaction still frees what
+// it held within the bound.
+const maintenanceTimeout = time.Minute
+
+// setTimeouts gives the rest of tx its statement and idle timeouts (0:
+// none).
+func setTimeouts(ctx context.Context, tx pgx.Tx, statement, idle time.Duration) error {
+	_, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL statement_timeout = %d; SET LOCAL idle_in_transaction_session_timeout = %d", statement.Milliseconds(), idle.Milliseconds()))
+	return err
 }
 
 // BeginTx begins a transaction, with the session settings under

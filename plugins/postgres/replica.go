@@ -46,6 +46,10 @@ import (
 // reads the records (tests make loads slow there).
 var loadHook atomic.Pointer[func()]
 
+// snapshotHook, when set, runs at the start of each catch-up's snapshot
+// (tests: a slow server).
+var snapshotHook atomic.Pointer[func()]
+
 // beatHook, when set, runs before each heartbeat, inside its deadline
 // (tests: a slow server).
 var beatHook atomic.Pointer[func(context.Context)]
@@ -126,7 +130,7 @@ func newReplica(db *pgdb, set settings, log *slog.Logger) *replica {
 		beatNow: make(chan struct{}, 1),
 	}
 	r.pin.Store(-1)
-	r.loadTimeout = max(set.statementTimeout, minLoadTimeout)
+	r.loadTimeout = max(set.statementTimeout, maintenanceTimeout)
 	return r
 }
 
@@ -656,6 +660,20 @@ func (r *replica) read(ctx context.Context, tx pgx.Tx) (step, error) {
 	var trimmed, top int64
 	var topAt, fromAt *time.Time
 	from := r.applied.Load()
+	r.mu.RLock()
+	loaded := r.ix != nil
+	r.mu.RUnlock()
+	if !loaded {
+		// A first load: the whole snapshot, its first read too, is the
+		// load's (on a loaded server that read outlasted a short
+		// statement_timeout, and the first load failed).
+		if err := r.loadSettings(ctx, tx); err != nil {
+			return st, err
+		}
+	}
+	if hook := snapshotHook.Load(); hook != nil {
+		(*hook)()
+	}
 	if err := tx.QueryRow(ctx, `SELECT h.trimmed, coalesce(c.seq, 0), c.at, (SELECT at FROM changes WHERE seq = $1)
 		FROM change_horizon AS h LEFT JOIN LATERAL (SELECT seq, at FROM changes ORDER BY seq DESC LIMIT 1) AS c ON true`, from).Scan(&trimmed, &top, &topAt, &fromAt); err != nil {
 		return st, err
@@ -667,9 +685,6 @@ func (r *replica) read(ctx context.Context, tx pgx.Tx) (step, error) {
 	// The log's head as this snapshot sees it (a notification may have
 	// been missed); the follower reading it needs no poke.
 	r.knowOf(st.to)
-	r.mu.RLock()
-	loaded := r.ix != nil
-	r.mu.RUnlock()
 	// The log went back when it ends before the replica's position, or
 	// its change there is not the one the replica applied (above the
 	// horizon, that change cannot have been trimmed): the database was
@@ -688,8 +703,10 @@ func (r *replica) read(ctx context.Context, tx pgx.Tx) (step, error) {
 		r.pin.Store(st.to)
 		r.loading.Store(true)
 		r.beat()
-		if err := r.loadSettings(ctx, tx); err != nil {
-			return st, err
+		if loaded {
+			if err := r.loadSettings(ctx, tx); err != nil {
+				return st, err
+			}
 		}
 		if hook := loadHook.Load(); hook != nil {
 			(*hook)()
@@ -888,19 +905,12 @@ func (r *replica) load(ctx context.Context, tx pgx.Tx, realm string) (*sdkindex.
 	}
 }
 
-// minLoadTimeout is the least time a load's statement may take, and its
-// snapshot idle between statements: a batch's statement lasts while the
-// replica indexes the rows it streams, and the snapshot idles while it
-// indexes the last of them, so a statement_timeout of a few hundred
-// milliseconds, meant for the server's work, ended every load of a
-// sizable realm and the replica never served. The snapshot is read-only
-// and holds no lock a writer waits for.
-const minLoadTimeout = time.Minute
-
-// loadSettings gives the rest of tx, a load's snapshot, loadTimeout.
+// loadSettings gives the rest of tx, a load's snapshot, loadTimeout: a
+// batch's statement lasts while the replica indexes the rows it streams,
+// and the snapshot idles while it indexes the last of them. The snapshot
+// is read-only and holds no lock a writer waits for.
 func (r *replica) loadSettings(ctx context.Context, tx pgx.Tx) error {
-	_, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL statement_timeout = %[1]d; SET LOCAL idle_in_transaction_session_timeout = %[1]d", r.loadTimeout.Milliseconds()))
-	return err
+	return setTimeouts(ctx, tx, r.loadTimeout, r.loadTimeout)
 }
 
 // docColumns are what readDocs scans, over records AS r (a statement

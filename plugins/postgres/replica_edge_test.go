@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -396,8 +397,13 @@ func TestReplicaLoadOutlastsStatementTimeout(t *testing.T) {
 	if _, err := a.Remember(ctx, realm, []sdk.Record{note("kept", "tide table")}); err != nil {
 		t.Fatal(err)
 	}
-	// A load's indexing outlasting the timeout, as a large realm's does.
+	// A load's indexing outlasting the timeout, as a large realm's does,
+	// and a slow server's first read of the snapshot.
 	slowLoads(t, 300*time.Millisecond)
+	var first sync.Once
+	slowRead := func() { first.Do(func() { time.Sleep(300 * time.Millisecond) }) }
+	snapshotHook.Store(&slowRead)
+	t.Cleanup(func() { snapshotHook.Store(nil) })
 	b := openStoreWith(t, configJSON(schema, "statement_timeout", "100ms", "replica", replicaCfg("10s")))
 	waitServing(t, b)
 	if n := b.replica.firstLoadFailures.Load(); n != 0 {

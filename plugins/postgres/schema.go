@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -356,10 +355,6 @@ var schemaVersion = len(migrations)
 // errReadOnlyServer refuses a server whose transactions are read-only.
 var errReadOnlyServer = errors.New("the server accepts read-only transactions only (a standby, or default_transaction_read_only is on); point the connection string at the primary")
 
-// migrateIdleTimeout is how long the server lets a migration's
-// transaction idle between statements.
-const migrateIdleTimeout = time.Minute
-
 // migrateHook, when set, runs inside a migration, after its lock is
 // taken: tests idle there as a loaded machine does.
 var migrateHook atomic.Pointer[func()]
@@ -381,12 +376,8 @@ func migrate(ctx context.Context, pool *pgdb, schema string, log *slog.Logger) e
 	}
 	defer tx.Rollback(ctx)
 	// Waiting for another host's migration may take longer than one
-	// statement may; Configure's context bounds the wait instead. The
-	// gaps between the migration's statements are this plugin's round
-	// trips, which a loaded machine stretches past a short configured
-	// timeout: the server ends an idle migration only after a minute,
-	// still freeing the lock a frozen host would hold.
-	if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL statement_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = %d", migrateIdleTimeout.Milliseconds())); err != nil {
+	// statement may; Configure's context bounds the wait instead.
+	if err := setTimeouts(ctx, tx, 0, maintenanceTimeout); err != nil {
 		return err
 	}
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, hashtext($2))", migrateLockKey, schema); err != nil {
@@ -478,10 +469,6 @@ func migrate(ctx context.Context, pool *pgdb, schema string, log *slog.Logger) e
 	return nil
 }
 
-// checkTimeout bounds each statement of a schema check, and its idling
-// between them.
-const checkTimeout = time.Minute
-
 // checkHook, when set, runs in a schema check's transaction before its
 // reads: tests make the check outlast a short statement_timeout there.
 var checkHook atomic.Pointer[func(context.Context, pgx.Tx) error]
@@ -511,17 +498,14 @@ var requiredColumns = map[string][]string{
 // when schema lacks a table or column the provider needs: the version row
 // alone does not prove the tables are still there. The catalog is read
 // whatever the role's privileges (information_schema would hide tables).
-// Its statements and the gaps between them have checkTimeout, not the
-// configured statement_timeout, which is meant for requests: the catalog
-// read outlasts a short one on a loaded server, and the store then did
-// not open.
+// It runs under maintenanceTimeout.
 func checkSchema(ctx context.Context, db *pgdb, schema string) error {
 	have := map[string]bool{}
 	var version int
 	var changesCache *int64
 	var changesSeq string
 	err := pgx.BeginTxFunc(ctx, db, readOnly, func(q pgx.Tx) error {
-		if _, err := q.Exec(ctx, fmt.Sprintf("SET LOCAL statement_timeout = %[1]d; SET LOCAL idle_in_transaction_session_timeout = %[1]d", checkTimeout.Milliseconds())); err != nil {
+		if err := setTimeouts(ctx, q, maintenanceTimeout, maintenanceTimeout); err != nil {
 			return err
 		}
 		if hook := checkHook.Load(); hook != nil {
