@@ -101,6 +101,14 @@ type Store struct {
 	// refresh: a read-only visit rewrites touched_at only when it is
 	// older than this, so reads keep a session alive at a small cost.
 	refresh time.Duration
+	// reads holds the time of each read-only visit the table's touched_at
+	// does not show yet (one within refresh of the last write). The merge
+	// writes them, and the realm bound and expiry merge first, so a
+	// session in use (every turn skipped, its budget spent) is never
+	// dropped as the least recently visited: its next turns would inject
+	// again what it already holds. A crash loses them, which only makes
+	// the order less exact.
+	reads map[coordinator.SessionKey]int64
 
 	// turn serializes visits (a token in a channel of one): the database
 	// has one connection, so writes are serial anyway, and one lock keeps
@@ -191,7 +199,7 @@ func Open(ctx context.Context, db *statedb.DB, opts Options) (*Store, error) {
 	s := &Store{
 		db: db, opts: opts, refresh: opts.TTL / 16, turn: make(chan struct{}, 1),
 		cache:  lru.New[coordinator.SessionKey, *entry](opts.CacheSize),
-		counts: map[string]int{}, ranked: map[string]int{}, pending: map[coordinator.SessionKey]*entry{},
+		counts: map[string]int{}, ranked: map[string]int{}, pending: map[coordinator.SessionKey]*entry{}, reads: map[coordinator.SessionKey]int64{},
 		pendingShares: queueshare.New(opts.MaxPending), journal: j, dirty: map[coordinator.SessionKey]dirtySession{},
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -248,7 +256,7 @@ func (s *Store) mergeLoop() {
 		if s.lock(ctx) == nil {
 			// Room may have come back with no visit to notice.
 			s.flushAll(ctx)
-			if len(s.dirty) > 0 || s.journal.broken {
+			if len(s.dirty) > 0 || len(s.reads) > 0 || s.journal.broken {
 				_ = s.merge(ctx) // a failure keeps the journal; the next pass retries
 			}
 			s.unlock()
@@ -281,8 +289,10 @@ func (s *Store) merge(ctx context.Context) error {
 		}
 		clear(s.dirty)
 	} else if !s.journal.broken {
+		s.writeReads(ctx)
 		return nil
 	}
+	s.writeReads(ctx)
 	// The table holds everything the journal did: a journal that cannot
 	// start over holds nothing a replay would apply (its epoch is merged).
 	// One deleted or replaced meanwhile is made again at its path.
@@ -382,6 +392,8 @@ func (s *Store) Update(ctx context.Context, key coordinator.SessionKey, fn func(
 			if err := s.touch(ctx, key, e, now); err != nil && !errors.Is(err, statedb.ErrStorageFull) {
 				return err
 			}
+		} else if e != nil {
+			s.read(key, now)
 		}
 		return nil
 	}
@@ -442,6 +454,44 @@ func (s *Store) flush(ctx context.Context) {
 		s.unpend(key)
 		s.cache.Add(key, saved)
 		s.forget(evicted)
+	}
+}
+
+// read notes a read-only visit of a stored session for the next merge
+// (see reads). Once as many wait as the cache holds it asks for a merge,
+// and notes no new session until then.
+func (s *Store) read(key coordinator.SessionKey, now time.Time) {
+	if _, ok := s.pending[key]; ok {
+		return // its write back carries the time (touch)
+	}
+	if _, ok := s.reads[key]; !ok && len(s.reads) >= s.opts.CacheSize {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+		return
+	}
+	s.reads[key] = now.UnixMilli()
+}
+
+// writeReads writes the times of the read-only visits noted since the
+// last merge (see reads), after the merge's states, which are older. It
+// is best effort: a failure (a full disk) keeps them for the next merge
+// and fails nothing, as a read must not.
+func (s *Store) writeReads(ctx context.Context) {
+	if len(s.reads) == 0 {
+		return
+	}
+	err := s.db.Tx(ctx, "note session reads", func(tx *sql.Tx) error {
+		for k, at := range s.reads {
+			if _, err := tx.ExecContext(ctx, touchSession, k.Realm, k.Identity, k.Session, at); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		clear(s.reads)
 	}
 }
 
@@ -517,6 +567,7 @@ func (s *Store) forget(keys []coordinator.SessionKey) {
 		}
 		s.cache.Remove(k)
 		delete(s.dirty, k)
+		delete(s.reads, k)
 		if n, ok := s.counts[k.Realm]; ok {
 			s.counts[k.Realm] = n - 1
 		}
@@ -588,6 +639,10 @@ func (s *Store) write(ctx context.Context, op string, key coordinator.SessionKey
 	_, err := s.db.Exec(ctx, op, upsertSession, key.Realm, key.Identity, key.Session, blob, e.touched.UnixMilli())
 	return err
 }
+
+// touchSession moves a stored session's touched_at forward to a read's
+// time; a row dropped meanwhile stays dropped.
+const touchSession = `UPDATE sessions SET touched_at = max(touched_at, ?4) WHERE realm = ?1 AND identity = ?2 AND session = ?3`
 
 const upsertSession = `INSERT INTO sessions (realm, identity, session, state, touched_at) VALUES (?, ?, ?, ?, ?)
 	ON CONFLICT (realm, identity, session) DO UPDATE SET state = excluded.state, touched_at = excluded.touched_at`
