@@ -21,6 +21,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -59,6 +60,8 @@ type DB struct {
 	pool   pool
 	schema string
 	prefix string // the quoted schema and a dot
+	// closed ends the work left behind by visits (Sessions' noted reads).
+	closed atomic.Bool
 }
 
 // Open connects to dsn and migrates the schema. Errors never repeat dsn,
@@ -193,7 +196,10 @@ func (db *DB) q(sql string) string {
 var tableRE = regexp.MustCompile(`\b(console_sessions|realm_settings|sessions|compaction_state|compaction_holds|host_key|proposals|turn_trace)\b`)
 
 // Close closes the pool.
-func (db *DB) Close() { db.pool.Close() }
+func (db *DB) Close() {
+	db.closed.Store(true)
+	db.pool.Close()
+}
 
 // migrations are the schema steps; append, never edit.
 var migrations = []string{

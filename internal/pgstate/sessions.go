@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/memhost/memhost/coordinator"
 )
 
@@ -37,7 +38,28 @@ type Sessions struct {
 
 	mu     sync.Mutex
 	counts map[string]*realmCount // by realm; see bound
+	// reads holds the read-only visits whose time touched_at does not
+	// show yet (see noteRead); flushing: a write of them is due.
+	reads    map[coordinator.SessionKey]time.Time
+	flushing bool
 }
+
+// A read-only visit (a turn of a session whose budget is spent, or whose
+// records were all shown) rewrites touched_at only once it is older than
+// refresh, so reads cost no write per turn. The realm bound drops the
+// least recently visited sessions by touched_at, and would drop a session
+// in use while an older one sat idle: its budget and its record of what
+// it showed would start over, and its next turns show it all again. So a
+// read-only visit is noted in memory and written within readFlushDelay,
+// and a host writes its own noted visits before its bound evicts. Another
+// host's visits of the last readFlushDelay may not count yet; a crash
+// loses this host's, which only makes the order less exact.
+const (
+	readFlushDelay = time.Second
+	// maxNotedReads bounds the visits noted between writes; one beyond is
+	// not noted (its session is ordered by its last write).
+	maxNotedReads = 1 << 16
+)
 
 // realmCount is this host's view of a realm's sessions: the last count it
 // took, plus the new sessions it wrote since.
@@ -53,7 +75,7 @@ func NewSessions(db *DB, opts SessionOptions) *Sessions {
 	if opts.PerRealm <= 0 {
 		opts.PerRealm = DefaultPerRealm
 	}
-	return &Sessions{db: db, opts: opts, refresh: opts.TTL / 16, counts: map[string]*realmCount{}}
+	return &Sessions{db: db, opts: opts, refresh: opts.TTL / 16, counts: map[string]*realmCount{}, reads: map[coordinator.SessionKey]time.Time{}}
 }
 
 // record is the stored form of a SessionState (the local store's JSON):
@@ -106,6 +128,9 @@ func (s *Sessions) Update(ctx context.Context, key coordinator.SessionKey, fn fu
 	if !fn(&st) {
 		if found && stale {
 			return s.touch(ctx, key)
+		}
+		if found {
+			s.noteRead(key)
 		}
 		return nil
 	}
@@ -233,6 +258,9 @@ func (s *Sessions) bound(ctx context.Context, tx pgx.Tx, key coordinator.Session
 		s.counted(key.Realm, n)
 		return nil
 	}
+	if err := s.writeReads(ctx, tx); err != nil {
+		return err
+	}
 	excess += coordinator.EvictionSlack(s.opts.PerRealm)
 	// One pass in the order above: evicting the identity with the most
 	// sessions, again and again, takes each identity's sessions from the
@@ -291,6 +319,78 @@ func (s *Sessions) touch(ctx context.Context, key coordinator.SessionKey) error 
 	if _, err := s.db.pool.Exec(ctx, s.db.q(`UPDATE sessions SET touched_at = now() WHERE realm = $1 AND identity = $2 AND session = $3`),
 		key.Realm, key.Identity, key.Session); err != nil {
 		return fmt.Errorf("touch session: %w", classify(err))
+	}
+	return nil
+}
+
+// noteRead notes a read-only visit of key now, and has it written within
+// readFlushDelay (see reads).
+func (s *Sessions) noteRead(key coordinator.SessionKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.reads[key]; !ok && len(s.reads) >= maxNotedReads {
+		return
+	}
+	s.reads[key] = time.Now()
+	if !s.flushing {
+		s.flushing = true
+		time.AfterFunc(readFlushDelay, s.flushReads)
+	}
+}
+
+// flushReads writes the noted visits, and has the ones noted meanwhile
+// (or kept by a failure) written a delay later.
+func (s *Sessions) flushReads() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = s.writeReads(ctx, s.db.pool) // a failure keeps them for the next
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.reads) == 0 || s.db.closed.Load() {
+		clear(s.reads)
+		s.flushing = false
+		return
+	}
+	time.AfterFunc(readFlushDelay, s.flushReads)
+}
+
+// writeReads moves each noted visit's session's touched_at forward to the
+// visit, timed by the database's clock less the visit's age (hosts'
+// clocks may disagree). Rows another transaction holds are left as they
+// are: they are being visited. On failure the visits stay noted.
+func (s *Sessions) writeReads(ctx context.Context, q interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}) error {
+	s.mu.Lock()
+	noted := s.reads
+	s.reads = map[coordinator.SessionKey]time.Time{}
+	s.mu.Unlock()
+	if len(noted) == 0 {
+		return nil
+	}
+	var realms, identities, sessions []string
+	var ages []int64
+	for k, at := range noted {
+		realms, identities, sessions = append(realms, k.Realm), append(identities, k.Identity), append(sessions, k.Session)
+		ages = append(ages, time.Since(at).Microseconds())
+	}
+	_, err := q.Exec(ctx, s.db.q(`WITH visits AS (
+			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) AS v(realm, identity, session, age)),
+		visited AS (
+			SELECT t.realm, t.identity, t.session, clock_timestamp() - v.age * interval '1 microsecond' AS at FROM sessions t
+			JOIN visits v ON t.realm = v.realm AND t.identity = v.identity AND t.session = v.session
+			FOR UPDATE OF t SKIP LOCKED)
+		UPDATE sessions t SET touched_at = greatest(t.touched_at, d.at) FROM visited d
+		WHERE t.realm = d.realm AND t.identity = d.identity AND t.session = d.session`), realms, identities, sessions, ages)
+	if err != nil {
+		s.mu.Lock()
+		for k, at := range noted {
+			if cur, ok := s.reads[k]; !ok || cur.Before(at) {
+				s.reads[k] = at
+			}
+		}
+		s.mu.Unlock()
+		return fmt.Errorf("note session visits: %w", classify(err))
 	}
 	return nil
 }

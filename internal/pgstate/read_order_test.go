@@ -1,0 +1,115 @@
+package pgstate
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/memhost/memhost/coordinator"
+)
+
+// TestReadsCountAsVisitsForTheBound: a visit that only reads (a turn of a
+// session whose budget is spent, or whose records were all shown) is a
+// visit, so the realm bound must not drop that session as the least
+// recently visited while an older one sits idle: its budget and dedup set
+// would start over, and its next turns would inject again what it holds.
+func TestReadsCountAsVisitsForTheBound(t *testing.T) {
+	tests := []struct {
+		name   string
+		bound  int
+		visits []string // identity/session; a "?" prefix is a read-only visit
+		gone   []string
+		kept   []string
+	}{
+		{name: "a read session outlives an idle older one", bound: 3,
+			visits: []string{"a/1", "a/2", "a/3", "?a/1", "a/4"}, gone: []string{"a/2"}, kept: []string{"a/1", "a/3", "a/4"}},
+		{name: "reads of every session order them", bound: 3,
+			visits: []string{"a/1", "a/2", "a/3", "?a/2", "?a/1", "?a/3", "a/4"}, gone: []string{"a/2"}, kept: []string{"a/1", "a/3", "a/4"}},
+		{name: "a read session outlives another identity's tie", bound: 4,
+			visits: []string{"a/1", "a/2", "b/1", "b/2", "?a/1", "c/1"}, gone: []string{"a/2"}, kept: []string{"a/1", "b/1", "b/2", "c/1"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewSessions(open(t, 1)[0], SessionOptions{PerRealm: tc.bound})
+			for _, v := range tc.visits {
+				if v[0] == '?' {
+					if err := s.Update(context.Background(), idKey(v[1:]), func(*coordinator.SessionState) bool { return false }); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				visitInject(t, s, idKey(v), 1)
+			}
+			var gone, kept []string
+			for _, v := range append(slices.Clone(tc.gone), tc.kept...) {
+				if st := stateOf(t, s, idKey(v)); st.IsZero() {
+					gone = append(gone, v)
+				} else {
+					kept = append(kept, v)
+				}
+			}
+			if !slices.Equal(gone, tc.gone) || len(kept) != len(tc.kept) {
+				t.Fatalf("gone %v, kept %v; want gone %v, kept %v", gone, kept, tc.gone, tc.kept)
+			}
+		})
+	}
+}
+
+// TestReadsOnAnotherHostCountForTheBound: a host writes the read-only
+// visits it noted within readFlushDelay, so another host's bound sees them.
+func TestReadsOnAnotherHostCountForTheBound(t *testing.T) {
+	dbs := open(t, 2)
+	reader := NewSessions(dbs[0], SessionOptions{PerRealm: 3})
+	writer := NewSessions(dbs[1], SessionOptions{PerRealm: 3})
+	for _, v := range []string{"a/1", "a/2", "a/3"} {
+		visitInject(t, writer, idKey(v), 1)
+	}
+	if err := reader.Update(context.Background(), idKey("a/1"), func(*coordinator.SessionState) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	touched := func(session string) (at time.Time) {
+		t.Helper()
+		if err := dbs[0].pool.QueryRow(context.Background(), dbs[0].q(`SELECT touched_at FROM sessions WHERE realm = 'r' AND identity = 'a' AND session = $1`), session).Scan(&at); err != nil {
+			t.Fatal(err)
+		}
+		return at
+	}
+	for deadline := time.Now().Add(time.Minute); !touched("1").After(touched("3")); {
+		if time.Now().After(deadline) {
+			t.Fatal("the read of a/1 was not written within a minute")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	visitInject(t, writer, idKey("a/4"), 1)
+	for v, want := range map[string]bool{"a/1": true, "a/2": false, "a/3": true, "a/4": true} {
+		st := stateOf(t, writer, idKey(v))
+		if kept := !st.IsZero(); kept != want {
+			t.Errorf("%s kept = %v, want %v", v, kept, want)
+		}
+	}
+}
+
+// TestNotedReadsEndWithTheDatabase: visits noted just before the host
+// closes its database are dropped, not retried every second for ever on
+// a closed pool.
+func TestNotedReadsEndWithTheDatabase(t *testing.T) {
+	db := open(t, 1)[0]
+	s := NewSessions(db, SessionOptions{})
+	visitInject(t, s, idKey("a/1"), 1)
+	if err := s.Update(context.Background(), idKey("a/1"), func(*coordinator.SessionState) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		s.mu.Lock()
+		done := !s.flushing
+		s.mu.Unlock()
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the noted reads were still being written a minute after the database closed")
+		}
+	}
+}
