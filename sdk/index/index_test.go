@@ -38,16 +38,17 @@ func (r *reference) fields(d *refDoc, at map[refPlace][]*refDoc) ([][]string, []
 		return d.Fields, ftsWeights
 	}
 	var ctx []string
-	part := func(k refPlace) []*refDoc {
-		docs := slices.SortedFunc(slices.Values(at[k]), func(a, b *refDoc) int { return strings.Compare(a.ID, b.ID) })
-		return docs[:min(len(docs), MaxPlaceDocs)]
+	part := func(k refPlace) []*refDoc { // at's lists are in order of id
+		return at[k][:min(len(at[k]), MaxPlaceDocs)]
 	}
 	self := refPlace{d.Realm, d.Scope, d.Thread, d.ThreadSeq}
 	if d.Thread != "" && slices.Contains(part(self), d) {
 		for _, s := range Neighbours(d.ThreadSeq) {
 			for _, o := range part(refPlace{d.Realm, d.Scope, d.Thread, s}) {
 				if o.ID != d.ID {
-					ctx = slices.Concat(append([][]string{ctx}, o.Fields...)...)
+					for _, f := range o.Fields {
+						ctx = append(ctx, f...)
+					}
 				}
 			}
 		}
@@ -75,7 +76,7 @@ type refPlace struct {
 	seq                  int64
 }
 
-// places maps every place to its active documents.
+// places maps every place to its active documents, in order of id.
 func (r *reference) places() map[refPlace][]*refDoc {
 	at := map[refPlace][]*refDoc{}
 	for _, d := range r.docs {
@@ -83,6 +84,9 @@ func (r *reference) places() map[refPlace][]*refDoc {
 			k := refPlace{d.Realm, d.Scope, d.Thread, d.ThreadSeq}
 			at[k] = append(at[k], d)
 		}
+	}
+	for _, docs := range at {
+		slices.SortFunc(docs, func(a, b *refDoc) int { return strings.Compare(a.ID, b.ID) })
 	}
 	return at
 }
@@ -97,12 +101,22 @@ func (r *reference) search(q Query) []Hit {
 	var n, tokens int64
 	df := make([]int64, len(q.Terms))
 	at := r.places()
+	// The fields of the documents counted, read again to score those of
+	// the query's realm.
+	type docFields struct {
+		fields  [][]string
+		weights []float64
+	}
+	counted := map[*refDoc]docFields{}
 	for _, d := range r.docs {
 		if !d.active || (r.stats == StatsRealm && d.Realm != q.Realm) {
 			continue
 		}
 		n++
-		fields, _ := r.fields(d, at)
+		fields, weights := r.fields(d, at)
+		if d.Realm == q.Realm {
+			counted[d] = docFields{fields, weights}
+		}
 		tokens += int64(r.length(fields))
 		for i, t := range q.Terms {
 			if slices.ContainsFunc(fields, func(f []string) bool { return slices.Contains(f, t) }) {
@@ -120,7 +134,7 @@ func (r *reference) search(q Query) []Hit {
 			continue
 		}
 		freq := make([]float64, len(q.Terms))
-		fields, weights := r.fields(d, at)
+		fields, weights := counted[d].fields, counted[d].weights // every active document of the realm is counted
 		dl := r.length(fields)
 		for fi, f := range fields {
 			for i, t := range q.Terms {
