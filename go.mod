@@ -28,7 +28,7 @@ require (
 	github.com/zclconf/go-cty v1.20.0
 	go.etcd.io/bbolt v1.4.0
 	go.mau.fi/util v0.11.0
-	golang.org/x/sync v0.25.0
+	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/term v0.47.0
 	golang.org/x/text v0.44.0
 )

@@ -62,12 +62,28 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 		// context is the connection's, which only the client ends.
 		wait, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
 		defer cancel()
-		if err := s.bodies.Acquire(wait, n); err != nil {
+		holder := bodyHolder(r)
+		if err := s.bodies.Acquire(wait, holder, n); err != nil {
 			return nil, fmt.Errorf("a request body of %d bytes waited for other large request bodies being served: %w", n, sdk.ErrUnavailable)
 		}
-		context.AfterFunc(r.Context(), func() { s.bodies.Release(n) })
+		context.AfterFunc(r.Context(), func() { s.bodies.Release(holder, n) })
 	}
 	return data, nil
+}
+
+type bodyHolderKey struct{}
+
+// withBodyHolder answers r naming c's token as the holder of its body at
+// the large bodies' gate, whose fairness it keys.
+func withBodyHolder(r *http.Request, c caller) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), bodyHolderKey{}, c.name()))
+}
+
+// bodyHolder answers the token withBodyHolder named for r ("" for none,
+// or a server without tokens).
+func bodyHolder(r *http.Request) string {
+	name, _ := r.Context().Value(bodyHolderKey{}).(string)
+	return name
 }
 
 // largeBody is the size from which a request body counts against the

@@ -28,7 +28,7 @@ import (
 	"github.com/memhost/memhost/internal/proposal"
 	"github.com/memhost/memhost/internal/redact"
 	"github.com/memhost/memhost/sdk"
-	"golang.org/x/sync/semaphore"
+	"github.com/memhost/memhost/sdk/fairgate"
 )
 
 // DefaultMaxBodyBytes bounds a request body when the config sets none: a
@@ -143,7 +143,7 @@ type Server struct {
 	readiness readiness
 	// bodies holds the bytes of the large bodies being decoded and
 	// served (readBody).
-	bodies *semaphore.Weighted
+	bodies *fairgate.Gate
 }
 
 // New builds the server and its routes.
@@ -174,7 +174,7 @@ func New(opts Options) *Server {
 			opts.Tokens[i].MaxInFlight = DefaultMaxInFlight
 		}
 	}
-	s := &Server{opts: opts, inFlight: make([]atomic.Int64, len(opts.Tokens)), bodies: semaphore.NewWeighted(largeBodiesHeld * opts.MaxBodyBytes), cursors: newCursorSeal(opts.HostKey)}
+	s := &Server{opts: opts, inFlight: make([]atomic.Int64, len(opts.Tokens)), bodies: fairgate.New(largeBodiesHeld * opts.MaxBodyBytes), cursors: newCursorSeal(opts.HostKey)}
 	for _, t := range opts.Tokens {
 		s.digests = append(s.digests, sha256.Sum256([]byte(t.Secret)))
 	}
@@ -389,6 +389,7 @@ func (s *Server) routeWithin(mux *http.ServeMux, pattern string, timeout time.Du
 				return err
 			}
 			defer release()
+			r := withBodyHolder(r, c)
 			if err := checkQuery(pattern, r.URL.RawQuery); err != nil {
 				return err
 			}
@@ -523,6 +524,9 @@ func (s *Server) mountMCP(mux *http.ServeMux, h http.Handler) {
 			err = contentCoding(r)
 		}
 		if err == nil && r.Method == http.MethodPost {
+			// strictMCPBody puts back the body it read on the request it
+			// is given: the one served below.
+			r = withBodyHolder(r, c)
 			var calls int
 			calls, err = s.strictMCPBody(rec, r)
 			// The SDK runs a batch's calls at once: each counts against
