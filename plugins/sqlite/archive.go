@@ -18,7 +18,7 @@ var _ sdk.Archiver = (*Store)(nil)
 func (s *Store) Export(ctx context.Context, realm, after string, limit int) (sdk.ExportPage, error) {
 	var page sdk.ExportPage
 	err := s.use(func(db *database) error {
-		return db.readRecords(ctx, `r.realm = ? AND r.id > ? ORDER BY r.id LIMIT ?`, []any{realm, after, limit + 1},
+		return db.readRecords(ctx, realm, `r.realm = ? AND r.id > ? ORDER BY r.id LIMIT ?`, []any{realm, after, limit + 1},
 			func(r *sdk.Record, _ int64) { page.Records = append(page.Records, *r) })
 	})
 	if err != nil {

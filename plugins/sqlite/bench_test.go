@@ -330,7 +330,7 @@ func BenchmarkHitRead(b *testing.B) {
 		}
 		list, _ := json.Marshal(seqs)
 		n := 0
-		err := s.db.readRecords(ctx, `r.seq IN (SELECT value FROM json_each(?))`, []any{string(list)},
+		err := s.db.readRecords(ctx, "bench", `r.seq IN (SELECT value FROM json_each(?))`, []any{string(list)},
 			func(*sdk.Record, int64) { n++ })
 		if err != nil || n == 0 {
 			b.Fatalf("read %d hits: %v", n, err)

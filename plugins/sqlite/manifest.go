@@ -56,6 +56,14 @@ func (d *database) manifest(ctx context.Context, q sdk.ManifestQuery, now time.T
 }
 
 func (d *database) fullManifest(ctx context.Context, q sdk.ManifestQuery, now time.Time) ([]sdk.ManifestRow, error) {
+	// Admitted as every other read is: straight from the pool, a realm's
+	// flood of full manifests took the connections from other realms'
+	// recalls, which database/sql hands to a random waiter.
+	release, err := d.acquireRead(ctx, q.Realm)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	return d.listRows(ctx, d.r, `SELECT `+manifestColumns+` FROM `+recordsWithUsage+`
 		WHERE `+manifestFilter+` AND (?3 IS NULL OR r.scope IN (SELECT value FROM json_each(?3)))
 		ORDER BY r.updated_ms DESC, r.seq DESC`, now, q.Realm, now.UnixMilli(), jsonScopes(q.Scopes))
@@ -66,7 +74,7 @@ func (d *database) fullManifest(ctx context.Context, q sdk.ManifestQuery, now ti
 // indexes, so only about 2k rows per scope are read however many the
 // scopes hold; one snapshot serves both parts.
 func (d *database) workingSet(ctx context.Context, q sdk.ManifestQuery, k int, now time.Time) ([]sdk.ManifestRow, error) {
-	release, err := d.acquireRead(ctx)
+	release, err := d.acquireRead(ctx, q.Realm)
 	if err != nil {
 		return nil, err
 	}

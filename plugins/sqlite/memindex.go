@@ -537,7 +537,7 @@ func (d *database) recallFromIndex(ctx context.Context, q sdk.RecallQuery, terms
 	}
 	list, _ := json.Marshal(seqs) // []uint64 always marshals
 	bySeq := make(map[uint64]sdk.Record, len(found))
-	err = d.readRecords(ctx, `r.seq IN (SELECT value FROM json_each(?))`, []any{string(list)},
+	err = d.readRecords(ctx, q.Realm, `r.seq IN (SELECT value FROM json_each(?))`, []any{string(list)},
 		func(r *sdk.Record, seq int64) { bySeq[uint64(seq)] = *r })
 	if err != nil {
 		return nil, fmt.Errorf("read hits: %w", err)

@@ -16,6 +16,7 @@ import (
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/fairgate"
 	"github.com/memhost/memhost/sdk/filelock"
 	memindex "github.com/memhost/memhost/sdk/index"
 )
@@ -83,8 +84,8 @@ type database struct {
 	// w has one connection, so writes are serialized in Go rather than by
 	// SQLite's busy waits; r serves reads concurrently.
 	w, r *sql.DB
-	// slots admits reads to r in arrival order (see acquireRead).
-	slots chan struct{}
+	// slots admits reads to r, one slot a connection (see acquireRead).
+	slots *fairgate.Gate
 	opts  options
 	log   *slog.Logger
 	maint *maintainer
@@ -166,7 +167,7 @@ func openDatabase(ctx context.Context, path string, opts options, log *slog.Logg
 	if err != nil {
 		return nil, err
 	}
-	d := &database{path: abs, lock: lock, opts: opts, log: log, slots: make(chan struct{}, readers), reindexing: make(chan struct{}, 1)}
+	d := &database{path: abs, lock: lock, opts: opts, log: log, slots: fairgate.New(int64(readers)), reindexing: make(chan struct{}, 1)}
 	d.applied = sync.NewCond(&d.applyMu)
 	if err := d.open(ctx); err != nil {
 		d.close()
@@ -558,18 +559,17 @@ func storageError(err error) error {
 	return sdk.StorageError(err)
 }
 
-// acquireRead waits for one of the read connections, first come first
-// served, and answers the func that gives it back. database/sql hands a
+// acquireRead waits for one of the read connections for a read of realm,
+// first come first served within the realm and, across realms, the realm
+// holding the fewest first (fairgate), and answers the func that gives
+// it back. database/sql hands a
 // freed connection to a random waiter, so under load (32 concurrent
 // recalls for 4 connections) an unlucky recall lost the draw again and
 // again and missed the host's 500 ms recall deadline while its neighbours
-// took 20 ms; blocked channel senders queue in order, so this bounds the
-// wait by the queue ahead of it.
-func (d *database) acquireRead(ctx context.Context) (func(), error) {
-	select {
-	case d.slots <- struct{}{}:
-		return func() { <-d.slots }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
+// took 20 ms; the slots' queue bounds the wait by the reads ahead of it.
+func (d *database) acquireRead(ctx context.Context, realm string) (func(), error) {
+	if err := d.slots.Acquire(ctx, realm, 1); err != nil {
+		return nil, err
 	}
+	return func() { d.slots.Release(realm, 1) }, nil
 }

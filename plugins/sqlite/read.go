@@ -79,8 +79,8 @@ func fromMillis(ms int64) time.Time {
 // readRecords reads the records the WHERE clause where picks (over
 // records AS r; it may go on to ORDER BY and LIMIT), on a read connection
 // admitted as recall is, and hands each to add with its row key.
-func (d *database) readRecords(ctx context.Context, where string, args []any, add func(r *sdk.Record, seq int64)) error {
-	release, err := d.acquireRead(ctx)
+func (d *database) readRecords(ctx context.Context, realm, where string, args []any, add func(r *sdk.Record, seq int64)) error {
+	release, err := d.acquireRead(ctx, realm)
 	if err != nil {
 		return err
 	}
@@ -119,7 +119,7 @@ func (d *database) get(ctx context.Context, realm string, ids []string) ([]sdk.R
 	}
 	idList, _ := json.Marshal(ids) // []string always marshals
 	byID := make(map[string]sdk.Record, len(ids))
-	err := d.readRecords(ctx, `r.realm = ? AND r.id IN (SELECT value FROM json_each(?))`, []any{realm, string(idList)},
+	err := d.readRecords(ctx, realm, `r.realm = ? AND r.id IN (SELECT value FROM json_each(?))`, []any{realm, string(idList)},
 		func(r *sdk.Record, _ int64) { byID[r.ID] = *r })
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: get: %w", err)

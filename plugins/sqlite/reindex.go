@@ -47,7 +47,7 @@ func (d *database) reindex(ctx context.Context, realm string, progress func(done
 	}
 	// The rebuild reads on one of the read connections, admitted as recall
 	// is, so recall keeps the other.
-	release, err := d.acquireRead(ctx)
+	release, err := d.acquireRead(ctx, realm)
 	if err != nil {
 		return 0, err
 	}
