@@ -11,9 +11,14 @@ import (
 
 // Acquire takes an exclusive, non-blocking flock on path (created with
 // perm if missing) and writes this process's id into it. A lock held by
-// another open of the file is refused with ErrHeld.
+// another open of the file is refused with ErrHeld. A symbolic link at
+// path is refused, never followed: the id written would replace whatever
+// file the link leads to.
 func Acquire(path string, perm os.FileMode) (*Lock, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, perm)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, perm)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, errors.New("the lock file is a symbolic link, which is never followed: remove the link")
+	}
 	if err != nil {
 		return nil, err
 	}
