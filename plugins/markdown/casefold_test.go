@@ -103,6 +103,45 @@ func TestFoldsCaseProbe(t *testing.T) {
 	}
 }
 
+// TestFoldsCaseProbeFollowsNoLink: from an outside review. The probe was
+// opened with O_TRUNC through whatever stood at its name, so a symbolic
+// link there emptied the file it led to, outside the root, at every start.
+func TestFoldsCaseProbeFollowsNoLink(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		content string // of the link's target; "" for a link to nothing
+	}{
+		{"a link to a file", "precious\n"},
+		{"a dangling link", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			victim := filepath.Join(t.TempDir(), "victim")
+			if c.content != "" {
+				if err := os.WriteFile(victim, []byte(c.content), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Symlink(victim, filepath.Join(root, caseProbeName)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := foldsCase(root); err != nil {
+				t.Fatal(err)
+			}
+			got, err := os.ReadFile(victim)
+			switch {
+			case c.content == "" && !errors.Is(err, os.ErrNotExist):
+				t.Fatalf("the link's target was created: %q, %v", got, err)
+			case c.content != "" && string(got) != c.content:
+				t.Fatalf("the link's target now holds %q, want %q", got, c.content)
+			}
+			if _, err := os.Lstat(filepath.Join(root, caseProbeName)); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("the probe is left behind: %v", err)
+			}
+		})
+	}
+}
+
 // TestCaseFoldingRootForgetsRemovedDirectories: from an outside review. The
 // names a write checks against were listed once and kept: a directory
 // removed since (an operator wiping a realm or an identity by hand) still

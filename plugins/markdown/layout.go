@@ -133,7 +133,13 @@ func ensureDir(root, rel string) error {
 // differ only in case as one.
 func foldsCase(root string) (bool, error) {
 	probe := filepath.Join(root, caseProbeName)
-	f, err := os.OpenFile(probe, os.O_RDWR|os.O_CREATE|os.O_TRUNC, filePerm)
+	// A probe left behind by a crash, or a link put in its place, goes
+	// first: the probe is made new (O_EXCL), never opened through a link,
+	// which would truncate the file it leads to.
+	if err := os.Remove(probe); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("markdown: remove %s: %w", probe, err)
+	}
+	f, err := os.OpenFile(probe, os.O_RDWR|os.O_CREATE|os.O_EXCL, filePerm)
 	if err != nil {
 		return false, fmt.Errorf("markdown: create %s: %w", probe, err)
 	}
