@@ -166,7 +166,16 @@ func (s *store) appendVectors(realm string, entries []vecEntry) error {
 	if err := s.ensureDir(vectorsDir); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, filePerm)
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		// A link put in the file's place since it was read: never
+		// written through (the frames would land in the file it leads
+		// to); set aside, and the realm's vectors start a new file.
+		if err := s.setAsideVectors(path, errVectorsLink); err != nil {
+			return err
+		}
+		*vf = vecFile{}
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|openNoFollow, filePerm)
 	if err != nil {
 		return err
 	}
@@ -230,10 +239,17 @@ func (s *store) setAsideVectors(path string, why error) error {
 // errBadVectors marks a vector file this package did not write.
 var errBadVectors = errors.New("not a vector file")
 
+// errVectorsLink is a symbolic link where a vector file belongs: never
+// followed, read or written, but set aside as a damaged file is.
+var errVectorsLink = fmt.Errorf("%w: a symbolic link, which is never followed", errBadVectors)
+
 // readVectors reads a realm's vector file: the last entry of each id, in
 // no order, and the extent of its whole frames. A missing file is empty;
 // reading stops at the first torn or corrupt frame.
 func readVectors(path string) (map[string]vecEntry, vecFile, error) {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, vecFile{}, fmt.Errorf("%s: %w", path, errVectorsLink)
+	}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[string]vecEntry{}, vecFile{}, nil

@@ -236,3 +236,58 @@ func TestVectorFrameLengthCannotWrap(t *testing.T) {
 		t.Fatal("a frame of 2^62+1 components in 4 bytes decoded")
 	}
 }
+
+// TestVectorFileLinkIsNotFollowed: from an outside review. The realm's
+// vector file was opened through a symbolic link at its name, so a link
+// planted while the plugin ran had the file it led to, outside the root,
+// truncated and overwritten with frames, and a dangling one had its
+// target created.
+func TestVectorFileLinkIsNotFollowed(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		content string // of the link's target; "" for a link to nothing
+		before  bool   // planted before the first vector is stored
+	}{
+		{"a link to a file planted while open", "precious\n", false},
+		{"a dangling link planted while open", "", false},
+		{"a link to a file before the first vector", "precious\n", true},
+		{"a dangling link before the first vector", "", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tp := newTestProvider(t, modes[1])
+			ids := tp.remember(t, sdk.DefaultRealm, rec(alice, "Walrus", "tusks"), rec(alice, "Otter", "river"))
+			vecPath := tp.st.vectorsPath(sdk.DefaultRealm)
+			victim := filepath.Join(t.TempDir(), "victim")
+			if c.content != "" {
+				if err := os.WriteFile(victim, []byte(c.content), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !c.before {
+				tp.putVectors(t, sdk.RecordVector{ID: ids[0], Model: "m", Vector: []float32{1, 0, 0}})
+				if err := os.Remove(vecPath); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := os.MkdirAll(filepath.Dir(vecPath), dirPerm); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(victim, vecPath); err != nil {
+				t.Fatal(err)
+			}
+			tp.putVectors(t, sdk.RecordVector{ID: ids[1], Model: "m", Vector: []float32{0, 1, 0}})
+			got, err := os.ReadFile(victim)
+			switch {
+			case c.content == "" && !errors.Is(err, os.ErrNotExist):
+				t.Fatalf("the link's target was created: %q, %v", got, err)
+			case c.content != "" && string(got) != c.content:
+				t.Fatalf("the link's target now holds %q, want %q", got, c.content)
+			}
+			if fi, err := os.Lstat(vecPath); err != nil || !fi.Mode().IsRegular() {
+				t.Fatalf("the realm's vectors are not in a plain file of their own: %v, %v", fi, err)
+			}
+			if got := tp.vectorIDs(t, []float32{0, 1, 0}); len(got) == 0 || got[0] != ids[1] {
+				t.Fatalf("vector recall = %v, want %s first", got, ids[1])
+			}
+		})
+	}
+}
