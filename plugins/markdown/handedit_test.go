@@ -494,3 +494,49 @@ func TestRewritesKeepAFreshHandEdit(t *testing.T) {
 		})
 	}
 }
+
+// TestUnreadableFileComesBack: from an outside review. A record file that
+// could not be read (permission denied) was cached as a bad file by its
+// stamp; restoring access (chmod) keeps the stamp, so the record stayed
+// out of recall and reads until its content changed or the plugin
+// restarted.
+func TestUnreadableFileComesBack(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			tp := newTestProvider(t, m)
+			id := tp.remember(t, sdk.DefaultRealm, rec(alice, "lighthouse", "keeper"))[0]
+			p := tp.path(sdk.DefaultRealm, alice, id)
+			open := openRecordFile
+			openRecordFile = func(path string) (*os.File, error) {
+				if path == p {
+					return nil, &os.PathError{Op: "open", Path: path, Err: os.ErrPermission}
+				}
+				return open(path)
+			}
+			// A new mtime, as an edit under the denied access would give.
+			later := time.Now().Add(-time.Hour)
+			if err := os.Chtimes(p, later, later); err != nil {
+				openRecordFile = open
+				t.Fatal(err)
+			}
+			tp.settle(m)
+			hits := tp.recall(t, sdk.RecallQuery{Query: "lighthouse"})
+			openRecordFile = open
+			if len(hits) != 0 {
+				t.Fatalf("an unreadable file is recalled: %v", hitIDs(hits))
+			}
+			// Access restored; nothing else about the file changes. A
+			// sweep, as the watcher's safety sweep or a poll runs, finds it.
+			tp.clock.Advance(tp.opts.safety)
+			tp.st.sweepMu.Lock()
+			tp.st.sweep()
+			tp.st.sweepMu.Unlock()
+			if got := hitIDs(tp.recall(t, sdk.RecallQuery{Query: "lighthouse"})); !slices.Equal(got, []string{id}) {
+				t.Fatalf("recall once the file is readable again = %v, want %s", got, id)
+			}
+			if n := countLines(tp.logs.String(), "cannot be read"); n != 1 {
+				t.Fatalf("%d warnings of an unreadable file, want 1:\n%s", n, tp.logs.String())
+			}
+		})
+	}
+}

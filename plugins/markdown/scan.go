@@ -217,6 +217,10 @@ type change struct {
 	rec    sdk.Record
 	fields [][]string // recordFields(&rec)
 	err    error      // the file is not a valid record
+	// unread says err is a failure to read the file (permission denied,
+	// an I/O error), not a fault of its content: restoring access leaves
+	// the stamp as it was, so the file is not cached as bad.
+	unread bool
 	// was is the record of the file in an index being rebuilt (reindex),
 	// whose place among equal scores it keeps (fileSeq).
 	was *doc
@@ -349,20 +353,20 @@ func (s *store) load(c *change) {
 	if fi, err := os.Lstat(p); err == nil {
 		c.stamp = stampOf(fi) // so an unreadable file is known by its stamp
 	}
-	f, err := os.OpenFile(p, os.O_RDONLY|openNoFollow, 0)
+	f, err := openRecordFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		c.gone = true
 		return
 	}
 	if err != nil {
-		c.err = err
+		c.err, c.unread = err, true
 		return
 	}
 	defer f.Close()
 	s.loads.Add(1)
 	fi, err := f.Stat()
 	if err != nil {
-		c.err = err
+		c.err, c.unread = err, true
 		return
 	}
 	c.stamp = stampOf(fi)
@@ -376,7 +380,7 @@ func (s *store) load(c *change) {
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
 	if err != nil {
-		c.err = err
+		c.err, c.unread = err, true
 		return
 	}
 	if len(data) > maxFileBytes {
@@ -398,6 +402,12 @@ func (s *store) load(c *change) {
 	}
 	c.rec = rec
 	c.fields = recordFields(&c.rec)
+}
+
+// openRecordFile opens a record file for reading, never through a link
+// swapped in after the file was listed. A variable so tests can fail it.
+var openRecordFile = func(p string) (*os.File, error) {
+	return os.OpenFile(p, os.O_RDONLY|openNoFollow, 0)
 }
 
 // adoptFileRecord checks a parsed file against its place on disk and
@@ -613,6 +623,16 @@ func (s *store) applyChanges(realms map[string]*realmIndex, bad map[string]fileS
 			cur.stamp = c.stamp
 			cur.racy = now.Sub(time.Unix(0, c.stamp.mtime)) < racyWindow
 			changed = true // the snapshot holds stamps
+		case c.err != nil && c.unread:
+			// Read again at every look: access restored by chmod or
+			// chown keeps the stamp, so a cached verdict would hide the
+			// record until its content changed or the plugin restarted.
+			if cur != nil {
+				ri.remove(cur.rec.ID)
+				changed = true
+			}
+			delete(bad, rel)
+			s.warnOnce(rel, c.stamp, "skipping record file that cannot be read", c.err)
 		case c.err != nil:
 			if cur != nil {
 				ri.remove(cur.rec.ID)
