@@ -2,10 +2,13 @@ package pgstate
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/memhost/memhost/coordinator"
 )
 
@@ -111,5 +114,56 @@ func TestNotedReadsEndWithTheDatabase(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the noted reads were still being written a minute after the database closed")
 		}
+	}
+}
+
+// failingExec fails every statement, after running during each the
+// visits a host notes meanwhile.
+type failingExec struct{ during func() }
+
+func (f failingExec) Exec(context.Context, string, ...any) (pgconn.CommandTag, error) {
+	f.during()
+	return pgconn.CommandTag{}, errors.New("the server is gone")
+}
+
+// TestNotedReadsStayBoundedWhenWritesFail: visits noted while a write of
+// the earlier ones fails are not more than maxNotedReads once the failed
+// ones are noted again, however many writes fail.
+func TestNotedReadsStayBoundedWhenWritesFail(t *testing.T) {
+	tests := []struct {
+		name     string
+		before   int // distinct sessions noted before each write
+		during   int // distinct new sessions noted while it runs
+		failures int
+	}{
+		{name: "a full set and a full set meanwhile", before: maxNotedReads, during: maxNotedReads, failures: 1},
+		{name: "failures one after another", before: maxNotedReads, during: maxNotedReads, failures: 3},
+		{name: "a few meanwhile", before: maxNotedReads - 10, during: 100, failures: 2},
+		{name: "room for both", before: 10, during: 10, failures: 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewSessions(&DB{}, SessionOptions{})
+			s.flushing = true // no timer: the test writes
+			next := 0
+			note := func(n int) {
+				for range n {
+					s.noteRead(coordinator.SessionKey{Realm: "r", Identity: "a", Session: strconv.Itoa(next)})
+					next++
+				}
+			}
+			note(tc.before)
+			for range tc.failures {
+				if err := s.writeReads(context.Background(), failingExec{during: func() { note(tc.during) }}); err == nil {
+					t.Fatal("the failed write reported no error")
+				}
+				s.mu.Lock()
+				n := len(s.reads)
+				s.mu.Unlock()
+				if want := min(next, maxNotedReads); n != want {
+					t.Fatalf("%d visits noted after a failed write, want %d", n, want)
+				}
+			}
+		})
 	}
 }

@@ -56,8 +56,9 @@ type Sessions struct {
 // loses this host's, which only makes the order less exact.
 const (
 	readFlushDelay = time.Second
-	// maxNotedReads bounds the visits noted between writes; one beyond is
-	// not noted (its session is ordered by its last write).
+	// maxNotedReads bounds the visits noted between writes, those a
+	// failed write keeps included; one beyond is not noted (its session is
+	// ordered by its last write).
 	maxNotedReads = 1 << 16
 )
 
@@ -385,7 +386,11 @@ func (s *Sessions) writeReads(ctx context.Context, q interface {
 	if err != nil {
 		s.mu.Lock()
 		for k, at := range noted {
-			if cur, ok := s.reads[k]; !ok || cur.Before(at) {
+			cur, ok := s.reads[k]
+			if !ok && len(s.reads) >= maxNotedReads {
+				continue // the bound holds: those noted meanwhile are newer
+			}
+			if !ok || cur.Before(at) {
 				s.reads[k] = at
 			}
 		}
