@@ -57,3 +57,49 @@ func TestReadsCountAsVisitsForTheBound(t *testing.T) {
 		})
 	}
 }
+
+// TestReadsCountAsVisitsForTheTTL: a session read since its last write is
+// idle from that read, as Expire and the table count it, whether the
+// visit after finds it in the cache or in the file: the cache kept the
+// write's time, so a session read an hour after its write and visited a
+// day after the write (23 hours idle) started over with a fresh budget,
+// while a session out of the cache kept its state.
+func TestReadsCountAsVisitsForTheTTL(t *testing.T) {
+	const ttl = 24 * time.Hour // refresh: 90 minutes
+	tests := []struct {
+		name       string
+		cacheSize  int
+		readAfter  time.Duration // the read, after the write
+		visitAfter time.Duration // the visit, after the write
+		kept       bool
+	}{
+		{name: "cached, idle less than the TTL since the read", cacheSize: 8, readAfter: time.Hour, visitAfter: ttl + time.Minute, kept: true},
+		{name: "from the file, idle less than the TTL since the read", cacheSize: 1, readAfter: time.Hour, visitAfter: ttl + time.Minute, kept: true},
+		{name: "cached, idle the TTL since the read", cacheSize: 8, readAfter: time.Hour, visitAfter: time.Hour + ttl, kept: false},
+		{name: "from the file, idle the TTL since the read", cacheSize: 1, readAfter: time.Hour, visitAfter: time.Hour + ttl, kept: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newClock()
+			s, _ := openStore(t, t.TempDir(), Options{TTL: ttl, CacheSize: tc.cacheSize, Now: clk.now})
+			if err := s.Update(ctx, idKey("a/1"), inject(10, "x")); err != nil {
+				t.Fatal(err)
+			}
+			clk.advance(tc.readAfter)
+			if st := get(t, s, idKey("a/1")); st.InjectedBytes != 10 {
+				t.Fatalf("the read found %d bytes, want 10", st.InjectedBytes)
+			}
+			if tc.cacheSize == 1 {
+				// Another session takes the cache's one place; the
+				// merge puts the read in the file first.
+				if err := s.Update(ctx, idKey("b/1"), inject(1, "y")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			clk.advance(tc.visitAfter - tc.readAfter)
+			if kept := get(t, s, idKey("a/1")).InjectedBytes == 10; kept != tc.kept {
+				t.Fatalf("state kept = %v, want %v", kept, tc.kept)
+			}
+		})
+	}
+}

@@ -393,7 +393,7 @@ func (s *Store) Update(ctx context.Context, key coordinator.SessionKey, fn func(
 				return err
 			}
 		} else if e != nil {
-			s.read(key, now)
+			s.read(key, e, now)
 		}
 		return nil
 	}
@@ -457,10 +457,11 @@ func (s *Store) flush(ctx context.Context) {
 	}
 }
 
-// read notes a read-only visit of a stored session for the next merge
-// (see reads). Once as many wait as the cache holds it asks for a merge,
-// and notes no new session until then.
-func (s *Store) read(key coordinator.SessionKey, now time.Time) {
+// read notes a read-only visit of e, a stored session, for the next merge
+// (see reads), and gives e its time: the next visit's idle clock runs
+// from it, as Expire's does once it is merged. Once as many wait as the
+// cache holds it asks for a merge, and notes no new session until then.
+func (s *Store) read(key coordinator.SessionKey, e *entry, now time.Time) {
 	if _, ok := s.pending[key]; ok {
 		return // its write back carries the time (touch)
 	}
@@ -472,6 +473,9 @@ func (s *Store) read(key coordinator.SessionKey, now time.Time) {
 		return
 	}
 	s.reads[key] = now.UnixMilli()
+	if now.After(e.touched) {
+		e.touched = now
+	}
 }
 
 // writeReads writes the times of the read-only visits noted since the
@@ -551,6 +555,9 @@ func (s *Store) load(ctx context.Context, key coordinator.SessionKey) (*entry, e
 	st, err := decodeState(blob)
 	if err != nil {
 		return nil, err
+	}
+	if at, ok := s.reads[key]; ok && at > touched {
+		touched = at // a read the merge has not written yet
 	}
 	e := &entry{state: st, touched: time.UnixMilli(touched)}
 	s.cache.Add(key, e)
