@@ -167,3 +167,54 @@ func TestNotedReadsStayBoundedWhenWritesFail(t *testing.T) {
 		})
 	}
 }
+
+// TestNotedReadsKeepTheirOrder: the visits a write of noted reads carries
+// are timed in the order they happened, however long the write takes: the
+// database's clock was read at each row, so a session visited earlier
+// whose row came later was timed later (a write of 65,536 took seconds,
+// and its times spread over them), and the realm bound then dropped the
+// wrong session.
+func TestNotedReadsKeepTheirOrder(t *testing.T) {
+	for _, n := range []int{100, 2000} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			db := open(t, 1)[0]
+			ctx := context.Background()
+			if _, err := db.pool.Exec(ctx, db.q(`INSERT INTO sessions (realm, identity, session, state, touched_at)
+				SELECT 'r', 'a', g::text, '{"bytes":0,"sweep":null}', now() - interval '1 hour' FROM generate_series(0, $1 - 1) g`), n); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.pool.Exec(ctx, db.q(`ANALYZE sessions`)); err != nil {
+				t.Fatal(err)
+			}
+			s := NewSessions(db, SessionOptions{})
+			s.flushing = true // no timer: the test writes
+			for i := range n {
+				s.noteRead(coordinator.SessionKey{Realm: "r", Identity: "a", Session: strconv.Itoa(i)})
+			}
+			if err := s.writeReads(ctx, db.pool); err != nil {
+				t.Fatal(err)
+			}
+			rows, err := db.pool.Query(ctx, db.q(`SELECT session FROM sessions WHERE realm = 'r' ORDER BY touched_at, session::int`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var order []int
+			for rows.Next() {
+				var session string
+				if err := rows.Scan(&session); err != nil {
+					t.Fatal(err)
+				}
+				i, _ := strconv.Atoi(session)
+				order = append(order, i)
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range order {
+				if v != i {
+					t.Fatalf("by touched_at, visit %d of %d is of session %d, want session %d", i, n, v, i)
+				}
+			}
+		})
+	}
+}

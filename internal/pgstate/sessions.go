@@ -357,7 +357,9 @@ func (s *Sessions) flushReads() {
 
 // writeReads moves each noted visit's session's touched_at forward to the
 // visit, timed by the database's clock less the visit's age (hosts'
-// clocks may disagree). Rows another transaction holds are left as they
+// clocks may disagree): the statement's start, one instant for every row,
+// since a write of many rows lasts seconds and a clock read per row would
+// time the rows written last later than visits that came after them. Rows another transaction holds are left as they
 // are: they are being visited. On failure the visits stay noted.
 func (s *Sessions) writeReads(ctx context.Context, q interface {
 	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
@@ -371,14 +373,15 @@ func (s *Sessions) writeReads(ctx context.Context, q interface {
 	}
 	var realms, identities, sessions []string
 	var ages []int64
+	now := time.Now() // one instant for every age, as the statement's start
 	for k, at := range noted {
 		realms, identities, sessions = append(realms, k.Realm), append(identities, k.Identity), append(sessions, k.Session)
-		ages = append(ages, time.Since(at).Microseconds())
+		ages = append(ages, now.Sub(at).Microseconds())
 	}
 	_, err := q.Exec(ctx, s.db.q(`WITH visits AS (
 			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) AS v(realm, identity, session, age)),
 		visited AS (
-			SELECT t.realm, t.identity, t.session, clock_timestamp() - v.age * interval '1 microsecond' AS at FROM sessions t
+			SELECT t.realm, t.identity, t.session, statement_timestamp() - v.age * interval '1 microsecond' AS at FROM sessions t
 			JOIN visits v ON t.realm = v.realm AND t.identity = v.identity AND t.session = v.session
 			FOR UPDATE OF t SKIP LOCKED)
 		UPDATE sessions t SET touched_at = greatest(t.touched_at, d.at) FROM visited d
