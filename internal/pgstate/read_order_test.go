@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/memhost/memhost/coordinator"
+	"github.com/memhost/memhost/internal/pgtest"
 )
 
 // TestReadsCountAsVisitsForTheBound: a visit that only reads (a turn of a
@@ -154,7 +155,7 @@ func TestNotedReadsStayBoundedWhenWritesFail(t *testing.T) {
 			}
 			note(tc.before)
 			for range tc.failures {
-				if err := s.writeReads(context.Background(), failingExec{during: func() { note(tc.during) }}); err == nil {
+				if err := s.writeReads(context.Background(), failingExec{during: func() { note(tc.during) }}, ""); err == nil {
 					t.Fatal("the failed write reported no error")
 				}
 				s.mu.Lock()
@@ -191,7 +192,7 @@ func TestNotedReadsKeepTheirOrder(t *testing.T) {
 			for i := range n {
 				s.noteRead(coordinator.SessionKey{Realm: "r", Identity: "a", Session: strconv.Itoa(i)})
 			}
-			if err := s.writeReads(ctx, db.pool); err != nil {
+			if err := s.writeReads(ctx, db.pool, ""); err != nil {
 				t.Fatal(err)
 			}
 			rows, err := db.pool.Query(ctx, db.q(`SELECT session FROM sessions WHERE realm = 'r' ORDER BY touched_at, session::int`))
@@ -214,6 +215,60 @@ func TestNotedReadsKeepTheirOrder(t *testing.T) {
 				if v != i {
 					t.Fatalf("by touched_at, visit %d of %d is of session %d, want session %d", i, n, v, i)
 				}
+			}
+		})
+	}
+}
+
+// TestATurnDoesNotWriteOtherRealmsVisits: the turn whose new session
+// takes its realm past the bound writes, before it evicts, the visits
+// noted in that realm, not every realm's: it wrote them all (up to
+// 65,536, seconds of work) in its own transaction, so a host busy
+// elsewhere failed the turn past statement_timeout.
+func TestATurnDoesNotWriteOtherRealmsVisits(t *testing.T) {
+	tests := []struct {
+		name  string
+		other int // sessions of another realm read since their last write
+	}{
+		{name: "none", other: 0},
+		{name: "many", other: 30000},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			dsn := pgtest.Shared(t).NewDatabase(t)
+			setup, err := Open(ctx, dsn, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer setup.Close()
+			if _, err := setup.pool.Exec(ctx, setup.q(`INSERT INTO sessions (realm, identity, session, state, touched_at)
+				SELECT 'other', 'a', g::text, '{"bytes":0,"sweep":null}', now() FROM generate_series(1, $1) g`), tc.other); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := setup.pool.Exec(ctx, setup.q(`ANALYZE sessions`)); err != nil {
+				t.Fatal(err)
+			}
+			db, err := Open(ctx, dsn, Options{StatementTimeout: 250 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			s := NewSessions(db, SessionOptions{PerRealm: 1})
+			s.flushing = true // no timer: the turn alone writes
+			for i := range tc.other {
+				s.noteRead(coordinator.SessionKey{Realm: "other", Identity: "a", Session: strconv.Itoa(i + 1)})
+			}
+			visitInject(t, s, idKey("a/1"), 1)
+			visitInject(t, s, idKey("a/2"), 1) // past the bound: evicts a/1
+			if st := stateOf(t, s, idKey("a/1")); !st.IsZero() {
+				t.Error("a/1 was kept past the bound")
+			}
+			s.mu.Lock()
+			noted := len(s.reads)
+			s.mu.Unlock()
+			if noted != tc.other {
+				t.Errorf("%d visits noted after the turn, want %d (another realm's, for the next write)", noted, tc.other)
 			}
 		})
 	}

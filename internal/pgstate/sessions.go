@@ -51,7 +51,8 @@ type Sessions struct {
 // in use while an older one sat idle: its budget and its record of what
 // it showed would start over, and its next turns show it all again. So a
 // read-only visit is noted in memory and written within readFlushDelay,
-// and a host writes its own noted visits before its bound evicts. Another
+// and a host writes its own noted visits of a realm before its bound
+// evicts there (best effort: they must not fail the turn). Another
 // host's visits of the last readFlushDelay may not count yet; a crash
 // loses this host's, which only makes the order less exact.
 const (
@@ -259,9 +260,10 @@ func (s *Sessions) bound(ctx context.Context, tx pgx.Tx, key coordinator.Session
 		s.counted(key.Realm, n)
 		return nil
 	}
-	if err := s.writeReads(ctx, tx); err != nil {
-		return err
-	}
+	// This realm's noted visits first, so none of its sessions in use is
+	// taken for idle; in a savepoint, since they only order the victims:
+	// a failure keeps them noted and does not fail the turn.
+	_ = pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error { return s.writeReads(ctx, sp, key.Realm) })
 	excess += coordinator.EvictionSlack(s.opts.PerRealm)
 	// One pass in the order above: evicting the identity with the most
 	// sessions, again and again, takes each identity's sessions from the
@@ -344,7 +346,7 @@ func (s *Sessions) noteRead(key coordinator.SessionKey) {
 func (s *Sessions) flushReads() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_ = s.writeReads(ctx, s.db.pool) // a failure keeps them for the next
+	_ = s.writeReads(ctx, s.db.pool, "") // a failure keeps them for the next
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.reads) == 0 || s.db.closed.Load() {
@@ -360,13 +362,24 @@ func (s *Sessions) flushReads() {
 // clocks may disagree): the statement's start, one instant for every row,
 // since a write of many rows lasts seconds and a clock read per row would
 // time the rows written last later than visits that came after them. Rows another transaction holds are left as they
-// are: they are being visited. On failure the visits stay noted.
+// are: they are being visited. On failure the visits stay noted. A realm
+// other than "" writes that realm's visits alone.
 func (s *Sessions) writeReads(ctx context.Context, q interface {
 	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
-}) error {
+}, realm string) error {
 	s.mu.Lock()
 	noted := s.reads
-	s.reads = map[coordinator.SessionKey]time.Time{}
+	if realm == "" {
+		s.reads = map[coordinator.SessionKey]time.Time{}
+	} else {
+		noted = map[coordinator.SessionKey]time.Time{}
+		for k, at := range s.reads {
+			if k.Realm == realm {
+				noted[k] = at
+				delete(s.reads, k)
+			}
+		}
+	}
 	s.mu.Unlock()
 	if len(noted) == 0 {
 		return nil
