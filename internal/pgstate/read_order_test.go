@@ -155,7 +155,7 @@ func TestNotedReadsStayBoundedWhenWritesFail(t *testing.T) {
 			}
 			note(tc.before)
 			for range tc.failures {
-				if err := s.writeReads(context.Background(), failingExec{during: func() { note(tc.during) }}, ""); err == nil {
+				if err := s.writeReads(context.Background(), failingExec{during: func() { note(tc.during) }}, dbClock{}, ""); err == nil {
 					t.Fatal("the failed write reported no error")
 				}
 				s.mu.Lock()
@@ -192,9 +192,7 @@ func TestNotedReadsKeepTheirOrder(t *testing.T) {
 			for i := range n {
 				s.noteRead(coordinator.SessionKey{Realm: "r", Identity: "a", Session: strconv.Itoa(i)})
 			}
-			if err := s.writeReads(ctx, db.pool, ""); err != nil {
-				t.Fatal(err)
-			}
+			s.flushReads()
 			rows, err := db.pool.Query(ctx, db.q(`SELECT session FROM sessions WHERE realm = 'r' ORDER BY touched_at, session::int`))
 			if err != nil {
 				t.Fatal(err)
@@ -269,6 +267,49 @@ func TestATurnDoesNotWriteOtherRealmsVisits(t *testing.T) {
 			s.mu.Unlock()
 			if noted != tc.other {
 				t.Errorf("%d visits noted after the turn, want %d (another realm's, for the next write)", noted, tc.other)
+			}
+		})
+	}
+}
+
+// TestManyNotedReadsAreWritten: a host's noted visits are all written,
+// however many: one statement wrote them all, and past statement_timeout
+// (5 s by default; 65,536 visits took 3.4 s on an idle machine here) it
+// failed, every second, with no visit ever written.
+func TestManyNotedReadsAreWritten(t *testing.T) {
+	for _, n := range []int{10, 60000} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			ctx := context.Background()
+			dsn := pgtest.Shared(t).NewDatabase(t)
+			setup, err := Open(ctx, dsn, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer setup.Close()
+			if _, err := setup.pool.Exec(ctx, setup.q(`INSERT INTO sessions (realm, identity, session, state, touched_at)
+				SELECT 'r', 'a', g::text, '{"bytes":0,"sweep":null}', now() - interval '1 hour' FROM generate_series(1, $1) g`), n); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := setup.pool.Exec(ctx, setup.q(`ANALYZE sessions`)); err != nil {
+				t.Fatal(err)
+			}
+			db, err := Open(ctx, dsn, Options{StatementTimeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			s := NewSessions(db, SessionOptions{})
+			s.flushing = true // no timer: the test writes
+			for i := range n {
+				s.noteRead(coordinator.SessionKey{Realm: "r", Identity: "a", Session: strconv.Itoa(i + 1)})
+			}
+			s.flushReads()
+			var old int
+			if err := setup.pool.QueryRow(ctx, setup.q(`SELECT count(*) FROM sessions WHERE touched_at < now() - interval '30 minutes'`)).Scan(&old); err != nil {
+				t.Fatal(err)
+			}
+			if old != 0 {
+				t.Errorf("%d of %d visits not written", old, n)
 			}
 		})
 	}

@@ -61,6 +61,8 @@ const (
 	// failed write keeps included; one beyond is not noted (its session is
 	// ordered by its last write).
 	maxNotedReads = 1 << 16
+	// readWriteBatch bounds the visits one statement of flushReads writes.
+	readWriteBatch = 1024
 )
 
 // realmCount is this host's view of a realm's sessions: the last count it
@@ -263,7 +265,13 @@ func (s *Sessions) bound(ctx context.Context, tx pgx.Tx, key coordinator.Session
 	// This realm's noted visits first, so none of its sessions in use is
 	// taken for idle; in a savepoint, since they only order the victims:
 	// a failure keeps them noted and does not fail the turn.
-	_ = pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error { return s.writeReads(ctx, sp, key.Realm) })
+	_ = pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
+		ref, err := clockOf(ctx, sp)
+		if err != nil {
+			return err
+		}
+		return s.writeReads(ctx, sp, ref, key.Realm)
+	})
 	excess += coordinator.EvictionSlack(s.opts.PerRealm)
 	// One pass in the order above: evicting the identity with the most
 	// sessions, again and again, takes each identity's sessions from the
@@ -344,9 +352,24 @@ func (s *Sessions) noteRead(key coordinator.SessionKey) {
 // flushReads writes the noted visits, and has the ones noted meanwhile
 // (or kept by a failure) written a delay later.
 func (s *Sessions) flushReads() {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_ = s.writeReads(ctx, s.db.pool, "") // a failure keeps them for the next
+	// One reading of the database's clock times every statement's rows;
+	// each statement has a bound of its own. Visits noted meanwhile wait
+	// for the next flush once the set as it was is written.
+	ref, err := s.clock(s.db.pool)
+	for range maxNotedReads/readWriteBatch + 1 {
+		if err != nil {
+			break
+		}
+		s.mu.Lock()
+		left := len(s.reads)
+		s.mu.Unlock()
+		if left == 0 {
+			break
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = s.writeReads(ctx, s.db.pool, ref, "") // a failure keeps them for the next
+		cancel()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.reads) == 0 || s.db.closed.Load() {
@@ -359,25 +382,27 @@ func (s *Sessions) flushReads() {
 
 // writeReads moves each noted visit's session's touched_at forward to the
 // visit, timed by the database's clock less the visit's age (hosts'
-// clocks may disagree): the statement's start, one instant for every row,
+// clocks may disagree): ref, one reading for every row and statement,
 // since a write of many rows lasts seconds and a clock read per row would
-// time the rows written last later than visits that came after them. Rows another transaction holds are left as they
-// are: they are being visited. On failure the visits stay noted. A realm
-// other than "" writes that realm's visits alone.
+// time the rows written last later than visits that came after them.
+// Rows another transaction holds are left as they are: they are being
+// visited. On failure the visits stay noted. A realm
+// other than "" writes that realm's visits alone; "" writes at most
+// readWriteBatch of any realm's, so one statement stays well within
+// statement_timeout (each row costs about 50 µs: 65,536 took seconds, and
+// past the timeout a full set of noted visits was never written).
 func (s *Sessions) writeReads(ctx context.Context, q interface {
 	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
-}, realm string) error {
+}, ref dbClock, realm string) error {
 	s.mu.Lock()
-	noted := s.reads
-	if realm == "" {
-		s.reads = map[coordinator.SessionKey]time.Time{}
-	} else {
-		noted = map[coordinator.SessionKey]time.Time{}
-		for k, at := range s.reads {
-			if k.Realm == realm {
-				noted[k] = at
-				delete(s.reads, k)
-			}
+	noted := map[coordinator.SessionKey]time.Time{}
+	for k, at := range s.reads {
+		if realm == "" && len(noted) == readWriteBatch {
+			break
+		}
+		if realm == "" || k.Realm == realm {
+			noted[k] = at
+			delete(s.reads, k)
 		}
 	}
 	s.mu.Unlock()
@@ -386,19 +411,18 @@ func (s *Sessions) writeReads(ctx context.Context, q interface {
 	}
 	var realms, identities, sessions []string
 	var ages []int64
-	now := time.Now() // one instant for every age, as the statement's start
 	for k, at := range noted {
 		realms, identities, sessions = append(realms, k.Realm), append(identities, k.Identity), append(sessions, k.Session)
-		ages = append(ages, now.Sub(at).Microseconds())
+		ages = append(ages, ref.host.Sub(at).Microseconds())
 	}
 	_, err := q.Exec(ctx, s.db.q(`WITH visits AS (
 			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) AS v(realm, identity, session, age)),
 		visited AS (
-			SELECT t.realm, t.identity, t.session, statement_timestamp() - v.age * interval '1 microsecond' AS at FROM sessions t
+			SELECT t.realm, t.identity, t.session, $5::timestamptz - v.age * interval '1 microsecond' AS at FROM sessions t
 			JOIN visits v ON t.realm = v.realm AND t.identity = v.identity AND t.session = v.session
 			FOR UPDATE OF t SKIP LOCKED)
 		UPDATE sessions t SET touched_at = greatest(t.touched_at, d.at) FROM visited d
-		WHERE t.realm = d.realm AND t.identity = d.identity AND t.session = d.session`), realms, identities, sessions, ages)
+		WHERE t.realm = d.realm AND t.identity = d.identity AND t.session = d.session`), realms, identities, sessions, ages, ref.db)
 	if err != nil {
 		s.mu.Lock()
 		for k, at := range noted {
@@ -414,6 +438,31 @@ func (s *Sessions) writeReads(ctx context.Context, q interface {
 		return fmt.Errorf("note session visits: %w", classify(err))
 	}
 	return nil
+}
+
+// dbClock is one reading of the database's clock (db), and the host's
+// clock (host) as the reading was asked for: a visit is timed late by the
+// request's trip rather than early by the answer's, so a visit noted
+// after a write is not timed before it.
+type dbClock struct{ db, host time.Time }
+
+// clock reads the database's clock on q.
+func (s *Sessions) clock(q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) (dbClock, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return clockOf(ctx, q)
+}
+
+func clockOf(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) (dbClock, error) {
+	c := dbClock{host: time.Now()}
+	if err := q.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&c.db); err != nil {
+		return c, fmt.Errorf("note session visits: %w", classify(err))
+	}
+	return c, nil
 }
 
 // Expire drops every session idle longer than the TTL and answers how many
