@@ -91,7 +91,15 @@ func openSessionStores(ctx context.Context, cfg *config.Config, state *statedb.D
 	s := pgstate.NewSessions(db, pgstate.SessionOptions{TTL: cfg.Sessions.IdleTTL, PerRealm: cfg.Sessions.MaxPerRealm})
 	return &sessionStores{differ: differ,
 		sessions: s, compaction: pgstate.NewCompaction(db), expire: s.Expire, ready: db.CheckSchema,
-		proposals: pgstate.NewProposals(db), traces: pgstate.NewTraces(db), console: pgstate.NewConsoleSessions(db), close: func() error { db.Close(); return nil },
+		proposals: pgstate.NewProposals(db), traces: pgstate.NewTraces(db), console: pgstate.NewConsoleSessions(db), close: func() error {
+			// The last second's read-only visits, so the realm bound
+			// still counts them (a crash loses them).
+			wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			err := s.WriteVisits(wctx)
+			db.Close()
+			return err
+		},
 	}, nil
 }
 

@@ -314,3 +314,28 @@ func TestManyNotedReadsAreWritten(t *testing.T) {
 		})
 	}
 }
+
+// TestVisitsAreWrittenBeforeTheDatabaseCloses: a host that stops writes
+// the visits it noted, as the local store does at its last merge; they
+// were dropped with the database.
+func TestVisitsAreWrittenBeforeTheDatabaseCloses(t *testing.T) {
+	dbs := open(t, 2)
+	s := NewSessions(dbs[0], SessionOptions{})
+	for _, v := range []string{"a/1", "a/2"} {
+		visitInject(t, s, idKey(v), 1)
+	}
+	if err := s.Update(context.Background(), idKey("a/1"), func(*coordinator.SessionState) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WriteVisits(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	dbs[0].Close()
+	var first string
+	if err := dbs[1].pool.QueryRow(context.Background(), dbs[1].q(`SELECT session FROM sessions WHERE realm = 'r' AND identity = 'a' ORDER BY touched_at DESC LIMIT 1`)).Scan(&first); err != nil {
+		t.Fatal(err)
+	}
+	if first != "1" {
+		t.Fatalf("the latest visited session is a/%s; want a/1, read after a/2 was written", first)
+	}
+}

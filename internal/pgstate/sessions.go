@@ -380,6 +380,23 @@ func (s *Sessions) flushReads() {
 	time.AfterFunc(readFlushDelay, s.flushReads)
 }
 
+// WriteVisits writes the visits noted and not yet written, within ctx:
+// a host that stops calls it before it closes the database, which drops
+// what is still noted.
+func (s *Sessions) WriteVisits(ctx context.Context) error {
+	ref, err := clockOf(ctx, s.db.pool)
+	for err == nil {
+		s.mu.Lock()
+		left := len(s.reads)
+		s.mu.Unlock()
+		if left == 0 {
+			return nil
+		}
+		err = s.writeReads(ctx, s.db.pool, ref, "")
+	}
+	return err
+}
+
 // writeReads moves each noted visit's session's touched_at forward to the
 // visit, timed by the database's clock less the visit's age (hosts'
 // clocks may disagree): ref, one reading for every row and statement,
