@@ -33,6 +33,10 @@ func (s *Store) Reindex(ctx context.Context, realm string, progress func(done, t
 // began, in commit order.
 type reindexTap struct{ ops []indexOp }
 
+// reindexReader keys a reindex's read at the read slots (acquireRead):
+// no realm is named so (a realm name has no spaces).
+const reindexReader = "reindex "
+
 // progressGap spaces the progress reports of a rebuild.
 const progressGap = 100 * time.Millisecond
 
@@ -46,8 +50,11 @@ func (d *database) reindex(ctx context.Context, realm string, progress func(done
 		return 0, ctx.Err()
 	}
 	// The rebuild reads on one of the read connections, admitted as recall
-	// is, so recall keeps the other.
-	release, err := d.acquireRead(ctx, realm)
+	// is, so recall keeps the other. It holds it for the whole rebuild, so
+	// it waits and holds as no realm's: counted as the realm's, the realm
+	// would hold a connection all along, and its recalls would wait for
+	// every read of a realm holding fewer.
+	release, err := d.acquireRead(ctx, reindexReader)
 	if err != nil {
 		return 0, err
 	}
