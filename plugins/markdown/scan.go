@@ -407,7 +407,7 @@ func (s *store) load(c *change) {
 // openRecordFile opens a record file for reading, never through a link
 // swapped in after the file was listed. A variable so tests can fail it.
 var openRecordFile = func(p string) (*os.File, error) {
-	return os.OpenFile(p, os.O_RDONLY|openNoFollow, 0)
+	return os.OpenFile(p, os.O_RDONLY|openNoFollow|openNoWait, 0)
 }
 
 // adoptFileRecord checks a parsed file against its place on disk and

@@ -4,7 +4,10 @@ package markdown
 
 import "io/fs"
 
-const openNoFollow = 0
+const (
+	openNoFollow = 0
+	openNoWait   = 0
+)
 
 func inodeOf(fs.FileInfo) uint64 { return 0 }
 

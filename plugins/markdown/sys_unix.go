@@ -9,8 +9,13 @@ import (
 )
 
 // openNoFollow makes opening a record file fail on a symlink swapped in
-// after the file was listed.
-const openNoFollow = syscall.O_NOFOLLOW
+// after the file was listed; openNoWait makes opening a FIFO swapped in
+// so return at once (its Stat then refuses it) rather than wait for a
+// writer that never comes.
+const (
+	openNoFollow = syscall.O_NOFOLLOW
+	openNoWait   = syscall.O_NONBLOCK
+)
 
 func inodeOf(fi fs.FileInfo) uint64 {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {

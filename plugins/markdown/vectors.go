@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/memhost/memhost/sdk"
 )
@@ -247,13 +248,25 @@ var errVectorsLink = fmt.Errorf("%w: a symbolic link, which is never followed", 
 // no order, and the extent of its whole frames. A missing file is empty;
 // reading stops at the first torn or corrupt frame.
 func readVectors(path string) (map[string]vecEntry, vecFile, error) {
-	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		return nil, vecFile{}, fmt.Errorf("%s: %w", path, errVectorsLink)
-	}
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	// Opened, never through a link and never waiting on a FIFO, then
+	// checked by what was opened: a link or a FIFO swapped in after a
+	// check of the path would be read, or block the store.
+	f, err := os.OpenFile(path, os.O_RDONLY|openNoFollow|openNoWait, 0)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return map[string]vecEntry{}, vecFile{}, nil
+	case errors.Is(err, syscall.ELOOP):
+		return nil, vecFile{}, fmt.Errorf("%s: %w", path, errVectorsLink)
+	case err != nil:
+		return nil, vecFile{}, err
 	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, vecFile{}, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, vecFile{}, fmt.Errorf("%s: %w", path, errBadVectors)
+	}
+	data, err := io.ReadAll(f)
 	if err != nil {
 		return nil, vecFile{}, err
 	}
