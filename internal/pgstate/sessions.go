@@ -352,24 +352,7 @@ func (s *Sessions) noteRead(key coordinator.SessionKey) {
 // flushReads writes the noted visits, and has the ones noted meanwhile
 // (or kept by a failure) written a delay later.
 func (s *Sessions) flushReads() {
-	// One reading of the database's clock times every statement's rows;
-	// each statement has a bound of its own. Visits noted meanwhile wait
-	// for the next flush once the set as it was is written.
-	ref, err := s.clock(s.db.pool)
-	for range maxNotedReads/readWriteBatch + 1 {
-		if err != nil {
-			break
-		}
-		s.mu.Lock()
-		left := len(s.reads)
-		s.mu.Unlock()
-		if left == 0 {
-			break
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err = s.writeReads(ctx, s.db.pool, ref, "") // a failure keeps them for the next
-		cancel()
-	}
+	_ = s.WriteVisits(context.Background()) // a failure keeps them for the next
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.reads) == 0 || s.db.closed.Load() {
@@ -380,19 +363,28 @@ func (s *Sessions) flushReads() {
 	time.AfterFunc(readFlushDelay, s.flushReads)
 }
 
-// WriteVisits writes the visits noted and not yet written, within ctx:
-// a host that stops calls it before it closes the database, which drops
-// what is still noted.
+// WriteVisits writes the visits noted and not yet written, within ctx,
+// each statement also within 10 s: a host that stops calls it before it
+// closes the database, which drops what is still noted. One reading of
+// the database's clock times every statement's rows; visits noted
+// meanwhile wait for the next write once the set as it was is written.
 func (s *Sessions) WriteVisits(ctx context.Context) error {
-	ref, err := clockOf(ctx, s.db.pool)
-	for err == nil {
+	clockCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ref, err := clockOf(clockCtx, s.db.pool)
+	cancel()
+	for range maxNotedReads/readWriteBatch + 1 {
+		if err != nil {
+			return err
+		}
 		s.mu.Lock()
 		left := len(s.reads)
 		s.mu.Unlock()
 		if left == 0 {
 			return nil
 		}
-		err = s.writeReads(ctx, s.db.pool, ref, "")
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err = s.writeReads(wctx, s.db.pool, ref, "")
+		cancel()
 	}
 	return err
 }
@@ -463,15 +455,7 @@ func (s *Sessions) writeReads(ctx context.Context, q interface {
 // after a write is not timed before it.
 type dbClock struct{ db, host time.Time }
 
-// clock reads the database's clock on q.
-func (s *Sessions) clock(q interface {
-	QueryRow(context.Context, string, ...any) pgx.Row
-}) (dbClock, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return clockOf(ctx, q)
-}
-
+// clockOf reads the database's clock on q.
 func clockOf(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }) (dbClock, error) {
