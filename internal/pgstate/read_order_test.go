@@ -233,27 +233,9 @@ func TestATurnDoesNotWriteOtherRealmsVisits(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			dsn := pgtest.Shared(t).NewDatabase(t)
-			setup, err := Open(ctx, dsn, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer setup.Close()
-			if _, err := setup.pool.Exec(ctx, setup.q(`INSERT INTO sessions (realm, identity, session, state, touched_at)
-				SELECT 'other', 'a', g::text, '{"bytes":0,"sweep":null}', now() FROM generate_series(1, $1) g`), tc.other); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := setup.pool.Exec(ctx, setup.q(`ANALYZE sessions`)); err != nil {
-				t.Fatal(err)
-			}
 			// The other realm's visits left noted say the turn did not
 			// write them (with 30,000 it outlasted a short timeout).
-			db, err := Open(ctx, dsn, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
+			_, db := seededSessions(t, "other", tc.other, 0, Options{})
 			s := NewSessions(db, SessionOptions{PerRealm: 1})
 			s.flushing = true // no timer: the turn alone writes
 			for i := range tc.other {
@@ -281,27 +263,9 @@ func TestATurnDoesNotWriteOtherRealmsVisits(t *testing.T) {
 func TestManyNotedReadsAreWritten(t *testing.T) {
 	for _, n := range []int{10, 60000} {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {
-			ctx := context.Background()
-			dsn := pgtest.Shared(t).NewDatabase(t)
-			setup, err := Open(ctx, dsn, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer setup.Close()
-			if _, err := setup.pool.Exec(ctx, setup.q(`INSERT INTO sessions (realm, identity, session, state, touched_at)
-				SELECT 'r', 'a', g::text, '{"bytes":0,"sweep":null}', now() - interval '1 hour' FROM generate_series(1, $1) g`), n); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := setup.pool.Exec(ctx, setup.q(`ANALYZE sessions`)); err != nil {
-				t.Fatal(err)
-			}
 			// One statement for 60,000 takes over 3 s; a batch, tens of
 			// milliseconds.
-			db, err := Open(ctx, dsn, Options{StatementTimeout: 2 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
+			setup, db := seededSessions(t, "r", n, time.Hour, Options{StatementTimeout: 2 * time.Second})
 			s := NewSessions(db, SessionOptions{})
 			s.flushing = true // no timer: the test writes
 			for i := range n {
@@ -309,7 +273,7 @@ func TestManyNotedReadsAreWritten(t *testing.T) {
 			}
 			s.flushReads()
 			var old int
-			if err := setup.pool.QueryRow(ctx, setup.q(`SELECT count(*) FROM sessions WHERE touched_at < now() - interval '30 minutes'`)).Scan(&old); err != nil {
+			if err := setup.pool.QueryRow(context.Background(), setup.q(`SELECT count(*) FROM sessions WHERE touched_at < now() - interval '30 minutes'`)).Scan(&old); err != nil {
 				t.Fatal(err)
 			}
 			if old != 0 {
@@ -342,4 +306,31 @@ func TestVisitsAreWrittenBeforeTheDatabaseCloses(t *testing.T) {
 	if first != "1" {
 		t.Fatalf("the latest visited session is a/%s; want a/1, read after a/2 was written", first)
 	}
+}
+
+// seededSessions makes a database holding n sessions of realm's identity
+// "a", named 1 to n and last visited age ago, its statistics taken, and
+// answers a handle on it for the test's own reads and one opened with
+// opts.
+func seededSessions(t *testing.T, realm string, n int, age time.Duration, opts Options) (setup, db *DB) {
+	t.Helper()
+	ctx := context.Background()
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	setup, err := Open(ctx, dsn, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(setup.Close)
+	if _, err := setup.pool.Exec(ctx, setup.q(`INSERT INTO sessions (realm, identity, session, state, touched_at)
+		SELECT $1, 'a', g::text, '{"bytes":0,"sweep":null}', now() - $3 * interval '1 millisecond' FROM generate_series(1, $2) g`), realm, n, age.Milliseconds()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := setup.pool.Exec(ctx, setup.q(`ANALYZE sessions`)); err != nil {
+		t.Fatal(err)
+	}
+	if db, err = Open(ctx, dsn, opts); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	return setup, db
 }
