@@ -404,9 +404,14 @@ func (s *store) load(c *change) {
 	c.fields = recordFields(&c.rec)
 }
 
-// openRecordFile opens a record file for reading, never through a link
-// swapped in after the file was listed. A variable so tests can fail it.
-var openRecordFile = func(p string) (*os.File, error) {
+// openRecordFile opens a record file for reading (openForReading). A
+// variable so tests can fail it.
+var openRecordFile = openForReading
+
+// openForReading opens a file the store reads, never through a link and
+// never waiting on a FIFO swapped in after the file was listed or checked:
+// the caller checks what was opened.
+func openForReading(p string) (*os.File, error) {
 	return os.OpenFile(p, os.O_RDONLY|openNoFollow|openNoWait, 0)
 }
 

@@ -248,10 +248,9 @@ var errVectorsLink = fmt.Errorf("%w: a symbolic link, which is never followed", 
 // no order, and the extent of its whole frames. A missing file is empty;
 // reading stops at the first torn or corrupt frame.
 func readVectors(path string) (map[string]vecEntry, vecFile, error) {
-	// Opened, never through a link and never waiting on a FIFO, then
-	// checked by what was opened: a link or a FIFO swapped in after a
+	// Checked by what was opened: a link or a FIFO swapped in after a
 	// check of the path would be read, or block the store.
-	f, err := os.OpenFile(path, os.O_RDONLY|openNoFollow|openNoWait, 0)
+	f, err := openForReading(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return map[string]vecEntry{}, vecFile{}, nil
