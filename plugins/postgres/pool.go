@@ -39,8 +39,7 @@ func newPGDB(pool *pgxpool.Pool, set settings) *pgdb {
 	d := &pgdb{Pool: pool}
 	if set.transactionPooling {
 		// The idle timeout as config.go sets it without a pooler.
-		d.setLocal = fmt.Sprintf("; SET LOCAL search_path = %s; SET LOCAL statement_timeout = %d; SET LOCAL idle_in_transaction_session_timeout = %[2]d",
-			pgx.Identifier{set.schema}.Sanitize(), set.statementTimeout.Milliseconds())
+		d.setLocal = "; SET LOCAL search_path = " + pgx.Identifier{set.schema}.Sanitize() + "; " + timeoutsSQL(set.statementTimeout, set.statementTimeout)
 	}
 	return d
 }
@@ -57,8 +56,13 @@ const maintenanceTimeout = time.Minute
 // setTimeouts gives the rest of tx its statement and idle timeouts (0:
 // none).
 func setTimeouts(ctx context.Context, tx pgx.Tx, statement, idle time.Duration) error {
-	_, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL statement_timeout = %d; SET LOCAL idle_in_transaction_session_timeout = %d", statement.Milliseconds(), idle.Milliseconds()))
+	_, err := tx.Exec(ctx, timeoutsSQL(statement, idle))
 	return err
+}
+
+// timeoutsSQL sets a transaction's statement and idle timeouts.
+func timeoutsSQL(statement, idle time.Duration) string {
+	return fmt.Sprintf("SET LOCAL statement_timeout = %d; SET LOCAL idle_in_transaction_session_timeout = %d", statement.Milliseconds(), idle.Milliseconds())
 }
 
 // BeginTx begins a transaction, with the session settings under
