@@ -1,8 +1,9 @@
 // Package fairgate bounds a capacity shared by several tenants (a realm's
 // reads of a store's connections, a token's request bodies) and lets
 // waiters in by tenant rather than in arrival order: the next one in is
-// the first waiter of the key holding the least. Served in arrival order
-// alone, one tenant's flood queues in front of every other tenant's
+// the first waiter of the key holding the least, and among keys holding
+// equally little, of the key let in least recently. Served in arrival
+// order alone, one tenant's flood queues in front of every other tenant's
 // request; here another tenant waits for one of the flood's to end.
 package fairgate
 
@@ -18,8 +19,18 @@ type Gate struct {
 	mu       sync.Mutex
 	capacity int64
 	used     int64
-	held     map[string]int64 // by key, the keys holding some
-	waiting  []*waiter        // in arrival order
+	keys     map[string]*keyState // the keys holding some or waiting
+	waiting  []*waiter            // in arrival order
+	lets     uint64               // waiters let in so far
+}
+
+type keyState struct {
+	held    int64
+	waiting int
+	// letIn is lets when the key was last let in. At a capacity of one
+	// every key holds nothing when the slot frees: without it, a flooding
+	// key's earlier arrivals would all go before another key's request.
+	letIn uint64
 }
 
 type waiter struct {
@@ -30,7 +41,7 @@ type waiter struct {
 
 // New answers a gate of the given capacity.
 func New(capacity int64) *Gate {
-	return &Gate{capacity: capacity, held: map[string]int64{}}
+	return &Gate{capacity: capacity, keys: map[string]*keyState{}}
 }
 
 // Acquire waits, within ctx, until n is let in for key, and answers ctx's
@@ -39,6 +50,7 @@ func (g *Gate) Acquire(ctx context.Context, key string, n int64) error {
 	w := &waiter{key: key, n: n, ready: make(chan struct{})}
 	g.mu.Lock()
 	g.waiting = append(g.waiting, w)
+	g.key(key).waiting++
 	g.letIn()
 	g.mu.Unlock()
 	select {
@@ -54,6 +66,8 @@ func (g *Gate) Acquire(ctx context.Context, key string, n int64) error {
 		g.giveBack(key, n)
 	default:
 		g.waiting = slices.DeleteFunc(g.waiting, func(x *waiter) bool { return x == w })
+		g.keys[key].waiting--
+		g.forget(key)
 		// It may have been the one the others waited behind.
 		g.letIn()
 	}
@@ -68,7 +82,7 @@ func (g *Gate) TryAcquire(key string, n int64) bool {
 		return false
 	}
 	g.used += n
-	g.held[key] += n
+	g.admit(g.key(key), n)
 	return true
 }
 
@@ -88,21 +102,47 @@ func (g *Gate) Release(key string, n int64) {
 
 func (g *Gate) giveBack(key string, n int64) {
 	g.used -= n
-	if g.held[key] -= n; g.held[key] <= 0 {
-		delete(g.held, key)
-	}
+	g.keys[key].held -= n
+	g.forget(key)
 	g.letIn()
 }
 
+// key answers key's state, adding it.
+func (g *Gate) key(key string) *keyState {
+	k := g.keys[key]
+	if k == nil {
+		k = &keyState{}
+		g.keys[key] = k
+	}
+	return k
+}
+
+// forget drops key's state once it holds nothing and waits for nothing,
+// so the map stays as small as the gate's traffic.
+func (g *Gate) forget(key string) {
+	if k := g.keys[key]; k.held <= 0 && k.waiting == 0 {
+		delete(g.keys, key)
+	}
+}
+
+func (g *Gate) admit(k *keyState, n int64) {
+	k.held += n
+	g.lets++
+	k.letIn = g.lets
+}
+
 // letIn lets waiters in while the next fits. The next is the first waiter
-// of the key holding the least; when it does not fit, none after it goes
-// first, so a large request is not passed for ever by smaller ones.
+// of the key holding the least, the one let in least recently among
+// equals; when it does not fit, none after it goes first, so a large
+// request is not passed for ever by smaller ones.
 func (g *Gate) letIn() {
 	for len(g.waiting) > 0 {
 		next := 0
-		for i, w := range g.waiting {
-			if g.held[w.key] < g.held[g.waiting[next].key] {
-				next = i
+		best := g.keys[g.waiting[0].key]
+		for i, w := range g.waiting[1:] {
+			k := g.keys[w.key]
+			if k.held < best.held || k.held == best.held && k.letIn < best.letIn {
+				next, best = i+1, k
 			}
 		}
 		w := g.waiting[next]
@@ -110,7 +150,8 @@ func (g *Gate) letIn() {
 			return
 		}
 		g.used += w.n
-		g.held[w.key] += w.n
+		best.waiting--
+		g.admit(best, w.n)
 		g.waiting = slices.Delete(g.waiting, next, next+1)
 		close(w.ready)
 	}

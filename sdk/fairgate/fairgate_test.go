@@ -34,6 +34,12 @@ func TestTheKeyHoldingLeastGoesFirst(t *testing.T) {
 			[]req{{"flood", 1}, {"flood", 1}, {"flood", 1}, {"quiet", 1}}, []string{"quiet", "flood", "flood", "flood"}},
 		{"the key holding less goes first", 2, []req{{"a", 1}, {"b", 1}}, 0,
 			[]req{{"b", 1}, {"b", 1}, {"a", 1}}, []string{"a", "b", "b"}},
+		// At a capacity of one every key holds nothing when the slot
+		// frees: the key let in least recently goes first.
+		{"a quiet key passes a flood at capacity one", 1, []req{{"flood", 1}}, 0,
+			[]req{{"flood", 1}, {"flood", 1}, {"quiet", 1}}, []string{"quiet", "flood", "flood"}},
+		{"equal keys take turns", 1, []req{{"a", 1}}, 0,
+			[]req{{"a", 1}, {"a", 1}, {"b", 1}, {"b", 1}}, []string{"b", "a", "b", "a"}},
 		{"one key in arrival order", 2, []req{{"a", 1}, {"a", 1}}, 0,
 			[]req{{"a", 1}, {"a", 1}, {"a", 1}}, []string{"a", "a", "a"}},
 		// big holds one request to small's two, but more weight.
