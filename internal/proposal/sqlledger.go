@@ -138,26 +138,41 @@ func (l *SQLLedger) Hold(ctx context.Context, realm, id string, held []byte) err
 
 func (l *SQLLedger) List(ctx context.Context, realm, after string, limit int) ([]Entry, int, error) {
 	var total int
-	if err := l.db.QueryRow(ctx, []any{&total}, `SELECT count(*) FROM proposals WHERE realm = ?`, realm); err != nil {
-		return nil, 0, l.db.Wrap("list proposals", err)
-	}
-	// Ordered by (created, id); a cursor names the last entry seen.
-	rows, err := l.db.SQL().QueryContext(ctx, `SELECT realm, id, proposer, identity, created_ms FROM proposals
-		WHERE realm = ?1 AND (?2 = '' OR (created_ms, id) > (SELECT created_ms, id FROM proposals WHERE realm = ?1 AND id = ?2))
-		ORDER BY created_ms, id LIMIT ?3`, realm, after, limit)
-	if err != nil {
-		return nil, 0, l.db.Wrap("list proposals", err)
-	}
+	var out []Entry
+	err := l.db.Read(ctx, realm, "list proposals", func(db *sql.DB) error {
+		// One transaction: the count and the page are of one snapshot.
+		tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM proposals WHERE realm = ?`, realm).Scan(&total); err != nil {
+			return err
+		}
+		// Ordered by (created, id); a cursor names the last entry seen.
+		rows, err := tx.QueryContext(ctx, `SELECT realm, id, proposer, identity, created_ms FROM proposals
+			WHERE realm = ?1 AND (?2 = '' OR (created_ms, id) > (SELECT created_ms, id FROM proposals WHERE realm = ?1 AND id = ?2))
+			ORDER BY created_ms, id LIMIT ?3`, realm, after, limit)
+		if err != nil {
+			return err
+		}
+		out, err = scanEntries(rows)
+		return err
+	})
+	return out, total, err
+}
+
+func scanEntries(rows *sql.Rows) ([]Entry, error) {
 	defer rows.Close()
 	var out []Entry
 	for rows.Next() {
 		e, err := ScanEntry(rows.Scan)
 		if err != nil {
-			return nil, 0, l.db.Wrap("list proposals", err)
+			return nil, err
 		}
 		out = append(out, e)
 	}
-	return out, total, l.db.Wrap("list proposals", rows.Err())
+	return out, rows.Err()
 }
 
 func (l *SQLLedger) Lookup(ctx context.Context, realm, id string) (Entry, bool, error) {
@@ -174,21 +189,17 @@ func (l *SQLLedger) Lookup(ctx context.Context, realm, id string) (Entry, bool, 
 }
 
 func (l *SQLLedger) Proposed(ctx context.Context, realm, proposer string, limit int) ([]Entry, error) {
-	rows, err := l.db.SQL().QueryContext(ctx, `SELECT realm, id, proposer, identity, created_ms FROM proposals
-		WHERE realm = ? AND proposer = ? ORDER BY created_ms, id LIMIT ?`, realm, proposer, limit)
-	if err != nil {
-		return nil, l.db.Wrap("list a proposer's proposals", err)
-	}
-	defer rows.Close()
 	var out []Entry
-	for rows.Next() {
-		e, err := ScanEntry(rows.Scan)
+	err := l.db.Read(ctx, realm, "list a proposer's proposals", func(db *sql.DB) error {
+		rows, err := db.QueryContext(ctx, `SELECT realm, id, proposer, identity, created_ms FROM proposals
+			WHERE realm = ? AND proposer = ? ORDER BY created_ms, id LIMIT ?`, realm, proposer, limit)
 		if err != nil {
-			return nil, l.db.Wrap("list a proposer's proposals", err)
+			return err
 		}
-		out = append(out, e)
-	}
-	return out, l.db.Wrap("list a proposer's proposals", rows.Err())
+		out, err = scanEntries(rows)
+		return err
+	})
+	return out, err
 }
 
 func (l *SQLLedger) Counts(ctx context.Context) (map[string]int, error) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -406,5 +407,79 @@ func TestNewerSchemaSaysItOnce(t *testing.T) {
 	}
 	if v, err := db.Version(ctx, "comp"); err != nil || v != 2 {
 		t.Errorf("version = %d %v, want 2", v, err)
+	}
+}
+
+// TestReadsAreLetInByRealm: listings share readConns connections. A
+// realm holding them all with more of its own waiting must not keep
+// another realm's listing behind its queue: the next in is the other's.
+func TestReadsAreLetInByRealm(t *testing.T) {
+	ctx := context.Background()
+	d, err := Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	order := make(chan string, 2)
+	hold := func(realm string, release <-chan struct{}, in chan<- struct{}) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			done <- d.Read(ctx, realm, "list", func(db *sql.DB) error {
+				if in != nil {
+					in <- struct{}{}
+				}
+				if release == nil {
+					order <- realm
+					return nil
+				}
+				<-release
+				var n int
+				return db.QueryRowContext(ctx, `SELECT count(*) FROM statedb_migrations`).Scan(&n)
+			})
+		}()
+		return done
+	}
+	release := make(chan struct{})
+	in := make(chan struct{})
+	var holders []<-chan error
+	for range readConns {
+		holders = append(holders, hold("flood", release, in))
+		<-in
+	}
+	waitFor := func(n int) {
+		for d.reads.Waiting() < n {
+			runtime.Gosched()
+		}
+	}
+	queued := hold("flood", nil, nil)
+	waitFor(1)
+	quiet := hold("quiet", nil, nil)
+	waitFor(2)
+	release <- struct{}{} // one holder ends
+	if first := <-order; first != "quiet" {
+		t.Fatalf("%s was let in first, want the quiet realm before the flood's queue", first)
+	}
+	close(release)
+	for _, done := range append(holders, queued, quiet) {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestReadsRefuseWrites: the listing connections are for reads alone.
+func TestReadsRefuseWrites(t *testing.T) {
+	ctx := context.Background()
+	d, err := Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	err = d.Read(ctx, "r", "list", func(db *sql.DB) error {
+		_, err := db.ExecContext(ctx, `CREATE TABLE x (a)`)
+		return err
+	})
+	if err == nil {
+		t.Fatal("a write through Read went through")
 	}
 }

@@ -101,14 +101,22 @@ func (s *SQLStore) Append(ctx context.Context, traces []coordinator.TurnTrace) e
 }
 
 func (s *SQLStore) Session(ctx context.Context, realm string, identities []string, session string, limit int) ([]coordinator.TurnTrace, error) {
-	rows, err := s.db.SQL().QueryContext(ctx, `SELECT trace FROM (SELECT seq, trace FROM turn_trace
+	return s.traces(ctx, realm, `SELECT trace FROM (SELECT seq, trace FROM turn_trace
 		WHERE realm = ? AND session = ? AND `+ofIdentities+` ORDER BY seq DESC LIMIT ?) ORDER BY seq`,
 		realm, session, identityList(identities), identityList(identities), limit)
-	if err != nil {
-		return nil, s.db.Wrap("read turn trace", err)
-	}
-	out, err := scanTraces(rows)
-	return out, s.db.Wrap("read turn trace", err)
+}
+
+// traces runs a listing of traces on the database's read connections.
+func (s *SQLStore) traces(ctx context.Context, realm, query string, args ...any) (out []coordinator.TurnTrace, err error) {
+	err = s.db.Read(ctx, realm, "read turn trace", func(db *sql.DB) error {
+		rows, err := db.QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		out, err = scanTraces(rows)
+		return err
+	})
+	return out, err
 }
 
 func (s *SQLStore) Record(ctx context.Context, realm string, identities []string, id string, limit int) ([]coordinator.TurnTrace, error) {
@@ -117,26 +125,25 @@ func (s *SQLStore) Record(ctx context.Context, realm string, identities []string
 		return nil, nil
 	}
 	// The index folds case: the rows it finds are checked for the id.
-	rows, err := s.db.SQL().QueryContext(ctx, `SELECT trace FROM turn_trace
+	return s.traces(ctx, realm, `SELECT trace FROM turn_trace
 		WHERE seq IN (SELECT rowid FROM turn_trace_records WHERE turn_trace_records MATCH ?) AND realm = ? AND `+ofIdentities+`
 		AND EXISTS (SELECT 1 FROM json_each(trace, '$.included') WHERE json_extract(value, '$.id') = ?)
 		ORDER BY seq DESC LIMIT ?`, match, realm, identityList(identities), identityList(identities), id, limit)
-	if err != nil {
-		return nil, s.db.Wrap("read turn trace", err)
-	}
-	out, err := scanTraces(rows)
-	return out, s.db.Wrap("read turn trace", err)
 }
 
 func (s *SQLStore) Recent(ctx context.Context, realm string, identities []string, limit int) ([]SessionSummary, error) {
-	rows, err := s.db.SQL().QueryContext(ctx, `SELECT realm, identity, session, count(*), sum(bytes), max(at_ms) FROM turn_trace
-		WHERE realm = ? AND `+ofIdentities+` GROUP BY realm, identity, session ORDER BY max(seq) DESC LIMIT ?`,
-		realm, identityList(identities), identityList(identities), limit)
-	if err != nil {
-		return nil, s.db.Wrap("list traced sessions", err)
-	}
-	out, err := scanSummaries(rows)
-	return out, s.db.Wrap("list traced sessions", err)
+	var out []SessionSummary
+	err := s.db.Read(ctx, realm, "list traced sessions", func(db *sql.DB) error {
+		rows, err := db.QueryContext(ctx, `SELECT realm, identity, session, count(*), sum(bytes), max(at_ms) FROM turn_trace
+			WHERE realm = ? AND `+ofIdentities+` GROUP BY realm, identity, session ORDER BY max(seq) DESC LIMIT ?`,
+			realm, identityList(identities), identityList(identities), limit)
+		if err != nil {
+			return err
+		}
+		out, err = scanSummaries(rows)
+		return err
+	})
+	return out, err
 }
 
 func (s *SQLStore) Forget(ctx context.Context, realm string, ids []string) error {
