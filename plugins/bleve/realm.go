@@ -57,8 +57,9 @@ const (
 // index holds context drawn from other scopes' records); layout 6 leaves
 // the system tags out of the text (memindex.TagText). terms/3: text in
 // NFC, case-fold orbits folded (tokenize.Version 3). Layout 7 keys tags
-// in NFC (foldTag).
-const schemaVersion = "memhost-bleve/7 terms/3"
+// in NFC (foldTag). terms/4: format characters and variation selectors
+// dropped inside words (tokenize.Version 4).
+const schemaVersion = "memhost-bleve/7 terms/4"
 
 var (
 	schemaKey = []byte("memhost_schema")

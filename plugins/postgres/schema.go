@@ -222,6 +222,14 @@ ALTER INDEX records_by_place RENAME TO records_by_thread;
 	// or a load slower than the retention on a written schema found them
 	// trimmed and loaded again, for ever.
 	{sql: `ALTER TABLE replicas ADD COLUMN IF NOT EXISTS loading boolean NOT NULL DEFAULT false;`},
+	// 15: the tokenizer drops format characters (a soft hyphen, a
+	// zero-width joiner, a bidi mark) and variation selectors inside a
+	// word instead of cutting it there (tokenize.Version 4): every realm
+	// is re-indexed, as in 12.
+	{sql: `SELECT 1;`, then: func(ctx context.Context, tx pgx.Tx) error {
+		_, err := reindex(ctx, tx, "", nil)
+		return err
+	}},
 }
 
 // refoldTags recomputes the tag keys of the records holding a non-ASCII

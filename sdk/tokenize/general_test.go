@@ -54,6 +54,7 @@ func generalTokens(s string) []string {
 		case IsCJK(r):
 			flushWord()
 			cjk = append(cjk, r)
+		case isIgnorable(r):
 		case isWordRune(r):
 			flushCJK()
 			word.WriteRune(foldRune(r))
@@ -71,7 +72,7 @@ func generalTokens(s string) []string {
 // where ASCII and Unicode meet.
 var pieces = []string{
 	"a", "Z", "q", "7", " ", "-", "_", "'", "\x00", "\x7f", "\xff", "\xc3", "é", "É", "ß", "İ", "ǅ", "Σ",
-	"\u0301", "\u0903", "ς", "ſ", "µ", "e\u0301", "٣", "Ⅻ", "我", "喜", "す", "안", "\ufffd", "\u00a0", "THE", "the", "Don't", "e-mail", "x",
+	"\u0301", "\u0903", "ς", "ſ", "µ", "e\u0301", "٣", "Ⅻ", "我", "喜", "す", "안", "\ufffd", "\u00a0", "\u00ad", "\u200b", "\u200d", "\u200f", "\ufeff", "\ufe0f", "THE", "the", "Don't", "e-mail", "x",
 }
 
 func TestFastPathMatchesGeneral(t *testing.T) {

@@ -7,7 +7,11 @@
 // the letters a case-fold orbit holds beside the lower case (final ς, long
 // ſ, the symbol ϑ) taken to it, as tags compare. Han, Hiragana, Katakana and Hangul have
 // no spaces between words, so their runs are cut into overlapping bigrams
-// (a lone character stands as itself). Common English stopwords and
+// (a lone character stands as itself). Invisible format characters (a soft
+// hyphen, a zero-width joiner or non-joiner, a bidi mark, a byte-order
+// mark) and variation selectors never cut a word: they are dropped, so
+// "Donau\u00addampf\u00adschiff" is the one term "donaudampfschiff".
+// Common English stopwords and
 // one-letter Latin words are dropped, and a word of ASCII letters is cut to
 // its English (Snowball, Porter2) stem, so "hiking" and "hikes" meet at
 // "hike"; words of other scripts, and words with digits, stay as they are.
@@ -31,8 +35,10 @@ import (
 // It goes up whenever a change alters any term.
 //
 // Version 1 was the unstemmed tokenizer; 2 stems English words; 3 puts
-// text in NFC and folds every letter of a case-fold orbit to one.
-const Version = 3
+// text in NFC and folds every letter of a case-fold orbit to one; 4 drops
+// format characters and variation selectors instead of cutting words at
+// them.
+const Version = 4
 
 // Tokens returns every term of s in order, repeats included. A term may
 // share memory with s.
@@ -67,6 +73,16 @@ func HasTerms(s string) bool {
 // IsCJK reports whether r belongs to a script written without spaces.
 func IsCJK(r rune) bool {
 	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
+}
+
+// isIgnorable reports whether r is invisible inside a word and dropped
+// there: a format character (Unicode Cf: soft hyphen, zero-width joiner
+// and non-joiner, word joiner, bidi marks and isolates, byte-order mark,
+// tag characters) or a variation selector, as Unicode word segmentation
+// (UAX #29, rule WB4) lets them neither start nor end a word. The
+// zero-width space is the exception: it marks a word break.
+func isIgnorable(r rune) bool {
+	return r != '\u200b' && (unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Variation_Selector, r))
 }
 
 func isWordRune(r rune) bool {
@@ -166,6 +182,13 @@ func each(s string, emit func(string) bool) {
 		case IsCJK(r):
 			flushWord()
 			cjk = append(cjk, r)
+		case isIgnorable(r):
+			// Dropped: the word (or CJK run) goes on after it, so it
+			// can no longer be a slice of s.
+			if !slow && ws >= 0 {
+				slow = true
+				buf = append(buf[:0], s[ws:we]...)
+			}
 		case isWordRune(r):
 			flushCJK()
 			lower := foldRune(r)

@@ -32,6 +32,12 @@ func TestTokens(t *testing.T) {
 		{"final sigma meets sigma", "ΟΔΟΣ οδος Οδός", []string{"οδοσ", "οδοσ", "οδόσ"}},
 		{"long s and micro sign", "ſun µ μ", []string{"sun", "μ", "μ"}},
 		{"NFD meets NFC", "cafe\u0301 café", []string{"café", "café"}},
+		{"soft hyphens join", "Donau\u00addampf\u00adschiff Donaudampfschiff", []string{"donaudampfschiff", "donaudampfschiff"}},
+		{"zero-width joiners and bidi marks join", "zero\u200dwidth non\u200cjoiner \u200fשל\u200eום", []string{"zerowidth", "nonjoin", "שלום"}},
+		{"persian non-joiner", "می\u200cخواهم میخواهم", []string{"میخواهم", "میخواهم"}},
+		{"variation selector inside han", "葛\U000E0100飾 葛飾", []string{"葛飾", "葛飾"}},
+		{"zero-width space still cuts", "zero\u200bwidth", []string{"zero", "width"}},
+		{"format characters alone", "\u00ad \ufeff\u2060", nil},
 		{"empty", "   ", nil},
 	}
 	for _, c := range cases {
