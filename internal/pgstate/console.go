@@ -128,6 +128,11 @@ func (p *Proposals) Hold(ctx context.Context, realm, id string, held []byte) err
 }
 
 func (p *Proposals) List(ctx context.Context, realm, after string, limit int) ([]proposal.Entry, int, error) {
+	done, err := p.db.listing(ctx, realm)
+	if err != nil {
+		return nil, 0, fmt.Errorf("proposal ledger: list: %w", classify(err))
+	}
+	defer done()
 	var total int
 	if err := p.db.pool.QueryRow(ctx, p.db.q(`SELECT count(*) FROM proposals WHERE realm = $1`), realm).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("proposal ledger: list: %w", classify(err))
@@ -165,6 +170,11 @@ func (p *Proposals) Lookup(ctx context.Context, realm, id string) (proposal.Entr
 }
 
 func (p *Proposals) Proposed(ctx context.Context, realm, proposer string, limit int) ([]proposal.Entry, error) {
+	done, err := p.db.listing(ctx, realm)
+	if err != nil {
+		return nil, fmt.Errorf("proposal ledger: list a proposer's: %w", classify(err))
+	}
+	defer done()
 	rows, err := p.db.pool.Query(ctx, p.db.q(`SELECT realm, id, proposer, identity, created_ms FROM proposals
 		WHERE realm = $1 AND proposer = $2 ORDER BY created_ms, id LIMIT $3`), realm, proposer, limit)
 	if err != nil {
@@ -255,6 +265,11 @@ func (t *Traces) Append(ctx context.Context, traces []coordinator.TurnTrace) err
 }
 
 func (t *Traces) Session(ctx context.Context, realm string, identities []string, session string, limit int) ([]coordinator.TurnTrace, error) {
+	done, err := t.db.listing(ctx, realm)
+	if err != nil {
+		return nil, fmt.Errorf("turn trace: read: %w", classify(err))
+	}
+	defer done()
 	rows, err := t.db.pool.Query(ctx, t.db.q(`SELECT trace::text FROM (SELECT seq, trace FROM turn_trace
 		WHERE realm = $1 AND session = $2 AND `+ofIdentities(3)+` ORDER BY seq DESC LIMIT $4) AS t ORDER BY seq`),
 		realm, session, identities, limit)
@@ -269,6 +284,11 @@ func (t *Traces) Session(ctx context.Context, realm string, identities []string,
 }
 
 func (t *Traces) Record(ctx context.Context, realm string, identities []string, id string, limit int) ([]coordinator.TurnTrace, error) {
+	done, err := t.db.listing(ctx, realm)
+	if err != nil {
+		return nil, fmt.Errorf("turn trace: read: %w", classify(err))
+	}
+	defer done()
 	probe, err := json.Marshal([]map[string]string{{"id": id}})
 	if err != nil {
 		return nil, err
@@ -286,6 +306,11 @@ func (t *Traces) Record(ctx context.Context, realm string, identities []string, 
 }
 
 func (t *Traces) Recent(ctx context.Context, realm string, identities []string, limit int) ([]turntrace.SessionSummary, error) {
+	done, err := t.db.listing(ctx, realm)
+	if err != nil {
+		return nil, fmt.Errorf("turn trace: list sessions: %w", classify(err))
+	}
+	defer done()
 	rows, err := t.db.pool.Query(ctx, t.db.q(`SELECT realm, identity, session, count(*)::int, sum(bytes)::int, max(at_ms) FROM turn_trace
 		WHERE realm = $1 AND `+ofIdentities(2)+` GROUP BY realm, identity, session ORDER BY max(seq) DESC LIMIT $3`), realm, identities, limit)
 	if err != nil {

@@ -28,6 +28,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/fairgate"
 )
 
 // Defaults of Options.
@@ -62,6 +63,20 @@ type DB struct {
 	prefix string // the quoted schema and a dot
 	// closed ends the work left behind by visits (Sessions' noted reads).
 	closed atomic.Bool
+	// listings bounds the connections trace and proposal listings hold
+	// to half the pool, let in by realm (the realm listing least first):
+	// one realm's flood of listings could otherwise hold every connection
+	// and every realm's turns would wait for one.
+	listings *fairgate.Gate
+}
+
+// listing waits, within ctx, until realm may run a listing, and answers
+// the function that ends it.
+func (db *DB) listing(ctx context.Context, realm string) (done func(), err error) {
+	if err := db.listings.Acquire(ctx, realm, 1); err != nil {
+		return nil, err
+	}
+	return func() { db.listings.Release(realm, 1) }, nil
 }
 
 // Open connects to dsn and migrates the schema. Errors never repeat dsn,
@@ -106,7 +121,7 @@ func openPool(ctx context.Context, pc *pgxpool.Config, schema string) (*DB, erro
 	if err != nil {
 		return nil, fmt.Errorf("shared state: connect: %w", classify(err))
 	}
-	db := &DB{pool: pool{p}, schema: schema, prefix: pgx.Identifier{schema}.Sanitize() + "."}
+	db := &DB{pool: pool{p}, schema: schema, prefix: pgx.Identifier{schema}.Sanitize() + ".", listings: fairgate.New(max(1, int64(pc.MaxConns)/2))}
 	if err := db.migrate(ctx); err != nil {
 		p.Close()
 		return nil, err
