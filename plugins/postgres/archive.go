@@ -17,6 +17,7 @@ import (
 // byte order (sdk.Archiver), whatever the database's collation:
 // records_by_id_bytes serves the cursor.
 func (s *Store) Export(ctx context.Context, realm, after string, limit int) (sdk.ExportPage, error) {
+	ctx = inRealm(ctx, realm)
 	if err := sdk.ValidateRealm(realm); err != nil {
 		return sdk.ExportPage{}, fmt.Errorf("postgres: export: %w", err)
 	}
@@ -56,6 +57,7 @@ RETURNING seq`
 // records at once store each one once (a second insert waits for the
 // first to commit, then does nothing).
 func (s *Store) Import(ctx context.Context, realm string, records []sdk.Record) (sdk.ImportResult, error) {
+	ctx = inRealm(ctx, realm)
 	if err := sdk.ValidateRealm(realm); err != nil {
 		return sdk.ImportResult{}, fmt.Errorf("postgres: import: %w", err)
 	}

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/memhost/memhost/sdk/fairgate"
 )
 
 // pgdb is the provider's connection pool. Normally each connection
@@ -21,10 +23,59 @@ import (
 // and session settings leak between clients: then every operation runs in
 // a transaction whose BEGIN also sets both with SET LOCAL (one round trip),
 // and no statement is prepared by name.
+//
+// Transactions and reads on the pool wait for a connection at slots (see
+// admit), not in the pool's own queue.
 type pgdb struct {
 	*pgxpool.Pool
 	// setLocal follows BEGIN under transaction pooling; empty otherwise.
 	setLocal string
+	// slots admits work to the pool, one slot a connection (see admit).
+	slots *fairgate.Gate
+}
+
+type realmKey struct{}
+
+// inRealm answers ctx naming the realm its work on the pool is for, the
+// key admit waits by. Work of no realm (the replica's, the schema check)
+// waits as one realm of its own.
+func inRealm(ctx context.Context, realm string) context.Context {
+	return context.WithValue(ctx, realmKey{}, realm)
+}
+
+// admit waits, within ctx, for a connection for the realm ctx names, and
+// answers the func that gives it back (once, however often called). The
+// pool hands its connections out in arrival order, so a realm's flood of
+// manifests, exports or listings queued in front of every other realm's
+// recall on the same provider: 64 full manifests of one realm made the
+// recalls of another miss the host's 500 ms deadline. Here, across
+// realms, the realm holding the fewest connections goes first (fairgate),
+// and within a realm, arrival order.
+func (d *pgdb) admit(ctx context.Context) (func(), error) {
+	if d.slots == nil {
+		return func() {}, nil
+	}
+	realm, _ := ctx.Value(realmKey{}).(string)
+	if err := d.slots.Acquire(ctx, realm, 1); err != nil {
+		return nil, err
+	}
+	return sync.OnceFunc(func() { d.slots.Release(realm, 1) }), nil
+}
+
+// admittedTx gives its connection's slot back when it ends.
+type admittedTx struct {
+	pgx.Tx
+	release func()
+}
+
+func (t *admittedTx) Commit(ctx context.Context) error {
+	defer t.release()
+	return t.Tx.Commit(ctx)
+}
+
+func (t *admittedTx) Rollback(ctx context.Context) error {
+	defer t.release()
+	return t.Tx.Rollback(ctx)
 }
 
 // dbtx is what pool and transaction share.
@@ -36,7 +87,7 @@ type dbtx interface {
 }
 
 func newPGDB(pool *pgxpool.Pool, set settings) *pgdb {
-	d := &pgdb{Pool: pool}
+	d := &pgdb{Pool: pool, slots: fairgate.New(int64(pool.Config().MaxConns))}
 	if set.transactionPooling {
 		// The idle timeout as config.go sets it without a pooler.
 		d.setLocal = "; SET LOCAL search_path = " + pgx.Identifier{set.schema}.Sanitize() + "; " + timeoutsSQL(set.statementTimeout, set.statementTimeout)
@@ -74,10 +125,18 @@ func (d *pgdb) BeginTx(ctx context.Context, o pgx.TxOptions) (pgx.Tx, error) {
 	if d.setLocal != "" {
 		o.BeginQuery = beginSQL(o) + d.setLocal
 	}
+	release, err := d.admit(ctx)
+	if err != nil {
+		return nil, err
+	}
 	for attempt := 1; ; attempt++ {
 		tx, err := d.Pool.BeginTx(ctx, o)
-		if err == nil || !d.again(ctx, attempt, err, staleConnection(ctx, err)) {
-			return tx, err
+		if err == nil {
+			return &admittedTx{Tx: tx, release: release}, nil
+		}
+		if !d.again(ctx, attempt, err, staleConnection(ctx, err)) {
+			release()
+			return nil, err
 		}
 	}
 }
@@ -141,6 +200,11 @@ func (d *pgdb) run(ctx context.Context, o pgx.TxOptions, fn func(q dbtx) error) 
 		// found one dead would apply its first twice.
 		return pgx.BeginTxFunc(ctx, d, o, func(tx pgx.Tx) error { return fn(tx) })
 	}
+	release, err := d.admit(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	for attempt := 1; ; attempt++ {
 		err := fn(d.Pool)
 		retryable := staleConnection(ctx, err) || pgconn.SafeToRetry(err)

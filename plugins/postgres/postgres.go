@@ -244,6 +244,7 @@ func (s *Store) beforeConnect(context.Context, *pgx.ConnConfig) error {
 // It answers from the replica when that is current, else from SQL; only
 // the replica ranks with a query vector (vectors.go).
 func (s *Store) Recall(ctx context.Context, q sdk.RecallQuery) ([]sdk.Hit, error) {
+	ctx = inRealm(ctx, q.Realm)
 	limit, terms, err := recallArgs(q)
 	if err != nil {
 		return nil, err
@@ -286,6 +287,7 @@ func (s *Store) acknowledge(seq int64) {
 // Remember stores records all or nothing and answers their ids; a record
 // whose content is already live in its scope answers the existing id.
 func (s *Store) Remember(ctx context.Context, realm string, records []sdk.Record) ([]string, error) {
+	ctx = inRealm(ctx, realm)
 	var ids []string
 	err := s.use(func(db *pgdb) (err error) {
 		var seq int64
@@ -299,6 +301,7 @@ func (s *Store) Remember(ctx context.Context, realm string, records []sdk.Record
 // Get answers the records found among ids, of any status, in the order
 // asked.
 func (s *Store) Get(ctx context.Context, realm string, ids []string) ([]sdk.Record, error) {
+	ctx = inRealm(ctx, realm)
 	var recs []sdk.Record
 	err := s.use(func(db *pgdb) (err error) {
 		recs, err = get(ctx, db, realm, ids)
@@ -310,6 +313,7 @@ func (s *Store) Get(ctx context.Context, realm string, ids []string) ([]sdk.Reco
 // ReadThread answers the active records of realm at places of threads
 // (sdk.ThreadReader), read from SQL (read.go).
 func (s *Store) ReadThread(ctx context.Context, realm string, places []sdk.ThreadPlace) ([]sdk.Record, error) {
+	ctx = inRealm(ctx, realm)
 	var recs []sdk.Record
 	err := s.use(func(db *pgdb) (err error) {
 		recs, err = readThread(ctx, db, realm, places)
@@ -320,6 +324,7 @@ func (s *Store) ReadThread(ctx context.Context, realm string, places []sdk.Threa
 
 // Forget deletes records and answers how many were there.
 func (s *Store) Forget(ctx context.Context, realm string, ids []string) (int, error) {
+	ctx = inRealm(ctx, realm)
 	var n int
 	err := s.use(func(db *pgdb) (err error) {
 		var seq int64
@@ -333,6 +338,7 @@ func (s *Store) Forget(ctx context.Context, realm string, ids []string) (int, er
 // Manifest lists metadata rows of the realm's recallable records (see
 // manifest.go for the working-set rule).
 func (s *Store) Manifest(ctx context.Context, q sdk.ManifestQuery) ([]sdk.ManifestRow, error) {
+	ctx = inRealm(ctx, q.Realm)
 	var rows []sdk.ManifestRow
 	err := s.use(func(db *pgdb) (err error) {
 		rows, err = manifest(ctx, db, q, s.now())
@@ -344,6 +350,7 @@ func (s *Store) Manifest(ctx context.Context, q sdk.ManifestQuery) ([]sdk.Manife
 // Supersede stores replacement and marks oldID superseded, in one
 // transaction, and answers the replacement's id.
 func (s *Store) Supersede(ctx context.Context, realm, oldID string, replacement sdk.Record) (string, error) {
+	ctx = inRealm(ctx, realm)
 	var id string
 	err := s.use(func(db *pgdb) (err error) {
 		var seq int64
@@ -357,11 +364,13 @@ func (s *Store) Supersede(ctx context.Context, realm, oldID string, replacement 
 // MarkUsed counts one use of each record at the given time; an id listed
 // twice counts once.
 func (s *Store) MarkUsed(ctx context.Context, realm string, ids []string, at time.Time) error {
+	ctx = inRealm(ctx, realm)
 	return s.countUses(ctx, realm, sdk.OneUseEach(ids), at)
 }
 
 // CountUses counts each use's uses of its record at the given time.
 func (s *Store) CountUses(ctx context.Context, realm string, uses []sdk.Use, at time.Time) error {
+	ctx = inRealm(ctx, realm)
 	if err := sdk.ValidateUses("uses", uses); err != nil {
 		return err
 	}
@@ -379,6 +388,9 @@ func (s *Store) countUses(ctx context.Context, realm string, uses []sdk.Use, at 
 
 // WriteLedger appends injection ledger entries, all or nothing.
 func (s *Store) WriteLedger(ctx context.Context, entries []sdk.LedgerEntry) error {
+	if len(entries) > 0 {
+		ctx = inRealm(ctx, entries[0].Realm) // the host sends one realm's entries a batch
+	}
 	return s.use(func(db *pgdb) error {
 		return writeLedger(ctx, db, entries, s.set.ledger, s.now())
 	})

@@ -19,6 +19,7 @@ const reindexBatch = 1000
 // schema, and another reindex, wait while it runs (it holds a SHARE ROW
 // EXCLUSIVE lock on records); readers do not.
 func (s *Store) Reindex(ctx context.Context, realm string, progress func(done, total int)) (int, error) {
+	ctx = inRealm(ctx, realm)
 	if realm != "" {
 		if err := sdk.ValidateRealm(realm); err != nil {
 			return 0, fmt.Errorf("postgres: reindex: %w", err)

@@ -31,6 +31,7 @@ const vectorsLockKey = 0x6d656d76
 // PutVectors stores each vector of an active record of realm, replacing
 // its previous one; an id with no active record is skipped.
 func (s *Store) PutVectors(ctx context.Context, realm string, vecs []sdk.RecordVector) error {
+	ctx = inRealm(ctx, realm)
 	if err := sdk.ValidateRealm(realm); err != nil {
 		return fmt.Errorf("postgres: put vectors: %w", err)
 	}
@@ -60,6 +61,7 @@ func (s *Store) PutVectors(ctx context.Context, realm string, vecs []sdk.RecordV
 // MissingVectors answers the ids of the realm's recallable records with no
 // vector made by model, in id byte order after after.
 func (s *Store) MissingVectors(ctx context.Context, realm, model, after string, limit int) ([]string, error) {
+	ctx = inRealm(ctx, realm)
 	if err := sdk.ValidateRealm(realm); err != nil {
 		return nil, fmt.Errorf("postgres: missing vectors: %w", err)
 	}
