@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/memhost/memhost/sdk"
 )
 
@@ -836,7 +837,12 @@ func TestReplicaLoadOnAPoolOfOne(t *testing.T) {
 // TestReplicaRewoundReloadKeepsItsChanges: a reload after the log went
 // back pins the log at the new numbering's position while it loads;
 // the old, higher pin let trimmers take the new changes it needed, and
-// it loaded a second time.
+// it loaded a second time. The reload is held until a trim has passed
+// over changes written during it, and counted once applied, whatever the
+// machine's speed: cut at a fixed time, a reload slowed by a loaded
+// machine was not counted yet (the replica's position, of the old
+// numbering, was past the new head, so settled did not wait for it), and
+// the test reported no load at all.
 func TestReplicaRewoundReloadKeepsItsChanges(t *testing.T) {
 	shortTrimGrace(t, time.Hour)
 	schema := schemaFor(t.Name())
@@ -868,23 +874,102 @@ func TestReplicaRewoundReloadKeepsItsChanges(t *testing.T) {
 	}
 	time.Sleep(200 * time.Millisecond) // its row holds the head
 	// A restore: the changes after kept are gone, their numbers handed
-	// out again; the reload takes slowLoad, past the trim grace. Its
-	// loads are counted from before the restore: the replica may see it
-	// at once (its poll), before this goroutine reads the count.
-	slowLoads(t, slowLoad)
-	trimGrace.Store(int64(time.Second)) // the lowered pin's beat has that long to land
+	// out again. The reload, once its row says it loads, has records
+	// written, and goes on until some of their changes are past the
+	// grace and a trim has run: a trimmer going by the old pin takes
+	// them. Its loads are counted from before the restore: the replica
+	// may see it at once (its poll), before this goroutine reads the
+	// count.
+	const grace = 300 * time.Millisecond
+	trimGrace.Store(int64(grace))
+	var writing atomic.Pointer[func() int64]
+	stopWriting := func() {
+		if stop := writing.Swap(nil); stop != nil {
+			(*stop)()
+		}
+	}
+	t.Cleanup(stopWriting)
+	var hooked atomic.Bool
+	hold := func() {
+		if !hooked.CompareAndSwap(false, true) {
+			return // a second load: counted, not held
+		}
+		if err := heldReload(t, a, b, db, grace, &writing); err != nil {
+			t.Error(err)
+		}
+	}
+	loadHook.Store(&hold)
+	t.Cleanup(func() { loadHook.Store(nil) })
 	before := b.replica.loads.Load()
 	for _, q := range []string{"DELETE FROM changes WHERE seq > $1", "SELECT setval(pg_get_serial_sequence('changes', 'seq'), $1)"} {
 		if _, err := db.Exec(ctx, q, kept); err != nil {
 			t.Fatal(err)
 		}
 	}
-	stop := keepWriting(t, a, "tide")
-	time.Sleep(slowLoad + 2*time.Second)
-	stop()
+	waitLoads(t, b, before+1)
+	stopWriting()
 	settled(t, b)
 	if n := b.replica.loads.Load() - before; n != 1 {
 		t.Errorf("the replica loaded %d times after the log went back; want once", n)
+	}
+}
+
+// heldReload runs inside b's reload: once b's row says it loads (its pin
+// landed), a keeps writing (into writing) until a change written since is
+// older than grace, then a trim runs.
+func heldReload(t *testing.T, a, b *Store, db *pgxpool.Pool, grace time.Duration, writing *atomic.Pointer[func() int64]) error {
+	ctx := context.Background()
+	deadline := time.Now().Add(time.Minute)
+	pin := b.replica.pin.Load()
+	for landed := false; !landed; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return errors.New("the reload's row never said it loads")
+		}
+		var applied int64
+		var loading bool
+		if err := db.QueryRow(ctx, "SELECT applied, loading FROM replicas WHERE name = $1", b.replica.name).Scan(&applied, &loading); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		landed = loading && applied == pin
+	}
+	stop := keepWriting(t, a, "tide")
+	writing.Store(&stop)
+	for old := false; !old; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return errors.New("no change written during the reload grew older than the grace")
+		}
+		if err := db.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM changes WHERE seq > $1 AND at < now() - make_interval(secs => $2))",
+			pin, grace.Seconds()).Scan(&old); err != nil {
+			return err
+		}
+	}
+	// Another trimmer may hold the trim lock at that moment (this one
+	// then skips): a few passes.
+	for range 3 {
+		if _, err := trimChanges(ctx, a.pool, time.Hour); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitLoads waits until s's replica has applied n whole loads.
+func waitLoads(t *testing.T, s *Store, n int64) {
+	t.Helper()
+	deadline := time.NewTimer(time.Minute)
+	defer deadline.Stop()
+	for {
+		s.replica.mu.RLock()
+		moved := s.replica.moved
+		s.replica.mu.RUnlock()
+		if s.replica.loads.Load() >= n {
+			return
+		}
+		select {
+		case <-moved:
+		case <-deadline.C:
+			t.Fatalf("the replica did not load again within a minute (%d loads)", s.replica.loads.Load())
+		}
 	}
 }
 
