@@ -401,6 +401,16 @@ func (p *parser) date(i int) (time.Time, time.Time, bool) {
 			y, ok := p.yearAt(i + 2)
 			return p.dayWindow(y, ok, m, n)
 		}
+		// June first, June the twenty-first [2023]; "you may first" is
+		// no date.
+		j := i + 1
+		if p.at(j) == "the" {
+			j++
+		}
+		if n, k := p.ordinalAt(j); n > 0 && (s != "may" || monthLead[p.at(i-1)]) {
+			y, ok := p.yearAt(k)
+			return p.dayWindow(y, ok, m, n)
+		}
 		if y, ok := p.yearAt(i + 1); ok {
 			return monthWindow(y, m, loc)
 		}
@@ -413,13 +423,22 @@ func (p *parser) date(i int) (time.Time, time.Time, bool) {
 		}
 		return monthWindow(y, m, loc)
 	}
-	if n := p.w[i].num; n >= 1 && n <= 31 && len(p.w[i].s) <= 4 {
-		// 3rd of May [2023], 3 May [2023]
-		j := i + 1
-		if p.at(j) == "of" {
+	n, j := p.w[i].num, i+1
+	if len(p.w[i].s) > 4 {
+		n = -1
+	}
+	word := false
+	if n < 1 {
+		n, j = p.ordinalAt(i)
+		word = true
+	}
+	if n >= 1 && n <= 31 {
+		// 3rd of May [2023], 3 May [2023], the first of May
+		of := p.at(j) == "of"
+		if of {
 			j++
 		}
-		if m, ok := monthNames[p.at(j)]; ok {
+		if m, ok := monthNames[p.at(j)]; ok && (!word || of || p.at(j) != "may") {
 			y, ok := p.yearAt(j + 1)
 			return p.dayWindow(y, ok, m, n)
 		}
@@ -432,6 +451,49 @@ func (p *parser) date(i int) (time.Time, time.Time, bool) {
 		}
 	}
 	return time.Time{}, time.Time{}, false
+}
+
+// ordinals are the days of a month spelled as words; the twenty-first
+// is two words, "twenty" and "first".
+var ordinals = map[string]int{
+	"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
+	"eighth": 8, "ninth": 9, "tenth": 10, "eleventh": 11, "twelfth": 12, "thirteenth": 13,
+	"fourteenth": 14, "fifteenth": 15, "sixteenth": 16, "seventeenth": 17, "eighteenth": 18,
+	"nineteenth": 19, "twentieth": 20, "thirtieth": 30,
+}
+
+// ordinalAt reads a day spelled as an ordinal at w[i] ("first",
+// "twenty first") and answers it and the index after it; 0 when there is
+// none.
+func (p *parser) ordinalAt(i int) (int, int) {
+	tens := 0
+	switch p.at(i) {
+	case "twenty":
+		tens = 20
+	case "thirty":
+		tens = 30
+	}
+	if n := ordinals[p.at(i+1)]; tens > 0 && n >= 1 && n <= 9 {
+		return tens + n, i + 2
+	}
+	if n, ok := ordinals[p.at(i)]; ok {
+		return n, i + 1
+	}
+	return 0, i
+}
+
+// dayOrdinal reports whether the ordinal at w[i] is a day of a month
+// ("May first", "May the first", "twenty-first") rather than an order.
+func (p *parser) dayOrdinal(i int) bool {
+	m := i - 1
+	if p.at(m) == "the" {
+		m--
+	}
+	_, month := monthNames[p.at(m)]
+	if month && p.at(m) == "may" {
+		month = monthLead[p.at(m-1)] // as date reads it
+	}
+	return month || p.at(i-1) == "twenty" || p.at(i-1) == "thirty"
 }
 
 func (p *parser) numAt(i int) int {
@@ -619,7 +681,7 @@ func (p *parser) order() Order {
 				}
 			}
 		case "first":
-			if n := p.at(i + 1); n != "name" && n != "names" && n != "of" {
+			if n := p.at(i + 1); n != "name" && n != "names" && n != "of" && !p.dayOrdinal(i) {
 				earliest = true
 			}
 		case "earliest", "initially", "originally", "oldest", "beginning":
