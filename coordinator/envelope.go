@@ -464,16 +464,22 @@ func (e *Envelope) appendObservation(buf []byte, index int, of string, r *sdk.Re
 	return append(buf, closing...)
 }
 
-// ageLabel says how long ago a record was saved, in whole days.
+// ageLabel says how long ago a record was saved, in whole days. Counted
+// in seconds: time.Time.Sub saturates at 292 years, and an imported record
+// may have been saved in any year from 1.
 func ageLabel(at, now time.Time) string {
-	days := int(now.Sub(at) / (24 * time.Hour))
+	secs := now.Unix() - at.Unix()
+	if now.Nanosecond() < at.Nanosecond() {
+		secs--
+	}
+	days := secs / (24 * 60 * 60)
 	switch {
 	case days <= 0:
 		return "saved today"
 	case days == 1:
 		return "saved 1 day ago"
 	default:
-		return "saved " + strconv.Itoa(days) + " days ago"
+		return "saved " + strconv.FormatInt(days, 10) + " days ago"
 	}
 }
 

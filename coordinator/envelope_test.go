@@ -249,6 +249,20 @@ func TestAgeLabel(t *testing.T) {
 			t.Errorf("ageLabel(%v ago) = %q, want %q", tc.ago, got, tc.want)
 		}
 	}
+	// Past the 292 years a time.Duration holds: an imported record may
+	// carry any year from 1.
+	for _, tc := range []struct {
+		at, now time.Time
+		want    string
+	}{
+		{time.Date(1700, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), "saved 109572 days ago"},
+		{time.Date(1, 1, 1, 0, 0, 0, 1e6, time.UTC), time.Date(1, 1, 3, 0, 0, 0, 0, time.UTC), "saved 1 day ago"},
+		{time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), "saved today"},
+	} {
+		if got := ageLabel(tc.at, tc.now); got != tc.want {
+			t.Errorf("ageLabel(%v, %v) = %q, want %q", tc.at, tc.now, got, tc.want)
+		}
+	}
 }
 
 // An identity, a mob or a realm may be named like a marker (the names are
