@@ -163,8 +163,15 @@ func userPrompt(req sdk.SelectRequest, rows []sdk.ManifestRow, max int, now time
 	return string(data)
 }
 
+// age says how long ago t was, in whole days. Counted in seconds:
+// time.Time.Sub saturates at 292 years, and an imported record may have
+// been saved in any year from 1.
 func age(t, now time.Time) string {
-	days := int(now.Sub(t).Hours() / 24)
+	secs := now.Unix() - t.Unix()
+	if now.Nanosecond() < t.Nanosecond() {
+		secs--
+	}
+	days := secs / (24 * 60 * 60)
 	switch {
 	case t.IsZero():
 		return "unknown"

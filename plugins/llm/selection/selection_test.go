@@ -117,3 +117,24 @@ func FuzzParseAnswer(f *testing.F) {
 		}
 	})
 }
+
+func TestAge(t *testing.T) {
+	now := time.Date(2000, 1, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		at   time.Time
+		want string
+	}{
+		{time.Time{}, "unknown"},
+		{now.Add(time.Hour), "today"},
+		{now.Add(-23 * time.Hour), "today"},
+		{now.Add(-25 * time.Hour), "1 day"},
+		{now.Add(-49 * time.Hour), "2 days"},
+		// Past the 292 years a time.Duration holds.
+		{time.Date(1700, 1, 1, 12, 0, 0, 0, time.UTC), "109572 days"},
+		{time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), "today"},
+	} {
+		if got := age(tc.at, now); got != tc.want {
+			t.Errorf("age(%v) = %q, want %q", tc.at, got, tc.want)
+		}
+	}
+}
