@@ -140,7 +140,7 @@ func importRecords(ctx context.Context, tx pgx.Tx, realm string, prepared []prep
 			key = usage.Key(0, false, at)
 		}
 		batch.Queue(importRecordSQL, r.Realm, r.ID, string(r.Scope), string(r.Status), optionalMillis(r.ExpiresAt),
-			foldTags(tags), string(r.Kind), string(r.Trust), r.Supersedes, r.CreatedAt.UnixMilli(), r.UpdatedAt.UnixMilli(),
+			foldTags(tags), string(r.Kind), string(r.Trust), r.Supersedes, optionalMillis(r.CreatedAt), optionalMillis(r.UpdatedAt),
 			r.ContentHash, d.ntok, r.Title, r.Description, tags, r.Body, threadID(r.Thread), threadSeq(r.Thread), seqs[i],
 			r.UseCount, optionalMillis(r.LastUsedAt), key, optionalMillis(r.OccurredAt))
 	}

@@ -164,7 +164,7 @@ func storeRecords(ctx context.Context, tx pgx.Tx, realm string, prepared []prepa
 			tags = []string{}
 		}
 		batch.Queue(insertRecordSQL, r.Realm, r.ID, string(r.Scope), string(r.Status), optionalMillis(r.ExpiresAt),
-			foldTags(tags), string(r.Kind), string(r.Trust), r.Supersedes, r.CreatedAt.UnixMilli(), r.UpdatedAt.UnixMilli(),
+			foldTags(tags), string(r.Kind), string(r.Trust), r.Supersedes, optionalMillis(r.CreatedAt), optionalMillis(r.UpdatedAt),
 			r.ContentHash, d.ntok, r.Title, r.Description, tags, r.Body, threadID(r.Thread), threadSeq(r.Thread), seqs[i],
 			optionalMillis(r.OccurredAt))
 	}
@@ -704,7 +704,7 @@ func distinct[T comparable](items []T) []T {
 	return out
 }
 
-// optionalMillis stores an optional time (an expiry, an occurred_at); 0
+// optionalMillis stores a time (an expiry, an occurred_at, a created_at); 0
 // means none, so a real time at the Unix epoch is kept as one millisecond
 // before it.
 func optionalMillis(t time.Time) int64 {

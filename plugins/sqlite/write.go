@@ -28,7 +28,7 @@ func insertRecord(ctx context.Context, tx *sql.Tx, ch *indexChange, p *preparedR
 	threadID, threadSeq := threadColumns(r)
 	res, err := tx.ExecContext(ctx, insertRecordSQL,
 		r.Realm, r.ID, string(r.Scope), string(r.Status), optionalMillis(r.ExpiresAt), tagKeys(r.Tags),
-		string(r.Kind), string(r.Trust), r.Supersedes, r.CreatedAt.UnixMilli(), r.UpdatedAt.UnixMilli(),
+		string(r.Kind), string(r.Trust), r.Supersedes, optionalMillis(r.CreatedAt), optionalMillis(r.UpdatedAt),
 		r.ContentHash, p.doc.ntok, r.Title, r.Description, strings.Join(r.Tags, "\n"), r.Body, threadID, threadSeq,
 		optionalMillis(r.OccurredAt))
 	if isUniqueViolation(err) {
@@ -412,7 +412,7 @@ func isUniqueViolation(err error) bool {
 	return errors.As(err, &se) && (se.ExtendedCode == sqlite3.ErrConstraintUnique || se.ExtendedCode == sqlite3.ErrConstraintPrimaryKey)
 }
 
-// optionalMillis stores an optional time (an expiry, an occurred_at); 0
+// optionalMillis stores a time (an expiry, an occurred_at, a created_at); 0
 // means none, so a real time at the Unix epoch is kept as one millisecond
 // before it.
 func optionalMillis(t time.Time) int64 {

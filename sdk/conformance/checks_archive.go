@@ -16,7 +16,8 @@ import (
 const realmArchive = "conformance-archive"
 
 // archiveRecords are full records as an export would carry them: fixed ids
-// and millisecond times, every status, usage counters set.
+// and millisecond times (one at the Unix epoch), every status, usage
+// counters set.
 func archiveRecords(e *env) []sdk.Record {
 	base := time.Date(2025, 3, 4, 5, 6, 7, 8_000_000, time.UTC)
 	statuses := []sdk.Status{sdk.StatusActive, sdk.StatusSuperseded, sdk.StatusQuarantined, sdk.StatusActive, sdk.StatusTombstoned}
@@ -37,6 +38,12 @@ func archiveRecords(e *env) []sdk.Record {
 		if i%2 == 0 {
 			r.OccurredAt = base.AddDate(-1, 0, -i)
 			r.Thread = &sdk.Thread{ID: "archived conversation", Seq: int64(i)}
+		}
+		if i == 4 {
+			// The Unix epoch is a time like any other, though 0 is none
+			// on the wire and in a store's column.
+			epoch := time.Unix(0, 0).UTC()
+			r.CreatedAt, r.UpdatedAt, r.OccurredAt = epoch, epoch, epoch
 		}
 		r.ContentHash = sdk.ContentHash(r.Title, r.Body)
 		out[i] = r
