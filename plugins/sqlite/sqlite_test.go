@@ -422,11 +422,17 @@ func TestCJKRecall(t *testing.T) {
 		rec(alice, "上海美食", "小笼包和生煎是上海的特色。"),
 		rec(alice, "東京の天気", "明日は東京で雨が降るでしょう。"),
 		rec(alice, "English", "The weather in Beijing is fine."),
+		rec(alice, "新しいサーバー", "データベースのサーバーが落ちた。"),
+		rec(alice, "サ バ ー", "ー バ サ"),
 	)
 	cases := []struct{ query, want string }{
 		{"北京天气怎么样", ids[0]},
 		{"上海有什么好吃的小笼包", ids[1]},
 		{"東京の天気は？", ids[2]},
+		// The length mark ー is of the kana run: the word is found, not
+		// the record holding its letters apart.
+		{"サーバー", ids[4]},
+		{"データベース", ids[4]},
 	}
 	for _, c := range cases {
 		got := recallIDs(t, s, sdk.RecallQuery{Realm: realm, Query: c.query})

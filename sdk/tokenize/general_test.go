@@ -18,7 +18,8 @@ import (
 func generalTokens(s string) []string {
 	var out []string
 	var word strings.Builder
-	var cjk []rune
+	var units []string // the run, unit by unit
+	kind := noRun
 	flushWord := func() {
 		if word.Len() == 0 {
 			return
@@ -34,27 +35,33 @@ func generalTokens(s string) []string {
 		out = append(out, stem(w))
 	}
 	flushCJK := func() {
-		switch len(cjk) {
+		switch len(units) {
 		case 0:
 			return
 		case 1:
-			out = append(out, string(cjk))
+			out = append(out, units[0])
 		default:
-			for i := 0; i+1 < len(cjk); i++ {
-				out = append(out, string(cjk[i:i+2]))
+			for i := 0; i+1 < len(units); i++ {
+				out = append(out, units[i]+units[i+1])
 			}
 		}
-		cjk = cjk[:0]
+		units, kind = nil, noRun
 	}
 	for _, r := range norm.NFC.String(s) {
 		switch {
 		case r == utf8.RuneError:
 			flushWord()
 			flushCJK()
-		case IsCJK(r):
-			flushWord()
-			cjk = append(cjk, r)
 		case isIgnorable(r):
+		case kind != noRun && isMark(r):
+			units[len(units)-1] += string(r)
+		case runOf(r) != noRun:
+			flushWord()
+			if runOf(r) != kind {
+				flushCJK()
+				kind = runOf(r)
+			}
+			units = append(units, string(r))
 		case isWordRune(r):
 			flushCJK()
 			word.WriteRune(foldRune(r))
@@ -72,7 +79,7 @@ func generalTokens(s string) []string {
 // where ASCII and Unicode meet.
 var pieces = []string{
 	"a", "Z", "q", "7", " ", "-", "_", "'", "\x00", "\x7f", "\xff", "\xc3", "é", "É", "ß", "İ", "ǅ", "Σ",
-	"\u0301", "\u0903", "ς", "ſ", "µ", "e\u0301", "٣", "Ⅻ", "我", "喜", "す", "안", "\ufffd", "\u00a0", "\u00ad", "\u200b", "\u200d", "\u200f", "\ufeff", "\ufe0f", "THE", "the", "Don't", "e-mail", "x",
+	"\u0301", "\u0903", "ς", "ſ", "µ", "e\u0301", "٣", "Ⅻ", "我", "喜", "す", "안", "\ufffd", "\u00a0", "\u00ad", "\u200b", "\u200d", "\u200f", "\ufeff", "\ufe0f", "ー", "ｰ", "ﾞ", "・", "THE", "the", "Don't", "e-mail", "x",
 }
 
 func TestFastPathMatchesGeneral(t *testing.T) {

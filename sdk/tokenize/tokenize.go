@@ -5,9 +5,12 @@
 // base and a combining accent meets its precomposed form; a term is a run
 // of letters, digits and combining marks of any script, lower-cased, with
 // the letters a case-fold orbit holds beside the lower case (final ς, long
-// ſ, the symbol ϑ) taken to it, as tags compare. Han, Hiragana, Katakana and Hangul have
-// no spaces between words, so their runs are cut into overlapping bigrams
-// (a lone character stands as itself). Invisible format characters (a soft
+// ſ, the symbol ϑ) taken to it, as tags compare. Han, Hiragana, Katakana
+// and Hangul have no spaces between words, so their runs are cut into
+// overlapping bigrams of units (a lone unit stands as itself). A unit is a
+// character with the combining marks that follow it, so a bigram never
+// parts a letter from its marks; the kana length mark "ー" belongs to the
+// kana run (サーバー is サー ーバ バー). Invisible format characters (a soft
 // hyphen, a zero-width joiner or non-joiner, a bidi mark, a byte-order
 // mark) and variation selectors never cut a word: they are dropped, so
 // "Donau\u00addampf\u00adschiff" is the one term "donaudampfschiff".
@@ -37,7 +40,7 @@ import (
 // Version 1 was the unstemmed tokenizer; 2 stems English words; 3 puts
 // text in NFC and folds every letter of a case-fold orbit to one; 4 drops
 // format characters and variation selectors instead of cutting words at
-// them.
+// them, and keeps the kana length mark in its kana run.
 const Version = 4
 
 // Tokens returns every term of s in order, repeats included. A term may
@@ -70,9 +73,43 @@ func HasTerms(s string) bool {
 	return found
 }
 
-// IsCJK reports whether r belongs to a script written without spaces.
+// IsCJK reports whether r is of the Han, Hiragana, Katakana or Hangul
+// script. The tokenizer cuts more than these into bigrams (runOf).
 func IsCJK(r rune) bool {
 	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
+}
+
+// Kinds of run: the scripts written without spaces between words, whose
+// runs are cut into bigrams. A run holds one kind; Han, kana and Hangul
+// are one kind, since Japanese mixes Han and kana in a word.
+const (
+	noRun = iota
+	cjkRun
+)
+
+// runOf answers the kind of run r belongs to, or noRun. Beside the Han,
+// kana and Hangul scripts, the CJK kind holds the characters Unicode word
+// segmentation (UAX #29) counts as Katakana though they are of no script:
+// the length mark ー and its halfwidth form, the spacing voiced sound
+// marks, the vertical kana repeat marks and the double hyphen. The middle
+// dot ・ is not one: it separates the words of a foreign name.
+func runOf(r rune) int {
+	switch {
+	case r < 0x1100:
+		return noRun
+	case IsCJK(r):
+		return cjkRun
+	case r >= 0x3031 && r <= 0x3035, r == 0x309b, r == 0x309c, r == 0x30a0, r == 0x30fc, r == 0xff70:
+		return cjkRun
+	}
+	return noRun
+}
+
+// isMark reports whether r is a combining mark (Unicode M), which joins the
+// unit before it in a run, as do the halfwidth voiced sound marks ﾞ and ﾟ
+// that UAX #29 counts as Extend.
+func isMark(r rune) bool {
+	return unicode.In(r, unicode.Mn, unicode.Mc, unicode.Me) || r == 0xff9e || r == 0xff9f
 }
 
 // isIgnorable reports whether r is invisible inside a word and dropped
@@ -104,7 +141,9 @@ func each(s string, emit func(string) bool) {
 	var buf []byte   // the word, once it cannot be a slice of s
 	slow := false    // the word is in buf
 	ws, we := -1, -1 // the word is s[ws:we] while !slow
-	var cjk []rune
+	var cjk []rune   // the run's runes
+	var units []int  // where each of the run's units starts in cjk
+	kind := noRun    // the run's kind
 	live := true
 	flushWord := func() {
 		var w string
@@ -146,17 +185,18 @@ func each(s string, emit func(string) bool) {
 		buf = utf8.AppendRune(buf, lower)
 	}
 	flushCJK := func() {
-		switch len(cjk) {
+		switch len(units) {
 		case 0:
 			return
 		case 1:
 			live = live && emit(string(cjk))
 		default:
-			for i := 0; live && i+1 < len(cjk); i++ {
-				live = emit(string(cjk[i : i+2]))
+			units = append(units, len(cjk))
+			for i := 0; live && i+2 < len(units); i++ {
+				live = emit(string(cjk[units[i]:units[i+2]]))
 			}
 		}
-		cjk = cjk[:0]
+		cjk, units, kind = cjk[:0], units[:0], noRun
 	}
 	for i := 0; i < len(s) && live; {
 		if c := s[i]; c < utf8.RuneSelf {
@@ -179,9 +219,6 @@ func each(s string, emit func(string) bool) {
 		case r == utf8.RuneError:
 			flushWord()
 			flushCJK()
-		case IsCJK(r):
-			flushWord()
-			cjk = append(cjk, r)
 		case isIgnorable(r):
 			// Dropped: the word (or CJK run) goes on after it, so it
 			// can no longer be a slice of s.
@@ -189,6 +226,17 @@ func each(s string, emit func(string) bool) {
 				slow = true
 				buf = append(buf[:0], s[ws:we]...)
 			}
+		case kind != noRun && isMark(r):
+			cjk = append(cjk, r) // joins the run's last unit
+		case runOf(r) != noRun:
+			flushWord()
+			k := runOf(r)
+			if k != kind {
+				flushCJK()
+				kind = k
+			}
+			units = append(units, len(cjk))
+			cjk = append(cjk, r)
 		case isWordRune(r):
 			flushCJK()
 			lower := foldRune(r)

@@ -38,6 +38,13 @@ func TestTokens(t *testing.T) {
 		{"variation selector inside han", "葛\U000E0100飾 葛飾", []string{"葛飾", "葛飾"}},
 		{"zero-width space still cuts", "zero\u200bwidth", []string{"zero", "width"}},
 		{"format characters alone", "\u00ad \ufeff\u2060", nil},
+		{"kana length mark in its run", "サーバー", []string{"サー", "ーバ", "バー"}},
+		{"kana length mark mid-word", "データベース", []string{"デー", "ータ", "タベ", "ベー", "ース"}},
+		{"length mark after hiragana", "すごーい", []string{"すご", "ごー", "ーい"}},
+		{"halfwidth katakana with marks", "ｻｰﾊﾞｰ", []string{"ｻｰ", "ｰﾊﾞ", "ﾊﾞｰ"}},
+		{"lone length mark", "ー", []string{"ー"}},
+		{"length mark leaves a latin word", "abcー", []string{"abc", "ー"}},
+		{"middle dot separates", "ベッド・タウン", []string{"ベッ", "ッド", "タウ", "ウン"}},
 		{"empty", "   ", nil},
 	}
 	for _, c := range cases {
@@ -81,7 +88,7 @@ func FuzzTokens(f *testing.F) {
 			if tok == "" || !utf8.ValidString(tok) {
 				t.Fatalf("bad token %q from %q", tok, s)
 			}
-			if strings.ContainsFunc(tok, func(r rune) bool { return !isWordRune(r) && !IsCJK(r) }) {
+			if strings.ContainsFunc(tok, func(r rune) bool { return !isWordRune(r) && runOf(r) == noRun && !isMark(r) }) {
 				t.Fatalf("token %q holds a separator", tok)
 			}
 		}
