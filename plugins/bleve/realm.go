@@ -58,8 +58,8 @@ const (
 // the system tags out of the text (memindex.TagText). terms/3: text in
 // NFC, case-fold orbits folded (tokenize.Version 3). Layout 7 keys tags
 // in NFC (foldTag). terms/4: format characters and variation selectors
-// dropped inside words, the kana length mark kept in its run
-// (tokenize.Version 4).
+// dropped inside words, the kana length mark kept in its run, Thai, Lao,
+// Khmer and Myanmar cut into bigrams (tokenize.Version 4).
 const schemaVersion = "memhost-bleve/7 terms/4"
 
 var (

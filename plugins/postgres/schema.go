@@ -224,9 +224,9 @@ ALTER INDEX records_by_place RENAME TO records_by_thread;
 	{sql: `ALTER TABLE replicas ADD COLUMN IF NOT EXISTS loading boolean NOT NULL DEFAULT false;`},
 	// 15: the tokenizer drops format characters (a soft hyphen, a
 	// zero-width joiner, a bidi mark) and variation selectors inside a
-	// word instead of cutting it there, and keeps the kana length mark in
-	// its kana run (tokenize.Version 4): every realm is re-indexed, as in
-	// 12.
+	// word instead of cutting it there, keeps the kana length mark in its
+	// kana run and cuts Thai, Lao, Khmer and Myanmar into bigrams
+	// (tokenize.Version 4): every realm is re-indexed, as in 12.
 	{sql: `SELECT 1;`, then: func(ctx context.Context, tx pgx.Tx) error {
 		_, err := reindex(ctx, tx, "", nil)
 		return err

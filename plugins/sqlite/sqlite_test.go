@@ -424,6 +424,7 @@ func TestCJKRecall(t *testing.T) {
 		rec(alice, "English", "The weather in Beijing is fine."),
 		rec(alice, "新しいサーバー", "データベースのサーバーが落ちた。"),
 		rec(alice, "サ バ ー", "ー バ サ"),
+		rec(alice, "ภาษาไทย", "ภาษาไทยไม่มีช่องว่างระหว่างคำ"),
 	)
 	cases := []struct{ query, want string }{
 		{"北京天气怎么样", ids[0]},
@@ -433,6 +434,8 @@ func TestCJKRecall(t *testing.T) {
 		// the record holding its letters apart.
 		{"サーバー", ids[4]},
 		{"データベース", ids[4]},
+		// Thai has no spaces: a word inside a sentence is found.
+		{"ช่องว่าง", ids[6]},
 	}
 	for _, c := range cases {
 		got := recallIDs(t, s, sdk.RecallQuery{Realm: realm, Query: c.query})

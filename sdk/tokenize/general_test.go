@@ -61,7 +61,11 @@ func generalTokens(s string) []string {
 				flushCJK()
 				kind = runOf(r)
 			}
-			units = append(units, string(r))
+			if n := len(units); n > 0 && isStacker(lastRune(units[n-1])) {
+				units[n-1] += string(r)
+			} else {
+				units = append(units, string(r))
+			}
 		case isWordRune(r):
 			flushCJK()
 			word.WriteRune(foldRune(r))
@@ -75,11 +79,16 @@ func generalTokens(s string) []string {
 	return out
 }
 
+func lastRune(s string) rune {
+	r, _ := utf8.DecodeLastRuneInString(s)
+	return r
+}
+
 // pieces mixes every class the fast path distinguishes, and the runes
 // where ASCII and Unicode meet.
 var pieces = []string{
 	"a", "Z", "q", "7", " ", "-", "_", "'", "\x00", "\x7f", "\xff", "\xc3", "é", "É", "ß", "İ", "ǅ", "Σ",
-	"\u0301", "\u0903", "ς", "ſ", "µ", "e\u0301", "٣", "Ⅻ", "我", "喜", "す", "안", "\ufffd", "\u00a0", "\u00ad", "\u200b", "\u200d", "\u200f", "\ufeff", "\ufe0f", "ー", "ｰ", "ﾞ", "・", "THE", "the", "Don't", "e-mail", "x",
+	"\u0301", "\u0903", "ς", "ſ", "µ", "e\u0301", "٣", "Ⅻ", "我", "喜", "す", "안", "\ufffd", "\u00a0", "\u00ad", "\u200b", "\u200d", "\u200f", "\ufeff", "\ufe0f", "ー", "ｰ", "ﾞ", "・", "ก", "\u0e48", "\u0e34", "ເ", "ក", "\u17d2", "မ", "\u1039", "\u103a", "๑", "THE", "the", "Don't", "e-mail", "x",
 }
 
 func TestFastPathMatchesGeneral(t *testing.T) {

@@ -6,11 +6,12 @@
 // of letters, digits and combining marks of any script, lower-cased, with
 // the letters a case-fold orbit holds beside the lower case (final ς, long
 // ſ, the symbol ϑ) taken to it, as tags compare. Han, Hiragana, Katakana
-// and Hangul have no spaces between words, so their runs are cut into
-// overlapping bigrams of units (a lone unit stands as itself). A unit is a
-// character with the combining marks that follow it, so a bigram never
-// parts a letter from its marks; the kana length mark "ー" belongs to the
-// kana run (サーバー is サー ーバ バー). Invisible format characters (a soft
+// and Hangul, and Thai, Lao, Khmer and Myanmar, have no spaces between
+// words, so their runs are cut into overlapping bigrams of units (a lone
+// unit stands as itself). A unit is a character with the combining marks
+// that follow it (a Thai consonant with its vowel and tone marks), so a
+// bigram never parts a letter from its marks; the kana length mark "ー"
+// belongs to the kana run (サーバー is サー ーバ バー). Invisible format characters (a soft
 // hyphen, a zero-width joiner or non-joiner, a bidi mark, a byte-order
 // mark) and variation selectors never cut a word: they are dropped, so
 // "Donau\u00addampf\u00adschiff" is the one term "donaudampfschiff".
@@ -40,7 +41,8 @@ import (
 // Version 1 was the unstemmed tokenizer; 2 stems English words; 3 puts
 // text in NFC and folds every letter of a case-fold orbit to one; 4 drops
 // format characters and variation selectors instead of cutting words at
-// them, and keeps the kana length mark in its kana run.
+// them, keeps the kana length mark in its kana run and cuts Thai, Lao,
+// Khmer and Myanmar runs into bigrams of units.
 const Version = 4
 
 // Tokens returns every term of s in order, repeats included. A term may
@@ -85,6 +87,10 @@ func IsCJK(r rune) bool {
 const (
 	noRun = iota
 	cjkRun
+	thaiRun
+	laoRun
+	khmerRun
+	myanmarRun
 )
 
 // runOf answers the kind of run r belongs to, or noRun. Beside the Han,
@@ -92,15 +98,27 @@ const (
 // segmentation (UAX #29) counts as Katakana though they are of no script:
 // the length mark ー and its halfwidth form, the spacing voiced sound
 // marks, the vertical kana repeat marks and the double hyphen. The middle
-// dot ・ is not one: it separates the words of a foreign name.
+// dot ・ is not one: it separates the words of a foreign name. Of Thai,
+// Lao, Khmer and Myanmar only letters and marks run; their digits and
+// punctuation stay what they are elsewhere.
 func runOf(r rune) int {
 	switch {
-	case r < 0x1100:
+	case r < 0x0e00:
 		return noRun
 	case IsCJK(r):
 		return cjkRun
 	case r >= 0x3031 && r <= 0x3035, r == 0x309b, r == 0x309c, r == 0x30a0, r == 0x30fc, r == 0xff70:
 		return cjkRun
+	case !unicode.IsLetter(r) && !isMark(r):
+		return noRun
+	case unicode.Is(unicode.Thai, r):
+		return thaiRun
+	case unicode.Is(unicode.Lao, r):
+		return laoRun
+	case unicode.Is(unicode.Khmer, r):
+		return khmerRun
+	case unicode.Is(unicode.Myanmar, r):
+		return myanmarRun
 	}
 	return noRun
 }
@@ -110,6 +128,13 @@ func runOf(r rune) int {
 // that UAX #29 counts as Extend.
 func isMark(r rune) bool {
 	return unicode.In(r, unicode.Mn, unicode.Mc, unicode.Me) || r == 0xff9e || r == 0xff9f
+}
+
+// isStacker reports whether r stacks the letter after it under its own
+// (the Myanmar virama, the Khmer coeng), so that letter is no unit of its
+// own.
+func isStacker(r rune) bool {
+	return r == 0x1039 || r == 0x17d2
 }
 
 // isIgnorable reports whether r is invisible inside a word and dropped
@@ -235,7 +260,9 @@ func each(s string, emit func(string) bool) {
 				flushCJK()
 				kind = k
 			}
-			units = append(units, len(cjk))
+			if len(cjk) == 0 || !isStacker(cjk[len(cjk)-1]) {
+				units = append(units, len(cjk))
+			}
 			cjk = append(cjk, r)
 		case isWordRune(r):
 			flushCJK()

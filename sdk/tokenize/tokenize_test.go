@@ -45,6 +45,14 @@ func TestTokens(t *testing.T) {
 		{"lone length mark", "ー", []string{"ー"}},
 		{"length mark leaves a latin word", "abcー", []string{"abc", "ー"}},
 		{"middle dot separates", "ベッド・タウン", []string{"ベッ", "ッド", "タウ", "ウン"}},
+		{"thai bigrams keep marks on their letter", "ช่องว่าง", []string{"ช่อ", "อง", "งว่", "ว่า", "าง"}},
+		{"thai sentence", "ภาษาไทยไม่มีช่องว่าง", []string{"ภา", "าษ", "ษา", "าไ", "ไท", "ทย", "ยไ", "ไม่", "ม่มี", "มีช่", "ช่อ", "อง", "งว่", "ว่า", "าง"}},
+		{"thai digits stay a word", "ปี ๒๕๖๗", []string{"ปี", "๒๕๖๗"}},
+		{"lao", "ພາສາ", []string{"ພາ", "າສ", "ສາ"}},
+		{"khmer coeng stacks", "ភាសាខ្មែរ", []string{"ភាសា", "សាខ្មែ", "ខ្មែរ"}},
+		{"myanmar virama stacks, marks join", "မန္တလေး မြန်", []string{"မန္တ", "န္တလေး", "မြန်"}},
+		{"zero-width space cuts a thai run", "ไทย\u200bไทย", []string{"ไท", "ทย", "ไท", "ทย"}},
+		{"scripts make separate runs", "ไทย日本", []string{"ไท", "ทย", "日本"}},
 		{"empty", "   ", nil},
 	}
 	for _, c := range cases {
