@@ -112,15 +112,26 @@ ORDER BY s.score DESC, s.seq DESC
 LIMIT $12`
 )
 
+// roundedScore is raw, a record's summed score, rounded to 12 significant
+// digits. PostgreSQL sums a record's term scores in an order of its own, so
+// two records that sdk/index (the sqlite provider, the replica) scores
+// exactly alike can differ here in the last bit and order otherwise than
+// there; rounded, they tie and fall to the same tie-break (the later
+// record first), and the score moves by at most 5e-12 of itself, far
+// inside the 1e-9 the providers' scores agree to.
+const roundedScore = `CASE WHEN raw > 0 THEN round(raw * power(10::float8, 11 - floor(log(raw)))) / power(10::float8, 11 - floor(log(raw))) ELSE raw END`
+
 // scanSQL scores every posting of the query's terms.
 var scanSQL = fmt.Sprintf(`
 WITH `+exSQL+`, scored AS (
-	SELECT p.seq, sum(`+termScore+`) AS score
-	FROM unnest($5::bigint[], $6::float8[]) AS q(term_id, idf)
-	JOIN postings AS p ON p.term_id = q.term_id CROSS JOIN ex
-	WHERE `+postingFilter+`
-	GROUP BY p.seq
-	ORDER BY score DESC, p.seq DESC
+	SELECT seq, `+roundedScore+` AS score FROM (
+		SELECT p.seq, sum(`+termScore+`) AS raw
+		FROM unnest($5::bigint[], $6::float8[]) AS q(term_id, idf)
+		JOIN postings AS p ON p.term_id = q.term_id CROSS JOIN ex
+		WHERE `+postingFilter+`
+		GROUP BY p.seq
+	) AS g
+	ORDER BY score DESC, seq DESC
 	LIMIT $9
 )`+readBest, bm25K1+1, recordColumns)
 
@@ -133,13 +144,15 @@ WITH `+exSQL+`, cand AS (
 	SELECT DISTINCT p.seq FROM postings AS p CROSS JOIN ex
 	WHERE p.term_id = ANY($15::bigint[]) AND `+postingFilter+`
 ), scored AS (
-	SELECT c.seq, (
-		SELECT sum(`+termScore+`)
-		FROM unnest($5::bigint[], $6::float8[]) AS q(term_id, idf)
-		JOIN postings AS p ON p.term_id = q.term_id AND p.seq = c.seq
-	) AS score
-	FROM cand AS c
-	ORDER BY score DESC, c.seq DESC
+	SELECT seq, `+roundedScore+` AS score FROM (
+		SELECT c.seq, (
+			SELECT sum(`+termScore+`)
+			FROM unnest($5::bigint[], $6::float8[]) AS q(term_id, idf)
+			JOIN postings AS p ON p.term_id = q.term_id AND p.seq = c.seq
+		) AS raw
+		FROM cand AS c
+	) AS g
+	ORDER BY score DESC, seq DESC
 	LIMIT $9
 )`+readBest, bm25K1+1, recordColumns)
 
