@@ -61,7 +61,7 @@ func (f Filters) Validate() error {
 	return nil
 }
 
-// normalized fills the default top_k and case-folds, trims, sorts and
+// normalized fills the default top_k and case-folds, sorts and
 // deduplicates the tags, so equal filters compare equal.
 func (f Filters) normalized() Filters {
 	if f.TopK == 0 {
@@ -78,8 +78,9 @@ func foldTags(tags []string) []string {
 	}
 	out := make([]string, 0, len(tags))
 	for _, t := range tags {
-		// In NFC, as stores compare tags (sdk.SameTag).
-		out = append(out, strings.ToLower(norm.NFC.String(strings.TrimSpace(t))))
+		// In NFC, as stores compare tags (sdk.SameTag), and with the
+		// spaces around it, which stores keep: " sp " is not "sp".
+		out = append(out, strings.ToLower(norm.NFC.String(t)))
 	}
 	slices.Sort(out)
 	return slices.Compact(out)

@@ -154,6 +154,9 @@ func TestFilters(t *testing.T) {
 			if i == 3 {
 				tags = append(tags, "secret")
 			}
+			if i == 5 {
+				tags = append(tags, " sp ") // stores keep a tag's spaces
+			}
 			body := "tea"
 			if i < 4 {
 				body = "green tea leaves" // scores higher on "green tea"
@@ -185,6 +188,11 @@ func TestFilters(t *testing.T) {
 		{"all filters", Filters{TopK: 5, MinScore: 0.5, RequiredTags: []string{"hot"}, ExcludedTags: []string{"secret"}}, "green tea",
 			[]string{"note 0", "note 2", "note 4", "note 6", "note 8"}, []int{15}},
 		{"nothing passes", Filters{TopK: 2, RequiredTags: []string{"cold"}}, "green tea", nil, []int{6, 20}},
+		{"a required tag's spaces kept, as stores keep them", Filters{TopK: 2, RequiredTags: []string{" SP "}}, "green tea",
+			[]string{"note 5"}, []int{6, 20}},
+		{"an excluded tag's spaces kept", Filters{TopK: 10, ExcludedTags: []string{" sp "}}, "green tea",
+			[]string{"note 0", "note 1", "note 2", "note 3", "note 4", "note 6", "note 7", "note 8", "note 9"}, []int{30}},
+		{"a tag without its spaces is another tag", Filters{TopK: 2, RequiredTags: []string{"sp"}}, "green tea", nil, []int{6, 20}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
