@@ -438,7 +438,9 @@ func (p *parser) date(i int) (time.Time, time.Time, bool) {
 		if of {
 			j++
 		}
-		if m, ok := monthNames[p.at(j)]; ok && (!word || of || p.at(j) != "may") {
+		// A spelled ordinal before a month is a day only with "of": "the
+		// first June meeting" and "my first May" are no dates.
+		if m, ok := monthNames[p.at(j)]; ok && (!word || of) {
 			y, ok := p.yearAt(j + 1)
 			return p.dayWindow(y, ok, m, n)
 		}
