@@ -431,6 +431,12 @@ func (p *parser) date(i int) (time.Time, time.Time, bool) {
 	if n < 1 {
 		n, j = p.ordinalAt(i)
 		word = true
+		if prev := p.at(i - 1); prev == "twenty" || prev == "thirty" {
+			// The units of "thirty-first", read with its tens at i-1: a
+			// day no month has ("the thirty-first of April") is not
+			// the first.
+			n = 0
+		}
 	}
 	if n >= 1 && n <= 31 {
 		// 3rd of May [2023], 3 May [2023], the first of May

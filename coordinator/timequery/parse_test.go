@@ -48,6 +48,7 @@ var parseCases = []struct {
 	{"on May first", d(2023, 5, 1), d(2023, 5, 2), OrderNone},
 	{"you may first want to check", time.Time{}, time.Time{}, OrderEarliest},
 	{"the first of many trips", time.Time{}, time.Time{}, OrderNone},
+	{"the thirty-first of April", d(2023, 4, 1), d(2023, 5, 1), OrderNone},
 	{"what happened at the first June meeting", time.Time{}, time.Time{}, OrderEarliest},
 	{"my first July in Paris", time.Time{}, time.Time{}, OrderEarliest},
 	{"on 14 Feb 2022", d(2022, 2, 14), d(2022, 2, 15), OrderNone},
