@@ -101,8 +101,13 @@ func (g *Gate) Release(key string, n int64) {
 }
 
 func (g *Gate) giveBack(key string, n int64) {
+	k := g.keys[key]
+	if k == nil || k.held < n {
+		// As semaphore.Weighted does: the count would be wrong from here on.
+		panic("fairgate: released more than the key holds")
+	}
 	g.used -= n
-	g.keys[key].held -= n
+	k.held -= n
 	g.forget(key)
 	g.letIn()
 }

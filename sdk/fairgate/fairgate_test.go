@@ -163,3 +163,34 @@ func TestALargeWaiterIsNotPassed(t *testing.T) {
 		t.Fatalf("%s went in next, want c", next)
 	}
 }
+
+// TestReleasingMoreThanHeldPanics: a release the key does not hold would
+// leave the counts wrong for every later waiter; it fails loudly instead.
+func TestReleasingMoreThanHeldPanics(t *testing.T) {
+	cases := []struct {
+		name string
+		key  string
+		n    int64
+	}{
+		{"a key holding nothing", "other", 1},
+		{"more than the key holds", "a", 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := New(4)
+			if !g.TryAcquire("a", 1) {
+				t.Fatal("an empty gate refused")
+			}
+			defer func() {
+				if recover() == nil {
+					t.Fatal("no panic")
+				}
+				// The gate is still usable: its lock was given back.
+				if !g.TryAcquire("b", 1) {
+					t.Fatal("the gate refused after the panic")
+				}
+			}()
+			g.Release(c.key, c.n)
+		})
+	}
+}
