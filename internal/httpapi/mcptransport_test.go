@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,6 +44,20 @@ func newSurfacesWith(t *testing.T, opts Options) (*httptest.Server, *coordinator
 
 // exchange sends one request and answers the status, headers and body,
 // after checking the exchange against docs/openapi.yaml.
+// apiDoc is docs/openapi.yaml, loaded and validated once for the
+// package's tests: every exchange checked against it only reads it, and
+// parsing it again for each took most of those tests' time.
+func apiDoc(t *testing.T) *apispec.Spec {
+	t.Helper()
+	spec, err := loadAPIDoc()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
+var loadAPIDoc = sync.OnceValues(func() (*apispec.Spec, error) { return apispec.Load("../../docs/openapi.yaml") })
+
 func exchange(t *testing.T, srv *httptest.Server, req *http.Request, body []byte) (int, http.Header, []byte) {
 	t.Helper()
 	resp, err := srv.Client().Do(req)
@@ -54,10 +69,7 @@ func exchange(t *testing.T, srv *httptest.Server, req *http.Request, body []byte
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := apispec.Load("../../docs/openapi.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := apiDoc(t)
 	if err := spec.Check(req, body, resp.StatusCode, resp.Header, data); err != nil {
 		t.Errorf("%v\nanswer: %.300s", err, data)
 	}

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memhost/memhost/internal/apispec"
 	"github.com/memhost/memhost/internal/compaction"
 	"github.com/memhost/memhost/internal/mcpserver"
 	"github.com/memhost/memhost/sdk"
@@ -21,10 +20,7 @@ import (
 // routes to each other: an undocumented route or a documented path that
 // is not served fails.
 func TestRoutesMatchTheAPIDocument(t *testing.T) {
-	spec, err := apispec.Load("../../docs/openapi.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := apiDoc(t)
 	srv := New(Options{MCP: func(func(http.Header) (mcpserver.Caller, error)) http.Handler { return http.NotFoundHandler() }})
 	served, documented := srv.Routes(), spec.Operations()
 	for _, r := range served {
@@ -47,10 +43,7 @@ func TestRoutesMatchTheAPIDocument(t *testing.T) {
 // status, times) or carry an unknown field, and let GET /v1/records
 // filter by any kind or trust.
 func TestTheDocumentRefusesWhatTheServerRefuses(t *testing.T) {
-	spec, err := apispec.Load("../../docs/openapi.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := apiDoc(t)
 	srv, _ := newTestServer(t, Options{}, sdk.CapWrite, sdk.CapFetch, sdk.CapArchive, sdk.CapManifest)
 	const rec = `{"id":"ri1","scope":"realm","kind":"fact","title":"t","body":"b","trust":"application","status":"active","created_at":"2023-05-27T09:00:00Z","updated_at":"2023-05-27T09:00:00Z"%s}`
 	without := func(field string) string {

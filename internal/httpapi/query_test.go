@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/memhost/memhost/coordinator/coordinatortest"
-	"github.com/memhost/memhost/internal/apispec"
 	"github.com/memhost/memhost/internal/mcpserver"
 	"github.com/memhost/memhost/sdk"
 )
@@ -84,10 +83,7 @@ func TestQueryParametersAreStrict(t *testing.T) {
 // TestQueryParametersMatchTheAPIDocument: the query parameters each route
 // reads are those docs/openapi.yaml declares for it.
 func TestQueryParametersMatchTheAPIDocument(t *testing.T) {
-	spec, err := apispec.Load("../../docs/openapi.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := apiDoc(t)
 	srv := New(Options{MCP: func(func(http.Header) (mcpserver.Caller, error)) http.Handler { return http.NotFoundHandler() }})
 	for _, route := range srv.Routes() {
 		if !strings.Contains(route, " /v1/") && route != "POST /mcp" {

@@ -84,10 +84,7 @@ func reindexAPI(p sdk.Provider) http.Handler {
 // exchange is held to docs/openapi.yaml.
 func reindexCall(t *testing.T, srv *httptest.Server, token, body string) (int, string, []ReindexLine) {
 	t.Helper()
-	spec, err := apispec.Load("../../docs/openapi.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := apiDoc(t)
 	req, _ := http.NewRequest("POST", srv.URL+"/v1/admin/reindex", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	if token != "" {
