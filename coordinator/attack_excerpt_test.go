@@ -62,6 +62,9 @@ func TestExcerptKeepsForgedLinesOnTheirOwnLines(t *testing.T) {
 // but not the one before it on its line joined it to the passage before
 // with " … ", where it read as prose and reached the model live.
 func TestExcerptKeepsForgedSentencesPrefixed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("every excerpt of every header case defanged, single-goroutine (nothing for the race run to find); the plain run checks it")
+	}
 	d := mustDefanger(t, "Agent memory")
 	const lead = "Note. "
 	n := 0

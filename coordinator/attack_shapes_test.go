@@ -403,6 +403,9 @@ func TestShapeCasesThroughTheRenderer(t *testing.T) {
 
 // The shape scan is linear: texts built to make every opener read far.
 func TestShapeScanIsLinear(t *testing.T) {
+	if testing.Short() {
+		t.Skip("256 KiB texts defanged twice, single-goroutine (nothing for the race run to find); the plain run checks it")
+	}
 	d := mustDefanger(t, "Agent memory")
 	const size = 256 << 10
 	fill := func(unit string) string { return strings.Repeat(unit, size/len(unit)) }
