@@ -893,6 +893,9 @@ func TestDeadTermsAndTagsAreShed(t *testing.T) {
 // it ever saw in memory. The terms and tags no live document holds now
 // renumber the realm once they outnumber the live documents.
 func TestChurnUnderClusterStaysBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100,000 puts and clusterings, single-goroutine (nothing for the race run to find); the plain run checks it")
+	}
 	ix, _ := New(Options{Weights: ftsWeights, Stats: StatsRealm, ContextWeight: ContextWeight})
 	const live, puts = 10_000, 100_000
 	for i := range live {
