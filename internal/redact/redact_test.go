@@ -79,3 +79,47 @@ func TestForClientShortensALongMessage(t *testing.T) {
 		})
 	}
 }
+
+// TestALongMessageIsRedactedWhereItIsKept: a long message is redacted
+// over the parts kept and a margin around each cut, not whole (which cost
+// seconds of CPU for a quoted 4 MiB request). A credential or host path
+// anywhere in what is kept, the cuts running through it included, is
+// still hidden, and a message without any reads as shortening the whole
+// redacted text would answer it.
+func TestALongMessageIsRedactedWhereItIsKept(t *testing.T) {
+	const secret = "hunter2hunter2hunter2"
+	filler := strings.Repeat("x ", 300<<10)
+	headCut := maxClientMessage - tailBytes - 64
+	tailCut := len(filler) - tailBytes
+	for _, at := range []int{0, 100, headCut - 200, headCut - 20, headCut - 5, headCut, headCut + 10, tailCut - 30, tailCut - 10, tailCut, tailCut + 5, len(filler) - 40} {
+		for _, form := range []string{
+			" password=" + secret + " ",
+			" Authorization: Bearer " + secret + " ",
+			" postgres://memhost:" + secret + "@db/x ",
+			" /home/" + secret + "/data/memory.db ",
+		} {
+			msg := filler[:at] + form + filler[at:]
+			out, _ := ForClient(nil, msg)
+			if strings.Contains(out, "hunter2") {
+				t.Errorf("%q at %d: the answer shows it: …%s…", strings.TrimSpace(form), at, out[max(0, strings.Index(out, "hunter2")-40):min(len(out), strings.Index(out, "hunter2")+40)])
+			}
+			if len(out) > maxClientMessage {
+				t.Errorf("%q at %d: answered %d bytes", strings.TrimSpace(form), at, len(out))
+			}
+		}
+	}
+	for _, msg := range []string{filler, strings.Repeat("é日🎉 ", 100<<10), `scope: "` + filler + `" is not a scope`} {
+		whole, _ := Message(msg)
+		if got, want := shortMessage(msg, maxClientMessage), shorten(whole, maxClientMessage); got != want {
+			t.Errorf("a message without secrets: answered %q…%q, want %q…%q", got[:30], got[len(got)-60:], want[:30], want[len(want)-60:])
+		}
+	}
+}
+
+func BenchmarkForClientLong(b *testing.B) {
+	msg := `records[0].scope: "identity:` + strings.Repeat(`a\u007f`, 450<<10) + `" is not a scope`
+	b.SetBytes(int64(len(msg)))
+	for b.Loop() {
+		ForClient(nil, msg)
+	}
+}
