@@ -21,6 +21,7 @@ import (
 
 	"github.com/memhost/memhost/coordinator/internal/score"
 	"github.com/memhost/memhost/sdk"
+	"github.com/memhost/memhost/sdk/index"
 )
 
 // Tags a conversation turn carries to name its speaker. They are in the
@@ -194,7 +195,7 @@ func Wrap(recall RecallFunc) RecallFunc {
 			if whole {
 				// The deeper answer may show a second speaker the query
 				// names: then it favours no one.
-				if again, ok := favourFor(q.Query, slices.Concat(hits, deeper)); !ok || again != f {
+				if again, ok := favourFor(q.Query, slices.Concat(hits, deeper)); !ok || again.tag != f.tag || again.name != f.name {
 					return hits, nil
 				}
 				hits = withFavoured(hits, deeper, f)
@@ -207,9 +208,48 @@ func Wrap(recall RecallFunc) RecallFunc {
 // favour is the turns a query ranks higher, those of a speaker in an
 // identity's own scope (ownTurn), and by how much: the user's (tag) or a
 // named speaker's (name, the words of the name, nameOf).
+//
+// The user's turns are lifted for what they say: one whose own text
+// holds none of the query's terms (terms, index.QueryTerms) was matched
+// only through its thread neighbours (a provider scores a turn with its
+// neighbours' terms too, index.ContextWeight), or only by meaning with an
+// embedder, and is not lifted. Lifted, such a turn passed the turns of
+// other sessions that say what was asked. A named speaker's turn carries
+// the name the query says in its tag, so every one is lifted.
 type favour struct {
 	tag, name string
 	weight    float64
+	terms     map[string]bool
+}
+
+// lifted reports whether f ranks h higher: a turn f favours that, for the
+// user's turns, says one of the query's terms itself.
+func (f favour) lifted(h sdk.Hit) bool {
+	return f.turn(h) && (f.tag == "" || says(h.Record, f.terms))
+}
+
+// says reports whether r's own text, the fields a provider scores it by
+// (its tags but the system ones, title, description and body), holds one
+// of terms.
+func says(r sdk.Record, terms map[string]bool) bool {
+	for _, text := range [...]string{index.TagText(r.Tags), r.Title, r.Description, r.Body} {
+		for _, t := range index.FieldTerms(text) {
+			if terms[t] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// termSet answers the terms a provider reads in query (index.QueryTerms).
+func termSet(query string) map[string]bool {
+	terms := index.QueryTerms(query)
+	m := make(map[string]bool, len(terms))
+	for _, t := range terms {
+		m[t] = true
+	}
+	return m
 }
 
 func (f favour) turn(h sdk.Hit) bool {
@@ -228,7 +268,7 @@ func (f favour) turn(h sdk.Hit) bool {
 // names.
 func favourFor(query string, hits []sdk.Hit) (favour, bool) {
 	if AboutUser(query) && slices.ContainsFunc(hits, spoken) {
-		return favour{tag: UserTag, weight: userWeight}, true
+		return favour{tag: UserTag, weight: userWeight, terms: termSet(query)}, true
 	}
 	name, ok := Named(query, hits)
 	return favour{name: name, weight: namedWeight}, ok
@@ -326,27 +366,28 @@ func withFavoured(hits, deeper []sdk.Hit, f favour) []sdk.Hit {
 		held[h.Record.ID] = true
 	}
 	for _, h := range deeper {
-		if f.turn(h) && !held[h.Record.ID] {
+		if f.lifted(h) && !held[h.Record.ID] {
 			hits = append(hits, h)
 		}
 	}
 	return hits
 }
 
-// Rank multiplies the positive score of each turn the user said by
-// userWeight and answers the best limit hits, ties in the order given.
+// Rank multiplies the positive score of each turn the user said that
+// holds one of query's terms (favour) by userWeight and answers the best
+// limit hits, ties in the order given.
 // With keepBeside, a hit cut past the limit that is a turn of a kept
 // hit's thread and scope goes, with the neighbours it carried, to the
 // nearest such kept hit as its neighbours (none already kept or carried
 // there), so the envelope can still show them beside the kept turns.
-func Rank(hits []sdk.Hit, limit int, keepBeside bool) []sdk.Hit {
-	return rank(hits, limit, keepBeside, favour{tag: UserTag, weight: userWeight})
+func Rank(hits []sdk.Hit, query string, limit int, keepBeside bool) []sdk.Hit {
+	return rank(hits, limit, keepBeside, favour{tag: UserTag, weight: userWeight, terms: termSet(query)})
 }
 
 // rank is Rank for the turns f favours, by its weight.
 func rank(hits []sdk.Hit, limit int, keepBeside bool, f favour) []sdk.Hit {
 	for i := range hits {
-		if f.turn(hits[i]) && hits[i].Score > 0 {
+		if hits[i].Score > 0 && f.lifted(hits[i]) {
 			// Bounded: a plugin's finite score near float64's top would
 			// otherwise double to +Inf, which no answer can encode.
 			hits[i].Score = score.Bound(hits[i].Score * f.weight)

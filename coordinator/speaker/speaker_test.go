@@ -82,8 +82,11 @@ func turn(id string, score float64, user bool) sdk.Hit {
 	if user {
 		tag = UserTag
 	}
-	return sdk.Hit{Record: sdk.Record{ID: id, Scope: sdk.IdentityScope("alice"), Tags: []string{tag}, Thread: &sdk.Thread{ID: "c1"}}, Score: score}
+	return sdk.Hit{Record: sdk.Record{ID: id, Scope: sdk.IdentityScope("alice"), Tags: []string{tag}, Body: "My run today", Thread: &sdk.Thread{ID: "c1"}}, Score: score}
 }
+
+// rankQuery is the question TestRank ranks for: turn's body says "run".
+const rankQuery = "How far did I run?"
 
 func order(hs []sdk.Hit) string {
 	var b strings.Builder
@@ -91,6 +94,12 @@ func order(hs []sdk.Hit) string {
 		fmt.Fprintf(&b, "%s:%g ", h.Record.ID, h.Score)
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// said answers h with its own text set: title, description and body.
+func said(h sdk.Hit, title, description, body string) sdk.Hit {
+	h.Record.Title, h.Record.Description, h.Record.Body = title, description, body
+	return h
 }
 
 func TestRank(t *testing.T) {
@@ -119,9 +128,22 @@ func TestRank(t *testing.T) {
 		{"a NaN score ranks last", []sdk.Hit{turn("x", math.NaN(), true), turn("a", 1, false)}, 10, "a:1 x:NaN"},
 		{"the limit cuts", []sdk.Hit{turn("a", 5, false), turn("b", 4, false), turn("u", 3, true)}, 2, "u:6 a:5"},
 		{"a negative limit answers none", []sdk.Hit{turn("a", 5, false)}, -1, ""},
+		{"the user's turn matched only through its neighbours is not boosted", []sdk.Hit{turn("a", 5, false), said(turn("u", 3, true), "", "", "We walked to the lake")}, 10, "a:5 u:3"},
+		{"a term in the title counts", []sdk.Hit{turn("a", 5, false), said(turn("u", 3, true), "Running", "", "")}, 10, "u:6 a:5"},
+		{"a term in the description counts", []sdk.Hit{turn("a", 5, false), said(turn("u", 3, true), "", "a run by the lake", "")}, 10, "u:6 a:5"},
+		{"a term in a tag counts", []sdk.Hit{turn("a", 5, false), func() sdk.Hit {
+			h := said(turn("u", 3, true), "", "", "")
+			h.Record.Tags = append(h.Record.Tags, "runs")
+			return h
+		}()}, 10, "u:6 a:5"},
+		{"a system tag's words are not the turn's", []sdk.Hit{turn("a", 5, false), func() sdk.Hit {
+			h := said(turn("u", 3, true), "", "", "")
+			h.Record.Tags = append(h.Record.Tags, "memhost:run")
+			return h
+		}()}, 10, "a:5 u:3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := order(Rank(tc.hits, tc.limit, false)); got != tc.want {
+			if got := order(Rank(tc.hits, rankQuery, tc.limit, false)); got != tc.want {
 				t.Fatalf("got  %s\nwant %s", got, tc.want)
 			}
 		})
@@ -145,7 +167,7 @@ func TestRankKeepsWhatStoodBeside(t *testing.T) {
 		other.Record.Thread = &sdk.Thread{ID: "c2"}
 		return []sdk.Hit{a, other, at(turn("u1", 3, true), 10), at(turn("u2", 3, true), 2)}
 	}
-	kept := Rank(hits(), 2, true)
+	kept := Rank(hits(), rankQuery, 2, true)
 	if order(kept) != "u1:6 u2:6" {
 		t.Fatalf("kept %s, want u1 and u2", order(kept))
 	}
@@ -162,7 +184,7 @@ func TestRankKeepsWhatStoodBeside(t *testing.T) {
 	if got := ids(kept[1].Neighbours); got != "" {
 		t.Fatalf("u2 (seq 2) carries %q, want none: a is nearer u1", got)
 	}
-	if kept := Rank(hits(), 2, false); len(kept[0].Neighbours)+len(kept[1].Neighbours) != 0 {
+	if kept := Rank(hits(), rankQuery, 2, false); len(kept[0].Neighbours)+len(kept[1].Neighbours) != 0 {
 		t.Fatalf("without neighbours asked, the kept hits carry some")
 	}
 }
