@@ -220,24 +220,27 @@ func (b *Block) decode(raw json.RawMessage, depth int) error {
 	if err != nil {
 		return contentError("a block " + err.Error())
 	}
+	return b.fromTree(append(json.RawMessage(nil), raw...), tree, depth)
+}
+
+// fromTree reads the block from tree, parsed from data, and keeps its
+// bytes in data. The blocks of a tool result's content are read from their part
+// of tree and raw, checked and parsed with it: read again from their
+// bytes at each level, 8 nested tool results cost 5 s of CPU for 4 MB.
+func (b *Block) fromTree(data []byte, tree *jsonNode, depth int) error {
 	typ, ok := tree.memberString("type")
 	if !ok || typ == "" {
 		return contentError(`a block has no "type"`)
 	}
-	*b = Block{Type: typ, Raw: append(json.RawMessage(nil), raw...)}
+	*b = Block{Type: typ, Raw: tree.span(data)}
 	if s, ok := tree.memberString("text"); ok {
 		b.Text, b.hasText = s, b.Type != BlockText
 	} else if b.Type == BlockText {
 		return contentError(`a text block needs a string "text"`)
 	}
 	if b.Type == BlockToolResult {
-		var nested json.RawMessage
-		if v := tree.member("content"); v != nil {
-			if nested, err = v.encode(); err != nil {
-				return contentError("a tool result's content could not be read")
-			}
-		}
-		if b.Nested, err = decodeNested(nested, depth); err != nil {
+		var err error
+		if b.Nested, err = decodeNested(data, tree.member("content"), depth); err != nil {
 			return err
 		}
 	}
@@ -245,16 +248,17 @@ func (b *Block) decode(raw json.RawMessage, depth int) error {
 	return nil
 }
 
-// decodeNested decodes the content inside a block; nil when absent.
-func decodeNested(raw json.RawMessage, depth int) (*Content, error) {
-	if len(raw) == 0 || string(raw) == "null" {
+// decodeNested decodes the content inside a block, v of the block's tree
+// parsed from data; nil when absent.
+func decodeNested(data []byte, v *jsonNode, depth int) (*Content, error) {
+	if v == nil || v.kind == 'n' {
 		return nil, nil
 	}
 	if depth >= maxNesting {
 		return nil, contentError(fmt.Sprintf("tool results nest deeper than %d", maxNesting))
 	}
 	var nested Content
-	if err := nested.decode(raw, depth+1); err != nil {
+	if err := nested.fromTree(data, v, depth+1); err != nil {
 		if fe := (*sdk.FieldError)(nil); errors.As(err, &fe) && err == error(fe) {
 			// The nested content itself, not one of its blocks: the
 			// block's member names it.
@@ -263,6 +267,30 @@ func decodeNested(raw json.RawMessage, depth int) (*Content, error) {
 		return nil, err
 	}
 	return &nested, nil
+}
+
+// fromTree reads the content from v, parsed from data, as decode reads it
+// from v's bytes.
+func (c *Content) fromTree(data []byte, v *jsonNode, depth int) error {
+	switch v.kind {
+	case '"':
+		*c = Content{text: v.str}
+		return nil
+	case '[':
+		blocks := make([]Block, len(v.vals))
+		for i, e := range v.vals {
+			err := contentError("a block must be a JSON object")
+			if e.kind == '{' {
+				err = blocks[i].fromTree(data, e, depth)
+			}
+			if err != nil {
+				return fmt.Errorf("content[%d]: %w", i, err)
+			}
+		}
+		*c = Content{blocks: blocks, isBlocks: true}
+		return nil
+	}
+	return contentError("must be a string or a list of blocks")
 }
 
 // MarshalJSON writes the content back in the shape it came in. A block

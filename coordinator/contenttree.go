@@ -24,6 +24,9 @@ type jsonNode struct {
 	raw  jsontext.Value // another scalar as received
 	keys []string       // an object's member names
 	vals []*jsonNode    // an object's member values or an array's elements
+	// start and end bound the value in the parsed bytes, with the white
+	// space and separator before it (see span).
+	start, end int64
 }
 
 // parseJSON parses one JSON value strictly: duplicate member names and
@@ -42,15 +45,25 @@ func parseJSON(data []byte) (*jsonNode, error) {
 }
 
 func parseNode(dec *jsontext.Decoder, depth int) (*jsonNode, error) {
+	n, err := parseValue(dec, depth)
+	if err != nil {
+		return nil, err
+	}
+	n.end = dec.InputOffset()
+	return n, nil
+}
+
+func parseValue(dec *jsontext.Decoder, depth int) (*jsonNode, error) {
 	if depth > maxJSONDepth {
 		return nil, fmt.Errorf("nests deeper than %d", maxJSONDepth)
 	}
+	start := dec.InputOffset() // before the white space and separator, which span trims
 	switch kind := dec.PeekKind(); kind {
 	case '{', '[':
 		if _, err := dec.ReadToken(); err != nil {
 			return nil, err
 		}
-		n := &jsonNode{kind: kind}
+		n := &jsonNode{kind: kind, start: start}
 		end := jsontext.Kind('}')
 		if kind == '[' {
 			end = ']'
@@ -78,14 +91,20 @@ func parseNode(dec *jsontext.Decoder, depth int) (*jsonNode, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &jsonNode{kind: kind, str: tok.String()}, nil
+		return &jsonNode{kind: kind, str: tok.String(), start: start}, nil
 	default:
 		v, err := dec.ReadValue()
 		if err != nil {
 			return nil, err
 		}
-		return &jsonNode{kind: kind, raw: slices.Clone(v)}, nil
+		return &jsonNode{kind: kind, raw: slices.Clone(v), start: start}, nil
 	}
+}
+
+// span answers the bytes of the value within data, the bytes it was
+// parsed from.
+func (n *jsonNode) span(data []byte) []byte {
+	return bytes.TrimLeft(data[n.start:n.end], " \t\r\n,:")
 }
 
 // encode writes the value back, members in their order.
