@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -111,6 +112,17 @@ func setTimeouts(ctx context.Context, tx pgx.Tx, statement, idle time.Duration) 
 	return err
 }
 
+// withTimeouts answers o beginning its transaction with the statement and
+// idle timeouts given, set in BEGIN's own round trip: set by a statement
+// after it, the gap between the two ran under the session's idle
+// timeout, and a client descheduled that long on a loaded machine had the
+// server end the transaction (SQLSTATE 25P03) before its timeouts were
+// set.
+func withTimeouts(o pgx.TxOptions, statement, idle time.Duration) pgx.TxOptions {
+	o.BeginQuery = beginSQL(o) + "; " + timeoutsSQL(statement, idle)
+	return o
+}
+
 // timeoutsSQL sets a transaction's statement and idle timeouts.
 func timeoutsSQL(statement, idle time.Duration) string {
 	return fmt.Sprintf("SET LOCAL statement_timeout = %d; SET LOCAL idle_in_transaction_session_timeout = %d", statement.Milliseconds(), idle.Milliseconds())
@@ -123,7 +135,9 @@ func timeoutsSQL(statement, idle time.Duration) string {
 // connection is dead (the pool pings only those idle over a second).
 func (d *pgdb) BeginTx(ctx context.Context, o pgx.TxOptions) (pgx.Tx, error) {
 	if d.setLocal != "" {
-		o.BeginQuery = beginSQL(o) + d.setLocal
+		// The session's settings first: a BeginQuery withTimeouts made
+		// sets its own timeouts after them.
+		o.BeginQuery = beginSQL(o) + d.setLocal + strings.TrimPrefix(o.BeginQuery, beginSQL(o))
 	}
 	release, err := d.admit(ctx)
 	if err != nil {

@@ -57,6 +57,11 @@ type Store struct {
 }
 
 // New returns an unconfigured provider.
+
+// connTracer, when set, traces the statements of every connection a store
+// opens (tests: a client descheduled between its round trips).
+var connTracer atomic.Pointer[pgx.QueryTracer]
+
 func New() *Store {
 	return &Store{log: sdk.Logger(), now: time.Now, getenv: os.Getenv, exit: os.Exit}
 }
@@ -113,6 +118,9 @@ func (s *Store) Configure(ctx context.Context, raw json.RawMessage) error {
 	}
 	target := describeTarget(set.pool)
 	set.pool.BeforeConnect = s.beforeConnect
+	if tr := connTracer.Load(); tr != nil {
+		set.pool.ConnConfig.Tracer = *tr
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, set.pool)
 	if err != nil {
 		return fmt.Errorf("postgres: connect to %s: %w", target, startFailure(err))

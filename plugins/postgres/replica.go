@@ -619,7 +619,17 @@ func (r *replica) catchUp(ctx context.Context) (more bool, err error) {
 		}
 	}
 	var st step
-	err = pgx.BeginTxFunc(ctx, r.db, snapshot, func(tx pgx.Tx) (err error) {
+	r.mu.RLock()
+	first := r.ix == nil
+	r.mu.RUnlock()
+	opts := snapshot
+	if first {
+		// A first load: the whole snapshot, its first read too, is the
+		// load's (on a loaded server that read outlasted a short
+		// statement_timeout, and the first load failed).
+		opts = withTimeouts(snapshot, r.loadTimeout, r.loadTimeout)
+	}
+	err = pgx.BeginTxFunc(ctx, r.db, opts, func(tx pgx.Tx) (err error) {
 		st, err = r.read(ctx, tx)
 		return err
 	})
@@ -663,14 +673,6 @@ func (r *replica) read(ctx context.Context, tx pgx.Tx) (step, error) {
 	r.mu.RLock()
 	loaded := r.ix != nil
 	r.mu.RUnlock()
-	if !loaded {
-		// A first load: the whole snapshot, its first read too, is the
-		// load's (on a loaded server that read outlasted a short
-		// statement_timeout, and the first load failed).
-		if err := r.loadSettings(ctx, tx); err != nil {
-			return st, err
-		}
-	}
 	if hook := snapshotHook.Load(); hook != nil {
 		(*hook)()
 	}

@@ -429,6 +429,34 @@ func TestMigrationOutlastsIdleTimeout(t *testing.T) {
 // TestSchemaCheckOutlastsStatementTimeout: the schema check that opens a
 // store reads the catalog, which on a loaded server outlasts a short
 // statement_timeout; the check was cut and the store did not open.
+// TestMaintenanceOutlastsAStalledClient: the migration and the schema
+// check set their minute by a statement after BEGIN, so the gap between
+// the two ran under the request's idle timeout; a make-test run on a
+// loaded machine had the server end the schema check there ("terminating
+// connection due to idle-in-transaction timeout"). Here the client stalls
+// before every statement it sends inside a transaction, longer than the
+// timeout: the store still opens.
+func TestMaintenanceOutlastsAStalledClient(t *testing.T) {
+	var tr pgx.QueryTracer = stallInTransaction{300 * time.Millisecond}
+	connTracer.Store(&tr)
+	t.Cleanup(func() { connTracer.Store(nil) })
+	// openStoreWith fails the test when the store does not open.
+	openStoreWith(t, configJSON(schemaFor(t.Name()), "statement_timeout", "100ms", "replica", sqlOnly))
+}
+
+// stallInTransaction sleeps before each statement sent inside an open
+// transaction, as a client descheduled between its round trips would.
+type stallInTransaction struct{ d time.Duration }
+
+func (s stallInTransaction) TraceQueryStart(ctx context.Context, conn *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	if conn.PgConn().TxStatus() == 'T' {
+		time.Sleep(s.d)
+	}
+	return ctx
+}
+
+func (stallInTransaction) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
 func TestSchemaCheckOutlastsStatementTimeout(t *testing.T) {
 	for _, tc := range []struct {
 		name string

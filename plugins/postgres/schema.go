@@ -379,16 +379,13 @@ const migrateLockKey = 0x6d656d68
 // upgrade of a large store takes minutes, in which the plugin answers
 // nothing: the log says what it does.
 func migrate(ctx context.Context, pool *pgdb, schema string, log *slog.Logger) error {
-	tx, err := pool.Begin(ctx)
+	// Waiting for another host's migration may take longer than one
+	// statement may; Configure's context bounds the wait instead.
+	tx, err := pool.BeginTx(ctx, withTimeouts(pgx.TxOptions{}, 0, maintenanceTimeout))
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback(ctx)
-	// Waiting for another host's migration may take longer than one
-	// statement may; Configure's context bounds the wait instead.
-	if err := setTimeouts(ctx, tx, 0, maintenanceTimeout); err != nil {
-		return err
-	}
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, hashtext($2))", migrateLockKey, schema); err != nil {
 		return fmt.Errorf("take the migration lock: %w", err)
 	}
@@ -513,10 +510,7 @@ func checkSchema(ctx context.Context, db *pgdb, schema string) error {
 	var version int
 	var changesCache *int64
 	var changesSeq string
-	err := pgx.BeginTxFunc(ctx, db, readOnly, func(q pgx.Tx) error {
-		if err := setTimeouts(ctx, q, maintenanceTimeout, maintenanceTimeout); err != nil {
-			return err
-		}
+	err := pgx.BeginTxFunc(ctx, db, withTimeouts(readOnly, maintenanceTimeout, maintenanceTimeout), func(q pgx.Tx) error {
 		if hook := checkHook.Load(); hook != nil {
 			if err := (*hook)(ctx, q); err != nil {
 				return err
